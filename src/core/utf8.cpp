@@ -1,0 +1,68 @@
+// UTF-8 decoding and validation (RFC 3629).
+#include "core/utf8.h"
+
+namespace tern {
+
+size_t utf8_decode(std::string_view s, size_t pos, uint32_t & cp) {
+    if (pos >= s.size()) return 0;
+    const auto   b0  = static_cast<uint8_t>(s[pos]);
+    const size_t len = utf8_sequence_length(b0);
+    if (len == 0 || pos + len > s.size()) return 0;
+    if (len == 1) {
+        cp = b0;
+        return 1;
+    }
+    uint32_t v = b0 & (0x7fu >> len);
+    for (size_t i = 1; i < len; ++i) {
+        const auto b = static_cast<uint8_t>(s[pos + i]);
+        if ((b & 0xc0) != 0x80) return 0;
+        v = (v << 6) | (b & 0x3fu);
+    }
+    static constexpr uint32_t min_for_len[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (v < min_for_len[len] || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff)) return 0;
+    cp = v;
+    return len;
+}
+
+bool is_valid_utf8(std::string_view s) {
+    size_t   pos = 0;
+    uint32_t cp  = 0;
+    while (pos < s.size()) {
+        const size_t n = utf8_decode(s, pos, cp);
+        if (n == 0) return false;
+        pos += n;
+    }
+    return true;
+}
+
+void utf8_append(std::string & out, uint32_t cp) {
+    if (cp < 0x80) {
+        out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+        out += static_cast<char>(0xc0 | (cp >> 6));
+        out += static_cast<char>(0x80 | (cp & 0x3f));
+    } else if (cp < 0x10000) {
+        out += static_cast<char>(0xe0 | (cp >> 12));
+        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+        out += static_cast<char>(0x80 | (cp & 0x3f));
+    } else {
+        out += static_cast<char>(0xf0 | (cp >> 18));
+        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
+        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+        out += static_cast<char>(0x80 | (cp & 0x3f));
+    }
+}
+
+size_t utf8_incomplete_tail(std::string_view s) {
+    // Look back at most 3 bytes for a lead byte whose sequence runs past the end.
+    const size_t n = s.size();
+    for (size_t back = 1; back <= 3 && back <= n; ++back) {
+        const auto b = static_cast<uint8_t>(s[n - back]);
+        if ((b & 0xc0) == 0x80) continue;  // continuation byte: keep looking for the lead
+        const size_t len = utf8_sequence_length(b);
+        return (len > back) ? back : 0;
+    }
+    return 0;
+}
+
+}  // namespace tern

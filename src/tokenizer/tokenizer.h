@@ -1,0 +1,87 @@
+// Tokenizer built from GGUF metadata (FORMATS.md §5): byte-level BPE (`tokenizer.ggml.model` =
+// "gpt2": Llama-3, Qwen2/3, tern's own models) and SentencePiece-style vocabularies ("llama":
+// Phi-3, 1bitLLM). Ids are identical to HF tokenizers / llama.cpp on the golden tests.
+//
+// Usage:
+//   Tokenizer tok = Tokenizer::from_gguf(file);
+//   std::vector<int32_t> ids = tok.encode("Hello world", /*add_bos=*/true, /*parse_special=*/false);
+//   StreamingDecoder dec(tok);  for (id : ids) std::cout << dec.push(id);  std::cout << dec.flush();
+#pragma once
+
+#include "gguf/gguf_reader.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tern {
+
+enum class TokenType : int32_t {
+    undefined = 0, normal = 1, unknown = 2, control = 3, user_defined = 4, unused = 5, byte = 6,
+};
+
+enum class VocabKind { bpe, spm };
+
+// The pre-tokenizer regex family of a BPE vocabulary (FORMATS.md §5.5).
+enum class PreTokenizer { llama3, qwen2, default_chain };
+
+struct TokenizerOptions {
+    // Force the pre-tokenizer (e.g. default_chain to compare ids with stock bitnet.cpp). nullopt:
+    // from `tokenizer.ggml.pre`, with the Llama-3 fallback of FORMATS.md §5.6.
+    std::optional<PreTokenizer> pre;
+};
+
+class Tokenizer {
+public:
+    // Throws Error(invalid_model) naming the key when the metadata is missing or inconsistent.
+    static Tokenizer from_gguf(const GgufFile & file, const TokenizerOptions & options = {});
+    Tokenizer(Tokenizer &&) noexcept;
+    Tokenizer & operator=(Tokenizer &&) noexcept;
+    ~Tokenizer();
+
+    // add_bos: prepend BOS if the vocabulary asks for it (tokenizer.ggml.add_bos_token / defaults).
+    // parse_special: match CONTROL/UNKNOWN token texts in `text` (USER_DEFINED always match).
+    std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special) const;
+
+    // Raw bytes of one token (may be a partial UTF-8 sequence). CONTROL tokens give "" unless
+    // render_special.
+    std::string token_to_piece(int32_t id, bool render_special = false) const;
+    std::string decode(std::span<const int32_t> ids, bool render_special = false) const;
+
+    int32_t n_vocab() const;
+    VocabKind kind() const;
+    PreTokenizer pre_tokenizer() const;                 // BPE only
+    int32_t bos_id() const;                             // -1 if none
+    int32_t eos_id() const;                             // -1 if none
+    bool    add_bos() const;                            // whether encode(add_bos=true) prepends BOS
+    bool    is_eog(int32_t id) const;                   // end-of-generation set (§5.2)
+    const std::vector<int32_t> & eog_ids() const;
+    TokenType token_type(int32_t id) const;
+    const std::string & token_text(int32_t id) const;   // as stored in the vocabulary
+    std::optional<int32_t> find_token(std::string_view text) const;
+
+private:
+    struct Impl;
+    explicit Tokenizer(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+// Turns a stream of token ids into text without ever splitting a UTF-8 sequence: bytes of an
+// incomplete sequence are held back until the token that completes it arrives.
+class StreamingDecoder {
+public:
+    explicit StreamingDecoder(const Tokenizer & tokenizer, bool render_special = false);
+    std::string push(int32_t id);  // text that is complete so far
+    std::string flush();           // whatever is left (invalid bytes become U+FFFD)
+
+private:
+    const Tokenizer & tokenizer_;
+    bool              render_special_;
+    std::string       pending_;
+};
+
+}  // namespace tern

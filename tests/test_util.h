@@ -1,0 +1,26 @@
+// Shared helpers for tests: paths of test data and a seeded RNG.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <unistd.h>
+
+namespace tern::test {
+
+inline std::string data_path(const std::string & name) { return std::string(TERN_TEST_DATA_DIR) + "/" + name; }
+inline std::string shared_data_path(const std::string & name) { return std::string(TERN_SHARED_DATA_DIR) + "/" + name; }
+inline std::string deps_path(const std::string & name) { return std::string(TERN_DEPS_DIR) + "/" + name; }
+inline std::string binary_path(const std::string & name) { return std::string(TERN_BINARY_DIR) + "/" + name; }
+
+// A fresh temporary directory per call, removed by the caller if it wants (tests leave them in /tmp).
+inline std::filesystem::path temp_dir(const std::string & tag) {
+    static int counter = 0;
+    auto p = std::filesystem::temp_directory_path() /
+             ("tern-test-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    std::filesystem::create_directories(p);
+    return p;
+}
+
+}  // namespace tern::test
