@@ -1,0 +1,143 @@
+// Sampler: parameter validation, the penalty window and the chain of sampler_stages.h.
+#include "sampler/sampler.h"
+
+#include "core/error.h"
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+namespace tern {
+namespace {
+
+void require(bool ok, const char * flag, const char * rule, double got, const char * hint = "") {
+    if (!ok) fail(ErrorKind::invalid_argument, format("%s must be %s (got %g)", flag, rule, got), hint);
+}
+
+uint64_t random_seed() {
+    std::random_device rd;
+    uint64_t           s = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+    if (s == k_sampler_random_seed) s ^= 0x5bd1e995ull;  // a resolved seed never means "random" again
+    return s;
+}
+
+}  // namespace
+
+void validate(const SamplerParams & p) {
+    require(std::isfinite(p.temp) && p.temp >= 0.0f, "--temp", "a finite number >= 0", p.temp,
+            "use --temp 0 for greedy decoding");
+    require(p.top_p > 0.0f && p.top_p <= 1.0f, "--top-p", "in (0, 1]", p.top_p, "use --top-p 1 to disable it");
+    require(p.min_p >= 0.0f && p.min_p <= 1.0f, "--min-p", "in [0, 1]", p.min_p, "use --min-p 0 to disable it");
+    require(std::isfinite(p.repeat_penalty) && p.repeat_penalty > 0.0f, "--repeat-penalty", "a finite number > 0",
+            p.repeat_penalty, "use --repeat-penalty 1 to disable it");
+    require(p.repeat_last_n >= -1, "--repeat-last-n", ">= -1", p.repeat_last_n,
+            "0 disables the penalties, -1 looks at every token since the start");
+    require(std::isfinite(p.frequency_penalty), "--frequency-penalty", "a finite number", p.frequency_penalty);
+    require(std::isfinite(p.presence_penalty), "--presence-penalty", "a finite number", p.presence_penalty);
+}
+
+Sampler::Sampler(const SamplerParams & params, int32_t n_vocab) : params_(params), n_vocab_(n_vocab) {
+    validate(params);
+    if (n_vocab < 1) fail(ErrorKind::invalid_argument, format("sampler: vocabulary size must be >= 1 (got %d)", n_vocab));
+    seed_ = params.seed == k_sampler_random_seed ? random_seed() : params.seed;
+    rng_.reseed(seed_);
+    const auto n = static_cast<size_t>(n_vocab);
+    if (params.repeat_last_n > 0) ring_.assign(static_cast<size_t>(params.repeat_last_n), 0);
+    counts_.assign(n, 0);
+    present_.assign(n, 0);
+    present_pos_.assign(n, 0);
+    work_.assign(n, 0.0f);
+    candidates_.assign(n, Candidate{0, 0.0f});
+    weights_.assign(n, 0.0);
+}
+
+void Sampler::count_add(int32_t token) {
+    if (counts_[token]++ == 0) {
+        present_pos_[token]   = static_cast<int32_t>(n_present_);
+        present_[n_present_++] = token;
+    }
+}
+
+void Sampler::count_remove(int32_t token) {
+    if (--counts_[token] == 0) {  // swap-remove token from present_
+        const int32_t pos  = present_pos_[token];
+        const int32_t last = present_[--n_present_];
+        present_[pos]      = last;
+        present_pos_[last] = pos;
+    }
+}
+
+void Sampler::accept(int32_t token) {
+    if (token < 0 || token >= n_vocab_) {
+        fail(ErrorKind::invalid_argument,
+             format("sampler: token id %d is outside the vocabulary [0, %d)", token, n_vocab_));
+    }
+    if (params_.repeat_last_n == 0) return;
+    if (params_.repeat_last_n > 0) {
+        if (ring_size_ == ring_.size()) {  // full: evict the oldest, which sits where the next one goes
+            count_remove(ring_[ring_head_]);
+        } else {
+            ++ring_size_;
+        }
+        ring_[ring_head_] = token;
+        ring_head_        = (ring_head_ + 1) % ring_.size();
+    }
+    count_add(token);
+}
+
+void Sampler::reset() {
+    for (size_t i = 0; i < n_present_; ++i) counts_[present_[i]] = 0;
+    n_present_ = 0;
+    ring_head_ = 0;
+    ring_size_ = 0;
+    rng_.reseed(seed_);
+}
+
+void Sampler::apply_penalties(std::span<float> logits) const {
+    if (logits.size() != static_cast<size_t>(n_vocab_)) {
+        fail(ErrorKind::invalid_argument,
+             format("sampler: logits have %zu entries, expected n_vocab = %d", logits.size(), n_vocab_));
+    }
+    const float rep = params_.repeat_penalty, freq = params_.frequency_penalty, pres = params_.presence_penalty;
+    if (rep == 1.0f && freq == 0.0f && pres == 0.0f) return;
+    for (size_t i = 0; i < n_present_; ++i) {
+        const int32_t t = present_[i];
+        const int32_t c = counts_[t];
+        float &       l = logits[static_cast<size_t>(t)];
+        l               = l <= 0.0f ? l * rep : l / rep;
+        l -= static_cast<float>(c) * freq + pres;
+    }
+}
+
+int32_t Sampler::sample(std::span<const float> logits) {
+    if (logits.size() != static_cast<size_t>(n_vocab_)) {
+        fail(ErrorKind::invalid_argument,
+             format("sampler: logits have %zu entries, expected n_vocab = %d", logits.size(), n_vocab_));
+    }
+    constexpr float inf = std::numeric_limits<float>::infinity();
+    for (size_t i = 0; i < logits.size(); ++i) {
+        const float l = logits[i];
+        work_[i]      = std::isnan(l) ? -inf : (l == inf ? std::numeric_limits<float>::max() : l);
+    }
+    apply_penalties(work_);
+
+    if (params_.temp <= 0.0f) return static_cast<int32_t>(argmax(work_));
+
+    std::span<Candidate> c(candidates_);
+    for (size_t i = 0; i < c.size(); ++i) c[i] = {static_cast<int32_t>(i), work_[i]};
+    bool sorted = false;
+    if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < c.size()) {
+        c      = c.first(top_k_stage(c, static_cast<size_t>(params_.top_k)));
+        sorted = true;
+    }
+    if (params_.top_p < 1.0f) {
+        if (!sorted) sort_candidates(c);
+        sorted = true;
+        c      = c.first(top_p_stage(c, params_.top_p));
+    }
+    if (params_.min_p > 0.0f) c = c.first(min_p_stage(c, params_.min_p));
+    const size_t pick = draw_stage(c, params_.temp, rng_.next_double(), weights_);
+    return c[pick].id;
+}
+
+}  // namespace tern
