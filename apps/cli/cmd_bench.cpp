@@ -1,0 +1,153 @@
+// `tern bench`: prompt-processing (pp N) and generation (tg N) throughput, like llama-bench:
+// a warm-up run, then r timed repetitions; Markdown table or JSON.
+#include "cli_common.h"
+#include "commands.h"
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+namespace tern::cli {
+namespace {
+
+struct BenchArgs {
+    ModelArgs            model;
+    std::vector<int64_t> pp{512};
+    std::vector<int64_t> tg{128};
+    int                  reps = 5;
+    int64_t              n_batch = 512;
+    std::string          cache_type = "f16";
+    bool                 json = false;
+};
+
+struct Result {
+    std::string         test;
+    int64_t             n_prompt = 0, n_gen = 0;
+    std::vector<double> tps;
+};
+
+double mean(const std::vector<double> & v) {
+    double s = 0;
+    for (double x : v) s += x;
+    return v.empty() ? 0 : s / static_cast<double>(v.size());
+}
+double stddev(const std::vector<double> & v) {
+    if (v.size() < 2) return 0;
+    const double m = mean(v);
+    double       s = 0;
+    for (double x : v) s += (x - m) * (x - m);
+    return std::sqrt(s / static_cast<double>(v.size() - 1));
+}
+
+// Deterministic token ids; speed does not depend on which tokens they are.
+std::vector<int32_t> bench_tokens(int64_t n, int64_t n_vocab) {
+    std::vector<int32_t> ids(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) ids[static_cast<size_t>(i)] = static_cast<int32_t>((i * 7919 + 13) % n_vocab);
+    return ids;
+}
+
+void bench(const BenchArgs & a) {
+    if (a.reps < 1) fail(ErrorKind::invalid_argument, format("-r must be >= 1 (got %d)", a.reps));
+    LoadedModel         lm = load_model(a.model, a.json);
+    const ModelConfig & c  = lm.model->config();
+    using clock            = std::chrono::steady_clock;
+    int64_t max_ctx        = 1;
+    for (int64_t n : a.pp) max_ctx = std::max(max_ctx, n);
+    for (int64_t n : a.tg) max_ctx = std::max(max_ctx, n + 1);
+    SessionOptions so;
+    so.n_ctx   = max_ctx;
+    so.n_batch = a.n_batch;
+    so.type_k = so.type_v = a.cache_type == "f32" ? DType::f32 : DType::f16;
+    Session session(*lm.model, so);
+
+    std::vector<Result> results;
+    for (int64_t n : a.pp) {
+        if (n <= 0) continue;
+        Result r{"pp" + std::to_string(n), n, 0, {}};
+        const auto ids = bench_tokens(n, c.n_vocab);
+        for (int rep = -1; rep < a.reps; ++rep) {  // rep -1 is the warm-up
+            session.reset();
+            const auto t0 = clock::now();
+            session.eval(ids);
+            const double s = std::chrono::duration<double>(clock::now() - t0).count();
+            if (rep >= 0) r.tps.push_back(static_cast<double>(n) / s);
+        }
+        results.push_back(r);
+    }
+    for (int64_t n : a.tg) {
+        if (n <= 0) continue;
+        Result     r{"tg" + std::to_string(n), 0, n, {}};
+        const auto ids = bench_tokens(n + 1, c.n_vocab);
+        for (int rep = -1; rep < a.reps; ++rep) {
+            session.reset();
+            session.eval(std::span<const int32_t>(ids.data(), 1));
+            const auto t0 = clock::now();
+            for (int64_t i = 1; i <= n; ++i) session.eval(std::span<const int32_t>(ids.data() + i, 1));
+            const double s = std::chrono::duration<double>(clock::now() - t0).count();
+            if (rep >= 0) r.tps.push_back(static_cast<double>(n) / s);
+        }
+        results.push_back(r);
+    }
+
+    int64_t n_params = 0;
+    for (const auto & t : lm.file->tensors()) n_params += t.n_elements;
+    const double size_bytes      = static_cast<double>(lm.file->file_size());
+    const double bytes_per_token = static_cast<double>(lm.model->weight_bytes_per_token());
+    const std::string name = c.name.empty() ? a.model.model : c.name;
+    const std::string backend = std::string(lm.backend->name());
+    const int threads = a.model.threads > 0 ? a.model.threads : default_thread_count();
+    if (a.json) {
+        nlohmann::json out = nlohmann::json::array();
+        for (const auto & r : results) {
+            const double ts = mean(r.tps);
+            nlohmann::json j = {{"model", name}, {"model_bytes", size_bytes}, {"n_params", n_params},
+                                {"backend", backend}, {"threads", threads}, {"test", r.test}, {"n_prompt", r.n_prompt},
+                                {"n_gen", r.n_gen}, {"avg_ts", ts}, {"stddev_ts", stddev(r.tps)},
+                                {"ms_per_token", ts > 0 ? 1000.0 / ts : 0.0}, {"samples_ts", r.tps},
+                                {"dispatches_per_token", 0}};
+            if (r.n_gen > 0) {
+                j["weight_bytes_per_token"] = bytes_per_token;
+                j["weight_gbps"]            = bytes_per_token * ts / 1e9;
+            }
+            out.push_back(j);
+        }
+        std::printf("%s\n", out.dump(2).c_str());
+        return;
+    }
+    std::printf("| model | size | params | backend | threads | test | t/s | ms/token | weights GB/s |\n");
+    std::printf("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n");
+    for (const auto & r : results) {
+        const double ts = mean(r.tps);
+        std::printf("| %s | %s | %.2f B | %s | %d | %s | %.2f ± %.2f | %.1f | %s |\n", name.c_str(),
+                    human_bytes(size_bytes).c_str(), static_cast<double>(n_params) / 1e9, backend.c_str(), threads,
+                    r.test.c_str(), ts, stddev(r.tps), ts > 0 ? 1000.0 / ts : 0.0,
+                    r.n_gen > 0 ? format("%.2f", bytes_per_token * ts / 1e9).c_str() : "");
+    }
+}
+
+}  // namespace
+
+void register_bench(CLI::App & app) {
+    auto   args = std::make_shared<BenchArgs>();
+    auto * cmd  = app.add_subcommand("bench", "measure prompt processing (pp) and generation (tg) speed");
+    add_model_args(*cmd, args->model);
+    cmd->add_option("-p,--n-prompt", args->pp, "prompt lengths to time (pp tests), comma-separated")
+        ->delimiter(',')->capture_default_str();
+    cmd->add_option("-n,--n-gen", args->tg, "generation lengths to time (tg tests), comma-separated")
+        ->delimiter(',')->capture_default_str();
+    cmd->add_option("-r,--repetitions", args->reps, "timed repetitions per test (after one warm-up)")
+        ->check(CLI::Range(1, 1000))->capture_default_str();
+    cmd->add_option("-b,--batch-size", args->n_batch, "tokens per forward pass in pp tests")
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 16))->capture_default_str();
+    cmd->add_option("--cache-type", args->cache_type, "KV cache type")->check(CLI::IsMember({"f16", "f32"}))
+        ->capture_default_str();
+    cmd->add_flag("--json", args->json, "print a JSON array instead of a Markdown table");
+    cmd->footer("Example: tern bench -m models/synth-2b4t.gguf -p 64 -n 16 -r 3");
+    cmd->callback([args] { bench(*args); });
+}
+
+}  // namespace tern::cli

@@ -1,0 +1,159 @@
+// The compute interface the model talks to (DESIGN.md decision 2): a small set of model-level,
+// fusion-friendly ops instead of a general graph. The CPU backend executes each op eagerly; a GPU
+// backend records the ops of a step between begin_step() and end_step() into one command buffer.
+// All shapes are in ggml order: ne[0] is the contiguous dimension, ne[1] the token (column) index.
+//
+// Adding an op or a kernel:
+//   1. add the virtual here with a one-line contract, and its scalar version in cpu/cpu_ops.cpp
+//      (the oracle every other kernel is tested against);
+//   2. add cases to tests/backend/backend_ops_test.cpp (shapes that are not powers of two);
+//   3. add the fast CPU / WGSL versions behind the same virtual; the same tests cover them;
+//   4. count the op in dispatches-per-token if it is a GPU dispatch.
+#pragma once
+
+#include "core/dtype.h"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tern {
+
+// Device memory owned by a backend. Only the backend that allocated it may interpret it.
+class Buffer {
+public:
+    virtual ~Buffer() = default;
+    virtual size_t size_bytes() const = 0;
+};
+
+// A typed view into a Buffer. Activations and KV caches are allocated once per session, so a
+// forward pass allocates nothing.
+struct Tensor {
+    Buffer *               buffer = nullptr;
+    size_t                 offset = 0;  // in bytes, from the start of the buffer
+    DType                  type   = DType::f32;
+    std::array<int64_t, 4> ne{1, 1, 1, 1};
+
+    int64_t n_elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
+    size_t  row_bytes() const { return dtype_row_bytes(type, ne[0]); }
+    size_t  n_bytes() const { return row_bytes() * static_cast<size_t>(ne[1] * ne[2] * ne[3]); }
+    // Columns [first, first + count) of a 2-D tensor (e.g. the last token's logits).
+    Tensor columns(int64_t first, int64_t count) const;
+};
+
+// A weight tensor as it sits in the model file, before the backend repacks it.
+struct WeightSource {
+    std::string                name;          // GGUF tensor name, for error messages
+    DType                      type = DType::f32;
+    std::array<int64_t, 4>     ne{1, 1, 1, 1};
+    std::span<const uint8_t>   data;           // the file bytes (mmap'd)
+    float                      output_scale = 1.0f;  // extra y *= s (mainline `bitnet` `.scale` tensors)
+    int64_t n_elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
+};
+
+// A weight after upload: repacked into the backend's preferred layout (DESIGN.md decision 3).
+class Weight {
+public:
+    virtual ~Weight() = default;
+    int64_t n_rows = 0;  // output features (or vocabulary rows)
+    int64_t n_cols = 0;  // input features
+};
+
+// Per-token int8 activations (FORMATS.md §4.7): q = round_half_even(x * scale), scale = 127/max|x|.
+struct QuantizedActs {
+    Tensor q;      // [K, T] i8
+    Tensor scale;  // [T] f32, 127 / max(|x|, 1e-5) as bitnet.cpp computes it
+};
+
+// One layer of the KV cache: K and V for every position of the context.
+struct KvLayer {
+    Tensor k;  // [n_embd_kv, n_ctx], f16 or f32; column p = position p, heads contiguous
+    Tensor v;  // [n_embd_kv, n_ctx], same type
+};
+
+enum class FfnActivation { relu2, silu };
+
+struct AttentionShape {
+    int64_t n_head    = 0;
+    int64_t n_head_kv = 0;
+    int64_t head_dim  = 0;
+    int64_t n_rot     = 0;        // rotated dimensions per head (NeoX pairs (i, i + n_rot/2))
+    float   rope_freq_base = 10000.0f;
+    float   scale     = 0.0f;     // attention scale, 1/sqrt(head_dim)
+};
+
+struct DeviceInfo {
+    std::string name;        // "cpu", adapter name
+    std::string description; // threads, features, memory
+};
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+
+    virtual std::string_view name() const = 0;          // "cpu", "webgpu"
+    virtual DeviceInfo       device_info() const = 0;
+    // Whether a weight type can serve as a linear / embedding weight on this backend (checked at load).
+    virtual bool supports_linear(DType type) const = 0;
+    virtual bool supports_embedding(DType type) const = 0;
+
+    // --- memory ---
+    virtual std::unique_ptr<Buffer> alloc(size_t n_bytes, const char * label) = 0;
+    virtual void write(const Tensor & dst, const void * src, size_t n_bytes) = 0;
+    virtual void read(const Tensor & src, void * dst, size_t n_bytes) = 0;  // waits for pending work
+
+    // --- weights (repacked at load) ---
+    // [n] f32 norm weights.
+    virtual std::unique_ptr<Weight> load_norm(const WeightSource & src) = 0;
+    // Low-bit matrices sharing the input dimension, stacked along the output dimension
+    // (e.g. {q, k, v} or {gate, up}); each part keeps its own scales. src ne = [K, N_i].
+    virtual std::unique_ptr<Weight> load_linear(std::span<const WeightSource> parts) = 0;
+    // [n_embd, n_vocab] table of any readable type, used by embed() and lm_head().
+    virtual std::unique_ptr<Weight> load_embedding(const WeightSource & src) = 0;
+
+    // --- a step ---
+    virtual void begin_step() = 0;  // (optional for eager backends)
+    // x[:, t] = token_embd[tokens[t]] as f32.                  x: [n_embd, T] f32, tokens: [T] i32
+    virtual void embed(const Tensor & x, const Weight & token_embd, const Tensor & tokens) = 0;
+    // a = int8-quantize(rms_norm(x) * w).                      x: [K, T] f32
+    virtual void rms_norm_quant(const QuantizedActs & a, const Tensor & x, const Weight & w, float eps) = 0;
+    // y = rms_norm(x) * w.                                     x, y: [K, T] f32 (may alias)
+    virtual void rms_norm(const Tensor & y, const Tensor & x, const Weight & w, float eps) = 0;
+    // y = W a (accumulate: y += W a, the residual-add epilogue). y: [N, T] f32, W: [K, N]
+    virtual void bitlinear(const Tensor & y, const Weight & w, const QuantizedActs & a, bool accumulate) = 0;
+    // [q; k; v] = Wqkv a; NeoX RoPE on q and k at positions pos0 + t; k, v stored into kv at those
+    // positions (rounded to the cache type); q written to `q`.  q: [n_head * head_dim, T] f32
+    virtual void qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const QuantizedActs & a,
+                                    const AttentionShape & shape, int64_t pos0) = 0;
+    // Causal GQA attention of T queries at positions pos0 + t over cache positions [0, pos0 + t].
+    // out: [n_head * head_dim, T] f32, heads contiguous. With an f16 K cache q is rounded to f16
+    // before q·k, with an f16 V cache the probabilities are rounded before P·V (bitnet.cpp decode).
+    virtual void attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
+                           int64_t pos0) = 0;
+    // f = act(g) * u with [g; u] = Wgu a (gate and up stacked, each n_ff rows). f: [n_ff, T] f32
+    virtual void gate_up(const Tensor & f, const Weight & w_gate_up, const QuantizedActs & a, FfnActivation act) = 0;
+    // logits = head · h (no activation quantization). With round_input_f16 the f32 h is rounded to
+    // f16 first (what ggml does for an F16 head). logits: [n_vocab, T] f32, h: [n_embd, T] f32
+    virtual void lm_head(const Tensor & logits, const Weight & head, const Tensor & h, bool round_input_f16) = 0;
+    // ids[t] = argmax_v logits[v, t] (lowest index on ties).  ids: [T] i32
+    virtual void argmax(const Tensor & ids, const Tensor & logits) = 0;
+    virtual void end_step() = 0;    // submit recorded work; does not wait (optional for eager backends)
+    virtual void synchronize() = 0; // wait for submitted work; rethrows device errors as Error(device)
+
+    // Number of device dispatches recorded since the last call (0 for eager CPU), for bench figures.
+    virtual int64_t take_dispatch_count() { return 0; }
+};
+
+// A Tensor over a freshly allocated buffer (helper for models and tests).
+struct OwnedTensor {
+    std::unique_ptr<Buffer> buffer;
+    Tensor                  tensor;
+};
+OwnedTensor alloc_tensor(Backend & backend, DType type, std::array<int64_t, 4> ne, const char * label);
+
+}  // namespace tern

@@ -1,0 +1,375 @@
+// CpuBackend: executes each op of backend.h eagerly with the scalar kernels of cpu_ops.h, spreading
+// output rows over a thread pool. Scratch buffers are sized at load time (largest K, n_embd, n_ctx)
+// so that a forward pass allocates nothing once warmed up.
+#include "backend/cpu/cpu_backend.h"
+
+#include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_weights.h"
+#include "core/error.h"
+#include "core/fp16.h"
+#include "core/thread_pool.h"
+#include "quant/block_formats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace tern {
+namespace {
+
+template <typename T>
+T * ptr(const Tensor & t) {
+    auto * b = static_cast<CpuBuffer *>(t.buffer);
+    TERN_ASSERT(b != nullptr, "tensor without buffer");
+    TERN_ASSERT(t.offset + t.n_bytes() <= b->size_bytes(), "tensor view past the end of its buffer");
+    return reinterpret_cast<T *>(b->data() + t.offset);
+}
+
+// Exact f16 -> f32 for every bit pattern: one 256 KiB table instead of branches in the LM head loop.
+const float * fp16_table() {
+    static const std::vector<float> table = [] {
+        std::vector<float> t(65536);
+        for (uint32_t i = 0; i < 65536; ++i) t[i] = fp16_to_fp32(static_cast<uint16_t>(i));
+        return t;
+    }();
+    return table.data();
+}
+
+class CpuBackend final : public Backend {
+public:
+    explicit CpuBackend(const CpuOptions & options) : pool_(options.n_threads) {
+        scratch_.resize(static_cast<size_t>(pool_.n_threads()));
+    }
+
+    std::string_view name() const override { return "cpu"; }
+
+    DeviceInfo device_info() const override {
+        return {"cpu", format("scalar reference kernels, %d threads", pool_.n_threads())};
+    }
+
+    bool supports_linear(DType type) const override {
+        switch (type) {
+            case DType::i2_s: case DType::tq1_0: case DType::tq2_0: case DType::q2_0: case DType::pq2_0:
+            case DType::q1_0: return true;
+            default: return false;
+        }
+    }
+    bool supports_embedding(DType type) const override { return type != DType::i2_s && type != DType::i8 && type != DType::i32; }
+
+    std::unique_ptr<Buffer> alloc(size_t n_bytes, const char * /*label*/) override {
+        return std::make_unique<CpuBuffer>(n_bytes);
+    }
+    void write(const Tensor & dst, const void * src, size_t n_bytes) override {
+        TERN_ASSERT(n_bytes <= dst.n_bytes(), "write of %zu bytes into a %zu-byte tensor", n_bytes, dst.n_bytes());
+        std::memcpy(ptr<uint8_t>(dst), src, n_bytes);
+    }
+    void read(const Tensor & src, void * dst, size_t n_bytes) override {
+        TERN_ASSERT(n_bytes <= src.n_bytes(), "read of %zu bytes from a %zu-byte tensor", n_bytes, src.n_bytes());
+        std::memcpy(dst, ptr<uint8_t>(src), n_bytes);
+    }
+
+    std::unique_ptr<Weight> load_norm(const WeightSource & src) override {
+        grow_scratch(src.ne[0]);
+        return cpu_pack_norm(src);
+    }
+    std::unique_ptr<Weight> load_linear(std::span<const WeightSource> parts) override {
+        auto w = cpu_pack_linear(parts);
+        grow_scratch(w->n_cols);
+        return w;
+    }
+    std::unique_ptr<Weight> load_embedding(const WeightSource & src) override {
+        auto w = cpu_pack_embedding(src);
+        grow_scratch(w->n_cols);
+        return w;
+    }
+
+    void begin_step() override {}
+    void end_step() override {}
+    void synchronize() override {}
+
+    void embed(const Tensor & x, const Weight & token_embd, const Tensor & tokens) override {
+        const auto &    e   = static_cast<const CpuEmbedding &>(token_embd);
+        const int32_t * ids = ptr<int32_t>(tokens);
+        float *         out = ptr<float>(x);
+        for (int64_t t = 0; t < tokens.ne[0]; ++t) {
+            const int32_t id = ids[t];
+            if (id < 0 || id >= e.n_rows) {
+                fail(ErrorKind::invalid_argument,
+                     format("token id %d is outside the vocabulary (0..%lld)", id, static_cast<long long>(e.n_rows - 1)));
+            }
+            dequantize_row(e.src.type, e.src.data.data() + static_cast<size_t>(id) * e.row_bytes, out + t * x.ne[0],
+                           e.n_cols);
+        }
+    }
+
+    void rms_norm(const Tensor & y, const Tensor & x, const Weight & w, float eps) override {
+        const auto &  nw = static_cast<const CpuNorm &>(w);
+        const int64_t k  = x.ne[0];
+        TERN_ASSERT(nw.n_cols == k, "norm of %lld over %lld", static_cast<long long>(nw.n_cols), static_cast<long long>(k));
+        const float * in  = ptr<float>(x);
+        float *       out = ptr<float>(y);
+        for (int64_t t = 0; t < x.ne[1]; ++t) cpu::rms_norm_row(in + t * k, nw.w.data(), out + t * k, k, eps);
+    }
+
+    void rms_norm_quant(const QuantizedActs & a, const Tensor & x, const Weight & w, float eps) override {
+        const auto &  nw = static_cast<const CpuNorm &>(w);
+        const int64_t k  = x.ne[0];
+        TERN_ASSERT(nw.n_cols == k && a.q.ne[0] == k, "rms_norm_quant shapes");
+        const float * in    = ptr<float>(x);
+        int8_t *      q     = ptr<int8_t>(a.q);
+        float *       scale = ptr<float>(a.scale);
+        pool_.parallel_for(x.ne[1], 1, [&](int64_t t0, int64_t t1, int ti) {
+            float * normed = scratch_[static_cast<size_t>(ti)].f.data();
+            for (int64_t t = t0; t < t1; ++t) {
+                cpu::rms_norm_row(in + t * k, nw.w.data(), normed, k, eps);
+                scale[t] = cpu::quantize_act_row(normed, q + t * k, k);
+            }
+        });
+    }
+
+    void bitlinear(const Tensor & y, const Weight & w, const QuantizedActs & a, bool accumulate) override {
+        const auto & lw = static_cast<const CpuLinear &>(w);
+        TERN_ASSERT(y.ne[0] == lw.n_rows && a.q.ne[0] == lw.n_cols && y.ne[1] == a.q.ne[1], "bitlinear shapes");
+        float * out = ptr<float>(y);
+        run_linear(lw, a, 0, lw.n_rows, [&](int64_t r, int64_t t, float v) {
+            float & dst = out[t * y.ne[0] + r];
+            dst         = accumulate ? dst + v : v;
+        });
+    }
+
+    void qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const QuantizedActs & a,
+                            const AttentionShape & s, int64_t pos0) override {
+        const auto &  lw     = static_cast<const CpuLinear &>(wqkv);
+        const int64_t n_q    = s.n_head * s.head_dim;
+        const int64_t n_kv   = s.n_head_kv * s.head_dim;
+        const int64_t n_tok  = a.q.ne[1];
+        TERN_ASSERT(lw.n_rows == n_q + 2 * n_kv && q.ne[0] == n_q && kv.k.ne[0] == n_kv, "qkv shapes");
+        TERN_ASSERT(pos0 >= 0 && pos0 + n_tok <= kv.k.ne[1], "positions past the KV cache");
+        const int64_t rows = n_q + 2 * n_kv;
+        if (qkv_.size() < static_cast<size_t>(rows * n_tok)) qkv_.resize(static_cast<size_t>(rows * n_tok));
+        float * qkv = qkv_.data();
+        run_linear(lw, a, 0, rows, [&](int64_t r, int64_t t, float v) { qkv[t * rows + r] = v; });
+
+        float * q_out = ptr<float>(q);
+        for (int64_t t = 0; t < n_tok; ++t) {
+            float * col = qkv + t * rows;
+            for (int64_t h = 0; h < s.n_head + s.n_head_kv; ++h) {
+                cpu::rope_neox_head(col + h * s.head_dim, s.n_rot, pos0 + t, s.rope_freq_base);  // q heads, then k heads
+            }
+            std::memcpy(q_out + t * n_q, col, static_cast<size_t>(n_q) * sizeof(float));
+            store_cache_column(kv.k, pos0 + t, col + n_q, n_kv);
+            store_cache_column(kv.v, pos0 + t, col + n_q + n_kv, n_kv);
+        }
+    }
+
+    void attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & s,
+                   int64_t pos0) override {
+        const int64_t n_q   = s.n_head * s.head_dim;
+        const int64_t n_kv  = s.n_head_kv * s.head_dim;
+        const int64_t n_tok = q.ne[1];
+        const int64_t group = s.n_head / s.n_head_kv;
+        const int64_t hd    = s.head_dim;
+        TERN_ASSERT(pos0 + n_tok <= kv.k.ne[1], "attention past the KV cache");
+        const bool    k_f16 = kv.k.type == DType::f16;
+        const bool    v_f16 = kv.v.type == DType::f16;
+        const float * qp    = ptr<float>(q);
+        float *       op    = ptr<float>(out);
+        const int64_t n_ctx_used = pos0 + n_tok;
+        grow_attention_scratch(n_ctx_used, hd);
+        // One (token, head) pair per task: each output column slice is written by one thread.
+        pool_.parallel_for(n_tok * s.n_head, 1, [&](int64_t i0, int64_t i1, int ti) {
+            Scratch & sc = scratch_[static_cast<size_t>(ti)];
+            for (int64_t i = i0; i < i1; ++i) {
+                const int64_t t   = i / s.n_head;
+                const int64_t h   = i % s.n_head;
+                const int64_t kvh = h / group;
+                const int64_t n   = pos0 + t + 1;  // causal: positions 0..pos0+t
+                float *       qh  = sc.q.data();
+                for (int64_t d = 0; d < hd; ++d) {
+                    const float v = qp[t * n_q + h * hd + d];
+                    qh[d]         = k_f16 ? round_to_fp16(v) : v;
+                }
+                float * scores = sc.scores.data();
+                float * kcol   = sc.kv.data();
+                float   max    = -std::numeric_limits<float>::infinity();
+                for (int64_t p = 0; p < n; ++p) {
+                    load_cache_head(kv.k, p, kvh * hd, hd, kcol);
+                    scores[p] = cpu::dot_f32(qh, kcol, hd) * s.scale;
+                    max       = std::max(max, scores[p]);
+                }
+                double sum = 0.0;
+                for (int64_t p = 0; p < n; ++p) {
+                    scores[p] = std::exp(scores[p] - max);
+                    sum += scores[p];
+                }
+                const float inv = static_cast<float>(1.0 / sum);
+                for (int64_t p = 0; p < n; ++p) {
+                    scores[p] *= inv;
+                    if (v_f16) scores[p] = round_to_fp16(scores[p]);
+                }
+                double * acc = sc.acc.data();
+                std::fill(acc, acc + hd, 0.0);
+                for (int64_t p = 0; p < n; ++p) {
+                    load_cache_head(kv.v, p, kvh * hd, hd, kcol);
+                    for (int64_t d = 0; d < hd; ++d) acc[d] += static_cast<double>(scores[p]) * kcol[d];
+                }
+                float * o = op + t * n_q + h * hd;
+                for (int64_t d = 0; d < hd; ++d) o[d] = static_cast<float>(acc[d]);
+            }
+        });
+        (void) n_kv;
+    }
+
+    void gate_up(const Tensor & f, const Weight & w_gate_up, const QuantizedActs & a, FfnActivation act) override {
+        const auto &  lw   = static_cast<const CpuLinear &>(w_gate_up);
+        const int64_t n_ff = lw.n_rows / 2;
+        TERN_ASSERT(f.ne[0] == n_ff && f.ne[1] == a.q.ne[1], "gate_up shapes");
+        float * out = ptr<float>(f);
+        // Gate row r and up row n_ff + r are computed by the same thread, so f needs no second pass.
+        const int64_t k = lw.n_cols;
+        const int8_t * q = ptr<int8_t>(a.q);
+        const float *  act_scale = ptr<float>(a.scale);
+        const int64_t  n_groups  = k / lw.group;
+        const int64_t  n_tok     = a.q.ne[1];
+        pool_.parallel_for(n_ff, 16, [&](int64_t r0, int64_t r1, int ti) {
+            Scratch & sc = scratch_[static_cast<size_t>(ti)];
+            int8_t *  wg = sc.w.data();
+            int8_t *  wu = sc.w2.data();
+            for (int64_t r = r0; r < r1; ++r) {
+                cpu::unpack_codes_row(lw.codes.data() + r * (k / 4), k, wg);
+                cpu::unpack_codes_row(lw.codes.data() + (n_ff + r) * (k / 4), k, wu);
+                const float * sg = lw.scales.data() + r * n_groups;
+                const float * su = lw.scales.data() + (n_ff + r) * n_groups;
+                for (int64_t t = 0; t < n_tok; ++t) {
+                    const float g = cpu::bitlinear_dot(wg, sg, lw.group, q + t * k, act_scale[t], k) *
+                                    lw.output_scales[static_cast<size_t>(r)];
+                    const float u = cpu::bitlinear_dot(wu, su, lw.group, q + t * k, act_scale[t], k) *
+                                    lw.output_scales[static_cast<size_t>(n_ff + r)];
+                    const float gg = act == FfnActivation::relu2 ? cpu::relu2(g) : cpu::silu(g);
+                    out[t * n_ff + r] = gg * u;
+                }
+            }
+        });
+    }
+
+    void lm_head(const Tensor & logits, const Weight & head, const Tensor & h, bool round_input_f16) override {
+        const auto &  e     = static_cast<const CpuEmbedding &>(head);
+        const int64_t k     = e.n_cols;
+        const int64_t n_tok = h.ne[1];
+        TERN_ASSERT(h.ne[0] == k && logits.ne[0] == e.n_rows && logits.ne[1] == n_tok, "lm_head shapes");
+        const float * hp = ptr<float>(h);
+        if (hin_.size() < static_cast<size_t>(k * n_tok)) hin_.resize(static_cast<size_t>(k * n_tok));
+        for (int64_t i = 0; i < k * n_tok; ++i) hin_[static_cast<size_t>(i)] = round_input_f16 ? round_to_fp16(hp[i]) : hp[i];
+        float *       out   = ptr<float>(logits);
+        const float * table = fp16_table();
+        pool_.parallel_for(e.n_rows, 64, [&](int64_t r0, int64_t r1, int ti) {
+            float * row = scratch_[static_cast<size_t>(ti)].f.data();
+            for (int64_t r = r0; r < r1; ++r) {
+                const uint8_t * src = e.src.data.data() + static_cast<size_t>(r) * e.row_bytes;
+                if (e.src.type == DType::f16) {
+                    const auto * h16 = reinterpret_cast<const uint16_t *>(src);
+                    for (int64_t i = 0; i < k; ++i) row[i] = table[h16[i]];
+                } else {
+                    dequantize_row(e.src.type, src, row, k);
+                }
+                for (int64_t t = 0; t < n_tok; ++t) out[t * e.n_rows + r] = cpu::dot_f32(row, hin_.data() + t * k, k);
+            }
+        });
+    }
+
+    void argmax(const Tensor & ids, const Tensor & logits) override {
+        const float * l   = ptr<float>(logits);
+        int32_t *     out = ptr<int32_t>(ids);
+        const int64_t n   = logits.ne[0];
+        for (int64_t t = 0; t < logits.ne[1]; ++t) {
+            const float * row  = l + t * n;
+            int64_t       best = 0;
+            for (int64_t i = 1; i < n; ++i) {
+                if (row[i] > row[best]) best = i;
+            }
+            out[t] = static_cast<int32_t>(best);
+        }
+    }
+
+private:
+    struct Scratch {
+        std::vector<float>  f;       // a row of K floats (normed activations, dequantized rows)
+        std::vector<int8_t> w, w2;   // unpacked weight rows
+        std::vector<float>  q, kv;   // one head
+        std::vector<float>  scores;  // [n_ctx]
+        std::vector<double> acc;     // one head
+    };
+
+    void grow_scratch(int64_t k) {
+        for (auto & sc : scratch_) {
+            if (sc.f.size() < static_cast<size_t>(k)) {
+                sc.f.resize(static_cast<size_t>(k));
+                sc.w.resize(static_cast<size_t>(k));
+                sc.w2.resize(static_cast<size_t>(k));
+            }
+        }
+    }
+    void grow_attention_scratch(int64_t n_ctx, int64_t hd) {
+        for (auto & sc : scratch_) {
+            if (sc.scores.size() < static_cast<size_t>(n_ctx)) sc.scores.resize(static_cast<size_t>(n_ctx));
+            if (sc.q.size() < static_cast<size_t>(hd)) {
+                sc.q.resize(static_cast<size_t>(hd));
+                sc.kv.resize(static_cast<size_t>(hd));
+                sc.acc.resize(static_cast<size_t>(hd));
+            }
+        }
+    }
+
+    // Calls emit(row, token, value) for rows [r0, r1) of a linear weight applied to every token.
+    template <typename Emit>
+    void run_linear(const CpuLinear & lw, const QuantizedActs & a, int64_t r0, int64_t r1, Emit && emit) {
+        const int64_t  k         = lw.n_cols;
+        const int8_t * q         = ptr<int8_t>(a.q);
+        const float *  act_scale = ptr<float>(a.scale);
+        const int64_t  n_groups  = k / lw.group;
+        const int64_t  n_tok     = a.q.ne[1];
+        pool_.parallel_for(r1 - r0, 16, [&](int64_t i0, int64_t i1, int ti) {
+            int8_t * wv = scratch_[static_cast<size_t>(ti)].w.data();
+            for (int64_t r = r0 + i0; r < r0 + i1; ++r) {
+                cpu::unpack_codes_row(lw.codes.data() + r * (k / 4), k, wv);
+                const float * sc = lw.scales.data() + r * n_groups;
+                const float   os = lw.output_scales[static_cast<size_t>(r)];
+                for (int64_t t = 0; t < n_tok; ++t) {
+                    float v = cpu::bitlinear_dot(wv, sc, lw.group, q + t * k, act_scale[t], k);
+                    if (os != 1.0f) v *= os;
+                    emit(r, t, v);
+                }
+            }
+        });
+    }
+
+    static void store_cache_column(const Tensor & cache, int64_t pos, const float * src, int64_t n) {
+        if (cache.type == DType::f16) {
+            uint16_t * dst = ptr<uint16_t>(cache) + pos * cache.ne[0];
+            for (int64_t i = 0; i < n; ++i) dst[i] = fp32_to_fp16(src[i]);
+        } else {
+            std::memcpy(ptr<float>(cache) + pos * cache.ne[0], src, static_cast<size_t>(n) * sizeof(float));
+        }
+    }
+    static void load_cache_head(const Tensor & cache, int64_t pos, int64_t first, int64_t n, float * dst) {
+        if (cache.type == DType::f16) {
+            const uint16_t * src   = ptr<uint16_t>(cache) + pos * cache.ne[0] + first;
+            const float *    table = fp16_table();
+            for (int64_t i = 0; i < n; ++i) dst[i] = table[src[i]];
+        } else {
+            std::memcpy(dst, ptr<float>(cache) + pos * cache.ne[0] + first, static_cast<size_t>(n) * sizeof(float));
+        }
+    }
+
+    ThreadPool           pool_;
+    std::vector<Scratch> scratch_;
+    std::vector<float>   qkv_;  // [n_q + 2 n_kv, T] before RoPE
+    std::vector<float>   hin_;  // LM head input after the optional f16 rounding
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend(const CpuOptions & options) { return std::make_unique<CpuBackend>(options); }
+
+}  // namespace tern

@@ -1,0 +1,81 @@
+// Scalar reference kernels. Built without -ffast-math on purpose: the rounding order is the contract.
+#include "backend/cpu/cpu_ops.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tern::cpu {
+
+void rms_norm_row(const float * x, const float * w, float * y, int64_t n, float eps) {
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i] * x[i]);
+    const float mean  = static_cast<float>(sum / static_cast<double>(n));
+    const float scale = 1.0f / std::sqrt(mean + eps);
+    for (int64_t i = 0; i < n; ++i) {
+        const float v = x[i] * scale;
+        y[i]          = v * w[i];
+    }
+}
+
+float quantize_act_row(const float * x, int8_t * q, int64_t n) {
+    double max = 1e-5;
+    for (int64_t i = 0; i < n; ++i) max = std::max(max, std::fabs(static_cast<double>(x[i])));
+    const float scale = static_cast<float>(127.0 / max);
+    for (int64_t i = 0; i < n; ++i) {
+        const float v = std::nearbyint(x[i] * scale);  // default FP environment: round half to even
+        q[i]          = static_cast<int8_t>(std::clamp(v, -128.0f, 127.0f));
+    }
+    return scale;
+}
+
+void unpack_codes_row(const uint8_t * codes, int64_t k, int8_t * values) {
+    for (int64_t c = 0; c < k; c += 4) {
+        const uint8_t b = codes[c / 4];
+        values[c]       = static_cast<int8_t>((b & 3) - 1);
+        values[c + 1]   = static_cast<int8_t>(((b >> 2) & 3) - 1);
+        values[c + 2]   = static_cast<int8_t>(((b >> 4) & 3) - 1);
+        values[c + 3]   = static_cast<int8_t>((b >> 6) - 1);
+    }
+}
+
+int32_t dot_i8(const int8_t * a, const int8_t * b, int64_t n) {
+    int32_t sum = 0;
+    for (int64_t i = 0; i < n; ++i) sum += static_cast<int32_t>(a[i]) * static_cast<int32_t>(b[i]);
+    return sum;
+}
+
+float bitlinear_dot(const int8_t * w_values, const float * w_scales, int64_t group, const int8_t * q, float act_scale,
+                    int64_t k) {
+    if (group == k) return (static_cast<float>(dot_i8(w_values, q, k)) / act_scale) * w_scales[0];
+    float y = 0.0f;
+    for (int64_t g = 0; g < k / group; ++g) {
+        const int32_t d = dot_i8(w_values + g * group, q + g * group, group);
+        y += (static_cast<float>(d) / act_scale) * w_scales[g];
+    }
+    return y;
+}
+
+void rope_neox_head(float * x, int64_t n_rot, int64_t pos, float freq_base) {
+    const float   theta_scale = std::pow(freq_base, -2.0f / static_cast<float>(n_rot));
+    const int64_t half        = n_rot / 2;
+    float         theta       = static_cast<float>(pos);
+    for (int64_t i = 0; i < half; ++i) {
+        const float c  = std::cos(theta);
+        const float s  = std::sin(theta);
+        const float x0 = x[i];
+        const float x1 = x[i + half];
+        x[i]           = x0 * c - x1 * s;
+        x[i + half]    = x0 * s + x1 * c;
+        theta *= theta_scale;
+    }
+}
+
+float dot_f32(const float * a, const float * b, int64_t n) {
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(a[i]) * static_cast<double>(b[i]);
+    return static_cast<float>(sum);
+}
+
+float silu(float g) { return g / (1.0f + std::exp(-g)); }
+
+}  // namespace tern::cpu

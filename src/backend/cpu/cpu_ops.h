@@ -1,0 +1,43 @@
+// Scalar reference kernels of the CPU backend, one row or one head at a time. Their numerics follow
+// bitnet.cpp's decode path (FORMATS.md §4.6-§4.10); each says where it differs and why.
+#pragma once
+
+#include <cstdint>
+
+namespace tern::cpu {
+
+// y = (x * (1 / sqrt(mean(x^2) + eps))) * w, ggml's order: squares in f32, sum in double,
+// mean cast to f32, scale = 1.0f / sqrtf(mean + eps), then the weight multiply as a separate f32 op.
+void rms_norm_row(const float * x, const float * w, float * y, int64_t n, float eps);
+
+// Per-token int8 quantization (bitnet.cpp quantize_row_i8_s, FORMATS.md §4.7):
+//   max = max(1e-5, max|x|) in double; scale = (float)(127 / max);
+//   q = clamp(round_half_even(x * scale), -128, 127). Returns scale.
+float quantize_act_row(const float * x, int8_t * q, int64_t n);
+
+// Unpacks K 2-bit codes (CpuLinear layout, code = value + 1) into signed values.
+void unpack_codes_row(const uint8_t * codes, int64_t k, int8_t * values);
+
+// Sum of a[i] * b[i] in int32 (|a| <= 2, |b| <= 128: no overflow below 2^23 elements).
+int32_t dot_i8(const int8_t * a, const int8_t * b, int64_t n);
+
+// One output of a BitLinear: groups of `group` values with one scale each.
+//   one group (I2_S): ((float)dot / act_scale) * scale          (bitnet.cpp epilogue order)
+//   several:          sum_g ((float)dot_g / act_scale) * scale_g
+float bitlinear_dot(const int8_t * w_values, const float * w_scales, int64_t group, const int8_t * q, float act_scale,
+                    int64_t k);
+
+// NeoX RoPE of one head in place: pairs (i, i + n_rot/2), theta_i = pos * base^(-2i/n_rot) computed
+// as ggml does (f32 recurrence theta *= theta_scale, cosf/sinf). Dimensions >= n_rot pass through.
+void rope_neox_head(float * x, int64_t n_rot, int64_t pos, float freq_base);
+
+// Dot product of f32 vectors accumulated in double.
+float dot_f32(const float * a, const float * b, int64_t n);
+
+inline float relu2(float g) {
+    const float r = g > 0.0f ? g : 0.0f;
+    return r * r;
+}
+float silu(float g);
+
+}  // namespace tern::cpu

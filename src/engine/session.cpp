@@ -1,0 +1,103 @@
+// Session and the generation loop.
+#include "engine/session.h"
+
+#include "core/error.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+namespace tern {
+
+Session::Session(const BitnetModel & model, const SessionOptions & options)
+    : model_(model), options_(options) {
+    const ModelConfig & c = model.config();
+    if (options.n_ctx < 1 || options.n_ctx > (int64_t{1} << 24)) {
+        fail(ErrorKind::invalid_argument, format("context size %lld is out of range (expected 1..16777216)",
+                                                 static_cast<long long>(options.n_ctx)));
+    }
+    if (options.n_batch < 1) {
+        fail(ErrorKind::invalid_argument, format("batch size %lld must be >= 1", static_cast<long long>(options.n_batch)));
+    }
+    options_.n_batch = std::min(options.n_batch, options.n_ctx);
+    kv_          = make_kv_cache(model.backend(), c, options.n_ctx, options.type_k, options.type_v);
+    buf_         = model.make_buffers(options_.n_batch, options_.n_batch);
+    round_head_  = options.round_head_input_f16.value_or(options.type_k == DType::f16);
+    last_logits_.assign(static_cast<size_t>(c.n_vocab), 0.0f);
+}
+
+void Session::eval(std::span<const int32_t> tokens, std::span<float> all_logits) {
+    const int64_t n       = static_cast<int64_t>(tokens.size());
+    const int64_t n_vocab = model_.config().n_vocab;
+    if (n == 0) return;
+    if (n_past_ + n > kv_.n_ctx) {
+        fail(ErrorKind::invalid_argument,
+             format("%lld tokens do not fit the context: %lld of %lld positions are used", static_cast<long long>(n),
+                    static_cast<long long>(n_past_), static_cast<long long>(kv_.n_ctx)),
+             "raise the context size with -c, or shorten the prompt");
+    }
+    TERN_ASSERT(all_logits.empty() || static_cast<int64_t>(all_logits.size()) == n * n_vocab, "all_logits size");
+    for (int32_t id : tokens) {
+        if (id < 0 || id >= n_vocab) {
+            fail(ErrorKind::invalid_argument, format("token id %d is outside the vocabulary (0..%lld)", id,
+                                                     static_cast<long long>(n_vocab - 1)));
+        }
+    }
+    Backend & be = model_.backend();
+    for (int64_t start = 0; start < n; start += buf_.n_batch) {
+        const int64_t chunk    = std::min(buf_.n_batch, n - start);
+        const bool    last     = start + chunk == n;
+        const int64_t n_logits = !all_logits.empty() ? chunk : (last ? 1 : 0);
+        be.write(buf_.tokens.tensor, tokens.data() + start, static_cast<size_t>(chunk) * sizeof(int32_t));
+        model_.forward(buf_, kv_, n_past_, chunk, n_logits, round_head_, false);
+        n_past_ += chunk;
+        if (n_logits > 0) {
+            const Tensor logits = buf_.logits.tensor.columns(0, n_logits);
+            if (!all_logits.empty()) {
+                be.read(logits, all_logits.data() + start * n_vocab, static_cast<size_t>(chunk * n_vocab) * sizeof(float));
+                if (last) {
+                    std::memcpy(last_logits_.data(), all_logits.data() + (n - 1) * n_vocab,
+                                static_cast<size_t>(n_vocab) * sizeof(float));
+                }
+            } else {
+                be.read(logits, last_logits_.data(), static_cast<size_t>(n_vocab) * sizeof(float));
+            }
+        }
+    }
+}
+
+GenerationStats generate(Session & session, const Tokenizer & tokenizer, Sampler & sampler,
+                         std::span<const int32_t> prompt, int64_t n_predict, const TokenCallback & on_token) {
+    using clock = std::chrono::steady_clock;
+    GenerationStats stats;
+    stats.n_prompt = static_cast<int64_t>(prompt.size());
+    for (int32_t id : prompt) sampler.accept(id);  // repetition penalties see the prompt (llama.cpp)
+    const auto t0 = clock::now();
+    session.eval(prompt);
+    const auto t1 = clock::now();
+    stats.prompt_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+
+    StreamingDecoder decoder(tokenizer);
+    const int64_t    limit = n_predict < 0 ? session.n_ctx() : n_predict;
+    while (stats.n_generated < limit) {
+        const int32_t id = sampler.sample(session.logits());
+        sampler.accept(id);
+        if (tokenizer.is_eog(id)) {
+            stats.stopped_by_eog = true;
+            break;
+        }
+        ++stats.n_generated;
+        const std::string text = decoder.push(id);
+        if (!on_token(id, text)) break;
+        if (session.n_past() >= session.n_ctx()) break;  // context full: stop rather than fail
+        if (stats.n_generated >= limit) break;
+        const int32_t next[1] = {id};
+        session.eval(next);
+    }
+    const std::string rest = decoder.flush();
+    if (!rest.empty()) on_token(-1, rest);
+    stats.generate_ms = std::chrono::duration<double, std::milli>(clock::now() - t1).count();
+    return stats;
+}
+
+}  // namespace tern

@@ -1,0 +1,75 @@
+// Session: one conversation with a model. Owns the KV cache and the forward buffers, evaluates
+// prompts in batches of n_batch tokens, and runs the generation loop with a streaming callback and
+// stop conditions. Allocation happens once, in the constructor.
+//
+//   Session s(model, {.n_ctx = 4096});
+//   s.eval(prompt_ids);                        // prefill; logits of the last token available
+//   int32_t id = sampler.sample(s.logits());
+#pragma once
+
+#include "model/bitnet_model.h"
+#include "sampler/sampler.h"
+#include "tokenizer/tokenizer.h"
+
+#include <functional>
+#include <span>
+#include <vector>
+
+namespace tern {
+
+struct SessionOptions {
+    int64_t n_ctx   = 4096;        // context length (KV cache positions)
+    int64_t n_batch = 512;         // tokens per forward pass when prefilling
+    DType   type_k  = DType::f16;  // KV cache types: f16 (bitnet.cpp) or f32 (exact)
+    DType   type_v  = DType::f16;
+    // Round the final hidden state to f16 before an f16 LM head, as ggml does. Default: when the
+    // K cache is f16 (bitnet.cpp numerics); off with an f32 cache (exact f32 reference).
+    std::optional<bool> round_head_input_f16;
+};
+
+class Session {
+public:
+    // Throws Error(invalid_argument) for an n_ctx / n_batch out of range.
+    Session(const BitnetModel & model, const SessionOptions & options);
+
+    const BitnetModel & model() const { return model_; }
+    int64_t n_ctx() const { return kv_.n_ctx; }
+    int64_t n_past() const { return n_past_; }
+    const KvCache & kv_cache() const { return kv_; }
+
+    // Appends tokens at position n_past() and advances it. Afterwards logits() holds the logits of
+    // the last token. With all_logits, `out` (n_tokens x n_vocab floats) receives every row.
+    // Throws Error(invalid_argument) if the tokens do not fit the remaining context.
+    void eval(std::span<const int32_t> tokens, std::span<float> all_logits = {});
+    std::span<const float> logits() const { return last_logits_; }
+
+    void reset() { n_past_ = 0; }
+
+private:
+    const BitnetModel &  model_;
+    SessionOptions       options_;
+    KvCache              kv_;
+    ForwardBuffers       buf_;
+    std::vector<float>   last_logits_;
+    int64_t              n_past_ = 0;
+    bool                 round_head_ = false;
+};
+
+struct GenerationStats {
+    int64_t n_prompt    = 0;
+    int64_t n_generated = 0;
+    double  prompt_ms   = 0;
+    double  generate_ms = 0;
+    bool    stopped_by_eog = false;
+};
+
+// Called with each new token id and its decoded text (possibly empty while a UTF-8 sequence is
+// incomplete). Return false to stop.
+using TokenCallback = std::function<bool(int32_t id, const std::string & text)>;
+
+// Prefills `prompt` and samples up to n_predict tokens (n_predict < 0: until the context is full),
+// stopping at an end-of-generation token (not printed). The session keeps the whole exchange.
+GenerationStats generate(Session & session, const Tokenizer & tokenizer, Sampler & sampler,
+                         std::span<const int32_t> prompt, int64_t n_predict, const TokenCallback & on_token);
+
+}  // namespace tern

@@ -1,0 +1,229 @@
+// BitnetModel: binds GGUF tensors by name (FORMATS.md §4.4, §4.13) with type and shape checks, and
+// runs the forward pass in backend ops.
+#include "model/bitnet_model.h"
+
+#include "core/error.h"
+#include "core/log.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+namespace tern {
+namespace {
+
+std::string shape_string(const std::array<int64_t, 4> & ne, uint32_t n_dims) {
+    std::string s = "[";
+    for (uint32_t d = 0; d < n_dims; ++d) s += (d ? ", " : "") + std::to_string(ne[d]);
+    return s + "]";
+}
+
+// Looks tensors up by name, checks them and remembers which ones were used.
+class Binder {
+public:
+    Binder(const GgufFile & file, Backend & backend) : file_(file), backend_(backend) {}
+
+    const GgufTensorInfo * find(const std::string & name) {
+        const GgufTensorInfo * t = file_.find_tensor(name);
+        if (t) used_.insert(name);
+        return t;
+    }
+
+    WeightSource require(const std::string & name, std::vector<int64_t> shape, const char * role) {
+        const GgufTensorInfo * t = find(name);
+        if (!t) {
+            fail(ErrorKind::invalid_model, format("tensor '%s' (%s) is missing", name.c_str(), role),
+                 "the file is incomplete or is not a BitNet b1.58 model");
+        }
+        std::array<int64_t, 4> want{1, 1, 1, 1};
+        for (size_t d = 0; d < shape.size(); ++d) want[d] = shape[d];
+        if (t->ne != want) {
+            fail(ErrorKind::invalid_model, format("tensor '%s': expected shape %s, got %s", name.c_str(),
+                                                  shape_string(want, static_cast<uint32_t>(shape.size())).c_str(),
+                                                  shape_string(t->ne, t->n_dims).c_str()));
+        }
+        WeightSource src;
+        src.name = name;
+        src.type = t->type;
+        src.ne   = t->ne;
+        src.data = file_.tensor_data(*t);
+        return src;
+    }
+
+    WeightSource norm(const std::string & name, int64_t n) {
+        WeightSource src = require(name, {n}, "norm weight");
+        if (src.type != DType::f32 && src.type != DType::f16 && src.type != DType::bf16) {
+            fail(ErrorKind::invalid_model, format("tensor '%s' has type %s; expected f32 (or f16/bf16)", name.c_str(),
+                                                  std::string(dtype_name(src.type)).c_str()));
+        }
+        return src;
+    }
+
+    // A projection: ternary weight [k, n], with the optional mainline `.scale` tensor {1} f32.
+    WeightSource linear(const std::string & stem, int64_t k, int64_t n) {
+        WeightSource src = require(stem + ".weight", {k, n}, "projection");
+        if (!backend_.supports_linear(src.type)) {
+            fail(ErrorKind::unsupported,
+                 format("tensor '%s.weight' has type %s, which backend '%s' cannot use for a BitLinear projection",
+                        stem.c_str(), std::string(dtype_name(src.type)).c_str(), std::string(backend_.name()).c_str()),
+                 "projection weights must be ternary: i2_s, tq1_0, tq2_0, q2_0, pq2_0 or q1_0");
+        }
+        if (const GgufTensorInfo * s = find(stem + ".scale")) {
+            if (s->type != DType::f32 || s->n_elements != 1) {
+                fail(ErrorKind::invalid_model, format("tensor '%s.scale': expected one f32 value", stem.c_str()));
+            }
+            float v;
+            std::memcpy(&v, file_.tensor_data(*s).data(), 4);
+            src.output_scale = v;
+        }
+        return src;
+    }
+
+    WeightSource embedding(const std::string & name, int64_t n_embd, int64_t n_vocab) {
+        WeightSource src = require(name, {n_embd, n_vocab}, "embedding table");
+        if (!backend_.supports_embedding(src.type)) {
+            fail(ErrorKind::unsupported, format("tensor '%s' has type %s, which backend '%s' cannot use as an embedding",
+                                                name.c_str(), std::string(dtype_name(src.type)).c_str(),
+                                                std::string(backend_.name()).c_str()));
+        }
+        return src;
+    }
+
+    void warn_unused() const {
+        std::vector<std::string> extra;
+        for (const auto & t : file_.tensors()) {
+            if (!used_.count(std::string(t.name))) extra.emplace_back(t.name);
+        }
+        if (!extra.empty()) {
+            std::string list;
+            for (size_t i = 0; i < extra.size() && i < 5; ++i) list += (i ? ", " : "") + extra[i];
+            TERN_LOG_WARN("model: %zu tensor(s) in the file are not used: %s%s", extra.size(), list.c_str(),
+                          extra.size() > 5 ? ", ..." : "");
+        }
+    }
+
+private:
+    const GgufFile &      file_;
+    Backend &             backend_;
+    std::set<std::string> used_;
+};
+
+Tensor view(const OwnedTensor & t, std::array<int64_t, 4> ne) {
+    Tensor v = t.tensor;
+    v.ne     = ne;
+    TERN_ASSERT(v.n_bytes() <= t.tensor.n_bytes(), "view larger than its buffer");
+    return v;
+}
+
+}  // namespace
+
+std::unique_ptr<BitnetModel> BitnetModel::load(const GgufFile & file, Backend & backend) {
+    std::unique_ptr<BitnetModel> m(new BitnetModel(read_model_config(file), backend));
+    const ModelConfig & c = m->config_;
+    Binder              b(file, backend);
+
+    const WeightSource embd = b.embedding("token_embd.weight", c.n_embd, c.n_vocab);
+    m->token_embd_          = backend.load_embedding(embd);
+    m->output_norm_         = backend.load_norm(b.norm("output_norm.weight", c.n_embd));
+    m->head_type_           = embd.type;
+    size_t head_bytes       = embd.data.size();
+    if (file.find_tensor("output.weight")) {
+        const WeightSource out = b.embedding("output.weight", c.n_embd, c.n_vocab);
+        m->output_             = backend.load_embedding(out);
+        m->head_type_          = out.type;
+        head_bytes             = out.data.size();
+    }
+    m->weight_bytes_ = head_bytes;
+
+    for (int64_t il = 0; il < c.n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        LayerWeights      L;
+        L.attn_norm     = backend.load_norm(b.norm(p + "attn_norm.weight", c.n_embd));
+        const WeightSource qkv[3] = {b.linear(p + "attn_q", c.n_embd, c.n_embd_q()),
+                                     b.linear(p + "attn_k", c.n_embd, c.n_embd_kv()),
+                                     b.linear(p + "attn_v", c.n_embd, c.n_embd_kv())};
+        L.attn_qkv      = backend.load_linear(qkv);
+        L.attn_sub_norm = backend.load_norm(b.norm(p + "attn_sub_norm.weight", c.n_embd_q()));
+        const WeightSource wo = b.linear(p + "attn_output", c.n_embd_q(), c.n_embd);
+        L.attn_output   = backend.load_linear({&wo, 1});
+        L.ffn_norm      = backend.load_norm(b.norm(p + "ffn_norm.weight", c.n_embd));
+        const WeightSource gu[2] = {b.linear(p + "ffn_gate", c.n_embd, c.n_ff), b.linear(p + "ffn_up", c.n_embd, c.n_ff)};
+        L.ffn_gate_up   = backend.load_linear(gu);
+        L.ffn_sub_norm  = backend.load_norm(b.norm(p + "ffn_sub_norm.weight", c.n_ff));
+        const WeightSource wd = b.linear(p + "ffn_down", c.n_ff, c.n_embd);
+        L.ffn_down      = backend.load_linear({&wd, 1});
+        for (const auto * s : {&qkv[0], &qkv[1], &qkv[2], &wo, &gu[0], &gu[1], &wd}) m->weight_bytes_ += s->data.size();
+        m->layers_.push_back(std::move(L));
+    }
+    b.warn_unused();
+    return m;
+}
+
+ForwardBuffers BitnetModel::make_buffers(int64_t n_batch, int64_t n_logits) const {
+    const ModelConfig & c = config_;
+    TERN_ASSERT(n_batch >= 1 && n_logits >= 0 && n_logits <= n_batch, "n_batch %lld n_logits %lld",
+                static_cast<long long>(n_batch), static_cast<long long>(n_logits));
+    ForwardBuffers b;
+    b.n_batch   = n_batch;
+    b.n_logits  = n_logits;
+    b.tokens    = alloc_tensor(backend_, DType::i32, {n_batch, 1, 1, 1}, "tokens");
+    b.x         = alloc_tensor(backend_, DType::f32, {c.n_embd, n_batch, 1, 1}, "x");
+    b.act_q     = alloc_tensor(backend_, DType::i8, {std::max({c.n_embd, c.n_embd_q(), c.n_ff}), n_batch, 1, 1}, "act_q");
+    b.act_scale = alloc_tensor(backend_, DType::f32, {n_batch, 1, 1, 1}, "act_scale");
+    b.q         = alloc_tensor(backend_, DType::f32, {c.n_embd_q(), n_batch, 1, 1}, "q");
+    b.attn      = alloc_tensor(backend_, DType::f32, {c.n_embd_q(), n_batch, 1, 1}, "attn");
+    b.ffn       = alloc_tensor(backend_, DType::f32, {c.n_ff, n_batch, 1, 1}, "ffn");
+    b.h         = alloc_tensor(backend_, DType::f32, {c.n_embd, n_batch, 1, 1}, "h");
+    b.logits    = alloc_tensor(backend_, DType::f32, {c.n_vocab, std::max<int64_t>(1, n_logits), 1, 1}, "logits");
+    b.argmax    = alloc_tensor(backend_, DType::i32, {std::max<int64_t>(1, n_logits), 1, 1, 1}, "argmax");
+    return b;
+}
+
+void BitnetModel::forward(ForwardBuffers & buf, const KvCache & kv, int64_t pos0, int64_t n_tokens, int64_t n_logits,
+                          bool round_head_input_f16, bool want_argmax) const {
+    const ModelConfig & c = config_;
+    TERN_ASSERT(n_tokens >= 1 && n_tokens <= buf.n_batch, "n_tokens %lld", static_cast<long long>(n_tokens));
+    TERN_ASSERT(n_logits >= 0 && n_logits <= n_tokens && n_logits <= buf.n_logits, "n_logits %lld",
+                static_cast<long long>(n_logits));
+    TERN_ASSERT(pos0 >= 0 && pos0 + n_tokens <= kv.n_ctx, "positions past the KV cache");
+    const int64_t T = n_tokens;
+    Backend &     be = backend_;
+
+    const Tensor  tokens = view(buf.tokens, {T, 1, 1, 1});
+    const Tensor  x      = view(buf.x, {c.n_embd, T, 1, 1});
+    const Tensor  q      = view(buf.q, {c.n_embd_q(), T, 1, 1});
+    const Tensor  attn   = view(buf.attn, {c.n_embd_q(), T, 1, 1});
+    const Tensor  ffn    = view(buf.ffn, {c.n_ff, T, 1, 1});
+    const Tensor  scale  = view(buf.act_scale, {T, 1, 1, 1});
+    const QuantizedActs a_embd{view(buf.act_q, {c.n_embd, T, 1, 1}), scale};
+    const QuantizedActs a_q{view(buf.act_q, {c.n_embd_q(), T, 1, 1}), scale};
+    const QuantizedActs a_ff{view(buf.act_q, {c.n_ff, T, 1, 1}), scale};
+    const AttentionShape shape = c.attention_shape();
+
+    be.begin_step();
+    be.embed(x, *token_embd_, tokens);
+    for (int64_t il = 0; il < c.n_layer; ++il) {
+        const LayerWeights & L = layers_[static_cast<size_t>(il)];
+        const KvLayer        kl = kv.layer(il);
+        be.rms_norm_quant(a_embd, x, *L.attn_norm, c.norm_eps);
+        be.qkv_rope_kv_append(q, kl, *L.attn_qkv, a_embd, shape, pos0);
+        be.attention(attn, q, kl, shape, pos0);
+        be.rms_norm_quant(a_q, attn, *L.attn_sub_norm, c.norm_eps);
+        be.bitlinear(x, *L.attn_output, a_q, /*accumulate=*/true);
+        be.rms_norm_quant(a_embd, x, *L.ffn_norm, c.norm_eps);
+        be.gate_up(ffn, *L.ffn_gate_up, a_embd, c.ffn_act);
+        be.rms_norm_quant(a_ff, ffn, *L.ffn_sub_norm, c.norm_eps);
+        be.bitlinear(x, *L.ffn_down, a_ff, /*accumulate=*/true);
+    }
+    if (n_logits > 0) {
+        const Tensor x_last = x.columns(T - n_logits, n_logits);
+        const Tensor h      = view(buf.h, {c.n_embd, n_logits, 1, 1});
+        const Tensor logits = view(buf.logits, {c.n_vocab, n_logits, 1, 1});
+        be.rms_norm(h, x_last, *output_norm_, c.norm_eps);
+        be.lm_head(logits, output_ ? *output_ : *token_embd_, h, round_head_input_f16);
+        if (want_argmax) be.argmax(view(buf.argmax, {n_logits, 1, 1, 1}), logits);
+    }
+    be.end_step();
+}
+
+}  // namespace tern

@@ -1,0 +1,85 @@
+// BitNet b1.58 (and the mainline `bitnet` family): weight binding with shape/type checks, and the
+// forward pass of FORMATS.md §4.6 expressed in backend ops:
+//
+//   x = token_embd[t]
+//   per layer:  a = quant(norm(x) * attn_norm)
+//               q, K/V cache <- RoPE(Wqkv a)                  (qkv_rope_kv_append)
+//               o = attention(q, K, V)
+//               x += Wo quant(norm(o) * attn_sub_norm)        (bitlinear, residual epilogue)
+//               a = quant(norm(x) * ffn_norm)
+//               f = relu2(Wg a) * (Wu a)                      (gate_up; SiLU for arch `bitnet`)
+//               x += Wd quant(norm(f) * ffn_sub_norm)
+//   logits = head · norm(x) * output_norm                     (head = output or tied token_embd)
+#pragma once
+
+#include "backend/backend.h"
+#include "gguf/gguf_reader.h"
+#include "model/kv_cache.h"
+#include "model/model_config.h"
+
+#include <memory>
+#include <vector>
+
+namespace tern {
+
+struct LayerWeights {
+    std::unique_ptr<Weight> attn_norm;      // [n_embd] f32
+    std::unique_ptr<Weight> attn_qkv;       // attn_q [n_embd, n_embd_q] + attn_k, attn_v [n_embd, n_embd_kv]
+    std::unique_ptr<Weight> attn_sub_norm;  // [n_embd_q] f32
+    std::unique_ptr<Weight> attn_output;    // [n_embd_q, n_embd]
+    std::unique_ptr<Weight> ffn_norm;       // [n_embd] f32
+    std::unique_ptr<Weight> ffn_gate_up;    // ffn_gate + ffn_up, [n_embd, n_ff] each
+    std::unique_ptr<Weight> ffn_sub_norm;   // [n_ff] f32
+    std::unique_ptr<Weight> ffn_down;       // [n_ff, n_embd]
+};
+
+// Per-session buffers for up to n_batch tokens, allocated once.
+struct ForwardBuffers {
+    int64_t     n_batch  = 0;
+    int64_t     n_logits = 0;  // columns of `logits`
+    OwnedTensor tokens;        // [n_batch] i32
+    OwnedTensor x;             // [n_embd, n_batch] f32, the residual stream
+    OwnedTensor act_q;         // [max(n_embd, n_ff), n_batch] i8
+    OwnedTensor act_scale;     // [n_batch] f32
+    OwnedTensor q;             // [n_embd_q, n_batch] f32
+    OwnedTensor attn;          // [n_embd_q, n_batch] f32
+    OwnedTensor ffn;           // [n_ff, n_batch] f32
+    OwnedTensor h;             // [n_embd, n_batch] f32, final norm
+    OwnedTensor logits;        // [n_vocab, n_logits] f32
+    OwnedTensor argmax;        // [n_logits] i32
+};
+
+class BitnetModel {
+public:
+    // The GgufFile must outlive the model (weights may point into its mapping). Throws
+    // Error(invalid_model / unsupported) naming the tensor and the expectation.
+    static std::unique_ptr<BitnetModel> load(const GgufFile & file, Backend & backend);
+
+    const ModelConfig & config() const { return config_; }
+    Backend &           backend() const { return backend_; }
+    DType               head_type() const { return head_type_; }
+    // Bytes of weights read per decoded token (all linears + the head), for bandwidth figures.
+    size_t              weight_bytes_per_token() const { return weight_bytes_; }
+
+    ForwardBuffers make_buffers(int64_t n_batch, int64_t n_logits) const;
+
+    // Runs n_tokens tokens (already written to buf.tokens) at positions pos0.. through the network,
+    // filling the KV cache. With n_logits > 0 the logits of the last n_logits tokens go to
+    // buf.logits (and their argmax to buf.argmax if want_argmax). round_head_input_f16: see lm_head.
+    void forward(ForwardBuffers & buf, const KvCache & kv, int64_t pos0, int64_t n_tokens, int64_t n_logits,
+                 bool round_head_input_f16, bool want_argmax) const;
+
+private:
+    BitnetModel(ModelConfig config, Backend & backend) : config_(std::move(config)), backend_(backend) {}
+
+    ModelConfig               config_;
+    Backend &                 backend_;
+    std::unique_ptr<Weight>   token_embd_;   // [n_embd, n_vocab]
+    std::unique_ptr<Weight>   output_norm_;  // [n_embd] f32
+    std::unique_ptr<Weight>   output_;       // [n_embd, n_vocab]; null when tied to token_embd
+    std::vector<LayerWeights> layers_;
+    DType                     head_type_    = DType::f16;
+    size_t                    weight_bytes_ = 0;
+};
+
+}  // namespace tern

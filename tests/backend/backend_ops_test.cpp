@@ -1,0 +1,328 @@
+// Backend op tests. Part 1 pins the CPU reference kernels to worked examples (FORMATS.md §3.2.6)
+// and to textbook float math on random data. Part 2 is the cross-backend harness: every op of
+// backend.h on every backend in the list, compared against the single-threaded CPU reference on
+// random data with awkward shapes. A new backend (WebGPU) joins by adding a factory to
+// backend_factories().
+#include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_ops.h"
+#include "core/fp16.h"
+#include "quant/block_formats.h"
+#include "quant/ternary_formats.h"
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+
+namespace tern {
+namespace {
+
+// ------------------------------------------------------------------ reference kernels, worked examples
+
+TEST(CpuReference, ActivationQuantRoundsHalfToEven) {
+    // FORMATS.md §3.2.6: with max|x| = 127 the scale is 1 and ties go to even.
+    const float  x[6] = {2.5f, -3.5f, 0.5f, 1.5f, -0.5f, 127.0f};
+    int8_t       q[6];
+    const float  s = cpu::quantize_act_row(x, q, 6);
+    EXPECT_EQ(s, 1.0f);
+    const int8_t want[6] = {2, -4, 0, 2, 0, 127};
+    for (int i = 0; i < 6; ++i) EXPECT_EQ(q[i], want[i]) << "element " << i;
+}
+
+TEST(CpuReference, I2sGemvMatchesBitnetCppNumerics) {
+    // FORMATS.md §3.2.5 weight row and §3.2.6 activation: y = ((float)isum - act_sum) / 63.5 * 0.5.
+    uint8_t tensor[64];
+    std::memset(tensor, 0x55, 32);
+    tensor[0]  = 0x86;
+    tensor[31] = 0x24;
+    const float scale = 0.5f;
+    std::memcpy(tensor + 32, &scale, 4);
+    std::memset(tensor + 36, 0xAB, 28);  // unspecified tail bytes must not matter
+    std::vector<float> x(128, 0.0f);
+    x[0] = 1.0f, x[32] = -0.5f, x[96] = 0.25f, x[127] = 2.0f;
+
+    WeightSource src{"w", DType::i2_s, {128, 1, 1, 1}, {tensor, 64}};
+    auto         be = make_cpu_backend({1});
+    auto         w  = be->load_linear({&src, 1});
+    auto         xq = alloc_tensor(*be, DType::i8, {128, 1, 1, 1}, "q");
+    auto         xs = alloc_tensor(*be, DType::f32, {1, 1, 1, 1}, "s");
+    auto         y  = alloc_tensor(*be, DType::f32, {1, 1, 1, 1}, "y");
+    int8_t       q[128];
+    const float  act_scale = cpu::quantize_act_row(x.data(), q, 128);
+    EXPECT_EQ(act_scale, 63.5f);
+    EXPECT_EQ(q[0], 64);   // 63.5 ties to even
+    EXPECT_EQ(q[96], 16);  // 15.875
+    be->write(xq.tensor, q, 128);
+    be->write(xs.tensor, &act_scale, 4);
+    be->bitlinear(y.tensor, *w, {xq.tensor, xs.tensor}, false);
+    float out = 0;
+    be->read(y.tensor, &out, 4);
+    EXPECT_EQ(std::bit_cast<uint32_t>(out), 0xBDF1E3C8u) << out;  // -0.11811024
+}
+
+TEST(CpuReference, RmsNormFollowsGgmlFormula) {
+    std::mt19937       rng(7);
+    std::normal_distribution<float> nd(0.0f, 3.0f);
+    const int64_t      n = 300;
+    std::vector<float> x(n), w(n), y(n);
+    for (auto & v : x) v = nd(rng);
+    for (auto & v : w) v = 1.0f + 0.1f * nd(rng);
+    cpu::rms_norm_row(x.data(), w.data(), y.data(), n, 1e-5f);
+    double ss = 0;
+    for (float v : x) ss += static_cast<double>(v) * v;
+    const double inv = 1.0 / std::sqrt(ss / n + 1e-5);
+    for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(y[i], x[i] * inv * w[i], 1e-5 * std::fabs(x[i] * inv * w[i]) + 1e-6);
+}
+
+TEST(CpuReference, RopeNeoxRotatesSplitHalfPairs) {
+    // A head whose only non-zero pair is (i, i + n_rot/2) must rotate by pos * base^(-2i/n_rot).
+    const int64_t hd = 16, pos = 7;
+    const float   base = 500000.0f;
+    for (int64_t i = 0; i < hd / 2; ++i) {
+        std::vector<float> x(hd, 0.0f);
+        x[i]          = 1.0f;
+        x[i + hd / 2] = 2.0f;
+        cpu::rope_neox_head(x.data(), hd, pos, base);
+        const double theta = pos * std::pow(static_cast<double>(base), -2.0 * i / hd);
+        EXPECT_NEAR(x[i], std::cos(theta) - 2 * std::sin(theta), 2e-5) << i;
+        EXPECT_NEAR(x[i + hd / 2], std::sin(theta) + 2 * std::cos(theta), 2e-5) << i;
+        for (int64_t j = 0; j < hd; ++j) {
+            if (j != i && j != i + hd / 2) {
+                EXPECT_EQ(x[j], 0.0f);
+            }
+        }
+    }
+}
+
+TEST(CpuReference, Relu2AndSilu) {
+    EXPECT_EQ(cpu::relu2(-3.0f), 0.0f);
+    EXPECT_EQ(cpu::relu2(3.0f), 9.0f);
+    EXPECT_NEAR(cpu::silu(1.0f), 1.0 / (1.0 + std::exp(-1.0)), 1e-7);
+}
+
+// ------------------------------------------------------------------ random fixtures
+
+struct Rand {
+    std::mt19937 gen;
+    explicit Rand(uint32_t seed) : gen(seed) {}
+    float  normal(float sd = 1.0f) { return std::normal_distribution<float>(0.0f, sd)(gen); }
+    int8_t ternary() { return static_cast<int8_t>(static_cast<int>(gen() % 3) - 1); }
+};
+
+// A packed low-bit weight [k, n] of the given type with random ternary values; also returns the
+// dense f32 matrix it decodes to (row-major [n][k]).
+std::vector<uint8_t> make_lowbit(DType type, int64_t k, int64_t n, Rand & r, std::vector<float> & dense) {
+    dense.assign(static_cast<size_t>(k * n), 0.0f);
+    std::vector<uint8_t> bytes(dtype_tensor_bytes(type, k, k * n));
+    if (type == DType::i2_s) {
+        std::vector<int8_t> v(static_cast<size_t>(k * n));
+        for (auto & x : v) x = r.ternary();
+        const float s = 0.3f + 0.01f * static_cast<float>(r.gen() % 100);
+        i2s_pack(v.data(), k * n, s, bytes.data());
+        for (size_t i = 0; i < v.size(); ++i) dense[i] = v[i] * s;
+        return bytes;
+    }
+    const int64_t      group = lowbit_scale_group(type, k);
+    std::vector<float> row(static_cast<size_t>(k));
+    for (int64_t rr = 0; rr < n; ++rr) {
+        for (int64_t g = 0; g < k / group; ++g) {
+            const float d = round_to_fp16(0.2f + 0.01f * static_cast<float>(r.gen() % 100));
+            for (int64_t e = 0; e < group; ++e) {
+                int v = r.ternary();
+                if (type == DType::q1_0 && v == 0) v = 1;
+                // quantize_row uses d = amax (mean for q1_0): force one element to carry it.
+                if (e == 0 && type != DType::q1_0) v = 1;
+                row[static_cast<size_t>(g * group + e)] = static_cast<float>(v) * d;
+            }
+        }
+        quantize_row(type, row.data(), bytes.data() + rr * dtype_row_bytes(type, k), k);
+        dequantize_row(type, bytes.data() + rr * dtype_row_bytes(type, k), dense.data() + rr * k, k);
+    }
+    return bytes;
+}
+
+// ------------------------------------------------------------------ cross-backend harness
+
+struct BackendCase {
+    std::string                               name;
+    std::function<std::unique_ptr<Backend>()> make;
+};
+
+std::vector<BackendCase> backend_factories() {
+    return {
+        {"cpu_2_threads", [] { return make_cpu_backend({2}); }},
+        {"cpu_3_threads", [] { return make_cpu_backend({3}); }},
+    };
+}
+
+class BackendOps : public ::testing::TestWithParam<BackendCase> {
+protected:
+    std::unique_ptr<Backend> ref_ = make_cpu_backend({1});
+    std::unique_ptr<Backend> be_  = GetParam().make();
+
+    static std::vector<float> read_f32(Backend & b, const Tensor & t) {
+        std::vector<float> out(static_cast<size_t>(t.n_elements()));
+        b.read(t, out.data(), out.size() * sizeof(float));
+        return out;
+    }
+};
+
+// Both backends must give identical results (the CPU backends bit-for-bit; a GPU backend will be
+// given per-op tolerances here).
+void expect_close(const std::vector<float> & a, const std::vector<float> & b, double tol, const char * what) {
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+        ASSERT_NEAR(a[i], b[i], tol * (1.0 + std::fabs(b[i]))) << what << " element " << i;
+    }
+}
+
+TEST_P(BackendOps, BitlinearAllLowbitTypesMatchReferenceAndDenseMath) {
+    Rand r(11);
+    for (DType type : {DType::i2_s, DType::tq2_0, DType::tq1_0, DType::q2_0, DType::pq2_0, DType::q1_0}) {
+        const int64_t      k = 768, n = 37, T = 3;  // K: multiple of 256 and 128, not a power of two; odd N
+        std::vector<float> dense;
+        const auto         bytes = make_lowbit(type, k, n, r, dense);
+        const WeightSource src{"w", type, {k, n, 1, 1}, bytes};
+        std::vector<float> x(static_cast<size_t>(k * T));
+        for (auto & v : x) v = r.normal(2.0f);
+        std::vector<int8_t> q(x.size());
+        std::vector<float>  s(T);
+        for (int64_t t = 0; t < T; ++t) s[t] = cpu::quantize_act_row(x.data() + t * k, q.data() + t * k, k);
+
+        std::vector<float> outs[2];
+        Backend *          bs[2] = {ref_.get(), be_.get()};
+        for (int i = 0; i < 2; ++i) {
+            auto w  = bs[i]->load_linear({&src, 1});
+            auto xq = alloc_tensor(*bs[i], DType::i8, {k, T, 1, 1}, "q");
+            auto xs = alloc_tensor(*bs[i], DType::f32, {T, 1, 1, 1}, "s");
+            auto y  = alloc_tensor(*bs[i], DType::f32, {n, T, 1, 1}, "y");
+            bs[i]->write(xq.tensor, q.data(), q.size());
+            bs[i]->write(xs.tensor, s.data(), s.size() * 4);
+            bs[i]->bitlinear(y.tensor, *w, {xq.tensor, xs.tensor}, false);
+            outs[i] = read_f32(*bs[i], y.tensor);
+        }
+        expect_close(outs[1], outs[0], 0.0, std::string(dtype_name(type)).c_str());
+        // Against dense math on the dequantized activations: W (q / s).
+        for (int64_t t = 0; t < T; ++t) {
+            for (int64_t rr = 0; rr < n; ++rr) {
+                double acc = 0;
+                for (int64_t c = 0; c < k; ++c) acc += dense[rr * k + c] * (q[t * k + c] / static_cast<double>(s[t]));
+                EXPECT_NEAR(outs[0][t * n + rr], acc, 1e-4 * (1 + std::fabs(acc))) << dtype_name(type);
+            }
+        }
+    }
+}
+
+TEST_P(BackendOps, AttentionAndKvAppendMatchReference) {
+    Rand                 r(5);
+    const AttentionShape shape{6, 2, 32, 32, 10000.0f, 1.0f / std::sqrt(32.0f)};
+    const int64_t        n_q = 6 * 32, n_kv = 2 * 32, k = 256, n_ctx = 19;
+    std::vector<float>   dq, dk, dv;
+    const auto bq = make_lowbit(DType::tq2_0, k, n_q, r, dq);
+    const auto bk = make_lowbit(DType::tq2_0, k, n_kv, r, dk);
+    const auto bv = make_lowbit(DType::tq2_0, k, n_kv, r, dv);
+    const WeightSource parts[3] = {{"q", DType::tq2_0, {k, n_q, 1, 1}, bq},
+                                   {"k", DType::tq2_0, {k, n_kv, 1, 1}, bk},
+                                   {"v", DType::tq2_0, {k, n_kv, 1, 1}, bv}};
+    for (DType cache : {DType::f32, DType::f16}) {
+        std::vector<float> outs[2];
+        Backend *          bs[2] = {ref_.get(), be_.get()};
+        for (int i = 0; i < 2; ++i) {
+            Rand    rr(9);
+            auto    w  = bs[i]->load_linear(parts);
+            KvLayer kv;
+            auto    kt = alloc_tensor(*bs[i], cache, {n_kv, n_ctx, 1, 1}, "k");
+            auto    vt = alloc_tensor(*bs[i], cache, {n_kv, n_ctx, 1, 1}, "v");
+            kv         = {kt.tensor, vt.tensor};
+            // Prefill 5 tokens, then decode 3 one at a time; outputs of the last step are compared.
+            int64_t pos = 0;
+            for (int64_t T : {5, 1, 1, 1}) {
+                std::vector<int8_t> q(static_cast<size_t>(k * T));
+                std::vector<float>  s(static_cast<size_t>(T));
+                for (auto & v : q) v = static_cast<int8_t>(static_cast<int>(rr.gen() % 255) - 127);
+                for (auto & v : s) v = 10.0f + static_cast<float>(rr.gen() % 50);
+                auto xq = alloc_tensor(*bs[i], DType::i8, {k, T, 1, 1}, "q");
+                auto xs = alloc_tensor(*bs[i], DType::f32, {T, 1, 1, 1}, "s");
+                auto qo = alloc_tensor(*bs[i], DType::f32, {n_q, T, 1, 1}, "qo");
+                auto ao = alloc_tensor(*bs[i], DType::f32, {n_q, T, 1, 1}, "ao");
+                bs[i]->write(xq.tensor, q.data(), q.size());
+                bs[i]->write(xs.tensor, s.data(), s.size() * 4);
+                bs[i]->qkv_rope_kv_append(qo.tensor, kv, *w, {xq.tensor, xs.tensor}, shape, pos);
+                bs[i]->attention(ao.tensor, qo.tensor, kv, shape, pos);
+                outs[i] = read_f32(*bs[i], ao.tensor);
+                pos += T;
+            }
+        }
+        expect_close(outs[1], outs[0], 0.0, cache == DType::f16 ? "attention f16 cache" : "attention f32 cache");
+    }
+}
+
+TEST_P(BackendOps, NormQuantGateUpEmbedHeadArgmaxMatchReference) {
+    Rand          r(3);
+    const int64_t k = 384, n_ff = 200, n_vocab = 301, T = 4;
+    std::vector<float> dg, du;
+    const auto         bg = make_lowbit(DType::i2_s, k, n_ff, r, dg);
+    const auto         bu = make_lowbit(DType::i2_s, k, n_ff, r, du);
+    std::vector<float> normw(k), embd(static_cast<size_t>(k * n_vocab)), x(static_cast<size_t>(k * T));
+    for (auto & v : normw) v = 1.0f + r.normal(0.1f);
+    for (auto & v : embd) v = r.normal(0.05f);
+    for (auto & v : x) v = r.normal(1.5f);
+    std::vector<uint8_t> embd_f16(embd.size() * 2), normw_bytes(normw.size() * 4);
+    quantize_row(DType::f16, embd.data(), embd_f16.data(), static_cast<int64_t>(embd.size()));
+    std::memcpy(normw_bytes.data(), normw.data(), normw_bytes.size());
+    const WeightSource gu[2] = {{"g", DType::i2_s, {k, n_ff, 1, 1}, bg}, {"u", DType::i2_s, {k, n_ff, 1, 1}, bu}};
+    const WeightSource ns{"n", DType::f32, {k, 1, 1, 1}, normw_bytes};
+    const WeightSource es{"e", DType::f16, {k, n_vocab, 1, 1}, embd_f16};
+    const int32_t      ids[T] = {0, 300, 17, 17};
+
+    std::vector<float>   out_f[2], out_l[2], out_x[2];
+    std::vector<int32_t> out_a[2];
+    Backend *            bs[2] = {ref_.get(), be_.get()};
+    for (int i = 0; i < 2; ++i) {
+        Backend & b    = *bs[i];
+        auto      wgu  = b.load_linear(gu);
+        auto      wn   = b.load_norm(ns);
+        auto      we   = b.load_embedding(es);
+        auto      xt   = alloc_tensor(b, DType::f32, {k, T, 1, 1}, "x");
+        auto      tok  = alloc_tensor(b, DType::i32, {T, 1, 1, 1}, "tok");
+        auto      xq   = alloc_tensor(b, DType::i8, {k, T, 1, 1}, "q");
+        auto      xs   = alloc_tensor(b, DType::f32, {T, 1, 1, 1}, "s");
+        auto      f    = alloc_tensor(b, DType::f32, {n_ff, T, 1, 1}, "f");
+        auto      h    = alloc_tensor(b, DType::f32, {k, T, 1, 1}, "h");
+        auto      lg   = alloc_tensor(b, DType::f32, {n_vocab, T, 1, 1}, "logits");
+        auto      am   = alloc_tensor(b, DType::i32, {T, 1, 1, 1}, "argmax");
+        b.write(tok.tensor, ids, sizeof ids);
+        b.embed(xt.tensor, *we, tok.tensor);
+        out_x[i] = read_f32(b, xt.tensor);
+        b.write(xt.tensor, x.data(), x.size() * 4);
+        b.rms_norm_quant({xq.tensor, xs.tensor}, xt.tensor, *wn, 1e-5f);
+        b.gate_up(f.tensor, *wgu, {xq.tensor, xs.tensor}, FfnActivation::relu2);
+        out_f[i] = read_f32(b, f.tensor);
+        b.rms_norm(h.tensor, xt.tensor, *wn, 1e-5f);
+        b.lm_head(lg.tensor, *we, h.tensor, true);
+        b.argmax(am.tensor, lg.tensor);
+        out_l[i] = read_f32(b, lg.tensor);
+        out_a[i].resize(T);
+        b.read(am.tensor, out_a[i].data(), T * 4);
+    }
+    expect_close(out_x[1], out_x[0], 0.0, "embed");
+    expect_close(out_f[1], out_f[0], 0.0, "gate_up");
+    expect_close(out_l[1], out_l[0], 0.0, "lm_head");
+    EXPECT_EQ(out_a[1], out_a[0]);
+    // Embedding rows are the f16 table rows; argmax is the largest logit.
+    for (int64_t t = 0; t < T; ++t) {
+        for (int64_t c = 0; c < k; ++c) EXPECT_EQ(out_x[0][t * k + c], round_to_fp16(embd[ids[t] * k + c]));
+        const float * row = out_l[0].data() + t * n_vocab;
+        EXPECT_EQ(out_a[0][t], std::max_element(row, row + n_vocab) - row);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cpu, BackendOps, ::testing::ValuesIn(backend_factories()),
+                         [](const auto & param_info) { return param_info.param.name; });
+
+}  // namespace
+}  // namespace tern
