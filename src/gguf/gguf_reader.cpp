@@ -48,6 +48,10 @@ public:
         pos_ += n;
         return p;
     }
+    // True if a complete string (u64 length + bytes) starts here; skip_string() then steps over it.
+    // Used where formatting a description per element would dominate the parse (vocab arrays).
+    bool has_string() const { return remaining() >= 8 && load_le<uint64_t>(bytes_.data() + pos_) <= remaining() - 8; }
+    void skip_string() { pos_ += 8 + static_cast<size_t>(load_le<uint64_t>(bytes_.data() + pos_)); }
     uint32_t u32(const std::string & what) { return load_le<uint32_t>(take(4, what)); }
     uint64_t u64(const std::string & what) { return load_le<uint64_t>(take(8, what)); }
 
@@ -172,7 +176,10 @@ void GgufFile::parse(const GgufReadOptions & options) {
     }
 
     // --- metadata ---
-    kvs_.reserve(static_cast<size_t>(n_kv));
+    // Counts are only bounded by the file size here; reserving that much up front would let a
+    // corrupt count in a large file allocate several times the file size (§1.9 check 1).
+    constexpr uint64_t k_max_reserve = 4096;
+    kvs_.reserve(static_cast<size_t>(std::min(n_kv, k_max_reserve)));
     std::unordered_set<std::string_view> seen_keys;
     for (uint64_t i = 0; i < n_kv; ++i) {
         GgufKv kv;
@@ -203,14 +210,18 @@ void GgufFile::parse(const GgufReadOptions & options) {
                                static_cast<unsigned long long>(count), cur.remaining()));
                 }
                 for (uint64_t j = 0; j < count; ++j) {
-                    cur.string(format("%s element %llu", what.c_str(), static_cast<unsigned long long>(j)));
+                    if (!cur.has_string()) {  // throws the precise message
+                        cur.string(format("%s element %llu", what.c_str(), static_cast<unsigned long long>(j)));
+                    }
+                    cur.skip_string();
                 }
             } else {
                 const size_t es = gguf_type_size(elem);
                 if (count > cur.remaining() / es) {
-                    bad(format("%s: array of %llu %s values needs %llu bytes, but only %zu are left", what.c_str(),
-                               static_cast<unsigned long long>(count), std::string(gguf_type_name(elem)).c_str(),
-                               static_cast<unsigned long long>(count) * es, cur.remaining()));
+                    bad(format("%s: array of %llu %s values (%zu bytes each) does not fit in the %zu bytes left in "
+                               "the file",
+                               what.c_str(), static_cast<unsigned long long>(count),
+                               std::string(gguf_type_name(elem)).c_str(), es, cur.remaining()));
                 }
                 cur.take(static_cast<size_t>(count) * es, what);
                 if (elem == GgufType::boolean) {
@@ -239,7 +250,7 @@ void GgufFile::parse(const GgufReadOptions & options) {
     }
 
     // --- tensor directory ---
-    tensors_.reserve(static_cast<size_t>(n_tensors));
+    tensors_.reserve(static_cast<size_t>(std::min(n_tensors, k_max_reserve)));
     std::unordered_set<std::string_view> seen_names;
     const bool bitnet_cpp_arch = [&] {
         const auto arch = get_string("general.architecture");
@@ -322,7 +333,11 @@ void GgufFile::parse(const GgufReadOptions & options) {
         const uint64_t avail = last ? data_size - t.offset : tensors_[order[k + 1]].offset - t.offset;
         const uint64_t s64   = static_cast<uint64_t>(t.n_elements) / 64 * 18;
         const uint64_t s128  = (t.ne[0] % 128 == 0) ? static_cast<uint64_t>(t.n_elements) / 128 * 34 : 0;
-        auto fits = [&](uint64_t s) { return s != 0 && (pad_to(s, alignment_) == avail || (last && s == avail)); };
+        // The last tensor may have lost some or all of its trailing padding (check 19 does not require
+        // it), so any size from the unpadded to the padded one fits there.
+        auto fits = [&](uint64_t s) {
+            return s != 0 && (pad_to(s, alignment_) == avail || (last && s <= avail && avail <= pad_to(s, alignment_)));
+        };
         const bool g64 = fits(s64), g128 = fits(s128);
         int group = 0;
         if (g64 && !g128) group = 64;
@@ -359,8 +374,8 @@ void GgufFile::parse(const GgufReadOptions & options) {
                        static_cast<unsigned long long>(t.offset), alignment_));
         }
         if (t.offset > data_size || t.n_bytes > data_size - t.offset) {
-            bad(format("%s: data [%llu, %llu) lies outside the data section of %llu bytes", what.c_str(),
-                       static_cast<unsigned long long>(t.offset), static_cast<unsigned long long>(t.offset + t.n_bytes),
+            bad(format("%s: data at offset %llu, %zu bytes long, lies outside the data section of %llu bytes",
+                       what.c_str(), static_cast<unsigned long long>(t.offset), t.n_bytes,
                        static_cast<unsigned long long>(data_size)),
                 "the file is truncated or its tensor directory is corrupt");
         }

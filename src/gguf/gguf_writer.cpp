@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string_view>
+#include <utility>
 
 namespace tern {
 namespace {
@@ -36,6 +37,15 @@ uint64_t pad_to(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 }  // namespace
 
 void GgufWriter::put(const std::string & key, GgufType type, std::vector<uint8_t> encoded) {
+    // The layout must follow whatever general.alignment the file declares, however it was set;
+    // otherwise readers would find every tensor offset misaligned (FORMATS.md §1.6).
+    if (key == "general.alignment") {
+        TERN_ASSERT(type == GgufType::u32 && encoded.size() == 4, "general.alignment must be a UINT32");
+        uint32_t a = 0;
+        std::memcpy(&a, encoded.data(), 4);
+        TERN_ASSERT(a >= 8 && (a & (a - 1)) == 0, "alignment %u", a);
+        alignment_ = a;
+    }
     for (auto & kv : kvs_) {
         if (kv.key == key) {
             kv.type    = type;
@@ -95,11 +105,7 @@ void GgufWriter::set_raw(const std::string & key, GgufType type, std::vector<uin
     put(key, type, std::move(encoded));
 }
 
-void GgufWriter::set_alignment(uint32_t alignment) {
-    TERN_ASSERT(alignment >= 8 && (alignment & (alignment - 1)) == 0, "alignment %u", alignment);
-    alignment_ = alignment;
-    set_u32("general.alignment", alignment);
-}
+void GgufWriter::set_alignment(uint32_t alignment) { set_u32("general.alignment", alignment); }
 
 void GgufWriter::check_tensor(const std::string & name, DType type, const std::vector<int64_t> & dims) const {
     TERN_ASSERT(!name.empty() && name.size() <= k_gguf_max_tensor_name, "tensor name '%s'", name.c_str());
@@ -168,12 +174,20 @@ void GgufWriter::write_file(const std::string & path, bool progress) const {
     const std::string tmp = path + ".tmp";
     FILE *            f   = std::fopen(tmp.c_str(), "wb");
     if (!f) fail(ErrorKind::io, format("cannot create '%s': %s", tmp.c_str(), std::strerror(errno)));
+    // Closes and removes the temp file on every early exit, including a Fill callback that throws.
+    struct TempFile {
+        FILE *&             f;
+        const std::string & tmp;
+        ~TempFile() {
+            if (f) {
+                std::fclose(f);
+                std::remove(tmp.c_str());
+            }
+        }
+    } guard{f, tmp};
     auto write_or_fail = [&](const void * p, size_t n) {
         if (n != 0 && std::fwrite(p, 1, n, f) != n) {
-            const int err = errno;
-            std::fclose(f);
-            std::remove(tmp.c_str());
-            fail(ErrorKind::io, format("cannot write '%s': %s", tmp.c_str(), std::strerror(err)));
+            fail(ErrorKind::io, format("cannot write '%s': %s", tmp.c_str(), std::strerror(errno)));
         }
     };
     const std::vector<uint8_t> head = header_bytes();
@@ -202,7 +216,11 @@ void GgufWriter::write_file(const std::string & path, bool progress) const {
         bar.update(done);
     }
     bar.finish();
-    if (std::fclose(f) != 0) fail(ErrorKind::io, format("cannot write '%s': %s", tmp.c_str(), std::strerror(errno)));
+    FILE * done_f = std::exchange(f, nullptr);
+    if (std::fclose(done_f) != 0) {
+        std::remove(tmp.c_str());
+        fail(ErrorKind::io, format("cannot write '%s': %s", tmp.c_str(), std::strerror(errno)));
+    }
     if (std::rename(tmp.c_str(), path.c_str()) != 0) {
         fail(ErrorKind::io, format("cannot rename '%s' to '%s': %s", tmp.c_str(), path.c_str(), std::strerror(errno)));
     }

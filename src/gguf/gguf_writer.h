@@ -34,7 +34,7 @@ public:
     void set_raw(const std::string & key, GgufType type, std::vector<uint8_t> encoded);
     bool has(const std::string & key) const;
 
-    void set_alignment(uint32_t alignment);  // also writes general.alignment
+    void set_alignment(uint32_t alignment);  // writes general.alignment (so does set_u32 of that key)
     uint32_t alignment() const { return alignment_; }
 
     // dims in ggml order (ne0 first). The payload must be exactly dtype_tensor_bytes(type, ...) bytes.
