@@ -65,4 +65,41 @@ size_t utf8_incomplete_tail(std::string_view s) {
     return 0;
 }
 
+std::string utf8_replace_invalid(std::string_view s) {
+    std::string out;
+    out.reserve(s.size());
+    size_t   pos = 0;
+    uint32_t cp  = 0;
+    while (pos < s.size()) {
+        const size_t n = utf8_decode(s, pos, cp);
+        if (n > 0) {
+            out.append(s.substr(pos, n));
+            pos += n;
+            continue;
+        }
+        // Ill-formed: skip the lead byte plus the continuation bytes that could still have
+        // belonged to it (second-byte ranges of RFC 3629 table 3-7), then emit one U+FFFD.
+        const auto   b0   = static_cast<uint8_t>(s[pos]);
+        const size_t want = utf8_sequence_length(b0);
+        size_t       skip = 1;
+        if (want > 1) {
+            uint8_t lo = 0x80, hi = 0xbf;
+            if (b0 == 0xe0) lo = 0xa0;
+            if (b0 == 0xed) hi = 0x9f;
+            if (b0 == 0xf0) lo = 0x90;
+            if (b0 == 0xf4) hi = 0x8f;
+            while (skip < want && pos + skip < s.size()) {
+                const auto b = static_cast<uint8_t>(s[pos + skip]);
+                if (b < lo || b > hi) break;
+                lo = 0x80;
+                hi = 0xbf;
+                ++skip;
+            }
+        }
+        utf8_append(out, 0xfffd);
+        pos += skip;
+    }
+    return out;
+}
+
 }  // namespace tern

@@ -30,4 +30,8 @@ void utf8_append(std::string & out, uint32_t code_point);
 // a streaming decoder holds those back until the next piece arrives.
 size_t utf8_incomplete_tail(std::string_view s);
 
+// Copy of s in which every maximal ill-formed subsequence (a truncated sequence, or a byte that
+// cannot start one) is replaced by U+FFFD, as Python's errors="replace" and WHATWG decoders do.
+std::string utf8_replace_invalid(std::string_view s);
+
 }  // namespace tern

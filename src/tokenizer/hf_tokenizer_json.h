@@ -16,18 +16,24 @@ struct TokenizerMetadata {
     std::vector<std::string> tokens;          // id -> text (byte-level encoded, e.g. "Ġhello")
     std::vector<int32_t>     token_types;     // TokenType per id
     std::vector<std::string> merges;          // "left right", rank order
+    std::vector<float>       scores;          // SPM merge priorities; empty = do not write the key
     std::optional<int32_t>   bos_id, eos_id, eot_id, pad_id, unk_id;
     std::optional<bool>      add_bos, add_eos;
 };
 
-// Reads tokenizer.json (and, when given, the sibling tokenizer_config.json / config.json values
-// for bos/eos/add_bos). Throws Error(invalid_model) naming the file and the JSON field.
-// Holes in the id space become "[PAD<i>]" tokens of type UNUSED; added tokens marked special
-// become CONTROL, other added tokens USER_DEFINED.
+// Reads tokenizer.json and, when its path is given, tokenizer_config.json. Throws
+// Error(invalid_model) naming the file and the JSON field.
+// Holes in the id space become "[PAD<i>]" tokens of type UNUSED; added tokens marked special (or
+// named "<|...|>", as llama.cpp's converter treats them) become CONTROL, other added tokens
+// USER_DEFINED. `pre` is "llama-bpe" / "qwen2" / "qwen35" when the Split regex is R1 / R2 / Qwen3.5's,
+// else "default" (with a warning). bos/eos/pad/unk ids and add_bos/add_eos come from the config;
+// add_bos defaults to true for llama-bpe. Missing files throw Error(io).
 TokenizerMetadata tokenizer_metadata_from_hf(const std::string & tokenizer_json_path,
                                              const std::string & tokenizer_config_path = {});
 
-// Writes the tokenizer.ggml.* keys.
+// Writes the tokenizer.ggml.* keys: model, pre (if set), tokens, token_type (INT32), scores (if
+// any), merges (gpt2), the *_token_id keys that are set (UINT32) and add_bos/add_eos (BOOL, if
+// set). Throws Error(invalid_argument) if the arrays disagree in length or an id is out of range.
 void write_tokenizer_metadata(GgufWriter & writer, const TokenizerMetadata & meta);
 
 }  // namespace tern

@@ -26,8 +26,14 @@ enum class TokenType : int32_t {
 
 enum class VocabKind { bpe, spm };
 
-// The pre-tokenizer regex family of a BPE vocabulary (FORMATS.md §5.5).
-enum class PreTokenizer { llama3, qwen2, default_chain };
+// The pre-tokenizer regex family of a BPE vocabulary (FORMATS.md §5.5): llama3 = R1 (with
+// ignore_merges), qwen2 = R2, qwen35 = R2 with combining marks kept in letter runs, default_chain = R0.
+enum class PreTokenizer { llama3, qwen2, default_chain, qwen35 };
+
+// `tokenizer.ggml.pre` value (aliases included, e.g. "llama3" -> llama3) -> family; nullopt if unknown.
+std::optional<PreTokenizer> pre_tokenizer_from_name(std::string_view name);
+// Canonical name: "llama-bpe", "qwen2", "default", "qwen35".
+std::string_view pre_tokenizer_name(PreTokenizer pre);
 
 struct TokenizerOptions {
     // Force the pre-tokenizer (e.g. default_chain to compare ids with stock bitnet.cpp). nullopt:
@@ -43,13 +49,17 @@ public:
     Tokenizer & operator=(Tokenizer &&) noexcept;
     ~Tokenizer();
 
-    // add_bos: prepend BOS if the vocabulary asks for it (tokenizer.ggml.add_bos_token / defaults).
+    // add_bos: prepend BOS if the vocabulary asks for it (tokenizer.ggml.add_bos_token / defaults);
+    // this is llama.cpp's add_special, so EOS is also appended when the vocabulary sets add_eos.
     // parse_special: match CONTROL/UNKNOWN token texts in `text` (USER_DEFINED always match).
+    // Any byte string is accepted; invalid UTF-8 is encoded byte by byte and decodes back unchanged.
     std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special) const;
 
     // Raw bytes of one token (may be a partial UTF-8 sequence). CONTROL tokens give "" unless
     // render_special.
     std::string token_to_piece(int32_t id, bool render_special = false) const;
+    // Concatenated pieces. For SPM vocabularies with add_space_prefix, the space that encode()
+    // put in front of the text is removed again, so decode(encode(t)) == t (llama.cpp does the same).
     std::string decode(std::span<const int32_t> ids, bool render_special = false) const;
 
     int32_t n_vocab() const;
@@ -58,6 +68,11 @@ public:
     int32_t bos_id() const;                             // -1 if none
     int32_t eos_id() const;                             // -1 if none
     bool    add_bos() const;                            // whether encode(add_bos=true) prepends BOS
+    bool    add_eos() const;                            // whether encode(add_bos=true) appends EOS
+    int32_t eot_id() const;                             // end of turn: tokenizer.ggml.eot_token_id, else the first of
+                                                        // <|eot_id|> <|im_end|> <|end|> <end_of_turn> <EOT>; -1 if none
+    int32_t unk_id() const;                             // -1 if none
+    bool    ignore_merges() const;                      // BPE: whole-word vocabulary hits skip merging
     bool    is_eog(int32_t id) const;                   // end-of-generation set (§5.2)
     const std::vector<int32_t> & eog_ids() const;
     TokenType token_type(int32_t id) const;
@@ -71,7 +86,10 @@ private:
 };
 
 // Turns a stream of token ids into text without ever splitting a UTF-8 sequence: bytes of an
-// incomplete sequence are held back until the token that completes it arrives.
+// incomplete sequence are held back until the token that completes it arrives. Every string it
+// returns is valid UTF-8 (bytes that can never form a character become U+FFFD). Pieces are
+// concatenated as they are: the SPM leading-space removal of Tokenizer::decode is not applied,
+// because a stream usually continues a prompt.
 class StreamingDecoder {
 public:
     explicit StreamingDecoder(const Tokenizer & tokenizer, bool render_special = false);
