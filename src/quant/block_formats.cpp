@@ -288,7 +288,8 @@ void quantize_row(DType type, const float * x, uint8_t * out, int64_t n) {
                 }
                 const float id = d > 0 ? 1.0f / d : 0.0f;
                 for (uint32_t e = 0; e < tr.block_size; ++e) {
-                    const int q = static_cast<int>(std::nearbyint(xb[e] * id));
+                    // Half away from zero, like lroundf in ggml's quantize_row_tq{1,2}_0_ref (FORMATS.md §3.4).
+                    const int q = static_cast<int>(std::lround(xb[e] * id));
                     v[e]        = static_cast<int8_t>(type == DType::q1_0 ? (xb[e] >= 0 ? 1 : -1)
                                                        : std::clamp(q, -1, (type == DType::q2_0 || type == DType::pq2_0) ? 2 : 1));
                 }
