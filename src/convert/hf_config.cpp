@@ -135,6 +135,9 @@ HfBitnetConfig parse_hf_config(std::string_view json_text, const std::string & s
         c.head_dim = c.hidden_size / c.n_heads;
     }
     if (c.head_dim % 2 != 0) r.bad(format("head dimension %lld must be even (RoPE rotates pairs)", (long long) c.head_dim));
+    if (c.head_dim > std::numeric_limits<int32_t>::max() / c.n_heads) {
+        r.bad(format("num_attention_heads x head_dim = %lld x %lld is too large", (long long) c.n_heads, (long long) c.head_dim));
+    }
 
     c.rms_norm_eps = r.positive_number("rms_norm_eps", 1.0);
     // transformers >= 5 writes {"rope_parameters": {"rope_theta": ..., "rope_type": "default"}} instead of

@@ -177,6 +177,23 @@ TEST(ConvertErrors, MissingFiles) {
     expect_convert_error(options_for(ck), ErrorKind::io, {"safetensors"});
 }
 
+TEST(ConvertErrors, SpecialTokenIds) {
+    // Without tokenizer_config.json the ids come from config.json; without either, it is an error.
+    auto ck = test::make_tiny_checkpoint("err-special");
+    std::filesystem::remove(ck.dir / "tokenizer_config.json");
+    auto o = options_for(ck);
+    convert_hf_checkpoint(o);
+    std::filesystem::remove(o.output_path);
+    ck.config.erase("eos_token_id");
+    ck.write();
+    std::filesystem::remove(ck.dir / "tokenizer_config.json");
+    expect_convert_error(o, ErrorKind::invalid_model, {"EOS token id"});
+    ck.config["eos_token_id"] = 300;
+    ck.write();
+    std::filesystem::remove(ck.dir / "tokenizer_config.json");
+    expect_convert_error(o, ErrorKind::invalid_model, {"EOS token id 300", "[0, 300)"});
+}
+
 TEST(ConvertErrors, BrokenSafetensorsFile) {
     auto ck   = test::make_tiny_checkpoint("err-trunc");
     auto path = ck.dir / "model.safetensors";

@@ -1,5 +1,6 @@
 // End-to-end `tern convert` tests: synthetic HF BitNet folders (packed U8 and bf16 masters) are
-// converted and read back with GgufFile: the exact key list, order and types of FORMATS.md §4.3,
+// converted and read back with GgufFile: the exact key list, order and types of FORMATS.md §4.3
+// (plus tokenizer.ggml.pre, which the official file lacks by mistake),
 // tensor names / types / shapes of §4.4, and bit-exact ternary matrices and scales.
 #include "convert/hf_convert.h"
 #include "core/error.h"
@@ -50,6 +51,7 @@ std::vector<KeySpec> expected_keys(const std::string & arch, bool head_dim_keys)
         {a + "rope.freq_base", GgufType::f32},
         {"general.file_type", GgufType::u32},
         {"tokenizer.ggml.model", GgufType::string},
+        {"tokenizer.ggml.pre", GgufType::string},  // beyond the official file on purpose (FORMATS.md §5.6)
         {"tokenizer.ggml.tokens", GgufType::array},
         {"tokenizer.ggml.scores", GgufType::array},
         {"tokenizer.ggml.token_type", GgufType::array},
@@ -173,7 +175,7 @@ void check_gguf(const TinyCheckpoint & ck, const std::string & path, DType terna
     EXPECT_EQ(f.get_int("tokenizer.ggml.padding_token_id").value(), 265);  // = eos, as in the official file
     EXPECT_EQ(f.get_int("general.quantization_version").value(), 2);
     EXPECT_EQ(f.find("tokenizer.chat_template"), nullptr);
-    EXPECT_EQ(f.find("tokenizer.ggml.pre"), nullptr);
+    EXPECT_EQ(f.get_string("tokenizer.ggml.pre").value(), "llama-bpe");
 
     // Tensors: names in order, types and ggml shapes.
     const auto names = expected_tensor_names(ck);

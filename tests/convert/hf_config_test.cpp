@@ -109,6 +109,19 @@ TEST(HfConfig, RejectsBadValues) {
     expect_error(J::array({1, 2}), ErrorKind::invalid_model, {"object"});
 }
 
+TEST(HfConfig, Transformers5RopeParameters) {
+    auto j = base_config();
+    j.erase("rope_theta");
+    j["rope_parameters"] = {{"rope_theta", 10000.0}, {"rope_type", "default"}};
+    EXPECT_EQ(parse_hf_config(j.dump(), "config.json").rope_theta, 10000.0);
+    j["rope_parameters"]["rope_type"] = "yarn";
+    expect_error(j, ErrorKind::unsupported, {"rope_type", "yarn"});
+    j["rope_parameters"] = {{"rope_theta", -1}};
+    expect_error(j, ErrorKind::invalid_model, {"rope_theta"});
+    j.erase("rope_parameters");
+    expect_error(j, ErrorKind::invalid_model, {"missing", "rope_theta"});
+}
+
 TEST(HfConfig, RejectsBadJson) {
     for (const std::string text : {"", "{", "{\"hidden_size\": 1,}", "{\"a\": 1, \"a\": 2}", "nul"}) {
         EXPECT_THROW(parse_hf_config(text, "config.json"), Error) << text;
