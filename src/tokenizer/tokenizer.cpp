@@ -14,6 +14,7 @@
 #include "tokenizer/vocab.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace tern {
 
@@ -139,7 +140,7 @@ Tokenizer Tokenizer::from_gguf(const GgufFile & file, const TokenizerOptions & o
     tok::load_vocab_entries(file, vocab);
 
     if (impl->kind == VocabKind::bpe) {
-        impl->pre          = resolve_pre_tokenizer(file, vocab, options);
+        impl->pre         = resolve_pre_tokenizer(file, vocab, options);
         const auto merges = file.get_string_array("tokenizer.ggml.merges");
         if (!merges) {
             fail(ErrorKind::invalid_model, "tokenizer: key 'tokenizer.ggml.merges' is missing (required for a gpt2 vocabulary)");
@@ -163,7 +164,11 @@ Tokenizer Tokenizer::from_gguf(const GgufFile & file, const TokenizerOptions & o
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos, bool parse_special) const {
-    const auto &         vocab = impl_->vocab;
+    const auto & vocab = impl_->vocab;
+    // Symbol offsets inside a word or fragment are 32-bit.
+    if (text.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+        fail(ErrorKind::invalid_argument, format("tokenizer: text of %zu bytes is too long to encode", text.size()));
+    }
     std::vector<int32_t> out;
     out.reserve(text.size() / 3 + 2);
     if (add_bos && vocab.add_bos && vocab.bos >= 0) out.push_back(vocab.bos);

@@ -38,12 +38,15 @@ std::string_view pre_tokenizer_name(PreTokenizer pre);
 struct TokenizerOptions {
     // Force the pre-tokenizer (e.g. default_chain to compare ids with stock bitnet.cpp). nullopt:
     // from `tokenizer.ggml.pre`, with the Llama-3 fallback of FORMATS.md §5.6.
+    // Ignored for SPM vocabularies.
     std::optional<PreTokenizer> pre;
 };
 
 class Tokenizer {
 public:
-    // Throws Error(invalid_model) naming the key when the metadata is missing or inconsistent.
+    // Throws Error(invalid_model) naming the key when the metadata is missing or inconsistent, and
+    // Error(unsupported) for other tokenizer models or unknown pre-tokenizer names. The tokenizer
+    // copies what it needs: `file` may be closed afterwards. encode/decode are thread-safe.
     static Tokenizer from_gguf(const GgufFile & file, const TokenizerOptions & options = {});
     Tokenizer(Tokenizer &&) noexcept;
     Tokenizer & operator=(Tokenizer &&) noexcept;
@@ -55,8 +58,9 @@ public:
     // Any byte string is accepted; invalid UTF-8 is encoded byte by byte and decodes back unchanged.
     std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special) const;
 
-    // Raw bytes of one token (may be a partial UTF-8 sequence). CONTROL tokens give "" unless
-    // render_special.
+    // Raw bytes of one token (may be a partial UTF-8 sequence). CONTROL, UNKNOWN and UNUSED tokens
+    // give "" unless render_special; USER_DEFINED tokens give their text; BYTE tokens their byte.
+    // Throws Error(invalid_argument) for an id outside [0, n_vocab()) (so do decode and token_*).
     std::string token_to_piece(int32_t id, bool render_special = false) const;
     // Concatenated pieces. For SPM vocabularies with add_space_prefix, the space that encode()
     // put in front of the text is removed again, so decode(encode(t)) == t (llama.cpp does the same).
@@ -64,7 +68,7 @@ public:
 
     int32_t n_vocab() const;
     VocabKind kind() const;
-    PreTokenizer pre_tokenizer() const;                 // BPE only
+    PreTokenizer pre_tokenizer() const;                 // BPE only (default_chain for SPM)
     int32_t bos_id() const;                             // -1 if none
     int32_t eos_id() const;                             // -1 if none
     bool    add_bos() const;                            // whether encode(add_bos=true) prepends BOS
