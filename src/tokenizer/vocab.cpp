@@ -101,20 +101,29 @@ void load_special_ids(const GgufFile & file, VocabKind kind, bool llama3_family,
     const int32_t default_eos = kind == VocabKind::spm ? 2 : 11;
     const int32_t default_unk = kind == VocabKind::spm ? 0 : -1;
 
-    auto with_default = [&](const char * key, int32_t fallback) -> int32_t {
-        if (const auto id = read_id(file, key, vocab, true)) return *id;
+    vocab.declared_specials.clear();
+    auto declared = [&](const char * key) -> std::optional<int32_t> {
+        const auto id = read_id(file, key, vocab, true);
+        if (id) vocab.declared_specials.push_back(*id);
+        return id;
+    };
+    auto with_default = [&](const char * key, int32_t fallback, bool & placeholder) -> int32_t {
+        placeholder = false;
+        if (const auto id = declared(key)) return *id;
         if (!vocab.valid_id(fallback)) return -1;
         if (kind == VocabKind::bpe) {
+            placeholder = true;
             TERN_LOG_WARN("tokenizer: '%s' is missing; using llama.cpp's placeholder id %d ('%s')", key, fallback,
                           vocab.texts[static_cast<size_t>(fallback)].c_str());
         }
         return fallback;
     };
-    vocab.bos = with_default("tokenizer.ggml.bos_token_id", default_bos);
-    vocab.eos = with_default("tokenizer.ggml.eos_token_id", default_eos);
+    bool bos_is_placeholder = false;
+    vocab.bos = with_default("tokenizer.ggml.bos_token_id", default_bos, bos_is_placeholder);
+    vocab.eos = with_default("tokenizer.ggml.eos_token_id", default_eos, vocab.eos_is_placeholder);
+    vocab.eot = declared("tokenizer.ggml.eot_token_id").value_or(-1);
+    vocab.eom = declared("tokenizer.ggml.eom_token_id").value_or(-1);
     vocab.unk = read_id(file, "tokenizer.ggml.unknown_token_id", vocab, true).value_or(vocab.valid_id(default_unk) ? default_unk : -1);
-    vocab.eot = read_id(file, "tokenizer.ggml.eot_token_id", vocab, true).value_or(-1);
-    vocab.eom = read_id(file, "tokenizer.ggml.eom_token_id", vocab, true).value_or(-1);
     for (const char * key : {"tokenizer.ggml.padding_token_id", "tokenizer.ggml.seperator_token_id",
                              "tokenizer.ggml.mask_token_id"}) {
         (void)read_id(file, key, vocab, false);
@@ -137,25 +146,32 @@ void build_special_tokens(const GgufFile & file, Vocab & vocab) {
     }
     if (vocab.eom < 0) vocab.eom = vocab.find("<|eom_id|>");
 
+    // An end-of-generation token must never be produced from plain text nor printed by default.
+    auto force_control = [&](int32_t id, const char * why) {
+        auto & type = vocab.types[static_cast<size_t>(id)];
+        if (type == TokenType::control) return;
+        TERN_LOG_DEBUG("tokenizer: token %d '%s' (%s) forced to CONTROL", id, vocab.texts[static_cast<size_t>(id)].c_str(), why);
+        type = TokenType::control;
+    };
+
     vocab.eog.clear();
-    for (int32_t id : {vocab.eos, vocab.eot, vocab.eom}) {
+    // The BPE placeholder eos (id 11, "," in Llama-3) is not a real end token: stopping on it
+    // would end generation at the first comma.
+    if (vocab.eos >= 0 && !vocab.eos_is_placeholder) vocab.eog.push_back(vocab.eos);
+    for (int32_t id : {vocab.eot, vocab.eom}) {
         if (id >= 0) vocab.eog.push_back(id);
     }
     for (std::string_view text : k_eog_texts) {
         const int32_t id = vocab.find(text);
         if (id < 0) continue;
         vocab.eog.push_back(id);
+        force_control(id, "end-of-generation text");
     }
     std::sort(vocab.eog.begin(), vocab.eog.end());
     vocab.eog.erase(std::unique(vocab.eog.begin(), vocab.eog.end()), vocab.eog.end());
-    // An end-of-generation token must never be produced from plain text nor printed by default.
-    for (int32_t id : vocab.eog) {
-        auto & type = vocab.types[static_cast<size_t>(id)];
-        if (type != TokenType::control) {
-            TERN_LOG_DEBUG("tokenizer: end-of-generation token %d '%s' forced to CONTROL", id,
-                           vocab.texts[static_cast<size_t>(id)].c_str());
-            type = TokenType::control;
-        }
+    for (int32_t id : vocab.declared_specials) {
+        const TokenType t = vocab.types[static_cast<size_t>(id)];
+        if (t == TokenType::normal || t == TokenType::undefined) force_control(id, "named by a special-id key");
     }
 
     vocab.specials.clear();

@@ -32,6 +32,8 @@ struct Vocab {
     std::unordered_map<std::string_view, int32_t> ids;
 
     int32_t bos = -1, eos = -1, eot = -1, eom = -1, unk = -1;  // -1: none
+    bool    eos_is_placeholder = false;  // BPE eos from llama.cpp's default 11, not from the file
+    std::vector<int32_t> declared_specials;  // ids named by the bos/eos/eot/eom keys
     bool    add_bos = false, add_eos = false, add_space_prefix = false;
 
     std::vector<SpecialToken> specials;  // CONTROL / USER_DEFINED / UNKNOWN, longest text first
@@ -53,8 +55,10 @@ void load_vocab_entries(const GgufFile & file, Vocab & vocab);
 // padding/sep/mask ids are not used here and are only checked for type.
 void load_special_ids(const GgufFile & file, VocabKind kind, bool llama3_family, Vocab & vocab);
 
-// Builds the EOG set (§5.2: ids from the keys plus well-known end texts, which are forced to
-// CONTROL) and then the special-token candidates, with llama.cpp's phi-3 RSTRIP heuristic (§5.3).
+// Builds the EOG set (§5.2: eos/eot/eom plus well-known end texts, which are forced to CONTROL)
+// and then the special-token candidates, with llama.cpp's phi-3 RSTRIP heuristic (§5.3). Ids named
+// by the bos/eos/eot/eom keys are CONTROL too when the file types them NORMAL (whether 2B4T's
+// specials are typed CONTROL is unverified, FORMATS.md §4.3), so they never print as text.
 void build_special_tokens(const GgufFile & file, Vocab & vocab);
 
 }  // namespace tern::tok

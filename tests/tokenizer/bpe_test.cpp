@@ -11,6 +11,7 @@
 
 #include <random>
 #include <set>
+#include <thread>
 
 namespace tern {
 namespace {
@@ -264,22 +265,31 @@ TEST(Llama3, MissingPreFallsBackToLlamaBpe) {
         meta.add_bos.reset();
         const auto file = test::gguf_from_metadata(meta);
 
-        std::vector<std::string> messages;
-        const LogLevel           old_level = log_level();
-        set_log_level(LogLevel::info);
-        set_log_sink([&](LogLevel, const std::string & m) { messages.push_back(m); });
-        const Tokenizer tok = Tokenizer::from_gguf(*file);
-        set_log_sink(nullptr);
-        set_log_level(old_level);
+        test::ScopedLogCapture log;
+        const Tokenizer        tok = Tokenizer::from_gguf(*file);
 
         EXPECT_EQ(tok.pre_tokenizer(), PreTokenizer::llama3) << "pre = '" << pre << "'";
         EXPECT_TRUE(tok.ignore_merges());
         EXPECT_TRUE(tok.add_bos());  // the llama3 default when the key is absent
         EXPECT_EQ(tok.encode("don't", false, false), (Ids{15357, 956}));
-        bool logged = false;
-        for (const auto & m : messages) logged |= m.find("llama-bpe") != std::string::npos;
-        EXPECT_TRUE(logged) << "the fallback must be logged";
+        EXPECT_TRUE(log.contains(LogLevel::info, "llama-bpe")) << "the fallback must be logged";
     }
+}
+
+TEST(Llama3, EncodeIsThreadSafe) {
+    REQUIRE_LLAMA3(v);
+    const auto cases = test::load_golden("ggml-vocab-llama-bpe.gguf");
+    std::vector<int> mismatches(4, 0);
+    std::vector<std::thread> threads;
+    for (size_t t = 0; t < mismatches.size(); ++t) {
+        threads.emplace_back([&, t] {
+            for (int round = 0; round < 20; ++round) {
+                for (const auto & c : cases) mismatches[t] += v->tokenizer->encode(c.text, false, false) != c.ids;
+            }
+        });
+    }
+    for (auto & th : threads) th.join();
+    for (int m : mismatches) EXPECT_EQ(m, 0);
 }
 
 }  // namespace

@@ -92,15 +92,10 @@ TEST(HfTokenizerJson, StringMergesAndRegexFamilies) {
     EXPECT_EQ(tokenizer_metadata_from_hf(write_json(minimal_tokenizer_json(cpp_r1))).pre, "llama-bpe");
 
     // Anything else: "default", with a warning.
-    std::vector<std::string> warnings;
-    set_log_sink([&](LogLevel level, const std::string & m) {
-        if (level == LogLevel::warn) warnings.push_back(m);
-    });
+    test::ScopedLogCapture log(LogLevel::warn);
     meta = tokenizer_metadata_from_hf(write_json(minimal_tokenizer_json(R"(\w+|\s+)")));
-    set_log_sink(nullptr);
     EXPECT_EQ(meta.pre, "default");
-    ASSERT_FALSE(warnings.empty());
-    EXPECT_NE(warnings[0].find("default"), std::string::npos);
+    EXPECT_TRUE(log.contains(LogLevel::warn, "\"default\""));
 }
 
 TEST(HfTokenizerJson, ConfigGivesSpecialIdsAndFlags) {

@@ -3,6 +3,7 @@
 // shared GGUF), each loaded once per test binary, and the .inp/.out golden parser (FORMATS.md §7.2).
 #pragma once
 
+#include "core/log.h"
 #include "gguf/gguf_reader.h"
 #include "gguf/gguf_writer.h"
 #include "test_util.h"
@@ -84,6 +85,32 @@ inline const TestVocab * phi3_vocab() {
     }();
     return v.get();
 }
+
+// Captures log messages at `level` and above while alive; restores the stderr sink and the level.
+class ScopedLogCapture {
+public:
+    explicit ScopedLogCapture(LogLevel level = LogLevel::info) : old_level_(log_level()) {
+        set_log_level(level);
+        set_log_sink([this](LogLevel l, const std::string & m) { messages_.push_back({l, m}); });
+    }
+    ~ScopedLogCapture() {
+        set_log_sink(nullptr);
+        set_log_level(old_level_);
+    }
+    ScopedLogCapture(const ScopedLogCapture &)             = delete;
+    ScopedLogCapture & operator=(const ScopedLogCapture &) = delete;
+
+    bool contains(LogLevel level, const std::string & part) const {
+        for (const auto & [l, m] : messages_) {
+            if (l == level && m.find(part) != std::string::npos) return true;
+        }
+        return false;
+    }
+
+private:
+    LogLevel                                      old_level_;
+    std::vector<std::pair<LogLevel, std::string>> messages_;
+};
 
 struct GoldenCase {
     std::string          text;

@@ -32,7 +32,9 @@ void expect_load_error(const GgufFile & file, ErrorKind kind, const std::string 
 TEST(VocabValidation, ValidTinyVocabularyLoads) {
     const auto file = gpt2_file();
     const auto tok  = Tokenizer::from_gguf(file);
-    EXPECT_EQ(tok.n_vocab(), 257);
+    EXPECT_EQ(tok.n_vocab(), 259);
+    EXPECT_EQ(tok.bos_id(), 257);
+    EXPECT_EQ(tok.eog_ids(), (std::vector<int32_t>{258}));
     EXPECT_EQ(tok.encode("ab", false, false), (std::vector<int32_t>{256}));
 }
 
@@ -70,7 +72,7 @@ TEST(VocabValidation, MismatchedArrayLengths) {
 
 TEST(VocabValidation, TokenTypeOutOfRange) {
     expect_load_error(gpt2_file([](GgufWriter & w) {
-                          std::vector<int32_t> types(257, 1);
+                          std::vector<int32_t> types(259, 1);
                           types[100] = 9;
                           w.set_i32_array("tokenizer.ggml.token_type", types);
                       }),
@@ -95,7 +97,7 @@ TEST(VocabValidation, MissingMergesForGpt2) {
 }
 
 TEST(VocabValidation, BadTokenIdKeys) {
-    expect_load_error(gpt2_file([](GgufWriter & w) { w.set_u32("tokenizer.ggml.bos_token_id", 257); }),
+    expect_load_error(gpt2_file([](GgufWriter & w) { w.set_u32("tokenizer.ggml.bos_token_id", 259); }),
                       ErrorKind::invalid_model, "tokenizer.ggml.bos_token_id");
     expect_load_error(gpt2_file([](GgufWriter & w) { w.set_i32("tokenizer.ggml.eos_token_id", -1); }),
                       ErrorKind::invalid_model, "tokenizer.ggml.eos_token_id");
@@ -132,6 +134,52 @@ TEST(VocabValidation, DefaultsOfTheSpmTable) {  // FORMATS.md §5.1
     EXPECT_EQ(tok.encode("hi", true, false), (std::vector<int32_t>{1, 3}));
     // No byte tokens and no single-byte tokens: unknown characters become <unk>.
     EXPECT_EQ(tok.encode("hi!", false, false), (std::vector<int32_t>{3, 0}));
+}
+
+}  // namespace
+}  // namespace tern
+
+namespace tern {
+namespace {
+
+TEST(VocabSpecials, BpePlaceholderIdsDoNotEndGeneration) {  // FORMATS.md §5.1 defaults
+    auto meta = test::tiny_bpe({}, {});
+    meta.bos_id.reset();
+    meta.eos_id.reset();
+    const auto file = test::gguf_from_metadata(meta);
+    const auto tok  = Tokenizer::from_gguf(*file);
+    EXPECT_EQ(tok.bos_id(), 11);  // llama.cpp's placeholder
+    EXPECT_EQ(tok.eos_id(), 11);
+    EXPECT_FALSE(tok.is_eog(11));
+    EXPECT_EQ(tok.token_type(11), TokenType::normal);
+    EXPECT_EQ(tok.decode(tok.encode("\v", false, false)), "\v");  // byte 0x0B is token 11
+    EXPECT_FALSE(tok.add_bos());
+}
+
+TEST(VocabSpecials, IdsNamedByKeysAreControlEvenWhenTypedNormal) {
+    auto meta                                            = test::tiny_bpe({}, {});
+    meta.token_types[static_cast<size_t>(*meta.bos_id)] = 1;
+    meta.token_types[static_cast<size_t>(*meta.eos_id)] = 1;
+    const auto file                                      = test::gguf_from_metadata(meta);
+    const auto tok                                       = Tokenizer::from_gguf(*file);
+    EXPECT_EQ(tok.token_type(*meta.bos_id), TokenType::control);
+    EXPECT_EQ(tok.token_to_piece(*meta.bos_id), "");
+    EXPECT_EQ(tok.encode("<|bos|>", false, true), (std::vector<int32_t>{*meta.bos_id}));
+    EXPECT_NE(tok.encode("<|bos|>", false, false), (std::vector<int32_t>{*meta.bos_id}));
+    EXPECT_TRUE(tok.is_eog(*meta.eos_id));
+}
+
+TEST(VocabSpecials, EndOfGenerationTextsAreFoundAndForcedToControl) {  // FORMATS.md §5.2
+    auto meta = test::tiny_bpe({"<|eot_id|>", "<|im_end|>"}, {});
+    const auto file = test::gguf_from_metadata(meta);  // both typed NORMAL by tiny_bpe
+    const auto tok  = Tokenizer::from_gguf(*file);
+    const int32_t eot = test::tiny_id(meta, "<|eot_id|>");
+    const int32_t im_end = test::tiny_id(meta, "<|im_end|>");
+    EXPECT_EQ(tok.eot_id(), eot);  // first in preference order
+    EXPECT_TRUE(tok.is_eog(eot));
+    EXPECT_TRUE(tok.is_eog(im_end));
+    EXPECT_EQ(tok.token_type(im_end), TokenType::control);
+    EXPECT_EQ(tok.token_to_piece(im_end), "");
 }
 
 }  // namespace
