@@ -7,7 +7,7 @@
 #include "gguf/gguf_writer.h"
 #include "quant/block_formats.h"
 #include "quant/ternary_formats.h"
-#include "core/utf8.h"
+#include "tokenizer/byte_unicode.h"
 #include "tokenizer/hf_tokenizer_json.h"
 
 #include <algorithm>
@@ -41,27 +41,12 @@ Rng tensor_rng(uint64_t seed, uint64_t index) {
     return r;
 }
 
-// GPT-2 bytes_to_unicode (FORMATS.md §5.4): printable bytes map to themselves, the other 68 to
-// U+0100 + their rank.
-std::string byte_token(uint8_t b) {
-    auto printable = [](int c) { return (c >= 0x21 && c <= 0x7e) || (c >= 0xa1 && c <= 0xac) || (c >= 0xae && c <= 0xff); };
-    uint32_t cp = b;
-    if (!printable(b)) {
-        int rank = 0;
-        for (int c = 0; c < b; ++c) rank += printable(c) ? 0 : 1;
-        cp = 0x100u + static_cast<uint32_t>(rank);
-    }
-    std::string s;
-    utf8_append(s, cp);
-    return s;
-}
-
 // tern's small byte-level vocabulary: 256 byte tokens, a few English merges, three specials.
 TokenizerMetadata byte_vocabulary() {
     TokenizerMetadata m;
     m.model = "gpt2";
     m.pre   = "llama-bpe";
-    for (int b = 0; b < 256; ++b) m.tokens.push_back(byte_token(static_cast<uint8_t>(b)));
+    for (int b = 0; b < 256; ++b) m.tokens.push_back(std::string(tok::byte_to_utf8(static_cast<uint8_t>(b))));
     const char * merges[][2] = {{"Ġ", "t"}, {"h", "e"}, {"Ġ", "a"}, {"i", "n"}, {"Ġt", "he"}, {"e", "r"},
                                 {"o", "n"}, {"Ġ", "s"}, {"r", "e"}, {"a", "t"}, {"Ġ", "w"}, {"e", "n"}};
     for (const auto & mg : merges) {
@@ -86,7 +71,7 @@ TokenizerMetadata byte_vocabulary() {
 
 const std::vector<SynthShape> & synth_shapes() {
     static const std::vector<SynthShape> shapes = {
-        {"tiny", 128, 2, 4, 2, 256, 512, false, "2 layers, n_embd 128, byte vocabulary (tests)"},
+        {"tiny", 256, 2, 4, 2, 512, 512, false, "2 layers, n_embd 256, byte vocabulary (tests)"},
         {"small", 512, 4, 8, 4, 1536, 2048, false, "4 layers, n_embd 512, byte vocabulary"},
         {"bitnet-2b4t", 2560, 30, 20, 5, 6912, 4096, true,
          "BitNet b1.58 2B4T dimensions and the Llama-3 vocabulary (benchmarks)"},
@@ -120,6 +105,13 @@ void write_synthetic_model(const SynthOptions & o) {
                                                  std::string(et.name).c_str(), static_cast<long long>(shape->n_embd)));
     }
 
+    const int64_t block = dtype_traits(o.linear_type).block_size == 1 ? 128 : dtype_traits(o.linear_type).block_size;
+    if (shape->n_embd % block != 0 || shape->n_ff % block != 0) {
+        fail(ErrorKind::invalid_argument, format("shape %s (n_embd %lld, n_ff %lld) cannot be stored as %s: rows must be "
+                                                 "multiples of %lld", shape->name.c_str(), static_cast<long long>(shape->n_embd),
+                                                 static_cast<long long>(shape->n_ff),
+                                                 std::string(dtype_name(o.linear_type)).c_str(), static_cast<long long>(block)));
+    }
     TokenizerMetadata vocab;
     if (shape->llama3_vocab) {
         const std::string path = o.vocab_json.empty() ? default_llama3_tokenizer_json() : o.vocab_json;
