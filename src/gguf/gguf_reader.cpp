@@ -543,6 +543,8 @@ std::string GgufFile::describe(const GgufValue & v, size_t max_items) {
                 std::string s = printable(gguf_value_as_string(e));
                 return "\"" + s + "\"";
             }
+            // UINT64 above INT64_MAX is a legal value; only the int64 getter has to refuse it.
+            case GgufType::u64: return format("%llu", static_cast<unsigned long long>(load_le<uint64_t>(p)));
             default: return format("%lld", static_cast<long long>(gguf_value_as_int(e, "")));
         }
     };

@@ -111,7 +111,12 @@ void GgufWriter::check_tensor(const std::string & name, DType type, const std::v
     TERN_ASSERT(!name.empty() && name.size() <= k_gguf_max_tensor_name, "tensor name '%s'", name.c_str());
     TERN_ASSERT(!dims.empty() && dims.size() <= 4, "tensor '%s' has %zu dims", name.c_str(), dims.size());
     for (const auto & t : tensors_) TERN_ASSERT(t.name != name, "duplicate tensor '%s'", name.c_str());
-    (void) type;
+    for (int64_t d : dims) TERN_ASSERT(d >= 1, "tensor '%s' has dimension %lld", name.c_str(), static_cast<long long>(d));
+    // The reader's check 14 (FORMATS.md §1.9): never write a file tern itself would reject.
+    TERN_ASSERT(type != DType::i2_s || dims[0] % 128 == 0, "i2_s tensor '%s': ne0 %lld is not a multiple of 128",
+                name.c_str(), static_cast<long long>(dims[0]));
+    TERN_ASSERT(dtype_traits(static_cast<uint32_t>(type)).has_value(), "tensor '%s': type %s cannot be stored in a file",
+                name.c_str(), std::string(dtype_name(type)).c_str());
 }
 
 void GgufWriter::add_tensor(const std::string & name, DType type, std::vector<int64_t> dims, std::vector<uint8_t> data) {

@@ -160,6 +160,8 @@ TEST(GgufRoundTrip, EveryScalarType) {
     EXPECT_EQ(GgufFile::describe(f.find("t.str")->value), "\"h\\xc3\\xa9llo\"");
     EXPECT_EQ(GgufFile::describe(f.find("t.i64min")->value), "-9223372036854775808");
     EXPECT_EQ(GgufFile::describe(f.find("t.bool1")->value), "true");
+    // Found by gguf_fuzz: describe() threw for a UINT64 above INT64_MAX, a legal value.
+    EXPECT_EQ(GgufFile::describe(f.find("t.u64max")->value), "18446744073709551615");
 }
 
 TEST(GgufRoundTrip, ArraysOfEveryElementType) {
@@ -246,6 +248,7 @@ TEST(GgufRoundTrip, ArraysOfEveryElementType) {
     EXPECT_EQ(GgufFile::describe(f.find("a.str")->value, 2), "[STRING x 4] [\"\", \"x\", ...]");
     EXPECT_EQ(GgufFile::describe(f.find("a.u8")->value), "[UINT8 x 5] [250, 251, 252, 253, 254]");
     EXPECT_EQ(GgufFile::describe(f.find("a.u8_empty")->value), "[UINT8 x 0] []");
+    EXPECT_EQ(GgufFile::describe(f.find("a.u64")->value), "[UINT64 x 2] [9223372036854775808, 9223372036854775808]");
 }
 
 // One tensor of every type tern reads; sizes from §2.1 (and n/4 + 32 for I2_S), offsets by §1.6.
@@ -426,6 +429,20 @@ TEST(GgufRoundTrip, LargeFileThroughWriteFileAndMmap) {
         EXPECT_EQ(g.tensors()[i].offset, f.tensors()[i].offset);
         EXPECT_EQ(g.tensors()[i].n_bytes, f.tensors()[i].n_bytes);
     }
+    std::filesystem::remove_all(dir);
+}
+
+// A Fill callback that throws: the error propagates, the temp file is closed and removed, and no
+// half-written file appears under the final name.
+TEST(GgufRoundTrip, WriteFileCleansUpWhenAFillThrows) {
+    const auto dir  = test::temp_dir("gguf-throw");
+    const auto path = (dir / "out.gguf").string();
+    GgufWriter w;
+    w.add_tensor("a", DType::f32, {4}, std::vector<uint8_t>(16, 1));
+    w.add_tensor("b", DType::f32, {4}, [](std::span<uint8_t>) { fail(ErrorKind::io, "source went away"); });
+    EXPECT_THROW(w.write_file(path), Error);
+    EXPECT_FALSE(std::filesystem::exists(path));
+    EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
     std::filesystem::remove_all(dir);
 }
 
