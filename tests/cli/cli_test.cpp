@@ -1,0 +1,245 @@
+// End-to-end tests of the `tern` executable: every subcommand on a synthetic model, the output
+// formats other tools rely on (tokenize JSON, perplexity --json and --logits-out, bench --json), and
+// the error contract: "error: ..." on stderr, exit 2 for usage errors and 1 for runtime/model errors,
+// never a crash.
+#include "test_util.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <sys/wait.h>
+
+namespace tern {
+namespace {
+
+struct RunResult {
+    int         code = -1;
+    std::string out, err;
+};
+
+std::string slurp(const std::filesystem::path & p) {
+    std::ifstream in(p, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+std::string quote(const std::string & s) {
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+}
+
+// Runs tern with arguments (each quoted), optional stdin text; captures both streams.
+RunResult tern(const std::vector<std::string> & args, const std::string & stdin_text = "") {
+    static const auto dir = test::temp_dir("cli");
+    static int        n   = 0;
+    const auto        in = dir / ("in" + std::to_string(n)), out = dir / ("out" + std::to_string(n)),
+               err = dir / ("err" + std::to_string(n));
+    ++n;
+    std::ofstream(in) << stdin_text;
+    std::string cmd = quote(test::binary_path("tern"));
+    for (const auto & a : args) cmd += " " + quote(a);
+    cmd += " <" + in.string() + " >" + out.string() + " 2>" + err.string();
+    const int status = std::system(cmd.c_str());
+    RunResult r;
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out  = slurp(out);
+    r.err  = slurp(err);
+    return r;
+}
+
+const std::string & tiny_model() {
+    static const std::string path = [] {
+        const std::string p = (test::temp_dir("cli-model") / "tiny.gguf").string();
+        const RunResult   r = tern({"synth", "tiny", "-o", p, "--seed", "3"});
+        EXPECT_EQ(r.code, 0) << r.err;
+        return p;
+    }();
+    return path;
+}
+
+bool has(const std::string & haystack, const std::string & needle) { return haystack.find(needle) != std::string::npos; }
+
+TEST(Cli, HelpForEveryCommand) {
+    const RunResult root = tern({"--help"});
+    EXPECT_EQ(root.code, 0);
+    for (const char * cmd : {"run", "chat", "tokenize", "perplexity", "inspect", "convert", "synth", "bench"}) {
+        EXPECT_TRUE(has(root.out, cmd)) << cmd;
+        const RunResult r = tern({cmd, "--help"});
+        EXPECT_EQ(r.code, 0) << cmd;
+        EXPECT_TRUE(has(r.out, "Example")) << cmd << ": --help should show an example";
+    }
+}
+
+TEST(Cli, RunGeneratesAndReportsTimings) {
+    const RunResult r = tern({"run", "-m", tiny_model(), "-p", "The ship", "-n", "16", "--seed", "5"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_TRUE(r.out.starts_with("The ship")) << r.out;
+    EXPECT_GT(r.out.size(), std::string("The ship").size());
+    EXPECT_TRUE(has(r.err, "random weights")) << r.err;
+    EXPECT_TRUE(has(r.err, "tok/s")) << r.err;
+    // Same seed, same text; greedy is seed-independent.
+    EXPECT_EQ(tern({"run", "-m", tiny_model(), "-p", "The ship", "-n", "16", "--seed", "5"}).out, r.out);
+    const RunResult g1 = tern({"run", "-m", tiny_model(), "-p", "x", "-n", "8", "--temp", "0", "--seed", "1"});
+    const RunResult g2 = tern({"run", "-m", tiny_model(), "-p", "x", "-n", "8", "--temp", "0", "--seed", "2"});
+    EXPECT_EQ(g1.out, g2.out);
+}
+
+TEST(Cli, PromptLongerThanContextIsAnErrorUnlessTruncationIsAsked) {
+    const std::string long_prompt(300, 'a');
+    const RunResult   r = tern({"run", "-m", tiny_model(), "-p", long_prompt, "-c", "64", "-n", "4"});
+    EXPECT_EQ(r.code, 2);
+    EXPECT_TRUE(has(r.err, "error:") && has(r.err, "context")) << r.err;
+    EXPECT_TRUE(has(r.err, "hint:")) << r.err;
+    const RunResult t = tern({"run", "-m", tiny_model(), "-p", long_prompt, "-c", "64", "-n", "4", "--truncate-prompt"});
+    EXPECT_EQ(t.code, 0) << t.err;
+    EXPECT_TRUE(has(t.err, "truncated")) << t.err;
+}
+
+TEST(Cli, BadFlagsAreUsageErrors) {
+    for (const std::vector<std::string> & args : std::vector<std::vector<std::string>>{
+             {"run", "-m", tiny_model(), "--temp", "-1"},
+             {"run", "-m", tiny_model(), "--top-p", "1.5"},
+             {"run", "-m", tiny_model(), "--bogus"},
+             {"run", "-m", tiny_model(), "-c", "abc"},
+             {"run", "-m", tiny_model(), "-p", "a", "-f", tiny_model()},
+             {"run"},
+             {"frobnicate"},
+             {"tokenize", "-m", tiny_model()},
+             {"bench", "-m", tiny_model(), "-r", "0"},
+             {"synth", "nonexistent-shape", "-o", "/tmp/x.gguf"},
+         }) {
+        const RunResult r = tern(args);
+        std::string     joined;
+        for (const auto & a : args) joined += a + " ";
+        EXPECT_EQ(r.code, 2) << joined << "\n" << r.err;
+        EXPECT_TRUE(has(r.err, "error:")) << joined << "\n" << r.err;
+    }
+}
+
+TEST(Cli, BadModelFilesAreRuntimeErrorsNotCrashes) {
+    const auto  dir = test::temp_dir("cli-bad");
+    std::string model_bytes = slurp(tiny_model());
+    const auto  write = [&](const std::string & name, const std::string & bytes) {
+        const auto p = dir / name;
+        std::ofstream(p, std::ios::binary) << bytes;
+        return p.string();
+    };
+    const std::vector<std::string> files = {
+        write("truncated.gguf", model_bytes.substr(0, model_bytes.size() / 2)),
+        write("header.gguf", model_bytes.substr(0, 30)),
+        write("notgguf.gguf", "this is a text file, not a model\n"),
+        write("empty.gguf", ""),
+    };
+    for (const auto & f : files) {
+        for (const char * cmd : {"run", "inspect", "tokenize"}) {
+            std::vector<std::string> args = {cmd, "-m", f};
+            if (std::string(cmd) != "inspect") args.insert(args.end(), {"-p", "hi"});
+            const RunResult r = tern(args);
+            EXPECT_EQ(r.code, 1) << cmd << " " << f << "\n" << r.err;
+            EXPECT_TRUE(has(r.err, "error:")) << r.err;
+            EXPECT_TRUE(has(r.err, f)) << "the message should name the file: " << r.err;
+        }
+    }
+    const RunResult missing = tern({"run", "-m", (dir / "nope.gguf").string(), "-p", "x"});
+    EXPECT_EQ(missing.code, 2) << missing.err;  // CLI11 checks that the file exists: a usage error
+}
+
+TEST(Cli, TokenizePrintsJsonArray) {
+    const RunResult r = tern({"tokenize", "-m", tiny_model(), "-p", "hello"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto ids = nlohmann::json::parse(r.out);
+    ASSERT_TRUE(ids.is_array());
+    EXPECT_EQ(ids.size(), 4u);  // tern's byte vocabulary: "he" (merge "h e"), "l", "l", "o"
+    const auto with_bos = nlohmann::json::parse(tern({"tokenize", "-m", tiny_model(), "-p", "hello", "--bos"}).out);
+    EXPECT_EQ(with_bos.size(), ids.size() + 1);
+    const auto plain   = nlohmann::json::parse(tern({"tokenize", "-m", tiny_model(), "-p", "<|eot_id|>"}).out);
+    const auto special = nlohmann::json::parse(tern({"tokenize", "-m", tiny_model(), "-p", "<|eot_id|>", "--parse-special"}).out);
+    EXPECT_GT(plain.size(), 1u);
+    ASSERT_EQ(special.size(), 1u);
+}
+
+TEST(Cli, PerplexityJsonAndLogitsFile) {
+    const auto dir  = test::temp_dir("cli-ppl");
+    const auto text = dir / "text.txt";
+    std::ofstream(text) << "The quick brown fox jumps over the lazy dog.";
+    const auto      logits = dir / "logits.f32";
+    const RunResult r = tern({"perplexity", "-m", tiny_model(), "-f", text.string(), "--json", "--logits-out",
+                              logits.string()});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    const int64_t n = j["n_tokens"].get<int64_t>();
+    EXPECT_GT(n, 10);
+    EXPECT_TRUE(std::isfinite(j["ppl"].get<double>()));
+    EXPECT_GT(j["ppl"].get<double>(), 1.0);
+    const auto tok = nlohmann::json::parse(tern({"tokenize", "-m", tiny_model(), "-f", text.string(), "--bos"}).out);
+    EXPECT_EQ(static_cast<int64_t>(tok.size()), n);
+    const auto n_vocab = 271;  // tern's byte vocabulary: 256 bytes + 12 merges + 3 specials
+    EXPECT_EQ(std::filesystem::file_size(logits), static_cast<uintmax_t>(n * n_vocab * 4));
+    // Does not fit a small context: an error with a hint, not a truncation.
+    const RunResult small = tern({"perplexity", "-m", tiny_model(), "-f", text.string(), "-c", "8"});
+    EXPECT_EQ(small.code, 2);
+    EXPECT_TRUE(has(small.err, "-c")) << small.err;
+}
+
+TEST(Cli, InspectShowsMetadataTensorsAndConfig) {
+    const RunResult r = tern({"inspect", "-m", tiny_model()});
+    ASSERT_EQ(r.code, 0) << r.err;
+    for (const char * s : {"general.architecture", "bitnet-b1.58", "blk.0.attn_q.weight", "i2_s", "n_embd 256",
+                           "tied to token_embd.weight", "synthetic"}) {
+        EXPECT_TRUE(has(r.out, s)) << s;
+    }
+}
+
+TEST(Cli, SynthIsDeterministic) {
+    const auto dir = test::temp_dir("cli-synth");
+    const auto a = (dir / "a.gguf").string(), b = (dir / "b.gguf").string(), c = (dir / "c.gguf").string();
+    ASSERT_EQ(tern({"synth", "tiny", "-o", a, "--seed", "9"}).code, 0);
+    ASSERT_EQ(tern({"synth", "tiny", "-o", b, "--seed", "9"}).code, 0);
+    ASSERT_EQ(tern({"synth", "tiny", "-o", c, "--seed", "10"}).code, 0);
+    EXPECT_EQ(slurp(a), slurp(b));
+    EXPECT_NE(slurp(a), slurp(c));
+    const RunResult list = tern({"synth", "--list"});
+    EXPECT_TRUE(has(list.out, "bitnet-2b4t"));
+}
+
+TEST(Cli, BenchJson) {
+    const RunResult r = tern({"bench", "-m", tiny_model(), "-p", "16", "-n", "4", "-r", "2", "--json"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    ASSERT_EQ(j.size(), 2u);
+    EXPECT_EQ(j[0]["test"], "pp16");
+    EXPECT_EQ(j[1]["test"], "tg4");
+    for (const auto & row : j) {
+        EXPECT_GT(row["avg_ts"].get<double>(), 0.0);
+        EXPECT_EQ(row["samples_ts"].size(), 2u);
+    }
+    const RunResult md = tern({"bench", "-m", tiny_model(), "-p", "8", "-n", "2", "-r", "1"});
+    EXPECT_TRUE(has(md.out, "| pp8 |") || has(md.out, "pp8")) << md.out;
+}
+
+TEST(Cli, ChatReadsTurnsFromStdin) {
+    const RunResult r = tern({"chat", "-m", tiny_model(), "-n", "8", "--seed", "1"}, "Hello there\n/reset\nSecond turn\n");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_TRUE(has(r.err, "conversation reset")) << r.err;
+}
+
+TEST(Cli, ConvertsAnHfCheckpoint) {
+    const auto      out = (test::temp_dir("cli-convert") / "m.gguf").string();
+    const RunResult r   = tern({"convert", test::data_path("hf_parity/tiny_tied"), "-o", out});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const RunResult run = tern({"run", "-m", out, "-p", "def f", "-n", "4", "--temp", "0"});
+    EXPECT_EQ(run.code, 0) << run.err;
+    const RunResult bad = tern({"convert", test::temp_dir("cli-empty").string(), "-o", out + ".2"});
+    EXPECT_EQ(bad.code, 1) << bad.err;
+    EXPECT_TRUE(has(bad.err, "config.json")) << bad.err;
+}
+
+}  // namespace
+}  // namespace tern
