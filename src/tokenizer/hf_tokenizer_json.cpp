@@ -279,29 +279,38 @@ TokenizerMetadata tokenizer_metadata_from_hf(const std::string & tokenizer_json_
     for (size_t i = 0; i < meta.tokens.size(); ++i) ids.emplace(meta.tokens[i], static_cast<int32_t>(i));
     meta.merges.reserve(merges->size());
     for (size_t i = 0; i < merges->size(); ++i) {
-        const json &   m     = (*merges)[i];
-        const auto     field = format("model.merges[%zu]", i);
-        std::string    left, right;
+        const json &     m = (*merges)[i];
+        std::string_view left, right;
+        std::string      merged;
         if (m.is_string()) {
-            const auto & s   = m.get_ref<const std::string &>();
-            const size_t sep = s.size() > 1 ? s.find(' ', 1) : std::string::npos;
-            if (sep == std::string::npos) src.bad(field, format("= '%s' is not of the form \"left right\"", clip(s).c_str()));
-            left  = s.substr(0, sep);
-            right = s.substr(sep + 1);
-        } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
-            left  = m[0].get<std::string>();
-            right = m[1].get<std::string>();
-            // GGUF stores "left right" and splits at the first space after position 0.
-            if (left.empty() || left.find(' ', 1) != std::string::npos) {
-                src.bad(field, format("left half '%s' cannot be stored as a GGUF merge (empty or contains a space)", clip(left).c_str()));
+            merged           = m.get_ref<const std::string &>();
+            const size_t sep = merged.size() > 1 ? merged.find(' ', 1) : std::string::npos;
+            if (sep == std::string::npos) {
+                src.bad(format("model.merges[%zu]", i), format("= '%s' is not of the form \"left right\"", clip(merged).c_str()));
             }
+            left  = std::string_view(merged).substr(0, sep);
+            right = std::string_view(merged).substr(sep + 1);
+        } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
+            const auto & l = m[0].get_ref<const std::string &>();
+            const auto & r = m[1].get_ref<const std::string &>();
+            // GGUF stores "left right" and splits at the first space after position 0.
+            if (l.empty() || l.find(' ', 1) != std::string::npos) {
+                src.bad(format("model.merges[%zu]", i),
+                        format("left half '%s' cannot be stored as a GGUF merge (empty or contains a space)", clip(l).c_str()));
+            }
+            merged.reserve(l.size() + 1 + r.size());
+            merged.append(l).append(1, ' ').append(r);
+            left  = std::string_view(merged).substr(0, l.size());
+            right = std::string_view(merged).substr(l.size() + 1);
         } else {
-            src.wrong_type(field, "a \"left right\" string or a [left, right] pair of strings", m);
+            src.wrong_type(format("model.merges[%zu]", i), "a \"left right\" string or a [left, right] pair of strings", m);
         }
-        for (const std::string * half : {&left, &right}) {
-            if (!ids.count(*half)) src.bad(field, format("refers to '%s', which is not in model.vocab", clip(*half).c_str()));
+        for (std::string_view half : {left, right}) {
+            if (!ids.count(half)) {
+                src.bad(format("model.merges[%zu]", i), format("refers to '%s', which is not in model.vocab", clip(half).c_str()));
+            }
         }
-        meta.merges.push_back(left + " " + right);
+        meta.merges.push_back(std::move(merged));
     }
 
     // Pre-tokenizer: the Split regex decides the tokenizer.ggml.pre name (FORMATS.md §5.5).
