@@ -199,6 +199,8 @@ void q6_k_quantize_block(const float * x, uint8_t * block) {
 // -------------------------------------------------------------------------------- generic rows
 
 void dequantize_row(DType type, const uint8_t * row, float * out, int64_t n) {
+    TERN_ASSERT(type != DType::i2_s && n % dtype_traits(type).block_size == 0, "dequantize_row: %lld elements of %s",
+                static_cast<long long>(n), std::string(dtype_name(type)).c_str());
     switch (type) {
         case DType::f32: std::memcpy(out, row, static_cast<size_t>(n) * 4); return;
         case DType::f16:
@@ -243,16 +245,24 @@ void dequantize_row(DType type, const uint8_t * row, float * out, int64_t n) {
 void dequantize_tensor_row(DType type, std::span<const uint8_t> tensor, int64_t n_elements, int64_t ne0, int64_t row,
                            float * out) {
     if (type == DType::i2_s) {
+        TERN_ASSERT(ne0 % 128 == 0 && row >= 0 && (row + 1) * ne0 <= n_elements, "i2_s row %lld of %lld (n = %lld)",
+                    static_cast<long long>(row), static_cast<long long>(ne0), static_cast<long long>(n_elements));
+        const float         scale = i2s_tensor_scale(tensor, n_elements);  // also checks the span size
         std::vector<int8_t> v(static_cast<size_t>(ne0));
         i2s_decode(tensor.data(), row * ne0, ne0, v.data());
-        const float scale = i2s_tensor_scale(tensor, n_elements);
         for (int64_t i = 0; i < ne0; ++i) out[i] = static_cast<float>(v[i]) * scale;
         return;
     }
-    dequantize_row(type, tensor.data() + static_cast<size_t>(row) * dtype_row_bytes(type, ne0), out, ne0);
+    const size_t row_bytes = dtype_row_bytes(type, ne0);
+    TERN_ASSERT(row >= 0 && (static_cast<size_t>(row) + 1) * row_bytes <= tensor.size(),
+                "%s row %lld outside a tensor of %zu bytes", std::string(dtype_name(type)).c_str(),
+                static_cast<long long>(row), tensor.size());
+    dequantize_row(type, tensor.data() + static_cast<size_t>(row) * row_bytes, out, ne0);
 }
 
 void quantize_row(DType type, const float * x, uint8_t * out, int64_t n) {
+    TERN_ASSERT(type != DType::i2_s && n % dtype_traits(type).block_size == 0, "quantize_row: %lld elements of %s",
+                static_cast<long long>(n), std::string(dtype_name(type)).c_str());
     switch (type) {
         case DType::f32: std::memcpy(out, x, static_cast<size_t>(n) * 4); return;
         case DType::f16:

@@ -22,6 +22,8 @@ uint8_t code_of(int8_t v) { return static_cast<uint8_t>(v + 1); }  // -1 -> 0, 0
 // ----------------------------------------------------------------------------------------- I2_S
 
 float i2s_tensor_scale(std::span<const uint8_t> tensor, int64_t n) {
+    TERN_ASSERT(n >= 0 && tensor.size() >= static_cast<size_t>(n) / 4 + 4, "i2_s tensor of %lld elements in %zu bytes",
+                static_cast<long long>(n), tensor.size());
     float s;
     std::memcpy(&s, tensor.data() + n / 4, 4);
     return s;
@@ -193,12 +195,18 @@ int64_t lowbit_scale_group(DType type, int64_t k) {
 void lowbit_decode_row(DType type, std::span<const uint8_t> tensor, int64_t n_elements, int64_t row, int64_t k,
                        int8_t * values, float * block_scales) {
     if (type == DType::i2_s) {
+        TERN_ASSERT(k % 128 == 0 && row >= 0 && (row + 1) * k <= n_elements, "i2_s row %lld of %lld elements (n = %lld)",
+                    static_cast<long long>(row), static_cast<long long>(k), static_cast<long long>(n_elements));
+        block_scales[0] = i2s_tensor_scale(tensor, n_elements);  // also checks the span holds n/4 + 4 bytes
         i2s_decode(tensor.data(), row * k, k, values);
-        block_scales[0] = i2s_tensor_scale(tensor, n_elements);
         return;
     }
     const auto &    tr  = dtype_traits(type);
     const int64_t   nb  = k / tr.block_size;
+    TERN_ASSERT(k % tr.block_size == 0 && row >= 0 &&
+                    (static_cast<size_t>(row) + 1) * static_cast<size_t>(nb) * tr.block_bytes <= tensor.size(),
+                "%s row %lld of %lld elements outside a tensor of %zu bytes", std::string(tr.name).c_str(),
+                static_cast<long long>(row), static_cast<long long>(k), tensor.size());
     const uint8_t * src = tensor.data() + static_cast<size_t>(row) * static_cast<size_t>(nb) * tr.block_bytes;
     for (int64_t b = 0; b < nb; ++b) {
         const uint8_t * block = src + b * tr.block_bytes;

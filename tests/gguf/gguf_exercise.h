@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "gguf/gguf_reader.h"
 #include "quant/block_formats.h"
+#include "quant/ternary_formats.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -73,6 +74,14 @@ inline bool gguf_exercise(std::span<const uint8_t> bytes, bool strict_offsets = 
             row.resize(static_cast<size_t>(t.ne[0]));
             dequantize_tensor_row(t.type, data, t.n_elements, t.ne[0], 0, row.data());
             dequantize_tensor_row(t.type, data, t.n_elements, t.ne[0], t.rows() - 1, row.data());
+            if (dtype_is_lowbit(t.type)) {  // the load-time repack path
+                std::vector<int8_t> values(static_cast<size_t>(t.ne[0]));
+                std::vector<float>  scales(static_cast<size_t>(t.ne[0] / lowbit_scale_group(t.type, t.ne[0])));
+                lowbit_decode_row(t.type, data, t.n_elements, t.rows() - 1, t.ne[0], values.data(), scales.data());
+                for (int8_t v : values) {
+                    if (v < -1 || v > 2) exercise_violation("low-bit value out of range");
+                }
+            }
         }
     }
     // Accepted tensors never share bytes (§1.9 check 18).

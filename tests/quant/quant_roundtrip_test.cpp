@@ -358,3 +358,23 @@ TEST(BlockQuantBounds, ZeroBlocks) {
 
 }  // namespace
 }  // namespace tern
+
+namespace tern {
+namespace {
+
+// Row decoders trust the reader's sizes, but a caller passing mismatched shapes must hit an
+// assertion rather than read past the tensor.
+TEST(LowBitRoundTripDeathTest, RowOutsideTheTensorAborts) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    const std::vector<uint8_t> tq2(66 * 2, 0x55);
+    std::vector<int8_t>        v(512);
+    std::vector<float>         s(2), out(512);
+    EXPECT_DEATH(lowbit_decode_row(DType::tq2_0, tq2, 512, 1, 512, v.data(), s.data()), "outside");
+    EXPECT_DEATH(dequantize_tensor_row(DType::tq2_0, tq2, 512, 256, 2, out.data()), "outside");
+    const std::vector<uint8_t> i2s(64, 0x55);  // 128 elements
+    EXPECT_DEATH(lowbit_decode_row(DType::i2_s, i2s, 256, 1, 128, v.data(), s.data()), "i2_s");
+    EXPECT_DEATH(dequantize_row(DType::q4_0, i2s.data(), out.data(), 33), "dequantize_row");
+}
+
+}  // namespace
+}  // namespace tern
