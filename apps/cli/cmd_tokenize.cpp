@@ -2,6 +2,8 @@
 #include "cli_common.h"
 #include "commands.h"
 
+#include "core/error.h"
+
 #include <cstdio>
 
 namespace tern::cli {

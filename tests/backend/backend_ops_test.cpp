@@ -152,6 +152,8 @@ struct BackendCase {
     std::function<std::unique_ptr<Backend>()> make;
 };
 
+void PrintTo(const BackendCase & c, std::ostream * os) { *os << c.name; }
+
 std::vector<BackendCase> backend_factories() {
     return {
         {"cpu_2_threads", [] { return make_cpu_backend({2}); }},
