@@ -7,12 +7,31 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 
 namespace tern::cli {
 
-void add_model_args(CLI::App & app, ModelArgs & args, bool model_required) {
-    auto * m = app.add_option("-m,--model", args.model, "model file (GGUF)")->check(CLI::ExistingFile);
-    if (model_required) m->required();
+std::string default_model_path() {
+    if (const char * env = std::getenv("TERN_MODEL"); env && *env) return env;
+    // Next to the executable: <prefix>/bin/tern -> <prefix>/share/models (install tree and build/bin).
+    std::error_code ec;
+    const auto      exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (!ec) {
+        for (const auto & rel : {"../share/models", "../../share/models", "../share/tern/models"}) {
+            const auto p = exe.parent_path() / rel / k_default_model_name;
+            if (std::filesystem::exists(p, ec)) return std::filesystem::weakly_canonical(p, ec).string();
+        }
+    }
+    return std::string(TERN_SOURCE_DIR) + "/share/models/" + k_default_model_name;
+}
+
+void add_model_args(CLI::App & app, ModelArgs & args) {
+    app.add_option("-m,--model", args.model,
+                   std::string("model file (GGUF); default: tern's own ") + k_default_model_name +
+                       " (a small BitNet b1.58 trained on Moby Dick and State of the Union addresses; "
+                       "$TERN_MODEL overrides)")
+        ->check(CLI::ExistingFile);
     app.add_option("-t,--threads", args.threads, "CPU threads (0 = all hardware threads)")
         ->check(CLI::Range(0, 1024))->capture_default_str();
     app.add_option("--backend", args.backend, "compute backend")->check(CLI::IsMember({"cpu", "auto"}))
@@ -49,9 +68,17 @@ std::unique_ptr<GgufFile> open_model_file(const std::string & path) {
     }));
 }
 
-LoadedModel load_model(const ModelArgs & args, bool quiet) {
+LoadedModel load_model(const ModelArgs & args_in, bool quiet) {
     using clock = std::chrono::steady_clock;
-    const auto  t0 = clock::now();
+    const auto  t0   = clock::now();
+    ModelArgs   args = args_in;
+    if (args.model.empty()) {
+        args.model = default_model_path();
+        if (!std::filesystem::exists(args.model)) {
+            fail(ErrorKind::io, format("no -m given, and the default model '%s' is missing", args.model.c_str()),
+                 "pass a model with -m FILE.gguf, or set TERN_MODEL");
+        }
+    }
     LoadedModel m;
     m.file = open_model_file(args.model);
     if (args.backend != "cpu" && args.backend != "auto") {

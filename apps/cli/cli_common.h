@@ -16,8 +16,13 @@
 
 namespace tern::cli {
 
+// The model tern ships (share/models/, see its MODEL.md): used when -m is not given.
+constexpr const char * k_default_model_name = "tern-32m-en.gguf";
+// $TERN_MODEL if set, else share/models/<k_default_model_name> next to the build or install tree.
+std::string default_model_path();
+
 struct ModelArgs {
-    std::string model;         // -m
+    std::string model;         // -m (empty: the default model)
     int         threads = 0;   // -t, 0 = all hardware threads
     std::string backend = "cpu";
 };
@@ -29,7 +34,7 @@ struct ContextArgs {
     std::string cache_type_v = "f16";
 };
 
-void add_model_args(CLI::App & app, ModelArgs & args, bool model_required = true);
+void add_model_args(CLI::App & app, ModelArgs & args);
 void add_context_args(CLI::App & app, ContextArgs & args);
 void add_sampler_args(CLI::App & app, SamplerParams & params);
 

@@ -27,8 +27,11 @@ void chat(const ChatArgs & a) {
     const Tokenizer & tok = *lm.tokenizer;
     const auto        eot = tok.find_token("<|eot_id|>");
     if (!eot) {
-        fail(ErrorKind::unsupported, "this model's vocabulary has no <|eot_id|> token, so it has no chat format",
-             "use `tern run` to continue text with it");
+        fail(ErrorKind::unsupported,
+             format("'%s' is a plain text-continuation model: its vocabulary has no <|eot_id|> token, so it has no "
+                    "chat format", lm.model->config().name.c_str()),
+             "use `tern run -p \"...\"` to continue text with it, or chat with a model trained for it, "
+             "e.g. BitNet b1.58 2B4T (-m ggml-model-i2_s.gguf)");
     }
     Session session(*lm.model, session_options(a.ctx, *lm.model));
     Sampler sampler(a.sampling, static_cast<int32_t>(lm.model->config().n_vocab));
@@ -92,6 +95,7 @@ void register_chat(CLI::App & app) {
     add_context_args(*cmd, args->ctx);
     add_sampler_args(*cmd, args->sampling);
     cmd->footer("Example: tern chat -m ggml-model-i2_s.gguf --temp 0.7\n"
+                "The default model (no -m) is a text-continuation model and has no chat format.\n"
                 "Input lines are user turns; /reset starts over, /exit quits.");
     cmd->callback([args] { chat(*args); });
 }

@@ -83,7 +83,7 @@ void register_run(CLI::App & app) {
     cmd->add_flag("--truncate-prompt", args->truncate, "keep only the end of a prompt longer than the context");
     add_context_args(*cmd, args->ctx);
     add_sampler_args(*cmd, args->sampling);
-    cmd->footer("Example: tern run -m models/tiny.gguf -p \"The ship\" -n 64 --temp 0.7 --seed 42");
+    cmd->footer("Examples:\n  tern run -p \"The ship\" -n 64 --temp 0.7 --seed 42        (tern's default model)\n  tern run -m ggml-model-i2_s.gguf -p \"The capital of France is\" --temp 0");
     cmd->callback([args] { run(*args); });
 }
 
