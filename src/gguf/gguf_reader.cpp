@@ -70,17 +70,23 @@ private:
     size_t                   pos_ = 0;
 };
 
+// At most 80 bytes of s for a message: well-formed UTF-8 is kept ("Ġhello", "東京"), control
+// characters and invalid bytes are escaped as \xNN.
 std::string printable(std::string_view s) {
     std::string out;
-    for (char c : s.substr(0, 80)) {
-        const auto u = static_cast<unsigned char>(c);
-        if (u >= 0x20 && u < 0x7f) {
-            out += c;
+    size_t      pos = 0;
+    while (pos < s.size() && pos < 80) {
+        uint32_t     cp = 0;
+        const size_t n  = utf8_decode(s, pos, cp);
+        if (n > 1 || (n == 1 && cp >= 0x20 && cp != 0x7f)) {
+            out.append(s.substr(pos, n));
+            pos += n;
         } else {
-            out += format("\\x%02x", u);
+            out += format("\\x%02x", static_cast<unsigned char>(s[pos]));
+            ++pos;
         }
     }
-    if (s.size() > 80) out += "...";
+    if (pos < s.size()) out += "...";
     return out;
 }
 

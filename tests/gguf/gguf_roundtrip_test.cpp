@@ -157,7 +157,7 @@ TEST(GgufRoundTrip, EveryScalarType) {
     EXPECT_THROW((void) f.get_float("t.i32"), Error);
     EXPECT_THROW((void) f.get_bool("t.u8"), Error);
     EXPECT_THROW((void) f.get_int("t.f32"), Error);
-    EXPECT_EQ(GgufFile::describe(f.find("t.str")->value), "\"h\\xc3\\xa9llo\"");
+    EXPECT_EQ(GgufFile::describe(f.find("t.str")->value), "\"h\xc3\xa9llo\"");
     EXPECT_EQ(GgufFile::describe(f.find("t.i64min")->value), "-9223372036854775808");
     EXPECT_EQ(GgufFile::describe(f.find("t.bool1")->value), "true");
     // Found by gguf_fuzz: describe() threw for a UINT64 above INT64_MAX, a legal value.
@@ -472,6 +472,23 @@ TEST(GgufRoundTrip, OpenReportsIoErrorsWithThePath) {
         EXPECT_NE(std::string(e.what()).find("0 bytes"), std::string::npos) << e.what();
     }
     std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace tern
+
+namespace tern {
+namespace {
+
+// `tern inspect` shows UTF-8 text as text and escapes what a terminal would act on.
+TEST(GgufDescribe, KeepsUtf8EscapesControlAndInvalidBytes) {
+    GgufWriter w;
+    w.set_string("a", "Ġhello 東京");
+    w.set_string("b", std::string("x\ny\x1b[31m\xff", 9));
+    const auto     bytes = w.to_bytes();
+    const GgufFile f     = GgufFile::from_bytes(bytes);
+    EXPECT_EQ(GgufFile::describe(f.find("a")->value), "\"Ġhello 東京\"");
+    EXPECT_EQ(GgufFile::describe(f.find("b")->value), "\"x\\x0ay\\x1b[31m\\xff\"");
 }
 
 }  // namespace
