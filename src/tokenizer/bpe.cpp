@@ -46,14 +46,7 @@ BpeModel BpeModel::build(std::span<const std::string_view> merges, const Vocab &
 
 void BpeModel::emit_bytes(std::string_view bytes, const Vocab & vocab, std::vector<int32_t> & out) const {
     // Step 6: only reachable with vocabularies that lack some byte characters.
-    for (char c : bytes) {
-        const int32_t id = byte_ids_[static_cast<uint8_t>(c)];
-        if (id >= 0) {
-            out.push_back(id);
-        } else if (vocab.unk >= 0) {
-            out.push_back(vocab.unk);
-        }
-    }
+    emit_byte_tokens(bytes, byte_ids_, vocab.unk, out);
 }
 
 void BpeModel::encode_word(std::string_view word, const Vocab & vocab, std::vector<int32_t> & out,

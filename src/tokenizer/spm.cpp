@@ -52,14 +52,7 @@ float SpmModel::score(int32_t id, const Vocab & vocab) const {
 }
 
 void SpmModel::emit_bytes(std::string_view bytes, const Vocab & vocab, std::vector<int32_t> & out) const {
-    for (char c : bytes) {
-        const int32_t id = byte_ids_[static_cast<uint8_t>(c)];
-        if (id >= 0) {
-            out.push_back(id);
-        } else if (vocab.unk >= 0) {
-            out.push_back(vocab.unk);
-        }
-    }
+    emit_byte_tokens(bytes, byte_ids_, vocab.unk, out);
 }
 
 void SpmModel::encode_fragment(std::string_view text, const Vocab & vocab, std::vector<int32_t> & out,

@@ -196,4 +196,16 @@ void build_special_tokens(const GgufFile & file, Vocab & vocab) {
     }
 }
 
+void emit_byte_tokens(std::string_view bytes, const std::array<int32_t, 256> & byte_ids, int32_t unk,
+                      std::vector<int32_t> & out) {
+    for (char c : bytes) {
+        const int32_t id = byte_ids[static_cast<uint8_t>(c)];
+        if (id >= 0) {
+            out.push_back(id);
+        } else if (unk >= 0) {
+            out.push_back(unk);
+        }
+    }
+}
+
 }  // namespace tern::tok

@@ -4,6 +4,8 @@
 // Every inconsistency throws Error(invalid_model) naming the key (FORMATS.md §5.1-§5.3).
 #pragma once
 
+#include <array>
+
 #include "gguf/gguf_reader.h"
 #include "tokenizer/tokenizer.h"
 
@@ -60,5 +62,10 @@ void load_special_ids(const GgufFile & file, VocabKind kind, bool llama3_family,
 // by the bos/eos/eot/eom keys are CONTROL too when the file types them NORMAL (whether 2B4T's
 // specials are typed CONTROL is unverified, FORMATS.md §4.3), so they never print as text.
 void build_special_tokens(const GgufFile & file, Vocab & vocab);
+
+// Byte fallback shared by the BPE and SPM models: one id per byte from `byte_ids` (-1 = the byte
+// has no token), or the vocabulary's UNK id when there is one; otherwise the byte is dropped.
+void emit_byte_tokens(std::string_view bytes, const std::array<int32_t, 256> & byte_ids, int32_t unk,
+                      std::vector<int32_t> & out);
 
 }  // namespace tern::tok
