@@ -1,0 +1,167 @@
+// Shader modules, layouts and pipelines, created once inside error scopes (pipeline_cache.h).
+#include "backend/webgpu/pipeline_cache.h"
+
+#include "core/error.h"
+
+#include <vector>
+
+namespace tern {
+
+const WgslShader * find_wgsl_shader(std::string_view name) {
+    for (const WgslShader & s : wgsl_shaders()) {
+        if (s.name == name) return &s;
+    }
+    return nullptr;
+}
+
+std::string wgsl_location(const WgslShader & shader, uint64_t line, uint64_t column) {
+    std::string file  = std::string(shader.file);
+    uint64_t    local = line;
+    for (const WgslInclude * inc = shader.includes; inc && inc->file; ++inc) {
+        if (line >= inc->first_line) {
+            file  = inc->file;
+            local = line - inc->first_line + 1;
+        }
+    }
+    return format("%s:%llu:%llu", file.c_str(), static_cast<unsigned long long>(local),
+                  static_cast<unsigned long long>(column));
+}
+
+std::string PipelineKey::label() const {
+    std::string s(shader);
+    bool        first = true;
+    for (const auto & o : overrides) {
+        if (o.name.empty()) continue;
+        s += first ? "[" : ",";
+        s += format("%.*s=%g", static_cast<int>(o.name.size()), o.name.data(), o.value);
+        first = false;
+    }
+    if (!first) s += "]";
+    return s;
+}
+
+WgpuHandle<WGPUShaderModule> compile_wgsl(const WgpuContext & ctx, const WgslShader & shader) {
+    WGPUShaderSourceWGSL wgsl{};
+    wgsl.chain.sType = WGPU_STYPE_SHADER_SOURCE_WGSL;
+    wgsl.code        = wgpu_string(shader.source);
+    WGPUShaderModuleDescriptor desc{};
+    desc.nextInChain = &wgsl.chain;
+    desc.label       = wgpu_string(shader.name);
+    ctx.push_error_scope();
+    WgpuHandle<WGPUShaderModule> module(wgpu().wgpuDeviceCreateShaderModule(ctx.device(), &desc));
+
+    // The compiler's messages carry line and column; the error scope only a summary.
+    struct Info {
+        bool               done = false;
+        std::string        errors;
+        const WgslShader * shader = nullptr;
+    } info;
+    info.shader = &shader;
+    WGPUCallbackInfo<WGPUCompilationInfoCallback> cb{};
+    cb.mode      = WGPU_CALLBACK_MODE_ALLOW_PROCESS_EVENTS;
+    cb.userdata1 = &info;
+    cb.callback  = [](uint32_t status, const WGPUCompilationInfo * ci, void * u1, void *) {
+        auto * in = static_cast<Info *>(u1);
+        if (status == WGPU_STATUS_SUCCESS && ci) {
+            for (size_t i = 0; i < ci->messageCount; ++i) {
+                const WGPUCompilationMessage & m = ci->messages[i];
+                if (m.type != WGPU_COMPILATION_MESSAGE_ERROR) continue;
+                if (!in->errors.empty()) in->errors += "\n";
+                in->errors += wgsl_location(*in->shader, m.lineNum, m.linePos) + ": " + to_string(m.message);
+            }
+        }
+        in->done = true;
+    };
+    wgpu().wgpuShaderModuleGetCompilationInfo(module.get(), cb);
+    ctx.wait(info.done, "compiling a WGSL shader");
+    const std::string scope_error = ctx.pop_error_scope("compiling a WGSL shader");
+    if (!info.errors.empty() || !scope_error.empty()) {
+        fail(ErrorKind::device,
+             format("webgpu: shader '%.*s' does not compile:\n%s", static_cast<int>(shader.name.size()),
+                    shader.name.data(), (info.errors.empty() ? scope_error : info.errors).c_str()),
+             "the WGSL source is embedded at build time from src/backend/webgpu/shaders/");
+    }
+    return module;
+}
+
+WGPUShaderModule PipelineCache::module(std::string_view name) {
+    if (auto it = modules_.find(name); it != modules_.end()) return it->second.get();
+    const WgslShader * shader = find_wgsl_shader(name);
+    TERN_ASSERT(shader != nullptr, "no embedded shader '%.*s'", static_cast<int>(name.size()), name.data());
+    WgpuHandle<WGPUShaderModule> module = compile_wgsl(ctx_, *shader);
+    WGPUShaderModule             raw    = module.get();
+    modules_.emplace(std::string(name), std::move(module));
+    return raw;
+}
+
+WGPUBindGroupLayout PipelineCache::layout(std::string_view signature) {
+    if (auto it = layouts_.find(signature); it != layouts_.end()) return it->second.group.get();
+    std::vector<WGPUBindGroupLayoutEntry> entries(signature.size());
+    for (size_t i = 0; i < signature.size(); ++i) {
+        WGPUBindGroupLayoutEntry & e = entries[i];
+        e              = {};
+        e.binding      = static_cast<uint32_t>(i);
+        e.visibility   = WGPU_SHADER_STAGE_COMPUTE;
+        switch (signature[i]) {
+            case 'r': e.buffer.type = WGPU_BUFFER_BINDING_READ_ONLY_STORAGE; break;
+            case 'w': e.buffer.type = WGPU_BUFFER_BINDING_STORAGE; break;
+            case 'u':
+                e.buffer.type             = WGPU_BUFFER_BINDING_UNIFORM;
+                e.buffer.hasDynamicOffset = 1;
+                break;
+            default: TERN_ASSERT(false, "bad binding signature letter '%c'", signature[i]);
+        }
+    }
+    WGPUBindGroupLayoutDescriptor desc{};
+    desc.label      = wgpu_string(signature);
+    desc.entryCount = entries.size();
+    desc.entries    = entries.data();
+    Layout l;
+    ctx_.push_error_scope();
+    l.group = WgpuHandle<WGPUBindGroupLayout>(wgpu().wgpuDeviceCreateBindGroupLayout(ctx_.device(), &desc));
+    WGPUBindGroupLayout          groups[1] = {l.group.get()};
+    WGPUPipelineLayoutDescriptor pdesc{};
+    pdesc.label                = wgpu_string(signature);
+    pdesc.bindGroupLayoutCount = 1;
+    pdesc.bindGroupLayouts     = groups;
+    l.pipeline = WgpuHandle<WGPUPipelineLayout>(wgpu().wgpuDeviceCreatePipelineLayout(ctx_.device(), &pdesc));
+    if (std::string err = ctx_.pop_error_scope("creating a bind group layout"); !err.empty()) {
+        fail(ErrorKind::device, format("webgpu: bind group layout '%.*s': %s", static_cast<int>(signature.size()),
+                                       signature.data(), err.c_str()));
+    }
+    WGPUBindGroupLayout raw = l.group.get();
+    layouts_.emplace(std::string(signature), std::move(l));
+    return raw;
+}
+
+WGPUComputePipeline PipelineCache::pipeline(const PipelineKey & key) {
+    if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second.get();
+    WGPUShaderModule shader = module(key.shader);
+    layout(key.signature);
+    const Layout & l = layouts_.find(key.signature)->second;
+
+    std::vector<WGPUConstantEntry> constants;
+    for (const auto & o : key.overrides) {
+        if (o.name.empty()) continue;
+        constants.push_back({nullptr, wgpu_string(o.name), o.value});
+    }
+    const std::string             label = key.label();
+    WGPUComputePipelineDescriptor desc{};
+    desc.label                 = wgpu_string(label);
+    desc.layout                = l.pipeline.get();
+    desc.compute.module        = shader;
+    desc.compute.entryPoint    = wgpu_string("main");
+    desc.compute.constantCount = constants.size();
+    desc.compute.constants     = constants.data();
+    ctx_.push_error_scope();
+    WgpuHandle<WGPUComputePipeline> p(wgpu().wgpuDeviceCreateComputePipeline(ctx_.device(), &desc));
+    if (std::string err = ctx_.pop_error_scope("creating a compute pipeline"); !err.empty()) {
+        fail(ErrorKind::device, format("webgpu: pipeline '%s' (bindings '%.*s'): %s", label.c_str(),
+                                       static_cast<int>(key.signature.size()), key.signature.data(), err.c_str()));
+    }
+    WGPUComputePipeline raw = p.get();
+    pipelines_.emplace(key, std::move(p));
+    return raw;
+}
+
+}  // namespace tern

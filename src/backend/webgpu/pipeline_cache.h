@@ -1,0 +1,69 @@
+// Compiled WGSL: shader modules (one per embedded shader), bind group layouts (one per binding
+// signature), and compute pipelines keyed by PipelineKey. Everything is created once, inside error
+// scopes; a WGSL error becomes Error(device) "file.wgsl:line:col: message".
+//
+// Binding signatures are strings with one letter per binding, in binding order:
+//   r = var<storage, read>, w = var<storage, read_write>, u = var<uniform> (dynamic offset).
+// Shaders bind whole buffers and take element offsets in their uniform Params, so one bind group
+// serves every view into the same buffers (and views need no 256-byte alignment).
+#pragma once
+
+#include "backend/webgpu/wgpu_device.h"
+#include "backend/webgpu/wgsl_shaders.h"
+
+#include <array>
+#include <compare>
+#include <map>
+#include <string>
+#include <string_view>
+
+namespace tern {
+
+// An `override` constant of a shader.
+struct WgslOverride {
+    std::string_view name;   // empty: unused slot
+    double           value = 0;
+    auto operator<=>(const WgslOverride &) const = default;
+};
+
+struct PipelineKey {
+    std::string_view             shader;     // table name, e.g. "matmul_ternary"
+    std::string_view             signature;  // binding signature, e.g. "rrrwu"
+    std::array<WgslOverride, 6>  overrides{};
+    auto operator<=>(const PipelineKey &) const = default;
+    std::string label() const;  // "matmul_ternary[ROWS=4,TOKS=1]"
+};
+
+class PipelineCache {
+public:
+    explicit PipelineCache(const WgpuContext & ctx) : ctx_(ctx) {}
+
+    WGPUComputePipeline pipeline(const PipelineKey & key);   // throws Error(device)
+    WGPUBindGroupLayout layout(std::string_view signature);
+    WGPUShaderModule    module(std::string_view shader);     // throws Error(device)
+
+    size_t n_pipelines() const { return pipelines_.size(); }
+
+private:
+    struct Layout {
+        WgpuHandle<WGPUBindGroupLayout> group;
+        WgpuHandle<WGPUPipelineLayout>  pipeline;
+    };
+
+    const WgpuContext &                                        ctx_;
+    std::map<std::string, WgpuHandle<WGPUShaderModule>, std::less<>> modules_;
+    std::map<std::string, Layout, std::less<>>                 layouts_;
+    std::map<PipelineKey, WgpuHandle<WGPUComputePipeline>>     pipelines_;
+};
+
+// Compiles one shader into a module inside an error scope; Error(device) with "file:line:col: message"
+// lines when it does not compile. (PipelineCache::module uses it; tests call it on broken sources.)
+WgpuHandle<WGPUShaderModule> compile_wgsl(const WgpuContext & ctx, const WgslShader & shader);
+
+// The embedded shader called `name`, or nullptr.
+const WgslShader * find_wgsl_shader(std::string_view name);
+
+// Maps a line of the expanded source to "file.wgsl:line" (helpers appended after the kernel).
+std::string wgsl_location(const WgslShader & shader, uint64_t line, uint64_t column);
+
+}  // namespace tern

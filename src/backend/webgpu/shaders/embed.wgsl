@@ -1,0 +1,43 @@
+// embed: x[:, t] = token_embd[ids[t]] as f32. The table is read as u32 words: two f16 per word
+// (TABLE_F16; exact with unpack2x16float) or one f32 (other file types are dequantized to f32 at
+// load). Token ids come from a GPU buffer, so the previous step's argmax can feed this one. An id
+// outside the vocabulary gives a zero row (the host checks ids before writing them).
+//
+//   token_embd: [n_embd, n_vocab]   ids: [T] i32   x: [n_embd, T] f32
+// Bindings: 0 token_embd (read), 1 ids (read), 2 x (read_write), 3 params (uniform)
+// Dispatch: (ceil(n_embd / WG), T, 1); one thread per output element.
+
+override WG: u32 = 256u;
+override TABLE_F16: bool = true;
+
+struct Params {
+    n_embd: u32,
+    n_vocab: u32,
+    table_offset: u32,  // u32 index of row 0
+    ids_offset: u32,    // i32 index of ids[0]
+    x_offset: u32,      // f32 index of x[0, 0]
+    x_stride: u32,
+}
+
+@group(0) @binding(0) var<storage, read> table: array<u32>;
+@group(0) @binding(1) var<storage, read> ids: array<i32>;
+@group(0) @binding(2) var<storage, read_write> x: array<f32>;
+@group(0) @binding(3) var<uniform> p: Params;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let c = gid.x;
+    let t = gid.y;
+    if (c >= p.n_embd) { return; }
+    let id = ids[p.ids_offset + t];
+    var v  = 0.0;
+    if (id >= 0 && u32(id) < p.n_vocab) {
+        let e = u32(id) * p.n_embd + c;
+        if (TABLE_F16) {
+            v = unpack2x16float(table[p.table_offset + e / 2u])[e & 1u];
+        } else {
+            v = bitcast<f32>(table[p.table_offset + e]);
+        }
+    }
+    x[p.x_offset + t * p.x_stride + c] = v;
+}

@@ -1,0 +1,117 @@
+requires packed_4x8_integer_dot_product;
+
+// gate_up: f = act(Wg a) * (Wu a), with gate and up stacked in one weight (rows [0, n_ff) gate,
+// [n_ff, 2 n_ff) up) and act = ReLU² (BitNet b1.58) or SiLU. Each product is computed exactly as in
+// bitlinear.wgsl (times its row's output scale), then the activation, as the CPU backend's gate_up.
+//
+//   weights: codes [2 n_ff][K/16] u32 | group scales [2 n_ff][n_groups] f32 | output scales [2 n_ff] f32
+//   act_q: [K, T] int8 (u32 words)   act_scale: [T] f32   f: [n_ff, T] f32
+// Bindings: 0 weights (read), 1 act_q (read), 2 act_scale (read), 3 f (read_write), 4 params (uniform)
+// Dispatch: (ceil(n_ff / ROWS), ceil(T / TOKS), 1). A workgroup owns ROWS outputs (2 ROWS weight
+// rows: team r < ROWS reads gate row r0 + r, team ROWS + r reads up row n_ff + r0 + r) x TOKS tokens.
+
+// #include "lib/ternary.wgsl"
+// #include "lib/dot4_native.wgsl"
+// #include "lib/numerics.wgsl"
+
+override WG: u32 = 256u;
+override ROWS: u32 = 2u;      // outputs per workgroup; 2 ROWS divides WG
+override TOKS: u32 = 1u;      // 1..8
+override N_GROUPS: u32 = 1u;  // scale groups per row
+
+struct Params {
+    n_ff: u32,            // outputs (half the weight rows)
+    k_words: u32,         // K / 16
+    group_words: u32,     // words per scale group
+    n_tokens: u32,
+    scales_offset: u32,   // u32 index of the group scales in `weights`
+    oscales_offset: u32,  // u32 index of the output scales in `weights`
+    act_offset: u32,      // u32 index of act_q[0, 0]
+    act_stride: u32,      // u32 words between tokens of act_q
+    ascale_offset: u32,   // f32 index of act_scale[0]
+    f_offset: u32,        // f32 index of f[0, 0]
+    f_stride: u32,        // f32 elements between tokens of f
+    activation: u32,      // 0: relu², 1: silu
+}
+
+@group(0) @binding(0) var<storage, read> weights: array<u32>;
+@group(0) @binding(1) var<storage, read> act_q: array<u32>;
+@group(0) @binding(2) var<storage, read> act_scale: array<f32>;
+@group(0) @binding(3) var<storage, read_write> f: array<f32>;
+@group(0) @binding(4) var<uniform> p: Params;
+
+var<workgroup> dots: array<atomic<i32>, 2u * ROWS * TOKS * N_GROUPS>;  // [team][token][group]
+
+// The bitlinear epilogue of weight row `row` (team `team`) for token slot t.
+fn epilogue(team: u32, row: u32, t: u32, as_: f32) -> f32 {
+    let d0 = (team * TOKS + t) * N_GROUPS;
+    let s0 = p.scales_offset + row * N_GROUPS;
+    var v  = 0.0;
+    if (N_GROUPS == 1u) {
+        v = div_rn(f32(atomicLoad(&dots[d0])), as_) * bitcast<f32>(weights[s0]);
+    } else {
+        for (var g = 0u; g < N_GROUPS; g++) {
+            v += div_rn(f32(atomicLoad(&dots[d0 + g])), as_) * bitcast<f32>(weights[s0 + g]);
+        }
+    }
+    return v * bitcast<f32>(weights[p.oscales_offset + row]);
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let lanes = WG / (2u * ROWS);
+    let team  = lid / lanes;
+    let lane  = lid % lanes;
+    let out0  = wid.x * ROWS;
+    let tok0  = wid.y * TOKS;
+    let n_tok = min(TOKS, p.n_tokens - tok0);
+    for (var i = lid; i < 2u * ROWS * TOKS * N_GROUPS; i += WG) { atomicStore(&dots[i], 0); }
+    workgroupBarrier();
+
+    let out = out0 + team % ROWS;
+    let row = select(out, p.n_ff + out, team >= ROWS);
+    if (out < p.n_ff) {
+        var acc: array<i32, 8>;
+        var g_cur = lane / p.group_words;
+        for (var kw = lane; kw < p.k_words; kw += lanes) {
+            let g = kw / p.group_words;
+            if (g != g_cur) {
+                for (var t = 0u; t < n_tok; t++) {
+                    atomicAdd(&dots[(team * TOKS + t) * N_GROUPS + g_cur], acc[t]);
+                    acc[t] = 0;
+                }
+                g_cur = g;
+            }
+            let wv = weights[row * p.k_words + kw];
+            for (var t = 0u; t < n_tok; t++) {
+                let ao = p.act_offset + (tok0 + t) * p.act_stride + 4u * kw;
+                acc[t] += ternary_dot16(wv, vec4<u32>(act_q[ao], act_q[ao + 1u], act_q[ao + 2u], act_q[ao + 3u]));
+            }
+        }
+        if (lane < p.k_words) {
+            for (var t = 0u; t < n_tok; t++) {
+                atomicAdd(&dots[(team * TOKS + t) * N_GROUPS + g_cur], acc[t]);
+            }
+        }
+    }
+    workgroupBarrier();
+
+    if (lid < ROWS * TOKS) {
+        let r = lid / TOKS;
+        let t = lid % TOKS;
+        let o = out0 + r;
+        if (o < p.n_ff && t < n_tok) {
+            let as_ = act_scale[p.ascale_offset + tok0 + t];
+            let g   = epilogue(r, o, t, as_);
+            let u   = epilogue(ROWS + r, p.n_ff + o, t, as_);
+            var a: f32;
+            if (p.activation == 0u) {
+                let rg = select(0.0, g, g > 0.0);  // as the CPU: NaN and -0 give 0
+                a = rg * rg;
+            } else {
+                a = div_rn(g, 1.0 + exp(-g));
+            }
+            f[p.f_offset + (tok0 + t) * p.f_stride + o] = a * u;
+        }
+    }
+}

@@ -1,0 +1,26 @@
+// The GPU layout of ternary weights (docs: src/backend/webgpu/webgpu_weights.h) and its dot product
+// with int8 activations.
+//
+// One u32 holds 16 consecutive elements e0..e15 of a row as 2-bit codes (code = value + 1, so
+// -1 -> 0, 0 -> 1, +1 -> 2, and Q2_0's +2 -> 3), interleaved so that one shift and one mask give
+// four consecutive elements, one per byte:
+//
+//     byte 3          byte 2          byte 1          byte 0
+//     e15 e11 e7 e3 | e14 e10 e6 e2 | e13 e9 e5 e1  | e12 e8 e4 e0     (bits 7:6 5:4 3:2 1:0)
+//
+//   (w >> 2s) & 0x03030303 = codes of e(4s) .. e(4s+3) in bytes 0..3, s = 0..3
+//
+// A word pairs with 4 activation words (16 int8): dot = sum_s dot4_i8(signed(codes_s), act_s).
+
+// Per-byte code - 1 as signed bytes, without borrows between bytes: (c + 0x7f) ^ 0x80.
+fn ternary_signed(codes: u32) -> u32 {
+    return ((codes | 0x80808080u) - 0x01010101u) ^ 0x80808080u;
+}
+
+// Integer dot product of one weight word (16 elements) with 16 int8 activations a.x .. a.w.
+fn ternary_dot16(w: u32, a: vec4<u32>) -> i32 {
+    return dot4_i8(ternary_signed(w & 0x03030303u), a.x)
+         + dot4_i8(ternary_signed((w >> 2u) & 0x03030303u), a.y)
+         + dot4_i8(ternary_signed((w >> 4u) & 0x03030303u), a.z)
+         + dot4_i8(ternary_signed((w >> 6u) & 0x03030303u), a.w);
+}

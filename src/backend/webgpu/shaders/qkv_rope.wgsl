@@ -1,0 +1,184 @@
+requires packed_4x8_integer_dot_product;
+
+// qkv_rope: [q; k; v] = Wqkv a (exactly as bitlinear.wgsl), NeoX RoPE on the q and k heads at
+// positions pos0 + t, q to `q_out`, k and v into the KV cache at those positions (f16, rounded to
+// nearest even like core/fp16.h, or f32). cos/sin come from a host-made table (rope_table.h) so that
+// they are the CPU's std::cos / std::sin of ggml's f32 theta recurrence, bit for bit.
+//
+//   weights: codes [N][K/16] u32 | group scales [N][n_groups] | output scales [N], N = (n_head + 2 n_head_kv) hd
+//   act_q: [K, T] int8   act_scale: [T]   rope: [pos][n_rot/2] (cos, sin) f32
+//   q_out: [n_head hd, T] f32   k_cache, v_cache: [n_head_kv hd, n_ctx] f16 pairs or f32, as u32 words
+// Bindings: 0 weights, 1 act_q, 2 act_scale, 3 rope (read); 4 q_out, 5 k_cache, 6 v_cache
+//           (read_write); 7 params (uniform)
+// Dispatch: (N / ROWS, ceil(T / TOKS), 1), ROWS a multiple of 4 dividing head_dim. Rows are visited
+// in "slots": within a head, slot 4u + e (4u < n_rot) is dimension 2u, 2u+1, 2u+half, 2u+1+half for
+// e = 0..3 (half = n_rot / 2), and slot j >= n_rot is dimension j. So one epilogue thread holds both
+// members of two RoPE pairs and two whole f16 words of the cache.
+
+// #include "lib/ternary.wgsl"
+// #include "lib/dot4_native.wgsl"
+// #include "lib/numerics.wgsl"
+
+override WG: u32 = 256u;
+override ROWS: u32 = 8u;      // slots per workgroup, a multiple of 4 dividing head_dim and WG
+override TOKS: u32 = 1u;      // 1..8
+override N_GROUPS: u32 = 1u;  // scale groups per row
+override K_F16: bool = true;  // cache element types
+override V_F16: bool = true;
+
+struct Params {
+    k_words: u32,         // K / 16
+    group_words: u32,     // words per scale group
+    n_tokens: u32,
+    scales_offset: u32,   // u32 index of the group scales in `weights`
+    oscales_offset: u32,  // u32 index of the output scales in `weights`
+    act_offset: u32,      // u32 index of act_q[0, 0]
+    act_stride: u32,      // u32 words between tokens of act_q
+    ascale_offset: u32,   // f32 index of act_scale[0]
+    head_dim: u32,
+    n_rot: u32,           // rotated dimensions per head, a multiple of 4
+    n_head: u32,
+    n_head_kv: u32,
+    pos0: u32,            // position of token 0
+    q_offset: u32,        // f32 index of q_out[0, 0]
+    q_stride: u32,        // f32 elements between tokens of q_out
+    k_offset: u32,        // element index of k_cache[0, 0] (even for f16)
+    v_offset: u32,        // element index of v_cache[0, 0]
+    n_embd_kv: u32,       // cache elements per position
+}
+
+@group(0) @binding(0) var<storage, read> weights: array<u32>;
+@group(0) @binding(1) var<storage, read> act_q: array<u32>;
+@group(0) @binding(2) var<storage, read> act_scale: array<f32>;
+@group(0) @binding(3) var<storage, read> rope: array<vec2<f32>>;
+@group(0) @binding(4) var<storage, read_write> q_out: array<f32>;
+@group(0) @binding(5) var<storage, read_write> k_cache: array<u32>;
+@group(0) @binding(6) var<storage, read_write> v_cache: array<u32>;
+@group(0) @binding(7) var<uniform> p: Params;
+
+var<workgroup> dots: array<atomic<i32>, ROWS * TOKS * N_GROUPS>;  // [slot][token][group]
+
+// Head-relative dimension of slot j.
+fn slot_dim(j: u32) -> u32 {
+    if (j >= p.n_rot) { return j; }
+    let e = j & 3u;
+    return 2u * (j >> 2u) + (e & 1u) + (e >> 1u) * (p.n_rot / 2u);
+}
+
+fn epilogue(slot: u32, row: u32, t: u32, as_: f32) -> f32 {
+    let d0 = (slot * TOKS + t) * N_GROUPS;
+    let s0 = p.scales_offset + row * N_GROUPS;
+    var v  = 0.0;
+    if (N_GROUPS == 1u) {
+        v = div_rn(f32(atomicLoad(&dots[d0])), as_) * bitcast<f32>(weights[s0]);
+    } else {
+        for (var g = 0u; g < N_GROUPS; g++) {
+            v += div_rn(f32(atomicLoad(&dots[d0 + g])), as_) * bitcast<f32>(weights[s0 + g]);
+        }
+    }
+    return v * bitcast<f32>(weights[p.oscales_offset + row]);
+}
+
+// Stores two consecutive cache elements (e even) of one position.
+fn store_kv(is_k: bool, e: u32, a: f32, b: f32) {
+    if (is_k) {
+        if (K_F16) {
+            k_cache[(p.k_offset + e) / 2u] = pack_f16x2(a, b);
+        } else {
+            k_cache[p.k_offset + e]      = bitcast<u32>(a);
+            k_cache[p.k_offset + e + 1u] = bitcast<u32>(b);
+        }
+    } else {
+        if (V_F16) {
+            v_cache[(p.v_offset + e) / 2u] = pack_f16x2(a, b);
+        } else {
+            v_cache[p.v_offset + e]      = bitcast<u32>(a);
+            v_cache[p.v_offset + e + 1u] = bitcast<u32>(b);
+        }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let hd    = p.head_dim;
+    let lanes = WG / ROWS;
+    let team  = lid / lanes;
+    let lane  = lid % lanes;
+    let slot0 = wid.x * ROWS;            // global slot of this workgroup's first row
+    let head  = slot0 / hd;              // q heads, then k heads, then v heads
+    let j0    = slot0 % hd;
+    let tok0  = wid.y * TOKS;
+    let n_tok = min(TOKS, p.n_tokens - tok0);
+    for (var i = lid; i < ROWS * TOKS * N_GROUPS; i += WG) { atomicStore(&dots[i], 0); }
+    workgroupBarrier();
+
+    let row = head * hd + slot_dim(j0 + team);
+    var acc: array<i32, 8>;
+    var g_cur = lane / p.group_words;
+    for (var kw = lane; kw < p.k_words; kw += lanes) {
+        let g = kw / p.group_words;
+        if (g != g_cur) {
+            for (var t = 0u; t < n_tok; t++) {
+                atomicAdd(&dots[(team * TOKS + t) * N_GROUPS + g_cur], acc[t]);
+                acc[t] = 0;
+            }
+            g_cur = g;
+        }
+        let wv = weights[row * p.k_words + kw];
+        for (var t = 0u; t < n_tok; t++) {
+            let ao = p.act_offset + (tok0 + t) * p.act_stride + 4u * kw;
+            acc[t] += ternary_dot16(wv, vec4<u32>(act_q[ao], act_q[ao + 1u], act_q[ao + 2u], act_q[ao + 3u]));
+        }
+    }
+    if (lane < p.k_words) {
+        for (var t = 0u; t < n_tok; t++) {
+            atomicAdd(&dots[(team * TOKS + t) * N_GROUPS + g_cur], acc[t]);
+        }
+    }
+    workgroupBarrier();
+
+    // One thread per (group of 4 slots, token).
+    let units = ROWS / 4u;
+    if (lid < units * TOKS) {
+        let u = lid / TOKS;
+        let t = lid % TOKS;
+        if (t < n_tok) {
+            let as_ = act_scale[p.ascale_offset + tok0 + t];
+            let j   = j0 + 4u * u;                    // first head-relative slot of the unit
+            var v: array<f32, 4>;
+            for (var e = 0u; e < 4u; e++) {
+                v[e] = epilogue(4u * u + e, head * hd + slot_dim(j + e), t, as_);
+            }
+            let pos   = p.pos0 + tok0 + t;
+            let is_qk = head < p.n_head + p.n_head_kv;
+            let half  = p.n_rot / 2u;
+            if (is_qk && j < p.n_rot) {
+                // Pairs (2u', 2u'+half) and (2u'+1, 2u'+1+half): x0 * c - x1 * s, x0 * s + x1 * c.
+                let i  = 2u * (j >> 2u);
+                let c0 = rope[pos * half + i];
+                let c1 = rope[pos * half + i + 1u];
+                let a0 = v[0] * c0.x - v[2] * c0.y;
+                let b0 = v[0] * c0.y + v[2] * c0.x;
+                let a1 = v[1] * c1.x - v[3] * c1.y;
+                let b1 = v[1] * c1.y + v[3] * c1.x;
+                v[0] = a0; v[2] = b0; v[1] = a1; v[3] = b1;
+            }
+            // Dimensions held: (d0, d0 + 1) and (d2, d2 + 1).
+            let d0 = slot_dim(j);
+            let d2 = slot_dim(j + 2u);
+            if (head < p.n_head) {
+                let qo = p.q_offset + (tok0 + t) * p.q_stride + head * hd;
+                q_out[qo + d0]      = v[0];
+                q_out[qo + d0 + 1u] = v[1];
+                q_out[qo + d2]      = v[2];
+                q_out[qo + d2 + 1u] = v[3];
+            } else {
+                let is_k = head < p.n_head + p.n_head_kv;
+                let kvh  = select(head - p.n_head - p.n_head_kv, head - p.n_head, is_k);
+                let e0   = pos * p.n_embd_kv + kvh * hd;
+                store_kv(is_k, e0 + d0, v[0], v[1]);
+                store_kv(is_k, e0 + d2, v[2], v[3]);
+            }
+        }
+    }
+}

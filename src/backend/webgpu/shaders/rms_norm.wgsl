@@ -1,0 +1,52 @@
+// rms_norm: y = rms_norm(x) * w for each token (cpu::rms_norm_row), bit-exact like rms_norm_quant.
+// x and y may be the same buffer (both bindings are read_write; each element is read and written
+// by the same thread, after the reduction).
+//
+//   x: [K, T] f32   w: [K] f32   y: [K, T] f32
+// Bindings: 0 x (read_write), 1 w (read), 2 y (read_write), 3 params (uniform)
+// Dispatch: (T, 1, 1). One workgroup per token; thread i handles elements i, i + WG, ...
+
+// #include "lib/numerics.wgsl"
+
+override WG: u32 = 256u;  // a power of two
+
+struct Params {
+    k: u32,         // elements per token
+    eps: f32,
+    x_offset: u32,  // f32 index of x[0, 0]
+    x_stride: u32,  // f32 elements between tokens
+    w_offset: u32,  // f32 index of w[0]
+    y_offset: u32,  // f32 index of y[0, 0]
+    y_stride: u32,  // f32 elements between tokens
+}
+
+@group(0) @binding(0) var<storage, read_write> x: array<f32>;
+@group(0) @binding(1) var<storage, read> w: array<f32>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+@group(0) @binding(3) var<uniform> p: Params;
+
+var<workgroup> red_sum: array<vec2<f32>, WG>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let t  = wid.x;
+    let xo = p.x_offset + t * p.x_stride;
+    var acc = vec2<f32>(0.0, 0.0);
+    for (var i = lid; i < p.k; i += WG) {
+        let v = x[xo + i];
+        acc = df_add_f(acc, v * v);
+    }
+    red_sum[lid] = acc;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (lid < s) { red_sum[lid] = df_add(red_sum[lid], red_sum[lid + s]); }
+        workgroupBarrier();
+    }
+    let mean = df_div_f(red_sum[0], f32(p.k));
+    let inv  = div_rn(1.0, sqrt_rn(mean + p.eps));
+    workgroupBarrier();  // every read of x above happens before any write of y (they may alias)
+    let yo = p.y_offset + t * p.y_stride;
+    for (var i = lid; i < p.k; i += WG) {
+        y[yo + i] = (x[xo + i] * inv) * w[p.w_offset + i];
+    }
+}

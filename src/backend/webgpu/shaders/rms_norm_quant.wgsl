@@ -1,0 +1,83 @@
+// rms_norm_quant: a = int8-quantize(rms_norm(x) * w) for each token (cpu::rms_norm_row followed by
+// cpu::quantize_act_row, FORMATS.md §4.7), bit-exact: the sum of squares is kept in double-float,
+// division and square root are correctly rounded, and the quantization scale is 127 / max|y|.
+//
+//   x: [K, T] f32   w: [K] f32   q: [K, T] int8, four per u32   scale: [T] f32
+// Bindings: 0 x (read), 1 w (read), 2 q (read_write), 3 scale (read_write), 4 params (uniform)
+// Dispatch: (T, 1, 1). One workgroup per token; thread i handles elements i, i + WG, ... and words
+// i, i + WG, ... of q.
+
+// #include "lib/numerics.wgsl"
+
+override WG: u32 = 256u;  // a power of two
+
+struct Params {
+    k: u32,             // elements per token, a multiple of 4
+    eps: f32,
+    x_offset: u32,      // f32 index of x[0, 0]
+    x_stride: u32,      // f32 elements between tokens
+    w_offset: u32,      // f32 index of w[0]
+    q_offset: u32,      // u32 index (bytes / 4) of q[0, 0]
+    q_stride: u32,      // u32 words between tokens
+    scale_offset: u32,  // f32 index of scale[0]
+}
+
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read> w: array<f32>;
+@group(0) @binding(2) var<storage, read_write> q: array<u32>;
+@group(0) @binding(3) var<storage, read_write> scales: array<f32>;
+@group(0) @binding(4) var<uniform> p: Params;
+
+var<workgroup> red_sum: array<vec2<f32>, WG>;
+var<workgroup> red_max: array<f32, WG>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let t  = wid.x;
+    let xo = p.x_offset + t * p.x_stride;
+
+    // 1/rms: squares rounded to f32 (as the CPU), summed in double-float.
+    var acc = vec2<f32>(0.0, 0.0);
+    for (var i = lid; i < p.k; i += WG) {
+        let v = x[xo + i];
+        acc = df_add_f(acc, v * v);
+    }
+    red_sum[lid] = acc;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (lid < s) { red_sum[lid] = df_add(red_sum[lid], red_sum[lid + s]); }
+        workgroupBarrier();
+    }
+    let mean = df_div_f(red_sum[0], f32(p.k));
+    let inv  = div_rn(1.0, sqrt_rn(mean + p.eps));
+
+    // max |y|, y = (x * inv) * w (two roundings, as the CPU).
+    var m = 0.0;
+    for (var i = lid; i < p.k; i += WG) {
+        m = max(m, abs((x[xo + i] * inv) * w[p.w_offset + i]));
+    }
+    red_max[lid] = m;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (lid < s) { red_max[lid] = max(red_max[lid], red_max[lid + s]); }
+        workgroupBarrier();
+    }
+    // The CPU takes max(1e-5, max|y|) in double: below the double 1e-5 (the largest f32 below it is
+    // 9.99999974738e-06) the scale is (float)(127 / 1e-5) = 12700000.
+    let amax = red_max[0];
+    let qs   = select(div_rn(127.0, amax), 12700000.0, amax <= 9.99999974738e-06);
+
+    // q = clamp(round_half_even(y * qs)), four bytes per word.
+    let qo = p.q_offset + t * p.q_stride;
+    for (var j = lid; j < p.k / 4u; j += WG) {
+        var word = 0u;
+        for (var b = 0u; b < 4u; b++) {
+            let i = 4u * j + b;
+            let y = (x[xo + i] * inv) * w[p.w_offset + i];
+            let c = clamp(round(y * qs), -128.0, 127.0);
+            word |= (bitcast<u32>(i32(c)) & 0xffu) << (8u * b);
+        }
+        q[qo + j] = word;
+    }
+    if (lid == 0u) { scales[p.scale_offset + t] = qs; }
+}

@@ -1,0 +1,256 @@
+// WebGpuBackend: device, memory, weight upload, reads/writes and synchronization. The op encoders
+// are in webgpu_ops.cpp.
+#include "backend/webgpu/webgpu_backend_impl.h"
+
+#include "core/error.h"
+#include "core/log.h"
+#include "quant/ternary_formats.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+namespace tern {
+
+bool WebGpuOptions::webgpu_allow_cpu_from_env() {
+    const char * env = std::getenv("TERN_WEBGPU_ALLOW_CPU");
+    return env && std::string_view(env) == "1";
+}
+
+namespace {
+
+constexpr WGPUFlags k_storage_usage =
+    WGPU_BUFFER_USAGE_STORAGE | WGPU_BUFFER_USAGE_COPY_SRC | WGPU_BUFFER_USAGE_COPY_DST;
+
+size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+WgpuDeviceOptions device_options(const WebGpuOptions & o) {
+    WgpuDeviceOptions d;
+    d.allow_cpu_adapter = o.allow_cpu_adapter;
+    d.timeout_ms        = o.timeout_ms;
+    return d;
+}
+
+}  // namespace
+
+GpuBuffer::~GpuBuffer() {
+    if (auto step = step_.lock(); step && buffer_) step->forget(buffer_.get());
+}
+
+WGPUBuffer gpu_buffer(const Tensor & t) {
+    const auto * b = dynamic_cast<const GpuBuffer *>(t.buffer);
+    TERN_ASSERT(b != nullptr, "tensor is not in a WebGPU buffer");
+    TERN_ASSERT(t.offset + t.n_bytes() <= b->size_bytes(), "tensor view past the end of its buffer");
+    return b->get();
+}
+
+uint32_t gpu_offset(const Tensor & t, size_t unit) {
+    TERN_ASSERT(t.offset % unit == 0, "tensor offset %zu is not a multiple of %zu bytes", t.offset, unit);
+    return static_cast<uint32_t>(t.offset / unit);
+}
+
+WebGpuBackend::WebGpuBackend(const WebGpuOptions & options)
+    : ctx_(device_options(options)), pipelines_(ctx_), step_(std::make_shared<StepEncoder>(ctx_, pipelines_)) {
+    const char * no_dp4 = std::getenv("TERN_WEBGPU_NO_DP4");
+    dot4_native_ = ctx_.features().dot4_i8_packed && !options.emulate_dot4 && !(no_dp4 && std::string_view(no_dp4) == "1");
+}
+
+WebGpuBackend::~WebGpuBackend() {
+    try {
+        step_->flush();
+    } catch (...) {  // destructors do not throw; a lost device has nothing left to flush
+    }
+    ropes_.clear();
+}
+
+DeviceInfo WebGpuBackend::device_info() const {
+    return {ctx_.adapter().name, "webgpu: " + ctx_.description() + (dot4_native_ ? "" : ", dot4 emulated")};
+}
+
+bool WebGpuBackend::supports_linear(DType type) const { return dtype_is_lowbit(type); }
+
+bool WebGpuBackend::supports_embedding(DType type) const {
+    return type != DType::i2_s && type != DType::i8 && type != DType::i32;
+}
+
+std::unique_ptr<GpuBuffer> WebGpuBackend::make_buffer(size_t n_bytes, const void * data, const char * label) {
+    const size_t size = round_up(std::max<size_t>(n_bytes, 16), 16);
+    const auto & lim  = ctx_.limits();
+    if (size > lim.maxBufferSize || size > lim.maxStorageBufferBindingSize) {
+        fail(ErrorKind::device,
+             format("webgpu: '%s' needs a %.1f MiB buffer; adapter '%s' allows %.1f MiB per buffer and %.1f MiB per "
+                    "binding",
+                    label, static_cast<double>(size) / 1048576.0, ctx_.adapter().name.c_str(),
+                    static_cast<double>(lim.maxBufferSize) / 1048576.0,
+                    static_cast<double>(lim.maxStorageBufferBindingSize) / 1048576.0),
+             "use a smaller model or context, or --backend cpu");
+    }
+    WGPUBufferDescriptor desc{};
+    desc.label = wgpu_string(label ? label : "tern");
+    desc.usage = k_storage_usage;
+    desc.size  = size;
+    ctx_.push_error_scope();
+    WgpuHandle<WGPUBuffer> buffer(wgpu().wgpuDeviceCreateBuffer(ctx_.device(), &desc));
+    if (std::string err = ctx_.pop_error_scope("creating a buffer"); !err.empty()) {
+        fail(ErrorKind::device, format("webgpu: cannot allocate '%s' (%.1f MiB) on '%s': %s", label,
+                                       static_cast<double>(size) / 1048576.0, ctx_.adapter().name.c_str(), err.c_str()),
+             "the model or context may not fit in GPU memory; try a smaller -c, or --backend cpu");
+    }
+    auto out = std::make_unique<GpuBuffer>(step_, std::move(buffer), size);
+    if (data && n_bytes > 0) {
+        // queueWriteBuffer needs a multiple of 4 bytes: copy through a padded staging vector if needed.
+        if (n_bytes % 4 == 0) {
+            wgpu().wgpuQueueWriteBuffer(ctx_.queue(), out->get(), 0, data, n_bytes);
+        } else {
+            std::vector<uint8_t> padded(round_up(n_bytes, 4), 0);
+            std::memcpy(padded.data(), data, n_bytes);
+            wgpu().wgpuQueueWriteBuffer(ctx_.queue(), out->get(), 0, padded.data(), padded.size());
+        }
+    }
+    return out;
+}
+
+std::unique_ptr<Buffer> WebGpuBackend::alloc(size_t n_bytes, const char * label) {
+    return make_buffer(n_bytes, nullptr, label ? label : "tensor");
+}
+
+void WebGpuBackend::write(const Tensor & dst, const void * src, size_t n_bytes) {
+    TERN_ASSERT(n_bytes <= dst.n_bytes(), "write of %zu bytes into a %zu-byte tensor", n_bytes, dst.n_bytes());
+    if (n_bytes == 0) return;
+    WGPUBuffer buffer = gpu_buffer(dst);
+    step_->flush();  // recorded ops run before this write, in queue order
+    const size_t first = dst.offset & ~size_t{3};
+    const size_t end   = round_up(dst.offset + n_bytes, 4);
+    if (first == dst.offset && end == dst.offset + n_bytes) {
+        wgpu().wgpuQueueWriteBuffer(ctx_.queue(), buffer, dst.offset, src, n_bytes);
+        return;
+    }
+    // Unaligned: read the enclosing words, patch them, write them back.
+    std::vector<uint8_t> words(end - first);
+    Tensor               span = dst;
+    span.offset               = first;
+    span.type                 = DType::i8;
+    span.ne                   = {static_cast<int64_t>(end - first), 1, 1, 1};
+    read(span, words.data(), words.size());
+    std::memcpy(words.data() + (dst.offset - first), src, n_bytes);
+    wgpu().wgpuQueueWriteBuffer(ctx_.queue(), buffer, first, words.data(), words.size());
+}
+
+void WebGpuBackend::read(const Tensor & src, void * dst, size_t n_bytes) {
+    TERN_ASSERT(n_bytes <= src.n_bytes(), "read of %zu bytes from a %zu-byte tensor", n_bytes, src.n_bytes());
+    if (n_bytes == 0) return;
+    WGPUBuffer   buffer = gpu_buffer(src);
+    const size_t first  = src.offset & ~size_t{3};
+    const size_t size   = round_up(src.offset + n_bytes, 4) - first;
+    if (staging_size_ < size) {
+        staging_.reset();
+        WGPUBufferDescriptor desc{};
+        desc.label    = wgpu_string("tern readback");
+        desc.usage    = WGPU_BUFFER_USAGE_MAP_READ | WGPU_BUFFER_USAGE_COPY_DST;
+        desc.size     = round_up(size, 4096);
+        staging_      = WgpuHandle<WGPUBuffer>(wgpu().wgpuDeviceCreateBuffer(ctx_.device(), &desc));
+        staging_size_ = desc.size;
+    }
+    step_->copy(buffer, first, staging_.get(), 0, size);
+    step_->flush();
+
+    struct Map {
+        bool        done   = false;
+        uint32_t    status = 0;
+        std::string message;
+    } map;
+    WGPUCallbackInfo<WGPUBufferMapCallback> cb{};
+    cb.mode      = WGPU_CALLBACK_MODE_ALLOW_PROCESS_EVENTS;
+    cb.userdata1 = &map;
+    cb.callback  = [](uint32_t status, WGPUStringView message, void * u1, void *) {
+        auto * m    = static_cast<Map *>(u1);
+        m->status   = status;
+        m->message  = to_string(message);
+        m->done     = true;
+    };
+    wgpu().wgpuBufferMapAsync(staging_.get(), WGPU_MAP_MODE_READ, 0, size, cb);
+    ctx_.wait(map.done, "reading a buffer back");
+    ctx_.check_errors();
+    if (map.status != WGPU_STATUS_SUCCESS) {
+        fail(ErrorKind::device, format("webgpu: mapping the readback buffer failed: %s", map.message.c_str()));
+    }
+    const void * mapped = wgpu().wgpuBufferGetConstMappedRange(staging_.get(), 0, size);
+    TERN_ASSERT(mapped != nullptr, "mapped range is null");
+    std::memcpy(dst, static_cast<const uint8_t *>(mapped) + (src.offset - first), n_bytes);
+    wgpu().wgpuBufferUnmap(staging_.get());
+}
+
+void WebGpuBackend::synchronize() {
+    step_->flush();
+    bool done = false;
+    WGPUCallbackInfo<WGPUQueueWorkDoneCallback> cb{};
+    cb.mode      = WGPU_CALLBACK_MODE_ALLOW_PROCESS_EVENTS;
+    cb.userdata1 = &done;
+    cb.callback  = [](uint32_t, WGPUStringView, void * u1, void *) { *static_cast<bool *>(u1) = true; };
+    wgpu().wgpuQueueOnSubmittedWorkDone(ctx_.queue(), cb);
+    ctx_.wait(done, "waiting for submitted work");
+    ctx_.check_errors();
+}
+
+std::unique_ptr<Weight> WebGpuBackend::load_norm(const WeightSource & src) {
+    const std::vector<float> w = gpu_pack_norm(src);
+    auto                     n = std::make_unique<GpuNorm>();
+    n->n_rows                  = 1;
+    n->n_cols                  = src.ne[0];
+    n->buffer                  = make_buffer(w.size() * 4, w.data(), src.name.c_str());
+    return n;
+}
+
+std::unique_ptr<Weight> WebGpuBackend::load_linear(std::span<const WeightSource> parts) {
+    const GpuLinearLayout layout = gpu_pack_linear(parts);
+    auto                  w      = std::make_unique<GpuLinear>();
+    w->n_rows                    = layout.n_rows;
+    w->n_cols                    = layout.n_cols;
+    w->group                     = layout.group;
+    w->n_groups                  = layout.n_groups;
+    w->scales_offset             = static_cast<uint32_t>(layout.scales_offset);
+    w->oscales_offset            = static_cast<uint32_t>(layout.oscales_offset);
+    w->buffer = make_buffer(layout.words.size() * 4, layout.words.data(), parts[0].name.c_str());
+    return w;
+}
+
+std::unique_ptr<Weight> WebGpuBackend::load_embedding(const WeightSource & src) {
+    const GpuTableLayout t = gpu_pack_table(src);
+    auto                 e = std::make_unique<GpuTable>();
+    e->n_cols              = src.ne[0];
+    e->n_rows              = src.ne[1];
+    e->f16                 = t.f16;
+    e->buffer              = make_buffer(t.words.size() * 4, t.words.data(), src.name.c_str());
+    return e;
+}
+
+const RopeTable & WebGpuBackend::rope_table(int64_t n_rot, float freq_base, int64_t n_pos) {
+    RopeTable & r = ropes_[{n_rot, freq_base}];
+    if (r.buffer && r.n_pos >= n_pos) return r;
+    int64_t cap = std::max<int64_t>(r.n_pos * 2, 256);
+    while (cap < n_pos) cap *= 2;
+    const int64_t      half = n_rot / 2;
+    std::vector<float> table(static_cast<size_t>(cap * half * 2));
+    // The same expressions as cpu::rope_neox_head (f32 pow, recurrence, cosf / sinf).
+    const float theta_scale = std::pow(freq_base, -2.0f / static_cast<float>(n_rot));
+    for (int64_t pos = 0; pos < cap; ++pos) {
+        float theta = static_cast<float>(pos);
+        for (int64_t i = 0; i < half; ++i) {
+            table[static_cast<size_t>((pos * half + i) * 2)]     = std::cos(theta);
+            table[static_cast<size_t>((pos * half + i) * 2 + 1)] = std::sin(theta);
+            theta *= theta_scale;
+        }
+    }
+    step_->flush();  // work recorded against the old table keeps its buffer alive until it ran
+    r.n_rot     = n_rot;
+    r.freq_base = freq_base;
+    r.n_pos     = cap;
+    r.buffer    = make_buffer(table.size() * 4, table.data(), "rope table");
+    return r;
+}
+
+std::unique_ptr<Backend> make_webgpu_backend(const WebGpuOptions & options) {
+    return std::make_unique<WebGpuBackend>(options);
+}
+
+}  // namespace tern

@@ -1,0 +1,29 @@
+// The WebGPU backend: every op of backend.h as hand-written WGSL (shaders/*.wgsl) on a webgpu.h
+// implementation loaded at run time (Dawn from npm by default, see wgpu_loader.h). Ops between
+// begin_step() and end_step() are recorded into one command buffer and submitted by end_step();
+// ops outside a step are submitted by the next read(), write() or synchronize().
+//
+//   auto backend = make_webgpu_backend({});   // throws Error(device) when there is no GPU adapter
+#pragma once
+
+#include "backend/backend.h"
+#include "backend/webgpu/wgpu_device.h"
+
+#include <memory>
+
+namespace tern {
+
+struct WebGpuOptions {
+    // Accept a CPU adapter (SwiftShader): correct but slow. Default: $TERN_WEBGPU_ALLOW_CPU == "1".
+    bool    allow_cpu_adapter = webgpu_allow_cpu_from_env();
+    int64_t timeout_ms        = 0;      // per wait; 0: $TERN_WEBGPU_TIMEOUT_MS or 120 s
+    // Use the emulated dot4 kernels even when dot4I8Packed is there ($TERN_WEBGPU_NO_DP4=1 too).
+    bool    emulate_dot4      = false;
+
+    static bool webgpu_allow_cpu_from_env();
+};
+
+// Throws Error(device) with the reason and a hint when no usable adapter exists.
+std::unique_ptr<Backend> make_webgpu_backend(const WebGpuOptions & options = {});
+
+}  // namespace tern

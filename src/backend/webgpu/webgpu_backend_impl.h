@@ -1,0 +1,123 @@
+// Internals of the WebGPU backend shared by webgpu_backend.cpp (device, memory, weights, steps) and
+// webgpu_ops.cpp (one encoder per op of backend.h). Not a public header.
+#pragma once
+
+#include "backend/webgpu/pipeline_cache.h"
+#include "backend/webgpu/webgpu_backend.h"
+#include "backend/webgpu/webgpu_step.h"
+#include "backend/webgpu/webgpu_weights.h"
+
+#include <map>
+#include <memory>
+
+namespace tern {
+
+class WebGpuBackend;
+
+// A device buffer (storage | copy src | copy dst), padded to whole 16-byte units. It may outlive
+// its backend (then only the handle is released).
+class GpuBuffer : public Buffer {
+public:
+    GpuBuffer(std::weak_ptr<StepEncoder> step, WgpuHandle<WGPUBuffer> buffer, size_t size)
+        : step_(std::move(step)), buffer_(std::move(buffer)), size_(size) {}
+    ~GpuBuffer() override;
+    size_t     size_bytes() const override { return size_; }
+    WGPUBuffer get() const { return buffer_.get(); }
+
+private:
+    std::weak_ptr<StepEncoder> step_;  // drops cached bind groups that use this buffer
+    WgpuHandle<WGPUBuffer>     buffer_;
+    size_t                     size_;
+};
+
+// Linear weight in the layout of webgpu_weights.h.
+class GpuLinear : public Weight {
+public:
+    std::unique_ptr<GpuBuffer> buffer;
+    int64_t                    group    = 0;
+    int64_t                    n_groups = 0;
+    uint32_t                   scales_offset  = 0;  // u32 index
+    uint32_t                   oscales_offset = 0;  // u32 index
+};
+
+class GpuNorm : public Weight {
+public:
+    std::unique_ptr<GpuBuffer> buffer;  // [n_cols] f32
+};
+
+class GpuTable : public Weight {
+public:
+    std::unique_ptr<GpuBuffer> buffer;  // [n_cols, n_rows] f16 (two per word) or f32
+    bool                       f16 = false;
+};
+
+// cos/sin of ggml's NeoX theta recurrence for positions [0, n_pos), computed on the host exactly as
+// cpu::rope_neox_head does, uploaded once and grown by doubling.
+struct RopeTable {
+    int64_t                    n_rot = 0;
+    float                      freq_base = 0;
+    int64_t                    n_pos = 0;
+    std::unique_ptr<GpuBuffer> buffer;  // [n_pos][n_rot / 2] (cos, sin) f32
+};
+
+class WebGpuBackend final : public Backend {
+public:
+    explicit WebGpuBackend(const WebGpuOptions & options);
+    ~WebGpuBackend() override;
+
+    std::string_view name() const override { return "webgpu"; }
+    DeviceInfo       device_info() const override;
+    bool             supports_linear(DType type) const override;
+    bool             supports_embedding(DType type) const override;
+
+    std::unique_ptr<Buffer> alloc(size_t n_bytes, const char * label) override;
+    void write(const Tensor & dst, const void * src, size_t n_bytes) override;
+    void read(const Tensor & src, void * dst, size_t n_bytes) override;
+
+    std::unique_ptr<Weight> load_norm(const WeightSource & src) override;
+    std::unique_ptr<Weight> load_linear(std::span<const WeightSource> parts) override;
+    std::unique_ptr<Weight> load_embedding(const WeightSource & src) override;
+
+    void begin_step() override {}
+    void embed(const Tensor & x, const Weight & token_embd, const Tensor & tokens) override;
+    void rms_norm_quant(const QuantizedActs & a, const Tensor & x, const Weight & w, float eps) override;
+    void rms_norm(const Tensor & y, const Tensor & x, const Weight & w, float eps) override;
+    void bitlinear(const Tensor & y, const Weight & w, const QuantizedActs & a, bool accumulate) override;
+    void qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const QuantizedActs & a,
+                            const AttentionShape & shape, int64_t pos0) override;
+    void attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
+                   int64_t pos0) override;
+    void gate_up(const Tensor & f, const Weight & w_gate_up, const QuantizedActs & a, FfnActivation act) override;
+    void lm_head(const Tensor & logits, const Weight & head, const Tensor & h, bool round_input_f16) override;
+    void argmax(const Tensor & ids, const Tensor & logits) override;
+    void end_step() override { step_->flush(); }
+    void synchronize() override;
+    int64_t take_dispatch_count() override { return step_->take_dispatch_count(); }
+
+private:
+    // A new buffer of at least n_bytes holding `data` (may be null); Error(device) if it cannot be made.
+    std::unique_ptr<GpuBuffer> make_buffer(size_t n_bytes, const void * data, const char * label);
+    // The rope table covering positions [0, n_pos).
+    const RopeTable & rope_table(int64_t n_rot, float freq_base, int64_t n_pos);
+    // The shader name of a ternary kernel: "<base>" or "<base>_nodp4".
+    std::string_view ternary_shader(std::string_view base) const;
+    // Common dispatch of bitlinear / gate_up (they share bindings and Params up to the last fields).
+    void encode_ternary(std::string_view shader, const Tensor & y, const GpuLinear & w, const QuantizedActs & a,
+                        uint32_t n_out, uint32_t rows, uint32_t last_param);
+
+    WgpuContext   ctx_;
+    PipelineCache pipelines_;
+    std::shared_ptr<StepEncoder> step_;
+    bool          dot4_native_ = true;
+    WgpuHandle<WGPUBuffer> staging_;  // MapRead | CopyDst, for read()
+    size_t                 staging_size_ = 0;
+    std::map<std::pair<int64_t, float>, RopeTable> ropes_;
+};
+
+// The GPU buffer behind a tensor (asserts it came from a WebGPU backend).
+WGPUBuffer gpu_buffer(const Tensor & t);
+
+// Element offset of a tensor view in units of `unit` bytes (asserts alignment).
+uint32_t gpu_offset(const Tensor & t, size_t unit);
+
+}  // namespace tern

@@ -1,0 +1,229 @@
+// The op encoders of WebGpuBackend: each op of backend.h becomes one dispatch of a WGSL kernel
+// (shaders/<op>.wgsl) with a Params struct that mirrors the kernel's, field for field. Tensors are
+// passed as whole buffers plus element offsets, so views need no alignment beyond their element.
+//
+// Dispatches per decoded token for an L-layer model: 1 embed + 8 L (norm+quant, qkv+rope+kv,
+// attention, norm+quant, o-proj + residual, norm+quant, gate+up+act, norm+quant, down + residual)
+// + 1 final norm + 1 LM head + 1 argmax = 8 L + 4 (244 for 30 layers).
+#include "backend/webgpu/webgpu_backend_impl.h"
+
+#include "core/error.h"
+
+#include <algorithm>
+
+namespace tern {
+namespace {
+
+uint32_t u32(int64_t v) {
+    TERN_ASSERT(v >= 0 && v <= static_cast<int64_t>(UINT32_MAX), "value %lld does not fit a u32",
+                static_cast<long long>(v));
+    return static_cast<uint32_t>(v);
+}
+
+uint32_t ceil_div(int64_t a, int64_t b) { return u32((a + b - 1) / b); }
+
+// Tokens per workgroup of a ternary kernel: as many as fit (<= 8) with the per-group integer sums
+// of rows_per_wg rows in 16 KiB of workgroup memory.
+uint32_t tokens_per_workgroup(int64_t n_tokens, uint32_t rows_per_wg, int64_t n_groups) {
+    int64_t toks = std::min<int64_t>(8, n_tokens);
+    while (toks > 1 && rows_per_wg * toks * n_groups * 4 > 16384) --toks;
+    return static_cast<uint32_t>(toks);
+}
+
+const GpuLinear & as_linear(const Weight & w) {
+    const auto * l = dynamic_cast<const GpuLinear *>(&w);
+    TERN_ASSERT(l != nullptr, "weight was not loaded by the WebGPU backend as a linear");
+    return *l;
+}
+
+}  // namespace
+
+std::string_view WebGpuBackend::ternary_shader(std::string_view base) const {
+    if (base == "bitlinear") return dot4_native_ ? "bitlinear" : "bitlinear_nodp4";
+    if (base == "gate_up") return dot4_native_ ? "gate_up" : "gate_up_nodp4";
+    if (base == "qkv_rope") return dot4_native_ ? "qkv_rope" : "qkv_rope_nodp4";
+    TERN_ASSERT(false, "no ternary shader '%.*s'", static_cast<int>(base.size()), base.data());
+    return {};
+}
+
+void WebGpuBackend::embed(const Tensor & x, const Weight & token_embd, const Tensor & tokens) {
+    const auto * e = dynamic_cast<const GpuTable *>(&token_embd);
+    TERN_ASSERT(e != nullptr, "embedding was not loaded by the WebGPU backend");
+    const int64_t n_tok = tokens.ne[0];
+    TERN_ASSERT(x.ne[0] == e->n_cols && x.ne[1] == n_tok, "embed shapes");
+    struct {
+        uint32_t n_embd, n_vocab, table_offset, ids_offset, x_offset, x_stride;
+    } p{u32(e->n_cols), u32(e->n_rows), 0, gpu_offset(tokens, 4), gpu_offset(x, 4), u32(x.ne[0])};
+    const PipelineKey key{"embed", "rrwu", {{{"WG", 256}, {"TABLE_F16", e->f16 ? 1.0 : 0.0}}}};
+    const WGPUBuffer  bufs[] = {e->buffer->get(), gpu_buffer(tokens), gpu_buffer(x)};
+    step_->dispatch(key, bufs, &p, sizeof p, ceil_div(e->n_cols, 256), u32(n_tok));
+}
+
+void WebGpuBackend::rms_norm_quant(const QuantizedActs & a, const Tensor & x, const Weight & w, float eps) {
+    const auto * nw = dynamic_cast<const GpuNorm *>(&w);
+    TERN_ASSERT(nw != nullptr, "norm was not loaded by the WebGPU backend");
+    const int64_t k = x.ne[0];
+    TERN_ASSERT(nw->n_cols == k && a.q.ne[0] == k && k % 4 == 0 && a.q.ne[1] == x.ne[1], "rms_norm_quant shapes");
+    struct {
+        uint32_t k;
+        float    eps;
+        uint32_t x_offset, x_stride, w_offset, q_offset, q_stride, scale_offset;
+    } p{u32(k), eps, gpu_offset(x, 4), u32(k), 0, gpu_offset(a.q, 4), u32(k / 4), gpu_offset(a.scale, 4)};
+    const PipelineKey key{"rms_norm_quant", "rrwwu", {{{"WG", 256}}}};
+    const WGPUBuffer  bufs[] = {gpu_buffer(x), nw->buffer->get(), gpu_buffer(a.q), gpu_buffer(a.scale)};
+    step_->dispatch(key, bufs, &p, sizeof p, u32(x.ne[1]));
+}
+
+void WebGpuBackend::rms_norm(const Tensor & y, const Tensor & x, const Weight & w, float eps) {
+    const auto * nw = dynamic_cast<const GpuNorm *>(&w);
+    TERN_ASSERT(nw != nullptr, "norm was not loaded by the WebGPU backend");
+    const int64_t k = x.ne[0];
+    TERN_ASSERT(nw->n_cols == k && y.ne[0] == k && y.ne[1] == x.ne[1], "rms_norm shapes");
+    struct {
+        uint32_t k;
+        float    eps;
+        uint32_t x_offset, x_stride, w_offset, y_offset, y_stride;
+    } p{u32(k), eps, gpu_offset(x, 4), u32(k), 0, gpu_offset(y, 4), u32(k)};
+    const PipelineKey key{"rms_norm", "wrwu", {{{"WG", 256}}}};
+    const WGPUBuffer  bufs[] = {gpu_buffer(x), nw->buffer->get(), gpu_buffer(y)};
+    step_->dispatch(key, bufs, &p, sizeof p, u32(x.ne[1]));
+}
+
+void WebGpuBackend::encode_ternary(std::string_view shader, const Tensor & y, const GpuLinear & w,
+                                   const QuantizedActs & a, uint32_t n_out, uint32_t rows, uint32_t last_param) {
+    const int64_t  k     = w.n_cols;
+    const int64_t  n_tok = a.q.ne[1];
+    const bool     gate  = shader.starts_with("gate_up");
+    const uint32_t toks  = tokens_per_workgroup(n_tok, gate ? 2 * rows : rows, w.n_groups);
+    struct {
+        uint32_t n_out, k_words, group_words, n_tokens, scales_offset, oscales_offset, act_offset, act_stride,
+            ascale_offset, y_offset, y_stride, last;
+    } p{n_out,          u32(k / 16),         u32(w.group / 16),  u32(n_tok),     w.scales_offset,
+        w.oscales_offset, gpu_offset(a.q, 4), u32(k / 4),         gpu_offset(a.scale, 4), gpu_offset(y, 4),
+        u32(y.ne[0]),    last_param};
+    const PipelineKey key{shader,
+                          "rrrwu",
+                          {{{"WG", 256}, {"ROWS", static_cast<double>(rows)}, {"TOKS", static_cast<double>(toks)},
+                            {"N_GROUPS", static_cast<double>(w.n_groups)}}}};
+    const WGPUBuffer  bufs[] = {w.buffer->get(), gpu_buffer(a.q), gpu_buffer(a.scale), gpu_buffer(y)};
+    step_->dispatch(key, bufs, &p, sizeof p, ceil_div(n_out, rows), ceil_div(n_tok, toks));
+}
+
+void WebGpuBackend::bitlinear(const Tensor & y, const Weight & w, const QuantizedActs & a, bool accumulate) {
+    const GpuLinear & lw = as_linear(w);
+    TERN_ASSERT(y.ne[0] == lw.n_rows && a.q.ne[0] == lw.n_cols && y.ne[1] == a.q.ne[1], "bitlinear shapes");
+    encode_ternary(ternary_shader("bitlinear"), y, lw, a, u32(lw.n_rows), 4, accumulate ? 1 : 0);
+}
+
+void WebGpuBackend::gate_up(const Tensor & f, const Weight & w_gate_up, const QuantizedActs & a, FfnActivation act) {
+    const GpuLinear & lw   = as_linear(w_gate_up);
+    const int64_t     n_ff = lw.n_rows / 2;
+    TERN_ASSERT(f.ne[0] == n_ff && f.ne[1] == a.q.ne[1] && a.q.ne[0] == lw.n_cols, "gate_up shapes");
+    encode_ternary(ternary_shader("gate_up"), f, lw, a, u32(n_ff), 2, act == FfnActivation::relu2 ? 0 : 1);
+}
+
+void WebGpuBackend::qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, const Weight & wqkv,
+                                       const QuantizedActs & a, const AttentionShape & s, int64_t pos0) {
+    const GpuLinear & lw    = as_linear(wqkv);
+    const int64_t     hd    = s.head_dim;
+    const int64_t     n_q   = s.n_head * hd;
+    const int64_t     n_kv  = s.n_head_kv * hd;
+    const int64_t     n_tok = a.q.ne[1];
+    TERN_ASSERT(lw.n_rows == n_q + 2 * n_kv && q.ne[0] == n_q && kv.k.ne[0] == n_kv && a.q.ne[0] == lw.n_cols,
+                "qkv shapes");
+    TERN_ASSERT(pos0 >= 0 && pos0 + n_tok <= kv.k.ne[1], "positions past the KV cache");
+    if (hd % 4 != 0 || s.n_rot % 4 != 0 || s.n_rot > hd) {
+        fail(ErrorKind::unsupported,
+             format("webgpu: head_dim %lld with %lld rotated dimensions; the WebGPU kernels need both to be "
+                    "multiples of 4",
+                    static_cast<long long>(hd), static_cast<long long>(s.n_rot)),
+             "use --backend cpu for this model");
+    }
+    const RopeTable & rope = rope_table(s.n_rot, s.rope_freq_base, pos0 + n_tok);
+    const uint32_t    rows = hd % 8 == 0 ? 8 : 4;
+    const uint32_t    toks = tokens_per_workgroup(n_tok, rows, lw.n_groups);
+    const size_t      k_el = kv.k.type == DType::f16 ? 2 : 4;
+    const size_t      v_el = kv.v.type == DType::f16 ? 2 : 4;
+    TERN_ASSERT(kv.k.offset % 4 == 0 && kv.v.offset % 4 == 0, "KV cache views must be 4-byte aligned");
+    struct {
+        uint32_t k_words, group_words, n_tokens, scales_offset, oscales_offset, act_offset, act_stride, ascale_offset,
+            head_dim, n_rot, n_head, n_head_kv, pos0, q_offset, q_stride, k_offset, v_offset, n_embd_kv;
+    } p{u32(lw.n_cols / 16), u32(lw.group / 16), u32(n_tok),       lw.scales_offset,     lw.oscales_offset,
+        gpu_offset(a.q, 4),  u32(lw.n_cols / 4), gpu_offset(a.scale, 4), u32(hd),          u32(s.n_rot),
+        u32(s.n_head),       u32(s.n_head_kv),   u32(pos0),          gpu_offset(q, 4),     u32(n_q),
+        gpu_offset(kv.k, k_el), gpu_offset(kv.v, v_el), u32(n_kv)};
+    const PipelineKey key{ternary_shader("qkv_rope"),
+                          "rrrrwwwu",
+                          {{{"WG", 256},
+                            {"ROWS", static_cast<double>(rows)},
+                            {"TOKS", static_cast<double>(toks)},
+                            {"N_GROUPS", static_cast<double>(lw.n_groups)},
+                            {"K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0},
+                            {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0}}}};
+    const WGPUBuffer bufs[] = {lw.buffer->get(), gpu_buffer(a.q), gpu_buffer(a.scale), rope.buffer->get(),
+                               gpu_buffer(q),    gpu_buffer(kv.k), gpu_buffer(kv.v)};
+    step_->dispatch(key, bufs, &p, sizeof p, ceil_div(lw.n_rows, rows), ceil_div(n_tok, toks));
+}
+
+void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & s,
+                              int64_t pos0) {
+    const int64_t n_tok = q.ne[1];
+    const int64_t hd    = s.head_dim;
+    TERN_ASSERT(pos0 + n_tok <= kv.k.ne[1], "attention past the KV cache");
+    TERN_ASSERT(s.n_head % s.n_head_kv == 0 && out.ne[0] == s.n_head * hd && q.ne[0] == s.n_head * hd,
+                "attention shapes");
+    if (hd > 256) {
+        fail(ErrorKind::unsupported, format("webgpu: head_dim %lld is above the attention kernel's 256",
+                                            static_cast<long long>(hd)),
+             "use --backend cpu for this model");
+    }
+    const size_t k_el = kv.k.type == DType::f16 ? 2 : 4;
+    const size_t v_el = kv.v.type == DType::f16 ? 2 : 4;
+    struct {
+        uint32_t head_dim, n_head, n_head_kv, n_tokens, pos0, n_embd_kv, q_offset, q_stride, out_offset, out_stride,
+            k_offset, v_offset;
+        float scale;
+    } p{u32(hd),          u32(s.n_head),   u32(s.n_head_kv),      u32(n_tok),
+        u32(pos0),        u32(kv.k.ne[0]), gpu_offset(q, 4),      u32(q.ne[0]),
+        gpu_offset(out, 4), u32(out.ne[0]), gpu_offset(kv.k, k_el), gpu_offset(kv.v, v_el),
+        s.scale};
+    const PipelineKey key{"attention",
+                          "rrrwu",
+                          {{{"WG", 64},
+                            {"K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0},
+                            {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0}}}};
+    const WGPUBuffer bufs[] = {gpu_buffer(q), gpu_buffer(kv.k), gpu_buffer(kv.v), gpu_buffer(out)};
+    step_->dispatch(key, bufs, &p, sizeof p, u32(s.n_head), u32(n_tok));
+}
+
+void WebGpuBackend::lm_head(const Tensor & logits, const Weight & head, const Tensor & h, bool round_input_f16) {
+    const auto * e = dynamic_cast<const GpuTable *>(&head);
+    TERN_ASSERT(e != nullptr, "LM head was not loaded by the WebGPU backend");
+    const int64_t n_tok = h.ne[1];
+    TERN_ASSERT(h.ne[0] == e->n_cols && logits.ne[0] == e->n_rows && logits.ne[1] == n_tok, "lm_head shapes");
+    const uint32_t rows = 4;
+    const uint32_t toks = static_cast<uint32_t>(std::min<int64_t>(4, n_tok));
+    struct {
+        uint32_t n_vocab, k, n_tokens, head_offset, h_offset, h_stride, out_offset, out_stride, round_input;
+    } p{u32(e->n_rows), u32(e->n_cols), u32(n_tok), 0, gpu_offset(h, 4), u32(h.ne[0]), gpu_offset(logits, 4),
+        u32(logits.ne[0]), round_input_f16 ? 1u : 0u};
+    const PipelineKey key{"lm_head",
+                          "rrwu",
+                          {{{"WG", 256},
+                            {"ROWS", static_cast<double>(rows)},
+                            {"TOKS", static_cast<double>(toks)},
+                            {"TABLE_F16", e->f16 ? 1.0 : 0.0}}}};
+    const WGPUBuffer bufs[] = {e->buffer->get(), gpu_buffer(h), gpu_buffer(logits)};
+    step_->dispatch(key, bufs, &p, sizeof p, ceil_div(e->n_rows, rows), ceil_div(n_tok, toks));
+}
+
+void WebGpuBackend::argmax(const Tensor & ids, const Tensor & logits) {
+    struct {
+        uint32_t n_vocab, logits_offset, logits_stride, ids_offset;
+    } p{u32(logits.ne[0]), gpu_offset(logits, 4), u32(logits.ne[0]), gpu_offset(ids, 4)};
+    const PipelineKey key{"argmax", "rwu", {{{"WG", 256}}}};
+    const WGPUBuffer  bufs[] = {gpu_buffer(logits), gpu_buffer(ids)};
+    step_->dispatch(key, bufs, &p, sizeof p, u32(logits.ne[1]));
+}
+
+}  // namespace tern

@@ -1,0 +1,122 @@
+// One command encoder + compute pass per step, uniform arena, bind group cache (webgpu_step.h).
+#include "backend/webgpu/webgpu_step.h"
+
+#include "core/error.h"
+
+#include <cstring>
+
+namespace tern {
+
+StepEncoder::StepEncoder(WgpuContext & ctx, PipelineCache & pipelines) : ctx_(ctx), pipelines_(pipelines) {
+    WGPUBufferDescriptor desc{};
+    desc.label = wgpu_string("tern uniforms");
+    desc.usage = WGPU_BUFFER_USAGE_UNIFORM | WGPU_BUFFER_USAGE_COPY_DST;
+    desc.size  = k_slots * k_slot_bytes;
+    uniforms_  = WgpuHandle<WGPUBuffer>(wgpu().wgpuDeviceCreateBuffer(ctx_.device(), &desc));
+    arena_.resize(k_slots * k_slot_bytes);
+}
+
+StepEncoder::~StepEncoder() {
+    if (pass_) {
+        wgpu().wgpuComputePassEncoderEnd(pass_);
+        wgpu().wgpuComputePassEncoderRelease(pass_);
+    }
+    if (encoder_) wgpu().wgpuCommandEncoderRelease(encoder_);
+}
+
+void StepEncoder::begin_pass() {
+    if (!encoder_) {
+        WGPUCommandEncoderDescriptor desc{};
+        desc.label = wgpu_string("tern step");
+        encoder_   = wgpu().wgpuDeviceCreateCommandEncoder(ctx_.device(), &desc);
+    }
+    if (!pass_) {
+        WGPUComputePassDescriptor desc{};
+        desc.label = wgpu_string("tern step");
+        pass_      = wgpu().wgpuCommandEncoderBeginComputePass(encoder_, &desc);
+    }
+}
+
+void StepEncoder::end_pass() {
+    if (!pass_) return;
+    wgpu().wgpuComputePassEncoderEnd(pass_);
+    wgpu().wgpuComputePassEncoderRelease(pass_);
+    pass_ = nullptr;
+}
+
+void StepEncoder::dispatch(const PipelineKey & key, std::span<const WGPUBuffer> buffers, const void * params,
+                           size_t params_bytes, uint32_t x, uint32_t y, uint32_t z) {
+    TERN_ASSERT(params_bytes <= k_slot_bytes, "params of %zu bytes", params_bytes);
+    TERN_ASSERT(buffers.size() + 1 == key.signature.size(), "%zu buffers for signature '%.*s'", buffers.size(),
+                static_cast<int>(key.signature.size()), key.signature.data());
+    const uint32_t max_groups = ctx_.limits().maxComputeWorkgroupsPerDimension;
+    TERN_ASSERT(x <= max_groups && y <= max_groups && z <= max_groups, "dispatch (%u, %u, %u) of %s over the limit %u",
+                x, y, z, key.label().c_str(), max_groups);
+    if (x == 0 || y == 0 || z == 0) return;
+    if (n_slots_ == k_slots) flush();
+
+    WGPUComputePipeline pipeline = pipelines_.pipeline(key);
+    BindKey             bk{key.signature, std::vector<WGPUBuffer>(buffers.begin(), buffers.end())};
+    auto                it = bind_groups_.find(bk);
+    if (it == bind_groups_.end()) {
+        std::vector<WGPUBindGroupEntry> entries(buffers.size() + 1);
+        for (size_t i = 0; i < entries.size(); ++i) {
+            entries[i]         = {};
+            entries[i].binding = static_cast<uint32_t>(i);
+            entries[i].buffer  = i < buffers.size() ? buffers[i] : uniforms_.get();
+            entries[i].offset  = 0;
+            entries[i].size    = i < buffers.size() ? WGPU_WHOLE_SIZE : k_slot_bytes;
+        }
+        WGPUBindGroupDescriptor desc{};
+        desc.layout     = pipelines_.layout(key.signature);
+        desc.entryCount = entries.size();
+        desc.entries    = entries.data();
+        ctx_.push_error_scope();
+        WgpuHandle<WGPUBindGroup> group(wgpu().wgpuDeviceCreateBindGroup(ctx_.device(), &desc));
+        if (std::string err = ctx_.pop_error_scope("creating a bind group"); !err.empty()) {
+            fail(ErrorKind::device, format("webgpu: bind group for %s: %s", key.label().c_str(), err.c_str()));
+        }
+        it = bind_groups_.emplace(std::move(bk), std::move(group)).first;
+    }
+
+    begin_pass();
+    const size_t slot = n_slots_++;
+    std::memcpy(arena_.data() + slot * k_slot_bytes, params, params_bytes);
+    const uint32_t offset = static_cast<uint32_t>(slot * k_slot_bytes);
+    wgpu().wgpuComputePassEncoderSetPipeline(pass_, pipeline);
+    wgpu().wgpuComputePassEncoderSetBindGroup(pass_, 0, it->second.get(), 1, &offset);
+    wgpu().wgpuComputePassEncoderDispatchWorkgroups(pass_, x, y, z);
+    ++dispatches_;
+}
+
+void StepEncoder::copy(WGPUBuffer src, uint64_t src_offset, WGPUBuffer dst, uint64_t dst_offset, uint64_t n_bytes) {
+    begin_pass();  // makes sure the encoder exists
+    end_pass();
+    wgpu().wgpuCommandEncoderCopyBufferToBuffer(encoder_, src, src_offset, dst, dst_offset, n_bytes);
+}
+
+void StepEncoder::flush() {
+    if (!encoder_) return;
+    end_pass();
+    WGPUCommandBufferDescriptor desc{};
+    desc.label                = wgpu_string("tern step");
+    WGPUCommandBuffer commands = wgpu().wgpuCommandEncoderFinish(encoder_, &desc);
+    wgpu().wgpuCommandEncoderRelease(encoder_);
+    encoder_ = nullptr;
+    if (n_slots_ > 0) {
+        wgpu().wgpuQueueWriteBuffer(ctx_.queue(), uniforms_.get(), 0, arena_.data(), n_slots_ * k_slot_bytes);
+        n_slots_ = 0;
+    }
+    wgpu().wgpuQueueSubmit(ctx_.queue(), 1, &commands);
+    wgpu().wgpuCommandBufferRelease(commands);
+}
+
+void StepEncoder::forget(WGPUBuffer buffer) {
+    for (auto it = bind_groups_.begin(); it != bind_groups_.end();) {
+        bool uses = false;
+        for (WGPUBuffer b : it->first.second) uses = uses || b == buffer;
+        it = uses ? bind_groups_.erase(it) : std::next(it);
+    }
+}
+
+}  // namespace tern

@@ -1,0 +1,60 @@
+// StepEncoder: records the dispatches of a step into one command encoder and one compute pass,
+// and submits them together (DESIGN.md decision 2: one command buffer per step).
+//
+// Every dispatch gets its uniform Params in a 256-byte slot of a host-side arena that is uploaded
+// with one queue write right before the submit (a write is ordered before the submit that follows
+// it). Bind groups bind whole buffers and are cached by (signature, buffers), so a steady-state step
+// creates no WebGPU objects at all. A full arena flushes the step early and starts over.
+#pragma once
+
+#include "backend/webgpu/pipeline_cache.h"
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <utility>
+#include <vector>
+
+namespace tern {
+
+class StepEncoder {
+public:
+    static constexpr size_t k_slot_bytes = 256;   // minUniformBufferOffsetAlignment is at most 256
+    static constexpr size_t k_slots      = 1024;  // dispatches per submit before an early flush
+
+    StepEncoder(WgpuContext & ctx, PipelineCache & pipelines);
+    ~StepEncoder();
+
+    // Records one dispatch of `key` with `buffers` bound to bindings 0.. (in the order of the key's
+    // signature, the uniform last) and `params` (at most 256 bytes) as the uniform.
+    void dispatch(const PipelineKey & key, std::span<const WGPUBuffer> buffers, const void * params,
+                  size_t params_bytes, uint32_t x, uint32_t y = 1, uint32_t z = 1);
+    // Records a buffer-to-buffer copy (closes the current compute pass).
+    void copy(WGPUBuffer src, uint64_t src_offset, WGPUBuffer dst, uint64_t dst_offset, uint64_t n_bytes);
+    // Submits whatever was recorded (no-op when nothing was).
+    void flush();
+    bool pending() const { return encoder_ != nullptr; }
+
+    // Drops cached bind groups that use `buffer` (called before a buffer is released).
+    void forget(WGPUBuffer buffer);
+
+    int64_t take_dispatch_count() { return std::exchange(dispatches_, 0); }
+
+private:
+    void begin_pass();
+    void end_pass();
+
+    using BindKey = std::pair<std::string_view, std::vector<WGPUBuffer>>;
+
+    WgpuContext &                               ctx_;
+    PipelineCache &                             pipelines_;
+    WgpuHandle<WGPUBuffer>                      uniforms_;  // k_slots x 256 bytes
+    std::vector<uint8_t>                        arena_;     // host copy of the slots in use
+    size_t                                      n_slots_ = 0;
+    WGPUCommandEncoder                          encoder_ = nullptr;
+    WGPUComputePassEncoder                      pass_    = nullptr;
+    std::map<BindKey, WgpuHandle<WGPUBindGroup>> bind_groups_;
+    int64_t                                     dispatches_ = 0;
+};
+
+}  // namespace tern

@@ -1,0 +1,121 @@
+// Repacking into the WebGPU layouts of webgpu_weights.h.
+#include "backend/webgpu/webgpu_weights.h"
+
+#include "core/error.h"
+#include "quant/block_formats.h"
+#include "quant/ternary_formats.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace tern {
+
+GpuLinearLayout gpu_pack_linear(std::span<const WeightSource> parts) {
+    TERN_ASSERT(!parts.empty(), "load_linear with no parts");
+    const int64_t k    = parts[0].ne[0];
+    const DType   type = parts[0].type;
+    int64_t       n    = 0;
+    for (const auto & p : parts) {
+        if (!dtype_is_lowbit(p.type)) {
+            fail(ErrorKind::unsupported,
+                 format("tensor '%s' has type %s; BitLinear weights must be a ternary/low-bit type", p.name.c_str(),
+                        std::string(dtype_name(p.type)).c_str()),
+                 "supported: i2_s tq1_0 tq2_0 q2_0 pq2_0 q1_0; re-quantize the model");
+        }
+        if (p.type != type) {
+            fail(ErrorKind::unsupported,
+                 format("tensor '%s' has type %s but '%s' has type %s; tensors that share an input must share a type",
+                        p.name.c_str(), std::string(dtype_name(p.type)).c_str(), parts[0].name.c_str(),
+                        std::string(dtype_name(type)).c_str()));
+        }
+        TERN_ASSERT(p.ne[0] == k, "parts disagree on K");
+        n += p.ne[1];
+    }
+    if (k % 16 != 0) {
+        fail(ErrorKind::unsupported, format("tensor '%s': K = %lld is not a multiple of 16, which the WebGPU layout needs",
+                                            parts[0].name.c_str(), static_cast<long long>(k)));
+    }
+    GpuLinearLayout w;
+    w.n_rows   = n;
+    w.n_cols   = k;
+    w.type     = type;
+    w.group    = lowbit_scale_group(type, k);
+    w.n_groups = k / w.group;
+    const size_t k_words = static_cast<size_t>(k / 16);
+    w.scales_offset      = static_cast<size_t>(n) * k_words;
+    w.oscales_offset     = w.scales_offset + static_cast<size_t>(n * w.n_groups);
+    w.words.assign(w.oscales_offset + static_cast<size_t>(n), 0u);
+
+    std::vector<int8_t> values(static_cast<size_t>(k));
+    std::vector<float>  scales(static_cast<size_t>(w.n_groups));
+    int64_t             row0 = 0;
+    for (const auto & p : parts) {
+        if (type == DType::i2_s) {
+            const float s = i2s_tensor_scale(p.data, p.n_elements());
+            if (!std::isfinite(s)) {
+                fail(ErrorKind::invalid_model, format("tensor '%s': i2_s scale is %g; expected a finite number",
+                                                      p.name.c_str(), static_cast<double>(s)));
+            }
+        }
+        for (int64_t r = 0; r < p.ne[1]; ++r) {
+            const int64_t row = row0 + r;
+            lowbit_decode_row(type, p.data, p.n_elements(), r, k, values.data(), scales.data());
+            uint32_t * dst = w.words.data() + static_cast<size_t>(row) * k_words;
+            for (size_t wi = 0; wi < k_words; ++wi) {
+                uint32_t word = 0;
+                for (uint32_t e = 0; e < 16; ++e) {
+                    const auto code = static_cast<uint32_t>(values[wi * 16 + e] + 1) & 3u;
+                    // element 4s + b -> byte b, bit pair s
+                    word |= code << (8 * (e % 4) + 2 * (e / 4));
+                }
+                dst[wi] = word;
+            }
+            for (int64_t g = 0; g < w.n_groups; ++g) {
+                std::memcpy(&w.words[w.scales_offset + static_cast<size_t>(row * w.n_groups + g)], &scales[g], 4);
+            }
+            std::memcpy(&w.words[w.oscales_offset + static_cast<size_t>(row)], &p.output_scale, 4);
+        }
+        row0 += p.ne[1];
+    }
+    return w;
+}
+
+int gpu_linear_value(const GpuLinearLayout & w, int64_t r, int64_t c) {
+    const uint32_t word = w.words[static_cast<size_t>(r * (w.n_cols / 16) + c / 16)];
+    const int64_t  e    = c % 16;
+    return static_cast<int>((word >> (8 * (e % 4) + 2 * (e / 4))) & 3u) - 1;
+}
+
+GpuTableLayout gpu_pack_table(const WeightSource & src) {
+    if (src.type == DType::i2_s || src.type == DType::i8 || src.type == DType::i32) {
+        fail(ErrorKind::unsupported, format("tensor '%s': a %s embedding table is not supported", src.name.c_str(),
+                                            std::string(dtype_name(src.type)).c_str()));
+    }
+    GpuTableLayout t;
+    const int64_t  n = src.n_elements();
+    if (src.type == DType::f16 || src.type == DType::f32) {
+        t.f16 = src.type == DType::f16;
+        const size_t bytes = static_cast<size_t>(n) * (t.f16 ? 2 : 4);
+        TERN_ASSERT(src.data.size() >= bytes, "table '%s' is shorter than its shape", src.name.c_str());
+        t.words.assign((bytes + 3) / 4, 0u);
+        std::memcpy(t.words.data(), src.data.data(), bytes);
+        return t;
+    }
+    const int64_t k         = src.ne[0];
+    const size_t  row_bytes = dtype_row_bytes(src.type, k);
+    t.words.assign(static_cast<size_t>(n), 0u);
+    std::vector<float> row(static_cast<size_t>(k));
+    for (int64_t r = 0; r < n / k; ++r) {
+        dequantize_row(src.type, src.data.data() + static_cast<size_t>(r) * row_bytes, row.data(), k);
+        std::memcpy(t.words.data() + static_cast<size_t>(r * k), row.data(), static_cast<size_t>(k) * 4);
+    }
+    return t;
+}
+
+std::vector<float> gpu_pack_norm(const WeightSource & src) {
+    std::vector<float> w(static_cast<size_t>(src.ne[0]));
+    dequantize_row(src.type, src.data.data(), w.data(), src.ne[0]);
+    return w;
+}
+
+}  // namespace tern

@@ -1,0 +1,341 @@
+// Instance / adapter / device creation, feature detection, error callbacks and waits
+// (wgpu_device.h).
+#include "backend/webgpu/wgpu_device.h"
+
+#include "core/error.h"
+#include "core/log.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+namespace tern {
+namespace {
+
+int64_t default_timeout_ms() {
+    if (const char * env = std::getenv("TERN_WEBGPU_TIMEOUT_MS"); env && *env) {
+        const long long v = std::atoll(env);
+        if (v > 0) return v;
+    }
+    return 120000;
+}
+
+// Runs `instance`'s event loop until *done or the deadline; backs off from spinning to short sleeps
+// so that a software adapter's worker threads keep the CPU.
+bool wait_until(WGPUInstance instance, const bool & done, int64_t timeout_ms) {
+    using clock     = std::chrono::steady_clock;
+    const auto t0   = clock::now();
+    int        spin = 0;
+    while (true) {
+        wgpu().wgpuInstanceProcessEvents(instance);
+        if (done) return true;
+        if (clock::now() - t0 > std::chrono::milliseconds(timeout_ms)) return false;
+        if (++spin < 64) {
+            std::this_thread::yield();
+        } else {
+            std::this_thread::sleep_for(std::chrono::microseconds(spin < 256 ? 20 : 200));
+        }
+    }
+}
+
+struct AdapterRequest {
+    bool        done = false;
+    uint32_t    status = 0;
+    WGPUAdapter adapter = nullptr;
+    std::string message;
+};
+
+WgpuHandle<WGPUInstance> create_instance() {
+    WGPUInstance instance = wgpu().wgpuCreateInstance(nullptr);
+    if (!instance) fail(ErrorKind::device, "webgpu: wgpuCreateInstance returned null");
+    return WgpuHandle<WGPUInstance>(instance);
+}
+
+// Requests the high-performance adapter. Returns null with `why` filled when there is none.
+WgpuHandle<WGPUAdapter> request_adapter(WGPUInstance instance, int64_t timeout_ms, std::string & why) {
+    WGPURequestAdapterOptions options{};
+    options.featureLevel    = WGPU_FEATURE_LEVEL_CORE;
+    options.powerPreference = WGPU_POWER_PREFERENCE_HIGH_PERFORMANCE;
+    AdapterRequest req;
+    WGPUCallbackInfo<WGPURequestAdapterCallback> cb{};
+    cb.mode      = WGPU_CALLBACK_MODE_ALLOW_PROCESS_EVENTS;
+    cb.userdata1 = &req;
+    cb.callback  = [](uint32_t status, WGPUAdapter adapter, WGPUStringView message, void * u1, void *) {
+        auto * r    = static_cast<AdapterRequest *>(u1);
+        r->status   = status;
+        r->adapter  = adapter;
+        r->message  = to_string(message);
+        r->done     = true;
+    };
+    wgpu().wgpuInstanceRequestAdapter(instance, &options, cb);
+    if (!wait_until(instance, req.done, timeout_ms)) {
+        fail(ErrorKind::device, format("webgpu: requesting an adapter timed out after %lld ms",
+                                       static_cast<long long>(timeout_ms)));
+    }
+    if (req.status != WGPU_STATUS_SUCCESS || !req.adapter) {
+        why = req.message.empty() ? "no WebGPU adapter was found" : "no WebGPU adapter: " + req.message;
+        if (req.adapter) wgpu().wgpuAdapterRelease(req.adapter);
+        return {};
+    }
+    return WgpuHandle<WGPUAdapter>(req.adapter);
+}
+
+WgpuAdapterSummary summarize(WGPUAdapter adapter) {
+    WGPUAdapterInfo info{};
+    WgpuAdapterSummary s;
+    if (wgpu().wgpuAdapterGetInfo(adapter, &info) != WGPU_STATUS_SUCCESS) {
+        s.name = "(unknown adapter)";
+        return s;
+    }
+    s.name         = to_string(info.device);
+    if (s.name.empty()) s.name = to_string(info.description);
+    s.backend_type = info.backendType;
+    s.type         = info.adapterType;
+    s.backend      = wgpu_backend_name(info.backendType);
+    s.adapter_type = wgpu_adapter_type_name(info.adapterType);
+    s.vendor_id    = info.vendorID;
+    s.device_id    = info.deviceID;
+    s.subgroup_min = info.subgroupMinSize;
+    s.subgroup_max = info.subgroupMaxSize;
+    s.is_null      = info.backendType == WGPU_BACKEND_NULL;
+    s.is_cpu       = info.adapterType == WGPU_ADAPTER_TYPE_CPU;
+    wgpu().wgpuAdapterInfoFreeMembers(info);
+    return s;
+}
+
+bool has_feature(const WGPUSupportedFeatures & f, uint32_t id) {
+    for (size_t i = 0; i < f.featureCount; ++i) {
+        if (f.features[i] == id) return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+const char * wgpu_backend_name(uint32_t t) {
+    switch (t) {
+        case WGPU_BACKEND_NULL: return "null";
+        case WGPU_BACKEND_WEBGPU: return "webgpu";
+        case WGPU_BACKEND_D3D11: return "d3d11";
+        case WGPU_BACKEND_D3D12: return "d3d12";
+        case WGPU_BACKEND_METAL: return "metal";
+        case WGPU_BACKEND_VULKAN: return "vulkan";
+        case WGPU_BACKEND_OPENGL: return "opengl";
+        case WGPU_BACKEND_OPENGLES: return "opengles";
+        default: return "unknown";
+    }
+}
+
+const char * wgpu_adapter_type_name(uint32_t t) {
+    switch (t) {
+        case WGPU_ADAPTER_TYPE_DISCRETE_GPU: return "discrete GPU";
+        case WGPU_ADAPTER_TYPE_INTEGRATED_GPU: return "integrated GPU";
+        case WGPU_ADAPTER_TYPE_CPU: return "CPU";
+        default: return "unknown";
+    }
+}
+
+WgpuProbe probe_webgpu_adapter() {
+    WgpuProbe probe;
+    try {
+        load_wgpu_library();
+        auto        instance = create_instance();
+        std::string why;
+        auto        adapter = request_adapter(instance.get(), 30000, why);
+        if (!adapter) {
+            probe.reason = why;
+            return probe;
+        }
+        WgpuAdapterSummary s = summarize(adapter.get());
+        if (s.is_null) {
+            probe.reason = "only Dawn's null backend is available (no Vulkan/Metal/D3D12 device)";
+            return probe;
+        }
+        probe.adapter = s;
+    } catch (const Error & e) {
+        probe.reason = e.what();
+    }
+    return probe;
+}
+
+WgpuContext::WgpuContext(const WgpuDeviceOptions & options) {
+    load_wgpu_library();
+    timeout_ms_ = options.timeout_ms > 0 ? options.timeout_ms : default_timeout_ms();
+    instance_   = create_instance();
+    std::string why;
+    adapter_handle_ = request_adapter(instance_.get(), timeout_ms_, why);
+    if (!adapter_handle_) {
+        fail(ErrorKind::device, "webgpu: " + why,
+             "install a GPU driver with Vulkan support, or run with --backend cpu");
+    }
+    adapter_ = summarize(adapter_handle_.get());
+    if (adapter_.is_null) {
+        fail(ErrorKind::device, "webgpu: only Dawn's null backend is available (no GPU device)",
+             "install a GPU driver with Vulkan support, or run with --backend cpu");
+    }
+    if (adapter_.is_cpu && !options.allow_cpu_adapter) {
+        fail(ErrorKind::device,
+             format("webgpu: the only adapter is '%s', a CPU implementation (%s), which is far slower than "
+                    "tern's CPU backend",
+                    adapter_.name.c_str(), adapter_.backend.c_str()),
+             "use --backend cpu (or auto); set TERN_WEBGPU_ALLOW_CPU=1 to run WebGPU on it anyway (tests do)");
+    }
+
+    // Features: take what helps and is there.
+    WGPUSupportedFeatures supported{};
+    wgpu().wgpuAdapterGetFeatures(adapter_handle_.get(), &supported);
+    std::vector<uint32_t> required;
+    for (uint32_t id : {WGPU_FEATURE_SHADER_F16, WGPU_FEATURE_SUBGROUPS, WGPU_FEATURE_TIMESTAMP_QUERY}) {
+        if (has_feature(supported, id)) required.push_back(id);
+    }
+    features_.shader_f16      = has_feature(supported, WGPU_FEATURE_SHADER_F16);
+    features_.subgroups       = has_feature(supported, WGPU_FEATURE_SUBGROUPS);
+    features_.timestamp_query = has_feature(supported, WGPU_FEATURE_TIMESTAMP_QUERY);
+    wgpu().wgpuSupportedFeaturesFreeMembers(supported);
+    WGPUSupportedWGSLLanguageFeatures wgsl{};
+    wgpu().wgpuInstanceGetWGSLLanguageFeatures(instance_.get(), &wgsl);
+    for (size_t i = 0; i < wgsl.featureCount; ++i) {
+        if (wgsl.features[i] == WGPU_WGSL_FEATURE_PACKED_4X8_INTEGER_DOT_PRODUCT) features_.dot4_i8_packed = true;
+    }
+    wgpu().wgpuSupportedWGSLLanguageFeaturesFreeMembers(wgsl);
+
+    // Limits: everything the adapter allows (the defaults cap bindings at 128 MiB, too small for a
+    // 2B4T embedding). Filled by the library, so fields it appends keep valid values.
+    WGPULimits wanted{};
+    if (wgpu().wgpuAdapterGetLimits(adapter_handle_.get(), &wanted) != WGPU_STATUS_SUCCESS) {
+        fail(ErrorKind::device, format("webgpu: cannot read the limits of adapter '%s'", adapter_.name.c_str()));
+    }
+    wanted.nextInChain = nullptr;
+
+    struct DeviceRequest {
+        bool        done = false;
+        uint32_t    status = 0;
+        WGPUDevice  device = nullptr;
+        std::string message;
+    } req;
+    WGPUDeviceDescriptor desc{};
+    desc.label                              = wgpu_string("tern");
+    desc.requiredFeatureCount               = required.size();
+    desc.requiredFeatures                   = required.data();
+    desc.requiredLimits                     = &wanted;
+    desc.defaultQueue.label                 = wgpu_string("tern queue");
+    desc.deviceLostCallbackInfo.mode        = WGPU_CALLBACK_MODE_ALLOW_SPONTANEOUS;
+    desc.deviceLostCallbackInfo.userdata1   = errors_.get();
+    desc.deviceLostCallbackInfo.callback    = [](const WGPUDevice *, uint32_t reason, WGPUStringView message, void * u1,
+                                              void *) {
+        if (reason == WGPU_DEVICE_LOST_REASON_DESTROYED || reason == WGPU_DEVICE_LOST_REASON_CALLBACK_CANCELLED) return;
+        auto *                      st = static_cast<ErrorState *>(u1);
+        std::lock_guard<std::mutex> lock(st->mutex);
+        st->lost = true;
+        if (st->first_error.empty()) st->first_error = "the device was lost: " + to_string(message);
+    };
+    desc.uncapturedErrorCallbackInfo.userdata1 = errors_.get();
+    desc.uncapturedErrorCallbackInfo.callback  = [](const WGPUDevice *, uint32_t type, WGPUStringView message,
+                                                   void * u1, void *) {
+        auto *                      st = static_cast<ErrorState *>(u1);
+        std::lock_guard<std::mutex> lock(st->mutex);
+        if (st->first_error.empty()) {
+            const char * kind = type == WGPU_ERROR_TYPE_OUT_OF_MEMORY ? "out of memory"
+                                : type == WGPU_ERROR_TYPE_VALIDATION  ? "validation error"
+                                                                      : "internal error";
+            st->first_error = std::string(kind) + ": " + to_string(message);
+        }
+    };
+    WGPUCallbackInfo<WGPURequestDeviceCallback> cb{};
+    cb.mode      = WGPU_CALLBACK_MODE_ALLOW_PROCESS_EVENTS;
+    cb.userdata1 = &req;
+    cb.callback  = [](uint32_t status, WGPUDevice device, WGPUStringView message, void * u1, void *) {
+        auto * r   = static_cast<DeviceRequest *>(u1);
+        r->status  = status;
+        r->device  = device;
+        r->message = to_string(message);
+        r->done    = true;
+    };
+    wgpu().wgpuAdapterRequestDevice(adapter_handle_.get(), &desc, cb);
+    wait(req.done, "requesting the device");
+    if (req.status != WGPU_STATUS_SUCCESS || !req.device) {
+        fail(ErrorKind::device, format("webgpu: cannot create a device on '%s': %s", adapter_.name.c_str(),
+                                       req.message.c_str()));
+    }
+    device_ = WgpuHandle<WGPUDevice>(req.device);
+    queue_  = WgpuHandle<WGPUQueue>(wgpu().wgpuDeviceGetQueue(device_.get()));
+    if (wgpu().wgpuDeviceGetLimits(device_.get(), &limits_) != WGPU_STATUS_SUCCESS) {
+        fail(ErrorKind::device, "webgpu: cannot read the device limits");
+    }
+    limits_.nextInChain = nullptr;
+    TERN_LOG_INFO("webgpu: %s", description().c_str());
+}
+
+WgpuContext::~WgpuContext() {
+    if (device_) {
+        queue_.reset();
+        wgpu().wgpuDeviceDestroy(device_.get());
+        device_.reset();
+        wgpu().wgpuInstanceProcessEvents(instance_.get());
+    }
+}
+
+void WgpuContext::wait(const bool & done, const char * what) const {
+    if (!wait_until(instance_.get(), done, timeout_ms_)) {
+        fail(ErrorKind::device,
+             format("webgpu: %s timed out after %lld ms on '%s'", what, static_cast<long long>(timeout_ms_),
+                    adapter_.name.c_str()),
+             "the GPU may be hung or very slow; TERN_WEBGPU_TIMEOUT_MS raises the limit");
+    }
+}
+
+void WgpuContext::check_errors() {
+    std::string message;
+    {
+        std::lock_guard<std::mutex> lock(errors_->mutex);
+        message = errors_->first_error;
+        if (!errors_->lost) errors_->first_error.clear();  // a lost device stays lost
+    }
+    if (!message.empty()) {
+        fail(ErrorKind::device, format("webgpu: device '%s': %s", adapter_.name.c_str(), message.c_str()));
+    }
+}
+
+void WgpuContext::push_error_scope() const {
+    wgpu().wgpuDevicePushErrorScope(device_.get(), WGPU_ERROR_FILTER_VALIDATION);
+    wgpu().wgpuDevicePushErrorScope(device_.get(), WGPU_ERROR_FILTER_OUT_OF_MEMORY);
+}
+
+std::string WgpuContext::pop_error_scope(const char * what) const {
+    struct Pop {
+        bool        done = false;
+        uint32_t    type = WGPU_ERROR_TYPE_NO_ERROR;
+        std::string message;
+    } pops[2];
+    std::string out;
+    for (Pop & p : pops) {  // out-of-memory scope first (pushed last)
+        WGPUCallbackInfo<WGPUPopErrorScopeCallback> cb{};
+        cb.mode      = WGPU_CALLBACK_MODE_ALLOW_PROCESS_EVENTS;
+        cb.userdata1 = &p;
+        cb.callback  = [](uint32_t status, uint32_t type, WGPUStringView message, void * u1, void *) {
+            auto * q = static_cast<Pop *>(u1);
+            q->type  = status == WGPU_STATUS_SUCCESS ? type : WGPU_ERROR_TYPE_UNKNOWN;
+            q->message = to_string(message);
+            q->done  = true;
+        };
+        wgpu().wgpuDevicePopErrorScope(device_.get(), cb);
+        wait(p.done, what);
+        if (p.type != WGPU_ERROR_TYPE_NO_ERROR && out.empty()) {
+            out = (p.type == WGPU_ERROR_TYPE_OUT_OF_MEMORY ? "out of GPU memory: " : "") +
+                  (p.message.empty() ? std::string("unknown error") : p.message);
+        }
+    }
+    return out;
+}
+
+std::string WgpuContext::description() const {
+    return format("%s (%s, %s), f16: %s, subgroups: %s (%u-%u), dot4I8Packed: %s, max binding %.0f MiB",
+                  adapter_.name.c_str(), adapter_.backend.c_str(), adapter_.adapter_type.c_str(),
+                  features_.shader_f16 ? "yes" : "no", features_.subgroups ? "yes" : "no", adapter_.subgroup_min,
+                  adapter_.subgroup_max, features_.dot4_i8_packed ? "yes" : "no",
+                  static_cast<double>(limits_.maxStorageBufferBindingSize) / (1024.0 * 1024.0));
+}
+
+}  // namespace tern

@@ -1,0 +1,40 @@
+// The WebGPU backend for tests: one shared instance per test process (creating a device and
+// compiling pipelines is the slow part on SwiftShader), made with the CPU adapter allowed. When
+// there is no adapter (or no library) it is null and `reason` says why, for GTEST_SKIP.
+#pragma once
+
+#include "backend/webgpu/webgpu_backend.h"
+#include "core/error.h"
+
+#include <memory>
+#include <string>
+
+namespace tern::test {
+
+struct SharedWebGpu {
+    std::shared_ptr<Backend> backend;
+    std::string              reason;  // why backend is null
+};
+
+inline const SharedWebGpu & shared_webgpu() {
+    static const SharedWebGpu shared = [] {
+        SharedWebGpu s;
+        try {
+            WebGpuOptions o;
+            o.allow_cpu_adapter = true;
+            s.backend           = make_webgpu_backend(o);
+        } catch (const Error & e) {
+            s.reason = std::string("no WebGPU device: ") + e.what();
+        }
+        return s;
+    }();
+    return shared;
+}
+
+}  // namespace tern::test
+
+// Skips the current test when no WebGPU device is available, with the reason.
+#define TERN_REQUIRE_WEBGPU()                                                              \
+    do {                                                                                    \
+        if (!::tern::test::shared_webgpu().backend) GTEST_SKIP() << ::tern::test::shared_webgpu().reason; \
+    } while (0)
