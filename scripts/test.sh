@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test: the whole ctest suite on a RelWithDebInfo
-# build, then the GGUF / layout suites (malformed-file corpus, mutation corpus) again under
-# AddressSanitizer + UndefinedBehaviorSanitizer. This is the command .ci/run calls.
+# build, then the parser-facing suites (GGUF malformed-file and mutation corpora, layouts, tokenizer,
+# safetensors/convert, sampler, backend ops) again under AddressSanitizer + UndefinedBehaviorSanitizer.
+# This is the command .ci/run calls.
 # Usage: scripts/test.sh [--no-asan] [extra ctest arguments, e.g. -L unit]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,13 +22,17 @@ BUILD_DIR=build scripts/build.sh
 ctest --test-dir build --output-on-failure -j "$jobs" "${ctest_args[@]+"${ctest_args[@]}"}"
 
 if [ "$asan" = 1 ]; then
-    echo "test: GGUF reader and layout suites under AddressSanitizer + UBSan"
+    echo "test: parser-facing suites under AddressSanitizer + UBSan"
     if [ ! -f build-asan/CMakeCache.txt ]; then
         generator=(); command -v ninja >/dev/null && generator=(-G Ninja)
         cmake -S . -B build-asan "${generator[@]}" -DCMAKE_BUILD_TYPE=Debug -DTERN_SANITIZE=address,undefined >/dev/null
     fi
-    cmake --build build-asan -j "$jobs" --target tern_gguf_tests tern_quant_tests tern_backend_tests
-    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-        ctest --test-dir build-asan --output-on-failure -j "$jobs" -R 'Gguf|Quant|Ternary|Block|Fp16|DType|Utf8|Backend|Cpu'
+    asan_suites=(tern_gguf_tests tern_quant_tests tern_backend_tests tern_tokenizer_tests tern_convert_tests
+                 tern_sampler_tests)
+    cmake --build build-asan -j "$jobs" --target "${asan_suites[@]}"
+    for suite in "${asan_suites[@]}"; do  # one process per suite: quicker than one per test
+        ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+            "build-asan/bin/$suite" --gtest_brief=1
+    done
 fi
 echo "test: all passed"
