@@ -145,6 +145,14 @@ WGPUComputePipeline PipelineCache::pipeline(const PipelineKey & key) {
         if (o.name.empty()) continue;
         constants.push_back({nullptr, wgpu_string(o.name), o.value});
     }
+    const std::string_view source = find_wgsl_shader(key.shader)->source;
+    for (const auto & [name, value] : constants_) {
+        bool in_key = false;
+        for (const auto & o : key.overrides) in_key = in_key || o.name == name;
+        if (!in_key && source.find("override " + name + ":") != std::string_view::npos) {
+            constants.push_back({nullptr, wgpu_string(name), value});
+        }
+    }
     const std::string             label = key.label();
     WGPUComputePipelineDescriptor desc{};
     desc.label                 = wgpu_string(label);

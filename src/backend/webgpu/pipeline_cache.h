@@ -29,7 +29,7 @@ struct WgslOverride {
 struct PipelineKey {
     std::string_view             shader;     // table name, e.g. "matmul_ternary"
     std::string_view             signature;  // binding signature, e.g. "rrrwu"
-    std::array<WgslOverride, 6>  overrides{};
+    std::array<WgslOverride, 8>  overrides{};
     auto operator<=>(const PipelineKey &) const = default;
     std::string label() const;  // "matmul_ternary[ROWS=4,TOKS=1]"
 };
@@ -37,6 +37,9 @@ struct PipelineKey {
 class PipelineCache {
 public:
     explicit PipelineCache(const WgpuContext & ctx) : ctx_(ctx) {}
+
+    // A device-wide override (e.g. FMA_FUSED) given to every pipeline whose shader declares it.
+    void set_constant(std::string_view name, double value) { constants_[std::string(name)] = value; }
 
     WGPUComputePipeline pipeline(const PipelineKey & key);   // throws Error(device)
     WGPUBindGroupLayout layout(std::string_view signature);
@@ -54,6 +57,7 @@ private:
     std::map<std::string, WgpuHandle<WGPUShaderModule>, std::less<>> modules_;
     std::map<std::string, Layout, std::less<>>                 layouts_;
     std::map<PipelineKey, WgpuHandle<WGPUComputePipeline>>     pipelines_;
+    std::map<std::string, double, std::less<>>                 constants_;
 };
 
 // Compiles one shader into a module inside an error scope; Error(device) with "file:line:col: message"

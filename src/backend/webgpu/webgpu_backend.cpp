@@ -53,6 +53,49 @@ WebGpuBackend::WebGpuBackend(const WebGpuOptions & options)
     : ctx_(device_options(options)), pipelines_(ctx_), step_(std::make_shared<StepEncoder>(ctx_, pipelines_)) {
     const char * no_dp4 = std::getenv("TERN_WEBGPU_NO_DP4");
     dot4_native_ = ctx_.features().dot4_i8_packed && !options.emulate_dot4 && !(no_dp4 && std::string_view(no_dp4) == "1");
+    probe_numerics();
+}
+
+void WebGpuBackend::probe_numerics() {
+    // Inputs where an unfused fma(a, b, -(a * b)) is 0 but the exact residual is not, and where a
+    // division or square root approximated to 1-2 ulp would show.
+    constexpr int      n = 256;
+    std::vector<float> a(n), b(n);
+    uint32_t           state = 12345;
+    auto               next  = [&] {
+        state = state * 1664525u + 1013904223u;
+        return 1.0f + static_cast<float>(state >> 8) / 16777216.0f;
+    };
+    for (int i = 0; i < n; ++i) {
+        a[i] = next() * 37.0f;
+        b[i] = next() * 3.0f;
+    }
+    auto ta = alloc_tensor(*this, DType::f32, {n, 1, 1, 1}, "probe a");
+    auto tb = alloc_tensor(*this, DType::f32, {n, 1, 1, 1}, "probe b");
+    auto to = alloc_tensor(*this, DType::f32, {3 * n, 1, 1, 1}, "probe out");
+    write(ta.tensor, a.data(), n * 4);
+    write(tb.tensor, b.data(), n * 4);
+    const uint32_t    params[4] = {n, 0, 0, 0};
+    const PipelineKey key{"numerics_probe", "rrwu", {}};
+    const WGPUBuffer  bufs[] = {gpu_buffer(ta.tensor), gpu_buffer(tb.tensor), gpu_buffer(to.tensor)};
+    step_->dispatch(key, bufs, params, sizeof params, n / 64);
+    step_->take_dispatch_count();
+    std::vector<float> out(3 * n);
+    read(to.tensor, out.data(), out.size() * 4);
+    numerics_.fma_fused = false;
+    for (int i = 0; i < n; ++i) {
+        numerics_.fma_fused = numerics_.fma_fused || out[3 * i] != 0.0f;
+        numerics_.div_ieee  = numerics_.div_ieee && out[3 * i + 1] == a[i] / b[i];
+        numerics_.sqrt_ieee = numerics_.sqrt_ieee && out[3 * i + 2] == std::sqrt(a[i]);
+    }
+    pipelines_.set_constant("FMA_FUSED", numerics_.fma_fused ? 1.0 : 0.0);
+    if (!numerics_.fma_fused && (!numerics_.div_ieee || !numerics_.sqrt_ieee)) {
+        TERN_LOG_WARN("webgpu: '%s' has neither a fused fma nor IEEE division/sqrt; results will differ from the "
+                      "CPU backend in the last bits",
+                      ctx_.adapter().name.c_str());
+    }
+    TERN_LOG_INFO("webgpu: numerics: fma %s, division %s, sqrt %s", numerics_.fma_fused ? "fused" : "not fused",
+                  numerics_.div_ieee ? "IEEE" : "approximate", numerics_.sqrt_ieee ? "IEEE" : "approximate");
 }
 
 WebGpuBackend::~WebGpuBackend() {
@@ -64,7 +107,8 @@ WebGpuBackend::~WebGpuBackend() {
 }
 
 DeviceInfo WebGpuBackend::device_info() const {
-    return {ctx_.adapter().name, "webgpu: " + ctx_.description() + (dot4_native_ ? "" : ", dot4 emulated")};
+    return {ctx_.adapter().name, "webgpu: " + ctx_.description() + (dot4_native_ ? "" : ", dot4 emulated") +
+                                     (numerics_.fma_fused ? "" : ", fma not fused")};
 }
 
 bool WebGpuBackend::supports_linear(DType type) const { return dtype_is_lowbit(type); }

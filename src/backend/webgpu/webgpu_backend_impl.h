@@ -94,7 +94,17 @@ public:
     void synchronize() override;
     int64_t take_dispatch_count() override { return step_->take_dispatch_count(); }
 
+    // What numerics_probe.wgsl found (set once by the constructor).
+    struct Numerics {
+        bool fma_fused   = true;
+        bool div_ieee    = true;  // plain f32 division correctly rounded on the probe's inputs
+        bool sqrt_ieee   = true;
+    };
+    const Numerics & numerics() const { return numerics_; }
+
 private:
+    // Runs numerics_probe.wgsl and sets the FMA_FUSED override of every pipeline.
+    void probe_numerics();
     // A new buffer of at least n_bytes holding `data` (may be null); Error(device) if it cannot be made.
     std::unique_ptr<GpuBuffer> make_buffer(size_t n_bytes, const void * data, const char * label);
     // The rope table covering positions [0, n_pos).
@@ -109,6 +119,7 @@ private:
     PipelineCache pipelines_;
     std::shared_ptr<StepEncoder> step_;
     bool          dot4_native_ = true;
+    Numerics      numerics_;
     WgpuHandle<WGPUBuffer> staging_;  // MapRead | CopyDst, for read()
     size_t                 staging_size_ = 0;
     std::map<std::pair<int64_t, float>, RopeTable> ropes_;

@@ -22,12 +22,32 @@ uint32_t u32(int64_t v) {
 
 uint32_t ceil_div(int64_t a, int64_t b) { return u32((a + b - 1) / b); }
 
-// Tokens per workgroup of a ternary kernel: as many as fit (<= 8) with the per-group integer sums
-// of rows_per_wg rows in 16 KiB of workgroup memory.
-uint32_t tokens_per_workgroup(int64_t n_tokens, uint32_t rows_per_wg, int64_t n_groups) {
-    int64_t toks = std::min<int64_t>(8, n_tokens);
-    while (toks > 1 && rows_per_wg * toks * n_groups * 4 > 16384) --toks;
-    return static_cast<uint32_t>(toks);
+// How a ternary kernel's workgroup is cut: `teams` weight rows (2 per output for gate_up) of `lanes`
+// threads each, times `toks` tokens. Lanes ~ K/64 words' worth (4..64, a power of two) so that every
+// lane has a few words to read; as many teams as make up 256 threads; then tokens and teams shrink
+// until the per-group integer sums fit in 16 KiB of workgroup memory.
+struct TernaryTiling {
+    uint32_t lanes = 64, teams = 4, toks = 1;
+    uint32_t wg() const { return lanes * teams; }
+};
+
+uint32_t floor_pow2(uint64_t v) {
+    uint32_t p = 1;
+    while (static_cast<uint64_t>(p) * 2 <= v) p *= 2;
+    return p;
+}
+
+TernaryTiling ternary_tiling(int64_t k_words, int64_t n_groups, int64_t n_tokens, uint32_t team_multiple,
+                             uint32_t max_teams) {
+    TernaryTiling t;
+    t.lanes = std::clamp<uint32_t>(floor_pow2(static_cast<uint64_t>(std::max<int64_t>(1, k_words / 4))), 4, 64);
+    t.teams = std::min<uint32_t>(256 / t.lanes, max_teams);
+    t.teams = std::max(team_multiple, t.teams / team_multiple * team_multiple);
+    t.toks  = static_cast<uint32_t>(std::min<int64_t>(8, n_tokens));
+    auto bytes = [&] { return static_cast<int64_t>(t.teams) * t.toks * n_groups * 4; };
+    while (bytes() > 16384 && t.toks > 1) --t.toks;
+    while (bytes() > 16384 && t.teams > team_multiple) t.teams /= 2;
+    return t;
 }
 
 const GpuLinear & as_linear(const Weight & w) {
@@ -91,10 +111,12 @@ void WebGpuBackend::rms_norm(const Tensor & y, const Tensor & x, const Weight & 
 
 void WebGpuBackend::encode_ternary(std::string_view shader, const Tensor & y, const GpuLinear & w,
                                    const QuantizedActs & a, uint32_t n_out, uint32_t rows, uint32_t last_param) {
-    const int64_t  k     = w.n_cols;
-    const int64_t  n_tok = a.q.ne[1];
-    const bool     gate  = shader.starts_with("gate_up");
-    const uint32_t toks  = tokens_per_workgroup(n_tok, gate ? 2 * rows : rows, w.n_groups);
+    const int64_t       k     = w.n_cols;
+    const int64_t       n_tok = a.q.ne[1];
+    const bool          gate  = shader.starts_with("gate_up");
+    // gate_up: teams = 2 x outputs (gate row and up row of each output).
+    const TernaryTiling tl    = ternary_tiling(k / 16, w.n_groups, n_tok, gate ? 2 : 1, gate ? 2 * rows : rows);
+    const uint32_t      outs  = gate ? tl.teams / 2 : tl.teams;
     struct {
         uint32_t n_out, k_words, group_words, n_tokens, scales_offset, oscales_offset, act_offset, act_stride,
             ascale_offset, y_offset, y_stride, last;
@@ -103,23 +125,25 @@ void WebGpuBackend::encode_ternary(std::string_view shader, const Tensor & y, co
         u32(y.ne[0]),    last_param};
     const PipelineKey key{shader,
                           "rrrwu",
-                          {{{"WG", 256}, {"ROWS", static_cast<double>(rows)}, {"TOKS", static_cast<double>(toks)},
+                          {{{"WG", static_cast<double>(tl.wg())},
+                            {"ROWS", static_cast<double>(outs)},
+                            {"TOKS", static_cast<double>(tl.toks)},
                             {"N_GROUPS", static_cast<double>(w.n_groups)}}}};
     const WGPUBuffer  bufs[] = {w.buffer->get(), gpu_buffer(a.q), gpu_buffer(a.scale), gpu_buffer(y)};
-    step_->dispatch(key, bufs, &p, sizeof p, ceil_div(n_out, rows), ceil_div(n_tok, toks));
+    step_->dispatch(key, bufs, &p, sizeof p, ceil_div(n_out, outs), ceil_div(n_tok, tl.toks));
 }
 
 void WebGpuBackend::bitlinear(const Tensor & y, const Weight & w, const QuantizedActs & a, bool accumulate) {
     const GpuLinear & lw = as_linear(w);
     TERN_ASSERT(y.ne[0] == lw.n_rows && a.q.ne[0] == lw.n_cols && y.ne[1] == a.q.ne[1], "bitlinear shapes");
-    encode_ternary(ternary_shader("bitlinear"), y, lw, a, u32(lw.n_rows), 4, accumulate ? 1 : 0);
+    encode_ternary(ternary_shader("bitlinear"), y, lw, a, u32(lw.n_rows), 64, accumulate ? 1 : 0);
 }
 
 void WebGpuBackend::gate_up(const Tensor & f, const Weight & w_gate_up, const QuantizedActs & a, FfnActivation act) {
     const GpuLinear & lw   = as_linear(w_gate_up);
     const int64_t     n_ff = lw.n_rows / 2;
     TERN_ASSERT(f.ne[0] == n_ff && f.ne[1] == a.q.ne[1] && a.q.ne[0] == lw.n_cols, "gate_up shapes");
-    encode_ternary(ternary_shader("gate_up"), f, lw, a, u32(n_ff), 2, act == FfnActivation::relu2 ? 0 : 1);
+    encode_ternary(ternary_shader("gate_up"), f, lw, a, u32(n_ff), 32, act == FfnActivation::relu2 ? 0 : 1);
 }
 
 void WebGpuBackend::qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, const Weight & wqkv,
@@ -140,8 +164,11 @@ void WebGpuBackend::qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, con
              "use --backend cpu for this model");
     }
     const RopeTable & rope = rope_table(s.n_rot, s.rope_freq_base, pos0 + n_tok);
-    const uint32_t    rows = hd % 8 == 0 ? 8 : 4;
-    const uint32_t    toks = tokens_per_workgroup(n_tok, rows, lw.n_groups);
+    // Slots per workgroup: a power of two >= 4 dividing head_dim (so RoPE pairs stay together).
+    uint32_t max_rows = 4;
+    while (max_rows < 64 && hd % (max_rows * 2) == 0) max_rows *= 2;
+    const TernaryTiling tl = ternary_tiling(lw.n_cols / 16, lw.n_groups, n_tok, 4, max_rows);
+    const uint32_t      rows = tl.teams;
     const size_t      k_el = kv.k.type == DType::f16 ? 2 : 4;
     const size_t      v_el = kv.v.type == DType::f16 ? 2 : 4;
     TERN_ASSERT(kv.k.offset % 4 == 0 && kv.v.offset % 4 == 0, "KV cache views must be 4-byte aligned");
@@ -154,15 +181,15 @@ void WebGpuBackend::qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, con
         gpu_offset(kv.k, k_el), gpu_offset(kv.v, v_el), u32(n_kv)};
     const PipelineKey key{ternary_shader("qkv_rope"),
                           "rrrrwwwu",
-                          {{{"WG", 256},
+                          {{{"WG", static_cast<double>(tl.wg())},
                             {"ROWS", static_cast<double>(rows)},
-                            {"TOKS", static_cast<double>(toks)},
+                            {"TOKS", static_cast<double>(tl.toks)},
                             {"N_GROUPS", static_cast<double>(lw.n_groups)},
                             {"K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0},
                             {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0}}}};
     const WGPUBuffer bufs[] = {lw.buffer->get(), gpu_buffer(a.q), gpu_buffer(a.scale), rope.buffer->get(),
                                gpu_buffer(q),    gpu_buffer(kv.k), gpu_buffer(kv.v)};
-    step_->dispatch(key, bufs, &p, sizeof p, ceil_div(lw.n_rows, rows), ceil_div(n_tok, toks));
+    step_->dispatch(key, bufs, &p, sizeof p, ceil_div(lw.n_rows, rows), ceil_div(n_tok, tl.toks));
 }
 
 void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & s,
@@ -201,8 +228,10 @@ void WebGpuBackend::lm_head(const Tensor & logits, const Weight & head, const Te
     TERN_ASSERT(e != nullptr, "LM head was not loaded by the WebGPU backend");
     const int64_t n_tok = h.ne[1];
     TERN_ASSERT(h.ne[0] == e->n_cols && logits.ne[0] == e->n_rows && logits.ne[1] == n_tok, "lm_head shapes");
-    const uint32_t rows = 4;
-    const uint32_t toks = static_cast<uint32_t>(std::min<int64_t>(4, n_tok));
+    const int64_t  words = e->f16 ? e->n_cols / 2 : e->n_cols;
+    const uint32_t lanes = std::clamp<uint32_t>(floor_pow2(static_cast<uint64_t>(std::max<int64_t>(1, words / 8))), 4, 64);
+    const uint32_t rows  = 256 / lanes;
+    const uint32_t toks  = static_cast<uint32_t>(std::min<int64_t>(4, n_tok));
     struct {
         uint32_t n_vocab, k, n_tokens, head_offset, h_offset, h_stride, out_offset, out_stride, round_input;
     } p{u32(e->n_rows), u32(e->n_cols), u32(n_tok), 0, gpu_offset(h, 4), u32(h.ne[0]), gpu_offset(logits, 4),

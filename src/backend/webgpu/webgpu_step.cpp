@@ -3,6 +3,9 @@
 
 #include "core/error.h"
 
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace tern {
@@ -14,9 +17,18 @@ StepEncoder::StepEncoder(WgpuContext & ctx, PipelineCache & pipelines) : ctx_(ct
     desc.size  = k_slots * k_slot_bytes;
     uniforms_  = WgpuHandle<WGPUBuffer>(wgpu().wgpuDeviceCreateBuffer(ctx_.device(), &desc));
     arena_.resize(k_slots * k_slot_bytes);
+    const char * env = std::getenv("TERN_WEBGPU_PROFILE");
+    profile_         = env && std::string_view(env) == "1";
 }
 
 StepEncoder::~StepEncoder() {
+    if (profile_ && !profile_ms_.empty()) {
+        std::fprintf(stderr, "webgpu profile (wall time per dispatch, submitted one by one):\n");
+        for (const auto & [label, v] : profile_ms_) {
+            std::fprintf(stderr, "  %-60s %8lld x %9.3f ms = %9.1f ms\n", label.c_str(), static_cast<long long>(v.first),
+                         v.second / static_cast<double>(v.first), v.second);
+        }
+    }
     if (pass_) {
         wgpu().wgpuComputePassEncoderEnd(pass_);
         wgpu().wgpuComputePassEncoderRelease(pass_);
@@ -87,6 +99,22 @@ void StepEncoder::dispatch(const PipelineKey & key, std::span<const WGPUBuffer> 
     wgpu().wgpuComputePassEncoderSetBindGroup(pass_, 0, it->second.get(), 1, &offset);
     wgpu().wgpuComputePassEncoderDispatchWorkgroups(pass_, x, y, z);
     ++dispatches_;
+    if (profile_) profile_wait(key.label());
+}
+
+void StepEncoder::profile_wait(const std::string & label) {
+    const auto t0 = std::chrono::steady_clock::now();
+    flush();
+    bool done = false;
+    WGPUCallbackInfo<WGPUQueueWorkDoneCallback> cb{};
+    cb.mode      = WGPU_CALLBACK_MODE_ALLOW_PROCESS_EVENTS;
+    cb.userdata1 = &done;
+    cb.callback  = [](uint32_t, WGPUStringView, void * u1, void *) { *static_cast<bool *>(u1) = true; };
+    wgpu().wgpuQueueOnSubmittedWorkDone(ctx_.queue(), cb);
+    ctx_.wait(done, "profiling a dispatch");
+    auto & e = profile_ms_[label];
+    e.first += 1;
+    e.second += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
 void StepEncoder::copy(WGPUBuffer src, uint64_t src_offset, WGPUBuffer dst, uint64_t dst_offset, uint64_t n_bytes) {

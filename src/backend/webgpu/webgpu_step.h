@@ -40,7 +40,14 @@ public:
 
     int64_t take_dispatch_count() { return std::exchange(dispatches_, 0); }
 
+    // $TERN_WEBGPU_PROFILE=1: submit and wait after every dispatch, and print the wall time per
+    // kernel variant when the encoder is destroyed. A debugging aid (it serializes everything);
+    // timestamp queries are the way to profile for real.
+    bool profiling() const { return profile_; }
+
 private:
+    void profile_wait(const std::string & label);
+
     void begin_pass();
     void end_pass();
 
@@ -55,6 +62,8 @@ private:
     WGPUComputePassEncoder                      pass_    = nullptr;
     std::map<BindKey, WgpuHandle<WGPUBindGroup>> bind_groups_;
     int64_t                                     dispatches_ = 0;
+    bool                                        profile_    = false;
+    std::map<std::string, std::pair<int64_t, double>> profile_ms_;  // label -> (count, ms)
 };
 
 }  // namespace tern

@@ -7,9 +7,11 @@
 //   q: [n_head hd, T] f32   k_cache, v_cache: [n_head_kv hd, n_ctx] f16 pairs or f32 (u32 words)
 //   out: [n_head hd, T] f32
 // Bindings: 0 q (read), 1 k_cache (read), 2 v_cache (read), 3 out (read_write), 4 params (uniform)
-// Dispatch: (n_head, T, 1). One workgroup per (head, token). Scores are recomputed in each of three
-// passes (max, sum, weighted sum) rather than stored, so any context length fits; the last pass
-// stages CHUNK probabilities at a time in workgroup memory.
+// Dispatch: (n_head, T, 1). One workgroup per (head, token), three passes (max, sum, weighted sum).
+// Up to SC_MAX positions the scores, then exp(score - max), stay in workgroup memory; beyond that
+// they are recomputed in each pass, so any context length works. The last pass stages CHUNK
+// probabilities at a time. With f16 K (V) the products q·k (p·v) are exact in f32 (11-bit
+// significands), so only the f32 cache needs the error-free two_prod.
 
 // #include "lib/numerics.wgsl"
 
@@ -18,6 +20,7 @@ override K_F16: bool = true;
 override V_F16: bool = true;
 override CHUNK: u32 = 256u;
 override HD_MAX: u32 = 256u;
+override SC_MAX: u32 = 2048u;
 
 struct Params {
     head_dim: u32,
@@ -43,6 +46,7 @@ struct Params {
 
 var<workgroup> qh: array<f32, HD_MAX>;
 var<workgroup> probs: array<f32, CHUNK>;
+var<workgroup> sc: array<f32, SC_MAX>;  // scores, then exp(score - max), when n <= SC_MAX
 var<workgroup> red_sum: array<vec2<f32>, WG>;
 var<workgroup> red_max: array<f32, WG>;
 
@@ -67,7 +71,11 @@ fn score(pos: u32, kv_base: u32) -> f32 {
     var acc = vec2<f32>(0.0, 0.0);
     let e0  = pos * p.n_embd_kv + kv_base;
     for (var d = 0u; d < p.head_dim; d++) {
-        acc = df_fma(acc, qh[d], k_at(e0 + d));
+        if (K_F16) {
+            acc = df_add_f(acc, qh[d] * k_at(e0 + d));  // exact product of two f16 values
+        } else {
+            acc = df_fma(acc, qh[d], k_at(e0 + d));
+        }
     }
     return df_to_f32(acc) * p.scale;
 }
@@ -87,11 +95,15 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     workgroupBarrier();
 
+    let cached = n <= SC_MAX;
+
     // Pass 1: the largest score.
     var m = bitcast<f32>(0xff7fffffu);
     var any = false;
     for (var i = lid; i < n; i += WG) {
-        m = max(m, score(i, kv_base));
+        let sv = score(i, kv_base);
+        if (cached) { sc[i] = sv; }
+        m = max(m, sv);
         any = true;
     }
     red_max[lid] = select(bitcast<f32>(0xff7fffffu), m, any);
@@ -105,7 +117,11 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     // Pass 2: sum of exp(score - max) in double-float.
     var acc = vec2<f32>(0.0, 0.0);
     for (var i = lid; i < n; i += WG) {
-        acc = df_add_f(acc, exp(score(i, kv_base) - mx));
+        var sv: f32;
+        if (cached) { sv = sc[i]; } else { sv = score(i, kv_base); }
+        let e = exp_rn(sv - mx);
+        if (cached) { sc[i] = e; }
+        acc = df_add_f(acc, e);
     }
     red_sum[lid] = acc;
     workgroupBarrier();
@@ -121,7 +137,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let c_n = min(CHUNK, n - c0);
         workgroupBarrier();
         for (var i = lid; i < c_n; i += WG) {
-            let pr = exp(score(c0 + i, kv_base) - mx) * inv;
+            var e: f32;
+            if (cached) { e = sc[c0 + i]; } else { e = exp_rn(score(c0 + i, kv_base) - mx); }
+            let pr = e * inv;
             probs[i] = select(pr, round_f16(pr), V_F16);
         }
         workgroupBarrier();
@@ -130,7 +148,12 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             if (d < hd) {
                 var a = o[k];
                 for (var i = 0u; i < c_n; i++) {
-                    a = df_fma(a, probs[i], v_at((c0 + i) * p.n_embd_kv + kv_base + d));
+                    let v = v_at((c0 + i) * p.n_embd_kv + kv_base + d);
+                    if (V_F16) {
+                        a = df_add_f(a, probs[i] * v);  // exact: both are f16 values
+                    } else {
+                        a = df_fma(a, probs[i], v);
+                    }
                 }
                 o[k] = a;
             }

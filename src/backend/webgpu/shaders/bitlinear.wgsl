@@ -11,7 +11,8 @@ requires packed_4x8_integer_dot_product;
 // Dispatch: (ceil(N / ROWS), ceil(T / TOKS), 1). A workgroup owns ROWS rows x TOKS tokens. Its
 // threads form ROWS teams of WG / ROWS lanes; lane l of a team reads words l, l + lanes, ... of its
 // row (neighbouring lanes, neighbouring words), dots each with TOKS tokens, and adds its partial
-// sums per scale group into workgroup atomics. One thread per output then runs the epilogue.
+// sums per scale group into workgroup atomics. Then the outputs' epilogues are spread over the
+// threads. The host picks lanes ~ K/64 (each lane a few words) and ROWS = WG / lanes.
 
 // #include "lib/ternary.wgsl"
 // #include "lib/dot4_native.wgsl"
@@ -83,9 +84,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     workgroupBarrier();
 
-    if (lid < ROWS * TOKS) {
-        let r  = lid / TOKS;
-        let t  = lid % TOKS;
+    for (var o = lid; o < ROWS * TOKS; o += WG) {
+        let r  = o / TOKS;
+        let t  = o % TOKS;
         let ro = row0 + r;
         if (ro < p.n_rows && t < n_tok) {
             let as_ = act_scale[p.ascale_offset + tok0 + t];

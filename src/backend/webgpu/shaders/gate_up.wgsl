@@ -96,9 +96,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     workgroupBarrier();
 
-    if (lid < ROWS * TOKS) {
-        let r = lid / TOKS;
-        let t = lid % TOKS;
+    for (var oi = lid; oi < ROWS * TOKS; oi += WG) {
+        let r = oi / TOKS;
+        let t = oi % TOKS;
         let o = out0 + r;
         if (o < p.n_ff && t < n_tok) {
             let as_ = act_scale[p.ascale_offset + tok0 + t];
@@ -109,7 +109,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let rg = select(0.0, g, g > 0.0);  // as the CPU: NaN and -0 give 0
                 a = rg * rg;
             } else {
-                a = div_rn(g, 1.0 + exp(-g));
+                a = div_rn(g, 1.0 + exp_rn(-g));
             }
             f[p.f_offset + (tok0 + t) * p.f_stride + o] = a * u;
         }

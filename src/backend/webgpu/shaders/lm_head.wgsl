@@ -6,7 +6,8 @@
 //   head: [K, n_vocab] f16 or f32   h: [K, T] f32   logits: [n_vocab, T] f32
 // Bindings: 0 head (read), 1 h (read), 2 logits (read_write), 3 params (uniform)
 // Dispatch: (ceil(n_vocab / ROWS), ceil(T / TOKS), 1). A workgroup owns ROWS vocabulary rows x TOKS
-// tokens; its threads form ROWS teams of WG / ROWS lanes striding over the row's words.
+// tokens; its threads form ROWS teams of WG / ROWS lanes striding over the row's words (the host
+// picks lanes ~ K/8, at most 64, so that each lane reads a few words).
 
 // #include "lib/numerics.wgsl"
 
@@ -52,11 +53,17 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     if (row < p.n_vocab) {
         if (TABLE_F16) {
             let base = p.head_offset + row * (p.k / 2u);
+            let exact = p.round_input != 0u;  // f16 x f16: the f32 product is exact
             for (var kw = lane; kw < p.k / 2u; kw += lanes) {
                 let e = unpack2x16float(head[base + kw]);
                 for (var t = 0u; t < n_tok; t++) {
-                    acc[t] = df_fma(acc[t], e.x, h_at(tok0 + t, 2u * kw));
-                    acc[t] = df_fma(acc[t], e.y, h_at(tok0 + t, 2u * kw + 1u));
+                    let h0 = h_at(tok0 + t, 2u * kw);
+                    let h1 = h_at(tok0 + t, 2u * kw + 1u);
+                    if (exact) {
+                        acc[t] = df_add_f(df_add_f(acc[t], e.x * h0), e.y * h1);
+                    } else {
+                        acc[t] = df_fma(df_fma(acc[t], e.x, h0), e.y, h1);
+                    }
                 }
             }
         } else {

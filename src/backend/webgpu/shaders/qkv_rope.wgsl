@@ -139,9 +139,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 
     // One thread per (group of 4 slots, token).
     let units = ROWS / 4u;
-    if (lid < units * TOKS) {
-        let u = lid / TOKS;
-        let t = lid % TOKS;
+    for (var oi = lid; oi < units * TOKS; oi += WG) {
+        let u = oi / TOKS;
+        let t = oi % TOKS;
         if (t < n_tok) {
             let as_ = act_scale[p.ascale_offset + tok0 + t];
             let j   = j0 + 4u * u;                    // first head-relative slot of the unit

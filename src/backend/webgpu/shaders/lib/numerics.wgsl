@@ -1,13 +1,19 @@
 // Numerics helpers that let WGSL kernels reproduce the CPU reference (src/backend/cpu/cpu_ops.cpp)
 // bit for bit where it matters. Appended to kernels by the embed script (`// #include`).
 //
-// Vulkan only guarantees 2.5 ulp for f32 division and inverse-sqrt-derived sqrt, so division and
-// square root are corrected with an fma residual step (correctly rounded whenever fma is fused, as
-// on every current GPU). The CPU sums in double; kernels emulate that with "double-float" pairs
-// (hi, lo) built from exact error-free transformations (two_sum, two_prod).
+// Vulkan only guarantees 2.5 ulp for f32 division and inverse-sqrt-derived sqrt, so on adapters
+// with a fused fma (every current GPU) division and square root are corrected with an fma residual
+// step. Software adapters (SwiftShader) have IEEE division and sqrt but an unfused fma: there the
+// plain operators are used, and two_prod splits its operands instead (Dekker). The backend measures
+// which case holds (numerics_probe.wgsl) and sets FMA_FUSED for every pipeline.
+// The CPU sums in double; kernels emulate that with "double-float" pairs (hi, lo) built from
+// error-free transformations (two_sum, two_prod).
+
+override FMA_FUSED: bool = true;
 
 // a / b, correctly rounded (reciprocal refined once, then one residual correction).
 fn div_rn(a: f32, b: f32) -> f32 {
+    if (!FMA_FUSED) { return a / b; }
     var y = 1.0 / b;
     let e = fma(-b, y, 1.0);
     y = fma(e, y, y);
@@ -18,6 +24,7 @@ fn div_rn(a: f32, b: f32) -> f32 {
 
 // sqrt(x) for x > 0, correctly rounded (one residual correction of x * inverseSqrt(x)).
 fn sqrt_rn(x: f32) -> f32 {
+    if (!FMA_FUSED) { return sqrt(x); }
     let y = inverseSqrt(x);
     let s = x * y;
     let r = fma(-s, s, x);
@@ -32,10 +39,20 @@ fn two_sum(a: f32, b: f32) -> vec2<f32> {
     return vec2<f32>(s, e);
 }
 
-// Error-free product: a * b = p + e exactly (fma).
+// Error-free product: a * b = p + e exactly (fma, or Dekker's split when fma is not fused).
 fn two_prod(a: f32, b: f32) -> vec2<f32> {
     let p = a * b;
-    return vec2<f32>(p, fma(a, b, -p));
+    if (FMA_FUSED) { return vec2<f32>(p, fma(a, b, -p)); }
+    let sa = split(a);
+    let sb = split(b);
+    return vec2<f32>(p, ((sa.x * sb.x - p) + sa.x * sb.y + sa.y * sb.x) + sa.y * sb.y);
+}
+
+// Veltkamp split of a into two halves of 12 significant bits each (a = hi + lo exactly).
+fn split(a: f32) -> vec2<f32> {
+    let c  = 4097.0 * a;
+    let hi = c - (c - a);
+    return vec2<f32>(hi, a - hi);
 }
 
 // Double-float accumulator x (hi, lo) plus a float b.
@@ -71,15 +88,60 @@ fn df_to_f32(x: vec2<f32>) -> f32 {
 // (hi + lo) / n as the CPU's (float)(sum / (double)n): quotient of hi, corrected by the remainder.
 fn df_div_f(x: vec2<f32>, n: f32) -> f32 {
     let q = div_rn(x.x, n);
-    let r = fma(-q, n, x.x) + x.y;
-    return q + r / n;
+    let e = two_prod(q, n);
+    let r = ((x.x - e.x) - e.y) + x.y;
+    return q + div_rn(r, n);
 }
 
 // 1 / (hi + lo), as (float)(1.0 / sum).
 fn df_recip(x: vec2<f32>) -> f32 {
     let q = div_rn(1.0, x.x);
-    let r = fma(-q, x.x, 1.0) - q * x.y;
+    let e = two_prod(q, x.x);
+    let r = ((1.0 - e.x) - e.y) - q * x.y;
     return q + r * q;
+}
+
+// Double-float product x * y.
+fn df_mul(x: vec2<f32>, y: vec2<f32>) -> vec2<f32> {
+    let p = two_prod(x.x, y.x);
+    return fast_two_sum(p.x, p.y + (x.x * y.y + x.y * y.x));
+}
+
+// exp(x) correctly rounded to f32 (what glibc's expf gives: its error is below 0.502 ulp), for the
+// softmax and SiLU. GPU exp() is only good to a few ulps, which f16 rounding of probabilities turns
+// into visible jumps. x = k ln2 + r with ln2 in three parts (k ln2_hi exact), exp(r) by a Taylor
+// series: terms from r^7 on in f32 (they are below 2^-23), the rest in double-float, then * 2^k.
+fn exp_rn(x: f32) -> f32 {
+    if (x != x) { return x; }
+    if (x > 88.72284) { return x * 3.4e38; }  // overflows to +inf at run time (a constant inf is invalid WGSL)
+    if (x < -103.97209) { return 0.0; }
+    let k = round(x * 1.44269502);
+    // ln2 = 0.693359375 (9 bits: k * it is exact) - 2.12194442e-4 + 1.64659497e-12 (to ~2^-70)
+    var r = two_sum(x, -k * 0.693359375);
+    r = df_add(r, two_prod(-k, -2.12194442e-4));
+    r = df_add(r, two_prod(-k, 1.64659497e-12));
+    // tail = sum_{i >= 7} r^(i-7) / i!   (f32)
+    var tail = 1.0 / 6227020800.0;                  // 1/13!  (all in f32)
+    tail = tail * r.x + 1.0 / 479001600.0;          // 1/12!
+    tail = tail * r.x + 1.0 / 39916800.0;           // 1/11!
+    tail = tail * r.x + 1.0 / 3628800.0;            // 1/10!
+    tail = tail * r.x + 1.0 / 362880.0;             // 1/9!
+    tail = tail * r.x + 1.0 / 40320.0;              // 1/8!
+    tail = tail * r.x + 1.9841270e-4;               // 1/7!
+    // Horner in double-float for 1/6! .. 1/0!, constants as (hi, lo).
+    var s = vec2<f32>(tail, 0.0);
+    s = df_add(df_mul(s, r), vec2<f32>(1.38888892e-3, -3.3631094e-11));  // 1/6!
+    s = df_add(df_mul(s, r), vec2<f32>(8.33333377e-3, -4.3461720e-10));  // 1/5!
+    s = df_add(df_mul(s, r), vec2<f32>(4.16666679e-2, -1.2417634e-9));   // 1/4!
+    s = df_add(df_mul(s, r), vec2<f32>(1.66666672e-1, -4.9670539e-9));   // 1/3!
+    s = df_add(df_mul(s, r), vec2<f32>(0.5, 0.0));
+    s = df_add(df_mul(s, r), vec2<f32>(1.0, 0.0));
+    s = df_add(df_mul(s, r), vec2<f32>(1.0, 0.0));
+    let ki = i32(k);
+    if (ki < -125) {  // subnormal result: scale in two steps so only the last one rounds
+        return ldexp(ldexp(s.x, -64) + ldexp(s.y, -64), ki + 64);
+    }
+    return ldexp(s.x + s.y, ki);
 }
 
 // IEEE binary16 bits of f, rounded to nearest even (the same function as core/fp16.h fp32_to_fp16).

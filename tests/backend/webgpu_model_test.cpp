@@ -1,0 +1,160 @@
+// Whole models on the WebGPU backend against the CPU backend: synthetic models (`tern synth tiny`,
+// every ternary file type, f16 and f32 KV caches, prefill in odd batch sizes) and the HF parity
+// checkpoints (tests/data/hf_parity, converted as tests/model/hf_parity_test.cpp does). For each:
+// the logits of every prompt position, then 64 greedy steps with identical tokens and close logits.
+//
+// Tolerance: |logit_gpu - logit_cpu| <= 1e-4 * max(1, max |logit| of the row). The kernels
+// reproduce the CPU's arithmetic (see backend_ops_test.cpp), so on SwiftShader the logits come out
+// bit-identical; on a GPU exp() and fma contraction leave ulp-level differences, which can flip an
+// activation's int8 rounding now and then (a change of about 1e-5 relative in the logits).
+// Skipped without a WebGPU adapter.
+#include "backend/cpu/cpu_backend.h"
+#include "convert/hf_convert.h"
+#include "engine/session.h"
+#include "gguf/gguf_reader.h"
+#include "model/bitnet_model.h"
+#include "synth/synth.h"
+#include "test_util.h"
+#include "webgpu_test_util.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/mmap.h"
+
+namespace tern {
+namespace {
+
+constexpr double k_logit_rel_tol = 1e-4;
+
+struct RunOptions {
+    DType   cache      = DType::f16;
+    int64_t n_batch    = 7;
+    int     n_generate = 64;
+};
+
+struct Compare {
+    double      max_rel = 0;  // worst |d| / max(1, max|row|)
+    int         rows    = 0;
+    std::string first;        // where the first non-zero difference was
+};
+
+void compare_rows(const float * gpu, const float * cpu, int64_t n, Compare & c, const std::string & where) {
+    double row_max = 1, worst = 0;
+    for (int64_t v = 0; v < n; ++v) row_max = std::max(row_max, static_cast<double>(std::fabs(cpu[v])));
+    for (int64_t v = 0; v < n; ++v) worst = std::max(worst, static_cast<double>(std::fabs(gpu[v] - cpu[v])));
+    if (worst > 0 && c.first.empty()) c.first = where;
+    c.max_rel = std::max(c.max_rel, worst / row_max);
+    ++c.rows;
+    ASSERT_LE(worst / row_max, k_logit_rel_tol) << where;
+}
+
+int32_t argmax(std::span<const float> logits) {
+    return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+// Prompt logits at every position, then greedy decoding, on both backends side by side.
+void run_both(const std::string & path, const std::vector<int32_t> & prompt, const RunOptions & o) {
+    const GgufFile file  = GgufFile::open(path);
+    auto           cpu   = make_cpu_backend({2});
+    Backend &      gpu   = *test::shared_webgpu().backend;
+    auto           m_cpu = BitnetModel::load(file, *cpu);
+    auto           m_gpu = BitnetModel::load(file, gpu);
+    const int64_t  nv    = m_cpu->config().n_vocab;
+
+    SessionOptions so;
+    so.n_ctx   = static_cast<int64_t>(prompt.size()) + o.n_generate + 1;
+    so.n_batch = o.n_batch;
+    so.type_k = so.type_v = o.cache;
+    Session s_cpu(*m_cpu, so);
+    Session s_gpu(*m_gpu, so);
+
+    std::vector<float> l_cpu(prompt.size() * static_cast<size_t>(nv)), l_gpu(l_cpu.size());
+    s_cpu.eval(prompt, l_cpu);
+    s_gpu.eval(prompt, l_gpu);
+    Compare c;
+    for (size_t pos = 0; pos < prompt.size(); ++pos) {
+        compare_rows(l_gpu.data() + pos * nv, l_cpu.data() + pos * nv, nv, c, "prompt position " + std::to_string(pos));
+        if (::testing::Test::HasFatalFailure()) return;
+    }
+    std::vector<int32_t> t_cpu, t_gpu;
+    for (int step = 0; step < o.n_generate; ++step) {
+        const int32_t a = argmax(s_cpu.logits());
+        const int32_t b = argmax(s_gpu.logits());
+        t_cpu.push_back(a);
+        t_gpu.push_back(b);
+        ASSERT_EQ(b, a) << "greedy step " << step;
+        const int32_t next[1] = {a};
+        s_cpu.eval(next);
+        s_gpu.eval(next);
+        compare_rows(s_gpu.logits().data(), s_cpu.logits().data(), nv, c, "greedy step " + std::to_string(step));
+        if (::testing::Test::HasFatalFailure()) return;
+    }
+    EXPECT_EQ(t_gpu, t_cpu);
+    std::printf("[          ] %d logit rows, worst |d|/max|row| = %.3g%s\n", c.rows, c.max_rel,
+                c.first.empty() ? " (bit-identical)" : (", first difference at " + c.first).c_str());
+}
+
+std::string synth_model(const std::string & tag, DType linear, DType embd) {
+    static std::map<std::string, std::string> made;  // one file per configuration per process
+    if (auto it = made.find(tag); it != made.end()) return it->second;
+    SynthOptions o;
+    o.shape       = "tiny";
+    o.output_path = (test::temp_dir("webgpu-" + tag) / "m.gguf").string();
+    o.seed        = 11;
+    o.linear_type = linear;
+    o.embd_type   = embd;
+    o.progress    = false;
+    write_synthetic_model(o);
+    return made[tag] = o.output_path;
+}
+
+std::vector<int32_t> some_tokens(int n, int n_vocab) {
+    std::vector<int32_t> ids;
+    for (int i = 0; i < n; ++i) ids.push_back((i * 37 + 11) % n_vocab);
+    return ids;
+}
+
+TEST(WebGpuModel, SynthTinyI2sF16CacheMatchesCpu) {
+    TERN_REQUIRE_WEBGPU();
+    run_both(synth_model("i2s", DType::i2_s, DType::f16), some_tokens(19, 256), {DType::f16, 7, 64});
+}
+
+TEST(WebGpuModel, SynthTinyTq2F32CacheOnePassPrefillMatchesCpu) {
+    TERN_REQUIRE_WEBGPU();
+    run_both(synth_model("tq2", DType::tq2_0, DType::f16), some_tokens(23, 256), {DType::f32, 512, 64});
+}
+
+TEST(WebGpuModel, SynthTinyTq1Q8EmbeddingTokenByTokenMatchesCpu) {
+    TERN_REQUIRE_WEBGPU();
+    run_both(synth_model("tq1", DType::tq1_0, DType::q8_0), some_tokens(9, 256), {DType::f16, 1, 16});
+}
+
+class WebGpuHfParity : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(WebGpuHfParity, LogitsAndGreedyMatchCpu) {
+    TERN_REQUIRE_WEBGPU();
+    const std::string dir = test::data_path("hf_parity/" + GetParam());
+    const auto        ref = nlohmann::json::parse(read_file_text(dir + "/reference.json"));
+    ConvertOptions    o;
+    o.input_dir   = dir;
+    o.output_path = (test::temp_dir("webgpu-parity-" + GetParam()) / "model.gguf").string();
+    o.progress    = false;
+    convert_hf_checkpoint(o);
+    const auto ids = ref["prompts"][0]["ids"].get<std::vector<int32_t>>();
+    {
+        SCOPED_TRACE("f32 cache (exact mode)");
+        run_both(o.output_path, ids, {DType::f32, 5, 64});
+    }
+    if (HasFatalFailure()) return;
+    SCOPED_TRACE("f16 cache");
+    run_both(o.output_path, ids, {DType::f16, 512, 64});
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, WebGpuHfParity, ::testing::Values("tiny_tied", "hd128_untied", "online_masters"));
+
+}  // namespace
+}  // namespace tern
