@@ -3,6 +3,9 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "core/error.h"
+#ifdef TERN_HAS_WEBGPU
+#include "backend/webgpu/webgpu_backend.h"
+#endif
 #include "core/mmap.h"
 
 #include <chrono>
@@ -34,7 +37,10 @@ void add_model_args(CLI::App & app, ModelArgs & args) {
         ->check(CLI::ExistingFile);
     app.add_option("-t,--threads", args.threads, "CPU threads (0 = all hardware threads)")
         ->check(CLI::Range(0, 1024))->capture_default_str();
-    app.add_option("--backend", args.backend, "compute backend")->check(CLI::IsMember({"cpu", "auto"}))
+    app.add_option("--backend", args.backend,
+                   "compute backend: cpu, webgpu (a GPU through WebGPU; a CPU-only adapter such as SwiftShader "
+                   "needs TERN_WEBGPU_ALLOW_CPU=1), or auto (webgpu on a real GPU, else cpu)")
+        ->check(CLI::IsMember({"cpu", "webgpu", "auto"}))
         ->capture_default_str();
 }
 
@@ -68,6 +74,49 @@ std::unique_ptr<GgufFile> open_model_file(const std::string & path) {
     }));
 }
 
+BackendChoice make_backend(const ModelArgs & args) {
+    BackendChoice c;
+    if (args.backend == "cpu") {
+        c.backend = make_cpu_backend({args.threads});
+        return c;
+    }
+    if (args.backend != "webgpu" && args.backend != "auto") {
+        fail(ErrorKind::invalid_argument, format("unknown backend '%s'", args.backend.c_str()),
+             "use --backend cpu, webgpu or auto");
+    }
+#ifdef TERN_HAS_WEBGPU
+    if (args.backend == "webgpu") {
+        c.backend = make_webgpu_backend({});  // Error(device) with the reason and a hint
+        return c;
+    }
+    // auto: a real GPU adapter if there is one, else the CPU, saying why.
+    const WgpuProbe probe = probe_webgpu_adapter();
+    if (probe.adapter && !probe.adapter->is_cpu) {
+        try {
+            c.backend = make_webgpu_backend({});
+            c.note    = format("backend auto -> webgpu (%s, %s)", probe.adapter->name.c_str(),
+                               probe.adapter->backend.c_str());
+            return c;
+        } catch (const Error & e) {
+            c.note = format("backend auto -> cpu (WebGPU adapter '%s' failed: %s)", probe.adapter->name.c_str(), e.what());
+        }
+    } else if (probe.adapter) {
+        c.note = format("backend auto -> cpu (the only WebGPU adapter, '%s', runs on the CPU)",
+                        probe.adapter->name.c_str());
+    } else {
+        c.note = "backend auto -> cpu (" + probe.reason + ")";
+    }
+#else
+    if (args.backend == "webgpu") {
+        fail(ErrorKind::unsupported, "this build of tern has no WebGPU backend",
+             "reconfigure with -DTERN_WEBGPU=ON, or use --backend cpu");
+    }
+    c.note = "backend auto -> cpu (this build has no WebGPU backend)";
+#endif
+    c.backend = make_cpu_backend({args.threads});
+    return c;
+}
+
 LoadedModel load_model(const ModelArgs & args_in, bool quiet) {
     using clock = std::chrono::steady_clock;
     const auto  t0   = clock::now();
@@ -81,10 +130,8 @@ LoadedModel load_model(const ModelArgs & args_in, bool quiet) {
     }
     LoadedModel m;
     m.file = open_model_file(args.model);
-    if (args.backend != "cpu" && args.backend != "auto") {
-        fail(ErrorKind::invalid_argument, format("unknown backend '%s'", args.backend.c_str()), "use --backend cpu");
-    }
-    m.backend = make_cpu_backend({args.threads});
+    BackendChoice choice = make_backend(args);
+    m.backend            = std::move(choice.backend);
     with_context(format("cannot load model '%s'", args.model.c_str()), [&] {
         m.model     = BitnetModel::load(*m.file, *m.backend);
         m.tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_gguf(*m.file));
@@ -102,7 +149,7 @@ LoadedModel load_model(const ModelArgs & args_in, bool quiet) {
                      static_cast<long long>(c.n_layer), static_cast<long long>(c.n_embd),
                      human_bytes(static_cast<double>(m.file->file_size())).c_str(),
                      m.backend->device_info().description.c_str());
-        if (args.backend == "auto") std::fprintf(stderr, "tern: backend auto -> cpu (no GPU backend in this build)\n");
+        if (!choice.note.empty()) std::fprintf(stderr, "tern: %s\n", choice.note.c_str());
         if (c.synthetic) {
             std::fprintf(stderr, "note: this model has random weights (made by `tern synth`); its text is meaningless\n");
         }

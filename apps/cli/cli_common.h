@@ -24,7 +24,7 @@ std::string default_model_path();
 struct ModelArgs {
     std::string model;         // -m (empty: the default model)
     int         threads = 0;   // -t, 0 = all hardware threads
-    std::string backend = "cpu";
+    std::string backend = "cpu";  // --backend: cpu, webgpu or auto
 };
 
 struct ContextArgs {
@@ -37,6 +37,15 @@ struct ContextArgs {
 void add_model_args(CLI::App & app, ModelArgs & args);
 void add_context_args(CLI::App & app, ContextArgs & args);
 void add_sampler_args(CLI::App & app, SamplerParams & params);
+
+// The backend named by --backend. "auto" takes a real GPU through WebGPU when there is one and the
+// CPU otherwise; `note` then says which and why (one line for stderr). "webgpu" throws
+// Error(device) when there is no usable GPU adapter.
+struct BackendChoice {
+    std::unique_ptr<Backend> backend;
+    std::string              note;
+};
+BackendChoice make_backend(const ModelArgs & args);
 
 // A loaded model with everything needed to run it. Members are declared in dependency order.
 struct LoadedModel {

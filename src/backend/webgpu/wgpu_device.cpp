@@ -5,7 +5,10 @@
 #include "core/error.h"
 #include "core/log.h"
 
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -38,6 +41,60 @@ bool wait_until(WGPUInstance instance, const bool & done, int64_t timeout_ms) {
             std::this_thread::sleep_for(std::chrono::microseconds(spin < 256 ? 20 : 200));
         }
     }
+}
+
+// Diverts file descriptor 2 into a temporary file while adapters are enumerated: Dawn and the
+// Vulkan loader print warnings there about every driver they reject (e.g. lavapipe), which is noise
+// when tern only wants to know whether a GPU exists. text() returns what was caught, for errors.
+class StderrCapture {
+public:
+    StderrCapture() {
+        std::fflush(stderr);
+        file_  = std::tmpfile();
+        saved_ = file_ ? ::dup(2) : -1;
+        if (saved_ >= 0) ::dup2(::fileno(file_), 2);
+    }
+    ~StderrCapture() { restore(); }
+    std::string text() {
+        restore();
+        std::string out;
+        if (!file_) return out;
+        std::rewind(file_);
+        char buf[4096];
+        size_t n;
+        while ((n = std::fread(buf, 1, sizeof buf, file_)) > 0 && out.size() < 16384) out.append(buf, n);
+        return out;
+    }
+
+private:
+    void restore() {
+        if (saved_ >= 0) {
+            std::fflush(stderr);
+            ::dup2(saved_, 2);
+            ::close(saved_);
+            saved_ = -1;
+        }
+    }
+    std::FILE * file_  = nullptr;
+    int         saved_ = -1;
+};
+
+// The first lines of what the driver stack printed, indented for an error message.
+std::string driver_notes(const std::string & text) {
+    std::string out;
+    size_t      start = 0;
+    int         lines = 0;
+    while (start < text.size() && lines < 6) {
+        size_t end = text.find('\n', start);
+        if (end == std::string::npos) end = text.size();
+        const std::string line = text.substr(start, end - start);
+        if (!line.empty() && line.find("XDG_RUNTIME_DIR") == std::string::npos) {
+            out += "\n  driver: " + line;
+            ++lines;
+        }
+        start = end + 1;
+    }
+    return out;
 }
 
 struct AdapterRequest {
@@ -141,9 +198,11 @@ WgpuProbe probe_webgpu_adapter() {
     WgpuProbe probe;
     try {
         load_wgpu_library();
-        auto        instance = create_instance();
-        std::string why;
-        auto        adapter = request_adapter(instance.get(), 30000, why);
+        StderrCapture quiet;
+        auto          instance = create_instance();
+        std::string   why;
+        auto          adapter = request_adapter(instance.get(), 30000, why);
+        quiet.text();
         if (!adapter) {
             probe.reason = why;
             return probe;
@@ -155,7 +214,12 @@ WgpuProbe probe_webgpu_adapter() {
         }
         probe.adapter = s;
     } catch (const Error & e) {
-        probe.reason = e.what();
+        // One line: the first line of the message, without the "webgpu: " prefix and a dangling list.
+        std::string r = e.what();
+        r             = r.substr(0, r.find('\n'));
+        if (r.rfind("webgpu: ", 0) == 0) r = r.substr(8);
+        if (const size_t cut = r.rfind("; tried:"); cut != std::string::npos) r = r.substr(0, cut);
+        probe.reason = r;
     }
     return probe;
 }
@@ -163,16 +227,20 @@ WgpuProbe probe_webgpu_adapter() {
 WgpuContext::WgpuContext(const WgpuDeviceOptions & options) {
     load_wgpu_library();
     timeout_ms_ = options.timeout_ms > 0 ? options.timeout_ms : default_timeout_ms();
-    instance_   = create_instance();
-    std::string why;
-    adapter_handle_ = request_adapter(instance_.get(), timeout_ms_, why);
+    std::string why, notes;
+    {
+        StderrCapture quiet;
+        instance_       = create_instance();
+        adapter_handle_ = request_adapter(instance_.get(), timeout_ms_, why);
+        notes           = driver_notes(quiet.text());
+    }
     if (!adapter_handle_) {
-        fail(ErrorKind::device, "webgpu: " + why,
+        fail(ErrorKind::device, "webgpu: " + why + notes,
              "install a GPU driver with Vulkan support, or run with --backend cpu");
     }
     adapter_ = summarize(adapter_handle_.get());
     if (adapter_.is_null) {
-        fail(ErrorKind::device, "webgpu: only Dawn's null backend is available (no GPU device)",
+        fail(ErrorKind::device, "webgpu: only Dawn's null backend is available (no GPU device)" + notes,
              "install a GPU driver with Vulkan support, or run with --backend cpu");
     }
     if (adapter_.is_cpu && !options.allow_cpu_adapter) {

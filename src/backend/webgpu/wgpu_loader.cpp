@@ -47,7 +47,7 @@ WgpuLibrary open_library() {
 #undef TERN_WGPU_RESOLVE
         return {path, &g_procs};
     }
-    fail(ErrorKind::device, "webgpu: cannot load the WebGPU library; tried:" + tried,
+    fail(ErrorKind::device, std::string("webgpu: cannot load the WebGPU library (") + k_library_name + "); tried:" + tried,
          "run scripts/setup.sh (installs Dawn into .deps/webgpu), or set TERN_WEBGPU_LIB=/path/to/libwebgpu.so");
 }
 
