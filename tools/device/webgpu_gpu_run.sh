@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Runs tern's WebGPU backend on the lent NVIDIA machine (the `device` tool): kernel tests against the
+# CPU reference, a greedy comparison with the CPU backend, and `tern bench` on a synthetic 2B4T.
+# The machine has NVIDIA's Vulkan driver but no Vulkan loader and no package registry, so the call
+# carries: .gl (Debian's libvulkan1 .deb) and .devicebin (tern, tern_webgpu_tests, libpcre2-8.so.0,
+# libwebgpu_wrapper.so.gz from npm bun-webgpu-linux-x64, the Llama-3 tokenizer.json.gz). Make
+# .devicebin with tools/device/pack_devicebin.sh. Results go to $OUT.
+# Usage (on the device): tools/device/webgpu_gpu_run.sh [bench args...]
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out=${OUT:-/tmp/out}
+mkdir -p "$out"
+for f in .gl/*.deb; do dpkg -x "$f" /; done
+ldconfig
+B=$PWD/.devicebin
+gunzip -kf "$B/libwebgpu_wrapper.so.gz" "$B/llama3_tokenizer.json.gz"
+export LD_LIBRARY_PATH=$B:${LD_LIBRARY_PATH:-}
+export TERN_WEBGPU_LIB=$B/libwebgpu_wrapper.so TERN_LLAMA3_TOKENIZER=$B/llama3_tokenizer.json
+icd=$(ls /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json 2>/dev/null | head -1)
+[ -n "$icd" ] && export VK_DRIVER_FILES=$icd
+nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader
+
+echo "== kernels vs CPU reference on this GPU"
+"$B/tern_webgpu_tests" --gtest_brief=1 2>&1 | tail -15
+echo "== default model, greedy, webgpu vs cpu"
+"$B/tern" run --backend webgpu -p "The ship" -n 48 --temp 0 --no-display-prompt > "$out/gpu.txt" 2> "$out/gpu.err"; tail -2 "$out/gpu.err"
+"$B/tern" run --backend cpu -t 16 -p "The ship" -n 48 --temp 0 --no-display-prompt > "$out/cpu.txt" 2>/dev/null
+cmp -s "$out/gpu.txt" "$out/cpu.txt" && echo "greedy text identical" || { echo "greedy text differs:"; cat "$out/gpu.txt" "$out/cpu.txt"; }
+echo "== synth bitnet-2b4t"
+"$B/tern" synth bitnet-2b4t -o /tmp/synth-2b4t.gguf --seed 1 2>&1 | tail -1
+echo "== bench"
+[ $# -gt 0 ] || set -- -p 512 -n 128 -r 3
+"$B/tern" bench --backend webgpu -m /tmp/synth-2b4t.gguf "$@" 2>&1 | tee "$out/bench.md" | tail -8
