@@ -62,7 +62,7 @@ TEST(WebGpuShaders, EveryEmbeddedShaderCompilesAndMakesAPipeline) {
     }
     // Pipelines with default overrides; the binding signature must match the kernel's bindings.
     const std::pair<const char *, const char *> signatures[] = {
-        {"embed", "rrwu"},          {"rms_norm", "wrwu"},     {"rms_norm_quant", "rrwwu"}, {"bitlinear", "rrrwu"},
+        {"embed", "rrwu"},          {"rms_norm", "rrwu"},     {"rms_norm_quant", "rrwwu"}, {"bitlinear", "rrrwu"},
         {"bitlinear_nodp4", "rrrwu"}, {"gate_up", "rrrwu"},   {"gate_up_nodp4", "rrrwu"},  {"qkv_rope", "rrrrwwwu"},
         {"qkv_rope_nodp4", "rrrrwwwu"}, {"attention", "rrrwu"}, {"lm_head", "rrwu"},        {"argmax", "rwu"}};
     for (const auto & [name, sig] : signatures) {

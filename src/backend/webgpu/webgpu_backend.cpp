@@ -213,15 +213,23 @@ void WebGpuBackend::read(const Tensor & src, void * dst, size_t n_bytes) {
         m->done     = true;
     };
     wgpu().wgpuBufferMapAsync(staging_.get(), WGPU_MAP_MODE_READ, 0, size, cb);
-    ctx_.wait(map.done, "reading a buffer back");
+    try {
+        ctx_.wait(map.done, "reading a buffer back");
+    } catch (...) {
+        staging_.reset();  // it may still become mapped: never submit with it again
+        staging_size_ = 0;
+        throw;
+    }
+    if (map.status == WGPU_STATUS_SUCCESS) {
+        const void * mapped = wgpu().wgpuBufferGetConstMappedRange(staging_.get(), 0, size);
+        if (mapped) std::memcpy(dst, static_cast<const uint8_t *>(mapped) + (src.offset - first), n_bytes);
+        wgpu().wgpuBufferUnmap(staging_.get());
+        TERN_ASSERT(mapped != nullptr, "mapped range is null");
+    }
     ctx_.check_errors();
     if (map.status != WGPU_STATUS_SUCCESS) {
         fail(ErrorKind::device, format("webgpu: mapping the readback buffer failed: %s", map.message.c_str()));
     }
-    const void * mapped = wgpu().wgpuBufferGetConstMappedRange(staging_.get(), 0, size);
-    TERN_ASSERT(mapped != nullptr, "mapped range is null");
-    std::memcpy(dst, static_cast<const uint8_t *>(mapped) + (src.offset - first), n_bytes);
-    wgpu().wgpuBufferUnmap(staging_.get());
 }
 
 void WebGpuBackend::synchronize() {

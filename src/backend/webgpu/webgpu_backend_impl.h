@@ -123,6 +123,7 @@ private:
     WgpuHandle<WGPUBuffer> staging_;  // MapRead | CopyDst, for read()
     size_t                 staging_size_ = 0;
     std::map<std::pair<int64_t, float>, RopeTable> ropes_;
+    std::unique_ptr<GpuBuffer>                     scratch_;  // input copy for an in-place rms_norm
 };
 
 // The GPU buffer behind a tensor (asserts it came from a WebGPU backend).

@@ -104,8 +104,17 @@ void WebGpuBackend::rms_norm(const Tensor & y, const Tensor & x, const Weight & 
         float    eps;
         uint32_t x_offset, x_stride, w_offset, y_offset, y_stride;
     } p{u32(k), eps, gpu_offset(x, 4), u32(k), 0, gpu_offset(y, 4), u32(k)};
-    const PipelineKey key{"rms_norm", "wrwu", {{{"WG", 256}}}};
-    const WGPUBuffer  bufs[] = {gpu_buffer(x), nw->buffer->get(), gpu_buffer(y)};
+    WGPUBuffer x_buffer = gpu_buffer(x);
+    if (x_buffer == gpu_buffer(y)) {
+        // In place: WebGPU forbids binding one buffer as both input and output, so norm a copy.
+        const size_t bytes = x.n_bytes();
+        if (!scratch_ || scratch_->size_bytes() < bytes) scratch_ = make_buffer(bytes, nullptr, "norm scratch");
+        step_->copy(x_buffer, x.offset, scratch_->get(), 0, (bytes + 3) / 4 * 4);
+        x_buffer   = scratch_->get();
+        p.x_offset = 0;
+    }
+    const PipelineKey key{"rms_norm", "rrwu", {{{"WG", 256}}}};
+    const WGPUBuffer  bufs[] = {x_buffer, nw->buffer->get(), gpu_buffer(y)};
     step_->dispatch(key, bufs, &p, sizeof p, u32(x.ne[1]));
 }
 

@@ -64,6 +64,13 @@ void StepEncoder::dispatch(const PipelineKey & key, std::span<const WGPUBuffer> 
     const uint32_t max_groups = ctx_.limits().maxComputeWorkgroupsPerDimension;
     TERN_ASSERT(x <= max_groups && y <= max_groups && z <= max_groups, "dispatch (%u, %u, %u) of %s over the limit %u",
                 x, y, z, key.label().c_str(), max_groups);
+    for (size_t i = 0; i < buffers.size(); ++i) {  // WebGPU rejects a writable binding that aliases another
+        for (size_t j = i + 1; j < buffers.size(); ++j) {
+            TERN_ASSERT(buffers[i] != buffers[j] || (key.signature[i] == 'r' && key.signature[j] == 'r'),
+                        "%s: bindings %zu and %zu are the same buffer and one of them is writable",
+                        key.label().c_str(), i, j);
+        }
+    }
     if (x == 0 || y == 0 || z == 0) return;
     if (n_slots_ == k_slots) flush();
 

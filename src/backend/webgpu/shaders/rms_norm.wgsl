@@ -1,9 +1,8 @@
 // rms_norm: y = rms_norm(x) * w for each token (cpu::rms_norm_row), bit-exact like rms_norm_quant.
-// x and y may be the same buffer (both bindings are read_write; each element is read and written
-// by the same thread, after the reduction).
+// x and y are different buffers (for an in-place norm the host passes a copy of x).
 //
 //   x: [K, T] f32   w: [K] f32   y: [K, T] f32
-// Bindings: 0 x (read_write), 1 w (read), 2 y (read_write), 3 params (uniform)
+// Bindings: 0 x (read), 1 w (read), 2 y (read_write), 3 params (uniform)
 // Dispatch: (T, 1, 1). One workgroup per token; thread i handles elements i, i + WG, ...
 
 // #include "lib/numerics.wgsl"
@@ -20,7 +19,7 @@ struct Params {
     y_stride: u32,  // f32 elements between tokens
 }
 
-@group(0) @binding(0) var<storage, read_write> x: array<f32>;
+@group(0) @binding(0) var<storage, read> x: array<f32>;
 @group(0) @binding(1) var<storage, read> w: array<f32>;
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
 @group(0) @binding(3) var<uniform> p: Params;
@@ -44,7 +43,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     let mean = df_div_f(red_sum[0], f32(p.k));
     let inv  = div_rn(1.0, sqrt_rn(mean + p.eps));
-    workgroupBarrier();  // every read of x above happens before any write of y (they may alias)
     let yo = p.y_offset + t * p.y_stride;
     for (var i = lid; i < p.k; i += WG) {
         y[yo + i] = (x[xo + i] * inv) * w[p.w_offset + i];

@@ -1,0 +1,408 @@
+// WebGPU ops beyond the shared harness (backend_ops_test.cpp): the weight repacking, views at
+// unaligned offsets, accumulate epilogues, token tiles (T > 8), SiLU, partial RoPE with GQA and
+// head_dim 128, f32 tables, in-place norms, the emulated-dot4 kernels, unaligned host writes and
+// the dispatch count. Each result is compared with the 1-thread CPU reference: bit for bit on a
+// CPU adapter (SwiftShader: IEEE division and sqrt, unfused fma), within the harness's tolerances on
+// a GPU. Skipped without a WebGPU adapter.
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_weights.h"
+#include "backend/webgpu/webgpu_weights.h"
+#include "core/fp16.h"
+#include "quant/block_formats.h"
+#include "quant/ternary_formats.h"
+#include "webgpu_test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+namespace tern {
+namespace {
+
+// Bit-exact on a CPU adapter; `gpu_tol` (relative to 1 + |want|) on a real GPU.
+double tolerance(double gpu_tol) {
+    const auto & be = test::shared_webgpu().backend;
+    return be && be->device_info().description.find(", CPU)") != std::string::npos ? 0.0 : gpu_tol;
+}
+
+void expect_close(const std::vector<float> & got, const std::vector<float> & want, double tol, const std::string & what) {
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_NEAR(got[i], want[i], tol * (1.0 + std::fabs(want[i]))) << what << ", element " << i;
+    }
+}
+
+std::vector<float> read_f32(Backend & b, const Tensor & t) {
+    std::vector<float> out(static_cast<size_t>(t.n_elements()));
+    b.read(t, out.data(), out.size() * 4);
+    return out;
+}
+
+// Random ternary weight [k, n] of a low-bit type (as backend_ops_test.cpp's make_lowbit).
+std::vector<uint8_t> random_lowbit(DType type, int64_t k, int64_t n, std::mt19937 & rng) {
+    std::vector<uint8_t> bytes(dtype_tensor_bytes(type, k, k * n));
+    if (type == DType::i2_s) {
+        std::vector<int8_t> v(static_cast<size_t>(k * n));
+        for (auto & x : v) x = static_cast<int8_t>(static_cast<int>(rng() % 3) - 1);
+        i2s_pack(v.data(), k * n, 0.37f, bytes.data());
+        return bytes;
+    }
+    const int64_t      group = lowbit_scale_group(type, k);
+    std::vector<float> row(static_cast<size_t>(k));
+    for (int64_t r = 0; r < n; ++r) {
+        for (int64_t g = 0; g < k / group; ++g) {
+            const float d = round_to_fp16(0.2f + 0.01f * static_cast<float>(rng() % 100));
+            for (int64_t e = 0; e < group; ++e) {
+                int v = static_cast<int>(rng() % 3) - 1;
+                if (type == DType::q1_0 && v == 0) v = 1;
+                if (e == 0 && type != DType::q1_0) v = 1;
+                row[static_cast<size_t>(g * group + e)] = static_cast<float>(v) * d;
+            }
+        }
+        quantize_row(type, row.data(), bytes.data() + r * dtype_row_bytes(type, k), k);
+    }
+    return bytes;
+}
+
+constexpr DType k_lowbit_types[] = {DType::i2_s, DType::tq2_0, DType::tq1_0, DType::q2_0, DType::pq2_0, DType::q1_0};
+
+// ------------------------------------------------------------------ weight layout (no device)
+
+TEST(WebGpuWeights, PackedLayoutHoldsTheCpuBackendsValuesAndScales) {
+    std::mt19937 rng(1);
+    for (DType type : k_lowbit_types) {
+        SCOPED_TRACE(std::string(dtype_name(type)));
+        const int64_t      k = 768, n0 = 5, n1 = 3;
+        const auto         b0 = random_lowbit(type, k, n0, rng), b1 = random_lowbit(type, k, n1, rng);
+        WeightSource       parts[2] = {{"a", type, {k, n0, 1, 1}, b0}, {"b", type, {k, n1, 1, 1}, b1}};
+        parts[1].output_scale = 0.5f;
+        const auto gpu = gpu_pack_linear(parts);
+        const auto cpu = cpu_pack_linear(parts);
+        ASSERT_EQ(gpu.n_rows, n0 + n1);
+        ASSERT_EQ(gpu.group, cpu->group);
+        std::vector<int8_t> row(static_cast<size_t>(k));
+        for (int64_t r = 0; r < gpu.n_rows; ++r) {
+            cpu::unpack_codes_row(cpu->codes.data() + r * (k / 4), k, row.data());
+            for (int64_t c = 0; c < k; ++c) ASSERT_EQ(gpu_linear_value(gpu, r, c), row[c]) << "row " << r << " col " << c;
+            for (int64_t g = 0; g < gpu.n_groups; ++g) {
+                float s;
+                std::memcpy(&s, &gpu.words[gpu.scales_offset + static_cast<size_t>(r * gpu.n_groups + g)], 4);
+                ASSERT_EQ(s, cpu->scales[static_cast<size_t>(r * gpu.n_groups + g)]);
+            }
+            float os;
+            std::memcpy(&os, &gpu.words[gpu.oscales_offset + static_cast<size_t>(r)], 4);
+            EXPECT_EQ(os, r < n0 ? 1.0f : 0.5f);
+        }
+    }
+}
+
+TEST(WebGpuWeights, WordInterleavingPutsFourConsecutiveElementsInOneByteLane) {
+    // Row of 16 elements with values -1, 0, +1 cycling: word bits 8j + 2s hold element 4s + j.
+    std::vector<int8_t> v(128);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int8_t>(static_cast<int>(i % 3) - 1);
+    std::vector<uint8_t> bytes(dtype_tensor_bytes(DType::i2_s, 128, 128));
+    i2s_pack(v.data(), 128, 1.0f, bytes.data());
+    const WeightSource src{"w", DType::i2_s, {128, 1, 1, 1}, bytes};
+    const auto         w = gpu_pack_linear({&src, 1});
+    for (uint32_t s = 0; s < 4; ++s) {
+        const uint32_t lanes = (w.words[0] >> (2 * s)) & 0x03030303u;
+        for (uint32_t j = 0; j < 4; ++j) EXPECT_EQ(static_cast<int>((lanes >> (8 * j)) & 3u) - 1, v[4 * s + j]);
+    }
+}
+
+// ------------------------------------------------------------------ ops against the CPU
+
+class WebGpuOps : public ::testing::Test {
+protected:
+    void SetUp() override { TERN_REQUIRE_WEBGPU(); }
+    Backend &                gpu() { return *test::shared_webgpu().backend; }
+    std::unique_ptr<Backend> cpu_ = make_cpu_backend({1});
+    std::mt19937             rng_{42};
+
+    float normal(float sd) { return std::normal_distribution<float>(0.0f, sd)(rng_); }
+};
+
+TEST_F(WebGpuOps, BitlinearAccumulateIntoAColumnViewWithTokenTiles) {
+    for (DType type : k_lowbit_types) {
+        for (int64_t T : {1, 11}) {
+            SCOPED_TRACE(std::string(dtype_name(type)) + " T=" + std::to_string(T));
+            const int64_t k = 768, n = 61;
+            const auto    bytes = random_lowbit(type, k, n, rng_);
+            const WeightSource src{"w", type, {k, n, 1, 1}, bytes};
+            std::vector<float> x(static_cast<size_t>(k * T)), y0(static_cast<size_t>(n * (T + 2)));
+            for (auto & v : x) v = normal(1.0f);
+            for (auto & v : y0) v = normal(3.0f);
+            std::vector<int8_t> q(x.size());
+            std::vector<float>  s(static_cast<size_t>(T));
+            for (int64_t t = 0; t < T; ++t) s[t] = cpu::quantize_act_row(x.data() + t * k, q.data() + t * k, k);
+            std::vector<float> out[2];
+            Backend *          bs[2] = {cpu_.get(), &gpu()};
+            for (int i = 0; i < 2; ++i) {
+                auto w  = bs[i]->load_linear({&src, 1});
+                auto aq = alloc_tensor(*bs[i], DType::i8, {k, T, 1, 1}, "q");
+                auto as = alloc_tensor(*bs[i], DType::f32, {T, 1, 1, 1}, "s");
+                auto y  = alloc_tensor(*bs[i], DType::f32, {n, T + 2, 1, 1}, "y");
+                bs[i]->write(aq.tensor, q.data(), q.size());
+                bs[i]->write(as.tensor, s.data(), s.size() * 4);
+                bs[i]->write(y.tensor, y0.data(), y0.size() * 4);
+                // Columns 1 .. T: the view starts at n * 4 bytes, not a multiple of 256.
+                bs[i]->bitlinear(y.tensor.columns(1, T), *w, {aq.tensor, as.tensor}, true);
+                out[i] = read_f32(*bs[i], y.tensor);
+            }
+            expect_close(out[1], out[0], tolerance(1e-6), "bitlinear");
+            // Columns outside the view are untouched.
+            for (int64_t r = 0; r < n; ++r) EXPECT_EQ(out[1][r], y0[r]);
+        }
+    }
+}
+
+TEST_F(WebGpuOps, GateUpSiluAndRelu2WithGroupsAndOddSizes) {
+    const int64_t k = 512, n_ff = 45, T = 9;
+    const auto    bg = random_lowbit(DType::tq2_0, k, n_ff, rng_), bu = random_lowbit(DType::tq2_0, k, n_ff, rng_);
+    const WeightSource parts[2] = {{"g", DType::tq2_0, {k, n_ff, 1, 1}, bg}, {"u", DType::tq2_0, {k, n_ff, 1, 1}, bu}};
+    std::vector<float> x(static_cast<size_t>(k * T));
+    for (auto & v : x) v = normal(1.0f);
+    std::vector<int8_t> q(x.size());
+    std::vector<float>  s(static_cast<size_t>(T));
+    for (int64_t t = 0; t < T; ++t) s[t] = cpu::quantize_act_row(x.data() + t * k, q.data() + t * k, k);
+    for (FfnActivation act : {FfnActivation::relu2, FfnActivation::silu}) {
+        std::vector<float> out[2];
+        Backend *          bs[2] = {cpu_.get(), &gpu()};
+        for (int i = 0; i < 2; ++i) {
+            auto w  = bs[i]->load_linear(parts);
+            auto aq = alloc_tensor(*bs[i], DType::i8, {k, T, 1, 1}, "q");
+            auto as = alloc_tensor(*bs[i], DType::f32, {T, 1, 1, 1}, "s");
+            auto f  = alloc_tensor(*bs[i], DType::f32, {n_ff, T, 1, 1}, "f");
+            bs[i]->write(aq.tensor, q.data(), q.size());
+            bs[i]->write(as.tensor, s.data(), s.size() * 4);
+            bs[i]->gate_up(f.tensor, *w, {aq.tensor, as.tensor}, act);
+            out[i] = read_f32(*bs[i], f.tensor);
+        }
+        expect_close(out[1], out[0], tolerance(act == FfnActivation::silu ? 1e-5 : 1e-6),
+                     act == FfnActivation::silu ? "silu" : "relu2");
+    }
+}
+
+// Prefill of 3 tokens then decode of 2 at pos0 = 3 and 4, with head_dim 128, partial RoPE and GQA;
+// q, the K/V caches and the attention output all compared.
+TEST_F(WebGpuOps, QkvRopePartialRotaryGqaHeadDim128BothCacheTypes) {
+    const AttentionShape shape{4, 2, 128, 64, 500000.0f, 1.0f / std::sqrt(128.0f)};
+    const int64_t        k = 256, n_q = 4 * 128, n_kv = 2 * 128, n_ctx = 9;
+    const auto           bq = random_lowbit(DType::i2_s, k, n_q, rng_), bk = random_lowbit(DType::i2_s, k, n_kv, rng_),
+               bv = random_lowbit(DType::i2_s, k, n_kv, rng_);
+    const WeightSource parts[3] = {{"q", DType::i2_s, {k, n_q, 1, 1}, bq},
+                                   {"k", DType::i2_s, {k, n_kv, 1, 1}, bk},
+                                   {"v", DType::i2_s, {k, n_kv, 1, 1}, bv}};
+    for (DType cache : {DType::f16, DType::f32}) {
+        SCOPED_TRACE(cache == DType::f16 ? "f16 cache" : "f32 cache");
+        std::vector<float>   outs[2], qs[2];
+        std::vector<uint8_t> kc[2], vc[2];
+        Backend *            bs[2] = {cpu_.get(), &gpu()};
+        for (int i = 0; i < 2; ++i) {
+            std::mt19937 r2(9);
+            auto         w  = bs[i]->load_linear(parts);
+            auto         kt = alloc_tensor(*bs[i], cache, {n_kv, n_ctx, 1, 1}, "k");
+            auto         vt = alloc_tensor(*bs[i], cache, {n_kv, n_ctx, 1, 1}, "v");
+            int64_t      pos = 0;
+            for (int64_t T : {3, 1, 1}) {
+                std::vector<int8_t> q(static_cast<size_t>(k * T));
+                std::vector<float>  s(static_cast<size_t>(T));
+                for (auto & v : q) v = static_cast<int8_t>(static_cast<int>(r2() % 255) - 127);
+                for (auto & v : s) v = 20.0f + static_cast<float>(r2() % 50);
+                auto aq = alloc_tensor(*bs[i], DType::i8, {k, T, 1, 1}, "aq");
+                auto as = alloc_tensor(*bs[i], DType::f32, {T, 1, 1, 1}, "as");
+                auto qo = alloc_tensor(*bs[i], DType::f32, {n_q, T, 1, 1}, "qo");
+                auto ao = alloc_tensor(*bs[i], DType::f32, {n_q, T, 1, 1}, "ao");
+                bs[i]->write(aq.tensor, q.data(), q.size());
+                bs[i]->write(as.tensor, s.data(), s.size() * 4);
+                bs[i]->qkv_rope_kv_append(qo.tensor, {kt.tensor, vt.tensor}, *w, {aq.tensor, as.tensor}, shape, pos);
+                bs[i]->attention(ao.tensor, qo.tensor, {kt.tensor, vt.tensor}, shape, pos);
+                qs[i]   = read_f32(*bs[i], qo.tensor);
+                outs[i] = read_f32(*bs[i], ao.tensor);
+                pos += T;
+            }
+            kc[i].resize(kt.tensor.n_bytes());
+            vc[i].resize(vt.tensor.n_bytes());
+            bs[i]->read(kt.tensor, kc[i].data(), kc[i].size());
+            bs[i]->read(vt.tensor, vc[i].data(), vc[i].size());
+        }
+        expect_close(qs[1], qs[0], tolerance(1e-6), "q after RoPE");
+        if (tolerance(1) == 0) {
+            EXPECT_EQ(kc[1], kc[0]) << "K cache bytes";
+            EXPECT_EQ(vc[1], vc[0]) << "V cache bytes";
+        }
+        expect_close(outs[1], outs[0], tolerance(2e-5), "attention");
+    }
+}
+
+TEST_F(WebGpuOps, LmHeadF32AndUnroundedF16TablesWithTokenTilesAndArgmax) {
+    const int64_t k = 256, n_vocab = 1001, T = 6;
+    std::vector<float> table(static_cast<size_t>(k * n_vocab)), h(static_cast<size_t>(k * T));
+    for (auto & v : table) v = normal(0.05f);
+    for (auto & v : h) v = normal(1.0f);
+    std::vector<uint8_t> f16(table.size() * 2), f32(table.size() * 4);
+    quantize_row(DType::f16, table.data(), f16.data(), static_cast<int64_t>(table.size()));
+    std::memcpy(f32.data(), table.data(), f32.size());
+    for (DType type : {DType::f16, DType::f32}) {
+        for (bool round : {false, true}) {
+            SCOPED_TRACE(std::string(dtype_name(type)) + (round ? " rounded input" : " f32 input"));
+            const WeightSource src{"head", type, {k, n_vocab, 1, 1}, type == DType::f16 ? f16 : f32};
+            std::vector<float>   out[2];
+            std::vector<int32_t> ids[2];
+            Backend *            bs[2] = {cpu_.get(), &gpu()};
+            for (int i = 0; i < 2; ++i) {
+                auto w  = bs[i]->load_embedding(src);
+                auto ht = alloc_tensor(*bs[i], DType::f32, {k, T, 1, 1}, "h");
+                auto lg = alloc_tensor(*bs[i], DType::f32, {n_vocab, T, 1, 1}, "logits");
+                auto am = alloc_tensor(*bs[i], DType::i32, {T, 1, 1, 1}, "ids");
+                bs[i]->write(ht.tensor, h.data(), h.size() * 4);
+                bs[i]->lm_head(lg.tensor, *w, ht.tensor, round);
+                bs[i]->argmax(am.tensor, lg.tensor);
+                out[i] = read_f32(*bs[i], lg.tensor);
+                ids[i].resize(T);
+                bs[i]->read(am.tensor, ids[i].data(), T * 4);
+            }
+            expect_close(out[1], out[0], tolerance(1e-6), "logits");
+            EXPECT_EQ(ids[1], ids[0]);
+        }
+    }
+}
+
+TEST_F(WebGpuOps, EmbedF32AndDequantizedQ8TablesFromATokenView) {
+    const int64_t n_embd = 96, n_vocab = 50;
+    std::vector<float> table(static_cast<size_t>(n_embd * n_vocab));
+    for (auto & v : table) v = normal(0.5f);
+    std::vector<uint8_t> f32(table.size() * 4), q8(dtype_tensor_bytes(DType::q8_0, n_embd, n_embd * n_vocab));
+    std::memcpy(f32.data(), table.data(), f32.size());
+    for (int64_t r = 0; r < n_vocab; ++r) {
+        quantize_row(DType::q8_0, table.data() + r * n_embd, q8.data() + r * dtype_row_bytes(DType::q8_0, n_embd), n_embd);
+    }
+    const int32_t ids[6] = {-1, 49, 0, 7, 7, 3};  // the view skips the first id
+    for (DType type : {DType::f32, DType::q8_0}) {
+        SCOPED_TRACE(std::string(dtype_name(type)));
+        const WeightSource src{"embd", type, {n_embd, n_vocab, 1, 1}, type == DType::f32 ? f32 : q8};
+        std::vector<float> out[2];
+        Backend *          bs[2] = {cpu_.get(), &gpu()};
+        for (int i = 0; i < 2; ++i) {
+            auto   w   = bs[i]->load_embedding(src);
+            auto   tok = alloc_tensor(*bs[i], DType::i32, {6, 1, 1, 1}, "ids");
+            auto   x   = alloc_tensor(*bs[i], DType::f32, {n_embd, 5, 1, 1}, "x");
+            Tensor view = tok.tensor;
+            view.offset += 4;
+            view.ne[0] = 5;
+            bs[i]->write(tok.tensor, ids, sizeof ids);
+            bs[i]->embed(x.tensor, *w, view);
+            out[i] = read_f32(*bs[i], x.tensor);
+        }
+        expect_close(out[1], out[0], 0.0, "embedding rows");
+    }
+}
+
+TEST_F(WebGpuOps, RmsNormInPlaceAndOnAnUnalignedColumnView) {
+    const int64_t k = 200, T = 3;
+    std::vector<float> x(static_cast<size_t>(k * T)), w(static_cast<size_t>(k));
+    for (auto & v : x) v = normal(2.0f);
+    for (auto & v : w) v = 1.0f + normal(0.1f);
+    std::vector<uint8_t> wb(w.size() * 4);
+    std::memcpy(wb.data(), w.data(), wb.size());
+    const WeightSource src{"norm", DType::f32, {k, 1, 1, 1}, wb};
+    std::vector<float> in_place[2], last[2];
+    Backend *          bs[2] = {cpu_.get(), &gpu()};
+    for (int i = 0; i < 2; ++i) {
+        auto nw = bs[i]->load_norm(src);
+        auto xt = alloc_tensor(*bs[i], DType::f32, {k, T, 1, 1}, "x");
+        auto ht = alloc_tensor(*bs[i], DType::f32, {k, 1, 1, 1}, "h");
+        bs[i]->write(xt.tensor, x.data(), x.size() * 4);
+        bs[i]->rms_norm(ht.tensor, xt.tensor.columns(T - 1, 1), *nw, 1e-6f);  // offset 1600 bytes
+        last[i] = read_f32(*bs[i], ht.tensor);
+        bs[i]->rms_norm(xt.tensor, xt.tensor, *nw, 1e-6f);
+        in_place[i] = read_f32(*bs[i], xt.tensor);
+    }
+    expect_close(last[1], last[0], tolerance(1e-6), "last column");
+    expect_close(in_place[1], in_place[0], tolerance(1e-6), "in place");
+}
+
+TEST_F(WebGpuOps, EmulatedDot4KernelsMatchTheCpu) {
+    WebGpuOptions o;
+    o.allow_cpu_adapter = true;
+    o.emulate_dot4      = true;
+    auto emu = make_webgpu_backend(o);
+    EXPECT_NE(emu->device_info().description.find("dot4 emulated"), std::string::npos);
+    const int64_t k = 256, n = 33, T = 2;
+    for (DType type : {DType::i2_s, DType::q2_0, DType::tq2_0}) {
+        const auto         bytes = random_lowbit(type, k, n, rng_);
+        const WeightSource src{"w", type, {k, n, 1, 1}, bytes};
+        std::vector<int8_t> q(static_cast<size_t>(k * T));
+        for (auto & v : q) v = static_cast<int8_t>(static_cast<int>(rng_() % 256) - 128);
+        const float        s[T] = {12.5f, 40.0f};
+        std::vector<float> out[2];
+        Backend *          bs[2] = {cpu_.get(), emu.get()};
+        for (int i = 0; i < 2; ++i) {
+            auto w  = bs[i]->load_linear({&src, 1});
+            auto aq = alloc_tensor(*bs[i], DType::i8, {k, T, 1, 1}, "q");
+            auto as = alloc_tensor(*bs[i], DType::f32, {T, 1, 1, 1}, "s");
+            auto y  = alloc_tensor(*bs[i], DType::f32, {n, T, 1, 1}, "y");
+            bs[i]->write(aq.tensor, q.data(), q.size());
+            bs[i]->write(as.tensor, s, sizeof s);
+            bs[i]->bitlinear(y.tensor, *w, {aq.tensor, as.tensor}, false);
+            out[i] = read_f32(*bs[i], y.tensor);
+        }
+        expect_close(out[1], out[0], tolerance(1e-6), std::string(dtype_name(type)));
+    }
+}
+
+TEST_F(WebGpuOps, UnalignedWritesAndReadsKeepNeighbouringBytes) {
+    auto t = alloc_tensor(gpu(), DType::i8, {64, 1, 1, 1}, "bytes");
+    std::vector<uint8_t> base(64);
+    for (size_t i = 0; i < base.size(); ++i) base[i] = static_cast<uint8_t>(i);
+    gpu().write(t.tensor, base.data(), base.size());
+    Tensor view = t.tensor;
+    view.offset = 5;
+    view.ne[0]  = 7;
+    const uint8_t patch[7] = {200, 201, 202, 203, 204, 205, 206};
+    gpu().write(view, patch, sizeof patch);
+    std::vector<uint8_t> back(64);
+    gpu().read(t.tensor, back.data(), back.size());
+    for (size_t i = 0; i < back.size(); ++i) {
+        EXPECT_EQ(back[i], i >= 5 && i < 12 ? patch[i - 5] : base[i]) << "byte " << i;
+    }
+    uint8_t part[3];
+    view.offset = 9;
+    view.ne[0]  = 3;
+    gpu().read(view, part, 3);
+    EXPECT_EQ(part[0], 204);
+    EXPECT_EQ(part[2], 206);
+}
+
+TEST_F(WebGpuOps, EveryOpIsOneDispatchAndEndStepSubmits) {
+    const int64_t k = 128, n = 16;
+    const auto    bytes = random_lowbit(DType::i2_s, k, n, rng_);
+    const WeightSource src{"w", DType::i2_s, {k, n, 1, 1}, bytes};
+    std::vector<uint8_t> wb(k * 4);
+    const float          one = 1.0f;
+    for (int64_t i = 0; i < k; ++i) std::memcpy(wb.data() + i * 4, &one, 4);
+    const WeightSource nsrc{"n", DType::f32, {k, 1, 1, 1}, wb};
+    auto w  = gpu().load_linear({&src, 1});
+    auto nw = gpu().load_norm(nsrc);
+    auto x  = alloc_tensor(gpu(), DType::f32, {k, 1, 1, 1}, "x");
+    auto aq = alloc_tensor(gpu(), DType::i8, {k, 1, 1, 1}, "q");
+    auto as = alloc_tensor(gpu(), DType::f32, {1, 1, 1, 1}, "s");
+    auto y  = alloc_tensor(gpu(), DType::f32, {n, 1, 1, 1}, "y");
+    std::vector<float> xv(k, 0.5f);
+    gpu().write(x.tensor, xv.data(), xv.size() * 4);
+    gpu().take_dispatch_count();
+    gpu().begin_step();
+    gpu().rms_norm_quant({aq.tensor, as.tensor}, x.tensor, *nw, 1e-5f);
+    gpu().bitlinear(y.tensor, *w, {aq.tensor, as.tensor}, false);
+    gpu().rms_norm(x.tensor, x.tensor, *nw, 1e-5f);
+    gpu().end_step();
+    gpu().synchronize();
+    EXPECT_EQ(gpu().take_dispatch_count(), 3);
+    EXPECT_EQ(gpu().take_dispatch_count(), 0);
+}
+
+}  // namespace
+}  // namespace tern
