@@ -66,6 +66,49 @@ void Session::eval(std::span<const int32_t> tokens, std::span<float> all_logits)
     }
 }
 
+int64_t Session::decode_greedy(int32_t first, int64_t n_max, const std::function<bool(int32_t)> & on_token,
+                               int64_t batch) {
+    const int64_t n_vocab = model_.config().n_vocab;
+    if (first < 0 || first >= n_vocab) {
+        fail(ErrorKind::invalid_argument, format("token id %d is outside the vocabulary (0..%lld)", first,
+                                                 static_cast<long long>(n_vocab - 1)));
+    }
+    Backend & be = model_.backend();
+    batch        = std::max<int64_t>(1, batch);
+    if (!greedy_ids_.buffer || greedy_ids_.tensor.ne[0] < batch + 1) {
+        greedy_ids_ = alloc_tensor(be, DType::i32, {batch + 1, 1, 1, 1}, "greedy_ids");
+    }
+    greedy_host_.resize(static_cast<size_t>(batch + 1));
+    const Tensor & ids      = greedy_ids_.tensor;
+    auto           id_slot  = [&](int64_t i) {
+        Tensor t = ids;
+        t.offset += static_cast<size_t>(i) * sizeof(int32_t);
+        t.ne[0]  = 1;
+        return t;
+    };
+    int64_t produced = 0;
+    int32_t next     = first;
+    while (produced < n_max && n_past_ < kv_.n_ctx) {
+        const int64_t steps = std::min({batch, n_max - produced, kv_.n_ctx - n_past_});
+        be.write(id_slot(0), &next, sizeof next);
+        for (int64_t i = 0; i < steps; ++i) {
+            model_.forward_greedy(buf_, kv_, n_past_ + i, id_slot(i), id_slot(i + 1), round_head_);
+        }
+        be.read(ids, greedy_host_.data(), static_cast<size_t>(steps + 1) * sizeof(int32_t));
+        for (int64_t i = 1; i <= steps; ++i) {
+            ++produced;
+            const int32_t id = greedy_host_[static_cast<size_t>(i)];
+            if (!on_token(id)) {
+                n_past_ += i;  // tokens 0..i-1 of this batch were fed
+                return produced;
+            }
+        }
+        n_past_ += steps;
+        next = greedy_host_[static_cast<size_t>(steps)];
+    }
+    return produced;
+}
+
 GenerationStats generate(Session & session, const Tokenizer & tokenizer, Sampler & sampler,
                          std::span<const int32_t> prompt, int64_t n_predict, const TokenCallback & on_token) {
     using clock = std::chrono::steady_clock;
@@ -79,7 +122,27 @@ GenerationStats generate(Session & session, const Tokenizer & tokenizer, Sampler
 
     StreamingDecoder decoder(tokenizer);
     const int64_t    limit = n_predict < 0 ? session.n_ctx() : n_predict;
-    while (stats.n_generated < limit) {
+    const auto &     sp    = sampler.params();
+    const bool plain_greedy = sp.temp <= 0.0f && sp.repeat_penalty == 1.0f && sp.frequency_penalty == 0.0f &&
+                              sp.presence_penalty == 0.0f;
+    if (plain_greedy && limit > 0) {
+        // The argmax of the prompt's logits, then the rest chained on the device.
+        const int32_t first = sampler.sample(session.logits());
+        bool          go    = true;
+        auto          take  = [&](int32_t id) {
+            if (tokenizer.is_eog(id)) {
+                stats.stopped_by_eog = true;
+                return false;
+            }
+            ++stats.n_generated;
+            go = on_token(id, decoder.push(id)) && stats.n_generated < limit;
+            return go;
+        };
+        if (take(first) && session.n_past() < session.n_ctx()) {
+            session.decode_greedy(first, limit - stats.n_generated, take);
+        }
+    }
+    while (!plain_greedy && stats.n_generated < limit) {
         const int32_t id = sampler.sample(session.logits());
         sampler.accept(id);
         if (tokenizer.is_eog(id)) {

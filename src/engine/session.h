@@ -43,6 +43,15 @@ public:
     void eval(std::span<const int32_t> tokens, std::span<float> all_logits = {});
     std::span<const float> logits() const { return last_logits_; }
 
+    // Greedy decoding with the token kept on the device (DESIGN.md decision 4): feeds `first` at
+    // position n_past(), then each step embeds the previous step's argmax without a host round trip;
+    // ids come back to the host every `batch` steps. on_token(id) gets each new id in order and
+    // returns false to stop; the stopping id itself is not fed (as with generate()). At most
+    // n_max ids, and never past the context. Returns the number of ids produced. logits() is not
+    // updated.
+    int64_t decode_greedy(int32_t first, int64_t n_max, const std::function<bool(int32_t)> & on_token,
+                          int64_t batch = 32);
+
     void reset() { n_past_ = 0; }
 
 private:
@@ -51,6 +60,8 @@ private:
     KvCache              kv_;
     ForwardBuffers       buf_;
     std::vector<float>   last_logits_;
+    OwnedTensor          greedy_ids_;     // [batch + 1] i32: ids chained on the device by decode_greedy
+    std::vector<int32_t> greedy_host_;
     int64_t              n_past_ = 0;
     bool                 round_head_ = false;
 };

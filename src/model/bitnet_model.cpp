@@ -181,6 +181,18 @@ ForwardBuffers BitnetModel::make_buffers(int64_t n_batch, int64_t n_logits) cons
 
 void BitnetModel::forward(ForwardBuffers & buf, const KvCache & kv, int64_t pos0, int64_t n_tokens, int64_t n_logits,
                           bool round_head_input_f16, bool want_argmax) const {
+    run(buf, kv, pos0, n_tokens, n_logits, round_head_input_f16, view(buf.tokens, {n_tokens, 1, 1, 1}),
+        want_argmax ? view(buf.argmax, {n_logits, 1, 1, 1}) : Tensor{});
+}
+
+void BitnetModel::forward_greedy(ForwardBuffers & buf, const KvCache & kv, int64_t pos, const Tensor & token_in,
+                                 const Tensor & token_out, bool round_head_input_f16) const {
+    TERN_ASSERT(token_in.ne[0] == 1 && token_out.ne[0] == 1 && token_out.buffer != nullptr, "greedy step views");
+    run(buf, kv, pos, 1, 1, round_head_input_f16, token_in, token_out);
+}
+
+void BitnetModel::run(ForwardBuffers & buf, const KvCache & kv, int64_t pos0, int64_t n_tokens, int64_t n_logits,
+                      bool round_head_input_f16, const Tensor & tokens, const Tensor & argmax_out) const {
     const ModelConfig & c = config_;
     TERN_ASSERT(n_tokens >= 1 && n_tokens <= buf.n_batch, "n_tokens %lld", static_cast<long long>(n_tokens));
     TERN_ASSERT(n_logits >= 0 && n_logits <= n_tokens && n_logits <= buf.n_logits, "n_logits %lld",
@@ -189,7 +201,6 @@ void BitnetModel::forward(ForwardBuffers & buf, const KvCache & kv, int64_t pos0
     const int64_t T = n_tokens;
     Backend &     be = backend_;
 
-    const Tensor  tokens = view(buf.tokens, {T, 1, 1, 1});
     const Tensor  x      = view(buf.x, {c.n_embd, T, 1, 1});
     const Tensor  q      = view(buf.q, {c.n_embd_q(), T, 1, 1});
     const Tensor  attn   = view(buf.attn, {c.n_embd_q(), T, 1, 1});
@@ -221,7 +232,7 @@ void BitnetModel::forward(ForwardBuffers & buf, const KvCache & kv, int64_t pos0
         const Tensor logits = view(buf.logits, {c.n_vocab, n_logits, 1, 1});
         be.rms_norm(h, x_last, *output_norm_, c.norm_eps);
         be.lm_head(logits, output_ ? *output_ : *token_embd_, h, round_head_input_f16);
-        if (want_argmax) be.argmax(view(buf.argmax, {n_logits, 1, 1, 1}), logits);
+        if (argmax_out.buffer != nullptr) be.argmax(argmax_out, logits);
     }
     be.end_step();
 }

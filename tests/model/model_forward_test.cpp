@@ -232,3 +232,52 @@ TEST(ModelLoad, UnknownArchitectureAndMissingKeys) {
 
 }  // namespace
 }  // namespace tern
+
+namespace tern {
+namespace {
+
+// Greedy decoding with the token kept on the device must give the host loop's tokens, and stopping
+// early must leave the context exactly after the last token fed.
+TEST(ModelForward, DeviceGreedyDecodeMatchesHostGreedy) {
+    const GgufFile file  = GgufFile::open(synth_model("greedy"));
+    auto           be    = make_cpu_backend({2});
+    auto           model = BitnetModel::load(file, *be);
+    SessionOptions so;
+    so.n_ctx = 64;
+    const auto prompt = some_tokens(5, 271);
+    auto argmax = [](std::span<const float> l) {
+        return static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
+    };
+
+    Session              host(*model, so);
+    std::vector<int32_t> want;
+    host.eval(prompt);
+    for (int i = 0; i < 20; ++i) {
+        want.push_back(argmax(host.logits()));
+        const int32_t next[1] = {want.back()};
+        host.eval(next);
+    }
+
+    Session              dev(*model, so);
+    std::vector<int32_t> got;
+    dev.eval(prompt);
+    got.push_back(argmax(dev.logits()));
+    const int64_t n = dev.decode_greedy(got[0], 19, [&](int32_t id) { got.push_back(id); return true; }, 7);
+    EXPECT_EQ(n, 19);
+    EXPECT_EQ(got, want);
+    EXPECT_EQ(dev.n_past(), 5 + 19);
+
+    Session stop(*model, so);
+    stop.eval(prompt);
+    int seen = 0;
+    stop.decode_greedy(want[0], 19, [&](int32_t) { return ++seen < 4; }, 3);
+    EXPECT_EQ(seen, 4);
+    EXPECT_EQ(stop.n_past(), 5 + 4);  // the first token and the next three were fed; the fourth was not
+    const int32_t next[1] = {want[4]};
+    stop.eval(next);
+    const auto l = stop.logits();
+    EXPECT_EQ(argmax(l), want[5]);  // the context continues exactly where it stopped
+}
+
+}  // namespace
+}  // namespace tern
