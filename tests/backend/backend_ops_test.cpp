@@ -27,6 +27,7 @@ namespace tern {
 namespace {
 
 // ------------------------------------------------------------------ reference kernels, worked examples
+#ifndef TERN_HAS_WEBGPU  // part 1 runs once, in tern_backend_tests
 
 TEST(CpuReference, ActivationQuantRoundsHalfToEven) {
     // FORMATS.md §3.2.6: with max|x| = 127 the scale is 1 and ties go to even.
@@ -108,6 +109,8 @@ TEST(CpuReference, Relu2AndSilu) {
     EXPECT_EQ(cpu::relu2(3.0f), 9.0f);
     EXPECT_NEAR(cpu::silu(1.0f), 1.0 / (1.0 + std::exp(-1.0)), 1e-7);
 }
+
+#endif  // TERN_HAS_WEBGPU
 
 // ------------------------------------------------------------------ random fixtures
 
