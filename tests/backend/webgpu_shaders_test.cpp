@@ -1,6 +1,7 @@
 // Every embedded WGSL kernel (and each _nodp4 variant) compiles on the local adapter and builds a
 // pipeline with its default override values; a broken shader is reported as file:line:col; the
-// embed script's include mapping points into the right file. Skipped without a WebGPU adapter.
+// embed script's include mapping points into the right file; device errors and the CPU-adapter
+// refusal surface as Error(device). Skipped without a WebGPU adapter.
 #include "backend/webgpu/pipeline_cache.h"
 #include "backend/webgpu/wgpu_device.h"
 #include "webgpu_test_util.h"
@@ -13,7 +14,7 @@ namespace tern {
 namespace {
 
 // A device of our own (the backend's context is private).
-const WgpuContext * test_context() {
+WgpuContext * test_context() {
     static std::unique_ptr<WgpuContext> ctx = [] {
         std::unique_ptr<WgpuContext> c;
         try {
@@ -86,6 +87,44 @@ TEST(WebGpuShaders, CompileErrorsNameFileLineAndColumn) {
     } catch (const Error & e) {
         EXPECT_EQ(e.kind(), ErrorKind::device);
         EXPECT_NE(std::string(e.what()).find("broken.wgsl:3:"), std::string::npos) << e.what();
+    }
+}
+
+TEST(WebGpuDevice, UncapturedErrorsSurfaceAsDeviceErrorsOnce) {
+    TERN_REQUIRE_WEBGPU();
+    WgpuContext * ctx = test_context();
+    ASSERT_NE(ctx, nullptr);
+    WgpuContext & c = *ctx;
+    EXPECT_NO_THROW(c.check_errors());
+    WGPUBufferDescriptor desc{};
+    desc.size  = uint64_t{1} << 50;  // above any adapter's maxBufferSize, outside an error scope
+    desc.usage = WGPU_BUFFER_USAGE_STORAGE;
+    wgpu().wgpuBufferRelease(wgpu().wgpuDeviceCreateBuffer(c.device(), &desc));
+    wgpu().wgpuInstanceProcessEvents(c.instance());
+    try {
+        c.check_errors();
+        FAIL() << "no error recorded";
+    } catch (const Error & e) {
+        EXPECT_EQ(e.kind(), ErrorKind::device);
+        EXPECT_NE(std::string(e.what()).find("validation error"), std::string::npos) << e.what();
+    }
+    EXPECT_NO_THROW(c.check_errors());  // reported once; the device is still usable
+}
+
+TEST(WebGpuDevice, CpuAdapterNeedsExplicitPermission) {
+    TERN_REQUIRE_WEBGPU();
+    const WgpuProbe probe = probe_webgpu_adapter();
+    ASSERT_TRUE(probe.adapter.has_value()) << probe.reason;
+    if (!probe.adapter->is_cpu) GTEST_SKIP() << "the adapter is a GPU: " << probe.adapter->name;
+    WgpuDeviceOptions o;
+    o.allow_cpu_adapter = false;
+    try {
+        WgpuContext refused(o);
+        FAIL() << "a CPU adapter was accepted without allow_cpu_adapter";
+    } catch (const Error & e) {
+        EXPECT_EQ(e.kind(), ErrorKind::device);
+        EXPECT_NE(std::string(e.what()).find("CPU implementation"), std::string::npos) << e.what();
+        EXPECT_NE(e.hint().find("TERN_WEBGPU_ALLOW_CPU=1"), std::string::npos) << e.hint();
     }
 }
 
