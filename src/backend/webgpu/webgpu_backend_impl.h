@@ -111,9 +111,10 @@ private:
     const RopeTable & rope_table(int64_t n_rot, float freq_base, int64_t n_pos);
     // The shader name of a ternary kernel: "<base>" or "<base>_nodp4".
     std::string_view ternary_shader(std::string_view base) const;
-    // Common dispatch of bitlinear / gate_up (they share bindings and Params up to the last fields).
+    // Common dispatch of bitlinear / gate_up (same bindings; Params differ only in the last field:
+    // accumulate / activation). At most max_outputs outputs per workgroup.
     void encode_ternary(std::string_view shader, const Tensor & y, const GpuLinear & w, const QuantizedActs & a,
-                        uint32_t n_out, uint32_t rows, uint32_t last_param);
+                        uint32_t n_out, uint32_t max_outputs, uint32_t last_param);
 
     WgpuContext   ctx_;
     PipelineCache pipelines_;

@@ -119,12 +119,12 @@ void WebGpuBackend::rms_norm(const Tensor & y, const Tensor & x, const Weight & 
 }
 
 void WebGpuBackend::encode_ternary(std::string_view shader, const Tensor & y, const GpuLinear & w,
-                                   const QuantizedActs & a, uint32_t n_out, uint32_t rows, uint32_t last_param) {
+                                   const QuantizedActs & a, uint32_t n_out, uint32_t max_outputs, uint32_t last_param) {
     const int64_t       k     = w.n_cols;
     const int64_t       n_tok = a.q.ne[1];
     const bool          gate  = shader.starts_with("gate_up");
     // gate_up: teams = 2 x outputs (gate row and up row of each output).
-    const TernaryTiling tl    = ternary_tiling(k / 16, w.n_groups, n_tok, gate ? 2 : 1, gate ? 2 * rows : rows);
+    const TernaryTiling tl    = ternary_tiling(k / 16, w.n_groups, n_tok, gate ? 2 : 1, gate ? 2 * max_outputs : max_outputs);
     const uint32_t      outs  = gate ? tl.teams / 2 : tl.teams;
     struct {
         uint32_t n_out, k_words, group_words, n_tokens, scales_offset, oscales_offset, act_offset, act_stride,
