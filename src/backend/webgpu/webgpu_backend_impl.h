@@ -125,6 +125,7 @@ private:
     size_t                 staging_size_ = 0;
     std::map<std::pair<int64_t, float>, RopeTable> ropes_;
     std::unique_ptr<GpuBuffer>                     scratch_;  // input copy for an in-place rms_norm
+    std::unique_ptr<GpuBuffer>                     argmax_partial_;  // argmax chunk winners [T][n_chunks]
 };
 
 // The GPU buffer behind a tensor (asserts it came from a WebGPU backend).

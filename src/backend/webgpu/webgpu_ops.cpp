@@ -4,7 +4,7 @@
 //
 // Dispatches per decoded token for an L-layer model: 1 embed + 8 L (norm+quant, qkv+rope+kv,
 // attention, norm+quant, o-proj + residual, norm+quant, gate+up+act, norm+quant, down + residual)
-// + 1 final norm + 1 LM head + 1 argmax = 8 L + 4 (244 for 30 layers).
+// + 1 final norm + 1 LM head + 2 argmax (partial, final) = 8 L + 5 (245 for 30 layers).
 #include "backend/webgpu/webgpu_backend_impl.h"
 
 #include "core/error.h"
@@ -237,6 +237,18 @@ void WebGpuBackend::lm_head(const Tensor & logits, const Weight & head, const Te
     TERN_ASSERT(e != nullptr, "LM head was not loaded by the WebGPU backend");
     const int64_t n_tok = h.ne[1];
     TERN_ASSERT(h.ne[0] == e->n_cols && logits.ne[0] == e->n_rows && logits.ne[1] == n_tok, "lm_head shapes");
+    // Decode (one token, F16 table): the memory-speed kernel, when h fits next to its 16 KiB of
+    // reduction space in workgroup memory.
+    const uint64_t wg_storage = ctx_.limits().maxComputeWorkgroupStorageSize;
+    if (e->f16 && n_tok == 1 && e->n_cols % 8 == 0 && static_cast<uint64_t>(e->n_cols) * 4 + 16384 <= wg_storage) {
+        struct {
+            uint32_t n_vocab, h_offset, out_offset, round_input;
+        } p{u32(e->n_rows), gpu_offset(h, 4), gpu_offset(logits, 4), round_input_f16 ? 1u : 0u};
+        const PipelineKey key{"lm_head_f16_decode", "rrwu", {{{"K", static_cast<double>(e->n_cols)}}}};
+        const WGPUBuffer  bufs[] = {e->buffer->get(), gpu_buffer(h), gpu_buffer(logits)};
+        step_->dispatch(key, bufs, &p, sizeof p, ceil_div(e->n_rows, 64));
+        return;
+    }
     const int64_t  words = e->f16 ? e->n_cols / 2 : e->n_cols;
     const uint32_t lanes = std::clamp<uint32_t>(floor_pow2(static_cast<uint64_t>(std::max<int64_t>(1, words / 8))), 4, 64);
     const uint32_t rows  = 256 / lanes;
@@ -256,12 +268,28 @@ void WebGpuBackend::lm_head(const Tensor & logits, const Weight & head, const Te
 }
 
 void WebGpuBackend::argmax(const Tensor & ids, const Tensor & logits) {
+    // Two stages: chunks of 4096 logits per workgroup (all SMs busy), then one workgroup per token
+    // over the chunk winners. Ties go to the lower index in both, as on the CPU.
+    constexpr uint32_t k_chunk  = 4096;
+    const uint32_t     n_chunks = ceil_div(logits.ne[0], k_chunk);
+    const uint32_t     n_tok    = u32(logits.ne[1]);
+    const size_t       bytes    = static_cast<size_t>(n_chunks) * n_tok * 8;
+    if (!argmax_partial_ || argmax_partial_->size_bytes() < bytes) {
+        argmax_partial_ = make_buffer(bytes, nullptr, "argmax partials");
+    }
     struct {
-        uint32_t n_vocab, logits_offset, logits_stride, ids_offset;
-    } p{u32(logits.ne[0]), gpu_offset(logits, 4), u32(logits.ne[0]), gpu_offset(ids, 4)};
-    const PipelineKey key{"argmax", "rwu", {{{"WG", 256}}}};
-    const WGPUBuffer  bufs[] = {gpu_buffer(logits), gpu_buffer(ids)};
-    step_->dispatch(key, bufs, &p, sizeof p, u32(logits.ne[1]));
+        uint32_t n_vocab, logits_offset, logits_stride, n_chunks;
+    } p1{u32(logits.ne[0]), gpu_offset(logits, 4), u32(logits.ne[0]), n_chunks};
+    const PipelineKey key1{"argmax_partial", "rwu", {{{"WG", 256}, {"CHUNK", static_cast<double>(k_chunk)}}}};
+    const WGPUBuffer  bufs1[] = {gpu_buffer(logits), argmax_partial_->get()};
+    step_->dispatch(key1, bufs1, &p1, sizeof p1, n_chunks, n_tok);
+
+    struct {
+        uint32_t n_chunks, ids_offset;
+    } p2{n_chunks, gpu_offset(ids, 4)};
+    const PipelineKey key2{"argmax_final", "rwu", {{{"WG", 256}}}};
+    const WGPUBuffer  bufs2[] = {argmax_partial_->get(), gpu_buffer(ids)};
+    step_->dispatch(key2, bufs2, &p2, sizeof p2, n_tok);
 }
 
 }  // namespace tern
