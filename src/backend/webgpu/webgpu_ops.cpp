@@ -10,6 +10,8 @@
 #include "core/error.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 
 namespace tern {
 namespace {
@@ -244,7 +246,15 @@ void WebGpuBackend::lm_head(const Tensor & logits, const Weight & head, const Te
         struct {
             uint32_t n_vocab, h_offset, out_offset, round_input;
         } p{u32(e->n_rows), gpu_offset(h, 4), gpu_offset(logits, 4), round_input_f16 ? 1u : 0u};
-        const PipelineKey key{"lm_head_f16_decode", "rrwu", {{{"K", static_cast<double>(e->n_cols)}}}};
+        // $TERN_WEBGPU_HEAD=f32 trades the double-float sums (bit-identical to the CPU) for plain f32
+        // fma sums (relative error ~1e-6), to measure what exactness costs on a given GPU.
+        static const bool exact = [] {
+            const char * env = std::getenv("TERN_WEBGPU_HEAD");
+            return !(env && std::string_view(env) == "f32");
+        }();
+        const PipelineKey key{"lm_head_f16_decode",
+                              "rrwu",
+                              {{{"K", static_cast<double>(e->n_cols)}, {"EXACT", exact ? 1.0 : 0.0}}}};
         const WGPUBuffer  bufs[] = {e->buffer->get(), gpu_buffer(h), gpu_buffer(logits)};
         step_->dispatch(key, bufs, &p, sizeof p, ceil_div(e->n_rows, 64));
         return;

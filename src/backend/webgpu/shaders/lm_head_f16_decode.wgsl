@@ -11,7 +11,8 @@
 
 // #include "lib/numerics.wgsl"
 
-override K: u32 = 2560u;  // elements per row (n_embd)
+override K: u32 = 2560u;     // elements per row (n_embd)
+override EXACT: bool = true;  // double-float sums (= the CPU's double sum); false: f32 fma sums
 
 struct Params {
     n_vocab: u32,
@@ -25,15 +26,17 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> logits: array<f32>;
 @group(0) @binding(3) var<uniform> p: Params;
 
-var<workgroup> hs: array<f32, K>;
+var<workgroup> hs: array<vec4<f32>, K / 4u>;
 var<workgroup> red: array<vec2<f32>, 2048>;  // [team][row r][lane]
 
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let round_in = p.round_input != 0u;
-    for (var i = lid; i < K; i += 256u) {
-        let v = h[p.h_offset + i];
-        hs[i] = select(v, round_f16(v), round_in);
+    for (var i = lid; i < K / 4u; i += 256u) {
+        let o = p.h_offset + 4u * i;
+        var v = vec4<f32>(h[o], h[o + 1u], h[o + 2u], h[o + 3u]);
+        if (round_in) { v = vec4<f32>(round_f16(v.x), round_f16(v.y), round_f16(v.z), round_f16(v.w)); }
+        hs[i] = v;
     }
     workgroupBarrier();
 
@@ -52,25 +55,35 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             let e1 = unpack2x16float(w.y);
             let e2 = unpack2x16float(w.z);
             let e3 = unpack2x16float(w.w);
-            let k  = 8u * i;
-            if (round_in) {  // f16 x f16: every product is exact in f32
-                a = df_add_f(a, e0.x * hs[k]);
-                a = df_add_f(a, e0.y * hs[k + 1u]);
-                a = df_add_f(a, e1.x * hs[k + 2u]);
-                a = df_add_f(a, e1.y * hs[k + 3u]);
-                a = df_add_f(a, e2.x * hs[k + 4u]);
-                a = df_add_f(a, e2.y * hs[k + 5u]);
-                a = df_add_f(a, e3.x * hs[k + 6u]);
-                a = df_add_f(a, e3.y * hs[k + 7u]);
+            let ha = hs[2u * i];
+            let hb = hs[2u * i + 1u];
+            if (!EXACT) {
+                a.x = fma(e0.x, ha.x, a.x);
+                a.x = fma(e0.y, ha.y, a.x);
+                a.x = fma(e1.x, ha.z, a.x);
+                a.x = fma(e1.y, ha.w, a.x);
+                a.x = fma(e2.x, hb.x, a.x);
+                a.x = fma(e2.y, hb.y, a.x);
+                a.x = fma(e3.x, hb.z, a.x);
+                a.x = fma(e3.y, hb.w, a.x);
+            } else if (round_in) {  // f16 x f16: every product is exact in f32
+                a = df_add_f(a, e0.x * ha.x);
+                a = df_add_f(a, e0.y * ha.y);
+                a = df_add_f(a, e1.x * ha.z);
+                a = df_add_f(a, e1.y * ha.w);
+                a = df_add_f(a, e2.x * hb.x);
+                a = df_add_f(a, e2.y * hb.y);
+                a = df_add_f(a, e3.x * hb.z);
+                a = df_add_f(a, e3.y * hb.w);
             } else {
-                a = df_fma(a, e0.x, hs[k]);
-                a = df_fma(a, e0.y, hs[k + 1u]);
-                a = df_fma(a, e1.x, hs[k + 2u]);
-                a = df_fma(a, e1.y, hs[k + 3u]);
-                a = df_fma(a, e2.x, hs[k + 4u]);
-                a = df_fma(a, e2.y, hs[k + 5u]);
-                a = df_fma(a, e3.x, hs[k + 6u]);
-                a = df_fma(a, e3.y, hs[k + 7u]);
+                a = df_fma(a, e0.x, ha.x);
+                a = df_fma(a, e0.y, ha.y);
+                a = df_fma(a, e1.x, ha.z);
+                a = df_fma(a, e1.y, ha.w);
+                a = df_fma(a, e2.x, hb.x);
+                a = df_fma(a, e2.y, hb.y);
+                a = df_fma(a, e3.x, hb.z);
+                a = df_fma(a, e3.y, hb.w);
             }
         }
         acc[r] = a;
