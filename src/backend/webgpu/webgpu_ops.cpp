@@ -242,7 +242,12 @@ void WebGpuBackend::lm_head(const Tensor & logits, const Weight & head, const Te
     // Decode (one token, F16 table): the memory-speed kernel, when h fits next to its 16 KiB of
     // reduction space in workgroup memory.
     const uint64_t wg_storage = ctx_.limits().maxComputeWorkgroupStorageSize;
-    if (e->f16 && n_tok == 1 && e->n_cols % 8 == 0 && static_cast<uint64_t>(e->n_cols) * 4 + 16384 <= wg_storage) {
+    static const bool generic_head = [] {  // $TERN_WEBGPU_HEAD=generic: always the general kernel
+        const char * env = std::getenv("TERN_WEBGPU_HEAD");
+        return env && std::string_view(env) == "generic";
+    }();
+    if (!generic_head && e->f16 && n_tok == 1 && e->n_cols % 8 == 0 &&
+        static_cast<uint64_t>(e->n_cols) * 4 + 16384 <= wg_storage) {
         struct {
             uint32_t n_vocab, h_offset, out_offset, round_input;
         } p{u32(e->n_rows), gpu_offset(h, 4), gpu_offset(logits, 4), round_input_f16 ? 1u : 0u};
