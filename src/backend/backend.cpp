@@ -2,6 +2,7 @@
 #include "backend/backend.h"
 
 #include "core/error.h"
+#include "quant/ternary_formats.h"
 
 namespace tern {
 
@@ -13,6 +14,30 @@ Tensor Tensor::columns(int64_t first, int64_t count) const {
     t.offset += static_cast<size_t>(first) * row_bytes();
     t.ne[1] = count;
     return t;
+}
+
+int64_t check_linear_parts(std::span<const WeightSource> parts) {
+    TERN_ASSERT(!parts.empty(), "load_linear with no parts");
+    const int64_t k    = parts[0].ne[0];
+    const DType   type = parts[0].type;
+    int64_t       n    = 0;
+    for (const auto & p : parts) {
+        if (!dtype_is_lowbit(p.type)) {
+            fail(ErrorKind::unsupported,
+                 format("tensor '%s' has type %s; BitLinear weights must be a ternary/low-bit type", p.name.c_str(),
+                        std::string(dtype_name(p.type)).c_str()),
+                 "supported: i2_s tq1_0 tq2_0 q2_0 pq2_0 q1_0; re-quantize the model");
+        }
+        if (p.type != type) {
+            fail(ErrorKind::unsupported,
+                 format("tensor '%s' has type %s but '%s' has type %s; tensors that share an input must share a type",
+                        p.name.c_str(), std::string(dtype_name(p.type)).c_str(), parts[0].name.c_str(),
+                        std::string(dtype_name(type)).c_str()));
+        }
+        TERN_ASSERT(p.ne[0] == k, "parts disagree on K");
+        n += p.ne[1];
+    }
+    return n;
 }
 
 OwnedTensor alloc_tensor(Backend & backend, DType type, std::array<int64_t, 4> ne, const char * label) {

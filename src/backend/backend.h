@@ -149,6 +149,11 @@ public:
     virtual int64_t take_dispatch_count() { return 0; }
 };
 
+// Checks the parts of a stacked linear weight (what load_linear receives): every part of one
+// low-bit type and one input width. Returns the total number of rows; throws Error(unsupported)
+// naming the tensor otherwise.
+int64_t check_linear_parts(std::span<const WeightSource> parts);
+
 // A Tensor over a freshly allocated buffer (helper for models and tests).
 struct OwnedTensor {
     std::unique_ptr<Buffer> buffer;

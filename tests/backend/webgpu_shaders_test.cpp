@@ -32,7 +32,7 @@ TEST(WebGpuShaders, TableListsEveryKernelAndItsEmulatedVariant) {
     std::vector<std::string> names;
     for (const WgslShader & s : wgsl_shaders()) names.emplace_back(s.name);
     for (const char * want : {"embed", "rms_norm", "rms_norm_quant", "bitlinear", "bitlinear_nodp4", "gate_up",
-                              "gate_up_nodp4", "qkv_rope", "qkv_rope_nodp4", "attention", "lm_head", "argmax"}) {
+                              "gate_up_nodp4", "qkv_rope", "qkv_rope_nodp4", "attention", "lm_head", "lm_head_f16_decode", "argmax_partial", "argmax_final"}) {
         EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
     }
     const WgslShader * emulated = find_wgsl_shader("bitlinear_nodp4");
@@ -65,7 +65,7 @@ TEST(WebGpuShaders, EveryEmbeddedShaderCompilesAndMakesAPipeline) {
     const std::pair<const char *, const char *> signatures[] = {
         {"embed", "rrwu"},          {"rms_norm", "rrwu"},     {"rms_norm_quant", "rrwwu"}, {"bitlinear", "rrrwu"},
         {"bitlinear_nodp4", "rrrwu"}, {"gate_up", "rrrwu"},   {"gate_up_nodp4", "rrrwu"},  {"qkv_rope", "rrrrwwwu"},
-        {"qkv_rope_nodp4", "rrrrwwwu"}, {"attention", "rrrwu"}, {"lm_head", "rrwu"},        {"argmax", "rwu"}};
+        {"qkv_rope_nodp4", "rrrrwwwu"}, {"attention", "rrrwu"}, {"lm_head", "rrwu"}, {"lm_head_f16_decode", "rrwu"}, {"argmax_partial", "rwu"}, {"argmax_final", "rwu"}};
     for (const auto & [name, sig] : signatures) {
         SCOPED_TRACE(name);
         EXPECT_NO_THROW(cache.pipeline(PipelineKey{name, sig, {}}));

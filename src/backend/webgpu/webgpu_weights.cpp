@@ -11,26 +11,9 @@
 namespace tern {
 
 GpuLinearLayout gpu_pack_linear(std::span<const WeightSource> parts) {
-    TERN_ASSERT(!parts.empty(), "load_linear with no parts");
+    const int64_t n    = check_linear_parts(parts);
     const int64_t k    = parts[0].ne[0];
     const DType   type = parts[0].type;
-    int64_t       n    = 0;
-    for (const auto & p : parts) {
-        if (!dtype_is_lowbit(p.type)) {
-            fail(ErrorKind::unsupported,
-                 format("tensor '%s' has type %s; BitLinear weights must be a ternary/low-bit type", p.name.c_str(),
-                        std::string(dtype_name(p.type)).c_str()),
-                 "supported: i2_s tq1_0 tq2_0 q2_0 pq2_0 q1_0; re-quantize the model");
-        }
-        if (p.type != type) {
-            fail(ErrorKind::unsupported,
-                 format("tensor '%s' has type %s but '%s' has type %s; tensors that share an input must share a type",
-                        p.name.c_str(), std::string(dtype_name(p.type)).c_str(), parts[0].name.c_str(),
-                        std::string(dtype_name(type)).c_str()));
-        }
-        TERN_ASSERT(p.ne[0] == k, "parts disagree on K");
-        n += p.ne[1];
-    }
     if (k % 16 != 0) {
         fail(ErrorKind::unsupported, format("tensor '%s': K = %lld is not a multiple of 16, which the WebGPU layout needs",
                                             parts[0].name.c_str(), static_cast<long long>(k)));

@@ -1,9 +1,12 @@
 // argmax_final: second stage of the two-stage argmax (argmax_partial.wgsl): reduces token t's
-// n_chunks (value, index) pairs, ties to the lower index, and writes ids[t].
+// n_chunks (value, index) pairs, ties to the lower index, and writes ids[t] (what the next step's
+// embed reads when greedy decoding stays on the device).
 //
 //   partial: [T][n_chunks] vec2<u32>   ids: [T] i32
 // Bindings: 0 partial (read), 1 ids (read_write), 2 params (uniform)
 // Dispatch: (T, 1, 1).
+
+// #include "lib/best_index.wgsl"
 
 override WG: u32 = 256u;  // a power of two
 
@@ -16,35 +19,18 @@ struct Params {
 @group(0) @binding(1) var<storage, read_write> ids: array<i32>;
 @group(0) @binding(2) var<uniform> p: Params;
 
-var<workgroup> best_v: array<f32, WG>;
-var<workgroup> best_i: array<u32, WG>;
-
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let t  = wid.x;
-    var bv = bitcast<f32>(0xff7fffffu);
+    var bv = 0.0;
     var bi = 0xffffffffu;
     for (var c = lid; c < p.n_chunks; c += WG) {
         let e = partial[t * p.n_chunks + c];
-        let v = bitcast<f32>(e.x);
-        if (e.y != 0xffffffffu && (bi == 0xffffffffu || v > bv || (v == bv && e.y < bi))) {
-            bv = v;
+        if (beats(bitcast<f32>(e.x), e.y, bv, bi)) {
+            bv = bitcast<f32>(e.x);
             bi = e.y;
         }
     }
-    best_v[lid] = bv;
-    best_i[lid] = bi;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (lid < s) {
-            let ov = best_v[lid + s];
-            let oi = best_i[lid + s];
-            if (oi != 0xffffffffu && (best_i[lid] == 0xffffffffu || ov > best_v[lid] || (ov == best_v[lid] && oi < best_i[lid]))) {
-                best_v[lid] = ov;
-                best_i[lid] = oi;
-            }
-        }
-        workgroupBarrier();
-    }
-    if (lid == 0u) { ids[p.ids_offset + t] = i32(best_i[0]); }
+    let best = best_index(lid, bv, bi);
+    if (lid == 0u) { ids[p.ids_offset + t] = i32(best.y); }
 }
