@@ -15,6 +15,7 @@ requires packed_4x8_integer_dot_product;
 // threads. The host picks lanes ~ K/64 (each lane a few words) and ROWS = WG / lanes.
 
 // #include "lib/ternary.wgsl"
+// #include "lib/ternary_rows.wgsl"
 // #include "lib/dot4_native.wgsl"
 // #include "lib/numerics.wgsl"
 
@@ -59,28 +60,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 
     let row = row0 + team;
     if (row < p.n_rows) {
-        var acc: array<i32, 8>;
-        var g_cur = lane / p.group_words;
-        for (var kw = lane; kw < p.k_words; kw += lanes) {
-            let g = kw / p.group_words;
-            if (g != g_cur) {
-                for (var t = 0u; t < n_tok; t++) {
-                    atomicAdd(&dots[(team * TOKS + t) * N_GROUPS + g_cur], acc[t]);
-                    acc[t] = 0;
-                }
-                g_cur = g;
-            }
-            let wv = weights[row * p.k_words + kw];
-            for (var t = 0u; t < n_tok; t++) {
-                let ao = p.act_offset + (tok0 + t) * p.act_stride + 4u * kw;
-                acc[t] += ternary_dot16(wv, vec4<u32>(act_q[ao], act_q[ao + 1u], act_q[ao + 2u], act_q[ao + 3u]));
-            }
-        }
-        if (lane < p.k_words) {
-            for (var t = 0u; t < n_tok; t++) {
-                atomicAdd(&dots[(team * TOKS + t) * N_GROUPS + g_cur], acc[t]);
-            }
-        }
+        accumulate_row_dots(row, team, lane, lanes, tok0, n_tok);
     }
     workgroupBarrier();
 
