@@ -6,6 +6,7 @@
 // Dispatch: (T, 1, 1). One workgroup per token; thread i handles elements i, i + WG, ...
 
 // #include "lib/numerics.wgsl"
+// #include "lib/inv_rms.wgsl"
 
 override WG: u32 = 256u;  // a power of two
 
@@ -24,25 +25,12 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
 @group(0) @binding(3) var<uniform> p: Params;
 
-var<workgroup> red_sum: array<vec2<f32>, WG>;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let t  = wid.x;
     let xo = p.x_offset + t * p.x_stride;
-    var acc = vec2<f32>(0.0, 0.0);
-    for (var i = lid; i < p.k; i += WG) {
-        let v = x[xo + i];
-        acc = df_add_f(acc, v * v);
-    }
-    red_sum[lid] = acc;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (lid < s) { red_sum[lid] = df_add(red_sum[lid], red_sum[lid + s]); }
-        workgroupBarrier();
-    }
-    let mean = df_div_f(red_sum[0], f32(p.k));
-    let inv  = div_rn(1.0, sqrt_rn(mean + p.eps));
+    let inv = inv_rms(lid, xo);  // as the CPU, bit for bit (lib/inv_rms.wgsl)
     let yo = p.y_offset + t * p.y_stride;
     for (var i = lid; i < p.k; i += WG) {
         y[yo + i] = (x[xo + i] * inv) * w[p.w_offset + i];

@@ -8,6 +8,7 @@
 // i, i + WG, ... of q.
 
 // #include "lib/numerics.wgsl"
+// #include "lib/inv_rms.wgsl"
 
 override WG: u32 = 256u;  // a power of two
 
@@ -28,7 +29,6 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> scales: array<f32>;
 @group(0) @binding(4) var<uniform> p: Params;
 
-var<workgroup> red_sum: array<vec2<f32>, WG>;
 var<workgroup> red_max: array<f32, WG>;
 
 @compute @workgroup_size(WG)
@@ -36,20 +36,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let t  = wid.x;
     let xo = p.x_offset + t * p.x_stride;
 
-    // 1/rms: squares rounded to f32 (as the CPU), summed in double-float.
-    var acc = vec2<f32>(0.0, 0.0);
-    for (var i = lid; i < p.k; i += WG) {
-        let v = x[xo + i];
-        acc = df_add_f(acc, v * v);
-    }
-    red_sum[lid] = acc;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (lid < s) { red_sum[lid] = df_add(red_sum[lid], red_sum[lid + s]); }
-        workgroupBarrier();
-    }
-    let mean = df_div_f(red_sum[0], f32(p.k));
-    let inv  = div_rn(1.0, sqrt_rn(mean + p.eps));
+    let inv = inv_rms(lid, xo);  // as the CPU, bit for bit (lib/inv_rms.wgsl)
 
     // max |y|, y = (x * inv) * w (two roundings, as the CPU).
     var m = 0.0;
