@@ -4,6 +4,8 @@
 #include "core/error.h"
 #include "quant/ternary_formats.h"
 
+#include <cmath>
+
 namespace tern {
 
 Tensor Tensor::columns(int64_t first, int64_t count) const {
@@ -35,6 +37,13 @@ int64_t check_linear_parts(std::span<const WeightSource> parts) {
                         std::string(dtype_name(type)).c_str()));
         }
         TERN_ASSERT(p.ne[0] == k, "parts disagree on K");
+        if (p.type == DType::i2_s) {
+            const float s = i2s_tensor_scale(p.data, p.n_elements());
+            if (!std::isfinite(s)) {
+                fail(ErrorKind::invalid_model, format("tensor '%s': i2_s scale is %g; expected a finite number",
+                                                      p.name.c_str(), static_cast<double>(s)));
+            }
+        }
         n += p.ne[1];
     }
     return n;

@@ -150,8 +150,8 @@ public:
 };
 
 // Checks the parts of a stacked linear weight (what load_linear receives): every part of one
-// low-bit type and one input width. Returns the total number of rows; throws Error(unsupported)
-// naming the tensor otherwise.
+// low-bit type and one input width, I2_S scales finite. Returns the total number of rows; throws
+// Error(unsupported / invalid_model) naming the tensor otherwise.
 int64_t check_linear_parts(std::span<const WeightSource> parts);
 
 // A Tensor over a freshly allocated buffer (helper for models and tests).

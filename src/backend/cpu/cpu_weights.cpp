@@ -27,13 +27,6 @@ std::unique_ptr<CpuLinear> cpu_pack_linear(std::span<const WeightSource> parts) 
     std::vector<int8_t> values(static_cast<size_t>(k));
     int64_t             row0 = 0;
     for (const auto & p : parts) {
-        if (type == DType::i2_s) {
-            const float s = i2s_tensor_scale(p.data, p.n_elements());
-            if (!std::isfinite(s)) {
-                fail(ErrorKind::invalid_model, format("tensor '%s': i2_s scale is %g; expected a finite number",
-                                                      p.name.c_str(), static_cast<double>(s)));
-            }
-        }
         for (int64_t r = 0; r < p.ne[1]; ++r) {
             float * scales = w->scales.data() + (row0 + r) * n_groups;
             lowbit_decode_row(type, p.data, p.n_elements(), r, k, values.data(), scales);

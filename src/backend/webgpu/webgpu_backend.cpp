@@ -234,13 +234,7 @@ void WebGpuBackend::read(const Tensor & src, void * dst, size_t n_bytes) {
 
 void WebGpuBackend::synchronize() {
     step_->flush();
-    bool done = false;
-    WGPUCallbackInfo<WGPUQueueWorkDoneCallback> cb{};
-    cb.mode      = WGPU_CALLBACK_MODE_ALLOW_PROCESS_EVENTS;
-    cb.userdata1 = &done;
-    cb.callback  = [](uint32_t, WGPUStringView, void * u1, void *) { *static_cast<bool *>(u1) = true; };
-    wgpu().wgpuQueueOnSubmittedWorkDone(ctx_.queue(), cb);
-    ctx_.wait(done, "waiting for submitted work");
+    ctx_.wait_queue_idle("waiting for submitted work");
     ctx_.check_errors();
 }
 

@@ -112,13 +112,7 @@ void StepEncoder::dispatch(const PipelineKey & key, std::span<const WGPUBuffer> 
 void StepEncoder::profile_wait(const std::string & label) {
     const auto t0 = std::chrono::steady_clock::now();
     flush();
-    bool done = false;
-    WGPUCallbackInfo<WGPUQueueWorkDoneCallback> cb{};
-    cb.mode      = WGPU_CALLBACK_MODE_ALLOW_PROCESS_EVENTS;
-    cb.userdata1 = &done;
-    cb.callback  = [](uint32_t, WGPUStringView, void * u1, void *) { *static_cast<bool *>(u1) = true; };
-    wgpu().wgpuQueueOnSubmittedWorkDone(ctx_.queue(), cb);
-    ctx_.wait(done, "profiling a dispatch");
+    ctx_.wait_queue_idle("profiling a dispatch");
     auto & e = profile_ms_[label];
     e.first += 1;
     e.second += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

@@ -33,13 +33,6 @@ GpuLinearLayout gpu_pack_linear(std::span<const WeightSource> parts) {
     std::vector<float>  scales(static_cast<size_t>(w.n_groups));
     int64_t             row0 = 0;
     for (const auto & p : parts) {
-        if (type == DType::i2_s) {
-            const float s = i2s_tensor_scale(p.data, p.n_elements());
-            if (!std::isfinite(s)) {
-                fail(ErrorKind::invalid_model, format("tensor '%s': i2_s scale is %g; expected a finite number",
-                                                      p.name.c_str(), static_cast<double>(s)));
-            }
-        }
         for (int64_t r = 0; r < p.ne[1]; ++r) {
             const int64_t row = row0 + r;
             lowbit_decode_row(type, p.data, p.n_elements(), r, k, values.data(), scales.data());

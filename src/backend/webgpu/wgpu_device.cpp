@@ -406,4 +406,14 @@ std::string WgpuContext::description() const {
                   static_cast<double>(limits_.maxStorageBufferBindingSize) / (1024.0 * 1024.0));
 }
 
+void WgpuContext::wait_queue_idle(const char * what) const {
+    bool done = false;
+    WGPUCallbackInfo<WGPUQueueWorkDoneCallback> cb{};
+    cb.mode      = WGPU_CALLBACK_MODE_ALLOW_PROCESS_EVENTS;
+    cb.userdata1 = &done;
+    cb.callback  = [](uint32_t, WGPUStringView, void * u1, void *) { *static_cast<bool *>(u1) = true; };
+    wgpu().wgpuQueueOnSubmittedWorkDone(queue(), cb);
+    wait(done, what);
+}
+
 }  // namespace tern

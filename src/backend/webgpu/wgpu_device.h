@@ -67,6 +67,8 @@ public:
 
     // Runs the instance's event loop until *done, or throws Error(device) "<what> timed out".
     void wait(const bool & done, const char * what) const;
+    // Waits (with wait()'s timeout) until the queue has finished everything submitted so far.
+    void wait_queue_idle(const char * what) const;
 
     // Throws the first recorded device error (uncaptured error or device loss), if any.
     void check_errors();
