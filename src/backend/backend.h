@@ -142,6 +142,38 @@ public:
     virtual void lm_head(const Tensor & logits, const Weight & head, const Tensor & h, bool round_input_f16) = 0;
     // ids[t] = argmax_v logits[v, t] (lowest index on ties).  ids: [T] i32
     virtual void argmax(const Tensor & ids, const Tensor & logits) = 0;
+
+    // --- fused pairs: a norm and the op that consumes it (DESIGN.md decision 2) ---
+    // Each equals the two ops in sequence; a backend may fuse them into one kernel (the WebGPU
+    // backend recomputes the norm in the matmul's prologue when decoding), in which case the
+    // intermediate (`a`, `h`) is scratch whose contents afterwards are unspecified.
+    // rms_norm_quant(a, x, norm, eps), then bitlinear(y, w, a, accumulate).
+    virtual void norm_bitlinear(const Tensor & y, const Weight & w, const QuantizedActs & a, const Tensor & x,
+                                const Weight & norm, float eps, bool accumulate) {
+        rms_norm_quant(a, x, norm, eps);
+        bitlinear(y, w, a, accumulate);
+    }
+    // rms_norm_quant(a, x, norm, eps), then gate_up(f, w_gate_up, a, act).
+    virtual void norm_gate_up(const Tensor & f, const Weight & w_gate_up, const QuantizedActs & a, const Tensor & x,
+                              const Weight & norm, float eps, FfnActivation act) {
+        rms_norm_quant(a, x, norm, eps);
+        gate_up(f, w_gate_up, a, act);
+    }
+    // rms_norm_quant(a, x, norm, eps), then qkv_rope_kv_append(q, kv, wqkv, a, shape, pos0).
+    virtual void norm_qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, const Weight & wqkv,
+                                         const QuantizedActs & a, const Tensor & x, const Weight & norm, float eps,
+                                         const AttentionShape & shape, int64_t pos0) {
+        rms_norm_quant(a, x, norm, eps);
+        qkv_rope_kv_append(q, kv, wqkv, a, shape, pos0);
+    }
+    // rms_norm(h, x, norm, eps), then lm_head(logits, head, h, round_input_f16); with ids set
+    // (ids.buffer != nullptr), then argmax(ids, logits).
+    virtual void norm_lm_head(const Tensor & logits, const Weight & head, const Tensor & h, const Tensor & x,
+                              const Weight & norm, float eps, bool round_input_f16, const Tensor & ids) {
+        rms_norm(h, x, norm, eps);
+        lm_head(logits, head, h, round_input_f16);
+        if (ids.buffer != nullptr) argmax(ids, logits);
+    }
     virtual void end_step() = 0;    // submit recorded work; does not wait (optional for eager backends)
     virtual void synchronize() = 0; // wait for submitted work; rethrows device errors as Error(device)
 

@@ -216,23 +216,18 @@ void BitnetModel::run(ForwardBuffers & buf, const KvCache & kv, int64_t pos0, in
     for (int64_t il = 0; il < c.n_layer; ++il) {
         const LayerWeights & L = layers_[static_cast<size_t>(il)];
         const KvLayer        kl = kv.layer(il);
-        be.rms_norm_quant(a_embd, x, *L.attn_norm, c.norm_eps);
-        be.qkv_rope_kv_append(q, kl, *L.attn_qkv, a_embd, shape, pos0);
+        be.norm_qkv_rope_kv_append(q, kl, *L.attn_qkv, a_embd, x, *L.attn_norm, c.norm_eps, shape, pos0);
         be.attention(attn, q, kl, shape, pos0);
-        be.rms_norm_quant(a_q, attn, *L.attn_sub_norm, c.norm_eps);
-        be.bitlinear(x, *L.attn_output, a_q, /*accumulate=*/true);
-        be.rms_norm_quant(a_embd, x, *L.ffn_norm, c.norm_eps);
-        be.gate_up(ffn, *L.ffn_gate_up, a_embd, c.ffn_act);
-        be.rms_norm_quant(a_ff, ffn, *L.ffn_sub_norm, c.norm_eps);
-        be.bitlinear(x, *L.ffn_down, a_ff, /*accumulate=*/true);
+        be.norm_bitlinear(x, *L.attn_output, a_q, attn, *L.attn_sub_norm, c.norm_eps, /*accumulate=*/true);
+        be.norm_gate_up(ffn, *L.ffn_gate_up, a_embd, x, *L.ffn_norm, c.norm_eps, c.ffn_act);
+        be.norm_bitlinear(x, *L.ffn_down, a_ff, ffn, *L.ffn_sub_norm, c.norm_eps, /*accumulate=*/true);
     }
     if (n_logits > 0) {
         const Tensor x_last = x.columns(T - n_logits, n_logits);
         const Tensor h      = view(buf.h, {c.n_embd, n_logits, 1, 1});
         const Tensor logits = view(buf.logits, {c.n_vocab, n_logits, 1, 1});
-        be.rms_norm(h, x_last, *output_norm_, c.norm_eps);
-        be.lm_head(logits, output_ ? *output_ : *token_embd_, h, round_head_input_f16);
-        if (argmax_out.buffer != nullptr) be.argmax(argmax_out, logits);
+        be.norm_lm_head(logits, output_ ? *output_ : *token_embd_, h, x_last, *output_norm_, c.norm_eps,
+                        round_head_input_f16, argmax_out);
     }
     be.end_step();
 }

@@ -372,6 +372,167 @@ TEST_P(BackendOps, NormQuantGateUpEmbedHeadArgmaxMatchReference) {
     }
 }
 
+// The fused pairs (norm_bitlinear, norm_gate_up, norm_qkv_rope_kv_append, norm_lm_head + argmax)
+// on the backend against the CPU's unfused ops. One token takes the WebGPU decode kernels (norm in
+// the matmul prologue, head with the first argmax stage); three tokens and TQ2_0's scale groups
+// take the general kernels. K = 640 (4 lanes per row, uneven), 1664 and 2560 (8 lanes).
+TEST_P(BackendOps, FusedNormOpsMatchTheUnfusedReference) {
+    Rand r(21);
+    struct Case {
+        DType   type;
+        int64_t k, n_ff, T;
+    };
+    for (const Case cs : {Case{DType::i2_s, 640, 224, 1}, Case{DType::i2_s, 1664, 96, 1}, Case{DType::i2_s, 640, 96, 3},
+                          Case{DType::tq2_0, 512, 64, 1}}) {
+        const int64_t k = cs.k, n_ff = cs.n_ff, T = cs.T, n_vocab = 333;
+        SCOPED_TRACE(std::string(dtype_name(cs.type)) + " K " + std::to_string(k) + " T " + std::to_string(T));
+        std::vector<float> dg, du, dd, dense;
+        const auto         bg = make_lowbit(cs.type, k, n_ff, r, dg);
+        const auto         bu = make_lowbit(cs.type, k, n_ff, r, du);
+        const auto         bd = make_lowbit(cs.type, n_ff * 4, k, r, dd);  // down: [n_ff * 4] -> [k]
+        const auto         bo = make_lowbit(cs.type, k, 37, r, dense);     // odd N, plain
+        std::vector<float> n1(k), n2(n_ff * 4), embd(static_cast<size_t>(k * n_vocab)), x(static_cast<size_t>(k * T)),
+            f4(static_cast<size_t>(n_ff * 4 * T)), y0(static_cast<size_t>(k * T));
+        for (auto & v : n1) v = 1.0f + r.normal(0.1f);
+        for (auto & v : n2) v = 1.0f + r.normal(0.1f);
+        for (auto & v : embd) v = r.normal(0.05f);
+        for (auto & v : x) v = r.normal(1.5f);
+        for (auto & v : f4) v = r.normal(0.7f);
+        for (auto & v : y0) v = r.normal(1.0f);
+        std::vector<uint8_t> embd_f16(embd.size() * 2), n1b(k * 4), n2b(n2.size() * 4);
+        quantize_row(DType::f16, embd.data(), embd_f16.data(), static_cast<int64_t>(embd.size()));
+        std::memcpy(n1b.data(), n1.data(), n1b.size());
+        std::memcpy(n2b.data(), n2.data(), n2b.size());
+        const WeightSource gu[2] = {{"g", cs.type, {k, n_ff, 1, 1}, bg}, {"u", cs.type, {k, n_ff, 1, 1}, bu}};
+        const WeightSource wd{"d", cs.type, {n_ff * 4, k, 1, 1}, bd};
+        const WeightSource wo{"o", cs.type, {k, 37, 1, 1}, bo};
+        const WeightSource ns1{"n1", DType::f32, {k, 1, 1, 1}, n1b};
+        const WeightSource ns2{"n2", DType::f32, {n_ff * 4, 1, 1, 1}, n2b};
+        const WeightSource es{"e", DType::f16, {k, n_vocab, 1, 1}, embd_f16};
+
+        std::vector<float>   out_y[2], out_f[2], out_o[2], out_l[2];
+        std::vector<int32_t> out_a[2];
+        Backend *            bs[2] = {ref_.get(), be_.get()};
+        for (int i = 0; i < 2; ++i) {
+            Backend & b   = *bs[i];
+            const bool fused = i == 1;  // the reference runs the unfused pairs
+            auto wgu = b.load_linear(gu);
+            auto wdn = b.load_linear({&wd, 1});
+            auto wout = b.load_linear({&wo, 1});
+            auto wn1 = b.load_norm(ns1);
+            auto wn2 = b.load_norm(ns2);
+            auto we  = b.load_embedding(es);
+            auto xt  = alloc_tensor(b, DType::f32, {k, T, 1, 1}, "x");
+            auto ft  = alloc_tensor(b, DType::f32, {n_ff * 4, T, 1, 1}, "f4");
+            auto yt  = alloc_tensor(b, DType::f32, {k, T, 1, 1}, "y");
+            auto ot  = alloc_tensor(b, DType::f32, {37, T, 1, 1}, "o");
+            auto xq  = alloc_tensor(b, DType::i8, {std::max(k, n_ff * 4), T, 1, 1}, "q");
+            auto xs  = alloc_tensor(b, DType::f32, {T, 1, 1, 1}, "s");
+            auto f   = alloc_tensor(b, DType::f32, {n_ff, T, 1, 1}, "f");
+            auto h   = alloc_tensor(b, DType::f32, {k, T, 1, 1}, "h");
+            auto lg  = alloc_tensor(b, DType::f32, {n_vocab, T, 1, 1}, "logits");
+            auto am  = alloc_tensor(b, DType::i32, {T, 1, 1, 1}, "argmax");
+            const QuantizedActs a_k{{xq.tensor.buffer, 0, DType::i8, {k, T, 1, 1}}, xs.tensor};
+            const QuantizedActs a_f{{xq.tensor.buffer, 0, DType::i8, {n_ff * 4, T, 1, 1}}, xs.tensor};
+            b.write(xt.tensor, x.data(), x.size() * 4);
+            b.write(ft.tensor, f4.data(), f4.size() * 4);
+            b.write(yt.tensor, y0.data(), y0.size() * 4);
+            b.begin_step();
+            if (fused) {
+                b.norm_gate_up(f.tensor, *wgu, a_k, xt.tensor, *wn1, 1e-5f, FfnActivation::silu);
+                b.norm_bitlinear(yt.tensor, *wdn, a_f, ft.tensor, *wn2, 1e-6f, /*accumulate=*/true);
+                b.norm_bitlinear(ot.tensor, *wout, a_k, xt.tensor, *wn1, 1e-5f, /*accumulate=*/false);
+                b.norm_lm_head(lg.tensor, *we, h.tensor, xt.tensor, *wn1, 1e-5f, true, am.tensor);
+            } else {
+                b.rms_norm_quant(a_k, xt.tensor, *wn1, 1e-5f);
+                b.gate_up(f.tensor, *wgu, a_k, FfnActivation::silu);
+                b.rms_norm_quant(a_f, ft.tensor, *wn2, 1e-6f);
+                b.bitlinear(yt.tensor, *wdn, a_f, true);
+                b.rms_norm_quant(a_k, xt.tensor, *wn1, 1e-5f);
+                b.bitlinear(ot.tensor, *wout, a_k, false);
+                b.rms_norm(h.tensor, xt.tensor, *wn1, 1e-5f);
+                b.lm_head(lg.tensor, *we, h.tensor, true);
+                b.argmax(am.tensor, lg.tensor);
+            }
+            b.end_step();
+            out_f[i] = read_f32(b, f.tensor);
+            out_y[i] = read_f32(b, yt.tensor);
+            out_o[i] = read_f32(b, ot.tensor);
+            out_l[i] = read_f32(b, lg.tensor);
+            out_a[i].resize(T);
+            b.read(am.tensor, out_a[i].data(), T * 4);
+        }
+        expect_close(out_f[1], out_f[0], tol_.gate_up, "norm_gate_up");
+        expect_close(out_y[1], out_y[0], tol_.bitlinear, "norm_bitlinear (down, accumulate)");
+        expect_close(out_o[1], out_o[0], tol_.bitlinear, "norm_bitlinear (odd N)");
+        expect_close(out_l[1], out_l[0], tol_.lm_head, "norm_lm_head");
+        EXPECT_EQ(out_a[1], out_a[0]);
+    }
+}
+
+// norm_qkv_rope_kv_append for decode steps after a prefill, against the CPU's unfused pair: head
+// dims 64 (partial rotary 32) and 128, GQA, both cache types, K = 2560 (8 lanes per row).
+TEST_P(BackendOps, FusedNormQkvRopeDecodeMatchesTheUnfusedReference) {
+    Rand r(8);
+    struct Case {
+        int64_t n_head, n_head_kv, hd, n_rot, k;
+        DType   cache;
+    };
+    for (const Case cs : {Case{4, 2, 64, 32, 640, DType::f16}, Case{2, 1, 128, 128, 2560, DType::f32}}) {
+        SCOPED_TRACE("head_dim " + std::to_string(cs.hd));
+        const AttentionShape shape{cs.n_head, cs.n_head_kv, cs.hd, cs.n_rot, 10000.0f, 1.0f / std::sqrt(float(cs.hd))};
+        const int64_t        n_q = cs.n_head * cs.hd, n_kv = cs.n_head_kv * cs.hd, k = cs.k, n_ctx = 9;
+        std::vector<float>   dq, dk, dv;
+        const auto           bq = make_lowbit(DType::i2_s, k, n_q, r, dq);
+        const auto           bk = make_lowbit(DType::i2_s, k, n_kv, r, dk);
+        const auto           bv = make_lowbit(DType::i2_s, k, n_kv, r, dv);
+        const WeightSource   parts[3] = {{"q", DType::i2_s, {k, n_q, 1, 1}, bq},
+                                         {"k", DType::i2_s, {k, n_kv, 1, 1}, bk},
+                                         {"v", DType::i2_s, {k, n_kv, 1, 1}, bv}};
+        std::vector<float>   nw(k);
+        for (auto & v : nw) v = 1.0f + r.normal(0.1f);
+        std::vector<uint8_t> nwb(k * 4);
+        std::memcpy(nwb.data(), nw.data(), nwb.size());
+        const WeightSource ns{"n", DType::f32, {k, 1, 1, 1}, nwb};
+        std::vector<float> outs[2], kcache[2];
+        Backend *          bs[2] = {ref_.get(), be_.get()};
+        for (int i = 0; i < 2; ++i) {
+            Backend & b  = *bs[i];
+            Rand      rr(4);
+            auto      w  = b.load_linear(parts);
+            auto      wn = b.load_norm(ns);
+            auto      kt = alloc_tensor(b, cs.cache, {n_kv, n_ctx, 1, 1}, "k");
+            auto      vt = alloc_tensor(b, cs.cache, {n_kv, n_ctx, 1, 1}, "v");
+            const KvLayer kv{kt.tensor, vt.tensor};
+            int64_t pos = 0;
+            for (int64_t T : {3, 1, 1, 1}) {
+                std::vector<float> x(static_cast<size_t>(k * T));
+                for (auto & v : x) v = rr.normal(2.0f);
+                auto xt = alloc_tensor(b, DType::f32, {k, T, 1, 1}, "x");
+                auto xq = alloc_tensor(b, DType::i8, {k, T, 1, 1}, "q");
+                auto xs = alloc_tensor(b, DType::f32, {T, 1, 1, 1}, "s");
+                auto qo = alloc_tensor(b, DType::f32, {n_q, T, 1, 1}, "qo");
+                auto ao = alloc_tensor(b, DType::f32, {n_q, T, 1, 1}, "ao");
+                b.write(xt.tensor, x.data(), x.size() * 4);
+                b.begin_step();
+                if (i == 1) {
+                    b.norm_qkv_rope_kv_append(qo.tensor, kv, *w, {xq.tensor, xs.tensor}, xt.tensor, *wn, 1e-5f, shape, pos);
+                } else {
+                    b.rms_norm_quant({xq.tensor, xs.tensor}, xt.tensor, *wn, 1e-5f);
+                    b.qkv_rope_kv_append(qo.tensor, kv, *w, {xq.tensor, xs.tensor}, shape, pos);
+                }
+                b.attention(ao.tensor, qo.tensor, kv, shape, pos);
+                b.end_step();
+                outs[i] = read_f32(b, qo.tensor);
+                pos += T;
+            }
+            if (cs.cache == DType::f32) kcache[i] = read_f32(b, kt.tensor);
+        }
+        expect_close(outs[1], outs[0], tol_.bitlinear, "q of the last decode step");
+        if (!kcache[0].empty()) expect_close(kcache[1], kcache[0], tol_.bitlinear, "k cache");
+    }
+}
+
 #ifdef TERN_HAS_WEBGPU
 #define TERN_BACKEND_SUITE WebGpu
 #else

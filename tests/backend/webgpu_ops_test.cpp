@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -402,6 +403,29 @@ TEST_F(WebGpuOps, EveryOpIsOneDispatchAndEndStepSubmits) {
     gpu().synchronize();
     EXPECT_EQ(gpu().take_dispatch_count(), 3);
     EXPECT_EQ(gpu().take_dispatch_count(), 0);
+
+    // One token: the fused pair is one dispatch (the norm runs in the matmul's prologue); the LM
+    // head writes the argmax's first stage, so head + argmax are two.
+    std::vector<float> table(static_cast<size_t>(k * 70));
+    for (auto & v : table) v = static_cast<float>(rng_() % 200) / 100.0f - 1.0f;
+    std::vector<uint8_t> tb(table.size() * 2);
+    quantize_row(DType::f16, table.data(), tb.data(), static_cast<int64_t>(table.size()));
+    const WeightSource esrc{"e", DType::f16, {k, 70, 1, 1}, tb};
+    auto e   = gpu().load_embedding(esrc);
+    auto h   = alloc_tensor(gpu(), DType::f32, {k, 1, 1, 1}, "h");
+    auto lg  = alloc_tensor(gpu(), DType::f32, {70, 1, 1, 1}, "logits");
+    auto ids = alloc_tensor(gpu(), DType::i32, {1, 1, 1, 1}, "ids");
+    gpu().begin_step();
+    gpu().norm_bitlinear(y.tensor, *w, {aq.tensor, as.tensor}, x.tensor, *nw, 1e-5f, false);
+    EXPECT_EQ(gpu().take_dispatch_count(), 1);
+    gpu().norm_lm_head(lg.tensor, *e, h.tensor, x.tensor, *nw, 1e-5f, true, ids.tensor);
+    EXPECT_EQ(gpu().take_dispatch_count(), 2);
+    gpu().end_step();
+    std::vector<float> logits(70);
+    gpu().read(lg.tensor, logits.data(), 70 * 4);
+    int32_t id = -1;
+    gpu().read(ids.tensor, &id, 4);
+    EXPECT_EQ(id, std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 
 }  // namespace

@@ -65,7 +65,10 @@ TEST(WebGpuShaders, EveryEmbeddedShaderCompilesAndMakesAPipeline) {
     const std::pair<const char *, const char *> signatures[] = {
         {"embed", "rrwu"},          {"rms_norm", "rrwu"},     {"rms_norm_quant", "rrwwu"}, {"bitlinear", "rrrwu"},
         {"bitlinear_nodp4", "rrrwu"}, {"gate_up", "rrrwu"},   {"gate_up_nodp4", "rrrwu"},  {"qkv_rope", "rrrrwwwu"},
-        {"qkv_rope_nodp4", "rrrrwwwu"}, {"attention", "rrrwu"}, {"lm_head", "rrwu"}, {"lm_head_f16_decode", "rrwu"}, {"argmax_partial", "rwu"}, {"argmax_final", "rwu"}};
+        {"qkv_rope_nodp4", "rrrrwwwu"}, {"attention", "rrrwu"}, {"lm_head", "rrwu"}, {"lm_head_f16_decode", "rrrwwu"},
+        {"argmax_partial", "rwu"},    {"argmax_final", "rwu"},  {"bitlinear_decode", "rrrwu"},
+        {"bitlinear_decode_nodp4", "rrrwu"}, {"gate_up_decode", "rrrwu"}, {"gate_up_decode_nodp4", "rrrwu"},
+        {"qkv_rope_decode", "rrrrwwwu"}, {"qkv_rope_decode_nodp4", "rrrrwwwu"}};
     for (const auto & [name, sig] : signatures) {
         SCOPED_TRACE(name);
         EXPECT_NO_THROW(cache.pipeline(PipelineKey{name, sig, {}}));

@@ -53,6 +53,8 @@ WebGpuBackend::WebGpuBackend(const WebGpuOptions & options)
     : ctx_(device_options(options)), pipelines_(ctx_), step_(std::make_shared<StepEncoder>(ctx_, pipelines_)) {
     const char * no_dp4 = std::getenv("TERN_WEBGPU_NO_DP4");
     dot4_native_ = ctx_.features().dot4_i8_packed && !options.emulate_dot4 && !(no_dp4 && std::string_view(no_dp4) == "1");
+    const char * fuse = std::getenv("TERN_WEBGPU_FUSE");
+    fuse_norms_ = !(fuse && std::string_view(fuse) == "0");
     probe_numerics();
 }
 
@@ -163,6 +165,7 @@ void WebGpuBackend::write(const Tensor & dst, const void * src, size_t n_bytes) 
     if (n_bytes == 0) return;
     WGPUBuffer buffer = gpu_buffer(dst);
     step_->flush();  // recorded ops run before this write, in queue order
+    step_->bump();   // a write between the LM head and argmax invalidates the head's partials
     const size_t first = dst.offset & ~size_t{3};
     const size_t end   = round_up(dst.offset + n_bytes, 4);
     if (first == dst.offset && end == dst.offset + n_bytes) {

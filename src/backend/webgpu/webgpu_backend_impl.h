@@ -9,6 +9,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 
 namespace tern {
 
@@ -90,6 +91,15 @@ public:
     void gate_up(const Tensor & f, const Weight & w_gate_up, const QuantizedActs & a, FfnActivation act) override;
     void lm_head(const Tensor & logits, const Weight & head, const Tensor & h, bool round_input_f16) override;
     void argmax(const Tensor & ids, const Tensor & logits) override;
+    void norm_bitlinear(const Tensor & y, const Weight & w, const QuantizedActs & a, const Tensor & x,
+                        const Weight & norm, float eps, bool accumulate) override;
+    void norm_gate_up(const Tensor & f, const Weight & w_gate_up, const QuantizedActs & a, const Tensor & x,
+                      const Weight & norm, float eps, FfnActivation act) override;
+    void norm_qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const QuantizedActs & a,
+                                 const Tensor & x, const Weight & norm, float eps, const AttentionShape & shape,
+                                 int64_t pos0) override;
+    void norm_lm_head(const Tensor & logits, const Weight & head, const Tensor & h, const Tensor & x,
+                      const Weight & norm, float eps, bool round_input_f16, const Tensor & ids) override;
     void end_step() override { step_->flush(); }
     void synchronize() override;
     int64_t take_dispatch_count() override { return step_->take_dispatch_count(); }
@@ -116,10 +126,46 @@ private:
     void encode_ternary(std::string_view shader, const Tensor & y, const GpuLinear & w, const QuantizedActs & a,
                         uint32_t n_out, uint32_t max_outputs, uint32_t last_param);
 
+    // --- decode (one token) kernels, webgpu_decode.cpp ---
+    struct DecodeTiling {
+        uint32_t lanes = 8, rows = 32, wg = 256;  // wg = rows * lanes
+    };
+    // Where a decode kernel's activations come from: x and the norm weights (fused norm), or a
+    // previous rms_norm_quant's int8 words and scale.
+    struct DecodeSource {
+        WGPUBuffer src = nullptr, scale = nullptr;
+        uint32_t   offset = 0, scale_offset = 0;
+    };
+    // The tiling of a decode kernel for w, or nothing when the general kernels must run (several
+    // tokens, several scale groups per row, K not a multiple of 64 or above 8192).
+    std::optional<DecodeTiling> decode_tiling(const GpuLinear & w, int64_t n_tok, uint32_t max_rows) const;
+    DecodeSource decode_source(const QuantizedActs & a, const Tensor * x, const Weight * norm) const;
+    PipelineKey  decode_key(std::string_view shader, std::string_view signature, const DecodeTiling & t, int64_t k,
+                            bool norm) const;
+    // Encode the decode kernel and return true, or return false (nothing encoded) when it does not
+    // apply. x / norm null: the activations are a's.
+    bool try_decode_bitlinear(const Tensor & y, const GpuLinear & w, const QuantizedActs & a, const Tensor * x,
+                              const Weight * norm, float eps, bool accumulate);
+    bool try_decode_gate_up(const Tensor & f, const GpuLinear & w, const QuantizedActs & a, const Tensor * x,
+                            const Weight * norm, float eps, FfnActivation act);
+    bool try_decode_qkv(const Tensor & q, const KvLayer & kv, const GpuLinear & w, const QuantizedActs & a,
+                        const Tensor * x, const Weight * norm, float eps, const AttentionShape & shape, int64_t pos0);
+    // The decode LM head (F16 table, one token); returns false when it does not apply.
+    bool try_decode_head(const Tensor & logits, const GpuTable & head, const Tensor & h_or_x, const GpuNorm * norm,
+                         float eps, bool round_input_f16);
+
     WgpuContext   ctx_;
     PipelineCache pipelines_;
     std::shared_ptr<StepEncoder> step_;
     bool          dot4_native_ = true;
+    bool          fuse_norms_  = true;  // $TERN_WEBGPU_FUSE=0 turns the fused decode prologues off
+    // The decode LM head also writes the argmax's first stage (chunk winners of 64 rows) for the
+    // logits it produced; argmax() right after it only runs the final stage.
+    struct HeadPartials {
+        WGPUBuffer logits = nullptr;
+        uint32_t   offset = 0, n_chunks = 0;
+        uint64_t   serial = 0;  // step_->serial() right after the head
+    } head_partials_;
     Numerics      numerics_;
     WgpuHandle<WGPUBuffer> staging_;  // MapRead | CopyDst, for read()
     size_t                 staging_size_ = 0;

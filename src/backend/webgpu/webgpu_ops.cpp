@@ -64,6 +64,9 @@ std::string_view WebGpuBackend::ternary_shader(std::string_view base) const {
     if (base == "bitlinear") return dot4_native_ ? "bitlinear" : "bitlinear_nodp4";
     if (base == "gate_up") return dot4_native_ ? "gate_up" : "gate_up_nodp4";
     if (base == "qkv_rope") return dot4_native_ ? "qkv_rope" : "qkv_rope_nodp4";
+    if (base == "bitlinear_decode") return dot4_native_ ? "bitlinear_decode" : "bitlinear_decode_nodp4";
+    if (base == "gate_up_decode") return dot4_native_ ? "gate_up_decode" : "gate_up_decode_nodp4";
+    if (base == "qkv_rope_decode") return dot4_native_ ? "qkv_rope_decode" : "qkv_rope_decode_nodp4";
     TERN_ASSERT(false, "no ternary shader '%.*s'", static_cast<int>(base.size()), base.data());
     return {};
 }
@@ -147,6 +150,7 @@ void WebGpuBackend::encode_ternary(std::string_view shader, const Tensor & y, co
 void WebGpuBackend::bitlinear(const Tensor & y, const Weight & w, const QuantizedActs & a, bool accumulate) {
     const GpuLinear & lw = as_linear(w);
     TERN_ASSERT(y.ne[0] == lw.n_rows && a.q.ne[0] == lw.n_cols && y.ne[1] == a.q.ne[1], "bitlinear shapes");
+    if (try_decode_bitlinear(y, lw, a, nullptr, nullptr, 0.0f, accumulate)) return;
     encode_ternary(ternary_shader("bitlinear"), y, lw, a, u32(lw.n_rows), 64, accumulate ? 1 : 0);
 }
 
@@ -154,6 +158,7 @@ void WebGpuBackend::gate_up(const Tensor & f, const Weight & w_gate_up, const Qu
     const GpuLinear & lw   = as_linear(w_gate_up);
     const int64_t     n_ff = lw.n_rows / 2;
     TERN_ASSERT(f.ne[0] == n_ff && f.ne[1] == a.q.ne[1] && a.q.ne[0] == lw.n_cols, "gate_up shapes");
+    if (try_decode_gate_up(f, lw, a, nullptr, nullptr, 0.0f, act)) return;
     encode_ternary(ternary_shader("gate_up"), f, lw, a, u32(n_ff), 32, act == FfnActivation::relu2 ? 0 : 1);
 }
 
@@ -174,6 +179,7 @@ void WebGpuBackend::qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, con
                     static_cast<long long>(hd), static_cast<long long>(s.n_rot)),
              "use --backend cpu for this model");
     }
+    if (try_decode_qkv(q, kv, lw, a, nullptr, nullptr, 0.0f, s, pos0)) return;
     const RopeTable & rope = rope_table(s.n_rot, s.rope_freq_base, pos0 + n_tok);
     // Slots per workgroup: a power of two >= 4 dividing head_dim (so RoPE pairs stay together).
     uint32_t max_rows = 4;
@@ -239,31 +245,7 @@ void WebGpuBackend::lm_head(const Tensor & logits, const Weight & head, const Te
     TERN_ASSERT(e != nullptr, "LM head was not loaded by the WebGPU backend");
     const int64_t n_tok = h.ne[1];
     TERN_ASSERT(h.ne[0] == e->n_cols && logits.ne[0] == e->n_rows && logits.ne[1] == n_tok, "lm_head shapes");
-    // Decode (one token, F16 table): the memory-speed kernel, when h fits next to its 16 KiB of
-    // reduction space in workgroup memory.
-    const uint64_t wg_storage = ctx_.limits().maxComputeWorkgroupStorageSize;
-    static const bool generic_head = [] {  // $TERN_WEBGPU_HEAD=generic: always the general kernel
-        const char * env = std::getenv("TERN_WEBGPU_HEAD");
-        return env && std::string_view(env) == "generic";
-    }();
-    if (!generic_head && e->f16 && n_tok == 1 && e->n_cols % 8 == 0 &&
-        static_cast<uint64_t>(e->n_cols) * 4 + 16384 <= wg_storage) {
-        struct {
-            uint32_t n_vocab, h_offset, out_offset, round_input;
-        } p{u32(e->n_rows), gpu_offset(h, 4), gpu_offset(logits, 4), round_input_f16 ? 1u : 0u};
-        // $TERN_WEBGPU_HEAD=f32 trades the double-float sums (bit-identical to the CPU) for plain f32
-        // fma sums (relative error ~1e-6), to measure what exactness costs on a given GPU.
-        static const bool exact = [] {
-            const char * env = std::getenv("TERN_WEBGPU_HEAD");
-            return !(env && std::string_view(env) == "f32");
-        }();
-        const PipelineKey key{"lm_head_f16_decode",
-                              "rrwu",
-                              {{{"K", static_cast<double>(e->n_cols)}, {"EXACT", exact ? 1.0 : 0.0}}}};
-        const WGPUBuffer  bufs[] = {e->buffer->get(), gpu_buffer(h), gpu_buffer(logits)};
-        step_->dispatch(key, bufs, &p, sizeof p, ceil_div(e->n_rows, 64));
-        return;
-    }
+    if (try_decode_head(logits, *e, h, nullptr, 0.0f, round_input_f16)) return;
     const int64_t  words = e->f16 ? e->n_cols / 2 : e->n_cols;
     const uint32_t lanes = std::clamp<uint32_t>(floor_pow2(static_cast<uint64_t>(std::max<int64_t>(1, words / 8))), 4, 64);
     const uint32_t rows  = 256 / lanes;
@@ -285,9 +267,20 @@ void WebGpuBackend::lm_head(const Tensor & logits, const Weight & head, const Te
 void WebGpuBackend::argmax(const Tensor & ids, const Tensor & logits) {
     // Two stages: chunks of 4096 logits per workgroup (all SMs busy), then one workgroup per token
     // over the chunk winners. Ties go to the lower index in both, as on the CPU.
+    const uint32_t n_tok = u32(logits.ne[1]);
+    if (n_tok == 1 && head_partials_.serial == step_->serial() && head_partials_.logits == gpu_buffer(logits) &&
+        head_partials_.offset == gpu_offset(logits, 4)) {
+        // The decode LM head has just written the first stage (its 64-row winners).
+        struct {
+            uint32_t n_chunks, ids_offset;
+        } p{head_partials_.n_chunks, gpu_offset(ids, 4)};
+        const PipelineKey key{"argmax_final", "rwu", {{{"WG", 256}}}};
+        const WGPUBuffer  bufs[] = {argmax_partial_->get(), gpu_buffer(ids)};
+        step_->dispatch(key, bufs, &p, sizeof p, 1);
+        return;
+    }
     constexpr uint32_t k_chunk  = 4096;
     const uint32_t     n_chunks = ceil_div(logits.ne[0], k_chunk);
-    const uint32_t     n_tok    = u32(logits.ne[1]);
     const size_t       bytes    = static_cast<size_t>(n_chunks) * n_tok * 8;
     if (!argmax_partial_ || argmax_partial_->size_bytes() < bytes) {
         argmax_partial_ = make_buffer(bytes, nullptr, "argmax partials");

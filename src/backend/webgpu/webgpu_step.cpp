@@ -106,6 +106,7 @@ void StepEncoder::dispatch(const PipelineKey & key, std::span<const WGPUBuffer> 
     wgpu().wgpuComputePassEncoderSetBindGroup(pass_, 0, it->second.get(), 1, &offset);
     wgpu().wgpuComputePassEncoderDispatchWorkgroups(pass_, x, y, z);
     ++dispatches_;
+    ++serial_;
     if (profile_) profile_wait(key.label());
 }
 
@@ -121,6 +122,7 @@ void StepEncoder::profile_wait(const std::string & label) {
 void StepEncoder::copy(WGPUBuffer src, uint64_t src_offset, WGPUBuffer dst, uint64_t dst_offset, uint64_t n_bytes) {
     begin_pass();  // makes sure the encoder exists
     end_pass();
+    ++serial_;
     wgpu().wgpuCommandEncoderCopyBufferToBuffer(encoder_, src, src_offset, dst, dst_offset, n_bytes);
 }
 

@@ -39,6 +39,10 @@ public:
     void forget(WGPUBuffer buffer);
 
     int64_t take_dispatch_count() { return std::exchange(dispatches_, 0); }
+    // Counts recorded commands (dispatches, copies) and bump() calls: equal serials mean nothing
+    // was recorded in between.
+    uint64_t serial() const { return serial_; }
+    void     bump() { ++serial_; }
 
     // $TERN_WEBGPU_PROFILE=1: submit and wait after every dispatch, and print the wall time per
     // kernel variant when the encoder is destroyed. A debugging aid (it serializes everything);
@@ -62,6 +66,7 @@ private:
     WGPUComputePassEncoder                      pass_    = nullptr;
     std::map<BindKey, WgpuHandle<WGPUBindGroup>> bind_groups_;
     int64_t                                     dispatches_ = 0;
+    uint64_t                                    serial_     = 0;
     bool                                        profile_    = false;
     std::map<std::string, std::pair<int64_t, double>> profile_ms_;  // label -> (count, ms)
 };

@@ -1,40 +1,57 @@
 // lm_head_f16_decode: logits[v] = head[v] · h for one token (decode) and an F16 table, at memory
-// speed. Same numerics as lm_head.wgsl (h optionally rounded to f16 first; double-float sums),
-// different schedule: h is staged once per workgroup in workgroup memory, the table is read as
-// vec4<u32> (8 halves per load), and a workgroup owns 64 rows so that staging h is amortised.
+// speed, with the two neighbours of the LM head fused in: NORM = true computes h = rms_norm(x) * nw
+// in the prologue (as rms_norm.wgsl, bit for bit), and every workgroup also writes the winner of its
+// 64 logits (the first argmax stage, as argmax_partial.wgsl) so that argmax_final.wgsl can follow.
+// Same numerics as lm_head.wgsl (h optionally rounded to f16 first; double-float sums); h is staged
+// once per workgroup in workgroup memory, the table is read as vec4<u32> (8 halves per load), and a
+// workgroup owns 64 rows so that staging h is amortised.
 //
-//   head: [K, n_vocab] f16 (K % 8 == 0)   h: [K] f32   logits: [n_vocab] f32
-// Bindings: 0 head (read, vec4<u32>), 1 h (read), 2 logits (read_write), 3 params (uniform)
+//   head: [K, n_vocab] f16 (K % 8 == 0)   x: [K] f32 (h itself when NORM = false)   nw: [K] f32
+//   logits: [n_vocab] f32   partial: [ceil(n_vocab / 64)] (f32 value bits, u32 index)
+// Bindings: 0 head (read, vec4<u32>), 1 x (read), 2 nw (read; any buffer when NORM = false),
+//           3 logits (read_write), 4 partial (read_write), 5 params (uniform)
 // Dispatch: (ceil(n_vocab / 64), 1, 1). 256 threads = 8 teams of 32 lanes; team t computes rows
 // 64 w + 8 r + t for r = 0..7 (the 8 teams read 8 neighbouring rows at a time); lane l reads
 // vec4 words l, l + 32, ... of each row. Partial sums are reduced per team in workgroup memory.
 
 // #include "lib/numerics.wgsl"
+// #include "lib/inv_rms.wgsl"
+// #include "lib/best_index.wgsl"
 
 override K: u32 = 2560u;     // elements per row (n_embd)
 override EXACT: bool = true;  // double-float sums (= the CPU's double sum); false: f32 fma sums
+override NORM: bool = false;  // h = rms_norm(x) * nw first
+override WG: u32 = 256u;      // fixed (lib/inv_rms.wgsl and lib/best_index.wgsl size their arrays by it)
 
 struct Params {
     n_vocab: u32,
-    h_offset: u32,     // f32 index of h[0]
+    x_offset: u32,     // f32 index of x[0]
     out_offset: u32,   // f32 index of logits[0]
     round_input: u32,  // 1: round h to f16 first
+    k: u32,            // = K (for lib/inv_rms.wgsl)
+    eps: f32,          // NORM only
+    partial_offset: u32,  // vec2 index of partial[0]
 }
 
 @group(0) @binding(0) var<storage, read> head: array<vec4<u32>>;
-@group(0) @binding(1) var<storage, read> h: array<f32>;
-@group(0) @binding(2) var<storage, read_write> logits: array<f32>;
-@group(0) @binding(3) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> nw: array<f32>;
+@group(0) @binding(3) var<storage, read_write> logits: array<f32>;
+@group(0) @binding(4) var<storage, read_write> partial: array<vec2<u32>>;
+@group(0) @binding(5) var<uniform> p: Params;
 
 var<workgroup> hs: array<vec4<f32>, K / 4u>;
 var<workgroup> red: array<vec2<f32>, 2048>;  // [team][row r][lane]
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let round_in = p.round_input != 0u;
+    var inv = 1.0;
+    if (NORM) { inv = inv_rms(lid, p.x_offset); }  // as the CPU, bit for bit (every invocation calls it)
     for (var i = lid; i < K / 4u; i += 256u) {
-        let o = p.h_offset + 4u * i;
-        var v = vec4<f32>(h[o], h[o + 1u], h[o + 2u], h[o + 3u]);
+        let o = p.x_offset + 4u * i;
+        var v = vec4<f32>(x[o], x[o + 1u], x[o + 2u], x[o + 3u]);
+        if (NORM) { v = (v * inv) * vec4<f32>(nw[4u * i], nw[4u * i + 1u], nw[4u * i + 2u], nw[4u * i + 3u]); }
         if (round_in) { v = vec4<f32>(round_f16(v.x), round_f16(v.y), round_f16(v.z), round_f16(v.w)); }
         hs[i] = v;
     }
@@ -99,8 +116,16 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         }
         workgroupBarrier();
     }
+    var bv = 0.0;
+    var bi = 0xffffffffu;
     if (lane < 8u) {
         let row = wid.x * 64u + lane * 8u + team;
-        if (row < p.n_vocab) { logits[p.out_offset + row] = df_to_f32(red[(team * 8u + lane) * 32u]); }
+        if (row < p.n_vocab) {
+            bv = df_to_f32(red[(team * 8u + lane) * 32u]);
+            bi = row;
+            logits[p.out_offset + row] = bv;
+        }
     }
+    let best = best_index(lid, bv, bi);
+    if (lid == 0u) { partial[p.partial_offset + wid.x] = best; }
 }

@@ -19,6 +19,7 @@ requires packed_4x8_integer_dot_product;
 // #include "lib/ternary_rows.wgsl"
 // #include "lib/dot4_native.wgsl"
 // #include "lib/numerics.wgsl"
+// #include "lib/qkv_store.wgsl"
 
 override WG: u32 = 256u;
 override ROWS: u32 = 8u;      // slots per workgroup, a multiple of 4 dividing head_dim and WG
@@ -59,13 +60,6 @@ struct Params {
 
 var<workgroup> dots: array<atomic<i32>, ROWS * TOKS * N_GROUPS>;  // [slot][token][group]
 
-// Head-relative dimension of slot j.
-fn slot_dim(j: u32) -> u32 {
-    if (j >= p.n_rot) { return j; }
-    let e = j & 3u;
-    return 2u * (j >> 2u) + (e & 1u) + (e >> 1u) * (p.n_rot / 2u);
-}
-
 fn epilogue(slot: u32, row: u32, t: u32, as_: f32) -> f32 {
     let d0 = (slot * TOKS + t) * N_GROUPS;
     let s0 = p.scales_offset + row * N_GROUPS;
@@ -78,25 +72,6 @@ fn epilogue(slot: u32, row: u32, t: u32, as_: f32) -> f32 {
         }
     }
     return v * bitcast<f32>(weights[p.oscales_offset + row]);
-}
-
-// Stores two consecutive cache elements (e even) of one position.
-fn store_kv(is_k: bool, e: u32, a: f32, b: f32) {
-    if (is_k) {
-        if (K_F16) {
-            k_cache[(p.k_offset + e) / 2u] = pack_f16x2(a, b);
-        } else {
-            k_cache[p.k_offset + e]      = bitcast<u32>(a);
-            k_cache[p.k_offset + e + 1u] = bitcast<u32>(b);
-        }
-    } else {
-        if (V_F16) {
-            v_cache[(p.v_offset + e) / 2u] = pack_f16x2(a, b);
-        } else {
-            v_cache[p.v_offset + e]      = bitcast<u32>(a);
-            v_cache[p.v_offset + e + 1u] = bitcast<u32>(b);
-        }
-    }
 }
 
 @compute @workgroup_size(WG)
@@ -129,36 +104,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             for (var e = 0u; e < 4u; e++) {
                 v[e] = epilogue(4u * u + e, head * hd + slot_dim(j + e), t, as_);
             }
-            let pos   = p.pos0 + tok0 + t;
-            let is_qk = head < p.n_head + p.n_head_kv;
-            let half  = p.n_rot / 2u;
-            if (is_qk && j < p.n_rot) {
-                // Pairs (2u', 2u'+half) and (2u'+1, 2u'+1+half): x0 * c - x1 * s, x0 * s + x1 * c.
-                let i  = 2u * (j >> 2u);
-                let c0 = rope[pos * half + i];
-                let c1 = rope[pos * half + i + 1u];
-                let a0 = v[0] * c0.x - v[2] * c0.y;
-                let b0 = v[0] * c0.y + v[2] * c0.x;
-                let a1 = v[1] * c1.x - v[3] * c1.y;
-                let b1 = v[1] * c1.y + v[3] * c1.x;
-                v[0] = a0; v[2] = b0; v[1] = a1; v[3] = b1;
-            }
-            // Dimensions held: (d0, d0 + 1) and (d2, d2 + 1).
-            let d0 = slot_dim(j);
-            let d2 = slot_dim(j + 2u);
-            if (head < p.n_head) {
-                let qo = p.q_offset + (tok0 + t) * p.q_stride + head * hd;
-                q_out[qo + d0]      = v[0];
-                q_out[qo + d0 + 1u] = v[1];
-                q_out[qo + d2]      = v[2];
-                q_out[qo + d2 + 1u] = v[3];
-            } else {
-                let is_k = head < p.n_head + p.n_head_kv;
-                let kvh  = select(head - p.n_head - p.n_head_kv, head - p.n_head, is_k);
-                let e0   = pos * p.n_embd_kv + kvh * hd;
-                store_kv(is_k, e0 + d0, v[0], v[1]);
-                store_kv(is_k, e0 + d2, v[2], v[3]);
-            }
+            store_qkv_unit(head, j, tok0 + t, p.pos0 + tok0 + t, v);
         }
     }
 }

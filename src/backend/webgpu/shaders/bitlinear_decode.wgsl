@@ -1,0 +1,67 @@
+requires packed_4x8_integer_dot_product;
+
+// bitlinear_decode: y = W a or y += W a for ONE token (decode), with the activations either given
+// (NORM = false: a previous rms_norm_quant's int8 words) or computed in the prologue from x
+// (NORM = true: a = int8-quantize(rms_norm(x) * nw), fused, lib/act_stage.wgsl). Same numerics as
+// bitlinear.wgsl with one scale group per row (I2_S): y = (dot / act_scale) * scale * output_scale.
+//
+//   wq: codes [N][K/64] vec4<u32> | scales [N] f32 | output scales [N] f32 (webgpu_weights.h)
+//   src: x [K] f32 bits (NORM) or act_q [K] int8 words   src_scale: nw [K] f32 (NORM) or act_scale [1]
+//   y: [N] f32
+// Bindings: 0 wq (read), 1 src (read), 2 src_scale (read), 3 y (read_write), 4 params (uniform)
+// Dispatch: (ceil(N / (WG / LANES)), 1, 1). Each workgroup stages the activations, then each row
+// of its WG / LANES rows is dotted by LANES lanes (lib/ternary_decode.wgsl) and reduced in
+// workgroup memory; thread r < WG / LANES writes row r.
+
+// #include "lib/ternary.wgsl"
+// #include "lib/dot4_native.wgsl"
+// #include "lib/numerics.wgsl"
+// #include "lib/act_stage.wgsl"
+// #include "lib/ternary_decode.wgsl"
+
+override WG: u32 = 256u;    // a power of two, >= K / 32
+override LANES: u32 = 8u;   // a power of two dividing WG, >= K / 512
+override K: u32 = 2560u;    // a multiple of 64
+override NORM: bool = true;
+
+struct Params {
+    n_rows: u32,          // N
+    eps: f32,             // NORM only
+    src_offset: u32,      // u32 index of x[0] / act_q[0]
+    scale_offset: u32,    // f32 index of nw[0] / act_scale[0]
+    scales_offset: u32,   // u32 index of the row scales in wq
+    oscales_offset: u32,  // u32 index of the output scales in wq
+    y_offset: u32,        // f32 index of y[0]
+    accumulate: u32,      // 1: y += W a
+}
+
+@group(0) @binding(0) var<storage, read> wq: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read> src: array<u32>;
+@group(0) @binding(2) var<storage, read> src_scale: array<f32>;
+@group(0) @binding(3) var<storage, read_write> y: array<f32>;
+@group(0) @binding(4) var<uniform> p: Params;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let rows = WG / LANES;
+    let row  = wid.x * rows + lid / LANES;
+    let lane = lid % LANES;
+    var w: RowWords;
+    if (row < p.n_rows) { w = prefetch_row(row, lane); }
+    let as_ = stage_activations(lid);
+    var partial = 0;
+    if (row < p.n_rows) { partial = row_dot(w, lane); }
+    let dot = reduce_rows(lid, partial);
+
+    let ro = wid.x * rows + lid;
+    if (lid < rows && ro < p.n_rows) {
+        var v = div_rn(f32(dot), as_) * bitcast<f32>(weight_word(p.scales_offset + ro));
+        v *= bitcast<f32>(weight_word(p.oscales_offset + ro));
+        let yi = p.y_offset + ro;
+        if (p.accumulate != 0u) {
+            y[yi] = y[yi] + v;
+        } else {
+            y[yi] = v;
+        }
+    }
+}

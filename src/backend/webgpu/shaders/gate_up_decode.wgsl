@@ -1,0 +1,78 @@
+requires packed_4x8_integer_dot_product;
+
+// gate_up_decode: f = act(Wg a) * (Wu a) for ONE token, gate and up stacked in one weight (rows
+// [0, n_ff) gate, [n_ff, 2 n_ff) up), act = ReLU² or SiLU; the activations given or computed by the
+// fused norm prologue as in bitlinear_decode.wgsl. Same numerics as gate_up.wgsl with one scale
+// group per row.
+//
+//   wq: codes [2 n_ff][K/64] vec4<u32> | scales [2 n_ff] | output scales [2 n_ff]   f: [n_ff] f32
+// Bindings: 0 wq (read), 1 src (read), 2 src_scale (read), 3 f (read_write), 4 params (uniform)
+// Dispatch: (ceil(n_ff / (WG / LANES / 2)), 1, 1). The workgroup's WG / LANES teams read OUTS =
+// WG / LANES / 2 gate rows (teams 0 .. OUTS-1) and the matching up rows (teams OUTS ..).
+
+// #include "lib/ternary.wgsl"
+// #include "lib/dot4_native.wgsl"
+// #include "lib/numerics.wgsl"
+// #include "lib/act_stage.wgsl"
+// #include "lib/ternary_decode.wgsl"
+
+override WG: u32 = 256u;
+override LANES: u32 = 8u;
+override K: u32 = 2560u;
+override NORM: bool = true;
+
+struct Params {
+    n_ff: u32,
+    eps: f32,
+    src_offset: u32,
+    scale_offset: u32,
+    scales_offset: u32,
+    oscales_offset: u32,
+    f_offset: u32,        // f32 index of f[0]
+    activation: u32,      // 0: relu², 1: silu
+}
+
+@group(0) @binding(0) var<storage, read> wq: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read> src: array<u32>;
+@group(0) @binding(2) var<storage, read> src_scale: array<f32>;
+@group(0) @binding(3) var<storage, read_write> f: array<f32>;
+@group(0) @binding(4) var<uniform> p: Params;
+
+var<workgroup> up_dots: array<i32, WG>;
+
+// The bitlinear epilogue of weight row `row`.
+fn product(dot: i32, row: u32, as_: f32) -> f32 {
+    let v = div_rn(f32(dot), as_) * bitcast<f32>(weight_word(p.scales_offset + row));
+    return v * bitcast<f32>(weight_word(p.oscales_offset + row));
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let outs = WG / LANES / 2u;
+    let team = lid / LANES;
+    let lane = lid % LANES;
+    let out  = wid.x * outs + team % outs;
+    let row  = select(out, p.n_ff + out, team >= outs);
+    var w: RowWords;
+    if (out < p.n_ff) { w = prefetch_row(row, lane); }
+    let as_ = stage_activations(lid);
+    var partial = 0;
+    if (out < p.n_ff) { partial = row_dot(w, lane); }
+    let dot = reduce_rows(lid, partial);  // team lid's dot, lid < 2 outs
+    up_dots[lid] = dot;
+    workgroupBarrier();
+
+    let o = wid.x * outs + lid;
+    if (lid < outs && o < p.n_ff) {
+        let g = product(dot, o, as_);
+        let u = product(up_dots[outs + lid], p.n_ff + o, as_);
+        var a: f32;
+        if (p.activation == 0u) {
+            let rg = select(0.0, g, g > 0.0);  // as the CPU: NaN and -0 give 0
+            a = rg * rg;
+        } else {
+            a = div_rn(g, 1.0 + exp_rn(-g));
+        }
+        f[p.f_offset + o] = a * u;
+    }
+}

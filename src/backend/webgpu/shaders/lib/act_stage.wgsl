@@ -1,0 +1,88 @@
+// One token's int8 activations staged in workgroup memory, for the decode (T = 1) matmul kernels.
+//
+// NORM = true, the fused prologue: a = int8-quantize(rms_norm(x) * nw), computed by every workgroup
+// from the f32 x itself with exactly the numerics of rms_norm_quant.wgsl (the CPU's rms_norm_row +
+// quantize_act_row: f32 squares summed in double-float, correctly rounded mean, root and 127 / max),
+// so the separate norm dispatch disappears. NORM = false: a previous rms_norm_quant's words are copied.
+//
+// Thread i owns activation words i, i + WG, ... (4 elements each, at most 8 words: K <= 32 WG).
+// The including kernel declares `override WG` (a power of two), `override K` (a multiple of 64),
+// `override NORM`, the bindings `src: array<u32>` (x as f32 bits, or act_q words) and
+// `src_scale: array<f32>` (norm weights, or act scales), and a uniform `p` with `eps`, `src_offset`
+// (u32 index of x[0] / act_q[0]) and `scale_offset` (f32 index of nw[0] / act_scale[0]).
+
+var<workgroup> acts: array<vec4<u32>, K / 16u>;  // 16 int8 per vec4: elements 16 i .. 16 i + 15
+var<workgroup> stage_sum: array<vec2<f32>, WG>;
+var<workgroup> stage_max: array<f32, WG>;
+
+// Fills `acts` (every invocation must call it: it has barriers) and returns the activation scale.
+fn stage_activations(lid: u32) -> f32 {
+    let n_words = K / 4u;
+    if (!NORM) {
+        for (var j = lid; j < n_words; j += WG) {
+            acts[j / 4u][j % 4u] = src[p.src_offset + j];
+        }
+        workgroupBarrier();
+        return src_scale[p.scale_offset];
+    }
+
+    // x in registers (issued first so the loads overlap), squares summed in double-float.
+    var xs: array<vec4<f32>, 8>;
+    var ss = vec2<f32>(0.0, 0.0);
+    for (var k = 0u; k < 8u; k++) {
+        let j = lid + k * WG;
+        if (j < n_words) {
+            let o = p.src_offset + 4u * j;
+            xs[k] = vec4<f32>(bitcast<f32>(src[o]), bitcast<f32>(src[o + 1u]), bitcast<f32>(src[o + 2u]),
+                              bitcast<f32>(src[o + 3u]));
+        }
+    }
+    for (var k = 0u; k < 8u; k++) {
+        if (lid + k * WG < n_words) {
+            let v = xs[k];
+            ss = df_add_f(ss, v.x * v.x);
+            ss = df_add_f(ss, v.y * v.y);
+            ss = df_add_f(ss, v.z * v.z);
+            ss = df_add_f(ss, v.w * v.w);
+        }
+    }
+    stage_sum[lid] = ss;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (lid < s) { stage_sum[lid] = df_add(stage_sum[lid], stage_sum[lid + s]); }
+        workgroupBarrier();
+    }
+    let inv = div_rn(1.0, sqrt_rn(df_div_f(stage_sum[0], f32(K)) + p.eps));
+
+    // y = (x * inv) * nw (two roundings, as the CPU) and max |y|.
+    var m = 0.0;
+    for (var k = 0u; k < 8u; k++) {
+        let j = lid + k * WG;
+        if (j < n_words) {
+            let o = p.scale_offset + 4u * j;
+            let y = (xs[k] * inv) * vec4<f32>(src_scale[o], src_scale[o + 1u], src_scale[o + 2u], src_scale[o + 3u]);
+            xs[k] = y;
+            m = max(m, max(max(abs(y.x), abs(y.y)), max(abs(y.z), abs(y.w))));
+        }
+    }
+    stage_max[lid] = m;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (lid < s) { stage_max[lid] = max(stage_max[lid], stage_max[lid + s]); }
+        workgroupBarrier();
+    }
+    // As rms_norm_quant.wgsl: the CPU clamps max|y| to 1e-5 in double.
+    let amax = stage_max[0];
+    let qs   = select(div_rn(127.0, amax), 12700000.0, amax <= 9.99999974738e-06);
+
+    for (var k = 0u; k < 8u; k++) {
+        let j = lid + k * WG;
+        if (j < n_words) {
+            let c = vec4<i32>(clamp(round(xs[k] * qs), vec4<f32>(-128.0), vec4<f32>(127.0)));
+            let b = vec4<u32>(bitcast<vec4<u32>>(c) & vec4<u32>(0xffu));
+            acts[j / 4u][j % 4u] = b.x | (b.y << 8u) | (b.z << 16u) | (b.w << 24u);
+        }
+    }
+    workgroupBarrier();
+    return qs;
+}

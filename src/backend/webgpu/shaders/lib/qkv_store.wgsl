@@ -1,0 +1,71 @@
+// The epilogue shared by the QKV kernels (qkv_rope.wgsl, qkv_rope_decode.wgsl): rows visited in
+// "slots" (within a head, slot 4u + e (4u < n_rot) is dimension 2u, 2u+1, 2u+half, 2u+1+half for
+// e = 0..3, half = n_rot / 2; slot j >= n_rot is dimension j), so that one thread holds both members
+// of two NeoX RoPE pairs and two whole f16 words of the cache. store_qkv_unit applies RoPE to q and
+// k heads and writes q to q_out, k and v into the cache (f16 rounded to nearest even like
+// core/fp16.h, or f32), with the CPU's arithmetic.
+// The including kernel declares the bindings rope, q_out, k_cache, v_cache, the overrides K_F16 and
+// V_F16 and a uniform p with head_dim, n_rot, n_head, n_head_kv, q_offset, q_stride, k_offset,
+// v_offset, n_embd_kv.
+
+// Head-relative dimension of slot j.
+fn slot_dim(j: u32) -> u32 {
+    if (j >= p.n_rot) { return j; }
+    let e = j & 3u;
+    return 2u * (j >> 2u) + (e & 1u) + (e >> 1u) * (p.n_rot / 2u);
+}
+
+// Stores two consecutive cache elements (e even) of one position.
+fn store_kv(is_k: bool, e: u32, a: f32, b: f32) {
+    if (is_k) {
+        if (K_F16) {
+            k_cache[(p.k_offset + e) / 2u] = pack_f16x2(a, b);
+        } else {
+            k_cache[p.k_offset + e]      = bitcast<u32>(a);
+            k_cache[p.k_offset + e + 1u] = bitcast<u32>(b);
+        }
+    } else {
+        if (V_F16) {
+            v_cache[(p.v_offset + e) / 2u] = pack_f16x2(a, b);
+        } else {
+            v_cache[p.v_offset + e]      = bitcast<u32>(a);
+            v_cache[p.v_offset + e + 1u] = bitcast<u32>(b);
+        }
+    }
+}
+
+// RoPE and store of the four slots j .. j + 3 (j a multiple of 4) of head `head` for token `tok`
+// at position `pos`; v holds the projections of those slots.
+fn store_qkv_unit(head: u32, j: u32, tok: u32, pos: u32, v_in: array<f32, 4>) {
+    var v = v_in;
+    let hd = p.head_dim;
+    let is_qk = head < p.n_head + p.n_head_kv;
+    let half  = p.n_rot / 2u;
+    if (is_qk && j < p.n_rot) {
+        // Pairs (2u', 2u'+half) and (2u'+1, 2u'+1+half): x0 * c - x1 * s, x0 * s + x1 * c.
+        let i  = 2u * (j >> 2u);
+        let c0 = rope[pos * half + i];
+        let c1 = rope[pos * half + i + 1u];
+        let a0 = v[0] * c0.x - v[2] * c0.y;
+        let b0 = v[0] * c0.y + v[2] * c0.x;
+        let a1 = v[1] * c1.x - v[3] * c1.y;
+        let b1 = v[1] * c1.y + v[3] * c1.x;
+        v[0] = a0; v[2] = b0; v[1] = a1; v[3] = b1;
+    }
+    // Dimensions held: (d0, d0 + 1) and (d2, d2 + 1).
+    let d0 = slot_dim(j);
+    let d2 = slot_dim(j + 2u);
+    if (head < p.n_head) {
+        let qo = p.q_offset + tok * p.q_stride + head * hd;
+        q_out[qo + d0]      = v[0];
+        q_out[qo + d0 + 1u] = v[1];
+        q_out[qo + d2]      = v[2];
+        q_out[qo + d2 + 1u] = v[3];
+    } else {
+        let is_k = head < p.n_head + p.n_head_kv;
+        let kvh  = select(head - p.n_head - p.n_head_kv, head - p.n_head, is_k);
+        let e0   = pos * p.n_embd_kv + kvh * hd;
+        store_kv(is_k, e0 + d0, v[0], v[1]);
+        store_kv(is_k, e0 + d2, v[2], v[3]);
+    }
+}

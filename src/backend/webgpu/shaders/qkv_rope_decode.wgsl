@@ -1,0 +1,82 @@
+requires packed_4x8_integer_dot_product;
+
+// qkv_rope_decode: qkv_rope.wgsl for ONE token (decode): [q; k; v] = Wqkv a, RoPE on q and k, q to
+// q_out, k and v appended to the cache at position pos0; the activations given or computed by the
+// fused norm prologue (lib/act_stage.wgsl) as in bitlinear_decode.wgsl. One scale group per row.
+//
+//   wq: codes [N][K/64] vec4<u32> | scales [N] | output scales [N], N = (n_head + 2 n_head_kv) hd
+//   rope: [pos][n_rot/2] (cos, sin) f32   q_out: [n_head hd] f32   k_cache, v_cache: as qkv_rope.wgsl
+// Bindings: 0 wq, 1 src, 2 src_scale, 3 rope (read); 4 q_out, 5 k_cache, 6 v_cache (read_write);
+//           7 params (uniform)
+// Dispatch: (N / ROWS, 1, 1), ROWS = WG / LANES slots of one head (a multiple of 4 dividing
+// head_dim); slots as in lib/qkv_store.wgsl; thread u < ROWS / 4 finishes slots 4u .. 4u + 3.
+
+// #include "lib/ternary.wgsl"
+// #include "lib/dot4_native.wgsl"
+// #include "lib/numerics.wgsl"
+// #include "lib/act_stage.wgsl"
+// #include "lib/ternary_decode.wgsl"
+// #include "lib/qkv_store.wgsl"
+
+override WG: u32 = 256u;
+override LANES: u32 = 8u;
+override K: u32 = 2560u;
+override NORM: bool = true;
+override K_F16: bool = true;
+override V_F16: bool = true;
+
+struct Params {
+    eps: f32,
+    src_offset: u32,
+    scale_offset: u32,
+    scales_offset: u32,   // u32 index of the row scales in wq
+    oscales_offset: u32,  // u32 index of the output scales in wq
+    head_dim: u32,
+    n_rot: u32,
+    n_head: u32,
+    n_head_kv: u32,
+    pos0: u32,            // position of the token
+    q_offset: u32,
+    q_stride: u32,
+    k_offset: u32,
+    v_offset: u32,
+    n_embd_kv: u32,
+}
+
+@group(0) @binding(0) var<storage, read> wq: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read> src: array<u32>;
+@group(0) @binding(2) var<storage, read> src_scale: array<f32>;
+@group(0) @binding(3) var<storage, read> rope: array<vec2<f32>>;
+@group(0) @binding(4) var<storage, read_write> q_out: array<f32>;
+@group(0) @binding(5) var<storage, read_write> k_cache: array<u32>;
+@group(0) @binding(6) var<storage, read_write> v_cache: array<u32>;
+@group(0) @binding(7) var<uniform> p: Params;
+
+var<workgroup> slot_dots: array<i32, WG>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let rows  = WG / LANES;
+    let hd    = p.head_dim;
+    let slot0 = wid.x * rows;  // global slot of the workgroup's first row
+    let head  = slot0 / hd;    // q heads, then k heads, then v heads
+    let j0    = slot0 % hd;
+    let lane  = lid % LANES;
+    let row   = head * hd + slot_dim(j0 + lid / LANES);
+    let w     = prefetch_row(row, lane);
+    let as_   = stage_activations(lid);
+    let dot   = reduce_rows(lid, row_dot(w, lane));
+    slot_dots[lid] = dot;
+    workgroupBarrier();
+
+    if (lid < rows / 4u) {
+        let j = j0 + 4u * lid;
+        var v: array<f32, 4>;
+        for (var e = 0u; e < 4u; e++) {
+            let r  = head * hd + slot_dim(j + e);
+            let pv = div_rn(f32(slot_dots[4u * lid + e]), as_) * bitcast<f32>(weight_word(p.scales_offset + r));
+            v[e]   = pv * bitcast<f32>(weight_word(p.oscales_offset + r));
+        }
+        store_qkv_unit(head, j, 0u, p.pos0, v);
+    }
+}

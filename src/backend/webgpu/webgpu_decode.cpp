@@ -1,0 +1,236 @@
+// The decode (one token) paths of WebGpuBackend: the ternary matmuls with the activation norm fused
+// into their prologue (shaders/*_decode.wgsl, lib/act_stage.wgsl) and the LM head with the final
+// norm and the first argmax stage fused in (lm_head_f16_decode.wgsl). With them a decoded token
+// costs 5 dispatches per layer (qkv+rope+kv, attention, o-proj, gate+up, down) + 3 (embed, head,
+// argmax) instead of 9 per layer + 5. Prompts (T > 1) take the general kernels of webgpu_ops.cpp.
+#include "backend/webgpu/webgpu_backend_impl.h"
+
+#include "core/error.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace tern {
+namespace {
+
+uint32_t env_u32(const char * name, uint32_t fallback) {
+    const char * env = std::getenv(name);
+    if (!env || !*env) return fallback;
+    return static_cast<uint32_t>(std::strtoul(env, nullptr, 10));
+}
+
+const GpuLinear & decode_linear(const Weight & w) {
+    const auto * l = dynamic_cast<const GpuLinear *>(&w);
+    TERN_ASSERT(l != nullptr, "weight was not loaded by the WebGPU backend as a linear");
+    return *l;
+}
+
+}  // namespace
+
+// Lanes per row: the fewest (a power of two >= 4) that leave each lane at most 8 vec4 loads.
+// Workgroup: 256 threads unless $TERN_WEBGPU_DECODE_WG says otherwise (a tuning aid), and at least
+// K / 32 so that the prologue's threads hold at most 8 activation words each.
+std::optional<WebGpuBackend::DecodeTiling> WebGpuBackend::decode_tiling(const GpuLinear & w, int64_t n_tok,
+                                                                        uint32_t max_rows) const {
+    const int64_t k = w.n_cols;
+    if (n_tok != 1 || w.n_groups != 1 || k % 64 != 0 || k > 8192) return std::nullopt;
+    static const uint32_t wg_env = env_u32("TERN_WEBGPU_DECODE_WG", 256);
+    DecodeTiling t;
+    t.lanes = 4;
+    while (k / 64 > 8 * static_cast<int64_t>(t.lanes)) t.lanes *= 2;
+    uint32_t wg = std::clamp<uint32_t>(wg_env, 32, 256);
+    wg          = std::max<uint32_t>(wg, static_cast<uint32_t>(k / 32));
+    uint32_t p2 = 32;
+    while (p2 < wg) p2 *= 2;
+    const uint32_t max_wg = ctx_.limits().maxComputeInvocationsPerWorkgroup;
+    t.wg   = std::min(p2, max_wg);
+    t.rows = std::min(t.wg / t.lanes, max_rows);
+    if (t.rows == 0 || t.wg < k / 32) return std::nullopt;
+    t.wg = t.rows * t.lanes;
+    if (t.wg < k / 32 || (t.wg & (t.wg - 1)) != 0) return std::nullopt;
+    return t;
+}
+
+WebGpuBackend::DecodeSource WebGpuBackend::decode_source(const QuantizedActs & a, const Tensor * x,
+                                                         const Weight * norm) const {
+    if (x == nullptr) return {gpu_buffer(a.q), gpu_buffer(a.scale), gpu_offset(a.q, 4), gpu_offset(a.scale, 4)};
+    const auto * nw = dynamic_cast<const GpuNorm *>(norm);
+    TERN_ASSERT(nw != nullptr, "norm was not loaded by the WebGPU backend");
+    TERN_ASSERT(nw->n_cols == x->ne[0] && x->ne[1] == 1, "fused norm shapes");
+    return {gpu_buffer(*x), nw->buffer->get(), gpu_offset(*x, 4), 0};
+}
+
+PipelineKey WebGpuBackend::decode_key(std::string_view shader, std::string_view signature, const DecodeTiling & t,
+                                       int64_t k, bool norm) const {
+    return PipelineKey{ternary_shader(shader),
+                       signature,
+                       {{{"WG", static_cast<double>(t.wg)},
+                         {"LANES", static_cast<double>(t.lanes)},
+                         {"K", static_cast<double>(k)},
+                         {"NORM", norm ? 1.0 : 0.0}}}};
+}
+
+bool WebGpuBackend::try_decode_bitlinear(const Tensor & y, const GpuLinear & w, const QuantizedActs & a,
+                                         const Tensor * x, const Weight * norm, float eps, bool accumulate) {
+    const auto t = decode_tiling(w, a.q.ne[1], 256);
+    if (!t) return false;
+    const DecodeSource s = decode_source(a, x, norm);
+    struct {
+        uint32_t n_rows;
+        float    eps;
+        uint32_t src_offset, scale_offset, scales_offset, oscales_offset, y_offset, accumulate;
+    } p{static_cast<uint32_t>(w.n_rows), eps, s.offset, s.scale_offset, w.scales_offset, w.oscales_offset,
+        gpu_offset(y, 4), accumulate ? 1u : 0u};
+    const PipelineKey key = decode_key("bitlinear_decode", "rrrwu", *t, w.n_cols, x != nullptr);
+    const WGPUBuffer bufs[] = {w.buffer->get(), s.src, s.scale, gpu_buffer(y)};
+    step_->dispatch(key, bufs, &p, sizeof p, static_cast<uint32_t>((w.n_rows + t->rows - 1) / t->rows));
+    return true;
+}
+
+bool WebGpuBackend::try_decode_gate_up(const Tensor & f, const GpuLinear & w, const QuantizedActs & a,
+                                       const Tensor * x, const Weight * norm, float eps, FfnActivation act) {
+    const auto t = decode_tiling(w, a.q.ne[1], 256);
+    if (!t || t->rows < 2) return false;
+    const int64_t  n_ff = w.n_rows / 2;
+    const uint32_t outs = t->rows / 2;
+    const DecodeSource s = decode_source(a, x, norm);
+    struct {
+        uint32_t n_ff;
+        float    eps;
+        uint32_t src_offset, scale_offset, scales_offset, oscales_offset, f_offset, activation;
+    } p{static_cast<uint32_t>(n_ff), eps, s.offset, s.scale_offset, w.scales_offset, w.oscales_offset,
+        gpu_offset(f, 4), act == FfnActivation::relu2 ? 0u : 1u};
+    const PipelineKey key = decode_key("gate_up_decode", "rrrwu", *t, w.n_cols, x != nullptr);
+    const WGPUBuffer bufs[] = {w.buffer->get(), s.src, s.scale, gpu_buffer(f)};
+    step_->dispatch(key, bufs, &p, sizeof p, static_cast<uint32_t>((n_ff + outs - 1) / outs));
+    return true;
+}
+
+bool WebGpuBackend::try_decode_qkv(const Tensor & q, const KvLayer & kv, const GpuLinear & w, const QuantizedActs & a,
+                                   const Tensor * x, const Weight * norm, float eps, const AttentionShape & s,
+                                   int64_t pos0) {
+    const int64_t hd = s.head_dim;
+    if (hd % 4 != 0 || s.n_rot % 4 != 0 || s.n_rot > hd) return false;
+    // Slots per workgroup: a power of two >= 4 dividing head_dim (RoPE pairs stay together).
+    uint32_t max_rows = 4;
+    while (max_rows < 256 && hd % (max_rows * 2) == 0) max_rows *= 2;
+    const auto t = decode_tiling(w, a.q.ne[1], max_rows);
+    if (!t || t->rows < 4 || hd % t->rows != 0) return false;
+    TERN_ASSERT(pos0 >= 0 && pos0 + 1 <= kv.k.ne[1], "positions past the KV cache");
+    const RopeTable & rope = rope_table(s.n_rot, s.rope_freq_base, pos0 + 1);
+    const size_t      k_el = kv.k.type == DType::f16 ? 2 : 4;
+    const size_t      v_el = kv.v.type == DType::f16 ? 2 : 4;
+    const DecodeSource src = decode_source(a, x, norm);
+    struct {
+        float    eps;
+        uint32_t src_offset, scale_offset, scales_offset, oscales_offset, head_dim, n_rot, n_head, n_head_kv, pos0,
+            q_offset, q_stride, k_offset, v_offset, n_embd_kv;
+    } p{eps,
+        src.offset,
+        src.scale_offset,
+        w.scales_offset,
+        w.oscales_offset,
+        static_cast<uint32_t>(hd),
+        static_cast<uint32_t>(s.n_rot),
+        static_cast<uint32_t>(s.n_head),
+        static_cast<uint32_t>(s.n_head_kv),
+        static_cast<uint32_t>(pos0),
+        gpu_offset(q, 4),
+        static_cast<uint32_t>(q.ne[0]),
+        gpu_offset(kv.k, k_el),
+        gpu_offset(kv.v, v_el),
+        static_cast<uint32_t>(kv.k.ne[0])};
+    PipelineKey key  = decode_key("qkv_rope_decode", "rrrrwwwu", *t, w.n_cols, x != nullptr);
+    key.overrides[4] = {"K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0};
+    key.overrides[5] = {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0};
+    const WGPUBuffer bufs[] = {w.buffer->get(), src.src, src.scale, rope.buffer->get(),
+                               gpu_buffer(q),   gpu_buffer(kv.k), gpu_buffer(kv.v)};
+    step_->dispatch(key, bufs, &p, sizeof p, static_cast<uint32_t>(w.n_rows / t->rows));
+    return true;
+}
+
+void WebGpuBackend::norm_bitlinear(const Tensor & y, const Weight & w, const QuantizedActs & a, const Tensor & x,
+                                   const Weight & norm, float eps, bool accumulate) {
+    const GpuLinear & lw = decode_linear(w);
+    TERN_ASSERT(y.ne[0] == lw.n_rows && x.ne[0] == lw.n_cols && y.ne[1] == x.ne[1], "norm_bitlinear shapes");
+    if (fuse_norms_ && try_decode_bitlinear(y, lw, a, &x, &norm, eps, accumulate)) return;
+    Backend::norm_bitlinear(y, w, a, x, norm, eps, accumulate);
+}
+
+void WebGpuBackend::norm_gate_up(const Tensor & f, const Weight & w, const QuantizedActs & a, const Tensor & x,
+                                 const Weight & norm, float eps, FfnActivation act) {
+    const GpuLinear & lw = decode_linear(w);
+    TERN_ASSERT(f.ne[0] * 2 == lw.n_rows && x.ne[0] == lw.n_cols && f.ne[1] == x.ne[1], "norm_gate_up shapes");
+    if (fuse_norms_ && try_decode_gate_up(f, lw, a, &x, &norm, eps, act)) return;
+    Backend::norm_gate_up(f, w, a, x, norm, eps, act);
+}
+
+void WebGpuBackend::norm_qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, const Weight & wqkv,
+                                            const QuantizedActs & a, const Tensor & x, const Weight & norm, float eps,
+                                            const AttentionShape & shape, int64_t pos0) {
+    const GpuLinear & lw = decode_linear(wqkv);
+    const int64_t     n_q  = shape.n_head * shape.head_dim;
+    const int64_t     n_kv = shape.n_head_kv * shape.head_dim;
+    TERN_ASSERT(lw.n_rows == n_q + 2 * n_kv && q.ne[0] == n_q && kv.k.ne[0] == n_kv && x.ne[0] == lw.n_cols,
+                "norm_qkv shapes");
+    if (fuse_norms_ && try_decode_qkv(q, kv, lw, a, &x, &norm, eps, shape, pos0)) return;
+    Backend::norm_qkv_rope_kv_append(q, kv, wqkv, a, x, norm, eps, shape, pos0);
+}
+
+bool WebGpuBackend::try_decode_head(const Tensor & logits, const GpuTable & head, const Tensor & h_or_x,
+                                    const GpuNorm * norm, float eps, bool round_input_f16) {
+    // One token and an F16 table whose row fits, with the reduction space, in workgroup memory.
+    const uint64_t wg_storage = ctx_.limits().maxComputeWorkgroupStorageSize;
+    static const bool generic_head = [] {  // $TERN_WEBGPU_HEAD=generic: always the general kernel
+        const char * env = std::getenv("TERN_WEBGPU_HEAD");
+        return env && std::string_view(env) == "generic";
+    }();
+    if (generic_head || !head.f16 || h_or_x.ne[1] != 1 || head.n_cols % 8 != 0 ||
+        static_cast<uint64_t>(head.n_cols) * 4 + 16384 + 4096 > wg_storage) {
+        return false;
+    }
+    // $TERN_WEBGPU_HEAD=f32 trades the double-float sums (bit-identical to the CPU) for plain f32
+    // fma sums (relative error ~1e-6), to measure what exactness costs on a given GPU.
+    static const bool exact = [] {
+        const char * env = std::getenv("TERN_WEBGPU_HEAD");
+        return !(env && std::string_view(env) == "f32");
+    }();
+    const uint32_t n_chunks = static_cast<uint32_t>((head.n_rows + 63) / 64);
+    const size_t   bytes    = static_cast<size_t>(n_chunks) * 8;
+    if (!argmax_partial_ || argmax_partial_->size_bytes() < bytes) {
+        argmax_partial_ = make_buffer(bytes, nullptr, "argmax partials");
+    }
+    struct {
+        uint32_t n_vocab, x_offset, out_offset, round_input, k;
+        float    eps;
+        uint32_t partial_offset;
+    } p{static_cast<uint32_t>(head.n_rows), gpu_offset(h_or_x, 4), gpu_offset(logits, 4), round_input_f16 ? 1u : 0u,
+        static_cast<uint32_t>(head.n_cols), eps, 0};
+    const PipelineKey key{"lm_head_f16_decode",
+                          "rrrwwu",
+                          {{{"K", static_cast<double>(head.n_cols)},
+                            {"EXACT", exact ? 1.0 : 0.0},
+                            {"NORM", norm ? 1.0 : 0.0}}}};
+    const WGPUBuffer  bufs[] = {head.buffer->get(), gpu_buffer(h_or_x),
+                                norm ? norm->buffer->get() : gpu_buffer(h_or_x), gpu_buffer(logits),
+                                argmax_partial_->get()};
+    step_->dispatch(key, bufs, &p, sizeof p, n_chunks);
+    head_partials_ = {gpu_buffer(logits), gpu_offset(logits, 4), n_chunks, step_->serial()};
+    return true;
+}
+
+void WebGpuBackend::norm_lm_head(const Tensor & logits, const Weight & head, const Tensor & h, const Tensor & x,
+                                 const Weight & norm, float eps, bool round_input_f16, const Tensor & ids) {
+    const auto * e  = dynamic_cast<const GpuTable *>(&head);
+    const auto * nw = dynamic_cast<const GpuNorm *>(&norm);
+    TERN_ASSERT(e != nullptr && nw != nullptr, "LM head or norm was not loaded by the WebGPU backend");
+    TERN_ASSERT(x.ne[0] == e->n_cols && nw->n_cols == x.ne[0] && logits.ne[0] == e->n_rows && logits.ne[1] == x.ne[1],
+                "norm_lm_head shapes");
+    if (fuse_norms_ && try_decode_head(logits, *e, x, nw, eps, round_input_f16)) {
+        if (ids.buffer != nullptr) argmax(ids, logits);
+        return;
+    }
+    Backend::norm_lm_head(logits, head, h, x, norm, eps, round_input_f16, ids);
+}
+
+}  // namespace tern
