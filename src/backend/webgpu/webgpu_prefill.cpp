@@ -12,6 +12,7 @@
 #include "core/error.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace tern {
 namespace {
@@ -21,7 +22,16 @@ namespace {
 // the GEMM would leave most of its 32-token tile idle. From 16 tokens on the per-token kernels read
 // the weights T / 8 times and pay a global activation load per dot4; the GEMM does neither. (A
 // reasoned choice, not a measured one; both paths give identical results, so it only moves time.)
+// $TERN_WEBGPU_GEMM_MIN_TOKENS overrides it, to measure either path on a given GPU.
 constexpr int64_t k_gemm_min_tokens = 16;
+
+int64_t gemm_min_tokens() {
+    static const int64_t v = [] {
+        const char * env = std::getenv("TERN_WEBGPU_GEMM_MIN_TOKENS");
+        return env && *env ? std::max<int64_t>(1, std::atoll(env)) : k_gemm_min_tokens;
+    }();
+    return v;
+}
 
 // ternary_gemm.wgsl's chunk: 4 code words (64 elements) per row. Multi-group weights need groups
 // that are whole chunks (all supported types: 64, 128, 256 elements).
@@ -42,7 +52,7 @@ const GpuLinear & linear_of(const Weight & w) {
 }
 
 bool gemm_fits(const GpuLinear & w, int64_t n_tokens) {
-    if (n_tokens < k_gemm_min_tokens) return false;
+    if (n_tokens < gemm_min_tokens()) return false;
     return w.n_groups == 1 || (w.group / 16) % k_gemm_chunk_words == 0;
 }
 
