@@ -37,8 +37,8 @@ const TM = 4u;  // weight rows per thread (even: gate/up pairs)
 const TN = 8u;  // tokens per thread
 const KW = 4u;  // code words per row per K chunk (64 elements)
 
-override TR: u32 = 16u;       // threads along rows, divides 32
-override TC: u32 = 8u;        // threads along tokens, divides 16
+override TR: u32 = 16u;       // threads along rows: 8, 16 or 32 (A_ITEMS <= 4)
+override TC: u32 = 8u;        // threads along tokens: 4, 8 or 16 (W_ITEMS <= 4); TR TC <= 256
 override N_GROUPS: u32 = 1u;  // scale groups per row
 override GATE_UP: bool = false;
 
