@@ -125,6 +125,16 @@ private:
     // accumulate / activation). At most max_outputs outputs per workgroup.
     void encode_ternary(std::string_view shader, const Tensor & y, const GpuLinear & w, const QuantizedActs & a,
                         uint32_t n_out, uint32_t max_outputs, uint32_t last_param);
+    // Prefill (many tokens) forms of bitlinear / gate_up / qkv_rope_kv_append through the tiled GEMM
+    // (webgpu_prefill.cpp); false when the op should take the per-token kernels instead.
+    bool prefill_bitlinear(const Tensor & y, const Weight & w, const QuantizedActs & a, bool accumulate);
+    bool prefill_gate_up(const Tensor & f, const Weight & w_gate_up, const QuantizedActs & a, FfnActivation act);
+    bool prefill_qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const QuantizedActs & a,
+                                    const AttentionShape & shape, int64_t pos0);
+    // One ternary_gemm.wgsl dispatch into y (f32 elements at y_offset, y_stride per token); n_out
+    // outputs (gate/up pairs when gate_up); last_param: accumulate / activation.
+    void encode_gemm(WGPUBuffer y, uint32_t y_offset, uint32_t y_stride, const GpuLinear & w, const QuantizedActs & a,
+                     uint32_t n_out, bool gate_up, uint32_t last_param);
 
     // --- decode (one token) kernels, webgpu_decode.cpp ---
     struct DecodeTiling {
@@ -172,6 +182,7 @@ private:
     std::map<std::pair<int64_t, float>, RopeTable> ropes_;
     std::unique_ptr<GpuBuffer>                     scratch_;  // input copy for an in-place rms_norm
     std::unique_ptr<GpuBuffer>                     argmax_partial_;  // argmax chunk winners [T][n_chunks]
+    std::unique_ptr<GpuBuffer>                     qkv_scratch_;  // prefill [q; k; v] products [N, T] f32
 };
 
 // The GPU buffer behind a tensor (asserts it came from a WebGPU backend).

@@ -148,6 +148,7 @@ void WebGpuBackend::encode_ternary(std::string_view shader, const Tensor & y, co
 }
 
 void WebGpuBackend::bitlinear(const Tensor & y, const Weight & w, const QuantizedActs & a, bool accumulate) {
+    if (prefill_bitlinear(y, w, a, accumulate)) return;  // many tokens: the tiled GEMM (webgpu_prefill.cpp)
     const GpuLinear & lw = as_linear(w);
     TERN_ASSERT(y.ne[0] == lw.n_rows && a.q.ne[0] == lw.n_cols && y.ne[1] == a.q.ne[1], "bitlinear shapes");
     if (try_decode_bitlinear(y, lw, a, nullptr, nullptr, 0.0f, accumulate)) return;
@@ -155,6 +156,7 @@ void WebGpuBackend::bitlinear(const Tensor & y, const Weight & w, const Quantize
 }
 
 void WebGpuBackend::gate_up(const Tensor & f, const Weight & w_gate_up, const QuantizedActs & a, FfnActivation act) {
+    if (prefill_gate_up(f, w_gate_up, a, act)) return;  // many tokens: the tiled GEMM (webgpu_prefill.cpp)
     const GpuLinear & lw   = as_linear(w_gate_up);
     const int64_t     n_ff = lw.n_rows / 2;
     TERN_ASSERT(f.ne[0] == n_ff && f.ne[1] == a.q.ne[1] && a.q.ne[0] == lw.n_cols, "gate_up shapes");
@@ -164,6 +166,7 @@ void WebGpuBackend::gate_up(const Tensor & f, const Weight & w_gate_up, const Qu
 
 void WebGpuBackend::qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, const Weight & wqkv,
                                        const QuantizedActs & a, const AttentionShape & s, int64_t pos0) {
+    if (prefill_qkv_rope_kv_append(q, kv, wqkv, a, s, pos0)) return;  // many tokens: GEMM + rope_kv.wgsl
     const GpuLinear & lw    = as_linear(wqkv);
     const int64_t     hd    = s.head_dim;
     const int64_t     n_q   = s.n_head * hd;

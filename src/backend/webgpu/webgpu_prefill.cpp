@@ -1,0 +1,154 @@
+// Prefill forms of the ternary ops of WebGpuBackend: with many tokens (a.q.ne[1] >= k_gemm_min_tokens)
+// bitlinear, gate_up and qkv_rope_kv_append go through the tiled GEMM (shaders/ternary_gemm.wgsl),
+// which reads each weight word once per 64 tokens and keeps its sums in registers, instead of the
+// per-token kernels (bitlinear.wgsl & co.: at most 8 tokens per workgroup, activations re-read
+// from global memory for every dot4, workgroup atomics). qkv becomes two dispatches: the GEMM into a
+// scratch buffer, then rope_kv.wgsl (RoPE, q out, K/V cache append). Results are bit-identical to
+// the per-token kernels (and so to the CPU backend).
+//
+// webgpu_ops.cpp calls prefill_<op>() first and falls back to its own kernels when it returns false.
+#include "backend/webgpu/webgpu_backend_impl.h"
+
+#include "core/error.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace tern {
+namespace {
+
+// Token count from which the GEMM is used. Below it the per-token kernels are at least as good: at
+// T <= 8 they read the weights once, like the GEMM, and with 8..15 tokens they read them twice while
+// the GEMM would leave most of its 32-token tile idle. From 16 tokens on the per-token kernels read
+// the weights T / 8 times and pay a global activation load per dot4; the GEMM does neither. (A
+// reasoned choice, not a measured one; both paths give identical results, so it only moves time.)
+// $TERN_WEBGPU_GEMM_MIN_TOKENS overrides it, to measure either path on a given GPU.
+constexpr int64_t k_gemm_min_tokens = 16;
+
+int64_t gemm_min_tokens() {
+    static const int64_t v = [] {
+        const char * env = std::getenv("TERN_WEBGPU_GEMM_MIN_TOKENS");
+        return env && *env ? std::max<int64_t>(1, std::atoll(env)) : k_gemm_min_tokens;
+    }();
+    return v;
+}
+
+// ternary_gemm.wgsl's chunk: 4 code words (64 elements) per row. Multi-group weights need groups
+// that are whole chunks (all supported types: 64, 128, 256 elements).
+constexpr int64_t k_gemm_chunk_words = 4;
+
+uint32_t u32(int64_t v) {
+    TERN_ASSERT(v >= 0 && v <= static_cast<int64_t>(UINT32_MAX), "value %lld does not fit a u32",
+                static_cast<long long>(v));
+    return static_cast<uint32_t>(v);
+}
+
+uint32_t ceil_div(int64_t a, int64_t b) { return u32((a + b - 1) / b); }
+
+const GpuLinear & linear_of(const Weight & w) {
+    const auto * l = dynamic_cast<const GpuLinear *>(&w);
+    TERN_ASSERT(l != nullptr, "weight was not loaded by the WebGPU backend as a linear");
+    return *l;
+}
+
+bool gemm_fits(const GpuLinear & w, int64_t n_tokens) {
+    if (n_tokens < gemm_min_tokens()) return false;
+    return w.n_groups == 1 || (w.group / 16) % k_gemm_chunk_words == 0;
+}
+
+}  // namespace
+
+void WebGpuBackend::encode_gemm(WGPUBuffer y, uint32_t y_offset, uint32_t y_stride, const GpuLinear & w,
+                                const QuantizedActs & a, uint32_t n_out, bool gate_up, uint32_t last_param) {
+    const int64_t n_tok = a.q.ne[1];
+    // Threads: TR = 16 along rows (x TM = 4 rows: 64-row tiles) and TC along tokens (x TN = 8):
+    // 64-token tiles, 32 when the prompt is short (less idle work in the one partial tile).
+    const uint32_t tr = 16;
+    const uint32_t tc = n_tok <= 32 ? 4 : 8;
+    const uint32_t bm = tr * 4, bn = tc * 8;
+    const uint32_t outs = gate_up ? bm / 2 : bm;
+    struct {
+        uint32_t n_out, k_words, group_words, n_tokens, scales_offset, oscales_offset, act_offset, act_stride,
+            ascale_offset, y_offset, y_stride, last;
+    } p{n_out,
+        u32(w.n_cols / 16),
+        u32(w.group / 16),
+        u32(n_tok),
+        w.scales_offset,
+        w.oscales_offset,
+        gpu_offset(a.q, 4),
+        u32(w.n_cols / 4),
+        gpu_offset(a.scale, 4),
+        y_offset,
+        y_stride,
+        last_param};
+    const PipelineKey key{dot4_native_ ? "ternary_gemm" : "ternary_gemm_nodp4",
+                          "rrrwu",
+                          {{{"TR", static_cast<double>(tr)},
+                            {"TC", static_cast<double>(tc)},
+                            {"N_GROUPS", static_cast<double>(w.n_groups)},
+                            {"GATE_UP", gate_up ? 1.0 : 0.0}}}};
+    const WGPUBuffer bufs[] = {w.buffer->get(), gpu_buffer(a.q), gpu_buffer(a.scale), y};
+    step_->dispatch(key, bufs, &p, sizeof p, ceil_div(n_out, outs), ceil_div(n_tok, bn));
+}
+
+bool WebGpuBackend::prefill_bitlinear(const Tensor & y, const Weight & w, const QuantizedActs & a, bool accumulate) {
+    const GpuLinear & lw = linear_of(w);
+    if (!gemm_fits(lw, a.q.ne[1])) return false;
+    TERN_ASSERT(y.ne[0] == lw.n_rows && a.q.ne[0] == lw.n_cols && y.ne[1] == a.q.ne[1], "bitlinear shapes");
+    encode_gemm(gpu_buffer(y), gpu_offset(y, 4), u32(y.ne[0]), lw, a, u32(lw.n_rows), false, accumulate ? 1 : 0);
+    return true;
+}
+
+bool WebGpuBackend::prefill_gate_up(const Tensor & f, const Weight & w_gate_up, const QuantizedActs & a,
+                                    FfnActivation act) {
+    const GpuLinear & lw = linear_of(w_gate_up);
+    if (!gemm_fits(lw, a.q.ne[1])) return false;
+    const int64_t n_ff = lw.n_rows / 2;
+    TERN_ASSERT(f.ne[0] == n_ff && f.ne[1] == a.q.ne[1] && a.q.ne[0] == lw.n_cols, "gate_up shapes");
+    encode_gemm(gpu_buffer(f), gpu_offset(f, 4), u32(f.ne[0]), lw, a, u32(n_ff), true,
+                act == FfnActivation::relu2 ? 0 : 1);
+    return true;
+}
+
+bool WebGpuBackend::prefill_qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, const Weight & wqkv,
+                                               const QuantizedActs & a, const AttentionShape & s, int64_t pos0) {
+    const GpuLinear & lw    = linear_of(wqkv);
+    const int64_t     n_tok = a.q.ne[1];
+    const int64_t     hd    = s.head_dim;
+    // Unsupported head shapes: the per-token path reports them.
+    if (!gemm_fits(lw, n_tok) || hd % 4 != 0 || s.n_rot % 4 != 0 || s.n_rot > hd) return false;
+    const int64_t n_q  = s.n_head * hd;
+    const int64_t n_kv = s.n_head_kv * hd;
+    TERN_ASSERT(lw.n_rows == n_q + 2 * n_kv && q.ne[0] == n_q && kv.k.ne[0] == n_kv && a.q.ne[0] == lw.n_cols,
+                "qkv shapes");
+    TERN_ASSERT(pos0 >= 0 && pos0 + n_tok <= kv.k.ne[1], "positions past the KV cache");
+    TERN_ASSERT(kv.k.offset % 4 == 0 && kv.v.offset % 4 == 0, "KV cache views must be 4-byte aligned");
+
+    // [q; k; v] products, [N, T] f32, into the scratch buffer (made once, grown when needed).
+    const size_t bytes = static_cast<size_t>(lw.n_rows * n_tok) * 4;
+    if (!qkv_scratch_ || qkv_scratch_->size_bytes() < bytes) qkv_scratch_ = make_buffer(bytes, nullptr, "qkv scratch");
+    encode_gemm(qkv_scratch_->get(), 0, u32(lw.n_rows), lw, a, u32(lw.n_rows), false, 0);
+
+    const RopeTable & rope = rope_table(s.n_rot, s.rope_freq_base, pos0 + n_tok);
+    const size_t      k_el = kv.k.type == DType::f16 ? 2 : 4;
+    const size_t      v_el = kv.v.type == DType::f16 ? 2 : 4;
+    struct {
+        uint32_t n_units, head_dim, n_rot, n_head, n_head_kv, pos0, x_offset, x_stride, q_offset, q_stride, k_offset,
+            v_offset, n_embd_kv;
+    } p{u32(lw.n_rows / 4), u32(hd),        u32(s.n_rot),          u32(s.n_head),         u32(s.n_head_kv),
+        u32(pos0),          0,              u32(lw.n_rows),        gpu_offset(q, 4),      u32(n_q),
+        gpu_offset(kv.k, k_el), gpu_offset(kv.v, v_el), u32(n_kv)};
+    constexpr uint32_t wg = 64;
+    const PipelineKey  key{"rope_kv",
+                          "rrwwwu",
+                          {{{"WG", static_cast<double>(wg)},
+                            {"K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0},
+                            {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0}}}};
+    const WGPUBuffer bufs[] = {qkv_scratch_->get(), rope.buffer->get(), gpu_buffer(q), gpu_buffer(kv.k),
+                               gpu_buffer(kv.v)};
+    step_->dispatch(key, bufs, &p, sizeof p, ceil_div(lw.n_rows / 4, wg), u32(n_tok));
+    return true;
+}
+
+}  // namespace tern
