@@ -31,3 +31,18 @@ echo "== synth bitnet-2b4t"
 echo "== bench"
 [ $# -gt 0 ] || set -- -p 512 -n 128 -r 3
 "$B/tern" bench --backend webgpu -m /tmp/synth-2b4t.gguf "$@" 2>&1 | tee "$out/bench.md" | tail -8
+# Tuning variants: $TERN_DEVICE_VARIANTS holds space-separated environment settings (e.g.
+# "TERN_WEBGPU_FUSE=0 TERN_WEBGPU_DECODE_WG=128"); each gets one tg run with the same bench args.
+for v in ${TERN_DEVICE_VARIANTS:-}; do
+    echo "== variant $v"
+    env "$v" "$B/tern" bench --backend webgpu -m /tmp/synth-2b4t.gguf -p 0 -n 128 -r 2 2>&1 | tail -1
+done
+if [ -n "${TERN_DEVICE_PROFILE:-}" ]; then
+    echo "== per-kernel wall time (TERN_WEBGPU_PROFILE=1 serializes every dispatch: ratios only)"
+    TERN_WEBGPU_PROFILE=1 "$B/tern" bench --backend webgpu -m /tmp/synth-2b4t.gguf -p 0 -n 16 -r 1 2>&1 | grep -v "^|" | head -40
+fi
+# $TERN_DEVICE_PP_VARIANTS: the same for prompt processing (pp512 only).
+for v in ${TERN_DEVICE_PP_VARIANTS:-}; do
+    echo "== pp variant $v"
+    env "$v" "$B/tern" bench --backend webgpu -m /tmp/synth-2b4t.gguf -p 512 -n 0 -r 2 2>&1 | tail -1
+done

@@ -185,7 +185,7 @@ bool WebGpuBackend::try_decode_head(const Tensor & logits, const GpuTable & head
         const char * env = std::getenv("TERN_WEBGPU_HEAD");
         return env && std::string_view(env) == "generic";
     }();
-    if (generic_head || !head.f16 || h_or_x.ne[1] != 1 || head.n_cols % 8 != 0 ||
+    if (generic_head || !head.f16 || h_or_x.ne[1] != 1 || head.n_cols % 8 != 0 || head.n_cols > 4096 ||
         static_cast<uint64_t>(head.n_cols) * 4 + 16384 + 4096 > wg_storage) {
         return false;
     }

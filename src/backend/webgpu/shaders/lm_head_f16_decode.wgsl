@@ -6,7 +6,7 @@
 // once per workgroup in workgroup memory, the table is read as vec4<u32> (8 halves per load), and a
 // workgroup owns 64 rows so that staging h is amortised.
 //
-//   head: [K, n_vocab] f16 (K % 8 == 0)   x: [K] f32 (h itself when NORM = false)   nw: [K] f32
+//   head: [K, n_vocab] f16 (K % 8 == 0, K <= 4096)   x: [K] f32 (h itself when NORM = false)   nw: [K] f32
 //   logits: [n_vocab] f32   partial: [ceil(n_vocab / 64)] (f32 value bits, u32 index)
 // Bindings: 0 head (read, vec4<u32>), 1 x (read), 2 nw (read; any buffer when NORM = false),
 //           3 logits (read_write), 4 partial (read_write), 5 params (uniform)
@@ -21,6 +21,7 @@
 override K: u32 = 2560u;     // elements per row (n_embd)
 override EXACT: bool = true;  // double-float sums (= the CPU's double sum); false: f32 fma sums
 override NORM: bool = false;  // h = rms_norm(x) * nw first
+override PER_LANE: u32 = (K / 8u + 31u) / 32u;  // vec4 loads per lane per row (K <= 4096: <= 16)
 override WG: u32 = 256u;      // fixed (lib/inv_rms.wgsl and lib/best_index.wgsl size their arrays by it)
 
 struct Params {
@@ -66,8 +67,17 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         if (row >= p.n_vocab) { continue; }
         let base = row * words;
         var a = vec2<f32>(0.0, 0.0);
-        for (var i = lane; i < words; i += 32u) {
-            let w  = head[base + i];
+        // All of the lane's loads of the row first (up to 16 vec4 in flight per thread: the
+        // table streams at memory speed only with many bytes in flight), then the sums.
+        var wv: array<vec4<u32>, 16>;
+        for (var v = 0u; v < PER_LANE; v++) {
+            let i = lane + 32u * v;
+            if (i < words) { wv[v] = head[base + i]; }
+        }
+        for (var v = 0u; v < PER_LANE; v++) {
+            let i = lane + 32u * v;
+            if (i >= words) { break; }
+            let w  = wv[v];
             let e0 = unpack2x16float(w.x);
             let e1 = unpack2x16float(w.y);
             let e2 = unpack2x16float(w.z);

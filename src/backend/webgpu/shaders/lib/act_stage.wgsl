@@ -28,6 +28,7 @@ fn stage_activations(lid: u32) -> f32 {
 
     // x in registers (issued first so the loads overlap), squares summed in double-float.
     var xs: array<vec4<f32>, 8>;
+    var ws: array<vec4<f32>, 8>;  // the norm weights, loaded with x so both latencies overlap
     var ss = vec2<f32>(0.0, 0.0);
     for (var k = 0u; k < 8u; k++) {
         let j = lid + k * WG;
@@ -35,6 +36,8 @@ fn stage_activations(lid: u32) -> f32 {
             let o = p.src_offset + 4u * j;
             xs[k] = vec4<f32>(bitcast<f32>(src[o]), bitcast<f32>(src[o + 1u]), bitcast<f32>(src[o + 2u]),
                               bitcast<f32>(src[o + 3u]));
+            let n = p.scale_offset + 4u * j;
+            ws[k] = vec4<f32>(src_scale[n], src_scale[n + 1u], src_scale[n + 2u], src_scale[n + 3u]);
         }
     }
     for (var k = 0u; k < 8u; k++) {
@@ -59,8 +62,7 @@ fn stage_activations(lid: u32) -> f32 {
     for (var k = 0u; k < 8u; k++) {
         let j = lid + k * WG;
         if (j < n_words) {
-            let o = p.scale_offset + 4u * j;
-            let y = (xs[k] * inv) * vec4<f32>(src_scale[o], src_scale[o + 1u], src_scale[o + 2u], src_scale[o + 3u]);
+            let y = (xs[k] * inv) * ws[k];
             xs[k] = y;
             m = max(m, max(max(abs(y.x), abs(y.y)), max(abs(y.z), abs(y.w))));
         }
