@@ -96,9 +96,12 @@ public:
 
     // What numerics_probe.wgsl found (set once by the constructor).
     struct Numerics {
-        bool fma_fused   = true;
-        bool div_ieee    = true;  // plain f32 division correctly rounded on the probe's inputs
-        bool sqrt_ieee   = true;
+        bool fma_fused     = true;
+        bool div_ieee      = true;   // plain f32 division correctly rounded on the probe's inputs
+        bool sqrt_ieee     = true;
+        bool contracts     = false;  // a plain a * b + c is evaluated as one fma (one rounding)
+        bool mul_rn_rounds = true;   // mul_rn(a, b) + c rounds twice, as the CPU (lib/numerics.wgsl)
+        int  probe_inexact = 0;      // probe inputs whose product is inexact (where the two differ)
     };
     const Numerics & numerics() const { return numerics_; }
 

@@ -46,6 +46,7 @@ struct Params {
     k_offset: u32,        // element index of k_cache[0, 0] (even for f16)
     v_offset: u32,        // element index of v_cache[0, 0]
     n_embd_kv: u32,       // cache elements per position
+    rn_zero: u32,         // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
 }
 
 @group(0) @binding(0) var<storage, read> weights: array<u32>;
@@ -74,7 +75,7 @@ fn epilogue(slot: u32, row: u32, t: u32, as_: f32) -> f32 {
         v = div_rn(f32(atomicLoad(&dots[d0])), as_) * bitcast<f32>(weights[s0]);
     } else {
         for (var g = 0u; g < N_GROUPS; g++) {
-            v += div_rn(f32(atomicLoad(&dots[d0 + g])), as_) * bitcast<f32>(weights[s0 + g]);
+            v += mul_rn(div_rn(f32(atomicLoad(&dots[d0 + g])), as_), bitcast<f32>(weights[s0 + g]));
         }
     }
     return v * bitcast<f32>(weights[p.oscales_offset + row]);
@@ -137,10 +138,11 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let i  = 2u * (j >> 2u);
                 let c0 = rope[pos * half + i];
                 let c1 = rope[pos * half + i + 1u];
-                let a0 = v[0] * c0.x - v[2] * c0.y;
-                let b0 = v[0] * c0.y + v[2] * c0.x;
-                let a1 = v[1] * c1.x - v[3] * c1.y;
-                let b1 = v[1] * c1.y + v[3] * c1.x;
+                // Each product rounded before the add, as the CPU (no fma contraction).
+                let a0 = mul_rn(v[0], c0.x) - mul_rn(v[2], c0.y);
+                let b0 = mul_rn(v[0], c0.y) + mul_rn(v[2], c0.x);
+                let a1 = mul_rn(v[1], c1.x) - mul_rn(v[3], c1.y);
+                let b1 = mul_rn(v[1], c1.y) + mul_rn(v[3], c1.x);
                 v[0] = a0; v[2] = b0; v[1] = a1; v[3] = b1;
             }
             // Dimensions held: (d0, d0 + 1) and (d2, d2 + 1).
