@@ -6,6 +6,8 @@
 #include "core/log.h"
 #include "quant/ternary_formats.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -266,6 +268,7 @@ std::unique_ptr<Weight> WebGpuBackend::load_norm(const WeightSource & src) {
     n->n_rows                  = 1;
     n->n_cols                  = src.ne[0];
     n->buffer                  = make_buffer(w.size() * 4, w.data(), src.name.c_str());
+    n->n_bytes                 = w.size() * 4;
     return n;
 }
 
@@ -279,6 +282,7 @@ std::unique_ptr<Weight> WebGpuBackend::load_linear(std::span<const WeightSource>
     w->scales_offset             = static_cast<uint32_t>(layout.scales_offset);
     w->oscales_offset            = static_cast<uint32_t>(layout.oscales_offset);
     w->buffer = make_buffer(layout.words.size() * 4, layout.words.data(), parts[0].name.c_str());
+    w->n_bytes = layout.words.size() * 4;
     return w;
 }
 
@@ -289,7 +293,39 @@ std::unique_ptr<Weight> WebGpuBackend::load_embedding(const WeightSource & src) 
     e->n_rows              = src.ne[1];
     e->f16                 = t.f16;
     e->buffer              = make_buffer(t.words.size() * 4, t.words.data(), src.name.c_str());
+    e->n_bytes             = t.words.size() * 4;
     return e;
+}
+
+double WebGpuBackend::measure_copy_bandwidth(size_t n_bytes) {
+    synchronize();
+    const uint64_t max_size = ctx_.limits().maxBufferSize;
+    const uint64_t size     = round_up(std::max<uint64_t>(std::min<uint64_t>(n_bytes, max_size / 2), 4096), 256);
+    WgpuHandle<WGPUBuffer> bufs[2];
+    for (auto & b : bufs) {
+        WGPUBufferDescriptor desc{};
+        desc.label = wgpu_string("tern copy bandwidth");
+        desc.usage = WGPU_BUFFER_USAGE_COPY_SRC | WGPU_BUFFER_USAGE_COPY_DST;
+        desc.size  = size;
+        ctx_.push_error_scope();
+        b = WgpuHandle<WGPUBuffer>(wgpu().wgpuDeviceCreateBuffer(ctx_.device(), &desc));
+        if (std::string err = ctx_.pop_error_scope("creating a buffer"); !err.empty()) {
+            fail(ErrorKind::device, format("webgpu: cannot allocate %.1f MiB for the copy bandwidth test: %s",
+                                           static_cast<double>(size) / 1048576.0, err.c_str()));
+        }
+    }
+    constexpr int k_copies = 8;
+    double        best     = 0;
+    for (int rep = 0; rep < 6; ++rep) {  // rep 0 warms up (and lets the device clear the buffers)
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < k_copies; ++i) step_->copy(bufs[i % 2].get(), 0, bufs[1 - i % 2].get(), 0, size);
+        step_->flush();
+        ctx_.wait_queue_idle("timing buffer copies");
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (rep > 0 && s > 0) best = std::max(best, 2.0 * static_cast<double>(size) * k_copies / s);
+    }
+    ctx_.check_errors();
+    return best;
 }
 
 const RopeTable & WebGpuBackend::rope_table(int64_t n_rot, float freq_base, int64_t n_pos) {

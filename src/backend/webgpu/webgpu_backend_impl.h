@@ -93,6 +93,11 @@ public:
     void end_step() override { step_->flush(); }
     void synchronize() override;
     int64_t take_dispatch_count() override { return step_->take_dispatch_count(); }
+    bool    counts_dispatches() const override { return true; }
+    // Device-to-device copies (copyBufferToBuffer) between two buffers of n_bytes (at most half of
+    // maxBufferSize), 8 per submit, best of 5 submits after a warm-up, timed on the host around
+    // submit + queue idle.
+    double measure_copy_bandwidth(size_t n_bytes) override;
 
     // What numerics_probe.wgsl found (set once by the constructor).
     struct Numerics {
