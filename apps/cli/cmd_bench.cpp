@@ -22,12 +22,15 @@ struct BenchArgs {
     int64_t              n_batch = 512;
     std::string          cache_type = "f16";
     bool                 json = false;
+    bool                 roofline = false;
 };
 
 struct Result {
     std::string         test;
     int64_t             n_prompt = 0, n_gen = 0;
     std::vector<double> tps;
+    int64_t             dispatches = 0;  // over the timed repetitions
+    int64_t             tokens     = 0;  // tokens of the timed repetitions
 };
 
 double mean(const std::vector<double> & v) {
@@ -54,6 +57,7 @@ void bench(const BenchArgs & a) {
     if (a.reps < 1) fail(ErrorKind::invalid_argument, format("-r must be >= 1 (got %d)", a.reps));
     LoadedModel         lm = load_model(a.model, a.json);
     const ModelConfig & c  = lm.model->config();
+    Backend &           be = *lm.backend;
     using clock            = std::chrono::steady_clock;
     int64_t max_ctx        = 1;
     for (int64_t n : a.pp) max_ctx = std::max(max_ctx, n);
@@ -71,10 +75,16 @@ void bench(const BenchArgs & a) {
         const auto ids = bench_tokens(n, c.n_vocab);
         for (int rep = -1; rep < a.reps; ++rep) {  // rep -1 is the warm-up
             session.reset();
+            be.take_dispatch_count();
             const auto t0 = clock::now();
             session.eval(ids);
             const double s = std::chrono::duration<double>(clock::now() - t0).count();
-            if (rep >= 0) r.tps.push_back(static_cast<double>(n) / s);
+            const int64_t d = be.take_dispatch_count();
+            if (rep >= 0) {
+                r.tps.push_back(static_cast<double>(n) / s);
+                r.dispatches += d;
+                r.tokens += n;
+            }
         }
         results.push_back(r);
     }
@@ -85,22 +95,35 @@ void bench(const BenchArgs & a) {
         for (int rep = -1; rep < a.reps; ++rep) {
             session.reset();
             session.eval(std::span<const int32_t>(ids.data(), 1));
+            be.take_dispatch_count();
             // n decode steps as greedy generation runs them: each step's token chosen on the device
             // and fed to the next step, ids read back every 32 steps.
             const auto t0 = clock::now();
             session.decode_greedy(ids[1], n, [](int32_t) { return true; });
             const double s = std::chrono::duration<double>(clock::now() - t0).count();
-            if (rep >= 0) r.tps.push_back(static_cast<double>(n) / s);
+            const int64_t d = be.take_dispatch_count();
+            if (rep >= 0) {
+                r.tps.push_back(static_cast<double>(n) / s);
+                r.dispatches += d;
+                r.tokens += n;
+            }
         }
         results.push_back(r);
     }
+    const double copy_bps = a.roofline ? be.measure_copy_bandwidth() : 0.0;
 
     int64_t n_params = 0;
     for (const auto & t : lm.file->tensors()) n_params += t.n_elements;
-    const double size_bytes      = static_cast<double>(lm.file->file_size());
-    const double bytes_per_token = static_cast<double>(lm.model->weight_bytes_per_token());
-    const std::string name = c.name.empty() ? a.model.model : c.name;
-    const std::string backend = std::string(lm.backend->name());
+    const double size_bytes   = static_cast<double>(lm.file->file_size());
+    const double weight_bytes = static_cast<double>(lm.model->weight_bytes_per_token());
+    // K and V of every layer at every position attended to: a tg n test decodes positions 1..n (after
+    // the first token), attending to p + 1 positions at position p: (n + 3) / 2 on average.
+    const double kv_bytes_per_pos = static_cast<double>(c.n_layer * c.n_embd_kv()) *
+                                    static_cast<double>(dtype_row_bytes(so.type_k, 1) + dtype_row_bytes(so.type_v, 1));
+    auto kv_bytes = [&](const Result & r) { return kv_bytes_per_pos * static_cast<double>(r.n_gen + 3) / 2.0; };
+    const bool        counted = be.counts_dispatches();
+    const std::string name    = c.name.empty() ? a.model.model : c.name;
+    const std::string backend = std::string(be.name());
     const int threads = a.model.threads > 0 ? a.model.threads : default_thread_count();
     if (a.json) {
         nlohmann::json out = nlohmann::json::array();
@@ -109,25 +132,48 @@ void bench(const BenchArgs & a) {
             nlohmann::json j = {{"model", name}, {"model_bytes", size_bytes}, {"n_params", n_params},
                                 {"backend", backend}, {"threads", threads}, {"test", r.test}, {"n_prompt", r.n_prompt},
                                 {"n_gen", r.n_gen}, {"avg_ts", ts}, {"stddev_ts", stddev(r.tps)},
-                                {"ms_per_token", ts > 0 ? 1000.0 / ts : 0.0}, {"samples_ts", r.tps},
-                                {"dispatches_per_token", 0}};
+                                {"ms_per_token", ts > 0 ? 1000.0 / ts : 0.0}, {"samples_ts", r.tps}};
+            j["dispatches_per_token"] = counted ? nlohmann::json(static_cast<double>(r.dispatches) /
+                                                                 static_cast<double>(std::max<int64_t>(1, r.tokens)))
+                                                : nlohmann::json(nullptr);
             if (r.n_gen > 0) {
-                j["weight_bytes_per_token"] = bytes_per_token;
-                j["weight_gbps"]            = bytes_per_token * ts / 1e9;
+                const double bytes          = weight_bytes + kv_bytes(r);
+                j["weight_bytes_per_token"] = weight_bytes;
+                j["kv_bytes_per_token"]     = kv_bytes(r);
+                j["bytes_per_token"]        = bytes;
+                j["gbps"]                   = bytes * ts / 1e9;
+                if (a.roofline) j["pct_copy_bandwidth"] = copy_bps > 0 ? 100.0 * bytes * ts / copy_bps : 0.0;
             }
+            if (a.roofline) j["copy_gbps"] = copy_bps / 1e9;
             out.push_back(j);
         }
         std::printf("%s\n", out.dump(2).c_str());
         return;
     }
-    std::printf("| model | size | params | backend | threads | test | t/s | ms/token | weights GB/s |\n");
-    std::printf("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n");
+    if (a.roofline) {
+        std::printf("copy bandwidth (%s, %s): %.1f GB/s (read + written)\n\n", backend.c_str(),
+                    be.device_info().name.c_str(), copy_bps / 1e9);
+    }
+    std::printf("| model | size | params | backend | threads | test | t/s | ms/token | dispatches/token | MB/token | "
+                "GB/s |%s\n",
+                a.roofline ? " % of copy BW |" : "");
+    std::printf("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |%s\n",
+                a.roofline ? " ---: |" : "");
     for (const auto & r : results) {
-        const double ts = mean(r.tps);
-        std::printf("| %s | %s | %.2f B | %s | %d | %s | %.2f ± %.2f | %.1f | %s |\n", name.c_str(),
+        const double      ts    = mean(r.tps);
+        const double      bytes = r.n_gen > 0 ? weight_bytes + kv_bytes(r) : 0.0;
+        const std::string disp  = counted ? format("%.1f", static_cast<double>(r.dispatches) /
+                                                               static_cast<double>(std::max<int64_t>(1, r.tokens)))
+                                          : "–";
+        std::printf("| %s | %s | %.2f B | %s | %d | %s | %.2f ± %.2f | %.2f | %s | %s | %s |", name.c_str(),
                     human_bytes(size_bytes).c_str(), static_cast<double>(n_params) / 1e9, backend.c_str(), threads,
-                    r.test.c_str(), ts, stddev(r.tps), ts > 0 ? 1000.0 / ts : 0.0,
-                    r.n_gen > 0 ? format("%.2f", bytes_per_token * ts / 1e9).c_str() : "");
+                    r.test.c_str(), ts, stddev(r.tps), ts > 0 ? 1000.0 / ts : 0.0, disp.c_str(),
+                    r.n_gen > 0 ? format("%.2f", bytes / 1e6).c_str() : "",
+                    r.n_gen > 0 ? format("%.2f", bytes * ts / 1e9).c_str() : "");
+        if (a.roofline) {
+            std::printf(" %s |", r.n_gen > 0 && copy_bps > 0 ? format("%.1f", 100.0 * bytes * ts / copy_bps).c_str() : "");
+        }
+        std::printf("\n");
     }
 }
 
@@ -149,7 +195,16 @@ void register_bench(CLI::App & app) {
     cmd->add_option("--cache-type", args->cache_type, "KV cache type")->check(CLI::IsMember({"f16", "f32"}))
         ->capture_default_str();
     cmd->add_flag("--json", args->json, "print a JSON array instead of a Markdown table");
-    cmd->footer("Example: tern bench -m models/synth-2b4t.gguf -p 64 -n 16 -r 3");
+    cmd->add_flag("--roofline", args->roofline,
+                  "also measure the device's copy bandwidth (best of several timed copies of a 256 MiB buffer, "
+                  "read + written: device to device for a GPU, memcpy over the threads for the CPU) and print each "
+                  "tg test's GB/s as a percentage of it");
+    cmd->footer("Columns: dispatches/token = GPU dispatches recorded per token over the timed runs (pp: per prompt "
+                "token; \"–\" for the CPU, which runs ops eagerly). MB/token and GB/s (tg tests only) = bytes read "
+                "per generated token: every weight a decode step reads in the backend's own layout (layer linears "
+                "and norms, final norm, the whole LM head or tied embedding table, one embedding row) plus the K and "
+                "V cache at the test's average context length; GB/s = MB/token x t/s. Activations are not counted.\n"
+                "Example: tern bench -m models/synth-2b4t.gguf -p 64 -n 16 -r 3 --roofline");
     cmd->callback([args] { bench(*args); });
 }
 

@@ -4,7 +4,11 @@
 #include "core/error.h"
 #include "quant/ternary_formats.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstring>
+#include <vector>
 
 namespace tern {
 
@@ -16,6 +20,21 @@ Tensor Tensor::columns(int64_t first, int64_t count) const {
     t.offset += static_cast<size_t>(first) * row_bytes();
     t.ne[1] = count;
     return t;
+}
+
+double Backend::measure_copy_bandwidth(size_t n_bytes) {
+    synchronize();
+    n_bytes = std::max<size_t>(n_bytes, 4096);
+    std::vector<uint8_t> src(n_bytes, 1), dst(n_bytes, 0);  // written once: pages are mapped before timing
+    double best = 0;
+    for (int rep = 0; rep < 6; ++rep) {  // rep 0 warms up
+        const auto t0 = std::chrono::steady_clock::now();
+        std::memcpy(dst.data(), src.data(), n_bytes);
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (rep > 0 && s > 0) best = std::max(best, 2.0 * static_cast<double>(n_bytes) / s);
+        src[rep] = dst[n_bytes - 1 - static_cast<size_t>(rep)];  // keep the copies observable
+    }
+    return best;
 }
 
 int64_t check_linear_parts(std::span<const WeightSource> parts) {

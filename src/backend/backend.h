@@ -60,8 +60,9 @@ struct WeightSource {
 class Weight {
 public:
     virtual ~Weight() = default;
-    int64_t n_rows = 0;  // output features (or vocabulary rows)
-    int64_t n_cols = 0;  // input features
+    int64_t n_rows  = 0;  // output features (or vocabulary rows)
+    int64_t n_cols  = 0;  // input features
+    size_t  n_bytes = 0;  // bytes as the backend stores it (what reading all of it once moves)
 };
 
 // Per-token int8 activations (FORMATS.md §4.7): q = round_half_even(x * scale), scale = 127/max|x|.
@@ -177,8 +178,16 @@ public:
     virtual void end_step() = 0;    // submit recorded work; does not wait (optional for eager backends)
     virtual void synchronize() = 0; // wait for submitted work; rethrows device errors as Error(device)
 
-    // Number of device dispatches recorded since the last call (0 for eager CPU), for bench figures.
+    // Number of device dispatches recorded since the last call, for bench figures. Backends that run
+    // ops eagerly (CPU) count nothing: counts_dispatches() is false and this returns 0.
     virtual int64_t take_dispatch_count() { return 0; }
+    virtual bool    counts_dispatches() const { return false; }
+
+    // The memory bandwidth ceiling for roofline figures, in bytes per second counting bytes read plus
+    // bytes written: the best of several timed copies of an n_bytes buffer into another. Default (and
+    // CPU): memcpy; the CPU backend splits it over its threads; a GPU copies device to device. Waits
+    // for pending work first.
+    virtual double measure_copy_bandwidth(size_t n_bytes = size_t{256} << 20);
 };
 
 // Checks the parts of a stacked linear weight (what load_linear receives): every part of one

@@ -126,14 +126,16 @@ std::unique_ptr<BitnetModel> BitnetModel::load(const GgufFile & file, Backend & 
     m->token_embd_          = backend.load_embedding(embd);
     m->output_norm_         = backend.load_norm(b.norm("output_norm.weight", c.n_embd));
     m->head_type_           = embd.type;
-    size_t head_bytes       = embd.data.size();
     if (file.find_tensor("output.weight")) {
         const WeightSource out = b.embedding("output.weight", c.n_embd, c.n_vocab);
         m->output_             = backend.load_embedding(out);
         m->head_type_          = out.type;
-        head_bytes             = out.data.size();
     }
-    m->weight_bytes_ = head_bytes;
+    // Per decoded token: one embedding row, every layer weight, the final norm and the whole head
+    // (the tied token_embd table when there is no output.weight), as the backend stores them.
+    const Weight & head = m->output_ ? *m->output_ : *m->token_embd_;
+    m->weight_bytes_    = m->token_embd_->n_bytes / static_cast<size_t>(std::max<int64_t>(1, c.n_vocab)) +
+                       m->output_norm_->n_bytes + head.n_bytes;
 
     for (int64_t il = 0; il < c.n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
@@ -152,7 +154,10 @@ std::unique_ptr<BitnetModel> BitnetModel::load(const GgufFile & file, Backend & 
         L.ffn_sub_norm  = backend.load_norm(b.norm(p + "ffn_sub_norm.weight", c.n_ff));
         const WeightSource wd = b.linear(p + "ffn_down", c.n_ff, c.n_embd);
         L.ffn_down      = backend.load_linear({&wd, 1});
-        for (const auto * s : {&qkv[0], &qkv[1], &qkv[2], &wo, &gu[0], &gu[1], &wd}) m->weight_bytes_ += s->data.size();
+        for (const Weight * w : {L.attn_norm.get(), L.attn_qkv.get(), L.attn_sub_norm.get(), L.attn_output.get(),
+                                 L.ffn_norm.get(), L.ffn_gate_up.get(), L.ffn_sub_norm.get(), L.ffn_down.get()}) {
+            m->weight_bytes_ += w->n_bytes;
+        }
         m->layers_.push_back(std::move(L));
     }
     b.warn_unused();

@@ -58,7 +58,9 @@ public:
     const ModelConfig & config() const { return config_; }
     Backend &           backend() const { return backend_; }
     DType               head_type() const { return head_type_; }
-    // Bytes of weights read per decoded token (all linears + the head), for bandwidth figures.
+    // Bytes of weights read per decoded token, in the backend's layout (Weight::n_bytes): every layer's
+    // linears and norms, the final norm, the whole LM head (the tied token_embd table when there is
+    // no output.weight) and one embedding row. For bandwidth figures (`tern bench`).
     size_t              weight_bytes_per_token() const { return weight_bytes_; }
 
     ForwardBuffers make_buffers(int64_t n_batch, int64_t n_logits) const;

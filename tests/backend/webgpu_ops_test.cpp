@@ -7,6 +7,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_weights.h"
+#include "backend/webgpu/webgpu_backend_impl.h"
 #include "backend/webgpu/webgpu_weights.h"
 #include "core/fp16.h"
 #include "quant/block_formats.h"
@@ -584,6 +585,24 @@ TEST_F(WebGpuOps, EveryOpIsOneDispatchAndEndStepSubmits) {
     int32_t id = -1;
     gpu().read(ids.tensor, &id, 4);
     EXPECT_EQ(id, std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+// lib/numerics.wgsl's mul_rn(a, b) + c rounds the product first, as the CPU does, on whatever adapter
+// runs this (the backend's start-up probe, numerics_probe.wgsl, measures it on inputs where a fused
+// and an unfused a * b + c differ). On SwiftShader nothing contracts and this passes trivially; on a
+// GPU whose compiler contracts (NVIDIA) it checks that the XOR-with-a-uniform-zero barrier holds.
+TEST(WebGpuNumerics, MulRnRoundsTheProductBeforeTheAdd) {
+    TERN_REQUIRE_WEBGPU();
+    const auto * be = dynamic_cast<const WebGpuBackend *>(test::shared_webgpu().backend.get());
+    ASSERT_NE(be, nullptr);
+    const auto &      nm   = be->numerics();
+    const std::string desc = be->device_info().description;
+    EXPECT_GT(nm.probe_inexact, 128) << "the probe needs products that are not exact in f32";
+    EXPECT_TRUE(nm.mul_rn_rounds) << desc << ": mul_rn(a, b) + c was contracted into one fma";
+    EXPECT_EQ(desc.find("mul_rn contracted") == std::string::npos, nm.mul_rn_rounds) << desc;
+    EXPECT_EQ(desc.find("contracts a*b+c") != std::string::npos, nm.contracts) << desc;
+    // Contraction needs a fused multiply-add to contract into.
+    if (nm.contracts) EXPECT_TRUE(nm.fma_fused) << desc;
 }
 
 }  // namespace

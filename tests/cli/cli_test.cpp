@@ -225,6 +225,71 @@ TEST(Cli, BenchJson) {
     EXPECT_TRUE(has(md.out, "| pp8 |") || has(md.out, "pp8")) << md.out;
 }
 
+// bench on the shipped default model (no -m) with the CPU backend: the bandwidth columns are there
+// and add up, the CPU reports no dispatch count (it has none), --roofline measures a copy bandwidth.
+// Then the same on WebGPU when an adapter is there: a tg step is 9 L + 5 dispatches.
+TEST(Cli, BenchReportsBytesBandwidthDispatchesAndRoofline) {
+    const RunResult r = tern({"bench", "--backend", "cpu", "-t", "2", "-p", "16", "-n", "8", "-r", "2", "--json", "--roofline"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    ASSERT_EQ(j.size(), 2u);
+    const auto & pp = j[0];
+    const auto & tg = j[1];
+    ASSERT_EQ(pp["test"], "pp16");
+    ASSERT_EQ(tg["test"], "tg8");
+    for (const auto & row : j) {
+        EXPECT_EQ(row["backend"], "cpu");
+        ASSERT_TRUE(row.contains("dispatches_per_token"));
+        EXPECT_TRUE(row["dispatches_per_token"].is_null()) << "the CPU backend counts no dispatches";
+        EXPECT_NEAR(row["ms_per_token"].get<double>(), 1000.0 / row["avg_ts"].get<double>(), 1e-9);
+        EXPECT_GT(row["copy_gbps"].get<double>(), 0.1);
+    }
+    EXPECT_FALSE(pp.contains("bytes_per_token")) << "bytes per token are a decode figure";
+    const double weights = tg["weight_bytes_per_token"].get<double>();
+    const double kv      = tg["kv_bytes_per_token"].get<double>();
+    const double bytes   = tg["bytes_per_token"].get<double>();
+    const double model   = tg["model_bytes"].get<double>();
+    // Every weight a decode step reads, in the CPU layout: ternary codes at 2 bits (the file's size for
+    // these), the LM head in the file's layout: within a small factor of the file size.
+    EXPECT_GT(weights, 0.5 * model);
+    EXPECT_LT(weights, 1.5 * model);
+    EXPECT_GT(kv, 0.0);
+    EXPECT_LT(kv, weights);
+    EXPECT_DOUBLE_EQ(bytes, weights + kv);
+    const double ts = tg["avg_ts"].get<double>();
+    EXPECT_NEAR(tg["gbps"].get<double>(), bytes * ts / 1e9, 1e-9 * bytes * ts / 1e9);
+    EXPECT_NEAR(tg["pct_copy_bandwidth"].get<double>(), 100.0 * tg["gbps"].get<double>() / tg["copy_gbps"].get<double>(),
+                1e-6 * tg["pct_copy_bandwidth"].get<double>());
+
+    // The f32 cache doubles the K/V bytes and nothing else.
+    const RunResult r32 = tern({"bench", "--backend", "cpu", "-t", "1", "-p", "0", "-n", "8", "-r", "1", "--json",
+                                "--cache-type", "f32"});
+    ASSERT_EQ(r32.code, 0) << r32.err;
+    const auto j32 = nlohmann::json::parse(r32.out);
+    ASSERT_EQ(j32.size(), 1u);
+    EXPECT_DOUBLE_EQ(j32[0]["kv_bytes_per_token"].get<double>(), 2.0 * kv);
+    EXPECT_DOUBLE_EQ(j32[0]["weight_bytes_per_token"].get<double>(), weights);
+    EXPECT_FALSE(j32[0].contains("copy_gbps")) << "no roofline without --roofline";
+
+    const RunResult md = tern({"bench", "--backend", "cpu", "-p", "8", "-n", "4", "-r", "1", "--roofline"});
+    ASSERT_EQ(md.code, 0) << md.err;
+    EXPECT_TRUE(has(md.out, "copy bandwidth (cpu")) << md.out;
+    EXPECT_TRUE(has(md.out, "| dispatches/token | MB/token | GB/s | % of copy BW |")) << md.out;
+    EXPECT_TRUE(has(md.out, "| – |")) << md.out;
+
+    const RunResult gpu = tern({"bench", "--backend", "webgpu", "-p", "8", "-n", "4", "-r", "1", "--json"});
+    if (gpu.code != 0) GTEST_SKIP() << "no WebGPU adapter: " << gpu.err;
+    const auto jg = nlohmann::json::parse(gpu.out);
+    ASSERT_EQ(jg.size(), 2u);
+    const double d_pp = jg[0]["dispatches_per_token"].get<double>();
+    const double d_tg = jg[1]["dispatches_per_token"].get<double>();
+    EXPECT_GT(d_pp, 0.0);
+    EXPECT_LT(d_pp, d_tg) << "a prompt's dispatches are shared by its tokens";
+    EXPECT_EQ(d_tg, std::floor(d_tg));
+    EXPECT_GE(d_tg, 14.0);
+    EXPECT_EQ(static_cast<int64_t>(d_tg - 5) % 9, 0) << d_tg << " dispatches per decoded token, expected 9 L + 5";
+}
+
 TEST(Cli, ChatReadsTurnsFromStdin) {
     const RunResult r = tern({"chat", "-m", tiny_model(), "-n", "8", "--seed", "1"}, "Hello there\n/reset\nSecond turn\n");
     ASSERT_EQ(r.code, 0) << r.err;

@@ -11,6 +11,7 @@
 #include "quant/block_formats.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -71,17 +72,48 @@ public:
 
     std::unique_ptr<Weight> load_norm(const WeightSource & src) override {
         grow_scratch(src.ne[0]);
-        return cpu_pack_norm(src);
+        auto w     = cpu_pack_norm(src);
+        w->n_bytes = w->w.size() * sizeof(float);
+        return w;
     }
     std::unique_ptr<Weight> load_linear(std::span<const WeightSource> parts) override {
         auto w = cpu_pack_linear(parts);
         grow_scratch(w->n_cols);
+        w->n_bytes = w->codes.size() + (w->scales.size() + w->output_scales.size()) * sizeof(float);
         return w;
     }
     std::unique_ptr<Weight> load_embedding(const WeightSource & src) override {
         auto w = cpu_pack_embedding(src);
         grow_scratch(w->n_cols);
+        w->n_bytes = w->src.data.size();  // read in the file's layout
         return w;
+    }
+
+    // memcpy of n_bytes split into one contiguous slice per pool thread, best of 5 after a warm-up.
+    double measure_copy_bandwidth(size_t n_bytes) override {
+        n_bytes = std::max<size_t>(n_bytes, 4096);
+        std::vector<uint8_t> src(n_bytes), dst(n_bytes);
+        const int64_t        n_chunks = pool_.n_threads();
+        const int64_t        chunk    = static_cast<int64_t>(n_bytes) / n_chunks;
+        auto                 copy     = [&](uint8_t value) {
+            pool_.parallel_for(n_chunks, 1, [&](int64_t c0, int64_t c1, int) {
+                for (int64_t c = c0; c < c1; ++c) {
+                    const size_t b = static_cast<size_t>(c * chunk);
+                    const size_t e = c + 1 == n_chunks ? n_bytes : static_cast<size_t>((c + 1) * chunk);
+                    if (value != 0) std::memset(src.data() + b, value, e - b);  // first touch per thread
+                    std::memcpy(dst.data() + b, src.data() + b, e - b);
+                }
+            });
+        };
+        copy(1);  // maps every page (in the threads that use them) and warms up
+        double best = 0;
+        for (int rep = 0; rep < 5; ++rep) {
+            const auto   t0 = std::chrono::steady_clock::now();
+            copy(0);
+            const double s  = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            if (s > 0) best = std::max(best, 2.0 * static_cast<double>(n_bytes) / s);
+        }
+        return best;
     }
 
     void begin_step() override {}

@@ -6,6 +6,8 @@
 #include "core/log.h"
 #include "quant/ternary_formats.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -59,36 +61,48 @@ WebGpuBackend::WebGpuBackend(const WebGpuOptions & options)
 }
 
 void WebGpuBackend::probe_numerics() {
-    // Inputs where an unfused fma(a, b, -(a * b)) is 0 but the exact residual is not, and where a
-    // division or square root approximated to 1-2 ulp would show.
+    // Inputs where an unfused fma(a, b, -(a * b)) is 0 but the exact residual is not, where a
+    // division or square root approximated to 1-2 ulp would show, and where a contracted
+    // a * b + c (c = -(a * b) rounded) gives the product's rounding error instead of 0.
     constexpr int      n = 256;
-    std::vector<float> a(n), b(n);
+    std::vector<float> a(n), bc(2 * n);
     uint32_t           state = 12345;
     auto               next  = [&] {
         state = state * 1664525u + 1013904223u;
         return 1.0f + static_cast<float>(state >> 8) / 16777216.0f;
     };
+    int inexact = 0;  // products that are not exact in f32 (where fused and unfused results differ)
     for (int i = 0; i < n; ++i) {
-        a[i] = next() * 37.0f;
-        b[i] = next() * 3.0f;
+        a[i]  = next() * 37.0f;
+        bc[i] = next() * 3.0f;
+        // The double product of two floats is exact; rounding it to float is the f32 product.
+        const double exact = static_cast<double>(a[i]) * static_cast<double>(bc[i]);
+        const float  prod  = static_cast<float>(exact);
+        bc[n + i]          = -prod;
+        inexact += exact != static_cast<double>(prod);
     }
     auto ta = alloc_tensor(*this, DType::f32, {n, 1, 1, 1}, "probe a");
-    auto tb = alloc_tensor(*this, DType::f32, {n, 1, 1, 1}, "probe b");
-    auto to = alloc_tensor(*this, DType::f32, {3 * n, 1, 1, 1}, "probe out");
-    write(ta.tensor, a.data(), n * 4);
-    write(tb.tensor, b.data(), n * 4);
-    const uint32_t    params[4] = {n, 0, 0, 0};
+    auto tb = alloc_tensor(*this, DType::f32, {2 * n, 1, 1, 1}, "probe b");
+    auto to = alloc_tensor(*this, DType::f32, {5 * n, 1, 1, 1}, "probe out");
+    write(ta.tensor, a.data(), a.size() * 4);
+    write(tb.tensor, bc.data(), bc.size() * 4);
+    const uint32_t    params[1] = {n};  // then rn_zero = 0 (the encoder zero-fills the slot)
     const PipelineKey key{"numerics_probe", "rrwu", {}};
     const WGPUBuffer  bufs[] = {gpu_buffer(ta.tensor), gpu_buffer(tb.tensor), gpu_buffer(to.tensor)};
     step_->dispatch(key, bufs, params, sizeof params, n / 64);
     step_->take_dispatch_count();
-    std::vector<float> out(3 * n);
+    std::vector<float> out(5 * n);
     read(to.tensor, out.data(), out.size() * 4);
-    numerics_.fma_fused = false;
+    numerics_.fma_fused      = false;
+    numerics_.contracts      = false;
+    numerics_.mul_rn_rounds  = true;
+    numerics_.probe_inexact  = inexact;
     for (int i = 0; i < n; ++i) {
-        numerics_.fma_fused = numerics_.fma_fused || out[3 * i] != 0.0f;
-        numerics_.div_ieee  = numerics_.div_ieee && out[3 * i + 1] == a[i] / b[i];
-        numerics_.sqrt_ieee = numerics_.sqrt_ieee && out[3 * i + 2] == std::sqrt(a[i]);
+        numerics_.fma_fused     = numerics_.fma_fused || out[5 * i] != 0.0f;
+        numerics_.div_ieee      = numerics_.div_ieee && out[5 * i + 1] == a[i] / bc[i];
+        numerics_.sqrt_ieee     = numerics_.sqrt_ieee && out[5 * i + 2] == std::sqrt(a[i]);
+        numerics_.contracts     = numerics_.contracts || out[5 * i + 3] != 0.0f;
+        numerics_.mul_rn_rounds = numerics_.mul_rn_rounds && out[5 * i + 4] == 0.0f;
     }
     pipelines_.set_constant("FMA_FUSED", numerics_.fma_fused ? 1.0 : 0.0);
     if (!numerics_.fma_fused && (!numerics_.div_ieee || !numerics_.sqrt_ieee)) {
@@ -96,8 +110,16 @@ void WebGpuBackend::probe_numerics() {
                       "CPU backend in the last bits",
                       ctx_.adapter().name.c_str());
     }
-    TERN_LOG_INFO("webgpu: numerics: fma %s, division %s, sqrt %s", numerics_.fma_fused ? "fused" : "not fused",
-                  numerics_.div_ieee ? "IEEE" : "approximate", numerics_.sqrt_ieee ? "IEEE" : "approximate");
+    if (!numerics_.mul_rn_rounds) {
+        TERN_LOG_WARN("webgpu: '%s' fuses products into additions even through mul_rn; results will differ from "
+                      "the CPU backend in the last bits",
+                      ctx_.adapter().name.c_str());
+    }
+    TERN_LOG_INFO("webgpu: numerics: fma %s, division %s, sqrt %s, a*b+c %s, mul_rn %s (%d of %d probe products "
+                  "inexact)",
+                  numerics_.fma_fused ? "fused" : "not fused", numerics_.div_ieee ? "IEEE" : "approximate",
+                  numerics_.sqrt_ieee ? "IEEE" : "approximate", numerics_.contracts ? "contracted" : "not contracted",
+                  numerics_.mul_rn_rounds ? "rounds" : "CONTRACTED", inexact, n);
 }
 
 WebGpuBackend::~WebGpuBackend() {
@@ -110,7 +132,9 @@ WebGpuBackend::~WebGpuBackend() {
 
 DeviceInfo WebGpuBackend::device_info() const {
     return {ctx_.adapter().name, "webgpu: " + ctx_.description() + (dot4_native_ ? "" : ", dot4 emulated") +
-                                     (numerics_.fma_fused ? "" : ", fma not fused")};
+                                     (numerics_.fma_fused ? "" : ", fma not fused") +
+                                     (numerics_.contracts ? ", contracts a*b+c" : "") +
+                                     (numerics_.mul_rn_rounds ? "" : ", mul_rn contracted")};
 }
 
 bool WebGpuBackend::supports_linear(DType type) const { return dtype_is_lowbit(type); }
@@ -247,6 +271,7 @@ std::unique_ptr<Weight> WebGpuBackend::load_norm(const WeightSource & src) {
     n->n_rows                  = 1;
     n->n_cols                  = src.ne[0];
     n->buffer                  = make_buffer(w.size() * 4, w.data(), src.name.c_str());
+    n->n_bytes                 = w.size() * 4;
     return n;
 }
 
@@ -260,6 +285,7 @@ std::unique_ptr<Weight> WebGpuBackend::load_linear(std::span<const WeightSource>
     w->scales_offset             = static_cast<uint32_t>(layout.scales_offset);
     w->oscales_offset            = static_cast<uint32_t>(layout.oscales_offset);
     w->buffer = make_buffer(layout.words.size() * 4, layout.words.data(), parts[0].name.c_str());
+    w->n_bytes = layout.words.size() * 4;
     return w;
 }
 
@@ -270,7 +296,39 @@ std::unique_ptr<Weight> WebGpuBackend::load_embedding(const WeightSource & src) 
     e->n_rows              = src.ne[1];
     e->f16                 = t.f16;
     e->buffer              = make_buffer(t.words.size() * 4, t.words.data(), src.name.c_str());
+    e->n_bytes             = t.words.size() * 4;
     return e;
+}
+
+double WebGpuBackend::measure_copy_bandwidth(size_t n_bytes) {
+    synchronize();
+    const uint64_t max_size = ctx_.limits().maxBufferSize;
+    const uint64_t size     = round_up(std::max<uint64_t>(std::min<uint64_t>(n_bytes, max_size / 2), 4096), 256);
+    WgpuHandle<WGPUBuffer> bufs[2];
+    for (auto & b : bufs) {
+        WGPUBufferDescriptor desc{};
+        desc.label = wgpu_string("tern copy bandwidth");
+        desc.usage = WGPU_BUFFER_USAGE_COPY_SRC | WGPU_BUFFER_USAGE_COPY_DST;
+        desc.size  = size;
+        ctx_.push_error_scope();
+        b = WgpuHandle<WGPUBuffer>(wgpu().wgpuDeviceCreateBuffer(ctx_.device(), &desc));
+        if (std::string err = ctx_.pop_error_scope("creating a buffer"); !err.empty()) {
+            fail(ErrorKind::device, format("webgpu: cannot allocate %.1f MiB for the copy bandwidth test: %s",
+                                           static_cast<double>(size) / 1048576.0, err.c_str()));
+        }
+    }
+    constexpr int k_copies = 8;
+    double        best     = 0;
+    for (int rep = 0; rep < 6; ++rep) {  // rep 0 warms up (and lets the device clear the buffers)
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < k_copies; ++i) step_->copy(bufs[i % 2].get(), 0, bufs[1 - i % 2].get(), 0, size);
+        step_->flush();
+        ctx_.wait_queue_idle("timing buffer copies");
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (rep > 0 && s > 0) best = std::max(best, 2.0 * static_cast<double>(size) * k_copies / s);
+    }
+    ctx_.check_errors();
+    return best;
 }
 
 const RopeTable & WebGpuBackend::rope_table(int64_t n_rot, float freq_base, int64_t n_pos) {

@@ -103,12 +103,20 @@ public:
     void end_step() override { step_->flush(); }
     void synchronize() override;
     int64_t take_dispatch_count() override { return step_->take_dispatch_count(); }
+    bool    counts_dispatches() const override { return true; }
+    // Device-to-device copies (copyBufferToBuffer) between two buffers of n_bytes (at most half of
+    // maxBufferSize), 8 per submit, best of 5 submits after a warm-up, timed on the host around
+    // submit + queue idle.
+    double measure_copy_bandwidth(size_t n_bytes) override;
 
     // What numerics_probe.wgsl found (set once by the constructor).
     struct Numerics {
-        bool fma_fused   = true;
-        bool div_ieee    = true;  // plain f32 division correctly rounded on the probe's inputs
-        bool sqrt_ieee   = true;
+        bool fma_fused     = true;
+        bool div_ieee      = true;   // plain f32 division correctly rounded on the probe's inputs
+        bool sqrt_ieee     = true;
+        bool contracts     = false;  // a plain a * b + c is evaluated as one fma (one rounding)
+        bool mul_rn_rounds = true;   // mul_rn(a, b) + c rounds twice, as the CPU (lib/numerics.wgsl)
+        int  probe_inexact = 0;      // probe inputs whose product is inexact (where the two differ)
     };
     const Numerics & numerics() const { return numerics_; }
 

@@ -2,9 +2,9 @@
 // (shaders/<op>.wgsl) with a Params struct that mirrors the kernel's, field for field. Tensors are
 // passed as whole buffers plus element offsets, so views need no alignment beyond their element.
 //
-// Dispatches per decoded token for an L-layer model: 1 embed + 8 L (norm+quant, qkv+rope+kv,
+// Dispatches per decoded token for an L-layer model: 1 embed + 9 L (norm+quant, qkv+rope+kv,
 // attention, norm+quant, o-proj + residual, norm+quant, gate+up+act, norm+quant, down + residual)
-// + 1 final norm + 1 LM head + 2 argmax (partial, final) = 8 L + 5 (245 for 30 layers).
+// + 1 final norm + 1 LM head + 2 argmax (partial, final) = 9 L + 5 (275 for 30 layers).
 #include "backend/webgpu/webgpu_backend_impl.h"
 
 #include "core/error.h"

@@ -59,7 +59,7 @@ void StepEncoder::end_pass() {
 
 void StepEncoder::dispatch(const PipelineKey & key, std::span<const WGPUBuffer> buffers, const void * params,
                            size_t params_bytes, uint32_t x, uint32_t y, uint32_t z) {
-    TERN_ASSERT(params_bytes <= k_slot_bytes, "params of %zu bytes", params_bytes);
+    TERN_ASSERT(params_bytes % 4 == 0 && params_bytes + 4 <= k_slot_bytes, "params of %zu bytes", params_bytes);
     TERN_ASSERT(buffers.size() + 1 == key.signature.size(), "%zu buffers for signature '%.*s'", buffers.size(),
                 static_cast<int>(key.signature.size()), key.signature.data());
     const uint32_t max_groups = ctx_.limits().maxComputeWorkgroupsPerDimension;
@@ -108,7 +108,10 @@ void StepEncoder::dispatch(const PipelineKey & key, std::span<const WGPUBuffer> 
 
     begin_pass();
     const size_t slot = n_slots_++;
+    // The rest of the slot is zeroed: a kernel's Params may end with `rn_zero: u32` after the host's
+    // fields, the zero that lib/numerics.wgsl's mul_rn needs from a place the compiler cannot see.
     std::memcpy(arena_.data() + slot * k_slot_bytes, params, params_bytes);
+    std::memset(arena_.data() + slot * k_slot_bytes + params_bytes, 0, k_slot_bytes - params_bytes);
     const uint32_t offset = static_cast<uint32_t>(slot * k_slot_bytes);
     wgpu().wgpuComputePassEncoderSetPipeline(pass_, pipeline);
     wgpu().wgpuComputePassEncoderSetBindGroup(pass_, 0, it->second.get(), 1, &offset);

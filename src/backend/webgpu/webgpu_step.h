@@ -26,7 +26,8 @@ public:
     ~StepEncoder();
 
     // Records one dispatch of `key` with `buffers` bound to bindings 0.. (in the order of the key's
-    // signature, the uniform last) and `params` (at most 256 bytes) as the uniform.
+    // signature, the uniform last) and `params` (a multiple of 4 bytes, at most 252) as the uniform;
+    // the rest of the 256-byte slot reads as zeros (the `rn_zero` of lib/numerics.wgsl).
     void dispatch(const PipelineKey & key, std::span<const WGPUBuffer> buffers, const void * params,
                   size_t params_bytes, uint32_t x, uint32_t y = 1, uint32_t z = 1);
     // Records a buffer-to-buffer copy (closes the current compute pass).

@@ -36,6 +36,7 @@ struct Params {
     k_offset: u32,    // element index of k_cache[0, 0]
     v_offset: u32,    // element index of v_cache[0, 0]
     scale: f32,       // 1 / sqrt(head_dim)
+    rn_zero: u32,     // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
 }
 
 @group(0) @binding(0) var<storage, read> q: array<f32>;
@@ -77,7 +78,7 @@ fn score(pos: u32, kv_base: u32) -> f32 {
             acc = df_fma(acc, qh[d], k_at(e0 + d));
         }
     }
-    return df_to_f32(acc) * p.scale;
+    return mul_rn(df_to_f32(acc), p.scale);  // not fused into score - max
 }
 
 @compute @workgroup_size(WG)

@@ -37,6 +37,7 @@ struct Params {
     y_offset: u32,        // f32 index of y[0, 0]
     y_stride: u32,        // f32 elements between tokens of y
     accumulate: u32,      // 1: y += W a
+    rn_zero: u32,         // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
 }
 
 @group(0) @binding(0) var<storage, read> weights: array<u32>;
@@ -77,10 +78,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 v = div_rn(f32(atomicLoad(&dots[d0])), as_) * bitcast<f32>(weights[s0]);
             } else {
                 for (var g = 0u; g < N_GROUPS; g++) {
-                    v += div_rn(f32(atomicLoad(&dots[d0 + g])), as_) * bitcast<f32>(weights[s0 + g]);
+                    v += mul_rn(div_rn(f32(atomicLoad(&dots[d0 + g])), as_), bitcast<f32>(weights[s0 + g]));
                 }
             }
-            v *= bitcast<f32>(weights[p.oscales_offset + ro]);
+            v = mul_rn(v, bitcast<f32>(weights[p.oscales_offset + ro]));  // not fused into y + v
             let yi = p.y_offset + (tok0 + t) * p.y_stride + ro;
             if (p.accumulate != 0u) {
                 y[yi] = y[yi] + v;

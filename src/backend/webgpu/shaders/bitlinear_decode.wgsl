@@ -33,6 +33,7 @@ struct Params {
     oscales_offset: u32,  // u32 index of the output scales in wq
     y_offset: u32,        // f32 index of y[0]
     accumulate: u32,      // 1: y += W a
+    rn_zero: u32,         // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
 }
 
 @group(0) @binding(0) var<storage, read> wq: array<vec4<u32>>;
@@ -56,7 +57,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let ro = wid.x * rows + lid;
     if (lid < rows && ro < p.n_rows) {
         var v = div_rn(f32(dot), as_) * bitcast<f32>(weight_word(p.scales_offset + ro));
-        v *= bitcast<f32>(weight_word(p.oscales_offset + ro));
+        v = mul_rn(v, bitcast<f32>(weight_word(p.oscales_offset + ro)));  // rounded before y + v
         let yi = p.y_offset + ro;
         if (p.accumulate != 0u) {
             y[yi] = y[yi] + v;

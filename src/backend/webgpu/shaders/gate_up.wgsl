@@ -33,6 +33,7 @@ struct Params {
     f_offset: u32,        // f32 index of f[0, 0]
     f_stride: u32,        // f32 elements between tokens of f
     activation: u32,      // 0: relu², 1: silu
+    rn_zero: u32,         // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
 }
 
 @group(0) @binding(0) var<storage, read> weights: array<u32>;
@@ -52,10 +53,10 @@ fn epilogue(team: u32, row: u32, t: u32, as_: f32) -> f32 {
         v = div_rn(f32(atomicLoad(&dots[d0])), as_) * bitcast<f32>(weights[s0]);
     } else {
         for (var g = 0u; g < N_GROUPS; g++) {
-            v += div_rn(f32(atomicLoad(&dots[d0 + g])), as_) * bitcast<f32>(weights[s0 + g]);
+            v += mul_rn(div_rn(f32(atomicLoad(&dots[d0 + g])), as_), bitcast<f32>(weights[s0 + g]));
         }
     }
-    return v * bitcast<f32>(weights[p.oscales_offset + row]);
+    return mul_rn(v, bitcast<f32>(weights[p.oscales_offset + row]));  // g feeds the adds of exp_rn
 }
 
 @compute @workgroup_size(WG)

@@ -30,6 +30,7 @@ struct Params {
     oscales_offset: u32,
     f_offset: u32,        // f32 index of f[0]
     activation: u32,      // 0: relu², 1: silu
+    rn_zero: u32,         // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
 }
 
 @group(0) @binding(0) var<storage, read> wq: array<vec4<u32>>;
@@ -43,7 +44,7 @@ var<workgroup> up_dots: array<i32, WG>;
 // The bitlinear epilogue of weight row `row`.
 fn product(dot: i32, row: u32, as_: f32) -> f32 {
     let v = div_rn(f32(dot), as_) * bitcast<f32>(weight_word(p.scales_offset + row));
-    return v * bitcast<f32>(weight_word(p.oscales_offset + row));
+    return mul_rn(v, bitcast<f32>(weight_word(p.oscales_offset + row)));  // rounded: exp(-g) adds
 }
 
 @compute @workgroup_size(WG)

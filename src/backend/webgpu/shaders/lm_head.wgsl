@@ -26,6 +26,7 @@ struct Params {
     out_offset: u32,   // f32 index of logits[0, 0]
     out_stride: u32,
     round_input: u32,  // 1: round h to f16 first
+    rn_zero: u32,      // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
 }
 
 @group(0) @binding(0) var<storage, read> head: array<u32>;

@@ -32,6 +32,7 @@ struct Params {
     k: u32,            // = K (for lib/inv_rms.wgsl)
     eps: f32,          // NORM only
     partial_offset: u32,  // vec2 index of partial[0]
+    rn_zero: u32,      // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
 }
 
 @group(0) @binding(0) var<storage, read> head: array<vec4<u32>>;

@@ -47,6 +47,7 @@ struct Params {
     k_offset: u32,        // element index of k_cache[0, 0] (even for f16)
     v_offset: u32,        // element index of v_cache[0, 0]
     n_embd_kv: u32,       // cache elements per position
+    rn_zero: u32,         // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
 }
 
 @group(0) @binding(0) var<storage, read> weights: array<u32>;
@@ -68,7 +69,7 @@ fn epilogue(slot: u32, row: u32, t: u32, as_: f32) -> f32 {
         v = div_rn(f32(atomicLoad(&dots[d0])), as_) * bitcast<f32>(weights[s0]);
     } else {
         for (var g = 0u; g < N_GROUPS; g++) {
-            v += div_rn(f32(atomicLoad(&dots[d0 + g])), as_) * bitcast<f32>(weights[s0 + g]);
+            v += mul_rn(div_rn(f32(atomicLoad(&dots[d0 + g])), as_), bitcast<f32>(weights[s0 + g]));
         }
     }
     return v * bitcast<f32>(weights[p.oscales_offset + row]);

@@ -41,6 +41,7 @@ struct Params {
     k_offset: u32,
     v_offset: u32,
     n_embd_kv: u32,
+    rn_zero: u32,         // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
 }
 
 @group(0) @binding(0) var<storage, read> wq: array<vec4<u32>>;

@@ -18,6 +18,7 @@ struct Params {
     w_offset: u32,  // f32 index of w[0]
     y_offset: u32,  // f32 index of y[0, 0]
     y_stride: u32,  // f32 elements between tokens
+    rn_zero: u32,   // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
 }
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;

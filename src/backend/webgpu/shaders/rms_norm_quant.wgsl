@@ -21,6 +21,7 @@ struct Params {
     q_offset: u32,      // u32 index (bytes / 4) of q[0, 0]
     q_stride: u32,      // u32 words between tokens
     scale_offset: u32,  // f32 index of scale[0]
+    rn_zero: u32,       // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
 }
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;

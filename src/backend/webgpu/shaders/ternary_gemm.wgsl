@@ -61,6 +61,7 @@ struct Params {
     y_offset: u32,        // f32 index of y[0, 0]
     y_stride: u32,        // f32 elements between tokens of y
     last: u32,            // bitlinear: 1 = y += W a; GATE_UP: 0 = relu², 1 = silu
+    rn_zero: u32,         // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
 }
 
 @group(0) @binding(0) var<storage, read> weights: array<u32>;
@@ -186,7 +187,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             for (var i = 0u; i < TM; i++) {
                 let gs = bitcast<f32>(weights[p.scales_offset + valid_row(rows[i]) * N_GROUPS + g]);
                 for (var j = 0u; j < TN; j++) {
-                    facc[i * TN + j] += div_by(f32(acc[i * TN + j]), a_s[j], a_r[j]) * gs;
+                    facc[i * TN + j] += mul_rn(div_by(f32(acc[i * TN + j]), a_s[j], a_r[j]), gs);
                     acc[i * TN + j] = 0;
                 }
             }
@@ -206,7 +207,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             } else {
                 x = facc[i * TN + j];
             }
-            v[i * TN + j] = x * os;
+            v[i * TN + j] = mul_rn(x, os);  // rounded: y + v or exp(-g) follow
         }
     }
     for (var j = 0u; j < TN; j++) {

@@ -2,7 +2,7 @@
 // rounded to f32 (as the CPU), summed in double-float, the mean and the root correctly rounded, so
 // the factor equals the CPU's bit for bit. Called by every invocation of a workgroup (it has
 // barriers). The including kernel declares `override WG`, the binding `x` and a uniform `p` with
-// `k` (elements) and `eps`.
+// `k` (elements), `eps` and `rn_zero`.
 
 var<workgroup> red_sum: array<vec2<f32>, WG>;
 
@@ -10,7 +10,7 @@ fn inv_rms(lid: u32, xo: u32) -> f32 {
     var acc = vec2<f32>(0.0, 0.0);
     for (var i = lid; i < p.k; i += WG) {
         let v = x[xo + i];
-        acc = df_add_f(acc, v * v);
+        acc = df_add_f(acc, mul_rn(v, v));  // the square rounded, as the CPU
     }
     red_sum[lid] = acc;
     workgroupBarrier();

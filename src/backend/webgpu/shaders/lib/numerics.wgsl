@@ -8,8 +8,23 @@
 // which case holds (numerics_probe.wgsl) and sets FMA_FUSED for every pipeline.
 // The CPU sums in double; kernels emulate that with "double-float" pairs (hi, lo) built from
 // error-free transformations (two_sum, two_prod).
+//
+// Contraction: WGSL lets an implementation evaluate `a * b + c` (and `a * b - c * d`) with a fused
+// multiply-add, and Tint's SPIR-V carries no NoContraction decoration, so a GPU driver (NVIDIA's
+// does) may drop the product's rounding that the CPU performs. Wherever a product that is not exact
+// feeds an addition, kernels write mul_rn(a, b) instead of a * b. Products that are exact (f16 x f16,
+// 12-bit halves) and explicit fma() calls need nothing. numerics_probe.wgsl checks both behaviours.
+// The including kernel's uniform `p` must have a field `rn_zero: u32` after the host's fields:
+// StepEncoder::dispatch zero-fills each uniform slot past the host's Params.
 
 override FMA_FUSED: bool = true;
+
+// a * b rounded to f32 on its own, never fused into the addition that consumes it. The product's bits
+// are XORed with p.rn_zero, a zero the compiler cannot know (a uniform), so the rounded product has
+// to exist as a value and no fma can absorb it. One integer op (plus a uniform read per kernel).
+fn mul_rn(a: f32, b: f32) -> f32 {
+    return bitcast<f32>(bitcast<u32>(a * b) ^ p.rn_zero);
+}
 
 // a / b, correctly rounded (reciprocal refined once, then one residual correction).
 fn div_rn(a: f32, b: f32) -> f32 {
@@ -39,9 +54,10 @@ fn two_sum(a: f32, b: f32) -> vec2<f32> {
     return vec2<f32>(s, e);
 }
 
-// Error-free product: a * b = p + e exactly (fma, or Dekker's split when fma is not fused).
+// Error-free product: a * b = p + e exactly (fma, or Dekker's split when fma is not fused). p is
+// mul_rn so that a caller adding p (two_sum, df_fma) gets the rounded product, not a fused one.
 fn two_prod(a: f32, b: f32) -> vec2<f32> {
-    let p = a * b;
+    let p = mul_rn(a, b);
     if (FMA_FUSED) { return vec2<f32>(p, fma(a, b, -p)); }
     let sa = split(a);
     let sb = split(b);
@@ -50,7 +66,7 @@ fn two_prod(a: f32, b: f32) -> vec2<f32> {
 
 // Veltkamp split of a into two halves of 12 significant bits each (a = hi + lo exactly).
 fn split(a: f32) -> vec2<f32> {
-    let c  = 4097.0 * a;
+    let c  = mul_rn(4097.0, a);  // c - a must not become fma(4097, a, -a)
     let hi = c - (c - a);
     return vec2<f32>(hi, a - hi);
 }
@@ -97,14 +113,14 @@ fn df_div_f(x: vec2<f32>, n: f32) -> f32 {
 fn df_recip(x: vec2<f32>) -> f32 {
     let q = div_rn(1.0, x.x);
     let e = two_prod(q, x.x);
-    let r = ((1.0 - e.x) - e.y) - q * x.y;
-    return q + r * q;
+    let r = ((1.0 - e.x) - e.y) - mul_rn(q, x.y);
+    return q + mul_rn(r, q);
 }
 
 // Double-float product x * y.
 fn df_mul(x: vec2<f32>, y: vec2<f32>) -> vec2<f32> {
     let p = two_prod(x.x, y.x);
-    return fast_two_sum(p.x, p.y + (x.x * y.y + x.y * y.x));
+    return fast_two_sum(p.x, p.y + (mul_rn(x.x, y.y) + mul_rn(x.y, y.x)));
 }
 
 // exp(x) correctly rounded to f32 (what glibc's expf gives: its error is below 0.502 ulp), for the
@@ -122,12 +138,12 @@ fn exp_rn(x: f32) -> f32 {
     r = df_add(r, two_prod(-k, 1.64659497e-12));
     // tail = sum_{i >= 7} r^(i-7) / i!   (f32)
     var tail = 1.0 / 6227020800.0;                  // 1/13!  (all in f32)
-    tail = tail * r.x + 1.0 / 479001600.0;          // 1/12!
-    tail = tail * r.x + 1.0 / 39916800.0;           // 1/11!
-    tail = tail * r.x + 1.0 / 3628800.0;            // 1/10!
-    tail = tail * r.x + 1.0 / 362880.0;             // 1/9!
-    tail = tail * r.x + 1.0 / 40320.0;              // 1/8!
-    tail = tail * r.x + 1.9841270e-4;               // 1/7!
+    tail = mul_rn(tail, r.x) + 1.0 / 479001600.0;          // 1/12!
+    tail = mul_rn(tail, r.x) + 1.0 / 39916800.0;           // 1/11!
+    tail = mul_rn(tail, r.x) + 1.0 / 3628800.0;            // 1/10!
+    tail = mul_rn(tail, r.x) + 1.0 / 362880.0;             // 1/9!
+    tail = mul_rn(tail, r.x) + 1.0 / 40320.0;              // 1/8!
+    tail = mul_rn(tail, r.x) + 1.9841270e-4;               // 1/7!
     // Horner in double-float for 1/6! .. 1/0!, constants as (hi, lo).
     var s = vec2<f32>(tail, 0.0);
     s = df_add(df_mul(s, r), vec2<f32>(1.38888892e-3, -3.3631094e-11));  // 1/6!

@@ -46,10 +46,11 @@ fn store_qkv_unit(head: u32, j: u32, tok: u32, pos: u32, v_in: array<f32, 4>) {
         let i  = 2u * (j >> 2u);
         let c0 = rope[pos * half + i];
         let c1 = rope[pos * half + i + 1u];
-        let a0 = v[0] * c0.x - v[2] * c0.y;
-        let b0 = v[0] * c0.y + v[2] * c0.x;
-        let a1 = v[1] * c1.x - v[3] * c1.y;
-        let b1 = v[1] * c1.y + v[3] * c1.x;
+        // Each product rounded before the add, as the CPU (no fma contraction: mul_rn).
+        let a0 = mul_rn(v[0], c0.x) - mul_rn(v[2], c0.y);
+        let b0 = mul_rn(v[0], c0.y) + mul_rn(v[2], c0.x);
+        let a1 = mul_rn(v[1], c1.x) - mul_rn(v[3], c1.y);
+        let b1 = mul_rn(v[1], c1.y) + mul_rn(v[3], c1.x);
         v[0] = a0; v[2] = b0; v[1] = a1; v[3] = b1;
     }
     // Dimensions held: (d0, d0 + 1) and (d2, d2 + 1).
