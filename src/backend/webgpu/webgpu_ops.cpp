@@ -212,6 +212,15 @@ void WebGpuBackend::qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, con
     step_->dispatch(key, bufs, &p, sizeof p, ceil_div(lw.n_rows, rows), ceil_div(n_tok, tl.toks));
 }
 
+// Scores kept in attention.wgsl's workgroup memory: what is left of the device's workgroup storage
+// after the kernel's other arrays (9 KiB with WG = 256 and HD_MAX = 256), at most 2048.
+uint32_t WebGpuBackend::attention_score_slots() const {
+    const uint64_t storage = ctx_.limits().maxComputeWorkgroupStorageSize;
+    const uint64_t other   = 256 * 4 + 256 * 4 + 256 * 8 + 256 * 4 + 512 * 8;  // qh, probs, red_sum, red_max, pv_sum
+    const uint64_t slots   = storage > other ? (storage - other) / 4 / 256 * 256 : 0;
+    return static_cast<uint32_t>(std::clamp<uint64_t>(slots, 256, 2048));
+}
+
 void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & s,
                               int64_t pos0) {
     const int64_t n_tok = q.ne[1];
@@ -219,8 +228,8 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
     TERN_ASSERT(pos0 + n_tok <= kv.k.ne[1], "attention past the KV cache");
     TERN_ASSERT(s.n_head % s.n_head_kv == 0 && out.ne[0] == s.n_head * hd && q.ne[0] == s.n_head * hd,
                 "attention shapes");
-    if (hd > 256) {
-        fail(ErrorKind::unsupported, format("webgpu: head_dim %lld is above the attention kernel's 256",
+    if (hd > 256 || hd % 4 != 0) {
+        fail(ErrorKind::unsupported, format("webgpu: head_dim %lld; the attention kernel needs a multiple of 4 up to 256",
                                             static_cast<long long>(hd)),
              "use --backend cpu for this model");
     }
@@ -236,9 +245,10 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
         s.scale};
     const PipelineKey key{"attention",
                           "rrrwu",
-                          {{{"WG", 64},
+                          {{{"WG", 256},
                             {"K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0},
-                            {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0}}}};
+                            {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0},
+                            {"SC_MAX", static_cast<double>(attention_score_slots())}}}};
     const WGPUBuffer bufs[] = {gpu_buffer(q), gpu_buffer(kv.k), gpu_buffer(kv.v), gpu_buffer(out)};
     step_->dispatch(key, bufs, &p, sizeof p, u32(s.n_head), u32(n_tok));
 }

@@ -2,20 +2,27 @@
 // [0, pos0 + t], in the CPU reference's order of operations (CpuBackend::attention): scores
 // q·k (double-float) * scale, max, exp, sum (double-float), p = e * (1 / sum), p rounded to f16 when
 // V is f16, out = sum_p p v (double-float). q is rounded to f16 first when K is f16. Only exp differs
-// from the CPU's std::exp by an ulp here and there.
+// from the CPU's std::exp by an ulp here and there. Double-float sums carry ~48 bits, so the order
+// in which they are added does not change the f32 results (short of a 2^-48 knife edge), and the
+// kernel adds in whatever order is fastest.
 //
 //   q: [n_head hd, T] f32   k_cache, v_cache: [n_head_kv hd, n_ctx] f16 pairs or f32 (u32 words)
 //   out: [n_head hd, T] f32
 // Bindings: 0 q (read), 1 k_cache (read), 2 v_cache (read), 3 out (read_write), 4 params (uniform)
-// Dispatch: (n_head, T, 1). One workgroup per (head, token), three passes (max, sum, weighted sum).
-// Up to SC_MAX positions the scores, then exp(score - max), stay in workgroup memory; beyond that
-// they are recomputed in each pass, so any context length works. The last pass stages CHUNK
-// probabilities at a time. With f16 K (V) the products q·k (p·v) are exact in f32 (11-bit
-// significands), so only the f32 cache needs the error-free two_prod.
+// Dispatch: (n_head, T, 1). One workgroup per (head, token):
+//   scores: thread i takes positions i, i + WG, ...; each q·k runs as 4 interleaved double-float
+//     chains (dimensions d = 0, 1, 2, 3 mod 4) so that the adds overlap; max and sum are tree
+//     reductions; up to SC_MAX positions the scores, then exp(score - max), stay in workgroup
+//     memory; beyond that they are recomputed, so any context length works;
+//   P·V: thread (c, g) owns dimension pair c (one u32 of an f16 row, or two f32) for the positions
+//     of group g (GROUPS = WG / (head_dim / 2) groups, position p in group p % GROUPS), CHUNK
+//     probabilities staged at a time; the groups' double-float sums are combined at the end.
+// With f16 K (V) the products q·k (p·v) are exact in f32 (11-bit significands), so only the f32
+// cache needs the error-free two_prod.
 
 // #include "lib/numerics.wgsl"
 
-override WG: u32 = 64u;       // a power of two, >= head_dim / 4
+override WG: u32 = 256u;      // a power of two, >= head_dim / 2
 override K_F16: bool = true;
 override V_F16: bool = true;
 override CHUNK: u32 = 256u;
@@ -50,6 +57,7 @@ var<workgroup> probs: array<f32, CHUNK>;
 var<workgroup> sc: array<f32, SC_MAX>;  // scores, then exp(score - max), when n <= SC_MAX
 var<workgroup> red_sum: array<vec2<f32>, WG>;
 var<workgroup> red_max: array<f32, WG>;
+var<workgroup> pv_sum: array<vec2<f32>, WG * 2u>;  // [group][dimension pair][2]
 
 fn k_at(e: u32) -> f32 {
     if (K_F16) {
@@ -67,18 +75,21 @@ fn v_at(e: u32) -> f32 {
     return bitcast<f32>(v_cache[p.v_offset + e]);
 }
 
-// (float)(q · k[pos]) * scale, the dot in double-float.
+// (float)(q · k[pos]) * scale, the dot in double-float (four chains, combined in a fixed order).
 fn score(pos: u32, kv_base: u32) -> f32 {
-    var acc = vec2<f32>(0.0, 0.0);
-    let e0  = pos * p.n_embd_kv + kv_base;
-    for (var d = 0u; d < p.head_dim; d++) {
-        if (K_F16) {
-            acc = df_add_f(acc, qh[d] * k_at(e0 + d));  // exact product of two f16 values
-        } else {
-            acc = df_fma(acc, qh[d], k_at(e0 + d));
+    var acc: array<vec2<f32>, 4>;
+    let e0 = pos * p.n_embd_kv + kv_base;
+    for (var d = 0u; d < p.head_dim; d += 4u) {
+        for (var j = 0u; j < 4u; j++) {
+            if (K_F16) {
+                acc[j] = df_add_f(acc[j], qh[d + j] * k_at(e0 + d + j));  // exact product of two f16 values
+            } else {
+                acc[j] = df_fma(acc[j], qh[d + j], k_at(e0 + d + j));
+            }
         }
     }
-    return mul_rn(df_to_f32(acc), p.scale);  // not fused into score - max
+    let a = df_add(df_add(acc[0], acc[1]), df_add(acc[2], acc[3]));
+    return mul_rn(df_to_f32(a), p.scale);  // not fused into score - max
 }
 
 @compute @workgroup_size(WG)
@@ -98,7 +109,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 
     let cached = n <= SC_MAX;
 
-    // Pass 1: the largest score.
+    // The largest score.
     var m = bitcast<f32>(0xff7fffffu);
     var any = false;
     for (var i = lid; i < n; i += WG) {
@@ -115,7 +126,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     let mx = red_max[0];
 
-    // Pass 2: sum of exp(score - max) in double-float.
+    // Sum of exp(score - max) in double-float.
     var acc = vec2<f32>(0.0, 0.0);
     for (var i = lid; i < n; i += WG) {
         var sv: f32;
@@ -132,8 +143,14 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     let inv = df_recip(red_sum[0]);
 
-    // Pass 3: out[d] = sum_p prob(p) v[p][d]; thread lid owns dimensions lid, lid + WG, ... (<= 4).
-    var o: array<vec2<f32>, 4>;
+    // out[d] = sum_p prob(p) v[p][d]: thread (c, g) sums dimensions 2c, 2c + 1 over the positions
+    // p = g (mod groups) of each chunk.
+    let pairs  = hd / 2u;
+    let groups = WG / pairs;
+    let c      = lid % pairs;
+    let g      = lid / pairs;
+    var o0 = vec2<f32>(0.0, 0.0);
+    var o1 = vec2<f32>(0.0, 0.0);
     for (var c0 = 0u; c0 < n; c0 += CHUNK) {
         let c_n = min(CHUNK, n - c0);
         workgroupBarrier();
@@ -144,25 +161,33 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             probs[i] = select(pr, round_f16(pr), V_F16);
         }
         workgroupBarrier();
-        for (var k = 0u; k < 4u; k++) {
-            let d = lid + k * WG;
-            if (d < hd) {
-                var a = o[k];
-                for (var i = 0u; i < c_n; i++) {
-                    let v = v_at((c0 + i) * p.n_embd_kv + kv_base + d);
-                    if (V_F16) {
-                        a = df_add_f(a, probs[i] * v);  // exact: both are f16 values
-                    } else {
-                        a = df_fma(a, probs[i], v);
-                    }
+        if (g < groups) {
+            for (var i = g; i < c_n; i += groups) {
+                let pr = probs[i];
+                let e  = (c0 + i) * p.n_embd_kv + kv_base + 2u * c;
+                if (V_F16) {
+                    let vv = unpack2x16float(v_cache[(p.v_offset + e) / 2u]);
+                    o0 = df_add_f(o0, pr * vv.x);  // exact: both are f16 values
+                    o1 = df_add_f(o1, pr * vv.y);
+                } else {
+                    o0 = df_fma(o0, pr, bitcast<f32>(v_cache[p.v_offset + e]));
+                    o1 = df_fma(o1, pr, bitcast<f32>(v_cache[p.v_offset + e + 1u]));
                 }
-                o[k] = a;
             }
         }
     }
-    let oo = p.out_offset + t * p.out_stride + h * hd;
-    for (var k = 0u; k < 4u; k++) {
-        let d = lid + k * WG;
-        if (d < hd) { out[oo + d] = df_to_f32(o[k]); }
+    pv_sum[2u * lid]      = o0;
+    pv_sum[2u * lid + 1u] = o1;
+    workgroupBarrier();
+    if (lid < pairs) {
+        var a0 = pv_sum[2u * lid];
+        var a1 = pv_sum[2u * lid + 1u];
+        for (var k = 1u; k < groups; k++) {
+            a0 = df_add(a0, pv_sum[2u * (k * pairs + lid)]);
+            a1 = df_add(a1, pv_sum[2u * (k * pairs + lid) + 1u]);
+        }
+        let oo = p.out_offset + t * p.out_stride + h * hd;
+        out[oo + 2u * lid]      = df_to_f32(a0);
+        out[oo + 2u * lid + 1u] = df_to_f32(a1);
     }
 }
