@@ -55,6 +55,10 @@ WebGpuBackend::WebGpuBackend(const WebGpuOptions & options)
     : ctx_(device_options(options)), pipelines_(ctx_), step_(std::make_shared<StepEncoder>(ctx_, pipelines_)) {
     const char * no_dp4 = std::getenv("TERN_WEBGPU_NO_DP4");
     dot4_native_ = ctx_.features().dot4_i8_packed && !options.emulate_dot4 && !(no_dp4 && std::string_view(no_dp4) == "1");
+    // $TERN_WEBGPU_DF_GUARD=0 drops the guards of the error-free transformations (lib/numerics.wgsl),
+    // to measure what they cost; results may then differ from the CPU in the last bits.
+    const char * guard = std::getenv("TERN_WEBGPU_DF_GUARD");
+    if (guard && std::string_view(guard) == "0") pipelines_.set_constant("DF_GUARD", 0.0);
     const char * fuse = std::getenv("TERN_WEBGPU_FUSE");
     fuse_norms_ = !(fuse && std::string_view(fuse) == "0");
     probe_numerics();
@@ -120,6 +124,28 @@ void WebGpuBackend::probe_numerics() {
                   numerics_.fma_fused ? "fused" : "not fused", numerics_.div_ieee ? "IEEE" : "approximate",
                   numerics_.sqrt_ieee ? "IEEE" : "approximate", numerics_.contracts ? "contracted" : "not contracted",
                   numerics_.mul_rn_rounds ? "rounds" : "CONTRACTED", inexact, n);
+}
+
+std::vector<float> WebGpuBackend::numerics_check(std::span<const float> a, std::span<const float> b,
+                                                 std::span<const float> v, bool df_guard) {
+    const int64_t n = static_cast<int64_t>(a.size());
+    TERN_ASSERT(b.size() == a.size() && v.size() == a.size() * 32, "numerics_check sizes");
+    auto ta = alloc_tensor(*this, DType::f32, {n, 1, 1, 1}, "check a");
+    auto tb = alloc_tensor(*this, DType::f32, {n, 1, 1, 1}, "check b");
+    auto tv = alloc_tensor(*this, DType::f32, {32 * n, 1, 1, 1}, "check v");
+    auto to = alloc_tensor(*this, DType::f32, {8 * n, 1, 1, 1}, "check out");
+    write(ta.tensor, a.data(), a.size() * 4);
+    write(tb.tensor, b.data(), b.size() * 4);
+    write(tv.tensor, v.data(), v.size() * 4);
+    const uint32_t    params[1] = {static_cast<uint32_t>(n)};
+    const PipelineKey key{"numerics_check", "rrrwu", {{{"DF_GUARD", df_guard ? 1.0 : 0.0}}}};
+    const WGPUBuffer  bufs[] = {gpu_buffer(ta.tensor), gpu_buffer(tb.tensor), gpu_buffer(tv.tensor),
+                                gpu_buffer(to.tensor)};
+    step_->dispatch(key, bufs, params, sizeof params, static_cast<uint32_t>((n + 63) / 64));
+    step_->take_dispatch_count();
+    std::vector<float> out(static_cast<size_t>(8 * n));
+    read(to.tensor, out.data(), out.size() * 4);
+    return out;
 }
 
 WebGpuBackend::~WebGpuBackend() {

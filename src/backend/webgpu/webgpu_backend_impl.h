@@ -10,6 +10,8 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
+#include <vector>
 
 namespace tern {
 
@@ -119,6 +121,10 @@ public:
         int  probe_inexact = 0;      // probe inputs whose product is inexact (where the two differ)
     };
     const Numerics & numerics() const { return numerics_; }
+    // Runs numerics_check.wgsl (lib/numerics.wgsl's primitives; see the shader for the 8 outputs per
+    // element) with or without DF_GUARD, for tests that compare them with IEEE double on the host.
+    std::vector<float> numerics_check(std::span<const float> a, std::span<const float> b, std::span<const float> v,
+                                      bool df_guard);
 
 private:
     // Runs numerics_probe.wgsl and sets the FMA_FUSED override of every pipeline.

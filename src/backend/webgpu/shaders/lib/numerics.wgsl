@@ -18,6 +18,17 @@
 // StepEncoder::dispatch zero-fills each uniform slot past the host's Params.
 
 override FMA_FUSED: bool = true;
+// Error-free transformations only work if every operation rounds once, in the written order. A
+// compiler that simplifies (s - (s - a)) to a (GLSL needs `precise` for Kahan sums on some GPUs)
+// silently turns double-float into f32. With DF_GUARD the intermediate results of two_sum,
+// fast_two_sum and split pass through opq(), which the compiler cannot see through.
+override DF_GUARD: bool = true;
+
+// x, hidden from algebraic simplification (an XOR with p.rn_zero, a zero only known at run time).
+fn opq(x: f32) -> f32 {
+    if (!DF_GUARD) { return x; }
+    return bitcast<f32>(bitcast<u32>(x) ^ p.rn_zero);
+}
 
 // a * b rounded to f32 on its own, never fused into the addition that consumes it. The product's bits
 // are XORed with p.rn_zero, a zero the compiler cannot know (a uniform), so the rounded product has
@@ -48,9 +59,9 @@ fn sqrt_rn(x: f32) -> f32 {
 
 // Error-free sum: a + b = s + e exactly (Knuth's TwoSum, no branch).
 fn two_sum(a: f32, b: f32) -> vec2<f32> {
-    let s  = a + b;
-    let bb = s - a;
-    let e  = (a - (s - bb)) + (b - bb);
+    let s  = opq(a + b);
+    let bb = opq(s - a);
+    let e  = (a - opq(s - bb)) + (b - bb);
     return vec2<f32>(s, e);
 }
 
@@ -67,7 +78,7 @@ fn two_prod(a: f32, b: f32) -> vec2<f32> {
 // Veltkamp split of a into two halves of 12 significant bits each (a = hi + lo exactly).
 fn split(a: f32) -> vec2<f32> {
     let c  = mul_rn(4097.0, a);  // c - a must not become fma(4097, a, -a)
-    let hi = c - (c - a);
+    let hi = c - opq(c - a);
     return vec2<f32>(hi, a - hi);
 }
 
@@ -85,8 +96,8 @@ fn df_add(x: vec2<f32>, y: vec2<f32>) -> vec2<f32> {
 
 // Renormalization for |a| >= |b| (or a == 0).
 fn fast_two_sum(a: f32, b: f32) -> vec2<f32> {
-    let s = a + b;
-    return vec2<f32>(s, b - (s - a));
+    let s = opq(a + b);
+    return vec2<f32>(s, b - opq(s - a));
 }
 
 // x += a * b exactly up to double-float precision.
