@@ -248,7 +248,8 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
                           {{{"WG", 256},
                             {"K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0},
                             {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0},
-                            {"SC_MAX", static_cast<double>(attention_score_slots())}}}};
+                            {"SC_MAX", static_cast<double>(attention_score_slots())},
+                            {"HD", static_cast<double>(hd)}}}};
     const WGPUBuffer bufs[] = {gpu_buffer(q), gpu_buffer(kv.k), gpu_buffer(kv.v), gpu_buffer(out)};
     step_->dispatch(key, bufs, &p, sizeof p, u32(s.n_head), u32(n_tok));
 }

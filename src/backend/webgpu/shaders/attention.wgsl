@@ -27,6 +27,7 @@ override K_F16: bool = true;
 override V_F16: bool = true;
 override CHUNK: u32 = 256u;
 override HD_MAX: u32 = 256u;
+override HD: u32 = 128u;       // head_dim, a multiple of 4 up to HD_MAX
 override SC_MAX: u32 = 2048u;
 
 struct Params {
@@ -59,32 +60,29 @@ var<workgroup> red_sum: array<vec2<f32>, WG>;
 var<workgroup> red_max: array<f32, WG>;
 var<workgroup> pv_sum: array<vec2<f32>, WG * 2u>;  // [group][dimension pair][2]
 
-fn k_at(e: u32) -> f32 {
-    if (K_F16) {
-        let i = p.k_offset + e;
-        return unpack2x16float(k_cache[i / 2u])[i & 1u];
-    }
-    return bitcast<f32>(k_cache[p.k_offset + e]);
-}
-
-fn v_at(e: u32) -> f32 {
-    if (V_F16) {
-        let i = p.v_offset + e;
-        return unpack2x16float(v_cache[i / 2u])[i & 1u];
-    }
-    return bitcast<f32>(v_cache[p.v_offset + e]);
-}
-
 // (float)(q · k[pos]) * scale, the dot in double-float (four chains, combined in a fixed order).
+// The row is read in chunks of 32 words, all loads of a chunk issued before the sums (HD is a
+// pipeline constant, so the loops unroll and the words stay in registers).
 fn score(pos: u32, kv_base: u32) -> f32 {
     var acc: array<vec2<f32>, 4>;
-    let e0 = pos * p.n_embd_kv + kv_base;
-    for (var d = 0u; d < p.head_dim; d += 4u) {
-        for (var j = 0u; j < 4u; j++) {
-            if (K_F16) {
-                acc[j] = df_add_f(acc[j], qh[d + j] * k_at(e0 + d + j));  // exact product of two f16 values
-            } else {
-                acc[j] = df_fma(acc[j], qh[d + j], k_at(e0 + d + j));
+    let e0 = p.k_offset + pos * p.n_embd_kv + kv_base;  // element index of k[pos][0]
+    let n_words = select(HD, HD / 2u, K_F16);
+    for (var w0 = 0u; w0 < n_words; w0 += 32u) {
+        var kw: array<u32, 32>;
+        for (var w = 0u; w < 32u; w++) {
+            if (w0 + w < n_words) { kw[w] = k_cache[select(e0, e0 / 2u, K_F16) + w0 + w]; }
+        }
+        for (var w = 0u; w < 32u; w++) {
+            if (w0 + w < n_words) {
+                if (K_F16) {  // products of two f16 values: exact in f32
+                    let kk = unpack2x16float(kw[w]);
+                    let d  = 2u * (w0 + w);
+                    acc[d & 3u]        = df_add_f(acc[d & 3u], qh[d] * kk.x);
+                    acc[(d + 1u) & 3u] = df_add_f(acc[(d + 1u) & 3u], qh[d + 1u] * kk.y);
+                } else {
+                    let d = w0 + w;
+                    acc[d & 3u] = df_fma(acc[d & 3u], qh[d], bitcast<f32>(kw[w]));
+                }
             }
         }
     }
@@ -162,16 +160,33 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         }
         workgroupBarrier();
         if (g < groups) {
-            for (var i = g; i < c_n; i += groups) {
-                let pr = probs[i];
-                let e  = (c0 + i) * p.n_embd_kv + kv_base + 2u * c;
-                if (V_F16) {
-                    let vv = unpack2x16float(v_cache[(p.v_offset + e) / 2u]);
-                    o0 = df_add_f(o0, pr * vv.x);  // exact: both are f16 values
-                    o1 = df_add_f(o1, pr * vv.y);
-                } else {
-                    o0 = df_fma(o0, pr, bitcast<f32>(v_cache[p.v_offset + e]));
-                    o1 = df_fma(o1, pr, bitcast<f32>(v_cache[p.v_offset + e + 1u]));
+            // 8 positions at a time: their loads first, then the sums.
+            for (var i0 = g; i0 < c_n; i0 += 8u * groups) {
+                var vw: array<vec2<u32>, 8>;
+                for (var u = 0u; u < 8u; u++) {
+                    let i = i0 + u * groups;
+                    if (i < c_n) {
+                        let e = p.v_offset + (c0 + i) * p.n_embd_kv + kv_base + 2u * c;
+                        if (V_F16) {
+                            vw[u] = vec2<u32>(v_cache[e / 2u], 0u);
+                        } else {
+                            vw[u] = vec2<u32>(v_cache[e], v_cache[e + 1u]);
+                        }
+                    }
+                }
+                for (var u = 0u; u < 8u; u++) {
+                    let i = i0 + u * groups;
+                    if (i < c_n) {
+                        let pr = probs[i];
+                        if (V_F16) {
+                            let vv = unpack2x16float(vw[u].x);
+                            o0 = df_add_f(o0, pr * vv.x);  // exact: both are f16 values
+                            o1 = df_add_f(o1, pr * vv.y);
+                        } else {
+                            o0 = df_fma(o0, pr, bitcast<f32>(vw[u].x));
+                            o1 = df_fma(o1, pr, bitcast<f32>(vw[u].y));
+                        }
+                    }
                 }
             }
         }

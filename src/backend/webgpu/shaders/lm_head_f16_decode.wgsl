@@ -45,6 +45,17 @@ struct Params {
 var<workgroup> hs: array<vec4<f32>, K / 4u>;
 var<workgroup> red: array<vec2<f32>, 2048>;  // [team][row r][lane]
 
+// One step of a row's sum: acc + e.x * h.x + e.y * h.y.
+fn chain(acc: vec2<f32>, e: vec2<f32>, h: vec2<f32>, round_in: bool) -> vec2<f32> {
+    if (!EXACT) {
+        return vec2<f32>(fma(e.y, h.y, fma(e.x, h.x, acc.x)), 0.0);
+    }
+    if (round_in) {  // f16 x f16: every product is exact in f32
+        return df_add_f(df_add_f(acc, e.x * h.x), e.y * h.y);
+    }
+    return df_fma(df_fma(acc, e.x, h.x), e.y, h.y);
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let round_in = p.round_input != 0u;
@@ -67,53 +78,27 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let row = wid.x * 64u + r * 8u + team;
         if (row >= p.n_vocab) { continue; }
         let base = row * words;
-        var a = vec2<f32>(0.0, 0.0);
         // All of the lane's loads of the row first (up to 16 vec4 in flight per thread: the
-        // table streams at memory speed only with many bytes in flight), then the sums.
+        // table streams at memory speed only with many bytes in flight), then the sums, in four
+        // independent double-float chains (one per u32 of the vec4) so that the adds overlap.
         var wv: array<vec4<u32>, 16>;
         for (var v = 0u; v < PER_LANE; v++) {
             let i = lane + 32u * v;
             if (i < words) { wv[v] = head[base + i]; }
         }
+        var c = array<vec2<f32>, 4>();  // explicitly zero: a new sum per row
         for (var v = 0u; v < PER_LANE; v++) {
             let i = lane + 32u * v;
             if (i >= words) { break; }
             let w  = wv[v];
-            let e0 = unpack2x16float(w.x);
-            let e1 = unpack2x16float(w.y);
-            let e2 = unpack2x16float(w.z);
-            let e3 = unpack2x16float(w.w);
-            let ha = hs[2u * i];
-            let hb = hs[2u * i + 1u];
-            if (!EXACT) {
-                a.x = fma(e0.x, ha.x, a.x);
-                a.x = fma(e0.y, ha.y, a.x);
-                a.x = fma(e1.x, ha.z, a.x);
-                a.x = fma(e1.y, ha.w, a.x);
-                a.x = fma(e2.x, hb.x, a.x);
-                a.x = fma(e2.y, hb.y, a.x);
-                a.x = fma(e3.x, hb.z, a.x);
-                a.x = fma(e3.y, hb.w, a.x);
-            } else if (round_in) {  // f16 x f16: every product is exact in f32
-                a = df_add_f(a, e0.x * ha.x);
-                a = df_add_f(a, e0.y * ha.y);
-                a = df_add_f(a, e1.x * ha.z);
-                a = df_add_f(a, e1.y * ha.w);
-                a = df_add_f(a, e2.x * hb.x);
-                a = df_add_f(a, e2.y * hb.y);
-                a = df_add_f(a, e3.x * hb.z);
-                a = df_add_f(a, e3.y * hb.w);
-            } else {
-                a = df_fma(a, e0.x, ha.x);
-                a = df_fma(a, e0.y, ha.y);
-                a = df_fma(a, e1.x, ha.z);
-                a = df_fma(a, e1.y, ha.w);
-                a = df_fma(a, e2.x, hb.x);
-                a = df_fma(a, e2.y, hb.y);
-                a = df_fma(a, e3.x, hb.z);
-                a = df_fma(a, e3.y, hb.w);
-            }
+            let ha = hs[2u * i];       // h of the halves in w.x (xy) and w.y (zw)
+            let hb = hs[2u * i + 1u];  // h of the halves in w.z (xy) and w.w (zw)
+            c[0] = chain(c[0], unpack2x16float(w.x), ha.xy, round_in);
+            c[1] = chain(c[1], unpack2x16float(w.y), ha.zw, round_in);
+            c[2] = chain(c[2], unpack2x16float(w.z), hb.xy, round_in);
+            c[3] = chain(c[3], unpack2x16float(w.w), hb.zw, round_in);
         }
+        let a = df_add(df_add(c[0], c[1]), df_add(c[2], c[3]));
         acc[r] = a;
     }
     for (var r = 0u; r < 8u; r++) { red[(team * 8u + r) * 32u + lane] = acc[r]; }
