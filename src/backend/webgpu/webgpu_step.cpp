@@ -80,6 +80,13 @@ void StepEncoder::dispatch(const PipelineKey & key, std::span<const WGPUBuffer> 
         return env ? "," + std::string(env) + "," : std::string();
     }();
     if (!skip.empty() && skip.find("," + std::string(key.shader) + ",") != std::string::npos) return;
+    // $TERN_WEBGPU_REPEAT=shader,...: record those kernels' dispatches 5 times (a timing aid; results
+    // of accumulating kernels are wrong): a kernel's cost in the stream is the difference / 4.
+    static const std::string repeat = [] {
+        const char * env = std::getenv("TERN_WEBGPU_REPEAT");
+        return env ? "," + std::string(env) + "," : std::string();
+    }();
+    const int copies = !repeat.empty() && repeat.find("," + std::string(key.shader) + ",") != std::string::npos ? 5 : 1;
     if (n_slots_ == k_slots) flush();
 
     WGPUComputePipeline pipeline = pipelines_.pipeline(key);
@@ -115,7 +122,7 @@ void StepEncoder::dispatch(const PipelineKey & key, std::span<const WGPUBuffer> 
     const uint32_t offset = static_cast<uint32_t>(slot * k_slot_bytes);
     wgpu().wgpuComputePassEncoderSetPipeline(pass_, pipeline);
     wgpu().wgpuComputePassEncoderSetBindGroup(pass_, 0, it->second.get(), 1, &offset);
-    wgpu().wgpuComputePassEncoderDispatchWorkgroups(pass_, x, y, z);
+    for (int c = 0; c < copies; ++c) wgpu().wgpuComputePassEncoderDispatchWorkgroups(pass_, x, y, z);
     ++dispatches_;
     ++serial_;
     if (profile_) profile_wait(key.label());

@@ -64,7 +64,7 @@ var<workgroup> pv_sum: array<vec2<f32>, WG * 2u>;  // [group][dimension pair][2]
 // The row is read in chunks of 32 words, all loads of a chunk issued before the sums (HD is a
 // pipeline constant, so the loops unroll and the words stay in registers).
 fn score(pos: u32, kv_base: u32) -> f32 {
-    var acc: array<vec2<f32>, 4>;
+    var acc = array<vec2<f32>, 4>();
     let e0 = p.k_offset + pos * p.n_embd_kv + kv_base;  // element index of k[pos][0]
     let n_words = select(HD, HD / 2u, K_F16);
     for (var w0 = 0u; w0 < n_words; w0 += 32u) {

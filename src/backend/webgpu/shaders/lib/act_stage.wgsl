@@ -40,15 +40,17 @@ fn stage_activations(lid: u32) -> f32 {
             ws[k] = vec4<f32>(src_scale[n], src_scale[n + 1u], src_scale[n + 2u], src_scale[n + 3u]);
         }
     }
+    var ch = array<vec2<f32>, 4>();  // four independent chains (one per vec4 lane): the adds overlap
     for (var k = 0u; k < 8u; k++) {
         if (lid + k * WG < n_words) {
             let v = xs[k];
-            ss = df_add_f(ss, v.x * v.x);
-            ss = df_add_f(ss, v.y * v.y);
-            ss = df_add_f(ss, v.z * v.z);
-            ss = df_add_f(ss, v.w * v.w);
+            ch[0] = df_add_f(ch[0], mul_rn(v.x, v.x));
+            ch[1] = df_add_f(ch[1], mul_rn(v.y, v.y));
+            ch[2] = df_add_f(ch[2], mul_rn(v.z, v.z));
+            ch[3] = df_add_f(ch[3], mul_rn(v.w, v.w));  // squares rounded, as the CPU (not fused)
         }
     }
+    ss = df_add(df_add(ch[0], ch[1]), df_add(ch[2], ch[3]));
     stage_sum[lid] = ss;
     workgroupBarrier();
     for (var s = WG / 2u; s > 0u; s >>= 1u) {

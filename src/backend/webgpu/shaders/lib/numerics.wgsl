@@ -62,9 +62,10 @@ fn sqrt_rn(x: f32) -> f32 {
 
 // Error-free sum: a + b = s + e exactly (Knuth's TwoSum, no branch).
 fn two_sum(a: f32, b: f32) -> vec2<f32> {
+    // Two guards suffice: with s and bb opaque, neither s - bb nor b - bb can be simplified.
     let s  = opq(a + b);
     let bb = opq(s - a);
-    let e  = (a - opq(s - bb)) + (b - bb);
+    let e  = (a - (s - bb)) + (b - bb);
     return vec2<f32>(s, e);
 }
 
