@@ -243,9 +243,14 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
         u32(pos0),        u32(kv.k.ne[0]), gpu_offset(q, 4),      u32(q.ne[0]),
         gpu_offset(out, 4), u32(out.ne[0]), gpu_offset(kv.k, k_el), gpu_offset(kv.v, v_el),
         s.scale};
+    // $TERN_WEBGPU_ATTN_WG (64..256, a power of two >= head_dim / 2): a tuning aid.
+    static const double attn_wg = [] {
+        const char * env = std::getenv("TERN_WEBGPU_ATTN_WG");
+        return env ? std::clamp(std::atof(env), 64.0, 256.0) : 256.0;
+    }();
     const PipelineKey key{"attention",
                           "rrrwu",
-                          {{{"WG", 256},
+                          {{{"WG", std::max(attn_wg, static_cast<double>(hd / 2))},
                             {"K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0},
                             {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0},
                             {"SC_MAX", static_cast<double>(attention_score_slots())},
