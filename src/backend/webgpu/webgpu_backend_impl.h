@@ -174,7 +174,7 @@ private:
                             const Weight * norm, float eps, FfnActivation act);
     bool try_decode_qkv(const Tensor & q, const KvLayer & kv, const GpuLinear & w, const QuantizedActs & a,
                         const Tensor * x, const Weight * norm, float eps, const AttentionShape & shape, int64_t pos0);
-    uint32_t attention_score_slots() const;
+    uint32_t attention_score_slots(uint32_t tile_words) const;
     // The decode LM head (F16 table, one token); returns false when it does not apply.
     bool try_decode_head(const Tensor & logits, const GpuTable & head, const Tensor & h_or_x, const GpuNorm * norm,
                          float eps, bool round_input_f16);

@@ -213,11 +213,13 @@ void WebGpuBackend::qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, con
 }
 
 // Scores kept in attention.wgsl's workgroup memory: what is left of the device's workgroup storage
-// after the kernel's other arrays (9 KiB with WG = 256 and HD_MAX = 256), at most 2048.
-uint32_t WebGpuBackend::attention_score_slots() const {
+// after the kernel's other arrays (11 KiB with WG = 256 and HD_MAX = 256, plus the K tile), at
+// most 2048.
+uint32_t WebGpuBackend::attention_score_slots(uint32_t tile_words) const {
     const uint64_t storage = ctx_.limits().maxComputeWorkgroupStorageSize;
-    const uint64_t other   = 256 * 4 + 256 * 4 + 256 * 8 + 256 * 4 + 512 * 8;  // qh, probs, red_sum, red_max, pv_sum
-    const uint64_t slots   = storage > other ? (storage - other) / 4 / 256 * 256 : 0;
+    // qh, probs, red_sum, red_max, pv_sum, kpart, ktile
+    const uint64_t other = 256 * 4 + 256 * 4 + 256 * 8 + 256 * 4 + 512 * 8 + 256 * 8 + uint64_t{tile_words} * 4;
+    const uint64_t slots = storage > other ? (storage - other) / 4 / 256 * 256 : 0;
     return static_cast<uint32_t>(std::clamp<uint64_t>(slots, 256, 2048));
 }
 
@@ -248,13 +250,22 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
         const char * env = std::getenv("TERN_WEBGPU_ATTN_WG");
         return env ? std::clamp(std::atof(env), 64.0, 256.0) : 256.0;
     }();
+    // Tiled scores: S threads per position (a power of two), WPT >= 8 words each where possible.
+    const uint32_t wg = static_cast<uint32_t>(std::max(attn_wg, static_cast<double>(hd / 2)));
+    const uint32_t hw = static_cast<uint32_t>(kv.k.type == DType::f16 ? hd / 2 : hd);  // words per K row
+    uint32_t       ts = 1;
+    while (ts * 2 <= wg && hw % (ts * 2) == 0 && hw / (ts * 2) >= 8) ts *= 2;
+    const uint32_t tile = wg / ts * (hw + 1);
     const PipelineKey key{"attention",
                           "rrrwu",
-                          {{{"WG", std::max(attn_wg, static_cast<double>(hd / 2))},
+                          {{{"WG", static_cast<double>(wg)},
                             {"K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0},
                             {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0},
-                            {"SC_MAX", static_cast<double>(attention_score_slots())},
-                            {"HD", static_cast<double>(hd)}}}};
+                            {"SC_MAX", static_cast<double>(attention_score_slots(tile))},
+                            {"HD", static_cast<double>(hd)},
+                            {"S", static_cast<double>(ts)},
+                            {"WPT", static_cast<double>(hw / ts)},
+                            {"TILE", static_cast<double>(tile)}}}};
     const WGPUBuffer bufs[] = {gpu_buffer(q), gpu_buffer(kv.k), gpu_buffer(kv.v), gpu_buffer(out)};
     step_->dispatch(key, bufs, &p, sizeof p, u32(s.n_head), u32(n_tok));
 }

@@ -10,10 +10,11 @@
 //   out: [n_head hd, T] f32
 // Bindings: 0 q (read), 1 k_cache (read), 2 v_cache (read), 3 out (read_write), 4 params (uniform)
 // Dispatch: (n_head, T, 1). One workgroup per (head, token):
-//   scores: thread i takes positions i, i + WG, ...; each q·k runs as 4 interleaved double-float
-//     chains (dimensions d = 0, 1, 2, 3 mod 4) so that the adds overlap; max and sum are tree
-//     reductions; up to SC_MAX positions the scores, then exp(score - max), stay in workgroup
-//     memory; beyond that they are recomputed, so any context length works;
+//   scores: up to SC_MAX positions, in tiles of WG / S positions whose K rows are staged in
+//     workgroup memory (coalesced), S threads per position; the scores, then exp(score - max),
+//     stay in workgroup memory. Beyond SC_MAX positions thread i computes positions i, i + WG, ...
+//     itself (four double-float chains) in every pass, so any context length works. Max and sum
+//     are tree reductions;
 //   P·V: thread (c, g) owns dimension pair c (one u32 of an f16 row, or two f32) for the positions
 //     of group g (GROUPS = WG / (head_dim / 2) groups, position p in group p % GROUPS), CHUNK
 //     probabilities staged at a time; the groups' double-float sums are combined at the end.
@@ -28,6 +29,9 @@ override V_F16: bool = true;
 override CHUNK: u32 = 256u;
 override HD_MAX: u32 = 256u;
 override HD: u32 = 128u;       // head_dim, a multiple of 4 up to HD_MAX
+override S: u32 = 8u;          // threads per position in the tiled scores (a power of two dividing WG)
+override WPT: u32 = 8u;        // K words per thread: S * WPT = words per K row
+override TILE: u32 = 2080u;    // (WG / S) * (words per K row + 1)
 override SC_MAX: u32 = 2048u;
 
 struct Params {
@@ -59,6 +63,8 @@ var<workgroup> sc: array<f32, SC_MAX>;  // scores, then exp(score - max), when n
 var<workgroup> red_sum: array<vec2<f32>, WG>;
 var<workgroup> red_max: array<f32, WG>;
 var<workgroup> pv_sum: array<vec2<f32>, WG * 2u>;  // [group][dimension pair][2]
+var<workgroup> ktile: array<u32, TILE>;            // K rows of a tile of positions, padded
+var<workgroup> kpart: array<vec2<f32>, WG>;        // partial dots [position in tile][S]
 
 // (float)(q · k[pos]) * scale, the dot in double-float (four chains, combined in a fixed order).
 // The row is read in chunks of 32 words, all loads of a chunk issued before the sums (HD is a
@@ -107,14 +113,60 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 
     let cached = n <= SC_MAX;
 
-    // The largest score.
+    // The scores and the largest of them.
     var m = bitcast<f32>(0xff7fffffu);
     var any = false;
-    for (var i = lid; i < n; i += WG) {
-        let sv = score(i, kv_base);
-        if (cached) { sc[i] = sv; }
-        m = max(m, sv);
-        any = true;
+    if (cached) {
+        // Tiles of WG / S positions: their K rows staged in workgroup memory with coalesced loads
+        // (row r, word w at ktile[r * (hw + 1) + w]: the padding word keeps the S threads of a
+        // row and the rows of a warp on different banks), then S threads per position, WPT words
+        // each, in two double-float chains; the S partial sums are added in order.
+        let hw = select(HD, HD / 2u, K_F16);  // u32 words per K row
+        let kc = WG / S;
+        for (var c0 = 0u; c0 < n; c0 += kc) {
+            let cn = min(kc, n - c0);
+            workgroupBarrier();  // the previous tile is consumed
+            for (var i = lid; i < cn * hw; i += WG) {
+                let r  = i / hw;
+                let e0 = p.k_offset + (c0 + r) * p.n_embd_kv + kv_base;  // element index of k[c0 + r][0]
+                ktile[r * (hw + 1u) + i % hw] = k_cache[select(e0, e0 / 2u, K_F16) + i % hw];
+            }
+            workgroupBarrier();
+            let r  = lid / S;
+            let j  = lid % S;
+            var a0 = vec2<f32>(0.0, 0.0);
+            var a1 = vec2<f32>(0.0, 0.0);
+            if (r < cn) {
+                for (var w = 0u; w < WPT; w++) {
+                    let word = ktile[r * (hw + 1u) + j * WPT + w];
+                    if (K_F16) {  // products of two f16 values: exact in f32
+                        let kk = unpack2x16float(word);
+                        let d  = 2u * (j * WPT + w);
+                        a0 = df_add_f(a0, qh[d] * kk.x);
+                        a1 = df_add_f(a1, qh[d + 1u] * kk.y);
+                    } else if (w % 2u == 0u) {
+                        a0 = df_fma(a0, qh[j * WPT + w], bitcast<f32>(word));
+                    } else {
+                        a1 = df_fma(a1, qh[j * WPT + w], bitcast<f32>(word));
+                    }
+                }
+            }
+            kpart[lid] = df_add(a0, a1);
+            workgroupBarrier();
+            if (lid < cn) {
+                var a = kpart[lid * S];
+                for (var jj = 1u; jj < S; jj++) { a = df_add(a, kpart[lid * S + jj]); }
+                let sv = mul_rn(df_to_f32(a), p.scale);  // not fused into score - max
+                sc[c0 + lid] = sv;
+                m = max(m, sv);
+                any = true;
+            }
+        }
+    } else {
+        for (var i = lid; i < n; i += WG) {
+            m = max(m, score(i, kv_base));
+            any = true;
+        }
     }
     red_max[lid] = select(bitcast<f32>(0xff7fffffu), m, any);
     workgroupBarrier();
