@@ -372,34 +372,38 @@ TEST_P(BackendOps, NormQuantGateUpEmbedHeadArgmaxMatchReference) {
     }
 }
 
-// A context longer than the scores the WebGPU kernel keeps in workgroup memory (at most 2048):
-// the scores are recomputed in each pass. Random f16 / f32 caches, two queries at 2500 and 2501.
+// Longer contexts than the model tests use: 300 positions (the WebGPU kernel's per-thread scores,
+// kept in workgroup memory) and 2500 (more than it keeps: recomputed in each pass). Random f16 /
+// f32 caches, two queries at pos0 and pos0 + 1.
 TEST_P(BackendOps, AttentionOverALongCacheMatchesReference) {
-    Rand                 r(13);
-    const AttentionShape shape{4, 2, 64, 64, 10000.0f, 1.0f / 8.0f};
-    const int64_t        n_q = 4 * 64, n_kv = 2 * 64, n_ctx = 2502, T = 2, pos0 = 2500;
-    std::vector<float>   kc(static_cast<size_t>(n_kv * n_ctx)), vc(kc.size()), q(static_cast<size_t>(n_q * T));
-    for (auto & v : kc) v = r.normal(1.0f);
-    for (auto & v : vc) v = r.normal(1.0f);
-    for (auto & v : q) v = r.normal(0.5f);
-    for (DType cache : {DType::f16, DType::f32}) {
-        std::vector<uint8_t> kb(dtype_tensor_bytes(cache, n_kv, static_cast<int64_t>(kc.size()))), vb(kb.size());
-        quantize_row(cache, kc.data(), kb.data(), static_cast<int64_t>(kc.size()));
-        quantize_row(cache, vc.data(), vb.data(), static_cast<int64_t>(vc.size()));
-        std::vector<float> outs[2];
-        Backend *          bs[2] = {ref_.get(), be_.get()};
-        for (int i = 0; i < 2; ++i) {
-            auto kt = alloc_tensor(*bs[i], cache, {n_kv, n_ctx, 1, 1}, "k");
-            auto vt = alloc_tensor(*bs[i], cache, {n_kv, n_ctx, 1, 1}, "v");
-            auto qt = alloc_tensor(*bs[i], DType::f32, {n_q, T, 1, 1}, "q");
-            auto ot = alloc_tensor(*bs[i], DType::f32, {n_q, T, 1, 1}, "out");
-            bs[i]->write(kt.tensor, kb.data(), kb.size());
-            bs[i]->write(vt.tensor, vb.data(), vb.size());
-            bs[i]->write(qt.tensor, q.data(), q.size() * 4);
-            bs[i]->attention(ot.tensor, qt.tensor, {kt.tensor, vt.tensor}, shape, pos0);
-            outs[i] = read_f32(*bs[i], ot.tensor);
+    for (const int64_t pos0 : {300, 2500}) {
+        SCOPED_TRACE("pos0 " + std::to_string(pos0));
+        Rand                 r(13);
+        const AttentionShape shape{4, 2, 64, 64, 10000.0f, 1.0f / 8.0f};
+        const int64_t        n_q = 4 * 64, n_kv = 2 * 64, n_ctx = pos0 + 2, T = 2;
+        std::vector<float>   kc(static_cast<size_t>(n_kv * n_ctx)), vc(kc.size()), q(static_cast<size_t>(n_q * T));
+        for (auto & v : kc) v = r.normal(1.0f);
+        for (auto & v : vc) v = r.normal(1.0f);
+        for (auto & v : q) v = r.normal(0.5f);
+        for (DType cache : {DType::f16, DType::f32}) {
+            std::vector<uint8_t> kb(dtype_tensor_bytes(cache, n_kv, static_cast<int64_t>(kc.size()))), vb(kb.size());
+            quantize_row(cache, kc.data(), kb.data(), static_cast<int64_t>(kc.size()));
+            quantize_row(cache, vc.data(), vb.data(), static_cast<int64_t>(vc.size()));
+            std::vector<float> outs[2];
+            Backend *          bs[2] = {ref_.get(), be_.get()};
+            for (int i = 0; i < 2; ++i) {
+                auto kt = alloc_tensor(*bs[i], cache, {n_kv, n_ctx, 1, 1}, "k");
+                auto vt = alloc_tensor(*bs[i], cache, {n_kv, n_ctx, 1, 1}, "v");
+                auto qt = alloc_tensor(*bs[i], DType::f32, {n_q, T, 1, 1}, "q");
+                auto ot = alloc_tensor(*bs[i], DType::f32, {n_q, T, 1, 1}, "out");
+                bs[i]->write(kt.tensor, kb.data(), kb.size());
+                bs[i]->write(vt.tensor, vb.data(), vb.size());
+                bs[i]->write(qt.tensor, q.data(), q.size() * 4);
+                bs[i]->attention(ot.tensor, qt.tensor, {kt.tensor, vt.tensor}, shape, pos0);
+                outs[i] = read_f32(*bs[i], ot.tensor);
+            }
+            expect_close(outs[1], outs[0], tol_.attention, cache == DType::f16 ? "f16 cache" : "f32 cache");
         }
-        expect_close(outs[1], outs[0], tol_.attention, cache == DType::f16 ? "f16 cache" : "f32 cache");
     }
 }
 

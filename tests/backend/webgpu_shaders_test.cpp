@@ -68,7 +68,8 @@ TEST(WebGpuShaders, EveryEmbeddedShaderCompilesAndMakesAPipeline) {
         {"qkv_rope_nodp4", "rrrrwwwu"}, {"attention", "rrrwu"}, {"lm_head", "rrwu"}, {"lm_head_f16_decode", "rrrwwu"},
         {"argmax_partial", "rwu"},    {"argmax_final", "rwu"},  {"bitlinear_decode", "rrrwu"},
         {"bitlinear_decode_nodp4", "rrrwu"}, {"gate_up_decode", "rrrwu"}, {"gate_up_decode_nodp4", "rrrwu"},
-        {"qkv_rope_decode", "rrrrwwwu"}, {"qkv_rope_decode_nodp4", "rrrrwwwu"}, {"numerics_check", "rrrwu"}};
+        {"qkv_rope_decode", "rrrrwwwu"}, {"qkv_rope_decode_nodp4", "rrrrwwwu"}, {"numerics_check", "rrrwu"},
+        {"copy_bandwidth", "rwu"}};
     for (const auto & [name, sig] : signatures) {
         SCOPED_TRACE(name);
         EXPECT_NO_THROW(cache.pipeline(PipelineKey{name, sig, {}}));

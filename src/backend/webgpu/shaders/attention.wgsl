@@ -10,11 +10,12 @@
 //   out: [n_head hd, T] f32
 // Bindings: 0 q (read), 1 k_cache (read), 2 v_cache (read), 3 out (read_write), 4 params (uniform)
 // Dispatch: (n_head, T, 1). One workgroup per (head, token):
-//   scores: up to SC_MAX positions, in tiles of WG / S positions whose K rows are staged in
-//     workgroup memory (coalesced), S threads per position; the scores, then exp(score - max),
-//     stay in workgroup memory. Beyond SC_MAX positions thread i computes positions i, i + WG, ...
-//     itself (four double-float chains) in every pass, so any context length works. Max and sum
-//     are tree reductions;
+//   scores: below WG positions (decode), in tiles of WG / S positions whose K rows are staged in
+//     workgroup memory (coalesced), S threads per position; from WG positions on, thread i computes
+//     positions i, i + WG, ... itself (four double-float chains; every thread is busy). Up to
+//     SC_MAX positions the scores, then exp(score - max), stay in workgroup memory; beyond that
+//     they are recomputed in each pass, so any context length works. Max and sum are tree
+//     reductions;
 //   P·V: thread (c, g) owns dimension pair c (one u32 of an f16 row, or two f32) for the positions
 //     of group g (GROUPS = WG / (head_dim / 2) groups, position p in group p % GROUPS), CHUNK
 //     probabilities staged at a time; the groups' double-float sums are combined at the end.
@@ -116,7 +117,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     // The scores and the largest of them.
     var m = bitcast<f32>(0xff7fffffu);
     var any = false;
-    if (cached) {
+    if (cached && n < WG) {
+        // (Short contexts, decode: otherwise most threads would idle.)
         // Tiles of WG / S positions: their K rows staged in workgroup memory with coalesced loads
         // (row r, word w at ktile[r * (hw + 1) + w]: the padding word keeps the S threads of a
         // row and the rows of a warp on different banks), then S threads per position, WPT words
@@ -164,7 +166,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         }
     } else {
         for (var i = lid; i < n; i += WG) {
-            m = max(m, score(i, kv_base));
+            let sv = score(i, kv_base);
+            if (cached) { sc[i] = sv; }
+            m = max(m, sv);
             any = true;
         }
     }
