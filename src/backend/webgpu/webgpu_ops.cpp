@@ -245,17 +245,21 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
         u32(pos0),        u32(kv.k.ne[0]), gpu_offset(q, 4),      u32(q.ne[0]),
         gpu_offset(out, 4), u32(out.ne[0]), gpu_offset(kv.k, k_el), gpu_offset(kv.v, v_el),
         s.scale};
-    // $TERN_WEBGPU_ATTN_WG (64..256, a power of two >= head_dim / 2): a tuning aid.
-    static const double attn_wg = [] {
+    // 256 threads for one query (its tiled scores use them all), 128 for prompts (measured faster on
+    // an H100: more workgroups per SM). $TERN_WEBGPU_ATTN_WG (64..256, a power of two) overrides.
+    static const double attn_wg_env = [] {
         const char * env = std::getenv("TERN_WEBGPU_ATTN_WG");
-        return env ? std::clamp(std::atof(env), 64.0, 256.0) : 256.0;
+        return env ? std::clamp(std::atof(env), 64.0, 256.0) : 0.0;
     }();
+    const double attn_wg = attn_wg_env > 0 ? attn_wg_env : (n_tok == 1 ? 256.0 : 128.0);
     // Tiled scores: S threads per position (a power of two), WPT >= 8 words each where possible.
     const uint32_t wg = static_cast<uint32_t>(std::max(attn_wg, static_cast<double>(hd / 2)));
     const uint32_t hw = static_cast<uint32_t>(kv.k.type == DType::f16 ? hd / 2 : hd);  // words per K row
     uint32_t       ts = 1;
     while (ts * 2 <= wg && hw % (ts * 2) == 0 && hw / (ts * 2) >= 8) ts *= 2;
-    const uint32_t tile = wg / ts * (hw + 1);
+    // Tiles for one query (decode); prompts keep workgroup memory small (more workgroups per SM).
+    const bool     tiled = n_tok == 1;
+    const uint32_t tile  = tiled ? wg / ts * (hw + 1) : 1;
     const PipelineKey key{"attention",
                           "rrrwu",
                           {{{"WG", static_cast<double>(wg)},
@@ -265,7 +269,9 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
                             {"HD", static_cast<double>(hd)},
                             {"S", static_cast<double>(ts)},
                             {"WPT", static_cast<double>(hw / ts)},
-                            {"TILE", static_cast<double>(tile)}}}};
+                            {"TILE", static_cast<double>(tile)},
+                            {"TILED", tiled ? 1.0 : 0.0},
+                            {"KPART", tiled ? static_cast<double>(wg) : 1.0}}}};
     const WGPUBuffer bufs[] = {gpu_buffer(q), gpu_buffer(kv.k), gpu_buffer(kv.v), gpu_buffer(out)};
     step_->dispatch(key, bufs, &p, sizeof p, u32(s.n_head), u32(n_tok));
 }

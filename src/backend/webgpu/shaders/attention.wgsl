@@ -33,6 +33,8 @@ override HD: u32 = 128u;       // head_dim, a multiple of 4 up to HD_MAX
 override S: u32 = 8u;          // threads per position in the tiled scores (a power of two dividing WG)
 override WPT: u32 = 8u;        // K words per thread: S * WPT = words per K row
 override TILE: u32 = 2080u;    // (WG / S) * (words per K row + 1)
+override TILED: bool = true;   // the tiled scores exist (decode); off, the tile arrays shrink to 1
+override KPART: u32 = 256u;    // WG when TILED, else 1
 override SC_MAX: u32 = 2048u;
 
 struct Params {
@@ -65,7 +67,7 @@ var<workgroup> red_sum: array<vec2<f32>, WG>;
 var<workgroup> red_max: array<f32, WG>;
 var<workgroup> pv_sum: array<vec2<f32>, WG * 2u>;  // [group][dimension pair][2]
 var<workgroup> ktile: array<u32, TILE>;            // K rows of a tile of positions, padded
-var<workgroup> kpart: array<vec2<f32>, WG>;        // partial dots [position in tile][S]
+var<workgroup> kpart: array<vec2<f32>, KPART>;     // partial dots [position in tile][S]
 
 // (float)(q · k[pos]) * scale, the dot in double-float (four chains, combined in a fixed order).
 // The row is read in chunks of 32 words, all loads of a chunk issued before the sums (HD is a
@@ -117,7 +119,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     // The scores and the largest of them.
     var m = bitcast<f32>(0xff7fffffu);
     var any = false;
-    if (cached && n < WG) {
+    if (TILED && cached && n < WG) {
         // (Short contexts, decode: otherwise most threads would idle.)
         // Tiles of WG / S positions: their K rows staged in workgroup memory with coalesced loads
         // (row r, word w at ktile[r * (hw + 1) + w]: the padding word keeps the S threads of a
