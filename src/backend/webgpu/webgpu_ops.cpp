@@ -2,9 +2,10 @@
 // (shaders/<op>.wgsl) with a Params struct that mirrors the kernel's, field for field. Tensors are
 // passed as whole buffers plus element offsets, so views need no alignment beyond their element.
 //
-// Dispatches per decoded token for an L-layer model: 1 embed + 9 L (norm+quant, qkv+rope+kv,
-// attention, norm+quant, o-proj + residual, norm+quant, gate+up+act, norm+quant, down + residual)
-// + 1 final norm + 1 LM head + 2 argmax (partial, final) = 9 L + 5 (275 for 30 layers).
+// A decoded token takes the fused one-token kernels of webgpu_decode.cpp: 1 embed + 5 L (qkv+rope+kv,
+// attention, o-proj + residual, gate+up+act, down + residual, each matmul with its norm in the
+// prologue) + LM head (with the final norm and the first argmax stage) + argmax final = 5 L + 3
+// (153 for 30 layers). Prompts use the ops below one by one (norms as their own dispatches).
 #include "backend/webgpu/webgpu_backend_impl.h"
 
 #include "core/error.h"
