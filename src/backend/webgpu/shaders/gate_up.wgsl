@@ -85,14 +85,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             let as_ = act_scale[p.ascale_offset + tok0 + t];
             let g   = epilogue(r, o, t, as_);
             let u   = epilogue(ROWS + r, p.n_ff + o, t, as_);
-            var a: f32;
-            if (p.activation == 0u) {
-                let rg = select(0.0, g, g > 0.0);  // as the CPU: NaN and -0 give 0
-                a = rg * rg;
-            } else {
-                a = div_rn(g, 1.0 + exp_rn(-g));
-            }
-            f[p.f_offset + (tok0 + t) * p.f_stride + o] = a * u;
+            f[p.f_offset + (tok0 + t) * p.f_stride + o] = ffn_gate(g, u, p.activation);
         }
     }
 }

@@ -67,13 +67,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     if (lid < outs && o < p.n_ff) {
         let g = product(dot, o, as_);
         let u = product(up_dots[outs + lid], p.n_ff + o, as_);
-        var a: f32;
-        if (p.activation == 0u) {
-            let rg = select(0.0, g, g > 0.0);  // as the CPU: NaN and -0 give 0
-            a = rg * rg;
-        } else {
-            a = div_rn(g, 1.0 + exp_rn(-g));
-        }
-        f[p.f_offset + o] = a * u;
+        f[p.f_offset + o] = ffn_gate(g, u, p.activation);
     }
 }

@@ -220,14 +220,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 if (o >= p.n_out) { continue; }
                 let g = v[i * TN + j];
                 let u = v[(i + TM / 2u) * TN + j];
-                var a: f32;
-                if (p.last == 0u) {
-                    let rg = select(0.0, g, g > 0.0);  // as the CPU: NaN and -0 give 0
-                    a = rg * rg;
-                } else {
-                    a = div_rn(g, 1.0 + exp_rn(-g));
-                }
-                y[yt + o] = a * u;
+                y[yt + o] = ffn_gate(g, u, p.last);
             }
         } else {
             for (var i = 0u; i < TM; i++) {

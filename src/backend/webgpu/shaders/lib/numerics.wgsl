@@ -207,3 +207,16 @@ fn round_f16(f: f32) -> f32 {
 fn pack_f16x2(lo: f32, hi: f32) -> u32 {
     return f16_bits(lo) | (f16_bits(hi) << 16u);
 }
+
+// The FFN output act(g) * u of the gate_up kernels, as the CPU's gate_up: activation 0 is ReLU²
+// (NaN and -0 give 0), 1 is SiLU g / (1 + exp(-g)) with a correctly rounded exp and division.
+fn ffn_gate(g: f32, u: f32, activation: u32) -> f32 {
+    var a: f32;
+    if (activation == 0u) {
+        let rg = select(0.0, g, g > 0.0);
+        a = rg * rg;
+    } else {
+        a = div_rn(g, 1.0 + exp_rn(-g));
+    }
+    return a * u;
+}
