@@ -175,6 +175,13 @@ public:
         lm_head(logits, head, h, round_input_f16);
         if (ids.buffer != nullptr) argmax(ids, logits);
     }
+    // ids = argmax of the logits norm_lm_head would give, when nobody reads the logits (greedy
+    // decoding): `logits` and `h` are scratch. The WebGPU backend streams the head with f32 sums and
+    // recomputes exactly only the rows that can be the maximum, so the id is the exact head's.
+    virtual void norm_lm_head_argmax(const Tensor & ids, const Tensor & logits, const Weight & head, const Tensor & h,
+                                     const Tensor & x, const Weight & norm, float eps, bool round_input_f16) {
+        norm_lm_head(logits, head, h, x, norm, eps, round_input_f16, ids);
+    }
     virtual void end_step() = 0;    // submit recorded work; does not wait (optional for eager backends)
     virtual void synchronize() = 0; // wait for submitted work; rethrows device errors as Error(device)
 

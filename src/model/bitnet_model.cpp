@@ -187,17 +187,18 @@ ForwardBuffers BitnetModel::make_buffers(int64_t n_batch, int64_t n_logits) cons
 void BitnetModel::forward(ForwardBuffers & buf, const KvCache & kv, int64_t pos0, int64_t n_tokens, int64_t n_logits,
                           bool round_head_input_f16, bool want_argmax) const {
     run(buf, kv, pos0, n_tokens, n_logits, round_head_input_f16, view(buf.tokens, {n_tokens, 1, 1, 1}),
-        want_argmax ? view(buf.argmax, {n_logits, 1, 1, 1}) : Tensor{});
+        want_argmax ? view(buf.argmax, {n_logits, 1, 1, 1}) : Tensor{}, /*keep_logits=*/true);
 }
 
 void BitnetModel::forward_greedy(ForwardBuffers & buf, const KvCache & kv, int64_t pos, const Tensor & token_in,
                                  const Tensor & token_out, bool round_head_input_f16) const {
     TERN_ASSERT(token_in.ne[0] == 1 && token_out.ne[0] == 1 && token_out.buffer != nullptr, "greedy step views");
-    run(buf, kv, pos, 1, 1, round_head_input_f16, token_in, token_out);
+    run(buf, kv, pos, 1, 1, round_head_input_f16, token_in, token_out, /*keep_logits=*/false);
 }
 
 void BitnetModel::run(ForwardBuffers & buf, const KvCache & kv, int64_t pos0, int64_t n_tokens, int64_t n_logits,
-                      bool round_head_input_f16, const Tensor & tokens, const Tensor & argmax_out) const {
+                      bool round_head_input_f16, const Tensor & tokens, const Tensor & argmax_out,
+                      bool keep_logits) const {
     const ModelConfig & c = config_;
     TERN_ASSERT(n_tokens >= 1 && n_tokens <= buf.n_batch, "n_tokens %lld", static_cast<long long>(n_tokens));
     TERN_ASSERT(n_logits >= 0 && n_logits <= n_tokens && n_logits <= buf.n_logits, "n_logits %lld",
@@ -231,8 +232,12 @@ void BitnetModel::run(ForwardBuffers & buf, const KvCache & kv, int64_t pos0, in
         const Tensor x_last = x.columns(T - n_logits, n_logits);
         const Tensor h      = view(buf.h, {c.n_embd, n_logits, 1, 1});
         const Tensor logits = view(buf.logits, {c.n_vocab, n_logits, 1, 1});
-        be.norm_lm_head(logits, output_ ? *output_ : *token_embd_, h, x_last, *output_norm_, c.norm_eps,
-                        round_head_input_f16, argmax_out);
+        const Weight & head = output_ ? *output_ : *token_embd_;
+        if (keep_logits || argmax_out.buffer == nullptr) {
+            be.norm_lm_head(logits, head, h, x_last, *output_norm_, c.norm_eps, round_head_input_f16, argmax_out);
+        } else {
+            be.norm_lm_head_argmax(argmax_out, logits, head, h, x_last, *output_norm_, c.norm_eps, round_head_input_f16);
+        }
     }
     be.end_step();
 }

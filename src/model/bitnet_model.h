@@ -73,14 +73,16 @@ public:
 
     // One greedy decode step that never leaves the device: embeds the token id stored in `token_in`
     // ([1] i32, e.g. the previous step's argmax), runs position pos, and writes the argmax of the
-    // logits to `token_out` ([1] i32). A GPU backend records it without waiting for the host.
+    // logits to `token_out` ([1] i32). A GPU backend records it without waiting for the host. The
+    // logits themselves are not kept (the backend may compute only what the argmax needs).
     void forward_greedy(ForwardBuffers & buf, const KvCache & kv, int64_t pos, const Tensor & token_in,
                         const Tensor & token_out, bool round_head_input_f16) const;
 
 private:
     // The forward pass: tokens [n_tokens] i32 in; argmax_out ([n_logits] i32) written if it has a buffer.
+    // keep_logits = false: only argmax_out is wanted (norm_lm_head_argmax).
     void run(ForwardBuffers & buf, const KvCache & kv, int64_t pos0, int64_t n_tokens, int64_t n_logits,
-             bool round_head_input_f16, const Tensor & tokens, const Tensor & argmax_out) const;
+             bool round_head_input_f16, const Tensor & tokens, const Tensor & argmax_out, bool keep_logits) const;
 
     BitnetModel(ModelConfig config, Backend & backend) : config_(std::move(config)), backend_(backend) {}
 

@@ -505,6 +505,66 @@ TEST_P(BackendOps, FusedNormOpsMatchTheUnfusedReference) {
     }
 }
 
+// norm_lm_head_argmax (greedy decoding: only the id is kept) against the CPU's exact head + argmax:
+// random rows; rows equal to the winner but for one element nudged by one f16 step (near ties); an
+// exact tie (the lower index must win); and a table of 300 identical rows (every row a candidate of
+// the WebGPU kernel's exact recomputation, more than its list holds).
+TEST_P(BackendOps, GreedyHeadArgmaxMatchesTheExactHead) {
+    Rand          r(17);
+    const int64_t k = 256;
+    struct Case {
+        const char * name;
+        int64_t      n_vocab;
+        int          kind;  // 0 random, 1 near ties, 2 exact tie, 3 all rows equal
+    };
+    for (const Case cs : {Case{"random", 1000, 0}, Case{"near ties", 1000, 1}, Case{"exact tie", 700, 2},
+                          Case{"all equal", 300, 3}}) {
+        SCOPED_TRACE(cs.name);
+        const int64_t      nv = cs.n_vocab;
+        std::vector<float> table(static_cast<size_t>(k * nv)), x(k), nw(k);
+        for (auto & v : table) v = r.normal(0.05f);
+        for (auto & v : x) v = r.normal(1.5f);
+        for (auto & v : nw) v = 1.0f + r.normal(0.1f);
+        if (cs.kind == 1 || cs.kind == 2) {  // row 5 the clear winner, copied into rows 600..609, some nudged
+            for (int64_t c = 0; c < k; ++c) table[static_cast<size_t>(5 * k + c)] = x[c] * nw[c] > 0 ? 0.08f : -0.08f;
+            for (int64_t row = 600; row < 610; ++row) {
+                std::copy(table.begin() + 5 * k, table.begin() + 6 * k, table.begin() + row * k);
+                if (cs.kind == 1 && row % 2 == 0) table[static_cast<size_t>(row * k + row % k)] *= 1.001f;
+            }
+        }
+        if (cs.kind == 3) {
+            for (int64_t row = 1; row < nv; ++row) std::copy(table.begin(), table.begin() + k, table.begin() + row * k);
+        }
+        std::vector<uint8_t> tb(table.size() * 2), nb(k * 4);
+        quantize_row(DType::f16, table.data(), tb.data(), static_cast<int64_t>(table.size()));
+        std::memcpy(nb.data(), nw.data(), nb.size());
+        const WeightSource es{"e", DType::f16, {k, nv, 1, 1}, tb};
+        const WeightSource ns{"n", DType::f32, {k, 1, 1, 1}, nb};
+        int32_t            ids[2] = {-1, -1};
+        Backend *          bs[2]  = {ref_.get(), be_.get()};
+        for (int i = 0; i < 2; ++i) {
+            Backend & b  = *bs[i];
+            auto      we = b.load_embedding(es);
+            auto      wn = b.load_norm(ns);
+            auto      xt = alloc_tensor(b, DType::f32, {k, 1, 1, 1}, "x");
+            auto      h  = alloc_tensor(b, DType::f32, {k, 1, 1, 1}, "h");
+            auto      lg = alloc_tensor(b, DType::f32, {nv, 1, 1, 1}, "logits");
+            auto      am = alloc_tensor(b, DType::i32, {1, 1, 1, 1}, "id");
+            b.write(xt.tensor, x.data(), x.size() * 4);
+            b.begin_step();
+            if (i == 0) {
+                b.norm_lm_head(lg.tensor, *we, h.tensor, xt.tensor, *wn, 1e-5f, true, am.tensor);
+            } else {
+                b.norm_lm_head_argmax(am.tensor, lg.tensor, *we, h.tensor, xt.tensor, *wn, 1e-5f, true);
+            }
+            b.end_step();
+            b.read(am.tensor, &ids[i], 4);
+        }
+        EXPECT_EQ(ids[1], ids[0]);
+        if (cs.kind == 3) EXPECT_EQ(ids[0], 0) << "all rows equal: the lowest index";
+    }
+}
+
 // norm_qkv_rope_kv_append for decode steps after a prefill, against the CPU's unfused pair: head
 // dims 64 (partial rotary 32) and 128, GQA, both cache types, K = 2560 (8 lanes per row).
 TEST_P(BackendOps, FusedNormQkvRopeDecodeMatchesTheUnfusedReference) {

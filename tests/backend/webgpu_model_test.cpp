@@ -133,6 +133,31 @@ TEST(WebGpuModel, SynthTinyTq1Q8EmbeddingTokenByTokenMatchesCpu) {
     run_both(synth_model("tq1", DType::tq1_0, DType::q8_0), some_tokens(9, 256), {DType::f16, 1, 16});
 }
 
+// Greedy decoding with the token kept on the device (Session::decode_greedy): on WebGPU the LM head
+// then runs in its argmax-only form (f32 sums + exact recomputation of the candidate rows), and the
+// ids must be the CPU's, step for step.
+TEST(WebGpuModel, DeviceGreedyDecodingMatchesCpu) {
+    TERN_REQUIRE_WEBGPU();
+    const std::string path  = synth_model("i2s", DType::i2_s, DType::f16);
+    const GgufFile    file  = GgufFile::open(path);
+    auto              cpu   = make_cpu_backend({2});
+    auto              m_cpu = BitnetModel::load(file, *cpu);
+    auto              m_gpu = BitnetModel::load(file, *test::shared_webgpu().backend);
+    SessionOptions    so;
+    so.n_ctx = 80;
+    std::vector<int32_t> ids[2];
+    BitnetModel *        models[2] = {m_cpu.get(), m_gpu.get()};
+    for (int i = 0; i < 2; ++i) {
+        Session s(*models[i], so);
+        const auto prompt = some_tokens(11, 256);
+        s.eval(prompt);
+        const int32_t first = argmax(s.logits());
+        s.decode_greedy(first, 60, [&](int32_t id) { ids[i].push_back(id); return true; }, 16);
+    }
+    ASSERT_EQ(ids[0].size(), 60u);
+    EXPECT_EQ(ids[1], ids[0]);
+}
+
 class WebGpuHfParity : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(WebGpuHfParity, LogitsAndGreedyMatchCpu) {

@@ -102,6 +102,8 @@ public:
                                  int64_t pos0) override;
     void norm_lm_head(const Tensor & logits, const Weight & head, const Tensor & h, const Tensor & x,
                       const Weight & norm, float eps, bool round_input_f16, const Tensor & ids) override;
+    void norm_lm_head_argmax(const Tensor & ids, const Tensor & logits, const Weight & head, const Tensor & h,
+                             const Tensor & x, const Weight & norm, float eps, bool round_input_f16) override;
     void end_step() override { step_->flush(); }
     void synchronize() override;
     int64_t take_dispatch_count() override { return step_->take_dispatch_count(); }
@@ -176,8 +178,9 @@ private:
                         const Tensor * x, const Weight * norm, float eps, const AttentionShape & shape, int64_t pos0);
     uint32_t attention_score_slots(uint32_t tile_words) const;
     // The decode LM head (F16 table, one token); returns false when it does not apply.
+    // argmax_only: f32 sums + bounds for argmax_exact.wgsl (norm_lm_head_argmax), logits not exact.
     bool try_decode_head(const Tensor & logits, const GpuTable & head, const Tensor & h_or_x, const GpuNorm * norm,
-                         float eps, bool round_input_f16);
+                         float eps, bool round_input_f16, bool argmax_only);
 
     WgpuContext   ctx_;
     PipelineCache pipelines_;
@@ -197,6 +200,7 @@ private:
     std::map<std::pair<int64_t, float>, RopeTable> ropes_;
     std::unique_ptr<GpuBuffer>                     scratch_;  // input copy for an in-place rms_norm
     std::unique_ptr<GpuBuffer>                     argmax_partial_;  // argmax chunk winners [T][n_chunks]
+    std::unique_ptr<GpuBuffer>                     exact_partial_;   // argmax_exact.wgsl winners [groups]
     std::unique_ptr<GpuBuffer>                     qkv_scratch_;  // prefill [q; k; v] products [N, T] f32
 };
 

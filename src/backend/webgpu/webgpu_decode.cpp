@@ -178,7 +178,7 @@ void WebGpuBackend::norm_qkv_rope_kv_append(const Tensor & q, const KvLayer & kv
 }
 
 bool WebGpuBackend::try_decode_head(const Tensor & logits, const GpuTable & head, const Tensor & h_or_x,
-                                    const GpuNorm * norm, float eps, bool round_input_f16) {
+                                    const GpuNorm * norm, float eps, bool round_input_f16, bool argmax_only) {
     // One token and an F16 table whose row fits, with the reduction space, in workgroup memory.
     const uint64_t wg_storage = ctx_.limits().maxComputeWorkgroupStorageSize;
     static const bool generic_head = [] {  // $TERN_WEBGPU_HEAD=generic: always the general kernel
@@ -196,7 +196,8 @@ bool WebGpuBackend::try_decode_head(const Tensor & logits, const GpuTable & head
         return !(env && std::string_view(env) == "f32");
     }();
     const uint32_t n_chunks = static_cast<uint32_t>((head.n_rows + 63) / 64);
-    const size_t   bytes    = static_cast<size_t>(n_chunks) * 8;
+    // argmax_only: per-row bounds, then the blocks' lower bounds (lm_head_f16_decode.wgsl).
+    const size_t bytes = (static_cast<size_t>(n_chunks) + (argmax_only ? static_cast<size_t>(head.n_rows) : 0)) * 8;
     if (!argmax_partial_ || argmax_partial_->size_bytes() < bytes) {
         argmax_partial_ = make_buffer(bytes, nullptr, "argmax partials");
     }
@@ -210,12 +211,14 @@ bool WebGpuBackend::try_decode_head(const Tensor & logits, const GpuTable & head
                           "rrrwwu",
                           {{{"K", static_cast<double>(head.n_cols)},
                             {"EXACT", exact ? 1.0 : 0.0},
-                            {"NORM", norm ? 1.0 : 0.0}}}};
+                            {"NORM", norm ? 1.0 : 0.0},
+                            {"ARGMAX_ONLY", argmax_only ? 1.0 : 0.0}}}};
     const WGPUBuffer  bufs[] = {head.buffer->get(), gpu_buffer(h_or_x),
                                 norm ? norm->buffer->get() : gpu_buffer(h_or_x), gpu_buffer(logits),
                                 argmax_partial_->get()};
     step_->dispatch(key, bufs, &p, sizeof p, n_chunks);
-    head_partials_ = {gpu_buffer(logits), gpu_offset(logits, 4), n_chunks, step_->serial()};
+    head_partials_ = {};
+    if (!argmax_only) head_partials_ = {gpu_buffer(logits), gpu_offset(logits, 4), n_chunks, step_->serial()};
     return true;
 }
 
@@ -226,11 +229,61 @@ void WebGpuBackend::norm_lm_head(const Tensor & logits, const Weight & head, con
     TERN_ASSERT(e != nullptr && nw != nullptr, "LM head or norm was not loaded by the WebGPU backend");
     TERN_ASSERT(x.ne[0] == e->n_cols && nw->n_cols == x.ne[0] && logits.ne[0] == e->n_rows && logits.ne[1] == x.ne[1],
                 "norm_lm_head shapes");
-    if (fuse_norms_ && try_decode_head(logits, *e, x, nw, eps, round_input_f16)) {
+    if (fuse_norms_ && try_decode_head(logits, *e, x, nw, eps, round_input_f16, false)) {
         if (ids.buffer != nullptr) argmax(ids, logits);
         return;
     }
     Backend::norm_lm_head(logits, head, h, x, norm, eps, round_input_f16, ids);
+}
+
+void WebGpuBackend::norm_lm_head_argmax(const Tensor & ids, const Tensor & logits, const Weight & head, const Tensor & h,
+                                        const Tensor & x, const Weight & norm, float eps, bool round_input_f16) {
+    const auto * e  = dynamic_cast<const GpuTable *>(&head);
+    const auto * nw = dynamic_cast<const GpuNorm *>(&norm);
+    TERN_ASSERT(e != nullptr && nw != nullptr, "LM head or norm was not loaded by the WebGPU backend");
+    TERN_ASSERT(x.ne[0] == e->n_cols && nw->n_cols == x.ne[0] && logits.ne[0] == e->n_rows && x.ne[1] == 1 &&
+                    ids.ne[0] == 1,
+                "norm_lm_head_argmax shapes");
+    // $TERN_WEBGPU_GREEDY_HEAD=exact: the exact head for greedy decoding too (to compare speeds).
+    static const bool exact_head = [] {
+        const char * env = std::getenv("TERN_WEBGPU_GREEDY_HEAD");
+        return env && std::string_view(env) == "exact";
+    }();
+    const uint64_t wg_storage = ctx_.limits().maxComputeWorkgroupStorageSize;
+    const bool     fits = static_cast<uint64_t>(e->n_cols) * 4 + 8192 <= wg_storage;
+    if (exact_head || !fuse_norms_ || !fits || !try_decode_head(logits, *e, x, nw, eps, round_input_f16, true)) {
+        Backend::norm_lm_head_argmax(ids, logits, head, h, x, norm, eps, round_input_f16);
+        return;
+    }
+    // The rows that can hold the maximum, recomputed exactly by argmax_exact.wgsl, then the best.
+    constexpr uint32_t k_groups = 64;
+    const uint32_t     n_chunks = static_cast<uint32_t>((e->n_rows + 63) / 64);
+    const uint32_t     groups   = std::min<uint32_t>(k_groups, n_chunks);
+    if (!exact_partial_ || exact_partial_->size_bytes() < groups * 8) {
+        exact_partial_ = make_buffer(groups * 8, nullptr, "exact argmax partials");
+    }
+    struct {
+        uint32_t n_vocab, x_offset, logits_offset, round_input, k;
+        float    eps;
+        uint32_t n_chunks, rows_per_group;
+    } p{static_cast<uint32_t>(e->n_rows),
+        gpu_offset(x, 4),
+        gpu_offset(logits, 4),
+        round_input_f16 ? 1u : 0u,
+        static_cast<uint32_t>(e->n_cols),
+        eps,
+        n_chunks,
+        static_cast<uint32_t>((e->n_rows + groups - 1) / groups)};
+    const PipelineKey key{"argmax_exact", "rrrrrwu", {{{"K", static_cast<double>(e->n_cols)}, {"NORM", 1.0}}}};
+    const WGPUBuffer  bufs[] = {e->buffer->get(), gpu_buffer(x), nw->buffer->get(), gpu_buffer(logits),
+                                argmax_partial_->get(), exact_partial_->get()};
+    step_->dispatch(key, bufs, &p, sizeof p, groups);
+    struct {
+        uint32_t n_chunks, ids_offset;
+    } pf{groups, gpu_offset(ids, 4)};
+    const PipelineKey key_final{"argmax_final", "rwu", {{{"WG", 256}}}};
+    const WGPUBuffer  bufs_final[] = {exact_partial_->get(), gpu_buffer(ids)};
+    step_->dispatch(key_final, bufs_final, &pf, sizeof pf, 1);
 }
 
 }  // namespace tern

@@ -21,6 +21,11 @@
 override K: u32 = 2560u;     // elements per row (n_embd)
 override EXACT: bool = true;  // double-float sums (= the CPU's double sum); false: f32 fma sums
 override NORM: bool = false;  // h = rms_norm(x) * nw first
+// ARGMAX_ONLY (greedy decoding, the logits are not read): f32 fma sums plus, per row, a bound B on
+// their distance to the exact logit; partial[row] = (bits(B), 0) for rows < n_vocab and the block's
+// max of (logit - B) at partial[n_vocab + block]. argmax_exact.wgsl then recomputes exactly the
+// few rows that can be the maximum. (EXACT is ignored.)
+override ARGMAX_ONLY: bool = false;
 override PER_LANE: u32 = (K / 8u + 31u) / 32u;  // vec4 loads per lane per row (K <= 4096: <= 16)
 override WG: u32 = 256u;      // fixed (lib/inv_rms.wgsl and lib/best_index.wgsl size their arrays by it)
 
@@ -47,6 +52,9 @@ var<workgroup> red: array<vec2<f32>, 2048>;  // [team][row r][lane]
 
 // One step of a row's sum: acc + e.x * h.x + e.y * h.y.
 fn chain(acc: vec2<f32>, e: vec2<f32>, h: vec2<f32>, round_in: bool) -> vec2<f32> {
+    if (ARGMAX_ONLY) {  // (sum, sum of |products|)
+        return vec2<f32>(fma(e.y, h.y, fma(e.x, h.x, acc.x)), fma(abs(e.y), abs(h.y), fma(abs(e.x), abs(h.x), acc.y)));
+    }
     if (!EXACT) {
         return vec2<f32>(fma(e.y, h.y, fma(e.x, h.x, acc.x)), 0.0);
     }
@@ -98,8 +106,11 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             c[2] = chain(c[2], unpack2x16float(w.z), hb.xy, round_in);
             c[3] = chain(c[3], unpack2x16float(w.w), hb.zw, round_in);
         }
-        let a = df_add(df_add(c[0], c[1]), df_add(c[2], c[3]));
-        acc[r] = a;
+        if (ARGMAX_ONLY) {
+            acc[r] = (c[0] + c[1]) + (c[2] + c[3]);
+        } else {
+            acc[r] = df_add(df_add(c[0], c[1]), df_add(c[2], c[3]));
+        }
     }
     for (var r = 0u; r < 8u; r++) { red[(team * 8u + r) * 32u + lane] = acc[r]; }
     workgroupBarrier();
@@ -107,7 +118,11 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         if (lane < s) {
             for (var r = 0u; r < 8u; r++) {
                 let i = (team * 8u + r) * 32u + lane;
-                red[i] = df_add(red[i], red[i + s]);
+                if (ARGMAX_ONLY) {
+                    red[i] = red[i] + red[i + s];
+                } else {
+                    red[i] = df_add(red[i], red[i + s]);
+                }
             }
         }
         workgroupBarrier();
@@ -117,11 +132,24 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     if (lane < 8u) {
         let row = wid.x * 64u + lane * 8u + team;
         if (row < p.n_vocab) {
-            bv = df_to_f32(red[(team * 8u + lane) * 32u]);
+            let rv = red[(team * 8u + lane) * 32u];
+            if (ARGMAX_ONLY) {
+                // Every f32 sum of K exact products (any order) is within K u sum|p| of the exact
+                // sum, which is within u |sum| of the rounded exact logit: (K + 2) u sum|p|, with
+                // 10% to spare for the f32 sum of |p| itself.
+                let b = 1.1 * f32(K + 2u) * 5.9604645e-8 * rv.y;
+                partial[p.partial_offset + row] = vec2<u32>(bitcast<u32>(b), 0u);
+                bv = rv.x - b;
+                logits[p.out_offset + row] = rv.x;
+            } else {
+                bv = df_to_f32(rv);
+                logits[p.out_offset + row] = bv;
+            }
             bi = row;
-            logits[p.out_offset + row] = bv;
         }
     }
     let best = best_index(lid, bv, bi);
-    if (lid == 0u) { partial[p.partial_offset + wid.x] = best; }
+    if (lid == 0u) {
+        partial[p.partial_offset + select(0u, p.n_vocab, ARGMAX_ONLY) + wid.x] = best;
+    }
 }

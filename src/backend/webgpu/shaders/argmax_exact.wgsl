@@ -1,0 +1,141 @@
+// argmax_exact: the exact argmax of the LM head from its fast form (lm_head_f16_decode.wgsl with
+// ARGMAX_ONLY): every row's f32 logit f and bound B (|f - exact| <= B) are there, and the largest
+// lower bound T = max (f - B). Only rows with f + B >= T can hold the maximum; this kernel
+// recomputes those rows exactly (double-float sums, as the exact LM head) and keeps the best
+// (largest value, lowest index). So greedy decoding picks the same token as the exact head, while
+// the 657 MB table is streamed with plain f32 arithmetic.
+//
+//   head: [K, n_vocab] f16 as vec4<u32>   x: [K] f32 (h itself when NORM = false)   nw: [K] f32
+//   logits: [n_vocab] f32 (the fast sums)   aux: [n_vocab] (bits(B), 0), then [n_chunks] (bits(max of
+//   f - B over a 64-row block), index)   out: [n_groups] (value bits, index) for argmax_final.wgsl
+// Bindings: 0 head, 1 x, 2 nw, 3 logits, 4 aux (read); 5 out (read_write); 6 params (uniform)
+// Dispatch: (n_groups, 1, 1). Workgroup g scans rows [g rows_per_group, (g + 1) rows_per_group):
+// candidates go to a list in workgroup memory; then, if there are any, it stages h and computes
+// each candidate's dot with all its threads. With more than 256 candidates in a group (a
+// degenerate table, e.g. all rows equal) it recomputes every row of the group: slow, still exact.
+
+// #include "lib/numerics.wgsl"
+// #include "lib/inv_rms.wgsl"
+// #include "lib/best_index.wgsl"
+
+override K: u32 = 2560u;      // elements per row, a multiple of 8
+override NORM: bool = false;  // h = rms_norm(x) * nw first
+override WG: u32 = 256u;      // a power of two
+
+struct Params {
+    n_vocab: u32,
+    x_offset: u32,        // f32 index of x[0]
+    logits_offset: u32,   // f32 index of logits[0]
+    round_input: u32,     // 1: round h to f16 first
+    k: u32,               // = K (for lib/inv_rms.wgsl)
+    eps: f32,             // NORM only
+    n_chunks: u32,        // 64-row blocks of the head
+    rows_per_group: u32,
+    rn_zero: u32,         // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
+}
+
+@group(0) @binding(0) var<storage, read> head: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> nw: array<f32>;
+@group(0) @binding(3) var<storage, read> logits: array<f32>;
+@group(0) @binding(4) var<storage, read> aux: array<vec2<u32>>;
+@group(0) @binding(5) var<storage, read_write> out: array<vec2<u32>>;
+@group(0) @binding(6) var<uniform> p: Params;
+
+var<workgroup> hs: array<vec4<f32>, K / 4u>;
+var<workgroup> cand: array<u32, 256>;
+var<workgroup> n_cand: atomic<u32>;
+var<workgroup> n_cand_plain: u32;
+var<workgroup> tmax: array<f32, WG>;
+var<workgroup> dsum: array<vec2<f32>, WG>;
+
+// acc + e.x h.x + e.y h.y in double-float.
+fn exact_pair(acc: vec2<f32>, e: vec2<f32>, h: vec2<f32>, round_in: bool) -> vec2<f32> {
+    if (round_in) {  // f16 x f16: exact products
+        return df_add_f(df_add_f(acc, e.x * h.x), e.y * h.y);
+    }
+    return df_fma(df_fma(acc, e.x, h.x), e.y, h.y);
+}
+
+// The exact logit of `row` (all invocations call it: it has barriers).
+fn exact_row(lid: u32, row: u32, round_in: bool) -> f32 {
+    let words = K / 8u;
+    var a = vec2<f32>(0.0, 0.0);
+    for (var i = lid; i < words; i += WG) {
+        let w  = head[row * words + i];
+        let ha = hs[2u * i];
+        let hb = hs[2u * i + 1u];
+        a = exact_pair(a, unpack2x16float(w.x), ha.xy, round_in);
+        a = exact_pair(a, unpack2x16float(w.y), ha.zw, round_in);
+        a = exact_pair(a, unpack2x16float(w.z), hb.xy, round_in);
+        a = exact_pair(a, unpack2x16float(w.w), hb.zw, round_in);
+    }
+    dsum[lid] = a;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (lid < s) { dsum[lid] = df_add(dsum[lid], dsum[lid + s]); }
+        workgroupBarrier();
+    }
+    let v = df_to_f32(dsum[0]);
+    workgroupBarrier();  // dsum is reused by the next row
+    return v;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    // T: the largest lower bound over all blocks.
+    var t = bitcast<f32>(0xff7fffffu);
+    for (var c = lid; c < p.n_chunks; c += WG) {
+        let e = aux[p.n_vocab + c];
+        if (e.y != 0xffffffffu) { t = max(t, bitcast<f32>(e.x)); }
+    }
+    tmax[lid] = t;
+    if (lid == 0u) { atomicStore(&n_cand, 0u); }
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (lid < s) { tmax[lid] = max(tmax[lid], tmax[lid + s]); }
+        workgroupBarrier();
+    }
+    let th = tmax[0];
+
+    // Candidates of this group's rows.
+    let r0 = wid.x * p.rows_per_group;
+    let r1 = min(r0 + p.rows_per_group, p.n_vocab);
+    for (var r = r0 + lid; r < r1; r += WG) {
+        if (logits[p.logits_offset + r] + bitcast<f32>(aux[r].x) >= th) {
+            let slot = atomicAdd(&n_cand, 1u);
+            if (slot < 256u) { cand[slot] = r; }
+        }
+    }
+    workgroupBarrier();
+    if (lid == 0u) { n_cand_plain = atomicLoad(&n_cand); }
+    let nc = workgroupUniformLoad(&n_cand_plain);
+
+    var bv = 0.0;
+    var bi = 0xffffffffu;
+    if (nc > 0u) {
+        let round_in = p.round_input != 0u;
+        var inv = 1.0;
+        if (NORM) { inv = inv_rms(lid, p.x_offset); }  // as the CPU, bit for bit
+        for (var i = lid; i < K / 4u; i += WG) {
+            let o = p.x_offset + 4u * i;
+            var v = vec4<f32>(x[o], x[o + 1u], x[o + 2u], x[o + 3u]);
+            if (NORM) { v = (v * inv) * vec4<f32>(nw[4u * i], nw[4u * i + 1u], nw[4u * i + 2u], nw[4u * i + 3u]); }
+            if (round_in) { v = vec4<f32>(round_f16(v.x), round_f16(v.y), round_f16(v.z), round_f16(v.w)); }
+            hs[i] = v;
+        }
+        workgroupBarrier();
+        let listed = nc <= 256u;
+        let n_rows = select(r1 - r0, nc, listed);
+        for (var j = 0u; j < n_rows; j++) {
+            var row = r0 + j;
+            if (listed) { row = cand[j]; }
+            let v = exact_row(lid, row, round_in);
+            if (beats(v, row, bv, bi)) {
+                bv = v;
+                bi = row;
+            }
+        }
+    }
+    if (lid == 0u) { out[wid.x] = vec2<u32>(bitcast<u32>(bv), bi); }
+}
