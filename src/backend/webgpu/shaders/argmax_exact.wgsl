@@ -17,6 +17,7 @@
 // #include "lib/numerics.wgsl"
 // #include "lib/inv_rms.wgsl"
 // #include "lib/best_index.wgsl"
+// #include "lib/head_input.wgsl"
 
 override K: u32 = 2560u;      // elements per row, a multiple of 8
 override NORM: bool = false;  // h = rms_norm(x) * nw first
@@ -42,20 +43,11 @@ struct Params {
 @group(0) @binding(5) var<storage, read_write> out: array<vec2<u32>>;
 @group(0) @binding(6) var<uniform> p: Params;
 
-var<workgroup> hs: array<vec4<f32>, K / 4u>;
 var<workgroup> cand: array<u32, 256>;
 var<workgroup> n_cand: atomic<u32>;
 var<workgroup> n_cand_plain: u32;
 var<workgroup> tmax: array<f32, WG>;
 var<workgroup> dsum: array<vec2<f32>, WG>;
-
-// acc + e.x h.x + e.y h.y in double-float.
-fn exact_pair(acc: vec2<f32>, e: vec2<f32>, h: vec2<f32>, round_in: bool) -> vec2<f32> {
-    if (round_in) {  // f16 x f16: exact products
-        return df_add_f(df_add_f(acc, e.x * h.x), e.y * h.y);
-    }
-    return df_fma(df_fma(acc, e.x, h.x), e.y, h.y);
-}
 
 // The exact logit of `row` (all invocations call it: it has barriers).
 fn exact_row(lid: u32, row: u32, round_in: bool) -> f32 {
@@ -65,10 +57,10 @@ fn exact_row(lid: u32, row: u32, round_in: bool) -> f32 {
         let w  = head[row * words + i];
         let ha = hs[2u * i];
         let hb = hs[2u * i + 1u];
-        a = exact_pair(a, unpack2x16float(w.x), ha.xy, round_in);
-        a = exact_pair(a, unpack2x16float(w.y), ha.zw, round_in);
-        a = exact_pair(a, unpack2x16float(w.z), hb.xy, round_in);
-        a = exact_pair(a, unpack2x16float(w.w), hb.zw, round_in);
+        a = head_pair_exact(a, unpack2x16float(w.x), ha.xy, round_in);
+        a = head_pair_exact(a, unpack2x16float(w.y), ha.zw, round_in);
+        a = head_pair_exact(a, unpack2x16float(w.z), hb.xy, round_in);
+        a = head_pair_exact(a, unpack2x16float(w.w), hb.zw, round_in);
     }
     dsum[lid] = a;
     workgroupBarrier();
@@ -115,16 +107,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     var bi = 0xffffffffu;
     if (nc > 0u) {
         let round_in = p.round_input != 0u;
-        var inv = 1.0;
-        if (NORM) { inv = inv_rms(lid, p.x_offset); }  // as the CPU, bit for bit
-        for (var i = lid; i < K / 4u; i += WG) {
-            let o = p.x_offset + 4u * i;
-            var v = vec4<f32>(x[o], x[o + 1u], x[o + 2u], x[o + 3u]);
-            if (NORM) { v = (v * inv) * vec4<f32>(nw[4u * i], nw[4u * i + 1u], nw[4u * i + 2u], nw[4u * i + 3u]); }
-            if (round_in) { v = vec4<f32>(round_f16(v.x), round_f16(v.y), round_f16(v.z), round_f16(v.w)); }
-            hs[i] = v;
-        }
-        workgroupBarrier();
+        stage_head_input(lid);
         let listed = nc <= 256u;
         let n_rows = select(r1 - r0, nc, listed);
         for (var j = 0u; j < n_rows; j++) {

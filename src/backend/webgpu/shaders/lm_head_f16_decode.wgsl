@@ -17,6 +17,7 @@
 // #include "lib/numerics.wgsl"
 // #include "lib/inv_rms.wgsl"
 // #include "lib/best_index.wgsl"
+// #include "lib/head_input.wgsl"
 
 override K: u32 = 2560u;     // elements per row (n_embd)
 override EXACT: bool = true;  // double-float sums (= the CPU's double sum); false: f32 fma sums
@@ -47,7 +48,6 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> partial: array<vec2<u32>>;
 @group(0) @binding(5) var<uniform> p: Params;
 
-var<workgroup> hs: array<vec4<f32>, K / 4u>;
 var<workgroup> red: array<vec2<f32>, 2048>;  // [team][row r][lane]
 
 // One step of a row's sum: acc + e.x * h.x + e.y * h.y.
@@ -58,25 +58,13 @@ fn chain(acc: vec2<f32>, e: vec2<f32>, h: vec2<f32>, round_in: bool) -> vec2<f32
     if (!EXACT) {
         return vec2<f32>(fma(e.y, h.y, fma(e.x, h.x, acc.x)), 0.0);
     }
-    if (round_in) {  // f16 x f16: every product is exact in f32
-        return df_add_f(df_add_f(acc, e.x * h.x), e.y * h.y);
-    }
-    return df_fma(df_fma(acc, e.x, h.x), e.y, h.y);
+    return head_pair_exact(acc, e, h, round_in);
 }
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let round_in = p.round_input != 0u;
-    var inv = 1.0;
-    if (NORM) { inv = inv_rms(lid, p.x_offset); }  // as the CPU, bit for bit (every invocation calls it)
-    for (var i = lid; i < K / 4u; i += 256u) {
-        let o = p.x_offset + 4u * i;
-        var v = vec4<f32>(x[o], x[o + 1u], x[o + 2u], x[o + 3u]);
-        if (NORM) { v = (v * inv) * vec4<f32>(nw[4u * i], nw[4u * i + 1u], nw[4u * i + 2u], nw[4u * i + 3u]); }
-        if (round_in) { v = vec4<f32>(round_f16(v.x), round_f16(v.y), round_f16(v.z), round_f16(v.w)); }
-        hs[i] = v;
-    }
-    workgroupBarrier();
+    stage_head_input(lid);
 
     let team  = lid / 32u;
     let lane  = lid % 32u;
