@@ -6,6 +6,9 @@
 # libwebgpu_wrapper.so.gz from npm bun-webgpu-linux-x64, the Llama-3 tokenizer.json.gz). Make
 # .devicebin with tools/device/pack_devicebin.sh. Results go to $OUT.
 # Usage (on the device): tools/device/webgpu_gpu_run.sh [bench args...]
+# Environment: TERN_DEVICE_NO_TESTS=1 skips the GPU test suite; TERN_DEVICE_VARIANTS /
+# TERN_DEVICE_PP_VARIANTS list settings (e.g. "TERN_WEBGPU_REPEAT=attention TERN_WEBGPU_FUSE=0") for
+# one extra tg / pp512 run each; TERN_DEVICE_PROFILE=1 adds a serialized per-kernel profile.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp/out}
