@@ -19,6 +19,12 @@ uint32_t env_u32(const char * name, uint32_t fallback) {
     return static_cast<uint32_t>(std::strtoul(env, nullptr, 10));
 }
 
+uint32_t floor_pow2_u32(uint32_t v) {
+    uint32_t p = 1;
+    while (p * 2 <= v) p *= 2;
+    return p;
+}
+
 const GpuLinear & decode_linear(const Weight & w) {
     const auto * l = dynamic_cast<const GpuLinear *>(&w);
     TERN_ASSERT(l != nullptr, "weight was not loaded by the WebGPU backend as a linear");
@@ -36,7 +42,9 @@ std::optional<WebGpuBackend::DecodeTiling> WebGpuBackend::decode_tiling(const Gp
     if (n_tok != 1 || w.n_groups != 1 || k % 64 != 0 || k > 8192) return std::nullopt;
     static const uint32_t wg_env = env_u32("TERN_WEBGPU_DECODE_WG", 256);
     DecodeTiling t;
-    t.lanes = 4;
+    // $TERN_WEBGPU_DECODE_LANES raises the lanes per row (a tuning aid: fewer loads per lane).
+    static const uint32_t lanes_env = env_u32("TERN_WEBGPU_DECODE_LANES", 4);
+    t.lanes = std::clamp<uint32_t>(floor_pow2_u32(lanes_env), 4, 64);
     while (k / 64 > 8 * static_cast<int64_t>(t.lanes)) t.lanes *= 2;
     uint32_t wg = std::clamp<uint32_t>(wg_env, 32, 256);
     wg          = std::max<uint32_t>(wg, static_cast<uint32_t>(k / 32));
