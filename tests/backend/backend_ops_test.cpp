@@ -507,8 +507,10 @@ TEST_P(BackendOps, FusedNormOpsMatchTheUnfusedReference) {
 
 // norm_lm_head_argmax (greedy decoding: only the id is kept) against the CPU's exact head + argmax:
 // random rows; rows equal to the winner but for one element nudged by one f16 step (near ties); an
-// exact tie (the lower index must win); and a table of 300 identical rows (every row a candidate of
-// the WebGPU kernel's exact recomputation, more than its list holds).
+// exact tie (the lower index must win); a table of 300 identical rows (every row a candidate of the
+// WebGPU kernel's exact recomputation, more than its list holds); and two rows whose f32 sums come
+// out in the wrong order (small terms rounded away next to a large one): only the exact
+// recomputation of every row the bound admits finds the larger one.
 TEST_P(BackendOps, GreedyHeadArgmaxMatchesTheExactHead) {
     Rand          r(17);
     const int64_t k = 256;
@@ -518,7 +520,7 @@ TEST_P(BackendOps, GreedyHeadArgmaxMatchesTheExactHead) {
         int          kind;  // 0 random, 1 near ties, 2 exact tie, 3 all rows equal
     };
     for (const Case cs : {Case{"random", 1000, 0}, Case{"near ties", 1000, 1}, Case{"exact tie", 700, 2},
-                          Case{"all equal", 300, 3}}) {
+                          Case{"all equal", 300, 3}, Case{"hidden by f32", 300, 4}}) {
         SCOPED_TRACE(cs.name);
         const int64_t      nv = cs.n_vocab;
         std::vector<float> table(static_cast<size_t>(k * nv)), x(k), nw(k);
@@ -534,6 +536,23 @@ TEST_P(BackendOps, GreedyHeadArgmaxMatchesTheExactHead) {
         }
         if (cs.kind == 3) {
             for (int64_t row = 1; row < nv; ++row) std::copy(table.begin(), table.begin() + k, table.begin() + row * k);
+        }
+        if (cs.kind == 4) {
+            // h0 = f16(120 / rms) ~ 19.2 (f32 ulp there: 2^-19), h1, h2, h8, h16 ~ 0.00133, the rest
+            // 0. Row 3: e0 = 1, e1 = 1.07e-3: + ~0.75 ulp, the exact logit rounds to h0 + 1 ulp.
+            // Row 7: e0 = 1 and e1 = e2 = e8 = e16 = 6.15e-4: 4 x ~0.43 ulp = 1.72 ulp, rounds to
+            // h0 + 2 ulp: row 7 is the exact maximum. The GPU's f32 sums add each 0.43 ulp to a
+            // partial sum holding h0 (same lane and chain, then lanes 2 and 1 in the tree), so each
+            // is rounded away: in f32 row 3 looks larger, and only the bound keeps row 7 a candidate.
+            std::fill(table.begin(), table.end(), 0.0f);
+            std::fill(x.begin(), x.end(), 0.0f);
+            std::fill(nw.begin(), nw.end(), 1.0f);
+            x[0] = 120.0f;
+            for (int64_t c : {1, 2, 8, 16}) x[static_cast<size_t>(c)] = 0.01f;
+            table[static_cast<size_t>(3 * k)]     = 1.0f;
+            table[static_cast<size_t>(3 * k + 1)] = 1.07e-3f;
+            table[static_cast<size_t>(7 * k)]     = 1.0f;
+            for (int64_t c : {1, 2, 8, 16}) table[static_cast<size_t>(7 * k + c)] = 6.15e-4f;
         }
         std::vector<uint8_t> tb(table.size() * 2), nb(k * 4);
         quantize_row(DType::f16, table.data(), tb.data(), static_cast<int64_t>(table.size()));
@@ -562,6 +581,7 @@ TEST_P(BackendOps, GreedyHeadArgmaxMatchesTheExactHead) {
         }
         EXPECT_EQ(ids[1], ids[0]);
         if (cs.kind == 3) EXPECT_EQ(ids[0], 0) << "all rows equal: the lowest index";
+        if (cs.kind == 4) EXPECT_EQ(ids[0], 7) << "the exact head ranks row 7 first";
     }
 }
 
