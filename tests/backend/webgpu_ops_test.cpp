@@ -21,6 +21,7 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <span>
 
 namespace tern {
 namespace {
@@ -118,6 +119,49 @@ TEST(WebGpuWeights, WordInterleavingPutsFourConsecutiveElementsInOneByteLane) {
 
 // ------------------------------------------------------------------ ops against the CPU
 
+// What qkv_rope_kv_append + attention leave after a sequence of chunks (prefill and decode steps):
+// q and the attention output of every chunk, and the bytes of both caches.
+struct QkvChunksResult {
+    std::vector<std::vector<float>> q, out;
+    std::vector<uint8_t>            k_cache, v_cache;
+};
+
+// Runs `chunks` tokens at a time through b from position 0, with random int8 activations from a
+// fixed seed (the same on every backend).
+QkvChunksResult run_qkv_chunks(Backend & b, std::span<const WeightSource> parts, const AttentionShape & shape,
+                               DType cache, int64_t k, std::span<const int64_t> chunks, int64_t n_ctx) {
+    const int64_t   n_q = shape.n_head * shape.head_dim, n_kv = shape.n_head_kv * shape.head_dim;
+    std::mt19937    r2(9);
+    auto            w   = b.load_linear(parts);
+    auto            kt  = alloc_tensor(b, cache, {n_kv, n_ctx, 1, 1}, "k");
+    auto            vt  = alloc_tensor(b, cache, {n_kv, n_ctx, 1, 1}, "v");
+    int64_t         pos = 0;
+    QkvChunksResult r;
+    for (const int64_t T : chunks) {
+        std::vector<int8_t> q(static_cast<size_t>(k * T));
+        std::vector<float>  s(static_cast<size_t>(T));
+        for (auto & v : q) v = static_cast<int8_t>(static_cast<int>(r2() % 255) - 127);
+        for (auto & v : s) v = 20.0f + static_cast<float>(r2() % 50);
+        auto aq = alloc_tensor(b, DType::i8, {k, T, 1, 1}, "aq");
+        auto as = alloc_tensor(b, DType::f32, {T, 1, 1, 1}, "as");
+        auto qo = alloc_tensor(b, DType::f32, {n_q, T, 1, 1}, "qo");
+        auto ao = alloc_tensor(b, DType::f32, {n_q, T, 1, 1}, "ao");
+        b.write(aq.tensor, q.data(), q.size());
+        b.write(as.tensor, s.data(), s.size() * 4);
+        b.qkv_rope_kv_append(qo.tensor, {kt.tensor, vt.tensor}, *w, {aq.tensor, as.tensor}, shape, pos);
+        b.attention(ao.tensor, qo.tensor, {kt.tensor, vt.tensor}, shape, pos);
+        r.q.push_back(read_f32(b, qo.tensor));
+        r.out.push_back(read_f32(b, ao.tensor));
+        pos += T;
+    }
+    r.k_cache.resize(kt.tensor.n_bytes());
+    r.v_cache.resize(vt.tensor.n_bytes());
+    b.read(kt.tensor, r.k_cache.data(), r.k_cache.size());
+    b.read(vt.tensor, r.v_cache.data(), r.v_cache.size());
+    return r;
+}
+
+
 class WebGpuOps : public ::testing::Test {
 protected:
     void SetUp() override { TERN_REQUIRE_WEBGPU(); }
@@ -201,43 +245,15 @@ TEST_F(WebGpuOps, QkvRopePartialRotaryGqaHeadDim128BothCacheTypes) {
                                    {"v", DType::i2_s, {k, n_kv, 1, 1}, bv}};
     for (DType cache : {DType::f16, DType::f32}) {
         SCOPED_TRACE(cache == DType::f16 ? "f16 cache" : "f32 cache");
-        std::vector<float>   outs[2], qs[2];
-        std::vector<uint8_t> kc[2], vc[2];
-        Backend *            bs[2] = {cpu_.get(), &gpu()};
-        for (int i = 0; i < 2; ++i) {
-            std::mt19937 r2(9);
-            auto         w  = bs[i]->load_linear(parts);
-            auto         kt = alloc_tensor(*bs[i], cache, {n_kv, n_ctx, 1, 1}, "k");
-            auto         vt = alloc_tensor(*bs[i], cache, {n_kv, n_ctx, 1, 1}, "v");
-            int64_t      pos = 0;
-            for (int64_t T : {3, 1, 1}) {
-                std::vector<int8_t> q(static_cast<size_t>(k * T));
-                std::vector<float>  s(static_cast<size_t>(T));
-                for (auto & v : q) v = static_cast<int8_t>(static_cast<int>(r2() % 255) - 127);
-                for (auto & v : s) v = 20.0f + static_cast<float>(r2() % 50);
-                auto aq = alloc_tensor(*bs[i], DType::i8, {k, T, 1, 1}, "aq");
-                auto as = alloc_tensor(*bs[i], DType::f32, {T, 1, 1, 1}, "as");
-                auto qo = alloc_tensor(*bs[i], DType::f32, {n_q, T, 1, 1}, "qo");
-                auto ao = alloc_tensor(*bs[i], DType::f32, {n_q, T, 1, 1}, "ao");
-                bs[i]->write(aq.tensor, q.data(), q.size());
-                bs[i]->write(as.tensor, s.data(), s.size() * 4);
-                bs[i]->qkv_rope_kv_append(qo.tensor, {kt.tensor, vt.tensor}, *w, {aq.tensor, as.tensor}, shape, pos);
-                bs[i]->attention(ao.tensor, qo.tensor, {kt.tensor, vt.tensor}, shape, pos);
-                qs[i]   = read_f32(*bs[i], qo.tensor);
-                outs[i] = read_f32(*bs[i], ao.tensor);
-                pos += T;
-            }
-            kc[i].resize(kt.tensor.n_bytes());
-            vc[i].resize(vt.tensor.n_bytes());
-            bs[i]->read(kt.tensor, kc[i].data(), kc[i].size());
-            bs[i]->read(vt.tensor, vc[i].data(), vc[i].size());
-        }
-        expect_close(qs[1], qs[0], tolerance(1e-6), "q after RoPE");
+        const int64_t         chunks[] = {3, 1, 1};
+        const QkvChunksResult want = run_qkv_chunks(*cpu_, parts, shape, cache, k, chunks, n_ctx);
+        const QkvChunksResult got  = run_qkv_chunks(gpu(), parts, shape, cache, k, chunks, n_ctx);
+        expect_close(got.q.back(), want.q.back(), tolerance(1e-6), "q after RoPE");
         if (tolerance(1) == 0) {
-            EXPECT_EQ(kc[1], kc[0]) << "K cache bytes";
-            EXPECT_EQ(vc[1], vc[0]) << "V cache bytes";
+            EXPECT_EQ(got.k_cache, want.k_cache) << "K cache bytes";
+            EXPECT_EQ(got.v_cache, want.v_cache) << "V cache bytes";
         }
-        expect_close(outs[1], outs[0], tolerance(2e-5), "attention");
+        expect_close(got.out.back(), want.out.back(), tolerance(2e-5), "attention");
     }
 }
 
@@ -349,47 +365,16 @@ TEST_F(WebGpuOps, PrefillGemmQkvRopeKvAppendHeadDims64And128BothCaches) {
                                        {"v", c.type, {k, n_kv, 1, 1}, bv}};
         for (DType cache : {DType::f16, DType::f32}) {
             SCOPED_TRACE("head_dim " + std::to_string(hd) + (cache == DType::f16 ? ", f16 cache" : ", f32 cache"));
-            std::vector<float>   qs[2][3], outs[2][3];
-            std::vector<uint8_t> kc[2], vc[2];
-            Backend *            bs[2] = {cpu_.get(), &gpu()};
-            for (int i = 0; i < 2; ++i) {
-                std::mt19937 r2(9);
-                auto         w   = bs[i]->load_linear(parts);
-                auto         kt  = alloc_tensor(*bs[i], cache, {n_kv, n_ctx, 1, 1}, "k");
-                auto         vt  = alloc_tensor(*bs[i], cache, {n_kv, n_ctx, 1, 1}, "v");
-                int64_t      pos = 0;
-                for (size_t ci = 0; ci < c.chunks.size(); ++ci) {
-                    const int64_t       T = c.chunks[ci];
-                    std::vector<int8_t> q(static_cast<size_t>(k * T));
-                    std::vector<float>  s(static_cast<size_t>(T));
-                    for (auto & v : q) v = static_cast<int8_t>(static_cast<int>(r2() % 255) - 127);
-                    for (auto & v : s) v = 20.0f + static_cast<float>(r2() % 50);
-                    auto aq = alloc_tensor(*bs[i], DType::i8, {k, T, 1, 1}, "aq");
-                    auto as = alloc_tensor(*bs[i], DType::f32, {T, 1, 1, 1}, "as");
-                    auto qo = alloc_tensor(*bs[i], DType::f32, {n_q, T, 1, 1}, "qo");
-                    auto ao = alloc_tensor(*bs[i], DType::f32, {n_q, T, 1, 1}, "ao");
-                    bs[i]->write(aq.tensor, q.data(), q.size());
-                    bs[i]->write(as.tensor, s.data(), s.size() * 4);
-                    bs[i]->qkv_rope_kv_append(qo.tensor, {kt.tensor, vt.tensor}, *w, {aq.tensor, as.tensor}, c.shape,
-                                              pos);
-                    bs[i]->attention(ao.tensor, qo.tensor, {kt.tensor, vt.tensor}, c.shape, pos);
-                    qs[i][ci]   = read_f32(*bs[i], qo.tensor);
-                    outs[i][ci] = read_f32(*bs[i], ao.tensor);
-                    pos += T;
-                }
-                kc[i].resize(kt.tensor.n_bytes());
-                vc[i].resize(vt.tensor.n_bytes());
-                bs[i]->read(kt.tensor, kc[i].data(), kc[i].size());
-                bs[i]->read(vt.tensor, vc[i].data(), vc[i].size());
-            }
+            const QkvChunksResult want = run_qkv_chunks(*cpu_, parts, c.shape, cache, k, c.chunks, n_ctx);
+            const QkvChunksResult got  = run_qkv_chunks(gpu(), parts, c.shape, cache, k, c.chunks, n_ctx);
             for (size_t ci = 0; ci < c.chunks.size(); ++ci) {
                 SCOPED_TRACE("chunk " + std::to_string(ci));
-                expect_close(qs[1][ci], qs[0][ci], tolerance(1e-6), "q after RoPE");
-                expect_close(outs[1][ci], outs[0][ci], tolerance(2e-5), "attention");
+                expect_close(got.q[ci], want.q[ci], tolerance(1e-6), "q after RoPE");
+                expect_close(got.out[ci], want.out[ci], tolerance(2e-5), "attention");
             }
             if (tolerance(1) == 0) {
-                EXPECT_EQ(kc[1], kc[0]) << "K cache bytes";
-                EXPECT_EQ(vc[1], vc[0]) << "V cache bytes";
+                EXPECT_EQ(got.k_cache, want.k_cache) << "K cache bytes";
+                EXPECT_EQ(got.v_cache, want.v_cache) << "V cache bytes";
             }
         }
     }

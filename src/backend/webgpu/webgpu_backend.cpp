@@ -46,6 +46,38 @@ WGPUBuffer gpu_buffer(const Tensor & t) {
     return b->get();
 }
 
+const GpuLinear & as_linear(const Weight & w) {
+    const auto * l = dynamic_cast<const GpuLinear *>(&w);
+    TERN_ASSERT(l != nullptr, "weight was not loaded by the WebGPU backend as a linear");
+    return *l;
+}
+
+const GpuNorm & as_norm(const Weight & w) {
+    const auto * n = dynamic_cast<const GpuNorm *>(&w);
+    TERN_ASSERT(n != nullptr, "norm was not loaded by the WebGPU backend");
+    return *n;
+}
+
+const GpuTable & as_table(const Weight & w) {
+    const auto * t = dynamic_cast<const GpuTable *>(&w);
+    TERN_ASSERT(t != nullptr, "table was not loaded by the WebGPU backend as an embedding / LM head");
+    return *t;
+}
+
+uint32_t u32(int64_t v) {
+    TERN_ASSERT(v >= 0 && v <= static_cast<int64_t>(UINT32_MAX), "value %lld does not fit a u32",
+                static_cast<long long>(v));
+    return static_cast<uint32_t>(v);
+}
+
+uint32_t ceil_div(int64_t a, int64_t b) { return u32((a + b - 1) / b); }
+
+uint32_t floor_pow2(uint64_t v) {
+    uint32_t p = 1;
+    while (static_cast<uint64_t>(p) * 2 <= v) p *= 2;
+    return p;
+}
+
 uint32_t gpu_offset(const Tensor & t, size_t unit) {
     TERN_ASSERT(t.offset % unit == 0, "tensor offset %zu is not a multiple of %zu bytes", t.offset, unit);
     return static_cast<uint32_t>(t.offset / unit);

@@ -210,4 +210,14 @@ WGPUBuffer gpu_buffer(const Tensor & t);
 // Element offset of a tensor view in units of `unit` bytes (asserts alignment).
 uint32_t gpu_offset(const Tensor & t, size_t unit);
 
+// The weight as this backend loaded it (asserts the kind).
+const GpuLinear & as_linear(const Weight & w);
+const GpuNorm &   as_norm(const Weight & w);
+const GpuTable &  as_table(const Weight & w);
+
+// v as a u32 (asserts it fits); ceil(a / b) as a u32; the largest power of two <= v (1 for v < 2).
+uint32_t u32(int64_t v);
+uint32_t ceil_div(int64_t a, int64_t b);
+uint32_t floor_pow2(uint64_t v);
+
 }  // namespace tern

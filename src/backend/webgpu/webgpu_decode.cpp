@@ -19,18 +19,6 @@ uint32_t env_u32(const char * name, uint32_t fallback) {
     return static_cast<uint32_t>(std::strtoul(env, nullptr, 10));
 }
 
-uint32_t floor_pow2_u32(uint32_t v) {
-    uint32_t p = 1;
-    while (p * 2 <= v) p *= 2;
-    return p;
-}
-
-const GpuLinear & decode_linear(const Weight & w) {
-    const auto * l = dynamic_cast<const GpuLinear *>(&w);
-    TERN_ASSERT(l != nullptr, "weight was not loaded by the WebGPU backend as a linear");
-    return *l;
-}
-
 }  // namespace
 
 // Lanes per row: the fewest (a power of two >= 4) that leave each lane at most 8 vec4 loads.
@@ -44,7 +32,7 @@ std::optional<WebGpuBackend::DecodeTiling> WebGpuBackend::decode_tiling(const Gp
     DecodeTiling t;
     // $TERN_WEBGPU_DECODE_LANES raises the lanes per row (a tuning aid: fewer loads per lane).
     static const uint32_t lanes_env = env_u32("TERN_WEBGPU_DECODE_LANES", 4);
-    t.lanes = std::clamp<uint32_t>(floor_pow2_u32(lanes_env), 4, 64);
+    t.lanes = std::clamp<uint32_t>(floor_pow2(lanes_env), 4, 64);
     while (k / 64 > 8 * static_cast<int64_t>(t.lanes)) t.lanes *= 2;
     uint32_t wg = std::clamp<uint32_t>(wg_env, 32, 256);
     wg          = std::max<uint32_t>(wg, static_cast<uint32_t>(k / 32));
@@ -62,8 +50,7 @@ std::optional<WebGpuBackend::DecodeTiling> WebGpuBackend::decode_tiling(const Gp
 WebGpuBackend::DecodeSource WebGpuBackend::decode_source(const QuantizedActs & a, const Tensor * x,
                                                          const Weight * norm) const {
     if (x == nullptr) return {gpu_buffer(a.q), gpu_buffer(a.scale), gpu_offset(a.q, 4), gpu_offset(a.scale, 4)};
-    const auto * nw = dynamic_cast<const GpuNorm *>(norm);
-    TERN_ASSERT(nw != nullptr, "norm was not loaded by the WebGPU backend");
+    const GpuNorm * nw = &as_norm(*norm);
     TERN_ASSERT(nw->n_cols == x->ne[0] && x->ne[1] == 1, "fused norm shapes");
     return {gpu_buffer(*x), nw->buffer->get(), gpu_offset(*x, 4), 0};
 }
@@ -159,7 +146,7 @@ bool WebGpuBackend::try_decode_qkv(const Tensor & q, const KvLayer & kv, const G
 
 void WebGpuBackend::norm_bitlinear(const Tensor & y, const Weight & w, const QuantizedActs & a, const Tensor & x,
                                    const Weight & norm, float eps, bool accumulate) {
-    const GpuLinear & lw = decode_linear(w);
+    const GpuLinear & lw = as_linear(w);
     TERN_ASSERT(y.ne[0] == lw.n_rows && x.ne[0] == lw.n_cols && y.ne[1] == x.ne[1], "norm_bitlinear shapes");
     if (fuse_norms_ && try_decode_bitlinear(y, lw, a, &x, &norm, eps, accumulate)) return;
     Backend::norm_bitlinear(y, w, a, x, norm, eps, accumulate);
@@ -167,7 +154,7 @@ void WebGpuBackend::norm_bitlinear(const Tensor & y, const Weight & w, const Qua
 
 void WebGpuBackend::norm_gate_up(const Tensor & f, const Weight & w, const QuantizedActs & a, const Tensor & x,
                                  const Weight & norm, float eps, FfnActivation act) {
-    const GpuLinear & lw = decode_linear(w);
+    const GpuLinear & lw = as_linear(w);
     TERN_ASSERT(f.ne[0] * 2 == lw.n_rows && x.ne[0] == lw.n_cols && f.ne[1] == x.ne[1], "norm_gate_up shapes");
     if (fuse_norms_ && try_decode_gate_up(f, lw, a, &x, &norm, eps, act)) return;
     Backend::norm_gate_up(f, w, a, x, norm, eps, act);
@@ -176,7 +163,7 @@ void WebGpuBackend::norm_gate_up(const Tensor & f, const Weight & w, const Quant
 void WebGpuBackend::norm_qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, const Weight & wqkv,
                                             const QuantizedActs & a, const Tensor & x, const Weight & norm, float eps,
                                             const AttentionShape & shape, int64_t pos0) {
-    const GpuLinear & lw = decode_linear(wqkv);
+    const GpuLinear & lw = as_linear(wqkv);
     const int64_t     n_q  = shape.n_head * shape.head_dim;
     const int64_t     n_kv = shape.n_head_kv * shape.head_dim;
     TERN_ASSERT(lw.n_rows == n_q + 2 * n_kv && q.ne[0] == n_q && kv.k.ne[0] == n_kv && x.ne[0] == lw.n_cols,
@@ -232,9 +219,8 @@ bool WebGpuBackend::try_decode_head(const Tensor & logits, const GpuTable & head
 
 void WebGpuBackend::norm_lm_head(const Tensor & logits, const Weight & head, const Tensor & h, const Tensor & x,
                                  const Weight & norm, float eps, bool round_input_f16, const Tensor & ids) {
-    const auto * e  = dynamic_cast<const GpuTable *>(&head);
-    const auto * nw = dynamic_cast<const GpuNorm *>(&norm);
-    TERN_ASSERT(e != nullptr && nw != nullptr, "LM head or norm was not loaded by the WebGPU backend");
+    const GpuTable * e  = &as_table(head);
+    const GpuNorm *  nw = &as_norm(norm);
     TERN_ASSERT(x.ne[0] == e->n_cols && nw->n_cols == x.ne[0] && logits.ne[0] == e->n_rows && logits.ne[1] == x.ne[1],
                 "norm_lm_head shapes");
     if (fuse_norms_ && try_decode_head(logits, *e, x, nw, eps, round_input_f16, false)) {
@@ -246,9 +232,8 @@ void WebGpuBackend::norm_lm_head(const Tensor & logits, const Weight & head, con
 
 void WebGpuBackend::norm_lm_head_argmax(const Tensor & ids, const Tensor & logits, const Weight & head, const Tensor & h,
                                         const Tensor & x, const Weight & norm, float eps, bool round_input_f16) {
-    const auto * e  = dynamic_cast<const GpuTable *>(&head);
-    const auto * nw = dynamic_cast<const GpuNorm *>(&norm);
-    TERN_ASSERT(e != nullptr && nw != nullptr, "LM head or norm was not loaded by the WebGPU backend");
+    const GpuTable * e  = &as_table(head);
+    const GpuNorm *  nw = &as_norm(norm);
     TERN_ASSERT(x.ne[0] == e->n_cols && nw->n_cols == x.ne[0] && logits.ne[0] == e->n_rows && x.ne[1] == 1 &&
                     ids.ne[0] == 1,
                 "norm_lm_head_argmax shapes");

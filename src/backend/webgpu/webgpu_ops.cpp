@@ -17,14 +17,6 @@
 namespace tern {
 namespace {
 
-uint32_t u32(int64_t v) {
-    TERN_ASSERT(v >= 0 && v <= static_cast<int64_t>(UINT32_MAX), "value %lld does not fit a u32",
-                static_cast<long long>(v));
-    return static_cast<uint32_t>(v);
-}
-
-uint32_t ceil_div(int64_t a, int64_t b) { return u32((a + b - 1) / b); }
-
 // How a ternary kernel's workgroup is cut: `teams` weight rows (2 per output for gate_up) of `lanes`
 // threads each, times `toks` tokens. Lanes ~ K/64 words' worth (4..64, a power of two) so that every
 // lane has a few words to read; as many teams as make up 256 threads; then tokens and teams shrink
@@ -33,12 +25,6 @@ struct TernaryTiling {
     uint32_t lanes = 64, teams = 4, toks = 1;
     uint32_t wg() const { return lanes * teams; }
 };
-
-uint32_t floor_pow2(uint64_t v) {
-    uint32_t p = 1;
-    while (static_cast<uint64_t>(p) * 2 <= v) p *= 2;
-    return p;
-}
 
 TernaryTiling ternary_tiling(int64_t k_words, int64_t n_groups, int64_t n_tokens, uint32_t team_multiple,
                              uint32_t max_teams) {
@@ -51,12 +37,6 @@ TernaryTiling ternary_tiling(int64_t k_words, int64_t n_groups, int64_t n_tokens
     while (bytes() > 16384 && t.toks > 1) --t.toks;
     while (bytes() > 16384 && t.teams > team_multiple) t.teams /= 2;
     return t;
-}
-
-const GpuLinear & as_linear(const Weight & w) {
-    const auto * l = dynamic_cast<const GpuLinear *>(&w);
-    TERN_ASSERT(l != nullptr, "weight was not loaded by the WebGPU backend as a linear");
-    return *l;
 }
 
 }  // namespace
@@ -73,8 +53,7 @@ std::string_view WebGpuBackend::ternary_shader(std::string_view base) const {
 }
 
 void WebGpuBackend::embed(const Tensor & x, const Weight & token_embd, const Tensor & tokens) {
-    const auto * e = dynamic_cast<const GpuTable *>(&token_embd);
-    TERN_ASSERT(e != nullptr, "embedding was not loaded by the WebGPU backend");
+    const GpuTable * e = &as_table(token_embd);
     const int64_t n_tok = tokens.ne[0];
     TERN_ASSERT(x.ne[0] == e->n_cols && x.ne[1] == n_tok, "embed shapes");
     struct {
@@ -86,8 +65,7 @@ void WebGpuBackend::embed(const Tensor & x, const Weight & token_embd, const Ten
 }
 
 void WebGpuBackend::rms_norm_quant(const QuantizedActs & a, const Tensor & x, const Weight & w, float eps) {
-    const auto * nw = dynamic_cast<const GpuNorm *>(&w);
-    TERN_ASSERT(nw != nullptr, "norm was not loaded by the WebGPU backend");
+    const GpuNorm * nw = &as_norm(w);
     const int64_t k = x.ne[0];
     TERN_ASSERT(nw->n_cols == k && a.q.ne[0] == k && k % 4 == 0 && a.q.ne[1] == x.ne[1], "rms_norm_quant shapes");
     struct {
@@ -101,8 +79,7 @@ void WebGpuBackend::rms_norm_quant(const QuantizedActs & a, const Tensor & x, co
 }
 
 void WebGpuBackend::rms_norm(const Tensor & y, const Tensor & x, const Weight & w, float eps) {
-    const auto * nw = dynamic_cast<const GpuNorm *>(&w);
-    TERN_ASSERT(nw != nullptr, "norm was not loaded by the WebGPU backend");
+    const GpuNorm * nw = &as_norm(w);
     const int64_t k = x.ne[0];
     TERN_ASSERT(nw->n_cols == k && y.ne[0] == k && y.ne[1] == x.ne[1], "rms_norm shapes");
     struct {
@@ -278,8 +255,7 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
 }
 
 void WebGpuBackend::lm_head(const Tensor & logits, const Weight & head, const Tensor & h, bool round_input_f16) {
-    const auto * e = dynamic_cast<const GpuTable *>(&head);
-    TERN_ASSERT(e != nullptr, "LM head was not loaded by the WebGPU backend");
+    const GpuTable * e = &as_table(head);
     const int64_t n_tok = h.ne[1];
     TERN_ASSERT(h.ne[0] == e->n_cols && logits.ne[0] == e->n_rows && logits.ne[1] == n_tok, "lm_head shapes");
     if (try_decode_head(logits, *e, h, nullptr, 0.0f, round_input_f16, false)) return;

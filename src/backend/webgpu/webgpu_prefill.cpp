@@ -37,20 +37,6 @@ int64_t gemm_min_tokens() {
 // that are whole chunks (all supported types: 64, 128, 256 elements).
 constexpr int64_t k_gemm_chunk_words = 4;
 
-uint32_t u32(int64_t v) {
-    TERN_ASSERT(v >= 0 && v <= static_cast<int64_t>(UINT32_MAX), "value %lld does not fit a u32",
-                static_cast<long long>(v));
-    return static_cast<uint32_t>(v);
-}
-
-uint32_t ceil_div(int64_t a, int64_t b) { return u32((a + b - 1) / b); }
-
-const GpuLinear & linear_of(const Weight & w) {
-    const auto * l = dynamic_cast<const GpuLinear *>(&w);
-    TERN_ASSERT(l != nullptr, "weight was not loaded by the WebGPU backend as a linear");
-    return *l;
-}
-
 bool gemm_fits(const GpuLinear & w, int64_t n_tokens) {
     if (n_tokens < gemm_min_tokens()) return false;
     return w.n_groups == 1 || (w.group / 16) % k_gemm_chunk_words == 0;
@@ -93,7 +79,7 @@ void WebGpuBackend::encode_gemm(WGPUBuffer y, uint32_t y_offset, uint32_t y_stri
 }
 
 bool WebGpuBackend::prefill_bitlinear(const Tensor & y, const Weight & w, const QuantizedActs & a, bool accumulate) {
-    const GpuLinear & lw = linear_of(w);
+    const GpuLinear & lw = as_linear(w);
     if (!gemm_fits(lw, a.q.ne[1])) return false;
     TERN_ASSERT(y.ne[0] == lw.n_rows && a.q.ne[0] == lw.n_cols && y.ne[1] == a.q.ne[1], "bitlinear shapes");
     encode_gemm(gpu_buffer(y), gpu_offset(y, 4), u32(y.ne[0]), lw, a, u32(lw.n_rows), false, accumulate ? 1 : 0);
@@ -102,7 +88,7 @@ bool WebGpuBackend::prefill_bitlinear(const Tensor & y, const Weight & w, const 
 
 bool WebGpuBackend::prefill_gate_up(const Tensor & f, const Weight & w_gate_up, const QuantizedActs & a,
                                     FfnActivation act) {
-    const GpuLinear & lw = linear_of(w_gate_up);
+    const GpuLinear & lw = as_linear(w_gate_up);
     if (!gemm_fits(lw, a.q.ne[1])) return false;
     const int64_t n_ff = lw.n_rows / 2;
     TERN_ASSERT(f.ne[0] == n_ff && f.ne[1] == a.q.ne[1] && a.q.ne[0] == lw.n_cols, "gate_up shapes");
@@ -113,7 +99,7 @@ bool WebGpuBackend::prefill_gate_up(const Tensor & f, const Weight & w_gate_up, 
 
 bool WebGpuBackend::prefill_qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, const Weight & wqkv,
                                                const QuantizedActs & a, const AttentionShape & s, int64_t pos0) {
-    const GpuLinear & lw    = linear_of(wqkv);
+    const GpuLinear & lw    = as_linear(wqkv);
     const int64_t     n_tok = a.q.ne[1];
     const int64_t     hd    = s.head_dim;
     // Unsupported head shapes: the per-token path reports them.

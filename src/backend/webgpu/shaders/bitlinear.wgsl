@@ -71,17 +71,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let ro = row0 + r;
         if (ro < p.n_rows && t < n_tok) {
             let as_ = act_scale[p.ascale_offset + tok0 + t];
-            let d0  = (r * TOKS + t) * N_GROUPS;
-            let s0  = p.scales_offset + ro * N_GROUPS;
-            var v   = 0.0;
-            if (N_GROUPS == 1u) {
-                v = div_rn(f32(atomicLoad(&dots[d0])), as_) * bitcast<f32>(weights[s0]);
-            } else {
-                for (var g = 0u; g < N_GROUPS; g++) {
-                    v += mul_rn(div_rn(f32(atomicLoad(&dots[d0 + g])), as_), bitcast<f32>(weights[s0 + g]));
-                }
-            }
-            v = mul_rn(v, bitcast<f32>(weights[p.oscales_offset + ro]));  // not fused into y + v
+            let v   = row_epilogue((r * TOKS + t) * N_GROUPS, ro, as_);
             let yi = p.y_offset + (tok0 + t) * p.y_stride + ro;
             if (p.accumulate != 0u) {
                 y[yi] = y[yi] + v;

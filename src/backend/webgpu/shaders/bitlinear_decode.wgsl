@@ -56,8 +56,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 
     let ro = wid.x * rows + lid;
     if (lid < rows && ro < p.n_rows) {
-        var v = div_rn(f32(dot), as_) * bitcast<f32>(weight_word(p.scales_offset + ro));
-        v = mul_rn(v, bitcast<f32>(weight_word(p.oscales_offset + ro)));  // rounded before y + v
+        let v  = row_product(dot, ro, as_);
         let yi = p.y_offset + ro;
         if (p.accumulate != 0u) {
             y[yi] = y[yi] + v;

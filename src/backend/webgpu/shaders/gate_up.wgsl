@@ -46,17 +46,7 @@ var<workgroup> dots: array<atomic<i32>, 2u * ROWS * TOKS * N_GROUPS>;  // [team]
 
 // The bitlinear epilogue of weight row `row` (team `team`) for token slot t.
 fn epilogue(team: u32, row: u32, t: u32, as_: f32) -> f32 {
-    let d0 = (team * TOKS + t) * N_GROUPS;
-    let s0 = p.scales_offset + row * N_GROUPS;
-    var v  = 0.0;
-    if (N_GROUPS == 1u) {
-        v = div_rn(f32(atomicLoad(&dots[d0])), as_) * bitcast<f32>(weights[s0]);
-    } else {
-        for (var g = 0u; g < N_GROUPS; g++) {
-            v += mul_rn(div_rn(f32(atomicLoad(&dots[d0 + g])), as_), bitcast<f32>(weights[s0 + g]));
-        }
-    }
-    return mul_rn(v, bitcast<f32>(weights[p.oscales_offset + row]));  // g feeds the adds of exp_rn
+    return row_epilogue((team * TOKS + t) * N_GROUPS, row, as_);
 }
 
 @compute @workgroup_size(WG)

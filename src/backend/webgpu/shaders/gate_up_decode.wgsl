@@ -41,12 +41,6 @@ struct Params {
 
 var<workgroup> up_dots: array<i32, WG>;
 
-// The bitlinear epilogue of weight row `row`.
-fn product(dot: i32, row: u32, as_: f32) -> f32 {
-    let v = div_rn(f32(dot), as_) * bitcast<f32>(weight_word(p.scales_offset + row));
-    return mul_rn(v, bitcast<f32>(weight_word(p.oscales_offset + row)));  // rounded: exp(-g) adds
-}
-
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let outs = WG / LANES / 2u;
@@ -65,8 +59,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 
     let o = wid.x * outs + lid;
     if (lid < outs && o < p.n_ff) {
-        let g = product(dot, o, as_);
-        let u = product(up_dots[outs + lid], p.n_ff + o, as_);
+        let g = row_product(dot, o, as_);
+        let u = row_product(up_dots[outs + lid], p.n_ff + o, as_);
         f[p.f_offset + o] = ffn_gate(g, u, p.activation);
     }
 }

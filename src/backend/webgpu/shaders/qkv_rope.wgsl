@@ -62,17 +62,7 @@ struct Params {
 var<workgroup> dots: array<atomic<i32>, ROWS * TOKS * N_GROUPS>;  // [slot][token][group]
 
 fn epilogue(slot: u32, row: u32, t: u32, as_: f32) -> f32 {
-    let d0 = (slot * TOKS + t) * N_GROUPS;
-    let s0 = p.scales_offset + row * N_GROUPS;
-    var v  = 0.0;
-    if (N_GROUPS == 1u) {
-        v = div_rn(f32(atomicLoad(&dots[d0])), as_) * bitcast<f32>(weights[s0]);
-    } else {
-        for (var g = 0u; g < N_GROUPS; g++) {
-            v += mul_rn(div_rn(f32(atomicLoad(&dots[d0 + g])), as_), bitcast<f32>(weights[s0 + g]));
-        }
-    }
-    return v * bitcast<f32>(weights[p.oscales_offset + row]);
+    return row_epilogue((slot * TOKS + t) * N_GROUPS, row, as_);
 }
 
 @compute @workgroup_size(WG)

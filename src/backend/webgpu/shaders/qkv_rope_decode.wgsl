@@ -74,9 +74,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let j = j0 + 4u * lid;
         var v: array<f32, 4>;
         for (var e = 0u; e < 4u; e++) {
-            let r  = head * hd + slot_dim(j + e);
-            let pv = div_rn(f32(slot_dots[4u * lid + e]), as_) * bitcast<f32>(weight_word(p.scales_offset + r));
-            v[e]   = pv * bitcast<f32>(weight_word(p.oscales_offset + r));
+            v[e] = row_product(slot_dots[4u * lid + e], head * hd + slot_dim(j + e), as_);
         }
         store_qkv_unit(head, j, 0u, p.pos0, v);
     }

@@ -38,6 +38,14 @@ fn weight_word(i: u32) -> u32 {
     return wq[i / 4u][i % 4u];
 }
 
+// The bitlinear epilogue of `row` (one scale group): (f32(dot) / act_scale) * scale * output scale,
+// rounded on its own (mul_rn: callers add it to y or feed it to exp / RoPE). Needs p.scales_offset
+// and p.oscales_offset.
+fn row_product(dot: i32, row: u32, as_: f32) -> f32 {
+    let v = div_rn(f32(dot), as_) * bitcast<f32>(weight_word(p.scales_offset + row));
+    return mul_rn(v, bitcast<f32>(weight_word(p.oscales_offset + row)));
+}
+
 var<workgroup> lane_sums: array<i32, WG>;
 
 // Sums the lanes of every row: returns row r's dot for invocations r < WG / LANES (every invocation
