@@ -31,6 +31,7 @@ struct Result {
     std::vector<double> tps;
     int64_t             dispatches = 0;  // over the timed repetitions
     int64_t             tokens     = 0;  // tokens of the timed repetitions
+    double              encode_s   = 0;  // tg: host seconds spent recording + submitting steps
 };
 
 double mean(const std::vector<double> & v) {
@@ -98,14 +99,17 @@ void bench(const BenchArgs & a) {
             be.take_dispatch_count();
             // n decode steps as greedy generation runs them: each step's token chosen on the device
             // and fed to the next step, ids read back every 32 steps.
+            session.take_encode_seconds();
             const auto t0 = clock::now();
             session.decode_greedy(ids[1], n, [](int32_t) { return true; });
             const double s = std::chrono::duration<double>(clock::now() - t0).count();
             const int64_t d = be.take_dispatch_count();
+            const double  e = session.take_encode_seconds();
             if (rep >= 0) {
                 r.tps.push_back(static_cast<double>(n) / s);
                 r.dispatches += d;
                 r.tokens += n;
+                r.encode_s += e;
             }
         }
         results.push_back(r);
@@ -142,6 +146,7 @@ void bench(const BenchArgs & a) {
                 j["kv_bytes_per_token"]     = kv_bytes(r);
                 j["bytes_per_token"]        = bytes;
                 j["gbps"]                   = bytes * ts / 1e9;
+                j["encode_ms_per_token"]    = 1000.0 * r.encode_s / static_cast<double>(std::max<int64_t>(1, r.tokens));
                 if (a.roofline) j["pct_copy_bandwidth"] = copy_bps > 0 ? 100.0 * bytes * ts / copy_bps : 0.0;
             }
             if (a.roofline) j["copy_gbps"] = copy_bps / 1e9;
@@ -154,10 +159,10 @@ void bench(const BenchArgs & a) {
         std::printf("copy bandwidth (%s, %s): %.1f GB/s (read + written)\n\n", backend.c_str(),
                     be.device_info().name.c_str(), copy_bps / 1e9);
     }
-    std::printf("| model | size | params | backend | threads | test | t/s | ms/token | dispatches/token | MB/token | "
-                "GB/s |%s\n",
+    std::printf("| model | size | params | backend | threads | test | t/s | ms/token | host ms/token | dispatches/token | "
+                "MB/token | GB/s |%s\n",
                 a.roofline ? " % of copy BW |" : "");
-    std::printf("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |%s\n",
+    std::printf("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |%s\n",
                 a.roofline ? " ---: |" : "");
     for (const auto & r : results) {
         const double      ts    = mean(r.tps);
@@ -165,9 +170,12 @@ void bench(const BenchArgs & a) {
         const std::string disp  = counted ? format("%.1f", static_cast<double>(r.dispatches) /
                                                                static_cast<double>(std::max<int64_t>(1, r.tokens)))
                                           : "–";
-        std::printf("| %s | %s | %.2f B | %s | %d | %s | %.2f ± %.2f | %.2f | %s | %s | %s |", name.c_str(),
+        const std::string host = r.n_gen > 0 ? format("%.3f", 1000.0 * r.encode_s /
+                                                                  static_cast<double>(std::max<int64_t>(1, r.tokens)))
+                                             : "";
+        std::printf("| %s | %s | %.2f B | %s | %d | %s | %.2f ± %.2f | %.2f | %s | %s | %s | %s |", name.c_str(),
                     human_bytes(size_bytes).c_str(), static_cast<double>(n_params) / 1e9, backend.c_str(), threads,
-                    r.test.c_str(), ts, stddev(r.tps), ts > 0 ? 1000.0 / ts : 0.0, disp.c_str(),
+                    r.test.c_str(), ts, stddev(r.tps), ts > 0 ? 1000.0 / ts : 0.0, host.c_str(), disp.c_str(),
                     r.n_gen > 0 ? format("%.2f", bytes / 1e6).c_str() : "",
                     r.n_gen > 0 ? format("%.2f", bytes * ts / 1e9).c_str() : "");
         if (a.roofline) {

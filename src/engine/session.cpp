@@ -91,9 +91,11 @@ int64_t Session::decode_greedy(int32_t first, int64_t n_max, const std::function
     while (produced < n_max && n_past_ < kv_.n_ctx) {
         const int64_t steps = std::min({batch, n_max - produced, kv_.n_ctx - n_past_});
         be.write(id_slot(0), &next, sizeof next);
+        const auto t0 = std::chrono::steady_clock::now();
         for (int64_t i = 0; i < steps; ++i) {
             model_.forward_greedy(buf_, kv_, n_past_ + i, id_slot(i), id_slot(i + 1), round_head_);
         }
+        encode_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         be.read(ids, greedy_host_.data(), static_cast<size_t>(steps + 1) * sizeof(int32_t));
         for (int64_t i = 1; i <= steps; ++i) {
             ++produced;

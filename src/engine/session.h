@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace tern {
@@ -54,6 +55,11 @@ public:
 
     void reset() { n_past_ = 0; }
 
+    // Host seconds decode_greedy spent recording and submitting steps (not waiting for ids) since
+    // the last call: with a device backend, when this approaches the wall time the host is the
+    // bottleneck, not the device. `tern bench` reports it as encode ms/token.
+    double take_encode_seconds() { return std::exchange(encode_seconds_, 0.0); }
+
 private:
     const BitnetModel &  model_;
     SessionOptions       options_;
@@ -64,6 +70,7 @@ private:
     std::vector<int32_t> greedy_host_;
     int64_t              n_past_ = 0;
     bool                 round_head_ = false;
+    double               encode_seconds_ = 0.0;
 };
 
 struct GenerationStats {

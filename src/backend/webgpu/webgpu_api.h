@@ -36,6 +36,7 @@ typedef uint64_t WGPUFlags;
 // ---------------------------------------------------------------- enums (v1.0 values)
 enum : uint32_t {
     WGPU_STYPE_SHADER_SOURCE_WGSL = 0x2,
+    WGPU_STYPE_DAWN_TOGGLES_DESCRIPTOR = 0x5000A,  // Dawn only; other implementations ignore or reject it
 
     WGPU_CALLBACK_MODE_WAIT_ANY_ONLY        = 0x1,
     WGPU_CALLBACK_MODE_ALLOW_PROCESS_EVENTS = 0x2,
@@ -235,6 +236,15 @@ struct WGPUDeviceDescriptor {
     WGPUQueueDescriptor                              defaultQueue;
     WGPUCallbackInfo<WGPUDeviceLostCallback>         deviceLostCallbackInfo;
     WGPUUncapturedErrorCallbackInfo                  uncapturedErrorCallbackInfo;
+};
+
+// Dawn's toggles, chained to a WGPUDeviceDescriptor: names as plain C strings.
+struct WGPUDawnTogglesDescriptor {
+    WGPUChainedStruct     chain;  // sType = WGPU_STYPE_DAWN_TOGGLES_DESCRIPTOR
+    size_t                enabledToggleCount;
+    const char * const *  enabledToggles;
+    size_t                disabledToggleCount;
+    const char * const *  disabledToggles;
 };
 
 struct WGPUBufferDescriptor {

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -283,7 +284,40 @@ WgpuContext::WgpuContext(const WgpuDeviceOptions & options) {
         WGPUDevice  device = nullptr;
         std::string message;
     } req;
+    // Dawn toggles. By default `disable_robustness`: Tint then drops the clamp it puts on every array
+    // index (tern's kernels index inside shapes the host has validated; the clamps cost 11% of 2B4T
+    // decode on an H200); and `disable_workgroup_init`: no zeroing of workgroup memory at the start
+    // of every workgroup (tern's kernels write what they read; 2.5x faster on SwiftShader, no change
+    // on an H200). $TERN_WEBGPU_TOGGLES ("name,name,-name": a leading '-' disables) adds to or
+    // overrides that, a tuning and debugging aid ("-disable_robustness" turns the clamps back on).
+    std::vector<std::string> toggle_on = {"disable_robustness", "disable_workgroup_init"}, toggle_off;
+    if (const char * env = std::getenv("TERN_WEBGPU_TOGGLES"); env && *env) {
+        const std::string list = env;
+        for (size_t at = 0; at <= list.size();) {
+            size_t end = list.find(',', at);
+            if (end == std::string::npos) end = list.size();
+            std::string name = list.substr(at, end - at);
+            at               = end + 1;
+            if (name.empty() || name == "-") continue;
+            const bool off = name[0] == '-';
+            if (off) name.erase(0, 1);
+            std::erase(toggle_on, name);
+            std::erase(toggle_off, name);
+            (off ? toggle_off : toggle_on).push_back(name);
+        }
+    }
+    std::vector<const char *> toggles_on, toggles_off;
+    for (const std::string & t : toggle_on) toggles_on.push_back(t.c_str());
+    for (const std::string & t : toggle_off) toggles_off.push_back(t.c_str());
+    WGPUDawnTogglesDescriptor toggles{};
+    toggles.chain.sType         = WGPU_STYPE_DAWN_TOGGLES_DESCRIPTOR;
+    toggles.enabledToggleCount  = toggles_on.size();
+    toggles.enabledToggles      = toggles_on.data();
+    toggles.disabledToggleCount = toggles_off.size();
+    toggles.disabledToggles     = toggles_off.data();
+
     WGPUDeviceDescriptor desc{};
+    desc.nextInChain                        = &toggles.chain;
     desc.label                              = wgpu_string("tern");
     desc.requiredFeatureCount               = required.size();
     desc.requiredFeatures                   = required.data();
