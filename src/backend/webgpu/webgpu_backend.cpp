@@ -180,6 +180,52 @@ std::vector<float> WebGpuBackend::numerics_check(std::span<const float> a, std::
     return out;
 }
 
+WebGpuBackend::DataflowChain WebGpuBackend::dataflow_chain(uint32_t n_phases, uint32_t blocks, bool one_dispatch,
+                                                           int reps) {
+    TERN_ASSERT(n_phases > 0 && blocks > 0 && reps > 0, "dataflow_chain sizes");
+    const int64_t n_words = 16 + 2 * static_cast<int64_t>(n_phases) * blocks;
+    auto          flow    = alloc_tensor(*this, DType::i32, {n_words, 1, 1, 1}, "dataflow chain");
+    const std::vector<int32_t> zeros(static_cast<size_t>(n_words), 0);
+    write(flow.tensor, zeros.data(), zeros.size() * 4);
+    const PipelineKey key{"dataflow_chain", "wu", {}};
+    const WGPUBuffer  bufs[] = {gpu_buffer(flow.tensor)};
+    uint32_t          tickets = 0;
+    double            seconds = 0;
+    for (int rep = -1; rep < reps; ++rep) {
+        const uint32_t tag = static_cast<uint32_t>(rep + 2);  // 1.. (0 is the zeroed buffer's)
+        const auto     t0  = std::chrono::steady_clock::now();
+        if (one_dispatch) {
+            const uint32_t params[4] = {tickets, tag, 0, blocks};
+            step_->dispatch(key, bufs, params, sizeof params, n_phases * blocks);
+            tickets += n_phases * blocks;
+        } else {
+            for (uint32_t q = 0; q < n_phases; ++q) {
+                const uint32_t params[4] = {tickets, tag, q, blocks};
+                step_->dispatch(key, bufs, params, sizeof params, blocks);
+                tickets += blocks;
+            }
+        }
+        step_->flush();
+        ctx_.wait_queue_idle("running the dataflow chain");
+        if (rep >= 0) seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    step_->take_dispatch_count();
+    std::vector<uint32_t> words(static_cast<size_t>(n_words));
+    read(flow.tensor, words.data(), words.size() * 4);
+    DataflowChain out;
+    out.error        = words[1];
+    out.us_per_phase = 1e6 * seconds / (static_cast<double>(reps) * n_phases);
+    for (uint32_t b = 0; b < blocks; ++b) {
+        const size_t   w  = 16 + 2 * (static_cast<size_t>(n_phases - 1) * blocks + b);
+        const uint32_t hi = words[w], lo = words[w + 1];
+        const uint32_t bits = (hi & 0xffff0000u) | (lo >> 16);
+        float          v;
+        std::memcpy(&v, &bits, 4);
+        out.last.push_back(v);
+    }
+    return out;
+}
+
 WebGpuBackend::~WebGpuBackend() {
     try {
         step_->flush();

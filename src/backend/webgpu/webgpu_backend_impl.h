@@ -128,6 +128,17 @@ public:
     std::vector<float> numerics_check(std::span<const float> a, std::span<const float> b, std::span<const float> v,
                                       bool df_guard);
 
+    // Runs dataflow_chain.wgsl (lib/dataflow.wgsl): n_phases dependent phases of `blocks` workgroups,
+    // in one dispatch (ticket order) or one dispatch per phase, `reps` times after a warm-up. Returns
+    // the last phase's values of the last run (each must be n_phases), the error flag, and the wall
+    // time per phase (host, submit to idle). For tests and for timing the dataflow on a real GPU.
+    struct DataflowChain {
+        std::vector<float> last;
+        uint32_t           error = 0;
+        double             us_per_phase = 0;
+    };
+    DataflowChain dataflow_chain(uint32_t n_phases, uint32_t blocks, bool one_dispatch, int reps);
+
 private:
     // Runs numerics_probe.wgsl and sets the FMA_FUSED override of every pipeline.
     void probe_numerics();

@@ -18,6 +18,7 @@ requires packed_4x8_integer_dot_product;
 // #include "lib/numerics.wgsl"
 // #include "lib/act_stage.wgsl"
 // #include "lib/ternary_decode.wgsl"
+// #include "lib/decode_io.wgsl"
 
 override WG: u32 = 256u;    // a power of two, >= K / 32
 override LANES: u32 = 8u;   // a power of two dividing WG, >= K / 512
@@ -48,11 +49,11 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let row  = wid.x * rows + lid / LANES;
     let lane = lid % LANES;
     var w: RowWords;
-    if (row < p.n_rows) { w = prefetch_row(row, lane); }
-    let as_ = stage_activations(lid);
+    if (row < p.n_rows) { w = prefetch_row(row, lane, LANES, K); }
+    let as_ = stage_activations(lid, K);
     var partial = 0;
-    if (row < p.n_rows) { partial = row_dot(w, lane); }
-    let dot = reduce_rows(lid, partial);
+    if (row < p.n_rows) { partial = row_dot(w, lane, LANES, K); }
+    let dot = reduce_rows(lid, partial, LANES);
 
     let ro = wid.x * rows + lid;
     if (lid < rows && ro < p.n_rows) {

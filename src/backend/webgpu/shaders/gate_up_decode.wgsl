@@ -15,6 +15,7 @@ requires packed_4x8_integer_dot_product;
 // #include "lib/numerics.wgsl"
 // #include "lib/act_stage.wgsl"
 // #include "lib/ternary_decode.wgsl"
+// #include "lib/decode_io.wgsl"
 
 override WG: u32 = 256u;
 override LANES: u32 = 8u;
@@ -49,11 +50,11 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let out  = wid.x * outs + team % outs;
     let row  = select(out, p.n_ff + out, team >= outs);
     var w: RowWords;
-    if (out < p.n_ff) { w = prefetch_row(row, lane); }
-    let as_ = stage_activations(lid);
+    if (out < p.n_ff) { w = prefetch_row(row, lane, LANES, K); }
+    let as_ = stage_activations(lid, K);
     var partial = 0;
-    if (out < p.n_ff) { partial = row_dot(w, lane); }
-    let dot = reduce_rows(lid, partial);  // team lid's dot, lid < 2 outs
+    if (out < p.n_ff) { partial = row_dot(w, lane, LANES, K); }
+    let dot = reduce_rows(lid, partial, LANES);  // team lid's dot, lid < 2 outs
     up_dots[lid] = dot;
     workgroupBarrier();
 

@@ -59,6 +59,9 @@ struct Params {
 @group(0) @binding(6) var<storage, read_write> v_cache: array<u32>;
 @group(0) @binding(7) var<uniform> p: Params;
 
+fn store_q(tok: u32, i: u32, v: f32) { q_out[p.q_offset + tok * p.q_stride + i] = v; }
+fn kv_word_stored(is_k: bool, w: u32, word: u32) {}
+
 var<workgroup> dots: array<atomic<i32>, ROWS * TOKS * N_GROUPS>;  // [slot][token][group]
 
 fn epilogue(slot: u32, row: u32, t: u32, as_: f32) -> f32 {

@@ -16,6 +16,7 @@ requires packed_4x8_integer_dot_product;
 // #include "lib/numerics.wgsl"
 // #include "lib/act_stage.wgsl"
 // #include "lib/ternary_decode.wgsl"
+// #include "lib/decode_io.wgsl"
 // #include "lib/qkv_store.wgsl"
 
 override WG: u32 = 256u;
@@ -53,6 +54,9 @@ struct Params {
 @group(0) @binding(6) var<storage, read_write> v_cache: array<u32>;
 @group(0) @binding(7) var<uniform> p: Params;
 
+fn store_q(tok: u32, i: u32, v: f32) { q_out[p.q_offset + tok * p.q_stride + i] = v; }
+fn kv_word_stored(is_k: bool, w: u32, word: u32) {}
+
 var<workgroup> slot_dots: array<i32, WG>;
 
 @compute @workgroup_size(WG)
@@ -64,9 +68,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let j0    = slot0 % hd;
     let lane  = lid % LANES;
     let row   = head * hd + slot_dim(j0 + lid / LANES);
-    let w     = prefetch_row(row, lane);
-    let as_   = stage_activations(lid);
-    let dot   = reduce_rows(lid, row_dot(w, lane));
+    let w     = prefetch_row(row, lane, LANES, K);
+    let as_   = stage_activations(lid, K);
+    let dot   = reduce_rows(lid, row_dot(w, lane, LANES, K), LANES);
     slot_dots[lid] = dot;
     workgroupBarrier();
 

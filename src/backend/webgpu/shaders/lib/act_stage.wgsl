@@ -5,45 +5,46 @@
 // quantize_act_row: f32 squares summed in double-float, correctly rounded mean, root and 127 / max),
 // so the separate norm dispatch disappears. NORM = false: a previous rms_norm_quant's words are copied.
 //
-// Thread i owns activation words i, i + WG, ... (4 elements each, at most 8 words: K <= 32 WG).
-// The including kernel declares `override WG` (a power of two), `override K` (a multiple of 64),
-// `override NORM`, the bindings `src: array<u32>` (x as f32 bits, or act_q words) and
-// `src_scale: array<f32>` (norm weights, or act scales), and a uniform `p` with `eps`, `src_offset`
-// (u32 index of x[0] / act_q[0]) and `scale_offset` (f32 index of nw[0] / act_scale[0]).
+// Thread i owns activation words i, i + WG, ... (4 elements each, at most 8 words: k <= 32 WG).
+// The including kernel declares `override WG` (a power of two), `override K` (the largest k it
+// stages, a multiple of 64), `override NORM`, a uniform `p` with `eps`, and where the inputs come
+// from (lib/decode_io.wgsl for the one-matmul kernels, the layer kernel its own):
+//   stage_x4(j) -> vec4<f32>   x elements 4j .. 4j + 3             (NORM)
+//   stage_nw4(j) -> vec4<f32>  norm weights 4j .. 4j + 3           (NORM)
+//   stage_qword(j) -> u32      int8 activation word j              (!NORM)
+//   stage_qscale() -> f32      its activation scale                (!NORM)
 
 var<workgroup> acts: array<vec4<u32>, K / 16u>;  // 16 int8 per vec4: elements 16 i .. 16 i + 15
 var<workgroup> stage_sum: array<vec2<f32>, WG>;
 var<workgroup> stage_max: array<f32, WG>;
 
-// Fills `acts` (every invocation must call it: it has barriers) and returns the activation scale.
-fn stage_activations(lid: u32) -> f32 {
-    let n_words = K / 4u;
+// Fills `acts` with the k activations (every invocation must call it: it has barriers) and
+// returns the activation scale.
+fn stage_activations(lid: u32, k: u32) -> f32 {
+    let n_words = k / 4u;
     if (!NORM) {
         for (var j = lid; j < n_words; j += WG) {
-            acts[j / 4u][j % 4u] = src[p.src_offset + j];
+            acts[j / 4u][j % 4u] = stage_qword(j);
         }
         workgroupBarrier();
-        return src_scale[p.scale_offset];
+        return stage_qscale();
     }
 
     // x in registers (issued first so the loads overlap), squares summed in double-float.
     var xs: array<vec4<f32>, 8>;
     var ws: array<vec4<f32>, 8>;  // the norm weights, loaded with x so both latencies overlap
     var ss = vec2<f32>(0.0, 0.0);
-    for (var k = 0u; k < 8u; k++) {
-        let j = lid + k * WG;
+    for (var i = 0u; i < 8u; i++) {
+        let j = lid + i * WG;
         if (j < n_words) {
-            let o = p.src_offset + 4u * j;
-            xs[k] = vec4<f32>(bitcast<f32>(src[o]), bitcast<f32>(src[o + 1u]), bitcast<f32>(src[o + 2u]),
-                              bitcast<f32>(src[o + 3u]));
-            let n = p.scale_offset + 4u * j;
-            ws[k] = vec4<f32>(src_scale[n], src_scale[n + 1u], src_scale[n + 2u], src_scale[n + 3u]);
+            xs[i] = stage_x4(j);
+            ws[i] = stage_nw4(j);
         }
     }
     var ch = array<vec2<f32>, 4>();  // four independent chains (one per vec4 lane): the adds overlap
-    for (var k = 0u; k < 8u; k++) {
-        if (lid + k * WG < n_words) {
-            let v = xs[k];
+    for (var i = 0u; i < 8u; i++) {
+        if (lid + i * WG < n_words) {
+            let v = xs[i];
             ch[0] = df_add_f(ch[0], mul_rn(v.x, v.x));
             ch[1] = df_add_f(ch[1], mul_rn(v.y, v.y));
             ch[2] = df_add_f(ch[2], mul_rn(v.z, v.z));
@@ -57,15 +58,15 @@ fn stage_activations(lid: u32) -> f32 {
         if (lid < s) { stage_sum[lid] = df_add(stage_sum[lid], stage_sum[lid + s]); }
         workgroupBarrier();
     }
-    let inv = div_rn(1.0, sqrt_rn(df_div_f(stage_sum[0], f32(K)) + p.eps));
+    let inv = div_rn(1.0, sqrt_rn(df_div_f(stage_sum[0], f32(k)) + p.eps));
 
     // y = (x * inv) * nw (two roundings, as the CPU) and max |y|.
     var m = 0.0;
-    for (var k = 0u; k < 8u; k++) {
-        let j = lid + k * WG;
+    for (var i = 0u; i < 8u; i++) {
+        let j = lid + i * WG;
         if (j < n_words) {
-            let y = (xs[k] * inv) * ws[k];
-            xs[k] = y;
+            let y = (xs[i] * inv) * ws[i];
+            xs[i] = y;
             m = max(m, max(max(abs(y.x), abs(y.y)), max(abs(y.z), abs(y.w))));
         }
     }
@@ -79,10 +80,10 @@ fn stage_activations(lid: u32) -> f32 {
     let amax = stage_max[0];
     let qs   = select(div_rn(127.0, amax), 12700000.0, amax <= 9.99999974738e-06);
 
-    for (var k = 0u; k < 8u; k++) {
-        let j = lid + k * WG;
+    for (var i = 0u; i < 8u; i++) {
+        let j = lid + i * WG;
         if (j < n_words) {
-            let c = vec4<i32>(clamp(round(xs[k] * qs), vec4<f32>(-128.0), vec4<f32>(127.0)));
+            let c = vec4<i32>(clamp(round(xs[i] * qs), vec4<f32>(-128.0), vec4<f32>(127.0)));
             let b = vec4<u32>(bitcast<vec4<u32>>(c) & vec4<u32>(0xffu));
             acts[j / 4u][j % 4u] = b.x | (b.y << 8u) | (b.z << 16u) | (b.w << 24u);
         }

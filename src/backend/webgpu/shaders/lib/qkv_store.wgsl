@@ -4,9 +4,11 @@
 // of two NeoX RoPE pairs and two whole f16 words of the cache. store_qkv_unit applies RoPE to q and
 // k heads and writes q to q_out, k and v into the cache (f16 rounded to nearest even like
 // core/fp16.h, or f32), with the CPU's arithmetic.
-// The including kernel declares the bindings rope, q_out, k_cache, v_cache, the overrides K_F16 and
-// V_F16 and a uniform p with head_dim, n_rot, n_head, n_head_kv, q_offset, q_stride, k_offset,
-// v_offset, n_embd_kv.
+// The including kernel declares the bindings rope, k_cache, v_cache, the overrides K_F16 and V_F16,
+// a uniform p with head_dim, n_rot, n_head, n_head_kv, k_offset, v_offset, n_embd_kv, and
+//   store_q(tok, i, v)            element i of token tok's q (q_out[p.q_offset + tok p.q_stride + i])
+//   kv_word_stored(is_k, w, word) called with every cache word written (u32 index w): a hook for
+//                                 the layer kernel, which passes the new row on to attention
 
 // Head-relative dimension of slot j.
 fn slot_dim(j: u32) -> u32 {
@@ -19,17 +21,27 @@ fn slot_dim(j: u32) -> u32 {
 fn store_kv(is_k: bool, e: u32, a: f32, b: f32) {
     if (is_k) {
         if (K_F16) {
-            k_cache[(p.k_offset + e) / 2u] = pack_f16x2(a, b);
+            let w = (p.k_offset + e) / 2u;
+            let word = pack_f16x2(a, b);
+            k_cache[w] = word;
+            kv_word_stored(true, w, word);
         } else {
             k_cache[p.k_offset + e]      = bitcast<u32>(a);
             k_cache[p.k_offset + e + 1u] = bitcast<u32>(b);
+            kv_word_stored(true, p.k_offset + e, bitcast<u32>(a));
+            kv_word_stored(true, p.k_offset + e + 1u, bitcast<u32>(b));
         }
     } else {
         if (V_F16) {
-            v_cache[(p.v_offset + e) / 2u] = pack_f16x2(a, b);
+            let w = (p.v_offset + e) / 2u;
+            let word = pack_f16x2(a, b);
+            v_cache[w] = word;
+            kv_word_stored(false, w, word);
         } else {
             v_cache[p.v_offset + e]      = bitcast<u32>(a);
             v_cache[p.v_offset + e + 1u] = bitcast<u32>(b);
+            kv_word_stored(false, p.v_offset + e, bitcast<u32>(a));
+            kv_word_stored(false, p.v_offset + e + 1u, bitcast<u32>(b));
         }
     }
 }
@@ -57,11 +69,11 @@ fn store_qkv_unit(head: u32, j: u32, tok: u32, pos: u32, v_in: array<f32, 4>) {
     let d0 = slot_dim(j);
     let d2 = slot_dim(j + 2u);
     if (head < p.n_head) {
-        let qo = p.q_offset + tok * p.q_stride + head * hd;
-        q_out[qo + d0]      = v[0];
-        q_out[qo + d0 + 1u] = v[1];
-        q_out[qo + d2]      = v[2];
-        q_out[qo + d2 + 1u] = v[3];
+        let qo = head * hd;
+        store_q(tok, qo + d0, v[0]);
+        store_q(tok, qo + d0 + 1u, v[1]);
+        store_q(tok, qo + d2, v[2]);
+        store_q(tok, qo + d2 + 1u, v[3]);
     } else {
         let is_k = head < p.n_head + p.n_head_kv;
         let kvh  = select(head - p.n_head - p.n_head_kv, head - p.n_head, is_k);

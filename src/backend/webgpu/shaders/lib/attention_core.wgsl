@@ -1,0 +1,209 @@
+// The body of attention.wgsl as a function, attend(lid, h, t), shared with the layer kernel
+// (layer_decode.wgsl): see attention.wgsl for the algorithm and its numerics. The including kernel
+// declares the overrides listed there, a uniform p with head_dim, n_head, n_head_kv, pos0,
+// n_embd_kv, k_offset, v_offset, scale, rn_zero, and where the data live:
+//   att_q(t, i) -> f32       element i of token t's q (all heads)
+//   att_k(w) -> u32          u32 word w of the K cache (likewise att_v for V)
+//   att_out(t, i, v)         stores element i of token t's output
+
+var<workgroup> qh: array<f32, HD_MAX>;
+var<workgroup> probs: array<f32, CHUNK>;
+var<workgroup> sc: array<f32, SC_MAX>;  // scores, then exp(score - max), when n <= SC_MAX
+var<workgroup> red_sum: array<vec2<f32>, WG>;
+var<workgroup> red_max: array<f32, WG>;
+var<workgroup> pv_sum: array<vec2<f32>, WG * 2u>;  // [group][dimension pair][2]
+var<workgroup> ktile: array<u32, TILE>;            // K rows of a tile of positions, padded
+var<workgroup> kpart: array<vec2<f32>, KPART>;     // partial dots [position in tile][S]
+
+// (float)(q · k[pos]) * scale, the dot in double-float (four chains, combined in a fixed order).
+// The row is read in chunks of 32 words, all loads of a chunk issued before the sums (HD is a
+// pipeline constant, so the loops unroll and the words stay in registers).
+fn score(pos: u32, kv_base: u32) -> f32 {
+    var acc = array<vec2<f32>, 4>();
+    let e0 = p.k_offset + pos * p.n_embd_kv + kv_base;  // element index of k[pos][0]
+    let n_words = select(HD, HD / 2u, K_F16);
+    for (var w0 = 0u; w0 < n_words; w0 += 32u) {
+        var kw: array<u32, 32>;
+        for (var w = 0u; w < 32u; w++) {
+            if (w0 + w < n_words) { kw[w] = att_k(select(e0, e0 / 2u, K_F16) + w0 + w); }
+        }
+        for (var w = 0u; w < 32u; w++) {
+            if (w0 + w < n_words) {
+                if (K_F16) {  // products of two f16 values: exact in f32
+                    let kk = unpack2x16float(kw[w]);
+                    let d  = 2u * (w0 + w);
+                    acc[d & 3u]        = df_add_f(acc[d & 3u], qh[d] * kk.x);
+                    acc[(d + 1u) & 3u] = df_add_f(acc[(d + 1u) & 3u], qh[d + 1u] * kk.y);
+                } else {
+                    let d = w0 + w;
+                    acc[d & 3u] = df_fma(acc[d & 3u], qh[d], bitcast<f32>(kw[w]));
+                }
+            }
+        }
+    }
+    let a = df_add(df_add(acc[0], acc[1]), df_add(acc[2], acc[3]));
+    return mul_rn(df_to_f32(a), p.scale);  // not fused into score - max
+}
+
+// Attention of query token t (position p.pos0 + t), head h, by the whole workgroup (every
+// invocation must call it: it has barriers).
+fn attend(lid: u32, h: u32, t: u32) {
+    let hd      = p.head_dim;
+    let kvh     = h / (p.n_head / p.n_head_kv);
+    let kv_base = kvh * hd;
+    let n       = p.pos0 + t + 1u;  // causal: positions 0 ..= pos0 + t
+    for (var d = lid; d < hd; d += WG) {
+        let v = att_q(t, h * hd + d);
+        qh[d] = select(v, round_f16(v), K_F16);
+    }
+    workgroupBarrier();
+
+    let cached = n <= SC_MAX;
+
+    // The scores and the largest of them.
+    var m = bitcast<f32>(0xff7fffffu);
+    var any = false;
+    if (TILED && cached && n < WG) {
+        // (Short contexts, decode: otherwise most threads would idle.)
+        // Tiles of WG / S positions: their K rows staged in workgroup memory with coalesced loads
+        // (row r, word w at ktile[r * (hw + 1) + w]: the padding word keeps the S threads of a
+        // row and the rows of a warp on different banks), then S threads per position, WPT words
+        // each, in two double-float chains; the S partial sums are added in order.
+        let hw = select(HD, HD / 2u, K_F16);  // u32 words per K row
+        let kc = WG / S;
+        for (var c0 = 0u; c0 < n; c0 += kc) {
+            let cn = min(kc, n - c0);
+            workgroupBarrier();  // the previous tile is consumed
+            for (var i = lid; i < cn * hw; i += WG) {
+                let r  = i / hw;
+                let e0 = p.k_offset + (c0 + r) * p.n_embd_kv + kv_base;  // element index of k[c0 + r][0]
+                ktile[r * (hw + 1u) + i % hw] = att_k(select(e0, e0 / 2u, K_F16) + i % hw);
+            }
+            workgroupBarrier();
+            let r  = lid / S;
+            let j  = lid % S;
+            var a0 = vec2<f32>(0.0, 0.0);
+            var a1 = vec2<f32>(0.0, 0.0);
+            if (r < cn) {
+                for (var w = 0u; w < WPT; w++) {
+                    let word = ktile[r * (hw + 1u) + j * WPT + w];
+                    if (K_F16) {  // products of two f16 values: exact in f32
+                        let kk = unpack2x16float(word);
+                        let d  = 2u * (j * WPT + w);
+                        a0 = df_add_f(a0, qh[d] * kk.x);
+                        a1 = df_add_f(a1, qh[d + 1u] * kk.y);
+                    } else if (w % 2u == 0u) {
+                        a0 = df_fma(a0, qh[j * WPT + w], bitcast<f32>(word));
+                    } else {
+                        a1 = df_fma(a1, qh[j * WPT + w], bitcast<f32>(word));
+                    }
+                }
+            }
+            kpart[lid] = df_add(a0, a1);
+            workgroupBarrier();
+            if (lid < cn) {
+                var a = kpart[lid * S];
+                for (var jj = 1u; jj < S; jj++) { a = df_add(a, kpart[lid * S + jj]); }
+                let sv = mul_rn(df_to_f32(a), p.scale);  // not fused into score - max
+                sc[c0 + lid] = sv;
+                m = max(m, sv);
+                any = true;
+            }
+        }
+    } else {
+        for (var i = lid; i < n; i += WG) {
+            let sv = score(i, kv_base);
+            if (cached) { sc[i] = sv; }
+            m = max(m, sv);
+            any = true;
+        }
+    }
+    red_max[lid] = select(bitcast<f32>(0xff7fffffu), m, any);
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (lid < s) { red_max[lid] = max(red_max[lid], red_max[lid + s]); }
+        workgroupBarrier();
+    }
+    let mx = red_max[0];
+
+    // Sum of exp(score - max) in double-float.
+    var acc = vec2<f32>(0.0, 0.0);
+    for (var i = lid; i < n; i += WG) {
+        var sv: f32;
+        if (cached) { sv = sc[i]; } else { sv = score(i, kv_base); }
+        let e = exp_rn(sv - mx);
+        if (cached) { sc[i] = e; }
+        acc = df_add_f(acc, e);
+    }
+    red_sum[lid] = acc;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (lid < s) { red_sum[lid] = df_add(red_sum[lid], red_sum[lid + s]); }
+        workgroupBarrier();
+    }
+    let inv = df_recip(red_sum[0]);
+
+    // out[d] = sum_p prob(p) v[p][d]: thread (c, g) sums dimensions 2c, 2c + 1 over the positions
+    // p = g (mod groups) of each chunk.
+    let pairs  = hd / 2u;
+    let groups = WG / pairs;
+    let c      = lid % pairs;
+    let g      = lid / pairs;
+    var o0 = vec2<f32>(0.0, 0.0);
+    var o1 = vec2<f32>(0.0, 0.0);
+    for (var c0 = 0u; c0 < n; c0 += CHUNK) {
+        let c_n = min(CHUNK, n - c0);
+        workgroupBarrier();
+        for (var i = lid; i < c_n; i += WG) {
+            var e: f32;
+            if (cached) { e = sc[c0 + i]; } else { e = exp_rn(score(c0 + i, kv_base) - mx); }
+            let pr = e * inv;
+            probs[i] = select(pr, round_f16(pr), V_F16);
+        }
+        workgroupBarrier();
+        if (g < groups) {
+            // 8 positions at a time: their loads first, then the sums.
+            for (var i0 = g; i0 < c_n; i0 += 8u * groups) {
+                var vw: array<vec2<u32>, 8>;
+                for (var u = 0u; u < 8u; u++) {
+                    let i = i0 + u * groups;
+                    if (i < c_n) {
+                        let e = p.v_offset + (c0 + i) * p.n_embd_kv + kv_base + 2u * c;
+                        if (V_F16) {
+                            vw[u] = vec2<u32>(att_v(e / 2u), 0u);
+                        } else {
+                            vw[u] = vec2<u32>(att_v(e), att_v(e + 1u));
+                        }
+                    }
+                }
+                for (var u = 0u; u < 8u; u++) {
+                    let i = i0 + u * groups;
+                    if (i < c_n) {
+                        let pr = probs[i];
+                        if (V_F16) {
+                            let vv = unpack2x16float(vw[u].x);
+                            o0 = df_add_f(o0, pr * vv.x);  // exact: both are f16 values
+                            o1 = df_add_f(o1, pr * vv.y);
+                        } else {
+                            o0 = df_fma(o0, pr, bitcast<f32>(vw[u].x));
+                            o1 = df_fma(o1, pr, bitcast<f32>(vw[u].y));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    pv_sum[2u * lid]      = o0;
+    pv_sum[2u * lid + 1u] = o1;
+    workgroupBarrier();
+    if (lid < pairs) {
+        var a0 = pv_sum[2u * lid];
+        var a1 = pv_sum[2u * lid + 1u];
+        for (var k = 1u; k < groups; k++) {
+            a0 = df_add(a0, pv_sum[2u * (k * pairs + lid)]);
+            a1 = df_add(a1, pv_sum[2u * (k * pairs + lid) + 1u]);
+        }
+        att_out(t, h * hd + 2u * lid, df_to_f32(a0));
+        att_out(t, h * hd + 2u * lid + 1u, df_to_f32(a1));
+    }
+}

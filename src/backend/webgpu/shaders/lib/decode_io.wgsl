@@ -1,0 +1,26 @@
+// Where the one-matmul decode kernels (bitlinear_decode, gate_up_decode, qkv_rope_decode) take
+// their inputs for lib/act_stage.wgsl and lib/ternary_decode.wgsl: the bindings `wq`, `src` (x as
+// f32 bits, or int8 activation words) and `src_scale` (norm weights, or the activation scale) at
+// the uniform's src_offset / scale_offset. The layer kernel (layer_decode.wgsl) defines its own.
+
+fn weight_vec4(i: u32) -> vec4<u32> { return wq[i]; }
+
+fn stage_x4(j: u32) -> vec4<f32> {
+    let o = p.src_offset + 4u * j;
+    return vec4<f32>(bitcast<f32>(src[o]), bitcast<f32>(src[o + 1u]), bitcast<f32>(src[o + 2u]),
+                     bitcast<f32>(src[o + 3u]));
+}
+
+fn stage_nw4(j: u32) -> vec4<f32> {
+    let n = p.scale_offset + 4u * j;
+    return vec4<f32>(src_scale[n], src_scale[n + 1u], src_scale[n + 2u], src_scale[n + 3u]);
+}
+
+fn stage_qword(j: u32) -> u32 { return src[p.src_offset + j]; }
+
+fn stage_qscale() -> f32 { return src_scale[p.scale_offset]; }
+
+// The bitlinear epilogue with the weight's scales at the uniform's scales_offset / oscales_offset.
+fn row_product(dot: i32, row: u32, as_: f32) -> f32 {
+    return row_product_at(dot, row, as_, p.scales_offset, p.oscales_offset);
+}

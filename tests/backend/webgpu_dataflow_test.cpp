@@ -1,0 +1,33 @@
+// lib/dataflow.wgsl: dependent phases inside one dispatch (tickets + tagged words) against the same
+// phases as one dispatch each. Correctness on any adapter; the printed µs per phase is the figure
+// that decides whether a persistent decode kernel pays (a dispatch boundary costs ~5 µs on an H200).
+#include "backend/webgpu/webgpu_backend_impl.h"
+#include "webgpu_test_util.h"
+
+#include <gtest/gtest.h>
+
+namespace tern {
+namespace {
+
+TEST(WebGpuDataflow, PhasesInOneDispatchSeeEveryValueOfThePreviousPhase) {
+    TERN_REQUIRE_WEBGPU();
+    auto * be = dynamic_cast<WebGpuBackend *>(test::shared_webgpu().backend.get());
+    ASSERT_NE(be, nullptr);
+    // Blocks not a multiple of the workgroup size; a chain long enough that a missed dependency
+    // (a value read before it was written) shows as a smaller count somewhere downstream.
+    for (const auto [phases, blocks] : {std::pair{40u, 3u}, std::pair{150u, 70u}}) {
+        for (bool one : {true, false}) {
+            const auto r = be->dataflow_chain(phases, blocks, one, 3);
+            EXPECT_EQ(r.error, 0u) << "a poll gave up (phases " << phases << ", one dispatch " << one << ")";
+            ASSERT_EQ(r.last.size(), blocks);
+            for (uint32_t b = 0; b < blocks; ++b) {
+                EXPECT_EQ(r.last[b], static_cast<float>(phases)) << "block " << b << ", one dispatch " << one;
+            }
+            std::printf("[          ] %u phases x %u blocks, %s: %.2f us per phase\n", phases, blocks,
+                        one ? "one dispatch" : "a dispatch per phase", r.us_per_phase);
+        }
+    }
+}
+
+}  // namespace
+}  // namespace tern
