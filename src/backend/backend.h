@@ -182,6 +182,38 @@ public:
                                      const Tensor & x, const Weight & norm, float eps, bool round_input_f16) {
         norm_lm_head(logits, head, h, x, norm, eps, round_input_f16, ids);
     }
+
+    // --- a whole decoder layer (BitNet b1.58: sub-norms before the o-proj and the down projection) ---
+    struct LayerWeights {
+        const Weight * attn_norm;
+        const Weight * attn_qkv;
+        const Weight * attn_sub_norm;
+        const Weight * attn_output;
+        const Weight * ffn_norm;
+        const Weight * ffn_gate_up;
+        const Weight * ffn_sub_norm;
+        const Weight * ffn_down;
+    };
+    struct LayerTensors {
+        Tensor        x;     // [n_embd, T] the residual stream, updated in place
+        Tensor        q;     // [n_embd_q, T] scratch
+        Tensor        attn;  // [n_embd_q, T] scratch
+        Tensor        ffn;   // [n_ff, T] scratch
+        QuantizedActs a_embd, a_q, a_ff;  // scratch activations of widths n_embd, n_embd_q, n_ff
+    };
+    // The five fused ops of one layer in order: norm_qkv_rope_kv_append, attention, norm_bitlinear
+    // (o-proj, accumulating into x), norm_gate_up, norm_bitlinear (down, accumulating into x). The
+    // WebGPU backend runs a one-token layer as one dispatch (layer_decode.wgsl); the scratch
+    // tensors' contents afterwards are unspecified.
+    virtual void transformer_layer(const LayerWeights & w, const LayerTensors & t, const KvLayer & kv, float eps,
+                                   FfnActivation act, const AttentionShape & shape, int64_t pos0) {
+        norm_qkv_rope_kv_append(t.q, kv, *w.attn_qkv, t.a_embd, t.x, *w.attn_norm, eps, shape, pos0);
+        attention(t.attn, t.q, kv, shape, pos0);
+        norm_bitlinear(t.x, *w.attn_output, t.a_q, t.attn, *w.attn_sub_norm, eps, /*accumulate=*/true);
+        norm_gate_up(t.ffn, *w.ffn_gate_up, t.a_embd, t.x, *w.ffn_norm, eps, act);
+        norm_bitlinear(t.x, *w.ffn_down, t.a_ff, t.ffn, *w.ffn_sub_norm, eps, /*accumulate=*/true);
+    }
+
     virtual void end_step() = 0;    // submit recorded work; does not wait (optional for eager backends)
     virtual void synchronize() = 0; // wait for submitted work; rethrows device errors as Error(device)
 

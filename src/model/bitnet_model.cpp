@@ -219,14 +219,12 @@ void BitnetModel::run(ForwardBuffers & buf, const KvCache & kv, int64_t pos0, in
 
     be.begin_step();
     be.embed(x, *token_embd_, tokens);
+    const Backend::LayerTensors lt{x, q, attn, ffn, a_embd, a_q, a_ff};
     for (int64_t il = 0; il < c.n_layer; ++il) {
         const LayerWeights & L = layers_[static_cast<size_t>(il)];
-        const KvLayer        kl = kv.layer(il);
-        be.norm_qkv_rope_kv_append(q, kl, *L.attn_qkv, a_embd, x, *L.attn_norm, c.norm_eps, shape, pos0);
-        be.attention(attn, q, kl, shape, pos0);
-        be.norm_bitlinear(x, *L.attn_output, a_q, attn, *L.attn_sub_norm, c.norm_eps, /*accumulate=*/true);
-        be.norm_gate_up(ffn, *L.ffn_gate_up, a_embd, x, *L.ffn_norm, c.norm_eps, c.ffn_act);
-        be.norm_bitlinear(x, *L.ffn_down, a_ff, ffn, *L.ffn_sub_norm, c.norm_eps, /*accumulate=*/true);
+        const Backend::LayerWeights lw{L.attn_norm.get(), L.attn_qkv.get(),  L.attn_sub_norm.get(), L.attn_output.get(),
+                                       L.ffn_norm.get(),  L.ffn_gate_up.get(), L.ffn_sub_norm.get(),  L.ffn_down.get()};
+        be.transformer_layer(lw, lt, kv.layer(il), c.norm_eps, c.ffn_act, shape, pos0);
     }
     if (n_logits > 0) {
         const Tensor x_last = x.columns(T - n_logits, n_logits);

@@ -93,6 +93,8 @@ WebGpuBackend::WebGpuBackend(const WebGpuOptions & options)
     if (guard && std::string_view(guard) == "0") pipelines_.set_constant("DF_GUARD", 0.0);
     const char * fuse = std::getenv("TERN_WEBGPU_FUSE");
     fuse_norms_ = !(fuse && std::string_view(fuse) == "0");
+    const char * layer = std::getenv("TERN_WEBGPU_LAYER");
+    layer_kernel_      = layer && std::string_view(layer) == "1";
     probe_numerics();
 }
 
@@ -189,20 +191,17 @@ WebGpuBackend::DataflowChain WebGpuBackend::dataflow_chain(uint32_t n_phases, ui
     write(flow.tensor, zeros.data(), zeros.size() * 4);
     const PipelineKey key{"dataflow_chain", "wu", {}};
     const WGPUBuffer  bufs[] = {gpu_buffer(flow.tensor)};
-    uint32_t          tickets = 0;
     double            seconds = 0;
     for (int rep = -1; rep < reps; ++rep) {
         const uint32_t tag = static_cast<uint32_t>(rep + 2);  // 1.. (0 is the zeroed buffer's)
         const auto     t0  = std::chrono::steady_clock::now();
         if (one_dispatch) {
-            const uint32_t params[4] = {tickets, tag, 0, blocks};
+            const uint32_t params[4] = {n_phases * blocks, tag, 0, blocks};
             step_->dispatch(key, bufs, params, sizeof params, n_phases * blocks);
-            tickets += n_phases * blocks;
         } else {
             for (uint32_t q = 0; q < n_phases; ++q) {
-                const uint32_t params[4] = {tickets, tag, q, blocks};
+                const uint32_t params[4] = {blocks, tag, q, blocks};
                 step_->dispatch(key, bufs, params, sizeof params, blocks);
-                tickets += blocks;
             }
         }
         step_->flush();

@@ -7,6 +7,7 @@
 #include "backend/webgpu/webgpu_step.h"
 #include "backend/webgpu/webgpu_weights.h"
 
+#include <array>
 #include <map>
 #include <memory>
 #include <optional>
@@ -46,6 +47,9 @@ public:
 class GpuNorm : public Weight {
 public:
     std::unique_ptr<GpuBuffer> buffer;  // [n_cols] f32
+    // On a layer's attn_norm: the layer's four norms side by side for layer_decode.wgsl, made on
+    // first use (WebGpuBackend::layer_norms).
+    mutable std::unique_ptr<GpuBuffer> layer_norms;
 };
 
 class GpuTable : public Weight {
@@ -100,6 +104,8 @@ public:
     void norm_qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const QuantizedActs & a,
                                  const Tensor & x, const Weight & norm, float eps, const AttentionShape & shape,
                                  int64_t pos0) override;
+    void transformer_layer(const LayerWeights & w, const LayerTensors & t, const KvLayer & kv, float eps,
+                           FfnActivation act, const AttentionShape & shape, int64_t pos0) override;
     void norm_lm_head(const Tensor & logits, const Weight & head, const Tensor & h, const Tensor & x,
                       const Weight & norm, float eps, bool round_input_f16, const Tensor & ids) override;
     void norm_lm_head_argmax(const Tensor & ids, const Tensor & logits, const Weight & head, const Tensor & h,
@@ -138,6 +144,13 @@ public:
         double             us_per_phase = 0;
     };
     DataflowChain dataflow_chain(uint32_t n_phases, uint32_t blocks, bool one_dispatch, int reps);
+
+    // One dispatch per decoded layer (layer_decode.wgsl) instead of five: off by default (slower on
+    // an H200: 351 vs 452 tokens/s, see the README), on with $TERN_WEBGPU_LAYER=1 or this setter.
+    void set_layer_kernel(bool on) { layer_kernel_ = on; }
+    // layer_decode.wgsl's error flag: non-zero when a poll gave up (its values were garbage). Waits.
+    uint32_t layer_flow_error();
+    int64_t  layer_dispatches() const { return layer_dispatches_; }
 
 private:
     // Runs numerics_probe.wgsl and sets the FMA_FUSED override of every pipeline.
@@ -188,6 +201,11 @@ private:
     bool try_decode_qkv(const Tensor & q, const KvLayer & kv, const GpuLinear & w, const QuantizedActs & a,
                         const Tensor * x, const Weight * norm, float eps, const AttentionShape & shape, int64_t pos0);
     uint32_t attention_score_slots(uint32_t tile_words) const;
+    // One token's whole layer as one dispatch (webgpu_layer.cpp, layer_decode.wgsl); false when it
+    // does not apply (then the five kernels run).
+    bool try_decode_layer(const LayerWeights & w, const LayerTensors & t, const KvLayer & kv, float eps,
+                          FfnActivation act, const AttentionShape & shape, int64_t pos0);
+    const GpuBuffer & layer_norms(const LayerWeights & w);
     // The decode LM head (F16 table, one token); returns false when it does not apply.
     // argmax_only: f32 sums + bounds for argmax_exact.wgsl (norm_lm_head_argmax), logits not exact.
     bool try_decode_head(const Tensor & logits, const GpuTable & head, const Tensor & h_or_x, const GpuNorm * norm,
@@ -198,6 +216,7 @@ private:
     std::shared_ptr<StepEncoder> step_;
     bool          dot4_native_ = true;
     bool          fuse_norms_  = true;  // $TERN_WEBGPU_FUSE=0 turns the fused decode prologues off
+    bool          layer_kernel_ = false;  // $TERN_WEBGPU_LAYER=1 (set_layer_kernel)
     // The decode LM head also writes the argmax's first stage (chunk winners of 64 rows) for the
     // logits it produced; argmax() right after it only runs the final stage.
     struct HeadPartials {
@@ -213,6 +232,10 @@ private:
     std::unique_ptr<GpuBuffer>                     argmax_partial_;  // argmax chunk winners [T][n_chunks]
     std::unique_ptr<GpuBuffer>                     exact_partial_;   // argmax_exact.wgsl winners [groups]
     std::unique_ptr<GpuBuffer>                     qkv_scratch_;  // prefill [q; k; v] products [N, T] f32
+    std::unique_ptr<GpuBuffer>                     flow_;         // layer_decode.wgsl's lib/dataflow.wgsl words
+    uint32_t                                       flow_tag_ = 0; // the last layer dispatch's tag
+    std::array<uint32_t, 7>                        flow_done_{};  // its completion counters' values
+    int64_t                                        layer_dispatches_ = 0;
 };
 
 // The GPU buffer behind a tensor (asserts it came from a WebGPU backend).

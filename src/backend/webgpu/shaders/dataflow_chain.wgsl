@@ -9,7 +9,7 @@
 // #include "lib/dataflow.wgsl"
 
 struct Params {
-    ticket_base: u32,
+    n_tickets: u32,
     tag: u32,
     phase0: u32,
     blocks: u32,
@@ -18,7 +18,7 @@ struct Params {
 @group(0) @binding(0) var<storage, read_write> flow: array<atomic<u32>>;
 @group(0) @binding(1) var<uniform> p: Params;
 
-const WG: u32 = 64u;
+override WG: u32 = 64u;
 var<workgroup> red: array<f32, WG>;
 
 @compute @workgroup_size(WG)

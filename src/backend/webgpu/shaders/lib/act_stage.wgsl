@@ -21,14 +21,22 @@ var<workgroup> stage_max: array<f32, WG>;
 // Fills `acts` with the k activations (every invocation must call it: it has barriers) and
 // returns the activation scale.
 fn stage_activations(lid: u32, k: u32) -> f32 {
-    let n_words = k / 4u;
-    if (!NORM) {
-        for (var j = lid; j < n_words; j += WG) {
-            acts[j / 4u][j % 4u] = stage_qword(j);
-        }
-        workgroupBarrier();
-        return stage_qscale();
+    if (NORM) { return stage_norm_quant(lid, k); }
+    return stage_copy(lid, k);
+}
+
+// The int8 words as they are (!NORM).
+fn stage_copy(lid: u32, k: u32) -> f32 {
+    for (var j = lid; j < k / 4u; j += WG) {
+        acts[j / 4u][j % 4u] = stage_qword(j);
     }
+    workgroupBarrier();
+    return stage_qscale();
+}
+
+// The fused prologue (NORM).
+fn stage_norm_quant(lid: u32, k: u32) -> f32 {
+    let n_words = k / 4u;
 
     // x in registers (issued first so the loads overlap), squares summed in double-float.
     var xs: array<vec4<f32>, 8>;
