@@ -69,8 +69,9 @@ TEST(WebGpuShaders, EveryEmbeddedShaderCompilesAndMakesAPipeline) {
         {"argmax_partial", "rwu"},    {"argmax_final", "rwu"},  {"bitlinear_decode", "rrrwu"},
         {"bitlinear_decode_nodp4", "rrrwu"}, {"gate_up_decode", "rrrwu"}, {"gate_up_decode_nodp4", "rrrwu"},
         {"qkv_rope_decode", "rrrrwwwu"}, {"qkv_rope_decode_nodp4", "rrrrwwwu"}, {"numerics_check", "rrrwu"},
-        {"copy_bandwidth", "rwu"},    {"argmax_exact", "rrrrrwu"}, {"dataflow_chain", "wu"},
-        {"layer_decode", "rrrrrrwwwwu"}, {"layer_decode_nodp4", "rrrrrrwwwwu"}};
+        {"copy_bandwidth", "rwu"},    {"argmax_exact", "rrrrrwu"}, {"attention_prefill_scores", "rrwu"},
+        {"attention_prefill_softmax", "wu"}, {"attention_prefill_pv", "rrwwu"}, {"attention_prefill_combine", "rwu"},
+        {"dataflow_chain", "wu"}, {"layer_decode", "rrrrrrwwwwu"}, {"layer_decode_nodp4", "rrrrrrwwwwu"}};
     for (const auto & [name, sig] : signatures) {
         SCOPED_TRACE(name);
         EXPECT_NO_THROW(cache.pipeline(PipelineKey{name, sig, {}}));

@@ -87,6 +87,7 @@ WebGpuBackend::WebGpuBackend(const WebGpuOptions & options)
     : ctx_(device_options(options)), pipelines_(ctx_), step_(std::make_shared<StepEncoder>(ctx_, pipelines_)) {
     const char * no_dp4 = std::getenv("TERN_WEBGPU_NO_DP4");
     dot4_native_ = ctx_.features().dot4_i8_packed && !options.emulate_dot4 && !(no_dp4 && std::string_view(no_dp4) == "1");
+    attn_scratch_budget_ = options.attention_scratch_bytes;
     // $TERN_WEBGPU_DF_GUARD=0 drops the guards of the error-free transformations (lib/numerics.wgsl),
     // to measure what they cost; results may then differ from the CPU in the last bits.
     const char * guard = std::getenv("TERN_WEBGPU_DF_GUARD");

@@ -19,6 +19,9 @@ struct WebGpuOptions {
     int64_t timeout_ms        = 0;      // per wait; 0: $TERN_WEBGPU_TIMEOUT_MS or 120 s
     // Use the emulated dot4 kernels even when dot4I8Packed is there ($TERN_WEBGPU_NO_DP4=1 too).
     bool    emulate_dot4      = false;
+    // Most bytes of the prompt-attention score buffer (longer prompts x caches run in token chunks);
+    // 0: 128 MiB (or the adapter's binding limit).
+    int64_t attention_scratch_bytes = 0;
 
     static bool webgpu_allow_cpu_from_env();
 };

@@ -171,6 +171,10 @@ private:
     bool prefill_gate_up(const Tensor & f, const Weight & w_gate_up, const QuantizedActs & a, FfnActivation act);
     bool prefill_qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const QuantizedActs & a,
                                     const AttentionShape & shape, int64_t pos0);
+    // Prompt attention through attention_prefill_*.wgsl (webgpu_attention_prefill.cpp); false when
+    // attention.wgsl should run (few query tokens).
+    bool prefill_attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
+                           int64_t pos0);
     // One ternary_gemm.wgsl dispatch into y (f32 elements at y_offset, y_stride per token); n_out
     // outputs (gate/up pairs when gate_up); last_param: accumulate / activation.
     void encode_gemm(WGPUBuffer y, uint32_t y_offset, uint32_t y_stride, const GpuLinear & w, const QuantizedActs & a,
@@ -236,6 +240,9 @@ private:
     uint32_t                                       flow_tag_ = 0; // the last layer dispatch's tag
     std::array<uint32_t, 7>                        flow_done_{};  // its completion counters' values
     int64_t                                        layer_dispatches_ = 0;
+    std::unique_ptr<GpuBuffer>                     attn_scores_;  // prompt attention scores / probabilities
+    std::unique_ptr<GpuBuffer>                     attn_part_;    // prompt attention segment sums
+    int64_t                                        attn_scratch_budget_ = 0;  // WebGpuOptions::attention_scratch_bytes
 };
 
 // The GPU buffer behind a tensor (asserts it came from a WebGPU backend).

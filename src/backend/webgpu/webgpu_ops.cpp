@@ -214,6 +214,7 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
                                             static_cast<long long>(hd)),
              "use --backend cpu for this model");
     }
+    if (prefill_attention(out, q, kv, s, pos0)) return;  // many tokens: webgpu_attention_prefill.cpp
     const size_t k_el = kv.k.type == DType::f16 ? 2 : 4;
     const size_t v_el = kv.v.type == DType::f16 ? 2 : 4;
     struct {

@@ -1,0 +1,48 @@
+// attention_prefill_combine: the last prompt-attention kernel when attention_prefill_pv.wgsl split
+// positions into segments: adds each output's segment sums in segment order (double-float) and
+// rounds once,
+//   out[t][h][d] = (float)(part[0] + part[1] + ... + part[n - 1])    (r = t G + j, h = kvh G + j)
+// where n is the number of segments of row r's row block (BR rows, the same formula as the P·V
+// kernel); rows of blocks with one segment were written by attention_prefill_pv.wgsl itself.
+//
+//   part: [n_seg][n_head_kv][T G][hd] (hi, lo) f32 pairs   out: [n_head hd, T] f32
+// Bindings: 0 part (read), 1 out (read_write), 2 params (uniform)
+// Dispatch: (ceil(T G hd / WG), n_head_kv, 1), one thread per output.
+
+// #include "lib/numerics.wgsl"
+
+override WG: u32 = 256u;
+override BR: u32 = 32u;  // attention_prefill_pv.wgsl's rows per workgroup
+
+struct Params {
+    head_dim: u32,
+    group: u32,       // G = n_head / n_head_kv
+    n_rows: u32,      // T G
+    n_head_kv: u32,
+    pos0: u32,        // position of token 0
+    seg_len: u32,     // positions per segment
+    out_offset: u32,  // f32 index of out[0, 0]
+    out_stride: u32,  // f32 elements between tokens of out
+    rn_zero: u32,     // 0, filled by the encoder (lib/numerics.wgsl)
+}
+
+@group(0) @binding(0) var<storage, read> part: array<vec2<f32>>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<uniform> p: Params;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let hd  = p.head_dim;
+    let i   = gid.x;  // r hd + d
+    let kvh = gid.y;
+    if (i >= p.n_rows * hd) { return; }
+    let r       = i / hd;
+    let n_block = p.pos0 + (min(r / BR * BR + BR, p.n_rows) - 1u) / p.group + 1u;
+    let n_seg   = (n_block + p.seg_len - 1u) / p.seg_len;
+    if (n_seg == 1u) { return; }
+    let slice = p.n_head_kv * p.n_rows * hd;  // elements per segment
+    var acc = part[kvh * p.n_rows * hd + i];
+    for (var s = 1u; s < n_seg; s++) { acc = df_add(acc, part[s * slice + kvh * p.n_rows * hd + i]); }
+    let h = kvh * p.group + r % p.group;
+    out[p.out_offset + (r / p.group) * p.out_stride + h * hd + i % hd] = df_to_f32(acc);
+}

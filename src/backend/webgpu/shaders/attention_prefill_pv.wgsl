@@ -1,0 +1,171 @@
+// attention_prefill_pv: the third prompt-attention kernel (webgpu_attention_prefill.cpp), the output
+//   out[t][h][d] = sum_pos prob[kvh][r][pos] v[pos][kvh hd + d]     (r = t G + j, h = kvh G + j)
+// over the positions row r sees (0 .. pos0 + t), with the probabilities of
+// attention_prefill_softmax.wgsl. attention.wgsl's numerics: products of two f16 values are exact
+// in f32 (an f32 cache takes two_prod), sums in double-float, rounded to f32 once. Positions are
+// added in increasing order, within a segment and then segment by segment
+// (attention_prefill_combine.wgsl): a double-float sum carries ~48 bits, so the rounded result is
+// the same for any order short of a 2^-48 knife edge, which attention.wgsl already accepts.
+//
+//   probs: [n_head_kv][T G][ld] f32   v_cache: [n_head_kv hd, n_ctx] f16 pairs or f32 (u32 words)
+//   out: [n_head hd, T] f32
+//   part: the double-float sums of each segment, [n_seg][n_head_kv][T G][hd] (hi, lo) f32 pairs
+// Bindings: 0 probs (read), 1 v_cache (read), 2 out (read_write), 3 part (read_write), 4 params
+// Dispatch: (n_head_kv ceil(hd / BD), ceil(T G / BR), n_seg). A workgroup owns BR rows x BD
+// dimensions of one KV head over the positions [seg seg_len, (seg + 1) seg_len) (segments split the
+// long rows of a causal prompt so that workgroups get similar work). A row block whose positions
+// fit in one segment writes `out`; one with several writes each segment's sums to `part`, and
+// segments past the block's last position do nothing. Row blocks run from the last (longest) one
+// down, so the longest workgroups start first. Per chunk of PC positions:
+//   1. the chunk's probabilities (4 rows per vec4; zero where a row may not see the position) and
+//      V rows (4 dimensions per vec4) are loaded coalesced and stored to workgroup memory, the
+//      probability rows padded (BR / 4 + 1 vec4s) so the transposing stores do not collide;
+//   2. thread (tr, td) keeps the double-float sums of rows 4 tr .. 4 tr + 3 (the G heads of one
+//      token when G = 4) x dimensions 4 td .. 4 td + 3: per position, 2 vec4 loads feed 16 products.
+//      Positions every row of the thread sees skip the causal test; the few that only some rows see
+//      (G < 4) select per row, so a masked product (0 x v, NaN for an infinite v) is never added.
+
+// #include "lib/numerics.wgsl"
+
+const TI = 4u;  // rows per thread
+const TJ = 4u;  // dimensions per thread
+
+override V_F16: bool = true;
+override BR: u32 = 32u;            // rows per workgroup (a multiple of TI)
+override BD: u32 = 64u;            // dimensions per workgroup (a multiple of TJ)
+override PC: u32 = 32u;            // positions per staged chunk
+override NR: u32 = BR / TI;        // threads along rows
+override ND: u32 = BD / TJ;        // threads along dimensions
+override WG: u32 = NR * ND;
+override LDP: u32 = BR / 4u + 1u;  // vec4s per staged position of probabilities (one of padding)
+
+struct Params {
+    head_dim: u32,
+    group: u32,       // G = n_head / n_head_kv
+    n_rows: u32,      // T G
+    pos0: u32,        // position of token 0
+    n_pos: u32,       // pos0 + T
+    n_embd_kv: u32,   // cache elements per position
+    v_offset: u32,    // element index of v_cache[0, 0]
+    ld: u32,          // f32 elements between probability rows
+    seg_len: u32,     // positions per segment (a multiple of PC when rows are split)
+    n_head_kv: u32,
+    out_offset: u32,  // f32 index of out[0, 0]
+    out_stride: u32,  // f32 elements between tokens of out
+    rn_zero: u32,     // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
+}
+
+@group(0) @binding(0) var<storage, read> probs: array<f32>;
+@group(0) @binding(1) var<storage, read> v_cache: array<u32>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(3) var<storage, read_write> part: array<vec2<f32>>;
+@group(0) @binding(4) var<uniform> p: Params;
+
+var<workgroup> p_tile: array<vec4<f32>, PC * LDP>;       // [position][row / 4], padded
+var<workgroup> v_tile: array<vec4<f32>, PC * (BD / 4u)>;  // [position][dimension / 4]
+
+// acc + a * b in double-float: a * b is exact when both are f16 values.
+fn mac(acc: vec2<f32>, a: f32, b: f32) -> vec2<f32> {
+    if (V_F16) { return df_add_f(acc, a * b); }
+    return df_fma(acc, a, b);
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
+    let hd  = p.head_dim;
+    let ndb = (hd + BD - 1u) / BD;
+    let kvh = wid.x / ndb;
+    let d0  = (wid.x % ndb) * BD;
+    let r0  = (nwg.y - 1u - wid.y) * BR;
+    let seg = wid.z;
+    let tr  = lid / ND;
+    let td  = lid % ND;
+
+    // Positions of this workgroup: its segment, up to what the block's last token sees.
+    let n_block = p.pos0 + (min(r0 + BR, p.n_rows) - 1u) / p.group + 1u;
+    let n_seg   = (n_block + p.seg_len - 1u) / p.seg_len;  // segments of this row block
+    if (seg >= n_seg) { return; }                            // (uniform)
+    let s0 = seg * p.seg_len;
+    let s1 = min(s0 + p.seg_len, n_block);
+    // Positions below n_lo are seen by all four rows of the thread, below n_hi by its last one
+    // (rows past T G take the last row's edge: their probabilities are staged as zeros).
+    let n_lo = p.pos0 + min(r0 + TI * tr, p.n_rows - 1u) / p.group + 1u;
+    let n_hi = p.pos0 + min(r0 + TI * tr + TI - 1u, p.n_rows - 1u) / p.group + 1u;
+    var n_see: array<u32, 4>;  // per row of the thread
+    for (var i = 0u; i < TI; i++) {
+        n_see[i] = p.pos0 + min(r0 + TI * tr + i, p.n_rows - 1u) / p.group + 1u;
+    }
+
+    var acc: array<vec2<f32>, 16>;  // [i * TJ + j]
+    for (var e = 0u; e < TI * TJ; e++) { acc[e] = vec2<f32>(0.0, 0.0); }
+
+    for (var c0 = s0; c0 < s1; c0 += PC) {
+        workgroupBarrier();  // the previous chunk is consumed
+        for (var e = lid; e < PC * (BR / 4u); e += WG) {
+            let pp  = e % PC;
+            let rq  = e / PC;
+            let pos = c0 + pp;
+            var v = vec4<f32>(0.0);
+            for (var i = 0u; i < 4u; i++) {
+                let r = r0 + 4u * rq + i;
+                if (r < p.n_rows && pos <= p.pos0 + r / p.group) {
+                    v[i] = probs[(kvh * p.n_rows + r) * p.ld + pos];
+                }
+            }
+            p_tile[pp * LDP + rq] = v;
+        }
+        for (var e = lid; e < PC * (BD / 4u); e += WG) {
+            let pp  = e / (BD / 4u);
+            let c   = e % (BD / 4u);
+            let pos = c0 + pp;
+            let d   = d0 + 4u * c;
+            var v = vec4<f32>(0.0);
+            if (pos < p.n_pos && d < hd) {
+                let vi = p.v_offset + pos * p.n_embd_kv + kvh * hd + d;  // element index
+                if (V_F16) {
+                    v = vec4<f32>(unpack2x16float(v_cache[vi / 2u]), unpack2x16float(v_cache[vi / 2u + 1u]));
+                } else {
+                    v = vec4<f32>(bitcast<f32>(v_cache[vi]), bitcast<f32>(v_cache[vi + 1u]),
+                                  bitcast<f32>(v_cache[vi + 2u]), bitcast<f32>(v_cache[vi + 3u]));
+                }
+            }
+            v_tile[pp * (BD / 4u) + c] = v;
+        }
+        workgroupBarrier();
+        let n_all = select(0u, min(PC, n_lo - c0), n_lo > c0);
+        let n_any = select(0u, min(PC, n_hi - c0), n_hi > c0);
+        for (var pp = 0u; pp < n_all; pp++) {
+            let pv = p_tile[pp * LDP + tr];
+            let vv = v_tile[pp * (BD / 4u) + td];
+            for (var i = 0u; i < TI; i++) {
+                for (var j = 0u; j < TJ; j++) { acc[i * TJ + j] = mac(acc[i * TJ + j], pv[i], vv[j]); }
+            }
+        }
+        for (var pp = n_all; pp < n_any; pp++) {
+            let pv = p_tile[pp * LDP + tr];
+            let vv = v_tile[pp * (BD / 4u) + td];
+            for (var i = 0u; i < TI; i++) {
+                let seen = c0 + pp < n_see[i];
+                for (var j = 0u; j < TJ; j++) {
+                    acc[i * TJ + j] = select(acc[i * TJ + j], mac(acc[i * TJ + j], pv[i], vv[j]), seen);
+                }
+            }
+        }
+    }
+
+    for (var i = 0u; i < TI; i++) {
+        let r = r0 + TI * tr + i;
+        if (r >= p.n_rows) { continue; }
+        for (var j = 0u; j < TJ; j++) {
+            let d = d0 + TJ * td + j;
+            if (d >= hd) { continue; }
+            if (n_seg > 1u) {
+                part[((seg * p.n_head_kv + kvh) * p.n_rows + r) * hd + d] = acc[i * TJ + j];
+            } else {
+                let h = kvh * p.group + r % p.group;
+                out[p.out_offset + (r / p.group) * p.out_stride + h * hd + d] = df_to_f32(acc[i * TJ + j]);
+            }
+        }
+    }
+}

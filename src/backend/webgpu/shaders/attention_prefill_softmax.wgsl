@@ -1,0 +1,66 @@
+// attention_prefill_softmax: the second prompt-attention kernel (webgpu_attention_prefill.cpp). Turns
+// each row of scores written by attention_prefill_scores.wgsl into probabilities, in place, with
+// attention.wgsl's numerics (the CPU's order of operations):
+//   mx = max_pos s,  e = exp_rn(s - mx),  sum = sum_pos e (double-float),  inv = (float)(1 / sum),
+//   prob = e * inv, rounded to f16 with an f16 V cache.
+// Row r of KV head kvh (token t = r / G) holds positions 0 .. pos0 + t; nothing past them is touched.
+//
+//   scores: [n_head_kv][T G][ld] f32 (read and written)
+// Bindings: 0 scores (read_write), 1 params (uniform)
+// Dispatch: (T G, n_head_kv, 1). One workgroup per row; thread i takes positions i, i + WG, ...;
+// max and sum are tree reductions. Each thread re-reads only what it wrote itself.
+
+// #include "lib/numerics.wgsl"
+
+override WG: u32 = 64u;  // a power of two
+override V_F16: bool = true;
+
+struct Params {
+    group: u32,    // G = n_head / n_head_kv
+    n_rows: u32,   // T G
+    pos0: u32,     // position of token 0
+    ld: u32,       // f32 elements between score rows
+    rn_zero: u32,  // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
+}
+
+@group(0) @binding(0) var<storage, read_write> scores: array<f32>;
+@group(0) @binding(1) var<uniform> p: Params;
+
+var<workgroup> red_max: array<f32, WG>;
+var<workgroup> red_sum: array<vec2<f32>, WG>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let r    = wid.x;
+    let base = (wid.y * p.n_rows + r) * p.ld;
+    let n    = p.pos0 + r / p.group + 1u;  // causal: positions 0 ..= pos0 + t
+
+    var m = bitcast<f32>(0xff7fffffu);  // -FLT_MAX, as attention.wgsl
+    for (var i = lid; i < n; i += WG) { m = max(m, scores[base + i]); }
+    red_max[lid] = m;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (lid < s) { red_max[lid] = max(red_max[lid], red_max[lid + s]); }
+        workgroupBarrier();
+    }
+    let mx = red_max[0];
+
+    var acc = vec2<f32>(0.0, 0.0);
+    for (var i = lid; i < n; i += WG) {
+        let e = exp_rn(scores[base + i] - mx);
+        scores[base + i] = e;
+        acc = df_add_f(acc, e);
+    }
+    red_sum[lid] = acc;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (lid < s) { red_sum[lid] = df_add(red_sum[lid], red_sum[lid + s]); }
+        workgroupBarrier();
+    }
+    let inv = df_recip(red_sum[0]);
+
+    for (var i = lid; i < n; i += WG) {
+        let pr = scores[base + i] * inv;
+        scores[base + i] = select(pr, round_f16(pr), V_F16);
+    }
+}

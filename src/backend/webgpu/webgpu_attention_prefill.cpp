@@ -1,0 +1,173 @@
+// Prompt attention: from k_attn_prefill_min_tokens query tokens on, attention() takes these kernels
+// instead of attention.wgsl (one workgroup per query and head, which reads the whole K/V prefix
+// from global memory for every query):
+//   1. attention_prefill_scores.wgsl: scale q·k for every (query row, position) a row may see, as
+//      64 x 64 GEMM tiles whose K rows are staged once per 64 query rows (16 tokens x the 4 query
+//      heads of a KV head for BitNet 2B4T), into a scratch buffer [n_head_kv][T G][ld] f32;
+//   2. attention_prefill_softmax.wgsl: max, exp, sum and probabilities of each row, in place;
+//   3. attention_prefill_pv.wgsl: probabilities x V as 32-row x 64-dimension tiles, V rows staged
+//      once per 32 query rows; when that makes too few workgroups (a short prompt over a long
+//      cache) the long rows are split into segments of positions and
+//   4. attention_prefill_combine.wgsl adds the segments' double-float sums.
+// 3 or 4 dispatches per layer instead of 1; on an H200 they take ~15 ms of a pp512 of 2B4T where
+// attention.wgsl took ~51 ms (README.md).
+// Same numerics as attention.wgsl (and so as the CPU): the same products, double-float sums rounded
+// once, mul_rn scaling, exp_rn, df_recip, f16 rounding of q and of the probabilities. The terms of a
+// sum are added in another order; a double-float sum carries ~48 bits, so the f32 result is the same
+// short of a 2^-48 knife edge (what attention.wgsl, which adds in yet another order, relies on).
+// Long prompts over long caches run in token chunks so that the score buffer stays within a budget.
+#include "backend/webgpu/webgpu_backend_impl.h"
+
+#include "core/error.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace tern {
+namespace {
+
+// Query tokens from which the prefill kernels are used. Below it attention.wgsl has enough
+// workgroups (n_head per token) and the tiles would be mostly empty. $TERN_WEBGPU_ATTN_PREFILL_MIN_TOKENS
+// overrides it (both paths give the same results, so it only moves time).
+constexpr int64_t k_attn_prefill_min_tokens = 16;
+
+// Score buffer budget when WebGpuOptions::attention_scratch_bytes is 0: 20 heads x 512 tokens x
+// 3200 positions fit in one chunk.
+constexpr int64_t k_attn_scratch_bytes = int64_t{128} << 20;
+
+// P·V rows per workgroup (8 tokens x 4 heads for 2B4T: 640 workgroups per layer at pp512, the
+// longest first). Measured on an H200 at pp512: 48.2 ms per prompt, 49-50 ms with 64 rows.
+constexpr uint32_t k_pv_rows = 32;
+
+// Workgroups the P·V step aims for when it splits long rows into segments, for short prompts over
+// long caches (a split costs a combine dispatch and 8 bytes per output per segment, written and
+// read; at pp512 on an H200 splitting into 512 or 1024 workgroups measured no faster than none).
+constexpr int64_t k_pv_target_workgroups = 256;
+
+int64_t env_int(const char * name, int64_t fallback) {
+    const char * env = std::getenv(name);
+    return env && *env ? std::atoll(env) : fallback;
+}
+
+int64_t round_up64(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+}  // namespace
+
+bool WebGpuBackend::prefill_attention(const Tensor & out, const Tensor & q, const KvLayer & kv,
+                                      const AttentionShape & s, int64_t pos0) {
+    static const int64_t min_tokens = std::max<int64_t>(2, env_int("TERN_WEBGPU_ATTN_PREFILL_MIN_TOKENS",
+                                                                   k_attn_prefill_min_tokens));
+    // Tuning aids: P·V rows per workgroup (32 or 64), its workgroup target (0: never split), the
+    // softmax's threads per row.
+    static const uint32_t pv_rows   = env_int("TERN_WEBGPU_ATTN_PV_ROWS", k_pv_rows) == 64 ? 64u : 32u;
+    static const int64_t  pv_target = std::max<int64_t>(0, env_int("TERN_WEBGPU_ATTN_PV_WGS", k_pv_target_workgroups));
+    static const double   sm_wg     = static_cast<double>(
+        floor_pow2(static_cast<uint64_t>(std::clamp<int64_t>(env_int("TERN_WEBGPU_ATTN_SOFTMAX_WG", 64), 32, 256))));
+    const int64_t n_tok = q.ne[1];
+    const int64_t hd    = s.head_dim;
+    if (n_tok < min_tokens || hd % 4 != 0 || hd > 256) return false;  // attention.wgsl (or its error)
+
+    const int64_t n_kv  = s.n_head_kv;
+    const int64_t group = s.n_head / n_kv;
+    const bool    k_f16 = kv.k.type == DType::f16;
+    const bool    v_f16 = kv.v.type == DType::f16;
+    const auto &  lim   = ctx_.limits();
+
+    // Tiles (attention_prefill_*.wgsl): scores 64 rows x 64 positions, DC dimensions staged at a
+    // time; P·V pv_rows rows x bd dimensions, PC positions at a time. Halved chunks where the
+    // device has less workgroup memory than they need (16 KiB is every device's minimum).
+    const uint64_t     wg_mem  = lim.maxComputeWorkgroupStorageSize;
+    constexpr uint32_t sc_rows = 64, sc_pos = 64;
+    const uint32_t dc = (sc_rows + sc_pos) * (32 / 4 + 1) * 16 <= wg_mem ? 32 : 16;
+    const uint32_t bd = hd <= 16 ? 16 : hd <= 32 ? 32 : 64;
+    auto pv_bytes = [&](uint32_t pc) { return uint64_t{pc} * (pv_rows / 4 + 1) * 16 + uint64_t{pc} * (bd / 4) * 16; };
+    const uint32_t pc = pv_bytes(32) <= wg_mem ? 32 : 16;
+    TERN_ASSERT((sc_rows + sc_pos) * (dc / 4 + 1) * 16 <= wg_mem && pv_bytes(pc) <= wg_mem,
+                "prompt attention tiles need more than %llu bytes of workgroup memory",
+                static_cast<unsigned long long>(wg_mem));
+
+    // Token chunks: the scores of a chunk, [n_head][tokens][ld] f32, within the budget (and the
+    // softmax's one workgroup per row within the dispatch limit).
+    const int64_t max_bytes = std::min<int64_t>(
+        {attn_scratch_budget_ > 0 ? attn_scratch_budget_ : k_attn_scratch_bytes,
+         static_cast<int64_t>(std::min<uint64_t>(lim.maxBufferSize, lim.maxStorageBufferBindingSize))});
+    const int64_t ld        = round_up64(pos0 + n_tok, 4);
+    const int64_t row_bytes = s.n_head * ld * 4;  // one token's scores
+    const int64_t chunk     = std::clamp<int64_t>(max_bytes / row_bytes, 1,
+                                                  std::min<int64_t>(n_tok, lim.maxComputeWorkgroupsPerDimension / group));
+    const size_t  need      = static_cast<size_t>(chunk * row_bytes);
+    if (!attn_scores_ || attn_scores_->size_bytes() < need) attn_scores_ = make_buffer(need, nullptr, "attention scores");
+
+    const size_t   k_el = k_f16 ? 2 : 4;
+    const size_t   v_el = v_f16 ? 2 : 4;
+    const uint32_t ndb  = ceil_div(hd, bd);
+    for (int64_t t0 = 0; t0 < n_tok; t0 += chunk) {
+        const int64_t  tc     = std::min(chunk, n_tok - t0);
+        const int64_t  p0     = pos0 + t0;  // position of the chunk's first token
+        const int64_t  n_rows = tc * group;
+        const uint32_t q_off  = gpu_offset(q, 4) + u32(t0 * q.ne[0]);
+        const uint32_t o_off  = gpu_offset(out, 4) + u32(t0 * out.ne[0]);
+
+        struct {
+            uint32_t head_dim, group, n_rows, pos0, n_pos, n_embd_kv, q_offset, q_stride, k_offset, ld;
+            float    scale;
+        } sp{u32(hd), u32(group), u32(n_rows), u32(p0), u32(p0 + tc), u32(kv.k.ne[0]), q_off, u32(q.ne[0]),
+             gpu_offset(kv.k, k_el), u32(ld), s.scale};
+        const PipelineKey sk{"attention_prefill_scores",
+                             "rrwu",
+                             {{{"K_F16", k_f16 ? 1.0 : 0.0},
+                               {"BR", static_cast<double>(sc_rows)},
+                               {"BP", static_cast<double>(sc_pos)},
+                               {"DC", static_cast<double>(dc)}}}};
+        const WGPUBuffer sb[] = {gpu_buffer(q), gpu_buffer(kv.k), attn_scores_->get()};
+        step_->dispatch(sk, sb, &sp, sizeof sp, ceil_div(p0 + tc, sc_pos), ceil_div(n_rows, sc_rows), u32(n_kv));
+
+        struct {
+            uint32_t group, n_rows, pos0, ld;
+        } mp{u32(group), u32(n_rows), u32(p0), u32(ld)};
+        const PipelineKey mk{"attention_prefill_softmax", "wu", {{{"WG", sm_wg}, {"V_F16", v_f16 ? 1.0 : 0.0}}}};
+        const WGPUBuffer  mb[] = {attn_scores_->get()};
+        step_->dispatch(mk, mb, &mp, sizeof mp, u32(n_rows), u32(n_kv));
+
+        // Segments: positions per P·V workgroup such that the causal triangle makes about pv_target
+        // workgroups of similar work (the longest row blocks split the most); none when one segment
+        // holds every row block or pv_target is 0. Whole chunks of pc positions.
+        const int64_t n_blocks = ceil_div(n_rows, pv_rows);
+        const int64_t n_max    = p0 + tc;  // positions the chunk's last token sees
+        int64_t       work     = 0;        // positions summed by all workgroups of one (kvh, dimension block)
+        for (int64_t b = 0; b < n_blocks; ++b) work += p0 + (std::min((b + 1) * pv_rows, n_rows) - 1) / group + 1;
+        const int64_t part_seg = n_kv * n_rows * hd * 8;                       // bytes of one segment's sums
+        const int64_t max_segs = std::max<int64_t>(1, max_bytes / part_seg);  // within the budget
+        int64_t seg_len = pv_target > 0 ? round_up64((work * n_kv * ndb + pv_target - 1) / pv_target, pc) : n_max;
+        seg_len = std::max(seg_len, round_up64((n_max + max_segs - 1) / max_segs, pc));
+        const int64_t n_seg = (n_max + seg_len - 1) / seg_len;  // of the longest row block
+        const size_t  part_bytes = n_seg > 1 ? static_cast<size_t>(n_seg * part_seg) : 16;
+        if (!attn_part_ || attn_part_->size_bytes() < part_bytes) {
+            attn_part_ = make_buffer(part_bytes, nullptr, "attention segment sums");
+        }
+        struct {
+            uint32_t head_dim, group, n_rows, pos0, n_pos, n_embd_kv, v_offset, ld, seg_len, n_head_kv, out_offset,
+                out_stride;
+        } pp{u32(hd),    u32(group),   u32(n_rows),   u32(p0),  u32(p0 + tc),
+             u32(kv.v.ne[0]), gpu_offset(kv.v, v_el), u32(ld), u32(seg_len), u32(n_kv), o_off, u32(out.ne[0])};
+        const PipelineKey pk{"attention_prefill_pv",
+                             "rrwwu",
+                             {{{"V_F16", v_f16 ? 1.0 : 0.0},
+                               {"BR", static_cast<double>(pv_rows)},
+                               {"BD", static_cast<double>(bd)},
+                               {"PC", static_cast<double>(pc)}}}};
+        const WGPUBuffer pb[] = {attn_scores_->get(), gpu_buffer(kv.v), gpu_buffer(out), attn_part_->get()};
+        step_->dispatch(pk, pb, &pp, sizeof pp, u32(n_kv * ndb), u32(n_blocks), u32(n_seg));
+        if (n_seg == 1) continue;
+
+        struct {
+            uint32_t head_dim, group, n_rows, n_head_kv, pos0, seg_len, out_offset, out_stride;
+        } cp{u32(hd), u32(group), u32(n_rows), u32(n_kv), u32(p0), u32(seg_len), o_off, u32(out.ne[0])};
+        const PipelineKey ck{"attention_prefill_combine", "rwu", {{{"WG", 256}, {"BR", static_cast<double>(pv_rows)}}}};
+        const WGPUBuffer  cb[] = {attn_part_->get(), gpu_buffer(out)};
+        step_->dispatch(ck, cb, &cp, sizeof cp, ceil_div(n_rows * hd, 256), u32(n_kv));
+    }
+    return true;
+}
+
+}  // namespace tern

@@ -1,0 +1,190 @@
+// Prompt attention on the WebGPU backend (attention_prefill_*.wgsl, from 16 query tokens on): many
+// queries over long random caches with GQA, against the CPU reference and against attention.wgsl
+// run one token at a time. The tile edges are crossed on purpose: query rows (tokens x heads of a
+// KV head) and positions that are not multiples of 64, group sizes 1, 3 and 4 (with G = 3 a
+// thread's four rows straddle tokens and see different positions), head_dim 32, 64 and 128,
+// position segments (a short prompt over a long cache) and token chunks (a small score budget).
+// Random normal q, K and V make every permutation of heads, tokens, positions or dimensions show,
+// and the sums cancel enough that f32 sums (instead of double-float) would change the last bits.
+// Bit-exact on every adapter against attention.wgsl (same primitives, double-float sums) and against
+// the CPU backend's algorithm with a correctly rounded exp (exp_rn is, glibc's expf is not always);
+// against the CPU backend itself bit-exact with an f16 cache on a CPU adapter, else within the
+// harness's attention tolerance. Skipped without a WebGPU adapter.
+#include "backend/cpu/cpu_backend.h"
+#include "backend/webgpu/webgpu_backend.h"
+#include "core/dtype.h"
+#include "core/fp16.h"
+#include "quant/block_formats.h"
+#include "webgpu_test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace tern {
+namespace {
+
+struct Case {
+    int64_t n_head, n_head_kv, head_dim, pos0, T;
+};
+
+struct Inputs {
+    DType                cache;
+    std::vector<uint8_t> k, v;  // [n_kv, n_ctx] cache bytes
+    std::vector<float>   q;     // [n_q, T + 1]: the queries are columns 1 .. T
+};
+
+Inputs make_inputs(const Case & c, DType cache, uint32_t seed) {
+    std::mt19937  rng(seed);
+    auto          normal = [&](float sd) { return std::normal_distribution<float>(0.0f, sd)(rng); };
+    const int64_t n_kv = c.n_head_kv * c.head_dim, n_ctx = c.pos0 + c.T;
+    std::vector<float> k(static_cast<size_t>(n_kv * n_ctx)), v(k.size());
+    for (auto & x : k) x = normal(1.0f);
+    for (auto & x : v) x = normal(1.0f);
+    Inputs in{cache, std::vector<uint8_t>(dtype_tensor_bytes(cache, n_kv, static_cast<int64_t>(k.size()))), {}, {}};
+    in.v.resize(in.k.size());
+    quantize_row(cache, k.data(), in.k.data(), static_cast<int64_t>(k.size()));
+    quantize_row(cache, v.data(), in.v.data(), static_cast<int64_t>(v.size()));
+    in.q.resize(static_cast<size_t>(c.n_head * c.head_dim * (c.T + 1)));
+    for (auto & x : in.q) x = normal(2.0f);  // scores spread over a few units: peaked and flat rows
+    return in;
+}
+
+// The attention output of the T queries (pos0 .. pos0 + T - 1), computed `per_call` tokens at a time.
+std::vector<float> run(Backend & b, const Case & c, const Inputs & in, int64_t per_call) {
+    const int64_t        n_q = c.n_head * c.head_dim, n_kv = c.n_head_kv * c.head_dim, n_ctx = c.pos0 + c.T;
+    const AttentionShape shape{c.n_head, c.n_head_kv, c.head_dim, c.head_dim, 10000.0f,
+                               1.0f / std::sqrt(static_cast<float>(c.head_dim))};
+    auto kt = alloc_tensor(b, in.cache, {n_kv, n_ctx, 1, 1}, "k");
+    auto vt = alloc_tensor(b, in.cache, {n_kv, n_ctx, 1, 1}, "v");
+    auto qt = alloc_tensor(b, DType::f32, {n_q, c.T + 1, 1, 1}, "q");
+    auto ot = alloc_tensor(b, DType::f32, {n_q, c.T + 1, 1, 1}, "out");
+    b.write(kt.tensor, in.k.data(), in.k.size());
+    b.write(vt.tensor, in.v.data(), in.v.size());
+    b.write(qt.tensor, in.q.data(), in.q.size() * 4);
+    const std::vector<float> sentinel(static_cast<size_t>(n_q), -7.0f);
+    b.write(ot.tensor.columns(0, 1), sentinel.data(), sentinel.size() * 4);
+    for (int64_t t0 = 0; t0 < c.T; t0 += per_call) {
+        const int64_t n = std::min(per_call, c.T - t0);
+        b.attention(ot.tensor.columns(1 + t0, n), qt.tensor.columns(1 + t0, n), {kt.tensor, vt.tensor}, shape,
+                    c.pos0 + t0);
+    }
+    std::vector<float> out(static_cast<size_t>(n_q * (c.T + 1)));
+    b.read(ot.tensor, out.data(), out.size() * 4);
+    for (int64_t i = 0; i < n_q; ++i) EXPECT_EQ(out[static_cast<size_t>(i)], -7.0f) << "column 0 is outside the view";
+    return {out.begin() + n_q, out.end()};
+}
+
+// CpuBackend::attention's algorithm with a correctly rounded exp ((float) of the double exp; glibc's
+// expf is not correctly rounded for every input, exp_rn is).
+std::vector<float> reference(const Case & c, const Inputs & in) {
+    const int64_t hd = c.head_dim, n_q = c.n_head * hd, n_kv = c.n_head_kv * hd, n_ctx = c.pos0 + c.T;
+    std::vector<float> k(static_cast<size_t>(n_kv * n_ctx)), v(k.size()), out(static_cast<size_t>(n_q * c.T));
+    dequantize_row(in.cache, in.k.data(), k.data(), static_cast<int64_t>(k.size()));
+    dequantize_row(in.cache, in.v.data(), v.data(), static_cast<int64_t>(v.size()));
+    const bool  f16   = in.cache == DType::f16;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    for (int64_t t = 0; t < c.T; ++t) {
+        for (int64_t h = 0; h < c.n_head; ++h) {
+            const int64_t kvh = h / (c.n_head / c.n_head_kv), n = c.pos0 + t + 1;
+            const float * q   = in.q.data() + (t + 1) * n_q + h * hd;
+            std::vector<float> s(static_cast<size_t>(n));
+            float              mx = -INFINITY;
+            for (int64_t p = 0; p < n; ++p) {
+                double d = 0;
+                for (int64_t i = 0; i < hd; ++i) {
+                    d += static_cast<double>(f16 ? round_to_fp16(q[i]) : q[i]) * k[p * n_kv + kvh * hd + i];
+                }
+                s[p] = static_cast<float>(d) * scale;
+                mx   = std::max(mx, s[p]);
+            }
+            double sum = 0;
+            for (auto & x : s) sum += x = static_cast<float>(std::exp(static_cast<double>(x - mx)));
+            const float inv = static_cast<float>(1.0 / sum);
+            for (auto & x : s) x = f16 ? round_to_fp16(x * inv) : x * inv;
+            for (int64_t i = 0; i < hd; ++i) {
+                double o = 0;
+                for (int64_t p = 0; p < n; ++p) o += static_cast<double>(s[p]) * v[p * n_kv + kvh * hd + i];
+                out[t * n_q + h * hd + i] = static_cast<float>(o);
+            }
+        }
+    }
+    return out;
+}
+
+bool cpu_adapter() {
+    return test::shared_webgpu().backend->device_info().description.find(", CPU)") != std::string::npos;
+}
+
+// |got - want| <= tol (1 + |want|) everywhere; with tol = 0, the same bits.
+void expect_close(const std::vector<float> & got, const std::vector<float> & want, double tol, const char * what) {
+    ASSERT_EQ(got.size(), want.size()) << what;
+    size_t n_diff = 0, first = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+        const bool same = tol == 0 ? std::memcmp(&got[i], &want[i], 4) == 0
+                                   : std::fabs(got[i] - want[i]) <= tol * (1.0 + std::fabs(want[i]));
+        if (!same && n_diff++ == 0) first = i;
+    }
+    EXPECT_EQ(n_diff, 0u) << what << ": " << n_diff << " of " << got.size() << " differ, the first at " << first
+                          << " (" << got[first] << " vs " << want[first] << ")";
+}
+
+class WebGpuPromptAttention : public ::testing::TestWithParam<Case> {
+protected:
+    void SetUp() override { TERN_REQUIRE_WEBGPU(); }
+};
+
+TEST_P(WebGpuPromptAttention, MatchesTheCpuAndTheOneQueryKernel) {
+    const Case c   = GetParam();
+    auto       cpu = make_cpu_backend({1});
+    Backend &  gpu = *test::shared_webgpu().backend;
+    for (DType cache : {DType::f16, DType::f32}) {
+        SCOPED_TRACE(cache == DType::f16 ? "f16 cache" : "f32 cache");
+        const Inputs in        = make_inputs(c, cache, 7);
+        const auto   want      = run(*cpu, c, in, c.T);
+        const auto   prefill   = run(gpu, c, in, c.T);  // attention_prefill_*.wgsl
+        const auto   one_query = run(gpu, c, in, 1);    // attention.wgsl
+        expect_close(prefill, one_query, 0, "prefill kernels vs attention.wgsl");
+        expect_close(prefill, reference(c, in), 0, "prefill kernels vs the reference with exact exp");
+        // The CPU's expf is 1 ulp off for about one input in a thousand (as attention.wgsl sees it too):
+        // f16 probabilities absorb that, f32 ones carry it into the output.
+        expect_close(prefill, want, cpu_adapter() && cache == DType::f16 ? 0 : 2e-5, "prefill kernels vs CPU");
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, WebGpuPromptAttention,
+                         ::testing::Values(Case{8, 2, 128, 0, 100},    // BitNet's G = 4, partial tiles
+                                           Case{8, 2, 128, 300, 37},   // a prompt after a long prefix
+                                           Case{6, 2, 64, 40, 50},     // G = 3: rows straddle tokens
+                                           Case{2, 2, 32, 0, 70},      // G = 1, 32-dimension tiles
+                                           Case{4, 1, 64, 2500, 20}),  // few rows, long cache: segments
+                         [](const ::testing::TestParamInfo<Case> & p) {
+                             const Case & c = p.param;
+                             return "h" + std::to_string(c.n_head) + "_kv" + std::to_string(c.n_head_kv) + "_hd" +
+                                    std::to_string(c.head_dim) + "_pos" + std::to_string(c.pos0) + "_T" +
+                                    std::to_string(c.T);
+                         });
+
+// A score budget of a few tokens' rows: the prompt runs in token chunks (each at its own pos0).
+TEST(WebGpuPromptAttentionChunks, ASmallScoreBudgetGivesTheSameBits) {
+    TERN_REQUIRE_WEBGPU();
+    const Case    c{8, 2, 128, 60, 40};
+    WebGpuOptions o;
+    o.allow_cpu_adapter       = true;
+    o.attention_scratch_bytes = c.n_head * (c.pos0 + c.T) * 4 * 11;  // 11 tokens per chunk
+    auto         small = make_webgpu_backend(o);
+    auto         cpu   = make_cpu_backend({1});
+    const Inputs in    = make_inputs(c, DType::f16, 11);
+    const auto   got   = run(*small, c, in, c.T);
+    expect_close(got, run(*test::shared_webgpu().backend, c, in, c.T), 0, "chunked vs whole prompt");
+    expect_close(got, reference(c, in), 0, "chunked vs the reference with exact exp");
+    expect_close(got, run(*cpu, c, in, c.T), cpu_adapter() ? 0 : 2e-5, "chunked vs CPU");
+}
+
+}  // namespace
+}  // namespace tern
