@@ -113,6 +113,15 @@ public:
     // submit + queue idle.
     double measure_copy_bandwidth(size_t n_bytes) override;
 
+    // The prefill GEMM's tiling (ternary_gemm.wgsl): TM x TN results per thread, TR x TC threads.
+    struct GemmTiling {
+        uint32_t tm = 4, tn = 8, tr = 16, tc = 8;
+    };
+    // Forces one tiling for every prefill GEMM (tests; nullopt: the default choice, or
+    // $TERN_WEBGPU_GEMM_TILE). Returns false, and changes nothing, for a tiling the kernel or the
+    // device cannot run.
+    bool set_gemm_tiling(std::optional<GemmTiling> t);
+
     // What numerics_probe.wgsl found (set once by the constructor).
     struct Numerics {
         bool fma_fused     = true;
@@ -147,6 +156,8 @@ private:
     bool prefill_gate_up(const Tensor & f, const Weight & w_gate_up, const QuantizedActs & a, FfnActivation act);
     bool prefill_qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const QuantizedActs & a,
                                     const AttentionShape & shape, int64_t pos0);
+    // The tiling of a prefill GEMM of n_tok tokens (webgpu_prefill.cpp).
+    GemmTiling gemm_tiling(int64_t n_tok) const;
     // One ternary_gemm.wgsl dispatch into y (f32 elements at y_offset, y_stride per token); n_out
     // outputs (gate/up pairs when gate_up); last_param: accumulate / activation.
     void encode_gemm(WGPUBuffer y, uint32_t y_offset, uint32_t y_stride, const GpuLinear & w, const QuantizedActs & a,
@@ -202,6 +213,7 @@ private:
     std::unique_ptr<GpuBuffer>                     argmax_partial_;  // argmax chunk winners [T][n_chunks]
     std::unique_ptr<GpuBuffer>                     exact_partial_;   // argmax_exact.wgsl winners [groups]
     std::unique_ptr<GpuBuffer>                     qkv_scratch_;  // prefill [q; k; v] products [N, T] f32
+    std::optional<GemmTiling>                      gemm_tiling_;  // set_gemm_tiling()
 };
 
 // The GPU buffer behind a tensor (asserts it came from a WebGPU backend).
