@@ -62,9 +62,14 @@ enum : uint32_t {
     WGPU_ADAPTER_TYPE_CPU            = 0x3,
     WGPU_ADAPTER_TYPE_UNKNOWN        = 0x4,
 
-    WGPU_FEATURE_TIMESTAMP_QUERY = 0x09,
-    WGPU_FEATURE_SHADER_F16      = 0x0B,
-    WGPU_FEATURE_SUBGROUPS       = 0x12,
+    // Feature ids of this Dawn build (npm bun-webgpu-linux-x64 0.1.7), which predate the v1.0
+    // renumbering: requesting an id the adapter lacks fails with "Requested feature
+    // FeatureName::<name> is not supported", which is how these were read (0x0B and 0x12 are
+    // RG11B10UfloatRenderable and CoreFeaturesAndLimits here).
+    WGPU_FEATURE_TIMESTAMP_QUERY = 0x03,
+    WGPU_FEATURE_SHADER_F16      = 0x0A,
+    WGPU_FEATURE_SUBGROUPS       = 0x11,
+    WGPU_FEATURE_CHROMIUM_EXPERIMENTAL_SUBGROUP_MATRIX = 0x50037,  // Dawn only
 
     WGPU_WGSL_FEATURE_PACKED_4X8_INTEGER_DOT_PRODUCT = 0x2,
 

@@ -119,6 +119,15 @@ public:
     // submit + queue idle.
     double measure_copy_bandwidth(size_t n_bytes) override;
 
+    // The prefill GEMM's tiling (ternary_gemm.wgsl): TM x TN results per thread, TR x TC threads.
+    struct GemmTiling {
+        uint32_t tm = 4, tn = 8, tr = 16, tc = 8;
+    };
+    // Forces one tiling for every prefill GEMM (tests; nullopt: the default choice, or
+    // $TERN_WEBGPU_GEMM_TILE). Returns false, and changes nothing, for a tiling the kernel or the
+    // device cannot run.
+    bool set_gemm_tiling(std::optional<GemmTiling> t);
+
     // What numerics_probe.wgsl found (set once by the constructor).
     struct Numerics {
         bool fma_fused     = true;
@@ -175,6 +184,8 @@ private:
     // attention.wgsl should run (few query tokens).
     bool prefill_attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
                            int64_t pos0);
+    // The tiling of a prefill GEMM of n_tok tokens (webgpu_prefill.cpp).
+    GemmTiling gemm_tiling(int64_t n_tok) const;
     // One ternary_gemm.wgsl dispatch into y (f32 elements at y_offset, y_stride per token); n_out
     // outputs (gate/up pairs when gate_up); last_param: accumulate / activation.
     void encode_gemm(WGPUBuffer y, uint32_t y_offset, uint32_t y_stride, const GpuLinear & w, const QuantizedActs & a,
@@ -243,6 +254,7 @@ private:
     std::unique_ptr<GpuBuffer>                     attn_scores_;  // prompt attention scores / probabilities
     std::unique_ptr<GpuBuffer>                     attn_part_;    // prompt attention segment sums
     int64_t                                        attn_scratch_budget_ = 0;  // WebGpuOptions::attention_scratch_bytes
+    std::optional<GemmTiling>                      gemm_tiling_;  // set_gemm_tiling()
 };
 
 // The GPU buffer behind a tensor (asserts it came from a WebGPU backend).

@@ -12,7 +12,9 @@
 #include "core/error.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <optional>
 
 namespace tern {
 namespace {
@@ -42,17 +44,55 @@ bool gemm_fits(const GpuLinear & w, int64_t n_tokens) {
     return w.n_groups == 1 || (w.group / 16) % k_gemm_chunk_words == 0;
 }
 
+// $TERN_WEBGPU_GEMM_TILE="tm,tn,tr,tc": one tiling for every GEMM (a tuning aid; see the README for
+// what was measured on an H200).
+std::optional<WebGpuBackend::GemmTiling> gemm_tiling_from_env() {
+    static const std::optional<WebGpuBackend::GemmTiling> v = []() -> std::optional<WebGpuBackend::GemmTiling> {
+        const char *              env = std::getenv("TERN_WEBGPU_GEMM_TILE");
+        WebGpuBackend::GemmTiling t;
+        if (!env || std::sscanf(env, "%u,%u,%u,%u", &t.tm, &t.tn, &t.tr, &t.tc) != 4) return std::nullopt;
+        return t;
+    }();
+    return v;
+}
+
+// Whether ternary_gemm.wgsl can run tiling t: TM 2, 4 or 8 (even, for gate/up pairs), TN 1..8, at
+// most 8 code words and 8 activation vec4s staged per thread, within the device's workgroup limits.
+bool gemm_tiling_ok(const WebGpuBackend::GemmTiling & t, const WGPULimits & lim) {
+    const uint64_t threads = uint64_t{t.tr} * t.tc;
+    const uint64_t bm = uint64_t{t.tr} * t.tm, bn = uint64_t{t.tc} * t.tn;
+    const uint64_t smem = (bm * (k_gemm_chunk_words + 1) + bn * k_gemm_chunk_words) * 16;
+    return (t.tm == 2 || t.tm == 4 || t.tm == 8) && t.tn >= 1 && t.tn <= 8 && t.tr >= 1 && t.tc >= 1 &&
+           threads <= lim.maxComputeInvocationsPerWorkgroup && threads <= lim.maxComputeWorkgroupSizeX &&
+           bm * k_gemm_chunk_words <= 8 * threads && bn * k_gemm_chunk_words <= 8 * threads &&
+           smem <= lim.maxComputeWorkgroupStorageSize;
+}
+
 }  // namespace
+
+bool WebGpuBackend::set_gemm_tiling(std::optional<GemmTiling> t) {
+    if (t && !gemm_tiling_ok(*t, ctx_.limits())) return false;
+    gemm_tiling_ = t;
+    return true;
+}
+
+WebGpuBackend::GemmTiling WebGpuBackend::gemm_tiling(int64_t n_tok) const {
+    for (const std::optional<GemmTiling> & forced : {gemm_tiling_, gemm_tiling_from_env()}) {
+        if (forced && gemm_tiling_ok(*forced, ctx_.limits())) return *forced;
+    }
+    // Threads: TR = 16 along rows (x TM = 4 rows: 64-row tiles) and TC along tokens (x TN = 8):
+    // 64-token tiles, 32 when the prompt is short (less idle work in the one partial tile).
+    GemmTiling t;
+    if (n_tok <= 32) t.tc = 4;
+    return t;
+}
 
 void WebGpuBackend::encode_gemm(WGPUBuffer y, uint32_t y_offset, uint32_t y_stride, const GpuLinear & w,
                                 const QuantizedActs & a, uint32_t n_out, bool gate_up, uint32_t last_param) {
-    const int64_t n_tok = a.q.ne[1];
-    // Threads: TR = 16 along rows (x TM = 4 rows: 64-row tiles) and TC along tokens (x TN = 8):
-    // 64-token tiles, 32 when the prompt is short (less idle work in the one partial tile).
-    const uint32_t tr = 16;
-    const uint32_t tc = n_tok <= 32 ? 4 : 8;
-    const uint32_t bm = tr * 4, bn = tc * 8;
-    const uint32_t outs = gate_up ? bm / 2 : bm;
+    const int64_t    n_tok = a.q.ne[1];
+    const GemmTiling t     = gemm_tiling(n_tok);
+    const uint32_t   bm = t.tr * t.tm, bn = t.tc * t.tn;
+    const uint32_t   outs = gate_up ? bm / 2 : bm;
     struct {
         uint32_t n_out, k_words, group_words, n_tokens, scales_offset, oscales_offset, act_offset, act_stride,
             ascale_offset, y_offset, y_stride, last;
@@ -70,8 +110,10 @@ void WebGpuBackend::encode_gemm(WGPUBuffer y, uint32_t y_offset, uint32_t y_stri
         last_param};
     const PipelineKey key{dot4_native_ ? "ternary_gemm" : "ternary_gemm_nodp4",
                           "rrrwu",
-                          {{{"TR", static_cast<double>(tr)},
-                            {"TC", static_cast<double>(tc)},
+                          {{{"TM", static_cast<double>(t.tm)},
+                            {"TN", static_cast<double>(t.tn)},
+                            {"TR", static_cast<double>(t.tr)},
+                            {"TC", static_cast<double>(t.tc)},
                             {"N_GROUPS", static_cast<double>(w.n_groups)},
                             {"GATE_UP", gate_up ? 1.0 : 0.0}}}};
     const WGPUBuffer bufs[] = {w.buffer->get(), gpu_buffer(a.q), gpu_buffer(a.scale), y};

@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -112,8 +113,12 @@ WgpuHandle<WGPUInstance> create_instance() {
 }
 
 // Requests the high-performance adapter. Returns null with `why` filled when there is none.
-WgpuHandle<WGPUAdapter> request_adapter(WGPUInstance instance, int64_t timeout_ms, std::string & why) {
+// `toggles` (may be null) is chained to the request: Dawn lists experimental features such as
+// ChromiumExperimentalSubgroupMatrix only on an adapter created with allow_unsafe_apis.
+WgpuHandle<WGPUAdapter> request_adapter(WGPUInstance instance, int64_t timeout_ms, std::string & why,
+                                        const WGPUDawnTogglesDescriptor * toggles = nullptr) {
     WGPURequestAdapterOptions options{};
+    options.nextInChain     = toggles ? &toggles->chain : nullptr;
     options.featureLevel    = WGPU_FEATURE_LEVEL_CORE;
     options.powerPreference = WGPU_POWER_PREFERENCE_HIGH_PERFORMANCE;
     AdapterRequest req;
@@ -168,6 +173,38 @@ bool has_feature(const WGPUSupportedFeatures & f, uint32_t id) {
         if (f.features[i] == id) return true;
     }
     return false;
+}
+
+// Dawn toggles to enable / disable. By default `disable_robustness`: Tint then drops the clamp it
+// puts on every array index (tern's kernels index inside shapes the host has validated; the clamps
+// cost 11% of 2B4T decode on an H200); and `disable_workgroup_init`: no zeroing of workgroup memory
+// at the start of every workgroup (tern's kernels write what they read; 2.5x faster on SwiftShader,
+// no change on an H200). $TERN_WEBGPU_TOGGLES ("name,name,-name": a leading '-' disables) adds to or
+// overrides that, a tuning and debugging aid ("-disable_robustness" turns the clamps back on;
+// "allow_unsafe_apis" also goes to the adapter request, where it makes Dawn list its experimental
+// features).
+struct ToggleLists {
+    std::vector<std::string> on = {"disable_robustness", "disable_workgroup_init"}, off;
+};
+
+ToggleLists toggle_lists() {
+    ToggleLists t;
+    if (const char * env = std::getenv("TERN_WEBGPU_TOGGLES"); env && *env) {
+        const std::string list = env;
+        for (size_t at = 0; at <= list.size();) {
+            size_t end = list.find(',', at);
+            if (end == std::string::npos) end = list.size();
+            std::string name = list.substr(at, end - at);
+            at               = end + 1;
+            if (name.empty() || name == "-") continue;
+            const bool off = name[0] == '-';
+            if (off) name.erase(0, 1);
+            std::erase(t.on, name);
+            std::erase(t.off, name);
+            (off ? t.off : t.on).push_back(name);
+        }
+    }
+    return t;
 }
 
 }  // namespace
@@ -228,11 +265,30 @@ WgpuProbe probe_webgpu_adapter() {
 WgpuContext::WgpuContext(const WgpuDeviceOptions & options) {
     load_wgpu_library();
     timeout_ms_ = options.timeout_ms > 0 ? options.timeout_ms : default_timeout_ms();
+    const ToggleLists         toggle_names = toggle_lists();
+    std::vector<const char *> toggles_on, toggles_off;
+    for (const std::string & t : toggle_names.on) toggles_on.push_back(t.c_str());
+    for (const std::string & t : toggle_names.off) toggles_off.push_back(t.c_str());
+    WGPUDawnTogglesDescriptor toggles{};
+    toggles.chain.sType         = WGPU_STYPE_DAWN_TOGGLES_DESCRIPTOR;
+    toggles.enabledToggleCount  = toggles_on.size();
+    toggles.enabledToggles      = toggles_on.data();
+    toggles.disabledToggleCount = toggles_off.size();
+    toggles.disabledToggles     = toggles_off.data();
+    // The adapter only needs allow_unsafe_apis (an adapter-stage toggle that exposes experimental
+    // features); the device gets the whole list.
+    const bool                unsafe_apis = std::find(toggle_names.on.begin(), toggle_names.on.end(),
+                                                      "allow_unsafe_apis") != toggle_names.on.end();
+    const char *              adapter_on[] = {"allow_unsafe_apis"};
+    WGPUDawnTogglesDescriptor adapter_toggles{};
+    adapter_toggles.chain.sType        = WGPU_STYPE_DAWN_TOGGLES_DESCRIPTOR;
+    adapter_toggles.enabledToggleCount = 1;
+    adapter_toggles.enabledToggles     = adapter_on;
     std::string why, notes;
     {
         StderrCapture quiet;
         instance_       = create_instance();
-        adapter_handle_ = request_adapter(instance_.get(), timeout_ms_, why);
+        adapter_handle_ = request_adapter(instance_.get(), timeout_ms_, why, unsafe_apis ? &adapter_toggles : nullptr);
         notes           = driver_notes(quiet.text());
     }
     if (!adapter_handle_) {
@@ -262,6 +318,7 @@ WgpuContext::WgpuContext(const WgpuDeviceOptions & options) {
     features_.shader_f16      = has_feature(supported, WGPU_FEATURE_SHADER_F16);
     features_.subgroups       = has_feature(supported, WGPU_FEATURE_SUBGROUPS);
     features_.timestamp_query = has_feature(supported, WGPU_FEATURE_TIMESTAMP_QUERY);
+    features_.subgroup_matrix = has_feature(supported, WGPU_FEATURE_CHROMIUM_EXPERIMENTAL_SUBGROUP_MATRIX);
     wgpu().wgpuSupportedFeaturesFreeMembers(supported);
     WGPUSupportedWGSLLanguageFeatures wgsl{};
     wgpu().wgpuInstanceGetWGSLLanguageFeatures(instance_.get(), &wgsl);
@@ -284,38 +341,6 @@ WgpuContext::WgpuContext(const WgpuDeviceOptions & options) {
         WGPUDevice  device = nullptr;
         std::string message;
     } req;
-    // Dawn toggles. By default `disable_robustness`: Tint then drops the clamp it puts on every array
-    // index (tern's kernels index inside shapes the host has validated; the clamps cost 11% of 2B4T
-    // decode on an H200); and `disable_workgroup_init`: no zeroing of workgroup memory at the start
-    // of every workgroup (tern's kernels write what they read; 2.5x faster on SwiftShader, no change
-    // on an H200). $TERN_WEBGPU_TOGGLES ("name,name,-name": a leading '-' disables) adds to or
-    // overrides that, a tuning and debugging aid ("-disable_robustness" turns the clamps back on).
-    std::vector<std::string> toggle_on = {"disable_robustness", "disable_workgroup_init"}, toggle_off;
-    if (const char * env = std::getenv("TERN_WEBGPU_TOGGLES"); env && *env) {
-        const std::string list = env;
-        for (size_t at = 0; at <= list.size();) {
-            size_t end = list.find(',', at);
-            if (end == std::string::npos) end = list.size();
-            std::string name = list.substr(at, end - at);
-            at               = end + 1;
-            if (name.empty() || name == "-") continue;
-            const bool off = name[0] == '-';
-            if (off) name.erase(0, 1);
-            std::erase(toggle_on, name);
-            std::erase(toggle_off, name);
-            (off ? toggle_off : toggle_on).push_back(name);
-        }
-    }
-    std::vector<const char *> toggles_on, toggles_off;
-    for (const std::string & t : toggle_on) toggles_on.push_back(t.c_str());
-    for (const std::string & t : toggle_off) toggles_off.push_back(t.c_str());
-    WGPUDawnTogglesDescriptor toggles{};
-    toggles.chain.sType         = WGPU_STYPE_DAWN_TOGGLES_DESCRIPTOR;
-    toggles.enabledToggleCount  = toggles_on.size();
-    toggles.enabledToggles      = toggles_on.data();
-    toggles.disabledToggleCount = toggles_off.size();
-    toggles.disabledToggles     = toggles_off.data();
-
     WGPUDeviceDescriptor desc{};
     desc.nextInChain                        = &toggles.chain;
     desc.label                              = wgpu_string("tern");
@@ -433,10 +458,11 @@ std::string WgpuContext::pop_error_scope(const char * what) const {
 }
 
 std::string WgpuContext::description() const {
-    return format("%s (%s, %s), f16: %s, subgroups: %s (%u-%u), dot4I8Packed: %s, max binding %.0f MiB",
+    return format("%s (%s, %s), f16: %s, subgroups: %s (%u-%u), subgroup matrices: %s, dot4I8Packed: %s, max binding "
+                  "%.0f MiB",
                   adapter_.name.c_str(), adapter_.backend.c_str(), adapter_.adapter_type.c_str(),
                   features_.shader_f16 ? "yes" : "no", features_.subgroups ? "yes" : "no", adapter_.subgroup_min,
-                  adapter_.subgroup_max, features_.dot4_i8_packed ? "yes" : "no",
+                  adapter_.subgroup_max, features_.subgroup_matrix ? "yes" : "no", features_.dot4_i8_packed ? "yes" : "no",
                   static_cast<double>(limits_.maxStorageBufferBindingSize) / (1024.0 * 1024.0));
 }
 

@@ -34,6 +34,10 @@ struct WgpuFeatures {
     bool subgroups       = false;
     bool timestamp_query = false;
     bool dot4_i8_packed  = false;  // WGSL language feature packed_4x8_integer_dot_product
+    // Dawn's ChromiumExperimentalSubgroupMatrix (tensor cores): only listed on an adapter requested
+    // with the toggle allow_unsafe_apis, and this Dawn lists it on none of the adapters measured
+    // (README "Prefill: the ternary GEMM").
+    bool subgroup_matrix = false;
 };
 
 struct WgpuDeviceOptions {

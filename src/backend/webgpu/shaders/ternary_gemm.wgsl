@@ -27,26 +27,27 @@ requires packed_4x8_integer_dot_product;
 // group the integer sums are folded into f32 accumulators in group order and reset. No atomics.
 // With GATE_UP, weight row tile lr < BM / 2 is gate row out0 + lr and lr >= BM / 2 is up row
 // n_out + out0 + lr - BM / 2: a thread's rows i and i + TM / 2 are the gate and up of one output.
-// 9 KiB of workgroup memory with the defaults (TR 16, TC 8: 64 x 64 tiles, 128 threads).
+// 9 KiB of workgroup memory with the defaults (TM 4, TN 8, TR 16, TC 8: 64 x 64 tiles, 128 threads).
 
 // #include "lib/ternary.wgsl"
 // #include "lib/dot4_native.wgsl"
 // #include "lib/numerics.wgsl"
 
-const TM = 4u;  // weight rows per thread (even: gate/up pairs)
-const TN = 8u;  // tokens per thread
-const KW = 4u;  // code words per row per K chunk (64 elements)
+const KW = 4u;    // code words per row per K chunk (64 elements)
+const MAXT = 8u;  // largest TM and TN (register arrays are sized for it)
 
-override TR: u32 = 16u;       // threads along rows: 8, 16 or 32 (A_ITEMS <= 4)
-override TC: u32 = 8u;        // threads along tokens: 4, 8 or 16 (W_ITEMS <= 4); TR TC <= 256
+override TM: u32 = 4u;        // weight rows per thread: 2, 4 or 8 (even: gate/up pairs)
+override TN: u32 = 8u;        // tokens per thread: 1 .. 8
+override TR: u32 = 16u;       // threads along rows
+override TC: u32 = 8u;        // threads along tokens; TR TC <= 256, W_ITEMS and A_ITEMS <= 8
 override N_GROUPS: u32 = 1u;  // scale groups per row
 override GATE_UP: bool = false;
 
 override BM: u32 = TR * TM;   // weight rows per workgroup
 override BN: u32 = TC * TN;   // tokens per workgroup
 override WG: u32 = TR * TC;
-override W_ITEMS: u32 = BM * KW / WG;  // code words each thread stages per chunk (16 / TC)
-override A_ITEMS: u32 = BN * KW / WG;  // activation vec4s each thread stages per chunk (32 / TR)
+override W_ITEMS: u32 = (BM * KW + WG - 1u) / WG;  // code words each thread stages per chunk
+override A_ITEMS: u32 = (BN * KW + WG - 1u) / WG;  // activation vec4s each thread stages per chunk
 
 struct Params {
     n_out: u32,           // outputs: N (n_ff with GATE_UP, half the weight rows)
@@ -90,19 +91,19 @@ fn valid_row(row: u32) -> u32 {
     return select(row, 0u, row == 0xffffffffu);
 }
 
-// Code word `item` (row-major over BM x KW) of chunk c, 0 past the matrix.
+// Code word `item` (row-major over BM x KW) of chunk c, 0 past the matrix (or the tile).
 fn load_weight_word(out0: u32, item: u32, c: u32) -> u32 {
     let row = tile_row(out0, item / KW);
     let kw  = c * KW + item % KW;
-    if (row == 0xffffffffu || kw >= p.k_words) { return 0x55555555u; }  // codes 1: value 0
+    if (item >= BM * KW || row == 0xffffffffu || kw >= p.k_words) { return 0x55555555u; }  // value 0
     return weights[row * p.k_words + kw];
 }
 
-// Activation words of `item` (token-major over BN x KW) of chunk c, 0 past the matrix.
+// Activation words of `item` (token-major over BN x KW) of chunk c, 0 past the matrix (or the tile).
 fn load_act_words(tok0: u32, item: u32, c: u32) -> vec4<u32> {
     let t  = tok0 + item / KW;
     let kw = c * KW + item % KW;
-    if (t >= p.n_tokens || kw >= p.k_words) { return vec4<u32>(0u); }
+    if (item >= BN * KW || t >= p.n_tokens || kw >= p.k_words) { return vec4<u32>(0u); }
     let a = p.act_offset + t * p.act_stride + 4u * kw;
     return vec4<u32>(act_q[a], act_q[a + 1u], act_q[a + 2u], act_q[a + 3u]);
 }
@@ -138,20 +139,20 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let n_chunks = (p.k_words + KW - 1u) / KW;
 
     // Per token: scale and its reciprocal part (1 past the last token, never stored).
-    var a_s: array<f32, TN>;
-    var a_r: array<f32, TN>;
+    var a_s: array<f32, MAXT>;
+    var a_r: array<f32, MAXT>;
     for (var j = 0u; j < TN; j++) {
         let t = tok0 + tc + TC * j;
         a_s[j] = select(1.0, act_scale[p.ascale_offset + min(t, p.n_tokens - 1u)], t < p.n_tokens);
         a_r[j] = recip_part(a_s[j]);
     }
-    var rows: array<u32, TM>;
+    var rows: array<u32, MAXT>;
     for (var i = 0u; i < TM; i++) { rows[i] = tile_row(out0, tr + TR * i); }
 
-    var acc: array<i32, TM * TN>;   // [i][j] integer dot of the current scale group
-    var facc: array<f32, TM * TN>;  // [i][j] sum of the finished groups (N_GROUPS > 1)
-    var w_next: array<u32, 4>;      // the next chunk, staged through registers (W_ITEMS <= 4)
-    var a_next: array<vec4<u32>, 4>;  // (A_ITEMS <= 4)
+    var acc: array<i32, MAXT * MAXT>;   // [i][j] (TM x TN used) integer dot of the current scale group
+    var facc: array<f32, MAXT * MAXT>;  // [i][j] sum of the finished groups (N_GROUPS > 1)
+    var w_next: array<u32, 8>;          // the next chunk, staged through registers (W_ITEMS <= 8)
+    var a_next: array<vec4<u32>, 8>;    // (A_ITEMS <= 8)
     for (var m = 0u; m < W_ITEMS; m++) { w_next[m] = load_weight_word(out0, lid + WG * m, 0u); }
     for (var m = 0u; m < A_ITEMS; m++) { a_next[m] = load_act_words(tok0, lid + WG * m, 0u); }
 
@@ -159,16 +160,19 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         workgroupBarrier();  // everyone is done with the previous chunk
         for (var m = 0u; m < W_ITEMS; m++) {
             let item = lid + WG * m;
-            w_tile[(item / KW) * (KW + 1u) + item % KW] = signed_words(w_next[m]);
+            if (item < BM * KW) { w_tile[(item / KW) * (KW + 1u) + item % KW] = signed_words(w_next[m]); }
         }
-        for (var m = 0u; m < A_ITEMS; m++) { a_tile[lid + WG * m] = a_next[m]; }
+        for (var m = 0u; m < A_ITEMS; m++) {
+            let item = lid + WG * m;
+            if (item < BN * KW) { a_tile[item] = a_next[m]; }
+        }
         workgroupBarrier();
         if (c + 1u < n_chunks) {  // global loads of the next chunk overlap this chunk's math
             for (var m = 0u; m < W_ITEMS; m++) { w_next[m] = load_weight_word(out0, lid + WG * m, c + 1u); }
             for (var m = 0u; m < A_ITEMS; m++) { a_next[m] = load_act_words(tok0, lid + WG * m, c + 1u); }
         }
         for (var kw = 0u; kw < KW; kw++) {
-            var wv: array<vec4<u32>, TM>;
+            var wv: array<vec4<u32>, MAXT>;
             for (var i = 0u; i < TM; i++) { wv[i] = w_tile[(tr + TR * i) * (KW + 1u) + kw]; }
             for (var j = 0u; j < TN; j++) {
                 let a = a_tile[(tc + TC * j) * KW + kw];
@@ -195,7 +199,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
 
     // Epilogue: v per (row, token), times the row's output scale.
-    var v: array<f32, TM * TN>;
+    var v: array<f32, MAXT * MAXT>;
     for (var i = 0u; i < TM; i++) {
         let r  = valid_row(rows[i]);
         let os = bitcast<f32>(weights[p.oscales_offset + r]);

@@ -1,0 +1,207 @@
+// The prefill GEMM (ternary_gemm.wgsl) under the tilings $TERN_WEBGPU_GEMM_TILE can select: 2 to 8
+// rows and 1 to 8 tokens per thread, 64 to 256 threads, tiles of 16 to 128 rows and tokens, staging
+// that does not divide evenly among the threads. All tilings sum the same integers and share the
+// epilogue, so on any adapter each must equal the default tiling bit for bit; the default is compared
+// with the CPU backend as in webgpu_ops_test.cpp (bit for bit on a CPU adapter). Shapes are not tile
+// multiples: partial row and token tiles, K of 4 and 20 chunks, 1 to 20 scale groups per row.
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_ops.h"
+#include "backend/webgpu/webgpu_backend_impl.h"
+#include "quant/block_formats.h"
+#include "quant/ternary_formats.h"
+#include "webgpu_test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <random>
+
+namespace tern {
+namespace {
+
+using Tiling = WebGpuBackend::GemmTiling;
+
+// Forced tilings (tm, tn, tr, tc); nullopt is the backend's own choice.
+const std::optional<Tiling> k_tilings[] = {std::nullopt,          Tiling{2, 8, 32, 8},  Tiling{8, 4, 8, 16},
+                                           Tiling{4, 4, 16, 8},   Tiling{8, 8, 16, 8},  Tiling{4, 1, 16, 16},
+                                           Tiling{8, 3, 16, 8},   Tiling{4, 8, 16, 16}, Tiling{2, 5, 8, 24}};
+
+// Random ternary weight [k, n] of a low-bit type: values -1, 0, 1 (Q2_0 also 2, Q1_0 only -1 and
+// 1) with per-group scales.
+std::vector<uint8_t> random_weight(DType type, int64_t k, int64_t n, std::mt19937 & rng) {
+    std::vector<uint8_t> bytes(dtype_tensor_bytes(type, k, k * n));
+    if (type == DType::i2_s) {
+        std::vector<int8_t> v(static_cast<size_t>(k * n));
+        for (auto & x : v) x = static_cast<int8_t>(static_cast<int>(rng() % 3) - 1);
+        i2s_pack(v.data(), k * n, 0.61f, bytes.data());
+        return bytes;
+    }
+    const int64_t      group = lowbit_scale_group(type, k);
+    std::vector<float> row(static_cast<size_t>(k));
+    for (int64_t r = 0; r < n; ++r) {
+        for (int64_t g = 0; g < k / group; ++g) {
+            const float d = 0.25f + 0.125f * static_cast<float>(rng() % 8);
+            for (int64_t e = 0; e < group; ++e) {
+                int v = static_cast<int>(rng() % (type == DType::q2_0 ? 4 : 3)) - 1;
+                if (type == DType::q1_0 && v == 0) v = -1;
+                if (e == 0 && type != DType::q1_0) v = 1;  // every group's scale is recoverable
+                row[static_cast<size_t>(g * group + e)] = static_cast<float>(v) * d;
+            }
+        }
+        quantize_row(type, row.data(), bytes.data() + r * dtype_row_bytes(type, k), k);
+    }
+    return bytes;
+}
+
+class WebGpuGemm : public ::testing::Test {
+protected:
+    void SetUp() override {
+        TERN_REQUIRE_WEBGPU();
+        gpu_ = dynamic_cast<WebGpuBackend *>(test::shared_webgpu().backend.get());
+        ASSERT_NE(gpu_, nullptr);
+        cpu_adapter_ = gpu_->device_info().description.find(", CPU)") != std::string::npos;
+    }
+    void TearDown() override {
+        if (gpu_) gpu_->set_gemm_tiling(std::nullopt);
+    }
+
+    // Random int8 activations [k, T] and their scales, as rms_norm_quant makes them.
+    void make_acts(int64_t k, int64_t t, std::vector<int8_t> & q, std::vector<float> & s) {
+        std::vector<float> x(static_cast<size_t>(k * t));
+        for (auto & v : x) v = std::normal_distribution<float>(0.0f, 1.0f)(rng_);
+        q.resize(x.size());
+        s.resize(static_cast<size_t>(t));
+        for (int64_t j = 0; j < t; ++j) s[j] = cpu::quantize_act_row(x.data() + j * k, q.data() + j * k, k);
+    }
+
+    WebGpuBackend *          gpu_         = nullptr;
+    bool                     cpu_adapter_ = false;
+    std::unique_ptr<Backend> cpu_         = make_cpu_backend({1});
+    std::mt19937             rng_{7};
+};
+
+void expect_bits_equal(const std::vector<float> & got, const std::vector<float> & want, const std::string & what) {
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+        uint32_t a, b;
+        std::memcpy(&a, &got[i], 4);
+        std::memcpy(&b, &want[i], 4);
+        ASSERT_EQ(a, b) << what << ", element " << i << ": " << got[i] << " vs " << want[i];
+    }
+}
+
+void expect_near(const std::vector<float> & got, const std::vector<float> & want, double tol, const char * what) {
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_NEAR(got[i], want[i], tol * (1.0 + std::fabs(want[i]))) << what << ", element " << i;
+    }
+}
+
+std::vector<float> read_all(Backend & b, const Tensor & t) {
+    std::vector<float> out(static_cast<size_t>(t.n_elements()));
+    b.read(t, out.data(), out.size() * 4);
+    return out;
+}
+
+std::string tiling_name(const std::optional<Tiling> & t) {
+    if (!t) return "default tiling";
+    return "tiling " + std::to_string(t->tm) + "," + std::to_string(t->tn) + "," + std::to_string(t->tr) + "," +
+           std::to_string(t->tc);
+}
+
+TEST_F(WebGpuGemm, BitlinearEveryTilingEveryType) {
+    struct Shape {
+        int64_t k, n, t;
+        bool    accumulate;
+    };
+    const Shape shapes[] = {{256, 75, 45, true}, {1280, 130, 129, false}};
+    const DType types[]  = {DType::i2_s, DType::tq2_0, DType::tq1_0, DType::q2_0, DType::pq2_0, DType::q1_0};
+    for (DType type : types) {
+        for (const Shape & sh : shapes) {
+            const auto         bytes = random_weight(type, sh.k, sh.n, rng_);
+            const WeightSource src{"w", type, {sh.k, sh.n, 1, 1}, bytes};
+            auto               wg = gpu_->load_linear({&src, 1});
+            auto               wc = cpu_->load_linear({&src, 1});
+            std::vector<int8_t> q;
+            std::vector<float>  s;
+            make_acts(sh.k, sh.t, q, s);
+            std::vector<float> y0(static_cast<size_t>(sh.n * sh.t));
+            for (auto & v : y0) v = std::normal_distribution<float>(0.0f, 2.0f)(rng_);
+            // Runs bitlinear on backend b (the GPU with `tiling`) and returns y.
+            auto run = [&](Backend & b, const Weight & w) {
+                auto aq = alloc_tensor(b, DType::i8, {sh.k, sh.t, 1, 1}, "q");
+                auto as = alloc_tensor(b, DType::f32, {sh.t, 1, 1, 1}, "s");
+                auto y  = alloc_tensor(b, DType::f32, {sh.n, sh.t, 1, 1}, "y");
+                b.write(aq.tensor, q.data(), q.size());
+                b.write(as.tensor, s.data(), s.size() * 4);
+                b.write(y.tensor, y0.data(), y0.size() * 4);
+                b.bitlinear(y.tensor, w, {aq.tensor, as.tensor}, sh.accumulate);
+                return read_all(b, y.tensor);
+            };
+            const std::string what = std::string(dtype_name(type)) + " k=" + std::to_string(sh.k) + " n=" +
+                                     std::to_string(sh.n) + " T=" + std::to_string(sh.t);
+            SCOPED_TRACE(what);
+            const std::vector<float> want = run(*cpu_, *wc);
+            std::vector<float>       first;
+            for (const auto & tiling : k_tilings) {
+                ASSERT_TRUE(gpu_->set_gemm_tiling(tiling)) << tiling_name(tiling);
+                const std::vector<float> got = run(*gpu_, *wg);
+                if (!tiling) {
+                    expect_near(got, want, cpu_adapter_ ? 0.0 : 1e-6, "default tiling against the CPU");
+                    first = got;
+                } else {
+                    expect_bits_equal(got, first, tiling_name(tiling) + " against the default tiling");
+                }
+            }
+        }
+    }
+}
+
+TEST_F(WebGpuGemm, GateUpEveryTilingBothActivations) {
+    for (DType type : {DType::i2_s, DType::tq2_0}) {
+        for (int64_t n_ff : {45, 100}) {
+            const int64_t k = 512, t = n_ff == 45 ? 16 : 77;
+            const auto    bg = random_weight(type, k, n_ff, rng_), bu = random_weight(type, k, n_ff, rng_);
+            const WeightSource parts[2] = {{"g", type, {k, n_ff, 1, 1}, bg}, {"u", type, {k, n_ff, 1, 1}, bu}};
+            auto               wg = gpu_->load_linear(parts);
+            auto               wc = cpu_->load_linear(parts);
+            std::vector<int8_t> q;
+            std::vector<float>  s;
+            make_acts(k, t, q, s);
+            for (FfnActivation act : {FfnActivation::relu2, FfnActivation::silu}) {
+                const bool silu = act == FfnActivation::silu;
+                SCOPED_TRACE(std::string(dtype_name(type)) + " n_ff=" + std::to_string(n_ff) + " T=" + std::to_string(t) +
+                             (silu ? " silu" : " relu2"));
+                auto run = [&](Backend & b, const Weight & w) {
+                    auto aq = alloc_tensor(b, DType::i8, {k, t, 1, 1}, "q");
+                    auto as = alloc_tensor(b, DType::f32, {t, 1, 1, 1}, "s");
+                    auto f  = alloc_tensor(b, DType::f32, {n_ff, t, 1, 1}, "f");
+                    b.write(aq.tensor, q.data(), q.size());
+                    b.write(as.tensor, s.data(), s.size() * 4);
+                    b.gate_up(f.tensor, w, {aq.tensor, as.tensor}, act);
+                    return read_all(b, f.tensor);
+                };
+                const std::vector<float> want = run(*cpu_, *wc);
+                std::vector<float>       first;
+                for (const auto & tiling : k_tilings) {
+                    if (tiling && tiling->tm % 2 != 0) continue;
+                    ASSERT_TRUE(gpu_->set_gemm_tiling(tiling)) << tiling_name(tiling);
+                    const std::vector<float> got = run(*gpu_, *wg);
+                    if (!tiling) {
+                        // glibc's expf (the CPU's SiLU) is not always correctly rounded; exp_rn is.
+                        expect_near(got, want, silu ? (cpu_adapter_ ? 1e-7 : 1e-5) : (cpu_adapter_ ? 0.0 : 1e-6),
+                                    "default tiling against the CPU");
+                        first = got;
+                    } else {
+                        expect_bits_equal(got, first, tiling_name(tiling) + " against the default tiling");
+                    }
+                }
+            }
+        }
+    }
+}
+
+}  // namespace
+}  // namespace tern
