@@ -61,27 +61,37 @@ fn chain(acc: vec2<f32>, e: vec2<f32>, h: vec2<f32>, round_in: bool) -> vec2<f32
     return head_pair_exact(acc, e, h, round_in);
 }
 
+// The lane's vec4 words of `row` (all loads issued together: the table streams at memory speed
+// only with many bytes in flight).
+fn load_row(row: u32, lane: u32) -> array<vec4<u32>, 16> {
+    var wv: array<vec4<u32>, 16>;
+    let words = K / 8u;  // vec4<u32> per row
+    if (row < p.n_vocab) {
+        for (var v = 0u; v < PER_LANE; v++) {
+            let i = lane + 32u * v;
+            if (i < words) { wv[v] = head[row * words + i]; }
+        }
+    }
+    return wv;
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let round_in = p.round_input != 0u;
-    stage_head_input(lid);
-
     let team  = lid / 32u;
     let lane  = lid % 32u;
     let words = K / 8u;  // vec4<u32> per row
+    // The first row's loads are issued before h is staged (its norm and f16 rounding take a few
+    // microseconds), and each next row's while the current one is summed.
+    var next = load_row(wid.x * 64u + team, lane);
+    stage_head_input(lid);
     var acc: array<vec2<f32>, 8>;
     for (var r = 0u; r < 8u; r++) {
         let row = wid.x * 64u + r * 8u + team;
+        let wv  = next;
+        if (r + 1u < 8u) { next = load_row(row + 8u, lane); }
         if (row >= p.n_vocab) { continue; }
-        let base = row * words;
-        // All of the lane's loads of the row first (up to 16 vec4 in flight per thread: the
-        // table streams at memory speed only with many bytes in flight), then the sums, in four
-        // independent double-float chains (one per u32 of the vec4) so that the adds overlap.
-        var wv: array<vec4<u32>, 16>;
-        for (var v = 0u; v < PER_LANE; v++) {
-            let i = lane + 32u * v;
-            if (i < words) { wv[v] = head[base + i]; }
-        }
+        // Four independent sum chains (one per u32 of the vec4) so that the adds overlap.
         var c = array<vec2<f32>, 4>();  // explicitly zero: a new sum per row
         for (var v = 0u; v < PER_LANE; v++) {
             let i = lane + 32u * v;
