@@ -361,6 +361,18 @@ void WebGpuBackend::read(const Tensor & src, void * dst, size_t n_bytes) {
     if (map.status != WGPU_STATUS_SUCCESS) {
         fail(ErrorKind::device, format("webgpu: mapping the readback buffer failed: %s", map.message.c_str()));
     }
+    // Whatever came back may depend on layer_decode.wgsl steps: a dataflow poll that gave up made
+    // their values garbage, so say so rather than return them.
+    if (layer_dispatches_ != layer_checked_) {
+        layer_checked_ = layer_dispatches_;
+        if (layer_flow_error() != 0) {
+            const uint32_t zero = 0;
+            wgpu().wgpuQueueWriteBuffer(ctx_.queue(), flow_->get(), 4, &zero, 4);
+            fail(ErrorKind::device,
+                 "webgpu: the one-dispatch layer kernel gave up waiting for a value (results are wrong)",
+                 "run without TERN_WEBGPU_LAYER=1");
+        }
+    }
 }
 
 void WebGpuBackend::synchronize() {

@@ -251,6 +251,7 @@ private:
     uint32_t                                       flow_tag_ = 0; // the last layer dispatch's tag
     std::array<uint32_t, 7>                        flow_done_{};  // its completion counters' values
     int64_t                                        layer_dispatches_ = 0;
+    int64_t                                        layer_checked_ = 0;  // layer_dispatches_ at the last flag check
     std::unique_ptr<GpuBuffer>                     attn_scores_;  // prompt attention scores / probabilities
     std::unique_ptr<GpuBuffer>                     attn_part_;    // prompt attention segment sums
     int64_t                                        attn_scratch_budget_ = 0;  // WebGpuOptions::attention_scratch_bytes
