@@ -80,15 +80,15 @@ bool WebGpuBackend::try_decode_layer(const LayerWeights & w, const LayerTensors 
     const bool     k_f16 = kv.k.type == DType::f16, v_f16 = kv.v.type == DType::f16;
     const uint32_t hw    = static_cast<uint32_t>(k_f16 ? hd / 2 : hd);  // u32 words per head of a K row
 
-    // Workgroup memory: act_stage (acts, stage_sum, stage_max), lane_sums, team_dots, cur_q/k/v,
-    // attention's arrays; the scores get what is left (at most 2048 slots).
+    // Workgroup memory: acts, wg_reduce's two arrays, lane_sums, slot_dots, team_dots, cur_q/k/v,
+    // attention's other arrays; the scores get what is left (at most 2048 slots).
     const uint32_t k_max = static_cast<uint32_t>(std::max({n_embd, n_embd_q, n_ff}));
     uint32_t ts = 1;  // attention's tiled scores, as WebGpuBackend::attention chooses them
     while (ts * 2 <= wg && hw % (ts * 2) == 0 && hw / (ts * 2) >= 8) ts *= 2;
     const uint32_t hd_max = static_cast<uint32_t>(hd);
     const uint32_t tile   = wg / ts * (hw + 1);
-    const uint64_t fixed  = uint64_t{k_max} + wg * (8 + 4 + 4 + 4) + 3ull * hd_max * 4 +  // act_stage .. cur_v
-                           hd_max * 4ull + 256 * 4 + wg * (8 + 4 + 16 + 8) + tile * 4ull + 16;  // attention
+    const uint64_t fixed  = uint64_t{k_max} + wg * (8 + 4 + 4 + 4 + 4) + 3ull * hd_max * 4 +  // act_stage .. cur_v
+                           hd_max * 4ull + 256 * 4 + wg * (16 + 8) + tile * 4ull + 16;  // attention
     const uint64_t storage = ctx_.limits().maxComputeWorkgroupStorageSize;
     if (storage < fixed + 256 * 4 + 512) return false;
     const uint32_t sc_max = static_cast<uint32_t>(std::min<uint64_t>((storage - fixed - 512) / 4 / 64 * 64, 2048));
@@ -150,7 +150,7 @@ bool WebGpuBackend::try_decode_layer(const LayerWeights & w, const LayerTensors 
             gu_scales, gu_oscales, down_scales, down_oscales, x_offset, activation, head_dim, n_rot, n_head,
             n_head_kv, pos0, n_embd_kv, k_offset, v_offset;
         float    scale;
-        uint32_t k_row, v_row, kv_row_words, f_q, f_k, f_v, f_att, f_xm, f_gu, f_a1, f_a2, f_a3;
+        uint32_t k_row, v_row, f_q, f_k, f_v, f_att, f_xm, f_gu, f_a1, f_a2, f_a3;
         uint32_t done[7];
         uint32_t blocks_o, blocks_gu, blocks_down, last_phase;
     } p{flow_tag_,
@@ -185,7 +185,6 @@ bool WebGpuBackend::try_decode_layer(const LayerWeights & w, const LayerTensors 
         s.scale,
         static_cast<uint32_t>(k_f16 ? k_row_el / 2 : k_row_el),
         static_cast<uint32_t>(v_f16 ? v_row_el / 2 : v_row_el),
-        kv_words_k,
         f_q,
         f_k,
         f_v,

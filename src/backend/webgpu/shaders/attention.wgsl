@@ -23,6 +23,7 @@
 // cache needs the error-free two_prod.
 
 // #include "lib/numerics.wgsl"
+// #include "lib/wg_reduce.wgsl"
 // #include "lib/attention_core.wgsl"
 
 override WG: u32 = 256u;      // a power of two, >= head_dim / 2

@@ -11,6 +11,7 @@
 // max and sum are tree reductions. Each thread re-reads only what it wrote itself.
 
 // #include "lib/numerics.wgsl"
+// #include "lib/wg_reduce.wgsl"
 
 override WG: u32 = 64u;  // a power of two
 override V_F16: bool = true;
@@ -26,8 +27,6 @@ struct Params {
 @group(0) @binding(0) var<storage, read_write> scores: array<f32>;
 @group(0) @binding(1) var<uniform> p: Params;
 
-var<workgroup> red_max: array<f32, WG>;
-var<workgroup> red_sum: array<vec2<f32>, WG>;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
@@ -37,13 +36,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 
     var m = bitcast<f32>(0xff7fffffu);  // -FLT_MAX, as attention.wgsl
     for (var i = lid; i < n; i += WG) { m = max(m, scores[base + i]); }
-    red_max[lid] = m;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (lid < s) { red_max[lid] = max(red_max[lid], red_max[lid + s]); }
-        workgroupBarrier();
-    }
-    let mx = red_max[0];
+    let mx = wg_max(lid, m);
 
     var acc = vec2<f32>(0.0, 0.0);
     for (var i = lid; i < n; i += WG) {
@@ -51,13 +44,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         scores[base + i] = e;
         acc = df_add_f(acc, e);
     }
-    red_sum[lid] = acc;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (lid < s) { red_sum[lid] = df_add(red_sum[lid], red_sum[lid + s]); }
-        workgroupBarrier();
-    }
-    let inv = df_recip(red_sum[0]);
+    let inv = df_recip(wg_df_sum(lid, acc));
 
     for (var i = lid; i < n; i += WG) {
         let pr = scores[base + i] * inv;

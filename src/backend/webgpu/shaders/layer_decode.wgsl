@@ -22,8 +22,8 @@ requires packed_4x8_integer_dot_product;
 //   E  down: A3 -> XM + W_down a -> x (plain)
 // The norms run once (N1..N3) rather than in every consumer's prologue: each of the hundreds of
 // consumer workgroups then reads K / 4 activation words instead of K values, which matters because
-// every flow read is a 4-byte atomic load served by L2 (reading K values per workgroup made the
-// layer 3x slower than the five kernels on an H200).
+// every flow read is a 4-byte atomic load served by L2 (on an H200 this took decode from 242 to 321
+// tokens/s).
 // E overwrites x after every reader of it in this dispatch (A's prologues, C's residuals) is done:
 // E needs all of A3 <- GU <- A2 <- XM <- A1 <- ATT <- all of A.
 //
@@ -38,16 +38,18 @@ requires packed_4x8_integer_dot_product;
 // #include "lib/dot4_native.wgsl"
 // #include "lib/numerics.wgsl"
 // #include "lib/dataflow.wgsl"
+// #include "lib/wg_reduce.wgsl"
 // #include "lib/act_stage.wgsl"
 // #include "lib/ternary_decode.wgsl"
 // #include "lib/qkv_store.wgsl"
+// #include "lib/qkv_decode.wgsl"
 // #include "lib/attention_core.wgsl"
 
 override WG: u32 = 256u;      // every phase's workgroup (a power of two)
 override K: u32 = 2560u;      // the widest input staged (max of n_embd, n_embd_q, n_ff)
 // Each matmul phase's input width and lanes per row as constants, so that its loops unroll to the
 // exact trip counts and hold only the registers they need (with run-time values every phase held
-// the widest phase's arrays: a 2.2x slower layer on an H200).
+// the widest phase's arrays: 211 instead of 242 tokens/s on an H200).
 override N_EMBD: u32 = 2560u;
 override N_EMBD_Q: u32 = 2560u;
 override N_FF: u32 = 2560u;
@@ -102,7 +104,6 @@ struct Params {
     scale: f32,
     k_row: u32,           // u32 index of the current position's K row (all KV heads) in k_cache
     v_row: u32,
-    kv_row_words: u32,    // u32 words of one such row
     f_q: u32,             // flow value slots
     f_k: u32,
     f_v: u32,
@@ -145,12 +146,12 @@ const PHASE_DOWN: u32 = 3u;
 const PHASE_NORM: u32 = 4u;
 
 var<private> phase: u32;        // which phase runs: picks the weight and the inputs
-var<private> in_slot: u32;      // flow slot of the input: values (N1..N3) or activation words (C, D, E)
+var<private> in_slot: u32;      // flow slot of the values a norm phase (N1..N3) stages
 var<private> norm_at: u32;      // index of the phase's norm in `norms`
 var<private> cur_k_word: u32;   // attention: u32 index of this head's current K row in k_cache
 var<private> cur_v_word: u32;
 
-var<workgroup> team_dots: array<i32, WG>;       // qkv slots / gate-up teams
+var<workgroup> team_dots: array<i32, WG>;       // gate-up teams
 var<workgroup> cur_q: array<f32, HD_MAX>;       // attention: this head's q
 var<workgroup> cur_k: array<u32, HD_MAX>;       // attention: this head's current K / V row words
 var<workgroup> cur_v: array<u32, HD_MAX>;
@@ -216,28 +217,7 @@ fn att_out(t: u32, i: u32, v: f32) { flow_put(p.f_att + i, v); }
 fn phase_qkv(lid: u32, g: u32) {
     phase   = PHASE_QKV;
     norm_at = p.attn_norm;
-    let lanes = LANES_QKV;
-    let rows  = WG / lanes;
-    let hd    = p.head_dim;
-    let slot0 = g * rows;
-    let head  = slot0 / hd;
-    let j0    = slot0 % hd;
-    let lane  = lid % lanes;
-    let row   = head * hd + slot_dim(j0 + lid / lanes);
-    let w     = prefetch_row(row, lane, lanes, N_EMBD);
-    let as_   = stage_norm_quant(lid, N_EMBD);
-    let dot   = reduce_rows(lid, row_dot(w, lane, lanes, N_EMBD), lanes);
-    team_dots[lid] = dot;
-    workgroupBarrier();
-    if (lid < rows / 4u) {
-        let j = j0 + 4u * lid;
-        var v: array<f32, 4>;
-        for (var e = 0u; e < 4u; e++) {
-            v[e] = row_product_at(team_dots[4u * lid + e], head * hd + slot_dim(j + e), as_, p.qkv_scales,
-                                  p.qkv_oscales);
-        }
-        store_qkv_unit(head, j, 0u, p.pos0, v);
-    }
+    qkv_decode_rows(lid, g, LANES_QKV, N_EMBD, p.qkv_scales, p.qkv_oscales);
     flow_done(lid, 0u);
 }
 
@@ -258,7 +238,6 @@ fn phase_attention(lid: u32, h: u32) {
     flow_done(lid, 1u);
 }
 
-// Phases C and E: bitlinear_decode.wgsl's main (accumulating into the residual) for workgroup g.
 // The activations of a matmul phase from N1..N3's words (one checked read of each word, the scale
 // polled by every invocation), staged as lib/act_stage.wgsl does; returns the scale.
 fn stage_flow_acts(lid: u32, k: u32, slot: u32) -> f32 {
@@ -362,24 +341,22 @@ fn phase_norm(lid: u32, src: u32, nw: u32, k: u32, dst: u32, wait_counter: u32, 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32) {
     let t = flow_ticket(lid);
-    let ph = select(select(select(select(select(select(select(7u, 6u, t == p.d_end), 5u, t < p.d_end), 4u, t == p.c_end),
-                                               3u, t < p.c_end), 2u, t == p.b_end), 1u, t < p.b_end), 0u, t < p.a_end);
+    // The phase of ticket t (A = 0, B, N1, C, N2, D, N3, E = 7) from the first ticket of each.
+    var first = array<u32, 8>(0u, p.a_end, p.b_end, p.b_end + 1u, p.c_end, p.c_end + 1u, p.d_end, p.d_end + 1u);
+    var ph = 0u;
+    for (var i = 1u; i < 8u; i++) {
+        if (t >= first[i]) { ph = i; }
+    }
     if (ph > p.last_phase) { return; }
-    if (t < p.a_end) {
-        phase_qkv(lid, t);
-    } else if (t < p.b_end) {
-        phase_attention(lid, t - p.a_end);
-    } else if (t == p.b_end) {
-        phase_norm(lid, p.f_att, p.attn_sub_norm, N_EMBD_Q, p.f_a1, 1u, p.done_att, 2u);
-    } else if (t < p.c_end) {
-        phase_bitlinear(lid, t - p.b_end - 1u, false);
-    } else if (t == p.c_end) {
-        phase_norm(lid, p.f_xm, p.ffn_norm, N_EMBD, p.f_a2, 3u, p.done_o, 4u);
-    } else if (t < p.d_end) {
-        phase_gate_up(lid, t - p.c_end - 1u);
-    } else if (t == p.d_end) {
-        phase_norm(lid, p.f_gu, p.ffn_sub_norm, N_FF, p.f_a3, 5u, p.done_gu, 6u);
-    } else {
-        phase_bitlinear(lid, t - p.d_end - 1u, true);
+    let g = t - first[ph];  // the workgroup's index within its phase
+    switch (ph) {
+        case 0u: { phase_qkv(lid, g); }
+        case 1u: { phase_attention(lid, g); }
+        case 2u: { phase_norm(lid, p.f_att, p.attn_sub_norm, N_EMBD_Q, p.f_a1, 1u, p.done_att, 2u); }
+        case 3u: { phase_bitlinear(lid, g, false); }
+        case 4u: { phase_norm(lid, p.f_xm, p.ffn_norm, N_EMBD, p.f_a2, 3u, p.done_o, 4u); }
+        case 5u: { phase_gate_up(lid, g); }
+        case 6u: { phase_norm(lid, p.f_gu, p.ffn_sub_norm, N_FF, p.f_a3, 5u, p.done_gu, 6u); }
+        default: { phase_bitlinear(lid, g, true); }
     }
 }

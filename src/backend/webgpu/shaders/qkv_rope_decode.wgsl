@@ -14,10 +14,12 @@ requires packed_4x8_integer_dot_product;
 // #include "lib/ternary.wgsl"
 // #include "lib/dot4_native.wgsl"
 // #include "lib/numerics.wgsl"
+// #include "lib/wg_reduce.wgsl"
 // #include "lib/act_stage.wgsl"
 // #include "lib/ternary_decode.wgsl"
 // #include "lib/decode_io.wgsl"
 // #include "lib/qkv_store.wgsl"
+// #include "lib/qkv_decode.wgsl"
 
 override WG: u32 = 256u;
 override LANES: u32 = 8u;
@@ -57,29 +59,7 @@ struct Params {
 fn store_q(tok: u32, i: u32, v: f32) { q_out[p.q_offset + tok * p.q_stride + i] = v; }
 fn kv_word_stored(is_k: bool, w: u32, word: u32) {}
 
-var<workgroup> slot_dots: array<i32, WG>;
-
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let rows  = WG / LANES;
-    let hd    = p.head_dim;
-    let slot0 = wid.x * rows;  // global slot of the workgroup's first row
-    let head  = slot0 / hd;    // q heads, then k heads, then v heads
-    let j0    = slot0 % hd;
-    let lane  = lid % LANES;
-    let row   = head * hd + slot_dim(j0 + lid / LANES);
-    let w     = prefetch_row(row, lane, LANES, K);
-    let as_   = stage_activations(lid, K);
-    let dot   = reduce_rows(lid, row_dot(w, lane, LANES, K), LANES);
-    slot_dots[lid] = dot;
-    workgroupBarrier();
-
-    if (lid < rows / 4u) {
-        let j = j0 + 4u * lid;
-        var v: array<f32, 4>;
-        for (var e = 0u; e < 4u; e++) {
-            v[e] = row_product(slot_dots[4u * lid + e], head * hd + slot_dim(j + e), as_);
-        }
-        store_qkv_unit(head, j, 0u, p.pos0, v);
-    }
+    qkv_decode_rows(lid, wid.x, LANES, K, p.scales_offset, p.oscales_offset);
 }

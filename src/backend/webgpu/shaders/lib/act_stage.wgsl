@@ -6,8 +6,9 @@
 // so the separate norm dispatch disappears. NORM = false: a previous rms_norm_quant's words are copied.
 //
 // Thread i owns activation words i, i + WG, ... (4 elements each, at most 8 words: k <= 32 WG).
-// The including kernel declares `override WG` (a power of two), `override K` (the largest k it
-// stages, a multiple of 64), `override NORM`, a uniform `p` with `eps`, and where the inputs come
+// The including kernel includes lib/wg_reduce.wgsl and declares `override WG` (a power of two),
+// `override K` (the largest k it stages, a multiple of 64), `override NORM`, a uniform `p` with
+// `eps`, and where the inputs come
 // from (lib/decode_io.wgsl for the one-matmul kernels, the layer kernel its own):
 //   stage_x4(j) -> vec4<f32>   x elements 4j .. 4j + 3             (NORM)
 //   stage_nw4(j) -> vec4<f32>  norm weights 4j .. 4j + 3           (NORM)
@@ -15,8 +16,6 @@
 //   stage_qscale() -> f32      its activation scale                (!NORM)
 
 var<workgroup> acts: array<vec4<u32>, K / 16u>;  // 16 int8 per vec4: elements 16 i .. 16 i + 15
-var<workgroup> stage_sum: array<vec2<f32>, WG>;
-var<workgroup> stage_max: array<f32, WG>;
 
 // Fills `acts` with the k activations (every invocation must call it: it has barriers) and
 // returns the activation scale.
@@ -41,7 +40,6 @@ fn stage_norm_quant(lid: u32, k: u32) -> f32 {
     // x in registers (issued first so the loads overlap), squares summed in double-float.
     var xs: array<vec4<f32>, 8>;
     var ws: array<vec4<f32>, 8>;  // the norm weights, loaded with x so both latencies overlap
-    var ss = vec2<f32>(0.0, 0.0);
     for (var i = 0u; i < 8u; i++) {
         let j = lid + i * WG;
         if (j < n_words) {
@@ -59,14 +57,8 @@ fn stage_norm_quant(lid: u32, k: u32) -> f32 {
             ch[3] = df_add_f(ch[3], mul_rn(v.w, v.w));  // squares rounded, as the CPU (not fused)
         }
     }
-    ss = df_add(df_add(ch[0], ch[1]), df_add(ch[2], ch[3]));
-    stage_sum[lid] = ss;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (lid < s) { stage_sum[lid] = df_add(stage_sum[lid], stage_sum[lid + s]); }
-        workgroupBarrier();
-    }
-    let inv = div_rn(1.0, sqrt_rn(df_div_f(stage_sum[0], f32(k)) + p.eps));
+    let ss = df_add(df_add(ch[0], ch[1]), df_add(ch[2], ch[3]));
+    let inv = div_rn(1.0, sqrt_rn(df_div_f(wg_df_sum(lid, ss), f32(k)) + p.eps));
 
     // y = (x * inv) * nw (two roundings, as the CPU) and max |y|.
     var m = 0.0;
@@ -78,14 +70,8 @@ fn stage_norm_quant(lid: u32, k: u32) -> f32 {
             m = max(m, max(max(abs(y.x), abs(y.y)), max(abs(y.z), abs(y.w))));
         }
     }
-    stage_max[lid] = m;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (lid < s) { stage_max[lid] = max(stage_max[lid], stage_max[lid + s]); }
-        workgroupBarrier();
-    }
     // As rms_norm_quant.wgsl: the CPU clamps max|y| to 1e-5 in double.
-    let amax = stage_max[0];
+    let amax = wg_max(lid, m);
     let qs   = select(div_rn(127.0, amax), 12700000.0, amax <= 9.99999974738e-06);
 
     for (var i = 0u; i < 8u; i++) {

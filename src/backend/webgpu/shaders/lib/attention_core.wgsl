@@ -1,6 +1,6 @@
 // The body of attention.wgsl as a function, attend(lid, h, t), shared with the layer kernel
 // (layer_decode.wgsl): see attention.wgsl for the algorithm and its numerics. The including kernel
-// declares the overrides listed there, a uniform p with head_dim, n_head, n_head_kv, pos0,
+// includes lib/wg_reduce.wgsl and declares the overrides listed there, a uniform p with head_dim, n_head, n_head_kv, pos0,
 // n_embd_kv, k_offset, v_offset, scale, rn_zero, and where the data live:
 //   att_q(t, i) -> f32       element i of token t's q (all heads)
 //   att_k(w) -> u32          u32 word w of the K cache (likewise att_v for V)
@@ -9,8 +9,6 @@
 var<workgroup> qh: array<f32, HD_MAX>;
 var<workgroup> probs: array<f32, CHUNK>;
 var<workgroup> sc: array<f32, SC_MAX>;  // scores, then exp(score - max), when n <= SC_MAX
-var<workgroup> red_sum: array<vec2<f32>, WG>;
-var<workgroup> red_max: array<f32, WG>;
 var<workgroup> pv_sum: array<vec2<f32>, WG * 2u>;  // [group][dimension pair][2]
 var<workgroup> ktile: array<u32, TILE>;            // K rows of a tile of positions, padded
 var<workgroup> kpart: array<vec2<f32>, KPART>;     // partial dots [position in tile][S]
@@ -118,13 +116,7 @@ fn attend(lid: u32, h: u32, t: u32) {
             any = true;
         }
     }
-    red_max[lid] = select(bitcast<f32>(0xff7fffffu), m, any);
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (lid < s) { red_max[lid] = max(red_max[lid], red_max[lid + s]); }
-        workgroupBarrier();
-    }
-    let mx = red_max[0];
+    let mx = wg_max(lid, select(bitcast<f32>(0xff7fffffu), m, any));
 
     // Sum of exp(score - max) in double-float.
     var acc = vec2<f32>(0.0, 0.0);
@@ -135,13 +127,7 @@ fn attend(lid: u32, h: u32, t: u32) {
         if (cached) { sc[i] = e; }
         acc = df_add_f(acc, e);
     }
-    red_sum[lid] = acc;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (lid < s) { red_sum[lid] = df_add(red_sum[lid], red_sum[lid + s]); }
-        workgroupBarrier();
-    }
-    let inv = df_recip(red_sum[0]);
+    let inv = df_recip(wg_df_sum(lid, acc));
 
     // out[d] = sum_p prob(p) v[p][d]: thread (c, g) sums dimensions 2c, 2c + 1 over the positions
     // p = g (mod groups) of each chunk.

@@ -1,0 +1,29 @@
+// The body of the one-token qkv kernels (qkv_rope_decode.wgsl, and phase A of layer_decode.wgsl):
+// workgroup g's WG / lanes slots of one head (lib/qkv_store.wgsl's slot order) dotted with the
+// activations of width k staged by lib/act_stage.wgsl, the bitlinear epilogue with the weight's row
+// scales at u32 `so` and output scales at `oso`, then RoPE and the stores of store_qkv_unit.
+// Invocation u < rows / 4 finishes slots 4u .. 4u + 3. Every invocation must call it (barriers).
+
+var<workgroup> slot_dots: array<i32, WG>;
+
+fn qkv_decode_rows(lid: u32, g: u32, lanes: u32, k: u32, so: u32, oso: u32) {
+    let rows  = WG / lanes;
+    let hd    = p.head_dim;
+    let slot0 = g * rows;    // global slot of the workgroup's first row
+    let head  = slot0 / hd;  // q heads, then k heads, then v heads
+    let j0    = slot0 % hd;
+    let lane  = lid % lanes;
+    let row   = head * hd + slot_dim(j0 + lid / lanes);
+    let w     = prefetch_row(row, lane, lanes, k);
+    let as_   = stage_activations(lid, k);
+    slot_dots[lid] = reduce_rows(lid, row_dot(w, lane, lanes, k), lanes);
+    workgroupBarrier();
+    if (lid < rows / 4u) {
+        let j = j0 + 4u * lid;
+        var v: array<f32, 4>;
+        for (var e = 0u; e < 4u; e++) {
+            v[e] = row_product_at(slot_dots[4u * lid + e], head * hd + slot_dim(j + e), as_, so, oso);
+        }
+        store_qkv_unit(head, j, 0u, p.pos0, v);
+    }
+}

@@ -1,0 +1,28 @@
+// Workgroup-wide reductions by a tree in workgroup memory: log2(WG) levels, a barrier each (the
+// kernel declares `override WG`, a power of two). Every invocation must call them, and all get the
+// result. The result is read from slot 0 after the last barrier, so two reductions of the same kind
+// in a row need a barrier between them (the kernels alternate max and sum).
+
+var<workgroup> wg_red_max: array<f32, WG>;
+var<workgroup> wg_red_df: array<vec2<f32>, WG>;
+
+fn wg_max(lid: u32, v: f32) -> f32 {
+    wg_red_max[lid] = v;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (lid < s) { wg_red_max[lid] = max(wg_red_max[lid], wg_red_max[lid + s]); }
+        workgroupBarrier();
+    }
+    return wg_red_max[0];
+}
+
+// The double-float sum (lib/numerics.wgsl's df_add, pairs i and i + s at each level).
+fn wg_df_sum(lid: u32, v: vec2<f32>) -> vec2<f32> {
+    wg_red_df[lid] = v;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (lid < s) { wg_red_df[lid] = df_add(wg_red_df[lid], wg_red_df[lid + s]); }
+        workgroupBarrier();
+    }
+    return wg_red_df[0];
+}
