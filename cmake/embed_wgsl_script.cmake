@@ -7,7 +7,8 @@
 # stay those of its file and compile errors past its last line map into the helper.
 # A kernel that includes lib/dot4_native.wgsl also gets a "<name>_nodp4" variant built with
 # lib/dot4_emulated.wgsl instead, and its `requires packed_4x8_integer_dot_product;` line commented
-# out, for adapters without that WGSL language feature.
+# out, for adapters without that WGSL language feature. A kernel that includes lib/wg_reduce.wgsl
+# also gets "<name>_sg" (and "<name>_nodp4_sg") variants with lib/wg_reduce_sg.wgsl (subgroups).
 cmake_minimum_required(VERSION 3.18)
 
 file(GLOB kernels "${SHADER_DIR}/*.wgsl")
@@ -56,6 +57,25 @@ function(expand kernel_text include_names out_source out_includes)
     set(${out_includes} "${inc_text}" PARENT_SCOPE)
 endfunction()
 
+# Adds `name` and, when it includes lib/wg_reduce.wgsl, `name`_sg: the include line becomes
+# `enable subgroups;` (a directive, before any declaration, on the same line so line numbers hold)
+# and the helper lib/wg_reduce_sg.wgsl.
+function(add_variants name file text include_names)
+    expand("${text}" "${include_names}" source includes)
+    add_entry("${name}" "${file}" "${source}" "${includes}")
+    list(FIND include_names "lib/wg_reduce.wgsl" uses_reduce)
+    if(uses_reduce GREATER -1)
+        string(REPLACE "lib/wg_reduce.wgsl" "lib/wg_reduce_sg.wgsl" sg_names "${include_names}")
+        string(REPLACE "// #include \"lib/wg_reduce.wgsl\""
+                       "enable subgroups;  // #include \"lib/wg_reduce_sg.wgsl\"" sg_text "${text}")
+        expand("${sg_text}" "${sg_names}" source_sg includes_sg)
+        add_entry("${name}_sg" "${file}" "${source_sg}" "${includes_sg}")
+    endif()
+    set(arrays "${arrays}" PARENT_SCOPE)
+    set(entries "${entries}" PARENT_SCOPE)
+    set(index ${index} PARENT_SCOPE)
+endfunction()
+
 foreach(path ${kernels})
     get_filename_component(name "${path}" NAME_WE)
     get_filename_component(file "${path}" NAME)
@@ -73,15 +93,13 @@ foreach(path ${kernels})
         string(REGEX REPLACE "// #include \"([^\"]+)\"" "\\1" inc "${l}")
         list(APPEND include_names "${inc}")
     endforeach()
-    expand("${text}" "${include_names}" source includes)
-    add_entry("${name}" "${file}" "${source}" "${includes}")
+    add_variants("${name}" "${file}" "${text}" "${include_names}")
     list(FIND include_names "lib/dot4_native.wgsl" uses_dp4)
     if(uses_dp4 GREATER -1)
         string(REPLACE "lib/dot4_native.wgsl" "lib/dot4_emulated.wgsl" emulated_names "${include_names}")
         string(REPLACE "requires packed_4x8_integer_dot_product;"
                        "// (emulated dot4: requires packed_4x8_integer_dot_product; removed)" text2 "${text}")
-        expand("${text2}" "${emulated_names}" source2 includes2)
-        add_entry("${name}_nodp4" "${file}" "${source2}" "${includes2}")
+        add_variants("${name}_nodp4" "${file}" "${text2}" "${emulated_names}")
     endif()
 endforeach()
 

@@ -114,7 +114,8 @@ void bench(const BenchArgs & a) {
         }
         results.push_back(r);
     }
-    const double copy_bps = a.roofline ? be.measure_copy_bandwidth() : 0.0;
+    const double                copy_bps = a.roofline ? be.measure_copy_bandwidth() : 0.0;
+    const Backend::DispatchCost dc       = a.roofline ? be.measure_dispatch_cost() : Backend::DispatchCost{};
 
     int64_t n_params = 0;
     for (const auto & t : lm.file->tensors()) n_params += t.n_elements;
@@ -150,6 +151,12 @@ void bench(const BenchArgs & a) {
                 if (a.roofline) j["pct_copy_bandwidth"] = copy_bps > 0 ? 100.0 * bytes * ts / copy_bps : 0.0;
             }
             if (a.roofline) j["copy_gbps"] = copy_bps / 1e9;
+            if (a.roofline && dc.gpu_s_one > 0) {
+                j["dependent_dispatch_us"] = {{"gpu_one_group", 1e6 * dc.gpu_s_one},
+                                              {"gpu_wide", 1e6 * dc.gpu_s_wide},
+                                              {"wide_groups", dc.wide_groups},
+                                              {"host", 1e6 * dc.host_s}};
+            }
             out.push_back(j);
         }
         std::printf("%s\n", out.dump(2).c_str());
@@ -158,6 +165,11 @@ void bench(const BenchArgs & a) {
     if (a.roofline) {
         std::printf("copy bandwidth (%s, %s): %.1f GB/s (read + written)\n\n", backend.c_str(),
                     be.device_info().name.c_str(), copy_bps / 1e9);
+        if (dc.gpu_s_one > 0) {
+            std::printf("dependent dispatches (tiny kernel, 400 in a row): %.2f us each on the GPU with 1 workgroup, "
+                        "%.2f us with %u; %.2f us each to record and submit\n\n",
+                        1e6 * dc.gpu_s_one, 1e6 * dc.gpu_s_wide, dc.wide_groups, 1e6 * dc.host_s);
+        }
     }
     std::printf("| model | size | params | backend | threads | test | t/s | ms/token | host ms/token | dispatches/token | "
                 "MB/token | GB/s |%s\n",
@@ -206,7 +218,8 @@ void register_bench(CLI::App & app) {
     cmd->add_flag("--roofline", args->roofline,
                   "also measure the device's copy bandwidth (best of several timed copies of a 256 MiB buffer, "
                   "read + written: device to device for a GPU, memcpy over the threads for the CPU) and print each "
-                  "tg test's GB/s as a percentage of it");
+                  "tg test's GB/s as a percentage of it; on a GPU also the cost of one dispatch in a chain of "
+                  "dependent dispatches (GPU time with 1 and 128 workgroups, host time to record and submit)");
     cmd->footer("Columns: dispatches/token = GPU dispatches recorded per token over the timed runs (pp: per prompt "
                 "token; \"–\" for the CPU, which runs ops eagerly). MB/token and GB/s (tg tests only) = bytes read "
                 "per generated token: every weight a decode step reads in the backend's own layout (layer linears "

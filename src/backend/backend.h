@@ -227,6 +227,16 @@ public:
     // CPU): memcpy; the CPU backend splits it over its threads; a GPU copies device to device. Waits
     // for pending work first.
     virtual double measure_copy_bandwidth(size_t n_bytes = size_t{256} << 20);
+
+    // What one dispatch costs in a chain of dependent dispatches (each waits for the previous one),
+    // the fixed price every decode kernel pays: GPU seconds per dispatch for a tiny kernel of one
+    // workgroup and of `wide_groups` workgroups, and host seconds to record and submit one.
+    // Backends without dispatches (CPU) return all zeros.
+    struct DispatchCost {
+        double gpu_s_one = 0, gpu_s_wide = 0, host_s = 0;
+        uint32_t wide_groups = 0;
+    };
+    virtual DispatchCost measure_dispatch_cost() { return {}; }
 };
 
 // Checks the parts of a stacked linear weight (what load_linear receives): every part of one

@@ -58,10 +58,12 @@ int32_t argmax(std::span<const float> logits) {
 }
 
 // Prompt logits at every position, then greedy decoding, on both backends side by side.
-void run_both(const std::string & path, const std::vector<int32_t> & prompt, const RunOptions & o) {
+// gpu_backend: null for the tests' shared WebGPU backend.
+void run_both(const std::string & path, const std::vector<int32_t> & prompt, const RunOptions & o,
+              Backend * gpu_backend = nullptr) {
     const GgufFile file  = GgufFile::open(path);
     auto           cpu   = make_cpu_backend({2});
-    Backend &      gpu   = *test::shared_webgpu().backend;
+    Backend &      gpu   = gpu_backend ? *gpu_backend : *test::shared_webgpu().backend;
     auto           m_cpu = BitnetModel::load(file, *cpu);
     auto           m_gpu = BitnetModel::load(file, gpu);
     const int64_t  nv    = m_cpu->config().n_vocab;
@@ -178,6 +180,27 @@ TEST(WebGpuModel, LayerKernelDecodingMatchesCpu) {
     EXPECT_EQ(be->layer_flow_error(), 0u);
     // 2 layers x (20 + 12 decoded tokens): the kernel did run (it falls back silently otherwise).
     EXPECT_EQ(be->layer_dispatches() - before, 2 * (20 + 12));
+}
+
+// The reductions of the decode prologues, attention and the prompt softmax: the shared backend takes
+// the subgroup variants wherever the adapter has subgroups (SwiftShader: 4 wide), so the other tests
+// run those; here the barrier-tree variants (subgroup_reductions = false) against the CPU too.
+TEST(WebGpuModel, SubgroupAndTreeReductionsBothMatchCpu) {
+    TERN_REQUIRE_WEBGPU();
+    auto * shared = dynamic_cast<WebGpuBackend *>(test::shared_webgpu().backend.get());
+    ASSERT_NE(shared, nullptr);
+    const std::string desc = shared->device_info().description;
+    if (shared->context().features().subgroups) {
+        EXPECT_NE(desc.find("reductions: subgroups"), std::string::npos) << desc;
+    } else {
+        std::printf("[          ] note: no subgroups on this adapter; only the tree reductions are tested\n");
+    }
+    WebGpuOptions o;
+    o.allow_cpu_adapter   = true;
+    o.subgroup_reductions = false;
+    auto tree = make_webgpu_backend(o);
+    EXPECT_NE(tree->device_info().description.find("reductions: barrier tree (off)"), std::string::npos);
+    run_both(synth_model("i2s", DType::i2_s, DType::f16), some_tokens(21, 256), {DType::f16, 512, 24}, tree.get());
 }
 
 class WebGpuHfParity : public ::testing::TestWithParam<std::string> {};

@@ -84,11 +84,20 @@ WgpuHandle<WGPUShaderModule> compile_wgsl(const WgpuContext & ctx, const WgslSha
     return module;
 }
 
-WGPUShaderModule PipelineCache::module(std::string_view name) {
-    if (auto it = modules_.find(name); it != modules_.end()) return it->second.get();
+const WgslShader & PipelineCache::variant(std::string_view name) const {
+    if (subgroup_variants_) {
+        if (const WgslShader * sg = find_wgsl_shader(std::string(name) + "_sg")) return *sg;
+    }
     const WgslShader * shader = find_wgsl_shader(name);
     TERN_ASSERT(shader != nullptr, "no embedded shader '%.*s'", static_cast<int>(name.size()), name.data());
-    WgpuHandle<WGPUShaderModule> module = compile_wgsl(ctx_, *shader);
+    return *shader;
+}
+
+WGPUShaderModule PipelineCache::module(std::string_view requested) {
+    const WgslShader & shader = variant(requested);
+    const std::string_view name = shader.name;
+    if (auto it = modules_.find(name); it != modules_.end()) return it->second.get();
+    WgpuHandle<WGPUShaderModule> module = compile_wgsl(ctx_, shader);
     WGPUShaderModule             raw    = module.get();
     modules_.emplace(std::string(name), std::move(module));
     return raw;
@@ -145,7 +154,7 @@ WGPUComputePipeline PipelineCache::pipeline(const PipelineKey & key) {
         if (o.name.empty()) continue;
         constants.push_back({nullptr, wgpu_string(o.name), o.value});
     }
-    const std::string_view source = find_wgsl_shader(key.shader)->source;
+    const std::string_view source = variant(key.shader).source;
     for (const auto & [name, value] : constants_) {
         bool in_key = false;
         for (const auto & o : key.overrides) in_key = in_key || o.name == name;

@@ -40,6 +40,12 @@ public:
 
     // A device-wide override (e.g. FMA_FUSED) given to every pipeline whose shader declares it.
     void set_constant(std::string_view name, double value) { constants_[std::string(name)] = value; }
+    // Build pipelines from the "<shader>_sg" variants (subgroup reductions) where they exist. Set it
+    // before the first pipeline: modules and pipelines made earlier are kept.
+    void set_subgroup_variants(bool on) { subgroup_variants_ = on; }
+    bool subgroup_variants() const { return subgroup_variants_; }
+    // The embedded shader a key's `shader` name compiles from: itself or its "_sg" variant.
+    const WgslShader & variant(std::string_view shader) const;
 
     WGPUComputePipeline pipeline(const PipelineKey & key);   // throws Error(device)
     WGPUBindGroupLayout layout(std::string_view signature);
@@ -58,6 +64,7 @@ private:
     std::map<std::string, Layout, std::less<>>                 layouts_;
     std::map<PipelineKey, WgpuHandle<WGPUComputePipeline>>     pipelines_;
     std::map<std::string, double, std::less<>>                 constants_;
+    bool                                                       subgroup_variants_ = false;
 };
 
 // Compiles one shader into a module inside an error scope; Error(device) with "file:line:col: message"

@@ -97,6 +97,44 @@ WebGpuBackend::WebGpuBackend(const WebGpuOptions & options)
     const char * layer = std::getenv("TERN_WEBGPU_LAYER");
     layer_kernel_      = layer && std::string_view(layer) == "1";
     probe_numerics();
+    const char * sg = std::getenv("TERN_WEBGPU_SUBGROUPS");
+    if (!options.subgroup_reductions || (sg && std::string_view(sg) == "0")) {
+        subgroup_note_ = "off";
+    } else if (!ctx_.features().subgroups) {
+        subgroup_note_ = "no subgroups";
+    } else {
+        subgroup_note_ = probe_subgroups();
+    }
+}
+
+std::string WebGpuBackend::probe_subgroups() {
+    for (uint32_t wg : {64u, 256u}) {
+        auto           to        = alloc_tensor(*this, DType::i32, {4 * static_cast<int64_t>(wg), 1, 1, 1}, "subgroup probe");
+        const uint32_t params[1] = {0};
+        const PipelineKey key{"subgroup_probe", "wu", {{{"WG", static_cast<double>(wg)}}}};
+        const WGPUBuffer  bufs[] = {gpu_buffer(to.tensor)};
+        std::vector<uint32_t> out(4 * wg);
+        try {
+            step_->dispatch(key, bufs, params, sizeof params, 1);
+            step_->take_dispatch_count();
+            read(to.tensor, out.data(), out.size() * 4);
+        } catch (const Error & e) {
+            TERN_LOG_WARN("webgpu: the subgroup probe failed (%s); using barrier-tree reductions", e.what());
+            return "probe failed";
+        }
+        for (uint32_t lid = 0; lid < wg; ++lid) {
+            const uint32_t sid = out[4 * lid], size = out[4 * lid + 1], active = out[4 * lid + 2], first = out[4 * lid + 3];
+            const bool pow2 = size != 0 && (size & (size - 1)) == 0;
+            if (!pow2 || size > wg || active != size || sid != lid % size || first != lid - sid) {
+                TERN_LOG_INFO("webgpu: subgroups are not aligned contiguous ranges of invocations (workgroup %u, "
+                              "invocation %u: lane %u, size %u, active %u, first %u); using barrier-tree reductions",
+                              wg, lid, sid, size, active, first);
+                return format("not contiguous (size %u)", size);
+            }
+        }
+    }
+    pipelines_.set_subgroup_variants(true);
+    return "";
 }
 
 void WebGpuBackend::probe_numerics() {
@@ -238,7 +276,9 @@ DeviceInfo WebGpuBackend::device_info() const {
     return {ctx_.adapter().name, "webgpu: " + ctx_.description() + (dot4_native_ ? "" : ", dot4 emulated") +
                                      (numerics_.fma_fused ? "" : ", fma not fused") +
                                      (numerics_.contracts ? ", contracts a*b+c" : "") +
-                                     (numerics_.mul_rn_rounds ? "" : ", mul_rn contracted")};
+                                     (numerics_.mul_rn_rounds ? "" : ", mul_rn contracted") +
+                                     ", reductions: " +
+                                     (subgroup_note_.empty() ? "subgroups" : "barrier tree (" + subgroup_note_ + ")")};
 }
 
 bool WebGpuBackend::supports_linear(DType type) const { return dtype_is_lowbit(type); }
@@ -453,6 +493,44 @@ double WebGpuBackend::measure_copy_bandwidth(size_t n_bytes) {
     for (auto & b : bufs) step_->forget(b.get());
     ctx_.check_errors();
     return best;
+}
+
+Backend::DispatchCost WebGpuBackend::measure_dispatch_cost() {
+    synchronize();
+    // copy_bandwidth.wgsl over a small buffer: every thread copies one vec4, every dispatch writes
+    // `dst`, so each waits for the one before (Dawn puts a barrier between them). The GPU starts when
+    // the submit returns (Dawn records the Vulkan commands inside it), so the time from there to idle
+    // is the chain's GPU time.
+    constexpr int      k_chain = 400;
+    constexpr uint32_t k_wide  = 128;  // about one workgroup per SM on an H100 / H200
+    auto               src     = make_buffer(k_wide * 256 * 16, nullptr, "dispatch cost src");
+    auto               dst     = make_buffer(k_wide * 256 * 16, nullptr, "dispatch cost dst");
+    DispatchCost       cost;
+    cost.wide_groups = k_wide;
+    using clock      = std::chrono::steady_clock;
+    for (uint32_t groups : {1u, k_wide}) {
+        const uint32_t params[2] = {groups * 256, groups * 256};
+        double         best_gpu = 1e30, best_host = 1e30;
+        for (int rep = 0; rep < 4; ++rep) {  // rep 0 warms up (pipeline, bind group)
+            const auto t0 = clock::now();
+            for (int i = 0; i < k_chain; ++i) {
+                const WGPUBuffer b[] = {src->get(), dst->get()};
+                step_->dispatch(PipelineKey{"copy_bandwidth", "rwu", {}}, b, params, sizeof params, groups);
+            }
+            step_->flush();
+            const auto t1 = clock::now();
+            ctx_.wait_queue_idle("timing dependent dispatches");
+            const auto t2 = clock::now();
+            if (rep == 0) continue;
+            best_gpu  = std::min(best_gpu, std::chrono::duration<double>(t2 - t1).count() / k_chain);
+            best_host = std::min(best_host, std::chrono::duration<double>(t1 - t0).count() / k_chain);
+        }
+        (groups == 1 ? cost.gpu_s_one : cost.gpu_s_wide) = best_gpu;
+        cost.host_s = groups == 1 ? best_host : std::min(cost.host_s, best_host);
+    }
+    step_->take_dispatch_count();
+    ctx_.check_errors();
+    return cost;
 }
 
 const RopeTable & WebGpuBackend::rope_table(int64_t n_rot, float freq_base, int64_t n_pos) {

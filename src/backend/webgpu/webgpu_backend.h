@@ -19,6 +19,10 @@ struct WebGpuOptions {
     int64_t timeout_ms        = 0;      // per wait; 0: $TERN_WEBGPU_TIMEOUT_MS or 120 s
     // Use the emulated dot4 kernels even when dot4I8Packed is there ($TERN_WEBGPU_NO_DP4=1 too).
     bool    emulate_dot4      = false;
+    // Workgroup reductions through subgroup operations where the device has them and lays them out
+    // as lib/wg_reduce_sg.wgsl assumes (checked at start); false ($TERN_WEBGPU_SUBGROUPS=0 too):
+    // the barrier trees of lib/wg_reduce.wgsl.
+    bool    subgroup_reductions = true;
     // Most bytes of the prompt-attention score buffer (longer prompts x caches run in token chunks);
     // 0: 128 MiB (or the adapter's binding limit).
     int64_t attention_scratch_bytes = 0;

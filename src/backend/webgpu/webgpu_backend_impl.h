@@ -118,6 +118,7 @@ public:
     // maxBufferSize), 8 per submit, best of 5 submits after a warm-up, timed on the host around
     // submit + queue idle.
     double measure_copy_bandwidth(size_t n_bytes) override;
+    DispatchCost measure_dispatch_cost() override;
 
     // The prefill GEMM's tiling (ternary_gemm.wgsl): TM x TN results per thread, TR x TC threads.
     struct GemmTiling {
@@ -138,6 +139,7 @@ public:
         int  probe_inexact = 0;      // probe inputs whose product is inexact (where the two differ)
     };
     const Numerics & numerics() const { return numerics_; }
+    const WgpuContext & context() const { return ctx_; }
     // Runs numerics_check.wgsl (lib/numerics.wgsl's primitives; see the shader for the 8 outputs per
     // element) with or without DF_GUARD, for tests that compare them with IEEE double on the host.
     std::vector<float> numerics_check(std::span<const float> a, std::span<const float> b, std::span<const float> v,
@@ -164,6 +166,9 @@ public:
 private:
     // Runs numerics_probe.wgsl and sets the FMA_FUSED override of every pipeline.
     void probe_numerics();
+    // Runs subgroup_probe.wgsl and, when every subgroup is an aligned contiguous range of
+    // invocations, has the pipelines use the "_sg" variants. Returns why not otherwise ("" if used).
+    std::string probe_subgroups();
     // A new buffer of at least n_bytes holding `data` (may be null); Error(device) if it cannot be made.
     std::unique_ptr<GpuBuffer> make_buffer(size_t n_bytes, const void * data, const char * label);
     // The rope table covering positions [0, n_pos).
@@ -230,6 +235,7 @@ private:
     PipelineCache pipelines_;
     std::shared_ptr<StepEncoder> step_;
     bool          dot4_native_ = true;
+    std::string   subgroup_note_;  // why the subgroup reductions are not used; "" when they are
     bool          fuse_norms_  = true;  // $TERN_WEBGPU_FUSE=0 turns the fused decode prologues off
     bool          layer_kernel_ = false;  // $TERN_WEBGPU_LAYER=1 (set_layer_kernel)
     // The decode LM head also writes the argmax's first stage (chunk winners of 64 rows) for the

@@ -1,0 +1,59 @@
+// lib/wg_reduce.wgsl with subgroup operations: the same functions (wg_max, wg_df_sum) and the same
+// contract, for the "<kernel>_sg" shader variants (cmake/embed_wgsl_script.cmake builds one for every
+// kernel that includes lib/wg_reduce.wgsl, with `enable subgroups;`). A subgroup reduces in
+// registers, its first invocation writes one slot, one barrier, and every invocation reduces the
+// slots again: 1 barrier where the tree takes log2(WG).
+//
+// Assumes what WGSL does not promise and the backend checks once per device before it picks these
+// variants (subgroup_probe.wgsl): subgroup s of a workgroup is invocations s * size .. s * size +
+// size - 1, with subgroup_invocation_id = local_invocation_index % size. So an invocation's lane and
+// its subgroup's slot follow from lid and the size (the number of active invocations: these
+// functions are called in uniform control flow, like the tree versions).
+//
+// The double-float sum is reproducible: pairs are combined by a butterfly in lane order (the lane
+// with the lower index is df_add's first operand), and the slots in slot order, so every run and
+// every invocation gets the same bits. It adds in a different order from the tree (and the CPU), as
+// the tree does; at double-float precision the f32 results it feeds agree.
+
+var<workgroup> wg_red_max: array<f32, WG>;         // one slot per subgroup (at most WG)
+var<workgroup> wg_red_df: array<vec2<f32>, WG>;
+
+// The double-float sum over aligned groups of `width` lanes (a power of two), in every lane. The
+// loop bound comes from subgroupAdd, which the uniformity analysis cannot prove uniform; it is the
+// same in the whole subgroup (callers are in uniform control flow).
+@diagnostic(off, subgroup_uniformity)
+fn sg_df_sum(v: vec2<f32>, lane: u32, width: u32) -> vec2<f32> {
+    var a = v;
+    for (var m = 1u; m < width; m <<= 1u) {
+        let o     = vec2<f32>(subgroupShuffleXor(a.x, m), subgroupShuffleXor(a.y, m));
+        let first = (lane & m) == 0u;
+        a = df_add(select(o, a, first), select(a, o, first));
+    }
+    return a;
+}
+
+fn wg_max(lid: u32, v: f32) -> f32 {
+    let size = subgroupAdd(1u);
+    let n    = WG / size;  // subgroups (slots)
+    let r    = subgroupMax(v);
+    if (lid % size == 0u) { wg_red_max[lid / size] = r; }
+    workgroupBarrier();
+    let lane = lid % size;
+    var m    = wg_red_max[lane % n];
+    for (var i = lane + size; i < n; i += size) { m = max(m, wg_red_max[i]); }
+    return subgroupMax(m);
+}
+
+fn wg_df_sum(lid: u32, v: vec2<f32>) -> vec2<f32> {
+    let size = subgroupAdd(1u);
+    let n    = WG / size;
+    let lane = lid % size;
+    let r    = sg_df_sum(v, lane, size);
+    if (lane == 0u) { wg_red_df[lid / size] = r; }
+    workgroupBarrier();
+    // n <= size: every aligned group of n lanes holds the n slots in order; n > size: lane l sums
+    // slots l, l + size, ... in order first.
+    var a = wg_red_df[lane % n];
+    for (var i = lane + size; i < n; i += size) { a = df_add(a, wg_red_df[i]); }
+    return sg_df_sum(a, lane, min(n, size));
+}
