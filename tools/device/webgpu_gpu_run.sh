@@ -34,7 +34,13 @@ echo "== synth bitnet-2b4t"
 "$B/tern" synth bitnet-2b4t -o /tmp/synth-2b4t.gguf --seed 1 2>&1 | tail -1
 echo "== bench"
 [ $# -gt 0 ] || set -- -p 512 -n 128 -r 3
+# GPU clocks and power sampled every 50 ms during the bench (are the clocks up during decode?).
+nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,utilization.gpu --format=csv,noheader -lms 50 \
+    > "$out/clocks.csv" 2>/dev/null &
+smi=$!
 "$B/tern" bench --backend webgpu -m /tmp/synth-2b4t.gguf "$@" 2>&1 | tee "$out/bench.md" | tail -8
+kill $smi 2>/dev/null
+echo "GPU SM clock during the bench (MHz): $(cut -d, -f2 "$out/clocks.csv" | sort -n | uniq -c | sort -rn | head -5 | tr '\n' ' ')"
 # Tuning variants: $TERN_DEVICE_VARIANTS holds space-separated environment settings (e.g.
 # "TERN_WEBGPU_FUSE=0 TERN_WEBGPU_DECODE_WG=128"); each gets one tg run with the same bench args.
 for v in ${TERN_DEVICE_VARIANTS:-}; do

@@ -92,6 +92,29 @@ WebGpuBackend::WebGpuBackend(const WebGpuOptions & options)
     // to measure what they cost; results may then differ from the CPU in the last bits.
     const char * guard = std::getenv("TERN_WEBGPU_DF_GUARD");
     if (guard && std::string_view(guard) == "0") pipelines_.set_constant("DF_GUARD", 0.0);
+    // $TERN_WEBGPU_CONST=NAME=value,...: override constants for every pipeline that declares them
+    // (a tuning and timing aid, e.g. BL_STOP in bitlinear_decode.wgsl).
+    if (const char * consts = std::getenv("TERN_WEBGPU_CONST")) {
+        std::string_view rest(consts);
+        while (!rest.empty()) {
+            const size_t           comma = rest.find(',');
+            const std::string_view item  = rest.substr(0, comma);
+            const size_t           eq    = item.find('=');
+            if (eq == std::string_view::npos || eq == 0) {
+                fail(ErrorKind::invalid_argument,
+                     format("TERN_WEBGPU_CONST: '%.*s' is not NAME=value", static_cast<int>(item.size()), item.data()),
+                     "write it like TERN_WEBGPU_CONST=BL_STOP=1,ATTN_STOP=2");
+            }
+            char *            end   = nullptr;
+            const std::string value(item.substr(eq + 1));
+            const double      v = std::strtod(value.c_str(), &end);
+            if (value.empty() || *end != '\0') {
+                fail(ErrorKind::invalid_argument, format("TERN_WEBGPU_CONST: '%s' is not a number", value.c_str()));
+            }
+            pipelines_.set_constant(item.substr(0, eq), v);
+            rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+        }
+    }
     const char * fuse = std::getenv("TERN_WEBGPU_FUSE");
     fuse_norms_ = !(fuse && std::string_view(fuse) == "0");
     const char * layer = std::getenv("TERN_WEBGPU_LAYER");

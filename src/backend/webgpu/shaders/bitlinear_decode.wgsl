@@ -25,6 +25,10 @@ override WG: u32 = 256u;    // a power of two, >= K / 32
 override LANES: u32 = 8u;   // a power of two dividing WG, >= K / 512
 override K: u32 = 2560u;    // a multiple of 64
 override NORM: bool = true;
+// A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=BL_STOP=n): the kernel ends after
+// the weight loads (1), the staged activations (2) or the dot products (3), writing a value that
+// depends on what it did so that nothing is optimised away. 0: the whole kernel.
+override BL_STOP: u32 = 0u;
 
 struct Params {
     n_rows: u32,          // N
@@ -51,9 +55,21 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let lane = lid % LANES;
     var w: RowWords;
     if (row < p.n_rows) { w = prefetch_row(row, lane, LANES, K); }
+    if (BL_STOP == 1u) {
+        if (row < p.n_rows) { y[p.y_offset + row] = f32(w[0].x ^ w[1].y ^ w[2].z ^ w[3].w ^ w[4].x); }
+        return;
+    }
     let as_ = stage_activations(lid, K);
+    if (BL_STOP == 2u) {
+        if (row < p.n_rows) { y[p.y_offset + row] = as_ + f32(w[0].x ^ w[4].x ^ acts[lid % (K / 16u)].x); }
+        return;
+    }
     var partial = 0;
     if (row < p.n_rows) { partial = row_dot(w, lane, LANES, K); }
+    if (BL_STOP == 3u) {
+        if (row < p.n_rows) { y[p.y_offset + row] = f32(partial); }
+        return;
+    }
     let dot = reduce_rows(lid, partial, LANES);
 
     let ro = wid.x * rows + lid;

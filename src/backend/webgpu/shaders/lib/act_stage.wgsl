@@ -17,6 +17,12 @@
 
 var<workgroup> acts: array<vec4<u32>, K / 16u>;  // 16 int8 per vec4: elements 16 i .. 16 i + 15
 
+// A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=NORM_STOP=n): the fused prologue
+// skips what follows the loads of x and nw (1), the sum of squares (2) or the max (3), and
+// quantizes with a scale that still depends on what it computed; 4: a one-float reduction instead
+// of the double-float sum; 5: each thread sums its squares in f32 (the rest as usual).
+override NORM_STOP: u32 = 0u;
+
 // Fills `acts` with the k activations (every invocation must call it: it has barriers) and
 // returns the activation scale.
 fn stage_activations(lid: u32, k: u32) -> f32 {
@@ -47,6 +53,18 @@ fn stage_norm_quant(lid: u32, k: u32) -> f32 {
             ws[i] = stage_nw4(j);
         }
     }
+    if (NORM_STOP == 1u) {
+        for (var i = 0u; i < 8u; i++) {
+            let j = lid + i * WG;
+            if (j < n_words) {
+                let c = vec4<i32>(xs[i] * ws[i]);
+                let b = vec4<u32>(bitcast<vec4<u32>>(c) & vec4<u32>(0xffu));
+                acts[j / 4u][j % 4u] = b.x | (b.y << 8u) | (b.z << 16u) | (b.w << 24u);
+            }
+        }
+        workgroupBarrier();
+        return 1.0;
+    }
     var ch = array<vec2<f32>, 4>();  // four independent chains (one per vec4 lane): the adds overlap
     for (var i = 0u; i < 8u; i++) {
         if (lid + i * WG < n_words) {
@@ -57,8 +75,33 @@ fn stage_norm_quant(lid: u32, k: u32) -> f32 {
             ch[3] = df_add_f(ch[3], mul_rn(v.w, v.w));  // squares rounded, as the CPU (not fused)
         }
     }
-    let ss = df_add(df_add(ch[0], ch[1]), df_add(ch[2], ch[3]));
-    let inv = div_rn(1.0, sqrt_rn(df_div_f(wg_df_sum(lid, ss), f32(k)) + p.eps));
+    var ss = df_add(df_add(ch[0], ch[1]), df_add(ch[2], ch[3]));
+    if (NORM_STOP == 5u) {  // timing: f32 squares summed in f32 by each thread
+        var f = 0.0;
+        for (var i = 0u; i < 8u; i++) {
+            if (lid + i * WG < n_words) { f += dot(xs[i], xs[i]); }
+        }
+        ss = vec2<f32>(f, 0.0);
+    }
+    var inv: f32;
+    if (NORM_STOP == 4u) {  // timing: a one-float max reduction instead of the double-float sum
+        inv = div_rn(1.0, sqrt_rn(wg_max(lid, ss.x) / f32(k) + p.eps));
+        workgroupBarrier();
+    } else {
+        inv = div_rn(1.0, sqrt_rn(df_div_f(wg_df_sum(lid, ss), f32(k)) + p.eps));
+    }
+    if (NORM_STOP == 2u) {
+        for (var i = 0u; i < 8u; i++) {
+            let j = lid + i * WG;
+            if (j < n_words) {
+                let c = vec4<i32>(xs[i] * ws[i] * inv);
+                let b = vec4<u32>(bitcast<vec4<u32>>(c) & vec4<u32>(0xffu));
+                acts[j / 4u][j % 4u] = b.x | (b.y << 8u) | (b.z << 16u) | (b.w << 24u);
+            }
+        }
+        workgroupBarrier();
+        return inv;
+    }
 
     // y = (x * inv) * nw (two roundings, as the CPU) and max |y|.
     var m = 0.0;
@@ -72,6 +115,18 @@ fn stage_norm_quant(lid: u32, k: u32) -> f32 {
     }
     // As rms_norm_quant.wgsl: the CPU clamps max|y| to 1e-5 in double.
     let amax = wg_max(lid, m);
+    if (NORM_STOP == 3u) {
+        for (var i = 0u; i < 8u; i++) {
+            let j = lid + i * WG;
+            if (j < n_words) {
+                let c = vec4<i32>(xs[i] * amax);
+                let b = vec4<u32>(bitcast<vec4<u32>>(c) & vec4<u32>(0xffu));
+                acts[j / 4u][j % 4u] = b.x | (b.y << 8u) | (b.z << 16u) | (b.w << 24u);
+            }
+        }
+        workgroupBarrier();
+        return amax;
+    }
     let qs   = select(div_rn(127.0, amax), 12700000.0, amax <= 9.99999974738e-06);
 
     for (var i = 0u; i < 8u; i++) {

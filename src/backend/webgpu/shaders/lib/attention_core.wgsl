@@ -6,6 +6,10 @@
 //   att_k(w) -> u32          u32 word w of the K cache (likewise att_v for V)
 //   att_out(t, i, v)         stores element i of token t's output
 
+// A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=ATTN_STOP=n): attend() ends after
+// the scores and their max (1) or after the exp sum (2), writing a value that depends on them.
+override ATTN_STOP: u32 = 0u;
+
 var<workgroup> qh: array<f32, HD_MAX>;
 var<workgroup> probs: array<f32, CHUNK>;
 var<workgroup> sc: array<f32, SC_MAX>;  // scores, then exp(score - max), when n <= SC_MAX
@@ -117,6 +121,10 @@ fn attend(lid: u32, h: u32, t: u32) {
         }
     }
     let mx = wg_max(lid, select(bitcast<f32>(0xff7fffffu), m, any));
+    if (ATTN_STOP == 1u) {
+        if (lid < hd) { att_out(t, h * hd + lid, mx); }
+        return;
+    }
 
     // Sum of exp(score - max) in double-float.
     var acc = vec2<f32>(0.0, 0.0);
@@ -128,6 +136,10 @@ fn attend(lid: u32, h: u32, t: u32) {
         acc = df_add_f(acc, e);
     }
     let inv = df_recip(wg_df_sum(lid, acc));
+    if (ATTN_STOP == 2u) {
+        if (lid < hd) { att_out(t, h * hd + lid, inv); }
+        return;
+    }
 
     // out[d] = sum_p prob(p) v[p][d]: thread (c, g) sums dimensions 2c, 2c + 1 over the positions
     // p = g (mod groups) of each chunk.

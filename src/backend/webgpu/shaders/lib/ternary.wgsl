@@ -17,6 +17,23 @@ fn ternary_signed(codes: u32) -> u32 {
     return ((codes | 0x80808080u) - 0x01010101u) ^ 0x80808080u;
 }
 
+// The decode kernels' form (lib/ternary_decode.wgsl): sum(value * a) = sum(code * a) - sum(a), the
+// codes (0..3) being non-negative signed bytes as they are. Codes e(4s)..e(4s+3) sit in bits 2s+1:2s
+// of each byte, so masking without the shift gives 4^s * code, still a non-negative signed byte for
+// s < 3: codes_dot16 returns the four partial dots with those factors in, (s0 + s3, 4 s1, 16 s2),
+// which the caller accumulates apart and scales down once (exact: the sums stay multiples). Per
+// weight word: 1 shift, 4 masks and 4 dot4s, plus 4 dot4s with ones for sum(a), where
+// ternary_dot16 takes 3 shifts, 4 masks, 4 dot4s and 3 byte-wise ops per dot4 for code - 1.
+fn codes_dot16(w: u32, a: vec4<u32>) -> vec3<i32> {
+    return vec3<i32>(dot4_i8(w & 0x03030303u, a.x) + dot4_i8((w >> 6u) & 0x03030303u, a.w),
+                     dot4_i8(w & 0x0c0c0c0cu, a.y), dot4_i8(w & 0x30303030u, a.z));
+}
+
+fn act_sum16(a: vec4<u32>) -> i32 {
+    return dot4_i8(0x01010101u, a.x) + dot4_i8(0x01010101u, a.y) + dot4_i8(0x01010101u, a.z)
+         + dot4_i8(0x01010101u, a.w);
+}
+
 // Integer dot product of one weight word (16 elements) with 16 int8 activations a.x .. a.w.
 fn ternary_dot16(w: u32, a: vec4<u32>) -> i32 {
     return dot4_i8(ternary_signed(w & 0x03030303u), a.x)

@@ -19,19 +19,25 @@ fn prefetch_row(row: u32, lane: u32, lanes: u32, k: u32) -> RowWords {
     return w;
 }
 
-// This lane's share of the row's integer dot product (exact; the order does not matter).
+// This lane's share of the row's integer dot product (exact; the order does not matter), as
+// sum(code * a) - sum(a) (lib/ternary.wgsl: codes_dot16).
 fn row_dot(w: RowWords, lane: u32, lanes: u32, k: u32) -> i32 {
-    var acc = 0;
-    let n   = k / 64u;
+    var acc  = vec3<i32>();  // sums of code * a as (1, 4, 16) times (lib/ternary.wgsl: codes_dot16)
+    var asum = 0;            // sum of a over the same elements
+    let n    = k / 64u;
     for (var v = 0u; v < 8u; v++) {
         let i = lane + v * lanes;
         if (i < n) {
             let wv = w[v];
-            acc += ternary_dot16(wv.x, acts[4u * i]) + ternary_dot16(wv.y, acts[4u * i + 1u])
-                 + ternary_dot16(wv.z, acts[4u * i + 2u]) + ternary_dot16(wv.w, acts[4u * i + 3u]);
+            let a0 = acts[4u * i];
+            let a1 = acts[4u * i + 1u];
+            let a2 = acts[4u * i + 2u];
+            let a3 = acts[4u * i + 3u];
+            acc += codes_dot16(wv.x, a0) + codes_dot16(wv.y, a1) + codes_dot16(wv.z, a2) + codes_dot16(wv.w, a3);
+            asum += act_sum16(a0) + act_sum16(a1) + act_sum16(a2) + act_sum16(a3);
         }
     }
-    return acc;
+    return acc.x + (acc.y >> 2u) + (acc.z >> 4u) - asum;  // exact: acc.y, acc.z are multiples of 4, 16
 }
 
 // u32 element i of the weight buffer (scales live after the codes).
