@@ -53,8 +53,11 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let rows = WG / LANES;
     let row  = wid.x * rows + lid / LANES;
     let lane = lid % LANES;
+    let ro   = wid.x * rows + lid;  // the row this invocation finishes (lid < rows)
     var w: RowWords;
+    var sc: vec2<f32>;
     if (row < p.n_rows) { w = prefetch_row(row, lane, LANES, K); }
+    if (lid < rows && ro < p.n_rows) { sc = row_scales(ro); }
     if (BL_STOP == 1u) {
         if (row < p.n_rows) { y[p.y_offset + row] = f32(w[0].x ^ w[1].y ^ w[2].z ^ w[3].w ^ w[4].x); }
         return;
@@ -72,9 +75,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     let dot = reduce_rows(lid, partial, LANES);
 
-    let ro = wid.x * rows + lid;
     if (lid < rows && ro < p.n_rows) {
-        let v  = row_product(dot, ro, as_);
+        let v  = row_product_scaled(dot, as_, sc);
         let yi = p.y_offset + ro;
         if (p.accumulate != 0u) {
             y[yi] = y[yi] + v;

@@ -50,8 +50,15 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let lane = lid % LANES;
     let out  = wid.x * outs + team % outs;
     let row  = select(out, p.n_ff + out, team >= outs);
+    let o    = wid.x * outs + lid;  // the output this invocation finishes (lid < outs)
     var w: RowWords;
+    var sg: vec2<f32>;
+    var su: vec2<f32>;
     if (out < p.n_ff) { w = prefetch_row(row, lane, LANES, K); }
+    if (lid < outs && o < p.n_ff) {
+        sg = row_scales(o);
+        su = row_scales(p.n_ff + o);
+    }
     let as_ = stage_activations(lid, K);
     var partial = 0;
     if (out < p.n_ff) { partial = row_dot(w, lane, LANES, K); }
@@ -59,10 +66,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     up_dots[lid] = dot;
     workgroupBarrier();
 
-    let o = wid.x * outs + lid;
     if (lid < outs && o < p.n_ff) {
-        let g = row_product(dot, o, as_);
-        let u = row_product(up_dots[outs + lid], p.n_ff + o, as_);
+        let g = row_product_scaled(dot, as_, sg);
+        let u = row_product_scaled(up_dots[outs + lid], as_, su);
         f[p.f_offset + o] = ffn_gate(g, u, p.activation);
     }
 }

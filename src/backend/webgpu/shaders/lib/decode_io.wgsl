@@ -20,7 +20,7 @@ fn stage_qword(j: u32) -> u32 { return src[p.src_offset + j]; }
 
 fn stage_qscale() -> f32 { return src_scale[p.scale_offset]; }
 
-// The bitlinear epilogue with the weight's scales at the uniform's scales_offset / oscales_offset.
-fn row_product(dot: i32, row: u32, as_: f32) -> f32 {
-    return row_product_at(dot, row, as_, p.scales_offset, p.oscales_offset);
+// A row's (scale, output scale) at the uniform's scales_offset / oscales_offset (lib/ternary_decode.wgsl).
+fn row_scales(row: u32) -> vec2<f32> {
+    return row_scales_at(row, p.scales_offset, p.oscales_offset);
 }

@@ -15,15 +15,19 @@ fn qkv_decode_rows(lid: u32, g: u32, lanes: u32, k: u32, so: u32, oso: u32) {
     let lane  = lid % lanes;
     let row   = head * hd + slot_dim(j0 + lid / lanes);
     let w     = prefetch_row(row, lane, lanes, k);
+    let j     = j0 + 4u * lid;  // the first slot this invocation finishes (lid < rows / 4)
+    var sc: array<vec2<f32>, 4>;  // their scales and RoPE pairs, loaded with the weights
+    var cs: vec4<f32>;
+    if (lid < rows / 4u) {
+        for (var e = 0u; e < 4u; e++) { sc[e] = row_scales_at(head * hd + slot_dim(j + e), so, oso); }
+        cs = rope_of_unit(head, j, p.pos0);
+    }
     let as_   = stage_activations(lid, k);
     slot_dots[lid] = reduce_rows(lid, row_dot(w, lane, lanes, k), lanes);
     workgroupBarrier();
     if (lid < rows / 4u) {
-        let j = j0 + 4u * lid;
         var v: array<f32, 4>;
-        for (var e = 0u; e < 4u; e++) {
-            v[e] = row_product_at(slot_dots[4u * lid + e], head * hd + slot_dim(j + e), as_, so, oso);
-        }
-        store_qkv_unit(head, j, 0u, p.pos0, v);
+        for (var e = 0u; e < 4u; e++) { v[e] = row_product_scaled(slot_dots[4u * lid + e], as_, sc[e]); }
+        store_qkv_unit_rope(head, j, 0u, p.pos0, v, cs);
     }
 }

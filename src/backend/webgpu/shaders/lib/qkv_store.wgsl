@@ -49,15 +49,26 @@ fn store_kv(is_k: bool, e: u32, a: f32, b: f32) {
 // RoPE and store of the four slots j .. j + 3 (j a multiple of 4) of head `head` for token `tok`
 // at position `pos`; v holds the projections of those slots.
 fn store_qkv_unit(head: u32, j: u32, tok: u32, pos: u32, v_in: array<f32, 4>) {
+    store_qkv_unit_rope(head, j, tok, pos, v_in, rope_of_unit(head, j, pos));
+}
+
+// The (cos, sin) pairs of RoPE for slots j .. j + 3 of `head` at `pos` (zeros where no RoPE applies):
+// the decode kernel loads them with the weights (lib/qkv_decode.wgsl).
+fn rope_of_unit(head: u32, j: u32, pos: u32) -> vec4<f32> {
+    if (head >= p.n_head + p.n_head_kv || j >= p.n_rot) { return vec4<f32>(); }
+    let at = pos * (p.n_rot / 2u) + 2u * (j >> 2u);
+    return vec4<f32>(rope[at], rope[at + 1u]);
+}
+
+// store_qkv_unit with the RoPE pairs given (rope_of_unit).
+fn store_qkv_unit_rope(head: u32, j: u32, tok: u32, pos: u32, v_in: array<f32, 4>, cs: vec4<f32>) {
     var v = v_in;
     let hd = p.head_dim;
     let is_qk = head < p.n_head + p.n_head_kv;
-    let half  = p.n_rot / 2u;
     if (is_qk && j < p.n_rot) {
         // Pairs (2u', 2u'+half) and (2u'+1, 2u'+1+half): x0 * c - x1 * s, x0 * s + x1 * c.
-        let i  = 2u * (j >> 2u);
-        let c0 = rope[pos * half + i];
-        let c1 = rope[pos * half + i + 1u];
+        let c0 = cs.xy;
+        let c1 = cs.zw;
         // Each product rounded before the add, as the CPU (no fma contraction: mul_rn).
         let a0 = mul_rn(v[0], c0.x) - mul_rn(v[2], c0.y);
         let b0 = mul_rn(v[0], c0.y) + mul_rn(v[2], c0.x);

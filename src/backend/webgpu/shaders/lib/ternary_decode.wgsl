@@ -49,8 +49,18 @@ fn weight_word(i: u32) -> u32 {
 // scales at `oso` in the weight buffer: (f32(dot) / act_scale) * scale * output scale, rounded on
 // its own (mul_rn: callers add it to y or feed it to exp / RoPE).
 fn row_product_at(dot: i32, row: u32, as_: f32, so: u32, oso: u32) -> f32 {
-    let v = div_rn(f32(dot), as_) * bitcast<f32>(weight_word(so + row));
-    return mul_rn(v, bitcast<f32>(weight_word(oso + row)));
+    return row_product_scaled(dot, as_, row_scales_at(row, so, oso));
+}
+
+// The row's (scale, output scale): the decode kernels load them with the weights, so that the
+// epilogue does not wait for another round trip to memory after the dot.
+fn row_scales_at(row: u32, so: u32, oso: u32) -> vec2<f32> {
+    return vec2<f32>(bitcast<f32>(weight_word(so + row)), bitcast<f32>(weight_word(oso + row)));
+}
+
+fn row_product_scaled(dot: i32, as_: f32, sc: vec2<f32>) -> f32 {
+    let v = div_rn(f32(dot), as_) * sc.x;
+    return mul_rn(v, sc.y);
 }
 
 var<workgroup> lane_sums: array<i32, WG>;
