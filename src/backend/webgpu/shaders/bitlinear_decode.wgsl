@@ -56,8 +56,12 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let ro   = wid.x * rows + lid;  // the row this invocation finishes (lid < rows)
     var w: RowWords;
     var sc: vec2<f32>;
+    var y0 = 0.0;  // y[ro] when accumulating, loaded up front like the scales
     if (row < p.n_rows) { w = prefetch_row(row, lane, LANES, K); }
-    if (lid < rows && ro < p.n_rows) { sc = row_scales(ro); }
+    if (lid < rows && ro < p.n_rows) {
+        sc = row_scales(ro);
+        if (p.accumulate != 0u) { y0 = y[p.y_offset + ro]; }
+    }
     if (BL_STOP == 1u) {
         if (row < p.n_rows) { y[p.y_offset + row] = f32(w[0].x ^ w[1].y ^ w[2].z ^ w[3].w ^ w[4].x); }
         return;
@@ -77,11 +81,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 
     if (lid < rows && ro < p.n_rows) {
         let v  = row_product_scaled(dot, as_, sc);
-        let yi = p.y_offset + ro;
-        if (p.accumulate != 0u) {
-            y[yi] = y[yi] + v;
-        } else {
-            y[yi] = v;
-        }
+        y[p.y_offset + ro] = select(v, y0 + v, p.accumulate != 0u);
     }
 }

@@ -47,6 +47,24 @@ fn score(pos: u32, kv_base: u32) -> f32 {
     return mul_rn(df_to_f32(a), p.scale);  // not fused into score - max
 }
 
+// V words (dimension pair c) of positions c0 + i0 + u * groups, u = 0..7, below c0 + c_n: a u32
+// (two f16) or two (f32) each.
+fn load_v8(i0: u32, c0: u32, c_n: u32, groups: u32, kv_base: u32, c: u32) -> array<vec2<u32>, 8> {
+    var vw: array<vec2<u32>, 8>;
+    for (var u = 0u; u < 8u; u++) {
+        let i = i0 + u * groups;
+        if (i < c_n) {
+            let e = p.v_offset + (c0 + i) * p.n_embd_kv + kv_base + 2u * c;
+            if (V_F16) {
+                vw[u] = vec2<u32>(att_v(e / 2u), 0u);
+            } else {
+                vw[u] = vec2<u32>(att_v(e), att_v(e + 1u));
+            }
+        }
+    }
+    return vw;
+}
+
 // Attention of query token t (position p.pos0 + t), head h, by the whole workgroup (every
 // invocation must call it: it has barriers).
 fn attend(lid: u32, h: u32, t: u32) {
@@ -54,6 +72,14 @@ fn attend(lid: u32, h: u32, t: u32) {
     let kvh     = h / (p.n_head / p.n_head_kv);
     let kv_base = kvh * hd;
     let n       = p.pos0 + t + 1u;  // causal: positions 0 ..= pos0 + t
+    // P·V's thread layout (below); the V words of this thread's first 8 positions are loaded now, so
+    // that their latency passes during the scores.
+    let pairs  = hd / 2u;
+    let groups = WG / pairs;
+    let c      = lid % pairs;
+    let g      = lid / pairs;
+    var v_first: array<vec2<u32>, 8>;
+    if (g < groups) { v_first = load_v8(g, 0u, min(CHUNK, n), groups, kv_base, c); }
     for (var d = lid; d < hd; d += WG) {
         let v = att_q(t, h * hd + d);
         qh[d] = select(v, round_f16(v), K_F16);
@@ -143,10 +169,6 @@ fn attend(lid: u32, h: u32, t: u32) {
 
     // out[d] = sum_p prob(p) v[p][d]: thread (c, g) sums dimensions 2c, 2c + 1 over the positions
     // p = g (mod groups) of each chunk.
-    let pairs  = hd / 2u;
-    let groups = WG / pairs;
-    let c      = lid % pairs;
-    let g      = lid / pairs;
     var o0 = vec2<f32>(0.0, 0.0);
     var o1 = vec2<f32>(0.0, 0.0);
     for (var c0 = 0u; c0 < n; c0 += CHUNK) {
@@ -163,16 +185,10 @@ fn attend(lid: u32, h: u32, t: u32) {
             // 8 positions at a time: their loads first, then the sums.
             for (var i0 = g; i0 < c_n; i0 += 8u * groups) {
                 var vw: array<vec2<u32>, 8>;
-                for (var u = 0u; u < 8u; u++) {
-                    let i = i0 + u * groups;
-                    if (i < c_n) {
-                        let e = p.v_offset + (c0 + i) * p.n_embd_kv + kv_base + 2u * c;
-                        if (V_F16) {
-                            vw[u] = vec2<u32>(att_v(e / 2u), 0u);
-                        } else {
-                            vw[u] = vec2<u32>(att_v(e), att_v(e + 1u));
-                        }
-                    }
+                if (c0 == 0u && i0 == g) {
+                    vw = v_first;
+                } else {
+                    vw = load_v8(i0, c0, c_n, groups, kv_base, c);
                 }
                 for (var u = 0u; u < 8u; u++) {
                     let i = i0 + u * groups;
