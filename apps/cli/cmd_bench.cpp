@@ -61,13 +61,6 @@ std::vector<int32_t> bench_tokens(int64_t n, int64_t n_vocab) {
 constexpr double k_warm_up_s = 1.0;
 
 void bench(const BenchArgs & a) {
-    double warm_up_s    = 0;
-    auto   warm_up_done = [&](double run_s) {
-        warm_up_s += run_s;
-        if (warm_up_s < k_warm_up_s) return false;
-        warm_up_s = 0;  // the next test starts its own warm-up
-        return true;
-    };
     if (a.reps < 1) fail(ErrorKind::invalid_argument, format("-r must be >= 1 (got %d)", a.reps));
     LoadedModel         lm = load_model(a.model, a.json);
     const ModelConfig & c  = lm.model->config();
@@ -86,15 +79,16 @@ void bench(const BenchArgs & a) {
     for (int64_t n : a.pp) {
         if (n <= 0) continue;
         Result r{"pp" + std::to_string(n), n, 0, {}};
-        const auto ids = bench_tokens(n, c.n_vocab);
-        for (int rep = -1; rep < a.reps; ++rep) {  // rep -1 is the warm-up (repeated: warm_up_done)
+        const auto ids    = bench_tokens(n, c.n_vocab);
+        double     warm_s = 0;
+        for (int rep = -1; rep < a.reps; ++rep) {  // rep -1 is the warm-up, repeated for k_warm_up_s
             session.reset();
             be.take_dispatch_count();
             const auto t0 = clock::now();
             session.eval(ids);
             const double s = std::chrono::duration<double>(clock::now() - t0).count();
             const int64_t d = be.take_dispatch_count();
-            if (rep < 0 && !warm_up_done(s)) --rep;
+            if (rep < 0 && (warm_s += s) < k_warm_up_s) --rep;
             if (rep >= 0) {
                 r.tps.push_back(static_cast<double>(n) / s);
                 r.dispatches += d;
@@ -106,8 +100,9 @@ void bench(const BenchArgs & a) {
     for (int64_t n : a.tg) {
         if (n <= 0) continue;
         Result     r{"tg" + std::to_string(n), 0, n, {}};
-        const auto ids = bench_tokens(n + 1, c.n_vocab);
-        for (int rep = -1; rep < a.reps; ++rep) {
+        const auto ids    = bench_tokens(n + 1, c.n_vocab);
+        double     warm_s = 0;
+        for (int rep = -1; rep < a.reps; ++rep) {  // rep -1 is the warm-up, repeated for k_warm_up_s
             session.reset();
             session.eval(std::span<const int32_t>(ids.data(), 1));
             be.take_dispatch_count();
@@ -119,7 +114,7 @@ void bench(const BenchArgs & a) {
             const double s = std::chrono::duration<double>(clock::now() - t0).count();
             const int64_t d = be.take_dispatch_count();
             const double  e = session.take_encode_seconds();
-            if (rep < 0 && !warm_up_done(s)) --rep;
+            if (rep < 0 && (warm_s += s) < k_warm_up_s) --rep;
             if (rep >= 0) {
                 r.tps.push_back(static_cast<double>(n) / s);
                 r.dispatches += d;

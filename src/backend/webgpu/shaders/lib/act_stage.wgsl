@@ -54,16 +54,7 @@ fn stage_norm_quant(lid: u32, k: u32) -> f32 {
         }
     }
     if (NORM_STOP == 1u) {
-        for (var i = 0u; i < 8u; i++) {
-            let j = lid + i * WG;
-            if (j < n_words) {
-                let c = vec4<i32>(xs[i] * ws[i]);
-                let b = vec4<u32>(bitcast<vec4<u32>>(c) & vec4<u32>(0xffu));
-                acts[j / 4u][j % 4u] = b.x | (b.y << 8u) | (b.z << 16u) | (b.w << 24u);
-            }
-        }
-        workgroupBarrier();
-        return 1.0;
+        return stage_stopped(lid, n_words, xs, ws, 1.0);
     }
     var ch = array<vec2<f32>, 4>();  // four independent chains (one per vec4 lane): the adds overlap
     for (var i = 0u; i < 8u; i++) {
@@ -91,16 +82,7 @@ fn stage_norm_quant(lid: u32, k: u32) -> f32 {
         inv = div_rn(1.0, sqrt_rn(df_div_f(wg_df_sum(lid, ss), f32(k)) + p.eps));
     }
     if (NORM_STOP == 2u) {
-        for (var i = 0u; i < 8u; i++) {
-            let j = lid + i * WG;
-            if (j < n_words) {
-                let c = vec4<i32>(xs[i] * ws[i] * inv);
-                let b = vec4<u32>(bitcast<vec4<u32>>(c) & vec4<u32>(0xffu));
-                acts[j / 4u][j % 4u] = b.x | (b.y << 8u) | (b.z << 16u) | (b.w << 24u);
-            }
-        }
-        workgroupBarrier();
-        return inv;
+        return stage_stopped(lid, n_words, xs, ws, inv);
     }
 
     // y = (x * inv) * nw (two roundings, as the CPU) and max |y|.
@@ -116,27 +98,32 @@ fn stage_norm_quant(lid: u32, k: u32) -> f32 {
     // As rms_norm_quant.wgsl: the CPU clamps max|y| to 1e-5 in double.
     let amax = wg_max(lid, m);
     if (NORM_STOP == 3u) {
-        for (var i = 0u; i < 8u; i++) {
-            let j = lid + i * WG;
-            if (j < n_words) {
-                let c = vec4<i32>(xs[i] * amax);
-                let b = vec4<u32>(bitcast<vec4<u32>>(c) & vec4<u32>(0xffu));
-                acts[j / 4u][j % 4u] = b.x | (b.y << 8u) | (b.z << 16u) | (b.w << 24u);
-            }
-        }
-        workgroupBarrier();
+        store_quantized(lid, n_words, xs, amax);
         return amax;
     }
     let qs   = select(div_rn(127.0, amax), 12700000.0, amax <= 9.99999974738e-06);
 
+    store_quantized(lid, n_words, xs, qs);
+    return qs;
+}
+
+// acts = int8(clamp(round(y * qs))) for this thread's words of y, then the barrier.
+fn store_quantized(lid: u32, n_words: u32, ys: array<vec4<f32>, 8>, qs: f32) {
     for (var i = 0u; i < 8u; i++) {
         let j = lid + i * WG;
         if (j < n_words) {
-            let c = vec4<i32>(clamp(round(xs[i] * qs), vec4<f32>(-128.0), vec4<f32>(127.0)));
+            let c = vec4<i32>(clamp(round(ys[i] * qs), vec4<f32>(-128.0), vec4<f32>(127.0)));
             let b = vec4<u32>(bitcast<vec4<u32>>(c) & vec4<u32>(0xffu));
             acts[j / 4u][j % 4u] = b.x | (b.y << 8u) | (b.z << 16u) | (b.w << 24u);
         }
     }
     workgroupBarrier();
-    return qs;
+}
+
+// NORM_STOP's early end: words of x * nw * f (values that depend on what was computed), returns f.
+fn stage_stopped(lid: u32, n_words: u32, xs: array<vec4<f32>, 8>, ws: array<vec4<f32>, 8>, f: f32) -> f32 {
+    var ys: array<vec4<f32>, 8>;
+    for (var i = 0u; i < 8u; i++) { ys[i] = xs[i] * ws[i]; }
+    store_quantized(lid, n_words, ys, f);
+    return f;
 }
