@@ -287,7 +287,9 @@ TEST(Cli, BenchReportsBytesBandwidthDispatchesAndRoofline) {
     EXPECT_LT(d_pp, d_tg) << "a prompt's dispatches are shared by its tokens";
     EXPECT_EQ(d_tg, std::floor(d_tg));
     EXPECT_GE(d_tg, 8.0);
-    EXPECT_EQ(static_cast<int64_t>(d_tg - 3) % 5, 0) << d_tg << " dispatches per decoded token, expected 5 L + 3";
+    // Per layer qkv, attention, o-proj, gate+up, down; per token embed, the argmax-only head,
+    // argmax_exact and argmax_final (greedy decoding keeps the id on the device).
+    EXPECT_EQ(static_cast<int64_t>(d_tg - 4) % 5, 0) << d_tg << " dispatches per decoded token, expected 5 L + 4";
 }
 
 TEST(Cli, ChatReadsTurnsFromStdin) {
