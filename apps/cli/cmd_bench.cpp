@@ -130,7 +130,8 @@ void bench(const BenchArgs & a) {
     int64_t n_params = 0;
     for (const auto & t : lm.file->tensors()) n_params += t.n_elements;
     const double size_bytes   = static_cast<double>(lm.file->file_size());
-    const double weight_bytes = static_cast<double>(lm.model->weight_bytes_per_token());
+    // tg tests decode greedily: the head is read as norm_lm_head_argmax reads it.
+    const double weight_bytes = static_cast<double>(lm.model->greedy_weight_bytes_per_token());
     // K and V of every layer at every position attended to: a tg n test decodes positions 1..n (after
     // the first token), attending to p + 1 positions at position p: (n + 3) / 2 on average.
     const double kv_bytes_per_pos = static_cast<double>(c.n_layer * c.n_embd_kv()) *
@@ -233,7 +234,8 @@ void register_bench(CLI::App & app) {
     cmd->footer("Columns: dispatches/token = GPU dispatches recorded per token over the timed runs (pp: per prompt "
                 "token; \"–\" for the CPU, which runs ops eagerly). MB/token and GB/s (tg tests only) = bytes read "
                 "per generated token: every weight a decode step reads in the backend's own layout (layer linears "
-                "and norms, final norm, the whole LM head or tied embedding table, one embedding row) plus the K and "
+                "and norms, final norm, the whole LM head or tied embedding table as greedy decoding reads it (the "
+                "WebGPU backend streams an int8 copy of an F16 head), one embedding row) plus the K and "
                 "V cache at the test's average context length; GB/s = MB/token x t/s. Activations are not counted.\n"
                 "Example: tern bench -m models/synth-2b4t.gguf -p 64 -n 16 -r 3 --roofline");
     cmd->callback([args] { bench(*args); });

@@ -182,6 +182,9 @@ public:
                                      const Tensor & x, const Weight & norm, float eps, bool round_input_f16) {
         norm_lm_head(logits, head, h, x, norm, eps, round_input_f16, ids);
     }
+    // Bytes of the head that norm_lm_head_argmax reads per token (the WebGPU backend streams an int8
+    // copy of an F16 head, half its size).
+    virtual size_t greedy_head_bytes(const Weight & head) const { return head.n_bytes; }
 
     // --- a whole decoder layer (BitNet b1.58: sub-norms before the o-proj and the down projection) ---
     struct LayerWeights {

@@ -62,6 +62,12 @@ public:
     // linears and norms, the final norm, the whole LM head (the tied token_embd table when there is
     // no output.weight) and one embedding row. For bandwidth figures (`tern bench`).
     size_t              weight_bytes_per_token() const { return weight_bytes_; }
+    // The same for a greedy decoding step (forward_greedy), whose head may read less
+    // (Backend::greedy_head_bytes).
+    size_t greedy_weight_bytes_per_token() const {
+        const Weight & head = output_ ? *output_ : *token_embd_;
+        return weight_bytes_ - head.n_bytes + backend_.greedy_head_bytes(head);
+    }
 
     ForwardBuffers make_buffers(int64_t n_batch, int64_t n_logits) const;
 

@@ -509,19 +509,21 @@ TEST_P(BackendOps, FusedNormOpsMatchTheUnfusedReference) {
 // random rows; rows equal to the winner but for one element nudged by one f16 step (near ties); an
 // exact tie (the lower index must win); a table of 300 identical rows (every row a candidate of the
 // WebGPU kernel's exact recomputation, more than its list holds); and two rows whose f32 sums come
-// out in the wrong order (small terms rounded away next to a large one): only the exact
-// recomputation of every row the bound admits finds the larger one.
+// out in the wrong order (small terms rounded away next to a large one), and two rows that the
+// WebGPU backend's int8 copy of the table ranks in the wrong order: only the exact recomputation of
+// every row the bound admits finds the larger one. K = 256 (a multiple of 16) takes the WebGPU
+// backend's int8 copy, K = 264 its F16 table with f32 sums.
 TEST_P(BackendOps, GreedyHeadArgmaxMatchesTheExactHead) {
-    Rand          r(17);
-    const int64_t k = 256;
+    Rand r(17);
     struct Case {
         const char * name;
         int64_t      n_vocab;
-        int          kind;  // 0 random, 1 near ties, 2 exact tie, 3 all rows equal
+        int          kind;  // 0 random, 1 near ties, 2 exact tie, 3 all rows equal, 4 hidden by f32, 5 by int8
     };
+    for (const int64_t k : {256, 264})
     for (const Case cs : {Case{"random", 1000, 0}, Case{"near ties", 1000, 1}, Case{"exact tie", 700, 2},
-                          Case{"all equal", 300, 3}, Case{"hidden by f32", 300, 4}}) {
-        SCOPED_TRACE(cs.name);
+                          Case{"all equal", 300, 3}, Case{"hidden by f32", 300, 4}, Case{"hidden by int8", 500, 5}}) {
+        SCOPED_TRACE(std::string(cs.name) + ", K " + std::to_string(k));
         const int64_t      nv = cs.n_vocab;
         std::vector<float> table(static_cast<size_t>(k * nv)), x(k), nw(k);
         for (auto & v : table) v = r.normal(0.05f);
@@ -554,6 +556,20 @@ TEST_P(BackendOps, GreedyHeadArgmaxMatchesTheExactHead) {
             table[static_cast<size_t>(7 * k)]     = 1.0f;
             for (int64_t c : {1, 2, 8, 16}) table[static_cast<size_t>(7 * k + c)] = 6.15e-4f;
         }
+        if (cs.kind == 5) {
+            // Row 12: every e = a sign(h), a = 2^-5 + 4 * 2^-15: the int8 copy holds it exactly (all
+            // codes +-127). Row 11: e0 = 2^-4 sign(h0), the rest 2^-5 sign(h): its codes are 127 and
+            // round(63.5) = 64, so the copy reads the bulk 0.8% too large (2^-4 64 / 127 each) and
+            // ranks row 11 above row 12, while exactly row 12 is larger by (a - 2^-5) sum|h| -
+            // 2^-5 |h0| > 0 (h0 is made small). The rest of the table stays far below both.
+            x[0]           = 0.01f;
+            const float a  = 0.03125f + 4.0f / 32768.0f;
+            auto        sg = [&](int64_t c) { return x[static_cast<size_t>(c)] * nw[static_cast<size_t>(c)] < 0 ? -1.0f : 1.0f; };
+            for (int64_t c = 0; c < k; ++c) {
+                table[static_cast<size_t>(12 * k + c)] = a * sg(c);
+                table[static_cast<size_t>(11 * k + c)] = (c == 0 ? 0.0625f : 0.03125f) * sg(c);
+            }
+        }
         std::vector<uint8_t> tb(table.size() * 2), nb(k * 4);
         quantize_row(DType::f16, table.data(), tb.data(), static_cast<int64_t>(table.size()));
         std::memcpy(nb.data(), nw.data(), nb.size());
@@ -582,6 +598,7 @@ TEST_P(BackendOps, GreedyHeadArgmaxMatchesTheExactHead) {
         EXPECT_EQ(ids[1], ids[0]);
         if (cs.kind == 3) EXPECT_EQ(ids[0], 0) << "all rows equal: the lowest index";
         if (cs.kind == 4) EXPECT_EQ(ids[0], 7) << "the exact head ranks row 7 first";
+        if (cs.kind == 5) EXPECT_EQ(ids[0], 12) << "the exact head ranks row 12 first";
     }
 }
 

@@ -15,7 +15,7 @@ TEST(WebGpuDataflow, PhasesInOneDispatchSeeEveryValueOfThePreviousPhase) {
     ASSERT_NE(be, nullptr);
     // Blocks not a multiple of the workgroup size; a chain long enough that a missed dependency
     // (a value read before it was written) shows as a smaller count somewhere downstream.
-    for (const auto [phases, blocks] : {std::pair{40u, 3u}, std::pair{150u, 70u}}) {
+    for (const auto & [phases, blocks] : {std::pair{40u, 3u}, std::pair{150u, 70u}}) {
         for (bool one : {true, false}) {
             const auto r = be->dataflow_chain(phases, blocks, one, 3);
             EXPECT_EQ(r.error, 0u) << "a poll gave up (phases " << phases << ", one dispatch " << one << ")";

@@ -413,6 +413,64 @@ TEST_F(WebGpuOps, LmHeadF32AndUnroundedF16TablesWithTokenTilesAndArgmax) {
     }
 }
 
+// head_i8_pack.wgsl, the int8 copy greedy decoding streams instead of an F16 head. Worked example:
+// row 0 = (1, -0.5, 0.25, 0.1875, 0...): scale 1/127, codes 127, round(-63.5) = -64 (half to even),
+// round(31.75) = 32, round(23.8125) = 24: bytes 7f c0 20 18, element b of a word in byte b. Row 1 is
+// zero (scale and bound 0); row 2 holds -2 in its last element only (code -127 in the last byte).
+// Random rows: every code within half a step of e / scale, and each row's bound coefficient at least
+// the bound recomputed in double from the codes (lm_head_i8_argmax.wgsl relies on it) but not loose.
+TEST_F(WebGpuOps, HeadInt8CopyCodesScalesAndBounds) {
+    auto * be = dynamic_cast<WebGpuBackend *>(&gpu());
+    ASSERT_NE(be, nullptr);
+    const int64_t      k = 48, nv = 37;
+    std::vector<float> table(static_cast<size_t>(k * nv), 0.0f);
+    for (int64_t r = 3; r < nv; ++r) {
+        for (int64_t c = 0; c < k; ++c) table[static_cast<size_t>(r * k + c)] = normal(r % 2 ? 0.05f : 3.0f);
+    }
+    const float row0[4] = {1.0f, -0.5f, 0.25f, 0.1875f};
+    std::copy(row0, row0 + 4, table.begin());
+    table[static_cast<size_t>(2 * k + k - 1)] = -2.0f;
+    std::vector<uint8_t> tb(table.size() * 2);
+    quantize_row(DType::f16, table.data(), tb.data(), static_cast<int64_t>(table.size()));
+    std::vector<float> e(table.size());  // the f16 values
+    dequantize_row(DType::f16, tb.data(), e.data(), static_cast<int64_t>(e.size()));
+    const WeightSource src{"e", DType::f16, {k, nv, 1, 1}, tb};
+    auto               head = be->load_embedding(src);
+    const auto         copy = be->read_head_int8_copy(*head);
+    ASSERT_EQ(copy.codes.size(), table.size());
+    ASSERT_EQ(copy.info.size(), static_cast<size_t>(2 * nv));
+
+    uint32_t word0 = 0;
+    std::memcpy(&word0, copy.codes.data(), 4);
+    EXPECT_EQ(word0, 0x1820c07fu);
+    EXPECT_EQ(copy.info[0], 1.0f / 127.0f);
+    EXPECT_EQ(copy.info[2], 0.0f);
+    EXPECT_EQ(copy.info[3], 0.0f);
+    EXPECT_EQ(copy.codes[static_cast<size_t>(2 * k + k - 1)], -127);
+    EXPECT_EQ(copy.info[4], 2.0f / 127.0f);
+
+    const double u = std::ldexp(1.0, -24);
+    for (int64_t r = 0; r < nv; ++r) {
+        SCOPED_TRACE("row " + std::to_string(r));
+        const float s = copy.info[static_cast<size_t>(2 * r)], c = copy.info[static_cast<size_t>(2 * r + 1)];
+        double      m = 0, qq = 0, dd = 0, ee = 0;
+        for (int64_t i = 0; i < k; ++i) m = std::max(m, std::fabs(double(e[static_cast<size_t>(r * k + i)])));
+        EXPECT_NEAR(s, m / 127.0, m / 127.0 * 1e-6);
+        for (int64_t i = 0; i < k; ++i) {
+            const double v = e[static_cast<size_t>(r * k + i)];
+            const int    q = copy.codes[static_cast<size_t>(r * k + i)];
+            ASSERT_LE(std::abs(q), 127);
+            EXPECT_LE(std::fabs(v - double(s) * q), 0.5 * s * (1 + 1e-5)) << "element " << i;
+            qq += double(q) * q;
+            dd += (v - double(s) * q) * (v - double(s) * q);
+            ee += v * v;
+        }
+        const double bound = double(s) * std::sqrt(qq) * double(k + 2) * u + std::sqrt(dd) + u * std::sqrt(ee);
+        EXPECT_GE(double(c), bound);
+        EXPECT_LE(double(c), bound * 1.03 + 1e-30);  // (K + 3) u and the margin 2^-8
+    }
+}
+
 TEST_F(WebGpuOps, EmbedF32AndDequantizedQ8TablesFromATokenView) {
     const int64_t n_embd = 96, n_vocab = 50;
     std::vector<float> table(static_cast<size_t>(n_embd * n_vocab));
@@ -588,7 +646,9 @@ TEST(WebGpuNumerics, MulRnRoundsTheProductBeforeTheAdd) {
     EXPECT_EQ(desc.find("mul_rn contracted") == std::string::npos, nm.mul_rn_rounds) << desc;
     EXPECT_EQ(desc.find("contracts a*b+c") != std::string::npos, nm.contracts) << desc;
     // Contraction needs a fused multiply-add to contract into.
-    if (nm.contracts) EXPECT_TRUE(nm.fma_fused) << desc;
+    if (nm.contracts) {
+        EXPECT_TRUE(nm.fma_fused) << desc;
+    }
 }
 
 // lib/numerics.wgsl's error-free transformations and correctly rounded operations against the

@@ -56,6 +56,10 @@ class GpuTable : public Weight {
 public:
     std::unique_ptr<GpuBuffer> buffer;  // [n_cols, n_rows] f16 (two per word) or f32
     bool                       f16 = false;
+    // Greedy decoding's int8 copy of an F16 head (head_i8_pack.wgsl), made on first use:
+    // q8 [n_rows][n_cols] int8, info [n_rows] (scale, bound coefficient) f32.
+    mutable std::unique_ptr<GpuBuffer> q8, q8_info;
+    mutable bool                       q8_failed = false;  // could not be allocated: the F16 path
 };
 
 // cos/sin of ggml's NeoX theta recurrence for positions [0, n_pos), computed on the host exactly as
@@ -110,6 +114,7 @@ public:
                       const Weight & norm, float eps, bool round_input_f16, const Tensor & ids) override;
     void norm_lm_head_argmax(const Tensor & ids, const Tensor & logits, const Weight & head, const Tensor & h,
                              const Tensor & x, const Weight & norm, float eps, bool round_input_f16) override;
+    size_t greedy_head_bytes(const Weight & head) const override;
     void end_step() override { step_->flush(); }
     void synchronize() override;
     int64_t take_dispatch_count() override { return step_->take_dispatch_count(); }
@@ -144,6 +149,15 @@ public:
     // element) with or without DF_GUARD, for tests that compare them with IEEE double on the host.
     std::vector<float> numerics_check(std::span<const float> a, std::span<const float> b, std::span<const float> v,
                                       bool df_guard);
+
+    // The int8 copy of an F16 table that greedy decoding streams (head_i8_pack.wgsl), made if it is
+    // not there yet and read back, for tests: codes [n_rows][n_cols] int8, info [n_rows] (scale, bound
+    // coefficient). Empty when the copy does not apply to this table.
+    struct HeadInt8Copy {
+        std::vector<int8_t> codes;
+        std::vector<float>  info;
+    };
+    HeadInt8Copy read_head_int8_copy(const Weight & head);
 
     // Runs dataflow_chain.wgsl (lib/dataflow.wgsl): n_phases dependent phases of `blocks` workgroups,
     // in one dispatch (ticket order) or one dispatch per phase, `reps` times after a warm-up. Returns
@@ -230,6 +244,15 @@ private:
     // argmax_only: f32 sums + bounds for argmax_exact.wgsl (norm_lm_head_argmax), logits not exact.
     bool try_decode_head(const Tensor & logits, const GpuTable & head, const Tensor & h_or_x, const GpuNorm * norm,
                          float eps, bool round_input_f16, bool argmax_only);
+    // Greedy decoding's head over the int8 copy (lm_head_i8_argmax.wgsl): the same per-row values and
+    // bounds as try_decode_head(argmax_only) for argmax_exact.wgsl; false when it does not apply.
+    // Makes head.q8 (one dispatch in the current step) unless it exists; false if it cannot.
+    bool ensure_head_q8(const GpuTable & head);
+    bool try_decode_head_i8(const Tensor & logits, const GpuTable & head, const Tensor & x, const GpuNorm & norm,
+                            float eps, bool round_input_f16);
+    // Whether greedy decoding would stream the int8 copy of this head (F16, row width a multiple of
+    // 16 up to 4096, not turned off by $TERN_WEBGPU_GREEDY_HEAD).
+    bool greedy_head_i8_applies(const GpuTable & head) const;
 
     WgpuContext   ctx_;
     PipelineCache pipelines_;

@@ -6,9 +6,12 @@
 #include "backend/webgpu/webgpu_backend_impl.h"
 
 #include "core/error.h"
+#include "core/log.h"
 
 #include <algorithm>
 #include <cstdlib>
+#include <string>
+#include <string_view>
 
 namespace tern {
 namespace {
@@ -217,6 +220,96 @@ bool WebGpuBackend::try_decode_head(const Tensor & logits, const GpuTable & head
     return true;
 }
 
+// $TERN_WEBGPU_GREEDY_HEAD: "exact" = the exact head for greedy decoding too, "f16" = the F16 table
+// with f32 sums and bounds instead of the int8 copy (to compare speeds); unset = the int8 copy.
+static std::string_view greedy_head_mode() {
+    static const std::string mode = [] {
+        const char * env = std::getenv("TERN_WEBGPU_GREEDY_HEAD");
+        return std::string(env ? env : "");
+    }();
+    return mode;
+}
+
+bool WebGpuBackend::greedy_head_i8_applies(const GpuTable & head) const {
+    const uint64_t wg_storage = ctx_.limits().maxComputeWorkgroupStorageSize;
+    return head.f16 && !head.q8_failed && greedy_head_mode().empty() && fuse_norms_ && head.n_cols % 16 == 0 &&
+           head.n_cols <= 4096 && static_cast<uint64_t>(head.n_cols) * 4 + 16384 <= wg_storage;
+}
+
+size_t WebGpuBackend::greedy_head_bytes(const Weight & head) const {
+    const GpuTable & e = as_table(head);
+    if (!greedy_head_i8_applies(e)) return head.n_bytes;
+    return static_cast<size_t>(e.n_rows) * static_cast<size_t>(e.n_cols + 8);  // int8 rows + (scale, bound)
+}
+
+bool WebGpuBackend::ensure_head_q8(const GpuTable & head) {
+    if (!greedy_head_i8_applies(head)) return false;
+    if (head.q8) return true;
+    // Made once, on the device: 0.5 bytes of GPU memory per byte of the F16 table. If that is not
+    // there, greedy decoding streams the F16 table (slower, same ids).
+    try {
+        head.q8 = make_buffer(static_cast<size_t>(head.n_rows) * static_cast<size_t>(head.n_cols), nullptr,
+                              "LM head int8 copy");
+        head.q8_info = make_buffer(static_cast<size_t>(head.n_rows) * 8, nullptr, "LM head int8 scales");
+    } catch (const Error & e) {
+        TERN_LOG_WARN("webgpu: no room for the LM head's int8 copy (%s); greedy decoding streams the F16 table",
+                      e.what());
+        head.q8.reset();
+        head.q8_failed = true;
+        return false;
+    }
+    const uint32_t n_vocab = static_cast<uint32_t>(head.n_rows);
+    const uint32_t groups  = std::min<uint32_t>((n_vocab + 7) / 8, 65535);
+    struct {
+        uint32_t n_vocab, n_groups;
+    } p{n_vocab, groups};
+    const PipelineKey key{"head_i8_pack", "rwwu", {{{"K", static_cast<double>(head.n_cols)}}}};
+    const WGPUBuffer  bufs[] = {head.buffer->get(), head.q8->get(), head.q8_info->get()};
+    step_->dispatch(key, bufs, &p, sizeof p, groups);
+    return true;
+}
+
+WebGpuBackend::HeadInt8Copy WebGpuBackend::read_head_int8_copy(const Weight & head) {
+    const GpuTable & e = as_table(head);
+    HeadInt8Copy     out;
+    if (!ensure_head_q8(e)) return out;
+    out.codes.resize(static_cast<size_t>(e.n_rows * e.n_cols));
+    out.info.resize(static_cast<size_t>(e.n_rows) * 2);
+    Tensor t;
+    t.type   = DType::i32;
+    t.ne     = {static_cast<int64_t>(out.codes.size() / 4), 1, 1, 1};
+    t.buffer = e.q8.get();
+    read(t, out.codes.data(), out.codes.size());
+    t.ne     = {static_cast<int64_t>(out.info.size()), 1, 1, 1};
+    t.buffer = e.q8_info.get();
+    read(t, out.info.data(), out.info.size() * 4);
+    return out;
+}
+
+bool WebGpuBackend::try_decode_head_i8(const Tensor & logits, const GpuTable & head, const Tensor & x,
+                                       const GpuNorm & norm, float eps, bool round_input_f16) {
+    if (x.ne[1] != 1 || !ensure_head_q8(head)) return false;
+    const uint32_t n_vocab = static_cast<uint32_t>(head.n_rows);
+    const auto     k       = static_cast<double>(head.n_cols);
+    const uint32_t n_chunks = (n_vocab + 63) / 64;
+    const size_t   bytes    = (static_cast<size_t>(n_chunks) + n_vocab) * 8;
+    if (!argmax_partial_ || argmax_partial_->size_bytes() < bytes) {
+        argmax_partial_ = make_buffer(bytes, nullptr, "argmax partials");
+    }
+    struct {
+        uint32_t n_vocab, x_offset, out_offset, round_input, k;
+        float    eps;
+        uint32_t partial_offset;
+    } p{n_vocab, gpu_offset(x, 4), gpu_offset(logits, 4), round_input_f16 ? 1u : 0u,
+        static_cast<uint32_t>(head.n_cols), eps, 0};
+    const PipelineKey key{"lm_head_i8_argmax", "rrrrwwu", {{{"K", k}, {"NORM", 1.0}}}};
+    const WGPUBuffer  bufs[] = {head.q8->get(),         head.q8_info->get(), gpu_buffer(x), norm.buffer->get(),
+                                gpu_buffer(logits), argmax_partial_->get()};
+    step_->dispatch(key, bufs, &p, sizeof p, n_chunks);
+    head_partials_ = {};
+    return true;
+}
+
 void WebGpuBackend::norm_lm_head(const Tensor & logits, const Weight & head, const Tensor & h, const Tensor & x,
                                  const Weight & norm, float eps, bool round_input_f16, const Tensor & ids) {
     const GpuTable * e  = &as_table(head);
@@ -237,14 +330,12 @@ void WebGpuBackend::norm_lm_head_argmax(const Tensor & ids, const Tensor & logit
     TERN_ASSERT(x.ne[0] == e->n_cols && nw->n_cols == x.ne[0] && logits.ne[0] == e->n_rows && x.ne[1] == 1 &&
                     ids.ne[0] == 1,
                 "norm_lm_head_argmax shapes");
-    // $TERN_WEBGPU_GREEDY_HEAD=exact: the exact head for greedy decoding too (to compare speeds).
-    static const bool exact_head = [] {
-        const char * env = std::getenv("TERN_WEBGPU_GREEDY_HEAD");
-        return env && std::string_view(env) == "exact";
-    }();
+    const bool     exact_head = greedy_head_mode() == "exact";
     const uint64_t wg_storage = ctx_.limits().maxComputeWorkgroupStorageSize;
     const bool     fits = static_cast<uint64_t>(e->n_cols) * 4 + 8192 <= wg_storage;
-    if (exact_head || !fuse_norms_ || !fits || !try_decode_head(logits, *e, x, nw, eps, round_input_f16, true)) {
+    if (exact_head || !fuse_norms_ || !fits ||
+        (!try_decode_head_i8(logits, *e, x, *nw, eps, round_input_f16) &&
+         !try_decode_head(logits, *e, x, nw, eps, round_input_f16, true))) {
         Backend::norm_lm_head_argmax(ids, logits, head, h, x, norm, eps, round_input_f16);
         return;
     }
