@@ -438,21 +438,23 @@ TEST_F(WebGpuOps, HeadInt8CopyCodesScalesAndBounds) {
     auto               head = be->load_embedding(src);
     const auto         copy = be->read_head_int8_copy(*head);
     ASSERT_EQ(copy.codes.size(), table.size());
-    ASSERT_EQ(copy.info.size(), static_cast<size_t>(2 * nv));
+    ASSERT_EQ(copy.info.size(), static_cast<size_t>(4 * nv));
 
     uint32_t word0 = 0;
     std::memcpy(&word0, copy.codes.data(), 4);
     EXPECT_EQ(word0, 0x1820c07fu);
     EXPECT_EQ(copy.info[0], 1.0f / 127.0f);
-    EXPECT_EQ(copy.info[2], 0.0f);
-    EXPECT_EQ(copy.info[3], 0.0f);
+    EXPECT_EQ(copy.info[4], 0.0f);
+    EXPECT_EQ(copy.info[5], 0.0f);
+    EXPECT_EQ(copy.info[6], 0.0f);
     EXPECT_EQ(copy.codes[static_cast<size_t>(2 * k + k - 1)], -127);
-    EXPECT_EQ(copy.info[4], 2.0f / 127.0f);
+    EXPECT_EQ(copy.info[8], 2.0f / 127.0f);
 
     const double u = std::ldexp(1.0, -24);
     for (int64_t r = 0; r < nv; ++r) {
         SCOPED_TRACE("row " + std::to_string(r));
-        const float s = copy.info[static_cast<size_t>(2 * r)], c = copy.info[static_cast<size_t>(2 * r + 1)];
+        const float s = copy.info[static_cast<size_t>(4 * r)], c = copy.info[static_cast<size_t>(4 * r + 1)];
+        const float sq = copy.info[static_cast<size_t>(4 * r + 2)];
         double      m = 0, qq = 0, dd = 0, ee = 0;
         for (int64_t i = 0; i < k; ++i) m = std::max(m, std::fabs(double(e[static_cast<size_t>(r * k + i)])));
         EXPECT_NEAR(s, m / 127.0, m / 127.0 * 1e-6);
@@ -468,6 +470,8 @@ TEST_F(WebGpuOps, HeadInt8CopyCodesScalesAndBounds) {
         const double bound = double(s) * std::sqrt(qq) * double(k + 2) * u + std::sqrt(dd) + u * std::sqrt(ee);
         EXPECT_GE(double(c), bound);
         EXPECT_LE(double(c), bound * 1.03 + 1e-30);  // (K + 3) u and the margin 2^-8
+        EXPECT_GE(double(sq), double(s) * std::sqrt(qq));
+        EXPECT_LE(double(sq), double(s) * std::sqrt(qq) * 1.01);
     }
 }
 

@@ -57,7 +57,7 @@ public:
     std::unique_ptr<GpuBuffer> buffer;  // [n_cols, n_rows] f16 (two per word) or f32
     bool                       f16 = false;
     // Greedy decoding's int8 copy of an F16 head (head_i8_pack.wgsl), made on first use:
-    // q8 [n_rows][n_cols] int8, info [n_rows] (scale, bound coefficient) f32.
+    // q8 [n_rows][n_cols] int8, info [n_rows] (scale, bound coefficient, scale x ||codes||, 0) f32.
     mutable std::unique_ptr<GpuBuffer> q8, q8_info;
     mutable bool                       q8_failed = false;  // could not be allocated: the F16 path
 };
@@ -152,7 +152,7 @@ public:
 
     // The int8 copy of an F16 table that greedy decoding streams (head_i8_pack.wgsl), made if it is
     // not there yet and read back, for tests: codes [n_rows][n_cols] int8, info [n_rows] (scale, bound
-    // coefficient). Empty when the copy does not apply to this table.
+    // coefficient, s ||q||, 0). Empty when the copy does not apply to this table.
     struct HeadInt8Copy {
         std::vector<int8_t> codes;
         std::vector<float>  info;

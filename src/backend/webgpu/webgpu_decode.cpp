@@ -233,13 +233,13 @@ static std::string_view greedy_head_mode() {
 bool WebGpuBackend::greedy_head_i8_applies(const GpuTable & head) const {
     const uint64_t wg_storage = ctx_.limits().maxComputeWorkgroupStorageSize;
     return head.f16 && !head.q8_failed && greedy_head_mode().empty() && fuse_norms_ && head.n_cols % 16 == 0 &&
-           head.n_cols <= 4096 && static_cast<uint64_t>(head.n_cols) * 4 + 16384 <= wg_storage;
+           head.n_cols <= 4096 && static_cast<uint64_t>(head.n_cols) * 9 / 2 + 16384 <= wg_storage;
 }
 
 size_t WebGpuBackend::greedy_head_bytes(const Weight & head) const {
     const GpuTable & e = as_table(head);
     if (!greedy_head_i8_applies(e)) return head.n_bytes;
-    return static_cast<size_t>(e.n_rows) * static_cast<size_t>(e.n_cols + 8);  // int8 rows + (scale, bound)
+    return static_cast<size_t>(e.n_rows) * static_cast<size_t>(e.n_cols + 16);  // int8 rows + (s, c, sq, 0)
 }
 
 bool WebGpuBackend::ensure_head_q8(const GpuTable & head) {
@@ -250,7 +250,7 @@ bool WebGpuBackend::ensure_head_q8(const GpuTable & head) {
     try {
         head.q8 = make_buffer(static_cast<size_t>(head.n_rows) * static_cast<size_t>(head.n_cols), nullptr,
                               "LM head int8 copy");
-        head.q8_info = make_buffer(static_cast<size_t>(head.n_rows) * 8, nullptr, "LM head int8 scales");
+        head.q8_info = make_buffer(static_cast<size_t>(head.n_rows) * 16, nullptr, "LM head int8 scales");
     } catch (const Error & e) {
         TERN_LOG_WARN("webgpu: no room for the LM head's int8 copy (%s); greedy decoding streams the F16 table",
                       e.what());
@@ -274,7 +274,7 @@ WebGpuBackend::HeadInt8Copy WebGpuBackend::read_head_int8_copy(const Weight & he
     HeadInt8Copy     out;
     if (!ensure_head_q8(e)) return out;
     out.codes.resize(static_cast<size_t>(e.n_rows * e.n_cols));
-    out.info.resize(static_cast<size_t>(e.n_rows) * 2);
+    out.info.resize(static_cast<size_t>(e.n_rows) * 4);
     Tensor t;
     t.type   = DType::i32;
     t.ne     = {static_cast<int64_t>(out.codes.size() / 4), 1, 1, 1};
@@ -291,8 +291,11 @@ bool WebGpuBackend::try_decode_head_i8(const Tensor & logits, const GpuTable & h
     if (x.ne[1] != 1 || !ensure_head_q8(head)) return false;
     const uint32_t n_vocab = static_cast<uint32_t>(head.n_rows);
     const auto     k       = static_cast<double>(head.n_cols);
-    const uint32_t n_chunks = (n_vocab + 63) / 64;
-    const size_t   bytes    = (static_cast<size_t>(n_chunks) + n_vocab) * 8;
+    // 64-row blocks per workgroup ($TERN_WEBGPU_HEAD_BLOCKS, a tuning aid): each workgroup stages h
+    // once for all of its blocks.
+    static const uint32_t blocks   = std::clamp<uint32_t>(env_u32("TERN_WEBGPU_HEAD_BLOCKS", 1), 1, 64);
+    const uint32_t        n_chunks = (n_vocab + 63) / 64;
+    const size_t          bytes    = (static_cast<size_t>(n_chunks) + n_vocab) * 8;
     if (!argmax_partial_ || argmax_partial_->size_bytes() < bytes) {
         argmax_partial_ = make_buffer(bytes, nullptr, "argmax partials");
     }
@@ -302,10 +305,12 @@ bool WebGpuBackend::try_decode_head_i8(const Tensor & logits, const GpuTable & h
         uint32_t partial_offset;
     } p{n_vocab, gpu_offset(x, 4), gpu_offset(logits, 4), round_input_f16 ? 1u : 0u,
         static_cast<uint32_t>(head.n_cols), eps, 0};
-    const PipelineKey key{"lm_head_i8_argmax", "rrrrwwu", {{{"K", k}, {"NORM", 1.0}}}};
+    const PipelineKey key{ternary_shader("lm_head_i8_argmax"),
+                          "rrrrwwu",
+                          {{{"K", k}, {"NORM", 1.0}, {"BLOCKS", static_cast<double>(blocks)}}}};
     const WGPUBuffer  bufs[] = {head.q8->get(),         head.q8_info->get(), gpu_buffer(x), norm.buffer->get(),
                                 gpu_buffer(logits), argmax_partial_->get()};
-    step_->dispatch(key, bufs, &p, sizeof p, n_chunks);
+    step_->dispatch(key, bufs, &p, sizeof p, (n_chunks + blocks - 1) / blocks);
     head_partials_ = {};
     return true;
 }

@@ -3,6 +3,7 @@
 //
 //   m = max |e|,  s = m / 127,  q = clamp(round(e * (127 / m)), -127, 127)   (s = 0, q = 0 if m = 0)
 //   c = (1 + 2^-8) (s ||q|| (K + 3) u + ||e - s q|| + u ||e||)                  (u = 2^-24, 2-norms)
+//   sq = (1 + 2^-8) s ||q||
 //
 // c bounds the greedy head's error: for any input h, the f32 value f = s * (f32 fma sum of q h, any
 // order) is within c ||h|| of the exact head's logit (the f32 rounding of sum e h):
@@ -12,7 +13,7 @@
 //   itself (its sums of K <= 4096 squares are within K u <= 2^-12 of exact).
 //
 //   head: [K, n_vocab] f16 (vec4<u32>: 8 halves)   q8: [n_vocab][K / 4] u32, element 4j + b of a row
-//   in byte b of word j (two's complement)   info: [n_vocab] (s, c) f32
+//   in byte b of word j (two's complement)   info: [n_vocab] (s, c, sq, 0) f32
 // Bindings: 0 head (read), 1 q8 (read_write), 2 info (read_write), 3 params (uniform)
 // Dispatch: (n_groups, 1, 1), n_groups <= 65535. 256 threads = 8 teams of 32 lanes; team t packs
 // rows 8 (g + i n_groups) + t, i = 0, 1, ...; lane l handles vec4 words l, l + 32, ... of a row.
@@ -27,7 +28,7 @@ struct Params {
 
 @group(0) @binding(0) var<storage, read> head: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read_write> q8: array<vec2<u32>>;
-@group(0) @binding(2) var<storage, read_write> info: array<vec2<f32>>;
+@group(0) @binding(2) var<storage, read_write> info: array<vec4<f32>>;
 @group(0) @binding(3) var<uniform> p: Params;
 
 var<workgroup> red: array<vec3<f32>, 256>;  // [team][lane]
@@ -108,9 +109,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         sums = team_reduce(lid, sums, 0u);
         if (valid && lane == 0u) {
             let u = 5.9604645e-8;
-            var c = (s * sqrt(sums.x) * (f32(K) + 3.0) * u + sqrt(sums.y) + u * sqrt(sums.z)) * (1.0 + 1.0 / 256.0);
+            let margin = 1.0 + 1.0 / 256.0;
+            var c = (s * sqrt(sums.x) * (f32(K) + 3.0) * u + sqrt(sums.y) + u * sqrt(sums.z)) * margin;
             if (!(c <= 3.0e38)) { c = 3.0e38; }  // a non-finite row: every logit of it is a candidate
-            info[row] = vec2<f32>(s, c);
+            info[row] = vec4<f32>(s, c, s * sqrt(sums.x) * margin, 0.0);
         }
     }
 }

@@ -1,25 +1,38 @@
+requires packed_4x8_integer_dot_product;
+
 // lm_head_i8_argmax: greedy decoding's LM head over the int8 copy of an F16 table
-// (head_i8_pack.wgsl), which is half the bytes: per row an f32 value f = s * sum q h and a bound
-// B = c ||h|| on its distance to the exact head's logit, in the form lm_head_f16_decode.wgsl's
-// ARGMAX_ONLY writes them, so argmax_exact.wgsl then recomputes exactly (from the F16 table) the
-// few rows with f + B >= max (f - B), and the greedy token is the exact head's.
-// h = rms_norm(x) * nw (NORM), optionally rounded to f16, staged as lib/head_input.wgsl does.
+// (head_i8_pack.wgsl), which is half the bytes: per row an f32 value f and a bound B on its
+// distance to the exact head's logit, in the form lm_head_f16_decode.wgsl's ARGMAX_ONLY writes them,
+// so argmax_exact.wgsl then recomputes exactly (from the F16 table) the few rows with
+// f + B >= max (f - B), and the greedy token is the exact head's.
 //
-//   q8: [n_vocab][K / 16] vec4<u32> (16 int8 each)   info: [n_vocab] (s, c) f32   x: [K] f32
-//   nw: [K] f32   logits: [n_vocab] f32 (f)   partial: [n_vocab] (bits(B), 0), then
-//   [ceil(n_vocab / 64)] (bits(max of f - B over the block), index)
+// h = rms_norm(x) * nw (NORM), optionally rounded to f16, is staged as lib/head_input.wgsl does,
+// then put on a 16-bit grid: H = round(h / S), S = max|h| / 32639, split as H = 256 a + b with a
+// and b int8, so that a row's sum is two exact integer dot4 sums: f = (s S) (256 sum q a + sum q b).
+// With eta = h - S H (|eta_i| <= 0.51 S, so ||eta|| <= 0.51 S sqrt(K)) and the row's (s, c, s ||q||):
+//   |f - exact| <= ||e - s q|| ||h|| + s ||q|| ||eta|| + (the rounding of f and of the exact logit)
+//               <= c (||h|| + ||eta||) + s ||q|| ||eta||  =  B
+// (head_i8_pack.wgsl's c already holds ||e - s q||, (K + 3) u s ||q|| for roundings and u ||e||.)
+//
+//   q8: [n_vocab][K / 16] vec4<u32> (16 int8 each)   info: [n_vocab] (s, c, s ||q||, 0) f32
+//   x: [K] f32   nw: [K] f32   logits: [n_vocab] f32 (f)   partial: [n_vocab] (bits(B), 0), then
+//   [ceil(n_vocab / 64)] (bits(max of f - B over the 64-row block), index)
 // Bindings: 0 q8 (read), 1 info (read), 2 x (read), 3 nw (read), 4 logits (read_write),
 //           5 partial (read_write), 6 params (uniform)
-// Dispatch: (ceil(n_vocab / 64), 1, 1). 256 threads = 8 teams of 32 lanes; team t computes rows
-// 64 w + 8 r + t for r = 0..7; lane l reads vec4 words l, l + 32, ... of each row.
+// Dispatch: (ceil(n_vocab / (64 BLOCKS)), 1, 1). 256 threads = 8 teams of 32 lanes; for each of the
+// workgroup's BLOCKS blocks of 64 rows, team t computes rows 64 w + 8 r + t for r = 0..7; lane l
+// reads vec4 words l, l + 32, ... of each row.
 
 // #include "lib/numerics.wgsl"
 // #include "lib/inv_rms.wgsl"
 // #include "lib/best_index.wgsl"
 // #include "lib/head_input.wgsl"
 
+// #include "lib/dot4_native.wgsl"
+
 override K: u32 = 2560u;      // elements per row, a multiple of 16, at most 4096
 override NORM: bool = true;   // h = rms_norm(x) * nw first
+override BLOCKS: u32 = 1u;    // 64-row blocks per workgroup (the prologue is paid once per workgroup)
 override PER_LANE: u32 = (K / 16u + 31u) / 32u;  // vec4 loads per lane per row (<= 8)
 override WG: u32 = 256u;      // fixed (the teams; lib/inv_rms.wgsl and lib/best_index.wgsl size by it)
 
@@ -35,14 +48,17 @@ struct Params {
 }
 
 @group(0) @binding(0) var<storage, read> q8: array<vec4<u32>>;
-@group(0) @binding(1) var<storage, read> info: array<vec2<f32>>;
+@group(0) @binding(1) var<storage, read> info: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> x: array<f32>;
 @group(0) @binding(3) var<storage, read> nw: array<f32>;
 @group(0) @binding(4) var<storage, read_write> logits: array<f32>;
 @group(0) @binding(5) var<storage, read_write> partial: array<vec2<u32>>;
 @group(0) @binding(6) var<uniform> p: Params;
 
-var<workgroup> red: array<f32, 2048>;  // [team][row r][lane]
+var<workgroup> red: array<vec2<i32>, 1024>;  // [team][row r][lane % 16]
+var<workgroup> red_h: array<vec2<f32>, WG>;
+var<workgroup> h_hi: array<vec4<u32>, K / 16u>;  // a = the high int8 of H, 16 per vec4
+var<workgroup> h_lo: array<vec4<u32>, K / 16u>;  // b = H - 256 a
 
 fn load_row(row: u32, lane: u32) -> array<vec4<u32>, 8> {
     var wv: array<vec4<u32>, 8>;
@@ -56,10 +72,40 @@ fn load_row(row: u32, lane: u32) -> array<vec4<u32>, 8> {
     return wv;
 }
 
-// The four int8 codes of a word (byte b = element b) as f32.
-fn codes_of(w: u32) -> vec4<f32> {
-    let c = bitcast<vec4<i32>>(vec4<u32>(w) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u);
-    return vec4<f32>(c);
+// Row rr (0 .. 64 BLOCKS - 1) of this workgroup.
+fn row_of(wid: u32, rr: u32, team: u32) -> u32 {
+    return (wid * BLOCKS + rr / 8u) * 64u + (rr % 8u) * 8u + team;
+}
+
+// The 16-bit grid of h in h_hi / h_lo; returns ||h|| and ||eta|| (bounds from above) and S.
+fn stage_grid(lid: u32) -> vec3<f32> {
+    var acc = vec2<f32>(0.0);  // (sum h^2, max |h|)
+    for (var i = lid; i < K / 4u; i += WG) {
+        let v = hs[i];
+        acc = vec2<f32>(acc.x + dot(v, v), max(acc.y, max(max(abs(v.x), abs(v.y)), max(abs(v.z), abs(v.w)))));
+    }
+    red_h[lid] = acc;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (lid < s) { red_h[lid] = vec2<f32>(red_h[lid].x + red_h[lid + s].x, max(red_h[lid].y, red_h[lid + s].y)); }
+        workgroupBarrier();
+    }
+    let tot  = red_h[0];
+    let inv  = select(32639.0 / tot.y, 0.0, tot.y == 0.0);
+    let step = select(tot.y / 32639.0, 0.0, tot.y == 0.0);
+    for (var i = lid; i < K / 4u; i += WG) {
+        let hq = vec4<i32>(clamp(round(hs[i] * inv), vec4<f32>(-32639.0), vec4<f32>(32639.0)));
+        let a  = (hq + vec4<i32>(128)) >> vec4<u32>(8u);
+        let b  = hq - a * 256;
+        let ab = bitcast<vec4<u32>>(a) & vec4<u32>(0xffu);
+        let bb = bitcast<vec4<u32>>(b) & vec4<u32>(0xffu);
+        h_hi[i / 4u][i % 4u] = ab.x | (ab.y << 8u) | (ab.z << 16u) | (ab.w << 24u);
+        h_lo[i / 4u][i % 4u] = bb.x | (bb.y << 8u) | (bb.z << 16u) | (bb.w << 24u);
+    }
+    workgroupBarrier();
+    // An f32 sum of K <= 4096 squares is within K u <= 2^-12 of exact: 1 + 2^-8 covers it and sqrt.
+    let margin = 1.0 + 1.0 / 256.0;
+    return vec3<f32>(sqrt(tot.x) * margin, 0.51 * step * sqrt(f32(K)) * margin, step);
 }
 
 @compute @workgroup_size(WG)
@@ -67,65 +113,69 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let team  = lid / 32u;
     let lane  = lid % 32u;
     let words = K / 16u;
-    var next  = load_row(wid.x * 64u + team, lane);  // issued before h is staged
+    var next  = load_row(row_of(wid.x, 0u, team), lane);  // issued before h is staged
     stage_head_input(lid);
+    let norms = stage_grid(lid);  // (||h||, ||eta||, S)
 
-    // ||h|| from above: an f32 sum of K squares is within K u <= 2^-12 of exact, so 1 + 2^-8 covers it.
-    var hh = 0.0;
-    for (var i = lid; i < K / 4u; i += WG) { hh += dot(hs[i], hs[i]); }
-    red[lid] = hh;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (lid < s) { red[lid] = red[lid] + red[lid + s]; }
-        workgroupBarrier();
-    }
-    let h_norm = sqrt(red[0]) * (1.0 + 1.0 / 256.0);
-    workgroupBarrier();  // red is reused below
-
-    var acc: array<f32, 8>;
-    for (var r = 0u; r < 8u; r++) {
-        let row = wid.x * 64u + r * 8u + team;
-        let wv  = next;
-        if (r + 1u < 8u) { next = load_row(row + 8u, lane); }
-        var c = vec4<f32>(0.0);  // four fma chains per lane (any order is within the bound)
+    var acc: array<vec2<i32>, 8>;  // (sum q a, sum q b) of the block's rows
+    for (var rr = 0u; rr < 8u * BLOCKS; rr++) {
+        let wv = next;
+        if (rr + 1u < 8u * BLOCKS) { next = load_row(row_of(wid.x, rr + 1u, team), lane); }
+        var ia = 0;
+        var ib = 0;
         for (var v = 0u; v < PER_LANE; v++) {
             let i = lane + 32u * v;
             if (i >= words) { break; }
-            let w = wv[v];
-            c = fma(codes_of(w.x), hs[4u * i], c);
-            c = fma(codes_of(w.y), hs[4u * i + 1u], c);
-            c = fma(codes_of(w.z), hs[4u * i + 2u], c);
-            c = fma(codes_of(w.w), hs[4u * i + 3u], c);
+            let w  = wv[v];
+            let ha = h_hi[i];
+            let hb = h_lo[i];
+            ia += dot4_i8(w.x, ha.x) + dot4_i8(w.y, ha.y) + dot4_i8(w.z, ha.z) + dot4_i8(w.w, ha.w);
+            ib += dot4_i8(w.x, hb.x) + dot4_i8(w.y, hb.y) + dot4_i8(w.z, hb.z) + dot4_i8(w.w, hb.w);
         }
-        acc[r] = (c.x + c.y) + (c.z + c.w);
-    }
-    for (var r = 0u; r < 8u; r++) { red[(team * 8u + r) * 32u + lane] = acc[r]; }
-    workgroupBarrier();
-    for (var s = 16u; s > 0u; s >>= 1u) {
-        if (lane < s) {
+        acc[rr % 8u] = vec2<i32>(ia, ib);
+        if (rr % 8u != 7u) { continue; }
+
+        // The block's 64 rows: lanes summed (integers, exact), values, bounds and the block's best.
+        // (Lanes 16..31 first hand their sums to lanes 0..15: half the workgroup memory.)
+        if (lane >= 16u) {
+            for (var r = 0u; r < 8u; r++) { red[(team * 8u + r) * 16u + lane - 16u] = acc[r]; }
+        }
+        workgroupBarrier();
+        if (lane < 16u) {
             for (var r = 0u; r < 8u; r++) {
-                let i = (team * 8u + r) * 32u + lane;
-                red[i] = red[i] + red[i + s];
+                let i = (team * 8u + r) * 16u + lane;
+                red[i] = red[i] + acc[r];
             }
         }
         workgroupBarrier();
-    }
-    var bv = 0.0;
-    var bi = 0xffffffffu;
-    if (lane < 8u) {
-        let row = wid.x * 64u + lane * 8u + team;
-        if (row < p.n_vocab) {
-            let sc = info[row];
-            let f  = sc.x * red[(team * 8u + lane) * 32u];
-            let b  = sc.y * h_norm;
-            partial[p.partial_offset + row] = vec2<u32>(bitcast<u32>(b), 0u);
-            logits[p.out_offset + row] = f;
-            bv = f - b;
-            bi = row;
+        for (var s = 8u; s > 0u; s >>= 1u) {
+            if (lane < s) {
+                for (var r = 0u; r < 8u; r++) {
+                    let i = (team * 8u + r) * 16u + lane;
+                    red[i] = red[i] + red[i + s];
+                }
+            }
+            workgroupBarrier();
         }
-    }
-    let best = best_index(lid, bv, bi);
-    if (lid == 0u) {
-        partial[p.partial_offset + p.n_vocab + wid.x] = best;
+        var bv = 0.0;
+        var bi = 0xffffffffu;
+        let blk = wid.x * BLOCKS + rr / 8u;
+        if (lane < 8u) {
+            let row = blk * 64u + lane * 8u + team;
+            if (row < p.n_vocab) {
+                let sc  = info[row];
+                let sum = red[(team * 8u + lane) * 16u];
+                let f   = (sc.x * norms.z) * (256.0 * f32(sum.x) + f32(sum.y));
+                let b   = sc.y * (norms.x + norms.y) + sc.z * norms.y;
+                partial[p.partial_offset + row] = vec2<u32>(bitcast<u32>(b), 0u);
+                logits[p.out_offset + row] = f;
+                bv = f - b;
+                bi = row;
+            }
+        }
+        let best = best_index(lid, bv, bi);  // (ends with a barrier before red is written again)
+        if (lid == 0u && blk * 64u < p.n_vocab) {
+            partial[p.partial_offset + p.n_vocab + blk] = best;
+        }
     }
 }
