@@ -293,7 +293,7 @@ bool WebGpuBackend::try_decode_head_i8(const Tensor & logits, const GpuTable & h
     const auto     k       = static_cast<double>(head.n_cols);
     // 64-row blocks per workgroup ($TERN_WEBGPU_HEAD_BLOCKS, a tuning aid): each workgroup stages h
     // once for all of its blocks.
-    static const uint32_t blocks   = std::clamp<uint32_t>(env_u32("TERN_WEBGPU_HEAD_BLOCKS", 1), 1, 64);
+    static const uint32_t blocks   = std::clamp<uint32_t>(env_u32("TERN_WEBGPU_HEAD_BLOCKS", 4), 1, 64);
     const uint32_t        n_chunks = (n_vocab + 63) / 64;
     const size_t          bytes    = (static_cast<size_t>(n_chunks) + n_vocab) * 8;
     if (!argmax_partial_ || argmax_partial_->size_bytes() < bytes) {
@@ -345,7 +345,10 @@ void WebGpuBackend::norm_lm_head_argmax(const Tensor & ids, const Tensor & logit
         return;
     }
     // The rows that can hold the maximum, recomputed exactly by argmax_exact.wgsl, then the best.
-    constexpr uint32_t k_groups = 64;
+    // Workgroups of argmax_exact.wgsl: each recomputes its own candidates one after another, so with
+    // the int8 head's wider bounds (tens of candidates) many small groups finish sooner than a few
+    // big ones. $TERN_WEBGPU_EXACT_GROUPS overrides (a tuning aid).
+    static const uint32_t k_groups = std::max<uint32_t>(env_u32("TERN_WEBGPU_EXACT_GROUPS", 512), 1);
     const uint32_t     n_chunks = static_cast<uint32_t>((e->n_rows + 63) / 64);
     const uint32_t     groups   = std::min<uint32_t>(k_groups, n_chunks);
     if (!exact_partial_ || exact_partial_->size_bytes() < groups * 8) {
