@@ -197,8 +197,8 @@ void WebGpuBackend::qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, con
 // most 2048.
 uint32_t WebGpuBackend::attention_score_slots(uint32_t tile_words) const {
     const uint64_t storage = ctx_.limits().maxComputeWorkgroupStorageSize;
-    // qh, probs, wg_reduce.wgsl's two arrays, pv_sum, kpart (SHORT_TILES = 4 tiles), ktile
-    const uint64_t other = 256 * 4 + 256 * 4 + 256 * 8 + 256 * 4 + 512 * 8 + 4 * 256 * 8 + uint64_t{tile_words} * 4;
+    // qh, probs, wg_reduce.wgsl's two arrays, pv_sum, kpart, ktile
+    const uint64_t other = 256 * 4 + 256 * 4 + 256 * 8 + 256 * 4 + 512 * 8 + 256 * 8 + uint64_t{tile_words} * 4;
     const uint64_t slots = storage > other ? (storage - other) / 4 / 256 * 256 : 0;
     return static_cast<uint32_t>(std::clamp<uint64_t>(slots, 256, 2048));
 }

@@ -10,10 +10,6 @@
 //   out: [n_head hd, T] f32
 // Bindings: 0 q (read), 1 k_cache (read), 2 v_cache (read), 3 out (read_write), 4 params (uniform)
 // Dispatch: (n_head, T, 1). One workgroup per (head, token):
-//   short contexts (decode, up to SHORT_TILES tiles of WG / S positions): every K and V word a
-//     thread needs is loaded into registers first (one round trip to memory), then the tiles'
-//     partial dots (S threads per position), one barrier, and each position's S parts added as a
-//     tree; the rest as below, with P·V from the registers;
 //   scores: below WG positions (decode), in tiles of WG / S positions whose K rows are staged in
 //     workgroup memory (coalesced), S threads per position; from WG positions on, thread i computes
 //     positions i, i + WG, ... itself (four double-float chains; every thread is busy). Up to
@@ -41,8 +37,7 @@ override WPT: u32 = 8u;        // K words per thread: S * WPT = words per K row
 override TILE: u32 = 2080u;    // (WG / S) * (words per K row + 1)
 override TILED: bool = true;   // the tiled scores exist (decode); off, the tile arrays shrink to 1
 override KPART: u32 = 256u;    // WG when TILED, else 1
-override SC_MAX: u32 = 1024u;  // (the host sizes it to the workgroup memory left)
-override SHORT_TILES: u32 = 4u;  // the short-context path up to this many tiles (1..4; kpart grows with it)
+override SC_MAX: u32 = 2048u;
 
 struct Params {
     head_dim: u32,

@@ -70,7 +70,6 @@ override TILE: u32 = 2080u;
 override TILED: bool = true;
 override KPART: u32 = 256u;
 override SC_MAX: u32 = 256u;
-override SHORT_TILES: u32 = 1u;  // lib/attention_core.wgsl's short path for one tile (kpart stays WG)
 
 struct Params {
     tag: u32,             // lib/dataflow.wgsl

@@ -1,6 +1,6 @@
 // The body of attention.wgsl as a function, attend(lid, h, t), shared with the layer kernel
 // (layer_decode.wgsl): see attention.wgsl for the algorithm and its numerics. The including kernel
-// includes lib/wg_reduce.wgsl and declares the overrides listed there (SHORT_TILES among them), a uniform p with head_dim, n_head, n_head_kv, pos0,
+// includes lib/wg_reduce.wgsl and declares the overrides listed there, a uniform p with head_dim, n_head, n_head_kv, pos0,
 // n_embd_kv, k_offset, v_offset, scale, rn_zero, and where the data live:
 //   att_q(t, i) -> f32       element i of token t's q (all heads)
 //   att_k(w) -> u32          u32 word w of the K cache (likewise att_v for V)
@@ -15,7 +15,7 @@ var<workgroup> probs: array<f32, CHUNK>;
 var<workgroup> sc: array<f32, SC_MAX>;  // scores, then exp(score - max), when n <= SC_MAX
 var<workgroup> pv_sum: array<vec2<f32>, WG * 2u>;  // [group][dimension pair][2]
 var<workgroup> ktile: array<u32, TILE>;            // K rows of a tile of positions, padded
-var<workgroup> kpart: array<vec2<f32>, KPART * SHORT_TILES>;  // partial dots [tile][position in tile][S]
+var<workgroup> kpart: array<vec2<f32>, KPART>;     // partial dots [position in tile][S]
 
 // (float)(q · k[pos]) * scale, the dot in double-float (four chains, combined in a fixed order).
 // The row is read in chunks of 32 words, all loads of a chunk issued before the sums (HD is a
@@ -65,84 +65,6 @@ fn load_v8(i0: u32, c0: u32, c_n: u32, groups: u32, kv_base: u32, c: u32) -> arr
     return vw;
 }
 
-// The short-context path (decode up to SHORT_TILES tiles of WG / S positions, WPT <= 8): every K
-// and V word the thread needs is loaded into registers before anything waits, so the kernel pays
-// one round trip to memory instead of one per tile and per 8 V positions, and all tiles' partial
-// dots are written before a single barrier.
-//   K: thread (r = lid / S, j = lid % S) holds words j WPT .. j WPT + WPT - 1 of position u kc + r
-//   for tile u (kc = WG / S). V: P·V's thread (c, g) holds the pair c of positions g + i groups.
-fn load_k_short(lid: u32, n: u32, kv_base: u32) -> array<u32, 32> {
-    var kw: array<u32, 32>;
-    let kc = WG / S;
-    for (var u = 0u; u < min(SHORT_TILES, 4u); u++) {
-        let pos = u * kc + lid / S;
-        if (pos < n) {
-            let e0 = p.k_offset + pos * p.n_embd_kv + kv_base;  // element index of k[pos][0]
-            let w0 = select(e0, e0 / 2u, K_F16) + (lid % S) * WPT;
-            for (var w = 0u; w < min(WPT, 8u); w++) { kw[u * 8u + w] = att_k(w0 + w); }
-        }
-    }
-    return kw;
-}
-
-fn load_v_short(n: u32, kv_base: u32, c: u32, g: u32, groups: u32) -> array<vec2<u32>, 32> {
-    var vw: array<vec2<u32>, 32>;
-    for (var i = 0u; i < 32u; i++) {
-        let pos = g + i * groups;
-        if (pos < n) {
-            let e = p.v_offset + pos * p.n_embd_kv + kv_base + 2u * c;
-            if (V_F16) {
-                vw[i] = vec2<u32>(att_v(e / 2u), 0u);
-            } else {
-                vw[i] = vec2<u32>(att_v(e), att_v(e + 1u));
-            }
-        }
-    }
-    return vw;
-}
-
-// The short path's scores into sc[0 .. n) (every invocation calls it: it has a barrier); returns
-// this thread's largest score (or the lowest f32 if it has none).
-fn scores_short(lid: u32, n: u32, kw: array<u32, 32>) -> f32 {
-    let kc = WG / S;
-    let j  = lid % S;
-    for (var u = 0u; u < min(SHORT_TILES, 4u); u++) {
-        var a0 = vec2<f32>(0.0, 0.0);
-        var a1 = vec2<f32>(0.0, 0.0);
-        if (u * kc + lid / S < n) {
-            for (var w = 0u; w < min(WPT, 8u); w++) {
-                let word = kw[u * 8u + w];
-                if (K_F16) {  // products of two f16 values: exact in f32
-                    let kk = unpack2x16float(word);
-                    let d  = 2u * (j * WPT + w);
-                    a0 = df_add_f(a0, qh[d] * kk.x);
-                    a1 = df_add_f(a1, qh[d + 1u] * kk.y);
-                } else if (w % 2u == 0u) {
-                    a0 = df_fma(a0, qh[j * WPT + w], bitcast<f32>(word));
-                } else {
-                    a1 = df_fma(a1, qh[j * WPT + w], bitcast<f32>(word));
-                }
-            }
-        }
-        kpart[u * WG + lid] = df_add(a0, a1);
-    }
-    workgroupBarrier();
-    var m = bitcast<f32>(0xff7fffffu);
-    for (var i = lid; i < n; i += WG) {
-        // The S partial sums of position i, added as a tree (depth log2 S).
-        let base = (i / kc) * WG + (i % kc) * S;
-        var part: array<vec2<f32>, 16>;
-        for (var jj = 0u; jj < min(S, 16u); jj++) { part[jj] = kpart[base + jj]; }
-        for (var st = 1u; st < S; st *= 2u) {
-            for (var jj = 0u; jj + st < min(S, 16u); jj += 2u * st) { part[jj] = df_add(part[jj], part[jj + st]); }
-        }
-        let sv = mul_rn(df_to_f32(part[0]), p.scale);  // not fused into score - max
-        sc[i] = sv;
-        m = max(m, sv);
-    }
-    return m;
-}
-
 // Attention of query token t (position p.pos0 + t), head h, by the whole workgroup (every
 // invocation must call it: it has barriers).
 fn attend(lid: u32, h: u32, t: u32) {
@@ -156,18 +78,8 @@ fn attend(lid: u32, h: u32, t: u32) {
     let groups = WG / pairs;
     let c      = lid % pairs;
     let g      = lid / pairs;
-    // The short path (see load_k_short) where it applies: n is the same for the whole workgroup.
-    let short = TILED && WPT <= 8u && S <= 16u && n <= min(SHORT_TILES, 4u) * (WG / S) && n <= SC_MAX &&
-                n <= CHUNK && groups * 32u >= n;
     var v_first: array<vec2<u32>, 8>;
-    var v_all: array<vec2<u32>, 32>;
-    var kw: array<u32, 32>;
-    if (short) {
-        kw = load_k_short(lid, n, kv_base);
-        if (g < groups) { v_all = load_v_short(n, kv_base, c, g, groups); }
-    } else if (g < groups) {
-        v_first = load_v8(g, 0u, min(CHUNK, n), groups, kv_base, c);
-    }
+    if (g < groups) { v_first = load_v8(g, 0u, min(CHUNK, n), groups, kv_base, c); }
     for (var d = lid; d < hd; d += WG) {
         let v = att_q(t, h * hd + d);
         qh[d] = select(v, round_f16(v), K_F16);
@@ -179,10 +91,7 @@ fn attend(lid: u32, h: u32, t: u32) {
     // The scores and the largest of them.
     var m = bitcast<f32>(0xff7fffffu);
     var any = false;
-    if (short) {
-        m   = scores_short(lid, n, kw);
-        any = lid < n;
-    } else if (TILED && cached && n < WG) {
+    if (TILED && cached && n < WG) {
         // (Short contexts, decode: otherwise most threads would idle.)
         // Tiles of WG / S positions: their K rows staged in workgroup memory with coalesced loads
         // (row r, word w at ktile[r * (hw + 1) + w]: the padding word keeps the S threads of a
@@ -272,22 +181,7 @@ fn attend(lid: u32, h: u32, t: u32) {
             probs[i] = select(pr, round_f16(pr), V_F16);
         }
         workgroupBarrier();
-        if (short && g < groups) {  // one chunk; the V words are in registers
-            for (var u = 0u; u < 32u; u++) {
-                let i = g + u * groups;
-                if (i < c_n) {
-                    let pr = probs[i];
-                    if (V_F16) {
-                        let vv = unpack2x16float(v_all[u].x);
-                        o0 = df_add_f(o0, pr * vv.x);  // exact: both are f16 values
-                        o1 = df_add_f(o1, pr * vv.y);
-                    } else {
-                        o0 = df_fma(o0, pr, bitcast<f32>(v_all[u].x));
-                        o1 = df_fma(o1, pr, bitcast<f32>(v_all[u].y));
-                    }
-                }
-            }
-        } else if (g < groups) {
+        if (g < groups) {
             // 8 positions at a time: their loads first, then the sums.
             for (var i0 = g; i0 < c_n; i0 += 8u * groups) {
                 var vw: array<vec2<u32>, 8>;
