@@ -293,7 +293,7 @@ bool WebGpuBackend::try_decode_head_i8(const Tensor & logits, const GpuTable & h
     const auto     k       = static_cast<double>(head.n_cols);
     // 64-row blocks per workgroup ($TERN_WEBGPU_HEAD_BLOCKS, a tuning aid): each workgroup stages h
     // once for all of its blocks.
-    static const uint32_t blocks   = std::clamp<uint32_t>(env_u32("TERN_WEBGPU_HEAD_BLOCKS", 4), 1, 64);
+    static const uint32_t blocks   = std::clamp<uint32_t>(env_u32("TERN_WEBGPU_HEAD_BLOCKS", 8), 1, 64);
     const uint32_t        n_chunks = (n_vocab + 63) / 64;
     const size_t          bytes    = (static_cast<size_t>(n_chunks) + n_vocab) * 8;
     if (!argmax_partial_ || argmax_partial_->size_bytes() < bytes) {
