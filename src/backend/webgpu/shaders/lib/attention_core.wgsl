@@ -9,17 +9,6 @@
 // A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=ATTN_STOP=n): attend() ends after
 // the scores and their max (1) or after the exp sum (2), writing a value that depends on them.
 override ATTN_STOP: u32 = 0u;
-// Decode's tiles and P·V batches: the next tile's K words (and the next 8 positions' V words) are
-// loaded into registers while the current ones are summed, so the loop waits for memory once
-// instead of once per tile / batch; each position's S partial dots are added as a tree. false:
-// one load per tile and batch, after the previous one is done, and the parts added in a row (to
-// measure the difference).
-override PIPELINED: bool = true;
-
-// Words of a tile per thread: (WG / S) rows x hw words / WG = hw / S = WPT (at most 16 here).
-const TILE_WORDS_MAX: u32 = 16u;
-override TILE_WORDS: u32 = min(WPT, TILE_WORDS_MAX);
-override K_PIPE: bool = PIPELINED && WPT <= TILE_WORDS_MAX;  // the K tiles pipelined
 
 var<workgroup> qh: array<f32, HD_MAX>;
 var<workgroup> probs: array<f32, CHUNK>;
@@ -76,23 +65,6 @@ fn load_v8(i0: u32, c0: u32, c_n: u32, groups: u32, kv_base: u32, c: u32) -> arr
     return vw;
 }
 
-// This thread's words (lid, lid + WG, ...) of the K rows of the tile of positions c0 .. c0 + WG / S
-// (clipped to n), in the order the tiled scores stage them.
-fn load_k_tile(lid: u32, c0: u32, n: u32, kv_base: u32) -> array<u32, TILE_WORDS_MAX> {
-    var kt: array<u32, TILE_WORDS_MAX>;
-    if (!K_PIPE) { return kt; }
-    let hw = select(HD, HD / 2u, K_F16);
-    let cn = min(WG / S, n - c0);
-    for (var u = 0u; u < TILE_WORDS; u++) {
-        let i = lid + u * WG;
-        if (i < cn * hw) {
-            let e0 = p.k_offset + (c0 + i / hw) * p.n_embd_kv + kv_base;  // element index of k[c0 + r][0]
-            kt[u] = att_k(select(e0, e0 / 2u, K_F16) + i % hw);
-        }
-    }
-    return kt;
-}
-
 // Attention of query token t (position p.pos0 + t), head h, by the whole workgroup (every
 // invocation must call it: it has barriers).
 fn attend(lid: u32, h: u32, t: u32) {
@@ -127,22 +99,13 @@ fn attend(lid: u32, h: u32, t: u32) {
         // each, in two double-float chains; the S partial sums are added in order.
         let hw = select(HD, HD / 2u, K_F16);  // u32 words per K row
         let kc = WG / S;
-        var kt = load_k_tile(lid, 0u, n, kv_base);  // (K_PIPE) this thread's words of tile 0
         for (var c0 = 0u; c0 < n; c0 += kc) {
             let cn = min(kc, n - c0);
             workgroupBarrier();  // the previous tile is consumed
-            if (K_PIPE) {
-                for (var u = 0u; u < TILE_WORDS; u++) {
-                    let i = lid + u * WG;
-                    if (i < cn * hw) { ktile[(i / hw) * (hw + 1u) + i % hw] = kt[u]; }
-                }
-                if (c0 + kc < n) { kt = load_k_tile(lid, c0 + kc, n, kv_base); }  // the next tile's
-            } else {
-                for (var i = lid; i < cn * hw; i += WG) {
-                    let r  = i / hw;
-                    let e0 = p.k_offset + (c0 + r) * p.n_embd_kv + kv_base;  // element index of k[c0 + r][0]
-                    ktile[r * (hw + 1u) + i % hw] = att_k(select(e0, e0 / 2u, K_F16) + i % hw);
-                }
+            for (var i = lid; i < cn * hw; i += WG) {
+                let r  = i / hw;
+                let e0 = p.k_offset + (c0 + r) * p.n_embd_kv + kv_base;  // element index of k[c0 + r][0]
+                ktile[r * (hw + 1u) + i % hw] = att_k(select(e0, e0 / 2u, K_F16) + i % hw);
             }
             workgroupBarrier();
             let r  = lid / S;
@@ -168,16 +131,7 @@ fn attend(lid: u32, h: u32, t: u32) {
             workgroupBarrier();
             if (lid < cn) {
                 var a = kpart[lid * S];
-                if (PIPELINED && S <= 16u) {  // a tree: depth log2 S
-                    var part: array<vec2<f32>, 16>;
-                    for (var jj = 0u; jj < S; jj++) { part[jj] = kpart[lid * S + jj]; }
-                    for (var st = 1u; st < S; st *= 2u) {
-                        for (var jj = 0u; jj + st < S; jj += 2u * st) { part[jj] = df_add(part[jj], part[jj + st]); }
-                    }
-                    a = part[0];
-                } else {
-                    for (var jj = 1u; jj < S; jj++) { a = df_add(a, kpart[lid * S + jj]); }
-                }
+                for (var jj = 1u; jj < S; jj++) { a = df_add(a, kpart[lid * S + jj]); }
                 let sv = mul_rn(df_to_f32(a), p.scale);  // not fused into score - max
                 sc[c0 + lid] = sv;
                 m = max(m, sv);
@@ -228,16 +182,10 @@ fn attend(lid: u32, h: u32, t: u32) {
         }
         workgroupBarrier();
         if (g < groups) {
-            // 8 positions at a time: their loads first, then the sums (PIPELINED: the next 8
-            // positions' loads are issued before these are summed).
-            var v_next = v_first;  // (chunk 0's first 8 positions were loaded at the start)
-            if (PIPELINED && c0 > 0u) { v_next = load_v8(g, c0, c_n, groups, kv_base, c); }
+            // 8 positions at a time: their loads first, then the sums.
             for (var i0 = g; i0 < c_n; i0 += 8u * groups) {
                 var vw: array<vec2<u32>, 8>;
-                if (PIPELINED) {
-                    vw = v_next;
-                    if (i0 + 8u * groups < c_n) { v_next = load_v8(i0 + 8u * groups, c0, c_n, groups, kv_base, c); }
-                } else if (c0 == 0u && i0 == g) {
+                if (c0 == 0u && i0 == g) {
                     vw = v_first;
                 } else {
                     vw = load_v8(i0, c0, c_n, groups, kv_base, c);
