@@ -33,7 +33,6 @@ requires packed_4x8_integer_dot_product;
 override K: u32 = 2560u;      // elements per row, a multiple of 16, at most 4096
 override NORM: bool = true;   // h = rms_norm(x) * nw first
 override BLOCKS: u32 = 1u;    // 64-row blocks per workgroup (the prologue is paid once per workgroup)
-override AHEAD: u32 = 2u;     // rows loaded ahead of the one being summed (1..3)
 override PER_LANE: u32 = (K / 16u + 31u) / 32u;  // vec4 loads per lane per row (<= 8)
 override WG: u32 = 256u;      // fixed (the teams; lib/inv_rms.wgsl and lib/best_index.wgsl size by it)
 
@@ -114,30 +113,14 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let team  = lid / 32u;
     let lane  = lid % 32u;
     let words = K / 16u;
-    // The next AHEAD rows' loads are in flight while a row is summed (the first ones are issued
-    // before h is staged).
-    let n_rr = 8u * BLOCKS;
-    var n1   = load_row(row_of(wid.x, 0u, team), lane);
-    var n2: array<vec4<u32>, 8>;
-    var n3: array<vec4<u32>, 8>;
-    if (AHEAD >= 2u && n_rr > 1u) { n2 = load_row(row_of(wid.x, 1u, team), lane); }
-    if (AHEAD >= 3u && n_rr > 2u) { n3 = load_row(row_of(wid.x, 2u, team), lane); }
+    var next  = load_row(row_of(wid.x, 0u, team), lane);  // issued before h is staged
     stage_head_input(lid);
     let norms = stage_grid(lid);  // (||h||, ||eta||, S)
 
     var acc: array<vec2<i32>, 8>;  // (sum q a, sum q b) of the block's rows
-    for (var rr = 0u; rr < n_rr; rr++) {
-        let wv = n1;
-        if (AHEAD >= 3u) {
-            n1 = n2;
-            n2 = n3;
-            if (rr + 3u < n_rr) { n3 = load_row(row_of(wid.x, rr + 3u, team), lane); }
-        } else if (AHEAD == 2u) {
-            n1 = n2;
-            if (rr + 2u < n_rr) { n2 = load_row(row_of(wid.x, rr + 2u, team), lane); }
-        } else if (rr + 1u < n_rr) {
-            n1 = load_row(row_of(wid.x, rr + 1u, team), lane);
-        }
+    for (var rr = 0u; rr < 8u * BLOCKS; rr++) {
+        let wv = next;
+        if (rr + 1u < 8u * BLOCKS) { next = load_row(row_of(wid.x, rr + 1u, team), lane); }
         var ia = 0;
         var ib = 0;
         for (var v = 0u; v < PER_LANE; v++) {
