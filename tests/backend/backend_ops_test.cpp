@@ -596,9 +596,10 @@ TEST_P(BackendOps, GreedyHeadArgmaxMatchesTheExactHead) {
             b.read(am.tensor, &ids[i], 4);
         }
         EXPECT_EQ(ids[1], ids[0]);
-        if (cs.kind == 3) EXPECT_EQ(ids[0], 0) << "all rows equal: the lowest index";
-        if (cs.kind == 4) EXPECT_EQ(ids[0], 7) << "the exact head ranks row 7 first";
-        if (cs.kind == 5) EXPECT_EQ(ids[0], 12) << "the exact head ranks row 12 first";
+        const int want = cs.kind == 3 ? 0 : cs.kind == 4 ? 7 : cs.kind == 5 ? 12 : -1;
+        if (want >= 0) {
+            EXPECT_EQ(ids[0], want) << "the exact head's winner (all rows equal: the lowest index)";
+        }
     }
 }
 

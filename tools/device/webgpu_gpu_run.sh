@@ -8,7 +8,8 @@
 # Usage (on the device): tools/device/webgpu_gpu_run.sh [bench args...]
 # Environment: TERN_DEVICE_NO_TESTS=1 skips the GPU test suite; TERN_DEVICE_VARIANTS /
 # TERN_DEVICE_PP_VARIANTS list settings (e.g. "TERN_WEBGPU_REPEAT=attention TERN_WEBGPU_FUSE=0") for
-# one extra tg / pp512 run each; TERN_DEVICE_PROFILE=1 adds a serialized per-kernel profile.
+# one extra tg / pp512 run each; TERN_DEVICE_PROFILE=1 adds a serialized per-kernel profile;
+# TERN_DEVICE_DEFAULT_BENCH=1 also benches the shipped default model.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp/out}
@@ -50,6 +51,11 @@ done
 if [ -n "${TERN_DEVICE_PROFILE:-}" ]; then
     echo "== per-kernel wall time (TERN_WEBGPU_PROFILE=1 serializes every dispatch: ratios only)"
     TERN_WEBGPU_PROFILE=1 "$B/tern" bench --backend webgpu -m /tmp/synth-2b4t.gguf -p 0 -n 16 -r 1 2>&1 | grep -v "^|" | head -40
+fi
+# $TERN_DEVICE_DEFAULT_BENCH=1: the same bench on the shipped default model too.
+if [ -n "${TERN_DEVICE_DEFAULT_BENCH:-}" ]; then
+    echo "== bench, default model"
+    "$B/tern" bench --backend webgpu "$@" 2>&1 | tail -2
 fi
 # $TERN_DEVICE_PP_VARIANTS: the same for prompt processing (pp512 only).
 for v in ${TERN_DEVICE_PP_VARIANTS:-}; do

@@ -26,6 +26,10 @@ struct WebGpuOptions {
     // Most bytes of the prompt-attention score buffer (longer prompts x caches run in token chunks);
     // 0: 128 MiB (or the adapter's binding limit).
     int64_t attention_scratch_bytes = 0;
+    // Greedy decoding streams an int8 copy of an F16 LM head from this size on (half the bytes, wider
+    // bounds: tens of candidates to recompute exactly, which costs more than it saves on small heads);
+    // below it, the F16 table. 0: always the copy (tests).
+    int64_t greedy_head_i8_min_bytes = int64_t{64} << 20;
 
     static bool webgpu_allow_cpu_from_env();
 };

@@ -221,7 +221,8 @@ bool WebGpuBackend::try_decode_head(const Tensor & logits, const GpuTable & head
 }
 
 // $TERN_WEBGPU_GREEDY_HEAD: "exact" = the exact head for greedy decoding too, "f16" = the F16 table
-// with f32 sums and bounds instead of the int8 copy (to compare speeds); unset = the int8 copy.
+// with f32 sums and bounds instead of the int8 copy, "i8" = the int8 copy whatever the head's size
+// (to compare speeds); unset = the int8 copy for heads of WebGpuOptions::greedy_head_i8_min_bytes on.
 static std::string_view greedy_head_mode() {
     static const std::string mode = [] {
         const char * env = std::getenv("TERN_WEBGPU_GREEDY_HEAD");
@@ -232,7 +233,10 @@ static std::string_view greedy_head_mode() {
 
 bool WebGpuBackend::greedy_head_i8_applies(const GpuTable & head) const {
     const uint64_t wg_storage = ctx_.limits().maxComputeWorkgroupStorageSize;
-    return head.f16 && !head.q8_failed && greedy_head_mode().empty() && fuse_norms_ && head.n_cols % 16 == 0 &&
+    const std::string_view mode  = greedy_head_mode();
+    const bool             large = static_cast<int64_t>(head.n_bytes) >= greedy_head_i8_min_bytes_;
+    return head.f16 && !head.q8_failed && (mode == "i8" || (mode.empty() && large)) && fuse_norms_ &&
+           head.n_cols % 16 == 0 &&
            head.n_cols <= 4096 && static_cast<uint64_t>(head.n_cols) * 9 / 2 + 16384 <= wg_storage;
 }
 
@@ -348,7 +352,9 @@ void WebGpuBackend::norm_lm_head_argmax(const Tensor & ids, const Tensor & logit
     // Workgroups of argmax_exact.wgsl: each recomputes its own candidates one after another, so with
     // the int8 head's wider bounds (tens of candidates) many small groups finish sooner than a few
     // big ones. $TERN_WEBGPU_EXACT_GROUPS overrides (a tuning aid).
-    static const uint32_t k_groups = std::max<uint32_t>(env_u32("TERN_WEBGPU_EXACT_GROUPS", 512), 1);
+    // (The F16 path's tight bounds leave one or two candidates: 64 groups, as measured before.)
+    static const uint32_t groups_env = env_u32("TERN_WEBGPU_EXACT_GROUPS", 0);
+    const uint32_t k_groups = groups_env > 0 ? groups_env : (greedy_head_i8_applies(*e) ? 512u : 64u);
     const uint32_t     n_chunks = static_cast<uint32_t>((e->n_rows + 63) / 64);
     const uint32_t     groups   = std::min<uint32_t>(k_groups, n_chunks);
     if (!exact_partial_ || exact_partial_->size_bytes() < groups * 8) {
