@@ -33,6 +33,9 @@ requires packed_4x8_integer_dot_product;
 override K: u32 = 2560u;      // elements per row, a multiple of 16, at most 4096
 override NORM: bool = true;   // h = rms_norm(x) * nw first
 override BLOCKS: u32 = 1u;    // 64-row blocks per workgroup (the prologue is paid once per workgroup)
+// A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=HEAD_STOP=n): 1 replaces the dot4s by
+// an XOR of the loaded words; 2 skips the prologue (h is not staged).
+override HEAD_STOP: u32 = 0u;
 override PER_LANE: u32 = (K / 16u + 31u) / 32u;  // vec4 loads per lane per row (<= 8)
 override WG: u32 = 256u;      // fixed (the teams; lib/inv_rms.wgsl and lib/best_index.wgsl size by it)
 
@@ -114,8 +117,11 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let lane  = lid % 32u;
     let words = K / 16u;
     var next  = load_row(row_of(wid.x, 0u, team), lane);  // issued before h is staged
-    stage_head_input(lid);
-    let norms = stage_grid(lid);  // (||h||, ||eta||, S)
+    var norms = vec3<f32>(1.0);
+    if (HEAD_STOP != 2u) {
+        stage_head_input(lid);
+        norms = stage_grid(lid);  // (||h||, ||eta||, S)
+    }
 
     var acc: array<vec2<i32>, 8>;  // (sum q a, sum q b) of the block's rows
     for (var rr = 0u; rr < 8u * BLOCKS; rr++) {
@@ -127,6 +133,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             let i = lane + 32u * v;
             if (i >= words) { break; }
             let w  = wv[v];
+            if (HEAD_STOP == 1u) {
+                ia ^= bitcast<i32>(w.x ^ w.y ^ w.z ^ w.w);
+                continue;
+            }
             let ha = h_hi[i];
             let hb = h_lo[i];
             ia += dot4_i8(w.x, ha.x) + dot4_i8(w.y, ha.y) + dot4_i8(w.z, ha.z) + dot4_i8(w.w, ha.w);
