@@ -37,7 +37,7 @@ std::optional<WebGpuBackend::DecodeTiling> WebGpuBackend::decode_tiling(const Gp
     static const uint32_t lanes_env = env_u32("TERN_WEBGPU_DECODE_LANES", 4);
     t.lanes = std::clamp<uint32_t>(floor_pow2(lanes_env), 4, 64);
     while (k / 64 > 8 * static_cast<int64_t>(t.lanes)) t.lanes *= 2;
-    uint32_t wg = std::clamp<uint32_t>(wg_env, 32, 256);
+    uint32_t wg = std::clamp<uint32_t>(wg_env, 32, 1024);
     wg          = std::max<uint32_t>(wg, static_cast<uint32_t>(k / 32));
     uint32_t p2 = 32;
     while (p2 < wg) p2 *= 2;
