@@ -225,8 +225,13 @@ bool WebGpuBackend::try_decode_head(const Tensor & logits, const GpuTable & head
 // (to compare speeds); unset = the int8 copy for heads of WebGpuOptions::greedy_head_i8_min_bytes on.
 static std::string_view greedy_head_mode() {
     static const std::string mode = [] {
-        const char * env = std::getenv("TERN_WEBGPU_GREEDY_HEAD");
-        return std::string(env ? env : "");
+        const char *      env = std::getenv("TERN_WEBGPU_GREEDY_HEAD");
+        const std::string m   = env ? env : "";
+        if (!m.empty() && m != "exact" && m != "f16" && m != "i8") {
+            TERN_LOG_WARN("TERN_WEBGPU_GREEDY_HEAD='%s' is not one of exact, f16, i8; using the default", m.c_str());
+            return std::string();
+        }
+        return m;
     }();
     return mode;
 }
