@@ -244,6 +244,8 @@ private:
     // argmax_only: f32 sums + bounds for argmax_exact.wgsl (norm_lm_head_argmax), logits not exact.
     bool try_decode_head(const Tensor & logits, const GpuTable & head, const Tensor & h_or_x, const GpuNorm * norm,
                          float eps, bool round_input_f16, bool argmax_only);
+    // argmax_partial_, grown to at least n_bytes; returns its buffer.
+    WGPUBuffer argmax_partials(size_t n_bytes);
     // Greedy decoding's head over the int8 copy (lm_head_i8_argmax.wgsl): the same per-row values and
     // bounds as try_decode_head(argmax_only) for argmax_exact.wgsl; false when it does not apply.
     // Makes head.q8 (one dispatch in the current step) unless it exists; false if it cannot.

@@ -22,6 +22,18 @@ uint32_t env_u32(const char * name, uint32_t fallback) {
     return static_cast<uint32_t>(std::strtoul(env, nullptr, 10));
 }
 
+// The uniform of the decode heads (lm_head_f16_decode.wgsl, lm_head_i8_argmax.wgsl: the same fields).
+struct HeadParams {
+    uint32_t n_vocab, x_offset, out_offset, round_input, k;
+    float    eps;
+    uint32_t partial_offset;
+};
+
+HeadParams head_params(const Weight & head, const Tensor & x, const Tensor & logits, bool round_input_f16, float eps) {
+    return {static_cast<uint32_t>(head.n_rows), gpu_offset(x, 4), gpu_offset(logits, 4), round_input_f16 ? 1u : 0u,
+            static_cast<uint32_t>(head.n_cols), eps, 0};
+}
+
 }  // namespace
 
 // Lanes per row: the fewest (a power of two >= 4) that leave each lane at most 8 vec4 loads.
@@ -195,16 +207,9 @@ bool WebGpuBackend::try_decode_head(const Tensor & logits, const GpuTable & head
     }();
     const uint32_t n_chunks = static_cast<uint32_t>((head.n_rows + 63) / 64);
     // argmax_only: per-row bounds, then the blocks' lower bounds (lm_head_f16_decode.wgsl).
-    const size_t bytes = (static_cast<size_t>(n_chunks) + (argmax_only ? static_cast<size_t>(head.n_rows) : 0)) * 8;
-    if (!argmax_partial_ || argmax_partial_->size_bytes() < bytes) {
-        argmax_partial_ = make_buffer(bytes, nullptr, "argmax partials");
-    }
-    struct {
-        uint32_t n_vocab, x_offset, out_offset, round_input, k;
-        float    eps;
-        uint32_t partial_offset;
-    } p{static_cast<uint32_t>(head.n_rows), gpu_offset(h_or_x, 4), gpu_offset(logits, 4), round_input_f16 ? 1u : 0u,
-        static_cast<uint32_t>(head.n_cols), eps, 0};
+    const WGPUBuffer partials =
+        argmax_partials((static_cast<size_t>(n_chunks) + (argmax_only ? static_cast<size_t>(head.n_rows) : 0)) * 8);
+    const HeadParams p = head_params(head, h_or_x, logits, round_input_f16, eps);
     const PipelineKey key{"lm_head_f16_decode",
                           "rrrwwu",
                           {{{"K", static_cast<double>(head.n_cols)},
@@ -212,8 +217,7 @@ bool WebGpuBackend::try_decode_head(const Tensor & logits, const GpuTable & head
                             {"NORM", norm ? 1.0 : 0.0},
                             {"ARGMAX_ONLY", argmax_only ? 1.0 : 0.0}}}};
     const WGPUBuffer  bufs[] = {head.buffer->get(), gpu_buffer(h_or_x),
-                                norm ? norm->buffer->get() : gpu_buffer(h_or_x), gpu_buffer(logits),
-                                argmax_partial_->get()};
+                                norm ? norm->buffer->get() : gpu_buffer(h_or_x), gpu_buffer(logits), partials};
     step_->dispatch(key, bufs, &p, sizeof p, n_chunks);
     head_partials_ = {};
     if (!argmax_only) head_partials_ = {gpu_buffer(logits), gpu_offset(logits, 4), n_chunks, step_->serial()};
@@ -304,21 +308,14 @@ bool WebGpuBackend::try_decode_head_i8(const Tensor & logits, const GpuTable & h
     // once for all of its blocks.
     static const uint32_t blocks   = std::clamp<uint32_t>(env_u32("TERN_WEBGPU_HEAD_BLOCKS", 8), 1, 64);
     const uint32_t        n_chunks = (n_vocab + 63) / 64;
-    const size_t          bytes    = (static_cast<size_t>(n_chunks) + n_vocab) * 8;
-    if (!argmax_partial_ || argmax_partial_->size_bytes() < bytes) {
-        argmax_partial_ = make_buffer(bytes, nullptr, "argmax partials");
-    }
-    struct {
-        uint32_t n_vocab, x_offset, out_offset, round_input, k;
-        float    eps;
-        uint32_t partial_offset;
-    } p{n_vocab, gpu_offset(x, 4), gpu_offset(logits, 4), round_input_f16 ? 1u : 0u,
-        static_cast<uint32_t>(head.n_cols), eps, 0};
+    // Per-row bounds, then the blocks' lower bounds (as lm_head_f16_decode.wgsl's ARGMAX_ONLY).
+    const WGPUBuffer partials = argmax_partials((static_cast<size_t>(n_chunks) + n_vocab) * 8);
+    const HeadParams p        = head_params(head, x, logits, round_input_f16, eps);
     const PipelineKey key{ternary_shader("lm_head_i8_argmax"),
                           "rrrrwwu",
                           {{{"K", k}, {"NORM", 1.0}, {"BLOCKS", static_cast<double>(blocks)}}}};
     const WGPUBuffer  bufs[] = {head.q8->get(),         head.q8_info->get(), gpu_buffer(x), norm.buffer->get(),
-                                gpu_buffer(logits), argmax_partial_->get()};
+                                gpu_buffer(logits), partials};
     step_->dispatch(key, bufs, &p, sizeof p, (n_chunks + blocks - 1) / blocks);
     head_partials_ = {};
     return true;

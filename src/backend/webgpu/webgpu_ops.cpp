@@ -257,6 +257,13 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
     step_->dispatch(key, bufs, &p, sizeof p, u32(s.n_head), u32(n_tok));
 }
 
+WGPUBuffer WebGpuBackend::argmax_partials(size_t n_bytes) {
+    if (!argmax_partial_ || argmax_partial_->size_bytes() < n_bytes) {
+        argmax_partial_ = make_buffer(n_bytes, nullptr, "argmax partials");
+    }
+    return argmax_partial_->get();
+}
+
 void WebGpuBackend::lm_head(const Tensor & logits, const Weight & head, const Tensor & h, bool round_input_f16) {
     const GpuTable * e = &as_table(head);
     const int64_t n_tok = h.ne[1];
@@ -297,22 +304,19 @@ void WebGpuBackend::argmax(const Tensor & ids, const Tensor & logits) {
     }
     constexpr uint32_t k_chunk  = 4096;
     const uint32_t     n_chunks = ceil_div(logits.ne[0], k_chunk);
-    const size_t       bytes    = static_cast<size_t>(n_chunks) * n_tok * 8;
-    if (!argmax_partial_ || argmax_partial_->size_bytes() < bytes) {
-        argmax_partial_ = make_buffer(bytes, nullptr, "argmax partials");
-    }
+    const WGPUBuffer   partials = argmax_partials(static_cast<size_t>(n_chunks) * n_tok * 8);
     struct {
         uint32_t n_vocab, logits_offset, logits_stride, n_chunks;
     } p1{u32(logits.ne[0]), gpu_offset(logits, 4), u32(logits.ne[0]), n_chunks};
     const PipelineKey key1{"argmax_partial", "rwu", {{{"WG", 256}, {"CHUNK", static_cast<double>(k_chunk)}}}};
-    const WGPUBuffer  bufs1[] = {gpu_buffer(logits), argmax_partial_->get()};
+    const WGPUBuffer  bufs1[] = {gpu_buffer(logits), partials};
     step_->dispatch(key1, bufs1, &p1, sizeof p1, n_chunks, n_tok);
 
     struct {
         uint32_t n_chunks, ids_offset;
     } p2{n_chunks, gpu_offset(ids, 4)};
     const PipelineKey key2{"argmax_final", "rwu", {{{"WG", 256}}}};
-    const WGPUBuffer  bufs2[] = {argmax_partial_->get(), gpu_buffer(ids)};
+    const WGPUBuffer  bufs2[] = {partials, gpu_buffer(ids)};
     step_->dispatch(key2, bufs2, &p2, sizeof p2, n_tok);
 }
 
