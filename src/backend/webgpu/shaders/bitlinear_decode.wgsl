@@ -57,7 +57,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     var w: RowWords;
     var sc: vec2<f32>;
     var y0 = 0.0;  // y[ro] when accumulating, loaded up front like the scales
+    var xin: StageInput;
+    if (X_FIRST) { xin = stage_load(lid, K); }
     if (row < p.n_rows) { w = prefetch_row(row, lane, LANES, K); }
+    if (!X_FIRST) { xin = stage_load(lid, K); }
     if (lid < rows && ro < p.n_rows) {
         sc = row_scales(ro);
         if (p.accumulate != 0u) { y0 = y[p.y_offset + ro]; }
@@ -66,7 +69,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         if (row < p.n_rows) { y[p.y_offset + row] = f32(w[0].x ^ w[1].y ^ w[2].z ^ w[3].w ^ w[4].x); }
         return;
     }
-    let as_ = stage_activations(lid, K);
+    let as_ = stage_activations_from(lid, K, xin);
     if (BL_STOP == 2u) {
         if (row < p.n_rows) { y[p.y_offset + row] = as_ + f32(w[0].x ^ w[4].x ^ acts[lid % (K / 16u)].x); }
         return;

@@ -54,12 +54,15 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     var w: RowWords;
     var sg: vec2<f32>;
     var su: vec2<f32>;
+    var xin: StageInput;
+    if (X_FIRST) { xin = stage_load(lid, K); }
     if (out < p.n_ff) { w = prefetch_row(row, lane, LANES, K); }
+    if (!X_FIRST) { xin = stage_load(lid, K); }
     if (lid < outs && o < p.n_ff) {
         sg = row_scales(o);
         su = row_scales(p.n_ff + o);
     }
-    let as_ = stage_activations(lid, K);
+    let as_ = stage_activations_from(lid, K, xin);
     var partial = 0;
     if (out < p.n_ff) { partial = row_dot(w, lane, LANES, K); }
     let dot = reduce_rows(lid, partial, LANES);  // team lid's dot, lid < 2 outs

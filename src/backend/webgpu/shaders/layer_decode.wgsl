@@ -332,7 +332,7 @@ fn phase_norm(lid: u32, src: u32, nw: u32, k: u32, dst: u32, wait_counter: u32, 
     norm_at = nw;
     flow_wait_done(lid, wait_counter, goal);
     flow_wait_vec4s(lid, src, k / 4u);
-    let qs = stage_norm_quant(lid, k);
+    let qs = stage_norm_quant(lid, k, stage_load(lid, k));
     for (var j = lid; j < k / 4u; j += WG) { flow_put_u32(dst + j, acts[j / 4u][j % 4u]); }
     if (lid == 0u) { flow_put(dst + k / 4u, qs); }
     flow_done(lid, counter);

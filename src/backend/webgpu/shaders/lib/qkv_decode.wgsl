@@ -14,7 +14,10 @@ fn qkv_decode_rows(lid: u32, g: u32, lanes: u32, k: u32, so: u32, oso: u32) {
     let j0    = slot0 % hd;
     let lane  = lid % lanes;
     let row   = head * hd + slot_dim(j0 + lid / lanes);
+    var xin: StageInput;
+    if (X_FIRST) { xin = stage_load(lid, k); }
     let w     = prefetch_row(row, lane, lanes, k);
+    if (!X_FIRST) { xin = stage_load(lid, k); }
     let j     = j0 + 4u * lid;  // the first slot this invocation finishes (lid < rows / 4)
     var sc: array<vec2<f32>, 4>;  // their scales and RoPE pairs, loaded with the weights
     var cs: vec4<f32>;
@@ -22,7 +25,7 @@ fn qkv_decode_rows(lid: u32, g: u32, lanes: u32, k: u32, so: u32, oso: u32) {
         for (var e = 0u; e < 4u; e++) { sc[e] = row_scales_at(head * hd + slot_dim(j + e), so, oso); }
         cs = rope_of_unit(head, j, p.pos0);
     }
-    let as_   = stage_activations(lid, k);
+    let as_   = stage_activations_from(lid, k, xin);
     slot_dots[lid] = reduce_rows(lid, row_dot(w, lane, lanes, k), lanes);
     workgroupBarrier();
     if (lid < rows / 4u) {
