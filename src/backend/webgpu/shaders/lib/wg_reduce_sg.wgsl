@@ -32,16 +32,35 @@ fn sg_df_sum(v: vec2<f32>, lane: u32, width: u32) -> vec2<f32> {
     return a;
 }
 
+// The max of floats as a max of u32 keys in the same order (one instruction on NVIDIA, REDUX,
+// where subgroupMax of f32 is a shuffle butterfly). Off: subgroupMax of the f32 values. Measured
+// on an H100: tg128 489-491 tokens/s against 484-485 (four alternating runs each).
+override SG_KEY_MAX: bool = true;
+
+// f32 bits -> u32 in the order of the values (negatives reversed; -0 just below +0), and back.
+fn order_key(v: f32) -> u32 {
+    let b = bitcast<u32>(v);
+    return select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
+}
+fn from_order_key(k: u32) -> f32 {
+    return bitcast<f32>(select(~k, k & 0x7fffffffu, (k & 0x80000000u) != 0u));
+}
+
+fn sg_max(v: f32) -> f32 {
+    if (SG_KEY_MAX) { return from_order_key(subgroupMax(order_key(v))); }
+    return subgroupMax(v);
+}
+
 fn wg_max(lid: u32, v: f32) -> f32 {
     let size = subgroupAdd(1u);
     let n    = WG / size;  // subgroups (slots)
-    let r    = subgroupMax(v);
+    let r    = sg_max(v);
     if (lid % size == 0u) { wg_red_max[lid / size] = r; }
     workgroupBarrier();
     let lane = lid % size;
     var m    = wg_red_max[lane % n];
     for (var i = lane + size; i < n; i += size) { m = max(m, wg_red_max[i]); }
-    return subgroupMax(m);
+    return sg_max(m);
 }
 
 fn wg_df_sum(lid: u32, v: vec2<f32>) -> vec2<f32> {
