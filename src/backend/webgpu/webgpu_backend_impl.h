@@ -287,6 +287,7 @@ private:
     std::unique_ptr<GpuBuffer>                     attn_part_;    // prompt attention segment sums
     int64_t                                        attn_scratch_budget_ = 0;  // WebGpuOptions::attention_scratch_bytes
     int64_t                                        greedy_head_i8_min_bytes_ = 0;  // WebGpuOptions::
+    uint32_t                                       head_i8_groups_ = 0;  // the last int8 head's workgroups (0: F16 path)
     std::optional<GemmTiling>                      gemm_tiling_;  // set_gemm_tiling()
 };
 

@@ -311,12 +311,21 @@ bool WebGpuBackend::try_decode_head_i8(const Tensor & logits, const GpuTable & h
     // Per-row bounds, then the blocks' lower bounds (as lm_head_f16_decode.wgsl's ARGMAX_ONLY).
     const WGPUBuffer partials = argmax_partials((static_cast<size_t>(n_chunks) + n_vocab) * 8);
     const HeadParams p        = head_params(head, x, logits, round_input_f16, eps);
+    // A team of 32 lanes per row is a subgroup when subgroups are exactly 32 wide: rows are summed by
+    // subgroupAdd and the stream has no barriers (TEAM_SG). $TERN_WEBGPU_HEAD_TEAM_SG=0 turns it off.
+    static const bool team_env = env_u32("TERN_WEBGPU_HEAD_TEAM_SG", 1) != 0;
+    const auto & a       = ctx_.adapter();
+    const bool   team_sg = team_env && pipelines_.subgroup_variants() && a.subgroup_min == 32 && a.subgroup_max == 32;
     const PipelineKey key{ternary_shader("lm_head_i8_argmax"),
                           "rrrrwwu",
-                          {{{"K", k}, {"NORM", 1.0}, {"BLOCKS", static_cast<double>(blocks)}}}};
+                          {{{"K", k},
+                            {"NORM", 1.0},
+                            {"BLOCKS", static_cast<double>(blocks)},
+                            {"TEAM_SG", team_sg ? 1.0 : 0.0}}}};
     const WGPUBuffer  bufs[] = {head.q8->get(),         head.q8_info->get(), gpu_buffer(x), norm.buffer->get(),
                                 gpu_buffer(logits), partials};
-    step_->dispatch(key, bufs, &p, sizeof p, (n_chunks + blocks - 1) / blocks);
+    head_i8_groups_ = (n_chunks + blocks - 1) / blocks;
+    step_->dispatch(key, bufs, &p, sizeof p, head_i8_groups_);
     head_partials_ = {};
     return true;
 }
@@ -344,6 +353,7 @@ void WebGpuBackend::norm_lm_head_argmax(const Tensor & ids, const Tensor & logit
     const bool     exact_head = greedy_head_mode() == "exact";
     const uint64_t wg_storage = ctx_.limits().maxComputeWorkgroupStorageSize;
     const bool     fits = static_cast<uint64_t>(e->n_cols) * 4 + 8192 <= wg_storage;
+    head_i8_groups_ = 0;
     if (exact_head || !fuse_norms_ || !fits ||
         (!try_decode_head_i8(logits, *e, x, *nw, eps, round_input_f16) &&
          !try_decode_head(logits, *e, x, nw, eps, round_input_f16, true))) {
@@ -357,8 +367,10 @@ void WebGpuBackend::norm_lm_head_argmax(const Tensor & ids, const Tensor & logit
     // (The F16 path's tight bounds leave one or two candidates: 64 groups, as measured before.)
     static const uint32_t groups_env = env_u32("TERN_WEBGPU_EXACT_GROUPS", 0);
     const uint32_t k_groups = groups_env > 0 ? groups_env : (greedy_head_i8_applies(*e) ? 512u : 64u);
-    const uint32_t     n_chunks = static_cast<uint32_t>((e->n_rows + 63) / 64);
-    const uint32_t     groups   = std::min<uint32_t>(k_groups, n_chunks);
+    // The head's lower bounds: one per 64-row block (F16 path) or per workgroup (int8 path).
+    const uint32_t     n_blocks = static_cast<uint32_t>((e->n_rows + 63) / 64);
+    const uint32_t     n_chunks = head_i8_groups_ > 0 ? head_i8_groups_ : n_blocks;
+    const uint32_t     groups   = std::min<uint32_t>(k_groups, n_blocks);
     if (!exact_partial_ || exact_partial_->size_bytes() < groups * 8) {
         exact_partial_ = make_buffer(groups * 8, nullptr, "exact argmax partials");
     }

@@ -16,12 +16,15 @@ requires packed_4x8_integer_dot_product;
 //
 //   q8: [n_vocab][K / 16] vec4<u32> (16 int8 each)   info: [n_vocab] (s, c, s ||q||, 0) f32
 //   x: [K] f32   nw: [K] f32   logits: [n_vocab] f32 (f)   partial: [n_vocab] (bits(B), 0), then
-//   [ceil(n_vocab / 64)] (bits(max of f - B over the 64-row block), index)
+//   [workgroups] (bits(max of f - B over the workgroup's rows), index)
 // Bindings: 0 q8 (read), 1 info (read), 2 x (read), 3 nw (read), 4 logits (read_write),
 //           5 partial (read_write), 6 params (uniform)
 // Dispatch: (ceil(n_vocab / (64 BLOCKS)), 1, 1). 256 threads = 8 teams of 32 lanes; for each of the
 // workgroup's BLOCKS blocks of 64 rows, team t computes rows 64 w + 8 r + t for r = 0..7; lane l
-// reads vec4 words l, l + 32, ... of each row.
+// reads vec4 words l, l + 32, ... of each row. TEAM_SG (subgroups of exactly 32 invocations, so a
+// team is a subgroup): each row's lanes are summed by one subgroupAdd and the team keeps its best
+// row in registers, so the stream has no barrier; otherwise each block of 64 rows is reduced in
+// workgroup memory.
 
 // #include "lib/numerics.wgsl"
 // #include "lib/inv_rms.wgsl"
@@ -29,6 +32,7 @@ requires packed_4x8_integer_dot_product;
 // #include "lib/head_input.wgsl"
 
 // #include "lib/dot4_native.wgsl"
+// #include "lib/wg_reduce.wgsl"
 
 override K: u32 = 2560u;      // elements per row, a multiple of 16, at most 4096
 override NORM: bool = true;   // h = rms_norm(x) * nw first
@@ -38,6 +42,7 @@ override BLOCKS: u32 = 1u;    // 64-row blocks per workgroup (the prologue is pa
 override HEAD_STOP: u32 = 0u;
 override PER_LANE: u32 = (K / 16u + 31u) / 32u;  // vec4 loads per lane per row (<= 8)
 override WG: u32 = 256u;      // fixed (the teams; lib/inv_rms.wgsl and lib/best_index.wgsl size by it)
+override TEAM_SG: bool = false;  // the host sets it when subgroups are exactly 32 invocations
 
 struct Params {
     n_vocab: u32,
@@ -123,10 +128,20 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         norms = stage_grid(lid);  // (||h||, ||eta||, S)
     }
 
+    let team_sg = TEAM_SG && WG_REDUCE_SG;
+    var next_info = vec4<f32>(0.0);  // (team_sg) the next row's info, loaded with its words
+    var bv = 0.0;                    // the best (f - B, row) so far: the team's (team_sg, lane 0)
+    var bi = 0xffffffffu;            // or the blocks' (invocation 0)
+    if (team_sg) { next_info = load_info(row_of(wid.x, 0u, team)); }
+
     var acc: array<vec2<i32>, 8>;  // (sum q a, sum q b) of the block's rows
     for (var rr = 0u; rr < 8u * BLOCKS; rr++) {
         let wv = next;
-        if (rr + 1u < 8u * BLOCKS) { next = load_row(row_of(wid.x, rr + 1u, team), lane); }
+        let sc_row = next_info;
+        if (rr + 1u < 8u * BLOCKS) {
+            next = load_row(row_of(wid.x, rr + 1u, team), lane);
+            if (team_sg) { next_info = load_info(row_of(wid.x, rr + 1u, team)); }
+        }
         var ia = 0;
         var ib = 0;
         for (var v = 0u; v < PER_LANE; v++) {
@@ -141,6 +156,20 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             let hb = h_lo[i];
             ia += dot4_i8(w.x, ha.x) + dot4_i8(w.y, ha.y) + dot4_i8(w.z, ha.z) + dot4_i8(w.w, ha.w);
             ib += dot4_i8(w.x, hb.x) + dot4_i8(w.y, hb.y) + dot4_i8(w.z, hb.z) + dot4_i8(w.w, hb.w);
+        }
+        if (team_sg) {
+            let sum = team_isum(vec2<i32>(ia, ib));  // the row's sums, in every lane of the team
+            let row = row_of(wid.x, rr, team);
+            if (lane == 0u && row < p.n_vocab) {
+                let fb = value_and_bound(sc_row, sum, norms);
+                partial[p.partial_offset + row] = vec2<u32>(bitcast<u32>(fb.y), 0u);
+                logits[p.out_offset + row] = fb.x;
+                if (beats(fb.x - fb.y, row, bv, bi)) {
+                    bv = fb.x - fb.y;
+                    bi = row;
+                }
+            }
+            continue;
         }
         acc[rr % 8u] = vec2<i32>(ia, ib);
         if (rr % 8u != 7u) { continue; }
@@ -167,25 +196,39 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
             workgroupBarrier();
         }
-        var bv = 0.0;
-        var bi = 0xffffffffu;
+        var rv = 0.0;
+        var ri = 0xffffffffu;
         let blk = wid.x * BLOCKS + rr / 8u;
         if (lane < 8u) {
             let row = blk * 64u + lane * 8u + team;
             if (row < p.n_vocab) {
-                let sc  = info[row];
-                let sum = red[(team * 8u + lane) * 16u];
-                let f   = (sc.x * norms.z) * (256.0 * f32(sum.x) + f32(sum.y));
-                let b   = sc.y * (norms.x + norms.y) + sc.z * norms.y;
-                partial[p.partial_offset + row] = vec2<u32>(bitcast<u32>(b), 0u);
-                logits[p.out_offset + row] = f;
-                bv = f - b;
-                bi = row;
+                let fb = value_and_bound(info[row], red[(team * 8u + lane) * 16u], norms);
+                partial[p.partial_offset + row] = vec2<u32>(bitcast<u32>(fb.y), 0u);
+                logits[p.out_offset + row] = fb.x;
+                rv = fb.x - fb.y;
+                ri = row;
             }
         }
-        let best = best_index(lid, bv, bi);  // (ends with a barrier before red is written again)
-        if (lid == 0u && blk * 64u < p.n_vocab) {
-            partial[p.partial_offset + p.n_vocab + blk] = best;
+        let best = best_index(lid, rv, ri);  // (ends with a barrier before red is written again)
+        if (lid == 0u && beats(bitcast<f32>(best.x), best.y, bv, bi)) {
+            bv = bitcast<f32>(best.x);
+            bi = best.y;
         }
     }
+    // The workgroup's best (f - B, row), for argmax_exact.wgsl's threshold.
+    let best = best_index(lid, bv, bi);
+    if (lid == 0u) { partial[p.partial_offset + p.n_vocab + wid.x] = best; }
+}
+
+// A row's info (s, c, s ||q||, 0), or zeros past the table.
+fn load_info(row: u32) -> vec4<f32> {
+    if (row < p.n_vocab) { return info[row]; }
+    return vec4<f32>(0.0);
+}
+
+// The row's value f and bound B from its info, its two integer sums and (||h||, ||eta||, S).
+fn value_and_bound(sc: vec4<f32>, sum: vec2<i32>, norms: vec3<f32>) -> vec2<f32> {
+    let f = (sc.x * norms.z) * (256.0 * f32(sum.x) + f32(sum.y));
+    let b = sc.y * (norms.x + norms.y) + sc.z * norms.y;
+    return vec2<f32>(f, b);
 }

@@ -7,10 +7,20 @@
 var<workgroup> red_sum: array<vec2<f32>, WG>;
 
 fn inv_rms(lid: u32, xo: u32) -> f32 {
+    // This invocation's first 16 elements are loaded before any is summed (one round trip, not
+    // one per element: the loop bound is a uniform, so the loop is not unrolled); the same order.
+    var xs: array<f32, 16>;
+    for (var u = 0u; u < 16u; u++) {
+        let i = lid + u * WG;
+        if (i < p.k) { xs[u] = x[xo + i]; }
+    }
     var acc = vec2<f32>(0.0, 0.0);
-    for (var i = lid; i < p.k; i += WG) {
+    for (var u = 0u; u < 16u; u++) {
+        if (lid + u * WG < p.k) { acc = df_add_f(acc, mul_rn(xs[u], xs[u])); }  // squares rounded, as the CPU
+    }
+    for (var i = lid + 16u * WG; i < p.k; i += WG) {
         let v = x[xo + i];
-        acc = df_add_f(acc, mul_rn(v, v));  // the square rounded, as the CPU
+        acc = df_add_f(acc, mul_rn(v, v));
     }
     red_sum[lid] = acc;
     workgroupBarrier();

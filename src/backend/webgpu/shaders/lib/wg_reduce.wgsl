@@ -26,3 +26,7 @@ fn wg_df_sum(lid: u32, v: vec2<f32>) -> vec2<f32> {
     }
     return wg_red_df[0];
 }
+
+// Whether the subgroup forms exist (lib/wg_reduce_sg.wgsl); here not, and team_isum is never called.
+const WG_REDUCE_SG: bool = false;
+fn team_isum(v: vec2<i32>) -> vec2<i32> { return v; }

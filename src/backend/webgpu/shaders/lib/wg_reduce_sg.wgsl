@@ -76,3 +76,9 @@ fn wg_df_sum(lid: u32, v: vec2<f32>) -> vec2<f32> {
     for (var i = lane + size; i < n; i += size) { a = df_add(a, wg_red_df[i]); }
     return sg_df_sum(a, lane, min(n, size));
 }
+
+// The subgroup forms exist. team_isum: the sum over the caller's subgroup, in every invocation
+// (integers: one instruction on NVIDIA), for kernels whose teams of lanes are whole subgroups (the
+// host checks the subgroup size).
+const WG_REDUCE_SG: bool = true;
+fn team_isum(v: vec2<i32>) -> vec2<i32> { return subgroupAdd(v); }
