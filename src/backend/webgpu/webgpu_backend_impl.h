@@ -234,7 +234,7 @@ private:
                             const Weight * norm, float eps, FfnActivation act);
     bool try_decode_qkv(const Tensor & q, const KvLayer & kv, const GpuLinear & w, const QuantizedActs & a,
                         const Tensor * x, const Weight * norm, float eps, const AttentionShape & shape, int64_t pos0);
-    uint32_t attention_score_slots(uint32_t tile_words) const;
+    uint32_t attention_score_slots(uint32_t wg, uint32_t kpart, uint32_t tile_words) const;
     // One token's whole layer as one dispatch (webgpu_layer.cpp, layer_decode.wgsl); false when it
     // does not apply (then the five kernels run).
     bool try_decode_layer(const LayerWeights & w, const LayerTensors & t, const KvLayer & kv, float eps,

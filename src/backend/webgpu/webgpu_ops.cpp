@@ -195,10 +195,10 @@ void WebGpuBackend::qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, con
 // Scores kept in attention.wgsl's workgroup memory: what is left of the device's workgroup storage
 // after the kernel's other arrays (11 KiB with WG = 256 and HD_MAX = 256, plus the K tile), at
 // most 2048.
-uint32_t WebGpuBackend::attention_score_slots(uint32_t tile_words) const {
+uint32_t WebGpuBackend::attention_score_slots(uint32_t wg, uint32_t kpart, uint32_t tile_words) const {
     const uint64_t storage = ctx_.limits().maxComputeWorkgroupStorageSize;
     // qh, probs, wg_reduce.wgsl's two arrays, pv_sum, kpart, ktile
-    const uint64_t other = 256 * 4 + 256 * 4 + 256 * 8 + 256 * 4 + 512 * 8 + 256 * 8 + uint64_t{tile_words} * 4;
+    const uint64_t other = 256 * 4 + 256 * 4 + uint64_t{wg} * (8 + 4 + 16) + uint64_t{kpart} * 8 + uint64_t{tile_words} * 4;
     const uint64_t slots = storage > other ? (storage - other) / 4 / 256 * 256 : 0;
     return static_cast<uint32_t>(std::clamp<uint64_t>(slots, 256, 2048));
 }
@@ -226,27 +226,45 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
         u32(pos0),        u32(kv.k.ne[0]), gpu_offset(q, 4),      u32(q.ne[0]),
         gpu_offset(out, 4), u32(out.ne[0]), gpu_offset(kv.k, k_el), gpu_offset(kv.v, v_el),
         s.scale};
-    // 256 threads for one query (its tiled scores use them all), 128 for prompts (measured faster on
-    // an H100: more workgroups per SM). $TERN_WEBGPU_ATTN_WG (64..256, a power of two) overrides.
+    // 512 threads for one query where the device allows them and their workgroup memory (H100 tg128
+    // 511-512 tokens/s against 497 with 256: tiles of 64 positions instead of 32, 8 positions per
+    // P·V thread instead of 16), else 256 (its tiled scores use them all); 128 for prompts (measured
+    // faster on an H100: more workgroups per SM). $TERN_WEBGPU_ATTN_WG (a power of two from 64 to the
+    // device's limit, at most 1024) overrides.
     static const double attn_wg_env = [] {
         const char * env = std::getenv("TERN_WEBGPU_ATTN_WG");
-        return env ? std::clamp(std::atof(env), 64.0, 256.0) : 0.0;
+        return env ? std::clamp(std::atof(env), 64.0, 1024.0) : 0.0;
     }();
-    const double attn_wg = attn_wg_env > 0 ? attn_wg_env : (n_tok == 1 ? 256.0 : 128.0);
-    // Tiled scores: S threads per position (a power of two), WPT >= 8 words each where possible.
-    const uint32_t wg = static_cast<uint32_t>(std::max(attn_wg, static_cast<double>(hd / 2)));
-    const uint32_t hw = static_cast<uint32_t>(kv.k.type == DType::f16 ? hd / 2 : hd);  // words per K row
-    uint32_t       ts = 1;
-    while (ts * 2 <= wg && hw % (ts * 2) == 0 && hw / (ts * 2) >= 8) ts *= 2;
-    // Tiles for one query (decode); prompts keep workgroup memory small (more workgroups per SM).
-    const bool     tiled = n_tok == 1;
-    const uint32_t tile  = tiled ? wg / ts * (hw + 1) : 1;
+    const WGPULimits & lim   = ctx_.limits();
+    const bool         tiled = n_tok == 1;  // tiles for one query; prompts keep workgroup memory small
+    const uint32_t     hw    = static_cast<uint32_t>(kv.k.type == DType::f16 ? hd / 2 : hd);  // words per K row
+    struct Tiling {
+        uint32_t wg = 0, ts = 1, tile = 1;
+    };
+    // Tiled scores: S = ts threads per position (a power of two), WPT >= 8 words each where possible.
+    const auto tiling_for = [&](double wanted) {
+        Tiling t;
+        t.wg = static_cast<uint32_t>(std::max(std::min(wanted, static_cast<double>(lim.maxComputeInvocationsPerWorkgroup)),
+                                              static_cast<double>(hd / 2)));
+        while (t.ts * 2 <= t.wg && hw % (t.ts * 2) == 0 && hw / (t.ts * 2) >= 8) t.ts *= 2;
+        t.tile = tiled ? t.wg / t.ts * (hw + 1) : 1;
+        return t;
+    };
+    Tiling tl = tiling_for(attn_wg_env > 0 ? attn_wg_env : (tiled ? 256.0 : 128.0));
+    if (attn_wg_env == 0 && tiled) {
+        const Tiling wide = tiling_for(512.0);
+        const uint64_t other = 256 * 4 + 256 * 4 + uint64_t{wide.wg} * (8 + 4 + 16 + 8) + uint64_t{wide.tile} * 4;
+        if (wide.wg == 512 && lim.maxComputeWorkgroupSizeX >= 512 && other + 256 * 4 <= lim.maxComputeWorkgroupStorageSize) {
+            tl = wide;
+        }
+    }
+    const uint32_t wg = tl.wg, ts = tl.ts, tile = tl.tile;
     const PipelineKey key{"attention",
                           "rrrwu",
                           {{{"WG", static_cast<double>(wg)},
                             {"K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0},
                             {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0},
-                            {"SC_MAX", static_cast<double>(attention_score_slots(tile))},
+                            {"SC_MAX", static_cast<double>(attention_score_slots(wg, tiled ? wg : 1, tile))},
                             {"HD", static_cast<double>(hd)},
                             {"S", static_cast<double>(ts)},
                             {"WPT", static_cast<double>(hw / ts)},
