@@ -36,7 +36,8 @@ HeadParams head_params(const Weight & head, const Tensor & x, const Tensor & log
 
 }  // namespace
 
-// Lanes per row: the fewest (a power of two >= 4) that leave each lane at most 8 vec4 loads.
+// Lanes per row: the fewest (a power of two >= 4) that leave each lane at most 16 vec4 loads
+// (lib/ternary_decode.wgsl's ROW_VEC4_MAX; $TERN_WEBGPU_DECODE_LANE_LOADS lowers it, a tuning aid).
 // Workgroup: 256 threads unless $TERN_WEBGPU_DECODE_WG says otherwise (a tuning aid), and at least
 // K / 32 so that the prologue's threads hold at most 8 activation words each.
 std::optional<WebGpuBackend::DecodeTiling> WebGpuBackend::decode_tiling(const GpuLinear & w, int64_t n_tok,
@@ -48,7 +49,8 @@ std::optional<WebGpuBackend::DecodeTiling> WebGpuBackend::decode_tiling(const Gp
     // $TERN_WEBGPU_DECODE_LANES raises the lanes per row (a tuning aid: fewer loads per lane).
     static const uint32_t lanes_env = env_u32("TERN_WEBGPU_DECODE_LANES", 4);
     t.lanes = std::clamp<uint32_t>(floor_pow2(lanes_env), 4, 64);
-    while (k / 64 > 8 * static_cast<int64_t>(t.lanes)) t.lanes *= 2;
+    static const uint32_t lane_loads = std::clamp<uint32_t>(env_u32("TERN_WEBGPU_DECODE_LANE_LOADS", 10), 1, 10);
+    while (k / 64 > static_cast<int64_t>(lane_loads) * t.lanes) t.lanes *= 2;
     uint32_t wg = std::clamp<uint32_t>(wg_env, 32, 1024);
     wg          = std::max<uint32_t>(wg, static_cast<uint32_t>(k / 32));
     uint32_t p2 = 32;

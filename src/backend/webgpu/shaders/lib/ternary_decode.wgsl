@@ -1,18 +1,19 @@
 // The weight side of the decode (T = 1) ternary kernels: one row of the GPU layout
 // (lib/ternary.wgsl) dotted with the activations staged by lib/act_stage.wgsl, read as vec4<u32>
 // (64 weights per load). A row is shared by `lanes` lanes: lane l takes vec4s l, l + lanes, ...
-// (neighbouring lanes read neighbouring 16 bytes), at most 8 per lane (k <= 512 lanes), loaded
+// (neighbouring lanes read neighbouring 16 bytes), at most ROW_VEC4_MAX per lane, loaded
 // up front by prefetch_row() so that the weight reads are in flight while the prologue runs.
 // The including kernel declares `override WG`, `acts` (lib/act_stage.wgsl) and
 // `weight_vec4(i) -> vec4<u32>`, vec4 i of the weight buffer (lib/decode_io.wgsl: `wq[i]`).
 
-alias RowWords = array<vec4<u32>, 8>;
+const ROW_VEC4_MAX: u32 = 10u;  // vec4 loads per lane (WebGpuBackend::decode_tiling keeps to it)
+alias RowWords = array<vec4<u32>, ROW_VEC4_MAX>;
 
 fn prefetch_row(row: u32, lane: u32, lanes: u32, k: u32) -> RowWords {
     var w: RowWords;
     let n    = k / 64u;
     let base = row * n;
-    for (var v = 0u; v < 8u; v++) {
+    for (var v = 0u; v < ROW_VEC4_MAX; v++) {
         let i = lane + v * lanes;
         if (i < n) { w[v] = weight_vec4(base + i); }
     }
@@ -25,7 +26,7 @@ fn row_dot(w: RowWords, lane: u32, lanes: u32, k: u32) -> i32 {
     var acc  = vec3<i32>();  // sums of code * a as (1, 4, 16) times (lib/ternary.wgsl: codes_dot16)
     var asum = 0;            // sum of a over the same elements
     let n    = k / 64u;
-    for (var v = 0u; v < 8u; v++) {
+    for (var v = 0u; v < ROW_VEC4_MAX; v++) {
         let i = lane + v * lanes;
         if (i < n) {
             let wv = w[v];
