@@ -36,7 +36,7 @@ HeadParams head_params(const Weight & head, const Tensor & x, const Tensor & log
 
 }  // namespace
 
-// Lanes per row: the fewest (a power of two >= 4) that leave each lane at most 16 vec4 loads
+// Lanes per row: the fewest (a power of two >= 4) that leave each lane at most 10 vec4 loads
 // (lib/ternary_decode.wgsl's ROW_VEC4_MAX; $TERN_WEBGPU_DECODE_LANE_LOADS lowers it, a tuning aid).
 // Workgroup: 256 threads unless $TERN_WEBGPU_DECODE_WG says otherwise (a tuning aid), and at least
 // K / 32 so that the prologue's threads hold at most 8 activation words each.

@@ -192,14 +192,18 @@ void WebGpuBackend::qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, con
     step_->dispatch(key, bufs, &p, sizeof p, ceil_div(lw.n_rows, rows), ceil_div(n_tok, tl.toks));
 }
 
+// Bytes of attention.wgsl's workgroup memory other than the scores: qh, probs (HD_MAX = CHUNK =
+// 256), wg_reduce.wgsl's two arrays, pv_sum, kpart, ktile (11 KiB with WG = 256, plus the K tile).
+static uint64_t attention_fixed_bytes(uint32_t wg, uint32_t kpart, uint32_t tile_words) {
+    return 256 * 4 + 256 * 4 + uint64_t{wg} * (4 + 8 + 16) + uint64_t{kpart} * 8 + uint64_t{tile_words} * 4;
+}
+
 // Scores kept in attention.wgsl's workgroup memory: what is left of the device's workgroup storage
-// after the kernel's other arrays (11 KiB with WG = 256 and HD_MAX = 256, plus the K tile), at
-// most 2048.
+// after the kernel's other arrays, at most 2048.
 uint32_t WebGpuBackend::attention_score_slots(uint32_t wg, uint32_t kpart, uint32_t tile_words) const {
     const uint64_t storage = ctx_.limits().maxComputeWorkgroupStorageSize;
-    // qh, probs, wg_reduce.wgsl's two arrays, pv_sum, kpart, ktile
-    const uint64_t other = 256 * 4 + 256 * 4 + uint64_t{wg} * (8 + 4 + 16) + uint64_t{kpart} * 8 + uint64_t{tile_words} * 4;
-    const uint64_t slots = storage > other ? (storage - other) / 4 / 256 * 256 : 0;
+    const uint64_t other   = attention_fixed_bytes(wg, kpart, tile_words);
+    const uint64_t slots   = storage > other ? (storage - other) / 4 / 256 * 256 : 0;
     return static_cast<uint32_t>(std::clamp<uint64_t>(slots, 256, 2048));
 }
 
@@ -252,9 +256,9 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
     };
     Tiling tl = tiling_for(attn_wg_env > 0 ? attn_wg_env : (tiled ? 256.0 : 128.0));
     if (attn_wg_env == 0 && tiled) {
-        const Tiling wide = tiling_for(512.0);
-        const uint64_t other = 256 * 4 + 256 * 4 + uint64_t{wide.wg} * (8 + 4 + 16 + 8) + uint64_t{wide.tile} * 4;
-        if (wide.wg == 512 && lim.maxComputeWorkgroupSizeX >= 512 && other + 256 * 4 <= lim.maxComputeWorkgroupStorageSize) {
+        const Tiling   wide  = tiling_for(512.0);
+        const uint64_t bytes = attention_fixed_bytes(wide.wg, wide.wg, wide.tile) + 256 * 4;  // + 256 score slots
+        if (wide.wg == 512 && lim.maxComputeWorkgroupSizeX >= 512 && bytes <= lim.maxComputeWorkgroupStorageSize) {
             tl = wide;
         }
     }
