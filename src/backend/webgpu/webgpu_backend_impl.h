@@ -246,12 +246,14 @@ private:
                          float eps, bool round_input_f16, bool argmax_only);
     // argmax_partial_, grown to at least n_bytes; returns its buffer.
     WGPUBuffer argmax_partials(size_t n_bytes);
-    // Greedy decoding's head over the int8 copy (lm_head_i8_argmax.wgsl): the same per-row values and
-    // bounds as try_decode_head(argmax_only) for argmax_exact.wgsl; false when it does not apply.
-    // Makes head.q8 (one dispatch in the current step) unless it exists; false if it cannot.
+    // Makes head.q8 (one dispatch in the current step) unless it exists; false if it does not apply or
+    // cannot be made.
     bool ensure_head_q8(const GpuTable & head);
-    bool try_decode_head_i8(const Tensor & logits, const GpuTable & head, const Tensor & x, const GpuNorm & norm,
-                            float eps, bool round_input_f16);
+    // Greedy decoding's head over the int8 copy (lm_head_i8_argmax.wgsl): the same per-row values and
+    // bounds as try_decode_head(argmax_only), and one lower bound per workgroup, for argmax_exact.wgsl.
+    // Returns the number of lower bounds (its workgroups), 0 when it does not apply.
+    uint32_t try_decode_head_i8(const Tensor & logits, const GpuTable & head, const Tensor & x, const GpuNorm & norm,
+                                float eps, bool round_input_f16);
     // Whether greedy decoding would stream the int8 copy of this head (F16, row width a multiple of
     // 16 up to 4096, not turned off by $TERN_WEBGPU_GREEDY_HEAD).
     bool greedy_head_i8_applies(const GpuTable & head) const;
@@ -287,7 +289,6 @@ private:
     std::unique_ptr<GpuBuffer>                     attn_part_;    // prompt attention segment sums
     int64_t                                        attn_scratch_budget_ = 0;  // WebGpuOptions::attention_scratch_bytes
     int64_t                                        greedy_head_i8_min_bytes_ = 0;  // WebGpuOptions::
-    uint32_t                                       head_i8_groups_ = 0;  // the last int8 head's workgroups (0: F16 path)
     std::optional<GemmTiling>                      gemm_tiling_;  // set_gemm_tiling()
 };
 

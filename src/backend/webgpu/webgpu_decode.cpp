@@ -22,7 +22,8 @@ uint32_t env_u32(const char * name, uint32_t fallback) {
     return static_cast<uint32_t>(std::strtoul(env, nullptr, 10));
 }
 
-// The uniform of the decode heads (lm_head_f16_decode.wgsl, lm_head_i8_argmax.wgsl: the same fields).
+// The uniform of the decode heads (shaders/lib/head_params.wgsl, for lm_head_f16_decode.wgsl and
+// lm_head_i8_argmax.wgsl).
 struct HeadParams {
     uint32_t n_vocab, x_offset, out_offset, round_input, k;
     float    eps;
@@ -301,17 +302,17 @@ WebGpuBackend::HeadInt8Copy WebGpuBackend::read_head_int8_copy(const Weight & he
     return out;
 }
 
-bool WebGpuBackend::try_decode_head_i8(const Tensor & logits, const GpuTable & head, const Tensor & x,
-                                       const GpuNorm & norm, float eps, bool round_input_f16) {
-    if (x.ne[1] != 1 || !ensure_head_q8(head)) return false;
+uint32_t WebGpuBackend::try_decode_head_i8(const Tensor & logits, const GpuTable & head, const Tensor & x,
+                                           const GpuNorm & norm, float eps, bool round_input_f16) {
+    if (x.ne[1] != 1 || !ensure_head_q8(head)) return 0;
     const uint32_t n_vocab = static_cast<uint32_t>(head.n_rows);
     const auto     k       = static_cast<double>(head.n_cols);
     // 64-row blocks per workgroup ($TERN_WEBGPU_HEAD_BLOCKS, a tuning aid): each workgroup stages h
     // once for all of its blocks.
-    static const uint32_t blocks   = std::clamp<uint32_t>(env_u32("TERN_WEBGPU_HEAD_BLOCKS", 8), 1, 64);
-    const uint32_t        n_chunks = (n_vocab + 63) / 64;
-    // Per-row bounds, then the blocks' lower bounds (as lm_head_f16_decode.wgsl's ARGMAX_ONLY).
-    const WGPUBuffer partials = argmax_partials((static_cast<size_t>(n_chunks) + n_vocab) * 8);
+    static const uint32_t blocks = std::clamp<uint32_t>(env_u32("TERN_WEBGPU_HEAD_BLOCKS", 8), 1, 64);
+    const uint32_t        groups = ((n_vocab + 63) / 64 + blocks - 1) / blocks;
+    // Per-row bounds, then each workgroup's lower bound.
+    const WGPUBuffer partials = argmax_partials((static_cast<size_t>(groups) + n_vocab) * 8);
     const HeadParams p        = head_params(head, x, logits, round_input_f16, eps);
     // A team of 32 lanes per row is a subgroup when subgroups are exactly 32 wide: rows are summed by
     // subgroupAdd and the stream has no barriers (TEAM_SG). $TERN_WEBGPU_HEAD_TEAM_SG=0 turns it off.
@@ -326,10 +327,9 @@ bool WebGpuBackend::try_decode_head_i8(const Tensor & logits, const GpuTable & h
                             {"TEAM_SG", team_sg ? 1.0 : 0.0}}}};
     const WGPUBuffer  bufs[] = {head.q8->get(),         head.q8_info->get(), gpu_buffer(x), norm.buffer->get(),
                                 gpu_buffer(logits), partials};
-    head_i8_groups_ = (n_chunks + blocks - 1) / blocks;
-    step_->dispatch(key, bufs, &p, sizeof p, head_i8_groups_);
+    step_->dispatch(key, bufs, &p, sizeof p, groups);
     head_partials_ = {};
-    return true;
+    return groups;
 }
 
 void WebGpuBackend::norm_lm_head(const Tensor & logits, const Weight & head, const Tensor & h, const Tensor & x,
@@ -355,10 +355,17 @@ void WebGpuBackend::norm_lm_head_argmax(const Tensor & ids, const Tensor & logit
     const bool     exact_head = greedy_head_mode() == "exact";
     const uint64_t wg_storage = ctx_.limits().maxComputeWorkgroupStorageSize;
     const bool     fits = static_cast<uint64_t>(e->n_cols) * 4 + 8192 <= wg_storage;
-    head_i8_groups_ = 0;
-    if (exact_head || !fuse_norms_ || !fits ||
-        (!try_decode_head_i8(logits, *e, x, *nw, eps, round_input_f16) &&
-         !try_decode_head(logits, *e, x, nw, eps, round_input_f16, true))) {
+    // The fast head's lower bounds for argmax_exact: one per workgroup of the int8 head, or one per
+    // 64-row block of the F16 table's; 0 when neither ran.
+    const uint32_t n_blocks = static_cast<uint32_t>((e->n_rows + 63) / 64);
+    uint32_t       n_bounds = 0;
+    bool           int8     = false;
+    if (!exact_head && fuse_norms_ && fits) {
+        n_bounds = try_decode_head_i8(logits, *e, x, *nw, eps, round_input_f16);
+        int8     = n_bounds > 0;
+        if (!int8 && try_decode_head(logits, *e, x, nw, eps, round_input_f16, true)) n_bounds = n_blocks;
+    }
+    if (n_bounds == 0) {
         Backend::norm_lm_head_argmax(ids, logits, head, h, x, norm, eps, round_input_f16);
         return;
     }
@@ -368,11 +375,8 @@ void WebGpuBackend::norm_lm_head_argmax(const Tensor & ids, const Tensor & logit
     // big ones. $TERN_WEBGPU_EXACT_GROUPS overrides (a tuning aid).
     // (The F16 path's tight bounds leave one or two candidates: 64 groups, as measured before.)
     static const uint32_t groups_env = env_u32("TERN_WEBGPU_EXACT_GROUPS", 0);
-    const uint32_t k_groups = groups_env > 0 ? groups_env : (greedy_head_i8_applies(*e) ? 512u : 64u);
-    // The head's lower bounds: one per 64-row block (F16 path) or per workgroup (int8 path).
-    const uint32_t     n_blocks = static_cast<uint32_t>((e->n_rows + 63) / 64);
-    const uint32_t     n_chunks = head_i8_groups_ > 0 ? head_i8_groups_ : n_blocks;
-    const uint32_t     groups   = std::min<uint32_t>(k_groups, n_blocks);
+    const uint32_t k_groups = groups_env > 0 ? groups_env : (int8 ? 512u : 64u);
+    const uint32_t groups   = std::min<uint32_t>(k_groups, n_blocks);
     if (!exact_partial_ || exact_partial_->size_bytes() < groups * 8) {
         exact_partial_ = make_buffer(groups * 8, nullptr, "exact argmax partials");
     }
@@ -386,7 +390,7 @@ void WebGpuBackend::norm_lm_head_argmax(const Tensor & ids, const Tensor & logit
         round_input_f16 ? 1u : 0u,
         static_cast<uint32_t>(e->n_cols),
         eps,
-        n_chunks,
+        n_bounds,
         static_cast<uint32_t>((e->n_rows + groups - 1) / groups)};
     const PipelineKey key{"argmax_exact", "rrrrrwu", {{{"K", static_cast<double>(e->n_cols)}, {"NORM", 1.0}}}};
     const WGPUBuffer  bufs[] = {e->buffer->get(), gpu_buffer(x), nw->buffer->get(), gpu_buffer(logits),

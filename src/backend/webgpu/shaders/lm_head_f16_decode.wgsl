@@ -18,6 +18,7 @@
 // #include "lib/inv_rms.wgsl"
 // #include "lib/best_index.wgsl"
 // #include "lib/head_input.wgsl"
+// #include "lib/head_params.wgsl"
 
 override K: u32 = 2560u;     // elements per row (n_embd)
 override EXACT: bool = true;  // double-float sums (= the CPU's double sum); false: f32 fma sums
@@ -30,16 +31,6 @@ override ARGMAX_ONLY: bool = false;
 override PER_LANE: u32 = (K / 8u + 31u) / 32u;  // vec4 loads per lane per row (K <= 4096: <= 16)
 override WG: u32 = 256u;      // fixed (lib/inv_rms.wgsl and lib/best_index.wgsl size their arrays by it)
 
-struct Params {
-    n_vocab: u32,
-    x_offset: u32,     // f32 index of x[0]
-    out_offset: u32,   // f32 index of logits[0]
-    round_input: u32,  // 1: round h to f16 first
-    k: u32,            // = K (for lib/inv_rms.wgsl)
-    eps: f32,          // NORM only
-    partial_offset: u32,  // vec2 index of partial[0]
-    rn_zero: u32,      // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
-}
 
 @group(0) @binding(0) var<storage, read> head: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> x: array<f32>;

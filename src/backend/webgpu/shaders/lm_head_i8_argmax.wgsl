@@ -30,6 +30,7 @@ requires packed_4x8_integer_dot_product;
 // #include "lib/inv_rms.wgsl"
 // #include "lib/best_index.wgsl"
 // #include "lib/head_input.wgsl"
+// #include "lib/head_params.wgsl"
 
 // #include "lib/dot4_native.wgsl"
 // #include "lib/wg_reduce.wgsl"
@@ -44,16 +45,6 @@ override PER_LANE: u32 = (K / 16u + 31u) / 32u;  // vec4 loads per lane per row 
 override WG: u32 = 256u;      // fixed (the teams; lib/inv_rms.wgsl and lib/best_index.wgsl size by it)
 override TEAM_SG: bool = false;  // the host sets it when subgroups are exactly 32 invocations
 
-struct Params {
-    n_vocab: u32,
-    x_offset: u32,        // f32 index of x[0]
-    out_offset: u32,      // f32 index of logits[0]
-    round_input: u32,     // 1: round h to f16 first
-    k: u32,               // = K (for lib/inv_rms.wgsl)
-    eps: f32,             // NORM only
-    partial_offset: u32,  // vec2 index of partial[0]
-    rn_zero: u32,         // 0, filled by the encoder (lib/numerics.wgsl)
-}
 
 @group(0) @binding(0) var<storage, read> q8: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> info: array<vec4<f32>>;
@@ -161,9 +152,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             let sum = team_isum(vec2<i32>(ia, ib));  // the row's sums, in every lane of the team
             let row = row_of(wid.x, rr, team);
             if (lane == 0u && row < p.n_vocab) {
-                let fb = value_and_bound(sc_row, sum, norms);
-                partial[p.partial_offset + row] = vec2<u32>(bitcast<u32>(fb.y), 0u);
-                logits[p.out_offset + row] = fb.x;
+                let fb = store_row(row, sc_row, sum, norms);
                 if (beats(fb.x - fb.y, row, bv, bi)) {
                     bv = fb.x - fb.y;
                     bi = row;
@@ -202,9 +191,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         if (lane < 8u) {
             let row = blk * 64u + lane * 8u + team;
             if (row < p.n_vocab) {
-                let fb = value_and_bound(info[row], red[(team * 8u + lane) * 16u], norms);
-                partial[p.partial_offset + row] = vec2<u32>(bitcast<u32>(fb.y), 0u);
-                logits[p.out_offset + row] = fb.x;
+                let fb = store_row(row, info[row], red[(team * 8u + lane) * 16u], norms);
                 rv = fb.x - fb.y;
                 ri = row;
             }
@@ -215,8 +202,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             bi = best.y;
         }
     }
-    // The workgroup's best (f - B, row), for argmax_exact.wgsl's threshold.
-    let best = best_index(lid, bv, bi);
+    // The workgroup's best (f - B, row), for argmax_exact.wgsl's threshold: across the teams, or
+    // invocation 0's running best of the blocks.
+    var best = vec2<u32>(bitcast<u32>(bv), bi);
+    if (team_sg) { best = best_index(lid, bv, bi); }
     if (lid == 0u) { partial[p.partial_offset + p.n_vocab + wid.x] = best; }
 }
 
@@ -226,9 +215,12 @@ fn load_info(row: u32) -> vec4<f32> {
     return vec4<f32>(0.0);
 }
 
-// The row's value f and bound B from its info, its two integer sums and (||h||, ||eta||, S).
-fn value_and_bound(sc: vec4<f32>, sum: vec2<i32>, norms: vec3<f32>) -> vec2<f32> {
+// The row's value f and bound B from its info, its two integer sums and (||h||, ||eta||, S), stored
+// (logits[row] = f, partial[row] = bits(B)) and returned as (f, B).
+fn store_row(row: u32, sc: vec4<f32>, sum: vec2<i32>, norms: vec3<f32>) -> vec2<f32> {
     let f = (sc.x * norms.z) * (256.0 * f32(sum.x) + f32(sum.y));
     let b = sc.y * (norms.x + norms.y) + sc.z * norms.y;
+    partial[p.partial_offset + row] = vec2<u32>(bitcast<u32>(b), 0u);
+    logits[p.out_offset + row] = f;
     return vec2<f32>(f, b);
 }
