@@ -25,7 +25,7 @@ override NORM_STOP: u32 = 0u;
 
 // Whether the decode kernels issue the loads of x and the norm weights before their weight loads
 // (the norm is the longer chain, so its inputs go first), or after them. Measured on an H100:
-// tg128 486-488 tokens/s first, 476-478 after (alternating runs).
+// tg128 486-488 tokens/s first, 476-478 after (alternating runs without a slow repetition).
 override X_FIRST: bool = true;
 
 // This invocation's words of x and of the norm weights (NORM; nothing otherwise): the fused
