@@ -23,7 +23,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "core/mmap.h"
 
@@ -181,60 +180,6 @@ TEST(WebGpuModel, LayerKernelDecodingMatchesCpu) {
     EXPECT_EQ(be->layer_flow_error(), 0u);
     // 2 layers x (20 + 12 decoded tokens): the kernel did run (it falls back silently otherwise).
     EXPECT_EQ(be->layer_dispatches() - before, 2 * (20 + 12));
-}
-
-// Logits of every prompt position and of n_generate greedy steps on the shared WebGPU backend.
-std::vector<float> gpu_logits(const std::string & path, const std::vector<int32_t> & prompt, const RunOptions & o) {
-    const GgufFile file = GgufFile::open(path);
-    auto           m    = BitnetModel::load(file, *test::shared_webgpu().backend);
-    const int64_t  nv   = m->config().n_vocab;
-    SessionOptions so;
-    so.n_ctx   = static_cast<int64_t>(prompt.size()) + o.n_generate + 1;
-    so.n_batch = o.n_batch;
-    so.type_k = so.type_v = o.cache;
-    Session            s(*m, so);
-    std::vector<float> all(prompt.size() * static_cast<size_t>(nv));
-    s.eval(prompt, all);
-    for (int step = 0; step < o.n_generate; ++step) {
-        const int32_t next[1] = {argmax(s.logits())};
-        s.eval(next);
-        all.insert(all.end(), s.logits().begin(), s.logits().end());
-    }
-    return all;
-}
-
-// Decoded layers run qkv + attention as one dispatch by default (qkv_attention_decode.wgsl); here
-// with it (counting that it ran: it falls back silently) and without it (qkv_rope_decode.wgsl then
-// attention.wgsl), both cache types, against the CPU.
-TEST(WebGpuModel, QkvAttentionKernelAndSeparateKernelsMatchCpu) {
-    TERN_REQUIRE_WEBGPU();
-    auto * be = dynamic_cast<WebGpuBackend *>(test::shared_webgpu().backend.get());
-    ASSERT_NE(be, nullptr);
-    struct On {
-        WebGpuBackend * be;
-        ~On() { be->set_qkv_attention(true); }
-    } on{be};
-    be->set_qkv_attention(true);
-    const int64_t before = be->qkv_attention_dispatches();
-    run_both(synth_model("i2s", DType::i2_s, DType::f16), some_tokens(9, 256), {DType::f16, 7, 16});
-    run_both(synth_model("i2s", DType::i2_s, DType::f16), some_tokens(6, 256), {DType::f32, 7, 10});
-    // 2 layers x (16 + 10 decoded tokens).
-    EXPECT_EQ(be->qkv_attention_dispatches() - before, 2 * (16 + 10));
-    // The same bits as the two kernels, on any adapter (the CPU comparison allows ulps on GPUs).
-    for (const DType cache : {DType::f16, DType::f32}) {
-        const RunOptions o{cache, 7, 16};
-        const auto       fused = gpu_logits(synth_model("i2s", DType::i2_s, DType::f16), some_tokens(9, 256), o);
-        be->set_qkv_attention(false);
-        const auto apart = gpu_logits(synth_model("i2s", DType::i2_s, DType::f16), some_tokens(9, 256), o);
-        be->set_qkv_attention(true);
-        ASSERT_EQ(fused.size(), apart.size());
-        EXPECT_EQ(std::memcmp(fused.data(), apart.data(), fused.size() * sizeof(float)), 0)
-            << (cache == DType::f16 ? "f16" : "f32") << " cache";
-    }
-    be->set_qkv_attention(false);
-    const int64_t fused_runs = be->qkv_attention_dispatches();
-    run_both(synth_model("i2s", DType::i2_s, DType::f16), some_tokens(9, 256), {DType::f16, 7, 16});
-    EXPECT_EQ(be->qkv_attention_dispatches(), fused_runs);
 }
 
 // The reductions of the decode prologues, attention and the prompt softmax: the shared backend takes

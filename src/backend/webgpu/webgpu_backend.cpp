@@ -64,12 +64,6 @@ const GpuTable & as_table(const Weight & w) {
     return *t;
 }
 
-uint32_t env_u32(const char * name, uint32_t fallback) {
-    const char * env = std::getenv(name);
-    if (!env || !*env) return fallback;
-    return static_cast<uint32_t>(std::strtoul(env, nullptr, 10));
-}
-
 uint32_t u32(int64_t v) {
     TERN_ASSERT(v >= 0 && v <= static_cast<int64_t>(UINT32_MAX), "value %lld does not fit a u32",
                 static_cast<long long>(v));
@@ -126,8 +120,6 @@ WebGpuBackend::WebGpuBackend(const WebGpuOptions & options)
     fuse_norms_ = !(fuse && std::string_view(fuse) == "0");
     const char * layer = std::getenv("TERN_WEBGPU_LAYER");
     layer_kernel_      = layer && std::string_view(layer) == "1";
-    const char * qkv_attn = std::getenv("TERN_WEBGPU_QKV_ATTN");
-    qkv_attention_     = !(qkv_attn && std::string_view(qkv_attn) == "0");
     probe_numerics();
     const char * sg = std::getenv("TERN_WEBGPU_SUBGROUPS");
     if (!options.subgroup_reductions || (sg && std::string_view(sg) == "0")) {

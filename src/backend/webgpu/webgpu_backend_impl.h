@@ -176,10 +176,6 @@ public:
     // layer_decode.wgsl's error flag: non-zero when a poll gave up (its values were garbage). Waits.
     uint32_t layer_flow_error();
     int64_t  layer_dispatches() const { return layer_dispatches_; }
-    // qkv + attention of a decoded layer as one dispatch (qkv_attention_decode.wgsl): on by default,
-    // off with $TERN_WEBGPU_QKV_ATTN=0 or this setter; how often it ran.
-    void    set_qkv_attention(bool on) { qkv_attention_ = on; }
-    int64_t qkv_attention_dispatches() const { return qkv_attention_dispatches_; }
 
 private:
     // Runs numerics_probe.wgsl and sets the FMA_FUSED override of every pipeline.
@@ -239,17 +235,6 @@ private:
     bool try_decode_qkv(const Tensor & q, const KvLayer & kv, const GpuLinear & w, const QuantizedActs & a,
                         const Tensor * x, const Weight * norm, float eps, const AttentionShape & shape, int64_t pos0);
     uint32_t attention_score_slots(uint32_t wg, uint32_t kpart, uint32_t tile_words) const;
-    // attention.wgsl's threads and tiled scores for one query (tiled) or prompts (webgpu_ops.cpp).
-    struct AttentionTiling {
-        uint32_t wg = 0, ts = 1, tile = 1;  // threads, threads per position, K tile words
-    };
-    AttentionTiling attention_tiling(int64_t hd, DType k_type, bool tiled) const;
-    // attention.wgsl's workgroup memory other than the scores, in bytes.
-    static uint64_t attention_fixed_bytes(uint32_t wg, uint32_t kpart, uint32_t tile_words);
-    // norm + qkv + RoPE + KV append + attention of one token as one dispatch
-    // (webgpu_qkv_attention.cpp, qkv_attention_decode.wgsl); false when it does not apply.
-    bool try_decode_qkv_attention(const Tensor & out, const KvLayer & kv, const GpuLinear & w, const Tensor & x,
-                                  const Weight & norm, float eps, const AttentionShape & shape, int64_t pos0);
     // One token's whole layer as one dispatch (webgpu_layer.cpp, layer_decode.wgsl); false when it
     // does not apply (then the five kernels run).
     bool try_decode_layer(const LayerWeights & w, const LayerTensors & t, const KvLayer & kv, float eps,
@@ -280,7 +265,6 @@ private:
     std::string   subgroup_note_;  // why the subgroup reductions are not used; "" when they are
     bool          fuse_norms_  = true;  // $TERN_WEBGPU_FUSE=0 turns the fused decode prologues off
     bool          layer_kernel_ = false;  // $TERN_WEBGPU_LAYER=1 (set_layer_kernel)
-    bool          qkv_attention_ = true;  // $TERN_WEBGPU_QKV_ATTN=0 turns it off (set_qkv_attention)
     // The decode LM head also writes the argmax's first stage (chunk winners of 64 rows) for the
     // logits it produced; argmax() right after it only runs the final stage.
     struct HeadPartials {
@@ -300,7 +284,6 @@ private:
     uint32_t                                       flow_tag_ = 0; // the last layer dispatch's tag
     std::array<uint32_t, 7>                        flow_done_{};  // its completion counters' values
     int64_t                                        layer_dispatches_ = 0;
-    int64_t                                        qkv_attention_dispatches_ = 0;
     int64_t                                        layer_checked_ = 0;  // layer_dispatches_ at the last flag check
     std::unique_ptr<GpuBuffer>                     attn_scores_;  // prompt attention scores / probabilities
     std::unique_ptr<GpuBuffer>                     attn_part_;    // prompt attention segment sums
@@ -320,8 +303,6 @@ const GpuLinear & as_linear(const Weight & w);
 const GpuNorm &   as_norm(const Weight & w);
 const GpuTable &  as_table(const Weight & w);
 
-// $name as an unsigned number, or fallback when unset or empty (tuning variables).
-uint32_t env_u32(const char * name, uint32_t fallback);
 // v as a u32 (asserts it fits); ceil(a / b) as a u32; the largest power of two <= v (1 for v < 2).
 uint32_t u32(int64_t v);
 uint32_t ceil_div(int64_t a, int64_t b);

@@ -17,14 +17,6 @@ namespace tern {
 void WebGpuBackend::transformer_layer(const LayerWeights & w, const LayerTensors & t, const KvLayer & kv, float eps,
                                       FfnActivation act, const AttentionShape & shape, int64_t pos0) {
     if (try_decode_layer(w, t, kv, eps, act, shape, pos0)) return;
-    // The other decode path: qkv + attention as one dispatch (webgpu_qkv_attention.cpp), then the
-    // three matmuls as Backend::transformer_layer runs them.
-    if (try_decode_qkv_attention(t.attn, kv, as_linear(*w.attn_qkv), t.x, *w.attn_norm, eps, shape, pos0)) {
-        norm_bitlinear(t.x, *w.attn_output, t.a_q, t.attn, *w.attn_sub_norm, eps, /*accumulate=*/true);
-        norm_gate_up(t.ffn, *w.ffn_gate_up, t.a_embd, t.x, *w.ffn_norm, eps, act);
-        norm_bitlinear(t.x, *w.ffn_down, t.a_ff, t.ffn, *w.ffn_sub_norm, eps, /*accumulate=*/true);
-        return;
-    }
     Backend::transformer_layer(w, t, kv, eps, act, shape, pos0);
 }
 

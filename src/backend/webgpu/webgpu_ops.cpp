@@ -49,7 +49,6 @@ std::string_view WebGpuBackend::ternary_shader(std::string_view base) const {
     if (base == "gate_up_decode") return dot4_native_ ? "gate_up_decode" : "gate_up_decode_nodp4";
     if (base == "qkv_rope_decode") return dot4_native_ ? "qkv_rope_decode" : "qkv_rope_decode_nodp4";
     if (base == "layer_decode") return dot4_native_ ? "layer_decode" : "layer_decode_nodp4";
-    if (base == "qkv_attention_decode") return dot4_native_ ? "qkv_attention_decode" : "qkv_attention_decode_nodp4";
     if (base == "lm_head_i8_argmax") return dot4_native_ ? "lm_head_i8_argmax" : "lm_head_i8_argmax_nodp4";
     TERN_ASSERT(false, "no ternary shader '%.*s'", static_cast<int>(base.size()), base.data());
     return {};
@@ -195,7 +194,7 @@ void WebGpuBackend::qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, con
 
 // Bytes of attention.wgsl's workgroup memory other than the scores: qh, probs (HD_MAX = CHUNK =
 // 256), wg_reduce.wgsl's two arrays, pv_sum, kpart, ktile (11 KiB with WG = 256, plus the K tile).
-uint64_t WebGpuBackend::attention_fixed_bytes(uint32_t wg, uint32_t kpart, uint32_t tile_words) {
+static uint64_t attention_fixed_bytes(uint32_t wg, uint32_t kpart, uint32_t tile_words) {
     return 256 * 4 + 256 * 4 + uint64_t{wg} * (4 + 8 + 16) + uint64_t{kpart} * 8 + uint64_t{tile_words} * 4;
 }
 
@@ -206,38 +205,6 @@ uint32_t WebGpuBackend::attention_score_slots(uint32_t wg, uint32_t kpart, uint3
     const uint64_t other   = attention_fixed_bytes(wg, kpart, tile_words);
     const uint64_t slots   = storage > other ? (storage - other) / 4 / 256 * 256 : 0;
     return static_cast<uint32_t>(std::clamp<uint64_t>(slots, 256, 2048));
-}
-
-// 512 threads for one query where the device allows them and their workgroup memory (H100 tg128
-// 511-512 tokens/s against 497 with 256: tiles of 64 positions instead of 32, 8 positions per P·V
-// thread instead of 16), else 256 (its tiled scores use them all); 128 for prompts (measured faster
-// on an H100: more workgroups per SM). $TERN_WEBGPU_ATTN_WG (a power of two from 64 to the device's
-// limit, at most 1024) overrides. Tiled scores: S = ts threads per position (a power of two), WPT >= 8
-// words each where possible.
-WebGpuBackend::AttentionTiling WebGpuBackend::attention_tiling(int64_t hd, DType k_type, bool tiled) const {
-    static const double attn_wg_env = [] {
-        const char * env = std::getenv("TERN_WEBGPU_ATTN_WG");
-        return env ? std::clamp(std::atof(env), 64.0, 1024.0) : 0.0;
-    }();
-    const WGPULimits & lim = ctx_.limits();
-    const uint32_t     hw  = static_cast<uint32_t>(k_type == DType::f16 ? hd / 2 : hd);  // words per K row
-    const auto tiling_for = [&](double wanted) {
-        AttentionTiling t;
-        t.wg = static_cast<uint32_t>(std::max(std::min(wanted, static_cast<double>(lim.maxComputeInvocationsPerWorkgroup)),
-                                              static_cast<double>(hd / 2)));
-        while (t.ts * 2 <= t.wg && hw % (t.ts * 2) == 0 && hw / (t.ts * 2) >= 8) t.ts *= 2;
-        t.tile = tiled ? t.wg / t.ts * (hw + 1) : 1;
-        return t;
-    };
-    AttentionTiling tl = tiling_for(attn_wg_env > 0 ? attn_wg_env : (tiled ? 256.0 : 128.0));
-    if (attn_wg_env == 0 && tiled) {
-        const AttentionTiling wide  = tiling_for(512.0);
-        const uint64_t        bytes = attention_fixed_bytes(wide.wg, wide.wg, wide.tile) + 256 * 4;  // + 256 score slots
-        if (wide.wg == 512 && lim.maxComputeWorkgroupSizeX >= 512 && bytes <= lim.maxComputeWorkgroupStorageSize) {
-            tl = wide;
-        }
-    }
-    return tl;
 }
 
 void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & s,
@@ -263,10 +230,39 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
         u32(pos0),        u32(kv.k.ne[0]), gpu_offset(q, 4),      u32(q.ne[0]),
         gpu_offset(out, 4), u32(out.ne[0]), gpu_offset(kv.k, k_el), gpu_offset(kv.v, v_el),
         s.scale};
-    const bool     tiled = n_tok == 1;  // tiles for one query; prompts keep workgroup memory small
-    const AttentionTiling tl = attention_tiling(hd, kv.k.type, tiled);
+    // 512 threads for one query where the device allows them and their workgroup memory (H100 tg128
+    // 511-512 tokens/s against 497 with 256: tiles of 64 positions instead of 32, 8 positions per
+    // P·V thread instead of 16), else 256 (its tiled scores use them all); 128 for prompts (measured
+    // faster on an H100: more workgroups per SM). $TERN_WEBGPU_ATTN_WG (a power of two from 64 to the
+    // device's limit, at most 1024) overrides.
+    static const double attn_wg_env = [] {
+        const char * env = std::getenv("TERN_WEBGPU_ATTN_WG");
+        return env ? std::clamp(std::atof(env), 64.0, 1024.0) : 0.0;
+    }();
+    const WGPULimits & lim   = ctx_.limits();
+    const bool         tiled = n_tok == 1;  // tiles for one query; prompts keep workgroup memory small
+    const uint32_t     hw    = static_cast<uint32_t>(kv.k.type == DType::f16 ? hd / 2 : hd);  // words per K row
+    struct Tiling {
+        uint32_t wg = 0, ts = 1, tile = 1;
+    };
+    // Tiled scores: S = ts threads per position (a power of two), WPT >= 8 words each where possible.
+    const auto tiling_for = [&](double wanted) {
+        Tiling t;
+        t.wg = static_cast<uint32_t>(std::max(std::min(wanted, static_cast<double>(lim.maxComputeInvocationsPerWorkgroup)),
+                                              static_cast<double>(hd / 2)));
+        while (t.ts * 2 <= t.wg && hw % (t.ts * 2) == 0 && hw / (t.ts * 2) >= 8) t.ts *= 2;
+        t.tile = tiled ? t.wg / t.ts * (hw + 1) : 1;
+        return t;
+    };
+    Tiling tl = tiling_for(attn_wg_env > 0 ? attn_wg_env : (tiled ? 256.0 : 128.0));
+    if (attn_wg_env == 0 && tiled) {
+        const Tiling   wide  = tiling_for(512.0);
+        const uint64_t bytes = attention_fixed_bytes(wide.wg, wide.wg, wide.tile) + 256 * 4;  // + 256 score slots
+        if (wide.wg == 512 && lim.maxComputeWorkgroupSizeX >= 512 && bytes <= lim.maxComputeWorkgroupStorageSize) {
+            tl = wide;
+        }
+    }
     const uint32_t wg = tl.wg, ts = tl.ts, tile = tl.tile;
-    const uint32_t hw = static_cast<uint32_t>(kv.k.type == DType::f16 ? hd / 2 : hd);  // words per K row
     const PipelineKey key{"attention",
                           "rrrwu",
                           {{{"WG", static_cast<double>(wg)},

@@ -187,8 +187,6 @@ fn stage_qscale() -> f32 { return 1.0; }
 // lib/qkv_store.wgsl: q and the new K / V row words go to flow (K / V also to the cache).
 fn store_q(tok: u32, i: u32, v: f32) { flow_put(p.f_q + i, v); }
 
-fn kv_to_cache() -> bool { return true; }
-
 fn kv_word_stored(is_k: bool, w: u32, word: u32) {
     if (is_k) {
         flow_put_u32(p.f_k + (w - p.k_row), word);

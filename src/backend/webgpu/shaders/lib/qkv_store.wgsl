@@ -9,8 +9,6 @@
 //   store_q(tok, i, v)            element i of token tok's q (q_out[p.q_offset + tok p.q_stride + i])
 //   kv_word_stored(is_k, w, word) called with every cache word written (u32 index w): a hook for
 //                                 the layer kernel, which passes the new row on to attention
-//   kv_to_cache() -> bool         whether this workgroup writes the cache (qkv_attention_decode.wgsl:
-//                                 the workgroups of one KV head compute the same row; one writes it)
 
 // Head-relative dimension of slot j.
 fn slot_dim(j: u32) -> u32 {
@@ -25,13 +23,11 @@ fn store_kv(is_k: bool, e: u32, a: f32, b: f32) {
         if (K_F16) {
             let w = (p.k_offset + e) / 2u;
             let word = pack_f16x2(a, b);
-            if (kv_to_cache()) { k_cache[w] = word; }
+            k_cache[w] = word;
             kv_word_stored(true, w, word);
         } else {
-            if (kv_to_cache()) {
-                k_cache[p.k_offset + e]      = bitcast<u32>(a);
-                k_cache[p.k_offset + e + 1u] = bitcast<u32>(b);
-            }
+            k_cache[p.k_offset + e]      = bitcast<u32>(a);
+            k_cache[p.k_offset + e + 1u] = bitcast<u32>(b);
             kv_word_stored(true, p.k_offset + e, bitcast<u32>(a));
             kv_word_stored(true, p.k_offset + e + 1u, bitcast<u32>(b));
         }
@@ -39,13 +35,11 @@ fn store_kv(is_k: bool, e: u32, a: f32, b: f32) {
         if (V_F16) {
             let w = (p.v_offset + e) / 2u;
             let word = pack_f16x2(a, b);
-            if (kv_to_cache()) { v_cache[w] = word; }
+            v_cache[w] = word;
             kv_word_stored(false, w, word);
         } else {
-            if (kv_to_cache()) {
-                v_cache[p.v_offset + e]      = bitcast<u32>(a);
-                v_cache[p.v_offset + e + 1u] = bitcast<u32>(b);
-            }
+            v_cache[p.v_offset + e]      = bitcast<u32>(a);
+            v_cache[p.v_offset + e + 1u] = bitcast<u32>(b);
             kv_word_stored(false, p.v_offset + e, bitcast<u32>(a));
             kv_word_stored(false, p.v_offset + e + 1u, bitcast<u32>(b));
         }
