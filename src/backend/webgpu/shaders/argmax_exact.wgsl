@@ -16,6 +16,7 @@
 
 // #include "lib/numerics.wgsl"
 // #include "lib/inv_rms.wgsl"
+// #include "lib/wg_reduce.wgsl"
 // #include "lib/best_index.wgsl"
 // #include "lib/head_input.wgsl"
 
@@ -46,9 +47,6 @@ struct Params {
 var<workgroup> cand: array<u32, 256>;
 var<workgroup> n_cand: atomic<u32>;
 var<workgroup> n_cand_plain: u32;
-var<workgroup> tmax: array<f32, WG>;
-var<workgroup> dsum: array<vec2<f32>, WG>;
-
 // The exact logit of `row` (all invocations call it: it has barriers).
 fn exact_row(lid: u32, row: u32, round_in: bool) -> f32 {
     let words = K / 8u;
@@ -62,39 +60,38 @@ fn exact_row(lid: u32, row: u32, round_in: bool) -> f32 {
         a = head_pair_exact(a, unpack2x16float(w.z), hb.xy, round_in);
         a = head_pair_exact(a, unpack2x16float(w.w), hb.zw, round_in);
     }
-    dsum[lid] = a;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (lid < s) { dsum[lid] = df_add(dsum[lid], dsum[lid + s]); }
-        workgroupBarrier();
-    }
-    let v = df_to_f32(dsum[0]);
-    workgroupBarrier();  // dsum is reused by the next row
+    let v = df_to_f32(wg_df_sum(lid, a));
+    workgroupBarrier();  // (the next row's wg_df_sum writes its slots again)
     return v;
 }
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    // T: the largest lower bound over all blocks.
+    // Every load that does not wait on another is issued first: this invocation's first lower bound
+    // and first row's (f, B), then x and the norm weights (head_input_words).
     var t = bitcast<f32>(0xff7fffffu);
-    for (var c = lid; c < p.n_chunks; c += WG) {
+    if (lid < p.n_chunks) {
+        let e = aux[p.n_vocab + lid];
+        if (e.y != 0xffffffffu) { t = bitcast<f32>(e.x); }
+    }
+    let r0 = wid.x * p.rows_per_group;
+    let r1 = min(r0 + p.rows_per_group, p.n_vocab);
+    var fb = vec2<f32>(0.0);  // row r0 + lid's f + B
+    if (r0 + lid < r1) { fb = vec2<f32>(logits[p.logits_offset + r0 + lid], bitcast<f32>(aux[r0 + lid].x)); }
+    if (lid == 0u) { atomicStore(&n_cand, 0u); }
+    let h = head_input_words(lid);
+
+    // T: the largest lower bound over all blocks.
+    for (var c = lid + WG; c < p.n_chunks; c += WG) {
         let e = aux[p.n_vocab + c];
         if (e.y != 0xffffffffu) { t = max(t, bitcast<f32>(e.x)); }
     }
-    tmax[lid] = t;
-    if (lid == 0u) { atomicStore(&n_cand, 0u); }
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (lid < s) { tmax[lid] = max(tmax[lid], tmax[lid + s]); }
-        workgroupBarrier();
-    }
-    let th = tmax[0];
-
+    let th = wg_max(lid, t);
     // Candidates of this group's rows.
-    let r0 = wid.x * p.rows_per_group;
-    let r1 = min(r0 + p.rows_per_group, p.n_vocab);
     for (var r = r0 + lid; r < r1; r += WG) {
-        if (logits[p.logits_offset + r] + bitcast<f32>(aux[r].x) >= th) {
+        var v = fb.x + fb.y;
+        if (r != r0 + lid) { v = logits[p.logits_offset + r] + bitcast<f32>(aux[r].x); }
+        if (v >= th) {
             let slot = atomicAdd(&n_cand, 1u);
             if (slot < 256u) { cand[slot] = r; }
         }
@@ -102,12 +99,15 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     workgroupBarrier();
     if (lid == 0u) { n_cand_plain = atomicLoad(&n_cand); }
     let nc = workgroupUniformLoad(&n_cand_plain);
-
     var bv = 0.0;
     var bi = 0xffffffffu;
     if (nc > 0u) {
         let round_in = p.round_input != 0u;
-        stage_head_input(lid);
+        for (var u = 0u; u < 4u; u++) {
+            let i = lid + u * WG;
+            if (i < K / 4u) { hs[i] = h[u]; }
+        }
+        workgroupBarrier();
         let listed = nc <= 256u;
         let n_rows = select(r1 - r0, nc, listed);
         for (var j = 0u; j < n_rows; j++) {

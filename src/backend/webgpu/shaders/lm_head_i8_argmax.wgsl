@@ -55,7 +55,6 @@ override TEAM_SG: bool = false;  // the host sets it when subgroups are exactly 
 @group(0) @binding(6) var<uniform> p: Params;
 
 var<workgroup> red: array<vec2<i32>, 1024>;  // [team][row r][lane % 16]
-var<workgroup> red_h: array<vec2<f32>, WG>;
 var<workgroup> h_hi: array<vec4<u32>, K / 16u>;  // a = the high int8 of H, 16 per vec4
 var<workgroup> h_lo: array<vec4<u32>, K / 16u>;  // b = H - 256 a
 
@@ -76,35 +75,38 @@ fn row_of(wid: u32, rr: u32, team: u32) -> u32 {
     return (wid * BLOCKS + rr / 8u) * 64u + (rr % 8u) * 8u + team;
 }
 
-// The 16-bit grid of h in h_hi / h_lo; returns ||h|| and ||eta|| (bounds from above) and S.
-fn stage_grid(lid: u32) -> vec3<f32> {
-    var acc = vec2<f32>(0.0);  // (sum h^2, max |h|)
-    for (var i = lid; i < K / 4u; i += WG) {
-        let v = hs[i];
-        acc = vec2<f32>(acc.x + dot(v, v), max(acc.y, max(max(abs(v.x), abs(v.y)), max(abs(v.z), abs(v.w)))));
+// The 16-bit grid of this invocation's words of h (head_input_words) in h_hi / h_lo; returns ||h||
+// and ||eta|| (bounds from above) and S. Every invocation calls it (barriers).
+fn stage_grid(lid: u32, h: array<vec4<f32>, 4>) -> vec3<f32> {
+    var sq = 0.0;  // sum h^2 (a bound: f32 is enough)
+    var mx = 0.0;  // max |h|
+    for (var u = 0u; u < 4u; u++) {
+        if (lid + u * WG < K / 4u) {
+            let v = h[u];
+            sq += dot(v, v);
+            mx = max(mx, max(max(abs(v.x), abs(v.y)), max(abs(v.z), abs(v.w))));
+        }
     }
-    red_h[lid] = acc;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (lid < s) { red_h[lid] = vec2<f32>(red_h[lid].x + red_h[lid + s].x, max(red_h[lid].y, red_h[lid + s].y)); }
-        workgroupBarrier();
-    }
-    let tot  = red_h[0];
-    let inv  = select(32639.0 / tot.y, 0.0, tot.y == 0.0);
-    let step = select(tot.y / 32639.0, 0.0, tot.y == 0.0);
-    for (var i = lid; i < K / 4u; i += WG) {
-        let hq = vec4<i32>(clamp(round(hs[i] * inv), vec4<f32>(-32639.0), vec4<f32>(32639.0)));
-        let a  = (hq + vec4<i32>(128)) >> vec4<u32>(8u);
-        let b  = hq - a * 256;
-        let ab = bitcast<vec4<u32>>(a) & vec4<u32>(0xffu);
-        let bb = bitcast<vec4<u32>>(b) & vec4<u32>(0xffu);
-        h_hi[i / 4u][i % 4u] = ab.x | (ab.y << 8u) | (ab.z << 16u) | (ab.w << 24u);
-        h_lo[i / 4u][i % 4u] = bb.x | (bb.y << 8u) | (bb.z << 16u) | (bb.w << 24u);
+    let hmax = wg_max(lid, mx);  // (after head_input_words' sum: the reductions alternate kinds)
+    let tot  = wg_df_sum(lid, vec2<f32>(sq, 0.0)).x;
+    let inv  = select(32639.0 / hmax, 0.0, hmax == 0.0);
+    let step = select(hmax / 32639.0, 0.0, hmax == 0.0);
+    for (var u = 0u; u < 4u; u++) {
+        let i = lid + u * WG;
+        if (i < K / 4u) {
+            let hq = vec4<i32>(clamp(round(h[u] * inv), vec4<f32>(-32639.0), vec4<f32>(32639.0)));
+            let a  = (hq + vec4<i32>(128)) >> vec4<u32>(8u);
+            let b  = hq - a * 256;
+            let ab = bitcast<vec4<u32>>(a) & vec4<u32>(0xffu);
+            let bb = bitcast<vec4<u32>>(b) & vec4<u32>(0xffu);
+            h_hi[i / 4u][i % 4u] = ab.x | (ab.y << 8u) | (ab.z << 16u) | (ab.w << 24u);
+            h_lo[i / 4u][i % 4u] = bb.x | (bb.y << 8u) | (bb.z << 16u) | (bb.w << 24u);
+        }
     }
     workgroupBarrier();
     // An f32 sum of K <= 4096 squares is within K u <= 2^-12 of exact: 1 + 2^-8 covers it and sqrt.
     let margin = 1.0 + 1.0 / 256.0;
-    return vec3<f32>(sqrt(tot.x) * margin, 0.51 * step * sqrt(f32(K)) * margin, step);
+    return vec3<f32>(sqrt(tot) * margin, 0.51 * step * sqrt(f32(K)) * margin, step);
 }
 
 @compute @workgroup_size(WG)
@@ -115,8 +117,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     var next  = load_row(row_of(wid.x, 0u, team), lane);  // issued before h is staged
     var norms = vec3<f32>(1.0);
     if (HEAD_STOP != 2u) {
-        stage_head_input(lid);
-        norms = stage_grid(lid);  // (||h||, ||eta||, S)
+        norms = stage_grid(lid, head_input_words(lid));  // (||h||, ||eta||, S)
     }
 
     let team_sg = TEAM_SG && WG_REDUCE_SG;

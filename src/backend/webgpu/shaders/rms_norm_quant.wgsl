@@ -9,6 +9,7 @@
 
 // #include "lib/numerics.wgsl"
 // #include "lib/inv_rms.wgsl"
+// #include "lib/wg_reduce.wgsl"
 
 override WG: u32 = 256u;  // a power of two
 
@@ -30,8 +31,6 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> scales: array<f32>;
 @group(0) @binding(4) var<uniform> p: Params;
 
-var<workgroup> red_max: array<f32, WG>;
-
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let t  = wid.x;
@@ -44,15 +43,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var i = lid; i < p.k; i += WG) {
         m = max(m, abs((x[xo + i] * inv) * w[p.w_offset + i]));
     }
-    red_max[lid] = m;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (lid < s) { red_max[lid] = max(red_max[lid], red_max[lid + s]); }
-        workgroupBarrier();
-    }
     // The CPU takes max(1e-5, max|y|) in double: below the double 1e-5 (the largest f32 below it is
     // 9.99999974738e-06) the scale is (float)(127 / 1e-5) = 12700000.
-    let amax = red_max[0];
+    let amax = wg_max(lid, m);
     let qs   = select(div_rn(127.0, amax), 12700000.0, amax <= 9.99999974738e-06);
 
     // q = clamp(round_half_even(y * qs)), four bytes per word.

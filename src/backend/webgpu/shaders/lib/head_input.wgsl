@@ -1,21 +1,54 @@
 // The LM head's input staged in workgroup memory and its exact row sums, shared by
-// lm_head_f16_decode.wgsl and argmax_exact.wgsl (so the exact logits of both are the same bits).
-// The including kernel declares `override K`, `override NORM`, `override WG`, the bindings `x` and
-// `nw` (f32), and a uniform `p` with x_offset, round_input, k, eps (lib/inv_rms.wgsl).
+// lm_head_f16_decode.wgsl, argmax_exact.wgsl and (head_input_words) lm_head_i8_argmax.wgsl, so the
+// exact logits of the first two are the same bits. The including kernel includes lib/inv_rms.wgsl
+// and lib/wg_reduce.wgsl and declares `override K` (at most 16 WG), `override NORM`, `override WG`,
+// the bindings `x` and `nw` (f32), and a uniform `p` with x_offset, round_input, k, eps.
 
 var<workgroup> hs: array<vec4<f32>, K / 4u>;
 
-// hs = h = rms_norm(x) * nw (NORM) or x, rounded to f16 with p.round_input. Every invocation calls
-// it (barriers).
-fn stage_head_input(lid: u32) {
+// This invocation's words lid + u WG (u < 4) of h = rms_norm(x) * nw (NORM) or x, rounded to f16
+// with p.round_input. The loads of x and nw are issued first; the norm factor is inv_rms's, bit for
+// bit (the same squares, summed in double-float). Every invocation calls it (barriers).
+fn head_input_words(lid: u32) -> array<vec4<f32>, 4> {
+    var xs: array<vec4<f32>, 4>;
+    var ws: array<vec4<f32>, 4>;
+    for (var u = 0u; u < 4u; u++) {
+        let i = lid + u * WG;
+        if (i < K / 4u) {
+            let o = p.x_offset + 4u * i;
+            xs[u] = vec4<f32>(x[o], x[o + 1u], x[o + 2u], x[o + 3u]);
+            if (NORM) { ws[u] = vec4<f32>(nw[4u * i], nw[4u * i + 1u], nw[4u * i + 2u], nw[4u * i + 3u]); }
+        }
+    }
     var inv = 1.0;
-    if (NORM) { inv = inv_rms(lid, p.x_offset); }  // as the CPU, bit for bit
-    for (var i = lid; i < K / 4u; i += WG) {
-        let o = p.x_offset + 4u * i;
-        var v = vec4<f32>(x[o], x[o + 1u], x[o + 2u], x[o + 3u]);
-        if (NORM) { v = (v * inv) * vec4<f32>(nw[4u * i], nw[4u * i + 1u], nw[4u * i + 2u], nw[4u * i + 3u]); }
+    if (NORM) {
+        var ch = array<vec2<f32>, 4>();  // four independent chains (squares rounded, as the CPU)
+        for (var u = 0u; u < 4u; u++) {
+            if (lid + u * WG < K / 4u) {
+                let v = xs[u];
+                ch[0] = df_add_f(ch[0], mul_rn(v.x, v.x));
+                ch[1] = df_add_f(ch[1], mul_rn(v.y, v.y));
+                ch[2] = df_add_f(ch[2], mul_rn(v.z, v.z));
+                ch[3] = df_add_f(ch[3], mul_rn(v.w, v.w));
+            }
+        }
+        inv = inv_rms_of(wg_df_sum(lid, df_add(df_add(ch[0], ch[1]), df_add(ch[2], ch[3]))));
+    }
+    for (var u = 0u; u < 4u; u++) {
+        var v = xs[u];
+        if (NORM) { v = (v * inv) * ws[u]; }
         if (p.round_input != 0u) { v = vec4<f32>(round_f16(v.x), round_f16(v.y), round_f16(v.z), round_f16(v.w)); }
-        hs[i] = v;
+        xs[u] = v;
+    }
+    return xs;
+}
+
+// hs = h (head_input_words). Every invocation calls it (barriers).
+fn stage_head_input(lid: u32) {
+    let h = head_input_words(lid);
+    for (var u = 0u; u < 4u; u++) {
+        let i = lid + u * WG;
+        if (i < K / 4u) { hs[i] = h[u]; }
     }
     workgroupBarrier();
 }
