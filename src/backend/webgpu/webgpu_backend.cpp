@@ -64,12 +64,6 @@ const GpuTable & as_table(const Weight & w) {
     return *t;
 }
 
-uint32_t env_u32(const char * name, uint32_t fallback) {
-    const char * env = std::getenv(name);
-    if (!env || !*env) return fallback;
-    return static_cast<uint32_t>(std::strtoul(env, nullptr, 10));
-}
-
 uint32_t u32(int64_t v) {
     TERN_ASSERT(v >= 0 && v <= static_cast<int64_t>(UINT32_MAX), "value %lld does not fit a u32",
                 static_cast<long long>(v));

@@ -225,7 +225,7 @@ private:
     std::optional<DecodeTiling> decode_tiling(const GpuLinear & w, int64_t n_tok, uint32_t max_rows) const;
     DecodeSource decode_source(const QuantizedActs & a, const Tensor * x, const Weight * norm) const;
     PipelineKey  decode_key(std::string_view shader, std::string_view signature, const DecodeTiling & t, int64_t k,
-                            bool norm, uint32_t gather) const;
+                            bool norm) const;
     // Encode the decode kernel and return true, or return false (nothing encoded) when it does not
     // apply. x / norm null: the activations are a's.
     bool try_decode_bitlinear(const Tensor & y, const GpuLinear & w, const QuantizedActs & a, const Tensor * x,
@@ -303,8 +303,6 @@ const GpuLinear & as_linear(const Weight & w);
 const GpuNorm &   as_norm(const Weight & w);
 const GpuTable &  as_table(const Weight & w);
 
-// $name as an unsigned number, or fallback when unset or empty (tuning variables).
-uint32_t env_u32(const char * name, uint32_t fallback);
 // v as a u32 (asserts it fits); ceil(a / b) as a u32; the largest power of two <= v (1 for v < 2).
 uint32_t u32(int64_t v);
 uint32_t ceil_div(int64_t a, int64_t b);

@@ -16,6 +16,12 @@
 namespace tern {
 namespace {
 
+uint32_t env_u32(const char * name, uint32_t fallback) {
+    const char * env = std::getenv(name);
+    if (!env || !*env) return fallback;
+    return static_cast<uint32_t>(std::strtoul(env, nullptr, 10));
+}
+
 // The uniform of the decode heads (shaders/lib/head_params.wgsl, for lm_head_f16_decode.wgsl and
 // lm_head_i8_argmax.wgsl).
 struct HeadParams {
@@ -67,22 +73,14 @@ WebGpuBackend::DecodeSource WebGpuBackend::decode_source(const QuantizedActs & a
     return {gpu_buffer(*x), nw->buffer->get(), gpu_offset(*x, 4), 0};
 }
 
-// LANE_SG (lib/ternary_decode.wgsl): lane sums through subgroup shuffles where the `_sg` variants
-// run and subgroups have one size that holds the `gather` teams of lanes the kernel combines (1 for
-// bitlinear_decode, 2 for gate_up_decode, 4 for qkv_rope_decode). $TERN_WEBGPU_LANE_SG=0 turns it off.
 PipelineKey WebGpuBackend::decode_key(std::string_view shader, std::string_view signature, const DecodeTiling & t,
-                                       int64_t k, bool norm, uint32_t gather) const {
-    static const bool lane_env = env_u32("TERN_WEBGPU_LANE_SG", 1) != 0;
-    const auto &      a        = ctx_.adapter();
-    const bool lane_sg = lane_env && pipelines_.subgroup_variants() && a.subgroup_min == a.subgroup_max &&
-                         a.subgroup_min > 0 && t.lanes * gather <= a.subgroup_min && t.wg % a.subgroup_min == 0;
+                                       int64_t k, bool norm) const {
     return PipelineKey{ternary_shader(shader),
                        signature,
                        {{{"WG", static_cast<double>(t.wg)},
                          {"LANES", static_cast<double>(t.lanes)},
                          {"K", static_cast<double>(k)},
-                         {"NORM", norm ? 1.0 : 0.0},
-                         {"LANE_SG", lane_sg ? 1.0 : 0.0}}}};
+                         {"NORM", norm ? 1.0 : 0.0}}}};
 }
 
 bool WebGpuBackend::try_decode_bitlinear(const Tensor & y, const GpuLinear & w, const QuantizedActs & a,
@@ -96,7 +94,7 @@ bool WebGpuBackend::try_decode_bitlinear(const Tensor & y, const GpuLinear & w, 
         uint32_t src_offset, scale_offset, scales_offset, oscales_offset, y_offset, accumulate;
     } p{static_cast<uint32_t>(w.n_rows), eps, s.offset, s.scale_offset, w.scales_offset, w.oscales_offset,
         gpu_offset(y, 4), accumulate ? 1u : 0u};
-    const PipelineKey key = decode_key("bitlinear_decode", "rrrwu", *t, w.n_cols, x != nullptr, 1);
+    const PipelineKey key = decode_key("bitlinear_decode", "rrrwu", *t, w.n_cols, x != nullptr);
     const WGPUBuffer bufs[] = {w.buffer->get(), s.src, s.scale, gpu_buffer(y)};
     step_->dispatch(key, bufs, &p, sizeof p, static_cast<uint32_t>((w.n_rows + t->rows - 1) / t->rows));
     return true;
@@ -115,7 +113,7 @@ bool WebGpuBackend::try_decode_gate_up(const Tensor & f, const GpuLinear & w, co
         uint32_t src_offset, scale_offset, scales_offset, oscales_offset, f_offset, activation;
     } p{static_cast<uint32_t>(n_ff), eps, s.offset, s.scale_offset, w.scales_offset, w.oscales_offset,
         gpu_offset(f, 4), act == FfnActivation::relu2 ? 0u : 1u};
-    const PipelineKey key = decode_key("gate_up_decode", "rrrwu", *t, w.n_cols, x != nullptr, 2);
+    const PipelineKey key = decode_key("gate_up_decode", "rrrwu", *t, w.n_cols, x != nullptr);
     const WGPUBuffer bufs[] = {w.buffer->get(), s.src, s.scale, gpu_buffer(f)};
     step_->dispatch(key, bufs, &p, sizeof p, static_cast<uint32_t>((n_ff + outs - 1) / outs));
     return true;
@@ -155,9 +153,9 @@ bool WebGpuBackend::try_decode_qkv(const Tensor & q, const KvLayer & kv, const G
         gpu_offset(kv.k, k_el),
         gpu_offset(kv.v, v_el),
         static_cast<uint32_t>(kv.k.ne[0])};
-    PipelineKey key  = decode_key("qkv_rope_decode", "rrrrwwwu", *t, w.n_cols, x != nullptr, 4);
-    key.overrides[5] = {"K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0};
-    key.overrides[6] = {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0};
+    PipelineKey key  = decode_key("qkv_rope_decode", "rrrrwwwu", *t, w.n_cols, x != nullptr);
+    key.overrides[4] = {"K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0};
+    key.overrides[5] = {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0};
     const WGPUBuffer bufs[] = {w.buffer->get(), src.src, src.scale, rope.buffer->get(),
                                gpu_buffer(q),   gpu_buffer(kv.k), gpu_buffer(kv.v)};
     step_->dispatch(key, bufs, &p, sizeof p, static_cast<uint32_t>(w.n_rows / t->rows));

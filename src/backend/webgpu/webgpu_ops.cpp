@@ -263,12 +263,6 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
         }
     }
     const uint32_t wg = tl.wg, ts = tl.ts, tile = tl.tile;
-    // The tiled scores' S partial dots summed by a subgroup butterfly where the `_sg` variants run and
-    // subgroups have one size of at least S (ATT_SG); $TERN_WEBGPU_ATT_SG=0 turns it off.
-    static const bool att_env = env_u32("TERN_WEBGPU_ATT_SG", 1) != 0;
-    const auto &      ad      = ctx_.adapter();
-    const bool att_sg = att_env && tiled && pipelines_.subgroup_variants() && ad.subgroup_min == ad.subgroup_max &&
-                        ad.subgroup_min >= ts && wg % std::max(ad.subgroup_min, 1u) == 0;
     const PipelineKey key{"attention",
                           "rrrwu",
                           {{{"WG", static_cast<double>(wg)},
@@ -280,8 +274,7 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
                             {"WPT", static_cast<double>(hw / ts)},
                             {"TILE", static_cast<double>(tile)},
                             {"TILED", tiled ? 1.0 : 0.0},
-                            {"KPART", tiled ? static_cast<double>(wg) : 1.0},
-                            {"ATT_SG", att_sg ? 1.0 : 0.0}}}};
+                            {"KPART", tiled ? static_cast<double>(wg) : 1.0}}}};
     const WGPUBuffer bufs[] = {gpu_buffer(q), gpu_buffer(kv.k), gpu_buffer(kv.v), gpu_buffer(out)};
     step_->dispatch(key, bufs, &p, sizeof p, u32(s.n_head), u32(n_tok));
 }

@@ -53,10 +53,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let rows = WG / LANES;
     let row  = wid.x * rows + lid / LANES;
     let lane = lid % LANES;
-    // The row this invocation finishes, if `fin`: lane 0 of each row's team (lane_sg) or invocation
-    // r < rows for row r (reduce_rows).
-    let ro   = select(wid.x * rows + lid, row, lane_sg());
-    let fin  = select(lid < rows, lane == 0u, lane_sg()) && ro < p.n_rows;
+    let ro   = wid.x * rows + lid;  // the row this invocation finishes (lid < rows)
     var w: RowWords;
     var sc: vec2<f32>;
     var y0 = 0.0;  // y[ro] when accumulating, loaded up front like the scales
@@ -64,7 +61,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     if (X_FIRST) { xin = stage_load(lid, K); }
     if (row < p.n_rows) { w = prefetch_row(row, lane, LANES, K); }
     if (!X_FIRST) { xin = stage_load(lid, K); }
-    if (fin) {
+    if (lid < rows && ro < p.n_rows) {
         sc = row_scales(ro);
         if (p.accumulate != 0u) { y0 = y[p.y_offset + ro]; }
     }
@@ -83,14 +80,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         if (row < p.n_rows) { y[p.y_offset + row] = f32(partial); }
         return;
     }
-    var dot: i32;
-    if (lane_sg()) {
-        dot = lanes_isum(partial, LANES);
-    } else {
-        dot = reduce_rows(lid, partial, LANES);
-    }
+    let dot = reduce_rows(lid, partial, LANES);
 
-    if (fin) {
+    if (lid < rows && ro < p.n_rows) {
         let v  = row_product_scaled(dot, as_, sc);
         y[p.y_offset + ro] = select(v, y0 + v, p.accumulate != 0u);
     }

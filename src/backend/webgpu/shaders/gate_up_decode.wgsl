@@ -48,14 +48,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let outs = WG / LANES / 2u;
     let team = lid / LANES;
     let lane = lid % LANES;
-    // Teams: gate rows then up rows (reduce_rows), or each gate team next to its up team (lane_sg).
-    let out  = wid.x * outs + select(team % outs, team / 2u, lane_sg());
-    let up   = select(team >= outs, team % 2u == 1u, lane_sg());
-    let row  = select(out, p.n_ff + out, up);
-    // The output this invocation finishes, if `fin`: invocation i < outs output i (reduce_rows), or
-    // lane 0 of each gate team (lane_sg).
-    let o    = select(wid.x * outs + lid, out, lane_sg());
-    let fin  = select(lid < outs, lid % (2u * LANES) == 0u, lane_sg()) && o < p.n_ff;
+    let out  = wid.x * outs + team % outs;
+    let row  = select(out, p.n_ff + out, team >= outs);
+    let o    = wid.x * outs + lid;  // the output this invocation finishes (lid < outs)
     var w: RowWords;
     var sg: vec2<f32>;
     var su: vec2<f32>;
@@ -63,28 +58,20 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     if (X_FIRST) { xin = stage_load(lid, K); }
     if (out < p.n_ff) { w = prefetch_row(row, lane, LANES, K); }
     if (!X_FIRST) { xin = stage_load(lid, K); }
-    if (fin) {
+    if (lid < outs && o < p.n_ff) {
         sg = row_scales(o);
         su = row_scales(p.n_ff + o);
     }
     let as_ = stage_activations_from(lid, K, xin);
     var partial = 0;
     if (out < p.n_ff) { partial = row_dot(w, lane, LANES, K); }
-    var dot_g: i32;
-    var dot_u: i32;
-    if (lane_sg()) {
-        dot_g = lanes_isum(partial, LANES);  // this team's dot
-        dot_u = lane_xor(dot_g, LANES);      // the neighbouring team's: the up row's for a gate team
-    } else {
-        dot_g = reduce_rows(lid, partial, LANES);  // team lid's dot, lid < 2 outs
-        up_dots[lid] = dot_g;
-        workgroupBarrier();
-        if (lid < outs) { dot_u = up_dots[outs + lid]; }
-    }
+    let dot = reduce_rows(lid, partial, LANES);  // team lid's dot, lid < 2 outs
+    up_dots[lid] = dot;
+    workgroupBarrier();
 
-    if (fin) {
-        let g = row_product_scaled(dot_g, as_, sg);
-        let u = row_product_scaled(dot_u, as_, su);
+    if (lid < outs && o < p.n_ff) {
+        let g = row_product_scaled(dot, as_, sg);
+        let u = row_product_scaled(up_dots[outs + lid], as_, su);
         f[p.f_offset + o] = ffn_gate(g, u, p.activation);
     }
 }

@@ -10,10 +10,6 @@
 // the scores and their max (1) or after the exp sum (2), writing a value that depends on them.
 override ATTN_STOP: u32 = 0u;
 
-// The S partial dots of a tiled score summed by a subgroup butterfly instead of through workgroup
-// memory and a barrier (the host sets it where the `_sg` variants run and S lanes fit a subgroup).
-override ATT_SG: bool = false;
-
 var<workgroup> qh: array<f32, HD_MAX>;
 var<workgroup> probs: array<f32, CHUNK>;
 var<workgroup> sc: array<f32, SC_MAX>;  // scores, then exp(score - max), when n <= SC_MAX
@@ -131,26 +127,15 @@ fn attend(lid: u32, h: u32, t: u32) {
                     }
                 }
             }
-            if (ATT_SG && WG_REDUCE_SG) {
-                // The S lanes of position r are an aligned group of one subgroup.
-                let a = lanes_df_sum(df_add(a0, a1), lid, S);
-                if (j == 0u && r < cn) {
-                    let sv = mul_rn(df_to_f32(a), p.scale);  // not fused into score - max
-                    sc[c0 + r] = sv;
-                    m = max(m, sv);
-                    any = true;
-                }
-            } else {
-                kpart[lid] = df_add(a0, a1);
-                workgroupBarrier();
-                if (lid < cn) {
-                    var a = kpart[lid * S];
-                    for (var jj = 1u; jj < S; jj++) { a = df_add(a, kpart[lid * S + jj]); }
-                    let sv = mul_rn(df_to_f32(a), p.scale);  // not fused into score - max
-                    sc[c0 + lid] = sv;
-                    m = max(m, sv);
-                    any = true;
-                }
+            kpart[lid] = df_add(a0, a1);
+            workgroupBarrier();
+            if (lid < cn) {
+                var a = kpart[lid * S];
+                for (var jj = 1u; jj < S; jj++) { a = df_add(a, kpart[lid * S + jj]); }
+                let sv = mul_rn(df_to_f32(a), p.scale);  // not fused into score - max
+                sc[c0 + lid] = sv;
+                m = max(m, sv);
+                any = true;
             }
         }
     } else {

@@ -14,36 +14,23 @@ fn qkv_decode_rows(lid: u32, g: u32, lanes: u32, k: u32, so: u32, oso: u32) {
     let j0    = slot0 % hd;
     let lane  = lid % lanes;
     let row   = head * hd + slot_dim(j0 + lid / lanes);
-    // The four slots this invocation finishes, if `fin`: invocation u < rows / 4 slots 4u .. 4u + 3
-    // (reduce_rows), or lane 0 of the first of each four teams (lane_sg).
-    let unit  = select(lid, lid / (4u * lanes), lane_sg());
-    let fin   = select(lid < rows / 4u, lid % (4u * lanes) == 0u, lane_sg());
     var xin: StageInput;
     if (X_FIRST) { xin = stage_load(lid, k); }
     let w     = prefetch_row(row, lane, lanes, k);
     if (!X_FIRST) { xin = stage_load(lid, k); }
-    let j     = j0 + 4u * unit;  // the first slot this invocation finishes (fin)
+    let j     = j0 + 4u * lid;  // the first slot this invocation finishes (lid < rows / 4)
     var sc: array<vec2<f32>, 4>;  // their scales and RoPE pairs, loaded with the weights
     var cs: vec4<f32>;
-    if (fin) {
+    if (lid < rows / 4u) {
         for (var e = 0u; e < 4u; e++) { sc[e] = row_scales_at(head * hd + slot_dim(j + e), so, oso); }
         cs = rope_of_unit(head, j, p.pos0);
     }
     let as_   = stage_activations_from(lid, k, xin);
-    var dots: array<i32, 4>;  // the four slots' dots (fin)
-    if (lane_sg()) {
-        let d = lanes_isum(row_dot(w, lane, lanes, k), lanes);
-        dots = array<i32, 4>(d, lane_xor(d, lanes), lane_xor(d, 2u * lanes), lane_xor(d, 3u * lanes));
-    } else {
-        slot_dots[lid] = reduce_rows(lid, row_dot(w, lane, lanes, k), lanes);
-        workgroupBarrier();
-        if (fin) {
-            for (var e = 0u; e < 4u; e++) { dots[e] = slot_dots[4u * lid + e]; }
-        }
-    }
-    if (fin) {
+    slot_dots[lid] = reduce_rows(lid, row_dot(w, lane, lanes, k), lanes);
+    workgroupBarrier();
+    if (lid < rows / 4u) {
         var v: array<f32, 4>;
-        for (var e = 0u; e < 4u; e++) { v[e] = row_product_scaled(dots[e], as_, sc[e]); }
+        for (var e = 0u; e < 4u; e++) { v[e] = row_product_scaled(slot_dots[4u * lid + e], as_, sc[e]); }
         store_qkv_unit_rope(head, j, 0u, p.pos0, v, cs);
     }
 }

@@ -64,14 +64,6 @@ fn row_product_scaled(dot: i32, as_: f32, sc: vec2<f32>) -> f32 {
     return mul_rn(v, sc.y);
 }
 
-// Lane sums through subgroup shuffles instead of workgroup memory and a barrier (the host sets it
-// where the `_sg` variants run and subgroups have one fixed size that holds the lanes the kernel
-// gathers: a row's for bitlinear_decode, a gate / up pair's for gate_up_decode, a unit of four
-// rows for qkv_rope_decode). Teams of lanes are then laid out so that those lanes are neighbours, and
-// the first lane of each finishes. Off: reduce_rows.
-override LANE_SG: bool = false;
-fn lane_sg() -> bool { return LANE_SG && WG_REDUCE_SG; }
-
 var<workgroup> lane_sums: array<i32, WG>;
 
 // Sums the lanes of every row: returns row r's dot for invocations r < WG / lanes (every invocation

@@ -27,10 +27,6 @@ fn wg_df_sum(lid: u32, v: vec2<f32>) -> vec2<f32> {
     return wg_red_df[0];
 }
 
-// Whether the subgroup forms exist (lib/wg_reduce_sg.wgsl); here not, and team_isum, lanes_isum,
-// lane_xor and lanes_df_sum are never called.
+// Whether the subgroup forms exist (lib/wg_reduce_sg.wgsl); here not, and team_isum is never called.
 const WG_REDUCE_SG: bool = false;
 fn team_isum(v: vec2<i32>) -> vec2<i32> { return v; }
-fn lanes_isum(v: i32, width: u32) -> i32 { return v; }
-fn lane_xor(v: i32, mask: u32) -> i32 { return v; }
-fn lanes_df_sum(v: vec2<f32>, lid: u32, width: u32) -> vec2<f32> { return v; }

@@ -82,24 +82,3 @@ fn wg_df_sum(lid: u32, v: vec2<f32>) -> vec2<f32> {
 // host checks the subgroup size).
 const WG_REDUCE_SG: bool = true;
 fn team_isum(v: vec2<i32>) -> vec2<i32> { return subgroupAdd(v); }
-
-// The integer sum over aligned groups of `width` lanes (a power of two up to the subgroup size), in
-// every lane (a butterfly; integer adds, so every lane gets the same exact sum), and the value of
-// lane `lane ^ mask`: the decode matmuls' lane sums without workgroup memory (LANE_SG,
-// lib/ternary_decode.wgsl). Callers are in uniform control flow.
-@diagnostic(off, subgroup_uniformity)
-fn lanes_isum(v: i32, width: u32) -> i32 {
-    var a = v;
-    for (var m = 1u; m < width; m <<= 1u) { a += subgroupShuffleXor(a, m); }
-    return a;
-}
-@diagnostic(off, subgroup_uniformity)
-fn lane_xor(v: i32, mask: u32) -> i32 { return subgroupShuffleXor(v, mask); }
-
-// The double-float sum over aligned groups of `width` lanes (a power of two up to the subgroup
-// size) in every lane, for kernels that also build without subgroups (lib/wg_reduce.wgsl has a
-// stand-in that is never called). lid & m equals the lane's bit m for m < width (subgroups are
-// aligned ranges of lid), so lid orders the butterfly.
-fn lanes_df_sum(v: vec2<f32>, lid: u32, width: u32) -> vec2<f32> {
-    return sg_df_sum(v, lid, width);
-}
