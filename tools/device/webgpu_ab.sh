@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Alternating tg128 runs of tern builds and settings on the lent GPU (the `device` tool), for A/B
+# figures that slow repetitions and clock states cannot bias: every arm runs once per round.
+# Carries what webgpu_gpu_run.sh carries; extra binaries go into .devicebin too (e.g. a tern built
+# from an older commit as .devicebin/tern_old).
+# Usage (on the device): tools/device/webgpu_ab.sh ROUNDS ARM... where an ARM is
+#   BINARY[:VAR=value[,VAR=value...]]   e.g. tern  tern_old  tern:TERN_WEBGPU_LANE_SG=0
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+rounds=$1
+shift
+for f in .gl/*.deb; do dpkg -x "$f" /; done
+ldconfig
+B=$PWD/.devicebin
+gunzip -kf "$B/libwebgpu_wrapper.so.gz" "$B/llama3_tokenizer.json.gz"
+export LD_LIBRARY_PATH=$B:${LD_LIBRARY_PATH:-}
+export TERN_WEBGPU_LIB=$B/libwebgpu_wrapper.so TERN_LLAMA3_TOKENIZER=$B/llama3_tokenizer.json
+icd=$(ls /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json 2>/dev/null | head -1)
+[ -n "$icd" ] && export VK_DRIVER_FILES=$icd
+nvidia-smi --query-gpu=name --format=csv,noheader
+"$B/tern" synth bitnet-2b4t -o /tmp/synth-2b4t.gguf --seed 1 2>&1 | tail -1
+for r in $(seq "$rounds"); do
+    for arm in "$@"; do
+        bin=${arm%%:*}
+        vars=()
+        [ "$arm" != "$bin" ] && IFS=, read -ra vars <<< "${arm#*:}"
+        line=$(env "${vars[@]}" "$B/$bin" bench --backend webgpu -m /tmp/synth-2b4t.gguf -p 0 -n 128 -r 3 2>&1 | tail -1)
+        echo "round $r $arm: $(echo "$line" | awk -F'|' '{print $8, "tok/s", $9, "ms"}')"
+    done
+done
