@@ -410,7 +410,8 @@ TEST_P(BackendOps, AttentionOverALongCacheMatchesReference) {
 // The fused pairs (norm_bitlinear, norm_gate_up, norm_qkv_rope_kv_append, norm_lm_head + argmax)
 // on the backend against the CPU's unfused ops. One token takes the WebGPU decode kernels (norm in
 // the matmul prologue, head with the first argmax stage); three tokens and TQ2_0's scale groups
-// take the general kernels. K = 640 (4 lanes per row, uneven), 1664 and 2560 (8 lanes).
+// take the general kernels. K = 640 (4 lanes per row, uneven), 1664 and 2560 (8 lanes); the last
+// case's down projection has K = 4480 (above 4096: 512-thread decode workgroups).
 TEST_P(BackendOps, FusedNormOpsMatchTheUnfusedReference) {
     Rand r(21);
     struct Case {
@@ -418,7 +419,7 @@ TEST_P(BackendOps, FusedNormOpsMatchTheUnfusedReference) {
         int64_t k, n_ff, T;
     };
     for (const Case cs : {Case{DType::i2_s, 640, 224, 1}, Case{DType::i2_s, 1664, 96, 1}, Case{DType::i2_s, 640, 96, 3},
-                          Case{DType::tq2_0, 512, 64, 1}}) {
+                          Case{DType::tq2_0, 512, 64, 1}, Case{DType::i2_s, 256, 1120, 1}}) {
         const int64_t k = cs.k, n_ff = cs.n_ff, T = cs.T, n_vocab = 333;
         SCOPED_TRACE(std::string(dtype_name(cs.type)) + " K " + std::to_string(k) + " T " + std::to_string(T));
         std::vector<float> dg, du, dd, dense;

@@ -48,11 +48,17 @@ std::optional<WebGpuBackend::DecodeTiling> WebGpuBackend::decode_tiling(const Gp
     static const uint32_t wg_env = env_u32("TERN_WEBGPU_DECODE_WG", 256);
     DecodeTiling t;
     // $TERN_WEBGPU_DECODE_LANES raises the lanes per row (a tuning aid: fewer loads per lane).
-    static const uint32_t lanes_env = env_u32("TERN_WEBGPU_DECODE_LANES", 4);
-    t.lanes = std::clamp<uint32_t>(floor_pow2(lanes_env), 4, 64);
+    static const uint32_t lanes_env  = env_u32("TERN_WEBGPU_DECODE_LANES", 4);
+    static const uint32_t lanes_long = env_u32("TERN_WEBGPU_DECODE_LANES_LONG", lanes_env);  // K > 4096
+    t.lanes = std::clamp<uint32_t>(floor_pow2(k > 4096 ? lanes_long : lanes_env), 4, 64);
     static const uint32_t lane_loads = std::clamp<uint32_t>(env_u32("TERN_WEBGPU_DECODE_LANE_LOADS", 10), 1, 10);
     while (k / 64 > static_cast<int64_t>(lane_loads) * t.lanes) t.lanes *= 2;
-    uint32_t wg = std::clamp<uint32_t>(wg_env, 32, 1024);
+    // Rows longer than 4096 (2B4T's down projection, K = 6912) get 512 threads: the prologue's norm
+    // chains are half as long (3-4 words per thread instead of 7) and the 80 workgroups still spread
+    // the weights over many SMs. H200 tg128 562-564 tokens/s against 547-548 with 256 (alternating
+    // runs); 128: 547-549. $TERN_WEBGPU_DECODE_WG_LONG overrides (a tuning aid).
+    static const uint32_t wg_long = env_u32("TERN_WEBGPU_DECODE_WG_LONG", 512);
+    uint32_t wg = std::clamp<uint32_t>(k > 4096 ? wg_long : wg_env, 32, 1024);
     wg          = std::max<uint32_t>(wg, static_cast<uint32_t>(k / 32));
     uint32_t p2 = 32;
     while (p2 < wg) p2 *= 2;
