@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 namespace tern {
 
@@ -524,7 +525,8 @@ Backend::DispatchCost WebGpuBackend::measure_dispatch_cost() {
     // copy_bandwidth.wgsl over a small buffer: every thread copies one vec4, every dispatch writes
     // `dst`, so each waits for the one before (Dawn puts a barrier between them). The GPU starts when
     // the submit returns (Dawn records the Vulkan commands inside it), so the time from there to idle
-    // is the chain's GPU time.
+    // is the chain's GPU time. The median of five runs: a run whose submit returned late (the thread
+    // descheduled after the work reached the GPU) reads too short (seen once: 0.04 us on an H100).
     constexpr int      k_chain = 400;
     constexpr uint32_t k_wide  = 128;  // about one workgroup per SM on an H100 / H200
     auto               src     = make_buffer(k_wide * 256 * 16, nullptr, "dispatch cost src");
@@ -534,9 +536,9 @@ Backend::DispatchCost WebGpuBackend::measure_dispatch_cost() {
     using clock      = std::chrono::steady_clock;
     double best_host = 1e30;  // over both chains
     for (uint32_t groups : {1u, k_wide}) {
-        const uint32_t params[2] = {groups * 256, groups * 256};
-        double         best_gpu  = 1e30;
-        for (int rep = 0; rep < 4; ++rep) {  // rep 0 warms up (pipeline, bind group)
+        const uint32_t      params[2] = {groups * 256, groups * 256};
+        std::vector<double> gpu_s;
+        for (int rep = 0; rep < 6; ++rep) {  // rep 0 warms up (pipeline, bind group)
             const auto t0 = clock::now();
             for (int i = 0; i < k_chain; ++i) {
                 const WGPUBuffer b[] = {src->get(), dst->get()};
@@ -547,10 +549,11 @@ Backend::DispatchCost WebGpuBackend::measure_dispatch_cost() {
             ctx_.wait_queue_idle("timing dependent dispatches");
             const auto t2 = clock::now();
             if (rep == 0) continue;
-            best_gpu  = std::min(best_gpu, std::chrono::duration<double>(t2 - t1).count() / k_chain);
+            gpu_s.push_back(std::chrono::duration<double>(t2 - t1).count() / k_chain);
             best_host = std::min(best_host, std::chrono::duration<double>(t1 - t0).count() / k_chain);
         }
-        (groups == 1 ? cost.gpu_s_one : cost.gpu_s_wide) = best_gpu;
+        std::nth_element(gpu_s.begin(), gpu_s.begin() + gpu_s.size() / 2, gpu_s.end());
+        (groups == 1 ? cost.gpu_s_one : cost.gpu_s_wide) = gpu_s[gpu_s.size() / 2];
     }
     cost.host_s = best_host;
     step_->take_dispatch_count();
