@@ -230,7 +230,8 @@ void register_bench(CLI::App & app) {
                   "also measure the device's copy bandwidth (best of several timed copies of a 256 MiB buffer, "
                   "read + written: device to device for a GPU, memcpy over the threads for the CPU) and print each "
                   "tg test's GB/s as a percentage of it; on a GPU also the cost of one dispatch in a chain of "
-                  "dependent dispatches (GPU time with 1 and 128 workgroups, host time to record and submit)");
+                  "dependent dispatches (GPU time with 1 and 128 workgroups, the median of five chains; host time to record "
+                  "and submit)");
     cmd->footer("Columns: dispatches/token = GPU dispatches recorded per token over the timed runs (pp: per prompt "
                 "token; \"–\" for the CPU, which runs ops eagerly). MB/token and GB/s (tg tests only) = bytes read "
                 "per generated token: every weight a decode step reads in the backend's own layout (layer linears "
