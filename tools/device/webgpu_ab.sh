@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Alternating tg128 runs of tern builds and settings on the lent GPU (the `device` tool), for A/B
+# Alternating bench runs of tern builds and settings on the lent GPU (the `device` tool), for A/B
 # figures that slow repetitions and clock states cannot bias: every arm runs once per round.
+# $AB_BENCH sets the bench arguments (default "-p 0 -n 128 -r 3": tg128; "-p 512 -n 0 -r 3": pp512).
 # Carries what webgpu_gpu_run.sh carries; extra binaries go into .devicebin too (e.g. a tern built
 # from an older commit as .devicebin/tern_old).
 # Usage (on the device): tools/device/webgpu_ab.sh ROUNDS ARM... where an ARM is
-#   BINARY[:VAR=value[,VAR=value...]]   e.g. tern  tern_old  tern:TERN_WEBGPU_LANE_SG=0
+#   BINARY[:VAR=value[,VAR=value...]]   e.g. tern  tern_old  tern:TERN_WEBGPU_DECODE_WG_LONG=256
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 rounds=$1
@@ -24,7 +25,8 @@ for r in $(seq "$rounds"); do
         bin=${arm%%:*}
         vars=()
         [ "$arm" != "$bin" ] && IFS=, read -ra vars <<< "${arm#*:}"
-        line=$(env "${vars[@]}" "$B/$bin" bench --backend webgpu -m /tmp/synth-2b4t.gguf -p 0 -n 128 -r 3 2>&1 | tail -1)
+        # shellcheck disable=SC2086
+        line=$(env "${vars[@]}" "$B/$bin" bench --backend webgpu -m /tmp/synth-2b4t.gguf ${AB_BENCH:--p 0 -n 128 -r 3} 2>&1 | tail -1)
         echo "round $r $arm: $(echo "$line" | awk -F'|' '{print $8, "tok/s", $9, "ms"}')"
     done
 done
