@@ -585,6 +585,48 @@ TEST_F(WebGpuOps, UnalignedWritesAndReadsKeepNeighbouringBytes) {
     EXPECT_EQ(part[2], 206);
 }
 
+// TERN_WEBGPU_PROFILE=gpu: every dispatch timed by GPU timestamps (this also checks the query set and
+// pass timestamp struct layouts against the loaded Dawn). Skipped where the adapter has no timestamps.
+TEST(WebGpuProfile, GpuTimestampsTimeEveryDispatch) {
+    TERN_REQUIRE_WEBGPU();
+    if (!test::shared_webgpu().backend || !dynamic_cast<WebGpuBackend &>(*test::shared_webgpu().backend)
+                                                .context()
+                                                .features()
+                                                .timestamp_query) {
+        GTEST_SKIP() << "this adapter has no timestamp queries";
+    }
+    setenv("TERN_WEBGPU_PROFILE", "gpu", 1);
+    WebGpuOptions o;
+    o.allow_cpu_adapter = true;
+    auto be = make_webgpu_backend(o);
+    unsetenv("TERN_WEBGPU_PROFILE");
+    const int64_t        k = 256;
+    std::vector<uint8_t> wb(k * 4);
+    const float          one = 1.0f;
+    for (int64_t i = 0; i < k; ++i) std::memcpy(wb.data() + i * 4, &one, 4);
+    auto nw = be->load_norm({"n", DType::f32, {k, 1, 1, 1}, wb});
+    auto x  = alloc_tensor(*be, DType::f32, {k, 3, 1, 1}, "x");
+    auto y  = alloc_tensor(*be, DType::f32, {k, 3, 1, 1}, "y");
+    std::vector<float> xv(static_cast<size_t>(k * 3), 0.25f);
+    be->write(x.tensor, xv.data(), xv.size() * 4);
+    be->begin_step();
+    for (int i = 0; i < 5; ++i) be->rms_norm(y.tensor, x.tensor, *nw, 1e-5f);
+    be->end_step();
+    be->synchronize();
+    const auto & times = dynamic_cast<WebGpuBackend &>(*be).gpu_times();
+    int64_t      norms = 0;
+    double       ms    = 0;
+    for (const auto & [label, v] : times) {
+        if (label.rfind("rms_norm[", 0) == 0) {
+            norms += v.first;
+            ms += v.second;
+        }
+    }
+    EXPECT_EQ(norms, 5);
+    EXPECT_GT(ms, 0.0);
+    EXPECT_LT(ms, 10000.0);
+}
+
 TEST_F(WebGpuOps, EveryOpIsOneDispatchAndEndStepSubmits) {
     const int64_t k = 128, n = 16;
     const auto    bytes = random_lowbit(DType::i2_s, k, n, rng_);

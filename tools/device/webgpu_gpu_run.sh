@@ -8,7 +8,8 @@
 # Usage (on the device): tools/device/webgpu_gpu_run.sh [bench args...]
 # Environment: TERN_DEVICE_NO_TESTS=1 skips the GPU test suite; TERN_DEVICE_VARIANTS /
 # TERN_DEVICE_PP_VARIANTS list settings (e.g. "TERN_WEBGPU_REPEAT=attention TERN_WEBGPU_FUSE=0") for
-# one extra tg / pp512 run each; TERN_DEVICE_PROFILE=1 adds a serialized per-kernel profile;
+# one extra tg / pp512 run each; TERN_DEVICE_PROFILE=1 adds a serialized per-kernel profile (wall
+# time), TERN_DEVICE_PROFILE=gpu one from GPU timestamps (TERN_WEBGPU_PROFILE=gpu);
 # TERN_DEVICE_DEFAULT_BENCH=1 also benches the shipped default model.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -48,7 +49,10 @@ for v in ${TERN_DEVICE_VARIANTS:-}; do
     echo "== variant $v"
     env "$v" "$B/tern" bench --backend webgpu -m /tmp/synth-2b4t.gguf -p 0 -n 128 -r 2 2>&1 | tail -1
 done
-if [ -n "${TERN_DEVICE_PROFILE:-}" ]; then
+if [ "${TERN_DEVICE_PROFILE:-}" = gpu ]; then
+    echo "== per-kernel GPU time (TERN_WEBGPU_PROFILE=gpu: timestamps around every dispatch; tg128, warm-up included)"
+    TERN_WEBGPU_PROFILE=gpu "$B/tern" bench --backend webgpu -m /tmp/synth-2b4t.gguf -p 0 -n 128 -r 1 2>&1 | grep -v "^|" | head -60
+elif [ -n "${TERN_DEVICE_PROFILE:-}" ]; then
     echo "== per-kernel wall time (TERN_WEBGPU_PROFILE=1 serializes every dispatch: ratios only)"
     TERN_WEBGPU_PROFILE=1 "$B/tern" bench --backend webgpu -m /tmp/synth-2b4t.gguf -p 0 -n 16 -r 1 2>&1 | grep -v "^|" | head -40
 fi

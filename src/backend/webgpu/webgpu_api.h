@@ -100,6 +100,7 @@ constexpr WGPUFlags WGPU_BUFFER_USAGE_COPY_SRC  = 0x4;
 constexpr WGPUFlags WGPU_BUFFER_USAGE_COPY_DST  = 0x8;
 constexpr WGPUFlags WGPU_BUFFER_USAGE_UNIFORM   = 0x40;
 constexpr WGPUFlags WGPU_BUFFER_USAGE_STORAGE   = 0x80;
+constexpr WGPUFlags WGPU_BUFFER_USAGE_QUERY_RESOLVE = 0x200;
 constexpr WGPUFlags WGPU_MAP_MODE_READ          = 0x1;
 constexpr WGPUFlags WGPU_SHADER_STAGE_COMPUTE   = 0x4;
 constexpr uint64_t  WGPU_WHOLE_SIZE             = UINT64_MAX;
@@ -387,10 +388,27 @@ struct WGPUCommandBufferDescriptor {
     WGPUStringView            label;
 };
 
-struct WGPUComputePassDescriptor {
+// Timestamp queries (feature TimestampQuery). This build's pass timestamp struct is Dawn's
+// PassTimestampWrites, which carries a chain (its validation unpacks one); the query type is tried as
+// v1.0's Timestamp (2) and, if the device rejects it, as the older 1 (StepEncoder, TERN_WEBGPU_PROFILE=gpu).
+struct WGPUQuerySetDescriptor {
     const WGPUChainedStruct * nextInChain;
     WGPUStringView            label;
-    const void *              timestampWrites;
+    uint32_t                  type;
+    uint32_t                  count;
+};
+
+struct WGPUPassTimestampWrites {
+    const WGPUChainedStruct * nextInChain;
+    WGPUQuerySet              querySet;
+    uint32_t                  beginningOfPassWriteIndex;
+    uint32_t                  endOfPassWriteIndex;
+};
+
+struct WGPUComputePassDescriptor {
+    const WGPUChainedStruct *       nextInChain;
+    WGPUStringView                  label;
+    const WGPUPassTimestampWrites * timestampWrites;
 };
 
 // X-macro list of every function the backend resolves: X(name, return type, (parameters)).
@@ -445,6 +463,9 @@ struct WGPUComputePassDescriptor {
     X(wgpuCommandEncoderCopyBufferToBuffer, void,                                                                    \
       (WGPUCommandEncoder, WGPUBuffer, uint64_t, WGPUBuffer, uint64_t, uint64_t))                                    \
     X(wgpuCommandEncoderFinish, WGPUCommandBuffer, (WGPUCommandEncoder, const WGPUCommandBufferDescriptor *))        \
+    X(wgpuCommandEncoderResolveQuerySet, void, (WGPUCommandEncoder, WGPUQuerySet, uint32_t, uint32_t, WGPUBuffer, uint64_t)) \
+    X(wgpuDeviceCreateQuerySet, WGPUQuerySet, (WGPUDevice, const WGPUQuerySetDescriptor *))                          \
+    X(wgpuQuerySetRelease, void, (WGPUQuerySet))                                                                     \
     X(wgpuCommandEncoderRelease, void, (WGPUCommandEncoder))                                                         \
     X(wgpuCommandBufferRelease, void, (WGPUCommandBuffer))                                                           \
     X(wgpuComputePassEncoderSetPipeline, void, (WGPUComputePassEncoder, WGPUComputePipeline))                        \

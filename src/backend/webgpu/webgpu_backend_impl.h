@@ -118,6 +118,8 @@ public:
     void end_step() override { step_->flush(); }
     void synchronize() override;
     int64_t take_dispatch_count() override { return step_->take_dispatch_count(); }
+    // $TERN_WEBGPU_PROFILE=gpu's figures so far (webgpu_step.h): kernel variant -> (dispatches, GPU ms).
+    const std::map<std::string, std::pair<int64_t, double>> & gpu_times() const { return step_->gpu_times(); }
     bool    counts_dispatches() const override { return true; }
     // Device-to-device copies (copyBufferToBuffer) between two buffers of n_bytes (at most half of
     // maxBufferSize), 8 per submit, best of 5 submits after a warm-up, timed on the host around

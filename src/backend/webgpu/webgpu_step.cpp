@@ -20,6 +20,35 @@ StepEncoder::StepEncoder(WgpuContext & ctx, PipelineCache & pipelines) : ctx_(ct
     arena_.resize(k_slots * k_slot_bytes);
     const char * env = std::getenv("TERN_WEBGPU_PROFILE");
     profile_         = env && std::string_view(env) == "1";
+    gpu_profile_     = env && std::string_view(env) == "gpu";
+    if (gpu_profile_ && !ctx_.features().timestamp_query) {
+        std::fprintf(stderr, "tern: TERN_WEBGPU_PROFILE=gpu: this device has no timestamp queries; not profiling\n");
+        gpu_profile_ = false;
+    }
+    if (gpu_profile_) {
+        // The query type: v1.0's Timestamp (2), else the older numbering's (1).
+        for (uint32_t type : {2u, 1u}) {
+            WGPUQuerySetDescriptor qd{};
+            qd.label = wgpu_string("tern timestamps");
+            qd.type  = type;
+            qd.count = static_cast<uint32_t>(2 * k_slots);
+            ctx_.push_error_scope();
+            WgpuHandle<WGPUQuerySet> q(wgpu().wgpuDeviceCreateQuerySet(ctx_.device(), &qd));
+            if (ctx_.pop_error_scope("creating a timestamp query set").empty()) {
+                queries_ = std::move(q);
+                break;
+            }
+        }
+        if (!queries_) fail(ErrorKind::device, "webgpu: TERN_WEBGPU_PROFILE=gpu: no timestamp query set could be made");
+        WGPUBufferDescriptor bd{};
+        bd.label  = wgpu_string("tern timestamps resolved");
+        bd.usage  = WGPU_BUFFER_USAGE_QUERY_RESOLVE | WGPU_BUFFER_USAGE_COPY_SRC;
+        bd.size   = 2 * k_slots * 8;
+        resolved_ = WgpuHandle<WGPUBuffer>(wgpu().wgpuDeviceCreateBuffer(ctx_.device(), &bd));
+        bd.label  = wgpu_string("tern timestamps readback");
+        bd.usage  = WGPU_BUFFER_USAGE_MAP_READ | WGPU_BUFFER_USAGE_COPY_DST;
+        readback_ = WgpuHandle<WGPUBuffer>(wgpu().wgpuDeviceCreateBuffer(ctx_.device(), &bd));
+    }
 }
 
 StepEncoder::~StepEncoder() {
@@ -30,6 +59,16 @@ StepEncoder::~StepEncoder() {
                          v.second / static_cast<double>(v.first), v.second);
         }
     }
+    if (!gpu_ms_.empty()) {
+        std::fprintf(stderr, "webgpu GPU profile (timestamps at the start and end of each dispatch):\n");
+        for (const auto & [label, v] : gpu_ms_) {
+            std::fprintf(stderr, "  %-60s %8lld x %9.2f us = %9.2f ms\n", label.c_str(),
+                         static_cast<long long>(v.first), 1e3 * v.second / static_cast<double>(v.first), v.second);
+        }
+        std::fprintf(stderr, "  kernels ran %.2f ms of the %.2f ms that the submits spanned on the GPU (%.0f%%; the rest "
+                     "is between dispatches)\n", gpu_busy_ms_, gpu_span_ms_,
+                     gpu_span_ms_ > 0 ? 100.0 * gpu_busy_ms_ / gpu_span_ms_ : 0.0);
+    }
     if (pass_) {
         wgpu().wgpuComputePassEncoderEnd(pass_);
         wgpu().wgpuComputePassEncoderRelease(pass_);
@@ -37,7 +76,7 @@ StepEncoder::~StepEncoder() {
     if (encoder_) wgpu().wgpuCommandEncoderRelease(encoder_);
 }
 
-void StepEncoder::begin_pass() {
+void StepEncoder::begin_pass(const WGPUPassTimestampWrites * timestamps) {
     if (!encoder_) {
         WGPUCommandEncoderDescriptor desc{};
         desc.label = wgpu_string("tern step");
@@ -45,9 +84,52 @@ void StepEncoder::begin_pass() {
     }
     if (!pass_) {
         WGPUComputePassDescriptor desc{};
-        desc.label = wgpu_string("tern step");
-        pass_      = wgpu().wgpuCommandEncoderBeginComputePass(encoder_, &desc);
+        desc.label           = wgpu_string("tern step");
+        desc.timestampWrites = timestamps;
+        pass_                = wgpu().wgpuCommandEncoderBeginComputePass(encoder_, &desc);
     }
+}
+
+void StepEncoder::begin_timed_pass(const std::string & label) {
+    end_pass();
+    if (timed_labels_.size() == k_slots) flush();
+    const auto              i = static_cast<uint32_t>(timed_labels_.size());
+    WGPUPassTimestampWrites ts{nullptr, queries_.get(), 2 * i, 2 * i + 1};
+    begin_pass(&ts);
+    timed_labels_.push_back(label);
+}
+
+void StepEncoder::read_timestamps(size_t n_dispatches) {
+    struct Map {
+        bool     done   = false;
+        uint32_t status = 0;
+    } map;
+    WGPUCallbackInfo<WGPUBufferMapCallback> cb{};
+    cb.mode      = WGPU_CALLBACK_MODE_ALLOW_PROCESS_EVENTS;
+    cb.userdata1 = &map;
+    cb.callback  = [](uint32_t status, WGPUStringView, void * u1, void *) {
+        static_cast<Map *>(u1)->status = status;
+        static_cast<Map *>(u1)->done   = true;
+    };
+    const size_t bytes = n_dispatches * 16;
+    wgpu().wgpuBufferMapAsync(readback_.get(), WGPU_MAP_MODE_READ, 0, bytes, cb);
+    ctx_.wait(map.done, "reading GPU timestamps");
+    if (map.status != WGPU_STATUS_SUCCESS) fail(ErrorKind::device, "webgpu: mapping the GPU timestamps failed");
+    std::vector<uint64_t> ts(2 * n_dispatches);
+    const void *          mapped = wgpu().wgpuBufferGetConstMappedRange(readback_.get(), 0, bytes);
+    if (mapped) std::memcpy(ts.data(), mapped, bytes);
+    wgpu().wgpuBufferUnmap(readback_.get());
+    TERN_ASSERT(mapped != nullptr, "mapped range is null");
+    for (size_t i = 0; i < n_dispatches; ++i) {
+        if (ts[2 * i + 1] < ts[2 * i]) continue;  // not written (or the device's clock wrapped)
+        const double ms = static_cast<double>(ts[2 * i + 1] - ts[2 * i]) * 1e-6;  // nanoseconds
+        auto &       e  = gpu_ms_[timed_labels_[i]];
+        e.first += 1;
+        e.second += ms;
+        gpu_busy_ms_ += ms;
+    }
+    if (ts[2 * n_dispatches - 1] > ts[0]) gpu_span_ms_ += static_cast<double>(ts[2 * n_dispatches - 1] - ts[0]) * 1e-6;
+    timed_labels_.clear();
 }
 
 void StepEncoder::end_pass() {
@@ -113,7 +195,11 @@ void StepEncoder::dispatch(const PipelineKey & key, std::span<const WGPUBuffer> 
         it = bind_groups_.emplace(std::move(bk), std::move(group)).first;
     }
 
-    begin_pass();
+    if (gpu_profile_) {
+        begin_timed_pass(key.label());
+    } else {
+        begin_pass();
+    }
     const size_t slot = n_slots_++;
     // The rest of the slot is zeroed: a kernel's Params may end with `rn_zero: u32` after the host's
     // fields, the zero that lib/numerics.wgsl's mul_rn needs from a place the compiler cannot see.
@@ -123,6 +209,7 @@ void StepEncoder::dispatch(const PipelineKey & key, std::span<const WGPUBuffer> 
     wgpu().wgpuComputePassEncoderSetPipeline(pass_, pipeline);
     wgpu().wgpuComputePassEncoderSetBindGroup(pass_, 0, it->second.get(), 1, &offset);
     for (int c = 0; c < copies; ++c) wgpu().wgpuComputePassEncoderDispatchWorkgroups(pass_, x, y, z);
+    if (gpu_profile_) end_pass();  // the pass's end timestamp follows this dispatch
     ++dispatches_;
     ++serial_;
     if (profile_) profile_wait(key.label());
@@ -147,6 +234,12 @@ void StepEncoder::copy(WGPUBuffer src, uint64_t src_offset, WGPUBuffer dst, uint
 void StepEncoder::flush() {
     if (!encoder_) return;
     end_pass();
+    const size_t n_timed = timed_labels_.size();
+    if (n_timed > 0) {
+        wgpu().wgpuCommandEncoderResolveQuerySet(encoder_, queries_.get(), 0, static_cast<uint32_t>(2 * n_timed),
+                                                 resolved_.get(), 0);
+        wgpu().wgpuCommandEncoderCopyBufferToBuffer(encoder_, resolved_.get(), 0, readback_.get(), 0, 16 * n_timed);
+    }
     WGPUCommandBufferDescriptor desc{};
     desc.label                = wgpu_string("tern step");
     WGPUCommandBuffer commands = wgpu().wgpuCommandEncoderFinish(encoder_, &desc);
@@ -158,6 +251,7 @@ void StepEncoder::flush() {
     }
     wgpu().wgpuQueueSubmit(ctx_.queue(), 1, &commands);
     wgpu().wgpuCommandBufferRelease(commands);
+    if (n_timed > 0) read_timestamps(n_timed);
 }
 
 void StepEncoder::forget(WGPUBuffer buffer) {

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -46,14 +47,23 @@ public:
     void     bump() { ++serial_; }
 
     // $TERN_WEBGPU_PROFILE=1: submit and wait after every dispatch, and print the wall time per
-    // kernel variant when the encoder is destroyed. A debugging aid (it serializes everything);
-    // timestamp queries are the way to profile for real.
+    // kernel variant when the encoder is destroyed. A debugging aid (it serializes everything).
+    // $TERN_WEBGPU_PROFILE=gpu (where the device has timestamp queries): every dispatch gets its own
+    // compute pass with GPU timestamps at its start and end, read back after each submit; the GPU
+    // time per kernel variant, and how much of each submit's span the kernels cover, are printed
+    // when the encoder is destroyed. The stream keeps its order and barriers (a pass boundary
+    // costs what a dependent dispatch does), so the figures are the kernels' own durations.
     bool profiling() const { return profile_; }
+    // The GPU profile so far: kernel variant -> (dispatches, GPU ms); empty unless profiling=gpu.
+    const std::map<std::string, std::pair<int64_t, double>> & gpu_times() const { return gpu_ms_; }
 
 private:
     void profile_wait(const std::string & label);
+    // Timestamp pass for the next dispatch (gpu profile): its pass, the queries, the label.
+    void begin_timed_pass(const std::string & label);
+    void read_timestamps(size_t n_dispatches);
 
-    void begin_pass();
+    void begin_pass(const WGPUPassTimestampWrites * timestamps = nullptr);
     void end_pass();
 
     using BindKey = std::pair<std::string_view, std::vector<WGPUBuffer>>;
@@ -70,6 +80,12 @@ private:
     uint64_t                                    serial_     = 0;
     bool                                        profile_    = false;
     std::map<std::string, std::pair<int64_t, double>> profile_ms_;  // label -> (count, ms)
+    bool                                        gpu_profile_ = false;
+    WgpuHandle<WGPUQuerySet>                    queries_;           // 2 per dispatch of a submit
+    WgpuHandle<WGPUBuffer>                      resolved_, readback_;
+    std::vector<std::string>                    timed_labels_;      // this submit's timed dispatches
+    std::map<std::string, std::pair<int64_t, double>> gpu_ms_;      // label -> (count, GPU ms)
+    double                                      gpu_span_ms_ = 0, gpu_busy_ms_ = 0;
 };
 
 }  // namespace tern

@@ -189,6 +189,10 @@ struct ToggleLists {
 
 ToggleLists toggle_lists() {
     ToggleLists t;
+    // GPU timestamps unquantized when profiling with them (Dawn rounds them to 100 us otherwise).
+    if (const char * p = std::getenv("TERN_WEBGPU_PROFILE"); p && std::string_view(p) == "gpu") {
+        t.off.push_back("timestamp_quantization");
+    }
     if (const char * env = std::getenv("TERN_WEBGPU_TOGGLES"); env && *env) {
         const std::string list = env;
         for (size_t at = 0; at <= list.size();) {

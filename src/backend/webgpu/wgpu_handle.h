@@ -21,6 +21,7 @@ inline void wgpu_release(WGPUBindGroup h) { wgpu().wgpuBindGroupRelease(h); }
 inline void wgpu_release(WGPUCommandEncoder h) { wgpu().wgpuCommandEncoderRelease(h); }
 inline void wgpu_release(WGPUCommandBuffer h) { wgpu().wgpuCommandBufferRelease(h); }
 inline void wgpu_release(WGPUComputePassEncoder h) { wgpu().wgpuComputePassEncoderRelease(h); }
+inline void wgpu_release(WGPUQuerySet h) { wgpu().wgpuQuerySetRelease(h); }
 
 template <typename T>
 class WgpuHandle {
