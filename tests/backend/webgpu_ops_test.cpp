@@ -589,17 +589,21 @@ TEST_F(WebGpuOps, UnalignedWritesAndReadsKeepNeighbouringBytes) {
 // pass timestamp struct layouts against the loaded Dawn). Skipped where the adapter has no timestamps.
 TEST(WebGpuProfile, GpuTimestampsTimeEveryDispatch) {
     TERN_REQUIRE_WEBGPU();
-    if (!test::shared_webgpu().backend || !dynamic_cast<WebGpuBackend &>(*test::shared_webgpu().backend)
-                                                .context()
-                                                .features()
-                                                .timestamp_query) {
+    if (!dynamic_cast<WebGpuBackend &>(*test::shared_webgpu().backend).context().features().timestamp_query) {
         GTEST_SKIP() << "this adapter has no timestamp queries";
     }
+    // The setting is read when the backend is made; whatever the environment had is put back.
+    const char *      had   = std::getenv("TERN_WEBGPU_PROFILE");
+    const std::string saved = had ? had : "";
     setenv("TERN_WEBGPU_PROFILE", "gpu", 1);
     WebGpuOptions o;
     o.allow_cpu_adapter = true;
     auto be = make_webgpu_backend(o);
-    unsetenv("TERN_WEBGPU_PROFILE");
+    if (had) {
+        setenv("TERN_WEBGPU_PROFILE", saved.c_str(), 1);
+    } else {
+        unsetenv("TERN_WEBGPU_PROFILE");
+    }
     const int64_t        k = 256;
     std::vector<uint8_t> wb(k * 4);
     const float          one = 1.0f;

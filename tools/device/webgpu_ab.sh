@@ -10,14 +10,8 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 rounds=$1
 shift
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
-B=$PWD/.devicebin
-gunzip -kf "$B/libwebgpu_wrapper.so.gz" "$B/llama3_tokenizer.json.gz"
-export LD_LIBRARY_PATH=$B:${LD_LIBRARY_PATH:-}
-export TERN_WEBGPU_LIB=$B/libwebgpu_wrapper.so TERN_LLAMA3_TOKENIZER=$B/llama3_tokenizer.json
-icd=$(ls /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json 2>/dev/null | head -1)
-[ -n "$icd" ] && export VK_DRIVER_FILES=$icd
+# shellcheck source=tools/device/device_env.sh
+. tools/device/device_env.sh
 nvidia-smi --query-gpu=name --format=csv,noheader
 "$B/tern" synth bitnet-2b4t -o /tmp/synth-2b4t.gguf --seed 1 2>&1 | tail -1
 for r in $(seq "$rounds"); do

@@ -15,14 +15,8 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
-B=$PWD/.devicebin
-gunzip -kf "$B/libwebgpu_wrapper.so.gz" "$B/llama3_tokenizer.json.gz"
-export LD_LIBRARY_PATH=$B:${LD_LIBRARY_PATH:-}
-export TERN_WEBGPU_LIB=$B/libwebgpu_wrapper.so TERN_LLAMA3_TOKENIZER=$B/llama3_tokenizer.json
-icd=$(ls /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json 2>/dev/null | head -1)
-[ -n "$icd" ] && export VK_DRIVER_FILES=$icd
+# shellcheck source=tools/device/device_env.sh
+. tools/device/device_env.sh
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader
 
 echo "== kernels vs CPU reference on this GPU"

@@ -39,8 +39,9 @@ HeadParams head_params(const Weight & head, const Tensor & x, const Tensor & log
 
 // Lanes per row: the fewest (a power of two >= 4) that leave each lane at most 10 vec4 loads
 // (lib/ternary_decode.wgsl's ROW_VEC4_MAX; $TERN_WEBGPU_DECODE_LANE_LOADS lowers it, a tuning aid).
-// Workgroup: 256 threads unless $TERN_WEBGPU_DECODE_WG says otherwise (a tuning aid), and at least
-// K / 32 so that the prologue's threads hold at most 8 activation words each.
+// Workgroup: 256 threads (512 for rows longer than 4096, below) unless $TERN_WEBGPU_DECODE_WG says
+// otherwise (a tuning aid), and at least K / 32 so that the prologue's threads hold at most 8
+// activation words each.
 std::optional<WebGpuBackend::DecodeTiling> WebGpuBackend::decode_tiling(const GpuLinear & w, int64_t n_tok,
                                                                         uint32_t max_rows) const {
     const int64_t k = w.n_cols;
@@ -55,8 +56,8 @@ std::optional<WebGpuBackend::DecodeTiling> WebGpuBackend::decode_tiling(const Gp
     while (k / 64 > static_cast<int64_t>(lane_loads) * t.lanes) t.lanes *= 2;
     // Rows longer than 4096 (2B4T's down projection, K = 6912) get 512 threads: the prologue's norm
     // chains are half as long (3-4 words per thread instead of 7) and the 80 workgroups still spread
-    // the weights over many SMs. H200 tg128 562-564 tokens/s against 547-548 with 256 (alternating
-    // runs); 128: 547-549. $TERN_WEBGPU_DECODE_WG_LONG overrides (a tuning aid).
+    // the weights over many SMs. H200 tg128 560-564 tokens/s against 546-549 with 256 (alternating
+    // runs); 128: 547-549; 1024: 524-525. $TERN_WEBGPU_DECODE_WG_LONG overrides (a tuning aid).
     static const uint32_t wg_long = env_u32("TERN_WEBGPU_DECODE_WG_LONG", 512);
     uint32_t wg = std::clamp<uint32_t>(k > 4096 ? wg_long : wg_env, 32, 1024);
     wg          = std::max<uint32_t>(wg, static_cast<uint32_t>(k / 32));

@@ -2,6 +2,7 @@
 #include "backend/webgpu/webgpu_step.h"
 
 #include "core/error.h"
+#include "core/log.h"
 
 #include <chrono>
 #include <cstdio>
@@ -22,7 +23,7 @@ StepEncoder::StepEncoder(WgpuContext & ctx, PipelineCache & pipelines) : ctx_(ct
     profile_         = env && std::string_view(env) == "1";
     gpu_profile_     = env && std::string_view(env) == "gpu";
     if (gpu_profile_ && !ctx_.features().timestamp_query) {
-        std::fprintf(stderr, "tern: TERN_WEBGPU_PROFILE=gpu: this device has no timestamp queries; not profiling\n");
+        TERN_LOG_WARN("TERN_WEBGPU_PROFILE=gpu: this device has no timestamp queries; not profiling");
         gpu_profile_ = false;
     }
     if (gpu_profile_) {
@@ -92,7 +93,7 @@ void StepEncoder::begin_pass(const WGPUPassTimestampWrites * timestamps) {
 
 void StepEncoder::begin_timed_pass(const std::string & label) {
     end_pass();
-    if (timed_labels_.size() == k_slots) flush();
+    // At most k_slots timed dispatches per submit: dispatch() flushes when the arena is full.
     const auto              i = static_cast<uint32_t>(timed_labels_.size());
     WGPUPassTimestampWrites ts{nullptr, queries_.get(), 2 * i, 2 * i + 1};
     begin_pass(&ts);
