@@ -70,6 +70,22 @@ TEST(CpuReference, I2sGemvMatchesBitnetCppNumerics) {
     EXPECT_EQ(std::bit_cast<uint32_t>(out), 0xBDF1E3C8u) << out;  // -0.11811024
 }
 
+// The halving order, worked: {2^24, 1, -2^24, 1} halves to {2^24 - 2^24, 1 + 1} = {0, 2}, then 2.
+// In order, ((2^24 + 1) - 2^24) + 1 = 1 (2^24 + 1 rounds to 2^24), as adjacent pairs (2^24 + 1) +
+// (-2^24 + 1) = 1: only the halving order gives 2. Shorter sums are zero-padded to a power of two.
+TEST(CpuReference, HalvingSumAddsTheUpperHalfOntoTheLowerHalf) {
+    float t[4] = {16777216.0f, 1.0f, -16777216.0f, 1.0f};
+    EXPECT_EQ(cpu::halving_sum(t, 4), 2.0f);
+    // 8 terms {2^24, 1, 1, 1, 1, 0, 0, 0}: {2^24, 1, 1, 1} (2^24 + 1 rounds to 2^24), {2^24, 2},
+    // 2^24 + 2. Adjacent pairs would give 2^24 + 4 ((2^24 + 2) + 1 ties to even), in order 2^24.
+    float u[8] = {16777216.0f, 1.0f, 1.0f, 1.0f, 1.0f, 0.0f, 0.0f, 0.0f};
+    EXPECT_EQ(cpu::halving_sum(u, 8), 16777218.0f);
+    // sum_squares pads 3 squares to 4: {9, 16, 1, 0} -> {10, 16} -> 26.
+    const float x[3] = {3.0f, 4.0f, 1.0f};
+    EXPECT_EQ(cpu::sum_squares(x, 3), 26.0f);
+    EXPECT_EQ(cpu::sum_squares(x, 0), 0.0f);
+}
+
 TEST(CpuReference, RmsNormFollowsGgmlFormula) {
     std::mt19937       rng(7);
     std::normal_distribution<float> nd(0.0f, 3.0f);

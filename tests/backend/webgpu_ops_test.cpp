@@ -724,20 +724,28 @@ TEST(WebGpuNumerics, DoubleFloatPrimitivesAreExactOnThisAdapter) {
     for (auto & x : v) x = mag(1.0f) * mag(1.0f);
     for (bool guard : {false, true}) {
         const auto out = be->numerics_check(a, b, v, guard);
-        int bad[8] = {};
+        int bad[10] = {};
         for (int i = 0; i < n; ++i) {
             const float  s   = a[i] + b[i];
             const double sum = std::accumulate(v.begin() + 32 * i, v.begin() + 32 * (i + 1), 0.0);
-            const float  want[8] = {s,
+            float        chain = 0.0f, dot_chain = 0.0f;  // f32, in order, as the kernel writes them
+            for (int j = 0; j < 32; ++j) {
+                chain += v[static_cast<size_t>(32 * i + j)];
+                const float prod = v[static_cast<size_t>(32 * i + j)] * v[static_cast<size_t>(32 * i + 31 - j)];
+                dot_chain += prod;
+            }
+            const float want[10] = {s,
                                     static_cast<float>(static_cast<double>(a[i]) + b[i] - s),
                                     static_cast<float>(sum),
                                     a[i] / b[i],
                                     std::sqrt(std::fabs(a[i])),
                                     static_cast<float>(static_cast<double>(a[i]) * b[i] - static_cast<double>(a[i] * b[i])),
                                     static_cast<float>(std::exp(static_cast<double>(b[i] / 4.0f))),
-                                    static_cast<float>(sum / 32.0)};
-            for (int k = 0; k < 8; ++k) {
-                const float got = out[static_cast<size_t>(8 * i + k)];
+                                    static_cast<float>(sum / 32.0),
+                                    chain,
+                                    dot_chain};
+            for (int k = 0; k < 10; ++k) {
+                const float got = out[static_cast<size_t>(10 * i + k)];
                 if (k == 6 && i % 4 != 0) continue;  // exp_rn is checked on the softmax-like inputs only
                 const bool ok = got == want[k] || (std::isnan(got) && std::isnan(want[k]));
                 if (!ok && k == 6 && bad[k] < 3) std::printf("exp_rn(%a) = %a, want %a\n", b[i] / 4.0f, got, want[k]);
@@ -745,10 +753,10 @@ TEST(WebGpuNumerics, DoubleFloatPrimitivesAreExactOnThisAdapter) {
             }
         }
         std::printf("[          ] DF_GUARD=%d: differences of %d: two_sum s %d e %d, df sum %d, div_rn %d, sqrt_rn %d, "
-                    "two_prod e %d, exp_rn %d, df_div_f %d\n",
-                    guard, n, bad[0], bad[1], bad[2], bad[3], bad[4], bad[5], bad[6], bad[7]);
+                    "two_prod e %d, exp_rn %d, df_div_f %d, f32 chain %d, f32 dot chain %d\n",
+                    guard, n, bad[0], bad[1], bad[2], bad[3], bad[4], bad[5], bad[6], bad[7], bad[8], bad[9]);
         if (guard) {
-            for (int k = 0; k < 8; ++k) {
+            for (int k = 0; k < 10; ++k) {
                 // exp_rn is correctly rounded but double exp() is only nearly so: allow a rare miss.
                 EXPECT_LE(bad[k], k == 6 ? n / 1000 : 0) << "output " << k;
             }

@@ -3,13 +3,30 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace tern::cpu {
 
+float halving_sum(float * t, int64_t p) {
+    // Each level adds the upper half onto the lower half: independent adds, so this vectorizes
+    // without reassociating anything.
+    for (int64_t h = p / 2; h >= 1; h /= 2) {
+        for (int64_t i = 0; i < h; ++i) t[i] = t[i] + t[i + h];
+    }
+    return t[0];
+}
+
+float sum_squares(const float * x, int64_t n) {
+    int64_t p = 1;
+    while (p < n) p *= 2;
+    thread_local std::vector<float> t;
+    t.assign(static_cast<size_t>(p), 0.0f);
+    for (int64_t i = 0; i < n; ++i) t[static_cast<size_t>(i)] = x[i] * x[i];
+    return halving_sum(t.data(), p);
+}
+
 void rms_norm_row(const float * x, const float * w, float * y, int64_t n, float eps) {
-    double sum = 0.0;
-    for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i] * x[i]);
-    const float mean  = static_cast<float>(sum / static_cast<double>(n));
+    const float mean  = sum_squares(x, n) / static_cast<float>(n);
     const float scale = 1.0f / std::sqrt(mean + eps);
     for (int64_t i = 0; i < n; ++i) {
         const float v = x[i] * scale;

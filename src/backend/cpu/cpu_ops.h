@@ -6,8 +6,20 @@
 
 namespace tern::cpu {
 
-// y = (x * (1 / sqrt(mean(x^2) + eps))) * w, ggml's order: squares in f32, sum in double,
-// mean cast to f32, scale = 1.0f / sqrtf(mean + eps), then the weight multiply as a separate f32 op.
+// The halving sum, tern's fixed order for f32 sums that GPUs reproduce bit for bit: t[0..p) (p a
+// power of two; shorter sums are zero-padded to one) is reduced by levels h = p/2, p/4, ..., 1, each
+// adding t[i + h] onto t[i] for i < h; returns t[0] (t is overwritten). Zero padding to any larger
+// power of two gives the same bits (for sums that cannot be -0), so a GPU may pad to 32 x its
+// workgroup: a thread that owns elements lid, lid + WG, ... reduces them as a halving tree in
+// registers, then the workgroup reduces across invocations at distances WG/2 .. 1.
+float halving_sum(float * t, int64_t p);
+
+// sum x[i]^2 (each square rounded to f32) in the halving order.
+float sum_squares(const float * x, int64_t n);
+
+// y = (x * (1 / sqrt(mean(x^2) + eps))) * w: f32 squares summed in the halving order (ggml sums
+// them in double: docs/architecture.md, "Numerics", says why tern does not), mean = sum / n in f32,
+// scale = 1.0f / sqrtf(mean + eps), then the weight multiply as a separate f32 op (ggml's order).
 void rms_norm_row(const float * x, const float * w, float * y, int64_t n, float eps);
 
 // Per-token int8 quantization (bitnet.cpp quantize_row_i8_s, FORMATS.md §4.7):

@@ -147,7 +147,7 @@ public:
     };
     const Numerics & numerics() const { return numerics_; }
     const WgpuContext & context() const { return ctx_; }
-    // Runs numerics_check.wgsl (lib/numerics.wgsl's primitives; see the shader for the 8 outputs per
+    // Runs numerics_check.wgsl (lib/numerics.wgsl's primitives; see the shader for the 10 outputs per
     // element) with or without DF_GUARD, for tests that compare them with IEEE double on the host.
     std::vector<float> numerics_check(std::span<const float> a, std::span<const float> b, std::span<const float> v,
                                       bool df_guard);
@@ -237,6 +237,8 @@ private:
     bool try_decode_qkv(const Tensor & q, const KvLayer & kv, const GpuLinear & w, const QuantizedActs & a,
                         const Tensor * x, const Weight * norm, float eps, const AttentionShape & shape, int64_t pos0);
     uint32_t attention_score_slots(uint32_t wg, uint32_t kpart, uint32_t tile_words) const;
+    // Workgroup size of the norm kernels for rows of k elements (k <= 32 WG); fails beyond the adapter.
+    uint32_t norm_workgroup(int64_t k) const;
     // One token's whole layer as one dispatch (webgpu_layer.cpp, layer_decode.wgsl); false when it
     // does not apply (then the five kernels run).
     bool try_decode_layer(const LayerWeights & w, const LayerTensors & t, const KvLayer & kv, float eps,

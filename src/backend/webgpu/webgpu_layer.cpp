@@ -80,14 +80,14 @@ bool WebGpuBackend::try_decode_layer(const LayerWeights & w, const LayerTensors 
     const bool     k_f16 = kv.k.type == DType::f16, v_f16 = kv.v.type == DType::f16;
     const uint32_t hw    = static_cast<uint32_t>(k_f16 ? hd / 2 : hd);  // u32 words per head of a K row
 
-    // Workgroup memory: acts, wg_reduce's two arrays, lane_sums, slot_dots, team_dots, cur_q/k/v,
+    // Workgroup memory: acts, wg_reduce's three arrays (+ the subgroup width), lane_sums, slot_dots, team_dots, cur_q/k/v,
     // attention's other arrays; the scores get what is left (at most 2048 slots).
     const uint32_t k_max = static_cast<uint32_t>(std::max({n_embd, n_embd_q, n_ff}));
     uint32_t ts = 1;  // attention's tiled scores, as WebGpuBackend::attention chooses them
     while (ts * 2 <= wg && hw % (ts * 2) == 0 && hw / (ts * 2) >= 8) ts *= 2;
     const uint32_t hd_max = static_cast<uint32_t>(hd);
     const uint32_t tile   = wg / ts * (hw + 1);
-    const uint64_t fixed  = uint64_t{k_max} + wg * (8 + 4 + 4 + 4 + 4) + 3ull * hd_max * 4 +  // act_stage .. cur_v
+    const uint64_t fixed  = uint64_t{k_max} + wg * (8 + 4 + 8 + 4 + 4 + 4) + 16 + 3ull * hd_max * 4 +  // act_stage .. cur_v
                            hd_max * 4ull + 256 * 4 + wg * (16 + 8) + tile * 4ull + 16;  // attention
     const uint64_t storage = ctx_.limits().maxComputeWorkgroupStorageSize;
     if (storage < fixed + 256 * 4 + 512) return false;

@@ -66,6 +66,21 @@ void WebGpuBackend::embed(const Tensor & x, const Weight & token_embd, const Ten
     step_->dispatch(key, bufs, &p, sizeof p, ceil_div(e->n_cols, 256), u32(n_tok));
 }
 
+// Workgroup size of rms_norm.wgsl / rms_norm_quant.wgsl for rows of k elements: lib/inv_rms.wgsl
+// holds 32 elements per invocation (its halving tree in registers), so k <= 32 WG.
+uint32_t WebGpuBackend::norm_workgroup(int64_t k) const {
+    uint32_t wg = 256;
+    while (static_cast<int64_t>(wg) * 32 < k) wg *= 2;
+    const uint32_t max_wg = ctx_.limits().maxComputeInvocationsPerWorkgroup;
+    if (wg > max_wg) {
+        fail(ErrorKind::unsupported,
+             format("a norm over %lld elements needs %u threads per workgroup (32 elements each); this adapter "
+                    "allows %u: rows of at most %lld elements can be normalized on it (use --backend cpu)",
+                    static_cast<long long>(k), wg, max_wg, static_cast<long long>(max_wg) * 32));
+    }
+    return wg;
+}
+
 void WebGpuBackend::rms_norm_quant(const QuantizedActs & a, const Tensor & x, const Weight & w, float eps) {
     const GpuNorm * nw = &as_norm(w);
     const int64_t k = x.ne[0];
@@ -75,7 +90,7 @@ void WebGpuBackend::rms_norm_quant(const QuantizedActs & a, const Tensor & x, co
         float    eps;
         uint32_t x_offset, x_stride, w_offset, q_offset, q_stride, scale_offset;
     } p{u32(k), eps, gpu_offset(x, 4), u32(k), 0, gpu_offset(a.q, 4), u32(k / 4), gpu_offset(a.scale, 4)};
-    const PipelineKey key{"rms_norm_quant", "rrwwu", {{{"WG", 256}}}};
+    const PipelineKey key{"rms_norm_quant", "rrwwu", {{{"WG", static_cast<double>(norm_workgroup(k))}}}};
     const WGPUBuffer  bufs[] = {gpu_buffer(x), nw->buffer->get(), gpu_buffer(a.q), gpu_buffer(a.scale)};
     step_->dispatch(key, bufs, &p, sizeof p, u32(x.ne[1]));
 }
@@ -98,7 +113,7 @@ void WebGpuBackend::rms_norm(const Tensor & y, const Tensor & x, const Weight & 
         x_buffer   = scratch_->get();
         p.x_offset = 0;
     }
-    const PipelineKey key{"rms_norm", "rrwu", {{{"WG", 256}}}};
+    const PipelineKey key{"rms_norm", "rrwu", {{{"WG", static_cast<double>(norm_workgroup(k))}}}};
     const WGPUBuffer  bufs[] = {x_buffer, nw->buffer->get(), gpu_buffer(y)};
     step_->dispatch(key, bufs, &p, sizeof p, u32(x.ne[1]));
 }

@@ -17,6 +17,7 @@
 // #include "lib/numerics.wgsl"
 // #include "lib/inv_rms.wgsl"
 // #include "lib/wg_reduce.wgsl"
+// #include "lib/sum_squares.wgsl"
 // #include "lib/best_index.wgsl"
 // #include "lib/head_input.wgsl"
 // #include "lib/head_params.wgsl"

@@ -34,6 +34,7 @@ requires packed_4x8_integer_dot_product;
 
 // #include "lib/dot4_native.wgsl"
 // #include "lib/wg_reduce.wgsl"
+// #include "lib/sum_squares.wgsl"
 
 override K: u32 = 2560u;      // elements per row, a multiple of 16, at most 4096
 override NORM: bool = true;   // h = rms_norm(x) * nw first

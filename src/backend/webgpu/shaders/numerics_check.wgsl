@@ -1,8 +1,9 @@
 // numerics_check: runs the lib/numerics.wgsl primitives on given inputs so that a test can compare
 // them with the host's IEEE double arithmetic on whatever adapter runs it (tests only).
 //
-//   a, b: [n] f32   v: [n][32] f32   out: [n][8] f32 = two_sum(a, b) (s, e), df sum of v[i] as f32,
-//   div_rn(a, b), sqrt_rn(|a|), two_prod(a, b).e, exp_rn(b / 4), df_div_f(df sum of v[i], 32)
+//   a, b: [n] f32   v: [n][32] f32   out: [n][10] f32 = two_sum(a, b) (s, e), df sum of v[i] as f32,
+//   div_rn(a, b), sqrt_rn(|a|), two_prod(a, b).e, exp_rn(b / 4), df_div_f(df sum of v[i], 32),
+//   the f32 sum of v[i] in order (one chain), the f32 sum of mul_rn(v[i][j], v[i][31 - j]) in order
 // Bindings: 0 a, 1 b, 2 v (read), 3 out (read_write), 4 params (uniform)
 // Dispatch: (ceil(n / 64), 1, 1); one thread per element.
 
@@ -27,8 +28,14 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let y  = b[i];
     let ts = two_sum(x, y);
     var acc = vec2<f32>(0.0, 0.0);
-    for (var j = 0u; j < 32u; j++) { acc = df_add_f(acc, v[32u * i + j]); }
-    let o = 8u * i;
+    var chain = 0.0;     // plain f32 adds in order: does the compiler keep the order?
+    var dot_chain = 0.0; // and with rounded products?
+    for (var j = 0u; j < 32u; j++) {
+        acc = df_add_f(acc, v[32u * i + j]);
+        chain = chain + v[32u * i + j];
+        dot_chain = dot_chain + mul_rn(v[32u * i + j], v[32u * i + 31u - j]);
+    }
+    let o = 10u * i;
     out[o]      = ts.x;
     out[o + 1u] = ts.y;
     out[o + 2u] = df_to_f32(acc);
@@ -37,4 +44,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     out[o + 5u] = two_prod(x, y).y;
     out[o + 6u] = exp_rn(y / 4.0);
     out[o + 7u] = df_div_f(acc, 32.0);
+    out[o + 8u] = chain;
+    out[o + 9u] = dot_chain;
 }

@@ -15,6 +15,7 @@ requires packed_4x8_integer_dot_product;
 // #include "lib/dot4_native.wgsl"
 // #include "lib/numerics.wgsl"
 // #include "lib/wg_reduce.wgsl"
+// #include "lib/sum_squares.wgsl"
 // #include "lib/act_stage.wgsl"
 // #include "lib/ternary_decode.wgsl"
 // #include "lib/decode_io.wgsl"

@@ -2,11 +2,11 @@
 //
 // NORM = true, the fused prologue: a = int8-quantize(rms_norm(x) * nw), computed by every workgroup
 // from the f32 x itself with exactly the numerics of rms_norm_quant.wgsl (the CPU's rms_norm_row +
-// quantize_act_row: f32 squares summed in double-float, correctly rounded mean, root and 127 / max),
+// quantize_act_row: f32 squares in the halving order, correctly rounded mean, root and 127 / max),
 // so the separate norm dispatch disappears. NORM = false: a previous rms_norm_quant's words are copied.
 //
 // Thread i owns activation words i, i + WG, ... (4 elements each, at most 8 words: k <= 32 WG).
-// The including kernel includes lib/wg_reduce.wgsl and declares `override WG` (a power of two),
+// The including kernel includes lib/wg_reduce.wgsl and lib/sum_squares.wgsl and declares `override WG` (a power of two),
 // `override K` (the largest k it stages, a multiple of 64), `override NORM`, a uniform `p` with
 // `eps`, and where the inputs come
 // from (lib/decode_io.wgsl for the one-matmul kernels, the layer kernel its own):
@@ -19,8 +19,7 @@ var<workgroup> acts: array<vec4<u32>, K / 16u>;  // 16 int8 per vec4: elements 1
 
 // A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=NORM_STOP=n): the fused prologue
 // skips what follows the loads of x and nw (1), the sum of squares (2) or the max (3), and
-// quantizes with a scale that still depends on what it computed; 4: a one-float reduction instead
-// of the double-float sum; 5: each thread sums its squares in f32 (the rest as usual).
+// quantizes with a scale that still depends on what it computed.
 override NORM_STOP: u32 = 0u;
 
 // Whether the decode kernels issue the loads of x and the norm weights before their weight loads
@@ -73,37 +72,17 @@ fn stage_copy(lid: u32, k: u32) -> f32 {
 fn stage_norm_quant(lid: u32, k: u32, in: StageInput) -> f32 {
     let n_words = k / 4u;
 
-    // x and the norm weights in registers (stage_load), squares summed in double-float.
+    // x and the norm weights in registers (stage_load); squares in the halving order.
     var xs = in.xs;
     let ws = in.ws;
     if (NORM_STOP == 1u) {
         return stage_stopped(lid, n_words, xs, ws, 1.0);
     }
-    var ch = array<vec2<f32>, 4>();  // four independent chains (one per vec4 lane): the adds overlap
+    var sq: array<vec4<f32>, 8>;
     for (var i = 0u; i < 8u; i++) {
-        if (lid + i * WG < n_words) {
-            let v = xs[i];
-            ch[0] = df_add_f(ch[0], mul_rn(v.x, v.x));
-            ch[1] = df_add_f(ch[1], mul_rn(v.y, v.y));
-            ch[2] = df_add_f(ch[2], mul_rn(v.z, v.z));
-            ch[3] = df_add_f(ch[3], mul_rn(v.w, v.w));  // squares rounded, as the CPU (not fused)
-        }
+        if (lid + i * WG < n_words) { sq[i] = squares4(xs[i]); }
     }
-    var ss = df_add(df_add(ch[0], ch[1]), df_add(ch[2], ch[3]));
-    if (NORM_STOP == 5u) {  // timing: f32 squares summed in f32 by each thread
-        var f = 0.0;
-        for (var i = 0u; i < 8u; i++) {
-            if (lid + i * WG < n_words) { f += dot(xs[i], xs[i]); }
-        }
-        ss = vec2<f32>(f, 0.0);
-    }
-    var inv: f32;
-    if (NORM_STOP == 4u) {  // timing: a one-float max reduction instead of the double-float sum
-        inv = div_rn(1.0, sqrt_rn(wg_max(lid, ss.x) / f32(k) + p.eps));
-        workgroupBarrier();
-    } else {
-        inv = div_rn(1.0, sqrt_rn(df_div_f(wg_df_sum(lid, ss), f32(k)) + p.eps));
-    }
+    let inv = div_rn(1.0, sqrt_rn(div_rn(sum_squares_words(lid, sq), f32(k)) + p.eps));
     if (NORM_STOP == 2u) {
         return stage_stopped(lid, n_words, xs, ws, inv);
     }

@@ -1,14 +1,14 @@
 // The LM head's input staged in workgroup memory and its exact row sums, shared by
 // lm_head_f16_decode.wgsl, argmax_exact.wgsl and (head_input_words) lm_head_i8_argmax.wgsl, so the
-// exact logits of the first two are the same bits. The including kernel includes lib/inv_rms.wgsl
-// and lib/wg_reduce.wgsl and declares `override K` (at most 16 WG), `override NORM`, `override WG`,
+// exact logits of the first two are the same bits. The including kernel includes lib/inv_rms.wgsl,
+// lib/sum_squares.wgsl and lib/wg_reduce.wgsl and declares `override K` (at most 16 WG), `override NORM`, `override WG`,
 // the bindings `x` and `nw` (f32), and a uniform `p` with x_offset, round_input, k, eps.
 
 var<workgroup> hs: array<vec4<f32>, K / 4u>;
 
 // This invocation's words lid + u WG (u < 4) of h = rms_norm(x) * nw (NORM) or x, rounded to f16
 // with p.round_input. The loads of x and nw are issued first; the norm factor is inv_rms's, bit for
-// bit (the same squares, summed in double-float). Every invocation calls it (barriers).
+// bit (the same squares in the same halving order). Every invocation calls it (barriers).
 fn head_input_words(lid: u32) -> array<vec4<f32>, 4> {
     var xs: array<vec4<f32>, 4>;
     var ws: array<vec4<f32>, 4>;
@@ -22,17 +22,11 @@ fn head_input_words(lid: u32) -> array<vec4<f32>, 4> {
     }
     var inv = 1.0;
     if (NORM) {
-        var ch = array<vec2<f32>, 4>();  // four independent chains (squares rounded, as the CPU)
+        var sq: array<vec4<f32>, 8>;  // slots 4..7 stay zero
         for (var u = 0u; u < 4u; u++) {
-            if (lid + u * WG < K / 4u) {
-                let v = xs[u];
-                ch[0] = df_add_f(ch[0], mul_rn(v.x, v.x));
-                ch[1] = df_add_f(ch[1], mul_rn(v.y, v.y));
-                ch[2] = df_add_f(ch[2], mul_rn(v.z, v.z));
-                ch[3] = df_add_f(ch[3], mul_rn(v.w, v.w));
-            }
+            if (lid + u * WG < K / 4u) { sq[u] = squares4(xs[u]); }
         }
-        inv = inv_rms_of(wg_df_sum(lid, df_add(df_add(ch[0], ch[1]), df_add(ch[2], ch[3]))));
+        inv = inv_rms_of(sum_squares_words(lid, sq));
     }
     for (var u = 0u; u < 4u; u++) {
         var v = xs[u];
