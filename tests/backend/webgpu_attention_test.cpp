@@ -11,6 +11,7 @@
 // against the CPU backend itself bit-exact with an f16 cache on a CPU adapter, else within the
 // harness's attention tolerance. Skipped without a WebGPU adapter.
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_ops.h"
 #include "backend/webgpu/webgpu_backend.h"
 #include "core/dtype.h"
 #include "core/fp16.h"
@@ -95,12 +96,10 @@ std::vector<float> reference(const Case & c, const Inputs & in) {
             const float * q   = in.q.data() + (t + 1) * n_q + h * hd;
             std::vector<float> s(static_cast<size_t>(n));
             float              mx = -INFINITY;
+            std::vector<float> qh(static_cast<size_t>(hd));
+            for (int64_t i = 0; i < hd; ++i) qh[static_cast<size_t>(i)] = f16 ? round_to_fp16(q[i]) : q[i];
             for (int64_t p = 0; p < n; ++p) {
-                double d = 0;
-                for (int64_t i = 0; i < hd; ++i) {
-                    d += static_cast<double>(f16 ? round_to_fp16(q[i]) : q[i]) * k[p * n_kv + kvh * hd + i];
-                }
-                s[p] = static_cast<float>(d) * scale;
+                s[p] = cpu::dot_blocked16(qh.data(), k.data() + p * n_kv + kvh * hd, hd) * scale;
                 mx   = std::max(mx, s[p]);
             }
             double sum = 0;

@@ -227,7 +227,7 @@ public:
                 float   max    = -std::numeric_limits<float>::infinity();
                 for (int64_t p = 0; p < n; ++p) {
                     load_cache_head(kv.k, p, kvh * hd, hd, kcol);
-                    scores[p] = cpu::dot_f32(qh, kcol, hd) * s.scale;
+                    scores[p] = cpu::dot_blocked16(qh, kcol, hd) * s.scale;
                     max       = std::max(max, scores[p]);
                 }
                 double sum = 0.0;

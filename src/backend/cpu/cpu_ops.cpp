@@ -87,6 +87,17 @@ void rope_neox_head(float * x, int64_t n_rot, int64_t pos, float freq_base) {
     }
 }
 
+float dot_blocked16(const float * a, const float * b, int64_t n) {
+    float acc = 0.0f;
+    for (int64_t b0 = 0; b0 < n; b0 += 16) {
+        float         s   = 0.0f;
+        const int64_t end = std::min<int64_t>(b0 + 16, n);
+        for (int64_t d = b0; d < end; ++d) s = s + a[d] * b[d];  // each product rounded (no contraction)
+        acc = acc + s;
+    }
+    return acc;
+}
+
 float dot_f32(const float * a, const float * b, int64_t n) {
     double sum = 0.0;
     for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(a[i]) * static_cast<double>(b[i]);

@@ -43,7 +43,13 @@ float bitlinear_dot(const int8_t * w_values, const float * w_scales, int64_t gro
 // as ggml does (f32 recurrence theta *= theta_scale, cosf/sinf). Dimensions >= n_rot pass through.
 void rope_neox_head(float * x, int64_t n_rot, int64_t pos, float freq_base);
 
-// Dot product of f32 vectors accumulated in double.
+// The blocked order, tern's order for dot products that every backend reproduces bit for bit (the
+// attention scores): blocks of 16 terms, each block's rounded products summed in order from 0, the
+// block sums added in order from 0. GEMM-like kernels keep one block sum and one total per output
+// while they walk the dimension in chunks of 16 or 32.
+float dot_blocked16(const float * a, const float * b, int64_t n);
+
+// Dot product of f32 vectors accumulated in double (the LM head).
 float dot_f32(const float * a, const float * b, int64_t n);
 
 inline float relu2(float g) {

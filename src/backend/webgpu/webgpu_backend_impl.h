@@ -312,4 +312,9 @@ uint32_t u32(int64_t v);
 uint32_t ceil_div(int64_t a, int64_t b);
 uint32_t floor_pow2(uint64_t v);
 
+// Decode attention's tiled scores: K words per block of 16 dimensions (cpu::dot_blocked16), and
+// threads per position (one per block, rounded up to a power of two) for rows of row_words words.
+uint32_t score_block_words(bool k_f16);
+uint32_t score_threads(uint32_t row_words, bool k_f16);
+
 }  // namespace tern

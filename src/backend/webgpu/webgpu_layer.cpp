@@ -83,13 +83,19 @@ bool WebGpuBackend::try_decode_layer(const LayerWeights & w, const LayerTensors 
     // Workgroup memory: acts, wg_reduce's three arrays (+ the subgroup width), lane_sums, slot_dots, team_dots, cur_q/k/v,
     // attention's other arrays; the scores get what is left (at most 2048 slots).
     const uint32_t k_max = static_cast<uint32_t>(std::max({n_embd, n_embd_q, n_ff}));
-    uint32_t ts = 1;  // attention's tiled scores, as WebGpuBackend::attention chooses them
-    while (ts * 2 <= wg && hw % (ts * 2) == 0 && hw / (ts * 2) >= 8) ts *= 2;
+    const uint32_t ts = score_threads(hw, k_f16);  // attention's tiled scores, as WebGpuBackend::attention
     const uint32_t hd_max = static_cast<uint32_t>(hd);
-    const uint32_t tile   = wg / ts * (hw + 1);
-    const uint64_t fixed  = uint64_t{k_max} + wg * (8 + 4 + 8 + 4 + 4 + 4) + 16 + 3ull * hd_max * 4 +  // act_stage .. cur_v
-                           hd_max * 4ull + 256 * 4 + wg * (16 + 8) + tile * 4ull + 16;  // attention
     const uint64_t storage = ctx_.limits().maxComputeWorkgroupStorageSize;
+    uint32_t       tile    = 0;
+    uint64_t       fixed   = 0;
+    // Tiles of wg / ts positions, fewer where the workgroup memory runs short (f32 K: a thread per
+    // 16 words, so twice the positions of an f16 row's tile).
+    for (uint32_t kc = wg / ts; kc >= 8; kc /= 2) {
+        tile  = kc * (hw + 1);
+        fixed = uint64_t{k_max} + wg * (8 + 4 + 8 + 4 + 4 + 4) + 16 + 3ull * hd_max * 4 +  // act_stage .. cur_v
+                hd_max * 4ull + 256 * 4 + wg * (16 + 8) + tile * 4ull + 16;                // attention
+        if (storage >= fixed + 256 * 4 + 512) break;
+    }
     if (storage < fixed + 256 * 4 + 512) return false;
     const uint32_t sc_max = static_cast<uint32_t>(std::min<uint64_t>((storage - fixed - 512) / 4 / 64 * 64, 2048));
 
@@ -208,7 +214,7 @@ bool WebGpuBackend::try_decode_layer(const LayerWeights & w, const LayerTensors 
                             {"HD_MAX", static_cast<double>(hd_max)},
                             {"HD", static_cast<double>(hd)},
                             {"S", static_cast<double>(ts)},
-                            {"WPT", static_cast<double>(hw / ts)},
+                            {"WPT", static_cast<double>(score_block_words(k_f16))},
                             {"TILE", static_cast<double>(tile)},
                             {"TILED", 1.0},
                             {"KPART", static_cast<double>(wg)},

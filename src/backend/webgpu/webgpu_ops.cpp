@@ -209,6 +209,15 @@ void WebGpuBackend::qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, con
 
 // Bytes of attention.wgsl's workgroup memory other than the scores: qh, probs (HD_MAX = CHUNK =
 // 256), wg_reduce.wgsl's two arrays, pv_sum, kpart, ktile (11 KiB with WG = 256, plus the K tile).
+uint32_t score_block_words(bool k_f16) { return k_f16 ? 8 : 16; }
+
+uint32_t score_threads(uint32_t row_words, bool k_f16) {
+    const uint32_t blocks = (row_words + score_block_words(k_f16) - 1) / score_block_words(k_f16);
+    uint32_t       ts     = 1;
+    while (ts < blocks) ts *= 2;
+    return ts;
+}
+
 static uint64_t attention_fixed_bytes(uint32_t wg, uint32_t kpart, uint32_t tile_words) {
     return 256 * 4 + 256 * 4 + uint64_t{wg} * (4 + 8 + 16) + uint64_t{kpart} * 8 + uint64_t{tile_words} * 4;
 }
@@ -260,12 +269,13 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
     struct Tiling {
         uint32_t wg = 0, ts = 1, tile = 1;
     };
-    // Tiled scores: S = ts threads per position (a power of two), WPT >= 8 words each where possible.
+    // Tiled scores: S = ts threads per position, one block of 16 dimensions each (cpu::dot_blocked16),
+    // rounded up to a power of two.
     const auto tiling_for = [&](double wanted) {
         Tiling t;
         t.wg = static_cast<uint32_t>(std::max(std::min(wanted, static_cast<double>(lim.maxComputeInvocationsPerWorkgroup)),
                                               static_cast<double>(hd / 2)));
-        while (t.ts * 2 <= t.wg && hw % (t.ts * 2) == 0 && hw / (t.ts * 2) >= 8) t.ts *= 2;
+        t.ts = score_threads(hw, kv.k.type == DType::f16);
         t.tile = tiled ? t.wg / t.ts * (hw + 1) : 1;
         return t;
     };
@@ -286,7 +296,7 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
                             {"SC_MAX", static_cast<double>(attention_score_slots(wg, tiled ? wg : 1, tile))},
                             {"HD", static_cast<double>(hd)},
                             {"S", static_cast<double>(ts)},
-                            {"WPT", static_cast<double>(hw / ts)},
+                            {"WPT", static_cast<double>(score_block_words(kv.k.type == DType::f16))},
                             {"TILE", static_cast<double>(tile)},
                             {"TILED", tiled ? 1.0 : 0.0},
                             {"KPART", tiled ? static_cast<double>(wg) : 1.0}}}};

@@ -32,8 +32,8 @@ override V_F16: bool = true;
 override CHUNK: u32 = 256u;
 override HD_MAX: u32 = 256u;
 override HD: u32 = 128u;       // head_dim, a multiple of 4 up to HD_MAX
-override S: u32 = 8u;          // threads per position in the tiled scores (a power of two dividing WG)
-override WPT: u32 = 8u;        // K words per thread: S * WPT = words per K row
+override S: u32 = 8u;          // threads per position in the tiled scores (a power of two dividing WG, >= the row's blocks)
+override WPT: u32 = 8u;        // K words per thread: one block of 16 dimensions (8 f16 words, 16 f32)
 override TILE: u32 = 2080u;    // (WG / S) * (words per K row + 1)
 override TILED: bool = true;   // the tiled scores exist (decode); off, the tile arrays shrink to 1
 override KPART: u32 = 256u;    // WG when TILED, else 1

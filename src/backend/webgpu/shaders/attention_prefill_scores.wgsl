@@ -4,10 +4,8 @@
 // where query row r is token t and head h = kvh G + j (the G = n_head / n_head_kv query heads of
 // KV head kvh are neighbouring rows, so the causal edge moves by one position per G rows). The
 // numerics are attention.wgsl's score(): q rounded to f16 first with an f16 K cache (products of two
-// f16 values are exact in f32; an f32 cache takes two_prod), a double-float sum per score, rounded to
-// f32 once, then mul_rn by the scale. The terms are added in order of head dimension, one chain per
-// score (attention.wgsl uses four chains): a double-float sum carries ~48 bits, so the rounded result
-// is the same for any order short of a 2^-48 knife edge, which both kernels already accept.
+// f16 values are exact in f32; an f32 cache rounds them, mul_rn), summed in cpu::dot_blocked16's
+// order (each block of 16 dimensions in order, the block sums in order), then mul_rn by the scale.
 //
 //   q: [n_head hd, T] f32   k_cache: [n_head_kv hd, n_ctx] f16 pairs or f32 (u32 words)
 //   scores: [n_head_kv][T G][ld] f32 (positions past a row's causal edge are not written)
@@ -19,8 +17,8 @@
 //      threads on neighbouring elements), converted to f32 (q rounded to f16 with an f16 cache) and
 //      stored as vec4s of 4 dimensions, rows padded to DC + 4 floats so that the 8 vec4 loads of a
 //      quarter warp (rows r .. r + 7) fall on 8 different 16-byte bank groups;
-//   2. thread (tr, tp) keeps the double-float sums of rows tr + NR i x positions tp + NP j
-//      (i, j < 4): per 4 dimensions, 4 + 4 vec4 loads feed 64 products and sums.
+//   2. thread (tr, tp) keeps the sums of rows tr + NR i x positions tp + NP j (i, j < 4), a block
+//      sum and a total each: per 4 dimensions, 4 + 4 vec4 loads feed 64 products and sums.
 // So each K row is read from global memory once per BR query rows (the K/V traffic of attention.wgsl,
 // one workgroup per query, falls by that factor) and every loaded value serves 4 sums.
 
@@ -32,7 +30,7 @@ const TJ = 4u;  // positions per thread
 override K_F16: bool = true;
 override BR: u32 = 64u;              // query rows per workgroup (a multiple of TI)
 override BP: u32 = 64u;              // positions per workgroup (a multiple of TJ)
-override DC: u32 = 32u;              // head dimensions per staged chunk (a multiple of 4)
+override DC: u32 = 32u;              // head dimensions per staged chunk (a multiple of 16)
 override NR: u32 = BR / TI;          // threads along rows
 override NP: u32 = BP / TJ;          // threads along positions
 override WG: u32 = NR * NP;
@@ -61,10 +59,10 @@ struct Params {
 var<workgroup> q_tile: array<vec4<f32>, BR * LDV>;  // [row][dimension / 4], padded
 var<workgroup> k_tile: array<vec4<f32>, BP * LDV>;  // [position][dimension / 4], padded
 
-// acc + a * b in double-float: a * b is exact when both are f16 values.
-fn mac(acc: vec2<f32>, a: f32, b: f32) -> vec2<f32> {
-    if (K_F16) { return df_add_f(acc, a * b); }
-    return df_fma(acc, a, b);
+// a * b as the CPU rounds it: exact when both are f16 values (so contraction cannot change it).
+fn prod(a: f32, b: f32) -> f32 {
+    if (K_F16) { return a * b; }
+    return mul_rn(a, b);
 }
 
 @compute @workgroup_size(WG)
@@ -79,8 +77,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 
     let tr = lid / NP;
     let tp = lid % NP;
-    var acc: array<vec2<f32>, 16>;  // [i * TJ + j]
-    for (var e = 0u; e < TI * TJ; e++) { acc[e] = vec2<f32>(0.0, 0.0); }
+    var acc: array<f32, 16>;  // [i * TJ + j]: the sums of the finished blocks of 16 dimensions
+    var blk: array<f32, 16>;  // the current block's
 
     let kv_base = kvh * hd;
     for (var d0 = 0u; d0 < hd; d0 += DC) {
@@ -118,18 +116,25 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             k_tile[r * LDV + c] = v;
         }
         workgroupBarrier();
-        // Dimensions in order: each sum gets d0, d0 + 1, ... (zero products past head_dim add nothing).
+        // Dimensions in order, a block of 16 (4 vec4s) at a time (zero products past head_dim add
+        // nothing): the block's sums start at 0 and end added onto the totals.
         for (var c = 0u; c < DC / 4u; c++) {
             var qv: array<vec4<f32>, 4>;
             var kv: array<vec4<f32>, 4>;
             for (var i = 0u; i < TI; i++) { qv[i] = q_tile[(tr + NR * i) * LDV + c]; }
             for (var j = 0u; j < TJ; j++) { kv[j] = k_tile[(tp + NP * j) * LDV + c]; }
+            if (c % 4u == 0u) {
+                for (var e = 0u; e < TI * TJ; e++) { blk[e] = 0.0; }
+            }
             for (var x = 0u; x < 4u; x++) {
                 for (var i = 0u; i < TI; i++) {
                     for (var j = 0u; j < TJ; j++) {
-                        acc[i * TJ + j] = mac(acc[i * TJ + j], qv[i][x], kv[j][x]);
+                        blk[i * TJ + j] = blk[i * TJ + j] + prod(qv[i][x], kv[j][x]);
                     }
                 }
+            }
+            if (c % 4u == 3u) {
+                for (var e = 0u; e < TI * TJ; e++) { acc[e] = acc[e] + blk[e]; }
             }
         }
     }
@@ -142,7 +147,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         for (var j = 0u; j < TJ; j++) {
             let pos = p0 + tp + NP * j;
             if (pos < n_see) {
-                scores[row + pos] = mul_rn(df_to_f32(acc[i * TJ + j]), p.scale);  // not fused into s - max
+                scores[row + pos] = mul_rn(acc[i * TJ + j], p.scale);  // not fused into s - max
             }
         }
     }

@@ -17,11 +17,15 @@ var<workgroup> pv_sum: array<vec2<f32>, WG * 2u>;  // [group][dimension pair][2]
 var<workgroup> ktile: array<u32, TILE>;            // K rows of a tile of positions, padded
 var<workgroup> kpart: array<vec2<f32>, KPART>;     // partial dots [position in tile][S]
 
-// (float)(q · k[pos]) * scale, the dot in double-float (four chains, combined in a fixed order).
-// The row is read in chunks of 32 words, all loads of a chunk issued before the sums (HD is a
-// pipeline constant, so the loops unroll and the words stay in registers).
+// Words of a K row per block of 16 dimensions (cpu::dot_blocked16's blocks).
+override SCORE_BLOCK_WORDS: u32 = select(16u, 8u, K_F16);
+
+// (q · k[pos]) * scale in cpu::dot_blocked16's order: each block of 16 dimensions summed in order,
+// the block sums in order. The row is read in chunks of 32 words (a whole number of blocks), all
+// loads of a chunk issued before the sums (HD is a pipeline constant, so the loops unroll and the
+// words stay in registers). With f16 K the products are exact in f32; f32 K rounds them (mul_rn).
 fn score(pos: u32, kv_base: u32) -> f32 {
-    var acc = array<vec2<f32>, 4>();
+    var acc = 0.0;
     let e0 = p.k_offset + pos * p.n_embd_kv + kv_base;  // element index of k[pos][0]
     let n_words = select(HD, HD / 2u, K_F16);
     for (var w0 = 0u; w0 < n_words; w0 += 32u) {
@@ -29,22 +33,26 @@ fn score(pos: u32, kv_base: u32) -> f32 {
         for (var w = 0u; w < 32u; w++) {
             if (w0 + w < n_words) { kw[w] = att_k(select(e0, e0 / 2u, K_F16) + w0 + w); }
         }
-        for (var w = 0u; w < 32u; w++) {
-            if (w0 + w < n_words) {
-                if (K_F16) {  // products of two f16 values: exact in f32
-                    let kk = unpack2x16float(kw[w]);
-                    let d  = 2u * (w0 + w);
-                    acc[d & 3u]        = df_add_f(acc[d & 3u], qh[d] * kk.x);
-                    acc[(d + 1u) & 3u] = df_add_f(acc[(d + 1u) & 3u], qh[d + 1u] * kk.y);
-                } else {
-                    let d = w0 + w;
-                    acc[d & 3u] = df_fma(acc[d & 3u], qh[d], bitcast<f32>(kw[w]));
+        for (var b0 = 0u; b0 < 32u; b0 += SCORE_BLOCK_WORDS) {
+            if (w0 + b0 < n_words) {
+                var s = 0.0;
+                for (var w = b0; w < b0 + SCORE_BLOCK_WORDS; w++) {
+                    if (w0 + w < n_words) { s = score_add(s, kw[w], w0 + w); }
                 }
+                acc = acc + s;
             }
         }
     }
-    let a = df_add(df_add(acc[0], acc[1]), df_add(acc[2], acc[3]));
-    return mul_rn(df_to_f32(a), p.scale);  // not fused into score - max
+    return mul_rn(acc, p.scale);  // not fused into score - max
+}
+
+// s + the products of K word w (dimensions 2w, 2w + 1 of an f16 row, or dimension w of an f32 one).
+fn score_add(s: f32, word: u32, w: u32) -> f32 {
+    if (K_F16) {  // products of two f16 values: exact in f32, so contraction cannot change them
+        let kk = unpack2x16float(word);
+        return (s + qh[2u * w] * kk.x) + qh[2u * w + 1u] * kk.y;
+    }
+    return s + mul_rn(qh[w], bitcast<f32>(word));
 }
 
 // V words (dimension pair c) of positions c0 + i0 + u * groups, u = 0..7, below c0 + c_n: a u32
@@ -93,12 +101,13 @@ fn attend(lid: u32, h: u32, t: u32) {
     var any = false;
     if (TILED && cached && n < WG) {
         // (Short contexts, decode: otherwise most threads would idle.)
-        // Tiles of WG / S positions: their K rows staged in workgroup memory with coalesced loads
+        // Tiles of WG / S positions (or what TILE holds): their K rows staged in workgroup memory with coalesced loads
         // (row r, word w at ktile[r * (hw + 1) + w]: the padding word keeps the S threads of a
-        // row and the rows of a warp on different banks), then S threads per position, WPT words
-        // each, in two double-float chains; the S partial sums are added in order.
+        // row and the rows of a warp on different banks), then S threads per position, thread j
+        // summing block j of 16 dimensions (WPT words; threads past the row's blocks add nothing);
+        // the S block sums are added in order (cpu::dot_blocked16).
         let hw = select(HD, HD / 2u, K_F16);  // u32 words per K row
-        let kc = WG / S;
+        let kc = min(WG / S, TILE / (hw + 1u));  // positions per tile (the host may shrink TILE)
         for (var c0 = 0u; c0 < n; c0 += kc) {
             let cn = min(kc, n - c0);
             workgroupBarrier();  // the previous tile is consumed
@@ -110,29 +119,19 @@ fn attend(lid: u32, h: u32, t: u32) {
             workgroupBarrier();
             let r  = lid / S;
             let j  = lid % S;
-            var a0 = vec2<f32>(0.0, 0.0);
-            var a1 = vec2<f32>(0.0, 0.0);
+            var a = 0.0;
             if (r < cn) {
                 for (var w = 0u; w < WPT; w++) {
-                    let word = ktile[r * (hw + 1u) + j * WPT + w];
-                    if (K_F16) {  // products of two f16 values: exact in f32
-                        let kk = unpack2x16float(word);
-                        let d  = 2u * (j * WPT + w);
-                        a0 = df_add_f(a0, qh[d] * kk.x);
-                        a1 = df_add_f(a1, qh[d + 1u] * kk.y);
-                    } else if (w % 2u == 0u) {
-                        a0 = df_fma(a0, qh[j * WPT + w], bitcast<f32>(word));
-                    } else {
-                        a1 = df_fma(a1, qh[j * WPT + w], bitcast<f32>(word));
-                    }
+                    let wi = j * WPT + w;
+                    if (wi < hw) { a = score_add(a, ktile[r * (hw + 1u) + wi], wi); }
                 }
             }
-            kpart[lid] = df_add(a0, a1);
+            kpart[lid] = vec2<f32>(a, 0.0);
             workgroupBarrier();
             if (lid < cn) {
-                var a = kpart[lid * S];
-                for (var jj = 1u; jj < S; jj++) { a = df_add(a, kpart[lid * S + jj]); }
-                let sv = mul_rn(df_to_f32(a), p.scale);  // not fused into score - max
+                var sum = kpart[lid * S].x;
+                for (var jj = 1u; jj < S; jj++) { sum = sum + kpart[lid * S + jj].x; }
+                let sv = mul_rn(sum, p.scale);  // not fused into score - max
                 sc[c0 + lid] = sv;
                 m = max(m, sv);
                 any = true;
