@@ -5,8 +5,8 @@
 // thread's four rows straddle tokens and see different positions), head_dim 32, 64 and 128,
 // position segments (a short prompt over a long cache) and token chunks (a small score budget).
 // Random normal q, K and V make every permutation of heads, tokens, positions or dimensions show,
-// and the sums cancel enough that f32 sums (instead of double-float) would change the last bits.
-// Bit-exact on every adapter against attention.wgsl (same primitives, double-float sums) and against
+// and the sums cancel enough that adding in another order would change the last bits. Bit-exact on
+// every adapter against attention.wgsl (same primitives, the same summation orders) and against
 // the CPU backend's algorithm with a correctly rounded exp (exp_rn is, glibc's expf is not always);
 // against the CPU backend itself bit-exact with an f16 cache on a CPU adapter, else within the
 // harness's attention tolerance. Skipped without a WebGPU adapter.
@@ -102,15 +102,16 @@ std::vector<float> reference(const Case & c, const Inputs & in) {
                 s[p] = cpu::dot_blocked16(qh.data(), k.data() + p * n_kv + kvh * hd, hd) * scale;
                 mx   = std::max(mx, s[p]);
             }
-            double sum = 0;
-            for (auto & x : s) sum += x = static_cast<float>(std::exp(static_cast<double>(x - mx)));
-            const float inv = static_cast<float>(1.0 / sum);
+            for (auto & x : s) x = static_cast<float>(std::exp(static_cast<double>(x - mx)));
+            const float inv = 1.0f / cpu::sum_positions(s.data(), n);
             for (auto & x : s) x = f16 ? round_to_fp16(x * inv) : x * inv;
-            for (int64_t i = 0; i < hd; ++i) {
-                double o = 0;
-                for (int64_t p = 0; p < n; ++p) o += static_cast<double>(s[p]) * v[p * n_kv + kvh * hd + i];
-                out[t * n_q + h * hd + i] = static_cast<float>(o);
+            cpu::PositionSum   o(static_cast<size_t>(hd));
+            std::vector<float> terms(static_cast<size_t>(hd));
+            for (int64_t p = 0; p < n; ++p) {
+                for (int64_t i = 0; i < hd; ++i) terms[static_cast<size_t>(i)] = s[p] * v[p * n_kv + kvh * hd + i];
+                o.add(p, terms.data());
             }
+            o.finish(n, out.data() + t * n_q + h * hd);
         }
     }
     return out;

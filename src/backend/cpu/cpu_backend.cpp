@@ -230,24 +230,20 @@ public:
                     scores[p] = cpu::dot_blocked16(qh, kcol, hd) * s.scale;
                     max       = std::max(max, scores[p]);
                 }
-                double sum = 0.0;
-                for (int64_t p = 0; p < n; ++p) {
-                    scores[p] = std::exp(scores[p] - max);
-                    sum += scores[p];
-                }
-                const float inv = static_cast<float>(1.0 / sum);
+                for (int64_t p = 0; p < n; ++p) scores[p] = std::exp(scores[p] - max);
+                const float inv = 1.0f / cpu::sum_positions(scores, n);
                 for (int64_t p = 0; p < n; ++p) {
                     scores[p] *= inv;
                     if (v_f16) scores[p] = round_to_fp16(scores[p]);
                 }
-                double * acc = sc.acc.data();
-                std::fill(acc, acc + hd, 0.0);
+                cpu::PositionSum acc(static_cast<size_t>(hd));
+                float *          terms = sc.acc.data();
                 for (int64_t p = 0; p < n; ++p) {
                     load_cache_head(kv.v, p, kvh * hd, hd, kcol);
-                    for (int64_t d = 0; d < hd; ++d) acc[d] += static_cast<double>(scores[p]) * kcol[d];
+                    for (int64_t d = 0; d < hd; ++d) terms[d] = scores[p] * kcol[d];  // rounded (no contraction)
+                    acc.add(p, terms);
                 }
-                float * o = op + t * n_q + h * hd;
-                for (int64_t d = 0; d < hd; ++d) o[d] = static_cast<float>(acc[d]);
+                acc.finish(n, op + t * n_q + h * hd);
             }
         });
         (void) n_kv;
@@ -330,7 +326,7 @@ private:
         std::vector<int8_t> w, w2;   // unpacked weight rows
         std::vector<float>  q, kv;   // one head
         std::vector<float>  scores;  // [n_ctx]
-        std::vector<double> acc;     // one head
+        std::vector<float>  acc;     // one head: a position's P·V terms
     };
 
     void grow_scratch(int64_t k) {

@@ -98,6 +98,48 @@ float dot_blocked16(const float * a, const float * b, int64_t n) {
     return acc;
 }
 
+float sum_positions(const float * t, int64_t n) {
+    float total = 0.0f;
+    for (int64_t s0 = 0; s0 < n; s0 += k_pos_super) {
+        float         super = 0.0f;
+        const int64_t s1    = std::min<int64_t>(s0 + k_pos_super, n);
+        for (int64_t b0 = s0; b0 < s1; b0 += k_pos_block) {
+            float         block = 0.0f;
+            const int64_t b1    = std::min<int64_t>(b0 + k_pos_block, s1);
+            for (int64_t p = b0; p < b1; ++p) block = block + t[p];
+            super = super + block;
+        }
+        total = total + super;
+    }
+    return total;
+}
+
+void PositionSum::add(int64_t p, const float * terms) {
+    const size_t m = block.size();
+    for (size_t d = 0; d < m; ++d) block[d] = block[d] + terms[d];
+    if ((p + 1) % k_pos_block == 0) close_block(p + 1);
+}
+
+void PositionSum::close_block(int64_t end) {
+    const size_t m = block.size();
+    for (size_t d = 0; d < m; ++d) {
+        super[d] = super[d] + block[d];
+        block[d] = 0.0f;
+    }
+    if (end % k_pos_super == 0) {
+        for (size_t d = 0; d < m; ++d) {
+            total[d] = total[d] + super[d];
+            super[d] = 0.0f;
+        }
+    }
+}
+
+void PositionSum::finish(int64_t n, float * out) {
+    if (n % k_pos_block != 0) close_block(n);
+    const size_t m = block.size();
+    for (size_t d = 0; d < m; ++d) out[d] = total[d] + super[d];  // (super is 0 after a whole superblock)
+}
+
 float dot_f32(const float * a, const float * b, int64_t n) {
     double sum = 0.0;
     for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(a[i]) * static_cast<double>(b[i]);

@@ -2,7 +2,9 @@
 // bitnet.cpp's decode path (FORMATS.md §4.6-§4.10); each says where it differs and why.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace tern::cpu {
 
@@ -48,6 +50,27 @@ void rope_neox_head(float * x, int64_t n_rot, int64_t pos, float freq_base);
 // block sums added in order from 0. GEMM-like kernels keep one block sum and one total per output
 // while they walk the dimension in chunks of 16 or 32.
 float dot_blocked16(const float * a, const float * b, int64_t n);
+
+// The position order, tern's order for sums over attention positions (the softmax denominator, P·V)
+// that every backend reproduces bit for bit: blocks of 32 positions, each summed in order from 0;
+// the block sums of each superblock of 512 positions in order from 0; the superblock sums in order
+// from 0. A GPU sums blocks in parallel and keeps a superblock sum and a total while it walks the
+// positions; prompt attention splits long rows into segments of exactly one superblock.
+inline constexpr int64_t k_pos_block = 32;
+inline constexpr int64_t k_pos_super = 512;
+float sum_positions(const float * t, int64_t n);
+
+// The same order for m sums at once, fed one position at a time (P·V: one sum per dimension).
+struct PositionSum {
+    explicit PositionSum(std::size_t m) : block(m, 0.0f), super(m, 0.0f), total(m, 0.0f) {}
+    void add(int64_t p, const float * terms);  // terms of position p; p = 0, 1, ... in order
+    void finish(int64_t n, float * out);       // after positions 0 .. n - 1
+
+    std::vector<float> block, super, total;
+
+private:
+    void close_block(int64_t end);
+};
 
 // Dot product of f32 vectors accumulated in double (the LM head).
 float dot_f32(const float * a, const float * b, int64_t n);

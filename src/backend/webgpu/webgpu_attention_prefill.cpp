@@ -8,16 +8,16 @@
 //   3. attention_prefill_pv.wgsl: probabilities x V as 32-row x 64-dimension tiles, V rows staged
 //      once per 32 query rows; when that makes too few workgroups (a short prompt over a long
 //      cache) the long rows are split into segments of positions and
-//   4. attention_prefill_combine.wgsl adds the segments' double-float sums.
+//   4. attention_prefill_combine.wgsl adds the segments' sums.
 // 3 or 4 dispatches per layer instead of 1; on an H200 they take ~15 ms of a pp512 of 2B4T where
 // attention.wgsl took ~51 ms (README.md).
-// Same numerics as attention.wgsl (and so as the CPU): the same products, double-float sums rounded
-// once, mul_rn scaling, exp_rn, df_recip, f16 rounding of q and of the probabilities. The terms of a
-// sum are added in another order; a double-float sum carries ~48 bits, so the f32 result is the same
-// short of a 2^-48 knife edge (what attention.wgsl, which adds in yet another order, relies on).
+// Same numerics as attention.wgsl and the CPU, bit for bit: the same products, the scores' sums in
+// cpu::dot_blocked16's order, the softmax and P·V sums in cpu::sum_positions's, mul_rn scaling,
+// exp_rn, f16 rounding of q and of the probabilities.
 // Long prompts over long caches run in token chunks so that the score buffer stays within a budget.
 #include "backend/webgpu/webgpu_backend_impl.h"
 
+#include "backend/cpu/cpu_ops.h"
 #include "core/error.h"
 
 #include <algorithm>
@@ -131,7 +131,8 @@ bool WebGpuBackend::prefill_attention(const Tensor & out, const Tensor & q, cons
 
         // Segments: positions per P·V workgroup such that the causal triangle makes about pv_target
         // workgroups of similar work (the longest row blocks split the most); none when one segment
-        // holds every row block or pv_target is 0. Whole chunks of pc positions.
+        // holds every row block or pv_target is 0. Segments are 512 positions, one superblock of the
+        // position order (cpu::sum_positions), so the combine adds what the CPU adds.
         const int64_t n_blocks = ceil_div(n_rows, pv_rows);
         const int64_t n_max    = p0 + tc;  // positions the chunk's last token sees
         int64_t       work     = 0;        // positions summed by all workgroups of one (kvh, dimension block)
@@ -140,6 +141,8 @@ bool WebGpuBackend::prefill_attention(const Tensor & out, const Tensor & q, cons
         const int64_t max_segs = std::max<int64_t>(1, max_bytes / part_seg);  // within the budget
         int64_t seg_len = pv_target > 0 ? round_up64((work * n_kv * ndb + pv_target - 1) / pv_target, pc) : n_max;
         seg_len = std::max(seg_len, round_up64((n_max + max_segs - 1) / max_segs, pc));
+        // A segment is one superblock of cpu::sum_positions's order (the combine adds superblocks).
+        if (seg_len < n_max) seg_len = (n_max + cpu::k_pos_super - 1) / cpu::k_pos_super <= max_segs ? cpu::k_pos_super : n_max;
         const int64_t n_seg = (n_max + seg_len - 1) / seg_len;  // of the longest row block
         const size_t  part_bytes = n_seg > 1 ? static_cast<size_t>(n_seg * part_seg) : 16;
         if (!attn_part_ || attn_part_->size_bytes() < part_bytes) {

@@ -236,7 +236,7 @@ private:
                             const Weight * norm, float eps, FfnActivation act);
     bool try_decode_qkv(const Tensor & q, const KvLayer & kv, const GpuLinear & w, const QuantizedActs & a,
                         const Tensor * x, const Weight * norm, float eps, const AttentionShape & shape, int64_t pos0);
-    uint32_t attention_score_slots(uint32_t wg, uint32_t kpart, uint32_t tile_words) const;
+    uint32_t attention_score_slots(uint32_t wg, uint32_t kpart, uint32_t tile_words, uint32_t hd) const;
     // Workgroup size of the norm kernels for rows of k elements (k <= 32 WG); fails beyond the adapter.
     uint32_t norm_workgroup(int64_t k) const;
     // One token's whole layer as one dispatch (webgpu_layer.cpp, layer_decode.wgsl); false when it

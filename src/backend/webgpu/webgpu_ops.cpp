@@ -218,15 +218,18 @@ uint32_t score_threads(uint32_t row_words, bool k_f16) {
     return ts;
 }
 
-static uint64_t attention_fixed_bytes(uint32_t wg, uint32_t kpart, uint32_t tile_words) {
-    return 256 * 4 + 256 * 4 + uint64_t{wg} * (4 + 8 + 16) + uint64_t{kpart} * 8 + uint64_t{tile_words} * 4;
+// attention.wgsl's workgroup memory besides the scores: qh, probs (CHUNK = 256), the reductions,
+// pv_sum (CHUNK / 32 blocks x hd / 2 pairs of f32) and blk_sum, kpart, the K tile.
+static uint64_t attention_fixed_bytes(uint32_t wg, uint32_t kpart, uint32_t tile_words, uint32_t hd) {
+    return 256 * 4 + 256 * 4 + uint64_t{wg} * (4 + 8) + 8ull * (hd / 2) * 8 + 8 * 4 + uint64_t{kpart} * 8 +
+           uint64_t{tile_words} * 4;
 }
 
 // Scores kept in attention.wgsl's workgroup memory: what is left of the device's workgroup storage
 // after the kernel's other arrays, at most 2048.
-uint32_t WebGpuBackend::attention_score_slots(uint32_t wg, uint32_t kpart, uint32_t tile_words) const {
+uint32_t WebGpuBackend::attention_score_slots(uint32_t wg, uint32_t kpart, uint32_t tile_words, uint32_t hd) const {
     const uint64_t storage = ctx_.limits().maxComputeWorkgroupStorageSize;
-    const uint64_t other   = attention_fixed_bytes(wg, kpart, tile_words);
+    const uint64_t other   = attention_fixed_bytes(wg, kpart, tile_words, hd);
     const uint64_t slots   = storage > other ? (storage - other) / 4 / 256 * 256 : 0;
     return static_cast<uint32_t>(std::clamp<uint64_t>(slots, 256, 2048));
 }
@@ -282,7 +285,7 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
     Tiling tl = tiling_for(attn_wg_env > 0 ? attn_wg_env : (tiled ? 256.0 : 128.0));
     if (attn_wg_env == 0 && tiled) {
         const Tiling   wide  = tiling_for(512.0);
-        const uint64_t bytes = attention_fixed_bytes(wide.wg, wide.wg, wide.tile) + 256 * 4;  // + 256 score slots
+        const uint64_t bytes = attention_fixed_bytes(wide.wg, wide.wg, wide.tile, u32(hd)) + 256 * 4;  // + 256 score slots
         if (wide.wg == 512 && lim.maxComputeWorkgroupSizeX >= 512 && bytes <= lim.maxComputeWorkgroupStorageSize) {
             tl = wide;
         }
@@ -293,7 +296,7 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
                           {{{"WG", static_cast<double>(wg)},
                             {"K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0},
                             {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0},
-                            {"SC_MAX", static_cast<double>(attention_score_slots(wg, tiled ? wg : 1, tile))},
+                            {"SC_MAX", static_cast<double>(attention_score_slots(wg, tiled ? wg : 1, tile, u32(hd)))},
                             {"HD", static_cast<double>(hd)},
                             {"S", static_cast<double>(ts)},
                             {"WPT", static_cast<double>(score_block_words(kv.k.type == DType::f16))},

@@ -1,11 +1,11 @@
 // attention_prefill_combine: the last prompt-attention kernel when attention_prefill_pv.wgsl split
-// positions into segments: adds each output's segment sums in segment order (double-float) and
-// rounds once,
-//   out[t][h][d] = (float)(part[0] + part[1] + ... + part[n - 1])    (r = t G + j, h = kvh G + j)
+// positions into segments (of one superblock of 512 positions each): adds each output's segment
+// sums in segment order from 0, the outer level of cpu::sum_positions's order,
+//   out[t][h][d] = ((0 + part[0]) + part[1]) + ... + part[n - 1]    (r = t G + j, h = kvh G + j)
 // where n is the number of segments of row r's row block (BR rows, the same formula as the P·V
 // kernel); rows of blocks with one segment were written by attention_prefill_pv.wgsl itself.
 //
-//   part: [n_seg][n_head_kv][T G][hd] (hi, lo) f32 pairs   out: [n_head hd, T] f32
+//   part: [n_seg][n_head_kv][T G][hd] (sum, 0) f32 pairs   out: [n_head hd, T] f32
 // Bindings: 0 part (read), 1 out (read_write), 2 params (uniform)
 // Dispatch: (ceil(T G hd / WG), n_head_kv, 1), one thread per output.
 
@@ -41,8 +41,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let n_seg   = (n_block + p.seg_len - 1u) / p.seg_len;
     if (n_seg == 1u) { return; }
     let slice = p.n_head_kv * p.n_rows * hd;  // elements per segment
-    var acc = part[kvh * p.n_rows * hd + i];
-    for (var s = 1u; s < n_seg; s++) { acc = df_add(acc, part[s * slice + kvh * p.n_rows * hd + i]); }
+    var acc = 0.0;
+    for (var s = 0u; s < n_seg; s++) { acc = acc + part[s * slice + kvh * p.n_rows * hd + i].x; }
     let h = kvh * p.group + r % p.group;
-    out[p.out_offset + (r / p.group) * p.out_stride + h * hd + i % hd] = df_to_f32(acc);
+    out[p.out_offset + (r / p.group) * p.out_stride + h * hd + i % hd] = acc;
 }

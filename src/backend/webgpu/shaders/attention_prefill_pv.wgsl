@@ -2,14 +2,13 @@
 //   out[t][h][d] = sum_pos prob[kvh][r][pos] v[pos][kvh hd + d]     (r = t G + j, h = kvh G + j)
 // over the positions row r sees (0 .. pos0 + t), with the probabilities of
 // attention_prefill_softmax.wgsl. attention.wgsl's numerics: products of two f16 values are exact
-// in f32 (an f32 cache takes two_prod), sums in double-float, rounded to f32 once. Positions are
-// added in increasing order, within a segment and then segment by segment
-// (attention_prefill_combine.wgsl): a double-float sum carries ~48 bits, so the rounded result is
-// the same for any order short of a 2^-48 knife edge, which attention.wgsl already accepts.
+// in f32 (an f32 cache rounds them, mul_rn), summed in cpu::sum_positions's order: blocks of 32
+// positions in order, the blocks of a superblock of 512 in order, the superblocks in order; a
+// segment is one superblock, and attention_prefill_combine.wgsl adds the segments in order.
 //
 //   probs: [n_head_kv][T G][ld] f32   v_cache: [n_head_kv hd, n_ctx] f16 pairs or f32 (u32 words)
 //   out: [n_head hd, T] f32
-//   part: the double-float sums of each segment, [n_seg][n_head_kv][T G][hd] (hi, lo) f32 pairs
+//   part: the sums of each segment, [n_seg][n_head_kv][T G][hd] (sum, 0) f32 pairs
 // Bindings: 0 probs (read), 1 v_cache (read), 2 out (read_write), 3 part (read_write), 4 params
 // Dispatch: (n_head_kv ceil(hd / BD), ceil(T G / BR), n_seg). A workgroup owns BR rows x BD
 // dimensions of one KV head over the positions [seg seg_len, (seg + 1) seg_len) (segments split the
@@ -20,8 +19,9 @@
 //   1. the chunk's probabilities (4 rows per vec4; zero where a row may not see the position) and
 //      V rows (4 dimensions per vec4) are loaded coalesced and stored to workgroup memory, the
 //      probability rows padded (BR / 4 + 1 vec4s) so the transposing stores do not collide;
-//   2. thread (tr, td) keeps the double-float sums of rows 4 tr .. 4 tr + 3 (the G heads of one
-//      token when G = 4) x dimensions 4 td .. 4 td + 3: per position, 2 vec4 loads feed 16 products.
+//   2. thread (tr, td) keeps the sums of rows 4 tr .. 4 tr + 3 (the G heads of one token when G =
+//      4) x dimensions 4 td .. 4 td + 3, a block sum, a superblock sum and a total each: per
+//      position, 2 vec4 loads feed 16 products.
 //      Positions every row of the thread sees skip the causal test; the few that only some rows see
 //      (G < 4) select per row, so a masked product (0 x v, NaN for an infinite v) is never added.
 
@@ -33,7 +33,7 @@ const TJ = 4u;  // dimensions per thread
 override V_F16: bool = true;
 override BR: u32 = 32u;            // rows per workgroup (a multiple of TI)
 override BD: u32 = 64u;            // dimensions per workgroup (a multiple of TJ)
-override PC: u32 = 32u;            // positions per staged chunk
+override PC: u32 = 32u;            // positions per staged chunk (16 or 32: blocks of 32 end on a chunk's end)
 override NR: u32 = BR / TI;        // threads along rows
 override ND: u32 = BD / TJ;        // threads along dimensions
 override WG: u32 = NR * ND;
@@ -48,7 +48,7 @@ struct Params {
     n_embd_kv: u32,   // cache elements per position
     v_offset: u32,    // element index of v_cache[0, 0]
     ld: u32,          // f32 elements between probability rows
-    seg_len: u32,     // positions per segment (a multiple of PC when rows are split)
+    seg_len: u32,     // positions per segment (512, one superblock, when rows are split)
     n_head_kv: u32,
     out_offset: u32,  // f32 index of out[0, 0]
     out_stride: u32,  // f32 elements between tokens of out
@@ -64,10 +64,10 @@ struct Params {
 var<workgroup> p_tile: array<vec4<f32>, PC * LDP>;       // [position][row / 4], padded
 var<workgroup> v_tile: array<vec4<f32>, PC * (BD / 4u)>;  // [position][dimension / 4]
 
-// acc + a * b in double-float: a * b is exact when both are f16 values.
-fn mac(acc: vec2<f32>, a: f32, b: f32) -> vec2<f32> {
-    if (V_F16) { return df_add_f(acc, a * b); }
-    return df_fma(acc, a, b);
+// a * b as the CPU rounds it: exact when both are f16 values (so contraction cannot change it).
+fn prod(a: f32, b: f32) -> f32 {
+    if (V_F16) { return a * b; }
+    return mul_rn(a, b);
 }
 
 @compute @workgroup_size(WG)
@@ -97,11 +97,15 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         n_see[i] = p.pos0 + min(r0 + TI * tr + i, p.n_rows - 1u) / p.group + 1u;
     }
 
-    var acc: array<vec2<f32>, 16>;  // [i * TJ + j]
-    for (var e = 0u; e < TI * TJ; e++) { acc[e] = vec2<f32>(0.0, 0.0); }
+    var blk: array<f32, 16>;  // [i * TJ + j]: the open block of 32 positions
+    var sup: array<f32, 16>;  // the open superblock of 512
+    var tot: array<f32, 16>;  // the closed superblocks
 
     for (var c0 = s0; c0 < s1; c0 += PC) {
         workgroupBarrier();  // the previous chunk is consumed
+        if (c0 % 32u == 0u) {
+            for (var e = 0u; e < TI * TJ; e++) { blk[e] = 0.0; }
+        }
         for (var e = lid; e < PC * (BR / 4u); e += WG) {
             let pp  = e % PC;
             let rq  = e / PC;
@@ -139,7 +143,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             let pv = p_tile[pp * LDP + tr];
             let vv = v_tile[pp * (BD / 4u) + td];
             for (var i = 0u; i < TI; i++) {
-                for (var j = 0u; j < TJ; j++) { acc[i * TJ + j] = mac(acc[i * TJ + j], pv[i], vv[j]); }
+                for (var j = 0u; j < TJ; j++) { blk[i * TJ + j] = blk[i * TJ + j] + prod(pv[i], vv[j]); }
             }
         }
         for (var pp = n_all; pp < n_any; pp++) {
@@ -148,7 +152,19 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             for (var i = 0u; i < TI; i++) {
                 let seen = c0 + pp < n_see[i];
                 for (var j = 0u; j < TJ; j++) {
-                    acc[i * TJ + j] = select(acc[i * TJ + j], mac(acc[i * TJ + j], pv[i], vv[j]), seen);
+                    blk[i * TJ + j] = select(blk[i * TJ + j], blk[i * TJ + j] + prod(pv[i], vv[j]), seen);
+                }
+            }
+        }
+        // A block ends at every 32nd position and at the segment's end (a row's positions past its
+        // causal edge add nothing: its sums are already final), a superblock at every 512th.
+        let c_end = c0 + PC;
+        if (c_end % 32u == 0u || c_end >= s1) {
+            for (var e = 0u; e < TI * TJ; e++) { sup[e] = sup[e] + blk[e]; }
+            if (c_end % 512u == 0u || c_end >= s1) {
+                for (var e = 0u; e < TI * TJ; e++) {
+                    tot[e] = tot[e] + sup[e];
+                    sup[e] = 0.0;
                 }
             }
         }
@@ -161,10 +177,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             let d = d0 + TJ * td + j;
             if (d >= hd) { continue; }
             if (n_seg > 1u) {
-                part[((seg * p.n_head_kv + kvh) * p.n_rows + r) * hd + d] = acc[i * TJ + j];
+                part[((seg * p.n_head_kv + kvh) * p.n_rows + r) * hd + d] = vec2<f32>(tot[i * TJ + j], 0.0);
             } else {
                 let h = kvh * p.group + r % p.group;
-                out[p.out_offset + (r / p.group) * p.out_stride + h * hd + d] = df_to_f32(acc[i * TJ + j]);
+                out[p.out_offset + (r / p.group) * p.out_stride + h * hd + d] = tot[i * TJ + j];
             }
         }
     }

@@ -13,7 +13,8 @@ override ATTN_STOP: u32 = 0u;
 var<workgroup> qh: array<f32, HD_MAX>;
 var<workgroup> probs: array<f32, CHUNK>;
 var<workgroup> sc: array<f32, SC_MAX>;  // scores, then exp(score - max), when n <= SC_MAX
-var<workgroup> pv_sum: array<vec2<f32>, WG * 2u>;  // [group][dimension pair][2]
+var<workgroup> pv_sum: array<vec2<f32>, (CHUNK / 32u) * (HD / 2u)>;  // [block of the chunk][dimension pair]
+var<workgroup> blk_sum: array<f32, CHUNK / 32u>;                    // [block of the chunk]
 var<workgroup> ktile: array<u32, TILE>;            // K rows of a tile of positions, padded
 var<workgroup> kpart: array<vec2<f32>, KPART>;     // partial dots [position in tile][S]
 
@@ -55,12 +56,12 @@ fn score_add(s: f32, word: u32, w: u32) -> f32 {
     return s + mul_rn(qh[w], bitcast<f32>(word));
 }
 
-// V words (dimension pair c) of positions c0 + i0 + u * groups, u = 0..7, below c0 + c_n: a u32
-// (two f16) or two (f32) each.
-fn load_v8(i0: u32, c0: u32, c_n: u32, groups: u32, kv_base: u32, c: u32) -> array<vec2<u32>, 8> {
+// V words (dimension pair c) of positions c0 + i0 + u, u = 0..7, below c0 + c_n: a u32 (two f16)
+// or two (f32) each.
+fn load_v8(i0: u32, c0: u32, c_n: u32, kv_base: u32, c: u32) -> array<vec2<u32>, 8> {
     var vw: array<vec2<u32>, 8>;
     for (var u = 0u; u < 8u; u++) {
-        let i = i0 + u * groups;
+        let i = i0 + u;
         if (i < c_n) {
             let e = p.v_offset + (c0 + i) * p.n_embd_kv + kv_base + 2u * c;
             if (V_F16) {
@@ -87,7 +88,7 @@ fn attend(lid: u32, h: u32, t: u32) {
     let c      = lid % pairs;
     let g      = lid / pairs;
     var v_first: array<vec2<u32>, 8>;
-    if (g < groups) { v_first = load_v8(g, 0u, min(CHUNK, n), groups, kv_base, c); }
+    if (g < groups) { v_first = load_v8(32u * g, 0u, min(CHUNK, n), kv_base, c); }
     for (var d = lid; d < hd; d += WG) {
         let v = att_q(t, h * hd + d);
         qh[d] = select(v, round_f16(v), K_F16);
@@ -151,25 +152,48 @@ fn attend(lid: u32, h: u32, t: u32) {
         return;
     }
 
-    // Sum of exp(score - max) in double-float.
-    var acc = vec2<f32>(0.0, 0.0);
-    for (var i = lid; i < n; i += WG) {
-        var sv: f32;
-        if (cached) { sv = sc[i]; } else { sv = score(i, kv_base); }
-        let e = exp_rn(sv - mx);
-        if (cached) { sc[i] = e; }
-        acc = df_add_f(acc, e);
+    // Sum of exp(score - max) in cpu::sum_positions's order (blocks of 32 positions in order, 16
+    // blocks to a superblock, superblocks in order), CHUNK positions at a time: the exponentials go
+    // to `probs` (and `sc` when cached), one thread per block sums it, then every thread adds the
+    // chunk's block sums in order (the same bits in each).
+    var e_sb  = 0.0;  // the open superblock
+    var e_tot = 0.0;  // the closed ones
+    for (var c0 = 0u; c0 < n; c0 += CHUNK) {
+        let c_n = min(CHUNK, n - c0);
+        workgroupBarrier();  // the previous chunk's probs and block sums are consumed
+        for (var i = lid; i < c_n; i += WG) {
+            var sv: f32;
+            if (cached) { sv = sc[c0 + i]; } else { sv = score(c0 + i, kv_base); }
+            let e = exp_rn(sv - mx);
+            if (cached) { sc[c0 + i] = e; }
+            probs[i] = e;
+        }
+        workgroupBarrier();
+        if (32u * lid < c_n) {
+            var b = 0.0;
+            for (var i = 32u * lid; i < min(32u * lid + 32u, c_n); i++) { b = b + probs[i]; }
+            blk_sum[lid] = b;
+        }
+        workgroupBarrier();
+        for (var b = 0u; 32u * b < c_n; b++) {
+            e_sb = e_sb + blk_sum[b];
+            if ((c0 / 32u + b + 1u) % 16u == 0u) {
+                e_tot = e_tot + e_sb;
+                e_sb  = 0.0;
+            }
+        }
     }
-    let inv = df_recip(wg_df_sum(lid, acc));
+    let inv = div_rn(1.0, e_tot + e_sb);
     if (ATTN_STOP == 2u) {
         if (lid < hd) { att_out(t, h * hd + lid, inv); }
         return;
     }
 
-    // out[d] = sum_p prob(p) v[p][d]: thread (c, g) sums dimensions 2c, 2c + 1 over the positions
-    // p = g (mod groups) of each chunk.
-    var o0 = vec2<f32>(0.0, 0.0);
-    var o1 = vec2<f32>(0.0, 0.0);
+    // out[d] = sum_p prob(p) v[p][d] in the same order: per chunk, thread (c, g) sums dimension
+    // pair c over the chunk's blocks g, g + groups, ... (32 positions each, in order, from 0) into
+    // pv_sum; then thread c adds the chunk's block sums in order.
+    var o_sb  = vec2<f32>(0.0, 0.0);
+    var o_tot = vec2<f32>(0.0, 0.0);
     for (var c0 = 0u; c0 < n; c0 += CHUNK) {
         let c_n = min(CHUNK, n - c0);
         workgroupBarrier();
@@ -181,42 +205,44 @@ fn attend(lid: u32, h: u32, t: u32) {
         }
         workgroupBarrier();
         if (g < groups) {
-            // 8 positions at a time: their loads first, then the sums.
-            for (var i0 = g; i0 < c_n; i0 += 8u * groups) {
-                var vw: array<vec2<u32>, 8>;
-                if (c0 == 0u && i0 == g) {
-                    vw = v_first;
-                } else {
-                    vw = load_v8(i0, c0, c_n, groups, kv_base, c);
-                }
-                for (var u = 0u; u < 8u; u++) {
-                    let i = i0 + u * groups;
-                    if (i < c_n) {
-                        let pr = probs[i];
-                        if (V_F16) {
-                            let vv = unpack2x16float(vw[u].x);
-                            o0 = df_add_f(o0, pr * vv.x);  // exact: both are f16 values
-                            o1 = df_add_f(o1, pr * vv.y);
-                        } else {
-                            o0 = df_fma(o0, pr, bitcast<f32>(vw[u].x));
-                            o1 = df_fma(o1, pr, bitcast<f32>(vw[u].y));
+            for (var b = g; 32u * b < c_n; b += groups) {
+                var o = vec2<f32>(0.0, 0.0);
+                // 8 positions at a time: their loads first, then the sums.
+                for (var i0 = 32u * b; i0 < min(32u * b + 32u, c_n); i0 += 8u) {
+                    var vw: array<vec2<u32>, 8>;
+                    if (c0 == 0u && i0 == 32u * g) {
+                        vw = v_first;
+                    } else {
+                        vw = load_v8(i0, c0, c_n, kv_base, c);
+                    }
+                    for (var u = 0u; u < 8u; u++) {
+                        if (i0 + u < c_n) {
+                            let pr = probs[i0 + u];
+                            if (V_F16) {  // products of two f16 values: exact in f32
+                                o = o + pr * unpack2x16float(vw[u].x);
+                            } else {
+                                o = o + vec2<f32>(mul_rn(pr, bitcast<f32>(vw[u].x)), mul_rn(pr, bitcast<f32>(vw[u].y)));
+                            }
                         }
                     }
+                }
+                pv_sum[b * pairs + c] = o;
+            }
+        }
+        workgroupBarrier();
+        if (lid < pairs) {
+            for (var b = 0u; 32u * b < c_n; b++) {
+                o_sb = o_sb + pv_sum[b * pairs + lid];
+                if ((c0 / 32u + b + 1u) % 16u == 0u) {
+                    o_tot = o_tot + o_sb;
+                    o_sb  = vec2<f32>(0.0, 0.0);
                 }
             }
         }
     }
-    pv_sum[2u * lid]      = o0;
-    pv_sum[2u * lid + 1u] = o1;
-    workgroupBarrier();
     if (lid < pairs) {
-        var a0 = pv_sum[2u * lid];
-        var a1 = pv_sum[2u * lid + 1u];
-        for (var k = 1u; k < groups; k++) {
-            a0 = df_add(a0, pv_sum[2u * (k * pairs + lid)]);
-            a1 = df_add(a1, pv_sum[2u * (k * pairs + lid) + 1u]);
-        }
-        att_out(t, h * hd + 2u * lid, df_to_f32(a0));
-        att_out(t, h * hd + 2u * lid + 1u, df_to_f32(a1));
+        let o = o_tot + o_sb;
+        att_out(t, h * hd + 2u * lid, o.x);
+        att_out(t, h * hd + 2u * lid + 1u, o.y);
     }
 }
