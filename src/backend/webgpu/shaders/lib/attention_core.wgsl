@@ -56,20 +56,18 @@ fn score_add(s: f32, word: u32, w: u32) -> f32 {
     return s + mul_rn(qh[w], bitcast<f32>(word));
 }
 
-// V words (dimension pair c) of positions c0 + i0 + u, u = 0..7, below c0 + c_n: a u32 (two f16)
-// or two (f32) each.
+// V words (dimension pair c) of position c0 + i: a u32 (two f16) or two (f32).
+fn load_v1(i: u32, c0: u32, kv_base: u32, c: u32) -> vec2<u32> {
+    let e = p.v_offset + (c0 + i) * p.n_embd_kv + kv_base + 2u * c;
+    if (V_F16) { return vec2<u32>(att_v(e / 2u), 0u); }
+    return vec2<u32>(att_v(e), att_v(e + 1u));
+}
+
+// The V words of positions c0 + i0 + u, u = 0..7, below c0 + c_n.
 fn load_v8(i0: u32, c0: u32, c_n: u32, kv_base: u32, c: u32) -> array<vec2<u32>, 8> {
     var vw: array<vec2<u32>, 8>;
     for (var u = 0u; u < 8u; u++) {
-        let i = i0 + u;
-        if (i < c_n) {
-            let e = p.v_offset + (c0 + i) * p.n_embd_kv + kv_base + 2u * c;
-            if (V_F16) {
-                vw[u] = vec2<u32>(att_v(e / 2u), 0u);
-            } else {
-                vw[u] = vec2<u32>(att_v(e), att_v(e + 1u));
-            }
-        }
+        if (i0 + u < c_n) { vw[u] = load_v1(i0 + u, c0, kv_base, c); }
     }
     return vw;
 }
@@ -206,23 +204,24 @@ fn attend(lid: u32, h: u32, t: u32) {
         workgroupBarrier();
         if (g < groups) {
             for (var b = g; 32u * b < c_n; b += groups) {
-                var o = vec2<f32>(0.0, 0.0);
-                // 8 positions at a time: their loads first, then the sums.
-                for (var i0 = 32u * b; i0 < min(32u * b + 32u, c_n); i0 += 8u) {
-                    var vw: array<vec2<u32>, 8>;
-                    if (c0 == 0u && i0 == 32u * g) {
-                        vw = v_first;
-                    } else {
-                        vw = load_v8(i0, c0, c_n, kv_base, c);
+                // The block's 32 V words first (one round trip; the first block's first 8 came
+                // with the scores), then its sum in order from 0.
+                var vw: array<vec2<u32>, 32>;
+                for (var u = 0u; u < 32u; u++) {
+                    if (c0 == 0u && b == g && u < 8u) {
+                        vw[u] = v_first[u];
+                    } else if (32u * b + u < c_n) {
+                        vw[u] = load_v1(32u * b + u, c0, kv_base, c);
                     }
-                    for (var u = 0u; u < 8u; u++) {
-                        if (i0 + u < c_n) {
-                            let pr = probs[i0 + u];
-                            if (V_F16) {  // products of two f16 values: exact in f32
-                                o = o + pr * unpack2x16float(vw[u].x);
-                            } else {
-                                o = o + vec2<f32>(mul_rn(pr, bitcast<f32>(vw[u].x)), mul_rn(pr, bitcast<f32>(vw[u].y)));
-                            }
+                }
+                var o = vec2<f32>(0.0, 0.0);
+                for (var u = 0u; u < 32u; u++) {
+                    if (32u * b + u < c_n) {
+                        let pr = probs[32u * b + u];
+                        if (V_F16) {  // products of two f16 values: exact in f32
+                            o = o + pr * unpack2x16float(vw[u].x);
+                        } else {
+                            o = o + vec2<f32>(mul_rn(pr, bitcast<f32>(vw[u].x)), mul_rn(pr, bitcast<f32>(vw[u].y)));
                         }
                     }
                 }
