@@ -9,6 +9,7 @@
 
 // #include "lib/numerics.wgsl"
 // #include "lib/inv_rms.wgsl"
+// #include "lib/sum_squares.wgsl"
 // #include "lib/wg_reduce.wgsl"
 
 override WG: u32 = 256u;  // a power of two

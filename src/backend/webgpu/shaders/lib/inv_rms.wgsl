@@ -2,7 +2,7 @@
 // lib/head_input.wgsl: squares rounded to f32 (as the CPU), summed in the halving order
 // (cpu::sum_squares), the mean and the root correctly rounded, so the factor equals the CPU's bit for
 // bit. Called by every invocation of a workgroup (wg_halving_sum4 has barriers). The including kernel
-// includes lib/wg_reduce.wgsl and declares `override WG`, the binding `x` and a uniform `p` with `k`
+// includes lib/sum_squares.wgsl and declares `override WG`, the binding `x` and a uniform `p` with `k`
 // (elements, at most 32 WG: the host picks WG), `eps` and `rn_zero`.
 
 fn inv_rms(lid: u32, xo: u32) -> f32 {

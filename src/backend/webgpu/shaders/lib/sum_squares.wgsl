@@ -1,6 +1,28 @@
-// Sums of squares of x held as vec4 words, in the halving order (cpu::sum_squares), for the kernels
-// that load x that way (lib/act_stage.wgsl, lib/head_input.wgsl). The including kernel includes
-// lib/numerics.wgsl and lib/wg_reduce.wgsl and declares `override WG`.
+// The halving order (cpu::halving_sum) across a workgroup, and sums of squares of x held as vec4
+// words in it (cpu::sum_squares), for the norm prologues (lib/act_stage.wgsl, lib/head_input.wgsl)
+// and lib/inv_rms.wgsl. The including kernel includes lib/numerics.wgsl and declares `override WG`
+// (a power of two, >= 2).
+
+var<workgroup> wg_red_h4: array<vec4<f32>, WG / 2u>;
+
+// The halving sum across the workgroup, per component: at distances WG/2, WG/4, ..., 1,
+// invocation i < d adds invocation i + d's value onto its own, level by level in workgroup memory
+// (the upper half stores and the lower half adds its own value, so WG / 2 slots do). Every
+// invocation must call it, and all get the result. A subgroup form (the distances of a subgroup's
+// width and more in registers after two barriers, then a butterfly of vec4 shuffles, high distance
+// first) gave the same bits and was slower: H200 tg128 567.3-567.9 tokens/s against 585.1-585.4
+// (alternating runs), so both shader variants use this one.
+fn wg_halving_sum4(lid: u32, v: vec4<f32>) -> vec4<f32> {
+    if (lid >= WG / 2u) { wg_red_h4[lid - WG / 2u] = v; }
+    workgroupBarrier();
+    if (lid < WG / 2u) { wg_red_h4[lid] = v + wg_red_h4[lid]; }
+    workgroupBarrier();
+    for (var s = WG / 4u; s > 0u; s >>= 1u) {
+        if (lid < s) { wg_red_h4[lid] = wg_red_h4[lid] + wg_red_h4[lid + s]; }
+        workgroupBarrier();
+    }
+    return wg_red_h4[0];
+}
 
 // The halving sum, across the workgroup, of the squares sq[u] of this invocation's vec4 words
 // lid + u WG (zero where absent; a kernel with fewer than 8 slots passes zeros for the rest): per

@@ -5,7 +5,6 @@
 
 var<workgroup> wg_red_max: array<f32, WG>;
 var<workgroup> wg_red_df: array<vec2<f32>, WG>;
-var<workgroup> wg_red_h4: array<vec4<f32>, WG / 2u>;  // (WG >= 2)
 
 fn wg_max(lid: u32, v: f32) -> f32 {
     wg_red_max[lid] = v;
@@ -26,21 +25,6 @@ fn wg_df_sum(lid: u32, v: vec2<f32>) -> vec2<f32> {
         workgroupBarrier();
     }
     return wg_red_df[0];
-}
-
-// The halving sum across the workgroup (cpu::halving_sum's order, per component): at distances
-// WG/2, WG/4, ..., 1, invocation i < d adds invocation i + d's value onto its own. The upper half
-// stores and the lower half adds its own value, so WG / 2 slots do.
-fn wg_halving_sum4(lid: u32, v: vec4<f32>) -> vec4<f32> {
-    if (lid >= WG / 2u) { wg_red_h4[lid - WG / 2u] = v; }
-    workgroupBarrier();
-    if (lid < WG / 2u) { wg_red_h4[lid] = v + wg_red_h4[lid]; }
-    workgroupBarrier();
-    for (var s = WG / 4u; s > 0u; s >>= 1u) {
-        if (lid < s) { wg_red_h4[lid] = wg_red_h4[lid] + wg_red_h4[lid + s]; }
-        workgroupBarrier();
-    }
-    return wg_red_h4[0];
 }
 
 // Whether the subgroup forms exist (lib/wg_reduce_sg.wgsl); here not, and team_isum is never called.

@@ -17,8 +17,6 @@
 
 var<workgroup> wg_red_max: array<f32, WG>;         // one slot per subgroup (at most WG)
 var<workgroup> wg_red_df: array<vec2<f32>, WG>;
-var<workgroup> wg_red_h4: array<vec4<f32>, WG / 2u>;  // (WG >= 2)
-var<workgroup> wg_red_width: u32;
 
 // The double-float sum over aligned groups of `width` lanes (a power of two), in every lane. The
 // loop bound comes from subgroupAdd, which the uniformity analysis cannot prove uniform; it is the
@@ -77,51 +75,6 @@ fn wg_df_sum(lid: u32, v: vec2<f32>) -> vec2<f32> {
     var a = wg_red_df[lane % n];
     for (var i = lane + size; i < n; i += size) { a = df_add(a, wg_red_df[i]); }
     return sg_df_sum(a, lane, min(n, size));
-}
-
-// The halving sum across the workgroup, the same bits as the tree form (cpu::halving_sum's order):
-// the upper half stores, the lower half adds its own value (distance WG/2: WG / 2 slots), then every
-// lane l takes the slots l + width r and finishes the distances of a subgroup's width and more as a
-// halving tree over r in registers (up to 8 slots; beyond that level by level in workgroup memory),
-// and the shorter distances by a butterfly, high distance first (lane j adds lane j ^ m: the tree's
-// j + m for j < m, the same sum above it). Two barriers for WG up to 16 x the width. Every subgroup
-// reduces the same slots, so every invocation gets the result without a broadcast. The width goes
-// through workgroupUniformLoad (the first barrier) so that the loops with barriers have a bound the
-// uniformity analysis accepts.
-@diagnostic(off, subgroup_uniformity)
-fn wg_halving_sum4(lid: u32, v: vec4<f32>) -> vec4<f32> {
-    if (lid >= WG / 2u) { wg_red_h4[lid - WG / 2u] = v; }
-    let size = subgroupAdd(1u);  // (in uniform control flow: every invocation of the subgroup counts)
-    if (lid == 0u) { wg_red_width = min(size, WG); }
-    let width = workgroupUniformLoad(&wg_red_width);
-    var a = v;
-    if (width < WG) {  // (else one subgroup is the workgroup)
-        if (lid < WG / 2u) { wg_red_h4[lid] = v + wg_red_h4[lid]; }
-        workgroupBarrier();
-        let m = WG / 2u / width;  // slots per lane
-        if (m <= 8u) {
-            var r8: array<vec4<f32>, 8>;
-            for (var r = 0u; r < 8u; r++) {
-                if (r < m) { r8[r] = wg_red_h4[lid % width + width * r]; }
-            }
-            for (var h = 4u; h > 0u; h >>= 1u) {
-                if (h < m) {
-                    for (var r = 0u; r < h; r++) { r8[r] = r8[r] + r8[r + h]; }
-                }
-            }
-            a = r8[0];
-        } else {
-            for (var s = WG / 4u; s >= width; s >>= 1u) {
-                if (lid < s) { wg_red_h4[lid] = wg_red_h4[lid] + wg_red_h4[lid + s]; }
-                workgroupBarrier();
-            }
-            a = wg_red_h4[lid % width];
-        }
-    }
-    for (var m = width / 2u; m > 0u; m >>= 1u) {
-        a = a + subgroupShuffleXor(a, m);
-    }
-    return a;
 }
 
 // The subgroup forms exist. team_isum: the sum over the caller's subgroup, in every invocation
