@@ -86,6 +86,43 @@ TEST(CpuReference, HalvingSumAddsTheUpperHalfOntoTheLowerHalf) {
     EXPECT_EQ(cpu::sum_squares(x, 0), 0.0f);
 }
 
+// The position order, worked: 1024 terms, t[0] = 2^24, t[1..511] = 1, and in 512..1023 a 1 at the
+// start of each block of 32 (zeros elsewhere). Block 0 absorbs its 31 ones (2^24 + 1 rounds to 2^24),
+// blocks 1..15 sum to 32 each: superblock 0 = 2^24 + 480; superblock 1 = 16 blocks of 1 = 16; total
+// 2^24 + 496. In order everything is absorbed (2^24); block sums without superblocks add the last
+// sixteen 1s one by one to 2^24 + 480 and each rounds back (ties to even): 2^24 + 480.
+TEST(CpuReference, PositionSumAddsBlocksThenSuperblocks) {
+    std::vector<float> t(1024, 0.0f);
+    t[0] = 16777216.0f;
+    for (int i = 1; i < 512; ++i) t[static_cast<size_t>(i)] = 1.0f;
+    for (int b = 0; b < 16; ++b) t[static_cast<size_t>(512 + 32 * b)] = 1.0f;
+    EXPECT_EQ(cpu::sum_positions(t.data(), 1024), 16777712.0f);
+    // The streaming form gives the same bits, for one sum and for several side by side.
+    cpu::PositionSum one(1), two(2);
+    for (int64_t p = 0; p < 1024; ++p) {
+        one.add(p, &t[static_cast<size_t>(p)]);
+        const float pair[2] = {t[static_cast<size_t>(p)], 2.0f * t[static_cast<size_t>(p)]};
+        two.add(p, pair);
+    }
+    float got = 0.0f, got2[2] = {};
+    one.finish(1024, &got);
+    two.finish(1024, got2);
+    EXPECT_EQ(got, 16777712.0f);
+    EXPECT_EQ(got2[0], 16777712.0f);
+    EXPECT_EQ(got2[1], 2.0f * 16777712.0f);
+    // A partial last block and superblock: the first 40 terms (2^24 + 31 ones | 8 ones) -> 2^24 + 8.
+    EXPECT_EQ(cpu::sum_positions(t.data(), 40), 16777224.0f);
+}
+
+// The blocked order, worked: {2^24, 1 x 15 | 1 x 16}: block 0 absorbs its ones (2^24), block 1 is 16,
+// so the dot is 2^24 + 16 where a loop in order gives 2^24.
+TEST(CpuReference, DotBlocked16SumsBlocksOf16) {
+    std::vector<float> a(32, 1.0f), b(32, 1.0f);
+    a[0] = 16777216.0f;
+    EXPECT_EQ(cpu::dot_blocked16(a.data(), b.data(), 32), 16777232.0f);
+    EXPECT_EQ(cpu::dot_blocked16(a.data(), b.data(), 20), 16777220.0f);  // a partial block of 4
+}
+
 TEST(CpuReference, RmsNormFollowsGgmlFormula) {
     std::mt19937       rng(7);
     std::normal_distribution<float> nd(0.0f, 3.0f);

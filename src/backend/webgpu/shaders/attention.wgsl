@@ -1,26 +1,26 @@
 // attention: causal GQA attention of T queries at positions pos0 + t over the KV cache positions
-// [0, pos0 + t], in the CPU reference's order of operations (CpuBackend::attention): scores
-// q·k (double-float) * scale, max, exp, sum (double-float), p = e * (1 / sum), p rounded to f16 when
-// V is f16, out = sum_p p v (double-float). q is rounded to f16 first when K is f16. Only exp differs
-// from the CPU's std::exp by an ulp here and there. Double-float sums carry ~48 bits, so the order
-// in which they are added does not change the f32 results (short of a 2^-48 knife edge), and the
-// kernel adds in whatever order is fastest.
+// [0, pos0 + t], in the CPU reference's order of operations (CpuBackend::attention), bit for bit:
+// scores q·k in cpu::dot_blocked16's order, * scale, max, exp, sum in cpu::sum_positions's order,
+// p = e * (1 / sum), p rounded to f16 when V is f16, out = sum_p p v in cpu::sum_positions's order.
+// q is rounded to f16 first when K is f16. Only exp differs from the CPU's std::exp by an ulp here
+// and there (exp_rn is correctly rounded, glibc's expf not always).
 //
 //   q: [n_head hd, T] f32   k_cache, v_cache: [n_head_kv hd, n_ctx] f16 pairs or f32 (u32 words)
 //   out: [n_head hd, T] f32
 // Bindings: 0 q (read), 1 k_cache (read), 2 v_cache (read), 3 out (read_write), 4 params (uniform)
 // Dispatch: (n_head, T, 1). One workgroup per (head, token):
 //   scores: below WG positions (decode), in tiles of WG / S positions whose K rows are staged in
-//     workgroup memory (coalesced), S threads per position; from WG positions on, thread i computes
-//     positions i, i + WG, ... itself (four double-float chains; every thread is busy). Up to
-//     SC_MAX positions the scores, then exp(score - max), stay in workgroup memory; beyond that
-//     they are recomputed in each pass, so any context length works. Max and sum are tree
-//     reductions;
-//   P·V: thread (c, g) owns dimension pair c (one u32 of an f16 row, or two f32) for the positions
-//     of group g (GROUPS = WG / (head_dim / 2) groups, position p in group p % GROUPS), CHUNK
-//     probabilities staged at a time; the groups' double-float sums are combined at the end.
-// With f16 K (V) the products q·k (p·v) are exact in f32 (11-bit significands), so only the f32
-// cache needs the error-free two_prod.
+//     workgroup memory (coalesced), S threads per position, one block of 16 dimensions each; from
+//     WG positions on, thread i computes positions i, i + WG, ... itself (every thread is busy).
+//     Up to SC_MAX positions the scores, then exp(score - max), stay in workgroup memory; beyond
+//     that they are recomputed in each pass, so any context length works. Max is a tree reduction;
+//     the sum takes CHUNK positions at a time, one thread per block of 32 positions, then the
+//     blocks in order;
+//   P·V: thread (c, g) owns dimension pair c (one u32 of an f16 row, or two f32) for the blocks
+//     g, g + GROUPS, ... of each chunk (GROUPS = WG / (head_dim / 2), 32 positions per block, CHUNK
+//     probabilities staged at a time); thread c then adds the chunk's block sums in order.
+// With f16 K (V) the products q·k (p·v) are exact in f32 (11-bit significands); with an f32 cache
+// they are rounded as the CPU rounds them (mul_rn).
 
 // #include "lib/numerics.wgsl"
 // #include "lib/wg_reduce.wgsl"
@@ -29,7 +29,7 @@
 override WG: u32 = 256u;      // a power of two, >= head_dim / 2
 override K_F16: bool = true;
 override V_F16: bool = true;
-override CHUNK: u32 = 256u;
+override CHUNK: u32 = 256u;     // probabilities staged at a time, a multiple of 32 (position blocks)
 override HD_MAX: u32 = 256u;
 override HD: u32 = 128u;       // head_dim, a multiple of 4 up to HD_MAX
 override S: u32 = 8u;          // threads per position in the tiled scores (a power of two dividing WG, >= the row's blocks)
