@@ -2,7 +2,8 @@
 // queries over long random caches with GQA, against the CPU reference and against attention.wgsl
 // run one token at a time. The tile edges are crossed on purpose: query rows (tokens x heads of a
 // KV head) and positions that are not multiples of 64, group sizes 1, 3 and 4 (with G = 3 a
-// thread's four rows straddle tokens and see different positions), head_dim 32, 64 and 128,
+// thread's four rows straddle tokens and see different positions), head_dim 32, 40 (a partial
+// 16-dimension block of the scores' order), 64 and 128,
 // position segments (a short prompt over a long cache) and token chunks (a small score budget).
 // Random normal q, K and V make every permutation of heads, tokens, positions or dimensions show,
 // and the sums cancel enough that adding in another order would change the last bits. Bit-exact on
@@ -162,7 +163,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, WebGpuPromptAttention,
                                            Case{8, 2, 128, 300, 37},   // a prompt after a long prefix
                                            Case{6, 2, 64, 40, 50},     // G = 3: rows straddle tokens
                                            Case{2, 2, 32, 0, 70},      // G = 1, 32-dimension tiles
-                                           Case{4, 1, 64, 2500, 20}),  // few rows, long cache: segments
+                                           Case{4, 1, 64, 2500, 20},   // few rows, long cache: segments
+                                           Case{4, 2, 40, 30, 24}),    // head_dim 40: a partial block of 16
                          [](const ::testing::TestParamInfo<Case> & p) {
                              const Case & c = p.param;
                              return "h" + std::to_string(c.n_head) + "_kv" + std::to_string(c.n_head_kv) + "_hd" +
