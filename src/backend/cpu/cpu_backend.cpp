@@ -236,14 +236,14 @@ public:
                     scores[p] *= inv;
                     if (v_f16) scores[p] = round_to_fp16(scores[p]);
                 }
-                cpu::PositionSum acc(static_cast<size_t>(hd));
-                float *          terms = sc.acc.data();
+                sc.pv.reset(static_cast<size_t>(hd));
+                float * terms = sc.acc.data();
                 for (int64_t p = 0; p < n; ++p) {
                     load_cache_head(kv.v, p, kvh * hd, hd, kcol);
                     for (int64_t d = 0; d < hd; ++d) terms[d] = scores[p] * kcol[d];  // rounded (no contraction)
-                    acc.add(p, terms);
+                    sc.pv.add(p, terms);
                 }
-                acc.finish(n, op + t * n_q + h * hd);
+                sc.pv.finish(n, op + t * n_q + h * hd);
             }
         });
         (void) n_kv;
@@ -327,6 +327,7 @@ private:
         std::vector<float>  q, kv;   // one head
         std::vector<float>  scores;  // [n_ctx]
         std::vector<float>  acc;     // one head: a position's P·V terms
+        cpu::PositionSum    pv;      // one head: the P·V sums
     };
 
     void grow_scratch(int64_t k) {

@@ -114,6 +114,12 @@ float sum_positions(const float * t, int64_t n) {
     return total;
 }
 
+void PositionSum::reset(std::size_t m) {
+    block.assign(m, 0.0f);
+    super.assign(m, 0.0f);
+    total.assign(m, 0.0f);
+}
+
 void PositionSum::add(int64_t p, const float * terms) {
     const size_t m = block.size();
     for (size_t d = 0; d < m; ++d) block[d] = block[d] + terms[d];

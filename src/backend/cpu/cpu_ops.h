@@ -62,7 +62,8 @@ float sum_positions(const float * t, int64_t n);
 
 // The same order for m sums at once, fed one position at a time (P·V: one sum per dimension).
 struct PositionSum {
-    explicit PositionSum(std::size_t m) : block(m, 0.0f), super(m, 0.0f), total(m, 0.0f) {}
+    explicit PositionSum(std::size_t m = 0) { reset(m); }
+    void reset(std::size_t m);                 // m sums at 0 (keeps the allocation)
     void add(int64_t p, const float * terms);  // terms of position p; p = 0, 1, ... in order
     void finish(int64_t n, float * out);       // after positions 0 .. n - 1
 

@@ -67,8 +67,9 @@ void WebGpuBackend::embed(const Tensor & x, const Weight & token_embd, const Ten
 }
 
 // Workgroup size of rms_norm.wgsl / rms_norm_quant.wgsl for rows of k elements: lib/inv_rms.wgsl
-// holds 32 elements per invocation (its halving tree in registers), so k <= 32 WG; 256 up to 8192
-// (the smallest such workgroups were 0.7% slower at pp512 on an H200).
+// holds 32 elements per invocation (its halving tree in registers), so k <= 32 WG; 256 up to 8192.
+// (The smallest such workgroups, together with a subgroup form of the halving sum, were 0.7% slower
+// at pp512 on an H200; the two were not measured apart.)
 uint32_t WebGpuBackend::norm_workgroup(int64_t k) const {
     uint32_t wg = 256;
     while (static_cast<int64_t>(wg) * 32 < k) wg *= 2;

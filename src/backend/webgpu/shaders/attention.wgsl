@@ -24,6 +24,7 @@
 
 // #include "lib/numerics.wgsl"
 // #include "lib/wg_reduce.wgsl"
+// #include "lib/position_sum.wgsl"
 // #include "lib/attention_core.wgsl"
 
 override WG: u32 = 256u;      // a power of two, >= head_dim / 2

@@ -8,13 +8,15 @@
 //   scores: [n_head_kv][T G][ld] f32 (read and written)
 // Bindings: 0 scores (read_write), 1 params (uniform)
 // Dispatch: (T G, n_head_kv, 1). One workgroup per row; thread i takes positions i, i + WG, ...;
-// max is a tree reduction; the sum takes WG positions at a time: one thread per block of 32 sums it,
-// then every thread adds the blocks in order. Each thread re-reads only what it wrote itself.
+// max is a tree reduction; the sum takes WG positions at a time (lib/position_sum.wgsl). Each thread
+// re-reads only what it wrote itself.
 
 // #include "lib/numerics.wgsl"
 // #include "lib/wg_reduce.wgsl"
+// #include "lib/position_sum.wgsl"
 
 override WG: u32 = 64u;  // a power of two, >= 32
+override CHUNK: u32 = WG;  // positions per pass of the sum (lib/position_sum.wgsl)
 override V_F16: bool = true;
 
 struct Params {
@@ -28,9 +30,6 @@ struct Params {
 @group(0) @binding(0) var<storage, read_write> scores: array<f32>;
 @group(0) @binding(1) var<uniform> p: Params;
 
-var<workgroup> e_buf: array<f32, WG>;         // this pass's exponentials
-var<workgroup> blk_sum: array<f32, WG / 32u>;  // their block sums
-
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
@@ -42,32 +41,18 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var i = lid; i < n; i += WG) { m = max(m, scores[base + i]); }
     let mx = wg_max(lid, m);
 
-    var e_sb  = 0.0;  // the open superblock of 512 positions
-    var e_tot = 0.0;  // the closed ones
-    for (var c0 = 0u; c0 < n; c0 += WG) {
-        let c_n = min(WG, n - c0);
+    var es = PosSum();
+    for (var c0 = 0u; c0 < n; c0 += CHUNK) {
+        let c_n = min(CHUNK, n - c0);
         workgroupBarrier();  // the previous pass is consumed
         if (lid < c_n) {
             let e = exp_rn(scores[base + c0 + lid] - mx);
             scores[base + c0 + lid] = e;
-            e_buf[lid] = e;
+            probs[lid] = e;
         }
-        workgroupBarrier();
-        if (32u * lid < c_n) {
-            var b = 0.0;
-            for (var i = 32u * lid; i < min(32u * lid + 32u, c_n); i++) { b = b + e_buf[i]; }
-            blk_sum[lid] = b;
-        }
-        workgroupBarrier();
-        for (var b = 0u; 32u * b < c_n; b++) {
-            e_sb = e_sb + blk_sum[b];
-            if ((c0 / 32u + b + 1u) % 16u == 0u) {
-                e_tot = e_tot + e_sb;
-                e_sb  = 0.0;
-            }
-        }
+        es = pos_add_chunk(lid, c0, c_n, es);
     }
-    let inv = div_rn(1.0, e_tot + e_sb);
+    let inv = div_rn(1.0, pos_total(es).x);
 
     for (var i = lid; i < n; i += WG) {
         let pr = scores[base + i] * inv;

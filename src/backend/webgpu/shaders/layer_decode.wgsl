@@ -44,6 +44,7 @@ requires packed_4x8_integer_dot_product;
 // #include "lib/ternary_decode.wgsl"
 // #include "lib/qkv_store.wgsl"
 // #include "lib/qkv_decode.wgsl"
+// #include "lib/position_sum.wgsl"
 // #include "lib/attention_core.wgsl"
 
 override WG: u32 = 256u;      // every phase's workgroup (a power of two)

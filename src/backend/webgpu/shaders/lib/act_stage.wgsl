@@ -78,10 +78,8 @@ fn stage_norm_quant(lid: u32, k: u32, in: StageInput) -> f32 {
     if (NORM_STOP == 1u) {
         return stage_stopped(lid, n_words, xs, ws, 1.0);
     }
-    var sq: array<vec4<f32>, 8>;
-    for (var i = 0u; i < 8u; i++) {
-        if (lid + i * WG < n_words) { sq[i] = squares4(xs[i]); }
-    }
+    var sq: array<vec4<f32>, 8>;  // (stage_load leaves absent words zero)
+    for (var i = 0u; i < 8u; i++) { sq[i] = squares4(xs[i]); }
     let inv = div_rn(1.0, sqrt_rn(div_rn(sum_squares_words(lid, sq), f32(k)) + p.eps));
     if (NORM_STOP == 2u) {
         return stage_stopped(lid, n_words, xs, ws, inv);

@@ -1,6 +1,6 @@
 // The body of attention.wgsl as a function, attend(lid, h, t), shared with the layer kernel
 // (layer_decode.wgsl): see attention.wgsl for the algorithm and its numerics. The including kernel
-// includes lib/wg_reduce.wgsl and declares the overrides listed there, a uniform p with head_dim, n_head, n_head_kv, pos0,
+// includes lib/wg_reduce.wgsl and lib/position_sum.wgsl and declares the overrides listed there, a uniform p with head_dim, n_head, n_head_kv, pos0,
 // n_embd_kv, k_offset, v_offset, scale, rn_zero, and where the data live:
 //   att_q(t, i) -> f32       element i of token t's q (all heads)
 //   att_k(w) -> u32          u32 word w of the K cache (likewise att_v for V)
@@ -11,10 +11,8 @@
 override ATTN_STOP: u32 = 0u;
 
 var<workgroup> qh: array<f32, HD_MAX>;
-var<workgroup> probs: array<f32, CHUNK>;
 var<workgroup> sc: array<f32, SC_MAX>;  // scores, then exp(score - max), when n <= SC_MAX
 var<workgroup> pv_sum: array<vec2<f32>, (CHUNK / 32u) * (HD / 2u)>;  // [block of the chunk][dimension pair]
-var<workgroup> blk_sum: array<f32, CHUNK / 32u>;                    // [block of the chunk]
 var<workgroup> ktile: array<u32, TILE>;            // K rows of a tile of positions, padded
 var<workgroup> kpart: array<vec2<f32>, KPART>;     // partial dots [position in tile][S]
 
@@ -154,8 +152,7 @@ fn attend(lid: u32, h: u32, t: u32) {
     // blocks to a superblock, superblocks in order), CHUNK positions at a time: the exponentials go
     // to `probs` (and `sc` when cached), one thread per block sums it, then every thread adds the
     // chunk's block sums in order (the same bits in each).
-    var e_sb  = 0.0;  // the open superblock
-    var e_tot = 0.0;  // the closed ones
+    var es = PosSum();
     for (var c0 = 0u; c0 < n; c0 += CHUNK) {
         let c_n = min(CHUNK, n - c0);
         workgroupBarrier();  // the previous chunk's probs and block sums are consumed
@@ -166,22 +163,9 @@ fn attend(lid: u32, h: u32, t: u32) {
             if (cached) { sc[c0 + i] = e; }
             probs[i] = e;
         }
-        workgroupBarrier();
-        if (32u * lid < c_n) {
-            var b = 0.0;
-            for (var i = 32u * lid; i < min(32u * lid + 32u, c_n); i++) { b = b + probs[i]; }
-            blk_sum[lid] = b;
-        }
-        workgroupBarrier();
-        for (var b = 0u; 32u * b < c_n; b++) {
-            e_sb = e_sb + blk_sum[b];
-            if ((c0 / 32u + b + 1u) % 16u == 0u) {
-                e_tot = e_tot + e_sb;
-                e_sb  = 0.0;
-            }
-        }
+        es = pos_add_chunk(lid, c0, c_n, es);
     }
-    let inv = div_rn(1.0, e_tot + e_sb);
+    let inv = div_rn(1.0, pos_total(es).x);
     if (ATTN_STOP == 2u) {
         if (lid < hd) { att_out(t, h * hd + lid, inv); }
         return;
@@ -190,8 +174,7 @@ fn attend(lid: u32, h: u32, t: u32) {
     // out[d] = sum_p prob(p) v[p][d] in the same order: per chunk, thread (c, g) sums dimension
     // pair c over the chunk's blocks g, g + groups, ... (32 positions each, in order, from 0) into
     // pv_sum; then thread c adds the chunk's block sums in order.
-    var o_sb  = vec2<f32>(0.0, 0.0);
-    var o_tot = vec2<f32>(0.0, 0.0);
+    var os = PosSum();
     for (var c0 = 0u; c0 < n; c0 += CHUNK) {
         let c_n = min(CHUNK, n - c0);
         workgroupBarrier();
@@ -230,17 +213,11 @@ fn attend(lid: u32, h: u32, t: u32) {
         }
         workgroupBarrier();
         if (lid < pairs) {
-            for (var b = 0u; 32u * b < c_n; b++) {
-                o_sb = o_sb + pv_sum[b * pairs + lid];
-                if ((c0 / 32u + b + 1u) % 16u == 0u) {
-                    o_tot = o_tot + o_sb;
-                    o_sb  = vec2<f32>(0.0, 0.0);
-                }
-            }
+            for (var b = 0u; 32u * b < c_n; b++) { os = pos_add_block(os, pv_sum[b * pairs + lid], c0 / 32u + b); }
         }
     }
     if (lid < pairs) {
-        let o = o_tot + o_sb;
+        let o = pos_total(os);
         att_out(t, h * hd + 2u * lid, o.x);
         att_out(t, h * hd + 2u * lid + 1u, o.y);
     }

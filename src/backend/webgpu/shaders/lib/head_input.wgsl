@@ -22,10 +22,8 @@ fn head_input_words(lid: u32) -> array<vec4<f32>, 4> {
     }
     var inv = 1.0;
     if (NORM) {
-        var sq: array<vec4<f32>, 8>;  // slots 4..7 stay zero
-        for (var u = 0u; u < 4u; u++) {
-            if (lid + u * WG < K / 4u) { sq[u] = squares4(xs[u]); }
-        }
+        var sq: array<vec4<f32>, 8>;  // slots 4..7 stay zero, as do absent words
+        for (var u = 0u; u < 4u; u++) { sq[u] = squares4(xs[u]); }
         inv = inv_rms_of(sum_squares_words(lid, sq));
     }
     for (var u = 0u; u < 4u; u++) {
