@@ -27,6 +27,10 @@ override NORM_STOP: u32 = 0u;
 // tg128 486-488 tokens/s first, 476-478 after (alternating runs without a slow repetition).
 override X_FIRST: bool = true;
 
+// The words an invocation owns at most (K / 4 words over WG invocations, at most 8): the loops stop
+// there, so that the slots past it are constant zeros.
+override STAGE_U: u32 = (K / 4u + WG - 1u) / WG;
+
 // This invocation's words of x and of the norm weights (NORM; nothing otherwise): the fused
 // prologue's loads, which a kernel may issue before its other loads (X_FIRST).
 struct StageInput {
@@ -37,7 +41,7 @@ struct StageInput {
 fn stage_load(lid: u32, k: u32) -> StageInput {
     var in: StageInput;
     if (!NORM) { return in; }
-    for (var i = 0u; i < 8u; i++) {
+    for (var i = 0u; i < STAGE_U; i++) {
         let j = lid + i * WG;
         if (j < k / 4u) {
             in.xs[i] = stage_x4(j);
@@ -79,7 +83,7 @@ fn stage_norm_quant(lid: u32, k: u32, in: StageInput) -> f32 {
         return stage_stopped(lid, n_words, xs, ws, 1.0);
     }
     var sq: array<vec4<f32>, 8>;  // (stage_load leaves absent words zero)
-    for (var i = 0u; i < 8u; i++) { sq[i] = squares4(xs[i]); }
+    for (var i = 0u; i < STAGE_U; i++) { sq[i] = squares4(xs[i]); }
     let inv = div_rn(1.0, sqrt_rn(div_rn(sum_squares_words(lid, sq), f32(k)) + p.eps));
     if (NORM_STOP == 2u) {
         return stage_stopped(lid, n_words, xs, ws, inv);
@@ -87,7 +91,7 @@ fn stage_norm_quant(lid: u32, k: u32, in: StageInput) -> f32 {
 
     // y = (x * inv) * nw (two roundings, as the CPU) and max |y|.
     var m = 0.0;
-    for (var i = 0u; i < 8u; i++) {
+    for (var i = 0u; i < STAGE_U; i++) {
         let j = lid + i * WG;
         if (j < n_words) {
             let y = (xs[i] * inv) * ws[i];
@@ -109,7 +113,7 @@ fn stage_norm_quant(lid: u32, k: u32, in: StageInput) -> f32 {
 
 // acts = int8(clamp(round(y * qs))) for this thread's words of y, then the barrier.
 fn store_quantized(lid: u32, n_words: u32, ys: array<vec4<f32>, 8>, qs: f32) {
-    for (var i = 0u; i < 8u; i++) {
+    for (var i = 0u; i < STAGE_U; i++) {
         let j = lid + i * WG;
         if (j < n_words) {
             let c = vec4<i32>(clamp(round(ys[i] * qs), vec4<f32>(-128.0), vec4<f32>(127.0)));
@@ -123,7 +127,7 @@ fn store_quantized(lid: u32, n_words: u32, ys: array<vec4<f32>, 8>, qs: f32) {
 // NORM_STOP's early end: words of x * nw * f (values that depend on what was computed), returns f.
 fn stage_stopped(lid: u32, n_words: u32, xs: array<vec4<f32>, 8>, ws: array<vec4<f32>, 8>, f: f32) -> f32 {
     var ys: array<vec4<f32>, 8>;
-    for (var i = 0u; i < 8u; i++) { ys[i] = xs[i] * ws[i]; }
+    for (var i = 0u; i < STAGE_U; i++) { ys[i] = xs[i] * ws[i]; }
     store_quantized(lid, n_words, ys, f);
     return f;
 }

@@ -43,7 +43,9 @@ fn mul_rn(a: f32, b: f32) -> f32 {
 
 // a / b, correctly rounded (reciprocal refined once, then one residual correction).
 fn div_rn(a: f32, b: f32) -> f32 {
-    if (!FMA_FUSED) { return a / b; }
+    // The IEEE division, with a divisor the compiler cannot see: SwiftShader turned a division by
+    // a constant (a norm's k = 640, an override) into a product with its reciprocal, 1 ulp off.
+    if (!FMA_FUSED) { return a / bitcast<f32>(bitcast<u32>(b) ^ p.rn_zero); }
     // opq: a compiler that knows y ~ 1/b and q ~ a/b must not fold the residuals to 0.
     var y = opq(1.0 / b);
     let e = fma(-b, y, 1.0);
