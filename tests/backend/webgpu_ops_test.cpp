@@ -14,6 +14,7 @@
 #include "quant/ternary_formats.h"
 #include "webgpu_test_util.h"
 
+#include <bit>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -698,6 +699,33 @@ TEST(WebGpuNumerics, MulRnRoundsTheProductBeforeTheAdd) {
     // Contraction needs a fused multiply-add to contract into.
     if (nm.contracts) {
         EXPECT_TRUE(nm.fma_fused) << desc;
+    }
+}
+
+// exp_rn's fast path (a double-float result good to ~2^-36 and Ziv's rounding test, falling back to
+// exp_rn_slow near midpoints) gives exp_rn_slow's bits. On a GPU: every f32 bit pattern (2^32); on a
+// CPU adapter (SwiftShader, slow): every 4093rd pattern, and every pattern of [-1, -0.5] with a
+// stride of 7 (the softmax's inputs are <= 0).
+TEST(WebGpuNumerics, ExpRnFastPathGivesTheSlowPathsBits) {
+    TERN_REQUIRE_WEBGPU();
+    auto * be = dynamic_cast<WebGpuBackend *>(test::shared_webgpu().backend.get());
+    ASSERT_NE(be, nullptr);
+    const bool cpu_adapter = be->device_info().description.find(", CPU)") != std::string::npos;
+    struct Sweep {
+        uint32_t start, stride;
+        uint64_t count;
+    };
+    std::vector<Sweep> sweeps;
+    if (cpu_adapter) {
+        sweeps = {{0u, 4093u, (uint64_t{1} << 32) / 4093}, {0xBF000000u, 7u, (0xBF800000u - 0xBF000000u) / 7 + 1}};
+    } else {
+        sweeps = {{0u, 1u, uint64_t{1} << 32}};
+    }
+    for (const Sweep & sw : sweeps) {
+        const auto r = be->exp_check(sw.start, sw.stride, sw.count);
+        EXPECT_EQ(r[0], 0u) << "patterns from 0x" << std::hex << sw.start << " stride " << std::dec << sw.stride
+                            << ": first mismatch at 0x" << std::hex << r[1] << " ("
+                            << std::bit_cast<float>(r[1]) << ")";
     }
 }
 

@@ -224,6 +224,24 @@ void WebGpuBackend::probe_numerics() {
                   numerics_.mul_rn_rounds ? "rounds" : "CONTRACTED", inexact, n);
 }
 
+std::array<uint32_t, 2> WebGpuBackend::exp_check(uint32_t start, uint32_t stride, uint64_t count) {
+    auto                        to   = alloc_tensor(*this, DType::i32, {2, 1, 1, 1}, "exp check");
+    const std::array<uint32_t, 2> init = {0u, 0xffffffffu};
+    write(to.tensor, init.data(), sizeof init);
+    const PipelineKey key{"exp_check", "wu", {}};
+    const WGPUBuffer  bufs[] = {gpu_buffer(to.tensor)};
+    constexpr uint64_t per_dispatch = uint64_t{65535} * 256;  // the default workgroup count limit
+    for (uint64_t done = 0; done < count; done += per_dispatch) {
+        const uint32_t n         = static_cast<uint32_t>(std::min(per_dispatch, count - done));
+        const uint32_t params[3] = {static_cast<uint32_t>(start + done * stride), stride, n};
+        step_->dispatch(key, bufs, params, sizeof params, (n + 255) / 256);
+    }
+    step_->take_dispatch_count();
+    std::array<uint32_t, 2> out{};
+    read(to.tensor, out.data(), sizeof out);
+    return out;
+}
+
 std::vector<float> WebGpuBackend::numerics_check(std::span<const float> a, std::span<const float> b,
                                                  std::span<const float> v, bool df_guard) {
     const int64_t n = static_cast<int64_t>(a.size());
