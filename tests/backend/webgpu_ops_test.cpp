@@ -702,11 +702,11 @@ TEST(WebGpuNumerics, MulRnRoundsTheProductBeforeTheAdd) {
     }
 }
 
-// exp_rn's fast path (a double-float result good to ~2^-36 and Ziv's rounding test, falling back to
-// exp_rn_slow near midpoints) gives exp_rn_slow's bits. On a GPU: every f32 bit pattern (2^32); on a
+// exp_rn_ziv (a double-float result good to ~2^-36 and Ziv's rounding test, falling back to exp_rn
+// near midpoints) gives exp_rn's bits. On a GPU: every f32 bit pattern (2^32); on a
 // CPU adapter (SwiftShader, slow): every 4093rd pattern, and every pattern of [-1, -0.5] with a
 // stride of 7 (the softmax's inputs are <= 0).
-TEST(WebGpuNumerics, ExpRnFastPathGivesTheSlowPathsBits) {
+TEST(WebGpuNumerics, ExpRnZivGivesExpRnsBits) {
     TERN_REQUIRE_WEBGPU();
     auto * be = dynamic_cast<WebGpuBackend *>(test::shared_webgpu().backend.get());
     ASSERT_NE(be, nullptr);

@@ -148,7 +148,7 @@ public:
     const Numerics & numerics() const { return numerics_; }
     const WgpuContext & context() const { return ctx_; }
     // Runs exp_check.wgsl over the f32 bit patterns start + i * stride (i < count, in dispatches of
-    // at most 65535 x 256): {mismatches of exp_rn against exp_rn_slow, the smallest mismatching pattern}.
+    // at most 65535 x 256): {mismatches of exp_rn_ziv against exp_rn, the smallest mismatching pattern}.
     std::array<uint32_t, 2> exp_check(uint32_t start, uint32_t stride, uint64_t count);
     // Runs numerics_check.wgsl (lib/numerics.wgsl's primitives; see the shader for the 10 outputs per
     // element) with or without DF_GUARD, for tests that compare them with IEEE double on the host.

@@ -1,7 +1,7 @@
 // attention_prefill_softmax: the second prompt-attention kernel (webgpu_attention_prefill.cpp). Turns
 // each row of scores written by attention_prefill_scores.wgsl into probabilities, in place, with
 // attention.wgsl's numerics (the CPU's order of operations):
-//   mx = max_pos s,  e = exp_rn(s - mx),  sum = sum_pos e (cpu::sum_positions's order),  inv = 1 / sum,
+//   mx = max_pos s,  e = exp_rn(s - mx) (as exp_rn_ziv),  sum = sum_pos e (cpu::sum_positions's order),  inv = 1 / sum,
 //   prob = e * inv, rounded to f16 with an f16 V cache.
 // Row r of KV head kvh (token t = r / G) holds positions 0 .. pos0 + t; nothing past them is touched.
 //
@@ -62,10 +62,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             let i = lid + u * WG;
             if (i < c_n) {
                 if (c0 == 0u) {
-                    first[u] = exp_rn(first[u] - mx);
+                    first[u] = exp_rn_ziv(first[u] - mx);
                     probs[i] = first[u];
                 } else {
-                    let e = exp_rn(scores[base + c0 + i] - mx);
+                    let e = exp_rn_ziv(scores[base + c0 + i] - mx);
                     scores[base + c0 + i] = e;
                     probs[i] = e;
                 }

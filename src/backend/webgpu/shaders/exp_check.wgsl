@@ -1,4 +1,4 @@
-// exp_check: lib/numerics.wgsl's exp_rn (fast path with Ziv's test) against exp_rn_slow on the f32
+// exp_check: lib/numerics.wgsl's exp_rn_ziv (fast path with Ziv's test) against exp_rn on the f32
 // bit patterns start + i * stride (i < count, wrapping; NaN and infinity skipped), for
 // WebGpuBackend::exp_check. Writes out[0] += mismatches (atomic) and out[1] = the smallest
 // mismatching bit pattern (atomicMin; 0xffffffff when none).
@@ -24,7 +24,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let bits = p.start + gid.x * p.stride;
     if ((bits & 0x7f800000u) == 0x7f800000u) { return; }
     let x = bitcast<f32>(bits);
-    if (bitcast<u32>(exp_rn(x)) != bitcast<u32>(exp_rn_slow(x))) {
+    if (bitcast<u32>(exp_rn_ziv(x)) != bitcast<u32>(exp_rn(x))) {
         atomicAdd(&out[0], 1u);
         atomicMin(&out[1], bits);
     }

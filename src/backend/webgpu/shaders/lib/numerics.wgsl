@@ -147,19 +147,17 @@ fn df_mul(x: vec2<f32>, y: vec2<f32>) -> vec2<f32> {
     return fast_two_sum(p.x, p.y + (mul_rn(x.x, y.y) + mul_rn(x.y, y.x)));
 }
 
-// exp(x) correctly rounded to f32 (what glibc's expf gives: its error is below 0.502 ulp), for the
-// softmax and SiLU. GPU exp() is only good to a few ulps, which f16 rounding of probabilities turns
-// into visible jumps.
-//
-// Fast path: x = (64 k + j) ln2 / 64 + r (ln2 / 64 in three parts, the first times n exact; r as a
+// exp_rn(x) (below) with the same bits at about a third of the double-float operations, for kernels
+// that compute many exps at once (the prompt softmax); a single chain of them (decode attention)
+// was slower with it (H200 tg128 584-588 tokens/s against 588-591), so those keep exp_rn.
+// x = (64 k + j) ln2 / 64 + r (ln2 / 64 in three parts, the first times n exact; r as a
 // double-float, |r| <= 0.00543), exp(r) - 1 = r + q with q = r^2 / 2 + ... + r^5 / 120 in f32
 // (|q| <= 1.5e-5, error below 1.2e-11), then 2^(j/64) (1 + r + q) in double-float with the table
 // below: good to ~2^-36 relative. Its rounding y is exp's unless the double-float lies within
 // 2^-34 y of a midpoint between floats (Ziv's test), y is a power of two (the float below is
-// closer), or the result is subnormal: then the slow path below decides, about one call in a
-// thousand. So the result is exp_rn_slow's in every case (tested on every f32 on a GPU), at about
-// a third of the double-float operations.
-fn exp_rn(x: f32) -> f32 {
+// closer), or the result is subnormal: then exp_rn decides, about one call in a thousand.
+// WebGpuNumerics.ExpRnZivGivesExpRnsBits compares the two on every f32 on a GPU.
+fn exp_rn_ziv(x: f32) -> f32 {
     if (x != x) { return x; }
     if (x > 88.72284) { return x * 3.4e38; }  // overflows to +inf at run time (a constant inf is invalid WGSL)
     if (x < -103.97209) { return 0.0; }
@@ -181,7 +179,7 @@ fn exp_rn(x: f32) -> f32 {
     let e = (v.x - y) + v.y;   // v - y (v.x - y is exact)
     let half_ulp = bitcast<f32>((bitcast<u32>(y) & 0x7f800000u) - 0x0c000000u);  // y in [0.99, 2)
     if (abs(abs(e) - half_ulp) <= y * 5.82076609e-11 || (bitcast<u32>(y) & 0x007fffffu) == 0u || k < -125) {
-        return exp_rn_slow(x);
+        return exp_rn(x);
     }
     return ldexp(y, k);
 }
@@ -254,10 +252,11 @@ const EXP2_J64 = array<vec2<f32>, 64>(
     vec2<f32>(1.97845602, 6.03272632e-09)
 );
 
-// exp_rn's slow path, correct for every input: x = k ln2 + r with ln2 in three parts (k ln2_hi
-// exact), exp(r) by a Taylor series: terms from r^7 on in f32 (they are below 2^-23), the rest in
-// double-float, then * 2^k.
-fn exp_rn_slow(x: f32) -> f32 {
+// exp(x) correctly rounded to f32 (what glibc's expf gives: its error is below 0.502 ulp), for the
+// softmax and SiLU. GPU exp() is only good to a few ulps, which f16 rounding of probabilities turns
+// into visible jumps. x = k ln2 + r with ln2 in three parts (k ln2_hi exact), exp(r) by a Taylor
+// series: terms from r^7 on in f32 (they are below 2^-23), the rest in double-float, then * 2^k.
+fn exp_rn(x: f32) -> f32 {
     if (x != x) { return x; }
     if (x > 88.72284) { return x * 3.4e38; }  // overflows to +inf at run time (a constant inf is invalid WGSL)
     if (x < -103.97209) { return 0.0; }
