@@ -155,7 +155,8 @@ fn df_mul(x: vec2<f32>, y: vec2<f32>) -> vec2<f32> {
 // (|q| <= 1.5e-5, error below 1.2e-11), then 2^(j/64) (1 + r + q) in double-float with the table
 // below: good to ~2^-36 relative. Its rounding y is exp's unless the double-float lies within
 // 2^-34 y of a midpoint between floats (Ziv's test), y is a power of two (the float below is
-// closer), or the result is subnormal: then exp_rn decides, about one call in a thousand.
+// closer), or the result is subnormal: then exp_rn decides (about one call in 500 by the margin's
+// width against half an ulp; not counted).
 // WebGpuNumerics.ExpRnZivGivesExpRnsBits compares the two on every f32 on a GPU.
 fn exp_rn_ziv(x: f32) -> f32 {
     if (x != x) { return x; }
