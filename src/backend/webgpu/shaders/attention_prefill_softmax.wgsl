@@ -14,7 +14,6 @@
 // only what it wrote itself.
 
 // #include "lib/numerics.wgsl"
-// #include "lib/exp_ziv.wgsl"
 // #include "lib/wg_reduce.wgsl"
 // #include "lib/position_sum.wgsl"
 
@@ -34,17 +33,11 @@ struct Params {
 @group(0) @binding(0) var<storage, read_write> scores: array<f32>;
 @group(0) @binding(1) var<uniform> p: Params;
 
-// exp_rn_ziv's table, copied into workgroup memory once per workgroup (lib/exp_ziv.wgsl).
-var<workgroup> exp2_tab: array<vec2<f32>, 64>;
-fn exp2_j64(j: u32) -> vec2<f32> { return exp2_tab[j]; }
-
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let r    = wid.x;
     let base = (wid.y * p.n_rows + r) * p.ld;
     let n    = p.pos0 + r / p.group + 1u;  // causal: positions 0 ..= pos0 + t
-
-    for (var j = lid; j < 64u; j += WG) { exp2_tab[j] = EXP2_J64[j]; }  // (read after wg_max's barriers)
 
     // max over the row; the first chunk's scores kept.
     var first: array<f32, 8>;

@@ -7,7 +7,6 @@
 // Dispatch: (ceil(count / 256), 1, 1)
 
 // #include "lib/numerics.wgsl"
-// #include "lib/exp_ziv.wgsl"
 
 struct Params {
     start: u32,
@@ -18,8 +17,6 @@ struct Params {
 
 @group(0) @binding(0) var<storage, read_write> out: array<atomic<u32>, 2>;
 @group(0) @binding(1) var<uniform> p: Params;
-
-fn exp2_j64(j: u32) -> vec2<f32> { return EXP2_J64[j]; }
 
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
