@@ -137,7 +137,7 @@ bool WebGpuBackend::prefill_attention(const Tensor & out, const Tensor & q, cons
         const int64_t n_max    = p0 + tc;  // positions the chunk's last token sees
         int64_t       work     = 0;        // positions summed by all workgroups of one (kvh, dimension block)
         for (int64_t b = 0; b < n_blocks; ++b) work += p0 + (std::min((b + 1) * pv_rows, n_rows) - 1) / group + 1;
-        const int64_t part_seg = n_kv * n_rows * hd * 8;                       // bytes of one segment's sums
+        const int64_t part_seg = n_kv * n_rows * hd * 4;                       // bytes of one segment's sums
         const int64_t max_segs = std::max<int64_t>(1, max_bytes / part_seg);  // within the budget
         int64_t seg_len = pv_target > 0 ? round_up64((work * n_kv * ndb + pv_target - 1) / pv_target, pc) : n_max;
         seg_len = std::max(seg_len, round_up64((n_max + max_segs - 1) / max_segs, pc));

@@ -93,7 +93,7 @@ bool WebGpuBackend::try_decode_layer(const LayerWeights & w, const LayerTensors 
     for (uint32_t kc = wg / ts; kc >= 8; kc /= 2) {
         tile  = kc * (hw + 1);
         fixed = uint64_t{k_max} + wg * (8 + 4 + 8 + 4 + 4 + 4) + 3ull * hd_max * 4 +  // act_stage .. cur_v
-                hd_max * 4ull + 256 * 4 + wg * 8 + 8ull * (hd_max / 2) * 8 + 32 + tile * 4ull + 16;  // attention
+                hd_max * 4ull + 256 * 4 + wg * 4 + 8ull * (hd_max / 2) * 8 + 32 + tile * 4ull + 16;  // attention
         if (storage >= fixed + 256 * 4 + 512) break;
     }
     if (storage < fixed + 256 * 4 + 512) return false;

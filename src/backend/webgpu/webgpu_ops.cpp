@@ -209,8 +209,6 @@ void WebGpuBackend::qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, con
     step_->dispatch(key, bufs, &p, sizeof p, ceil_div(lw.n_rows, rows), ceil_div(n_tok, tl.toks));
 }
 
-// Bytes of attention.wgsl's workgroup memory other than the scores: qh, probs (HD_MAX = CHUNK =
-// 256), wg_reduce.wgsl's two arrays, pv_sum, kpart, ktile (11 KiB with WG = 256, plus the K tile).
 uint32_t score_block_words(bool k_f16) { return k_f16 ? 8 : 16; }
 
 uint32_t score_threads(uint32_t row_words, bool k_f16) {
@@ -223,7 +221,7 @@ uint32_t score_threads(uint32_t row_words, bool k_f16) {
 // attention.wgsl's workgroup memory besides the scores: qh, probs (CHUNK = 256), the reductions,
 // pv_sum (CHUNK / 32 blocks x hd / 2 pairs of f32) and blk_sum, kpart, the K tile.
 static uint64_t attention_fixed_bytes(uint32_t wg, uint32_t kpart, uint32_t tile_words, uint32_t hd) {
-    return 256 * 4 + 256 * 4 + uint64_t{wg} * (4 + 8) + 8ull * (hd / 2) * 8 + 8 * 4 + uint64_t{kpart} * 8 +
+    return 256 * 4 + 256 * 4 + uint64_t{wg} * (4 + 8) + 8ull * (hd / 2) * 8 + 8 * 4 + uint64_t{kpart} * 4 +
            uint64_t{tile_words} * 4;
 }
 

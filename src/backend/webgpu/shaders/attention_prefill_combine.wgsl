@@ -5,7 +5,7 @@
 // where n is the number of segments of row r's row block (BR rows, the same formula as the P·V
 // kernel); rows of blocks with one segment were written by attention_prefill_pv.wgsl itself.
 //
-//   part: [n_seg][n_head_kv][T G][hd] (sum, 0) f32 pairs   out: [n_head hd, T] f32
+//   part: [n_seg][n_head_kv][T G][hd] f32   out: [n_head hd, T] f32
 // Bindings: 0 part (read), 1 out (read_write), 2 params (uniform)
 // Dispatch: (ceil(T G hd / WG), n_head_kv, 1), one thread per output.
 
@@ -26,7 +26,7 @@ struct Params {
     rn_zero: u32,     // 0, filled by the encoder (lib/numerics.wgsl)
 }
 
-@group(0) @binding(0) var<storage, read> part: array<vec2<f32>>;
+@group(0) @binding(0) var<storage, read> part: array<f32>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 @group(0) @binding(2) var<uniform> p: Params;
 
@@ -42,7 +42,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (n_seg == 1u) { return; }
     let slice = p.n_head_kv * p.n_rows * hd;  // elements per segment
     var acc = 0.0;
-    for (var s = 0u; s < n_seg; s++) { acc = acc + part[s * slice + kvh * p.n_rows * hd + i].x; }
+    for (var s = 0u; s < n_seg; s++) { acc = acc + part[s * slice + kvh * p.n_rows * hd + i]; }
     let h = kvh * p.group + r % p.group;
     out[p.out_offset + (r / p.group) * p.out_stride + h * hd + i % hd] = acc;
 }

@@ -8,7 +8,7 @@
 //
 //   probs: [n_head_kv][T G][ld] f32   v_cache: [n_head_kv hd, n_ctx] f16 pairs or f32 (u32 words)
 //   out: [n_head hd, T] f32
-//   part: the sums of each segment, [n_seg][n_head_kv][T G][hd] (sum, 0) f32 pairs
+//   part: the sums of each segment, [n_seg][n_head_kv][T G][hd] f32
 // Bindings: 0 probs (read), 1 v_cache (read), 2 out (read_write), 3 part (read_write), 4 params
 // Dispatch: (n_head_kv ceil(hd / BD), ceil(T G / BR), n_seg). A workgroup owns BR rows x BD
 // dimensions of one KV head over the positions [seg seg_len, (seg + 1) seg_len) (segments split the
@@ -58,7 +58,7 @@ struct Params {
 @group(0) @binding(0) var<storage, read> probs: array<f32>;
 @group(0) @binding(1) var<storage, read> v_cache: array<u32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
-@group(0) @binding(3) var<storage, read_write> part: array<vec2<f32>>;
+@group(0) @binding(3) var<storage, read_write> part: array<f32>;
 @group(0) @binding(4) var<uniform> p: Params;
 
 var<workgroup> p_tile: array<vec4<f32>, PC * LDP>;       // [position][row / 4], padded
@@ -177,7 +177,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             let d = d0 + TJ * td + j;
             if (d >= hd) { continue; }
             if (n_seg > 1u) {
-                part[((seg * p.n_head_kv + kvh) * p.n_rows + r) * hd + d] = vec2<f32>(tot[i * TJ + j], 0.0);
+                part[((seg * p.n_head_kv + kvh) * p.n_rows + r) * hd + d] = tot[i * TJ + j];
             } else {
                 let h = kvh * p.group + r % p.group;
                 out[p.out_offset + (r / p.group) * p.out_stride + h * hd + d] = tot[i * TJ + j];

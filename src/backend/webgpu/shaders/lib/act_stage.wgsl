@@ -84,7 +84,7 @@ fn stage_norm_quant(lid: u32, k: u32, in: StageInput) -> f32 {
     }
     var sq: array<vec4<f32>, 8>;  // (stage_load leaves absent words zero)
     for (var i = 0u; i < STAGE_U; i++) { sq[i] = squares4(xs[i]); }
-    let inv = div_rn(1.0, sqrt_rn(div_rn(sum_squares_words(lid, sq), f32(k)) + p.eps));
+    let inv = inv_rms_from(sum_squares_words(lid, sq), k);
     if (NORM_STOP == 2u) {
         return stage_stopped(lid, n_words, xs, ws, inv);
     }

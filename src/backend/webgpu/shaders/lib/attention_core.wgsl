@@ -14,7 +14,7 @@ var<workgroup> qh: array<f32, HD_MAX>;
 var<workgroup> sc: array<f32, SC_MAX>;  // scores, then exp(score - max), when n <= SC_MAX
 var<workgroup> pv_sum: array<vec2<f32>, (CHUNK / 32u) * (HD / 2u)>;  // [block of the chunk][dimension pair]
 var<workgroup> ktile: array<u32, TILE>;            // K rows of a tile of positions, padded
-var<workgroup> kpart: array<vec2<f32>, KPART>;     // partial dots [position in tile][S]
+var<workgroup> kpart: array<f32, KPART>;           // block sums [position in tile][S]
 
 // Words of a K row per block of 16 dimensions (cpu::dot_blocked16's blocks).
 override SCORE_BLOCK_WORDS: u32 = select(16u, 8u, K_F16);
@@ -123,11 +123,11 @@ fn attend(lid: u32, h: u32, t: u32) {
                     if (wi < hw) { a = score_add(a, ktile[r * (hw + 1u) + wi], wi); }
                 }
             }
-            kpart[lid] = vec2<f32>(a, 0.0);
+            kpart[lid] = a;
             workgroupBarrier();
             if (lid < cn) {
-                var sum = kpart[lid * S].x;
-                for (var jj = 1u; jj < S; jj++) { sum = sum + kpart[lid * S + jj].x; }
+                var sum = kpart[lid * S];
+                for (var jj = 1u; jj < S; jj++) { sum = sum + kpart[lid * S + jj]; }
                 let sv = mul_rn(sum, p.scale);  // not fused into score - max
                 sc[c0 + lid] = sv;
                 m = max(m, sv);

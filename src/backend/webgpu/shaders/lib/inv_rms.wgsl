@@ -20,7 +20,7 @@ fn inv_rms(lid: u32, xo: u32) -> f32 {
     return inv_rms_of(wg_halving_sum4(lid, vec4<f32>(sq[0], 0.0, 0.0, 0.0)).x);
 }
 
-// The factor from the sum of the p.k squares: mean = sum / k, 1 / sqrt(mean + eps), each rounded once.
+// The factor from the sum of the p.k squares (lib/sum_squares.wgsl).
 fn inv_rms_of(sum: f32) -> f32 {
-    return div_rn(1.0, sqrt_rn(div_rn(sum, f32(p.k)) + p.eps));
+    return inv_rms_from(sum, p.k);
 }

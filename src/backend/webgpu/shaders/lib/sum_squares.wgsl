@@ -1,7 +1,7 @@
 // The halving order (cpu::halving_sum) across a workgroup, and sums of squares of x held as vec4
 // words in it (cpu::sum_squares), for the norm prologues (lib/act_stage.wgsl, lib/head_input.wgsl)
 // and lib/inv_rms.wgsl. The including kernel includes lib/numerics.wgsl and declares `override WG`
-// (a power of two, >= 2).
+// (a power of two, >= 2) and a uniform `p` with `eps`.
 
 var<workgroup> wg_red_h4: array<vec4<f32>, WG / 2u>;
 
@@ -32,6 +32,12 @@ fn sum_squares_words(lid: u32, sq: array<vec4<f32>, 8>) -> f32 {
     let t = ((sq[0] + sq[4]) + (sq[2] + sq[6])) + ((sq[1] + sq[5]) + (sq[3] + sq[7]));
     let s = wg_halving_sum4(lid, t);
     return (s.x + s.z) + (s.y + s.w);
+}
+
+// The norm factor 1 / sqrt(sum / k + eps) from the sum of k squares, each step rounded once (the
+// CPU's rms_norm_row).
+fn inv_rms_from(sum: f32, k: u32) -> f32 {
+    return div_rn(1.0, sqrt_rn(div_rn(sum, f32(k)) + p.eps));
 }
 
 // A vec4 of x's squares, each rounded on its own (never fused into the sums that follow).
