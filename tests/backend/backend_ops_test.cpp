@@ -80,10 +80,30 @@ TEST(CpuReference, HalvingSumAddsTheUpperHalfOntoTheLowerHalf) {
     // 2^24 + 2. Adjacent pairs would give 2^24 + 4 ((2^24 + 2) + 1 ties to even), in order 2^24.
     float u[8] = {16777216.0f, 1.0f, 1.0f, 1.0f, 1.0f, 0.0f, 0.0f, 0.0f};
     EXPECT_EQ(cpu::halving_sum(u, 8), 16777218.0f);
-    // sum_squares pads 3 squares to 4: {9, 16, 1, 0} -> {10, 16} -> 26.
+    // sum_squares pads 3 squares to a block of 32: {9, 16, 1, 0, ...} -> ... -> {10, 16} -> 26.
     const float x[3] = {3.0f, 4.0f, 1.0f};
     EXPECT_EQ(cpu::sum_squares(x, 3), 26.0f);
     EXPECT_EQ(cpu::sum_squares(x, 0), 0.0f);
+}
+
+// The block-halving order of the norm's squares, worked: x[0] = 4096 (square 2^24), x[1] = x[33] = 1.
+// Block 0 sums 2^24 + 1 = 2^24 (ties to even), block 1 sums 1, and 2^24 + 1 = 2^24 again. The
+// halving order over all 64 would pair x[1] with x[33] first and give 2^24 + 2.
+TEST(CpuReference, SumSquaresHalvesWithinBlocksOf32ThenAcrossBlocks) {
+    for (const int64_t n : {34, 64, 100}) {
+        std::vector<float> x(static_cast<size_t>(n), 0.0f);
+        x[0] = 4096.0f;
+        x[1] = x[33] = 1.0f;
+        EXPECT_EQ(cpu::sum_squares(x.data(), n), 16777216.0f) << n;
+        std::vector<float> sq(128, 0.0f);
+        for (int64_t i = 0; i < n; ++i) sq[static_cast<size_t>(i)] = x[static_cast<size_t>(i)] * x[static_cast<size_t>(i)];
+        EXPECT_EQ(cpu::halving_sum(sq.data(), 128), 16777218.0f) << n;  // the plain halving order differs
+    }
+    // Three blocks pad to four block sums: {2^24, 1, 1, 0} -> {2^24 + 1, 1} -> 2^24 + 1 = 2^24.
+    std::vector<float> y(96, 0.0f);
+    y[0] = 4096.0f;
+    y[32] = y[64] = 1.0f;
+    EXPECT_EQ(cpu::sum_squares(y.data(), 96), 16777216.0f);
 }
 
 // The position order, worked: 1024 terms, t[0] = 2^24, t[1..511] = 1, and in 512..1023 a 1 at the

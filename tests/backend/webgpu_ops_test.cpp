@@ -530,6 +530,73 @@ TEST_F(WebGpuOps, RmsNormInPlaceAndOnAnUnalignedColumnView) {
     expect_close(in_place[1], in_place[0], tolerance(1e-6), "in place");
 }
 
+// The norm statistics: a decode kernel that writes a vector leaves its blocks' sums of squares for
+// the next kernel's norm. A layer-like chain of one token (o-proj accumulating into x, gate+up,
+// down accumulating into x, a projection of x) must give the CPU's bits; the last three take their
+// norm from the statistics. With a host write to x between the down projection and the last one,
+// that one must compute its norm from x itself (the statistics describe the old x).
+TEST_F(WebGpuOps, NormStatisticsFeedTheNextNormAndAreDroppedAfterAWrite) {
+    auto * web = dynamic_cast<WebGpuBackend *>(&gpu());
+    ASSERT_NE(web, nullptr);
+    const int64_t k = 256, n_ff = 384;
+    const auto    bo = random_lowbit(DType::i2_s, k, k, rng_), bd = random_lowbit(DType::i2_s, n_ff, k, rng_);
+    const auto    bg = random_lowbit(DType::i2_s, k, n_ff, rng_), bu = random_lowbit(DType::i2_s, k, n_ff, rng_);
+    const WeightSource wo{"o", DType::i2_s, {k, k, 1, 1}, bo}, wd{"d", DType::i2_s, {n_ff, k, 1, 1}, bd};
+    const WeightSource gu[2] = {{"g", DType::i2_s, {k, n_ff, 1, 1}, bg}, {"u", DType::i2_s, {k, n_ff, 1, 1}, bu}};
+    std::vector<float> v(k), x0(k), x_new(k), n1(k), n2(k), n3(n_ff);
+    for (auto & e : v) e = normal(1.0f);
+    for (auto & e : x0) e = normal(2.0f);
+    for (auto & e : x_new) e = normal(3.0f);
+    for (auto * n : {&n1, &n2, &n3}) {
+        for (auto & e : *n) e = 1.0f + normal(0.1f);
+    }
+    const auto bytes = [](const std::vector<float> & f) {
+        std::vector<uint8_t> b(f.size() * 4);
+        std::memcpy(b.data(), f.data(), b.size());
+        return b;
+    };
+    const auto         b1 = bytes(n1), b2 = bytes(n2), b3 = bytes(n3);
+    const WeightSource ns1{"n1", DType::f32, {k, 1, 1, 1}, b1}, ns2{"n2", DType::f32, {k, 1, 1, 1}, b2},
+        ns3{"n3", DType::f32, {n_ff, 1, 1, 1}, b3};
+    for (const bool write_between : {false, true}) {
+        SCOPED_TRACE(write_between ? "a write between" : "a plain chain");
+        std::vector<float> out_x[2], out_f[2], out_y[2];
+        Backend *          bs[2] = {cpu_.get(), &gpu()};
+        int64_t            reads = 0;
+        for (int i = 0; i < 2; ++i) {
+            Backend & b  = *bs[i];
+            auto      mo = b.load_linear({&wo, 1}), md = b.load_linear({&wd, 1}), mgu = b.load_linear(gu);
+            auto      m1 = b.load_norm(ns1), m2 = b.load_norm(ns2), m3 = b.load_norm(ns3);
+            auto      vt = alloc_tensor(b, DType::f32, {k, 1, 1, 1}, "v");
+            auto      xt = alloc_tensor(b, DType::f32, {k, 1, 1, 1}, "x");
+            auto      ft = alloc_tensor(b, DType::f32, {n_ff, 1, 1, 1}, "f");
+            auto      yt = alloc_tensor(b, DType::f32, {k, 1, 1, 1}, "y");
+            auto      q  = alloc_tensor(b, DType::i8, {n_ff, 1, 1, 1}, "q");
+            auto      qs = alloc_tensor(b, DType::f32, {1, 1, 1, 1}, "qs");
+            const QuantizedActs a_k{{q.tensor.buffer, 0, DType::i8, {k, 1, 1, 1}}, qs.tensor};
+            const QuantizedActs a_f{{q.tensor.buffer, 0, DType::i8, {n_ff, 1, 1, 1}}, qs.tensor};
+            b.write(vt.tensor, v.data(), v.size() * 4);
+            b.write(xt.tensor, x0.data(), x0.size() * 4);
+            const int64_t before = i == 1 ? web->norm_stats_reads() : 0;
+            b.begin_step();
+            b.norm_bitlinear(xt.tensor, *mo, a_k, vt.tensor, *m1, 1e-5f, /*accumulate=*/true);
+            b.norm_gate_up(ft.tensor, *mgu, a_k, xt.tensor, *m2, 1e-5f, FfnActivation::relu2);
+            b.norm_bitlinear(xt.tensor, *md, a_f, ft.tensor, *m3, 1e-6f, /*accumulate=*/true);
+            if (write_between) b.write(xt.tensor, x_new.data(), x_new.size() * 4);
+            b.norm_bitlinear(yt.tensor, *mo, a_k, xt.tensor, *m2, 1e-5f, /*accumulate=*/false);
+            b.end_step();
+            if (i == 1) reads = web->norm_stats_reads() - before;
+            out_x[i] = read_f32(b, xt.tensor);
+            out_f[i] = read_f32(b, ft.tensor);
+            out_y[i] = read_f32(b, yt.tensor);
+        }
+        EXPECT_EQ(reads, write_between ? 2 : 3);
+        expect_close(out_f[1], out_f[0], 0.0, "gate_up (norm of x from statistics)");
+        expect_close(out_x[1], out_x[0], 0.0, "x");
+        expect_close(out_y[1], out_y[0], 0.0, "the last projection");
+    }
+}
+
 TEST_F(WebGpuOps, EmulatedDot4KernelsMatchTheCpu) {
     WebGpuOptions o;
     o.allow_cpu_adapter = true;

@@ -70,12 +70,12 @@ TEST(WebGpuShaders, EveryEmbeddedShaderCompilesAndMakesAPipeline) {
     if (skipped > 0) std::printf("note: %d subgroup shaders not compiled: the adapter has no subgroups\n", skipped);
     // Pipelines with default overrides; the binding signature must match the kernel's bindings.
     const std::pair<const char *, const char *> signatures[] = {
-        {"embed", "rrwu"},          {"rms_norm", "rrwu"},     {"rms_norm_quant", "rrwwu"}, {"bitlinear", "rrrwu"},
+        {"embed", "rrwwu"},          {"rms_norm", "rrwu"},     {"rms_norm_quant", "rrwwu"}, {"bitlinear", "rrrwu"},
         {"bitlinear_nodp4", "rrrwu"}, {"gate_up", "rrrwu"},   {"gate_up_nodp4", "rrrwu"},  {"qkv_rope", "rrrrwwwu"},
-        {"qkv_rope_nodp4", "rrrrwwwu"}, {"attention", "rrrwu"}, {"lm_head", "rrwu"}, {"lm_head_f16_decode", "rrrwwu"},
-        {"argmax_partial", "rwu"},    {"argmax_final", "rwu"},  {"bitlinear_decode", "rrrwu"},
-        {"bitlinear_decode_nodp4", "rrrwu"}, {"gate_up_decode", "rrrwu"}, {"gate_up_decode_nodp4", "rrrwu"},
-        {"qkv_rope_decode", "rrrrwwwu"}, {"qkv_rope_decode_nodp4", "rrrrwwwu"}, {"numerics_check", "rrrwu"},
+        {"qkv_rope_nodp4", "rrrrwwwu"}, {"attention", "rrrwwu"}, {"lm_head", "rrwu"}, {"lm_head_f16_decode", "rrrwwu"},
+        {"argmax_partial", "rwu"},    {"argmax_final", "rwu"},  {"bitlinear_decode", "rrrwwu"},
+        {"bitlinear_decode_nodp4", "rrrwwu"}, {"gate_up_decode", "rrrwwu"}, {"gate_up_decode_nodp4", "rrrwwu"},
+        {"qkv_rope_decode", "rrrrwwwwu"}, {"qkv_rope_decode_nodp4", "rrrrwwwwu"}, {"numerics_check", "rrrwu"},
         {"copy_bandwidth", "rwu"},    {"argmax_exact", "rrrrrwu"}, {"attention_prefill_scores", "rrwu"},
         {"attention_prefill_softmax", "wu"}, {"attention_prefill_pv", "rrwwu"}, {"attention_prefill_combine", "rwu"},
         {"dataflow_chain", "wu"}, {"head_i8_pack", "rwwu"}, {"lm_head_i8_argmax", "rrrrwwu"}, {"lm_head_i8_argmax_nodp4", "rrrrwwu"}, {"layer_decode", "rrrrrrwwwwu"}, {"layer_decode_nodp4", "rrrrrrwwwwu"}};

@@ -17,12 +17,20 @@ float halving_sum(float * t, int64_t p) {
 }
 
 float sum_squares(const float * x, int64_t n) {
-    int64_t p = 1;
-    while (p < n) p *= 2;
-    thread_local std::vector<float> t;
-    t.assign(static_cast<size_t>(p), 0.0f);
-    for (int64_t i = 0; i < n; ++i) t[static_cast<size_t>(i)] = x[i] * x[i];
-    return halving_sum(t.data(), p);
+    const int64_t n_blocks = (n + k_norm_block - 1) / k_norm_block;
+    int64_t       p        = 1;
+    while (p < n_blocks) p *= 2;
+    thread_local std::vector<float> blocks;
+    blocks.assign(static_cast<size_t>(p), 0.0f);
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        float t[k_norm_block] = {};
+        for (int64_t e = 0; e < k_norm_block && b * k_norm_block + e < n; ++e) {
+            const float v = x[b * k_norm_block + e];
+            t[e]          = v * v;
+        }
+        blocks[static_cast<size_t>(b)] = halving_sum(t, k_norm_block);
+    }
+    return halving_sum(blocks.data(), p);
 }
 
 void rms_norm_row(const float * x, const float * w, float * y, int64_t n, float eps) {

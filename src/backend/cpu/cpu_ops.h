@@ -16,10 +16,15 @@ namespace tern::cpu {
 // registers, then the workgroup reduces across invocations at distances WG/2 .. 1.
 float halving_sum(float * t, int64_t p);
 
-// sum x[i]^2 (each square rounded to f32) in the halving order.
-float sum_squares(const float * x, int64_t n);
+// sum x[i]^2 (each square rounded to f32) in the block-halving order: the squares of each block of
+// k_norm_block consecutive elements (the last zero-padded) in the halving order, then the block sums
+// in the halving order. A GPU kernel that writes a vector in workgroups of whole blocks can leave
+// the next kernel the block sums of its squares instead of the whole reduction (the decode norm
+// statistics, src/backend/webgpu/README.md).
+inline constexpr int64_t k_norm_block = 32;
+float                    sum_squares(const float * x, int64_t n);
 
-// y = (x * (1 / sqrt(mean(x^2) + eps))) * w: f32 squares summed in the halving order (ggml sums
+// y = (x * (1 / sqrt(mean(x^2) + eps))) * w: f32 squares summed in the block-halving order (ggml sums
 // them in double: docs/architecture.md, "Numerics", says why tern does not), mean = sum / n in f32,
 // scale = 1.0f / sqrtf(mean + eps), then the weight multiply as a separate f32 op (ggml's order).
 void rms_norm_row(const float * x, const float * w, float * y, int64_t n, float eps);

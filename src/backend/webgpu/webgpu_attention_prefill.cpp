@@ -118,14 +118,15 @@ bool WebGpuBackend::prefill_attention(const Tensor & out, const Tensor & q, cons
                              {{{"K_F16", k_f16 ? 1.0 : 0.0},
                                {"BR", static_cast<double>(sc_rows)},
                                {"BP", static_cast<double>(sc_pos)},
-                               {"DC", static_cast<double>(dc)}}}};
+                               {"DC", static_cast<double>(dc)},
+                               {"GROUP", static_cast<double>(group)}}}};
         const WGPUBuffer sb[] = {gpu_buffer(q), gpu_buffer(kv.k), attn_scores_->get()};
         step_->dispatch(sk, sb, &sp, sizeof sp, ceil_div(p0 + tc, sc_pos), ceil_div(n_rows, sc_rows), u32(n_kv));
 
         struct {
             uint32_t group, n_rows, pos0, ld;
         } mp{u32(group), u32(n_rows), u32(p0), u32(ld)};
-        const PipelineKey mk{"attention_prefill_softmax", "wu", {{{"WG", sm_wg}, {"V_F16", v_f16 ? 1.0 : 0.0}}}};
+        const PipelineKey mk{"attention_prefill_softmax", "wu", {{{"WG", sm_wg}, {"V_F16", v_f16 ? 1.0 : 0.0}, {"GROUP", static_cast<double>(group)}}}};
         const WGPUBuffer  mb[] = {attn_scores_->get()};
         step_->dispatch(mk, mb, &mp, sizeof mp, u32(n_rows), u32(n_kv));
 
@@ -158,7 +159,8 @@ bool WebGpuBackend::prefill_attention(const Tensor & out, const Tensor & q, cons
                              {{{"V_F16", v_f16 ? 1.0 : 0.0},
                                {"BR", static_cast<double>(pv_rows)},
                                {"BD", static_cast<double>(bd)},
-                               {"PC", static_cast<double>(pc)}}}};
+                               {"PC", static_cast<double>(pc)},
+                               {"GROUP", static_cast<double>(group)}}}};
         const WGPUBuffer pb[] = {attn_scores_->get(), gpu_buffer(kv.v), gpu_buffer(out), attn_part_->get()};
         step_->dispatch(pk, pb, &pp, sizeof pp, u32(n_kv * ndb), u32(n_blocks), u32(n_seg));
         if (n_seg == 1) continue;
@@ -166,7 +168,7 @@ bool WebGpuBackend::prefill_attention(const Tensor & out, const Tensor & q, cons
         struct {
             uint32_t head_dim, group, n_rows, n_head_kv, pos0, seg_len, out_offset, out_stride;
         } cp{u32(hd), u32(group), u32(n_rows), u32(n_kv), u32(p0), u32(seg_len), o_off, u32(out.ne[0])};
-        const PipelineKey ck{"attention_prefill_combine", "rwu", {{{"WG", 256}, {"BR", static_cast<double>(pv_rows)}}}};
+        const PipelineKey ck{"attention_prefill_combine", "rwu", {{{"WG", 256}, {"BR", static_cast<double>(pv_rows)}, {"GROUP", static_cast<double>(group)}}}};
         const WGPUBuffer  cb[] = {attn_part_->get(), gpu_buffer(out)};
         step_->dispatch(ck, cb, &cp, sizeof cp, ceil_div(n_rows * hd, 256), u32(n_kv));
     }

@@ -130,6 +130,10 @@ WebGpuBackend::WebGpuBackend(const WebGpuOptions & options)
     } else {
         subgroup_note_ = probe_subgroups();
     }
+    // The 32-invocation teams of lib/sum_squares.wgsl shuffle where subgroups are that wide.
+    if (subgroup_note_.empty() && ctx_.adapter().subgroup_min >= 32) pipelines_.set_constant("SG32", 1.0);
+    const char * stats = std::getenv("TERN_WEBGPU_NORM_STATS");
+    norm_stats_on_     = !(stats && std::string_view(stats) == "0");
 }
 
 std::string WebGpuBackend::probe_subgroups() {

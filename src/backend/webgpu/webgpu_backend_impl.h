@@ -181,6 +181,9 @@ public:
     // layer_decode.wgsl's error flag: non-zero when a poll gave up (its values were garbage). Waits.
     uint32_t layer_flow_error();
     int64_t  layer_dispatches() const { return layer_dispatches_; }
+    // Decode kernels encoded so far that took their norm's sum of squares from the norm statistics
+    // (block sums left by the previous kernel; webgpu_decode.cpp), for tests.
+    int64_t norm_stats_reads() const { return norm_stats_reads_; }
 
 private:
     // Runs numerics_probe.wgsl and sets the FMA_FUSED override of every pipeline.
@@ -230,7 +233,7 @@ private:
     std::optional<DecodeTiling> decode_tiling(const GpuLinear & w, int64_t n_tok, uint32_t max_rows) const;
     DecodeSource decode_source(const QuantizedActs & a, const Tensor * x, const Weight * norm) const;
     PipelineKey  decode_key(std::string_view shader, std::string_view signature, const DecodeTiling & t, int64_t k,
-                            bool norm) const;
+                            bool norm, bool stats_in = false, bool stats_out = false) const;
     // Encode the decode kernel and return true, or return false (nothing encoded) when it does not
     // apply. x / norm null: the activations are a's.
     bool try_decode_bitlinear(const Tensor & y, const GpuLinear & w, const QuantizedActs & a, const Tensor * x,
@@ -279,6 +282,28 @@ private:
         uint32_t   offset = 0, n_chunks = 0;
         uint64_t   serial = 0;  // step_->serial() right after the head
     } head_partials_;
+    // --- the norm statistics (lib/sum_squares.wgsl) ---
+    // A decode kernel that writes a vector in workgroups of whole blocks of 32 elements also writes
+    // the blocks' sums of squares (cpu::sum_squares's inner level) to norm_stats_, so that the next
+    // kernel's fused norm adds only those. Like head_partials_ they are valid for the very next
+    // command only (serial). Two slots: a kernel reads one and writes the other.
+    static constexpr uint32_t k_stats_slot = 256;  // f32 per slot: blocks of a vector of up to 8192
+    struct NormStats {
+        WGPUBuffer buffer = nullptr;  // the vector's buffer, f32 index, elements
+        uint32_t   offset = 0, n = 0;
+        uint32_t   slot   = 0;                    // f32 index in norm_stats_
+        uint64_t   serial = ~uint64_t{0};         // step_->serial() right after the producer
+    } stats_;
+    std::unique_ptr<GpuBuffer> norm_stats_;
+    bool                       norm_stats_on_ = true;  // $TERN_WEBGPU_NORM_STATS=0 turns them off
+    mutable int64_t            norm_stats_reads_ = 0;
+    // The slot holding x's block sums, if the last command left them.
+    std::optional<uint32_t> stats_for(const Tensor & x) const;
+    // The slot a producer writes (not the one a consumer may be reading).
+    uint32_t stats_out_slot() const { return stats_.slot == 0 ? k_stats_slot : 0; }
+    // Records that the command just encoded left y's block sums in `slot`.
+    void stats_written(const Tensor & y, uint32_t slot);
+    WGPUBuffer stats_buffer();
     Numerics      numerics_;
     WgpuHandle<WGPUBuffer> staging_;  // MapRead | CopyDst, for read()
     size_t                 staging_size_ = 0;

@@ -81,13 +81,33 @@ WebGpuBackend::DecodeSource WebGpuBackend::decode_source(const QuantizedActs & a
 }
 
 PipelineKey WebGpuBackend::decode_key(std::string_view shader, std::string_view signature, const DecodeTiling & t,
-                                       int64_t k, bool norm) const {
+                                       int64_t k, bool norm, bool stats_in, bool stats_out) const {
     return PipelineKey{ternary_shader(shader),
                        signature,
                        {{{"WG", static_cast<double>(t.wg)},
                          {"LANES", static_cast<double>(t.lanes)},
                          {"K", static_cast<double>(k)},
-                         {"NORM", norm ? 1.0 : 0.0}}}};
+                         {"NORM", norm ? 1.0 : 0.0},
+                         {"STATS_IN", stats_in ? 1.0 : 0.0},
+                         {"STATS_OUT", stats_out ? 1.0 : 0.0}}}};
+}
+
+std::optional<uint32_t> WebGpuBackend::stats_for(const Tensor & x) const {
+    if (stats_.serial != step_->serial() || x.ne[1] != 1 || stats_.buffer != gpu_buffer(x) ||
+        stats_.offset != gpu_offset(x, 4) || stats_.n != static_cast<uint64_t>(x.ne[0])) {
+        return std::nullopt;
+    }
+    ++norm_stats_reads_;
+    return stats_.slot;
+}
+
+void WebGpuBackend::stats_written(const Tensor & y, uint32_t slot) {
+    stats_ = {gpu_buffer(y), gpu_offset(y, 4), u32(y.ne[0]), slot, step_->serial()};
+}
+
+WGPUBuffer WebGpuBackend::stats_buffer() {
+    if (!norm_stats_) norm_stats_ = make_buffer(2 * k_stats_slot * 4, nullptr, "norm statistics");
+    return norm_stats_->get();
 }
 
 bool WebGpuBackend::try_decode_bitlinear(const Tensor & y, const GpuLinear & w, const QuantizedActs & a,
@@ -95,15 +115,21 @@ bool WebGpuBackend::try_decode_bitlinear(const Tensor & y, const GpuLinear & w, 
     const auto t = decode_tiling(w, a.q.ne[1], 256);
     if (!t) return false;
     const DecodeSource s = decode_source(a, x, norm);
+    // Norm statistics: x's block sums if the last command left them; y's when the workgroups' rows
+    // are whole blocks.
+    const std::optional<uint32_t> in  = x ? stats_for(*x) : std::nullopt;
+    const bool                    out = norm_stats_on_ && t->rows % 32 == 0;
+    const uint32_t                out_slot = stats_out_slot();
     struct {
         uint32_t n_rows;
         float    eps;
-        uint32_t src_offset, scale_offset, scales_offset, oscales_offset, y_offset, accumulate;
+        uint32_t src_offset, scale_offset, scales_offset, oscales_offset, y_offset, accumulate, stats_in, stats_out;
     } p{static_cast<uint32_t>(w.n_rows), eps, s.offset, s.scale_offset, w.scales_offset, w.oscales_offset,
-        gpu_offset(y, 4), accumulate ? 1u : 0u};
-    const PipelineKey key = decode_key("bitlinear_decode", "rrrwu", *t, w.n_cols, x != nullptr);
-    const WGPUBuffer bufs[] = {w.buffer->get(), s.src, s.scale, gpu_buffer(y)};
+        gpu_offset(y, 4), accumulate ? 1u : 0u, in.value_or(0), out_slot};
+    const PipelineKey key = decode_key("bitlinear_decode", "rrrwwu", *t, w.n_cols, x != nullptr, in.has_value(), out);
+    const WGPUBuffer bufs[] = {w.buffer->get(), s.src, s.scale, gpu_buffer(y), stats_buffer()};
     step_->dispatch(key, bufs, &p, sizeof p, static_cast<uint32_t>((w.n_rows + t->rows - 1) / t->rows));
+    if (out) stats_written(y, out_slot);
     return true;
 }
 
@@ -114,15 +140,19 @@ bool WebGpuBackend::try_decode_gate_up(const Tensor & f, const GpuLinear & w, co
     const int64_t  n_ff = w.n_rows / 2;
     const uint32_t outs = t->rows / 2;
     const DecodeSource s = decode_source(a, x, norm);
+    const std::optional<uint32_t> in  = x ? stats_for(*x) : std::nullopt;  // as try_decode_bitlinear
+    const bool                    out = norm_stats_on_ && outs % 32 == 0;
+    const uint32_t                out_slot = stats_out_slot();
     struct {
         uint32_t n_ff;
         float    eps;
-        uint32_t src_offset, scale_offset, scales_offset, oscales_offset, f_offset, activation;
+        uint32_t src_offset, scale_offset, scales_offset, oscales_offset, f_offset, activation, stats_in, stats_out;
     } p{static_cast<uint32_t>(n_ff), eps, s.offset, s.scale_offset, w.scales_offset, w.oscales_offset,
-        gpu_offset(f, 4), act == FfnActivation::relu2 ? 0u : 1u};
-    const PipelineKey key = decode_key("gate_up_decode", "rrrwu", *t, w.n_cols, x != nullptr);
-    const WGPUBuffer bufs[] = {w.buffer->get(), s.src, s.scale, gpu_buffer(f)};
+        gpu_offset(f, 4), act == FfnActivation::relu2 ? 0u : 1u, in.value_or(0), out_slot};
+    const PipelineKey key = decode_key("gate_up_decode", "rrrwwu", *t, w.n_cols, x != nullptr, in.has_value(), out);
+    const WGPUBuffer bufs[] = {w.buffer->get(), s.src, s.scale, gpu_buffer(f), stats_buffer()};
     step_->dispatch(key, bufs, &p, sizeof p, static_cast<uint32_t>((n_ff + outs - 1) / outs));
+    if (out) stats_written(f, out_slot);
     return true;
 }
 
@@ -141,10 +171,11 @@ bool WebGpuBackend::try_decode_qkv(const Tensor & q, const KvLayer & kv, const G
     const size_t      k_el = kv.k.type == DType::f16 ? 2 : 4;
     const size_t      v_el = kv.v.type == DType::f16 ? 2 : 4;
     const DecodeSource src = decode_source(a, x, norm);
+    const std::optional<uint32_t> in = x ? stats_for(*x) : std::nullopt;
     struct {
         float    eps;
         uint32_t src_offset, scale_offset, scales_offset, oscales_offset, head_dim, n_rot, n_head, n_head_kv, pos0,
-            q_offset, q_stride, k_offset, v_offset, n_embd_kv;
+            q_offset, q_stride, k_offset, v_offset, n_embd_kv, stats_in, stats_out;
     } p{eps,
         src.offset,
         src.scale_offset,
@@ -159,12 +190,16 @@ bool WebGpuBackend::try_decode_qkv(const Tensor & q, const KvLayer & kv, const G
         static_cast<uint32_t>(q.ne[0]),
         gpu_offset(kv.k, k_el),
         gpu_offset(kv.v, v_el),
-        static_cast<uint32_t>(kv.k.ne[0])};
-    PipelineKey key  = decode_key("qkv_rope_decode", "rrrrwwwu", *t, w.n_cols, x != nullptr);
-    key.overrides[4] = {"K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0};
-    key.overrides[5] = {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0};
+        static_cast<uint32_t>(kv.k.ne[0]),
+        in.value_or(0),
+        0};
+    PipelineKey key  = decode_key("qkv_rope_decode", "rrrrwwwwu", *t, w.n_cols, x != nullptr, in.has_value());
+    key.overrides[5] = {};  // (qkv writes no norm statistics)
+    key.overrides[6] = {"K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0};
+    key.overrides[7] = {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0};
+    key.overrides[8] = {"HD", static_cast<double>(hd)};
     const WGPUBuffer bufs[] = {w.buffer->get(), src.src, src.scale, rope.buffer->get(),
-                               gpu_buffer(q),   gpu_buffer(kv.k), gpu_buffer(kv.v)};
+                               gpu_buffer(q),   gpu_buffer(kv.k), gpu_buffer(kv.v), stats_buffer()};
     step_->dispatch(key, bufs, &p, sizeof p, static_cast<uint32_t>(w.n_rows / t->rows));
     return true;
 }

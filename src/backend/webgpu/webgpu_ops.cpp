@@ -58,12 +58,17 @@ void WebGpuBackend::embed(const Tensor & x, const Weight & token_embd, const Ten
     const GpuTable * e = &as_table(token_embd);
     const int64_t n_tok = tokens.ne[0];
     TERN_ASSERT(x.ne[0] == e->n_cols && x.ne[1] == n_tok, "embed shapes");
+    // One token: x's block sums of squares for the first layer's norm (norm statistics).
+    const bool     stats_out = norm_stats_on_ && n_tok == 1;
+    const uint32_t out_slot  = stats_out_slot();
     struct {
-        uint32_t n_embd, n_vocab, table_offset, ids_offset, x_offset, x_stride;
-    } p{u32(e->n_cols), u32(e->n_rows), 0, gpu_offset(tokens, 4), gpu_offset(x, 4), u32(x.ne[0])};
-    const PipelineKey key{"embed", "rrwu", {{{"WG", 256}, {"TABLE_F16", e->f16 ? 1.0 : 0.0}}}};
-    const WGPUBuffer  bufs[] = {e->buffer->get(), gpu_buffer(tokens), gpu_buffer(x)};
+        uint32_t n_embd, n_vocab, table_offset, ids_offset, x_offset, x_stride, stats_out;
+    } p{u32(e->n_cols), u32(e->n_rows), 0, gpu_offset(tokens, 4), gpu_offset(x, 4), u32(x.ne[0]), out_slot};
+    const PipelineKey key{
+        "embed", "rrwwu", {{{"WG", 256}, {"TABLE_F16", e->f16 ? 1.0 : 0.0}, {"STATS_OUT", stats_out ? 1.0 : 0.0}}}};
+    const WGPUBuffer bufs[] = {e->buffer->get(), gpu_buffer(tokens), gpu_buffer(x), stats_buffer()};
     step_->dispatch(key, bufs, &p, sizeof p, ceil_div(e->n_cols, 256), u32(n_tok));
+    if (stats_out) stats_written(x, out_slot);
 }
 
 // Workgroup size of rms_norm.wgsl / rms_norm_quant.wgsl for rows of k elements: lib/inv_rms.wgsl
@@ -218,10 +223,11 @@ uint32_t score_threads(uint32_t row_words, bool k_f16) {
     return ts;
 }
 
-// attention.wgsl's workgroup memory besides the scores: qh, probs (CHUNK = 256), the reductions,
-// pv_sum (CHUNK / 32 blocks x hd / 2 pairs of f32) and blk_sum, kpart, the K tile.
+// attention.wgsl's workgroup memory besides the scores: qh, probs (CHUNK = 256), the reductions
+// (wg_reduce's two and lib/sum_squares.wgsl's), pv_sum (CHUNK / 32 blocks x hd / 2 pairs of f32)
+// and blk_sum, kpart, the K tile.
 static uint64_t attention_fixed_bytes(uint32_t wg, uint32_t kpart, uint32_t tile_words, uint32_t hd) {
-    return 256 * 4 + 256 * 4 + uint64_t{wg} * (4 + 8) + 8ull * (hd / 2) * 8 + 8 * 4 + uint64_t{kpart} * 4 +
+    return 256 * 4 + 256 * 4 + uint64_t{wg} * (4 + 8 + 4) + 8ull * (hd / 2) * 8 + 8 * 4 + uint64_t{kpart} * 4 +
            uint64_t{tile_words} * 4;
 }
 
@@ -249,14 +255,19 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
     if (prefill_attention(out, q, kv, s, pos0)) return;  // many tokens: webgpu_attention_prefill.cpp
     const size_t k_el = kv.k.type == DType::f16 ? 2 : 4;
     const size_t v_el = kv.v.type == DType::f16 ? 2 : 4;
+    // One query: the output's block sums of squares for the o-projection's norm (norm statistics,
+    // webgpu_backend_impl.h), 16 invocations per block of 32 elements.
+    const bool     stats_out = norm_stats_on_ && n_tok == 1 && hd % 32 == 0;
+    const uint32_t out_slot  = stats_out_slot();
     struct {
         uint32_t head_dim, n_head, n_head_kv, n_tokens, pos0, n_embd_kv, q_offset, q_stride, out_offset, out_stride,
             k_offset, v_offset;
-        float scale;
+        float    scale;
+        uint32_t stats_out;
     } p{u32(hd),          u32(s.n_head),   u32(s.n_head_kv),      u32(n_tok),
         u32(pos0),        u32(kv.k.ne[0]), gpu_offset(q, 4),      u32(q.ne[0]),
         gpu_offset(out, 4), u32(out.ne[0]), gpu_offset(kv.k, k_el), gpu_offset(kv.v, v_el),
-        s.scale};
+        s.scale,          out_slot};
     // 512 threads for one query where the device allows them and their workgroup memory (H100 tg128
     // 511-512 tokens/s against 497 with 256: tiles of 64 positions instead of 32, 8 positions per
     // P·V thread instead of 16), else 256 (its tiled scores use them all); 128 for prompts (measured
@@ -292,7 +303,7 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
     }
     const uint32_t wg = tl.wg, ts = tl.ts, tile = tl.tile;
     const PipelineKey key{"attention",
-                          "rrrwu",
+                          "rrrwwu",
                           {{{"WG", static_cast<double>(wg)},
                             {"K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0},
                             {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0},
@@ -302,9 +313,11 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
                             {"WPT", static_cast<double>(score_block_words(kv.k.type == DType::f16))},
                             {"TILE", static_cast<double>(tile)},
                             {"TILED", tiled ? 1.0 : 0.0},
-                            {"KPART", tiled ? static_cast<double>(wg) : 1.0}}}};
-    const WGPUBuffer bufs[] = {gpu_buffer(q), gpu_buffer(kv.k), gpu_buffer(kv.v), gpu_buffer(out)};
+                            {"KPART", tiled ? static_cast<double>(wg) : 1.0},
+                            {"STATS_OUT", stats_out ? 1.0 : 0.0}}}};
+    const WGPUBuffer bufs[] = {gpu_buffer(q), gpu_buffer(kv.k), gpu_buffer(kv.v), gpu_buffer(out), stats_buffer()};
     step_->dispatch(key, bufs, &p, sizeof p, u32(s.n_head), u32(n_tok));
+    if (stats_out) stats_written(out, out_slot);
 }
 
 WGPUBuffer WebGpuBackend::argmax_partials(size_t n_bytes) {

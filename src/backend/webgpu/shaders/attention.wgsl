@@ -7,7 +7,9 @@
 //
 //   q: [n_head hd, T] f32   k_cache, v_cache: [n_head_kv hd, n_ctx] f16 pairs or f32 (u32 words)
 //   out: [n_head hd, T] f32
-// Bindings: 0 q (read), 1 k_cache (read), 2 v_cache (read), 3 out (read_write), 4 params (uniform)
+//   norm_stats: the output's block sums of squares with STATS_OUT (one query)
+// Bindings: 0 q (read), 1 k_cache (read), 2 v_cache (read), 3 out (read_write), 4 norm_stats
+// (read_write), 5 params (uniform)
 // Dispatch: (n_head, T, 1). One workgroup per (head, token):
 //   scores: below WG positions (decode), in tiles of WG / S positions whose K rows are staged in
 //     workgroup memory (coalesced), S threads per position, one block of 16 dimensions each; from
@@ -24,6 +26,7 @@
 
 // #include "lib/numerics.wgsl"
 // #include "lib/wg_reduce.wgsl"
+// #include "lib/sum_squares.wgsl"
 // #include "lib/position_sum.wgsl"
 // #include "lib/attention_core.wgsl"
 
@@ -39,6 +42,9 @@ override TILE: u32 = 2080u;    // (WG / S) * (words per K row + 1)
 override TILED: bool = true;   // the tiled scores exist (decode); off, the tile arrays shrink to 1
 override KPART: u32 = 256u;    // WG when TILED, else 1
 override SC_MAX: u32 = 2048u;
+// One query (decode): the output's block sums of squares (lib/sum_squares.wgsl) go to norm_stats for
+// the o-projection's norm (the host sets it when head_dim is a multiple of 32).
+override STATS_OUT: bool = false;
 
 struct Params {
     head_dim: u32,
@@ -54,6 +60,8 @@ struct Params {
     k_offset: u32,    // element index of k_cache[0, 0]
     v_offset: u32,    // element index of v_cache[0, 0]
     scale: f32,       // 1 / sqrt(head_dim)
+    stats_out: u32,   // f32 index in norm_stats of the output's block sums (STATS_OUT)
+    eps: f32,         // (unused: lib/sum_squares.wgsl's p.eps)
     rn_zero: u32,     // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
 }
 
@@ -61,12 +69,22 @@ struct Params {
 @group(0) @binding(1) var<storage, read> k_cache: array<u32>;
 @group(0) @binding(2) var<storage, read> v_cache: array<u32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
-@group(0) @binding(4) var<uniform> p: Params;
+@group(0) @binding(4) var<storage, read_write> norm_stats: array<f32>;
+@group(0) @binding(5) var<uniform> p: Params;
 
 fn att_q(t: u32, i: u32) -> f32 { return q[p.q_offset + t * p.q_stride + i]; }
 fn att_k(w: u32) -> u32 { return k_cache[w]; }
 fn att_v(w: u32) -> u32 { return v_cache[w]; }
 fn att_out(t: u32, i: u32, v: f32) { out[p.out_offset + t * p.out_stride + i] = v; }
+
+// The block of 32 output elements that 16 neighbouring invocations stored (pairs 2j, 2j + 1): their
+// squares in the halving order (per component at element distances 16 .. 2, then the two
+// components), written by the first of the 16. Every invocation calls it (barriers without SG32).
+fn att_done(lid: u32, i: u32, o: vec2<f32>, wrote: bool) {
+    if (!STATS_OUT) { return; }
+    let s = team_halving_sum(lid, mul_rn(o.x, o.x), 16u) + team_halving_sum(lid, mul_rn(o.y, o.y), 16u);
+    if (wrote && lid % 16u == 0u) { norm_stats[p.stats_out + i / NORM_BLOCK] = s; }
+}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {

@@ -13,10 +13,11 @@
 
 override WG: u32 = 256u;
 override BR: u32 = 32u;  // attention_prefill_pv.wgsl's rows per workgroup
+override GROUP: u32 = 1u;  // G = n_head / n_head_kv (= Params.group; a constant, for the divisions by it)
 
 struct Params {
     head_dim: u32,
-    group: u32,       // G = n_head / n_head_kv
+    group: u32,       // G = n_head / n_head_kv (the kernel divides by the override GROUP)
     n_rows: u32,      // T G
     n_head_kv: u32,
     pos0: u32,        // position of token 0
@@ -37,12 +38,12 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let kvh = gid.y;
     if (i >= p.n_rows * hd) { return; }
     let r       = i / hd;
-    let n_block = p.pos0 + (min(r / BR * BR + BR, p.n_rows) - 1u) / p.group + 1u;
+    let n_block = p.pos0 + (min(r / BR * BR + BR, p.n_rows) - 1u) / GROUP + 1u;
     let n_seg   = (n_block + p.seg_len - 1u) / p.seg_len;
     if (n_seg == 1u) { return; }
     let slice = p.n_head_kv * p.n_rows * hd;  // elements per segment
     var acc = 0.0;
     for (var s = 0u; s < n_seg; s++) { acc = acc + part[s * slice + kvh * p.n_rows * hd + i]; }
-    let h = kvh * p.group + r % p.group;
-    out[p.out_offset + (r / p.group) * p.out_stride + h * hd + i % hd] = acc;
+    let h = kvh * GROUP + r % GROUP;
+    out[p.out_offset + (r / GROUP) * p.out_stride + h * hd + i % hd] = acc;
 }

@@ -38,10 +38,11 @@ override NR: u32 = BR / TI;        // threads along rows
 override ND: u32 = BD / TJ;        // threads along dimensions
 override WG: u32 = NR * ND;
 override LDP: u32 = BR / 4u + 1u;  // vec4s per staged position of probabilities (one of padding)
+override GROUP: u32 = 1u;  // G = n_head / n_head_kv (= Params.group; a constant, for the divisions by it)
 
 struct Params {
     head_dim: u32,
-    group: u32,       // G = n_head / n_head_kv
+    group: u32,       // G = n_head / n_head_kv (the kernel divides by the override GROUP)
     n_rows: u32,      // T G
     pos0: u32,        // position of token 0
     n_pos: u32,       // pos0 + T
@@ -83,18 +84,18 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let td  = lid % ND;
 
     // Positions of this workgroup: its segment, up to what the block's last token sees.
-    let n_block = p.pos0 + (min(r0 + BR, p.n_rows) - 1u) / p.group + 1u;
+    let n_block = p.pos0 + (min(r0 + BR, p.n_rows) - 1u) / GROUP + 1u;
     let n_seg   = (n_block + p.seg_len - 1u) / p.seg_len;  // segments of this row block
     if (seg >= n_seg) { return; }                            // (uniform)
     let s0 = seg * p.seg_len;
     let s1 = min(s0 + p.seg_len, n_block);
     // Positions below n_lo are seen by all four rows of the thread, below n_hi by its last one
     // (rows past T G take the last row's edge: their probabilities are staged as zeros).
-    let n_lo = p.pos0 + min(r0 + TI * tr, p.n_rows - 1u) / p.group + 1u;
-    let n_hi = p.pos0 + min(r0 + TI * tr + TI - 1u, p.n_rows - 1u) / p.group + 1u;
+    let n_lo = p.pos0 + min(r0 + TI * tr, p.n_rows - 1u) / GROUP + 1u;
+    let n_hi = p.pos0 + min(r0 + TI * tr + TI - 1u, p.n_rows - 1u) / GROUP + 1u;
     var n_see: array<u32, 4>;  // per row of the thread
     for (var i = 0u; i < TI; i++) {
-        n_see[i] = p.pos0 + min(r0 + TI * tr + i, p.n_rows - 1u) / p.group + 1u;
+        n_see[i] = p.pos0 + min(r0 + TI * tr + i, p.n_rows - 1u) / GROUP + 1u;
     }
 
     var blk: array<f32, 16>;  // [i * TJ + j]: the open block of 32 positions
@@ -113,7 +114,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             var v = vec4<f32>(0.0);
             for (var i = 0u; i < 4u; i++) {
                 let r = r0 + 4u * rq + i;
-                if (r < p.n_rows && pos <= p.pos0 + r / p.group) {
+                if (r < p.n_rows && pos <= p.pos0 + r / GROUP) {
                     v[i] = probs[(kvh * p.n_rows + r) * p.ld + pos];
                 }
             }
@@ -179,8 +180,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             if (n_seg > 1u) {
                 part[((seg * p.n_head_kv + kvh) * p.n_rows + r) * hd + d] = tot[i * TJ + j];
             } else {
-                let h = kvh * p.group + r % p.group;
-                out[p.out_offset + (r / p.group) * p.out_stride + h * hd + d] = tot[i * TJ + j];
+                let h = kvh * GROUP + r % GROUP;
+                out[p.out_offset + (r / GROUP) * p.out_stride + h * hd + d] = tot[i * TJ + j];
             }
         }
     }

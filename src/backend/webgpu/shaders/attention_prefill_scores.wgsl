@@ -35,10 +35,11 @@ override NR: u32 = BR / TI;          // threads along rows
 override NP: u32 = BP / TJ;          // threads along positions
 override WG: u32 = NR * NP;
 override LDV: u32 = DC / 4u + 1u;    // vec4s per staged row (one of padding)
+override GROUP: u32 = 1u;  // G = n_head / n_head_kv (= Params.group; a constant, for the divisions by it)
 
 struct Params {
     head_dim: u32,
-    group: u32,       // G = n_head / n_head_kv
+    group: u32,       // G = n_head / n_head_kv (the kernel divides by the override GROUP)
     n_rows: u32,      // T G
     pos0: u32,        // position of token 0
     n_pos: u32,       // pos0 + T: positions in the cache that this step may see
@@ -72,7 +73,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let kvh = wid.z;
     let hd  = p.head_dim;
     // The last token of the row block sees positions up to pos0 + t_last.
-    let t_last = (min(r0 + BR, p.n_rows) - 1u) / p.group;
+    let t_last = (min(r0 + BR, p.n_rows) - 1u) / GROUP;
     if (p0 > p.pos0 + t_last) { return; }  // the whole tile is past the causal edge (uniform)
 
     let tr = lid / NP;
@@ -90,8 +91,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             let d = d0 + 4u * c;
             var v = vec4<f32>(0.0);
             if (r0 + r < p.n_rows && d < hd) {
-                let t  = (r0 + r) / p.group;
-                let h  = kvh * p.group + (r0 + r) % p.group;
+                let t  = (r0 + r) / GROUP;
+                let h  = kvh * GROUP + (r0 + r) % GROUP;
                 let qi = p.q_offset + t * p.q_stride + h * hd + d;
                 v = vec4<f32>(q[qi], q[qi + 1u], q[qi + 2u], q[qi + 3u]);
                 if (K_F16) { v = vec4<f32>(round_f16(v.x), round_f16(v.y), round_f16(v.z), round_f16(v.w)); }
@@ -142,7 +143,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var i = 0u; i < TI; i++) {
         let r = r0 + tr + NR * i;
         if (r >= p.n_rows) { continue; }
-        let n_see = p.pos0 + r / p.group + 1u;  // positions 0 .. pos0 + t
+        let n_see = p.pos0 + r / GROUP + 1u;  // positions 0 .. pos0 + t
         let row   = (kvh * p.n_rows + r) * p.ld;
         for (var j = 0u; j < TJ; j++) {
             let pos = p0 + tp + NP * j;

@@ -22,6 +22,7 @@ override WG: u32 = 64u;        // a power of two, >= 32
 override SM_U: u32 = 8u;       // positions per thread and chunk, at most 8 (CHUNK / 32 <= WG)
 override CHUNK: u32 = SM_U * WG;  // positions per pass of the sum (lib/position_sum.wgsl)
 override V_F16: bool = true;
+override GROUP: u32 = 1u;  // G = n_head / n_head_kv (= Params.group; a constant, for the divisions by it)
 
 struct Params {
     group: u32,    // G = n_head / n_head_kv
@@ -38,7 +39,7 @@ struct Params {
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let r    = wid.x;
     let base = (wid.y * p.n_rows + r) * p.ld;
-    let n    = p.pos0 + r / p.group + 1u;  // causal: positions 0 ..= pos0 + t
+    let n    = p.pos0 + r / GROUP + 1u;  // causal: positions 0 ..= pos0 + t
 
     // max over the row; the first chunk's scores kept.
     var first: array<f32, 8>;

@@ -8,7 +8,9 @@ requires packed_4x8_integer_dot_product;
 //   wq: codes [N][K/64] vec4<u32> | scales [N] f32 | output scales [N] f32 (webgpu_weights.h)
 //   src: x [K] f32 bits (NORM) or act_q [K] int8 words   src_scale: nw [K] f32 (NORM) or act_scale [1]
 //   y: [N] f32
-// Bindings: 0 wq (read), 1 src (read), 2 src_scale (read), 3 y (read_write), 4 params (uniform)
+//   norm_stats: block sums of squares (lib/sum_squares.wgsl) of x (STATS_IN) and of y (STATS_OUT)
+// Bindings: 0 wq (read), 1 src (read), 2 src_scale (read), 3 y (read_write), 4 norm_stats
+// (read_write), 5 params (uniform)
 // Dispatch: (ceil(N / (WG / LANES)), 1, 1). Each workgroup stages the activations, then each row
 // of its WG / LANES rows is dotted by LANES lanes (lib/ternary_decode.wgsl) and reduced in
 // workgroup memory; thread r < WG / LANES writes row r.
@@ -26,6 +28,9 @@ override WG: u32 = 256u;    // a power of two, >= K / 32
 override LANES: u32 = 8u;   // a power of two dividing WG, >= K / 512
 override K: u32 = 2560u;    // a multiple of 64
 override NORM: bool = true;
+// y's block sums of squares go to norm_stats (the host sets it when the workgroup's rows are whole
+// blocks of 32), for the next kernel's norm.
+override STATS_OUT: bool = false;
 // A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=BL_STOP=n): the kernel ends after
 // the weight loads (1), the staged activations (2) or the dot products (3), writing a value that
 // depends on what it did so that nothing is optimised away. 0: the whole kernel.
@@ -40,6 +45,8 @@ struct Params {
     oscales_offset: u32,  // u32 index of the output scales in wq
     y_offset: u32,        // f32 index of y[0]
     accumulate: u32,      // 1: y += W a
+    stats_in: u32,        // f32 index in norm_stats of x's block sums (STATS_IN)
+    stats_out: u32,       // f32 index in norm_stats where y's block sums go (STATS_OUT)
     rn_zero: u32,         // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
 }
 
@@ -47,7 +54,8 @@ struct Params {
 @group(0) @binding(1) var<storage, read> src: array<u32>;
 @group(0) @binding(2) var<storage, read> src_scale: array<f32>;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
-@group(0) @binding(4) var<uniform> p: Params;
+@group(0) @binding(4) var<storage, read_write> norm_stats: array<f32>;
+@group(0) @binding(5) var<uniform> p: Params;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
@@ -83,8 +91,12 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     let dot = reduce_rows(lid, partial, LANES);
 
-    if (lid < rows && ro < p.n_rows) {
-        let v  = row_product_scaled(dot, as_, sc);
-        y[p.y_offset + ro] = select(v, y0 + v, p.accumulate != 0u);
+    let wrote = lid < rows && ro < p.n_rows;
+    var out_v = 0.0;
+    if (wrote) {
+        let v = row_product_scaled(dot, as_, sc);
+        out_v = select(v, y0 + v, p.accumulate != 0u);
+        y[p.y_offset + ro] = out_v;
     }
+    if (STATS_OUT) { put_block_sums(lid, ro, out_v, wrote); }
 }

@@ -4,11 +4,19 @@
 // outside the vocabulary gives a zero row (the host checks ids before writing them).
 //
 //   token_embd: [n_embd, n_vocab]   ids: [T] i32   x: [n_embd, T] f32
-// Bindings: 0 token_embd (read), 1 ids (read), 2 x (read_write), 3 params (uniform)
+//   norm_stats: with STATS_OUT (one token), x's block sums of squares for the first layer's norm
+//   (lib/sum_squares.wgsl)
+// Bindings: 0 token_embd (read), 1 ids (read), 2 x (read_write), 3 norm_stats (read_write),
+// 4 params (uniform)
 // Dispatch: (ceil(n_embd / WG), T, 1); one thread per output element.
 
-override WG: u32 = 256u;
+// #include "lib/numerics.wgsl"
+// #include "lib/wg_reduce.wgsl"
+// #include "lib/sum_squares.wgsl"
+
+override WG: u32 = 256u;  // a power of two, >= 32
 override TABLE_F16: bool = true;
+override STATS_OUT: bool = false;
 
 struct Params {
     n_embd: u32,
@@ -17,21 +25,24 @@ struct Params {
     ids_offset: u32,    // i32 index of ids[0]
     x_offset: u32,      // f32 index of x[0, 0]
     x_stride: u32,
+    stats_out: u32,  // f32 index in norm_stats (STATS_OUT)
+    eps: f32,        // (unused: lib/sum_squares.wgsl's p.eps)
+    rn_zero: u32,    // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
 }
 
 @group(0) @binding(0) var<storage, read> table: array<u32>;
 @group(0) @binding(1) var<storage, read> ids: array<i32>;
 @group(0) @binding(2) var<storage, read_write> x: array<f32>;
-@group(0) @binding(3) var<uniform> p: Params;
+@group(0) @binding(3) var<storage, read_write> norm_stats: array<f32>;
+@group(0) @binding(4) var<uniform> p: Params;
 
 @compute @workgroup_size(WG)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let c = gid.x;
-    let t = gid.y;
-    if (c >= p.n_embd) { return; }
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let c  = gid.x;
+    let t  = gid.y;
     let id = ids[p.ids_offset + t];
     var v  = 0.0;
-    if (id >= 0 && u32(id) < p.n_vocab) {
+    if (c < p.n_embd && id >= 0 && u32(id) < p.n_vocab) {
         let e = u32(id) * p.n_embd + c;
         if (TABLE_F16) {
             v = unpack2x16float(table[p.table_offset + e / 2u])[e & 1u];
@@ -39,5 +50,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
             v = bitcast<f32>(table[p.table_offset + e]);
         }
     }
-    x[p.x_offset + t * p.x_stride + c] = v;
+    if (c < p.n_embd) { x[p.x_offset + t * p.x_stride + c] = v; }
+    if (STATS_OUT) {  // (every invocation: the team sum may have barriers)
+        let s = team_halving_sum(lid, mul_rn(v, v), NORM_BLOCK);
+        if (c < p.n_embd && c % NORM_BLOCK == 0u) { norm_stats[p.stats_out + c / NORM_BLOCK] = s; }
+    }
 }

@@ -6,7 +6,8 @@ requires packed_4x8_integer_dot_product;
 // group per row.
 //
 //   wq: codes [2 n_ff][K/64] vec4<u32> | scales [2 n_ff] | output scales [2 n_ff]   f: [n_ff] f32
-// Bindings: 0 wq (read), 1 src (read), 2 src_scale (read), 3 f (read_write), 4 params (uniform)
+// Bindings: 0 wq (read), 1 src (read), 2 src_scale (read), 3 f (read_write), 4 norm_stats
+// (read_write; as in bitlinear_decode.wgsl, f's block sums with STATS_OUT), 5 params (uniform)
 // Dispatch: (ceil(n_ff / (WG / LANES / 2)), 1, 1). The workgroup's WG / LANES teams read OUTS =
 // WG / LANES / 2 gate rows (teams 0 .. OUTS-1) and the matching up rows (teams OUTS ..).
 
@@ -23,6 +24,7 @@ override WG: u32 = 256u;
 override LANES: u32 = 8u;
 override K: u32 = 2560u;
 override NORM: bool = true;
+override STATS_OUT: bool = false;  // f's block sums of squares to norm_stats (outputs are whole blocks)
 
 struct Params {
     n_ff: u32,
@@ -33,6 +35,8 @@ struct Params {
     oscales_offset: u32,
     f_offset: u32,        // f32 index of f[0]
     activation: u32,      // 0: relu², 1: silu
+    stats_in: u32,        // as bitlinear_decode.wgsl
+    stats_out: u32,
     rn_zero: u32,         // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
 }
 
@@ -40,7 +44,8 @@ struct Params {
 @group(0) @binding(1) var<storage, read> src: array<u32>;
 @group(0) @binding(2) var<storage, read> src_scale: array<f32>;
 @group(0) @binding(3) var<storage, read_write> f: array<f32>;
-@group(0) @binding(4) var<uniform> p: Params;
+@group(0) @binding(4) var<storage, read_write> norm_stats: array<f32>;
+@group(0) @binding(5) var<uniform> p: Params;
 
 var<workgroup> up_dots: array<i32, WG>;
 
@@ -70,9 +75,13 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     up_dots[lid] = dot;
     workgroupBarrier();
 
-    if (lid < outs && o < p.n_ff) {
+    let wrote = lid < outs && o < p.n_ff;
+    var out_v = 0.0;
+    if (wrote) {
         let g = row_product_scaled(dot, as_, sg);
         let u = row_product_scaled(up_dots[outs + lid], as_, su);
-        f[p.f_offset + o] = ffn_gate(g, u, p.activation);
+        out_v = ffn_gate(g, u, p.activation);
+        f[p.f_offset + o] = out_v;
     }
+    if (STATS_OUT) { put_block_sums(lid, o, out_v, wrote); }
 }

@@ -6,8 +6,8 @@ requires packed_4x8_integer_dot_product;
 //
 //   wq: codes [N][K/64] vec4<u32> | scales [N] | output scales [N], N = (n_head + 2 n_head_kv) hd
 //   rope: [pos][n_rot/2] (cos, sin) f32   q_out: [n_head hd] f32   k_cache, v_cache: as qkv_rope.wgsl
-// Bindings: 0 wq, 1 src, 2 src_scale, 3 rope (read); 4 q_out, 5 k_cache, 6 v_cache (read_write);
-//           7 params (uniform)
+// Bindings: 0 wq, 1 src, 2 src_scale, 3 rope (read); 4 q_out, 5 k_cache, 6 v_cache, 7 norm_stats
+//           (x's block sums of squares with STATS_IN, lib/act_stage.wgsl) (read_write); 8 params (uniform)
 // Dispatch: (N / ROWS, 1, 1), ROWS = WG / LANES slots of one head (a multiple of 4 dividing
 // head_dim); slots as in lib/qkv_store.wgsl; thread u < ROWS / 4 finishes slots 4u .. 4u + 3.
 
@@ -28,6 +28,7 @@ override K: u32 = 2560u;
 override NORM: bool = true;
 override K_F16: bool = true;
 override V_F16: bool = true;
+override HD: u32 = 128u;  // head_dim (= p.head_dim)
 
 struct Params {
     eps: f32,
@@ -45,6 +46,8 @@ struct Params {
     k_offset: u32,
     v_offset: u32,
     n_embd_kv: u32,
+    stats_in: u32,        // as bitlinear_decode.wgsl (STATS_IN)
+    stats_out: u32,       // (unused)
     rn_zero: u32,         // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
 }
 
@@ -55,7 +58,8 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> q_out: array<f32>;
 @group(0) @binding(5) var<storage, read_write> k_cache: array<u32>;
 @group(0) @binding(6) var<storage, read_write> v_cache: array<u32>;
-@group(0) @binding(7) var<uniform> p: Params;
+@group(0) @binding(7) var<storage, read_write> norm_stats: array<f32>;
+@group(0) @binding(8) var<uniform> p: Params;
 
 fn store_q(tok: u32, i: u32, v: f32) { q_out[p.q_offset + tok * p.q_stride + i] = v; }
 fn kv_word_stored(is_k: bool, w: u32, word: u32) {}

@@ -2,8 +2,10 @@
 //
 // NORM = true, the fused prologue: a = int8-quantize(rms_norm(x) * nw), computed by every workgroup
 // from the f32 x itself with exactly the numerics of rms_norm_quant.wgsl (the CPU's rms_norm_row +
-// quantize_act_row: f32 squares in the halving order, correctly rounded mean, root and 127 / max),
-// so the separate norm dispatch disappears. NORM = false: a previous rms_norm_quant's words are copied.
+// quantize_act_row: f32 squares in the block-halving order, correctly rounded mean, root and
+// 127 / max), so the separate norm dispatch disappears. NORM = false: a previous rms_norm_quant's
+// words are copied. With STATS_IN the sum of squares comes from the block sums that the kernel which
+// wrote x left (the norm statistics, lib/sum_squares.wgsl): only their total is left to add.
 //
 // Thread i owns activation words i, i + WG, ... (4 elements each, at most 8 words: k <= 32 WG).
 // The including kernel includes lib/wg_reduce.wgsl and lib/sum_squares.wgsl and declares `override WG` (a power of two),
@@ -14,6 +16,7 @@
 //   stage_nw4(j) -> vec4<f32>  norm weights 4j .. 4j + 3           (NORM)
 //   stage_qword(j) -> u32      int8 activation word j              (!NORM)
 //   stage_qscale() -> f32      its activation scale                (!NORM)
+//   stage_stats(b) -> f32      the block sum of squares of x's block b (STATS_IN)
 
 var<workgroup> acts: array<vec4<u32>, K / 16u>;  // 16 int8 per vec4: elements 16 i .. 16 i + 15
 
@@ -27,20 +30,37 @@ override NORM_STOP: u32 = 0u;
 // tg128 486-488 tokens/s first, 476-478 after (alternating runs without a slow repetition).
 override X_FIRST: bool = true;
 
+// The sum of squares from x's block sums (written by the kernel that wrote x) instead of from x.
+override STATS_IN: bool = false;
+
 // The words an invocation owns at most (K / 4 words over WG invocations, at most 8): the loops stop
 // there, so that the slots past it are constant zeros.
 override STAGE_U: u32 = (K / 4u + WG - 1u) / WG;
 
 // This invocation's words of x and of the norm weights (NORM; nothing otherwise): the fused
 // prologue's loads, which a kernel may issue before its other loads (X_FIRST).
+// With STATS_IN also its block sums: blocks lane, lane + 32, ... of its 32-invocation team (SG32,
+// lib/sum_squares.wgsl: blocks_total_team), or block lid (blocks_total).
 struct StageInput {
     xs: array<vec4<f32>, 8>,
     ws: array<vec4<f32>, 8>,
+    st: array<f32, 8>,
 }
 
 fn stage_load(lid: u32, k: u32) -> StageInput {
     var in: StageInput;
     if (!NORM) { return in; }
+    if (STATS_IN) {
+        let nb = k / NORM_BLOCK;
+        if (WG_REDUCE_SG && SG32) {
+            for (var i = 0u; i < 8u; i++) {
+                let b = lid % 32u + 32u * i;
+                if (b < nb) { in.st[i] = stage_stats(b); }
+            }
+        } else if (lid < nb) {
+            in.st[0] = stage_stats(lid);
+        }
+    }
     for (var i = 0u; i < STAGE_U; i++) {
         let j = lid + i * WG;
         if (j < k / 4u) {
@@ -49,6 +69,23 @@ fn stage_load(lid: u32, k: u32) -> StageInput {
         }
     }
     return in;
+}
+
+// x's sum of squares in the block-halving order (every invocation calls it: barriers): from the
+// block sums stage_load() read (STATS_IN), or from x, invocation b summing block b (its 8 words,
+// read again: x is in the cache) and the workgroup adding the blocks (k <= 32 WG).
+fn stage_sum_squares(lid: u32, k: u32, in: StageInput) -> f32 {
+    if (STATS_IN) {
+        if (WG_REDUCE_SG && SG32) { return blocks_total_team(lid, in.st); }
+        return blocks_total(lid, in.st[0]);
+    }
+    var s = 0.0;
+    if (lid < k / NORM_BLOCK) {
+        var w: array<vec4<f32>, 8>;
+        for (var r = 0u; r < 8u; r++) { w[r] = squares4(stage_x4(8u * lid + r)); }
+        s = block_sum_words(w);
+    }
+    return blocks_total(lid, s);
 }
 
 // Fills `acts` with the k activations (every invocation must call it: it has barriers) and
@@ -76,15 +113,13 @@ fn stage_copy(lid: u32, k: u32) -> f32 {
 fn stage_norm_quant(lid: u32, k: u32, in: StageInput) -> f32 {
     let n_words = k / 4u;
 
-    // x and the norm weights in registers (stage_load); squares in the halving order.
+    // x and the norm weights in registers (stage_load).
     var xs = in.xs;
     let ws = in.ws;
     if (NORM_STOP == 1u) {
         return stage_stopped(lid, n_words, xs, ws, 1.0);
     }
-    var sq: array<vec4<f32>, 8>;  // (stage_load leaves absent words zero)
-    for (var i = 0u; i < STAGE_U; i++) { sq[i] = squares4(xs[i]); }
-    let inv = inv_rms_from(sum_squares_words(lid, sq), k);
+    let inv = inv_rms_from(stage_sum_squares(lid, k, in), k);
     if (NORM_STOP == 2u) {
         return stage_stopped(lid, n_words, xs, ws, inv);
     }

@@ -5,6 +5,8 @@
 //   att_q(t, i) -> f32       element i of token t's q (all heads)
 //   att_k(w) -> u32          u32 word w of the K cache (likewise att_v for V)
 //   att_out(t, i, v)         stores element i of token t's output
+//   att_done(lid, i, o, wrote)  called by every invocation at the end: o = the pair of outputs
+//                            i, i + 1 it stored (wrote), for attention.wgsl's norm statistics
 
 // A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=ATTN_STOP=n): attend() ends after
 // the scores and their max (1) or after the exp sum (2), writing a value that depends on them.
@@ -73,7 +75,7 @@ fn load_v8(i0: u32, c0: u32, c_n: u32, kv_base: u32, c: u32) -> array<vec2<u32>,
 // Attention of query token t (position p.pos0 + t), head h, by the whole workgroup (every
 // invocation must call it: it has barriers).
 fn attend(lid: u32, h: u32, t: u32) {
-    let hd      = p.head_dim;
+    let hd      = HD;  // = p.head_dim, as a constant: pairs, groups, c and g below divide by it
     let kvh     = h / (p.n_head / p.n_head_kv);
     let kv_base = kvh * hd;
     let n       = p.pos0 + t + 1u;  // causal: positions 0 ..= pos0 + t
@@ -216,9 +218,11 @@ fn attend(lid: u32, h: u32, t: u32) {
             for (var b = 0u; 32u * b < c_n; b++) { os = pos_add_block(os, pv_sum[b * pairs + lid], c0 / 32u + b); }
         }
     }
+    var o = vec2<f32>(0.0, 0.0);
     if (lid < pairs) {
-        let o = pos_total(os);
+        o = pos_total(os);
         att_out(t, h * hd + 2u * lid, o.x);
         att_out(t, h * hd + 2u * lid + 1u, o.y);
     }
+    att_done(lid, h * hd + 2u * lid, o, lid < pairs);
 }

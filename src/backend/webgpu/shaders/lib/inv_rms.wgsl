@@ -1,23 +1,31 @@
 // 1 / sqrt(mean(x^2) + eps) of one row, shared by rms_norm.wgsl, rms_norm_quant.wgsl and
-// lib/head_input.wgsl: squares rounded to f32 (as the CPU), summed in the halving order
-// (cpu::sum_squares), the mean and the root correctly rounded, so the factor equals the CPU's bit for
-// bit. Called by every invocation of a workgroup (wg_halving_sum4 has barriers). The including kernel
-// includes lib/sum_squares.wgsl and declares `override WG`, the binding `x` and a uniform `p` with `k`
-// (elements, at most 32 WG: the host picks WG), `eps` and `rn_zero`.
+// lib/head_input.wgsl: squares rounded to f32 (as the CPU), summed in the block-halving order
+// (cpu::sum_squares, lib/sum_squares.wgsl), the mean and the root correctly rounded, so the factor
+// equals the CPU's bit for bit. Called by every invocation of a workgroup (barriers). The including
+// kernel includes lib/sum_squares.wgsl and declares `override WG`, the binding `x` and a uniform `p`
+// with `k` (elements, at most 32 WG: the host picks WG), `eps` and `rn_zero`.
 
 fn inv_rms(lid: u32, xo: u32) -> f32 {
-    // This invocation's elements lid + u WG, u < 32 (zero past k), all loads issued before any sum,
-    // then reduced as a halving tree over u (element distances 16 WG .. WG), then across invocations.
-    var sq: array<f32, 32>;
-    for (var u = 0u; u < 32u; u++) {
-        let i = lid + u * WG;
-        if (i < p.k) { sq[u] = x[xo + i]; }
+    return inv_rms_of(sum_squares_x(lid, xo));
+}
+
+// The sum of the squares of x[xo .. xo + p.k): invocation i sums block i (elements 32 i .. 32 i + 31,
+// all loads issued first) as a halving tree in registers, then the workgroup adds the blocks.
+fn sum_squares_x(lid: u32, xo: u32) -> f32 {
+    var s = 0.0;
+    if (lid < (p.k + NORM_BLOCK - 1u) / NORM_BLOCK) {
+        var t: array<f32, 32>;
+        for (var e = 0u; e < 32u; e++) {
+            let i = NORM_BLOCK * lid + e;
+            if (i < p.k) { t[e] = x[xo + i]; }
+        }
+        for (var e = 0u; e < 32u; e++) { t[e] = mul_rn(t[e], t[e]); }  // squares rounded, as the CPU
+        for (var h = 16u; h > 0u; h >>= 1u) {
+            for (var e = 0u; e < h; e++) { t[e] = t[e] + t[e + h]; }
+        }
+        s = t[0];
     }
-    for (var u = 0u; u < 32u; u++) { sq[u] = mul_rn(sq[u], sq[u]); }  // squares rounded, as the CPU
-    for (var h = 16u; h > 0u; h >>= 1u) {
-        for (var u = 0u; u < h; u++) { sq[u] = sq[u] + sq[u + h]; }
-    }
-    return inv_rms_of(wg_halving_sum4(lid, vec4<f32>(sq[0], 0.0, 0.0, 0.0)).x);
+    return blocks_total(lid, s);
 }
 
 // The factor from the sum of the p.k squares (lib/sum_squares.wgsl).

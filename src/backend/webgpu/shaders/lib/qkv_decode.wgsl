@@ -3,12 +3,13 @@
 // activations of width k staged by lib/act_stage.wgsl, the bitlinear epilogue with the weight's row
 // scales at u32 `so` and output scales at `oso`, then RoPE and the stores of store_qkv_unit.
 // Invocation u < rows / 4 finishes slots 4u .. 4u + 3. Every invocation must call it (barriers).
+// The including kernel declares `override HD` = p.head_dim.
 
 var<workgroup> slot_dots: array<i32, WG>;
 
 fn qkv_decode_rows(lid: u32, g: u32, lanes: u32, k: u32, so: u32, oso: u32) {
     let rows  = WG / lanes;
-    let hd    = p.head_dim;
+    let hd    = HD;          // (a constant: a division by p.head_dim would sit before the weight loads)
     let slot0 = g * rows;    // global slot of the workgroup's first row
     let head  = slot0 / hd;  // q heads, then k heads, then v heads
     let j0    = slot0 % hd;

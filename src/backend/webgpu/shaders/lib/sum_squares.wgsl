@@ -1,37 +1,75 @@
-// The halving order (cpu::halving_sum) across a workgroup, and sums of squares of x held as vec4
-// words in it (cpu::sum_squares), for the norm prologues (lib/act_stage.wgsl, lib/head_input.wgsl)
-// and lib/inv_rms.wgsl. The including kernel includes lib/numerics.wgsl and declares `override WG`
-// (a power of two, >= 2) and a uniform `p` with `eps`.
+// The norms' sum of squares in the block-halving order (cpu::sum_squares): the squares of each
+// block of 32 consecutive elements in the halving order, then the block sums in the halving order.
+// For the kernels that reduce a whole vector (lib/inv_rms.wgsl, lib/act_stage.wgsl), and for the
+// decode kernels that leave the next kernel their outputs' block sums (the norm statistics:
+// team_halving_sum) or read them (lib/act_stage.wgsl). The including kernel includes
+// lib/numerics.wgsl and lib/wg_reduce.wgsl and declares `override WG` (a power of two, >= 32) and a
+// uniform `p` with `eps`.
 
-var<workgroup> wg_red_h4: array<vec4<f32>, WG / 2u>;
+const NORM_BLOCK: u32 = 32u;  // cpu::k_norm_block
 
-// The halving sum across the workgroup, per component: at distances WG/2, WG/4, ..., 1,
-// invocation i < d adds invocation i + d's value onto its own, level by level in workgroup memory
-// (the upper half stores and the lower half adds its own value, so WG / 2 slots do). Every
-// invocation must call it, and all get the result. A subgroup form (the distances of a subgroup's
-// width and more in registers after two barriers, then a butterfly of vec4 shuffles, high distance
-// first) gave the same bits and was slower: H200 tg128 567.3-567.9 tokens/s against 585.1-585.4
-// (alternating runs), so both shader variants use this one.
-fn wg_halving_sum4(lid: u32, v: vec4<f32>) -> vec4<f32> {
-    if (lid >= WG / 2u) { wg_red_h4[lid - WG / 2u] = v; }
+var<workgroup> wg_red_h: array<f32, WG>;
+
+// The halving sum across the workgroup: at distances WG/2, WG/4, ..., 1, invocation i < d adds
+// invocation i + d's value onto its own, level by level in workgroup memory. Every invocation must
+// call it (barriers), and all get the result.
+fn wg_halving_sum(lid: u32, v: f32) -> f32 {
+    workgroupBarrier();  // a previous use of wg_red_h is over
+    if (lid >= WG / 2u) { wg_red_h[lid - WG / 2u] = v; }
     workgroupBarrier();
-    if (lid < WG / 2u) { wg_red_h4[lid] = v + wg_red_h4[lid]; }
+    if (lid < WG / 2u) { wg_red_h[lid] = v + wg_red_h[lid]; }
     workgroupBarrier();
     for (var s = WG / 4u; s > 0u; s >>= 1u) {
-        if (lid < s) { wg_red_h4[lid] = wg_red_h4[lid] + wg_red_h4[lid + s]; }
+        if (lid < s) { wg_red_h[lid] = wg_red_h[lid] + wg_red_h[lid + s]; }
         workgroupBarrier();
     }
-    return wg_red_h4[0];
+    return wg_red_h[0];
 }
 
-// The halving sum, across the workgroup, of the squares sq[u] of this invocation's vec4 words
-// lid + u WG (zero where absent; a kernel with fewer than 8 slots passes zeros for the rest): per
-// lane a tree over u (element distances 16 WG, 8 WG, 4 WG), the tree across invocations (2 WG .. 4),
-// then the lanes (0 + 2) + (1 + 3): cpu::sum_squares's order over the elements zero-padded to 32 WG.
-fn sum_squares_words(lid: u32, sq: array<vec4<f32>, 8>) -> f32 {
-    let t = ((sq[0] + sq[4]) + (sq[2] + sq[6])) + ((sq[1] + sq[5]) + (sq[3] + sq[7]));
-    let s = wg_halving_sum4(lid, t);
-    return (s.x + s.z) + (s.y + s.w);
+// The halving sum over aligned teams of `width` invocations (a power of two, at most 32): at
+// distances width/2 .. 1 within the team. Every invocation must call it, with the same width (it
+// may have barriers), and every member of a team gets the team's sum. With SG32 a butterfly of
+// shuffles (SG32, lib/wg_reduce.wgsl): the lane with the bit set adds its partner's value to its
+// own, b + a where the halving order has a + b, the same bits.
+@diagnostic(off, subgroup_uniformity)
+fn team_halving_sum(lid: u32, v: f32, width: u32) -> f32 {
+    if (WG_REDUCE_SG && SG32) {
+        var a = v;
+        for (var d = width / 2u; d > 0u; d >>= 1u) { a = a + sg_shuffle_xor(a, d); }
+        return a;
+    }
+    workgroupBarrier();
+    wg_red_h[lid] = v;
+    workgroupBarrier();
+    for (var d = width / 2u; d > 0u; d >>= 1u) {
+        if (lid % width < d) { wg_red_h[lid] = wg_red_h[lid] + wg_red_h[lid + d]; }
+        workgroupBarrier();
+    }
+    return wg_red_h[lid - lid % width];
+}
+
+// The halving sum of one block's 32 squares held as 8 vec4 words (elements 4r .. 4r + 3 in word r):
+// words r and r + 4, then r and r + 2, then 0 and 1, then the components (x + z) + (y + w).
+fn block_sum_words(w: array<vec4<f32>, 8>) -> f32 {
+    let t = ((w[0] + w[4]) + (w[2] + w[6])) + ((w[1] + w[5]) + (w[3] + w[7]));
+    return (t.x + t.z) + (t.y + t.w);
+}
+
+// The total of nb <= WG block sums, invocation i holding block i (zero past nb), in the halving
+// order: zero padding to WG blocks gives the same bits (the sums are not negative). Barriers.
+fn blocks_total(lid: u32, block_sum: f32) -> f32 {
+    return wg_halving_sum(lid, block_sum);
+}
+
+// The total of nb <= 256 block sums held by each 32-invocation team as lane l: blocks l, l + 32, ...
+// (t[i] = block l + 32 i, zero past nb): the halving levels at distances of 32 blocks and more in
+// registers, then across the team. Every invocation must call it; all get the total.
+fn blocks_total_team(lid: u32, t_in: array<f32, 8>) -> f32 {
+    var t = t_in;
+    for (var h = 4u; h > 0u; h >>= 1u) {
+        for (var i = 0u; i < h; i++) { t[i] = t[i] + t[i + h]; }
+    }
+    return team_halving_sum(lid, t[0], 32u);
 }
 
 // The norm factor 1 / sqrt(sum / k + eps) from the sum of k squares, each step rounded once (the

@@ -18,6 +18,13 @@
 var<workgroup> wg_red_max: array<f32, WG>;         // one slot per subgroup (at most WG)
 var<workgroup> wg_red_df: array<vec2<f32>, WG>;
 
+// Subgroups at least 32 wide (set by the host where the adapter's smallest subgroup has 32
+// invocations): the reductions take one slot per 32 invocations, with constant shifts and masks,
+// where they otherwise divide by the subgroup size that subgroupAdd(1u) gives at run time (integer
+// divisions are long instruction sequences on GPUs, and they sat on every decode prologue's path).
+// lib/sum_squares.wgsl's teams shuffle with it.
+override SG32: bool = false;
+
 // The double-float sum over aligned groups of `width` lanes (a power of two), in every lane. The
 // loop bound comes from subgroupAdd, which the uniformity analysis cannot prove uniform; it is the
 // same in the whole subgroup (callers are in uniform control flow).
@@ -52,6 +59,15 @@ fn sg_max(v: f32) -> f32 {
 }
 
 fn wg_max(lid: u32, v: f32) -> f32 {
+    if (SG32) {
+        // Every lane of a subgroup holds its max, so each 32-lane half of a wider one writes it too.
+        let r = sg_max(v);
+        if (lid % 32u == 0u) { wg_red_max[lid / 32u] = r; }
+        workgroupBarrier();
+        var m = wg_red_max[0];
+        for (var i = 1u; i < WG / 32u; i++) { m = max(m, wg_red_max[i]); }
+        return m;
+    }
     let size = subgroupAdd(1u);
     let n    = WG / size;  // subgroups (slots)
     let r    = sg_max(v);
@@ -64,7 +80,7 @@ fn wg_max(lid: u32, v: f32) -> f32 {
 }
 
 fn wg_df_sum(lid: u32, v: vec2<f32>) -> vec2<f32> {
-    let size = subgroupAdd(1u);
+    let size = select(subgroupAdd(1u), 32u, SG32);  // (32-lane teams of a wider subgroup butterfly alike)
     let n    = WG / size;
     let lane = lid % size;
     let r    = sg_df_sum(v, lane, size);
@@ -82,3 +98,7 @@ fn wg_df_sum(lid: u32, v: vec2<f32>) -> vec2<f32> {
 // host checks the subgroup size).
 const WG_REDUCE_SG: bool = true;
 fn team_isum(v: vec2<i32>) -> vec2<i32> { return subgroupAdd(v); }
+// subgroupShuffleXor of an f32 (lib/sum_squares.wgsl's teams, where subgroups are 32 wide or more).
+@diagnostic(off, subgroup_uniformity)
+fn sg_shuffle_xor(v: f32, m: u32) -> f32 { return subgroupShuffleXor(v, m); }
+
