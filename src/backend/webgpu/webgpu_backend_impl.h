@@ -184,6 +184,7 @@ public:
     // Decode kernels encoded so far that took their norm's sum of squares from the norm statistics
     // (block sums left by the previous kernel; webgpu_decode.cpp), for tests.
     int64_t norm_stats_reads() const { return norm_stats_reads_; }
+    bool    norm_stats_on() const { return norm_stats_on_; }  // false with $TERN_WEBGPU_NORM_STATS=0
 
 private:
     // Runs numerics_probe.wgsl and sets the FMA_FUSED override of every pipeline.

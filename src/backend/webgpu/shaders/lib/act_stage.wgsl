@@ -72,12 +72,18 @@ fn stage_load(lid: u32, k: u32) -> StageInput {
 }
 
 // x's sum of squares in the block-halving order (every invocation calls it: barriers): from the
-// block sums stage_load() read (STATS_IN), or from x, invocation b summing block b (its 8 words,
-// read again: x is in the cache) and the workgroup adding the blocks (k <= 32 WG).
+// block sums stage_load() read (STATS_IN); else from x's words in registers (SG32,
+// sum_squares_words_sg), or with invocation b summing block b (its 8 words, read again: x is in the
+// cache) and the workgroup adding the blocks (k <= 32 WG).
 fn stage_sum_squares(lid: u32, k: u32, in: StageInput) -> f32 {
     if (STATS_IN) {
         if (WG_REDUCE_SG && SG32) { return blocks_total_team(lid, in.st); }
         return blocks_total(lid, in.st[0]);
+    }
+    if (WG_REDUCE_SG && SG32) {
+        var sq: array<vec4<f32>, 8>;  // (stage_load leaves absent words zero)
+        for (var i = 0u; i < STAGE_U; i++) { sq[i] = squares4(in.xs[i]); }
+        return sum_squares_words_sg(lid, sq, STAGE_U, k / NORM_BLOCK);
     }
     var s = 0.0;
     if (lid < k / NORM_BLOCK) {

@@ -7,9 +7,9 @@
 var<workgroup> hs: array<vec4<f32>, K / 4u>;
 
 // This invocation's words lid + u WG (u < 4) of h = rms_norm(x) * nw (NORM) or x, rounded to f16
-// with p.round_input. The loads of x and nw are issued first; the norm factor is inv_rms's (which
-// reads x again, a block of 32 per invocation, for the block-halving order). Every invocation calls
-// it (barriers).
+// with p.round_input. The loads of x and nw are issued first; the norm factor is inv_rms's bits: from
+// these words in registers with SG32 (sum_squares_words_sg), else by inv_rms (which reads x again, a
+// block of 32 per invocation). Every invocation calls it (barriers).
 fn head_input_words(lid: u32) -> array<vec4<f32>, 4> {
     var xs: array<vec4<f32>, 4>;
     var ws: array<vec4<f32>, 4>;
@@ -22,7 +22,15 @@ fn head_input_words(lid: u32) -> array<vec4<f32>, 4> {
         }
     }
     var inv = 1.0;
-    if (NORM) { inv = inv_rms(lid, p.x_offset); }  // (its block loads of x hit the cache)
+    if (NORM) {
+        if (WG_REDUCE_SG && SG32) {
+            var sq: array<vec4<f32>, 8>;  // slots 4..7 stay zero, as do absent words
+            for (var u = 0u; u < 4u; u++) { sq[u] = squares4(xs[u]); }
+            inv = inv_rms_of(sum_squares_words_sg(lid, sq, (K / 4u + WG - 1u) / WG, (K + 31u) / 32u));
+        } else {
+            inv = inv_rms(lid, p.x_offset);  // (its block loads of x hit the cache)
+        }
+    }
     for (var u = 0u; u < 4u; u++) {
         var v = xs[u];
         if (NORM) { v = (v * inv) * ws[u]; }

@@ -72,6 +72,31 @@ fn blocks_total_team(lid: u32, t_in: array<f32, 8>) -> f32 {
     return team_halving_sum(lid, t[0], 32u);
 }
 
+// With SG32: the total of the squares sq[u] of this invocation's vec4 words lid + u WG (u < n_u,
+// zero where absent) of a vector of nb blocks (nb <= WG). Block b is words 8b .. 8b + 7, held by
+// invocations 8c .. 8c + 7 at one u: three butterfly levels of shuffles (words r and r ^ 4, ^ 2,
+// ^ 1: block_sum_words' tree), then one barrier and blocks_total_team. Every invocation calls it.
+fn sum_squares_words_sg(lid: u32, sq: array<vec4<f32>, 8>, n_u: u32, nb: u32) -> f32 {
+    workgroupBarrier();  // a previous use of wg_red_h is over
+    for (var u = 0u; u < 8u; u++) {
+        if (u < n_u) {
+            var v = sq[u];
+            for (var d = 4u; d > 0u; d >>= 1u) {
+                v = v + vec4<f32>(sg_shuffle_xor(v.x, d), sg_shuffle_xor(v.y, d), sg_shuffle_xor(v.z, d),
+                                  sg_shuffle_xor(v.w, d));
+            }
+            if (lid % 8u == 0u) { wg_red_h[lid / 8u + u * (WG / 8u)] = (v.x + v.z) + (v.y + v.w); }
+        }
+    }
+    workgroupBarrier();
+    var t: array<f32, 8>;
+    for (var i = 0u; i < 8u; i++) {
+        let b = lid % 32u + 32u * i;
+        if (b < nb) { t[i] = wg_red_h[b]; }
+    }
+    return blocks_total_team(lid, t);
+}
+
 // The norm factor 1 / sqrt(sum / k + eps) from the sum of k squares, each step rounded once (the
 // CPU's rms_norm_row).
 fn inv_rms_from(sum: f32, k: u32) -> f32 {
