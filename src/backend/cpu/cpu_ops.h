@@ -11,9 +11,8 @@ namespace tern::cpu {
 // The halving sum, tern's fixed order for f32 sums that GPUs reproduce bit for bit: t[0..p) (p a
 // power of two; shorter sums are zero-padded to one) is reduced by levels h = p/2, p/4, ..., 1, each
 // adding t[i + h] onto t[i] for i < h; returns t[0] (t is overwritten). Zero padding to any larger
-// power of two gives the same bits (for sums that cannot be -0), so a GPU may pad to 32 x its
-// workgroup: a thread that owns elements lid, lid + WG, ... reduces them as a halving tree in
-// registers, then the workgroup reduces across invocations at distances WG/2 .. 1.
+// power of two gives the same bits (for sums that cannot be -0), so a GPU may pad to its workgroup
+// (or a 32-lane team) and reduce across invocations at distances WG/2 .. 1 (or 16 .. 1).
 float halving_sum(float * t, int64_t p);
 
 // sum x[i]^2 (each square rounded to f32) in the block-halving order: the squares of each block of

@@ -1,5 +1,5 @@
 // rms_norm_quant: a = int8-quantize(rms_norm(x) * w) for each token (cpu::rms_norm_row followed by
-// cpu::quantize_act_row, FORMATS.md §4.7), bit-exact: the sum of squares in the halving order
+// cpu::quantize_act_row, FORMATS.md §4.7), bit-exact: the sum of squares in the block-halving order
 // (lib/inv_rms.wgsl), division and square root correctly rounded, the quantization scale 127 / max|y|.
 //
 //   x: [K, T] f32   w: [K] f32   q: [K, T] int8, four per u32   scale: [T] f32
