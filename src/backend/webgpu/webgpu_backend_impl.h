@@ -300,6 +300,8 @@ private:
     mutable int64_t            norm_stats_reads_ = 0;
     // The slot holding x's block sums, if the last command left them.
     std::optional<uint32_t> stats_for(const Tensor & x) const;
+    // Whether a producer of n elements may write them (on, and their blocks fit a slot).
+    bool stats_fit(int64_t n) const { return norm_stats_on_ && n <= 32 * int64_t{k_stats_slot}; }
     // The slot a producer writes (not the one a consumer may be reading).
     uint32_t stats_out_slot() const { return stats_.slot == 0 ? k_stats_slot : 0; }
     // Records that the command just encoded left y's block sums in `slot`.

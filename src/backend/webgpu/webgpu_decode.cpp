@@ -118,7 +118,7 @@ bool WebGpuBackend::try_decode_bitlinear(const Tensor & y, const GpuLinear & w, 
     // Norm statistics: x's block sums if the last command left them; y's when the workgroups' rows
     // are whole blocks.
     const std::optional<uint32_t> in  = x ? stats_for(*x) : std::nullopt;
-    const bool                    out = norm_stats_on_ && t->rows % 32 == 0;
+    const bool                    out = stats_fit(w.n_rows) && t->rows % 32 == 0;
     const uint32_t                out_slot = stats_out_slot();
     struct {
         uint32_t n_rows;
@@ -141,7 +141,7 @@ bool WebGpuBackend::try_decode_gate_up(const Tensor & f, const GpuLinear & w, co
     const uint32_t outs = t->rows / 2;
     const DecodeSource s = decode_source(a, x, norm);
     const std::optional<uint32_t> in  = x ? stats_for(*x) : std::nullopt;  // as try_decode_bitlinear
-    const bool                    out = norm_stats_on_ && outs % 32 == 0;
+    const bool                    out = stats_fit(n_ff) && outs % 32 == 0;
     const uint32_t                out_slot = stats_out_slot();
     struct {
         uint32_t n_ff;

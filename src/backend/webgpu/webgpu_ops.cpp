@@ -59,7 +59,7 @@ void WebGpuBackend::embed(const Tensor & x, const Weight & token_embd, const Ten
     const int64_t n_tok = tokens.ne[0];
     TERN_ASSERT(x.ne[0] == e->n_cols && x.ne[1] == n_tok, "embed shapes");
     // One token: x's block sums of squares for the first layer's norm (norm statistics).
-    const bool     stats_out = norm_stats_on_ && n_tok == 1;
+    const bool     stats_out = stats_fit(e->n_cols) && n_tok == 1;
     const uint32_t out_slot  = stats_out_slot();
     struct {
         uint32_t n_embd, n_vocab, table_offset, ids_offset, x_offset, x_stride, stats_out;
@@ -257,7 +257,7 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
     const size_t v_el = kv.v.type == DType::f16 ? 2 : 4;
     // One query: the output's block sums of squares for the o-projection's norm (norm statistics,
     // webgpu_backend_impl.h), 16 invocations per block of 32 elements.
-    const bool     stats_out = norm_stats_on_ && n_tok == 1 && hd % 32 == 0;
+    const bool     stats_out = stats_fit(out.ne[0]) && n_tok == 1 && hd % 32 == 0;
     const uint32_t out_slot  = stats_out_slot();
     struct {
         uint32_t head_dim, n_head, n_head_kv, n_tokens, pos0, n_embd_kv, q_offset, q_stride, out_offset, out_stride,

@@ -25,7 +25,7 @@ override V_F16: bool = true;
 override GROUP: u32 = 1u;  // G = n_head / n_head_kv (= Params.group; a constant, for the divisions by it)
 
 struct Params {
-    group: u32,    // G = n_head / n_head_kv
+    group: u32,    // G = n_head / n_head_kv (the kernel divides by the override GROUP)
     n_rows: u32,   // T G
     pos0: u32,     // position of token 0
     ld: u32,       // f32 elements between score rows
