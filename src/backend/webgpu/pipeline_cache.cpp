@@ -40,6 +40,17 @@ std::string PipelineKey::label() const {
     return s;
 }
 
+void PipelineKey::add(std::string_view name, double value) {
+    for (auto & o : overrides) {
+        if (o.name.empty()) {
+            o = {name, value};
+            return;
+        }
+    }
+    TERN_ASSERT(false, "pipeline key %s: no slot left for %.*s", label().c_str(), static_cast<int>(name.size()),
+                name.data());
+}
+
 WgpuHandle<WGPUShaderModule> compile_wgsl(const WgpuContext & ctx, const WgslShader & shader) {
     WGPUShaderSourceWGSL wgsl{};
     wgsl.chain.sType = WGPU_STYPE_SHADER_SOURCE_WGSL;

@@ -32,6 +32,8 @@ struct PipelineKey {
     std::array<WgslOverride, 20> overrides{};
     auto operator<=>(const PipelineKey &) const = default;
     std::string label() const;  // "matmul_ternary[ROWS=4,TOKS=1]"
+    // Sets `name` in the first unused slot (asserts there is one).
+    void add(std::string_view name, double value);
 };
 
 class PipelineCache {

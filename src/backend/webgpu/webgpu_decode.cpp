@@ -82,14 +82,16 @@ WebGpuBackend::DecodeSource WebGpuBackend::decode_source(const QuantizedActs & a
 
 PipelineKey WebGpuBackend::decode_key(std::string_view shader, std::string_view signature, const DecodeTiling & t,
                                        int64_t k, bool norm, bool stats_in, bool stats_out) const {
-    return PipelineKey{ternary_shader(shader),
-                       signature,
-                       {{{"WG", static_cast<double>(t.wg)},
-                         {"LANES", static_cast<double>(t.lanes)},
-                         {"K", static_cast<double>(k)},
-                         {"NORM", norm ? 1.0 : 0.0},
-                         {"STATS_IN", stats_in ? 1.0 : 0.0},
-                         {"STATS_OUT", stats_out ? 1.0 : 0.0}}}};
+    PipelineKey key{ternary_shader(shader),
+                    signature,
+                    {{{"WG", static_cast<double>(t.wg)},
+                      {"LANES", static_cast<double>(t.lanes)},
+                      {"K", static_cast<double>(k)},
+                      {"NORM", norm ? 1.0 : 0.0}}}};
+    // (Both default to off, so a kernel that declares only one of them is keyed without the other.)
+    if (stats_in) key.add("STATS_IN", 1.0);
+    if (stats_out) key.add("STATS_OUT", 1.0);
+    return key;
 }
 
 std::optional<uint32_t> WebGpuBackend::stats_for(const Tensor & x) const {
@@ -193,11 +195,10 @@ bool WebGpuBackend::try_decode_qkv(const Tensor & q, const KvLayer & kv, const G
         static_cast<uint32_t>(kv.k.ne[0]),
         in.value_or(0),
         0};
-    PipelineKey key  = decode_key("qkv_rope_decode", "rrrrwwwwu", *t, w.n_cols, x != nullptr, in.has_value());
-    key.overrides[5] = {};  // (qkv writes no norm statistics)
-    key.overrides[6] = {"K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0};
-    key.overrides[7] = {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0};
-    key.overrides[8] = {"HD", static_cast<double>(hd)};
+    PipelineKey key = decode_key("qkv_rope_decode", "rrrrwwwwu", *t, w.n_cols, x != nullptr, in.has_value());
+    key.add("K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0);
+    key.add("V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0);
+    key.add("HD", static_cast<double>(hd));
     const WGPUBuffer bufs[] = {w.buffer->get(), src.src, src.scale, rope.buffer->get(),
                                gpu_buffer(q),   gpu_buffer(kv.k), gpu_buffer(kv.v), stats_buffer()};
     step_->dispatch(key, bufs, &p, sizeof p, static_cast<uint32_t>(w.n_rows / t->rows));

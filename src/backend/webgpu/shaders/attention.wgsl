@@ -61,7 +61,6 @@ struct Params {
     v_offset: u32,    // element index of v_cache[0, 0]
     scale: f32,       // 1 / sqrt(head_dim)
     stats_out: u32,   // f32 index in norm_stats of the output's block sums (STATS_OUT)
-    eps: f32,         // (unused: lib/sum_squares.wgsl's p.eps)
     rn_zero: u32,     // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
 }
 

@@ -26,7 +26,6 @@ struct Params {
     x_offset: u32,      // f32 index of x[0, 0]
     x_stride: u32,
     stats_out: u32,  // f32 index in norm_stats (STATS_OUT)
-    eps: f32,        // (unused: lib/sum_squares.wgsl's p.eps)
     rn_zero: u32,    // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
 }
 

@@ -125,7 +125,7 @@ fn stage_norm_quant(lid: u32, k: u32, in: StageInput) -> f32 {
     if (NORM_STOP == 1u) {
         return stage_stopped(lid, n_words, xs, ws, 1.0);
     }
-    let inv = inv_rms_from(stage_sum_squares(lid, k, in), k);
+    let inv = inv_rms_from(stage_sum_squares(lid, k, in), k, p.eps);
     if (NORM_STOP == 2u) {
         return stage_stopped(lid, n_words, xs, ws, inv);
     }

@@ -26,7 +26,7 @@ fn head_input_words(lid: u32) -> array<vec4<f32>, 4> {
         if (WG_REDUCE_SG && SG32) {
             var sq: array<vec4<f32>, 8>;  // slots 4..7 stay zero, as do absent words
             for (var u = 0u; u < 4u; u++) { sq[u] = squares4(xs[u]); }
-            inv = inv_rms_of(sum_squares_words_sg(lid, sq, (K / 4u + WG - 1u) / WG, (K + 31u) / 32u));
+            inv = inv_rms_of(sum_squares_words_sg(lid, sq, (K / 4u + WG - 1u) / WG, (K + NORM_BLOCK - 1u) / NORM_BLOCK));
         } else {
             inv = inv_rms(lid, p.x_offset);  // (its block loads of x hit the cache)
         }

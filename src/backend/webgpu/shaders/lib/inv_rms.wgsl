@@ -10,25 +10,23 @@ fn inv_rms(lid: u32, xo: u32) -> f32 {
 }
 
 // The sum of the squares of x[xo .. xo + p.k): invocation i sums block i (elements 32 i .. 32 i + 31,
-// all loads issued first) as a halving tree in registers, then the workgroup adds the blocks.
+// zero past k, all loads issued first) in registers (block_sum_words), then the workgroup adds the
+// blocks.
 fn sum_squares_x(lid: u32, xo: u32) -> f32 {
     var s = 0.0;
     if (lid < (p.k + NORM_BLOCK - 1u) / NORM_BLOCK) {
-        var t: array<f32, 32>;
+        var w: array<vec4<f32>, 8>;
         for (var e = 0u; e < 32u; e++) {
             let i = NORM_BLOCK * lid + e;
-            if (i < p.k) { t[e] = x[xo + i]; }
+            if (i < p.k) { w[e / 4u][e % 4u] = x[xo + i]; }
         }
-        for (var e = 0u; e < 32u; e++) { t[e] = mul_rn(t[e], t[e]); }  // squares rounded, as the CPU
-        for (var h = 16u; h > 0u; h >>= 1u) {
-            for (var e = 0u; e < h; e++) { t[e] = t[e] + t[e + h]; }
-        }
-        s = t[0];
+        for (var r = 0u; r < 8u; r++) { w[r] = squares4(w[r]); }
+        s = block_sum_words(w);
     }
     return blocks_total(lid, s);
 }
 
 // The factor from the sum of the p.k squares (lib/sum_squares.wgsl).
 fn inv_rms_of(sum: f32) -> f32 {
-    return inv_rms_from(sum, p.k);
+    return inv_rms_from(sum, p.k, p.eps);
 }

@@ -3,17 +3,17 @@
 // For the kernels that reduce a whole vector (lib/inv_rms.wgsl, lib/act_stage.wgsl), and for the
 // decode kernels that leave the next kernel their outputs' block sums (the norm statistics:
 // team_halving_sum) or read them (lib/act_stage.wgsl). The including kernel includes
-// lib/numerics.wgsl and lib/wg_reduce.wgsl and declares `override WG` (a power of two, >= 32) and a
-// uniform `p` with `eps`.
+// lib/numerics.wgsl and lib/wg_reduce.wgsl and declares `override WG` (a power of two, >= 32).
 
 const NORM_BLOCK: u32 = 32u;  // cpu::k_norm_block
 
 var<workgroup> wg_red_h: array<f32, WG>;
 
-// The halving sum across the workgroup: at distances WG/2, WG/4, ..., 1, invocation i < d adds
-// invocation i + d's value onto its own, level by level in workgroup memory. Every invocation must
-// call it (barriers), and all get the result.
-fn wg_halving_sum(lid: u32, v: f32) -> f32 {
+// The total of nb <= WG block sums, invocation i holding block i (zero past nb), in the halving
+// order across the workgroup (zero padding to WG blocks gives the same bits: the sums are not
+// negative): at distances WG/2, WG/4, ..., 1, invocation i < d adds invocation i + d's value onto its
+// own, level by level in workgroup memory. Every invocation must call it (barriers); all get it.
+fn blocks_total(lid: u32, v: f32) -> f32 {
     workgroupBarrier();  // a previous use of wg_red_h is over
     if (lid >= WG / 2u) { wg_red_h[lid - WG / 2u] = v; }
     workgroupBarrier();
@@ -55,12 +55,6 @@ fn block_sum_words(w: array<vec4<f32>, 8>) -> f32 {
     return (t.x + t.z) + (t.y + t.w);
 }
 
-// The total of nb <= WG block sums, invocation i holding block i (zero past nb), in the halving
-// order: zero padding to WG blocks gives the same bits (the sums are not negative). Barriers.
-fn blocks_total(lid: u32, block_sum: f32) -> f32 {
-    return wg_halving_sum(lid, block_sum);
-}
-
 // The total of nb <= 256 block sums held by each 32-invocation team as lane l: blocks l, l + 32, ...
 // (t[i] = block l + 32 i, zero past nb): the halving levels at distances of 32 blocks and more in
 // registers, then across the team. Every invocation must call it; all get the total.
@@ -99,8 +93,8 @@ fn sum_squares_words_sg(lid: u32, sq: array<vec4<f32>, 8>, n_u: u32, nb: u32) ->
 
 // The norm factor 1 / sqrt(sum / k + eps) from the sum of k squares, each step rounded once (the
 // CPU's rms_norm_row).
-fn inv_rms_from(sum: f32, k: u32) -> f32 {
-    return div_rn(1.0, sqrt_rn(div_rn(sum, f32(k)) + p.eps));
+fn inv_rms_from(sum: f32, k: u32, eps: f32) -> f32 {
+    return div_rn(1.0, sqrt_rn(div_rn(sum, f32(k)) + eps));
 }
 
 // A vec4 of x's squares, each rounded on its own (never fused into the sums that follow).

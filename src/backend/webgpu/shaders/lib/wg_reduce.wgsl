@@ -4,11 +4,11 @@
 // in a row need a barrier between them (the kernels alternate max and sum).
 
 var<workgroup> wg_red_max: array<f32, WG>;
+var<workgroup> wg_red_df: array<vec2<f32>, WG>;
 
 // Subgroups at least 32 wide, laid out as lib/wg_reduce_sg.wgsl assumes: set by the host where the
 // `_sg` variants run and the adapter's smallest subgroup has 32 invocations (never in this variant).
 override SG32: bool = false;
-var<workgroup> wg_red_df: array<vec2<f32>, WG>;
 
 fn wg_max(lid: u32, v: f32) -> f32 {
     wg_red_max[lid] = v;
@@ -31,8 +31,8 @@ fn wg_df_sum(lid: u32, v: vec2<f32>) -> vec2<f32> {
     return wg_red_df[0];
 }
 
-// Whether the subgroup forms exist (lib/wg_reduce_sg.wgsl); here not, and team_isum and sg_shuffle_xor are never called.
+// Whether the subgroup forms exist (lib/wg_reduce_sg.wgsl); here not, and team_isum and
+// sg_shuffle_xor are never called.
 const WG_REDUCE_SG: bool = false;
 fn team_isum(v: vec2<i32>) -> vec2<i32> { return v; }
 fn sg_shuffle_xor(v: f32, m: u32) -> f32 { return v; }
-

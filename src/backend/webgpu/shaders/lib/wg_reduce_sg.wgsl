@@ -101,4 +101,3 @@ fn team_isum(v: vec2<i32>) -> vec2<i32> { return subgroupAdd(v); }
 // subgroupShuffleXor of an f32 (lib/sum_squares.wgsl's teams, where subgroups are 32 wide or more).
 @diagnostic(off, subgroup_uniformity)
 fn sg_shuffle_xor(v: f32, m: u32) -> f32 { return subgroupShuffleXor(v, m); }
-
