@@ -33,7 +33,8 @@ override NORM: bool = true;
 override STATS_OUT: bool = false;
 // A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=BL_STOP=n): the kernel ends after
 // the weight loads (1), the staged activations (2) or the dot products (3), writing a value that
-// depends on what it did so that nothing is optimised away. 0: the whole kernel.
+// depends on what it did (every weight word loaded) so that nothing is optimised away. 0: the
+// whole kernel.
 override BL_STOP: u32 = 0u;
 
 struct Params {
@@ -75,12 +76,12 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         if (p.accumulate != 0u) { y0 = y[p.y_offset + ro]; }
     }
     if (BL_STOP == 1u) {
-        if (row < p.n_rows) { y[p.y_offset + row] = f32(w[0].x ^ w[1].y ^ w[2].z ^ w[3].w ^ w[4].x); }
+        if (row < p.n_rows) { y[p.y_offset + row] = f32(row_mix(w)); }
         return;
     }
     let as_ = stage_activations_from(lid, K, xin);
     if (BL_STOP == 2u) {
-        if (row < p.n_rows) { y[p.y_offset + row] = as_ + f32(w[0].x ^ w[4].x ^ acts[lid % (K / 16u)].x); }
+        if (row < p.n_rows) { y[p.y_offset + row] = as_ + f32(row_mix(w) ^ acts[lid % (K / 16u)].x); }
         return;
     }
     var partial = 0;
@@ -99,4 +100,11 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         y[p.y_offset + ro] = out_v;
     }
     if (STATS_OUT) { put_block_sums(lid, ro, out_v, wrote); }
+}
+
+// BL_STOP's use of every weight word the row's lanes loaded.
+fn row_mix(w: RowWords) -> u32 {
+    var m = 0u;
+    for (var v = 0u; v < ROW_VEC4_MAX; v++) { m ^= w[v].x ^ w[v].y ^ w[v].z ^ w[v].w; }
+    return m & 1u;
 }

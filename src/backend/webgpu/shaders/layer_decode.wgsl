@@ -248,7 +248,7 @@ fn stage_flow_acts(lid: u32, k: u32, slot: u32) -> f32 {
     let words = flow_fetch_words(lid, slot, k / 4u);
     for (var i = 0u; i < 8u; i++) {
         let j = lid + i * WG;
-        if (j < k / 4u) { acts[j / 4u][j % 4u] = words[i]; }
+        if (j < k / 4u) { acts[act_slot(j, k)][j % 4u] = words[i]; }
     }
     let qs = flow_get(slot + k / 4u);
     workgroupBarrier();
@@ -337,7 +337,7 @@ fn phase_norm(lid: u32, src: u32, nw: u32, k: u32, dst: u32, wait_counter: u32, 
     flow_wait_done(lid, wait_counter, goal);
     flow_wait_vec4s(lid, src, k / 4u);
     let qs = stage_norm_quant(lid, k, stage_load(lid, k));
-    for (var j = lid; j < k / 4u; j += WG) { flow_put_u32(dst + j, acts[j / 4u][j % 4u]); }
+    for (var j = lid; j < k / 4u; j += WG) { flow_put_u32(dst + j, acts[act_slot(j, k)][j % 4u]); }
     if (lid == 0u) { flow_put(dst + k / 4u, qs); }
     flow_done(lid, counter);
 }

@@ -18,7 +18,18 @@
 //   stage_qscale() -> f32      its activation scale                (!NORM)
 //   stage_stats(b) -> f32      the block sum of squares of x's block b (STATS_IN)
 
-var<workgroup> acts: array<vec4<u32>, K / 16u>;  // 16 int8 per vec4: elements 16 i .. 16 i + 15
+// 16 int8 per vec4, ordered for lib/ternary_decode.wgsl's row_dot: the 16 activations that word q
+// of weight vec4 i multiplies (elements 64 i + 16 q .. 64 i + 16 q + 15) are vec4 q (k / 64) + i
+// (act_slot). So the lanes of a row, which read neighbouring weight vec4s, read neighbouring
+// activation vec4s, each lane of a quarter warp on its own banks. (In element order, vec4 4 i + q,
+// lanes 2 apart hit the same banks: 2-way conflicts with 4 lanes per row, 4-way with 16.)
+var<workgroup> acts: array<vec4<u32>, K / 16u>;
+
+// The vec4 of `acts` that holds activation word j (elements 4 j .. 4 j + 3) of a k-element vector,
+// at component j % 4.
+fn act_slot(j: u32, k: u32) -> u32 {
+    return ((j / 4u) % 4u) * (k / 64u) + j / 16u;
+}
 
 // A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=NORM_STOP=n): the fused prologue
 // skips what follows the loads of x and nw (1), the sum of squares (2) or the max (3), and
@@ -109,7 +120,7 @@ fn stage_activations_from(lid: u32, k: u32, in: StageInput) -> f32 {
 // The int8 words as they are (!NORM).
 fn stage_copy(lid: u32, k: u32) -> f32 {
     for (var j = lid; j < k / 4u; j += WG) {
-        acts[j / 4u][j % 4u] = stage_qword(j);
+        acts[act_slot(j, k)][j % 4u] = stage_qword(j);
     }
     workgroupBarrier();
     return stage_qscale();
@@ -159,7 +170,7 @@ fn store_quantized(lid: u32, n_words: u32, ys: array<vec4<f32>, 8>, qs: f32) {
         if (j < n_words) {
             let c = vec4<i32>(clamp(round(ys[i] * qs), vec4<f32>(-128.0), vec4<f32>(127.0)));
             let b = vec4<u32>(bitcast<vec4<u32>>(c) & vec4<u32>(0xffu));
-            acts[j / 4u][j % 4u] = b.x | (b.y << 8u) | (b.z << 16u) | (b.w << 24u);
+            acts[act_slot(j, 4u * n_words)][j % 4u] = b.x | (b.y << 8u) | (b.z << 16u) | (b.w << 24u);
         }
     }
     workgroupBarrier();

@@ -9,7 +9,9 @@
 //                            i, i + 1 it stored (wrote), for attention.wgsl's norm statistics
 
 // A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=ATTN_STOP=n): attend() ends after
-// the scores and their max (1) or after the exp sum (2), writing a value that depends on them.
+// q is staged (3), after the first tile's scores and their max (4), after all the scores and their
+// max (1), after the exp sum (2), after P·V's probabilities are staged (5) or after its block sums
+// (6), writing a value that depends on what it did (every V word it loaded, every output element).
 override ATTN_STOP: u32 = 0u;
 
 var<workgroup> qh: array<f32, HD_MAX>;
@@ -63,14 +65,25 @@ fn load_v1(i: u32, c0: u32, kv_base: u32, c: u32) -> vec2<u32> {
     return vec2<u32>(att_v(e), att_v(e + 1u));
 }
 
-// The V words of positions c0 + i0 + u, u = 0..7, below c0 + c_n.
-fn load_v8(i0: u32, c0: u32, c_n: u32, kv_base: u32, c: u32) -> array<vec2<u32>, 8> {
-    var vw: array<vec2<u32>, 8>;
-    for (var u = 0u; u < 8u; u++) {
+// The V words of positions c0 + i0 + u, u < V_FIRST, below c0 + c_n.
+fn load_v_first(i0: u32, c0: u32, c_n: u32, kv_base: u32, c: u32) -> array<vec2<u32>, 32> {
+    var vw: array<vec2<u32>, 32>;
+    for (var u = 0u; u < V_FIRST; u++) {
         if (i0 + u < c_n) { vw[u] = load_v1(i0 + u, c0, kv_base, c); }
     }
     return vw;
 }
+
+// ATTN_STOP's use of the V words loaded at the start (so that they are not optimised away).
+fn v_first_mix(v: array<vec2<u32>, 32>) -> f32 {
+    var m = 0u;
+    for (var u = 0u; u < V_FIRST; u++) { m ^= v[u].x ^ v[u].y; }
+    return f32(m & 1u);
+}
+
+// V positions of its first block that a P·V thread loads with the scores (at most 32). More are
+// slower (H200 tg128 634-636 tokens/s with 16, 618-620 with 32, against 645-646 with 8).
+override V_FIRST: u32 = 8u;
 
 // Attention of query token t (position p.pos0 + t), head h, by the whole workgroup (every
 // invocation must call it: it has barriers).
@@ -85,13 +98,17 @@ fn attend(lid: u32, h: u32, t: u32) {
     let groups = WG / pairs;
     let c      = lid % pairs;
     let g      = lid / pairs;
-    var v_first: array<vec2<u32>, 8>;
-    if (g < groups) { v_first = load_v8(32u * g, 0u, min(CHUNK, n), kv_base, c); }
+    var v_first: array<vec2<u32>, 32>;
+    if (g < groups) { v_first = load_v_first(32u * g, 0u, min(CHUNK, n), kv_base, c); }
     for (var d = lid; d < hd; d += WG) {
         let v = att_q(t, h * hd + d);
         qh[d] = select(v, round_f16(v), K_F16);
     }
     workgroupBarrier();
+    if (ATTN_STOP == 3u) {
+        if (lid < hd) { att_out(t, h * hd + lid, qh[lid] + v_first_mix(v_first)); }
+        return;
+    }
 
     let cached = n <= SC_MAX;
 
@@ -135,6 +152,7 @@ fn attend(lid: u32, h: u32, t: u32) {
                 m = max(m, sv);
                 any = true;
             }
+            if (ATTN_STOP == 4u) { break; }
         }
     } else {
         for (var i = lid; i < n; i += WG) {
@@ -145,8 +163,8 @@ fn attend(lid: u32, h: u32, t: u32) {
         }
     }
     let mx = wg_max(lid, select(bitcast<f32>(0xff7fffffu), m, any));
-    if (ATTN_STOP == 1u) {
-        if (lid < hd) { att_out(t, h * hd + lid, mx); }
+    if (ATTN_STOP == 1u || ATTN_STOP == 4u) {
+        if (lid < hd) { att_out(t, h * hd + lid, mx + v_first_mix(v_first)); }
         return;
     }
 
@@ -169,7 +187,7 @@ fn attend(lid: u32, h: u32, t: u32) {
     }
     let inv = div_rn(1.0, pos_total(es).x);
     if (ATTN_STOP == 2u) {
-        if (lid < hd) { att_out(t, h * hd + lid, inv); }
+        if (lid < hd) { att_out(t, h * hd + lid, inv + v_first_mix(v_first)); }
         return;
     }
 
@@ -187,13 +205,14 @@ fn attend(lid: u32, h: u32, t: u32) {
             probs[i] = select(pr, round_f16(pr), V_F16);
         }
         workgroupBarrier();
+        if (ATTN_STOP == 5u) { break; }
         if (g < groups) {
             for (var b = g; 32u * b < c_n; b += groups) {
                 // The block's 32 V words first (one round trip; the first block's first 8 came
                 // with the scores), then its sum in order from 0.
                 var vw: array<vec2<u32>, 32>;
                 for (var u = 0u; u < 32u; u++) {
-                    if (c0 == 0u && b == g && u < 8u) {
+                    if (c0 == 0u && b == g && u < V_FIRST) {
                         vw[u] = v_first[u];
                     } else if (32u * b + u < c_n) {
                         vw[u] = load_v1(32u * b + u, c0, kv_base, c);
@@ -214,9 +233,18 @@ fn attend(lid: u32, h: u32, t: u32) {
             }
         }
         workgroupBarrier();
+        if (ATTN_STOP == 6u) { break; }
         if (lid < pairs) {
             for (var b = 0u; 32u * b < c_n; b++) { os = pos_add_block(os, pv_sum[b * pairs + lid], c0 / 32u + b); }
         }
+    }
+    if (ATTN_STOP == 5u || ATTN_STOP == 6u) {
+        if (lid < pairs) {
+            let d = probs[lid] + pv_sum[lid].x + v_first_mix(v_first);
+            att_out(t, h * hd + 2u * lid, d);
+            att_out(t, h * hd + 2u * lid + 1u, d);
+        }
+        return;
     }
     var o = vec2<f32>(0.0, 0.0);
     if (lid < pairs) {

@@ -30,10 +30,10 @@ fn row_dot(w: RowWords, lane: u32, lanes: u32, k: u32) -> i32 {
         let i = lane + v * lanes;
         if (i < n) {
             let wv = w[v];
-            let a0 = acts[4u * i];
-            let a1 = acts[4u * i + 1u];
-            let a2 = acts[4u * i + 2u];
-            let a3 = acts[4u * i + 3u];
+            let a0 = acts[i];  // lib/act_stage.wgsl's order: word q's activations at q (k / 64) + i
+            let a1 = acts[n + i];
+            let a2 = acts[2u * n + i];
+            let a3 = acts[3u * n + i];
             acc += codes_dot16(wv.x, a0) + codes_dot16(wv.y, a1) + codes_dot16(wv.z, a2) + codes_dot16(wv.w, a3);
             asum += act_sum16(a0) + act_sum16(a1) + act_sum16(a2) + act_sum16(a3);
         }
