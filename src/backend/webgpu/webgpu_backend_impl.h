@@ -221,7 +221,7 @@ private:
 
     // --- decode (one token) kernels, webgpu_decode.cpp ---
     struct DecodeTiling {
-        uint32_t lanes = 8, rows = 32, wg = 256;  // wg = rows * lanes
+        uint32_t lanes = 8, rows = 32, wg = 256;  // wg = rows / rpt * lanes (rpt: decode_tiling's rows per lane team)
     };
     // Where a decode kernel's activations come from: x and the norm weights (fused norm), or a
     // previous rms_norm_quant's int8 words and scale.
@@ -231,7 +231,8 @@ private:
     };
     // The tiling of a decode kernel for w, or nothing when the general kernels must run (several
     // tokens, several scale groups per row, K not a multiple of 64 or above 8192).
-    std::optional<DecodeTiling> decode_tiling(const GpuLinear & w, int64_t n_tok, uint32_t max_rows) const;
+    std::optional<DecodeTiling> decode_tiling(const GpuLinear & w, int64_t n_tok, uint32_t max_rows,
+                                              uint32_t rpt = 1) const;
     DecodeSource decode_source(const QuantizedActs & a, const Tensor * x, const Weight * norm) const;
     PipelineKey  decode_key(std::string_view shader, std::string_view signature, const DecodeTiling & t, int64_t k,
                             bool norm, bool stats_in = false, bool stats_out = false) const;

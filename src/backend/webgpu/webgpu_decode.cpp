@@ -38,12 +38,13 @@ HeadParams head_params(const Weight & head, const Tensor & x, const Tensor & log
 }  // namespace
 
 // Lanes per row: the fewest (a power of two >= 4) that leave each lane at most 10 vec4 loads
-// (lib/ternary_decode.wgsl's ROW_VEC4_MAX; $TERN_WEBGPU_DECODE_LANE_LOADS lowers it, a tuning aid).
+// (lib/ternary_decode.wgsl's ROW_VEC4_MAX; $TERN_WEBGPU_DECODE_LANE_LOADS lowers it, a tuning aid)
+// over its team's rpt rows (the bitlinear and gate+up kernels read pairs of rows: rows = teams x 2).
 // Workgroup: 256 threads (512 for rows longer than 4096, below) unless $TERN_WEBGPU_DECODE_WG says
 // otherwise (a tuning aid), and at least K / 32 so that the prologue's threads hold at most 8
 // activation words each.
 std::optional<WebGpuBackend::DecodeTiling> WebGpuBackend::decode_tiling(const GpuLinear & w, int64_t n_tok,
-                                                                        uint32_t max_rows) const {
+                                                                        uint32_t max_rows, uint32_t rpt) const {
     const int64_t k = w.n_cols;
     if (n_tok != 1 || w.n_groups != 1 || k % 64 != 0 || k > 8192) return std::nullopt;
     static const uint32_t wg_env = env_u32("TERN_WEBGPU_DECODE_WG", 256);
@@ -53,7 +54,9 @@ std::optional<WebGpuBackend::DecodeTiling> WebGpuBackend::decode_tiling(const Gp
     static const uint32_t lanes_long = env_u32("TERN_WEBGPU_DECODE_LANES_LONG", lanes_env);  // K > 4096
     t.lanes = std::clamp<uint32_t>(floor_pow2(k > 4096 ? lanes_long : lanes_env), 4, 64);
     static const uint32_t lane_loads = std::clamp<uint32_t>(env_u32("TERN_WEBGPU_DECODE_LANE_LOADS", 10), 1, 10);
-    while (k / 64 > static_cast<int64_t>(lane_loads) * t.lanes) t.lanes *= 2;
+    // Each lane holds the same vec4s of rpt rows (2: lib/ternary_decode.wgsl's pairs): at most
+    // lane_loads / rpt per row.
+    while (k / 64 > static_cast<int64_t>(std::max<uint32_t>(1, lane_loads / rpt)) * t.lanes) t.lanes *= 2;
     // Rows longer than 4096 (2B4T's down projection, K = 6912) get 512 threads: the prologue's norm
     // chains are half as long (3-4 words per thread instead of 7) and the 80 workgroups still spread
     // the weights over many SMs. H200 tg128 560-564 tokens/s against 546-549 with 256 (alternating
@@ -65,9 +68,10 @@ std::optional<WebGpuBackend::DecodeTiling> WebGpuBackend::decode_tiling(const Gp
     while (p2 < wg) p2 *= 2;
     const uint32_t max_wg = ctx_.limits().maxComputeInvocationsPerWorkgroup;
     t.wg   = std::min(p2, max_wg);
-    t.rows = std::min(t.wg / t.lanes, max_rows);
-    if (t.rows == 0 || t.wg < k / 32) return std::nullopt;
-    t.wg = t.rows * t.lanes;
+    const uint32_t teams = std::min(t.wg / t.lanes, max_rows / rpt);
+    if (teams == 0 || t.wg < k / 32) return std::nullopt;
+    t.rows = teams * rpt;
+    t.wg   = teams * t.lanes;
     if (t.wg < k / 32 || (t.wg & (t.wg - 1)) != 0) return std::nullopt;
     return t;
 }
@@ -114,7 +118,7 @@ WGPUBuffer WebGpuBackend::stats_buffer() {
 
 bool WebGpuBackend::try_decode_bitlinear(const Tensor & y, const GpuLinear & w, const QuantizedActs & a,
                                          const Tensor * x, const Weight * norm, float eps, bool accumulate) {
-    const auto t = decode_tiling(w, a.q.ne[1], 256);
+    const auto t = decode_tiling(w, a.q.ne[1], 256, 2);  // pairs of rows per lane team
     if (!t) return false;
     const DecodeSource s = decode_source(a, x, norm);
     // Norm statistics: x's block sums if the last command left them; y's when the workgroups' rows
@@ -137,8 +141,8 @@ bool WebGpuBackend::try_decode_bitlinear(const Tensor & y, const GpuLinear & w, 
 
 bool WebGpuBackend::try_decode_gate_up(const Tensor & f, const GpuLinear & w, const QuantizedActs & a,
                                        const Tensor * x, const Weight * norm, float eps, FfnActivation act) {
-    const auto t = decode_tiling(w, a.q.ne[1], 256);
-    if (!t || t->rows < 2) return false;
+    const auto t = decode_tiling(w, a.q.ne[1], 256, 2);  // a gate row and its up row per lane team
+    if (!t) return false;
     const int64_t  n_ff = w.n_rows / 2;
     const uint32_t outs = t->rows / 2;
     const DecodeSource s = decode_source(a, x, norm);

@@ -11,9 +11,9 @@ requires packed_4x8_integer_dot_product;
 //   norm_stats: block sums of squares (lib/sum_squares.wgsl) of x (STATS_IN) and of y (STATS_OUT)
 // Bindings: 0 wq (read), 1 src (read), 2 src_scale (read), 3 y (read_write), 4 norm_stats
 // (read_write), 5 params (uniform)
-// Dispatch: (ceil(N / (WG / LANES)), 1, 1). Each workgroup stages the activations, then each row
-// of its WG / LANES rows is dotted by LANES lanes (lib/ternary_decode.wgsl) and reduced in
-// workgroup memory; thread r < WG / LANES writes row r.
+// Dispatch: (ceil(N / (2 WG / LANES)), 1, 1). Each workgroup stages the activations, then each
+// team of LANES lanes dots two rows (lib/ternary_decode.wgsl's pairs), reduced in workgroup memory;
+// thread r < 2 WG / LANES writes row r.
 
 // #include "lib/ternary.wgsl"
 // #include "lib/dot4_native.wgsl"
@@ -60,8 +60,9 @@ struct Params {
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let rows = WG / LANES;
-    let row  = wid.x * rows + lid / LANES;
+    let rows = 2u * (WG / LANES);
+    let team = lid / LANES;
+    let row  = wid.x * rows + 2u * team;  // the team's rows: row, row + 1
     let lane = lid % LANES;
     let ro   = wid.x * rows + lid;  // the row this invocation finishes (lid < rows)
     var w: RowWords;
@@ -69,7 +70,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     var y0 = 0.0;  // y[ro] when accumulating, loaded up front like the scales
     var xin: StageInput;
     if (X_FIRST) { xin = stage_load(lid, K); }
-    if (row < p.n_rows) { w = prefetch_row(row, lane, LANES, K); }
+    w = prefetch_row_pair(vec2<u32>(row, row + 1u), vec2<bool>(row < p.n_rows, row + 1u < p.n_rows), lane, LANES, K);
     if (!X_FIRST) { xin = stage_load(lid, K); }
     if (lid < rows && ro < p.n_rows) {
         sc = row_scales(ro);
@@ -84,13 +85,13 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         if (row < p.n_rows) { y[p.y_offset + row] = as_ + f32(row_mix(w) ^ acts[lid % (K / 16u)].x); }
         return;
     }
-    var partial = 0;
-    if (row < p.n_rows) { partial = row_dot(w, lane, LANES, K); }
+    var partial = vec2<i32>();
+    if (row < p.n_rows) { partial = row_dot_pair(w, lane, LANES, K); }
     if (BL_STOP == 3u) {
-        if (row < p.n_rows) { y[p.y_offset + row] = f32(partial); }
+        if (row < p.n_rows) { y[p.y_offset + row] = f32(partial.x ^ partial.y); }
         return;
     }
-    let dot = reduce_rows(lid, partial, LANES);
+    let dot = reduce_row_pairs(lid, partial, lid / 2u, LANES)[lid % 2u];  // row ro's
 
     let wrote = lid < rows && ro < p.n_rows;
     var out_v = 0.0;

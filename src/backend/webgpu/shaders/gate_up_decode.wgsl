@@ -8,8 +8,8 @@ requires packed_4x8_integer_dot_product;
 //   wq: codes [2 n_ff][K/64] vec4<u32> | scales [2 n_ff] | output scales [2 n_ff]   f: [n_ff] f32
 // Bindings: 0 wq (read), 1 src (read), 2 src_scale (read), 3 f (read_write), 4 norm_stats
 // (read_write; as in bitlinear_decode.wgsl, f's block sums with STATS_OUT), 5 params (uniform)
-// Dispatch: (ceil(n_ff / (WG / LANES / 2)), 1, 1). The workgroup's WG / LANES teams read OUTS =
-// WG / LANES / 2 gate rows (teams 0 .. OUTS-1) and the matching up rows (teams OUTS ..).
+// Dispatch: (ceil(n_ff / OUTS), 1, 1). The workgroup's OUTS = WG / LANES teams each read a gate row
+// and its up row (lib/ternary_decode.wgsl's pairs, sharing their activation reads).
 
 // #include "lib/ternary.wgsl"
 // #include "lib/dot4_native.wgsl"
@@ -47,39 +47,35 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> norm_stats: array<f32>;
 @group(0) @binding(5) var<uniform> p: Params;
 
-var<workgroup> up_dots: array<i32, WG>;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let outs = WG / LANES / 2u;
+    let outs = WG / LANES;
     let team = lid / LANES;
     let lane = lid % LANES;
-    let out  = wid.x * outs + team % outs;
-    let row  = select(out, p.n_ff + out, team >= outs);
+    let out  = wid.x * outs + team;  // the team's output: gate row out, up row n_ff + out
     let o    = wid.x * outs + lid;  // the output this invocation finishes (lid < outs)
     var w: RowWords;
     var sg: vec2<f32>;
     var su: vec2<f32>;
     var xin: StageInput;
     if (X_FIRST) { xin = stage_load(lid, K); }
-    if (out < p.n_ff) { w = prefetch_row(row, lane, LANES, K); }
+    w = prefetch_row_pair(vec2<u32>(out, p.n_ff + out), vec2<bool>(out < p.n_ff), lane, LANES, K);
     if (!X_FIRST) { xin = stage_load(lid, K); }
     if (lid < outs && o < p.n_ff) {
         sg = row_scales(o);
         su = row_scales(p.n_ff + o);
     }
     let as_ = stage_activations_from(lid, K, xin);
-    var partial = 0;
-    if (out < p.n_ff) { partial = row_dot(w, lane, LANES, K); }
-    let dot = reduce_rows(lid, partial, LANES);  // team lid's dot, lid < 2 outs
-    up_dots[lid] = dot;
-    workgroupBarrier();
+    var partial = vec2<i32>();
+    if (out < p.n_ff) { partial = row_dot_pair(w, lane, LANES, K); }
+    let gu = reduce_row_pairs(lid, partial, lid, LANES);  // the (gate, up) dots of output o (lid < outs)
 
     let wrote = lid < outs && o < p.n_ff;
     var out_v = 0.0;
     if (wrote) {
-        let g = row_product_scaled(dot, as_, sg);
-        let u = row_product_scaled(up_dots[outs + lid], as_, su);
+        let g = row_product_scaled(gu.x, as_, sg);
+        let u = row_product_scaled(gu.y, as_, su);
         out_v = ffn_gate(g, u, p.activation);
         f[p.f_offset + o] = out_v;
     }

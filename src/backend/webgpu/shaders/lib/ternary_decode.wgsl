@@ -41,6 +41,60 @@ fn row_dot(w: RowWords, lane: u32, lanes: u32, k: u32) -> i32 {
     return acc.x + (acc.y >> 2u) + (acc.z >> 4u) - asum;  // exact: acc.y, acc.z are multiples of 4, 16
 }
 
+// Two rows per lane team (the decode matmuls' pairs): the lanes of a team read vec4s l, l + lanes,
+// ... of both rows (at most ROW_VEC4_MAX / 2 per row: slots 2 v, 2 v + 1), so every activation vec4
+// read from workgroup memory serves two rows, and sum(a) is taken once for both. Those reads were
+// the dot phase's largest cost (src/backend/webgpu/README.md, "Decode: norm in the prologue").
+fn prefetch_row_pair(rows: vec2<u32>, valid: vec2<bool>, lane: u32, lanes: u32, k: u32) -> RowWords {
+    var w: RowWords;
+    let n = k / 64u;
+    for (var v = 0u; v < ROW_VEC4_MAX / 2u; v++) {
+        let i = lane + v * lanes;
+        if (i < n) {
+            if (valid.x) { w[2u * v] = weight_vec4(rows.x * n + i); }
+            if (valid.y) { w[2u * v + 1u] = weight_vec4(rows.y * n + i); }
+        }
+    }
+    return w;
+}
+
+// This lane's shares of the two rows' dots (row_dot for each).
+fn row_dot_pair(w: RowWords, lane: u32, lanes: u32, k: u32) -> vec2<i32> {
+    var acc0 = vec3<i32>();
+    var acc1 = vec3<i32>();
+    var asum = 0;
+    let n    = k / 64u;
+    for (var v = 0u; v < ROW_VEC4_MAX / 2u; v++) {
+        let i = lane + v * lanes;
+        if (i < n) {
+            let a0 = acts[i];
+            let a1 = acts[n + i];
+            let a2 = acts[2u * n + i];
+            let a3 = acts[3u * n + i];
+            let w0 = w[2u * v];
+            let w1 = w[2u * v + 1u];
+            acc0 += codes_dot16(w0.x, a0) + codes_dot16(w0.y, a1) + codes_dot16(w0.z, a2) + codes_dot16(w0.w, a3);
+            acc1 += codes_dot16(w1.x, a0) + codes_dot16(w1.y, a1) + codes_dot16(w1.z, a2) + codes_dot16(w1.w, a3);
+            asum += act_sum16(a0) + act_sum16(a1) + act_sum16(a2) + act_sum16(a3);
+        }
+    }
+    return vec2<i32>(acc0.x + (acc0.y >> 2u) + (acc0.z >> 4u) - asum, acc1.x + (acc1.y >> 2u) + (acc1.z >> 4u) - asum);
+}
+
+var<workgroup> lane_pairs: array<vec2<i32>, WG>;
+
+// The two dots of team `team` from every lane's row_dot_pair (every invocation must call it with
+// its own partial: it has a barrier; the caller reads any team's after it).
+fn reduce_row_pairs(lid: u32, partial: vec2<i32>, team: u32, lanes: u32) -> vec2<i32> {
+    lane_pairs[lid] = partial;
+    workgroupBarrier();
+    var s = vec2<i32>();
+    if (team < WG / lanes) {
+        for (var l = 0u; l < lanes; l++) { s += lane_pairs[team * lanes + l]; }
+    }
+    return s;
+}
+
 // u32 element i of the weight buffer (scales live after the codes).
 fn weight_word(i: u32) -> u32 {
     return weight_vec4(i / 4u)[i % 4u];
