@@ -81,16 +81,16 @@ fn row_dot_pair(w: RowWords, lane: u32, lanes: u32, k: u32) -> vec2<i32> {
     return vec2<i32>(acc0.x + (acc0.y >> 2u) + (acc0.z >> 4u) - asum, acc1.x + (acc1.y >> 2u) + (acc1.z >> 4u) - asum);
 }
 
-var<workgroup> lane_pairs: array<vec2<i32>, WG>;
+var<workgroup> lane_pairs: array<vec2<i32>, WG + 64u>;
 
 // The two dots of team `team` from every lane's row_dot_pair (every invocation must call it with
 // its own partial: it has a barrier; the caller reads any team's after it).
 fn reduce_row_pairs(lid: u32, partial: vec2<i32>, team: u32, lanes: u32) -> vec2<i32> {
-    lane_pairs[lid] = partial;
+    lane_pairs[lane_slot(lid / lanes, lid % lanes, lanes)] = partial;
     workgroupBarrier();
     var s = vec2<i32>();
     if (team < WG / lanes) {
-        for (var l = 0u; l < lanes; l++) { s += lane_pairs[team * lanes + l]; }
+        for (var l = 0u; l < lanes; l++) { s += lane_pairs[lane_slot(team, l, lanes)]; }
     }
     return s;
 }
@@ -118,16 +118,24 @@ fn row_product_scaled(dot: i32, as_: f32, sc: vec2<f32>) -> f32 {
     return mul_rn(v, sc.y);
 }
 
-var<workgroup> lane_sums: array<i32, WG>;
+// The lane sums in workgroup memory lane-major, lane l of team t at l (teams + 1) + t: the reads
+// (every team's lane l at once) are consecutive words. Team-major (t lanes + l), teams a power of
+// two apart shared banks, up to 16-way conflicts with 32 lanes; the padding word spreads the
+// writes. H200 tg128 691.1-693.9 tokens/s against 688.6-689.8 team-major (alternating rounds).
+fn lane_slot(team: u32, l: u32, lanes: u32) -> u32 {
+    return l * (WG / lanes + 1u) + team;
+}
+
+var<workgroup> lane_sums: array<i32, WG + 64u>;
 
 // Sums the lanes of every row: returns row r's dot for invocations r < WG / lanes (every invocation
 // must call it; it has barriers).
 fn reduce_rows(lid: u32, partial: i32, lanes: u32) -> i32 {
-    lane_sums[lid] = partial;
+    lane_sums[lane_slot(lid / lanes, lid % lanes, lanes)] = partial;
     workgroupBarrier();
     var s = 0;
     if (lid < WG / lanes) {
-        for (var l = 0u; l < lanes; l++) { s += lane_sums[lid * lanes + l]; }
+        for (var l = 0u; l < lanes; l++) { s += lane_sums[lane_slot(lid, l, lanes)]; }
     }
     return s;
 }
