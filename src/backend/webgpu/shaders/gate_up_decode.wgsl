@@ -47,7 +47,6 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> norm_stats: array<f32>;
 @group(0) @binding(5) var<uniform> p: Params;
 
-
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let outs = WG / LANES;
