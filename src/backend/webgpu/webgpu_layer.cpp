@@ -80,8 +80,8 @@ bool WebGpuBackend::try_decode_layer(const LayerWeights & w, const LayerTensors 
     const bool     k_f16 = kv.k.type == DType::f16, v_f16 = kv.v.type == DType::f16;
     const uint32_t hw    = static_cast<uint32_t>(k_f16 ? hd / 2 : hd);  // u32 words per head of a K row
 
-    // Workgroup memory: acts, wg_reduce's three arrays, lane_sums, slot_dots, team_dots, cur_q/k/v,
-    // attention's other arrays; the scores get what is left (at most 2048 slots).
+    // Workgroup memory: acts, wg_reduce's three arrays, lane_sums (wg + 64), slot_dots, team_dots,
+    // cur_q/k/v, attention's other arrays; the scores get what is left (at most 2048 slots).
     const uint32_t k_max = static_cast<uint32_t>(std::max({n_embd, n_embd_q, n_ff}));
     const uint32_t ts = score_threads(hw, k_f16);  // attention's tiled scores, as WebGpuBackend::attention
     const uint32_t hd_max = static_cast<uint32_t>(hd);
@@ -92,7 +92,7 @@ bool WebGpuBackend::try_decode_layer(const LayerWeights & w, const LayerTensors 
     // 16 words, so twice the positions of an f16 row's tile).
     for (uint32_t kc = wg / ts; kc >= 8; kc /= 2) {
         tile  = kc * (hw + 1);
-        fixed = uint64_t{k_max} + wg * (8 + 4 + 8 + 4 + 4 + 4) + 3ull * hd_max * 4 +  // act_stage .. cur_v
+        fixed = uint64_t{k_max} + wg * (8 + 4 + 8 + 4 + 4 + 4) + 64 * 4 + 3ull * hd_max * 4 +  // act_stage .. cur_v
                 hd_max * 4ull + 256 * 4 + wg * 4 + 8ull * (hd_max / 2) * 8 + 32 + tile * 4ull + 16;  // attention
         if (storage >= fixed + 256 * 4 + 512) break;
     }

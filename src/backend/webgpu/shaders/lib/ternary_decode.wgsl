@@ -20,6 +20,25 @@ fn prefetch_row(row: u32, lane: u32, lanes: u32, k: u32) -> RowWords {
     return w;
 }
 
+// The 64 activations that weight vec4 i of a k-element row multiplies, word q's 16 in vec4 q
+// (lib/act_stage.wgsl's order: vec4 q (k / 64) + i of `acts`).
+fn acts64(i: u32, n: u32) -> array<vec4<u32>, 4> {
+    return array<vec4<u32>, 4>(acts[i], acts[n + i], acts[2u * n + i], acts[3u * n + i]);
+}
+
+// sum(code * a) over one weight vec4 as codes_dot16's (1, 4, 16)-scaled parts, and sum(a).
+fn codes_dot64(w: vec4<u32>, a: array<vec4<u32>, 4>) -> vec3<i32> {
+    return codes_dot16(w.x, a[0]) + codes_dot16(w.y, a[1]) + codes_dot16(w.z, a[2]) + codes_dot16(w.w, a[3]);
+}
+fn act_sum64(a: array<vec4<u32>, 4>) -> i32 {
+    return act_sum16(a[0]) + act_sum16(a[1]) + act_sum16(a[2]) + act_sum16(a[3]);
+}
+
+// The dot from those sums: exact, as acc.y and acc.z are multiples of 4 and 16.
+fn codes_total(acc: vec3<i32>, asum: i32) -> i32 {
+    return acc.x + (acc.y >> 2u) + (acc.z >> 4u) - asum;
+}
+
 // This lane's share of the row's integer dot product (exact; the order does not matter), as
 // sum(code * a) - sum(a) (lib/ternary.wgsl: codes_dot16).
 fn row_dot(w: RowWords, lane: u32, lanes: u32, k: u32) -> i32 {
@@ -29,16 +48,12 @@ fn row_dot(w: RowWords, lane: u32, lanes: u32, k: u32) -> i32 {
     for (var v = 0u; v < ROW_VEC4_MAX; v++) {
         let i = lane + v * lanes;
         if (i < n) {
-            let wv = w[v];
-            let a0 = acts[i];  // lib/act_stage.wgsl's order: word q's activations at q (k / 64) + i
-            let a1 = acts[n + i];
-            let a2 = acts[2u * n + i];
-            let a3 = acts[3u * n + i];
-            acc += codes_dot16(wv.x, a0) + codes_dot16(wv.y, a1) + codes_dot16(wv.z, a2) + codes_dot16(wv.w, a3);
-            asum += act_sum16(a0) + act_sum16(a1) + act_sum16(a2) + act_sum16(a3);
+            let a = acts64(i, n);
+            acc += codes_dot64(w[v], a);
+            asum += act_sum64(a);
         }
     }
-    return acc.x + (acc.y >> 2u) + (acc.z >> 4u) - asum;  // exact: acc.y, acc.z are multiples of 4, 16
+    return codes_total(acc, asum);
 }
 
 // Two rows per lane team (the decode matmuls' pairs): the lanes of a team read vec4s l, l + lanes,
@@ -67,18 +82,13 @@ fn row_dot_pair(w: RowWords, lane: u32, lanes: u32, k: u32) -> vec2<i32> {
     for (var v = 0u; v < ROW_VEC4_MAX / 2u; v++) {
         let i = lane + v * lanes;
         if (i < n) {
-            let a0 = acts[i];
-            let a1 = acts[n + i];
-            let a2 = acts[2u * n + i];
-            let a3 = acts[3u * n + i];
-            let w0 = w[2u * v];
-            let w1 = w[2u * v + 1u];
-            acc0 += codes_dot16(w0.x, a0) + codes_dot16(w0.y, a1) + codes_dot16(w0.z, a2) + codes_dot16(w0.w, a3);
-            acc1 += codes_dot16(w1.x, a0) + codes_dot16(w1.y, a1) + codes_dot16(w1.z, a2) + codes_dot16(w1.w, a3);
-            asum += act_sum16(a0) + act_sum16(a1) + act_sum16(a2) + act_sum16(a3);
+            let a = acts64(i, n);  // read once for both rows
+            acc0 += codes_dot64(w[2u * v], a);
+            acc1 += codes_dot64(w[2u * v + 1u], a);
+            asum += act_sum64(a);
         }
     }
-    return vec2<i32>(acc0.x + (acc0.y >> 2u) + (acc0.z >> 4u) - asum, acc1.x + (acc1.y >> 2u) + (acc1.z >> 4u) - asum);
+    return vec2<i32>(codes_total(acc0, asum), codes_total(acc1, asum));
 }
 
 var<workgroup> lane_pairs: array<vec2<i32>, WG + 64u>;
