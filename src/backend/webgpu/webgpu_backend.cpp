@@ -134,6 +134,8 @@ WebGpuBackend::WebGpuBackend(const WebGpuOptions & options)
     if (subgroup_note_.empty() && ctx_.adapter().subgroup_min >= 32) pipelines_.set_constant("SG32", 1.0);
     const char * stats = std::getenv("TERN_WEBGPU_NORM_STATS");
     norm_stats_on_     = !(stats && std::string_view(stats) == "0");
+    const char * offsets = std::getenv("TERN_WEBGPU_CONST_OFFSETS");
+    if (offsets) const_uniforms_ = static_cast<uint32_t>(std::strtoul(offsets, nullptr, 10)) & 3;
 }
 
 std::string WebGpuBackend::probe_subgroups() {

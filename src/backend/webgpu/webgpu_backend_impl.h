@@ -234,8 +234,12 @@ private:
     std::optional<DecodeTiling> decode_tiling(const GpuLinear & w, int64_t n_tok, uint32_t max_rows,
                                               uint32_t rpt = 1) const;
     DecodeSource decode_source(const QuantizedActs & a, const Tensor * x, const Weight * norm) const;
+    // The key of a decode kernel; with the fused norm (norm) its prologue's offsets (s, the slot of
+    // x's statistics) become pipeline constants where they take one of a few values
+    // (lib/decode_io.wgsl: SRC_AT, NW_AT, STATS_AT).
     PipelineKey  decode_key(std::string_view shader, std::string_view signature, const DecodeTiling & t, int64_t k,
-                            bool norm, bool stats_in = false, bool stats_out = false) const;
+                            bool norm, const DecodeSource & s, std::optional<uint32_t> stats_in,
+                            bool stats_out = false) const;
     // Encode the decode kernel and return true, or return false (nothing encoded) when it does not
     // apply. x / norm null: the activations are a's.
     bool try_decode_bitlinear(const Tensor & y, const GpuLinear & w, const QuantizedActs & a, const Tensor * x,
@@ -298,6 +302,9 @@ private:
     } stats_;
     std::unique_ptr<GpuBuffer> norm_stats_;
     bool                       norm_stats_on_ = true;  // $TERN_WEBGPU_NORM_STATS=0 turns them off
+    // Which uniform values the decode kernels get as pipeline constants: 1 the prologue's offsets
+    // (decode_key), 2 the row counts (N_ROWS, N_FF). $TERN_WEBGPU_CONST_OFFSETS (a timing aid) sets it.
+    uint32_t                   const_uniforms_ = 3;
     mutable int64_t            norm_stats_reads_ = 0;
     // The slot holding x's block sums, if the last command left them.
     std::optional<uint32_t> stats_for(const Tensor & x) const;

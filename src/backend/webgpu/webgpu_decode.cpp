@@ -85,7 +85,8 @@ WebGpuBackend::DecodeSource WebGpuBackend::decode_source(const QuantizedActs & a
 }
 
 PipelineKey WebGpuBackend::decode_key(std::string_view shader, std::string_view signature, const DecodeTiling & t,
-                                       int64_t k, bool norm, bool stats_in, bool stats_out) const {
+                                       int64_t k, bool norm, const DecodeSource & s, std::optional<uint32_t> stats_in,
+                                       bool stats_out) const {
     PipelineKey key{ternary_shader(shader),
                     signature,
                     {{{"WG", static_cast<double>(t.wg)},
@@ -95,6 +96,13 @@ PipelineKey WebGpuBackend::decode_key(std::string_view shader, std::string_view 
     // (Both default to off, so a kernel that declares only one of them is keyed without the other.)
     if (stats_in) key.add("STATS_IN", 1.0);
     if (stats_out) key.add("STATS_OUT", 1.0);
+    // Offsets 0 (tensors at the start of their buffers, as the model's are) and the two statistics
+    // slots as constants; any other offset stays a uniform read, so the pipelines stay few.
+    if (norm && (const_uniforms_ & 1)) {
+        if (s.offset == 0) key.add("SRC_AT", 0.0);
+        if (s.scale_offset == 0) key.add("NW_AT", 0.0);
+        if (stats_in) key.add("STATS_AT", static_cast<double>(*stats_in));
+    }
     return key;
 }
 
@@ -132,7 +140,8 @@ bool WebGpuBackend::try_decode_bitlinear(const Tensor & y, const GpuLinear & w, 
         uint32_t src_offset, scale_offset, scales_offset, oscales_offset, y_offset, accumulate, stats_in, stats_out;
     } p{static_cast<uint32_t>(w.n_rows), eps, s.offset, s.scale_offset, w.scales_offset, w.oscales_offset,
         gpu_offset(y, 4), accumulate ? 1u : 0u, in.value_or(0), out_slot};
-    const PipelineKey key = decode_key("bitlinear_decode", "rrrwwu", *t, w.n_cols, x != nullptr, in.has_value(), out);
+    PipelineKey key = decode_key("bitlinear_decode", "rrrwwu", *t, w.n_cols, x != nullptr, s, in, out);
+    if (const_uniforms_ & 2) key.add("N_ROWS", static_cast<double>(w.n_rows));
     const WGPUBuffer bufs[] = {w.buffer->get(), s.src, s.scale, gpu_buffer(y), stats_buffer()};
     step_->dispatch(key, bufs, &p, sizeof p, static_cast<uint32_t>((w.n_rows + t->rows - 1) / t->rows));
     if (out) stats_written(y, out_slot);
@@ -155,7 +164,8 @@ bool WebGpuBackend::try_decode_gate_up(const Tensor & f, const GpuLinear & w, co
         uint32_t src_offset, scale_offset, scales_offset, oscales_offset, f_offset, activation, stats_in, stats_out;
     } p{static_cast<uint32_t>(n_ff), eps, s.offset, s.scale_offset, w.scales_offset, w.oscales_offset,
         gpu_offset(f, 4), act == FfnActivation::relu2 ? 0u : 1u, in.value_or(0), out_slot};
-    const PipelineKey key = decode_key("gate_up_decode", "rrrwwu", *t, w.n_cols, x != nullptr, in.has_value(), out);
+    PipelineKey key = decode_key("gate_up_decode", "rrrwwu", *t, w.n_cols, x != nullptr, s, in, out);
+    if (const_uniforms_ & 2) key.add("N_FF", static_cast<double>(n_ff));
     const WGPUBuffer bufs[] = {w.buffer->get(), s.src, s.scale, gpu_buffer(f), stats_buffer()};
     step_->dispatch(key, bufs, &p, sizeof p, static_cast<uint32_t>((n_ff + outs - 1) / outs));
     if (out) stats_written(f, out_slot);
@@ -199,7 +209,7 @@ bool WebGpuBackend::try_decode_qkv(const Tensor & q, const KvLayer & kv, const G
         static_cast<uint32_t>(kv.k.ne[0]),
         in.value_or(0),
         0};
-    PipelineKey key = decode_key("qkv_rope_decode", "rrrrwwwwu", *t, w.n_cols, x != nullptr, in.has_value());
+    PipelineKey key = decode_key("qkv_rope_decode", "rrrrwwwwu", *t, w.n_cols, x != nullptr, src, in);
     key.add("K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0);
     key.add("V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0);
     key.add("HD", static_cast<double>(hd));

@@ -28,6 +28,14 @@ override WG: u32 = 256u;    // a power of two, >= K / 32
 override LANES: u32 = 8u;   // a power of two dividing WG, >= K / 512
 override K: u32 = 2560u;    // a multiple of 64
 override NORM: bool = true;
+// N as a constant (the host always sets it; 0: the uniform's): the weight loads' row bounds
+// then need nothing from the uniform buffer, whose first read waits for memory.
+override N_ROWS: u32 = 0u;
+
+fn out_rows() -> u32 {
+    if (N_ROWS != 0u) { return N_ROWS; }
+    return p.n_rows;
+}
 // y's block sums of squares go to norm_stats (the host sets it when the workgroup's rows are whole
 // blocks of 32), for the next kernel's norm.
 override STATS_OUT: bool = false;
@@ -70,30 +78,30 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     var y0 = 0.0;  // y[ro] when accumulating, loaded up front like the scales
     var xin: StageInput;
     if (X_FIRST) { xin = stage_load(lid, K); }
-    w = prefetch_row_pair(vec2<u32>(row, row + 1u), vec2<bool>(row < p.n_rows, row + 1u < p.n_rows), lane, LANES, K);
+    w = prefetch_row_pair(vec2<u32>(row, row + 1u), vec2<bool>(row < out_rows(), row + 1u < out_rows()), lane, LANES, K);
     if (!X_FIRST) { xin = stage_load(lid, K); }
-    if (lid < rows && ro < p.n_rows) {
+    if (lid < rows && ro < out_rows()) {
         sc = row_scales(ro);
         if (p.accumulate != 0u) { y0 = y[p.y_offset + ro]; }
     }
     if (BL_STOP == 1u) {
-        if (row < p.n_rows) { y[p.y_offset + row] = f32(row_mix(w)); }
+        if (row < out_rows()) { y[p.y_offset + row] = f32(row_mix(w)); }
         return;
     }
     let as_ = stage_activations_from(lid, K, xin);
     if (BL_STOP == 2u) {
-        if (row < p.n_rows) { y[p.y_offset + row] = as_ + f32(row_mix(w) ^ acts[lid % (K / 16u)].x); }
+        if (row < out_rows()) { y[p.y_offset + row] = as_ + f32(row_mix(w) ^ acts[lid % (K / 16u)].x); }
         return;
     }
     var partial = vec2<i32>();
-    if (row < p.n_rows) { partial = row_dot_pair(w, lane, LANES, K); }
+    if (row < out_rows()) { partial = row_dot_pair(w, lane, LANES, K); }
     if (BL_STOP == 3u) {
-        if (row < p.n_rows) { y[p.y_offset + row] = f32(partial.x ^ partial.y); }
+        if (row < out_rows()) { y[p.y_offset + row] = f32(partial.x ^ partial.y); }
         return;
     }
     let dot = reduce_row_pairs(lid, partial, lid / 2u, LANES)[lid % 2u];  // row ro's
 
-    let wrote = lid < rows && ro < p.n_rows;
+    let wrote = lid < rows && ro < out_rows();
     var out_v = 0.0;
     if (wrote) {
         let v = row_product_scaled(dot, as_, sc);
