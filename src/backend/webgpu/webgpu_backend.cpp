@@ -135,7 +135,7 @@ WebGpuBackend::WebGpuBackend(const WebGpuOptions & options)
     const char * stats = std::getenv("TERN_WEBGPU_NORM_STATS");
     norm_stats_on_     = !(stats && std::string_view(stats) == "0");
     const char * offsets = std::getenv("TERN_WEBGPU_CONST_OFFSETS");
-    if (offsets) const_uniforms_ = static_cast<uint32_t>(std::strtoul(offsets, nullptr, 10)) & 3;
+    if (offsets) const_uniforms_ = static_cast<uint32_t>(std::strtoul(offsets, nullptr, 10)) & 7;
 }
 
 std::string WebGpuBackend::probe_subgroups() {

@@ -303,8 +303,9 @@ private:
     std::unique_ptr<GpuBuffer> norm_stats_;
     bool                       norm_stats_on_ = true;  // $TERN_WEBGPU_NORM_STATS=0 turns them off
     // Which uniform values the decode kernels get as pipeline constants: 1 the prologue's offsets
-    // (decode_key), 2 the row counts (N_ROWS, N_FF). $TERN_WEBGPU_CONST_OFFSETS (a timing aid) sets it.
-    uint32_t                   const_uniforms_ = 3;
+    // (decode_key), 2 the row counts (N_ROWS, N_FF), 4 attention's (Q_AT, ATT_*).
+    // $TERN_WEBGPU_CONST_OFFSETS (a timing aid) sets it.
+    uint32_t                   const_uniforms_ = 7;
     mutable int64_t            norm_stats_reads_ = 0;
     // The slot holding x's block sums, if the last command left them.
     std::optional<uint32_t> stats_for(const Tensor & x) const;

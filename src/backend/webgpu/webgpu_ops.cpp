@@ -302,19 +302,29 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
         }
     }
     const uint32_t wg = tl.wg, ts = tl.ts, tile = tl.tile;
-    const PipelineKey key{"attention",
-                          "rrrwwu",
-                          {{{"WG", static_cast<double>(wg)},
-                            {"K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0},
-                            {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0},
-                            {"SC_MAX", static_cast<double>(attention_score_slots(wg, tiled ? wg : 1, tile, u32(hd)))},
-                            {"HD", static_cast<double>(hd)},
-                            {"S", static_cast<double>(ts)},
-                            {"WPT", static_cast<double>(score_block_words(kv.k.type == DType::f16))},
-                            {"TILE", static_cast<double>(tile)},
-                            {"TILED", tiled ? 1.0 : 0.0},
-                            {"KPART", tiled ? static_cast<double>(wg) : 1.0},
-                            {"STATS_OUT", stats_out ? 1.0 : 0.0}}}};
+    PipelineKey key{"attention",
+                    "rrrwwu",
+                    {{{"WG", static_cast<double>(wg)},
+                      {"K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0},
+                      {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0},
+                      {"SC_MAX", static_cast<double>(attention_score_slots(wg, tiled ? wg : 1, tile, u32(hd)))},
+                      {"HD", static_cast<double>(hd)},
+                      {"S", static_cast<double>(ts)},
+                      {"WPT", static_cast<double>(score_block_words(kv.k.type == DType::f16))},
+                      {"TILE", static_cast<double>(tile)},
+                      {"TILED", tiled ? 1.0 : 0.0},
+                      {"KPART", tiled ? static_cast<double>(wg) : 1.0},
+                      {"STATS_OUT", stats_out ? 1.0 : 0.0}}}};
+    // One query: the values its first loads need as pipeline constants (lib/attention_core.wgsl), so
+    // they do not wait for the uniform; offsets only where 0 (each layer's cache is its own tensor).
+    if (tiled && (const_uniforms_ & 4)) {
+        if (p.q_offset == 0) key.add("Q_AT", 0.0);
+        if (p.k_offset == 0) key.add("ATT_K_AT", 0.0);
+        if (p.v_offset == 0) key.add("ATT_V_AT", 0.0);
+        key.add("ATT_ROW", static_cast<double>(p.n_embd_kv));
+        key.add("ATT_GROUP", static_cast<double>(s.n_head / s.n_head_kv));
+        key.add("ATT_CTX", static_cast<double>(kv.v.ne[1]));
+    }
     const WGPUBuffer bufs[] = {gpu_buffer(q), gpu_buffer(kv.k), gpu_buffer(kv.v), gpu_buffer(out), stats_buffer()};
     step_->dispatch(key, bufs, &p, sizeof p, u32(s.n_head), u32(n_tok));
     if (stats_out) stats_written(out, out_slot);

@@ -71,7 +71,13 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> norm_stats: array<f32>;
 @group(0) @binding(5) var<uniform> p: Params;
 
-fn att_q(t: u32, i: u32) -> f32 { return q[p.q_offset + t * p.q_stride + i]; }
+// q's offset as a pipeline constant where the host sets it (one query only, t = 0;
+// lib/attention_core.wgsl's ATT_UNSET: the uniform's).
+override Q_AT: u32 = ATT_UNSET;
+fn att_q(t: u32, i: u32) -> f32 {
+    if (Q_AT != ATT_UNSET) { return q[Q_AT + i]; }
+    return q[p.q_offset + t * p.q_stride + i];
+}
 fn att_k(w: u32) -> u32 { return k_cache[w]; }
 fn att_v(w: u32) -> u32 { return v_cache[w]; }
 fn att_out(t: u32, i: u32, v: f32) { out[p.out_offset + t * p.out_stride + i] = v; }

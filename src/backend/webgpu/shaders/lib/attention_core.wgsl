@@ -29,7 +29,7 @@ override SCORE_BLOCK_WORDS: u32 = select(16u, 8u, K_F16);
 // words stay in registers). With f16 K the products are exact in f32; f32 K rounds them (mul_rn).
 fn score(pos: u32, kv_base: u32) -> f32 {
     var acc = 0.0;
-    let e0 = p.k_offset + pos * p.n_embd_kv + kv_base;  // element index of k[pos][0]
+    let e0 = att_k_at() + pos * att_row() + kv_base;  // element index of k[pos][0]
     let n_words = select(HD, HD / 2u, K_F16);
     for (var w0 = 0u; w0 < n_words; w0 += 32u) {
         var kw: array<u32, 32>;
@@ -60,7 +60,7 @@ fn score_add(s: f32, word: u32, w: u32) -> f32 {
 
 // V words (dimension pair c) of position c0 + i: a u32 (two f16) or two (f32).
 fn load_v1(i: u32, c0: u32, kv_base: u32, c: u32) -> vec2<u32> {
-    let e = p.v_offset + (c0 + i) * p.n_embd_kv + kv_base + 2u * c;
+    let e = att_v_at() + (c0 + i) * att_row() + kv_base + 2u * c;
     if (V_F16) { return vec2<u32>(att_v(e / 2u), 0u); }
     return vec2<u32>(att_v(e), att_v(e + 1u));
 }
@@ -85,11 +85,44 @@ fn v_first_mix(v: array<vec2<u32>, 32>) -> f32 {
 // slower (H200 tg128 634-636 tokens/s with 16, 618-620 with 32, against 645-646 with 8).
 override V_FIRST: u32 = 8u;
 
+// Uniform values as pipeline constants, where the host sets them (ATT_UNSET / 0: the uniform's):
+// the offsets of this layer's K / V cache (k_offset, v_offset), the cache's row (n_embd_kv), the
+// query heads per KV head (n_head / n_head_kv) and the positions the cache holds. With them the
+// first V words are loaded before anything is read from the uniform buffer (whose first read
+// waits for memory): up to V_FIRST words of the first blocks whatever the position (words past it
+// are loaded but not used; the cache holds them).
+const ATT_UNSET: u32 = 0xffffffffu;
+override ATT_K_AT: u32 = ATT_UNSET;
+override ATT_V_AT: u32 = ATT_UNSET;
+override ATT_ROW: u32 = 0u;
+override ATT_GROUP: u32 = 0u;
+override ATT_CTX: u32 = 0u;
+
+fn att_k_at() -> u32 {
+    if (ATT_K_AT != ATT_UNSET) { return ATT_K_AT; }
+    return p.k_offset;
+}
+
+fn att_v_at() -> u32 {
+    if (ATT_V_AT != ATT_UNSET) { return ATT_V_AT; }
+    return p.v_offset;
+}
+
+fn att_row() -> u32 {
+    if (ATT_ROW != 0u) { return ATT_ROW; }
+    return p.n_embd_kv;
+}
+
+fn att_group() -> u32 {
+    if (ATT_GROUP != 0u) { return ATT_GROUP; }
+    return p.n_head / p.n_head_kv;
+}
+
 // Attention of query token t (position p.pos0 + t), head h, by the whole workgroup (every
 // invocation must call it: it has barriers).
 fn attend(lid: u32, h: u32, t: u32) {
     let hd      = HD;  // = p.head_dim, as a constant: pairs, groups, c and g below divide by it
-    let kvh     = h / (p.n_head / p.n_head_kv);
+    let kvh     = h / att_group();
     let kv_base = kvh * hd;
     let n       = p.pos0 + t + 1u;  // causal: positions 0 ..= pos0 + t
     // P·V's thread layout (below); the V words of this thread's first 8 positions are loaded now, so
@@ -99,7 +132,9 @@ fn attend(lid: u32, h: u32, t: u32) {
     let c      = lid % pairs;
     let g      = lid / pairs;
     var v_first: array<vec2<u32>, 32>;
-    if (g < groups) { v_first = load_v_first(32u * g, 0u, min(CHUNK, n), kv_base, c); }
+    // (The positions loaded: below n, or with the constants above below what the cache holds.)
+    let v_first_n = select(min(CHUNK, n), min(CHUNK, ATT_CTX), ATT_CTX != 0u && ATT_V_AT != ATT_UNSET && ATT_ROW != 0u);
+    if (g < groups) { v_first = load_v_first(32u * g, 0u, v_first_n, kv_base, c); }
     for (var d = lid; d < hd; d += WG) {
         let v = att_q(t, h * hd + d);
         qh[d] = select(v, round_f16(v), K_F16);
@@ -129,7 +164,7 @@ fn attend(lid: u32, h: u32, t: u32) {
             workgroupBarrier();  // the previous tile is consumed
             for (var i = lid; i < cn * hw; i += WG) {
                 let r  = i / hw;
-                let e0 = p.k_offset + (c0 + r) * p.n_embd_kv + kv_base;  // element index of k[c0 + r][0]
+                let e0 = att_k_at() + (c0 + r) * att_row() + kv_base;  // element index of k[c0 + r][0]
                 ktile[r * (hw + 1u) + i % hw] = att_k(select(e0, e0 / 2u, K_F16) + i % hw);
             }
             workgroupBarrier();
