@@ -488,18 +488,20 @@ TEST_P(BackendOps, AttentionOverALongCacheMatchesReference) {
 TEST_P(BackendOps, FusedNormOpsMatchTheUnfusedReference) {
     Rand r(21);
     // norm_scale scales the norm weights: 1e-9 puts max|rms_norm(x) * w| below the quantization's
-    // 1e-5 clamp.
+    // 1e-5 clamp. views: x and f4 are the second column on of their tensors (the WebGPU decode
+    // kernels take offsets 0 as pipeline constants, others from the uniform).
     struct Case {
         DType   type;
         int64_t k, n_ff, T;
         float   norm_scale = 1.0f;
+        bool    views      = false;
     };
     for (const Case cs : {Case{DType::i2_s, 640, 224, 1}, Case{DType::i2_s, 1664, 96, 1}, Case{DType::i2_s, 640, 96, 3},
                           Case{DType::tq2_0, 512, 64, 1}, Case{DType::i2_s, 256, 1120, 1},
-                          Case{DType::i2_s, 640, 96, 1, 1e-9f}}) {
+                          Case{DType::i2_s, 640, 96, 1, 1e-9f}, Case{DType::i2_s, 640, 224, 1, 1.0f, true}}) {
         const int64_t k = cs.k, n_ff = cs.n_ff, T = cs.T, n_vocab = 333;
         SCOPED_TRACE(std::string(dtype_name(cs.type)) + " K " + std::to_string(k) + " T " + std::to_string(T) +
-                     " norm weights x " + std::to_string(cs.norm_scale));
+                     " norm weights x " + std::to_string(cs.norm_scale) + (cs.views ? " views" : ""));
         std::vector<float> dg, du, dd, dense;
         const auto         bg = make_lowbit(cs.type, k, n_ff, r, dg);
         const auto         bu = make_lowbit(cs.type, k, n_ff, r, du);
@@ -536,8 +538,11 @@ TEST_P(BackendOps, FusedNormOpsMatchTheUnfusedReference) {
             auto wn1 = b.load_norm(ns1);
             auto wn2 = b.load_norm(ns2);
             auto we  = b.load_embedding(es);
-            auto xt  = alloc_tensor(b, DType::f32, {k, T, 1, 1}, "x");
-            auto ft  = alloc_tensor(b, DType::f32, {n_ff * 4, T, 1, 1}, "f4");
+            const int64_t first = cs.views ? 1 : 0;
+            auto xt_all = alloc_tensor(b, DType::f32, {k, first + T, 1, 1}, "x");
+            auto ft_all = alloc_tensor(b, DType::f32, {n_ff * 4, first + T, 1, 1}, "f4");
+            const Tensor xv = xt_all.tensor.columns(first, T);
+            const Tensor fv = ft_all.tensor.columns(first, T);
             auto yt  = alloc_tensor(b, DType::f32, {k, T, 1, 1}, "y");
             auto ot  = alloc_tensor(b, DType::f32, {37, T, 1, 1}, "o");
             auto xq  = alloc_tensor(b, DType::i8, {std::max(k, n_ff * 4), T, 1, 1}, "q");
@@ -548,23 +553,23 @@ TEST_P(BackendOps, FusedNormOpsMatchTheUnfusedReference) {
             auto am  = alloc_tensor(b, DType::i32, {T, 1, 1, 1}, "argmax");
             const QuantizedActs a_k{{xq.tensor.buffer, 0, DType::i8, {k, T, 1, 1}}, xs.tensor};
             const QuantizedActs a_f{{xq.tensor.buffer, 0, DType::i8, {n_ff * 4, T, 1, 1}}, xs.tensor};
-            b.write(xt.tensor, x.data(), x.size() * 4);
-            b.write(ft.tensor, f4.data(), f4.size() * 4);
+            b.write(xv, x.data(), x.size() * 4);
+            b.write(fv, f4.data(), f4.size() * 4);
             b.write(yt.tensor, y0.data(), y0.size() * 4);
             b.begin_step();
             if (fused) {
-                b.norm_gate_up(f.tensor, *wgu, a_k, xt.tensor, *wn1, 1e-5f, FfnActivation::silu);
-                b.norm_bitlinear(yt.tensor, *wdn, a_f, ft.tensor, *wn2, 1e-6f, /*accumulate=*/true);
-                b.norm_bitlinear(ot.tensor, *wout, a_k, xt.tensor, *wn1, 1e-5f, /*accumulate=*/false);
-                b.norm_lm_head(lg.tensor, *we, h.tensor, xt.tensor, *wn1, 1e-5f, true, am.tensor);
+                b.norm_gate_up(f.tensor, *wgu, a_k, xv, *wn1, 1e-5f, FfnActivation::silu);
+                b.norm_bitlinear(yt.tensor, *wdn, a_f, fv, *wn2, 1e-6f, /*accumulate=*/true);
+                b.norm_bitlinear(ot.tensor, *wout, a_k, xv, *wn1, 1e-5f, /*accumulate=*/false);
+                b.norm_lm_head(lg.tensor, *we, h.tensor, xv, *wn1, 1e-5f, true, am.tensor);
             } else {
-                b.rms_norm_quant(a_k, xt.tensor, *wn1, 1e-5f);
+                b.rms_norm_quant(a_k, xv, *wn1, 1e-5f);
                 b.gate_up(f.tensor, *wgu, a_k, FfnActivation::silu);
-                b.rms_norm_quant(a_f, ft.tensor, *wn2, 1e-6f);
+                b.rms_norm_quant(a_f, fv, *wn2, 1e-6f);
                 b.bitlinear(yt.tensor, *wdn, a_f, true);
-                b.rms_norm_quant(a_k, xt.tensor, *wn1, 1e-5f);
+                b.rms_norm_quant(a_k, xv, *wn1, 1e-5f);
                 b.bitlinear(ot.tensor, *wout, a_k, false);
-                b.rms_norm(h.tensor, xt.tensor, *wn1, 1e-5f);
+                b.rms_norm(h.tensor, xv, *wn1, 1e-5f);
                 b.lm_head(lg.tensor, *we, h.tensor, true);
                 b.argmax(am.tensor, lg.tensor);
             }
