@@ -118,6 +118,28 @@ fn att_group() -> u32 {
     return p.n_head / p.n_head_kv;
 }
 
+// The first tile's K words are loaded into registers with the first V words (with the constants
+// above: all the tile's rows the cache holds, whatever the position, so nothing waits for the
+// uniform), and stored to the tile after q is staged. H200 tg128 716.1-717.2 tokens/s against
+// 707.8-713.5 with the tile loaded after q (TERN_WEBGPU_CONST=K_AHEAD=0; before the constants, when
+// these loads waited for the uniform, it was slower: 649-654 against 655). From WG positions on
+// (untiled scores) the words are loaded and not used.
+override K_AHEAD: bool = true;
+
+// Words i = lid + u WG < rows * hw (row i / hw, word i % hw) of the first K tile, u < 16 (a tile
+// holds at most 16 words per invocation).
+fn load_k_tile0(lid: u32, rows: u32, hw: u32, kv_base: u32) -> array<u32, 16> {
+    var k: array<u32, 16>;
+    for (var u = 0u; u < 16u; u++) {
+        let i = lid + u * WG;
+        if (i < rows * hw) {
+            let e0 = att_k_at() + (i / hw) * att_row() + kv_base;  // element index of k[i / hw][0]
+            k[u] = att_k(select(e0, e0 / 2u, K_F16) + i % hw);
+        }
+    }
+    return k;
+}
+
 // Attention of query token t (position p.pos0 + t), head h, by the whole workgroup (every
 // invocation must call it: it has barriers).
 fn attend(lid: u32, h: u32, t: u32) {
@@ -135,6 +157,11 @@ fn attend(lid: u32, h: u32, t: u32) {
     // (The positions loaded: below n, or with the constants above below what the cache holds.)
     let v_first_n = select(min(CHUNK, n), min(CHUNK, ATT_CTX), ATT_CTX != 0u && ATT_V_AT != ATT_UNSET && ATT_ROW != 0u);
     if (g < groups) { v_first = load_v_first(32u * g, 0u, v_first_n, kv_base, c); }
+    let hw    = select(HD, HD / 2u, K_F16);  // u32 words per K row
+    let kc    = min(WG / S, TILE / (hw + 1u));  // positions per tile (the host may shrink TILE)
+    let k_consts = ATT_CTX != 0u && ATT_K_AT != ATT_UNSET && ATT_ROW != 0u;
+    var k0: array<u32, 16>;
+    if (K_AHEAD && TILED) { k0 = load_k_tile0(lid, min(kc, select(n, ATT_CTX, k_consts)), hw, kv_base); }
     for (var d = lid; d < hd; d += WG) {
         let v = att_q(t, h * hd + d);
         qh[d] = select(v, round_f16(v), K_F16);
@@ -157,15 +184,20 @@ fn attend(lid: u32, h: u32, t: u32) {
         // row and the rows of a warp on different banks), then S threads per position, thread j
         // summing block j of 16 dimensions (WPT words; threads past the row's blocks add nothing);
         // the S block sums are added in order (cpu::dot_blocked16).
-        let hw = select(HD, HD / 2u, K_F16);  // u32 words per K row
-        let kc = min(WG / S, TILE / (hw + 1u));  // positions per tile (the host may shrink TILE)
         for (var c0 = 0u; c0 < n; c0 += kc) {
             let cn = min(kc, n - c0);
             workgroupBarrier();  // the previous tile is consumed
-            for (var i = lid; i < cn * hw; i += WG) {
-                let r  = i / hw;
-                let e0 = att_k_at() + (c0 + r) * att_row() + kv_base;  // element index of k[c0 + r][0]
-                ktile[r * (hw + 1u) + i % hw] = att_k(select(e0, e0 / 2u, K_F16) + i % hw);
+            if (K_AHEAD && c0 == 0u) {
+                for (var u = 0u; u < 16u; u++) {
+                    let i = lid + u * WG;
+                    if (i < cn * hw) { ktile[(i / hw) * (hw + 1u) + i % hw] = k0[u]; }
+                }
+            } else {
+                for (var i = lid; i < cn * hw; i += WG) {
+                    let r  = i / hw;
+                    let e0 = att_k_at() + (c0 + r) * att_row() + kv_base;  // element index of k[c0 + r][0]
+                    ktile[r * (hw + 1u) + i % hw] = att_k(select(e0, e0 / 2u, K_F16) + i % hw);
+                }
             }
             workgroupBarrier();
             let r  = lid / S;
