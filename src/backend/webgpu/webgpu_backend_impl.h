@@ -232,7 +232,7 @@ private:
     // The tiling of a decode kernel for w, or nothing when the general kernels must run (several
     // tokens, several scale groups per row, K not a multiple of 64 or above 8192).
     std::optional<DecodeTiling> decode_tiling(const GpuLinear & w, int64_t n_tok, uint32_t max_rows,
-                                              uint32_t rpt = 1) const;
+                                              uint32_t rpt = 1, uint32_t min_lanes = 4) const;
     DecodeSource decode_source(const QuantizedActs & a, const Tensor * x, const Weight * norm) const;
     // The key of a decode kernel; with the fused norm (norm) its prologue's offsets (s, the slot of
     // x's statistics) become pipeline constants where they take one of a few values

@@ -44,7 +44,8 @@ HeadParams head_params(const Weight & head, const Tensor & x, const Tensor & log
 // otherwise (a tuning aid), and at least K / 32 so that the prologue's threads hold at most 8
 // activation words each.
 std::optional<WebGpuBackend::DecodeTiling> WebGpuBackend::decode_tiling(const GpuLinear & w, int64_t n_tok,
-                                                                        uint32_t max_rows, uint32_t rpt) const {
+                                                                        uint32_t max_rows, uint32_t rpt,
+                                                                        uint32_t min_lanes) const {
     const int64_t k = w.n_cols;
     if (n_tok != 1 || w.n_groups != 1 || k % 64 != 0 || k > 8192) return std::nullopt;
     static const uint32_t wg_env = env_u32("TERN_WEBGPU_DECODE_WG", 256);
@@ -52,7 +53,7 @@ std::optional<WebGpuBackend::DecodeTiling> WebGpuBackend::decode_tiling(const Gp
     // $TERN_WEBGPU_DECODE_LANES raises the lanes per row (a tuning aid: fewer loads per lane).
     static const uint32_t lanes_env  = env_u32("TERN_WEBGPU_DECODE_LANES", 4);
     static const uint32_t lanes_long = env_u32("TERN_WEBGPU_DECODE_LANES_LONG", lanes_env);  // K > 4096
-    t.lanes = std::clamp<uint32_t>(floor_pow2(k > 4096 ? lanes_long : lanes_env), 4, 64);
+    t.lanes = std::clamp<uint32_t>(floor_pow2(std::max(k > 4096 ? lanes_long : lanes_env, min_lanes)), 4, 64);
     static const uint32_t lane_loads = std::clamp<uint32_t>(env_u32("TERN_WEBGPU_DECODE_LANE_LOADS", 10), 1, 10);
     // Each lane holds the same vec4s of rpt rows (2: lib/ternary_decode.wgsl's pairs): at most
     // lane_loads / rpt per row.
@@ -180,7 +181,12 @@ bool WebGpuBackend::try_decode_qkv(const Tensor & q, const KvLayer & kv, const G
     // Slots per workgroup: a power of two >= 4 dividing head_dim (RoPE pairs stay together).
     uint32_t max_rows = 4;
     while (max_rows < 256 && hd % (max_rows * 2) == 0) max_rows *= 2;
-    const auto t = decode_tiling(w, a.q.ne[1], max_rows);
+    // At least 16 lanes per row (16 rows per workgroup, 240 workgroups for 2B4T, each with a quarter
+    // of the rows to dot and finish): H200 tg128 749.1-754.6 tokens/s against 742.3-742.9 with 8
+    // and 716.4-728.2 with 4 (the fewest the loads allow; before the weight loads stopped waiting
+    // for the uniform, 8 was slower than 4). $TERN_WEBGPU_QKV_LANES overrides (a tuning aid).
+    static const uint32_t qkv_lanes = env_u32("TERN_WEBGPU_QKV_LANES", 16);
+    const auto t = decode_tiling(w, a.q.ne[1], max_rows, 1, qkv_lanes);
     if (!t || t->rows < 4 || hd % t->rows != 0) return false;
     TERN_ASSERT(pos0 >= 0 && pos0 + 1 <= kv.k.ne[1], "positions past the KV cache");
     const RopeTable & rope = rope_table(s.n_rot, s.rope_freq_base, pos0 + 1);
@@ -213,6 +219,7 @@ bool WebGpuBackend::try_decode_qkv(const Tensor & q, const KvLayer & kv, const G
     key.add("K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0);
     key.add("V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0);
     key.add("HD", static_cast<double>(hd));
+    if (const_uniforms_ & 2) key.add("QKV_N_ROT", static_cast<double>(s.n_rot));
     const WGPUBuffer bufs[] = {w.buffer->get(), src.src, src.scale, rope.buffer->get(),
                                gpu_buffer(q),   gpu_buffer(kv.k), gpu_buffer(kv.v), stats_buffer()};
     step_->dispatch(key, bufs, &p, sizeof p, static_cast<uint32_t>(w.n_rows / t->rows));

@@ -10,11 +10,22 @@
 //   kv_word_stored(is_k, w, word) called with every cache word written (u32 index w): a hook for
 //                                 the layer kernel, which passes the new row on to attention
 
+// n_rot as a pipeline constant where the host sets it (the decode kernel): slot_dim() gives the
+// weight rows a workgroup loads, which then need nothing from the uniform buffer (whose first read
+// waits for memory). 0xffffffff: the uniform's.
+override QKV_N_ROT: u32 = 0xffffffffu;
+
+fn qkv_n_rot() -> u32 {
+    if (QKV_N_ROT != 0xffffffffu) { return QKV_N_ROT; }
+    return p.n_rot;
+}
+
 // Head-relative dimension of slot j.
 fn slot_dim(j: u32) -> u32 {
-    if (j >= p.n_rot) { return j; }
+    let n_rot = qkv_n_rot();
+    if (j >= n_rot) { return j; }
     let e = j & 3u;
-    return 2u * (j >> 2u) + (e & 1u) + (e >> 1u) * (p.n_rot / 2u);
+    return 2u * (j >> 2u) + (e & 1u) + (e >> 1u) * (n_rot / 2u);
 }
 
 // Stores two consecutive cache elements (e even) of one position.
@@ -55,8 +66,8 @@ fn store_qkv_unit(head: u32, j: u32, tok: u32, pos: u32, v_in: array<f32, 4>) {
 // The (cos, sin) pairs of RoPE for slots j .. j + 3 of `head` at `pos` (zeros where no RoPE applies):
 // the decode kernel loads them with the weights (lib/qkv_decode.wgsl).
 fn rope_of_unit(head: u32, j: u32, pos: u32) -> vec4<f32> {
-    if (head >= p.n_head + p.n_head_kv || j >= p.n_rot) { return vec4<f32>(); }
-    let at = pos * (p.n_rot / 2u) + 2u * (j >> 2u);
+    if (head >= p.n_head + p.n_head_kv || j >= qkv_n_rot()) { return vec4<f32>(); }
+    let at = pos * (qkv_n_rot() / 2u) + 2u * (j >> 2u);
     return vec4<f32>(rope[at], rope[at + 1u]);
 }
 
@@ -65,7 +76,7 @@ fn store_qkv_unit_rope(head: u32, j: u32, tok: u32, pos: u32, v_in: array<f32, 4
     var v = v_in;
     let hd = p.head_dim;
     let is_qk = head < p.n_head + p.n_head_kv;
-    if (is_qk && j < p.n_rot) {
+    if (is_qk && j < qkv_n_rot()) {
         // Pairs (2u', 2u'+half) and (2u'+1, 2u'+1+half): x0 * c - x1 * s, x0 * s + x1 * c.
         let c0 = cs.xy;
         let c1 = cs.zw;
