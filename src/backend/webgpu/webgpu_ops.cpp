@@ -323,7 +323,7 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
         if (p.v_offset == 0) key.add("ATT_V_AT", 0.0);
         key.add("ATT_ROW", static_cast<double>(p.n_embd_kv));
         key.add("ATT_GROUP", static_cast<double>(s.n_head / s.n_head_kv));
-        key.add("ATT_CTX", static_cast<double>(kv.v.ne[1]));
+        key.add("ATT_CTX", static_cast<double>(std::min(kv.k.ne[1], kv.v.ne[1])));
     }
     const WGPUBuffer bufs[] = {gpu_buffer(q), gpu_buffer(kv.k), gpu_buffer(kv.v), gpu_buffer(out), stats_buffer()};
     step_->dispatch(key, bufs, &p, sizeof p, u32(s.n_head), u32(n_tok));
