@@ -3,7 +3,7 @@
 # figures that slow repetitions and clock states cannot bias: every arm runs once per round.
 # $AB_BENCH sets the bench arguments (default "-p 0 -n 128 -r 3": tg128; "-p 512 -n 0 -r 3": pp512).
 # Carries what webgpu_gpu_run.sh carries; extra binaries go into .devicebin too (e.g. a tern built
-# from an older commit as .devicebin/tern_old).
+# from an older commit as .devicebin/tern_old: tools/device/pack_base.sh COMMIT tern_old).
 # Usage (on the device): tools/device/webgpu_ab.sh ROUNDS ARM... where an ARM is
 #   BINARY[:VAR=value[,VAR=value...]]   e.g. tern  tern_old  tern:TERN_WEBGPU_DECODE_WG_LONG=256
 set -uo pipefail
