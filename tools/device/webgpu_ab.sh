@@ -7,7 +7,7 @@
 # Usage (on the device): tools/device/webgpu_ab.sh ROUNDS ARM... where an ARM is
 #   BINARY[:VAR=value[,VAR=value...]]   e.g. tern  tern_old  tern:TERN_WEBGPU_DECODE_WG_LONG=256
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 rounds=$1
 shift
 # shellcheck source=tools/device/device_env.sh
