@@ -88,9 +88,9 @@ override V_FIRST: u32 = 8u;
 // Uniform values as pipeline constants, where the host sets them (ATT_UNSET / 0: the uniform's):
 // the offsets of this layer's K / V cache (k_offset, v_offset), the cache's row (n_embd_kv), the
 // query heads per KV head (n_head / n_head_kv) and the positions the cache holds. With them the
-// first V words are loaded before anything is read from the uniform buffer (whose first read
-// waits for memory): up to V_FIRST words of the first blocks whatever the position (words past it
-// are loaded but not used; the cache holds them).
+// first V words and K tile are loaded before anything is read from the uniform buffer (whose first
+// read waits for memory), whatever the position (rows_ahead: rows past it are loaded but not used;
+// the cache holds them). The offsets' sentinel is ATT_UNSET (0 is an offset), the others' 0.
 const ATT_UNSET: u32 = 0xffffffffu;
 override ATT_K_AT: u32 = ATT_UNSET;
 override ATT_V_AT: u32 = ATT_UNSET;
@@ -118,12 +118,20 @@ fn att_group() -> u32 {
     return p.n_head / p.n_head_kv;
 }
 
+// How many of the first positions' K (at = ATT_K_AT) or V (ATT_V_AT) rows may be loaded before the
+// position is known: all the cache holds where their offset and the cache's shape are constants,
+// else the n positions attended.
+fn rows_ahead(n: u32, at: u32) -> u32 {
+    if (ATT_CTX != 0u && ATT_ROW != 0u && at != ATT_UNSET) { return ATT_CTX; }
+    return n;
+}
+
 // The first tile's K words are loaded into registers with the first V words (with the constants
 // above: all the tile's rows the cache holds, whatever the position, so nothing waits for the
 // uniform), and stored to the tile after q is staged. H200 tg128 716.1-717.2 tokens/s against
 // 707.8-713.5 with the tile loaded after q (TERN_WEBGPU_CONST=K_AHEAD=0; before the constants, when
-// these loads waited for the uniform, it was slower: 649-654 against 655). From WG positions on
-// (untiled scores) the words are loaded and not used.
+// these loads waited for the uniform, it was slower: 649-654 against 655, measured in the L2
+// prefetch trial's build). From WG positions on (untiled scores) the words are loaded and not used.
 override K_AHEAD: bool = true;
 
 // Words i = lid + u WG < rows * hw (row i / hw, word i % hw) of the first K tile, u < 16 (a tile
@@ -154,14 +162,11 @@ fn attend(lid: u32, h: u32, t: u32) {
     let c      = lid % pairs;
     let g      = lid / pairs;
     var v_first: array<vec2<u32>, 32>;
-    // (The positions loaded: below n, or with the constants above below what the cache holds.)
-    let v_first_n = select(min(CHUNK, n), min(CHUNK, ATT_CTX), ATT_CTX != 0u && ATT_V_AT != ATT_UNSET && ATT_ROW != 0u);
-    if (g < groups) { v_first = load_v_first(32u * g, 0u, v_first_n, kv_base, c); }
-    let hw    = select(HD, HD / 2u, K_F16);  // u32 words per K row
-    let kc    = min(WG / S, TILE / (hw + 1u));  // positions per tile (the host may shrink TILE)
-    let k_consts = ATT_CTX != 0u && ATT_K_AT != ATT_UNSET && ATT_ROW != 0u;
+    if (g < groups) { v_first = load_v_first(32u * g, 0u, min(CHUNK, rows_ahead(n, ATT_V_AT)), kv_base, c); }
+    let hw = select(HD, HD / 2u, K_F16);  // u32 words per K row
+    let kc = min(WG / S, TILE / (hw + 1u));  // positions per tile (the host may shrink TILE)
     var k0: array<u32, 16>;
-    if (K_AHEAD && TILED) { k0 = load_k_tile0(lid, min(kc, select(n, ATT_CTX, k_consts)), hw, kv_base); }
+    if (K_AHEAD && TILED) { k0 = load_k_tile0(lid, min(kc, rows_ahead(n, ATT_K_AT)), hw, kv_base); }
     for (var d = lid; d < hd; d += WG) {
         let v = att_q(t, h * hd + d);
         qh[d] = select(v, round_f16(v), K_F16);

@@ -10,8 +10,8 @@ fn weight_vec4(i: u32) -> vec4<u32> { return wq[i]; }
 // where the host keys the pipeline with them (WebGpuBackend::decode_key; UNSET: the uniform's).
 // The first read of the uniform buffer in a kernel waits for memory (~0.3 us), and the prologue's
 // loads start the norm's chain, the kernel's longest; the weight loads never needed the uniform.
-// H200 tg128 with those three at 0 (a timing aid, argmax_exact skipped in both arms): 713.6-714.4
-// tokens/s against 695.8-702.6.
+// H200 tg128 with those three at 0 (a one-off timing aid, not kept; argmax_exact skipped in both
+// arms): 713.6-714.4 tokens/s against 695.8-702.6.
 const UNSET: u32 = 0xffffffffu;
 override SRC_AT: u32 = UNSET;
 override NW_AT: u32 = UNSET;

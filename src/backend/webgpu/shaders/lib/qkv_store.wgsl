@@ -12,11 +12,11 @@
 
 // n_rot as a pipeline constant where the host sets it (the decode kernel): slot_dim() gives the
 // weight rows a workgroup loads, which then need nothing from the uniform buffer (whose first read
-// waits for memory). 0xffffffff: the uniform's.
-override QKV_N_ROT: u32 = 0xffffffffu;
+// waits for memory). 0: the uniform's (right for n_rot = 0 too).
+override QKV_N_ROT: u32 = 0u;
 
 fn qkv_n_rot() -> u32 {
-    if (QKV_N_ROT != 0xffffffffu) { return QKV_N_ROT; }
+    if (QKV_N_ROT != 0u) { return QKV_N_ROT; }
     return p.n_rot;
 }
 
