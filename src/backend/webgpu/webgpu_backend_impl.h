@@ -147,6 +147,17 @@ public:
     };
     const Numerics & numerics() const { return numerics_; }
     const WgpuContext & context() const { return ctx_; }
+    // One int8 product on the subgroup matrices (shaders/subgroup_matrix_probe*.wgsl, two spellings
+    // of Dawn's builtins): c [16][16] = a [16][32] b, the operands at column 32 of a [16][64] and of b
+    // given as [16 columns][64], loaded from workgroup memory with offsets and strides counted in
+    // `unit` i8 (1: elements, 4: the i32 words that hold them). c comes back as [16][32], the product
+    // in columns 16..31. `error` says why there is no result (no feature, no compile).
+    struct MatrixProbe {
+        std::vector<int32_t> c;
+        std::string          error;
+    };
+    MatrixProbe subgroup_matrix_probe(std::string_view shader, const std::vector<int8_t> & a,
+                                      const std::vector<int8_t> & b_cols, uint32_t unit);
     // Runs exp_check.wgsl over the f32 bit patterns start + i * stride (i < count, in dispatches of
     // at most 65535 x 256): {mismatches of exp_rn_ziv against exp_rn, the smallest mismatching pattern}.
     std::array<uint32_t, 2> exp_check(uint32_t start, uint32_t stride, uint64_t count);
@@ -214,6 +225,10 @@ private:
                            int64_t pos0);
     // The tiling of a prefill GEMM of n_tok tokens (webgpu_prefill.cpp).
     GemmTiling gemm_tiling(int64_t n_tok) const;
+    // The unit (bytes) of the subgroup matrix builtins' i8 offsets and strides on this device, found
+    // once by subgroup_matrix_probe (4 or 1), or 0: ternary_gemm_mma.wgsl is not used (no subgroup
+    // matrices, no exact product, or $TERN_WEBGPU_MMA=0).
+    uint32_t mma_unit();
     // One ternary_gemm.wgsl dispatch into y (f32 elements at y_offset, y_stride per token); n_out
     // outputs (gate/up pairs when gate_up); last_param: accumulate / activation.
     void encode_gemm(WGPUBuffer y, uint32_t y_offset, uint32_t y_stride, const GpuLinear & w, const QuantizedActs & a,
@@ -232,7 +247,7 @@ private:
     // The tiling of a decode kernel for w, or nothing when the general kernels must run (several
     // tokens, several scale groups per row, K not a multiple of 64 or above 8192).
     std::optional<DecodeTiling> decode_tiling(const GpuLinear & w, int64_t n_tok, uint32_t max_rows,
-                                              uint32_t rpt = 1, uint32_t min_lanes = 4) const;
+                                              uint32_t rpt = 1, uint32_t min_lanes = 4, uint32_t wg = 0) const;
     DecodeSource decode_source(const QuantizedActs & a, const Tensor * x, const Weight * norm) const;
     // The key of a decode kernel; with the fused norm (norm) its prologue's offsets (s, the slot of
     // x's statistics) become pipeline constants where they take one of a few values
@@ -334,6 +349,7 @@ private:
     int64_t                                        attn_scratch_budget_ = 0;  // WebGpuOptions::attention_scratch_bytes
     int64_t                                        greedy_head_i8_min_bytes_ = 0;  // WebGpuOptions::
     std::optional<GemmTiling>                      gemm_tiling_;  // set_gemm_tiling()
+    std::optional<uint32_t>                        mma_unit_;     // mma_unit(), once found
 };
 
 // The GPU buffer behind a tensor (asserts it came from a WebGPU backend).

@@ -45,7 +45,7 @@ HeadParams head_params(const Weight & head, const Tensor & x, const Tensor & log
 // activation words each.
 std::optional<WebGpuBackend::DecodeTiling> WebGpuBackend::decode_tiling(const GpuLinear & w, int64_t n_tok,
                                                                         uint32_t max_rows, uint32_t rpt,
-                                                                        uint32_t min_lanes) const {
+                                                                        uint32_t min_lanes, uint32_t wg_pref) const {
     const int64_t k = w.n_cols;
     if (n_tok != 1 || w.n_groups != 1 || k % 64 != 0 || k > 8192) return std::nullopt;
     static const uint32_t wg_env = env_u32("TERN_WEBGPU_DECODE_WG", 256);
@@ -63,7 +63,7 @@ std::optional<WebGpuBackend::DecodeTiling> WebGpuBackend::decode_tiling(const Gp
     // the weights over many SMs. H200 tg128 560-564 tokens/s against 546-549 with 256 (alternating
     // runs); 128: 547-549; 1024: 524-525. $TERN_WEBGPU_DECODE_WG_LONG overrides (a tuning aid).
     static const uint32_t wg_long = env_u32("TERN_WEBGPU_DECODE_WG_LONG", 512);
-    uint32_t wg = std::clamp<uint32_t>(k > 4096 ? wg_long : wg_env, 32, 1024);
+    uint32_t wg = std::clamp<uint32_t>(wg_pref != 0 ? wg_pref : k > 4096 ? wg_long : wg_env, 32, 1024);
     wg          = std::max<uint32_t>(wg, static_cast<uint32_t>(k / 32));
     uint32_t p2 = 32;
     while (p2 < wg) p2 *= 2;
@@ -127,7 +127,14 @@ WGPUBuffer WebGpuBackend::stats_buffer() {
 
 bool WebGpuBackend::try_decode_bitlinear(const Tensor & y, const GpuLinear & w, const QuantizedActs & a,
                                          const Tensor * x, const Weight * norm, float eps, bool accumulate) {
-    const auto t = decode_tiling(w, a.q.ne[1], 256, 2);  // pairs of rows per lane team
+    // Rows up to 4096 long (the o-projection of 2B4T) take at least 16 lanes: 80 workgroups of 32 rows
+    // instead of 40 of 64. H200 tg128 757.2-757.6 tokens/s against 751.2-752.5 with 8 (the fewest the
+    // loads allow); 32 lanes with 512 threads 754.5-764.2 (noisy), 16 with 512 754.6-758.3.
+    // $TERN_WEBGPU_BITLINEAR_LANES / _WG set the lanes and threads (tuning aids).
+    static const uint32_t bl_lanes = env_u32("TERN_WEBGPU_BITLINEAR_LANES", 16);
+    static const uint32_t bl_wg    = env_u32("TERN_WEBGPU_BITLINEAR_WG", 0);
+    const bool            short_k  = w.n_cols <= 4096;
+    const auto t = decode_tiling(w, a.q.ne[1], 256, 2, short_k ? bl_lanes : 4, short_k ? bl_wg : 0);  // pairs of rows per lane team
     if (!t) return false;
     const DecodeSource s = decode_source(a, x, norm);
     // Norm statistics: x's block sums if the last command left them; y's when the workgroups' rows
@@ -151,7 +158,11 @@ bool WebGpuBackend::try_decode_bitlinear(const Tensor & y, const GpuLinear & w, 
 
 bool WebGpuBackend::try_decode_gate_up(const Tensor & f, const GpuLinear & w, const QuantizedActs & a,
                                        const Tensor * x, const Weight * norm, float eps, FfnActivation act) {
-    const auto t = decode_tiling(w, a.q.ne[1], 256, 2);  // a gate row and its up row per lane team
+    // $TERN_WEBGPU_GATE_UP_LANES / _WG: its lanes per row and threads (tuning aids; 16 lanes with 512
+    // threads 748.4-753.0 against 751.2-752.5, 8 with 512 743.5-749.8, 16 with 1024 742.5-746.9).
+    static const uint32_t gu_lanes = env_u32("TERN_WEBGPU_GATE_UP_LANES", 4);
+    static const uint32_t gu_wg    = env_u32("TERN_WEBGPU_GATE_UP_WG", 0);
+    const auto t = decode_tiling(w, a.q.ne[1], 256, 2, gu_lanes, gu_wg);  // a gate row and its up row per lane team
     if (!t) return false;
     const int64_t  n_ff = w.n_rows / 2;
     const uint32_t outs = t->rows / 2;
@@ -186,7 +197,8 @@ bool WebGpuBackend::try_decode_qkv(const Tensor & q, const KvLayer & kv, const G
     // and 716.4-728.2 with 4 (the fewest the loads allow; before the weight loads stopped waiting
     // for the uniform, 8 was slower than 4). $TERN_WEBGPU_QKV_LANES overrides (a tuning aid).
     static const uint32_t qkv_lanes = env_u32("TERN_WEBGPU_QKV_LANES", 16);
-    const auto t = decode_tiling(w, a.q.ne[1], max_rows, 1, qkv_lanes);
+    static const uint32_t qkv_wg    = env_u32("TERN_WEBGPU_QKV_WG", 0);
+    const auto t = decode_tiling(w, a.q.ne[1], max_rows, 1, qkv_lanes, qkv_wg);
     if (!t || t->rows < 4 || hd % t->rows != 0) return false;
     TERN_ASSERT(pos0 >= 0 && pos0 + 1 <= kv.k.ne[1], "positions past the KV cache");
     const RopeTable & rope = rope_table(s.n_rot, s.rope_freq_base, pos0 + 1);
