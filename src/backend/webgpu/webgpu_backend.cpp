@@ -136,6 +136,38 @@ WebGpuBackend::WebGpuBackend(const WebGpuOptions & options)
     norm_stats_on_     = !(stats && std::string_view(stats) == "0");
     const char * offsets = std::getenv("TERN_WEBGPU_CONST_OFFSETS");
     if (offsets) const_uniforms_ = static_cast<uint32_t>(std::strtoul(offsets, nullptr, 10)) & 7;
+    mma_unit();
+}
+
+WebGpuBackend::MatrixProbe WebGpuBackend::subgroup_matrix_probe(std::string_view shader, const std::vector<int8_t> & a,
+                                                               const std::vector<int8_t> & b_cols, uint32_t unit) {
+    TERN_ASSERT(a.size() == 16 * 64 && b_cols.size() == 16 * 64 && (unit == 1 || unit == 4),
+                "subgroup_matrix_probe sizes");
+    MatrixProbe out;
+    if (!ctx_.features().subgroup_matrix) {
+        out.error = "the adapter has no subgroup matrices";
+        return out;
+    }
+    auto ta = alloc_tensor(*this, DType::i32, {256, 1, 1, 1}, "matrix probe a");
+    auto tb = alloc_tensor(*this, DType::i32, {256, 1, 1, 1}, "matrix probe b");
+    auto tc = alloc_tensor(*this, DType::i32, {512, 1, 1, 1}, "matrix probe c");
+    write(ta.tensor, a.data(), a.size());
+    write(tb.tensor, b_cols.data(), b_cols.size());
+    const std::vector<int32_t> zeros(512, 0);
+    write(tc.tensor, zeros.data(), zeros.size() * 4);
+    const uint32_t    params[2] = {32 / unit, 64 / unit};
+    const PipelineKey key{shader, "rrwu", {}};
+    const WGPUBuffer  bufs[] = {gpu_buffer(ta.tensor), gpu_buffer(tb.tensor), gpu_buffer(tc.tensor)};
+    out.c.resize(512);
+    try {
+        step_->dispatch(key, bufs, params, sizeof params, 1);
+        step_->take_dispatch_count();
+        read(tc.tensor, out.c.data(), out.c.size() * 4);
+    } catch (const Error & e) {
+        out.c.clear();
+        out.error = e.what();
+    }
+    return out;
 }
 
 std::string WebGpuBackend::probe_subgroups() {

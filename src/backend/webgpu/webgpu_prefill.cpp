@@ -10,6 +10,7 @@
 #include "backend/webgpu/webgpu_backend_impl.h"
 
 #include "core/error.h"
+#include "core/log.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -87,9 +88,50 @@ WebGpuBackend::GemmTiling WebGpuBackend::gemm_tiling(int64_t n_tok) const {
     return t;
 }
 
+uint32_t WebGpuBackend::mma_unit() {
+    // (Found by the constructor: the probe reads back, which must not happen inside a step.)
+    if (mma_unit_) return *mma_unit_;
+    mma_unit_ = 0;
+    const char * env = std::getenv("TERN_WEBGPU_MMA");
+    if ((env && std::string_view(env) == "0") || !ctx_.features().subgroup_matrix) return 0;
+    // A 16 x 16 x 32 product of random bytes (the extremes included) against the CPU's.
+    std::vector<int8_t> a(16 * 64), b(16 * 64);
+    uint32_t            state = 12345;
+    for (auto * v : {&a, &b}) {
+        for (auto & x : *v) {
+            state = state * 1664525u + 1013904223u;
+            x     = static_cast<int8_t>(state >> 24);
+        }
+    }
+    a[32] = b[32] = -128;
+    for (uint32_t unit : {4u, 1u}) {
+        const MatrixProbe r = subgroup_matrix_probe("subgroup_matrix_probe_t", a, b, unit);
+        if (!r.error.empty()) {
+            TERN_LOG_INFO("webgpu: subgroup matrices unused: %s", r.error.c_str());
+            return 0;
+        }
+        bool exact = true;
+        for (int i = 0; i < 16 && exact; ++i) {
+            for (int j = 0; j < 32 && exact; ++j) {
+                int32_t want = 0;
+                for (int k = 32; j >= 16 && k < 64; ++k) want += int32_t{a[i * 64 + k]} * b[(j - 16) * 64 + k];
+                exact = r.c[static_cast<size_t>(i * 32 + j)] == want;
+            }
+        }
+        if (exact) {
+            mma_unit_ = unit;
+            TERN_LOG_INFO("webgpu: prompt matmuls on the subgroup matrices (int8, offsets in units of %u bytes)", unit);
+            return unit;
+        }
+    }
+    TERN_LOG_WARN("webgpu: the subgroup matrices did not give the exact int8 product; prompts use dot4");
+    return 0;
+}
+
 void WebGpuBackend::encode_gemm(WGPUBuffer y, uint32_t y_offset, uint32_t y_stride, const GpuLinear & w,
                                 const QuantizedActs & a, uint32_t n_out, bool gate_up, uint32_t last_param) {
     const int64_t    n_tok = a.q.ne[1];
+    const uint32_t   unit  = mma_unit();
     const GemmTiling t     = gemm_tiling(n_tok);
     const uint32_t   bm = t.tr * t.tm, bn = t.tc * t.tn;
     const uint32_t   outs = gate_up ? bm / 2 : bm;
@@ -108,6 +150,18 @@ void WebGpuBackend::encode_gemm(WGPUBuffer y, uint32_t y_offset, uint32_t y_stri
         y_offset,
         y_stride,
         last_param};
+    // ternary_gemm_mma.wgsl (32 x 32 tiles, 16 outputs of gate/up pairs): where the device has exact
+    // int8 subgroup matrices and its vec4 loads fit (K a multiple of 64, act_q at a 16-byte offset).
+    if (unit != 0 && w.n_cols % 64 == 0 && p.act_offset % 4 == 0 && p.act_stride % 4 == 0) {
+        const PipelineKey key{"ternary_gemm_mma",
+                              "rrrwu",
+                              {{{"N_GROUPS", static_cast<double>(w.n_groups)},
+                                {"GATE_UP", gate_up ? 1.0 : 0.0},
+                                {"MU", static_cast<double>(unit)}}}};
+        const WGPUBuffer bufs[] = {w.buffer->get(), gpu_buffer(a.q), gpu_buffer(a.scale), y};
+        step_->dispatch(key, bufs, &p, sizeof p, ceil_div(n_out, gate_up ? 16 : 32), ceil_div(n_tok, 32));
+        return;
+    }
     const PipelineKey key{dot4_native_ ? "ternary_gemm" : "ternary_gemm_nodp4",
                           "rrrwu",
                           {{{"TM", static_cast<double>(t.tm)},

@@ -189,6 +189,11 @@ struct ToggleLists {
 
 ToggleLists toggle_lists() {
     ToggleLists t;
+    // A Dawn of the v1.0 numbering (dawn.node) lists its subgroup matrices only with
+    // allow_unsafe_apis (they are experimental; nothing else changes for what tern uses).
+    if (load_wgpu_library().feature_ids.subgroup_matrix == k_feature_ids_v1.subgroup_matrix) {
+        t.on.push_back("allow_unsafe_apis");
+    }
     // GPU timestamps unquantized when profiling with them (Dawn rounds them to 100 us otherwise).
     if (const char * p = std::getenv("TERN_WEBGPU_PROFILE"); p && std::string_view(p) == "gpu") {
         t.off.push_back("timestamp_quantization");
@@ -316,13 +321,14 @@ WgpuContext::WgpuContext(const WgpuDeviceOptions & options) {
     WGPUSupportedFeatures supported{};
     wgpu().wgpuAdapterGetFeatures(adapter_handle_.get(), &supported);
     std::vector<uint32_t> required;
-    for (uint32_t id : {WGPU_FEATURE_SHADER_F16, WGPU_FEATURE_SUBGROUPS, WGPU_FEATURE_TIMESTAMP_QUERY}) {
+    const WgpuFeatureIds & ids = load_wgpu_library().feature_ids;
+    for (uint32_t id : {ids.shader_f16, ids.subgroups, ids.timestamp_query, ids.subgroup_matrix}) {
         if (has_feature(supported, id)) required.push_back(id);
     }
-    features_.shader_f16      = has_feature(supported, WGPU_FEATURE_SHADER_F16);
-    features_.subgroups       = has_feature(supported, WGPU_FEATURE_SUBGROUPS);
-    features_.timestamp_query = has_feature(supported, WGPU_FEATURE_TIMESTAMP_QUERY);
-    features_.subgroup_matrix = has_feature(supported, WGPU_FEATURE_CHROMIUM_EXPERIMENTAL_SUBGROUP_MATRIX);
+    features_.shader_f16      = has_feature(supported, ids.shader_f16);
+    features_.subgroups       = has_feature(supported, ids.subgroups);
+    features_.timestamp_query = has_feature(supported, ids.timestamp_query);
+    features_.subgroup_matrix = has_feature(supported, ids.subgroup_matrix);
     wgpu().wgpuSupportedFeaturesFreeMembers(supported);
     WGPUSupportedWGSLLanguageFeatures wgsl{};
     wgpu().wgpuInstanceGetWGSLLanguageFeatures(instance_.get(), &wgsl);

@@ -1,13 +1,20 @@
 // dlopen + dlsym of the webgpu.h implementation; see wgpu_loader.h for the search order.
 #include "backend/webgpu/wgpu_loader.h"
 
+#include "backend/webgpu/napi_stubs.h"
+
 #include "core/error.h"
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
+#include <unordered_map>
 
 #ifndef TERN_SOURCE_DIR
 #define TERN_SOURCE_DIR "."
@@ -17,12 +24,63 @@ namespace tern {
 namespace {
 
 constexpr const char * k_library_name = "libwebgpu_wrapper.so";
-constexpr const char * k_deps_subpath = ".deps/webgpu/node_modules/bun-webgpu-linux-x64/libwebgpu_wrapper.so";
+// Installed by scripts/setup.sh, in the order tried: npm webgpu's dawn.node (a newer Dawn, with int8
+// subgroup matrices), then npm bun-webgpu-linux-x64's library (an older one).
+constexpr const char * k_deps_subpaths[] = {".deps/webgpu/node_modules/webgpu/dist/linux-x64/dawn.node",
+                                            ".deps/webgpu/node_modules/bun-webgpu-linux-x64/libwebgpu_wrapper.so"};
 
 WgpuProcs   g_procs;
 WgpuLibrary g_library;
 
+}  // namespace
+
+std::unordered_map<std::string, void *> elf_function_symbols(const std::string & path, void * handle,
+                                                             const std::vector<std::string> & prefixes) {
+    std::unordered_map<std::string, void *> out;
+    link_map * map = nullptr;
+    if (dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || map == nullptr) return out;
+    std::ifstream f(path, std::ios::binary);
+    std::vector<char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    if (bytes.size() < sizeof(Elf64_Ehdr)) return out;
+    Elf64_Ehdr eh;
+    std::memcpy(&eh, bytes.data(), sizeof eh);
+    if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64) return out;
+    if (eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff > bytes.size() ||
+        uint64_t{eh.e_shnum} * sizeof(Elf64_Shdr) > bytes.size() - eh.e_shoff) {
+        return out;
+    }
+    std::vector<Elf64_Shdr> sh(eh.e_shnum);
+    std::memcpy(sh.data(), bytes.data() + eh.e_shoff, eh.e_shnum * sizeof(Elf64_Shdr));
+    for (const Elf64_Shdr & s : sh) {
+        if (s.sh_type != SHT_SYMTAB || s.sh_link >= sh.size()) continue;
+        const Elf64_Shdr & str = sh[s.sh_link];
+        if (s.sh_offset > bytes.size() || s.sh_size > bytes.size() - s.sh_offset || str.sh_offset > bytes.size() ||
+            str.sh_size > bytes.size() - str.sh_offset) {
+            return out;
+        }
+        const size_t n = s.sh_size / sizeof(Elf64_Sym);
+        for (size_t i = 0; i < n; ++i) {
+            Elf64_Sym sym;
+            std::memcpy(&sym, bytes.data() + s.sh_offset + i * sizeof sym, sizeof sym);
+            if (sym.st_value == 0 || ELF64_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_name >= str.sh_size) continue;
+            const char * name = bytes.data() + str.sh_offset + sym.st_name;
+            const size_t len  = strnlen(name, str.sh_size - sym.st_name);
+            const std::string_view nv(name, len);
+            for (const std::string & pre : prefixes) {
+                if (nv.substr(0, pre.size()) == pre) {
+                    out.emplace(std::string(nv), reinterpret_cast<void *>(map->l_addr + sym.st_value));
+                    break;
+                }
+            }
+        }
+    }
+    return out;
+}
+
+namespace {
+
 WgpuLibrary open_library() {
+    napi_stubs_linked();
     std::string tried;
     for (const std::string & path : wgpu_library_candidates()) {
         const bool is_file = path.find('/') != std::string::npos;
@@ -30,22 +88,42 @@ WgpuLibrary open_library() {
             tried += "\n  " + path + " (not found)";
             continue;
         }
-        void * handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+        void * handle = dlopen(path.c_str(), RTLD_LAZY | RTLD_LOCAL);
         if (!handle) {
             const char * why = dlerror();
             tried += "\n  " + path + " (" + (why ? why : "dlopen failed") + ")";
             continue;
         }
+        // dawn.node (npm `webgpu`) keeps its webgpu.h entry points local: they are dawn_proc's
+        // trampolines, armed by dawnProcSetProcs(dawn::native::GetProcs()).
+        std::unordered_map<std::string, void *> local;
+        if (!dlsym(handle, "wgpuCreateInstance")) {
+            local = elf_function_symbols(path, handle, {"wgpu", "dawnProcSetProcs", "_ZN4dawn6native8GetProcsEv"});
+            auto set_procs = reinterpret_cast<void (*)(const void *)>(local["dawnProcSetProcs"]);
+            auto get_procs = reinterpret_cast<const void * (*)()>(local["_ZN4dawn6native8GetProcsEv"]);
+            if (set_procs && get_procs) set_procs(get_procs());
+        }
+        // Every entry point, or the first one missing (then the next candidate is tried).
+        std::string missing;
 #define TERN_WGPU_RESOLVE(name, ret, params)                                                                   \
-    g_procs.name = reinterpret_cast<ret(*) params>(dlsym(handle, #name));                                    \
-    if (!g_procs.name) {                                                                                      \
-        fail(ErrorKind::device, format("webgpu: '%s' does not export %s", path.c_str(), #name),               \
-             "the library is not a webgpu.h (v1.0) implementation; use Dawn from scripts/setup.sh or set "     \
-             "TERN_WEBGPU_LIB");                                                                              \
+    if (missing.empty()) {                                                                                    \
+        g_procs.name = reinterpret_cast<ret(*) params>(dlsym(handle, #name));                                \
+        if (!g_procs.name && local.count(#name)) g_procs.name = reinterpret_cast<ret(*) params>(local[#name]); \
+        if (!g_procs.name) missing = #name;                                                                   \
     }
         TERN_WGPU_PROCS(TERN_WGPU_RESOLVE)
 #undef TERN_WGPU_RESOLVE
-        return {path, &g_procs};
+        if (!missing.empty()) {  // (left loaded: libraries are never unloaded)
+            tried += "\n  " + path + " (has no " + missing + ": not a webgpu.h v1.0 implementation)";
+            continue;
+        }
+        // dawn.node is a Dawn of the v1.0 numbering; the exported-symbol builds tern has met predate it.
+        // $TERN_WEBGPU_FEATURE_IDS=v1 or pre_v1 says which, for another library.
+        WgpuFeatureIds ids = local.empty() ? k_feature_ids_pre_v1 : k_feature_ids_v1;
+        if (const char * env = std::getenv("TERN_WEBGPU_FEATURE_IDS"); env && *env) {
+            ids = std::string_view(env) == "v1" ? k_feature_ids_v1 : k_feature_ids_pre_v1;
+        }
+        return {path, &g_procs, ids};
     }
     fail(ErrorKind::device, std::string("webgpu: cannot load the WebGPU library (") + k_library_name + "); tried:" + tried,
          "run scripts/setup.sh (installs Dawn into .deps/webgpu), or set TERN_WEBGPU_LIB=/path/to/libwebgpu.so");
@@ -65,11 +143,13 @@ std::vector<std::string> wgpu_library_candidates() {
         // <root>/build*/bin/tern and <root>/build*/tests/...: walk up to four levels for a .deps folder.
         auto dir = exe.parent_path();
         for (int up = 0; up < 4 && !dir.empty(); ++up, dir = dir.parent_path()) {
-            const auto p = dir / k_deps_subpath;
-            if (std::filesystem::exists(p, ec)) out.push_back(p.string());
+            for (const char * sub : k_deps_subpaths) {
+                const auto p = dir / sub;
+                if (std::filesystem::exists(p, ec)) out.push_back(p.string());
+            }
         }
     }
-    out.push_back(std::string(TERN_SOURCE_DIR) + "/" + k_deps_subpath);
+    for (const char * sub : k_deps_subpaths) out.push_back(std::string(TERN_SOURCE_DIR) + "/" + sub);
     out.emplace_back(k_library_name);
     return out;
 }

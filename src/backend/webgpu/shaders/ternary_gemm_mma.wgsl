@@ -1,0 +1,255 @@
+requires packed_4x8_integer_dot_product;
+enable chromium_experimental_subgroup_matrix;
+
+// ternary_gemm_mma: ternary_gemm.wgsl on the subgroup matrices (Dawn's
+// chromium_experimental_subgroup_matrix: int8 x int8 -> i32 products on the tensor cores of an
+// NVIDIA GPU), with the same bindings, parameters and results, bit for bit: each scale group's
+// integer dot is exact either way, and the float epilogue is ternary_gemm's.
+//
+//   weights: codes [N][K/16] u32 | group scales [N][n_groups] f32 | output scales [N] f32
+//   act_q: [K, T] int8 (u32 words)   act_scale: [T] f32   y: [n_out, T] f32
+// Bindings: 0 weights (read), 1 act_q (read), 2 act_scale (read), 3 y (read_write), 4 params (uniform)
+// Dispatch: (ceil(n_out / OUTS), ceil(T / 32), 1), OUTS = 32 (16 with GATE_UP). The host checks that
+// K is a multiple of 64 and act_q's offset and stride multiples of 4 words (the loads are vec4s).
+//
+// A workgroup is one subgroup of 32 invocations (the builtins' offsets must be uniform in the
+// workgroup, so several subgroups could not take tiles of their own; and the four result matrices
+// are named, not indexed by a loop variable: with loop-indexed arrays of matrices the results were
+// wrong on an H200) and owns 32 weight rows x 32 tokens. It walks K in chunks of 64 elements:
+//   1. the chunk's code words (one vec4 per row: invocation r loads row r) and activations (4 vec4s
+//      per token) are loaded into registers one chunk ahead, then stored to workgroup memory, the
+//      codes unpacked to signed bytes: w_tile [row][64 i8], a_tile [token][64 i8] (each token's
+//      K values together: the right operand column-major), rows padded to RS words;
+//   2. the tile is 2 x 2 result matrices of 16 x 16; a chunk adds 2 (K steps of 32) x 4 products
+//      16 x 16 x 32;
+//   3. where a chunk ends a scale group (several groups per row) the results go to c_tile
+//      [token][row] and invocation r folds row r's into f32 in group order (ternary_gemm's); at
+//      the end the same invocation takes row r's epilogue and stores (neighbouring invocations on
+//      neighbouring rows of y). With GATE_UP tile row lr < 16 is gate row out0 + lr and lr >= 16
+//      up row n_out + out0 + lr - 16: the gate rows hand their values over through c_tile.
+// The builtins count the i8 operands' offsets and strides in MU bytes: 1 (i8 elements) or 4 (the
+// i32 words that hold them), as WebGpuBackend::mma_unit found with subgroup_matrix_probe.wgsl (it
+// differs between Dawn versions and spellings of the builtins; 4 in npm webgpu 0.6.2).
+// Workgroup memory: 2 x 32 x RS words of operands + 32 x 32 words of results (9 KiB).
+
+// #include "lib/ternary.wgsl"
+// #include "lib/dot4_native.wgsl"
+// #include "lib/numerics.wgsl"
+
+const BM = 32u;  // weight rows per workgroup
+const BN = 32u;  // tokens per workgroup
+const KW = 4u;   // code words per row per chunk (64 elements)
+const WG = 32u;  // one subgroup
+override N_GROUPS: u32 = 1u;  // scale groups per row
+override GATE_UP: bool = false;
+override MU: u32 = 4u;        // bytes per unit of the builtins' operand offsets and strides
+override RS: u32 = 20u;       // words per operand row in workgroup memory (16 + padding)
+// A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=MMA_STOP=n): 1 no products, 2 no
+// global loads after the first chunk, 3 one product of four.
+override MMA_STOP: u32 = 0u;
+
+struct Params {
+    n_out: u32,           // outputs: N (n_ff with GATE_UP, half the weight rows)
+    k_words: u32,         // K / 16
+    group_words: u32,     // words per scale group (a multiple of KW when N_GROUPS > 1)
+    n_tokens: u32,        // T
+    scales_offset: u32,   // u32 index of the group scales in `weights`
+    oscales_offset: u32,  // u32 index of the output scales in `weights`
+    act_offset: u32,      // u32 index of act_q[0, 0]
+    act_stride: u32,      // u32 words between tokens of act_q (K / 4)
+    ascale_offset: u32,   // f32 index of act_scale[0]
+    y_offset: u32,        // f32 index of y[0, 0]
+    y_stride: u32,        // f32 elements between tokens of y
+    last: u32,            // bitlinear: 1 = y += W a; GATE_UP: 0 = relu², 1 = silu
+    rn_zero: u32,         // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
+}
+
+@group(0) @binding(0) var<storage, read> weights4: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read> act_q4: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read> act_scale: array<f32>;
+@group(0) @binding(3) var<storage, read_write> y: array<f32>;
+@group(0) @binding(4) var<uniform> p: Params;
+
+var<workgroup> w_tile: array<i32, BM * RS>;  // signed weight bytes [row][64], padded
+var<workgroup> a_tile: array<i32, BN * RS>;  // activation bytes [token][64], padded
+var<workgroup> c_tile: array<i32, BM * BN>;  // integer dots [token][row]
+
+alias Left  = subgroup_matrix_left<i8, 32, 16>;
+alias Right = subgroup_matrix_right<i8, 16, 32>;
+alias Acc   = subgroup_matrix_result<i32, 16, 16>;
+
+// u32 element i of the weight buffer (scales live after the codes).
+fn wword(i: u32) -> u32 { return weights4[i / 4u][i % 4u]; }
+
+// Outputs per workgroup: BM rows, or BM / 2 gate/up pairs.
+fn outs_per_tile() -> u32 {
+    return select(BM, BM / 2u, GATE_UP);
+}
+
+// Weight row of tile row lr (tile starting at output out0); 0xffffffff past the last output.
+fn tile_row(out0: u32, lr: u32) -> u32 {
+    let o = out0 + lr % outs_per_tile();
+    if (o >= p.n_out) { return 0xffffffffu; }
+    return o + (lr / outs_per_tile()) * p.n_out;
+}
+
+// The code word unpacked into four words of signed bytes (elements 4s .. 4s + 3 in word s).
+fn signed_words(w: u32) -> vec4<u32> {
+    return vec4<u32>(ternary_signed(w & 0x03030303u), ternary_signed((w >> 2u) & 0x03030303u),
+                     ternary_signed((w >> 4u) & 0x03030303u), ternary_signed((w >> 6u) & 0x03030303u));
+}
+
+// Tile row lr's 4 code words of chunk c (value 0 past the matrix). Needs K / 16 a multiple of 4.
+fn load_weight_vec(out0: u32, lr: u32, c: u32) -> vec4<u32> {
+    let row = tile_row(out0, lr);
+    if (row == 0xffffffffu || c * KW >= p.k_words) { return vec4<u32>(0x55555555u); }
+    return weights4[(row * p.k_words) / 4u + c];
+}
+
+// Activation vec4 `item` (token-major, 4 vec4s of 16 elements per token) of chunk c, 0 past the
+// matrix. Needs act_offset and act_stride multiples of 4.
+fn load_act_vec(tok0: u32, item: u32, c: u32) -> vec4<u32> {
+    let t  = tok0 + item / 4u;
+    let kw = c * KW + item % 4u;
+    if (t >= p.n_tokens || kw >= p.k_words) { return vec4<u32>(0u); }
+    return act_q4[(p.act_offset + t * p.act_stride) / 4u + kw];
+}
+
+// div_rn(a, b) in two parts, as ternary_gemm.wgsl: recip_part(b) then div_by(a, b, recip_part(b)).
+fn recip_part(b: f32) -> f32 {
+    if (!FMA_FUSED) { return 0.0; }
+    let y = 1.0 / b;
+    let e = fma(-b, y, 1.0);
+    return fma(e, y, y);
+}
+
+fn div_by(a: f32, b: f32, rb: f32) -> f32 {
+    if (!FMA_FUSED) { return a / b; }
+    let q = a * rb;
+    let r = fma(-q, b, a);
+    return fma(r, rb, q);
+}
+
+// The results into c_tile [token][row] (every invocation calls it).
+fn store_results(acc: array<Acc, 4>) {
+    for (var i = 0u; i < 2u; i++) {
+        for (var j = 0u; j < 2u; j++) {
+            subgroupMatrixStore<col_major>(&c_tile, 16u * j * BM + 16u * i, acc[2u * i + j], BM);
+        }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let out0 = wid.x * outs_per_tile();
+    let tok0 = wid.y * BN;
+    let n_chunks = (p.k_words + KW - 1u) / KW;
+    let lr  = lid;
+    let row = tile_row(out0, lr);
+    let vr  = select(row, 0u, row == 0xffffffffu);
+
+    var acc: array<Acc, 4>;    // [row block i][token block j] at 2 i + j
+    var facc: array<f32, 32>;  // row lid's finished groups (N_GROUPS > 1), per token
+    var w_next: vec4<u32>;     // the next chunk, staged through registers: row lid's code words
+    var a_next: array<vec4<u32>, 4>;
+    w_next = load_weight_vec(out0, lid, 0u);
+    for (var m = 0u; m < 4u; m++) { a_next[m] = load_act_vec(tok0, lid + WG * m, 0u); }
+
+    for (var c = 0u; c < n_chunks; c++) {
+        workgroupBarrier();  // everyone is done with the previous chunk
+        for (var q = 0u; q < 4u; q++) {
+            let sw = bitcast<vec4<i32>>(signed_words(w_next[q]));
+            let wb = lid * RS + 4u * q;
+            w_tile[wb] = sw.x;
+            w_tile[wb + 1u] = sw.y;
+            w_tile[wb + 2u] = sw.z;
+            w_tile[wb + 3u] = sw.w;
+        }
+        for (var m = 0u; m < 4u; m++) {
+            let ai = lid + WG * m;
+            let ab = (ai / 4u) * RS + 4u * (ai % 4u);
+            let av = bitcast<vec4<i32>>(a_next[m]);
+            a_tile[ab] = av.x;
+            a_tile[ab + 1u] = av.y;
+            a_tile[ab + 2u] = av.z;
+            a_tile[ab + 3u] = av.w;
+        }
+        workgroupBarrier();
+        if (c + 1u < n_chunks && MMA_STOP != 2u) {
+            w_next = load_weight_vec(out0, lid, c + 1u);
+            for (var m = 0u; m < 4u; m++) { a_next[m] = load_act_vec(tok0, lid + WG * m, c + 1u); }
+        }
+        for (var kk = 0u; kk < 2u; kk++) {  // K steps of 32 bytes
+            if (MMA_STOP == 1u) { break; }
+            let l0 = subgroupMatrixLoad<Left, row_major>(&w_tile, (32u * kk) / MU, RS * 4u / MU);
+            let l1 = subgroupMatrixLoad<Left, row_major>(&w_tile, (16u * RS * 4u + 32u * kk) / MU, RS * 4u / MU);
+            let b0 = subgroupMatrixLoad<Right, col_major>(&a_tile, (32u * kk) / MU, RS * 4u / MU);
+            let b1 = subgroupMatrixLoad<Right, col_major>(&a_tile, (16u * RS * 4u + 32u * kk) / MU, RS * 4u / MU);
+            acc[0] = subgroupMatrixMultiplyAccumulate(l0, b0, acc[0]);
+            if (MMA_STOP == 3u) { continue; }
+            acc[1] = subgroupMatrixMultiplyAccumulate(l0, b1, acc[1]);
+            acc[2] = subgroupMatrixMultiplyAccumulate(l1, b0, acc[2]);
+            acc[3] = subgroupMatrixMultiplyAccumulate(l1, b1, acc[3]);
+        }
+        if (N_GROUPS > 1u && ((c + 1u) * KW) % p.group_words == 0u) {
+            store_results(acc);
+            for (var q = 0u; q < 4u; q++) { acc[q] = Acc(); }
+            workgroupBarrier();
+            let g  = (c + 1u) * KW / p.group_words - 1u;
+            let gs = bitcast<f32>(wword(p.scales_offset + vr * N_GROUPS + g));
+            for (var m = 0u; m < 32u; m++) {
+                let t  = min(tok0 + m, p.n_tokens - 1u);
+                let s  = act_scale[p.ascale_offset + t];
+                facc[m] += mul_rn(div_by(f32(c_tile[m * BM + lr]), s, recip_part(s)), gs);
+            }
+        }
+    }
+
+    if (N_GROUPS == 1u) {
+        store_results(acc);
+        workgroupBarrier();
+    }
+    let os = bitcast<f32>(wword(p.oscales_offset + vr));
+    let gs = bitcast<f32>(wword(p.scales_offset + vr * N_GROUPS));
+    var v: array<f32, 32>;
+    for (var m = 0u; m < 32u; m++) {
+        var x: f32;
+        if (N_GROUPS == 1u) {
+            let t = min(tok0 + m, p.n_tokens - 1u);
+            let s = act_scale[p.ascale_offset + t];
+            x = div_by(f32(c_tile[m * BM + lr]), s, recip_part(s)) * gs;
+        } else {
+            x = facc[m];
+        }
+        v[m] = mul_rn(x, os);
+    }
+    if (GATE_UP) {
+        workgroupBarrier();
+        if (lr < BM / 2u) {
+            for (var m = 0u; m < 32u; m++) { c_tile[m * BM + lr] = bitcast<i32>(v[m]); }
+        }
+        workgroupBarrier();
+        if (lr >= BM / 2u) {
+            let o = out0 + lr - BM / 2u;
+            if (o < p.n_out) {
+                for (var m = 0u; m < 32u; m++) {
+                    let t  = tok0 + m;
+                    if (t >= p.n_tokens) { continue; }
+                    let g = bitcast<f32>(c_tile[m * BM + lr - BM / 2u]);
+                    y[p.y_offset + t * p.y_stride + o] = ffn_gate(g, v[m], p.last);
+                }
+            }
+        }
+    } else if (row != 0xffffffffu) {
+        for (var m = 0u; m < 32u; m++) {
+            let t = tok0 + m;
+            if (t >= p.n_tokens) { continue; }
+            let yi = p.y_offset + t * p.y_stride + row;
+            if (p.last != 0u) {
+                y[yi] = y[yi] + v[m];
+            } else {
+                y[yi] = v[m];
+            }
+        }
+    }
+}
