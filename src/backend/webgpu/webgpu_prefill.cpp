@@ -94,6 +94,12 @@ uint32_t WebGpuBackend::mma_unit() {
     mma_unit_ = 0;
     const char * env = std::getenv("TERN_WEBGPU_MMA");
     if ((env && std::string_view(env) == "0") || !ctx_.features().subgroup_matrix) return 0;
+    // ternary_gemm_mma.wgsl's workgroup of 32 must be exactly one subgroup.
+    if (ctx_.adapter().subgroup_min != 32 || ctx_.adapter().subgroup_max != 32) {
+        TERN_LOG_INFO("webgpu: subgroup matrices unused: subgroups of %u-%u invocations, not 32",
+                      ctx_.adapter().subgroup_min, ctx_.adapter().subgroup_max);
+        return 0;
+    }
     // A 16 x 16 x 32 product of random bytes (the extremes included) against the CPU's.
     std::vector<int8_t> a(16 * 64), b(16 * 64);
     uint32_t            state = 12345;
@@ -119,6 +125,12 @@ uint32_t WebGpuBackend::mma_unit() {
             }
         }
         if (exact) {
+            try {  // the kernel itself must compile here too (its shapes are the probe's)
+                pipelines_.pipeline(PipelineKey{"ternary_gemm_mma", "rrrwu", {{{"MU", static_cast<double>(unit)}}}});
+            } catch (const Error & e) {
+                TERN_LOG_WARN("webgpu: the tensor-core GEMM does not build here (%s); prompts use dot4", e.what());
+                return 0;
+            }
             mma_unit_ = unit;
             TERN_LOG_INFO("webgpu: prompt matmuls on the subgroup matrices (int8, offsets in units of %u bytes)", unit);
             return unit;
