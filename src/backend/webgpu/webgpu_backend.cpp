@@ -139,7 +139,20 @@ WebGpuBackend::WebGpuBackend(const WebGpuOptions & options)
     mma_unit();
 }
 
-WebGpuBackend::MatrixProbe WebGpuBackend::subgroup_matrix_probe(std::string_view shader, const std::vector<int8_t> & a,
+std::vector<int32_t> WebGpuBackend::subgroup_matrix_probe_product(const std::vector<int8_t> & a,
+                                                                 const std::vector<int8_t> & b_cols) {
+    std::vector<int32_t> c(16 * 32, 0);  // columns 0..15 stay as the probe wrote them (0)
+    for (int i = 0; i < 16; ++i) {
+        for (int j = 0; j < 16; ++j) {
+            int32_t s = 0;
+            for (int k = 32; k < 64; ++k) s += int32_t{a[i * 64 + k]} * int32_t{b_cols[j * 64 + k]};
+            c[static_cast<size_t>(i * 32 + 16 + j)] = s;
+        }
+    }
+    return c;
+}
+
+WebGpuBackend::MatrixProbe WebGpuBackend::subgroup_matrix_probe(const std::vector<int8_t> & a,
                                                                const std::vector<int8_t> & b_cols, uint32_t unit) {
     TERN_ASSERT(a.size() == 16 * 64 && b_cols.size() == 16 * 64 && (unit == 1 || unit == 4),
                 "subgroup_matrix_probe sizes");
@@ -156,7 +169,7 @@ WebGpuBackend::MatrixProbe WebGpuBackend::subgroup_matrix_probe(std::string_view
     const std::vector<int32_t> zeros(512, 0);
     write(tc.tensor, zeros.data(), zeros.size() * 4);
     const uint32_t    params[2] = {32 / unit, 64 / unit};
-    const PipelineKey key{shader, "rrwu", {}};
+    const PipelineKey key{"subgroup_matrix_probe", "rrwu", {}};
     const WGPUBuffer  bufs[] = {gpu_buffer(ta.tensor), gpu_buffer(tb.tensor), gpu_buffer(tc.tensor)};
     out.c.resize(512);
     try {

@@ -147,17 +147,20 @@ public:
     };
     const Numerics & numerics() const { return numerics_; }
     const WgpuContext & context() const { return ctx_; }
-    // One int8 product on the subgroup matrices (shaders/subgroup_matrix_probe*.wgsl, two spellings
-    // of Dawn's builtins): c [16][16] = a [16][32] b, the operands at column 32 of a [16][64] and of b
-    // given as [16 columns][64], loaded from workgroup memory with offsets and strides counted in
-    // `unit` i8 (1: elements, 4: the i32 words that hold them). c comes back as [16][32], the product
-    // in columns 16..31. `error` says why there is no result (no feature, no compile).
+    // One int8 product on the subgroup matrices (shaders/subgroup_matrix_probe.wgsl): c [16][16] =
+    // a [16][32] b, the operands at column 32 of a [16][64] and of b given as [16 columns][64], loaded
+    // from workgroup memory with offsets and strides counted in `unit` i8 (1: elements, 4: the i32
+    // words that hold them). c comes back as [16][32], the product in columns 16..31
+    // (subgroup_matrix_probe_product gives the exact one). `error` says why there is no result (no
+    // feature, no compile).
     struct MatrixProbe {
         std::vector<int32_t> c;
         std::string          error;
     };
-    MatrixProbe subgroup_matrix_probe(std::string_view shader, const std::vector<int8_t> & a,
-                                      const std::vector<int8_t> & b_cols, uint32_t unit);
+    MatrixProbe subgroup_matrix_probe(const std::vector<int8_t> & a, const std::vector<int8_t> & b_cols, uint32_t unit);
+    // What subgroup_matrix_probe should return for a and b_cols: the integer product, on the CPU.
+    static std::vector<int32_t> subgroup_matrix_probe_product(const std::vector<int8_t> & a,
+                                                              const std::vector<int8_t> & b_cols);
     // Runs exp_check.wgsl over the f32 bit patterns start + i * stride (i < count, in dispatches of
     // at most 65535 x 256): {mismatches of exp_rn_ziv against exp_rn, the smallest mismatching pattern}.
     std::array<uint32_t, 2> exp_check(uint32_t start, uint32_t stride, uint64_t count);

@@ -110,20 +110,14 @@ uint32_t WebGpuBackend::mma_unit() {
         }
     }
     a[32] = b[32] = -128;
+    const std::vector<int32_t> want = subgroup_matrix_probe_product(a, b);
     for (uint32_t unit : {4u, 1u}) {
-        const MatrixProbe r = subgroup_matrix_probe("subgroup_matrix_probe_t", a, b, unit);
+        const MatrixProbe r = subgroup_matrix_probe(a, b, unit);
         if (!r.error.empty()) {
             TERN_LOG_INFO("webgpu: subgroup matrices unused: %s", r.error.c_str());
             return 0;
         }
-        bool exact = true;
-        for (int i = 0; i < 16 && exact; ++i) {
-            for (int j = 0; j < 32 && exact; ++j) {
-                int32_t want = 0;
-                for (int k = 32; j >= 16 && k < 64; ++k) want += int32_t{a[i * 64 + k]} * b[(j - 16) * 64 + k];
-                exact = r.c[static_cast<size_t>(i * 32 + j)] == want;
-            }
-        }
+        const bool exact = r.c == want;
         if (exact) {
             try {  // the kernel itself must compile here too (its shapes are the probe's)
                 pipelines_.pipeline(PipelineKey{"ternary_gemm_mma", "rrrwu", {{{"MU", static_cast<double>(unit)}}}});

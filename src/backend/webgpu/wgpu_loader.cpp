@@ -39,36 +39,38 @@ std::unordered_map<std::string, void *> elf_function_symbols(const std::string &
     std::unordered_map<std::string, void *> out;
     link_map * map = nullptr;
     if (dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || map == nullptr) return out;
-    std::ifstream f(path, std::ios::binary);
-    std::vector<char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    if (bytes.size() < sizeof(Elf64_Ehdr)) return out;
+    // Only the header, the section table and the symbol and string tables are read (dawn.node is
+    // 21 MB; its tables ~2 MB), each checked against the file's size.
+    std::ifstream f(path, std::ios::binary | std::ios::ate);
+    if (!f) return out;
+    const uint64_t size    = static_cast<uint64_t>(f.tellg());
+    auto           read_at = [&](uint64_t offset, uint64_t n, void * dst) {
+        if (offset > size || n > size - offset) return false;
+        f.seekg(static_cast<std::streamoff>(offset));
+        return static_cast<bool>(f.read(static_cast<char *>(dst), static_cast<std::streamsize>(n)));
+    };
     Elf64_Ehdr eh;
-    std::memcpy(&eh, bytes.data(), sizeof eh);
-    if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64) return out;
-    if (eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff > bytes.size() ||
-        uint64_t{eh.e_shnum} * sizeof(Elf64_Shdr) > bytes.size() - eh.e_shoff) {
+    if (!read_at(0, sizeof eh, &eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+        eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_shentsize != sizeof(Elf64_Shdr)) {
         return out;
     }
     std::vector<Elf64_Shdr> sh(eh.e_shnum);
-    std::memcpy(sh.data(), bytes.data() + eh.e_shoff, eh.e_shnum * sizeof(Elf64_Shdr));
+    if (!read_at(eh.e_shoff, sh.size() * sizeof(Elf64_Shdr), sh.data())) return out;
     for (const Elf64_Shdr & s : sh) {
         if (s.sh_type != SHT_SYMTAB || s.sh_link >= sh.size()) continue;
-        const Elf64_Shdr & str = sh[s.sh_link];
-        if (s.sh_offset > bytes.size() || s.sh_size > bytes.size() - s.sh_offset || str.sh_offset > bytes.size() ||
-            str.sh_size > bytes.size() - str.sh_offset) {
+        if (s.sh_size > size || sh[s.sh_link].sh_size > size) return out;  // (before allocating for them)
+        std::vector<Elf64_Sym> syms(s.sh_size / sizeof(Elf64_Sym));
+        std::string            names(sh[s.sh_link].sh_size, '\0');
+        if (!read_at(s.sh_offset, syms.size() * sizeof(Elf64_Sym), syms.data()) ||
+            !read_at(sh[s.sh_link].sh_offset, names.size(), names.data())) {
             return out;
         }
-        const size_t n = s.sh_size / sizeof(Elf64_Sym);
-        for (size_t i = 0; i < n; ++i) {
-            Elf64_Sym sym;
-            std::memcpy(&sym, bytes.data() + s.sh_offset + i * sizeof sym, sizeof sym);
-            if (sym.st_value == 0 || ELF64_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_name >= str.sh_size) continue;
-            const char * name = bytes.data() + str.sh_offset + sym.st_name;
-            const size_t len  = strnlen(name, str.sh_size - sym.st_name);
-            const std::string_view nv(name, len);
+        for (const Elf64_Sym & sym : syms) {
+            if (sym.st_value == 0 || ELF64_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_name >= names.size()) continue;
+            const std::string_view name(names.c_str() + sym.st_name);  // names.c_str() ends in '\0'
             for (const std::string & pre : prefixes) {
-                if (nv.substr(0, pre.size()) == pre) {
-                    out.emplace(std::string(nv), reinterpret_cast<void *>(map->l_addr + sym.st_value));
+                if (name.substr(0, pre.size()) == pre) {
+                    out.emplace(std::string(name), reinterpret_cast<void *>(map->l_addr + sym.st_value));
                     break;
                 }
             }

@@ -2,10 +2,10 @@ enable chromium_experimental_subgroup_matrix;
 
 // subgroup_matrix_probe: one 16 x 16 x 32 int8 product on the subgroup matrices (Dawn's
 // chromium_experimental_subgroup_matrix; tensor cores on NVIDIA), c = a b, exact in i32, loaded from
-// workgroup memory at an offset, as ternary_gemm_mma.wgsl loads its tiles. Run by
-// WebGpuBackend::subgroup_matrix_probe with the offsets and strides in i8 elements or in the i32
-// words that hold them (the unit differs between Dawn versions and spellings), to find the one
-// that gives the integer product. One subgroup of 32 invocations.
+// workgroup memory at an offset with the builtins spelled as ternary_gemm_mma.wgsl spells them (the
+// layout as a template argument). Run by WebGpuBackend::subgroup_matrix_probe with the offsets and
+// strides in i8 elements or in the i32 words that hold them (the unit differs between Dawn versions
+// and spellings), to find the one that gives the integer product. One subgroup of 32 invocations.
 //
 //   a: [16 rows][64] i8, row-major, 4 per i32 (the lowest byte first): the product takes columns 32..63
 //   b: [16 columns][64] i8, column-major, 4 per i32: the product takes rows 32..63
@@ -32,9 +32,9 @@ fn main(@builtin(local_invocation_index) lid: u32) {
         wb[i] = b[i];
     }
     workgroupBarrier();
-    let l = subgroupMatrixLoad<subgroup_matrix_left<i8, 32, 16>>(&wa, p.off_ab, false, p.stride_ab);
-    let r = subgroupMatrixLoad<subgroup_matrix_right<i8, 16, 32>>(&wb, p.off_ab, true, p.stride_ab);
+    let l = subgroupMatrixLoad<subgroup_matrix_left<i8, 32, 16>, row_major>(&wa, p.off_ab, p.stride_ab);
+    let r = subgroupMatrixLoad<subgroup_matrix_right<i8, 16, 32>, col_major>(&wb, p.off_ab, p.stride_ab);
     var acc: subgroup_matrix_result<i32, 16, 16>;
     acc = subgroupMatrixMultiplyAccumulate(l, r, acc);
-    subgroupMatrixStore(&c, 16u, acc, false, 32u);
+    subgroupMatrixStore<row_major>(&c, 16u, acc, 32u);
 }

@@ -32,6 +32,7 @@ requires packed_4x8_integer_dot_product;
 // #include "lib/ternary.wgsl"
 // #include "lib/dot4_native.wgsl"
 // #include "lib/numerics.wgsl"
+// #include "lib/gemm_tile.wgsl"
 
 const KW = 4u;    // code words per row per K chunk (64 elements)
 const MAXT = 8u;  // largest TM and TN (register arrays are sized for it)
@@ -49,22 +50,6 @@ override WG: u32 = TR * TC;
 override W_ITEMS: u32 = (BM * KW + WG - 1u) / WG;  // code words each thread stages per chunk
 override A_ITEMS: u32 = (BN * KW + WG - 1u) / WG;  // activation vec4s each thread stages per chunk
 
-struct Params {
-    n_out: u32,           // outputs: N (n_ff with GATE_UP, half the weight rows)
-    k_words: u32,         // K / 16
-    group_words: u32,     // words per scale group (a multiple of KW when N_GROUPS > 1)
-    n_tokens: u32,        // T
-    scales_offset: u32,   // u32 index of the group scales in `weights`
-    oscales_offset: u32,  // u32 index of the output scales in `weights`
-    act_offset: u32,      // u32 index of act_q[0, 0]
-    act_stride: u32,      // u32 words between tokens of act_q (K / 4)
-    ascale_offset: u32,   // f32 index of act_scale[0]
-    y_offset: u32,        // f32 index of y[0, 0]
-    y_stride: u32,        // f32 elements between tokens of y
-    last: u32,            // bitlinear: 1 = y += W a; GATE_UP: 0 = relu², 1 = silu
-    rn_zero: u32,         // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
-}
-
 @group(0) @binding(0) var<storage, read> weights: array<u32>;
 @group(0) @binding(1) var<storage, read> act_q: array<u32>;
 @group(0) @binding(2) var<storage, read> act_scale: array<f32>;
@@ -73,23 +58,6 @@ struct Params {
 
 var<workgroup> w_tile: array<vec4<u32>, BM * (KW + 1u)>;  // signed weight bytes [row][word], padded
 var<workgroup> a_tile: array<vec4<u32>, BN * KW>;         // activation words [token][word]
-
-// Outputs per workgroup: BM rows, or BM / 2 gate/up pairs.
-fn outs_per_tile() -> u32 {
-    return select(BM, BM / 2u, GATE_UP);
-}
-
-// Weight row of tile row lr (tile starting at output out0); 0xffffffff past the last output.
-fn tile_row(out0: u32, lr: u32) -> u32 {
-    let o = out0 + lr % outs_per_tile();
-    if (o >= p.n_out) { return 0xffffffffu; }
-    return o + (lr / outs_per_tile()) * p.n_out;
-}
-
-// `row`, or row 0 for the tile rows past the end (their outputs are computed but not stored).
-fn valid_row(row: u32) -> u32 {
-    return select(row, 0u, row == 0xffffffffu);
-}
 
 // Code word `item` (row-major over BM x KW) of chunk c, 0 past the matrix (or the tile).
 fn load_weight_word(out0: u32, item: u32, c: u32) -> u32 {
@@ -106,28 +74,6 @@ fn load_act_words(tok0: u32, item: u32, c: u32) -> vec4<u32> {
     if (item >= BN * KW || t >= p.n_tokens || kw >= p.k_words) { return vec4<u32>(0u); }
     let a = p.act_offset + t * p.act_stride + 4u * kw;
     return vec4<u32>(act_q[a], act_q[a + 1u], act_q[a + 2u], act_q[a + 3u]);
-}
-
-// The code word unpacked into four words of signed bytes (elements 4s .. 4s + 3 in word s).
-fn signed_words(w: u32) -> vec4<u32> {
-    return vec4<u32>(ternary_signed(w & 0x03030303u), ternary_signed((w >> 2u) & 0x03030303u),
-                     ternary_signed((w >> 4u) & 0x03030303u), ternary_signed((w >> 6u) & 0x03030303u));
-}
-
-// div_rn(a, b) in two parts, so that the part that depends on b alone is computed once per token:
-// recip_part(b) then div_by(a, b, recip_part(b)) == div_rn(a, b) (same operations, same order).
-fn recip_part(b: f32) -> f32 {
-    if (!FMA_FUSED) { return 0.0; }
-    let y = 1.0 / b;
-    let e = fma(-b, y, 1.0);
-    return fma(e, y, y);
-}
-
-fn div_by(a: f32, b: f32, rb: f32) -> f32 {
-    if (!FMA_FUSED) { return a / b; }
-    let q = a * rb;
-    let r = fma(-q, b, a);
-    return fma(r, rb, q);
 }
 
 @compute @workgroup_size(WG)

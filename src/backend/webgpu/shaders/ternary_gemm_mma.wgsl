@@ -35,6 +35,7 @@ enable chromium_experimental_subgroup_matrix;
 // #include "lib/ternary.wgsl"
 // #include "lib/dot4_native.wgsl"
 // #include "lib/numerics.wgsl"
+// #include "lib/gemm_tile.wgsl"
 
 const BM = 32u;  // weight rows per workgroup
 const BN = 32u;  // tokens per workgroup
@@ -47,22 +48,6 @@ override RS: u32 = 20u;       // words per operand row in workgroup memory (16 +
 // A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=MMA_STOP=n): 1 no products, 2 no
 // global loads after the first chunk, 3 one product of four.
 override MMA_STOP: u32 = 0u;
-
-struct Params {
-    n_out: u32,           // outputs: N (n_ff with GATE_UP, half the weight rows)
-    k_words: u32,         // K / 16
-    group_words: u32,     // words per scale group (a multiple of KW when N_GROUPS > 1)
-    n_tokens: u32,        // T
-    scales_offset: u32,   // u32 index of the group scales in `weights`
-    oscales_offset: u32,  // u32 index of the output scales in `weights`
-    act_offset: u32,      // u32 index of act_q[0, 0]
-    act_stride: u32,      // u32 words between tokens of act_q (K / 4)
-    ascale_offset: u32,   // f32 index of act_scale[0]
-    y_offset: u32,        // f32 index of y[0, 0]
-    y_stride: u32,        // f32 elements between tokens of y
-    last: u32,            // bitlinear: 1 = y += W a; GATE_UP: 0 = relu², 1 = silu
-    rn_zero: u32,         // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
-}
 
 @group(0) @binding(0) var<storage, read> weights4: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> act_q4: array<vec4<u32>>;
@@ -81,24 +66,6 @@ alias Acc   = subgroup_matrix_result<i32, 16, 16>;
 // u32 element i of the weight buffer (scales live after the codes).
 fn wword(i: u32) -> u32 { return weights4[i / 4u][i % 4u]; }
 
-// Outputs per workgroup: BM rows, or BM / 2 gate/up pairs.
-fn outs_per_tile() -> u32 {
-    return select(BM, BM / 2u, GATE_UP);
-}
-
-// Weight row of tile row lr (tile starting at output out0); 0xffffffff past the last output.
-fn tile_row(out0: u32, lr: u32) -> u32 {
-    let o = out0 + lr % outs_per_tile();
-    if (o >= p.n_out) { return 0xffffffffu; }
-    return o + (lr / outs_per_tile()) * p.n_out;
-}
-
-// The code word unpacked into four words of signed bytes (elements 4s .. 4s + 3 in word s).
-fn signed_words(w: u32) -> vec4<u32> {
-    return vec4<u32>(ternary_signed(w & 0x03030303u), ternary_signed((w >> 2u) & 0x03030303u),
-                     ternary_signed((w >> 4u) & 0x03030303u), ternary_signed((w >> 6u) & 0x03030303u));
-}
-
 // Tile row lr's 4 code words of chunk c (value 0 past the matrix). Needs K / 16 a multiple of 4.
 fn load_weight_vec(out0: u32, lr: u32, c: u32) -> vec4<u32> {
     let row = tile_row(out0, lr);
@@ -113,21 +80,6 @@ fn load_act_vec(tok0: u32, item: u32, c: u32) -> vec4<u32> {
     let kw = c * KW + item % 4u;
     if (t >= p.n_tokens || kw >= p.k_words) { return vec4<u32>(0u); }
     return act_q4[(p.act_offset + t * p.act_stride) / 4u + kw];
-}
-
-// div_rn(a, b) in two parts, as ternary_gemm.wgsl: recip_part(b) then div_by(a, b, recip_part(b)).
-fn recip_part(b: f32) -> f32 {
-    if (!FMA_FUSED) { return 0.0; }
-    let y = 1.0 / b;
-    let e = fma(-b, y, 1.0);
-    return fma(e, y, y);
-}
-
-fn div_by(a: f32, b: f32, rb: f32) -> f32 {
-    if (!FMA_FUSED) { return a / b; }
-    let q = a * rb;
-    let r = fma(-q, b, a);
-    return fma(r, rb, q);
 }
 
 // The results into c_tile [token][row] (every invocation calls it).
@@ -146,7 +98,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let n_chunks = (p.k_words + KW - 1u) / KW;
     let lr  = lid;
     let row = tile_row(out0, lr);
-    let vr  = select(row, 0u, row == 0xffffffffu);
+    let vr  = valid_row(row);
 
     var acc: array<Acc, 4>;    // [row block i][token block j] at 2 i + j
     var facc: array<f32, 32>;  // row lid's finished groups (N_GROUPS > 1), per token
