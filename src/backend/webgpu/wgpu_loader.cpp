@@ -40,7 +40,7 @@ std::unordered_map<std::string, void *> elf_function_symbols(const std::string &
     link_map * map = nullptr;
     if (dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || map == nullptr) return out;
     // Only the header, the section table and the symbol and string tables are read (dawn.node is
-    // 21 MB; its tables ~2 MB), each checked against the file's size.
+    // 21 MB; those tables 0.7 and 3.3 MB, by readelf -S), each checked against the file's size.
     std::ifstream f(path, std::ios::binary | std::ios::ate);
     if (!f) return out;
     const uint64_t size    = static_cast<uint64_t>(f.tellg());
