@@ -4,6 +4,8 @@
 // epilogue, so on any adapter each must equal the default tiling bit for bit; the default is compared
 // with the CPU backend as in webgpu_ops_test.cpp (bit for bit on a CPU adapter). Shapes are not tile
 // multiples: partial row and token tiles, K of 4 and 20 chunks, 1 to 20 scale groups per row.
+// Where the device has the tensor-core GEMM (ternary_gemm_mma.wgsl), it is the default, and every
+// one of its tilings must equal the dot4 GEMM bit for bit as well.
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/webgpu/webgpu_backend_impl.h"
@@ -64,7 +66,10 @@ protected:
         cpu_adapter_ = gpu_->device_info().description.find(", CPU)") != std::string::npos;
     }
     void TearDown() override {
-        if (gpu_) gpu_->set_gemm_tiling(std::nullopt);
+        if (gpu_) {
+            gpu_->set_gemm_tiling(std::nullopt);
+            gpu_->set_mma_tiling(std::nullopt);
+        }
     }
 
     // Random int8 activations [k, T] and their scales, as rms_norm_quant makes them.
@@ -199,6 +204,62 @@ TEST_F(WebGpuGemm, GateUpEveryTilingBothActivations) {
                     }
                 }
             }
+        }
+    }
+}
+
+// ternary_gemm_mma.wgsl under every tiling it allows (1 to 8 subgroups along the rows, 1 to 4 along
+// the tokens) against the dot4 GEMM, bit for bit: both sum the same integers and share the epilogue.
+TEST_F(WebGpuGemm, TensorCoreTilingsMatchTheDot4Gemm) {
+    using Mma = WebGpuBackend::MmaTiling;
+    if (!gpu_->set_mma_tiling(Mma{})) GTEST_SKIP() << "no tensor-core GEMM on this adapter (no exact int8 subgroup matrices)";
+    const std::optional<Mma> mma_tilings[] = {std::nullopt, Mma{1, 1}, Mma{2, 1}, Mma{4, 1}, Mma{8, 1},
+                                              Mma{1, 2},    Mma{2, 2}, Mma{1, 4}, Mma{4, 2}, Mma{2, 4}};
+    auto name = [](const std::optional<Mma> & t) {
+        return t ? "tensor-core tiling " + std::to_string(t->sgm) + "x" + std::to_string(t->sgn)
+                 : std::string("default tensor-core tiling");
+    };
+    struct Case {
+        DType   type;
+        int64_t k, n, t;
+        bool    gate_up;
+    };
+    // Partial row and token tiles, 1 to 20 scale groups, K > 4096 (the default's other tiling).
+    const Case cases[] = {{DType::i2_s, 1280, 300, 129, false}, {DType::tq2_0, 256, 75, 45, false},
+                          {DType::q2_0, 1280, 130, 16, false},   {DType::i2_s, 4224, 70, 77, false},
+                          {DType::i2_s, 512, 100, 77, true},     {DType::tq2_0, 512, 45, 200, true}};
+    for (const Case & c : cases) {
+        const std::string what = std::string(dtype_name(c.type)) + " k=" + std::to_string(c.k) + " n=" +
+                                 std::to_string(c.n) + " T=" + std::to_string(c.t) + (c.gate_up ? " gate_up" : "");
+        SCOPED_TRACE(what);
+        std::vector<uint8_t> b0 = random_weight(c.type, c.k, c.n, rng_), b1 = random_weight(c.type, c.k, c.n, rng_);
+        const WeightSource   parts[2] = {{"g", c.type, {c.k, c.n, 1, 1}, b0}, {"u", c.type, {c.k, c.n, 1, 1}, b1}};
+        auto                 w = gpu_->load_linear({parts, c.gate_up ? 2u : 1u});
+        std::vector<int8_t>  q;
+        std::vector<float>   s;
+        make_acts(c.k, c.t, q, s);
+        std::vector<float> y0(static_cast<size_t>(c.n * c.t));
+        for (auto & v : y0) v = std::normal_distribution<float>(0.0f, 2.0f)(rng_);
+        auto run = [&] {
+            auto aq = alloc_tensor(*gpu_, DType::i8, {c.k, c.t, 1, 1}, "q");
+            auto as = alloc_tensor(*gpu_, DType::f32, {c.t, 1, 1, 1}, "s");
+            auto y  = alloc_tensor(*gpu_, DType::f32, {c.n, c.t, 1, 1}, "y");
+            gpu_->write(aq.tensor, q.data(), q.size());
+            gpu_->write(as.tensor, s.data(), s.size() * 4);
+            gpu_->write(y.tensor, y0.data(), y0.size() * 4);
+            if (c.gate_up) {
+                gpu_->gate_up(y.tensor, *w, {aq.tensor, as.tensor}, FfnActivation::relu2);
+            } else {
+                gpu_->bitlinear(y.tensor, *w, {aq.tensor, as.tensor}, true);
+            }
+            return read_all(*gpu_, y.tensor);
+        };
+        ASSERT_TRUE(gpu_->set_gemm_tiling(Tiling{}));  // the dot4 GEMM, default tiling
+        const std::vector<float> want = run();
+        ASSERT_TRUE(gpu_->set_gemm_tiling(std::nullopt));
+        for (const auto & tiling : mma_tilings) {
+            ASSERT_TRUE(gpu_->set_mma_tiling(tiling)) << name(tiling);
+            expect_bits_equal(run(), want, name(tiling) + " against the dot4 GEMM");
         }
     }
 }

@@ -135,6 +135,16 @@ public:
     // $TERN_WEBGPU_GEMM_TILE). Returns false, and changes nothing, for a tiling the kernel or the
     // device cannot run.
     bool set_gemm_tiling(std::optional<GemmTiling> t);
+    // The tensor-core GEMM's tiling (ternary_gemm_mma.wgsl): SGM x SGN subgroups of 32 per
+    // workgroup, each on 32 rows x 32 tokens.
+    struct MmaTiling {
+        uint32_t sgm = 4, sgn = 1;
+    };
+    // Forces one tensor-core tiling for every prefill GEMM (tests; nullopt: the default choice, or
+    // $TERN_WEBGPU_MMA_TILE). Returns false, and changes nothing, where the tensor-core GEMM does
+    // not run (mma_unit() is 0) or cannot run t. A forced dot4 tiling (set_gemm_tiling) takes
+    // precedence: the dot4 GEMM then runs.
+    bool set_mma_tiling(std::optional<MmaTiling> t);
 
     // What numerics_probe.wgsl found (set once by the constructor).
     struct Numerics {
@@ -232,6 +242,8 @@ private:
     // once by subgroup_matrix_probe (4 or 1), or 0: ternary_gemm_mma.wgsl is not used (no subgroup
     // matrices, no exact product, or $TERN_WEBGPU_MMA=0).
     uint32_t mma_unit();
+    // The tensor-core tiling of a prefill GEMM over rows of k elements.
+    MmaTiling mma_tiling(int64_t k) const;
     // One ternary_gemm.wgsl dispatch into y (f32 elements at y_offset, y_stride per token); n_out
     // outputs (gate/up pairs when gate_up); last_param: accumulate / activation.
     void encode_gemm(WGPUBuffer y, uint32_t y_offset, uint32_t y_stride, const GpuLinear & w, const QuantizedActs & a,
@@ -352,6 +364,7 @@ private:
     int64_t                                        attn_scratch_budget_ = 0;  // WebGpuOptions::attention_scratch_bytes
     int64_t                                        greedy_head_i8_min_bytes_ = 0;  // WebGpuOptions::
     std::optional<GemmTiling>                      gemm_tiling_;  // set_gemm_tiling()
+    std::optional<MmaTiling>                       mma_tiling_;   // set_mma_tiling()
     std::optional<uint32_t>                        mma_unit_;     // mma_unit(), once found
 };
 

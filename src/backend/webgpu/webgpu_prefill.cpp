@@ -69,7 +69,49 @@ bool gemm_tiling_ok(const WebGpuBackend::GemmTiling & t, const WGPULimits & lim)
            smem <= lim.maxComputeWorkgroupStorageSize;
 }
 
+// Whether ternary_gemm_mma.wgsl can run tiling t: SGM 1, 2, 4 or 8 (its activation staging splits
+// a token's 4 vec4s among the subgroups along the rows), at most 1024 invocations.
+bool mma_tiling_ok(const WebGpuBackend::MmaTiling & t, const WGPULimits & lim) {
+    const uint64_t threads = 32ull * t.sgm * t.sgn;
+    const uint64_t bm = 32ull * t.sgm, bn = 32ull * t.sgn;
+    const uint64_t smem = std::max(bm * bn, (bm + bn) * 20) * 4;
+    return (t.sgm == 1 || t.sgm == 2 || t.sgm == 4 || t.sgm == 8) && t.sgn >= 1 && threads <= 1024 &&
+           threads <= lim.maxComputeInvocationsPerWorkgroup && threads <= lim.maxComputeWorkgroupSizeX &&
+           smem <= lim.maxComputeWorkgroupStorageSize;
+}
+
+// $TERN_WEBGPU_MMA_TILE=SGMxSGN (and _LONG for rows longer than 4096): one tensor-core tiling (a
+// tuning aid).
+std::optional<WebGpuBackend::MmaTiling> mma_tiling_from_env(const char * name) {
+    const char *             env = std::getenv(name);
+    WebGpuBackend::MmaTiling t;
+    if (!env || std::sscanf(env, "%ux%u", &t.sgm, &t.sgn) != 2) return std::nullopt;
+    return t;
+}
+
 }  // namespace
+
+bool WebGpuBackend::set_mma_tiling(std::optional<MmaTiling> t) {
+    if (t && (mma_unit() == 0 || !mma_tiling_ok(*t, ctx_.limits()))) return false;
+    mma_tiling_ = t;
+    return true;
+}
+
+// 4 x 1 subgroups (128 rows x 32 tokens per workgroup), 2 x 1 for rows longer than 4096 (2B4T's
+// down projection). H100 pp512 of 2B4T, alternating rounds of one call: one subgroup (32 x 32)
+// ~18,200 tokens/s; 2 x 1 24,600-25,300, 4 x 1 24,800-26,300, 2 x 2 23,900-25,000, 1 x 2 and 1 x 4
+// 22,700-23,800 (when not slowed by a bad repetition), 4 x 2 19,900-20,600, 8 x 1 18,100-18,900,
+// 2 x 4 19,300-19,500; with 4 x 1, the down projection at 2 x 1 26,600-26,700 (2 x 2 25,100-26,000)
+// and gate_up at 2 x 1, 4 x 2 or 8 x 1 no faster. RS (the operand rows' stride) stays 20 words:
+// 24 gave 21,800-22,900 and 16 17,000.
+WebGpuBackend::MmaTiling WebGpuBackend::mma_tiling(int64_t k) const {
+    static const std::optional<MmaTiling> env_base = mma_tiling_from_env("TERN_WEBGPU_MMA_TILE");
+    static const std::optional<MmaTiling> env_long = mma_tiling_from_env("TERN_WEBGPU_MMA_TILE_LONG");
+    const std::optional<MmaTiling> & env = k > 4096 && env_long ? env_long : env_base;
+    if (mma_tiling_) return *mma_tiling_;
+    if (env && mma_tiling_ok(*env, ctx_.limits())) return *env;
+    return k > 4096 ? MmaTiling{2, 1} : MmaTiling{4, 1};
+}
 
 bool WebGpuBackend::set_gemm_tiling(std::optional<GemmTiling> t) {
     if (t && !gemm_tiling_ok(*t, ctx_.limits())) return false;
@@ -94,7 +136,7 @@ uint32_t WebGpuBackend::mma_unit() {
     mma_unit_ = 0;
     const char * env = std::getenv("TERN_WEBGPU_MMA");
     if ((env && std::string_view(env) == "0") || !ctx_.features().subgroup_matrix) return 0;
-    // ternary_gemm_mma.wgsl's workgroup of 32 must be exactly one subgroup.
+    // ternary_gemm_mma.wgsl's workgroups must split into subgroups of exactly 32.
     if (ctx_.adapter().subgroup_min != 32 || ctx_.adapter().subgroup_max != 32) {
         TERN_LOG_INFO("webgpu: subgroup matrices unused: subgroups of %u-%u invocations, not 32",
                       ctx_.adapter().subgroup_min, ctx_.adapter().subgroup_max);
@@ -120,7 +162,13 @@ uint32_t WebGpuBackend::mma_unit() {
         const bool exact = r.c == want;
         if (exact) {
             try {  // the kernel itself must compile here too (its shapes are the probe's)
-                pipelines_.pipeline(PipelineKey{"ternary_gemm_mma", "rrrwu", {{{"MU", static_cast<double>(unit)}}}});
+                for (const MmaTiling & t : {MmaTiling{4, 1}, MmaTiling{2, 1}}) {
+                    pipelines_.pipeline(PipelineKey{"ternary_gemm_mma",
+                                                    "rrrwu",
+                                                    {{{"MU", static_cast<double>(unit)},
+                                                      {"SGM", static_cast<double>(t.sgm)},
+                                                      {"SGN", static_cast<double>(t.sgn)}}}});
+                }
             } catch (const Error & e) {
                 TERN_LOG_WARN("webgpu: the tensor-core GEMM does not build here (%s); prompts use dot4", e.what());
                 return 0;
@@ -156,16 +204,20 @@ void WebGpuBackend::encode_gemm(WGPUBuffer y, uint32_t y_offset, uint32_t y_stri
         y_offset,
         y_stride,
         last_param};
-    // ternary_gemm_mma.wgsl (32 x 32 tiles, 16 outputs of gate/up pairs): where the device has exact
-    // int8 subgroup matrices and its vec4 loads fit (K a multiple of 64, act_q at a 16-byte offset).
-    if (unit != 0 && w.n_cols % 64 == 0 && p.act_offset % 4 == 0 && p.act_stride % 4 == 0) {
+    // ternary_gemm_mma.wgsl: where the device has exact int8 subgroup matrices, no dot4 tiling is
+    // forced, and its vec4 loads fit (K a multiple of 64, act_q at a 16-byte offset).
+    if (unit != 0 && !gemm_tiling_ && w.n_cols % 64 == 0 && p.act_offset % 4 == 0 && p.act_stride % 4 == 0) {
+        const MmaTiling   m = mma_tiling(w.n_cols);
         const PipelineKey key{"ternary_gemm_mma",
                               "rrrwu",
                               {{{"N_GROUPS", static_cast<double>(w.n_groups)},
                                 {"GATE_UP", gate_up ? 1.0 : 0.0},
-                                {"MU", static_cast<double>(unit)}}}};
+                                {"MU", static_cast<double>(unit)},
+                                {"SGM", static_cast<double>(m.sgm)},
+                                {"SGN", static_cast<double>(m.sgn)}}}};
+        const uint32_t   rows = 32 * m.sgm, toks = 32 * m.sgn;
         const WGPUBuffer bufs[] = {w.buffer->get(), gpu_buffer(a.q), gpu_buffer(a.scale), y};
-        step_->dispatch(key, bufs, &p, sizeof p, ceil_div(n_out, gate_up ? 16 : 32), ceil_div(n_tok, 32));
+        step_->dispatch(key, bufs, &p, sizeof p, ceil_div(n_out, gate_up ? rows / 2 : rows), ceil_div(n_tok, toks));
         return;
     }
     const PipelineKey key{dot4_native_ ? "ternary_gemm" : "ternary_gemm_nodp4",
