@@ -20,6 +20,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace tern {
@@ -181,6 +182,25 @@ public:
     virtual void norm_lm_head_argmax(const Tensor & ids, const Tensor & logits, const Weight & head, const Tensor & h,
                                      const Tensor & x, const Weight & norm, float eps, bool round_input_f16) {
         norm_lm_head(logits, head, h, x, norm, eps, round_input_f16, ids);
+    }
+    // norm_lm_head's logits (one token) for a reader that looks only at the k largest (a sampler
+    // whose first stage is top-k): rows that cannot be among the k largest may come back as -inf;
+    // the k largest, and every row equal to the k-th largest, are exactly norm_lm_head's. The WebGPU
+    // backend streams the greedy head's int8 copy and recomputes exactly only the rows whose bounds
+    // reach the k-th largest lower bound.
+    virtual void norm_lm_head_top_k(const Tensor & logits, const Weight & head, const Tensor & h, const Tensor & x,
+                                    const Weight & norm, float eps, bool round_input_f16, int64_t k) {
+        (void)k;
+        norm_lm_head(logits, head, h, x, norm, eps, round_input_f16, Tensor{});
+    }
+    // The rows of `logits` that the last norm_lm_head_top_k into it left finite, as (row, value) in
+    // any order, read without the rest: a GPU backend lists them on the device, so a sampler reads a
+    // few KB instead of every logit. Returns false, leaving `rows` empty, when there is no such list
+    // (the default; or any command ran since): the caller reads the logits.
+    virtual bool read_top_k_rows(const Tensor & logits, std::vector<std::pair<int32_t, float>> & rows) {
+        (void)logits;
+        rows.clear();
+        return false;
     }
     // Bytes of the head that norm_lm_head_argmax reads per token (the WebGPU backend streams an int8
     // copy of an F16 head, half its size).

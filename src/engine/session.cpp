@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <limits>
 
 namespace tern {
 
@@ -24,6 +25,15 @@ Session::Session(const BitnetModel & model, const SessionOptions & options)
     buf_         = model.make_buffers(options_.n_batch, options_.n_batch);
     round_head_  = options.round_head_input_f16.value_or(options.type_k == DType::f16);
     last_logits_.assign(static_cast<size_t>(c.n_vocab), 0.0f);
+}
+
+std::span<const float> Session::logits() const {
+    if (logits_stale_) {  // only the top rows were read: the rest are -inf (set_logits_top_k)
+        std::fill(last_logits_.begin(), last_logits_.end(), -std::numeric_limits<float>::infinity());
+        for (const Candidate & c : top_rows_) last_logits_[static_cast<size_t>(c.id)] = c.logit;
+        logits_stale_ = false;
+    }
+    return last_logits_;
 }
 
 void Session::eval(std::span<const int32_t> tokens, std::span<float> all_logits) {
@@ -49,17 +59,25 @@ void Session::eval(std::span<const int32_t> tokens, std::span<float> all_logits)
         const bool    last     = start + chunk == n;
         const int64_t n_logits = !all_logits.empty() ? chunk : (last ? 1 : 0);
         be.write(buf_.tokens.tensor, tokens.data() + start, static_cast<size_t>(chunk) * sizeof(int32_t));
-        model_.forward(buf_, kv_, n_past_, chunk, n_logits, round_head_, false);
+        model_.forward(buf_, kv_, n_past_, chunk, n_logits, round_head_, false, all_logits.empty() ? logits_top_k_ : 0);
         n_past_ += chunk;
         if (n_logits > 0) {
             const Tensor logits = buf_.logits.tensor.columns(0, n_logits);
             if (!all_logits.empty()) {
+                top_rows_.clear();
+                logits_stale_ = false;
                 be.read(logits, all_logits.data() + start * n_vocab, static_cast<size_t>(chunk * n_vocab) * sizeof(float));
                 if (last) {
                     std::memcpy(last_logits_.data(), all_logits.data() + (n - 1) * n_vocab,
                                 static_cast<size_t>(n_vocab) * sizeof(float));
                 }
+            } else if (logits_top_k_ > 0 && be.read_top_k_rows(logits, top_rows_read_)) {
+                top_rows_.resize(top_rows_read_.size());
+                for (size_t i = 0; i < top_rows_.size(); ++i) top_rows_[i] = {top_rows_read_[i].first, top_rows_read_[i].second};
+                logits_stale_ = true;
             } else {
+                top_rows_.clear();
+                logits_stale_ = false;
                 be.read(logits, last_logits_.data(), static_cast<size_t>(n_vocab) * sizeof(float));
             }
         }
@@ -144,8 +162,16 @@ GenerationStats generate(Session & session, const Tokenizer & tokenizer, Sampler
             session.decode_greedy(first, limit - stats.n_generated, take);
         }
     }
+    // A sampler that starts with top-k (no penalties before it) reads only the k largest logits.
+    const bool top_k_first = !plain_greedy && sampler.starts_with_top_k();
+    struct TopKScope {  // set for this loop only, also when it throws
+        Session & s;
+        ~TopKScope() { s.set_logits_top_k(0); }
+    } top_k_scope{session};
+    if (top_k_first) session.set_logits_top_k(sp.top_k);
     while (!plain_greedy && stats.n_generated < limit) {
-        const int32_t id = sampler.sample(session.logits());
+        const int32_t id = top_k_first && !session.top_k_rows().empty() ? sampler.sample_top_k(session.top_k_rows())
+                                                                         : sampler.sample(session.logits());
         sampler.accept(id);
         if (tokenizer.is_eog(id)) {
             stats.stopped_by_eog = true;

@@ -11,6 +11,7 @@
 #include "sampler/sampler.h"
 #include "tokenizer/tokenizer.h"
 
+#include <algorithm>
 #include <functional>
 #include <span>
 #include <utility>
@@ -42,7 +43,16 @@ public:
     // the last token. With all_logits, `out` (n_tokens x n_vocab floats) receives every row.
     // Throws Error(invalid_argument) if the tokens do not fit the remaining context.
     void eval(std::span<const int32_t> tokens, std::span<float> all_logits = {});
-    std::span<const float> logits() const { return last_logits_; }
+    std::span<const float> logits() const;
+    // k > 0: eval() may leave -inf in logits() for the rows that cannot be among the k largest (the
+    // k largest, and rows equal to the k-th, stay exact), which is all a sampler whose first stage is
+    // top-k reads (generate() sets it for such samplers); 0 (the default): every logit exact.
+    // all_logits, when given, is always complete.
+    void set_logits_top_k(int64_t k) { logits_top_k_ = std::max<int64_t>(0, k); }
+    // With set_logits_top_k and a backend that lists them (Backend::read_top_k_rows): the rows of
+    // the last token's logits that are not -inf, in any order, read without the others (logits()
+    // then fills in the -inf rows when asked). Empty otherwise.
+    std::span<const Candidate> top_k_rows() const { return top_rows_; }
 
     // Greedy decoding with the token kept on the device (DESIGN.md decision 4): feeds `first` at
     // position n_past(), then each step embeds the previous step's argmax without a host round trip;
@@ -65,7 +75,11 @@ private:
     SessionOptions       options_;
     KvCache              kv_;
     ForwardBuffers       buf_;
-    std::vector<float>   last_logits_;
+    mutable std::vector<float> last_logits_;  // filled from top_rows_ by logits() when stale
+    int64_t              logits_top_k_ = 0;
+    std::vector<Candidate>                   top_rows_;       // top_k_rows()
+    std::vector<std::pair<int32_t, float>>   top_rows_read_;  // read_top_k_rows' scratch
+    mutable bool                             logits_stale_ = false;  // last_logits_ awaits top_rows_
     OwnedTensor          greedy_ids_;     // [batch + 1] i32: ids chained on the device by decode_greedy
     std::vector<int32_t> greedy_host_;
     int64_t              n_past_ = 0;

@@ -185,9 +185,9 @@ ForwardBuffers BitnetModel::make_buffers(int64_t n_batch, int64_t n_logits) cons
 }
 
 void BitnetModel::forward(ForwardBuffers & buf, const KvCache & kv, int64_t pos0, int64_t n_tokens, int64_t n_logits,
-                          bool round_head_input_f16, bool want_argmax) const {
+                          bool round_head_input_f16, bool want_argmax, int64_t logits_top_k) const {
     run(buf, kv, pos0, n_tokens, n_logits, round_head_input_f16, view(buf.tokens, {n_tokens, 1, 1, 1}),
-        want_argmax ? view(buf.argmax, {n_logits, 1, 1, 1}) : Tensor{}, /*keep_logits=*/true);
+        want_argmax ? view(buf.argmax, {n_logits, 1, 1, 1}) : Tensor{}, /*keep_logits=*/true, logits_top_k);
 }
 
 void BitnetModel::forward_greedy(ForwardBuffers & buf, const KvCache & kv, int64_t pos, const Tensor & token_in,
@@ -198,7 +198,7 @@ void BitnetModel::forward_greedy(ForwardBuffers & buf, const KvCache & kv, int64
 
 void BitnetModel::run(ForwardBuffers & buf, const KvCache & kv, int64_t pos0, int64_t n_tokens, int64_t n_logits,
                       bool round_head_input_f16, const Tensor & tokens, const Tensor & argmax_out,
-                      bool keep_logits) const {
+                      bool keep_logits, int64_t logits_top_k) const {
     const ModelConfig & c = config_;
     TERN_ASSERT(n_tokens >= 1 && n_tokens <= buf.n_batch, "n_tokens %lld", static_cast<long long>(n_tokens));
     TERN_ASSERT(n_logits >= 0 && n_logits <= n_tokens && n_logits <= buf.n_logits, "n_logits %lld",
@@ -231,7 +231,10 @@ void BitnetModel::run(ForwardBuffers & buf, const KvCache & kv, int64_t pos0, in
         const Tensor h      = view(buf.h, {c.n_embd, n_logits, 1, 1});
         const Tensor logits = view(buf.logits, {c.n_vocab, n_logits, 1, 1});
         const Weight & head = output_ ? *output_ : *token_embd_;
-        if (keep_logits || argmax_out.buffer == nullptr) {
+        if (logits_top_k > 0 && n_logits == 1 && argmax_out.buffer == nullptr) {
+            be.norm_lm_head_top_k(logits, head, h, x_last, *output_norm_, c.norm_eps, round_head_input_f16,
+                                  logits_top_k);
+        } else if (keep_logits || argmax_out.buffer == nullptr) {
             be.norm_lm_head(logits, head, h, x_last, *output_norm_, c.norm_eps, round_head_input_f16, argmax_out);
         } else {
             be.norm_lm_head_argmax(argmax_out, logits, head, h, x_last, *output_norm_, c.norm_eps, round_head_input_f16);

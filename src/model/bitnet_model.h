@@ -74,8 +74,10 @@ public:
     // Runs n_tokens tokens (already written to buf.tokens) at positions pos0.. through the network,
     // filling the KV cache. With n_logits > 0 the logits of the last n_logits tokens go to
     // buf.logits (and their argmax to buf.argmax if want_argmax). round_head_input_f16: see lm_head.
+    // logits_top_k > 0 (one logit row, no argmax): only the top k of the logits will be read, so
+    // rows that cannot be among them may come back as -inf (Backend::norm_lm_head_top_k).
     void forward(ForwardBuffers & buf, const KvCache & kv, int64_t pos0, int64_t n_tokens, int64_t n_logits,
-                 bool round_head_input_f16, bool want_argmax) const;
+                 bool round_head_input_f16, bool want_argmax, int64_t logits_top_k = 0) const;
 
     // One greedy decode step that never leaves the device: embeds the token id stored in `token_in`
     // ([1] i32, e.g. the previous step's argmax), runs position pos, and writes the argmax of the
@@ -88,7 +90,8 @@ private:
     // The forward pass: tokens [n_tokens] i32 in; argmax_out ([n_logits] i32) written if it has a buffer.
     // keep_logits = false: only argmax_out is wanted (norm_lm_head_argmax).
     void run(ForwardBuffers & buf, const KvCache & kv, int64_t pos0, int64_t n_tokens, int64_t n_logits,
-             bool round_head_input_f16, const Tensor & tokens, const Tensor & argmax_out, bool keep_logits) const;
+             bool round_head_input_f16, const Tensor & tokens, const Tensor & argmax_out, bool keep_logits,
+             int64_t logits_top_k = 0) const;
 
     BitnetModel(ModelConfig config, Backend & backend) : config_(std::move(config)), backend_(backend) {}
 

@@ -140,4 +140,39 @@ int32_t Sampler::sample(std::span<const float> logits) {
     return c[pick].id;
 }
 
+bool Sampler::starts_with_top_k() const {
+    const SamplerParams & sp = params_;
+    return sp.temp > 0.0f && sp.top_k > 0 && sp.top_k < n_vocab_ && sp.repeat_penalty == 1.0f &&
+           sp.frequency_penalty == 0.0f && sp.presence_penalty == 0.0f;
+}
+
+int32_t Sampler::sample_top_k(std::span<const Candidate> rows) {
+    const SamplerParams & sp = params_;
+    if (!starts_with_top_k()) {
+        fail(ErrorKind::invalid_argument,
+             "sampler: sample_top_k needs temp > 0, 0 < top_k < n_vocab and no penalties",
+             "call sample() with every logit");
+    }
+    if (rows.size() < static_cast<size_t>(sp.top_k) || rows.size() > candidates_.size()) {
+        fail(ErrorKind::invalid_argument, format("sampler: %zu candidate rows for top-k %d (vocabulary %d)",
+                                                 rows.size(), sp.top_k, n_vocab_));
+    }
+    constexpr float      inf = std::numeric_limits<float>::infinity();
+    std::span<Candidate> c(candidates_.data(), rows.size());
+    for (size_t i = 0; i < rows.size(); ++i) {
+        const int32_t id = rows[i].id;
+        if (id < 0 || id >= n_vocab_) {
+            fail(ErrorKind::invalid_argument, format("sampler: candidate id %d is outside [0, %d)", id, n_vocab_));
+        }
+        const float l = rows[i].logit;  // as sample() maps them
+        c[i]          = {id, std::isnan(l) ? -inf : (l == inf ? std::numeric_limits<float>::max() : l)};
+    }
+    // sample() keeps the top_k best of all n_vocab; every one of them is here, and the order is total.
+    c = c.first(top_k_stage(c, static_cast<size_t>(sp.top_k)));
+    if (sp.top_p < 1.0f) c = c.first(top_p_stage(c, sp.top_p));
+    if (sp.min_p > 0.0f) c = c.first(min_p_stage(c, sp.min_p));
+    const size_t pick = draw_stage(c, sp.temp, rng_.next_double(), weights_);
+    return c[pick].id;
+}
+
 }  // namespace tern

@@ -44,6 +44,18 @@ public:
     // -inf, +inf as the largest finite float. Throws Error(invalid_argument) on a size mismatch.
     int32_t sample(std::span<const float> logits);
 
+    // Whether the chain starts with top-k: temp > 0, 0 < top_k < n_vocab, no penalties. Then only
+    // the top_k largest logits matter (sample_top_k).
+    bool starts_with_top_k() const;
+
+    // sample() for a sampler whose chain starts with top-k (starts_with_top_k()),
+    // given only some rows: (id, logit) candidates that include every row that can be among the
+    // top_k largest (those equal to the top_k-th too), in any order; the rest count as -inf. Gives
+    // what sample() gives for the full logits (the stages' order is total), reading only the
+    // candidates. Throws Error(invalid_argument) when the params do not start with top-k, for fewer
+    // than top_k candidates or an id outside the vocabulary.
+    int32_t sample_top_k(std::span<const Candidate> rows);
+
     // Records a token that entered the context (prompt or generated) for the penalties.
     // Throws Error(invalid_argument) if token is outside [0, n_vocab).
     void accept(int32_t token);

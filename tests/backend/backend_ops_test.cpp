@@ -17,10 +17,12 @@
 #include "webgpu_test_util.h"
 #endif
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <random>
 
 namespace tern {
@@ -597,6 +599,61 @@ TEST_P(BackendOps, FusedNormOpsMatchTheUnfusedReference) {
 // WebGPU backend's int8 copy of the table ranks in the wrong order: only the exact recomputation of
 // every row the bound admits finds the larger one. K = 256 (a multiple of 16) takes the WebGPU
 // backend's int8 copy, K = 264 its F16 table with f32 sums.
+// An LM head case for the greedy and top-k heads: table [nv][k], x and norm weights. kind: 0
+// random, 1 near ties, 2 exact tie (row 5 the clear winner, copied into rows 600..609), 3 all rows
+// equal, 4 the exact winner (row 7) hidden by f32 sums, 5 the exact winner (row 12) hidden by the
+// int8 copy.
+void make_head_case(int kind, int64_t k, int64_t nv, Rand & r, std::vector<float> & table, std::vector<float> & x,
+                    std::vector<float> & nw) {
+    table.assign(static_cast<size_t>(k * nv), 0.0f);
+    x.assign(static_cast<size_t>(k), 0.0f);
+    nw.assign(static_cast<size_t>(k), 0.0f);
+    for (auto & v : table) v = r.normal(0.05f);
+    for (auto & v : x) v = r.normal(1.5f);
+    for (auto & v : nw) v = 1.0f + r.normal(0.1f);
+    if (kind == 1 || kind == 2) {  // row 5 the clear winner, copied into rows 600..609, some nudged
+        for (int64_t c = 0; c < k; ++c) table[static_cast<size_t>(5 * k + c)] = x[c] * nw[c] > 0 ? 0.08f : -0.08f;
+        for (int64_t row = 600; row < 610; ++row) {
+            std::copy(table.begin() + 5 * k, table.begin() + 6 * k, table.begin() + row * k);
+            if (kind == 1 && row % 2 == 0) table[static_cast<size_t>(row * k + row % k)] *= 1.001f;
+        }
+    }
+    if (kind == 3) {
+        for (int64_t row = 1; row < nv; ++row) std::copy(table.begin(), table.begin() + k, table.begin() + row * k);
+    }
+    if (kind == 4) {
+        // h0 = f16(120 / rms) ~ 19.2 (f32 ulp there: 2^-19), h1, h2, h8, h16 ~ 0.00133, the rest
+        // 0. Row 3: e0 = 1, e1 = 1.07e-3: + ~0.75 ulp, the exact logit rounds to h0 + 1 ulp.
+        // Row 7: e0 = 1 and e1 = e2 = e8 = e16 = 6.15e-4: 4 x ~0.43 ulp = 1.72 ulp, rounds to
+        // h0 + 2 ulp: row 7 is the exact maximum. The GPU's f32 sums add each 0.43 ulp to a
+        // partial sum holding h0 (same lane and chain, then lanes 2 and 1 in the tree), so each
+        // is rounded away: in f32 row 3 looks larger, and only the bound keeps row 7 a candidate.
+        std::fill(table.begin(), table.end(), 0.0f);
+        std::fill(x.begin(), x.end(), 0.0f);
+        std::fill(nw.begin(), nw.end(), 1.0f);
+        x[0] = 120.0f;
+        for (int64_t c : {1, 2, 8, 16}) x[static_cast<size_t>(c)] = 0.01f;
+        table[static_cast<size_t>(3 * k)]     = 1.0f;
+        table[static_cast<size_t>(3 * k + 1)] = 1.07e-3f;
+        table[static_cast<size_t>(7 * k)]     = 1.0f;
+        for (int64_t c : {1, 2, 8, 16}) table[static_cast<size_t>(7 * k + c)] = 6.15e-4f;
+    }
+    if (kind == 5) {
+        // Row 12: every e = a sign(h), a = 2^-5 + 4 * 2^-15: the int8 copy holds it exactly (all
+        // codes +-127). Row 11: e0 = 2^-4 sign(h0), the rest 2^-5 sign(h): its codes are 127 and
+        // round(63.5) = 64, so the copy reads the bulk 0.8% too large (2^-4 64 / 127 each) and
+        // ranks row 11 above row 12, while exactly row 12 is larger by (a - 2^-5) sum|h| -
+        // 2^-5 |h0| > 0 (h0 is made small). The rest of the table stays far below both.
+        x[0]           = 0.01f;
+        const float a  = 0.03125f + 4.0f / 32768.0f;
+        auto        sg = [&](int64_t c) { return x[static_cast<size_t>(c)] * nw[static_cast<size_t>(c)] < 0 ? -1.0f : 1.0f; };
+        for (int64_t c = 0; c < k; ++c) {
+            table[static_cast<size_t>(12 * k + c)] = a * sg(c);
+            table[static_cast<size_t>(11 * k + c)] = (c == 0 ? 0.0625f : 0.03125f) * sg(c);
+        }
+    }
+}
+
 TEST_P(BackendOps, GreedyHeadArgmaxMatchesTheExactHead) {
     Rand r(17);
     struct Case {
@@ -609,51 +666,8 @@ TEST_P(BackendOps, GreedyHeadArgmaxMatchesTheExactHead) {
                           Case{"all equal", 300, 3}, Case{"hidden by f32", 300, 4}, Case{"hidden by int8", 500, 5}}) {
         SCOPED_TRACE(std::string(cs.name) + ", K " + std::to_string(k));
         const int64_t      nv = cs.n_vocab;
-        std::vector<float> table(static_cast<size_t>(k * nv)), x(k), nw(k);
-        for (auto & v : table) v = r.normal(0.05f);
-        for (auto & v : x) v = r.normal(1.5f);
-        for (auto & v : nw) v = 1.0f + r.normal(0.1f);
-        if (cs.kind == 1 || cs.kind == 2) {  // row 5 the clear winner, copied into rows 600..609, some nudged
-            for (int64_t c = 0; c < k; ++c) table[static_cast<size_t>(5 * k + c)] = x[c] * nw[c] > 0 ? 0.08f : -0.08f;
-            for (int64_t row = 600; row < 610; ++row) {
-                std::copy(table.begin() + 5 * k, table.begin() + 6 * k, table.begin() + row * k);
-                if (cs.kind == 1 && row % 2 == 0) table[static_cast<size_t>(row * k + row % k)] *= 1.001f;
-            }
-        }
-        if (cs.kind == 3) {
-            for (int64_t row = 1; row < nv; ++row) std::copy(table.begin(), table.begin() + k, table.begin() + row * k);
-        }
-        if (cs.kind == 4) {
-            // h0 = f16(120 / rms) ~ 19.2 (f32 ulp there: 2^-19), h1, h2, h8, h16 ~ 0.00133, the rest
-            // 0. Row 3: e0 = 1, e1 = 1.07e-3: + ~0.75 ulp, the exact logit rounds to h0 + 1 ulp.
-            // Row 7: e0 = 1 and e1 = e2 = e8 = e16 = 6.15e-4: 4 x ~0.43 ulp = 1.72 ulp, rounds to
-            // h0 + 2 ulp: row 7 is the exact maximum. The GPU's f32 sums add each 0.43 ulp to a
-            // partial sum holding h0 (same lane and chain, then lanes 2 and 1 in the tree), so each
-            // is rounded away: in f32 row 3 looks larger, and only the bound keeps row 7 a candidate.
-            std::fill(table.begin(), table.end(), 0.0f);
-            std::fill(x.begin(), x.end(), 0.0f);
-            std::fill(nw.begin(), nw.end(), 1.0f);
-            x[0] = 120.0f;
-            for (int64_t c : {1, 2, 8, 16}) x[static_cast<size_t>(c)] = 0.01f;
-            table[static_cast<size_t>(3 * k)]     = 1.0f;
-            table[static_cast<size_t>(3 * k + 1)] = 1.07e-3f;
-            table[static_cast<size_t>(7 * k)]     = 1.0f;
-            for (int64_t c : {1, 2, 8, 16}) table[static_cast<size_t>(7 * k + c)] = 6.15e-4f;
-        }
-        if (cs.kind == 5) {
-            // Row 12: every e = a sign(h), a = 2^-5 + 4 * 2^-15: the int8 copy holds it exactly (all
-            // codes +-127). Row 11: e0 = 2^-4 sign(h0), the rest 2^-5 sign(h): its codes are 127 and
-            // round(63.5) = 64, so the copy reads the bulk 0.8% too large (2^-4 64 / 127 each) and
-            // ranks row 11 above row 12, while exactly row 12 is larger by (a - 2^-5) sum|h| -
-            // 2^-5 |h0| > 0 (h0 is made small). The rest of the table stays far below both.
-            x[0]           = 0.01f;
-            const float a  = 0.03125f + 4.0f / 32768.0f;
-            auto        sg = [&](int64_t c) { return x[static_cast<size_t>(c)] * nw[static_cast<size_t>(c)] < 0 ? -1.0f : 1.0f; };
-            for (int64_t c = 0; c < k; ++c) {
-                table[static_cast<size_t>(12 * k + c)] = a * sg(c);
-                table[static_cast<size_t>(11 * k + c)] = (c == 0 ? 0.0625f : 0.03125f) * sg(c);
-            }
-        }
+        std::vector<float> table, x, nw;
+        make_head_case(cs.kind, k, nv, r, table, x, nw);
         std::vector<uint8_t> tb(table.size() * 2), nb(k * 4);
         quantize_row(DType::f16, table.data(), tb.data(), static_cast<int64_t>(table.size()));
         std::memcpy(nb.data(), nw.data(), nb.size());
@@ -683,6 +697,77 @@ TEST_P(BackendOps, GreedyHeadArgmaxMatchesTheExactHead) {
         const int want = cs.kind == 3 ? 0 : cs.kind == 4 ? 7 : cs.kind == 5 ? 12 : -1;
         if (want >= 0) {
             EXPECT_EQ(ids[0], want) << "the exact head's winner (all rows equal: the lowest index)";
+        }
+    }
+}
+
+// norm_lm_head_top_k: every row is norm_lm_head's value bit for bit or -inf, and every row at least
+// the k-th largest is exact (ties at the k-th included). On the WebGPU backend (the int8 copy, one
+// lower bound per 512 rows, so k at most n_vocab / 512 here) a random table must leave rows at -inf:
+// otherwise the fast path did not run.
+TEST_P(BackendOps, TopKHeadKeepsEveryRowThatCanBeInTheTopK) {
+    Rand          r(23);
+    const int64_t k = 256;
+    struct Case {
+        const char * name;
+        int64_t      n_vocab;
+        int          kind;  // make_head_case's
+    };
+    for (const Case cs : {Case{"random", 5000, 0}, Case{"near ties", 5000, 1}, Case{"exact tie", 5000, 2},
+                          Case{"all equal", 1100, 3}, Case{"hidden by int8", 5000, 5}}) {
+        const int64_t      nv = cs.n_vocab;
+        std::vector<float> table, x, nw;
+        make_head_case(cs.kind, k, nv, r, table, x, nw);
+        std::vector<uint8_t> tb(table.size() * 2), nb(k * 4);
+        quantize_row(DType::f16, table.data(), tb.data(), static_cast<int64_t>(table.size()));
+        std::memcpy(nb.data(), nw.data(), nb.size());
+        const WeightSource es{"e", DType::f16, {k, nv, 1, 1}, tb};
+        const WeightSource ns{"n", DType::f32, {k, 1, 1, 1}, nb};
+        Backend &          b  = *be_;
+        auto               we = b.load_embedding(es);
+        auto               wn = b.load_norm(ns);
+        auto               xt = alloc_tensor(b, DType::f32, {k, 1, 1, 1}, "x");
+        auto               h  = alloc_tensor(b, DType::f32, {k, 1, 1, 1}, "h");
+        auto               lg = alloc_tensor(b, DType::f32, {nv, 1, 1, 1}, "logits");
+        b.write(xt.tensor, x.data(), x.size() * 4);
+        b.norm_lm_head(lg.tensor, *we, h.tensor, xt.tensor, *wn, 1e-5f, true, Tensor{});
+        const std::vector<float> exact = read_f32(b, lg.tensor);
+        std::vector<float>       sorted = exact;
+        std::sort(sorted.begin(), sorted.end(), std::greater<float>());
+        for (const int64_t top_k : {1, 2, 3, 8}) {
+            if (top_k > nv / 512) continue;
+            SCOPED_TRACE(std::string(cs.name) + ", top " + std::to_string(top_k));
+            b.begin_step();
+            b.norm_lm_head_top_k(lg.tensor, *we, h.tensor, xt.tensor, *wn, 1e-5f, true, top_k);
+            b.end_step();
+            std::vector<std::pair<int32_t, float>> listed;
+            const bool               has_list = b.read_top_k_rows(lg.tensor, listed);
+            const std::vector<float> got      = read_f32(b, lg.tensor);
+            const float              kth      = sorted[static_cast<size_t>(top_k - 1)];
+            int64_t                  n_inf = 0;
+            for (int64_t i = 0; i < nv; ++i) {
+                const float g = got[static_cast<size_t>(i)], e = exact[static_cast<size_t>(i)];
+                if (g == -std::numeric_limits<float>::infinity()) {
+                    ++n_inf;
+                    ASSERT_LT(e, kth) << "row " << i << " can be in the top " << top_k << " but came back -inf";
+                } else {
+                    ASSERT_EQ(std::bit_cast<uint32_t>(g), std::bit_cast<uint32_t>(e)) << "row " << i << ": " << g << " vs " << e;
+                }
+            }
+            if (GetParam().name == "webgpu" && cs.kind == 0) {
+                EXPECT_GT(n_inf, nv / 2) << "the top-k head recomputed most rows: did its fast path run?";
+                EXPECT_TRUE(has_list) << "the WebGPU backend lists the finite rows";
+            }
+            // The list, where there is one, is exactly the finite rows with their values.
+            if (has_list) {
+                ASSERT_EQ(static_cast<int64_t>(listed.size()), nv - n_inf);
+                std::sort(listed.begin(), listed.end());
+                for (size_t i = 0; i < listed.size(); ++i) {
+                    const auto [row, value] = listed[i];
+                    ASSERT_TRUE(row >= 0 && row < nv && (i == 0 || row != listed[i - 1].first)) << "row " << row;
+                    ASSERT_EQ(std::bit_cast<uint32_t>(value), std::bit_cast<uint32_t>(got[static_cast<size_t>(row)]));
+                }
+            }
         }
     }
 }

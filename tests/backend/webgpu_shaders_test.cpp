@@ -82,7 +82,7 @@ TEST(WebGpuShaders, EveryEmbeddedShaderCompilesAndMakesAPipeline) {
         {"argmax_partial", "rwu"},    {"argmax_final", "rwu"},  {"bitlinear_decode", "rrrwwu"},
         {"bitlinear_decode_nodp4", "rrrwwu"}, {"gate_up_decode", "rrrwwu"}, {"gate_up_decode_nodp4", "rrrwwu"},
         {"qkv_rope_decode", "rrrrwwwwu"}, {"qkv_rope_decode_nodp4", "rrrrwwwwu"}, {"numerics_check", "rrrwu"},
-        {"copy_bandwidth", "rwu"},    {"argmax_exact", "rrrrrwu"}, {"attention_prefill_scores", "rrwu"},
+        {"copy_bandwidth", "rwu"},    {"argmax_exact", "rrrwrwu"}, {"attention_prefill_scores", "rrwu"},
         {"attention_prefill_softmax", "wu"}, {"attention_prefill_pv", "rrwwu"}, {"attention_prefill_combine", "rwu"},
         {"dataflow_chain", "wu"}, {"head_i8_pack", "rwwu"}, {"lm_head_i8_argmax", "rrrrwwu"}, {"lm_head_i8_argmax_nodp4", "rrrrwwu"}, {"layer_decode", "rrrrrrwwwwu"}, {"layer_decode_nodp4", "rrrrrrwwwwu"}};
     for (const auto & [name, sig] : signatures) {

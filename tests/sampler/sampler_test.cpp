@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -359,6 +361,73 @@ TEST(Sampler, ValidationNamesTheFlag) {
     // The constructor validates too, and checks its own arguments.
     expect_invalid([&] { Sampler s(with([](SamplerParams & p) { p.temp = -1; }), 10); }, {"--temp"});
     expect_invalid([&] { Sampler s(SamplerParams{}, 0); }, {"vocabulary size"});
+}
+
+// sample_top_k with rows that hold the top k (ties at the k-th included) and some others, shuffled,
+// gives sample()'s tokens for the full logits where the rest are -inf, draw for draw.
+TEST(Sampler, TopKRowsGiveWhatTheFullLogitsGive) {
+    const int32_t n_vocab = 3000;
+    Rng           r(11);
+    std::vector<float> logits(n_vocab);
+    for (float & l : logits) l = static_cast<float>(std::floor(r.next_double() * 400.0) / 40.0);  // many ties
+    std::vector<float> sorted = logits;
+    std::sort(sorted.begin(), sorted.end(), std::greater<float>());
+    for (const int32_t k : {1, 5, 40, 300}) {
+        for (const float top_p : {1.0f, 0.9f}) {
+            for (const float min_p : {0.0f, 0.05f}) {
+                SamplerParams p;
+                p.temp  = k == 5 ? 1.7f : 0.8f;
+                p.top_k = k;
+                p.top_p = top_p;
+                p.min_p = min_p;
+                p.seed  = 77;
+                SCOPED_TRACE("top-k " + std::to_string(k) + ", top-p " + std::to_string(top_p) + ", min-p " +
+                             std::to_string(min_p));
+                // Every row at least the k-th largest, and every 7th row besides; the others -inf.
+                const float            kth = sorted[static_cast<size_t>(k - 1)];
+                std::vector<Candidate> rows;
+                std::vector<float>     full(n_vocab, -std::numeric_limits<float>::infinity());
+                for (int32_t i = 0; i < n_vocab; ++i) {
+                    if (logits[static_cast<size_t>(i)] >= kth || i % 7 == 0) {
+                        rows.push_back({i, logits[static_cast<size_t>(i)]});
+                        full[static_cast<size_t>(i)] = logits[static_cast<size_t>(i)];
+                    }
+                }
+                for (size_t i = rows.size() - 1; i > 0; --i) {  // any order
+                    std::swap(rows[i], rows[static_cast<size_t>(r.next_double() * static_cast<double>(i + 1))]);
+                }
+                Sampler a(p, n_vocab), b(p, n_vocab), c(p, n_vocab);
+                ASSERT_TRUE(b.starts_with_top_k());
+                for (int draw = 0; draw < 200; ++draw) {
+                    const int32_t want = a.sample(logits);
+                    ASSERT_EQ(b.sample_top_k(rows), want) << "draw " << draw;
+                    ASSERT_EQ(c.sample(full), want) << "draw " << draw;
+                }
+            }
+        }
+    }
+}
+
+TEST(Sampler, TopKRowsNeedATopKChain) {
+    auto with = [](auto mutate) {
+        SamplerParams q;
+        mutate(q);
+        return q;
+    };
+    SamplerParams p;
+    p.top_k = 2;
+    const std::vector<Candidate> rows = {{3, 1.0f}, {4, 2.0f}};
+    expect_invalid([&] { Sampler(with([](SamplerParams & q) { q.top_k = 0; }), 10).sample_top_k(rows); },
+                   {"sample_top_k", "top_k"});
+    expect_invalid([&] { Sampler(with([](SamplerParams & q) { q.repeat_penalty = 1.1f; }), 10).sample_top_k(rows); },
+                   {"penalties"});
+    expect_invalid([&] { Sampler(with([](SamplerParams & q) { q.top_k = 10; }), 10).sample_top_k(rows); },
+                   {"n_vocab"});
+    expect_invalid([&] { Sampler(with([](SamplerParams & q) { q.top_k = 3; }), 10).sample_top_k(rows); },
+                   {"2 candidate rows", "top-k 3"});
+    const std::vector<Candidate> bad = {{3, 1.0f}, {10, 2.0f}};
+    expect_invalid([&] { Sampler(p, 10).sample_top_k(bad); }, {"candidate id 10"});
+    EXPECT_EQ(Sampler(with([](SamplerParams & q) { q.top_k = 1; }), 10).sample_top_k(rows), 4);
 }
 
 TEST(Sampler, RejectsBadTokensAndLogitSizes) {

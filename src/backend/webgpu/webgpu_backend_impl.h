@@ -114,6 +114,9 @@ public:
                       const Weight & norm, float eps, bool round_input_f16, const Tensor & ids) override;
     void norm_lm_head_argmax(const Tensor & ids, const Tensor & logits, const Weight & head, const Tensor & h,
                              const Tensor & x, const Weight & norm, float eps, bool round_input_f16) override;
+    void norm_lm_head_top_k(const Tensor & logits, const Weight & head, const Tensor & h, const Tensor & x,
+                            const Weight & norm, float eps, bool round_input_f16, int64_t k) override;
+    bool   read_top_k_rows(const Tensor & logits, std::vector<std::pair<int32_t, float>> & rows) override;
     size_t greedy_head_bytes(const Weight & head) const override;
     void end_step() override { step_->flush(); }
     void synchronize() override;
@@ -300,6 +303,13 @@ private:
     // Returns the number of lower bounds (its workgroups), 0 when it does not apply.
     uint32_t try_decode_head_i8(const Tensor & logits, const GpuTable & head, const Tensor & x, const GpuNorm & norm,
                                 float eps, bool round_input_f16);
+    // argmax_exact.wgsl after a fast head that left n_bounds lower bounds (int8: that head was the
+    // int8 copy): top_k = 0 writes each group's best (value, index) to exact_partial_ for
+    // argmax_final; top_k > 0 overwrites `logits` with the exact logits of the rows that can be among
+    // the top_k largest and -inf elsewhere, and lists those rows in top_k_list_. Returns the number
+    // of groups.
+    uint32_t encode_exact_rows(const Tensor & logits, const GpuTable & head, const Tensor & x, const GpuNorm & norm,
+                               float eps, bool round_input_f16, uint32_t n_bounds, bool int8, uint32_t top_k);
     // Whether greedy decoding would stream the int8 copy of this head (F16, row width a multiple of
     // 16 up to 4096, not turned off by $TERN_WEBGPU_GREEDY_HEAD).
     bool greedy_head_i8_applies(const GpuTable & head) const;
@@ -353,6 +363,14 @@ private:
     std::unique_ptr<GpuBuffer>                     scratch_;  // input copy for an in-place rms_norm
     std::unique_ptr<GpuBuffer>                     argmax_partial_;  // argmax chunk winners [T][n_chunks]
     std::unique_ptr<GpuBuffer>                     exact_partial_;   // argmax_exact.wgsl winners [groups]
+    // argmax_exact.wgsl's TOP_K list: [count, 0, (row, value bits) x k_top_k_list_rows] u32, and the
+    // logits it belongs to (valid while the step's serial has not moved: read_top_k_rows).
+    std::unique_ptr<GpuBuffer> top_k_list_;
+    struct {
+        WGPUBuffer logits = nullptr;
+        uint32_t   offset = 0;
+        uint64_t   serial = 0;
+    } top_k_list_for_;
     std::unique_ptr<GpuBuffer>                     qkv_scratch_;  // prefill [q; k; v] products [N, T] f32
     std::unique_ptr<GpuBuffer>                     flow_;         // layer_decode.wgsl's lib/dataflow.wgsl words
     uint32_t                                       flow_tag_ = 0; // the last layer dispatch's tag

@@ -9,6 +9,7 @@
 #include "core/log.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdlib>
 #include <string>
 #include <string_view>
@@ -34,6 +35,11 @@ HeadParams head_params(const Weight & head, const Tensor & x, const Tensor & log
     return {static_cast<uint32_t>(head.n_rows), gpu_offset(x, 4), gpu_offset(logits, 4), round_input_f16 ? 1u : 0u,
             static_cast<uint32_t>(head.n_cols), eps, 0};
 }
+
+// argmax_exact.wgsl's MAX_BOUNDS: the most lower bounds its TOP_K mode ranks.
+constexpr uint32_t k_top_k_max_bounds = 1024;
+// Rows the TOP_K list holds (32 KiB to read back); with more candidates the host reads the logits.
+constexpr uint32_t k_top_k_list_rows = 4096;
 
 }  // namespace
 
@@ -408,6 +414,102 @@ uint32_t WebGpuBackend::try_decode_head_i8(const Tensor & logits, const GpuTable
     return groups;
 }
 
+uint32_t WebGpuBackend::encode_exact_rows(const Tensor & logits, const GpuTable & head, const Tensor & x,
+                                          const GpuNorm & norm, float eps, bool round_input_f16, uint32_t n_bounds,
+                                          bool int8, uint32_t top_k) {
+    // Workgroups of argmax_exact.wgsl: each recomputes its own candidates one after another, so with
+    // the int8 head's wider bounds (tens of candidates) many small groups finish sooner than a few
+    // big ones. $TERN_WEBGPU_EXACT_GROUPS overrides (a tuning aid).
+    // (The F16 path's tight bounds leave one or two candidates: 64 groups, as measured before.)
+    static const uint32_t groups_env = env_u32("TERN_WEBGPU_EXACT_GROUPS", 0);
+    const uint32_t        n_blocks   = static_cast<uint32_t>((head.n_rows + 63) / 64);
+    const uint32_t        k_groups   = groups_env > 0 ? groups_env : (int8 ? 512u : 64u);
+    const uint32_t        groups     = std::min<uint32_t>(k_groups, n_blocks);
+    if (!exact_partial_ || exact_partial_->size_bytes() < groups * 8) {
+        exact_partial_ = make_buffer(groups * 8, nullptr, "exact argmax partials");
+    }
+    struct {
+        uint32_t n_vocab, x_offset, logits_offset, round_input, k;
+        float    eps;
+        uint32_t n_chunks, rows_per_group;
+    } p{static_cast<uint32_t>(head.n_rows),
+        gpu_offset(x, 4),
+        gpu_offset(logits, 4),
+        round_input_f16 ? 1u : 0u,
+        static_cast<uint32_t>(head.n_cols),
+        eps,
+        n_bounds,
+        static_cast<uint32_t>((head.n_rows + groups - 1) / groups)};
+    const PipelineKey key{"argmax_exact",
+                          "rrrwrwu",
+                          {{{"K", static_cast<double>(head.n_cols)},
+                            {"NORM", 1.0},
+                            {"TOP_K", static_cast<double>(top_k)}}}};
+    WGPUBuffer out = exact_partial_->get();
+    if (top_k > 0) {
+        const size_t list_bytes = (2 + 2 * size_t{k_top_k_list_rows}) * 4;
+        if (!top_k_list_) top_k_list_ = make_buffer(list_bytes, nullptr, "top-k rows");
+        // The count starts at 0: a queue write runs before this step's commands (the previous
+        // step's list was read before this step began).
+        const uint32_t zero = 0;
+        wgpu().wgpuQueueWriteBuffer(ctx_.queue(), top_k_list_->get(), 0, &zero, 4);
+        out = top_k_list_->get();
+    }
+    const WGPUBuffer bufs[] = {head.buffer->get(), gpu_buffer(x), norm.buffer->get(), gpu_buffer(logits),
+                               argmax_partial_->get(), out};
+    step_->dispatch(key, bufs, &p, sizeof p, groups);
+    if (top_k > 0) top_k_list_for_ = {gpu_buffer(logits), gpu_offset(logits, 4), step_->serial()};
+    return groups;
+}
+
+// The sampler's top-k, when it comes first: the int8 head's values and bounds for every row, then
+// argmax_exact.wgsl with TOP_K recomputes exactly the rows whose upper bound reaches the k-th
+// largest of the workgroups' lower bounds (each is some row's lower bound, so at least k rows lie
+// above it) and writes -inf to the others. Anything else: the exact head.
+void WebGpuBackend::norm_lm_head_top_k(const Tensor & logits, const Weight & head, const Tensor & h, const Tensor & x,
+                                       const Weight & norm, float eps, bool round_input_f16, int64_t k) {
+    const GpuTable & e  = as_table(head);
+    const GpuNorm &  nw = as_norm(norm);
+    TERN_ASSERT(x.ne[0] == e.n_cols && nw.n_cols == x.ne[0] && logits.ne[0] == e.n_rows && logits.ne[1] == x.ne[1],
+                "norm_lm_head_top_k shapes");
+    static const bool off = env_u32("TERN_WEBGPU_TOP_K_HEAD", 1) == 0;  // $TERN_WEBGPU_TOP_K_HEAD=0: exact head
+    const uint64_t wg_storage = ctx_.limits().maxComputeWorkgroupStorageSize;
+    const bool     fits = static_cast<uint64_t>(e.n_cols) * 4 + 8192 + 4 * k_top_k_max_bounds <= wg_storage;
+    if (!off && x.ne[1] == 1 && k >= 1 && greedy_head_mode() != "exact" && fuse_norms_ && fits) {
+        const uint32_t n_bounds = try_decode_head_i8(logits, e, x, nw, eps, round_input_f16);
+        if (n_bounds > 0 && static_cast<int64_t>(n_bounds) >= k && n_bounds <= k_top_k_max_bounds) {
+            encode_exact_rows(logits, e, x, nw, eps, round_input_f16, n_bounds, true, static_cast<uint32_t>(k));
+            return;
+        }
+        // (The int8 head ran into `logits`; the exact head below overwrites every row.)
+    }
+    norm_lm_head(logits, head, h, x, norm, eps, round_input_f16, Tensor{});
+}
+
+bool WebGpuBackend::read_top_k_rows(const Tensor & logits, std::vector<std::pair<int32_t, float>> & rows) {
+    rows.clear();
+    const bool current = top_k_list_ && top_k_list_for_.logits == gpu_buffer(logits) &&
+                         top_k_list_for_.offset == gpu_offset(logits, 4) && top_k_list_for_.serial == step_->serial();
+    if (!current) return false;
+    std::vector<uint32_t> words(2 + 2 * size_t{k_top_k_list_rows});
+    Tensor                t;
+    t.type   = DType::i32;
+    t.ne     = {static_cast<int64_t>(words.size()), 1, 1, 1};
+    t.buffer = top_k_list_.get();
+    read(t, words.data(), words.size() * 4);
+    top_k_list_for_ = {};
+    const uint32_t n = words[0];
+    // $TERN_WEBGPU_TOP_K_LOG=1 logs each count (a tuning aid: how tight the int8 bounds are).
+    static const bool log_counts = env_u32("TERN_WEBGPU_TOP_K_LOG", 0) != 0;
+    if (log_counts) TERN_LOG_INFO("webgpu: top-k head: %u candidate rows", n);
+    if (n > k_top_k_list_rows) return false;  // more candidates than the list holds
+    rows.resize(n);
+    for (uint32_t i = 0; i < n; ++i) {
+        rows[i] = {static_cast<int32_t>(words[2 + 2 * i]), std::bit_cast<float>(words[3 + 2 * i])};
+    }
+    return true;
+}
+
 void WebGpuBackend::norm_lm_head(const Tensor & logits, const Weight & head, const Tensor & h, const Tensor & x,
                                  const Weight & norm, float eps, bool round_input_f16, const Tensor & ids) {
     const GpuTable * e  = &as_table(head);
@@ -430,7 +532,7 @@ void WebGpuBackend::norm_lm_head_argmax(const Tensor & ids, const Tensor & logit
                 "norm_lm_head_argmax shapes");
     const bool     exact_head = greedy_head_mode() == "exact";
     const uint64_t wg_storage = ctx_.limits().maxComputeWorkgroupStorageSize;
-    const bool     fits = static_cast<uint64_t>(e->n_cols) * 4 + 8192 <= wg_storage;
+    const bool     fits = static_cast<uint64_t>(e->n_cols) * 4 + 8192 + 4 * k_top_k_max_bounds <= wg_storage;
     // The fast head's lower bounds for argmax_exact: one per workgroup of the int8 head, or one per
     // 64-row block of the F16 table's; 0 when neither ran.
     const uint32_t n_blocks = static_cast<uint32_t>((e->n_rows + 63) / 64);
@@ -446,32 +548,7 @@ void WebGpuBackend::norm_lm_head_argmax(const Tensor & ids, const Tensor & logit
         return;
     }
     // The rows that can hold the maximum, recomputed exactly by argmax_exact.wgsl, then the best.
-    // Workgroups of argmax_exact.wgsl: each recomputes its own candidates one after another, so with
-    // the int8 head's wider bounds (tens of candidates) many small groups finish sooner than a few
-    // big ones. $TERN_WEBGPU_EXACT_GROUPS overrides (a tuning aid).
-    // (The F16 path's tight bounds leave one or two candidates: 64 groups, as measured before.)
-    static const uint32_t groups_env = env_u32("TERN_WEBGPU_EXACT_GROUPS", 0);
-    const uint32_t k_groups = groups_env > 0 ? groups_env : (int8 ? 512u : 64u);
-    const uint32_t groups   = std::min<uint32_t>(k_groups, n_blocks);
-    if (!exact_partial_ || exact_partial_->size_bytes() < groups * 8) {
-        exact_partial_ = make_buffer(groups * 8, nullptr, "exact argmax partials");
-    }
-    struct {
-        uint32_t n_vocab, x_offset, logits_offset, round_input, k;
-        float    eps;
-        uint32_t n_chunks, rows_per_group;
-    } p{static_cast<uint32_t>(e->n_rows),
-        gpu_offset(x, 4),
-        gpu_offset(logits, 4),
-        round_input_f16 ? 1u : 0u,
-        static_cast<uint32_t>(e->n_cols),
-        eps,
-        n_bounds,
-        static_cast<uint32_t>((e->n_rows + groups - 1) / groups)};
-    const PipelineKey key{"argmax_exact", "rrrrrwu", {{{"K", static_cast<double>(e->n_cols)}, {"NORM", 1.0}}}};
-    const WGPUBuffer  bufs[] = {e->buffer->get(), gpu_buffer(x), nw->buffer->get(), gpu_buffer(logits),
-                                argmax_partial_->get(), exact_partial_->get()};
-    step_->dispatch(key, bufs, &p, sizeof p, groups);
+    const uint32_t groups = encode_exact_rows(logits, *e, x, *nw, eps, round_input_f16, n_bounds, int8, 0);
     struct {
         uint32_t n_chunks, ids_offset;
     } pf{groups, gpu_offset(ids, 4)};
