@@ -591,23 +591,20 @@ TEST_P(BackendOps, FusedNormOpsMatchTheUnfusedReference) {
     }
 }
 
-// norm_lm_head_argmax (greedy decoding: only the id is kept) against the CPU's exact head + argmax:
-// random rows; rows equal to the winner but for one element nudged by one f16 step (near ties); an
-// exact tie (the lower index must win); a table of 300 identical rows (every row a candidate of the
-// WebGPU kernel's exact recomputation, more than its list holds); and two rows whose f32 sums come
-// out in the wrong order (small terms rounded away next to a large one), and two rows that the
-// WebGPU backend's int8 copy of the table ranks in the wrong order: only the exact recomputation of
-// every row the bound admits finds the larger one. K = 256 (a multiple of 16) takes the WebGPU
-// backend's int8 copy, K = 264 its F16 table with f32 sums.
 // An LM head case for the greedy and top-k heads: table [nv][k], x and norm weights. kind: 0
 // random, 1 near ties, 2 exact tie (row 5 the clear winner, copied into rows 600..609), 3 all rows
 // equal, 4 the exact winner (row 7) hidden by f32 sums, 5 the exact winner (row 12) hidden by the
 // int8 copy.
-void make_head_case(int kind, int64_t k, int64_t nv, Rand & r, std::vector<float> & table, std::vector<float> & x,
-                    std::vector<float> & nw) {
-    table.assign(static_cast<size_t>(k * nv), 0.0f);
-    x.assign(static_cast<size_t>(k), 0.0f);
-    nw.assign(static_cast<size_t>(k), 0.0f);
+struct HeadCase {
+    int64_t              k, nv;
+    std::vector<float>   x;
+    std::vector<uint8_t> table_f16, norm_f32;  // the weights' bytes
+    WeightSource table() const { return {"e", DType::f16, {k, nv, 1, 1}, table_f16}; }
+    WeightSource norm() const { return {"n", DType::f32, {k, 1, 1, 1}, norm_f32}; }
+};
+
+HeadCase make_head_case(int kind, int64_t k, int64_t nv, Rand & r) {
+    std::vector<float> table(static_cast<size_t>(k * nv)), x(static_cast<size_t>(k)), nw(static_cast<size_t>(k));
     for (auto & v : table) v = r.normal(0.05f);
     for (auto & v : x) v = r.normal(1.5f);
     for (auto & v : nw) v = 1.0f + r.normal(0.1f);
@@ -652,8 +649,20 @@ void make_head_case(int kind, int64_t k, int64_t nv, Rand & r, std::vector<float
             table[static_cast<size_t>(11 * k + c)] = (c == 0 ? 0.0625f : 0.03125f) * sg(c);
         }
     }
+    HeadCase c{k, nv, x, std::vector<uint8_t>(table.size() * 2), std::vector<uint8_t>(nw.size() * 4)};
+    quantize_row(DType::f16, table.data(), c.table_f16.data(), static_cast<int64_t>(table.size()));
+    std::memcpy(c.norm_f32.data(), nw.data(), c.norm_f32.size());
+    return c;
 }
 
+// norm_lm_head_argmax (greedy decoding: only the id is kept) against the CPU's exact head + argmax:
+// random rows; rows equal to the winner but for one element nudged by one f16 step (near ties); an
+// exact tie (the lower index must win); a table of 300 identical rows (every row a candidate of the
+// WebGPU kernel's exact recomputation, more than its list holds); and two rows whose f32 sums come
+// out in the wrong order (small terms rounded away next to a large one), and two rows that the
+// WebGPU backend's int8 copy of the table ranks in the wrong order: only the exact recomputation of
+// every row the bound admits finds the larger one. K = 256 (a multiple of 16) takes the WebGPU
+// backend's int8 copy, K = 264 its F16 table with f32 sums.
 TEST_P(BackendOps, GreedyHeadArgmaxMatchesTheExactHead) {
     Rand r(17);
     struct Case {
@@ -666,13 +675,9 @@ TEST_P(BackendOps, GreedyHeadArgmaxMatchesTheExactHead) {
                           Case{"all equal", 300, 3}, Case{"hidden by f32", 300, 4}, Case{"hidden by int8", 500, 5}}) {
         SCOPED_TRACE(std::string(cs.name) + ", K " + std::to_string(k));
         const int64_t      nv = cs.n_vocab;
-        std::vector<float> table, x, nw;
-        make_head_case(cs.kind, k, nv, r, table, x, nw);
-        std::vector<uint8_t> tb(table.size() * 2), nb(k * 4);
-        quantize_row(DType::f16, table.data(), tb.data(), static_cast<int64_t>(table.size()));
-        std::memcpy(nb.data(), nw.data(), nb.size());
-        const WeightSource es{"e", DType::f16, {k, nv, 1, 1}, tb};
-        const WeightSource ns{"n", DType::f32, {k, 1, 1, 1}, nb};
+        const HeadCase     hc = make_head_case(cs.kind, k, nv, r);
+        const std::vector<float> & x = hc.x;
+        const WeightSource es = hc.table(), ns = hc.norm();
         int32_t            ids[2] = {-1, -1};
         Backend *          bs[2]  = {ref_.get(), be_.get()};
         for (int i = 0; i < 2; ++i) {
@@ -716,13 +721,9 @@ TEST_P(BackendOps, TopKHeadKeepsEveryRowThatCanBeInTheTopK) {
     for (const Case cs : {Case{"random", 5000, 0}, Case{"near ties", 5000, 1}, Case{"exact tie", 5000, 2},
                           Case{"all equal", 1100, 3}, Case{"hidden by int8", 5000, 5}}) {
         const int64_t      nv = cs.n_vocab;
-        std::vector<float> table, x, nw;
-        make_head_case(cs.kind, k, nv, r, table, x, nw);
-        std::vector<uint8_t> tb(table.size() * 2), nb(k * 4);
-        quantize_row(DType::f16, table.data(), tb.data(), static_cast<int64_t>(table.size()));
-        std::memcpy(nb.data(), nw.data(), nb.size());
-        const WeightSource es{"e", DType::f16, {k, nv, 1, 1}, tb};
-        const WeightSource ns{"n", DType::f32, {k, 1, 1, 1}, nb};
+        const HeadCase     hc = make_head_case(cs.kind, k, nv, r);
+        const std::vector<float> & x = hc.x;
+        const WeightSource es = hc.table(), ns = hc.norm();
         Backend &          b  = *be_;
         auto               we = b.load_embedding(es);
         auto               wn = b.load_norm(ns);
