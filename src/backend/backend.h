@@ -238,6 +238,20 @@ public:
     }
 
     virtual void end_step() = 0;    // submit recorded work; does not wait (optional for eager backends)
+    // Steps recorded ahead (device backends): hold_step() ends a step like end_step() but keeps it
+    // unsubmitted; release_held_step() submits it, after anything written or read meanwhile (a
+    // write of its input token, a read of the previous step's results); drop_held_step() discards
+    // it. At most one held step, and nothing else recorded while it is held. hold_step() returns
+    // false when it could not hold the whole step (its recording had to submit part of it, e.g.
+    // to grow a table): then it submits the rest, and the step ran with whatever its inputs held.
+    // An eager backend (the CPU) cannot: can_hold_steps() is false and the others must not be called.
+    virtual bool can_hold_steps() const { return false; }
+    virtual bool hold_step() {
+        end_step();
+        return false;
+    }
+    virtual void release_held_step() {}
+    virtual void drop_held_step() {}
     virtual void synchronize() = 0; // wait for submitted work; rethrows device errors as Error(device)
 
     // Number of device dispatches recorded since the last call, for bench figures. Backends that run

@@ -27,7 +27,7 @@ Session::Session(const BitnetModel & model, const SessionOptions & options)
     last_logits_.assign(static_cast<size_t>(c.n_vocab), 0.0f);
 }
 
-std::span<const float> Session::logits() const {
+std::span<const float> Session::logits_view() const {
     if (logits_stale_) {  // only the top rows were read: the rest are -inf (set_logits_top_k)
         std::fill(last_logits_.begin(), last_logits_.end(), -std::numeric_limits<float>::infinity());
         for (const Candidate & c : top_rows_) last_logits_[static_cast<size_t>(c.id)] = c.logit;
@@ -71,16 +71,65 @@ void Session::eval(std::span<const int32_t> tokens, std::span<float> all_logits)
                     std::memcpy(last_logits_.data(), all_logits.data() + (n - 1) * n_vocab,
                                 static_cast<size_t>(n_vocab) * sizeof(float));
                 }
-            } else if (logits_top_k_ > 0 && be.read_top_k_rows(logits, top_rows_read_)) {
-                top_rows_.resize(top_rows_read_.size());
-                for (size_t i = 0; i < top_rows_.size(); ++i) top_rows_[i] = {top_rows_read_[i].first, top_rows_read_[i].second};
-                logits_stale_ = true;
             } else {
-                top_rows_.clear();
-                logits_stale_ = false;
-                be.read(logits, last_logits_.data(), static_cast<size_t>(n_vocab) * sizeof(float));
+                read_last_logits(logits, logits_top_k_ > 0);
             }
         }
+    }
+}
+
+void Session::read_last_logits(const Tensor & logits, bool top_k) {
+    Backend & be = model_.backend();
+    if (top_k && be.read_top_k_rows(logits, top_rows_read_)) {
+        top_rows_.resize(top_rows_read_.size());
+        for (size_t i = 0; i < top_rows_.size(); ++i) top_rows_[i] = {top_rows_read_[i].first, top_rows_read_[i].second};
+        logits_stale_ = true;
+        return;
+    }
+    top_rows_.clear();
+    logits_stale_ = false;
+    be.read(logits, last_logits_.data(), last_logits_.size() * sizeof(float));
+}
+
+int64_t Session::decode_sampled(Sampler & sampler, const std::function<bool(int32_t)> & on_token) {
+    Backend & be = model_.backend();
+    TERN_ASSERT(be.can_hold_steps(), "decode_sampled needs a backend that holds steps");
+    if (!sampled_token_.buffer) sampled_token_ = alloc_tensor(be, DType::i32, {1, 1, 1, 1}, "sampled token");
+    const Tensor & token   = sampled_token_.tensor;
+    const Tensor   logits  = buf_.logits.tensor.columns(0, 1);
+    const bool     top_k   = sampler.starts_with_top_k();
+    const int64_t  k       = top_k ? sampler.params().top_k : 0;
+    auto           draw    = [&] {
+        return top_k && !top_rows_.empty() ? sampler.sample_top_k(top_rows_) : sampler.sample(logits_view());
+    };
+    int64_t drawn = 0;
+    bool    held  = false;  // the step at n_past_ is recorded, waiting for its token
+    int32_t id    = draw();  // from the last eval's logits
+    while (true) {
+        ++drawn;
+        sampler.accept(id);
+        if (!on_token(id) || n_past_ >= kv_.n_ctx) {
+            if (held) be.drop_held_step();
+            return drawn;
+        }
+        be.write(token, &id, sizeof id);  // runs after the step before, and before the held one
+        if (held) {
+            be.release_held_step();
+        } else {
+            model_.forward_token(buf_, kv_, n_past_, token, round_head_, k, /*hold=*/false);
+        }
+        // While the device runs that step, record the next one; its token is written once drawn.
+        held = n_past_ + 1 < kv_.n_ctx &&
+               model_.forward_token(buf_, kv_, n_past_ + 1, token, round_head_, k, /*hold=*/true);
+        if (!held && n_past_ + 1 < kv_.n_ctx) {
+            // The backend could not hold that step (part of it was submitted while it was
+            // recorded, e.g. to grow a table): it ran with this step's token and overwrote the
+            // results. Run this step again to read them; the next one is recorded afresh.
+            model_.forward_token(buf_, kv_, n_past_, token, round_head_, k, /*hold=*/false);
+        }
+        read_last_logits(logits, top_k);
+        ++n_past_;
+        id = draw();
     }
 }
 
@@ -169,7 +218,19 @@ GenerationStats generate(Session & session, const Tokenizer & tokenizer, Sampler
         ~TopKScope() { s.set_logits_top_k(0); }
     } top_k_scope{session};
     if (top_k_first) session.set_logits_top_k(sp.top_k);
-    while (!plain_greedy && stats.n_generated < limit) {
+    if (!plain_greedy && limit > 0 && session.model().backend().can_hold_steps()) {
+        // Each step recorded while the one before runs (Session::decode_sampled).
+        auto take = [&](int32_t id) {
+            if (tokenizer.is_eog(id)) {
+                stats.stopped_by_eog = true;
+                return false;
+            }
+            ++stats.n_generated;
+            return on_token(id, decoder.push(id)) && stats.n_generated < limit;
+        };
+        session.decode_sampled(sampler, take);
+    }
+    while (!plain_greedy && !session.model().backend().can_hold_steps() && stats.n_generated < limit) {
         const int32_t id = top_k_first && !session.top_k_rows().empty() ? sampler.sample_top_k(session.top_k_rows())
                                                                          : sampler.sample(session.logits());
         sampler.accept(id);

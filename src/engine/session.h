@@ -43,7 +43,7 @@ public:
     // the last token. With all_logits, `out` (n_tokens x n_vocab floats) receives every row.
     // Throws Error(invalid_argument) if the tokens do not fit the remaining context.
     void eval(std::span<const int32_t> tokens, std::span<float> all_logits = {});
-    std::span<const float> logits() const;
+    std::span<const float> logits() const { return logits_view(); }
     // k > 0: eval() may leave -inf in logits() for the rows that cannot be among the k largest (the
     // k largest, and rows equal to the k-th, stay exact), which is all a sampler whose first stage is
     // top-k reads (generate() sets it for such samplers); 0 (the default): every logit exact.
@@ -63,6 +63,15 @@ public:
     int64_t decode_greedy(int32_t first, int64_t n_max, const std::function<bool(int32_t)> & on_token,
                           int64_t batch = 32);
 
+    // Sampled decoding with each step recorded while the one before runs on the device: draws an
+    // id from logits() (the last eval's) with `sampler` (sample_top_k when its chain starts with
+    // top-k: only those rows are read back), accepts it, passes it to on_token (false: stop; that id
+    // is not fed), feeds it, and so on, never past the context. The next step is recorded before
+    // the current one's results are read, and submitted once its token is written
+    // (Backend::hold_step). Needs Backend::can_hold_steps(); generate() uses it where it can.
+    // Returns the number of ids drawn.
+    int64_t decode_sampled(Sampler & sampler, const std::function<bool(int32_t)> & on_token);
+
     void reset() { n_past_ = 0; }
 
     // Host seconds decode_greedy spent recording and submitting steps (not waiting for ids) since
@@ -71,6 +80,10 @@ public:
     double take_encode_seconds() { return std::exchange(encode_seconds_, 0.0); }
 
 private:
+    std::span<const float> logits_view() const;
+    // The last token's logits into top_rows_ (top_k and the backend lists them) or last_logits_.
+    void read_last_logits(const Tensor & logits, bool top_k);
+
     const BitnetModel &  model_;
     SessionOptions       options_;
     KvCache              kv_;
@@ -80,6 +93,7 @@ private:
     std::vector<Candidate>                   top_rows_;       // top_k_rows()
     std::vector<std::pair<int32_t, float>>   top_rows_read_;  // read_top_k_rows' scratch
     mutable bool                             logits_stale_ = false;  // last_logits_ awaits top_rows_
+    OwnedTensor          sampled_token_;  // [1] i32: decode_sampled's token, written before its step runs
     OwnedTensor          greedy_ids_;     // [batch + 1] i32: ids chained on the device by decode_greedy
     std::vector<int32_t> greedy_host_;
     int64_t              n_past_ = 0;

@@ -196,9 +196,15 @@ void BitnetModel::forward_greedy(ForwardBuffers & buf, const KvCache & kv, int64
     run(buf, kv, pos, 1, 1, round_head_input_f16, token_in, token_out, /*keep_logits=*/false);
 }
 
-void BitnetModel::run(ForwardBuffers & buf, const KvCache & kv, int64_t pos0, int64_t n_tokens, int64_t n_logits,
+bool BitnetModel::forward_token(ForwardBuffers & buf, const KvCache & kv, int64_t pos, const Tensor & token_in,
+                                bool round_head_input_f16, int64_t logits_top_k, bool hold) const {
+    TERN_ASSERT(token_in.ne[0] == 1, "forward_token: one token");
+    return run(buf, kv, pos, 1, 1, round_head_input_f16, token_in, Tensor{}, /*keep_logits=*/true, logits_top_k, hold);
+}
+
+bool BitnetModel::run(ForwardBuffers & buf, const KvCache & kv, int64_t pos0, int64_t n_tokens, int64_t n_logits,
                       bool round_head_input_f16, const Tensor & tokens, const Tensor & argmax_out,
-                      bool keep_logits, int64_t logits_top_k) const {
+                      bool keep_logits, int64_t logits_top_k, bool hold) const {
     const ModelConfig & c = config_;
     TERN_ASSERT(n_tokens >= 1 && n_tokens <= buf.n_batch, "n_tokens %lld", static_cast<long long>(n_tokens));
     TERN_ASSERT(n_logits >= 0 && n_logits <= n_tokens && n_logits <= buf.n_logits, "n_logits %lld",
@@ -240,7 +246,9 @@ void BitnetModel::run(ForwardBuffers & buf, const KvCache & kv, int64_t pos0, in
             be.norm_lm_head_argmax(argmax_out, logits, head, h, x_last, *output_norm_, c.norm_eps, round_head_input_f16);
         }
     }
+    if (hold) return be.hold_step();
     be.end_step();
+    return false;
 }
 
 }  // namespace tern

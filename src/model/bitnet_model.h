@@ -86,12 +86,19 @@ public:
     void forward_greedy(ForwardBuffers & buf, const KvCache & kv, int64_t pos, const Tensor & token_in,
                         const Tensor & token_out, bool round_head_input_f16) const;
 
+    // One token at position pos whose id is read on the device from token_in ([1] i32), with its
+    // logits (logits_top_k as in forward()). hold: the backend keeps the step unsubmitted
+    // (Backend::hold_step), so the host can write token_in afterwards and then release it; returns
+    // whether it was held (false: the step was submitted and ran with token_in as it was).
+    bool forward_token(ForwardBuffers & buf, const KvCache & kv, int64_t pos, const Tensor & token_in,
+                       bool round_head_input_f16, int64_t logits_top_k, bool hold) const;
+
 private:
     // The forward pass: tokens [n_tokens] i32 in; argmax_out ([n_logits] i32) written if it has a buffer.
     // keep_logits = false: only argmax_out is wanted (norm_lm_head_argmax).
-    void run(ForwardBuffers & buf, const KvCache & kv, int64_t pos0, int64_t n_tokens, int64_t n_logits,
+    bool run(ForwardBuffers & buf, const KvCache & kv, int64_t pos0, int64_t n_tokens, int64_t n_logits,
              bool round_head_input_f16, const Tensor & tokens, const Tensor & argmax_out, bool keep_logits,
-             int64_t logits_top_k = 0) const;
+             int64_t logits_top_k = 0, bool hold = false) const;  // returns whether the step is held
 
     BitnetModel(ModelConfig config, Backend & backend) : config_(std::move(config)), backend_(backend) {}
 

@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 
 #include "core/mmap.h"
 
@@ -163,10 +164,12 @@ TEST(WebGpuModel, DeviceGreedyDecodingMatchesCpu) {
     EXPECT_EQ(ids[1], ids[0]);
 }
 
-// Sampled generation (generate(): temperature, top-k first, no penalties) on the GPU against the
-// CPU, same seed, token for token. With top-k 1 the WebGPU backend's top-k head runs (the tiny
-// model's 259-row head has one lower bound, so k = 1 is the largest it takes): only the best row is
-// exact, the rest -inf. With top-k 40 it falls back to the exact head.
+// Sampled generation (generate()) on the GPU against the CPU, same seed, token for token. On the
+// GPU it runs Session::decode_sampled: each step recorded while the one before runs, its token
+// written afterwards. With top-k 1 the WebGPU backend's top-k head runs (the tiny model's 259-row
+// head has one lower bound, so k = 1 is the largest it takes): only the best row is exact, the
+// rest -inf, and only those rows are read. With top-k 40 it falls back to the exact head; with a
+// repetition penalty every logit is read. The context (40) fills before the 40 tokens asked for.
 TEST(WebGpuModel, SampledGenerationWithTopKHeadMatchesCpu) {
     TERN_REQUIRE_WEBGPU();
     const std::string path  = synth_model("i2s", DType::i2_s, DType::f16);
@@ -175,17 +178,18 @@ TEST(WebGpuModel, SampledGenerationWithTopKHeadMatchesCpu) {
     auto              cpu   = make_cpu_backend({2});
     auto              m_cpu = BitnetModel::load(file, *cpu);
     auto              m_gpu = BitnetModel::load(file, *test::shared_webgpu().backend);
-    for (const int32_t top_k : {1, 40}) {
+    for (const int32_t top_k : {1, 40, -40}) {
         SCOPED_TRACE("top-k " + std::to_string(top_k));
         SamplerParams sp;
         sp.temp  = 0.8f;
-        sp.top_k = top_k;
+        sp.top_k = top_k > 0 ? top_k : -top_k;
         sp.seed  = 5;
+        if (top_k < 0) sp.repeat_penalty = 1.3f;
         std::vector<int32_t> ids[2];
         BitnetModel *        models[2] = {m_cpu.get(), m_gpu.get()};
         for (int i = 0; i < 2; ++i) {
             SessionOptions so;
-            so.n_ctx = 64;
+            so.n_ctx = 40;
             Session s(*models[i], so);
             Sampler sampler(sp, static_cast<int32_t>(models[i]->config().n_vocab));
             const auto prompt = some_tokens(9, 256);
@@ -195,6 +199,61 @@ TEST(WebGpuModel, SampledGenerationWithTopKHeadMatchesCpu) {
             });
         }
         ASSERT_FALSE(ids[0].empty());
+        EXPECT_EQ(ids[1], ids[0]);
+    }
+}
+
+// Session::decode_sampled past position 256, where a fresh WebGPU backend's RoPE table (256
+// positions at first) grows while a step is recorded ahead: that step cannot be held (part of it
+// is submitted early, with the old token, and overwrites the logits), and the session must run the
+// current step again. The ids must still be the CPU's, drawn with the same seed one eval at a time;
+// for top-k 0 (every logit read back; this case crosses the growth) and top-k 3 (the top-k head's
+// rows). (One mis-drawn id is all a missing second run would cause here, which may go unseen:
+// WebGpuOps.HeldStepsRunWithTheInputWrittenBeforeTheirRelease checks what a split step does.)
+TEST(WebGpuModel, PipelinedSamplingAcrossATableGrowthMatchesCpu) {
+    TERN_REQUIRE_WEBGPU();
+    WebGpuOptions o;
+    o.allow_cpu_adapter        = true;
+    o.greedy_head_i8_min_bytes = 0;
+    auto              gpu    = make_webgpu_backend(o);  // its own RoPE tables
+    const std::string path   = synth_model("i2s", DType::i2_s, DType::f16);
+    const GgufFile    file   = GgufFile::open(path);
+    auto              cpu    = make_cpu_backend({2});
+    auto              m_cpu  = BitnetModel::load(file, *cpu);
+    auto              m_gpu  = BitnetModel::load(file, *gpu);
+    const auto        prompt = some_tokens(9, 256);
+    const size_t      n      = 255;
+    for (const int32_t top_k : {0, 3}) {
+        SCOPED_TRACE("top-k " + std::to_string(top_k));
+        SamplerParams sp;
+        sp.temp  = 0.9f;
+        sp.top_k = top_k;
+        sp.seed  = 8;
+        SessionOptions so;
+        so.n_ctx = 300;
+        std::vector<int32_t> ids[2];
+        {
+            Session s(*m_cpu, so);
+            Sampler sampler(sp, static_cast<int32_t>(m_cpu->config().n_vocab));
+            s.eval(prompt);
+            while (ids[0].size() < n) {
+                const int32_t id = sampler.sample(s.logits());
+                sampler.accept(id);
+                ids[0].push_back(id);
+                if (ids[0].size() < n) s.eval(std::span<const int32_t>(&id, 1));
+            }
+        }
+        {
+            Session s(*m_gpu, so);
+            Sampler sampler(sp, static_cast<int32_t>(m_gpu->config().n_vocab));
+            s.eval(prompt);
+            const int64_t drawn = s.decode_sampled(sampler, [&](int32_t id) {
+                ids[1].push_back(id);
+                return ids[1].size() < n;
+            });
+            EXPECT_EQ(drawn, static_cast<int64_t>(n));
+            EXPECT_EQ(s.n_past(), static_cast<int64_t>(prompt.size() + n - 1));
+        }
         EXPECT_EQ(ids[1], ids[0]);
     }
 }

@@ -173,6 +173,51 @@ protected:
     float normal(float sd) { return std::normal_distribution<float>(0.0f, sd)(rng_); }
 };
 
+// A held step (Backend::hold_step) runs with what is written before release_held_step(), even
+// though it was recorded first; a dropped one never runs; and a step whose recording had to submit
+// part of it cannot be held (hold_step() is false and the whole step has run).
+TEST_F(WebGpuOps, HeldStepsRunWithTheInputWrittenBeforeTheirRelease) {
+    Backend &          b  = gpu();
+    const int64_t      k  = 64, nv = 10;
+    std::vector<float> table(static_cast<size_t>(k * nv));
+    for (int64_t i = 0; i < k * nv; ++i) table[static_cast<size_t>(i)] = static_cast<float>(i);
+    const std::vector<uint8_t> bytes(reinterpret_cast<const uint8_t *>(table.data()),
+                                     reinterpret_cast<const uint8_t *>(table.data()) + table.size() * 4);
+    const WeightSource src{"e", DType::f32, {k, nv, 1, 1}, bytes};
+    auto               e   = b.load_embedding(src);
+    auto               tok = alloc_tensor(b, DType::i32, {1, 1, 1, 1}, "token");
+    auto               x   = alloc_tensor(b, DType::f32, {k, 1, 1, 1}, "x");
+    auto               y   = alloc_tensor(b, DType::f32, {k, 1, 1, 1}, "y");
+    ASSERT_TRUE(b.can_hold_steps());
+    auto row_of = [&](const Tensor & t) { return static_cast<int>(read_f32(b, t)[0]) / static_cast<int>(k); };
+    int32_t id = 5;
+    b.write(tok.tensor, &id, 4);
+    b.begin_step();
+    b.embed(x.tensor, *e, tok.tensor);
+    ASSERT_TRUE(b.hold_step());
+    id = 7;
+    b.write(tok.tensor, &id, 4);  // before the held step runs
+    b.release_held_step();
+    EXPECT_EQ(row_of(x.tensor), 7);
+    // Dropped: x keeps row 7.
+    b.begin_step();
+    b.embed(x.tensor, *e, tok.tensor);
+    ASSERT_TRUE(b.hold_step());
+    id = 2;
+    b.write(tok.tensor, &id, 4);
+    b.drop_held_step();
+    EXPECT_EQ(row_of(x.tensor), 7);
+    // Split: a read inside the step submits what was recorded so far.
+    b.begin_step();
+    b.embed(x.tensor, *e, tok.tensor);
+    EXPECT_EQ(row_of(x.tensor), 2);
+    b.embed(y.tensor, *e, tok.tensor);
+    EXPECT_FALSE(b.hold_step());
+    id = 4;
+    b.write(tok.tensor, &id, 4);
+    EXPECT_EQ(row_of(y.tensor), 2) << "the rest of a split step runs at once, with the input it had";
+}
+
 TEST_F(WebGpuOps, BitlinearAccumulateIntoAColumnViewWithTokenTiles) {
     for (DType type : k_lowbit_types) {
         for (int64_t T : {1, 11}) {

@@ -8,6 +8,7 @@
 #include "backend/webgpu/webgpu_weights.h"
 
 #include <array>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -89,7 +90,7 @@ public:
     std::unique_ptr<Weight> load_linear(std::span<const WeightSource> parts) override;
     std::unique_ptr<Weight> load_embedding(const WeightSource & src) override;
 
-    void begin_step() override {}
+    void begin_step() override { step_submits_at_begin_ = step_->submits(); }
     void embed(const Tensor & x, const Weight & token_embd, const Tensor & tokens) override;
     void rms_norm_quant(const QuantizedActs & a, const Tensor & x, const Weight & w, float eps) override;
     void rms_norm(const Tensor & y, const Tensor & x, const Weight & w, float eps) override;
@@ -119,6 +120,10 @@ public:
     bool   read_top_k_rows(const Tensor & logits, std::vector<std::pair<int32_t, float>> & rows) override;
     size_t greedy_head_bytes(const Weight & head) const override;
     void end_step() override { step_->flush(); }
+    bool can_hold_steps() const override { return !step_->any_profiling(); }
+    bool hold_step() override;
+    void release_held_step() override { step_->release_held(); }
+    void drop_held_step() override;
     void synchronize() override;
     int64_t take_dispatch_count() override { return step_->take_dispatch_count(); }
     // $TERN_WEBGPU_PROFILE=gpu's figures so far (webgpu_step.h): kernel variant -> (dispatches, GPU ms).
@@ -363,14 +368,20 @@ private:
     std::unique_ptr<GpuBuffer>                     scratch_;  // input copy for an in-place rms_norm
     std::unique_ptr<GpuBuffer>                     argmax_partial_;  // argmax chunk winners [T][n_chunks]
     std::unique_ptr<GpuBuffer>                     exact_partial_;   // argmax_exact.wgsl winners [groups]
-    // argmax_exact.wgsl's TOP_K list: [count, 0, (row, value bits) x k_top_k_list_rows] u32, and the
-    // logits it belongs to (valid while the step's serial has not moved: read_top_k_rows).
-    std::unique_ptr<GpuBuffer> top_k_list_;
-    struct {
+    // argmax_exact.wgsl's TOP_K lists: [count, 0, (row, value bits) x k_top_k_list_rows] u32, two
+    // (a held step's head fills one while the other is read), used in turn; and the heads recorded
+    // and not read yet, oldest first (at most two: the step just submitted and a held one). A list
+    // is read (read_top_k_rows) while nothing was recorded after its head but a held step.
+    std::unique_ptr<GpuBuffer> top_k_lists_[2];
+    int                        top_k_next_ = 0;
+    struct TopKList {
         WGPUBuffer logits = nullptr;
         uint32_t   offset = 0;
-        uint64_t   serial = 0;
-    } top_k_list_for_;
+        int        list   = 0;
+        uint64_t   serial = 0;  // the step's serial right after the head
+    };
+    std::deque<TopKList> top_k_pending_;
+    uint64_t             step_submits_at_begin_ = 0;  // begin_step(): a held step must not have been split
     std::unique_ptr<GpuBuffer>                     qkv_scratch_;  // prefill [q; k; v] products [N, T] f32
     std::unique_ptr<GpuBuffer>                     flow_;         // layer_decode.wgsl's lib/dataflow.wgsl words
     uint32_t                                       flow_tag_ = 0; // the last layer dispatch's tag

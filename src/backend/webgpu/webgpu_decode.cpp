@@ -445,20 +445,25 @@ uint32_t WebGpuBackend::encode_exact_rows(const Tensor & logits, const GpuTable 
                           {{{"K", static_cast<double>(head.n_cols)},
                             {"NORM", 1.0},
                             {"TOP_K", static_cast<double>(top_k)}}}};
-    WGPUBuffer out = exact_partial_->get();
+    WGPUBuffer out  = exact_partial_->get();
+    const int  list = top_k_next_;
     if (top_k > 0) {
         const size_t list_bytes = (2 + 2 * size_t{k_top_k_list_rows}) * 4;
-        if (!top_k_list_) top_k_list_ = make_buffer(list_bytes, nullptr, "top-k rows");
-        // The count starts at 0: a queue write runs before this step's commands (the previous
-        // step's list was read before this step began).
+        if (!top_k_lists_[list]) top_k_lists_[list] = make_buffer(list_bytes, nullptr, "top-k rows");
+        // The count starts at 0: a queue write runs after the steps already submitted and before
+        // this one (whose list is not the one a submitted, unread step fills).
         const uint32_t zero = 0;
-        wgpu().wgpuQueueWriteBuffer(ctx_.queue(), top_k_list_->get(), 0, &zero, 4);
-        out = top_k_list_->get();
+        wgpu().wgpuQueueWriteBuffer(ctx_.queue(), top_k_lists_[list]->get(), 0, &zero, 4);
+        out         = top_k_lists_[list]->get();
+        top_k_next_ = 1 - list;
     }
     const WGPUBuffer bufs[] = {head.buffer->get(), gpu_buffer(x), norm.buffer->get(), gpu_buffer(logits),
                                argmax_partial_->get(), out};
     step_->dispatch(key, bufs, &p, sizeof p, groups);
-    if (top_k > 0) top_k_list_for_ = {gpu_buffer(logits), gpu_offset(logits, 4), step_->serial()};
+    if (top_k > 0) {
+        top_k_pending_.push_back({gpu_buffer(logits), gpu_offset(logits, 4), list, step_->serial()});
+        if (top_k_pending_.size() > 2) top_k_pending_.pop_front();
+    }
     return groups;
 }
 
@@ -488,16 +493,21 @@ void WebGpuBackend::norm_lm_head_top_k(const Tensor & logits, const Weight & hea
 
 bool WebGpuBackend::read_top_k_rows(const Tensor & logits, std::vector<std::pair<int32_t, float>> & rows) {
     rows.clear();
-    const bool current = top_k_list_ && top_k_list_for_.logits == gpu_buffer(logits) &&
-                         top_k_list_for_.offset == gpu_offset(logits, 4) && top_k_list_for_.serial == step_->serial();
-    if (!current) return false;
+    if (top_k_pending_.empty()) return false;
+    const TopKList e = top_k_pending_.front();
+    top_k_pending_.pop_front();
+    // Nothing recorded since the head, or since then only a held step (whose head is the next entry).
+    const bool untouched = top_k_pending_.empty() ? e.serial == step_->serial() : step_->holding();
+    if (e.logits != gpu_buffer(logits) || e.offset != gpu_offset(logits, 4) || !untouched) {
+        top_k_pending_.clear();
+        return false;
+    }
     std::vector<uint32_t> words(2 + 2 * size_t{k_top_k_list_rows});
     Tensor                t;
     t.type   = DType::i32;
     t.ne     = {static_cast<int64_t>(words.size()), 1, 1, 1};
-    t.buffer = top_k_list_.get();
+    t.buffer = top_k_lists_[e.list].get();
     read(t, words.data(), words.size() * 4);
-    top_k_list_for_ = {};
     const uint32_t n = words[0];
     // $TERN_WEBGPU_TOP_K_LOG=1 logs each count (a tuning aid: how tight the int8 bounds are).
     static const bool log_counts = env_u32("TERN_WEBGPU_TOP_K_LOG", 0) != 0;
@@ -508,6 +518,24 @@ bool WebGpuBackend::read_top_k_rows(const Tensor & logits, std::vector<std::pair
         rows[i] = {static_cast<int32_t>(words[2 + 2 * i]), std::bit_cast<float>(words[3 + 2 * i])};
     }
     return true;
+}
+
+bool WebGpuBackend::hold_step() {
+    if (step_->submits() != step_submits_at_begin_) {
+        // Part of the step was submitted while it was recorded: it cannot wait for its input.
+        step_->flush();
+        top_k_pending_.clear();
+        return false;
+    }
+    step_->hold();
+    return true;
+}
+
+void WebGpuBackend::drop_held_step() {
+    if (!step_->holding()) return;
+    step_->drop_held();
+    // The held step's head (recorded last) will not run.
+    if (!top_k_pending_.empty()) top_k_pending_.pop_back();
 }
 
 void WebGpuBackend::norm_lm_head(const Tensor & logits, const Weight & head, const Tensor & h, const Tensor & x,

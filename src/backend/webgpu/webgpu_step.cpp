@@ -53,6 +53,7 @@ StepEncoder::StepEncoder(WgpuContext & ctx, PipelineCache & pipelines) : ctx_(ct
 }
 
 StepEncoder::~StepEncoder() {
+    if (held_) wgpu().wgpuCommandBufferRelease(held_);
     if (profile_ && !profile_ms_.empty()) {
         std::fprintf(stderr, "webgpu profile (wall time per dispatch, submitted one by one):\n");
         for (const auto & [label, v] : profile_ms_) {
@@ -252,7 +253,40 @@ void StepEncoder::flush() {
     }
     wgpu().wgpuQueueSubmit(ctx_.queue(), 1, &commands);
     wgpu().wgpuCommandBufferRelease(commands);
+    ++submits_;
     if (n_timed > 0) read_timestamps(n_timed);
+}
+
+void StepEncoder::hold() {
+    TERN_ASSERT(!held_ && !profile_ && !gpu_profile_, "StepEncoder::hold: a step is already held, or profiling");
+    if (!encoder_) return;
+    end_pass();
+    WGPUCommandBufferDescriptor desc{};
+    desc.label = wgpu_string("tern step (held)");
+    held_      = wgpu().wgpuCommandEncoderFinish(encoder_, &desc);
+    wgpu().wgpuCommandEncoderRelease(encoder_);
+    encoder_ = nullptr;
+    held_uniforms_.assign(arena_.begin(), arena_.begin() + static_cast<std::ptrdiff_t>(n_slots_ * k_slot_bytes));
+    n_slots_ = 0;
+}
+
+void StepEncoder::release_held() {
+    if (!held_) return;
+    flush();  // anything recorded meanwhile goes first (it was meant to)
+    if (!held_uniforms_.empty()) {
+        wgpu().wgpuQueueWriteBuffer(ctx_.queue(), uniforms_.get(), 0, held_uniforms_.data(), held_uniforms_.size());
+    }
+    wgpu().wgpuQueueSubmit(ctx_.queue(), 1, &held_);
+    wgpu().wgpuCommandBufferRelease(held_);
+    held_ = nullptr;
+    ++submits_;
+}
+
+void StepEncoder::drop_held() {
+    if (!held_) return;
+    wgpu().wgpuCommandBufferRelease(held_);
+    held_ = nullptr;
+    bump();  // whatever the held step would have left (norm statistics, head partials) is not there
 }
 
 void StepEncoder::forget(WGPUBuffer buffer) {

@@ -36,6 +36,15 @@ public:
     // Submits whatever was recorded (no-op when nothing was).
     void flush();
     bool pending() const { return encoder_ != nullptr; }
+    // Finishes what was recorded into a command buffer that is kept, with its uniforms, instead of
+    // submitted: release_held() submits it (after whatever is submitted in between, e.g. a queue
+    // write of its input), drop_held() throws it away. One at a time; not while profiling.
+    void hold();
+    void release_held();
+    void drop_held();
+    bool holding() const { return held_ != nullptr; }
+    // Command buffers submitted so far (a step whose recording saw this move was split).
+    uint64_t submits() const { return submits_; }
 
     // Drops cached bind groups that use `buffer` (called before a buffer is released).
     void forget(WGPUBuffer buffer);
@@ -54,6 +63,7 @@ public:
     // when the encoder is destroyed. The stream keeps its order and barriers (a pass boundary
     // costs what a dependent dispatch does), so the figures are the kernels' own durations.
     bool profiling() const { return profile_; }
+    bool any_profiling() const { return profile_ || gpu_profile_; }
     // The GPU profile so far: kernel variant -> (dispatches, GPU ms); empty unless profiling=gpu.
     const std::map<std::string, std::pair<int64_t, double>> & gpu_times() const { return gpu_ms_; }
 
@@ -74,6 +84,9 @@ private:
     std::vector<uint8_t>                        arena_;     // host copy of the slots in use
     size_t                                      n_slots_ = 0;
     WGPUCommandEncoder                          encoder_ = nullptr;
+    WGPUCommandBuffer                           held_    = nullptr;  // hold()
+    std::vector<uint8_t>                        held_uniforms_;      // its slots of the arena
+    uint64_t                                    submits_ = 0;
     WGPUComputePassEncoder                      pass_    = nullptr;
     std::map<BindKey, WgpuHandle<WGPUBindGroup>> bind_groups_;
     int64_t                                     dispatches_ = 0;
