@@ -104,32 +104,38 @@ int64_t Session::decode_sampled(Sampler & sampler, const std::function<bool(int3
     };
     int64_t drawn = 0;
     bool    held  = false;  // the step at n_past_ is recorded, waiting for its token
-    int32_t id    = draw();  // from the last eval's logits
-    while (true) {
-        ++drawn;
-        sampler.accept(id);
-        if (!on_token(id) || n_past_ >= kv_.n_ctx) {
-            if (held) be.drop_held_step();
-            return drawn;
+    try {
+        int32_t id = draw();  // from the last eval's logits
+        while (true) {
+            ++drawn;
+            sampler.accept(id);
+            if (!on_token(id) || n_past_ >= kv_.n_ctx) {
+                if (held) be.drop_held_step();
+                return drawn;
+            }
+            be.write(token, &id, sizeof id);  // runs after the step before, and before the held one
+            if (held) {
+                be.release_held_step();
+                held = false;
+            } else {
+                model_.forward_token(buf_, kv_, n_past_, token, round_head_, k, /*hold=*/false);
+            }
+            // While the device runs that step, record the next one; its token is written once drawn.
+            held = n_past_ + 1 < kv_.n_ctx &&
+                   model_.forward_token(buf_, kv_, n_past_ + 1, token, round_head_, k, /*hold=*/true);
+            if (!held && n_past_ + 1 < kv_.n_ctx) {
+                // The backend could not hold that step (part of it was submitted while it was
+                // recorded, e.g. to grow a table): it ran with this step's token and overwrote the
+                // results. Run this step again to read them; the next one is recorded afresh.
+                model_.forward_token(buf_, kv_, n_past_, token, round_head_, k, /*hold=*/false);
+            }
+            read_last_logits(logits, top_k);
+            ++n_past_;
+            id = draw();
         }
-        be.write(token, &id, sizeof id);  // runs after the step before, and before the held one
-        if (held) {
-            be.release_held_step();
-        } else {
-            model_.forward_token(buf_, kv_, n_past_, token, round_head_, k, /*hold=*/false);
-        }
-        // While the device runs that step, record the next one; its token is written once drawn.
-        held = n_past_ + 1 < kv_.n_ctx &&
-               model_.forward_token(buf_, kv_, n_past_ + 1, token, round_head_, k, /*hold=*/true);
-        if (!held && n_past_ + 1 < kv_.n_ctx) {
-            // The backend could not hold that step (part of it was submitted while it was
-            // recorded, e.g. to grow a table): it ran with this step's token and overwrote the
-            // results. Run this step again to read them; the next one is recorded afresh.
-            model_.forward_token(buf_, kv_, n_past_, token, round_head_, k, /*hold=*/false);
-        }
-        read_last_logits(logits, top_k);
-        ++n_past_;
-        id = draw();
+    } catch (...) {
+        if (held) be.drop_held_step();  // (a held step left behind would block the next one)
+        throw;
     }
 }
 

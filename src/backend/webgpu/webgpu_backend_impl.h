@@ -311,7 +311,7 @@ private:
     // argmax_exact.wgsl after a fast head that left n_bounds lower bounds (int8: that head was the
     // int8 copy): top_k = 0 writes each group's best (value, index) to exact_partial_ for
     // argmax_final; top_k > 0 overwrites `logits` with the exact logits of the rows that can be among
-    // the top_k largest and -inf elsewhere, and lists those rows in top_k_list_. Returns the number
+    // the top_k largest and -inf elsewhere, and lists those rows in top_k_lists_. Returns the number
     // of groups.
     uint32_t encode_exact_rows(const Tensor & logits, const GpuTable & head, const Tensor & x, const GpuNorm & norm,
                                float eps, bool round_input_f16, uint32_t n_bounds, bool int8, uint32_t top_k);
