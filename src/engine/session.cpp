@@ -28,7 +28,7 @@ Session::Session(const BitnetModel & model, const SessionOptions & options)
 }
 
 std::span<const float> Session::logits_view() const {
-    if (logits_stale_) {  // only the top rows were read: the rest are -inf (set_logits_top_k)
+    if (logits_stale_) {  // only the top rows were read (decode_sampled): the rest are -inf
         std::fill(last_logits_.begin(), last_logits_.end(), -std::numeric_limits<float>::infinity());
         for (const Candidate & c : top_rows_) last_logits_[static_cast<size_t>(c.id)] = c.logit;
         logits_stale_ = false;
@@ -59,7 +59,7 @@ void Session::eval(std::span<const int32_t> tokens, std::span<float> all_logits)
         const bool    last     = start + chunk == n;
         const int64_t n_logits = !all_logits.empty() ? chunk : (last ? 1 : 0);
         be.write(buf_.tokens.tensor, tokens.data() + start, static_cast<size_t>(chunk) * sizeof(int32_t));
-        model_.forward(buf_, kv_, n_past_, chunk, n_logits, round_head_, false, all_logits.empty() ? logits_top_k_ : 0);
+        model_.forward(buf_, kv_, n_past_, chunk, n_logits, round_head_, false);
         n_past_ += chunk;
         if (n_logits > 0) {
             const Tensor logits = buf_.logits.tensor.columns(0, n_logits);
@@ -72,7 +72,7 @@ void Session::eval(std::span<const int32_t> tokens, std::span<float> all_logits)
                                 static_cast<size_t>(n_vocab) * sizeof(float));
                 }
             } else {
-                read_last_logits(logits, logits_top_k_ > 0);
+                read_last_logits(logits, false);
             }
         }
     }
@@ -217,13 +217,6 @@ GenerationStats generate(Session & session, const Tokenizer & tokenizer, Sampler
             session.decode_greedy(first, limit - stats.n_generated, take);
         }
     }
-    // A sampler that starts with top-k (no penalties before it) reads only the k largest logits.
-    const bool top_k_first = !plain_greedy && sampler.starts_with_top_k();
-    struct TopKScope {  // set for this loop only, also when it throws
-        Session & s;
-        ~TopKScope() { s.set_logits_top_k(0); }
-    } top_k_scope{session};
-    if (top_k_first) session.set_logits_top_k(sp.top_k);
     if (!plain_greedy && limit > 0 && session.model().backend().can_hold_steps()) {
         // Each step recorded while the one before runs (Session::decode_sampled).
         auto take = [&](int32_t id) {
@@ -237,8 +230,7 @@ GenerationStats generate(Session & session, const Tokenizer & tokenizer, Sampler
         session.decode_sampled(sampler, take);
     }
     while (!plain_greedy && !session.model().backend().can_hold_steps() && stats.n_generated < limit) {
-        const int32_t id = top_k_first && !session.top_k_rows().empty() ? sampler.sample_top_k(session.top_k_rows())
-                                                                         : sampler.sample(session.logits());
+        const int32_t id = sampler.sample(session.logits());
         sampler.accept(id);
         if (tokenizer.is_eog(id)) {
             stats.stopped_by_eog = true;

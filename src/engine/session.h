@@ -11,7 +11,6 @@
 #include "sampler/sampler.h"
 #include "tokenizer/tokenizer.h"
 
-#include <algorithm>
 #include <functional>
 #include <span>
 #include <utility>
@@ -44,15 +43,6 @@ public:
     // Throws Error(invalid_argument) if the tokens do not fit the remaining context.
     void eval(std::span<const int32_t> tokens, std::span<float> all_logits = {});
     std::span<const float> logits() const { return logits_view(); }
-    // k > 0: eval() may leave -inf in logits() for the rows that cannot be among the k largest (the
-    // k largest, and rows equal to the k-th, stay exact), which is all a sampler whose first stage is
-    // top-k reads (generate() sets it for such samplers); 0 (the default): every logit exact.
-    // all_logits, when given, is always complete.
-    void set_logits_top_k(int64_t k) { logits_top_k_ = std::max<int64_t>(0, k); }
-    // With set_logits_top_k and a backend that lists them (Backend::read_top_k_rows): the rows of
-    // the last token's logits that are not -inf, in any order, read without the others (logits()
-    // then fills in the -inf rows when asked). Empty otherwise.
-    std::span<const Candidate> top_k_rows() const { return top_rows_; }
 
     // Greedy decoding with the token kept on the device (DESIGN.md decision 4): feeds `first` at
     // position n_past(), then each step embeds the previous step's argmax without a host round trip;
@@ -89,8 +79,7 @@ private:
     KvCache              kv_;
     ForwardBuffers       buf_;
     mutable std::vector<float> last_logits_;  // filled from top_rows_ by logits() when stale
-    int64_t              logits_top_k_ = 0;
-    std::vector<Candidate>                   top_rows_;       // top_k_rows()
+    std::vector<Candidate>                   top_rows_;       // decode_sampled: the rows read back
     std::vector<std::pair<int32_t, float>>   top_rows_read_;  // read_top_k_rows' scratch
     mutable bool                             logits_stale_ = false;  // last_logits_ awaits top_rows_
     OwnedTensor          sampled_token_;  // [1] i32: decode_sampled's token, written before its step runs

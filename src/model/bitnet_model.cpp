@@ -185,9 +185,9 @@ ForwardBuffers BitnetModel::make_buffers(int64_t n_batch, int64_t n_logits) cons
 }
 
 void BitnetModel::forward(ForwardBuffers & buf, const KvCache & kv, int64_t pos0, int64_t n_tokens, int64_t n_logits,
-                          bool round_head_input_f16, bool want_argmax, int64_t logits_top_k) const {
+                          bool round_head_input_f16, bool want_argmax) const {
     run(buf, kv, pos0, n_tokens, n_logits, round_head_input_f16, view(buf.tokens, {n_tokens, 1, 1, 1}),
-        want_argmax ? view(buf.argmax, {n_logits, 1, 1, 1}) : Tensor{}, /*keep_logits=*/true, logits_top_k);
+        want_argmax ? view(buf.argmax, {n_logits, 1, 1, 1}) : Tensor{}, /*keep_logits=*/true);
 }
 
 void BitnetModel::forward_greedy(ForwardBuffers & buf, const KvCache & kv, int64_t pos, const Tensor & token_in,

@@ -74,10 +74,8 @@ public:
     // Runs n_tokens tokens (already written to buf.tokens) at positions pos0.. through the network,
     // filling the KV cache. With n_logits > 0 the logits of the last n_logits tokens go to
     // buf.logits (and their argmax to buf.argmax if want_argmax). round_head_input_f16: see lm_head.
-    // logits_top_k > 0 (one logit row, no argmax): only the top k of the logits will be read, so
-    // rows that cannot be among them may come back as -inf (Backend::norm_lm_head_top_k).
     void forward(ForwardBuffers & buf, const KvCache & kv, int64_t pos0, int64_t n_tokens, int64_t n_logits,
-                 bool round_head_input_f16, bool want_argmax, int64_t logits_top_k = 0) const;
+                 bool round_head_input_f16, bool want_argmax) const;
 
     // One greedy decode step that never leaves the device: embeds the token id stored in `token_in`
     // ([1] i32, e.g. the previous step's argmax), runs position pos, and writes the argmax of the
@@ -87,7 +85,8 @@ public:
                         const Tensor & token_out, bool round_head_input_f16) const;
 
     // One token at position pos whose id is read on the device from token_in ([1] i32), with its
-    // logits (logits_top_k as in forward()). hold: the backend keeps the step unsubmitted
+    // logits; logits_top_k > 0: only the top k of them will be read, so rows that cannot be among
+    // them may come back as -inf (Backend::norm_lm_head_top_k). hold: the backend keeps the step unsubmitted
     // (Backend::hold_step), so the host can write token_in afterwards and then release it; returns
     // whether it was held (false: the step was submitted and ran with token_in as it was).
     bool forward_token(ForwardBuffers & buf, const KvCache & kv, int64_t pos, const Tensor & token_in,

@@ -114,17 +114,23 @@ int32_t Sampler::sample(std::span<const float> logits) {
         fail(ErrorKind::invalid_argument,
              format("sampler: logits have %zu entries, expected n_vocab = %d", logits.size(), n_vocab_));
     }
-    constexpr float inf = std::numeric_limits<float>::infinity();
-    for (size_t i = 0; i < logits.size(); ++i) {
-        const float l = logits[i];
-        work_[i]      = std::isnan(l) ? -inf : (l == inf ? std::numeric_limits<float>::max() : l);
-    }
+    for (size_t i = 0; i < logits.size(); ++i) work_[i] = finite_logit(logits[i]);
     apply_penalties(work_);
 
     if (params_.temp <= 0.0f) return static_cast<int32_t>(argmax(work_));
 
     std::span<Candidate> c(candidates_);
     for (size_t i = 0; i < c.size(); ++i) c[i] = {static_cast<int32_t>(i), work_[i]};
+    return draw_from(c);
+}
+
+float Sampler::finite_logit(float l) {
+    constexpr float inf = std::numeric_limits<float>::infinity();
+    return std::isnan(l) ? -inf : (l == inf ? std::numeric_limits<float>::max() : l);
+}
+
+// The chain after the penalties, on candidates c (temp > 0): top-k, top-p, min-p, the draw.
+int32_t Sampler::draw_from(std::span<Candidate> c) {
     bool sorted = false;
     if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < c.size()) {
         c      = c.first(top_k_stage(c, static_cast<size_t>(params_.top_k)));
@@ -157,22 +163,18 @@ int32_t Sampler::sample_top_k(std::span<const Candidate> rows) {
         fail(ErrorKind::invalid_argument, format("sampler: %zu candidate rows for top-k %d (vocabulary %d)",
                                                  rows.size(), sp.top_k, n_vocab_));
     }
-    constexpr float      inf = std::numeric_limits<float>::infinity();
     std::span<Candidate> c(candidates_.data(), rows.size());
     for (size_t i = 0; i < rows.size(); ++i) {
         const int32_t id = rows[i].id;
         if (id < 0 || id >= n_vocab_) {
             fail(ErrorKind::invalid_argument, format("sampler: candidate id %d is outside [0, %d)", id, n_vocab_));
         }
-        const float l = rows[i].logit;  // as sample() maps them
-        c[i]          = {id, std::isnan(l) ? -inf : (l == inf ? std::numeric_limits<float>::max() : l)};
+        c[i] = {id, finite_logit(rows[i].logit)};
     }
-    // sample() keeps the top_k best of all n_vocab; every one of them is here, and the order is total.
-    c = c.first(top_k_stage(c, static_cast<size_t>(sp.top_k)));
-    if (sp.top_p < 1.0f) c = c.first(top_p_stage(c, sp.top_p));
-    if (sp.min_p > 0.0f) c = c.first(min_p_stage(c, sp.min_p));
-    const size_t pick = draw_stage(c, sp.temp, rng_.next_double(), weights_);
-    return c[pick].id;
+    // sample() keeps the top_k best of all n_vocab; every one of them is here, and the order is
+    // total. (With exactly top_k rows draw_from skips the cut, but they must still be sorted.)
+    if (c.size() == static_cast<size_t>(sp.top_k)) sort_candidates(c);
+    return draw_from(c);
 }
 
 }  // namespace tern

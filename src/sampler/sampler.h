@@ -75,7 +75,11 @@ public:
     void apply_penalties(std::span<float> logits) const;
 
 private:
-    void count_add(int32_t token);
+    // NaN -> -inf, +inf -> the largest finite float (how sample() reads logits).
+    static float finite_logit(float l);
+    // top-k, top-p, min-p and the draw over candidates c, as sample() runs them after the penalties.
+    int32_t draw_from(std::span<Candidate> c);
+    void    count_add(int32_t token);
     void count_remove(int32_t token);
 
     SamplerParams params_;

@@ -313,6 +313,8 @@ private:
     // argmax_final; top_k > 0 overwrites `logits` with the exact logits of the rows that can be among
     // the top_k largest and -inf elsewhere, and lists those rows in top_k_lists_. Returns the number
     // of groups.
+    // Whether argmax_exact.wgsl fits this head's rows in the device's workgroup memory.
+    bool     exact_rows_fit(const GpuTable & head) const;
     uint32_t encode_exact_rows(const Tensor & logits, const GpuTable & head, const Tensor & x, const GpuNorm & norm,
                                float eps, bool round_input_f16, uint32_t n_bounds, bool int8, uint32_t top_k);
     // Whether greedy decoding would stream the int8 copy of this head (F16, row width a multiple of

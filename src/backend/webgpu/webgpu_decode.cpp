@@ -414,6 +414,12 @@ uint32_t WebGpuBackend::try_decode_head_i8(const Tensor & logits, const GpuTable
     return groups;
 }
 
+// argmax_exact.wgsl's workgroup memory: h (K f32), the candidate list and reductions, the bounds.
+bool WebGpuBackend::exact_rows_fit(const GpuTable & head) const {
+    return static_cast<uint64_t>(head.n_cols) * 4 + 8192 + 4 * k_top_k_max_bounds <=
+           ctx_.limits().maxComputeWorkgroupStorageSize;
+}
+
 uint32_t WebGpuBackend::encode_exact_rows(const Tensor & logits, const GpuTable & head, const Tensor & x,
                                           const GpuNorm & norm, float eps, bool round_input_f16, uint32_t n_bounds,
                                           bool int8, uint32_t top_k) {
@@ -425,9 +431,6 @@ uint32_t WebGpuBackend::encode_exact_rows(const Tensor & logits, const GpuTable 
     const uint32_t        n_blocks   = static_cast<uint32_t>((head.n_rows + 63) / 64);
     const uint32_t        k_groups   = groups_env > 0 ? groups_env : (int8 ? 512u : 64u);
     const uint32_t        groups     = std::min<uint32_t>(k_groups, n_blocks);
-    if (!exact_partial_ || exact_partial_->size_bytes() < groups * 8) {
-        exact_partial_ = make_buffer(groups * 8, nullptr, "exact argmax partials");
-    }
     struct {
         uint32_t n_vocab, x_offset, logits_offset, round_input, k;
         float    eps;
@@ -445,9 +448,14 @@ uint32_t WebGpuBackend::encode_exact_rows(const Tensor & logits, const GpuTable 
                           {{{"K", static_cast<double>(head.n_cols)},
                             {"NORM", 1.0},
                             {"TOP_K", static_cast<double>(top_k)}}}};
-    WGPUBuffer out  = exact_partial_->get();
+    WGPUBuffer out  = nullptr;
     const int  list = top_k_next_;
-    if (top_k > 0) {
+    if (top_k == 0) {
+        if (!exact_partial_ || exact_partial_->size_bytes() < groups * 8) {
+            exact_partial_ = make_buffer(groups * 8, nullptr, "exact argmax partials");
+        }
+        out = exact_partial_->get();
+    } else {
         const size_t list_bytes = (2 + 2 * size_t{k_top_k_list_rows}) * 4;
         if (!top_k_lists_[list]) top_k_lists_[list] = make_buffer(list_bytes, nullptr, "top-k rows");
         // The count starts at 0: a queue write runs after the steps already submitted and before
@@ -478,9 +486,7 @@ void WebGpuBackend::norm_lm_head_top_k(const Tensor & logits, const Weight & hea
     TERN_ASSERT(x.ne[0] == e.n_cols && nw.n_cols == x.ne[0] && logits.ne[0] == e.n_rows && logits.ne[1] == x.ne[1],
                 "norm_lm_head_top_k shapes");
     static const bool off = env_u32("TERN_WEBGPU_TOP_K_HEAD", 1) == 0;  // $TERN_WEBGPU_TOP_K_HEAD=0: exact head
-    const uint64_t wg_storage = ctx_.limits().maxComputeWorkgroupStorageSize;
-    const bool     fits = static_cast<uint64_t>(e.n_cols) * 4 + 8192 + 4 * k_top_k_max_bounds <= wg_storage;
-    if (!off && x.ne[1] == 1 && k >= 1 && greedy_head_mode() != "exact" && fuse_norms_ && fits) {
+    if (!off && x.ne[1] == 1 && k >= 1 && greedy_head_mode() != "exact" && fuse_norms_ && exact_rows_fit(e)) {
         const uint32_t n_bounds = try_decode_head_i8(logits, e, x, nw, eps, round_input_f16);
         if (n_bounds > 0 && static_cast<int64_t>(n_bounds) >= k && n_bounds <= k_top_k_max_bounds) {
             encode_exact_rows(logits, e, x, nw, eps, round_input_f16, n_bounds, true, static_cast<uint32_t>(k));
@@ -559,8 +565,7 @@ void WebGpuBackend::norm_lm_head_argmax(const Tensor & ids, const Tensor & logit
                     ids.ne[0] == 1,
                 "norm_lm_head_argmax shapes");
     const bool     exact_head = greedy_head_mode() == "exact";
-    const uint64_t wg_storage = ctx_.limits().maxComputeWorkgroupStorageSize;
-    const bool     fits = static_cast<uint64_t>(e->n_cols) * 4 + 8192 + 4 * k_top_k_max_bounds <= wg_storage;
+    const bool     fits       = exact_rows_fit(*e);
     // The fast head's lower bounds for argmax_exact: one per workgroup of the int8 head, or one per
     // 64-row block of the F16 table's; 0 when neither ran.
     const uint32_t n_blocks = static_cast<uint32_t>((e->n_rows + 63) / 64);

@@ -162,7 +162,8 @@ uint32_t WebGpuBackend::mma_unit() {
         const bool exact = r.c == want;
         if (exact) {
             try {  // the kernel itself must compile here too (its shapes are the probe's)
-                for (const MmaTiling & t : {MmaTiling{4, 1}, MmaTiling{2, 1}}) {
+                for (const int64_t k : {int64_t{4096}, int64_t{4160}}) {  // the tilings mma_tiling picks
+                    const MmaTiling t = mma_tiling(k);
                     pipelines_.pipeline(PipelineKey{"ternary_gemm_mma",
                                                     "rrrwu",
                                                     {{{"MU", static_cast<double>(unit)},
