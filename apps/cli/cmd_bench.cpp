@@ -18,6 +18,7 @@ struct BenchArgs {
     ModelArgs            model;
     std::vector<int64_t> pp{512};
     std::vector<int64_t> tg{128};
+    std::vector<int64_t> depth{0};  // context already in the cache when a test starts (llama-bench -d)
     int                  reps = 5;
     int64_t              n_batch = 512;
     std::string          cache_type = "f16";
@@ -27,7 +28,7 @@ struct BenchArgs {
 
 struct Result {
     std::string         test;
-    int64_t             n_prompt = 0, n_gen = 0;
+    int64_t             n_prompt = 0, n_gen = 0, n_depth = 0;
     std::vector<double> tps;
     int64_t             dispatches = 0;  // over the timed repetitions
     int64_t             tokens     = 0;  // tokens of the timed repetitions
@@ -66,9 +67,14 @@ void bench(const BenchArgs & a) {
     const ModelConfig & c  = lm.model->config();
     Backend &           be = *lm.backend;
     using clock            = std::chrono::steady_clock;
-    int64_t max_ctx        = 1;
-    for (int64_t n : a.pp) max_ctx = std::max(max_ctx, n);
-    for (int64_t n : a.tg) max_ctx = std::max(max_ctx, n + 1);
+    for (int64_t d : a.depth) {
+        if (d < 0) fail(ErrorKind::invalid_argument, format("-d must be >= 0 (got %lld)", static_cast<long long>(d)));
+    }
+    int64_t max_ctx = 1;
+    for (int64_t d : a.depth) {
+        for (int64_t n : a.pp) max_ctx = std::max(max_ctx, d + n);
+        for (int64_t n : a.tg) max_ctx = std::max(max_ctx, d + n + 1);
+    }
     SessionOptions so;
     so.n_ctx   = max_ctx;
     so.n_batch = a.n_batch;
@@ -76,53 +82,66 @@ void bench(const BenchArgs & a) {
     Session session(*lm.model, so);
 
     std::vector<Result> results;
-    for (int64_t n : a.pp) {
-        if (n <= 0) continue;
-        Result r{"pp" + std::to_string(n), n, 0, {}};
-        const auto ids    = bench_tokens(n, c.n_vocab);
-        double     warm_s = 0;
-        for (int rep = -1; rep < a.reps; ++rep) {  // rep -1 is the warm-up, repeated for k_warm_up_s
+    // A test at depth d starts from d tokens already evaluated (untimed), as llama-bench's -d: what
+    // decode and prefill cost deep into a context, where attention reads d positions more.
+    auto test_name = [](const char * kind, int64_t n, int64_t d) {
+        return kind + std::to_string(n) + (d > 0 ? " @ d" + std::to_string(d) : "");
+    };
+    for (int64_t d : a.depth) {
+        const auto depth_ids = bench_tokens(d + 1, c.n_vocab);  // the context, then a tg test's first token
+        auto       fill      = [&] {
             session.reset();
-            be.take_dispatch_count();
-            const auto t0 = clock::now();
-            session.eval(ids);
-            const double s = std::chrono::duration<double>(clock::now() - t0).count();
-            const int64_t d = be.take_dispatch_count();
-            if (rep < 0 && (warm_s += s) < k_warm_up_s) --rep;
-            if (rep >= 0) {
-                r.tps.push_back(static_cast<double>(n) / s);
-                r.dispatches += d;
-                r.tokens += n;
+            if (d > 0) session.eval(std::span<const int32_t>(depth_ids.data(), static_cast<size_t>(d)));
+        };
+        for (int64_t n : a.pp) {
+            if (n <= 0) continue;
+            Result r{test_name("pp", n, d), n, 0, d, {}};
+            const auto ids    = bench_tokens(n, c.n_vocab);
+            double     warm_s = 0;
+            for (int rep = -1; rep < a.reps; ++rep) {  // rep -1 is the warm-up, repeated for k_warm_up_s
+                fill();
+                be.synchronize();
+                be.take_dispatch_count();
+                const auto t0 = clock::now();
+                session.eval(ids);
+                const double s = std::chrono::duration<double>(clock::now() - t0).count();
+                const int64_t disp = be.take_dispatch_count();
+                if (rep < 0 && (warm_s += s) < k_warm_up_s) --rep;
+                if (rep >= 0) {
+                    r.tps.push_back(static_cast<double>(n) / s);
+                    r.dispatches += disp;
+                    r.tokens += n;
+                }
             }
+            results.push_back(r);
         }
-        results.push_back(r);
-    }
-    for (int64_t n : a.tg) {
-        if (n <= 0) continue;
-        Result     r{"tg" + std::to_string(n), 0, n, {}};
-        const auto ids    = bench_tokens(n + 1, c.n_vocab);
-        double     warm_s = 0;
-        for (int rep = -1; rep < a.reps; ++rep) {  // rep -1 is the warm-up, repeated for k_warm_up_s
-            session.reset();
-            session.eval(std::span<const int32_t>(ids.data(), 1));
-            be.take_dispatch_count();
-            // n decode steps as greedy generation runs them: each step's token chosen on the device
-            // and fed to the next step, ids read back every 32 steps.
-            session.take_encode_seconds();
-            const auto t0 = clock::now();
-            session.decode_greedy(ids[1], n, [](int32_t) { return true; });
-            const double s = std::chrono::duration<double>(clock::now() - t0).count();
-            const int64_t d = be.take_dispatch_count();
-            const double  e = session.take_encode_seconds();
-            if (rep < 0 && (warm_s += s) < k_warm_up_s) --rep;
-            if (rep >= 0) {
-                r.tps.push_back(static_cast<double>(n) / s);
-                r.dispatches += d;
-                r.tokens += n;
-                r.encode_s += e;
+        for (int64_t n : a.tg) {
+            if (n <= 0) continue;
+            Result     r{test_name("tg", n, d), 0, n, d, {}};
+            const auto ids    = bench_tokens(n + 1, c.n_vocab);
+            double     warm_s = 0;
+            for (int rep = -1; rep < a.reps; ++rep) {  // rep -1 is the warm-up, repeated for k_warm_up_s
+                fill();
+                session.eval(std::span<const int32_t>(ids.data(), 1));
+                be.take_dispatch_count();
+                // n decode steps as greedy generation runs them: each step's token chosen on the device
+                // and fed to the next step, ids read back every 32 steps.
+                session.take_encode_seconds();
+                const auto t0 = clock::now();
+                session.decode_greedy(ids[1], n, [](int32_t) { return true; });
+                const double s = std::chrono::duration<double>(clock::now() - t0).count();
+                const int64_t disp = be.take_dispatch_count();
+                const double  e = session.take_encode_seconds();
+                if (rep < 0 && (warm_s += s) < k_warm_up_s) --rep;
+                if (rep >= 0) {
+                    r.tps.push_back(static_cast<double>(n) / s);
+                    r.dispatches += disp;
+                    r.tokens += n;
+                    r.encode_s += e;
+                }
             }
+            results.push_back(r);
         }
-        results.push_back(r);
     }
     const double                copy_bps = a.roofline ? be.measure_copy_bandwidth() : 0.0;
     const Backend::DispatchCost dc       = a.roofline ? be.measure_dispatch_cost() : Backend::DispatchCost{};
@@ -132,11 +151,14 @@ void bench(const BenchArgs & a) {
     const double size_bytes   = static_cast<double>(lm.file->file_size());
     // tg tests decode greedily: the head is read as norm_lm_head_argmax reads it.
     const double weight_bytes = static_cast<double>(lm.model->greedy_weight_bytes_per_token());
-    // K and V of every layer at every position attended to: a tg n test decodes positions 1..n (after
-    // the first token), attending to p + 1 positions at position p: (n + 3) / 2 on average.
+    // K and V of every layer at every position attended to: a tg n test at depth d decodes positions
+    // d + 1 .. d + n (after the first token), attending to p + 1 positions at position p: d + (n + 3) / 2
+    // on average.
     const double kv_bytes_per_pos = static_cast<double>(c.n_layer * c.n_embd_kv()) *
                                     static_cast<double>(dtype_row_bytes(so.type_k, 1) + dtype_row_bytes(so.type_v, 1));
-    auto kv_bytes = [&](const Result & r) { return kv_bytes_per_pos * static_cast<double>(r.n_gen + 3) / 2.0; };
+    auto kv_bytes = [&](const Result & r) {
+        return kv_bytes_per_pos * (static_cast<double>(r.n_depth) + static_cast<double>(r.n_gen + 3) / 2.0);
+    };
     const bool        counted = be.counts_dispatches();
     const std::string name    = c.name.empty() ? a.model.model : c.name;
     const std::string backend = std::string(be.name());
@@ -147,7 +169,7 @@ void bench(const BenchArgs & a) {
             const double ts = mean(r.tps);
             nlohmann::json j = {{"model", name}, {"model_bytes", size_bytes}, {"n_params", n_params},
                                 {"backend", backend}, {"threads", threads}, {"test", r.test}, {"n_prompt", r.n_prompt},
-                                {"n_gen", r.n_gen}, {"avg_ts", ts}, {"stddev_ts", stddev(r.tps)},
+                                {"n_gen", r.n_gen}, {"n_depth", r.n_depth}, {"avg_ts", ts}, {"stddev_ts", stddev(r.tps)},
                                 {"ms_per_token", ts > 0 ? 1000.0 / ts : 0.0}, {"samples_ts", r.tps}};
             j["dispatches_per_token"] = counted ? nlohmann::json(static_cast<double>(r.dispatches) /
                                                                  static_cast<double>(std::max<int64_t>(1, r.tokens)))
@@ -219,6 +241,10 @@ void register_bench(CLI::App & app) {
     cmd->add_option("-n,--n-gen", args->tg,
                     "generation lengths to time (tg tests: greedy decoding, token chosen on the device), comma-separated")
         ->delimiter(',')->capture_default_str();
+    cmd->add_option("-d,--n-depth", args->depth,
+                    "context already in the KV cache when each test starts (evaluated untimed, as llama-bench's "
+                    "-d), comma-separated: tg128 @ d4096 decodes positions 4097..4224")
+        ->delimiter(',')->capture_default_str();
     cmd->add_option("-r,--repetitions", args->reps, "timed repetitions per test (after a warm-up: untimed runs until 1 s has passed, at least one)")
         ->check(CLI::Range(1, 1000))->capture_default_str();
     cmd->add_option("-b,--batch-size", args->n_batch, "tokens per forward pass in pp tests")
@@ -238,7 +264,7 @@ void register_bench(CLI::App & app) {
                 "and norms, final norm, the whole LM head or tied embedding table as greedy decoding reads it (the "
                 "WebGPU backend streams an int8 copy of an F16 head of 64 MiB or more), one embedding row) plus the K and "
                 "V cache at the test's average context length; GB/s = MB/token x t/s. Activations are not counted.\n"
-                "Example: tern bench -m models/synth-2b4t.gguf -p 64 -n 16 -r 3 --roofline");
+                "Example: tern bench -m models/synth-2b4t.gguf -p 64 -n 16 -d 0,512 -r 3 --roofline");
     cmd->callback([args] { bench(*args); });
 }
 

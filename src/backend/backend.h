@@ -12,6 +12,7 @@
 #pragma once
 
 #include "core/dtype.h"
+#include "core/error.h"
 
 #include <array>
 #include <cstddef>
@@ -108,6 +109,22 @@ public:
     virtual std::unique_ptr<Buffer> alloc(size_t n_bytes, const char * label) = 0;
     virtual void write(const Tensor & dst, const void * src, size_t n_bytes) = 0;
     virtual void read(const Tensor & src, void * dst, size_t n_bytes) = 0;  // waits for pending work
+    // read() in two halves, so that work recorded in between overlaps the wait: read_begin() orders
+    // the read after the work recorded so far (a device backend submits it and starts the copy
+    // back), read_end() waits for it and copies into dst. Work recorded after read_begin() does not
+    // delay read_end(). One read in flight at a time; `src` must stay alive until read_end().
+    // Default (eager backends): read_end() is read().
+    virtual void read_begin(const Tensor & src, size_t n_bytes) {
+        TERN_ASSERT(pending_read_.buffer == nullptr, "read_begin: a read is already in flight");
+        pending_read_       = src;
+        pending_read_bytes_ = n_bytes;
+    }
+    virtual void read_end(void * dst) {
+        TERN_ASSERT(pending_read_.buffer != nullptr, "read_end without read_begin");
+        const Tensor src = pending_read_;
+        pending_read_    = Tensor{};
+        read(src, dst, pending_read_bytes_);
+    }
 
     // --- weights (repacked at load) ---
     // [n] f32 norm weights.
@@ -274,6 +291,10 @@ public:
         uint32_t wide_groups = 0;
     };
     virtual DispatchCost measure_dispatch_cost() { return {}; }
+
+private:
+    Tensor pending_read_;  // the default read_begin / read_end's read
+    size_t pending_read_bytes_ = 0;
 };
 
 // Checks the parts of a stacked linear weight (what load_linear receives): every part of one

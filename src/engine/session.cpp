@@ -2,6 +2,7 @@
 #include "engine/session.h"
 
 #include "core/error.h"
+#include "core/log.h"
 
 #include <algorithm>
 #include <chrono>
@@ -102,25 +103,55 @@ int64_t Session::decode_sampled(Sampler & sampler, const std::function<bool(int3
     auto           draw    = [&] {
         return top_k && !top_rows_.empty() ? sampler.sample_top_k(top_rows_) : sampler.sample(logits_view());
     };
+    // Host time per part of the loop (logged with -v): what the device may wait for is everything
+    // between a step's end and the next one's submission (read, draw, write and submit).
+    using clock = std::chrono::steady_clock;
+    struct {
+        double record = 0, read = 0, draw = 0, write = 0, submit = 0, emit = 0;
+    } host;
+    auto lap = [t = clock::now()](double & into) mutable {
+        const auto now = clock::now();
+        into += std::chrono::duration<double>(now - t).count();
+        t = now;
+    };
     int64_t drawn = 0;
     bool    held  = false;  // the step at n_past_ is recorded, waiting for its token
+    auto    done  = [&] {
+        if (held) be.drop_held_step();
+        if (drawn > 0) {
+            const double per = 1e3 / static_cast<double>(drawn);
+            TERN_LOG_INFO("sampled decoding: %lld tokens; host ms per token: record %.3f, read %.3f, draw %.3f, "
+                          "write %.3f, submit %.3f, on_token %.3f",
+                          static_cast<long long>(drawn), host.record * per, host.read * per, host.draw * per,
+                          host.write * per, host.submit * per, host.emit * per);
+        }
+        return drawn;
+    };
     try {
         int32_t id = draw();  // from the last eval's logits
+        lap(host.draw);
         while (true) {
             ++drawn;
             sampler.accept(id);
-            if (!on_token(id) || n_past_ >= kv_.n_ctx) {
-                if (held) be.drop_held_step();
-                return drawn;
+            if (n_past_ >= kv_.n_ctx) {
+                on_token(id);
+                return done();
             }
             be.write(token, &id, sizeof id);  // runs after the step before, and before the held one
+            lap(host.write);
             if (held) {
                 be.release_held_step();
                 held = false;
             } else {
                 model_.forward_token(buf_, kv_, n_past_, token, round_head_, k, /*hold=*/false);
             }
-            // While the device runs that step, record the next one; its token is written once drawn.
+            lap(host.submit);
+            // While the device runs that step: hand the id out, and record the next step; its token
+            // is written once drawn. (If on_token stops here, the step fed `id` anyway: its cache
+            // row lies at n_past(), which the next token fed overwrites.)
+            const bool go = on_token(id);
+            lap(host.emit);
+            if (!go) return done();
             held = n_past_ + 1 < kv_.n_ctx &&
                    model_.forward_token(buf_, kv_, n_past_ + 1, token, round_head_, k, /*hold=*/true);
             if (!held && n_past_ + 1 < kv_.n_ctx) {
@@ -129,9 +160,12 @@ int64_t Session::decode_sampled(Sampler & sampler, const std::function<bool(int3
                 // results. Run this step again to read them; the next one is recorded afresh.
                 model_.forward_token(buf_, kv_, n_past_, token, round_head_, k, /*hold=*/false);
             }
+            lap(host.record);
             read_last_logits(logits, top_k);
+            lap(host.read);
             ++n_past_;
             id = draw();
+            lap(host.draw);
         }
     } catch (...) {
         if (held) be.drop_held_step();  // (a held step left behind would block the next one)
@@ -148,38 +182,53 @@ int64_t Session::decode_greedy(int32_t first, int64_t n_max, const std::function
     }
     Backend & be = model_.backend();
     batch        = std::max<int64_t>(1, batch);
-    if (!greedy_ids_.buffer || greedy_ids_.tensor.ne[0] < batch + 1) {
-        greedy_ids_ = alloc_tensor(be, DType::i32, {batch + 1, 1, 1, 1}, "greedy_ids");
+    // Two id buffers of batch + 1 slots, used by batches in turn: step i of a batch reads slot i and
+    // writes slot i + 1, except that a batch's first step reads the previous batch's last slot (in
+    // the other buffer). So ids stay on the device from batch to batch, and the next batch's first
+    // step can be recorded before this batch's ids are read: the device never waits for the host
+    // to read, hand out ids and record between batches.
+    const int64_t per_buffer = batch + 1;
+    if (!greedy_ids_.buffer || greedy_ids_.tensor.ne[0] < 2 * per_buffer) {
+        greedy_ids_ = alloc_tensor(be, DType::i32, {2 * per_buffer, 1, 1, 1}, "greedy_ids");
     }
-    greedy_host_.resize(static_cast<size_t>(batch + 1));
-    const Tensor & ids      = greedy_ids_.tensor;
-    auto           id_slot  = [&](int64_t i) {
-        Tensor t = ids;
-        t.offset += static_cast<size_t>(i) * sizeof(int32_t);
-        t.ne[0]  = 1;
+    greedy_host_.resize(static_cast<size_t>(batch));
+    auto ids_view = [&](int which, int64_t first_slot, int64_t n) {
+        Tensor t = greedy_ids_.tensor;
+        t.offset += static_cast<size_t>(which * per_buffer + first_slot) * sizeof(int32_t);
+        t.ne[0]  = n;
         return t;
     };
     int64_t produced = 0;
-    int32_t next     = first;
-    while (produced < n_max && n_past_ < kv_.n_ctx) {
-        const int64_t steps = std::min({batch, n_max - produced, kv_.n_ctx - n_past_});
-        be.write(id_slot(0), &next, sizeof next);
+    int     cur      = 0;
+    be.write(ids_view(cur, 0, 1), &first, sizeof first);
+    int64_t steps    = std::min({batch, n_max, kv_.n_ctx - n_past_});
+    int64_t recorded = 0;  // steps of this batch recorded already (its first, during the previous one)
+    while (steps > 0) {
         const auto t0 = std::chrono::steady_clock::now();
-        for (int64_t i = 0; i < steps; ++i) {
-            model_.forward_greedy(buf_, kv_, n_past_ + i, id_slot(i), id_slot(i + 1), round_head_);
+        for (int64_t i = recorded; i < steps; ++i) {
+            model_.forward_greedy(buf_, kv_, n_past_ + i, ids_view(cur, i, 1), ids_view(cur, i + 1, 1), round_head_);
+        }
+        be.read_begin(ids_view(cur, 1, steps), static_cast<size_t>(steps) * sizeof(int32_t));
+        const int64_t next = std::min({batch, n_max - produced - steps, kv_.n_ctx - (n_past_ + steps)});
+        if (next > 0) {  // the next batch's first step, fed this batch's last id
+            model_.forward_greedy(buf_, kv_, n_past_ + steps, ids_view(cur, steps, 1), ids_view(1 - cur, 1, 1),
+                                  round_head_);
         }
         encode_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        be.read(ids, greedy_host_.data(), static_cast<size_t>(steps + 1) * sizeof(int32_t));
-        for (int64_t i = 1; i <= steps; ++i) {
+        be.read_end(greedy_host_.data());
+        for (int64_t i = 0; i < steps; ++i) {
             ++produced;
-            const int32_t id = greedy_host_[static_cast<size_t>(i)];
-            if (!on_token(id)) {
-                n_past_ += i;  // tokens 0..i-1 of this batch were fed
+            if (!on_token(greedy_host_[static_cast<size_t>(i)])) {
+                // The ids before this one were fed (a step recorded ahead ran past them: its cache
+                // row lies beyond n_past() and is overwritten when that position is used).
+                n_past_ += i + 1;
                 return produced;
             }
         }
         n_past_ += steps;
-        next = greedy_host_[static_cast<size_t>(steps)];
+        cur      = 1 - cur;
+        steps    = std::max<int64_t>(next, 0);
+        recorded = steps > 0 ? 1 : 0;
     }
     return produced;
 }

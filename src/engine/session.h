@@ -46,20 +46,23 @@ public:
 
     // Greedy decoding with the token kept on the device (DESIGN.md decision 4): feeds `first` at
     // position n_past(), then each step embeds the previous step's argmax without a host round trip;
-    // ids come back to the host every `batch` steps. on_token(id) gets each new id in order and
-    // returns false to stop; the stopping id itself is not fed (as with generate()). At most
-    // n_max ids, and never past the context. Returns the number of ids produced. logits() is not
-    // updated.
+    // ids come back to the host every `batch` steps (the next batch's first step is recorded before
+    // they are read, so the device does not wait for the host between batches). on_token(id) gets
+    // each new id in order and returns false to stop; the stopping id itself is not fed (as with
+    // generate(); a step recorded ahead may have run past it, into cache rows beyond n_past()). At
+    // most n_max ids, and never past the context. Returns the number of ids produced. logits() is
+    // not updated.
     int64_t decode_greedy(int32_t first, int64_t n_max, const std::function<bool(int32_t)> & on_token,
                           int64_t batch = 32);
 
     // Sampled decoding with each step recorded while the one before runs on the device: draws an
     // id from logits() (the last eval's) with `sampler` (sample_top_k when its chain starts with
-    // top-k: only those rows are read back), accepts it, passes it to on_token (false: stop; that id
-    // is not fed), feeds it, and so on, never past the context. The next step is recorded before
-    // the current one's results are read, and submitted once its token is written
+    // top-k: only those rows are read back), accepts it, feeds it, passes it to on_token while the
+    // device runs that step (false: stop; n_past() then does not count that id, whose step ran into
+    // the cache row at n_past()), and so on, never past the context. The next step is recorded
+    // before the current one's results are read, and submitted once its token is written
     // (Backend::hold_step). Needs Backend::can_hold_steps(); generate() uses it where it can.
-    // Returns the number of ids drawn.
+    // Returns the number of ids drawn. With -v it logs the host's time per token in each part.
     int64_t decode_sampled(Sampler & sampler, const std::function<bool(int32_t)> & on_token);
 
     void reset() { n_past_ = 0; }
@@ -83,7 +86,7 @@ private:
     std::vector<std::pair<int32_t, float>>   top_rows_read_;  // read_top_k_rows' scratch
     mutable bool                             logits_stale_ = false;  // last_logits_ awaits top_rows_
     OwnedTensor          sampled_token_;  // [1] i32: decode_sampled's token, written before its step runs
-    OwnedTensor          greedy_ids_;     // [batch + 1] i32: ids chained on the device by decode_greedy
+    OwnedTensor          greedy_ids_;     // [2 (batch + 1)] i32: ids chained on the device by decode_greedy
     std::vector<int32_t> greedy_host_;
     int64_t              n_past_ = 0;
     bool                 round_head_ = false;

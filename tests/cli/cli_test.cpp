@@ -114,6 +114,7 @@ TEST(Cli, BadFlagsAreUsageErrors) {
              {"frobnicate"},
              {"tokenize", "-m", tiny_model()},
              {"bench", "-m", tiny_model(), "-r", "0"},
+             {"bench", "-m", tiny_model(), "-d", "x"},
              {"synth", "nonexistent-shape", "-o", "/tmp/x.gguf"},
          }) {
         const RunResult r = tern(args);
@@ -223,6 +224,20 @@ TEST(Cli, BenchJson) {
     }
     const RunResult md = tern({"bench", "-m", tiny_model(), "-p", "8", "-n", "2", "-r", "1"});
     EXPECT_TRUE(has(md.out, "| pp8 |") || has(md.out, "pp8")) << md.out;
+
+    // -d: every test again after a context of d tokens; tg's K/V bytes count the deeper positions.
+    const RunResult deep = tern({"bench", "-m", tiny_model(), "-p", "8", "-n", "4", "-d", "0,16", "-r", "1", "--json"});
+    ASSERT_EQ(deep.code, 0) << deep.err;
+    const auto jd = nlohmann::json::parse(deep.out);
+    ASSERT_EQ(jd.size(), 4u);
+    EXPECT_EQ(jd[0]["test"], "pp8");
+    EXPECT_EQ(jd[1]["test"], "tg4");
+    EXPECT_EQ(jd[2]["test"], "pp8 @ d16");
+    EXPECT_EQ(jd[3]["test"], "tg4 @ d16");
+    EXPECT_EQ(jd[3]["n_depth"], 16);
+    EXPECT_GT(jd[3]["avg_ts"].get<double>(), 0.0);
+    // (16 + (4 + 3) / 2) positions against (4 + 3) / 2.
+    EXPECT_DOUBLE_EQ(jd[3]["kv_bytes_per_token"].get<double>() * 3.5, jd[1]["kv_bytes_per_token"].get<double>() * 19.5);
 }
 
 // bench on the shipped default model (no -m) with the CPU backend: the bandwidth columns are there

@@ -277,6 +277,17 @@ TEST(ModelForward, DeviceGreedyDecodeMatchesHostGreedy) {
     stop.eval(next);
     const auto l = stop.logits();
     EXPECT_EQ(argmax(l), want[5]);  // the context continues exactly where it stopped
+
+    // Up to a full context: batches of 3 end with a partial one at the last position.
+    SessionOptions small = so;
+    small.n_ctx          = 12;
+    Session full(*model, small);
+    full.eval(prompt);
+    std::vector<int32_t> to_end{want[0]};
+    const int64_t n_full = full.decode_greedy(want[0], 100, [&](int32_t id) { to_end.push_back(id); return true; }, 3);
+    EXPECT_EQ(n_full, 7);  // positions 5 .. 11 fed, the 7th id comes from the last one
+    EXPECT_EQ(full.n_past(), 12);
+    EXPECT_EQ(to_end, std::vector<int32_t>(want.begin(), want.begin() + 8));
 }
 
 }  // namespace

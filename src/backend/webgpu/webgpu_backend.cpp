@@ -361,6 +361,8 @@ WebGpuBackend::DataflowChain WebGpuBackend::dataflow_chain(uint32_t n_phases, ui
 WebGpuBackend::~WebGpuBackend() {
     try {
         step_->flush();
+        // A map request still pending points at read_ahead_: let it finish first.
+        if (read_ahead_.in_flight) ctx_.wait(read_ahead_.done, "a read left in flight");
     } catch (...) {  // destructors do not throw; a lost device has nothing left to flush
     }
     ropes_.clear();
@@ -445,56 +447,65 @@ void WebGpuBackend::write(const Tensor & dst, const void * src, size_t n_bytes) 
     wgpu().wgpuQueueWriteBuffer(ctx_.queue(), buffer, first, words.data(), words.size());
 }
 
-void WebGpuBackend::read(const Tensor & src, void * dst, size_t n_bytes) {
-    TERN_ASSERT(n_bytes <= src.n_bytes(), "read of %zu bytes from a %zu-byte tensor", n_bytes, src.n_bytes());
-    if (n_bytes == 0) return;
+void WebGpuBackend::start_readback(Readback & r, const Tensor & src, size_t n_bytes) {
+    TERN_ASSERT(!r.in_flight, "a readback buffer used twice");
     WGPUBuffer   buffer = gpu_buffer(src);
     const size_t first  = src.offset & ~size_t{3};
     const size_t size   = round_up(src.offset + n_bytes, 4) - first;
-    if (staging_size_ < size) {
-        staging_.reset();
+    if (r.capacity < size) {
+        r.buffer.reset();
         WGPUBufferDescriptor desc{};
-        desc.label    = wgpu_string("tern readback");
-        desc.usage    = WGPU_BUFFER_USAGE_MAP_READ | WGPU_BUFFER_USAGE_COPY_DST;
-        desc.size     = round_up(size, 4096);
-        staging_      = WgpuHandle<WGPUBuffer>(wgpu().wgpuDeviceCreateBuffer(ctx_.device(), &desc));
-        staging_size_ = desc.size;
+        desc.label  = wgpu_string("tern readback");
+        desc.usage  = WGPU_BUFFER_USAGE_MAP_READ | WGPU_BUFFER_USAGE_COPY_DST;
+        desc.size   = round_up(size, 4096);
+        r.buffer    = WgpuHandle<WGPUBuffer>(wgpu().wgpuDeviceCreateBuffer(ctx_.device(), &desc));
+        r.capacity  = desc.size;
     }
-    step_->copy(buffer, first, staging_.get(), 0, size);
+    step_->copy(buffer, first, r.buffer.get(), 0, size);
     step_->flush();
-
-    struct Map {
-        bool        done   = false;
-        uint32_t    status = 0;
-        std::string message;
-    } map;
+    r.size    = size;
+    r.skip    = src.offset - first;
+    r.n_bytes = n_bytes;
+    r.done    = false;
+    r.status  = 0;
+    r.message.clear();
     WGPUCallbackInfo<WGPUBufferMapCallback> cb{};
     cb.mode      = WGPU_CALLBACK_MODE_ALLOW_PROCESS_EVENTS;
-    cb.userdata1 = &map;
+    cb.userdata1 = &r;
     cb.callback  = [](uint32_t status, WGPUStringView message, void * u1, void *) {
-        auto * m    = static_cast<Map *>(u1);
+        auto * m    = static_cast<Readback *>(u1);
         m->status   = status;
         m->message  = to_string(message);
         m->done     = true;
     };
-    wgpu().wgpuBufferMapAsync(staging_.get(), WGPU_MAP_MODE_READ, 0, size, cb);
+    wgpu().wgpuBufferMapAsync(r.buffer.get(), WGPU_MAP_MODE_READ, 0, size, cb);
+    r.in_flight = true;
+}
+
+void WebGpuBackend::finish_readback(Readback & r, void * dst) {
+    TERN_ASSERT(r.in_flight, "finish_readback without start_readback");
     try {
-        ctx_.wait(map.done, "reading a buffer back");
+        ctx_.wait(r.done, "reading a buffer back");
     } catch (...) {
-        staging_.reset();  // it may still become mapped: never submit with it again
-        staging_size_ = 0;
+        r.buffer.reset();  // it may still become mapped: never submit with it again
+        r.capacity  = 0;
+        r.in_flight = false;
         throw;
     }
-    if (map.status == WGPU_STATUS_SUCCESS) {
-        const void * mapped = wgpu().wgpuBufferGetConstMappedRange(staging_.get(), 0, size);
-        if (mapped) std::memcpy(dst, static_cast<const uint8_t *>(mapped) + (src.offset - first), n_bytes);
-        wgpu().wgpuBufferUnmap(staging_.get());
+    r.in_flight = false;
+    if (r.status == WGPU_STATUS_SUCCESS) {
+        const void * mapped = wgpu().wgpuBufferGetConstMappedRange(r.buffer.get(), 0, r.size);
+        if (mapped) std::memcpy(dst, static_cast<const uint8_t *>(mapped) + r.skip, r.n_bytes);
+        wgpu().wgpuBufferUnmap(r.buffer.get());
         TERN_ASSERT(mapped != nullptr, "mapped range is null");
     }
     ctx_.check_errors();
-    if (map.status != WGPU_STATUS_SUCCESS) {
-        fail(ErrorKind::device, format("webgpu: mapping the readback buffer failed: %s", map.message.c_str()));
+    if (r.status != WGPU_STATUS_SUCCESS) {
+        fail(ErrorKind::device, format("webgpu: mapping the readback buffer failed: %s", r.message.c_str()));
     }
+}
+
+void WebGpuBackend::check_layer_flow() {
     // Whatever came back may depend on layer_decode.wgsl steps: a dataflow poll that gave up made
     // their values garbage, so say so rather than return them.
     if (layer_dispatches_ != layer_checked_) {
@@ -507,6 +518,26 @@ void WebGpuBackend::read(const Tensor & src, void * dst, size_t n_bytes) {
                  "run without TERN_WEBGPU_LAYER=1");
         }
     }
+}
+
+void WebGpuBackend::read(const Tensor & src, void * dst, size_t n_bytes) {
+    TERN_ASSERT(n_bytes <= src.n_bytes(), "read of %zu bytes from a %zu-byte tensor", n_bytes, src.n_bytes());
+    if (n_bytes == 0) return;
+    start_readback(read_back_, src, n_bytes);
+    finish_readback(read_back_, dst);
+    check_layer_flow();
+}
+
+void WebGpuBackend::read_begin(const Tensor & src, size_t n_bytes) {
+    TERN_ASSERT(n_bytes <= src.n_bytes(), "read of %zu bytes from a %zu-byte tensor", n_bytes, src.n_bytes());
+    TERN_ASSERT(!read_ahead_.in_flight, "read_begin: a read is already in flight");
+    TERN_ASSERT(n_bytes > 0, "read_begin of 0 bytes");
+    start_readback(read_ahead_, src, n_bytes);
+}
+
+void WebGpuBackend::read_end(void * dst) {
+    finish_readback(read_ahead_, dst);
+    check_layer_flow();
 }
 
 void WebGpuBackend::synchronize() {

@@ -85,6 +85,8 @@ public:
     std::unique_ptr<Buffer> alloc(size_t n_bytes, const char * label) override;
     void write(const Tensor & dst, const void * src, size_t n_bytes) override;
     void read(const Tensor & src, void * dst, size_t n_bytes) override;
+    void read_begin(const Tensor & src, size_t n_bytes) override;
+    void read_end(void * dst) override;
 
     std::unique_ptr<Weight> load_norm(const WeightSource & src) override;
     std::unique_ptr<Weight> load_linear(std::span<const WeightSource> parts) override;
@@ -364,8 +366,27 @@ private:
     void stats_written(const Tensor & y, uint32_t slot);
     WGPUBuffer stats_buffer();
     Numerics      numerics_;
-    WgpuHandle<WGPUBuffer> staging_;  // MapRead | CopyDst, for read()
-    size_t                 staging_size_ = 0;
+    // A MapRead | CopyDst buffer that reads come back through, and its map request's state: one for
+    // read(), one for read_begin() / read_end() (so a read() may run while that one is in flight).
+    struct Readback {
+        WgpuHandle<WGPUBuffer> buffer;
+        size_t                 capacity  = 0;
+        size_t                 size      = 0;  // bytes copied and mapped, from a 4-byte aligned start
+        size_t                 skip      = 0;  // where the wanted bytes start in them
+        size_t                 n_bytes   = 0;
+        bool                   in_flight = false;
+        bool                   done      = false;  // set by the map callback
+        uint32_t               status    = 0;
+        std::string            message;
+    };
+    // Records the copy of src's n_bytes into r, submits everything recorded, requests the map.
+    void start_readback(Readback & r, const Tensor & src, size_t n_bytes);
+    // Waits for r's map, copies the bytes out, unmaps; throws Error(device) on failure.
+    void finish_readback(Readback & r, void * dst);
+    // After a read: fails if a layer_decode.wgsl poll gave up since the last check.
+    void check_layer_flow();
+    Readback read_back_;
+    Readback read_ahead_;
     std::map<std::pair<int64_t, float>, RopeTable> ropes_;
     std::unique_ptr<GpuBuffer>                     scratch_;  // input copy for an in-place rms_norm
     std::unique_ptr<GpuBuffer>                     argmax_partial_;  // argmax chunk winners [T][n_chunks]

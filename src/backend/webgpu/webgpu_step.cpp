@@ -54,6 +54,11 @@ StepEncoder::StepEncoder(WgpuContext & ctx, PipelineCache & pipelines) : ctx_(ct
 
 StepEncoder::~StepEncoder() {
     if (held_) wgpu().wgpuCommandBufferRelease(held_);
+    if (submits_ > 0) {
+        TERN_LOG_INFO("webgpu: %llu submits; host ms per submit: finish %.3f, uniform write %.3f, submit %.3f",
+                      static_cast<unsigned long long>(submits_), 1e3 * finish_s_ / static_cast<double>(submits_),
+                      1e3 * uniforms_s_ / static_cast<double>(submits_), 1e3 * submit_s_ / static_cast<double>(submits_));
+    }
     if (profile_ && !profile_ms_.empty()) {
         std::fprintf(stderr, "webgpu profile (wall time per dispatch, submitted one by one):\n");
         for (const auto & [label, v] : profile_ms_) {
@@ -242,17 +247,25 @@ void StepEncoder::flush() {
                                                  resolved_.get(), 0);
         wgpu().wgpuCommandEncoderCopyBufferToBuffer(encoder_, resolved_.get(), 0, readback_.get(), 0, 16 * n_timed);
     }
+    using clock = std::chrono::steady_clock;
+    const auto t0 = clock::now();
     WGPUCommandBufferDescriptor desc{};
     desc.label                = wgpu_string("tern step");
     WGPUCommandBuffer commands = wgpu().wgpuCommandEncoderFinish(encoder_, &desc);
     wgpu().wgpuCommandEncoderRelease(encoder_);
     encoder_ = nullptr;
+    const auto t1 = clock::now();
     if (n_slots_ > 0) {
         wgpu().wgpuQueueWriteBuffer(ctx_.queue(), uniforms_.get(), 0, arena_.data(), n_slots_ * k_slot_bytes);
         n_slots_ = 0;
     }
+    const auto t2 = clock::now();
     wgpu().wgpuQueueSubmit(ctx_.queue(), 1, &commands);
     wgpu().wgpuCommandBufferRelease(commands);
+    const auto t3 = clock::now();
+    finish_s_ += std::chrono::duration<double>(t1 - t0).count();
+    uniforms_s_ += std::chrono::duration<double>(t2 - t1).count();
+    submit_s_ += std::chrono::duration<double>(t3 - t2).count();
     ++submits_;
     if (n_timed > 0) read_timestamps(n_timed);
 }
@@ -263,7 +276,9 @@ void StepEncoder::hold() {
     end_pass();
     WGPUCommandBufferDescriptor desc{};
     desc.label = wgpu_string("tern step (held)");
+    const auto t0 = std::chrono::steady_clock::now();
     held_      = wgpu().wgpuCommandEncoderFinish(encoder_, &desc);
+    finish_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     wgpu().wgpuCommandEncoderRelease(encoder_);
     encoder_ = nullptr;
     held_uniforms_.assign(arena_.begin(), arena_.begin() + static_cast<std::ptrdiff_t>(n_slots_ * k_slot_bytes));
@@ -273,11 +288,17 @@ void StepEncoder::hold() {
 void StepEncoder::release_held() {
     if (!held_) return;
     flush();  // anything recorded meanwhile goes first (it was meant to)
+    using clock = std::chrono::steady_clock;
+    const auto t1 = clock::now();
     if (!held_uniforms_.empty()) {
         wgpu().wgpuQueueWriteBuffer(ctx_.queue(), uniforms_.get(), 0, held_uniforms_.data(), held_uniforms_.size());
     }
+    const auto t2 = clock::now();
     wgpu().wgpuQueueSubmit(ctx_.queue(), 1, &held_);
     wgpu().wgpuCommandBufferRelease(held_);
+    const auto t3 = clock::now();
+    uniforms_s_ += std::chrono::duration<double>(t2 - t1).count();
+    submit_s_ += std::chrono::duration<double>(t3 - t2).count();
     held_ = nullptr;
     ++submits_;
 }

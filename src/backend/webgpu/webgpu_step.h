@@ -87,6 +87,9 @@ private:
     WGPUCommandBuffer                           held_    = nullptr;  // hold()
     std::vector<uint8_t>                        held_uniforms_;      // its slots of the arena
     uint64_t                                    submits_ = 0;
+    // Host seconds in wgpuCommandEncoderFinish, the uniforms' queue write and wgpuQueueSubmit (Dawn
+    // turns the commands into the native API's at submit), logged with -v at the end.
+    double finish_s_ = 0, uniforms_s_ = 0, submit_s_ = 0;
     WGPUComputePassEncoder                      pass_    = nullptr;
     std::map<BindKey, WgpuHandle<WGPUBindGroup>> bind_groups_;
     int64_t                                     dispatches_ = 0;

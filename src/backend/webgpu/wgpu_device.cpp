@@ -27,17 +27,20 @@ int64_t default_timeout_ms() {
     return 120000;
 }
 
-// Runs `instance`'s event loop until *done or the deadline; backs off from spinning to short sleeps
-// so that a software adapter's worker threads keep the CPU.
-bool wait_until(WGPUInstance instance, const bool & done, int64_t timeout_ms) {
+// Runs `instance`'s event loop until *done or the deadline: yields for the first spin_us
+// microseconds (at least 64 times), then backs off to short sleeps so that a software adapter's
+// worker threads keep the CPU. (A 20 us sleep lasts ~60-80 us on Linux: with a hardware GPU that
+// is the latency between a step's end and the host noticing it.)
+bool wait_until(WGPUInstance instance, const bool & done, int64_t timeout_ms, int64_t spin_us = 0) {
     using clock     = std::chrono::steady_clock;
     const auto t0   = clock::now();
     int        spin = 0;
     while (true) {
         wgpu().wgpuInstanceProcessEvents(instance);
         if (done) return true;
-        if (clock::now() - t0 > std::chrono::milliseconds(timeout_ms)) return false;
-        if (++spin < 64) {
+        const auto waited = clock::now() - t0;
+        if (waited > std::chrono::milliseconds(timeout_ms)) return false;
+        if (++spin < 64 || waited < std::chrono::microseconds(spin_us)) {
             std::this_thread::yield();
         } else {
             std::this_thread::sleep_for(std::chrono::microseconds(spin < 256 ? 20 : 200));
@@ -274,6 +277,8 @@ WgpuProbe probe_webgpu_adapter() {
 WgpuContext::WgpuContext(const WgpuDeviceOptions & options) {
     load_wgpu_library();
     timeout_ms_ = options.timeout_ms > 0 ? options.timeout_ms : default_timeout_ms();
+    // $TERN_WEBGPU_SPIN_US: how long a wait yields before it sleeps (a tuning aid).
+    if (const char * env = std::getenv("TERN_WEBGPU_SPIN_US"); env && *env) spin_us_ = std::atoll(env);
     const ToggleLists         toggle_names = toggle_lists();
     std::vector<const char *> toggles_on, toggles_off;
     for (const std::string & t : toggle_names.on) toggles_on.push_back(t.c_str());
@@ -415,7 +420,7 @@ WgpuContext::~WgpuContext() {
 }
 
 void WgpuContext::wait(const bool & done, const char * what) const {
-    if (!wait_until(instance_.get(), done, timeout_ms_)) {
+    if (!wait_until(instance_.get(), done, timeout_ms_, spin_us_)) {
         fail(ErrorKind::device,
              format("webgpu: %s timed out after %lld ms on '%s'", what, static_cast<long long>(timeout_ms_),
                     adapter_.name.c_str()),

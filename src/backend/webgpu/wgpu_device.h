@@ -99,6 +99,7 @@ private:
     WgpuFeatures                features_;
     WGPULimits                  limits_{};
     int64_t                     timeout_ms_ = 120000;
+    int64_t                     spin_us_    = 0;  // wait(): microseconds of yielding before sleeping
     std::unique_ptr<ErrorState> errors_ = std::make_unique<ErrorState>();
 };
 
