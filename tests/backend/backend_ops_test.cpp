@@ -447,11 +447,11 @@ TEST_P(BackendOps, NormQuantGateUpEmbedHeadArgmaxMatchReference) {
     }
 }
 
-// Longer contexts than the model tests use: 300 positions (the WebGPU kernel's per-thread scores,
-// kept in workgroup memory) and 2500 (more than it keeps: recomputed in each pass). Random f16 /
-// f32 caches, two queries at pos0 and pos0 + 1.
+// Longer contexts than the model tests use: 300 and 1000 positions (the WebGPU kernel's scores in
+// K tiles, kept in workgroup memory; 1000 is more positions than its threads) and 2500 (more than
+// it keeps: recomputed in each pass). Random f16 / f32 caches, two queries at pos0 and pos0 + 1.
 TEST_P(BackendOps, AttentionOverALongCacheMatchesReference) {
-    for (const int64_t pos0 : {300, 2500}) {
+    for (const int64_t pos0 : {300, 1000, 2500}) {
         SCOPED_TRACE("pos0 " + std::to_string(pos0));
         Rand                 r(13);
         const AttentionShape shape{4, 2, 64, 64, 10000.0f, 1.0f / 8.0f};

@@ -89,6 +89,7 @@ WebGpuBackend::WebGpuBackend(const WebGpuOptions & options)
     const char * no_dp4 = std::getenv("TERN_WEBGPU_NO_DP4");
     dot4_native_ = ctx_.features().dot4_i8_packed && !options.emulate_dot4 && !(no_dp4 && std::string_view(no_dp4) == "1");
     attn_scratch_budget_ = options.attention_scratch_bytes;
+    long_attention_      = options.long_attention_positions;
     greedy_head_i8_min_bytes_ = options.greedy_head_i8_min_bytes;
     // $TERN_WEBGPU_DF_GUARD=0 drops the guards of the error-free transformations (lib/numerics.wgsl),
     // to measure what they cost; results may then differ from the CPU in the last bits.

@@ -243,9 +243,9 @@ private:
     bool prefill_qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const QuantizedActs & a,
                                     const AttentionShape & shape, int64_t pos0);
     // Prompt attention through attention_prefill_*.wgsl (webgpu_attention_prefill.cpp); false when
-    // attention.wgsl should run (few query tokens).
+    // attention.wgsl should run (few query tokens, unless long_one: one query over a long context).
     bool prefill_attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
-                           int64_t pos0);
+                           int64_t pos0, bool long_one);
     // The tiling of a prefill GEMM of n_tok tokens (webgpu_prefill.cpp).
     GemmTiling gemm_tiling(int64_t n_tok) const;
     // The unit (bytes) of the subgroup matrix builtins' i8 offsets and strides on this device, found
@@ -414,6 +414,7 @@ private:
     std::unique_ptr<GpuBuffer>                     attn_scores_;  // prompt attention scores / probabilities
     std::unique_ptr<GpuBuffer>                     attn_part_;    // prompt attention segment sums
     int64_t                                        attn_scratch_budget_ = 0;  // WebGpuOptions::attention_scratch_bytes
+    int64_t                                        long_attention_      = 0;  // WebGpuOptions::long_attention_positions
     int64_t                                        greedy_head_i8_min_bytes_ = 0;  // WebGpuOptions::
     std::optional<GemmTiling>                      gemm_tiling_;  // set_gemm_tiling()
     std::optional<MmaTiling>                       mma_tiling_;   // set_mma_tiling()

@@ -252,7 +252,6 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
                                             static_cast<long long>(hd)),
              "use --backend cpu for this model");
     }
-    if (prefill_attention(out, q, kv, s, pos0)) return;  // many tokens: webgpu_attention_prefill.cpp
     const size_t k_el = kv.k.type == DType::f16 ? 2 : 4;
     const size_t v_el = kv.v.type == DType::f16 ? 2 : 4;
     // One query: the output's block sums of squares for the o-projection's norm (norm statistics,
@@ -302,12 +301,25 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
         }
     }
     const uint32_t wg = tl.wg, ts = tl.ts, tile = tl.tile;
+    const uint32_t sc_max = attention_score_slots(wg, tiled ? wg : 1, tile, u32(hd));
+    // One query over more positions than the scores' slots: attention.wgsl would compute every score
+    // three times (max, exp sum, P·V), so the prompt kernels take it, spread over many workgroups
+    // (H100 2B4T, tg128 at a depth of 2048: 4.3 ms per token against 9.1; 5.0 against 15.7 at 3840;
+    // below the slots attention.wgsl is faster: 2.9 against 4.0 ms at 1024). WebGpuOptions::
+    // long_attention_positions or $TERN_WEBGPU_ATTN_LONG (positions; a tuning aid) moves the switch.
+    static const int64_t long_env = [] {
+        const char * env = std::getenv("TERN_WEBGPU_ATTN_LONG");
+        return env && *env ? std::atoll(env) : int64_t{0};
+    }();
+    const int64_t long_min = long_attention_ > 0 ? long_attention_ : long_env > 0 ? long_env : int64_t{sc_max} + 1;
+    const bool    long_one = n_tok == 1 && pos0 + 1 >= long_min;
+    if (prefill_attention(out, q, kv, s, pos0, long_one)) return;  // many tokens: webgpu_attention_prefill.cpp
     PipelineKey key{"attention",
                     "rrrwwu",
                     {{{"WG", static_cast<double>(wg)},
                       {"K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0},
                       {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0},
-                      {"SC_MAX", static_cast<double>(attention_score_slots(wg, tiled ? wg : 1, tile, u32(hd)))},
+                      {"SC_MAX", static_cast<double>(sc_max)},
                       {"HD", static_cast<double>(hd)},
                       {"S", static_cast<double>(ts)},
                       {"WPT", static_cast<double>(score_block_words(kv.k.type == DType::f16))},

@@ -277,8 +277,6 @@ WgpuProbe probe_webgpu_adapter() {
 WgpuContext::WgpuContext(const WgpuDeviceOptions & options) {
     load_wgpu_library();
     timeout_ms_ = options.timeout_ms > 0 ? options.timeout_ms : default_timeout_ms();
-    // $TERN_WEBGPU_SPIN_US: how long a wait yields before it sleeps (a tuning aid).
-    if (const char * env = std::getenv("TERN_WEBGPU_SPIN_US"); env && *env) spin_us_ = std::atoll(env);
     const ToggleLists         toggle_names = toggle_lists();
     std::vector<const char *> toggles_on, toggles_off;
     for (const std::string & t : toggle_names.on) toggles_on.push_back(t.c_str());
@@ -321,6 +319,12 @@ WgpuContext::WgpuContext(const WgpuDeviceOptions & options) {
                     adapter_.name.c_str(), adapter_.backend.c_str()),
              "use --backend cpu (or auto); set TERN_WEBGPU_ALLOW_CPU=1 to run WebGPU on it anyway (tests do)");
     }
+
+    // How long a wait yields before it naps: 4 ms on a GPU (a sampled decode step is read back every
+    // ~2-3 ms; a 20 us nap lasts ~70 us and the host then submits the next step slower), none for a
+    // software adapter, whose worker threads need the CPU. $TERN_WEBGPU_SPIN_US overrides.
+    spin_us_ = adapter_.is_cpu ? 0 : 4000;
+    if (const char * env = std::getenv("TERN_WEBGPU_SPIN_US"); env && *env) spin_us_ = std::atoll(env);
 
     // Features: take what helps and is there.
     WGPUSupportedFeatures supported{};

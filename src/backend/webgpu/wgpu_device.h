@@ -99,7 +99,7 @@ private:
     WgpuFeatures                features_;
     WGPULimits                  limits_{};
     int64_t                     timeout_ms_ = 120000;
-    int64_t                     spin_us_    = 0;  // wait(): microseconds of yielding before sleeping
+    int64_t                     spin_us_    = 0;  // wait(): microseconds of yielding before napping
     std::unique_ptr<ErrorState> errors_ = std::make_unique<ErrorState>();
 };
 

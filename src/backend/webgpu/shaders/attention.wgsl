@@ -11,11 +11,12 @@
 // Bindings: 0 q (read), 1 k_cache (read), 2 v_cache (read), 3 out (read_write), 4 norm_stats
 // (read_write), 5 params (uniform)
 // Dispatch: (n_head, T, 1). One workgroup per (head, token):
-//   scores: below WG positions (decode), in tiles of WG / S positions whose K rows are staged in
-//     workgroup memory (coalesced), S threads per position, one block of 16 dimensions each; from
-//     WG positions on, thread i computes positions i, i + WG, ... itself (every thread is busy).
-//     Up to SC_MAX positions the scores, then exp(score - max), stay in workgroup memory; beyond
-//     that they are recomputed in each pass, so any context length works. Max is a tree reduction;
+//   scores: up to SC_MAX positions (decode; TILED_UPTO), in tiles of WG / S positions whose K rows
+//     are staged in workgroup memory (coalesced), S threads per position, one block of 16
+//     dimensions each; beyond, thread i computes positions i, i + WG, ... itself. Up to SC_MAX
+//     positions the scores, then exp(score - max), stay in workgroup memory; beyond that they are
+//     recomputed in each pass, so any context length works (the host gives one query over more
+//     positions than that to the prompt kernels, which spread it over many workgroups). Max is a tree reduction;
 //     the sum takes CHUNK positions at a time, one thread per block of 32 positions, then the
 //     blocks in order;
 //   P·V: thread (c, g) owns dimension pair c (one u32 of an f16 row, or two f32) for the blocks

@@ -134,6 +134,16 @@ fn rows_ahead(n: u32, at: u32) -> u32 {
 // prefetch trial's build). From WG positions on (untiled scores) the words are loaded and not used.
 override K_AHEAD: bool = true;
 
+// Positions up to which the scores go through K tiles in workgroup memory (0: whenever the scores
+// fit SC_MAX); beyond, each thread computes whole positions, reading its own K rows. Tiles up to
+// 2048 positions against below WG only (TILED_UPTO=511, a tuning aid): H100 tg128 at a depth of
+// 512 2.07 ms per token against 2.16, at 1024 2.78 against 2.90, at 1536 3.50 against 3.64.
+override TILED_UPTO: u32 = 0u;
+fn tiled_upto() -> u32 {
+    if (TILED_UPTO != 0u) { return TILED_UPTO; }
+    return SC_MAX;
+}
+
 // Words i = lid + u WG < rows * hw (row i / hw, word i % hw) of the first K tile, u < 16 (a tile
 // holds at most 16 words per invocation).
 fn load_k_tile0(lid: u32, rows: u32, hw: u32, kv_base: u32) -> array<u32, 16> {
@@ -182,8 +192,8 @@ fn attend(lid: u32, h: u32, t: u32) {
     // The scores and the largest of them.
     var m = bitcast<f32>(0xff7fffffu);
     var any = false;
-    if (TILED && cached && n < WG) {
-        // (Short contexts, decode: otherwise most threads would idle.)
+    if (TILED && cached && n <= tiled_upto()) {
+        // (Decode: one query, its scores kept in workgroup memory.)
         // Tiles of WG / S positions (or what TILE holds): their K rows staged in workgroup memory with coalesced loads
         // (row r, word w at ktile[r * (hw + 1) + w]: the padding word keeps the S threads of a
         // row and the rows of a warp on different banks), then S threads per position, thread j
