@@ -144,19 +144,26 @@ fn tiled_upto() -> u32 {
     return SC_MAX;
 }
 
-// Words i = lid + u WG < rows * hw (row i / hw, word i % hw) of the first K tile, u < 16 (a tile
-// holds at most 16 words per invocation).
-fn load_k_tile0(lid: u32, rows: u32, hw: u32, kv_base: u32) -> array<u32, 16> {
+// Words i = lid + u WG < rows * hw (row c0 + i / hw, word i % hw) of the K tile from position c0, u < 16
+// (a tile holds at most 16 words per invocation).
+fn load_k_tile(lid: u32, c0: u32, rows: u32, hw: u32, kv_base: u32) -> array<u32, 16> {
     var k: array<u32, 16>;
     for (var u = 0u; u < 16u; u++) {
         let i = lid + u * WG;
         if (i < rows * hw) {
-            let e0 = att_k_at() + (i / hw) * att_row() + kv_base;  // element index of k[i / hw][0]
+            let e0 = att_k_at() + (c0 + i / hw) * att_row() + kv_base;  // element index of k[c0 + i / hw][0]
             k[u] = att_k(select(e0, e0 / 2u, K_F16) + i % hw);
         }
     }
     return k;
 }
+
+// The tiled scores load the next tile's K words into registers while the current tile is summed
+// (its loads then overlap the sums instead of following them). H100 tg128 at a depth of 512: 1.94
+// ms per token against 2.07 with each tile loaded when its turn comes ($TERN_WEBGPU_CONST=K_PIPE=0,
+// a tuning aid), at 1024 2.52 against 2.78. (P·V's V words loaded a chunk ahead the same way were
+// slower: 2.00 and 2.61 with both.)
+override K_PIPE: bool = true;
 
 // Attention of query token t (position p.pos0 + t), head h, by the whole workgroup (every
 // invocation must call it: it has barriers).
@@ -176,7 +183,7 @@ fn attend(lid: u32, h: u32, t: u32) {
     let hw = select(HD, HD / 2u, K_F16);  // u32 words per K row
     let kc = min(WG / S, TILE / (hw + 1u));  // positions per tile (the host may shrink TILE)
     var k0: array<u32, 16>;
-    if (K_AHEAD && TILED) { k0 = load_k_tile0(lid, min(kc, rows_ahead(n, ATT_K_AT)), hw, kv_base); }
+    if (K_AHEAD && TILED) { k0 = load_k_tile(lid, 0u, min(kc, rows_ahead(n, ATT_K_AT)), hw, kv_base); }
     for (var d = lid; d < hd; d += WG) {
         let v = att_q(t, h * hd + d);
         qh[d] = select(v, round_f16(v), K_F16);
@@ -202,7 +209,7 @@ fn attend(lid: u32, h: u32, t: u32) {
         for (var c0 = 0u; c0 < n; c0 += kc) {
             let cn = min(kc, n - c0);
             workgroupBarrier();  // the previous tile is consumed
-            if (K_AHEAD && c0 == 0u) {
+            if ((K_AHEAD && c0 == 0u) || (K_PIPE && c0 > 0u)) {
                 for (var u = 0u; u < 16u; u++) {
                     let i = lid + u * WG;
                     if (i < cn * hw) { ktile[(i / hw) * (hw + 1u) + i % hw] = k0[u]; }
@@ -214,6 +221,7 @@ fn attend(lid: u32, h: u32, t: u32) {
                     ktile[r * (hw + 1u) + i % hw] = att_k(select(e0, e0 / 2u, K_F16) + i % hw);
                 }
             }
+            if (K_PIPE && c0 + kc < n) { k0 = load_k_tile(lid, c0 + kc, min(kc, n - c0 - kc), hw, kv_base); }
             workgroupBarrier();
             let r  = lid / S;
             let j  = lid % S;
@@ -300,6 +308,7 @@ fn attend(lid: u32, h: u32, t: u32) {
                         vw[u] = load_v1(32u * b + u, c0, kv_base, c);
                     }
                 }
+
                 var o = vec2<f32>(0.0, 0.0);
                 for (var u = 0u; u < 32u; u++) {
                     if (32u * b + u < c_n) {
