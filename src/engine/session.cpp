@@ -211,8 +211,16 @@ int64_t Session::decode_greedy(int32_t first, int64_t n_max, const std::function
         be.read_begin(ids_view(cur, 1, steps), static_cast<size_t>(steps) * sizeof(int32_t));
         const int64_t next = std::min({batch, n_max - produced - steps, kv_.n_ctx - (n_past_ + steps)});
         if (next > 0) {  // the next batch's first step, fed this batch's last id
-            model_.forward_greedy(buf_, kv_, n_past_ + steps, ids_view(cur, steps, 1), ids_view(1 - cur, 1, 1),
-                                  round_head_);
+            try {
+                model_.forward_greedy(buf_, kv_, n_past_ + steps, ids_view(cur, steps, 1), ids_view(1 - cur, 1, 1),
+                                      round_head_);
+            } catch (...) {
+                try {  // leave no read in flight: the next read_begin would refuse
+                    be.read_end(greedy_host_.data());
+                } catch (...) {
+                }
+                throw;
+            }
         }
         encode_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         be.read_end(greedy_host_.data());
