@@ -61,6 +61,29 @@ std::vector<int32_t> bench_tokens(int64_t n, int64_t n_vocab) {
 // first timed pp512 ran at a third of the speed of the next ones).
 constexpr double k_warm_up_s = 1.0;
 
+// One run of a test: its seconds, the dispatches it recorded and the host's encode seconds.
+struct Run {
+    double  s          = 0;
+    int64_t dispatches = 0;
+    double  encode_s   = 0;
+};
+
+// Warm-up runs until k_warm_up_s has passed (at least one), then `reps` timed runs of `tokens`
+// tokens each, added to r.
+template <class RunOnce> void time_test(Result & r, int reps, int64_t tokens, RunOnce run_once) {
+    double warm_s = 0;
+    for (int rep = -1; rep < reps; ++rep) {  // rep -1 is the warm-up, repeated for k_warm_up_s
+        const Run x = run_once();
+        if (rep < 0 && (warm_s += x.s) < k_warm_up_s) --rep;
+        if (rep >= 0) {
+            r.tps.push_back(static_cast<double>(tokens) / x.s);
+            r.dispatches += x.dispatches;
+            r.tokens += tokens;
+            r.encode_s += x.encode_s;
+        }
+    }
+}
+
 void bench(const BenchArgs & a) {
     if (a.reps < 1) fail(ErrorKind::invalid_argument, format("-r must be >= 1 (got %d)", a.reps));
     LoadedModel         lm = load_model(a.model, a.json);
@@ -95,32 +118,22 @@ void bench(const BenchArgs & a) {
         };
         for (int64_t n : a.pp) {
             if (n <= 0) continue;
-            Result r{test_name("pp", n, d), n, 0, d, {}};
-            const auto ids    = bench_tokens(n, c.n_vocab);
-            double     warm_s = 0;
-            for (int rep = -1; rep < a.reps; ++rep) {  // rep -1 is the warm-up, repeated for k_warm_up_s
+            Result     r{test_name("pp", n, d), n, 0, d, {}};
+            const auto ids = bench_tokens(n, c.n_vocab);
+            time_test(r, a.reps, n, [&] {
                 fill();
-                be.synchronize();
                 be.take_dispatch_count();
                 const auto t0 = clock::now();
                 session.eval(ids);
-                const double s = std::chrono::duration<double>(clock::now() - t0).count();
-                const int64_t disp = be.take_dispatch_count();
-                if (rep < 0 && (warm_s += s) < k_warm_up_s) --rep;
-                if (rep >= 0) {
-                    r.tps.push_back(static_cast<double>(n) / s);
-                    r.dispatches += disp;
-                    r.tokens += n;
-                }
-            }
+                return Run{std::chrono::duration<double>(clock::now() - t0).count(), be.take_dispatch_count(), 0.0};
+            });
             results.push_back(r);
         }
         for (int64_t n : a.tg) {
             if (n <= 0) continue;
             Result     r{test_name("tg", n, d), 0, n, d, {}};
-            const auto ids    = bench_tokens(n + 1, c.n_vocab);
-            double     warm_s = 0;
-            for (int rep = -1; rep < a.reps; ++rep) {  // rep -1 is the warm-up, repeated for k_warm_up_s
+            const auto ids = bench_tokens(n + 1, c.n_vocab);
+            time_test(r, a.reps, n, [&] {
                 fill();
                 session.eval(std::span<const int32_t>(ids.data(), 1));
                 be.take_dispatch_count();
@@ -130,16 +143,8 @@ void bench(const BenchArgs & a) {
                 const auto t0 = clock::now();
                 session.decode_greedy(ids[1], n, [](int32_t) { return true; });
                 const double s = std::chrono::duration<double>(clock::now() - t0).count();
-                const int64_t disp = be.take_dispatch_count();
-                const double  e = session.take_encode_seconds();
-                if (rep < 0 && (warm_s += s) < k_warm_up_s) --rep;
-                if (rep >= 0) {
-                    r.tps.push_back(static_cast<double>(n) / s);
-                    r.dispatches += disp;
-                    r.tokens += n;
-                    r.encode_s += e;
-                }
-            }
+                return Run{s, be.take_dispatch_count(), session.take_encode_seconds()};
+            });
             results.push_back(r);
         }
     }

@@ -449,7 +449,7 @@ void WebGpuBackend::write(const Tensor & dst, const void * src, size_t n_bytes) 
 }
 
 void WebGpuBackend::start_readback(Readback & r, const Tensor & src, size_t n_bytes) {
-    TERN_ASSERT(!r.in_flight, "a readback buffer used twice");
+    TERN_ASSERT(!r.in_flight, "a read is already in flight there (read_begin twice without read_end)");
     WGPUBuffer   buffer = gpu_buffer(src);
     const size_t first  = src.offset & ~size_t{3};
     const size_t size   = round_up(src.offset + n_bytes, 4) - first;
@@ -531,7 +531,6 @@ void WebGpuBackend::read(const Tensor & src, void * dst, size_t n_bytes) {
 
 void WebGpuBackend::read_begin(const Tensor & src, size_t n_bytes) {
     TERN_ASSERT(n_bytes <= src.n_bytes(), "read of %zu bytes from a %zu-byte tensor", n_bytes, src.n_bytes());
-    TERN_ASSERT(!read_ahead_.in_flight, "read_begin: a read is already in flight");
     TERN_ASSERT(n_bytes > 0, "read_begin of 0 bytes");
     start_readback(read_ahead_, src, n_bytes);
 }

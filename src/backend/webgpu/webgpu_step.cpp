@@ -238,6 +238,30 @@ void StepEncoder::copy(WGPUBuffer src, uint64_t src_offset, WGPUBuffer dst, uint
     wgpu().wgpuCommandEncoderCopyBufferToBuffer(encoder_, src, src_offset, dst, dst_offset, n_bytes);
 }
 
+WGPUCommandBuffer StepEncoder::finish(const char * label) {
+    end_pass();
+    const auto                  t0 = std::chrono::steady_clock::now();
+    WGPUCommandBufferDescriptor desc{};
+    desc.label                 = wgpu_string(label);
+    WGPUCommandBuffer commands = wgpu().wgpuCommandEncoderFinish(encoder_, &desc);
+    wgpu().wgpuCommandEncoderRelease(encoder_);
+    encoder_ = nullptr;
+    finish_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return commands;
+}
+
+void StepEncoder::submit(WGPUCommandBuffer commands, const uint8_t * uniforms, size_t uniform_bytes) {
+    using clock   = std::chrono::steady_clock;
+    const auto t0 = clock::now();
+    if (uniform_bytes > 0) wgpu().wgpuQueueWriteBuffer(ctx_.queue(), uniforms_.get(), 0, uniforms, uniform_bytes);
+    const auto t1 = clock::now();
+    wgpu().wgpuQueueSubmit(ctx_.queue(), 1, &commands);
+    wgpu().wgpuCommandBufferRelease(commands);
+    uniforms_s_ += std::chrono::duration<double>(t1 - t0).count();
+    submit_s_ += std::chrono::duration<double>(clock::now() - t1).count();
+    ++submits_;
+}
+
 void StepEncoder::flush() {
     if (!encoder_) return;
     end_pass();
@@ -247,40 +271,15 @@ void StepEncoder::flush() {
                                                  resolved_.get(), 0);
         wgpu().wgpuCommandEncoderCopyBufferToBuffer(encoder_, resolved_.get(), 0, readback_.get(), 0, 16 * n_timed);
     }
-    using clock = std::chrono::steady_clock;
-    const auto t0 = clock::now();
-    WGPUCommandBufferDescriptor desc{};
-    desc.label                = wgpu_string("tern step");
-    WGPUCommandBuffer commands = wgpu().wgpuCommandEncoderFinish(encoder_, &desc);
-    wgpu().wgpuCommandEncoderRelease(encoder_);
-    encoder_ = nullptr;
-    const auto t1 = clock::now();
-    if (n_slots_ > 0) {
-        wgpu().wgpuQueueWriteBuffer(ctx_.queue(), uniforms_.get(), 0, arena_.data(), n_slots_ * k_slot_bytes);
-        n_slots_ = 0;
-    }
-    const auto t2 = clock::now();
-    wgpu().wgpuQueueSubmit(ctx_.queue(), 1, &commands);
-    wgpu().wgpuCommandBufferRelease(commands);
-    const auto t3 = clock::now();
-    finish_s_ += std::chrono::duration<double>(t1 - t0).count();
-    uniforms_s_ += std::chrono::duration<double>(t2 - t1).count();
-    submit_s_ += std::chrono::duration<double>(t3 - t2).count();
-    ++submits_;
+    submit(finish("tern step"), arena_.data(), n_slots_ * k_slot_bytes);
+    n_slots_ = 0;
     if (n_timed > 0) read_timestamps(n_timed);
 }
 
 void StepEncoder::hold() {
     TERN_ASSERT(!held_ && !profile_ && !gpu_profile_, "StepEncoder::hold: a step is already held, or profiling");
     if (!encoder_) return;
-    end_pass();
-    WGPUCommandBufferDescriptor desc{};
-    desc.label = wgpu_string("tern step (held)");
-    const auto t0 = std::chrono::steady_clock::now();
-    held_      = wgpu().wgpuCommandEncoderFinish(encoder_, &desc);
-    finish_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    wgpu().wgpuCommandEncoderRelease(encoder_);
-    encoder_ = nullptr;
+    held_ = finish("tern step (held)");
     held_uniforms_.assign(arena_.begin(), arena_.begin() + static_cast<std::ptrdiff_t>(n_slots_ * k_slot_bytes));
     n_slots_ = 0;
 }
@@ -288,19 +287,8 @@ void StepEncoder::hold() {
 void StepEncoder::release_held() {
     if (!held_) return;
     flush();  // anything recorded meanwhile goes first (it was meant to)
-    using clock = std::chrono::steady_clock;
-    const auto t1 = clock::now();
-    if (!held_uniforms_.empty()) {
-        wgpu().wgpuQueueWriteBuffer(ctx_.queue(), uniforms_.get(), 0, held_uniforms_.data(), held_uniforms_.size());
-    }
-    const auto t2 = clock::now();
-    wgpu().wgpuQueueSubmit(ctx_.queue(), 1, &held_);
-    wgpu().wgpuCommandBufferRelease(held_);
-    const auto t3 = clock::now();
-    uniforms_s_ += std::chrono::duration<double>(t2 - t1).count();
-    submit_s_ += std::chrono::duration<double>(t3 - t2).count();
+    submit(held_, held_uniforms_.data(), held_uniforms_.size());
     held_ = nullptr;
-    ++submits_;
 }
 
 void StepEncoder::drop_held() {

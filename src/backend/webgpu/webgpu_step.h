@@ -75,6 +75,10 @@ private:
 
     void begin_pass(const WGPUPassTimestampWrites * timestamps = nullptr);
     void end_pass();
+    // Ends the pass and the encoder into a command buffer.
+    WGPUCommandBuffer finish(const char * label);
+    // Writes the step's uniform slots (uniform_bytes of them), then submits and releases `commands`.
+    void submit(WGPUCommandBuffer commands, const uint8_t * uniforms, size_t uniform_bytes);
 
     using BindKey = std::pair<std::string_view, std::vector<WGPUBuffer>>;
 
