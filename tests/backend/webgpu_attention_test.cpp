@@ -188,13 +188,15 @@ TEST(WebGpuPromptAttentionChunks, ASmallScoreBudgetGivesTheSameBits) {
     expect_close(got, run(*cpu, c, in, c.T), cpu_adapter() ? 0 : 2e-5, "chunked vs CPU");
 }
 
-// One query over a long context takes the prompt kernels from WebGpuOptions::long_attention_positions
-// on (as decoding deep into a context does): each token of these cases alone, through the prompt
-// kernels (threshold 1) and through attention.wgsl (a threshold never reached), the same bits, and
-// the reference's. Positions 1 .. 100 (one partial tile), G = 3 (rows straddle nothing: one token),
-// 901 .. 904 (attention.wgsl's K tiles past its thread count) and 2500 .. 2503 (P·V split into
-// superblock segments and combined).
-TEST(WebGpuLongOneQueryAttention, PromptKernelsGiveTheOneQueryKernelsBits) {
+// One query over a long context takes the long-context kernels (attention_long_*.wgsl) from
+// WebGpuOptions::long_attention_positions on (as decoding deep into a context does): each token of
+// these cases alone, through them (threshold 1) and through attention.wgsl (a threshold never
+// reached), the same bits, and the reference's. Positions 1 .. 100 (one block of 32 positions, then
+// several), G = 3 (41 .. 49), 509 .. 514 (the combine closes the first superblock of blocks),
+// 901 .. 904 (attention.wgsl's K tiles past its thread count), 2501 .. 2504 (five superblocks),
+// head_dim 40 (a partial block of 16 dimensions) and G = 8 (more query heads than threads per
+// position).
+TEST(WebGpuLongOneQueryAttention, LongContextKernelsGiveTheOneQueryKernelsBits) {
     TERN_REQUIRE_WEBGPU();
     WebGpuOptions o;
     o.allow_cpu_adapter        = true;
@@ -202,14 +204,15 @@ TEST(WebGpuLongOneQueryAttention, PromptKernelsGiveTheOneQueryKernelsBits) {
     auto spread                = make_webgpu_backend(o);
     o.long_attention_positions = int64_t{1} << 40;
     auto one_wg                = make_webgpu_backend(o);
-    for (const Case & c : {Case{8, 2, 128, 0, 100}, Case{6, 2, 64, 40, 9}, Case{8, 2, 128, 900, 4},
-                           Case{4, 1, 64, 2500, 4}}) {
+    for (const Case & c : {Case{8, 2, 128, 0, 100}, Case{6, 2, 64, 40, 9}, Case{6, 2, 64, 508, 6},
+                           Case{8, 2, 128, 900, 4}, Case{4, 1, 64, 2500, 4}, Case{4, 2, 40, 60, 3},
+                           Case{16, 2, 64, 100, 2}}) {
         for (DType cache : {DType::f16, DType::f32}) {
             SCOPED_TRACE("pos0 " + std::to_string(c.pos0) + (cache == DType::f16 ? ", f16 cache" : ", f32 cache"));
             const Inputs in  = make_inputs(c, cache, 5);
             const auto   got = run(*spread, c, in, 1);
-            expect_close(got, run(*one_wg, c, in, 1), 0, "prompt kernels vs attention.wgsl, one query each");
-            expect_close(got, reference(c, in), 0, "prompt kernels vs the reference with exact exp");
+            expect_close(got, run(*one_wg, c, in, 1), 0, "long-context kernels vs attention.wgsl, one query each");
+            expect_close(got, reference(c, in), 0, "long-context kernels vs the reference with exact exp");
         }
     }
 }

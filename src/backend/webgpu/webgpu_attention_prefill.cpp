@@ -70,7 +70,9 @@ bool WebGpuBackend::prefill_attention(const Tensor & out, const Tensor & q, cons
         floor_pow2(static_cast<uint64_t>(std::clamp<int64_t>(env_int("TERN_WEBGPU_ATTN_SOFTMAX_WG1", 256), 32, 256))));
     const int64_t n_tok = q.ne[1];
     const int64_t hd    = s.head_dim;
-    if ((n_tok < min_tokens && !long_one) || hd % 4 != 0 || hd > 256) return false;  // attention.wgsl (or its error)
+    if (hd % 4 != 0 || hd > 256) return false;  // attention.wgsl's error
+    if (long_one && long_query_attention(out, q, kv, s, pos0)) return true;
+    if (n_tok < min_tokens && !long_one) return false;  // attention.wgsl
 
     const int64_t n_kv  = s.n_head_kv;
     const int64_t group = s.n_head / n_kv;
@@ -171,8 +173,8 @@ bool WebGpuBackend::prefill_attention(const Tensor & out, const Tensor & q, cons
         if (n_seg == 1) continue;
 
         struct {
-            uint32_t head_dim, group, n_rows, n_head_kv, pos0, seg_len, out_offset, out_stride;
-        } cp{u32(hd), u32(group), u32(n_rows), u32(n_kv), u32(p0), u32(seg_len), o_off, u32(out.ne[0])};
+            uint32_t head_dim, group, n_rows, n_head_kv, pos0, seg_len, segs_per_super, out_offset, out_stride;
+        } cp{u32(hd), u32(group), u32(n_rows), u32(n_kv), u32(p0), u32(seg_len), 1, o_off, u32(out.ne[0])};
         const PipelineKey ck{"attention_prefill_combine", "rwu", {{{"WG", 256}, {"BR", static_cast<double>(pv_rows)}, {"GROUP", static_cast<double>(group)}}}};
         const WGPUBuffer  cb[] = {attn_part_->get(), gpu_buffer(out)};
         step_->dispatch(ck, cb, &cp, sizeof cp, ceil_div(n_rows * hd, 256), u32(n_kv));

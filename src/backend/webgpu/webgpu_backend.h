@@ -30,11 +30,11 @@ struct WebGpuOptions {
     // bounds: tens of candidates to recompute exactly, which costs more than it saves on small heads);
     // below it, the F16 table. 0: always the copy (tests).
     int64_t greedy_head_i8_min_bytes = int64_t{64} << 20;
-    // One query's attention over this many positions or more takes the prompt-attention kernels
-    // (scores, softmax and P·V spread over many workgroups) instead of attention.wgsl (one workgroup
-    // per head, which slows down steeply on long contexts). 0: $TERN_WEBGPU_ATTN_LONG, else from
-    // the first position count whose scores do not fit attention.wgsl's workgroup memory (2049 on
-    // an H100).
+    // One query's attention over this many positions or more takes the long-context kernels
+    // (scores, softmax and P·V spread over many workgroups: webgpu_attention_long.cpp) instead of
+    // attention.wgsl (one workgroup per head, which slows down steeply on long contexts). 0:
+    // $TERN_WEBGPU_ATTN_LONG, else 800 (where the two cross on an H200), or fewer where attention.wgsl's
+    // workgroup memory keeps fewer scores.
     int64_t long_attention_positions = 0;
 
     static bool webgpu_allow_cpu_from_env();

@@ -246,6 +246,10 @@ private:
     // attention.wgsl should run (few query tokens, unless long_one: one query over a long context).
     bool prefill_attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
                            int64_t pos0, bool long_one);
+    // One query over a long context (attention_long_*.wgsl, webgpu_attention_long.cpp): the positions
+    // spread over many workgroups; false when its workgroups or buffers would not fit this device.
+    bool long_query_attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
+                              int64_t pos0);
     // The tiling of a prefill GEMM of n_tok tokens (webgpu_prefill.cpp).
     GemmTiling gemm_tiling(int64_t n_tok) const;
     // The unit (bytes) of the subgroup matrix builtins' i8 offsets and strides on this device, found

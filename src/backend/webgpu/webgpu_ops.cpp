@@ -17,6 +17,10 @@
 namespace tern {
 namespace {
 
+// Positions (the query's included) from which one query's attention takes the long-context kernels
+// (webgpu_attention_long.cpp) instead of attention.wgsl; measured on an H200 (attention() below).
+constexpr int64_t k_long_query_positions = 800;
+
 // How a ternary kernel's workgroup is cut: `teams` weight rows (2 per output for gate_up) of `lanes`
 // threads each, times `toks` tokens. Lanes ~ K/64 words' worth (4..64, a power of two) so that every
 // lane has a few words to read; as many teams as make up 256 threads; then tokens and teams shrink
@@ -302,16 +306,19 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
     }
     const uint32_t wg = tl.wg, ts = tl.ts, tile = tl.tile;
     const uint32_t sc_max = attention_score_slots(wg, tiled ? wg : 1, tile, u32(hd));
-    // One query over more positions than the scores' slots: attention.wgsl would compute every score
-    // three times (max, exp sum, P·V), so the prompt kernels take it, spread over many workgroups
-    // (H100 2B4T, tg128 at a depth of 2048: 4.3 ms per token against 9.1; 5.0 against 15.7 at 3840;
-    // below the slots attention.wgsl is faster: 2.9 against 4.0 ms at 1024). WebGpuOptions::
+    // One query over many positions: attention.wgsl walks them all in one workgroup per head (and
+    // past its score slots computes every score three times: max, exp sum, P·V), so from
+    // k_long_query_positions on the positions spread over many workgroups instead
+    // (webgpu_attention_long.cpp; H200 2B4T, tg128 at a depth of 1024: 2.23 ms per token against
+    // 2.45, at 512: 2.02 against 1.86; the two cross near 800 positions). WebGpuOptions::
     // long_attention_positions or $TERN_WEBGPU_ATTN_LONG (positions; a tuning aid) moves the switch.
     static const int64_t long_env = [] {
         const char * env = std::getenv("TERN_WEBGPU_ATTN_LONG");
         return env && *env ? std::atoll(env) : int64_t{0};
     }();
-    const int64_t long_min = long_attention_ > 0 ? long_attention_ : long_env > 0 ? long_env : int64_t{sc_max} + 1;
+    const int64_t long_min = long_attention_ > 0 ? long_attention_
+                             : long_env > 0      ? long_env
+                                                 : std::min<int64_t>(k_long_query_positions, int64_t{sc_max} + 1);
     const bool    long_one = n_tok == 1 && pos0 + 1 >= long_min;
     if (prefill_attention(out, q, kv, s, pos0, long_one)) return;  // many tokens: webgpu_attention_prefill.cpp
     PipelineKey key{"attention",

@@ -1,13 +1,17 @@
 // attention_prefill_combine: the last prompt-attention kernel when attention_prefill_pv.wgsl split
-// positions into segments (of one superblock of 512 positions each): adds each output's segment
-// sums in segment order from 0, the outer level of cpu::sum_positions's order,
-//   out[t][h][d] = ((0 + part[0]) + part[1]) + ... + part[n - 1]    (r = t G + j, h = kvh G + j)
-// where n is the number of segments of row r's row block (BR rows, the same formula as the P·V
-// kernel); rows of blocks with one segment were written by attention_prefill_pv.wgsl itself.
+// positions into segments: adds each output's segment sums in cpu::sum_positions's order. A segment
+// is a superblock of 512 positions (a prompt) or a block of 32 (one query over a long context); the
+// blocks of a superblock are added in order from 0, the superblocks in order from 0:
+//   out[t][h][d] = ((0 + sup[0]) + sup[1]) + ...,  sup[i] = ((0 + part[S i]) + part[S i + 1]) + ...
+// (r = t G + j, h = kvh G + j, S = segments per superblock: 1 or 16), over the n segments of row
+// r's row block (BR rows, the same formula as the P·V kernel); rows of blocks with one segment were
+// written by attention_prefill_pv.wgsl itself. With S = 1, 0 + part is part (a sum from 0 is never
+// -0), so that is the plain sum of the superblocks in order.
 //
 //   part: [n_seg][n_head_kv][T G][hd] f32   out: [n_head hd, T] f32
 // Bindings: 0 part (read), 1 out (read_write), 2 params (uniform)
-// Dispatch: (ceil(T G hd / WG), n_head_kv, 1), one thread per output.
+// Dispatch: (ceil(T G hd / WG), n_head_kv, 1), one thread per output; its loads are issued 16 at a
+// time before they are added (a chain of one load per add waited for each).
 
 // #include "lib/numerics.wgsl"
 
@@ -22,6 +26,7 @@ struct Params {
     n_head_kv: u32,
     pos0: u32,        // position of token 0
     seg_len: u32,     // positions per segment
+    segs_per_super: u32,  // S: 1 (segments of 512 positions) or 16 (of 32)
     out_offset: u32,  // f32 index of out[0, 0]
     out_stride: u32,  // f32 elements between tokens of out
     rn_zero: u32,     // 0, filled by the encoder (lib/numerics.wgsl)
@@ -42,8 +47,25 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let n_seg   = (n_block + p.seg_len - 1u) / p.seg_len;
     if (n_seg == 1u) { return; }
     let slice = p.n_head_kv * p.n_rows * hd;  // elements per segment
-    var acc = 0.0;
-    for (var s = 0u; s < n_seg; s++) { acc = acc + part[s * slice + kvh * p.n_rows * hd + i]; }
+    let at    = kvh * p.n_rows * hd + i;
+    var acc = 0.0;  // the closed superblocks
+    var sup = 0.0;  // the open one
+    for (var s0 = 0u; s0 < n_seg; s0 += 16u) {
+        var v: array<f32, 16>;
+        for (var j = 0u; j < 16u; j++) {
+            if (s0 + j < n_seg) { v[j] = part[(s0 + j) * slice + at]; }
+        }
+        for (var j = 0u; j < 16u; j++) {
+            let s = s0 + j;
+            if (s < n_seg) {
+                sup = sup + v[j];
+                if ((s + 1u) % p.segs_per_super == 0u || s + 1u == n_seg) {
+                    acc = acc + sup;
+                    sup = 0.0;
+                }
+            }
+        }
+    }
     let h = kvh * GROUP + r % GROUP;
     out[p.out_offset + (r / GROUP) * p.out_stride + h * hd + i % hd] = acc;
 }
