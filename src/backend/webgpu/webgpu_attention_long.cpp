@@ -65,14 +65,7 @@ bool WebGpuBackend::long_query_attention(const Tensor & out, const Tensor & q, c
     const WGPUBuffer sb[] = {gpu_buffer(q), gpu_buffer(kv.k), attn_scores_->get()};
     step_->dispatch(sk, sb, &sp, sizeof sp, ceil_div(n_pos, tp), u32(n_kv));
 
-    // The softmax of a one-token prompt: G rows per KV head, 256 threads each (at a depth of 3840 on
-    // an H100: 5.04 ms per token against 5.45 with 128 and 6.14 with 64, with the prompt kernels).
-    struct {
-        uint32_t group, n_rows, pos0, ld;
-    } mp{u32(group), u32(group), u32(pos0), u32(ld)};
-    const PipelineKey mk{"attention_prefill_softmax", "wu", {{{"WG", 256}, {"V_F16", v_f16 ? 1.0 : 0.0}, {"GROUP", static_cast<double>(group)}}}};
-    const WGPUBuffer  mb[] = {attn_scores_->get()};
-    step_->dispatch(mk, mb, &mp, sizeof mp, u32(group), u32(n_kv));
+    encode_attention_softmax(group, n_kv, group, pos0, ld, v_f16, true);  // as for a one-token prompt
 
     struct {
         uint32_t n_pos, n_embd_kv, v_offset, ld, n_head_kv, out_offset;
@@ -88,13 +81,7 @@ bool WebGpuBackend::long_query_attention(const Tensor & out, const Tensor & q, c
     step_->dispatch(pk, pb, &pp, sizeof pp, u32(n_blk), u32(n_kv));
     if (n_blk == 1) return true;
 
-    struct {
-        uint32_t head_dim, group, n_rows, n_head_kv, pos0, seg_len, segs_per_super, out_offset, out_stride;
-    } cp{u32(hd),  u32(group), u32(group), u32(n_kv), u32(pos0), u32(cpu::k_pos_block),
-         u32(cpu::k_pos_super / cpu::k_pos_block), gpu_offset(out, 4), u32(out.ne[0])};
-    const PipelineKey ck{"attention_prefill_combine", "rwu", {{{"WG", 256}, {"BR", static_cast<double>(group)}, {"GROUP", static_cast<double>(group)}}}};
-    const WGPUBuffer  cb[] = {attn_part_->get(), gpu_buffer(out)};
-    step_->dispatch(ck, cb, &cp, sizeof cp, ceil_div(group * hd, 256), u32(n_kv));
+    encode_attention_combine(out, gpu_offset(out, 4), hd, group, group, u32(group), n_kv, pos0, cpu::k_pos_block);
     return true;
 }
 

@@ -57,22 +57,12 @@ bool WebGpuBackend::prefill_attention(const Tensor & out, const Tensor & q, cons
                                       const AttentionShape & s, int64_t pos0, bool long_one) {
     static const int64_t min_tokens = std::max<int64_t>(2, env_int("TERN_WEBGPU_ATTN_PREFILL_MIN_TOKENS",
                                                                    k_attn_prefill_min_tokens));
-    // Tuning aids: P·V rows per workgroup (32 or 64), its workgroup target (0: never split), the
-    // softmax's threads per row.
+    // Tuning aids: P·V rows per workgroup (32 or 64), its workgroup target (0: never split).
     static const uint32_t pv_rows   = env_int("TERN_WEBGPU_ATTN_PV_ROWS", k_pv_rows) == 64 ? 64u : 32u;
     static const int64_t  pv_target = std::max<int64_t>(0, env_int("TERN_WEBGPU_ATTN_PV_WGS", k_pv_target_workgroups));
-    static const double   sm_wg     = static_cast<double>(
-        floor_pow2(static_cast<uint64_t>(std::clamp<int64_t>(env_int("TERN_WEBGPU_ATTN_SOFTMAX_WG", 64), 32, 256))));
-    // (one query over a long context: G rows per KV head, so few workgroups, each with thousands of
-    // positions: 256 threads. H100 tg128 at a depth of 3840: 5.04 ms per token against 5.45 with 128
-    // and 6.14 with 64.)
-    static const double   sm_wg_one = static_cast<double>(
-        floor_pow2(static_cast<uint64_t>(std::clamp<int64_t>(env_int("TERN_WEBGPU_ATTN_SOFTMAX_WG1", 256), 32, 256))));
     const int64_t n_tok = q.ne[1];
     const int64_t hd    = s.head_dim;
-    if (hd % 4 != 0 || hd > 256) return false;  // attention.wgsl's error
-    if (long_one && long_query_attention(out, q, kv, s, pos0)) return true;
-    if (n_tok < min_tokens && !long_one) return false;  // attention.wgsl
+    if ((n_tok < min_tokens && !long_one) || hd % 4 != 0 || hd > 256) return false;  // attention.wgsl (or its error)
 
     const int64_t n_kv  = s.n_head_kv;
     const int64_t group = s.n_head / n_kv;
@@ -130,12 +120,7 @@ bool WebGpuBackend::prefill_attention(const Tensor & out, const Tensor & q, cons
         const WGPUBuffer sb[] = {gpu_buffer(q), gpu_buffer(kv.k), attn_scores_->get()};
         step_->dispatch(sk, sb, &sp, sizeof sp, ceil_div(p0 + tc, sc_pos), ceil_div(n_rows, sc_rows), u32(n_kv));
 
-        struct {
-            uint32_t group, n_rows, pos0, ld;
-        } mp{u32(group), u32(n_rows), u32(p0), u32(ld)};
-        const PipelineKey mk{"attention_prefill_softmax", "wu", {{{"WG", n_tok == 1 ? sm_wg_one : sm_wg}, {"V_F16", v_f16 ? 1.0 : 0.0}, {"GROUP", static_cast<double>(group)}}}};
-        const WGPUBuffer  mb[] = {attn_scores_->get()};
-        step_->dispatch(mk, mb, &mp, sizeof mp, u32(n_rows), u32(n_kv));
+        encode_attention_softmax(n_rows, n_kv, group, p0, ld, v_f16, n_tok == 1);
 
         // Segments: positions per P·V workgroup such that the causal triangle makes about pv_target
         // workgroups of similar work (the longest row blocks split the most); none when one segment
@@ -172,14 +157,47 @@ bool WebGpuBackend::prefill_attention(const Tensor & out, const Tensor & q, cons
         step_->dispatch(pk, pb, &pp, sizeof pp, u32(n_kv * ndb), u32(n_blocks), u32(n_seg));
         if (n_seg == 1) continue;
 
-        struct {
-            uint32_t head_dim, group, n_rows, n_head_kv, pos0, seg_len, segs_per_super, out_offset, out_stride;
-        } cp{u32(hd), u32(group), u32(n_rows), u32(n_kv), u32(p0), u32(seg_len), 1, o_off, u32(out.ne[0])};
-        const PipelineKey ck{"attention_prefill_combine", "rwu", {{{"WG", 256}, {"BR", static_cast<double>(pv_rows)}, {"GROUP", static_cast<double>(group)}}}};
-        const WGPUBuffer  cb[] = {attn_part_->get(), gpu_buffer(out)};
-        step_->dispatch(ck, cb, &cp, sizeof cp, ceil_div(n_rows * hd, 256), u32(n_kv));
+        encode_attention_combine(out, o_off, hd, group, n_rows, pv_rows, n_kv, p0, seg_len);
     }
     return true;
+}
+
+void WebGpuBackend::encode_attention_softmax(int64_t n_rows, int64_t n_kv, int64_t group, int64_t pos0, int64_t ld,
+                                             bool v_f16, bool one_query) {
+    // Threads per row (tuning aids): 64 for prompts; 256 for one query (G rows per KV head, so few
+    // workgroups, each over thousands of positions: H100 tg128 at a depth of 3840, with the prompt
+    // kernels then, 5.04 ms per token against 5.45 with 128 and 6.14 with 64).
+    static const double wg_prompt = static_cast<double>(
+        floor_pow2(static_cast<uint64_t>(std::clamp<int64_t>(env_int("TERN_WEBGPU_ATTN_SOFTMAX_WG", 64), 32, 256))));
+    static const double wg_one = static_cast<double>(
+        floor_pow2(static_cast<uint64_t>(std::clamp<int64_t>(env_int("TERN_WEBGPU_ATTN_SOFTMAX_WG1", 256), 32, 256))));
+    struct {
+        uint32_t group, n_rows, pos0, ld;
+    } mp{u32(group), u32(n_rows), u32(pos0), u32(ld)};
+    const PipelineKey mk{"attention_prefill_softmax",
+                         "wu",
+                         {{{"WG", one_query ? wg_one : wg_prompt},
+                           {"V_F16", v_f16 ? 1.0 : 0.0},
+                           {"GROUP", static_cast<double>(group)}}}};
+    const WGPUBuffer mb[] = {attn_scores_->get()};
+    step_->dispatch(mk, mb, &mp, sizeof mp, u32(n_rows), u32(n_kv));
+}
+
+void WebGpuBackend::encode_attention_combine(const Tensor & out, uint32_t out_offset, int64_t hd, int64_t group,
+                                             int64_t n_rows, uint32_t row_block, int64_t n_kv, int64_t pos0,
+                                             int64_t seg_len) {
+    TERN_ASSERT(seg_len == cpu::k_pos_block || seg_len == cpu::k_pos_super,
+                "attention segments of %lld positions: the combine adds blocks of 32 or superblocks of 512",
+                static_cast<long long>(seg_len));
+    struct {
+        uint32_t head_dim, group, n_rows, n_head_kv, pos0, seg_len, segs_per_super, out_offset, out_stride;
+    } cp{u32(hd),      u32(group), u32(n_rows), u32(n_kv), u32(pos0), u32(seg_len), u32(cpu::k_pos_super / seg_len),
+         out_offset, u32(out.ne[0])};
+    const PipelineKey ck{"attention_prefill_combine",
+                         "rwu",
+                         {{{"WG", 256}, {"BR", static_cast<double>(row_block)}, {"GROUP", static_cast<double>(group)}}}};
+    const WGPUBuffer  cb[] = {attn_part_->get(), gpu_buffer(out)};
+    step_->dispatch(ck, cb, &cp, sizeof cp, ceil_div(n_rows * hd, 256), u32(n_kv));
 }
 
 }  // namespace tern

@@ -243,13 +243,21 @@ private:
     bool prefill_qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const QuantizedActs & a,
                                     const AttentionShape & shape, int64_t pos0);
     // Prompt attention through attention_prefill_*.wgsl (webgpu_attention_prefill.cpp); false when
-    // attention.wgsl should run (few query tokens, unless long_one: one query over a long context).
+    // attention.wgsl should run (few query tokens, unless long_one: one query over a long context
+    // that long_query_attention could not take).
     bool prefill_attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
                            int64_t pos0, bool long_one);
     // One query over a long context (attention_long_*.wgsl, webgpu_attention_long.cpp): the positions
     // spread over many workgroups; false when its workgroups or buffers would not fit this device.
     bool long_query_attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
                               int64_t pos0);
+    // Shared by both: the softmax of the n_rows score rows of each KV head in attn_scores_ (rows of
+    // ld floats), in place (one_query: the threads per row for one query's long rows); and the combine of attn_part_'s segment sums (seg_len positions each: a
+    // superblock or a block of cpu::sum_positions's order) into `out`, rows in blocks of row_block.
+    void encode_attention_softmax(int64_t n_rows, int64_t n_kv, int64_t group, int64_t pos0, int64_t ld, bool v_f16,
+                                  bool one_query);
+    void encode_attention_combine(const Tensor & out, uint32_t out_offset, int64_t hd, int64_t group, int64_t n_rows,
+                                  uint32_t row_block, int64_t n_kv, int64_t pos0, int64_t seg_len);
     // The tiling of a prefill GEMM of n_tok tokens (webgpu_prefill.cpp).
     GemmTiling gemm_tiling(int64_t n_tok) const;
     // The unit (bytes) of the subgroup matrix builtins' i8 offsets and strides on this device, found

@@ -320,7 +320,8 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
                              : long_env > 0      ? long_env
                                                  : std::min<int64_t>(k_long_query_positions, int64_t{sc_max} + 1);
     const bool    long_one = n_tok == 1 && pos0 + 1 >= long_min;
-    if (prefill_attention(out, q, kv, s, pos0, long_one)) return;  // many tokens: webgpu_attention_prefill.cpp
+    if (long_one && long_query_attention(out, q, kv, s, pos0)) return;  // webgpu_attention_long.cpp
+    if (prefill_attention(out, q, kv, s, pos0, long_one)) return;       // many tokens (or long_one's fallback)
     PipelineKey key{"attention",
                     "rrrwwu",
                     {{{"WG", static_cast<double>(wg)},
