@@ -29,5 +29,30 @@ TEST(WebGpuDataflow, PhasesInOneDispatchSeeEveryValueOfThePreviousPhase) {
     }
 }
 
+// grid_sync_probe.wgsl: persistent workgroups that all-gather a vector in every round. Every
+// workgroup must be resident at once, which a software adapter does not promise (it may run them one
+// after another), so it runs on GPUs only. The printed figure is what a phase boundary inside a
+// persistent decode kernel would cost; compare it with $TERN_WEBGPU_GAP's cost of a dispatch.
+TEST(WebGpuDataflow, PersistentWorkgroupsSeeEveryValueOfEachRound) {
+    TERN_REQUIRE_WEBGPU();
+    auto * be = dynamic_cast<WebGpuBackend *>(test::shared_webgpu().backend.get());
+    ASSERT_NE(be, nullptr);
+    if (be->context().adapter().is_cpu) GTEST_SKIP() << "software adapter: workgroups need not be resident together";
+    const char * names[] = {"counter", "tagged values", "counter + tagged values", "counter + plain values",
+                            "plain values stored after the counter (racy on purpose)"};
+    for (uint32_t groups : {32u, 128u, 256u}) {
+        for (uint32_t n : {2048u, 7168u}) {
+            for (uint32_t mode : {0u, 1u, 2u, 3u, 4u}) {
+                if (mode == 0 && n != 2048u) continue;
+                const auto r = be->grid_sync_probe(groups, n, 400, mode, 3);
+                EXPECT_EQ(r.error, 0u) << "a poll gave up (" << groups << " groups, mode " << mode << ")";
+                EXPECT_TRUE(r.all_reached) << groups << " groups, n " << n << ", mode " << mode;
+                std::printf("[          ] %u groups, %u values, %s: %.2f us per round, %llu re-reads\n", groups, n,
+                            names[mode], r.us_per_round, static_cast<unsigned long long>(r.rereads));
+            }
+        }
+    }
+}
+
 }  // namespace
 }  // namespace tern

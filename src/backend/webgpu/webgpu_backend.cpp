@@ -122,6 +122,8 @@ WebGpuBackend::WebGpuBackend(const WebGpuOptions & options)
     fuse_norms_ = !(fuse && std::string_view(fuse) == "0");
     const char * layer = std::getenv("TERN_WEBGPU_LAYER");
     layer_kernel_      = layer && std::string_view(layer) == "1";
+    const char * qkv_attn = std::getenv("TERN_WEBGPU_QKV_ATTN");
+    qkv_attention_        = !(qkv_attn && std::string_view(qkv_attn) == "0");
     probe_numerics();
     const char * sg = std::getenv("TERN_WEBGPU_SUBGROUPS");
     if (!options.subgroup_reductions || (sg && std::string_view(sg) == "0")) {
@@ -356,6 +358,44 @@ WebGpuBackend::DataflowChain WebGpuBackend::dataflow_chain(uint32_t n_phases, ui
         std::memcpy(&v, &bits, 4);
         out.last.push_back(v);
     }
+    return out;
+}
+
+WebGpuBackend::GridSyncProbe WebGpuBackend::grid_sync_probe(uint32_t groups, uint32_t n, uint32_t iters, uint32_t mode,
+                                                             int reps) {
+    TERN_ASSERT(groups > 0 && iters > 0 && reps > 0 && n <= 32 * 256 && mode <= 4, "grid_sync_probe sizes");
+    TERN_ASSERT(mode < 3 || (n % (4 * groups) == 0 && n <= 4 * 8 * 256), "grid_sync_probe: plain shares of whole vec4s");
+    const int64_t n_words = 16 + 2 * static_cast<int64_t>(iters) * std::max<uint32_t>(n, 1);
+    const int64_t n_data  = static_cast<int64_t>(iters) * std::max<uint32_t>(n, 4);
+    auto          flow    = alloc_tensor(*this, DType::i32, {n_words, 1, 1, 1}, "grid sync flow");
+    auto          data    = alloc_tensor(*this, DType::i32, {n_data, 1, 1, 1}, "grid sync data");
+    auto          result  = alloc_tensor(*this, DType::f32, {groups, 1, 1, 1}, "grid sync result");
+    const std::vector<int32_t> zeros(static_cast<size_t>(std::max(n_words, n_data)), 0);
+    const PipelineKey key{"grid_sync_probe", "wwwu", {}};
+    const WGPUBuffer  bufs[] = {gpu_buffer(flow.tensor), gpu_buffer(data.tensor), gpu_buffer(result.tensor)};
+    double            seconds = 0;
+    GridSyncProbe     out;
+    out.all_reached = true;
+    for (int rep = -1; rep < reps; ++rep) {
+        write(flow.tensor, zeros.data(), static_cast<size_t>(n_words) * 4);  // counters and tags from 0 each run
+        write(data.tensor, zeros.data(), static_cast<size_t>(n_data) * 4);
+        synchronize();
+        const uint32_t params[5] = {groups, 1, iters, n, mode};
+        const auto     t0        = std::chrono::steady_clock::now();
+        step_->dispatch(key, bufs, params, sizeof params, groups);
+        step_->flush();
+        ctx_.wait_queue_idle("running the grid sync probe");
+        if (rep >= 0) seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        std::vector<float> last(groups);
+        read(result.tensor, last.data(), last.size() * 4);
+        for (float v : last) out.all_reached = out.all_reached && v == static_cast<float>(iters);
+        uint32_t head[16] = {};  // ticket counter, error flag, .., re-reads
+        read(flow.tensor, head, sizeof head);
+        out.error |= head[1];
+        if (rep >= 0) out.rereads += head[15];
+    }
+    step_->take_dispatch_count();
+    out.us_per_round = 1e6 * seconds / (static_cast<double>(reps) * iters);
     return out;
 }
 

@@ -4,6 +4,7 @@
 #include "core/error.h"
 #include "core/log.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -22,6 +23,12 @@ StepEncoder::StepEncoder(WgpuContext & ctx, PipelineCache & pipelines) : ctx_(ct
     const char * env = std::getenv("TERN_WEBGPU_PROFILE");
     profile_         = env && std::string_view(env) == "1";
     gpu_profile_     = env && std::string_view(env) == "gpu";
+    // $TERN_WEBGPU_GAP=n[,groups]: n dependent trivial dispatches (gap_probe.wgsl, `groups`
+    // workgroups, default 1) after every dispatch; a timing aid for the cost of a dispatch boundary.
+    if (const char * gap = std::getenv("TERN_WEBGPU_GAP")) {
+        gap_dispatches_ = std::atoi(gap);
+        if (const char * comma = std::strchr(gap, ',')) gap_groups_ = static_cast<uint32_t>(std::max(1, std::atoi(comma + 1)));
+    }
     if (gpu_profile_ && !ctx_.features().timestamp_query) {
         TERN_LOG_WARN("TERN_WEBGPU_PROFILE=gpu: this device has no timestamp queries; not profiling");
         gpu_profile_ = false;
@@ -219,7 +226,36 @@ void StepEncoder::dispatch(const PipelineKey & key, std::span<const WGPUBuffer> 
     if (gpu_profile_) end_pass();  // the pass's end timestamp follows this dispatch
     ++dispatches_;
     ++serial_;
+    if (gap_dispatches_ > 0 && !gpu_profile_) record_gap_probes(offset);
     if (profile_) profile_wait(key.label());
+}
+
+void StepEncoder::record_gap_probes(uint32_t uniform_offset) {
+    if (!gap_scratch_) {
+        WGPUBufferDescriptor desc{};
+        desc.label   = wgpu_string("tern gap probe");
+        desc.usage   = WGPU_BUFFER_USAGE_STORAGE;
+        desc.size    = 256;
+        gap_scratch_ = WgpuHandle<WGPUBuffer>(wgpu().wgpuDeviceCreateBuffer(ctx_.device(), &desc));
+        WGPUBindGroupEntry entries[2]{};
+        entries[0].binding = 0;
+        entries[0].buffer  = gap_scratch_.get();
+        entries[0].size    = WGPU_WHOLE_SIZE;
+        entries[1].binding = 1;
+        entries[1].buffer  = uniforms_.get();
+        entries[1].size    = k_slot_bytes;
+        WGPUBindGroupDescriptor desc_bg{};
+        desc_bg.layout     = pipelines_.layout("wu");
+        desc_bg.entryCount = 2;
+        desc_bg.entries    = entries;
+        gap_group_         = WgpuHandle<WGPUBindGroup>(wgpu().wgpuDeviceCreateBindGroup(ctx_.device(), &desc_bg));
+    }
+    WGPUComputePipeline pipeline = pipelines_.pipeline(PipelineKey{"gap_probe", "wu", {}});
+    for (int i = 0; i < gap_dispatches_; ++i) {
+        wgpu().wgpuComputePassEncoderSetPipeline(pass_, pipeline);
+        wgpu().wgpuComputePassEncoderSetBindGroup(pass_, 0, gap_group_.get(), 1, &uniform_offset);
+        wgpu().wgpuComputePassEncoderDispatchWorkgroups(pass_, gap_groups_, 1, 1);
+    }
 }
 
 void StepEncoder::profile_wait(const std::string & label) {

@@ -69,6 +69,8 @@ public:
 
 private:
     void profile_wait(const std::string & label);
+    // $TERN_WEBGPU_GAP: the trivial dependent dispatches recorded after each dispatch.
+    void record_gap_probes(uint32_t uniform_offset);
     // Timestamp pass for the next dispatch (gpu profile): its pass, the queries, the label.
     void begin_timed_pass(const std::string & label);
     void read_timestamps(size_t n_dispatches);
@@ -106,6 +108,10 @@ private:
     std::vector<std::string>                    timed_labels_;      // this submit's timed dispatches
     std::map<std::string, std::pair<int64_t, double>> gpu_ms_;      // label -> (count, GPU ms)
     double                                      gpu_span_ms_ = 0, gpu_busy_ms_ = 0;
+    int                                         gap_dispatches_ = 0;  // $TERN_WEBGPU_GAP
+    uint32_t                                    gap_groups_     = 1;
+    WgpuHandle<WGPUBuffer>                      gap_scratch_;
+    WgpuHandle<WGPUBindGroup>                   gap_group_;
 };
 
 }  // namespace tern
