@@ -43,6 +43,27 @@ bool WebGpuBackend::try_qkv_attention(const LayerWeights & w, const LayerTensors
     uint32_t       wg       = std::max<uint32_t>({std::min(floor_pow2(wg_env), wg_limit), u32(k / 32), u32(hd / 2)});
     if ((wg & (wg - 1)) != 0) wg = floor_pow2(wg) * 2;
     if (wg > wg_limit) return false;
+    // Attention's tiled scores (as WebGpuBackend::attention for one query) and what is left of the
+    // workgroup memory for the scores: acts, lane_sums, slot_dots and cur_q / k / v, the reductions
+    // (wg_reduce's two, sum_squares'), probs and blk_sum, qh, pv_sum, the K tile and kpart. Where
+    // 256 scores do not fit, half the threads (half the tile), as attention() does.
+    const bool     k_f16 = kv.k.type == DType::f16, v_f16 = kv.v.type == DType::f16;
+    const uint32_t hw    = u32(k_f16 ? hd / 2 : hd);  // u32 words per head of a K row
+    const uint32_t ts    = score_threads(hw, k_f16);
+    const uint64_t storage = lim.maxComputeWorkgroupStorageSize;
+    const auto     fixed_bytes = [&](uint32_t g, uint32_t tile_words) {
+        return uint64_t(k) + (uint64_t{g} + 64) * 4 + 6ull * hd * 4 + uint64_t{g} * (4 + 8 + 4) + 256 * 4 + 8 * 4 +
+               uint64_t(hd) * 4 + 8ull * (hd / 2) * 8 + uint64_t{tile_words} * 4 + uint64_t{g} * 4;
+    };
+    while (wg > 256 && wg / 2 >= std::max<uint32_t>(u32(k / 32), u32(hd / 2)) &&
+           storage < fixed_bytes(wg, wg / ts * (hw + 1)) + 256 * 4) {
+        wg /= 2;
+    }
+    if (ts > wg) return false;
+    const uint32_t tile  = wg / ts * (hw + 1);
+    const uint64_t fixed = fixed_bytes(wg, tile);
+    if (storage < fixed + 256 * 4) return false;
+    const uint32_t sc_max = static_cast<uint32_t>(std::min<uint64_t>((storage - fixed) / 4 / 256 * 256, 2048));
     // Lanes per weight row: at least 8 ($TERN_WEBGPU_QKV_ATTN_LANES), more while a lane would hold
     // more than 10 vec4s of a row or a pass's rows (wg / lanes) would not divide head_dim.
     static const uint32_t lanes_env = env_or("TERN_WEBGPU_QKV_ATTN_LANES", 8);
@@ -51,29 +72,19 @@ bool WebGpuBackend::try_qkv_attention(const LayerWeights & w, const LayerTensors
     const uint32_t rows = wg / lanes;
     if (k / 64 > int64_t{10} * lanes || rows < 4 || rows % 4 != 0 || hd % rows != 0) return false;
 
-    // Attention's tiled scores (as WebGpuBackend::attention for one query) and what is left of the
-    // workgroup memory for the scores: acts, lane_sums, slot_dots and cur_q / k / v, the reductions
-    // (wg_reduce's two, sum_squares'), probs and blk_sum, qh, pv_sum, the K tile and kpart.
-    const bool     k_f16 = kv.k.type == DType::f16, v_f16 = kv.v.type == DType::f16;
-    const uint32_t hw    = u32(k_f16 ? hd / 2 : hd);  // u32 words per head of a K row
-    const uint32_t ts    = score_threads(hw, k_f16);
-    if (ts > wg) return false;
-    const uint32_t tile    = wg / ts * (hw + 1);
-    const uint64_t fixed   = uint64_t(k) + (uint64_t{wg} + 64) * 4 + 6ull * hd * 4 + uint64_t{wg} * (4 + 8 + 4) +
-                           256 * 4 + 8 * 4 + uint64_t(hd) * 4 + 8ull * (hd / 2) * 8 + uint64_t{tile} * 4 +
-                           uint64_t{wg} * 4;
-    const uint64_t storage = lim.maxComputeWorkgroupStorageSize;
-    if (storage < fixed + 256 * 4) return false;
-    const uint32_t sc_max = static_cast<uint32_t>(std::min<uint64_t>((storage - fixed) / 4 / 256 * 256, 2048));
     // Positions this kernel keeps scores for, and not past where attention() would take the
     // long-context kernels (there the attention runs on its own).
     if (pos0 + 1 > int64_t{sc_max} || pos0 + 1 >= long_query_positions(sc_max)) return false;
+    // att_k reads a row nothing writes (row 0, or 1 at position 0) in place of the current one.
+    if (kv.k.ne[1] < 2 || kv.v.ne[1] < 2) return false;
 
     const uint32_t k_el = k_f16 ? 2 : 4, v_el = v_f16 ? 2 : 4;
     const uint32_t k_off = gpu_offset(kv.k, k_el), v_off = gpu_offset(kv.v, v_el);
     const uint64_t k_row_el = uint64_t{k_off} + static_cast<uint64_t>(pos0) * n_kv;
     const uint64_t v_row_el = uint64_t{v_off} + static_cast<uint64_t>(pos0) * n_kv;
     if ((k_f16 && k_row_el % 2) || (v_f16 && v_row_el % 2)) return false;  // rows of whole u32 words
+    const uint64_t safe      = pos0 == 0 ? 1 : 0;
+    const uint64_t k_safe_el = uint64_t{k_off} + safe * n_kv, v_safe_el = uint64_t{v_off} + safe * n_kv;
 
     const RopeTable &   rope = rope_table(s.n_rot, s.rope_freq_base, pos0 + 1);
     const DecodeSource  src  = decode_source(t.a_embd, &t.x, w.attn_norm);
@@ -85,7 +96,7 @@ bool WebGpuBackend::try_qkv_attention(const LayerWeights & w, const LayerTensors
         uint32_t src_offset, scale_offset, scales_offset, oscales_offset, head_dim, n_rot, n_head, n_head_kv, pos0,
             n_embd_kv, k_offset, v_offset;
         float    scale;
-        uint32_t k_row, v_row, out_offset, stats_in, stats_out;
+        uint32_t k_row, v_row, k_safe_row, v_safe_row, out_offset, stats_in, stats_out;
     } p{eps,
         src.offset,
         src.scale_offset,
@@ -102,6 +113,8 @@ bool WebGpuBackend::try_qkv_attention(const LayerWeights & w, const LayerTensors
         s.scale,
         static_cast<uint32_t>(k_f16 ? k_row_el / 2 : k_row_el),
         static_cast<uint32_t>(v_f16 ? v_row_el / 2 : v_row_el),
+        static_cast<uint32_t>(k_f16 ? k_safe_el / 2 : k_safe_el),
+        static_cast<uint32_t>(v_f16 ? v_safe_el / 2 : v_safe_el),
         gpu_offset(t.attn, 4),
         in.value_or(0),
         out_slot};
@@ -118,9 +131,6 @@ bool WebGpuBackend::try_qkv_attention(const LayerWeights & w, const LayerTensors
     key.add("TILE", static_cast<double>(tile));
     key.add("KPART", static_cast<double>(wg));
     key.add("SC_MAX", static_cast<double>(sc_max));
-    // $TERN_WEBGPU_QKV_ATTN_PIPE: passes whose weight loads are in flight at once (1 .. 3, a tuning aid).
-    static const uint32_t pipe = std::clamp<uint32_t>(env_or("TERN_WEBGPU_QKV_ATTN_PIPE", 3), 1, 3);
-    if (pipe != 3) key.add("PIPE", static_cast<double>(pipe));
     if (const_uniforms_ & 2) key.add("QKV_N_ROT", static_cast<double>(s.n_rot));
     if (const_uniforms_ & 4) {  // attention's first loads without the uniform (lib/attention_core.wgsl)
         if (k_off == 0) key.add("ATT_K_AT", 0.0);

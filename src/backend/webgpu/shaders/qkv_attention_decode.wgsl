@@ -11,11 +11,18 @@ requires packed_4x8_integer_dot_product;
 // order.
 //
 // The workgroup's rows are visited in passes of R = WG / LANES rows (q's slots, then k's, then
-// v's, each in lib/qkv_store.wgsl's slot order); the weight loads of PIPE passes are in flight at
-// once (the first ones with the prologue's loads), each pass's lane sums go to slot_dots, and
+// v's, each in lib/qkv_store.wgsl's slot order); the weight loads of three passes are in flight at
+// once (the first three with the prologue's loads), each pass's lane sums go to slot_dots, and
 // invocation u < 3 HD / 4 finishes slots 4u .. 4u + 3 at the end. The first query head of each KV
 // head writes the new K / V rows to the cache; every workgroup keeps them in workgroup memory,
 // where attention reads the current position (older positions come from the cache).
+//
+// Two things that cost a load's whole round trip each time, found on an H200 (a first version ran
+// at 547 instead of 782 tokens/s, and slower still deeper into the context): a register array
+// filled by loads under a run-time branch, or copied from one that was, waits for those loads where
+// the branch joins (the copy needs their values). So the passes' words are loaded straight into
+// three variables in a loop unrolled by three, and attention's K / V reads are branch-free
+// (att_k: both loads issued, one picked).
 //
 //   wq: codes [N][K/64] vec4<u32> | scales [N] | output scales [N], N = (n_head + 2 n_head_kv) hd
 //   src: x [K] f32 bits   src_scale: attn_norm [K] f32   rope: [pos][n_rot/2] (cos, sin) f32
@@ -46,7 +53,6 @@ override V_F16: bool = true;
 override HD: u32 = 128u;      // head_dim (= p.head_dim)
 override N_HEAD: u32 = 20u;   // (= p.n_head, p.n_head_kv: constants, so the weight rows need no uniform read)
 override N_HEAD_KV: u32 = 5u;
-override PIPE: u32 = 3u;      // passes whose weight loads are in flight at once (1 .. 3)
 // Attention's (lib/attention_core.wgsl, attention.wgsl):
 override CHUNK: u32 = 256u;
 override HD_MAX: u32 = 128u;
@@ -75,6 +81,8 @@ struct Params {
     scale: f32,           // 1 / sqrt(head_dim)
     k_row: u32,           // u32 index of the current position's K row (all KV heads) in k_cache
     v_row: u32,
+    k_safe_row: u32,      // u32 index of a K row that nothing writes in this dispatch (V likewise)
+    v_safe_row: u32,
     out_offset: u32,      // f32 index of out[0]
     stats_in: u32,        // f32 index in norm_stats of x's block sums (STATS_IN)
     stats_out: u32,       // f32 index in norm_stats where the output's block sums go (STATS_OUT)
@@ -99,8 +107,13 @@ var<workgroup> cur_q: array<f32, HD>;           // this head's q
 var<workgroup> cur_k: array<u32, HD>;           // the current position's K / V row words of the KV head
 var<workgroup> cur_v: array<u32, HD>;
 
-var<private> cur_k_word: u32;  // u32 index in k_cache of the KV head's current K row (V likewise)
+var<private> cur_k_word: u32;   // u32 index in k_cache of the KV head's current K row (V likewise)
 var<private> cur_v_word: u32;
+var<private> safe_k_word: u32;  // the same columns of a row nothing writes in this dispatch
+var<private> safe_v_word: u32;
+
+override KW: u32 = select(HD, HD / 2u, K_F16);  // u32 words of one head's K row (V likewise)
+override VW: u32 = select(HD, HD / 2u, V_F16);
 
 // lib/qkv_store.wgsl: q stays here, the new K / V words also go to workgroup memory.
 fn store_q(tok: u32, i: u32, v: f32) { cur_q[i % HD] = v; }
@@ -113,19 +126,23 @@ fn kv_word_stored(is_k: bool, w: u32, word: u32) {
     }
 }
 
-// lib/attention_core.wgsl: q and the current position's rows from workgroup memory.
+// lib/attention_core.wgsl: q and the current position's rows from workgroup memory. Branch-free:
+// the cache word is always loaded (from the safe row in place of the current one, which the first
+// query head of the KV head may be writing) and the workgroup's copy picked where it applies.
 fn att_q(t: u32, i: u32) -> f32 { return cur_q[i % HD]; }
 
 fn att_k(w: u32) -> u32 {
-    let r = w - cur_k_word;
-    if (r < select(HD, HD / 2u, K_F16)) { return cur_k[r]; }
-    return k_cache[w];
+    let r   = w - cur_k_word;
+    let cur = r < KW;
+    let g   = k_cache[select(w, safe_k_word + r, cur)];
+    return select(g, cur_k[min(r, KW - 1u)], cur);
 }
 
 fn att_v(w: u32) -> u32 {
-    let r = w - cur_v_word;
-    if (r < select(HD, HD / 2u, V_F16)) { return cur_v[r]; }
-    return v_cache[w];
+    let r   = w - cur_v_word;
+    let cur = r < VW;
+    let g   = v_cache[select(w, safe_v_word + r, cur)];
+    return select(g, cur_v[min(r, VW - 1u)], cur);
 }
 
 fn att_out(t: u32, i: u32, v: f32) { out[p.out_offset + i] = v; }
@@ -153,22 +170,29 @@ fn prefetch_pass(ps: u32, lid: u32, h: u32) -> RowWords {
     return prefetch_row(slot_row(ps * R + lid / LANES, h), lid % LANES, LANES, K);
 }
 
+// Pass ps's row dots from every lane's partial into slot_dots (every invocation calls it: barriers).
+fn pass_dots(lid: u32, ps: u32, partial: i32) {
+    let d = reduce_rows(lid, partial, LANES);
+    if (lid < R) { slot_dots[ps * R + lid] = d; }
+    workgroupBarrier();  // lane_sums is reused by the next pass
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let h    = wid.x;
     let kvh  = h / (N_HEAD / N_HEAD_KV);
     let lane = lid % LANES;
     kv_cache_writer = h % (N_HEAD / N_HEAD_KV) == 0u;
-    cur_k_word = p.k_row + kvh * select(HD, HD / 2u, K_F16);
-    cur_v_word = p.v_row + kvh * select(HD, HD / 2u, V_F16);
+    cur_k_word  = p.k_row + kvh * KW;
+    cur_v_word  = p.v_row + kvh * VW;
+    safe_k_word = p.k_safe_row + kvh * KW;
+    safe_v_word = p.v_safe_row + kvh * VW;
 
-    // The prologue's loads, then the first passes' weights (as qkv_decode_rows: x first).
+    // The prologue's loads, then the first three passes' weights (as qkv_decode_rows: x first).
     let xin = stage_load(lid, K);
     var w0 = prefetch_pass(0u, lid, h);
-    var w1: RowWords;
-    var w2: RowWords;
-    if (PIPE > 1u && N_PASS > 1u) { w1 = prefetch_pass(1u, lid, h); }
-    if (PIPE > 2u && N_PASS > 2u) { w2 = prefetch_pass(2u, lid, h); }
+    var w1 = prefetch_pass(1u, lid, h);
+    var w2 = prefetch_pass(2u, lid, h);
     // The finishing invocations' scales and RoPE pairs, loaded with the weights.
     let c = 4u * lid;  // the first slot invocation lid finishes (lid < 3 HD / 4)
     var sc: array<vec2<f32>, 4>;
@@ -179,19 +203,19 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     let as_ = stage_activations_from(lid, K, xin);
 
-    // The passes: pass ps's words are in slot ps % PIPE; after taking them, that slot's loads for
-    // pass ps + PIPE are issued.
-    for (var ps = 0u; ps < N_PASS; ps++) {
-        var cur: RowWords;
-        let slot = ps % PIPE;
-        if (slot == 0u) { cur = w0; } else if (slot == 1u) { cur = w1; } else { cur = w2; }
-        if (ps + PIPE < N_PASS) {
-            let nx = prefetch_pass(ps + PIPE, lid, h);
-            if (slot == 0u) { w0 = nx; } else if (slot == 1u) { w1 = nx; } else { w2 = nx; }
-        }
-        let d = reduce_rows(lid, row_dot(cur, lane, LANES, K), LANES);
-        if (lid < R) { slot_dots[ps * R + lid] = d; }
-        workgroupBarrier();  // lane_sums is reused by the next pass
+    // The passes, three at a time (N_PASS is a multiple of 3): each variable's words are dotted,
+    // then it takes the loads of the pass three ahead (clamped to the last: past the end they are
+    // loaded again and not used, so that no load sits under a branch).
+    for (var ps = 0u; ps < N_PASS; ps += 3u) {
+        let d0 = row_dot(w0, lane, LANES, K);
+        w0 = prefetch_pass(min(ps + 3u, N_PASS - 1u), lid, h);
+        pass_dots(lid, ps, d0);
+        let d1 = row_dot(w1, lane, LANES, K);
+        w1 = prefetch_pass(min(ps + 4u, N_PASS - 1u), lid, h);
+        pass_dots(lid, ps + 1u, d1);
+        let d2 = row_dot(w2, lane, LANES, K);
+        w2 = prefetch_pass(min(ps + 5u, N_PASS - 1u), lid, h);
+        pass_dots(lid, ps + 2u, d2);
     }
 
     if (lid < 3u * HD / 4u) {
