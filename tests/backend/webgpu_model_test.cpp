@@ -279,54 +279,6 @@ TEST(WebGpuModel, LayerKernelDecodingMatchesCpu) {
     EXPECT_EQ(be->layer_dispatches() - before, 2 * (20 + 12));
 }
 
-// qkv_attention_decode.wgsl (norm_qkv_rope_kv_append + attention of one token in one dispatch)
-// against the two kernels it replaces, on the same device: the logits of every decoded token bit
-// for bit (the same library code in the same order), with f16 and f32 caches, over positions that
-// cross the first K tile (64 positions); run_both checks the default (fused) path against the CPU.
-TEST(WebGpuModel, QkvAttentionKernelGivesTheTwoKernelsBits) {
-    TERN_REQUIRE_WEBGPU();
-    auto * be = dynamic_cast<WebGpuBackend *>(test::shared_webgpu().backend.get());
-    ASSERT_NE(be, nullptr);
-    struct Restore {
-        WebGpuBackend * be;
-        ~Restore() { be->set_qkv_attention(true); }
-    } restore{be};
-    const GgufFile file = GgufFile::open(synth_model("i2s", DType::i2_s, DType::f16));
-    auto           m    = BitnetModel::load(file, *be);
-    const int64_t  nv   = m->config().n_vocab;
-    const auto     prompt = some_tokens(57, 256);
-    constexpr int  k_steps = 12;
-    for (DType cache : {DType::f16, DType::f32}) {
-        SCOPED_TRACE(cache == DType::f16 ? "f16 cache" : "f32 cache");
-        // Prompt (prefill kernels), then k_steps decoded tokens: their logits one after another.
-        const auto decode = [&](bool fused) {
-            be->set_qkv_attention(fused);
-            SessionOptions so;
-            so.n_ctx  = 128;
-            so.type_k = so.type_v = cache;
-            Session s(*m, so);
-            s.eval(prompt);
-            std::vector<float> all;
-            for (int i = 0; i < k_steps; ++i) {
-                const int32_t next[1] = {argmax(s.logits())};
-                s.eval(next);
-                all.insert(all.end(), s.logits().begin(), s.logits().end());
-            }
-            return all;
-        };
-        const int64_t before = be->qkv_attention_dispatches();
-        const auto    fused  = decode(true);
-        EXPECT_EQ(be->qkv_attention_dispatches() - before, m->config().n_layer * k_steps) << "the kernel did not run";
-        const auto two = decode(false);
-        EXPECT_EQ(be->qkv_attention_dispatches() - before, m->config().n_layer * k_steps) << "ran while turned off";
-        ASSERT_EQ(fused.size(), static_cast<size_t>(nv * k_steps));
-        ASSERT_EQ(two.size(), fused.size());
-        size_t differ = 0;
-        for (size_t i = 0; i < fused.size(); ++i) differ += fused[i] != two[i];
-        EXPECT_EQ(differ, 0u) << "logits that differ between one kernel and two";
-    }
-}
-
 // The reductions of the decode prologues, attention and the prompt softmax: the shared backend takes
 // the subgroup variants wherever the adapter has subgroups (SwiftShader: 4 wide), so the other tests
 // run those; here the barrier-tree variants (subgroup_reductions = false) against the CPU too.

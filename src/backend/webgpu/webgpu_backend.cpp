@@ -122,8 +122,6 @@ WebGpuBackend::WebGpuBackend(const WebGpuOptions & options)
     fuse_norms_ = !(fuse && std::string_view(fuse) == "0");
     const char * layer = std::getenv("TERN_WEBGPU_LAYER");
     layer_kernel_      = layer && std::string_view(layer) == "1";
-    const char * qkv_attn = std::getenv("TERN_WEBGPU_QKV_ATTN");
-    qkv_attention_        = !(qkv_attn && std::string_view(qkv_attn) == "0");
     probe_numerics();
     const char * sg = std::getenv("TERN_WEBGPU_SUBGROUPS");
     if (!options.subgroup_reductions || (sg && std::string_view(sg) == "0")) {

@@ -224,11 +224,6 @@ public:
     // One dispatch per decoded layer (layer_decode.wgsl) instead of five: off by default (slower on
     // an H200: 351 vs 452 tokens/s, see the README), on with $TERN_WEBGPU_LAYER=1 or this setter.
     void set_layer_kernel(bool on) { layer_kernel_ = on; }
-    // norm_qkv_rope_kv_append + attention of one decoded token as one dispatch
-    // (qkv_attention_decode.wgsl) where it applies: on by default; off ($TERN_WEBGPU_QKV_ATTN=0 too),
-    // the two kernels. For tests and A/B timing.
-    void set_qkv_attention(bool on) { qkv_attention_ = on; }
-    int64_t qkv_attention_dispatches() const { return qkv_attention_dispatches_; }
     // layer_decode.wgsl's error flag: non-zero when a poll gave up (its values were garbage). Waits.
     uint32_t layer_flow_error();
     int64_t  layer_dispatches() const { return layer_dispatches_; }
@@ -325,15 +320,6 @@ private:
     bool try_decode_layer(const LayerWeights & w, const LayerTensors & t, const KvLayer & kv, float eps,
                           FfnActivation act, const AttentionShape & shape, int64_t pos0);
     const GpuBuffer & layer_norms(const LayerWeights & w);
-    // norm_qkv_rope_kv_append and attention of one token as one dispatch (qkv_attention_decode.wgsl,
-    // webgpu_qkv_attention.cpp): true when encoded (t.attn then holds the attention output; t.q is
-    // not written), false when it does not apply (the two kernels run).
-    bool try_qkv_attention(const LayerWeights & w, const LayerTensors & t, const KvLayer & kv, float eps,
-                           const AttentionShape & shape, int64_t pos0);
-    // Positions (the query's included) from which one query's attention takes the long-context
-    // kernels: WebGpuOptions::long_attention_positions, else $TERN_WEBGPU_ATTN_LONG, else 800 or
-    // sc_max + 1 (past the scores a one-query kernel keeps), whichever is smaller.
-    int64_t long_query_positions(uint32_t sc_max) const;
     // The decode LM head (F16 table, one token); returns false when it does not apply.
     // argmax_only: f32 sums + bounds for argmax_exact.wgsl (norm_lm_head_argmax), logits not exact.
     bool try_decode_head(const Tensor & logits, const GpuTable & head, const Tensor & h_or_x, const GpuNorm * norm,
@@ -368,7 +354,6 @@ private:
     std::string   subgroup_note_;  // why the subgroup reductions are not used; "" when they are
     bool          fuse_norms_  = true;  // $TERN_WEBGPU_FUSE=0 turns the fused decode prologues off
     bool          layer_kernel_ = false;  // $TERN_WEBGPU_LAYER=1 (set_layer_kernel)
-    bool          qkv_attention_ = true;  // $TERN_WEBGPU_QKV_ATTN=0 (set_qkv_attention) turns it off
     // The decode LM head also writes the argmax's first stage (chunk winners of 64 rows) for the
     // logits it produced; argmax() right after it only runs the final stage.
     struct HeadPartials {
@@ -449,7 +434,6 @@ private:
     uint32_t                                       flow_tag_ = 0; // the last layer dispatch's tag
     std::array<uint32_t, 7>                        flow_done_{};  // its completion counters' values
     int64_t                                        layer_dispatches_ = 0;
-    int64_t                                        qkv_attention_dispatches_ = 0;
     int64_t                                        layer_checked_ = 0;  // layer_dispatches_ at the last flag check
     std::unique_ptr<GpuBuffer>                     attn_scores_;  // prompt attention scores / probabilities
     std::unique_ptr<GpuBuffer>                     attn_part_;    // prompt attention segment sums

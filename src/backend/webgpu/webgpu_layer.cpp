@@ -17,12 +17,6 @@ namespace tern {
 void WebGpuBackend::transformer_layer(const LayerWeights & w, const LayerTensors & t, const KvLayer & kv, float eps,
                                       FfnActivation act, const AttentionShape & shape, int64_t pos0) {
     if (try_decode_layer(w, t, kv, eps, act, shape, pos0)) return;
-    if (try_qkv_attention(w, t, kv, eps, shape, pos0)) {  // then the rest as Backend::transformer_layer
-        norm_bitlinear(t.x, *w.attn_output, t.a_q, t.attn, *w.attn_sub_norm, eps, /*accumulate=*/true);
-        norm_gate_up(t.ffn, *w.ffn_gate_up, t.a_embd, t.x, *w.ffn_norm, eps, act);
-        norm_bitlinear(t.x, *w.ffn_down, t.a_ff, t.ffn, *w.ffn_sub_norm, eps, /*accumulate=*/true);
-        return;
-    }
     Backend::transformer_layer(w, t, kv, eps, act, shape, pos0);
 }
 

@@ -53,7 +53,6 @@ std::string_view WebGpuBackend::ternary_shader(std::string_view base) const {
     if (base == "gate_up_decode") return dot4_native_ ? "gate_up_decode" : "gate_up_decode_nodp4";
     if (base == "qkv_rope_decode") return dot4_native_ ? "qkv_rope_decode" : "qkv_rope_decode_nodp4";
     if (base == "layer_decode") return dot4_native_ ? "layer_decode" : "layer_decode_nodp4";
-    if (base == "qkv_attention_decode") return dot4_native_ ? "qkv_attention_decode" : "qkv_attention_decode_nodp4";
     if (base == "lm_head_i8_argmax") return dot4_native_ ? "lm_head_i8_argmax" : "lm_head_i8_argmax_nodp4";
     TERN_ASSERT(false, "no ternary shader '%.*s'", static_cast<int>(base.size()), base.data());
     return {};
@@ -313,7 +312,14 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
     // (webgpu_attention_long.cpp; H200 2B4T, tg128 at a depth of 1024: 2.23 ms per token against
     // 2.45, at 512: 2.02 against 1.86; the two cross near 800 positions). WebGpuOptions::
     // long_attention_positions or $TERN_WEBGPU_ATTN_LONG (positions; a tuning aid) moves the switch.
-    const bool long_one = n_tok == 1 && pos0 + 1 >= long_query_positions(sc_max);
+    static const int64_t long_env = [] {
+        const char * env = std::getenv("TERN_WEBGPU_ATTN_LONG");
+        return env && *env ? std::atoll(env) : int64_t{0};
+    }();
+    const int64_t long_min = long_attention_ > 0 ? long_attention_
+                             : long_env > 0      ? long_env
+                                                 : std::min<int64_t>(k_long_query_positions, int64_t{sc_max} + 1);
+    const bool    long_one = n_tok == 1 && pos0 + 1 >= long_min;
     if (long_one && long_query_attention(out, q, kv, s, pos0)) return;  // webgpu_attention_long.cpp
     if (prefill_attention(out, q, kv, s, pos0, long_one)) return;       // many tokens (or long_one's fallback)
     PipelineKey key{"attention",
@@ -342,16 +348,6 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
     const WGPUBuffer bufs[] = {gpu_buffer(q), gpu_buffer(kv.k), gpu_buffer(kv.v), gpu_buffer(out), stats_buffer()};
     step_->dispatch(key, bufs, &p, sizeof p, u32(s.n_head), u32(n_tok));
     if (stats_out) stats_written(out, out_slot);
-}
-
-int64_t WebGpuBackend::long_query_positions(uint32_t sc_max) const {
-    static const int64_t long_env = [] {
-        const char * env = std::getenv("TERN_WEBGPU_ATTN_LONG");
-        return env && *env ? std::atoll(env) : int64_t{0};
-    }();
-    if (long_attention_ > 0) return long_attention_;
-    if (long_env > 0) return long_env;
-    return std::min<int64_t>(k_long_query_positions, int64_t{sc_max} + 1);
 }
 
 WGPUBuffer WebGpuBackend::argmax_partials(size_t n_bytes) {

@@ -1,5 +1,5 @@
 // Dataflow between the workgroups of one dispatch: lets one dispatch run several dependent phases
-// (a whole decode layer) without the ~5 µs a dispatch boundary costs on a GPU.
+// (a whole decode layer) without a dispatch boundary between them (~2.1 µs of GPU time each on an H200).
 //
 // WGSL gives no device-scope fence: a workgroup cannot make its plain stores visible to another
 // workgroup in order, and atomics are relaxed. So every value that crosses workgroups inside a

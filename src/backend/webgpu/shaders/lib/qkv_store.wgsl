@@ -28,24 +28,17 @@ fn slot_dim(j: u32) -> u32 {
     return 2u * (j >> 2u) + (e & 1u) + (e >> 1u) * (n_rot / 2u);
 }
 
-// Whether store_kv writes the cache (kv_word_stored is called either way): a kernel whose
-// workgroups compute the same K / V rows several times (qkv_attention_decode.wgsl) lets one of them
-// write, so that no cache word has two writers.
-var<private> kv_cache_writer: bool = true;
-
 // Stores two consecutive cache elements (e even) of one position.
 fn store_kv(is_k: bool, e: u32, a: f32, b: f32) {
     if (is_k) {
         if (K_F16) {
             let w = (p.k_offset + e) / 2u;
             let word = pack_f16x2(a, b);
-            if (kv_cache_writer) { k_cache[w] = word; }
+            k_cache[w] = word;
             kv_word_stored(true, w, word);
         } else {
-            if (kv_cache_writer) {
-                k_cache[p.k_offset + e]      = bitcast<u32>(a);
-                k_cache[p.k_offset + e + 1u] = bitcast<u32>(b);
-            }
+            k_cache[p.k_offset + e]      = bitcast<u32>(a);
+            k_cache[p.k_offset + e + 1u] = bitcast<u32>(b);
             kv_word_stored(true, p.k_offset + e, bitcast<u32>(a));
             kv_word_stored(true, p.k_offset + e + 1u, bitcast<u32>(b));
         }
@@ -53,13 +46,11 @@ fn store_kv(is_k: bool, e: u32, a: f32, b: f32) {
         if (V_F16) {
             let w = (p.v_offset + e) / 2u;
             let word = pack_f16x2(a, b);
-            if (kv_cache_writer) { v_cache[w] = word; }
+            v_cache[w] = word;
             kv_word_stored(false, w, word);
         } else {
-            if (kv_cache_writer) {
-                v_cache[p.v_offset + e]      = bitcast<u32>(a);
-                v_cache[p.v_offset + e + 1u] = bitcast<u32>(b);
-            }
+            v_cache[p.v_offset + e]      = bitcast<u32>(a);
+            v_cache[p.v_offset + e + 1u] = bitcast<u32>(b);
             kv_word_stored(false, p.v_offset + e, bitcast<u32>(a));
             kv_word_stored(false, p.v_offset + e + 1u, bitcast<u32>(b));
         }
