@@ -133,6 +133,8 @@ WebGpuBackend::WebGpuBackend(const WebGpuOptions & options)
     }
     // The 32-invocation teams of lib/sum_squares.wgsl shuffle where subgroups are that wide.
     if (subgroup_note_.empty() && ctx_.adapter().subgroup_min >= 32) pipelines_.set_constant("SG32", 1.0);
+    // lib/attention_core.wgsl's score rows gathered by shuffles need them at least that wide.
+    if (subgroup_note_.empty()) pipelines_.set_constant("SG_MIN", static_cast<double>(ctx_.adapter().subgroup_min));
     const char * stats = std::getenv("TERN_WEBGPU_NORM_STATS");
     norm_stats_on_     = !(stats && std::string_view(stats) == "0");
     const char * offsets = std::getenv("TERN_WEBGPU_CONST_OFFSETS");

@@ -158,6 +158,29 @@ fn load_k_tile(lid: u32, c0: u32, rows: u32, hw: u32, kv_base: u32) -> array<u32
     return k;
 }
 
+// The tiled scores with the K words in registers where a row's S invocations share a subgroup
+// (the _sg variants, S <= SG_MIN, the adapter's smallest subgroup, which the host sets):
+// invocation (r, j) = (lid / S, lid % S) loads the words of block j of row r straight into
+// registers (load_k_regs: the S invocations of a row read its contiguous words) and the row's S
+// block sums are gathered in order from its S lanes by shuffles, so a tile needs no staging in
+// workgroup memory and no barrier (the same sums in the same order: the same bits). Off
+// ($TERN_WEBGPU_CONST=K_REGS=0) or where subgroups are narrower: the K tile in workgroup memory.
+override K_REGS: bool = true;
+override SG_MIN: u32 = 0u;
+fn k_regs() -> bool { return K_REGS && WG_REDUCE_SG && S <= SG_MIN; }
+
+// This invocation's words of its row in the tile of `rows` positions from c0 (k_regs): block
+// lid % S of row c0 + lid / S. Rows and words past the tile are clamped to its last ones (loaded,
+// not used), so that no load sits under a branch.
+fn load_k_regs(lid: u32, c0: u32, rows: u32, hw: u32, kv_base: u32) -> array<u32, 16> {
+    var k: array<u32, 16>;
+    let r  = min(lid / S, rows - 1u);
+    let e0 = att_k_at() + (c0 + r) * att_row() + kv_base;  // element index of k[c0 + r][0]
+    let w0 = select(e0, e0 / 2u, K_F16);
+    for (var w = 0u; w < WPT; w++) { k[w] = att_k(w0 + min((lid % S) * WPT + w, hw - 1u)); }
+    return k;
+}
+
 // The tiled scores load the next tile's K words into registers while the current tile is summed
 // (its loads then overlap the sums instead of following them). H100 tg128 at a depth of 512: 1.94
 // ms per token against 2.07 with each tile loaded when its turn comes ($TERN_WEBGPU_CONST=K_PIPE=0,
@@ -183,7 +206,13 @@ fn attend(lid: u32, h: u32, t: u32) {
     let hw = select(HD, HD / 2u, K_F16);  // u32 words per K row
     let kc = min(WG / S, TILE / (hw + 1u));  // positions per tile (the host may shrink TILE)
     var k0: array<u32, 16>;
-    if (K_AHEAD && TILED) { k0 = load_k_tile(lid, 0u, min(kc, rows_ahead(n, ATT_K_AT)), hw, kv_base); }
+    if (K_AHEAD && TILED) {
+        if (k_regs()) {
+            k0 = load_k_regs(lid, 0u, min(kc, rows_ahead(n, ATT_K_AT)), hw, kv_base);
+        } else {
+            k0 = load_k_tile(lid, 0u, min(kc, rows_ahead(n, ATT_K_AT)), hw, kv_base);
+        }
+    }
     for (var d = lid; d < hd; d += WG) {
         let v = att_q(t, h * hd + d);
         qh[d] = select(v, round_f16(v), K_F16);
@@ -208,6 +237,35 @@ fn attend(lid: u32, h: u32, t: u32) {
         // the S block sums are added in order (cpu::dot_blocked16).
         for (var c0 = 0u; c0 < n; c0 += kc) {
             let cn = min(kc, n - c0);
+            if (k_regs()) {
+                var kr: array<u32, 16>;
+                if ((K_AHEAD && c0 == 0u) || (K_PIPE && c0 > 0u)) {
+                    kr = k0;
+                } else {
+                    kr = load_k_regs(lid, c0, cn, hw, kv_base);
+                }
+                if (K_PIPE && c0 + kc < n) { k0 = load_k_regs(lid, c0 + kc, min(kc, n - c0 - kc), hw, kv_base); }
+                let r = lid / S;
+                let j = lid % S;
+                var a = 0.0;
+                for (var w = 0u; w < WPT; w++) {
+                    let wi = j * WPT + w;
+                    if (wi < hw) { a = score_add(a, kr[w], wi); }
+                }
+                // The row's first lane: subgroups are aligned runs of invocations (checked by the
+                // host before it takes the _sg variants), S divides their size.
+                let lane0 = (lid - j) & (sg_size() - 1u);
+                var sum   = sg_shuffle(a, lane0);
+                for (var jj = 1u; jj < S; jj++) { sum = sum + sg_shuffle(a, lane0 + jj); }
+                if (j == 0u && r < cn) {
+                    let sv = mul_rn(sum, p.scale);  // not fused into score - max
+                    sc[c0 + r] = sv;
+                    m = max(m, sv);
+                    any = true;
+                }
+                if (ATTN_STOP == 4u) { break; }
+                continue;
+            }
             workgroupBarrier();  // the previous tile is consumed
             if ((K_AHEAD && c0 == 0u) || (K_PIPE && c0 > 0u)) {
                 for (var u = 0u; u < 16u; u++) {
