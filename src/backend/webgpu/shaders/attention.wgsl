@@ -11,9 +11,11 @@
 // Bindings: 0 q (read), 1 k_cache (read), 2 v_cache (read), 3 out (read_write), 4 norm_stats
 // (read_write), 5 params (uniform)
 // Dispatch: (n_head, T, 1). One workgroup per (head, token):
-//   scores: up to SC_MAX positions (decode; TILED_UPTO), in tiles of WG / S positions whose K rows
-//     are staged in workgroup memory (coalesced), S threads per position, one block of 16
-//     dimensions each; beyond, thread i computes positions i, i + WG, ... itself. Up to SC_MAX
+//   scores: up to SC_MAX positions (decode; TILED_UPTO), in tiles of WG / S positions, S threads
+//     per position, one block of 16 dimensions each; the K rows go straight into the threads'
+//     registers and a row's block sums are gathered by shuffles where its S threads share a
+//     subgroup (lib/attention_core.wgsl: K_REGS), else they are staged in workgroup memory
+//     (coalesced); beyond, thread i computes positions i, i + WG, ... itself. Up to SC_MAX
 //     positions the scores, then exp(score - max), stay in workgroup memory; beyond that they are
 //     recomputed in each pass, so any context length works (the host gives one query over more
 //     positions than that to the prompt kernels, which spread it over many workgroups). Max is a tree reduction;
