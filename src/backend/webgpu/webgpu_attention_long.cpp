@@ -45,10 +45,8 @@ bool WebGpuBackend::long_query_attention(const Tensor & out, const Tensor & q, c
         part_bytes > max_binding || n_blk > lim.maxComputeWorkgroupsPerDimension) {
         return false;  // the prompt kernels
     }
-    if (!attn_scores_ || attn_scores_->size_bytes() < scores_bytes) attn_scores_ = make_buffer(scores_bytes, nullptr, "attention scores");
-    if (!attn_part_ || attn_part_->size_bytes() < part_bytes) {
-        attn_part_ = make_buffer(part_bytes, nullptr, "attention segment sums");
-    }
+    const WGPUBuffer scores = grown(attn_scores_, scores_bytes, "attention scores");
+    const WGPUBuffer parts  = grown(attn_part_, part_bytes, "attention segment sums");
     const size_t k_el = k_f16 ? 2 : 4, v_el = v_f16 ? 2 : 4;
 
     struct {
@@ -62,7 +60,7 @@ bool WebGpuBackend::long_query_attention(const Tensor & out, const Tensor & q, c
                            {"HD", static_cast<double>(hd)},
                            {"GROUP", static_cast<double>(group)},
                            {"K_F16", k_f16 ? 1.0 : 0.0}}}};
-    const WGPUBuffer sb[] = {gpu_buffer(q), gpu_buffer(kv.k), attn_scores_->get()};
+    const WGPUBuffer sb[] = {gpu_buffer(q), gpu_buffer(kv.k), scores};
     step_->dispatch(sk, sb, &sp, sizeof sp, ceil_div(n_pos, tp), u32(n_kv));
 
     encode_attention_softmax(group, n_kv, group, pos0, ld, v_f16, true);  // as for a one-token prompt
@@ -77,7 +75,7 @@ bool WebGpuBackend::long_query_attention(const Tensor & out, const Tensor & q, c
                            {"GROUP", static_cast<double>(group)},
                            {"V_F16", v_f16 ? 1.0 : 0.0},
                            {"WPR", static_cast<double>(wpr)}}}};
-    const WGPUBuffer pb[] = {attn_scores_->get(), gpu_buffer(kv.v), gpu_buffer(out), attn_part_->get()};
+    const WGPUBuffer pb[] = {scores, gpu_buffer(kv.v), gpu_buffer(out), parts};
     step_->dispatch(pk, pb, &pp, sizeof pp, u32(n_blk), u32(n_kv));
     if (n_blk == 1) return true;
 

@@ -93,7 +93,7 @@ bool WebGpuBackend::prefill_attention(const Tensor & out, const Tensor & q, cons
     const int64_t chunk     = std::clamp<int64_t>(max_bytes / row_bytes, 1,
                                                   std::min<int64_t>(n_tok, lim.maxComputeWorkgroupsPerDimension / group));
     const size_t  need      = static_cast<size_t>(chunk * row_bytes);
-    if (!attn_scores_ || attn_scores_->size_bytes() < need) attn_scores_ = make_buffer(need, nullptr, "attention scores");
+    grown(attn_scores_, need, "attention scores");
 
     const size_t   k_el = k_f16 ? 2 : 4;
     const size_t   v_el = v_f16 ? 2 : 4;
@@ -138,9 +138,7 @@ bool WebGpuBackend::prefill_attention(const Tensor & out, const Tensor & q, cons
         if (seg_len < n_max) seg_len = (n_max + cpu::k_pos_super - 1) / cpu::k_pos_super <= max_segs ? cpu::k_pos_super : n_max;
         const int64_t n_seg = (n_max + seg_len - 1) / seg_len;  // of the longest row block
         const size_t  part_bytes = n_seg > 1 ? static_cast<size_t>(n_seg * part_seg) : 16;
-        if (!attn_part_ || attn_part_->size_bytes() < part_bytes) {
-            attn_part_ = make_buffer(part_bytes, nullptr, "attention segment sums");
-        }
+        grown(attn_part_, part_bytes, "attention segment sums");
         struct {
             uint32_t head_dim, group, n_rows, pos0, n_pos, n_embd_kv, v_offset, ld, seg_len, n_head_kv, out_offset,
                 out_stride;

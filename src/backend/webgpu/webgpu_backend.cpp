@@ -424,6 +424,11 @@ bool WebGpuBackend::supports_embedding(DType type) const {
     return type != DType::i2_s && type != DType::i8 && type != DType::i32;
 }
 
+WGPUBuffer WebGpuBackend::grown(std::unique_ptr<GpuBuffer> & b, size_t n_bytes, const char * label) {
+    if (!b || b->size_bytes() < n_bytes) b = make_buffer(n_bytes, nullptr, label);
+    return b->get();
+}
+
 std::unique_ptr<GpuBuffer> WebGpuBackend::make_buffer(size_t n_bytes, const void * data, const char * label) {
     const size_t size = round_up(std::max<size_t>(n_bytes, 16), 16);
     const auto & lim  = ctx_.limits();

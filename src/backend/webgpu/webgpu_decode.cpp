@@ -451,10 +451,7 @@ uint32_t WebGpuBackend::encode_exact_rows(const Tensor & logits, const GpuTable 
     WGPUBuffer out  = nullptr;
     const int  list = top_k_next_;
     if (top_k == 0) {
-        if (!exact_partial_ || exact_partial_->size_bytes() < groups * 8) {
-            exact_partial_ = make_buffer(groups * 8, nullptr, "exact argmax partials");
-        }
-        out = exact_partial_->get();
+        out = grown(exact_partial_, groups * 8, "exact argmax partials");
     } else {
         const size_t list_bytes = (2 + 2 * size_t{k_top_k_list_rows}) * 4;
         if (!top_k_lists_[list]) top_k_lists_[list] = make_buffer(list_bytes, nullptr, "top-k rows");

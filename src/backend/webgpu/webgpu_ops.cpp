@@ -119,9 +119,9 @@ void WebGpuBackend::rms_norm(const Tensor & y, const Tensor & x, const Weight & 
     if (x_buffer == gpu_buffer(y)) {
         // In place: WebGPU forbids binding one buffer as both input and output, so norm a copy.
         const size_t bytes = x.n_bytes();
-        if (!scratch_ || scratch_->size_bytes() < bytes) scratch_ = make_buffer(bytes, nullptr, "norm scratch");
-        step_->copy(x_buffer, x.offset, scratch_->get(), 0, (bytes + 3) / 4 * 4);
-        x_buffer   = scratch_->get();
+        const WGPUBuffer copy = grown(scratch_, bytes, "norm scratch");
+        step_->copy(x_buffer, x.offset, copy, 0, (bytes + 3) / 4 * 4);
+        x_buffer   = copy;
         p.x_offset = 0;
     }
     const PipelineKey key{"rms_norm", "rrwu", {{{"WG", static_cast<double>(norm_workgroup(k))}}}};
@@ -351,10 +351,7 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
 }
 
 WGPUBuffer WebGpuBackend::argmax_partials(size_t n_bytes) {
-    if (!argmax_partial_ || argmax_partial_->size_bytes() < n_bytes) {
-        argmax_partial_ = make_buffer(n_bytes, nullptr, "argmax partials");
-    }
-    return argmax_partial_->get();
+    return grown(argmax_partial_, n_bytes, "argmax partials");
 }
 
 void WebGpuBackend::lm_head(const Tensor & logits, const Weight & head, const Tensor & h, bool round_input_f16) {

@@ -268,8 +268,7 @@ bool WebGpuBackend::prefill_qkv_rope_kv_append(const Tensor & q, const KvLayer &
 
     // [q; k; v] products, [N, T] f32, into the scratch buffer (made once, grown when needed).
     const size_t bytes = static_cast<size_t>(lw.n_rows * n_tok) * 4;
-    if (!qkv_scratch_ || qkv_scratch_->size_bytes() < bytes) qkv_scratch_ = make_buffer(bytes, nullptr, "qkv scratch");
-    encode_gemm(qkv_scratch_->get(), 0, u32(lw.n_rows), lw, a, u32(lw.n_rows), false, 0);
+    encode_gemm(grown(qkv_scratch_, bytes, "qkv scratch"), 0, u32(lw.n_rows), lw, a, u32(lw.n_rows), false, 0);
 
     const RopeTable & rope = rope_table(s.n_rot, s.rope_freq_base, pos0 + n_tok);
     const size_t      k_el = kv.k.type == DType::f16 ? 2 : 4;

@@ -235,6 +235,13 @@ fn attend(lid: u32, h: u32, t: u32) {
         // row and the rows of a warp on different banks), then S threads per position, thread j
         // summing block j of 16 dimensions (WPT words; threads past the row's blocks add nothing);
         // the S block sums are added in order (cpu::dot_blocked16).
+        // k_regs: this invocation's position in a tile, its block, and its position's first lane
+        // (subgroups are aligned runs of invocations, checked by the host before it takes the _sg
+        // variants; S divides their size).
+        let kr_row   = lid / S;
+        let kr_block = lid % S;
+        var kr_lane0 = 0u;
+        if (k_regs()) { kr_lane0 = (lid - kr_block) & (sg_size() - 1u); }
         for (var c0 = 0u; c0 < n; c0 += kc) {
             let cn = min(kc, n - c0);
             if (k_regs()) {
@@ -245,21 +252,16 @@ fn attend(lid: u32, h: u32, t: u32) {
                     kr = load_k_regs(lid, c0, cn, hw, kv_base);
                 }
                 if (K_PIPE && c0 + kc < n) { k0 = load_k_regs(lid, c0 + kc, min(kc, n - c0 - kc), hw, kv_base); }
-                let r = lid / S;
-                let j = lid % S;
                 var a = 0.0;
                 for (var w = 0u; w < WPT; w++) {
-                    let wi = j * WPT + w;
+                    let wi = kr_block * WPT + w;
                     if (wi < hw) { a = score_add(a, kr[w], wi); }
                 }
-                // The row's first lane: subgroups are aligned runs of invocations (checked by the
-                // host before it takes the _sg variants), S divides their size.
-                let lane0 = (lid - j) & (sg_size() - 1u);
-                var sum   = sg_shuffle(a, lane0);
-                for (var jj = 1u; jj < S; jj++) { sum = sum + sg_shuffle(a, lane0 + jj); }
-                if (j == 0u && r < cn) {
+                var sum = sg_shuffle(a, kr_lane0);
+                for (var jj = 1u; jj < S; jj++) { sum = sum + sg_shuffle(a, kr_lane0 + jj); }
+                if (kr_block == 0u && kr_row < cn) {
                     let sv = mul_rn(sum, p.scale);  // not fused into score - max
-                    sc[c0 + r] = sv;
+                    sc[c0 + kr_row] = sv;
                     m = max(m, sv);
                     any = true;
                 }
