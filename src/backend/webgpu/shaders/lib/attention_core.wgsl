@@ -188,6 +188,14 @@ fn load_k_regs(lid: u32, c0: u32, rows: u32, hw: u32, kv_base: u32) -> array<u32
 // slower: 2.00 and 2.61 with both.)
 override K_PIPE: bool = true;
 
+// A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=EXP_NATIVE=1): the exp sum of one
+// query with WGSL's exp (a few ulps) instead of exp_rn, to see what the correctly rounded exp costs.
+override EXP_NATIVE: bool = false;
+fn att_exp(x: f32) -> f32 {
+    if (EXP_NATIVE) { return exp(x); }
+    return exp_rn(x);
+}
+
 // Attention of query token t (position p.pos0 + t), head h, by the whole workgroup (every
 // invocation must call it: it has barriers).
 fn attend(lid: u32, h: u32, t: u32) {
@@ -329,7 +337,7 @@ fn attend(lid: u32, h: u32, t: u32) {
         for (var i = lid; i < c_n; i += WG) {
             var sv: f32;
             if (cached) { sv = sc[c0 + i]; } else { sv = score(c0 + i, kv_base); }
-            let e = exp_rn(sv - mx);
+            let e = att_exp(sv - mx);
             if (cached) { sc[c0 + i] = e; }
             probs[i] = e;
         }
@@ -350,7 +358,7 @@ fn attend(lid: u32, h: u32, t: u32) {
         workgroupBarrier();
         for (var i = lid; i < c_n; i += WG) {
             var e: f32;
-            if (cached) { e = sc[c0 + i]; } else { e = exp_rn(score(c0 + i, kv_base) - mx); }
+            if (cached) { e = sc[c0 + i]; } else { e = att_exp(score(c0 + i, kv_base) - mx); }
             let pr = e * inv;
             probs[i] = select(pr, round_f16(pr), V_F16);
         }
