@@ -186,28 +186,7 @@ void StepEncoder::dispatch(const PipelineKey & key, std::span<const WGPUBuffer> 
     if (n_slots_ == k_slots) flush();
 
     WGPUComputePipeline pipeline = pipelines_.pipeline(key);
-    BindKey             bk{key.signature, std::vector<WGPUBuffer>(buffers.begin(), buffers.end())};
-    auto                it = bind_groups_.find(bk);
-    if (it == bind_groups_.end()) {
-        std::vector<WGPUBindGroupEntry> entries(buffers.size() + 1);
-        for (size_t i = 0; i < entries.size(); ++i) {
-            entries[i]         = {};
-            entries[i].binding = static_cast<uint32_t>(i);
-            entries[i].buffer  = i < buffers.size() ? buffers[i] : uniforms_.get();
-            entries[i].offset  = 0;
-            entries[i].size    = i < buffers.size() ? WGPU_WHOLE_SIZE : k_slot_bytes;
-        }
-        WGPUBindGroupDescriptor desc{};
-        desc.layout     = pipelines_.layout(key.signature);
-        desc.entryCount = entries.size();
-        desc.entries    = entries.data();
-        ctx_.push_error_scope();
-        WgpuHandle<WGPUBindGroup> group(wgpu().wgpuDeviceCreateBindGroup(ctx_.device(), &desc));
-        if (std::string err = ctx_.pop_error_scope("creating a bind group"); !err.empty()) {
-            fail(ErrorKind::device, format("webgpu: bind group for %s: %s", key.label().c_str(), err.c_str()));
-        }
-        it = bind_groups_.emplace(std::move(bk), std::move(group)).first;
-    }
+    WGPUBindGroup       group    = bind_group(key.signature, buffers, key.label());
 
     if (gpu_profile_) {
         begin_timed_pass(key.label());
@@ -221,13 +200,38 @@ void StepEncoder::dispatch(const PipelineKey & key, std::span<const WGPUBuffer> 
     std::memset(arena_.data() + slot * k_slot_bytes + params_bytes, 0, k_slot_bytes - params_bytes);
     const uint32_t offset = static_cast<uint32_t>(slot * k_slot_bytes);
     wgpu().wgpuComputePassEncoderSetPipeline(pass_, pipeline);
-    wgpu().wgpuComputePassEncoderSetBindGroup(pass_, 0, it->second.get(), 1, &offset);
+    wgpu().wgpuComputePassEncoderSetBindGroup(pass_, 0, group, 1, &offset);
     for (int c = 0; c < copies; ++c) wgpu().wgpuComputePassEncoderDispatchWorkgroups(pass_, x, y, z);
     if (gpu_profile_) end_pass();  // the pass's end timestamp follows this dispatch
     ++dispatches_;
     ++serial_;
     if (gap_dispatches_ > 0 && !gpu_profile_) record_gap_probes(offset);
     if (profile_) profile_wait(key.label());
+}
+
+WGPUBindGroup StepEncoder::bind_group(std::string_view signature, std::span<const WGPUBuffer> buffers,
+                                      const std::string & label) {
+    BindKey bk{signature, std::vector<WGPUBuffer>(buffers.begin(), buffers.end())};
+    auto    it = bind_groups_.find(bk);
+    if (it != bind_groups_.end()) return it->second.get();
+    std::vector<WGPUBindGroupEntry> entries(buffers.size() + 1);  // the buffers, then the uniform slot
+    for (size_t i = 0; i < entries.size(); ++i) {
+        entries[i]         = {};
+        entries[i].binding = static_cast<uint32_t>(i);
+        entries[i].buffer  = i < buffers.size() ? buffers[i] : uniforms_.get();
+        entries[i].offset  = 0;
+        entries[i].size    = i < buffers.size() ? WGPU_WHOLE_SIZE : k_slot_bytes;
+    }
+    WGPUBindGroupDescriptor desc{};
+    desc.layout     = pipelines_.layout(signature);
+    desc.entryCount = entries.size();
+    desc.entries    = entries.data();
+    ctx_.push_error_scope();
+    WgpuHandle<WGPUBindGroup> group(wgpu().wgpuDeviceCreateBindGroup(ctx_.device(), &desc));
+    if (std::string err = ctx_.pop_error_scope("creating a bind group"); !err.empty()) {
+        fail(ErrorKind::device, format("webgpu: bind group for %s: %s", label.c_str(), err.c_str()));
+    }
+    return bind_groups_.emplace(std::move(bk), std::move(group)).first->second.get();
 }
 
 void StepEncoder::record_gap_probes(uint32_t uniform_offset) {
@@ -237,23 +241,14 @@ void StepEncoder::record_gap_probes(uint32_t uniform_offset) {
         desc.usage   = WGPU_BUFFER_USAGE_STORAGE;
         desc.size    = 256;
         gap_scratch_ = WgpuHandle<WGPUBuffer>(wgpu().wgpuDeviceCreateBuffer(ctx_.device(), &desc));
-        WGPUBindGroupEntry entries[2]{};
-        entries[0].binding = 0;
-        entries[0].buffer  = gap_scratch_.get();
-        entries[0].size    = WGPU_WHOLE_SIZE;
-        entries[1].binding = 1;
-        entries[1].buffer  = uniforms_.get();
-        entries[1].size    = k_slot_bytes;
-        WGPUBindGroupDescriptor desc_bg{};
-        desc_bg.layout     = pipelines_.layout("wu");
-        desc_bg.entryCount = 2;
-        desc_bg.entries    = entries;
-        gap_group_         = WgpuHandle<WGPUBindGroup>(wgpu().wgpuDeviceCreateBindGroup(ctx_.device(), &desc_bg));
     }
-    WGPUComputePipeline pipeline = pipelines_.pipeline(PipelineKey{"gap_probe", "wu", {}});
+    const PipelineKey   key{"gap_probe", "wu", {}};
+    const WGPUBuffer    scratch[] = {gap_scratch_.get()};
+    WGPUComputePipeline pipeline  = pipelines_.pipeline(key);
+    WGPUBindGroup       group     = bind_group(key.signature, scratch, key.label());
     for (int i = 0; i < gap_dispatches_; ++i) {
         wgpu().wgpuComputePassEncoderSetPipeline(pass_, pipeline);
-        wgpu().wgpuComputePassEncoderSetBindGroup(pass_, 0, gap_group_.get(), 1, &uniform_offset);
+        wgpu().wgpuComputePassEncoderSetBindGroup(pass_, 0, group, 1, &uniform_offset);
         wgpu().wgpuComputePassEncoderDispatchWorkgroups(pass_, gap_groups_, 1, 1);
     }
 }

@@ -69,6 +69,9 @@ public:
 
 private:
     void profile_wait(const std::string & label);
+    // The bind group of `buffers` (bindings 0..n-1) and the uniform slot (binding n), made once per
+    // (signature, buffers) and cached; `label` names the kernel in an error.
+    WGPUBindGroup bind_group(std::string_view signature, std::span<const WGPUBuffer> buffers, const std::string & label);
     // $TERN_WEBGPU_GAP: the trivial dependent dispatches recorded after each dispatch.
     void record_gap_probes(uint32_t uniform_offset);
     // Timestamp pass for the next dispatch (gpu profile): its pass, the queries, the label.
@@ -111,7 +114,6 @@ private:
     int                                         gap_dispatches_ = 0;  // $TERN_WEBGPU_GAP
     uint32_t                                    gap_groups_     = 1;
     WgpuHandle<WGPUBuffer>                      gap_scratch_;
-    WgpuHandle<WGPUBindGroup>                   gap_group_;
 };
 
 }  // namespace tern
