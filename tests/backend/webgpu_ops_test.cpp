@@ -814,12 +814,11 @@ TEST(WebGpuNumerics, MulRnRoundsTheProductBeforeTheAdd) {
     }
 }
 
-// exp_rn_ziv (a double-float result good to ~2^-36 and Ziv's rounding test, falling back to exp_rn
-// near midpoints) gives exp_rn's bits. On a GPU: every f32 bit pattern (2^32); on a
-// CPU adapter (SwiftShader, slow): every 4093rd pattern, and every pattern of [-1, -0.5] with a
-// stride of 7 (the softmax's inputs are <= 0).
-TEST(WebGpuNumerics, ExpRnZivGivesExpRnsBits) {
-    TERN_REQUIRE_WEBGPU();
+// exp_rn_fast (a double-float result good to ~2^-45) and exp_rn_ziv (~2^-36), each with Ziv's
+// rounding test, falling back to exp_rn near midpoints, give exp_rn's bits. On a GPU: every f32 bit
+// pattern (2^32); on a CPU adapter (SwiftShader, slow): every 4093rd pattern, and every pattern of
+// [-1, -0.5] with a stride of 7 (the softmax's inputs are <= 0).
+void expect_exp_rn_bits(bool fast) {
     auto * be = dynamic_cast<WebGpuBackend *>(test::shared_webgpu().backend.get());
     ASSERT_NE(be, nullptr);
     const bool cpu_adapter = be->device_info().description.find(", CPU)") != std::string::npos;
@@ -834,11 +833,21 @@ TEST(WebGpuNumerics, ExpRnZivGivesExpRnsBits) {
         sweeps = {{0u, 1u, uint64_t{1} << 32}};
     }
     for (const Sweep & sw : sweeps) {
-        const auto r = be->exp_check(sw.start, sw.stride, sw.count);
-        EXPECT_EQ(r[0], 0u) << "patterns from 0x" << std::hex << sw.start << " stride " << std::dec << sw.stride
-                            << ": first mismatch at 0x" << std::hex << r[1] << " ("
-                            << std::bit_cast<float>(r[1]) << ")";
+        const auto r = be->exp_check(sw.start, sw.stride, sw.count, fast);
+        EXPECT_EQ(r[0], 0u) << (fast ? "exp_rn_fast" : "exp_rn_ziv") << ", patterns from 0x" << std::hex << sw.start
+                            << " stride " << std::dec << sw.stride << ": first mismatch at 0x" << std::hex << r[1]
+                            << " (" << std::bit_cast<float>(r[1]) << ")";
     }
+}
+
+TEST(WebGpuNumerics, ExpRnFastGivesExpRnsBits) {
+    TERN_REQUIRE_WEBGPU();
+    expect_exp_rn_bits(true);
+}
+
+TEST(WebGpuNumerics, ExpRnZivGivesExpRnsBits) {
+    TERN_REQUIRE_WEBGPU();
+    expect_exp_rn_bits(false);
 }
 
 // lib/numerics.wgsl's error-free transformations and correctly rounded operations against the

@@ -1,5 +1,5 @@
-// exp_check: lib/numerics.wgsl's exp_rn_ziv (fast path with Ziv's test) against exp_rn on the f32
-// bit patterns start + i * stride (i < count, wrapping; NaN and infinity skipped), for
+// exp_check: lib/numerics.wgsl's exp_rn_fast (FAST) or exp_rn_ziv (fast paths with Ziv's test)
+// against exp_rn on the f32 bit patterns start + i * stride (i < count, wrapping; NaN and infinity skipped), for
 // WebGpuBackend::exp_check. Writes out[0] += mismatches (atomic) and out[1] = the smallest
 // mismatching bit pattern (atomicMin; 0xffffffff when none).
 //
@@ -7,6 +7,13 @@
 // Dispatch: (ceil(count / 256), 1, 1)
 
 // #include "lib/numerics.wgsl"
+
+override FAST: bool = true;  // exp_rn_fast, else exp_rn_ziv
+
+fn checked_exp(x: f32) -> f32 {
+    if (FAST) { return exp_rn_fast(x); }
+    return exp_rn_ziv(x);
+}
 
 struct Params {
     start: u32,
@@ -24,7 +31,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let bits = p.start + gid.x * p.stride;
     if ((bits & 0x7f800000u) == 0x7f800000u) { return; }
     let x = bitcast<f32>(bits);
-    if (bitcast<u32>(exp_rn_ziv(x)) != bitcast<u32>(exp_rn(x))) {
+    if (bitcast<u32>(checked_exp(x)) != bitcast<u32>(exp_rn(x))) {
         atomicAdd(&out[0], 1u);
         atomicMin(&out[1], bits);
     }

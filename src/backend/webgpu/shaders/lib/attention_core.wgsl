@@ -191,8 +191,11 @@ override K_PIPE: bool = true;
 // A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=EXP_NATIVE=1): the exp sum of one
 // query with WGSL's exp (a few ulps) instead of exp_rn, to see what the correctly rounded exp costs.
 override EXP_NATIVE: bool = false;
+// exp_rn's bits from exp_rn_fast (default) or from exp_rn itself ($TERN_WEBGPU_CONST=EXP_FAST=0).
+override EXP_FAST: bool = true;
 fn att_exp(x: f32) -> f32 {
     if (EXP_NATIVE) { return exp(x); }
+    if (EXP_FAST) { return exp_rn_fast(x); }
     return exp_rn(x);
 }
 
