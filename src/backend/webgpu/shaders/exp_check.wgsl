@@ -1,6 +1,6 @@
 // exp_check: lib/numerics.wgsl's exp_rn_fast (FAST) or exp_rn_ziv (fast paths with Ziv's test)
-// against exp_rn on the f32 bit patterns start + i * stride (i < count, wrapping; NaN and infinity skipped), for
-// WebGpuBackend::exp_check. Writes out[0] += mismatches (atomic) and out[1] = the smallest
+// against exp_rn on the f32 bit patterns start + i * stride (i < count, wrapping; NaN and infinity
+// skipped), for WebGpuBackend::exp_check. Writes out[0] += mismatches (atomic) and out[1] = the smallest
 // mismatching bit pattern (atomicMin; 0xffffffff when none).
 //
 // Bindings: 0 out (read_write, 2 atomic u32), 1 params (uniform)

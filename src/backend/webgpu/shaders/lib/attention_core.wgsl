@@ -189,7 +189,7 @@ fn load_k_regs(lid: u32, c0: u32, rows: u32, hw: u32, kv_base: u32) -> array<u32
 override K_PIPE: bool = true;
 
 // A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=EXP_NATIVE=1): the exp sum of one
-// query with WGSL's exp (a few ulps) instead of exp_rn, to see what the correctly rounded exp costs.
+// query with WGSL's exp (a few ulps) instead of a correctly rounded one, to see what that costs.
 override EXP_NATIVE: bool = false;
 // exp_rn's bits from exp_rn_fast (default) or from exp_rn itself ($TERN_WEBGPU_CONST=EXP_FAST=0).
 override EXP_FAST: bool = true;
