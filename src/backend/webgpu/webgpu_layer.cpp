@@ -109,7 +109,6 @@ bool WebGpuBackend::try_decode_layer(const LayerWeights & w, const LayerTensors 
     const uint32_t f_end = f_a3 + u32(n_ff / 4 + 1);
     const size_t   flow_bytes = (16 + 2 * size_t{f_end}) * 4;
     if (!flow_ || flow_->size_bytes() < flow_bytes) {
-        if (flow_) step_->forget(flow_->get());
         flow_ = make_buffer(flow_bytes, nullptr, "layer dataflow");
         const std::vector<uint32_t> zeros(flow_bytes / 4, 0);
         wgpu().wgpuQueueWriteBuffer(ctx_.queue(), flow_->get(), 0, zeros.data(), flow_bytes);

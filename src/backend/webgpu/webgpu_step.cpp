@@ -186,7 +186,7 @@ void StepEncoder::dispatch(const PipelineKey & key, std::span<const WGPUBuffer> 
     if (n_slots_ == k_slots) flush();
 
     WGPUComputePipeline pipeline = pipelines_.pipeline(key);
-    WGPUBindGroup       group    = bind_group(key.signature, buffers, key.label());
+    WGPUBindGroup       group    = bind_group(key, buffers);
 
     if (gpu_profile_) {
         begin_timed_pass(key.label());
@@ -209,9 +209,8 @@ void StepEncoder::dispatch(const PipelineKey & key, std::span<const WGPUBuffer> 
     if (profile_) profile_wait(key.label());
 }
 
-WGPUBindGroup StepEncoder::bind_group(std::string_view signature, std::span<const WGPUBuffer> buffers,
-                                      const std::string & label) {
-    BindKey bk{signature, std::vector<WGPUBuffer>(buffers.begin(), buffers.end())};
+WGPUBindGroup StepEncoder::bind_group(const PipelineKey & key, std::span<const WGPUBuffer> buffers) {
+    BindKey bk{key.signature, std::vector<WGPUBuffer>(buffers.begin(), buffers.end())};
     auto    it = bind_groups_.find(bk);
     if (it != bind_groups_.end()) return it->second.get();
     std::vector<WGPUBindGroupEntry> entries(buffers.size() + 1);  // the buffers, then the uniform slot
@@ -223,13 +222,13 @@ WGPUBindGroup StepEncoder::bind_group(std::string_view signature, std::span<cons
         entries[i].size    = i < buffers.size() ? WGPU_WHOLE_SIZE : k_slot_bytes;
     }
     WGPUBindGroupDescriptor desc{};
-    desc.layout     = pipelines_.layout(signature);
+    desc.layout     = pipelines_.layout(key.signature);
     desc.entryCount = entries.size();
     desc.entries    = entries.data();
     ctx_.push_error_scope();
     WgpuHandle<WGPUBindGroup> group(wgpu().wgpuDeviceCreateBindGroup(ctx_.device(), &desc));
     if (std::string err = ctx_.pop_error_scope("creating a bind group"); !err.empty()) {
-        fail(ErrorKind::device, format("webgpu: bind group for %s: %s", label.c_str(), err.c_str()));
+        fail(ErrorKind::device, format("webgpu: bind group for %s: %s", key.label().c_str(), err.c_str()));
     }
     return bind_groups_.emplace(std::move(bk), std::move(group)).first->second.get();
 }
@@ -245,7 +244,7 @@ void StepEncoder::record_gap_probes(uint32_t uniform_offset) {
     const PipelineKey   key{"gap_probe", "wu", {}};
     const WGPUBuffer    scratch[] = {gap_scratch_.get()};
     WGPUComputePipeline pipeline  = pipelines_.pipeline(key);
-    WGPUBindGroup       group     = bind_group(key.signature, scratch, key.label());
+    WGPUBindGroup       group     = bind_group(key, scratch);
     for (int i = 0; i < gap_dispatches_; ++i) {
         wgpu().wgpuComputePassEncoderSetPipeline(pass_, pipeline);
         wgpu().wgpuComputePassEncoderSetBindGroup(pass_, 0, group, 1, &uniform_offset);

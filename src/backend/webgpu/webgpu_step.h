@@ -70,8 +70,8 @@ public:
 private:
     void profile_wait(const std::string & label);
     // The bind group of `buffers` (bindings 0..n-1) and the uniform slot (binding n), made once per
-    // (signature, buffers) and cached; `label` names the kernel in an error.
-    WGPUBindGroup bind_group(std::string_view signature, std::span<const WGPUBuffer> buffers, const std::string & label);
+    // (key's signature, buffers) and cached; the key names the kernel in an error.
+    WGPUBindGroup bind_group(const PipelineKey & key, std::span<const WGPUBuffer> buffers);
     // $TERN_WEBGPU_GAP: the trivial dependent dispatches recorded after each dispatch.
     void record_gap_probes(uint32_t uniform_offset);
     // Timestamp pass for the next dispatch (gpu profile): its pass, the queries, the label.
