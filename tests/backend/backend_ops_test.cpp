@@ -485,8 +485,9 @@ TEST_P(BackendOps, AttentionOverALongCacheMatchesReference) {
 // The fused pairs (norm_bitlinear, norm_gate_up, norm_qkv_rope_kv_append, norm_lm_head + argmax)
 // on the backend against the CPU's unfused ops. One token takes the WebGPU decode kernels (norm in
 // the matmul prologue, head with the first argmax stage); three tokens and TQ2_0's scale groups
-// take the general kernels. K = 640 (4 lanes per row, uneven), 1664 and 2560 (8 lanes); the last
-// case's down projection has K = 4480 (above 4096: 512-thread decode workgroups).
+// take the general kernels. K = 640 (4 lanes per row, uneven), 1664 (8 lanes) and 2560 (the
+// o-projection's 32 lanes, summed in registers where subgroups allow); the down projections of
+// K = 4480 and 6912 are above 4096 (512-thread decode workgroups; 6912: 32 lanes).
 TEST_P(BackendOps, FusedNormOpsMatchTheUnfusedReference) {
     Rand r(21);
     // norm_scale scales the norm weights: 1e-9 puts max|rms_norm(x) * w| below the quantization's
@@ -500,6 +501,7 @@ TEST_P(BackendOps, FusedNormOpsMatchTheUnfusedReference) {
     };
     for (const Case cs : {Case{DType::i2_s, 640, 224, 1}, Case{DType::i2_s, 1664, 96, 1}, Case{DType::i2_s, 640, 96, 3},
                           Case{DType::tq2_0, 512, 64, 1}, Case{DType::i2_s, 256, 1120, 1},
+                          Case{DType::i2_s, 2560, 64, 1}, Case{DType::i2_s, 256, 1728, 1},
                           Case{DType::i2_s, 640, 96, 1, 1e-9f}, Case{DType::i2_s, 640, 224, 1, 1.0f, true}}) {
         const int64_t k = cs.k, n_ff = cs.n_ff, T = cs.T, n_vocab = 333;
         SCOPED_TRACE(std::string(dtype_name(cs.type)) + " K " + std::to_string(k) + " T " + std::to_string(T) +
@@ -703,6 +705,64 @@ TEST_P(BackendOps, GreedyHeadArgmaxMatchesTheExactHead) {
         if (want >= 0) {
             EXPECT_EQ(ids[0], want) << "the exact head's winner (all rows equal: the lowest index)";
         }
+    }
+}
+
+// Greedy decoding on the device: a step's norm_lm_head_argmax writes the id that the next step's
+// embed reads. The WebGPU backend folds the argmax's last stage into that embed (embed_argmax.wgsl,
+// one dispatch less); whatever comes between them makes it record the stage on its own. Either way
+// the id and the embedded row must be the CPU's: folded, with a write in between, with an embed of
+// another id first, and with the id read back before the embed.
+TEST_P(BackendOps, GreedyArgmaxFeedsTheNextStepsEmbed) {
+    Rand          r(29);
+    const int64_t k = 256, nv = 1000;
+    const HeadCase hc = make_head_case(0, k, nv, r);
+    const WeightSource es = hc.table(), ns = hc.norm();
+    enum Between { nothing, write, other_embed, read_id };
+    int64_t gpu_dispatches[4] = {};
+    for (const Between between : {nothing, write, other_embed, read_id}) {
+        SCOPED_TRACE("between head and embed: " + std::to_string(between));
+        std::vector<float> rows[2];
+        int32_t            ids[2]        = {-1, -1};
+        int64_t            dispatches[2] = {0, 0};
+        Backend *          bs[2]         = {ref_.get(), be_.get()};
+        for (int i = 0; i < 2; ++i) {
+            Backend & b  = *bs[i];
+            auto      we = b.load_embedding(es);
+            auto      wn = b.load_norm(ns);
+            auto      xt = alloc_tensor(b, DType::f32, {k, 1, 1, 1}, "x");
+            auto      x2 = alloc_tensor(b, DType::f32, {k, 1, 1, 1}, "x2");
+            auto      h  = alloc_tensor(b, DType::f32, {k, 1, 1, 1}, "h");
+            auto      lg = alloc_tensor(b, DType::f32, {nv, 1, 1, 1}, "logits");
+            auto      am = alloc_tensor(b, DType::i32, {2, 1, 1, 1}, "ids");
+            Tensor    id0 = am.tensor, id1 = am.tensor;  // slots 0 and 1
+            id0.ne[0] = id1.ne[0] = 1;
+            id1.offset += 4;
+            const int32_t other = 3;
+            b.write(id0, &other, 4);
+            b.write(xt.tensor, hc.x.data(), hc.x.size() * 4);
+            b.take_dispatch_count();
+            b.begin_step();
+            b.norm_lm_head_argmax(id1, lg.tensor, *we, h.tensor, xt.tensor, *wn, 1e-5f, true);
+            b.end_step();
+            if (between == write) b.write(x2.tensor, hc.x.data(), 16);
+            if (between == read_id) b.read(id1, &ids[i], 4);
+            b.begin_step();
+            if (between == other_embed) b.embed(x2.tensor, *we, id0);
+            b.embed(x2.tensor, *we, id1);
+            b.end_step();
+            dispatches[i] = b.take_dispatch_count();
+            rows[i]       = read_f32(b, x2.tensor);
+            if (between != read_id) b.read(id1, &ids[i], 4);
+        }
+        ASSERT_EQ(ids[1], ids[0]);
+        ASSERT_GE(ids[0], 0);
+        EXPECT_EQ(rows[1], rows[0]) << "the row of token " << ids[0];
+        gpu_dispatches[between] = dispatches[1];
+    }
+    if (be_->counts_dispatches()) {
+        EXPECT_EQ(gpu_dispatches[nothing] + 1, gpu_dispatches[write])
+            << "argmax_final folded into the embed when nothing comes between them, recorded on its own otherwise";
     }
 }
 

@@ -135,6 +135,16 @@ WebGpuBackend::WebGpuBackend(const WebGpuOptions & options)
     if (subgroup_note_.empty() && ctx_.adapter().subgroup_min >= 32) pipelines_.set_constant("SG32", 1.0);
     // lib/attention_core.wgsl's score rows gathered by shuffles need them at least that wide.
     if (subgroup_note_.empty()) pipelines_.set_constant("SG_MIN", static_cast<double>(ctx_.adapter().subgroup_min));
+    // The decode matmuls' teams of 32 lanes or more sum in registers: one subgroupAdd per 32 lanes
+    // where every subgroup is exactly 32 wide, else shuffles (lib/ternary_decode.wgsl).
+    // $TERN_WEBGPU_CONST=LANE_GROUP=0 turns it off.
+    lane_sums_sg_ = subgroup_note_.empty();
+    if (lane_sums_sg_) {
+        pipelines_.set_default_constant("LANE_GROUP", std::min(32.0, static_cast<double>(ctx_.adapter().subgroup_min)));
+        if (ctx_.adapter().subgroup_min == 32 && ctx_.adapter().subgroup_max == 32) {
+            pipelines_.set_default_constant("SG_EXACT32", 1.0);
+        }
+    }
     const char * stats = std::getenv("TERN_WEBGPU_NORM_STATS");
     norm_stats_on_     = !(stats && std::string_view(stats) == "0");
     const char * offsets = std::getenv("TERN_WEBGPU_CONST_OFFSETS");

@@ -121,7 +121,8 @@ public:
                             const Weight & norm, float eps, bool round_input_f16, int64_t k) override;
     bool   read_top_k_rows(const Tensor & logits, std::vector<std::pair<int32_t, float>> & rows) override;
     size_t greedy_head_bytes(const Weight & head) const override;
-    void end_step() override { step_->flush(); }
+    // (The greedy head's last argmax stage may stay deferred for the next step's embed to fold in.)
+    void end_step() override { step_->flush_keeping_deferred(); }
     bool can_hold_steps() const override { return !step_->any_profiling(); }
     bool hold_step() override;
     void release_held_step() override { step_->release_held(); }
@@ -419,6 +420,8 @@ private:
     std::unique_ptr<GpuBuffer>                     scratch_;  // input copy for an in-place rms_norm
     std::unique_ptr<GpuBuffer>                     argmax_partial_;  // argmax chunk winners [T][n_chunks]
     std::unique_ptr<GpuBuffer>                     exact_partial_;   // argmax_exact.wgsl winners [groups]
+    uint32_t folded_chunks_ = 0;
+    bool     lane_sums_sg_  = false;  // lib/ternary_decode.wgsl's register sums for 32-lane teams  // the groups of the argmax_final that waits for the next embed (defer)
     // argmax_exact.wgsl's TOP_K lists: [count, 0, (row, value bits) x k_top_k_list_rows] u32, two
     // (a held step's head fills one while the other is read), used in turn; and the heads recorded
     // and not read yet, oldest first (at most two: the step just submitted and a held one). A list

@@ -135,10 +135,16 @@ bool WebGpuBackend::try_decode_bitlinear(const Tensor & y, const GpuLinear & w, 
                                          const Tensor * x, const Weight * norm, float eps, bool accumulate) {
     // Rows up to 4096 long (the o-projection of 2B4T) take at least 16 lanes: 80 workgroups of 32 rows
     // instead of 40 of 64. H200 tg128 757.2-757.6 tokens/s against 751.2-752.5 with 8 (the fewest the
-    // loads allow); 32 lanes with 512 threads 754.5-764.2 (noisy), 16 with 512 754.6-758.3.
+    // loads allow); 32 lanes with 512 threads 754.5-764.2 (noisy), 16 with 512 754.6-758.3. Where
+    // teams of 32 lanes sum in registers (lib/ternary_decode.wgsl, subgroups), 32 lanes with 512
+    // threads, still 80 workgroups of 32 rows: 788.3-789.9 against 779.3-779.8 (medians of three
+    // alternating processes each; with the workgroup-memory sums 781.4-782.1).
     // $TERN_WEBGPU_BITLINEAR_LANES / _WG set the lanes and threads (tuning aids).
-    static const uint32_t bl_lanes = env_u32("TERN_WEBGPU_BITLINEAR_LANES", 16);
-    static const uint32_t bl_wg    = env_u32("TERN_WEBGPU_BITLINEAR_WG", 0);
+    static const uint32_t bl_lanes_env = env_u32("TERN_WEBGPU_BITLINEAR_LANES", 0);
+    static const uint32_t bl_wg_env    = env_u32("TERN_WEBGPU_BITLINEAR_WG", 0);
+    const bool            wide         = lane_sums_sg_ && w.n_cols >= 32 * 64;  // a vec4 for every lane
+    const uint32_t        bl_lanes     = bl_lanes_env != 0 ? bl_lanes_env : wide ? 32 : 16;
+    const uint32_t        bl_wg        = bl_wg_env != 0 ? bl_wg_env : wide ? 512 : 0;
     const bool            short_k  = w.n_cols <= 4096;
     const auto t = decode_tiling(w, a.q.ne[1], 256, 2, short_k ? bl_lanes : 4, short_k ? bl_wg : 0);  // pairs of rows per lane team
     if (!t) return false;
@@ -579,12 +585,27 @@ void WebGpuBackend::norm_lm_head_argmax(const Tensor & ids, const Tensor & logit
     }
     // The rows that can hold the maximum, recomputed exactly by argmax_exact.wgsl, then the best.
     const uint32_t groups = encode_exact_rows(logits, *e, x, *nw, eps, round_input_f16, n_bounds, int8, 0);
-    struct {
-        uint32_t n_chunks, ids_offset;
-    } pf{groups, gpu_offset(ids, 4)};
-    const PipelineKey key_final{"argmax_final", "rwu", {{{"WG", 256}}}};
-    const WGPUBuffer  bufs_final[] = {exact_partial_->get(), gpu_buffer(ids)};
-    step_->dispatch(key_final, bufs_final, &pf, sizeof pf, 1);
+    // argmax_final reduces the groups' winners into ids. It waits (StepEncoder::defer) until the next
+    // command: when that is the next step's embed of this id, embed_argmax.wgsl does both in one
+    // dispatch (WebGpuBackend::embed); anything else records it first. $TERN_WEBGPU_FOLD_ARGMAX=0
+    // records it at once.
+    static const bool fold = env_u32("TERN_WEBGPU_FOLD_ARGMAX", 1) != 0;
+    const WGPUBuffer  ids_buffer = gpu_buffer(ids);
+    const uint32_t    ids_offset = gpu_offset(ids, 4);
+    auto              record     = [this, groups, ids_buffer, ids_offset] {
+        struct {
+            uint32_t n_chunks, ids_offset;
+        } pf{groups, ids_offset};
+        const PipelineKey key_final{"argmax_final", "rwu", {{{"WG", 256}}}};
+        const WGPUBuffer  bufs_final[] = {exact_partial_->get(), ids_buffer};
+        step_->dispatch(key_final, bufs_final, &pf, sizeof pf, 1);
+    };
+    if (!fold) {
+        record();
+        return;
+    }
+    folded_chunks_ = groups;
+    step_->defer(ids_buffer, ids.offset, std::move(record));
 }
 
 }  // namespace tern

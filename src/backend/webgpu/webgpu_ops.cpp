@@ -68,10 +68,24 @@ void WebGpuBackend::embed(const Tensor & x, const Weight & token_embd, const Ten
     struct {
         uint32_t n_embd, n_vocab, table_offset, ids_offset, x_offset, x_stride, stats_out;
     } p{u32(e->n_cols), u32(e->n_rows), 0, gpu_offset(tokens, 4), gpu_offset(x, 4), u32(x.ne[0]), out_slot};
-    const PipelineKey key{
-        "embed", "rrwwu", {{{"WG", 256}, {"TABLE_F16", e->f16 ? 1.0 : 0.0}, {"STATS_OUT", stats_out ? 1.0 : 0.0}}}};
-    const WGPUBuffer bufs[] = {e->buffer->get(), gpu_buffer(tokens), gpu_buffer(x), stats_buffer()};
-    step_->dispatch(key, bufs, &p, sizeof p, ceil_div(e->n_cols, 256), u32(n_tok));
+    if (n_tok == 1 && step_->take_deferred(gpu_buffer(tokens), tokens.offset)) {
+        // The previous step's greedy argmax left its last stage for this embed (norm_lm_head_argmax):
+        // both in one dispatch, which also writes the id.
+        struct {
+            uint32_t n_embd, n_vocab, table_offset, ids_offset, x_offset, x_stride, stats_out, n_chunks;
+        } pa{p.n_embd, p.n_vocab, 0, p.ids_offset, p.x_offset, p.x_stride, p.stats_out, folded_chunks_};
+        const PipelineKey key{"embed_argmax",
+                              "rrwwwu",
+                              {{{"WG", 256}, {"TABLE_F16", e->f16 ? 1.0 : 0.0}, {"STATS_OUT", stats_out ? 1.0 : 0.0}}}};
+        const WGPUBuffer bufs[] = {e->buffer->get(), exact_partial_->get(), gpu_buffer(tokens), gpu_buffer(x),
+                                   stats_buffer()};
+        step_->dispatch(key, bufs, &pa, sizeof pa, ceil_div(e->n_cols, 256));
+    } else {
+        const PipelineKey key{
+            "embed", "rrwwu", {{{"WG", 256}, {"TABLE_F16", e->f16 ? 1.0 : 0.0}, {"STATS_OUT", stats_out ? 1.0 : 0.0}}}};
+        const WGPUBuffer bufs[] = {e->buffer->get(), gpu_buffer(tokens), gpu_buffer(x), stats_buffer()};
+        step_->dispatch(key, bufs, &p, sizeof p, ceil_div(e->n_cols, 256), u32(n_tok));
+    }
     if (stats_out) stats_written(x, out_slot);
 }
 

@@ -169,6 +169,7 @@ void StepEncoder::dispatch(const PipelineKey & key, std::span<const WGPUBuffer> 
         }
     }
     if (x == 0 || y == 0 || z == 0) return;
+    run_deferred();
     // $TERN_WEBGPU_SKIP=shader,shader,...: drop those kernels' dispatches. A timing aid only (the
     // results are wrong): the time a kernel costs inside the real stream is the difference.
     static const std::string skip = [] {
@@ -262,6 +263,7 @@ void StepEncoder::profile_wait(const std::string & label) {
 }
 
 void StepEncoder::copy(WGPUBuffer src, uint64_t src_offset, WGPUBuffer dst, uint64_t dst_offset, uint64_t n_bytes) {
+    run_deferred();
     begin_pass();  // makes sure the encoder exists
     end_pass();
     ++serial_;
@@ -292,7 +294,31 @@ void StepEncoder::submit(WGPUCommandBuffer commands, const uint8_t * uniforms, s
     ++submits_;
 }
 
+void StepEncoder::defer(WGPUBuffer target, uint64_t offset, std::function<void()> record) {
+    run_deferred();
+    deferred_        = std::move(record);
+    deferred_target_ = target;
+    deferred_offset_ = offset;
+}
+
+bool StepEncoder::take_deferred(WGPUBuffer target, uint64_t offset) {
+    if (!deferred_ || deferred_target_ != target || deferred_offset_ != offset) return false;
+    deferred_ = nullptr;
+    return true;
+}
+
+void StepEncoder::run_deferred() {
+    if (!deferred_) return;
+    const std::function<void()> record = std::exchange(deferred_, nullptr);  // (it records a dispatch)
+    record();
+}
+
 void StepEncoder::flush() {
+    run_deferred();
+    flush_keeping_deferred();
+}
+
+void StepEncoder::flush_keeping_deferred() {
     if (!encoder_) return;
     end_pass();
     const size_t n_timed = timed_labels_.size();
@@ -308,6 +334,7 @@ void StepEncoder::flush() {
 
 void StepEncoder::hold() {
     TERN_ASSERT(!held_ && !profile_ && !gpu_profile_, "StepEncoder::hold: a step is already held, or profiling");
+    run_deferred();
     if (!encoder_) return;
     held_ = finish("tern step (held)");
     held_uniforms_.assign(arena_.begin(), arena_.begin() + static_cast<std::ptrdiff_t>(n_slots_ * k_slot_bytes));

@@ -10,6 +10,7 @@
 #include "backend/webgpu/pipeline_cache.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <span>
 #include <string>
@@ -33,8 +34,18 @@ public:
                   size_t params_bytes, uint32_t x, uint32_t y = 1, uint32_t z = 1);
     // Records a buffer-to-buffer copy (closes the current compute pass).
     void copy(WGPUBuffer src, uint64_t src_offset, WGPUBuffer dst, uint64_t dst_offset, uint64_t n_bytes);
-    // Submits whatever was recorded (no-op when nothing was).
+    // Submits whatever was recorded (no-op when nothing was), the deferred dispatch first.
     void flush();
+    // The same, but a deferred dispatch stays deferred: the next command or flush records it, or
+    // the next step's first command claims it (end of a step: WebGpuBackend::end_step).
+    void flush_keeping_deferred();
+    // A dispatch recorded late (the greedy head's last argmax stage): `record` runs right before the
+    // next command is recorded or before the commands are finished (flush(), hold()), unless the
+    // command that reads what it would write does that work itself and claims it first with
+    // take_deferred(). `target` and `offset` name what it writes. One at a time.
+    void defer(WGPUBuffer target, uint64_t offset, std::function<void()> record);
+    // Claims the deferred dispatch (it will not run) if it writes `target` at `offset`.
+    bool take_deferred(WGPUBuffer target, uint64_t offset);
     bool pending() const { return encoder_ != nullptr; }
     // Finishes what was recorded into a command buffer that is kept, with its uniforms, instead of
     // submitted: release_held() submits it (after whatever is submitted in between, e.g. a queue
@@ -69,6 +80,7 @@ public:
 
 private:
     void profile_wait(const std::string & label);
+    void run_deferred();
     // The bind group of `buffers` (bindings 0..n-1) and the uniform slot (binding n), made once per
     // (key's signature, buffers) and cached; the key names the kernel in an error.
     WGPUBindGroup bind_group(const PipelineKey & key, std::span<const WGPUBuffer> buffers);
@@ -94,6 +106,9 @@ private:
     size_t                                      n_slots_ = 0;
     WGPUCommandEncoder                          encoder_ = nullptr;
     WGPUCommandBuffer                           held_    = nullptr;  // hold()
+    std::function<void()>                       deferred_;           // defer()
+    WGPUBuffer                                  deferred_target_ = nullptr;
+    uint64_t                                    deferred_offset_ = 0;
     std::vector<uint8_t>                        held_uniforms_;      // its slots of the arena
     uint64_t                                    submits_ = 0;
     // Host seconds in wgpuCommandEncoderFinish, the uniforms' queue write and wgpuQueueSubmit (Dawn

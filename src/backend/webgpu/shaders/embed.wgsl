@@ -13,6 +13,7 @@
 // #include "lib/numerics.wgsl"
 // #include "lib/wg_reduce.wgsl"
 // #include "lib/sum_squares.wgsl"
+// #include "lib/embed_row.wgsl"
 
 override WG: u32 = 256u;  // a power of two, >= 32
 override TABLE_F16: bool = true;
@@ -37,21 +38,5 @@ struct Params {
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let c  = gid.x;
-    let t  = gid.y;
-    let id = ids[p.ids_offset + t];
-    var v  = 0.0;
-    if (c < p.n_embd && id >= 0 && u32(id) < p.n_vocab) {
-        let e = u32(id) * p.n_embd + c;
-        if (TABLE_F16) {
-            v = unpack2x16float(table[p.table_offset + e / 2u])[e & 1u];
-        } else {
-            v = bitcast<f32>(table[p.table_offset + e]);
-        }
-    }
-    if (c < p.n_embd) { x[p.x_offset + t * p.x_stride + c] = v; }
-    if (STATS_OUT) {  // (every invocation: the team sum may have barriers)
-        let s = team_halving_sum(lid, mul_rn(v, v), NORM_BLOCK);
-        if (c < p.n_embd && c % NORM_BLOCK == 0u) { norm_stats[p.stats_out + c / NORM_BLOCK] = s; }
-    }
+    embed_store(lid, gid.x, gid.y, embed_value(ids[p.ids_offset + gid.y], gid.x));
 }

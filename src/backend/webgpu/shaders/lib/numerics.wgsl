@@ -47,12 +47,15 @@ fn div_rn(a: f32, b: f32) -> f32 {
     // a constant (a norm's k = 640, an override) into a product with its reciprocal, 1 ulp off.
     if (!FMA_FUSED) { return a / bitcast<f32>(bitcast<u32>(b) ^ p.rn_zero); }
     // opq: a compiler that knows y ~ 1/b and q ~ a/b must not fold the residuals to 0.
-    var y = opq(1.0 / b);
-    let e = fma(-b, y, 1.0);
-    y = opq(fma(e, y, y));
-    let q = opq(a * y);
-    let r = fma(-q, b, a);
-    return fma(r, y, q);
+    let y0 = opq(1.0 / b);
+    let e  = fma(-b, y0, 1.0);
+    let y  = opq(fma(e, y0, y0));
+    let q  = opq(a * y);
+    let r  = fma(-q, b, a);
+    // b = +-inf or 0 (1 / b is 0 or inf): the residuals are NaN (inf * 0), while a / b is a * (1 / b):
+    // +-0, +-inf, or NaN for inf / inf and 0 / 0 (SiLU's g / (1 + exp(-g)) once exp(-g) overflows).
+    let yb = bitcast<u32>(y0) & 0x7fffffffu;
+    return select(fma(r, y, q), a * y0, yb == 0u || yb == 0x7f800000u);
 }
 
 // sqrt(x) for x > 0, correctly rounded (one residual correction of x * inverseSqrt(x)).

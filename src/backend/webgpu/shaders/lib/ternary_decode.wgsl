@@ -93,9 +93,49 @@ fn row_dot_pair(w: RowWords, lane: u32, lanes: u32, k: u32) -> vec2<i32> {
 
 var<workgroup> lane_pairs: array<vec2<i32>, WG + 64u>;
 
+// Teams of 32 lanes or more sum their partial dots in registers (the _sg variants): a team's lanes are
+// neighbouring invocations, so one subgroupAdd per 32 lanes where every subgroup is exactly 32 wide
+// (SG_EXACT32), else a butterfly of shuffles within aligned groups of g = min(32, LANE_GROUP) lanes
+// (LANE_GROUP: the adapter's smallest subgroup size, which the host sets), leaves each group's sum in
+// all its lanes, and one word per group goes through workgroup memory. Integer sums: exact in any
+// order. Smaller teams, and LANE_GROUP = 0: every lane's partial goes to workgroup memory and the
+// finishing invocation adds `lanes` words one after another. Measured on an H200 (tg128, medians
+// of three alternating processes): shuffles for the 8- and 16-lane teams were slower than those
+// sums (779.5 against 782.6 tokens/s), while the 32-lane o-projection this allows gained
+// (WebGpuBackend::try_decode_bitlinear). SMALL_TEAMS_SG = true takes shuffles for those too.
+override LANE_GROUP: u32 = 0u;
+override SG_EXACT32: bool = false;
+override SMALL_TEAMS_SG: bool = false;
+
+fn lane_group(lanes: u32) -> u32 {
+    if (!WG_REDUCE_SG || (lanes < 32u && !SMALL_TEAMS_SG)) { return 0u; }
+    return min(lanes, min(LANE_GROUP, 32u));
+}
+
+// The sum of the caller's aligned group of g lanes, in every member (g a power of two, at most the
+// subgroup size; every invocation of the subgroup calls it).
+fn lane_group_sum(v: vec2<i32>, g: u32) -> vec2<i32> {
+    if (SG_EXACT32 && g == 32u) { return team_isum(v); }
+    var a = v;
+    for (var d = g / 2u; d > 0u; d >>= 1u) { a += sg_shuffle_xor_i(a, d); }
+    return a;
+}
+
 // The two dots of team `team` from every lane's row_dot_pair (every invocation must call it with
 // its own partial: it has a barrier; the caller reads any team's after it).
 fn reduce_row_pairs(lid: u32, partial: vec2<i32>, team: u32, lanes: u32) -> vec2<i32> {
+    let g = lane_group(lanes);
+    if (g > 1u) {
+        // One slot per group: team t's are slots t (lanes / g) .. (t + 1) (lanes / g) - 1.
+        let s = lane_group_sum(partial, g);
+        if (lid % g == 0u) { lane_pairs[lid / g] = s; }
+        workgroupBarrier();
+        var t = vec2<i32>();
+        if (team < WG / lanes) {
+            for (var i = 0u; i < lanes / g; i++) { t += lane_pairs[team * (lanes / g) + i]; }
+        }
+        return t;
+    }
     lane_pairs[lane_slot(lid / lanes, lid % lanes, lanes)] = partial;
     workgroupBarrier();
     var s = vec2<i32>();
@@ -141,6 +181,17 @@ var<workgroup> lane_sums: array<i32, WG + 64u>;
 // Sums the lanes of every row: returns row r's dot for invocations r < WG / lanes (every invocation
 // must call it; it has barriers).
 fn reduce_rows(lid: u32, partial: i32, lanes: u32) -> i32 {
+    let g = lane_group(lanes);
+    if (g > 1u) {  // as reduce_row_pairs
+        let s = lane_group_sum(vec2<i32>(partial, 0), g).x;
+        if (lid % g == 0u) { lane_sums[lid / g] = s; }
+        workgroupBarrier();
+        var t = 0;
+        if (lid < WG / lanes) {
+            for (var i = 0u; i < lanes / g; i++) { t += lane_sums[lid * (lanes / g) + i]; }
+        }
+        return t;
+    }
     lane_sums[lane_slot(lid / lanes, lid % lanes, lanes)] = partial;
     workgroupBarrier();
     var s = 0;

@@ -101,6 +101,9 @@ fn team_isum(v: vec2<i32>) -> vec2<i32> { return subgroupAdd(v); }
 // subgroupShuffleXor of an f32 (lib/sum_squares.wgsl's teams, where subgroups are 32 wide or more).
 @diagnostic(off, subgroup_uniformity)
 fn sg_shuffle_xor(v: f32, m: u32) -> f32 { return subgroupShuffleXor(v, m); }
+// The same for a pair of integers (lib/ternary_decode.wgsl's lane sums).
+@diagnostic(off, subgroup_uniformity)
+fn sg_shuffle_xor_i(v: vec2<i32>, m: u32) -> vec2<i32> { return subgroupShuffleXor(v, m); }
 // subgroupShuffle of an f32: lane `lane`'s v (lib/attention_core.wgsl's score rows, SG32).
 @diagnostic(off, subgroup_uniformity)
 fn sg_shuffle(v: f32, lane: u32) -> f32 { return subgroupShuffle(v, lane); }
