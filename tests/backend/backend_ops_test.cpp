@@ -664,7 +664,10 @@ HeadCase make_head_case(int kind, int64_t k, int64_t nv, Rand & r) {
 // out in the wrong order (small terms rounded away next to a large one), and two rows that the
 // WebGPU backend's int8 copy of the table ranks in the wrong order: only the exact recomputation of
 // every row the bound admits finds the larger one. K = 256 (a multiple of 16) takes the WebGPU
-// backend's int8 copy, K = 264 its F16 table with f32 sums.
+// backend's int8 copy, whose kernel recomputes its candidates itself (its exact tail, with a
+// threshold slot that each call zeroes for the next: the cases run one after another on one
+// backend, and the test fails when that zeroing is dropped), K = 264 its F16 table with f32 sums
+// and argmax_exact.
 TEST_P(BackendOps, GreedyHeadArgmaxMatchesTheExactHead) {
     Rand r(17);
     struct Case {

@@ -336,9 +336,11 @@ private:
     bool ensure_head_q8(const GpuTable & head);
     // Greedy decoding's head over the int8 copy (lm_head_i8_argmax.wgsl): the same per-row values and
     // bounds as try_decode_head(argmax_only), and one lower bound per workgroup, for argmax_exact.wgsl.
-    // Returns the number of lower bounds (its workgroups), 0 when it does not apply.
+    // exact_tail: the kernel recomputes its candidate rows itself (EXACT_TAIL) and leaves each
+    // workgroup's exact best in head_exact_ (from pair 1; pair 0 holds its threshold slots), where
+    // argmax_final reads them: no argmax_exact. Returns its workgroups, 0 when it does not apply.
     uint32_t try_decode_head_i8(const Tensor & logits, const GpuTable & head, const Tensor & x, const GpuNorm & norm,
-                                float eps, bool round_input_f16);
+                                float eps, bool round_input_f16, bool exact_tail = false);
     // argmax_exact.wgsl after a fast head that left n_bounds lower bounds (int8: that head was the
     // int8 copy): top_k = 0 writes each group's best (value, index) to exact_partial_ for
     // argmax_final; top_k > 0 overwrites `logits` with the exact logits of the rows that can be among
@@ -420,8 +422,15 @@ private:
     std::unique_ptr<GpuBuffer>                     scratch_;  // input copy for an in-place rms_norm
     std::unique_ptr<GpuBuffer>                     argmax_partial_;  // argmax chunk winners [T][n_chunks]
     std::unique_ptr<GpuBuffer>                     exact_partial_;   // argmax_exact.wgsl winners [groups]
-    uint32_t folded_chunks_ = 0;
-    bool     lane_sums_sg_  = false;  // lib/ternary_decode.wgsl's register sums for 32-lane teams  // the groups of the argmax_final that waits for the next embed (defer)
+    // lm_head_i8_argmax.wgsl EXACT_TAIL: u32 [threshold slot 0, slot 1, (value bits, index) x groups];
+    // the tail heads use the slots in turn (head_thr_slot_), each zeroing the other for the next.
+    std::unique_ptr<GpuBuffer> head_exact_;
+    uint32_t                   head_thr_slot_ = 0;
+    // The argmax_final that waits for the next embed (defer): its pairs' buffer, first pair, count.
+    WGPUBuffer folded_pairs_        = nullptr;
+    uint32_t   folded_pairs_offset_ = 0;
+    uint32_t   folded_chunks_       = 0;
+    bool       lane_sums_sg_        = false;  // lib/ternary_decode.wgsl's register sums for 32-lane teams
     // argmax_exact.wgsl's TOP_K lists: [count, 0, (row, value bits) x k_top_k_list_rows] u32, two
     // (a held step's head fills one while the other is read), used in turn; and the heads recorded
     // and not read yet, oldest first (at most two: the step just submitted and a held one). A list

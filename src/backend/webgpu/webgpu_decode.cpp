@@ -29,11 +29,12 @@ struct HeadParams {
     uint32_t n_vocab, x_offset, out_offset, round_input, k;
     float    eps;
     uint32_t partial_offset;
+    uint32_t thr_slot;  // lm_head_i8_argmax.wgsl EXACT_TAIL
 };
 
 HeadParams head_params(const Weight & head, const Tensor & x, const Tensor & logits, bool round_input_f16, float eps) {
     return {static_cast<uint32_t>(head.n_rows), gpu_offset(x, 4), gpu_offset(logits, 4), round_input_f16 ? 1u : 0u,
-            static_cast<uint32_t>(head.n_cols), eps, 0};
+            static_cast<uint32_t>(head.n_cols), eps, 0, 0};
 }
 
 // argmax_exact.wgsl's MAX_BOUNDS: the most lower bounds its TOP_K mode ranks.
@@ -391,7 +392,7 @@ WebGpuBackend::HeadInt8Copy WebGpuBackend::read_head_int8_copy(const Weight & he
 }
 
 uint32_t WebGpuBackend::try_decode_head_i8(const Tensor & logits, const GpuTable & head, const Tensor & x,
-                                           const GpuNorm & norm, float eps, bool round_input_f16) {
+                                           const GpuNorm & norm, float eps, bool round_input_f16, bool exact_tail) {
     if (x.ne[1] != 1 || !ensure_head_q8(head)) return 0;
     const uint32_t n_vocab = static_cast<uint32_t>(head.n_rows);
     const auto     k       = static_cast<double>(head.n_cols);
@@ -401,20 +402,29 @@ uint32_t WebGpuBackend::try_decode_head_i8(const Tensor & logits, const GpuTable
     const uint32_t        groups = ((n_vocab + 63) / 64 + blocks - 1) / blocks;
     // Per-row bounds, then each workgroup's lower bound.
     const WGPUBuffer partials = argmax_partials((static_cast<size_t>(groups) + n_vocab) * 8);
-    const HeadParams p        = head_params(head, x, logits, round_input_f16, eps);
+    HeadParams       p        = head_params(head, x, logits, round_input_f16, eps);
+    // The exact tail's pairs and threshold slots (zeroed when the buffer is made: key 0, no bound).
+    // (A deferred argmax_final may bind the buffer that grown() would replace: it is recorded first.)
+    step_->run_deferred();
+    const WGPUBuffer exact = grown(head_exact_, (2 + 2 * static_cast<size_t>(groups)) * 4, "head exact argmax");
+    if (exact_tail) {
+        p.thr_slot     = head_thr_slot_;
+        head_thr_slot_ = 1 - head_thr_slot_;
+    }
     // A team of 32 lanes per row is a subgroup when subgroups are exactly 32 wide: rows are summed by
     // subgroupAdd and the stream has no barriers (TEAM_SG). $TERN_WEBGPU_HEAD_TEAM_SG=0 turns it off.
     static const bool team_env = env_u32("TERN_WEBGPU_HEAD_TEAM_SG", 1) != 0;
     const auto & a       = ctx_.adapter();
     const bool   team_sg = team_env && pipelines_.subgroup_variants() && a.subgroup_min == 32 && a.subgroup_max == 32;
     const PipelineKey key{ternary_shader("lm_head_i8_argmax"),
-                          "rrrrwwu",
+                          "rrrrwwrwu",
                           {{{"K", k},
                             {"NORM", 1.0},
                             {"BLOCKS", static_cast<double>(blocks)},
-                            {"TEAM_SG", team_sg ? 1.0 : 0.0}}}};
-    const WGPUBuffer  bufs[] = {head.q8->get(),         head.q8_info->get(), gpu_buffer(x), norm.buffer->get(),
-                                gpu_buffer(logits), partials};
+                            {"TEAM_SG", team_sg ? 1.0 : 0.0},
+                            {"EXACT_TAIL", exact_tail ? 1.0 : 0.0}}}};
+    const WGPUBuffer  bufs[] = {head.q8->get(),     head.q8_info->get(), gpu_buffer(x), norm.buffer->get(),
+                                gpu_buffer(logits), partials,            head.buffer->get(), exact};
     step_->dispatch(key, bufs, &p, sizeof p, groups);
     head_partials_ = {};
     return groups;
@@ -457,6 +467,7 @@ uint32_t WebGpuBackend::encode_exact_rows(const Tensor & logits, const GpuTable 
     WGPUBuffer out  = nullptr;
     const int  list = top_k_next_;
     if (top_k == 0) {
+        step_->run_deferred();  // (it may bind the buffer that grown() would replace)
         out = grown(exact_partial_, groups * 8, "exact argmax partials");
     } else {
         const size_t list_bytes = (2 + 2 * size_t{k_top_k_list_rows}) * 4;
@@ -574,8 +585,10 @@ void WebGpuBackend::norm_lm_head_argmax(const Tensor & ids, const Tensor & logit
     const uint32_t n_blocks = static_cast<uint32_t>((e->n_rows + 63) / 64);
     uint32_t       n_bounds = 0;
     bool           int8     = false;
+    // The int8 head recomputes its own candidates (EXACT_TAIL) unless $TERN_WEBGPU_HEAD_EXACT_TAIL=0.
+    static const bool tail = env_u32("TERN_WEBGPU_HEAD_EXACT_TAIL", 1) != 0;
     if (!exact_head && fuse_norms_ && fits) {
-        n_bounds = try_decode_head_i8(logits, *e, x, *nw, eps, round_input_f16);
+        n_bounds = try_decode_head_i8(logits, *e, x, *nw, eps, round_input_f16, tail);
         int8     = n_bounds > 0;
         if (!int8 && try_decode_head(logits, *e, x, nw, eps, round_input_f16, true)) n_bounds = n_blocks;
     }
@@ -583,8 +596,12 @@ void WebGpuBackend::norm_lm_head_argmax(const Tensor & ids, const Tensor & logit
         Backend::norm_lm_head_argmax(ids, logits, head, h, x, norm, eps, round_input_f16);
         return;
     }
-    // The rows that can hold the maximum, recomputed exactly by argmax_exact.wgsl, then the best.
-    const uint32_t groups = encode_exact_rows(logits, *e, x, *nw, eps, round_input_f16, n_bounds, int8, 0);
+    // The rows that can hold the maximum, recomputed exactly by argmax_exact.wgsl (or already by the
+    // int8 head's tail), then the best.
+    const bool       tail_ran = int8 && tail;
+    const uint32_t   groups   = tail_ran ? n_bounds : encode_exact_rows(logits, *e, x, *nw, eps, round_input_f16, n_bounds, int8, 0);
+    const WGPUBuffer pairs    = tail_ran ? head_exact_->get() : exact_partial_->get();
+    const uint32_t   first    = tail_ran ? 1 : 0;  // (vec2 index: the tail's pair 0 holds its slots)
     // argmax_final reduces the groups' winners into ids. It waits (StepEncoder::defer) until the next
     // command: when that is the next step's embed of this id, embed_argmax.wgsl does both in one
     // dispatch (WebGpuBackend::embed); anything else records it first. $TERN_WEBGPU_FOLD_ARGMAX=0
@@ -592,19 +609,21 @@ void WebGpuBackend::norm_lm_head_argmax(const Tensor & ids, const Tensor & logit
     static const bool fold = env_u32("TERN_WEBGPU_FOLD_ARGMAX", 1) != 0;
     const WGPUBuffer  ids_buffer = gpu_buffer(ids);
     const uint32_t    ids_offset = gpu_offset(ids, 4);
-    auto              record     = [this, groups, ids_buffer, ids_offset] {
+    auto              record     = [this, groups, pairs, first, ids_buffer, ids_offset] {
         struct {
-            uint32_t n_chunks, ids_offset;
-        } pf{groups, ids_offset};
+            uint32_t n_chunks, ids_offset, chunks_offset;
+        } pf{groups, ids_offset, first};
         const PipelineKey key_final{"argmax_final", "rwu", {{{"WG", 256}}}};
-        const WGPUBuffer  bufs_final[] = {exact_partial_->get(), ids_buffer};
+        const WGPUBuffer  bufs_final[] = {pairs, ids_buffer};
         step_->dispatch(key_final, bufs_final, &pf, sizeof pf, 1);
     };
     if (!fold) {
         record();
         return;
     }
-    folded_chunks_ = groups;
+    folded_pairs_        = pairs;
+    folded_pairs_offset_ = first;
+    folded_chunks_       = groups;
     step_->defer(ids_buffer, ids.offset, std::move(record));
 }
 

@@ -72,12 +72,13 @@ void WebGpuBackend::embed(const Tensor & x, const Weight & token_embd, const Ten
         // The previous step's greedy argmax left its last stage for this embed (norm_lm_head_argmax):
         // both in one dispatch, which also writes the id.
         struct {
-            uint32_t n_embd, n_vocab, table_offset, ids_offset, x_offset, x_stride, stats_out, n_chunks;
-        } pa{p.n_embd, p.n_vocab, 0, p.ids_offset, p.x_offset, p.x_stride, p.stats_out, folded_chunks_};
+            uint32_t n_embd, n_vocab, table_offset, ids_offset, x_offset, x_stride, stats_out, n_chunks, chunks_offset;
+        } pa{p.n_embd,   p.n_vocab,    0, p.ids_offset, p.x_offset, p.x_stride, p.stats_out, folded_chunks_,
+             folded_pairs_offset_};
         const PipelineKey key{"embed_argmax",
                               "rrwwwu",
                               {{{"WG", 256}, {"TABLE_F16", e->f16 ? 1.0 : 0.0}, {"STATS_OUT", stats_out ? 1.0 : 0.0}}}};
-        const WGPUBuffer bufs[] = {e->buffer->get(), exact_partial_->get(), gpu_buffer(tokens), gpu_buffer(x),
+        const WGPUBuffer bufs[] = {e->buffer->get(), folded_pairs_, gpu_buffer(tokens), gpu_buffer(x),
                                    stats_buffer()};
         step_->dispatch(key, bufs, &pa, sizeof pa, ceil_div(e->n_cols, 256));
     } else {

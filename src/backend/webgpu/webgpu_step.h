@@ -46,6 +46,8 @@ public:
     void defer(WGPUBuffer target, uint64_t offset, std::function<void()> record);
     // Claims the deferred dispatch (it will not run) if it writes `target` at `offset`.
     bool take_deferred(WGPUBuffer target, uint64_t offset);
+    // Records the deferred dispatch now, if there is one (before a buffer it binds is replaced).
+    void run_deferred();
     bool pending() const { return encoder_ != nullptr; }
     // Finishes what was recorded into a command buffer that is kept, with its uniforms, instead of
     // submitted: release_held() submits it (after whatever is submitted in between, e.g. a queue
@@ -80,7 +82,6 @@ public:
 
 private:
     void profile_wait(const std::string & label);
-    void run_deferred();
     // The bind group of `buffers` (bindings 0..n-1) and the uniform slot (binding n), made once per
     // (key's signature, buffers) and cached; the key names the kernel in an error.
     WGPUBindGroup bind_group(const PipelineKey & key, std::span<const WGPUBuffer> buffers);

@@ -31,6 +31,7 @@
 // #include "lib/sum_squares.wgsl"
 // #include "lib/best_index.wgsl"
 // #include "lib/head_input.wgsl"
+// #include "lib/head_exact_row.wgsl"
 
 override K: u32 = 2560u;      // elements per row, a multiple of 8
 override NORM: bool = false;  // h = rms_norm(x) * nw first
@@ -85,24 +86,6 @@ fn kth_bound(lid: u32) -> f32 {
     }
     return workgroupUniformLoad(&kth_plain);
 }
-// The exact logit of `row` (all invocations call it: it has barriers).
-fn exact_row(lid: u32, row: u32, round_in: bool) -> f32 {
-    let words = K / 8u;
-    var a = vec2<f32>(0.0, 0.0);
-    for (var i = lid; i < words; i += WG) {
-        let w  = head[row * words + i];
-        let ha = hs[2u * i];
-        let hb = hs[2u * i + 1u];
-        a = head_pair_exact(a, unpack2x16float(w.x), ha.xy, round_in);
-        a = head_pair_exact(a, unpack2x16float(w.y), ha.zw, round_in);
-        a = head_pair_exact(a, unpack2x16float(w.z), hb.xy, round_in);
-        a = head_pair_exact(a, unpack2x16float(w.w), hb.zw, round_in);
-    }
-    let v = df_to_f32(wg_df_sum(lid, a));
-    workgroupBarrier();  // (the next row's wg_df_sum writes its slots again)
-    return v;
-}
-
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     // Every load that does not wait on another is issued first: this invocation's first lower bound

@@ -1,10 +1,12 @@
 // embed_argmax: argmax_final.wgsl and embed.wgsl in one dispatch, for greedy decoding on the device:
-// the previous step's argmax_exact left one (value, index) pair per workgroup; every workgroup here
-// reduces all of them to the token (largest value, lowest index on ties), workgroup 0 writes it to
-// ids[0] (what the host reads back), and each embeds its part of that token's row. One dispatch
+// the previous step's argmax_exact (or the int8 head's exact tail) left one (value, index) pair per
+// workgroup; every workgroup here reduces all of them to the token (largest value, lowest index on
+// ties), workgroup 0 writes it to ids[0] (what the host reads back), and each embeds its part of
+// that token's row. One dispatch
 // boundary less per token than argmax_final followed by embed, and the same bits.
 //
-//   token_embd: [n_embd, n_vocab]   partial: [n_chunks] vec2<u32> (value bits, index)   ids: [1] i32
+//   token_embd: [n_embd, n_vocab]   partial: [n_chunks] vec2<u32> (value bits, index), from pair
+//   p.chunks_offset   ids: [1] i32
 //   x: [n_embd] f32   norm_stats: with STATS_OUT, x's block sums of squares (lib/sum_squares.wgsl)
 // Bindings: 0 token_embd (read), 1 partial (read), 2 ids (read_write), 3 x (read_write),
 // 4 norm_stats (read_write), 5 params (uniform)
@@ -29,6 +31,7 @@ struct Params {
     x_stride: u32,
     stats_out: u32,     // f32 index in norm_stats (STATS_OUT)
     n_chunks: u32,      // pairs in partial
+    chunks_offset: u32, // vec2 index of the first
     rn_zero: u32,       // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
 }
 
@@ -46,7 +49,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
     var bv = 0.0;
     var bi = 0xffffffffu;
     for (var c = lid; c < p.n_chunks; c += WG) {
-        let e = partial[c];
+        let e = partial[p.chunks_offset + c];
         if (beats(bitcast<f32>(e.x), e.y, bv, bi)) {
             bv = bitcast<f32>(e.x);
             bi = e.y;

@@ -18,18 +18,33 @@ requires packed_4x8_integer_dot_product;
 //   x: [K] f32   nw: [K] f32   logits: [n_vocab] f32 (f)   partial: [n_vocab] (bits(B), 0), then
 //   [workgroups] (bits(max of f - B over the workgroup's rows), index)
 // Bindings: 0 q8 (read), 1 info (read), 2 x (read), 3 nw (read), 4 logits (read_write),
-//           5 partial (read_write), 6 params (uniform)
+//           5 partial (read_write), 6 head (read), 7 exact_out (read_write), 8 params (uniform)
 // Dispatch: (ceil(n_vocab / (64 BLOCKS)), 1, 1). 256 threads = 8 teams of 32 lanes; for each of the
 // workgroup's BLOCKS blocks of 64 rows, team t computes rows 64 w + 8 r + t for r = 0..7; lane l
 // reads vec4 words l, l + 32, ... of each row. TEAM_SG (subgroups of exactly 32 invocations, so a
 // team is a subgroup): each row's lanes are summed by one subgroupAdd and the team keeps its best
 // row in registers, so the stream has no barrier; otherwise each block of 64 rows is reduced in
 // workgroup memory.
+//
+// EXACT_TAIL (greedy decoding): the kernel also does argmax_exact.wgsl's work, for its own rows, so
+// that dispatch goes. While streaming, each team (or the block reduction) publishes its best lower
+// bound f - B with an atomicMax into threshold slot p.thr_slot of `exact_out`; at the end every
+// workgroup reads that slot, T' (the largest bound published so far: a lower bound of some row's
+// exact logit, whatever the other workgroups have reached), lists its rows with f + B >= T', and
+// recomputes them exactly (lib/head_exact_row.wgsl, argmax_exact's order and bits, with h's words
+// loaded again from x and nw: h staged in workgroup memory, 10 KB more per workgroup, made the
+// stream ~1.6% slower on an H100). A row below T' is below some row's exact logit, so the global
+// best (largest, lowest index on ties) is among the workgroups' listed rows, and each workgroup
+// writes its best (value bits, index) to exact_out[2 + 2 w] for argmax_final.wgsl /
+// embed_argmax.wgsl. Workgroup 0 first zeroes the other slot (the lowest key: every row a
+// candidate) for the next token's head. exact_out: u32 [slot 0, slot 1, then (value bits, index)
+// per workgroup].
 
 // #include "lib/numerics.wgsl"
 // #include "lib/inv_rms.wgsl"
 // #include "lib/best_index.wgsl"
 // #include "lib/head_input.wgsl"
+// #include "lib/head_exact_row.wgsl"
 // #include "lib/head_params.wgsl"
 
 // #include "lib/dot4_native.wgsl"
@@ -50,6 +65,9 @@ override TEAM_SG: bool = false;  // the host sets it when subgroups are exactly 
 // (block w * BLOCKS + b; $TERN_WEBGPU_CONST=HEAD_STRIDED=0) the H100 decoded tg128 at 716 tokens/s
 // against 725-728 strided (alternating rounds).
 override HEAD_STRIDED: bool = true;
+override EXACT_TAIL: bool = false;
+// A timing aid (results are wrong when set): 1 ends the tail after its list, 2 before it.
+override TAIL_STOP: u32 = 0u;
 var<private> n_groups: u32;  // workgroups in the dispatch
 
 
@@ -59,7 +77,9 @@ var<private> n_groups: u32;  // workgroups in the dispatch
 @group(0) @binding(3) var<storage, read> nw: array<f32>;
 @group(0) @binding(4) var<storage, read_write> logits: array<f32>;
 @group(0) @binding(5) var<storage, read_write> partial: array<vec2<u32>>;
-@group(0) @binding(6) var<uniform> p: Params;
+@group(0) @binding(6) var<storage, read> head: array<vec4<u32>>;  // the F16 table (EXACT_TAIL)
+@group(0) @binding(7) var<storage, read_write> exact_out: array<atomic<u32>>;  // (EXACT_TAIL) see above
+@group(0) @binding(8) var<uniform> p: Params;
 
 var<workgroup> red: array<vec2<i32>, 1024>;  // [team][row r][lane % 16]
 var<workgroup> h_hi: array<vec4<u32>, K / 16u>;  // a = the high int8 of H, 16 per vec4
@@ -130,6 +150,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let lane  = lid % 32u;
     let words = K / 16u;
     var next  = load_row(row_of(wid.x, 0u, team), lane);  // issued before h is staged
+    if (EXACT_TAIL && wid.x == 0u && lid == 0u) { atomicStore(&exact_out[1u - p.thr_slot], 0u); }
     var norms = vec3<f32>(1.0);
     if (HEAD_STOP != 2u) {
         norms = stage_grid(lid, head_input_words(lid));  // (||h||, ||eta||, S)
@@ -174,6 +195,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                     bi = row;
                 }
             }
+            if (EXACT_TAIL && lane == 0u && rr % 8u == 7u) { publish_bound(bv, bi); }  // (each block)
             continue;
         }
         acc[rr % 8u] = vec2<i32>(ia, ib);
@@ -217,6 +239,11 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             bv = bitcast<f32>(best.x);
             bi = best.y;
         }
+        if (EXACT_TAIL && lid == 0u) { publish_bound(bv, bi); }
+    }
+    if (EXACT_TAIL) {
+        exact_tail(lid, wid.x);
+        return;
     }
     // The workgroup's best (f - B, row), for argmax_exact.wgsl's threshold: across the teams, or
     // invocation 0's running best of the blocks.
@@ -239,4 +266,67 @@ fn store_row(row: u32, sc: vec4<f32>, sum: vec2<i32>, norms: vec3<f32>) -> vec2<
     partial[p.partial_offset + row] = vec2<u32>(bitcast<u32>(b), 0u);
     logits[p.out_offset + row] = f;
     return vec2<f32>(f, b);
+}
+
+// EXACT_TAIL: bound keys in the order of the values (negatives reversed; -0 taken as +0, so that a
+// row whose f + B is -0 still reaches a bound of +0); key 0 is below every value.
+fn bound_key(v: f32) -> u32 {
+    let b = bitcast<u32>(select(v, 0.0, v == 0.0));
+    return select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
+}
+
+fn publish_bound(bv: f32, bi: u32) {
+    if (bi != 0xffffffffu) { atomicMax(&exact_out[p.thr_slot], bound_key(bv)); }
+}
+
+var<workgroup> tail_n: atomic<u32>;
+var<workgroup> tail_n_plain: u32;
+var<workgroup> tail_rows: array<u32, 256>;
+
+// EXACT_TAIL: this workgroup's rows with f + B >= T' recomputed exactly; its best to exact_out.
+// (More than 256 such rows, a degenerate table: every row of the workgroup, slow but exact.)
+// Every invocation calls it (barriers).
+fn exact_tail(lid: u32, wid: u32) {
+    if (TAIL_STOP == 2u) { return; }
+    if (lid == 0u) { atomicStore(&tail_n, 0u); }
+    storageBarrier();  // the workgroup's f, B (written by each team's lane 0) and bounds
+    workgroupBarrier();
+    let t_key = atomicLoad(&exact_out[p.thr_slot]);
+    let rows  = 64u * BLOCKS;
+    for (var j = lid; j < rows; j += WG) {
+        let row = block_of(wid, j / 64u) * 64u + j % 64u;
+        if (row < p.n_vocab) {
+            let f = logits[p.out_offset + row];
+            let b = bitcast<f32>(partial[p.partial_offset + row].x);
+            if (bound_key(f + b) >= t_key) {
+                let slot = atomicAdd(&tail_n, 1u);
+                if (slot < 256u) { tail_rows[slot] = row; }
+            }
+        }
+    }
+    workgroupBarrier();
+    if (lid == 0u) { tail_n_plain = atomicLoad(&tail_n); }
+    let nc       = workgroupUniformLoad(&tail_n_plain);
+    if (TAIL_STOP == 1u) {
+        if (lid == 0u) { atomicStore(&exact_out[3u + 2u * wid], nc); }
+        return;
+    }
+    let listed   = nc <= 256u;
+    let n        = select(rows, nc, listed);
+    let round_in = p.round_input != 0u;
+    var bv = 0.0;
+    var bi = 0xffffffffu;
+    for (var c = 0u; c < n; c++) {
+        var row = block_of(wid, c / 64u) * 64u + c % 64u;
+        if (listed) { row = tail_rows[c]; }
+        let v = exact_row_reloading_h(lid, min(row, p.n_vocab - 1u), round_in);
+        if (row < p.n_vocab && beats(v, row, bv, bi)) {
+            bv = v;
+            bi = row;
+        }
+    }
+    if (lid == 0u) {
+        atomicStore(&exact_out[2u + 2u * wid], bitcast<u32>(bv));
+        atomicStore(&exact_out[3u + 2u * wid], bi);
+    }
 }

@@ -4,7 +4,24 @@
 // lib/sum_squares.wgsl and lib/wg_reduce.wgsl and declares `override K` (at most 16 WG), `override NORM`, `override WG`,
 // the bindings `x` and `nw` (f32), and a uniform `p` with x_offset, round_input, k, eps.
 
-var<workgroup> hs: array<vec4<f32>, K / 4u>;
+var<workgroup> hs: array<vec4<f32>, K / 4u>;  // (allocated only where a kernel uses it)
+var<private> head_inv: f32;  // head_input_words' norm factor
+
+// Word i of h from word i of x and of the norm weights, once head_inv is known.
+fn head_word(xv: vec4<f32>, wv: vec4<f32>) -> vec4<f32> {
+    var v = xv;
+    if (NORM) { v = (v * head_inv) * wv; }
+    if (p.round_input != 0u) { v = vec4<f32>(round_f16(v.x), round_f16(v.y), round_f16(v.z), round_f16(v.w)); }
+    return v;
+}
+
+// Word i of h loaded again from x and nw (after head_input_words in this invocation): the same bits.
+fn head_word_at(i: u32) -> vec4<f32> {
+    let o = p.x_offset + 4u * i;
+    var w = vec4<f32>(0.0);
+    if (NORM) { w = vec4<f32>(nw[4u * i], nw[4u * i + 1u], nw[4u * i + 2u], nw[4u * i + 3u]); }
+    return head_word(vec4<f32>(x[o], x[o + 1u], x[o + 2u], x[o + 3u]), w);
+}
 
 // This invocation's words lid + u WG (u < 4) of h = rms_norm(x) * nw (NORM) or x, rounded to f16
 // with p.round_input. The loads of x and nw are issued first; the norm factor is inv_rms's bits: from
@@ -31,12 +48,8 @@ fn head_input_words(lid: u32) -> array<vec4<f32>, 4> {
             inv = inv_rms(lid, p.x_offset);  // (its block loads of x hit the cache)
         }
     }
-    for (var u = 0u; u < 4u; u++) {
-        var v = xs[u];
-        if (NORM) { v = (v * inv) * ws[u]; }
-        if (p.round_input != 0u) { v = vec4<f32>(round_f16(v.x), round_f16(v.y), round_f16(v.z), round_f16(v.w)); }
-        xs[u] = v;
-    }
+    head_inv = inv;
+    for (var u = 0u; u < 4u; u++) { xs[u] = head_word(xs[u], ws[u]); }
     return xs;
 }
 

@@ -8,5 +8,6 @@ struct Params {
     k: u32,               // = K (for lib/inv_rms.wgsl)
     eps: f32,             // NORM only
     partial_offset: u32,  // vec2 index of partial[0]
+    thr_slot: u32,        // lm_head_i8_argmax.wgsl EXACT_TAIL: its threshold slot (0 or 1)
     rn_zero: u32,         // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
 }

@@ -1,0 +1,41 @@
+// The exact logit of one row of an F16 LM head: its double-float sum over h, in the order
+// argmax_exact.wgsl and lm_head_i8_argmax.wgsl's EXACT_TAIL share, so both give the same bits. The
+// including kernel includes lib/numerics.wgsl, lib/wg_reduce.wgsl and lib/head_input.wgsl and
+// declares `override K`, `override WG` and the binding `head` (the F16 table as array<vec4<u32>>:
+// 8 halves per word, rows of K / 8 words).
+
+// With h staged in workgroup memory (hs). Every invocation calls it (barriers).
+fn exact_row(lid: u32, row: u32, round_in: bool) -> f32 {
+    let words = K / 8u;
+    var a = vec2<f32>(0.0, 0.0);
+    for (var i = lid; i < words; i += WG) {
+        a = exact_word(a, head[row * words + i], hs[2u * i], hs[2u * i + 1u], round_in);
+    }
+    return exact_total(lid, a);
+}
+
+// With h's words loaded again from x and the norm weights (head_word_at, after head_input_words in
+// this invocation): no workgroup memory for h (lm_head_i8_argmax.wgsl). Every invocation calls it
+// (barriers).
+fn exact_row_reloading_h(lid: u32, row: u32, round_in: bool) -> f32 {
+    let words = K / 8u;
+    var a = vec2<f32>(0.0, 0.0);
+    for (var i = lid; i < words; i += WG) {
+        a = exact_word(a, head[row * words + i], head_word_at(2u * i), head_word_at(2u * i + 1u), round_in);
+    }
+    return exact_total(lid, a);
+}
+
+// acc + the 8 products of table word w (8 halves) and h's two words ha, hb, in order.
+fn exact_word(acc: vec2<f32>, w: vec4<u32>, ha: vec4<f32>, hb: vec4<f32>, round_in: bool) -> vec2<f32> {
+    var a = head_pair_exact(acc, unpack2x16float(w.x), ha.xy, round_in);
+    a = head_pair_exact(a, unpack2x16float(w.y), ha.zw, round_in);
+    a = head_pair_exact(a, unpack2x16float(w.z), hb.xy, round_in);
+    return head_pair_exact(a, unpack2x16float(w.w), hb.zw, round_in);
+}
+
+fn exact_total(lid: u32, a: vec2<f32>) -> f32 {
+    let v = df_to_f32(wg_df_sum(lid, a));
+    workgroupBarrier();  // (the next row's wg_df_sum writes its slots again)
+    return v;
+}
