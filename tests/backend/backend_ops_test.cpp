@@ -605,6 +605,23 @@ struct HeadCase {
     WeightSource norm() const { return {"n", DType::f32, {k, 1, 1, 1}, norm_f32}; }
 };
 
+// A head case loaded on a backend: its weights, x (written), h, the logits and n_ids ids.
+struct HeadTensors {
+    std::unique_ptr<Weight> table, norm;
+    OwnedTensor             x, h, logits, ids;
+};
+
+HeadTensors load_head_case(Backend & b, const HeadCase & hc, int64_t n_ids) {
+    HeadTensors t{b.load_embedding(hc.table()),
+                  b.load_norm(hc.norm()),
+                  alloc_tensor(b, DType::f32, {hc.k, 1, 1, 1}, "x"),
+                  alloc_tensor(b, DType::f32, {hc.k, 1, 1, 1}, "h"),
+                  alloc_tensor(b, DType::f32, {hc.nv, 1, 1, 1}, "logits"),
+                  alloc_tensor(b, DType::i32, {n_ids, 1, 1, 1}, "ids")};
+    b.write(t.x.tensor, hc.x.data(), hc.x.size() * 4);
+    return t;
+}
+
 HeadCase make_head_case(int kind, int64_t k, int64_t nv, Rand & r) {
     std::vector<float> table(static_cast<size_t>(k * nv)), x(static_cast<size_t>(k)), nw(static_cast<size_t>(k));
     for (auto & v : table) v = r.normal(0.05f);
@@ -679,29 +696,21 @@ TEST_P(BackendOps, GreedyHeadArgmaxMatchesTheExactHead) {
     for (const Case cs : {Case{"random", 1000, 0}, Case{"near ties", 1000, 1}, Case{"exact tie", 700, 2},
                           Case{"all equal", 300, 3}, Case{"hidden by f32", 300, 4}, Case{"hidden by int8", 500, 5}}) {
         SCOPED_TRACE(std::string(cs.name) + ", K " + std::to_string(k));
-        const int64_t      nv = cs.n_vocab;
-        const HeadCase     hc = make_head_case(cs.kind, k, nv, r);
-        const std::vector<float> & x = hc.x;
-        const WeightSource es = hc.table(), ns = hc.norm();
-        int32_t            ids[2] = {-1, -1};
-        Backend *          bs[2]  = {ref_.get(), be_.get()};
+        const HeadCase hc     = make_head_case(cs.kind, k, cs.n_vocab, r);
+        int32_t        ids[2] = {-1, -1};
+        Backend *      bs[2]  = {ref_.get(), be_.get()};
         for (int i = 0; i < 2; ++i) {
-            Backend & b  = *bs[i];
-            auto      we = b.load_embedding(es);
-            auto      wn = b.load_norm(ns);
-            auto      xt = alloc_tensor(b, DType::f32, {k, 1, 1, 1}, "x");
-            auto      h  = alloc_tensor(b, DType::f32, {k, 1, 1, 1}, "h");
-            auto      lg = alloc_tensor(b, DType::f32, {nv, 1, 1, 1}, "logits");
-            auto      am = alloc_tensor(b, DType::i32, {1, 1, 1, 1}, "id");
-            b.write(xt.tensor, x.data(), x.size() * 4);
+            Backend &   b = *bs[i];
+            HeadTensors t = load_head_case(b, hc, 1);
             b.begin_step();
             if (i == 0) {
-                b.norm_lm_head(lg.tensor, *we, h.tensor, xt.tensor, *wn, 1e-5f, true, am.tensor);
+                b.norm_lm_head(t.logits.tensor, *t.table, t.h.tensor, t.x.tensor, *t.norm, 1e-5f, true, t.ids.tensor);
             } else {
-                b.norm_lm_head_argmax(am.tensor, lg.tensor, *we, h.tensor, xt.tensor, *wn, 1e-5f, true);
+                b.norm_lm_head_argmax(t.ids.tensor, t.logits.tensor, *t.table, t.h.tensor, t.x.tensor, *t.norm, 1e-5f,
+                                      true);
             }
             b.end_step();
-            b.read(am.tensor, &ids[i], 4);
+            b.read(t.ids.tensor, &ids[i], 4);
         }
         EXPECT_EQ(ids[1], ids[0]);
         const int want = cs.kind == 3 ? 0 : cs.kind == 4 ? 7 : cs.kind == 5 ? 12 : -1;
@@ -720,7 +729,6 @@ TEST_P(BackendOps, GreedyArgmaxFeedsTheNextStepsEmbed) {
     Rand          r(29);
     const int64_t k = 256, nv = 1000;
     const HeadCase hc = make_head_case(0, k, nv, r);
-    const WeightSource es = hc.table(), ns = hc.norm();
     enum Between { nothing, write, other_embed, read_id };
     int64_t gpu_dispatches[4] = {};
     for (const Between between : {nothing, write, other_embed, read_id}) {
@@ -730,29 +738,23 @@ TEST_P(BackendOps, GreedyArgmaxFeedsTheNextStepsEmbed) {
         int64_t            dispatches[2] = {0, 0};
         Backend *          bs[2]         = {ref_.get(), be_.get()};
         for (int i = 0; i < 2; ++i) {
-            Backend & b  = *bs[i];
-            auto      we = b.load_embedding(es);
-            auto      wn = b.load_norm(ns);
-            auto      xt = alloc_tensor(b, DType::f32, {k, 1, 1, 1}, "x");
-            auto      x2 = alloc_tensor(b, DType::f32, {k, 1, 1, 1}, "x2");
-            auto      h  = alloc_tensor(b, DType::f32, {k, 1, 1, 1}, "h");
-            auto      lg = alloc_tensor(b, DType::f32, {nv, 1, 1, 1}, "logits");
-            auto      am = alloc_tensor(b, DType::i32, {2, 1, 1, 1}, "ids");
-            Tensor    id0 = am.tensor, id1 = am.tensor;  // slots 0 and 1
+            Backend &   b  = *bs[i];
+            HeadTensors t  = load_head_case(b, hc, 2);
+            auto        x2 = alloc_tensor(b, DType::f32, {k, 1, 1, 1}, "x2");
+            Tensor      id0 = t.ids.tensor, id1 = t.ids.tensor;  // slots 0 and 1
             id0.ne[0] = id1.ne[0] = 1;
             id1.offset += 4;
             const int32_t other = 3;
             b.write(id0, &other, 4);
-            b.write(xt.tensor, hc.x.data(), hc.x.size() * 4);
             b.take_dispatch_count();
             b.begin_step();
-            b.norm_lm_head_argmax(id1, lg.tensor, *we, h.tensor, xt.tensor, *wn, 1e-5f, true);
+            b.norm_lm_head_argmax(id1, t.logits.tensor, *t.table, t.h.tensor, t.x.tensor, *t.norm, 1e-5f, true);
             b.end_step();
             if (between == write) b.write(x2.tensor, hc.x.data(), 16);
             if (between == read_id) b.read(id1, &ids[i], 4);
             b.begin_step();
-            if (between == other_embed) b.embed(x2.tensor, *we, id0);
-            b.embed(x2.tensor, *we, id1);
+            if (between == other_embed) b.embed(x2.tensor, *t.table, id0);
+            b.embed(x2.tensor, *t.table, id1);
             b.end_step();
             dispatches[i] = b.take_dispatch_count();
             rows[i]       = read_f32(b, x2.tensor);

@@ -15,21 +15,6 @@
 // #include "lib/sum_squares.wgsl"
 // #include "lib/embed_row.wgsl"
 
-override WG: u32 = 256u;  // a power of two, >= 32
-override TABLE_F16: bool = true;
-override STATS_OUT: bool = false;
-
-struct Params {
-    n_embd: u32,
-    n_vocab: u32,
-    table_offset: u32,  // u32 index of row 0
-    ids_offset: u32,    // i32 index of ids[0]
-    x_offset: u32,      // f32 index of x[0, 0]
-    x_stride: u32,
-    stats_out: u32,  // f32 index in norm_stats (STATS_OUT)
-    rn_zero: u32,    // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
-}
-
 @group(0) @binding(0) var<storage, read> table: array<u32>;
 @group(0) @binding(1) var<storage, read> ids: array<i32>;
 @group(0) @binding(2) var<storage, read_write> x: array<f32>;
