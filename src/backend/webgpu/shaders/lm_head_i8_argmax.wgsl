@@ -55,7 +55,8 @@ override K: u32 = 2560u;      // elements per row, a multiple of 16, at most 409
 override NORM: bool = true;   // h = rms_norm(x) * nw first
 override BLOCKS: u32 = 1u;    // 64-row blocks per workgroup (the prologue is paid once per workgroup)
 // A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=HEAD_STOP=n): 1 replaces the dot4s by
-// an XOR of the loaded words; 2 skips the prologue (h is not staged).
+// an XOR of the loaded words; 2 skips the prologue (h is not staged); 3 the grid's two workgroup
+// reductions (each invocation's own max and sum); 4 the norm (h = x).
 override HEAD_STOP: u32 = 0u;
 override PER_LANE: u32 = (K / 16u + 31u) / 32u;  // vec4 loads per lane per row (<= 8)
 override WG: u32 = 256u;      // fixed (the teams; lib/inv_rms.wgsl and lib/best_index.wgsl size by it)
@@ -120,8 +121,12 @@ fn stage_grid(lid: u32, h: array<vec4<f32>, 4>) -> vec3<f32> {
             mx = max(mx, max(max(abs(v.x), abs(v.y)), max(abs(v.z), abs(v.w))));
         }
     }
-    let hmax = wg_max(lid, mx);  // (after head_input_words' sum: the reductions alternate kinds)
-    let tot  = wg_df_sum(lid, vec2<f32>(sq, 0.0)).x;
+    var hmax = mx;  // (HEAD_STOP = 3: this invocation's own, no reductions)
+    var tot  = sq;
+    if (HEAD_STOP != 3u) {
+        hmax = wg_max(lid, mx);  // (after head_input_words' sum: the reductions alternate kinds)
+        tot  = wg_df_sum(lid, vec2<f32>(sq, 0.0)).x;
+    }
     let inv  = select(32639.0 / hmax, 0.0, hmax == 0.0);
     let step = select(hmax / 32639.0, 0.0, hmax == 0.0);
     for (var u = 0u; u < 4u; u++) {
@@ -153,7 +158,16 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     if (EXACT_TAIL && wid.x == 0u && lid == 0u) { atomicStore(&exact_out[1u - p.thr_slot], 0u); }
     var norms = vec3<f32>(1.0);
     if (HEAD_STOP != 2u) {
-        norms = stage_grid(lid, head_input_words(lid));  // (||h||, ||eta||, S)
+        var h: array<vec4<f32>, 4>;
+        if (HEAD_STOP == 4u) {  // x as it is (no norm)
+            for (var u = 0u; u < 4u; u++) {
+                let o = p.x_offset + 4u * (lid + u * WG);
+                if (lid + u * WG < K / 4u) { h[u] = vec4<f32>(x[o], x[o + 1u], x[o + 2u], x[o + 3u]); }
+            }
+        } else {
+            h = head_input_words(lid);
+        }
+        norms = stage_grid(lid, h);  // (||h||, ||eta||, S)
     }
 
     let team_sg = TEAM_SG && WG_REDUCE_SG;
