@@ -2,9 +2,14 @@
 # Runs tern's WebGPU backend on the lent NVIDIA machine (the `device` tool): kernel tests against the
 # CPU reference, a greedy comparison with the CPU backend, and `tern bench` on a synthetic 2B4T.
 # The machine has NVIDIA's Vulkan driver but no Vulkan loader and no package registry, so the call
-# carries: .gl (Debian's libvulkan1 .deb) and .devicebin (tern, tern_webgpu_tests, libpcre2-8.so.0,
-# libwebgpu_wrapper.so.gz from npm bun-webgpu-linux-x64, the Llama-3 tokenizer.json.gz). Make
-# .devicebin with tools/device/pack_devicebin.sh. Results go to $OUT.
+# carries: .gl (Debian's .debs of libvulkan1 and of glvnd, which NVIDIA's Vulkan ICD library needs:
+# libglvnd0 libgl1 libglx0 libegl1 libgles2 libopengl0; with libvulkan1 alone the loader finds no
+# driver) and .devicebin (tern, tern_webgpu_tests, libpcre2-8.so.0, dawn.node.gz from npm webgpu,
+# libwebgpu_wrapper.so.gz from npm bun-webgpu-linux-x64, the Llama-3 tokenizer.json.gz). Make .gl
+# once: mkdir -p .gl /tmp/amd64/partial; o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64
+# -oDir::State::Lists=/tmp/amd64'; apt-get $o update; (cd .gl && apt-get $o download libvulkan1
+# libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2). Make .devicebin with
+# tools/device/pack_devicebin.sh. Results go to $OUT.
 # Usage (on the device): tools/device/webgpu_gpu_run.sh [bench args...]
 # Environment: TERN_DEVICE_NO_TESTS=1 skips the GPU test suite; TERN_DEVICE_VARIANTS /
 # TERN_DEVICE_PP_VARIANTS list settings (e.g. "TERN_WEBGPU_REPEAT=attention TERN_WEBGPU_FUSE=0") for
