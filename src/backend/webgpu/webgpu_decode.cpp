@@ -599,7 +599,8 @@ void WebGpuBackend::norm_lm_head_argmax(const Tensor & ids, const Tensor & logit
     // The rows that can hold the maximum, recomputed exactly by argmax_exact.wgsl (or already by the
     // int8 head's tail), then the best.
     const bool       tail_ran = int8 && tail;
-    const uint32_t   groups   = tail_ran ? n_bounds : encode_exact_rows(logits, *e, x, *nw, eps, round_input_f16, n_bounds, int8, 0);
+    const uint32_t   groups =
+        tail_ran ? n_bounds : encode_exact_rows(logits, *e, x, *nw, eps, round_input_f16, n_bounds, int8, 0);
     const WGPUBuffer pairs    = tail_ran ? head_exact_->get() : exact_partial_->get();
     const uint32_t   first    = tail_ran ? 1 : 0;  // (vec2 index: the tail's pair 0 holds its slots)
     // argmax_final reduces the groups' winners into ids. It waits (StepEncoder::defer) until the next

@@ -73,7 +73,7 @@ void WebGpuBackend::embed(const Tensor & x, const Weight & token_embd, const Ten
         // both in one dispatch, which also writes the id.
         struct {
             uint32_t n_embd, n_vocab, table_offset, ids_offset, x_offset, x_stride, stats_out, n_chunks, chunks_offset;
-        } pa{p.n_embd,   p.n_vocab,    0, p.ids_offset, p.x_offset, p.x_stride, p.stats_out, folded_chunks_,
+        } pa{p.n_embd, p.n_vocab, 0, p.ids_offset, p.x_offset, p.x_stride, p.stats_out, folded_chunks_,
              folded_pairs_offset_};
         const PipelineKey key{"embed_argmax",
                               "rrwwwu",
