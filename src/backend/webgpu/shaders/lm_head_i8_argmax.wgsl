@@ -98,7 +98,8 @@ fn load_row(row: u32, lane: u32) -> array<vec4<u32>, 8> {
     return wv;
 }
 
-// Row rr (0 .. 64 BLOCKS - 1) of this workgroup.
+// Team `team`'s row rr (0 .. 8 BLOCKS - 1) of this workgroup; rr = j / 8, team = j % 8 for
+// j = 0 .. 64 BLOCKS - 1 visits the workgroup's rows in order.
 fn row_of(wid: u32, rr: u32, team: u32) -> u32 {
     return block_of(wid, rr / 8u) * 64u + (rr % 8u) * 8u + team;
 }
@@ -161,8 +162,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         var h: array<vec4<f32>, 4>;
         if (HEAD_STOP == 4u) {  // x as it is (no norm)
             for (var u = 0u; u < 4u; u++) {
-                let o = p.x_offset + 4u * (lid + u * WG);
-                if (lid + u * WG < K / 4u) { h[u] = vec4<f32>(x[o], x[o + 1u], x[o + 2u], x[o + 3u]); }
+                if (lid + u * WG < K / 4u) { h[u] = head_x_word(lid + u * WG); }
             }
         } else {
             h = head_input_words(lid);
@@ -282,11 +282,10 @@ fn store_row(row: u32, sc: vec4<f32>, sum: vec2<i32>, norms: vec3<f32>) -> vec2<
     return vec2<f32>(f, b);
 }
 
-// EXACT_TAIL: bound keys in the order of the values (negatives reversed; -0 taken as +0, so that a
-// row whose f + B is -0 still reaches a bound of +0); key 0 is below every value.
+// EXACT_TAIL: bound keys in the order of the values (order_key, with -0 taken as +0, so that a row
+// whose f + B is -0 still reaches a bound of +0); key 0 is below every value.
 fn bound_key(v: f32) -> u32 {
-    let b = bitcast<u32>(select(v, 0.0, v == 0.0));
-    return select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
+    return order_key(select(v, 0.0, v == 0.0));
 }
 
 fn publish_bound(bv: f32, bi: u32) {
@@ -308,7 +307,7 @@ fn exact_tail(lid: u32, wid: u32) {
     let t_key = atomicLoad(&exact_out[p.thr_slot]);
     let rows  = 64u * BLOCKS;
     for (var j = lid; j < rows; j += WG) {
-        let row = block_of(wid, j / 64u) * 64u + j % 64u;
+        let row = row_of(wid, j / 8u, j % 8u);  // (every row of the workgroup once)
         if (row < p.n_vocab) {
             let f = logits[p.out_offset + row];
             let b = bitcast<f32>(partial[p.partial_offset + row].x);
@@ -331,7 +330,7 @@ fn exact_tail(lid: u32, wid: u32) {
     var bv = 0.0;
     var bi = 0xffffffffu;
     for (var c = 0u; c < n; c++) {
-        var row = block_of(wid, c / 64u) * 64u + c % 64u;
+        var row = row_of(wid, c / 8u, c % 8u);
         if (listed) { row = tail_rows[c]; }
         let v = exact_row_reloading_h(lid, min(row, p.n_vocab - 1u), round_in);
         if (row < p.n_vocab && beats(v, row, bv, bi)) {

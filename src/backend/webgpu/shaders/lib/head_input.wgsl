@@ -15,12 +15,20 @@ fn head_word(xv: vec4<f32>, wv: vec4<f32>) -> vec4<f32> {
     return v;
 }
 
+// Word i (elements 4i .. 4i + 3) of x and of the norm weights.
+fn head_x_word(i: u32) -> vec4<f32> {
+    let o = p.x_offset + 4u * i;
+    return vec4<f32>(x[o], x[o + 1u], x[o + 2u], x[o + 3u]);
+}
+fn head_nw_word(i: u32) -> vec4<f32> {
+    return vec4<f32>(nw[4u * i], nw[4u * i + 1u], nw[4u * i + 2u], nw[4u * i + 3u]);
+}
+
 // Word i of h loaded again from x and nw (after head_input_words in this invocation): the same bits.
 fn head_word_at(i: u32) -> vec4<f32> {
-    let o = p.x_offset + 4u * i;
     var w = vec4<f32>(0.0);
-    if (NORM) { w = vec4<f32>(nw[4u * i], nw[4u * i + 1u], nw[4u * i + 2u], nw[4u * i + 3u]); }
-    return head_word(vec4<f32>(x[o], x[o + 1u], x[o + 2u], x[o + 3u]), w);
+    if (NORM) { w = head_nw_word(i); }
+    return head_word(head_x_word(i), w);
 }
 
 // This invocation's words lid + u WG (u < 4) of h = rms_norm(x) * nw (NORM) or x, rounded to f16
@@ -33,9 +41,8 @@ fn head_input_words(lid: u32) -> array<vec4<f32>, 4> {
     for (var u = 0u; u < 4u; u++) {
         let i = lid + u * WG;
         if (i < K / 4u) {
-            let o = p.x_offset + 4u * i;
-            xs[u] = vec4<f32>(x[o], x[o + 1u], x[o + 2u], x[o + 3u]);
-            if (NORM) { ws[u] = vec4<f32>(nw[4u * i], nw[4u * i + 1u], nw[4u * i + 2u], nw[4u * i + 3u]); }
+            xs[u] = head_x_word(i);
+            if (NORM) { ws[u] = head_nw_word(i); }
         }
     }
     var inv = 1.0;

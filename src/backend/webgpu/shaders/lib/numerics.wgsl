@@ -386,3 +386,13 @@ fn ffn_gate(g: f32, u: f32, activation: u32) -> f32 {
     }
     return a * u;
 }
+
+// f32 bits -> u32 in the order of the values (negatives reversed; -0 just below +0), and back: a max
+// of floats as an integer max (lib/wg_reduce_sg.wgsl's sg_max; lm_head_i8_argmax.wgsl's atomicMax).
+fn order_key(v: f32) -> u32 {
+    let b = bitcast<u32>(v);
+    return select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
+}
+fn from_order_key(k: u32) -> f32 {
+    return bitcast<f32>(select(~k, k & 0x7fffffffu, (k & 0x80000000u) != 0u));
+}

@@ -44,15 +44,7 @@ fn sg_df_sum(v: vec2<f32>, lane: u32, width: u32) -> vec2<f32> {
 // on an H100: tg128 489-491 tokens/s against 484-485 (four alternating runs each).
 override SG_KEY_MAX: bool = true;
 
-// f32 bits -> u32 in the order of the values (negatives reversed; -0 just below +0), and back.
-fn order_key(v: f32) -> u32 {
-    let b = bitcast<u32>(v);
-    return select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
-}
-fn from_order_key(k: u32) -> f32 {
-    return bitcast<f32>(select(~k, k & 0x7fffffffu, (k & 0x80000000u) != 0u));
-}
-
+// (order_key, from_order_key: lib/numerics.wgsl)
 fn sg_max(v: f32) -> f32 {
     if (SG_KEY_MAX) { return from_order_key(subgroupMax(order_key(v))); }
     return subgroupMax(v);
