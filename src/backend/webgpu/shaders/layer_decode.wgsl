@@ -190,6 +190,10 @@ fn stage_stats(b: u32) -> f32 { return 0.0; }  // (STATS_IN stays off: the phase
 // lib/qkv_store.wgsl: q and the new K / V row words go to flow (K / V also to the cache).
 fn store_q(tok: u32, i: u32, v: f32) { flow_put(p.f_q + i, v); }
 
+// lib/qkv_decode.wgsl's cache prefetch hooks: none here.
+fn kv_prefetch(lid: u32, g: u32) -> u32 { return 0u; }
+fn kv_prefetch_use(pf: u32) {}
+
 fn kv_word_stored(is_k: bool, w: u32, word: u32) {
     if (is_k) {
         flow_put_u32(p.f_k + (w - p.k_row), word);

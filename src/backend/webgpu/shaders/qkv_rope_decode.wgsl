@@ -64,6 +64,30 @@ struct Params {
 fn store_q(tok: u32, i: u32, v: f32) { q_out[p.q_offset + tok * p.q_stride + i] = v; }
 fn kv_word_stored(is_k: bool, w: u32, word: u32) {}
 
+// KV_PREFETCH: the cache rows [0, pos0) that attention reads next are loaded, one word per
+// KV_PF_STRIDE (64 bytes), so that they are in L2 when attention starts (between two visits of a
+// layer the weights stream through L2 and evict them); their words are "used" at the end by a store
+// that never happens (p.rn_zero is 0), so that the compiler keeps the loads but nothing waits for
+// them before the kernel's end. Each invocation loads at most one word of K and one of V (rows up to
+// WG * groups * KV_PF_STRIDE / row words). H100 tg128 +0.9% (src/backend/webgpu/README.md).
+override KV_PREFETCH: bool = true;
+override KV_PF_STRIDE: u32 = 16u;
+
+fn kv_prefetch(lid: u32, g: u32) -> u32 {
+    if (!KV_PREFETCH) { return 0u; }
+    let kw    = select(p.n_embd_kv, p.n_embd_kv / 2u, K_F16);  // u32 words per cache row
+    let vw    = select(p.n_embd_kv, p.n_embd_kv / 2u, V_F16);
+    let i     = (g * WG + lid) * KV_PF_STRIDE;
+    var acc   = 0u;
+    if (i < p.pos0 * kw) { acc ^= k_cache[select(p.k_offset, p.k_offset / 2u, K_F16) + i]; }
+    if (i < p.pos0 * vw) { acc ^= v_cache[select(p.v_offset, p.v_offset / 2u, V_F16) + i]; }
+    return acc;
+}
+
+fn kv_prefetch_use(pf: u32) {
+    if (KV_PREFETCH && (pf & p.rn_zero) != 0u) { norm_stats[0] = bitcast<f32>(pf); }
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     qkv_decode_rows(lid, wid.x, LANES, K, p.scales_offset, p.oscales_offset);

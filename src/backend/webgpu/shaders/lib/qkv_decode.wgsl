@@ -3,7 +3,9 @@
 // activations of width k staged by lib/act_stage.wgsl, the bitlinear epilogue with the weight's row
 // scales at u32 `so` and output scales at `oso`, then RoPE and the stores of store_qkv_unit.
 // Invocation u < rows / 4 finishes slots 4u .. 4u + 3. Every invocation must call it (barriers).
-// The including kernel declares `override HD` = p.head_dim.
+// The including kernel declares `override HD` = p.head_dim and two hooks: kv_prefetch(lid, g) -> u32,
+// called after the weight loads (loads whose words the kernel keeps, or 0), and kv_prefetch_use(pf),
+// called at the end with them.
 
 var<workgroup> slot_dots: array<i32, WG>;
 
@@ -26,6 +28,7 @@ fn qkv_decode_rows(lid: u32, g: u32, lanes: u32, k: u32, so: u32, oso: u32) {
         for (var e = 0u; e < 4u; e++) { sc[e] = row_scales_at(head * hd + slot_dim(j + e), so, oso); }
         cs = rope_of_unit(head, j, p.pos0);
     }
+    let pf    = kv_prefetch(lid, g);
     let as_   = stage_activations_from(lid, k, xin);
     slot_dots[lid] = reduce_rows(lid, row_dot(w, lane, lanes, k), lanes);
     workgroupBarrier();
@@ -34,4 +37,5 @@ fn qkv_decode_rows(lid: u32, g: u32, lanes: u32, k: u32, so: u32, oso: u32) {
         for (var e = 0u; e < 4u; e++) { v[e] = row_product_scaled(slot_dots[4u * lid + e], as_, sc[e]); }
         store_qkv_unit_rope(head, j, 0u, p.pos0, v, cs);
     }
+    kv_prefetch_use(pf);
 }
