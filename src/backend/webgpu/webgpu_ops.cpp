@@ -20,6 +20,10 @@ namespace {
 // Positions (the query's included) from which one query's attention takes the long-context kernels
 // (webgpu_attention_long.cpp) instead of attention.wgsl; measured on an H200 (attention() below).
 constexpr int64_t k_long_query_positions = 800;
+// One query over more positions than this gets 512-thread attention workgroups (attention());
+// measured on an H100 (alternating rounds): at positions 257-320 256 threads ran at 659.4-659.7
+// tokens/s against 656.8-657.6 with 512, at 513-576 at 584.2-585.1 against 586.9-588.4.
+constexpr int64_t k_attention_wide_positions = 384;
 
 // How a ternary kernel's workgroup is cut: `teams` weight rows (2 per output for gate_up) of `lanes`
 // threads each, times `toks` tokens. Lanes ~ K/64 words' worth (4..64, a power of two) so that every
@@ -286,11 +290,13 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
         u32(pos0),        u32(kv.k.ne[0]), gpu_offset(q, 4),      u32(q.ne[0]),
         gpu_offset(out, 4), u32(out.ne[0]), gpu_offset(kv.k, k_el), gpu_offset(kv.v, v_el),
         s.scale,          out_slot};
-    // 512 threads for one query where the device allows them and their workgroup memory (H100 tg128
-    // 511-512 tokens/s against 497 with 256: tiles of 64 positions instead of 32, 8 positions per
-    // P·V thread instead of 16), else 256 (its tiled scores use them all); 128 for prompts (measured
-    // faster on an H100: more workgroups per SM). $TERN_WEBGPU_ATTN_WG (a power of two from 64 to the
-    // device's limit, at most 1024) overrides.
+    // One query over more than k_attention_wide_positions positions: 512 threads where the device
+    // allows them and their workgroup memory (tiles of 64 positions instead of 32), else 256 (its
+    // tiled scores use them all): with the cache rows in L2 (the qkv kernel's KV_PREFETCH) a short
+    // context is faster on fewer threads (H100 tg128 771.0-772.7 tokens/s against 761.4-763.0 with
+    // 512 and 756.7-760.0 with 128; before the prefetch 512 won, 511-512 against 497). 128 for
+    // prompts (measured faster on an H100: more workgroups per SM). $TERN_WEBGPU_ATTN_WG (a power of
+    // two from 64 to the device's limit, at most 1024) overrides.
     static const double attn_wg_env = [] {
         const char * env = std::getenv("TERN_WEBGPU_ATTN_WG");
         return env ? std::clamp(std::atof(env), 64.0, 1024.0) : 0.0;
@@ -312,7 +318,7 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
         return t;
     };
     Tiling tl = tiling_for(attn_wg_env > 0 ? attn_wg_env : (tiled ? 256.0 : 128.0));
-    if (attn_wg_env == 0 && tiled) {
+    if (attn_wg_env == 0 && tiled && pos0 + n_tok > k_attention_wide_positions) {
         const Tiling   wide  = tiling_for(512.0);
         const uint64_t bytes = attention_fixed_bytes(wide.wg, wide.wg, wide.tile, u32(hd)) + 256 * 4;  // + 256 score slots
         if (wide.wg == 512 && lim.maxComputeWorkgroupSizeX >= 512 && bytes <= lim.maxComputeWorkgroupStorageSize) {
