@@ -293,10 +293,11 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
     // One query over more than k_attention_wide_positions positions: 512 threads where the device
     // allows them and their workgroup memory (tiles of 64 positions instead of 32), else 256 (its
     // tiled scores use them all): with the cache rows in L2 (the qkv kernel's KV_PREFETCH) a short
-    // context is faster on fewer threads (H100 tg128 771.0-772.7 tokens/s against 761.4-763.0 with
-    // 512 and 756.7-760.0 with 128; before the prefetch 512 won, 511-512 against 497). 128 for
-    // prompts (measured faster on an H100: more workgroups per SM). $TERN_WEBGPU_ATTN_WG (a power of
-    // two from 64 to the device's limit, at most 1024) overrides.
+    // context is faster on fewer threads (H100 tg128 764.6-767.9 tokens/s against 754.3-756.3 with
+    // 512; with V_FIRST 0 in another call 771.0-772.7 against 761.4-763.0; 128 threads 756.7-760.0
+    // against 763.1-767.4 for 256 in a third; before the prefetch 512 won, 511-512 against 497).
+    // 128 for prompts (measured faster on an H100: more workgroups per SM). $TERN_WEBGPU_ATTN_WG (a
+    // power of two from 64 to the device's limit, at most 1024) overrides.
     static const double attn_wg_env = [] {
         const char * env = std::getenv("TERN_WEBGPU_ATTN_WG");
         return env ? std::clamp(std::atof(env), 64.0, 1024.0) : 0.0;

@@ -82,10 +82,11 @@ fn v_first_mix(v: array<vec2<u32>, 32>) -> f32 {
 }
 
 // V positions of its first block that a P·V thread loads with the scores (at most 32). None since
-// the decode qkv kernel pulls the cache rows into L2 (KV_PREFETCH): H100 tg128 761.4-763.0 tokens/s
-// with 0 against 750.9-751.4 with 8 (512 threads), 771.0-772.7 against 765.0-765.4 (256 threads), at
-// a depth of 512 586.9-588.4 against 579.4-581.5 (alternating rounds, one call). Before it (cache
-// rows from DRAM) 8 was best: H200 634-636 with 16, 618-620 with 32, against 645-646 with 8.
+// the decode qkv kernel pulls the cache rows into L2 (KV_PREFETCH): H100 tg128 761.9-765.5 tokens/s
+// with 0 against 754.3-756.3 with 8 (512 threads, alternating rounds, one call); in a second call
+// (its build also had a block-sum change, since reverted) 771.0-772.7 against 765.0-765.4 with 256
+// threads, at a depth of 512 586.9-588.4 against 579.4-581.5. Before the prefetch (cache rows from
+// DRAM) 8 was best: H200 634-636 with 16, 618-620 with 32, against 645-646 with 8.
 override V_FIRST: u32 = 0u;
 
 // Uniform values as pipeline constants, where the host sets them (ATT_UNSET / 0: the uniform's):
