@@ -43,6 +43,9 @@ public:
     int64_t                    n_groups = 0;
     uint32_t                   scales_offset  = 0;  // u32 index
     uint32_t                   oscales_offset = 0;  // u32 index
+    // On a layer's qkv weight: the next layer's, as the last step decoded them (for the weight
+    // prefetch of attention.wgsl; both belong to one model, so they live as long as each other).
+    mutable const GpuLinear *  next_layer_qkv = nullptr;
 };
 
 class GpuNorm : public Weight {
@@ -92,7 +95,10 @@ public:
     std::unique_ptr<Weight> load_linear(std::span<const WeightSource> parts) override;
     std::unique_ptr<Weight> load_embedding(const WeightSource & src) override;
 
-    void begin_step() override { step_submits_at_begin_ = step_->submits(); }
+    void begin_step() override {
+        step_submits_at_begin_ = step_->submits();
+        prev_layer_qkv_        = nullptr;
+    }
     void embed(const Tensor & x, const Weight & token_embd, const Tensor & tokens) override;
     void rms_norm_quant(const QuantizedActs & a, const Tensor & x, const Weight & w, float eps) override;
     void rms_norm(const Tensor & y, const Tensor & x, const Weight & w, float eps) override;
@@ -318,6 +324,10 @@ private:
     bool try_decode_qkv(const Tensor & q, const KvLayer & kv, const GpuLinear & w, const QuantizedActs & a,
                         const Tensor * x, const Weight * norm, float eps, const AttentionShape & shape, int64_t pos0);
     uint32_t attention_score_slots(uint32_t wg, uint32_t kpart, uint32_t tile_words, uint32_t hd) const;
+    // attention() where one query's attention.wgsl also pulls `prefetch` (weights the next kernels
+    // read) into L2 with workgroups of its own (attention.wgsl: PF_FROM); at most four.
+    void attention_prefetching(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
+                               int64_t pos0, std::span<const GpuLinear * const> prefetch);
     // Workgroup size of the norm kernels for rows of k elements (k <= 32 WG); fails beyond the adapter.
     uint32_t norm_workgroup(int64_t k) const;
     // One token's whole layer as one dispatch (webgpu_layer.cpp, layer_decode.wgsl); false when it
@@ -446,6 +456,7 @@ private:
     std::deque<TopKList> top_k_pending_;
     uint64_t             step_submits_at_begin_ = 0;  // begin_step(): a held step must not have been split
     std::unique_ptr<GpuBuffer>                     qkv_scratch_;  // prefill [q; k; v] products [N, T] f32
+    const GpuLinear *                              prev_layer_qkv_ = nullptr;  // this step's last layer's qkv weight
     std::unique_ptr<GpuBuffer>                     flow_;         // layer_decode.wgsl's lib/dataflow.wgsl words
     uint32_t                                       flow_tag_ = 0; // the last layer dispatch's tag
     std::array<uint32_t, 7>                        flow_done_{};  // its completion counters' values
@@ -476,6 +487,8 @@ const GpuTable &  as_table(const Weight & w);
 uint32_t u32(int64_t v);
 uint32_t ceil_div(int64_t a, int64_t b);
 uint32_t floor_pow2(uint64_t v);
+// $name as an unsigned number (tuning aids), or fallback when unset or empty.
+uint32_t env_u32(const char * name, uint32_t fallback);
 
 // Decode attention's tiled scores: K words per block of 16 dimensions (cpu::dot_blocked16), and
 // threads per position (one per block, rounded up to a power of two) for rows of row_words words.

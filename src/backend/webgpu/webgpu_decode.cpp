@@ -15,13 +15,14 @@
 #include <string_view>
 
 namespace tern {
-namespace {
 
 uint32_t env_u32(const char * name, uint32_t fallback) {
     const char * env = std::getenv(name);
     if (!env || !*env) return fallback;
     return static_cast<uint32_t>(std::strtoul(env, nullptr, 10));
 }
+
+namespace {
 
 // The uniform of the decode heads (shaders/lib/head_params.wgsl, for lm_head_f16_decode.wgsl and
 // lm_head_i8_argmax.wgsl).

@@ -5,19 +5,65 @@
 #include "backend/webgpu/webgpu_backend_impl.h"
 
 #include "core/error.h"
+#include "core/log.h"
 
 #include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <string_view>
 
 namespace tern {
 
+// Which weights one query's attention pulls into L2 for the kernels after it
+// ($TERN_WEBGPU_WPF, a tuning aid: a comma list of o, gu, down, qkv (the next layer's), or none).
+static uint32_t weight_prefetch_mask() {
+    static const uint32_t mask = [] {
+        const char * env = std::getenv("TERN_WEBGPU_WPF");
+        const std::string_view list = env ? env : "o,gu,down";
+        uint32_t m = 0;
+        size_t   at = 0;
+        while (at <= list.size()) {
+            const size_t           end  = std::min(list.find(',', at), list.size());
+            const std::string_view item = list.substr(at, end - at);
+            if (item == "o") m |= 1;
+            else if (item == "gu") m |= 2;
+            else if (item == "down") m |= 4;
+            else if (item == "qkv") m |= 8;
+            else if (!item.empty() && item != "none") TERN_LOG_WARN("TERN_WEBGPU_WPF: unknown weight '%.*s'",
+                                                                    static_cast<int>(item.size()), item.data());
+            at = end + 1;
+        }
+        return m;
+    }();
+    return mask;
+}
+
 void WebGpuBackend::transformer_layer(const LayerWeights & w, const LayerTensors & t, const KvLayer & kv, float eps,
                                       FfnActivation act, const AttentionShape & shape, int64_t pos0) {
     if (try_decode_layer(w, t, kv, eps, act, shape, pos0)) return;
-    Backend::transformer_layer(w, t, kv, eps, act, shape, pos0);
+    if (t.x.ne[1] != 1) {
+        Backend::transformer_layer(w, t, kv, eps, act, shape, pos0);
+        return;
+    }
+    // One token: Backend::transformer_layer's five ops, attention with the weight prefetch. The
+    // next layer's qkv weight is the one the last step decoded after this layer's.
+    const GpuLinear & qkv = as_linear(*w.attn_qkv);
+    if (prev_layer_qkv_) prev_layer_qkv_->next_layer_qkv = &qkv;
+    prev_layer_qkv_ = &qkv;
+    const uint32_t    mask = weight_prefetch_mask();
+    const GpuLinear * prefetch[4];
+    size_t            n = 0;
+    if (mask & 1) prefetch[n++] = &as_linear(*w.attn_output);
+    if (mask & 2) prefetch[n++] = &as_linear(*w.ffn_gate_up);
+    if (mask & 4) prefetch[n++] = &as_linear(*w.ffn_down);
+    if ((mask & 8) && qkv.next_layer_qkv) prefetch[n++] = qkv.next_layer_qkv;
+    norm_qkv_rope_kv_append(t.q, kv, *w.attn_qkv, t.a_embd, t.x, *w.attn_norm, eps, shape, pos0);
+    attention_prefetching(t.attn, t.q, kv, shape, pos0, std::span<const GpuLinear * const>(prefetch, n));
+    norm_bitlinear(t.x, *w.attn_output, t.a_q, t.attn, *w.attn_sub_norm, eps, /*accumulate=*/true);
+    norm_gate_up(t.ffn, *w.ffn_gate_up, t.a_embd, t.x, *w.ffn_norm, eps, act);
+    norm_bitlinear(t.x, *w.ffn_down, t.a_ff, t.ffn, *w.ffn_sub_norm, eps, /*accumulate=*/true);
 }
 
 // The four norms of a layer side by side ([attn_norm | attn_sub_norm | ffn_norm | ffn_sub_norm]),

@@ -265,6 +265,13 @@ uint32_t WebGpuBackend::attention_score_slots(uint32_t wg, uint32_t kpart, uint3
 
 void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & s,
                               int64_t pos0) {
+    attention_prefetching(out, q, kv, s, pos0, {});
+}
+
+void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, const KvLayer & kv,
+                                          const AttentionShape & s, int64_t pos0,
+                                          std::span<const GpuLinear * const> prefetch) {
+    TERN_ASSERT(prefetch.size() <= 4, "attention prefetches at most four weights");
     const int64_t n_tok = q.ne[1];
     const int64_t hd    = s.head_dim;
     TERN_ASSERT(pos0 + n_tok <= kv.k.ne[1], "attention past the KV cache");
@@ -345,7 +352,7 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
     if (long_one && long_query_attention(out, q, kv, s, pos0)) return;  // webgpu_attention_long.cpp
     if (prefill_attention(out, q, kv, s, pos0, long_one)) return;       // many tokens (or long_one's fallback)
     PipelineKey key{"attention",
-                    "rrrwwu",
+                    "rrrwwrrrru",
                     {{{"WG", static_cast<double>(wg)},
                       {"K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0},
                       {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0},
@@ -367,8 +374,26 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
         key.add("ATT_GROUP", static_cast<double>(s.n_head / s.n_head_kv));
         key.add("ATT_CTX", static_cast<double>(std::min(kv.k.ne[1], kv.v.ne[1])));
     }
-    const WGPUBuffer bufs[] = {gpu_buffer(q), gpu_buffer(kv.k), gpu_buffer(kv.v), gpu_buffer(out), stats_buffer()};
-    step_->dispatch(key, bufs, &p, sizeof p, u32(s.n_head), u32(n_tok));
+    // One query: the weights to prefetch, by workgroups after the heads' (PF_FROM; attention.wgsl).
+    // Unused slots bind q and prefetch nothing.
+    WGPUBuffer     pf_bufs[4] = {gpu_buffer(q), gpu_buffer(q), gpu_buffer(q), gpu_buffer(q)};
+    uint32_t       pf_groups  = 0;
+    static const uint32_t pf_loads = std::clamp<uint32_t>(env_u32("TERN_WEBGPU_WPF_LOADS", 8), 1, 64);
+    if (tiled && !prefetch.empty()) {
+        constexpr uint32_t k_stride = 16;  // words: one load per 64 bytes
+        key.add("PF_FROM", static_cast<double>(s.n_head));
+        key.add("PF_LOADS", static_cast<double>(pf_loads));
+        for (size_t i = 0; i < prefetch.size(); ++i) {
+            const uint32_t words = static_cast<uint32_t>(prefetch[i]->buffer->size_bytes() / 4);
+            pf_bufs[i]           = prefetch[i]->buffer->get();
+            pf_groups += ceil_div(words, wg * pf_loads * k_stride);
+            static constexpr std::string_view k_words[] = {"PF_WORDS0", "PF_WORDS1", "PF_WORDS2", "PF_WORDS3"};
+            key.add(k_words[i], static_cast<double>(words));
+        }
+    }
+    const WGPUBuffer bufs[] = {gpu_buffer(q),  gpu_buffer(kv.k), gpu_buffer(kv.v), gpu_buffer(out), stats_buffer(),
+                               pf_bufs[0],     pf_bufs[1],       pf_bufs[2],       pf_bufs[3]};
+    step_->dispatch(key, bufs, &p, sizeof p, u32(s.n_head) + pf_groups, u32(n_tok));
     if (stats_out) stats_written(out, out_slot);
 }
 
