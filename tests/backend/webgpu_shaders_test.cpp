@@ -79,9 +79,9 @@ TEST(WebGpuShaders, EveryEmbeddedShaderCompilesAndMakesAPipeline) {
         {"embed", "rrwwu"},          {"rms_norm", "rrwu"},     {"rms_norm_quant", "rrwwu"}, {"bitlinear", "rrrwu"},
         {"bitlinear_nodp4", "rrrwu"}, {"gate_up", "rrrwu"},   {"gate_up_nodp4", "rrrwu"},  {"qkv_rope", "rrrrwwwu"},
         {"qkv_rope_nodp4", "rrrrwwwu"}, {"attention", "rrrwwrrrru"}, {"lm_head", "rrwu"}, {"lm_head_f16_decode", "rrrwwu"},
-        {"argmax_partial", "rwu"},    {"argmax_final", "rwu"},  {"bitlinear_decode", "rrrwwu"},
-        {"bitlinear_decode_nodp4", "rrrwwu"}, {"gate_up_decode", "rrrwwu"}, {"gate_up_decode_nodp4", "rrrwwu"},
-        {"qkv_rope_decode", "rrrrwwwwu"}, {"qkv_rope_decode_nodp4", "rrrrwwwwu"}, {"numerics_check", "rrrwu"},
+        {"argmax_partial", "rwu"},    {"argmax_final", "rwu"},  {"bitlinear_decode", "rrrwwru"},
+        {"bitlinear_decode_nodp4", "rrrwwru"}, {"gate_up_decode", "rrrwwru"}, {"gate_up_decode_nodp4", "rrrwwru"},
+        {"qkv_rope_decode", "rrrrwwwwru"}, {"qkv_rope_decode_nodp4", "rrrrwwwwru"}, {"numerics_check", "rrrwu"},
         {"copy_bandwidth", "rwu"},    {"argmax_exact", "rrrwrwu"}, {"attention_prefill_scores", "rrwu"},
         {"attention_prefill_softmax", "wu"}, {"attention_prefill_pv", "rrwwu"}, {"attention_prefill_combine", "rwu"},
         {"dataflow_chain", "wu"}, {"head_i8_pack", "rwwu"}, {"lm_head_i8_argmax", "rrrrwwrwu"}, {"lm_head_i8_argmax_nodp4", "rrrrwwrwu"}, {"layer_decode", "rrrrrrwwwwu"}, {"layer_decode_nodp4", "rrrrrrwwwwu"}};

@@ -317,12 +317,16 @@ private:
                             bool stats_out = false) const;
     // Encode the decode kernel and return true, or return false (nothing encoded) when it does not
     // apply. x / norm null: the activations are a's.
+    // prefetch: a weight a later kernel reads, pulled into L2 by this one (lib/weight_prefetch.wgsl).
     bool try_decode_bitlinear(const Tensor & y, const GpuLinear & w, const QuantizedActs & a, const Tensor * x,
-                              const Weight * norm, float eps, bool accumulate);
+                              const Weight * norm, float eps, bool accumulate, const GpuLinear * prefetch = nullptr);
     bool try_decode_gate_up(const Tensor & f, const GpuLinear & w, const QuantizedActs & a, const Tensor * x,
-                            const Weight * norm, float eps, FfnActivation act);
+                            const Weight * norm, float eps, FfnActivation act, const GpuLinear * prefetch = nullptr);
     bool try_decode_qkv(const Tensor & q, const KvLayer & kv, const GpuLinear & w, const QuantizedActs & a,
-                        const Tensor * x, const Weight * norm, float eps, const AttentionShape & shape, int64_t pos0);
+                        const Tensor * x, const Weight * norm, float eps, const AttentionShape & shape, int64_t pos0,
+                        const GpuLinear * prefetch = nullptr);
+    WGPUBuffer add_kernel_prefetch(PipelineKey & key, const GpuLinear * pf, uint32_t groups, uint32_t wg,
+                                   WGPUBuffer filler) const;
     uint32_t attention_score_slots(uint32_t wg, uint32_t kpart, uint32_t tile_words, uint32_t hd) const;
     // attention() where one query's attention.wgsl also pulls `prefetch` (weights the next kernels
     // read) into L2 with workgroups of its own (attention.wgsl: PF_FROM); at most four.

@@ -133,8 +133,21 @@ WGPUBuffer WebGpuBackend::stats_buffer() {
     return norm_stats_->get();
 }
 
+// lib/weight_prefetch.wgsl's constants for a kernel of `groups` workgroups of `wg` threads that
+// pulls `pf` into L2 (nothing when pf is null), and the buffer to bind (pf's, else `filler`).
+WGPUBuffer WebGpuBackend::add_kernel_prefetch(PipelineKey & key, const GpuLinear * pf, uint32_t groups, uint32_t wg,
+                                              WGPUBuffer filler) const {
+    if (!pf) return filler;
+    const uint32_t words = static_cast<uint32_t>(pf->buffer->size_bytes() / 4);
+    key.add("KPF_WORDS", static_cast<double>(words));
+    key.add("KPF_GROUPS", static_cast<double>(groups));
+    key.add("KPF_LOADS", static_cast<double>(ceil_div(words, int64_t{16} * groups * wg)));
+    return pf->buffer->get();
+}
+
 bool WebGpuBackend::try_decode_bitlinear(const Tensor & y, const GpuLinear & w, const QuantizedActs & a,
-                                         const Tensor * x, const Weight * norm, float eps, bool accumulate) {
+                                         const Tensor * x, const Weight * norm, float eps, bool accumulate,
+                                         const GpuLinear * prefetch) {
     // Rows up to 4096 long (the o-projection of 2B4T) take at least 16 lanes: 80 workgroups of 32 rows
     // instead of 40 of 64. H200 tg128 757.2-757.6 tokens/s against 751.2-752.5 with 8 (the fewest the
     // loads allow); 32 lanes with 512 threads 754.5-764.2 (noisy), 16 with 512 754.6-758.3. Where
@@ -162,16 +175,19 @@ bool WebGpuBackend::try_decode_bitlinear(const Tensor & y, const GpuLinear & w, 
         uint32_t src_offset, scale_offset, scales_offset, oscales_offset, y_offset, accumulate, stats_in, stats_out;
     } p{static_cast<uint32_t>(w.n_rows), eps, s.offset, s.scale_offset, w.scales_offset, w.oscales_offset,
         gpu_offset(y, 4), accumulate ? 1u : 0u, in.value_or(0), out_slot};
-    PipelineKey key = decode_key("bitlinear_decode", "rrrwwu", *t, w.n_cols, x != nullptr, s, in, out);
+    PipelineKey key = decode_key("bitlinear_decode", "rrrwwru", *t, w.n_cols, x != nullptr, s, in, out);
     if (const_uniforms_ & 2) key.add("N_ROWS", static_cast<double>(w.n_rows));
-    const WGPUBuffer bufs[] = {w.buffer->get(), s.src, s.scale, gpu_buffer(y), stats_buffer()};
-    step_->dispatch(key, bufs, &p, sizeof p, static_cast<uint32_t>((w.n_rows + t->rows - 1) / t->rows));
+    const uint32_t   groups = static_cast<uint32_t>((w.n_rows + t->rows - 1) / t->rows);
+    const WGPUBuffer pf     = add_kernel_prefetch(key, prefetch, groups, t->wg, s.src);
+    const WGPUBuffer bufs[] = {w.buffer->get(), s.src, s.scale, gpu_buffer(y), stats_buffer(), pf};
+    step_->dispatch(key, bufs, &p, sizeof p, groups);
     if (out) stats_written(y, out_slot);
     return true;
 }
 
 bool WebGpuBackend::try_decode_gate_up(const Tensor & f, const GpuLinear & w, const QuantizedActs & a,
-                                       const Tensor * x, const Weight * norm, float eps, FfnActivation act) {
+                                       const Tensor * x, const Weight * norm, float eps, FfnActivation act,
+                                       const GpuLinear * prefetch) {
     // $TERN_WEBGPU_GATE_UP_LANES / _WG: its lanes per row and threads (tuning aids; 16 lanes with 512
     // threads 748.4-753.0 against 751.2-752.5, 8 with 512 743.5-749.8, 16 with 1024 742.5-746.9).
     static const uint32_t gu_lanes = env_u32("TERN_WEBGPU_GATE_UP_LANES", 4);
@@ -190,17 +206,19 @@ bool WebGpuBackend::try_decode_gate_up(const Tensor & f, const GpuLinear & w, co
         uint32_t src_offset, scale_offset, scales_offset, oscales_offset, f_offset, activation, stats_in, stats_out;
     } p{static_cast<uint32_t>(n_ff), eps, s.offset, s.scale_offset, w.scales_offset, w.oscales_offset,
         gpu_offset(f, 4), act == FfnActivation::relu2 ? 0u : 1u, in.value_or(0), out_slot};
-    PipelineKey key = decode_key("gate_up_decode", "rrrwwu", *t, w.n_cols, x != nullptr, s, in, out);
+    PipelineKey key = decode_key("gate_up_decode", "rrrwwru", *t, w.n_cols, x != nullptr, s, in, out);
     if (const_uniforms_ & 2) key.add("N_FF", static_cast<double>(n_ff));
-    const WGPUBuffer bufs[] = {w.buffer->get(), s.src, s.scale, gpu_buffer(f), stats_buffer()};
-    step_->dispatch(key, bufs, &p, sizeof p, static_cast<uint32_t>((n_ff + outs - 1) / outs));
+    const uint32_t   groups = static_cast<uint32_t>((n_ff + outs - 1) / outs);
+    const WGPUBuffer pf     = add_kernel_prefetch(key, prefetch, groups, t->wg, s.src);
+    const WGPUBuffer bufs[] = {w.buffer->get(), s.src, s.scale, gpu_buffer(f), stats_buffer(), pf};
+    step_->dispatch(key, bufs, &p, sizeof p, groups);
     if (out) stats_written(f, out_slot);
     return true;
 }
 
 bool WebGpuBackend::try_decode_qkv(const Tensor & q, const KvLayer & kv, const GpuLinear & w, const QuantizedActs & a,
                                    const Tensor * x, const Weight * norm, float eps, const AttentionShape & s,
-                                   int64_t pos0) {
+                                   int64_t pos0, const GpuLinear * prefetch) {
     const int64_t hd = s.head_dim;
     if (hd % 4 != 0 || s.n_rot % 4 != 0 || s.n_rot > hd) return false;
     // Slots per workgroup: a power of two >= 4 dividing head_dim (RoPE pairs stay together).
@@ -241,14 +259,16 @@ bool WebGpuBackend::try_decode_qkv(const Tensor & q, const KvLayer & kv, const G
         static_cast<uint32_t>(kv.k.ne[0]),
         in.value_or(0),
         0};
-    PipelineKey key = decode_key("qkv_rope_decode", "rrrrwwwwu", *t, w.n_cols, x != nullptr, src, in);
+    PipelineKey key = decode_key("qkv_rope_decode", "rrrrwwwwru", *t, w.n_cols, x != nullptr, src, in);
     key.add("K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0);
     key.add("V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0);
     key.add("HD", static_cast<double>(hd));
     if (const_uniforms_ & 2) key.add("QKV_N_ROT", static_cast<double>(s.n_rot));
-    const WGPUBuffer bufs[] = {w.buffer->get(), src.src, src.scale, rope.buffer->get(),
-                               gpu_buffer(q),   gpu_buffer(kv.k), gpu_buffer(kv.v), stats_buffer()};
-    step_->dispatch(key, bufs, &p, sizeof p, static_cast<uint32_t>(w.n_rows / t->rows));
+    const uint32_t   groups = static_cast<uint32_t>(w.n_rows / t->rows);
+    const WGPUBuffer pf     = add_kernel_prefetch(key, prefetch, groups, t->wg, src.src);
+    const WGPUBuffer bufs[] = {w.buffer->get(), src.src,          src.scale,        rope.buffer->get(), gpu_buffer(q),
+                               gpu_buffer(kv.k), gpu_buffer(kv.v), stats_buffer(), pf};
+    step_->dispatch(key, bufs, &p, sizeof p, groups);
     return true;
 }
 

@@ -13,57 +13,109 @@
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tern {
 
-// Which weights one query's attention pulls into L2 for the kernels after it
-// ($TERN_WEBGPU_WPF, a tuning aid: a comma list of o, gu, down, qkv (the next layer's), or none).
-static uint32_t weight_prefetch_mask() {
+// Weights of a layer as the prefetch settings name them: o, gu, down, and qkv = the next layer's.
+enum LayerWeightId : uint32_t { k_wo = 0, k_wgu = 1, k_wdown = 2, k_wqkv_next = 3, k_wqkv = 4, k_wnone = 5 };
+
+static LayerWeightId layer_weight_id(std::string_view name) {
+    if (name == "o") return k_wo;
+    if (name == "gu") return k_wgu;
+    if (name == "down") return k_wdown;
+    if (name == "qkv") return k_wqkv_next;
+    return k_wnone;
+}
+
+static std::vector<std::string_view> comma_list(std::string_view list) {
+    std::vector<std::string_view> items;
+    size_t at = 0;
+    while (at <= list.size()) {
+        const size_t end = std::min(list.find(',', at), list.size());
+        if (end > at) items.push_back(list.substr(at, end - at));
+        at = end + 1;
+    }
+    return items;
+}
+
+// Which weights one query's attention pulls into L2 for the kernels after it, a bit per
+// LayerWeightId ($TERN_WEBGPU_WPF, a tuning aid: a comma list of o, gu, down, qkv, or none).
+static uint32_t attention_prefetch_mask() {
     static const uint32_t mask = [] {
         const char * env = std::getenv("TERN_WEBGPU_WPF");
-        const std::string_view list = env ? env : "o,gu,down";
-        uint32_t m = 0;
-        size_t   at = 0;
-        while (at <= list.size()) {
-            const size_t           end  = std::min(list.find(',', at), list.size());
-            const std::string_view item = list.substr(at, end - at);
-            if (item == "o") m |= 1;
-            else if (item == "gu") m |= 2;
-            else if (item == "down") m |= 4;
-            else if (item == "qkv") m |= 8;
-            else if (!item.empty() && item != "none") TERN_LOG_WARN("TERN_WEBGPU_WPF: unknown weight '%.*s'",
-                                                                    static_cast<int>(item.size()), item.data());
-            at = end + 1;
+        uint32_t     m   = 0;
+        for (std::string_view item : comma_list(env ? env : "gu,down")) {
+            const LayerWeightId id = layer_weight_id(item);
+            if (id != k_wnone) m |= 1u << id;
+            else if (item != "none") TERN_LOG_WARN("TERN_WEBGPU_WPF: '%.*s' is not o, gu, down or qkv",
+                                                   static_cast<int>(item.size()), item.data());
         }
         return m;
     }();
     return mask;
 }
 
+// Which weight each decode matmul pulls into L2 for a later one (lib/weight_prefetch.wgsl), indexed
+// by the matmul (k_wo, k_wgu, k_wdown, k_wqkv): $TERN_WEBGPU_KPF, a tuning aid, a comma list of
+// kernel:weight links such as gu:down,down:qkv (default none).
+static const std::array<LayerWeightId, 5> & kernel_prefetch_links() {
+    static const std::array<LayerWeightId, 5> links = [] {
+        std::array<LayerWeightId, 5> l{k_wnone, k_wnone, k_wnone, k_wnone, k_wnone};
+        const char * env = std::getenv("TERN_WEBGPU_KPF");
+        for (std::string_view item : comma_list(env ? env : "")) {
+            const size_t colon = item.find(':');
+            const std::string_view kernel = item.substr(0, colon);
+            const LayerWeightId    k = kernel == "qkv" ? k_wqkv : layer_weight_id(kernel);
+            const LayerWeightId    w = colon == std::string_view::npos ? k_wnone : layer_weight_id(item.substr(colon + 1));
+            if (k == k_wnone || k == k_wqkv_next || w == k_wnone) {
+                TERN_LOG_WARN("TERN_WEBGPU_KPF: '%.*s' is not kernel:weight (kernels qkv, o, gu, down; weights o, gu, "
+                              "down, qkv)", static_cast<int>(item.size()), item.data());
+                continue;
+            }
+            l[k] = w;
+        }
+        return l;
+    }();
+    return links;
+}
+
 void WebGpuBackend::transformer_layer(const LayerWeights & w, const LayerTensors & t, const KvLayer & kv, float eps,
                                       FfnActivation act, const AttentionShape & shape, int64_t pos0) {
     if (try_decode_layer(w, t, kv, eps, act, shape, pos0)) return;
-    if (t.x.ne[1] != 1) {
+    if (t.x.ne[1] != 1 || !fuse_norms_) {
         Backend::transformer_layer(w, t, kv, eps, act, shape, pos0);
         return;
     }
-    // One token: Backend::transformer_layer's five ops, attention with the weight prefetch. The
+    // One token: Backend::transformer_layer's five ops, with weights pulled into L2 ahead of the
+    // kernels that read them (attention.wgsl's prefetch workgroups, the matmuls' KPF links). The
     // next layer's qkv weight is the one the last step decoded after this layer's.
     const GpuLinear & qkv = as_linear(*w.attn_qkv);
     if (prev_layer_qkv_) prev_layer_qkv_->next_layer_qkv = &qkv;
     prev_layer_qkv_ = &qkv;
-    const uint32_t    mask = weight_prefetch_mask();
+    const GpuLinear * weights[4] = {&as_linear(*w.attn_output), &as_linear(*w.ffn_gate_up), &as_linear(*w.ffn_down),
+                                    qkv.next_layer_qkv};
+    const uint32_t    mask = attention_prefetch_mask();
     const GpuLinear * prefetch[4];
     size_t            n = 0;
-    if (mask & 1) prefetch[n++] = &as_linear(*w.attn_output);
-    if (mask & 2) prefetch[n++] = &as_linear(*w.ffn_gate_up);
-    if (mask & 4) prefetch[n++] = &as_linear(*w.ffn_down);
-    if ((mask & 8) && qkv.next_layer_qkv) prefetch[n++] = qkv.next_layer_qkv;
-    norm_qkv_rope_kv_append(t.q, kv, *w.attn_qkv, t.a_embd, t.x, *w.attn_norm, eps, shape, pos0);
+    for (uint32_t id = 0; id < 4; ++id) {
+        if ((mask & (1u << id)) && weights[id]) prefetch[n++] = weights[id];
+    }
+    const auto & links  = kernel_prefetch_links();
+    const auto   pf_for = [&](LayerWeightId kernel) { return links[kernel] == k_wnone ? nullptr : weights[links[kernel]]; };
+    if (!try_decode_qkv(t.q, kv, qkv, t.a_embd, &t.x, w.attn_norm, eps, shape, pos0, pf_for(k_wqkv))) {
+        Backend::norm_qkv_rope_kv_append(t.q, kv, *w.attn_qkv, t.a_embd, t.x, *w.attn_norm, eps, shape, pos0);
+    }
     attention_prefetching(t.attn, t.q, kv, shape, pos0, std::span<const GpuLinear * const>(prefetch, n));
-    norm_bitlinear(t.x, *w.attn_output, t.a_q, t.attn, *w.attn_sub_norm, eps, /*accumulate=*/true);
-    norm_gate_up(t.ffn, *w.ffn_gate_up, t.a_embd, t.x, *w.ffn_norm, eps, act);
-    norm_bitlinear(t.x, *w.ffn_down, t.a_ff, t.ffn, *w.ffn_sub_norm, eps, /*accumulate=*/true);
+    if (!try_decode_bitlinear(t.x, *weights[k_wo], t.a_q, &t.attn, w.attn_sub_norm, eps, true, pf_for(k_wo))) {
+        Backend::norm_bitlinear(t.x, *w.attn_output, t.a_q, t.attn, *w.attn_sub_norm, eps, /*accumulate=*/true);
+    }
+    if (!try_decode_gate_up(t.ffn, *weights[k_wgu], t.a_embd, &t.x, w.ffn_norm, eps, act, pf_for(k_wgu))) {
+        Backend::norm_gate_up(t.ffn, *w.ffn_gate_up, t.a_embd, t.x, *w.ffn_norm, eps, act);
+    }
+    if (!try_decode_bitlinear(t.x, *weights[k_wdown], t.a_ff, &t.ffn, w.ffn_sub_norm, eps, true, pf_for(k_wdown))) {
+        Backend::norm_bitlinear(t.x, *w.ffn_down, t.a_ff, t.ffn, *w.ffn_sub_norm, eps, /*accumulate=*/true);
+    }
 }
 
 // The four norms of a layer side by side ([attn_norm | attn_sub_norm | ffn_norm | ffn_sub_norm]),

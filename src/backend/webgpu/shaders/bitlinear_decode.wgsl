@@ -10,7 +10,7 @@ requires packed_4x8_integer_dot_product;
 //   y: [N] f32
 //   norm_stats: block sums of squares (lib/sum_squares.wgsl) of x (STATS_IN) and of y (STATS_OUT)
 // Bindings: 0 wq (read), 1 src (read), 2 src_scale (read), 3 y (read_write), 4 norm_stats
-// (read_write), 5 params (uniform)
+// (read_write), 5 pfw (read: a weight to pull into L2, lib/weight_prefetch.wgsl), 6 params (uniform)
 // Dispatch: (ceil(N / (2 WG / LANES)), 1, 1). Each workgroup stages the activations, then each
 // team of LANES lanes dots two rows (lib/ternary_decode.wgsl's pairs), reduced in workgroup memory;
 // thread r < 2 WG / LANES writes row r.
@@ -23,6 +23,7 @@ requires packed_4x8_integer_dot_product;
 // #include "lib/act_stage.wgsl"
 // #include "lib/ternary_decode.wgsl"
 // #include "lib/decode_io.wgsl"
+// #include "lib/weight_prefetch.wgsl"
 
 override WG: u32 = 256u;    // a power of two, >= K / 32
 override LANES: u32 = 8u;   // a power of two dividing WG, >= K / 512
@@ -64,7 +65,8 @@ struct Params {
 @group(0) @binding(2) var<storage, read> src_scale: array<f32>;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 @group(0) @binding(4) var<storage, read_write> norm_stats: array<f32>;
-@group(0) @binding(5) var<uniform> p: Params;
+@group(0) @binding(5) var<storage, read> pfw: array<u32>;  // lib/weight_prefetch.wgsl (any buffer when off)
+@group(0) @binding(6) var<uniform> p: Params;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
@@ -84,6 +86,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         sc = row_scales(ro);
         if (p.accumulate != 0u) { y0 = y[p.y_offset + ro]; }
     }
+    let pf = kernel_prefetch(lid, wid.x);
     if (BL_STOP == 1u) {
         if (row < out_rows()) { y[p.y_offset + row] = f32(row_mix(w)); }
         return;
@@ -109,6 +112,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         y[p.y_offset + ro] = out_v;
     }
     if (STATS_OUT) { put_block_sums(lid, ro, out_v, wrote); }
+    kernel_prefetch_use(pf);
 }
 
 // BL_STOP's use of every weight word the row's lanes loaded.

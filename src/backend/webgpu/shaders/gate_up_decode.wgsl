@@ -19,6 +19,7 @@ requires packed_4x8_integer_dot_product;
 // #include "lib/act_stage.wgsl"
 // #include "lib/ternary_decode.wgsl"
 // #include "lib/decode_io.wgsl"
+// #include "lib/weight_prefetch.wgsl"
 
 override WG: u32 = 256u;
 override LANES: u32 = 8u;
@@ -53,7 +54,8 @@ struct Params {
 @group(0) @binding(2) var<storage, read> src_scale: array<f32>;
 @group(0) @binding(3) var<storage, read_write> f: array<f32>;
 @group(0) @binding(4) var<storage, read_write> norm_stats: array<f32>;
-@group(0) @binding(5) var<uniform> p: Params;
+@group(0) @binding(5) var<storage, read> pfw: array<u32>;  // lib/weight_prefetch.wgsl (any buffer when off)
+@group(0) @binding(6) var<uniform> p: Params;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
@@ -73,6 +75,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         sg = row_scales(o);
         su = row_scales(ff_rows() + o);
     }
+    let pf = kernel_prefetch(lid, wid.x);
     let as_ = stage_activations_from(lid, K, xin);
     var partial = vec2<i32>();
     if (out < ff_rows()) { partial = row_dot_pair(w, lane, LANES, K); }
@@ -87,4 +90,5 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         f[p.f_offset + o] = out_v;
     }
     if (STATS_OUT) { put_block_sums(lid, o, out_v, wrote); }
+    kernel_prefetch_use(pf);
 }

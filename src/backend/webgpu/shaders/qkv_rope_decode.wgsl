@@ -7,7 +7,8 @@ requires packed_4x8_integer_dot_product;
 //   wq: codes [N][K/64] vec4<u32> | scales [N] | output scales [N], N = (n_head + 2 n_head_kv) hd
 //   rope: [pos][n_rot/2] (cos, sin) f32   q_out: [n_head hd] f32   k_cache, v_cache: as qkv_rope.wgsl
 // Bindings: 0 wq, 1 src, 2 src_scale, 3 rope (read); 4 q_out, 5 k_cache, 6 v_cache, 7 norm_stats
-//           (x's block sums of squares with STATS_IN, lib/act_stage.wgsl) (read_write); 8 params (uniform)
+//           (x's block sums of squares with STATS_IN, lib/act_stage.wgsl) (read_write); 8 pfw (read: a
+//           weight to pull into L2, lib/weight_prefetch.wgsl); 9 params (uniform)
 // Dispatch: (N / ROWS, 1, 1), ROWS = WG / LANES slots of one head (a multiple of 4 dividing
 // head_dim); slots as in lib/qkv_store.wgsl; thread u < ROWS / 4 finishes slots 4u .. 4u + 3.
 
@@ -21,6 +22,7 @@ requires packed_4x8_integer_dot_product;
 // #include "lib/decode_io.wgsl"
 // #include "lib/qkv_store.wgsl"
 // #include "lib/qkv_decode.wgsl"
+// #include "lib/weight_prefetch.wgsl"
 
 override WG: u32 = 256u;
 override LANES: u32 = 8u;
@@ -59,7 +61,8 @@ struct Params {
 @group(0) @binding(5) var<storage, read_write> k_cache: array<u32>;
 @group(0) @binding(6) var<storage, read_write> v_cache: array<u32>;
 @group(0) @binding(7) var<storage, read_write> norm_stats: array<f32>;
-@group(0) @binding(8) var<uniform> p: Params;
+@group(0) @binding(8) var<storage, read> pfw: array<u32>;  // lib/weight_prefetch.wgsl (any buffer when off)
+@group(0) @binding(9) var<uniform> p: Params;
 
 fn store_q(tok: u32, i: u32, v: f32) { q_out[p.q_offset + tok * p.q_stride + i] = v; }
 fn kv_word_stored(is_k: bool, w: u32, word: u32) {}
@@ -74,18 +77,18 @@ override KV_PREFETCH: bool = true;
 override KV_PF_STRIDE: u32 = 16u;
 
 fn kv_prefetch(lid: u32, g: u32) -> u32 {
-    if (!KV_PREFETCH) { return 0u; }
+    if (!KV_PREFETCH) { return kernel_prefetch(lid, g); }
     let kw    = select(p.n_embd_kv, p.n_embd_kv / 2u, K_F16);  // u32 words per cache row
     let vw    = select(p.n_embd_kv, p.n_embd_kv / 2u, V_F16);
     let i     = (g * WG + lid) * KV_PF_STRIDE;
-    var acc   = 0u;
+    var acc   = kernel_prefetch(lid, g);
     if (i < p.pos0 * kw) { acc ^= k_cache[select(p.k_offset, p.k_offset / 2u, K_F16) + i]; }
     if (i < p.pos0 * vw) { acc ^= v_cache[select(p.v_offset, p.v_offset / 2u, V_F16) + i]; }
     return acc;
 }
 
 fn kv_prefetch_use(pf: u32) {
-    if (KV_PREFETCH && (pf & p.rn_zero) != 0u) { norm_stats[0] = bitcast<f32>(pf); }
+    if ((KV_PREFETCH || KPF_WORDS != 0u) && (pf & p.rn_zero) != 0u) { norm_stats[0] = bitcast<f32>(pf); }
 }
 
 @compute @workgroup_size(WG)

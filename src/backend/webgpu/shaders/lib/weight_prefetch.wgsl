@@ -1,0 +1,28 @@
+// A weight that a later kernel reads, pulled into L2 by a decode matmul's own invocations
+// (kernel_prefetch) after their weight loads: one word per 64 bytes (16 words), each invocation at
+// most KPF_LOADS, spread over the kernel's KPF_GROUPS workgroups (the host sets all three; KPF_WORDS
+// 0: none). The loaded words are kept by a store that never happens (kernel_prefetch_use: p.rn_zero
+// is 0), so the compiler keeps the loads but nothing waits for them before the kernel's end, which
+// waits for them all: worth it only where the kernel's own weights come from L2 (the attention
+// kernel pulled them in: attention.wgsl PF_FROM) and its DRAM slot is free.
+// The including kernel declares `pfw: array<u32>` (read), `norm_stats: array<f32>` (read_write),
+// `override WG` and a uniform p with rn_zero.
+
+override KPF_WORDS: u32 = 0u;
+override KPF_LOADS: u32 = 1u;
+override KPF_GROUPS: u32 = 1u;
+
+fn kernel_prefetch(lid: u32, g: u32) -> u32 {
+    var acc = 0u;
+    if (KPF_WORDS == 0u) { return acc; }
+    let first = (g * WG + lid) * 16u;
+    for (var u = 0u; u < KPF_LOADS; u++) {
+        let i = first + u * KPF_GROUPS * WG * 16u;
+        if (i < KPF_WORDS) { acc ^= pfw[i]; }
+    }
+    return acc;
+}
+
+fn kernel_prefetch_use(acc: u32) {
+    if (KPF_WORDS != 0u && (acc & p.rn_zero) != 0u) { norm_stats[0] = bitcast<f32>(acc); }
+}
