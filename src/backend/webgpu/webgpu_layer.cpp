@@ -41,11 +41,16 @@ static std::vector<std::string_view> comma_list(std::string_view list) {
 
 // Which weights one query's attention pulls into L2 for the kernels after it, a bit per
 // LayerWeightId ($TERN_WEBGPU_WPF, a tuning aid: a comma list of o, gu, down, qkv, or none).
+// Default gate+up's (8.8 MB for 2B4T, the largest): with the matmuls' links below, H100 tg128
+// 813.5-815.3 tokens/s against 767.3-770.0 with no prefetch (medians of ten, three alternating
+// rounds); attention taking gate+up and down itself 802.3-805.0 and adding the o-projection's
+// 753.3-756.7, slower than none: the prefetching workgroups then outlast attention, and the
+// o-projection waits for them (src/backend/webgpu/README.md, "Weights pulled into L2").
 static uint32_t attention_prefetch_mask() {
     static const uint32_t mask = [] {
         const char * env = std::getenv("TERN_WEBGPU_WPF");
         uint32_t     m   = 0;
-        for (std::string_view item : comma_list(env ? env : "gu,down")) {
+        for (std::string_view item : comma_list(env ? env : "gu")) {
             const LayerWeightId id = layer_weight_id(item);
             if (id != k_wnone) m |= 1u << id;
             else if (item != "none") TERN_LOG_WARN("TERN_WEBGPU_WPF: '%.*s' is not o, gu, down or qkv",
@@ -58,12 +63,16 @@ static uint32_t attention_prefetch_mask() {
 
 // Which weight each decode matmul pulls into L2 for a later one (lib/weight_prefetch.wgsl), indexed
 // by the matmul (k_wo, k_wgu, k_wdown, k_wqkv): $TERN_WEBGPU_KPF, a tuning aid, a comma list of
-// kernel:weight links such as gu:down,down:qkv (default none).
+// kernel:weight links, or none. Default: gate+up pulls the down projection's (its own came with
+// attention, so its DRAM slot is free), the down projection the next layer's qkv, qkv the
+// o-projection's. H100 tg128 (medians of ten, three alternating rounds, attention taking gate+up):
+// 805.7-810.4 tokens/s with gu:down alone, 808.7-811.8 with down:qkv too, 813.5-815.3 with all three.
 static const std::array<LayerWeightId, 5> & kernel_prefetch_links() {
     static const std::array<LayerWeightId, 5> links = [] {
         std::array<LayerWeightId, 5> l{k_wnone, k_wnone, k_wnone, k_wnone, k_wnone};
         const char * env = std::getenv("TERN_WEBGPU_KPF");
-        for (std::string_view item : comma_list(env ? env : "")) {
+        for (std::string_view item : comma_list(env ? env : "gu:down,down:qkv,qkv:o")) {
+            if (item == "none") continue;
             const size_t colon = item.find(':');
             const std::string_view kernel = item.substr(0, colon);
             const LayerWeightId    k = kernel == "qkv" ? k_wqkv : layer_weight_id(kernel);
