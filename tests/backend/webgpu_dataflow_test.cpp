@@ -46,6 +46,15 @@ TEST(WebGpuDataflow, PersistentWorkgroupsSeeEveryValueOfEachRound) {
             for (uint32_t mode : {0u, 1u, 2u, 3u, 4u}) {
                 if (mode == 0 && n != 2048u) continue;
                 const auto r = be->grid_sync_probe(groups, n, 400, mode, 3);
+                // Mode 4 races on purpose (producers count themselves done before they store): its
+                // re-reads after a workgroup-scope barrier may keep seeing a stale cached word until the
+                // probe gives up (seen once on an H100: 128 groups, 2048 values), which is the finding
+                // it exists to show, not a failure. Modes 0-3 must always complete.
+                if (mode == 4 && (r.error != 0 || !r.all_reached)) {
+                    std::printf("[          ] %u groups, %u values, %s: gave up (plain re-reads never saw a store)\n",
+                                groups, n, names[mode]);
+                    continue;
+                }
                 EXPECT_EQ(r.error, 0u) << "a poll gave up (" << groups << " groups, mode " << mode << ")";
                 EXPECT_TRUE(r.all_reached) << groups << " groups, n " << n << ", mode " << mode;
                 std::printf("[          ] %u groups, %u values, %s: %.2f us per round, %llu re-reads\n", groups, n,
