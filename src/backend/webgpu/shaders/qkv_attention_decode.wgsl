@@ -4,11 +4,12 @@ requires packed_4x8_integer_dot_product;
 // the numerics of both (their libraries), so one dispatch boundary per layer less.
 //
 // Attention of query head h needs only its own q rows and its KV head's k and v rows: 3 HD / ROWS
-// qkv workgroups (CONTRIB). Each qkv workgroup, once its rows are done, counts itself in a counter of
-// every query head it feeds (one for a q workgroup, the G query heads of its KV head for a k or v
-// workgroup); the workgroup whose count completes a head's (the last of its contributors) resets that
-// counter and computes the head's attention. Nothing waits for a workgroup that may not have started
-// (no spinning on other workgroups' progress), so any scheduling order is safe.
+// qkv workgroups (CONTRIB). Each counts itself in a counter of every query head it feeds (one for a
+// q workgroup, once its rows are out; the G query heads of its KV head for a k or v workgroup, as it
+// starts); the workgroup whose count completes a head's resets that counter and computes the head's
+// attention, polling the words it needs. Every word polled comes from a workgroup that has counted,
+// so has started, and so gets written: no poll waits for a workgroup that may not have started, and
+// any scheduling order is safe.
 //
 // WGSL has no device-scope fence, so q and the new K / V row words cross workgroups in
 // lib/dataflow.wgsl's tagged words (flow_put / flow_get: a reader polls until the tag is the
@@ -155,31 +156,47 @@ fn attend_head(lid: u32, h: u32) {
     attend(lid, h, 0u);
 }
 
+// The counter of query head `first + lid` (lid < n_fed) gets this workgroup's count; true when it
+// completed it (then the counter is reset for the next dispatch).
+fn count_in(lid: u32, first: u32, n_fed: u32, contrib: u32) -> bool {
+    if (lid >= n_fed) { return false; }
+    let c = p.f_cnt + first + lid;
+    if (atomicAdd(&flow[c], 1u) + 1u == contrib) {
+        atomicStore(&flow[c], 0u);
+        return true;
+    }
+    return false;
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     if (lid == 0u) { atomicStore(&heads_done, 0u); }
     let g = (wid.x + Q_GROUPS) % QKV_GROUPS;  // k and v rows first
-    qkv_decode_rows(lid, g, LANES, K, p.scales_offset, p.oscales_offset);
-    workgroupBarrier();  // every invocation's flow words are out before the workgroup counts itself
 
     // The query heads this workgroup feeds: its own (q rows), or the G of its KV head (k, v rows).
     let rows    = WG / LANES;
     let head    = g * rows / HD;
     let group   = p.n_head / p.n_head_kv;
     let contrib = 3u * (HD / rows);
+    let is_kv   = head >= p.n_head;
     var first   = head;
     var n_fed   = 1u;
-    if (head >= p.n_head) {
+    if (is_kv) {
         first = ((head - p.n_head) % p.n_head_kv) * group;
         n_fed = group;
     }
-    if (lid < n_fed) {
-        let c = p.f_cnt + first + lid;
-        if (atomicAdd(&flow[c], 1u) + 1u == contrib) {
-            atomicStore(&flow[c], 0u);  // every contributor has counted: ready for the next dispatch
-            atomicOr(&heads_done, 1u << lid);
-        }
-    }
+    // A k or v workgroup counts itself as it starts (its words may come later: whoever attends
+    // polls them, and a workgroup that has counted has started, so the poll ends), so that the last
+    // count, the one that picks the attending workgroup, is nearly always a q workgroup's: a k or v
+    // workgroup that completed its G heads would attend them one after another (G times the
+    // latency; H100 tg128 536 tokens/s when every workgroup counted at its end).
+    var completed = false;
+    if (is_kv) { completed = count_in(lid, first, n_fed, contrib); }
+
+    qkv_decode_rows(lid, g, LANES, K, p.scales_offset, p.oscales_offset);
+    workgroupBarrier();  // every invocation's flow words are out before the workgroup counts itself
+    if (!is_kv) { completed = count_in(lid, first, n_fed, contrib); }
+    if (completed) { atomicOr(&heads_done, 1u << lid); }
     workgroupBarrier();
     if (lid == 0u) { heads_mask = atomicLoad(&heads_done); }
     let done = workgroupUniformLoad(&heads_mask);
