@@ -234,14 +234,6 @@ public:
     void set_layer_kernel(bool on) { layer_kernel_ = on; }
     // layer_decode.wgsl's error flag: non-zero when a poll gave up (its values were garbage). Waits.
     uint32_t layer_flow_error();
-    // qkv and attention of one decoded token in one dispatch (qkv_attention_decode.wgsl) where it
-    // applies: on by default, off with $TERN_WEBGPU_QKV_ATTN=0 or this setter; how many ran so far.
-    void    set_qkv_attention(bool on) { qkv_attention_ = on; }
-    int64_t qkv_attention_dispatches() const { return qkv_attention_dispatches_; }
-    // The error flag of qkv_attention_decode.wgsl's dataflow: non-zero when a poll gave up, which
-    // only a bug can cause (every word it polls was stored before its writer counted itself, so no
-    // poll waits on a workgroup that has not run); for tests. Waits.
-    uint32_t qkv_attention_flow_error();
     int64_t  layer_dispatches() const { return layer_dispatches_; }
     // Decode kernels encoded so far that took their norm's sum of squares from the norm statistics
     // (block sums left by the previous kernel; webgpu_decode.cpp), for tests.
@@ -333,13 +325,6 @@ private:
     bool try_decode_qkv(const Tensor & q, const KvLayer & kv, const GpuLinear & w, const QuantizedActs & a,
                         const Tensor * x, const Weight * norm, float eps, const AttentionShape & shape, int64_t pos0,
                         const GpuLinear * prefetch = nullptr);
-    // qkv_rope_kv_append and attention of one token as one dispatch (qkv_attention_decode.wgsl,
-    // webgpu_qkv_attention.cpp); false (nothing encoded) when it does not apply.
-    bool try_decode_qkv_attention(const Tensor & out, const KvLayer & kv, const GpuLinear & w, const QuantizedActs & a,
-                                  const Tensor & x, const Weight & norm, float eps, const AttentionShape & shape,
-                                  int64_t pos0, const GpuLinear * prefetch);
-    // The decode qkv kernels' tiling for one token (rows of one head per workgroup), if any.
-    std::optional<DecodeTiling> qkv_decode_tiling(const GpuLinear & w, int64_t head_dim) const;
     WGPUBuffer add_kernel_prefetch(PipelineKey & key, const GpuLinear * pf, uint32_t groups, uint32_t wg,
                                    WGPUBuffer filler) const;
     uint32_t attention_score_slots(uint32_t wg, uint32_t kpart, uint32_t tile_words, uint32_t hd) const;
@@ -476,10 +461,6 @@ private:
     uint64_t             step_submits_at_begin_ = 0;  // begin_step(): a held step must not have been split
     std::unique_ptr<GpuBuffer>                     qkv_scratch_;  // prefill [q; k; v] products [N, T] f32
     const GpuLinear *                              prev_layer_qkv_ = nullptr;  // this step's last layer's qkv weight
-    bool                                           qkv_attention_ = true;  // set_qkv_attention
-    int64_t                                        qkv_attention_dispatches_ = 0;
-    std::unique_ptr<GpuBuffer>                     qa_flow_;       // qkv_attention_decode.wgsl's flow words
-    uint32_t                                       qa_tag_ = 0;    // its last dispatch's tag (1..65535)
     std::unique_ptr<GpuBuffer>                     flow_;         // layer_decode.wgsl's lib/dataflow.wgsl words
     uint32_t                                       flow_tag_ = 0; // the last layer dispatch's tag
     std::array<uint32_t, 7>                        flow_done_{};  // its completion counters' values
@@ -512,13 +493,6 @@ uint32_t ceil_div(int64_t a, int64_t b);
 uint32_t floor_pow2(uint64_t v);
 // $name as an unsigned number (tuning aids), or fallback when unset or empty.
 uint32_t env_u32(const char * name, uint32_t fallback);
-
-// One query over more positions than this gets 512-thread attention workgroups (attention());
-// measured on an H100 (alternating rounds): at positions 257-320 256 threads ran at 659.4-659.7
-// tokens/s against 656.8-657.6 with 512, at 513-576 at 584.2-585.1 against 586.9-588.4.
-constexpr int64_t k_attention_wide_positions = 384;
-// attention.wgsl's workgroup memory besides its scores (webgpu_ops.cpp).
-uint64_t attention_fixed_bytes(uint32_t wg, uint32_t kpart, uint32_t tile_words, uint32_t hd);
 
 // Decode attention's tiled scores: K words per block of 16 dimensions (cpu::dot_blocked16), and
 // threads per position (one per block, rounded up to a power of two) for rows of row_words words.

@@ -216,7 +216,11 @@ bool WebGpuBackend::try_decode_gate_up(const Tensor & f, const GpuLinear & w, co
     return true;
 }
 
-std::optional<WebGpuBackend::DecodeTiling> WebGpuBackend::qkv_decode_tiling(const GpuLinear & w, int64_t hd) const {
+bool WebGpuBackend::try_decode_qkv(const Tensor & q, const KvLayer & kv, const GpuLinear & w, const QuantizedActs & a,
+                                   const Tensor * x, const Weight * norm, float eps, const AttentionShape & s,
+                                   int64_t pos0, const GpuLinear * prefetch) {
+    const int64_t hd = s.head_dim;
+    if (hd % 4 != 0 || s.n_rot % 4 != 0 || s.n_rot > hd) return false;
     // Slots per workgroup: a power of two >= 4 dividing head_dim (RoPE pairs stay together).
     uint32_t max_rows = 4;
     while (max_rows < 256 && hd % (max_rows * 2) == 0) max_rows *= 2;
@@ -226,18 +230,8 @@ std::optional<WebGpuBackend::DecodeTiling> WebGpuBackend::qkv_decode_tiling(cons
     // for the uniform, 8 was slower than 4). $TERN_WEBGPU_QKV_LANES overrides (a tuning aid).
     static const uint32_t qkv_lanes = env_u32("TERN_WEBGPU_QKV_LANES", 16);
     static const uint32_t qkv_wg    = env_u32("TERN_WEBGPU_QKV_WG", 0);
-    const auto t = decode_tiling(w, 1, max_rows, 1, qkv_lanes, qkv_wg);
-    if (!t || t->rows < 4 || hd % t->rows != 0) return std::nullopt;
-    return t;
-}
-
-bool WebGpuBackend::try_decode_qkv(const Tensor & q, const KvLayer & kv, const GpuLinear & w, const QuantizedActs & a,
-                                   const Tensor * x, const Weight * norm, float eps, const AttentionShape & s,
-                                   int64_t pos0, const GpuLinear * prefetch) {
-    const int64_t hd = s.head_dim;
-    if (hd % 4 != 0 || s.n_rot % 4 != 0 || s.n_rot > hd || a.q.ne[1] != 1) return false;
-    const auto t = qkv_decode_tiling(w, hd);
-    if (!t) return false;
+    const auto t = decode_tiling(w, a.q.ne[1], max_rows, 1, qkv_lanes, qkv_wg);
+    if (!t || t->rows < 4 || hd % t->rows != 0) return false;
     TERN_ASSERT(pos0 >= 0 && pos0 + 1 <= kv.k.ne[1], "positions past the KV cache");
     const RopeTable & rope = rope_table(s.n_rot, s.rope_freq_base, pos0 + 1);
     const size_t      k_el = kv.k.type == DType::f16 ? 2 : 4;

@@ -112,24 +112,10 @@ void WebGpuBackend::transformer_layer(const LayerWeights & w, const LayerTensors
     }
     const auto & links  = kernel_prefetch_links();
     const auto   pf_for = [&](LayerWeightId kernel) { return links[kernel] == k_wnone ? nullptr : weights[links[kernel]]; };
-    // qkv and attention in one dispatch where it applies (short contexts); its qkv workgroups pull
-    // in the weight that attention's prefetch workgroups would ($TERN_WEBGPU_QA_PF, a tuning aid:
-    // one of o, gu, down, qkv, or none; default the first of attention's).
-    static const LayerWeightId qa_pf = [] {
-        const char * env = std::getenv("TERN_WEBGPU_QA_PF");
-        if (env) return layer_weight_id(env);
-        for (uint32_t id = 0; id < 4; ++id) {
-            if (attention_prefetch_mask() & (1u << id)) return static_cast<LayerWeightId>(id);
-        }
-        return k_wnone;
-    }();
-    if (!try_decode_qkv_attention(t.attn, kv, qkv, t.a_embd, t.x, *w.attn_norm, eps, shape, pos0,
-                                  qa_pf == k_wnone ? nullptr : weights[qa_pf])) {
-        if (!try_decode_qkv(t.q, kv, qkv, t.a_embd, &t.x, w.attn_norm, eps, shape, pos0, pf_for(k_wqkv))) {
-            Backend::norm_qkv_rope_kv_append(t.q, kv, *w.attn_qkv, t.a_embd, t.x, *w.attn_norm, eps, shape, pos0);
-        }
-        attention_prefetching(t.attn, t.q, kv, shape, pos0, std::span<const GpuLinear * const>(prefetch, n));
+    if (!try_decode_qkv(t.q, kv, qkv, t.a_embd, &t.x, w.attn_norm, eps, shape, pos0, pf_for(k_wqkv))) {
+        Backend::norm_qkv_rope_kv_append(t.q, kv, *w.attn_qkv, t.a_embd, t.x, *w.attn_norm, eps, shape, pos0);
     }
+    attention_prefetching(t.attn, t.q, kv, shape, pos0, std::span<const GpuLinear * const>(prefetch, n));
     if (!try_decode_bitlinear(t.x, *weights[k_wo], t.a_q, &t.attn, w.attn_sub_norm, eps, true, pf_for(k_wo))) {
         Backend::norm_bitlinear(t.x, *w.attn_output, t.a_q, t.attn, *w.attn_sub_norm, eps, /*accumulate=*/true);
     }

@@ -20,6 +20,10 @@ namespace {
 // Positions (the query's included) from which one query's attention takes the long-context kernels
 // (webgpu_attention_long.cpp) instead of attention.wgsl; measured on an H200 (attention() below).
 constexpr int64_t k_long_query_positions = 800;
+// One query over more positions than this gets 512-thread attention workgroups (attention());
+// measured on an H100 (alternating rounds): at positions 257-320 256 threads ran at 659.4-659.7
+// tokens/s against 656.8-657.6 with 512, at 513-576 at 584.2-585.1 against 586.9-588.4.
+constexpr int64_t k_attention_wide_positions = 384;
 
 // How a ternary kernel's workgroup is cut: `teams` weight rows (2 per output for gate_up) of `lanes`
 // threads each, times `toks` tokens. Lanes ~ K/64 words' worth (4..64, a power of two) so that every
@@ -53,7 +57,6 @@ std::string_view WebGpuBackend::ternary_shader(std::string_view base) const {
     if (base == "gate_up_decode") return dot4_native_ ? "gate_up_decode" : "gate_up_decode_nodp4";
     if (base == "qkv_rope_decode") return dot4_native_ ? "qkv_rope_decode" : "qkv_rope_decode_nodp4";
     if (base == "layer_decode") return dot4_native_ ? "layer_decode" : "layer_decode_nodp4";
-    if (base == "qkv_attention_decode") return dot4_native_ ? "qkv_attention_decode" : "qkv_attention_decode_nodp4";
     if (base == "lm_head_i8_argmax") return dot4_native_ ? "lm_head_i8_argmax" : "lm_head_i8_argmax_nodp4";
     TERN_ASSERT(false, "no ternary shader '%.*s'", static_cast<int>(base.size()), base.data());
     return {};
@@ -246,7 +249,7 @@ uint32_t score_threads(uint32_t row_words, bool k_f16) {
 // attention.wgsl's workgroup memory besides the scores: qh, probs (CHUNK = 256), the reductions
 // (wg_reduce's two and lib/sum_squares.wgsl's), pv_sum (CHUNK / 32 blocks x hd / 2 pairs of f32)
 // and blk_sum, kpart, the K tile.
-uint64_t attention_fixed_bytes(uint32_t wg, uint32_t kpart, uint32_t tile_words, uint32_t hd) {
+static uint64_t attention_fixed_bytes(uint32_t wg, uint32_t kpart, uint32_t tile_words, uint32_t hd) {
     return 256 * 4 + 256 * 4 + uint64_t{wg} * (4 + 8 + 4) + 8ull * (hd / 2) * 8 + 8 * 4 + uint64_t{kpart} * 4 +
            uint64_t{tile_words} * 4;
 }
