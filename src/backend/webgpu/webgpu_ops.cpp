@@ -380,7 +380,7 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
     uint32_t       pf_groups  = 0;
     static const uint32_t pf_loads = std::clamp<uint32_t>(env_u32("TERN_WEBGPU_WPF_LOADS", 8), 1, 64);
     if (tiled && !prefetch.empty()) {
-        constexpr uint32_t k_stride = 16;  // words: one load per 64 bytes
+        constexpr uint32_t k_stride = 16;  // attention.wgsl's PF_STRIDE: one load per 64 bytes
         key.add("PF_FROM", static_cast<double>(s.n_head));
         key.add("PF_LOADS", static_cast<double>(pf_loads));
         for (size_t i = 0; i < prefetch.size(); ++i) {

@@ -91,7 +91,7 @@ struct Params {
 // attending workgroups end (else the next kernel waits for them). Nothing changes in any result.
 override PF_FROM: u32 = 0xffffffffu;  // first prefetching workgroup; unset: none
 override PF_LOADS: u32 = 8u;
-override PF_STRIDE: u32 = 16u;
+const PF_STRIDE: u32 = 16u;  // (a constant: the host counts the workgroups with the same stride)
 override PF_WORDS0: u32 = 0u;
 override PF_WORDS1: u32 = 0u;
 override PF_WORDS2: u32 = 0u;
@@ -106,7 +106,7 @@ fn pf_word(b: u32, i: u32) -> u32 {
     }
 }
 
-// Workgroups of buffer b (each covers WG * PF_LOADS * PF_STRIDE words).
+// Workgroups for a buffer of `words` words (each covers WG * PF_LOADS * PF_STRIDE words).
 fn pf_groups(words: u32) -> u32 {
     let span = WG * PF_LOADS * PF_STRIDE;
     return (words + span - 1u) / span;
