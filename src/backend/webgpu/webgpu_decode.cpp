@@ -185,6 +185,80 @@ bool WebGpuBackend::try_decode_bitlinear(const Tensor & y, const GpuLinear & w, 
     return true;
 }
 
+// Attention inside the o-projection (attention_o_decode.wgsl). Every workgroup attends all heads
+// itself, so the kernel replaces attention.wgsl's dispatch and the boundary after it; the
+// o-projection's tiling is bitlinear_decode's ($TERN_WEBGPU_AO_LANES / _WG override it, tuning
+// aids). Up to attention_o_max_ positions (the scores of every head stay in workgroup memory).
+bool WebGpuBackend::try_decode_attention_o(const Tensor & x, const GpuLinear & wo, const Tensor & q, const KvLayer & kv,
+                                           const Weight & sub_norm, float eps, const AttentionShape & s, int64_t pos0,
+                                           const GpuLinear * prefetch) {
+    if (attention_o_max_ <= 0 || !fuse_norms_ || pos0 + 1 > attention_o_max_ || x.ne[1] != 1 || q.ne[1] != 1) {
+        return false;
+    }
+    const int64_t hd = s.head_dim;
+    const int64_t n_q = s.n_head * hd;
+    if (hd % 16 != 0 || hd > 256 || s.n_head_kv <= 0 || s.n_head % s.n_head_kv != 0 || s.n_head / s.n_head_kv > 8 ||
+        wo.n_cols != n_q || wo.n_rows != x.ne[0] || q.ne[0] != n_q || kv.k.ne[0] != s.n_head_kv * hd ||
+        kv.v.ne[0] != kv.k.ne[0]) {
+        return false;
+    }
+    const bool     k_f16 = kv.k.type == DType::f16, v_f16 = kv.v.type == DType::f16;
+    const uint32_t k_off = gpu_offset(kv.k, k_f16 ? 2 : 4), v_off = gpu_offset(kv.v, v_f16 ? 2 : 4);
+    // K rows are read as vec4<u32>: the cache's start and rows must be whole vec4s; V as u32 words.
+    const uint64_t k_words_at = k_f16 ? k_off / 2 : k_off, k_row_words = k_f16 ? kv.k.ne[0] / 2 : kv.k.ne[0];
+    if ((k_f16 && k_off % 2 != 0) || k_words_at % 4 != 0 || k_row_words % 4 != 0 || (v_f16 && v_off % 2 != 0)) {
+        return false;
+    }
+    static const uint32_t lanes_env = env_u32("TERN_WEBGPU_AO_LANES", 0);
+    static const uint32_t wg_env    = env_u32("TERN_WEBGPU_AO_WG", 0);
+    const bool            wide      = lane_sums_sg_ && wo.n_cols >= 32 * 64;
+    const auto t = decode_tiling(wo, 1, 256, 2, lanes_env != 0 ? lanes_env : wide ? 32 : 16,
+                                 wg_env != 0 ? wg_env : wide ? 512 : 0);
+    if (!t) return false;
+    const GpuNorm & nw = as_norm(sub_norm);
+    if (nw.n_cols != n_q) return false;
+    // Workgroup memory: q / the output, the scores and block values of every head, and what the
+    // o-projection's part needs (lib/act_stage.wgsl, lib/ternary_decode.wgsl, the reductions).
+    const uint64_t n_max = static_cast<uint64_t>((attention_o_max_ + 31) / 32 * 32);
+    const uint64_t bytes = 4 * n_q + static_cast<uint64_t>(s.n_head) * (n_max + n_max / 32) * 4 + n_q +
+                           12 * (t->wg + 64) + 16 * t->wg + 256;
+    if (bytes > ctx_.limits().maxComputeWorkgroupStorageSize) return false;
+    const bool     out      = stats_fit(wo.n_rows) && t->rows % 32 == 0;
+    const uint32_t out_slot = stats_out_slot();
+    struct {
+        uint32_t n_rows;
+        float    eps;
+        uint32_t nw_offset, scales_offset, oscales_offset, y_offset, stats_out, pos0, q_offset, k_offset, v_offset;
+        float    scale;
+    } p{u32(wo.n_rows), eps, 0, wo.scales_offset, wo.oscales_offset, gpu_offset(x, 4), out_slot, u32(pos0),
+        gpu_offset(q, 4), k_off, v_off, s.scale};
+    PipelineKey key{ternary_shader("attention_o_decode"),
+                    "rrrrrwwru",
+                    {{{"WG", static_cast<double>(t->wg)},
+                      {"LANES", static_cast<double>(t->lanes)},
+                      {"K", static_cast<double>(n_q)},
+                      {"N_ROWS", static_cast<double>(wo.n_rows)},
+                      {"N_HEAD", static_cast<double>(s.n_head)},
+                      {"HD", static_cast<double>(hd)},
+                      {"GROUP", static_cast<double>(s.n_head / s.n_head_kv)},
+                      {"KV_ROW", static_cast<double>(kv.k.ne[0])},
+                      {"K_F16", k_f16 ? 1.0 : 0.0},
+                      {"V_F16", v_f16 ? 1.0 : 0.0},
+                      {"N_MAX", static_cast<double>(n_max)}}}};
+    if (out) key.add("STATS_OUT", 1.0);
+    if (p.q_offset == 0) key.add("Q_AT", 0.0);
+    if (k_off == 0) key.add("K_AT", 0.0);
+    if (v_off == 0) key.add("V_AT", 0.0);
+    const uint32_t   groups = static_cast<uint32_t>((wo.n_rows + t->rows - 1) / t->rows);
+    const WGPUBuffer pf     = add_kernel_prefetch(key, prefetch, groups, t->wg, gpu_buffer(q));
+    const WGPUBuffer bufs[] = {wo.buffer->get(), gpu_buffer(q),  gpu_buffer(kv.k), gpu_buffer(kv.v),
+                               nw.buffer->get(), gpu_buffer(x), stats_buffer(),   pf};
+    step_->dispatch(key, bufs, &p, sizeof p, groups);
+    if (out) stats_written(x, out_slot);
+    ++attention_o_dispatches_;
+    return true;
+}
+
 bool WebGpuBackend::try_decode_gate_up(const Tensor & f, const GpuLinear & w, const QuantizedActs & a,
                                        const Tensor * x, const Weight * norm, float eps, FfnActivation act,
                                        const GpuLinear * prefetch) {
