@@ -89,7 +89,6 @@ fn kv_prefetch(lid: u32, g: u32) -> u32 {
 
 fn kv_prefetch_use(pf: u32) {
     if ((KV_PREFETCH || KPF_WORDS != 0u) && (pf & p.rn_zero) != 0u) { norm_stats[0] = bitcast<f32>(pf); }
-    if (SMEM_PAD > 1u && p.rn_zero != 0u) { smem_pad[pf % SMEM_PAD] = pf; }  // (lib/weight_prefetch.wgsl)
 }
 
 @compute @workgroup_size(WG)

@@ -23,13 +23,6 @@ fn kernel_prefetch(lid: u32, g: u32) -> u32 {
     return acc;
 }
 
-// A timing aid ($TERN_WEBGPU_CONST=SMEM_PAD=n): n words more of workgroup memory (never used: the
-// store below never happens), to see whether kernels of different workgroup-memory sizes cost more
-// in a row (the SM's split between L1 and shared memory is set per kernel).
-override SMEM_PAD: u32 = 1u;
-var<workgroup> smem_pad: array<u32, SMEM_PAD>;
-
 fn kernel_prefetch_use(acc: u32) {
     if (KPF_WORDS != 0u && (acc & p.rn_zero) != 0u) { norm_stats[0] = bitcast<f32>(acc); }
-    if (SMEM_PAD > 1u && p.rn_zero != 0u) { smem_pad[acc % SMEM_PAD] = acc; }
 }
