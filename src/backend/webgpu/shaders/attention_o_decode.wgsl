@@ -62,11 +62,6 @@ override N_MAX: u32 = 256u;  // positions the score array holds (a multiple of 3
 // Where q, K and V start, as constants where the host sets them (else the uniform's): the loads at
 // the kernel's start then wait for nothing.
 const AO_UNSET: u32 = 0xffffffffu;
-// A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=AO_STOP=n): the attention ends after
-// q is staged (1), after the scores (2), after the probabilities (3); the o-projection runs on
-// whatever att4 then holds.
-override AO_STOP: u32 = 0u;
-override W_LATE: bool = false;
 override Q_AT: u32 = AO_UNSET;
 override K_AT: u32 = AO_UNSET;   // element index of k_cache[0][0]
 override V_AT: u32 = AO_UNSET;
@@ -170,7 +165,6 @@ fn attend_all_heads(lid: u32) {
         att4[j] = select(v, vec4<f32>(round_f16(v.x), round_f16(v.y), round_f16(v.z), round_f16(v.w)), K_F16);
     }
     workgroupBarrier();
-    if (AO_STOP == 1u) { return; }
 
     // Scores of the GROUP heads of KV head kvh at one position (K row read once).
     for (var it = lid; it < n_kv * n; it += WG) {
@@ -194,11 +188,6 @@ fn attend_all_heads(lid: u32) {
         }
     }
     workgroupBarrier();
-    if (AO_STOP == 2u) {
-        for (var j = lid; j < K / 4u; j += WG) { att4[j] = att4[j] + asc[j % (N_HEAD * N_MAX)]; }
-        workgroupBarrier();
-        return;
-    }
 
     for (var it = lid; it < N_HEAD * nb; it += WG) {
         let h = it / nb;
@@ -236,11 +225,6 @@ fn attend_all_heads(lid: u32) {
         asc[h * N_MAX + i] = select(pr, round_f16(pr), V_F16);
     }
     workgroupBarrier();
-    if (AO_STOP == 3u) {
-        for (var j = lid; j < K / 4u; j += WG) { att4[j] = att4[j] + asc[j % (N_HEAD * N_MAX)]; }
-        workgroupBarrier();
-        return;
-    }
 
     // P·V: dimension pair c of the GROUP heads of KV head kvh, block by block in order, each block's
     // 32 positions in order from 0 (its V words loaded 16 at a time ahead of their products).
@@ -292,9 +276,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let lane = lid % LANES;
     let ro   = wid.x * rows + lid;  // the row this invocation finishes (lid < rows)
     // The weights, scales and residual first: they arrive while the attention runs.
-    // (W_LATE, a tuning aid: after the attention, so that its registers are free meanwhile.)
-    var w: RowWords;
-    if (!W_LATE) { w = prefetch_row_pair(vec2<u32>(row, row + 1u), vec2<bool>(row < out_rows(), row + 1u < out_rows()), lane, LANES, K); }
+    let w = prefetch_row_pair(vec2<u32>(row, row + 1u), vec2<bool>(row < out_rows(), row + 1u < out_rows()), lane, LANES, K);
     var sc: vec2<f32>;
     var y0 = 0.0;
     if (lid < rows && ro < out_rows()) {
@@ -304,7 +286,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let pf = kernel_prefetch(lid, wid.x);
 
     attend_all_heads(lid);
-    if (W_LATE) { w = prefetch_row_pair(vec2<u32>(row, row + 1u), vec2<bool>(row < out_rows(), row + 1u < out_rows()), lane, LANES, K); }
 
     let as_ = stage_activations_from(lid, K, stage_load(lid, K));
     var partial = vec2<i32>();
