@@ -217,16 +217,12 @@ bool WebGpuBackend::try_decode_attention_o(const Tensor & x, const GpuLinear & w
     if (!t) return false;
     const GpuNorm & nw = as_norm(sub_norm);
     if (nw.n_cols != n_q) return false;
-    // Workgroup memory (what the kernel's entry point reaches, as Dawn counts it): q / the output
-    // (att4), the activations (acts), the lane sums (lane_pairs), two reduction arrays (wg_red_h,
-    // wg_red_max), lib/position_sum.wgsl's staging; the rest holds every head's scores and block
-    // values, N_MAX positions (a multiple of 32, fixed per model so that one pipeline serves).
-    const uint64_t fixed    = 4 * n_q + n_q + 8 * (t->wg + 64) + 8 * t->wg + 4 * 33;
-    const uint64_t limit    = ctx_.limits().maxComputeWorkgroupStorageSize;
-    const uint64_t per_32   = static_cast<uint64_t>(s.n_head) * 33 * 4;  // 32 scores and a block value per head
-    const uint64_t fit      = limit > fixed ? (limit - fixed) / per_32 * 32 : 0;
-    const uint64_t n_max    = std::min<uint64_t>(fit, static_cast<uint64_t>((attention_o_max_ + 31) / 32 * 32));
-    if (static_cast<uint64_t>(pos0) + 1 > n_max) return false;
+    // Workgroup memory: q / the output, the scores and block values of every head, and what the
+    // o-projection's part needs (lib/act_stage.wgsl, lib/ternary_decode.wgsl, the reductions).
+    const uint64_t n_max = static_cast<uint64_t>((attention_o_max_ + 31) / 32 * 32);
+    const uint64_t bytes = 4 * n_q + static_cast<uint64_t>(s.n_head) * (n_max + n_max / 32) * 4 + n_q +
+                           12 * (t->wg + 64) + 16 * t->wg + 256;
+    if (bytes > ctx_.limits().maxComputeWorkgroupStorageSize) return false;
     const bool     out      = stats_fit(wo.n_rows) && t->rows % 32 == 0;
     const uint32_t out_slot = stats_out_slot();
     struct {
