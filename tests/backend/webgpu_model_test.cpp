@@ -25,7 +25,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <span>
 
 #include "core/mmap.h"
@@ -278,59 +277,6 @@ TEST(WebGpuModel, LayerKernelDecodingMatchesCpu) {
     EXPECT_EQ(be->layer_flow_error(), 0u);
     // 2 layers x (20 + 12 decoded tokens): the kernel did run (it falls back silently otherwise).
     EXPECT_EQ(be->layer_dispatches() - before, 2 * (20 + 12));
-}
-
-// Decoded logits of `n_generate` greedy steps after `prompt` on one backend (every step's row).
-std::vector<float> greedy_logits(const std::string & path, const std::vector<int32_t> & prompt, int n_generate,
-                                 DType cache, Backend & backend) {
-    const GgufFile file = GgufFile::open(path);
-    auto           m    = BitnetModel::load(file, backend);
-    SessionOptions so;
-    so.n_ctx   = static_cast<int64_t>(prompt.size()) + n_generate + 1;
-    so.n_batch = 7;
-    so.type_k = so.type_v = cache;
-    Session            s(*m, so);
-    std::vector<float> all;
-    s.eval(prompt);
-    for (int step = 0; step < n_generate; ++step) {
-        const int32_t next[1] = {argmax(s.logits())};
-        s.eval(next);
-        all.insert(all.end(), s.logits().begin(), s.logits().end());
-    }
-    return all;
-}
-
-// Attention inside the o-projection's kernel (attention_o_decode.wgsl, the default for short
-// contexts): against the CPU with both cache types, across the switch back to the two kernels
-// (at 24 positions here), and bit for bit against the two kernels (attention.wgsl, then
-// bitlinear_decode.wgsl) on this adapter.
-TEST(WebGpuModel, AttentionInsideOProjectionMatchesCpuAndTheTwoKernels) {
-    TERN_REQUIRE_WEBGPU();
-    auto * be = dynamic_cast<WebGpuBackend *>(test::shared_webgpu().backend.get());
-    ASSERT_NE(be, nullptr);
-    struct Restore {
-        WebGpuBackend * be;
-        ~Restore() { be->set_attention_o_positions(256); }
-    } restore{be};
-    const std::string path = synth_model("i2s", DType::i2_s, DType::f16);
-    be->set_attention_o_positions(24);
-    int64_t before = be->attention_o_dispatches();
-    run_both(path, some_tokens(13, 256), {DType::f16, 7, 20});
-    // 2 layers x the tokens decoded at positions 13 .. 23 (of 13 .. 32): it ran, and only there.
-    EXPECT_EQ(be->attention_o_dispatches() - before, 2 * 11);
-    run_both(path, some_tokens(5, 256), {DType::f32, 7, 12});
-    for (DType cache : {DType::f16, DType::f32}) {
-        be->set_attention_o_positions(256);
-        before                       = be->attention_o_dispatches();
-        const std::vector<float> one = greedy_logits(path, some_tokens(9, 256), 40, cache, *be);
-        EXPECT_EQ(be->attention_o_dispatches() - before, 2 * 40);
-        be->set_attention_o_positions(-1);
-        const std::vector<float> two = greedy_logits(path, some_tokens(9, 256), 40, cache, *be);
-        ASSERT_EQ(one.size(), two.size());
-        size_t differ = 0;
-        for (size_t i = 0; i < one.size(); ++i) differ += std::memcmp(&one[i], &two[i], sizeof(float)) != 0;
-        EXPECT_EQ(differ, 0u) << (cache == DType::f16 ? "f16" : "f32") << " cache: logits differing from the two kernels'";
-    }
 }
 
 // The reductions of the decode prologues, attention and the prompt softmax: the shared backend takes

@@ -90,9 +90,6 @@ WebGpuBackend::WebGpuBackend(const WebGpuOptions & options)
     dot4_native_ = ctx_.features().dot4_i8_packed && !options.emulate_dot4 && !(no_dp4 && std::string_view(no_dp4) == "1");
     attn_scratch_budget_ = options.attention_scratch_bytes;
     long_attention_      = options.long_attention_positions;
-    attention_o_max_     = options.attention_o_positions != 0 ? options.attention_o_positions
-                                                              : static_cast<int64_t>(env_u32("TERN_WEBGPU_ATTN_O", 256));
-    if (attention_o_max_ == 0) attention_o_max_ = -1;  // ($TERN_WEBGPU_ATTN_O=0: never)
     greedy_head_i8_min_bytes_ = options.greedy_head_i8_min_bytes;
     // $TERN_WEBGPU_DF_GUARD=0 drops the guards of the error-free transformations (lib/numerics.wgsl),
     // to measure what they cost; results may then differ from the CPU in the last bits.

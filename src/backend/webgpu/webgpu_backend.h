@@ -36,11 +36,6 @@ struct WebGpuOptions {
     // $TERN_WEBGPU_ATTN_LONG, else 800 (where the two cross on an H200), or fewer where attention.wgsl's
     // workgroup memory keeps fewer scores.
     int64_t long_attention_positions = 0;
-    // One query's attention over up to this many positions runs inside the o-projection's kernel
-    // (attention_o_decode.wgsl: every workgroup attends all heads itself, so attention needs no
-    // dispatch of its own). 0: $TERN_WEBGPU_ATTN_O, else 256 (fewer where the workgroup memory
-    // holds fewer scores); -1: never.
-    int64_t attention_o_positions = 0;
 
     static bool webgpu_allow_cpu_from_env();
 };

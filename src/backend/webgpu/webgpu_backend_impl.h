@@ -235,10 +235,6 @@ public:
     // layer_decode.wgsl's error flag: non-zero when a poll gave up (its values were garbage). Waits.
     uint32_t layer_flow_error();
     int64_t  layer_dispatches() const { return layer_dispatches_; }
-    // Attention inside the o-projection (attention_o_decode.wgsl) up to this many positions (-1:
-    // never), and how many such dispatches were encoded (tests).
-    void    set_attention_o_positions(int64_t n) { attention_o_max_ = n; }
-    int64_t attention_o_dispatches() const { return attention_o_dispatches_; }
     // Decode kernels encoded so far that took their norm's sum of squares from the norm statistics
     // (block sums left by the previous kernel; webgpu_decode.cpp), for tests.
     int64_t norm_stats_reads() const { return norm_stats_reads_; }
@@ -329,11 +325,6 @@ private:
     bool try_decode_qkv(const Tensor & q, const KvLayer & kv, const GpuLinear & w, const QuantizedActs & a,
                         const Tensor * x, const Weight * norm, float eps, const AttentionShape & shape, int64_t pos0,
                         const GpuLinear * prefetch = nullptr);
-    // One token's attention and the o-projection after it as one kernel (attention_o_decode.wgsl):
-    // x += W_o quant(norm(attention(q, kv))); false (nothing encoded) where it does not apply.
-    bool try_decode_attention_o(const Tensor & x, const GpuLinear & wo, const Tensor & q, const KvLayer & kv,
-                                const Weight & sub_norm, float eps, const AttentionShape & shape, int64_t pos0,
-                                const GpuLinear * prefetch);
     WGPUBuffer add_kernel_prefetch(PipelineKey & key, const GpuLinear * pf, uint32_t groups, uint32_t wg,
                                    WGPUBuffer filler) const;
     uint32_t attention_score_slots(uint32_t wg, uint32_t kpart, uint32_t tile_words, uint32_t hd) const;
@@ -479,8 +470,6 @@ private:
     std::unique_ptr<GpuBuffer>                     attn_part_;    // prompt attention segment sums
     int64_t                                        attn_scratch_budget_ = 0;  // WebGpuOptions::attention_scratch_bytes
     int64_t                                        long_attention_      = 0;  // WebGpuOptions::long_attention_positions
-    int64_t                                        attention_o_max_     = 0;  // WebGpuOptions::attention_o_positions
-    int64_t                                        attention_o_dispatches_ = 0;
     int64_t                                        greedy_head_i8_min_bytes_ = 0;  // WebGpuOptions::
     std::optional<GemmTiling>                      gemm_tiling_;  // set_gemm_tiling()
     std::optional<MmaTiling>                       mma_tiling_;   // set_mma_tiling()

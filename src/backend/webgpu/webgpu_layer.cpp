@@ -18,9 +18,7 @@
 namespace tern {
 
 // Weights of a layer as the prefetch settings name them: o, gu, down, and qkv = the next layer's.
-// As kernels (the KPF links below): the o-projection (o), gate+up, down, qkv, and attention with the
-// o-projection in one kernel (ao, attention_o_decode.wgsl).
-enum LayerWeightId : uint32_t { k_wo = 0, k_wgu = 1, k_wdown = 2, k_wqkv_next = 3, k_wqkv = 4, k_wao = 5, k_wnone = 6 };
+enum LayerWeightId : uint32_t { k_wo = 0, k_wgu = 1, k_wdown = 2, k_wqkv_next = 3, k_wqkv = 4, k_wnone = 5 };
 
 static LayerWeightId layer_weight_id(std::string_view name) {
     if (name == "o") return k_wo;
@@ -69,19 +67,19 @@ static uint32_t attention_prefetch_mask() {
 // attention, so its DRAM slot is free), the down projection the next layer's qkv, qkv the
 // o-projection's. H100 tg128 (medians of ten, three alternating rounds, attention taking gate+up):
 // 805.7-810.4 tokens/s with gu:down alone, 808.7-811.8 with down:qkv too, 813.5-815.3 with all three.
-static const std::array<LayerWeightId, 6> & kernel_prefetch_links() {
-    static const std::array<LayerWeightId, 6> links = [] {
-        std::array<LayerWeightId, 6> l{k_wnone, k_wnone, k_wnone, k_wnone, k_wnone, k_wnone};
+static const std::array<LayerWeightId, 5> & kernel_prefetch_links() {
+    static const std::array<LayerWeightId, 5> links = [] {
+        std::array<LayerWeightId, 5> l{k_wnone, k_wnone, k_wnone, k_wnone, k_wnone};
         const char * env = std::getenv("TERN_WEBGPU_KPF");
-        for (std::string_view item : comma_list(env ? env : "gu:down,down:qkv,qkv:o,ao:gu")) {
+        for (std::string_view item : comma_list(env ? env : "gu:down,down:qkv,qkv:o")) {
             if (item == "none") continue;
             const size_t colon = item.find(':');
             const std::string_view kernel = item.substr(0, colon);
-            const LayerWeightId    k = kernel == "qkv" ? k_wqkv : kernel == "ao" ? k_wao : layer_weight_id(kernel);
+            const LayerWeightId    k = kernel == "qkv" ? k_wqkv : layer_weight_id(kernel);
             const LayerWeightId    w = colon == std::string_view::npos ? k_wnone : layer_weight_id(item.substr(colon + 1));
             if (k == k_wnone || k == k_wqkv_next || w == k_wnone) {
-                TERN_LOG_WARN("TERN_WEBGPU_KPF: '%.*s' is not kernel:weight (kernels qkv, o, gu, down, ao; weights o, "
-                              "gu, down, qkv)", static_cast<int>(item.size()), item.data());
+                TERN_LOG_WARN("TERN_WEBGPU_KPF: '%.*s' is not kernel:weight (kernels qkv, o, gu, down; weights o, gu, "
+                              "down, qkv)", static_cast<int>(item.size()), item.data());
                 continue;
             }
             l[k] = w;
@@ -125,12 +123,9 @@ void WebGpuBackend::transformer_layer(const LayerWeights & w, const LayerTensors
     if (!try_decode_qkv(t.q, kv, qkv, t.a_embd, &t.x, w.attn_norm, eps, shape, pos0, pf_for(k_wqkv))) {
         Backend::norm_qkv_rope_kv_append(t.q, kv, *w.attn_qkv, t.a_embd, t.x, *w.attn_norm, eps, shape, pos0);
     }
-    // Short contexts: attention inside the o-projection's kernel (no dispatch of its own).
-    if (!try_decode_attention_o(t.x, *weights[k_wo], t.q, kv, *w.attn_sub_norm, eps, shape, pos0, pf_for(k_wao))) {
-        attention_prefetching(t.attn, t.q, kv, shape, pos0, std::span<const GpuLinear * const>(prefetch, n));
-        if (!try_decode_bitlinear(t.x, *weights[k_wo], t.a_q, &t.attn, w.attn_sub_norm, eps, true, pf_for(k_wo))) {
-            Backend::norm_bitlinear(t.x, *w.attn_output, t.a_q, t.attn, *w.attn_sub_norm, eps, /*accumulate=*/true);
-        }
+    attention_prefetching(t.attn, t.q, kv, shape, pos0, std::span<const GpuLinear * const>(prefetch, n));
+    if (!try_decode_bitlinear(t.x, *weights[k_wo], t.a_q, &t.attn, w.attn_sub_norm, eps, true, pf_for(k_wo))) {
+        Backend::norm_bitlinear(t.x, *w.attn_output, t.a_q, t.attn, *w.attn_sub_norm, eps, /*accumulate=*/true);
     }
     if (!try_decode_gate_up(t.ffn, *weights[k_wgu], t.a_embd, &t.x, w.ffn_norm, eps, act, pf_for(k_wgu))) {
         Backend::norm_gate_up(t.ffn, *w.ffn_gate_up, t.a_embd, t.x, *w.ffn_norm, eps, act);
