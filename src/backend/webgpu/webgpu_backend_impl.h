@@ -491,6 +491,9 @@ const GpuTable &  as_table(const Weight & w);
 uint32_t u32(int64_t v);
 uint32_t ceil_div(int64_t a, int64_t b);
 uint32_t floor_pow2(uint64_t v);
+// The weight prefetches (attention.wgsl PF_STRIDE, lib/weight_prefetch.wgsl KPF_STRIDE) load one u32
+// word per this many: one per 64 bytes, a load per cache sector pair.
+constexpr uint32_t k_prefetch_stride_words = 16;
 // $name as an unsigned number (tuning aids), or fallback when unset or empty.
 uint32_t env_u32(const char * name, uint32_t fallback);
 

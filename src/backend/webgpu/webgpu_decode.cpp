@@ -141,7 +141,7 @@ WGPUBuffer WebGpuBackend::add_kernel_prefetch(PipelineKey & key, const GpuLinear
     const uint32_t words = static_cast<uint32_t>(pf->buffer->size_bytes() / 4);
     key.add("KPF_WORDS", static_cast<double>(words));
     key.add("KPF_GROUPS", static_cast<double>(groups));
-    key.add("KPF_LOADS", static_cast<double>(ceil_div(words, int64_t{16} * groups * wg)));
+    key.add("KPF_LOADS", static_cast<double>(ceil_div(words, int64_t{k_prefetch_stride_words} * groups * wg)));
     return pf->buffer->get();
 }
 

@@ -380,13 +380,12 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
     uint32_t       pf_groups  = 0;
     static const uint32_t pf_loads = std::clamp<uint32_t>(env_u32("TERN_WEBGPU_WPF_LOADS", 8), 1, 64);
     if (tiled && !prefetch.empty()) {
-        constexpr uint32_t k_stride = 16;  // attention.wgsl's PF_STRIDE: one load per 64 bytes
         key.add("PF_FROM", static_cast<double>(s.n_head));
         key.add("PF_LOADS", static_cast<double>(pf_loads));
         for (size_t i = 0; i < prefetch.size(); ++i) {
             const uint32_t words = static_cast<uint32_t>(prefetch[i]->buffer->size_bytes() / 4);
             pf_bufs[i]           = prefetch[i]->buffer->get();
-            pf_groups += ceil_div(words, wg * pf_loads * k_stride);
+            pf_groups += ceil_div(words, wg * pf_loads * k_prefetch_stride_words);
             static constexpr std::string_view k_words[] = {"PF_WORDS0", "PF_WORDS1", "PF_WORDS2", "PF_WORDS3"};
             key.add(k_words[i], static_cast<double>(words));
         }

@@ -91,7 +91,7 @@ struct Params {
 // attending workgroups end (else the next kernel waits for them). Nothing changes in any result.
 override PF_FROM: u32 = 0xffffffffu;  // first prefetching workgroup; unset: none
 override PF_LOADS: u32 = 8u;
-const PF_STRIDE: u32 = 16u;  // (a constant: the host counts the workgroups with the same stride)
+const PF_STRIDE: u32 = 16u;  // (a constant: the host counts the workgroups with it, k_prefetch_stride_words)
 override PF_WORDS0: u32 = 0u;
 override PF_WORDS1: u32 = 0u;
 override PF_WORDS2: u32 = 0u;

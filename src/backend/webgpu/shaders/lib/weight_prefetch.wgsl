@@ -11,13 +11,14 @@
 override KPF_WORDS: u32 = 0u;
 override KPF_LOADS: u32 = 1u;
 override KPF_GROUPS: u32 = 1u;
+const KPF_STRIDE: u32 = 16u;  // words: one load per 64 bytes (the host's k_prefetch_stride_words)
 
 fn kernel_prefetch(lid: u32, g: u32) -> u32 {
     var acc = 0u;
     if (KPF_WORDS == 0u) { return acc; }
-    let first = (g * WG + lid) * 16u;
+    let first = (g * WG + lid) * KPF_STRIDE;
     for (var u = 0u; u < KPF_LOADS; u++) {
-        let i = first + u * KPF_GROUPS * WG * 16u;
+        let i = first + u * KPF_GROUPS * WG * KPF_STRIDE;
         if (i < KPF_WORDS) { acc ^= pfw[i]; }
     }
     return acc;
