@@ -339,7 +339,10 @@ bool WebGpuBackend::try_decode_layer(const LayerWeights & w, const LayerTensors 
                             {"LANES_QKV", static_cast<double>(tq->lanes)},
                             {"LANES_O", static_cast<double>(to->lanes)},
                             {"LANES_GU", static_cast<double>(tg->lanes)},
-                            {"LANES_DOWN", static_cast<double>(td->lanes)}}}};
+                            {"LANES_DOWN", static_cast<double>(td->lanes)},
+                            // The matmul phases stage words the norm workgroups quantized, so no
+                            // total of the codes is taken where they are staged (lib/act_stage.wgsl).
+                            {"ASUM_ONCE", 0.0}}}};
     const WGPUBuffer bufs[] = {qkv.buffer->get(), wo.buffer->get(),  gu.buffer->get(),   down.buffer->get(),
                                norms.get(),       rope.buffer->get(), gpu_buffer(kv.k),   gpu_buffer(kv.v),
                                gpu_buffer(t.x),   flow_->get()};

@@ -31,6 +31,29 @@ fn act_slot(j: u32, k: u32) -> u32 {
     return ((j / 4u) % 4u) * (k / 64u) + j / 16u;
 }
 
+// sum(a) over the whole vector, taken once where the fused prologue quantizes it (ASUM_ONCE with
+// NORM): each invocation adds its codes, each subgroup its invocations' (one atomic add per subgroup,
+// per invocation without subgroups), and after the quantization's barrier every invocation holds the
+// total in `acts_total`. The dots (lib/ternary_decode.wgsl) then leave out the 4 dot4s with ones per
+// weight word that summed a in every lane, and each row's first lane subtracts the total instead
+// (sum(code * a) - sum(a), exact in integers).
+// The layer kernel, whose matmul phases stage words quantized elsewhere, sets ASUM_ONCE false.
+override ASUM_ONCE: bool = true;
+var<workgroup> acts_total_wg: atomic<i32>;
+var<private> acts_total: i32;
+
+fn asum_once() -> bool {
+    return ASUM_ONCE && NORM;
+}
+
+// The invocation's share of sum(a) into acts_total_wg (every invocation calls it, in uniform
+// control flow; acts_total_wg was zeroed before a barrier that precedes this).
+fn add_acts_total(lid: u32, part: i32) {
+    let s  = team_isum(vec2<i32>(part, 0)).x;   // the subgroup's sum (the part itself without subgroups)
+    let sg = select(sg_size(), 32u, SG_EXACT32);  // (a constant where subgroups are 32 wide)
+    if (lid % sg == 0u) { atomicAdd(&acts_total_wg, s); }
+}
+
 // A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=NORM_STOP=n): the fused prologue
 // skips what follows the loads of x and nw (1), the sum of squares (2) or the max (3), and
 // quantizes with a scale that still depends on what it computed.
@@ -133,6 +156,7 @@ fn stage_norm_quant(lid: u32, k: u32, in: StageInput) -> f32 {
     // x and the norm weights in registers (stage_load).
     var xs = in.xs;
     let ws = in.ws;
+    if (asum_once() && lid == 0u) { atomicStore(&acts_total_wg, 0); }  // (barriers follow before the adds)
     if (NORM_STOP == 1u) {
         return stage_stopped(lid, n_words, xs, ws, 1.0);
     }
@@ -163,23 +187,29 @@ fn stage_norm_quant(lid: u32, k: u32, in: StageInput) -> f32 {
     return qs;
 }
 
-// acts = int8(clamp(round(y * qs))) for this thread's words of y, then the barrier.
+// acts = int8(clamp(round(y * qs))) for this thread's words of y, then the barrier (and with
+// ASUM_ONCE the sum of all codes in acts_total).
 fn store_quantized(lid: u32, n_words: u32, ys: array<vec4<f32>, 8>, qs: f32) {
+    var part = 0;
     for (var i = 0u; i < STAGE_U; i++) {
         let j = lid + i * WG;
         if (j < n_words) {
             let c = vec4<i32>(clamp(round(ys[i] * qs), vec4<f32>(-128.0), vec4<f32>(127.0)));
             let b = vec4<u32>(bitcast<vec4<u32>>(c) & vec4<u32>(0xffu));
             acts[act_slot(j, 4u * n_words)][j % 4u] = b.x | (b.y << 8u) | (b.z << 16u) | (b.w << 24u);
+            part += (c.x + c.y) + (c.z + c.w);
         }
     }
+    if (asum_once()) { add_acts_total(lid, part); }
     workgroupBarrier();
+    if (asum_once()) { acts_total = atomicLoad(&acts_total_wg); }
 }
 
 // NORM_STOP's early end: words of x * nw * f (values that depend on what was computed), returns f.
 fn stage_stopped(lid: u32, n_words: u32, xs: array<vec4<f32>, 8>, ws: array<vec4<f32>, 8>, f: f32) -> f32 {
     var ys: array<vec4<f32>, 8>;
     for (var i = 0u; i < STAGE_U; i++) { ys[i] = xs[i] * ws[i]; }
+    workgroupBarrier();  // (acts_total_wg's zero before the adds)
     store_quantized(lid, n_words, ys, f);
     return f;
 }

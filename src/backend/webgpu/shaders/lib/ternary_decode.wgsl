@@ -40,7 +40,8 @@ fn codes_total(acc: vec3<i32>, asum: i32) -> i32 {
 }
 
 // This lane's share of the row's integer dot product (exact; the order does not matter), as
-// sum(code * a) - sum(a) (lib/ternary.wgsl: codes_dot16).
+// sum(code * a) - sum(a) (lib/ternary.wgsl: codes_dot16). With ASUM_ONCE (lib/act_stage.wgsl) sum(a)
+// is the whole vector's, taken once when it was quantized, and only lane 0 subtracts it.
 fn row_dot(w: RowWords, lane: u32, lanes: u32, k: u32) -> i32 {
     var acc  = vec3<i32>();  // sums of code * a as (1, 4, 16) times (lib/ternary.wgsl: codes_dot16)
     var asum = 0;            // sum of a over the same elements
@@ -50,9 +51,10 @@ fn row_dot(w: RowWords, lane: u32, lanes: u32, k: u32) -> i32 {
         if (i < n) {
             let a = acts64(i, n);
             acc += codes_dot64(w[v], a);
-            asum += act_sum64(a);
+            if (!asum_once()) { asum += act_sum64(a); }
         }
     }
+    if (asum_once()) { asum = select(0, acts_total, lane == 0u); }  // (lib/act_stage.wgsl)
     return codes_total(acc, asum);
 }
 
@@ -85,9 +87,10 @@ fn row_dot_pair(w: RowWords, lane: u32, lanes: u32, k: u32) -> vec2<i32> {
             let a = acts64(i, n);  // read once for both rows
             acc0 += codes_dot64(w[2u * v], a);
             acc1 += codes_dot64(w[2u * v + 1u], a);
-            asum += act_sum64(a);
+            if (!asum_once()) { asum += act_sum64(a); }
         }
     }
+    if (asum_once()) { asum = select(0, acts_total, lane == 0u); }
     return vec2<i32>(codes_total(acc0, asum), codes_total(acc1, asum));
 }
 
