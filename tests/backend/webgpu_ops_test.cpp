@@ -869,11 +869,22 @@ TEST(WebGpuNumerics, DoubleFloatPrimitivesAreExactOnThisAdapter) {
         a[i] = mag(1.0f);
         b[i] = mag(1.0f);
         if (i % 4 == 0) b[i] = std::fmod(b[i], 64.0f);  // exp_rn inputs in [-16, 16]
+        // i8_codes(a * b): halfway ties k + 1/2 across [-140, 140] (b = 1 or 1/2), and products in
+        // the clamp's neighbourhood.
+        if (i % 4 == 1) {
+            a[i] = static_cast<float>(i % 281) - 140.0f + 0.5f;
+            b[i] = 1.0f;
+        } else if (i % 4 == 3 && i % 8 == 3) {
+            a[i] = static_cast<float>(2 * (i % 283) - 282 + 1);  // odd: a / 2 is a tie
+            b[i] = 0.5f;
+        } else if (i % 4 == 3) {
+            b[i] = std::fmod(b[i], 1.0f) * 160.0f / std::max(std::fabs(a[i]), 1e-3f);
+        }
     }
     for (auto & x : v) x = mag(1.0f) * mag(1.0f);
     for (bool guard : {false, true}) {
         const auto out = be->numerics_check(a, b, v, guard);
-        int bad[10] = {};
+        int bad[11] = {};
         for (int i = 0; i < n; ++i) {
             const float  s   = a[i] + b[i];
             const double sum = std::accumulate(v.begin() + 32 * i, v.begin() + 32 * (i + 1), 0.0);
@@ -883,7 +894,8 @@ TEST(WebGpuNumerics, DoubleFloatPrimitivesAreExactOnThisAdapter) {
                 const float prod = v[static_cast<size_t>(32 * i + j)] * v[static_cast<size_t>(32 * i + 31 - j)];
                 dot_chain += prod;
             }
-            const float want[10] = {s,
+            const float code = std::clamp(std::nearbyint(a[i] * b[i]), -128.0f, 127.0f);  // half to even
+            const float want[11] = {s,
                                     static_cast<float>(static_cast<double>(a[i]) + b[i] - s),
                                     static_cast<float>(sum),
                                     a[i] / b[i],
@@ -892,9 +904,10 @@ TEST(WebGpuNumerics, DoubleFloatPrimitivesAreExactOnThisAdapter) {
                                     static_cast<float>(std::exp(static_cast<double>(b[i] / 4.0f))),
                                     static_cast<float>(sum / 32.0),
                                     chain,
-                                    dot_chain};
-            for (int k = 0; k < 10; ++k) {
-                const float got = out[static_cast<size_t>(10 * i + k)];
+                                    dot_chain,
+                                    code};
+            for (int k = 0; k < 11; ++k) {
+                const float got = out[static_cast<size_t>(11 * i + k)];
                 if (k == 6 && i % 4 != 0) continue;  // exp_rn is checked on the softmax-like inputs only
                 const bool ok = got == want[k] || (std::isnan(got) && std::isnan(want[k]));
                 if (!ok && k == 6 && bad[k] < 3) std::printf("exp_rn(%a) = %a, want %a\n", b[i] / 4.0f, got, want[k]);
@@ -902,10 +915,10 @@ TEST(WebGpuNumerics, DoubleFloatPrimitivesAreExactOnThisAdapter) {
             }
         }
         std::printf("[          ] DF_GUARD=%d: differences of %d: two_sum s %d e %d, df sum %d, div_rn %d, sqrt_rn %d, "
-                    "two_prod e %d, exp_rn %d, df_div_f %d, f32 chain %d, f32 dot chain %d\n",
-                    guard, n, bad[0], bad[1], bad[2], bad[3], bad[4], bad[5], bad[6], bad[7], bad[8], bad[9]);
+                    "two_prod e %d, exp_rn %d, df_div_f %d, f32 chain %d, f32 dot chain %d, i8_codes %d\n",
+                    guard, n, bad[0], bad[1], bad[2], bad[3], bad[4], bad[5], bad[6], bad[7], bad[8], bad[9], bad[10]);
         if (guard) {
-            for (int k = 0; k < 10; ++k) {
+            for (int k = 0; k < 11; ++k) {
                 // exp_rn is correctly rounded but double exp() is only nearly so: allow a rare miss.
                 EXPECT_LE(bad[k], k == 6 ? n / 1000 : 0) << "output " << k;
             }

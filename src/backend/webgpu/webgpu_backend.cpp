@@ -313,7 +313,7 @@ std::vector<float> WebGpuBackend::numerics_check(std::span<const float> a, std::
     auto ta = alloc_tensor(*this, DType::f32, {n, 1, 1, 1}, "check a");
     auto tb = alloc_tensor(*this, DType::f32, {n, 1, 1, 1}, "check b");
     auto tv = alloc_tensor(*this, DType::f32, {32 * n, 1, 1, 1}, "check v");
-    auto to = alloc_tensor(*this, DType::f32, {10 * n, 1, 1, 1}, "check out");
+    auto to = alloc_tensor(*this, DType::f32, {11 * n, 1, 1, 1}, "check out");
     write(ta.tensor, a.data(), a.size() * 4);
     write(tb.tensor, b.data(), b.size() * 4);
     write(tv.tensor, v.data(), v.size() * 4);
@@ -323,7 +323,7 @@ std::vector<float> WebGpuBackend::numerics_check(std::span<const float> a, std::
                                 gpu_buffer(to.tensor)};
     step_->dispatch(key, bufs, params, sizeof params, static_cast<uint32_t>((n + 63) / 64));
     step_->take_dispatch_count();
-    std::vector<float> out(static_cast<size_t>(10 * n));
+    std::vector<float> out(static_cast<size_t>(11 * n));
     read(to.tensor, out.data(), out.size() * 4);
     return out;
 }
