@@ -22,7 +22,8 @@ fn ternary_signed(codes: u32) -> u32 {
 // of each byte, so masking without the shift gives 4^s * code, still a non-negative signed byte for
 // s < 3: codes_dot16 returns the four partial dots with those factors in, (s0 + s3, 4 s1, 16 s2),
 // which the caller accumulates apart and scales down once (exact: the sums stay multiples). Per
-// weight word: 1 shift, 4 masks and 4 dot4s, plus 4 dot4s with ones for sum(a), where
+// weight word: 1 shift, 4 masks and 4 dot4s, plus 4 dot4s with ones for sum(a) (act_sum16; the
+// fused decode prologue takes sum(a) once instead, lib/act_stage.wgsl ASUM_ONCE), where
 // ternary_dot16 takes 3 shifts, 4 masks, 4 dot4s and 3 byte-wise ops per dot4 for code - 1.
 fn codes_dot16(w: u32, a: vec4<u32>) -> vec3<i32> {
     return vec3<i32>(dot4_i8(w & 0x03030303u, a.x) + dot4_i8((w >> 6u) & 0x03030303u, a.w),
