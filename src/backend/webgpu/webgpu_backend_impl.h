@@ -491,6 +491,13 @@ const GpuTable &  as_table(const Weight & w);
 uint32_t u32(int64_t v);
 uint32_t ceil_div(int64_t a, int64_t b);
 uint32_t floor_pow2(uint64_t v);
+// The shapes the fused norm ops take (asserts): norm_bitlinear's y = W norm(x), norm_gate_up's f
+// from x, norm_qkv_rope_kv_append's q and cache rows from x. transformer_layer, which calls their
+// kernels directly, checks the same.
+void check_norm_bitlinear_shapes(const Tensor & y, const GpuLinear & w, const Tensor & x);
+void check_norm_gate_up_shapes(const Tensor & f, const GpuLinear & w, const Tensor & x);
+void check_norm_qkv_shapes(const Tensor & q, const KvLayer & kv, const GpuLinear & w, const Tensor & x,
+                           const AttentionShape & shape);
 // The weight prefetches (attention.wgsl PF_STRIDE, lib/weight_prefetch.wgsl KPF_STRIDE) load one u32
 // word per this many: one per 64 bytes, a load per cache sector pair.
 constexpr uint32_t k_prefetch_stride_words = 16;

@@ -272,10 +272,26 @@ bool WebGpuBackend::try_decode_qkv(const Tensor & q, const KvLayer & kv, const G
     return true;
 }
 
+void check_norm_bitlinear_shapes(const Tensor & y, const GpuLinear & w, const Tensor & x) {
+    TERN_ASSERT(y.ne[0] == w.n_rows && x.ne[0] == w.n_cols && y.ne[1] == x.ne[1], "norm_bitlinear shapes");
+}
+
+void check_norm_gate_up_shapes(const Tensor & f, const GpuLinear & w, const Tensor & x) {
+    TERN_ASSERT(f.ne[0] * 2 == w.n_rows && x.ne[0] == w.n_cols && f.ne[1] == x.ne[1], "norm_gate_up shapes");
+}
+
+void check_norm_qkv_shapes(const Tensor & q, const KvLayer & kv, const GpuLinear & w, const Tensor & x,
+                           const AttentionShape & shape) {
+    const int64_t n_q  = shape.n_head * shape.head_dim;
+    const int64_t n_kv = shape.n_head_kv * shape.head_dim;
+    TERN_ASSERT(w.n_rows == n_q + 2 * n_kv && q.ne[0] == n_q && kv.k.ne[0] == n_kv && x.ne[0] == w.n_cols,
+                "norm_qkv shapes");
+}
+
 void WebGpuBackend::norm_bitlinear(const Tensor & y, const Weight & w, const QuantizedActs & a, const Tensor & x,
                                    const Weight & norm, float eps, bool accumulate) {
     const GpuLinear & lw = as_linear(w);
-    TERN_ASSERT(y.ne[0] == lw.n_rows && x.ne[0] == lw.n_cols && y.ne[1] == x.ne[1], "norm_bitlinear shapes");
+    check_norm_bitlinear_shapes(y, lw, x);
     if (fuse_norms_ && try_decode_bitlinear(y, lw, a, &x, &norm, eps, accumulate)) return;
     Backend::norm_bitlinear(y, w, a, x, norm, eps, accumulate);
 }
@@ -283,7 +299,7 @@ void WebGpuBackend::norm_bitlinear(const Tensor & y, const Weight & w, const Qua
 void WebGpuBackend::norm_gate_up(const Tensor & f, const Weight & w, const QuantizedActs & a, const Tensor & x,
                                  const Weight & norm, float eps, FfnActivation act) {
     const GpuLinear & lw = as_linear(w);
-    TERN_ASSERT(f.ne[0] * 2 == lw.n_rows && x.ne[0] == lw.n_cols && f.ne[1] == x.ne[1], "norm_gate_up shapes");
+    check_norm_gate_up_shapes(f, lw, x);
     if (fuse_norms_ && try_decode_gate_up(f, lw, a, &x, &norm, eps, act)) return;
     Backend::norm_gate_up(f, w, a, x, norm, eps, act);
 }
@@ -292,10 +308,7 @@ void WebGpuBackend::norm_qkv_rope_kv_append(const Tensor & q, const KvLayer & kv
                                             const QuantizedActs & a, const Tensor & x, const Weight & norm, float eps,
                                             const AttentionShape & shape, int64_t pos0) {
     const GpuLinear & lw = as_linear(wqkv);
-    const int64_t     n_q  = shape.n_head * shape.head_dim;
-    const int64_t     n_kv = shape.n_head_kv * shape.head_dim;
-    TERN_ASSERT(lw.n_rows == n_q + 2 * n_kv && q.ne[0] == n_q && kv.k.ne[0] == n_kv && x.ne[0] == lw.n_cols,
-                "norm_qkv shapes");
+    check_norm_qkv_shapes(q, kv, lw, x, shape);
     if (fuse_norms_ && try_decode_qkv(q, kv, lw, a, &x, &norm, eps, shape, pos0)) return;
     Backend::norm_qkv_rope_kv_append(q, kv, wqkv, a, x, norm, eps, shape, pos0);
 }

@@ -105,13 +105,10 @@ void WebGpuBackend::transformer_layer(const LayerWeights & w, const LayerTensors
     const GpuLinear * weights[4] = {&as_linear(*w.attn_output), &as_linear(*w.ffn_gate_up), &as_linear(*w.ffn_down),
                                     qkv.next_layer_qkv};
     // (The shapes the norm_* ops check before their kernels, which are called directly here.)
-    TERN_ASSERT(qkv.n_rows == (shape.n_head + 2 * shape.n_head_kv) * shape.head_dim && qkv.n_cols == t.x.ne[0] &&
-                    t.q.ne[0] == shape.n_head * shape.head_dim && kv.k.ne[0] == shape.n_head_kv * shape.head_dim,
-                "transformer_layer: qkv shapes");
-    TERN_ASSERT(weights[k_wo]->n_rows == t.x.ne[0] && weights[k_wo]->n_cols == t.attn.ne[0] &&
-                    weights[k_wgu]->n_rows == 2 * t.ffn.ne[0] && weights[k_wgu]->n_cols == t.x.ne[0] &&
-                    weights[k_wdown]->n_rows == t.x.ne[0] && weights[k_wdown]->n_cols == t.ffn.ne[0],
-                "transformer_layer: o / gate+up / down shapes");
+    check_norm_qkv_shapes(t.q, kv, qkv, t.x, shape);
+    check_norm_bitlinear_shapes(t.x, *weights[k_wo], t.attn);
+    check_norm_gate_up_shapes(t.ffn, *weights[k_wgu], t.x);
+    check_norm_bitlinear_shapes(t.x, *weights[k_wdown], t.ffn);
     const uint32_t    mask = attention_prefetch_mask();
     const GpuLinear * prefetch[4];
     size_t            n = 0;
