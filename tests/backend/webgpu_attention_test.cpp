@@ -1,6 +1,7 @@
 // Prompt attention on the WebGPU backend (attention_prefill_*.wgsl, from 16 query tokens on): many
 // queries over long random caches with GQA, against the CPU reference and against attention.wgsl
-// run one token at a time. The tile edges are crossed on purpose: query rows (tokens x heads of a
+// run one token at a time (and, where subgroups are exactly 32 wide, attention.wgsl's short form
+// against its general form). The tile edges are crossed on purpose: query rows (tokens x heads of a
 // KV head) and positions that are not multiples of 64, group sizes 1, 3 and 4 (with G = 3 a
 // thread's four rows straddle tokens and see different positions), head_dim 32, 40 (a partial
 // 16-dimension block of the scores' order), 64 and 128,
@@ -161,6 +162,7 @@ TEST_P(WebGpuPromptAttention, MatchesTheCpuAndTheOneQueryKernel) {
 INSTANTIATE_TEST_SUITE_P(Shapes, WebGpuPromptAttention,
                          ::testing::Values(Case{8, 2, 128, 0, 100},    // BitNet's G = 4, partial tiles
                                            Case{8, 2, 128, 300, 37},   // a prompt after a long prefix
+                                           Case{8, 2, 128, 120, 16},   // one query: short form to 128, then general
                                            Case{6, 2, 64, 40, 50},     // G = 3: rows straddle tokens
                                            Case{2, 2, 32, 0, 70},      // G = 1, 32-dimension tiles
                                            Case{4, 1, 64, 2500, 20},   // few rows, long cache: segments
@@ -213,6 +215,33 @@ TEST(WebGpuLongOneQueryAttention, LongContextKernelsGiveTheOneQueryKernelsBits) 
             const auto   got = run(*spread, c, in, 1);
             expect_close(got, run(*one_wg, c, in, 1), 0, "long-context kernels vs attention.wgsl, one query each");
             expect_close(got, reference(c, in), 0, "long-context kernels vs the reference with exact exp");
+        }
+    }
+}
+
+// attention.wgsl's short form (one query over up to 128 positions for head_dim 128, 256 for 64,
+// where subgroups are exactly 32 wide: lib/attention_core.wgsl ATT_SHORT) against its general form
+// (WebGpuOptions::short_attention off), each token alone: the same bits, and the reference's.
+// Positions 1 .. 141 cross the short form's end at 128; G = 4, 3 and 1 (head_dim 64: 8 blocks of
+// 32 positions, one per P·V group); f16 and f32 caches (f32 K: two blocks of 16 words per thread).
+TEST(WebGpuShortOneQueryAttention, ShortFormGivesTheGeneralFormsBits) {
+    TERN_REQUIRE_WEBGPU();
+    const std::string device = test::shared_webgpu().backend->device_info().description;
+    if (device.find("short attention") == std::string::npos) {
+        GTEST_SKIP() << "no short form on this adapter (its subgroups are not exactly 32 wide): " << device;
+    }
+    WebGpuOptions o;
+    o.allow_cpu_adapter = true;
+    o.short_attention   = false;
+    auto      general   = make_webgpu_backend(o);
+    Backend & short_one = *test::shared_webgpu().backend;
+    for (const Case & c : {Case{8, 2, 128, 0, 141}, Case{6, 2, 64, 0, 100}, Case{2, 2, 128, 90, 10}}) {
+        for (DType cache : {DType::f16, DType::f32}) {
+            SCOPED_TRACE("head_dim " + std::to_string(c.head_dim) + (cache == DType::f16 ? ", f16 cache" : ", f32 cache"));
+            const Inputs in  = make_inputs(c, cache, 3);
+            const auto   got = run(short_one, c, in, 1);
+            expect_close(got, run(*general, c, in, 1), 0, "short form vs general form, one query each");
+            expect_close(got, reference(c, in), 0, "short form vs the reference with exact exp");
         }
     }
 }

@@ -143,6 +143,8 @@ WebGpuBackend::WebGpuBackend(const WebGpuOptions & options)
         pipelines_.set_default_constant("LANE_GROUP", std::min(32.0, static_cast<double>(ctx_.adapter().subgroup_min)));
         if (ctx_.adapter().subgroup_min == 32 && ctx_.adapter().subgroup_max == 32) {
             pipelines_.set_default_constant("SG_EXACT32", 1.0);
+            const char * short_env = std::getenv("TERN_WEBGPU_ATTN_SHORT");
+            attention_short_ok_ = options.short_attention && !(short_env && std::string_view(short_env) == "0");
         }
     }
     const char * stats = std::getenv("TERN_WEBGPU_NORM_STATS");
@@ -425,7 +427,8 @@ DeviceInfo WebGpuBackend::device_info() const {
                                      (numerics_.contracts ? ", contracts a*b+c" : "") +
                                      (numerics_.mul_rn_rounds ? "" : ", mul_rn contracted") +
                                      ", reductions: " +
-                                     (subgroup_note_.empty() ? "subgroups" : "barrier tree (" + subgroup_note_ + ")")};
+                                     (subgroup_note_.empty() ? "subgroups" : "barrier tree (" + subgroup_note_ + ")") +
+                                     (attention_short_ok_ ? ", short attention" : "")};
 }
 
 bool WebGpuBackend::supports_linear(DType type) const { return dtype_is_lowbit(type); }

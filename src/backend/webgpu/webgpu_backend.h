@@ -36,6 +36,11 @@ struct WebGpuOptions {
     // $TERN_WEBGPU_ATTN_LONG, else 800 (where the two cross on an H200), or fewer where attention.wgsl's
     // workgroup memory keeps fewer scores.
     int64_t long_attention_positions = 0;
+    // One query over few positions (128 for 2B4T) takes attention.wgsl's short form, every K and V
+    // word loaded before q and the probabilities passed by shuffles, where every subgroup is exactly
+    // 32 invocations (the device line then says "short attention"). false ($TERN_WEBGPU_ATTN_SHORT=0
+    // too): the general form. The same results either way.
+    bool    short_attention = true;
 
     static bool webgpu_allow_cpu_from_env();
 };

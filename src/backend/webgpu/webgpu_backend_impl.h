@@ -445,6 +445,7 @@ private:
     uint32_t   folded_pairs_offset_ = 0;
     uint32_t   folded_chunks_       = 0;
     bool       lane_sums_sg_        = false;  // lib/ternary_decode.wgsl's register sums for 32-lane teams
+    bool       attention_short_ok_  = false;  // attention's short form (ATT_SHORT): on, subgroups exactly 32 wide
     // argmax_exact.wgsl's TOP_K lists: [count, 0, (row, value bits) x k_top_k_list_rows] u32, two
     // (a held step's head fills one while the other is read), used in turn; and the heads recorded
     // and not read yet, oldest first (at most two: the step just submitted and a held one). A list

@@ -351,6 +351,18 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
     const bool    long_one = n_tok == 1 && pos0 + 1 >= long_min;
     if (long_one && long_query_attention(out, q, kv, s, pos0)) return;  // webgpu_attention_long.cpp
     if (prefill_attention(out, q, kv, s, pos0, long_one)) return;       // many tokens (or long_one's fallback)
+    // One query over few positions: the short form (lib/attention_core.wgsl ATT_SHORT: every K and
+    // V word loaded before q, the probabilities passed by shuffles), where subgroups are exactly 32
+    // invocations and a P·V group is whole subgroups; positions up to 4 K tiles, one 32-position
+    // block per group (128 for 2B4T on 256 threads). Its own pipeline, without the general form's
+    // code. WebGpuOptions::short_attention / $TERN_WEBGPU_ATTN_SHORT=0 turn it off.
+    int64_t short_max = 0;
+    if (tiled && attention_short_ok_ && ts <= 32 && (hd / 2) % 32 == 0 && wg <= 256) {
+        const uint32_t kc     = std::min(wg / ts, tile / (hw + 1));
+        const uint32_t groups = wg / static_cast<uint32_t>(hd / 2);
+        short_max             = std::min({4 * kc, 32 * groups, uint32_t{256} /* CHUNK */, sc_max});
+        if (pos0 + 1 > short_max) short_max = 0;
+    }
     PipelineKey key{"attention",
                     "rrrwwrrrru",
                     {{{"WG", static_cast<double>(wg)},
@@ -374,6 +386,7 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
         key.add("ATT_GROUP", static_cast<double>(s.n_head / s.n_head_kv));
         key.add("ATT_CTX", static_cast<double>(std::min(kv.k.ne[1], kv.v.ne[1])));
     }
+    if (short_max > 0) key.add("ATT_SHORT", 1.0);
     // One query: the weights to prefetch, by workgroups after the heads' (PF_FROM; attention.wgsl).
     // Unused slots bind q and prefetch nothing.
     WGPUBuffer     pf_bufs[4] = {gpu_buffer(q), gpu_buffer(q), gpu_buffer(q), gpu_buffer(q)};

@@ -185,6 +185,21 @@ fn load_k_regs(lid: u32, c0: u32, rows: u32, hw: u32, kv_base: u32) -> array<u32
     return k;
 }
 
+// A k_regs tile's score of the invocation's row before the scale, in every lane of the row: block
+// kr_block of its words (kr) summed in order, then the row's S block sums in order from its S lanes
+// (the first at kr_lane0) by shuffles. Called in uniform control flow.
+fn k_regs_row_sum(kr: array<u32, 16>, kr_block: u32, kr_lane0: u32) -> f32 {
+    let hw = select(HD, HD / 2u, K_F16);  // u32 words per K row
+    var a = 0.0;
+    for (var w = 0u; w < WPT; w++) {
+        let wi = kr_block * WPT + w;
+        if (wi < hw) { a = score_add(a, kr[w], wi); }
+    }
+    var sum = sg_shuffle(a, kr_lane0);
+    for (var jj = 1u; jj < S; jj++) { sum = sum + sg_shuffle(a, kr_lane0 + jj); }
+    return sum;
+}
+
 // The tiled scores load the next tile's K words into registers while the current tile is summed
 // (its loads then overlap the sums instead of following them). H100 tg128 at a depth of 512: 1.94
 // ms per token against 2.07 with each tile loaded when its turn comes ($TERN_WEBGPU_CONST=K_PIPE=0,
@@ -201,6 +216,121 @@ fn att_exp(x: f32) -> f32 {
     if (EXP_NATIVE) { return exp(x); }
     if (EXP_FAST) { return exp_rn_fast(x); }
     return exp_rn(x);
+}
+
+// The short form (one query over at most short_positions() positions, its own pipeline; the host
+// sets ATT_SHORT where every subgroup is exactly 32 invocations, aligned, and head_dim / 2 is a
+// multiple of 32): every K and V word the query needs is loaded before q is staged (the K tiles
+// below the position into registers as k_regs() does, each P·V thread its 32 V words of block g),
+// so no phase after q waits for memory; the exp sum and P·V pass the probabilities in registers:
+// the invocations of P·V's group g (dimension pairs c of positions 32 g .. 32 g + 31, a whole
+// number of 32-lane subgroups) each take position 32 g + lane, compute its exponential, sum the
+// block in order from lane 0's by shuffles, and after one barrier for the block sums read the
+// probability of position 32 g + u from lane u. The same operations in the same order as the
+// general form below: the same bits. 4 barriers and no round trip to memory after q, where the
+// general form has 8, one per further K tile and one for V.
+// Measured (H200 tg128, medians of ten, three alternating rounds in one call): 896.7-897.0 tokens/s
+// against 879.1-883.0 for the general form ($TERN_WEBGPU_ATTN_SHORT=0); with all four K tiles and
+// the V block loaded whatever the position (no wait for the uniform's pos0, twice the bytes on
+// average) 890.0-894.3; with a block's 32 shuffles taken before its sum 886.9-889.5.
+override ATT_SHORT: bool = false;
+fn short_form() -> bool {
+    return ATT_SHORT && K_AHEAD && k_regs() && SG32 && TILED && (HD / 2u) % 32u == 0u && (ATTN_STOP == 0u || ATTN_STOP == 3u);
+}
+
+// Positions the short form covers with kc positions per K tile: 4 tiles, one 32-position block per
+// P·V group, one chunk of probabilities, the scores kept.
+fn short_positions(kc: u32) -> u32 {
+    return min(min(4u * kc, 32u * (WG / (HD / 2u))), min(CHUNK, SC_MAX));
+}
+
+// load_k_regs for the tile from position c0, rows clamped to `last` (the last row the cache holds).
+fn load_k_regs_upto(lid: u32, c0: u32, last: u32, hw: u32, kv_base: u32) -> array<u32, 16> {
+    var k: array<u32, 16>;
+    let e0 = att_k_at() + min(c0 + lid / S, last) * att_row() + kv_base;  // element index of the row's k[0]
+    let w0 = select(e0, e0 / 2u, K_F16);
+    for (var w = 0u; w < WPT; w++) { k[w] = att_k(w0 + min((lid % S) * WPT + w, hw - 1u)); }
+    return k;
+}
+
+// The V words of dimension pair c at positions i0 .. i0 + 31 (rows clamped to `last`).
+fn load_v_block(i0: u32, last: u32, kv_base: u32, c: u32) -> array<vec2<u32>, 32> {
+    var vw: array<vec2<u32>, 32>;
+    for (var u = 0u; u < 32u; u++) { vw[u] = load_v1(min(i0 + u, last), 0u, kv_base, c); }
+    return vw;
+}
+
+// The scores of the K tile from c0 (kr: its words in registers, as the general form's k_regs tiles),
+// stored to sc; returns m raised to the largest of them.
+fn short_tile(lid: u32, kr: array<u32, 16>, c0: u32, n: u32, kc: u32, m: f32) -> f32 {
+    let kr_row   = lid / S;
+    let kr_block = lid % S;
+    let sum      = k_regs_row_sum(kr, kr_block, (lid - kr_block) & 31u);
+    var r = m;
+    if (kr_block == 0u && kr_row < min(kc, n - c0)) {
+        let sv = mul_rn(sum, p.scale);  // not fused into score - max
+        sc[c0 + kr_row] = sv;
+        r = max(r, sv);
+    }
+    return r;
+}
+
+fn attend_short(lid: u32, h: u32, t: u32, n: u32, kv_base: u32, kc: u32, k0: array<u32, 16>, k1: array<u32, 16>,
+                k2: array<u32, 16>, k3: array<u32, 16>, vb: array<vec2<u32>, 32>) {
+    let hd     = HD;
+    let pairs  = hd / 2u;
+    let groups = WG / pairs;
+    let c      = lid % pairs;
+    let g      = lid / pairs;  // (the same in all 32 lanes of a subgroup: pairs is a multiple of 32)
+    let lane   = lid % 32u;
+
+    var m = bitcast<f32>(0xff7fffffu);
+    m = short_tile(lid, k0, 0u, n, kc, m);
+    if (kc < n) { m = short_tile(lid, k1, kc, n, kc, m); }
+    if (2u * kc < n) { m = short_tile(lid, k2, 2u * kc, n, kc, m); }
+    if (3u * kc < n) { m = short_tile(lid, k3, 3u * kc, n, kc, m); }
+    let mx = wg_max(lid, m);  // (its barrier also makes sc visible)
+
+    // exp(score - max) of position 32 g + lane, and block g's sum in order from its first position.
+    let pos = 32u * g + lane;
+    var e = 0.0;
+    if (g < groups && pos < n) { e = att_exp(sc[pos] - mx); }
+    var bsum = 0.0;
+    for (var u = 0u; u < 32u; u++) {
+        let eu = sg_shuffle(e, u);
+        if (32u * g + u < n) { bsum = bsum + eu; }
+    }
+    if (g < groups && c == 0u && 32u * g < n) { blk_sum[g] = bsum; }
+    workgroupBarrier();
+    var es = PosSum();
+    for (var b = 0u; 32u * b < n; b++) { es = pos_add_block(es, vec2<f32>(blk_sum[b], 0.0), b); }
+    let inv = div_rn(1.0, pos_total(es).x);
+
+    // P·V: thread (c, g) sums dimension pair c over block g in order, the probabilities from the lanes.
+    let pr = e * inv;
+    let pq = select(pr, round_f16(pr), V_F16);
+    var o = vec2<f32>(0.0, 0.0);
+    for (var u = 0u; u < 32u; u++) {
+        let pu = sg_shuffle(pq, u);
+        if (g < groups && 32u * g + u < n) {
+            if (V_F16) {  // products of two f16 values: exact in f32
+                o = o + pu * unpack2x16float(vb[u].x);
+            } else {
+                o = o + vec2<f32>(mul_rn(pu, bitcast<f32>(vb[u].x)), mul_rn(pu, bitcast<f32>(vb[u].y)));
+            }
+        }
+    }
+    if (g < groups && 32u * g < n) { pv_sum[g * pairs + c] = o; }
+    workgroupBarrier();
+    var out = vec2<f32>(0.0, 0.0);
+    if (lid < pairs) {
+        var os = PosSum();
+        for (var b = 0u; 32u * b < n; b++) { os = pos_add_block(os, pv_sum[b * pairs + lid], b); }
+        out = pos_total(os);
+        att_out(t, h * hd + 2u * lid, out.x);
+        att_out(t, h * hd + 2u * lid + 1u, out.y);
+    }
+    att_done(lid, h * hd + 2u * lid, out, lid < pairs);
 }
 
 // Attention of query token t (position p.pos0 + t), head h, by the whole workgroup (every
@@ -228,6 +358,18 @@ fn attend(lid: u32, h: u32, t: u32) {
             k0 = load_k_tile(lid, 0u, min(kc, rows_ahead(n, ATT_K_AT)), hw, kv_base);
         }
     }
+    // The short form's loads (ATT_SHORT, below): K tiles 1 .. 3 and this thread's V block.
+    var k1: array<u32, 16>;
+    var k2: array<u32, 16>;
+    var k3: array<u32, 16>;
+    var vb: array<vec2<u32>, 32>;
+    if (short_form()) {
+        let last_k = rows_ahead(n, ATT_K_AT) - 1u;
+        if (kc < n) { k1 = load_k_regs_upto(lid, kc, last_k, hw, kv_base); }
+        if (2u * kc < n) { k2 = load_k_regs_upto(lid, 2u * kc, last_k, hw, kv_base); }
+        if (3u * kc < n) { k3 = load_k_regs_upto(lid, 3u * kc, last_k, hw, kv_base); }
+        if (g < groups && 32u * g < n) { vb = load_v_block(32u * g, rows_ahead(n, ATT_V_AT) - 1u, kv_base, c); }
+    }
     for (var d = lid; d < hd; d += WG) {
         let v = att_q(t, h * hd + d);
         qh[d] = select(v, round_f16(v), K_F16);
@@ -235,6 +377,14 @@ fn attend(lid: u32, h: u32, t: u32) {
     workgroupBarrier();
     if (ATTN_STOP == 3u) {
         if (lid < hd) { att_out(t, h * hd + lid, qh[lid] + v_first_mix(v_first)); }
+        return;
+    }
+    if (short_form()) {  // (its own pipeline: the general form below is not compiled in)
+        if (n <= short_positions(kc)) {
+            attend_short(lid, h, t, n, kv_base, kc, k0, k1, k2, k3, vb);
+        } else if (lid < hd) {  // the host chose this pipeline for too many positions: NaN, never a guess
+            att_out(t, h * hd + lid, bitcast<f32>(0x7fc00000u | p.rn_zero));  // (a NaN constant does not compile)
+        }
         return;
     }
 
@@ -267,13 +417,7 @@ fn attend(lid: u32, h: u32, t: u32) {
                     kr = load_k_regs(lid, c0, cn, hw, kv_base);
                 }
                 if (K_PIPE && c0 + kc < n) { k0 = load_k_regs(lid, c0 + kc, min(kc, n - c0 - kc), hw, kv_base); }
-                var a = 0.0;
-                for (var w = 0u; w < WPT; w++) {
-                    let wi = kr_block * WPT + w;
-                    if (wi < hw) { a = score_add(a, kr[w], wi); }
-                }
-                var sum = sg_shuffle(a, kr_lane0);
-                for (var jj = 1u; jj < S; jj++) { sum = sum + sg_shuffle(a, kr_lane0 + jj); }
+                let sum = k_regs_row_sum(kr, kr_block, kr_lane0);
                 if (kr_block == 0u && kr_row < cn) {
                     let sv = mul_rn(sum, p.scale);  // not fused into score - max
                     sc[c0 + kr_row] = sv;
