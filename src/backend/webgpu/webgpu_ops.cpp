@@ -246,12 +246,16 @@ uint32_t score_threads(uint32_t row_words, bool k_f16) {
     return ts;
 }
 
-// attention.wgsl's workgroup memory besides the scores: qh, probs (CHUNK = 256), the reductions
-// (wg_reduce's two and lib/sum_squares.wgsl's), pv_sum (CHUNK / 32 blocks x hd / 2 pairs of f32)
-// and blk_sum, kpart, the K tile.
+// attention.wgsl's CHUNK (probabilities staged at a time; the host keeps the shader's default).
+constexpr uint32_t k_attention_chunk = 256;
+
+// attention.wgsl's workgroup memory besides the scores: qh (HD_MAX = 256), probs (CHUNK), the
+// reductions (wg_reduce's two and lib/sum_squares.wgsl's), pv_sum (CHUNK / 32 blocks x hd / 2 pairs
+// of f32) and blk_sum, kpart, the K tile.
 static uint64_t attention_fixed_bytes(uint32_t wg, uint32_t kpart, uint32_t tile_words, uint32_t hd) {
-    return 256 * 4 + 256 * 4 + uint64_t{wg} * (4 + 8 + 4) + 8ull * (hd / 2) * 8 + 8 * 4 + uint64_t{kpart} * 4 +
-           uint64_t{tile_words} * 4;
+    constexpr uint64_t blocks = k_attention_chunk / 32;
+    return 256 * 4 + k_attention_chunk * 4 + uint64_t{wg} * (4 + 8 + 4) + blocks * (hd / 2) * 8 + blocks * 4 +
+           uint64_t{kpart} * 4 + uint64_t{tile_words} * 4;
 }
 
 // Scores kept in attention.wgsl's workgroup memory: what is left of the device's workgroup storage
@@ -360,7 +364,7 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
     if (tiled && attention_short_ok_ && ts <= 32 && (hd / 2) % 32 == 0 && wg <= 256) {
         const uint32_t kc     = std::min(wg / ts, tile / (hw + 1));
         const uint32_t groups = wg / static_cast<uint32_t>(hd / 2);
-        short_max             = std::min({4 * kc, 32 * groups, uint32_t{256} /* CHUNK */, sc_max});
+        short_max             = std::min({4 * kc, 32 * groups, k_attention_chunk, sc_max});
         if (pos0 + 1 > short_max) short_max = 0;
     }
     PipelineKey key{"attention",

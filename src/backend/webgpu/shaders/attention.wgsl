@@ -25,6 +25,9 @@
 //   P·V: thread (c, g) owns dimension pair c (one u32 of an f16 row, or two f32) for the blocks
 //     g, g + GROUPS, ... of each chunk (GROUPS = WG / (head_dim / 2), 32 positions per block, CHUNK
 //     probabilities staged at a time); thread c then adds the chunk's block sums in order.
+//   One query over few positions (ATT_SHORT, its own pipeline): the short form, the same sums with
+//     every K and V word loaded before q and the probabilities passed by shuffles
+//     (lib/attention_core.wgsl: attend_short).
 // With f16 K (V) the products q·k (p·v) are exact in f32 (11-bit significands); with an f32 cache
 // they are rounded as the CPU rounds them (mul_rn).
 

@@ -244,15 +244,6 @@ fn short_positions(kc: u32) -> u32 {
     return min(min(4u * kc, 32u * (WG / (HD / 2u))), min(CHUNK, SC_MAX));
 }
 
-// load_k_regs for the tile from position c0, rows clamped to `last` (the last row the cache holds).
-fn load_k_regs_upto(lid: u32, c0: u32, last: u32, hw: u32, kv_base: u32) -> array<u32, 16> {
-    var k: array<u32, 16>;
-    let e0 = att_k_at() + min(c0 + lid / S, last) * att_row() + kv_base;  // element index of the row's k[0]
-    let w0 = select(e0, e0 / 2u, K_F16);
-    for (var w = 0u; w < WPT; w++) { k[w] = att_k(w0 + min((lid % S) * WPT + w, hw - 1u)); }
-    return k;
-}
-
 // The V words of dimension pair c at positions i0 .. i0 + 31 (rows clamped to `last`).
 fn load_v_block(i0: u32, last: u32, kv_base: u32, c: u32) -> array<vec2<u32>, 32> {
     var vw: array<vec2<u32>, 32>;
@@ -364,10 +355,10 @@ fn attend(lid: u32, h: u32, t: u32) {
     var k3: array<u32, 16>;
     var vb: array<vec2<u32>, 32>;
     if (short_form()) {
-        let last_k = rows_ahead(n, ATT_K_AT) - 1u;
-        if (kc < n) { k1 = load_k_regs_upto(lid, kc, last_k, hw, kv_base); }
-        if (2u * kc < n) { k2 = load_k_regs_upto(lid, 2u * kc, last_k, hw, kv_base); }
-        if (3u * kc < n) { k3 = load_k_regs_upto(lid, 3u * kc, last_k, hw, kv_base); }
+        let ahead = rows_ahead(n, ATT_K_AT);  // (> c0 for every tile loaded: c0 < n)
+        if (kc < n) { k1 = load_k_regs(lid, kc, min(kc, ahead - kc), hw, kv_base); }
+        if (2u * kc < n) { k2 = load_k_regs(lid, 2u * kc, min(kc, ahead - 2u * kc), hw, kv_base); }
+        if (3u * kc < n) { k3 = load_k_regs(lid, 3u * kc, min(kc, ahead - 3u * kc), hw, kv_base); }
         if (g < groups && 32u * g < n) { vb = load_v_block(32u * g, rows_ahead(n, ATT_V_AT) - 1u, kv_base, c); }
     }
     for (var d = lid; d < hd; d += WG) {
