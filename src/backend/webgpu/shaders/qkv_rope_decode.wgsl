@@ -54,8 +54,8 @@ struct Params {
 }
 
 @group(0) @binding(0) var<storage, read> wq: array<vec4<u32>>;
-@group(0) @binding(1) var<storage, read> src: array<u32>;
-@group(0) @binding(2) var<storage, read> src_scale: array<f32>;
+@group(0) @binding(1) var<storage, read> src: array<vec4<u32>>;  // (lib/decode_io.wgsl's words)
+@group(0) @binding(2) var<storage, read> src_scale: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> rope: array<vec2<f32>>;
 @group(0) @binding(4) var<storage, read_write> q_out: array<f32>;
 @group(0) @binding(5) var<storage, read_write> k_cache: array<u32>;

@@ -27,20 +27,33 @@ fn stage_nw_base() -> u32 {
     return p.scale_offset;
 }
 
+// With VEC_IN, where the offset is a multiple of 4 words, each vec4 of x and of the norm weights
+// is one 16-byte load; otherwise four 4-byte loads (a tuning aid, $TERN_WEBGPU_CONST=VEC_IN=0;
+// the same values).
+override VEC_IN: bool = true;
+
 fn stage_x4(j: u32) -> vec4<f32> {
-    let o = stage_src_base() + 4u * j;
-    return vec4<f32>(bitcast<f32>(src[o]), bitcast<f32>(src[o + 1u]), bitcast<f32>(src[o + 2u]),
-                     bitcast<f32>(src[o + 3u]));
+    let b = stage_src_base();
+    if (VEC_IN && b % 4u == 0u) { return bitcast<vec4<f32>>(src[b / 4u + j]); }
+    let o = b + 4u * j;
+    return vec4<f32>(bitcast<f32>(src_word(o)), bitcast<f32>(src_word(o + 1u)), bitcast<f32>(src_word(o + 2u)),
+                     bitcast<f32>(src_word(o + 3u)));
 }
 
 fn stage_nw4(j: u32) -> vec4<f32> {
-    let n = stage_nw_base() + 4u * j;
-    return vec4<f32>(src_scale[n], src_scale[n + 1u], src_scale[n + 2u], src_scale[n + 3u]);
+    let b = stage_nw_base();
+    if (VEC_IN && b % 4u == 0u) { return src_scale[b / 4u + j]; }
+    let n = b + 4u * j;
+    return vec4<f32>(scale_word(n), scale_word(n + 1u), scale_word(n + 2u), scale_word(n + 3u));
 }
 
-fn stage_qword(j: u32) -> u32 { return src[p.src_offset + j]; }
+// Word i of `src` and of `src_scale` (both bound as arrays of vec4).
+fn src_word(i: u32) -> u32 { return src[i / 4u][i % 4u]; }
+fn scale_word(i: u32) -> f32 { return src_scale[i / 4u][i % 4u]; }
 
-fn stage_qscale() -> f32 { return src_scale[p.scale_offset]; }
+fn stage_qword(j: u32) -> u32 { return src_word(p.src_offset + j); }
+
+fn stage_qscale() -> f32 { return scale_word(p.scale_offset); }
 
 // The norm statistics (lib/sum_squares.wgsl): x's block sums of squares at the uniform's stats_in,
 // and the producers' side: out_v is the value this invocation wrote at output r (0 where it wrote
