@@ -72,7 +72,7 @@ struct Params {
 }
 
 @group(0) @binding(0) var<storage, read> q: array<f32>;
-@group(0) @binding(1) var<storage, read> k_cache: array<u32>;
+@group(0) @binding(1) var<storage, read> k_cache: array<vec4<u32>>;  // (u32 words: att_k)
 @group(0) @binding(2) var<storage, read> v_cache: array<u32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<storage, read_write> norm_stats: array<f32>;
@@ -138,7 +138,8 @@ fn att_q(t: u32, i: u32) -> f32 {
     if (Q_AT != ATT_UNSET) { return q[Q_AT + i]; }
     return q[p.q_offset + t * p.q_stride + i];
 }
-fn att_k(w: u32) -> u32 { return k_cache[w]; }
+fn att_k(w: u32) -> u32 { return k_cache[w / 4u][w % 4u]; }
+fn att_k4(i: u32) -> vec4<u32> { return k_cache[i]; }
 fn att_v(w: u32) -> u32 { return v_cache[w]; }
 fn att_out(t: u32, i: u32, v: f32) { out[p.out_offset + t * p.out_stride + i] = v; }
 

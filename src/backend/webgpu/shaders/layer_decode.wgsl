@@ -212,6 +212,10 @@ fn att_k(w: u32) -> u32 {
     return k_cache[w];
 }
 
+fn att_k4(i: u32) -> vec4<u32> {
+    return vec4<u32>(att_k(4u * i), att_k(4u * i + 1u), att_k(4u * i + 2u), att_k(4u * i + 3u));
+}
+
 fn att_v(w: u32) -> u32 {
     let r = w - cur_v_word;
     if (r < HD_MAX && r < select(HD, HD / 2u, V_F16)) { return cur_v[r]; }

@@ -4,6 +4,7 @@
 // n_embd_kv, k_offset, v_offset, scale, rn_zero, and where the data live:
 //   att_q(t, i) -> f32       element i of token t's q (all heads)
 //   att_k(w) -> u32          u32 word w of the K cache (likewise att_v for V)
+//   att_k4(i) -> vec4<u32>   K cache words 4 i .. 4 i + 3
 //   att_out(t, i, v)         stores element i of token t's output
 //   att_done(lid, i, o, wrote)  called by every invocation at the end: o = the pair of outputs
 //                            i, i + 1 it stored (wrote), for attention.wgsl's norm statistics
@@ -181,9 +182,24 @@ fn load_k_regs(lid: u32, c0: u32, rows: u32, hw: u32, kv_base: u32) -> array<u32
     let r  = min(lid / S, rows - 1u);
     let e0 = att_k_at() + (c0 + r) * att_row() + kv_base;  // element index of k[c0 + r][0]
     let w0 = select(e0, e0 / 2u, K_F16);
+    let b  = w0 + (lid % S) * WPT;  // the thread's first word
+    if (VEC_K && WPT % 4u == 0u && S * WPT == hw && b % 4u == 0u) {  // (no word past the row to clamp)
+        for (var u = 0u; u < WPT / 4u; u++) {
+            let v = att_k4(b / 4u + u);
+            k[4u * u] = v.x;
+            k[4u * u + 1u] = v.y;
+            k[4u * u + 2u] = v.z;
+            k[4u * u + 3u] = v.w;
+        }
+        return k;
+    }
     for (var w = 0u; w < WPT; w++) { k[w] = att_k(w0 + min((lid % S) * WPT + w, hw - 1u)); }
     return k;
 }
+
+// Whether a thread's K words come as 16-byte loads (att_k4) where they are whole aligned vec4s, or
+// one 4-byte load each (a tuning aid, $TERN_WEBGPU_CONST=VEC_K=0; the same words).
+override VEC_K: bool = true;
 
 // A k_regs tile's score of the invocation's row before the scale, in every lane of the row: block
 // kr_block of its words (kr) summed in order, then the row's S block sums in order from its S lanes
