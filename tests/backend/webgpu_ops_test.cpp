@@ -118,6 +118,32 @@ TEST(WebGpuWeights, WordInterleavingPutsFourConsecutiveElementsInOneByteLane) {
     }
 }
 
+// attention.wgsl's prefetching workgroups (PF_LOADS): the fewest loads per invocation that keep
+// them on the compute units the heads leave free.
+TEST(WebGpuPrefetch, AttentionPrefetchWorkgroupsStayOnTheFreeUnits) {
+    // 2B4T's gate+up weight: 13824 rows of 2560 I2_S codes (16 per word), a row scale and an output
+    // scale per row. Beside its 20 heads on 132 units: 5 loads, 110 workgroups on the 112 free.
+    const uint64_t gu_words = 13824ull * 2560 / 16 + 2 * 13824ull;
+    EXPECT_EQ(prefetch_loads_on_free_units(gu_words, 256, 20, 132), 5u);
+    for (uint32_t units : {4u, 28u, 46u, 108u, 132u}) {
+        for (uint32_t wg : {128u, 256u, 512u}) {
+            for (uint64_t words : {uint64_t{1}, uint64_t{4096}, uint64_t{100000}, gu_words, 5 * gu_words}) {
+                const uint32_t loads  = prefetch_loads_on_free_units(words, wg, 20, units);
+                const uint64_t free   = std::max<uint64_t>(units > 20 ? units - 20 : 0, 8);
+                const auto     groups = [&](uint64_t l) { return (words + uint64_t{wg} * k_prefetch_stride_words * l - 1) / (uint64_t{wg} * k_prefetch_stride_words * l); };
+                ASSERT_GE(loads, 1u);
+                ASSERT_LE(loads, k_prefetch_loads_max);
+                if (loads < k_prefetch_loads_max) {
+                    EXPECT_LE(groups(loads), free) << units << " " << wg << " " << words;
+                }
+                if (loads > 1) {
+                    EXPECT_GT(groups(loads - 1), free) << units << " " << wg << " " << words;
+                }
+            }
+        }
+    }
+}
+
 // ------------------------------------------------------------------ ops against the CPU
 
 // What qkv_rope_kv_append + attention leave after a sequence of chunks (prefill and decode steps):

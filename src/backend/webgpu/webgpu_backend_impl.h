@@ -462,6 +462,7 @@ private:
     uint64_t             step_submits_at_begin_ = 0;  // begin_step(): a held step must not have been split
     std::unique_ptr<GpuBuffer>                     qkv_scratch_;  // prefill [q; k; v] products [N, T] f32
     const GpuLinear *                              prev_layer_qkv_ = nullptr;  // this step's last layer's qkv weight
+    std::array<const GpuLinear *, 4>               one_layer_weights_{};  // $TERN_WEBGPU_ONE_LAYER (webgpu_layer.cpp)
     std::unique_ptr<GpuBuffer>                     flow_;         // layer_decode.wgsl's lib/dataflow.wgsl words
     uint32_t                                       flow_tag_ = 0; // the last layer dispatch's tag
     std::array<uint32_t, 7>                        flow_done_{};  // its completion counters' values
@@ -502,6 +503,15 @@ void check_norm_qkv_shapes(const Tensor & q, const KvLayer & kv, const GpuLinear
 // The weight prefetches (attention.wgsl PF_STRIDE, lib/weight_prefetch.wgsl KPF_STRIDE) load one u32
 // word per this many: one per 64 bytes, a load per cache sector pair.
 constexpr uint32_t k_prefetch_stride_words = 16;
+// Compute units (SMs) assumed where a kernel sizes work to the whole GPU: WebGPU does not report
+// them. 132, the H100 SXM's and the H200's; $TERN_WEBGPU_COMPUTE_UNITS overrides.
+uint32_t compute_units();
+// Loads per invocation (at most k_prefetch_loads_max) for workgroups of `wg` invocations that pull
+// `words` u32 words into L2, one per k_prefetch_stride_words, on the units that `busy_groups`
+// other workgroups leave free of `units` (at least 8 taken as free): the fewest that keep the
+// pulling workgroups within them (attention.wgsl's PF_LOADS; webgpu_ops.cpp says why).
+constexpr uint32_t k_prefetch_loads_max = 64;
+uint32_t prefetch_loads_on_free_units(uint64_t words, uint32_t wg, uint32_t busy_groups, uint32_t units);
 // $name as an unsigned number (tuning aids), or fallback when unset or empty.
 uint32_t env_u32(const char * name, uint32_t fallback);
 

@@ -22,6 +22,18 @@ uint32_t env_u32(const char * name, uint32_t fallback) {
     return static_cast<uint32_t>(std::strtoul(env, nullptr, 10));
 }
 
+uint32_t compute_units() {
+    static const uint32_t units = std::max<uint32_t>(env_u32("TERN_WEBGPU_COMPUTE_UNITS", 132), 1);
+    return units;
+}
+
+uint32_t prefetch_loads_on_free_units(uint64_t words, uint32_t wg, uint32_t busy_groups, uint32_t units) {
+    const uint64_t free   = std::max<uint64_t>(units > busy_groups ? units - busy_groups : 0, 8);
+    const uint64_t per    = uint64_t{wg} * k_prefetch_stride_words * free;  // words one load each covers
+    const uint64_t loads  = (words + per - 1) / per;
+    return static_cast<uint32_t>(std::clamp<uint64_t>(loads, 1, k_prefetch_loads_max));
+}
+
 namespace {
 
 // The uniform of the decode heads (shaders/lib/head_params.wgsl, for lm_head_f16_decode.wgsl and

@@ -99,11 +99,24 @@ void WebGpuBackend::transformer_layer(const LayerWeights & w, const LayerTensors
     // One token: Backend::transformer_layer's five ops, with weights pulled into L2 ahead of the
     // kernels that read them (attention.wgsl's prefetch workgroups, the matmuls' KPF links). The
     // next layer's qkv weight is the one the last step decoded after this layer's.
-    const GpuLinear & qkv = as_linear(*w.attn_qkv);
-    if (prev_layer_qkv_) prev_layer_qkv_->next_layer_qkv = &qkv;
-    prev_layer_qkv_ = &qkv;
-    const GpuLinear * weights[4] = {&as_linear(*w.attn_output), &as_linear(*w.ffn_gate_up), &as_linear(*w.ffn_down),
-                                    qkv.next_layer_qkv};
+    // $TERN_WEBGPU_ONE_LAYER=bits, a timing aid (results are wrong): every layer's matmuls read the
+    // first decoded layer's weight (bits 1 o, 2 gate+up, 4 down, 8 qkv), which then stays in L2, so
+    // what that saves is what streaming the weight from DRAM costs; with 16 the prefetches still
+    // pull each layer's own weights, which tells the readers' share from the prefetchers'.
+    static const uint32_t one_layer = env_u32("TERN_WEBGPU_ONE_LAYER", 0);
+    auto pick = [&](int i, const GpuLinear * l) -> const GpuLinear * {
+        if (!l || !(one_layer & (1u << i))) return l;
+        if (!one_layer_weights_[i]) one_layer_weights_[i] = l;
+        return one_layer_weights_[i];
+    };
+    const GpuLinear & own_qkv = as_linear(*w.attn_qkv);
+    if (prev_layer_qkv_) prev_layer_qkv_->next_layer_qkv = &own_qkv;
+    prev_layer_qkv_ = &own_qkv;
+    const GpuLinear & qkv     = *pick(3, &own_qkv);
+    const GpuLinear * own[4]  = {&as_linear(*w.attn_output), &as_linear(*w.ffn_gate_up), &as_linear(*w.ffn_down),
+                                 own_qkv.next_layer_qkv};
+    const GpuLinear * weights[4] = {pick(0, own[0]), pick(1, own[1]), pick(2, own[2]), pick(3, own[3])};
+    const GpuLinear * const * pulled = (one_layer & 16) ? own : weights;  // what the prefetches pull
     // (The shapes the norm_* ops check before their kernels, which are called directly here.)
     check_norm_qkv_shapes(t.q, kv, qkv, t.x, shape);
     check_norm_bitlinear_shapes(t.x, *weights[k_wo], t.attn);
@@ -113,10 +126,10 @@ void WebGpuBackend::transformer_layer(const LayerWeights & w, const LayerTensors
     const GpuLinear * prefetch[4];
     size_t            n = 0;
     for (uint32_t id = 0; id < 4; ++id) {
-        if ((mask & (1u << id)) && weights[id]) prefetch[n++] = weights[id];
+        if ((mask & (1u << id)) && pulled[id]) prefetch[n++] = pulled[id];
     }
     const auto & links  = kernel_prefetch_links();
-    const auto   pf_for = [&](LayerWeightId kernel) { return links[kernel] == k_wnone ? nullptr : weights[links[kernel]]; };
+    const auto   pf_for = [&](LayerWeightId kernel) { return links[kernel] == k_wnone ? nullptr : pulled[links[kernel]]; };
     if (!try_decode_qkv(t.q, kv, qkv, t.a_embd, &t.x, w.attn_norm, eps, shape, pos0, pf_for(k_wqkv))) {
         Backend::norm_qkv_rope_kv_append(t.q, kv, *w.attn_qkv, t.a_embd, t.x, *w.attn_norm, eps, shape, pos0);
     }

@@ -395,8 +395,23 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
     // Unused slots bind q and prefetch nothing.
     WGPUBuffer     pf_bufs[4] = {gpu_buffer(q), gpu_buffer(q), gpu_buffer(q), gpu_buffer(q)};
     uint32_t       pf_groups  = 0;
-    static const uint32_t pf_loads = std::clamp<uint32_t>(env_u32("TERN_WEBGPU_WPF_LOADS", 8), 1, 64);
     if (tiled && !prefetch.empty()) {
+        // Loads per invocation. Where attention is short (its 256-thread form, up to 384 positions)
+        // the prefetch is what its dispatch waits for, and a compute unit's misses in flight are
+        // limited: so as few loads as keep the prefetching workgroups on the units the heads leave
+        // free (the more units pull, the sooner the weights are in; one that shares a unit with a
+        // head slows that head). WebGPU does not tell how many units a GPU has: compute_units()
+        // assumes an H100 / H200 (132). H200 tg128 (2B4T: 20 heads, 8.8 MB): 5 loads (110
+        // workgroups) 927.3-927.5 tokens/s, 6 (92) 925.7-925.9, 8 (69) 913.4-914.5, 4 (137)
+        // 880.0-882.0. Longer attention hides the prefetch, and there 8 loads (fewer workgroups
+        // beside it) measured best: after 512 tokens (512 threads) tg64 703.6-704.6 against
+        // 693.1-696.0 spread over the free units. $TERN_WEBGPU_WPF_LOADS fixes the count (tuning).
+        uint64_t words_total = 0;
+        for (const GpuLinear * w : prefetch) words_total += w->buffer->size_bytes() / 4;
+        static const uint32_t loads_env = std::min<uint32_t>(env_u32("TERN_WEBGPU_WPF_LOADS", 0), k_prefetch_loads_max);
+        const uint32_t        pf_loads  = loads_env != 0 ? loads_env
+                                          : wg <= 256   ? prefetch_loads_on_free_units(words_total, wg, u32(s.n_head), compute_units())
+                                                        : 8;
         key.add("PF_FROM", static_cast<double>(s.n_head));
         key.add("PF_LOADS", static_cast<double>(pf_loads));
         for (size_t i = 0; i < prefetch.size(); ++i) {

@@ -94,6 +94,7 @@ struct Params {
 // attending workgroups end (else the next kernel waits for them). Nothing changes in any result.
 override PF_FROM: u32 = 0xffffffffu;  // first prefetching workgroup; unset: none
 override PF_LOADS: u32 = 8u;
+override PF_DELAY: u32 = 0u;
 const PF_STRIDE: u32 = 16u;  // (a constant: the host counts the workgroups with it, k_prefetch_stride_words)
 override PF_WORDS0: u32 = 0u;
 override PF_WORDS1: u32 = 0u;
@@ -122,8 +123,14 @@ fn prefetch_weights(lid: u32, g: u32) {
     var gb = g;  // the workgroup's index among buffer b's
     for (; b < 3u && gb >= counts[b]; b++) { gb -= counts[b]; }
     if (gb >= counts[b]) { return; }
+    // PF_DELAY (a timing aid): a chain of dependent multiply-adds before the loads (their addresses
+    // depend on it). Every delay made tokens slower (H200 tg128, 200 / 400 / 800 / 1600 of them:
+    // 906.2-907.0 / 898.6-898.9 / 873.8-876.1 / 816.4-816.8 tokens/s against 908.7-910.6), so
+    // the dispatch ends when the prefetch does, not when the heads do.
+    var d = lid;
+    for (var i = 0u; i < PF_DELAY; i++) { d = d * 1664525u + 1013904223u; }
     var acc = 0u;
-    let first = (gb * WG * PF_LOADS + lid) * PF_STRIDE;
+    let first = (gb * WG * PF_LOADS + lid) * PF_STRIDE + (d & p.rn_zero);
     for (var u = 0u; u < PF_LOADS; u++) {
         let i = first + u * WG * PF_STRIDE;
         if (i < words[b]) { acc ^= pf_word(b, i); }

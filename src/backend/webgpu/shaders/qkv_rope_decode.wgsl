@@ -77,15 +77,17 @@ override KV_PREFETCH: bool = true;
 override KV_PF_STRIDE: u32 = 16u;
 
 fn kv_prefetch(lid: u32, g: u32) -> u32 {
-    if (!KV_PREFETCH) { return kernel_prefetch(lid, g); }
-    let kw    = select(p.n_embd_kv, p.n_embd_kv / 2u, K_F16);  // u32 words per cache row
-    let vw    = select(p.n_embd_kv, p.n_embd_kv / 2u, V_F16);
-    let i     = (g * WG + lid) * KV_PF_STRIDE;
-    var acc   = kernel_prefetch(lid, g);
+    var acc = 0u;
+    if (!KV_PREFETCH) { return acc; }
+    let kw  = select(p.n_embd_kv, p.n_embd_kv / 2u, K_F16);  // u32 words per cache row
+    let vw  = select(p.n_embd_kv, p.n_embd_kv / 2u, V_F16);
+    let i   = (g * WG + lid) * KV_PF_STRIDE;
     if (i < p.pos0 * kw) { acc ^= k_cache[select(p.k_offset, p.k_offset / 2u, K_F16) + i]; }
     if (i < p.pos0 * vw) { acc ^= v_cache[select(p.v_offset, p.v_offset / 2u, V_F16) + i]; }
     return acc;
 }
+
+fn weight_prefetch(lid: u32, g: u32) -> u32 { return kernel_prefetch(lid, g); }
 
 fn kv_prefetch_use(pf: u32) {
     if ((KV_PREFETCH || KPF_WORDS != 0u) && (pf & p.rn_zero) != 0u) { norm_stats[0] = bitcast<f32>(pf); }
