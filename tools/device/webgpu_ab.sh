@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Alternating bench runs of tern builds and settings on the lent GPU (the `device` tool), for A/B
 # figures that slow repetitions and clock states cannot bias: every arm runs once per round.
-# $AB_BENCH sets the bench arguments (default "-p 0 -n 128 -r 3": tg128; "-p 512 -n 0 -r 3": pp512).
+# $AB_BENCH sets the bench arguments (default "-p 0 -n 128 -r 10": tg128; "-p 512 -n 0 -r 5": pp512);
+# each arm prints the median and the slowest repetition (tools/device/bench_summary.py).
 # Carries what webgpu_gpu_run.sh carries; extra binaries go into .devicebin too (e.g. a tern built
 # from an older commit as .devicebin/tern_old: tools/device/pack_base.sh COMMIT tern_old).
 # Usage (on the device): tools/device/webgpu_ab.sh ROUNDS ARM... where an ARM is
 #   BINARY[:VAR=value[,VAR=value...]]   e.g. tern  tern_old  tern:TERN_WEBGPU_DECODE_WG_LONG=256
+# where a '+' in a value stands for a comma (tern:TERN_WEBGPU_CONST=KPF_AT=1+VEC_K=0).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 rounds=$1
@@ -19,8 +21,9 @@ for r in $(seq "$rounds"); do
         bin=${arm%%:*}
         vars=()
         [ "$arm" != "$bin" ] && IFS=, read -ra vars <<< "${arm#*:}"
+        vars=("${vars[@]//+/,}")
         # shellcheck disable=SC2086
-        line=$(env "${vars[@]}" "$B/$bin" bench --backend webgpu -m /tmp/synth-2b4t.gguf ${AB_BENCH:--p 0 -n 128 -r 3} 2>&1 | tail -1)
-        echo "round $r $arm: $(echo "$line" | awk -F'|' '{print $8, "tok/s", $9, "ms"}')"
+        env "${vars[@]}" "$B/$bin" bench --backend webgpu -m /tmp/synth-2b4t.gguf ${AB_BENCH:--p 0 -n 128 -r 10} --json 2>/dev/null |
+            python3 tools/device/bench_summary.py "round $r $arm"
     done
 done
