@@ -23,7 +23,7 @@ for r in $(seq "$rounds"); do
         [ "$arm" != "$bin" ] && IFS=, read -ra vars <<< "${arm#*:}"
         vars=("${vars[@]//+/,}")
         # shellcheck disable=SC2086
-        env "${vars[@]}" "$B/$bin" bench --backend webgpu -m /tmp/synth-2b4t.gguf ${AB_BENCH:--p 0 -n 128 -r 10} --json 2>/dev/null |
-            python3 tools/device/bench_summary.py "round $r $arm"
+        env "${vars[@]}" "$B/$bin" bench --backend webgpu -m /tmp/synth-2b4t.gguf ${AB_BENCH:--p 0 -n 128 -r 10} --json 2>/tmp/ab_stderr.txt |
+            python3 tools/device/bench_summary.py "round $r $arm" || tail -3 /tmp/ab_stderr.txt
     done
 done

@@ -28,10 +28,9 @@ uint32_t compute_units() {
 }
 
 uint32_t prefetch_loads_on_free_units(uint64_t words, uint32_t wg, uint32_t busy_groups, uint32_t units) {
-    const uint64_t free   = std::max<uint64_t>(units > busy_groups ? units - busy_groups : 0, 8);
-    const uint64_t per    = uint64_t{wg} * k_prefetch_stride_words * free;  // words one load each covers
-    const uint64_t loads  = (words + per - 1) / per;
-    return static_cast<uint32_t>(std::clamp<uint64_t>(loads, 1, k_prefetch_loads_max));
+    const int64_t free = std::max<int64_t>(int64_t{units} - busy_groups, 8);
+    const int64_t per  = int64_t{wg} * k_prefetch_stride_words * free;  // words that one load each covers
+    return std::clamp<uint32_t>(ceil_div(static_cast<int64_t>(words), per), 1, k_prefetch_loads_max);
 }
 
 namespace {

@@ -409,9 +409,10 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
         uint64_t words_total = 0;
         for (const GpuLinear * w : prefetch) words_total += w->buffer->size_bytes() / 4;
         static const uint32_t loads_env = std::min<uint32_t>(env_u32("TERN_WEBGPU_WPF_LOADS", 0), k_prefetch_loads_max);
+        constexpr uint32_t    k_loads_beside_long = 8;  // (the 512-thread form)
         const uint32_t        pf_loads  = loads_env != 0 ? loads_env
                                           : wg <= 256   ? prefetch_loads_on_free_units(words_total, wg, u32(s.n_head), compute_units())
-                                                        : 8;
+                                                        : k_loads_beside_long;
         key.add("PF_FROM", static_cast<double>(s.n_head));
         key.add("PF_LOADS", static_cast<double>(pf_loads));
         for (size_t i = 0; i < prefetch.size(); ++i) {

@@ -130,7 +130,9 @@ fn prefetch_weights(lid: u32, g: u32) {
     var d = lid;
     for (var i = 0u; i < PF_DELAY; i++) { d = d * 1664525u + 1013904223u; }
     var acc = 0u;
-    let first = (gb * WG * PF_LOADS + lid) * PF_STRIDE + (d & p.rn_zero);
+    // (d is added only with the aid on: p.rn_zero comes from the uniform, which the loads would
+    // otherwise wait for.)
+    let first = (gb * WG * PF_LOADS + lid) * PF_STRIDE + select(0u, d & p.rn_zero, PF_DELAY != 0u);
     for (var u = 0u; u < PF_LOADS; u++) {
         let i = first + u * WG * PF_STRIDE;
         if (i < words[b]) { acc ^= pf_word(b, i); }

@@ -79,8 +79,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     var sc: vec2<f32>;
     var y0 = 0.0;  // y[ro] when accumulating, loaded up front like the scales
     var xin: StageInput;
-    var pf = 0u;
-    if (KPF_AT == 0u) { pf = kernel_prefetch(lid, wid.x); }
+    var pf = kernel_prefetch_at(0u, lid, wid.x);
     if (X_FIRST) { xin = stage_load(lid, K); }
     w = prefetch_row_pair(vec2<u32>(row, row + 1u), vec2<bool>(row < out_rows(), row + 1u < out_rows()), lane, LANES, K);
     if (!X_FIRST) { xin = stage_load(lid, K); }
@@ -88,13 +87,13 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         sc = row_scales(ro);
         if (p.accumulate != 0u) { y0 = y[p.y_offset + ro]; }
     }
-    if (KPF_AT == 1u) { pf = kernel_prefetch(lid, wid.x); }
+    pf ^= kernel_prefetch_at(1u, lid, wid.x);
     if (BL_STOP == 1u) {
         if (row < out_rows()) { y[p.y_offset + row] = f32(row_mix(w)); }
         return;
     }
     let as_ = stage_activations_from(lid, K, xin);
-    if (KPF_AT == 2u) { pf = kernel_prefetch(lid, wid.x); }
+    pf ^= kernel_prefetch_at(2u, lid, wid.x);
     if (BL_STOP == 2u) {
         if (row < out_rows()) { y[p.y_offset + row] = as_ + f32(row_mix(w) ^ acts[lid % (K / 16u)].x); }
         return;

@@ -68,8 +68,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     var sg: vec2<f32>;
     var su: vec2<f32>;
     var xin: StageInput;
-    var pf = 0u;
-    if (KPF_AT == 0u) { pf = kernel_prefetch(lid, wid.x); }
+    var pf = kernel_prefetch_at(0u, lid, wid.x);
     if (X_FIRST) { xin = stage_load(lid, K); }
     w = prefetch_row_pair(vec2<u32>(out, ff_rows() + out), vec2<bool>(out < ff_rows()), lane, LANES, K);
     if (!X_FIRST) { xin = stage_load(lid, K); }
@@ -77,9 +76,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         sg = row_scales(o);
         su = row_scales(ff_rows() + o);
     }
-    if (KPF_AT == 1u) { pf = kernel_prefetch(lid, wid.x); }
+    pf ^= kernel_prefetch_at(1u, lid, wid.x);
     let as_ = stage_activations_from(lid, K, xin);
-    if (KPF_AT == 2u) { pf = kernel_prefetch(lid, wid.x); }
+    pf ^= kernel_prefetch_at(2u, lid, wid.x);
     var partial = vec2<i32>();
     if (out < ff_rows()) { partial = row_dot_pair(w, lane, LANES, K); }
     let gu = reduce_row_pairs(lid, partial, lid, LANES);  // the (gate, up) dots of output o (lid < outs)

@@ -192,9 +192,8 @@ fn store_q(tok: u32, i: u32, v: f32) { flow_put(p.f_q + i, v); }
 
 // lib/qkv_decode.wgsl's cache prefetch hooks: none here.
 fn kv_prefetch(lid: u32, g: u32) -> u32 { return 0u; }
-fn weight_prefetch(lid: u32, g: u32) -> u32 { return 0u; }
+fn weight_prefetch_at(spot: u32, lid: u32, g: u32) -> u32 { return 0u; }
 fn kv_prefetch_use(pf: u32) {}
-const KPF_AT = 2u;
 
 fn kv_word_stored(is_k: bool, w: u32, word: u32) {
     if (is_k) {

@@ -87,7 +87,7 @@ fn kv_prefetch(lid: u32, g: u32) -> u32 {
     return acc;
 }
 
-fn weight_prefetch(lid: u32, g: u32) -> u32 { return kernel_prefetch(lid, g); }
+fn weight_prefetch_at(spot: u32, lid: u32, g: u32) -> u32 { return kernel_prefetch_at(spot, lid, g); }
 
 fn kv_prefetch_use(pf: u32) {
     if ((KV_PREFETCH || KPF_WORDS != 0u) && (pf & p.rn_zero) != 0u) { norm_stats[0] = bitcast<f32>(pf); }

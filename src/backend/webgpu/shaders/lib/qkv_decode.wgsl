@@ -3,10 +3,11 @@
 // activations of width k staged by lib/act_stage.wgsl, the bitlinear epilogue with the weight's row
 // scales at u32 `so` and output scales at `oso`, then RoPE and the stores of store_qkv_unit.
 // Invocation u < rows / 4 finishes slots 4u .. 4u + 3. Every invocation must call it (barriers).
-// The including kernel declares `override HD` = p.head_dim, `KPF_AT` (lib/weight_prefetch.wgsl) and
-// three hooks for loads whose words the kernel keeps (or 0): kv_prefetch(lid, g) -> u32, the cache
-// rows attention reads next, called after the weight loads; weight_prefetch(lid, g) -> u32, a later
-// kernel's weight, called where KPF_AT says; and kv_prefetch_use(pf), called at the end with both.
+// The including kernel declares `override HD` = p.head_dim and three hooks for loads whose words the
+// kernel keeps (or 0): kv_prefetch(lid, g) -> u32, the cache rows attention reads next, called after
+// the weight loads; weight_prefetch_at(spot, lid, g) -> u32, a later kernel's weight, called at
+// lib/weight_prefetch.wgsl's three spots (kernel_prefetch_at); and kv_prefetch_use(pf), called at
+// the end with both.
 
 var<workgroup> slot_dots: array<i32, WG>;
 
@@ -18,8 +19,7 @@ fn qkv_decode_rows(lid: u32, g: u32, lanes: u32, k: u32, so: u32, oso: u32) {
     let j0    = slot0 % hd;
     let lane  = lid % lanes;
     let row   = head * hd + slot_dim(j0 + lid / lanes);
-    var pf = 0u;
-    if (KPF_AT == 0u) { pf = weight_prefetch(lid, g); }
+    var pf = weight_prefetch_at(0u, lid, g);
     var xin: StageInput;
     if (X_FIRST) { xin = stage_load(lid, k); }
     let w     = prefetch_row(row, lane, lanes, k);
@@ -33,9 +33,9 @@ fn qkv_decode_rows(lid: u32, g: u32, lanes: u32, k: u32, so: u32, oso: u32) {
     }
     // (The cache rows stay here whatever KPF_AT: attention waits for them.)
     pf ^= kv_prefetch(lid, g);
-    if (KPF_AT == 1u) { pf ^= weight_prefetch(lid, g); }
+    pf ^= weight_prefetch_at(1u, lid, g);
     let as_   = stage_activations_from(lid, k, xin);
-    if (KPF_AT == 2u) { pf ^= weight_prefetch(lid, g); }
+    pf ^= weight_prefetch_at(2u, lid, g);
     slot_dots[lid] = reduce_rows(lid, row_dot(w, lane, lanes, k), lanes);
     workgroupBarrier();
     if (lid < rows / 4u) {

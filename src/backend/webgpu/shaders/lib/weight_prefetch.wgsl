@@ -11,12 +11,13 @@
 override KPF_WORDS: u32 = 0u;
 override KPF_LOADS: u32 = 1u;
 override KPF_GROUPS: u32 = 1u;
-const KPF_STRIDE: u32 = 16u;
-// Where the prefetch loads are issued: 0 first, before x and the kernel's own weights; 1 after its
-// own weight loads; 2 (default) once the activations are staged, when x and the weights have
-// arrived, so that the DRAM misses do not queue ahead of them. H200 tg128 913.4-916.6 tokens/s
-// with 2 against 894.8-911.0 with 1 and 884.7-892.9 with 0 (alternating rounds, two calls).
-override KPF_AT: u32 = 2u;  // words: one load per 64 bytes (the host's k_prefetch_stride_words)
+const KPF_STRIDE: u32 = 16u;  // words: one load per 64 bytes (the host's k_prefetch_stride_words)
+// Where the prefetch loads are issued (kernel_prefetch_at): 0 first, before x and the kernel's own
+// weights; 1 after its own weight loads; 2 (default) once the activations are staged, when x and
+// the weights have arrived, so that the DRAM misses do not queue ahead of them. H200 tg128
+// 913.4-916.6 tokens/s with 2 against 894.8-911.1 with 1 and 884.7-892.9 with 0 (alternating
+// rounds, three calls).
+override KPF_AT: u32 = 2u;
 
 fn kernel_prefetch(lid: u32, g: u32) -> u32 {
     var acc = 0u;
@@ -27,6 +28,13 @@ fn kernel_prefetch(lid: u32, g: u32) -> u32 {
         if (i < KPF_WORDS) { acc ^= pfw[i]; }
     }
     return acc;
+}
+
+// kernel_prefetch's loads where `spot` is KPF_AT, else none: a kernel calls it at each of the
+// three spots.
+fn kernel_prefetch_at(spot: u32, lid: u32, g: u32) -> u32 {
+    if (KPF_AT != spot) { return 0u; }
+    return kernel_prefetch(lid, g);
 }
 
 fn kernel_prefetch_use(acc: u32) {
