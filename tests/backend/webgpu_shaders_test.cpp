@@ -138,7 +138,18 @@ TEST(WebGpuDevice, UncapturedErrorsSurfaceAsDeviceErrorsOnce) {
         FAIL() << "no error recorded";
     } catch (const Error & e) {
         EXPECT_EQ(e.kind(), ErrorKind::device);
-        EXPECT_NE(std::string(e.what()).find("validation error"), std::string::npos) << e.what();
+        // A software adapter validates (the maximum buffer size); a GPU skips Dawn's validation
+        // (wgpu_device.cpp), and the allocation itself fails (the kind Dawn then reports is not
+        // pinned down here: the H200 run reported something other than a validation error).
+        const std::string what = e.what();
+        if (c.adapter().is_cpu) {
+            EXPECT_NE(what.find("validation error"), std::string::npos) << what;
+        } else {
+            EXPECT_TRUE(what.find("validation error") != std::string::npos ||
+                        what.find("out of memory") != std::string::npos ||
+                        what.find("internal error") != std::string::npos)
+                << what;
+        }
     }
     EXPECT_NO_THROW(c.check_errors());  // reported once; the device is still usable
 }

@@ -411,6 +411,13 @@ WebGpuBackend::GridSyncProbe WebGpuBackend::grid_sync_probe(uint32_t groups, uin
     return out;
 }
 
+// $TERN_WEBGPU_STEPS_PER_SUBMIT=n (a tuning aid) caps the steps per submit that greedy decoding
+// asks for (1: a submit per step, as before it grouped them).
+void WebGpuBackend::set_steps_per_submit(int64_t n) {
+    static const uint32_t cap = env_u32("TERN_WEBGPU_STEPS_PER_SUBMIT", 0);
+    steps_per_submit_         = std::max<int64_t>(1, cap != 0 ? std::min<int64_t>(n, cap) : n);
+}
+
 WebGpuBackend::~WebGpuBackend() {
     try {
         step_->flush();

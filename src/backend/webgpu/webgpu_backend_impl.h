@@ -128,7 +128,14 @@ public:
     bool   read_top_k_rows(const Tensor & logits, std::vector<std::pair<int32_t, float>> & rows) override;
     size_t greedy_head_bytes(const Weight & head) const override;
     // (The greedy head's last argmax stage may stay deferred for the next step's embed to fold in.)
-    void end_step() override { step_->flush_keeping_deferred(); }
+    void end_step() override {
+        if (++steps_unsubmitted_ >= steps_per_submit_) submit_steps();
+    }
+    void set_steps_per_submit(int64_t n) override;
+    void submit_steps() override {
+        steps_unsubmitted_ = 0;
+        step_->flush_keeping_deferred();
+    }
     bool can_hold_steps() const override { return !step_->any_profiling(); }
     bool hold_step() override;
     void release_held_step() override { step_->release_held(); }
@@ -462,6 +469,8 @@ private:
     uint64_t             step_submits_at_begin_ = 0;  // begin_step(): a held step must not have been split
     std::unique_ptr<GpuBuffer>                     qkv_scratch_;  // prefill [q; k; v] products [N, T] f32
     const GpuLinear *                              prev_layer_qkv_ = nullptr;  // this step's last layer's qkv weight
+    int64_t                                        steps_per_submit_  = 1;  // end_step(): set_steps_per_submit
+    int64_t                                        steps_unsubmitted_ = 0;
     std::array<const GpuLinear *, 4>               one_layer_weights_{};  // $TERN_WEBGPU_ONE_LAYER (webgpu_layer.cpp)
     std::unique_ptr<GpuBuffer>                     flow_;         // layer_decode.wgsl's lib/dataflow.wgsl words
     uint32_t                                       flow_tag_ = 0; // the last layer dispatch's tag

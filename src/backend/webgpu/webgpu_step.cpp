@@ -29,6 +29,9 @@ StepEncoder::StepEncoder(WgpuContext & ctx, PipelineCache & pipelines) : ctx_(ct
         gap_dispatches_ = std::atoi(gap);
         if (const char * comma = std::strchr(gap, ',')) gap_groups_ = static_cast<uint32_t>(std::max(1, std::atoi(comma + 1)));
     }
+    // $TERN_WEBGPU_SPLIT_SUBMITS=n: a submit after every n dispatches (a timing aid: what a submit
+    // boundary costs the device, against the one submit per step).
+    if (const char * split = std::getenv("TERN_WEBGPU_SPLIT_SUBMITS")) split_every_ = static_cast<size_t>(std::max(0, std::atoi(split)));
     if (gpu_profile_ && !ctx_.features().timestamp_query) {
         TERN_LOG_WARN("TERN_WEBGPU_PROFILE=gpu: this device has no timestamp queries; not profiling");
         gpu_profile_ = false;
@@ -185,6 +188,7 @@ void StepEncoder::dispatch(const PipelineKey & key, std::span<const WGPUBuffer> 
     }();
     const int copies = !repeat.empty() && repeat.find("," + std::string(key.shader) + ",") != std::string::npos ? 5 : 1;
     if (n_slots_ == k_slots) flush();
+    if (split_every_ > 0 && n_slots_ >= split_every_) flush_keeping_deferred();
 
     WGPUComputePipeline pipeline = pipelines_.pipeline(key);
     WGPUBindGroup       group    = bind_group(key, buffers);

@@ -22,7 +22,7 @@ namespace tern {
 class StepEncoder {
 public:
     static constexpr size_t k_slot_bytes = 256;   // minUniformBufferOffsetAlignment is at most 256
-    static constexpr size_t k_slots      = 1024;  // dispatches per submit before an early flush
+    static constexpr size_t k_slots      = 2048;  // dispatches per submit before an early flush
 
     StepEncoder(WgpuContext & ctx, PipelineCache & pipelines);
     ~StepEncoder();
@@ -128,6 +128,7 @@ private:
     std::map<std::string, std::pair<int64_t, double>> gpu_ms_;      // label -> (count, GPU ms)
     double                                      gpu_span_ms_ = 0, gpu_busy_ms_ = 0;
     int                                         gap_dispatches_ = 0;  // $TERN_WEBGPU_GAP
+    size_t                                      split_every_    = 0;  // $TERN_WEBGPU_SPLIT_SUBMITS
     uint32_t                                    gap_groups_     = 1;
     WgpuHandle<WGPUBuffer>                      gap_scratch_;
 };

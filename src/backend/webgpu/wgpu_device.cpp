@@ -277,16 +277,7 @@ WgpuProbe probe_webgpu_adapter() {
 WgpuContext::WgpuContext(const WgpuDeviceOptions & options) {
     load_wgpu_library();
     timeout_ms_ = options.timeout_ms > 0 ? options.timeout_ms : default_timeout_ms();
-    const ToggleLists         toggle_names = toggle_lists();
-    std::vector<const char *> toggles_on, toggles_off;
-    for (const std::string & t : toggle_names.on) toggles_on.push_back(t.c_str());
-    for (const std::string & t : toggle_names.off) toggles_off.push_back(t.c_str());
-    WGPUDawnTogglesDescriptor toggles{};
-    toggles.chain.sType         = WGPU_STYPE_DAWN_TOGGLES_DESCRIPTOR;
-    toggles.enabledToggleCount  = toggles_on.size();
-    toggles.enabledToggles      = toggles_on.data();
-    toggles.disabledToggleCount = toggles_off.size();
-    toggles.disabledToggles     = toggles_off.data();
+    ToggleLists toggle_names = toggle_lists();
     // The adapter only needs allow_unsafe_apis (an adapter-stage toggle that exposes experimental
     // features); the device gets the whole list.
     const bool                unsafe_apis = std::find(toggle_names.on.begin(), toggle_names.on.end(),
@@ -319,6 +310,27 @@ WgpuContext::WgpuContext(const WgpuDeviceOptions & options) {
                     adapter_.name.c_str(), adapter_.backend.c_str()),
              "use --backend cpu (or auto); set TERN_WEBGPU_ALLOW_CPU=1 to run WebGPU on it anyway (tests do)");
     }
+
+    // Dawn's validation of every recorded command is host time on every decode step: on a hardware
+    // adapter it is skipped (`skip_validation`), unless $TERN_WEBGPU_TOGGLES names it (on or off).
+    // H200 tg128 (medians of ten, three alternating rounds): 960.8-965.7 tokens/s against 952.3-957.0,
+    // the host's time per token 0.84-0.86 ms against 0.88-1.00: the host was holding the device
+    // back. Software adapters (SwiftShader, where CI runs every test) keep it, so the tests run
+    // validated; `TERN_WEBGPU_TOGGLES=-skip_validation` turns it back on on a GPU.
+    const auto named = [&](std::string_view t) {
+        return std::find(toggle_names.on.begin(), toggle_names.on.end(), t) != toggle_names.on.end() ||
+               std::find(toggle_names.off.begin(), toggle_names.off.end(), t) != toggle_names.off.end();
+    };
+    if (!adapter_.is_cpu && !named("skip_validation")) toggle_names.on.push_back("skip_validation");
+    std::vector<const char *> toggles_on, toggles_off;
+    for (const std::string & t : toggle_names.on) toggles_on.push_back(t.c_str());
+    for (const std::string & t : toggle_names.off) toggles_off.push_back(t.c_str());
+    WGPUDawnTogglesDescriptor toggles{};
+    toggles.chain.sType         = WGPU_STYPE_DAWN_TOGGLES_DESCRIPTOR;
+    toggles.enabledToggleCount  = toggles_on.size();
+    toggles.enabledToggles      = toggles_on.data();
+    toggles.disabledToggleCount = toggles_off.size();
+    toggles.disabledToggles     = toggles_off.data();
 
     // How long a wait yields before it naps: 4 ms on a GPU (a sampled decode step is read back every
     // ~2-3 ms; a 20 us nap lasts ~70 us and the host then submits the next step slower), none for a
