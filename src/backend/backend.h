@@ -1,6 +1,7 @@
 // The compute interface the model talks to (DESIGN.md decision 2): a small set of model-level,
 // fusion-friendly ops instead of a general graph. The CPU backend executes each op eagerly; a GPU
-// backend records the ops of a step between begin_step() and end_step() into one command buffer.
+// backend records the ops of a step between begin_step() and end_step() into one command buffer
+// (greedy decoding groups a few steps per submit: set_steps_per_submit).
 // All shapes are in ggml order: ne[0] is the contiguous dimension, ne[1] the token (column) index.
 //
 // Adding an op or a kernel:

@@ -1,7 +1,8 @@
 // The WebGPU backend: every op of backend.h as hand-written WGSL (shaders/*.wgsl) on a webgpu.h
 // implementation loaded at run time (Dawn from npm by default, see wgpu_loader.h). Ops between
-// begin_step() and end_step() are recorded into one command buffer and submitted by end_step();
-// ops outside a step are submitted by the next read(), write() or synchronize().
+// begin_step() and end_step() are recorded into one command buffer and submitted by end_step()
+// (every n-th end_step() with set_steps_per_submit(n)); ops outside a step are submitted by the next
+// read(), write(), submit_steps() or synchronize().
 //
 //   auto backend = make_webgpu_backend({});   // throws Error(device) when there is no GPU adapter
 #pragma once

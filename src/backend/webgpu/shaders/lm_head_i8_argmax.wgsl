@@ -69,7 +69,7 @@ override HEAD_STRIDED: bool = true;
 override EXACT_TAIL: bool = false;
 // The lanes' words of h's grid in registers rather than read from workgroup memory for every row
 // (the same words for every row a lane visits). H200 tg128 955.7-959.5 tokens/s against 954.7-956.5
-// (alternating rounds; 0.2-0.5% in four of five pairs, none in the fifth).
+// (alternating rounds; 0.07-0.5% in four of five pairs, none in the fifth).
 override H_REGS: bool = true;
 // A timing aid (results are wrong when set): 1 ends the tail after its list, 2 before it.
 override TAIL_STOP: u32 = 0u;
