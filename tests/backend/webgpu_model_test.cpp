@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <span>
 
 #include "core/mmap.h"
@@ -162,6 +163,82 @@ TEST(WebGpuModel, DeviceGreedyDecodingMatchesCpu) {
     }
     ASSERT_EQ(ids[0].size(), 60u);
     EXPECT_EQ(ids[1], ids[0]);
+}
+
+// Greedy decoding that stops early, and that runs into the end of the context, with the steps
+// grouped into submits (Backend::set_steps_per_submit) and recorded ahead of each batch's read: the
+// ids are the CPU's, the context ends right after the last id fed, and decoding on from there (or
+// evaluating the next token) goes on exactly as on the CPU.
+TEST(WebGpuModel, GroupedGreedyDecodingStopsAndFillsTheContextAsOnCpu) {
+    TERN_REQUIRE_WEBGPU();
+    const GgufFile file  = GgufFile::open(synth_model("i2s", DType::i2_s, DType::f16));
+    auto           cpu   = make_cpu_backend({2});
+    auto           m_cpu = BitnetModel::load(file, *cpu);
+    auto           m_gpu = BitnetModel::load(file, *test::shared_webgpu().backend);
+    SessionOptions so;
+    so.n_ctx          = 48;
+    const auto prompt = some_tokens(7, 256);
+    // The CPU's ids, one eval per token to the end of the context: want[0] from the prompt, then 41.
+    std::vector<int32_t> want;
+    {
+        Session host(*m_cpu, so);
+        host.eval(prompt);
+        for (int i = 0; i <= 41; ++i) {
+            want.push_back(argmax(host.logits()));
+            const int32_t next[1] = {want.back()};
+            if (i < 41) host.eval(next);
+        }
+    }
+    // Stopped at the 30th id (past the groups' ramp: 4 steps per submit), in batches of 9.
+    Session stop(*m_gpu, so);
+    stop.eval(prompt);
+    std::vector<int32_t> got;
+    stop.decode_greedy(want[0], 40, [&](int32_t id) {
+        got.push_back(id);
+        return got.size() < 30;
+    }, 9);
+    ASSERT_EQ(got.size(), 30u);
+    EXPECT_EQ(got, std::vector<int32_t>(want.begin() + 1, want.begin() + 31));
+    EXPECT_EQ(stop.n_past(), 7 + 30);  // want[0] and the next 29 were fed; the 30th was not
+    // On from there: the steps recorded ahead of the stop ran past it, and are overwritten.
+    std::vector<int32_t> more;
+    stop.decode_greedy(want[30], 100, [&](int32_t id) {
+        more.push_back(id);
+        return true;
+    }, 4);
+    EXPECT_EQ(stop.n_past(), so.n_ctx);
+    ASSERT_EQ(more.size(), 11u);  // positions 37 .. 47 fed, the 11th id from the last one
+    EXPECT_EQ(more, std::vector<int32_t>(want.begin() + 31, want.end()));
+    // Batches of 2 from the start, while the tiny model's ids still change from step to step (it
+    // soon repeats one id, which would hide a step fed the wrong one): every batch boundary has
+    // steps recorded ahead.
+    // A prompt whose greedy ids change from step to step (most of the tiny model's soon repeat
+    // one id): the first of a fixed list of candidates whose next 12 ids take 3 values or more.
+    std::vector<int32_t> cycling, want_c;
+    for (int c = 0; c < 64 && cycling.empty(); ++c) {
+        std::vector<int32_t> p, w;
+        for (int i = 0; i < 6; ++i) p.push_back((c * 61 + i * (c + 3) * 17 + 5) % 256);
+        Session host(*m_cpu, so);
+        host.eval(p);
+        for (int i = 0; i <= 12; ++i) {
+            w.push_back(argmax(host.logits()));
+            const int32_t next[1] = {w.back()};
+            if (i < 12) host.eval(next);
+        }
+        if (std::set<int32_t>(w.begin() + 1, w.end()).size() >= 3) {
+            cycling = p;
+            want_c  = w;
+        }
+    }
+    ASSERT_FALSE(cycling.empty()) << "no candidate prompt's ids vary";
+    Session early(*m_gpu, so);
+    early.eval(cycling);
+    std::vector<int32_t> first_ids;
+    early.decode_greedy(want_c[0], 12, [&](int32_t id) {
+        first_ids.push_back(id);
+        return true;
+    }, 2);
+    EXPECT_EQ(first_ids, std::vector<int32_t>(want_c.begin() + 1, want_c.end()));
 }
 
 // Sampled generation (generate()) on the GPU against the CPU, same seed, token for token. On the
