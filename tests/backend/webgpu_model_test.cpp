@@ -165,6 +165,20 @@ TEST(WebGpuModel, DeviceGreedyDecodingMatchesCpu) {
     EXPECT_EQ(ids[1], ids[0]);
 }
 
+// Greedy ids on a backend one eval per token: the prompt's, then n more (n + 1 in all).
+std::vector<int32_t> host_greedy_ids(BitnetModel & model, const SessionOptions & so, std::span<const int32_t> prompt,
+                                     int n) {
+    Session host(model, so);
+    host.eval(prompt);
+    std::vector<int32_t> ids;
+    for (int i = 0; i <= n; ++i) {
+        ids.push_back(argmax(host.logits()));
+        const int32_t next[1] = {ids.back()};
+        if (i < n) host.eval(next);
+    }
+    return ids;
+}
+
 // Greedy decoding that stops early, and that runs into the end of the context, with the steps
 // grouped into submits (Backend::set_steps_per_submit) and recorded ahead of each batch's read: the
 // ids are the CPU's, the context ends right after the last id fed, and decoding on from there (or
@@ -179,16 +193,7 @@ TEST(WebGpuModel, GroupedGreedyDecodingStopsAndFillsTheContextAsOnCpu) {
     so.n_ctx          = 48;
     const auto prompt = some_tokens(7, 256);
     // The CPU's ids, one eval per token to the end of the context: want[0] from the prompt, then 41.
-    std::vector<int32_t> want;
-    {
-        Session host(*m_cpu, so);
-        host.eval(prompt);
-        for (int i = 0; i <= 41; ++i) {
-            want.push_back(argmax(host.logits()));
-            const int32_t next[1] = {want.back()};
-            if (i < 41) host.eval(next);
-        }
-    }
+    const std::vector<int32_t> want = host_greedy_ids(*m_cpu, so, prompt, 41);
     // Stopped at the 30th id (past the groups' ramp: 4 steps per submit), in batches of 9.
     Session stop(*m_gpu, so);
     stop.eval(prompt);
@@ -209,22 +214,15 @@ TEST(WebGpuModel, GroupedGreedyDecodingStopsAndFillsTheContextAsOnCpu) {
     EXPECT_EQ(stop.n_past(), so.n_ctx);
     ASSERT_EQ(more.size(), 11u);  // positions 37 .. 47 fed, the 11th id from the last one
     EXPECT_EQ(more, std::vector<int32_t>(want.begin() + 31, want.end()));
-    // Batches of 2 from the start, while the tiny model's ids still change from step to step (it
-    // soon repeats one id, which would hide a step fed the wrong one): every batch boundary has
-    // steps recorded ahead.
-    // A prompt whose greedy ids change from step to step (most of the tiny model's soon repeat
-    // one id): the first of a fixed list of candidates whose next 12 ids take 3 values or more.
+    // Batches of 2 from the start (every batch boundary has steps recorded ahead), on a prompt whose
+    // greedy ids change from step to step: most of the tiny model's soon repeat one id, which would
+    // hide a step fed the wrong one. The first of a fixed list of candidates whose next 12 ids take
+    // 3 values or more.
     std::vector<int32_t> cycling, want_c;
     for (int c = 0; c < 64 && cycling.empty(); ++c) {
-        std::vector<int32_t> p, w;
+        std::vector<int32_t> p;
         for (int i = 0; i < 6; ++i) p.push_back((c * 61 + i * (c + 3) * 17 + 5) % 256);
-        Session host(*m_cpu, so);
-        host.eval(p);
-        for (int i = 0; i <= 12; ++i) {
-            w.push_back(argmax(host.logits()));
-            const int32_t next[1] = {w.back()};
-            if (i < 12) host.eval(next);
-        }
+        const std::vector<int32_t> w = host_greedy_ids(*m_cpu, so, p, 12);
         if (std::set<int32_t>(w.begin() + 1, w.end()).size() >= 3) {
             cycling = p;
             want_c  = w;
