@@ -174,15 +174,15 @@ int64_t Session::decode_sampled(Sampler & sampler, const std::function<bool(int3
 }
 
 // Greedy steps per submit (Backend::set_steps_per_submit): a submit costs time of its own (on an
-// H200, splitting each step into two submits made tg128 1.0725 ms per token against 1.0468, into
-// four 1.135; the host, whose time per step is close to the device's, pays much of it). H200 tg128
-// by steps per submit (three alternating rounds): 1 950.2-955.0 tokens/s, 2 958.2-960.6, 4
-// 963.3-965.0, 6 963.1-964.1, 8 963.0-965.1. The groups start
-// at one step and grow by one every k_greedy_group_ramp steps recorded, so that the host, which
-// records a step in a little less time than the device runs it, gets ahead before it holds steps
-// back; before a batch's ids are read, the next batch's first group and two steps more are recorded
-// and submitted, so that the device runs them while the host reads the ids, hands them out and
-// records the rest.
+// H200, splitting each step into two submits made tg128 1.071-1.075 ms per token against
+// 1.046-1.048, into four 1.135; the host, whose time per step is close to the device's, pays much
+// of it). H200 tg128 by steps per submit (three alternating rounds): 1 950.2-955.0 tokens/s, 2
+// 958.2-960.6, 4 963.3-965.0, 6 963.1-964.1, 8 963.0-965.1. The groups start at one step and grow
+// by one every k_greedy_group_ramp steps recorded, so that the host, which records a step in a
+// little less time than the device runs it, gets ahead before it holds steps back; before a
+// batch's ids are read, the next batch's first group and two steps more are recorded and
+// submitted, so that the device runs them while the host reads the ids, hands them out and records
+// the rest.
 constexpr int64_t k_greedy_steps_per_submit = 4;
 constexpr int64_t k_greedy_group_ramp       = 8;
 

@@ -130,7 +130,9 @@ TEST(WebGpuPrefetch, AttentionPrefetchWorkgroupsStayOnTheFreeUnits) {
             for (uint64_t words : {uint64_t{1}, uint64_t{4096}, uint64_t{100000}, gu_words, 5 * gu_words}) {
                 const uint32_t loads  = prefetch_loads_on_free_units(words, wg, 20, units);
                 const uint64_t free   = std::max<uint64_t>(units > 20 ? units - 20 : 0, 8);
-                const auto     groups = [&](uint64_t l) { return (words + uint64_t{wg} * k_prefetch_stride_words * l - 1) / (uint64_t{wg} * k_prefetch_stride_words * l); };
+                const auto     groups = [&](uint64_t l) {
+                    return uint64_t{ceil_div(static_cast<int64_t>(words), int64_t{wg} * k_prefetch_stride_words * static_cast<int64_t>(l))};
+                };
                 ASSERT_GE(loads, 1u);
                 ASSERT_LE(loads, k_prefetch_loads_max);
                 if (loads < k_prefetch_loads_max) {

@@ -280,8 +280,10 @@ WgpuContext::WgpuContext(const WgpuDeviceOptions & options) {
     ToggleLists toggle_names = toggle_lists();
     // The adapter only needs allow_unsafe_apis (an adapter-stage toggle that exposes experimental
     // features); the device gets the whole list.
-    const bool                unsafe_apis = std::find(toggle_names.on.begin(), toggle_names.on.end(),
-                                                      "allow_unsafe_apis") != toggle_names.on.end();
+    const auto listed = [](const std::vector<std::string> & list, std::string_view t) {
+        return std::find(list.begin(), list.end(), t) != list.end();
+    };
+    const bool                unsafe_apis = listed(toggle_names.on, "allow_unsafe_apis");
     const char *              adapter_on[] = {"allow_unsafe_apis"};
     WGPUDawnTogglesDescriptor adapter_toggles{};
     adapter_toggles.chain.sType        = WGPU_STYPE_DAWN_TOGGLES_DESCRIPTOR;
@@ -317,11 +319,9 @@ WgpuContext::WgpuContext(const WgpuDeviceOptions & options) {
     // the host's time per token 0.84-0.86 ms against 0.88-1.00: the host was holding the device
     // back. Software adapters (SwiftShader, where CI runs every test) keep it, so the tests run
     // validated; `TERN_WEBGPU_TOGGLES=-skip_validation` turns it back on on a GPU.
-    const auto named = [&](std::string_view t) {
-        return std::find(toggle_names.on.begin(), toggle_names.on.end(), t) != toggle_names.on.end() ||
-               std::find(toggle_names.off.begin(), toggle_names.off.end(), t) != toggle_names.off.end();
-    };
-    if (!adapter_.is_cpu && !named("skip_validation")) toggle_names.on.push_back("skip_validation");
+    const bool validation_named =
+        listed(toggle_names.on, "skip_validation") || listed(toggle_names.off, "skip_validation");
+    if (!adapter_.is_cpu && !validation_named) toggle_names.on.push_back("skip_validation");
     std::vector<const char *> toggles_on, toggles_off;
     for (const std::string & t : toggle_names.on) toggles_on.push_back(t.c_str());
     for (const std::string & t : toggle_names.off) toggles_off.push_back(t.c_str());

@@ -208,11 +208,14 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 ia ^= bitcast<i32>(w.x ^ w.y ^ w.z ^ w.w);
                 continue;
             }
-            var ha = h_hi[i];
-            var hb = h_lo[i];
+            var ha: vec4<u32>;
+            var hb: vec4<u32>;
             if (H_REGS) {
                 ha = ra[v];
                 hb = rb[v];
+            } else {
+                ha = h_hi[i];
+                hb = h_lo[i];
             }
             ia += dot4_i8(w.x, ha.x) + dot4_i8(w.y, ha.y) + dot4_i8(w.z, ha.z) + dot4_i8(w.w, ha.w);
             ib += dot4_i8(w.x, hb.x) + dot4_i8(w.y, hb.y) + dot4_i8(w.z, hb.z) + dot4_i8(w.w, hb.w);
