@@ -131,7 +131,7 @@ bool WebGpuBackend::try_decode_qkv_attention(const Tensor & out, const KvLayer &
     if (prefetch) {
         const uint32_t words = static_cast<uint32_t>(prefetch->buffer->size_bytes() / 4);
         static const uint32_t loads_env = std::min<uint32_t>(env_u32("TERN_WEBGPU_WPF_LOADS", 0), k_prefetch_loads_max);
-        const uint32_t busy  = kv_groups + 2 * u32(s.n_head);
+        const uint32_t busy  = u32(s.n_head);  // (the attending workgroups; the others end early)
         const uint32_t loads = loads_env != 0 ? loads_env : prefetch_loads_on_free_units(words, wg, busy, compute_units());
         key.add("PF_WORDS", static_cast<double>(words));
         key.add("PF_LOADS", static_cast<double>(loads));

@@ -13,7 +13,8 @@ requires packed_4x8_integer_dot_product;
 //   [KV_GROUPS, + N_HEAD)               slots [0, HD / 2) of query head h (LANES lanes per row) to flow Q
 //   [KV_GROUPS + N_HEAD, + 2 N_HEAD)    slots [HD / 2, HD) of head h, kept in workgroup memory; then
 //                                       head h's attention, with the other half of q from flow Q and
-//                                       the new K / V row from flow K / V, older rows from the cache
+//                                       the new K / V row from flow K / V (polled together into
+//                                       workgroup memory first), older rows from the cache
 //   from KV_GROUPS + 2 N_HEAD           pull pfw (the gate+up weight) into L2, as attention.wgsl's
 //                                       prefetch workgroups do
 // An attending workgroup only waits for workgroups of lower rank, which never wait. The rank is the
@@ -120,7 +121,11 @@ const ROLE_Q_ATTEND: u32 = 2u;
 var<private> role: u32;
 var<private> kv_group: u32;  // ROLE_KV: the workgroup's index among the k / v workgroups
 
-var<workgroup> cur_q: array<f32, HD_MAX>;  // the attending workgroup's own half of q (by dimension)
+var<workgroup> cur_q: array<f32, HD_MAX>;  // the attending workgroup's q (by dimension)
+var<workgroup> cur_k: array<u32, HD_MAX>;  // its KV head's new K / V row words
+var<workgroup> cur_v: array<u32, HD_MAX>;
+var<private> cur_k_word: u32;              // u32 index in k_cache of that K row (likewise V)
+var<private> cur_v_word: u32;
 
 // lib/qkv_store.wgsl's stores and hooks.
 fn k_cache_store(w: u32, word: u32) { k_cache[w / 4u][w % 4u] = word; }
@@ -165,44 +170,50 @@ fn kv_prefetch_use(pf: u32) {
     if (KV_PREFETCH && (pf & p.rn_zero) != 0u) { norm_stats[0] = bitcast<f32>(pf); }
 }
 
-// The slot (lib/qkv_store.wgsl) of head dimension d: slot_dim's inverse.
-fn slot_of_dim(d: u32) -> u32 {
-    let n_rot = qkv_n_rot();
-    if (d >= n_rot) { return d; }
-    let half = n_rot / 2u;
-    if (d < half) { return 4u * (d / 2u) + d % 2u; }
-    return 4u * ((d - half) / 2u) + 2u + (d - half) % 2u;
+// The other half of head h's q (flow Q) and its KV head's new K / V row words (flow K / V) into
+// workgroup memory, one value per invocation and round (their workgroups have lower ranks).
+fn fetch_current(lid: u32, h: u32) {
+    let kvh = h / att_group();
+    let kw  = select(HD, HD / 2u, K_F16);  // u32 words of one head's K row (V likewise)
+    let vw  = select(HD, HD / 2u, V_F16);
+    cur_k_word = p.k_row + kvh * kw;
+    cur_v_word = p.v_row + kvh * vw;
+    for (var j = lid; j < HD / 2u + kw + vw; j += WG) {
+        if (j < HD / 2u) {
+            let d = slot_dim(j);  // slots [0, HD / 2) came from the other workgroup
+            cur_q[d] = bitcast<f32>(flow_get_u32(p.f_q + h * HD + d));
+        } else if (j < HD / 2u + kw) {
+            let i = j - HD / 2u;
+            cur_k[i] = flow_get_u32(p.f_k + kvh * kw + i);
+        } else {
+            let i = j - HD / 2u - kw;
+            cur_v[i] = flow_get_u32(p.f_v + kvh * vw + i);
+        }
+    }
 }
 
-// lib/attention_core.wgsl: q from this workgroup's half and flow Q; the current position's K / V
-// row words from flow (polled: their workgroups have lower ids), older rows from the cache.
-fn att_q(t: u32, i: u32) -> f32 {
-    let d = i % HD;
-    if (slot_of_dim(d) >= HD / 2u) { return cur_q[d]; }
-    return flow_get(p.f_q + i);
-}
-
-fn kv_row_words_k() -> u32 { return select(p.n_embd_kv, p.n_embd_kv / 2u, K_F16); }
-fn kv_row_words_v() -> u32 { return select(p.n_embd_kv, p.n_embd_kv / 2u, V_F16); }
+// lib/attention_core.wgsl: q and the current position's rows from workgroup memory, older rows
+// from the cache.
+fn att_q(t: u32, i: u32) -> f32 { return cur_q[i % HD]; }
 
 fn att_k(w: u32) -> u32 {
-    let r = w - p.k_row;
-    if (r < kv_row_words_k()) { return flow_get_u32(p.f_k + r); }
+    let r = w - cur_k_word;
+    if (r < select(HD, HD / 2u, K_F16)) { return cur_k[min(r, HD_MAX - 1u)]; }
     return k_cache[w / 4u][w % 4u];
 }
 
 fn att_k4(i: u32) -> vec4<u32> {
-    let r = 4u * i - p.k_row;  // (the row starts on a whole vec4: the host checks)
-    if (r < kv_row_words_k()) {
-        return vec4<u32>(flow_get_u32(p.f_k + r), flow_get_u32(p.f_k + r + 1u), flow_get_u32(p.f_k + r + 2u),
-                         flow_get_u32(p.f_k + r + 3u));
+    let r = 4u * i - cur_k_word;  // (the row starts on a whole vec4: the host checks)
+    if (r < select(HD, HD / 2u, K_F16)) {
+        let b = min(r, HD_MAX - 4u);
+        return vec4<u32>(cur_k[b], cur_k[b + 1u], cur_k[b + 2u], cur_k[b + 3u]);
     }
     return k_cache[i];
 }
 
 fn att_v(w: u32) -> u32 {
-    let r = w - p.v_row;
-    if (r < kv_row_words_v()) { return flow_get_u32(p.f_v + r); }
+    let r = w - cur_v_word;
+    if (r < select(HD, HD / 2u, V_F16)) { return cur_v[min(r, HD_MAX - 1u)]; }
     return v_cache[w];
 }
 
@@ -244,7 +255,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         role = select(ROLE_Q_PUT, ROLE_Q_ATTEND, half == 1u);
         qkv_decode_rows(lid, 2u * h + half, LANES, K, p.scales_offset, p.oscales_offset);
         if (half == 1u) {
-            workgroupBarrier();  // (cur_q)
+            fetch_current(lid, h);
+            workgroupBarrier();  // (cur_q, cur_k, cur_v)
             attend(lid, h, 0u);
         }
         return;
