@@ -22,7 +22,7 @@ bool WebGpuBackend::try_decode_qkv_attention(const Tensor & out, const KvLayer &
     // q: two workgroups per head of hd / 2 rows; k / v: 16 rows per workgroup, with as many lanes
     // as the q workgroups' size gives them. $TERN_WEBGPU_QKV_ATTN_WG (a tuning aid) asks for a size.
     static const uint32_t wg_env = env_u32("TERN_WEBGPU_QKV_ATTN_WG", 256);
-    const auto            tq     = decode_tiling(w, 1, static_cast<uint32_t>(hd / 2), 1, 4, wg_env);
+    const auto tq = decode_tiling(w, 1, static_cast<uint32_t>(hd / 2), 1, std::max<uint32_t>(4, wg_env / u32(hd / 2)), wg_env);
     if (!tq || tq->rows != hd / 2) return false;
     const uint32_t wg = tq->wg;
     const auto     tk = decode_tiling(w, 1, 16, 1, std::max<uint32_t>(4, wg / 16), wg);
@@ -127,7 +127,7 @@ bool WebGpuBackend::try_decode_qkv_attention(const Tensor & out, const KvLayer &
     }
     // The prefetch workgroups: as attention.wgsl's, on the compute units the others leave free.
     uint32_t   pf_groups = 0;
-    WGPUBuffer pf        = gpu_buffer(out);
+    WGPUBuffer pf        = w.buffer->get();  // (read-only: any buffer when nothing is pulled)
     if (prefetch) {
         const uint32_t words = static_cast<uint32_t>(prefetch->buffer->size_bytes() / 4);
         static const uint32_t loads_env = std::min<uint32_t>(env_u32("TERN_WEBGPU_WPF_LOADS", 0), k_prefetch_loads_max);

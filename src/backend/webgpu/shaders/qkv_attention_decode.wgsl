@@ -71,6 +71,9 @@ override PF_WORDS: u32 = 0u;
 override PF_LOADS: u32 = 5u;
 const PF_STRIDE: u32 = 16u;  // (the host's k_prefetch_stride_words)
 override TICKETS: bool = false;
+// A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=QA_STOP=n): the attending workgroups
+// end once their q rows are done (1), or once the other half and the new row are fetched (2).
+override QA_STOP: u32 = 0u;
 // qkv_rope_decode.wgsl's cache-row prefetch, by the k / v workgroups.
 override KV_PREFETCH: bool = true;
 override KV_PF_STRIDE: u32 = 16u;
@@ -254,9 +257,13 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let half = qg / N_HEAD;
         role = select(ROLE_Q_PUT, ROLE_Q_ATTEND, half == 1u);
         qkv_decode_rows(lid, 2u * h + half, LANES, K, p.scales_offset, p.oscales_offset);
-        if (half == 1u) {
+        if (half == 1u && QA_STOP != 1u) {
             fetch_current(lid, h);
             workgroupBarrier();  // (cur_q, cur_k, cur_v)
+            if (QA_STOP == 2u) {
+                if (lid < HD) { out[p.out_offset + h * HD + lid] = cur_q[lid] + bitcast<f32>(cur_k[lid / 2u] ^ cur_v[lid / 2u]); }
+                return;
+            }
             attend(lid, h, 0u);
         }
         return;
