@@ -354,26 +354,6 @@ TEST(WebGpuModel, LayerKernelDecodingMatchesCpu) {
     EXPECT_EQ(be->layer_dispatches() - before, 2 * (20 + 12));
 }
 
-// qkv and attention in one dispatch per decoded layer (qkv_attention_decode.wgsl): prompt through
-// the general kernels, then every decoded token through the fused kernel while the position allows
-// it, against the CPU; both cache types; and no dataflow poll may have given up.
-TEST(WebGpuModel, QkvAttentionKernelDecodingMatchesCpu) {
-    TERN_REQUIRE_WEBGPU();
-    auto * be = dynamic_cast<WebGpuBackend *>(test::shared_webgpu().backend.get());
-    ASSERT_NE(be, nullptr);
-    struct Off {
-        WebGpuBackend * be;
-        ~Off() { be->set_qkv_attention(false); }
-    } off{be};
-    be->set_qkv_attention(true);
-    const int64_t before = be->fused_attention_dispatches();
-    run_both(synth_model("i2s", DType::i2_s, DType::f16), some_tokens(13, 256), {DType::f16, 7, 20});
-    run_both(synth_model("i2s", DType::i2_s, DType::f16), some_tokens(5, 256), {DType::f32, 7, 12});
-    EXPECT_EQ(be->layer_flow_error(), 0u);
-    // 2 layers x (20 + 12 decoded tokens): the kernel did run (it falls back silently otherwise).
-    EXPECT_EQ(be->fused_attention_dispatches() - before, 2 * (20 + 12));
-}
-
 // The reductions of the decode prologues, attention and the prompt softmax: the shared backend takes
 // the subgroup variants wherever the adapter has subgroups (SwiftShader: 4 wide), so the other tests
 // run those; here the barrier-tree variants (subgroup_reductions = false) against the CPU too.

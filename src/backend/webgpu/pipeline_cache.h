@@ -29,7 +29,7 @@ struct WgslOverride {
 struct PipelineKey {
     std::string_view             shader;     // table name, e.g. "matmul_ternary"
     std::string_view             signature;  // binding signature, e.g. "rrrwu"
-    std::array<WgslOverride, 32> overrides{};
+    std::array<WgslOverride, 24> overrides{};
     auto operator<=>(const PipelineKey &) const = default;
     std::string label() const;  // "matmul_ternary[ROWS=4,TOKS=1]"
     // Sets `name` in the first unused slot (asserts there is one).

@@ -122,8 +122,6 @@ WebGpuBackend::WebGpuBackend(const WebGpuOptions & options)
     fuse_norms_ = !(fuse && std::string_view(fuse) == "0");
     const char * layer = std::getenv("TERN_WEBGPU_LAYER");
     layer_kernel_      = layer && std::string_view(layer) == "1";
-    const char * qkv_attention = std::getenv("TERN_WEBGPU_QKV_ATTN");
-    qkv_attention_     = qkv_attention && std::string_view(qkv_attention) == "1";
     probe_numerics();
     const char * sg = std::getenv("TERN_WEBGPU_SUBGROUPS");
     if (!options.subgroup_reductions || (sg && std::string_view(sg) == "0")) {
@@ -574,19 +572,16 @@ void WebGpuBackend::finish_readback(Readback & r, void * dst) {
 }
 
 void WebGpuBackend::check_layer_flow() {
-    // Whatever came back may depend on layer_decode.wgsl or qkv_attention_decode.wgsl steps: a
-    // dataflow poll that gave up made their values garbage, so say so rather than return them.
-    if (layer_dispatches_ != layer_checked_ || fused_attention_dispatches_ != fused_attention_checked_) {
-        const bool layer = layer_dispatches_ != layer_checked_;
-        layer_checked_           = layer_dispatches_;
-        fused_attention_checked_ = fused_attention_dispatches_;
+    // Whatever came back may depend on layer_decode.wgsl steps: a dataflow poll that gave up made
+    // their values garbage, so say so rather than return them.
+    if (layer_dispatches_ != layer_checked_) {
+        layer_checked_ = layer_dispatches_;
         if (layer_flow_error() != 0) {
             const uint32_t zero = 0;
             wgpu().wgpuQueueWriteBuffer(ctx_.queue(), flow_->get(), 4, &zero, 4);
             fail(ErrorKind::device,
-                 layer ? "webgpu: the one-dispatch layer kernel gave up waiting for a value (results are wrong)"
-                       : "webgpu: the one-dispatch qkv + attention kernel gave up waiting for a value (results are wrong)",
-                 layer ? "run without TERN_WEBGPU_LAYER=1" : "run without TERN_WEBGPU_QKV_ATTN=1");
+                 "webgpu: the one-dispatch layer kernel gave up waiting for a value (results are wrong)",
+                 "run without TERN_WEBGPU_LAYER=1");
         }
     }
 }

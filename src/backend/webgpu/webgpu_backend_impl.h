@@ -239,10 +239,6 @@ public:
     // One dispatch per decoded layer (layer_decode.wgsl) instead of five: off by default (slower on
     // an H200: 351 vs 452 tokens/s, see the README), on with $TERN_WEBGPU_LAYER=1 or this setter.
     void set_layer_kernel(bool on) { layer_kernel_ = on; }
-    // qkv and attention in one dispatch per decoded layer (qkv_attention_decode.wgsl); the count of
-    // such dispatches, for tests.
-    void    set_qkv_attention(bool on) { qkv_attention_ = on; }
-    int64_t fused_attention_dispatches() const { return fused_attention_dispatches_; }
     // layer_decode.wgsl's error flag: non-zero when a poll gave up (its values were garbage). Waits.
     uint32_t layer_flow_error();
     int64_t  layer_dispatches() const { return layer_dispatches_; }
@@ -336,13 +332,6 @@ private:
     bool try_decode_qkv(const Tensor & q, const KvLayer & kv, const GpuLinear & w, const QuantizedActs & a,
                         const Tensor * x, const Weight * norm, float eps, const AttentionShape & shape, int64_t pos0,
                         const GpuLinear * prefetch = nullptr);
-    // One token's fused norm + qkv + RoPE + KV append and attention (its short form) in one dispatch
-    // (shaders/qkv_attention_decode.wgsl, webgpu_qkv_attention.cpp), its output to `out`, q never
-    // stored; false (nothing encoded) where it does not apply. prefetch: a weight pulled into L2 by
-    // workgroups of its own, as attention_prefetching's.
-    bool try_decode_qkv_attention(const Tensor & out, const KvLayer & kv, const GpuLinear & w, const QuantizedActs & a,
-                                  const Tensor & x, const Weight & norm, float eps, const AttentionShape & shape,
-                                  int64_t pos0, const GpuLinear * prefetch);
     WGPUBuffer add_kernel_prefetch(PipelineKey & key, const GpuLinear * pf, uint32_t groups, uint32_t wg,
                                    WGPUBuffer filler) const;
     uint32_t attention_score_slots(uint32_t wg, uint32_t kpart, uint32_t tile_words, uint32_t hd) const;
@@ -393,7 +382,6 @@ private:
     std::string   subgroup_note_;  // why the subgroup reductions are not used; "" when they are
     bool          fuse_norms_  = true;  // $TERN_WEBGPU_FUSE=0 turns the fused decode prologues off
     bool          layer_kernel_ = false;  // $TERN_WEBGPU_LAYER=1 (set_layer_kernel)
-    bool          qkv_attention_ = false; // $TERN_WEBGPU_QKV_ATTN=1 (set_qkv_attention)
     // The decode LM head also writes the argmax's first stage (chunk winners of 64 rows) for the
     // logits it produced; argmax() right after it only runs the final stage.
     struct HeadPartials {
@@ -489,8 +477,6 @@ private:
     std::array<uint32_t, 7>                        flow_done_{};  // its completion counters' values
     int64_t                                        layer_dispatches_ = 0;
     int64_t                                        layer_checked_ = 0;  // layer_dispatches_ at the last flag check
-    int64_t fused_attention_dispatches_ = 0;  // qkv_attention_decode.wgsl dispatches (which also poll flow_)
-    int64_t fused_attention_checked_    = 0;  // fused_attention_dispatches_ at the last flag check
     std::unique_ptr<GpuBuffer>                     attn_scores_;  // prompt attention scores / probabilities
     std::unique_ptr<GpuBuffer>                     attn_part_;    // prompt attention segment sums
     int64_t                                        attn_scratch_budget_ = 0;  // WebGpuOptions::attention_scratch_bytes

@@ -130,13 +130,10 @@ void WebGpuBackend::transformer_layer(const LayerWeights & w, const LayerTensors
     }
     const auto & links  = kernel_prefetch_links();
     const auto   pf_for = [&](LayerWeightId kernel) { return links[kernel] == k_wnone ? nullptr : pulled[links[kernel]]; };
-    if (n > 1 || !try_decode_qkv_attention(t.attn, kv, qkv, t.a_embd, t.x, *w.attn_norm, eps, shape, pos0,
-                                           n == 1 ? prefetch[0] : nullptr)) {
-        if (!try_decode_qkv(t.q, kv, qkv, t.a_embd, &t.x, w.attn_norm, eps, shape, pos0, pf_for(k_wqkv))) {
-            Backend::norm_qkv_rope_kv_append(t.q, kv, *w.attn_qkv, t.a_embd, t.x, *w.attn_norm, eps, shape, pos0);
-        }
-        attention_prefetching(t.attn, t.q, kv, shape, pos0, std::span<const GpuLinear * const>(prefetch, n));
+    if (!try_decode_qkv(t.q, kv, qkv, t.a_embd, &t.x, w.attn_norm, eps, shape, pos0, pf_for(k_wqkv))) {
+        Backend::norm_qkv_rope_kv_append(t.q, kv, *w.attn_qkv, t.a_embd, t.x, *w.attn_norm, eps, shape, pos0);
     }
+    attention_prefetching(t.attn, t.q, kv, shape, pos0, std::span<const GpuLinear * const>(prefetch, n));
     if (!try_decode_bitlinear(t.x, *weights[k_wo], t.a_q, &t.attn, w.attn_sub_norm, eps, true, pf_for(k_wo))) {
         Backend::norm_bitlinear(t.x, *w.attn_output, t.a_q, t.attn, *w.attn_sub_norm, eps, /*accumulate=*/true);
     }

@@ -141,10 +141,6 @@ struct Params {
 @group(0) @binding(9) var<storage, read_write> flow: array<atomic<u32>>;
 @group(0) @binding(10) var<uniform> p: Params;
 
-// lib/qkv_store.wgsl's cache stores.
-fn k_cache_store(w: u32, word: u32) { k_cache[w] = word; }
-fn v_cache_store(w: u32, word: u32) { v_cache[w] = word; }
-
 const PHASE_QKV: u32 = 0u;
 const PHASE_O: u32 = 1u;
 const PHASE_GU: u32 = 2u;

@@ -59,10 +59,6 @@ struct Params {
 @group(0) @binding(6) var<storage, read_write> v_cache: array<u32>;
 @group(0) @binding(7) var<uniform> p: Params;
 
-// lib/qkv_store.wgsl's cache stores.
-fn k_cache_store(w: u32, word: u32) { k_cache[w] = word; }
-fn v_cache_store(w: u32, word: u32) { v_cache[w] = word; }
-
 fn store_q(tok: u32, i: u32, v: f32) { q_out[p.q_offset + tok * p.q_stride + i] = v; }
 fn kv_word_stored(is_k: bool, w: u32, word: u32) {}
 

@@ -59,16 +59,10 @@ fn flow_poll(w: u32) -> u32 {
     return 0xffff0000u;
 }
 
-// Value i's bits: both words loaded in each round (one round trip where they are current).
 fn flow_get_u32(i: u32) -> u32 {
-    let w = FLOW_BASE + 2u * i;
-    for (var n = 0u; n < FLOW_MAX_POLLS; n++) {
-        let hi = atomicLoad(&flow[w]);
-        let lo = atomicLoad(&flow[w + 1u]);
-        if ((((hi ^ p.tag) | (lo ^ p.tag)) & 0xffffu) == 0u) { return (hi & 0xffff0000u) | (lo >> 16u); }
-    }
-    atomicStore(&flow[1], 1u);
-    return 0xffffffffu;  // (a NaN)
+    let hi = flow_poll(FLOW_BASE + 2u * i);
+    let lo = flow_poll(FLOW_BASE + 2u * i + 1u);
+    return (hi & 0xffff0000u) | (lo >> 16u);
 }
 
 fn flow_get(i: u32) -> f32 { return bitcast<f32>(flow_get_u32(i)); }
