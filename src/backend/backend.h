@@ -262,6 +262,9 @@ public:
     // too). 1, the default: every step.
     virtual void set_steps_per_submit(int64_t /*n*/) {}
     virtual void submit_steps() {}
+    // The device is idle and steps follow (device backends, greedy decoding): the next step may be
+    // submitted in growing pieces, so that the device starts on it while the rest is recorded.
+    virtual void start_from_idle() {}
     // Steps recorded ahead (device backends): hold_step() ends a step like end_step() but keeps it
     // unsubmitted; release_held_step() submits it, after anything written or read meanwhile (a
     // write of its input token, a read of the previous step's results); drop_held_step() discards

@@ -236,6 +236,7 @@ int64_t Session::decode_greedy(int32_t first, int64_t n_max, const std::function
     int64_t produced = 0;
     int     cur      = 0;
     be.write(ids_view(cur, 0, 1), &first, sizeof first);
+    be.start_from_idle();
     int64_t steps    = std::min({batch, n_max, kv_.n_ctx - n_past_});
     int64_t recorded = 0;  // steps of this batch recorded already (its first ones, during the previous one)
     while (steps > 0) {

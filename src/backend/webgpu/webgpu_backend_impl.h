@@ -129,9 +129,11 @@ public:
     size_t greedy_head_bytes(const Weight & head) const override;
     // (The greedy head's last argmax stage may stay deferred for the next step's embed to fold in.)
     void end_step() override {
+        step_->ramp_submits(0, 0);  // (start_from_idle's pieces end with the step)
         if (++steps_unsubmitted_ >= steps_per_submit_) submit_steps();
     }
     void set_steps_per_submit(int64_t n) override;
+    void start_from_idle() override;
     void submit_steps() override {
         steps_unsubmitted_ = 0;
         step_->flush_keeping_deferred();
@@ -332,6 +334,12 @@ private:
     bool try_decode_qkv(const Tensor & q, const KvLayer & kv, const GpuLinear & w, const QuantizedActs & a,
                         const Tensor * x, const Weight * norm, float eps, const AttentionShape & shape, int64_t pos0,
                         const GpuLinear * prefetch = nullptr);
+    // transformer_layer's split of one weight's prefetch ($TERN_WEBGPU_PF_SPLIT): a matmul's link
+    // to `weight` pulls its words [0, words), attention's workgroups the rest.
+    struct PrefetchSplit {
+        const GpuLinear * weight = nullptr;
+        uint32_t          words  = 0;
+    } prefetch_split_;
     WGPUBuffer add_kernel_prefetch(PipelineKey & key, const GpuLinear * pf, uint32_t groups, uint32_t wg,
                                    WGPUBuffer filler) const;
     uint32_t attention_score_slots(uint32_t wg, uint32_t kpart, uint32_t tile_words, uint32_t hd) const;

@@ -149,7 +149,8 @@ WGPUBuffer WebGpuBackend::stats_buffer() {
 WGPUBuffer WebGpuBackend::add_kernel_prefetch(PipelineKey & key, const GpuLinear * pf, uint32_t groups, uint32_t wg,
                                               WGPUBuffer filler) const {
     if (!pf) return filler;
-    const uint32_t words = static_cast<uint32_t>(pf->buffer->size_bytes() / 4);
+    const uint32_t all   = static_cast<uint32_t>(pf->buffer->size_bytes() / 4);
+    const uint32_t words = pf == prefetch_split_.weight ? std::min(all, prefetch_split_.words) : all;
     key.add("KPF_WORDS", static_cast<double>(words));
     key.add("KPF_GROUPS", static_cast<double>(groups));
     key.add("KPF_LOADS", static_cast<double>(ceil_div(words, int64_t{k_prefetch_stride_words} * groups * wg)));
@@ -444,7 +445,30 @@ uint32_t WebGpuBackend::try_decode_head_i8(const Tensor & logits, const GpuTable
     // 64-row blocks per workgroup ($TERN_WEBGPU_HEAD_BLOCKS, a tuning aid): each workgroup stages h
     // once for all of its blocks.
     static const uint32_t blocks = std::clamp<uint32_t>(env_u32("TERN_WEBGPU_HEAD_BLOCKS", 8), 1, 64);
-    const uint32_t        groups = ((n_vocab + 63) / 64 + blocks - 1) / blocks;
+    // $TERN_WEBGPU_HEAD_GROUPS=n (with subgroup teams): n workgroups, each team row of 8 rows dealt
+    // to them in turn (ITERS), instead of blocks of 64 rows. $TERN_WEBGPU_HEAD_TOUCH=d: rows touched
+    // ahead (HEAD_TOUCH).
+    static const uint32_t groups_env = env_u32("TERN_WEBGPU_HEAD_GROUPS", 0);
+    static const uint32_t touch      = std::min<uint32_t>(env_u32("TERN_WEBGPU_HEAD_TOUCH", 0), 4);
+    // A team of 32 lanes per row is a subgroup when subgroups are exactly 32 wide: rows are summed by
+    // subgroupAdd and the stream has no barriers (TEAM_SG). $TERN_WEBGPU_HEAD_TEAM_SG=0 turns it off.
+    static const bool team_env = env_u32("TERN_WEBGPU_HEAD_TEAM_SG", 1) != 0;
+    const auto & a       = ctx_.adapter();
+    const bool   team_sg = team_env && pipelines_.subgroup_variants() && a.subgroup_min == 32 && a.subgroup_max == 32;
+    PipelineKey  key{ternary_shader("lm_head_i8_argmax"),
+                    "rrrrwwrwu",
+                    {{{"K", k},
+                      {"NORM", 1.0},
+                      {"BLOCKS", static_cast<double>(blocks)},
+                      {"TEAM_SG", team_sg ? 1.0 : 0.0},
+                      {"EXACT_TAIL", exact_tail ? 1.0 : 0.0}}}};
+    uint32_t groups = ((n_vocab + 63) / 64 + blocks - 1) / blocks;
+    if (team_sg && groups_env > 0) {
+        const uint32_t units = (n_vocab + 7) / 8;  // team rows
+        groups               = std::min(groups_env, units);
+        key.add("ITERS", static_cast<double>((units + groups - 1) / groups));
+    }
+    if (touch > 0) key.add("HEAD_TOUCH", static_cast<double>(touch));
     // Per-row bounds, then each workgroup's lower bound.
     const WGPUBuffer partials = argmax_partials((static_cast<size_t>(groups) + n_vocab) * 8);
     HeadParams       p        = head_params(head, x, logits, round_input_f16, eps);
@@ -456,18 +480,6 @@ uint32_t WebGpuBackend::try_decode_head_i8(const Tensor & logits, const GpuTable
         p.thr_slot     = head_thr_slot_;
         head_thr_slot_ = 1 - head_thr_slot_;
     }
-    // A team of 32 lanes per row is a subgroup when subgroups are exactly 32 wide: rows are summed by
-    // subgroupAdd and the stream has no barriers (TEAM_SG). $TERN_WEBGPU_HEAD_TEAM_SG=0 turns it off.
-    static const bool team_env = env_u32("TERN_WEBGPU_HEAD_TEAM_SG", 1) != 0;
-    const auto & a       = ctx_.adapter();
-    const bool   team_sg = team_env && pipelines_.subgroup_variants() && a.subgroup_min == 32 && a.subgroup_max == 32;
-    const PipelineKey key{ternary_shader("lm_head_i8_argmax"),
-                          "rrrrwwrwu",
-                          {{{"K", k},
-                            {"NORM", 1.0},
-                            {"BLOCKS", static_cast<double>(blocks)},
-                            {"TEAM_SG", team_sg ? 1.0 : 0.0},
-                            {"EXACT_TAIL", exact_tail ? 1.0 : 0.0}}}};
     const WGPUBuffer  bufs[] = {head.q8->get(),     head.q8_info->get(), gpu_buffer(x), norm.buffer->get(),
                                 gpu_buffer(logits), partials,            head.buffer->get(), exact};
     step_->dispatch(key, bufs, &p, sizeof p, groups);

@@ -189,6 +189,10 @@ void StepEncoder::dispatch(const PipelineKey & key, std::span<const WGPUBuffer> 
     const int copies = !repeat.empty() && repeat.find("," + std::string(key.shader) + ",") != std::string::npos ? 5 : 1;
     if (n_slots_ == k_slots) flush();
     if (split_every_ > 0 && n_slots_ >= split_every_) flush_keeping_deferred();
+    if (ramp_at_ > 0 && n_slots_ >= ramp_at_) {
+        flush_keeping_deferred();
+        ramp_at_ = 2 * ramp_at_ <= ramp_last_ ? 2 * ramp_at_ : 0;
+    }
 
     WGPUComputePipeline pipeline = pipelines_.pipeline(key);
     WGPUBindGroup       group    = bind_group(key, buffers);

@@ -39,6 +39,12 @@ public:
     // The same, but a deferred dispatch stays deferred: the next command or flush records it, or
     // the next step's first command claims it (end of a step: WebGpuBackend::end_step).
     void flush_keeping_deferred();
+    // Submits after the next `first` dispatches, then after twice as many, and so on while a piece
+    // is at most `last` dispatches (the start of a run of steps on an idle device).
+    void ramp_submits(size_t first, size_t last) {
+        ramp_at_   = first;
+        ramp_last_ = last;
+    }
     // A dispatch recorded late (the greedy head's last argmax stage): `record` runs right before the
     // next command is recorded or before the commands are finished (flush(), hold()), unless the
     // command that reads what it would write does that work itself and claims it first with
@@ -129,6 +135,7 @@ private:
     double                                      gpu_span_ms_ = 0, gpu_busy_ms_ = 0;
     int                                         gap_dispatches_ = 0;  // $TERN_WEBGPU_GAP
     size_t                                      split_every_    = 0;  // $TERN_WEBGPU_SPLIT_SUBMITS
+    size_t                                      ramp_at_ = 0, ramp_last_ = 0;  // ramp_submits
     uint32_t                                    gap_groups_     = 1;
     WgpuHandle<WGPUBuffer>                      gap_scratch_;
 };

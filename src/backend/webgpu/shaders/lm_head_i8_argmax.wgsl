@@ -73,6 +73,19 @@ override EXACT_TAIL: bool = false;
 override H_REGS: bool = true;
 // A timing aid (results are wrong when set): 1 ends the tail after its list, 2 before it.
 override TAIL_STOP: u32 = 0u;
+// Rows touched ahead (HEAD_TOUCH > 0): while a team dots row r and holds row r + 1 in registers, each
+// lane also loads one word per 64 bytes of row r + 1 + HEAD_TOUCH (a few registers, not a row's 20),
+// so that that row is on its way from DRAM into L2 when its full load is issued HEAD_TOUCH rows
+// later; the touched words are folded into a value kept by a store that never happens (p.rn_zero),
+// one row after their load, when they have arrived. Before h is staged rows 1 .. HEAD_TOUCH are
+// touched, so DRAM works while the prologue runs. With one row in registers per team the stream is
+// bound by the bytes in flight per compute unit (16 blocks per workgroup, one workgroup per unit:
+// ~30% slower than two per unit), not by DRAM.
+override HEAD_TOUCH: u32 = 0u;
+// Team rows per workgroup (ITERS > 0, with TEAM_SG): team row rr of workgroup w is row
+// (rr * groups + w) * 8 + team, so the host can take any number of workgroups (e.g. a multiple of
+// the compute units) and each does ceil(rows / 8 / groups) team rows, not 8 BLOCKS.
+override ITERS: u32 = 0u;
 var<private> n_groups: u32;  // workgroups in the dispatch
 
 
@@ -90,6 +103,22 @@ var<workgroup> red: array<vec2<i32>, 1024>;  // [team][row r][lane % 16]
 var<workgroup> h_hi: array<vec4<u32>, K / 16u>;  // a = the high int8 of H, 16 per vec4
 var<workgroup> h_lo: array<vec4<u32>, K / 16u>;  // b = H - 256 a
 
+// Team rows per workgroup.
+fn team_rows() -> u32 {
+    if (ITERS > 0u) { return ITERS; }
+    return 8u * BLOCKS;
+}
+
+// HEAD_TOUCH: one word per 64 bytes of a row, XORed (the loads pull the row into L2).
+fn touch_row(row: u32, lane: u32) -> u32 {
+    var t = 0u;
+    if (row < p.n_vocab) {
+        let words = K / 16u;
+        for (var s = lane; s * 4u < words; s += 32u) { t ^= q8[row * words + s * 4u].x; }
+    }
+    return t;
+}
+
 fn load_row(row: u32, lane: u32) -> array<vec4<u32>, 8> {
     var wv: array<vec4<u32>, 8>;
     let words = K / 16u;
@@ -105,6 +134,7 @@ fn load_row(row: u32, lane: u32) -> array<vec4<u32>, 8> {
 // Team `team`'s row rr (0 .. 8 BLOCKS - 1) of this workgroup; rr = j / 8, team = j % 8 for
 // j = 0 .. 64 BLOCKS - 1 visits the workgroup's rows in order.
 fn row_of(wid: u32, rr: u32, team: u32) -> u32 {
+    if (ITERS > 0u) { return (rr * n_groups + wid) * 8u + team; }
     return block_of(wid, rr / 8u) * 64u + (rr % 8u) * 8u + team;
 }
 
@@ -159,7 +189,13 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let team  = lid / 32u;
     let lane  = lid % 32u;
     let words = K / 16u;
+    let iters = team_rows();
     var next  = load_row(row_of(wid.x, 0u, team), lane);  // issued before h is staged
+    var touched = 0u;  // (HEAD_TOUCH) touches of earlier rows, folded in
+    var pending = 0u;  // (HEAD_TOUCH) the touches issued last, folded in one row later
+    for (var d = 1u; d <= HEAD_TOUCH; d++) {
+        if (d < iters) { pending ^= touch_row(row_of(wid.x, d, team), lane); }
+    }
     if (EXACT_TAIL && wid.x == 0u && lid == 0u) { atomicStore(&exact_out[1u - p.thr_slot], 0u); }
     var norms = vec3<f32>(1.0);
     if (HEAD_STOP != 2u) {
@@ -191,12 +227,17 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     if (team_sg) { next_info = load_info(row_of(wid.x, 0u, team)); }
 
     var acc: array<vec2<i32>, 8>;  // (sum q a, sum q b) of the block's rows
-    for (var rr = 0u; rr < 8u * BLOCKS; rr++) {
+    for (var rr = 0u; rr < iters; rr++) {
         let wv = next;
         let sc_row = next_info;
-        if (rr + 1u < 8u * BLOCKS) {
+        if (rr + 1u < iters) {
             next = load_row(row_of(wid.x, rr + 1u, team), lane);
             if (team_sg) { next_info = load_info(row_of(wid.x, rr + 1u, team)); }
+        }
+        if (HEAD_TOUCH > 0u) {
+            touched ^= pending;
+            pending = 0u;
+            if (rr + 1u + HEAD_TOUCH < iters) { pending = touch_row(row_of(wid.x, rr + 1u + HEAD_TOUCH, team), lane); }
         }
         var ia = 0;
         var ib = 0;
@@ -230,7 +271,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                     bi = row;
                 }
             }
-            if (EXACT_TAIL && lane == 0u && rr % 8u == 7u) { publish_bound(bv, bi); }  // (each block)
+            if (EXACT_TAIL && lane == 0u && (rr % 8u == 7u || rr + 1u == iters)) { publish_bound(bv, bi); }  // (each block)
             continue;
         }
         acc[rr % 8u] = vec2<i32>(ia, ib);
@@ -276,6 +317,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         }
         if (EXACT_TAIL && lid == 0u) { publish_bound(bv, bi); }
     }
+    if (HEAD_TOUCH > 0u && ((touched ^ pending) & p.rn_zero) != 0u) { logits[p.out_offset] = bitcast<f32>(touched); }
     if (EXACT_TAIL) {
         exact_tail(lid, wid.x);
         return;
@@ -326,7 +368,7 @@ fn exact_tail(lid: u32, wid: u32) {
     storageBarrier();  // the workgroup's f, B (written by each team's lane 0) and bounds
     workgroupBarrier();
     let t_key = atomicLoad(&exact_out[p.thr_slot]);
-    let rows  = 64u * BLOCKS;
+    let rows  = 8u * team_rows();
     for (var j = lid; j < rows; j += WG) {
         let row = row_of(wid, j / 8u, j % 8u);  // (every row of the workgroup once)
         if (row < p.n_vocab) {
