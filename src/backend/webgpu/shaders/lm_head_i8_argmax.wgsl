@@ -82,9 +82,10 @@ override TAIL_STOP: u32 = 0u;
 // bound by the bytes in flight per compute unit (16 blocks per workgroup, one workgroup per unit:
 // ~30% slower than two per unit), not by DRAM.
 override HEAD_TOUCH: u32 = 0u;
-// Team rows per workgroup (ITERS > 0, with TEAM_SG): team row rr of workgroup w is row
-// (rr * groups + w) * 8 + team, so the host can take any number of workgroups (e.g. a multiple of
-// the compute units) and each does ceil(rows / 8 / groups) team rows, not 8 BLOCKS.
+// Team rows per workgroup (ITERS > 0; without TEAM_SG a multiple of 8, the blocks that are reduced
+// together): team row rr of workgroup w is row (rr * groups + w) * 8 + team, so the host can take
+// any number of workgroups (e.g. a multiple of the compute units) and each does about
+// rows / 8 / groups team rows, not 8 BLOCKS.
 override ITERS: u32 = 0u;
 var<private> n_groups: u32;  // workgroups in the dispatch
 
@@ -301,9 +302,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         }
         var rv = 0.0;
         var ri = 0xffffffffu;
-        let blk = block_of(wid.x, rr / 8u);
         if (lane < 8u) {
-            let row = blk * 64u + lane * 8u + team;
+            let row = row_of(wid.x, rr - 7u + lane, team);  // (= blk * 64 + lane * 8 + team for blocks)
             if (row < p.n_vocab) {
                 let fb = store_row(row, info[row], red[(team * 8u + lane) * 16u], norms);
                 rv = fb.x - fb.y;
