@@ -246,6 +246,44 @@ TEST_F(WebGpuOps, HeldStepsRunWithTheInputWrittenBeforeTheirRelease) {
     EXPECT_EQ(row_of(y.tensor), 2) << "the rest of a split step runs at once, with the input it had";
 }
 
+// Backend::start_from_idle: the next step goes out in pieces, the first of 8 dispatches (the default
+// of $TERN_WEBGPU_START_CHUNK), so a step of 12 cannot be held whole; one of 7 can, and the pieces
+// end with the step.
+TEST_F(WebGpuOps, AStepAfterAnIdleDeviceGoesOutInPieces) {
+    Backend &          b  = gpu();
+    const int64_t      k  = 64, nv = 10;
+    std::vector<float> table(static_cast<size_t>(k * nv));
+    for (int64_t i = 0; i < k * nv; ++i) table[static_cast<size_t>(i)] = static_cast<float>(i);
+    const std::vector<uint8_t> bytes(reinterpret_cast<const uint8_t *>(table.data()),
+                                     reinterpret_cast<const uint8_t *>(table.data()) + table.size() * 4);
+    const WeightSource src{"e", DType::f32, {k, nv, 1, 1}, bytes};
+    auto               e   = b.load_embedding(src);
+    auto               tok = alloc_tensor(b, DType::i32, {1, 1, 1, 1}, "token");
+    auto               x   = alloc_tensor(b, DType::f32, {k, 1, 1, 1}, "x");
+    auto row_of = [&](const Tensor & t) { return static_cast<int>(read_f32(b, t)[0]) / static_cast<int>(k); };
+    int32_t id = 3;
+    b.write(tok.tensor, &id, 4);
+    b.synchronize();
+    b.start_from_idle();
+    b.begin_step();
+    for (int i = 0; i < 7; ++i) b.embed(x.tensor, *e, tok.tensor);
+    ASSERT_TRUE(b.hold_step()) << "7 dispatches are less than the first piece";
+    b.release_held_step();
+    EXPECT_EQ(row_of(x.tensor), 3);
+    b.start_from_idle();
+    b.begin_step();
+    for (int i = 0; i < 12; ++i) b.embed(x.tensor, *e, tok.tensor);
+    EXPECT_FALSE(b.hold_step()) << "the step was not submitted in pieces";
+    EXPECT_EQ(row_of(x.tensor), 3);
+    b.begin_step();  // the pieces ended with the step before
+    for (int i = 0; i < 12; ++i) b.embed(x.tensor, *e, tok.tensor);
+    ASSERT_TRUE(b.hold_step());
+    id = 6;
+    b.write(tok.tensor, &id, 4);
+    b.release_held_step();
+    EXPECT_EQ(row_of(x.tensor), 6);
+}
+
 TEST_F(WebGpuOps, BitlinearAccumulateIntoAColumnViewWithTokenTiles) {
     for (DType type : k_lowbit_types) {
         for (int64_t T : {1, 11}) {

@@ -421,9 +421,10 @@ void WebGpuBackend::set_steps_per_submit(int64_t n) {
 // The first step after the device idled goes out in pieces of 8, 16, 32 and 64 dispatches (then
 // the rest with the step): the device starts after the first few dispatches are recorded instead
 // of after the whole step (the host records a dispatch in about half the time the device runs it,
-// so each piece is recorded while the device runs the one before). H100 tg128 910.7-912.8 tokens/s
-// against 905.7-909.6 (three alternating rounds). $TERN_WEBGPU_START_CHUNK=n sets the first piece
-// (0: the step in one submit).
+// so each piece is recorded while the device runs the one before). H100 tg128 (three alternating
+// rounds): 910.7-912.8 tokens/s against 905.7-909.6 on a machine whose host took 0.87-1.05 ms per
+// step; within noise (907-911 either way) on one whose host took 0.6-0.9 ms; pieces from 4 or 16
+// no better. $TERN_WEBGPU_START_CHUNK=n sets the first piece (0: the step in one submit).
 void WebGpuBackend::start_from_idle() {
     static const uint32_t first = env_u32("TERN_WEBGPU_START_CHUNK", 8);
     if (first > 0) step_->ramp_submits(first, 8 * first);

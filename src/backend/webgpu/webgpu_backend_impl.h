@@ -334,12 +334,6 @@ private:
     bool try_decode_qkv(const Tensor & q, const KvLayer & kv, const GpuLinear & w, const QuantizedActs & a,
                         const Tensor * x, const Weight * norm, float eps, const AttentionShape & shape, int64_t pos0,
                         const GpuLinear * prefetch = nullptr);
-    // transformer_layer's split of one weight's prefetch ($TERN_WEBGPU_PF_SPLIT): a matmul's link
-    // to `weight` pulls its words [0, words), attention's workgroups the rest.
-    struct PrefetchSplit {
-        const GpuLinear * weight = nullptr;
-        uint32_t          words  = 0;
-    } prefetch_split_;
     WGPUBuffer add_kernel_prefetch(PipelineKey & key, const GpuLinear * pf, uint32_t groups, uint32_t wg,
                                    WGPUBuffer filler) const;
     uint32_t attention_score_slots(uint32_t wg, uint32_t kpart, uint32_t tile_words, uint32_t hd) const;

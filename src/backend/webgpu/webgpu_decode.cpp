@@ -149,8 +149,7 @@ WGPUBuffer WebGpuBackend::stats_buffer() {
 WGPUBuffer WebGpuBackend::add_kernel_prefetch(PipelineKey & key, const GpuLinear * pf, uint32_t groups, uint32_t wg,
                                               WGPUBuffer filler) const {
     if (!pf) return filler;
-    const uint32_t all   = static_cast<uint32_t>(pf->buffer->size_bytes() / 4);
-    const uint32_t words = pf == prefetch_split_.weight ? std::min(all, prefetch_split_.words) : all;
+    const uint32_t words = static_cast<uint32_t>(pf->buffer->size_bytes() / 4);
     key.add("KPF_WORDS", static_cast<double>(words));
     key.add("KPF_GROUPS", static_cast<double>(groups));
     key.add("KPF_LOADS", static_cast<double>(ceil_div(words, int64_t{k_prefetch_stride_words} * groups * wg)));
@@ -445,11 +444,13 @@ uint32_t WebGpuBackend::try_decode_head_i8(const Tensor & logits, const GpuTable
     // 64-row blocks per workgroup ($TERN_WEBGPU_HEAD_BLOCKS, a tuning aid): each workgroup stages h
     // once for all of its blocks.
     static const uint32_t blocks = std::clamp<uint32_t>(env_u32("TERN_WEBGPU_HEAD_BLOCKS", 8), 1, 64);
-    // The team rows (8 rows each) are dealt to two workgroups per compute unit
-    // in turn (ITERS), so every workgroup that can run at once has a share and the shares differ by
-    // at most one team row; in blocks of 64 rows the 2B4T head took 251 workgroups of 8 blocks,
-    // two on most units and one on 13. H100 tg128 909.2-912.0 tokens/s against 905.7-909.6
-    // (three alternating rounds). $TERN_WEBGPU_HEAD_GROUPS=n sets the workgroups (0: the blocks).
+    // The team rows (8 rows each) are dealt to two workgroups per compute unit in turn (ITERS), so
+    // every workgroup that can run at once has a share and the shares differ by at most one team
+    // row; in blocks of 64 rows the 2B4T head took 251 workgroups of 8 blocks, two on most units and
+    // one on 13. H100 tg128 (three alternating rounds each, one machine per call): 909.2-912.0
+    // tokens/s against 905.7-909.6 on one machine, within noise on two others (908-911 either way);
+    // three per unit (396) 899.3-901.0 and one (132) 894.1-896.0 against 907.6-911.0.
+    // $TERN_WEBGPU_HEAD_GROUPS=n sets the workgroups (0: the blocks of 64 rows).
     // $TERN_WEBGPU_HEAD_TOUCH=d: rows touched ahead (HEAD_TOUCH, a tuning aid: slower).
     static const uint32_t groups_env = env_u32("TERN_WEBGPU_HEAD_GROUPS", 2 * compute_units());
     static const uint32_t touch      = std::min<uint32_t>(env_u32("TERN_WEBGPU_HEAD_TOUCH", 0), 4);

@@ -130,25 +130,6 @@ void WebGpuBackend::transformer_layer(const LayerWeights & w, const LayerTensors
     }
     const auto & links  = kernel_prefetch_links();
     const auto   pf_for = [&](LayerWeightId kernel) { return links[kernel] == k_wnone ? nullptr : pulled[links[kernel]]; };
-    // $TERN_WEBGPU_PF_SPLIT=w:percent (a tuning aid): where attention and a matmul's link both pull
-    // weight w, the matmul pulls its first percent, attention the rest.
-    static const std::pair<LayerWeightId, uint32_t> split = [] {
-        const char * env = std::getenv("TERN_WEBGPU_PF_SPLIT");
-        if (!env) return std::pair<LayerWeightId, uint32_t>{k_wnone, 0};
-        const std::string_view item(env);
-        const size_t           colon = item.find(':');
-        if (colon == std::string_view::npos) return std::pair<LayerWeightId, uint32_t>{k_wnone, 0};
-        return std::pair<LayerWeightId, uint32_t>{layer_weight_id(item.substr(0, colon)),
-                                                  static_cast<uint32_t>(std::atoi(std::string(item.substr(colon + 1)).c_str()))};
-    }();
-    prefetch_split_ = {};
-    const bool linked = std::find(links.begin(), links.end(), split.first) != links.end();
-    if (split.first != k_wnone && linked && (mask & (1u << split.first)) && pulled[split.first]) {
-        const uint64_t all = pulled[split.first]->buffer->size_bytes() / 4;
-        prefetch_split_    = {pulled[split.first],
-                              static_cast<uint32_t>(all * std::min<uint32_t>(split.second, 100) / 100 / k_prefetch_stride_words *
-                                                    k_prefetch_stride_words)};
-    }
     if (!try_decode_qkv(t.q, kv, qkv, t.a_embd, &t.x, w.attn_norm, eps, shape, pos0, pf_for(k_wqkv))) {
         Backend::norm_qkv_rope_kv_append(t.q, kv, *w.attn_qkv, t.a_embd, t.x, *w.attn_norm, eps, shape, pos0);
     }
@@ -162,7 +143,6 @@ void WebGpuBackend::transformer_layer(const LayerWeights & w, const LayerTensors
     if (!try_decode_bitlinear(t.x, *weights[k_wdown], t.a_ff, &t.ffn, w.ffn_sub_norm, eps, true, pf_for(k_wdown))) {
         Backend::norm_bitlinear(t.x, *w.ffn_down, t.a_ff, t.ffn, *w.ffn_sub_norm, eps, /*accumulate=*/true);
     }
-    prefetch_split_ = {};
 }
 
 // The four norms of a layer side by side ([attn_norm | attn_sub_norm | ffn_norm | ffn_sub_norm]),

@@ -406,13 +406,8 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
         // 880.0-882.0. Longer attention hides the prefetch, and there 8 loads (fewer workgroups
         // beside it) measured best: after 512 tokens (512 threads) tg64 703.6-704.6 against
         // 693.1-696.0 spread over the free units. $TERN_WEBGPU_WPF_LOADS fixes the count (tuning).
-        // (words [first, end) of each; prefetch_split_ leaves the first part of one to a matmul)
-        auto first_word = [&](const GpuLinear * w) {
-            const uint32_t all = static_cast<uint32_t>(w->buffer->size_bytes() / 4);
-            return w == prefetch_split_.weight ? std::min(all, prefetch_split_.words) : 0u;
-        };
         uint64_t words_total = 0;
-        for (const GpuLinear * w : prefetch) words_total += w->buffer->size_bytes() / 4 - first_word(w);
+        for (const GpuLinear * w : prefetch) words_total += w->buffer->size_bytes() / 4;
         static const uint32_t loads_env = std::min<uint32_t>(env_u32("TERN_WEBGPU_WPF_LOADS", 0), k_prefetch_loads_max);
         constexpr uint32_t    k_loads_beside_long = 8;  // (the 512-thread form)
         const uint32_t        pf_loads  = loads_env != 0 ? loads_env
@@ -422,13 +417,10 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
         key.add("PF_LOADS", static_cast<double>(pf_loads));
         for (size_t i = 0; i < prefetch.size(); ++i) {
             const uint32_t words = static_cast<uint32_t>(prefetch[i]->buffer->size_bytes() / 4);
-            const uint32_t first = first_word(prefetch[i]);
             pf_bufs[i]           = prefetch[i]->buffer->get();
-            pf_groups += ceil_div(words - first, wg * pf_loads * k_prefetch_stride_words);
+            pf_groups += ceil_div(words, wg * pf_loads * k_prefetch_stride_words);
             static constexpr std::string_view k_words[] = {"PF_WORDS0", "PF_WORDS1", "PF_WORDS2", "PF_WORDS3"};
-            static constexpr std::string_view k_first[] = {"PF_FIRST0", "PF_FIRST1", "PF_FIRST2", "PF_FIRST3"};
             key.add(k_words[i], static_cast<double>(words));
-            if (first > 0) key.add(k_first[i], static_cast<double>(first));
         }
     }
     const WGPUBuffer bufs[] = {gpu_buffer(q),  gpu_buffer(kv.k), gpu_buffer(kv.v), gpu_buffer(out), stats_buffer(),

@@ -73,14 +73,14 @@ override EXACT_TAIL: bool = false;
 override H_REGS: bool = true;
 // A timing aid (results are wrong when set): 1 ends the tail after its list, 2 before it.
 override TAIL_STOP: u32 = 0u;
-// Rows touched ahead (HEAD_TOUCH > 0): while a team dots row r and holds row r + 1 in registers, each
-// lane also loads one word per 64 bytes of row r + 1 + HEAD_TOUCH (a few registers, not a row's 20),
-// so that that row is on its way from DRAM into L2 when its full load is issued HEAD_TOUCH rows
-// later; the touched words are folded into a value kept by a store that never happens (p.rn_zero),
-// one row after their load, when they have arrived. Before h is staged rows 1 .. HEAD_TOUCH are
-// touched, so DRAM works while the prologue runs. With one row in registers per team the stream is
-// bound by the bytes in flight per compute unit (16 blocks per workgroup, one workgroup per unit:
-// ~30% slower than two per unit), not by DRAM.
+// Rows touched ahead (HEAD_TOUCH > 0, a tuning aid; off): while a team dots row r and holds row
+// r + 1 in registers, each lane also loads one word per 64 bytes of row r + 1 + HEAD_TOUCH, so that
+// the row is on its way into L2 before its full load (and, before h is staged, rows 1 .. HEAD_TOUCH
+// are, so DRAM works during the prologue); the touched words are folded in one row later and kept
+// by a store that never happens (p.rn_zero). Tried on the reading that the stream was bound by the
+// bytes one row per team keeps in flight (one workgroup per compute unit, 16 blocks each, streamed
+// ~30% slower than two): slower, H100 tg128 890.6-894.0 tokens/s with 1, 2 or 3 rows against
+// 905.7-909.6 (three alternating rounds), so the extra loads cost more than they bring.
 override HEAD_TOUCH: u32 = 0u;
 // Team rows per workgroup (ITERS > 0; without TEAM_SG a multiple of 8, the blocks that are reduced
 // together): team row rr of workgroup w is row (rr * groups + w) * 8 + team, so the host can take

@@ -8,8 +8,7 @@
 // The including kernel declares `pfw: array<u32>` (read), `norm_stats: array<f32>` (read_write),
 // `override WG` and a uniform p with rn_zero.
 
-override KPF_WORDS: u32 = 0u;  // the words [KPF_FIRST, KPF_WORDS) of pfw are pulled
-override KPF_FIRST: u32 = 0u;
+override KPF_WORDS: u32 = 0u;
 override KPF_LOADS: u32 = 1u;
 override KPF_GROUPS: u32 = 1u;
 const KPF_STRIDE: u32 = 16u;  // words: one load per 64 bytes (the host's k_prefetch_stride_words)
@@ -23,7 +22,7 @@ override KPF_AT: u32 = 2u;
 fn kernel_prefetch(lid: u32, g: u32) -> u32 {
     var acc = 0u;
     if (KPF_WORDS == 0u) { return acc; }
-    let first = KPF_FIRST + (g * WG + lid) * KPF_STRIDE;
+    let first = (g * WG + lid) * KPF_STRIDE;
     for (var u = 0u; u < KPF_LOADS; u++) {
         let i = first + u * KPF_GROUPS * WG * KPF_STRIDE;
         if (i < KPF_WORDS) { acc ^= pfw[i]; }
