@@ -423,8 +423,8 @@ void WebGpuBackend::set_steps_per_submit(int64_t n) {
 // of after the whole step (the host records a dispatch in about half the time the device runs it,
 // so each piece is recorded while the device runs the one before). H100 tg128 (three alternating
 // rounds): 910.7-912.8 tokens/s against 905.7-909.6 on a machine whose host took 0.87-1.05 ms per
-// step; within noise (907-911 either way) on one whose host took 0.6-0.9 ms; pieces from 4 or 16
-// no better. $TERN_WEBGPU_START_CHUNK=n sets the first piece (0: the step in one submit).
+// step; within noise (907.0-909.7 either way) on one whose host took 0.6-0.9 ms; pieces from 4
+// or 16 no better. $TERN_WEBGPU_START_CHUNK=n sets the first piece (0: the step in one submit).
 void WebGpuBackend::start_from_idle() {
     static const uint32_t first = env_u32("TERN_WEBGPU_START_CHUNK", 8);
     if (first > 0) step_->ramp_submits(first, 8 * first);

@@ -448,7 +448,7 @@ uint32_t WebGpuBackend::try_decode_head_i8(const Tensor & logits, const GpuTable
     // every workgroup that can run at once has a share and the shares differ by at most one team
     // row; in blocks of 64 rows the 2B4T head took 251 workgroups of 8 blocks, two on most units and
     // one on 13. H100 tg128 (three alternating rounds each, one machine per call): 909.2-912.0
-    // tokens/s against 905.7-909.6 on one machine, within noise on two others (908-911 either way);
+    // tokens/s against 905.7-909.6 on one machine, within noise on two others (907.0-911.0 either way);
     // three per unit (396) 899.3-901.0 and one (132) 894.1-896.0 against 907.6-911.0.
     // $TERN_WEBGPU_HEAD_GROUPS=n sets the workgroups (0: the blocks of 64 rows).
     // $TERN_WEBGPU_HEAD_TOUCH=d: rows touched ahead (HEAD_TOUCH, a tuning aid: slower).
