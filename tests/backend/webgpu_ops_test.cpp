@@ -199,25 +199,32 @@ protected:
     std::mt19937             rng_{42};
 
     float normal(float sd) { return std::normal_distribution<float>(0.0f, sd)(rng_); }
+
+    // An f32 embedding of 10 rows of 64 whose element i is i, so an embedded row's first value
+    // names the row (row_of); the held-step tests embed token ids through it.
+    static constexpr int64_t k_row_len = 64, k_rows = 10;
+    std::unique_ptr<Weight>  row_table(Backend & b) {
+        std::vector<float> table(static_cast<size_t>(k_row_len * k_rows));
+        for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<float>(i);
+        const std::vector<uint8_t> bytes(reinterpret_cast<const uint8_t *>(table.data()),
+                                         reinterpret_cast<const uint8_t *>(table.data()) + table.size() * 4);
+        return b.load_embedding(WeightSource{"e", DType::f32, {k_row_len, k_rows, 1, 1}, bytes});
+    }
+    static int row_of(Backend & b, const Tensor & t) {
+        return static_cast<int>(read_f32(b, t)[0]) / static_cast<int>(k_row_len);
+    }
 };
 
 // A held step (Backend::hold_step) runs with what is written before release_held_step(), even
 // though it was recorded first; a dropped one never runs; and a step whose recording had to submit
 // part of it cannot be held (hold_step() is false and the whole step has run).
 TEST_F(WebGpuOps, HeldStepsRunWithTheInputWrittenBeforeTheirRelease) {
-    Backend &          b  = gpu();
-    const int64_t      k  = 64, nv = 10;
-    std::vector<float> table(static_cast<size_t>(k * nv));
-    for (int64_t i = 0; i < k * nv; ++i) table[static_cast<size_t>(i)] = static_cast<float>(i);
-    const std::vector<uint8_t> bytes(reinterpret_cast<const uint8_t *>(table.data()),
-                                     reinterpret_cast<const uint8_t *>(table.data()) + table.size() * 4);
-    const WeightSource src{"e", DType::f32, {k, nv, 1, 1}, bytes};
-    auto               e   = b.load_embedding(src);
-    auto               tok = alloc_tensor(b, DType::i32, {1, 1, 1, 1}, "token");
-    auto               x   = alloc_tensor(b, DType::f32, {k, 1, 1, 1}, "x");
-    auto               y   = alloc_tensor(b, DType::f32, {k, 1, 1, 1}, "y");
+    Backend & b   = gpu();
+    auto      e   = row_table(b);
+    auto      tok = alloc_tensor(b, DType::i32, {1, 1, 1, 1}, "token");
+    auto      x   = alloc_tensor(b, DType::f32, {k_row_len, 1, 1, 1}, "x");
+    auto      y   = alloc_tensor(b, DType::f32, {k_row_len, 1, 1, 1}, "y");
     ASSERT_TRUE(b.can_hold_steps());
-    auto row_of = [&](const Tensor & t) { return static_cast<int>(read_f32(b, t)[0]) / static_cast<int>(k); };
     int32_t id = 5;
     b.write(tok.tensor, &id, 4);
     b.begin_step();
@@ -226,7 +233,7 @@ TEST_F(WebGpuOps, HeldStepsRunWithTheInputWrittenBeforeTheirRelease) {
     id = 7;
     b.write(tok.tensor, &id, 4);  // before the held step runs
     b.release_held_step();
-    EXPECT_EQ(row_of(x.tensor), 7);
+    EXPECT_EQ(row_of(b, x.tensor), 7);
     // Dropped: x keeps row 7.
     b.begin_step();
     b.embed(x.tensor, *e, tok.tensor);
@@ -234,33 +241,26 @@ TEST_F(WebGpuOps, HeldStepsRunWithTheInputWrittenBeforeTheirRelease) {
     id = 2;
     b.write(tok.tensor, &id, 4);
     b.drop_held_step();
-    EXPECT_EQ(row_of(x.tensor), 7);
+    EXPECT_EQ(row_of(b, x.tensor), 7);
     // Split: a read inside the step submits what was recorded so far.
     b.begin_step();
     b.embed(x.tensor, *e, tok.tensor);
-    EXPECT_EQ(row_of(x.tensor), 2);
+    EXPECT_EQ(row_of(b, x.tensor), 2);
     b.embed(y.tensor, *e, tok.tensor);
     EXPECT_FALSE(b.hold_step());
     id = 4;
     b.write(tok.tensor, &id, 4);
-    EXPECT_EQ(row_of(y.tensor), 2) << "the rest of a split step runs at once, with the input it had";
+    EXPECT_EQ(row_of(b, y.tensor), 2) << "the rest of a split step runs at once, with the input it had";
 }
 
 // Backend::start_from_idle: the next step goes out in pieces, the first of 8 dispatches (the default
 // of $TERN_WEBGPU_START_CHUNK), so a step of 12 cannot be held whole; one of 7 can, and the pieces
 // end with the step.
 TEST_F(WebGpuOps, AStepAfterAnIdleDeviceGoesOutInPieces) {
-    Backend &          b  = gpu();
-    const int64_t      k  = 64, nv = 10;
-    std::vector<float> table(static_cast<size_t>(k * nv));
-    for (int64_t i = 0; i < k * nv; ++i) table[static_cast<size_t>(i)] = static_cast<float>(i);
-    const std::vector<uint8_t> bytes(reinterpret_cast<const uint8_t *>(table.data()),
-                                     reinterpret_cast<const uint8_t *>(table.data()) + table.size() * 4);
-    const WeightSource src{"e", DType::f32, {k, nv, 1, 1}, bytes};
-    auto               e   = b.load_embedding(src);
-    auto               tok = alloc_tensor(b, DType::i32, {1, 1, 1, 1}, "token");
-    auto               x   = alloc_tensor(b, DType::f32, {k, 1, 1, 1}, "x");
-    auto row_of = [&](const Tensor & t) { return static_cast<int>(read_f32(b, t)[0]) / static_cast<int>(k); };
+    Backend & b   = gpu();
+    auto      e   = row_table(b);
+    auto      tok = alloc_tensor(b, DType::i32, {1, 1, 1, 1}, "token");
+    auto      x   = alloc_tensor(b, DType::f32, {k_row_len, 1, 1, 1}, "x");
     int32_t id = 3;
     b.write(tok.tensor, &id, 4);
     b.synchronize();
@@ -269,19 +269,19 @@ TEST_F(WebGpuOps, AStepAfterAnIdleDeviceGoesOutInPieces) {
     for (int i = 0; i < 7; ++i) b.embed(x.tensor, *e, tok.tensor);
     ASSERT_TRUE(b.hold_step()) << "7 dispatches are less than the first piece";
     b.release_held_step();
-    EXPECT_EQ(row_of(x.tensor), 3);
+    EXPECT_EQ(row_of(b, x.tensor), 3);
     b.start_from_idle();
     b.begin_step();
     for (int i = 0; i < 12; ++i) b.embed(x.tensor, *e, tok.tensor);
     EXPECT_FALSE(b.hold_step()) << "the step was not submitted in pieces";
-    EXPECT_EQ(row_of(x.tensor), 3);
+    EXPECT_EQ(row_of(b, x.tensor), 3);
     b.begin_step();  // the pieces ended with the step before
     for (int i = 0; i < 12; ++i) b.embed(x.tensor, *e, tok.tensor);
     ASSERT_TRUE(b.hold_step());
     id = 6;
     b.write(tok.tensor, &id, 4);
     b.release_held_step();
-    EXPECT_EQ(row_of(x.tensor), 6);
+    EXPECT_EQ(row_of(b, x.tensor), 6);
 }
 
 TEST_F(WebGpuOps, BitlinearAccumulateIntoAColumnViewWithTokenTiles) {
