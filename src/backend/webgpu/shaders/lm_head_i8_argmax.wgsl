@@ -19,7 +19,9 @@ requires packed_4x8_integer_dot_product;
 //   [workgroups] (bits(max of f - B over the workgroup's rows), index)
 // Bindings: 0 q8 (read), 1 info (read), 2 x (read), 3 nw (read), 4 logits (read_write),
 //           5 partial (read_write), 6 head (read), 7 exact_out (read_write), 8 params (uniform)
-// Dispatch: (ceil(n_vocab / (64 BLOCKS)), 1, 1). 256 threads = 8 teams of 32 lanes; for each of the
+// Dispatch: (ceil(n_vocab / (64 BLOCKS)), 1, 1), or with ITERS any number of workgroups (the host
+// takes two per compute unit) that the table's team rows of 8 are dealt to in turn (row_of).
+// 256 threads = 8 teams of 32 lanes; for each of the
 // workgroup's BLOCKS blocks of 64 rows, team t computes rows 64 w + 8 r + t for r = 0..7; lane l
 // reads vec4 words l, l + 32, ... of each row. TEAM_SG (subgroups of exactly 32 invocations, so a
 // team is a subgroup): each row's lanes are summed by one subgroupAdd and the team keeps its best
@@ -132,8 +134,8 @@ fn load_row(row: u32, lane: u32) -> array<vec4<u32>, 8> {
     return wv;
 }
 
-// Team `team`'s row rr (0 .. 8 BLOCKS - 1) of this workgroup; rr = j / 8, team = j % 8 for
-// j = 0 .. 64 BLOCKS - 1 visits the workgroup's rows in order.
+// Team `team`'s row rr (0 .. team_rows() - 1) of this workgroup; rr = j / 8, team = j % 8 for
+// j = 0 .. 8 team_rows() - 1 visits the workgroup's rows.
 fn row_of(wid: u32, rr: u32, team: u32) -> u32 {
     if (ITERS > 0u) { return (rr * n_groups + wid) * 8u + team; }
     return block_of(wid, rr / 8u) * 64u + (rr % 8u) * 8u + team;
