@@ -254,8 +254,9 @@ TEST_F(WebGpuOps, HeldStepsRunWithTheInputWrittenBeforeTheirRelease) {
 }
 
 // Backend::start_from_idle: the next step goes out in pieces, the first of 8 dispatches (the default
-// of $TERN_WEBGPU_START_CHUNK), so a step of 12 cannot be held whole; one of 7 can, and the pieces
-// end with the step.
+// of $TERN_WEBGPU_START_CHUNK), then 16, so a step of 12 cannot be held whole; one of 7 can; and the
+// pieces end with the step, held or not (a step of 20 after it, which a piece of 16 would split, is
+// held whole).
 TEST_F(WebGpuOps, AStepAfterAnIdleDeviceGoesOutInPieces) {
     Backend & b   = gpu();
     auto      e   = row_table(b);
@@ -276,8 +277,8 @@ TEST_F(WebGpuOps, AStepAfterAnIdleDeviceGoesOutInPieces) {
     EXPECT_FALSE(b.hold_step()) << "the step was not submitted in pieces";
     EXPECT_EQ(row_of(b, x.tensor), 3);
     b.begin_step();  // the pieces ended with the step before
-    for (int i = 0; i < 12; ++i) b.embed(x.tensor, *e, tok.tensor);
-    ASSERT_TRUE(b.hold_step());
+    for (int i = 0; i < 20; ++i) b.embed(x.tensor, *e, tok.tensor);
+    ASSERT_TRUE(b.hold_step()) << "the pieces went on past the step they were for";
     id = 6;
     b.write(tok.tensor, &id, 4);
     b.release_held_step();

@@ -603,6 +603,7 @@ bool WebGpuBackend::read_top_k_rows(const Tensor & logits, std::vector<std::pair
 }
 
 bool WebGpuBackend::hold_step() {
+    step_->ramp_submits(0, 0);  // (start_from_idle's pieces end with the step, held or not)
     if (step_->submits() != step_submits_at_begin_) {
         // Part of the step was submitted while it was recorded: it cannot wait for its input.
         step_->flush();
