@@ -78,9 +78,9 @@ TEST(WebGpuShaders, EveryEmbeddedShaderCompilesAndMakesAPipeline) {
     const std::pair<const char *, const char *> signatures[] = {
         {"embed", "rrwwu"},          {"rms_norm", "rrwu"},     {"rms_norm_quant", "rrwwu"}, {"bitlinear", "rrrwu"},
         {"bitlinear_nodp4", "rrrwu"}, {"gate_up", "rrrwu"},   {"gate_up_nodp4", "rrrwu"},  {"qkv_rope", "rrrrwwwu"},
-        {"qkv_rope_nodp4", "rrrrwwwu"}, {"attention", "rrrwwrrrrru"}, {"lm_head", "rrwu"}, {"lm_head_f16_decode", "rrrwwu"},
-        {"argmax_partial", "rwu"},    {"argmax_final", "rwu"},  {"bitlinear_decode", "rrrwwrru"},
-        {"bitlinear_decode_nodp4", "rrrwwrru"}, {"gate_up_decode", "rrrwwrru"}, {"gate_up_decode_nodp4", "rrrwwrru"},
+        {"qkv_rope_nodp4", "rrrrwwwu"}, {"attention", "rrrwwrrrru"}, {"lm_head", "rrwu"}, {"lm_head_f16_decode", "rrrwwu"},
+        {"argmax_partial", "rwu"},    {"argmax_final", "rwu"},  {"bitlinear_decode", "rrrwwru"},
+        {"bitlinear_decode_nodp4", "rrrwwru"}, {"gate_up_decode", "rrrwwru"}, {"gate_up_decode_nodp4", "rrrwwru"},
         {"qkv_rope_decode", "rrrrwwwwru"}, {"qkv_rope_decode_nodp4", "rrrrwwwwru"}, {"numerics_check", "rrrwu"},
         {"copy_bandwidth", "rwu"},    {"argmax_exact", "rrrwrwu"}, {"attention_prefill_scores", "rrwu"},
         {"attention_prefill_softmax", "wu"}, {"attention_prefill_pv", "rrwwu"}, {"attention_prefill_combine", "rwu"},

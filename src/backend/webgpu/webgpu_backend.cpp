@@ -143,23 +143,12 @@ WebGpuBackend::WebGpuBackend(const WebGpuOptions & options)
         pipelines_.set_default_constant("LANE_GROUP", std::min(32.0, static_cast<double>(ctx_.adapter().subgroup_min)));
         if (ctx_.adapter().subgroup_min == 32 && ctx_.adapter().subgroup_max == 32) {
             pipelines_.set_default_constant("SG_EXACT32", 1.0);
-            pipelines_.set_default_constant("NM_SG", 1.0);
             const char * short_env = std::getenv("TERN_WEBGPU_ATTN_SHORT");
             attention_short_ok_ = options.short_attention && !(short_env && std::string_view(short_env) == "0");
         }
     }
     const char * stats = std::getenv("TERN_WEBGPU_NORM_STATS");
     norm_stats_on_     = !(stats && std::string_view(stats) == "0");
-    // The norm max records (lib/norm_max.wgsl) where subgroups are exactly 32 wide (subgroup
-    // operations) or the kernels reduce without 32-wide ones (loops and workgroup memory); not with
-    // wider subgroups. $TERN_WEBGPU_NORM_MAX=0 turns them off; =2 (a timing aid) has the producers
-    // write them and the consumers ignore them.
-    const bool   sg32_kernels = subgroup_note_.empty() && ctx_.adapter().subgroup_min >= 32;
-    const bool   exact32      = sg32_kernels && ctx_.adapter().subgroup_max == 32;
-    const char * norm_max     = std::getenv("TERN_WEBGPU_NORM_MAX");
-    norm_max_on_ = norm_stats_on_ && options.norm_max_records && !(norm_max && std::string_view(norm_max) == "0") &&
-                   (exact32 || !sg32_kernels);
-    norm_max_unread_ = norm_max && std::string_view(norm_max) == "2";
     const char * offsets = std::getenv("TERN_WEBGPU_CONST_OFFSETS");
     if (offsets) const_uniforms_ = static_cast<uint32_t>(std::strtoul(offsets, nullptr, 10)) & 7;
     mma_unit();

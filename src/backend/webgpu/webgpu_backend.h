@@ -42,12 +42,6 @@ struct WebGpuOptions {
     // 32 invocations (the device line then says "short attention"). false ($TERN_WEBGPU_ATTN_SHORT=0
     // too): the general form. The same results either way.
     bool    short_attention = true;
-    // The decode kernels that write a vector also write, per block of 32, the element with the
-    // largest |x nw| for the next norm's weights nw (the norm max records, lib/norm_max.wgsl), so the
-    // next kernel's fused norm takes max |y| from them instead of a workgroup max; where subgroups
-    // are exactly 32 wide or the kernels reduce without subgroups. false ($TERN_WEBGPU_NORM_MAX=0
-    // too): the workgroup max. The same results either way.
-    bool    norm_max_records = true;
 
     static bool webgpu_allow_cpu_from_env();
 };

@@ -54,9 +54,6 @@ public:
     // On a layer's attn_norm: the layer's four norms side by side for layer_decode.wgsl, made on
     // first use (WebGpuBackend::layer_norms).
     mutable std::unique_ptr<GpuBuffer> layer_norms;
-    // On a layer's attn_norm: the next layer's, as the last step decoded them (the down
-    // projection's norm max records are for it; lib/norm_max.wgsl).
-    mutable const GpuNorm * next_layer_attn_norm = nullptr;
 };
 
 class GpuTable : public Weight {
@@ -101,7 +98,6 @@ public:
     void begin_step() override {
         step_submits_at_begin_ = step_->submits();
         prev_layer_qkv_        = nullptr;
-        prev_layer_attn_norm_  = nullptr;
     }
     void embed(const Tensor & x, const Weight & token_embd, const Tensor & tokens) override;
     void rms_norm_quant(const QuantizedActs & a, const Tensor & x, const Weight & w, float eps) override;
@@ -251,8 +247,6 @@ public:
     // Decode kernels encoded so far that took their norm's sum of squares from the norm statistics
     // (block sums left by the previous kernel; webgpu_decode.cpp), for tests.
     int64_t norm_stats_reads() const { return norm_stats_reads_; }
-    // How many decode kernels took max |y| from norm max records (lib/norm_max.wgsl).
-    int64_t norm_max_reads() const { return norm_max_reads_; }
     bool    norm_stats_on() const { return norm_stats_on_; }  // false with $TERN_WEBGPU_NORM_STATS=0
 
 private:
@@ -329,18 +323,14 @@ private:
     // (lib/decode_io.wgsl: SRC_AT, NW_AT, STATS_AT).
     PipelineKey  decode_key(std::string_view shader, std::string_view signature, const DecodeTiling & t, int64_t k,
                             bool norm, const DecodeSource & s, std::optional<uint32_t> stats_in,
-                            bool stats_out = false, bool max_in = false) const;
+                            bool stats_out = false) const;
     // Encode the decode kernel and return true, or return false (nothing encoded) when it does not
     // apply. x / norm null: the activations are a's.
     // prefetch: a weight a later kernel reads, pulled into L2 by this one (lib/weight_prefetch.wgsl).
-    // next_norm: the norm the next command applies to this one's output, for the norm max records
-    // (lib/norm_max.wgsl; none when null).
     bool try_decode_bitlinear(const Tensor & y, const GpuLinear & w, const QuantizedActs & a, const Tensor * x,
-                              const Weight * norm, float eps, bool accumulate, const GpuLinear * prefetch = nullptr,
-                              const GpuNorm * next_norm = nullptr);
+                              const Weight * norm, float eps, bool accumulate, const GpuLinear * prefetch = nullptr);
     bool try_decode_gate_up(const Tensor & f, const GpuLinear & w, const QuantizedActs & a, const Tensor * x,
-                            const Weight * norm, float eps, FfnActivation act, const GpuLinear * prefetch = nullptr,
-                            const GpuNorm * next_norm = nullptr);
+                            const Weight * norm, float eps, FfnActivation act, const GpuLinear * prefetch = nullptr);
     bool try_decode_qkv(const Tensor & q, const KvLayer & kv, const GpuLinear & w, const QuantizedActs & a,
                         const Tensor * x, const Weight * norm, float eps, const AttentionShape & shape, int64_t pos0,
                         const GpuLinear * prefetch = nullptr);
@@ -350,8 +340,7 @@ private:
     // attention() where one query's attention.wgsl also pulls `prefetch` (weights the next kernels
     // read) into L2 with workgroups of its own (attention.wgsl: PF_FROM); at most four.
     void attention_prefetching(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
-                               int64_t pos0, std::span<const GpuLinear * const> prefetch,
-                               const GpuNorm * next_norm = nullptr);
+                               int64_t pos0, std::span<const GpuLinear * const> prefetch);
     // Workgroup size of the norm kernels for rows of k elements (k <= 32 WG); fails beyond the adapter.
     uint32_t norm_workgroup(int64_t k) const;
     // One token's whole layer as one dispatch (webgpu_layer.cpp, layer_decode.wgsl); false when it
@@ -408,15 +397,11 @@ private:
     // kernel's fused norm adds only those. Like head_partials_ they are valid for the very next
     // command only (serial). Two slots: a kernel reads one and writes the other.
     static constexpr uint32_t k_stats_slot = 256;  // f32 per slot: blocks of a vector of up to 8192
-    // With them the producer may leave the blocks' norm max records for the next command's norm
-    // (lib/norm_max.wgsl, after the two slots: 2 f32 per block), so that its prologue needs no
-    // workgroup max either.
     struct NormStats {
-        WGPUBuffer      buffer = nullptr;  // the vector's buffer, f32 index, elements
-        uint32_t        offset = 0, n = 0;
-        uint32_t        slot    = 0;             // f32 index in norm_stats_
-        uint64_t        serial  = ~uint64_t{0};  // step_->serial() right after the producer
-        const GpuNorm * records = nullptr;       // the norm the records are for (none: null)
+        WGPUBuffer buffer = nullptr;  // the vector's buffer, f32 index, elements
+        uint32_t   offset = 0, n = 0;
+        uint32_t   slot   = 0;                    // f32 index in norm_stats_
+        uint64_t   serial = ~uint64_t{0};         // step_->serial() right after the producer
     } stats_;
     std::unique_ptr<GpuBuffer> norm_stats_;
     bool                       norm_stats_on_ = true;  // $TERN_WEBGPU_NORM_STATS=0 turns them off
@@ -425,27 +410,14 @@ private:
     // $TERN_WEBGPU_CONST_OFFSETS (a timing aid) sets it.
     uint32_t                   const_uniforms_ = 7;
     mutable int64_t            norm_stats_reads_ = 0;
-    mutable int64_t            norm_max_reads_   = 0;
     // The slot holding x's block sums, if the last command left them.
     std::optional<uint32_t> stats_for(const Tensor & x) const;
     // Whether a producer of n elements may write them (on, and their blocks fit a slot).
     bool stats_fit(int64_t n) const { return norm_stats_on_ && n <= 32 * int64_t{k_stats_slot}; }
     // The slot a producer writes (not the one a consumer may be reading).
     uint32_t stats_out_slot() const { return stats_.slot == 0 ? k_stats_slot : 0; }
-    // Records that the command just encoded left y's block sums in `slot` (and records for `records`).
-    void stats_written(const Tensor & y, uint32_t slot, const GpuNorm * records = nullptr);
-    // Whether the statistics in the last command's slot (stats_for found them) come with records for
-    // `norm`.
-    bool records_for(const Weight * norm) const;
-    // The norm a producer of n elements leaves records for: next_norm where the records are on.
-    const GpuNorm * records_to_write(const GpuNorm * next_norm, int64_t n, uint32_t kind) const;
-    // Adds MAX_OUT and NWN_AT to a producer's key when it writes records for next_norm; returns
-    // the buffer to bind as its `nwn` (next_norm's, else `filler`).
-    WGPUBuffer add_records_out(PipelineKey & key, const GpuNorm * next_norm, WGPUBuffer filler) const;
-    // The records: on ($TERN_WEBGPU_NORM_MAX=0 turns them off) where subgroups are exactly 32 wide or
-    // the kernels reduce without them (not with wider subgroups: lib/act_stage.wgsl's slots).
-    bool norm_max_on_     = false;
-    bool norm_max_unread_ = false;  // $TERN_WEBGPU_NORM_MAX=2: written, never read (a timing aid)
+    // Records that the command just encoded left y's block sums in `slot`.
+    void stats_written(const Tensor & y, uint32_t slot);
     WGPUBuffer stats_buffer();
     Numerics      numerics_;
     // A MapRead | CopyDst buffer that reads come back through, and its map request's state: one for
@@ -499,7 +471,6 @@ private:
     uint64_t             step_submits_at_begin_ = 0;  // begin_step(): a held step must not have been split
     std::unique_ptr<GpuBuffer>                     qkv_scratch_;  // prefill [q; k; v] products [N, T] f32
     const GpuLinear *                              prev_layer_qkv_ = nullptr;  // this step's last layer's qkv weight
-    const GpuNorm *                                prev_layer_attn_norm_ = nullptr;  // and its attn_norm
     int64_t                                        steps_per_submit_  = 1;  // end_step(): set_steps_per_submit
     int64_t                                        steps_unsubmitted_ = 0;
     std::array<const GpuLinear *, 4>               one_layer_weights_{};  // $TERN_WEBGPU_ONE_LAYER (webgpu_layer.cpp)

@@ -106,7 +106,7 @@ WebGpuBackend::DecodeSource WebGpuBackend::decode_source(const QuantizedActs & a
 
 PipelineKey WebGpuBackend::decode_key(std::string_view shader, std::string_view signature, const DecodeTiling & t,
                                        int64_t k, bool norm, const DecodeSource & s, std::optional<uint32_t> stats_in,
-                                       bool stats_out, bool max_in) const {
+                                       bool stats_out) const {
     PipelineKey key{ternary_shader(shader),
                     signature,
                     {{{"WG", static_cast<double>(t.wg)},
@@ -116,7 +116,6 @@ PipelineKey WebGpuBackend::decode_key(std::string_view shader, std::string_view 
     // (Both default to off, so a kernel that declares only one of them is keyed without the other.)
     if (stats_in) key.add("STATS_IN", 1.0);
     if (stats_out) key.add("STATS_OUT", 1.0);
-    if (max_in && norm && stats_in) key.add("MAX_IN", 1.0);
     // Offsets 0 (tensors at the start of their buffers, as the model's are) and the two statistics
     // slots as constants; any other offset stays a uniform read, so the pipelines stay few.
     if (norm && (const_uniforms_ & 1)) {
@@ -136,35 +135,12 @@ std::optional<uint32_t> WebGpuBackend::stats_for(const Tensor & x) const {
     return stats_.slot;
 }
 
-void WebGpuBackend::stats_written(const Tensor & y, uint32_t slot, const GpuNorm * records) {
-    stats_ = {gpu_buffer(y), gpu_offset(y, 4), u32(y.ne[0]), slot, step_->serial(), records};
-}
-
-bool WebGpuBackend::records_for(const Weight * norm) const {
-    const bool on =
-        norm != nullptr && stats_.records != nullptr && stats_.records == &as_norm(*norm) && !norm_max_unread_;
-    if (on) ++norm_max_reads_;
-    return on;
-}
-
-const GpuNorm * WebGpuBackend::records_to_write(const GpuNorm * next_norm, int64_t n, uint32_t kind) const {
-    // $TERN_WEBGPU_NORM_MAX_FROM=bits (a timing aid): only these producers write them (1 attention,
-    // 2 o-projection, 4 gate+up, 8 down projection; default all).
-    static const uint32_t from = env_u32("TERN_WEBGPU_NORM_MAX_FROM", 15);
-    return norm_max_on_ && (from & kind) && next_norm != nullptr && next_norm->n_cols == n ? next_norm : nullptr;
-}
-
-WGPUBuffer WebGpuBackend::add_records_out(PipelineKey & key, const GpuNorm * next_norm, WGPUBuffer filler) const {
-    if (!next_norm) return filler;
-    key.add("MAX_OUT", 1.0);
-    key.add("NWN_AT", 0.0);  // (a norm's weights start its own buffer)
-    return next_norm->buffer->get();
+void WebGpuBackend::stats_written(const Tensor & y, uint32_t slot) {
+    stats_ = {gpu_buffer(y), gpu_offset(y, 4), u32(y.ne[0]), slot, step_->serial()};
 }
 
 WGPUBuffer WebGpuBackend::stats_buffer() {
-    // Two slots of block sums, then two of norm max records (2 f32 per block: lib/norm_max.wgsl's
-    // NM_REC_BASE is 2 k_stats_slot).
-    if (!norm_stats_) norm_stats_ = make_buffer(6 * k_stats_slot * 4, nullptr, "norm statistics");
+    if (!norm_stats_) norm_stats_ = make_buffer(2 * k_stats_slot * 4, nullptr, "norm statistics");
     return norm_stats_->get();
 }
 
@@ -182,7 +158,7 @@ WGPUBuffer WebGpuBackend::add_kernel_prefetch(PipelineKey & key, const GpuLinear
 
 bool WebGpuBackend::try_decode_bitlinear(const Tensor & y, const GpuLinear & w, const QuantizedActs & a,
                                          const Tensor * x, const Weight * norm, float eps, bool accumulate,
-                                         const GpuLinear * prefetch, const GpuNorm * next_norm) {
+                                         const GpuLinear * prefetch) {
     // Rows up to 4096 long (the o-projection of 2B4T) take at least 16 lanes: 80 workgroups of 32 rows
     // instead of 40 of 64. H200 tg128 757.2-757.6 tokens/s against 751.2-752.5 with 8 (the fewest the
     // loads allow); 32 lanes with 512 threads 754.5-764.2 (noisy), 16 with 512 754.6-758.3. Where
@@ -204,28 +180,25 @@ bool WebGpuBackend::try_decode_bitlinear(const Tensor & y, const GpuLinear & w, 
     const std::optional<uint32_t> in  = x ? stats_for(*x) : std::nullopt;
     const bool                    out = stats_fit(w.n_rows) && t->rows % 32 == 0;
     const uint32_t                out_slot = stats_out_slot();
-    const GpuNorm *               records  = out ? records_to_write(next_norm, w.n_rows, accumulate && w.n_cols > 4096 ? 8u : 2u) : nullptr;
     struct {
         uint32_t n_rows;
         float    eps;
         uint32_t src_offset, scale_offset, scales_offset, oscales_offset, y_offset, accumulate, stats_in, stats_out;
     } p{static_cast<uint32_t>(w.n_rows), eps, s.offset, s.scale_offset, w.scales_offset, w.oscales_offset,
         gpu_offset(y, 4), accumulate ? 1u : 0u, in.value_or(0), out_slot};
-    PipelineKey key = decode_key("bitlinear_decode", "rrrwwrru", *t, w.n_cols, x != nullptr, s, in, out,
-                                 in && records_for(norm));
+    PipelineKey key = decode_key("bitlinear_decode", "rrrwwru", *t, w.n_cols, x != nullptr, s, in, out);
     if (const_uniforms_ & 2) key.add("N_ROWS", static_cast<double>(w.n_rows));
     const uint32_t   groups = static_cast<uint32_t>((w.n_rows + t->rows - 1) / t->rows);
     const WGPUBuffer pf     = add_kernel_prefetch(key, prefetch, groups, t->wg, s.src);
-    const WGPUBuffer nwn    = add_records_out(key, records, s.src);
-    const WGPUBuffer bufs[] = {w.buffer->get(), s.src, s.scale, gpu_buffer(y), stats_buffer(), pf, nwn};
+    const WGPUBuffer bufs[] = {w.buffer->get(), s.src, s.scale, gpu_buffer(y), stats_buffer(), pf};
     step_->dispatch(key, bufs, &p, sizeof p, groups);
-    if (out) stats_written(y, out_slot, records);
+    if (out) stats_written(y, out_slot);
     return true;
 }
 
 bool WebGpuBackend::try_decode_gate_up(const Tensor & f, const GpuLinear & w, const QuantizedActs & a,
                                        const Tensor * x, const Weight * norm, float eps, FfnActivation act,
-                                       const GpuLinear * prefetch, const GpuNorm * next_norm) {
+                                       const GpuLinear * prefetch) {
     // $TERN_WEBGPU_GATE_UP_LANES / _WG: its lanes per row and threads (tuning aids; 16 lanes with 512
     // threads 748.4-753.0 against 751.2-752.5, 8 with 512 743.5-749.8, 16 with 1024 742.5-746.9).
     static const uint32_t gu_lanes = env_u32("TERN_WEBGPU_GATE_UP_LANES", 4);
@@ -238,22 +211,19 @@ bool WebGpuBackend::try_decode_gate_up(const Tensor & f, const GpuLinear & w, co
     const std::optional<uint32_t> in  = x ? stats_for(*x) : std::nullopt;  // as try_decode_bitlinear
     const bool                    out = stats_fit(n_ff) && outs % 32 == 0;
     const uint32_t                out_slot = stats_out_slot();
-    const GpuNorm *               records  = out ? records_to_write(next_norm, n_ff, 4u) : nullptr;
     struct {
         uint32_t n_ff;
         float    eps;
         uint32_t src_offset, scale_offset, scales_offset, oscales_offset, f_offset, activation, stats_in, stats_out;
     } p{static_cast<uint32_t>(n_ff), eps, s.offset, s.scale_offset, w.scales_offset, w.oscales_offset,
         gpu_offset(f, 4), act == FfnActivation::relu2 ? 0u : 1u, in.value_or(0), out_slot};
-    PipelineKey key = decode_key("gate_up_decode", "rrrwwrru", *t, w.n_cols, x != nullptr, s, in, out,
-                                 in && records_for(norm));
+    PipelineKey key = decode_key("gate_up_decode", "rrrwwru", *t, w.n_cols, x != nullptr, s, in, out);
     if (const_uniforms_ & 2) key.add("N_FF", static_cast<double>(n_ff));
     const uint32_t   groups = static_cast<uint32_t>((n_ff + outs - 1) / outs);
     const WGPUBuffer pf     = add_kernel_prefetch(key, prefetch, groups, t->wg, s.src);
-    const WGPUBuffer nwn    = add_records_out(key, records, s.src);
-    const WGPUBuffer bufs[] = {w.buffer->get(), s.src, s.scale, gpu_buffer(f), stats_buffer(), pf, nwn};
+    const WGPUBuffer bufs[] = {w.buffer->get(), s.src, s.scale, gpu_buffer(f), stats_buffer(), pf};
     step_->dispatch(key, bufs, &p, sizeof p, groups);
-    if (out) stats_written(f, out_slot, records);
+    if (out) stats_written(f, out_slot);
     return true;
 }
 
@@ -300,8 +270,7 @@ bool WebGpuBackend::try_decode_qkv(const Tensor & q, const KvLayer & kv, const G
         static_cast<uint32_t>(kv.k.ne[0]),
         in.value_or(0),
         0};
-    PipelineKey key =
-        decode_key("qkv_rope_decode", "rrrrwwwwru", *t, w.n_cols, x != nullptr, src, in, false, in && records_for(norm));
+    PipelineKey key = decode_key("qkv_rope_decode", "rrrrwwwwru", *t, w.n_cols, x != nullptr, src, in);
     key.add("K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0);
     key.add("V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0);
     key.add("HD", static_cast<double>(hd));

@@ -274,7 +274,7 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
 
 void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, const KvLayer & kv,
                                           const AttentionShape & s, int64_t pos0,
-                                          std::span<const GpuLinear * const> prefetch, const GpuNorm * next_norm) {
+                                          std::span<const GpuLinear * const> prefetch) {
     TERN_ASSERT(prefetch.size() <= 4, "attention prefetches at most four weights");
     const int64_t n_tok = q.ne[1];
     const int64_t hd    = s.head_dim;
@@ -290,9 +290,8 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
     const size_t v_el = kv.v.type == DType::f16 ? 2 : 4;
     // One query: the output's block sums of squares for the o-projection's norm (norm statistics,
     // webgpu_backend_impl.h), 16 invocations per block of 32 elements.
-    const bool      stats_out = stats_fit(out.ne[0]) && n_tok == 1 && hd % 32 == 0;
-    const uint32_t  out_slot  = stats_out_slot();
-    const GpuNorm * records   = stats_out ? records_to_write(next_norm, out.ne[0], 1u) : nullptr;
+    const bool     stats_out = stats_fit(out.ne[0]) && n_tok == 1 && hd % 32 == 0;
+    const uint32_t out_slot  = stats_out_slot();
     struct {
         uint32_t head_dim, n_head, n_head_kv, n_tokens, pos0, n_embd_kv, q_offset, q_stride, out_offset, out_stride,
             k_offset, v_offset;
@@ -369,7 +368,7 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
         if (pos0 + 1 > short_max) short_max = 0;
     }
     PipelineKey key{"attention",
-                    "rrrwwrrrrru",
+                    "rrrwwrrrru",
                     {{{"WG", static_cast<double>(wg)},
                       {"K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0},
                       {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0},
@@ -424,11 +423,10 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
             key.add(k_words[i], static_cast<double>(words));
         }
     }
-    const WGPUBuffer nwn    = add_records_out(key, records, gpu_buffer(q));
     const WGPUBuffer bufs[] = {gpu_buffer(q),  gpu_buffer(kv.k), gpu_buffer(kv.v), gpu_buffer(out), stats_buffer(),
-                               pf_bufs[0],     pf_bufs[1],       pf_bufs[2],       pf_bufs[3],       nwn};
+                               pf_bufs[0],     pf_bufs[1],       pf_bufs[2],       pf_bufs[3]};
     step_->dispatch(key, bufs, &p, sizeof p, u32(s.n_head) + pf_groups, u32(n_tok));
-    if (stats_out) stats_written(out, out_slot, records);
+    if (stats_out) stats_written(out, out_slot);
 }
 
 WGPUBuffer WebGpuBackend::argmax_partials(size_t n_bytes) {

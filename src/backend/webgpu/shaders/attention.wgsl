@@ -10,8 +10,7 @@
 //   norm_stats: the output's block sums of squares with STATS_OUT (one query)
 // Bindings: 0 q (read), 1 k_cache (read), 2 v_cache (read), 3 out (read_write), 4 norm_stats
 // (read_write), 5..8 pf0..pf3 (read: weights to pull into L2, below; any buffer when PF_FROM is
-// unset), 9 nwn (read: the o-projection's norm weights for MAX_OUT's records; any buffer when
-// off), 10 params (uniform)
+// unset), 9 params (uniform)
 // Dispatch: (n_head + prefetch workgroups, T, 1). One workgroup per (head, token):
 //   scores: up to SC_MAX positions (decode; TILED_UPTO), in tiles of WG / S positions, S threads
 //     per position, one block of 16 dimensions each; the K rows go straight into the threads'
@@ -37,8 +36,6 @@
 // #include "lib/sum_squares.wgsl"
 // #include "lib/position_sum.wgsl"
 // #include "lib/attention_core.wgsl"
-// #include "lib/norm_max.wgsl"
-// #include "lib/norm_max_out.wgsl"
 
 override WG: u32 = 256u;      // a power of two, >= head_dim / 2
 override K_F16: bool = true;
@@ -83,15 +80,7 @@ struct Params {
 @group(0) @binding(6) var<storage, read> pf1: array<u32>;
 @group(0) @binding(7) var<storage, read> pf2: array<u32>;
 @group(0) @binding(8) var<storage, read> pf3: array<u32>;
-@group(0) @binding(9) var<storage, read> nwn: array<f32>;  // the o-projection's norm weights (MAX_OUT; any buffer when off)
-@group(0) @binding(10) var<uniform> p: Params;
-
-// The next norm's weight at output element r (MAX_OUT's records, lib/norm_max_out.wgsl), at NWN_AT;
-// main() loads the pair an invocation will write before attending (att_nw_next), so that att_done
-// does not wait for memory at the end.
-override NWN_AT: u32 = 0u;
-fn next_nw(r: u32) -> f32 { return nwn[NWN_AT + r]; }
-var<private> att_nw_next = vec2<f32>(1.0);
+@group(0) @binding(9) var<uniform> p: Params;
 
 // Weight prefetch (one query, decode): while the n_head workgroups attend, the rest of the GPU and
 // its DRAM are idle, and the layer's next matmuls stream their weights from DRAM (a token's ~850 MB
@@ -165,13 +154,11 @@ fn att_out(t: u32, i: u32, v: f32) { out[p.out_offset + t * p.out_stride + i] = 
 
 // The block of 32 output elements that 16 neighbouring invocations stored (pairs 2j, 2j + 1): their
 // squares in the halving order (per component at element distances 16 .. 2, then the two
-// components), written by the first of the 16, and with MAX_OUT the block's norm max record.
-// Every invocation calls it (barriers without SG32).
+// components), written by the first of the 16. Every invocation calls it (barriers without SG32).
 fn att_done(lid: u32, i: u32, o: vec2<f32>, wrote: bool) {
     if (!STATS_OUT) { return; }
     let s = team_halving_sum(lid, mul_rn(o.x, o.x), 16u) + team_halving_sum(lid, mul_rn(o.y, o.y), 16u);
     if (wrote && lid % 16u == 0u) { norm_stats[p.stats_out + i / NORM_BLOCK] = s; }
-    if (MAX_OUT) { nm_put_record(lid, 16u, o, att_nw_next, select(0u, 2u, wrote), p.stats_out, i / NORM_BLOCK); }
 }
 
 @compute @workgroup_size(WG)
@@ -179,10 +166,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     if (wid.x >= PF_FROM) {
         prefetch_weights(lid, wid.x - PF_FROM);
         return;
-    }
-    if (nm_load_nw() && 2u * lid < HD) {
-        let i = wid.x * HD + 2u * lid;  // (as attend's outputs: head h, pair lid)
-        att_nw_next = vec2<f32>(next_nw(i), next_nw(i + 1u));
     }
     attend(lid, wid.x, wid.y);
 }

@@ -24,9 +24,6 @@ requires packed_4x8_integer_dot_product;
 // #include "lib/ternary_decode.wgsl"
 // #include "lib/decode_io.wgsl"
 // #include "lib/weight_prefetch.wgsl"
-// #include "lib/norm_max.wgsl"
-// #include "lib/norm_max_in.wgsl"
-// #include "lib/norm_max_out.wgsl"
 
 override WG: u32 = 256u;    // a power of two, >= K / 32
 override LANES: u32 = 8u;   // a power of two dividing WG, >= K / 512
@@ -69,12 +66,7 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 @group(0) @binding(4) var<storage, read_write> norm_stats: array<f32>;
 @group(0) @binding(5) var<storage, read> pfw: array<u32>;  // lib/weight_prefetch.wgsl (any buffer when off)
-@group(0) @binding(6) var<storage, read> nwn: array<f32>;  // the next norm's weights (MAX_OUT; any buffer when off)
-@group(0) @binding(7) var<uniform> p: Params;
-
-// The next norm's weight at output r (lib/decode_io.wgsl's put_block_record), at NWN_AT.
-override NWN_AT: u32 = 0u;
-fn next_nw(r: u32) -> f32 { return nwn[NWN_AT + r]; }
+@group(0) @binding(6) var<uniform> p: Params;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
@@ -86,7 +78,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     var w: RowWords;
     var sc: vec2<f32>;
     var y0 = 0.0;  // y[ro] when accumulating, loaded up front like the scales
-    var nw_next = 1.0;  // the next norm's weight at row ro (MAX_OUT)
     var xin: StageInput;
     var pf = kernel_prefetch_at(0u, lid, wid.x);
     if (X_FIRST) { xin = stage_load(lid, K); }
@@ -94,7 +85,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     if (!X_FIRST) { xin = stage_load(lid, K); }
     if (lid < rows && ro < out_rows()) {
         sc = row_scales(ro);
-        if (nm_load_nw()) { nw_next = next_nw(ro); }  // (loaded up front, used at the end)
         if (p.accumulate != 0u) { y0 = y[p.y_offset + ro]; }
     }
     pf ^= kernel_prefetch_at(1u, lid, wid.x);
@@ -124,7 +114,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         y[p.y_offset + ro] = out_v;
     }
     if (STATS_OUT) { put_block_sums(lid, ro, out_v, wrote); }
-    if (STATS_OUT && MAX_OUT) { put_block_record(lid, ro, out_v, nw_next, wrote); }
     kernel_prefetch_use(pf);
 }
 

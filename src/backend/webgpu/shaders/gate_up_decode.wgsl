@@ -20,9 +20,6 @@ requires packed_4x8_integer_dot_product;
 // #include "lib/ternary_decode.wgsl"
 // #include "lib/decode_io.wgsl"
 // #include "lib/weight_prefetch.wgsl"
-// #include "lib/norm_max.wgsl"
-// #include "lib/norm_max_in.wgsl"
-// #include "lib/norm_max_out.wgsl"
 
 override WG: u32 = 256u;
 override LANES: u32 = 8u;
@@ -58,12 +55,7 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> f: array<f32>;
 @group(0) @binding(4) var<storage, read_write> norm_stats: array<f32>;
 @group(0) @binding(5) var<storage, read> pfw: array<u32>;  // lib/weight_prefetch.wgsl (any buffer when off)
-@group(0) @binding(6) var<storage, read> nwn: array<f32>;  // the next norm's weights (MAX_OUT; any buffer when off)
-@group(0) @binding(7) var<uniform> p: Params;
-
-// The next norm's weight at output r (lib/decode_io.wgsl's put_block_record), at NWN_AT.
-override NWN_AT: u32 = 0u;
-fn next_nw(r: u32) -> f32 { return nwn[NWN_AT + r]; }
+@group(0) @binding(6) var<uniform> p: Params;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
@@ -75,7 +67,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     var w: RowWords;
     var sg: vec2<f32>;
     var su: vec2<f32>;
-    var nw_next = 1.0;  // the next norm's weight at output o (MAX_OUT)
     var xin: StageInput;
     var pf = kernel_prefetch_at(0u, lid, wid.x);
     if (X_FIRST) { xin = stage_load(lid, K); }
@@ -83,7 +74,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     if (!X_FIRST) { xin = stage_load(lid, K); }
     if (lid < outs && o < ff_rows()) {
         sg = row_scales(o);
-        if (nm_load_nw()) { nw_next = next_nw(o); }  // (loaded up front, used at the end)
         su = row_scales(ff_rows() + o);
     }
     pf ^= kernel_prefetch_at(1u, lid, wid.x);
@@ -102,6 +92,5 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         f[p.f_offset + o] = out_v;
     }
     if (STATS_OUT) { put_block_sums(lid, o, out_v, wrote); }
-    if (STATS_OUT && MAX_OUT) { put_block_record(lid, o, out_v, nw_next, wrote); }
     kernel_prefetch_use(pf);
 }

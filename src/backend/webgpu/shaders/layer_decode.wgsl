@@ -41,8 +41,6 @@ requires packed_4x8_integer_dot_product;
 // #include "lib/wg_reduce.wgsl"
 // #include "lib/sum_squares.wgsl"
 // #include "lib/act_stage.wgsl"
-// #include "lib/norm_max.wgsl"
-// #include "lib/norm_max_in.wgsl"
 // #include "lib/ternary_decode.wgsl"
 // #include "lib/qkv_store.wgsl"
 // #include "lib/qkv_decode.wgsl"
@@ -188,7 +186,6 @@ fn stage_nw4(j: u32) -> vec4<f32> {
 fn stage_qword(j: u32) -> u32 { return 0u; }  // (the matmul phases stage with stage_flow_acts)
 fn stage_qscale() -> f32 { return 1.0; }
 fn stage_stats(b: u32) -> f32 { return 0.0; }  // (STATS_IN stays off: the phases sum x's squares)
-fn stage_record(b: u32) -> vec2<f32> { return vec2<f32>(); }  // (MAX_IN stays off too)
 
 // lib/qkv_store.wgsl: q and the new K / V row words go to flow (K / V also to the cache).
 fn store_q(tok: u32, i: u32, v: f32) { flow_put(p.f_q + i, v); }

@@ -23,8 +23,6 @@ requires packed_4x8_integer_dot_product;
 // #include "lib/qkv_store.wgsl"
 // #include "lib/qkv_decode.wgsl"
 // #include "lib/weight_prefetch.wgsl"
-// #include "lib/norm_max.wgsl"
-// #include "lib/norm_max_in.wgsl"
 
 override WG: u32 = 256u;
 override LANES: u32 = 8u;

@@ -17,7 +17,6 @@
 //   stage_qword(j) -> u32      int8 activation word j              (!NORM)
 //   stage_qscale() -> f32      its activation scale                (!NORM)
 //   stage_stats(b) -> f32      the block sum of squares of x's block b (STATS_IN)
-//   stage_record(b) -> vec2<f32>  the norm max record of x's block b (MAX_IN, lib/norm_max.wgsl)
 
 // 16 int8 per vec4, ordered for lib/ternary_decode.wgsl's row_dot: the 16 activations that word q
 // of weight vec4 i multiplies (elements 64 i + 16 q .. 64 i + 16 q + 15) are vec4 q (k / 64) + i
@@ -42,13 +41,6 @@ fn act_slot(j: u32, k: u32) -> u32 {
 override ASUM_ONCE: bool = true;
 var<workgroup> acts_total_wg: atomic<i32>;
 var<private> acts_total: i32;
-// With MAX_IN and 32-wide subgroups no barrier separates the zeroing of acts_total_wg from the adds,
-// so each subgroup's sum goes to its own slot instead, added up after the quantization's barrier.
-var<workgroup> acts_total_slots: array<i32, WG / 32u + 1u>;
-
-fn acts_total_in_slots() -> bool {
-    return MAX_IN && WG_REDUCE_SG && SG32;
-}
 
 fn asum_once() -> bool {
     return ASUM_ONCE && NORM;
@@ -59,11 +51,7 @@ fn asum_once() -> bool {
 fn add_acts_total(lid: u32, part: i32) {
     let s  = team_isum(vec2<i32>(part, 0)).x;   // the subgroup's sum (the part itself without subgroups)
     let sg = select(sg_size(), 32u, SG_EXACT32);  // (a constant where subgroups are 32 wide)
-    if (acts_total_in_slots()) {
-        if (lid % 32u == 0u) { acts_total_slots[lid / 32u] = s; }  // (subgroups of exactly 32: the host)
-    } else if (lid % sg == 0u) {
-        atomicAdd(&acts_total_wg, s);
-    }
+    if (lid % sg == 0u) { atomicAdd(&acts_total_wg, s); }
 }
 
 // A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=NORM_STOP=n): the fused prologue
@@ -80,11 +68,6 @@ override X_FIRST: bool = true;
 // The sum of squares from x's block sums (written by the kernel that wrote x) instead of from x.
 override STATS_IN: bool = false;
 
-// max |y| from the norm max records that the kernel which wrote x left (lib/norm_max.wgsl) instead
-// of a workgroup max; the host sets it only with STATS_IN, and with subgroups only where they are
-// exactly 32 wide.
-override MAX_IN: bool = false;
-
 // The words an invocation owns at most (K / 4 words over WG invocations, at most 8): the loops stop
 // there, so that the slots past it are constant zeros.
 override STAGE_U: u32 = (K / 4u + WG - 1u) / WG;
@@ -97,7 +80,6 @@ struct StageInput {
     xs: array<vec4<f32>, 8>,
     ws: array<vec4<f32>, 8>,
     st: array<f32, 8>,
-    rc: array<vec2<f32>, 8>,  // MAX_IN with subgroups: records lid % 32 + 32 i
 }
 
 fn stage_load(lid: u32, k: u32) -> StageInput {
@@ -112,12 +94,6 @@ fn stage_load(lid: u32, k: u32) -> StageInput {
             }
         } else if (lid < nb) {
             in.st[0] = stage_stats(lid);
-        }
-        if (MAX_IN && nm_sg()) {
-            for (var i = 0u; i < 8u; i++) {
-                let b = lid % 32u + 32u * i;
-                if (b < nb) { in.rc[i] = stage_record(b); }
-            }
         }
     }
     for (var i = 0u; i < STAGE_U; i++) {
@@ -185,8 +161,6 @@ fn stage_norm_quant(lid: u32, k: u32, in: StageInput) -> f32 {
     if (NORM_STOP == 1u) {
         return stage_stopped(lid, n_words, xs, ws, 1.0);
     }
-    var cand: NmCandidate;
-    if (MAX_IN) { cand = nm_candidate(lid, k / NORM_BLOCK, in.rc); }
     let inv = inv_rms_from(stage_sum_squares(lid, k, in), k, p.eps);
     if (NORM_STOP == 2u) {
         return stage_stopped(lid, n_words, xs, ws, inv);
@@ -208,12 +182,7 @@ fn stage_norm_quant(lid: u32, k: u32, in: StageInput) -> f32 {
         return qs4;
     }
     // As rms_norm_quant.wgsl: the CPU clamps max|y| to 1e-5 in double.
-    var amax: f32;
-    if (MAX_IN) {
-        amax = nm_amax(lid, k, inv, cand);
-    } else {
-        amax = wg_max(lid, m);
-    }
+    let amax = wg_max(lid, m);
     if (NORM_STOP == 3u) {
         store_quantized(lid, n_words, xs, amax);
         return amax;
@@ -255,15 +224,7 @@ fn store_quantized(lid: u32, n_words: u32, ys: array<vec4<f32>, 8>, qs: f32) {
     }
     if (asum_once()) { add_acts_total(lid, part); }
     workgroupBarrier();
-    if (asum_once()) {
-        if (acts_total_in_slots()) {
-            var t = 0;
-            for (var i = 0u; i < WG / 32u; i++) { t += acts_total_slots[i]; }
-            acts_total = t;
-        } else {
-            acts_total = atomicLoad(&acts_total_wg);
-        }
-    }
+    if (asum_once()) { acts_total = atomicLoad(&acts_total_wg); }
 }
 
 // NORM_STOP's early end: words of x * nw * f (values that depend on what was computed), returns f.

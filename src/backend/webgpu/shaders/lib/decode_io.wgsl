@@ -70,14 +70,6 @@ fn put_block_sums(lid: u32, r: u32, out_v: f32, wrote: bool) {
     if (wrote && lid % NORM_BLOCK == 0u) { norm_stats[p.stats_out + r / NORM_BLOCK] = s; }
 }
 
-// The record of x's block b (MAX_IN), next to the statistics slot the kernel reads.
-fn stage_record(b: u32) -> vec2<f32> {
-    var s = p.stats_in;
-    if (STATS_AT != UNSET) { s = STATS_AT; }
-    let i = NM_REC_BASE + 2u * (s + b);
-    return vec2<f32>(norm_stats[i], norm_stats[i + 1u]);
-}
-
 // A row's (scale, output scale) at the uniform's scales_offset / oscales_offset (lib/ternary_decode.wgsl).
 fn row_scales(row: u32) -> vec2<f32> {
     return row_scales_at(row, p.scales_offset, p.oscales_offset);
