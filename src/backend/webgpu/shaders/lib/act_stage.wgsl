@@ -72,76 +72,6 @@ override STATS_IN: bool = false;
 // there, so that the slots past it are constant zeros.
 override STAGE_U: u32 = (K / 4u + WG - 1u) / WG;
 
-// MAX_EARLY (subgroups exactly 32 wide): max |y| from the element with the largest |x nw|, found
-// while the sum of squares is reduced, instead of a workgroup max of y after it (max_early).
-override MAX_EARLY: bool = false;
-var<workgroup> max_slots: array<vec4<u32>, WG / 32u>;
-
-// The element with the largest p = |fl(x nw)| over the workgroup, as (x, nw, 1), or (_, _, 0) when
-// another element comes within 2^-20 of it (or p is 0, infinite or NaN). Why that element's
-// |fl(fl(x inv) nw)| is max |y|: |y_j| = |x_j nw_j| inv (1 + d), |d| <= 2u + u^2 (u = 2^-24), and
-// p_j = |x_j nw_j| (1 + d0), |d0| <= u, so every element with p_j < fl(M (1 - 2^-20)) <= M (1 - 15 u)
-// has |y_j| < M inv (1 - 3.01 u) <= |y_m| (underflow adds ~2^-149 at most, far below the 1e-5
-// clamp that decides the scale when values are that small). Every invocation calls it (a barrier).
-@diagnostic(off, subgroup_uniformity)
-fn max_early(lid: u32, n_words: u32, xs: array<vec4<f32>, 8>, ws: array<vec4<f32>, 8>) -> vec3<f32> {
-    var ek = 0u;  // this invocation's largest key, the largest of its others, and its x and nw
-    var sk = 0u;
-    var ex = 0.0;
-    var ew = 0.0;
-    for (var i = 0u; i < STAGE_U; i++) {
-        if (lid + i * WG < n_words) {
-            let pv = abs(xs[i] * ws[i]);
-            for (var c = 0u; c < 4u; c++) {
-                let k = order_key(pv[c]);
-                if (k > ek) {
-                    sk = ek;
-                    ek = k;
-                    ex = xs[i][c];
-                    ew = ws[i][c];
-                } else {
-                    sk = max(sk, k);
-                }
-            }
-        }
-    }
-    let mk    = sg_umax(ek);
-    let owner = sg_umin(select(0xffffffffu, lid, ek == mk));
-    let s2    = sg_umax(select(ek, sk, lid == owner));
-    if (lid == owner) { max_slots[lid / 32u] = vec4<u32>(mk, bitcast<u32>(ex), bitcast<u32>(ew), s2); }
-    workgroupBarrier();
-    var best   = max_slots[0];
-    var second = best.w;
-    for (var i = 1u; i < WG / 32u; i++) {
-        let s = max_slots[i];
-        if (s.x > best.x) {
-            second = max(max(second, best.x), s.w);
-            best   = s;
-        } else {
-            second = max(second, s.x);
-        }
-    }
-    let m  = from_order_key(best.x);
-    let ok = from_order_key(second) < m - m * 9.5367431640625e-07 && m > 0.0 && m <= 0x1.fffffep+127f;
-    return vec3<f32>(bitcast<f32>(best.y), bitcast<f32>(best.z), select(0.0, 1.0, ok));
-}
-
-// max |y| once inv is known: from max_early's element, else every subgroup scans all of x itself
-// (no barrier: the branch need not be uniform across the workgroup).
-@diagnostic(off, subgroup_uniformity)
-fn max_early_amax(lid: u32, k: u32, inv: f32, e: vec3<f32>) -> f32 {
-    if (e.z != 0.0) {
-        let y = abs((e.x * inv) * e.y);
-        if (y <= 0x1.fffffep+127f) { return y; }
-    }
-    var m = 0.0;
-    for (var j = lid % 32u; j < k / 4u; j += 32u) {
-        let y = (stage_x4(j) * inv) * stage_nw4(j);
-        m = max(m, max(max(abs(y.x), abs(y.y)), max(abs(y.z), abs(y.w))));
-    }
-    return sg_max(m);
-}
-
 // This invocation's words of x and of the norm weights (NORM; nothing otherwise): the fused
 // prologue's loads, which a kernel may issue before its other loads (X_FIRST).
 // With STATS_IN also its block sums: blocks lane, lane + 32, ... of its 32-invocation team (SG32,
@@ -231,8 +161,6 @@ fn stage_norm_quant(lid: u32, k: u32, in: StageInput) -> f32 {
     if (NORM_STOP == 1u) {
         return stage_stopped(lid, n_words, xs, ws, 1.0);
     }
-    var early: vec3<f32>;
-    if (MAX_EARLY && SG32) { early = max_early(lid, n_words, xs, in.ws); }
     let inv = inv_rms_from(stage_sum_squares(lid, k, in), k, p.eps);
     if (NORM_STOP == 2u) {
         return stage_stopped(lid, n_words, xs, ws, inv);
@@ -254,12 +182,7 @@ fn stage_norm_quant(lid: u32, k: u32, in: StageInput) -> f32 {
         return qs4;
     }
     // As rms_norm_quant.wgsl: the CPU clamps max|y| to 1e-5 in double.
-    var amax: f32;
-    if (MAX_EARLY && SG32) {
-        amax = max_early_amax(lid, k, inv, early);
-    } else {
-        amax = wg_max(lid, m);
-    }
+    let amax = wg_max(lid, m);
     if (NORM_STOP == 3u) {
         store_quantized(lid, n_words, xs, amax);
         return amax;

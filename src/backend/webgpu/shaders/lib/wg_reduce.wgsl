@@ -39,6 +39,3 @@ fn sg_shuffle_xor_i(v: vec2<i32>, m: u32) -> vec2<i32> { return v; }
 fn sg_shuffle_xor(v: f32, m: u32) -> f32 { return v; }
 fn sg_shuffle(v: f32, lane: u32) -> f32 { return v; }
 fn sg_size() -> u32 { return 1u; }
-fn sg_max(v: f32) -> f32 { return v; }
-fn sg_umax(v: u32) -> u32 { return v; }
-fn sg_umin(v: u32) -> u32 { return v; }

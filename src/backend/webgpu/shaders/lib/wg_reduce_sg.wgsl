@@ -44,9 +44,7 @@ fn sg_df_sum(v: vec2<f32>, lane: u32, width: u32) -> vec2<f32> {
 // on an H100: tg128 489-491 tokens/s against 484-485 (four alternating runs each).
 override SG_KEY_MAX: bool = true;
 
-// (order_key, from_order_key: lib/numerics.wgsl; callers keep the subgroup together, as for the
-// shuffles below: lib/act_stage.wgsl's scan runs in a branch the whole subgroup takes.)
-@diagnostic(off, subgroup_uniformity)
+// (order_key, from_order_key: lib/numerics.wgsl)
 fn sg_max(v: f32) -> f32 {
     if (SG_KEY_MAX) { return from_order_key(subgroupMax(order_key(v))); }
     return subgroupMax(v);
@@ -101,11 +99,6 @@ fn sg_shuffle_xor_i(v: vec2<i32>, m: u32) -> vec2<i32> { return subgroupShuffleX
 // subgroupShuffle of an f32: lane `lane`'s v (lib/attention_core.wgsl's score rows, SG32).
 @diagnostic(off, subgroup_uniformity)
 fn sg_shuffle(v: f32, lane: u32) -> f32 { return subgroupShuffle(v, lane); }
-// u32 max and min over the subgroup (REDUX on NVIDIA).
-@diagnostic(off, subgroup_uniformity)
-fn sg_umax(v: u32) -> u32 { return subgroupMax(v); }
-@diagnostic(off, subgroup_uniformity)
-fn sg_umin(v: u32) -> u32 { return subgroupMin(v); }
 // The caller's subgroup size (every invocation of the subgroup active).
 @diagnostic(off, subgroup_uniformity)
 fn sg_size() -> u32 { return subgroupAdd(1u); }
