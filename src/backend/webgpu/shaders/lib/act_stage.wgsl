@@ -56,8 +56,9 @@ fn add_acts_total(lid: u32, part: i32) {
 
 // A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=NORM_STOP=n): the fused prologue
 // skips what follows the loads of x and nw (1), the sum of squares (2) or the max (3), or takes
-// each invocation's own max instead of the workgroup's (4), and quantizes with a scale that still
-// depends on what it computed.
+// each invocation's own max instead of the workgroup's (4; without that barrier the zeroing of
+// acts_total_wg races with the adds too), and quantizes with a scale that still depends on what it
+// computed.
 override NORM_STOP: u32 = 0u;
 
 // Whether the decode kernels issue the loads of x and the norm weights before their weight loads
