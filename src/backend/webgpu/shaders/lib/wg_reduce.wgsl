@@ -10,6 +10,11 @@ var<workgroup> wg_red_df: array<vec2<f32>, WG>;
 // `_sg` variants run and the adapter's smallest subgroup has 32 invocations (never in this variant).
 override SG32: bool = false;
 
+fn wg_red_slot(i: u32, v: f32) { wg_red_max[i] = v; }
+
+// The subgroup's max where there are subgroups (lib/wg_reduce_sg.wgsl); here the value itself.
+fn sg_max_any(v: f32) -> f32 { return v; }
+
 fn wg_max(lid: u32, v: f32) -> f32 {
     wg_red_max[lid] = v;
     workgroupBarrier();

@@ -15,7 +15,9 @@
 // every invocation gets the same bits. It adds in a different order from the tree (and the CPU), as
 // the tree does; at double-float precision the f32 results it feeds agree.
 
-var<workgroup> wg_red_max: array<f32, WG>;         // one slot per subgroup (at most WG)
+// One slot per subgroup (at most WG), slot i at [i / 4][i % 4]; or one per invocation (WG_MAX_READ = 3).
+// (u32 words: the keys, and f32 values by their bits, stay bit for bit whatever they are.)
+var<workgroup> wg_red_max: array<vec4<u32>, WG / 4u>;
 var<workgroup> wg_red_df: array<vec2<f32>, WG>;
 
 // Subgroups at least 32 wide (set by the host where the adapter's smallest subgroup has 32
@@ -50,24 +52,61 @@ fn sg_max(v: f32) -> f32 {
     return subgroupMax(v);
 }
 
+// How wg_max reads the slots back where subgroups are 32 wide: 0 one by one in every invocation
+// (a chain of WG / 32 - 1 maxes), 1 as vec4s of keys (WG >= 128: WG / 128 loads, a short tree),
+// 2 one slot per lane and a subgroup max again, 3 no subgroup max before the barrier: every
+// invocation's own max in a slot, lane l reading those of invocations l, l + 32, ... as vec4s
+// (WG >= 128), then one subgroup max. (A tuning choice; the same results.)
+override WG_MAX_READ: u32 = 0u;
+
+fn wg_red_slot(i: u32, v: f32) { wg_red_max[i / 4u][i % 4u] = bitcast<u32>(v); }
+fn wg_red_at(i: u32) -> f32 { return bitcast<f32>(wg_red_max[i / 4u][i % 4u]); }
+
+// The subgroup's max (act_stage.wgsl's NORM_STOP timing aids; the value itself without subgroups).
+fn sg_max_any(v: f32) -> f32 { return sg_max(v); }
+
 fn wg_max(lid: u32, v: f32) -> f32 {
+    if (SG32 && WG_MAX_READ == 1u && WG >= 128u) {
+        let r = subgroupMax(order_key(v));
+        if (lid % 32u == 0u) { wg_red_max[lid / 128u][(lid / 32u) % 4u] = r; }
+        workgroupBarrier();
+        var a = wg_red_max[0];
+        for (var i = 1u; i < WG / 128u; i++) { a = max(a, wg_red_max[i]); }
+        return from_order_key(max(max(a.x, a.y), max(a.z, a.w)));
+    }
+    if (SG32 && WG_MAX_READ == 3u && WG >= 128u) {
+        // Invocation lid = 32 s + l at vec4 32 (s / 4) + l, component s % 4: the reads (vec4 32 q + l
+        // in lane l) are consecutive, without bank conflicts.
+        let s = lid / 32u;
+        wg_red_max[32u * (s / 4u) + lid % 32u][s % 4u] = order_key(v);
+        workgroupBarrier();
+        var a = wg_red_max[lid % 32u];
+        for (var q = 1u; q < WG / 128u; q++) { a = max(a, wg_red_max[32u * q + lid % 32u]); }
+        return from_order_key(subgroupMax(max(max(a.x, a.y), max(a.z, a.w))));
+    }
+    if (SG32 && WG_MAX_READ == 2u) {
+        let r = subgroupMax(order_key(v));
+        if (lid % 32u == 0u) { wg_red_slot(lid / 32u, bitcast<f32>(r)); }
+        workgroupBarrier();
+        return from_order_key(subgroupMax(bitcast<u32>(wg_red_at(lid % (WG / 32u)))));
+    }
     if (SG32) {
         // Every lane of a subgroup holds its max, so each 32-lane half of a wider one writes it too.
         let r = sg_max(v);
-        if (lid % 32u == 0u) { wg_red_max[lid / 32u] = r; }
+        if (lid % 32u == 0u) { wg_red_slot(lid / 32u, r); }
         workgroupBarrier();
-        var m = wg_red_max[0];
-        for (var i = 1u; i < WG / 32u; i++) { m = max(m, wg_red_max[i]); }
+        var m = wg_red_at(0u);
+        for (var i = 1u; i < WG / 32u; i++) { m = max(m, wg_red_at(i)); }
         return m;
     }
     let size = subgroupAdd(1u);
     let n    = WG / size;  // subgroups (slots)
     let r    = sg_max(v);
-    if (lid % size == 0u) { wg_red_max[lid / size] = r; }
+    if (lid % size == 0u) { wg_red_slot(lid / size, r); }
     workgroupBarrier();
     let lane = lid % size;
-    var m    = wg_red_max[lane % n];
-    for (var i = lane + size; i < n; i += size) { m = max(m, wg_red_max[i]); }
+    var m    = wg_red_at(lane % n);
+    for (var i = lane + size; i < n; i += size) { m = max(m, wg_red_at(i)); }
     return sg_max(m);
 }
 
