@@ -15,6 +15,9 @@ fn wg_red_slot(i: u32, v: f32) { wg_red_max[i] = v; }
 // The subgroup's max where there are subgroups (lib/wg_reduce_sg.wgsl); here the value itself.
 fn sg_max_any(v: f32) -> f32 { return v; }
 
+// wg_max of values that are not negative (lib/wg_reduce_sg.wgsl has a faster form).
+fn wg_max_nonneg(lid: u32, v: f32) -> f32 { return wg_max(lid, v); }
+
 fn wg_max(lid: u32, v: f32) -> f32 {
     wg_red_max[lid] = v;
     workgroupBarrier();

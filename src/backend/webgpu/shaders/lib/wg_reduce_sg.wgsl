@@ -65,6 +65,19 @@ fn wg_red_at(i: u32) -> f32 { return bitcast<f32>(wg_red_max[i / 4u][i % 4u]); }
 // The subgroup's max (act_stage.wgsl's NORM_STOP timing aids; the value itself without subgroups).
 fn sg_max_any(v: f32) -> f32 { return sg_max(v); }
 
+// wg_max of values that are not negative (nor -NaN): their bits order as u32 already, so the
+// subgroup maxes take them without order_key's conversions where WG_MAX_READ is 2.
+fn wg_max_nonneg(lid: u32, v: f32) -> f32 {
+    if (SG32 && WG_MAX_READ == 2u) {
+        let r = subgroupMax(bitcast<u32>(v));
+        if (lid % 32u == 0u) { wg_red_max[lid / 128u][(lid / 32u) % 4u] = r; }
+        workgroupBarrier();
+        let i = lid % (WG / 32u);
+        return bitcast<f32>(subgroupMax(wg_red_max[i / 4u][i % 4u]));
+    }
+    return wg_max(lid, v);
+}
+
 fn wg_max(lid: u32, v: f32) -> f32 {
     if (SG32 && WG_MAX_READ == 1u && WG >= 128u) {
         let r = subgroupMax(order_key(v));
