@@ -114,9 +114,6 @@ PipelineKey WebGpuBackend::decode_key(std::string_view shader, std::string_view 
                       {"K", static_cast<double>(k)},
                       {"NORM", norm ? 1.0 : 0.0}}}};
     // (Both default to off, so a kernel that declares only one of them is keyed without the other.)
-    // RN(1 / k) in f32 (IEEE division on the host is correctly rounded): the fused norm's mean then
-    // needs no reciprocal on the GPU (lib/act_stage.wgsl).
-    if (norm) key.add("INV_K", static_cast<double>(1.0f / static_cast<float>(k)));
     if (stats_in) key.add("STATS_IN", 1.0);
     if (stats_out) key.add("STATS_OUT", 1.0);
     // Offsets 0 (tensors at the start of their buffers, as the model's are) and the two statistics

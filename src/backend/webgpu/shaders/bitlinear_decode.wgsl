@@ -109,7 +109,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let wrote = lid < rows && ro < out_rows();
     var out_v = 0.0;
     if (wrote) {
-        let v = row_product_early(dot, as_, sc);
+        let v = row_product_scaled(dot, as_, sc);
         out_v = select(v, y0 + v, p.accumulate != 0u);
         y[p.y_offset + ro] = out_v;
     }

@@ -86,8 +86,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let wrote = lid < outs && o < ff_rows();
     var out_v = 0.0;
     if (wrote) {
-        let g = row_product_early(gu.x, as_, sg);
-        let u = row_product_early(gu.y, as_, su);
+        let g = row_product_scaled(gu.x, as_, sg);
+        let u = row_product_scaled(gu.y, as_, su);
         out_v = ffn_gate(g, u, p.activation);
         f[p.f_offset + o] = out_v;
     }

@@ -99,16 +99,6 @@ override STATS_IN: bool = false;
 // there, so that the slots past it are constant zeros.
 override STAGE_U: u32 = (K / 4u + WG - 1u) / WG;
 
-// The block sums each lane of a 32-invocation team holds (STATS_IN with SG32): ceil(k / 32 / 32).
-fn stats_u(k: u32) -> u32 {
-    return (k / NORM_BLOCK + 31u) / 32u;
-}
-
-// RN(1 / K), set by the host (0: unset): the norm's mean divides by K without computing its
-// reciprocal first (inv_rms_from_rcp), where k is K.
-override INV_K: f32 = 0.0;
-override RCP_K: bool = true;  // false: the division as before (a tuning aid, the same results)
-
 // This invocation's words of x and of the norm weights (NORM; nothing otherwise): the fused
 // prologue's loads, which a kernel may issue before its other loads (X_FIRST).
 // With STATS_IN also its block sums: blocks lane, lane + 32, ... of its 32-invocation team (SG32,
@@ -125,7 +115,7 @@ fn stage_load(lid: u32, k: u32) -> StageInput {
     if (STATS_IN) {
         let nb = k / NORM_BLOCK;
         if (WG_REDUCE_SG && SG32) {
-            for (var i = 0u; i < min(8u, stats_u(k)); i++) {
+            for (var i = 0u; i < 8u; i++) {
                 let b = lid % 32u + 32u * i;
                 if (b < nb) { in.st[i] = stage_stats(b); }
             }
@@ -149,7 +139,7 @@ fn stage_load(lid: u32, k: u32) -> StageInput {
 // cache) and the workgroup adding the blocks (k <= 32 WG).
 fn stage_sum_squares(lid: u32, k: u32, in: StageInput) -> f32 {
     if (STATS_IN) {
-        if (WG_REDUCE_SG && SG32) { return blocks_total_team(lid, in.st, stats_u(k)); }
+        if (WG_REDUCE_SG && SG32) { return blocks_total_team(lid, in.st); }
         return blocks_total(lid, in.st[0]);
     }
     if (WG_REDUCE_SG && SG32) {
@@ -174,21 +164,9 @@ fn stage_activations(lid: u32, k: u32) -> f32 {
 
 // The same from inputs that stage_load() returned.
 fn stage_activations_from(lid: u32, k: u32, in: StageInput) -> f32 {
-    var s: f32;
-    if (NORM) {
-        s = stage_norm_quant(lid, k, in);
-    } else {
-        s = stage_copy(lid, k);
-    }
-    if (EARLY_RCP) { act_rcp = recip_of(s); }
-    return s;
+    if (NORM) { return stage_norm_quant(lid, k, in); }
+    return stage_copy(lid, k);
 }
-
-// The activation scale's reciprocal (lib/numerics.wgsl's recip_of), computed as soon as the scale
-// is known (EARLY_RCP), so that the epilogue's divisions by it (row_product_early) are only their
-// residual steps, after the dots, where they sat on every kernel's tail.
-override EARLY_RCP: bool = true;
-var<private> act_rcp: Recip;
 
 // The int8 words as they are (!NORM).
 fn stage_copy(lid: u32, k: u32) -> f32 {
@@ -210,12 +188,7 @@ fn stage_norm_quant(lid: u32, k: u32, in: StageInput) -> f32 {
     if (NORM_STOP == 1u) {
         return stage_stopped(lid, n_words, xs, ws, 1.0);
     }
-    var inv: f32;
-    if (RCP_K && INV_K != 0.0 && k == K) {
-        inv = inv_rms_from_rcp(stage_sum_squares(lid, k, in), k, INV_K, p.eps);
-    } else {
-        inv = inv_rms_from(stage_sum_squares(lid, k, in), k, p.eps);
-    }
+    let inv = inv_rms_from(stage_sum_squares(lid, k, in), k, p.eps);
     if (NORM_STOP == 2u) {
         return stage_stopped(lid, n_words, xs, ws, inv);
     }

@@ -57,43 +57,16 @@ fn div_rn(a: f32, b: f32) -> f32 {
     // The IEEE division, with a divisor the compiler cannot see: SwiftShader turned a division by
     // a constant (a norm's k = 640, an override) into a product with its reciprocal, 1 ulp off.
     if (!FMA_FUSED) { return a / bitcast<f32>(bitcast<u32>(b) ^ p.rn_zero); }
-    return div_with(a, b, recip_of(b));
-}
-
-// div_rn in two halves, for a divisor known long before its dividends: its reciprocal (y0 = 1 / b
-// and y, y0 refined once), then each quotient from it. The same operations in the same order.
-// (lib/gemm_tile.wgsl's recip_part / div_by split the division the same way without the guards.)
-struct Recip {
-    y0: f32,
-    y: f32,
-}
-
-fn recip_of(b: f32) -> Recip {
     // opq: a compiler that knows y ~ 1/b and q ~ a/b must not fold the residuals to 0.
     let y0 = opq(1.0 / b);
     let e  = fma(-b, y0, 1.0);
-    return Recip(y0, opq(fma(e, y0, y0)));
-}
-
-fn div_with(a: f32, b: f32, rb: Recip) -> f32 {
-    if (!FMA_FUSED) { return a / bitcast<f32>(bitcast<u32>(b) ^ p.rn_zero); }
-    let q  = opq(a * rb.y);
+    let y  = opq(fma(e, y0, y0));
+    let q  = opq(a * y);
     let r  = fma(-q, b, a);
     // b = +-inf or 0 (1 / b is 0 or inf): the residuals are NaN (inf * 0), while a / b is a * (1 / b):
     // +-0, +-inf, or NaN for inf / inf and 0 / 0 (SiLU's g / (1 + exp(-g)) once exp(-g) overflows).
-    let yb = bitcast<u32>(rb.y0) & 0x7fffffffu;
-    return select(fma(r, rb.y, q), a * rb.y0, yb == 0u || yb == 0x7f800000u);
-}
-
-// a / b, correctly rounded, for a divisor b given with rb = RN(1 / b), its correctly rounded
-// reciprocal (a constant): q = RN(a rb) is within an ulp of a / b, so one residual correction
-// gives RN(a / b) (Markstein's theorem; no underflow or overflow: b is a vector length here).
-fn div_rn_by_rcp(a: f32, b: f32, rb: f32) -> f32 {
-    if (!FMA_FUSED) { return div_rn(a, b); }
-    let q = opq(a * rb);
-    let r = fma(-q, b, a);
-    // (a = +-inf: q is that infinity, as a / b, where the residual would be NaN.)
-    return select(fma(r, rb, q), q, (bitcast<u32>(q) & 0x7fffffffu) == 0x7f800000u);
+    let yb = bitcast<u32>(y0) & 0x7fffffffu;
+    return select(fma(r, y, q), a * y0, yb == 0u || yb == 0x7f800000u);
 }
 
 // sqrt(x) for x > 0, correctly rounded (one residual correction of x * inverseSqrt(x)).

@@ -40,7 +40,7 @@ fn qkv_decode_rows(lid: u32, g: u32, lanes: u32, k: u32, so: u32, oso: u32) {
     workgroupBarrier();
     if (lid < rows / 4u) {
         var v: array<f32, 4>;
-        for (var e = 0u; e < 4u; e++) { v[e] = row_product_early(slot_dots[4u * lid + e], as_, sc[e]); }
+        for (var e = 0u; e < 4u; e++) { v[e] = row_product_scaled(slot_dots[4u * lid + e], as_, sc[e]); }
         store_qkv_unit_rope(head, j, 0u, p.pos0, v, cs);
     }
     kv_prefetch_use(pf);

@@ -89,17 +89,10 @@ fn block_sum_words(w: array<vec4<f32>, 8>) -> f32 {
 // The total of nb <= 256 block sums held by each 32-invocation team as lane l: blocks l, l + 32, ...
 // (t[i] = block l + 32 i, zero past nb): the halving levels at distances of 32 blocks and more in
 // registers, then across the team. Every invocation must call it; all get the total.
-// STATS_TRIM: false adds the zeros too (a tuning aid; the same results).
-override STATS_TRIM: bool = true;
-
-// n_u: how many of t's entries can be non-zero in any lane (ceil(nb / 32)); the additions of the
-// zeros past them are left out (a sum of squares plus +0 is itself, so the same bits).
-fn blocks_total_team(lid: u32, t_in: array<f32, 8>, n_u: u32) -> f32 {
+fn blocks_total_team(lid: u32, t_in: array<f32, 8>) -> f32 {
     var t = t_in;
     for (var h = 4u; h > 0u; h >>= 1u) {
-        for (var i = 0u; i < h; i++) {
-            if (i + h < n_u || !STATS_TRIM) { t[i] = t[i] + t[i + h]; }
-        }
+        for (var i = 0u; i < h; i++) { t[i] = t[i] + t[i + h]; }
     }
     return team_halving_sum_as(lid, t[0], 32u, (HSUM_2R & 2u) != 0u);
 }
@@ -126,19 +119,13 @@ fn sum_squares_words_sg(lid: u32, sq: array<vec4<f32>, 8>, n_u: u32, nb: u32) ->
         let b = lid % 32u + 32u * i;
         if (b < nb) { t[i] = wg_red_h[b]; }
     }
-    return blocks_total_team(lid, t, 8u);
+    return blocks_total_team(lid, t);
 }
 
 // The norm factor 1 / sqrt(sum / k + eps) from the sum of k squares, each step rounded once (the
 // CPU's rms_norm_row).
 fn inv_rms_from(sum: f32, k: u32, eps: f32) -> f32 {
     return div_rn(1.0, sqrt_rn(div_rn(sum, f32(k)) + eps));
-}
-
-// The same with rk = RN(1 / k) given (a constant): the mean's division by k without a reciprocal
-// to compute first (div_rn_by_rcp), the same bits.
-fn inv_rms_from_rcp(sum: f32, k: u32, rk: f32, eps: f32) -> f32 {
-    return div_rn(1.0, sqrt_rn(div_rn_by_rcp(sum, f32(k), rk) + eps));
 }
 
 // A vec4 of x's squares, each rounded on its own (never fused into the sums that follow).

@@ -171,14 +171,6 @@ fn row_product_scaled(dot: i32, as_: f32, sc: vec2<f32>) -> f32 {
     return mul_rn(v, sc.y);
 }
 
-// The same where as_ is the scale the kernel's one stage_activations() returned, whose reciprocal
-// it then holds (lib/act_stage.wgsl's act_rcp, EARLY_RCP): the same operations, the same bits.
-fn row_product_early(dot: i32, as_: f32, sc: vec2<f32>) -> f32 {
-    if (!EARLY_RCP) { return row_product_scaled(dot, as_, sc); }
-    let v = div_with(f32(dot), as_, act_rcp) * sc.x;
-    return mul_rn(v, sc.y);
-}
-
 // The lane sums in workgroup memory lane-major, lane l of team t at l (teams + 1) + t: the reads
 // (every team's lane l at once) are consecutive words. Team-major (t lanes + l), teams a power of
 // two apart shared banks, up to 16-way conflicts with 32 lanes; the padding word spreads the
