@@ -57,7 +57,7 @@ fn sg_max(v: f32) -> f32 {
 // 2 one slot per lane and a subgroup max again, 3 no subgroup max before the barrier: every
 // invocation's own max in a slot, lane l reading those of invocations l, l + 32, ... as vec4s
 // (WG >= 128), then one subgroup max. (A tuning choice; the same results.)
-override WG_MAX_READ: u32 = 0u;
+override WG_MAX_READ: u32 = 2u;
 
 fn wg_red_slot(i: u32, v: f32) { wg_red_max[i / 4u][i % 4u] = bitcast<u32>(v); }
 fn wg_red_at(i: u32) -> f32 { return bitcast<f32>(wg_red_max[i / 4u][i % 4u]); }
