@@ -36,14 +36,7 @@ fn qkv_decode_rows(lid: u32, g: u32, lanes: u32, k: u32, so: u32, oso: u32) {
     pf ^= weight_prefetch_at(1u, lid, g);
     let as_   = stage_activations_from(lid, k, xin);
     pf ^= weight_prefetch_at(2u, lid, g);
-    // Each row's sum into slot_dots[row]: one barrier between the dots and the epilogue where every
-    // subgroup is 32 wide (small_redux), else reduce_rows' (whose result goes to slot_dots[lid]).
-    if (small_redux(lanes, 1u)) {
-        let mine = team_sum_small(lid, row_dot(w, lane, lanes, k), lanes);
-        if (lane == 0u) { slot_dots[lid / lanes] = mine; }
-    } else {
-        slot_dots[lid] = reduce_rows(lid, row_dot(w, lane, lanes, k), lanes);
-    }
+    slot_dots[lid] = reduce_rows(lid, row_dot(w, lane, lanes, k), lanes);
     workgroupBarrier();
     if (lid < rows / 4u) {
         var v: array<f32, 4>;

@@ -124,52 +124,9 @@ fn lane_group_sum(v: vec2<i32>, g: u32) -> vec2<i32> {
     return a;
 }
 
-// Teams smaller than a subgroup summed by subgroupAdds where every subgroup is exactly 32 wide
-// (SMALL_REDUX): each of the subgroup's 32 / lanes teams adds its partials while the other lanes
-// add 0 (two teams per vec2 where a team has one value), so every lane holds its own team's sum
-// with no workgroup memory and no barrier on the way (integer sums: exact). Off: the smaller teams
-// go through workgroup memory as before (a tuning aid; the same results). A bit mask: 1 the one-row
-// teams (lib/qkv_decode.wgsl), 2 the row pairs (reduce_row_pairs).
-override SMALL_REDUX: u32 = 3u;
-
-fn small_redux(lanes: u32, bit: u32) -> bool {
-    return (SMALL_REDUX & bit) != 0u && WG_REDUCE_SG && SG_EXACT32 && lanes < 32u;
-}
-
-// The sum of the caller's team of `lanes` (small_redux; every invocation of the subgroup calls it).
-fn team_sum_small(lid: u32, v: i32, lanes: u32) -> i32 {
-    let j0   = (lid % 32u) / lanes;  // the caller's team within its subgroup
-    var mine = 0;
-    for (var j = 0u; j < 32u / lanes; j += 2u) {
-        let s = team_isum(vec2<i32>(select(0, v, j0 == j), select(0, v, j0 == j + 1u)));
-        if (j0 == j) { mine = s.x; }
-        if (j0 == j + 1u) { mine = s.y; }
-    }
-    return mine;
-}
-
-// The same for a pair of sums per team.
-fn team_pair_small(lid: u32, v: vec2<i32>, lanes: u32) -> vec2<i32> {
-    let j0   = (lid % 32u) / lanes;
-    var mine = vec2<i32>();
-    for (var j = 0u; j < 32u / lanes; j++) {
-        let s = team_isum(select(vec2<i32>(), v, j0 == j));
-        if (j0 == j) { mine = s; }
-    }
-    return mine;
-}
-
 // The two dots of team `team` from every lane's row_dot_pair (every invocation must call it with
 // its own partial: it has a barrier; the caller reads any team's after it).
 fn reduce_row_pairs(lid: u32, partial: vec2<i32>, team: u32, lanes: u32) -> vec2<i32> {
-    if (small_redux(lanes, 2u)) {
-        let s = team_pair_small(lid, partial, lanes);
-        if (lid % lanes == 0u) { lane_pairs[lid / lanes] = s; }
-        workgroupBarrier();
-        var t = vec2<i32>();
-        if (team < WG / lanes) { t = lane_pairs[team]; }
-        return t;
-    }
     let g = lane_group(lanes);
     if (g > 1u) {
         // One slot per group: team t's are slots t (lanes / g) .. (t + 1) (lanes / g) - 1.
