@@ -352,8 +352,7 @@ bool WebGpuBackend::try_decode_layer(const LayerWeights & w, const LayerTensors 
                             {"LANES_DOWN", static_cast<double>(td->lanes)},
                             // The matmul phases stage words the norm workgroups quantized, so no
                             // total of the codes is taken where they are staged (lib/act_stage.wgsl).
-                            {"ASUM_ONCE", 0.0},
-                            {"ONE_BARRIER", 0.0}}}};
+                            {"ASUM_ONCE", 0.0}}}};
     const WGPUBuffer bufs[] = {qkv.buffer->get(), wo.buffer->get(),  gu.buffer->get(),   down.buffer->get(),
                                norms.get(),       rope.buffer->get(), gpu_buffer(kv.k),   gpu_buffer(kv.v),
                                gpu_buffer(t.x),   flow_->get()};

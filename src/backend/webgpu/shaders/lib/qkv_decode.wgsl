@@ -11,11 +11,6 @@
 
 var<workgroup> slot_dots: array<i32, WG>;
 
-// Whether the rows' dots reach the epilogue through one barrier (each finishing invocation adds its
-// four rows' lane partials) or through reduce_rows and a second barrier. The layer kernel, which
-// reuses lane_sums right after, keeps the second (its host sets it false).
-override ONE_BARRIER: bool = true;
-
 fn qkv_decode_rows(lid: u32, g: u32, lanes: u32, k: u32, so: u32, oso: u32) {
     let rows  = WG / lanes;
     let hd    = HD;          // (a constant: a division by p.head_dim would sit before the weight loads)
@@ -41,32 +36,11 @@ fn qkv_decode_rows(lid: u32, g: u32, lanes: u32, k: u32, so: u32, oso: u32) {
     pf ^= weight_prefetch_at(1u, lid, g);
     let as_   = stage_activations_from(lid, k, xin);
     pf ^= weight_prefetch_at(2u, lid, g);
-    var d: array<i32, 4>;  // the dots of slots 4 lid .. 4 lid + 3 (lid < rows / 4)
-    if (ONE_BARRIER && lane_group(lanes) <= 1u) {
-        // Every lane's partial in workgroup memory, one barrier, and invocation u adds the lanes of
-        // its four rows itself (integer sums: exact in any order), where reduce_rows would add each
-        // row in its own invocation and a second barrier would bring the four together.
-        lane_sums[lane_slot(lid / lanes, lane, lanes)] = row_dot(w, lane, lanes, k);
-        workgroupBarrier();
-        if (lid < rows / 4u) {
-            var acc: array<vec4<i32>, 4>;  // four chains, one per lane % 4
-            for (var l = 0u; l < lanes; l++) {
-                acc[l % 4u] += vec4<i32>(lane_sums[lane_slot(4u * lid, l, lanes)], lane_sums[lane_slot(4u * lid + 1u, l, lanes)],
-                                         lane_sums[lane_slot(4u * lid + 2u, l, lanes)], lane_sums[lane_slot(4u * lid + 3u, l, lanes)]);
-            }
-            let t = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-            d = array<i32, 4>(t.x, t.y, t.z, t.w);
-        }
-    } else {
-        slot_dots[lid] = reduce_rows(lid, row_dot(w, lane, lanes, k), lanes);
-        workgroupBarrier();
-        if (lid < rows / 4u) {
-            for (var e = 0u; e < 4u; e++) { d[e] = slot_dots[4u * lid + e]; }
-        }
-    }
+    slot_dots[lid] = reduce_rows(lid, row_dot(w, lane, lanes, k), lanes);
+    workgroupBarrier();
     if (lid < rows / 4u) {
         var v: array<f32, 4>;
-        for (var e = 0u; e < 4u; e++) { v[e] = row_product_scaled(d[e], as_, sc[e]); }
+        for (var e = 0u; e < 4u; e++) { v[e] = row_product_scaled(slot_dots[4u * lid + e], as_, sc[e]); }
         store_qkv_unit_rope(head, j, 0u, p.pos0, v, cs);
     }
     kv_prefetch_use(pf);
