@@ -46,31 +46,6 @@ fn asum_once() -> bool {
     return ASUM_ONCE && NORM;
 }
 
-// Where sum(a) is added (ASUM_ONCE, every subgroup exactly 32 wide, WG >= 128): true, each
-// invocation leaves its part in acts_parts before the quantization's barrier and the total is taken
-// after it (four-word loads and one subgroupAdd), beside the dots that do not need it until their
-// end; false, each subgroup adds its sum into acts_total_wg before the barrier (a subgroupAdd and a
-// workgroup atomic on every invocation's path to it).
-override ASUM_AFTER: bool = false;
-var<workgroup> acts_parts: array<vec4<i32>, WG / 4u>;
-
-fn asum_after() -> bool {
-    return asum_once() && ASUM_AFTER && WG_REDUCE_SG && SG_EXACT32 && WG >= 128u;
-}
-
-// Invocation lid = 32 s + l's part at vec4 32 (s / 4) + l, component s % 4, so that lane l's reads
-// after the barrier (vec4s 32 q + l) are consecutive, free of bank conflicts.
-fn put_acts_part(lid: u32, part: i32) {
-    let s = lid / 32u;
-    acts_parts[32u * (s / 4u) + lid % 32u][s % 4u] = part;
-}
-
-fn acts_parts_total(lid: u32) -> i32 {
-    var a = acts_parts[lid % 32u];
-    for (var q = 1u; q < WG / 128u; q++) { a += acts_parts[32u * q + lid % 32u]; }
-    return team_isum(vec2<i32>((a.x + a.y) + (a.z + a.w), 0)).x;
-}
-
 // The invocation's share of sum(a) into acts_total_wg (every invocation calls it, in uniform
 // control flow; acts_total_wg was zeroed before a barrier that precedes this).
 fn add_acts_total(lid: u32, part: i32) {
@@ -184,7 +159,7 @@ fn stage_norm_quant(lid: u32, k: u32, in: StageInput) -> f32 {
     // x and the norm weights in registers (stage_load).
     var xs = in.xs;
     let ws = in.ws;
-    if (asum_once() && !asum_after() && lid == 0u) { atomicStore(&acts_total_wg, 0); }  // (barriers follow before the adds)
+    if (asum_once() && lid == 0u) { atomicStore(&acts_total_wg, 0); }  // (barriers follow before the adds)
     if (NORM_STOP == 1u) {
         return stage_stopped(lid, n_words, xs, ws, 1.0);
     }
@@ -256,12 +231,6 @@ fn store_quantized(lid: u32, n_words: u32, ys: array<vec4<f32>, 8>, qs: f32) {
             acts[act_slot(j, 4u * n_words)][j % 4u] = word;
             if (asum_once()) { part += dot4_i8(word, 0x01010101u); }
         }
-    }
-    if (asum_after()) {
-        put_acts_part(lid, part);
-        workgroupBarrier();
-        acts_total = acts_parts_total(lid);
-        return;
     }
     if (asum_once()) { add_acts_total(lid, part); }
     workgroupBarrier();

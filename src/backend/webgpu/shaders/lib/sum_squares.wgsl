@@ -31,19 +31,8 @@ fn blocks_total(lid: u32, v: f32) -> f32 {
 // may have barriers), and every member of a team gets the team's sum. With SG32 a butterfly of
 // shuffles (SG32, lib/wg_reduce.wgsl): the lane with the bit set adds its partner's value to its
 // own, b + a where the halving order has a + b, the same bits.
-fn team_halving_sum(lid: u32, v: f32, width: u32) -> f32 {
-    return team_halving_sum_as(lid, v, width, (HSUM_2R & 1u) != 0u);
-}
-
-// Where the team sums take two rounds of shuffles instead of the butterfly's log2(width) dependent
-// levels, a bit mask: 1 the producers' block sums (team_halving_sum), 2 the consumers' total
-// (blocks_total_team). The host sets it only where every subgroup is exactly 32 wide, so that an
-// invocation's lane is lid % 32 (team_halving_2r). The same bits either way.
-override HSUM_2R: u32 = 0u;
-
 @diagnostic(off, subgroup_uniformity)
-fn team_halving_sum_as(lid: u32, v: f32, width: u32, two_rounds: bool) -> f32 {
-    if (WG_REDUCE_SG && SG32 && two_rounds && width >= 4u) { return team_halving_2r(lid, v, width); }
+fn team_halving_sum(lid: u32, v: f32, width: u32) -> f32 {
     if (WG_REDUCE_SG && SG32) {
         var a = v;
         for (var d = width / 2u; d > 0u; d >>= 1u) { a = a + sg_shuffle_xor(a, d); }
@@ -57,26 +46,6 @@ fn team_halving_sum_as(lid: u32, v: f32, width: u32, two_rounds: bool) -> f32 {
         workgroupBarrier();
     }
     return wg_red_h[lid - lid % width];
-}
-
-// team_halving_sum's result in two rounds of independent shuffles: with q = width / 4, the first
-// two levels (distances 2q and q) at once, b_i = (v_i + v_{i+2q}) + (v_{i+q} + v_{i+3q}) for the
-// team's element i = lane % q, then every lane gathers b_0 .. b_{q-1} and adds them in the halving
-// order: the butterfly's tree, so the same bits, with 2 shuffle latencies on the path instead of
-// log2(width). Subgroups exactly 32 wide (lane = lid % 32); every invocation of the subgroup calls it.
-@diagnostic(off, subgroup_uniformity)
-fn team_halving_2r(lid: u32, v: f32, width: u32) -> f32 {
-    let lane = lid % 32u;
-    let base = lane - lane % width;
-    let q    = width / 4u;
-    let i    = base + lane % q;
-    let b    = (sg_shuffle(v, i) + sg_shuffle(v, i + 2u * q)) + (sg_shuffle(v, i + q) + sg_shuffle(v, i + 3u * q));
-    var t: array<f32, 8>;
-    for (var j = 0u; j < q; j++) { t[j] = sg_shuffle(b, base + j); }
-    for (var h = q / 2u; h > 0u; h >>= 1u) {
-        for (var j = 0u; j < h; j++) { t[j] = t[j] + t[j + h]; }
-    }
-    return t[0];
 }
 
 // The halving sum of one block's 32 squares held as 8 vec4 words (elements 4r .. 4r + 3 in word r):
@@ -94,7 +63,7 @@ fn blocks_total_team(lid: u32, t_in: array<f32, 8>) -> f32 {
     for (var h = 4u; h > 0u; h >>= 1u) {
         for (var i = 0u; i < h; i++) { t[i] = t[i] + t[i + h]; }
     }
-    return team_halving_sum_as(lid, t[0], 32u, (HSUM_2R & 2u) != 0u);
+    return team_halving_sum(lid, t[0], 32u);
 }
 
 // With SG32: the total of the squares sq[u] of this invocation's vec4 words lid + u WG (u < n_u,

@@ -15,8 +15,8 @@
 // every invocation gets the same bits. It adds in a different order from the tree (and the CPU), as
 // the tree does; at double-float precision the f32 results it feeds agree.
 
-// One slot per subgroup (at most WG), slot i at [i / 4][i % 4]; or one per invocation (WG_MAX_READ = 3).
-// (u32 words: the keys, and f32 values by their bits, stay bit for bit whatever they are.)
+// One slot per subgroup (at most WG), slot i at [i / 4][i % 4] (wg_red_slot, wg_red_at). u32
+// words: the keys, and f32 values by their bits, stay bit for bit whatever they are.
 var<workgroup> wg_red_max: array<vec4<u32>, WG / 4u>;
 var<workgroup> wg_red_df: array<vec2<f32>, WG>;
 
@@ -52,57 +52,42 @@ fn sg_max(v: f32) -> f32 {
     return subgroupMax(v);
 }
 
-// How wg_max reads the slots back where subgroups are 32 wide: 0 one by one in every invocation
-// (a chain of WG / 32 - 1 maxes), 1 as vec4s of keys (WG >= 128: WG / 128 loads, a short tree),
-// 2 one slot per lane and a subgroup max again, 3 no subgroup max before the barrier: every
-// invocation's own max in a slot, lane l reading those of invocations l, l + 32, ... as vec4s
-// (WG >= 128), then one subgroup max. (A tuning choice; the same results.)
+// How wg_max reads the slots back where subgroups are 32 wide: 2 (the default) one slot per lane
+// and a second subgroup max; 0 every slot in every invocation, a chain of WG / 32 - 1 maxes (the
+// form before; a tuning aid, the same results). Measured on H200s (tg128, alternating rounds in
+// one call each): 978.5-981.1 tokens/s against 967.7-970.4; with wg_max_nonneg's keys 984.9-985.4
+// against 966.5-969.5. Also tried, slower than 2: the slots as vec4 keys and a short tree
+// (972.8-975.3), and no subgroup max before the barrier, each invocation's own max in a slot read
+// back as vec4s (974.5-975.3).
 override WG_MAX_READ: u32 = 2u;
 
-fn wg_red_slot(i: u32, v: f32) { wg_red_max[i / 4u][i % 4u] = bitcast<u32>(v); }
-fn wg_red_at(i: u32) -> f32 { return bitcast<f32>(wg_red_max[i / 4u][i % 4u]); }
+fn wg_red_put(i: u32, k: u32) { wg_red_max[i / 4u][i % 4u] = k; }
+fn wg_red_get(i: u32) -> u32 { return wg_red_max[i / 4u][i % 4u]; }
+fn wg_red_slot(i: u32, v: f32) { wg_red_put(i, bitcast<u32>(v)); }
+fn wg_red_at(i: u32) -> f32 { return bitcast<f32>(wg_red_get(i)); }
 
 // The subgroup's max (act_stage.wgsl's NORM_STOP timing aids; the value itself without subgroups).
 fn sg_max_any(v: f32) -> f32 { return sg_max(v); }
 
-// wg_max of values that are not negative (nor -NaN): their bits order as u32 already, so the
-// subgroup maxes take them without order_key's conversions where WG_MAX_READ is 2.
+// The largest u32 key of the workgroup (SG32, WG_MAX_READ = 2): a subgroup max, one slot per 32
+// invocations (each 32-lane half of a wider subgroup writes its subgroup's), one barrier, and
+// lane l's subgroup max over slots l % (WG / 32), which covers every slot (WG / 32 <= 32).
+fn wg_umax_sg32(lid: u32, k: u32) -> u32 {
+    let r = subgroupMax(k);
+    if (lid % 32u == 0u) { wg_red_put(lid / 32u, r); }
+    workgroupBarrier();
+    return subgroupMax(wg_red_get(lid % (WG / 32u)));
+}
+
+// wg_max of values that are not negative (nor -NaN): their bits order as u32 already, so the keys
+// need no order_key conversions (lib/act_stage.wgsl's max |y|).
 fn wg_max_nonneg(lid: u32, v: f32) -> f32 {
-    if (SG32 && WG_MAX_READ == 2u) {
-        let r = subgroupMax(bitcast<u32>(v));
-        if (lid % 32u == 0u) { wg_red_max[lid / 128u][(lid / 32u) % 4u] = r; }
-        workgroupBarrier();
-        let i = lid % (WG / 32u);
-        return bitcast<f32>(subgroupMax(wg_red_max[i / 4u][i % 4u]));
-    }
+    if (SG32 && WG_MAX_READ == 2u) { return bitcast<f32>(wg_umax_sg32(lid, bitcast<u32>(v))); }
     return wg_max(lid, v);
 }
 
 fn wg_max(lid: u32, v: f32) -> f32 {
-    if (SG32 && WG_MAX_READ == 1u && WG >= 128u) {
-        let r = subgroupMax(order_key(v));
-        if (lid % 32u == 0u) { wg_red_max[lid / 128u][(lid / 32u) % 4u] = r; }
-        workgroupBarrier();
-        var a = wg_red_max[0];
-        for (var i = 1u; i < WG / 128u; i++) { a = max(a, wg_red_max[i]); }
-        return from_order_key(max(max(a.x, a.y), max(a.z, a.w)));
-    }
-    if (SG32 && WG_MAX_READ == 3u && WG >= 128u) {
-        // Invocation lid = 32 s + l at vec4 32 (s / 4) + l, component s % 4: the reads (vec4 32 q + l
-        // in lane l) are consecutive, without bank conflicts.
-        let s = lid / 32u;
-        wg_red_max[32u * (s / 4u) + lid % 32u][s % 4u] = order_key(v);
-        workgroupBarrier();
-        var a = wg_red_max[lid % 32u];
-        for (var q = 1u; q < WG / 128u; q++) { a = max(a, wg_red_max[32u * q + lid % 32u]); }
-        return from_order_key(subgroupMax(max(max(a.x, a.y), max(a.z, a.w))));
-    }
-    if (SG32 && WG_MAX_READ == 2u) {
-        let r = subgroupMax(order_key(v));
-        if (lid % 32u == 0u) { wg_red_slot(lid / 32u, bitcast<f32>(r)); }
-        workgroupBarrier();
-        return from_order_key(subgroupMax(bitcast<u32>(wg_red_at(lid % (WG / 32u)))));
-    }
+    if (SG32 && WG_MAX_READ == 2u) { return from_order_key(wg_umax_sg32(lid, order_key(v))); }
     if (SG32) {
         // Every lane of a subgroup holds its max, so each 32-lane half of a wider one writes it too.
         let r = sg_max(v);
