@@ -157,10 +157,7 @@ fn att_out(t: u32, i: u32, v: f32) { out[p.out_offset + t * p.out_stride + i] = 
 // components), written by the first of the 16. Every invocation calls it (barriers without SG32).
 fn att_done(lid: u32, i: u32, o: vec2<f32>, wrote: bool) {
     if (!STATS_OUT) { return; }
-    // (The short form runs where every subgroup is exactly 32 wide: the subgroups past the writers
-    // skip the shuffles.)
-    let live = !short_form() || lid - lid % 32u < HD / 2u;
-    let s    = team_halving_sum_live(lid, mul_rn(o.x, o.x), 16u, live) + team_halving_sum_live(lid, mul_rn(o.y, o.y), 16u, live);
+    let s = team_halving_sum(lid, mul_rn(o.x, o.x), 16u) + team_halving_sum(lid, mul_rn(o.y, o.y), 16u);
     if (wrote && lid % 16u == 0u) { norm_stats[p.stats_out + i / NORM_BLOCK] = s; }
 }
 

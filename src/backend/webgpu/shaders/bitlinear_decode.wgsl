@@ -113,7 +113,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         out_v = select(v, y0 + v, p.accumulate != 0u);
         y[p.y_offset + ro] = out_v;
     }
-    if (STATS_OUT) { put_block_sums(lid, ro, out_v, wrote, rows); }
+    if (STATS_OUT) { put_block_sums(lid, ro, out_v, wrote); }
     kernel_prefetch_use(pf);
 }
 

@@ -91,6 +91,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         out_v = ffn_gate(g, u, p.activation);
         f[p.f_offset + o] = out_v;
     }
-    if (STATS_OUT) { put_block_sums(lid, o, out_v, wrote, outs); }
+    if (STATS_OUT) { put_block_sums(lid, o, out_v, wrote); }
     kernel_prefetch_use(pf);
 }

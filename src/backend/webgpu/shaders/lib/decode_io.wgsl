@@ -65,11 +65,8 @@ fn stage_stats(b: u32) -> f32 {
     return norm_stats[p.stats_in + b];
 }
 
-// `writers`: the invocations 0 .. writers - 1 that may write an output; where every subgroup is
-// exactly 32 wide the subgroups past them skip the shuffles.
-fn put_block_sums(lid: u32, r: u32, out_v: f32, wrote: bool, writers: u32) {
-    let live = !SG_EXACT32 || lid - lid % 32u < writers;
-    let s    = team_halving_sum_live(lid, mul_rn(out_v, out_v), NORM_BLOCK, live);
+fn put_block_sums(lid: u32, r: u32, out_v: f32, wrote: bool) {
+    let s = team_halving_sum(lid, mul_rn(out_v, out_v), NORM_BLOCK);
     if (wrote && lid % NORM_BLOCK == 0u) { norm_stats[p.stats_out + r / NORM_BLOCK] = s; }
 }
 

@@ -33,7 +33,11 @@ fn blocks_total(lid: u32, v: f32) -> f32 {
 // own, b + a where the halving order has a + b, the same bits.
 @diagnostic(off, subgroup_uniformity)
 fn team_halving_sum(lid: u32, v: f32, width: u32) -> f32 {
-    if (WG_REDUCE_SG && SG32) { return halving_butterfly(v, width); }
+    if (WG_REDUCE_SG && SG32) {
+        var a = v;
+        for (var d = width / 2u; d > 0u; d >>= 1u) { a = a + sg_shuffle_xor(a, d); }
+        return a;
+    }
     workgroupBarrier();
     wg_red_h[lid] = v;
     workgroupBarrier();
@@ -42,30 +46,6 @@ fn team_halving_sum(lid: u32, v: f32, width: u32) -> f32 {
         workgroupBarrier();
     }
     return wg_red_h[lid - lid % width];
-}
-
-// team_halving_sum where only some subgroups hold values to sum: `live` false skips the shuffles
-// (0 returned) with subgroups, so that the others do not queue their shuffles ahead of the live
-// ones; `live` must then be the same in the whole subgroup. Without subgroups every invocation
-// takes part (barriers). LIVE_SUMS false: every subgroup shuffles (a tuning aid, the same results).
-override LIVE_SUMS: bool = true;
-
-@diagnostic(off, subgroup_uniformity)
-fn team_halving_sum_live(lid: u32, v: f32, width: u32, live: bool) -> f32 {
-    if (WG_REDUCE_SG && SG32) {
-        var a = 0.0;
-        if (live || !LIVE_SUMS) { a = halving_butterfly(v, width); }
-        return a;
-    }
-    return team_halving_sum(lid, v, width);
-}
-
-// team_halving_sum's shuffles (SG32).
-@diagnostic(off, subgroup_uniformity)
-fn halving_butterfly(v: f32, width: u32) -> f32 {
-    var a = v;
-    for (var d = width / 2u; d > 0u; d >>= 1u) { a = a + sg_shuffle_xor(a, d); }
-    return a;
 }
 
 // The halving sum of one block's 32 squares held as 8 vec4 words (elements 4r .. 4r + 3 in word r):
