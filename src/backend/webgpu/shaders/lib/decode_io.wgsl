@@ -41,12 +41,7 @@ fn stage_x4(j: u32) -> vec4<f32> {
                      bitcast<f32>(src_word(o + 3u)));
 }
 
-// A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=NW_ONE=1): the norm weights taken
-// as 1 (a value the compiler cannot see) instead of loaded: what their loads cost the prologue.
-override NW_ONE: bool = false;
-
 fn stage_nw4(j: u32) -> vec4<f32> {
-    if (NW_ONE) { return vec4<f32>(bitcast<f32>(0x3f800000u ^ p.rn_zero)); }
     let b = stage_nw_base();
     if (VEC_IN && b % 4u == 0u) { return src_scale[b / 4u + j]; }
     let n = b + 4u * j;
