@@ -15,9 +15,9 @@
 // every invocation gets the same bits. It adds in a different order from the tree (and the CPU), as
 // the tree does; at double-float precision the f32 results it feeds agree.
 
-// One slot per subgroup (at most WG), slot i at [i / 4][i % 4] (wg_red_slot, wg_red_at). u32
-// words: the keys, and f32 values by their bits, stay bit for bit whatever they are.
-var<workgroup> wg_red_max: array<vec4<u32>, WG / 4u>;
+// One slot per subgroup (at most WG). u32 words: the keys, and f32 values by their bits
+// (wg_red_slot, wg_red_at), stay bit for bit whatever they are.
+var<workgroup> wg_red_max: array<u32, WG>;
 var<workgroup> wg_red_df: array<vec2<f32>, WG>;
 
 // Subgroups at least 32 wide (set by the host where the adapter's smallest subgroup has 32
@@ -61,10 +61,8 @@ fn sg_max(v: f32) -> f32 {
 // back as vec4s (974.5-975.3).
 override WG_MAX_READ: u32 = 2u;
 
-fn wg_red_put(i: u32, k: u32) { wg_red_max[i / 4u][i % 4u] = k; }
-fn wg_red_get(i: u32) -> u32 { return wg_red_max[i / 4u][i % 4u]; }
-fn wg_red_slot(i: u32, v: f32) { wg_red_put(i, bitcast<u32>(v)); }
-fn wg_red_at(i: u32) -> f32 { return bitcast<f32>(wg_red_get(i)); }
+fn wg_red_slot(i: u32, v: f32) { wg_red_max[i] = bitcast<u32>(v); }
+fn wg_red_at(i: u32) -> f32 { return bitcast<f32>(wg_red_max[i]); }
 
 // The subgroup's max (act_stage.wgsl's NORM_STOP timing aids; the value itself without subgroups).
 fn sg_max_any(v: f32) -> f32 { return sg_max(v); }
@@ -74,9 +72,9 @@ fn sg_max_any(v: f32) -> f32 { return sg_max(v); }
 // lane l's subgroup max over slots l % (WG / 32), which covers every slot (WG / 32 <= 32).
 fn wg_umax_sg32(lid: u32, k: u32) -> u32 {
     let r = subgroupMax(k);
-    if (lid % 32u == 0u) { wg_red_put(lid / 32u, r); }
+    if (lid % 32u == 0u) { wg_red_max[lid / 32u] = r; }
     workgroupBarrier();
-    return subgroupMax(wg_red_get(lid % (WG / 32u)));
+    return subgroupMax(wg_red_max[lid % (WG / 32u)]);
 }
 
 // wg_max of values that are not negative (nor -NaN): their bits order as u32 already, so the keys
