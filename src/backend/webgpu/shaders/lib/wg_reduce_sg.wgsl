@@ -67,7 +67,12 @@ fn wg_red_at(i: u32) -> f32 { return bitcast<f32>(wg_red_max[i]); }
 // The subgroup's max (act_stage.wgsl's NORM_STOP timing aids; the value itself without subgroups).
 fn sg_max_any(v: f32) -> f32 { return sg_max(v); }
 
-// The largest u32 key of the workgroup (SG32, WG_MAX_READ = 2): a subgroup max, one slot per 32
+// Whether wg_max takes WG_MAX_READ = 2's form (which needs at least one 32-invocation slot).
+fn wg_max_one_read() -> bool {
+    return SG32 && WG_MAX_READ == 2u && WG >= 32u;
+}
+
+// The largest u32 key of the workgroup (wg_max_one_read): a subgroup max, one slot per 32
 // invocations (each 32-lane half of a wider subgroup writes its subgroup's), one barrier, and
 // lane l's subgroup max over slots l % (WG / 32), which covers every slot (WG / 32 <= 32).
 fn wg_umax_sg32(lid: u32, k: u32) -> u32 {
@@ -80,12 +85,12 @@ fn wg_umax_sg32(lid: u32, k: u32) -> u32 {
 // wg_max of values that are not negative (nor -NaN): their bits order as u32 already, so the keys
 // need no order_key conversions (lib/act_stage.wgsl's max |y|).
 fn wg_max_nonneg(lid: u32, v: f32) -> f32 {
-    if (SG32 && WG_MAX_READ == 2u) { return bitcast<f32>(wg_umax_sg32(lid, bitcast<u32>(v))); }
+    if (wg_max_one_read()) { return bitcast<f32>(wg_umax_sg32(lid, bitcast<u32>(v))); }
     return wg_max(lid, v);
 }
 
 fn wg_max(lid: u32, v: f32) -> f32 {
-    if (SG32 && WG_MAX_READ == 2u) { return from_order_key(wg_umax_sg32(lid, order_key(v))); }
+    if (wg_max_one_read()) { return from_order_key(wg_umax_sg32(lid, order_key(v))); }
     if (SG32) {
         // Every lane of a subgroup holds its max, so each 32-lane half of a wider one writes it too.
         let r = sg_max(v);
