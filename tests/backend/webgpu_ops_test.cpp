@@ -709,6 +709,108 @@ TEST_F(WebGpuOps, NormStatisticsFeedTheNextNormAndAreDroppedAfterAWrite) {
     }
 }
 
+// The block maxima (WebGpuBackend::set_next_norm, lib/act_stage.wgsl's max_from_blocks): the
+// o-projection leaves the blocks' largest |x w| for gate+up's norm weights w, gate+up the same for
+// the down projection's, and those two take max|y| from them. The chain must give the CPU's bits
+// whatever the weights: random ones; near ties, weights 1 / x_i on one element of each of several
+// blocks (the products all within an ulp or two of 1, so which y is largest depends on the
+// roundings, and taking only the blocks at the largest product fails, $TERN_WEBGPU_CONST=MAX_KEEP=1);
+// two near ties inside one block; and weights so small that every block is taken. Sizes of 40 and
+// 72 blocks (a lane holds 2 and 3 of them).
+TEST_F(WebGpuOps, BlockMaximaGiveTheNormsMaxWithNearTies) {
+    auto * web = dynamic_cast<WebGpuBackend *>(&gpu());
+    ASSERT_NE(web, nullptr);
+    const int64_t k = 1280, n_ff = 2304;
+    const auto    bo = random_lowbit(DType::i2_s, k, k, rng_), bd = random_lowbit(DType::i2_s, n_ff, k, rng_);
+    const auto    bg = random_lowbit(DType::i2_s, k, n_ff, rng_), bu = random_lowbit(DType::i2_s, k, n_ff, rng_);
+    const WeightSource wo{"o", DType::i2_s, {k, k, 1, 1}, bo}, wd{"d", DType::i2_s, {n_ff, k, 1, 1}, bd};
+    const WeightSource gu[2] = {{"g", DType::i2_s, {k, n_ff, 1, 1}, bg}, {"u", DType::i2_s, {k, n_ff, 1, 1}, bu}};
+    std::vector<float> v(k), x0(k), n1(k);
+    for (auto & e : v) e = normal(1.0f);
+    for (auto & e : x0) e = normal(2.0f);
+    for (auto & e : n1) e = 1.0f + normal(0.1f);
+    const auto bytes = [](const std::vector<float> & f) {
+        std::vector<uint8_t> b(f.size() * 4);
+        std::memcpy(b.data(), f.data(), b.size());
+        return b;
+    };
+    // Norm weights for a vector `x` of the chain: `kind` 0 random, 1 near ties across blocks (one
+    // element of every fifth block), 2 two near ties in block 3, 3 tiny.
+    // (The other weights keep every other product below 0.6; a tie goes to the first non-zero
+    // element of its block from the one named, f being zero wherever the gate is not positive.)
+    const auto weights_for = [&](const std::vector<float> & x, int kind) {
+        float x_max = 0.0f;
+        for (float e : x) x_max = std::max(x_max, std::fabs(e));
+        std::vector<float> w(x.size());
+        for (auto & e : w) {
+            e = kind == 0 ? 1.0f + normal(0.1f) : kind == 3 ? std::ldexp(1.0f + normal(0.1f), -40)
+                                                            : 0.5f * (1.0f + normal(0.1f)) / x_max;
+        }
+        const auto tie = [&](size_t block, size_t at) {
+            for (size_t e = 0; e < 32; ++e) {
+                const size_t i = block * 32 + (at + e) % 32;
+                if (x[i] != 0.0f) {
+                    w[i] = 1.0f / std::fabs(x[i]);
+                    return (at + e) % 32;
+                }
+            }
+            return size_t{0};
+        };
+        if (kind == 1) {
+            for (size_t b = 0; b * 32 < x.size(); b += 5) tie(b, (b * 7) % 32);
+        }
+        if (kind == 2) tie(3, tie(3, 4) + 1);
+        return w;
+    };
+    // The chain on a backend: x after the o-projection, f, the down projection's output.
+    auto run = [&](Backend & b, const std::vector<float> & n2, const std::vector<float> & n3, bool hints,
+                   std::vector<float> * out_x1, std::vector<float> * out_f, std::vector<float> * out_y) {
+        const auto b1 = bytes(n1), b2 = bytes(n2), b3 = bytes(n3);
+        const WeightSource ns1{"n1", DType::f32, {k, 1, 1, 1}, b1}, ns2{"n2", DType::f32, {k, 1, 1, 1}, b2},
+            ns3{"n3", DType::f32, {n_ff, 1, 1, 1}, b3};
+        auto mo = b.load_linear({&wo, 1}), md = b.load_linear({&wd, 1}), mgu = b.load_linear(gu);
+        auto m1 = b.load_norm(ns1), m2 = b.load_norm(ns2), m3 = b.load_norm(ns3);
+        auto vt = alloc_tensor(b, DType::f32, {k, 1, 1, 1}, "v");
+        auto xt = alloc_tensor(b, DType::f32, {k, 1, 1, 1}, "x");
+        auto yt = alloc_tensor(b, DType::f32, {k, 1, 1, 1}, "y");
+        auto ft = alloc_tensor(b, DType::f32, {n_ff, 1, 1, 1}, "f");
+        auto q  = alloc_tensor(b, DType::i8, {n_ff, 1, 1, 1}, "q");
+        auto qs = alloc_tensor(b, DType::f32, {1, 1, 1, 1}, "qs");
+        const QuantizedActs a_k{{q.tensor.buffer, 0, DType::i8, {k, 1, 1, 1}}, qs.tensor};
+        const QuantizedActs a_f{{q.tensor.buffer, 0, DType::i8, {n_ff, 1, 1, 1}}, qs.tensor};
+        b.write(vt.tensor, v.data(), v.size() * 4);
+        b.write(xt.tensor, x0.data(), x0.size() * 4);
+        b.begin_step();
+        if (hints) web->set_next_norm(m2.get());
+        b.norm_bitlinear(xt.tensor, *mo, a_k, vt.tensor, *m1, 1e-5f, /*accumulate=*/true);
+        if (hints) web->set_next_norm(m3.get());
+        b.norm_gate_up(ft.tensor, *mgu, a_k, xt.tensor, *m2, 1e-5f, FfnActivation::relu2);
+        b.norm_bitlinear(yt.tensor, *md, a_f, ft.tensor, *m3, 1e-6f, /*accumulate=*/false);
+        b.end_step();
+        *out_x1 = read_f32(b, xt.tensor);
+        *out_f  = read_f32(b, ft.tensor);
+        *out_y  = read_f32(b, yt.tensor);
+    };
+    for (int kind = 0; kind < 4; ++kind) {
+        SCOPED_TRACE("norm weights of kind " + std::to_string(kind));
+        std::vector<float> x1, f, y, unused(k), unused_f(n_ff);
+        std::fill(unused.begin(), unused.end(), 1.0f);
+        std::fill(unused_f.begin(), unused_f.end(), 1.0f);
+        run(*cpu_, unused, unused_f, false, &x1, &f, &y);  // x after the o-projection
+        const std::vector<float> n2 = weights_for(x1, kind);
+        run(*cpu_, n2, unused_f, false, &x1, &f, &y);  // f with those
+        const std::vector<float> n3 = weights_for(f, kind);
+        std::vector<float> want[3], got[3];
+        run(*cpu_, n2, n3, false, &want[0], &want[1], &want[2]);
+        const int64_t before = web->max_stats_reads();
+        run(gpu(), n2, n3, true, &got[0], &got[1], &got[2]);
+        EXPECT_EQ(web->max_stats_reads() - before, web->max_stats_on() ? 2 : 0);
+        expect_close(got[0], want[0], 0.0, "x after the o-projection");
+        expect_close(got[1], want[1], 0.0, "gate_up (its max from the block maxima)");
+        expect_close(got[2], want[2], 0.0, "the down projection (the same)");
+    }
+}
+
 TEST_F(WebGpuOps, EmulatedDot4KernelsMatchTheCpu) {
     WebGpuOptions o;
     o.allow_cpu_adapter = true;
