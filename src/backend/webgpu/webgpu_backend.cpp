@@ -153,7 +153,6 @@ WebGpuBackend::WebGpuBackend(const WebGpuOptions & options)
     const char * maxima = std::getenv("TERN_WEBGPU_MAX_STATS");
     max_stats_on_ = norm_stats_on_ && lane_sums_sg_ && ctx_.adapter().subgroup_min == 32 &&
                     ctx_.adapter().subgroup_max == 32 && !(maxima && std::string_view(maxima) == "0");
-    max_stats_out_only_ = maxima && std::string_view(maxima) == "out";  // (a timing aid: written, not read)
     const char * offsets = std::getenv("TERN_WEBGPU_CONST_OFFSETS");
     if (offsets) const_uniforms_ = static_cast<uint32_t>(std::strtoul(offsets, nullptr, 10)) & 7;
     mma_unit();

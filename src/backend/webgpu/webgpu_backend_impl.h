@@ -429,7 +429,6 @@ private:
         uint64_t        serial = ~uint64_t{0};  // step_->serial() when it was said
     } next_norm_;
     bool            max_stats_on_    = false;
-    bool            max_stats_out_only_ = false;
     mutable int64_t max_stats_reads_ = 0;
     // The norm a producer encoded now leaves block maxima for (set_next_norm), if it may: on, the
     // weights within max_from_blocks' bound, n outputs.

@@ -152,7 +152,7 @@ const GpuNorm * WebGpuBackend::max_out_norm(int64_t n) const {
 }
 
 bool WebGpuBackend::max_stats_for(const Weight & norm) const {
-    if (!max_stats_on_ || max_stats_out_only_ || stats_.max_norm != &as_norm(norm)) return false;
+    if (!max_stats_on_ || stats_.max_norm != &as_norm(norm)) return false;
     ++max_stats_reads_;
     return true;
 }

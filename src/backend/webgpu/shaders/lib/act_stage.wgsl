@@ -101,8 +101,6 @@ fn max_in_on() -> bool {
 // (max_from_blocks). Set to 1 (a check, $TERN_WEBGPU_CONST=MAX_KEEP=1) only the blocks at T are
 // taken, and the tests with near ties should fail.
 override MAX_KEEP: f32 = 0.99999904632568359375;
-// Timing aids (results may be wrong): 1 only the first block taken, 2 no block taken (T inv).
-override MAX_AID: u32 = 0u;
 
 // max|y| over the whole vector, y = (x * inv) * w, in every invocation, without the workgroup: each
 // subgroup finds T = max M over the blocks, takes the blocks with M >= T (1 - 2^-20) and recomputes
@@ -140,8 +138,7 @@ fn max_from_blocks(lid: u32, k: u32, in: StageInput, inv: f32) -> f32 {
         n += countOneBits(bal);
     }
     var m = 0.0;
-    if (MAX_AID == 2u) { return t * inv; }
-    if (n == 1u || MAX_AID == 1u) {
+    if (n == 1u) {
         if (lane < 8u) { m = max_abs4((stage_x4(8u * first + lane) * inv) * stage_nw4(8u * first + lane)); }
     } else {
         for (var i = 0u; i < nl; i++) {
