@@ -149,10 +149,6 @@ WebGpuBackend::WebGpuBackend(const WebGpuOptions & options)
     }
     const char * stats = std::getenv("TERN_WEBGPU_NORM_STATS");
     norm_stats_on_     = !(stats && std::string_view(stats) == "0");
-    // The block maxima (set_next_norm) need a block of 32 to be one subgroup.
-    const char * maxima = std::getenv("TERN_WEBGPU_MAX_STATS");
-    max_stats_on_ = norm_stats_on_ && lane_sums_sg_ && ctx_.adapter().subgroup_min == 32 &&
-                    ctx_.adapter().subgroup_max == 32 && !(maxima && std::string_view(maxima) == "0");
     const char * offsets = std::getenv("TERN_WEBGPU_CONST_OFFSETS");
     if (offsets) const_uniforms_ = static_cast<uint32_t>(std::strtoul(offsets, nullptr, 10)) & 7;
     mma_unit();
@@ -634,7 +630,6 @@ std::unique_ptr<Weight> WebGpuBackend::load_norm(const WeightSource & src) {
     n->n_cols                  = src.ne[0];
     n->buffer                  = make_buffer(w.size() * 4, w.data(), src.name.c_str());
     n->n_bytes                 = w.size() * 4;
-    n->max_stats_ok = std::all_of(w.begin(), w.end(), [](float v) { return std::isfinite(v) && std::fabs(v) <= 0x1p32f; });
     return n;
 }
 

@@ -35,8 +35,6 @@ private:
     size_t                     size_;
 };
 
-class GpuNorm;
-
 // Linear weight in the layout of webgpu_weights.h.
 class GpuLinear : public Weight {
 public:
@@ -48,17 +46,11 @@ public:
     // On a layer's qkv weight: the next layer's, as the last step decoded them (for the weight
     // prefetch of attention.wgsl; both belong to one model, so they live as long as each other).
     mutable const GpuLinear *  next_layer_qkv = nullptr;
-    // The same for the next layer's attn_norm (the norm whose block maxima the down projection
-    // leaves, lib/decode_io.wgsl's put_block_max).
-    mutable const GpuNorm *    next_layer_norm = nullptr;
 };
 
 class GpuNorm : public Weight {
 public:
     std::unique_ptr<GpuBuffer> buffer;  // [n_cols] f32
-    // Every weight finite with |w| <= 2^32: the block maxima may stand in for the norm's workgroup
-    // max (lib/act_stage.wgsl's max_from_blocks, whose proof needs that bound).
-    bool max_stats_ok = false;
     // On a layer's attn_norm: the layer's four norms side by side for layer_decode.wgsl, made on
     // first use (WebGpuBackend::layer_norms).
     mutable std::unique_ptr<GpuBuffer> layer_norms;
@@ -256,15 +248,6 @@ public:
     // (block sums left by the previous kernel; webgpu_decode.cpp), for tests.
     int64_t norm_stats_reads() const { return norm_stats_reads_; }
     bool    norm_stats_on() const { return norm_stats_on_; }  // false with $TERN_WEBGPU_NORM_STATS=0
-    // The fused norm that the command encoded next will be followed by (valid for that command
-    // only): a decode matmul writing the norm's input then also leaves its blocks' maxima of
-    // |x w| for the norm's weights w, and the norm's kernel takes max|y| from those instead of a
-    // workgroup max (lib/act_stage.wgsl, MAX_IN). transformer_layer() says it before each producer.
-    void set_next_norm(const Weight * norm);
-    // Decode kernels encoded so far that took max|y| from the block maxima, for tests; and whether
-    // the maxima are used at all (subgroups of exactly 32; $TERN_WEBGPU_MAX_STATS=0 turns them off).
-    int64_t max_stats_reads() const { return max_stats_reads_; }
-    bool    max_stats_on() const { return max_stats_on_; }
 
 private:
     // Runs numerics_probe.wgsl and sets the FMA_FUSED override of every pipeline.
@@ -340,7 +323,7 @@ private:
     // (lib/decode_io.wgsl: SRC_AT, NW_AT, STATS_AT).
     PipelineKey  decode_key(std::string_view shader, std::string_view signature, const DecodeTiling & t, int64_t k,
                             bool norm, const DecodeSource & s, std::optional<uint32_t> stats_in,
-                            bool stats_out = false, bool max_in = false, bool max_out = false) const;
+                            bool stats_out = false) const;
     // Encode the decode kernel and return true, or return false (nothing encoded) when it does not
     // apply. x / norm null: the activations are a's.
     // prefetch: a weight a later kernel reads, pulled into L2 by this one (lib/weight_prefetch.wgsl).
@@ -414,27 +397,12 @@ private:
     // kernel's fused norm adds only those. Like head_partials_ they are valid for the very next
     // command only (serial). Two slots: a kernel reads one and writes the other.
     static constexpr uint32_t k_stats_slot = 256;  // f32 per slot: blocks of a vector of up to 8192
-    // The block maxima of a slot (set_next_norm) lie this many f32 past its block sums
-    // (lib/decode_io.wgsl's MAX_SLOT).
-    static constexpr uint32_t k_max_stats_at = 2 * k_stats_slot;
     struct NormStats {
         WGPUBuffer buffer = nullptr;  // the vector's buffer, f32 index, elements
         uint32_t   offset = 0, n = 0;
         uint32_t   slot   = 0;                    // f32 index in norm_stats_
         uint64_t   serial = ~uint64_t{0};         // step_->serial() right after the producer
-        const GpuNorm * max_norm = nullptr;       // the norm whose block maxima the producer left too
     } stats_;
-    struct NextNorm {
-        const GpuNorm * norm   = nullptr;
-        uint64_t        serial = ~uint64_t{0};  // step_->serial() when it was said
-    } next_norm_;
-    bool            max_stats_on_    = false;
-    mutable int64_t max_stats_reads_ = 0;
-    // The norm a producer encoded now leaves block maxima for (set_next_norm), if it may: on, the
-    // weights within max_from_blocks' bound, n outputs.
-    const GpuNorm * max_out_norm(int64_t n) const;
-    // Whether x's block maxima, which stats_for() found with its block sums, are for `norm`.
-    bool max_stats_for(const Weight & norm) const;
     std::unique_ptr<GpuBuffer> norm_stats_;
     bool                       norm_stats_on_ = true;  // $TERN_WEBGPU_NORM_STATS=0 turns them off
     // Which uniform values the decode kernels get as pipeline constants: 1 the prologue's offsets
@@ -449,7 +417,7 @@ private:
     // The slot a producer writes (not the one a consumer may be reading).
     uint32_t stats_out_slot() const { return stats_.slot == 0 ? k_stats_slot : 0; }
     // Records that the command just encoded left y's block sums in `slot`.
-    void stats_written(const Tensor & y, uint32_t slot, const GpuNorm * max_norm = nullptr);
+    void stats_written(const Tensor & y, uint32_t slot);
     WGPUBuffer stats_buffer();
     Numerics      numerics_;
     // A MapRead | CopyDst buffer that reads come back through, and its map request's state: one for

@@ -106,7 +106,7 @@ WebGpuBackend::DecodeSource WebGpuBackend::decode_source(const QuantizedActs & a
 
 PipelineKey WebGpuBackend::decode_key(std::string_view shader, std::string_view signature, const DecodeTiling & t,
                                        int64_t k, bool norm, const DecodeSource & s, std::optional<uint32_t> stats_in,
-                                       bool stats_out, bool max_in, bool max_out) const {
+                                       bool stats_out) const {
     PipelineKey key{ternary_shader(shader),
                     signature,
                     {{{"WG", static_cast<double>(t.wg)},
@@ -116,8 +116,6 @@ PipelineKey WebGpuBackend::decode_key(std::string_view shader, std::string_view 
     // (Both default to off, so a kernel that declares only one of them is keyed without the other.)
     if (stats_in) key.add("STATS_IN", 1.0);
     if (stats_out) key.add("STATS_OUT", 1.0);
-    if (max_in) key.add("MAX_IN", 1.0);
-    if (max_out) key.add("MAX_OUT", 1.0);
     // Offsets 0 (tensors at the start of their buffers, as the model's are) and the two statistics
     // slots as constants; any other offset stays a uniform read, so the pipelines stay few.
     if (norm && (const_uniforms_ & 1)) {
@@ -137,29 +135,12 @@ std::optional<uint32_t> WebGpuBackend::stats_for(const Tensor & x) const {
     return stats_.slot;
 }
 
-void WebGpuBackend::stats_written(const Tensor & y, uint32_t slot, const GpuNorm * max_norm) {
-    stats_ = {gpu_buffer(y), gpu_offset(y, 4), u32(y.ne[0]), slot, step_->serial(), max_norm};
-}
-
-void WebGpuBackend::set_next_norm(const Weight * norm) {
-    next_norm_ = {norm ? &as_norm(*norm) : nullptr, step_->serial()};
-}
-
-const GpuNorm * WebGpuBackend::max_out_norm(int64_t n) const {
-    const GpuNorm * nw = next_norm_.serial == step_->serial() ? next_norm_.norm : nullptr;
-    if (!max_stats_on_ || !nw || !nw->max_stats_ok || nw->n_cols != n) return nullptr;
-    return nw;
-}
-
-bool WebGpuBackend::max_stats_for(const Weight & norm) const {
-    if (!max_stats_on_ || stats_.max_norm != &as_norm(norm)) return false;
-    ++max_stats_reads_;
-    return true;
+void WebGpuBackend::stats_written(const Tensor & y, uint32_t slot) {
+    stats_ = {gpu_buffer(y), gpu_offset(y, 4), u32(y.ne[0]), slot, step_->serial()};
 }
 
 WGPUBuffer WebGpuBackend::stats_buffer() {
-    // Two slots of block sums, then their block maxima (k_max_stats_at).
-    if (!norm_stats_) norm_stats_ = make_buffer(4 * k_stats_slot * 4, nullptr, "norm statistics");
+    if (!norm_stats_) norm_stats_ = make_buffer(2 * k_stats_slot * 4, nullptr, "norm statistics");
     return norm_stats_->get();
 }
 
@@ -199,25 +180,19 @@ bool WebGpuBackend::try_decode_bitlinear(const Tensor & y, const GpuLinear & w, 
     const std::optional<uint32_t> in  = x ? stats_for(*x) : std::nullopt;
     const bool                    out = stats_fit(w.n_rows) && t->rows % 32 == 0;
     const uint32_t                out_slot = stats_out_slot();
-    // Block maxima: x's for its norm, if the last command left them for it; y's for the norm that
-    // follows (set_next_norm).
-    const bool      max_in   = in && max_stats_for(*norm);
-    const GpuNorm * max_next = out ? max_out_norm(w.n_rows) : nullptr;
     struct {
         uint32_t n_rows;
         float    eps;
         uint32_t src_offset, scale_offset, scales_offset, oscales_offset, y_offset, accumulate, stats_in, stats_out;
     } p{static_cast<uint32_t>(w.n_rows), eps, s.offset, s.scale_offset, w.scales_offset, w.oscales_offset,
         gpu_offset(y, 4), accumulate ? 1u : 0u, in.value_or(0), out_slot};
-    PipelineKey key = decode_key("bitlinear_decode", "rrrwwrru", *t, w.n_cols, x != nullptr, s, in, out, max_in,
-                                 max_next != nullptr);
+    PipelineKey key = decode_key("bitlinear_decode", "rrrwwru", *t, w.n_cols, x != nullptr, s, in, out);
     if (const_uniforms_ & 2) key.add("N_ROWS", static_cast<double>(w.n_rows));
     const uint32_t   groups = static_cast<uint32_t>((w.n_rows + t->rows - 1) / t->rows);
     const WGPUBuffer pf     = add_kernel_prefetch(key, prefetch, groups, t->wg, s.src);
-    const WGPUBuffer next   = max_next ? max_next->buffer->get() : s.scale;
-    const WGPUBuffer bufs[] = {w.buffer->get(), s.src, s.scale, gpu_buffer(y), stats_buffer(), pf, next};
+    const WGPUBuffer bufs[] = {w.buffer->get(), s.src, s.scale, gpu_buffer(y), stats_buffer(), pf};
     step_->dispatch(key, bufs, &p, sizeof p, groups);
-    if (out) stats_written(y, out_slot, max_next);
+    if (out) stats_written(y, out_slot);
     return true;
 }
 
@@ -236,23 +211,19 @@ bool WebGpuBackend::try_decode_gate_up(const Tensor & f, const GpuLinear & w, co
     const std::optional<uint32_t> in  = x ? stats_for(*x) : std::nullopt;  // as try_decode_bitlinear
     const bool                    out = stats_fit(n_ff) && outs % 32 == 0;
     const uint32_t                out_slot = stats_out_slot();
-    const bool                    max_in   = in && max_stats_for(*norm);
-    const GpuNorm *               max_next = out ? max_out_norm(n_ff) : nullptr;
     struct {
         uint32_t n_ff;
         float    eps;
         uint32_t src_offset, scale_offset, scales_offset, oscales_offset, f_offset, activation, stats_in, stats_out;
     } p{static_cast<uint32_t>(n_ff), eps, s.offset, s.scale_offset, w.scales_offset, w.oscales_offset,
         gpu_offset(f, 4), act == FfnActivation::relu2 ? 0u : 1u, in.value_or(0), out_slot};
-    PipelineKey key = decode_key("gate_up_decode", "rrrwwrru", *t, w.n_cols, x != nullptr, s, in, out, max_in,
-                                 max_next != nullptr);
+    PipelineKey key = decode_key("gate_up_decode", "rrrwwru", *t, w.n_cols, x != nullptr, s, in, out);
     if (const_uniforms_ & 2) key.add("N_FF", static_cast<double>(n_ff));
     const uint32_t   groups = static_cast<uint32_t>((n_ff + outs - 1) / outs);
     const WGPUBuffer pf     = add_kernel_prefetch(key, prefetch, groups, t->wg, s.src);
-    const WGPUBuffer next   = max_next ? max_next->buffer->get() : s.scale;
-    const WGPUBuffer bufs[] = {w.buffer->get(), s.src, s.scale, gpu_buffer(f), stats_buffer(), pf, next};
+    const WGPUBuffer bufs[] = {w.buffer->get(), s.src, s.scale, gpu_buffer(f), stats_buffer(), pf};
     step_->dispatch(key, bufs, &p, sizeof p, groups);
-    if (out) stats_written(f, out_slot, max_next);
+    if (out) stats_written(f, out_slot);
     return true;
 }
 
@@ -277,8 +248,7 @@ bool WebGpuBackend::try_decode_qkv(const Tensor & q, const KvLayer & kv, const G
     const size_t      k_el = kv.k.type == DType::f16 ? 2 : 4;
     const size_t      v_el = kv.v.type == DType::f16 ? 2 : 4;
     const DecodeSource src = decode_source(a, x, norm);
-    const std::optional<uint32_t> in     = x ? stats_for(*x) : std::nullopt;
-    const bool                    max_in = in && max_stats_for(*norm);
+    const std::optional<uint32_t> in = x ? stats_for(*x) : std::nullopt;
     struct {
         float    eps;
         uint32_t src_offset, scale_offset, scales_offset, oscales_offset, head_dim, n_rot, n_head, n_head_kv, pos0,
@@ -300,7 +270,7 @@ bool WebGpuBackend::try_decode_qkv(const Tensor & q, const KvLayer & kv, const G
         static_cast<uint32_t>(kv.k.ne[0]),
         in.value_or(0),
         0};
-    PipelineKey key = decode_key("qkv_rope_decode", "rrrrwwwwru", *t, w.n_cols, x != nullptr, src, in, false, max_in);
+    PipelineKey key = decode_key("qkv_rope_decode", "rrrrwwwwru", *t, w.n_cols, x != nullptr, src, in);
     key.add("K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0);
     key.add("V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0);
     key.add("HD", static_cast<double>(hd));

@@ -110,10 +110,7 @@ void WebGpuBackend::transformer_layer(const LayerWeights & w, const LayerTensors
         return one_layer_weights_[i];
     };
     const GpuLinear & own_qkv = as_linear(*w.attn_qkv);
-    if (prev_layer_qkv_) {
-        prev_layer_qkv_->next_layer_qkv  = &own_qkv;
-        prev_layer_qkv_->next_layer_norm = &as_norm(*w.attn_norm);
-    }
+    if (prev_layer_qkv_) prev_layer_qkv_->next_layer_qkv = &own_qkv;
     prev_layer_qkv_ = &own_qkv;
     const GpuLinear & qkv     = *pick(3, &own_qkv);
     const GpuLinear * own[4]  = {&as_linear(*w.attn_output), &as_linear(*w.ffn_gate_up), &as_linear(*w.ffn_down),
@@ -137,16 +134,12 @@ void WebGpuBackend::transformer_layer(const LayerWeights & w, const LayerTensors
         Backend::norm_qkv_rope_kv_append(t.q, kv, *w.attn_qkv, t.a_embd, t.x, *w.attn_norm, eps, shape, pos0);
     }
     attention_prefetching(t.attn, t.q, kv, shape, pos0, std::span<const GpuLinear * const>(prefetch, n));
-    // Each matmul that writes the next one's input leaves that norm's block maxima (set_next_norm).
-    set_next_norm(w.ffn_norm);
     if (!try_decode_bitlinear(t.x, *weights[k_wo], t.a_q, &t.attn, w.attn_sub_norm, eps, true, pf_for(k_wo))) {
         Backend::norm_bitlinear(t.x, *w.attn_output, t.a_q, t.attn, *w.attn_sub_norm, eps, /*accumulate=*/true);
     }
-    set_next_norm(w.ffn_sub_norm);
     if (!try_decode_gate_up(t.ffn, *weights[k_wgu], t.a_embd, &t.x, w.ffn_norm, eps, act, pf_for(k_wgu))) {
         Backend::norm_gate_up(t.ffn, *w.ffn_gate_up, t.a_embd, t.x, *w.ffn_norm, eps, act);
     }
-    set_next_norm(own_qkv.next_layer_norm);  // (none after the last layer, or before a step has linked them)
     if (!try_decode_bitlinear(t.x, *weights[k_wdown], t.a_ff, &t.ffn, w.ffn_sub_norm, eps, true, pf_for(k_wdown))) {
         Backend::norm_bitlinear(t.x, *w.ffn_down, t.a_ff, t.ffn, *w.ffn_sub_norm, eps, /*accumulate=*/true);
     }

@@ -9,10 +9,8 @@ requires packed_4x8_integer_dot_product;
 //   src: x [K] f32 bits (NORM) or act_q [K] int8 words   src_scale: nw [K] f32 (NORM) or act_scale [1]
 //   y: [N] f32
 //   norm_stats: block sums of squares (lib/sum_squares.wgsl) of x (STATS_IN) and of y (STATS_OUT)
-//   next_nw: the next norm's weights [N] f32, for y's block maxima (MAX_OUT, lib/decode_io.wgsl)
 // Bindings: 0 wq (read), 1 src (read), 2 src_scale (read), 3 y (read_write), 4 norm_stats
-// (read_write), 5 pfw (read: a weight to pull into L2, lib/weight_prefetch.wgsl), 6 next_nw (read;
-// any buffer without MAX_OUT), 7 params (uniform)
+// (read_write), 5 pfw (read: a weight to pull into L2, lib/weight_prefetch.wgsl), 6 params (uniform)
 // Dispatch: (ceil(N / (2 WG / LANES)), 1, 1). Each workgroup stages the activations, then each
 // team of LANES lanes dots two rows (lib/ternary_decode.wgsl's pairs), reduced in workgroup memory;
 // thread r < 2 WG / LANES writes row r.
@@ -68,8 +66,7 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 @group(0) @binding(4) var<storage, read_write> norm_stats: array<f32>;
 @group(0) @binding(5) var<storage, read> pfw: array<u32>;  // lib/weight_prefetch.wgsl (any buffer when off)
-@group(0) @binding(6) var<storage, read> next_nw: array<f32>;
-@group(0) @binding(7) var<uniform> p: Params;
+@group(0) @binding(6) var<uniform> p: Params;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
@@ -81,7 +78,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     var w: RowWords;
     var sc: vec2<f32>;
     var y0 = 0.0;  // y[ro] when accumulating, loaded up front like the scales
-    var nwn = 0.0;  // the next norm's weight of row ro (MAX_OUT)
     var xin: StageInput;
     var pf = kernel_prefetch_at(0u, lid, wid.x);
     if (X_FIRST) { xin = stage_load(lid, K); }
@@ -90,7 +86,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     if (lid < rows && ro < out_rows()) {
         sc = row_scales(ro);
         if (p.accumulate != 0u) { y0 = y[p.y_offset + ro]; }
-        if (max_out_on()) { nwn = next_nw[ro]; }
     }
     pf ^= kernel_prefetch_at(1u, lid, wid.x);
     if (BL_STOP == 1u) {
@@ -119,7 +114,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         y[p.y_offset + ro] = out_v;
     }
     if (STATS_OUT) { put_block_sums(lid, ro, out_v, wrote); }
-    if (STATS_OUT) { put_block_max(lid, ro, out_v, nwn, wrote); }
     kernel_prefetch_use(pf);
 }
 

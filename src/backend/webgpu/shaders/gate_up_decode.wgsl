@@ -7,8 +7,7 @@ requires packed_4x8_integer_dot_product;
 //
 //   wq: codes [2 n_ff][K/64] vec4<u32> | scales [2 n_ff] | output scales [2 n_ff]   f: [n_ff] f32
 // Bindings: 0 wq (read), 1 src (read), 2 src_scale (read), 3 f (read_write), 4 norm_stats
-// (read_write; as in bitlinear_decode.wgsl, f's block sums with STATS_OUT), 5 pfw (read), 6 next_nw
-// (read; as in bitlinear_decode.wgsl, f's block maxima with MAX_OUT), 7 params (uniform)
+// (read_write; as in bitlinear_decode.wgsl, f's block sums with STATS_OUT), 5 params (uniform)
 // Dispatch: (ceil(n_ff / OUTS), 1, 1). The workgroup's OUTS = WG / LANES teams each read a gate row
 // and its up row (lib/ternary_decode.wgsl's pairs, sharing their activation reads).
 
@@ -56,8 +55,7 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> f: array<f32>;
 @group(0) @binding(4) var<storage, read_write> norm_stats: array<f32>;
 @group(0) @binding(5) var<storage, read> pfw: array<u32>;  // lib/weight_prefetch.wgsl (any buffer when off)
-@group(0) @binding(6) var<storage, read> next_nw: array<f32>;  // as bitlinear_decode.wgsl (MAX_OUT)
-@group(0) @binding(7) var<uniform> p: Params;
+@group(0) @binding(6) var<uniform> p: Params;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
@@ -69,7 +67,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     var w: RowWords;
     var sg: vec2<f32>;
     var su: vec2<f32>;
-    var nwn = 0.0;  // the next norm's weight of output o (MAX_OUT)
     var xin: StageInput;
     var pf = kernel_prefetch_at(0u, lid, wid.x);
     if (X_FIRST) { xin = stage_load(lid, K); }
@@ -78,7 +75,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     if (lid < outs && o < ff_rows()) {
         sg = row_scales(o);
         su = row_scales(ff_rows() + o);
-        if (max_out_on()) { nwn = next_nw[o]; }
     }
     pf ^= kernel_prefetch_at(1u, lid, wid.x);
     let as_ = stage_activations_from(lid, K, xin);
@@ -96,6 +92,5 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         f[p.f_offset + o] = out_v;
     }
     if (STATS_OUT) { put_block_sums(lid, o, out_v, wrote); }
-    if (STATS_OUT) { put_block_max(lid, o, out_v, nwn, wrote); }
     kernel_prefetch_use(pf);
 }

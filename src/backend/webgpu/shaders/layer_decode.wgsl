@@ -186,7 +186,6 @@ fn stage_nw4(j: u32) -> vec4<f32> {
 fn stage_qword(j: u32) -> u32 { return 0u; }  // (the matmul phases stage with stage_flow_acts)
 fn stage_qscale() -> f32 { return 1.0; }
 fn stage_stats(b: u32) -> f32 { return 0.0; }  // (STATS_IN stays off: the phases sum x's squares)
-fn stage_max(b: u32) -> u32 { return 0u; }     // (and so MAX_IN)
 
 // lib/qkv_store.wgsl: q and the new K / V row words go to flow (K / V also to the cache).
 fn store_q(tok: u32, i: u32, v: f32) { flow_put(p.f_q + i, v); }

@@ -47,28 +47,11 @@ fn asum_once() -> bool {
 }
 
 // The invocation's share of sum(a) into acts_total_wg (every invocation calls it, in uniform
-// control flow; acts_total_wg was zeroed before a barrier that precedes this). With MAX_IN no
-// barrier comes before the adds (the max needs none), so each 32-invocation subgroup leaves its sum
-// in a slot of its own instead, and after the quantization's barrier lane l of every subgroup reads
-// slot l and the subgroup adds them (acts_total_after_barrier).
-var<workgroup> acts_total_slots: array<i32, (WG + 31u) / 32u>;
-
+// control flow; acts_total_wg was zeroed before a barrier that precedes this).
 fn add_acts_total(lid: u32, part: i32) {
     let s  = team_isum(vec2<i32>(part, 0)).x;   // the subgroup's sum (the part itself without subgroups)
     let sg = select(sg_size(), 32u, SG_EXACT32);  // (a constant where subgroups are 32 wide)
-    if (max_in_on()) {
-        if (lid % 32u == 0u) { acts_total_slots[lid / 32u] = s; }
-        return;
-    }
     if (lid % sg == 0u) { atomicAdd(&acts_total_wg, s); }
-}
-
-fn acts_total_after_barrier(lid: u32) -> i32 {
-    if (max_in_on()) {
-        let lane = lid % 32u;
-        return team_isum(vec2<i32>(select(0, acts_total_slots[lane % ((WG + 31u) / 32u)], lane < WG / 32u), 0)).x;
-    }
-    return atomicLoad(&acts_total_wg);
 }
 
 // A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=NORM_STOP=n): the fused prologue
@@ -87,76 +70,6 @@ override X_FIRST: bool = true;
 // The sum of squares from x's block sums (written by the kernel that wrote x) instead of from x.
 override STATS_IN: bool = false;
 
-// max|y| from the block maxima that the kernel which wrote x left beside the block sums (MAX_IN,
-// lib/decode_io.wgsl's put_block_max: per block of 32, M = max fl(|x_i| |w_i|) with w this norm's
-// weights), so that no workgroup barrier and no slots stand between y and its codes
-// (max_from_blocks). Only where subgroups are exactly 32 wide (a block is one subgroup there).
-override MAX_IN: bool = false;
-
-fn max_in_on() -> bool {
-    return MAX_IN && STATS_IN && NORM && WG_REDUCE_SG && SG_EXACT32 && WG >= 32u;
-}
-
-// 1 - 2^-20: the blocks whose maximum is at least T (1 - 2^-20), T the largest, hold max|y|
-// (max_from_blocks). Set to 1 (a check, $TERN_WEBGPU_CONST=MAX_KEEP=1) only the blocks at T are
-// taken, and the tests with near ties should fail.
-override MAX_KEEP: f32 = 0.99999904632568359375;
-
-// max|y| over the whole vector, y = (x * inv) * w, in every invocation, without the workgroup: each
-// subgroup finds T = max M over the blocks, takes the blocks with M >= T (1 - 2^-20) and recomputes
-// their y exactly as stage_norm_quant does, then takes the max of those. Why that is max|y|: in
-// f32 without underflow or overflow |y_i| = inv M_i r_i with (1 - u)^2 / (1 + u) <= r_i <=
-// (1 + u)^2 / (1 - u), u = 2^-24; so an element i of a block left out (M_i < T (1 - 2^-20), the
-// threshold itself rounded) has |y_i| < |y_j| for the element j with M_j = T, as 1 - 2^-20 <
-// ((1 - u) / (1 + u))^3 with room for that rounding. The conditions: T in [2^-32, 2^64] and inv in
-// [2^-32, 2^32] (checked here) and the norm weights finite with |w| <= 2^32 (checked by the host);
-// then |x_j inv| >= 2^-96 and |y_j| >= 2^-65 are normal, an element whose product or x_i inv
-// underflows has |y_i| < 2^-90, and |x_i inv| <= sqrt(k) (x_i^2 is one of the summed squares), so
-// nothing overflows. Outside them every block is taken. One block taken (the usual case): lanes
-// 0..7 take its eight vec4 words; more: each lane its own blocks, one after another.
-@diagnostic(off, subgroup_uniformity)
-fn max_from_blocks(lid: u32, k: u32, in: StageInput, inv: f32) -> f32 {
-    let nb   = k / NORM_BLOCK;
-    let nl   = (nb + 31u) / 32u;  // blocks per lane, at most
-    let lane = lid % 32u;
-    var tl   = 0u;
-    for (var i = 0u; i < nl; i++) {
-        if (lane + 32u * i < nb) { tl = max(tl, in.mx[i]); }
-    }
-    let t   = bitcast<f32>(sg_umax(tl));
-    let ok  = t >= 2.3283064365386963e-10 && t <= 1.8446744073709552e19 && inv >= 2.3283064365386963e-10 &&
-              inv <= 4294967296.0;  // 2^-32, 2^64, 2^-32, 2^32 (false for a NaN)
-    let thr = t * MAX_KEEP;
-    var taken: array<bool, 8>;
-    var n     = 0u;
-    var first = 0u;
-    for (var i = 0u; i < nl; i++) {
-        let b = lane + 32u * i;
-        taken[i] = b < nb && (!ok || bitcast<f32>(in.mx[i]) >= thr);
-        let bal  = sg_ballot32(taken[i]);
-        if (n == 0u && bal != 0u) { first = 32u * i + firstTrailingBit(bal); }
-        n += countOneBits(bal);
-    }
-    var m = 0.0;
-    if (n == 1u) {
-        if (lane < 8u) { m = max_abs4((stage_x4(8u * first + lane) * inv) * stage_nw4(8u * first + lane)); }
-    } else {
-        for (var i = 0u; i < nl; i++) {
-            if (taken[i]) {
-                let b = lane + 32u * i;
-                for (var r = 0u; r < 8u; r++) {
-                    m = max(m, max_abs4((stage_x4(8u * b + r) * inv) * stage_nw4(8u * b + r)));
-                }
-            }
-        }
-    }
-    return bitcast<f32>(sg_umax(bitcast<u32>(m)));
-}
-
-fn max_abs4(y: vec4<f32>) -> f32 {
-    return max(max(abs(y.x), abs(y.y)), max(abs(y.z), abs(y.w)));
-}
-
 // The words an invocation owns at most (K / 4 words over WG invocations, at most 8): the loops stop
 // there, so that the slots past it are constant zeros.
 override STAGE_U: u32 = (K / 4u + WG - 1u) / WG;
@@ -169,7 +82,6 @@ struct StageInput {
     xs: array<vec4<f32>, 8>,
     ws: array<vec4<f32>, 8>,
     st: array<f32, 8>,
-    mx: array<u32, 8>,  // (max_in_on) the block maxima of the same blocks as st, as bits
 }
 
 fn stage_load(lid: u32, k: u32) -> StageInput {
@@ -180,10 +92,7 @@ fn stage_load(lid: u32, k: u32) -> StageInput {
         if (WG_REDUCE_SG && SG32) {
             for (var i = 0u; i < 8u; i++) {
                 let b = lid % 32u + 32u * i;
-                if (b < nb) {
-                    in.st[i] = stage_stats(b);
-                    if (max_in_on()) { in.mx[i] = stage_max(b); }
-                }
+                if (b < nb) { in.st[i] = stage_stats(b); }
             }
         } else if (lid < nb) {
             in.st[0] = stage_stats(lid);
@@ -283,12 +192,7 @@ fn stage_norm_quant(lid: u32, k: u32, in: StageInput) -> f32 {
         return qs4;
     }
     // As rms_norm_quant.wgsl: the CPU clamps max|y| to 1e-5 in double.
-    var amax: f32;
-    if (max_in_on()) {
-        amax = max_from_blocks(lid, k, in, inv);
-    } else {
-        amax = wg_max_nonneg(lid, m);
-    }
+    let amax = wg_max_nonneg(lid, m);
     if (NORM_STOP == 3u) {
         store_quantized(lid, n_words, xs, amax);
         return amax;
@@ -330,7 +234,7 @@ fn store_quantized(lid: u32, n_words: u32, ys: array<vec4<f32>, 8>, qs: f32) {
     }
     if (asum_once()) { add_acts_total(lid, part); }
     workgroupBarrier();
-    if (asum_once()) { acts_total = acts_total_after_barrier(lid); }
+    if (asum_once()) { acts_total = atomicLoad(&acts_total_wg); }
 }
 
 // NORM_STOP's early end: words of x * nw * f (values that depend on what was computed), returns f.

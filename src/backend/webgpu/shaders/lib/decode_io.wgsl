@@ -70,29 +70,6 @@ fn put_block_sums(lid: u32, r: u32, out_v: f32, wrote: bool) {
     if (wrote && lid % NORM_BLOCK == 0u) { norm_stats[p.stats_out + r / NORM_BLOCK] = s; }
 }
 
-// The block maxima (lib/act_stage.wgsl's MAX_IN): for each block of 32 outputs, the largest
-// |out_v * w| with w the next norm's weight of that output, as its f32 bits, MAX_SLOT words past the
-// block sums' slot. The producer (MAX_OUT, where subgroups are exactly 32 wide: a block is one
-// subgroup) loads its output's weight `nwn` early; every invocation calls put_block_max.
-const MAX_SLOT: u32 = 512u;  // (WebGpuBackend::k_max_stats_at)
-override MAX_OUT: bool = false;
-
-fn max_out_on() -> bool {
-    return MAX_OUT && WG_REDUCE_SG && SG_EXACT32;
-}
-
-fn stage_max(b: u32) -> u32 {
-    if (STATS_AT != UNSET) { return bitcast<u32>(norm_stats[STATS_AT + MAX_SLOT + b]); }
-    return bitcast<u32>(norm_stats[p.stats_in + MAX_SLOT + b]);
-}
-
-fn put_block_max(lid: u32, r: u32, out_v: f32, nwn: f32, wrote: bool) {
-    if (!max_out_on()) { return; }
-    // (|out_v * nwn| is fl(|out_v| |nwn|); not negative, so its bits order as u32.)
-    let m = sg_umax(select(0u, bitcast<u32>(abs(out_v * nwn)), wrote));
-    if (wrote && lid % NORM_BLOCK == 0u) { norm_stats[p.stats_out + MAX_SLOT + r / NORM_BLOCK] = bitcast<f32>(m); }
-}
-
 // A row's (scale, output scale) at the uniform's scales_offset / oscales_offset (lib/ternary_decode.wgsl).
 fn row_scales(row: u32) -> vec2<f32> {
     return row_scales_at(row, p.scales_offset, p.oscales_offset);

@@ -19,11 +19,6 @@ fn sg_max_any(v: f32) -> f32 { return v; }
 // wg_max of values that are not negative (lib/wg_reduce_sg.wgsl has a faster form).
 fn wg_max_nonneg(lid: u32, v: f32) -> f32 { return wg_max(lid, v); }
 
-// (No subgroups here, so the block maxima stay off: lib/act_stage.wgsl's max_in_on(),
-// lib/decode_io.wgsl's put_block_max. These only let the kernels compile.)
-fn sg_umax(v: u32) -> u32 { return v; }
-fn sg_ballot32(c: bool) -> u32 { return select(0u, 1u, c); }
-
 fn wg_max(lid: u32, v: f32) -> f32 {
     wg_red_max[lid] = v;
     workgroupBarrier();

@@ -139,12 +139,6 @@ fn sg_shuffle_xor_i(v: vec2<i32>, m: u32) -> vec2<i32> { return subgroupShuffleX
 // subgroupShuffle of an f32: lane `lane`'s v (lib/attention_core.wgsl's score rows, SG32).
 @diagnostic(off, subgroup_uniformity)
 fn sg_shuffle(v: f32, lane: u32) -> f32 { return subgroupShuffle(v, lane); }
-// The subgroup's largest u32 and bits 0..31 of its ballot (the block maxima of lib/act_stage.wgsl's
-// MAX_IN and lib/decode_io.wgsl's put_block_max, where subgroups are exactly 32 wide).
-@diagnostic(off, subgroup_uniformity)
-fn sg_umax(v: u32) -> u32 { return subgroupMax(v); }
-@diagnostic(off, subgroup_uniformity)
-fn sg_ballot32(c: bool) -> u32 { return subgroupBallot(c).x; }
 // The caller's subgroup size (every invocation of the subgroup active).
 @diagnostic(off, subgroup_uniformity)
 fn sg_size() -> u32 { return subgroupAdd(1u); }
