@@ -55,11 +55,10 @@ fn add_acts_total(lid: u32, part: i32) {
 }
 
 // A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=NORM_STOP=n): the fused prologue
-// skips what follows the loads of x and nw (1), the sum of squares (2) or the max (3), or takes
-// each invocation's own max instead of the workgroup's (4; without that barrier the zeroing of
-// acts_total_wg races with the adds too), or the parts of the workgroup max alone: the subgroup's
-// max (5), that, its slot and the barrier (6), the barrier alone (7); and quantizes with a scale
-// that still depends on what it computed.
+// skips what follows the loads of x and nw (1), the sum of squares (2) or the max (3), and
+// quantizes with a scale that still depends on what it computed. (Stops inside the max, 4-7, were
+// removed: their wrong values moved data-dependent paths and overstated the max's cost, see
+// src/backend/webgpu/README.md.)
 override NORM_STOP: u32 = 0u;
 
 // Whether the decode kernels issue the loads of x and the norm weights before their weight loads
@@ -177,19 +176,6 @@ fn stage_norm_quant(lid: u32, k: u32, in: StageInput) -> f32 {
             xs[i] = y;
             m = max(m, max(max(abs(y.x), abs(y.y)), max(abs(y.z), abs(y.w))));
         }
-    }
-    if (NORM_STOP >= 4u) {
-        var ms = m;
-        if (NORM_STOP == 5u) { ms = sg_max_any(m); }
-        if (NORM_STOP == 6u) {
-            ms = sg_max_any(m);
-            if (lid % 32u == 0u) { wg_red_slot(lid / 32u, ms); }
-            workgroupBarrier();
-        }
-        if (NORM_STOP == 7u) { workgroupBarrier(); }
-        let qs4 = select(div_rn(127.0, ms), 1.0, ms <= 9.99999974738e-06);
-        store_quantized(lid, n_words, xs, qs4);
-        return qs4;
     }
     // As rms_norm_quant.wgsl: the CPU clamps max|y| to 1e-5 in double.
     let amax = wg_max_nonneg(lid, m);

@@ -10,12 +10,6 @@ var<workgroup> wg_red_df: array<vec2<f32>, WG>;
 // `_sg` variants run and the adapter's smallest subgroup has 32 invocations (never in this variant).
 override SG32: bool = false;
 
-// Slot i of the max's workgroup memory (lib/act_stage.wgsl's NORM_STOP timing aids).
-fn wg_red_slot(i: u32, v: f32) { wg_red_max[i] = v; }
-
-// The subgroup's max where there are subgroups (lib/wg_reduce_sg.wgsl); here the value itself.
-fn sg_max_any(v: f32) -> f32 { return v; }
-
 // wg_max of values that are not negative (lib/wg_reduce_sg.wgsl has a faster form).
 fn wg_max_nonneg(lid: u32, v: f32) -> f32 { return wg_max(lid, v); }
 

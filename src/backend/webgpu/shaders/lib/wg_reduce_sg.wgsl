@@ -64,9 +64,6 @@ override WG_MAX_READ: u32 = 2u;
 fn wg_red_slot(i: u32, v: f32) { wg_red_max[i] = bitcast<u32>(v); }
 fn wg_red_at(i: u32) -> f32 { return bitcast<f32>(wg_red_max[i]); }
 
-// The subgroup's max (act_stage.wgsl's NORM_STOP timing aids; the value itself without subgroups).
-fn sg_max_any(v: f32) -> f32 { return sg_max(v); }
-
 // Whether wg_max takes WG_MAX_READ = 2's form (which needs at least one 32-invocation slot).
 fn wg_max_one_read() -> bool {
     return SG32 && WG_MAX_READ == 2u && WG >= 32u;
