@@ -588,6 +588,67 @@ TEST_F(WebGpuOps, HeadInt8CopyCodesScalesAndBounds) {
     }
 }
 
+// The int8 greedy head's value f (left in the logits) and bound B for every row against the exact
+// head's logit: |f - exact| <= B, with random rows (the input rounded to f16 or not) and with a case
+// built so that the f16 rounding of the exact head's input moves every product the same way (x = 1,
+// norm weights that put h just above 1, a row of ones): B must cover that rounding, which the grid
+// of g = x nw (lm_head_i8_argmax.wgsl's HEAD_G) does not see. Fails with rho = 0 in head_g_norms.
+TEST_F(WebGpuOps, GreedyHeadBoundsCoverTheExactLogits) {
+    auto * be = dynamic_cast<WebGpuBackend *>(&gpu());
+    ASSERT_NE(be, nullptr);
+    const int64_t k = 256, nv = 300;
+    const float   eps = 1e-5f;
+    for (int kind = 0; kind < 3; ++kind) {  // 0 random, input rounded to f16; 1 random, f32; 2 built
+        SCOPED_TRACE("case " + std::to_string(kind));
+        const bool         round_in = kind != 1;
+        std::vector<float> table(static_cast<size_t>(k * nv)), x(k), nw(k);
+        for (auto & v : table) v = normal(0.05f);
+        for (auto & v : x) v = normal(1.5f);
+        for (auto & v : nw) v = 1.0f + normal(0.3f);
+        if (kind == 2) {
+            std::fill(x.begin(), x.end(), 1.0f);
+            const float inv = 1.0f / std::sqrt(1.0f + eps);  // (the mean of x^2 is 1)
+            std::fill(nw.begin(), nw.end(), (1.0f + 0.75f / 2048.0f) / inv);
+            std::fill(table.begin(), table.begin() + k, 1.0f);
+        }
+        std::vector<uint8_t> tb(table.size() * 2), nb(nw.size() * 4);
+        quantize_row(DType::f16, table.data(), tb.data(), static_cast<int64_t>(table.size()));
+        std::memcpy(nb.data(), nw.data(), nb.size());
+        const WeightSource es{"e", DType::f16, {k, nv, 1, 1}, tb}, ns{"n", DType::f32, {k, 1, 1, 1}, nb};
+        std::vector<float> logits[2];
+        for (int i = 0; i < 2; ++i) {
+            Backend & b   = i == 0 ? *cpu_ : gpu();
+            auto      e   = b.load_embedding(es);
+            auto      n   = b.load_norm(ns);
+            auto      xt  = alloc_tensor(b, DType::f32, {k, 1, 1, 1}, "x");
+            auto      h   = alloc_tensor(b, DType::f32, {k, 1, 1, 1}, "h");
+            auto      lg  = alloc_tensor(b, DType::f32, {nv, 1, 1, 1}, "logits");
+            auto      ids = alloc_tensor(b, DType::i32, {1, 1, 1, 1}, "ids");
+            b.write(xt.tensor, x.data(), x.size() * 4);
+            b.begin_step();
+            if (i == 0) {
+                b.norm_lm_head(lg.tensor, *e, h.tensor, xt.tensor, *n, eps, round_in, Tensor{});
+            } else {
+                b.norm_lm_head_argmax(ids.tensor, lg.tensor, *e, h.tensor, xt.tensor, *n, eps, round_in);
+            }
+            b.end_step();
+            logits[i] = read_f32(b, lg.tensor);
+        }
+        const std::vector<float> bound = be->read_greedy_head_bounds(nv);
+        ASSERT_EQ(bound.size(), static_cast<size_t>(nv)) << "the int8 greedy head ran";
+        double mean = 0, var = 0;
+        for (const float v : logits[0]) mean += v / double(nv);
+        for (const float v : logits[0]) var += (v - mean) * (v - mean) / double(nv);
+        std::vector<float> sorted = bound;
+        std::sort(sorted.begin(), sorted.end());
+        EXPECT_LT(sorted[nv / 2], std::sqrt(var)) << "the median bound is below a standard deviation";
+        for (int64_t r = 0; r < nv; ++r) {
+            const double f = logits[1][static_cast<size_t>(r)], exact = logits[0][static_cast<size_t>(r)];
+            ASSERT_LE(std::fabs(f - exact), double(bound[static_cast<size_t>(r)])) << "row " << r << ", f " << f;
+        }
+    }
+}
+
 TEST_F(WebGpuOps, EmbedF32AndDequantizedQ8TablesFromATokenView) {
     const int64_t n_embd = 96, n_vocab = 50;
     std::vector<float> table(static_cast<size_t>(n_embd * n_vocab));

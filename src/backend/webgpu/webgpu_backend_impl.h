@@ -214,6 +214,9 @@ public:
         std::vector<float>  info;
     };
     HeadInt8Copy read_head_int8_copy(const Weight & head);
+    // The bounds B that the last int8 greedy head wrote for rows 0 .. n_rows - 1 (its value f is in
+    // the logits it was given), for tests that check |f - exact logit| <= B.
+    std::vector<float> read_greedy_head_bounds(int64_t n_rows);
 
     // Runs dataflow_chain.wgsl (lib/dataflow.wgsl): n_phases dependent phases of `blocks` workgroups,
     // in one dispatch (ticket order) or one dispatch per phase, `reps` times after a warm-up. Returns

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 #include <cstdlib>
 #include <string>
 #include <string_view>
@@ -149,7 +150,9 @@ WGPUBuffer WebGpuBackend::stats_buffer() {
 WGPUBuffer WebGpuBackend::add_kernel_prefetch(PipelineKey & key, const GpuLinear * pf, uint32_t groups, uint32_t wg,
                                               WGPUBuffer filler) const {
     if (!pf) return filler;
-    const uint32_t words = static_cast<uint32_t>(pf->buffer->size_bytes() / 4);
+    // $TERN_WEBGPU_KPF_PERCENT: the share of the weight pulled (its first words; a tuning aid).
+    static const uint32_t percent = std::clamp<uint32_t>(env_u32("TERN_WEBGPU_KPF_PERCENT", 100), 1, 100);
+    const uint32_t words = static_cast<uint32_t>(pf->buffer->size_bytes() / 4 * percent / 100);
     key.add("KPF_WORDS", static_cast<double>(words));
     key.add("KPF_GROUPS", static_cast<double>(groups));
     key.add("KPF_LOADS", static_cast<double>(ceil_div(words, int64_t{k_prefetch_stride_words} * groups * wg)));
@@ -433,6 +436,19 @@ WebGpuBackend::HeadInt8Copy WebGpuBackend::read_head_int8_copy(const Weight & he
     t.ne     = {static_cast<int64_t>(out.info.size()), 1, 1, 1};
     t.buffer = e.q8_info.get();
     read(t, out.info.data(), out.info.size() * 4);
+    return out;
+}
+
+std::vector<float> WebGpuBackend::read_greedy_head_bounds(int64_t n_rows) {
+    std::vector<uint32_t> pairs(static_cast<size_t>(2 * n_rows));  // (bits(B), 0) per row
+    if (!argmax_partial_ || argmax_partial_->size_bytes() < pairs.size() * 4) return {};
+    Tensor t;
+    t.type   = DType::i32;
+    t.ne     = {static_cast<int64_t>(pairs.size()), 1, 1, 1};
+    t.buffer = argmax_partial_.get();
+    read(t, pairs.data(), pairs.size() * 4);
+    std::vector<float> out(static_cast<size_t>(n_rows));
+    for (size_t i = 0; i < out.size(); ++i) std::memcpy(&out[i], &pairs[2 * i], 4);
     return out;
 }
 

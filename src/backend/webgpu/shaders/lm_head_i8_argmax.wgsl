@@ -56,7 +56,7 @@ requires packed_4x8_integer_dot_product;
 override K: u32 = 2560u;      // elements per row, a multiple of 16, at most 4096
 override NORM: bool = true;   // h = rms_norm(x) * nw first
 override BLOCKS: u32 = 1u;    // 64-row blocks per workgroup (the prologue is paid once per workgroup)
-// A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=HEAD_STOP=n): 1 replaces the dot4s by
+// A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=HEAD_STOP=n; 2-4 without HEAD_G): 1 replaces the dot4s by
 // an XOR of the loaded words; 2 skips the prologue (h is not staged); 3 the grid's two workgroup
 // reductions (each invocation's own max and sum); 4 the norm (h = x).
 override HEAD_STOP: u32 = 0u;
@@ -89,6 +89,21 @@ override HEAD_TOUCH: u32 = 0u;
 // any number of workgroups (e.g. a multiple of the compute units) and each does about
 // rows / 8 / groups team rows, not 8 BLOCKS.
 override ITERS: u32 = 0u;
+// The grid from g = x nw rather than from h = rms_norm(x) nw rounded to f16 (HEAD_G): the grid's
+// scale needs only max |g| and the bound ||g||, one workgroup reduction of both together, and the
+// norm factor inv, which f and B need only when the first row is summed, is computed after the grid,
+// while that row is on its way. f = inv (s S) (256 sum q a + sum q b) with H = round(g / S) now, and
+// the exact head's h differs from inv g by its own roundings:
+//   |h_i - inv g_i| <= rho inv |g_i| + tau,  rho = 2^-11 + 2^-20 (f16, and the f32 products),
+//   tau = 2^-25 (f16 subnormals; rho = 2^-20 and tau = 0 without the f16 rounding),
+// so with ||e|| <= sq + c (c >= ||e - s q||, sq >= s ||q||: head_i8_pack.wgsl)
+//   |f - exact| <= inv (c (||g|| + ||eta||) + sq ||eta||) + (sq + c) (rho inv ||g|| + tau sqrt(K)) = B.
+// The extra term widens B by ~5% for rows like 2B4T's (2^-11 ||e|| against c ~ ||e - s q||).
+override HEAD_G: bool = true;
+// Rows touched before the prologue (HEAD_PRE = d > 0): each lane loads one word per 64 bytes of its
+// team's rows 1 .. d (into L2: DRAM streams while h is staged) and folds them after the grid, kept
+// by a store that never happens (p.rn_zero), as HEAD_TOUCH's touches are.
+override HEAD_PRE: u32 = 0u;
 var<private> n_groups: u32;  // workgroups in the dispatch
 
 
@@ -169,20 +184,90 @@ fn stage_grid(lid: u32, h: array<vec4<f32>, 4>) -> vec3<f32> {
     let step = select(hmax / 32639.0, 0.0, hmax == 0.0);
     for (var u = 0u; u < 4u; u++) {
         let i = lid + u * WG;
-        if (i < K / 4u) {
-            let hq = vec4<i32>(clamp(round(h[u] * inv), vec4<f32>(-32639.0), vec4<f32>(32639.0)));
-            let a  = (hq + vec4<i32>(128)) >> vec4<u32>(8u);
-            let b  = hq - a * 256;
-            let ab = bitcast<vec4<u32>>(a) & vec4<u32>(0xffu);
-            let bb = bitcast<vec4<u32>>(b) & vec4<u32>(0xffu);
-            h_hi[i / 4u][i % 4u] = ab.x | (ab.y << 8u) | (ab.z << 16u) | (ab.w << 24u);
-            h_lo[i / 4u][i % 4u] = bb.x | (bb.y << 8u) | (bb.z << 16u) | (bb.w << 24u);
-        }
+        if (i < K / 4u) { stage_grid_word(i, h[u], inv); }
     }
     workgroupBarrier();
     // An f32 sum of K <= 4096 squares is within K u <= 2^-12 of exact: 1 + 2^-8 covers it and sqrt.
     let margin = 1.0 + 1.0 / 256.0;
     return vec3<f32>(sqrt(tot) * margin, 0.51 * step * sqrt(f32(K)) * margin, step);
+}
+
+// HEAD_G: the grid of g = x nw (NORM; else x) in h_hi / h_lo, from one reduction of max |g| and
+// sum g^2; returns (||g||, ||eta||, S) as stage_grid does (bounds from above). With SG32 the norm's
+// block sums are published before the same barrier (publish_block_sums_sg) and totalled by
+// head_norm_factor after the grid. Every invocation calls it (barriers).
+fn stage_grid_g(lid: u32) -> vec3<f32> {
+    var g: array<vec4<f32>, 4>;
+    var xs: array<vec4<f32>, 4>;
+    for (var u = 0u; u < 4u; u++) {
+        let i = lid + u * WG;
+        if (i < K / 4u) {
+            xs[u] = head_x_word(i);
+            g[u]  = xs[u];
+            if (NORM) { g[u] = xs[u] * head_nw_word(i); }
+        }
+    }
+    var sq = 0.0;
+    var mx = 0.0;
+    for (var u = 0u; u < 4u; u++) {
+        let v = g[u];  // (zero where absent)
+        sq += dot(v, v);
+        mx = max(mx, max(max(abs(v.x), abs(v.y)), max(abs(v.z), abs(v.w))));
+    }
+    if (NORM && WG_REDUCE_SG && SG32) {
+        var s2: array<vec4<f32>, 8>;  // slots 4..7 stay zero, as do absent words
+        for (var u = 0u; u < 4u; u++) { s2[u] = squares4(xs[u]); }
+        publish_block_sums_sg(lid, s2, (K / 4u + WG - 1u) / WG);
+    }
+    let ms   = wg_max_sum(lid, mx, sq);
+    let inv  = select(32639.0 / ms.x, 0.0, ms.x == 0.0);
+    let step = select(ms.x / 32639.0, 0.0, ms.x == 0.0);
+    for (var u = 0u; u < 4u; u++) {
+        let i = lid + u * WG;
+        if (i < K / 4u) { stage_grid_word(i, g[u], inv); }
+    }
+    workgroupBarrier();
+    // An f32 sum of K <= 4096 squares is within K u <= 2^-12 of exact: 1 + 2^-8 covers it and sqrt.
+    let margin = 1.0 + 1.0 / 256.0;
+    return vec3<f32>(sqrt(ms.y) * margin, 0.51 * step * sqrt(f32(K)) * margin, step);
+}
+
+// HEAD_G: the norm factor (head_inv, for the exact rows too: inv_rms's bits), after stage_grid_g.
+// Every invocation calls it (barriers without SG32).
+fn head_norm_factor(lid: u32) -> f32 {
+    var inv = 1.0;
+    if (NORM) {
+        if (WG_REDUCE_SG && SG32) {
+            inv = inv_rms_of(block_sums_total_sg(lid, (K + NORM_BLOCK - 1u) / NORM_BLOCK));
+        } else {
+            inv = inv_rms(lid, p.x_offset);
+        }
+    }
+    head_inv = inv;
+    return inv;
+}
+
+// HEAD_G: stage_grid's (||g||, ||eta||, S) with the norm factor as store_row takes them:
+// (P, Q, S inv) with B = c P + sq Q (the formula above: the f32 roundings of P and Q are within the
+// 2^-8 margins of ||g|| and ||eta||).
+fn head_g_norms(n: vec3<f32>, inv: f32) -> vec3<f32> {
+    let round_in = p.round_input != 0u;
+    let rho = select(1.0 / 1048576.0, 1.0 / 2048.0 + 1.0 / 1048576.0, round_in);
+    let tau = select(0.0, sqrt(f32(K)) / 33554432.0, round_in);
+    let a3  = rho * (inv * n.x) + tau;
+    return vec3<f32>(inv * (n.x + n.y) + a3, inv * n.y + a3, n.z * inv);
+}
+
+// Word i of the 16-bit grid of v (scale 1 / inv): H = round(v inv) in [-32639, 32639] as a (h_hi)
+// and b (h_lo).
+fn stage_grid_word(i: u32, v: vec4<f32>, inv: f32) {
+    let hq = vec4<i32>(clamp(round(v * inv), vec4<f32>(-32639.0), vec4<f32>(32639.0)));
+    let a  = (hq + vec4<i32>(128)) >> vec4<u32>(8u);
+    let b  = hq - a * 256;
+    let ab = bitcast<vec4<u32>>(a) & vec4<u32>(0xffu);
+    let bb = bitcast<vec4<u32>>(b) & vec4<u32>(0xffu);
+    h_hi[i / 4u][i % 4u] = ab.x | (ab.y << 8u) | (ab.z << 16u) | (ab.w << 24u);
+    h_lo[i / 4u][i % 4u] = bb.x | (bb.y << 8u) | (bb.z << 16u) | (bb.w << 24u);
 }
 
 @compute @workgroup_size(WG)
@@ -199,9 +284,15 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var d = 1u; d <= HEAD_TOUCH; d++) {
         if (d < iters) { pending ^= touch_row(row_of(wid.x, d, team), lane); }
     }
+    var pre = 0u;  // (HEAD_PRE) touches issued before the prologue, folded after it
+    for (var d = 1u; d <= HEAD_PRE; d++) {
+        if (d < iters) { pre ^= touch_row(row_of(wid.x, d, team), lane); }
+    }
     if (EXACT_TAIL && wid.x == 0u && lid == 0u) { atomicStore(&exact_out[1u - p.thr_slot], 0u); }
-    var norms = vec3<f32>(1.0);
-    if (HEAD_STOP != 2u) {
+    var norms = vec3<f32>(1.0);  // (B = c norms.x + sq norms.y, f = s norms.z (...)): store_row
+    if (HEAD_G) {
+        norms = stage_grid_g(lid);  // (||g||, ||eta||, S); the norm factor once the grid is staged
+    } else if (HEAD_STOP != 2u) {
         var h: array<vec4<f32>, 4>;
         if (HEAD_STOP == 4u) {  // x as it is (no norm)
             for (var u = 0u; u < 4u; u++) {
@@ -210,8 +301,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         } else {
             h = head_input_words(lid);
         }
-        norms = stage_grid(lid, h);  // (||h||, ||eta||, S)
+        let n = stage_grid(lid, h);  // (||h||, ||eta||, S)
+        norms = vec3<f32>(n.x + n.y, n.y, n.z);
     }
+    touched ^= pre;
 
     // H_REGS: this lane's words of the grid (the same for every row it visits) held in registers.
     var ra: array<vec4<u32>, 8>;
@@ -223,6 +316,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             rb[v] = h_lo[i];
         }
     }
+    if (HEAD_G) { norms = head_g_norms(norms, head_norm_factor(lid)); }
     let team_sg = TEAM_SG && WG_REDUCE_SG;
     var next_info = vec4<f32>(0.0);  // (team_sg) the next row's info, loaded with its words
     var bv = 0.0;                    // the best (f - B, row) so far: the team's (team_sg, lane 0)
@@ -319,7 +413,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         }
         if (EXACT_TAIL && lid == 0u) { publish_bound(bv, bi); }
     }
-    if (HEAD_TOUCH > 0u && ((touched ^ pending) & p.rn_zero) != 0u) { logits[p.out_offset] = bitcast<f32>(touched); }
+    if ((HEAD_TOUCH > 0u || HEAD_PRE > 0u) && ((touched ^ pending) & p.rn_zero) != 0u) {
+        logits[p.out_offset] = bitcast<f32>(touched);
+    }
     if (EXACT_TAIL) {
         exact_tail(lid, wid.x);
         return;
@@ -337,11 +433,12 @@ fn load_info(row: u32) -> vec4<f32> {
     return vec4<f32>(0.0);
 }
 
-// The row's value f and bound B from its info, its two integer sums and (||h||, ||eta||, S), stored
+// The row's value f and bound B from its info, its two integer sums and (||h|| + ||eta||, ||eta||,
+// S) (with HEAD_G: head_g_norms' (P, Q, S inv)), stored
 // (logits[row] = f, partial[row] = bits(B)) and returned as (f, B).
 fn store_row(row: u32, sc: vec4<f32>, sum: vec2<i32>, norms: vec3<f32>) -> vec2<f32> {
     let f = (sc.x * norms.z) * (256.0 * f32(sum.x) + f32(sum.y));
-    let b = sc.y * (norms.x + norms.y) + sc.z * norms.y;
+    let b = sc.y * norms.x + sc.z * norms.y;
     partial[p.partial_offset + row] = vec2<u32>(bitcast<u32>(b), 0u);
     logits[p.out_offset + row] = f;
     return vec2<f32>(f, b);

@@ -72,6 +72,15 @@ fn blocks_total_team(lid: u32, t_in: array<f32, 8>) -> f32 {
 // ^ 1: block_sum_words' tree), then one barrier and blocks_total_team. Every invocation calls it.
 fn sum_squares_words_sg(lid: u32, sq: array<vec4<f32>, 8>, n_u: u32, nb: u32) -> f32 {
     workgroupBarrier();  // a previous use of wg_red_h is over
+    publish_block_sums_sg(lid, sq, n_u);
+    workgroupBarrier();
+    return block_sums_total_sg(lid, nb);
+}
+
+// sum_squares_words_sg's halves, for a kernel that shares the barrier between them with other work
+// (lm_head_i8_argmax.wgsl): the block sums into wg_red_h (its previous use must be over), and,
+// after a barrier, their total.
+fn publish_block_sums_sg(lid: u32, sq: array<vec4<f32>, 8>, n_u: u32) {
     for (var u = 0u; u < 8u; u++) {
         if (u < n_u) {
             var v = sq[u];
@@ -82,7 +91,9 @@ fn sum_squares_words_sg(lid: u32, sq: array<vec4<f32>, 8>, n_u: u32, nb: u32) ->
             if (lid % 8u == 0u) { wg_red_h[lid / 8u + u * (WG / 8u)] = (v.x + v.z) + (v.y + v.w); }
         }
     }
-    workgroupBarrier();
+}
+
+fn block_sums_total_sg(lid: u32, nb: u32) -> f32 {
     var t: array<f32, 8>;
     for (var i = 0u; i < 8u; i++) {
         let b = lid % 32u + 32u * i;

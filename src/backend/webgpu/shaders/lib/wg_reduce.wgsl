@@ -34,6 +34,14 @@ fn wg_df_sum(lid: u32, v: vec2<f32>) -> vec2<f32> {
     return wg_red_df[0];
 }
 
+// The max of values that are not negative and the plain f32 sum of (other) values, both over the
+// workgroup: (max, sum). The sum's order is unspecified (lib/wg_reduce_sg.wgsl's differs), so it
+// serves bounds only (lm_head_i8_argmax.wgsl's ||g||). Here the two trees, a max and a double-float sum.
+fn wg_max_sum(lid: u32, m: f32, s: f32) -> vec2<f32> {
+    let mx = wg_max(lid, m);
+    return vec2<f32>(mx, wg_df_sum(lid, vec2<f32>(s, 0.0)).x);
+}
+
 // Whether the subgroup forms exist (lib/wg_reduce_sg.wgsl); here not, and team_isum,
 // sg_shuffle_xor, sg_shuffle_xor_i, sg_shuffle and sg_size are never called.
 const WG_REDUCE_SG: bool = false;

@@ -108,6 +108,30 @@ fn wg_max(lid: u32, v: f32) -> f32 {
     return sg_max(m);
 }
 
+// wg_max_sum (lib/wg_reduce.wgsl): (max of values that are not negative, f32 sum in an unspecified
+// order). Where subgroups are 32 wide or more: per 32-lane team a subgroup max of the bits and a
+// butterfly of shuffles for the sum, a pair of slots, one barrier, then the slots read back in order.
+var<workgroup> wg_red_sum: array<f32, WG>;
+@diagnostic(off, subgroup_uniformity)
+fn wg_max_sum(lid: u32, m: f32, s: f32) -> vec2<f32> {
+    if (!(SG32 && WG >= 32u)) {
+        let mx = wg_max_nonneg(lid, m);
+        return vec2<f32>(mx, wg_df_sum(lid, vec2<f32>(s, 0.0)).x);
+    }
+    let mk = subgroupMax(bitcast<u32>(m));  // (a wider subgroup's max: the same for both halves)
+    var t  = s;
+    for (var d = 16u; d > 0u; d >>= 1u) { t = t + subgroupShuffleXor(t, d); }  // (within 32 lanes)
+    if (lid % 32u == 0u) {
+        wg_red_max[lid / 32u] = mk;
+        wg_red_sum[lid / 32u] = t;
+    }
+    workgroupBarrier();
+    let mx = subgroupMax(wg_red_max[lid % (WG / 32u)]);
+    var tot = wg_red_sum[0];
+    for (var i = 1u; i < WG / 32u; i++) { tot = tot + wg_red_sum[i]; }
+    return vec2<f32>(bitcast<f32>(mx), tot);
+}
+
 fn wg_df_sum(lid: u32, v: vec2<f32>) -> vec2<f32> {
     let size = select(subgroupAdd(1u), 32u, SG32);  // (32-lane teams of a wider subgroup butterfly alike)
     let n    = WG / size;
