@@ -278,22 +278,25 @@ WgpuContext::WgpuContext(const WgpuDeviceOptions & options) {
     load_wgpu_library();
     timeout_ms_ = options.timeout_ms > 0 ? options.timeout_ms : default_timeout_ms();
     ToggleLists toggle_names = toggle_lists();
-    // The adapter only needs allow_unsafe_apis (an adapter-stage toggle that exposes experimental
-    // features); the device gets the whole list.
+    // The adapter gets the adapter-stage toggles of the list (allow_unsafe_apis, which exposes
+    // experimental features, and use_vulkan_memory_model when named); the device the whole list.
     const auto listed = [](const std::vector<std::string> & list, std::string_view t) {
         return std::find(list.begin(), list.end(), t) != list.end();
     };
-    const bool                unsafe_apis = listed(toggle_names.on, "allow_unsafe_apis");
-    const char *              adapter_on[] = {"allow_unsafe_apis"};
+    std::vector<const char *> adapter_on;
+    for (const char * t : {"allow_unsafe_apis", "use_vulkan_memory_model"}) {
+        if (listed(toggle_names.on, t)) adapter_on.push_back(t);
+    }
+    const bool                adapter_stage = !adapter_on.empty();
     WGPUDawnTogglesDescriptor adapter_toggles{};
     adapter_toggles.chain.sType        = WGPU_STYPE_DAWN_TOGGLES_DESCRIPTOR;
-    adapter_toggles.enabledToggleCount = 1;
-    adapter_toggles.enabledToggles     = adapter_on;
+    adapter_toggles.enabledToggleCount = adapter_on.size();
+    adapter_toggles.enabledToggles     = adapter_on.data();
     std::string why, notes;
     {
         StderrCapture quiet;
         instance_       = create_instance();
-        adapter_handle_ = request_adapter(instance_.get(), timeout_ms_, why, unsafe_apis ? &adapter_toggles : nullptr);
+        adapter_handle_ = request_adapter(instance_.get(), timeout_ms_, why, adapter_stage ? &adapter_toggles : nullptr);
         notes           = driver_notes(quiet.text());
     }
     if (!adapter_handle_) {
