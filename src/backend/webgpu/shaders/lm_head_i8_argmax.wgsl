@@ -56,9 +56,9 @@ requires packed_4x8_integer_dot_product;
 override K: u32 = 2560u;      // elements per row, a multiple of 16, at most 4096
 override NORM: bool = true;   // h = rms_norm(x) * nw first
 override BLOCKS: u32 = 1u;    // 64-row blocks per workgroup (the prologue is paid once per workgroup)
-// A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=HEAD_STOP=n; 2-4 without HEAD_G): 1 replaces the dot4s by
-// an XOR of the loaded words; 2 skips the prologue (h is not staged); 3 the grid's two workgroup
-// reductions (each invocation's own max and sum); 4 the norm (h = x).
+// A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=HEAD_STOP=n): 1 replaces the dot4s
+// by an XOR of the loaded words; with HEAD_G = false, 2 skips the prologue (h is not staged), 3 the
+// grid's two workgroup reductions (each invocation's own max and sum), 4 the norm (h = x).
 override HEAD_STOP: u32 = 0u;
 override PER_LANE: u32 = (K / 16u + 31u) / 32u;  // vec4 loads per lane per row (<= 8)
 override WG: u32 = 256u;      // fixed (the teams; lib/inv_rms.wgsl and lib/best_index.wgsl size by it)
