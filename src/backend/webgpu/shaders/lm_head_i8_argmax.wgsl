@@ -100,10 +100,6 @@ override ITERS: u32 = 0u;
 //   |f - exact| <= inv (c (||g|| + ||eta||) + sq ||eta||) + (sq + c) (rho inv ||g|| + tau sqrt(K)) = B.
 // The extra term widens B by ~5% for rows like 2B4T's (2^-11 ||e|| against c ~ ||e - s q||).
 override HEAD_G: bool = true;
-// Rows touched before the prologue (HEAD_PRE = d > 0): each lane loads one word per 64 bytes of its
-// team's rows 1 .. d (into L2: DRAM streams while h is staged) and folds them after the grid, kept
-// by a store that never happens (p.rn_zero), as HEAD_TOUCH's touches are.
-override HEAD_PRE: u32 = 0u;
 var<private> n_groups: u32;  // workgroups in the dispatch
 
 
@@ -180,11 +176,18 @@ fn stage_grid(lid: u32, h: array<vec4<f32>, 4>) -> vec3<f32> {
         hmax = wg_max(lid, mx);  // (after head_input_words' sum: the reductions alternate kinds)
         tot  = wg_df_sum(lid, vec2<f32>(sq, 0.0)).x;
     }
-    let inv  = select(32639.0 / hmax, 0.0, hmax == 0.0);
-    let step = select(hmax / 32639.0, 0.0, hmax == 0.0);
+    return grid_of(lid, h, hmax, tot);
+}
+
+// The 16-bit grid of this invocation's words v (lid + u WG) in h_hi / h_lo, from the workgroup's
+// max |v| and (an f32 sum of) sum v^2; returns (||v||, ||eta||, S), bounds from above. Every
+// invocation calls it (a barrier).
+fn grid_of(lid: u32, v: array<vec4<f32>, 4>, vmax: f32, tot: f32) -> vec3<f32> {
+    let inv  = select(32639.0 / vmax, 0.0, vmax == 0.0);
+    let step = select(vmax / 32639.0, 0.0, vmax == 0.0);
     for (var u = 0u; u < 4u; u++) {
         let i = lid + u * WG;
-        if (i < K / 4u) { stage_grid_word(i, h[u], inv); }
+        if (i < K / 4u) { stage_grid_word(i, v[u], inv); }
     }
     workgroupBarrier();
     // An f32 sum of K <= 4096 squares is within K u <= 2^-12 of exact: 1 + 2^-8 covers it and sqrt.
@@ -219,17 +222,8 @@ fn stage_grid_g(lid: u32) -> vec3<f32> {
         for (var u = 0u; u < 4u; u++) { s2[u] = squares4(xs[u]); }
         publish_block_sums_sg(lid, s2, (K / 4u + WG - 1u) / WG);
     }
-    let ms   = wg_max_sum(lid, mx, sq);
-    let inv  = select(32639.0 / ms.x, 0.0, ms.x == 0.0);
-    let step = select(ms.x / 32639.0, 0.0, ms.x == 0.0);
-    for (var u = 0u; u < 4u; u++) {
-        let i = lid + u * WG;
-        if (i < K / 4u) { stage_grid_word(i, g[u], inv); }
-    }
-    workgroupBarrier();
-    // An f32 sum of K <= 4096 squares is within K u <= 2^-12 of exact: 1 + 2^-8 covers it and sqrt.
-    let margin = 1.0 + 1.0 / 256.0;
-    return vec3<f32>(sqrt(ms.y) * margin, 0.51 * step * sqrt(f32(K)) * margin, step);
+    let ms = wg_max_sum(lid, mx, sq);
+    return grid_of(lid, g, ms.x, ms.y);
 }
 
 // HEAD_G: the norm factor (head_inv, for the exact rows too: inv_rms's bits), after stage_grid_g.
@@ -284,10 +278,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var d = 1u; d <= HEAD_TOUCH; d++) {
         if (d < iters) { pending ^= touch_row(row_of(wid.x, d, team), lane); }
     }
-    var pre = 0u;  // (HEAD_PRE) touches issued before the prologue, folded after it
-    for (var d = 1u; d <= HEAD_PRE; d++) {
-        if (d < iters) { pre ^= touch_row(row_of(wid.x, d, team), lane); }
-    }
     if (EXACT_TAIL && wid.x == 0u && lid == 0u) { atomicStore(&exact_out[1u - p.thr_slot], 0u); }
     var norms = vec3<f32>(1.0);  // (B = c norms.x + sq norms.y, f = s norms.z (...)): store_row
     if (HEAD_G) {
@@ -304,7 +294,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let n = stage_grid(lid, h);  // (||h||, ||eta||, S)
         norms = vec3<f32>(n.x + n.y, n.y, n.z);
     }
-    touched ^= pre;
 
     // H_REGS: this lane's words of the grid (the same for every row it visits) held in registers.
     var ra: array<vec4<u32>, 8>;
@@ -413,9 +402,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         }
         if (EXACT_TAIL && lid == 0u) { publish_bound(bv, bi); }
     }
-    if ((HEAD_TOUCH > 0u || HEAD_PRE > 0u) && ((touched ^ pending) & p.rn_zero) != 0u) {
-        logits[p.out_offset] = bitcast<f32>(touched);
-    }
+    if (HEAD_TOUCH > 0u && ((touched ^ pending) & p.rn_zero) != 0u) { logits[p.out_offset] = bitcast<f32>(touched); }
     if (EXACT_TAIL) {
         exact_tail(lid, wid.x);
         return;

@@ -76,6 +76,11 @@ fn wg_umax_sg32(lid: u32, k: u32) -> u32 {
     let r = subgroupMax(k);
     if (lid % 32u == 0u) { wg_red_max[lid / 32u] = r; }
     workgroupBarrier();
+    return umax_of_slots(lid);
+}
+
+// After the barrier: the max of the WG / 32 keys in wg_red_max, lane l reading slot l % (WG / 32).
+fn umax_of_slots(lid: u32) -> u32 {
     return subgroupMax(wg_red_max[lid % (WG / 32u)]);
 }
 
@@ -126,7 +131,7 @@ fn wg_max_sum(lid: u32, m: f32, s: f32) -> vec2<f32> {
         wg_red_sum[lid / 32u] = t;
     }
     workgroupBarrier();
-    let mx = subgroupMax(wg_red_max[lid % (WG / 32u)]);
+    let mx = umax_of_slots(lid);
     var tot = wg_red_sum[0];
     for (var i = 1u; i < WG / 32u; i++) { tot = tot + wg_red_sum[i]; }
     return vec2<f32>(bitcast<f32>(mx), tot);
