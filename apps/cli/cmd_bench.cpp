@@ -149,6 +149,7 @@ void bench(const BenchArgs & a) {
         }
     }
     const double                copy_bps = a.roofline ? be.measure_copy_bandwidth() : 0.0;
+    const double                read_bps = a.roofline ? be.measure_read_bandwidth() : 0.0;
     const Backend::DispatchCost dc       = a.roofline ? be.measure_dispatch_cost() : Backend::DispatchCost{};
 
     int64_t n_params = 0;
@@ -189,6 +190,7 @@ void bench(const BenchArgs & a) {
                 if (a.roofline) j["pct_copy_bandwidth"] = copy_bps > 0 ? 100.0 * bytes * ts / copy_bps : 0.0;
             }
             if (a.roofline) j["copy_gbps"] = copy_bps / 1e9;
+            if (a.roofline && read_bps > 0) j["read_gbps"] = read_bps / 1e9;
             if (a.roofline && dc.gpu_s_one > 0) {
                 j["dependent_dispatch_us"] = {{"gpu_one_group", 1e6 * dc.gpu_s_one},
                                               {"gpu_wide", 1e6 * dc.gpu_s_wide},
@@ -203,6 +205,7 @@ void bench(const BenchArgs & a) {
     if (a.roofline) {
         std::printf("copy bandwidth (%s, %s): %.1f GB/s (read + written)\n\n", backend.c_str(),
                     be.device_info().name.c_str(), copy_bps / 1e9);
+        if (read_bps > 0) std::printf("read bandwidth: %.1f GB/s (read only, as the greedy head streams)\n\n", read_bps / 1e9);
         if (dc.gpu_s_one > 0) {
             std::printf("dependent dispatches (tiny kernel, 400 in a row): %.2f us each on the GPU with 1 workgroup, "
                         "%.2f us with %u; %.2f us each to record and submit\n\n",
@@ -262,7 +265,8 @@ void register_bench(CLI::App & app) {
                   "read + written: device to device for a GPU, memcpy over the threads for the CPU) and print each "
                   "tg test's GB/s as a percentage of it; on a GPU also the cost of one dispatch in a chain of "
                   "dependent dispatches (GPU time with 1 and 128 workgroups, the median of five chains; host time to record "
-                  "and submit)");
+                  "and submit) and its read-only bandwidth (best of several layouts reading a 320 MiB buffer: the ceiling "
+                  "of a kernel that only streams, as the greedy head does)");
     cmd->footer("Columns: dispatches/token = GPU dispatches recorded per token over the timed runs (pp: per prompt "
                 "token; \"–\" for the CPU, which runs ops eagerly). MB/token and GB/s (tg tests only) = bytes read "
                 "per generated token: every weight a decode step reads in the backend's own layout (layer linears "

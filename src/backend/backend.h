@@ -291,6 +291,13 @@ public:
     // CPU): memcpy; the CPU backend splits it over its threads; a GPU copies device to device. Waits
     // for pending work first.
     virtual double measure_copy_bandwidth(size_t n_bytes = size_t{256} << 20);
+    // The read-only bandwidth ceiling, in bytes read per second, for kernels that only stream (a
+    // GPU's greedy head reads its table and writes next to nothing): the best of several timed
+    // reads of an n_bytes buffer. 0 where it is not measured (CPU). Waits for pending work first.
+    virtual double measure_read_bandwidth(size_t n_bytes = size_t{320} << 20) {
+        (void)n_bytes;
+        return 0.0;
+    }
 
     // What one dispatch costs in a chain of dependent dispatches (each waits for the previous one),
     // the fixed price every decode kernel pays: GPU seconds per dispatch for a tiny kernel of one

@@ -10,6 +10,7 @@
 #include "backend/webgpu/webgpu_backend_impl.h"
 #include "backend/webgpu/webgpu_weights.h"
 #include "core/fp16.h"
+#include "core/log.h"
 #include "quant/block_formats.h"
 #include "quant/ternary_formats.h"
 #include "webgpu_test_util.h"
@@ -647,6 +648,28 @@ TEST_F(WebGpuOps, GreedyHeadBoundsCoverTheExactLogits) {
             ASSERT_LE(std::fabs(f - exact), double(bound[static_cast<size_t>(r)])) << "row " << r << ", f " << f;
         }
     }
+}
+
+// measure_read_bandwidth (tern bench --roofline's read-only ceiling, read_bandwidth.wgsl) runs every
+// layout it is given, grid-stride loads and the head's rows alike, and reports a positive rate: one
+// log line per layout ($TERN_WEBGPU_READ_BW), here over a small buffer.
+TEST_F(WebGpuOps, ReadBandwidthRunsEveryLayout) {
+    std::vector<std::string> lines;
+    const LogLevel           level = log_level();
+    set_log_level(LogLevel::info);
+    set_log_sink([&](LogLevel, const std::string & m) {
+        if (m.find("read bandwidth") != std::string::npos) lines.push_back(m);
+    });
+    ::setenv("TERN_WEBGPU_READ_BW", "4:1,4:rows,8:8", 1);
+    const double bps = gpu().measure_read_bandwidth(size_t{1} << 20);
+    ::unsetenv("TERN_WEBGPU_READ_BW");
+    set_log_sink(nullptr);
+    set_log_level(level);
+    EXPECT_GT(bps, 0.0);
+    ASSERT_EQ(lines.size(), 3u);
+    EXPECT_NE(lines[1].find("head rows"), std::string::npos) << lines[1];
+    EXPECT_NE(lines[2].find("8 loads per thread"), std::string::npos) << lines[2];
+    EXPECT_EQ(cpu_->measure_read_bandwidth(), 0.0) << "the CPU backend does not measure it";
 }
 
 TEST_F(WebGpuOps, EmbedF32AndDequantizedQ8TablesFromATokenView) {

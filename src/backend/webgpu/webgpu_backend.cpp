@@ -697,6 +697,73 @@ double WebGpuBackend::measure_copy_bandwidth(size_t n_bytes) {
     return best;
 }
 
+double WebGpuBackend::measure_read_bandwidth(size_t n_bytes) {
+    synchronize();
+    const uint64_t max_size = std::min<uint64_t>(ctx_.limits().maxBufferSize, ctx_.limits().maxStorageBufferBindingSize);
+    const uint64_t size     = std::max<uint64_t>(std::min<uint64_t>(n_bytes, max_size), 4096) / 256 * 256;
+    // Layouts tried (read_bandwidth.wgsl): workgroups of 256 and 16-byte loads in flight per thread,
+    // or the greedy head's rows (two workgroups per compute unit). $TERN_WEBGPU_READ_BW=list of
+    // groups:loads or groups:rows (a tuning aid) replaces them; each one's figure is logged (-v).
+    const uint32_t units = compute_units();
+    std::string    list  = format("%u:rows,%u:4,%u:8,%u:4,4096:2,4096:4,4096:8", 2 * units, 2 * units, 2 * units,
+                                  8 * units);
+    if (const char * env = std::getenv("TERN_WEBGPU_READ_BW")) list = env;
+    struct Layout {
+        uint32_t groups = 0, loads = 1;
+        bool     rows = false;
+    };
+    std::vector<Layout> layouts;
+    for (size_t at = 0; at < list.size();) {
+        const size_t end  = std::min(list.find(',', at), list.size());
+        const std::string item = list.substr(at, end - at);
+        at                = end + 1;
+        Layout l;
+        const size_t colon = item.find(':');
+        l.groups = static_cast<uint32_t>(std::strtoul(item.c_str(), nullptr, 10));
+        if (colon != std::string::npos) {
+            const std::string rest = item.substr(colon + 1);
+            l.rows  = rest == "rows";
+            l.loads = l.rows ? 1 : static_cast<uint32_t>(std::clamp<unsigned long>(std::strtoul(rest.c_str(), nullptr, 10), 1, 16));
+        }
+        if (l.groups > 0 && l.groups <= ctx_.limits().maxComputeWorkgroupsPerDimension) {
+            layouts.push_back(l);
+        } else {
+            TERN_LOG_WARN("TERN_WEBGPU_READ_BW: '%s' is not groups:loads or groups:rows (1..%u workgroups)",
+                          item.c_str(), ctx_.limits().maxComputeWorkgroupsPerDimension);
+        }
+    }
+    uint32_t most_groups = 1;
+    for (const Layout & l : layouts) most_groups = std::max(most_groups, l.groups);
+    auto src = make_buffer(size, nullptr, "tern read bandwidth");
+    auto dst = make_buffer(static_cast<size_t>(most_groups) * 256 * 4, nullptr, "tern read bandwidth sink");
+    constexpr int k_reads = 8;
+    double        best    = 0;
+    for (const Layout & l : layouts) {
+        const uint32_t params[4] = {static_cast<uint32_t>(size / 16), l.groups * 256, 0x9e3779b9u, 0};
+        PipelineKey    key{"read_bandwidth", "rwu", {{{"LOADS", static_cast<double>(l.loads)}, {"ROWS", l.rows ? 1.0 : 0.0}}}};
+        double         layout_best = 0;
+        for (int rep = 0; rep < 4; ++rep) {  // rep 0 warms up (the pipeline, the clocks)
+            const auto t0 = std::chrono::steady_clock::now();
+            for (int i = 0; i < k_reads; ++i) {
+                const WGPUBuffer b[] = {src->get(), dst->get()};
+                step_->dispatch(key, b, params, sizeof params, l.groups);
+            }
+            step_->flush();
+            ctx_.wait_queue_idle("timing buffer reads");
+            const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            if (rep > 0 && s > 0) layout_best = std::max(layout_best, static_cast<double>(size) * k_reads / s);
+        }
+        TERN_LOG_INFO("webgpu: read bandwidth, %u workgroups, %s: %.1f GB/s", l.groups,
+                      l.rows ? "head rows" : format("%u loads per thread", l.loads).c_str(), layout_best / 1e9);
+        best = std::max(best, layout_best);
+    }
+    step_->take_dispatch_count();
+    step_->forget(src->get());
+    step_->forget(dst->get());
+    ctx_.check_errors();
+    return best;
+}
+
 Backend::DispatchCost WebGpuBackend::measure_dispatch_cost() {
     synchronize();
     // copy_bandwidth.wgsl over a small buffer: every thread copies one vec4, every dispatch writes

@@ -151,6 +151,7 @@ public:
     // maxBufferSize), 8 per submit, best of 5 submits after a warm-up, timed on the host around
     // submit + queue idle.
     double measure_copy_bandwidth(size_t n_bytes) override;
+    double measure_read_bandwidth(size_t n_bytes) override;
     DispatchCost measure_dispatch_cost() override;
 
     // The prefill GEMM's tiling (ternary_gemm.wgsl): TM x TN results per thread, TR x TC threads.

@@ -73,7 +73,8 @@ override EXACT_TAIL: bool = false;
 // (the same words for every row a lane visits). H200 tg128 955.7-959.5 tokens/s against 954.7-956.5
 // (alternating rounds; 0.07-0.5% in four of five pairs, none in the fifth).
 override H_REGS: bool = true;
-// A timing aid (results are wrong when set): 1 ends the tail after its list, 2 before it.
+// A timing aid (results are wrong when set): 1 ends the tail after its list, 2 before it, 3 before
+// it at run time (a uniform the compiler cannot know: the tail's code stays in the kernel).
 override TAIL_STOP: u32 = 0u;
 // Rows touched ahead (HEAD_TOUCH > 0, a tuning aid; off): while a team dots row r and holds row
 // r + 1 in registers, each lane also loads one word per 64 bytes of row r + 1 + HEAD_TOUCH, so that
@@ -449,7 +450,7 @@ var<workgroup> tail_rows: array<u32, 256>;
 // (More than 256 such rows, a degenerate table: every row of the workgroup, slow but exact.)
 // Every invocation calls it (barriers).
 fn exact_tail(lid: u32, wid: u32) {
-    if (TAIL_STOP == 2u) { return; }
+    if (TAIL_STOP == 2u || (TAIL_STOP == 3u && p.rn_zero == 0u)) { return; }
     if (lid == 0u) { atomicStore(&tail_n, 0u); }
     storageBarrier();  // the workgroup's f, B (written by each team's lane 0) and bounds
     workgroupBarrier();
