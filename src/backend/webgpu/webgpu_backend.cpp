@@ -713,13 +713,11 @@ double WebGpuBackend::measure_read_bandwidth(size_t n_bytes) {
         bool     rows = false;
     };
     std::vector<Layout> layouts;
-    for (size_t at = 0; at < list.size();) {
-        const size_t end  = std::min(list.find(',', at), list.size());
-        const std::string item = list.substr(at, end - at);
-        at                = end + 1;
-        Layout l;
-        const size_t colon = item.find(':');
-        l.groups = static_cast<uint32_t>(std::strtoul(item.c_str(), nullptr, 10));
+    for (const std::string_view view : comma_list(list)) {
+        const std::string item(view);
+        Layout            l;
+        const size_t      colon = item.find(':');
+        l.groups                = static_cast<uint32_t>(std::strtoul(item.c_str(), nullptr, 10));
         if (colon != std::string::npos) {
             const std::string rest = item.substr(colon + 1);
             l.rows  = rest == "rows";

@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 namespace tern {
@@ -529,6 +530,8 @@ constexpr uint32_t k_prefetch_loads_max = 64;
 uint32_t prefetch_loads_on_free_units(uint64_t words, uint32_t wg, uint32_t busy_groups, uint32_t units);
 // $name as an unsigned number (tuning aids), or fallback when unset or empty.
 uint32_t env_u32(const char * name, uint32_t fallback);
+// The non-empty items of a comma list (the tuning aids' lists), as views into `list`.
+std::vector<std::string_view> comma_list(std::string_view list);
 
 // Decode attention's tiled scores: K words per block of 16 dimensions (cpu::dot_blocked16), and
 // threads per position (one per block, rounded up to a power of two) for rows of row_words words.

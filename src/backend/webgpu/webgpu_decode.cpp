@@ -23,6 +23,17 @@ uint32_t env_u32(const char * name, uint32_t fallback) {
     return static_cast<uint32_t>(std::strtoul(env, nullptr, 10));
 }
 
+std::vector<std::string_view> comma_list(std::string_view list) {
+    std::vector<std::string_view> items;
+    size_t at = 0;
+    while (at <= list.size()) {
+        const size_t end = std::min(list.find(',', at), list.size());
+        if (end > at) items.push_back(list.substr(at, end - at));
+        at = end + 1;
+    }
+    return items;
+}
+
 uint32_t compute_units() {
     static const uint32_t units = std::max<uint32_t>(env_u32("TERN_WEBGPU_COMPUTE_UNITS", 132), 1);
     return units;

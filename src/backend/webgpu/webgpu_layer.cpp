@@ -28,17 +28,6 @@ static LayerWeightId layer_weight_id(std::string_view name) {
     return k_wnone;
 }
 
-static std::vector<std::string_view> comma_list(std::string_view list) {
-    std::vector<std::string_view> items;
-    size_t at = 0;
-    while (at <= list.size()) {
-        const size_t end = std::min(list.find(',', at), list.size());
-        if (end > at) items.push_back(list.substr(at, end - at));
-        at = end + 1;
-    }
-    return items;
-}
-
 // Which weights one query's attention pulls into L2 for the kernels after it, a bit per
 // LayerWeightId ($TERN_WEBGPU_WPF, a tuning aid: a comma list of o, gu, down, qkv, or none).
 // Default gate+up's (8.8 MB for 2B4T, the largest): with the matmuls' links below, H100 tg128

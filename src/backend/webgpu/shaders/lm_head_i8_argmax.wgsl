@@ -201,15 +201,11 @@ fn grid_of(lid: u32, v: array<vec4<f32>, 4>, vmax: f32, tot: f32) -> vec3<f32> {
 // block sums are published before the same barrier (publish_block_sums_sg) and totalled by
 // head_norm_factor after the grid. Every invocation calls it (barriers).
 fn stage_grid_g(lid: u32) -> vec3<f32> {
-    var g: array<vec4<f32>, 4>;
-    var xs: array<vec4<f32>, 4>;
-    for (var u = 0u; u < 4u; u++) {
-        let i = lid + u * WG;
-        if (i < K / 4u) {
-            xs[u] = head_x_word(i);
-            g[u]  = xs[u];
-            if (NORM) { g[u] = xs[u] * head_nw_word(i); }
-        }
+    let words = head_x_nw_words(lid);
+    let xs    = words.xs;
+    var g     = xs;
+    if (NORM) {
+        for (var u = 0u; u < 4u; u++) { g[u] = xs[u] * words.ws[u]; }
     }
     var sq = 0.0;
     var mx = 0.0;

@@ -31,20 +31,32 @@ fn head_word_at(i: u32) -> vec4<f32> {
     return head_word(head_x_word(i), w);
 }
 
+// This invocation's words lid + u WG (u < 4) of x and of the norm weights (zero past K, and the
+// norm weights zero without NORM): the loads the head prologues issue first.
+struct HeadWords {
+    xs: array<vec4<f32>, 4>,
+    ws: array<vec4<f32>, 4>,
+}
+fn head_x_nw_words(lid: u32) -> HeadWords {
+    var w: HeadWords;
+    for (var u = 0u; u < 4u; u++) {
+        let i = lid + u * WG;
+        if (i < K / 4u) {
+            w.xs[u] = head_x_word(i);
+            if (NORM) { w.ws[u] = head_nw_word(i); }
+        }
+    }
+    return w;
+}
+
 // This invocation's words lid + u WG (u < 4) of h = rms_norm(x) * nw (NORM) or x, rounded to f16
 // with p.round_input. The loads of x and nw are issued first; the norm factor is inv_rms's bits: from
 // these words in registers with SG32 (sum_squares_words_sg), else by inv_rms (which reads x again, a
 // block of 32 per invocation). Every invocation calls it (barriers).
 fn head_input_words(lid: u32) -> array<vec4<f32>, 4> {
-    var xs: array<vec4<f32>, 4>;
-    var ws: array<vec4<f32>, 4>;
-    for (var u = 0u; u < 4u; u++) {
-        let i = lid + u * WG;
-        if (i < K / 4u) {
-            xs[u] = head_x_word(i);
-            if (NORM) { ws[u] = head_nw_word(i); }
-        }
-    }
+    let words = head_x_nw_words(lid);
+    var xs    = words.xs;
+    let ws    = words.ws;
     var inv = 1.0;
     if (NORM) {
         if (WG_REDUCE_SG && SG32) {
