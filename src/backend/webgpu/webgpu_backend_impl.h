@@ -401,16 +401,12 @@ private:
     // the blocks' sums of squares (cpu::sum_squares's inner level) to norm_stats_, so that the next
     // kernel's fused norm adds only those. Like head_partials_ they are valid for the very next
     // command only (serial). Two slots: a kernel reads one and writes the other.
-    // With balanced row groups (lib/row_groups.wgsl) a producer writes quarter blocks' sums, four per
-    // block, which the consumer adds (STATS_Q).
-    static constexpr uint32_t k_stats_blocks = 256;  // blocks of a vector of up to 8192
-    static constexpr uint32_t k_stats_slot   = 4 * k_stats_blocks;  // f32 per slot
+    static constexpr uint32_t k_stats_slot = 256;  // f32 per slot: blocks of a vector of up to 8192
     struct NormStats {
         WGPUBuffer buffer = nullptr;  // the vector's buffer, f32 index, elements
         uint32_t   offset = 0, n = 0;
         uint32_t   slot   = 0;                    // f32 index in norm_stats_
         uint64_t   serial = ~uint64_t{0};         // step_->serial() right after the producer
-        bool       quarters = false;              // quarter blocks' sums (4 per block)
     } stats_;
     std::unique_ptr<GpuBuffer> norm_stats_;
     bool                       norm_stats_on_ = true;  // $TERN_WEBGPU_NORM_STATS=0 turns them off
@@ -422,19 +418,11 @@ private:
     // The slot holding x's block sums, if the last command left them.
     std::optional<uint32_t> stats_for(const Tensor & x) const;
     // Whether a producer of n elements may write them (on, and their blocks fit a slot).
-    bool stats_fit(int64_t n) const { return norm_stats_on_ && n <= 32 * int64_t{k_stats_blocks}; }
+    bool stats_fit(int64_t n) const { return norm_stats_on_ && n <= 32 * int64_t{k_stats_slot}; }
     // The slot a producer writes (not the one a consumer may be reading).
     uint32_t stats_out_slot() const { return stats_.slot == 0 ? k_stats_slot : 0; }
     // Records that the command just encoded left y's block sums in `slot`.
-    void stats_written(const Tensor & y, uint32_t slot, bool quarters = false);
-    // Balanced row groups for a decode matmul of n_out outputs (lib/row_groups.wgsl): the quarters
-    // (n_out / 8) and the workgroups, or {0, 0} where the kernel keeps whole blocks per workgroup.
-    // `kind` is the kernel's bit in $TERN_WEBGPU_ROW_GROUPS (1 o-projection, 2 gate+up, 4 down).
-    struct RowGroups {
-        uint32_t quarters = 0, wgs = 0;
-        uint32_t rows_per_wg() const { return quarters == 0 ? 0 : 8 * ((quarters + wgs - 1) / wgs); }
-    };
-    RowGroups row_groups(int64_t n_out, uint32_t kind) const;
+    void stats_written(const Tensor & y, uint32_t slot);
     WGPUBuffer stats_buffer();
     Numerics      numerics_;
     // A MapRead | CopyDst buffer that reads come back through, and its map request's state: one for

@@ -127,7 +127,6 @@ PipelineKey WebGpuBackend::decode_key(std::string_view shader, std::string_view 
                       {"NORM", norm ? 1.0 : 0.0}}}};
     // (Both default to off, so a kernel that declares only one of them is keyed without the other.)
     if (stats_in) key.add("STATS_IN", 1.0);
-    if (stats_in && stats_.quarters) key.add("STATS_Q", 1.0);  // (stats_for just checked stats_)
     if (stats_out) key.add("STATS_OUT", 1.0);
     // Offsets 0 (tensors at the start of their buffers, as the model's are) and the two statistics
     // slots as constants; any other offset stays a uniform read, so the pipelines stay few.
@@ -148,17 +147,8 @@ std::optional<uint32_t> WebGpuBackend::stats_for(const Tensor & x) const {
     return stats_.slot;
 }
 
-void WebGpuBackend::stats_written(const Tensor & y, uint32_t slot, bool quarters) {
-    stats_ = {gpu_buffer(y), gpu_offset(y, 4), u32(y.ne[0]), slot, step_->serial(), quarters};
-}
-
-WebGpuBackend::RowGroups WebGpuBackend::row_groups(int64_t n_out, uint32_t kind) const {
-    // $TERN_WEBGPU_ROW_GROUPS: a bit mask of the kernels that deal quarter blocks to one workgroup
-    // per compute unit (1 the o-projection, 2 gate+up, 4 the down projection).
-    static const uint32_t mask = env_u32("TERN_WEBGPU_ROW_GROUPS", 0);
-    if (!(mask & kind) || n_out % 32 != 0 || !stats_fit(n_out)) return {};
-    const auto quarters = static_cast<uint32_t>(n_out / 8);
-    return {quarters, std::min(quarters, compute_units())};
+void WebGpuBackend::stats_written(const Tensor & y, uint32_t slot) {
+    stats_ = {gpu_buffer(y), gpu_offset(y, 4), u32(y.ne[0]), slot, step_->serial()};
 }
 
 WGPUBuffer WebGpuBackend::stats_buffer() {
@@ -177,9 +167,6 @@ WGPUBuffer WebGpuBackend::add_kernel_prefetch(PipelineKey & key, const GpuLinear
     key.add("KPF_WORDS", static_cast<double>(words));
     key.add("KPF_GROUPS", static_cast<double>(groups));
     key.add("KPF_LOADS", static_cast<double>(ceil_div(words, int64_t{k_prefetch_stride_words} * groups * wg)));
-    // $TERN_WEBGPU_KPF_SKIP=n: every n-th 64-byte line left to the weight's reader (a tuning aid).
-    static const uint32_t skip = env_u32("TERN_WEBGPU_KPF_SKIP", 0);
-    if (skip > 1) key.add("KPF_SKIP", static_cast<double>(skip));
     return pf->buffer->get();
 }
 
@@ -199,15 +186,13 @@ bool WebGpuBackend::try_decode_bitlinear(const Tensor & y, const GpuLinear & w, 
     const uint32_t        bl_lanes     = bl_lanes_env != 0 ? bl_lanes_env : wide ? 32 : 16;
     const uint32_t        bl_wg        = bl_wg_env != 0 ? bl_wg_env : wide ? 512 : 0;
     const bool            short_k  = w.n_cols <= 4096;
-    const RowGroups       rg       = row_groups(w.n_rows, short_k ? 1 : 4);
-    auto t = decode_tiling(w, a.q.ne[1], 256, 2, short_k ? bl_lanes : 4, short_k ? bl_wg : 0);  // pairs of rows per lane team
-    while (t && t->rows < rg.rows_per_wg() && t->wg < 1024) t = decode_tiling(w, a.q.ne[1], 256, 2, t->lanes, 2 * t->wg);
-    if (!t || t->rows < rg.rows_per_wg()) return false;
+    const auto t = decode_tiling(w, a.q.ne[1], 256, 2, short_k ? bl_lanes : 4, short_k ? bl_wg : 0);  // pairs of rows per lane team
+    if (!t) return false;
     const DecodeSource s = decode_source(a, x, norm);
     // Norm statistics: x's block sums if the last command left them; y's when the workgroups' rows
     // are whole blocks.
     const std::optional<uint32_t> in  = x ? stats_for(*x) : std::nullopt;
-    const bool                    out = stats_fit(w.n_rows) && (t->rows % 32 == 0 || rg.quarters > 0);
+    const bool                    out = stats_fit(w.n_rows) && t->rows % 32 == 0;
     const uint32_t                out_slot = stats_out_slot();
     struct {
         uint32_t n_rows;
@@ -217,15 +202,11 @@ bool WebGpuBackend::try_decode_bitlinear(const Tensor & y, const GpuLinear & w, 
         gpu_offset(y, 4), accumulate ? 1u : 0u, in.value_or(0), out_slot};
     PipelineKey key = decode_key("bitlinear_decode", "rrrwwru", *t, w.n_cols, x != nullptr, s, in, out);
     if (const_uniforms_ & 2) key.add("N_ROWS", static_cast<double>(w.n_rows));
-    const uint32_t groups = rg.quarters > 0 ? rg.wgs : static_cast<uint32_t>((w.n_rows + t->rows - 1) / t->rows);
-    if (rg.quarters > 0) {
-        key.add("ROW_GROUPS", static_cast<double>(rg.quarters));
-        key.add("ROW_WGS", static_cast<double>(rg.wgs));
-    }
+    const uint32_t   groups = static_cast<uint32_t>((w.n_rows + t->rows - 1) / t->rows);
     const WGPUBuffer pf     = add_kernel_prefetch(key, prefetch, groups, t->wg, s.src);
     const WGPUBuffer bufs[] = {w.buffer->get(), s.src, s.scale, gpu_buffer(y), stats_buffer(), pf};
     step_->dispatch(key, bufs, &p, sizeof p, groups);
-    if (out) stats_written(y, out_slot, rg.quarters > 0);
+    if (out) stats_written(y, out_slot);
     return true;
 }
 
@@ -236,15 +217,13 @@ bool WebGpuBackend::try_decode_gate_up(const Tensor & f, const GpuLinear & w, co
     // threads 748.4-753.0 against 751.2-752.5, 8 with 512 743.5-749.8, 16 with 1024 742.5-746.9).
     static const uint32_t gu_lanes = env_u32("TERN_WEBGPU_GATE_UP_LANES", 4);
     static const uint32_t gu_wg    = env_u32("TERN_WEBGPU_GATE_UP_WG", 0);
-    const int64_t   n_ff = w.n_rows / 2;
-    const RowGroups rg   = row_groups(n_ff, 2);
-    auto t = decode_tiling(w, a.q.ne[1], 256, 2, gu_lanes, gu_wg);  // a gate row and its up row per lane team
-    while (t && t->rows / 2 < rg.rows_per_wg() && t->wg < 1024) t = decode_tiling(w, a.q.ne[1], 256, 2, t->lanes, 2 * t->wg);
-    if (!t || t->rows / 2 < rg.rows_per_wg()) return false;
+    const auto t = decode_tiling(w, a.q.ne[1], 256, 2, gu_lanes, gu_wg);  // a gate row and its up row per lane team
+    if (!t) return false;
+    const int64_t  n_ff = w.n_rows / 2;
     const uint32_t outs = t->rows / 2;
     const DecodeSource s = decode_source(a, x, norm);
     const std::optional<uint32_t> in  = x ? stats_for(*x) : std::nullopt;  // as try_decode_bitlinear
-    const bool                    out = stats_fit(n_ff) && (outs % 32 == 0 || rg.quarters > 0);
+    const bool                    out = stats_fit(n_ff) && outs % 32 == 0;
     const uint32_t                out_slot = stats_out_slot();
     struct {
         uint32_t n_ff;
@@ -254,15 +233,11 @@ bool WebGpuBackend::try_decode_gate_up(const Tensor & f, const GpuLinear & w, co
         gpu_offset(f, 4), act == FfnActivation::relu2 ? 0u : 1u, in.value_or(0), out_slot};
     PipelineKey key = decode_key("gate_up_decode", "rrrwwru", *t, w.n_cols, x != nullptr, s, in, out);
     if (const_uniforms_ & 2) key.add("N_FF", static_cast<double>(n_ff));
-    const uint32_t groups = rg.quarters > 0 ? rg.wgs : static_cast<uint32_t>((n_ff + outs - 1) / outs);
-    if (rg.quarters > 0) {
-        key.add("ROW_GROUPS", static_cast<double>(rg.quarters));
-        key.add("ROW_WGS", static_cast<double>(rg.wgs));
-    }
+    const uint32_t   groups = static_cast<uint32_t>((n_ff + outs - 1) / outs);
     const WGPUBuffer pf     = add_kernel_prefetch(key, prefetch, groups, t->wg, s.src);
     const WGPUBuffer bufs[] = {w.buffer->get(), s.src, s.scale, gpu_buffer(f), stats_buffer(), pf};
     step_->dispatch(key, bufs, &p, sizeof p, groups);
-    if (out) stats_written(f, out_slot, rg.quarters > 0);
+    if (out) stats_written(f, out_slot);
     return true;
 }
 

@@ -420,9 +420,6 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
                                                         : k_loads_beside_long;
         key.add("PF_FROM", static_cast<double>(s.n_head));
         key.add("PF_LOADS", static_cast<double>(pf_loads));
-        // $TERN_WEBGPU_WPF_SKIP=n: every n-th 64-byte line left to the weight's reader (a tuning aid).
-        static const uint32_t skip = env_u32("TERN_WEBGPU_WPF_SKIP", 0);
-        if (skip > 1) key.add("PF_SKIP", static_cast<double>(skip));
         for (size_t i = 0; i < prefetch.size(); ++i) {
             const uint32_t words = pf_words(prefetch[i]);
             pf_bufs[i]           = prefetch[i]->buffer->get();

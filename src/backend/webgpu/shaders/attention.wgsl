@@ -100,11 +100,6 @@ override PF_WORDS0: u32 = 0u;
 override PF_WORDS1: u32 = 0u;
 override PF_WORDS2: u32 = 0u;
 override PF_WORDS3: u32 = 0u;
-// Lines of 64 bytes left to the weight's reader (PF_SKIP > 1, a tuning aid): line j of a buffer is
-// not pulled when j % PF_SKIP == PF_SKIP - 1, so the reader's DRAM misses are spread evenly over its
-// workgroups (and issued at its start, beside its prologue) instead of falling on the workgroups of
-// the weight's last rows, as a shorter prefix (TERN_WEBGPU_WPF_PERCENT) does.
-override PF_SKIP: u32 = 0u;
 
 fn pf_word(b: u32, i: u32) -> u32 {
     switch (b) {
@@ -140,8 +135,7 @@ fn prefetch_weights(lid: u32, g: u32) {
     let first = (gb * WG * PF_LOADS + lid) * PF_STRIDE + select(0u, d & p.rn_zero, PF_DELAY != 0u);
     for (var u = 0u; u < PF_LOADS; u++) {
         let i = first + u * WG * PF_STRIDE;
-        let kept = PF_SKIP < 2u || (i / PF_STRIDE) % max(PF_SKIP, 1u) != PF_SKIP - 1u;
-        if (i < words[b] && kept) { acc ^= pf_word(b, i); }
+        if (i < words[b]) { acc ^= pf_word(b, i); }
     }
     if ((acc & p.rn_zero) != 0u) { norm_stats[0] = bitcast<f32>(acc); }
 }

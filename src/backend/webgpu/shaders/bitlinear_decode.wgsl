@@ -11,8 +11,7 @@ requires packed_4x8_integer_dot_product;
 //   norm_stats: block sums of squares (lib/sum_squares.wgsl) of x (STATS_IN) and of y (STATS_OUT)
 // Bindings: 0 wq (read), 1 src (read), 2 src_scale (read), 3 y (read_write), 4 norm_stats
 // (read_write), 5 pfw (read: a weight to pull into L2, lib/weight_prefetch.wgsl), 6 params (uniform)
-// Dispatch: (ceil(N / (2 WG / LANES)), 1, 1), or ROW_WGS with ROW_GROUPS (lib/row_groups.wgsl: the
-// team's rows are then local rows 2 team, 2 team + 1). Each workgroup stages the activations, then each
+// Dispatch: (ceil(N / (2 WG / LANES)), 1, 1). Each workgroup stages the activations, then each
 // team of LANES lanes dots two rows (lib/ternary_decode.wgsl's pairs), reduced in workgroup memory;
 // thread r < 2 WG / LANES writes row r.
 
@@ -25,7 +24,6 @@ requires packed_4x8_integer_dot_product;
 // #include "lib/ternary_decode.wgsl"
 // #include "lib/decode_io.wgsl"
 // #include "lib/weight_prefetch.wgsl"
-// #include "lib/row_groups.wgsl"
 
 override WG: u32 = 256u;    // a power of two, >= K / 32
 override LANES: u32 = 8u;   // a power of two dividing WG, >= K / 512
@@ -74,17 +72,16 @@ struct Params {
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let rows = 2u * (WG / LANES);
     let team = lid / LANES;
-    let pair = vec2<u32>(group_row(wid.x, 2u * team, rows), group_row(wid.x, 2u * team + 1u, rows));
-    let row  = pair.x;  // the team's rows (row, row + 1 without ROW_GROUPS)
+    let row  = wid.x * rows + 2u * team;  // the team's rows: row, row + 1
     let lane = lid % LANES;
-    let ro   = group_row(wid.x, min(lid, rows - 1u), rows);  // the row this invocation finishes (lid < rows)
+    let ro   = wid.x * rows + lid;  // the row this invocation finishes (lid < rows)
     var w: RowWords;
     var sc: vec2<f32>;
     var y0 = 0.0;  // y[ro] when accumulating, loaded up front like the scales
     var xin: StageInput;
     var pf = kernel_prefetch_at(0u, lid, wid.x);
     if (X_FIRST) { xin = stage_load(lid, K); }
-    w = prefetch_row_pair(pair, vec2<bool>(pair.x < out_rows(), pair.y < out_rows()), lane, LANES, K);
+    w = prefetch_row_pair(vec2<u32>(row, row + 1u), vec2<bool>(row < out_rows(), row + 1u < out_rows()), lane, LANES, K);
     if (!X_FIRST) { xin = stage_load(lid, K); }
     if (lid < rows && ro < out_rows()) {
         sc = row_scales(ro);
@@ -116,7 +113,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         out_v = select(v, y0 + v, p.accumulate != 0u);
         y[p.y_offset + ro] = out_v;
     }
-    if (STATS_OUT) { put_row_sums(lid, ro, out_v, wrote); }
+    if (STATS_OUT) { put_block_sums(lid, ro, out_v, wrote); }
     kernel_prefetch_use(pf);
 }
 

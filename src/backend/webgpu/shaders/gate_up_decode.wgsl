@@ -8,9 +8,8 @@ requires packed_4x8_integer_dot_product;
 //   wq: codes [2 n_ff][K/64] vec4<u32> | scales [2 n_ff] | output scales [2 n_ff]   f: [n_ff] f32
 // Bindings: 0 wq (read), 1 src (read), 2 src_scale (read), 3 f (read_write), 4 norm_stats
 // (read_write; as in bitlinear_decode.wgsl, f's block sums with STATS_OUT), 5 params (uniform)
-// Dispatch: (ceil(n_ff / OUTS), 1, 1), or ROW_WGS with ROW_GROUPS (lib/row_groups.wgsl). The
-// workgroup's OUTS = WG / LANES teams each read a gate row and its up row (lib/ternary_decode.wgsl's
-// pairs, sharing their activation reads).
+// Dispatch: (ceil(n_ff / OUTS), 1, 1). The workgroup's OUTS = WG / LANES teams each read a gate row
+// and its up row (lib/ternary_decode.wgsl's pairs, sharing their activation reads).
 
 // #include "lib/ternary.wgsl"
 // #include "lib/dot4_native.wgsl"
@@ -21,7 +20,6 @@ requires packed_4x8_integer_dot_product;
 // #include "lib/ternary_decode.wgsl"
 // #include "lib/decode_io.wgsl"
 // #include "lib/weight_prefetch.wgsl"
-// #include "lib/row_groups.wgsl"
 
 override WG: u32 = 256u;
 override LANES: u32 = 8u;
@@ -64,8 +62,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let outs = WG / LANES;
     let team = lid / LANES;
     let lane = lid % LANES;
-    let out  = group_row(wid.x, team, outs);  // the team's output: gate row out, up row n_ff + out
-    let o    = group_row(wid.x, min(lid, outs - 1u), outs);  // the output this invocation finishes (lid < outs)
+    let out  = wid.x * outs + team;  // the team's output: gate row out, up row n_ff + out
+    let o    = wid.x * outs + lid;  // the output this invocation finishes (lid < outs)
     var w: RowWords;
     var sg: vec2<f32>;
     var su: vec2<f32>;
@@ -93,6 +91,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         out_v = ffn_gate(g, u, p.activation);
         f[p.f_offset + o] = out_v;
     }
-    if (STATS_OUT) { put_row_sums(lid, o, out_v, wrote); }
+    if (STATS_OUT) { put_block_sums(lid, o, out_v, wrote); }
     kernel_prefetch_use(pf);
 }

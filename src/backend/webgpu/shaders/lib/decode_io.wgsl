@@ -60,18 +60,9 @@ fn stage_qscale() -> f32 { return scale_word(p.scale_offset); }
 // and the producers' side: out_v is the value this invocation wrote at output r (0 where it wrote
 // none); the workgroup's outputs are whole aligned blocks of 32, invocation r % 32 of a team
 // holding output r. Every invocation calls put_block_sums (barriers without SG32).
-// STATS_Q: the producer wrote quarter blocks' sums (lib/row_groups.wgsl), 4 per block, added here in
-// the halving order's last two levels.
-override STATS_Q: bool = false;
-
 fn stage_stats(b: u32) -> f32 {
-    var at = p.stats_in;
-    if (STATS_AT != UNSET) { at = STATS_AT; }
-    if (STATS_Q) {
-        let q = at + 4u * b;
-        return (norm_stats[q] + norm_stats[q + 2u]) + (norm_stats[q + 1u] + norm_stats[q + 3u]);
-    }
-    return norm_stats[at + b];
+    if (STATS_AT != UNSET) { return norm_stats[STATS_AT + b]; }
+    return norm_stats[p.stats_in + b];
 }
 
 fn put_block_sums(lid: u32, r: u32, out_v: f32, wrote: bool) {

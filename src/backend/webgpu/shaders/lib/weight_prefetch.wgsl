@@ -18,9 +18,6 @@ const KPF_STRIDE: u32 = 16u;  // words: one load per 64 bytes (the host's k_pref
 // 913.4-916.6 tokens/s with 2 against 894.8-911.1 with 1 and 884.7-892.9 with 0 (alternating
 // rounds, three calls).
 override KPF_AT: u32 = 2u;
-// Line j (64 bytes) of the weight left to its reader when j % KPF_SKIP == KPF_SKIP - 1 (KPF_SKIP > 1,
-// a tuning aid: attention.wgsl's PF_SKIP).
-override KPF_SKIP: u32 = 0u;
 
 fn kernel_prefetch(lid: u32, g: u32) -> u32 {
     var acc = 0u;
@@ -28,8 +25,7 @@ fn kernel_prefetch(lid: u32, g: u32) -> u32 {
     let first = (g * WG + lid) * KPF_STRIDE;
     for (var u = 0u; u < KPF_LOADS; u++) {
         let i = first + u * KPF_GROUPS * WG * KPF_STRIDE;
-        let kept = KPF_SKIP < 2u || (i / KPF_STRIDE) % max(KPF_SKIP, 1u) != KPF_SKIP - 1u;
-        if (i < KPF_WORDS && kept) { acc ^= pfw[i]; }
+        if (i < KPF_WORDS) { acc ^= pfw[i]; }
     }
     return acc;
 }
