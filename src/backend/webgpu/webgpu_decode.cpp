@@ -167,9 +167,6 @@ WGPUBuffer WebGpuBackend::add_kernel_prefetch(PipelineKey & key, const GpuLinear
     key.add("KPF_WORDS", static_cast<double>(words));
     key.add("KPF_GROUPS", static_cast<double>(groups));
     key.add("KPF_LOADS", static_cast<double>(ceil_div(words, int64_t{k_prefetch_stride_words} * groups * wg)));
-    // $TERN_WEBGPU_KPF_VEC=1: whole vec4s (lib/weight_prefetch.wgsl KPF_VEC, a tuning aid).
-    static const bool kpf_vec = env_u32("TERN_WEBGPU_KPF_VEC", 0) != 0;
-    if (kpf_vec) key.add("KPF_VEC", 1.0);
     return pf->buffer->get();
 }
 

@@ -420,9 +420,6 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
                                                         : k_loads_beside_long;
         key.add("PF_FROM", static_cast<double>(s.n_head));
         key.add("PF_LOADS", static_cast<double>(pf_loads));
-        // $TERN_WEBGPU_PF_VEC=1: the prefetch reads whole vec4s (attention.wgsl PF_VEC, a tuning aid).
-        static const bool pf_vec = env_u32("TERN_WEBGPU_PF_VEC", 0) != 0;
-        if (pf_vec) key.add("PF_VEC", 1.0);
         for (size_t i = 0; i < prefetch.size(); ++i) {
             const uint32_t words = pf_words(prefetch[i]);
             pf_bufs[i]           = prefetch[i]->buffer->get();

@@ -76,10 +76,10 @@ struct Params {
 @group(0) @binding(2) var<storage, read> v_cache: array<u32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<storage, read_write> norm_stats: array<f32>;
-@group(0) @binding(5) var<storage, read> pf0: array<vec4<u32>>;
-@group(0) @binding(6) var<storage, read> pf1: array<vec4<u32>>;
-@group(0) @binding(7) var<storage, read> pf2: array<vec4<u32>>;
-@group(0) @binding(8) var<storage, read> pf3: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read> pf0: array<u32>;
+@group(0) @binding(6) var<storage, read> pf1: array<u32>;
+@group(0) @binding(7) var<storage, read> pf2: array<u32>;
+@group(0) @binding(8) var<storage, read> pf3: array<u32>;
 @group(0) @binding(9) var<uniform> p: Params;
 
 // Weight prefetch (one query, decode): while the n_head workgroups attend, the rest of the GPU and
@@ -101,20 +101,14 @@ override PF_WORDS1: u32 = 0u;
 override PF_WORDS2: u32 = 0u;
 override PF_WORDS3: u32 = 0u;
 
-// vec4 v (words 4 v .. 4 v + 3) of buffer b.
-fn pf_vec4(b: u32, v: u32) -> vec4<u32> {
+fn pf_word(b: u32, i: u32) -> u32 {
     switch (b) {
-        case 0u: { return pf0[v]; }
-        case 1u: { return pf1[v]; }
-        case 2u: { return pf2[v]; }
-        default: { return pf3[v]; }
+        case 0u: { return pf0[i]; }
+        case 1u: { return pf1[i]; }
+        case 2u: { return pf2[i]; }
+        default: { return pf3[i]; }
     }
 }
-
-// PF_VEC (a tuning aid): the workgroup reads its span whole, neighbouring invocations neighbouring
-// vec4s (a warp's load is 512 contiguous bytes: 4 requests of 128 bytes), 4 PF_LOADS loads per
-// invocation, instead of one word per 64 bytes (a request per 64 bytes).
-override PF_VEC: bool = false;
 
 // Workgroups for a buffer of `words` words (each covers WG * PF_LOADS * PF_STRIDE words).
 fn pf_groups(words: u32) -> u32 {
@@ -139,20 +133,9 @@ fn prefetch_weights(lid: u32, g: u32) {
     // (d is added only with the aid on: p.rn_zero comes from the uniform, which the loads would
     // otherwise wait for.)
     let first = (gb * WG * PF_LOADS + lid) * PF_STRIDE + select(0u, d & p.rn_zero, PF_DELAY != 0u);
-    if (PF_VEC) {
-        let v0 = gb * WG * PF_LOADS * (PF_STRIDE / 4u) + lid;
-        for (var u = 0u; u < PF_LOADS * (PF_STRIDE / 4u); u++) {
-            let v = v0 + u * WG;
-            if (4u * v < words[b]) {
-                let w = pf_vec4(b, v);
-                acc ^= w.x ^ w.y ^ w.z ^ w.w;
-            }
-        }
-    } else {
-        for (var u = 0u; u < PF_LOADS; u++) {
-            let i = first + u * WG * PF_STRIDE;
-            if (i < words[b]) { acc ^= pf_vec4(b, i / 4u)[i % 4u]; }
-        }
+    for (var u = 0u; u < PF_LOADS; u++) {
+        let i = first + u * WG * PF_STRIDE;
+        if (i < words[b]) { acc ^= pf_word(b, i); }
     }
     if ((acc & p.rn_zero) != 0u) { norm_stats[0] = bitcast<f32>(acc); }
 }

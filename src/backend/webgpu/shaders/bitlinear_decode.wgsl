@@ -65,7 +65,7 @@ struct Params {
 @group(0) @binding(2) var<storage, read> src_scale: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 @group(0) @binding(4) var<storage, read_write> norm_stats: array<f32>;
-@group(0) @binding(5) var<storage, read> pfw: array<vec4<u32>>;  // lib/weight_prefetch.wgsl (any buffer when off)
+@group(0) @binding(5) var<storage, read> pfw: array<u32>;  // lib/weight_prefetch.wgsl (any buffer when off)
 @group(0) @binding(6) var<uniform> p: Params;
 
 @compute @workgroup_size(WG)

@@ -61,7 +61,7 @@ struct Params {
 @group(0) @binding(5) var<storage, read_write> k_cache: array<u32>;
 @group(0) @binding(6) var<storage, read_write> v_cache: array<u32>;
 @group(0) @binding(7) var<storage, read_write> norm_stats: array<f32>;
-@group(0) @binding(8) var<storage, read> pfw: array<vec4<u32>>;  // lib/weight_prefetch.wgsl (any buffer when off)
+@group(0) @binding(8) var<storage, read> pfw: array<u32>;  // lib/weight_prefetch.wgsl (any buffer when off)
 @group(0) @binding(9) var<uniform> p: Params;
 
 fn store_q(tok: u32, i: u32, v: f32) { q_out[p.q_offset + tok * p.q_stride + i] = v; }

@@ -5,7 +5,7 @@
 // is 0), so the compiler keeps the loads but nothing waits for them before the kernel's end, which
 // waits for them all: worth it only where the kernel's own weights come from L2 (the attention
 // kernel pulled them in: attention.wgsl PF_FROM) and its DRAM slot is free.
-// The including kernel declares `pfw: array<vec4<u32>>` (read), `norm_stats: array<f32>` (read_write),
+// The including kernel declares `pfw: array<u32>` (read), `norm_stats: array<f32>` (read_write),
 // `override WG` and a uniform p with rn_zero.
 
 override KPF_WORDS: u32 = 0u;
@@ -19,27 +19,13 @@ const KPF_STRIDE: u32 = 16u;  // words: one load per 64 bytes (the host's k_pref
 // rounds, three calls).
 override KPF_AT: u32 = 2u;
 
-// KPF_VEC (a tuning aid): whole vec4s, neighbouring invocations neighbouring ones (4 KPF_LOADS per
-// invocation over the same span), instead of one word per 64 bytes (attention.wgsl PF_VEC).
-override KPF_VEC: bool = false;
-
 fn kernel_prefetch(lid: u32, g: u32) -> u32 {
     var acc = 0u;
     if (KPF_WORDS == 0u) { return acc; }
-    if (KPF_VEC) {
-        for (var u = 0u; u < KPF_LOADS * (KPF_STRIDE / 4u); u++) {
-            let v = g * WG + lid + u * KPF_GROUPS * WG;
-            if (4u * v < KPF_WORDS) {
-                let w = pfw[v];
-                acc ^= w.x ^ w.y ^ w.z ^ w.w;
-            }
-        }
-        return acc;
-    }
     let first = (g * WG + lid) * KPF_STRIDE;
     for (var u = 0u; u < KPF_LOADS; u++) {
         let i = first + u * KPF_GROUPS * WG * KPF_STRIDE;
-        if (i < KPF_WORDS) { acc ^= pfw[i / 4u][i % 4u]; }
+        if (i < KPF_WORDS) { acc ^= pfw[i]; }
     }
     return acc;
 }
