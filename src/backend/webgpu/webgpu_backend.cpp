@@ -676,24 +676,30 @@ double WebGpuBackend::measure_copy_bandwidth(size_t n_bytes) {
         }
     }
     // Copies by a compute kernel (copy_bandwidth.wgsl): 16-byte loads and stores over every SM.
-    constexpr int      k_copies = 16;
+    // (The warm-up submit also lets the device clear the buffers.)
     constexpr uint32_t k_groups = 4096;
     const uint32_t     params[2] = {static_cast<uint32_t>(size / 16), k_groups * 256};
-    double             best     = 0;
-    for (int rep = 0; rep < 6; ++rep) {  // rep 0 warms up (and lets the device clear the buffers)
-        const auto t0 = std::chrono::steady_clock::now();
-        for (int i = 0; i < k_copies; ++i) {
-            const WGPUBuffer b[] = {bufs[i % 2].get(), bufs[1 - i % 2].get()};
-            step_->dispatch(PipelineKey{"copy_bandwidth", "rwu", {}}, b, params, sizeof params, k_groups);
-        }
-        step_->flush();
-        ctx_.wait_queue_idle("timing buffer copies");
-        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        if (rep > 0 && s > 0) best = std::max(best, 2.0 * static_cast<double>(size) * k_copies / s);
-    }
-    step_->take_dispatch_count();
+    const double best = best_rate(5, 16, 2.0 * static_cast<double>(size), [&](int i) {
+        const WGPUBuffer b[] = {bufs[i % 2].get(), bufs[1 - i % 2].get()};
+        step_->dispatch(PipelineKey{"copy_bandwidth", "rwu", {}}, b, params, sizeof params, k_groups);
+    }, "timing buffer copies");
     for (auto & b : bufs) step_->forget(b.get());
     ctx_.check_errors();
+    return best;
+}
+
+double WebGpuBackend::best_rate(int reps, int per_submit, double bytes, const std::function<void(int)> & record,
+                                const char * what) {
+    double best = 0;
+    for (int rep = 0; rep <= reps; ++rep) {  // rep 0 warms up
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < per_submit; ++i) record(i);
+        step_->flush();
+        ctx_.wait_queue_idle(what);
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (rep > 0 && s > 0) best = std::max(best, bytes * per_submit / s);
+    }
+    step_->take_dispatch_count();
     return best;
 }
 
@@ -734,28 +740,18 @@ double WebGpuBackend::measure_read_bandwidth(size_t n_bytes) {
     for (const Layout & l : layouts) most_groups = std::max(most_groups, l.groups);
     auto src = make_buffer(size, nullptr, "tern read bandwidth");
     auto dst = make_buffer(static_cast<size_t>(most_groups) * 256 * 4, nullptr, "tern read bandwidth sink");
-    constexpr int k_reads = 8;
-    double        best    = 0;
+    const WGPUBuffer b[] = {src->get(), dst->get()};
+    double           best = 0;
     for (const Layout & l : layouts) {
         const uint32_t params[4] = {static_cast<uint32_t>(size / 16), l.groups * 256, 0x9e3779b9u, 0};
         PipelineKey    key{"read_bandwidth", "rwu", {{{"LOADS", static_cast<double>(l.loads)}, {"ROWS", l.rows ? 1.0 : 0.0}}}};
-        double         layout_best = 0;
-        for (int rep = 0; rep < 4; ++rep) {  // rep 0 warms up (the pipeline, the clocks)
-            const auto t0 = std::chrono::steady_clock::now();
-            for (int i = 0; i < k_reads; ++i) {
-                const WGPUBuffer b[] = {src->get(), dst->get()};
-                step_->dispatch(key, b, params, sizeof params, l.groups);
-            }
-            step_->flush();
-            ctx_.wait_queue_idle("timing buffer reads");
-            const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            if (rep > 0 && s > 0) layout_best = std::max(layout_best, static_cast<double>(size) * k_reads / s);
-        }
+        const double   layout_best = best_rate(3, 8, static_cast<double>(size), [&](int) {
+            step_->dispatch(key, b, params, sizeof params, l.groups);
+        }, "timing buffer reads");
         TERN_LOG_INFO("webgpu: read bandwidth, %u workgroups, %s: %.1f GB/s", l.groups,
                       l.rows ? "head rows" : format("%u loads per thread", l.loads).c_str(), layout_best / 1e9);
         best = std::max(best, layout_best);
     }
-    step_->take_dispatch_count();
     step_->forget(src->get());
     step_->forget(dst->get());
     ctx_.check_errors();

@@ -10,6 +10,7 @@
 #include <array>
 #include <deque>
 #include <map>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -148,10 +149,11 @@ public:
     // $TERN_WEBGPU_PROFILE=gpu's figures so far (webgpu_step.h): kernel variant -> (dispatches, GPU ms).
     const std::map<std::string, std::pair<int64_t, double>> & gpu_times() const { return step_->gpu_times(); }
     bool    counts_dispatches() const override { return true; }
-    // Device-to-device copies (copyBufferToBuffer) between two buffers of n_bytes (at most half of
-    // maxBufferSize), 8 per submit, best of 5 submits after a warm-up, timed on the host around
-    // submit + queue idle.
+    // Copies by a kernel (copy_bandwidth.wgsl) between two buffers of n_bytes (at most half of
+    // maxBufferSize), 16 per submit, the best of 5 submits after a warm-up (best_rate).
     double measure_copy_bandwidth(size_t n_bytes) override;
+    // read_bandwidth.wgsl's layouts over one buffer, 8 reads per submit, each layout's best of 3
+    // submits after a warm-up (best_rate); the best layout's rate.
     double measure_read_bandwidth(size_t n_bytes) override;
     DispatchCost measure_dispatch_cost() override;
 
@@ -307,6 +309,12 @@ private:
     // outputs (gate/up pairs when gate_up); last_param: accumulate / activation.
     void encode_gemm(WGPUBuffer y, uint32_t y_offset, uint32_t y_stride, const GpuLinear & w, const QuantizedActs & a,
                      uint32_t n_out, bool gate_up, uint32_t last_param);
+
+    // The bandwidth probes' timing: `reps` + 1 submits of `per_submit` dispatches that record(i)
+    // records, each moving `bytes` per dispatch, timed on the host around submit + queue idle; the
+    // first warms up (the pipeline, the clocks). Returns the best rate in bytes per second.
+    double best_rate(int reps, int per_submit, double bytes, const std::function<void(int)> & record,
+                     const char * what);
 
     // --- decode (one token) kernels, webgpu_decode.cpp ---
     struct DecodeTiling {
