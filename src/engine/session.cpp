@@ -173,17 +173,18 @@ int64_t Session::decode_sampled(Sampler & sampler, const std::function<bool(int3
     }
 }
 
-// Greedy steps per submit (Backend::set_steps_per_submit): each submit costs the device time of
-// its own. GPU timestamps at the start and end of every command buffer (H200, Dawn on Vulkan) put
-// ~17.5 us of idle device between one submit and the next, queued or not: with groups of at most
-// 4 steps a tg128 run made ~50 submits (0.86 ms per 128 tokens). So the groups go up to 32 steps,
-// and the backend submits sooner whenever the device is running short (WebGpuBackend::end_step):
-// a host that records faster than the device runs gets groups that grow (~19 submits per tg128
-// run), a slow host keeps the device fed one or two steps at a time. Before a batch's ids are
-// read, k_greedy_ahead steps of the next batch are recorded and submitted, so that the device
-// runs them while the host reads the ids, hands them out and records the rest.
-constexpr int64_t k_greedy_steps_per_submit = 32;
-constexpr int64_t k_greedy_ahead            = 6;
+// Greedy steps per submit (Backend::set_steps_per_submit): a submit costs time of its own (on an
+// H200, splitting each step into two submits made tg128 1.071-1.075 ms per token against
+// 1.046-1.048, into four 1.135; the host, whose time per step is close to the device's, pays much
+// of it). H200 tg128 by steps per submit (three alternating rounds): 1 950.2-955.0 tokens/s, 2
+// 958.2-960.6, 4 963.3-965.0, 6 963.1-964.1, 8 963.0-965.1. The groups start at one step and grow
+// by one every k_greedy_group_ramp steps recorded, so that the host, which records a step in a
+// little less time than the device runs it, gets ahead before it holds steps back; before a
+// batch's ids are read, the next batch's first group and two steps more are recorded and
+// submitted, so that the device runs them while the host reads the ids, hands them out and records
+// the rest.
+constexpr int64_t k_greedy_steps_per_submit = 4;
+constexpr int64_t k_greedy_group_ramp       = 8;
 
 namespace {
 // Back to a submit per step when decode_greedy returns or throws, with nothing left unsubmitted.
@@ -225,9 +226,14 @@ int64_t Session::decode_greedy(int32_t first, int64_t n_max, const std::function
         return t;
     };
     StepGrouping  grouping{be};
-    be.set_steps_per_submit(k_greedy_steps_per_submit);
-    const auto record = [&](int64_t pos, const Tensor & in, const Tensor & out) {
+    int64_t       n_recorded = 0;  // steps recorded in this call, for the groups' ramp
+    static const int64_t max_group = std::getenv("TERN_GREEDY_MAX_GROUP") ? std::atoll(std::getenv("TERN_GREEDY_MAX_GROUP")) : k_greedy_steps_per_submit;
+    static const int64_t ramp = std::getenv("TERN_GREEDY_RAMP") ? std::atoll(std::getenv("TERN_GREEDY_RAMP")) : k_greedy_group_ramp;
+    const auto    group_size = [&] { return ramp == 0 ? max_group : std::min(max_group, 1 + n_recorded / ramp); };
+    const auto    record     = [&](int64_t pos, const Tensor & in, const Tensor & out) {
+        be.set_steps_per_submit(group_size());
         model_.forward_greedy(buf_, kv_, pos, in, out, round_head_);
+        ++n_recorded;
     };
     int64_t produced = 0;
     int     cur      = 0;
@@ -240,7 +246,7 @@ int64_t Session::decode_greedy(int32_t first, int64_t n_max, const std::function
         for (int64_t i = recorded; i < steps; ++i) record(n_past_ + i, ids_view(cur, i, 1), ids_view(cur, i + 1, 1));
         be.read_begin(ids_view(cur, 1, steps), static_cast<size_t>(steps) * sizeof(int32_t));
         const int64_t next  = std::min({batch, n_max - produced - steps, kv_.n_ctx - (n_past_ + steps)});
-        const int64_t ahead = std::min(next, k_greedy_ahead);
+        const int64_t ahead = std::min(next, group_size() + 2);
         if (next > 0) {  // the next batch's first steps, the first fed this batch's last id
             try {
                 record(n_past_ + steps, ids_view(cur, steps, 1), ids_view(1 - cur, 1, 1));

@@ -286,46 +286,6 @@ TEST_F(WebGpuOps, AStepAfterAnIdleDeviceGoesOutInPieces) {
     EXPECT_EQ(row_of(b, x.tensor), 6);
 }
 
-// Grouped steps (Backend::set_steps_per_submit) go out at once while the device is running short:
-// on an idle device the first three steps of a group of 8 are each submitted at their end (nothing
-// in flight, then at most one submit, then at most two steps), and a group never waits past its
-// 8th step. Each step writes its own row, so a step that went out with the wrong input shows.
-TEST_F(WebGpuOps, GroupedStepsGoOutWhileTheDeviceRunsShort) {
-    Backend & b   = gpu();
-    auto *    web = dynamic_cast<WebGpuBackend *>(&b);
-    ASSERT_NE(web, nullptr);
-    auto e   = row_table(b);
-    auto tok = alloc_tensor(b, DType::i32, {1, 1, 1, 1}, "token");
-    auto x   = alloc_tensor(b, DType::f32, {k_row_len, 1, 1, 1}, "x");
-    b.synchronize();
-    b.set_steps_per_submit(8);
-    uint64_t before = web->submit_count();
-    for (int step = 0; step < 3; ++step) {
-        const int32_t id = step + 1;
-        b.write(tok.tensor, &id, 4);  // (a write submits what is recorded: nothing here)
-        before = web->submit_count();
-        b.begin_step();
-        b.embed(x.tensor, *e, tok.tensor);
-        b.end_step();
-        EXPECT_EQ(web->submit_count(), before + 1) << "step " << step << " was held back";
-    }
-    b.synchronize();
-    EXPECT_EQ(row_of(b, x.tensor), 3);
-    // Twenty steps with nothing between them: at most one submit per step, at least one per 8.
-    before = web->submit_count();
-    for (int step = 0; step < 20; ++step) {
-        b.begin_step();
-        b.embed(x.tensor, *e, tok.tensor);
-        b.end_step();
-        const uint64_t made = web->submit_count() - before;
-        EXPECT_LE(made, static_cast<uint64_t>(step + 1));
-        EXPECT_GE(made, static_cast<uint64_t>((step + 1) / 8));
-    }
-    b.submit_steps();
-    b.set_steps_per_submit(1);
-    EXPECT_EQ(row_of(b, x.tensor), 3);
-}
-
 TEST_F(WebGpuOps, BitlinearAccumulateIntoAColumnViewWithTokenTiles) {
     for (DType type : k_lowbit_types) {
         for (int64_t T : {1, 11}) {

@@ -553,7 +553,9 @@ void WebGpuBackend::start_readback(Readback & r, const Tensor & src, size_t n_by
         r.capacity  = desc.size;
     }
     step_->copy(buffer, first, r.buffer.get(), 0, size);
+    step_->sq_tag_ = 'r';
     step_->flush();
+    step_->sq_tag_ = 's';
     r.size    = size;
     r.skip    = src.offset - first;
     r.n_bytes = n_bytes;
@@ -570,6 +572,9 @@ void WebGpuBackend::start_readback(Readback & r, const Tensor & src, size_t n_by
         m->done     = true;
     };
     wgpu().wgpuBufferMapAsync(r.buffer.get(), WGPU_MAP_MODE_READ, 0, size, cb);
+    static const uint32_t map_flush = env_u32("TERN_WEBGPU_MAP_FLUSH", 0);
+    if (map_flush == 1) wgpu().wgpuQueueSubmit(ctx_.queue(), 0, nullptr);
+    if (map_flush == 2) wgpu().wgpuInstanceProcessEvents(ctx_.instance());
     r.in_flight = true;
 }
 

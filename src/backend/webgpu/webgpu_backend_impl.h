@@ -130,14 +130,10 @@ public:
     bool   read_top_k_rows(const Tensor & logits, std::vector<std::pair<int32_t, float>> & rows) override;
     size_t greedy_head_bytes(const Weight & head) const override;
     // (The greedy head's last argmax stage may stay deferred for the next step's embed to fold in.)
-    // Submits every n-th step (set_steps_per_submit), and sooner when the device is running short:
-    // at most one command buffer or two steps not yet done (StepEncoder::in_flight). So a fast
-    // host's groups grow while the device always has the next one queued, and a slow host's stay
-    // small. $TERN_WEBGPU_ADAPTIVE_SUBMITS=0 (every n-th step only) and
-    // $TERN_WEBGPU_ADAPTIVE_STEPS=m (m steps instead of two) are tuning aids.
+    // With more than one step per submit, a step also goes out as soon as the device has at most
+    // one command buffer left (set_steps_per_submit).
     void end_step() override;
     void set_steps_per_submit(int64_t n) override;
-    uint64_t submit_count() const { return step_->submits(); }  // command buffers submitted so far
     void start_from_idle() override;
     void submit_steps() override {
         steps_unsubmitted_ = 0;

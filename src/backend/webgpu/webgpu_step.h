@@ -24,8 +24,7 @@ namespace tern {
 class StepEncoder {
 public:
     static constexpr size_t k_slot_bytes = 256;   // minUniformBufferOffsetAlignment is at most 256
-    static constexpr size_t k_slots      = 8192;  // dispatches per submit before an early flush (2 MiB of
-                                                  // uniforms: 53 steps of 2B4T's 152 dispatches)
+    static constexpr size_t k_slots      = 8192;  // dispatches per submit before an early flush
     static constexpr size_t k_timed      = 2048;  // $TERN_WEBGPU_PROFILE=gpu: timed dispatches per submit (2 queries each)
 
     StepEncoder(WgpuContext & ctx, PipelineCache & pipelines);
@@ -70,10 +69,8 @@ public:
     uint64_t submits() const { return submits_; }
     // Marks the end of a step: the next submit carries one step more (in_flight()).
     void end_of_step() { ++pending_steps_; }
-    // Command buffers submitted that the device has not finished yet, and the steps they carry, as
-    // far as the completions seen so far tell (it runs the instance's event loop once; each submit
-    // registers a queue-done callback). WebGpuBackend::end_step decides from it when grouped steps
-    // go out.
+    // Command buffers submitted that the device has not finished yet, and the steps they carry (as
+    // far as the events processed here tell: it runs the instance's event loop once).
     struct InFlight {
         uint64_t submits = 0, steps = 0;
     };
@@ -139,6 +136,18 @@ private:
     // Host seconds in wgpuCommandEncoderFinish, the uniforms' queue write and wgpuQueueSubmit (Dawn
     // turns the commands into the native API's at submit), logged with -v at the end.
     double finish_s_ = 0, uniforms_s_ = 0, submit_s_ = 0;
+    double ours_s_ = 0, dawn_s_ = 0;  // $TERN_WEBGPU_HOST_TIMES (one-off)
+public:
+    static constexpr uint32_t k_submit_stamps = 2048;
+    char sq_tag_ = 's';  // tag of the next submit in the file
+    void dump_submit_times();
+private:
+    WgpuHandle<WGPUQuerySet> sq_;
+    uint32_t sq_n_ = 0;
+    bool sq_open_ = false;
+    std::string sq_file_;
+    std::vector<char> sq_kind_;
+    int64_t timed_dispatches_ = 0;
     WGPUComputePassEncoder                      pass_    = nullptr;
     std::map<BindKey, WgpuHandle<WGPUBindGroup>> bind_groups_;
     int64_t                                     dispatches_ = 0;

@@ -335,14 +335,10 @@ WgpuContext::WgpuContext(const WgpuDeviceOptions & options) {
     toggles.disabledToggleCount = toggles_off.size();
     toggles.disabledToggles     = toggles_off.data();
 
-    // How long a wait yields before it naps: 250 ms on a GPU, none for a software adapter, whose
-    // worker threads need the CPU. A nap lasts ~70 us (20 us asked) or ~250 (200), and the host
-    // then records and submits late: a sampled step is read back every ~1-3 ms, a greedy batch of
-    // 32 steps every ~30 ms, and with 4 ms greedy decoding's grouped submits sometimes left the
-    // device idle (H200 tg128 921.9-975.7 tokens/s against 992.2-997.6 with the longer spin, one
-    // call on a host that took 0.4-0.8 ms per step). So the host thread busy-waits for the GPU, as
-    // llama.cpp's does. $TERN_WEBGPU_SPIN_US overrides.
-    spin_us_ = adapter_.is_cpu ? 0 : 250000;
+    // How long a wait yields before it naps: 4 ms on a GPU (a sampled decode step is read back every
+    // ~2-3 ms; a 20 us nap lasts ~70 us and the host then submits the next step slower), none for a
+    // software adapter, whose worker threads need the CPU. $TERN_WEBGPU_SPIN_US overrides.
+    spin_us_ = adapter_.is_cpu ? 0 : 4000;
     if (const char * env = std::getenv("TERN_WEBGPU_SPIN_US"); env && *env) spin_us_ = std::atoll(env);
 
     // Features: take what helps and is there.
