@@ -141,8 +141,7 @@ void bench(const BenchArgs & a) {
                 // and fed to the next step, ids read back every 32 steps.
                 session.take_encode_seconds();
                 const auto t0 = clock::now();
-                static const int64_t batch = std::getenv("TERN_BENCH_GREEDY_BATCH") ? std::atoll(std::getenv("TERN_BENCH_GREEDY_BATCH")) : 32;
-                session.decode_greedy(ids[1], n, [](int32_t) { return true; }, batch);
+                session.decode_greedy(ids[1], n, [](int32_t) { return true; });
                 const double s = std::chrono::duration<double>(clock::now() - t0).count();
                 return Run{s, be.take_dispatch_count(), session.take_encode_seconds()};
             });

@@ -227,9 +227,7 @@ int64_t Session::decode_greedy(int32_t first, int64_t n_max, const std::function
     };
     StepGrouping  grouping{be};
     int64_t       n_recorded = 0;  // steps recorded in this call, for the groups' ramp
-    static const int64_t max_group = std::getenv("TERN_GREEDY_MAX_GROUP") ? std::atoll(std::getenv("TERN_GREEDY_MAX_GROUP")) : k_greedy_steps_per_submit;
-    static const int64_t ramp = std::getenv("TERN_GREEDY_RAMP") ? std::atoll(std::getenv("TERN_GREEDY_RAMP")) : k_greedy_group_ramp;
-    const auto    group_size = [&] { return ramp == 0 ? max_group : std::min(max_group, 1 + n_recorded / ramp); };
+    const auto    group_size = [&] { return std::min(k_greedy_steps_per_submit, 1 + n_recorded / k_greedy_group_ramp); };
     const auto    record     = [&](int64_t pos, const Tensor & in, const Tensor & out) {
         be.set_steps_per_submit(group_size());
         model_.forward_greedy(buf_, kv_, pos, in, out, round_head_);

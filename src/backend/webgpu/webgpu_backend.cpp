@@ -411,19 +411,6 @@ WebGpuBackend::GridSyncProbe WebGpuBackend::grid_sync_probe(uint32_t groups, uin
     return out;
 }
 
-void WebGpuBackend::end_step() {
-    step_->ramp_submits(0, 0);  // (start_from_idle's pieces end with the step)
-    step_->end_of_step();
-    static const bool     adaptive  = env_u32("TERN_WEBGPU_ADAPTIVE_SUBMITS", 1) != 0;
-    static const uint32_t min_steps = env_u32("TERN_WEBGPU_ADAPTIVE_STEPS", 2);
-    if (++steps_unsubmitted_ >= steps_per_submit_) {
-        submit_steps();
-    } else if (adaptive) {
-        const StepEncoder::InFlight f = step_->in_flight();
-        if (f.submits <= 1 || f.steps <= min_steps) submit_steps();
-    }
-}
-
 // $TERN_WEBGPU_STEPS_PER_SUBMIT=n (a tuning aid) caps the steps per submit that greedy decoding
 // asks for (1: a submit per step, as before it grouped them).
 void WebGpuBackend::set_steps_per_submit(int64_t n) {
@@ -553,9 +540,7 @@ void WebGpuBackend::start_readback(Readback & r, const Tensor & src, size_t n_by
         r.capacity  = desc.size;
     }
     step_->copy(buffer, first, r.buffer.get(), 0, size);
-    step_->sq_tag_ = 'r';
     step_->flush();
-    step_->sq_tag_ = 's';
     r.size    = size;
     r.skip    = src.offset - first;
     r.n_bytes = n_bytes;
@@ -572,9 +557,6 @@ void WebGpuBackend::start_readback(Readback & r, const Tensor & src, size_t n_by
         m->done     = true;
     };
     wgpu().wgpuBufferMapAsync(r.buffer.get(), WGPU_MAP_MODE_READ, 0, size, cb);
-    static const uint32_t map_flush = env_u32("TERN_WEBGPU_MAP_FLUSH", 0);
-    if (map_flush == 1) wgpu().wgpuQueueSubmit(ctx_.queue(), 0, nullptr);
-    if (map_flush == 2) wgpu().wgpuInstanceProcessEvents(ctx_.instance());
     r.in_flight = true;
 }
 

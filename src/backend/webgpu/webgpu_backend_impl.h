@@ -130,9 +130,10 @@ public:
     bool   read_top_k_rows(const Tensor & logits, std::vector<std::pair<int32_t, float>> & rows) override;
     size_t greedy_head_bytes(const Weight & head) const override;
     // (The greedy head's last argmax stage may stay deferred for the next step's embed to fold in.)
-    // With more than one step per submit, a step also goes out as soon as the device has at most
-    // one command buffer left (set_steps_per_submit).
-    void end_step() override;
+    void end_step() override {
+        step_->ramp_submits(0, 0);  // (start_from_idle's pieces end with the step)
+        if (++steps_unsubmitted_ >= steps_per_submit_) submit_steps();
+    }
     void set_steps_per_submit(int64_t n) override;
     void start_from_idle() override;
     void submit_steps() override {

@@ -32,23 +32,6 @@ StepEncoder::StepEncoder(WgpuContext & ctx, PipelineCache & pipelines) : ctx_(ct
     // $TERN_WEBGPU_SPLIT_SUBMITS=n: a submit after every n dispatches (a timing aid: what a submit
     // boundary costs the device, against the one submit per step).
     if (const char * split = std::getenv("TERN_WEBGPU_SPLIT_SUBMITS")) split_every_ = static_cast<size_t>(std::max(0, std::atoi(split)));
-    // $TERN_WEBGPU_SUBMIT_TIMES=file (one-off): GPU timestamps at the start and end of every command
-    // buffer, written to `file` as "begin end" nanoseconds per submit when the encoder goes.
-    if (const char * st = std::getenv("TERN_WEBGPU_SUBMIT_TIMES"); st && ctx_.features().timestamp_query && !gpu_profile_) {
-        for (uint32_t type : {2u, 1u}) {
-            WGPUQuerySetDescriptor qd{};
-            qd.label = wgpu_string("tern submit timestamps");
-            qd.type  = type;
-            qd.count = 2 * k_submit_stamps;
-            ctx_.push_error_scope();
-            WgpuHandle<WGPUQuerySet> q(wgpu().wgpuDeviceCreateQuerySet(ctx_.device(), &qd));
-            if (ctx_.pop_error_scope("creating a timestamp query set").empty()) {
-                sq_ = std::move(q);
-                break;
-            }
-        }
-        sq_file_ = st;
-    }
     if (gpu_profile_ && !ctx_.features().timestamp_query) {
         TERN_LOG_WARN("TERN_WEBGPU_PROFILE=gpu: this device has no timestamp queries; not profiling");
         gpu_profile_ = false;
@@ -59,7 +42,7 @@ StepEncoder::StepEncoder(WgpuContext & ctx, PipelineCache & pipelines) : ctx_(ct
             WGPUQuerySetDescriptor qd{};
             qd.label = wgpu_string("tern timestamps");
             qd.type  = type;
-            qd.count = static_cast<uint32_t>(2 * k_timed);
+            qd.count = static_cast<uint32_t>(2 * k_slots);
             ctx_.push_error_scope();
             WgpuHandle<WGPUQuerySet> q(wgpu().wgpuDeviceCreateQuerySet(ctx_.device(), &qd));
             if (ctx_.pop_error_scope("creating a timestamp query set").empty()) {
@@ -71,7 +54,7 @@ StepEncoder::StepEncoder(WgpuContext & ctx, PipelineCache & pipelines) : ctx_(ct
         WGPUBufferDescriptor bd{};
         bd.label  = wgpu_string("tern timestamps resolved");
         bd.usage  = WGPU_BUFFER_USAGE_QUERY_RESOLVE | WGPU_BUFFER_USAGE_COPY_SRC;
-        bd.size   = 2 * k_timed * 8;
+        bd.size   = 2 * k_slots * 8;
         resolved_ = WgpuHandle<WGPUBuffer>(wgpu().wgpuDeviceCreateBuffer(ctx_.device(), &bd));
         bd.label  = wgpu_string("tern timestamps readback");
         bd.usage  = WGPU_BUFFER_USAGE_MAP_READ | WGPU_BUFFER_USAGE_COPY_DST;
@@ -79,60 +62,12 @@ StepEncoder::StepEncoder(WgpuContext & ctx, PipelineCache & pipelines) : ctx_(ct
     }
 }
 
-void StepEncoder::dump_submit_times() {
-    if (!sq_ || sq_n_ == 0) return;
-    end_pass();
-    if (encoder_) flush_keeping_deferred();
-    const uint64_t bytes = 16ull * sq_n_;
-    WGPUBufferDescriptor bd{};
-    bd.usage = WGPU_BUFFER_USAGE_QUERY_RESOLVE | WGPU_BUFFER_USAGE_COPY_SRC;
-    bd.size  = (bytes + 255) / 256 * 256;
-    WgpuHandle<WGPUBuffer> resolved(wgpu().wgpuDeviceCreateBuffer(ctx_.device(), &bd));
-    bd.usage = WGPU_BUFFER_USAGE_MAP_READ | WGPU_BUFFER_USAGE_COPY_DST;
-    WgpuHandle<WGPUBuffer> rb(wgpu().wgpuDeviceCreateBuffer(ctx_.device(), &bd));
-    WGPUCommandEncoderDescriptor ed{};
-    WGPUCommandEncoder enc = wgpu().wgpuDeviceCreateCommandEncoder(ctx_.device(), &ed);
-    wgpu().wgpuCommandEncoderResolveQuerySet(enc, sq_.get(), 0, 2 * sq_n_, resolved.get(), 0);
-    wgpu().wgpuCommandEncoderCopyBufferToBuffer(enc, resolved.get(), 0, rb.get(), 0, bd.size);
-    WGPUCommandBufferDescriptor cd{};
-    WGPUCommandBuffer cb = wgpu().wgpuCommandEncoderFinish(enc, &cd);
-    wgpu().wgpuCommandEncoderRelease(enc);
-    wgpu().wgpuQueueSubmit(ctx_.queue(), 1, &cb);
-    wgpu().wgpuCommandBufferRelease(cb);
-    bool done = false;
-    WGPUCallbackInfo<WGPUBufferMapCallback> mc{};
-    mc.mode      = WGPU_CALLBACK_MODE_ALLOW_PROCESS_EVENTS;
-    mc.userdata1 = &done;
-    mc.callback  = [](uint32_t, WGPUStringView, void * u1, void *) { *static_cast<bool *>(u1) = true; };
-    wgpu().wgpuBufferMapAsync(rb.get(), WGPU_MAP_MODE_READ, 0, bd.size, mc);
-    ctx_.wait(done, "reading submit timestamps");
-    const auto * t = static_cast<const uint64_t *>(wgpu().wgpuBufferGetConstMappedRange(rb.get(), 0, bd.size));
-    if (FILE * f = std::fopen(sq_file_.c_str(), "w")) {
-        for (uint32_t i = 0; t && i < sq_n_; ++i) {
-            std::fprintf(f, "%llu %llu %c\n", static_cast<unsigned long long>(t[2 * i]),
-                         static_cast<unsigned long long>(t[2 * i + 1]), sq_kind_[i]);
-        }
-        std::fclose(f);
-    }
-    wgpu().wgpuBufferUnmap(rb.get());
-    sq_n_ = 0;
-}
-
 StepEncoder::~StepEncoder() {
-    try {
-        dump_submit_times();
-    } catch (...) {
-    }
     if (held_) wgpu().wgpuCommandBufferRelease(held_);
     if (submits_ > 0) {
         TERN_LOG_INFO("webgpu: %llu submits; host ms per submit: finish %.3f, uniform write %.3f, submit %.3f",
                       static_cast<unsigned long long>(submits_), 1e3 * finish_s_ / static_cast<double>(submits_),
                       1e3 * uniforms_s_ / static_cast<double>(submits_), 1e3 * submit_s_ / static_cast<double>(submits_));
-    }
-    if (timed_dispatches_ > 0) {
-        TERN_LOG_INFO("webgpu: %lld dispatches; host us per dispatch: tern's lookups %.3f, Dawn's three calls %.3f",
-                      static_cast<long long>(timed_dispatches_), 1e6 * ours_s_ / static_cast<double>(timed_dispatches_),
-                      1e6 * dawn_s_ / static_cast<double>(timed_dispatches_));
     }
     if (profile_ && !profile_ms_.empty()) {
         std::fprintf(stderr, "webgpu profile (wall time per dispatch, submitted one by one):\n");
@@ -164,11 +99,6 @@ void StepEncoder::begin_pass(const WGPUPassTimestampWrites * timestamps) {
         desc.label = wgpu_string("tern step");
         encoder_   = wgpu().wgpuDeviceCreateCommandEncoder(ctx_.device(), &desc);
     }
-    WGPUPassTimestampWrites first{nullptr, sq_.get(), 2 * sq_n_, 0xffffffffu};
-    if (!pass_ && sq_ && !sq_open_ && sq_n_ < k_submit_stamps && !timestamps) {
-        timestamps = &first;
-        sq_open_   = true;
-    }
     if (!pass_) {
         WGPUComputePassDescriptor desc{};
         desc.label           = wgpu_string("tern step");
@@ -179,7 +109,7 @@ void StepEncoder::begin_pass(const WGPUPassTimestampWrites * timestamps) {
 
 void StepEncoder::begin_timed_pass(const std::string & label) {
     end_pass();
-    // At most k_timed timed dispatches per submit: dispatch() flushes when there are.
+    // At most k_slots timed dispatches per submit: dispatch() flushes when the arena is full.
     const auto              i = static_cast<uint32_t>(timed_labels_.size());
     WGPUPassTimestampWrites ts{nullptr, queries_.get(), 2 * i, 2 * i + 1};
     begin_pass(&ts);
@@ -257,17 +187,13 @@ void StepEncoder::dispatch(const PipelineKey & key, std::span<const WGPUBuffer> 
         return env ? "," + std::string(env) + "," : std::string();
     }();
     const int copies = !repeat.empty() && repeat.find("," + std::string(key.shader) + ",") != std::string::npos ? 5 : 1;
-    if (n_slots_ == k_slots || timed_labels_.size() == k_timed) flush();
+    if (n_slots_ == k_slots) flush();
     if (split_every_ > 0 && n_slots_ >= split_every_) flush_keeping_deferred();
     if (ramp_at_ > 0 && n_slots_ >= ramp_at_) {
         flush_keeping_deferred();
         ramp_at_ = 2 * ramp_at_ <= ramp_last_ ? 2 * ramp_at_ : 0;
     }
 
-    static const bool host_times = std::getenv("TERN_WEBGPU_HOST_TIMES") != nullptr;
-    std::chrono::steady_clock::time_point ht0;
-    const size_t made = pipelines_.n_pipelines() + bind_groups_.size();
-    if (host_times) ht0 = std::chrono::steady_clock::now();
     WGPUComputePipeline pipeline = pipelines_.pipeline(key);
     WGPUBindGroup       group    = bind_group(key, buffers);
 
@@ -282,17 +208,9 @@ void StepEncoder::dispatch(const PipelineKey & key, std::span<const WGPUBuffer> 
     std::memcpy(arena_.data() + slot * k_slot_bytes, params, params_bytes);
     std::memset(arena_.data() + slot * k_slot_bytes + params_bytes, 0, k_slot_bytes - params_bytes);
     const uint32_t offset = static_cast<uint32_t>(slot * k_slot_bytes);
-    std::chrono::steady_clock::time_point ht1;
-    if (host_times) ht1 = std::chrono::steady_clock::now();
     wgpu().wgpuComputePassEncoderSetPipeline(pass_, pipeline);
     wgpu().wgpuComputePassEncoderSetBindGroup(pass_, 0, group, 1, &offset);
     for (int c = 0; c < copies; ++c) wgpu().wgpuComputePassEncoderDispatchWorkgroups(pass_, x, y, z);
-    if (host_times && made == pipelines_.n_pipelines() + bind_groups_.size()) {
-        const auto ht2 = std::chrono::steady_clock::now();
-        ours_s_ += std::chrono::duration<double>(ht1 - ht0).count();
-        dawn_s_ += std::chrono::duration<double>(ht2 - ht1).count();
-        ++timed_dispatches_;
-    }
     if (gpu_profile_) end_pass();  // the pass's end timestamp follows this dispatch
     ++dispatches_;
     ++serial_;
@@ -379,33 +297,9 @@ void StepEncoder::submit(WGPUCommandBuffer commands, const uint8_t * uniforms, s
     const auto t1 = clock::now();
     wgpu().wgpuQueueSubmit(ctx_.queue(), 1, &commands);
     wgpu().wgpuCommandBufferRelease(commands);
-    in_flight_.push_back({submits_, pending_steps_});
-    in_flight_steps_ += pending_steps_;
-    pending_steps_ = 0;
-    // Count the submit done when the device has run it (in_flight()). The callback gets its own
-    // reference to the counter: it may fire after this encoder is gone (with a cancelled status
-    // when the device goes first).
-    WGPUCallbackInfo<WGPUQueueWorkDoneCallback> done{};
-    done.mode      = WGPU_CALLBACK_MODE_ALLOW_PROCESS_EVENTS;
-    done.userdata1 = new std::shared_ptr<uint64_t>(submits_done_);
-    done.callback  = [](uint32_t, WGPUStringView, void * u1, void *) {
-        auto * counter = static_cast<std::shared_ptr<uint64_t> *>(u1);
-        ++**counter;
-        delete counter;
-    };
-    wgpu().wgpuQueueOnSubmittedWorkDone(ctx_.queue(), done);
     uniforms_s_ += std::chrono::duration<double>(t1 - t0).count();
     submit_s_ += std::chrono::duration<double>(clock::now() - t1).count();
     ++submits_;
-}
-
-StepEncoder::InFlight StepEncoder::in_flight() {
-    wgpu().wgpuInstanceProcessEvents(ctx_.instance());
-    while (!in_flight_.empty() && in_flight_.front().first < *submits_done_) {
-        in_flight_steps_ -= in_flight_.front().second;
-        in_flight_.pop_front();
-    }
-    return {in_flight_.size(), in_flight_steps_};
 }
 
 void StepEncoder::defer(WGPUBuffer target, uint64_t offset, std::function<void()> record) {
@@ -440,17 +334,6 @@ void StepEncoder::flush_keeping_deferred() {
         wgpu().wgpuCommandEncoderResolveQuerySet(encoder_, queries_.get(), 0, static_cast<uint32_t>(2 * n_timed),
                                                  resolved_.get(), 0);
         wgpu().wgpuCommandEncoderCopyBufferToBuffer(encoder_, resolved_.get(), 0, readback_.get(), 0, 16 * n_timed);
-    }
-    if (sq_open_) {
-        WGPUPassTimestampWrites last{nullptr, sq_.get(), 0xffffffffu, 2 * sq_n_ + 1};
-        WGPUComputePassDescriptor desc{};
-        desc.timestampWrites = &last;
-        WGPUComputePassEncoder p = wgpu().wgpuCommandEncoderBeginComputePass(encoder_, &desc);
-        wgpu().wgpuComputePassEncoderEnd(p);
-        wgpu().wgpuComputePassEncoderRelease(p);
-        sq_kind_.push_back(sq_tag_);
-        ++sq_n_;
-        sq_open_ = false;
     }
     submit(finish("tern step"), arena_.data(), n_slots_ * k_slot_bytes);
     n_slots_ = 0;

@@ -10,10 +10,8 @@
 #include "backend/webgpu/pipeline_cache.h"
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
-#include <memory>
 #include <span>
 #include <string>
 #include <utility>
@@ -24,8 +22,7 @@ namespace tern {
 class StepEncoder {
 public:
     static constexpr size_t k_slot_bytes = 256;   // minUniformBufferOffsetAlignment is at most 256
-    static constexpr size_t k_slots      = 8192;  // dispatches per submit before an early flush
-    static constexpr size_t k_timed      = 2048;  // $TERN_WEBGPU_PROFILE=gpu: timed dispatches per submit (2 queries each)
+    static constexpr size_t k_slots      = 2048;  // dispatches per submit before an early flush
 
     StepEncoder(WgpuContext & ctx, PipelineCache & pipelines);
     ~StepEncoder();
@@ -67,14 +64,6 @@ public:
     bool holding() const { return held_ != nullptr; }
     // Command buffers submitted so far (a step whose recording saw this move was split).
     uint64_t submits() const { return submits_; }
-    // Marks the end of a step: the next submit carries one step more (in_flight()).
-    void end_of_step() { ++pending_steps_; }
-    // Command buffers submitted that the device has not finished yet, and the steps they carry (as
-    // far as the events processed here tell: it runs the instance's event loop once).
-    struct InFlight {
-        uint64_t submits = 0, steps = 0;
-    };
-    InFlight in_flight();
 
     // Drops cached bind groups that use `buffer` (called before a buffer is released).
     void forget(WGPUBuffer buffer);
@@ -129,25 +118,9 @@ private:
     uint64_t                                    deferred_offset_ = 0;
     std::vector<uint8_t>                        held_uniforms_;      // its slots of the arena
     uint64_t                                    submits_ = 0;
-    std::shared_ptr<uint64_t>                   submits_done_ = std::make_shared<uint64_t>(0);  // in_flight()
-    std::deque<std::pair<uint64_t, uint64_t>>   in_flight_;           // (submit index, steps) not known done
-    uint64_t                                    in_flight_steps_ = 0;
-    uint64_t                                    pending_steps_   = 0;  // end_of_step() since the last submit
     // Host seconds in wgpuCommandEncoderFinish, the uniforms' queue write and wgpuQueueSubmit (Dawn
     // turns the commands into the native API's at submit), logged with -v at the end.
     double finish_s_ = 0, uniforms_s_ = 0, submit_s_ = 0;
-    double ours_s_ = 0, dawn_s_ = 0;  // $TERN_WEBGPU_HOST_TIMES (one-off)
-public:
-    static constexpr uint32_t k_submit_stamps = 2048;
-    char sq_tag_ = 's';  // tag of the next submit in the file
-    void dump_submit_times();
-private:
-    WgpuHandle<WGPUQuerySet> sq_;
-    uint32_t sq_n_ = 0;
-    bool sq_open_ = false;
-    std::string sq_file_;
-    std::vector<char> sq_kind_;
-    int64_t timed_dispatches_ = 0;
     WGPUComputePassEncoder                      pass_    = nullptr;
     std::map<BindKey, WgpuHandle<WGPUBindGroup>> bind_groups_;
     int64_t                                     dispatches_ = 0;
