@@ -258,8 +258,9 @@ public:
     virtual void end_step() = 0;    // submit recorded work; does not wait (optional for eager backends)
     // Steps per submit (device backends, greedy decoding): end_step() then submits every n-th step
     // only, for a submit costs time of its own (~25 us per extra submit on an H200, host and device
-    // together; GPU timestamps put ~17.5 us of idle device between two command buffers); submit_steps() submits what is recorded now (a read, write or synchronize() does
-    // too). 1, the default: every step.
+    // together; GPU timestamps put ~17.5 us of idle device between two command buffers);
+    // submit_steps() submits what is recorded now (a read, write or synchronize() does too). 1, the
+    // default: every step.
     virtual void set_steps_per_submit(int64_t /*n*/) {}
     virtual void submit_steps() {}
     // The device is idle and steps follow (device backends, greedy decoding): the next step may be
