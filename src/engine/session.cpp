@@ -182,15 +182,10 @@ int64_t Session::decode_sampled(Sampler & sampler, const std::function<bool(int3
 // little less time than the device runs it, gets ahead before it holds steps back; before a
 // batch's ids are read, the next batch's first group and two steps more are recorded and
 // submitted, so that the device runs them while the host reads the ids, hands them out and records
-// the rest. A tg128 run makes ~50 submits, each ~17.5 us of idle device on an H200, so where the
-// host recorded a batch's steps in under half the batch's wall time (the device, not the host,
-// sets the pace), the next batch's groups go up to k_greedy_fast_group steps: the group and two
-// steps queued ahead of each read then last longer than the host takes to record the next group.
-// (Groups that grew while the device stayed fed, judged from queue-done callbacks, gained 0.5% on
-// some hosts and lost 7% on another: src/backend/webgpu/README.md, "What a submit costs the
-// device".)
+// the rest. (A tg128 run makes ~50 submits, each ~17.5 us of idle device on an H200; groups that
+// grew while the device stayed fed, judged from queue-done callbacks, gained 0.5% on some hosts
+// and lost 7% on another: src/backend/webgpu/README.md, "What a submit costs the device".)
 constexpr int64_t k_greedy_steps_per_submit = 4;
-constexpr int64_t k_greedy_fast_group       = 8;
 constexpr int64_t k_greedy_group_ramp       = 8;
 
 namespace {
@@ -234,8 +229,7 @@ int64_t Session::decode_greedy(int32_t first, int64_t n_max, const std::function
     };
     StepGrouping  grouping{be};
     int64_t       n_recorded = 0;  // steps recorded in this call, for the groups' ramp
-    int64_t       max_group  = k_greedy_steps_per_submit;  // k_greedy_fast_group after a batch the host outran
-    const auto    group_size = [&] { return std::min(max_group, 1 + n_recorded / k_greedy_group_ramp); };
+    const auto    group_size = [&] { return std::min(k_greedy_steps_per_submit, 1 + n_recorded / k_greedy_group_ramp); };
     const auto    record     = [&](int64_t pos, const Tensor & in, const Tensor & out) {
         be.set_steps_per_submit(group_size());
         model_.forward_greedy(buf_, kv_, pos, in, out, round_head_);
@@ -247,7 +241,6 @@ int64_t Session::decode_greedy(int32_t first, int64_t n_max, const std::function
     be.start_from_idle();
     int64_t steps    = std::min({batch, n_max, kv_.n_ctx - n_past_});
     int64_t recorded = 0;  // steps of this batch recorded already (its first ones, during the previous one)
-    auto    last_read = std::chrono::steady_clock::now();  // when the previous batch's ids came back
     while (steps > 0) {
         const auto t0 = std::chrono::steady_clock::now();
         for (int64_t i = recorded; i < steps; ++i) record(n_past_ + i, ids_view(cur, i, 1), ids_view(cur, i + 1, 1));
@@ -269,16 +262,8 @@ int64_t Session::decode_greedy(int32_t first, int64_t n_max, const std::function
                 throw;
             }
         }
-        const double record_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        encode_seconds_ += record_s;
+        encode_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         be.read_end(greedy_host_.data());
-        const auto   read_at = std::chrono::steady_clock::now();
-        const double wall_s  = std::chrono::duration<double>(read_at - last_read).count();
-        last_read            = read_at;
-        // Host seconds per step recorded against wall seconds per step of this batch.
-        const int64_t n_rec = steps - recorded + (next > 0 ? ahead : 0);
-        const bool    fast  = n_rec > 0 && record_s / static_cast<double>(n_rec) < 0.5 * wall_s / static_cast<double>(steps);
-        max_group           = fast ? k_greedy_fast_group : k_greedy_steps_per_submit;
         for (int64_t i = 0; i < steps; ++i) {
             ++produced;
             if (!on_token(greedy_host_[static_cast<size_t>(i)])) {
