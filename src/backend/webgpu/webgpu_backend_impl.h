@@ -9,8 +9,8 @@
 
 #include <array>
 #include <deque>
-#include <map>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
