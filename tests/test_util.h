@@ -14,11 +14,14 @@ inline std::string shared_data_path(const std::string & name) { return std::stri
 inline std::string deps_path(const std::string & name) { return std::string(TERN_DEPS_DIR) + "/" + name; }
 inline std::string binary_path(const std::string & name) { return std::string(TERN_BINARY_DIR) + "/" + name; }
 
-// A fresh temporary directory per call, removed by the caller if it wants (tests leave them in /tmp).
+// A fresh, empty temporary directory per call, removed by the caller if it wants (tests leave them
+// in /tmp). A directory of the same name left by an earlier process whose pid was the same is
+// emptied first: its files would otherwise show up in this test's folder.
 inline std::filesystem::path temp_dir(const std::string & tag) {
     static int counter = 0;
     auto p = std::filesystem::temp_directory_path() /
              ("tern-test-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    std::filesystem::remove_all(p);
     std::filesystem::create_directories(p);
     return p;
 }
