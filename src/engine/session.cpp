@@ -229,9 +229,7 @@ int64_t Session::decode_greedy(int32_t first, int64_t n_max, const std::function
     };
     StepGrouping  grouping{be};
     int64_t       n_recorded = 0;  // steps recorded in this call, for the groups' ramp
-    static const int64_t max_group_env = [] { const char * e = std::getenv("TERN_GREEDY_GROUP"); return e ? std::atoll(e) : k_greedy_steps_per_submit; }();
-    static const int64_t ramp_env = [] { const char * e = std::getenv("TERN_GREEDY_RAMP"); return e ? std::atoll(e) : k_greedy_group_ramp; }();
-    const auto    group_size = [&] { return std::min(max_group_env, 1 + n_recorded / ramp_env); };
+    const auto    group_size = [&] { return std::min(k_greedy_steps_per_submit, 1 + n_recorded / k_greedy_group_ramp); };
     const auto    record     = [&](int64_t pos, const Tensor & in, const Tensor & out) {
         be.set_steps_per_submit(group_size());
         model_.forward_greedy(buf_, kv_, pos, in, out, round_head_);

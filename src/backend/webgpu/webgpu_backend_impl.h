@@ -486,11 +486,7 @@ private:
     const GpuLinear *                              prev_layer_qkv_ = nullptr;  // this step's last layer's qkv weight
     int64_t                                        steps_per_submit_  = 1;  // end_step(): set_steps_per_submit
     int64_t                                        steps_unsubmitted_ = 0;
-    std::array<const GpuLinear *, 4>               one_layer_weights_{};
-    // $TERN_WEBGPU_GU_SPLIT=P (a tuning aid): qkv pulls gate+up's first P% (words below
-    // split_word_) and attention the o-projection's weight and the rest of gate+up's.
-    const GpuLinear *                              split_weight_ = nullptr;
-    uint32_t                                       split_word_   = 0;  // $TERN_WEBGPU_ONE_LAYER (webgpu_layer.cpp)
+    std::array<const GpuLinear *, 4>               one_layer_weights_{};  // $TERN_WEBGPU_ONE_LAYER (webgpu_layer.cpp)
     std::unique_ptr<GpuBuffer>                     flow_;         // layer_decode.wgsl's lib/dataflow.wgsl words
     uint32_t                                       flow_tag_ = 0; // the last layer dispatch's tag
     std::array<uint32_t, 7>                        flow_done_{};  // its completion counters' values

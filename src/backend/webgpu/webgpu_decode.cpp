@@ -163,23 +163,11 @@ WGPUBuffer WebGpuBackend::add_kernel_prefetch(PipelineKey & key, const GpuLinear
     if (!pf) return filler;
     // $TERN_WEBGPU_KPF_PERCENT: the share of the weight pulled (its first words; a tuning aid).
     static const uint32_t percent = std::clamp<uint32_t>(env_u32("TERN_WEBGPU_KPF_PERCENT", 100), 1, 100);
-    uint32_t words = static_cast<uint32_t>(pf->buffer->size_bytes() / 4 * percent / 100);
-    uint32_t first = 0;
-    if (pf == split_weight_) words = split_word_;  // (the first part; attention pulls the rest)
+    const uint32_t words = static_cast<uint32_t>(pf->buffer->size_bytes() / 4 * percent / 100);
     key.add("KPF_WORDS", static_cast<double>(words));
-    key.add("KPF_FIRST", static_cast<double>(first));
     key.add("KPF_GROUPS", static_cast<double>(groups));
-    key.add("KPF_LOADS", static_cast<double>(ceil_div(words - first, int64_t{k_prefetch_stride_words} * groups * wg)));
+    key.add("KPF_LOADS", static_cast<double>(ceil_div(words, int64_t{k_prefetch_stride_words} * groups * wg)));
     return pf->buffer->get();
-}
-
-// Side workgroups for a kernel of `groups` workgroups that leaves compute units free
-// (lib/weight_prefetch.wgsl KPF_FROM): how many (0: the prefetch stays among the kernel's own
-// loads). $TERN_WEBGPU_KPF_SIDE=0 turns them off (a tuning aid).
-static uint32_t kernel_prefetch_side_groups(const GpuLinear * pf, uint32_t groups) {
-    static const bool side = env_u32("TERN_WEBGPU_KPF_SIDE", 0) != 0;
-    if (!pf || !side || groups + 8 > compute_units()) return 0;
-    return compute_units() - groups;
 }
 
 bool WebGpuBackend::try_decode_bitlinear(const Tensor & y, const GpuLinear & w, const QuantizedActs & a,
@@ -215,11 +203,9 @@ bool WebGpuBackend::try_decode_bitlinear(const Tensor & y, const GpuLinear & w, 
     PipelineKey key = decode_key("bitlinear_decode", "rrrwwru", *t, w.n_cols, x != nullptr, s, in, out);
     if (const_uniforms_ & 2) key.add("N_ROWS", static_cast<double>(w.n_rows));
     const uint32_t   groups = static_cast<uint32_t>((w.n_rows + t->rows - 1) / t->rows);
-    const uint32_t   side   = kernel_prefetch_side_groups(prefetch, groups);
-    if (side) key.add("KPF_FROM", static_cast<double>(groups));
-    const WGPUBuffer pf     = add_kernel_prefetch(key, prefetch, side ? side : groups, t->wg, s.src);
+    const WGPUBuffer pf     = add_kernel_prefetch(key, prefetch, groups, t->wg, s.src);
     const WGPUBuffer bufs[] = {w.buffer->get(), s.src, s.scale, gpu_buffer(y), stats_buffer(), pf};
-    step_->dispatch(key, bufs, &p, sizeof p, groups + side);
+    step_->dispatch(key, bufs, &p, sizeof p, groups);
     if (out) stats_written(y, out_slot);
     return true;
 }

@@ -118,21 +118,7 @@ void WebGpuBackend::transformer_layer(const LayerWeights & w, const LayerTensors
         if ((mask & (1u << id)) && pulled[id]) prefetch[n++] = pulled[id];
     }
     const auto & links  = kernel_prefetch_links();
-    static const uint32_t split = std::min<uint32_t>(env_u32("TERN_WEBGPU_GU_SPLIT", 0), 99);
-    split_weight_ = nullptr;
-    if (split > 0 && pulled[k_wgu]) {
-        split_weight_ = pulled[k_wgu];
-        // (a multiple of the prefetch stride)
-        split_word_ = static_cast<uint32_t>(split_weight_->buffer->size_bytes() / 4 * split / 100) / k_prefetch_stride_words *
-                      k_prefetch_stride_words;
-        n = 0;
-        if (pulled[k_wo]) prefetch[n++] = pulled[k_wo];
-        prefetch[n++] = pulled[k_wgu];
-    }
-    const auto   pf_for = [&](LayerWeightId kernel) {
-        if (split > 0 && kernel == k_wqkv && split_weight_) return split_weight_;
-        return links[kernel] == k_wnone ? nullptr : pulled[links[kernel]];
-    };
+    const auto   pf_for = [&](LayerWeightId kernel) { return links[kernel] == k_wnone ? nullptr : pulled[links[kernel]]; };
     if (!try_decode_qkv(t.q, kv, qkv, t.a_embd, &t.x, w.attn_norm, eps, shape, pos0, pf_for(k_wqkv))) {
         Backend::norm_qkv_rope_kv_append(t.q, kv, *w.attn_qkv, t.a_embd, t.x, *w.attn_norm, eps, shape, pos0);
     }

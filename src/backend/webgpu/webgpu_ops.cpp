@@ -360,20 +360,11 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
     // invocations and a P·V group is whole subgroups; positions up to 4 K tiles, one 32-position
     // block per group (128 for 2B4T on 256 threads). Its own pipeline, without the general form's
     // code. WebGpuOptions::short_attention / $TERN_WEBGPU_ATTN_SHORT=0 turn it off.
-    // Past its reach, the same form with twice the K tiles and two blocks per group (SHORT_X = 2:
-    // 256 positions for 2B4T). $TERN_WEBGPU_ATTN_SHORT_X=1 keeps it to one (a tuning aid).
-    static const uint32_t short_x_max = std::clamp<uint32_t>(env_u32("TERN_WEBGPU_ATTN_SHORT_X", 2), 1, 2);
-    int64_t  short_max = 0;
-    uint32_t short_x   = 1;
+    int64_t short_max = 0;
     if (tiled && attention_short_ok_ && ts <= 32 && (hd / 2) % 32 == 0 && wg <= 256) {
         const uint32_t kc     = std::min(wg / ts, tile / (hw + 1));
         const uint32_t groups = wg / static_cast<uint32_t>(hd / 2);
-        const uint32_t reach  = std::min(4 * kc, 32 * groups);
-        short_max             = std::min({reach, k_attention_chunk, sc_max});
-        if (pos0 + 1 > short_max && short_x_max > 1) {
-            short_x   = 2;
-            short_max = std::min({2 * reach, k_attention_chunk, sc_max});
-        }
+        short_max             = std::min({4 * kc, 32 * groups, k_attention_chunk, sc_max});
         if (pos0 + 1 > short_max) short_max = 0;
     }
     PipelineKey key{"attention",
@@ -400,7 +391,6 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
         key.add("ATT_CTX", static_cast<double>(std::min(kv.k.ne[1], kv.v.ne[1])));
     }
     if (short_max > 0) key.add("ATT_SHORT", 1.0);
-    if (short_max > 0 && short_x > 1) key.add("SHORT_X", static_cast<double>(short_x));
     // One query: the weights to prefetch, by workgroups after the heads' (PF_FROM; attention.wgsl).
     // Unused slots bind q and prefetch nothing.
     WGPUBuffer     pf_bufs[4] = {gpu_buffer(q), gpu_buffer(q), gpu_buffer(q), gpu_buffer(q)};
@@ -418,11 +408,9 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
         // 693.1-696.0 spread over the free units. $TERN_WEBGPU_WPF_LOADS fixes the count (tuning).
         // $TERN_WEBGPU_WPF_PERCENT: the share of each weight pulled (its first words; a tuning aid).
         static const uint32_t percent = std::clamp<uint32_t>(env_u32("TERN_WEBGPU_WPF_PERCENT", 100), 1, 100);
-        const auto pf_end = [&](const GpuLinear * w) {
+        const auto pf_words = [&](const GpuLinear * w) {
             return static_cast<uint32_t>(w->buffer->size_bytes() / 4 * percent / 100);
         };
-        const auto pf_first = [&](const GpuLinear * w) { return w == split_weight_ ? split_word_ : 0u; };
-        const auto pf_words = [&](const GpuLinear * w) { return pf_end(w) - pf_first(w); };
         uint64_t words_total = 0;
         for (const GpuLinear * w : prefetch) words_total += pf_words(w);
         static const uint32_t loads_env = std::min<uint32_t>(env_u32("TERN_WEBGPU_WPF_LOADS", 0), k_prefetch_loads_max);
@@ -437,9 +425,7 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
             pf_bufs[i]           = prefetch[i]->buffer->get();
             pf_groups += ceil_div(words, wg * pf_loads * k_prefetch_stride_words);
             static constexpr std::string_view k_words[] = {"PF_WORDS0", "PF_WORDS1", "PF_WORDS2", "PF_WORDS3"};
-            static constexpr std::string_view k_first[] = {"PF_FIRST0", "PF_FIRST1", "PF_FIRST2", "PF_FIRST3"};
-            key.add(k_words[i], static_cast<double>(pf_end(prefetch[i])));
-            if (pf_first(prefetch[i]) != 0) key.add(k_first[i], static_cast<double>(pf_first(prefetch[i])));
+            key.add(k_words[i], static_cast<double>(words));
         }
     }
     const WGPUBuffer bufs[] = {gpu_buffer(q),  gpu_buffer(kv.k), gpu_buffer(kv.v), gpu_buffer(out), stats_buffer(),

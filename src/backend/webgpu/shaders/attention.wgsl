@@ -100,10 +100,6 @@ override PF_WORDS0: u32 = 0u;
 override PF_WORDS1: u32 = 0u;
 override PF_WORDS2: u32 = 0u;
 override PF_WORDS3: u32 = 0u;
-override PF_FIRST0: u32 = 0u;  // the first word pulled of each (PF_WORDSi is the end)
-override PF_FIRST1: u32 = 0u;
-override PF_FIRST2: u32 = 0u;
-override PF_FIRST3: u32 = 0u;
 
 fn pf_word(b: u32, i: u32) -> u32 {
     switch (b) {
@@ -121,9 +117,7 @@ fn pf_groups(words: u32) -> u32 {
 }
 
 fn prefetch_weights(lid: u32, g: u32) {
-    let counts = array<u32, 4>(pf_groups(PF_WORDS0 - PF_FIRST0), pf_groups(PF_WORDS1 - PF_FIRST1),
-                               pf_groups(PF_WORDS2 - PF_FIRST2), pf_groups(PF_WORDS3 - PF_FIRST3));
-    let firsts = array<u32, 4>(PF_FIRST0, PF_FIRST1, PF_FIRST2, PF_FIRST3);
+    let counts = array<u32, 4>(pf_groups(PF_WORDS0), pf_groups(PF_WORDS1), pf_groups(PF_WORDS2), pf_groups(PF_WORDS3));
     let words  = array<u32, 4>(PF_WORDS0, PF_WORDS1, PF_WORDS2, PF_WORDS3);
     var b  = 0u;
     var gb = g;  // the workgroup's index among buffer b's
@@ -138,7 +132,7 @@ fn prefetch_weights(lid: u32, g: u32) {
     var acc = 0u;
     // (d is added only with the aid on: p.rn_zero comes from the uniform, which the loads would
     // otherwise wait for.)
-    let first = firsts[b] + (gb * WG * PF_LOADS + lid) * PF_STRIDE + select(0u, d & p.rn_zero, PF_DELAY != 0u);
+    let first = (gb * WG * PF_LOADS + lid) * PF_STRIDE + select(0u, d & p.rn_zero, PF_DELAY != 0u);
     for (var u = 0u; u < PF_LOADS; u++) {
         let i = first + u * WG * PF_STRIDE;
         if (i < words[b]) { acc ^= pf_word(b, i); }
@@ -173,6 +167,5 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         prefetch_weights(lid, wid.x - PF_FROM);
         return;
     }
-    exp_table_fill(lid);
     attend(lid, wid.x, wid.y);
 }

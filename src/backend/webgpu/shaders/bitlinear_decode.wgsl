@@ -70,7 +70,6 @@ struct Params {
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    if (kernel_prefetch_side(lid, wid.x)) { return; }
     let rows = 2u * (WG / LANES);
     let team = lid / LANES;
     let row  = wid.x * rows + 2u * team;  // the team's rows: row, row + 1

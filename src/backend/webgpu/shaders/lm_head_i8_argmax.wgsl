@@ -85,10 +85,6 @@ override TAIL_STOP: u32 = 0u;
 // ~30% slower than two): slower, H100 tg128 890.6-894.0 tokens/s with 1, 2 or 3 rows against
 // 905.7-909.6 (three alternating rounds), so the extra loads cost more than they bring.
 override HEAD_TOUCH: u32 = 0u;
-// Rows 1 .. HEAD_PRE (at most 4) touched before h is staged only (a tuning aid): one word per 64
-// bytes, held in registers and folded in once the grid is staged, so DRAM pulls them into L2
-// while the prologue runs.
-override HEAD_PRE: u32 = 0u;
 // Team rows per workgroup (ITERS > 0; without TEAM_SG a multiple of 8, the blocks that are reduced
 // together): team row rr of workgroup w is row (rr * groups + w) * 8 + team, so the host can take
 // any number of workgroups (e.g. a multiple of the compute units) and each does about
@@ -279,14 +275,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var d = 1u; d <= HEAD_TOUCH; d++) {
         if (d < iters) { pending ^= touch_row(row_of(wid.x, d, team), lane); }
     }
-    var pre: array<u32, 8>;  // (HEAD_PRE) two words per lane of each touched row
-    for (var d = 0u; d < min(HEAD_PRE, 4u); d++) {
-        let row = row_of(wid.x, d + 1u, team);
-        if (d + 1u < iters && row < p.n_vocab) {
-            pre[2u * d]      = q8[row * words + lane * 4u].x;
-            pre[2u * d + 1u] = q8[row * words + min(lane + 32u, words / 4u - 1u) * 4u].x;
-        }
-    }
     if (EXACT_TAIL && wid.x == 0u && lid == 0u) { atomicStore(&exact_out[1u - p.thr_slot], 0u); }
     var norms = vec3<f32>(1.0);  // (B = c norms.x + sq norms.y, f = s norms.z (...)): store_row
     if (HEAD_G) {
@@ -315,9 +303,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         }
     }
     if (HEAD_G) { norms = head_g_norms(norms, head_norm_factor(lid)); }
-    if (HEAD_PRE > 0u) {
-        for (var d = 0u; d < 8u; d++) { touched ^= pre[d]; }
-    }
     let team_sg = TEAM_SG && WG_REDUCE_SG;
     var next_info = vec4<f32>(0.0);  // (team_sg) the next row's info, loaded with its words
     var bv = 0.0;                    // the best (f - B, row) so far: the team's (team_sg, lane 0)
@@ -414,7 +399,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         }
         if (EXACT_TAIL && lid == 0u) { publish_bound(bv, bi); }
     }
-    if ((HEAD_TOUCH > 0u || HEAD_PRE > 0u) && ((touched ^ pending) & p.rn_zero) != 0u) { logits[p.out_offset] = bitcast<f32>(touched); }
+    if (HEAD_TOUCH > 0u && ((touched ^ pending) & p.rn_zero) != 0u) { logits[p.out_offset] = bitcast<f32>(touched); }
     if (EXACT_TAIL) {
         exact_tail(lid, wid.x);
         return;

@@ -255,20 +255,10 @@ fn short_form() -> bool {
     return ATT_SHORT && K_AHEAD && k_regs() && SG32 && TILED && (HD / 2u) % 32u == 0u && (ATTN_STOP == 0u || ATTN_STOP == 3u);
 }
 
-// The short form's reach doubled (SHORT_X = 2, its own pipeline, which the host takes past the
-// positions of SHORT_X = 1): 8 K tiles, the second four loaded into the registers of the first
-// four as each is summed, and two 32-position blocks per P·V group (g and g + groups), the second
-// block's V words loaded once the scores are done. The same operations in the same order: the same
-// bits as the general form.
-override SHORT_X: u32 = 1u;
-// (tuning aids) SHORT_X = 2's tiles 4 .. 7 / second V block loaded before q, with the first ones.
-override X2_K_EARLY: bool = false;
-override X2_V_EARLY: bool = false;
-
-// Positions the short form covers with kc positions per K tile: 4 SHORT_X tiles, SHORT_X
-// 32-position blocks per P·V group, one chunk of probabilities, the scores kept.
+// Positions the short form covers with kc positions per K tile: 4 tiles, one 32-position block per
+// P·V group, one chunk of probabilities, the scores kept.
 fn short_positions(kc: u32) -> u32 {
-    return min(SHORT_X * min(4u * kc, 32u * (WG / (HD / 2u))), min(CHUNK, SC_MAX));
+    return min(min(4u * kc, 32u * (WG / (HD / 2u))), min(CHUNK, SC_MAX));
 }
 
 // The V words of dimension pair c at positions i0 .. i0 + 31 (rows clamped to `last`).
@@ -294,8 +284,7 @@ fn short_tile(lid: u32, kr: array<u32, 16>, c0: u32, n: u32, kc: u32, m: f32) ->
 }
 
 fn attend_short(lid: u32, h: u32, t: u32, n: u32, kv_base: u32, kc: u32, k0: array<u32, 16>, k1: array<u32, 16>,
-                k2: array<u32, 16>, k3: array<u32, 16>, vb: array<vec2<u32>, 32>, k4e: array<u32, 16>,
-                k5e: array<u32, 16>, k6e: array<u32, 16>, k7e: array<u32, 16>, vb2e: array<vec2<u32>, 32>) {
+                k2: array<u32, 16>, k3: array<u32, 16>, vb: array<vec2<u32>, 32>) {
     let hd     = HD;
     let pairs  = hd / 2u;
     let groups = WG / pairs;
@@ -303,37 +292,14 @@ fn attend_short(lid: u32, h: u32, t: u32, n: u32, kv_base: u32, kc: u32, k0: arr
     let g      = lid / pairs;  // (the same in all 32 lanes of a subgroup: pairs is a multiple of 32)
     let lane   = lid % 32u;
 
-    let x2     = SHORT_X > 1u;
-    let hw     = select(HD, HD / 2u, K_F16);  // u32 words per K row
-    let ahead  = rows_ahead(n, ATT_K_AT);
-    var k4 = k4e;  // (x2) tiles 4 .. 7, loaded as tiles 0 .. 3 are summed (or before q: X2_K_EARLY)
-    var k5 = k5e;
-    var k6 = k6e;
-    var k7 = k7e;
-    let xl = x2 && !X2_K_EARLY;
     var m = bitcast<f32>(0xff7fffffu);
     m = short_tile(lid, k0, 0u, n, kc, m);
-    if (xl && 4u * kc < n) { k4 = load_k_regs(lid, 4u * kc, min(kc, ahead - 4u * kc), hw, kv_base); }
     if (kc < n) { m = short_tile(lid, k1, kc, n, kc, m); }
-    if (xl && 5u * kc < n) { k5 = load_k_regs(lid, 5u * kc, min(kc, ahead - 5u * kc), hw, kv_base); }
     if (2u * kc < n) { m = short_tile(lid, k2, 2u * kc, n, kc, m); }
-    if (xl && 6u * kc < n) { k6 = load_k_regs(lid, 6u * kc, min(kc, ahead - 6u * kc), hw, kv_base); }
     if (3u * kc < n) { m = short_tile(lid, k3, 3u * kc, n, kc, m); }
-    if (xl && 7u * kc < n) { k7 = load_k_regs(lid, 7u * kc, min(kc, ahead - 7u * kc), hw, kv_base); }
-    if (x2) {
-        if (4u * kc < n) { m = short_tile(lid, k4, 4u * kc, n, kc, m); }
-        if (5u * kc < n) { m = short_tile(lid, k5, 5u * kc, n, kc, m); }
-        if (6u * kc < n) { m = short_tile(lid, k6, 6u * kc, n, kc, m); }
-        if (7u * kc < n) { m = short_tile(lid, k7, 7u * kc, n, kc, m); }
-    }
-    // (x2) the V words of this thread's second block, g + groups.
-    let g2 = g + groups;
-    var vb2 = vb2e;
-    if (x2 && !X2_V_EARLY && g < groups && 32u * g2 < n) { vb2 = load_v_block(32u * g2, rows_ahead(n, ATT_V_AT) - 1u, kv_base, c); }
     let mx = wg_max(lid, m);  // (its barrier also makes sc visible)
 
-    // exp(score - max) of position 32 g + lane, and block g's sum in order from its first position
-    // (x2: block g2's as well).
+    // exp(score - max) of position 32 g + lane, and block g's sum in order from its first position.
     let pos = 32u * g + lane;
     var e = 0.0;
     if (g < groups && pos < n) { e = att_exp(sc[pos] - mx); }
@@ -343,17 +309,6 @@ fn attend_short(lid: u32, h: u32, t: u32, n: u32, kv_base: u32, kc: u32, k0: arr
         if (32u * g + u < n) { bsum = bsum + eu; }
     }
     if (g < groups && c == 0u && 32u * g < n) { blk_sum[g] = bsum; }
-    var e2 = 0.0;
-    if (x2) {
-        let pos2 = 32u * g2 + lane;
-        if (g < groups && pos2 < n) { e2 = att_exp(sc[pos2] - mx); }
-        var bsum2 = 0.0;
-        for (var u = 0u; u < 32u; u++) {
-            let eu = sg_shuffle(e2, u);
-            if (32u * g2 + u < n) { bsum2 = bsum2 + eu; }
-        }
-        if (g < groups && c == 0u && 32u * g2 < n) { blk_sum[g2] = bsum2; }
-    }
     workgroupBarrier();
     var es = PosSum();
     for (var b = 0u; 32u * b < n; b++) { es = pos_add_block(es, vec2<f32>(blk_sum[b], 0.0), b); }
@@ -374,22 +329,6 @@ fn attend_short(lid: u32, h: u32, t: u32, n: u32, kv_base: u32, kc: u32, k0: arr
         }
     }
     if (g < groups && 32u * g < n) { pv_sum[g * pairs + c] = o; }
-    if (x2) {  // block g2 likewise
-        let pr2 = e2 * inv;
-        let pq2 = select(pr2, round_f16(pr2), V_F16);
-        var o2  = vec2<f32>(0.0, 0.0);
-        for (var u = 0u; u < 32u; u++) {
-            let pu = sg_shuffle(pq2, u);
-            if (g < groups && 32u * g2 + u < n) {
-                if (V_F16) {
-                    o2 = o2 + pu * unpack2x16float(vb2[u].x);
-                } else {
-                    o2 = o2 + vec2<f32>(mul_rn(pu, bitcast<f32>(vb2[u].x)), mul_rn(pu, bitcast<f32>(vb2[u].y)));
-                }
-            }
-        }
-        if (g < groups && 32u * g2 < n) { pv_sum[g2 * pairs + c] = o2; }
-    }
     workgroupBarrier();
     var out = vec2<f32>(0.0, 0.0);
     if (lid < pairs) {
@@ -432,27 +371,12 @@ fn attend(lid: u32, h: u32, t: u32) {
     var k2: array<u32, 16>;
     var k3: array<u32, 16>;
     var vb: array<vec2<u32>, 32>;
-    var k4: array<u32, 16>;  // (SHORT_X = 2 with X2_K_EARLY / X2_V_EARLY)
-    var k5: array<u32, 16>;
-    var k6: array<u32, 16>;
-    var k7: array<u32, 16>;
-    var vb2: array<vec2<u32>, 32>;
     if (short_form()) {
         let ahead = rows_ahead(n, ATT_K_AT);  // (> c0 for every tile loaded: c0 < n)
         if (kc < n) { k1 = load_k_regs(lid, kc, min(kc, ahead - kc), hw, kv_base); }
         if (2u * kc < n) { k2 = load_k_regs(lid, 2u * kc, min(kc, ahead - 2u * kc), hw, kv_base); }
         if (3u * kc < n) { k3 = load_k_regs(lid, 3u * kc, min(kc, ahead - 3u * kc), hw, kv_base); }
         if (g < groups && 32u * g < n) { vb = load_v_block(32u * g, rows_ahead(n, ATT_V_AT) - 1u, kv_base, c); }
-        if (SHORT_X > 1u && X2_K_EARLY) {
-            if (4u * kc < n) { k4 = load_k_regs(lid, 4u * kc, min(kc, ahead - 4u * kc), hw, kv_base); }
-            if (5u * kc < n) { k5 = load_k_regs(lid, 5u * kc, min(kc, ahead - 5u * kc), hw, kv_base); }
-            if (6u * kc < n) { k6 = load_k_regs(lid, 6u * kc, min(kc, ahead - 6u * kc), hw, kv_base); }
-            if (7u * kc < n) { k7 = load_k_regs(lid, 7u * kc, min(kc, ahead - 7u * kc), hw, kv_base); }
-        }
-        let g2 = g + groups;
-        if (SHORT_X > 1u && X2_V_EARLY && g < groups && 32u * g2 < n) {
-            vb2 = load_v_block(32u * g2, rows_ahead(n, ATT_V_AT) - 1u, kv_base, c);
-        }
     }
     for (var d = lid; d < hd; d += WG) {
         let v = att_q(t, h * hd + d);
@@ -465,7 +389,7 @@ fn attend(lid: u32, h: u32, t: u32) {
     }
     if (short_form()) {  // (its own pipeline: the general form below is not compiled in)
         if (n <= short_positions(kc)) {
-            attend_short(lid, h, t, n, kv_base, kc, k0, k1, k2, k3, vb, k4, k5, k6, k7, vb2);
+            attend_short(lid, h, t, n, kv_base, kc, k0, k1, k2, k3, vb);
         } else if (lid < hd) {  // the host chose this pipeline for too many positions: NaN, never a guess
             att_out(t, h * hd + lid, bitcast<f32>(0x7fc00000u | p.rn_zero));  // (a NaN constant does not compile)
         }

@@ -213,15 +213,6 @@ fn exp_rn_ziv(x: f32) -> f32 {
 // tools/exp_rn_fast_check.cpp runs the same operations in f32 on the host for every f32: the largest
 // relative error of S + d is 2^-45.5, under Ziv's margin of 2^-43. Subnormal results (x < -87.3) go
 // to exp_rn. WebGpuNumerics.ExpRnFastGivesExpRnsBits checks all 2^32 inputs on a GPU.
-// A timing aid (results are wrong when set): 2^(j/64) without the table lookup.
-override EXP_TABLE_STUB: bool = false;
-// exp_rn_fast's table read from workgroup memory (a tuning aid: the kernel must call
-// exp_table_fill first, before a barrier), not from the constant array.
-override EXP_TAB_WG: bool = false;
-var<workgroup> exp2_tab: array<vec2<f32>, 64>;
-fn exp_table_fill(lid: u32) {
-    if (EXP_TAB_WG && lid < 64u) { exp2_tab[lid] = EXP2_J64[lid]; }
-}
 fn exp_rn_fast(x: f32) -> f32 {
     if (x != x) { return x; }
     if (x > 88.72284) { return x * 3.4e38; }  // overflows to +inf at run time
@@ -241,13 +232,7 @@ fn exp_rn_fast(x: f32) -> f32 {
     let el = a.y + small;
     let ni = i32(n);
     let k  = ni >> 6u;                          // floor(n / 64)
-    var t: vec2<f32>;
-    if (EXP_TAB_WG) {
-        t = exp2_tab[u32(ni & 63)];
-    } else {
-        t = EXP2_J64[u32(ni & 63)];
-    }
-    if (EXP_TABLE_STUB) { t = vec2<f32>(1.0 + f32(ni & 63) * 0.0108, 0.0); }
+    let t  = EXP2_J64[u32(ni & 63)];
     let pr = two_prod(t.x, a.x);
     let s  = fast_two_sum(t.x, pr.x);           // t.x in [1, 2), |pr.x| < 0.011
     let d  = s.y + (pr.y + fma(t.x, el, fma(t.y, a.x, t.y)));

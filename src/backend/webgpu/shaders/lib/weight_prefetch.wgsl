@@ -8,8 +8,7 @@
 // The including kernel declares `pfw: array<u32>` (read), `norm_stats: array<f32>` (read_write),
 // `override WG` and a uniform p with rn_zero.
 
-override KPF_WORDS: u32 = 0u;  // (the end of the range pulled)
-override KPF_FIRST: u32 = 0u;  // its first word
+override KPF_WORDS: u32 = 0u;
 override KPF_LOADS: u32 = 1u;
 override KPF_GROUPS: u32 = 1u;
 const KPF_STRIDE: u32 = 16u;  // words: one load per 64 bytes (the host's k_prefetch_stride_words)
@@ -19,16 +18,11 @@ const KPF_STRIDE: u32 = 16u;  // words: one load per 64 bytes (the host's k_pref
 // 913.4-916.6 tokens/s with 2 against 894.8-911.1 with 1 and 884.7-892.9 with 0 (alternating
 // rounds, three calls).
 override KPF_AT: u32 = 2u;
-// Side workgroups (KPF_FROM set): the kernel's workgroups from KPF_FROM on do nothing but the
-// prefetch (KPF_GROUPS of them, kernel_prefetch_side) and its own workgroups none, so that a kernel
-// that leaves compute units free (the o-projection and down projection: 80 workgroups on 132) pulls
-// the weight there instead of among its own loads.
-override KPF_FROM: u32 = 0xffffffffu;
 
 fn kernel_prefetch(lid: u32, g: u32) -> u32 {
     var acc = 0u;
     if (KPF_WORDS == 0u) { return acc; }
-    let first = KPF_FIRST + (g * WG + lid) * KPF_STRIDE;
+    let first = (g * WG + lid) * KPF_STRIDE;
     for (var u = 0u; u < KPF_LOADS; u++) {
         let i = first + u * KPF_GROUPS * WG * KPF_STRIDE;
         if (i < KPF_WORDS) { acc ^= pfw[i]; }
@@ -39,17 +33,10 @@ fn kernel_prefetch(lid: u32, g: u32) -> u32 {
 // kernel_prefetch's loads where `spot` is KPF_AT, else none: a kernel calls it at each of the
 // three spots.
 fn kernel_prefetch_at(spot: u32, lid: u32, g: u32) -> u32 {
-    if (KPF_AT != spot || KPF_FROM != 0xffffffffu) { return 0u; }
+    if (KPF_AT != spot) { return 0u; }
     return kernel_prefetch(lid, g);
 }
 
 fn kernel_prefetch_use(acc: u32) {
     if (KPF_WORDS != 0u && (acc & p.rn_zero) != 0u) { norm_stats[0] = bitcast<f32>(acc); }
-}
-
-// True for a side workgroup (KPF_FROM), which has then done its prefetch: the kernel returns.
-fn kernel_prefetch_side(lid: u32, g: u32) -> bool {
-    if (KPF_FROM == 0xffffffffu || g < KPF_FROM) { return false; }
-    kernel_prefetch_use(kernel_prefetch(lid, g - KPF_FROM));
-    return true;
 }
