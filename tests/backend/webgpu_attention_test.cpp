@@ -222,8 +222,9 @@ TEST(WebGpuLongOneQueryAttention, LongContextKernelsGiveTheOneQueryKernelsBits) 
 // attention.wgsl's short form (one query over up to 128 positions for head_dim 128, 256 for 64,
 // where subgroups are exactly 32 wide: lib/attention_core.wgsl ATT_SHORT) against its general form
 // (WebGpuOptions::short_attention off), each token alone: the same bits, and the reference's.
-// Positions 1 .. 141 cross the short form's end at 128; G = 4, 3 and 1 (head_dim 64: 8 blocks of
-// 32 positions, one per P·V group); f16 and f32 caches (f32 K: two blocks of 16 words per thread).
+// Positions 1 .. 141 cross the short form's end at 128 (121 .. 140 again, with G = 1); G = 4, 3 and
+// 1 (head_dim 64: 8 blocks of 32 positions, one per P·V group); f16 and f32 caches (f32 K: two
+// blocks of 16 words per thread).
 TEST(WebGpuShortOneQueryAttention, ShortFormGivesTheGeneralFormsBits) {
     TERN_REQUIRE_WEBGPU();
     const std::string device = test::shared_webgpu().backend->device_info().description;
@@ -235,7 +236,8 @@ TEST(WebGpuShortOneQueryAttention, ShortFormGivesTheGeneralFormsBits) {
     o.short_attention   = false;
     auto      general   = make_webgpu_backend(o);
     Backend & short_one = *test::shared_webgpu().backend;
-    for (const Case & c : {Case{8, 2, 128, 0, 141}, Case{6, 2, 64, 0, 100}, Case{2, 2, 128, 90, 10}}) {
+    for (const Case & c : {Case{8, 2, 128, 0, 141}, Case{6, 2, 64, 0, 100}, Case{2, 2, 128, 90, 10},
+                           Case{4, 4, 128, 120, 20}}) {
         for (DType cache : {DType::f16, DType::f32}) {
             SCOPED_TRACE("head_dim " + std::to_string(c.head_dim) + (cache == DType::f16 ? ", f16 cache" : ", f32 cache"));
             const Inputs in  = make_inputs(c, cache, 3);
