@@ -284,11 +284,7 @@ bool WebGpuBackend::try_decode_qkv(const Tensor & q, const KvLayer & kv, const G
         static_cast<uint32_t>(kv.k.ne[0]),
         in.value_or(0),
         0};
-    // $TERN_WEBGPU_RED_PF=1 (a one-off): the pull as atomics (qkv_rope_decode_red.wgsl).
-    static const bool red = env_u32("TERN_WEBGPU_RED_PF", 0) != 0;
-    const bool        use_red = red && prefetch;
-    PipelineKey key = decode_key(use_red ? "qkv_rope_decode_red" : "qkv_rope_decode", use_red ? "rrrrwwwwwu" : "rrrrwwwwru",
-                                 *t, w.n_cols, x != nullptr, src, in);
+    PipelineKey key = decode_key("qkv_rope_decode", "rrrrwwwwru", *t, w.n_cols, x != nullptr, src, in);
     key.add("K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0);
     key.add("V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0);
     key.add("HD", static_cast<double>(hd));
