@@ -184,7 +184,8 @@ int64_t Session::decode_sampled(Sampler & sampler, const std::function<bool(int3
 // submitted, so that the device runs them while the host reads the ids, hands them out and records
 // the rest. (A tg128 run makes ~50 submits, each ~17.5 us of idle device on an H200; groups that
 // grew while the device stayed fed, judged from queue-done callbacks, gained 0.5% on some hosts
-// and lost 7% on another: src/backend/webgpu/README.md, "What a submit costs the device".)
+// and lost 7% on another, and groups of 8 wherever the host outran the device lost 0.3% on an
+// H200: src/backend/webgpu/README.md, "What a submit costs the device" and the round after.)
 constexpr int64_t k_greedy_steps_per_submit = 4;
 constexpr int64_t k_greedy_group_ramp       = 8;
 
