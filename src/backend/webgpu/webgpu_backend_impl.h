@@ -466,12 +466,6 @@ private:
     WGPUBuffer folded_pairs_        = nullptr;
     uint32_t   folded_pairs_offset_ = 0;
     uint32_t   folded_chunks_       = 0;
-    // The embed_argmax that waits for the first layer's qkv (embed(), try_decode_qkv): its inputs.
-    struct FoldedEmbed {
-        const GpuTable * table = nullptr;
-        WGPUBuffer       pairs = nullptr, ids = nullptr;
-        uint32_t         chunks = 0, first = 0, ids_offset = 0, x_offset = 0;
-    } folded_embed_;
     bool       lane_sums_sg_        = false;  // lib/ternary_decode.wgsl's register sums for 32-lane teams
     bool       attention_short_ok_  = false;  // attention's short form (ATT_SHORT): on, subgroups exactly 32 wide
     // argmax_exact.wgsl's TOP_K lists: [count, 0, (row, value bits) x k_top_k_list_rows] u32, two

@@ -262,17 +262,11 @@ bool WebGpuBackend::try_decode_qkv(const Tensor & q, const KvLayer & kv, const G
     const size_t      k_el = kv.k.type == DType::f16 ? 2 : 4;
     const size_t      v_el = kv.v.type == DType::f16 ? 2 : 4;
     const DecodeSource src = decode_source(a, x, norm);
-    // The first layer of a greedy step: the embed of the previous step's argmax waits for this
-    // kernel (embed()), and both run as qkv_embed_decode.wgsl, which stages the token's row itself.
-    const FoldedEmbed fe       = folded_embed_;
-    const bool        embed_in = x && fe.table && fe.table->n_cols == w.n_cols && w.n_cols % 64 == 0 &&
-                          step_->take_deferred(gpu_buffer(*x), x->offset);
-    folded_embed_ = {};
-    const std::optional<uint32_t> in = x && !embed_in ? stats_for(*x) : std::nullopt;
+    const std::optional<uint32_t> in = x ? stats_for(*x) : std::nullopt;
     struct {
         float    eps;
         uint32_t src_offset, scale_offset, scales_offset, oscales_offset, head_dim, n_rot, n_head, n_head_kv, pos0,
-            q_offset, q_stride, k_offset, v_offset, n_embd_kv, stats_in, stats_out, rn_zero, ids_offset, x_offset;
+            q_offset, q_stride, k_offset, v_offset, n_embd_kv, stats_in, stats_out;
     } p{eps,
         src.offset,
         src.scale_offset,
@@ -289,29 +283,17 @@ bool WebGpuBackend::try_decode_qkv(const Tensor & q, const KvLayer & kv, const G
         gpu_offset(kv.v, v_el),
         static_cast<uint32_t>(kv.k.ne[0]),
         in.value_or(0),
-        0,
-        0,
-        fe.ids_offset,
-        fe.x_offset / 4};
-    PipelineKey key = embed_in ? decode_key("qkv_embed_decode", "rrrrwwwwrrwwu", *t, w.n_cols, true, src, in)
-                               : decode_key("qkv_rope_decode", "rrrrwwwwru", *t, w.n_cols, x != nullptr, src, in);
+        0};
+    PipelineKey key = decode_key("qkv_rope_decode", "rrrrwwwwru", *t, w.n_cols, x != nullptr, src, in);
     key.add("K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0);
     key.add("V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0);
     key.add("HD", static_cast<double>(hd));
     if (const_uniforms_ & 2) key.add("QKV_N_ROT", static_cast<double>(s.n_rot));
-    if (embed_in) {
-        key.add("EMBED_IN", 1.0);
-        key.add("N_VOCAB", static_cast<double>(fe.table->n_rows));
-        key.add("N_CHUNKS", static_cast<double>(fe.chunks));
-        key.add("CHUNKS_AT", static_cast<double>(fe.first));
-    }
     const uint32_t   groups = static_cast<uint32_t>(w.n_rows / t->rows);
-    const WGPUBuffer x_src  = embed_in ? fe.table->buffer->get() : src.src;
-    const WGPUBuffer pf     = add_kernel_prefetch(key, prefetch, groups, t->wg, x_src);
-    const WGPUBuffer bufs[] = {w.buffer->get(),    x_src,         src.scale,        rope.buffer->get(), gpu_buffer(q),
-                               gpu_buffer(kv.k),   gpu_buffer(kv.v), stats_buffer(), pf,
-                               fe.pairs,           fe.ids,        embed_in ? gpu_buffer(*x) : nullptr};
-    step_->dispatch(key, std::span<const WGPUBuffer>(bufs, embed_in ? 12 : 9), &p, sizeof p, groups);
+    const WGPUBuffer pf     = add_kernel_prefetch(key, prefetch, groups, t->wg, src.src);
+    const WGPUBuffer bufs[] = {w.buffer->get(), src.src,          src.scale,        rope.buffer->get(), gpu_buffer(q),
+                               gpu_buffer(kv.k), gpu_buffer(kv.v), stats_buffer(), pf};
+    step_->dispatch(key, bufs, &p, sizeof p, groups);
     return true;
 }
 

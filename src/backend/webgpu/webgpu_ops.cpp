@@ -56,7 +56,6 @@ std::string_view WebGpuBackend::ternary_shader(std::string_view base) const {
     if (base == "bitlinear_decode") return dot4_native_ ? "bitlinear_decode" : "bitlinear_decode_nodp4";
     if (base == "gate_up_decode") return dot4_native_ ? "gate_up_decode" : "gate_up_decode_nodp4";
     if (base == "qkv_rope_decode") return dot4_native_ ? "qkv_rope_decode" : "qkv_rope_decode_nodp4";
-    if (base == "qkv_embed_decode") return dot4_native_ ? "qkv_embed_decode" : "qkv_embed_decode_nodp4";
     if (base == "layer_decode") return dot4_native_ ? "layer_decode" : "layer_decode_nodp4";
     if (base == "lm_head_i8_argmax") return dot4_native_ ? "lm_head_i8_argmax" : "lm_head_i8_argmax_nodp4";
     TERN_ASSERT(false, "no ternary shader '%.*s'", static_cast<int>(base.size()), base.data());
@@ -75,35 +74,17 @@ void WebGpuBackend::embed(const Tensor & x, const Weight & token_embd, const Ten
     } p{u32(e->n_cols), u32(e->n_rows), 0, gpu_offset(tokens, 4), gpu_offset(x, 4), u32(x.ne[0]), out_slot};
     if (n_tok == 1 && step_->take_deferred(gpu_buffer(tokens), tokens.offset)) {
         // The previous step's greedy argmax left its last stage for this embed (norm_lm_head_argmax):
-        // both in one dispatch, which also writes the id. That dispatch waits in turn (defer) for the
-        // first layer's qkv, which does all three in one where it can (try_decode_qkv,
-        // qkv_embed_decode.wgsl); anything else records it first.
-        const WGPUBuffer table = e->buffer->get(), pairs = folded_pairs_, ids = gpu_buffer(tokens), xb = gpu_buffer(x);
-        const uint32_t   chunks = folded_chunks_, first = folded_pairs_offset_;
-        const uint32_t   n_embd = p.n_embd, n_vocab = p.n_vocab, ids_offset = p.ids_offset, x_offset = p.x_offset;
-        const bool       f16 = e->f16;
-        const Tensor     xt  = x;
-        auto record = [this, table, pairs, ids, xb, chunks, first, n_embd, n_vocab, ids_offset, x_offset, f16, xt] {
-            const bool     stats_out = stats_fit(n_embd);
-            const uint32_t out_slot  = stats_out_slot();
-            struct {
-                uint32_t n_embd, n_vocab, table_offset, ids_offset, x_offset, x_stride, stats_out, n_chunks, chunks_offset;
-            } pa{n_embd, n_vocab, 0, ids_offset, x_offset, n_embd, out_slot, chunks, first};
-            const PipelineKey key{"embed_argmax",
-                                  "rrwwwu",
-                                  {{{"WG", 256}, {"TABLE_F16", f16 ? 1.0 : 0.0}, {"STATS_OUT", stats_out ? 1.0 : 0.0}}}};
-            const WGPUBuffer bufs[] = {table, pairs, ids, xb, stats_buffer()};
-            step_->dispatch(key, bufs, &pa, sizeof pa, ceil_div(n_embd, 256));
-            if (stats_out) stats_written(xt, out_slot);
-        };
-        static const bool into_qkv = env_u32("TERN_WEBGPU_EMBED_QKV", 1) != 0;
-        if (!into_qkv || !f16 || x_offset % 4 != 0) {
-            record();
-            return;
-        }
-        folded_embed_ = {e, pairs, ids, chunks, first, ids_offset, x_offset};
-        step_->defer(xb, x.offset, std::move(record));
-        return;
+        // both in one dispatch, which also writes the id.
+        struct {
+            uint32_t n_embd, n_vocab, table_offset, ids_offset, x_offset, x_stride, stats_out, n_chunks, chunks_offset;
+        } pa{p.n_embd, p.n_vocab, 0, p.ids_offset, p.x_offset, p.x_stride, p.stats_out, folded_chunks_,
+             folded_pairs_offset_};
+        const PipelineKey key{"embed_argmax",
+                              "rrwwwu",
+                              {{{"WG", 256}, {"TABLE_F16", e->f16 ? 1.0 : 0.0}, {"STATS_OUT", stats_out ? 1.0 : 0.0}}}};
+        const WGPUBuffer bufs[] = {e->buffer->get(), folded_pairs_, gpu_buffer(tokens), gpu_buffer(x),
+                                   stats_buffer()};
+        step_->dispatch(key, bufs, &pa, sizeof pa, ceil_div(e->n_cols, 256));
     } else {
         const PipelineKey key{
             "embed", "rrwwu", {{{"WG", 256}, {"TABLE_F16", e->f16 ? 1.0 : 0.0}, {"STATS_OUT", stats_out ? 1.0 : 0.0}}}};

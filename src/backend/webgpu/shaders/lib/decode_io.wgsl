@@ -34,7 +34,6 @@ fn stage_nw_base() -> u32 {
 override VEC_IN: bool = true;
 
 fn stage_x4(j: u32) -> vec4<f32> {
-    if (EMBED_IN) { return embed_x4(j); }
     let b = stage_src_base();
     if (VEC_IN && b % 4u == 0u) { return bitcast<vec4<f32>>(src[b / 4u + j]); }
     let o = b + 4u * j;
@@ -42,20 +41,6 @@ fn stage_x4(j: u32) -> vec4<f32> {
                      bitcast<f32>(src_word(o + 3u)));
 }
 
-// EMBED_IN (qkv_embed_decode.wgsl): x is row embed_id of the F16 embedding table bound as `src`
-// (N_VOCAB rows of K elements, two f16 per u32 word from word 0), exact through unpack2x16float as
-// in lib/embed_row.wgsl; an id outside the table gives zeros, as there. K is a multiple of 64, so
-// elements 4 j .. 4 j + 3 are one aligned half of a vec4.
-override EMBED_IN: bool = false;
-override N_VOCAB: u32 = 0u;
-var<private> embed_id: u32;
-fn embed_x4(j: u32) -> vec4<f32> {
-    if (embed_id >= N_VOCAB) { return vec4<f32>(0.0); }
-    let w = embed_id * (K / 2u) + 2u * j;  // the u32 word of element 4 j
-    let v = src[w / 4u];
-    let h = select(v.xy, v.zw, (w & 2u) != 0u);
-    return vec4<f32>(unpack2x16float(h.x), unpack2x16float(h.y));
-}
 fn stage_nw4(j: u32) -> vec4<f32> {
     let b = stage_nw_base();
     if (VEC_IN && b % 4u == 0u) { return src_scale[b / 4u + j]; }
