@@ -229,11 +229,6 @@ override K_PIPE: bool = true;
 override EXP_NATIVE: bool = false;
 // exp_rn's bits from exp_rn_fast (default) or from exp_rn itself ($TERN_WEBGPU_CONST=EXP_FAST=0).
 override EXP_FAST: bool = true;
-override EXP_LATE: bool = true;
-fn exp_late() -> bool { return EXP_LATE && EXP_FAST && !EXP_NATIVE; }
-// A timing and test aid ($TERN_WEBGPU_CONST=EXP_NOFB=n): 1 leaves EXP_LATE's rare path out (results
-// wrong once in ~330,000 exps), 2 takes it for every exp (the same bits, slowly).
-override EXP_NOFB: u32 = 0u;
 fn att_exp(x: f32) -> f32 {
     if (EXP_NATIVE) { return exp(x); }
     if (EXP_FAST) { return exp_rn_fast(x); }
@@ -288,16 +283,6 @@ fn short_tile(lid: u32, kr: array<u32, 16>, c0: u32, n: u32, kc: u32, m: f32) ->
     return r;
 }
 
-// The sum of lanes 0 .. of subgroup g's e, positions 32 g .. min(32 g + 31, n - 1), in order.
-fn short_block_sum(e: f32, g: u32, n: u32) -> f32 {
-    var bsum = 0.0;
-    for (var u = 0u; u < 32u; u++) {
-        let eu = sg_shuffle(e, u);
-        if (32u * g + u < n) { bsum = bsum + eu; }
-    }
-    return bsum;
-}
-
 fn attend_short(lid: u32, h: u32, t: u32, n: u32, kv_base: u32, kc: u32, k0: array<u32, 16>, k1: array<u32, 16>,
                 k2: array<u32, 16>, k3: array<u32, 16>, vb: array<vec2<u32>, 32>) {
     let hd     = HD;
@@ -315,27 +300,13 @@ fn attend_short(lid: u32, h: u32, t: u32, n: u32, kv_base: u32, kc: u32, k0: arr
     let mx = wg_max(lid, m);  // (its barrier also makes sc visible)
 
     // exp(score - max) of position 32 g + lane, and block g's sum in order from its first position.
-    // EXP_LATE: the sum starts from exp_rn_fast's fast result, and Ziv's test (its rare fallback to
-    // exp_rn, once in ~330,000) is taken after it: a subgroup with a lane that needs exp_rn redoes
-    // its sum with that lane's exact value.
     let pos = 32u * g + lane;
     var e = 0.0;
-    var x = 0.0;
-    var bad = false;
-    if (g < groups && pos < n) {
-        x = sc[pos] - mx;
-        if (exp_late()) {
-            let ef = exp_rn_fast_try(x);
-            e   = ef.x;
-            bad = (ef.y != 0.0 && EXP_NOFB != 1u) || EXP_NOFB == 2u;
-        } else {
-            e = att_exp(x);
-        }
-    }
-    var bsum = short_block_sum(e, g, n);
-    if (exp_late() && sg_any(bad)) {
-        if (bad) { e = exp_rn(x); }
-        bsum = short_block_sum(e, g, n);
+    if (g < groups && pos < n) { e = att_exp(sc[pos] - mx); }
+    var bsum = 0.0;
+    for (var u = 0u; u < 32u; u++) {
+        let eu = sg_shuffle(e, u);
+        if (32u * g + u < n) { bsum = bsum + eu; }
     }
     if (g < groups && c == 0u && 32u * g < n) { blk_sum[g] = bsum; }
     workgroupBarrier();

@@ -214,17 +214,9 @@ fn exp_rn_ziv(x: f32) -> f32 {
 // relative error of S + d is 2^-45.5, under Ziv's margin of 2^-43. Subnormal results (x < -87.3) go
 // to exp_rn. WebGpuNumerics.ExpRnFastGivesExpRnsBits checks all 2^32 inputs on a GPU.
 fn exp_rn_fast(x: f32) -> f32 {
-    let r = exp_rn_fast_try(x);
-    if (r.y != 0.0) { return exp_rn(x); }
-    return r.x;
-}
-
-// exp_rn_fast's fast path alone: (exp_rn(x), 0), or (anything, 1) where Ziv's test (or a subnormal
-// result) sends it to exp_rn, so that a caller can take that rare path where it holds fewer values.
-fn exp_rn_fast_try(x: f32) -> vec2<f32> {
-    if (x != x) { return vec2<f32>(x, 0.0); }
-    if (x > 88.72284) { return vec2<f32>(x * 3.4e38, 0.0); }  // overflows to +inf at run time
-    if (x < -103.97209) { return vec2<f32>(0.0, 0.0); }
+    if (x != x) { return x; }
+    if (x > 88.72284) { return x * 3.4e38; }  // overflows to +inf at run time
+    if (x < -103.97209) { return 0.0; }
     let n  = round(x * 92.3324814);             // 64 / ln2
     // ln2 / 64 = 0.010833740234375 (355 / 2^15: n times it is exact) - 3.31553815e-06 + 2.57280464e-14
     let r0 = fma(-n, 0.010833740234375, x);     // exact (|r0| < 0.04, on x's grid)
@@ -250,9 +242,9 @@ fn exp_rn_fast_try(x: f32) -> vec2<f32> {
     // y a power of two with S + d below it: the float below is half an ulp away.
     if ((bitcast<u32>(y) & 0x007fffffu) == 0u && e < 0.0) { half_ulp = 0.5 * half_ulp; }
     if (abs(abs(e) - half_ulp) <= y * 1.13686838e-13 || k < -125) {  // 2^-43
-        return vec2<f32>(y, 1.0);
+        return exp_rn(x);
     }
-    return vec2<f32>(ldexp(y, k), 0.0);
+    return ldexp(y, k);
 }
 
 // 2^(j/64), j = 0 .. 63, as double-floats (hi, lo): tools/gen_exp2_table.py.

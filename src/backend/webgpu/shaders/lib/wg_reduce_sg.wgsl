@@ -165,9 +165,6 @@ fn sg_shuffle_xor_i(v: vec2<i32>, m: u32) -> vec2<i32> { return subgroupShuffleX
 // subgroupShuffle of an f32: lane `lane`'s v (lib/attention_core.wgsl's score rows, SG32).
 @diagnostic(off, subgroup_uniformity)
 fn sg_shuffle(v: f32, lane: u32) -> f32 { return subgroupShuffle(v, lane); }
-// Whether b holds in any invocation of the caller's subgroup (lib/attention_core.wgsl's short form).
-@diagnostic(off, subgroup_uniformity)
-fn sg_any(b: bool) -> bool { return subgroupAny(b); }
 // The caller's subgroup size (every invocation of the subgroup active).
 @diagnostic(off, subgroup_uniformity)
 fn sg_size() -> u32 { return subgroupAdd(1u); }
