@@ -290,14 +290,11 @@ void WebGpuBackend::probe_numerics() {
                   numerics_.mul_rn_rounds ? "rounds" : "CONTRACTED", inexact, n);
 }
 
-std::array<uint32_t, 2> WebGpuBackend::exp_check(uint32_t start, uint32_t stride, uint64_t count, ExpCheck which) {
+std::array<uint32_t, 2> WebGpuBackend::exp_check(uint32_t start, uint32_t stride, uint64_t count, bool fast) {
     auto                        to   = alloc_tensor(*this, DType::i32, {2, 1, 1, 1}, "exp check");
     const std::array<uint32_t, 2> init = {0u, 0xffffffffu};
     write(to.tensor, init.data(), sizeof init);
-    const PipelineKey key{"exp_check",
-                          "wu",
-                          {{{"FAST", which == ExpCheck::fast ? 1.0 : 0.0},
-                            {"COMPACT", which == ExpCheck::compact ? 1.0 : 0.0}}}};
+    const PipelineKey key{"exp_check", "wu", {{{"FAST", fast ? 1.0 : 0.0}}}};
     const WGPUBuffer  bufs[] = {gpu_buffer(to.tensor)};
     constexpr uint64_t per_dispatch = uint64_t{65535} * 256;  // the default workgroup count limit
     for (uint64_t done = 0; done < count; done += per_dispatch) {

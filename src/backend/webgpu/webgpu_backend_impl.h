@@ -202,10 +202,9 @@ public:
     static std::vector<int32_t> subgroup_matrix_probe_product(const std::vector<int8_t> & a,
                                                               const std::vector<int8_t> & b_cols);
     // Runs exp_check.wgsl over the f32 bit patterns start + i * stride (i < count, in dispatches of
-    // at most 65535 x 256): {mismatches of exp_rn_fast, exp_rn_ziv or exp_rn_compact against exp_rn,
-    // the smallest mismatching pattern}.
-    enum class ExpCheck { fast, ziv, compact };
-    std::array<uint32_t, 2> exp_check(uint32_t start, uint32_t stride, uint64_t count, ExpCheck which);
+    // at most 65535 x 256): {mismatches of exp_rn_fast (fast) or exp_rn_ziv against exp_rn, the
+    // smallest mismatching pattern}.
+    std::array<uint32_t, 2> exp_check(uint32_t start, uint32_t stride, uint64_t count, bool fast);
     // Runs numerics_check.wgsl (lib/numerics.wgsl's primitives; see the shader for the 11 outputs per
     // element) with or without DF_GUARD, for tests that compare them with IEEE double on the host.
     std::vector<float> numerics_check(std::span<const float> a, std::span<const float> b, std::span<const float> v,

@@ -1,5 +1,5 @@
-// exp_check: lib/numerics.wgsl's exp_rn_fast (FAST), exp_rn_ziv (fast paths with Ziv's test) or
-// exp_rn_compact (COMPACT) against exp_rn on the f32 bit patterns start + i * stride (i < count, wrapping; NaN and infinity
+// exp_check: lib/numerics.wgsl's exp_rn_fast (FAST) or exp_rn_ziv (fast paths with Ziv's test)
+// against exp_rn on the f32 bit patterns start + i * stride (i < count, wrapping; NaN and infinity
 // skipped), for WebGpuBackend::exp_check. Writes out[0] += mismatches (atomic) and out[1] = the smallest
 // mismatching bit pattern (atomicMin; 0xffffffff when none).
 //
@@ -8,11 +8,9 @@
 
 // #include "lib/numerics.wgsl"
 
-override FAST: bool = true;      // exp_rn_fast, else exp_rn_ziv
-override COMPACT: bool = false;  // exp_rn_compact instead
+override FAST: bool = true;  // exp_rn_fast, else exp_rn_ziv
 
 fn checked_exp(x: f32) -> f32 {
-    if (COMPACT) { return exp_rn_compact(x); }
     if (FAST) { return exp_rn_fast(x); }
     return exp_rn_ziv(x);
 }

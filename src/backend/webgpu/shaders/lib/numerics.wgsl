@@ -214,14 +214,6 @@ fn exp_rn_ziv(x: f32) -> f32 {
 // relative error of S + d is 2^-45.5, under Ziv's margin of 2^-43. Subnormal results (x < -87.3) go
 // to exp_rn. WebGpuNumerics.ExpRnFastGivesExpRnsBits checks all 2^32 inputs on a GPU.
 fn exp_rn_fast(x: f32) -> f32 {
-    if (EXP_FALLBACK_COMPACT) { return exp_rn_fast_then(x, true); }
-    return exp_rn_fast_then(x, false);
-}
-
-// Whether exp_rn_fast's rare fallback is exp_rn_compact (default) or exp_rn: the same bits.
-override EXP_FALLBACK_COMPACT: bool = true;
-
-fn exp_rn_fast_then(x: f32, compact: bool) -> f32 {
     if (x != x) { return x; }
     if (x > 88.72284) { return x * 3.4e38; }  // overflows to +inf at run time
     if (x < -103.97209) { return 0.0; }
@@ -250,7 +242,6 @@ fn exp_rn_fast_then(x: f32, compact: bool) -> f32 {
     // y a power of two with S + d below it: the float below is half an ulp away.
     if ((bitcast<u32>(y) & 0x007fffffu) == 0u && e < 0.0) { half_ulp = 0.5 * half_ulp; }
     if (abs(abs(e) - half_ulp) <= y * 1.13686838e-13 || k < -125) {  // 2^-43
-        if (compact) { return exp_rn_compact(x); }
         return exp_rn(x);
     }
     return ldexp(y, k);
@@ -356,36 +347,6 @@ fn exp_rn(x: f32) -> f32 {
     s = df_add(df_mul(s, r), vec2<f32>(1.0, 0.0));
     let ki = i32(k);
     if (ki < -125) {  // subnormal result: scale in two steps so only the last one rounds
-        return ldexp(ldexp(s.x, -64) + ldexp(s.y, -64), ki + 64);
-    }
-    return ldexp(s.x + s.y, ki);
-}
-
-// exp_rn(x) with the same operations in the same order, its two Horner chains as loops over the
-// coefficients: little code and few registers, for exp_rn_fast's rare fallback (once in ~330,000
-// calls), whose inlined exp_rn cost decode attention 0.2-0.5% by being there (H200,
-// src/backend/webgpu/README.md). The trip counts depend on the uniform's rn_zero (always 0), so
-// that the compiler keeps the loops rather than unrolling them back into exp_rn.
-const EXP_RN_TAIL = array<f32, 6>(1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 3628800.0, 1.0 / 362880.0,
-                                  1.0 / 40320.0, 1.9841270e-4);  // 1/12! .. 1/7!, as exp_rn's
-const EXP_RN_DF = array<vec2<f32>, 7>(vec2<f32>(1.38888892e-3, -3.3631094e-11), vec2<f32>(8.33333377e-3, -4.3461720e-10),
-                                      vec2<f32>(4.16666679e-2, -1.2417634e-9), vec2<f32>(1.66666672e-1, -4.9670539e-9),
-                                      vec2<f32>(0.5, 0.0), vec2<f32>(1.0, 0.0), vec2<f32>(1.0, 0.0));  // 1/6! .. 1/0!
-fn exp_rn_compact(x: f32) -> f32 {
-    if (x != x) { return x; }
-    if (x > 88.72284) { return x * 3.4e38; }
-    if (x < -103.97209) { return 0.0; }
-    let k = round(x * 1.44269502);
-    var r = two_sum(x, -k * 0.693359375);
-    r = df_add(r, two_prod(-k, -2.12194442e-4));
-    r = df_add(r, two_prod(-k, 1.64659497e-12));
-    let opaque = p.rn_zero >> 31u;  // 0
-    var tail = 1.0 / 6227020800.0;  // 1/13!
-    for (var i = 0u; i < 6u + opaque; i++) { tail = mul_rn(tail, r.x) + EXP_RN_TAIL[min(i, 5u)]; }
-    var s = vec2<f32>(tail, 0.0);
-    for (var i = 0u; i < 7u + opaque; i++) { s = df_add(df_mul(s, r), EXP_RN_DF[min(i, 6u)]); }
-    let ki = i32(k);
-    if (ki < -125) {
         return ldexp(ldexp(s.x, -64) + ldexp(s.y, -64), ki + 64);
     }
     return ldexp(s.x + s.y, ki);
