@@ -1002,6 +1002,46 @@ TEST(WebGpuNumerics, ExpRnZivGivesExpRnsBits) {
     expect_exp_rn_bits(false);
 }
 
+// exp_fixed (the softmax's exp) gives cpu::exp_fixed's bits: on a GPU on every f32 bit pattern
+// (2^32, in 512 dispatches); on a CPU adapter (SwiftShader, slow) on every 4093rd pattern and every
+// 7th of [-1, -0.5] (the softmax's inputs are <= 0). NaN in, NaN out (its payload is the adapter's).
+TEST(WebGpuNumerics, ExpFixedGivesTheCpusBits) {
+    TERN_REQUIRE_WEBGPU();
+    auto * be = dynamic_cast<WebGpuBackend *>(test::shared_webgpu().backend.get());
+    ASSERT_NE(be, nullptr);
+    const bool cpu_adapter = be->device_info().description.find(", CPU)") != std::string::npos;
+    struct Sweep {
+        uint32_t start, stride;
+        uint64_t count;
+    };
+    std::vector<Sweep> sweeps;
+    if (cpu_adapter) {
+        sweeps = {{0u, 4093u, (uint64_t{1} << 32) / 4093}, {0xBF000000u, 7u, (0xBF800000u - 0xBF000000u) / 7 + 1}};
+    } else {
+        sweeps = {{0u, 1u, uint64_t{1} << 32}};
+    }
+    constexpr uint64_t per_call = uint64_t{1} << 23;
+    for (const Sweep & sw : sweeps) {
+        uint64_t n_bad = 0;
+        uint32_t first = 0;
+        for (uint64_t done = 0; done < sw.count; done += per_call) {
+            const uint32_t n     = static_cast<uint32_t>(std::min(per_call, sw.count - done));
+            const uint32_t start = static_cast<uint32_t>(sw.start + done * sw.stride);
+            const auto     got   = be->exp_fixed_values(start, sw.stride, n);
+            for (uint32_t i = 0; i < n; ++i) {
+                const uint32_t bits = start + i * sw.stride;
+                const float    want = cpu::exp_fixed(std::bit_cast<float>(bits));
+                const bool     same = std::isnan(want) ? std::isnan(std::bit_cast<float>(got[i]))
+                                                       : got[i] == std::bit_cast<uint32_t>(want);
+                if (!same && n_bad++ == 0) first = bits;
+            }
+        }
+        EXPECT_EQ(n_bad, 0u) << "patterns from 0x" << std::hex << sw.start << " stride " << std::dec << sw.stride
+                             << ": first mismatch at 0x" << std::hex << first << " (" << std::bit_cast<float>(first)
+                             << ")";
+    }
+}
+
 // lib/numerics.wgsl's error-free transformations and correctly rounded operations against the
 // host's IEEE arithmetic, on whatever adapter runs the tests. With DF_GUARD (what the kernels use)
 // every result must be exact; without it the counts of differences are printed: a compiler that

@@ -230,7 +230,7 @@ public:
                     scores[p] = cpu::dot_blocked16(qh, kcol, hd) * s.scale;
                     max       = std::max(max, scores[p]);
                 }
-                for (int64_t p = 0; p < n; ++p) scores[p] = std::exp(scores[p] - max);
+                for (int64_t p = 0; p < n; ++p) scores[p] = cpu::exp_fixed(scores[p] - max);
                 const float inv = 1.0f / cpu::sum_positions(scores, n);
                 for (int64_t p = 0; p < n; ++p) {
                     scores[p] *= inv;

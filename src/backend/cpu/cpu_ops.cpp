@@ -2,7 +2,9 @@
 #include "backend/cpu/cpu_ops.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 namespace tern::cpu {
@@ -161,5 +163,23 @@ float dot_f32(const float * a, const float * b, int64_t n) {
 }
 
 float silu(float g) { return g / (1.0f + std::exp(-g)); }
+
+float exp_fixed(float x) {
+    if (x != x) return x;
+    if (x > 88.8f) return std::numeric_limits<float>::infinity();
+    const float n = std::nearbyint(x * 1.44269502f);  // (the default rounding mode: half to even)
+    if (n < -125.0f) return 0.0f;
+    const float r1 = x - n * 0.693359375f;  // exact
+    const float r  = r1 + n * 2.12194440e-4f;
+    const float z  = r * r;
+    const float a  = 5.0000001201e-1f + 1.6666665459e-1f * r;
+    const float b  = 4.1665795894e-2f + 8.3334519073e-3f * r;
+    const float c  = 1.3981999507e-3f + 1.9875691500e-4f * r;
+    const float q  = a + (b + c * z) * z;
+    const float y  = (q * z + r) + 1.0f;
+    const int   ni = static_cast<int>(n);
+    const float v  = y * std::bit_cast<float>(static_cast<uint32_t>(std::min(ni, 127) + 127) << 23);
+    return ni == 128 ? v * 2.0f : v;
+}
 
 }  // namespace tern::cpu

@@ -86,4 +86,14 @@ inline float relu2(float g) {
 }
 float silu(float g);
 
+// exp(x) as a fixed sequence of f32 operations, each rounded once: tern's softmax exp, which every
+// backend reproduces bit for bit (lib/numerics.wgsl's exp_fixed), where libm's expf differs by
+// library. x = n ln2 + r with n = round_half_even(x * (float)(1 / ln2)), r = (x - n 0.693359375) +
+// n 2.12194440e-4 (the first product exact), exp(r) = 1 + (r + z q) with z = r^2 and Cephes' degree-5
+// polynomial q = a + (b + c z) z, a = p0 + p1 r, b = p2 + p3 r, c = p4 + p5 r; then times 2^n.
+// Measured on every f32 in [-86.9, 88.7] against expl(): at most 1.004 ulp off, 99.19% correctly
+// rounded. Returns 0 below 2^-125 (x < -86.99, where the result would be subnormal: GPUs may flush
+// those), +inf above 88.8, NaN for NaN.
+float exp_fixed(float x);
+
 }  // namespace tern::cpu

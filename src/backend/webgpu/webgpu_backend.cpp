@@ -308,6 +308,19 @@ std::array<uint32_t, 2> WebGpuBackend::exp_check(uint32_t start, uint32_t stride
     return out;
 }
 
+std::vector<uint32_t> WebGpuBackend::exp_fixed_values(uint32_t start, uint32_t stride, uint32_t count) {
+    TERN_ASSERT(count > 0 && count <= 65535u * 256u, "exp_fixed_values: 1 .. 65535 x 256 patterns per call");
+    auto                  to        = alloc_tensor(*this, DType::i32, {count, 1, 1, 1}, "exp_fixed values");
+    const PipelineKey     key{"exp_fixed_values", "wu", {}};
+    const WGPUBuffer      bufs[]    = {gpu_buffer(to.tensor)};
+    const uint32_t        params[3] = {start, stride, count};
+    step_->dispatch(key, bufs, params, sizeof params, (count + 255) / 256);
+    step_->take_dispatch_count();
+    std::vector<uint32_t> out(count);
+    read(to.tensor, out.data(), out.size() * 4);
+    return out;
+}
+
 std::vector<float> WebGpuBackend::numerics_check(std::span<const float> a, std::span<const float> b,
                                                  std::span<const float> v, bool df_guard) {
     const int64_t n = static_cast<int64_t>(a.size());

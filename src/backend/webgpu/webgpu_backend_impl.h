@@ -205,6 +205,9 @@ public:
     // at most 65535 x 256): {mismatches of exp_rn_fast (fast) or exp_rn_ziv against exp_rn, the
     // smallest mismatching pattern}.
     std::array<uint32_t, 2> exp_check(uint32_t start, uint32_t stride, uint64_t count, bool fast);
+    // exp_fixed_values.wgsl: the bits of lib/numerics.wgsl's exp_fixed on the f32 bit patterns
+    // start + i * stride, i < count (at most 65535 x 256, one dispatch).
+    std::vector<uint32_t> exp_fixed_values(uint32_t start, uint32_t stride, uint32_t count);
     // Runs numerics_check.wgsl (lib/numerics.wgsl's primitives; see the shader for the 11 outputs per
     // element) with or without DF_GUARD, for tests that compare them with IEEE double on the host.
     std::vector<float> numerics_check(std::span<const float> a, std::span<const float> b, std::span<const float> v,

@@ -64,10 +64,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             let i = lid + u * WG;
             if (i < c_n) {
                 if (c0 == 0u) {
-                    first[u] = exp_rn_ziv(first[u] - mx);
+                    first[u] = exp_fixed(first[u] - mx);
                     probs[i] = first[u];
                 } else {
-                    let e = exp_rn_ziv(scores[base + c0 + i] - mx);
+                    let e = exp_fixed(scores[base + c0 + i] - mx);
                     scores[base + c0 + i] = e;
                     probs[i] = e;
                 }

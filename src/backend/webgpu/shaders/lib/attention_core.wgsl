@@ -229,8 +229,10 @@ override K_PIPE: bool = true;
 override EXP_NATIVE: bool = false;
 // exp_rn's bits from exp_rn_fast (default) or from exp_rn itself ($TERN_WEBGPU_CONST=EXP_FAST=0).
 override EXP_FAST: bool = true;
+override EXP_FIXED: bool = true;
 fn att_exp(x: f32) -> f32 {
     if (EXP_NATIVE) { return exp(x); }
+    if (EXP_FIXED) { return exp_fixed(x); }
     if (EXP_FAST) { return exp_rn_fast(x); }
     return exp_rn(x);
 }

@@ -161,6 +161,30 @@ fn df_mul(x: vec2<f32>, y: vec2<f32>) -> vec2<f32> {
     return fast_two_sum(p.x, p.y + (mul_rn(x.x, y.y) + mul_rn(x.y, y.x)));
 }
 
+// exp(x) as a fixed sequence of f32 operations, each rounded once (products that feed an addition
+// through mul_rn), so that every adapter and the CPU (cpu::exp_fixed, which documents the algorithm
+// and its accuracy) give the same bits: the softmax's exp. x = n ln2 + r (ln2 in two parts, n times
+// the first exact), exp(r) = 1 + (r + r^2 P(r)) with P of degree 5 in Estrin's order, times 2^n.
+// 0 where 2^n would be below 2^-125 (x < -86.99: the result would be subnormal, which adapters may
+// flush), +inf above 88.8.
+fn exp_fixed(x: f32) -> f32 {
+    if (x != x) { return x; }
+    if (x > 88.8) { return x * 3.4e38; }          // overflows to +inf at run time
+    let n = round(x * 1.44269502);                  // 1 / ln2
+    if (n < -125.0) { return 0.0; }
+    let r1 = x - n * 0.693359375;                   // exact: n * 0.693359375 has at most 17 bits
+    let r  = r1 + mul_rn(n, 2.12194440e-4);         // ln2 = 0.693359375 - 2.12194440e-4 (+ 7e-12)
+    let z  = r * r;
+    let a  = 5.0000001201e-1 + mul_rn(1.6666665459e-1, r);
+    let b  = 4.1665795894e-2 + mul_rn(8.3334519073e-3, r);
+    let c  = 1.3981999507e-3 + mul_rn(1.9875691500e-4, r);
+    let q  = a + mul_rn(b + mul_rn(c, z), z);
+    let y  = (mul_rn(q, z) + r) + 1.0;
+    let ni = i32(n);
+    let v  = y * bitcast<f32>(u32(min(ni, 127) + 127) << 23u);
+    return select(v, v * 2.0, ni == 128);
+}
+
 // exp_rn(x) (below) with the same bits at about a third of the double-float operations, for kernels
 // that compute many exps at once (the prompt softmax); a single chain of them (decode attention)
 // was slower with it (H200 tg128 584-588 tokens/s against 588-591), so those keep exp_rn.
