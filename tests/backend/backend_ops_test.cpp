@@ -288,10 +288,10 @@ void PrintTo(const BackendCase & c, std::ostream * os) { *os << c.name; }
 std::vector<BackendCase> backend_factories() {
 #ifdef TERN_HAS_WEBGPU
     // WGSL reproduces the reference's order of operations: integer dot products, the f32 summation
-    // orders, double-float where the reference sums in double, correctly rounded division / sqrt /
-    // (SiLU's) exp, the softmax's exp_fixed in the same f32 operations, products rounded with mul_rn
-    // where the reference rounds them, f16 rounding in integer code, host-made RoPE cos/sin. Norm,
-    // quantization, bitlinear, gate_up (ReLU²), attention, embed and the LM head are bit-exact.
+    // orders, double-float where the reference sums in double, correctly rounded division / sqrt,
+    // exp_fixed (the softmax's and SiLU's exp) in the same f32 operations, products rounded with
+    // mul_rn where the reference rounds them, f16 rounding in integer code, host-made RoPE cos/sin.
+    // Norm, quantization, bitlinear, gate_up, attention, embed and the LM head are bit-exact.
     Tolerances webgpu;
     webgpu.bitlinear = 0;
     webgpu.gate_up   = 0;

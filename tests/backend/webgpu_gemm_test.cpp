@@ -195,9 +195,7 @@ TEST_F(WebGpuGemm, GateUpEveryTilingBothActivations) {
                     ASSERT_TRUE(gpu_->set_gemm_tiling(tiling)) << tiling_name(tiling);
                     const std::vector<float> got = run(*gpu_, *wg);
                     if (!tiling) {
-                        // glibc's expf (the CPU's SiLU) is not always correctly rounded; exp_rn is.
-                        expect_near(got, want, silu ? (cpu_adapter_ ? 1e-7 : 1e-5) : (cpu_adapter_ ? 0.0 : 1e-6),
-                                    "default tiling against the CPU");
+                        expect_near(got, want, cpu_adapter_ ? 0.0 : 1e-6, "default tiling against the CPU");
                         first = got;
                     } else {
                         expect_bits_equal(got, first, tiling_name(tiling) + " against the default tiling");

@@ -162,7 +162,7 @@ float dot_f32(const float * a, const float * b, int64_t n) {
     return static_cast<float>(sum);
 }
 
-float silu(float g) { return g / (1.0f + std::exp(-g)); }
+float silu(float g) { return g / (1.0f + exp_fixed(-g)); }
 
 float exp_fixed(float x) {
     if (x != x) return x;

@@ -84,16 +84,18 @@ inline float relu2(float g) {
     const float r = g > 0.0f ? g : 0.0f;
     return r * r;
 }
-float silu(float g);
+float silu(float g);  // g / (1 + exp_fixed(-g))
 
-// exp(x) as a fixed sequence of f32 operations, each rounded once: tern's softmax exp, which every
-// backend reproduces bit for bit (lib/numerics.wgsl's exp_fixed), where libm's expf differs by
-// library. x = n ln2 + r with n = round_half_even(x * (float)(1 / ln2)), r = (x - n 0.693359375) +
-// n 2.12194440e-4 (the first product exact), exp(r) = 1 + (r + z q) with z = r^2 and Cephes' degree-5
-// polynomial q = a + (b + c z) z, a = p0 + p1 r, b = p2 + p3 r, c = p4 + p5 r; then times 2^n.
-// Measured on every f32 in [-86.9, 88.7] against expl(): at most 1.004 ulp off, 99.19% correctly
-// rounded. Returns 0 below 2^-125 (x < -86.99, where the result would be subnormal: GPUs may flush
-// those), +inf above 88.8, NaN for NaN.
+// exp(x) as a fixed sequence of f32 operations, each rounded once: tern's softmax and SiLU exp, which every
+// backend reproduces bit for bit (lib/numerics.wgsl's exp_fixed; libm's expf differs by library and
+// a correctly rounded exp costs a GPU ~1% of decode, src/backend/webgpu/README.md "Numerics"):
+//   n = round_half_even(x * 1.44269502f),  r = (x - n * 0.693359375f) + n * 2.12194440e-4f
+//   (ln2 in two parts, the first product exact),  z = r * r,
+//   exp(r) = 1 + (r + z q),  q = a + (b + c z) z,  a = 1/2 + c1 r,  b = c2 + c3 r,  c = c4 + c5 r
+//   (Cephes' expf polynomial in Estrin's order),  result = that * 2^n.
+// Measured on every f32 in [-86.9, 88.7] against expl() (tools/exp_fixed_check.cpp): at most 1.004
+// ulp off, 99.19% correctly rounded. Returns 0 below 2^-125 (x < -86.99, where the result would be
+// subnormal, which GPUs may flush), +inf above 88.8, NaN for NaN.
 float exp_fixed(float x);
 
 }  // namespace tern::cpu

@@ -13,7 +13,7 @@
 // attention.wgsl took ~51 ms (README.md).
 // Same numerics as attention.wgsl and the CPU, bit for bit: the same products, the scores' sums in
 // cpu::dot_blocked16's order, the softmax and P·V sums in cpu::sum_positions's, mul_rn scaling,
-// exp_rn, f16 rounding of q and of the probabilities.
+// exp_fixed, f16 rounding of q and of the probabilities.
 // Long prompts over long caches run in token chunks so that the score buffer stays within a budget.
 #include "backend/webgpu/webgpu_backend_impl.h"
 

@@ -290,24 +290,6 @@ void WebGpuBackend::probe_numerics() {
                   numerics_.mul_rn_rounds ? "rounds" : "CONTRACTED", inexact, n);
 }
 
-std::array<uint32_t, 2> WebGpuBackend::exp_check(uint32_t start, uint32_t stride, uint64_t count, bool fast) {
-    auto                        to   = alloc_tensor(*this, DType::i32, {2, 1, 1, 1}, "exp check");
-    const std::array<uint32_t, 2> init = {0u, 0xffffffffu};
-    write(to.tensor, init.data(), sizeof init);
-    const PipelineKey key{"exp_check", "wu", {{{"FAST", fast ? 1.0 : 0.0}}}};
-    const WGPUBuffer  bufs[] = {gpu_buffer(to.tensor)};
-    constexpr uint64_t per_dispatch = uint64_t{65535} * 256;  // the default workgroup count limit
-    for (uint64_t done = 0; done < count; done += per_dispatch) {
-        const uint32_t n         = static_cast<uint32_t>(std::min(per_dispatch, count - done));
-        const uint32_t params[3] = {static_cast<uint32_t>(start + done * stride), stride, n};
-        step_->dispatch(key, bufs, params, sizeof params, (n + 255) / 256);
-    }
-    step_->take_dispatch_count();
-    std::array<uint32_t, 2> out{};
-    read(to.tensor, out.data(), sizeof out);
-    return out;
-}
-
 std::vector<uint32_t> WebGpuBackend::exp_fixed_values(uint32_t start, uint32_t stride, uint32_t count) {
     TERN_ASSERT(count > 0 && count <= 65535u * 256u, "exp_fixed_values: 1 .. 65535 x 256 patterns per call");
     auto                  to        = alloc_tensor(*this, DType::i32, {count, 1, 1, 1}, "exp_fixed values");

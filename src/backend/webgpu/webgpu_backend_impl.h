@@ -201,10 +201,6 @@ public:
     // What subgroup_matrix_probe should return for a and b_cols: the integer product, on the CPU.
     static std::vector<int32_t> subgroup_matrix_probe_product(const std::vector<int8_t> & a,
                                                               const std::vector<int8_t> & b_cols);
-    // Runs exp_check.wgsl over the f32 bit patterns start + i * stride (i < count, in dispatches of
-    // at most 65535 x 256): {mismatches of exp_rn_fast (fast) or exp_rn_ziv against exp_rn, the
-    // smallest mismatching pattern}.
-    std::array<uint32_t, 2> exp_check(uint32_t start, uint32_t stride, uint64_t count, bool fast);
     // exp_fixed_values.wgsl: the bits of lib/numerics.wgsl's exp_fixed on the f32 bit patterns
     // start + i * stride, i < count (at most 65535 x 256, one dispatch).
     std::vector<uint32_t> exp_fixed_values(uint32_t start, uint32_t stride, uint32_t count);

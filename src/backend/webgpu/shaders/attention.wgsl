@@ -1,9 +1,8 @@
 // attention: causal GQA attention of T queries at positions pos0 + t over the KV cache positions
 // [0, pos0 + t], in the CPU reference's order of operations (CpuBackend::attention), bit for bit:
-// scores q·k in cpu::dot_blocked16's order, * scale, max, exp, sum in cpu::sum_positions's order,
-// p = e * (1 / sum), p rounded to f16 when V is f16, out = sum_p p v in cpu::sum_positions's order.
-// q is rounded to f16 first when K is f16. Only exp differs from the CPU's std::exp by an ulp here
-// and there (exp_rn is correctly rounded, glibc's expf not always).
+// scores q·k in cpu::dot_blocked16's order, * scale, max, exp_fixed (cpu::exp_fixed's operations),
+// sum in cpu::sum_positions's order, p = e * (1 / sum), p rounded to f16 when V is f16, out =
+// sum_p p v in cpu::sum_positions's order. q is rounded to f16 first when K is f16.
 //
 //   q: [n_head hd, T] f32   k_cache, v_cache: [n_head_kv hd, n_ctx] f16 pairs or f32 (u32 words)
 //   out: [n_head hd, T] f32

@@ -1,7 +1,7 @@
 // attention_prefill_softmax: the second prompt-attention kernel (webgpu_attention_prefill.cpp). Turns
 // each row of scores written by attention_prefill_scores.wgsl into probabilities, in place, with
 // attention.wgsl's numerics (the CPU's order of operations):
-//   mx = max_pos s,  e = exp_rn(s - mx) (computed by exp_rn_ziv),
+//   mx = max_pos s,  e = exp_fixed(s - mx),
 //   sum = sum_pos e (cpu::sum_positions's order),  inv = 1 / sum,  prob = e * inv,
 // rounded to f16 with an f16 V cache.
 // Row r of KV head kvh (token t = r / G) holds positions 0 .. pos0 + t; nothing past them is touched.

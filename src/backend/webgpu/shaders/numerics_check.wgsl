@@ -2,7 +2,7 @@
 // them with the host's IEEE double arithmetic on whatever adapter runs it (tests only).
 //
 //   a, b: [n] f32   v: [n][32] f32   out: [n][11] f32 = two_sum(a, b) (s, e), df sum of v[i] as f32,
-//   div_rn(a, b), sqrt_rn(|a|), two_prod(a, b).e, exp_rn(b / 4), df_div_f(df sum of v[i], 32),
+//   div_rn(a, b), sqrt_rn(|a|), two_prod(a, b).e, exp_fixed(b / 4), df_div_f(df sum of v[i], 32),
 //   the f32 sum of v[i] in order (one chain), the f32 sum of mul_rn(v[i][j], v[i][31 - j]) in order,
 //   the int8 code i8_codes(a * b) as a value
 // Bindings: 0 a, 1 b, 2 v (read), 3 out (read_write), 4 params (uniform)
@@ -43,7 +43,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     out[o + 3u] = div_rn(x, y);
     out[o + 4u] = sqrt_rn(abs(x));
     out[o + 5u] = two_prod(x, y).y;
-    out[o + 6u] = exp_rn(y / 4.0);
+    out[o + 6u] = exp_fixed(y / 4.0);
     out[o + 7u] = df_div_f(acc, 32.0);
     out[o + 8u] = chain;
     out[o + 9u] = dot_chain;

@@ -224,17 +224,12 @@ fn k_regs_row_sum(kr: array<u32, 16>, kr_block: u32, kr_lane0: u32) -> f32 {
 // slower: 2.00 and 2.61 with both.)
 override K_PIPE: bool = true;
 
-// A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=EXP_NATIVE=1): the exp sum of one
-// query with WGSL's exp (a few ulps) instead of a correctly rounded one, to see what that costs.
+// A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=EXP_NATIVE=1): the exp sum with
+// WGSL's exp (a few ulps) instead of exp_fixed (the CPU's bits), to see what that costs.
 override EXP_NATIVE: bool = false;
-// exp_rn's bits from exp_rn_fast (default) or from exp_rn itself ($TERN_WEBGPU_CONST=EXP_FAST=0).
-override EXP_FAST: bool = true;
-override EXP_FIXED: bool = true;
 fn att_exp(x: f32) -> f32 {
     if (EXP_NATIVE) { return exp(x); }
-    if (EXP_FIXED) { return exp_fixed(x); }
-    if (EXP_FAST) { return exp_rn_fast(x); }
-    return exp_rn(x);
+    return exp_fixed(x);
 }
 
 // The short form (one query over at most short_positions() positions, its own pipeline; the host
