@@ -964,8 +964,9 @@ TEST(WebGpuNumerics, MulRnRoundsTheProductBeforeTheAdd) {
 }
 
 // exp_fixed (the softmax's exp) gives cpu::exp_fixed's bits: on a GPU on every f32 bit pattern
-// (2^32, in 512 dispatches); on a CPU adapter (SwiftShader, slow) on every 4093rd pattern and every
-// 7th of [-1, -0.5] (the softmax's inputs are <= 0). NaN in, NaN out (its payload is the adapter's).
+// (2^32, in 512 dispatches); on a CPU adapter (SwiftShader, slow) on every 4093rd pattern, every
+// 7th of [-1, -0.5] (the softmax's inputs are <= 0) and every pattern near the edges where 0 and
+// +inf take over. NaN in, NaN out (its payload is the adapter's).
 TEST(WebGpuNumerics, ExpFixedGivesTheCpusBits) {
     TERN_REQUIRE_WEBGPU();
     auto * be = dynamic_cast<WebGpuBackend *>(test::shared_webgpu().backend.get());
@@ -977,7 +978,10 @@ TEST(WebGpuNumerics, ExpFixedGivesTheCpusBits) {
     };
     std::vector<Sweep> sweeps;
     if (cpu_adapter) {
-        sweeps = {{0u, 4093u, (uint64_t{1} << 32) / 4093}, {0xBF000000u, 7u, (0xBF800000u - 0xBF000000u) / 7 + 1}};
+        sweeps = {{0u, 4093u, (uint64_t{1} << 32) / 4093}, {0xBF000000u, 7u, (0xBF800000u - 0xBF000000u) / 7 + 1},
+                  // the edges: from -86.9 down past -87.0 (where 0 takes over), from 88.7 up past
+                  // 88.8 (n = 128, then +inf), both infinities and a NaN
+                  {0xC2ADCCCDu, 1u, 30000}, {0x42B16666u, 1u, 30000}, {0x7F800000u, 0x80000000u, 2}, {0x7FC00000u, 1u, 1}};
     } else {
         sweeps = {{0u, 1u, uint64_t{1} << 32}};
     }
