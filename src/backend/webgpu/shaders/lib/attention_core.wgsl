@@ -297,9 +297,9 @@ fn attend_short(lid: u32, h: u32, t: u32, n: u32, kv_base: u32, kc: u32, k0: arr
     let mx = wg_max(lid, m);  // (its barrier also makes sc visible)
 
     // exp(score - max) of position 32 g + lane, and block g's sum in order from its first position.
-    // (Computed in every lane, past n too, and selected: no branch around the exponential.)
     let pos = 32u * g + lane;
-    let e   = select(0.0, att_exp(sc[min(pos, SC_MAX - 1u)] - mx), g < groups && pos < n);
+    var e = 0.0;
+    if (g < groups && pos < n) { e = att_exp(sc[pos] - mx); }
     var bsum = 0.0;
     for (var u = 0u; u < 32u; u++) {
         let eu = sg_shuffle(e, u);

@@ -153,10 +153,13 @@ fn df_div_f(x: vec2<f32>, n: f32) -> f32 {
 // parts, n times the first exact), exp(r) = 1 + (r + r^2 P(r)) with P of degree 5 in Estrin's
 // order, times 2^n.
 // 0 where 2^n would be below 2^-125 (x < -86.99: the result would be subnormal, which adapters may
-// flush), +inf above 88.8, NaN for NaN. No branch: the edge cases are selected at the end (NaN
-// propagates through the operations; -inf gives NaN there, and n < -125 selects 0).
+// flush), +inf above 88.8, NaN for NaN. (A form without branches, the edges selected at the end,
+// measured the same: H200 tg128 976.8-990.1 tokens/s against 986.8-990.0, commit 628b3de.)
 fn exp_fixed(x: f32) -> f32 {
-    let n  = round(x * 1.44269502);                 // 1 / ln2
+    if (x != x) { return x; }
+    if (x > 88.8) { return x * 3.4e38; }          // overflows to +inf at run time
+    let n = round(x * 1.44269502);                  // 1 / ln2
+    if (n < -125.0) { return 0.0; }
     let r1 = x - n * 0.693359375;                   // exact: n * 0.693359375 has at most 17 bits
     let r  = r1 + mul_rn(n, 2.12194440e-4);         // ln2 = 0.693359375 - 2.12194440e-4 (+ 1.6e-12)
     let z  = r * r;
@@ -165,11 +168,9 @@ fn exp_fixed(x: f32) -> f32 {
     let c  = 1.3981999507e-3 + mul_rn(1.9875691500e-4, r);
     let q  = a + mul_rn(b + mul_rn(c, z), z);
     let y  = (mul_rn(q, z) + r) + 1.0;
-    let ni = i32(clamp(n, -126.0, 128.0));
+    let ni = i32(n);
     let v  = y * bitcast<f32>(u32(min(ni, 127) + 127) << 23u);
-    let w  = select(v, v * 2.0, ni == 128);
-    // x * 3.4e38 overflows to +inf at run time (a constant inf is invalid WGSL).
-    return select(select(w, 0.0, n < -125.0), x * 3.4e38, x > 88.8);
+    return select(v, v * 2.0, ni == 128);
 }
 
 // IEEE binary16 bits of f, rounded to nearest even (the same function as core/fp16.h fp32_to_fp16).
