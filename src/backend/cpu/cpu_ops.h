@@ -86,9 +86,10 @@ inline float relu2(float g) {
 }
 float silu(float g);  // g / (1 + exp_fixed(-g))
 
-// exp(x) as a fixed sequence of f32 operations, each rounded once: tern's softmax and SiLU exp, which every
-// backend reproduces bit for bit (lib/numerics.wgsl's exp_fixed; libm's expf differs by library and
-// a correctly rounded exp costs a GPU ~1% of decode, src/backend/webgpu/README.md "Numerics"):
+// exp(x) as a fixed sequence of f32 operations, each rounded once: tern's softmax and SiLU exp,
+// which every backend reproduces bit for bit (lib/numerics.wgsl's exp_fixed; libm's expf differs by
+// library, and a correctly rounded exp cost a GPU ~1% of decode: src/backend/webgpu/README.md,
+// "Numerics"). The constants c1 .. c5 are in cpu_ops.cpp:
 //   n = round_half_even(x * 1.44269502f),  r = (x - n * 0.693359375f) + n * 2.12194440e-4f
 //   (ln2 in two parts, the first product exact),  z = r * r,
 //   exp(r) = 1 + (r + z q),  q = a + (b + c z) z,  a = 1/2 + c1 r,  b = c2 + c3 r,  c = c4 + c5 r
