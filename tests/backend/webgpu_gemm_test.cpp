@@ -63,7 +63,7 @@ protected:
         TERN_REQUIRE_WEBGPU();
         gpu_ = dynamic_cast<WebGpuBackend *>(test::shared_webgpu().backend.get());
         ASSERT_NE(gpu_, nullptr);
-        cpu_adapter_ = gpu_->device_info().description.find(", CPU)") != std::string::npos;
+        cpu_adapter_ = test::is_cpu_adapter(*gpu_);
     }
     void TearDown() override {
         if (gpu_) {

@@ -31,7 +31,7 @@ namespace {
 // Bit-exact on a CPU adapter; `gpu_tol` (relative to 1 + |want|) on a real GPU.
 double tolerance(double gpu_tol) {
     const auto & be = test::shared_webgpu().backend;
-    return be && be->device_info().description.find(", CPU)") != std::string::npos ? 0.0 : gpu_tol;
+    return be && test::is_cpu_adapter(*be) ? 0.0 : gpu_tol;
 }
 
 void expect_close(const std::vector<float> & got, const std::vector<float> & want, double tol, const std::string & what) {
@@ -971,7 +971,7 @@ TEST(WebGpuNumerics, ExpFixedGivesTheCpusBits) {
     TERN_REQUIRE_WEBGPU();
     auto * be = dynamic_cast<WebGpuBackend *>(test::shared_webgpu().backend.get());
     ASSERT_NE(be, nullptr);
-    const bool cpu_adapter = be->device_info().description.find(", CPU)") != std::string::npos;
+    const bool cpu_adapter = test::is_cpu_adapter(*be);
     struct Sweep {
         uint32_t start, stride;
         uint64_t count;

@@ -32,6 +32,11 @@ inline const SharedWebGpu & shared_webgpu() {
     return shared;
 }
 
+// Whether `b` runs on a CPU adapter (SwiftShader): bit-exact everywhere, and slow.
+inline bool is_cpu_adapter(const Backend & b) {
+    return b.device_info().description.find(", CPU)") != std::string::npos;
+}
+
 }  // namespace tern::test
 
 // Skips the current test when no WebGPU device is available, with the reason.
