@@ -77,31 +77,6 @@ struct RopeTable {
     std::unique_ptr<GpuBuffer> buffer;  // [n_pos][n_rot / 2] (cos, sin) f32
 };
 
-// The uniform of the decode heads (shaders/lib/head_params.wgsl: the same fields in the same order).
-struct HeadParams {
-    uint32_t n_vocab, x_offset, out_offset, round_input, k;
-    float    eps;
-    uint32_t partial_offset;
-    uint32_t thr_slot;    // lm_head_i8_argmax.wgsl EXACT_TAIL
-    uint32_t ids_offset;  // lm_head_i8_embed.wgsl (the rest: zero elsewhere)
-    uint32_t stats_out;
-    uint32_t fold_tag;
-};
-
-// A greedy int8 head with its exact tail, planned by norm_lm_head_argmax and recorded later
-// (WebGpuBackend::embed): with the next step's embed of its id as lm_head_i8_embed.wgsl, else as
-// lm_head_i8_argmax.wgsl + argmax_final.
-struct HeadI8Plan {
-    PipelineKey                key;      // lm_head_i8_argmax's
-    std::array<WGPUBuffer, 8>  buffers{};
-    HeadParams                 params{};
-    uint32_t                   groups = 0;
-    const GpuTable *           table  = nullptr;
-    WGPUBuffer                 x      = nullptr;  // the head's input (buffers[2])
-    WGPUBuffer                 ids    = nullptr;  // where the id goes
-    uint64_t                   ids_byte_offset = 0;
-};
-
 class WebGpuBackend final : public Backend {
 public:
     explicit WebGpuBackend(const WebGpuOptions & options);
@@ -399,17 +374,8 @@ private:
     // exact_tail: the kernel recomputes its candidate rows itself (EXACT_TAIL) and leaves each
     // workgroup's exact best in head_exact_ (from pair 1; pair 0 holds its threshold slots), where
     // argmax_final reads them: no argmax_exact. Returns its workgroups, 0 when it does not apply.
-    // With `plan` (exact_tail only) the dispatch is planned there and not recorded.
     uint32_t try_decode_head_i8(const Tensor & logits, const GpuTable & head, const Tensor & x, const GpuNorm & norm,
-                                float eps, bool round_input_f16, bool exact_tail = false, HeadI8Plan * plan = nullptr);
-    // Whether lm_head_i8_embed.wgsl can run this head (and embed from its table) on this device.
-    bool head_embed_fits(const GpuTable & head) const;
-    // Records folded_head_ as planned: lm_head_i8_argmax.wgsl, then argmax_final into its ids (or,
-    // defer_final, argmax_final deferred as norm_lm_head_argmax defers it, for embed_argmax.wgsl).
-    void record_folded_head_plain(bool defer_final);
-    // Records folded_head_ with the embed of its id into x (lm_head_i8_embed.wgsl); false (nothing
-    // recorded) unless x and the table are the head's own.
-    bool record_folded_head_embed(const Tensor & x, const GpuTable & table);
+                                float eps, bool round_input_f16, bool exact_tail = false);
     // argmax_exact.wgsl after a fast head that left n_bounds lower bounds (int8: that head was the
     // int8 copy): top_k = 0 writes each group's best (value, index) to exact_partial_ for
     // argmax_final; top_k > 0 overwrites `logits` with the exact logits of the rows that can be among
@@ -495,10 +461,6 @@ private:
     // the tail heads use the slots in turn (head_thr_slot_), each zeroing the other for the next.
     std::unique_ptr<GpuBuffer> head_exact_;
     uint32_t                   head_thr_slot_ = 0;
-    // The greedy head that waits for the next embed (defer), and the tag of the last one recorded
-    // with it (1 .. 65535, lm_head_i8_embed.wgsl).
-    std::optional<HeadI8Plan> folded_head_;
-    uint32_t                  fold_tag_ = 0;
     // The argmax_final that waits for the next embed (defer): its pairs' buffer, first pair, count.
     WGPUBuffer folded_pairs_        = nullptr;
     uint32_t   folded_pairs_offset_ = 0;

@@ -47,9 +47,18 @@ uint32_t prefetch_loads_on_free_units(uint64_t words, uint32_t wg, uint32_t busy
 
 namespace {
 
+// The uniform of the decode heads (shaders/lib/head_params.wgsl, for lm_head_f16_decode.wgsl and
+// lm_head_i8_argmax.wgsl).
+struct HeadParams {
+    uint32_t n_vocab, x_offset, out_offset, round_input, k;
+    float    eps;
+    uint32_t partial_offset;
+    uint32_t thr_slot;  // lm_head_i8_argmax.wgsl EXACT_TAIL
+};
+
 HeadParams head_params(const Weight & head, const Tensor & x, const Tensor & logits, bool round_input_f16, float eps) {
     return {static_cast<uint32_t>(head.n_rows), gpu_offset(x, 4), gpu_offset(logits, 4), round_input_f16 ? 1u : 0u,
-            static_cast<uint32_t>(head.n_cols), eps, 0, 0, 0, 0, 0};
+            static_cast<uint32_t>(head.n_cols), eps, 0, 0};
 }
 
 // argmax_exact.wgsl's MAX_BOUNDS: the most lower bounds its TOP_K mode ranks.
@@ -455,9 +464,7 @@ std::vector<float> WebGpuBackend::read_greedy_head_bounds(int64_t n_rows) {
 }
 
 uint32_t WebGpuBackend::try_decode_head_i8(const Tensor & logits, const GpuTable & head, const Tensor & x,
-                                           const GpuNorm & norm, float eps, bool round_input_f16, bool exact_tail,
-                                           HeadI8Plan * plan) {
-    TERN_ASSERT(!plan || exact_tail, "try_decode_head_i8: a plan is for the exact tail's head");
+                                           const GpuNorm & norm, float eps, bool round_input_f16, bool exact_tail) {
     if (x.ne[1] != 1 || !ensure_head_q8(head)) return 0;
     const uint32_t n_vocab = static_cast<uint32_t>(head.n_rows);
     const auto     k       = static_cast<double>(head.n_cols);
@@ -498,26 +505,17 @@ uint32_t WebGpuBackend::try_decode_head_i8(const Tensor & logits, const GpuTable
     const WGPUBuffer partials = argmax_partials((static_cast<size_t>(groups) + n_vocab) * 8);
     HeadParams       p        = head_params(head, x, logits, round_input_f16, eps);
     // The exact tail's pairs and threshold slots (zeroed when the buffer is made: key 0, no bound).
-    // Slots, pairs, lm_head_i8_embed.wgsl's tagged words and count (grown() records a deferred
-    // dispatch that may bind the buffer it replaces first).
-    const WGPUBuffer exact = grown(head_exact_, (3 + 6 * static_cast<size_t>(groups)) * 4, "head exact argmax");
+    // (A deferred argmax_final may bind the buffer that grown() would replace: it is recorded first.)
+    step_->run_deferred();
+    const WGPUBuffer exact = grown(head_exact_, (2 + 2 * static_cast<size_t>(groups)) * 4, "head exact argmax");
     if (exact_tail) {
         p.thr_slot     = head_thr_slot_;
         head_thr_slot_ = 1 - head_thr_slot_;
     }
-    const std::array<WGPUBuffer, 8> bufs = {head.q8->get(),     head.q8_info->get(), gpu_buffer(x), norm.buffer->get(),
-                                            gpu_buffer(logits), partials,            head.buffer->get(), exact};
-    head_partials_ = {};
-    if (plan) {
-        plan->key     = key;
-        plan->buffers = bufs;
-        plan->params  = p;
-        plan->groups  = groups;
-        plan->table   = &head;
-        plan->x       = gpu_buffer(x);
-        return groups;
-    }
+    const WGPUBuffer  bufs[] = {head.q8->get(),     head.q8_info->get(), gpu_buffer(x), norm.buffer->get(),
+                                gpu_buffer(logits), partials,            head.buffer->get(), exact};
     step_->dispatch(key, bufs, &p, sizeof p, groups);
+    head_partials_ = {};
     return groups;
 }
 
@@ -679,21 +677,6 @@ void WebGpuBackend::norm_lm_head_argmax(const Tensor & ids, const Tensor & logit
     bool           int8     = false;
     // The int8 head recomputes its own candidates (EXACT_TAIL) unless $TERN_WEBGPU_HEAD_EXACT_TAIL=0.
     static const bool tail = env_u32("TERN_WEBGPU_HEAD_EXACT_TAIL", 1) != 0;
-    // The int8 head with its tail may wait for the next step's embed of its id and do that embed
-    // itself (lm_head_i8_embed.wgsl: record_folded_head_embed): $TERN_WEBGPU_HEAD_EMBED=0 turns it off.
-    static const bool head_embed = env_u32("TERN_WEBGPU_HEAD_EMBED", 1) != 0;
-    static const bool fold       = env_u32("TERN_WEBGPU_FOLD_ARGMAX", 1) != 0;
-    if (!exact_head && fuse_norms_ && fits && tail && fold && head_embed && head_embed_fits(*e)) {
-        HeadI8Plan plan;
-        if (try_decode_head_i8(logits, *e, x, *nw, eps, round_input_f16, true, &plan) > 0) {
-            plan.ids             = gpu_buffer(ids);
-            plan.ids_byte_offset = ids.offset;
-            plan.params.ids_offset = gpu_offset(ids, 4);
-            step_->defer(plan.ids, plan.ids_byte_offset, [this] { record_folded_head_plain(false); });
-            folded_head_ = plan;  // (after defer(), which records an earlier deferred dispatch)
-            return;
-        }
-    }
     if (!exact_head && fuse_norms_ && fits) {
         n_bounds = try_decode_head_i8(logits, *e, x, *nw, eps, round_input_f16, tail);
         int8     = n_bounds > 0;
@@ -713,7 +696,8 @@ void WebGpuBackend::norm_lm_head_argmax(const Tensor & ids, const Tensor & logit
     // argmax_final reduces the groups' winners into ids. It waits (StepEncoder::defer) until the next
     // command: when that is the next step's embed of this id, embed_argmax.wgsl does both in one
     // dispatch (WebGpuBackend::embed); anything else records it first. $TERN_WEBGPU_FOLD_ARGMAX=0
-    // records it at once (and turns the head's own embed off).
+    // records it at once.
+    static const bool fold = env_u32("TERN_WEBGPU_FOLD_ARGMAX", 1) != 0;
     const WGPUBuffer  ids_buffer = gpu_buffer(ids);
     const uint32_t    ids_offset = gpu_offset(ids, 4);
     auto              record     = [this, groups, pairs, first, ids_buffer, ids_offset] {
@@ -732,62 +716,6 @@ void WebGpuBackend::norm_lm_head_argmax(const Tensor & ids, const Tensor & logit
     folded_pairs_offset_ = first;
     folded_chunks_       = groups;
     step_->defer(ids_buffer, ids.offset, std::move(record));
-}
-
-bool WebGpuBackend::head_embed_fits(const GpuTable & head) const {
-    // 10 storage buffers (WebGPU's default limit is 8; the adapters measured here allow 10), rows of
-    // whole norm blocks, the F16 table (its rows are what embed.wgsl reads).
-    return ctx_.limits().maxStorageBuffersPerShaderStage >= 10 && head.f16 && head.n_cols % 32 == 0;
-}
-
-void WebGpuBackend::record_folded_head_plain(bool defer_final) {
-    TERN_ASSERT(folded_head_.has_value(), "record_folded_head_plain: no head waits");
-    const HeadI8Plan plan = *folded_head_;
-    folded_head_.reset();
-    step_->dispatch(plan.key, plan.buffers, &plan.params, sizeof plan.params, plan.groups);
-    auto record = [this, plan] {
-        struct {
-            uint32_t n_chunks, ids_offset, chunks_offset;
-        } pf{plan.groups, plan.params.ids_offset, 1};  // (vec2 index: pair 0 holds the threshold slots)
-        const PipelineKey key_final{"argmax_final", "rwu", {{{"WG", 256}}}};
-        const WGPUBuffer  bufs_final[] = {plan.buffers[7], plan.ids};
-        step_->dispatch(key_final, bufs_final, &pf, sizeof pf, 1);
-    };
-    if (!defer_final) {
-        record();
-        return;
-    }
-    // As norm_lm_head_argmax defers argmax_final for embed_argmax.wgsl.
-    folded_pairs_        = plan.buffers[7];
-    folded_pairs_offset_ = 1;
-    folded_chunks_       = plan.groups;
-    step_->defer(plan.ids, plan.ids_byte_offset, std::move(record));
-}
-
-bool WebGpuBackend::record_folded_head_embed(const Tensor & x, const GpuTable & table) {
-    TERN_ASSERT(folded_head_.has_value(), "record_folded_head_embed: no head waits");
-    const HeadI8Plan & plan = *folded_head_;
-    if (&table != plan.table || gpu_buffer(x) != plan.x || gpu_offset(x, 4) != plan.params.x_offset ||
-        x.ne[0] != table.n_cols || x.ne[1] != 1 || !step_->take_deferred(plan.ids, plan.ids_byte_offset)) {
-        return false;
-    }
-    const bool     stats_out = stats_fit(table.n_cols);
-    const uint32_t out_slot  = stats_out_slot();
-    HeadParams     p         = plan.params;
-    p.stats_out              = out_slot;
-    fold_tag_                = fold_tag_ % 65535 + 1;
-    p.fold_tag               = fold_tag_;
-    PipelineKey key = plan.key;
-    key.shader      = ternary_shader("lm_head_i8_embed");
-    key.signature   = "rrwrwwrwwwu";
-    key.add("STATS_OUT", stats_out ? 1.0 : 0.0);
-    const WGPUBuffer bufs[] = {plan.buffers[0], plan.buffers[1], plan.buffers[2], plan.buffers[3], plan.buffers[4],
-                               plan.buffers[5], plan.buffers[6], plan.buffers[7], plan.ids,        stats_buffer()};
-    const uint32_t groups = plan.groups;
-    folded_head_.reset();
-    step_->dispatch(key, bufs, &p, sizeof p, groups);
-    if (stats_out) stats_written(x, out_slot);
-    return true;
 }
 
 }  // namespace tern

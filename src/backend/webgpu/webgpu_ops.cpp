@@ -58,7 +58,6 @@ std::string_view WebGpuBackend::ternary_shader(std::string_view base) const {
     if (base == "qkv_rope_decode") return dot4_native_ ? "qkv_rope_decode" : "qkv_rope_decode_nodp4";
     if (base == "layer_decode") return dot4_native_ ? "layer_decode" : "layer_decode_nodp4";
     if (base == "lm_head_i8_argmax") return dot4_native_ ? "lm_head_i8_argmax" : "lm_head_i8_argmax_nodp4";
-    if (base == "lm_head_i8_embed") return dot4_native_ ? "lm_head_i8_embed" : "lm_head_i8_embed_nodp4";
     TERN_ASSERT(false, "no ternary shader '%.*s'", static_cast<int>(base.size()), base.data());
     return {};
 }
@@ -73,14 +72,6 @@ void WebGpuBackend::embed(const Tensor & x, const Weight & token_embd, const Ten
     struct {
         uint32_t n_embd, n_vocab, table_offset, ids_offset, x_offset, x_stride, stats_out;
     } p{u32(e->n_cols), u32(e->n_rows), 0, gpu_offset(tokens, 4), gpu_offset(x, 4), u32(x.ne[0]), out_slot};
-    if (n_tok == 1 && folded_head_ && folded_head_->ids == gpu_buffer(tokens) &&
-        folded_head_->ids_byte_offset == tokens.offset) {
-        // The previous step's greedy head waits for this embed of its id: it embeds the id itself.
-        if (record_folded_head_embed(x, *e)) return;
-        // Not into the head's x or not from its table: the head as planned, its argmax_final with
-        // this embed (below).
-        if (step_->take_deferred(gpu_buffer(tokens), tokens.offset)) record_folded_head_plain(true);
-    }
     if (n_tok == 1 && step_->take_deferred(gpu_buffer(tokens), tokens.offset)) {
         // The previous step's greedy argmax left its last stage for this embed (norm_lm_head_argmax):
         // both in one dispatch, which also writes the id.

@@ -53,7 +53,56 @@ requires packed_4x8_integer_dot_product;
 // #include "lib/wg_reduce.wgsl"
 // #include "lib/sum_squares.wgsl"
 
-// #include "lib/head_i8_body.wgsl"
+override K: u32 = 2560u;      // elements per row, a multiple of 16, at most 4096
+override NORM: bool = true;   // h = rms_norm(x) * nw first
+override BLOCKS: u32 = 1u;    // 64-row blocks per workgroup (the prologue is paid once per workgroup)
+// A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=HEAD_STOP=n): 1 replaces the dot4s
+// by an XOR of the loaded words; with HEAD_G = false, 2 skips the prologue (h is not staged), 3 the
+// grid's two workgroup reductions (each invocation's own max and sum), 4 the norm (h = x).
+override HEAD_STOP: u32 = 0u;
+override PER_LANE: u32 = (K / 16u + 31u) / 32u;  // vec4 loads per lane per row (<= 8)
+override WG: u32 = 256u;      // fixed (the teams; lib/inv_rms.wgsl and lib/best_index.wgsl size by it)
+override TEAM_SG: bool = false;  // the host sets it when subgroups are exactly 32 invocations
+// Block b of workgroup w is table block b * groups + w: the workgroups sweep the table together,
+// as the copy kernel does. With each workgroup on its own contiguous slice of BLOCKS blocks
+// (block w * BLOCKS + b; $TERN_WEBGPU_CONST=HEAD_STRIDED=0) the H100 decoded tg128 at 716 tokens/s
+// against 725-728 strided (alternating rounds).
+override HEAD_STRIDED: bool = true;
+override EXACT_TAIL: bool = false;
+// The lanes' words of h's grid in registers rather than read from workgroup memory for every row
+// (the same words for every row a lane visits). H200 tg128 955.7-959.5 tokens/s against 954.7-956.5
+// (alternating rounds; 0.07-0.5% in four of five pairs, none in the fifth).
+override H_REGS: bool = true;
+// A timing aid (results are wrong when set): 1 ends the tail after its list, 2 before it, 3 before
+// it at run time (a uniform the compiler cannot know: the tail's code stays in the kernel).
+override TAIL_STOP: u32 = 0u;
+// Rows touched ahead (HEAD_TOUCH > 0, a tuning aid; off): while a team dots row r and holds row
+// r + 1 in registers, each lane also loads one word per 64 bytes of row r + 1 + HEAD_TOUCH, so that
+// the row is on its way into L2 before its full load (and, before h is staged, rows 1 .. HEAD_TOUCH
+// are, so DRAM works during the prologue); the touched words are folded in one row later and kept
+// by a store that never happens (p.rn_zero). Tried on the reading that the stream was bound by the
+// bytes one row per team keeps in flight (one workgroup per compute unit, 16 blocks each, streamed
+// ~30% slower than two): slower, H100 tg128 890.6-894.0 tokens/s with 1, 2 or 3 rows against
+// 905.7-909.6 (three alternating rounds), so the extra loads cost more than they bring.
+override HEAD_TOUCH: u32 = 0u;
+// Team rows per workgroup (ITERS > 0; without TEAM_SG a multiple of 8, the blocks that are reduced
+// together): team row rr of workgroup w is row (rr * groups + w) * 8 + team, so the host can take
+// any number of workgroups (e.g. a multiple of the compute units) and each does about
+// rows / 8 / groups team rows, not 8 BLOCKS.
+override ITERS: u32 = 0u;
+// The grid from g = x nw rather than from h = rms_norm(x) nw rounded to f16 (HEAD_G): the grid's
+// scale needs only max |g| and the bound ||g||, one workgroup reduction of both together, and the
+// norm factor inv, which f and B need only when the first row is summed, is computed after the grid,
+// while that row is on its way. f = inv (s S) (256 sum q a + sum q b) with H = round(g / S) now, and
+// the exact head's h differs from inv g by its own roundings:
+//   |h_i - inv g_i| <= rho inv |g_i| + tau,  rho = 2^-11 + 2^-20 (f16, and the f32 products),
+//   tau = 2^-25 (f16 subnormals; rho = 2^-20 and tau = 0 without the f16 rounding),
+// so with ||e|| <= sq + c (c >= ||e - s q||, sq >= s ||q||: head_i8_pack.wgsl)
+//   |f - exact| <= inv (c (||g|| + ||eta||) + sq ||eta||) + (sq + c) (rho inv ||g|| + tau sqrt(K)) = B.
+// The extra term widens B by ~5% for rows like 2B4T's (2^-11 ||e|| against c ~ ||e - s q||).
+override HEAD_G: bool = true;
+var<private> n_groups: u32;  // workgroups in the dispatch
+
 
 @group(0) @binding(0) var<storage, read> q8: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> info: array<vec4<f32>>;
@@ -65,8 +114,378 @@ requires packed_4x8_integer_dot_product;
 @group(0) @binding(7) var<storage, read_write> exact_out: array<atomic<u32>>;  // (EXACT_TAIL) see above
 @group(0) @binding(8) var<uniform> p: Params;
 
+var<workgroup> red: array<vec2<i32>, 1024>;  // [team][row r][lane % 16]
+var<workgroup> h_hi: array<vec4<u32>, K / 16u>;  // a = the high int8 of H, 16 per vec4
+var<workgroup> h_lo: array<vec4<u32>, K / 16u>;  // b = H - 256 a
+
+// Team rows per workgroup.
+fn team_rows() -> u32 {
+    if (ITERS > 0u) { return ITERS; }
+    return 8u * BLOCKS;
+}
+
+// HEAD_TOUCH: one word per 64 bytes of a row, XORed (the loads pull the row into L2).
+fn touch_row(row: u32, lane: u32) -> u32 {
+    var t = 0u;
+    if (row < p.n_vocab) {
+        let words = K / 16u;
+        for (var s = lane; s * 4u < words; s += 32u) { t ^= q8[row * words + s * 4u].x; }
+    }
+    return t;
+}
+
+fn load_row(row: u32, lane: u32) -> array<vec4<u32>, 8> {
+    var wv: array<vec4<u32>, 8>;
+    let words = K / 16u;
+    if (row < p.n_vocab) {
+        for (var v = 0u; v < PER_LANE; v++) {
+            let i = lane + 32u * v;
+            if (i < words) { wv[v] = q8[row * words + i]; }
+        }
+    }
+    return wv;
+}
+
+// Team `team`'s row rr (0 .. team_rows() - 1) of this workgroup; rr = j / 8, team = j % 8 for
+// j = 0 .. 8 team_rows() - 1 visits the workgroup's rows.
+fn row_of(wid: u32, rr: u32, team: u32) -> u32 {
+    if (ITERS > 0u) { return (rr * n_groups + wid) * 8u + team; }
+    return block_of(wid, rr / 8u) * 64u + (rr % 8u) * 8u + team;
+}
+
+// The table's 64-row block that is block b of workgroup wid.
+fn block_of(wid: u32, b: u32) -> u32 {
+    if (HEAD_STRIDED) { return b * n_groups + wid; }
+    return wid * BLOCKS + b;
+}
+
+// The 16-bit grid of this invocation's words of h (head_input_words) in h_hi / h_lo; returns ||h||
+// and ||eta|| (bounds from above) and S. Every invocation calls it (barriers).
+fn stage_grid(lid: u32, h: array<vec4<f32>, 4>) -> vec3<f32> {
+    var sq = 0.0;  // sum h^2 (a bound: f32 is enough)
+    var mx = 0.0;  // max |h|
+    for (var u = 0u; u < 4u; u++) {
+        if (lid + u * WG < K / 4u) {
+            let v = h[u];
+            sq += dot(v, v);
+            mx = max(mx, max(max(abs(v.x), abs(v.y)), max(abs(v.z), abs(v.w))));
+        }
+    }
+    var hmax = mx;  // (HEAD_STOP = 3: this invocation's own, no reductions)
+    var tot  = sq;
+    if (HEAD_STOP != 3u) {
+        hmax = wg_max(lid, mx);  // (after head_input_words' sum: the reductions alternate kinds)
+        tot  = wg_df_sum(lid, vec2<f32>(sq, 0.0)).x;
+    }
+    return grid_of(lid, h, hmax, tot);
+}
+
+// The 16-bit grid of this invocation's words v (lid + u WG) in h_hi / h_lo, from the workgroup's
+// max |v| and (an f32 sum of) sum v^2; returns (||v||, ||eta||, S), bounds from above. Every
+// invocation calls it (a barrier).
+fn grid_of(lid: u32, v: array<vec4<f32>, 4>, vmax: f32, tot: f32) -> vec3<f32> {
+    let inv  = select(32639.0 / vmax, 0.0, vmax == 0.0);
+    let step = select(vmax / 32639.0, 0.0, vmax == 0.0);
+    for (var u = 0u; u < 4u; u++) {
+        let i = lid + u * WG;
+        if (i < K / 4u) { stage_grid_word(i, v[u], inv); }
+    }
+    workgroupBarrier();
+    // An f32 sum of K <= 4096 squares is within K u <= 2^-12 of exact: 1 + 2^-8 covers it and sqrt.
+    let margin = 1.0 + 1.0 / 256.0;
+    return vec3<f32>(sqrt(tot) * margin, 0.51 * step * sqrt(f32(K)) * margin, step);
+}
+
+// HEAD_G: the grid of g = x nw (NORM; else x) in h_hi / h_lo, from one reduction of max |g| and
+// sum g^2; returns (||g||, ||eta||, S) as stage_grid does (bounds from above). With SG32 the norm's
+// block sums are published before the same barrier (publish_block_sums_sg) and totalled by
+// head_norm_factor after the grid. Every invocation calls it (barriers).
+fn stage_grid_g(lid: u32) -> vec3<f32> {
+    let words = head_x_nw_words(lid);
+    let xs    = words.xs;
+    var g     = xs;
+    if (NORM) {
+        for (var u = 0u; u < 4u; u++) { g[u] = xs[u] * words.ws[u]; }
+    }
+    var sq = 0.0;
+    var mx = 0.0;
+    for (var u = 0u; u < 4u; u++) {
+        let v = g[u];  // (zero where absent)
+        sq += dot(v, v);
+        mx = max(mx, max(max(abs(v.x), abs(v.y)), max(abs(v.z), abs(v.w))));
+    }
+    if (NORM && WG_REDUCE_SG && SG32) {
+        var s2: array<vec4<f32>, 8>;  // slots 4..7 stay zero, as do absent words
+        for (var u = 0u; u < 4u; u++) { s2[u] = squares4(xs[u]); }
+        publish_block_sums_sg(lid, s2, (K / 4u + WG - 1u) / WG);
+    }
+    let ms = wg_max_sum(lid, mx, sq);
+    return grid_of(lid, g, ms.x, ms.y);
+}
+
+// HEAD_G: the norm factor (head_inv, for the exact rows too: inv_rms's bits), after stage_grid_g.
+// Every invocation calls it (barriers without SG32).
+fn head_norm_factor(lid: u32) -> f32 {
+    var inv = 1.0;
+    if (NORM) {
+        if (WG_REDUCE_SG && SG32) {
+            inv = inv_rms_of(block_sums_total_sg(lid, (K + NORM_BLOCK - 1u) / NORM_BLOCK));
+        } else {
+            inv = inv_rms(lid, p.x_offset);
+        }
+    }
+    head_inv = inv;
+    return inv;
+}
+
+// HEAD_G: stage_grid's (||g||, ||eta||, S) with the norm factor as store_row takes them:
+// (P, Q, S inv) with B = c P + sq Q (the formula above: the f32 roundings of P and Q are within the
+// 2^-8 margins of ||g|| and ||eta||).
+fn head_g_norms(n: vec3<f32>, inv: f32) -> vec3<f32> {
+    let round_in = p.round_input != 0u;
+    let rho = select(1.0 / 1048576.0, 1.0 / 2048.0 + 1.0 / 1048576.0, round_in);
+    let tau = select(0.0, sqrt(f32(K)) / 33554432.0, round_in);
+    let a3  = rho * (inv * n.x) + tau;
+    return vec3<f32>(inv * (n.x + n.y) + a3, inv * n.y + a3, n.z * inv);
+}
+
+// Word i of the 16-bit grid of v (scale 1 / inv): H = round(v inv) in [-32639, 32639] as a (h_hi)
+// and b (h_lo).
+fn stage_grid_word(i: u32, v: vec4<f32>, inv: f32) {
+    let hq = vec4<i32>(clamp(round(v * inv), vec4<f32>(-32639.0), vec4<f32>(32639.0)));
+    let a  = (hq + vec4<i32>(128)) >> vec4<u32>(8u);
+    let b  = hq - a * 256;
+    let ab = bitcast<vec4<u32>>(a) & vec4<u32>(0xffu);
+    let bb = bitcast<vec4<u32>>(b) & vec4<u32>(0xffu);
+    h_hi[i / 4u][i % 4u] = ab.x | (ab.y << 8u) | (ab.z << 16u) | (ab.w << 24u);
+    h_lo[i / 4u][i % 4u] = bb.x | (bb.y << 8u) | (bb.z << 16u) | (bb.w << 24u);
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) groups: vec3<u32>) {
-    head_i8(lid, wid, groups);
+    n_groups  = groups.x;
+    let team  = lid / 32u;
+    let lane  = lid % 32u;
+    let words = K / 16u;
+    let iters = team_rows();
+    var next  = load_row(row_of(wid.x, 0u, team), lane);  // issued before h is staged
+    var touched = 0u;  // (HEAD_TOUCH) touches of earlier rows, folded in
+    var pending = 0u;  // (HEAD_TOUCH) the touches issued last, folded in one row later
+    for (var d = 1u; d <= HEAD_TOUCH; d++) {
+        if (d < iters) { pending ^= touch_row(row_of(wid.x, d, team), lane); }
+    }
+    if (EXACT_TAIL && wid.x == 0u && lid == 0u) { atomicStore(&exact_out[1u - p.thr_slot], 0u); }
+    var norms = vec3<f32>(1.0);  // (B = c norms.x + sq norms.y, f = s norms.z (...)): store_row
+    if (HEAD_G) {
+        norms = stage_grid_g(lid);  // (||g||, ||eta||, S); the norm factor once the grid is staged
+    } else if (HEAD_STOP != 2u) {
+        var h: array<vec4<f32>, 4>;
+        if (HEAD_STOP == 4u) {  // x as it is (no norm)
+            for (var u = 0u; u < 4u; u++) {
+                if (lid + u * WG < K / 4u) { h[u] = head_x_word(lid + u * WG); }
+            }
+        } else {
+            h = head_input_words(lid);
+        }
+        let n = stage_grid(lid, h);  // (||h||, ||eta||, S)
+        norms = vec3<f32>(n.x + n.y, n.y, n.z);
+    }
+
+    // H_REGS: this lane's words of the grid (the same for every row it visits) held in registers.
+    var ra: array<vec4<u32>, 8>;
+    var rb: array<vec4<u32>, 8>;
+    if (H_REGS) {
+        for (var v = 0u; v < PER_LANE; v++) {
+            let i = min(lane + 32u * v, words - 1u);
+            ra[v] = h_hi[i];
+            rb[v] = h_lo[i];
+        }
+    }
+    if (HEAD_G) { norms = head_g_norms(norms, head_norm_factor(lid)); }
+    let team_sg = TEAM_SG && WG_REDUCE_SG;
+    var next_info = vec4<f32>(0.0);  // (team_sg) the next row's info, loaded with its words
+    var bv = 0.0;                    // the best (f - B, row) so far: the team's (team_sg, lane 0)
+    var bi = 0xffffffffu;            // or the blocks' (invocation 0)
+    if (team_sg) { next_info = load_info(row_of(wid.x, 0u, team)); }
+
+    var acc: array<vec2<i32>, 8>;  // (sum q a, sum q b) of the block's rows
+    for (var rr = 0u; rr < iters; rr++) {
+        let wv = next;
+        let sc_row = next_info;
+        if (rr + 1u < iters) {
+            next = load_row(row_of(wid.x, rr + 1u, team), lane);
+            if (team_sg) { next_info = load_info(row_of(wid.x, rr + 1u, team)); }
+        }
+        if (HEAD_TOUCH > 0u) {
+            touched ^= pending;
+            pending = 0u;
+            if (rr + 1u + HEAD_TOUCH < iters) { pending = touch_row(row_of(wid.x, rr + 1u + HEAD_TOUCH, team), lane); }
+        }
+        var ia = 0;
+        var ib = 0;
+        for (var v = 0u; v < PER_LANE; v++) {
+            let i = lane + 32u * v;
+            if (i >= words) { break; }
+            let w  = wv[v];
+            if (HEAD_STOP == 1u) {
+                ia ^= bitcast<i32>(w.x ^ w.y ^ w.z ^ w.w);
+                continue;
+            }
+            var ha: vec4<u32>;
+            var hb: vec4<u32>;
+            if (H_REGS) {
+                ha = ra[v];
+                hb = rb[v];
+            } else {
+                ha = h_hi[i];
+                hb = h_lo[i];
+            }
+            ia += dot4_i8(w.x, ha.x) + dot4_i8(w.y, ha.y) + dot4_i8(w.z, ha.z) + dot4_i8(w.w, ha.w);
+            ib += dot4_i8(w.x, hb.x) + dot4_i8(w.y, hb.y) + dot4_i8(w.z, hb.z) + dot4_i8(w.w, hb.w);
+        }
+        if (team_sg) {
+            let sum = team_isum(vec2<i32>(ia, ib));  // the row's sums, in every lane of the team
+            let row = row_of(wid.x, rr, team);
+            if (lane == 0u && row < p.n_vocab) {
+                let fb = store_row(row, sc_row, sum, norms);
+                if (beats(fb.x - fb.y, row, bv, bi)) {
+                    bv = fb.x - fb.y;
+                    bi = row;
+                }
+            }
+            if (EXACT_TAIL && lane == 0u && (rr % 8u == 7u || rr + 1u == iters)) { publish_bound(bv, bi); }  // (each block)
+            continue;
+        }
+        acc[rr % 8u] = vec2<i32>(ia, ib);
+        if (rr % 8u != 7u) { continue; }
+
+        // The block's 64 rows: lanes summed (integers, exact), values, bounds and the block's best.
+        // (Lanes 16..31 first hand their sums to lanes 0..15: half the workgroup memory.)
+        if (lane >= 16u) {
+            for (var r = 0u; r < 8u; r++) { red[(team * 8u + r) * 16u + lane - 16u] = acc[r]; }
+        }
+        workgroupBarrier();
+        if (lane < 16u) {
+            for (var r = 0u; r < 8u; r++) {
+                let i = (team * 8u + r) * 16u + lane;
+                red[i] = red[i] + acc[r];
+            }
+        }
+        workgroupBarrier();
+        for (var s = 8u; s > 0u; s >>= 1u) {
+            if (lane < s) {
+                for (var r = 0u; r < 8u; r++) {
+                    let i = (team * 8u + r) * 16u + lane;
+                    red[i] = red[i] + red[i + s];
+                }
+            }
+            workgroupBarrier();
+        }
+        var rv = 0.0;
+        var ri = 0xffffffffu;
+        if (lane < 8u) {
+            let row = row_of(wid.x, rr - 7u + lane, team);  // (= blk * 64 + lane * 8 + team for blocks)
+            if (row < p.n_vocab) {
+                let fb = store_row(row, info[row], red[(team * 8u + lane) * 16u], norms);
+                rv = fb.x - fb.y;
+                ri = row;
+            }
+        }
+        let best = best_index(lid, rv, ri);  // (ends with a barrier before red is written again)
+        if (lid == 0u && beats(bitcast<f32>(best.x), best.y, bv, bi)) {
+            bv = bitcast<f32>(best.x);
+            bi = best.y;
+        }
+        if (EXACT_TAIL && lid == 0u) { publish_bound(bv, bi); }
+    }
+    if (HEAD_TOUCH > 0u && ((touched ^ pending) & p.rn_zero) != 0u) { logits[p.out_offset] = bitcast<f32>(touched); }
+    if (EXACT_TAIL) {
+        exact_tail(lid, wid.x);
+        return;
+    }
+    // The workgroup's best (f - B, row), for argmax_exact.wgsl's threshold: across the teams, or
+    // invocation 0's running best of the blocks.
+    var best = vec2<u32>(bitcast<u32>(bv), bi);
+    if (team_sg) { best = best_index(lid, bv, bi); }
+    if (lid == 0u) { partial[p.partial_offset + p.n_vocab + wid.x] = best; }
+}
+
+// A row's info (s, c, s ||q||, 0), or zeros past the table.
+fn load_info(row: u32) -> vec4<f32> {
+    if (row < p.n_vocab) { return info[row]; }
+    return vec4<f32>(0.0);
+}
+
+// The row's value f and bound B from its info, its two integer sums and (||h|| + ||eta||, ||eta||,
+// S) (with HEAD_G: head_g_norms' (P, Q, S inv)), stored
+// (logits[row] = f, partial[row] = bits(B)) and returned as (f, B).
+fn store_row(row: u32, sc: vec4<f32>, sum: vec2<i32>, norms: vec3<f32>) -> vec2<f32> {
+    let f = (sc.x * norms.z) * (256.0 * f32(sum.x) + f32(sum.y));
+    let b = sc.y * norms.x + sc.z * norms.y;
+    partial[p.partial_offset + row] = vec2<u32>(bitcast<u32>(b), 0u);
+    logits[p.out_offset + row] = f;
+    return vec2<f32>(f, b);
+}
+
+// EXACT_TAIL: bound keys in the order of the values (order_key, with -0 taken as +0, so that a row
+// whose f + B is -0 still reaches a bound of +0); key 0 is below every value.
+fn bound_key(v: f32) -> u32 {
+    return order_key(select(v, 0.0, v == 0.0));
+}
+
+fn publish_bound(bv: f32, bi: u32) {
+    if (bi != 0xffffffffu) { atomicMax(&exact_out[p.thr_slot], bound_key(bv)); }
+}
+
+var<workgroup> tail_n: atomic<u32>;
+var<workgroup> tail_n_plain: u32;
+var<workgroup> tail_rows: array<u32, 256>;
+
+// EXACT_TAIL: this workgroup's rows with f + B >= T' recomputed exactly; its best to exact_out.
+// (More than 256 such rows, a degenerate table: every row of the workgroup, slow but exact.)
+// Every invocation calls it (barriers).
+fn exact_tail(lid: u32, wid: u32) {
+    if (TAIL_STOP == 2u || (TAIL_STOP == 3u && p.rn_zero == 0u)) { return; }
+    if (lid == 0u) { atomicStore(&tail_n, 0u); }
+    storageBarrier();  // the workgroup's f, B (written by each team's lane 0) and bounds
+    workgroupBarrier();
+    let t_key = atomicLoad(&exact_out[p.thr_slot]);
+    let rows  = 8u * team_rows();
+    for (var j = lid; j < rows; j += WG) {
+        let row = row_of(wid, j / 8u, j % 8u);  // (every row of the workgroup once)
+        if (row < p.n_vocab) {
+            let f = logits[p.out_offset + row];
+            let b = bitcast<f32>(partial[p.partial_offset + row].x);
+            if (bound_key(f + b) >= t_key) {
+                let slot = atomicAdd(&tail_n, 1u);
+                if (slot < 256u) { tail_rows[slot] = row; }
+            }
+        }
+    }
+    workgroupBarrier();
+    if (lid == 0u) { tail_n_plain = atomicLoad(&tail_n); }
+    let nc       = workgroupUniformLoad(&tail_n_plain);
+    if (TAIL_STOP == 1u) {
+        if (lid == 0u) { atomicStore(&exact_out[3u + 2u * wid], nc); }
+        return;
+    }
+    let listed   = nc <= 256u;
+    let n        = select(rows, nc, listed);
+    let round_in = p.round_input != 0u;
+    var bv = 0.0;
+    var bi = 0xffffffffu;
+    for (var c = 0u; c < n; c++) {
+        var row = row_of(wid, c / 8u, c % 8u);
+        if (listed) { row = tail_rows[c]; }
+        let v = exact_row_reloading_h(lid, min(row, p.n_vocab - 1u), round_in);
+        if (row < p.n_vocab && beats(v, row, bv, bi)) {
+            bv = v;
+            bi = row;
+        }
+    }
+    if (lid == 0u) {
+        atomicStore(&exact_out[2u + 2u * wid], bitcast<u32>(bv));
+        atomicStore(&exact_out[3u + 2u * wid], bi);
+    }
 }

@@ -9,8 +9,5 @@ struct Params {
     eps: f32,             // NORM only
     partial_offset: u32,  // vec2 index of partial[0]
     thr_slot: u32,        // lm_head_i8_argmax.wgsl EXACT_TAIL: its threshold slot (0 or 1)
-    ids_offset: u32,      // lm_head_i8_embed.wgsl: i32 index of the id it writes
-    stats_out: u32,       // lm_head_i8_embed.wgsl: f32 index in norm_stats of x's block sums (STATS_OUT)
-    fold_tag: u32,        // lm_head_i8_embed.wgsl: this dispatch's tag, 1 .. 65535
     rn_zero: u32,         // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
 }
