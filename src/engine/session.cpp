@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <string>
 #include <limits>
 
 namespace tern {
@@ -266,6 +267,13 @@ int64_t Session::decode_greedy(int32_t first, int64_t n_max, const std::function
         encode_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         be.read_end(greedy_host_.data());
         for (int64_t i = 0; i < steps; ++i) {
+            const int32_t id = greedy_host_[static_cast<size_t>(i)];
+            if (id < 0 || id >= n_vocab) {
+                fail(ErrorKind::device, format("the %s backend's greedy decoding produced token id %d, outside the "
+                                               "vocabulary (0..%lld)", std::string(be.name()).c_str(), id,
+                                               static_cast<long long>(n_vocab - 1)),
+                     "this is a bug: run with --backend cpu, and report it");
+            }
             ++produced;
             if (!on_token(greedy_host_[static_cast<size_t>(i)])) {
                 // The ids before this one were fed (a step recorded ahead ran past them: its cache

@@ -452,7 +452,10 @@ bool WebGpuBackend::supports_embedding(DType type) const {
 }
 
 WGPUBuffer WebGpuBackend::grown(std::unique_ptr<GpuBuffer> & b, size_t n_bytes, const char * label) {
-    if (!b || b->size_bytes() < n_bytes) b = make_buffer(n_bytes, nullptr, label);
+    if (!b || b->size_bytes() < n_bytes) {
+        step_->run_deferred();  // (a deferred dispatch may bind the buffer replaced here)
+        b = make_buffer(n_bytes, nullptr, label);
+    }
     return b->get();
 }
 
