@@ -339,24 +339,20 @@ private:
     // Encode the decode kernel and return true, or return false (nothing encoded) when it does not
     // apply. x / norm null: the activations are a's.
     // prefetch: a weight a later kernel reads, pulled into L2 by this one (lib/weight_prefetch.wgsl).
-    // pull_from_percent: the prefetch pulls the weight from that share of its words on (the rest).
     bool try_decode_bitlinear(const Tensor & y, const GpuLinear & w, const QuantizedActs & a, const Tensor * x,
-                              const Weight * norm, float eps, bool accumulate, const GpuLinear * prefetch = nullptr,
-                              uint32_t pull_from_percent = 0);
+                              const Weight * norm, float eps, bool accumulate, const GpuLinear * prefetch = nullptr);
     bool try_decode_gate_up(const Tensor & f, const GpuLinear & w, const QuantizedActs & a, const Tensor * x,
                             const Weight * norm, float eps, FfnActivation act, const GpuLinear * prefetch = nullptr);
     bool try_decode_qkv(const Tensor & q, const KvLayer & kv, const GpuLinear & w, const QuantizedActs & a,
                         const Tensor * x, const Weight * norm, float eps, const AttentionShape & shape, int64_t pos0,
                         const GpuLinear * prefetch = nullptr);
     WGPUBuffer add_kernel_prefetch(PipelineKey & key, const GpuLinear * pf, uint32_t groups, uint32_t wg,
-                                   WGPUBuffer filler, uint32_t from_percent = 0) const;
+                                   WGPUBuffer filler) const;
     uint32_t attention_score_slots(uint32_t wg, uint32_t kpart, uint32_t tile_words, uint32_t hd) const;
     // attention() where one query's attention.wgsl also pulls `prefetch` (weights the next kernels
-    // read) into L2 with workgroups of its own (attention.wgsl: PF_FROM); at most four. percents
-    // (empty, or one per weight): the share of each weight's words pulled, its first ones.
+    // read) into L2 with workgroups of its own (attention.wgsl: PF_FROM); at most four.
     void attention_prefetching(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
-                               int64_t pos0, std::span<const GpuLinear * const> prefetch,
-                               std::span<const uint32_t> percents = {});
+                               int64_t pos0, std::span<const GpuLinear * const> prefetch);
     // Workgroup size of the norm kernels for rows of k elements (k <= 32 WG); fails beyond the adapter.
     uint32_t norm_workgroup(int64_t k) const;
     // One token's whole layer as one dispatch (webgpu_layer.cpp, layer_decode.wgsl); false when it

@@ -159,16 +159,12 @@ WGPUBuffer WebGpuBackend::stats_buffer() {
 // lib/weight_prefetch.wgsl's constants for a kernel of `groups` workgroups of `wg` threads that
 // pulls `pf` into L2 (nothing when pf is null), and the buffer to bind (pf's, else `filler`).
 WGPUBuffer WebGpuBackend::add_kernel_prefetch(PipelineKey & key, const GpuLinear * pf, uint32_t groups, uint32_t wg,
-                                              WGPUBuffer filler, uint32_t from_percent) const {
+                                              WGPUBuffer filler) const {
     if (!pf) return filler;
     // $TERN_WEBGPU_KPF_PERCENT: the share of the weight pulled (its first words; a tuning aid).
     static const uint32_t percent = std::clamp<uint32_t>(env_u32("TERN_WEBGPU_KPF_PERCENT", 100), 1, 100);
-    const uint64_t all   = pf->buffer->size_bytes() / 4;
-    const uint64_t first = all * std::min<uint32_t>(from_percent, 99) / 100 / k_prefetch_stride_words *
-                           k_prefetch_stride_words;
-    const uint32_t words = static_cast<uint32_t>((all - first) * percent / 100);
+    const uint32_t words = static_cast<uint32_t>(pf->buffer->size_bytes() / 4 * percent / 100);
     key.add("KPF_WORDS", static_cast<double>(words));
-    if (first > 0) key.add("KPF_FIRST", static_cast<double>(first));
     key.add("KPF_GROUPS", static_cast<double>(groups));
     key.add("KPF_LOADS", static_cast<double>(ceil_div(words, int64_t{k_prefetch_stride_words} * groups * wg)));
     return pf->buffer->get();
@@ -176,7 +172,7 @@ WGPUBuffer WebGpuBackend::add_kernel_prefetch(PipelineKey & key, const GpuLinear
 
 bool WebGpuBackend::try_decode_bitlinear(const Tensor & y, const GpuLinear & w, const QuantizedActs & a,
                                          const Tensor * x, const Weight * norm, float eps, bool accumulate,
-                                         const GpuLinear * prefetch, uint32_t pull_from_percent) {
+                                         const GpuLinear * prefetch) {
     // Rows up to 4096 long (the o-projection of 2B4T) take at least 16 lanes: 80 workgroups of 32 rows
     // instead of 40 of 64. H200 tg128 757.2-757.6 tokens/s against 751.2-752.5 with 8 (the fewest the
     // loads allow); 32 lanes with 512 threads 754.5-764.2 (noisy), 16 with 512 754.6-758.3. Where
@@ -207,7 +203,7 @@ bool WebGpuBackend::try_decode_bitlinear(const Tensor & y, const GpuLinear & w, 
     PipelineKey key = decode_key("bitlinear_decode", "rrrwwru", *t, w.n_cols, x != nullptr, s, in, out);
     if (const_uniforms_ & 2) key.add("N_ROWS", static_cast<double>(w.n_rows));
     const uint32_t   groups = static_cast<uint32_t>((w.n_rows + t->rows - 1) / t->rows);
-    const WGPUBuffer pf     = add_kernel_prefetch(key, prefetch, groups, t->wg, s.src, pull_from_percent);
+    const WGPUBuffer pf     = add_kernel_prefetch(key, prefetch, groups, t->wg, s.src);
     const WGPUBuffer bufs[] = {w.buffer->get(), s.src, s.scale, gpu_buffer(y), stats_buffer(), pf};
     step_->dispatch(key, bufs, &p, sizeof p, groups);
     if (out) stats_written(y, out_slot);

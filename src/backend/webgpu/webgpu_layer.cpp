@@ -112,31 +112,18 @@ void WebGpuBackend::transformer_layer(const LayerWeights & w, const LayerTensors
     check_norm_gate_up_shapes(t.ffn, *weights[k_wgu], t.x);
     check_norm_bitlinear_shapes(t.x, *weights[k_wdown], t.ffn);
     const uint32_t    mask = attention_prefetch_mask();
-    // $TERN_WEBGPU_GU_O=P (1..99): attention pulls the first P% of gate+up's weight and the
-    // o-projection the rest (in place of its own link).
-    static const uint32_t gu_o = std::min<uint32_t>(env_u32("TERN_WEBGPU_GU_O", 0), 99);
-    const bool            split = gu_o > 0 && (mask & (1u << k_wgu)) && pulled[k_wgu];
     const GpuLinear * prefetch[4];
-    uint32_t          percents[4];
     size_t            n = 0;
     for (uint32_t id = 0; id < 4; ++id) {
-        if ((mask & (1u << id)) && pulled[id]) {
-            percents[n]   = split && id == k_wgu ? gu_o : 100;
-            prefetch[n++] = pulled[id];
-        }
+        if ((mask & (1u << id)) && pulled[id]) prefetch[n++] = pulled[id];
     }
     const auto & links  = kernel_prefetch_links();
-    const auto   pf_for = [&](LayerWeightId kernel) {
-        if (split && kernel == k_wo) return pulled[k_wgu];
-        return links[kernel] == k_wnone ? nullptr : pulled[links[kernel]];
-    };
+    const auto   pf_for = [&](LayerWeightId kernel) { return links[kernel] == k_wnone ? nullptr : pulled[links[kernel]]; };
     if (!try_decode_qkv(t.q, kv, qkv, t.a_embd, &t.x, w.attn_norm, eps, shape, pos0, pf_for(k_wqkv))) {
         Backend::norm_qkv_rope_kv_append(t.q, kv, *w.attn_qkv, t.a_embd, t.x, *w.attn_norm, eps, shape, pos0);
     }
-    attention_prefetching(t.attn, t.q, kv, shape, pos0, std::span<const GpuLinear * const>(prefetch, n),
-                          std::span<const uint32_t>(percents, n));
-    if (!try_decode_bitlinear(t.x, *weights[k_wo], t.a_q, &t.attn, w.attn_sub_norm, eps, true, pf_for(k_wo),
-                              split ? gu_o : 0)) {
+    attention_prefetching(t.attn, t.q, kv, shape, pos0, std::span<const GpuLinear * const>(prefetch, n));
+    if (!try_decode_bitlinear(t.x, *weights[k_wo], t.a_q, &t.attn, w.attn_sub_norm, eps, true, pf_for(k_wo))) {
         Backend::norm_bitlinear(t.x, *w.attn_output, t.a_q, t.attn, *w.attn_sub_norm, eps, /*accumulate=*/true);
     }
     if (!try_decode_gate_up(t.ffn, *weights[k_wgu], t.a_embd, &t.x, w.ffn_norm, eps, act, pf_for(k_wgu))) {

@@ -274,10 +274,8 @@ void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLaye
 
 void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, const KvLayer & kv,
                                           const AttentionShape & s, int64_t pos0,
-                                          std::span<const GpuLinear * const> prefetch,
-                                          std::span<const uint32_t> percents) {
-    TERN_ASSERT(prefetch.size() <= 4 && (percents.empty() || percents.size() == prefetch.size()),
-                "attention prefetches at most four weights (a share for each, or none)");
+                                          std::span<const GpuLinear * const> prefetch) {
+    TERN_ASSERT(prefetch.size() <= 4, "attention prefetches at most four weights");
     const int64_t n_tok = q.ne[1];
     const int64_t hd    = s.head_dim;
     TERN_ASSERT(pos0 + n_tok <= kv.k.ne[1], "attention past the KV cache");
@@ -410,12 +408,11 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
         // 693.1-696.0 spread over the free units. $TERN_WEBGPU_WPF_LOADS fixes the count (tuning).
         // $TERN_WEBGPU_WPF_PERCENT: the share of each weight pulled (its first words; a tuning aid).
         static const uint32_t percent = std::clamp<uint32_t>(env_u32("TERN_WEBGPU_WPF_PERCENT", 100), 1, 100);
-        const auto pf_words = [&](size_t i) {
-            const uint64_t share = percents.empty() ? 100 : percents[i];
-            return static_cast<uint32_t>(prefetch[i]->buffer->size_bytes() / 4 * percent / 100 * share / 100);
+        const auto pf_words = [&](const GpuLinear * w) {
+            return static_cast<uint32_t>(w->buffer->size_bytes() / 4 * percent / 100);
         };
         uint64_t words_total = 0;
-        for (size_t i = 0; i < prefetch.size(); ++i) words_total += pf_words(i);
+        for (const GpuLinear * w : prefetch) words_total += pf_words(w);
         static const uint32_t loads_env = std::min<uint32_t>(env_u32("TERN_WEBGPU_WPF_LOADS", 0), k_prefetch_loads_max);
         constexpr uint32_t    k_loads_beside_long = 8;  // (the 512-thread form)
         const uint32_t        pf_loads  = loads_env != 0 ? loads_env
@@ -424,7 +421,7 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
         key.add("PF_FROM", static_cast<double>(s.n_head));
         key.add("PF_LOADS", static_cast<double>(pf_loads));
         for (size_t i = 0; i < prefetch.size(); ++i) {
-            const uint32_t words = pf_words(i);
+            const uint32_t words = pf_words(prefetch[i]);
             pf_bufs[i]           = prefetch[i]->buffer->get();
             pf_groups += ceil_div(words, wg * pf_loads * k_prefetch_stride_words);
             static constexpr std::string_view k_words[] = {"PF_WORDS0", "PF_WORDS1", "PF_WORDS2", "PF_WORDS3"};

@@ -1,7 +1,7 @@
 // A weight that a later kernel reads, pulled into L2 by a decode matmul's own invocations
-// (kernel_prefetch) where KPF_AT says: one word per 64 bytes (16 words) of the KPF_WORDS words from
-// word KPF_FIRST on, each invocation at most KPF_LOADS, spread over the kernel's KPF_GROUPS
-// workgroups (the host sets them; KPF_WORDS 0: none). The loaded words are kept by a store that never happens (kernel_prefetch_use: p.rn_zero
+// (kernel_prefetch) where KPF_AT says: one word per 64 bytes (16 words), each invocation at
+// most KPF_LOADS, spread over the kernel's KPF_GROUPS workgroups (the host sets all three; KPF_WORDS
+// 0: none). The loaded words are kept by a store that never happens (kernel_prefetch_use: p.rn_zero
 // is 0), so the compiler keeps the loads but nothing waits for them before the kernel's end, which
 // waits for them all: worth it only where the kernel's own weights come from L2 (the attention
 // kernel pulled them in: attention.wgsl PF_FROM) and its DRAM slot is free.
@@ -9,7 +9,6 @@
 // `override WG` and a uniform p with rn_zero.
 
 override KPF_WORDS: u32 = 0u;
-override KPF_FIRST: u32 = 0u;  // a multiple of KPF_STRIDE
 override KPF_LOADS: u32 = 1u;
 override KPF_GROUPS: u32 = 1u;
 const KPF_STRIDE: u32 = 16u;  // words: one load per 64 bytes (the host's k_prefetch_stride_words)
@@ -26,7 +25,7 @@ fn kernel_prefetch(lid: u32, g: u32) -> u32 {
     let first = (g * WG + lid) * KPF_STRIDE;
     for (var u = 0u; u < KPF_LOADS; u++) {
         let i = first + u * KPF_GROUPS * WG * KPF_STRIDE;
-        if (i < KPF_WORDS) { acc ^= pfw[KPF_FIRST + i]; }
+        if (i < KPF_WORDS) { acc ^= pfw[i]; }
     }
     return acc;
 }
