@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <string>
 #include <limits>
+#include <string>
 
 namespace tern {
 
@@ -275,7 +275,7 @@ int64_t Session::decode_greedy(int32_t first, int64_t n_max, const std::function
                      "this is a bug: run with --backend cpu, and report it");
             }
             ++produced;
-            if (!on_token(greedy_host_[static_cast<size_t>(i)])) {
+            if (!on_token(id)) {
                 // The ids before this one were fed (a step recorded ahead ran past them: its cache
                 // row lies beyond n_past() and is overwritten when that position is used).
                 n_past_ += i + 1;
