@@ -264,7 +264,8 @@ private:
     // A new buffer of at least n_bytes holding `data` (may be null); Error(device) if it cannot be made.
     std::unique_ptr<GpuBuffer> make_buffer(size_t n_bytes, const void * data, const char * label);
     // A scratch buffer of at least n_bytes: `b` as it is, or made anew (larger) when it is missing
-    // or smaller; returns its handle. (A dropped buffer's cached bind groups go with it.)
+    // or smaller; returns its handle. (A dropped buffer's cached bind groups go with it; a deferred
+    // dispatch, which may bind it, is recorded first.)
     WGPUBuffer grown(std::unique_ptr<GpuBuffer> & b, size_t n_bytes, const char * label);
     // The rope table covering positions [0, n_pos).
     const RopeTable & rope_table(int64_t n_rot, float freq_base, int64_t n_pos);

@@ -505,8 +505,6 @@ uint32_t WebGpuBackend::try_decode_head_i8(const Tensor & logits, const GpuTable
     const WGPUBuffer partials = argmax_partials((static_cast<size_t>(groups) + n_vocab) * 8);
     HeadParams       p        = head_params(head, x, logits, round_input_f16, eps);
     // The exact tail's pairs and threshold slots (zeroed when the buffer is made: key 0, no bound).
-    // (A deferred argmax_final may bind the buffer that grown() would replace: it is recorded first.)
-    step_->run_deferred();
     const WGPUBuffer exact = grown(head_exact_, (2 + 2 * static_cast<size_t>(groups)) * 4, "head exact argmax");
     if (exact_tail) {
         p.thr_slot     = head_thr_slot_;
@@ -556,7 +554,6 @@ uint32_t WebGpuBackend::encode_exact_rows(const Tensor & logits, const GpuTable 
     WGPUBuffer out  = nullptr;
     const int  list = top_k_next_;
     if (top_k == 0) {
-        step_->run_deferred();  // (it may bind the buffer that grown() would replace)
         out = grown(exact_partial_, groups * 8, "exact argmax partials");
     } else {
         const size_t list_bytes = (2 + 2 * size_t{k_top_k_list_rows}) * 4;
