@@ -3,8 +3,6 @@
 
 #include "core/error.h"
 
-#include <cstdlib>
-#include <string>
 #include <vector>
 
 namespace tern {
@@ -14,49 +12,6 @@ const WgslShader * find_wgsl_shader(std::string_view name) {
         if (s.name == name) return &s;
     }
     return nullptr;
-}
-
-// ONE-OFF EXPERIMENT (not for keeping): $TERN_WEBGPU_PF_RED = 1 add / 2 max / 3 or: the weight
-// prefetches issue atomic reductions of a neutral value (no result: fire-and-forget REDs) instead of
-// loads; $TERN_WEBGPU_PF_RED_SECTORS=2 two per 64 bytes.
-int pf_red_mode() {
-    static const int m = [] { const char * e = std::getenv("TERN_WEBGPU_PF_RED"); return e ? std::atoi(e) : 0; }();
-    return m;
-}
-namespace {
-void replace_all(std::string & s, const std::string & a, const std::string & b) {
-    for (size_t at = s.find(a); at != std::string::npos; at = s.find(a, at + b.size())) s.replace(at, a.size(), b);
-}
-std::string red_fn(const std::string & name, const std::string & arr) {
-    const int m = pf_red_mode();
-    static const int sectors = [] { const char * e = std::getenv("TERN_WEBGPU_PF_RED_SECTORS"); return e ? std::atoi(e) : 1; }();
-    const std::string op = m == 2 ? "atomicMax" : m == 3 ? "atomicOr" : "atomicAdd";
-    std::string f = "fn " + name + "(i: u32, n: u32) {\n    " + op + "(&" + arr + "[i], 0u);\n";
-    if (sectors == 2) f += "    if (i + 8u < n) { " + op + "(&" + arr + "[i + 8u], 0u); }\n";
-    return f + "}\n";
-}
-}  // namespace
-
-WgslShader red_variant(const WgslShader & in, std::string & keep) {
-    keep = std::string(in.source);
-    const std::string n(in.name);
-    if (n.rfind("attention", 0) == 0 && n.find("prefill") == std::string::npos && n.find("long") == std::string::npos) {
-        for (int k = 0; k < 4; ++k) {
-            const std::string pf = "pf" + std::to_string(k);
-            replace_all(keep, "var<storage, read> " + pf + ": array<u32>;", "var<storage, read_write> " + pf + ": array<atomic<u32>>;");
-            replace_all(keep, "return " + pf + "[i];", "return atomicLoad(&" + pf + "[i]);");
-        }
-        replace_all(keep, "if (i < words[b]) { acc ^= pf_word(b, i); }", "if (i < words[b]) { pf_red(b, i, words[b]); }");
-        keep += red_fn("pf_red0", "pf0") + red_fn("pf_red1", "pf1") + red_fn("pf_red2", "pf2") + red_fn("pf_red3", "pf3");
-        keep += "fn pf_red(b: u32, i: u32, n: u32) {\n    switch (b) {\n        case 0u: { pf_red0(i, n); }\n        case 1u: { pf_red1(i, n); }\n        case 2u: { pf_red2(i, n); }\n        default: { pf_red3(i, n); }\n    }\n}\n";
-    } else if (n.rfind("bitlinear_decode", 0) == 0 || n.rfind("gate_up_decode", 0) == 0 || n.rfind("qkv_rope_decode", 0) == 0) {
-        replace_all(keep, "var<storage, read> pfw: array<u32>;", "var<storage, read_write> pfw: array<atomic<u32>>;");
-        replace_all(keep, "if (i < KPF_WORDS) { acc ^= pfw[i]; }", "if (i < KPF_WORDS) { pfw_red(i, KPF_WORDS); }");
-        keep += red_fn("pfw_red", "pfw");
-    }
-    WgslShader out = in;
-    out.source     = keep;
-    return out;
 }
 
 std::string wgsl_location(const WgslShader & shader, uint64_t line, uint64_t column) {
@@ -153,9 +108,7 @@ WGPUShaderModule PipelineCache::module(std::string_view requested) {
     const WgslShader & shader = variant(requested);
     const std::string_view name = shader.name;
     if (auto it = modules_.find(name); it != modules_.end()) return it->second.get();
-    std::string                  red_keep;
-    WgpuHandle<WGPUShaderModule> module =
-        compile_wgsl(ctx_, pf_red_mode() != 0 ? red_variant(shader, red_keep) : shader);
+    WgpuHandle<WGPUShaderModule> module = compile_wgsl(ctx_, shader);
     WGPUShaderModule             raw    = module.get();
     modules_.emplace(std::string(name), std::move(module));
     return raw;

@@ -78,7 +78,6 @@ WgpuHandle<WGPUShaderModule> compile_wgsl(const WgpuContext & ctx, const WgslSha
 
 // The embedded shader called `name`, or nullptr.
 const WgslShader * find_wgsl_shader(std::string_view name);
-int pf_red_mode();  // ONE-OFF EXPERIMENT
 
 // Maps a line of the expanded source to "file.wgsl:line" (helpers appended after the kernel).
 std::string wgsl_location(const WgslShader & shader, uint64_t line, uint64_t column);

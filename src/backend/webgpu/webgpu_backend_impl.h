@@ -432,7 +432,6 @@ private:
     // Records that the command just encoded left y's block sums in `slot`.
     void stats_written(const Tensor & y, uint32_t slot);
     WGPUBuffer stats_buffer();
-    WGPUBuffer red_fill(int k = 0) { return grown(red_fill_[k], 1024, "red filler"); }  // ONE-OFF EXPERIMENT
     Numerics      numerics_;
     // A MapRead | CopyDst buffer that reads come back through, and its map request's state: one for
     // read(), one for read_begin() / read_end() (so a read() may run while that one is in flight).
@@ -457,7 +456,6 @@ private:
     Readback read_ahead_;
     std::map<std::pair<int64_t, float>, RopeTable> ropes_;
     std::unique_ptr<GpuBuffer>                     scratch_;  // input copy for an in-place rms_norm
-    std::unique_ptr<GpuBuffer>                     red_fill_[4];  // ONE-OFF EXPERIMENT
     std::unique_ptr<GpuBuffer>                     argmax_partial_;  // argmax chunk winners [T][n_chunks]
     std::unique_ptr<GpuBuffer>                     exact_partial_;   // argmax_exact.wgsl winners [groups]
     // lm_head_i8_argmax.wgsl EXACT_TAIL: u32 [threshold slot 0, slot 1, (value bits, index) x groups];

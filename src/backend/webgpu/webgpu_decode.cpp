@@ -160,7 +160,6 @@ WGPUBuffer WebGpuBackend::stats_buffer() {
 // pulls `pf` into L2 (nothing when pf is null), and the buffer to bind (pf's, else `filler`).
 WGPUBuffer WebGpuBackend::add_kernel_prefetch(PipelineKey & key, const GpuLinear * pf, uint32_t groups, uint32_t wg,
                                               WGPUBuffer filler) const {
-    if (pf_red_mode() != 0) filler = const_cast<WebGpuBackend *>(this)->red_fill();  // ONE-OFF EXPERIMENT
     if (!pf) return filler;
     // $TERN_WEBGPU_KPF_PERCENT: the share of the weight pulled (its first words; a tuning aid).
     static const uint32_t percent = std::clamp<uint32_t>(env_u32("TERN_WEBGPU_KPF_PERCENT", 100), 1, 100);
@@ -201,7 +200,7 @@ bool WebGpuBackend::try_decode_bitlinear(const Tensor & y, const GpuLinear & w, 
         uint32_t src_offset, scale_offset, scales_offset, oscales_offset, y_offset, accumulate, stats_in, stats_out;
     } p{static_cast<uint32_t>(w.n_rows), eps, s.offset, s.scale_offset, w.scales_offset, w.oscales_offset,
         gpu_offset(y, 4), accumulate ? 1u : 0u, in.value_or(0), out_slot};
-    PipelineKey key = decode_key("bitlinear_decode", pf_red_mode() ? "rrrwwwu" : "rrrwwru", *t, w.n_cols, x != nullptr, s, in, out);
+    PipelineKey key = decode_key("bitlinear_decode", "rrrwwru", *t, w.n_cols, x != nullptr, s, in, out);
     if (const_uniforms_ & 2) key.add("N_ROWS", static_cast<double>(w.n_rows));
     const uint32_t   groups = static_cast<uint32_t>((w.n_rows + t->rows - 1) / t->rows);
     const WGPUBuffer pf     = add_kernel_prefetch(key, prefetch, groups, t->wg, s.src);
@@ -232,7 +231,7 @@ bool WebGpuBackend::try_decode_gate_up(const Tensor & f, const GpuLinear & w, co
         uint32_t src_offset, scale_offset, scales_offset, oscales_offset, f_offset, activation, stats_in, stats_out;
     } p{static_cast<uint32_t>(n_ff), eps, s.offset, s.scale_offset, w.scales_offset, w.oscales_offset,
         gpu_offset(f, 4), act == FfnActivation::relu2 ? 0u : 1u, in.value_or(0), out_slot};
-    PipelineKey key = decode_key("gate_up_decode", pf_red_mode() ? "rrrwwwu" : "rrrwwru", *t, w.n_cols, x != nullptr, s, in, out);
+    PipelineKey key = decode_key("gate_up_decode", "rrrwwru", *t, w.n_cols, x != nullptr, s, in, out);
     if (const_uniforms_ & 2) key.add("N_FF", static_cast<double>(n_ff));
     const uint32_t   groups = static_cast<uint32_t>((n_ff + outs - 1) / outs);
     const WGPUBuffer pf     = add_kernel_prefetch(key, prefetch, groups, t->wg, s.src);
@@ -285,7 +284,7 @@ bool WebGpuBackend::try_decode_qkv(const Tensor & q, const KvLayer & kv, const G
         static_cast<uint32_t>(kv.k.ne[0]),
         in.value_or(0),
         0};
-    PipelineKey key = decode_key("qkv_rope_decode", pf_red_mode() ? "rrrrwwwwwu" : "rrrrwwwwru", *t, w.n_cols, x != nullptr, src, in);
+    PipelineKey key = decode_key("qkv_rope_decode", "rrrrwwwwru", *t, w.n_cols, x != nullptr, src, in);
     key.add("K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0);
     key.add("V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0);
     key.add("HD", static_cast<double>(hd));

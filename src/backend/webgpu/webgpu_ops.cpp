@@ -368,7 +368,7 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
         if (pos0 + 1 > short_max) short_max = 0;
     }
     PipelineKey key{"attention",
-                    pf_red_mode() ? "rrrwwwwwwu" : "rrrwwrrrru",
+                    "rrrwwrrrru",
                     {{{"WG", static_cast<double>(wg)},
                       {"K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0},
                       {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0},
@@ -393,9 +393,7 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
     if (short_max > 0) key.add("ATT_SHORT", 1.0);
     // One query: the weights to prefetch, by workgroups after the heads' (PF_FROM; attention.wgsl).
     // Unused slots bind q and prefetch nothing.
-    const bool     red        = pf_red_mode() != 0;  // ONE-OFF EXPERIMENT
-    WGPUBuffer     pf_bufs[4] = {red ? red_fill(0) : gpu_buffer(q), red ? red_fill(1) : gpu_buffer(q),
-                                 red ? red_fill(2) : gpu_buffer(q), red ? red_fill(3) : gpu_buffer(q)};
+    WGPUBuffer     pf_bufs[4] = {gpu_buffer(q), gpu_buffer(q), gpu_buffer(q), gpu_buffer(q)};
     uint32_t       pf_groups  = 0;
     if (tiled && !prefetch.empty()) {
         // Loads per invocation. Where attention is short (its 256-thread form, up to 384 positions)
