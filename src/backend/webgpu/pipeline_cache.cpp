@@ -104,41 +104,11 @@ const WgslShader & PipelineCache::variant(std::string_view name) const {
     return *shader;
 }
 
-bool PipelineCache::immediates(std::string_view shader) const {
-    if (!immediates_) return false;
-    std::string base(shader);
-    for (const char * suffix : {"_sg", "_nodp4"}) {
-        const std::string s(suffix);
-        if (base.size() > s.size() && base.compare(base.size() - s.size(), s.size(), s) == 0) base.resize(base.size() - s.size());
-    }
-    for (const char * k : {"bitlinear_decode", "gate_up_decode", "attention", "lm_head_i8_argmax", "embed_argmax",
-                           "argmax_exact", "argmax_final"}) {
-        if (base == k) return true;
-    }
-    return false;
-}
-
-std::string PipelineCache::layout_signature(const PipelineKey & key) const {
-    std::string sig(key.signature);
-    if (immediates(key.shader) && !sig.empty() && sig.back() == 'u') sig.back() = 'i';
-    return sig;
-}
-
 WGPUShaderModule PipelineCache::module(std::string_view requested) {
     const WgslShader & shader = variant(requested);
     const std::string_view name = shader.name;
     if (auto it = modules_.find(name); it != modules_.end()) return it->second.get();
-    std::string imm_source;
-    WgslShader  imm_shader = shader;
-    if (immediates(requested)) {  // the uniform `p` becomes an immediate
-        imm_source = std::string(shader.source);
-        const size_t at = imm_source.find("var<uniform> p: Params;");
-        TERN_ASSERT(at != std::string::npos, "no uniform p in %.*s", static_cast<int>(name.size()), name.data());
-        const size_t line = imm_source.rfind('\n', at) + 1;
-        imm_source.replace(line, at + 23 - line, "var<immediate> p: Params;");
-        imm_shader.source = imm_source;
-    }
-    WgpuHandle<WGPUShaderModule> module = compile_wgsl(ctx_, imm_shader);
+    WgpuHandle<WGPUShaderModule> module = compile_wgsl(ctx_, shader);
     WGPUShaderModule             raw    = module.get();
     modules_.emplace(std::string(name), std::move(module));
     return raw;
@@ -146,9 +116,8 @@ WGPUShaderModule PipelineCache::module(std::string_view requested) {
 
 WGPUBindGroupLayout PipelineCache::layout(std::string_view signature) {
     if (auto it = layouts_.find(signature); it != layouts_.end()) return it->second.group.get();
-    const bool imm = !signature.empty() && signature.back() == 'i';
-    std::vector<WGPUBindGroupLayoutEntry> entries(signature.size() - (imm ? 1 : 0));
-    for (size_t i = 0; i < entries.size(); ++i) {
+    std::vector<WGPUBindGroupLayoutEntry> entries(signature.size());
+    for (size_t i = 0; i < signature.size(); ++i) {
         WGPUBindGroupLayoutEntry & e = entries[i];
         e              = {};
         e.binding      = static_cast<uint32_t>(i);
@@ -175,7 +144,6 @@ WGPUBindGroupLayout PipelineCache::layout(std::string_view signature) {
     pdesc.label                = wgpu_string(signature);
     pdesc.bindGroupLayoutCount = 1;
     pdesc.bindGroupLayouts     = groups;
-    pdesc.immediateSize        = imm ? k_immediate_bytes : 0;
     l.pipeline = WgpuHandle<WGPUPipelineLayout>(wgpu().wgpuDeviceCreatePipelineLayout(ctx_.device(), &pdesc));
     if (std::string err = ctx_.pop_error_scope("creating a bind group layout"); !err.empty()) {
         fail(ErrorKind::device, format("webgpu: bind group layout '%.*s': %s", static_cast<int>(signature.size()),
@@ -189,9 +157,8 @@ WGPUBindGroupLayout PipelineCache::layout(std::string_view signature) {
 WGPUComputePipeline PipelineCache::pipeline(const PipelineKey & key) {
     if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second.get();
     WGPUShaderModule shader = module(key.shader);
-    const std::string sig = layout_signature(key);
-    layout(sig);
-    const Layout & l = layouts_.find(sig)->second;
+    layout(key.signature);
+    const Layout & l = layouts_.find(key.signature)->second;
 
     std::vector<WGPUConstantEntry> constants;
     for (const auto & o : key.overrides) {

@@ -52,13 +52,6 @@ public:
     // The embedded shader a key's `shader` name compiles from: itself or its "_sg" variant.
     const WgslShader & variant(std::string_view shader) const;
 
-    // EXPERIMENT: kernels whose Params come as immediates (push constants) instead of a uniform
-    // slot ($TERN_WEBGPU_IMMEDIATES=1): their layout's signature ends in 'i' instead of 'u'.
-    static constexpr uint32_t k_immediate_bytes = 64;
-    void set_immediates(bool on) { immediates_ = on; }
-    bool immediates(std::string_view shader) const;
-    std::string layout_signature(const PipelineKey & key) const;
-
     WGPUComputePipeline pipeline(const PipelineKey & key);   // throws Error(device)
     WGPUBindGroupLayout layout(std::string_view signature);
     WGPUShaderModule    module(std::string_view shader);     // throws Error(device)
@@ -77,7 +70,6 @@ private:
     std::map<PipelineKey, WgpuHandle<WGPUComputePipeline>>     pipelines_;
     std::map<std::string, double, std::less<>>                 constants_;
     bool                                                       subgroup_variants_ = false;
-    bool                                                       immediates_        = false;
 };
 
 // Compiles one shader into a module inside an error scope; Error(device) with "file:line:col: message"

@@ -465,7 +465,6 @@ struct WGPUComputePassDescriptor {
     X(wgpuComputePassEncoderSetBindGroup, void,                                                                      \
       (WGPUComputePassEncoder, uint32_t, WGPUBindGroup, size_t, const uint32_t *))                                   \
     X(wgpuComputePassEncoderDispatchWorkgroups, void, (WGPUComputePassEncoder, uint32_t, uint32_t, uint32_t))        \
-    X(wgpuComputePassEncoderSetImmediates, void, (WGPUComputePassEncoder, uint32_t, const void *, size_t))            \
     X(wgpuComputePassEncoderEnd, void, (WGPUComputePassEncoder))                                                     \
     X(wgpuComputePassEncoderRelease, void, (WGPUComputePassEncoder))
 

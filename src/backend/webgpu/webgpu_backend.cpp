@@ -95,7 +95,6 @@ WebGpuBackend::WebGpuBackend(const WebGpuOptions & options)
     // to measure what they cost; results may then differ from the CPU in the last bits.
     const char * guard = std::getenv("TERN_WEBGPU_DF_GUARD");
     if (guard && std::string_view(guard) == "0") pipelines_.set_constant("DF_GUARD", 0.0);
-    if (const char * env = std::getenv("TERN_WEBGPU_IMMEDIATES"); env && *env == '1') pipelines_.set_immediates(true);
     // $TERN_WEBGPU_CONST=NAME=value,...: override constants for every pipeline that declares them
     // (a tuning and timing aid, e.g. BL_STOP in bitlinear_decode.wgsl).
     if (const char * consts = std::getenv("TERN_WEBGPU_CONST")) {

@@ -188,8 +188,8 @@ void StepEncoder::dispatch(const PipelineKey & key, std::span<const WGPUBuffer> 
     }();
     const int copies = !repeat.empty() && repeat.find("," + std::string(key.shader) + ",") != std::string::npos ? 5 : 1;
     if (n_slots_ == k_slots) flush();
-    if (split_every_ > 0 && n_cmds_ >= split_every_) flush_keeping_deferred();
-    if (ramp_at_ > 0 && n_cmds_ >= ramp_at_) {
+    if (split_every_ > 0 && n_slots_ >= split_every_) flush_keeping_deferred();
+    if (ramp_at_ > 0 && n_slots_ >= ramp_at_) {
         flush_keeping_deferred();
         ramp_at_ = 2 * ramp_at_ <= ramp_last_ ? 2 * ramp_at_ : 0;
     }
@@ -202,25 +202,14 @@ void StepEncoder::dispatch(const PipelineKey & key, std::span<const WGPUBuffer> 
     } else {
         begin_pass();
     }
-    uint32_t offset = 0;
-    ++n_cmds_;
-    if (pipelines_.immediates(key.shader)) {  // EXPERIMENT: Params as immediates
-        TERN_ASSERT(params_bytes + 4 <= PipelineCache::k_immediate_bytes, "%s: params of %zu bytes", key.label().c_str(), params_bytes);
-        uint8_t imm[PipelineCache::k_immediate_bytes] = {};
-        std::memcpy(imm, params, params_bytes);
-        wgpu().wgpuComputePassEncoderSetPipeline(pass_, pipeline);
-        wgpu().wgpuComputePassEncoderSetBindGroup(pass_, 0, group, 0, nullptr);
-        wgpu().wgpuComputePassEncoderSetImmediates(pass_, 0, imm, sizeof imm);
-    } else {
     const size_t slot = n_slots_++;
     // The rest of the slot is zeroed: a kernel's Params may end with `rn_zero: u32` after the host's
     // fields, the zero that lib/numerics.wgsl's mul_rn needs from a place the compiler cannot see.
     std::memcpy(arena_.data() + slot * k_slot_bytes, params, params_bytes);
     std::memset(arena_.data() + slot * k_slot_bytes + params_bytes, 0, k_slot_bytes - params_bytes);
-    offset = static_cast<uint32_t>(slot * k_slot_bytes);
+    const uint32_t offset = static_cast<uint32_t>(slot * k_slot_bytes);
     wgpu().wgpuComputePassEncoderSetPipeline(pass_, pipeline);
     wgpu().wgpuComputePassEncoderSetBindGroup(pass_, 0, group, 1, &offset);
-    }
     for (int c = 0; c < copies; ++c) wgpu().wgpuComputePassEncoderDispatchWorkgroups(pass_, x, y, z);
     if (gpu_profile_) end_pass();  // the pass's end timestamp follows this dispatch
     ++dispatches_;
@@ -233,9 +222,7 @@ WGPUBindGroup StepEncoder::bind_group(const PipelineKey & key, std::span<const W
     BindKey bk{key.signature, std::vector<WGPUBuffer>(buffers.begin(), buffers.end())};
     auto    it = bind_groups_.find(bk);
     if (it != bind_groups_.end()) return it->second.get();
-    const std::string sig = pipelines_.layout_signature(key);
-    const bool imm = sig.back() == 'i';
-    std::vector<WGPUBindGroupEntry> entries(buffers.size() + (imm ? 0 : 1));  // the buffers, then the uniform slot
+    std::vector<WGPUBindGroupEntry> entries(buffers.size() + 1);  // the buffers, then the uniform slot
     for (size_t i = 0; i < entries.size(); ++i) {
         entries[i]         = {};
         entries[i].binding = static_cast<uint32_t>(i);
@@ -244,7 +231,7 @@ WGPUBindGroup StepEncoder::bind_group(const PipelineKey & key, std::span<const W
         entries[i].size    = i < buffers.size() ? WGPU_WHOLE_SIZE : k_slot_bytes;
     }
     WGPUBindGroupDescriptor desc{};
-    desc.layout     = pipelines_.layout(sig);
+    desc.layout     = pipelines_.layout(key.signature);
     desc.entryCount = entries.size();
     desc.entries    = entries.data();
     ctx_.push_error_scope();
@@ -350,7 +337,6 @@ void StepEncoder::flush_keeping_deferred() {
     }
     submit(finish("tern step"), arena_.data(), n_slots_ * k_slot_bytes);
     n_slots_ = 0;
-    n_cmds_  = 0;
     if (n_timed > 0) read_timestamps(n_timed);
 }
 
@@ -361,7 +347,6 @@ void StepEncoder::hold() {
     held_ = finish("tern step (held)");
     held_uniforms_.assign(arena_.begin(), arena_.begin() + static_cast<std::ptrdiff_t>(n_slots_ * k_slot_bytes));
     n_slots_ = 0;
-    n_cmds_  = 0;
 }
 
 void StepEncoder::release_held() {

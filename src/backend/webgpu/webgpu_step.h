@@ -111,7 +111,6 @@ private:
     WgpuHandle<WGPUBuffer>                      uniforms_;  // k_slots x 256 bytes
     std::vector<uint8_t>                        arena_;     // host copy of the slots in use
     size_t                                      n_slots_ = 0;
-    size_t                                      n_cmds_  = 0;  // dispatches since the last submit (EXPERIMENT)
     WGPUCommandEncoder                          encoder_ = nullptr;
     WGPUCommandBuffer                           held_    = nullptr;  // hold()
     std::function<void()>                       deferred_;           // defer()
