@@ -422,8 +422,7 @@ void WebGpuBackend::set_steps_per_submit(int64_t n) {
 // or 16 no better. $TERN_WEBGPU_START_CHUNK=n sets the first piece (0: the step in one submit).
 void WebGpuBackend::start_from_idle() {
     static const uint32_t first = env_u32("TERN_WEBGPU_START_CHUNK", 8);
-    static const uint32_t last = env_u32("TERN_WEBGPU_START_LAST", 0);  // ONE-OFF
-    if (first > 0) step_->ramp_submits(first, last > 0 ? last : 8 * first);
+    if (first > 0) step_->ramp_submits(first, 8 * first);
 }
 
 WebGpuBackend::~WebGpuBackend() {

@@ -191,10 +191,7 @@ void StepEncoder::dispatch(const PipelineKey & key, std::span<const WGPUBuffer> 
     if (split_every_ > 0 && n_slots_ >= split_every_) flush_keeping_deferred();
     if (ramp_at_ > 0 && n_slots_ >= ramp_at_) {
         flush_keeping_deferred();
-        // ONE-OFF: $TERN_WEBGPU_START_GROWTH (percent, default 200) grows the pieces.
-        static const size_t growth = [] { const char * e = std::getenv("TERN_WEBGPU_START_GROWTH"); return e ? size_t(std::atoi(e)) : size_t{200}; }();
-        const size_t next = std::max(ramp_at_ + 1, ramp_at_ * growth / 100);
-        ramp_at_ = next <= ramp_last_ ? next : 0;
+        ramp_at_ = 2 * ramp_at_ <= ramp_last_ ? 2 * ramp_at_ : 0;
     }
 
     WGPUComputePipeline pipeline = pipelines_.pipeline(key);
