@@ -11,7 +11,6 @@
 #include "tokenizer/hf_tokenizer_json.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstring>
 #include <cstdlib>
@@ -177,16 +176,12 @@ void write_synthetic_model(const SynthOptions & o) {
                          quantize_row(o.embd_type, row.data(), dst.data() + static_cast<size_t>(r) * row_len, n_embd);
                      }
                  });
-    // Norm weights: bf16 values stored as F32, as in the official 2B4T GGUF (whose norms were
-    // converted from the bf16 checkpoint), rounded to nearest even from 1 + 0.1 (u - 1/2).
     auto add_norm = [&](const std::string & name, int64_t n) {
         w.add_tensor(name, DType::f32, {n}, [=, idx = tensor_index++](std::span<uint8_t> dst) {
             Rng rng = tensor_rng(seed, idx);
             for (int64_t i = 0; i < n; ++i) {
-                const float    v    = 1.0f + 0.1f * (rng.uniform() - 0.5f);
-                const uint32_t bits = std::bit_cast<uint32_t>(v);
-                const uint32_t bf16 = (bits + 0x7FFFu + ((bits >> 16) & 1u)) & 0xFFFF0000u;
-                std::memcpy(dst.data() + 4 * i, &bf16, 4);
+                const float v = 1.0f + 0.1f * (rng.uniform() - 0.5f);
+                std::memcpy(dst.data() + 4 * i, &v, 4);
             }
         });
     };

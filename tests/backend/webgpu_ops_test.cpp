@@ -15,10 +15,10 @@
 #include "quant/ternary_formats.h"
 #include "webgpu_test_util.h"
 
+#include <bit>
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstring>
 #include <numeric>
@@ -117,24 +117,6 @@ TEST(WebGpuWeights, WordInterleavingPutsFourConsecutiveElementsInOneByteLane) {
         const uint32_t lanes = (w.words[0] >> (2 * s)) & 0x03030303u;
         for (uint32_t j = 0; j < 4; ++j) EXPECT_EQ(static_cast<int>((lanes >> (8 * j)) & 3u) - 1, v[4 * s + j]);
     }
-}
-
-TEST(WebGpuWeights, NormBf16PairsHoldTheTopHalvesInElementOrder) {
-    // 1.0 = 0x3F800000, -2.5 = 0xC0200000, 0.013671875 = 0x3C600000 (bf16 values: low halves zero).
-    const std::vector<float> w = {1.0f, -2.5f, 0.013671875f};
-    const auto               p = gpu_pack_norm_bf16(w);
-    ASSERT_TRUE(p.has_value());
-    ASSERT_EQ(p->size(), 4u);  // padded to a whole vec4
-    EXPECT_EQ((*p)[0], 0xC0203F80u);  // element 0 low half, element 1 high half
-    EXPECT_EQ((*p)[1], 0x00003C60u);
-    EXPECT_EQ((*p)[2], 0u);
-    EXPECT_EQ((*p)[3], 0u);
-    // Each half shifted back is the f32 exactly.
-    EXPECT_EQ(std::bit_cast<float>((*p)[0] << 16), 1.0f);
-    EXPECT_EQ(std::bit_cast<float>((*p)[0] & 0xFFFF0000u), -2.5f);
-    // One value with a nonzero low half (1 + 2^-20) and there is no bf16 copy.
-    EXPECT_FALSE(gpu_pack_norm_bf16(std::vector<float>{1.0f, 1.0f + 0x1p-20f}).has_value());
-    EXPECT_EQ(gpu_pack_norm_bf16(std::vector<float>(9, 0.5f))->size(), 8u);
 }
 
 // attention.wgsl's prefetching workgroups (PF_LOADS): the fewest loads per invocation that keep

@@ -149,8 +149,6 @@ WebGpuBackend::WebGpuBackend(const WebGpuOptions & options)
     }
     const char * stats = std::getenv("TERN_WEBGPU_NORM_STATS");
     norm_stats_on_     = !(stats && std::string_view(stats) == "0");
-    const char * bf16 = std::getenv("TERN_WEBGPU_NORM_BF16");
-    norm_bf16_        = !(bf16 && std::string_view(bf16) == "0");
     const char * offsets = std::getenv("TERN_WEBGPU_CONST_OFFSETS");
     if (offsets) const_uniforms_ = static_cast<uint32_t>(std::strtoul(offsets, nullptr, 10)) & 7;
     mma_unit();
@@ -630,12 +628,6 @@ std::unique_ptr<Weight> WebGpuBackend::load_norm(const WeightSource & src) {
     n->n_cols                  = src.ne[0];
     n->buffer                  = make_buffer(w.size() * 4, w.data(), src.name.c_str());
     n->n_bytes                 = w.size() * 4;
-    if (norm_bf16_) {
-        if (const auto bf16 = gpu_pack_norm_bf16(w)) {
-            n->bf16 = make_buffer(bf16->size() * 4, bf16->data(), (src.name + " (bf16)").c_str());
-            n->n_bytes += bf16->size() * 4;
-        }
-    }
     return n;
 }
 

@@ -53,9 +53,6 @@ public:
 class GpuNorm : public Weight {
 public:
     std::unique_ptr<GpuBuffer> buffer;  // [n_cols] f32
-    // The same weights as bf16 pairs (gpu_pack_norm_bf16) where every one is a bf16 value, else
-    // null: the decode matmuls' prologue reads half the bytes (lib/decode_io.wgsl NW_BF16).
-    std::unique_ptr<GpuBuffer> bf16;
     // On a layer's attn_norm: the layer's four norms side by side for layer_decode.wgsl, made on
     // first use (WebGpuBackend::layer_norms).
     mutable std::unique_ptr<GpuBuffer> layer_norms;
@@ -328,7 +325,6 @@ private:
     struct DecodeSource {
         WGPUBuffer src = nullptr, scale = nullptr;
         uint32_t   offset = 0, scale_offset = 0;
-        bool       nw_bf16 = false;  // scale holds the norm weights as bf16 pairs
     };
     // The tiling of a decode kernel for w, or nothing when the general kernels must run (several
     // tokens, several scale groups per row, K not a multiple of 64 or above 8192).
@@ -422,7 +418,6 @@ private:
     } stats_;
     std::unique_ptr<GpuBuffer> norm_stats_;
     bool                       norm_stats_on_ = true;  // $TERN_WEBGPU_NORM_STATS=0 turns them off
-    bool                       norm_bf16_     = true;  // GpuNorm::bf16 copies; $TERN_WEBGPU_NORM_BF16=0: none
     // Which uniform values the decode kernels get as pipeline constants: 1 the prologue's offsets
     // (decode_key), 2 the row counts (N_ROWS, N_FF), 4 attention's (Q_AT, ATT_*).
     // $TERN_WEBGPU_CONST_OFFSETS (a timing aid) sets it.

@@ -113,7 +113,6 @@ WebGpuBackend::DecodeSource WebGpuBackend::decode_source(const QuantizedActs & a
     if (x == nullptr) return {gpu_buffer(a.q), gpu_buffer(a.scale), gpu_offset(a.q, 4), gpu_offset(a.scale, 4)};
     const GpuNorm * nw = &as_norm(*norm);
     TERN_ASSERT(nw->n_cols == x->ne[0] && x->ne[1] == 1, "fused norm shapes");
-    if (nw->bf16) return {gpu_buffer(*x), nw->bf16->get(), gpu_offset(*x, 4), 0, true};
     return {gpu_buffer(*x), nw->buffer->get(), gpu_offset(*x, 4), 0};
 }
 
@@ -129,7 +128,6 @@ PipelineKey WebGpuBackend::decode_key(std::string_view shader, std::string_view 
     // (Both default to off, so a kernel that declares only one of them is keyed without the other.)
     if (stats_in) key.add("STATS_IN", 1.0);
     if (stats_out) key.add("STATS_OUT", 1.0);
-    if (norm && s.nw_bf16) key.add("NW_BF16", 1.0);
     // Offsets 0 (tensors at the start of their buffers, as the model's are) and the two statistics
     // slots as constants; any other offset stays a uniform read, so the pipelines stay few.
     if (norm && (const_uniforms_ & 1)) {

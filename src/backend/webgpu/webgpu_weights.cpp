@@ -1,8 +1,6 @@
 // Repacking into the WebGPU layouts of webgpu_weights.h.
 #include "backend/webgpu/webgpu_weights.h"
 
-#include <bit>
-
 #include "core/error.h"
 #include "quant/block_formats.h"
 #include "quant/ternary_formats.h"
@@ -94,16 +92,6 @@ std::vector<float> gpu_pack_norm(const WeightSource & src) {
     std::vector<float> w(static_cast<size_t>(src.ne[0]));
     dequantize_row(src.type, src.data.data(), w.data(), src.ne[0]);
     return w;
-}
-
-std::optional<std::vector<uint32_t>> gpu_pack_norm_bf16(std::span<const float> w) {
-    std::vector<uint32_t> words((w.size() + 7) / 8 * 4, 0);  // whole vec4s: the shader reads pairs of pairs
-    for (size_t i = 0; i < w.size(); ++i) {
-        const uint32_t bits = std::bit_cast<uint32_t>(w[i]);
-        if ((bits & 0xffffu) != 0) return std::nullopt;
-        words[i / 2] |= i % 2 == 0 ? bits >> 16 : bits;
-    }
-    return words;
 }
 
 }  // namespace tern

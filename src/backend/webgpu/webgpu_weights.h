@@ -21,7 +21,6 @@
 #include "backend/backend.h"
 
 #include <cstdint>
-#include <optional>
 #include <span>
 #include <vector>
 
@@ -54,10 +53,5 @@ GpuTableLayout gpu_pack_table(const WeightSource & src);
 
 // Norm weight as f32 (dequantized from f32/f16/bf16).
 std::vector<float> gpu_pack_norm(const WeightSource & src);
-
-// The same weights as bf16, two per u32 word (element 2m in the low half of word m, 2m + 1 in the
-// high half; padded with zeros to whole 16-byte vec4s), when every one is a bf16 value (its f32 bits end in 16
-// zeros, as norms converted from a bf16 checkpoint do); else nothing. Exact: bf16 -> f32 is a shift.
-std::optional<std::vector<uint32_t>> gpu_pack_norm_bf16(std::span<const float> w);
 
 }  // namespace tern

@@ -41,29 +41,8 @@ fn stage_x4(j: u32) -> vec4<f32> {
                      bitcast<f32>(src_word(o + 3u)));
 }
 
-// NW_BF16: `src_scale` holds the norm weights as bf16 pairs (GpuNorm::bf16: element 2m in the low
-// half of word m), where every one is a bf16 value: the prologue reads half the bytes. Every
-// workgroup of a decode matmul reads all of x and of the norm weights at once, and those reads
-// cost the GPU's L2 bandwidth: with both served from one 64-byte line instead (a timing aid) an
-// H200 decoded ~1.2% faster, ~0.4% of it from the norm weights (src/backend/webgpu/README.md).
-override NW_BF16: bool = false;
-
-// Weights 4j .. 4j + 3 from the bf16 pairs at word b + 2j.
-fn stage_nw4_bf16(b: u32, j: u32) -> vec4<f32> {
-    var pr: vec2<u32>;
-    if (VEC_IN && b % 4u == 0u) {
-        let v = bitcast<vec4<u32>>(src_scale[b / 4u + j / 2u]);  // neighbouring invocations share it
-        pr    = select(v.xy, v.zw, j % 2u == 1u);
-    } else {
-        pr = vec2<u32>(bitcast<u32>(scale_word(b + 2u * j)), bitcast<u32>(scale_word(b + 2u * j + 1u)));
-    }
-    return vec4<f32>(bitcast<f32>(pr.x << 16u), bitcast<f32>(pr.x & 0xffff0000u), bitcast<f32>(pr.y << 16u),
-                     bitcast<f32>(pr.y & 0xffff0000u));
-}
-
 fn stage_nw4(j: u32) -> vec4<f32> {
     let b = stage_nw_base();
-    if (NW_BF16) { return stage_nw4_bf16(b, j); }
     if (VEC_IN && b % 4u == 0u) { return src_scale[b / 4u + j]; }
     let n = b + 4u * j;
     return vec4<f32>(scale_word(n), scale_word(n + 1u), scale_word(n + 2u), scale_word(n + 3u));
