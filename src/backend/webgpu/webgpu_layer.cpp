@@ -98,15 +98,6 @@ void WebGpuBackend::transformer_layer(const LayerWeights & w, const LayerTensors
         if (!one_layer_weights_[i]) one_layer_weights_[i] = l;
         return one_layer_weights_[i];
     };
-    // ONE-OFF timing aid: bit 32, every layer's four norms are the first decoded layer's (in L2).
-    static const Weight * first_norms[4] = {};
-    const Weight * norms[4] = {w.attn_norm, w.attn_sub_norm, w.ffn_norm, w.ffn_sub_norm};
-    if (one_layer & 32) {
-        for (int i = 0; i < 4; ++i) {
-            if (!first_norms[i]) first_norms[i] = norms[i];
-            norms[i] = first_norms[i];
-        }
-    }
     const GpuLinear & own_qkv = as_linear(*w.attn_qkv);
     if (prev_layer_qkv_) prev_layer_qkv_->next_layer_qkv = &own_qkv;
     prev_layer_qkv_ = &own_qkv;
@@ -128,17 +119,17 @@ void WebGpuBackend::transformer_layer(const LayerWeights & w, const LayerTensors
     }
     const auto & links  = kernel_prefetch_links();
     const auto   pf_for = [&](LayerWeightId kernel) { return links[kernel] == k_wnone ? nullptr : pulled[links[kernel]]; };
-    if (!try_decode_qkv(t.q, kv, qkv, t.a_embd, &t.x, norms[0], eps, shape, pos0, pf_for(k_wqkv))) {
+    if (!try_decode_qkv(t.q, kv, qkv, t.a_embd, &t.x, w.attn_norm, eps, shape, pos0, pf_for(k_wqkv))) {
         Backend::norm_qkv_rope_kv_append(t.q, kv, *w.attn_qkv, t.a_embd, t.x, *w.attn_norm, eps, shape, pos0);
     }
     attention_prefetching(t.attn, t.q, kv, shape, pos0, std::span<const GpuLinear * const>(prefetch, n));
-    if (!try_decode_bitlinear(t.x, *weights[k_wo], t.a_q, &t.attn, norms[1], eps, true, pf_for(k_wo))) {
+    if (!try_decode_bitlinear(t.x, *weights[k_wo], t.a_q, &t.attn, w.attn_sub_norm, eps, true, pf_for(k_wo))) {
         Backend::norm_bitlinear(t.x, *w.attn_output, t.a_q, t.attn, *w.attn_sub_norm, eps, /*accumulate=*/true);
     }
-    if (!try_decode_gate_up(t.ffn, *weights[k_wgu], t.a_embd, &t.x, norms[2], eps, act, pf_for(k_wgu))) {
+    if (!try_decode_gate_up(t.ffn, *weights[k_wgu], t.a_embd, &t.x, w.ffn_norm, eps, act, pf_for(k_wgu))) {
         Backend::norm_gate_up(t.ffn, *w.ffn_gate_up, t.a_embd, t.x, *w.ffn_norm, eps, act);
     }
-    if (!try_decode_bitlinear(t.x, *weights[k_wdown], t.a_ff, &t.ffn, norms[3], eps, true, pf_for(k_wdown))) {
+    if (!try_decode_bitlinear(t.x, *weights[k_wdown], t.a_ff, &t.ffn, w.ffn_sub_norm, eps, true, pf_for(k_wdown))) {
         Backend::norm_bitlinear(t.x, *w.ffn_down, t.a_ff, t.ffn, *w.ffn_sub_norm, eps, /*accumulate=*/true);
     }
 }
