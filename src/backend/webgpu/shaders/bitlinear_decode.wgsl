@@ -81,7 +81,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     var xin: StageInput;
     var pf = kernel_prefetch_at(0u, lid, wid.x);
     if (X_FIRST) { xin = stage_load(lid, K); }
-    if (!W_LATE) { w = prefetch_row_pair(vec2<u32>(row, row + 1u), vec2<bool>(row < out_rows(), row + 1u < out_rows()), lane, LANES, K); }
+    w = prefetch_row_pair(vec2<u32>(row, row + 1u), vec2<bool>(row < out_rows(), row + 1u < out_rows()), lane, LANES, K);
     if (!X_FIRST) { xin = stage_load(lid, K); }
     if (lid < rows && ro < out_rows()) {
         sc = row_scales(ro);
@@ -93,7 +93,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         return;
     }
     let as_ = stage_activations_from(lid, K, xin);
-    if (W_LATE) { w = prefetch_row_pair(vec2<u32>(row, row + 1u), vec2<bool>(row < out_rows(), row + 1u < out_rows()), lane, LANES, K); }
     pf ^= kernel_prefetch_at(2u, lid, wid.x);
     if (BL_STOP == 2u) {
         if (row < out_rows()) { y[p.y_offset + row] = as_ + f32(row_mix(w) ^ acts[lid % (K / 16u)].x); }

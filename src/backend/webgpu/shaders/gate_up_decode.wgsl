@@ -70,7 +70,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     var xin: StageInput;
     var pf = kernel_prefetch_at(0u, lid, wid.x);
     if (X_FIRST) { xin = stage_load(lid, K); }
-    if (!W_LATE) { w = prefetch_row_pair(vec2<u32>(out, ff_rows() + out), vec2<bool>(out < ff_rows()), lane, LANES, K); }
+    w = prefetch_row_pair(vec2<u32>(out, ff_rows() + out), vec2<bool>(out < ff_rows()), lane, LANES, K);
     if (!X_FIRST) { xin = stage_load(lid, K); }
     if (lid < outs && o < ff_rows()) {
         sg = row_scales(o);
@@ -78,7 +78,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     pf ^= kernel_prefetch_at(1u, lid, wid.x);
     let as_ = stage_activations_from(lid, K, xin);
-    if (W_LATE) { w = prefetch_row_pair(vec2<u32>(out, ff_rows() + out), vec2<bool>(out < ff_rows()), lane, LANES, K); }
     pf ^= kernel_prefetch_at(2u, lid, wid.x);
     var partial = vec2<i32>();
     if (out < ff_rows()) { partial = row_dot_pair(w, lane, LANES, K); }

@@ -65,9 +65,6 @@ override NORM_STOP: u32 = 0u;
 // (the norm is the longer chain, so its inputs go first), or after them. Measured on an H100:
 // tg128 486-488 tokens/s first, 476-478 after (alternating runs without a slow repetition).
 override X_FIRST: bool = true;
-// ONE-OFF trial: the weight loads issued once the activations are staged (after the prologue), so
-// that x's and the norm weights' lines do not share the unit's L2 traffic with them.
-override W_LATE: bool = false;
 
 // The sum of squares from x's block sums (written by the kernel that wrote x) instead of from x.
 override STATS_IN: bool = false;

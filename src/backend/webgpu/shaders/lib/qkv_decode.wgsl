@@ -22,8 +22,7 @@ fn qkv_decode_rows(lid: u32, g: u32, lanes: u32, k: u32, so: u32, oso: u32) {
     var pf = weight_prefetch_at(0u, lid, g);
     var xin: StageInput;
     if (X_FIRST) { xin = stage_load(lid, k); }
-    var w: RowWords;
-    if (!W_LATE) { w = prefetch_row(row, lane, lanes, k); }
+    let w     = prefetch_row(row, lane, lanes, k);
     if (!X_FIRST) { xin = stage_load(lid, k); }
     let j     = j0 + 4u * lid;  // the first slot this invocation finishes (lid < rows / 4)
     var sc: array<vec2<f32>, 4>;  // their scales and RoPE pairs, loaded with the weights
@@ -36,7 +35,6 @@ fn qkv_decode_rows(lid: u32, g: u32, lanes: u32, k: u32, so: u32, oso: u32) {
     pf ^= kv_prefetch(lid, g);
     pf ^= weight_prefetch_at(1u, lid, g);
     let as_   = stage_activations_from(lid, k, xin);
-    if (W_LATE) { w = prefetch_row(row, lane, lanes, k); }
     pf ^= weight_prefetch_at(2u, lid, g);
     slot_dots[lid] = reduce_rows(lid, row_dot(w, lane, lanes, k), lanes);
     workgroupBarrier();
