@@ -128,13 +128,6 @@ PipelineKey WebGpuBackend::decode_key(std::string_view shader, std::string_view 
     // (Both default to off, so a kernel that declares only one of them is keyed without the other.)
     if (stats_in) key.add("STATS_IN", 1.0);
     if (stats_out) key.add("STATS_OUT", 1.0);
-    {  // ONE-OFF timing aid: $TERN_WEBGPU_BCAST=shader:k,... (k the K of the kernel, 0 any)
-        static const std::string bc = [] { const char * e = std::getenv("TERN_WEBGPU_BCAST"); return e ? "," + std::string(e) + "," : std::string(); }();
-        if (norm && !bc.empty() && (bc.find("," + std::string(shader) + ":" + std::to_string(k) + ",") != std::string::npos ||
-                                    bc.find("," + std::string(shader) + ":0,") != std::string::npos)) {
-            key.add("XW_BCAST", 1.0);
-        }
-    }
     // Offsets 0 (tensors at the start of their buffers, as the model's are) and the two statistics
     // slots as constants; any other offset stays a uniform read, so the pipelines stay few.
     if (norm && (const_uniforms_ & 1)) {

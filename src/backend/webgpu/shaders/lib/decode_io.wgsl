@@ -33,12 +33,8 @@ fn stage_nw_base() -> u32 {
 // 887.5-888.8 (src/backend/webgpu/README.md, "Vector loads").
 override VEC_IN: bool = true;
 
-// ONE-OFF timing aid (results wrong): x and the norm weights read from one 64-byte line.
-override XW_BCAST: bool = false;
-
 fn stage_x4(j: u32) -> vec4<f32> {
     let b = stage_src_base();
-    if (XW_BCAST) { return bitcast<vec4<f32>>(src[b / 4u + j % 4u]); }
     if (VEC_IN && b % 4u == 0u) { return bitcast<vec4<f32>>(src[b / 4u + j]); }
     let o = b + 4u * j;
     return vec4<f32>(bitcast<f32>(src_word(o)), bitcast<f32>(src_word(o + 1u)), bitcast<f32>(src_word(o + 2u)),
@@ -47,7 +43,6 @@ fn stage_x4(j: u32) -> vec4<f32> {
 
 fn stage_nw4(j: u32) -> vec4<f32> {
     let b = stage_nw_base();
-    if (XW_BCAST) { return src_scale[b / 4u + j % 4u]; }
     if (VEC_IN && b % 4u == 0u) { return src_scale[b / 4u + j]; }
     let n = b + 4u * j;
     return vec4<f32>(scale_word(n), scale_word(n + 1u), scale_word(n + 2u), scale_word(n + 3u));
