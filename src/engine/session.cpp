@@ -12,6 +12,18 @@
 
 namespace tern {
 
+namespace {
+bool in_vocabulary(int32_t id, int64_t n_vocab) { return id >= 0 && id < n_vocab; }
+
+// A token id given to the session (a prompt's, a first token's) must name a row of the vocabulary.
+void check_token_id(int32_t id, int64_t n_vocab) {
+    if (!in_vocabulary(id, n_vocab)) {
+        fail(ErrorKind::invalid_argument,
+             format("token id %d is outside the vocabulary (0..%lld)", id, static_cast<long long>(n_vocab - 1)));
+    }
+}
+}  // namespace
+
 Session::Session(const BitnetModel & model, const SessionOptions & options)
     : model_(model), options_(options) {
     const ModelConfig & c = model.config();
@@ -49,12 +61,7 @@ void Session::eval(std::span<const int32_t> tokens, std::span<float> all_logits)
              "raise the context size with -c, or shorten the prompt");
     }
     TERN_ASSERT(all_logits.empty() || static_cast<int64_t>(all_logits.size()) == n * n_vocab, "all_logits size");
-    for (int32_t id : tokens) {
-        if (id < 0 || id >= n_vocab) {
-            fail(ErrorKind::invalid_argument, format("token id %d is outside the vocabulary (0..%lld)", id,
-                                                     static_cast<long long>(n_vocab - 1)));
-        }
-    }
+    for (int32_t id : tokens) check_token_id(id, n_vocab);
     Backend & be = model_.backend();
     for (int64_t start = 0; start < n; start += buf_.n_batch) {
         const int64_t chunk    = std::min(buf_.n_batch, n - start);
@@ -207,10 +214,7 @@ struct StepGrouping {
 int64_t Session::decode_greedy(int32_t first, int64_t n_max, const std::function<bool(int32_t)> & on_token,
                                int64_t batch) {
     const int64_t n_vocab = model_.config().n_vocab;
-    if (first < 0 || first >= n_vocab) {
-        fail(ErrorKind::invalid_argument, format("token id %d is outside the vocabulary (0..%lld)", first,
-                                                 static_cast<long long>(n_vocab - 1)));
-    }
+    check_token_id(first, n_vocab);
     Backend & be = model_.backend();
     batch        = std::max<int64_t>(1, batch);
     // Two id buffers of batch + 1 slots, used by batches in turn: step i of a batch reads slot i and
@@ -268,7 +272,7 @@ int64_t Session::decode_greedy(int32_t first, int64_t n_max, const std::function
         be.read_end(greedy_host_.data());
         for (int64_t i = 0; i < steps; ++i) {
             const int32_t id = greedy_host_[static_cast<size_t>(i)];
-            if (id < 0 || id >= n_vocab) {
+            if (!in_vocabulary(id, n_vocab)) {
                 fail(ErrorKind::device, format("the %s backend's greedy decoding produced token id %d, outside the "
                                                "vocabulary (0..%lld)", std::string(be.name()).c_str(), id,
                                                static_cast<long long>(n_vocab - 1)),

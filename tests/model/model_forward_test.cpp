@@ -136,6 +136,16 @@ TEST(ModelForward, ContextOverflowIsAnError) {
     }
     const int32_t bad[1] = {271};
     EXPECT_THROW(s.eval(bad), Error);
+    for (const int32_t first : {-1, 271}) {  // greedy decoding's first token is checked the same way
+        try {
+            s.decode_greedy(first, 2, [](int32_t) { return true; });
+            FAIL() << "expected an error for token " << first;
+        } catch (const Error & e) {
+            EXPECT_EQ(e.kind(), ErrorKind::invalid_argument);
+            EXPECT_NE(std::string(e.what()).find("outside the vocabulary (0..270)"), std::string::npos) << e.what();
+        }
+    }
+    EXPECT_EQ(s.n_past(), 0);
 }
 
 // Copies a model file while dropping or changing one thing, to check load errors.
