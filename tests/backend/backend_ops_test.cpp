@@ -146,7 +146,9 @@ TEST(CpuReference, DotBlocked16SumsBlocksOf16) {
     EXPECT_EQ(cpu::dot_blocked16(a.data(), b.data(), 20), 16777220.0f);  // a partial block of 4
 }
 
-TEST(CpuReference, RmsNormFollowsGgmlFormula) {
+// tern's order: y = (x * w) * scale, each product rounded (ggml scales first); within rounding of
+// the exact norm, and max |y| = fl(max |x * w| * scale), which the GPU prologues rely on.
+TEST(CpuReference, RmsNormWeightsFirstThenScales) {
     std::mt19937       rng(7);
     std::normal_distribution<float> nd(0.0f, 3.0f);
     const int64_t      n = 300;
@@ -156,8 +158,20 @@ TEST(CpuReference, RmsNormFollowsGgmlFormula) {
     cpu::rms_norm_row(x.data(), w.data(), y.data(), n, 1e-5f);
     double ss = 0;
     for (float v : x) ss += static_cast<double>(v) * v;
-    const double inv = 1.0 / std::sqrt(ss / n + 1e-5);
-    for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(y[i], x[i] * inv * w[i], 1e-5 * std::fabs(x[i] * inv * w[i]) + 1e-6);
+    const double inv   = 1.0 / std::sqrt(ss / n + 1e-5);
+    const float  scale = 1.0f / std::sqrt(cpu::sum_squares(x.data(), n) / static_cast<float>(n) + 1e-5f);
+    int   other_order_differs = 0;
+    float max_g = 0.0f, max_y = 0.0f;
+    for (int64_t i = 0; i < n; ++i) {
+        EXPECT_NEAR(y[i], x[i] * inv * w[i], 1e-5 * std::fabs(x[i] * inv * w[i]) + 1e-6);
+        const float g = x[i] * w[i];
+        EXPECT_EQ(y[i], g * scale) << i;
+        other_order_differs += y[i] != (x[i] * scale) * w[i];
+        max_g = std::max(max_g, std::fabs(g));
+        max_y = std::max(max_y, std::fabs(y[i]));
+    }
+    EXPECT_GT(other_order_differs, 0);  // the order is visible in the bits of this data
+    EXPECT_EQ(max_y, max_g * scale);
 }
 
 TEST(CpuReference, RopeNeoxRotatesSplitHalfPairs) {

@@ -39,8 +39,8 @@ void rms_norm_row(const float * x, const float * w, float * y, int64_t n, float 
     const float mean  = sum_squares(x, n) / static_cast<float>(n);
     const float scale = 1.0f / std::sqrt(mean + eps);
     for (int64_t i = 0; i < n; ++i) {
-        const float v = x[i] * scale;
-        y[i]          = v * w[i];
+        const float g = x[i] * w[i];
+        y[i]          = g * scale;
     }
 }
 

@@ -23,9 +23,11 @@ float halving_sum(float * t, int64_t p);
 inline constexpr int64_t k_norm_block = 32;
 float                    sum_squares(const float * x, int64_t n);
 
-// y = (x * (1 / sqrt(mean(x^2) + eps))) * w: f32 squares summed in the block-halving order (ggml sums
+// y = (x * w) * (1 / sqrt(mean(x^2) + eps)): f32 squares summed in the block-halving order (ggml sums
 // them in double: docs/architecture.md, "Numerics", says why tern does not), mean = sum / n in f32,
-// scale = 1.0f / sqrtf(mean + eps), then the weight multiply as a separate f32 op (ggml's order).
+// scale = 1.0f / sqrtf(mean + eps); the weight multiply first, each product rounded to f32. (ggml
+// multiplies by the scale first; tern weights first, so that max |y| = fl(max |x * w| * scale)
+// exactly, rounding being monotonic: a GPU kernel reduces max |x * w| while it computes the scale.)
 void rms_norm_row(const float * x, const float * w, float * y, int64_t n, float eps);
 
 // Per-token int8 quantization (bitnet.cpp quantize_row_i8_s, FORMATS.md §4.7):

@@ -36,6 +36,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let inv = inv_rms(lid, xo);  // as the CPU, bit for bit (lib/inv_rms.wgsl)
     let yo = p.y_offset + t * p.y_stride;
     for (var i = lid; i < p.k; i += WG) {
-        y[yo + i] = (x[xo + i] * inv) * w[p.w_offset + i];
+        y[yo + i] = (x[xo + i] * w[p.w_offset + i]) * inv;
     }
 }

@@ -39,10 +39,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 
     let inv = inv_rms(lid, xo);  // as the CPU, bit for bit (lib/inv_rms.wgsl)
 
-    // max |y|, y = (x * inv) * w (two roundings, as the CPU).
+    // max |y|, y = (x * w) * inv (two roundings, as the CPU).
     var m = 0.0;
     for (var i = lid; i < p.k; i += WG) {
-        m = max(m, abs((x[xo + i] * inv) * w[p.w_offset + i]));
+        m = max(m, abs((x[xo + i] * w[p.w_offset + i]) * inv));
     }
     // The CPU takes max(1e-5, max|y|) in double: below the double 1e-5 (the largest f32 below it is
     // 9.99999974738e-06) the scale is (float)(127 / 1e-5) = 12700000.
@@ -55,7 +55,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         var word = 0u;
         for (var b = 0u; b < 4u; b++) {
             let i = 4u * j + b;
-            let y = (x[xo + i] * inv) * w[p.w_offset + i];
+            let y = (x[xo + i] * w[p.w_offset + i]) * inv;
             let c = clamp(round(y * qs), -128.0, 127.0);
             word |= (bitcast<u32>(i32(c)) & 0xffu) << (8u * b);
         }

@@ -162,17 +162,18 @@ fn stage_norm_quant(lid: u32, k: u32, in: StageInput) -> f32 {
     if (NORM_STOP == 1u) {
         return stage_stopped(lid, n_words, xs, ws, 1.0);
     }
+    if (G_ORDER) { return stage_norm_quant_g(lid, k, in); }
     let inv = inv_rms_from(stage_sum_squares(lid, k, in), k, p.eps);
     if (NORM_STOP == 2u) {
         return stage_stopped(lid, n_words, xs, ws, inv);
     }
 
-    // y = (x * inv) * nw (two roundings, as the CPU) and max |y|.
+    // y = (x * nw) * inv (two roundings, as the CPU) and max |y|.
     var m = 0.0;
     for (var i = 0u; i < STAGE_U; i++) {
         let j = lid + i * WG;
         if (j < n_words) {
-            let y = (xs[i] * inv) * ws[i];
+            let y = (xs[i] * ws[i]) * inv;
             xs[i] = y;
             m = max(m, max(max(abs(y.x), abs(y.y)), max(abs(y.z), abs(y.w))));
         }
@@ -186,6 +187,40 @@ fn stage_norm_quant(lid: u32, k: u32, in: StageInput) -> f32 {
     let qs   = select(div_rn(127.0, amax), 12700000.0, amax <= 9.99999974738e-06);
 
     store_quantized(lid, n_words, xs, qs);
+    return qs;
+}
+
+// y = (x * nw) * inv: g = x * nw first, so max |y| = fl(max |g| * inv) exactly (rounding is
+// monotonic and inv > 0) and the workgroup max of |g| no longer waits for inv.
+override G_ORDER: bool = false;
+
+fn stage_norm_quant_g(lid: u32, k: u32, in: StageInput) -> f32 {
+    let n_words = k / 4u;
+    var gs: array<vec4<f32>, 8>;
+    var m = 0.0;
+    for (var i = 0u; i < STAGE_U; i++) {
+        let j = lid + i * WG;
+        if (j < n_words) {
+            let g = in.xs[i] * in.ws[i];
+            gs[i] = g;
+            m = max(m, max(max(abs(g.x), abs(g.y)), max(abs(g.z), abs(g.w))));
+        }
+    }
+    var gmax: f32;
+    var inv: f32;
+    if (wg_max_split()) {  // the max's barrier wait overlaps inv's chain
+        wg_umax_publish(lid, bitcast<u32>(m));
+        inv = inv_rms_from(stage_sum_squares(lid, k, in), k, p.eps);
+        workgroupBarrier();
+        gmax = bitcast<f32>(umax_of_slots(lid));
+    } else {
+        gmax = wg_max_nonneg(lid, m);
+        inv = inv_rms_from(stage_sum_squares(lid, k, in), k, p.eps);
+    }
+    let amax = gmax * inv;
+    let qs   = select(div_rn(127.0, amax), 12700000.0, amax <= 9.99999974738e-06);
+    for (var i = 0u; i < STAGE_U; i++) { gs[i] = gs[i] * inv; }
+    store_quantized(lid, n_words, gs, qs);
     return qs;
 }
 

@@ -10,7 +10,7 @@ var<private> head_inv: f32;  // head_input_words' norm factor
 // Word i of h from word i of x and of the norm weights, once head_inv is known.
 fn head_word(xv: vec4<f32>, wv: vec4<f32>) -> vec4<f32> {
     var v = xv;
-    if (NORM) { v = (v * head_inv) * wv; }
+    if (NORM) { v = (v * wv) * head_inv; }
     if (p.round_input != 0u) { v = vec4<f32>(round_f16(v.x), round_f16(v.y), round_f16(v.z), round_f16(v.w)); }
     return v;
 }

@@ -13,6 +13,11 @@ override SG32: bool = false;
 // wg_max of values that are not negative (lib/wg_reduce_sg.wgsl has a faster form).
 fn wg_max_nonneg(lid: u32, v: f32) -> f32 { return wg_max(lid, v); }
 
+// The split form of lib/wg_reduce_sg.wgsl (publish, other work, barrier, read): never here.
+fn wg_max_split() -> bool { return false; }
+fn wg_umax_publish(lid: u32, k: u32) {}
+fn umax_of_slots(lid: u32) -> u32 { return 0u; }
+
 fn wg_max(lid: u32, v: f32) -> f32 {
     wg_red_max[lid] = v;
     workgroupBarrier();

@@ -73,11 +73,19 @@ fn wg_max_one_read() -> bool {
 // invocations (each 32-lane half of a wider subgroup writes its subgroup's), one barrier, and
 // lane l's subgroup max over slots l % (WG / 32), which covers every slot (WG / 32 <= 32).
 fn wg_umax_sg32(lid: u32, k: u32) -> u32 {
-    let r = subgroupMax(k);
-    if (lid % 32u == 0u) { wg_red_max[lid / 32u] = r; }
+    wg_umax_publish(lid, k);
     workgroupBarrier();
     return umax_of_slots(lid);
 }
+
+// wg_umax_sg32 before its barrier (a kernel may do other work between this, the barrier and
+// umax_of_slots; wg_max_split() says whether this form applies).
+fn wg_umax_publish(lid: u32, k: u32) {
+    let r = subgroupMax(k);
+    if (lid % 32u == 0u) { wg_red_max[lid / 32u] = r; }
+}
+
+fn wg_max_split() -> bool { return wg_max_one_read(); }
 
 // After the barrier: the max of the WG / 32 keys in wg_red_max, lane l reading slot l % (WG / 32).
 fn umax_of_slots(lid: u32) -> u32 {
