@@ -149,8 +149,6 @@ WebGpuBackend::WebGpuBackend(const WebGpuOptions & options)
     }
     const char * stats = std::getenv("TERN_WEBGPU_NORM_STATS");
     norm_stats_on_     = !(stats && std::string_view(stats) == "0");
-    const char * norm_g = std::getenv("TERN_WEBGPU_NORM_G");
-    norm_g_on_          = !(norm_g && std::string_view(norm_g) == "0");
     const char * offsets = std::getenv("TERN_WEBGPU_CONST_OFFSETS");
     if (offsets) const_uniforms_ = static_cast<uint32_t>(std::strtoul(offsets, nullptr, 10)) & 7;
     mma_unit();

@@ -56,9 +56,6 @@ public:
     // On a layer's attn_norm: the layer's four norms side by side for layer_decode.wgsl, made on
     // first use (WebGpuBackend::layer_norms).
     mutable std::unique_ptr<GpuBuffer> layer_norms;
-    // On a layer's attn_norm: the next layer's, as the last step decoded them (the down projection's
-    // G_OUT; like GpuLinear::next_layer_qkv).
-    mutable const GpuNorm * next_layer_attn_norm = nullptr;
 };
 
 class GpuTable : public Weight {
@@ -103,7 +100,6 @@ public:
     void begin_step() override {
         step_submits_at_begin_ = step_->submits();
         prev_layer_qkv_        = nullptr;
-        prev_layer_attn_norm_  = nullptr;
     }
     void embed(const Tensor & x, const Weight & token_embd, const Tensor & tokens) override;
     void rms_norm_quant(const QuantizedActs & a, const Tensor & x, const Weight & w, float eps) override;
@@ -257,7 +253,6 @@ public:
     // Decode kernels encoded so far that took their norm's sum of squares from the norm statistics
     // (block sums left by the previous kernel; webgpu_decode.cpp), for tests.
     int64_t norm_stats_reads() const { return norm_stats_reads_; }
-    int64_t norm_g_reads() const { return norm_g_reads_; }  // consumers that loaded g (G_IN)
     bool    norm_stats_on() const { return norm_stats_on_; }  // false with $TERN_WEBGPU_NORM_STATS=0
 
 private:
@@ -330,7 +325,6 @@ private:
     struct DecodeSource {
         WGPUBuffer src = nullptr, scale = nullptr;
         uint32_t   offset = 0, scale_offset = 0;
-        bool       g_in = false;  // src is g = x * norm, which the producer of x left (G_IN)
     };
     // The tiling of a decode kernel for w, or nothing when the general kernels must run (several
     // tokens, several scale groups per row, K not a multiple of 64 or above 8192).
@@ -346,13 +340,10 @@ private:
     // Encode the decode kernel and return true, or return false (nothing encoded) when it does not
     // apply. x / norm null: the activations are a's.
     // prefetch: a weight a later kernel reads, pulled into L2 by this one (lib/weight_prefetch.wgsl).
-    // next_norm: the norm that the next kernel applies to this one's output (G_OUT), if known.
     bool try_decode_bitlinear(const Tensor & y, const GpuLinear & w, const QuantizedActs & a, const Tensor * x,
-                              const Weight * norm, float eps, bool accumulate, const GpuLinear * prefetch = nullptr,
-                              const Weight * next_norm = nullptr);
+                              const Weight * norm, float eps, bool accumulate, const GpuLinear * prefetch = nullptr);
     bool try_decode_gate_up(const Tensor & f, const GpuLinear & w, const QuantizedActs & a, const Tensor * x,
-                            const Weight * norm, float eps, FfnActivation act, const GpuLinear * prefetch = nullptr,
-                            const Weight * next_norm = nullptr);
+                            const Weight * norm, float eps, FfnActivation act, const GpuLinear * prefetch = nullptr);
     bool try_decode_qkv(const Tensor & q, const KvLayer & kv, const GpuLinear & w, const QuantizedActs & a,
                         const Tensor * x, const Weight * norm, float eps, const AttentionShape & shape, int64_t pos0,
                         const GpuLinear * prefetch = nullptr);
@@ -424,22 +415,8 @@ private:
         uint32_t   offset = 0, n = 0;
         uint32_t   slot   = 0;                    // f32 index in norm_stats_
         uint64_t   serial = ~uint64_t{0};         // step_->serial() right after the producer
-        // g = vector * g_norm's weights, left in norm_g_[g_buf] by the same producer (G_OUT), if any.
-        const GpuNorm * g_norm = nullptr;
-        uint32_t        g_buf  = 0;
     } stats_;
     std::unique_ptr<GpuBuffer> norm_stats_;
-    // The producers' g vectors (lib/decode_io.wgsl's G_OUT): two buffers, so that a kernel that reads
-    // one as its input (G_IN) writes the other. $TERN_WEBGPU_NORM_G=0 turns them off.
-    std::unique_ptr<GpuBuffer> norm_g_[2];
-    bool                       norm_g_on_ = true;
-    mutable int64_t            norm_g_reads_ = 0;
-    // G_OUT for a producer of y whose next reader normalizes it with `next`: the buffer to bind as
-    // gout (nullptr: no g), and the one for gnw. norm_g_written records it after the dispatch.
-    WGPUBuffer norm_g_out(const Weight * next, int64_t n, bool stats_out);
-    void       norm_g_written(const Weight * next);
-    // norm_g_[b], made on first use (bound as gout, unwritten, by producers without G_OUT).
-    WGPUBuffer norm_g_buffer(uint32_t b);
     bool                       norm_stats_on_ = true;  // $TERN_WEBGPU_NORM_STATS=0 turns them off
     // Which uniform values the decode kernels get as pipeline constants: 1 the prologue's offsets
     // (decode_key), 2 the row counts (N_ROWS, N_FF), 4 attention's (Q_AT, ATT_*).
@@ -507,7 +484,6 @@ private:
     uint64_t             step_submits_at_begin_ = 0;  // begin_step(): a held step must not have been split
     std::unique_ptr<GpuBuffer>                     qkv_scratch_;  // prefill [q; k; v] products [N, T] f32
     const GpuLinear *                              prev_layer_qkv_ = nullptr;  // this step's last layer's qkv weight
-    const GpuNorm *                                prev_layer_attn_norm_ = nullptr;  // and its attn_norm
     int64_t                                        steps_per_submit_  = 1;  // end_step(): set_steps_per_submit
     int64_t                                        steps_unsubmitted_ = 0;
     std::array<const GpuLinear *, 4>               one_layer_weights_{};  // $TERN_WEBGPU_ONE_LAYER (webgpu_layer.cpp)

@@ -113,26 +113,7 @@ WebGpuBackend::DecodeSource WebGpuBackend::decode_source(const QuantizedActs & a
     if (x == nullptr) return {gpu_buffer(a.q), gpu_buffer(a.scale), gpu_offset(a.q, 4), gpu_offset(a.scale, 4)};
     const GpuNorm * nw = &as_norm(*norm);
     TERN_ASSERT(nw->n_cols == x->ne[0] && x->ne[1] == 1, "fused norm shapes");
-    if (stats_.g_norm == nw && stats_for(*x)) {  // the producer of x left g = x * nw (and x's block sums)
-        ++norm_g_reads_;
-        return {norm_g_[stats_.g_buf]->get(), nw->buffer->get(), 0, 0, true};
-    }
     return {gpu_buffer(*x), nw->buffer->get(), gpu_offset(*x, 4), 0};
-}
-
-WGPUBuffer WebGpuBackend::norm_g_out(const Weight * next, int64_t n, bool stats_out) {
-    if (!next || !norm_g_on_ || !stats_out || as_norm(*next).n_cols != n) return nullptr;
-    return norm_g_buffer(1 - stats_.g_buf);  // not the one this kernel may read
-}
-
-WGPUBuffer WebGpuBackend::norm_g_buffer(uint32_t b) {
-    if (!norm_g_[b]) norm_g_[b] = make_buffer(32 * k_stats_slot * 4, nullptr, "norm input g");
-    return norm_g_[b]->get();
-}
-
-void WebGpuBackend::norm_g_written(const Weight * next) {
-    stats_.g_norm = &as_norm(*next);
-    stats_.g_buf  = 1 - stats_.g_buf;
 }
 
 PipelineKey WebGpuBackend::decode_key(std::string_view shader, std::string_view signature, const DecodeTiling & t,
@@ -147,7 +128,6 @@ PipelineKey WebGpuBackend::decode_key(std::string_view shader, std::string_view 
     // (Both default to off, so a kernel that declares only one of them is keyed without the other.)
     if (stats_in) key.add("STATS_IN", 1.0);
     if (stats_out) key.add("STATS_OUT", 1.0);
-    if (s.g_in) key.add("G_IN", 1.0);
     // Offsets 0 (tensors at the start of their buffers, as the model's are) and the two statistics
     // slots as constants; any other offset stays a uniform read, so the pipelines stay few.
     if (norm && (const_uniforms_ & 1)) {
@@ -168,7 +148,7 @@ std::optional<uint32_t> WebGpuBackend::stats_for(const Tensor & x) const {
 }
 
 void WebGpuBackend::stats_written(const Tensor & y, uint32_t slot) {
-    stats_ = {gpu_buffer(y), gpu_offset(y, 4), u32(y.ne[0]), slot, step_->serial(), nullptr, stats_.g_buf};
+    stats_ = {gpu_buffer(y), gpu_offset(y, 4), u32(y.ne[0]), slot, step_->serial()};
 }
 
 WGPUBuffer WebGpuBackend::stats_buffer() {
@@ -192,7 +172,7 @@ WGPUBuffer WebGpuBackend::add_kernel_prefetch(PipelineKey & key, const GpuLinear
 
 bool WebGpuBackend::try_decode_bitlinear(const Tensor & y, const GpuLinear & w, const QuantizedActs & a,
                                          const Tensor * x, const Weight * norm, float eps, bool accumulate,
-                                         const GpuLinear * prefetch, const Weight * next_norm) {
+                                         const GpuLinear * prefetch) {
     // Rows up to 4096 long (the o-projection of 2B4T) take at least 16 lanes: 80 workgroups of 32 rows
     // instead of 40 of 64. H200 tg128 757.2-757.6 tokens/s against 751.2-752.5 with 8 (the fewest the
     // loads allow); 32 lanes with 512 threads 754.5-764.2 (noisy), 16 with 512 754.6-758.3. Where
@@ -220,23 +200,19 @@ bool WebGpuBackend::try_decode_bitlinear(const Tensor & y, const GpuLinear & w, 
         uint32_t src_offset, scale_offset, scales_offset, oscales_offset, y_offset, accumulate, stats_in, stats_out;
     } p{static_cast<uint32_t>(w.n_rows), eps, s.offset, s.scale_offset, w.scales_offset, w.oscales_offset,
         gpu_offset(y, 4), accumulate ? 1u : 0u, in.value_or(0), out_slot};
-    PipelineKey key = decode_key("bitlinear_decode", "rrrwwrrwu", *t, w.n_cols, x != nullptr, s, in, out);
+    PipelineKey key = decode_key("bitlinear_decode", "rrrwwru", *t, w.n_cols, x != nullptr, s, in, out);
     if (const_uniforms_ & 2) key.add("N_ROWS", static_cast<double>(w.n_rows));
     const uint32_t   groups = static_cast<uint32_t>((w.n_rows + t->rows - 1) / t->rows);
     const WGPUBuffer pf     = add_kernel_prefetch(key, prefetch, groups, t->wg, s.src);
-    const WGPUBuffer gout   = norm_g_out(next_norm, w.n_rows, out);
-    if (gout) key.add("G_OUT", 1.0);
-    const WGPUBuffer bufs[] = {w.buffer->get(), s.src,  s.scale, gpu_buffer(y), stats_buffer(), pf,
-                               gout ? as_norm(*next_norm).buffer->get() : s.scale, gout ? gout : norm_g_buffer(1 - stats_.g_buf)};
+    const WGPUBuffer bufs[] = {w.buffer->get(), s.src, s.scale, gpu_buffer(y), stats_buffer(), pf};
     step_->dispatch(key, bufs, &p, sizeof p, groups);
     if (out) stats_written(y, out_slot);
-    if (gout) norm_g_written(next_norm);
     return true;
 }
 
 bool WebGpuBackend::try_decode_gate_up(const Tensor & f, const GpuLinear & w, const QuantizedActs & a,
                                        const Tensor * x, const Weight * norm, float eps, FfnActivation act,
-                                       const GpuLinear * prefetch, const Weight * next_norm) {
+                                       const GpuLinear * prefetch) {
     // $TERN_WEBGPU_GATE_UP_LANES / _WG: its lanes per row and threads (tuning aids; 16 lanes with 512
     // threads 748.4-753.0 against 751.2-752.5, 8 with 512 743.5-749.8, 16 with 1024 742.5-746.9).
     static const uint32_t gu_lanes = env_u32("TERN_WEBGPU_GATE_UP_LANES", 4);
@@ -255,17 +231,13 @@ bool WebGpuBackend::try_decode_gate_up(const Tensor & f, const GpuLinear & w, co
         uint32_t src_offset, scale_offset, scales_offset, oscales_offset, f_offset, activation, stats_in, stats_out;
     } p{static_cast<uint32_t>(n_ff), eps, s.offset, s.scale_offset, w.scales_offset, w.oscales_offset,
         gpu_offset(f, 4), act == FfnActivation::relu2 ? 0u : 1u, in.value_or(0), out_slot};
-    PipelineKey key = decode_key("gate_up_decode", "rrrwwrrwu", *t, w.n_cols, x != nullptr, s, in, out);
+    PipelineKey key = decode_key("gate_up_decode", "rrrwwru", *t, w.n_cols, x != nullptr, s, in, out);
     if (const_uniforms_ & 2) key.add("N_FF", static_cast<double>(n_ff));
     const uint32_t   groups = static_cast<uint32_t>((n_ff + outs - 1) / outs);
     const WGPUBuffer pf     = add_kernel_prefetch(key, prefetch, groups, t->wg, s.src);
-    const WGPUBuffer gout   = norm_g_out(next_norm, n_ff, out);
-    if (gout) key.add("G_OUT", 1.0);
-    const WGPUBuffer bufs[] = {w.buffer->get(), s.src,  s.scale, gpu_buffer(f), stats_buffer(), pf,
-                               gout ? as_norm(*next_norm).buffer->get() : s.scale, gout ? gout : norm_g_buffer(1 - stats_.g_buf)};
+    const WGPUBuffer bufs[] = {w.buffer->get(), s.src, s.scale, gpu_buffer(f), stats_buffer(), pf};
     step_->dispatch(key, bufs, &p, sizeof p, groups);
     if (out) stats_written(f, out_slot);
-    if (gout) norm_g_written(next_norm);
     return true;
 }
 

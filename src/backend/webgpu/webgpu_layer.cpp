@@ -101,12 +101,6 @@ void WebGpuBackend::transformer_layer(const LayerWeights & w, const LayerTensors
     const GpuLinear & own_qkv = as_linear(*w.attn_qkv);
     if (prev_layer_qkv_) prev_layer_qkv_->next_layer_qkv = &own_qkv;
     prev_layer_qkv_ = &own_qkv;
-    // The down projection's G_OUT norm: the next layer's attn_norm, as the last step decoded them
-    // (after the last layer the head reads x itself: its g goes unread, and the consumer's check
-    // of the norm keeps a wrong guess from being used).
-    const GpuNorm & own_norm = as_norm(*w.attn_norm);
-    if (prev_layer_attn_norm_) prev_layer_attn_norm_->next_layer_attn_norm = &own_norm;
-    prev_layer_attn_norm_ = &own_norm;
     const GpuLinear & qkv     = *pick(3, &own_qkv);
     const GpuLinear * own[4]  = {&as_linear(*w.attn_output), &as_linear(*w.ffn_gate_up), &as_linear(*w.ffn_down),
                                  own_qkv.next_layer_qkv};
@@ -129,16 +123,13 @@ void WebGpuBackend::transformer_layer(const LayerWeights & w, const LayerTensors
         Backend::norm_qkv_rope_kv_append(t.q, kv, *w.attn_qkv, t.a_embd, t.x, *w.attn_norm, eps, shape, pos0);
     }
     attention_prefetching(t.attn, t.q, kv, shape, pos0, std::span<const GpuLinear * const>(prefetch, n));
-    if (!try_decode_bitlinear(t.x, *weights[k_wo], t.a_q, &t.attn, w.attn_sub_norm, eps, true, pf_for(k_wo),
-                              w.ffn_norm)) {
+    if (!try_decode_bitlinear(t.x, *weights[k_wo], t.a_q, &t.attn, w.attn_sub_norm, eps, true, pf_for(k_wo))) {
         Backend::norm_bitlinear(t.x, *w.attn_output, t.a_q, t.attn, *w.attn_sub_norm, eps, /*accumulate=*/true);
     }
-    if (!try_decode_gate_up(t.ffn, *weights[k_wgu], t.a_embd, &t.x, w.ffn_norm, eps, act, pf_for(k_wgu),
-                            w.ffn_sub_norm)) {
+    if (!try_decode_gate_up(t.ffn, *weights[k_wgu], t.a_embd, &t.x, w.ffn_norm, eps, act, pf_for(k_wgu))) {
         Backend::norm_gate_up(t.ffn, *w.ffn_gate_up, t.a_embd, t.x, *w.ffn_norm, eps, act);
     }
-    if (!try_decode_bitlinear(t.x, *weights[k_wdown], t.a_ff, &t.ffn, w.ffn_sub_norm, eps, true, pf_for(k_wdown),
-                              own_norm.next_layer_attn_norm)) {
+    if (!try_decode_bitlinear(t.x, *weights[k_wdown], t.a_ff, &t.ffn, w.ffn_sub_norm, eps, true, pf_for(k_wdown))) {
         Backend::norm_bitlinear(t.x, *w.ffn_down, t.a_ff, t.ffn, *w.ffn_sub_norm, eps, /*accumulate=*/true);
     }
 }

@@ -10,8 +10,7 @@ requires packed_4x8_integer_dot_product;
 //   y: [N] f32
 //   norm_stats: block sums of squares (lib/sum_squares.wgsl) of x (STATS_IN) and of y (STATS_OUT)
 // Bindings: 0 wq (read), 1 src (read), 2 src_scale (read), 3 y (read_write), 4 norm_stats
-// (read_write), 5 pfw (read: a weight to pull into L2, lib/weight_prefetch.wgsl), 6 gnw (read), 7 gout
-// (read_write; G_OUT, lib/decode_io.wgsl), 8 params (uniform)
+// (read_write), 5 pfw (read: a weight to pull into L2, lib/weight_prefetch.wgsl), 6 params (uniform)
 // Dispatch: (ceil(N / (2 WG / LANES)), 1, 1). Each workgroup stages the activations, then each
 // team of LANES lanes dots two rows (lib/ternary_decode.wgsl's pairs), reduced in workgroup memory;
 // thread r < 2 WG / LANES writes row r.
@@ -67,9 +66,7 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 @group(0) @binding(4) var<storage, read_write> norm_stats: array<f32>;
 @group(0) @binding(5) var<storage, read> pfw: array<u32>;  // lib/weight_prefetch.wgsl (any buffer when off)
-@group(0) @binding(6) var<storage, read> gnw: array<f32>;  // G_OUT: the next norm's weights (any buffer when off)
-@group(0) @binding(7) var<storage, read_write> gout: array<f32>;  // G_OUT: g (any other buffer when off)
-@group(0) @binding(8) var<uniform> p: Params;
+@group(0) @binding(6) var<uniform> p: Params;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
@@ -86,11 +83,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     if (X_FIRST) { xin = stage_load(lid, K); }
     w = prefetch_row_pair(vec2<u32>(row, row + 1u), vec2<bool>(row < out_rows(), row + 1u < out_rows()), lane, LANES, K);
     if (!X_FIRST) { xin = stage_load(lid, K); }
-    var gw = 0.0;  // G_OUT: the next norm's weight of row ro
     if (lid < rows && ro < out_rows()) {
         sc = row_scales(ro);
         if (p.accumulate != 0u) { y0 = y[p.y_offset + ro]; }
-        if (G_OUT) { gw = gnw[ro]; }
     }
     pf ^= kernel_prefetch_at(1u, lid, wid.x);
     if (BL_STOP == 1u) {
@@ -117,7 +112,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let v = row_product_scaled(dot, as_, sc);
         out_v = select(v, y0 + v, p.accumulate != 0u);
         y[p.y_offset + ro] = out_v;
-        if (G_OUT) { gout[ro] = out_v * gw; }
     }
     if (STATS_OUT) { put_block_sums(lid, ro, out_v, wrote); }
     kernel_prefetch_use(pf);

@@ -7,8 +7,7 @@ requires packed_4x8_integer_dot_product;
 //
 //   wq: codes [2 n_ff][K/64] vec4<u32> | scales [2 n_ff] | output scales [2 n_ff]   f: [n_ff] f32
 // Bindings: 0 wq (read), 1 src (read), 2 src_scale (read), 3 f (read_write), 4 norm_stats
-// (read_write; as in bitlinear_decode.wgsl, f's block sums with STATS_OUT), 5 pfw (read), 6 gnw
-// (read), 7 gout (read_write; G_OUT as in bitlinear_decode.wgsl), 8 params (uniform)
+// (read_write; as in bitlinear_decode.wgsl, f's block sums with STATS_OUT), 5 params (uniform)
 // Dispatch: (ceil(n_ff / OUTS), 1, 1). The workgroup's OUTS = WG / LANES teams each read a gate row
 // and its up row (lib/ternary_decode.wgsl's pairs, sharing their activation reads).
 
@@ -56,9 +55,7 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> f: array<f32>;
 @group(0) @binding(4) var<storage, read_write> norm_stats: array<f32>;
 @group(0) @binding(5) var<storage, read> pfw: array<u32>;  // lib/weight_prefetch.wgsl (any buffer when off)
-@group(0) @binding(6) var<storage, read> gnw: array<f32>;  // G_OUT: the next norm's weights (any buffer when off)
-@group(0) @binding(7) var<storage, read_write> gout: array<f32>;  // G_OUT: g (any other buffer when off)
-@group(0) @binding(8) var<uniform> p: Params;
+@group(0) @binding(6) var<uniform> p: Params;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
@@ -75,11 +72,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     if (X_FIRST) { xin = stage_load(lid, K); }
     w = prefetch_row_pair(vec2<u32>(out, ff_rows() + out), vec2<bool>(out < ff_rows()), lane, LANES, K);
     if (!X_FIRST) { xin = stage_load(lid, K); }
-    var gw = 0.0;  // G_OUT: the next norm's weight of output o
     if (lid < outs && o < ff_rows()) {
         sg = row_scales(o);
         su = row_scales(ff_rows() + o);
-        if (G_OUT) { gw = gnw[o]; }
     }
     pf ^= kernel_prefetch_at(1u, lid, wid.x);
     let as_ = stage_activations_from(lid, K, xin);
@@ -95,7 +90,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let u = row_product_scaled(gu.y, as_, su);
         out_v = ffn_gate(g, u, p.activation);
         f[p.f_offset + o] = out_v;
-        if (G_OUT) { gout[o] = out_v * gw; }
     }
     if (STATS_OUT) { put_block_sums(lid, o, out_v, wrote); }
     kernel_prefetch_use(pf);

@@ -3,7 +3,7 @@
 // NORM = true, the fused prologue: a = int8-quantize(rms_norm(x) * nw), computed by every workgroup
 // from the f32 x itself with exactly the numerics of rms_norm_quant.wgsl (the CPU's rms_norm_row +
 // quantize_act_row: f32 squares in the block-halving order, correctly rounded mean, root and
-// 127 / max, y = (x nw) inv), so the separate norm dispatch disappears. NORM = false: a previous rms_norm_quant's
+// 127 / max), so the separate norm dispatch disappears. NORM = false: a previous rms_norm_quant's
 // words are copied. With STATS_IN the sum of squares comes from the block sums that the kernel which
 // wrote x left (the norm statistics, lib/sum_squares.wgsl): only their total is left to add.
 //
@@ -58,7 +58,7 @@ fn add_acts_total(lid: u32, part: i32) {
 // skips what follows the loads of x and nw (1), the sum of squares (2) or the max (3), and
 // quantizes with a scale that still depends on what it computed. (Stops inside the max, 4-7, were
 // removed: their wrong values moved data-dependent paths and overstated the max's cost, see
-// src/backend/webgpu/README.md.) 2 and 3 stop the schedule of G_ORDER = false.
+// src/backend/webgpu/README.md.)
 override NORM_STOP: u32 = 0u;
 
 // Whether the decode kernels issue the loads of x and the norm weights before their weight loads
@@ -68,9 +68,6 @@ override X_FIRST: bool = true;
 
 // The sum of squares from x's block sums (written by the kernel that wrote x) instead of from x.
 override STATS_IN: bool = false;
-// stage_x4 gives g = x * nw, which the kernel that wrote x left (lib/decode_io.wgsl's G_OUT; needs
-// STATS_IN and G_ORDER's schedule): no loads of the norm weights.
-override G_IN: bool = false;
 
 // The words an invocation owns at most (K / 4 words over WG invocations, at most 8): the loops stop
 // there, so that the slots past it are constant zeros.
@@ -103,8 +100,8 @@ fn stage_load(lid: u32, k: u32) -> StageInput {
     for (var i = 0u; i < STAGE_U; i++) {
         let j = lid + i * WG;
         if (j < k / 4u) {
-            in.xs[i] = stage_x4(j);  // (with G_IN: g)
-            if (!G_IN) { in.ws[i] = stage_nw4(j); }
+            in.xs[i] = stage_x4(j);
+            in.ws[i] = stage_nw4(j);
         }
     }
     return in;
@@ -165,7 +162,7 @@ fn stage_norm_quant(lid: u32, k: u32, in: StageInput) -> f32 {
     if (NORM_STOP == 1u) {
         return stage_stopped(lid, n_words, xs, ws, 1.0);
     }
-    if (G_ORDER || G_IN) { return stage_norm_quant_g(lid, k, in); }
+    if (G_ORDER) { return stage_norm_quant_g(lid, k, in); }
     let inv = inv_rms_from(stage_sum_squares(lid, k, in), k, p.eps);
     if (NORM_STOP == 2u) {
         return stage_stopped(lid, n_words, xs, ws, inv);
@@ -193,13 +190,9 @@ fn stage_norm_quant(lid: u32, k: u32, in: StageInput) -> f32 {
     return qs;
 }
 
-// The prologue's schedule (the same bits either way): y = (x * nw) * inv, so max |y| = fl(max |g| inv)
-// exactly for g = x * nw (rounding is monotonic and inv > 0), and G_ORDER reduces max |g| while inv
-// is computed: the max's barrier waits beside inv's chain instead of after it, and after inv only
-// y = g inv and the codes remain. false: inv first, then y and max |y| (a tuning aid). Measured on
-// an H200 (tg128, medians of ten, four alternating rounds): 997.2-1,002.4 tokens/s against
-// 972.7-998.8 (992.1-998.8 without a slow round); the build before the new order 966.1-995.9.
-override G_ORDER: bool = true;
+// y = (x * nw) * inv: g = x * nw first, so max |y| = fl(max |g| * inv) exactly (rounding is
+// monotonic and inv > 0) and the workgroup max of |g| no longer waits for inv.
+override G_ORDER: bool = false;
 
 fn stage_norm_quant_g(lid: u32, k: u32, in: StageInput) -> f32 {
     let n_words = k / 4u;
@@ -208,8 +201,7 @@ fn stage_norm_quant_g(lid: u32, k: u32, in: StageInput) -> f32 {
     for (var i = 0u; i < STAGE_U; i++) {
         let j = lid + i * WG;
         if (j < n_words) {
-            var g = in.xs[i];
-            if (!G_IN) { g = g * in.ws[i]; }
+            let g = in.xs[i] * in.ws[i];
             gs[i] = g;
             m = max(m, max(max(abs(g.x), abs(g.y)), max(abs(g.z), abs(g.w))));
         }

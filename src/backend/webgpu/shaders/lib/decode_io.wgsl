@@ -60,15 +60,6 @@ fn stage_qscale() -> f32 { return scale_word(p.scale_offset); }
 // and the producers' side: out_v is the value this invocation wrote at output r (0 where it wrote
 // none); the workgroup's outputs are whole aligned blocks of 32, invocation r % 32 of a team
 // holding output r. Every invocation calls put_block_sums (barriers without SG32).
-// g = x * nw handed over (G_OUT, G_IN): a producer that knows which norm reads its output next
-// (the host tells it: the o-projection ffn_norm, gate+up ffn_sub_norm, the down projection the next
-// layer's attn_norm) also loads that norm's weight for each output it writes and writes g = out * w
-// to `gout`, a buffer of its own; the consumer then binds that buffer as `src` (G_IN) and loads g
-// instead of x and the norm weights: the products are the same f32 roundings, so the bits are too,
-// and every workgroup's prologue loads half the words. The sum of squares still comes from x's
-// block sums (G_IN needs STATS_IN).
-override G_OUT: bool = false;
-
 fn stage_stats(b: u32) -> f32 {
     if (STATS_AT != UNSET) { return norm_stats[STATS_AT + b]; }
     return norm_stats[p.stats_in + b];
