@@ -75,19 +75,13 @@ override STAGE_U: u32 = (K / 4u + WG - 1u) / WG;
 
 // This invocation's words of x and of the norm weights (NORM; nothing otherwise): the fused
 // prologue's loads, which a kernel may issue before its other loads (X_FIRST).
-// With STATS_IN also its block sums: blocks c, c + STATS_W, ... with c = lid % STATS_W (SG32,
-// lib/sum_squares.wgsl: blocks_total_w), or block lid (blocks_total).
+// With STATS_IN also its block sums: blocks lane, lane + 32, ... of its 32-invocation team (SG32,
+// lib/sum_squares.wgsl: blocks_total_team), or block lid (blocks_total).
 struct StageInput {
     xs: array<vec4<f32>, 8>,
     ws: array<vec4<f32>, 8>,
-    st: array<f32, 64>,
+    st: array<f32, 8>,
 }
-
-// With SG32, how many lanes share the block sums' total (a power of two, 4 to 32): each lane loads
-// every STATS_W-th block sum and adds them in registers in the halving order's top levels, and
-// log2(STATS_W) levels of shuffles finish it. Fewer lanes: more loads and adds per lane, fewer
-// shuffles on the norm factor's chain.
-override STATS_W: u32 = 32u;
 
 fn stage_load(lid: u32, k: u32) -> StageInput {
     var in: StageInput;
@@ -95,8 +89,8 @@ fn stage_load(lid: u32, k: u32) -> StageInput {
     if (STATS_IN) {
         let nb = k / NORM_BLOCK;
         if (WG_REDUCE_SG && SG32) {
-            for (var i = 0u; i < 256u / STATS_W; i++) {
-                let b = lid % STATS_W + STATS_W * i;
+            for (var i = 0u; i < 8u; i++) {
+                let b = lid % 32u + 32u * i;
                 if (b < nb) { in.st[i] = stage_stats(b); }
             }
         } else if (lid < nb) {
@@ -119,7 +113,7 @@ fn stage_load(lid: u32, k: u32) -> StageInput {
 // cache) and the workgroup adding the blocks (k <= 32 WG).
 fn stage_sum_squares(lid: u32, k: u32, in: StageInput) -> f32 {
     if (STATS_IN) {
-        if (WG_REDUCE_SG && SG32) { return blocks_total_w(lid, in.st, STATS_W); }
+        if (WG_REDUCE_SG && SG32) { return blocks_total_team(lid, in.st); }
         return blocks_total(lid, in.st[0]);
     }
     if (WG_REDUCE_SG && SG32) {

@@ -66,18 +66,6 @@ fn blocks_total_team(lid: u32, t_in: array<f32, 8>) -> f32 {
     return team_halving_sum(lid, t[0], 32u);
 }
 
-// blocks_total_team for teams of w lanes (a power of two, 4 to 32; k <= 8192): lane l holds blocks
-// l % w + w i in t[i] (i < 256 / w, zero past nb), adds them in registers at the halving levels of
-// distance w and more (t[i] + t[i + h / w]), then shuffles the levels below w. Every invocation
-// must call it, with the same w; all get the total.
-fn blocks_total_w(lid: u32, t_in: array<f32, 64>, w: u32) -> f32 {
-    var t = t_in;
-    for (var h = 128u / w; h > 0u; h >>= 1u) {
-        for (var i = 0u; i < h; i++) { t[i] = t[i] + t[i + h]; }
-    }
-    return team_halving_sum(lid, t[0], w);
-}
-
 // With SG32: the total of the squares sq[u] of this invocation's vec4 words lid + u WG (u < n_u,
 // zero where absent) of a vector of nb blocks (nb <= WG). Block b is words 8b .. 8b + 7, held by
 // invocations 8c .. 8c + 7 at one u: three butterfly levels of shuffles (words r and r ^ 4, ^ 2,
