@@ -168,7 +168,7 @@ fn stage_grid(lid: u32, h: array<vec4<f32>, 4>) -> vec3<f32> {
         if (lid + u * WG < K / 4u) {
             let v = h[u];
             sq += dot(v, v);
-            mx = max(mx, max(max(abs(v.x), abs(v.y)), max(abs(v.z), abs(v.w))));
+            mx = max(mx, max_abs4(v));
         }
     }
     var hmax = mx;  // (HEAD_STOP = 3: this invocation's own, no reductions)
@@ -212,7 +212,7 @@ fn stage_grid_g(lid: u32) -> vec3<f32> {
     for (var u = 0u; u < 4u; u++) {
         let v = g[u];  // (zero where absent)
         sq += dot(v, v);
-        mx = max(mx, max(max(abs(v.x), abs(v.y)), max(abs(v.z), abs(v.w))));
+        mx = max(mx, max_abs4(v));
     }
     if (NORM && WG_REDUCE_SG && SG32) {
         var s2: array<vec4<f32>, 8>;  // slots 4..7 stay zero, as do absent words

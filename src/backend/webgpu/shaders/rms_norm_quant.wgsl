@@ -44,10 +44,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var i = lid; i < p.k; i += WG) {
         m = max(m, abs((x[xo + i] * w[p.w_offset + i]) * inv));
     }
-    // The CPU takes max(1e-5, max|y|) in double: below the double 1e-5 (the largest f32 below it is
-    // 9.99999974738e-06) the scale is (float)(127 / 1e-5) = 12700000.
     let amax = wg_max(lid, m);
-    let qs   = select(div_rn(127.0, amax), 12700000.0, amax <= 9.99999974738e-06);
+    let qs   = act_scale_of_max(amax);
 
     // q = clamp(round_half_even(y * qs)), four bytes per word.
     let qo = p.q_offset + t * p.q_stride;

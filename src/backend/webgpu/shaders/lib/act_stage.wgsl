@@ -175,16 +175,15 @@ fn stage_norm_quant(lid: u32, k: u32, in: StageInput) -> f32 {
         if (j < n_words) {
             let y = (xs[i] * ws[i]) * inv;
             xs[i] = y;
-            m = max(m, max(max(abs(y.x), abs(y.y)), max(abs(y.z), abs(y.w))));
+            m = max(m, max_abs4(y));
         }
     }
-    // As rms_norm_quant.wgsl: the CPU clamps max|y| to 1e-5 in double.
     let amax = wg_max_nonneg(lid, m);
     if (NORM_STOP == 3u) {
         store_quantized(lid, n_words, xs, amax);
         return amax;
     }
-    let qs   = select(div_rn(127.0, amax), 12700000.0, amax <= 9.99999974738e-06);
+    let qs   = act_scale_of_max(amax);
 
     store_quantized(lid, n_words, xs, qs);
     return qs;
@@ -207,7 +206,7 @@ fn stage_norm_quant_g(lid: u32, k: u32, in: StageInput) -> f32 {
         if (j < n_words) {
             let g = in.xs[i] * in.ws[i];
             gs[i] = g;
-            m = max(m, max(max(abs(g.x), abs(g.y)), max(abs(g.z), abs(g.w))));
+            m = max(m, max_abs4(g));
         }
     }
     var gmax: f32;
@@ -222,7 +221,7 @@ fn stage_norm_quant_g(lid: u32, k: u32, in: StageInput) -> f32 {
         inv = inv_rms_from(stage_sum_squares(lid, k, in), k, p.eps);
     }
     let amax = gmax * inv;
-    let qs   = select(div_rn(127.0, amax), 12700000.0, amax <= 9.99999974738e-06);
+    let qs   = act_scale_of_max(amax);
     for (var i = 0u; i < STAGE_U; i++) { gs[i] = gs[i] * inv; }
     store_quantized(lid, n_words, gs, qs);
     return qs;

@@ -41,6 +41,18 @@ fn mul_rn(a: f32, b: f32) -> f32 {
     return bitcast<f32>(bitcast<u32>(a * b) ^ p.rn_zero);
 }
 
+// The per-token int8 activation scale from max |y| (cpu::quantize_act_row): the CPU takes
+// max(1e-5, max |y|) in double, so below the double 1e-5 (the largest f32 below it is
+// 9.99999974738e-06) the scale is (float)(127 / 1e-5) = 12700000; above it 127 / max correctly rounded.
+fn act_scale_of_max(amax: f32) -> f32 {
+    return select(div_rn(127.0, amax), 12700000.0, amax <= 9.99999974738e-06);
+}
+
+// max(|v.x|, |v.y|, |v.z|, |v.w|).
+fn max_abs4(v: vec4<f32>) -> f32 {
+    return max(max(abs(v.x), abs(v.y)), max(abs(v.z), abs(v.w)));
+}
+
 // clamp(round(v), -128, 127) (round() rounds half to even) as int8 codes, in the low byte of each
 // component: v + 1.5 * 2^23 is an integer the add rounded half to even, and for |v| < 2^22 that
 // float's low byte is the integer's two's-complement byte. round() and the conversion to i32 it
