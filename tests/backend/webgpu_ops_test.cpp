@@ -992,13 +992,54 @@ TEST(WebGpuNumerics, ExpFixedGivesTheCpusBits) {
         for (uint64_t done = 0; done < sw.count; done += per_call) {
             const uint32_t n     = static_cast<uint32_t>(std::min(per_call, sw.count - done));
             const uint32_t start = static_cast<uint32_t>(sw.start + done * sw.stride);
-            const auto     got   = be->exp_fixed_values(start, sw.stride, n);
+            const auto     got   = be->scalar_values(WebGpuBackend::ScalarFn::exp_fixed, start, sw.stride, n);
             for (uint32_t i = 0; i < n; ++i) {
                 const uint32_t bits = start + i * sw.stride;
                 const float    want = cpu::exp_fixed(std::bit_cast<float>(bits));
                 const bool     same = std::isnan(want) ? std::isnan(std::bit_cast<float>(got[i]))
                                                        : got[i] == std::bit_cast<uint32_t>(want);
                 if (!same && n_bad++ == 0) first = bits;
+            }
+        }
+        EXPECT_EQ(n_bad, 0u) << "patterns from 0x" << std::hex << sw.start << " stride " << std::dec << sw.stride
+                             << ": first mismatch at 0x" << std::hex << first << " (" << std::bit_cast<float>(first)
+                             << ")";
+    }
+}
+
+// inv_root_rn (every norm's factor from mean + eps) gives the CPU's 1.0f / sqrtf(v) bit for bit: on a
+// GPU on every f32 from 2^-100 to the largest (a norm's argument is at least its eps; below 2^-100
+// the root's residual can be subnormal, which GPUs may flush; a form tried on an H200 differed at
+// 2^-126 (1 + 2^-22)); on a CPU
+// adapter on every 4093rd of them, every pattern of [0.5, 2) and those near eps = 1e-6 and 1e-5.
+TEST(WebGpuNumerics, InvRootGivesTheCpusBits) {
+    TERN_REQUIRE_WEBGPU();
+    auto * be = dynamic_cast<WebGpuBackend *>(test::shared_webgpu().backend.get());
+    ASSERT_NE(be, nullptr);
+    struct Sweep {
+        uint32_t start, stride;
+        uint64_t count;
+    };
+    constexpr uint32_t smallest = 0x0D800000u, largest = 0x7F7FFFFFu;  // 2^-100 .. FLT_MAX
+    std::vector<Sweep> sweeps;
+    if (test::is_cpu_adapter(*be)) {
+        sweeps = {{smallest, 4093u, (largest - smallest) / 4093u + 1}, {0x3F000000u, 1u, 0x3F800000u - 0x3F000000u + 0x800000u},
+                  {0x358637BDu - 20000u, 1u, 40000u}, {0x3727C5ACu - 20000u, 1u, 40000u}};
+    } else {
+        sweeps = {{smallest, 1u, uint64_t{largest} - smallest + 1}};
+    }
+    constexpr uint64_t per_call = uint64_t{1} << 23;
+    for (const Sweep & sw : sweeps) {
+        uint64_t n_bad = 0;
+        uint32_t first = 0;
+        for (uint64_t done = 0; done < sw.count; done += per_call) {
+            const uint32_t n     = static_cast<uint32_t>(std::min(per_call, sw.count - done));
+            const uint32_t start = static_cast<uint32_t>(sw.start + done * sw.stride);
+            const auto     got   = be->scalar_values(WebGpuBackend::ScalarFn::inv_root, start, sw.stride, n);
+            for (uint32_t i = 0; i < n; ++i) {
+                const uint32_t bits = start + i * sw.stride;
+                const float    want = 1.0f / std::sqrt(std::bit_cast<float>(bits));
+                if (got[i] != std::bit_cast<uint32_t>(want) && n_bad++ == 0) first = bits;
             }
         }
         EXPECT_EQ(n_bad, 0u) << "patterns from 0x" << std::hex << sw.start << " stride " << std::dec << sw.stride

@@ -290,10 +290,11 @@ void WebGpuBackend::probe_numerics() {
                   numerics_.mul_rn_rounds ? "rounds" : "CONTRACTED", inexact, n);
 }
 
-std::vector<uint32_t> WebGpuBackend::exp_fixed_values(uint32_t start, uint32_t stride, uint32_t count) {
-    TERN_ASSERT(count > 0 && count <= 65535u * 256u, "exp_fixed_values: 1 .. 65535 x 256 patterns per call");
-    auto                  to        = alloc_tensor(*this, DType::i32, {count, 1, 1, 1}, "exp_fixed values");
-    const PipelineKey     key{"exp_fixed_values", "wu", {}};
+std::vector<uint32_t> WebGpuBackend::scalar_values(ScalarFn fn, uint32_t start, uint32_t stride, uint32_t count) {
+    TERN_ASSERT(count > 0 && count <= 65535u * 256u, "scalar_values: 1 .. 65535 x 256 patterns per call");
+    auto        to = alloc_tensor(*this, DType::i32, {count, 1, 1, 1}, "scalar values");
+    PipelineKey key{"scalar_values", "wu", {}};
+    key.add("FN", static_cast<double>(fn));
     const WGPUBuffer      bufs[]    = {gpu_buffer(to.tensor)};
     const uint32_t        params[3] = {start, stride, count};
     step_->dispatch(key, bufs, params, sizeof params, (count + 255) / 256);

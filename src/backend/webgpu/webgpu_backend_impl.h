@@ -201,9 +201,11 @@ public:
     // What subgroup_matrix_probe should return for a and b_cols: the integer product, on the CPU.
     static std::vector<int32_t> subgroup_matrix_probe_product(const std::vector<int8_t> & a,
                                                               const std::vector<int8_t> & b_cols);
-    // exp_fixed_values.wgsl: the bits of lib/numerics.wgsl's exp_fixed on the f32 bit patterns
-    // start + i * stride, i < count (at most 65535 x 256, one dispatch).
-    std::vector<uint32_t> exp_fixed_values(uint32_t start, uint32_t stride, uint32_t count);
+    // scalar_values.wgsl: the bits of one of lib/numerics.wgsl's scalar functions (exp_fixed, or
+    // inv_root_rn: 1 / sqrt(x) as the norms' factor) on the f32 bit patterns start + i * stride,
+    // i < count (at most 65535 x 256, one dispatch).
+    enum class ScalarFn : uint32_t { exp_fixed = 0, inv_root = 1 };
+    std::vector<uint32_t> scalar_values(ScalarFn fn, uint32_t start, uint32_t stride, uint32_t count);
     // Runs numerics_check.wgsl (lib/numerics.wgsl's primitives; see the shader for the 11 outputs per
     // element) with or without DF_GUARD, for tests that compare them with IEEE double on the host.
     std::vector<float> numerics_check(std::span<const float> a, std::span<const float> b, std::span<const float> v,

@@ -92,6 +92,16 @@ fn sqrt_rn(x: f32) -> f32 {
     return fma(r, 0.5 * y, s);
 }
 
+// 1 / sqrt(v) for a finite v > 0 as the CPU's norm factor has it, 1.0f / sqrtf(v): the root correctly
+// rounded, then its reciprocal correctly rounded. WebGpuNumerics.InvRootGivesTheCpusBits checks it
+// against the CPU on every f32 from 2^-100 up (below, the roots' residuals are subnormal, which a GPU
+// may flush; a norm's argument is at least its eps). Tried, not kept: the reciprocal's Newton step
+// started from the root's own inverseSqrt(v) instead of a second reciprocal (one multi-function-unit
+// trip less on the norm factor's chain): no faster (src/backend/webgpu/README.md, "Numerics").
+fn inv_root_rn(v: f32) -> f32 {
+    return div_rn(1.0, sqrt_rn(v));
+}
+
 // Error-free sum: a + b = s + e exactly (Knuth's TwoSum, no branch).
 fn two_sum(a: f32, b: f32) -> vec2<f32> {
     // Two guards suffice: with s and bb opaque, neither s - bb nor b - bb can be simplified.

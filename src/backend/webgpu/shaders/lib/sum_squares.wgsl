@@ -105,7 +105,7 @@ fn block_sums_total_sg(lid: u32, nb: u32) -> f32 {
 // The norm factor 1 / sqrt(sum / k + eps) from the sum of k squares, each step rounded once (the
 // CPU's rms_norm_row).
 fn inv_rms_from(sum: f32, k: u32, eps: f32) -> f32 {
-    return div_rn(1.0, sqrt_rn(div_rn(sum, f32(k)) + eps));
+    return inv_root_rn(div_rn(sum, f32(k)) + eps);
 }
 
 // A vec4 of x's squares, each rounded on its own (never fused into the sums that follow).
