@@ -1009,9 +1009,9 @@ TEST(WebGpuNumerics, ExpFixedGivesTheCpusBits) {
 
 // inv_root_rn (every norm's factor from mean + eps) gives the CPU's 1.0f / sqrtf(v) bit for bit: on a
 // GPU on every f32 from 2^-100 to the largest (a norm's argument is at least its eps; below 2^-100
-// the root's residual can be subnormal, which GPUs may flush; a form tried on an H200 differed at
-// 2^-126 (1 + 2^-22)); on a CPU
-// adapter on every 4093rd of them, every pattern of [0.5, 2) and those near eps = 1e-6 and 1e-5.
+// the root's residual can be subnormal, which GPUs may flush: a form tried on an H200 differed at
+// 2^-126 (1 + 2^-22)); on a CPU adapter on every 4093rd of them, every pattern of [0.5, 2) and those
+// near eps = 1e-6 and 1e-5.
 TEST(WebGpuNumerics, InvRootGivesTheCpusBits) {
     TERN_REQUIRE_WEBGPU();
     auto * be = dynamic_cast<WebGpuBackend *>(test::shared_webgpu().backend.get());

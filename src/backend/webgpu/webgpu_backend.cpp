@@ -295,8 +295,8 @@ std::vector<uint32_t> WebGpuBackend::scalar_values(ScalarFn fn, uint32_t start, 
     auto        to = alloc_tensor(*this, DType::i32, {count, 1, 1, 1}, "scalar values");
     PipelineKey key{"scalar_values", "wu", {}};
     key.add("FN", static_cast<double>(fn));
-    const WGPUBuffer      bufs[]    = {gpu_buffer(to.tensor)};
-    const uint32_t        params[3] = {start, stride, count};
+    const WGPUBuffer bufs[]    = {gpu_buffer(to.tensor)};
+    const uint32_t   params[3] = {start, stride, count};
     step_->dispatch(key, bufs, params, sizeof params, (count + 255) / 256);
     step_->take_dispatch_count();
     std::vector<uint32_t> out(count);
