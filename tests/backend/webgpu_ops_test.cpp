@@ -963,41 +963,29 @@ TEST(WebGpuNumerics, MulRnRoundsTheProductBeforeTheAdd) {
     }
 }
 
-// exp_fixed (the softmax's exp) gives cpu::exp_fixed's bits: on a GPU on every f32 bit pattern
-// (2^32, in 512 dispatches); on a CPU adapter (SwiftShader, slow) on every 4093rd pattern, every
-// 7th of [-1, -0.5] (the softmax's inputs are <= 0) and every pattern near the edges where 0 and
-// +inf take over. NaN in, NaN out (its payload is the adapter's).
-TEST(WebGpuNumerics, ExpFixedGivesTheCpusBits) {
-    TERN_REQUIRE_WEBGPU();
-    auto * be = dynamic_cast<WebGpuBackend *>(test::shared_webgpu().backend.get());
-    ASSERT_NE(be, nullptr);
-    const bool cpu_adapter = test::is_cpu_adapter(*be);
-    struct Sweep {
-        uint32_t start, stride;
-        uint64_t count;
-    };
-    std::vector<Sweep> sweeps;
-    if (cpu_adapter) {
-        sweeps = {{0u, 4093u, (uint64_t{1} << 32) / 4093}, {0xBF000000u, 7u, (0xBF800000u - 0xBF000000u) / 7 + 1},
-                  // the edges: from -86.9 down past -87.0 (where 0 takes over), from 88.7 up past
-                  // 88.8 (n = 128, then +inf), both infinities and a NaN
-                  {0xC2ADCCCDu, 1u, 30000}, {0x42B16666u, 1u, 30000}, {0x7F800000u, 0x80000000u, 2}, {0x7FC00000u, 1u, 1}};
-    } else {
-        sweeps = {{0u, 1u, uint64_t{1} << 32}};
-    }
+// f32 bit patterns start, start + stride, ... (count of them, wrapping).
+struct PatternSweep {
+    uint32_t start, stride;
+    uint64_t count;
+};
+
+// Runs scalar_values.wgsl's fn over each sweep on the GPU, 2^23 patterns per dispatch, and expects
+// the bits of want(x) for every pattern (NaN matching any NaN: its payload is the adapter's).
+void expect_cpus_bits(WebGpuBackend & be, WebGpuBackend::ScalarFn fn, const std::vector<PatternSweep> & sweeps,
+                      float (*want)(float)) {
     constexpr uint64_t per_call = uint64_t{1} << 23;
-    for (const Sweep & sw : sweeps) {
+    for (const PatternSweep & sw : sweeps) {
         uint64_t n_bad = 0;
         uint32_t first = 0;
         for (uint64_t done = 0; done < sw.count; done += per_call) {
             const uint32_t n     = static_cast<uint32_t>(std::min(per_call, sw.count - done));
             const uint32_t start = static_cast<uint32_t>(sw.start + done * sw.stride);
-            const auto     got   = be->scalar_values(WebGpuBackend::ScalarFn::exp_fixed, start, sw.stride, n);
+            const auto     got   = be.scalar_values(fn, start, sw.stride, n);
             for (uint32_t i = 0; i < n; ++i) {
                 const uint32_t bits = start + i * sw.stride;
-                const float    want = cpu::exp_fixed(std::bit_cast<float>(bits));
-                const bool     same = std::isnan(want) ? std::isnan(std::bit_cast<float>(got[i]))
-                                                       : got[i] == std::bit_cast<uint32_t>(want);
+                const float    w    = want(std::bit_cast<float>(bits));
+                const bool     same = std::isnan(w) ? std::isnan(std::bit_cast<float>(got[i]))
+                                                    : got[i] == std::bit_cast<uint32_t>(w);
                 if (!same && n_bad++ == 0) first = bits;
             }
         }
@@ -1005,6 +993,26 @@ TEST(WebGpuNumerics, ExpFixedGivesTheCpusBits) {
                              << ": first mismatch at 0x" << std::hex << first << " (" << std::bit_cast<float>(first)
                              << ")";
     }
+}
+
+// exp_fixed (the softmax's exp) gives cpu::exp_fixed's bits: on a GPU on every f32 bit pattern
+// (2^32, in 512 dispatches); on a CPU adapter (SwiftShader, slow) on every 4093rd pattern, every
+// 7th of [-1, -0.5] (the softmax's inputs are <= 0) and every pattern near the edges where 0 and
+// +inf take over. NaN in, NaN out.
+TEST(WebGpuNumerics, ExpFixedGivesTheCpusBits) {
+    TERN_REQUIRE_WEBGPU();
+    auto * be = dynamic_cast<WebGpuBackend *>(test::shared_webgpu().backend.get());
+    ASSERT_NE(be, nullptr);
+    std::vector<PatternSweep> sweeps;
+    if (test::is_cpu_adapter(*be)) {
+        sweeps = {{0u, 4093u, (uint64_t{1} << 32) / 4093}, {0xBF000000u, 7u, (0xBF800000u - 0xBF000000u) / 7 + 1},
+                  // the edges: from -86.9 down past -87.0 (where 0 takes over), from 88.7 up past
+                  // 88.8 (n = 128, then +inf), both infinities and a NaN
+                  {0xC2ADCCCDu, 1u, 30000}, {0x42B16666u, 1u, 30000}, {0x7F800000u, 0x80000000u, 2}, {0x7FC00000u, 1u, 1}};
+    } else {
+        sweeps = {{0u, 1u, uint64_t{1} << 32}};
+    }
+    expect_cpus_bits(*be, WebGpuBackend::ScalarFn::exp_fixed, sweeps, [](float x) { return cpu::exp_fixed(x); });
 }
 
 // inv_root_rn (every norm's factor from mean + eps) gives the CPU's 1.0f / sqrtf(v) bit for bit: on a
@@ -1016,36 +1024,17 @@ TEST(WebGpuNumerics, InvRootGivesTheCpusBits) {
     TERN_REQUIRE_WEBGPU();
     auto * be = dynamic_cast<WebGpuBackend *>(test::shared_webgpu().backend.get());
     ASSERT_NE(be, nullptr);
-    struct Sweep {
-        uint32_t start, stride;
-        uint64_t count;
-    };
-    constexpr uint32_t smallest = 0x0D800000u, largest = 0x7F7FFFFFu;  // 2^-100 .. FLT_MAX
-    std::vector<Sweep> sweeps;
+    constexpr uint32_t        smallest = 0x0D800000u, largest = 0x7F7FFFFFu;  // 2^-100 .. FLT_MAX
+    std::vector<PatternSweep> sweeps;
     if (test::is_cpu_adapter(*be)) {
-        sweeps = {{smallest, 4093u, (largest - smallest) / 4093u + 1}, {0x3F000000u, 1u, 0x3F800000u - 0x3F000000u + 0x800000u},
-                  {0x358637BDu - 20000u, 1u, 40000u}, {0x3727C5ACu - 20000u, 1u, 40000u}};
+        sweeps = {{smallest, 4093u, (largest - smallest) / 4093u + 1},
+                  {0x3F000000u, 1u, 0x40000000u - 0x3F000000u},
+                  {0x358637BDu - 20000u, 1u, 40000u},
+                  {0x3727C5ACu - 20000u, 1u, 40000u}};
     } else {
         sweeps = {{smallest, 1u, uint64_t{largest} - smallest + 1}};
     }
-    constexpr uint64_t per_call = uint64_t{1} << 23;
-    for (const Sweep & sw : sweeps) {
-        uint64_t n_bad = 0;
-        uint32_t first = 0;
-        for (uint64_t done = 0; done < sw.count; done += per_call) {
-            const uint32_t n     = static_cast<uint32_t>(std::min(per_call, sw.count - done));
-            const uint32_t start = static_cast<uint32_t>(sw.start + done * sw.stride);
-            const auto     got   = be->scalar_values(WebGpuBackend::ScalarFn::inv_root, start, sw.stride, n);
-            for (uint32_t i = 0; i < n; ++i) {
-                const uint32_t bits = start + i * sw.stride;
-                const float    want = 1.0f / std::sqrt(std::bit_cast<float>(bits));
-                if (got[i] != std::bit_cast<uint32_t>(want) && n_bad++ == 0) first = bits;
-            }
-        }
-        EXPECT_EQ(n_bad, 0u) << "patterns from 0x" << std::hex << sw.start << " stride " << std::dec << sw.stride
-                             << ": first mismatch at 0x" << std::hex << first << " (" << std::bit_cast<float>(first)
-                             << ")";
-    }
+    expect_cpus_bits(*be, WebGpuBackend::ScalarFn::inv_root, sweeps, [](float v) { return 1.0f / std::sqrt(v); });
 }
 
 // lib/numerics.wgsl's error-free transformations and correctly rounded operations against the
