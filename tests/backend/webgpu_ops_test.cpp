@@ -1012,7 +1012,7 @@ TEST(WebGpuNumerics, ExpFixedGivesTheCpusBits) {
     } else {
         sweeps = {{0u, 1u, uint64_t{1} << 32}};
     }
-    expect_cpus_bits(*be, WebGpuBackend::ScalarFn::exp_fixed, sweeps, [](float x) { return cpu::exp_fixed(x); });
+    expect_cpus_bits(*be, WebGpuBackend::ScalarFn::exp_fixed, sweeps, cpu::exp_fixed);
 }
 
 // inv_root_rn (every norm's factor from mean + eps) gives the CPU's 1.0f / sqrtf(v) bit for bit: on a
