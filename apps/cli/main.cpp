@@ -35,6 +35,7 @@ int main(int argc, char ** argv) {
     tern::cli::register_inspect(app);
     tern::cli::register_convert(app);
     tern::cli::register_synth(app);
+    tern::cli::register_quantize(app);
     tern::cli::register_bench(app);
 
     try {
