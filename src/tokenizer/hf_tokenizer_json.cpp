@@ -171,6 +171,20 @@ void read_config(const std::string & path, TokenizerMetadata & meta) {
     if (const auto id = lookup("unk_token", false)) meta.unk_id = id;
     if (const auto v = optional_bool(src, config, "add_bos_token", "add_bos_token")) meta.add_bos = v;
     if (const auto v = optional_bool(src, config, "add_eos_token", "add_eos_token")) meta.add_eos = v;
+    if (const auto it = config.find("chat_template"); it != config.end() && !it->is_null()) {
+        if (it->is_string()) {
+            meta.chat_template = it->get<std::string>();
+        } else if (it->is_array()) {  // [{"name": "default", "template": "..."}, {"name": "tool_use", ...}]
+            for (const json & entry : *it) {
+                if (entry.is_object() && entry.value("name", "") == "default" && entry.contains("template") &&
+                    entry["template"].is_string()) {
+                    meta.chat_template = entry["template"].get<std::string>();
+                }
+            }
+        } else {
+            src.wrong_type("chat_template", "a string or a list of {name, template}", *it);
+        }
+    }
 }
 
 // Added tokens that look special are CONTROL even when not flagged special (llama.cpp's converter
@@ -367,6 +381,7 @@ void write_tokenizer_metadata(GgufWriter & writer, const TokenizerMetadata & met
     put_id("tokenizer.ggml.unknown_token_id", meta.unk_id);
     if (meta.add_bos) writer.set_bool("tokenizer.ggml.add_bos_token", *meta.add_bos);
     if (meta.add_eos) writer.set_bool("tokenizer.ggml.add_eos_token", *meta.add_eos);
+    if (!meta.chat_template.empty()) writer.set_string("tokenizer.chat_template", meta.chat_template);
 }
 
 }  // namespace tern
