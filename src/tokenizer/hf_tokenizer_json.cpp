@@ -145,7 +145,9 @@ std::optional<bool> optional_bool(const Source & src, const json & obj, const ch
     return it->get<bool>();
 }
 
-void read_config(const std::string & path, TokenizerMetadata & meta) {
+}  // namespace
+
+void apply_tokenizer_config(const std::string & path, TokenizerMetadata & meta) {
     const Source src{path};
     const json   config = read_json(path);
     if (!config.is_object()) src.wrong_type("(top level)", "an object", config);
@@ -186,6 +188,8 @@ void read_config(const std::string & path, TokenizerMetadata & meta) {
         }
     }
 }
+
+namespace {
 
 // Added tokens that look special are CONTROL even when not flagged special (llama.cpp's converter
 // does the same for "<|...|>" names such as Qwen's <|fim_prefix|>), so they print nothing by default.
@@ -345,7 +349,7 @@ TokenizerMetadata tokenizer_metadata_from_hf(const std::string & tokenizer_json_
         TERN_LOG_WARN("'%s': model.byte_fallback is not supported for byte-level BPE and is ignored", tokenizer_json_path.c_str());
     }
 
-    if (!tokenizer_config_path.empty()) read_config(tokenizer_config_path, meta);
+    if (!tokenizer_config_path.empty()) apply_tokenizer_config(tokenizer_config_path, meta);
     if (!meta.add_bos && meta.pre == "llama-bpe") meta.add_bos = true;  // Llama-3 models expect <|begin_of_text|>
     return meta;
 }
@@ -381,6 +385,7 @@ void write_tokenizer_metadata(GgufWriter & writer, const TokenizerMetadata & met
     put_id("tokenizer.ggml.unknown_token_id", meta.unk_id);
     if (meta.add_bos) writer.set_bool("tokenizer.ggml.add_bos_token", *meta.add_bos);
     if (meta.add_eos) writer.set_bool("tokenizer.ggml.add_eos_token", *meta.add_eos);
+    if (meta.add_space_prefix) writer.set_bool("tokenizer.ggml.add_space_prefix", *meta.add_space_prefix);
     if (!meta.chat_template.empty()) writer.set_string("tokenizer.chat_template", meta.chat_template);
 }
 

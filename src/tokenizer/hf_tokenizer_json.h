@@ -19,6 +19,7 @@ struct TokenizerMetadata {
     std::vector<float>       scores;          // SPM merge priorities; empty = do not write the key
     std::optional<int32_t>   bos_id, eos_id, eot_id, pad_id, unk_id;
     std::optional<bool>      add_bos, add_eos;
+    std::optional<bool>      add_space_prefix;  // SPM: tokenizer.ggml.add_space_prefix
     std::string              chat_template;   // tokenizer.chat_template ("" = do not write the key)
 };
 
@@ -32,6 +33,10 @@ struct TokenizerMetadata {
 // (a string, or the "default" entry of a list of {name, template}). Missing files throw Error(io).
 TokenizerMetadata tokenizer_metadata_from_hf(const std::string & tokenizer_json_path,
                                              const std::string & tokenizer_config_path = {});
+
+// Applies a tokenizer_config.json to imported metadata: bos/eos/pad/unk tokens (by text; bos and eos
+// must be tokens of the vocabulary), add_bos_token / add_eos_token and chat_template.
+void apply_tokenizer_config(const std::string & tokenizer_config_path, TokenizerMetadata & meta);
 
 // Writes the tokenizer.ggml.* keys: model, pre (if set), tokens, token_type (INT32), scores (if
 // any), merges (gpt2), the *_token_id keys that are set (UINT32) and add_bos/add_eos (BOOL, if
