@@ -17,6 +17,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 
 namespace tern {
@@ -49,7 +50,8 @@ struct Family {
 };
 
 // Writes a checkpoint folder; returns its path. Every tensor is F32 with pattern values.
-fs::path write_checkpoint(const Family & f, const json & extra_config = json::object(), bool spm = false) {
+fs::path write_checkpoint(const Family & f, const json & extra_config = json::object(), bool spm = false,
+                          const std::function<void(std::vector<StEntry> &)> & edit = {}) {
     const auto dir = test::temp_dir("family-ckpt-" + f.arch + (spm ? "-spm" : ""));
     fs::remove_all(dir);
     fs::create_directories(dir);
@@ -91,6 +93,7 @@ fs::path write_checkpoint(const Family & f, const json & extra_config = json::ob
     }
     t.push_back(f32_entry("model.norm.weight", {f.e}, seed++));
     if (!f.tied) t.push_back(f32_entry("lm_head.weight", {f.vocab, f.e}, seed++));
+    if (edit) edit(t);
     test::write_bytes(dir / "model.safetensors", test::build_safetensors(t, {{"format", "pt"}}));
     if (!spm) {
         test::write_text(dir / "tokenizer.json", test::tokenizer_json().dump());
@@ -248,6 +251,52 @@ TEST(FamilyConvert, SentencePieceParserRejectsTruncation) {
         std::vector<uint8_t> t(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(cut));
         EXPECT_THROW(parse_sentencepiece_model(t, "m"), Error) << cut;
     }
+}
+
+// Falcon3-1.58bit style: a LlamaForCausalLM with quantization_config bitnet, projections packed U8
+// [out/4, in] + weight_scale (bitlinear: a divisor). Converted to I2_S: the ternary values (q/k rows
+// permuted) and the scale 1 / weight_scale; the embedding stays float.
+TEST(FamilyConvert, BitnetQuantizedLlamaToI2S) {
+    Family                                  f{"llama"};
+    f.e = 128, f.ff = 128, f.heads = 4, f.kv = 2, f.hd = 32, f.layers = 1;
+    std::map<std::string, std::vector<int8_t>> ternary;
+    const auto dir = write_checkpoint(f, json{{"quantization_config", {{"quant_method", "bitnet"}}}}, false,
+                                      [&](std::vector<StEntry> & t) {
+        std::vector<StEntry> out;
+        for (auto & e : t) {
+            if (!e.name.ends_with("_proj.weight")) {
+                out.push_back(e);
+                continue;
+            }
+            const int64_t       rows = e.shape[0], cols = e.shape[1];
+            std::vector<int8_t> v(static_cast<size_t>(rows * cols));
+            for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int8_t>(static_cast<int>((i * 7 + e.name.size()) % 3) - 1);
+            ternary[e.name] = v;
+            out.push_back({e.name, "U8", {rows / 4, cols}, test::hf_pack(v, rows, cols)});
+            const float          ws = 4.0f;  // bitlinear: scale = 1 / 4
+            std::vector<uint8_t> b(4);
+            std::memcpy(b.data(), &ws, 4);
+            out.push_back({e.name.substr(0, e.name.size() - 7) + ".weight_scale", "F32", {1}, b});
+        }
+        t = out;
+    });
+    const GgufFile g = GgufFile::open(convert(dir));
+    EXPECT_NO_THROW(check_family_tensors(g, read_family_config(g)));
+    EXPECT_EQ(g.find_tensor("blk.0.attn_q.weight")->type, DType::i2_s);
+    EXPECT_EQ(g.find_tensor("token_embd.weight")->type, DType::f16);
+    EXPECT_EQ(g.get_int("general.file_type"), 40);
+    auto expect_rows = [&](const char * gguf, const std::string & hf, int64_t rows, int64_t heads) {
+        const auto & v = ternary.at(hf);
+        for (int64_t r = 0; r < rows; ++r) {
+            const int64_t      src = heads ? llama_permuted_row(r, rows, heads) : r;
+            std::vector<float> want(128);
+            for (int64_t c = 0; c < 128; ++c) want[static_cast<size_t>(c)] = v[static_cast<size_t>(src * 128 + c)] * 0.25f;
+            ASSERT_EQ(row(g, gguf, r), want) << gguf << " row " << r;
+        }
+    };
+    expect_rows("blk.0.attn_q.weight", "model.layers.0.self_attn.q_proj.weight", 128, 4);
+    expect_rows("blk.0.attn_k.weight", "model.layers.0.self_attn.k_proj.weight", 64, 2);
+    expect_rows("blk.0.ffn_down.weight", "model.layers.0.mlp.down_proj.weight", 128, 0);
 }
 
 // Seeded byte mutations of a valid model: each either parses or throws tern::Error, never crashes
