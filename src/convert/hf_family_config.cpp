@@ -155,7 +155,15 @@ HfFamilyConfig parse_hf_family_config(std::string_view json_text, const std::str
     c.n_kv_heads        = r.optional_int(root, "num_key_value_heads").value_or(c.n_heads);
     c.vocab_size        = r.positive_int(root, "vocab_size");
     c.context_length    = r.positive_int(root, "max_position_embeddings");
-    c.original_context_length = r.optional_int(root, "original_max_position_embeddings").value_or(c.context_length);
+    // transformers >= 5 may keep these inside "rope_parameters" instead of at the top level.
+    const json * rope_params = r.find(root, "rope_parameters");
+    if (rope_params && !rope_params->is_object()) r.bad("\"rope_parameters\" must be an object");
+    auto top_or_rope = [&](const char * key) -> const json * {
+        if (r.find(root, key)) return &root;
+        return rope_params && r.find(*rope_params, key) ? rope_params : nullptr;
+    };
+    const json * orig = top_or_rope("original_max_position_embeddings");
+    c.original_context_length = orig ? r.positive_int(*orig, "original_max_position_embeddings") : c.context_length;
     if (c.n_heads % c.n_kv_heads != 0) {
         r.bad(format("\"num_attention_heads\" (%lld) must be a multiple of \"num_key_value_heads\" (%lld)",
                      (long long) c.n_heads, (long long) c.n_kv_heads));
@@ -168,7 +176,7 @@ HfFamilyConfig parse_hf_family_config(std::string_view json_text, const std::str
     }
     if (c.head_dim % 2 != 0) r.bad(format("head dimension %lld must be even", (long long) c.head_dim));
     double partial = 1.0;
-    if (r.find(root, "partial_rotary_factor")) partial = r.number(root, "partial_rotary_factor", 0, 1.000001);
+    if (const json * holder = top_or_rope("partial_rotary_factor")) partial = r.number(*holder, "partial_rotary_factor", 0, 1.000001);
     c.n_rot = static_cast<int64_t>(std::llround(partial * static_cast<double>(c.head_dim)));
     if (c.n_rot % 2 != 0 || c.n_rot < 2) r.bad(format("rotary dimension %lld must be even", (long long) c.n_rot));
     c.rms_norm_eps = r.number(root, "rms_norm_eps", 0, 1);

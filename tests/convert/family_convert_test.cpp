@@ -161,6 +161,17 @@ TEST(FamilyConvert, LlamaTiedWithRopeFreqs) {
     EXPECT_EQ(tok.n_vocab(), 300);
 }
 
+// transformers >= 5 writes theta and the scaling into "rope_parameters".
+TEST(FamilyConvert, TransformersFiveRopeParameters) {
+    const json     rp  = {{"rope_theta", nullptr},
+                          {"rope_parameters", {{"rope_theta", 500000.0}, {"rope_type", "llama3"}, {"factor", 32.0},
+                                               {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
+                                               {"original_max_position_embeddings", 128}}}};
+    const GgufFile g   = GgufFile::open(convert(write_checkpoint(Family{"llama"}, rp)));
+    EXPECT_EQ(g.get_float("llama.rope.freq_base"), 500000.0);
+    EXPECT_EQ(row(g, "rope_freqs.weight", 0), llama3_rope_freq_factors(500000.0, 16, Llama3RopeScaling{32.0, 1.0, 4.0, 128}));
+}
+
 TEST(FamilyConvert, Qwen3UntiedWithQkNorm) {
     Family f{"qwen3"};
     f.tied = false;
