@@ -14,5 +14,6 @@ void register_inspect(CLI::App & app);
 void register_convert(CLI::App & app);
 void register_synth(CLI::App & app);
 void register_bench(CLI::App & app);
+void register_serve(CLI::App & app);
 
 }  // namespace tern::cli
