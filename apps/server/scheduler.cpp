@@ -316,16 +316,20 @@ void Scheduler::finish(Slot & s, std::string reason) {
     e.finish_reason = std::move(reason);
     e.n_prompt      = static_cast<int64_t>(s.job->spec().prompt.size());
     e.n_generated   = s.n_generated;
+    {
+        std::lock_guard lock(mutex_);  // counted before the handler hears of it
+        ++stats_.requests_finished;
+    }
     s.job->push(std::move(e));
-    std::lock_guard lock(mutex_);
-    ++stats_.requests_finished;
 }
 
 void Scheduler::fail_slot(Slot & s, const ApiError & err) {
     engine_.close(s.seq);
+    {
+        std::lock_guard lock(mutex_);
+        ++stats_.requests_failed;
+    }
     s.job->push({.done = true, .error = err});
-    std::lock_guard lock(mutex_);
-    ++stats_.requests_failed;
 }
 
 }  // namespace tern::server
