@@ -184,14 +184,18 @@ void answer_whole(const std::shared_ptr<Job> & job, Reply & reply, int fd, httpl
     std::string               text;
     std::vector<TokenLogprob> lps;
     JobEvent                  e;
+    auto                      checked = std::chrono::steady_clock::now();
     for (;;) {
-        if (!job->next(e, k_poll)) {
+        const bool got = job->next(e, k_poll);
+        // Tokens may arrive faster than k_poll: look at the client every k_poll either way.
+        if (const auto now = std::chrono::steady_clock::now(); !got || now - checked >= k_poll) {
+            checked = now;
             if (client_gone(fd)) {
                 job->cancel();
                 return;
             }
-            continue;
         }
+        if (!got) continue;
         if (e.error) {
             send_error(res, *e.error);
             return;
