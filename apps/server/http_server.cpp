@@ -214,6 +214,7 @@ HttpServer::HttpServer(HttpOptions options) : impl_(std::make_unique<Impl>()) {
     s.http.set_read_timeout(s.options.timeout_s, 0);
     s.http.set_write_timeout(s.options.timeout_s, 0);
     s.http.set_keep_alive_timeout(5);
+    s.http.set_tcp_nodelay(true);  // tokens are small writes: do not hold them back (Nagle)
     const int n_threads = s.options.n_threads;
     s.http.new_task_queue = [n_threads] { return new httplib::ThreadPool(static_cast<size_t>(n_threads)); };
     const std::string origin = s.options.cors_origin;
