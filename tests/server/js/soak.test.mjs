@@ -5,7 +5,8 @@
 // within 10% + 8 MB of the one after the first tenth of the run). The server must then exit 0 on
 // SIGTERM (under AddressSanitizer that includes LeakSanitizer finding nothing).
 // Environment: SOAK_REQUESTS, SOAK_CONCURRENCY, SOAK_CANCEL, SOAK_MODEL (default: tern synth tiny),
-// TERN_BIN (an ASan build for the short run in scripts/test.sh).
+// TERN_BIN (an ASan build for the short run in scripts/test.sh), SOAK_RSS_CHECK=0 to skip the memory
+// check (under ASan, whose quarantine holds freed memory; LeakSanitizer checks at exit instead).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { startServer, waitIdle, metrics, rssKb, tinyChatModel } from "./harness.mjs";
@@ -95,7 +96,9 @@ test(`soak: ${REQUESTS} requests, ${CONCURRENCY} clients, ${CANCEL * 100}% cance
   assert.equal(m['tern_requests_total{outcome="finished"}'] + m['tern_requests_total{outcome="cancelled"}'], REQUESTS);
   assert.equal(m['tern_requests_total{outcome="failed"}'], 0);
   assert.equal(m['tern_requests_total{outcome="rejected"}'], 0);
-  assert.ok(rssEnd <= rssWarm * 1.1 + 8192, `memory grew from ${rssWarm} kB to ${rssEnd} kB`);
+  if (process.env.SOAK_RSS_CHECK !== "0") {
+    assert.ok(rssEnd <= rssWarm * 1.1 + 8192, `memory grew from ${rssWarm} kB to ${rssEnd} kB`);
+  }
   const h = await (await fetch(server.url + "/health")).json();
   assert.equal(h.status, "ok");
   void metrics;
