@@ -150,7 +150,7 @@ void register_serve(CLI::App & app) {
         ->capture_default_str();
     cmd->add_option("--max-body-size", args->http.max_body_bytes, "largest request body in bytes (larger: 413)")
         ->check(CLI::Range(size_t{1024}, size_t{1} << 30))->capture_default_str();
-    cmd->add_option("--timeout", args->http.timeout_s, "seconds a client may take to send a request (or read a reply)")
+    cmd->add_option("--timeout", args->http.timeout_s, "seconds to wait for more of a request (or for a client to take a reply) before closing")
         ->check(CLI::Range(1, 86400))->capture_default_str();
     cmd->add_option("--threads-http", args->http.n_threads, "HTTP worker threads (0 = parallel + queue + 4)")
         ->check(CLI::Range(0, 4096))->capture_default_str();

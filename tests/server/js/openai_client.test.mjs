@@ -57,6 +57,15 @@ test("streaming completions give the same text as non-streaming ones with the sa
   assert.deepEqual(usage, whole.usage);
 });
 
+test("a seeded request gives what `tern run --seed` gives", async () => {
+  const { execFileSync } = await import("node:child_process");
+  const { ternBin } = await import("./harness.mjs");
+  const cli = execFileSync(ternBin, ["run", "-p", "The ship", "-n", "16", "--seed", "21"], { stdio: ["ignore", "pipe", "ignore"] })
+    .toString();
+  const r = await client(text).completions.create({ model: "tern", prompt: "The ship", max_tokens: 16, seed: 21 });
+  assert.equal(cli.replace(/\n$/, ""), "The ship" + r.choices[0].text);
+});
+
 test("seeds reproduce, and different seeds differ", async () => {
   const c = client(text);
   const ask = (seed) => c.completions.create({ model: "tern", prompt: "It was", max_tokens: 32, temperature: 1.0, seed })
