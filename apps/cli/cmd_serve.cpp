@@ -13,6 +13,7 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <mutex>
 #include <pthread.h>
 #include <thread>
 
@@ -50,11 +51,17 @@ void serve(ServeArgs & a) {
     std::fprintf(stderr, "tern serve: listening on http://%s:%d (loading the model)\n", a.http.host.c_str(),
                  http.bound_port());
     std::thread http_thread([&] { http.serve(); });
-    std::atomic<bool> stopping{false};
-    std::thread       signal_thread([&] {
+    std::atomic<bool>  stopping{false};
+    std::mutex         scheduler_mutex;
+    server::Scheduler * running = nullptr;  // set while the scheduler exists
+    std::thread        signal_thread([&] {
         int sig = 0;
         sigwait(&stop_signals, &sig);
         stopping = true;
+        {  // requests in flight end now (503), so that their handlers return and the server can stop
+            std::lock_guard lock(scheduler_mutex);
+            if (running) running->shutdown();
+        }
         http.stop();
     });
     struct Join {  // on every way out: stop the server, wake the signal thread, join both
@@ -96,6 +103,18 @@ void serve(ServeArgs & a) {
     sched_opts.max_queue          = a.max_queue;
     sched_opts.n_prefill_per_step = eo.n_chunk;
     server::Scheduler scheduler(engine, *lm.tokenizer, sched_opts);
+    struct Published {  // the signal thread may shut the scheduler down while it exists
+        std::mutex &         m;
+        server::Scheduler *& p;
+        ~Published() {
+            std::lock_guard lock(m);
+            p = nullptr;
+        }
+    } published{scheduler_mutex, running};
+    {
+        std::lock_guard lock(scheduler_mutex);
+        running = &scheduler;
+    }
 
     server::ServedModel served;
     served.id            = a.alias.empty() ? std::filesystem::path(lm.file->path()).filename().string() : a.alias;

@@ -66,12 +66,16 @@ Scheduler::Scheduler(BatchEngine & engine, const Tokenizer & tokenizer, const Sc
 }
 
 Scheduler::~Scheduler() {
+    shutdown();
+    thread_.join();
+}
+
+void Scheduler::shutdown() {
     {
         std::lock_guard lock(mutex_);
         stopping_ = true;
     }
     cv_.notify_all();
-    thread_.join();
 }
 
 std::shared_ptr<Job> Scheduler::submit(JobSpec spec) {

@@ -103,7 +103,11 @@ struct SchedulerStats {
 class Scheduler {
 public:
     Scheduler(BatchEngine & engine, const Tokenizer & tokenizer, const SchedulerOptions & options);
-    ~Scheduler();  // stops the loop; queued and running jobs end with a 503
+    ~Scheduler();  // shutdown(), then waits for the loop to end
+
+    // Ends the loop: queued and running jobs end with a 503, later submits get one (idempotent;
+    // any thread, e.g. a signal handler's).
+    void shutdown();
 
     // Queues a request. Throws ApiError(503) when the queue is full.
     std::shared_ptr<Job> submit(JobSpec spec);
