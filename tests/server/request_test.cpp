@@ -97,6 +97,43 @@ TEST(OpenAiRequest, RejectsBadInputNamingTheField) {
     expect_rejected(R"({"messages":[{"role":"user","content":"x"}],"prompt":"a"})", "prompt", Endpoint::chat);
 }
 
+// Seeded mutations of valid bodies (bytes flipped, inserted, deleted, duplicated): every outcome is
+// a parsed request or an ApiError 400, never another exception (run under ASan + UBSan in CI).
+TEST(OpenAiRequest, MutatedBodiesGiveA400OrARequest) {
+    const std::vector<std::pair<std::string, Endpoint>> seeds = {
+        {R"({"prompt":"Hi","max_tokens":7,"temperature":0.5,"stop":["a"],"logprobs":2,"stream":true,
+            "stream_options":{"include_usage":true},"seed":3})", Endpoint::completions},
+        {R"({"prompt":[1,2,3],"top_k":4,"min_p":0.1})", Endpoint::completions},
+        {R"({"messages":[{"role":"user","content":[{"type":"text","text":"x"}]},{"role":"assistant","content":"y"}],
+            "logprobs":true,"top_logprobs":2,"max_completion_tokens":3})", Endpoint::chat},
+    };
+    uint64_t rng   = 0x9e3779b97f4a7c15ull;
+    auto     next  = [&] { return rng = rng * 6364136223846793005ull + 1442695040888963407ull, rng >> 33; };
+    const char alphabet[] = "{}[]\":,0123456789-+.eE truefalsn\\u" "\xff" "\x80" "\x00" "abc";
+    int parsed = 0, rejected = 0;
+    for (int i = 0; i < 4000; ++i) {
+        auto [body, endpoint] = seeds[static_cast<size_t>(i) % seeds.size()];
+        for (int m = 0; m < 1 + static_cast<int>(next() % 4); ++m) {
+            const size_t at = body.empty() ? 0 : next() % body.size();
+            switch (next() % 4) {
+                case 0: if (!body.empty()) body[at] = alphabet[next() % (sizeof alphabet - 1)]; break;
+                case 1: body.insert(at, 1, alphabet[next() % (sizeof alphabet - 1)]); break;
+                case 2: if (!body.empty()) body.erase(at, 1 + next() % 8); break;
+                default: body.insert(at, body.substr(at, next() % 16)); break;
+            }
+        }
+        try {
+            parse_generation_request(body, endpoint, SamplerParams{}, RequestLimits{});
+            ++parsed;
+        } catch (const ApiError & e) {
+            EXPECT_EQ(e.status, 400);
+            ++rejected;
+        }
+    }
+    EXPECT_GT(rejected, 1000);
+    EXPECT_GT(parsed, 10);
+}
+
 TEST(StopStrings, HoldsBackPossiblePrefixesAndCutsAtTheFirstMatch) {
     const std::vector<std::string> stops = {"END", "\n\n"};
     EXPECT_EQ(scan_stops("hello", 0, stops).end, 5u);
