@@ -149,6 +149,9 @@ void register_serve(CLI::App & app) {
         ->check(CLI::Range(1, 256))->capture_default_str();
     cmd->add_option("--queue", args->max_queue, "requests that may wait for a slot; more get 503")
         ->check(CLI::Range(size_t{0}, size_t{100000}))->capture_default_str();
+    // -b is the prompt tokens read per step over all slots: each step also decodes one token for every
+    // generating slot, which waits for the step, so a smaller default than `tern run`'s keeps them going.
+    args->ctx.n_batch = 128;
     add_context_args(*cmd, args->ctx);
     cmd->add_option("--kv-pages", args->kv_pages,
                     "KV cache pool size in pages (0 = --parallel full contexts); fewer makes requests wait for pages")
