@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test: the whole ctest suite on a RelWithDebInfo
 # build, then the parser-facing suites (GGUF malformed-file and mutation corpora, layouts, tokenizer,
-# safetensors/convert, sampler, backend ops) again under AddressSanitizer + UndefinedBehaviorSanitizer.
+# safetensors/convert, sampler, backend ops, server request validation) again under AddressSanitizer +
+# UndefinedBehaviorSanitizer, and a short soak of `tern serve` built with them.
 # This is the command .ci/run calls.
 # Usage: scripts/test.sh [--no-asan] [extra ctest arguments, e.g. -L unit]
 set -euo pipefail
@@ -39,11 +40,17 @@ if [ "$asan" = 1 ]; then
         cmake -S . -B build-asan "${generator[@]}" -DCMAKE_BUILD_TYPE=Debug -DTERN_SANITIZE=address,undefined >/dev/null
     fi
     asan_suites=(tern_gguf_tests tern_quant_tests tern_backend_tests tern_tokenizer_tests tern_convert_tests
-                 tern_sampler_tests)
-    cmake --build build-asan -j "$jobs" --target "${asan_suites[@]}"
+                 tern_sampler_tests tern_server_tests)
+    cmake --build build-asan -j "$jobs" --target "${asan_suites[@]}" tern
     for suite in "${asan_suites[@]}"; do  # one process per suite: quicker than one per test
         ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
             "build-asan/bin/$suite" --gtest_brief=1
     done
+    if command -v node >/dev/null; then
+        echo "test: tern serve soak under AddressSanitizer + UBSan (300 requests, 8 clients; LeakSanitizer at exit)"
+        TERN_BIN=$PWD/build-asan/bin/tern TERN_OUT_DIR=$PWD/build-asan/server-test-out SOAK_REQUESTS=300 \
+            SOAK_CONCURRENCY=8 SOAK_RSS_CHECK=0 ASAN_OPTIONS=detect_leaks=1 \
+            UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 node tests/server/js/soak.test.mjs
+    fi
 fi
 echo "test: all passed"

@@ -15,5 +15,6 @@ void register_convert(CLI::App & app);
 void register_synth(CLI::App & app);
 void register_quantize(CLI::App & app);
 void register_bench(CLI::App & app);
+void register_serve(CLI::App & app);
 
 }  // namespace tern::cli

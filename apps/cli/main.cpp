@@ -37,6 +37,7 @@ int main(int argc, char ** argv) {
     tern::cli::register_synth(app);
     tern::cli::register_quantize(app);
     tern::cli::register_bench(app);
+    tern::cli::register_serve(app);
 
     try {
         app.parse(argc, argv);
