@@ -120,8 +120,6 @@ WebGpuBackend::WebGpuBackend(const WebGpuOptions & options)
     }
     const char * fuse = std::getenv("TERN_WEBGPU_FUSE");
     fuse_norms_ = !(fuse && std::string_view(fuse) == "0");
-    const char * layer = std::getenv("TERN_WEBGPU_LAYER");
-    layer_kernel_      = layer && std::string_view(layer) == "1";
     probe_numerics();
     const char * sg = std::getenv("TERN_WEBGPU_SUBGROUPS");
     if (!options.subgroup_reductions || (sg && std::string_view(sg) == "0")) {
@@ -326,87 +324,6 @@ std::vector<float> WebGpuBackend::numerics_check(std::span<const float> a, std::
     return out;
 }
 
-WebGpuBackend::DataflowChain WebGpuBackend::dataflow_chain(uint32_t n_phases, uint32_t blocks, bool one_dispatch,
-                                                           int reps) {
-    TERN_ASSERT(n_phases > 0 && blocks > 0 && reps > 0, "dataflow_chain sizes");
-    const int64_t n_words = 16 + 2 * static_cast<int64_t>(n_phases) * blocks;
-    auto          flow    = alloc_tensor(*this, DType::i32, {n_words, 1, 1, 1}, "dataflow chain");
-    const std::vector<int32_t> zeros(static_cast<size_t>(n_words), 0);
-    write(flow.tensor, zeros.data(), zeros.size() * 4);
-    const PipelineKey key{"dataflow_chain", "wu", {}};
-    const WGPUBuffer  bufs[] = {gpu_buffer(flow.tensor)};
-    double            seconds = 0;
-    for (int rep = -1; rep < reps; ++rep) {
-        const uint32_t tag = static_cast<uint32_t>(rep + 2);  // 1.. (0 is the zeroed buffer's)
-        const auto     t0  = std::chrono::steady_clock::now();
-        if (one_dispatch) {
-            const uint32_t params[4] = {n_phases * blocks, tag, 0, blocks};
-            step_->dispatch(key, bufs, params, sizeof params, n_phases * blocks);
-        } else {
-            for (uint32_t q = 0; q < n_phases; ++q) {
-                const uint32_t params[4] = {blocks, tag, q, blocks};
-                step_->dispatch(key, bufs, params, sizeof params, blocks);
-            }
-        }
-        step_->flush();
-        ctx_.wait_queue_idle("running the dataflow chain");
-        if (rep >= 0) seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    }
-    step_->take_dispatch_count();
-    std::vector<uint32_t> words(static_cast<size_t>(n_words));
-    read(flow.tensor, words.data(), words.size() * 4);
-    DataflowChain out;
-    out.error        = words[1];
-    out.us_per_phase = 1e6 * seconds / (static_cast<double>(reps) * n_phases);
-    for (uint32_t b = 0; b < blocks; ++b) {
-        const size_t   w  = 16 + 2 * (static_cast<size_t>(n_phases - 1) * blocks + b);
-        const uint32_t hi = words[w], lo = words[w + 1];
-        const uint32_t bits = (hi & 0xffff0000u) | (lo >> 16);
-        float          v;
-        std::memcpy(&v, &bits, 4);
-        out.last.push_back(v);
-    }
-    return out;
-}
-
-WebGpuBackend::GridSyncProbe WebGpuBackend::grid_sync_probe(uint32_t groups, uint32_t n, uint32_t iters, uint32_t mode,
-                                                             int reps) {
-    TERN_ASSERT(groups > 0 && iters > 0 && reps > 0 && n <= 32 * 256 && mode <= 4, "grid_sync_probe sizes");
-    TERN_ASSERT(mode < 3 || (n % (4 * groups) == 0 && n <= 4 * 8 * 256), "grid_sync_probe: plain shares of whole vec4s");
-    const int64_t n_words = 16 + 2 * static_cast<int64_t>(iters) * std::max<uint32_t>(n, 1);
-    const int64_t n_data  = static_cast<int64_t>(iters) * std::max<uint32_t>(n, 4);
-    auto          flow    = alloc_tensor(*this, DType::i32, {n_words, 1, 1, 1}, "grid sync flow");
-    auto          data    = alloc_tensor(*this, DType::i32, {n_data, 1, 1, 1}, "grid sync data");
-    auto          result  = alloc_tensor(*this, DType::f32, {groups, 1, 1, 1}, "grid sync result");
-    const std::vector<int32_t> zeros(static_cast<size_t>(std::max(n_words, n_data)), 0);
-    const PipelineKey key{"grid_sync_probe", "wwwu", {}};
-    const WGPUBuffer  bufs[] = {gpu_buffer(flow.tensor), gpu_buffer(data.tensor), gpu_buffer(result.tensor)};
-    double            seconds = 0;
-    GridSyncProbe     out;
-    out.all_reached = true;
-    for (int rep = -1; rep < reps; ++rep) {
-        write(flow.tensor, zeros.data(), static_cast<size_t>(n_words) * 4);  // counters and tags from 0 each run
-        write(data.tensor, zeros.data(), static_cast<size_t>(n_data) * 4);
-        synchronize();
-        const uint32_t params[5] = {groups, 1, iters, n, mode};
-        const auto     t0        = std::chrono::steady_clock::now();
-        step_->dispatch(key, bufs, params, sizeof params, groups);
-        step_->flush();
-        ctx_.wait_queue_idle("running the grid sync probe");
-        if (rep >= 0) seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        std::vector<float> last(groups);
-        read(result.tensor, last.data(), last.size() * 4);
-        for (float v : last) out.all_reached = out.all_reached && v == static_cast<float>(iters);
-        uint32_t head[16] = {};  // ticket counter, error flag, .., re-reads
-        read(flow.tensor, head, sizeof head);
-        out.error |= head[1];
-        if (rep >= 0) out.rereads += head[15];
-    }
-    step_->take_dispatch_count();
-    out.us_per_round = 1e6 * seconds / (static_cast<double>(reps) * iters);
-    return out;
-}
-
 // $TERN_WEBGPU_STEPS_PER_SUBMIT=n (a tuning aid) caps the steps per submit that greedy decoding
 // asks for (1: a submit per step, as before it grouped them).
 void WebGpuBackend::set_steps_per_submit(int64_t n) {
@@ -582,27 +499,11 @@ void WebGpuBackend::finish_readback(Readback & r, void * dst) {
     }
 }
 
-void WebGpuBackend::check_layer_flow() {
-    // Whatever came back may depend on layer_decode.wgsl steps: a dataflow poll that gave up made
-    // their values garbage, so say so rather than return them.
-    if (layer_dispatches_ != layer_checked_) {
-        layer_checked_ = layer_dispatches_;
-        if (layer_flow_error() != 0) {
-            const uint32_t zero = 0;
-            wgpu().wgpuQueueWriteBuffer(ctx_.queue(), flow_->get(), 4, &zero, 4);
-            fail(ErrorKind::device,
-                 "webgpu: the one-dispatch layer kernel gave up waiting for a value (results are wrong)",
-                 "run without TERN_WEBGPU_LAYER=1");
-        }
-    }
-}
-
 void WebGpuBackend::read(const Tensor & src, void * dst, size_t n_bytes) {
     TERN_ASSERT(n_bytes <= src.n_bytes(), "read of %zu bytes from a %zu-byte tensor", n_bytes, src.n_bytes());
     if (n_bytes == 0) return;
     start_readback(read_back_, src, n_bytes);
     finish_readback(read_back_, dst);
-    check_layer_flow();
 }
 
 void WebGpuBackend::read_begin(const Tensor & src, size_t n_bytes) {
@@ -613,7 +514,6 @@ void WebGpuBackend::read_begin(const Tensor & src, size_t n_bytes) {
 
 void WebGpuBackend::read_end(void * dst) {
     finish_readback(read_ahead_, dst);
-    check_layer_flow();
 }
 
 void WebGpuBackend::synchronize() {

@@ -53,9 +53,6 @@ public:
 class GpuNorm : public Weight {
 public:
     std::unique_ptr<GpuBuffer> buffer;  // [n_cols] f32
-    // On a layer's attn_norm: the layer's four norms side by side for layer_decode.wgsl, made on
-    // first use (WebGpuBackend::layer_norms).
-    mutable std::unique_ptr<GpuBuffer> layer_norms;
 };
 
 class GpuTable : public Weight {
@@ -223,35 +220,6 @@ public:
     // the logits it was given), for tests that check |f - exact logit| <= B.
     std::vector<float> read_greedy_head_bounds(int64_t n_rows);
 
-    // Runs dataflow_chain.wgsl (lib/dataflow.wgsl): n_phases dependent phases of `blocks` workgroups,
-    // in one dispatch (ticket order) or one dispatch per phase, `reps` times after a warm-up. Returns
-    // the last phase's values of the last run (each must be n_phases), the error flag, and the wall
-    // time per phase (host, submit to idle). For tests and for timing the dataflow on a real GPU.
-    struct DataflowChain {
-        std::vector<float> last;
-        uint32_t           error = 0;
-        double             us_per_phase = 0;
-    };
-    DataflowChain dataflow_chain(uint32_t n_phases, uint32_t blocks, bool one_dispatch, int reps);
-
-    // Runs grid_sync_probe.wgsl: G persistent workgroups, `iters` rounds in one dispatch, each round an
-    // all-gather of n values through lib/dataflow.wgsl (mode 0: completion counter only, 1: tagged
-    // values only, 2: both; 3, 4: the counter and plain values, see the shader), `reps` times after a warm-up. Returns whether every workgroup ended with
-    // `iters`, the error flag, and the wall time per round (host, submit to idle).
-    struct GridSyncProbe {
-        bool     all_reached = false;
-        uint32_t error       = 0;
-        double   us_per_round = 0;
-        uint64_t rereads      = 0;  // modes 3, 4: workgroup re-reads of plain values (timed runs)
-    };
-    GridSyncProbe grid_sync_probe(uint32_t groups, uint32_t n, uint32_t iters, uint32_t mode, int reps);
-
-    // One dispatch per decoded layer (layer_decode.wgsl) instead of five: off by default (slower on
-    // an H200: 351 vs 452 tokens/s, see the README), on with $TERN_WEBGPU_LAYER=1 or this setter.
-    void set_layer_kernel(bool on) { layer_kernel_ = on; }
-    // layer_decode.wgsl's error flag: non-zero when a poll gave up (its values were garbage). Waits.
-    uint32_t layer_flow_error();
-    int64_t  layer_dispatches() const { return layer_dispatches_; }
     // Decode kernels encoded so far that took their norm's sum of squares from the norm statistics
     // (block sums left by the previous kernel; webgpu_decode.cpp), for tests.
     int64_t norm_stats_reads() const { return norm_stats_reads_; }
@@ -358,11 +326,6 @@ private:
                                int64_t pos0, std::span<const GpuLinear * const> prefetch);
     // Workgroup size of the norm kernels for rows of k elements (k <= 32 WG); fails beyond the adapter.
     uint32_t norm_workgroup(int64_t k) const;
-    // One token's whole layer as one dispatch (webgpu_layer.cpp, layer_decode.wgsl); false when it
-    // does not apply (then the five kernels run).
-    bool try_decode_layer(const LayerWeights & w, const LayerTensors & t, const KvLayer & kv, float eps,
-                          FfnActivation act, const AttentionShape & shape, int64_t pos0);
-    const GpuBuffer & layer_norms(const LayerWeights & w);
     // The decode LM head (F16 table, one token); returns false when it does not apply.
     // argmax_only: f32 sums + bounds for argmax_exact.wgsl (norm_lm_head_argmax), logits not exact.
     bool try_decode_head(const Tensor & logits, const GpuTable & head, const Tensor & h_or_x, const GpuNorm * norm,
@@ -398,7 +361,6 @@ private:
     bool          dot4_native_ = true;
     std::string   subgroup_note_;  // why the subgroup reductions are not used; "" when they are
     bool          fuse_norms_  = true;  // $TERN_WEBGPU_FUSE=0 turns the fused decode prologues off
-    bool          layer_kernel_ = false;  // $TERN_WEBGPU_LAYER=1 (set_layer_kernel)
     // The decode LM head also writes the argmax's first stage (chunk winners of 64 rows) for the
     // logits it produced; argmax() right after it only runs the final stage.
     struct HeadPartials {
@@ -452,8 +414,6 @@ private:
     void start_readback(Readback & r, const Tensor & src, size_t n_bytes);
     // Waits for r's map, copies the bytes out, unmaps; throws Error(device) on failure.
     void finish_readback(Readback & r, void * dst);
-    // After a read: fails if a layer_decode.wgsl poll gave up since the last check.
-    void check_layer_flow();
     Readback read_back_;
     Readback read_ahead_;
     std::map<std::pair<int64_t, float>, RopeTable> ropes_;
@@ -489,11 +449,6 @@ private:
     int64_t                                        steps_per_submit_  = 1;  // end_step(): set_steps_per_submit
     int64_t                                        steps_unsubmitted_ = 0;
     std::array<const GpuLinear *, 4>               one_layer_weights_{};  // $TERN_WEBGPU_ONE_LAYER (webgpu_layer.cpp)
-    std::unique_ptr<GpuBuffer>                     flow_;         // layer_decode.wgsl's lib/dataflow.wgsl words
-    uint32_t                                       flow_tag_ = 0; // the last layer dispatch's tag
-    std::array<uint32_t, 7>                        flow_done_{};  // its completion counters' values
-    int64_t                                        layer_dispatches_ = 0;
-    int64_t                                        layer_checked_ = 0;  // layer_dispatches_ at the last flag check
     std::unique_ptr<GpuBuffer>                     attn_scores_;  // prompt attention scores / probabilities
     std::unique_ptr<GpuBuffer>                     attn_part_;    // prompt attention segment sums
     int64_t                                        attn_scratch_budget_ = 0;  // WebGpuOptions::attention_scratch_bytes

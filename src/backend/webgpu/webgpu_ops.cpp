@@ -56,7 +56,6 @@ std::string_view WebGpuBackend::ternary_shader(std::string_view base) const {
     if (base == "bitlinear_decode") return dot4_native_ ? "bitlinear_decode" : "bitlinear_decode_nodp4";
     if (base == "gate_up_decode") return dot4_native_ ? "gate_up_decode" : "gate_up_decode_nodp4";
     if (base == "qkv_rope_decode") return dot4_native_ ? "qkv_rope_decode" : "qkv_rope_decode_nodp4";
-    if (base == "layer_decode") return dot4_native_ ? "layer_decode" : "layer_decode_nodp4";
     if (base == "lm_head_i8_argmax") return dot4_native_ ? "lm_head_i8_argmax" : "lm_head_i8_argmax_nodp4";
     TERN_ASSERT(false, "no ternary shader '%.*s'", static_cast<int>(base.size()), base.data());
     return {};

@@ -23,12 +23,6 @@ StepEncoder::StepEncoder(WgpuContext & ctx, PipelineCache & pipelines) : ctx_(ct
     const char * env = std::getenv("TERN_WEBGPU_PROFILE");
     profile_         = env && std::string_view(env) == "1";
     gpu_profile_     = env && std::string_view(env) == "gpu";
-    // $TERN_WEBGPU_GAP=n[,groups]: n dependent trivial dispatches (gap_probe.wgsl, `groups`
-    // workgroups, default 1) after every dispatch; a timing aid for the cost of a dispatch boundary.
-    if (const char * gap = std::getenv("TERN_WEBGPU_GAP")) {
-        gap_dispatches_ = std::atoi(gap);
-        if (const char * comma = std::strchr(gap, ',')) gap_groups_ = static_cast<uint32_t>(std::max(1, std::atoi(comma + 1)));
-    }
     // $TERN_WEBGPU_SPLIT_SUBMITS=n: a submit after every n dispatches (a timing aid: what a submit
     // boundary costs the device, against the one submit per step).
     if (const char * split = std::getenv("TERN_WEBGPU_SPLIT_SUBMITS")) split_every_ = static_cast<size_t>(std::max(0, std::atoi(split)));
@@ -214,7 +208,6 @@ void StepEncoder::dispatch(const PipelineKey & key, std::span<const WGPUBuffer> 
     if (gpu_profile_) end_pass();  // the pass's end timestamp follows this dispatch
     ++dispatches_;
     ++serial_;
-    if (gap_dispatches_ > 0 && !gpu_profile_) record_gap_probes(offset);
     if (profile_) profile_wait(key.label());
 }
 
@@ -240,25 +233,6 @@ WGPUBindGroup StepEncoder::bind_group(const PipelineKey & key, std::span<const W
         fail(ErrorKind::device, format("webgpu: bind group for %s: %s", key.label().c_str(), err.c_str()));
     }
     return bind_groups_.emplace(std::move(bk), std::move(group)).first->second.get();
-}
-
-void StepEncoder::record_gap_probes(uint32_t uniform_offset) {
-    if (!gap_scratch_) {
-        WGPUBufferDescriptor desc{};
-        desc.label   = wgpu_string("tern gap probe");
-        desc.usage   = WGPU_BUFFER_USAGE_STORAGE;
-        desc.size    = 256;
-        gap_scratch_ = WgpuHandle<WGPUBuffer>(wgpu().wgpuDeviceCreateBuffer(ctx_.device(), &desc));
-    }
-    const PipelineKey   key{"gap_probe", "wu", {}};
-    const WGPUBuffer    scratch[] = {gap_scratch_.get()};
-    WGPUComputePipeline pipeline  = pipelines_.pipeline(key);
-    WGPUBindGroup       group     = bind_group(key, scratch);
-    for (int i = 0; i < gap_dispatches_; ++i) {
-        wgpu().wgpuComputePassEncoderSetPipeline(pass_, pipeline);
-        wgpu().wgpuComputePassEncoderSetBindGroup(pass_, 0, group, 1, &uniform_offset);
-        wgpu().wgpuComputePassEncoderDispatchWorkgroups(pass_, gap_groups_, 1, 1);
-    }
 }
 
 void StepEncoder::profile_wait(const std::string & label) {

@@ -91,8 +91,6 @@ private:
     // The bind group of `buffers` (bindings 0..n-1) and the uniform slot (binding n), made once per
     // (key's signature, buffers) and cached; the key names the kernel in an error.
     WGPUBindGroup bind_group(const PipelineKey & key, std::span<const WGPUBuffer> buffers);
-    // $TERN_WEBGPU_GAP: the trivial dependent dispatches recorded after each dispatch.
-    void record_gap_probes(uint32_t uniform_offset);
     // Timestamp pass for the next dispatch (gpu profile): its pass, the queries, the label.
     void begin_timed_pass(const std::string & label);
     void read_timestamps(size_t n_dispatches);
@@ -133,11 +131,8 @@ private:
     std::vector<std::string>                    timed_labels_;      // this submit's timed dispatches
     std::map<std::string, std::pair<int64_t, double>> gpu_ms_;      // label -> (count, GPU ms)
     double                                      gpu_span_ms_ = 0, gpu_busy_ms_ = 0;
-    int                                         gap_dispatches_ = 0;  // $TERN_WEBGPU_GAP
     size_t                                      split_every_    = 0;  // $TERN_WEBGPU_SPLIT_SUBMITS
     size_t                                      ramp_at_ = 0, ramp_last_ = 0;  // ramp_submits
-    uint32_t                                    gap_groups_     = 1;
-    WgpuHandle<WGPUBuffer>                      gap_scratch_;
 };
 
 }  // namespace tern
