@@ -216,11 +216,11 @@ protected:
     }
 };
 
-// A held step (Backend::hold_step) runs with what is written before release_held_step(), even
+// A held step (WebGpuBackend::hold_step, the sampled decode stream's) runs with what is written before release_held_step(), even
 // though it was recorded first; a dropped one never runs; and a step whose recording had to submit
 // part of it cannot be held (hold_step() is false and the whole step has run).
 TEST_F(WebGpuOps, HeldStepsRunWithTheInputWrittenBeforeTheirRelease) {
-    Backend & b   = gpu();
+    auto &    b   = dynamic_cast<WebGpuBackend &>(gpu());
     auto      e   = row_table(b);
     auto      tok = alloc_tensor(b, DType::i32, {1, 1, 1, 1}, "token");
     auto      x   = alloc_tensor(b, DType::f32, {k_row_len, 1, 1, 1}, "x");
@@ -254,12 +254,12 @@ TEST_F(WebGpuOps, HeldStepsRunWithTheInputWrittenBeforeTheirRelease) {
     EXPECT_EQ(row_of(b, y.tensor), 2) << "the rest of a split step runs at once, with the input it had";
 }
 
-// Backend::start_from_idle: the next step goes out in pieces, the first of 8 dispatches (the default
+// WebGpuBackend::start_from_idle (the greedy decode stream's first step): the next step goes out in pieces, the first of 8 dispatches (the default
 // of $TERN_WEBGPU_START_CHUNK), then 16, so a step of 12 cannot be held whole; one of 7 can; and the
 // pieces end with the step, held or not (a step of 20 after it, which a piece of 16 would split, is
 // held whole).
 TEST_F(WebGpuOps, AStepAfterAnIdleDeviceGoesOutInPieces) {
-    Backend & b   = gpu();
+    auto &    b   = dynamic_cast<WebGpuBackend &>(gpu());
     auto      e   = row_table(b);
     auto      tok = alloc_tensor(b, DType::i32, {1, 1, 1, 1}, "token");
     auto      x   = alloc_tensor(b, DType::f32, {k_row_len, 1, 1, 1}, "x");
@@ -624,11 +624,9 @@ TEST_F(WebGpuOps, GreedyHeadBoundsCoverTheExactLogits) {
             auto      ids = alloc_tensor(b, DType::i32, {1, 1, 1, 1}, "ids");
             b.write(xt.tensor, x.data(), x.size() * 4);
             b.begin_step();
-            if (i == 0) {
-                b.norm_lm_head(lg.tensor, *e, h.tensor, xt.tensor, *n, eps, round_in, Tensor{});
-            } else {
-                b.norm_lm_head_argmax(ids.tensor, lg.tensor, *e, h.tensor, xt.tensor, *n, eps, round_in);
-            }
+            // (The WebGPU head with ids leaves the int8 copy's values and bounds in lg and its partials.)
+            b.output_head({lg.tensor, i == 0 ? Tensor{} : ids.tensor, 0}, *e, {xt.tensor, n.get(), eps, {}, h.tensor},
+                          round_in);
             b.end_step();
             logits[i] = read_f32(b, lg.tensor);
         }
@@ -773,11 +771,11 @@ TEST_F(WebGpuOps, NormStatisticsFeedTheNextNormAndAreDroppedAfterAWrite) {
             b.write(xt.tensor, x0.data(), x0.size() * 4);
             const int64_t before = i == 1 ? web->norm_stats_reads() : 0;
             b.begin_step();
-            b.norm_bitlinear(xt.tensor, *mo, a_k, vt.tensor, *m1, 1e-5f, /*accumulate=*/true);
-            b.norm_gate_up(ft.tensor, *mgu, a_k, xt.tensor, *m2, 1e-5f, FfnActivation::relu2);
-            b.norm_bitlinear(xt.tensor, *md, a_f, ft.tensor, *m3, 1e-6f, /*accumulate=*/true);
+            b.linear(xt.tensor, *mo, {vt.tensor, m1.get(), 1e-5f, a_k, {}}, /*accumulate=*/true);
+            b.linear_glu(ft.tensor, *mgu, {xt.tensor, m2.get(), 1e-5f, a_k, {}}, FfnActivation::relu2);
+            b.linear(xt.tensor, *md, {ft.tensor, m3.get(), 1e-6f, a_f, {}}, /*accumulate=*/true);
             if (write_between) b.write(xt.tensor, x_new.data(), x_new.size() * 4);
-            b.norm_bitlinear(yt.tensor, *mo, a_k, xt.tensor, *m2, 1e-5f, /*accumulate=*/false);
+            b.linear(yt.tensor, *mo, {xt.tensor, m2.get(), 1e-5f, a_k, {}}, /*accumulate=*/false);
             b.end_step();
             if (i == 1) reads = web->norm_stats_reads() - before;
             out_x[i] = read_f32(b, xt.tensor);
@@ -931,9 +929,10 @@ TEST_F(WebGpuOps, EveryOpIsOneDispatchAndEndStepSubmits) {
     auto lg  = alloc_tensor(gpu(), DType::f32, {70, 1, 1, 1}, "logits");
     auto ids = alloc_tensor(gpu(), DType::i32, {1, 1, 1, 1}, "ids");
     gpu().begin_step();
-    gpu().norm_bitlinear(y.tensor, *w, {aq.tensor, as.tensor}, x.tensor, *nw, 1e-5f, false);
+    gpu().linear(y.tensor, *w, {x.tensor, nw.get(), 1e-5f, {aq.tensor, as.tensor}, {}}, false);
     EXPECT_EQ(gpu().take_dispatch_count(), 1);
-    gpu().norm_lm_head(lg.tensor, *e, h.tensor, x.tensor, *nw, 1e-5f, true, ids.tensor);
+    gpu().output_head({lg.tensor, {}, 0}, *e, {x.tensor, nw.get(), 1e-5f, {}, h.tensor}, true);
+    gpu().argmax(ids.tensor, lg.tensor);
     EXPECT_EQ(gpu().take_dispatch_count(), 2);
     gpu().end_step();
     std::vector<float> logits(70);

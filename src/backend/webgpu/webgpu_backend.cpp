@@ -554,6 +554,8 @@ std::unique_ptr<Weight> WebGpuBackend::load_embedding(const WeightSource & src) 
     e->f16                 = t.f16;
     e->buffer              = make_buffer(t.words.size() * 4, t.words.data(), src.name.c_str());
     e->n_bytes             = t.words.size() * 4;
+    // Greedy decoding streams the int8 copy of a large F16 head: int8 rows + (s, c, sq, 0) each.
+    if (greedy_head_i8_applies(*e)) e->n_bytes_ids = static_cast<size_t>(e->n_rows) * static_cast<size_t>(e->n_cols + 16);
     return e;
 }
 

@@ -45,9 +45,6 @@ public:
     int64_t                    n_groups = 0;
     uint32_t                   scales_offset  = 0;  // u32 index
     uint32_t                   oscales_offset = 0;  // u32 index
-    // On a layer's qkv weight: the next layer's, as the last step decoded them (for the weight
-    // prefetch of attention.wgsl; both belong to one model, so they live as long as each other).
-    mutable const GpuLinear *  next_layer_qkv = nullptr;
 };
 
 class GpuNorm : public Weight {
@@ -87,8 +84,6 @@ public:
     std::unique_ptr<Buffer> alloc(size_t n_bytes, const char * label) override;
     void write(const Tensor & dst, const void * src, size_t n_bytes) override;
     void read(const Tensor & src, void * dst, size_t n_bytes) override;
-    void read_begin(const Tensor & src, size_t n_bytes) override;
-    void read_end(void * dst) override;
 
     std::unique_ptr<Weight> load_norm(const WeightSource & src) override;
     std::unique_ptr<Weight> load_linear(std::span<const WeightSource> parts) override;
@@ -96,8 +91,14 @@ public:
 
     void begin_step() override {
         step_submits_at_begin_ = step_->submits();
-        prev_layer_qkv_        = nullptr;
+        weight_order_.next_step(step_->releases());
     }
+    // (The greedy head's last argmax stage may stay deferred for the next step's embed to fold in.)
+    void end_step() override {
+        step_->ramp_submits(0, 0);  // (start_from_idle's pieces end with the step)
+        if (++steps_unsubmitted_ >= steps_per_submit_) submit_steps();
+    }
+    void synchronize() override;
     void embed(const Tensor & x, const Weight & token_embd, const Tensor & tokens) override;
     void rms_norm_quant(const QuantizedActs & a, const Tensor & x, const Weight & w, float eps) override;
     void rms_norm(const Tensor & y, const Tensor & x, const Weight & w, float eps) override;
@@ -109,39 +110,50 @@ public:
     void gate_up(const Tensor & f, const Weight & w_gate_up, const QuantizedActs & a, FfnActivation act) override;
     void lm_head(const Tensor & logits, const Weight & head, const Tensor & h, bool round_input_f16) override;
     void argmax(const Tensor & ids, const Tensor & logits) override;
-    void norm_bitlinear(const Tensor & y, const Weight & w, const QuantizedActs & a, const Tensor & x,
-                        const Weight & norm, float eps, bool accumulate) override;
-    void norm_gate_up(const Tensor & f, const Weight & w_gate_up, const QuantizedActs & a, const Tensor & x,
-                      const Weight & norm, float eps, FfnActivation act) override;
-    void norm_qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const QuantizedActs & a,
-                                 const Tensor & x, const Weight & norm, float eps, const AttentionShape & shape,
-                                 int64_t pos0) override;
-    void transformer_layer(const LayerWeights & w, const LayerTensors & t, const KvLayer & kv, float eps,
-                           FfnActivation act, const AttentionShape & shape, int64_t pos0) override;
-    void norm_lm_head(const Tensor & logits, const Weight & head, const Tensor & h, const Tensor & x,
-                      const Weight & norm, float eps, bool round_input_f16, const Tensor & ids) override;
-    void norm_lm_head_argmax(const Tensor & ids, const Tensor & logits, const Weight & head, const Tensor & h,
-                             const Tensor & x, const Weight & norm, float eps, bool round_input_f16) override;
-    void norm_lm_head_top_k(const Tensor & logits, const Weight & head, const Tensor & h, const Tensor & x,
-                            const Weight & norm, float eps, bool round_input_f16, int64_t k) override;
-    bool   read_top_k_rows(const Tensor & logits, std::vector<std::pair<int32_t, float>> & rows) override;
-    size_t greedy_head_bytes(const Weight & head) const override;
-    // (The greedy head's last argmax stage may stay deferred for the next step's embed to fold in.)
-    void end_step() override {
-        step_->ramp_submits(0, 0);  // (start_from_idle's pieces end with the step)
-        if (++steps_unsubmitted_ >= steps_per_submit_) submit_steps();
-    }
-    void set_steps_per_submit(int64_t n) override;
-    void start_from_idle() override;
-    void submit_steps() override {
+    // The composite ops: one token takes the fused decode kernels (webgpu_decode.cpp: the norm and
+    // the int8 quantization in the matmul's prologue, the argmax in the head), which also pull the
+    // weights of the kernels after them into L2 (WeightOrder); many tokens chain the primitives.
+    void linear(const Tensor & y, const Weight & w, const LinearInput & in, bool accumulate) override;
+    void linear_glu(const Tensor & f, const Weight & w_gate_up, const LinearInput & in, FfnActivation act) override;
+    void linear_qkv(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const LinearInput & in,
+                    const AttentionShape & shape, int64_t pos0) override;
+    void output_head(const HeadOutput & out, const Weight & head, const LinearInput & in, bool round_input_f16) override;
+    // Pipelined streams (webgpu_decode_stream.cpp): the device choice chains ids on the device and
+    // reads them back a batch at a time while the next batch runs; a host picker gets each step
+    // recorded while the one before runs (hold_step), unless a profile serializes the dispatches.
+    std::unique_ptr<DecodeStream> decode(const DecodeRequest & request) override;
+
+    // --- the submit pipeline, for the decode streams (and their tests) ---
+    // Steps per submit: end_step() then submits every n-th step only, for a submit costs time of its
+    // own; submit_steps() submits what is recorded now (a read, write or synchronize() does too).
+    void set_steps_per_submit(int64_t n);
+    void submit_steps() {
         steps_unsubmitted_ = 0;
         step_->flush_keeping_deferred();
     }
-    bool can_hold_steps() const override { return !step_->any_profiling(); }
-    bool hold_step() override;
-    void release_held_step() override { step_->release_held(); }
-    void drop_held_step() override;
-    void synchronize() override;
+    // The device is idle and steps follow: the next step goes out in growing pieces, so that the
+    // device starts on it while the rest is recorded.
+    void start_from_idle();
+    // hold_step() ends a step like end_step() but keeps it unsubmitted; release_held_step() submits
+    // it, after anything written or read meanwhile (a write of its input token, a read of the
+    // previous step's results); drop_held_step() discards it. At most one held step, and nothing
+    // else recorded while it is held. hold_step() returns false when it could not hold the whole
+    // step (its recording had to submit part of it, e.g. to grow a table): then it submits the
+    // rest, and the step ran with whatever its inputs held. Not while profiling.
+    bool hold_step();
+    void release_held_step() { step_->release_held(); }
+    void drop_held_step();
+    bool can_hold_steps() const { return !step_->any_profiling(); }
+    // read() in two halves, so that work recorded in between overlaps the wait: read_begin() orders
+    // the read after the work recorded so far (submits it and starts the copy back), read_end()
+    // waits for it and copies into dst. One in flight at a time; `src` must live until read_end().
+    void read_begin(const Tensor & src, size_t n_bytes);
+    void read_end(void * dst);
+    // The rows that the last top-k head into `logits` left finite (HeadOutput.top_k), listed on the
+    // device; false, with `rows` empty, when there is no such list (or anything else ran since).
+    bool read_top_k_rows(const Tensor & logits, std::vector<LogitRow> & rows);
+    // decode()'s id slots (the greedy stream's two rings), grown to at least n i32.
+    const Tensor & decode_ids(int64_t n);
     int64_t take_dispatch_count() override { return step_->take_dispatch_count(); }
     // $TERN_WEBGPU_PROFILE=gpu's figures so far (webgpu_step.h): kernel variant -> (dispatches, GPU ms).
     const std::map<std::string, std::pair<int64_t, double>> & gpu_times() const { return step_->gpu_times(); }
@@ -361,6 +373,56 @@ private:
     bool          dot4_native_ = true;
     std::string   subgroup_note_;  // why the subgroup reductions are not used; "" when they are
     bool          fuse_norms_  = true;  // $TERN_WEBGPU_FUSE=0 turns the fused decode prologues off
+    // The linear weights of a decode step (one token) in the order the model uses them, learned
+    // from the step before: each decode matmul pulls the next one into L2 while it runs
+    // (lib/weight_prefetch.wgsl), and one query's attention, whose DRAM slot is free, the one after
+    // that (attention.wgsl PF_FROM), which the matmul before it then leaves alone. For BitNet:
+    // qkv pulls o, attention gate+up, gate+up down, down the next layer's qkv. H100 tg128 (medians of
+    // ten, three alternating rounds): 813.5-815.3 tokens/s against 767.3-770.0 with no prefetch;
+    // attention also pulling down 802.3-805.0, and o 753.3-756.7 (its workgroups outlast attention).
+    // The pointers are only trusted while no buffer was released since the step they were learned
+    // in began (StepEncoder::releases(): a weight's buffer goes with it).
+    struct WeightOrder {
+        std::vector<const GpuLinear *> last, now;  // the previous decode step's, this step's so far
+        uint64_t                       last_at = 0, now_at = 0;  // releases() when each step began
+        bool                           follows = true;           // `now` is a prefix of a valid `last`
+        const GpuLinear *              by_attention = nullptr;   // what attention pulled this step
+        // A new step begins (releases: StepEncoder::releases()): the step that ended becomes `last`
+        // if it decoded a token.
+        void next_step(uint64_t releases) {
+            if (!now.empty()) {
+                last.swap(now);
+                last_at = now_at;
+            }
+            now.clear();
+            now_at       = releases;
+            follows      = last_at == releases;
+            by_attention = nullptr;
+        }
+        // A decode matmul of w: the weight it pulls (null: none).
+        const GpuLinear * linear(const GpuLinear & w, uint64_t releases) {
+            const size_t i = now.size();
+            now.push_back(&w);
+            follows = follows && last_at == releases && i < last.size() && last[i] == &w;
+            const GpuLinear * next = follows && i + 1 < last.size() ? last[i + 1] : nullptr;
+            return next == by_attention ? nullptr : next;
+        }
+        // One query's attention: the weight it pulls, two matmuls ahead (null: none).
+        const GpuLinear * attention(uint64_t releases) {
+            const size_t i = now.size();  // the matmul after attention
+            follows        = follows && last_at == releases;
+            by_attention   = follows && i + 1 < last.size() ? last[i + 1] : nullptr;
+            return by_attention;
+        }
+    } weight_order_;
+    // The LM head: exact logits (and the argmax's first stage), the argmax alone (greedy: the int8
+    // copy and the exact candidates), or the top-k rows (a sampler that starts with top-k).
+    void head_logits(const Tensor & logits, const GpuTable & head, const LinearInput & in, bool round_input_f16,
+                     const Tensor & ids);
+    void head_ids(const Tensor & ids, const Tensor & logits, const GpuTable & head, const LinearInput & in,
+                  bool round_input_f16);
+    void head_top_k(const Tensor & logits, const GpuTable & head, const LinearInput & in, bool round_input_f16,
+                    int64_t k);
     // The decode LM head also writes the argmax's first stage (chunk winners of 64 rows) for the
     // logits it produced; argmax() right after it only runs the final stage.
     struct HeadPartials {
@@ -445,10 +507,9 @@ private:
     std::deque<TopKList> top_k_pending_;
     uint64_t             step_submits_at_begin_ = 0;  // begin_step(): a held step must not have been split
     std::unique_ptr<GpuBuffer>                     qkv_scratch_;  // prefill [q; k; v] products [N, T] f32
-    const GpuLinear *                              prev_layer_qkv_ = nullptr;  // this step's last layer's qkv weight
     int64_t                                        steps_per_submit_  = 1;  // end_step(): set_steps_per_submit
     int64_t                                        steps_unsubmitted_ = 0;
-    std::array<const GpuLinear *, 4>               one_layer_weights_{};  // $TERN_WEBGPU_ONE_LAYER (webgpu_layer.cpp)
+    OwnedTensor                                    decode_ids_;   // decode_ids()
     std::unique_ptr<GpuBuffer>                     attn_scores_;  // prompt attention scores / probabilities
     std::unique_ptr<GpuBuffer>                     attn_part_;    // prompt attention segment sums
     int64_t                                        attn_scratch_budget_ = 0;  // WebGpuOptions::attention_scratch_bytes
@@ -474,13 +535,6 @@ const GpuTable &  as_table(const Weight & w);
 uint32_t u32(int64_t v);
 uint32_t ceil_div(int64_t a, int64_t b);
 uint32_t floor_pow2(uint64_t v);
-// The shapes the fused norm ops take (asserts): norm_bitlinear's y = W norm(x), norm_gate_up's f
-// from x, norm_qkv_rope_kv_append's q and cache rows from x. transformer_layer, which calls their
-// kernels directly, checks the same.
-void check_norm_bitlinear_shapes(const Tensor & y, const GpuLinear & w, const Tensor & x);
-void check_norm_gate_up_shapes(const Tensor & f, const GpuLinear & w, const Tensor & x);
-void check_norm_qkv_shapes(const Tensor & q, const KvLayer & kv, const GpuLinear & w, const Tensor & x,
-                           const AttentionShape & shape);
 // The weight prefetches (attention.wgsl PF_STRIDE, lib/weight_prefetch.wgsl KPF_STRIDE) load one u32
 // word per this many: one per 64 bytes, a load per cache sector pair.
 constexpr uint32_t k_prefetch_stride_words = 16;

@@ -297,45 +297,63 @@ bool WebGpuBackend::try_decode_qkv(const Tensor & q, const KvLayer & kv, const G
     return true;
 }
 
-void check_norm_bitlinear_shapes(const Tensor & y, const GpuLinear & w, const Tensor & x) {
-    TERN_ASSERT(y.ne[0] == w.n_rows && x.ne[0] == w.n_cols && y.ne[1] == x.ne[1], "norm_bitlinear shapes");
+namespace {
+
+// The shapes of the composite ops (asserts): y = W norm(x), f from x, q and cache rows from x.
+void check_linear_shapes(const Tensor & y, const GpuLinear & w, const Tensor & x) {
+    TERN_ASSERT(y.ne[0] == w.n_rows && x.ne[0] == w.n_cols && y.ne[1] == x.ne[1], "linear shapes");
 }
 
-void check_norm_gate_up_shapes(const Tensor & f, const GpuLinear & w, const Tensor & x) {
-    TERN_ASSERT(f.ne[0] * 2 == w.n_rows && x.ne[0] == w.n_cols && f.ne[1] == x.ne[1], "norm_gate_up shapes");
+void check_glu_shapes(const Tensor & f, const GpuLinear & w, const Tensor & x) {
+    TERN_ASSERT(f.ne[0] * 2 == w.n_rows && x.ne[0] == w.n_cols && f.ne[1] == x.ne[1], "linear_glu shapes");
 }
 
-void check_norm_qkv_shapes(const Tensor & q, const KvLayer & kv, const GpuLinear & w, const Tensor & x,
-                           const AttentionShape & shape) {
+void check_qkv_shapes(const Tensor & q, const KvLayer & kv, const GpuLinear & w, const Tensor & x,
+                      const AttentionShape & shape) {
     const int64_t n_q  = shape.n_head * shape.head_dim;
     const int64_t n_kv = shape.n_head_kv * shape.head_dim;
     TERN_ASSERT(w.n_rows == n_q + 2 * n_kv && q.ne[0] == n_q && kv.k.ne[0] == n_kv && x.ne[0] == w.n_cols,
-                "norm_qkv shapes");
+                "linear_qkv shapes");
 }
 
-void WebGpuBackend::norm_bitlinear(const Tensor & y, const Weight & w, const QuantizedActs & a, const Tensor & x,
-                                   const Weight & norm, float eps, bool accumulate) {
+// Whether a composite op's input takes the fused one-token kernels: x and its norm given, one token.
+bool fused_input(const LinearInput & in) {
+    TERN_ASSERT(in.x.buffer == nullptr || in.norm != nullptr,
+                "a linear input without a norm is not supported yet (issue 54)");
+    return in.x.buffer != nullptr && in.x.ne[1] == 1;
+}
+
+}  // namespace
+
+void WebGpuBackend::linear(const Tensor & y, const Weight & w, const LinearInput & in, bool accumulate) {
     const GpuLinear & lw = as_linear(w);
-    check_norm_bitlinear_shapes(y, lw, x);
-    if (fuse_norms_ && try_decode_bitlinear(y, lw, a, &x, &norm, eps, accumulate)) return;
-    Backend::norm_bitlinear(y, w, a, x, norm, eps, accumulate);
+    if (in.x.buffer != nullptr) check_linear_shapes(y, lw, in.x);
+    if (fused_input(in)) {
+        const GpuLinear * pull = weight_order_.linear(lw, step_->releases());
+        if (fuse_norms_ && try_decode_bitlinear(y, lw, in.q, &in.x, in.norm, in.eps, accumulate, pull)) return;
+    }
+    Backend::linear(y, w, in, accumulate);
 }
 
-void WebGpuBackend::norm_gate_up(const Tensor & f, const Weight & w, const QuantizedActs & a, const Tensor & x,
-                                 const Weight & norm, float eps, FfnActivation act) {
+void WebGpuBackend::linear_glu(const Tensor & f, const Weight & w, const LinearInput & in, FfnActivation act) {
     const GpuLinear & lw = as_linear(w);
-    check_norm_gate_up_shapes(f, lw, x);
-    if (fuse_norms_ && try_decode_gate_up(f, lw, a, &x, &norm, eps, act)) return;
-    Backend::norm_gate_up(f, w, a, x, norm, eps, act);
+    if (in.x.buffer != nullptr) check_glu_shapes(f, lw, in.x);
+    if (fused_input(in)) {
+        const GpuLinear * pull = weight_order_.linear(lw, step_->releases());
+        if (fuse_norms_ && try_decode_gate_up(f, lw, in.q, &in.x, in.norm, in.eps, act, pull)) return;
+    }
+    Backend::linear_glu(f, w, in, act);
 }
 
-void WebGpuBackend::norm_qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, const Weight & wqkv,
-                                            const QuantizedActs & a, const Tensor & x, const Weight & norm, float eps,
-                                            const AttentionShape & shape, int64_t pos0) {
+void WebGpuBackend::linear_qkv(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const LinearInput & in,
+                               const AttentionShape & shape, int64_t pos0) {
     const GpuLinear & lw = as_linear(wqkv);
-    check_norm_qkv_shapes(q, kv, lw, x, shape);
-    if (fuse_norms_ && try_decode_qkv(q, kv, lw, a, &x, &norm, eps, shape, pos0)) return;
-    Backend::norm_qkv_rope_kv_append(q, kv, wqkv, a, x, norm, eps, shape, pos0);
+    if (in.x.buffer != nullptr) check_qkv_shapes(q, kv, lw, in.x, shape);
+    if (fused_input(in)) {
+        const GpuLinear * pull = weight_order_.linear(lw, step_->releases());
+        if (fuse_norms_ && try_decode_qkv(q, kv, lw, in.q, &in.x, in.norm, in.eps, shape, pos0, pull)) return;
+    }
+    Backend::linear_qkv(q, kv, wqkv, in, shape, pos0);
 }
 
 bool WebGpuBackend::try_decode_head(const Tensor & logits, const GpuTable & head, const Tensor & h_or_x,
@@ -398,12 +416,6 @@ bool WebGpuBackend::greedy_head_i8_applies(const GpuTable & head) const {
     return head.f16 && !head.q8_failed && (mode == "i8" || (mode.empty() && large)) && fuse_norms_ &&
            head.n_cols % 16 == 0 &&
            head.n_cols <= 4096 && static_cast<uint64_t>(head.n_cols) * 9 / 2 + 16384 <= wg_storage;
-}
-
-size_t WebGpuBackend::greedy_head_bytes(const Weight & head) const {
-    const GpuTable & e = as_table(head);
-    if (!greedy_head_i8_applies(e)) return head.n_bytes;
-    return static_cast<size_t>(e.n_rows) * static_cast<size_t>(e.n_cols + 16);  // int8 rows + (s, c, sq, 0)
 }
 
 bool WebGpuBackend::ensure_head_q8(const GpuTable & head) {
@@ -579,12 +591,11 @@ uint32_t WebGpuBackend::encode_exact_rows(const Tensor & logits, const GpuTable 
 // argmax_exact.wgsl with TOP_K recomputes exactly the rows whose upper bound reaches the k-th
 // largest of the workgroups' lower bounds (each is some row's lower bound, so at least k rows lie
 // above it) and writes -inf to the others. Anything else: the exact head.
-void WebGpuBackend::norm_lm_head_top_k(const Tensor & logits, const Weight & head, const Tensor & h, const Tensor & x,
-                                       const Weight & norm, float eps, bool round_input_f16, int64_t k) {
-    const GpuTable & e  = as_table(head);
-    const GpuNorm &  nw = as_norm(norm);
-    TERN_ASSERT(x.ne[0] == e.n_cols && nw.n_cols == x.ne[0] && logits.ne[0] == e.n_rows && logits.ne[1] == x.ne[1],
-                "norm_lm_head_top_k shapes");
+void WebGpuBackend::head_top_k(const Tensor & logits, const GpuTable & e, const LinearInput & in, bool round_input_f16,
+                               int64_t k) {
+    const Tensor &  x   = in.x;
+    const GpuNorm & nw  = as_norm(*in.norm);
+    const float     eps = in.eps;
     static const bool off = env_u32("TERN_WEBGPU_TOP_K_HEAD", 1) == 0;  // $TERN_WEBGPU_TOP_K_HEAD=0: exact head
     if (!off && x.ne[1] == 1 && k >= 1 && greedy_head_mode() != "exact" && fuse_norms_ && exact_rows_fit(e)) {
         const uint32_t n_bounds = try_decode_head_i8(logits, e, x, nw, eps, round_input_f16);
@@ -594,10 +605,10 @@ void WebGpuBackend::norm_lm_head_top_k(const Tensor & logits, const Weight & hea
         }
         // (The int8 head ran into `logits`; the exact head below overwrites every row.)
     }
-    norm_lm_head(logits, head, h, x, norm, eps, round_input_f16, Tensor{});
+    head_logits(logits, e, in, round_input_f16, Tensor{});
 }
 
-bool WebGpuBackend::read_top_k_rows(const Tensor & logits, std::vector<std::pair<int32_t, float>> & rows) {
+bool WebGpuBackend::read_top_k_rows(const Tensor & logits, std::vector<LogitRow> & rows) {
     rows.clear();
     if (top_k_pending_.empty()) return false;
     const TopKList e = top_k_pending_.front();
@@ -645,26 +656,43 @@ void WebGpuBackend::drop_held_step() {
     if (!top_k_pending_.empty()) top_k_pending_.pop_back();
 }
 
-void WebGpuBackend::norm_lm_head(const Tensor & logits, const Weight & head, const Tensor & h, const Tensor & x,
-                                 const Weight & norm, float eps, bool round_input_f16, const Tensor & ids) {
-    const GpuTable * e  = &as_table(head);
-    const GpuNorm *  nw = &as_norm(norm);
-    TERN_ASSERT(x.ne[0] == e->n_cols && nw->n_cols == x.ne[0] && logits.ne[0] == e->n_rows && logits.ne[1] == x.ne[1],
-                "norm_lm_head shapes");
-    if (fuse_norms_ && try_decode_head(logits, *e, x, nw, eps, round_input_f16, false)) {
+void WebGpuBackend::output_head(const HeadOutput & out, const Weight & head, const LinearInput & in,
+                                bool round_input_f16) {
+    const GpuTable & e = as_table(head);
+    const Tensor &   x = in.x;
+    TERN_ASSERT(x.ne[0] == e.n_cols && out.logits.ne[0] == e.n_rows && out.logits.ne[1] == x.ne[1] &&
+                    (in.norm == nullptr || in.norm->n_cols == x.ne[0]),
+                "output_head shapes");
+    if (in.norm == nullptr) {
+        Backend::output_head(out, head, in, round_input_f16);  // (no norm to fuse)
+    } else if (out.ids.buffer != nullptr && x.ne[1] == 1) {
+        head_ids(out.ids, out.logits, e, in, round_input_f16);
+    } else if (out.ids.buffer == nullptr && out.top_k > 0) {
+        head_top_k(out.logits, e, in, round_input_f16, out.top_k);
+    } else {
+        head_logits(out.logits, e, in, round_input_f16, out.ids);
+    }
+}
+
+void WebGpuBackend::head_logits(const Tensor & logits, const GpuTable & e, const LinearInput & in, bool round_input_f16,
+                                const Tensor & ids) {
+    if (fuse_norms_ && try_decode_head(logits, e, in.x, &as_norm(*in.norm), in.eps, round_input_f16, false)) {
         if (ids.buffer != nullptr) argmax(ids, logits);
         return;
     }
-    Backend::norm_lm_head(logits, head, h, x, norm, eps, round_input_f16, ids);
+    HeadOutput out;
+    out.logits = logits;
+    out.ids    = ids;
+    Backend::output_head(out, e, in, round_input_f16);
 }
 
-void WebGpuBackend::norm_lm_head_argmax(const Tensor & ids, const Tensor & logits, const Weight & head, const Tensor & h,
-                                        const Tensor & x, const Weight & norm, float eps, bool round_input_f16) {
-    const GpuTable * e  = &as_table(head);
-    const GpuNorm *  nw = &as_norm(norm);
-    TERN_ASSERT(x.ne[0] == e->n_cols && nw->n_cols == x.ne[0] && logits.ne[0] == e->n_rows && x.ne[1] == 1 &&
-                    ids.ne[0] == 1,
-                "norm_lm_head_argmax shapes");
+void WebGpuBackend::head_ids(const Tensor & ids, const Tensor & logits, const GpuTable & table, const LinearInput & in,
+                             bool round_input_f16) {
+    const GpuTable * e   = &table;
+    const GpuNorm *  nw  = &as_norm(*in.norm);
+    const Tensor &   x   = in.x;
+    const float      eps = in.eps;
+    TERN_ASSERT(ids.ne[0] == 1, "head_ids shapes");
     const bool     exact_head = greedy_head_mode() == "exact";
     const bool     fits       = exact_rows_fit(*e);
     // The fast head's lower bounds for argmax_exact: one per workgroup of the int8 head, or one per
@@ -680,7 +708,7 @@ void WebGpuBackend::norm_lm_head_argmax(const Tensor & ids, const Tensor & logit
         if (!int8 && try_decode_head(logits, *e, x, nw, eps, round_input_f16, true)) n_bounds = n_blocks;
     }
     if (n_bounds == 0) {
-        Backend::norm_lm_head_argmax(ids, logits, head, h, x, norm, eps, round_input_f16);
+        head_logits(logits, table, in, round_input_f16, ids);
         return;
     }
     // The rows that can hold the maximum, recomputed exactly by argmax_exact.wgsl (or already by the

@@ -268,7 +268,9 @@ uint32_t WebGpuBackend::attention_score_slots(uint32_t wg, uint32_t kpart, uint3
 
 void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & s,
                               int64_t pos0) {
-    attention_prefetching(out, q, kv, s, pos0, {});
+    // One query: the weight two matmuls ahead comes with it (WeightOrder).
+    const GpuLinear * pull = q.ne[1] == 1 ? weight_order_.attention(step_->releases()) : nullptr;
+    attention_prefetching(out, q, kv, s, pos0, std::span<const GpuLinear * const>(&pull, pull ? 1 : 0));
 }
 
 void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, const KvLayer & kv,

@@ -338,6 +338,7 @@ void StepEncoder::drop_held() {
 }
 
 void StepEncoder::forget(WGPUBuffer buffer) {
+    ++releases_;
     for (auto it = bind_groups_.begin(); it != bind_groups_.end();) {
         bool uses = false;
         for (WGPUBuffer b : it->first.second) uses = uses || b == buffer;

@@ -67,6 +67,8 @@ public:
 
     // Drops cached bind groups that use `buffer` (called before a buffer is released).
     void forget(WGPUBuffer buffer);
+    // forget() calls so far: equal counts mean no buffer was released in between.
+    uint64_t releases() const { return releases_; }
 
     int64_t take_dispatch_count() { return std::exchange(dispatches_, 0); }
     // Counts recorded commands (dispatches, copies) and bump() calls: equal serials mean nothing
@@ -123,6 +125,7 @@ private:
     std::map<BindKey, WgpuHandle<WGPUBindGroup>> bind_groups_;
     int64_t                                     dispatches_ = 0;
     uint64_t                                    serial_     = 0;
+    uint64_t                                    releases_   = 0;
     bool                                        profile_    = false;
     std::map<std::string, std::pair<int64_t, double>> profile_ms_;  // label -> (count, ms)
     bool                                        gpu_profile_ = false;
