@@ -289,7 +289,7 @@ TEST(WebGpuModel, PipelinedSamplingAcrossATableGrowthMatchesCpu) {
     TERN_REQUIRE_WEBGPU();
     WebGpuOptions o;
     o.allow_cpu_adapter        = true;
-    o.greedy_head_i8_min_bytes = 0;
+    o.tune                     = "head_i8_min_bytes=0";
     auto              gpu    = make_webgpu_backend(o);  // its own RoPE tables
     const std::string path   = synth_model("i2s", DType::i2_s, DType::f16);
     const GgufFile    file   = GgufFile::open(path);

@@ -647,7 +647,7 @@ TEST_F(WebGpuOps, GreedyHeadBoundsCoverTheExactLogits) {
 
 // measure_read_bandwidth (tern bench --roofline's read-only ceiling, read_bandwidth.wgsl) runs every
 // layout it is given, grid-stride loads and the head's rows alike, and reports a positive rate: one
-// log line per layout ($TERN_WEBGPU_READ_BW), here over a small buffer.
+// log line per layout (set_read_bandwidth_layouts), here over a small buffer.
 TEST_F(WebGpuOps, ReadBandwidthRunsEveryLayout) {
     std::vector<std::string> lines;
     const LogLevel           level = log_level();
@@ -655,9 +655,10 @@ TEST_F(WebGpuOps, ReadBandwidthRunsEveryLayout) {
     set_log_sink([&](LogLevel, const std::string & m) {
         if (m.find("read bandwidth") != std::string::npos) lines.push_back(m);
     });
-    ::setenv("TERN_WEBGPU_READ_BW", "4:1,4:rows,8:8", 1);
-    const double bps = gpu().measure_read_bandwidth(size_t{1} << 20);
-    ::unsetenv("TERN_WEBGPU_READ_BW");
+    auto & web = dynamic_cast<WebGpuBackend &>(gpu());
+    web.set_read_bandwidth_layouts({{4, 1, false}, {4, 1, true}, {8, 8, false}});
+    const double bps = web.measure_read_bandwidth(size_t{1} << 20);
+    web.set_read_bandwidth_layouts({});
     set_log_sink(nullptr);
     set_log_level(level);
     EXPECT_GT(bps, 0.0);
@@ -782,7 +783,7 @@ TEST_F(WebGpuOps, NormStatisticsFeedTheNextNormAndAreDroppedAfterAWrite) {
             out_f[i] = read_f32(b, ft.tensor);
             out_y[i] = read_f32(b, yt.tensor);
         }
-        EXPECT_EQ(reads, !web->norm_stats_on() ? 0 : write_between ? 2 : 3);
+        EXPECT_EQ(reads, write_between ? 2 : 3);
         expect_close(out_f[1], out_f[0], 0.0, "gate_up (norm of x from statistics)");
         expect_close(out_x[1], out_x[0], 0.0, "x");
         expect_close(out_y[1], out_y[0], 0.0, "the last projection");

@@ -12,9 +12,10 @@
 # tools/device/pack_devicebin.sh. Results go to $OUT.
 # Usage (on the device): tools/device/webgpu_gpu_run.sh [bench args...]
 # Environment: TERN_DEVICE_NO_TESTS=1 skips the GPU test suite; TERN_DEVICE_VARIANTS /
-# TERN_DEVICE_PP_VARIANTS list settings (e.g. "TERN_WEBGPU_REPEAT=attention TERN_WEBGPU_FUSE=0") for
-# one extra tg / pp512 run each; TERN_DEVICE_PROFILE=1 adds a serialized per-kernel profile (wall
-# time), TERN_DEVICE_PROFILE=gpu one from GPU timestamps (TERN_WEBGPU_PROFILE=gpu);
+# TERN_DEVICE_PP_VARIANTS list settings (e.g. "TERN_WEBGPU_TUNE=decode_wg=128
+# TERN_WEBGPU_TUNE=steps_per_submit=1") for one extra tg / pp512 run each; TERN_DEVICE_PROFILE=1
+# adds a serialized per-kernel profile (wall time), TERN_DEVICE_PROFILE=gpu one from GPU timestamps
+# (TERN_WEBGPU_PROFILE=gpu);
 # TERN_DEVICE_DEFAULT_BENCH=1 also benches the shipped default model.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -43,7 +44,7 @@ smi=$!
 kill $smi 2>/dev/null
 echo "GPU SM clock during the bench (MHz): $(cut -d, -f2 "$out/clocks.csv" | sort -n | uniq -c | sort -rn | head -5 | tr '\n' ' ')"
 # Tuning variants: $TERN_DEVICE_VARIANTS holds space-separated environment settings (e.g.
-# "TERN_WEBGPU_FUSE=0 TERN_WEBGPU_DECODE_WG=128"); each gets one tg run with the same bench args.
+# "TERN_WEBGPU_TUNE=decode_wg=128 TERN_WEBGPU_TUNE=steps_per_submit=1"); each gets one tg run.
 for v in ${TERN_DEVICE_VARIANTS:-}; do
     echo "== variant $v"
     env "$v" "$B/tern" bench --backend webgpu -m /tmp/synth-2b4t.gguf -p 0 -n 128 -r 2 2>&1 | tail -1

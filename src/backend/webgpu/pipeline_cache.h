@@ -42,9 +42,6 @@ public:
 
     // A device-wide override (e.g. FMA_FUSED) given to every pipeline whose shader declares it.
     void set_constant(std::string_view name, double value) { constants_[std::string(name)] = value; }
-    // The same unless `name` is already set (a default from the device that $TERN_WEBGPU_CONST,
-    // applied first, may override).
-    void set_default_constant(std::string_view name, double value) { constants_.try_emplace(std::string(name), value); }
     // Build pipelines from the "<shader>_sg" variants (subgroup reductions) where they exist. Set it
     // before the first pipeline: modules and pipelines made earlier are kept.
     void set_subgroup_variants(bool on) { subgroup_variants_ = on; }

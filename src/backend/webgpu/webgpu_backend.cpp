@@ -20,6 +20,11 @@ bool WebGpuOptions::webgpu_allow_cpu_from_env() {
     return env && std::string_view(env) == "1";
 }
 
+std::string WebGpuOptions::webgpu_tune_from_env() {
+    const char * env = std::getenv("TERN_WEBGPU_TUNE");
+    return env ? env : "";
+}
+
 namespace {
 
 constexpr WGPUFlags k_storage_usage =
@@ -86,43 +91,14 @@ uint32_t gpu_offset(const Tensor & t, size_t unit) {
 
 WebGpuBackend::WebGpuBackend(const WebGpuOptions & options)
     : ctx_(device_options(options)), pipelines_(ctx_), step_(std::make_shared<StepEncoder>(ctx_, pipelines_)) {
-    const char * no_dp4 = std::getenv("TERN_WEBGPU_NO_DP4");
-    dot4_native_ = ctx_.features().dot4_i8_packed && !options.emulate_dot4 && !(no_dp4 && std::string_view(no_dp4) == "1");
-    attn_scratch_budget_ = options.attention_scratch_bytes;
-    long_attention_      = options.long_attention_positions;
-    greedy_head_i8_min_bytes_ = options.greedy_head_i8_min_bytes;
-    // $TERN_WEBGPU_DF_GUARD=0 drops the guards of the error-free transformations (lib/numerics.wgsl),
-    // to measure what they cost; results may then differ from the CPU in the last bits.
-    const char * guard = std::getenv("TERN_WEBGPU_DF_GUARD");
-    if (guard && std::string_view(guard) == "0") pipelines_.set_constant("DF_GUARD", 0.0);
-    // $TERN_WEBGPU_CONST=NAME=value,...: override constants for every pipeline that declares them
-    // (a tuning and timing aid, e.g. BL_STOP in bitlinear_decode.wgsl).
-    if (const char * consts = std::getenv("TERN_WEBGPU_CONST")) {
-        std::string_view rest(consts);
-        while (!rest.empty()) {
-            const size_t           comma = rest.find(',');
-            const std::string_view item  = rest.substr(0, comma);
-            const size_t           eq    = item.find('=');
-            if (eq == std::string_view::npos || eq == 0) {
-                fail(ErrorKind::invalid_argument,
-                     format("TERN_WEBGPU_CONST: '%.*s' is not NAME=value", static_cast<int>(item.size()), item.data()),
-                     "write it like TERN_WEBGPU_CONST=BL_STOP=1,ATTN_STOP=2");
-            }
-            char *            end   = nullptr;
-            const std::string value(item.substr(eq + 1));
-            const double      v = std::strtod(value.c_str(), &end);
-            if (value.empty() || *end != '\0') {
-                fail(ErrorKind::invalid_argument, format("TERN_WEBGPU_CONST: '%s' is not a number", value.c_str()));
-            }
-            pipelines_.set_constant(item.substr(0, eq), v);
-            rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-        }
-    }
-    const char * fuse = std::getenv("TERN_WEBGPU_FUSE");
-    fuse_norms_ = !(fuse && std::string_view(fuse) == "0");
+    tune_ = WebGpuTuning::for_adapter(ctx_.adapter());
+    tune_.apply(options.tune);
+    check_tuned_tilings();
+    ctx_.set_spin_us(tune_.spin_us);
+    TERN_LOG_DEBUG("webgpu: tuning %s", tune_.describe().c_str());
+    dot4_native_ = ctx_.features().dot4_i8_packed && !options.emulate_dot4;
     probe_numerics();
-    const char * sg = std::getenv("TERN_WEBGPU_SUBGROUPS");
-    if (!options.subgroup_reductions || (sg && std::string_view(sg) == "0")) {
+    if (!options.subgroup_reductions) {
         subgroup_note_ = "off";
     } else if (!ctx_.features().subgroups) {
         subgroup_note_ = "no subgroups";
@@ -135,20 +111,14 @@ WebGpuBackend::WebGpuBackend(const WebGpuOptions & options)
     if (subgroup_note_.empty()) pipelines_.set_constant("SG_MIN", static_cast<double>(ctx_.adapter().subgroup_min));
     // The decode matmuls' teams of 32 lanes or more sum in registers: one subgroupAdd per 32 lanes
     // where every subgroup is exactly 32 wide, else shuffles (lib/ternary_decode.wgsl).
-    // $TERN_WEBGPU_CONST=LANE_GROUP=0 turns it off.
     lane_sums_sg_ = subgroup_note_.empty();
     if (lane_sums_sg_) {
-        pipelines_.set_default_constant("LANE_GROUP", std::min(32.0, static_cast<double>(ctx_.adapter().subgroup_min)));
+        pipelines_.set_constant("LANE_GROUP", std::min(32.0, static_cast<double>(ctx_.adapter().subgroup_min)));
         if (ctx_.adapter().subgroup_min == 32 && ctx_.adapter().subgroup_max == 32) {
-            pipelines_.set_default_constant("SG_EXACT32", 1.0);
-            const char * short_env = std::getenv("TERN_WEBGPU_ATTN_SHORT");
-            attention_short_ok_ = options.short_attention && !(short_env && std::string_view(short_env) == "0");
+            pipelines_.set_constant("SG_EXACT32", 1.0);
+            attention_short_ok_ = options.short_attention;
         }
     }
-    const char * stats = std::getenv("TERN_WEBGPU_NORM_STATS");
-    norm_stats_on_     = !(stats && std::string_view(stats) == "0");
-    const char * offsets = std::getenv("TERN_WEBGPU_CONST_OFFSETS");
-    if (offsets) const_uniforms_ = static_cast<uint32_t>(std::strtoul(offsets, nullptr, 10)) & 7;
     mma_unit();
 }
 
@@ -324,12 +294,7 @@ std::vector<float> WebGpuBackend::numerics_check(std::span<const float> a, std::
     return out;
 }
 
-// $TERN_WEBGPU_STEPS_PER_SUBMIT=n (a tuning aid) caps the steps per submit that greedy decoding
-// asks for (1: a submit per step, as before it grouped them).
-void WebGpuBackend::set_steps_per_submit(int64_t n) {
-    static const uint32_t cap = env_u32("TERN_WEBGPU_STEPS_PER_SUBMIT", 0);
-    steps_per_submit_         = std::max<int64_t>(1, cap != 0 ? std::min<int64_t>(n, cap) : n);
-}
+void WebGpuBackend::set_steps_per_submit(int64_t n) { steps_per_submit_ = std::max<int64_t>(1, n); }
 
 // The first step after the device idled goes out in pieces of 8, 16, 32 and 64 dispatches (then
 // the rest with the step): the device starts after the first few dispatches are recorded instead
@@ -337,10 +302,9 @@ void WebGpuBackend::set_steps_per_submit(int64_t n) {
 // so each piece is recorded while the device runs the one before). H100 tg128 (three alternating
 // rounds): 910.7-912.8 tokens/s against 905.7-909.6 on a machine whose host took 0.87-1.05 ms per
 // step; within noise (907.0-909.7 either way) on one whose host took 0.6-0.9 ms; pieces from 4
-// or 16 no better. $TERN_WEBGPU_START_CHUNK=n sets the first piece (0: the step in one submit).
+// or 16 no better (WebGpuTuning::first_submit).
 void WebGpuBackend::start_from_idle() {
-    static const uint32_t first = env_u32("TERN_WEBGPU_START_CHUNK", 8);
-    if (first > 0) step_->ramp_submits(first, 8 * first);
+    if (tune_.first_submit > 0) step_->ramp_submits(tune_.first_submit, 8 * size_t{tune_.first_submit});
 }
 
 WebGpuBackend::~WebGpuBackend() {
@@ -609,41 +573,25 @@ double WebGpuBackend::measure_read_bandwidth(size_t n_bytes) {
     const uint64_t max_size = std::min<uint64_t>(ctx_.limits().maxBufferSize, ctx_.limits().maxStorageBufferBindingSize);
     const uint64_t size     = std::max<uint64_t>(std::min<uint64_t>(n_bytes, max_size), 4096) / 256 * 256;
     // Layouts tried (read_bandwidth.wgsl): workgroups of 256 and 16-byte loads in flight per thread,
-    // or the greedy head's rows (two workgroups per compute unit). $TERN_WEBGPU_READ_BW=list of
-    // groups:loads or groups:rows (a tuning aid) replaces them; each one's figure is logged (-v).
-    const uint32_t units = compute_units();
-    std::string    list  = format("%u:rows,%u:4,%u:8,%u:4,4096:2,4096:4,4096:8", 2 * units, 2 * units, 2 * units,
-                                  8 * units);
-    if (const char * env = std::getenv("TERN_WEBGPU_READ_BW")) list = env;
-    struct Layout {
-        uint32_t groups = 0, loads = 1;
-        bool     rows = false;
-    };
-    std::vector<Layout> layouts;
-    for (const std::string_view view : comma_list(list)) {
-        const std::string item(view);
-        Layout            l;
-        const size_t      colon = item.find(':');
-        l.groups                = static_cast<uint32_t>(std::strtoul(item.c_str(), nullptr, 10));
-        if (colon != std::string::npos) {
-            const std::string rest = item.substr(colon + 1);
-            l.rows  = rest == "rows";
-            l.loads = l.rows ? 1 : static_cast<uint32_t>(std::clamp<unsigned long>(std::strtoul(rest.c_str(), nullptr, 10), 1, 16));
-        }
-        if (l.groups > 0 && l.groups <= ctx_.limits().maxComputeWorkgroupsPerDimension) {
-            layouts.push_back(l);
-        } else {
-            TERN_LOG_WARN("TERN_WEBGPU_READ_BW: '%s' is not groups:loads or groups:rows (1..%u workgroups)",
-                          item.c_str(), ctx_.limits().maxComputeWorkgroupsPerDimension);
-        }
+    // or the greedy head's rows (two workgroups per compute unit); each one's figure is logged (-v).
+    const uint32_t          units   = tune_.compute_units;
+    std::vector<ReadLayout> layouts = read_layouts_;
+    if (layouts.empty()) {
+        layouts = {{2 * units, 1, true}, {2 * units, 4, false}, {2 * units, 8, false}, {8 * units, 4, false},
+                   {4096, 2, false},     {4096, 4, false},      {4096, 8, false}};
+    }
+    for (const ReadLayout & l : layouts) {
+        TERN_ASSERT(l.groups > 0 && l.groups <= ctx_.limits().maxComputeWorkgroupsPerDimension && l.loads >= 1 &&
+                        l.loads <= 16,
+                    "read bandwidth layout of %u workgroups, %u loads", l.groups, l.loads);
     }
     uint32_t most_groups = 1;
-    for (const Layout & l : layouts) most_groups = std::max(most_groups, l.groups);
+    for (const ReadLayout & l : layouts) most_groups = std::max(most_groups, l.groups);
     auto src = make_buffer(size, nullptr, "tern read bandwidth");
     auto dst = make_buffer(static_cast<size_t>(most_groups) * 256 * 4, nullptr, "tern read bandwidth sink");
     const WGPUBuffer b[] = {src->get(), dst->get()};
     double           best = 0;
-    for (const Layout & l : layouts) {
+    for (const ReadLayout & l : layouts) {
         const uint32_t params[4] = {static_cast<uint32_t>(size / 16), l.groups * 256, 0x9e3779b9u, 0};
         PipelineKey    key{"read_bandwidth", "rwu", {{{"LOADS", static_cast<double>(l.loads)}, {"ROWS", l.rows ? 1.0 : 0.0}}}};
         const double   layout_best = best_rate(3, 8, static_cast<double>(size), [&](int) {

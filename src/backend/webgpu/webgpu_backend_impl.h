@@ -5,6 +5,7 @@
 #include "backend/webgpu/pipeline_cache.h"
 #include "backend/webgpu/webgpu_backend.h"
 #include "backend/webgpu/webgpu_step.h"
+#include "backend/webgpu/webgpu_tuning.h"
 #include "backend/webgpu/webgpu_weights.h"
 
 #include <array>
@@ -164,25 +165,26 @@ public:
     // read_bandwidth.wgsl's layouts over one buffer, 8 reads per submit, each layout's best of 3
     // submits after a warm-up (best_rate); the best layout's rate.
     double measure_read_bandwidth(size_t n_bytes) override;
+    // The layouts measure_read_bandwidth tries: `groups` workgroups of 256 with `loads` 16-byte
+    // loads in flight per thread, or (rows) the greedy head's rows. Empty: its default list (tests).
+    struct ReadLayout {
+        uint32_t groups = 0, loads = 1;
+        bool     rows = false;
+    };
+    void set_read_bandwidth_layouts(std::vector<ReadLayout> layouts) { read_layouts_ = std::move(layouts); }
+    // The tunables in use (webgpu_tuning.h): the device class's defaults with $TERN_WEBGPU_TUNE.
+    const WebGpuTuning & tuning() const { return tune_; }
     DispatchCost measure_dispatch_cost() override;
 
-    // The prefill GEMM's tiling (ternary_gemm.wgsl): TM x TN results per thread, TR x TC threads.
-    struct GemmTiling {
-        uint32_t tm = 4, tn = 8, tr = 16, tc = 8;
-    };
-    // Forces one tiling for every prefill GEMM (tests; nullopt: the default choice, or
-    // $TERN_WEBGPU_GEMM_TILE). Returns false, and changes nothing, for a tiling the kernel or the
-    // device cannot run.
+    // The prefill GEMMs' tilings (webgpu_tuning.h).
+    using GemmTiling = tern::GemmTiling;
+    using MmaTiling  = tern::MmaTiling;
+    // Forces one tiling for every prefill GEMM (tests; nullopt: the tuning's choice). Returns false,
+    // and changes nothing, for a tiling the kernel or the device cannot run.
     bool set_gemm_tiling(std::optional<GemmTiling> t);
-    // The tensor-core GEMM's tiling (ternary_gemm_mma.wgsl): SGM x SGN subgroups of 32 per
-    // workgroup, each on 32 rows x 32 tokens.
-    struct MmaTiling {
-        uint32_t sgm = 4, sgn = 1;
-    };
-    // Forces one tensor-core tiling for every prefill GEMM (tests; nullopt: the default choice, or
-    // $TERN_WEBGPU_MMA_TILE). Returns false, and changes nothing, where the tensor-core GEMM does
-    // not run (mma_unit() is 0) or cannot run t. A forced dot4 tiling (set_gemm_tiling) takes
-    // precedence: the dot4 GEMM then runs.
+    // Forces one tensor-core tiling for every prefill GEMM (tests; nullopt: the tuning's). Returns
+    // false, and changes nothing, where the tensor-core GEMM does not run (mma_unit() is 0) or
+    // cannot run t. A forced dot4 tiling (set_gemm_tiling) takes precedence: the dot4 GEMM runs.
     bool set_mma_tiling(std::optional<MmaTiling> t);
 
     // What numerics_probe.wgsl found (set once by the constructor).
@@ -235,7 +237,6 @@ public:
     // Decode kernels encoded so far that took their norm's sum of squares from the norm statistics
     // (block sums left by the previous kernel; webgpu_decode.cpp), for tests.
     int64_t norm_stats_reads() const { return norm_stats_reads_; }
-    bool    norm_stats_on() const { return norm_stats_on_; }  // false with $TERN_WEBGPU_NORM_STATS=0
 
 private:
     // Runs numerics_probe.wgsl and sets the FMA_FUSED override of every pipeline.
@@ -279,11 +280,13 @@ private:
                                   bool one_query);
     void encode_attention_combine(const Tensor & out, uint32_t out_offset, int64_t hd, int64_t group, int64_t n_rows,
                                   uint32_t row_block, int64_t n_kv, int64_t pos0, int64_t seg_len);
+    // Error(invalid_argument) for a tuned GEMM tiling this device cannot run (the constructor).
+    void check_tuned_tilings();
     // The tiling of a prefill GEMM of n_tok tokens (webgpu_prefill.cpp).
     GemmTiling gemm_tiling(int64_t n_tok) const;
     // The unit (bytes) of the subgroup matrix builtins' i8 offsets and strides on this device, found
     // once by subgroup_matrix_probe (4 or 1), or 0: ternary_gemm_mma.wgsl is not used (no subgroup
-    // matrices, no exact product, or $TERN_WEBGPU_MMA=0).
+    // matrices, no 32-wide subgroups, or no exact product).
     uint32_t mma_unit();
     // The tensor-core tiling of a prefill GEMM over rows of k elements.
     MmaTiling mma_tiling(int64_t k) const;
@@ -332,10 +335,10 @@ private:
     WGPUBuffer add_kernel_prefetch(PipelineKey & key, const GpuLinear * pf, uint32_t groups, uint32_t wg,
                                    WGPUBuffer filler) const;
     uint32_t attention_score_slots(uint32_t wg, uint32_t kpart, uint32_t tile_words, uint32_t hd) const;
-    // attention() where one query's attention.wgsl also pulls `prefetch` (weights the next kernels
-    // read) into L2 with workgroups of its own (attention.wgsl: PF_FROM); at most four.
+    // attention() where one query's attention.wgsl also pulls `prefetch` (a weight a later kernel
+    // reads; null: none) into L2 with workgroups of its own (attention.wgsl: PF_FROM).
     void attention_prefetching(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
-                               int64_t pos0, std::span<const GpuLinear * const> prefetch);
+                               int64_t pos0, const GpuLinear * prefetch);
     // Workgroup size of the norm kernels for rows of k elements (k <= 32 WG); fails beyond the adapter.
     uint32_t norm_workgroup(int64_t k) const;
     // The decode LM head (F16 table, one token); returns false when it does not apply.
@@ -363,8 +366,8 @@ private:
     bool     exact_rows_fit(const GpuTable & head) const;
     uint32_t encode_exact_rows(const Tensor & logits, const GpuTable & head, const Tensor & x, const GpuNorm & norm,
                                float eps, bool round_input_f16, uint32_t n_bounds, bool int8, uint32_t top_k);
-    // Whether greedy decoding would stream the int8 copy of this head (F16, row width a multiple of
-    // 16 up to 4096, not turned off by $TERN_WEBGPU_GREEDY_HEAD).
+    // Whether greedy decoding streams the int8 copy of this head (F16, at least head_i8_min_bytes,
+    // row width a multiple of 16 up to 4096, its copy made or not yet tried).
     bool greedy_head_i8_applies(const GpuTable & head) const;
 
     WgpuContext   ctx_;
@@ -372,7 +375,8 @@ private:
     std::shared_ptr<StepEncoder> step_;
     bool          dot4_native_ = true;
     std::string   subgroup_note_;  // why the subgroup reductions are not used; "" when they are
-    bool          fuse_norms_  = true;  // $TERN_WEBGPU_FUSE=0 turns the fused decode prologues off
+    WebGpuTuning  tune_;
+    std::vector<ReadLayout> read_layouts_;  // set_read_bandwidth_layouts
     // The linear weights of a decode step (one token) in the order the model uses them, learned
     // from the step before: each decode matmul pulls the next one into L2 while it runs
     // (lib/weight_prefetch.wgsl), and one query's attention, whose DRAM slot is free, the one after
@@ -443,16 +447,11 @@ private:
         uint64_t   serial = ~uint64_t{0};         // step_->serial() right after the producer
     } stats_;
     std::unique_ptr<GpuBuffer> norm_stats_;
-    bool                       norm_stats_on_ = true;  // $TERN_WEBGPU_NORM_STATS=0 turns them off
-    // Which uniform values the decode kernels get as pipeline constants: 1 the prologue's offsets
-    // (decode_key), 2 the row counts (N_ROWS, N_FF), 4 attention's (Q_AT, ATT_*).
-    // $TERN_WEBGPU_CONST_OFFSETS (a timing aid) sets it.
-    uint32_t                   const_uniforms_ = 7;
     mutable int64_t            norm_stats_reads_ = 0;
     // The slot holding x's block sums, if the last command left them.
     std::optional<uint32_t> stats_for(const Tensor & x) const;
     // Whether a producer of n elements may write them (on, and their blocks fit a slot).
-    bool stats_fit(int64_t n) const { return norm_stats_on_ && n <= 32 * int64_t{k_stats_slot}; }
+    bool stats_fit(int64_t n) const { return n <= 32 * int64_t{k_stats_slot}; }
     // The slot a producer writes (not the one a consumer may be reading).
     uint32_t stats_out_slot() const { return stats_.slot == 0 ? k_stats_slot : 0; }
     // Records that the command just encoded left y's block sums in `slot`.
@@ -512,9 +511,6 @@ private:
     OwnedTensor                                    decode_ids_;   // decode_ids()
     std::unique_ptr<GpuBuffer>                     attn_scores_;  // prompt attention scores / probabilities
     std::unique_ptr<GpuBuffer>                     attn_part_;    // prompt attention segment sums
-    int64_t                                        attn_scratch_budget_ = 0;  // WebGpuOptions::attention_scratch_bytes
-    int64_t                                        long_attention_      = 0;  // WebGpuOptions::long_attention_positions
-    int64_t                                        greedy_head_i8_min_bytes_ = 0;  // WebGpuOptions::
     std::optional<GemmTiling>                      gemm_tiling_;  // set_gemm_tiling()
     std::optional<MmaTiling>                       mma_tiling_;   // set_mma_tiling()
     std::optional<uint32_t>                        mma_unit_;     // mma_unit(), once found
@@ -538,20 +534,12 @@ uint32_t floor_pow2(uint64_t v);
 // The weight prefetches (attention.wgsl PF_STRIDE, lib/weight_prefetch.wgsl KPF_STRIDE) load one u32
 // word per this many: one per 64 bytes, a load per cache sector pair.
 constexpr uint32_t k_prefetch_stride_words = 16;
-// Compute units (SMs) assumed where a kernel sizes work to the whole GPU: WebGPU does not report
-// them. 132, the H100 SXM's and the H200's; $TERN_WEBGPU_COMPUTE_UNITS overrides.
-uint32_t compute_units();
 // Loads per invocation (at most k_prefetch_loads_max) for workgroups of `wg` invocations that pull
 // `words` u32 words into L2, one per k_prefetch_stride_words, on the units that `busy_groups`
 // other workgroups leave free of `units` (at least 8 taken as free): the fewest that keep the
 // pulling workgroups within them (attention.wgsl's PF_LOADS; webgpu_ops.cpp says why).
 constexpr uint32_t k_prefetch_loads_max = 64;
 uint32_t prefetch_loads_on_free_units(uint64_t words, uint32_t wg, uint32_t busy_groups, uint32_t units);
-// $name as an unsigned number (tuning aids), or fallback when unset or empty.
-uint32_t env_u32(const char * name, uint32_t fallback);
-// The non-empty items of a comma list (the tuning aids' lists), as views into `list`.
-std::vector<std::string_view> comma_list(std::string_view list);
-
 // Decode attention's tiled scores: K words per block of 16 dimensions (cpu::dot_blocked16), and
 // threads per position (one per block, rounded up to a power of two) for rows of row_words words.
 uint32_t score_block_words(bool k_f16);

@@ -27,12 +27,10 @@ using clock = std::chrono::steady_clock;
 
 double seconds_since(clock::time_point t0) { return std::chrono::duration<double>(clock::now() - t0).count(); }
 
-// Greedy steps per submit, and the steps recorded before the groups grow by one. H200 tg128 by
-// steps per submit (three alternating rounds): 1 950.2-955.0 tokens/s, 2 958.2-960.6, 4
-// 963.3-965.0, 6 963.1-964.1, 8 963.0-965.1. (Groups that grew while the device stayed fed, judged
-// from queue-done callbacks, gained 0.5% on some hosts and lost 7% on another: not kept.)
-constexpr int64_t k_steps_per_submit = 4;
-constexpr int64_t k_group_ramp       = 8;
+// Greedy steps per submit (WebGpuTuning::steps_per_submit, submit_ramp). H200 tg128 by steps per
+// submit (three alternating rounds): 1 950.2-955.0 tokens/s, 2 958.2-960.6, 4 963.3-965.0, 6
+// 963.1-964.1, 8 963.0-965.1. (Groups that grew while the device stayed fed, judged from
+// queue-done callbacks, gained 0.5% on some hosts and lost 7% on another: not kept.)
 
 class GreedyStream final : public DecodeStream {
 public:
@@ -74,7 +72,10 @@ private:
         return t;
     }
 
-    int64_t group_size() const { return std::min(k_steps_per_submit, 1 + n_recorded_ / k_group_ramp); }
+    int64_t group_size() const {
+        const WebGpuTuning & t = be_.tuning();
+        return std::min<int64_t>(t.steps_per_submit, 1 + n_recorded_ / t.submit_ramp);
+    }
 
     // One step at position pos, its id read from `in`, its argmax written to `out`.
     void record(int64_t pos, const Tensor & in, const Tensor & out) {

@@ -134,7 +134,6 @@ private:
     std::vector<std::string>                    timed_labels_;      // this submit's timed dispatches
     std::map<std::string, std::pair<int64_t, double>> gpu_ms_;      // label -> (count, GPU ms)
     double                                      gpu_span_ms_ = 0, gpu_busy_ms_ = 0;
-    size_t                                      split_every_    = 0;  // $TERN_WEBGPU_SPLIT_SUBMITS
     size_t                                      ramp_at_ = 0, ramp_last_ = 0;  // ramp_submits
 };
 
