@@ -273,7 +273,7 @@ std::vector<uint32_t> WebGpuBackend::scalar_values(ScalarFn fn, uint32_t start, 
 }
 
 std::vector<float> WebGpuBackend::numerics_check(std::span<const float> a, std::span<const float> b,
-                                                 std::span<const float> v, bool df_guard) {
+                                                 std::span<const float> v) {
     const int64_t n = static_cast<int64_t>(a.size());
     TERN_ASSERT(b.size() == a.size() && v.size() == a.size() * 32, "numerics_check sizes");
     auto ta = alloc_tensor(*this, DType::f32, {n, 1, 1, 1}, "check a");
@@ -284,7 +284,7 @@ std::vector<float> WebGpuBackend::numerics_check(std::span<const float> a, std::
     write(tb.tensor, b.data(), b.size() * 4);
     write(tv.tensor, v.data(), v.size() * 4);
     const uint32_t    params[1] = {static_cast<uint32_t>(n)};
-    const PipelineKey key{"numerics_check", "rrrwu", {{{"DF_GUARD", df_guard ? 1.0 : 0.0}}}};
+    const PipelineKey key{"numerics_check", "rrrwu", {}};
     const WGPUBuffer  bufs[] = {gpu_buffer(ta.tensor), gpu_buffer(tb.tensor), gpu_buffer(tv.tensor),
                                 gpu_buffer(to.tensor)};
     step_->dispatch(key, bufs, params, sizeof params, static_cast<uint32_t>((n + 63) / 64));

@@ -218,9 +218,8 @@ public:
     enum class ScalarFn : uint32_t { exp_fixed = 0, inv_root = 1 };
     std::vector<uint32_t> scalar_values(ScalarFn fn, uint32_t start, uint32_t stride, uint32_t count);
     // Runs numerics_check.wgsl (lib/numerics.wgsl's primitives; see the shader for the 11 outputs per
-    // element) with or without DF_GUARD, for tests that compare them with IEEE double on the host.
-    std::vector<float> numerics_check(std::span<const float> a, std::span<const float> b, std::span<const float> v,
-                                      bool df_guard);
+    // element), for tests that compare them with IEEE double on the host.
+    std::vector<float> numerics_check(std::span<const float> a, std::span<const float> b, std::span<const float> v);
 
     // The int8 copy of an F16 table that greedy decoding streams (head_i8_pack.wgsl), made if it is
     // not there yet and read back, for tests: codes [n_rows][n_cols] int8, info [n_rows] (scale, bound

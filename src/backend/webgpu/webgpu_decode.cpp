@@ -429,7 +429,6 @@ uint32_t WebGpuBackend::try_decode_head_i8(const Tensor & logits, const GpuTable
                     "rrrrwwrwu",
                     {{{"K", k},
                       {"NORM", 1.0},
-                      {"BLOCKS", 8.0},  // (the team rows' reduction blocks without TEAM_SG)
                       {"TEAM_SG", team_sg ? 1.0 : 0.0},
                       {"EXACT_TAIL", exact_tail ? 1.0 : 0.0}}}};
     const uint32_t team_rows = (n_vocab + 7) / 8;
