@@ -212,14 +212,10 @@ public:
     // What subgroup_matrix_probe should return for a and b_cols: the integer product, on the CPU.
     static std::vector<int32_t> subgroup_matrix_probe_product(const std::vector<int8_t> & a,
                                                               const std::vector<int8_t> & b_cols);
-    // scalar_values.wgsl: the bits of one of lib/numerics.wgsl's scalar functions (exp_fixed, or
-    // inv_root_rn: 1 / sqrt(x) as the norms' factor) on the f32 bit patterns start + i * stride,
-    // i < count (at most 65535 x 256, one dispatch).
-    enum class ScalarFn : uint32_t { exp_fixed = 0, inv_root = 1 };
-    std::vector<uint32_t> scalar_values(ScalarFn fn, uint32_t start, uint32_t stride, uint32_t count);
-    // Runs numerics_check.wgsl (lib/numerics.wgsl's primitives; see the shader for the 11 outputs per
-    // element), for tests that compare them with IEEE double on the host.
-    std::vector<float> numerics_check(std::span<const float> a, std::span<const float> b, std::span<const float> v);
+    // Records one dispatch of `key` (a test's own kernel among them: add_wgsl_shaders) with these
+    // buffers and params as the uniform; the next read() runs it.
+    void run_kernel(const PipelineKey & key, std::span<const WGPUBuffer> buffers, const void * params,
+                    size_t params_bytes, uint32_t groups);
 
     // The int8 copy of an F16 table that greedy decoding streams (head_i8_pack.wgsl), made if it is
     // not there yet and read back, for tests: codes [n_rows][n_cols] int8, info [n_rows] (scale, bound
