@@ -183,8 +183,8 @@ struct DecodeRequest {
 // The ids of a decode request, in order, as the device produces them. Steps may run ahead of the
 // ids taken (up to a batch, or one step with a host picker): when the caller stops early, the
 // cache rows they wrote lie past the last position it accepted, and attention reads no row before
-// it is written again, so the cache stays consistent. Destroying the stream discards what is
-// recorded and not yet submitted.
+// it is written again, so the cache stays consistent. Destroying the stream ends it without
+// waiting: steps already recorded still run (a step held for its token is dropped).
 class DecodeStream {
 public:
     virtual ~DecodeStream() = default;
