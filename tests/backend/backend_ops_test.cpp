@@ -533,8 +533,8 @@ TEST_P(BackendOps, AttentionOverALongCacheMatchesReference) {
     }
 }
 
-// The fused pairs (norm_bitlinear, norm_gate_up, norm_qkv_rope_kv_append, norm_lm_head + argmax)
-// on the backend against the CPU's unfused ops. One token takes the WebGPU decode kernels (norm in
+// The composite ops with a norm in their LinearInput (linear, linear_glu, linear_qkv, output_head
+// with ids) on the backend against the CPU's unfused ops. One token takes the WebGPU decode kernels (norm in
 // the matmul prologue, head with the first argmax stage); three tokens and TQ2_0's scale groups
 // take the general kernels. K = 640 (4 lanes per row, uneven), 1664 (8 lanes) and 2560 (the
 // o-projection's 32 lanes, summed in registers where subgroups allow); the down projections of

@@ -337,7 +337,7 @@ private:
     // Workgroup size of the norm kernels for rows of k elements (k <= 32 WG); fails beyond the adapter.
     uint32_t norm_workgroup(int64_t k) const;
     // The decode LM head (F16 table, one token); returns false when it does not apply.
-    // argmax_only: f32 sums + bounds for argmax_exact.wgsl (norm_lm_head_argmax), logits not exact.
+    // argmax_only: f32 sums + bounds for argmax_exact.wgsl (output_head with ids), logits not exact.
     bool try_decode_head(const Tensor & logits, const GpuTable & head, const Tensor & h_or_x, const GpuNorm * norm,
                          float eps, bool round_input_f16, bool argmax_only);
     // argmax_partial_, grown to at least n_bytes; returns its buffer.

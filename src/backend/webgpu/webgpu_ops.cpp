@@ -64,7 +64,7 @@ void WebGpuBackend::embed(const Tensor & x, const Weight & token_embd, const Ten
         uint32_t n_embd, n_vocab, table_offset, ids_offset, x_offset, x_stride, stats_out;
     } p{u32(e->n_cols), u32(e->n_rows), 0, gpu_offset(tokens, 4), gpu_offset(x, 4), u32(x.ne[0]), out_slot};
     if (n_tok == 1 && step_->take_deferred(gpu_buffer(tokens), tokens.offset)) {
-        // The previous step's greedy argmax left its last stage for this embed (norm_lm_head_argmax):
+        // The previous step's greedy argmax left its last stage for this embed (output_head with ids):
         // both in one dispatch, which also writes the id.
         struct {
             uint32_t n_embd, n_vocab, table_offset, ids_offset, x_offset, x_stride, stats_out, n_chunks, chunks_offset;
