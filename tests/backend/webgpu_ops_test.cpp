@@ -254,10 +254,10 @@ TEST_F(WebGpuOps, HeldStepsRunWithTheInputWrittenBeforeTheirRelease) {
     EXPECT_EQ(row_of(b, y.tensor), 2) << "the rest of a split step runs at once, with the input it had";
 }
 
-// WebGpuBackend::start_from_idle (the greedy decode stream's first step): the next step goes out in pieces, the first of 8 dispatches (the default
-// of $TERN_WEBGPU_START_CHUNK), then 16, so a step of 12 cannot be held whole; one of 7 can; and the
-// pieces end with the step, held or not (a step of 20 after it, which a piece of 16 would split, is
-// held whole).
+// WebGpuBackend::start_from_idle (the greedy decode stream's first step): the next step goes out in
+// pieces, the first of 8 dispatches (the first_submit tuning key's default), then 16, so a step of 12
+// cannot be held whole; one of 7 can; and the pieces end with the step, held or not (a step of 20
+// after it, which a piece of 16 would split, is held whole).
 TEST_F(WebGpuOps, AStepAfterAnIdleDeviceGoesOutInPieces) {
     auto &    b   = dynamic_cast<WebGpuBackend &>(gpu());
     auto      e   = row_table(b);
