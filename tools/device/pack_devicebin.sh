@@ -3,10 +3,12 @@
 # git; name it in the device tool's `carry`). Builds build-dev (static libstdc++) first.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-[ -f build-dev/CMakeCache.txt ] || cmake -S . -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+[ -f build-dev/CMakeCache.txt ] || cmake -S . -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" \
     -DCMAKE_EXE_LINKER_FLAGS="-static-libstdc++ -static-libgcc" >/dev/null
 cmake --build build-dev -j "$(nproc)" --target tern tern_webgpu_tests
-rm -rf .devicebin && mkdir -p .devicebin
+mkdir -p .devicebin  # (other builds packed there, e.g. by pack_base.sh, stay)
 cp build-dev/bin/tern build-dev/bin/tern_webgpu_tests .devicebin/ && strip .devicebin/tern .devicebin/tern_webgpu_tests
 cp -L /lib/x86_64-linux-gnu/libpcre2-8.so.0 .devicebin/
 # tern serve: Debian's cpp-httplib is a shared library, with brotli and OpenSSL 3 behind it.
