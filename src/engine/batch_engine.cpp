@@ -87,7 +87,7 @@ void BatchEngine::step(std::span<const BatchItem> items) {
             const bool    last     = start + chunk == n;
             const int64_t n_logits = last && !it.logits.empty() ? 1 : 0;
             be.write(buf_.tokens.tensor, it.tokens.data() + start, static_cast<size_t>(chunk) * sizeof(int32_t));
-            model_.forward(buf_, s.kv, s.n_past, chunk, n_logits, round_head_, false);
+            model_.forward(buf_, s.kv, s.n_past, chunk, n_logits, round_head_);
             s.n_past += chunk;
             if (n_logits > 0) {
                 be.read(buf_.logits.tensor.columns(0, 1), it.logits.data(), it.logits.size() * sizeof(float));
