@@ -54,13 +54,15 @@ class StepByStepStream final : public DecodeStream {
 public:
     StepByStepStream(Backend & be, const DecodeRequest & r)
         : be_(be), r_(r), token_(alloc_tensor(be, DType::i32, {1, 1, 1, 1}, "decode token")),
-          ids_(alloc_tensor(be, DType::i32, {1, 1, 1, 1}, "decode id")), next_id_(r.first) {
+          ids_(alloc_tensor(be, DType::i32, {1, 1, 1, 1}, "decode id")),
+          uniform_(alloc_tensor(be, DType::f32, {1, 1, 1, 1}, "decode uniform")), next_id_(r.first) {
         TERN_ASSERT(r_.record != nullptr && (r_.pick == nullptr || r_.logits.buffer != nullptr), "decode request");
         if (r_.pick) logits_.resize(static_cast<size_t>(r_.logits.ne[0]));
     }
 
     size_t next(std::span<int32_t> ids) override {
-        if (given_ >= r_.n_max || ids.empty()) return 0;
+        // (After k_sample_on_host the caller picks on the host: nothing meaningful follows.)
+        if (given_ >= r_.n_max || ids.empty() || next_id_ == k_sample_on_host) return 0;
         const auto t0 = std::chrono::steady_clock::now();
         be_.write(token_.tensor, &next_id_, sizeof next_id_);
         DecodeStep step;
@@ -68,6 +70,12 @@ public:
         step.token         = token_.tensor;
         step.head.logits   = r_.logits;
         if (!r_.pick) step.head.ids = ids_.tensor;
+        if (!r_.pick && r_.sampling != nullptr) {
+            const float u = r_.uniform();
+            be_.write(uniform_.tensor, &u, sizeof u);
+            step.head.sampling = r_.sampling;
+            step.head.uniform  = uniform_.tensor;
+        }
         be_.begin_step();
         r_.record(step);
         be_.end_step();
@@ -88,7 +96,7 @@ public:
 private:
     Backend &          be_;
     DecodeRequest      r_;
-    OwnedTensor        token_, ids_;
+    OwnedTensor        token_, ids_, uniform_;
     std::vector<float> logits_;
     int32_t            next_id_ = 0;
     int64_t            given_   = 0;
@@ -117,7 +125,21 @@ void Backend::output_head(const HeadOutput & out, const Weight & head, const Lin
         h = in.h;
     }
     lm_head(out.logits, head, h, round_input_f16);
-    if (out.ids.buffer != nullptr) argmax(out.ids, out.logits);
+    if (out.ids.buffer != nullptr && out.sampling != nullptr) {
+        sample(out.ids, out.logits, *out.sampling, out.uniform);
+    } else if (out.ids.buffer != nullptr) {
+        argmax(out.ids, out.logits);
+    }
+}
+
+void Backend::sample(const Tensor & id, const Tensor & logits, const SamplingChain & chain, const Tensor & uniform) {
+    TERN_ASSERT(logits.ne[1] == 1 && id.ne[0] >= 1 && uniform.ne[0] >= 1, "sample shapes");
+    std::vector<float> l(static_cast<size_t>(logits.ne[0]));
+    float              u = 0.0f;
+    read(logits, l.data(), l.size() * sizeof(float));
+    read(uniform, &u, sizeof u);
+    const int32_t pick = sample_chain(l, chain, u);
+    write(id, &pick, sizeof pick);
 }
 
 std::unique_ptr<DecodeStream> Backend::decode(const DecodeRequest & request) {

@@ -15,8 +15,9 @@
 // into one command buffer.
 //
 // Where the next pieces plug in:
-//   * device-side sampling (issue 52): HeadOutput.ids gains the sampler's parameters (today: argmax)
-//     and DecodeRequest a device choice beside `pick`; the streams already read ids in batches;
+//   * device-side sampling (issue 52): HeadOutput.sampling and DecodeRequest.sampling name the
+//     sampler's chain (sampler_stages.h); the id comes from Backend::sample with a uniform the host
+//     draws from the sampler's own stream, so the device's tokens are the CPU sampler's;
 //   * batched decoding over a paged KV cache (issue 53): KvLayer becomes a paged view and `pos0` of
 //     linear_qkv / attention per-token positions; DecodeStep.token then holds B ids;
 //   * new architectures (issue 54): LinearInput's activation form follows the weight type (int8 per
@@ -33,6 +34,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "sampler/sampler_stages.h"
 
 #include <array>
 #include <cstddef>
@@ -138,6 +140,9 @@ struct HeadOutput {
     // > 0 (without ids): the reader looks only at the k largest logits of a column; rows that cannot
     // be among them (ties with the k-th included) may be -inf, the others are exact.
     int64_t top_k = 0;
+    // With ids (T = 1): ids[0] is sample(logits, *sampling, uniform) instead of the argmax.
+    const SamplingChain * sampling = nullptr;
+    Tensor                uniform;  // [1] f32 in [0, 1)
 };
 
 // One logit a backend read back by itself (HeadOutput.top_k's rows).
@@ -178,7 +183,17 @@ struct DecodeRequest {
     Tensor  logits;
     int64_t top_k = 0;
     int64_t batch = 32;  // device choice: ids per read-back
+    // Device choice by sampling (without pick; the backend must samples_on_device(*sampling)): each
+    // step's id is Backend::sample's, with uniform() called once per step as the step is recorded,
+    // in step order (steps run ahead, so it may be called for steps whose ids are never taken).
+    // An id of k_sample_on_host means the device could not choose that step (see Backend::sample):
+    // the ids after it are meaningless; the caller takes the step's logits on the host.
+    const SamplingChain *   sampling = nullptr;
+    std::function<float()>  uniform;
 };
+
+// Backend::sample's "the host must choose this step" (the candidates outgrew the device's list).
+constexpr int32_t k_sample_on_host = -1;
 
 // The ids of a decode request, in order, as the device produces them. Steps may run ahead of the
 // ids taken (up to a batch, or one step with a host picker): when the caller stops early, the
@@ -249,6 +264,18 @@ public:
     virtual void lm_head(const Tensor & logits, const Weight & head, const Tensor & h, bool round_input_f16) = 0;
     // ids[t] = argmax_v logits[v, t] (lowest index on ties).  ids: [T] i32
     virtual void argmax(const Tensor & ids, const Tensor & logits) = 0;
+    // id[0] = sample_chain(logits, chain, uniform[0]) (sampler_stages.h; chain.temp > 0), or
+    // k_sample_on_host where samples_on_device allows it. The default reads both back and runs the
+    // CPU chain (the reference). A device's f32 arithmetic may choose differently only where the
+    // reference's decision is within a relative 1e-4 of flipping (tests/backend/webgpu_sample_test.cpp).
+    //   logits: [n_vocab, 1] f32   uniform: [1] f32 in [0, 1)   id: [1] i32
+    virtual void sample(const Tensor & id, const Tensor & logits, const SamplingChain & chain, const Tensor & uniform);
+    // Whether decode() can choose ids with `chain` on the device (DecodeRequest.sampling) without a
+    // host round trip per token. Default (and CPU): false; the session then picks on the host.
+    virtual bool samples_on_device(const SamplingChain & chain) const {
+        (void)chain;
+        return false;
+    }
 
     // --- composite ops: what a model calls (each equals its default, which chains primitives) ---
     // y = W act(in) (accumulate: y +=).                        y: [N, T] f32

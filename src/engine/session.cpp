@@ -121,6 +121,9 @@ int64_t Session::decode_greedy(int32_t first, int64_t n_max, const std::function
 int64_t Session::decode_sampled(Sampler & sampler, const std::function<bool(int32_t)> & on_token) {
     const int32_t first = sampler.sample(last_logits_);
     sampler.accept(first);
+    if (sampler.chain_only() && model_.backend().samples_on_device(sampler.chain())) {
+        return decode_sampled_on_device(sampler, first, on_token);
+    }
     DecodeRequest r = decode_request(first, kv_.n_ctx);
     if (r.n_max == 0) {  // the context is full: the id is handed out, not fed
         on_token(first);
@@ -153,6 +156,72 @@ int64_t Session::decode_sampled(Sampler & sampler, const std::function<bool(int3
         if (!on_token(id)) return finish();
     }
     return finish();
+}
+
+int64_t Session::decode_sampled_on_device(Sampler & sampler, int32_t first, const std::function<bool(int32_t)> & on_token) {
+    const int64_t       n_vocab = model_.config().n_vocab;
+    const SamplingChain chain   = sampler.chain();
+    Backend &           be      = model_.backend();
+    int64_t             drawn   = 1;
+    if (!on_token(first)) return drawn;
+    int32_t prev = first;  // the last id handed out, not yet fed
+    // Each stream runs from n_past() until the caller stops, the context is full or the device
+    // hands a step back (k_sample_on_host): that step's logits are then computed again on the host
+    // and drawn with the uniform the device had, and a new stream goes on from there.
+    while (n_past_ < kv_.n_ctx) {
+        const Rng            rng0 = sampler.rng();  // the stream draws one uniform per recorded step
+        std::vector<float> & us   = uniforms_;
+        us.clear();
+        DecodeRequest r = decode_request(prev, kv_.n_ctx);
+        r.sampling      = &chain;
+        r.uniform       = [&] {
+            us.push_back(sampler.next_uniform());
+            return us.back();
+        };
+        ids_.resize(static_cast<size_t>(r.batch));
+        auto    stream = be.decode(r);
+        int64_t taken  = 0;  // ids taken from this stream (each used one uniform)
+        bool    go = true, host_step = false;
+        while (go && !host_step) {
+            const size_t n = stream->next(ids_);
+            if (n == 0) break;
+            for (size_t i = 0; i < n && go; ++i) {
+                const int32_t id = ids_[i];
+                if (id == k_sample_on_host) {
+                    host_step = true;
+                    break;
+                }
+                if (!in_vocabulary(id, n_vocab)) {
+                    fail(ErrorKind::device, format("the %s backend's sampling produced token id %d, outside the "
+                                                   "vocabulary (0..%lld)", std::string(be.name()).c_str(), id,
+                                                   static_cast<long long>(n_vocab - 1)),
+                         "this is a bug: run with --backend cpu, and report it");
+                }
+                ++taken;
+                ++n_past_;  // the id before this one was fed
+                ++drawn;
+                sampler.accept(id);
+                prev = id;
+                go   = on_token(id);
+            }
+        }
+        encode_seconds_ += stream->host_seconds();
+        stream.reset();  // (steps run ahead still run; their cache rows lie past n_past())
+        // Rewind the random stream to just after the uniforms of the ids taken.
+        sampler.set_rng(rng0);
+        for (int64_t i = 0; i < taken; ++i) sampler.next_uniform();
+        if (!go || !host_step) return drawn;
+        // The step at n_past() (fed prev) on the host, drawn with that step's uniform.
+        const int32_t feed[1] = {prev};
+        eval(feed);
+        const float   u  = sampler.next_uniform();
+        const int32_t id = sample_chain(last_logits_, chain, u);
+        ++drawn;
+        sampler.accept(id);
+        prev = id;
+        if (!on_token(id)) return drawn;
+    }
+    return drawn;
 }
 
 GenerationStats generate(Session & session, const Tokenizer & tokenizer, Sampler & sampler,

@@ -61,6 +61,10 @@ public:
     // from the last position's logits is handed out, not fed). The backend records each step while
     // the one before runs where it can (Backend::decode with a host picker). Returns the number of
     // ids drawn. logits() is not updated.
+    // Where the sampler is its chain alone (Sampler::chain_only) and the backend samples it on the
+    // device (Backend::samples_on_device), the device draws each id with the sampler's uniforms and
+    // the ids come back in batches as in decode_greedy (the sampler's random stream is left where
+    // the CPU's would be); otherwise each step's logits come to the host.
     int64_t decode_sampled(Sampler & sampler, const std::function<bool(int32_t)> & on_token);
 
     void reset() { n_past_ = 0; }
@@ -73,6 +77,8 @@ public:
 private:
     // The request of decode_greedy / decode_sampled: from n_past(), at most n_max ids, the model's step.
     DecodeRequest decode_request(int32_t first, int64_t n_max);
+    // decode_sampled's device path, after `first` was drawn on the host.
+    int64_t decode_sampled_on_device(Sampler & sampler, int32_t first, const std::function<bool(int32_t)> & on_token);
 
     const BitnetModel &  model_;
     SessionOptions       options_;
@@ -81,6 +87,7 @@ private:
     std::vector<float>   last_logits_;  // the last eval's last token
     std::vector<int32_t> ids_;          // decode_greedy's batch of ids
     std::vector<Candidate> rows_;       // decode_sampled's top-k rows for the sampler
+    std::vector<float>     uniforms_;   // decode_sampled_on_device: the uniforms a stream drew
     int64_t              n_past_ = 0;
     bool                 round_head_ = false;
     double               encode_seconds_ = 0.0;

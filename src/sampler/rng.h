@@ -42,6 +42,10 @@ public:
     // Uniform in [0, 1): the top 53 bits times 2^-53 (exact in a double, never 1.0).
     double next_double() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
 
+    // Uniform in [0, 1): the top 24 bits times 2^-24 (exact in a float, never 1.0). The sampler's
+    // draw uses it, so a GPU that draws in f32 gets the very same number from the host.
+    float next_float() { return static_cast<float>(next_u64() >> 40) * 0x1.0p-24f; }
+
 private:
     static constexpr uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 

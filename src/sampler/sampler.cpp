@@ -130,20 +130,16 @@ float Sampler::finite_logit(float l) {
 }
 
 // The chain after the penalties, on candidates c (temp > 0): top-k, top-p, min-p, the draw.
-int32_t Sampler::draw_from(std::span<Candidate> c) {
-    bool sorted = false;
-    if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < c.size()) {
-        c      = c.first(top_k_stage(c, static_cast<size_t>(params_.top_k)));
-        sorted = true;
-    }
-    if (params_.top_p < 1.0f) {
-        if (!sorted) sort_candidates(c);
-        sorted = true;
-        c      = c.first(top_p_stage(c, params_.top_p));
-    }
-    if (params_.min_p > 0.0f) c = c.first(min_p_stage(c, params_.min_p));
-    const size_t pick = draw_stage(c, params_.temp, rng_.next_double(), weights_);
-    return c[pick].id;
+int32_t Sampler::draw_from(std::span<Candidate> c) { return run_chain(c, chain(), rng_.next_float(), weights_); }
+
+SamplingChain Sampler::chain() const {
+    const SamplerParams & sp = params_;
+    return {sp.temp, sp.top_k > 0 && sp.top_k < n_vocab_ ? sp.top_k : 0, sp.top_p, sp.min_p};
+}
+
+bool Sampler::has_penalties() const {
+    return params_.repeat_last_n != 0 &&
+           (params_.repeat_penalty != 1.0f || params_.frequency_penalty != 0.0f || params_.presence_penalty != 0.0f);
 }
 
 bool Sampler::starts_with_top_k() const {
@@ -151,6 +147,8 @@ bool Sampler::starts_with_top_k() const {
     return sp.temp > 0.0f && sp.top_k > 0 && sp.top_k < n_vocab_ && sp.repeat_penalty == 1.0f &&
            sp.frequency_penalty == 0.0f && sp.presence_penalty == 0.0f;
 }
+
+bool Sampler::chain_only() const { return params_.temp > 0.0f && !has_penalties(); }
 
 int32_t Sampler::sample_top_k(std::span<const Candidate> rows) {
     const SamplerParams & sp = params_;

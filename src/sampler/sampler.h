@@ -56,6 +56,20 @@ public:
     // than top_k candidates or an id outside the vocabulary.
     int32_t sample_top_k(std::span<const Candidate> rows);
 
+    // The chain after the penalties (top-k 0 where it keeps every row), for a backend that
+    // samples on the device (Backend::sample).
+    SamplingChain chain() const;
+    // Whether the penalties change any logit (a window and a penalty other than neutral).
+    bool has_penalties() const;
+    // Whether sample() is the chain alone: temp > 0 and no penalties. Then a device may draw with
+    // the chain and uniforms from next_uniform(), one per token, and give the same tokens.
+    bool chain_only() const;
+    // The random number the next draw would use (advances the stream: one per sampled token).
+    float next_uniform() { return rng_.next_float(); }
+    // The random stream's state, to rewind it past numbers drawn for steps that were discarded.
+    const Rng & rng() const { return rng_; }
+    void set_rng(const Rng & rng) { rng_ = rng; }
+
     // Records a token that entered the context (prompt or generated) for the penalties.
     // Throws Error(invalid_argument) if token is outside [0, n_vocab).
     void accept(int32_t token);

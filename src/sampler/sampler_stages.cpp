@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 namespace tern {
 
@@ -70,6 +71,31 @@ size_t min_p_stage(std::span<Candidate> c, float min_p) {
         if (exp_nonpositive(static_cast<double>(x.logit) - max) >= min_p) c[kept++] = x;
     }
     return kept > 0 ? kept : 1;  // the maximum has weight 1 >= min_p unless every logit is -inf
+}
+
+int32_t run_chain(std::span<Candidate> c, const SamplingChain & ch, float u, std::span<double> weights) {
+    bool sorted = false;
+    if (ch.top_k > 0 && static_cast<size_t>(ch.top_k) < c.size()) {
+        c      = c.first(top_k_stage(c, static_cast<size_t>(ch.top_k)));
+        sorted = true;
+    }
+    if (ch.top_p < 1.0f) {
+        if (!sorted) sort_candidates(c);
+        c = c.first(top_p_stage(c, ch.top_p));
+    }
+    if (ch.min_p > 0.0f) c = c.first(min_p_stage(c, ch.min_p));
+    return c[draw_stage(c, ch.temp, static_cast<double>(u), weights)].id;
+}
+
+int32_t sample_chain(std::span<const float> logits, const SamplingChain & ch, float u) {
+    constexpr float        inf = std::numeric_limits<float>::infinity();
+    std::vector<Candidate> c(logits.size());
+    for (size_t i = 0; i < c.size(); ++i) {
+        const float l = logits[i];
+        c[i]          = {static_cast<int32_t>(i), std::isnan(l) ? -inf : (l == inf ? std::numeric_limits<float>::max() : l)};
+    }
+    std::vector<double> weights(c.size());
+    return run_chain(c, ch, u, weights);
 }
 
 size_t draw_stage(std::span<const Candidate> c, float temp, double u, std::span<double> weights) {

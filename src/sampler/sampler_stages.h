@@ -45,6 +45,25 @@ size_t top_p_stage(std::span<const Candidate> c, float p);
 // largest one's: exp(logit - max_logit) >= min_p. Returns how many (>= 1: the maximum always stays).
 size_t min_p_stage(std::span<Candidate> c, float min_p);
 
+// The chain after the penalties, as one value (what a backend samples with, Backend::sample).
+struct SamplingChain {
+    float   temp  = 0.8f;  // > 0 (greedy is the argmax, not a chain)
+    int32_t top_k = 0;     // 0: off (so is k >= n_vocab)
+    float   top_p = 1.0f;  // 1: off
+    float   min_p = 0.0f;  // 0: off
+};
+
+// The chain over every logit of one step ([n_vocab], NaN read as -inf, +inf as the largest finite
+// float), drawing with u in [0, 1): top-k, top-p, min-p, the draw, as Sampler::sample runs them
+// after its penalties. Allocates its scratch (the reference Backend::sample runs; Sampler keeps
+// its own).
+int32_t sample_chain(std::span<const float> logits, const SamplingChain & chain, float u);
+
+// The chain on candidates c (finite-read logits, in id order or any order the caller had them):
+// top-k (sorting), top-p (sorting if top-k did not), min-p, the draw with u. weights: scratch of
+// c.size() doubles. Returns the chosen candidate's id.
+int32_t run_chain(std::span<Candidate> c, const SamplingChain & chain, float u, std::span<double> weights);
+
 // Draws one candidate with probability softmax(logit / temp) (temp > 0), walking c in order and
 // picking the first whose cumulative weight exceeds u * total, u uniform in [0, 1). weights is
 // scratch space of at least c.size() doubles. Returns the index into c.

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstring>
 #include <random>
+#include <set>
 #include <vector>
 
 namespace tern {
@@ -135,6 +136,51 @@ TEST_F(WebGpuDecodeStream, PickedIdsAreTheCpusWithAndWithoutTopKRows) {
             // (The last step has no held step behind it; reads in between made its list look stale,
             // so its logits are read whole: still the same id.)
             EXPECT_GE(listed[1], 12) << "the WebGPU backend lists the top-k rows";
+        }
+    }
+}
+
+// Sampling on the device (DecodeRequest.sampling): the CPU backend's stream runs the reference chain
+// (Backend::sample's default) step by step; the WebGPU stream runs sample.wgsl in its batches, with
+// the uniforms drawn in step order. The same seeds give the same ids for every form of the chain
+// (logits of this table are far from the chain's 1e-4 margins: a flip would need a tie), in every
+// batching, and the uniforms are asked for once per recorded step, in order. (The norm weights are
+// scaled down, so that a token's own row does not outweigh every other by tens of nats.)
+TEST_F(WebGpuDecodeStream, SampledIdsAreTheCpusForEveryChain) {
+    const SamplingChain chains[] = {{0.8f, 40, 0.95f, 0.05f}, {1.0f, 0, 0.9f, 0.05f}, {1.2f, 0, 0.7f, 0.0f},
+                                    {0.9f, 0, 1.0f, 0.0f}, {1.0f, 0, 1.0f, 0.02f}};
+    constexpr int64_t   n = 19;
+    std::vector<uint8_t> flat_norm(norm_.size());
+    for (size_t i = 0; i < norm_.size(); i += 4) {
+        float w;
+        std::memcpy(&w, norm_.data() + i, 4);
+        w *= 0.04f;
+        std::memcpy(flat_norm.data() + i, &w, 4);
+    }
+    for (const SamplingChain & c : chains) {
+        SCOPED_TRACE("top-k " + std::to_string(c.top_k) + ", top-p " + std::to_string(c.top_p) + ", min-p " +
+                     std::to_string(c.min_p));
+        auto run = [&](Backend & b, int64_t batch, std::vector<float> * asked) {
+            TinyModel     m(b, table_, flat_norm);
+            DecodeRequest r = m.request(b, 5, n);
+            r.batch         = batch;
+            r.sampling      = &c;
+            std::mt19937 u_rng(77);
+            r.uniform = [&] {
+                const float u = static_cast<float>(u_rng() >> 8) * 0x1.0p-24f;
+                if (asked != nullptr) asked->push_back(u);
+                return u;
+            };
+            return drain(*b.decode(r), 3);
+        };
+        const auto want = run(*cpu_, 1, nullptr);
+        ASSERT_EQ(want.size(), size_t{n});
+        EXPECT_GT(std::set<int32_t>(want.begin(), want.end()).size(), 3u) << "the draws are not all the argmax";
+        for (const int64_t batch : {1, 4, 32}) {
+            SCOPED_TRACE("batch " + std::to_string(batch));
+            std::vector<float> asked;
+            EXPECT_EQ(run(gpu(), batch, &asked), want);
+            EXPECT_GE(asked.size(), size_t{n});
         }
     }
 }

@@ -111,6 +111,9 @@ public:
     void gate_up(const Tensor & f, const Weight & w_gate_up, const QuantizedActs & a, FfnActivation act) override;
     void lm_head(const Tensor & logits, const Weight & head, const Tensor & h, bool round_input_f16) override;
     void argmax(const Tensor & ids, const Tensor & logits) override;
+    // sample.wgsl: the chain in one workgroup (webgpu_sample.cpp).
+    void sample(const Tensor & id, const Tensor & logits, const SamplingChain & chain, const Tensor & uniform) override;
+    bool samples_on_device(const SamplingChain & chain) const override;
     // The composite ops: one token takes the fused decode kernels (webgpu_decode.cpp: the norm and
     // the int8 quantization in the matmul's prologue, the argmax in the head), which also pull the
     // weights of the kernels after them into L2 (WeightOrder); many tokens chain the primitives.

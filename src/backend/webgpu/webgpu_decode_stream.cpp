@@ -10,6 +10,11 @@
 // that start at one step and grow by one every k_group_ramp steps, so that the host, which records
 // a step in a little less time than the device runs it, gets ahead before it holds steps back.
 //
+// With DecodeRequest.sampling the same stream samples instead: each step's head is followed by
+// sample.wgsl, which reads the step's uniform from a ring of 2 (batch + 1) floats (indexed by the
+// step's number: at most a batch and the next batch's first steps are in flight), written for the
+// steps a read_batch records before it records them.
+//
 // PickedStream (the host picks from each step's logits, e.g. the sampler): each step is recorded
 // while the one before runs, held (hold_step) until its token is written, then submitted.
 #include "backend/webgpu/webgpu_backend_impl.h"
@@ -19,6 +24,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
 namespace tern {
 namespace {
@@ -38,10 +44,16 @@ public:
         TERN_ASSERT(r_.record != nullptr && r_.batch >= 1 && r_.logits.buffer != nullptr, "greedy decode request");
         per_ring_ = r_.batch + 1;
         rings_    = be_.decode_ids(2 * per_ring_);
+        if (r_.sampling != nullptr) {
+            TERN_ASSERT(r_.uniform != nullptr, "a sampled decode request without uniforms");
+            uniforms_ = alloc_tensor(be_, DType::f32, {2 * per_ring_, 1, 1, 1}, "decode uniforms");
+            u_host_.resize(static_cast<size_t>(2 * per_ring_));
+        }
         host_.resize(static_cast<size_t>(r_.batch));
         be_.write(slot(0, 0, 1), &r_.first, sizeof r_.first);
-        be_.start_from_idle();
         steps_ = std::min(r_.batch, r_.n_max);
+        write_uniforms(steps_ + std::max<int64_t>(next_and_ahead().second, 0));  // (writes go before the ramp)
+        be_.start_from_idle();
     }
 
     ~GreedyStream() override {
@@ -72,9 +84,11 @@ private:
         return t;
     }
 
-    int64_t group_size() const {
+    int64_t group_size() const { return group_size_at(n_recorded_); }
+    // The group size once n steps are recorded.
+    int64_t group_size_at(int64_t n) const {
         const WebGpuTuning & t = be_.tuning();
-        return std::min<int64_t>(t.steps_per_submit, 1 + n_recorded_ / t.submit_ramp);
+        return std::min<int64_t>(t.steps_per_submit, 1 + n / t.submit_ramp);
     }
 
     // One step at position pos, its id read from `in`, its argmax written to `out`.
@@ -85,10 +99,49 @@ private:
         step.token       = in;
         step.head.logits = r_.logits;
         step.head.ids    = out;
+        if (r_.sampling != nullptr) {
+            step.head.sampling = r_.sampling;
+            step.head.uniform  = uniform_slot(n_recorded_);
+        }
         be_.begin_step();
         r_.record(step);
         be_.end_step();
         ++n_recorded_;
+    }
+
+    Tensor uniform_slot(int64_t step) const {
+        Tensor t = uniforms_.tensor;
+        t.offset += static_cast<size_t>(step % (2 * per_ring_)) * sizeof(float);
+        t.ne[0] = 1;
+        return t;
+    }
+
+    // How far the next read_batch records: the next batch's size and its first steps recorded ahead.
+    std::pair<int64_t, int64_t> next_and_ahead() const {
+        const int64_t next = std::min(r_.batch, r_.n_max - done_ - steps_);
+        // (the group size once this batch's steps are recorded)
+        return {next, std::min(next, group_size_at(n_recorded_ + steps_ - recorded_) + 2)};
+    }
+
+    // Draws the uniforms of steps [u_written_, end) and writes them into the ring before those
+    // steps are recorded (the steps in flight use other slots).
+    void write_uniforms(int64_t end) {
+        const int64_t n = end - u_written_;
+        if (r_.sampling == nullptr || n <= 0) return;
+        const int64_t ring = 2 * per_ring_;
+        for (int64_t i = 0; i < n; ++i) u_host_[static_cast<size_t>((u_written_ + i) % ring)] = r_.uniform();
+        const int64_t first = u_written_ % ring;
+        u_written_ = end;
+        const int64_t n1    = std::min(n, ring - first);
+        Tensor        t     = uniforms_.tensor;
+        t.offset += static_cast<size_t>(first) * sizeof(float);
+        t.ne[0] = n1;
+        be_.write(t, u_host_.data() + first, static_cast<size_t>(n1) * sizeof(float));
+        if (n > n1) {
+            t        = uniforms_.tensor;
+            t.ne[0]  = n - n1;
+            be_.write(t, u_host_.data(), static_cast<size_t>(n - n1) * sizeof(float));
+        }
     }
 
     // Records the rest of the current batch and the next batch's first steps, reads the batch's ids.
@@ -96,10 +149,10 @@ private:
         if (steps_ <= 0) return false;
         const auto    t0   = clock::now();
         const int64_t pos  = r_.pos0 + done_;
+        const auto [next, ahead] = next_and_ahead();
+        write_uniforms(n_recorded_ + steps_ - recorded_ + std::max<int64_t>(ahead, 0));
         for (int64_t i = recorded_; i < steps_; ++i) record(pos + i, slot(cur_, i, 1), slot(cur_, i + 1, 1));
         be_.read_begin(slot(cur_, 1, steps_), static_cast<size_t>(steps_) * sizeof(int32_t));
-        const int64_t next  = std::min(r_.batch, r_.n_max - done_ - steps_);
-        const int64_t ahead = std::min(next, group_size() + 2);
         if (next > 0) {  // the next batch's first steps, the first fed this batch's last id
             try {
                 record(pos + steps_, slot(cur_, steps_, 1), slot(1 - cur_, 1, 1));
@@ -136,6 +189,9 @@ private:
     int64_t              n_recorded_ = 0;      // steps recorded in all, for the groups' ramp
     int                  cur_        = 0;      // the current batch's ring
     double               host_s_     = 0;
+    OwnedTensor          uniforms_;            // sampling: [2 per_ring_] f32, step i's at i % (2 per_ring_)
+    std::vector<float>   u_host_;
+    int64_t              u_written_ = 0;       // steps whose uniforms are in the ring
 };
 
 class PickedStream final : public DecodeStream {

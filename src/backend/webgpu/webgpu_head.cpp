@@ -280,6 +280,16 @@ void WebGpuBackend::output_head(const HeadOutput & out, const Weight & head, con
                 "output_head shapes");
     if (in.norm == nullptr) {
         Backend::output_head(out, head, in, round_input_f16);  // (no norm to fuse)
+    } else if (out.ids.buffer != nullptr && out.sampling != nullptr) {
+        // Sampled on the device: exact logits where the chain can look (a top-k chain: the rows that
+        // can be among its top k), then sample.wgsl.
+        const int64_t k = out.sampling->top_k;
+        if (k > 0 && k < e.n_rows && x.ne[1] == 1) {
+            head_top_k(out.logits, e, in, round_input_f16, k);
+        } else {
+            head_logits(out.logits, e, in, round_input_f16, Tensor{});
+        }
+        sample(out.ids, out.logits, *out.sampling, out.uniform);
     } else if (out.ids.buffer != nullptr && x.ne[1] == 1) {
         head_ids(out.ids, out.logits, e, in, round_input_f16);
     } else if (out.ids.buffer == nullptr && out.top_k > 0) {

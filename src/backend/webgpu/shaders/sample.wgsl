@@ -1,0 +1,324 @@
+// sample: the sampler chain after the penalties (sampler_stages.h: top-k -> top-p -> min-p ->
+// temperature -> draw) on one token's logits, in one workgroup, so that sampled decoding keeps its
+// tokens on the device as greedy decoding does (Backend::sample). The random number comes from the
+// host (the CPU sampler's own stream), so the CPU and the device draw with the same u.
+//
+//   logits: [n_vocab] f32 from p.logits_offset      u: [..] f32, u[p.u_offset] in [0, 1)
+//   ids:    ids[p.id_offset] = the chosen id, or -1 when the candidates do not fit CAP (the caller
+//           picks that step on the host)
+// Bindings: 0 logits (read), 1 u (read), 2 ids (read_write), 3 params (uniform). Dispatch: (1, 1, 1).
+//
+// Logits are read as the CPU sampler reads them: NaN as -inf, +inf as the largest finite float.
+// Candidate order: higher logit first, lower id first on ties (candidate_before). Two forms:
+//   * sorted (top_k > 0 or top_p < 1): the candidates that can survive the cuts - the top_k largest
+//     (radix select on the order-preserving key), or with top-k off the rows that digit_pass min-p (or,
+//     with min-p off too, the CAP largest) - are compacted into workgroup memory, sorted (bitonic),
+//     and invocation 0 walks them as the CPU does: top-p's cumulative mass, min-p's prefix, the draw;
+//   * id order (no top-k, no top-p): the draw walks the whole vocabulary in id order (min-p as a
+//     weight of 0), each invocation one contiguous chunk, the chunks' sums added in order.
+// Arithmetic is f32 (the CPU's is f64, with its own exp): the choices agree except where a decision
+// of the CPU is within ~1e-4 (relative) of flipping; tests/backend/webgpu_sample_test.cpp bounds it.
+
+const WG: u32 = 256u;
+const CAP: u32 = 1024u;  // candidates the sorted form holds (8 KiB)
+const NEG_INF_KEY: u32 = 0x007fffffu;  // key(-inf)
+
+struct Params {
+    n_vocab: u32,
+    logits_offset: u32,
+    id_offset: u32,
+    u_offset: u32,
+    top_k: u32,     // 0: off (also when >= n_vocab)
+    top_p: f32,     // >= 1: off
+    min_p: f32,     // 0: off
+    inv_temp: f32,  // 1 / temp (temp > 0)
+}
+
+@group(0) @binding(0) var<storage, read> logits: array<f32>;
+@group(0) @binding(1) var<storage, read> uni: array<f32>;
+@group(0) @binding(2) var<storage, read_write> ids: array<i32>;
+@group(0) @binding(3) var<uniform> p: Params;
+
+var<workgroup> cand_key: array<u32, CAP>;
+var<workgroup> cand_id: array<u32, CAP>;
+var<workgroup> hist: array<atomic<u32>, 256>;
+var<workgroup> red_u: array<u32, WG>;
+var<workgroup> red_f: array<f32, WG>;
+var<workgroup> n_cand: atomic<u32>;
+var<workgroup> shared_u: u32;   // broadcast slot (keys, counts)
+var<workgroup> shared_f: f32;   // broadcast slot (sums)
+var<workgroup> chosen: i32;
+
+// Order-preserving key of a logit as the CPU reads it (NaN -> -inf, +inf -> FLT_MAX).
+fn key_of(l: f32) -> u32 {
+    var b = bitcast<u32>(l);
+    let e = b & 0x7fffffffu;
+    if (e > 0x7f800000u) { b = 0xff800000u; }                      // NaN -> -inf
+    if (b == 0x7f800000u) { b = 0x7f7fffffu; }                     // +inf -> FLT_MAX
+    return select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
+}
+
+fn logit_of(k: u32) -> f32 {
+    return bitcast<f32>(select(~k, k & 0x7fffffffu, (k & 0x80000000u) != 0u));
+}
+
+fn key_at(v: u32) -> u32 { return key_of(logits[p.logits_offset + v]); }
+
+// e^(l - m) for a finite m; 0 for -inf rows.
+fn mass(k: u32, m: f32, scale: f32) -> f32 {
+    if (k <= NEG_INF_KEY) { return 0.0; }
+    return exp((logit_of(k) - m) * scale);
+}
+
+fn reduce_max_u(lid: u32, v: u32) -> u32 {
+    red_u[lid] = v;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (lid < s) { red_u[lid] = max(red_u[lid], red_u[lid + s]); }
+        workgroupBarrier();
+    }
+    let r = red_u[0];
+    workgroupBarrier();
+    return r;
+}
+
+fn reduce_sum_f(lid: u32, v: f32) -> f32 {
+    red_f[lid] = v;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (lid < s) { red_f[lid] = red_f[lid] + red_f[lid + s]; }
+        workgroupBarrier();
+    }
+    let r = red_f[0];
+    workgroupBarrier();
+    return r;
+}
+
+// The key of the k-th largest of all keys (1 <= k <= n_vocab): four passes of 8-bit digits.
+fn select_kth(lid: u32, k: u32) -> u32 {
+    var prefix = 0u;
+    var left   = k;  // rank still to find among keys matching prefix in the digits done
+    for (var digit_pass = 0u; digit_pass < 4u; digit_pass++) {
+        let shift = 24u - 8u * digit_pass;
+        let hi_mask = select(0xffffffffu << (shift + 8u), 0u, digit_pass == 0u);
+        atomicStore(&hist[lid], 0u);
+        workgroupBarrier();
+        for (var v = lid; v < p.n_vocab; v += WG) {
+            let key = key_at(v);
+            if ((key & hi_mask) == prefix) { atomicAdd(&hist[(key >> shift) & 0xffu], 1u); }
+        }
+        workgroupBarrier();
+        if (lid == 0u) {
+            var d = 255i;
+            loop {
+                let c = atomicLoad(&hist[u32(d)]);
+                if (c >= left || d == 0i) { break; }
+                left -= c;
+                d -= 1i;
+            }
+            shared_u = prefix | (u32(d) << shift);
+            red_u[0] = left;
+        }
+        workgroupBarrier();
+        prefix = shared_u;
+        left   = red_u[0];
+        workgroupBarrier();
+    }
+    return prefix;
+}
+
+fn before(ka: u32, ia: u32, kb: u32, ib: u32) -> bool { return ka > kb || (ka == kb && ia < ib); }
+
+// Sorts cand_* [0, n2) best first (n2 a power of two; unused slots hold key 0, which sorts last).
+fn sort_candidates(lid: u32, n2: u32) {
+    for (var k = 2u; k <= n2; k <<= 1u) {
+        for (var j = k >> 1u; j > 0u; j >>= 1u) {
+            for (var i = lid; i < n2; i += WG) {
+                let o = i ^ j;
+                if (o > i) {
+                    let a_first = (i & k) == 0u;  // this block sorts best first, else best last
+                    let ka = cand_key[i];
+                    let kb = cand_key[o];
+                    let ia = cand_id[i];
+                    let ib = cand_id[o];
+                    if (before(kb, ib, ka, ia) == a_first) {
+                        cand_key[i] = kb;
+                        cand_key[o] = ka;
+                        cand_id[i]  = ib;
+                        cand_id[o]  = ia;
+                    }
+                }
+            }
+            workgroupBarrier();
+        }
+    }
+}
+
+// Invocation 0: the walk over the sorted candidates [0, n). total_all: the whole vocabulary's
+// mass (top-p with top-k off). Returns the index picked, or -1 when the cut lies past the list.
+fn walk_sorted(n_in: u32, m: f32, total_all: f32, complete: bool) -> i32 {
+    var n = n_in;
+    if (p.top_k > 0u) { n = min(n, p.top_k); }
+    if (p.top_p < 1.0 && n > 1u) {
+        var total = total_all;
+        if (p.top_k > 0u) {
+            total = 0.0;
+            for (var i = 0u; i < n; i++) { total += mass(cand_key[i], m, 1.0); }
+        }
+        let goal = p.top_p * total;
+        var cum    = 0.0;
+        var found  = false;
+        for (var i = 0u; i < n; i++) {
+            cum += mass(cand_key[i], m, 1.0);
+            if (cum >= goal) {
+                n     = i + 1u;
+                found = true;
+                break;
+            }
+        }
+        // Past the list: the CPU's cut is further down. That is the whole list when the list is
+        // the top-k, or every row min-p keeps (min-p then cuts at the list's end), or every row.
+        if (!found && p.top_k == 0u && p.min_p <= 0.0 && !complete) { return -1; }
+    }
+    if (p.min_p > 0.0) {
+        var kept = 0u;
+        for (var i = 0u; i < n; i++) {
+            if (mass(cand_key[i], m, 1.0) >= p.min_p) { kept = i + 1u; } else { break; }
+        }
+        n = max(kept, 1u);
+    }
+    if (n <= 1u) { return 0i; }
+    var total = 0.0;
+    for (var i = 0u; i < n; i++) { total += mass(cand_key[i], m, p.inv_temp); }
+    let goal = uni[p.u_offset] * total;
+    var cum    = 0.0;
+    var last   = 0u;
+    for (var i = 0u; i < n; i++) {
+        let w = mass(cand_key[i], m, p.inv_temp);
+        if (w == 0.0) { continue; }
+        cum += w;
+        last = i;
+        if (cum > goal) { return i32(i); }
+    }
+    return i32(last);
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32) {
+    let nv = p.n_vocab;
+    var mk = 0u;
+    for (var v = lid; v < nv; v += WG) { mk = max(mk, key_at(v)); }
+    mk = reduce_max_u(lid, mk);
+    if (lid == 0u) { shared_u = mk; }
+    mk = workgroupUniformLoad(&shared_u);  // (uniform: the returns below skip barriers)
+    if (mk <= NEG_INF_KEY) {  // every logit is -inf (or NaN): nothing has mass; the CPU gives id 0
+        if (lid == 0u) { ids[p.id_offset] = 0i; }
+        return;
+    }
+    let m = logit_of(mk);
+
+    if (p.top_k == 0u && p.top_p >= 1.0) {
+        // Id order: invocation lid owns ids [lo, hi); weights e^((l - m) / temp), 0 below min-p.
+        let chunk = (nv + WG - 1u) / WG;
+        let lo    = min(lid * chunk, nv);
+        let hi    = min(lo + chunk, nv);
+        var s     = 0.0;
+        for (var v = lo; v < hi; v++) {
+            let key = key_at(v);
+            if (p.min_p > 0.0 && mass(key, m, 1.0) < p.min_p) { continue; }
+            s += mass(key, m, p.inv_temp);
+        }
+        red_f[lid] = s;
+        workgroupBarrier();
+        if (lid == 0u) {
+            var total = 0.0;
+            for (var t = 0u; t < WG; t++) { total += red_f[t]; }
+            let goal = uni[p.u_offset] * total;
+            var cum    = 0.0;
+            var owner  = 0u;
+            var found  = false;
+            for (var t = 0u; t < WG; t++) {
+                if (red_f[t] == 0.0) { continue; }
+                owner = t;  // the last chunk with mass, if rounding never crosses
+                if (cum + red_f[t] > goal) {
+                    found = true;
+                    break;
+                }
+                cum += red_f[t];
+            }
+            shared_u = owner;
+            shared_f = select(-1.0, goal - cum, found);  // what is left to cross in the owner's chunk
+        }
+        workgroupBarrier();
+        if (lid == shared_u) {
+            let left = shared_f;
+            var cum  = 0.0;
+            var last = lo;
+            var pick = 0xffffffffu;
+            for (var v = lo; v < hi; v++) {
+                let key = key_at(v);
+                if (p.min_p > 0.0 && mass(key, m, 1.0) < p.min_p) { continue; }
+                let w = mass(key, m, p.inv_temp);
+                if (w == 0.0) { continue; }
+                cum += w;
+                last = v;
+                if (left >= 0.0 && cum > left) {
+                    pick = v;
+                    break;
+                }
+            }
+            ids[p.id_offset] = i32(select(last, pick, pick != 0xffffffffu));
+        }
+        return;
+    }
+
+    // Sorted: which rows are candidates.
+    var thr = 0u;              // key threshold: rows with key >= thr
+    var use_min_p = false;     // rows must also digit_pass min-p
+    if (p.top_k > 0u) {
+        thr = select_kth(lid, p.top_k);
+    } else if (p.min_p > 0.0) {
+        use_min_p = true;
+    } else {
+        thr = select_kth(lid, min(CAP, nv));
+    }
+    var total_all = 0.0;
+    if (p.top_k == 0u) {
+        var s = 0.0;
+        for (var v = lid; v < nv; v += WG) { s += mass(key_at(v), m, 1.0); }
+        total_all = reduce_sum_f(lid, s);
+    }
+    if (lid == 0u) { atomicStore(&n_cand, 0u); }
+    workgroupBarrier();
+    for (var v = lid; v < nv; v += WG) {
+        let key = key_at(v);
+        if (key < thr || key <= NEG_INF_KEY) { continue; }
+        if (use_min_p && mass(key, m, 1.0) < p.min_p) { continue; }
+        let slot = atomicAdd(&n_cand, 1u);
+        if (slot < CAP) {
+            cand_key[slot] = key;
+            cand_id[slot]  = v;
+        }
+    }
+    workgroupBarrier();
+    if (lid == 0u) { shared_u = atomicLoad(&n_cand); }
+    let n = workgroupUniformLoad(&shared_u);
+    if (n > CAP) {  // more than the list holds: the host picks this step
+        if (lid == 0u) { ids[p.id_offset] = -1i; }
+        return;
+    }
+    var n2 = 1u;
+    while (n2 < n) { n2 <<= 1u; }
+    for (var i = n + lid; i < n2; i += WG) {
+        cand_key[i] = 0u;
+        cand_id[i]  = 0xffffffffu;
+    }
+    workgroupBarrier();
+    sort_candidates(lid, n2);
+    if (lid == 0u) {
+        // complete: the list holds every finite row (with top-k and min-p off).
+        let complete = p.top_k == 0u && !use_min_p && (nv <= CAP || n < CAP);
+        let at       = walk_sorted(n, m, total_all, complete);
+        ids[p.id_offset] = select(-1i, i32(cand_id[u32(max(at, 0i))]), at >= 0i);
+    }
+}

@@ -1,0 +1,43 @@
+// WebGpuBackend::sample: the sampler chain on the device (shaders/sample.wgsl), so that sampled
+// decoding runs ahead like greedy decoding: the step's head writes the logits (with a top-k chain,
+// exact values only for the rows that can be among the top k, -inf elsewhere: head_top_k), and one
+// workgroup chooses the id from them with the uniform the host drew from the sampler's stream.
+#include "backend/webgpu/webgpu_backend_impl.h"
+
+#include "core/error.h"
+
+namespace tern {
+namespace {
+
+// sample.wgsl's CAP: the candidates its sorted form holds. A top-k chain with k above it would
+// never fit; other chains fit when few rows pass min-p (or reach top-p), else the step goes back
+// to the host (k_sample_on_host).
+constexpr int32_t k_sample_cap = 1024;
+
+}  // namespace
+
+bool WebGpuBackend::samples_on_device(const SamplingChain & chain) const {
+    return chain.temp > 0.0f && chain.top_k >= 0 && chain.top_k <= k_sample_cap;
+}
+
+void WebGpuBackend::sample(const Tensor & id, const Tensor & logits, const SamplingChain & chain, const Tensor & uniform) {
+    TERN_ASSERT(logits.ne[1] == 1 && id.type == DType::i32 && uniform.type == DType::f32 && chain.temp > 0.0f,
+                "sample shapes");
+    const int64_t n_vocab = logits.ne[0];
+    struct {
+        uint32_t n_vocab, logits_offset, id_offset, u_offset, top_k;
+        float    top_p, min_p, inv_temp;
+    } p{u32(n_vocab),
+        gpu_offset(logits, 4),
+        gpu_offset(id, 4),
+        gpu_offset(uniform, 4),
+        chain.top_k > 0 && chain.top_k < n_vocab ? static_cast<uint32_t>(chain.top_k) : 0u,
+        chain.top_p,
+        chain.min_p,
+        1.0f / chain.temp};
+    const PipelineKey key{"sample", "rrwu", {}};
+    const WGPUBuffer  bufs[] = {gpu_buffer(logits), gpu_buffer(uniform), gpu_buffer(id)};
+    step_->dispatch(key, bufs, &p, sizeof p, 1);
+}
+
+}  // namespace tern
