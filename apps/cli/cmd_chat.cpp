@@ -19,6 +19,7 @@ struct ChatArgs {
     SamplerParams sampling;
     std::string   system    = "You are a helpful assistant.";
     int64_t       n_predict = 512;
+    bool          no_warmup = false;
 };
 
 void chat(const ChatArgs & a) {
@@ -35,6 +36,7 @@ void chat(const ChatArgs & a) {
     }
     Session session(*lm.model, session_options(a.ctx, *lm.model));
     Sampler sampler(a.sampling, static_cast<int32_t>(lm.model->config().n_vocab));
+    if (!a.no_warmup) session.warm_up(&sampler);  // (GPU kernels compiled before the first reply)
     const bool interactive = ::isatty(STDIN_FILENO) != 0;
     if (interactive) std::fprintf(stderr, "tern: chat started; type a message, /reset to start over, /exit or Ctrl-D to quit\n");
 
@@ -92,6 +94,8 @@ void register_chat(CLI::App & app) {
     cmd->add_option("--system", args->system, "system message (empty for none)")->capture_default_str();
     cmd->add_option("-n,--n-predict", args->n_predict, "most tokens per reply (-1 = until end of turn)")
         ->check(CLI::Range(int64_t{-1}, int64_t{1} << 24))->capture_default_str();
+    cmd->add_flag("--no-warmup", args->no_warmup,
+                  "skip the warm-up decode step at start (on a GPU it compiles the decode kernels before the first reply)");
     add_context_args(*cmd, args->ctx);
     add_sampler_args(*cmd, args->sampling);
     cmd->footer("Example: tern chat -m ggml-model-i2_s.gguf --temp 0.7\n"

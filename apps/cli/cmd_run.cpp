@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 
+#include <chrono>
 #include <cstdio>
 
 namespace tern::cli {
@@ -18,6 +19,7 @@ struct RunArgs {
     int64_t       n_predict         = 128;
     bool          no_display_prompt = false;
     bool          truncate          = false;
+    bool          no_warmup         = false;
 };
 
 void run(const RunArgs & a) {
@@ -47,6 +49,9 @@ void run(const RunArgs & a) {
     }
     Session session(*lm.model, so);
     Sampler sampler(a.sampling, static_cast<int32_t>(lm.model->config().n_vocab));
+    const auto t_warm = std::chrono::steady_clock::now();
+    if (!a.no_warmup) session.warm_up(&sampler);
+    const double warm_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_warm).count();
     std::fprintf(stderr, "tern: seed %llu, context %lld, prompt %zu tokens\n",
                  static_cast<unsigned long long>(sampler.seed()), static_cast<long long>(n_ctx), ids.size());
     if (!a.no_display_prompt) {
@@ -62,9 +67,9 @@ void run(const RunArgs & a) {
     std::fflush(stdout);
     auto rate = [](int64_t n, double ms) { return ms > 0 ? 1000.0 * static_cast<double>(n) / ms : 0.0; };
     std::fprintf(stderr,
-                 "tern: load %.0f ms | prompt %lld tokens in %.1f ms (%.2f tok/s) | generated %lld tokens in %.1f ms "
-                 "(%.2f tok/s)%s\n",
-                 lm.load_ms, static_cast<long long>(st.n_prompt), st.prompt_ms, rate(st.n_prompt, st.prompt_ms),
+                 "tern: load %.0f ms | warm-up %.0f ms | prompt %lld tokens in %.1f ms (%.2f tok/s) | generated %lld "
+                 "tokens in %.1f ms (%.2f tok/s)%s\n",
+                 lm.load_ms, warm_ms, static_cast<long long>(st.n_prompt), st.prompt_ms, rate(st.n_prompt, st.prompt_ms),
                  static_cast<long long>(st.n_generated), st.generate_ms, rate(st.n_generated, st.generate_ms),
                  st.stopped_by_eog ? ", stopped at end of text" : "");
 }
@@ -81,6 +86,9 @@ void register_run(CLI::App & app) {
         ->check(CLI::Range(int64_t{-1}, int64_t{1} << 24))->capture_default_str();
     cmd->add_flag("--no-display-prompt", args->no_display_prompt, "do not echo the prompt before the generated text");
     cmd->add_flag("--truncate-prompt", args->truncate, "keep only the end of a prompt longer than the context");
+    cmd->add_flag("--no-warmup", args->no_warmup,
+                  "skip the warm-up decode step before the prompt (on a GPU it compiles the decode kernels, so that "
+                  "the generation time is the tokens' own)");
     add_context_args(*cmd, args->ctx);
     add_sampler_args(*cmd, args->sampling);
     cmd->footer("Examples:\n  tern run -p \"The ship\" -n 64 --temp 0.7 --seed 42        (tern's default model)\n  tern run -m ggml-model-i2_s.gguf -p \"The capital of France is\" --temp 0");

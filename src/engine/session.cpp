@@ -76,6 +76,24 @@ void Session::eval(std::span<const int32_t> tokens, std::span<float> all_logits)
     }
 }
 
+void Session::warm_up(const Sampler * sampler) {
+    Backend & be = model_.backend();
+    if (!be.counts_dispatches() || n_past_ != 0) return;
+    int32_t id = 0;
+    decode_greedy(0, 1, [](int32_t) { return false; }, 1);
+    if (sampler != nullptr && sampler->chain_only() && be.samples_on_device(sampler->chain())) {
+        const SamplingChain chain = sampler->chain();
+        n_past_         = 0;
+        DecodeRequest r = decode_request(0, 1);
+        r.batch         = 1;
+        r.sampling      = &chain;
+        r.uniform       = [] { return 0.5f; };
+        be.decode(r)->next({&id, 1});
+    }
+    be.synchronize();
+    n_past_ = 0;
+}
+
 DecodeRequest Session::decode_request(int32_t first, int64_t n_max) {
     DecodeRequest r;
     r.first  = first;

@@ -69,6 +69,13 @@ public:
 
     void reset() { n_past_ = 0; }
 
+    // One decode step at position 0, greedy and (with a sampler the backend samples on the device)
+    // sampled, each read back, so that a backend that compiles its kernels at first use (WebGPU)
+    // does so now rather than inside the first tokens the user waits for (llama.cpp's warm-up run).
+    // The cache row it writes is written again by the next eval. Requires n_past() == 0; does
+    // nothing on a backend without dispatches (CPU).
+    void warm_up(const Sampler * sampler = nullptr);
+
     // Host seconds the decoders spent recording and submitting steps (not waiting for ids) since
     // the last call (DecodeStream::host_seconds): with a device backend, when this approaches the
     // wall time the host is the bottleneck, not the device. `tern bench` reports it as host ms/token.

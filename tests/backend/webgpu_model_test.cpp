@@ -278,6 +278,55 @@ TEST(WebGpuModel, SampledGenerationWithTopKHeadMatchesCpu) {
     }
 }
 
+// Sampling on the device, stopped early and continued: the first reply stops after 7 tokens while
+// the device has run steps ahead (their cache rows and uniforms discarded), the second continues the
+// same session. Every id is the CPU's, drawn host-side one step at a time with the same seed, for the
+// default chain, top-k 0 with top-p (the exact head) and temperature alone (id order): the cache
+// stays what a full recompute gives, and the random stream is rewound to where the CPU's stands.
+TEST(WebGpuModel, DeviceSamplingStoppedAndContinuedMatchesCpu) {
+    TERN_REQUIRE_WEBGPU();
+    const std::string path  = synth_model("i2s", DType::i2_s, DType::f16);
+    const GgufFile    file  = GgufFile::open(path);
+    const Tokenizer   tok   = Tokenizer::from_gguf(file);
+    auto              cpu   = make_cpu_backend({2});
+    auto              m_cpu = BitnetModel::load(file, *cpu);
+    auto              m_gpu = BitnetModel::load(file, *test::shared_webgpu().backend);
+    struct Setting {
+        int32_t top_k;
+        float   top_p, min_p, temp;
+    };
+    for (const Setting st : {Setting{40, 0.95f, 0.05f, 0.8f}, Setting{0, 0.9f, 0.05f, 1.0f}, Setting{0, 1.0f, 0.0f, 1.3f}}) {
+        SCOPED_TRACE("top-k " + std::to_string(st.top_k) + ", top-p " + std::to_string(st.top_p));
+        SamplerParams sp;
+        sp.temp  = st.temp;
+        sp.top_k = st.top_k;
+        sp.top_p = st.top_p;
+        sp.min_p = st.min_p;
+        sp.seed  = 11;
+        std::vector<int32_t> ids[2];
+        BitnetModel *        models[2] = {m_cpu.get(), m_gpu.get()};
+        for (int i = 0; i < 2; ++i) {
+            SessionOptions so;
+            so.n_ctx = 64;
+            Session s(*models[i], so);
+            Sampler sampler(sp, static_cast<int32_t>(models[i]->config().n_vocab));
+            if (i == 1) {
+                ASSERT_TRUE(sampler.chain_only() && models[i]->backend().samples_on_device(sampler.chain()));
+                s.warm_up(&sampler);
+            }
+            auto take = [&](int32_t id, const std::string &) {
+                if (id >= 0) ids[i].push_back(id);
+                return true;
+            };
+            generate(s, tok, sampler, some_tokens(9, 256), 7, take);
+            ids[i].push_back(-1);  // (the turn's end)
+            generate(s, tok, sampler, some_tokens(3, 256), 20, take);
+        }
+        ASSERT_GT(ids[0].size(), 8u);
+        EXPECT_EQ(ids[1], ids[0]);
+    }
+}
+
 // Session::decode_sampled past position 256, where a fresh WebGPU backend's RoPE table (256
 // positions at first) grows while a step is recorded ahead: that step cannot be held (part of it
 // is submitted early, with the old token, and overwrites the logits), and the session must run the
