@@ -28,8 +28,12 @@ struct TokenizerMetadata {
 // USER_DEFINED. `pre` is "llama-bpe" / "qwen2" / "qwen35" when the Split regex is R1 / R2 / Qwen3.5's,
 // else "default" (with a warning). bos/eos/pad/unk ids and add_bos/add_eos come from the config;
 // add_bos defaults to true for llama-bpe. Missing files throw Error(io).
+// Token ids must be below max_tokens (config.json's vocab_size: the embedding's rows); 0 means
+// below the number of entries + 65,536 (holes are allowed, a 61-byte file naming id 2^31 is not).
+// The JSON is parsed strictly (depth-limited, duplicate keys refused); values from the file are
+// never printed whole in errors.
 TokenizerMetadata tokenizer_metadata_from_hf(const std::string & tokenizer_json_path,
-                                             const std::string & tokenizer_config_path = {});
+                                             const std::string & tokenizer_config_path = {}, int64_t max_tokens = 0);
 
 // Writes the tokenizer.ggml.* keys: model, pre (if set), tokens, token_type (INT32), scores (if
 // any), merges (gpt2), the *_token_id keys that are set (UINT32) and add_bos/add_eos (BOOL, if
