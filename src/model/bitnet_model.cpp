@@ -4,8 +4,10 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "quant/finite_check.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <set>
 
@@ -47,6 +49,15 @@ public:
         src.type = t->type;
         src.ne   = t->ne;
         src.data = file_.tensor_data(*t);
+        // The rule for non-finite weights: refused at load, before any backend sees them (one NaN in
+        // a norm weight would reach the int8 activation quantizer, where NaN -> int is undefined).
+        if (const auto bad = find_non_finite(src.type, src.data, t->n_elements)) {
+            fail(ErrorKind::invalid_model,
+                 format("tensor '%s' (%s) holds %s%s at element %lld", name.c_str(), std::string(dtype_name(src.type)).c_str(),
+                        std::isnan(bad->value) ? "a NaN" : bad->value > 0 ? "+infinity" : "-infinity",
+                        bad->in_scale ? " in a block scale" : "", static_cast<long long>(bad->element)),
+                 "tern refuses weights that are NaN or infinite: the file is corrupt or its converter is broken");
+        }
         return src;
     }
 
@@ -74,6 +85,11 @@ public:
             }
             float v;
             std::memcpy(&v, file_.tensor_data(*s).data(), 4);
+            if (!std::isfinite(v)) {
+                fail(ErrorKind::invalid_model, format("tensor '%s.scale' is %g; expected a finite number", stem.c_str(),
+                                                      static_cast<double>(v)),
+                     "tern refuses weights that are NaN or infinite: the file is corrupt or its converter is broken");
+            }
             src.output_scale = v;
         }
         return src;
