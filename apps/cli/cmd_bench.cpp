@@ -1,6 +1,7 @@
 // `tern bench`: prompt-processing (pp N) and generation (tg N) throughput, like llama-bench:
 // a warm-up (untimed runs for at least 1 s), then r timed repetitions; Markdown table or JSON.
 #include "cli_common.h"
+#include "cli_options.h"
 #include "commands.h"
 
 #include "core/error.h"
@@ -21,7 +22,9 @@ struct BenchArgs {
     std::vector<int64_t> depth{0};  // context already in the cache when a test starts (llama-bench -d)
     int                  reps = 5;
     int64_t              n_batch = 512;
-    std::string          cache_type = "f16";
+    int64_t              n_ubatch = 0;  // llama-bench -ub: 0 = not given
+    std::string          cache_type_k = "f16", cache_type_v = "f16";
+    std::string          output = "md";  // llama-bench -o: md or json
     bool                 json = false;
     bool                 roofline = false;
 };
@@ -70,9 +73,10 @@ struct Run {
 
 // Warm-up runs until k_warm_up_s has passed (at least one), then `reps` timed runs of `tokens`
 // tokens each, added to r.
-template <class RunOnce> void time_test(Result & r, int reps, int64_t tokens, RunOnce run_once) {
+template <class RunOnce> void time_test(Result & r, int reps, int64_t tokens, ProgressBar & bar, RunOnce run_once) {
     double warm_s = 0;
     for (int rep = -1; rep < reps; ++rep) {  // rep -1 is the warm-up, repeated for k_warm_up_s
+        bar.set_suffix(rep < 0 ? r.test + ": warm-up" : format("%s: run %d of %d", r.test.c_str(), rep + 1, reps));
         const Run x = run_once();
         if (rep < 0 && (warm_s += x.s) < k_warm_up_s) --rep;
         if (rep >= 0) {
@@ -84,8 +88,17 @@ template <class RunOnce> void time_test(Result & r, int reps, int64_t tokens, Ru
     }
 }
 
-void bench(const BenchArgs & a) {
+void bench(BenchArgs a) {
     if (a.reps < 1) fail(ErrorKind::invalid_argument, format("-r must be >= 1 (got %d)", a.reps));
+    if (a.output == "json") a.json = true;
+    int64_t n_tests = 0;
+    for (int64_t n : a.pp) n_tests += n > 0;
+    for (int64_t n : a.tg) n_tests += n > 0;
+    if (n_tests == 0) {
+        fail(ErrorKind::invalid_argument, "nothing to measure: every -p and -n length is 0",
+             "give a prompt length (-p 512) or a generation length (-n 128) above 0");
+    }
+    n_tests *= static_cast<int64_t>(a.depth.size());
     LoadedModel         lm = load_model(a.model, a.json);
     const ModelConfig & c  = lm.model->config();
     Backend &           be = *lm.backend;
@@ -100,9 +113,13 @@ void bench(const BenchArgs & a) {
     }
     SessionOptions so;
     so.n_ctx   = max_ctx;
-    so.n_batch = a.n_batch;
-    so.type_k = so.type_v = a.cache_type == "f32" ? DType::f32 : DType::f16;
+    so.n_batch = a.n_ubatch > 0 ? std::min(a.n_batch, a.n_ubatch) : a.n_batch;
+    so.type_k  = a.cache_type_k == "f32" ? DType::f32 : DType::f16;
+    so.type_v  = a.cache_type_v == "f32" ? DType::f32 : DType::f16;
     Session session(*lm.model, so);
+    // Warm-ups and repetitions can take minutes on a CPU: a bar over the tests (terminal only).
+    ProgressBar bar("bench", static_cast<uint64_t>(n_tests), true, 1.0);
+    int64_t     tests_done = 0;
 
     std::vector<Result> results;
     // A test at depth d starts from d tokens already evaluated (untimed), as llama-bench's -d: what
@@ -120,7 +137,7 @@ void bench(const BenchArgs & a) {
             if (n <= 0) continue;
             Result     r{test_name("pp", n, d), n, 0, d, {}};
             const auto ids = bench_tokens(n, c.n_vocab);
-            time_test(r, a.reps, n, [&] {
+            time_test(r, a.reps, n, bar, [&] {
                 fill();
                 be.take_dispatch_count();
                 const auto t0 = clock::now();
@@ -128,12 +145,13 @@ void bench(const BenchArgs & a) {
                 return Run{std::chrono::duration<double>(clock::now() - t0).count(), be.take_dispatch_count(), 0.0};
             });
             results.push_back(r);
+            bar.update(static_cast<uint64_t>(++tests_done));
         }
         for (int64_t n : a.tg) {
             if (n <= 0) continue;
             Result     r{test_name("tg", n, d), 0, n, d, {}};
             const auto ids = bench_tokens(n + 1, c.n_vocab);
-            time_test(r, a.reps, n, [&] {
+            time_test(r, a.reps, n, bar, [&] {
                 fill();
                 session.eval(std::span<const int32_t>(ids.data(), 1));
                 be.take_dispatch_count();
@@ -146,8 +164,10 @@ void bench(const BenchArgs & a) {
                 return Run{s, be.take_dispatch_count(), session.take_encode_seconds()};
             });
             results.push_back(r);
+            bar.update(static_cast<uint64_t>(++tests_done));
         }
     }
+    bar.finish(false);
     const double                copy_bps = a.roofline ? be.measure_copy_bandwidth() : 0.0;
     const double                read_bps = a.roofline ? be.measure_read_bandwidth() : 0.0;
     const Backend::DispatchCost dc       = a.roofline ? be.measure_dispatch_cost() : Backend::DispatchCost{};
@@ -244,21 +264,34 @@ void register_bench(CLI::App & app) {
     auto   args = std::make_shared<BenchArgs>();
     auto * cmd  = app.add_subcommand("bench", "measure prompt processing (pp) and generation (tg) speed");
     add_model_args(*cmd, args->model);
-    cmd->add_option("-p,--n-prompt", args->pp, "prompt lengths to time (pp tests), comma-separated")
-        ->delimiter(',')->capture_default_str();
+    const auto length = int_in(0, int64_t{1} << 24);
+    cmd->add_option("-p,--n-prompt", args->pp, "prompt lengths to time (pp tests), comma-separated; 0 = none")
+        ->delimiter(',')->check(length)->capture_default_str();
     cmd->add_option("-n,--n-gen", args->tg,
-                    "generation lengths to time (tg tests: greedy decoding, token chosen on the device), comma-separated")
-        ->delimiter(',')->capture_default_str();
+                    "generation lengths to time (tg tests: greedy decoding, token chosen on the device), comma-separated; "
+                    "0 = none")
+        ->delimiter(',')->check(length)->capture_default_str();
     cmd->add_option("-d,--n-depth", args->depth,
                     "context already in the KV cache when each test starts (evaluated untimed, as llama-bench's "
                     "-d), comma-separated: tg128 @ d4096 decodes positions 4097..4224")
-        ->delimiter(',')->capture_default_str();
+        ->delimiter(',')->check(length)->capture_default_str();
     cmd->add_option("-r,--repetitions", args->reps, "timed repetitions per test (after a warm-up: untimed runs until 1 s has passed, at least one)")
-        ->check(CLI::Range(1, 1000))->capture_default_str();
+        ->check(int_in(1, 1000))->capture_default_str();
     cmd->add_option("-b,--batch-size", args->n_batch, "tokens per forward pass in pp tests")
-        ->check(CLI::Range(int64_t{1}, int64_t{1} << 16))->capture_default_str();
-    cmd->add_option("--cache-type", args->cache_type, "KV cache type")->check(CLI::IsMember({"f16", "f32"}))
+        ->check(int_in(1, int64_t{1} << 16))->capture_default_str();
+    cmd->add_option("--ubatch-size", args->n_ubatch, "llama-bench's -ub: pp tests evaluate min(-b, -ub) tokens per pass")
+        ->check(int_in(1, int64_t{1} << 16));
+    const auto kv_type = one_of({"f16", "f32"});
+    cmd->add_option("--cache-type-k", args->cache_type_k, "KV cache type for K (-ctk): f16 or f32")->check(kv_type)
         ->capture_default_str();
+    cmd->add_option("--cache-type-v", args->cache_type_v, "KV cache type for V (-ctv): f16 or f32")->check(kv_type)
+        ->capture_default_str();
+    cmd->add_option_function<std::string>(
+           "--cache-type", [args](const std::string & t) { args->cache_type_k = args->cache_type_v = t; },
+           "KV cache type for K and V")
+        ->check(kv_type);
+    cmd->add_option("-o,--output", args->output, "llama-bench's -o: md (a Markdown table) or json (as --json)")
+        ->check(one_of({"md", "json"}))->capture_default_str();
     cmd->add_flag("--json", args->json, "print a JSON array instead of a Markdown table");
     cmd->add_flag("--roofline", args->roofline,
                   "also measure the device's copy bandwidth (best of several timed copies of a 256 MiB buffer, "

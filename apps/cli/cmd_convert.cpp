@@ -1,9 +1,11 @@
 // `tern convert`: a Hugging Face BitNet checkpoint folder -> GGUF in the official 2B4T layout.
 #include "cli_common.h"
+#include "cli_options.h"
 #include "commands.h"
 
 #include "convert/hf_convert.h"
 #include "core/error.h"
+#include "core/output_file.h"
 
 #include <cstdio>
 
@@ -15,6 +17,7 @@ struct ConvertArgs {
 };
 
 void convert(const ConvertArgs & a) {
+    check_output_path(a.output);  // before any work: -o must be a regular file or a new one
     ConvertOptions o;
     o.input_dir    = a.input;
     o.output_path  = a.output;
@@ -31,12 +34,15 @@ void register_convert(CLI::App & app) {
     auto * cmd  = app.add_subcommand("convert", "convert a Hugging Face BitNet checkpoint folder to GGUF");
     cmd->add_option("input", args->input, "folder with config.json, *.safetensors and tokenizer.json")
         ->required()->check(CLI::ExistingDirectory);
-    cmd->add_option("-o,--output", args->output, "output GGUF file")->required();
-    cmd->add_option("--type", args->type, "type of the ternary projections")
-        ->check(CLI::IsMember({"i2_s", "tq2_0", "tq1_0"}))->capture_default_str();
+    cmd->add_option("-o,--output", args->output,
+                    "output GGUF file (a new or regular file; written to a temp file and renamed when complete)")
+        ->required();
+    cmd->add_option("--type", args->type, "type of the ternary projections")->check(one_of({"i2_s", "tq2_0", "tq1_0"}))
+        ->capture_default_str();
     cmd->add_option("--embd-type", args->embd_type, "type of the embedding (and untied LM head)")
-        ->check(CLI::IsMember({"f16", "f32", "bf16", "q8_0", "q4_0", "q4_k", "q6_k"}))->capture_default_str();
-    cmd->footer("Example: tern convert ./bitnet-b1.58-2B-4T -o bitnet-2b4t-i2_s.gguf");
+        ->check(one_of({"f16", "f32", "bf16", "q8_0", "q4_0", "q4_k", "q6_k"}))->capture_default_str();
+    cmd->footer("Example: tern convert tests/data/hf_parity/tiny_tied -o tiny.gguf\n"
+                "         tern convert ./bitnet-b1.58-2B-4T -o bitnet-2b4t-i2_s.gguf   (the Hugging Face folder)");
     cmd->callback([args] { convert(*args); });
 }
 

@@ -1,8 +1,10 @@
 // `tern synth`: write a random-weight BitNet b1.58 model of a named shape.
 #include "cli_common.h"
+#include "cli_options.h"
 #include "commands.h"
 
 #include "core/error.h"
+#include "core/output_file.h"
 #include "synth/synth.h"
 
 #include <cstdio>
@@ -29,6 +31,7 @@ void synth(const SynthArgs & a) {
         return;
     }
     if (a.output.empty()) fail(ErrorKind::invalid_argument, "no output file given", "pass -o FILE.gguf");
+    check_output_path(a.output);  // before any work: -o must be a regular file or a new one
     SynthOptions o;
     o.shape       = a.shape;
     o.output_path = a.output;
@@ -47,15 +50,19 @@ void register_synth(CLI::App & app) {
     auto   args = std::make_shared<SynthArgs>();
     auto * cmd  = app.add_subcommand("synth", "write a random-weight model of a named shape (tests, benchmarks)");
     cmd->add_option("shape", args->shape, "tiny, small or bitnet-2b4t (--list shows them)");
-    cmd->add_option("-o,--output", args->output, "output GGUF file");
-    cmd->add_option("--seed", args->seed, "random seed (same seed, same file)")->capture_default_str();
-    cmd->add_option("--type", args->type, "type of the projections")->check(CLI::IsMember({"i2_s", "tq2_0", "tq1_0"}))
+    cmd->add_option("-o,--output", args->output,
+                    "output GGUF file (a new or regular file; written to a temp file and renamed when complete)");
+    cmd->add_option("--seed", args->seed, "random seed (same seed, same file)")->check(int_in(0, INT64_MAX))
+        ->capture_default_str();
+    cmd->add_option("--type", args->type, "type of the projections")->check(one_of({"i2_s", "tq2_0", "tq1_0"}))
         ->capture_default_str();
     cmd->add_option("--embd-type", args->embd_type, "type of the embedding / LM head")
-        ->check(CLI::IsMember({"f16", "f32", "bf16", "q8_0", "q4_0", "q4_k", "q6_k"}))->capture_default_str();
-    cmd->add_option("--vocab", args->vocab, "tokenizer.json for bitnet-2b4t (default: the npm copy scripts/setup.sh installs)");
+        ->check(one_of({"f16", "f32", "bf16", "q8_0", "q4_0", "q4_k", "q6_k"}))->capture_default_str();
+    cmd->add_option("--vocab", args->vocab, "tokenizer.json for bitnet-2b4t (default: the npm copy scripts/setup.sh installs)")
+        ->check(readable_file());
     cmd->add_flag("--list", args->list, "list the shapes");
-    cmd->footer("Example: tern synth bitnet-2b4t -o models/synth-2b4t.gguf --seed 1");
+    cmd->footer("Example: tern synth tiny -o tiny.gguf --seed 1\n"
+                "         tern synth bitnet-2b4t -o synth-2b4t.gguf      (1.2 GB, the shape of BitNet b1.58 2B4T)");
     cmd->callback([args] { synth(*args); });
 }
 

@@ -2,7 +2,7 @@
 // formats other tools rely on (tokenize JSON, perplexity --json and --logits-out, bench --json), and
 // the error contract: "error: ..." on stderr, exit 2 for usage errors and 1 for runtime/model errors,
 // never a crash.
-#include "test_util.h"
+#include "cli_util.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -17,54 +17,11 @@
 namespace tern {
 namespace {
 
-struct RunResult {
-    int         code = -1;
-    std::string out, err;
-};
-
-std::string slurp(const std::filesystem::path & p) {
-    std::ifstream in(p, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-std::string quote(const std::string & s) {
-    std::string q = "'";
-    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return q + "'";
-}
-
-// Runs tern with arguments (each quoted), optional stdin text; captures both streams.
-RunResult tern(const std::vector<std::string> & args, const std::string & stdin_text = "") {
-    static const auto dir = test::temp_dir("cli");
-    static int        n   = 0;
-    const auto        in = dir / ("in" + std::to_string(n)), out = dir / ("out" + std::to_string(n)),
-               err = dir / ("err" + std::to_string(n));
-    ++n;
-    std::ofstream(in) << stdin_text;
-    std::string cmd = quote(test::binary_path("tern"));
-    for (const auto & a : args) cmd += " " + quote(a);
-    cmd += " <" + in.string() + " >" + out.string() + " 2>" + err.string();
-    const int status = std::system(cmd.c_str());
-    RunResult r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    r.out  = slurp(out);
-    r.err  = slurp(err);
-    return r;
-}
-
-const std::string & tiny_model() {
-    static const std::string path = [] {
-        const std::string p = (test::temp_dir("cli-model") / "tiny.gguf").string();
-        const RunResult   r = tern({"synth", "tiny", "-o", p, "--seed", "3"});
-        EXPECT_EQ(r.code, 0) << r.err;
-        return p;
-    }();
-    return path;
-}
-
-bool has(const std::string & haystack, const std::string & needle) { return haystack.find(needle) != std::string::npos; }
+using test::has;
+using test::RunResult;
+using test::slurp;
+using test::tern;
+using test::tiny_model;
 
 TEST(Cli, HelpForEveryCommand) {
     const RunResult root = tern({"--help"});
@@ -167,27 +124,32 @@ TEST(Cli, TokenizePrintsJsonArray) {
     ASSERT_EQ(special.size(), 1u);
 }
 
+// --score-all on a text shorter than the window: the whole file in one context, every token after
+// BOS scored, logits of every position written.
 TEST(Cli, PerplexityJsonAndLogitsFile) {
     const auto dir  = test::temp_dir("cli-ppl");
     const auto text = dir / "text.txt";
     std::ofstream(text) << "The quick brown fox jumps over the lazy dog.";
     const auto      logits = dir / "logits.f32";
-    const RunResult r = tern({"perplexity", "-m", tiny_model(), "-f", text.string(), "--json", "--logits-out",
-                              logits.string()});
+    const RunResult r = tern({"perplexity", "-m", tiny_model(), "-f", text.string(), "--score-all", "--json",
+                              "--logits-out", logits.string()});
     ASSERT_EQ(r.code, 0) << r.err;
     const auto j = nlohmann::json::parse(r.out);
     const int64_t n = j["n_tokens"].get<int64_t>();
     EXPECT_GT(n, 10);
+    EXPECT_EQ(j["n_ctx"].get<int64_t>(), n);
+    EXPECT_EQ(j["n_chunks"].get<int64_t>(), 1);
+    EXPECT_EQ(j["n_scored"].get<int64_t>(), n - 1);
     EXPECT_TRUE(std::isfinite(j["ppl"].get<double>()));
     EXPECT_GT(j["ppl"].get<double>(), 1.0);
     const auto tok = nlohmann::json::parse(tern({"tokenize", "-m", tiny_model(), "-f", text.string(), "--bos"}).out);
     EXPECT_EQ(static_cast<int64_t>(tok.size()), n);
     const auto n_vocab = 271;  // tern's byte vocabulary: 256 bytes + 12 merges + 3 specials
     EXPECT_EQ(std::filesystem::file_size(logits), static_cast<uintmax_t>(n * n_vocab * 4));
-    // Does not fit a small context: an error with a hint, not a truncation.
-    const RunResult small = tern({"perplexity", "-m", tiny_model(), "-f", text.string(), "-c", "8"});
+    // Without --score-all the text must fill a window of -c tokens: an error with a hint.
+    const RunResult small = tern({"perplexity", "-m", tiny_model(), "-f", text.string()});
     EXPECT_EQ(small.code, 2);
-    EXPECT_TRUE(has(small.err, "-c")) << small.err;
+    EXPECT_TRUE(has(small.err, "window") && has(small.err, "--score-all")) << small.err;
 }
 
 TEST(Cli, InspectShowsMetadataTensorsAndConfig) {
