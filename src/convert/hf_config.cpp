@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/limits.h"
 #include "core/log.h"
+#include "core/utf8.h"
 #include "core/mmap.h"
 
 #include <cmath>
@@ -105,7 +106,7 @@ HfBitnetConfig parse_hf_config(std::string_view json_text, const std::string & s
         }
     }
     if (auto mt = r.optional_string(root, "model_type"); mt && *mt != "bitnet") {
-        fail(ErrorKind::unsupported, format("config '%s': \"model_type\" is \"%s\", expected \"bitnet\"", source.c_str(), mt->c_str()));
+        fail(ErrorKind::unsupported, format("config '%s': \"model_type\" is \"%s\", expected \"bitnet\"", source.c_str(), printable(*mt, 64).c_str()));
     }
 
     HfBitnetConfig c;
@@ -156,7 +157,7 @@ HfBitnetConfig parse_hf_config(std::string_view json_text, const std::string & s
         }
         if (auto type = r.optional_string(*rp, "rope_type", "rope_parameters."); type && *type != "default") {
             fail(ErrorKind::unsupported, format("config '%s': rope_parameters.\"rope_type\" is \"%s\"; tern converts only "
-                                                "unscaled RoPE", source.c_str(), type->c_str()));
+                                                "unscaled RoPE", source.c_str(), printable(*type, 64).c_str()));
         }
         c.rope_theta = theta->get<double>();
     } else {
@@ -167,7 +168,7 @@ HfBitnetConfig parse_hf_config(std::string_view json_text, const std::string & s
     if (!act) r.bad("missing \"hidden_act\"", "BitNet b1.58 2B4T uses \"relu2\"");
     if (*act != "relu2") {
         fail(ErrorKind::unsupported,
-             format("config '%s': \"hidden_act\" is \"%s\", expected \"relu2\"", source.c_str(), act->c_str()),
+             format("config '%s': \"hidden_act\" is \"%s\", expected \"relu2\"", source.c_str(), printable(*act, 64).c_str()),
              "the bitnet-b1.58 GGUF architecture implies ReLU² in the FFN; other activations cannot be expressed");
     }
     if (const json * rs = r.find(root, "rope_scaling"); rs && !rs->is_null()) {
@@ -185,7 +186,7 @@ HfBitnetConfig parse_hf_config(std::string_view json_text, const std::string & s
         const char * where        = "quantization_config.";
         if (auto m = r.optional_string(*qc, "quant_method", where); m && *m != "bitnet") {
             fail(ErrorKind::unsupported, format("config '%s': quantization_config.\"quant_method\" is \"%s\", expected \"bitnet\"",
-                                                source.c_str(), m->c_str()));
+                                                source.c_str(), printable(*m, 64).c_str()));
         }
         if (auto lc = r.optional_string(*qc, "linear_class", where)) {
             if (*lc == "autobitlinear") {
@@ -193,13 +194,13 @@ HfBitnetConfig parse_hf_config(std::string_view json_text, const std::string & s
             } else if (*lc == "bitlinear") {
                 c.linear_class = LinearClass::bitlinear;
             } else {
-                r.bad(format("quantization_config.\"linear_class\" is \"%s\", expected \"autobitlinear\" or \"bitlinear\"", lc->c_str()));
+                r.bad(format("quantization_config.\"linear_class\" is \"%s\", expected \"autobitlinear\" or \"bitlinear\"", printable(*lc, 64).c_str()));
             }
             c.linear_class_explicit = true;
         }
         if (auto mode = r.optional_string(*qc, "quantization_mode", where)) {
             if (*mode != "offline" && *mode != "online") {
-                r.bad(format("quantization_config.\"quantization_mode\" is \"%s\", expected \"offline\" or \"online\"", mode->c_str()));
+                r.bad(format("quantization_config.\"quantization_mode\" is \"%s\", expected \"offline\" or \"online\"", printable(*mode, 64).c_str()));
             }
             c.quantization_mode = *mode;
         }
