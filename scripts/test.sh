@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test: the whole ctest suite on a RelWithDebInfo
 # build, then the parser-facing suites (GGUF malformed-file and mutation corpora, layouts, tokenizer,
-# safetensors/convert, sampler, backend ops) again under AddressSanitizer + UndefinedBehaviorSanitizer.
-# This is the command .ci/run calls.
-# Usage: scripts/test.sh [--no-asan] [extra ctest arguments, e.g. -L unit]
+# safetensors/convert, sampler, backend ops, core file handling, model loading) again under
+# AddressSanitizer + UndefinedBehaviorSanitizer, then every libFuzzer target for a bounded time
+# (scripts/fuzz.sh: $TERN_FUZZ_SECONDS each, default 25). This is the command .ci/run calls.
+# Usage: scripts/test.sh [--no-asan] [--no-fuzz] [extra ctest arguments, e.g. -L unit]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 asan=1
+fuzz=1
 ctest_args=()
 for arg in "$@"; do
     case "$arg" in
         --no-asan) asan=0 ;;
-        -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
+        --no-fuzz) fuzz=0 ;;
+        -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
         *) ctest_args+=("$arg") ;;
     esac
 done
@@ -39,11 +42,18 @@ if [ "$asan" = 1 ]; then
         cmake -S . -B build-asan "${generator[@]}" -DCMAKE_BUILD_TYPE=Debug -DTERN_SANITIZE=address,undefined >/dev/null
     fi
     asan_suites=(tern_gguf_tests tern_quant_tests tern_backend_tests tern_tokenizer_tests tern_convert_tests
-                 tern_sampler_tests)
+                 tern_sampler_tests tern_core_tests tern_model_tests)
     cmake --build build-asan -j "$jobs" --target "${asan_suites[@]}"
     for suite in "${asan_suites[@]}"; do  # one process per suite: quicker than one per test
+        filter=()  # the model suite's WebGPU cases run in the plain build (Dawn is not built with ASan)
+        [ "$suite" = tern_model_tests ] && filter=(--gtest_filter=-*WebGpu*)
         ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-            "build-asan/bin/$suite" --gtest_brief=1
+            "build-asan/bin/$suite" --gtest_brief=1 "${filter[@]+"${filter[@]}"}"
     done
+fi
+
+if [ "$fuzz" = 1 ]; then
+    echo "test: fuzz targets, ${TERN_FUZZ_SECONDS:-25} s each"
+    scripts/fuzz.sh "${TERN_FUZZ_SECONDS:-25}"
 fi
 echo "test: all passed"

@@ -180,6 +180,8 @@ bool looks_special(std::string_view text) {
     return text.size() >= 4 && text.substr(0, 2) == "<|" && text.substr(text.size() - 2) == "|>";
 }
 
+TokenizerMetadata metadata_from_doc(const json & doc, const std::string & tokenizer_json_path, int64_t max_tokens);
+
 std::string replace_all(std::string s, std::string_view from, std::string_view to) {
     for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size()) s.replace(pos, from.size(), to);
     return s;
@@ -189,8 +191,22 @@ std::string replace_all(std::string s, std::string_view from, std::string_view t
 
 TokenizerMetadata tokenizer_metadata_from_hf(const std::string & tokenizer_json_path, const std::string & tokenizer_config_path,
                                              int64_t max_tokens) {
+    TokenizerMetadata meta = metadata_from_doc(read_json(tokenizer_json_path), tokenizer_json_path, max_tokens);
+    if (!tokenizer_config_path.empty()) read_config(tokenizer_config_path, meta);
+    if (!meta.add_bos && meta.pre == "llama-bpe") meta.add_bos = true;  // Llama-3 models expect <|begin_of_text|>
+    return meta;
+}
+
+TokenizerMetadata tokenizer_metadata_from_hf_text(std::string_view text, const std::string & name, int64_t max_tokens) {
+    TokenizerMetadata meta = metadata_from_doc(parse_json_strict(text, "'" + name + "'"), name, max_tokens);
+    if (!meta.add_bos && meta.pre == "llama-bpe") meta.add_bos = true;
+    return meta;
+}
+
+namespace {
+
+TokenizerMetadata metadata_from_doc(const json & doc, const std::string & tokenizer_json_path, int64_t max_tokens) {
     const Source src{tokenizer_json_path};
-    const json   doc = read_json(tokenizer_json_path);
     if (!doc.is_object()) src.wrong_type("(top level)", "an object", doc);
 
     const json & model = src.object_at(doc, "model", "model");
@@ -339,10 +355,10 @@ TokenizerMetadata tokenizer_metadata_from_hf(const std::string & tokenizer_json_
         TERN_LOG_WARN("'%s': model.byte_fallback is not supported for byte-level BPE and is ignored", tokenizer_json_path.c_str());
     }
 
-    if (!tokenizer_config_path.empty()) read_config(tokenizer_config_path, meta);
-    if (!meta.add_bos && meta.pre == "llama-bpe") meta.add_bos = true;  // Llama-3 models expect <|begin_of_text|>
     return meta;
 }
+
+}  // namespace
 
 void write_tokenizer_metadata(GgufWriter & writer, const TokenizerMetadata & meta) {
     const size_t n = meta.tokens.size();

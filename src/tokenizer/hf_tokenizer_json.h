@@ -34,6 +34,9 @@ struct TokenizerMetadata {
 // never printed whole in errors.
 TokenizerMetadata tokenizer_metadata_from_hf(const std::string & tokenizer_json_path,
                                              const std::string & tokenizer_config_path = {}, int64_t max_tokens = 0);
+// The same from tokenizer.json's text (`name` stands for the file in messages): fuzzing, tests.
+TokenizerMetadata tokenizer_metadata_from_hf_text(std::string_view tokenizer_json, const std::string & name,
+                                                  int64_t max_tokens = 0);
 
 // Writes the tokenizer.ggml.* keys: model, pre (if set), tokens, token_type (INT32), scores (if
 // any), merges (gpt2), the *_token_id keys that are set (UINT32) and add_bos/add_eos (BOOL, if
