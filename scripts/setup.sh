@@ -12,18 +12,21 @@
 #     SwiftShader, a CPU Vulkan driver for machines
 #     without a GPU, unpacked from Debian's chromium-common into .deps/swiftshader (nothing installed).
 #     If a download fails, setup goes on: the GPU tests then report themselves as skipped, with why.
-# Usage: scripts/setup.sh [--no-npm] [--no-webgpu]     (--no-npm also skips Dawn, which comes from npm)
+# Usage: scripts/setup.sh [--no-npm] [--no-webgpu] [--no-fuzz]
+#   --no-npm also skips Dawn, which comes from npm; --no-fuzz skips clang (only the fuzz targets need it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 want_npm=1
 want_webgpu=1
+want_fuzz=1
 for arg in "$@"; do
     case "$arg" in
         --no-npm) want_npm=0 ;;
         --no-webgpu) want_webgpu=0 ;;
-        -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
-        *) echo "error: unknown option '$arg'" >&2; echo "hint: scripts/setup.sh [--no-npm] [--no-webgpu]" >&2; exit 2 ;;
+        --no-fuzz) want_fuzz=0 ;;
+        -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+        *) echo "error: unknown option '$arg'" >&2; echo "hint: scripts/setup.sh [--no-npm] [--no-webgpu] [--no-fuzz]" >&2; exit 2 ;;
     esac
 done
 
@@ -35,8 +38,8 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 packages=(g++ cmake ninja-build pkg-config git
-          libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libedit-dev
-          clang libclang-rt-dev)
+          libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libedit-dev)
+if [ "$want_fuzz" = 1 ]; then packages+=(clang libclang-rt-dev); fi
 if [ "$want_npm" = 1 ]; then packages+=(nodejs npm); fi
 if [ "$want_webgpu" = 1 ]; then packages+=(libvulkan1); fi
 
