@@ -123,6 +123,23 @@ TEST(CliRun, EndlessAndBlockingInputsEnd) {
     EXPECT_TRUE(has(r.err, "FIFO")) << r.err;
 }
 
+// Out of memory: the hint about -c / -b only where a context is allocated.
+TEST(CliRun, OutOfMemoryHintFitsTheCommand) {
+    const std::string tern_bin = test::shell_quote(test::binary_path("tern"));
+    const auto        run      = [&](const std::string & limit_kb, const std::string & args) {
+        const auto        err = test::temp_dir("cli-oom") / "err";
+        const std::string cmd = "bash -c 'ulimit -v " + limit_kb + "; exec " + tern_bin + " " + args + "' 2>" + err.string();
+        const int         status = std::system(cmd.c_str());
+        return std::make_pair(WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(err));
+    };
+    auto [code, err] = run("200000", "tokenize -f /dev/zero");
+    EXPECT_EQ(code, 1) << err;
+    EXPECT_TRUE(has(err, "error: out of memory") && !has(err, "-c")) << err;
+    std::tie(code, err) = run("400000", "run -c 16000000 -p hi");
+    EXPECT_EQ(code, 1) << err;
+    EXPECT_TRUE(has(err, "error: out of memory") && has(err, "smaller context (-c)")) << err;
+}
+
 // A truncated file: inspect shows the metadata it holds, then fails saying where the file ends.
 TEST(CliRun, InspectShowsWhatATruncatedFileHolds) {
     const std::string bytes = slurp(tiny_model());
