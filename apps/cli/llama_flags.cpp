@@ -12,7 +12,8 @@ namespace {
 
 // A llama.cpp option (common/arg.cpp, llama-bench, llama-perplexity) that a llama.cpp user may type.
 // `tern_option` is the long option tern reads it as, or nullptr when tern has no such feature;
-// `why` then says so and what to do instead.
+// `why` then says so and what to do instead. A command that registers one of llama.cpp's long
+// spellings takes the short flag too (option_for), whatever the table says.
 struct LlamaFlag {
     const char * names;        // llama.cpp's spellings, as its --help lists them
     const char * tern_option;  // e.g. "--n-gpu-layers"; nullptr: not supported
@@ -116,6 +117,16 @@ std::vector<std::string> split_names(const char * names) {
     return out;
 }
 
+// The long option a command reads a llama.cpp flag as: tern's name for it, or any of llama.cpp's long
+// spellings that the command registers (a `tern serve` with --parallel takes -np); "" if none.
+std::string option_for(const LlamaFlag & f, const CLI::App & cmd) {
+    if (f.tern_option && cmd.get_option_no_throw(f.tern_option)) return f.tern_option;
+    for (const auto & n : split_names(f.names)) {
+        if (n.starts_with("--") && cmd.get_option_no_throw(n)) return n;
+    }
+    return {};
+}
+
 const LlamaFlag * find_llama_flag(const std::string & name) {
     for (const LlamaFlag & f : k_llama_flags) {
         for (const auto & n : split_names(f.names)) {
@@ -192,30 +203,24 @@ std::vector<std::string> long_names(const CLI::App & cmd) {
     return out;
 }
 
-// The commands that have a long option, for "it is an option of ...".
-std::string commands_with(const CLI::App & app, const std::string & long_option) {
-    std::string out;
-    for (const CLI::App * c : commands(app)) {
-        if (c->get_option_no_throw(long_option)) out += (out.empty() ? "`tern " : ", `tern ") + c->get_name() + "`";
-    }
-    return out;
-}
-
 [[noreturn]] void unknown_option(const CLI::App & app, const CLI::App & cmd, const std::string & arg) {
     const std::string name = arg.substr(0, arg.find('='));
     const std::string help = "run `tern " + cmd.get_name() + " --help` to see its options";
     if (const LlamaFlag * f = find_llama_flag(name)) {
-        if (!f->tern_option) {
+        std::string where;  // the commands that take it
+        for (const CLI::App * c : commands(app)) {
+            if (!option_for(*f, *c).empty()) where += (where.empty() ? "`tern " : ", `tern ") + c->get_name() + "`";
+        }
+        if (where.empty()) {
             fail(ErrorKind::invalid_argument,
                  format("unknown option '%s' (llama.cpp's '%s' is not supported by tern: %s)", printable(name).c_str(),
-                        f->names, f->why),
+                        f->names, f->why ? f->why : "no command has it"),
                  help);
         }
-        const std::string where = commands_with(app, f->tern_option);
         fail(ErrorKind::invalid_argument,
              format("option '%s' (llama.cpp's '%s') does not apply to `tern %s`", printable(name).c_str(), f->names,
                     cmd.get_name().c_str()),
-             where.empty() ? help : "it is an option of " + where);
+             "it is an option of " + where);
     }
     const bool        single_dash = name.size() > 2 && name[1] != '-';
     const std::string guess       = closest(name, long_names(cmd));
@@ -294,10 +299,10 @@ std::vector<std::string> normalize_args(const CLI::App & app, const std::vector<
                 if (takes_value(o) && i + 1 < args.size()) out.push_back(args[++i]);
                 continue;
             }
-            const LlamaFlag * f = find_llama_flag(a);
-            if (!f || !f->tern_option || !cmd->get_option_no_throw(f->tern_option)) unknown_option(app, *cmd, a);
-            const std::string     opt = f->tern_option;
-            const CLI::Option *   o   = cmd->get_option_no_throw(opt);
+            const LlamaFlag * f   = find_llama_flag(a);
+            const std::string opt = f ? option_for(*f, *cmd) : std::string();
+            if (opt.empty()) unknown_option(app, *cmd, a);
+            const CLI::Option * o = cmd->get_option_no_throw(opt);
             if (opt == "--flash-attn") {  // llama.cpp: -fa [on|off|auto]; older versions: a plain flag
                 const bool has_value = i + 1 < args.size() &&
                                        (args[i + 1] == "on" || args[i + 1] == "off" || args[i + 1] == "auto");
