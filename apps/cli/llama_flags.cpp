@@ -90,6 +90,7 @@ constexpr LlamaFlag k_llama_flags[] = {
     {"-Cb, --cpu-mask-batch", nullptr, "CPU affinity is not supported; use taskset"},
     {"-Crb, --cpu-range-batch", nullptr, "CPU affinity is not supported; use taskset"},
     {"-to, --timeout", nullptr, "a server option"},
+    {"-a, --alias", nullptr, "a server option"},
     {"-sps, --slot-prompt-similarity", nullptr, "a server option"},
     {"-bf, --binary-file", nullptr, "only the perplexity test is supported"},
     {"-pg", nullptr, "`tern bench` runs prompt (-p) and generation (-n) tests separately"},
