@@ -20,9 +20,14 @@ for arg in "$@"; do
     esac
 done
 jobs=$(nproc)
+# Wall time of each phase, printed at the end: CI must stay well under 40 minutes on 2 cores.
+phases=()
+phase_start=$SECONDS
+phase_done() { phases+=("$1 $((SECONDS - phase_start)) s"); phase_start=$SECONDS; }
 
 scripts/setup.sh
 BUILD_DIR=build scripts/build.sh
+phase_done "setup and build:"
 
 # GPU tests (label gpu) run on whatever Vulkan device there is; on a machine without one, on the
 # SwiftShader CPU driver that setup.sh unpacked. Without either they report themselves as skipped.
@@ -35,6 +40,7 @@ elif [ ! -f "$swiftshader_icd" ]; then
     echo "test: no SwiftShader in .deps; WebGPU tests run only if a GPU is present (else skipped)"
 fi
 ctest --test-dir build --output-on-failure -j "$jobs" "${ctest_args[@]+"${ctest_args[@]}"}"
+phase_done "ctest:"
 
 if [ "$asan" = 1 ]; then
     echo "test: parser-facing suites under AddressSanitizer + UBSan"
@@ -57,10 +63,12 @@ if [ "$asan" = 1 ]; then
             SOAK_CONCURRENCY=8 SOAK_RSS_CHECK=0 ASAN_OPTIONS=detect_leaks=1 \
             UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 node tests/server/js/soak.test.mjs
     fi
+    phase_done "sanitizer build and suites:"
 fi
 
 if [ "$fuzz" = 1 ]; then
     echo "test: fuzz targets, ${TERN_FUZZ_SECONDS:-25} s each"
     scripts/fuzz.sh "${TERN_FUZZ_SECONDS:-25}"
+    phase_done "fuzz build and runs:"
 fi
-echo "test: all passed"
+echo "test: all passed in $SECONDS s (${phases[*]/%/;})"
