@@ -1,19 +1,28 @@
-// The CPU backend: the scalar reference implementation of every op of backend.h (the oracle that
-// every SIMD and WGSL kernel is tested against), multi-threaded over output rows where that is
-// free (each output element is still computed by one thread, so results do not depend on the
-// thread count).
+// The CPU backend. Two implementations behind one factory:
+// - the scalar reference (cpu_backend.cpp): every op of backend.h in plain C++, the oracle that
+//   every SIMD and WGSL kernel is tested against;
+// - the fast backend (cpu_fast_backend.cpp): the kernels of cpu_kernels.h for the best instruction
+//   set the CPU has (AVX-512 VNNI, AVX2, NEON with sdot), bit-identical to the reference.
+// Both are multi-threaded over outputs (each output element is still computed by one thread, so
+// results do not depend on the thread count).
 #pragma once
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_isa.h"
 
 #include <memory>
 
 namespace tern {
 
 struct CpuOptions {
-    int n_threads = 0;  // <= 0: all hardware threads
+    int    n_threads = 0;                  // <= 0: the physical cores (default_thread_count)
+    CpuIsa isa       = CpuIsa::automatic;  // automatic: TERN_CPU_ISA, else the best available
 };
 
 std::unique_ptr<Backend> make_cpu_backend(const CpuOptions & options = {});
+// The scalar reference itself, whatever the CPU and TERN_CPU_ISA.
+std::unique_ptr<Backend> make_cpu_reference_backend(int n_threads = 0);
+// The fast backend on a given kernel set (isa must be available: cpu_isa_available).
+std::unique_ptr<Backend> make_cpu_fast_backend(int n_threads, CpuIsa isa);
 
 }  // namespace tern

@@ -1,0 +1,250 @@
+// The fast CPU backend's LM head.
+//
+// Exact logits (lm_head, norm_lm_head): each row's dot product summed in double from column 0, as
+// cpu::dot_f32 does, 8 rows per vector of doubles (cpu_kernels.h: f16_rows_dot, f32_rows_dot).
+//
+// Greedy and top-k decoding with an F16 head of k_head_i8_min_bytes or more read an int8 copy of
+// the table instead (half the bytes; the idea of the WebGPU backend's greedy head, README "The
+// greedy head reads an int8 copy") and recompute exactly only the rows that can win:
+//   copy:  row e, s = max|e| / 127, q = round(e / s) in [-127, 127]; d = e - s q.
+//   input: h (the head input, f16-rounded where the reference rounds it), S = max|h| / 32767,
+//          H = round(h / S) (int16), eta = h - S H.
+//   f = s S sum(q H) (an exact integer sum, then two double roundings), and for the exact logit X
+//   = sum(e h) = s S sum(q H) + s sum(q eta) + sum(d h) (Cauchy-Schwarz):
+//          |X - s S sum(q H)| <= s ||q|| ||eta|| + ||d|| ||h||.
+//   The reference's value L = (float) of a double sum of X's exact products in order, so
+//          |L - X| <= 2^-24 |L| + K 2^-53 ||e|| ||h||   (K <= 2^28: the second term <= 2^-25 ||e|| ||h||),
+//   and B = (1 + 2^-20)(s ||q|| ||eta|| + ||d|| ||h||) + 2^-22 (|f| + ||e|| ||h||) bounds |L - f| with
+//   room for the norms' and f's own double roundings (relative 2^-40 and less; the stored norms are
+//   rounded up). [f - B, f + B] holds L; every row whose upper end reaches the largest lower end
+//   (the k-th largest for top-k) is recomputed exactly, and only those can be the answer.
+#include "backend/cpu/cpu_fast_backend.h"
+
+#include "core/error.h"
+#include "core/fp16.h"
+#include "quant/block_formats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace tern {
+namespace {
+
+template <class T> void grow(std::vector<T> & v, int64_t n) {
+    if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
+}
+
+constexpr double k_up = 1.0 + 0x1p-20;  // rounding room for norms computed in double
+
+float round_up(double v) {
+    float f = static_cast<float>(v);
+    if (static_cast<double>(f) < v) f = std::nextafter(f, std::numeric_limits<float>::infinity());
+    return f;
+}
+float round_down(double v) {
+    float f = static_cast<float>(v);
+    if (static_cast<double>(f) > v) f = std::nextafter(f, -std::numeric_limits<float>::infinity());
+    return f;
+}
+
+}  // namespace
+
+const float * CpuFastBackend::head_input(const Tensor & h, bool round_input_f16) {
+    const int64_t n  = h.ne[0] * h.ne[1];
+    const float * hp = cpu_data<float>(h);
+    grow(hin_, n);
+    for (int64_t i = 0; i < n; ++i) hin_[static_cast<size_t>(i)] = round_input_f16 ? round_to_fp16(hp[i]) : hp[i];
+    return hin_.data();
+}
+
+// out[t * ld + r] for rows [r0, r1) (out: the logits of row 0).
+void CpuFastBackend::head_rows(const CpuEmbedding & e, const float * hin, int64_t n_tok, int64_t r0, int64_t r1,
+                               float * out, int64_t ld, Scratch & sc) {
+    const int64_t   k   = e.n_cols;
+    const uint8_t * tab = e.src.data.data();
+    if (e.src.type == DType::f16) {
+        k_.f16_rows_dot(reinterpret_cast<const uint16_t *>(tab), k, r0, r1, k, hin, n_tok, out + r0, ld);
+    } else if (e.src.type == DType::f32) {
+        k_.f32_rows_dot(reinterpret_cast<const float *>(tab), k, r0, r1, k, hin, n_tok, out + r0, ld);
+    } else {
+        grow(sc.f, 8 * k);
+        for (int64_t r = r0; r < r1; r += 8) {
+            const int64_t nb = std::min<int64_t>(8, r1 - r);
+            for (int64_t j = 0; j < nb; ++j) dequantize_row(e.src.type, tab + static_cast<size_t>(r + j) * e.row_bytes, sc.f.data() + j * k, k);
+            k_.f32_rows_dot(sc.f.data(), k, 0, nb, k, hin, n_tok, out + r, ld);
+        }
+    }
+}
+
+void CpuFastBackend::lm_head(const Tensor & logits, const Weight & head, const Tensor & h, bool round_input_f16) {
+    const auto &  e     = static_cast<const CpuEmbedding &>(head);
+    const int64_t n_tok = h.ne[1];
+    TERN_ASSERT(h.ne[0] == e.n_cols && logits.ne[0] == e.n_rows && logits.ne[1] == n_tok, "lm_head shapes");
+    const float * hin = head_input(h, round_input_f16);
+    float *       out = cpu_data<float>(logits);
+    pool_.parallel_for(e.n_rows, 64, [&](int64_t r0, int64_t r1, int ti) {
+        head_rows(e, hin, n_tok, r0, r1, out, e.n_rows, scratch_[static_cast<size_t>(ti)]);
+    });
+}
+
+void CpuFastBackend::build_head_i8(CpuFastEmbedding & e) {
+    const int64_t k = e.n_cols, n = e.n_rows;
+    e.i8 = AlignedBytes(static_cast<size_t>(n * k));
+    e.s.assign(static_cast<size_t>(n), 0.0f);
+    e.d_norm = e.q_norm = e.e_norm = e.s;
+    const auto * table = reinterpret_cast<const uint16_t *>(e.src.data.data());
+    int8_t *     q     = e.i8.as<int8_t>();
+    pool_.parallel_for(n, 64, [&](int64_t r0, int64_t r1, int ti) {
+        Scratch & sc = scratch_[static_cast<size_t>(ti)];
+        grow(sc.f, k);
+        float * row = sc.f.data();
+        for (int64_t r = r0; r < r1; ++r) {
+            float amax = 0.0f;
+            for (int64_t i = 0; i < k; ++i) {
+                row[i] = fp16_to_fp32(table[r * k + i]);
+                amax   = std::max(amax, std::fabs(row[i]));
+            }
+            const float s  = amax / 127.0f;
+            double      dd = 0, qq = 0, ee = 0;
+            for (int64_t i = 0; i < k; ++i) {
+                const float  v  = s > 0.0f ? std::nearbyint(row[i] / s) : 0.0f;
+                const int    qi = static_cast<int>(std::clamp(v, -127.0f, 127.0f));
+                const double d  = static_cast<double>(row[i]) - static_cast<double>(s) * qi;
+                q[r * k + i]    = static_cast<int8_t>(qi);
+                dd += d * d;
+                qq += static_cast<double>(qi) * qi;
+                ee += static_cast<double>(row[i]) * row[i];
+            }
+            e.s[static_cast<size_t>(r)]      = s;
+            e.d_norm[static_cast<size_t>(r)] = round_up(std::sqrt(dd) * k_up);
+            e.q_norm[static_cast<size_t>(r)] = round_up(static_cast<double>(s) * std::sqrt(qq) * k_up);
+            e.e_norm[static_cast<size_t>(r)] = round_up(std::sqrt(ee) * k_up);
+        }
+    });
+}
+
+size_t CpuFastBackend::greedy_head_bytes(const Weight & head) const {
+    const auto * e = dynamic_cast<const CpuFastEmbedding *>(&head);
+    if (e == nullptr || !e->has_i8()) return head.n_bytes;
+    return e->i8.size() + 4 * sizeof(float) * static_cast<size_t>(e->n_rows);
+}
+
+bool CpuFastBackend::head_i8_top(const CpuFastEmbedding & e, const float * hin, int64_t top_k, float * logits,
+                                 int32_t * best_out) {
+    const int64_t k = e.n_cols, n = e.n_rows;
+    double        maxh = 0;
+    for (int64_t i = 0; i < k; ++i) {
+        if (!std::isfinite(hin[i])) return false;
+        maxh = std::max(maxh, std::fabs(static_cast<double>(hin[i])));
+    }
+    const double S = maxh > 0 ? maxh / 32767.0 : 1.0;
+    grow(hgrid_, k);
+    double hh = 0, ee = 0;
+    for (int64_t i = 0; i < k; ++i) {
+        const double v  = std::clamp(std::nearbyint(static_cast<double>(hin[i]) / S), -32767.0, 32767.0);
+        hgrid_[static_cast<size_t>(i)] = static_cast<int16_t>(v);
+        const double eta = static_cast<double>(hin[i]) - S * v;
+        hh += static_cast<double>(hin[i]) * hin[i];
+        ee += eta * eta;
+    }
+    const double h_norm = std::sqrt(hh) * k_up, eta_norm = std::sqrt(ee) * k_up;
+    grow(lo_, n);
+    grow(hi_, n);
+    const int n_threads = pool_.n_threads();
+    float     thresh    = -std::numeric_limits<float>::infinity();
+    // Pass 1: bounds of every row, each thread's largest lower bound.
+    std::vector<float> best_lo(static_cast<size_t>(n_threads), -std::numeric_limits<float>::infinity());
+    pool_.parallel_for(n, 64, [&](int64_t r0, int64_t r1, int ti) {
+        Scratch & sc = scratch_[static_cast<size_t>(ti)];
+        grow(sc.dots, 256);
+        float m = -std::numeric_limits<float>::infinity();
+        for (int64_t b = r0; b < r1; b += 256) {
+            const int64_t be = std::min(r1, b + 256);
+            k_.i8_rows_dot_i16(e.i8.as<int8_t>(), k, b, be, k, hgrid_.data(), sc.dots.data());
+            for (int64_t r = b; r < be; ++r) {
+                const size_t ri = static_cast<size_t>(r);
+                const double f  = static_cast<double>(e.s[ri]) * S * static_cast<double>(sc.dots[static_cast<size_t>(r - b)]);
+                const double B  = k_up * (static_cast<double>(e.q_norm[ri]) * eta_norm + static_cast<double>(e.d_norm[ri]) * h_norm) +
+                                 0x1p-22 * (std::fabs(f) + static_cast<double>(e.e_norm[ri]) * h_norm);
+                lo_[ri] = round_down(f - B);
+                hi_[ri] = round_up(f + B);
+                m       = std::max(m, lo_[ri]);
+            }
+        }
+        best_lo[static_cast<size_t>(ti)] = std::max(best_lo[static_cast<size_t>(ti)], m);
+    });
+    if (top_k <= 1) {
+        thresh = *std::max_element(best_lo.begin(), best_lo.end());
+    } else {
+        std::vector<float> tmp(lo_.begin(), lo_.begin() + n);
+        std::nth_element(tmp.begin(), tmp.begin() + (top_k - 1), tmp.end(), std::greater<float>());
+        thresh = tmp[static_cast<size_t>(top_k - 1)];
+    }
+    // Pass 2: the rows whose upper bound reaches the threshold, exactly: gathered 8 at a time into
+    // the thread's scratch for the exact kernel.
+    std::vector<std::pair<float, int64_t>> best(static_cast<size_t>(n_threads), {-std::numeric_limits<float>::infinity(), -1});
+    const auto * table = reinterpret_cast<const uint16_t *>(e.src.data.data());
+    pool_.parallel_for(n, 64, [&](int64_t r0, int64_t r1, int ti) {
+        Scratch & sc = scratch_[static_cast<size_t>(ti)];
+        auto &    bt = best[static_cast<size_t>(ti)];
+        grow(sc.f, 8 * k);
+        auto *    rows = reinterpret_cast<uint16_t *>(sc.f.data());  // 8 f16 rows fit in 8 k floats
+        int64_t   cand[8];
+        float     vals[8];
+        int64_t   nc   = 0;
+        auto      flush = [&] {
+            k_.f16_rows_dot(rows, k, 0, nc, k, hin, 1, vals, nc);
+            for (int64_t j = 0; j < nc; ++j) {
+                if (logits) logits[cand[j]] = vals[j];
+                if (bt.second < 0 || vals[j] > bt.first) bt = {vals[j], cand[j]};
+            }
+            nc = 0;
+        };
+        for (int64_t r = r0; r < r1; ++r) {
+            if (hi_[static_cast<size_t>(r)] < thresh) {
+                if (logits) logits[r] = -std::numeric_limits<float>::infinity();
+                continue;
+            }
+            std::memcpy(rows + nc * k, table + r * k, static_cast<size_t>(k) * sizeof(uint16_t));
+            cand[nc++] = r;
+            if (nc == 8) flush();
+        }
+        if (nc > 0) flush();
+    });
+    if (best_out) {
+        std::pair<float, int64_t> b{-std::numeric_limits<float>::infinity(), -1};
+        for (const auto & t : best) {  // threads' ranges are in row order: ">" keeps the lowest index
+            if (t.second >= 0 && (b.second < 0 || t.first > b.first)) b = t;
+        }
+        *best_out = static_cast<int32_t>(b.second);
+    }
+    return true;
+}
+
+void CpuFastBackend::norm_lm_head_argmax(const Tensor & ids, const Tensor & logits, const Weight & head, const Tensor & h,
+                                         const Tensor & x, const Weight & norm, float eps, bool round_input_f16) {
+    const auto * e = dynamic_cast<const CpuFastEmbedding *>(&head);
+    if (e != nullptr && e->has_i8() && x.ne[1] == 1) {
+        rms_norm(h, x, norm, eps);
+        int32_t best = -1;
+        if (head_i8_top(*e, head_input(h, round_input_f16), 1, nullptr, &best)) {
+            *cpu_data<int32_t>(ids) = best;
+            return;
+        }
+    }
+    Backend::norm_lm_head_argmax(ids, logits, head, h, x, norm, eps, round_input_f16);
+}
+
+void CpuFastBackend::norm_lm_head_top_k(const Tensor & logits, const Weight & head, const Tensor & h, const Tensor & x,
+                                        const Weight & norm, float eps, bool round_input_f16, int64_t k) {
+    const auto * e = dynamic_cast<const CpuFastEmbedding *>(&head);
+    if (e != nullptr && e->has_i8() && x.ne[1] == 1 && k >= 1 && k < e->n_rows) {
+        rms_norm(h, x, norm, eps);
+        if (head_i8_top(*e, head_input(h, round_input_f16), k, cpu_data<float>(logits), nullptr)) return;
+    }
+    Backend::norm_lm_head_top_k(logits, head, h, x, norm, eps, round_input_f16, k);
+}
+
+}  // namespace tern

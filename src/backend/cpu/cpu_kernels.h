@@ -1,0 +1,132 @@
+// The fast CPU backend's kernel table: one set of function pointers per instruction set
+// (kernels_avx512.cpp, kernels_avx2.cpp, kernels_neon.cpp, each compiled with its own flags and
+// chosen at run time from the CPU's features: cpu_isa.h). Every kernel computes bit for bit what
+// the scalar reference (cpu_ops.h, cpu_backend.cpp) computes, in the reference's order of
+// operations; tests/backend/cpu_kernels_test.cpp checks each against it on random data.
+//
+// The kernel files include nothing but this header and intrinsics: an inline function or template
+// instantiated in a file built with -mavx512f could be the copy the linker keeps for everyone.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tern::cpu {
+
+// ----------------------------------------------------------------------------- ternary tiles
+// Low-bit weights repacked for integer dot products ("tiles", cpu_tiles.h makes them). A tile is
+// 16 consecutive output rows; its codes are K/16 chunks of 64 bytes, chunk c covering columns
+// 16c .. 16c + 15 of all 16 rows:
+//
+//   byte 4r + m of chunk c, bits 2s+1..2s  =  code of row r, column 16c + 4s + m     (r < 16, m, s < 4)
+//
+// code = value + 1 (0, 1, 2; 3 only for Q2_0's +2). Shifting a chunk right by 2s and masking with
+// 3 gives, in each 32-bit lane r, the 4 codes of row r at columns 16c + 4s .. + 3: the operand of
+// one vpdpbusd / sdot lane per row against 4 activation bytes broadcast to every lane, so 16 rows
+// accumulate side by side with no horizontal sums. Rows past n_rows are padding (code 1).
+inline constexpr int64_t k_tile_rows  = 16;
+inline constexpr int64_t k_tile_cols  = 16;   // columns per chunk
+inline constexpr int64_t k_tile_chunk = 64;   // bytes per chunk
+
+struct TernaryTiles {
+    const uint8_t * codes      = nullptr;  // [n_tiles][k / 16][64]
+    const float *   scales     = nullptr;  // [n_tiles][n_groups][16]: the group scales of a tile's rows
+    const float *   out_scales = nullptr;  // [n_tiles * 16] extra multiplier, or null when all are 1
+    int64_t         k          = 0;        // columns (multiple of 16)
+    int64_t         n_rows     = 0;
+    int64_t         group      = 0;        // columns per scale (multiple of 16, divides k)
+    int64_t n_groups() const { return k / group; }
+    int64_t n_tiles() const { return (n_rows + k_tile_rows - 1) / k_tile_rows; }
+};
+
+// Quantized activations of T tokens: q[t * ld + i], i < k; group_sums[t * n_groups + g] = the sum
+// of q over group g (the codes carry value + 1: dot(value, q) = dot(code, q) - sum(q)).
+struct ActView {
+    const int8_t *  q          = nullptr;
+    int64_t         ld         = 0;
+    const float *   scale      = nullptr;  // [T]
+    const int32_t * group_sums = nullptr;  // [T][n_groups]
+    int64_t         n_tokens   = 0;
+};
+
+// ----------------------------------------------------------------------------- attention
+// One query token, one KV head and the `n_q` query heads that share it (GQA), over cache
+// positions 0 .. n_pos - 1, as cpu_backend.cpp's reference computes each head.
+struct AttentionJob {
+    const float * q       = nullptr;  // [n_q][head_dim] query heads (f32, before any f16 rounding)
+    int64_t       n_q     = 0;
+    int64_t       n_pos   = 0;
+    float         scale   = 0;
+    float *       out     = nullptr;  // [n_q][head_dim]
+};
+// The cache of one KV head converted once per call (attention_prepare): K transposed in blocks of
+// 16 positions, kt[(p / 16) * head_dim * 16 + d * 16 + p % 16], and V as f32 rows, v[p * head_dim + d].
+struct AttentionKv {
+    const float * kt       = nullptr;
+    const float * v        = nullptr;
+    int64_t       head_dim = 0;
+    bool          k_f16    = false;  // q rounded to f16 before q . k
+    bool          v_f16    = false;  // probabilities rounded to f16 before P . V
+};
+// The cache geometry attention_prepare reads: column p of K (or V) is at base + p * stride
+// elements, the head's dimensions at [first, first + head_dim).
+struct CacheView {
+    const void * k = nullptr;
+    const void * v = nullptr;
+    bool         f16_k = false, f16_v = false;
+    int64_t      stride = 0, first = 0, head_dim = 0;
+};
+
+// ----------------------------------------------------------------------------- the table
+struct Kernels {
+    const char * name;  // "avx512-vnni", "avx2", "neon-dotprod"
+
+    // y[t * ldy + r - row0] for the rows r of tiles [tile0, tile1) that are < n_rows, every token:
+    // the reference's bitlinear_dot (one group: ((float)dot / act) * scale; several: the sum over
+    // groups in order of ((float)dot_g / act) * scale_g from 0.0f), times out_scale where that is
+    // not 1, added to y when accumulate. Bytes of q past k are never read.
+    void (*ternary_gemm)(const TernaryTiles & w, int64_t tile0, int64_t tile1, const ActView & a, float * y,
+                         int64_t ldy, int64_t row0, bool accumulate);
+
+    // cpu::sum_squares (the block-halving order).
+    float (*sum_squares)(const float * x, int64_t n);
+    // y = (x * w) * scale; returns max |y|.
+    float (*norm_apply)(const float * x, const float * w, float scale, float * y, int64_t n);
+    // cpu::quantize_act_row given max |x| (as float; the reference's double max is the same value).
+    float (*quantize_row)(const float * x, float max_abs, int8_t * q, int64_t n);
+
+    // NeoX rotation of n_heads heads of head_dim floats (stride head_dim) by the pair angles' cos
+    // and sin (n_rot / 2 of each): x0 c - x1 s, x0 s + x1 c, each product rounded.
+    void (*rope)(float * x, int64_t n_heads, int64_t head_dim, int64_t n_rot, const float * cos, const float * sin);
+    void (*f32_to_f16)(const float * x, uint16_t * y, int64_t n);  // round to nearest even
+    // f[i] = act(g[i]) * u[i] (relu2 or silu with exp_fixed), the reference gate_up's epilogue.
+    void (*gate_act)(const float * g, const float * u, float * f, int64_t n, bool relu2);
+
+    // Converts positions [0, n_pos) of one KV head into kt / v (AttentionKv's layouts; kt padded to
+    // whole blocks of 16 positions).
+    void (*attention_prepare)(const CacheView & cache, int64_t n_pos, float * kt, float * v);
+    // One token's heads against a prepared KV head; scores: n_q * (n_pos + 16) floats of scratch.
+    void (*attention)(const AttentionKv & kv, const AttentionJob & job, float * scores);
+
+    // logits[t * ld + r - r0] = (float) sum_i e[r][i] h[t][i] for rows [r0, r1), summed in double in
+    // order i = 0, 1, ... (cpu::dot_f32), e the f16 rows of `table` (row_stride elements apart).
+    void (*f16_rows_dot)(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k,
+                         const float * h, int64_t n_tokens, float * logits, int64_t ld);
+    // The same for f32 rows (a quantized head's rows, dequantized).
+    void (*f32_rows_dot)(const float * rows, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
+                         int64_t n_tokens, float * logits, int64_t ld);
+    // A sum over n bytes read as fast as the kernels can stream (tern bench --roofline's read
+    // bandwidth: what a kernel that only reads can reach).
+    uint64_t (*read_bytes)(const uint8_t * p, int64_t n);
+
+    // dots[r - r0] = sum_i q[r][i] H[i] exactly, q int8 rows (row_stride bytes apart), H int16.
+    void (*i8_rows_dot_i16)(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const int16_t * H,
+                            int64_t * dots);
+};
+
+// The kernels of each instruction set this build has (null where the build has none).
+const Kernels * kernels_avx512();
+const Kernels * kernels_avx2();
+const Kernels * kernels_neon();
+
+}  // namespace tern::cpu

@@ -1,0 +1,232 @@
+// AVX-512 kernels (F, BW, VL, DQ, VNNI; compiled with those flags only, chosen at run time when
+// the CPU has them): the ternary products with vpdpbusd on the tile layout, the norm, RoPE, the
+// attention and the exact head. Each reproduces the scalar reference's operations in its order
+// (cpu_kernels.h); the shared vector helpers are in simd_avx512.h.
+#include "backend/cpu/simd_avx512.h"
+
+namespace tern::cpu {
+namespace {
+
+using namespace avx512;
+
+// ------------------------------------------------------------------------- ternary products
+
+// One tile (16 rows) against NT tokens: acc[t] lane r = sum over the group of code(r, i) q[t][i].
+// The epilogue turns each group's integer sums into the reference's floats.
+template <int NT>
+void tile_tokens(const TernaryTiles & w, int64_t tile, const ActView & a, int64_t t0, float * y, int64_t ldy,
+                 int64_t row0, bool accumulate) {
+    const int64_t   n_groups     = w.n_groups();
+    const int64_t   chunks_per_g = w.group / k_tile_cols;
+    const uint8_t * codes        = w.codes + tile * (w.k / k_tile_cols) * k_tile_chunk;
+    const float *   scales       = w.scales + tile * n_groups * k_tile_rows;
+    const __m512i   three        = _mm512_set1_epi8(3);
+    const int8_t *  q[NT];
+    for (int t = 0; t < NT; ++t) q[t] = a.q + (t0 + t) * a.ld;
+    __m512 out[NT];
+    for (int t = 0; t < NT; ++t) out[t] = _mm512_setzero_ps();
+    for (int64_t g = 0; g < n_groups; ++g) {
+        // NT == 1 keeps one accumulator per shift (four independent chains); more tokens are chains enough.
+        constexpr int NA = NT == 1 ? 4 : NT;
+        __m512i       acc[NA];
+        for (int i = 0; i < NA; ++i) acc[i] = _mm512_setzero_si512();
+        for (int64_t c = g * chunks_per_g; c < (g + 1) * chunks_per_g; ++c) {
+            const __m512i   bytes = _mm512_loadu_si512(codes + c * k_tile_chunk);
+            const __m512i   w0    = _mm512_and_si512(bytes, three);
+            const __m512i   w1    = _mm512_and_si512(_mm512_srli_epi16(bytes, 2), three);
+            const __m512i   w2    = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), three);
+            const __m512i   w3    = _mm512_and_si512(_mm512_srli_epi16(bytes, 6), three);
+            const int64_t   col   = c * k_tile_cols;
+            if constexpr (NT == 1) {
+                acc[0] = _mm512_dpbusd_epi32(acc[0], w0, bcast4(q[0] + col));
+                acc[1] = _mm512_dpbusd_epi32(acc[1], w1, bcast4(q[0] + col + 4));
+                acc[2] = _mm512_dpbusd_epi32(acc[2], w2, bcast4(q[0] + col + 8));
+                acc[3] = _mm512_dpbusd_epi32(acc[3], w3, bcast4(q[0] + col + 12));
+            } else {
+#pragma GCC unroll 16
+                for (int t = 0; t < NT; ++t) {
+                    acc[t] = _mm512_dpbusd_epi32(acc[t], w0, bcast4(q[t] + col));
+                    acc[t] = _mm512_dpbusd_epi32(acc[t], w1, bcast4(q[t] + col + 4));
+                    acc[t] = _mm512_dpbusd_epi32(acc[t], w2, bcast4(q[t] + col + 8));
+                    acc[t] = _mm512_dpbusd_epi32(acc[t], w3, bcast4(q[t] + col + 12));
+                }
+            }
+        }
+        if constexpr (NT == 1) acc[0] = _mm512_add_epi32(_mm512_add_epi32(acc[0], acc[1]), _mm512_add_epi32(acc[2], acc[3]));
+        const __m512 sg = _mm512_loadu_ps(scales + g * k_tile_rows);
+        for (int t = 0; t < NT; ++t) {
+            const __m512i dot  = _mm512_sub_epi32(acc[t], _mm512_set1_epi32(a.group_sums[(t0 + t) * n_groups + g]));
+            const __m512  term = _mm512_mul_ps(_mm512_div_ps(_mm512_cvtepi32_ps(dot), _mm512_set1_ps(a.scale[t0 + t])), sg);
+            out[t]             = n_groups == 1 ? term : _mm512_add_ps(out[t], term);
+        }
+    }
+    const int64_t   r_begin = tile * k_tile_rows;
+    const int64_t   n_valid = w.n_rows - r_begin < k_tile_rows ? w.n_rows - r_begin : k_tile_rows;
+    const __mmask16 m       = static_cast<__mmask16>((1u << n_valid) - 1u);
+    const __m512    os      = w.out_scales ? _mm512_loadu_ps(w.out_scales + r_begin) : _mm512_set1_ps(1.0f);
+    for (int t = 0; t < NT; ++t) {
+        __m512 v = w.out_scales ? _mm512_mul_ps(out[t], os) : out[t];
+        float *  dst = y + (t0 + t) * ldy + (r_begin - row0);
+        if (accumulate) v = _mm512_add_ps(_mm512_maskz_loadu_ps(m, dst), v);
+        _mm512_mask_storeu_ps(dst, m, v);
+    }
+}
+
+// Token blocks of 8: a tile's codes are unpacked once per block and stay in L1 across blocks.
+void ternary_gemm(const TernaryTiles & w, int64_t tile0, int64_t tile1, const ActView & a, float * y, int64_t ldy,
+                  int64_t row0, bool accumulate) {
+    constexpr int64_t k_block = 64;  // tokens whose activations stay in L2 while the tiles stream
+    for (int64_t tb = 0; tb < a.n_tokens; tb += k_block) {
+        const int64_t te = tb + k_block < a.n_tokens ? tb + k_block : a.n_tokens;
+        for (int64_t tile = tile0; tile < tile1; ++tile) {
+            int64_t t = tb;
+            for (; t + 8 <= te; t += 8) tile_tokens<8>(w, tile, a, t, y, ldy, row0, accumulate);
+            switch (te - t) {
+                case 7: tile_tokens<7>(w, tile, a, t, y, ldy, row0, accumulate); break;
+                case 6: tile_tokens<6>(w, tile, a, t, y, ldy, row0, accumulate); break;
+                case 5: tile_tokens<5>(w, tile, a, t, y, ldy, row0, accumulate); break;
+                case 4: tile_tokens<4>(w, tile, a, t, y, ldy, row0, accumulate); break;
+                case 3: tile_tokens<3>(w, tile, a, t, y, ldy, row0, accumulate); break;
+                case 2: tile_tokens<2>(w, tile, a, t, y, ldy, row0, accumulate); break;
+                case 1: tile_tokens<1>(w, tile, a, t, y, ldy, row0, accumulate); break;
+                default: break;
+            }
+        }
+    }
+}
+
+// ------------------------------------------------------------------------- norm, quantization
+
+// Halving sum of t[0..p), p a power of two (cpu::halving_sum): levels of 16 and more in vectors.
+float halving_sum(float * t, int64_t p) {
+    int64_t h = p / 2;
+    for (; h >= 16; h /= 2) {
+        for (int64_t i = 0; i < h; i += 16) _mm512_storeu_ps(t + i, _mm512_add_ps(_mm512_loadu_ps(t + i), _mm512_loadu_ps(t + i + h)));
+    }
+    for (; h >= 1; h /= 2) {
+        for (int64_t i = 0; i < h; ++i) t[i] = t[i] + t[i + h];
+    }
+    return t[0];
+}
+
+float sum_squares(const float * x, int64_t n) {
+    constexpr int64_t k_max_blocks = 1024;  // 32768 elements on the stack; longer rows loop below
+    alignas(64) float blocks[k_max_blocks];
+    const int64_t     n_blocks = (n + 31) / 32;
+    int64_t           p        = 1;
+    while (p < n_blocks) p *= 2;
+    if (p > k_max_blocks) {
+        // Rows this long do not occur in the models tern runs; the same order, one block at a time.
+        float * heap = new float[static_cast<size_t>(p)];
+        for (int64_t b = 0; b < p; ++b) heap[b] = b < n_blocks ? block_squares(x + 32 * b, n - 32 * b) : 0.0f;
+        const float s = halving_sum(heap, p);
+        delete[] heap;
+        return s;
+    }
+    for (int64_t b = 0; b < n_blocks; ++b) blocks[b] = block_squares(x + 32 * b, n - 32 * b);
+    for (int64_t b = n_blocks; b < p; ++b) blocks[b] = 0.0f;
+    return halving_sum(blocks, p);
+}
+
+float norm_apply(const float * x, const float * w, float scale, float * y, int64_t n) {
+    const __m512 s   = _mm512_set1_ps(scale);
+    __m512       mx  = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 m = tail_mask(n - i);
+        const __m512    v = _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, w + i)), s);
+        _mm512_mask_storeu_ps(y + i, m, v);
+        mx = _mm512_max_ps(mx, abs_ps(v));
+    }
+    return _mm512_reduce_max_ps(mx);
+}
+
+float quantize_row(const float * x, float max_abs, int8_t * q, int64_t n) {
+    const double max   = static_cast<double>(max_abs) > 1e-5 ? static_cast<double>(max_abs) : 1e-5;
+    const float  scale = static_cast<float>(127.0 / max);
+    const __m512 s     = _mm512_set1_ps(scale);
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 m = tail_mask(n - i);
+        const __m512i   v = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), s));  // half to even
+        _mm_mask_storeu_epi8(q + i, m, _mm512_cvtsepi32_epi8(v));  // saturating: the clamp to [-128, 127]
+    }
+    return scale;
+}
+
+// ------------------------------------------------------------------------- RoPE, f16, activation
+
+void rope(float * x, int64_t n_heads, int64_t head_dim, int64_t n_rot, const float * cs, const float * sn) {
+    const int64_t half = n_rot / 2;
+    for (int64_t h = 0; h < n_heads; ++h) {
+        float * xh = x + h * head_dim;
+        for (int64_t i = 0; i < half; i += 16) {
+            const __mmask16 m  = tail_mask(half - i);
+            const __m512    c  = _mm512_maskz_loadu_ps(m, cs + i);
+            const __m512    s  = _mm512_maskz_loadu_ps(m, sn + i);
+            const __m512    x0 = _mm512_maskz_loadu_ps(m, xh + i);
+            const __m512    x1 = _mm512_maskz_loadu_ps(m, xh + i + half);
+            _mm512_mask_storeu_ps(xh + i, m, _mm512_sub_ps(_mm512_mul_ps(x0, c), _mm512_mul_ps(x1, s)));
+            _mm512_mask_storeu_ps(xh + i + half, m, _mm512_add_ps(_mm512_mul_ps(x0, s), _mm512_mul_ps(x1, c)));
+        }
+    }
+}
+
+void f32_to_f16(const float * x, uint16_t * y, int64_t n) {
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 m = tail_mask(n - i);
+        _mm256_mask_storeu_epi16(y + i, m, _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, x + i), _MM_FROUND_TO_NEAREST_INT));
+    }
+}
+
+void gate_act(const float * g, const float * u, float * f, int64_t n, bool relu2) {
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 m  = tail_mask(n - i);
+        const __m512    gv = _mm512_maskz_loadu_ps(m, g + i);
+        __m512          a;
+        if (relu2) {
+            const __m512 r = _mm512_max_ps(gv, _mm512_setzero_ps());  // g > 0 ? g : +0 (NaN -> 0)
+            a              = _mm512_mul_ps(r, r);
+        } else {
+            a = _mm512_div_ps(gv, _mm512_add_ps(_mm512_set1_ps(1.0f), exp_fixed(_mm512_sub_ps(_mm512_setzero_ps(), gv))));
+        }
+        _mm512_mask_storeu_ps(f + i, m, _mm512_mul_ps(a, _mm512_maskz_loadu_ps(m, u + i)));
+    }
+}
+
+// ------------------------------------------------------------------------- read bandwidth
+
+uint64_t read_bytes(const uint8_t * p, int64_t n) {
+    __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+    int64_t i  = 0;
+    for (; i + 256 <= n; i += 256) {
+        a0 = _mm512_add_epi64(a0, _mm512_loadu_si512(p + i));
+        a1 = _mm512_add_epi64(a1, _mm512_loadu_si512(p + i + 64));
+        a2 = _mm512_add_epi64(a2, _mm512_loadu_si512(p + i + 128));
+        a3 = _mm512_add_epi64(a3, _mm512_loadu_si512(p + i + 192));
+    }
+    uint64_t s = static_cast<uint64_t>(_mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3))));
+    for (; i < n; ++i) s += p[i];
+    return s;
+}
+
+}  // namespace
+
+void attention_prepare_avx512(const CacheView & cache, int64_t n_pos, float * kt, float * v);
+void attention_avx512(const AttentionKv & kv, const AttentionJob & job, float * scores);
+void f16_rows_dot_avx512(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
+                         int64_t n_tokens, float * logits, int64_t ld);
+void f32_rows_dot_avx512(const float * rows, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
+                         int64_t n_tokens, float * logits, int64_t ld);
+void i8_rows_dot_i16_avx512(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const int16_t * H,
+                            int64_t * dots);
+
+const Kernels * kernels_avx512() {
+    static const Kernels k{
+        "avx512-vnni",       ternary_gemm,     sum_squares,         norm_apply,
+        quantize_row,        rope,             f32_to_f16,          gate_act,
+        attention_prepare_avx512, attention_avx512, f16_rows_dot_avx512, f32_rows_dot_avx512,
+        read_bytes,          i8_rows_dot_i16_avx512,
+    };
+    return &k;
+}
+
+}  // namespace tern::cpu

@@ -1,0 +1,336 @@
+// AVX-512 attention and head kernels (see kernels_avx512.cpp). The reference sums some things in
+// orders that run along a vector (a head's dot product in blocks of 16, the softmax denominator in
+// blocks of 32 positions, a head row's dot product in double from column 0), so these kernels put
+// the independent sums side by side in the lanes instead: 16 cache positions per vector for the
+// scores (K transposed once per call), 16 blocks of positions for the denominator, 8 table rows
+// per vector of doubles for the exact head.
+#include "backend/cpu/simd_avx512.h"
+
+namespace tern::cpu {
+namespace {
+
+using namespace avx512;
+
+// In place: r[j] lane i <- r[i] lane j.
+inline void transpose16(__m512 r[16]) {
+    __m512 t[16];
+    for (int i = 0; i < 8; ++i) {
+        t[2 * i]     = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; ++i) {  // r[4i + c], 128-bit lane L: rows 4i .. 4i + 3 of column 4L + c
+        const __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 2]);
+        const __m512d c = _mm512_castps_pd(t[4 * i + 1]), d = _mm512_castps_pd(t[4 * i + 3]);
+        r[4 * i]     = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+        r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+        r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(c, d));
+        r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(c, d));
+    }
+    __m512 o[16];
+    for (int c = 0; c < 4; ++c) {
+        const __m512 a = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88), b = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xDD);
+        const __m512 e = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88), f = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xDD);
+        o[c]      = _mm512_shuffle_f32x4(a, e, 0x88);
+        o[8 + c]  = _mm512_shuffle_f32x4(a, e, 0xDD);
+        o[4 + c]  = _mm512_shuffle_f32x4(b, f, 0x88);
+        o[12 + c] = _mm512_shuffle_f32x4(b, f, 0xDD);
+    }
+    for (int i = 0; i < 16; ++i) r[i] = o[i];
+}
+
+inline __m512 load_cache16(const CacheView & c, const void * base, bool f16, int64_t p, int64_t d) {
+    const int64_t at = p * c.stride + c.first + d;
+    return f16 ? load_f16(static_cast<const uint16_t *>(base) + at) : _mm512_loadu_ps(static_cast<const float *>(base) + at);
+}
+
+void attention_prepare(const CacheView & c, int64_t n_pos, float * kt, float * v) {
+    const int64_t hd = c.head_dim;
+    for (int64_t b = 0; b * 16 < n_pos; ++b) {
+        for (int64_t d0 = 0; d0 < hd; d0 += 16) {
+            __m512 r[16];
+            for (int64_t j = 0; j < 16; ++j) {
+                const int64_t p = b * 16 + j < n_pos ? b * 16 + j : n_pos - 1;  // padding lanes repeat the last
+                r[j]            = load_cache16(c, c.k, c.f16_k, p, d0);
+            }
+            transpose16(r);
+            for (int64_t j = 0; j < 16; ++j) _mm512_storeu_ps(kt + (b * hd + d0 + j) * 16, r[j]);
+        }
+    }
+    for (int64_t p = 0; p < n_pos; ++p) {
+        for (int64_t d0 = 0; d0 < hd; d0 += 16) _mm512_storeu_ps(v + p * hd + d0, load_cache16(c, c.v, c.f16_v, p, d0));
+    }
+}
+
+// cpu::sum_positions of n >= 0 non-negative terms (softmax numerators: adding a +0 is exact there):
+// each superblock's 16 blocks of 32 summed side by side in the lanes.
+float sum_positions(const float * t, int64_t n) {
+    float total = 0.0f;
+    for (int64_t s0 = 0; s0 < n; s0 += 512) {
+        const int64_t s1       = s0 + 512 < n ? s0 + 512 : n;
+        const int64_t n_blocks = (s1 - s0 + 31) / 32;
+        __m512        block    = _mm512_setzero_ps();
+        const __m512i idx      = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                                    _mm512_set1_epi32(32));
+        for (int64_t j = 0; j < 32; ++j) {
+            // lane b reads t[s0 + 32 b + j] where that is inside the superblock
+            const __mmask16 m = _mm512_cmplt_epi32_mask(_mm512_add_epi32(idx, _mm512_set1_epi32(static_cast<int>(j))),
+                                                        _mm512_set1_epi32(static_cast<int>(s1 - s0)));
+            block = _mm512_add_ps(block, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, _mm512_add_epi32(idx, _mm512_set1_epi32(static_cast<int>(j))), t + s0, 4));
+        }
+        alignas(64) float b[16];
+        _mm512_store_ps(b, block);
+        float super = 0.0f;
+        for (int64_t i = 0; i < n_blocks; ++i) super = super + b[i];
+        total = total + super;
+    }
+    return total;
+}
+
+// P . V for GN heads and DN * 16 dimensions from d0, in the position order (cpu::PositionSum).
+template <int GN, int DN>
+void pv_heads(const AttentionKv & kv, const float * probs, int64_t ld_probs, int64_t n, int64_t d0, float * out) {
+    const int64_t hd = kv.head_dim;
+    __m512        blk[GN][DN], super[GN][DN], total[GN][DN];
+    for (int g = 0; g < GN; ++g) {
+        for (int i = 0; i < DN; ++i) blk[g][i] = super[g][i] = total[g][i] = _mm512_setzero_ps();
+    }
+    for (int64_t p = 0; p < n; ++p) {
+        __m512 v[DN];
+        for (int i = 0; i < DN; ++i) v[i] = _mm512_loadu_ps(kv.v + p * hd + d0 + 16 * i);
+        for (int g = 0; g < GN; ++g) {
+            const __m512 pb = _mm512_set1_ps(probs[g * ld_probs + p]);
+            for (int i = 0; i < DN; ++i) blk[g][i] = _mm512_add_ps(blk[g][i], _mm512_mul_ps(pb, v[i]));
+        }
+        if ((p + 1) % 32 == 0) {
+            for (int g = 0; g < GN; ++g) {
+                for (int i = 0; i < DN; ++i) {
+                    super[g][i] = _mm512_add_ps(super[g][i], blk[g][i]);
+                    blk[g][i]   = _mm512_setzero_ps();
+                }
+            }
+            if ((p + 1) % 512 == 0) {
+                for (int g = 0; g < GN; ++g) {
+                    for (int i = 0; i < DN; ++i) {
+                        total[g][i] = _mm512_add_ps(total[g][i], super[g][i]);
+                        super[g][i] = _mm512_setzero_ps();
+                    }
+                }
+            }
+        }
+    }
+    for (int g = 0; g < GN; ++g) {
+        for (int i = 0; i < DN; ++i) {
+            if (n % 32 != 0) super[g][i] = _mm512_add_ps(super[g][i], blk[g][i]);
+            _mm512_storeu_ps(out + g * hd + d0 + 16 * i, _mm512_add_ps(total[g][i], super[g][i]));
+        }
+    }
+}
+
+template <int GN> void pv_dims(const AttentionKv & kv, const float * probs, int64_t ld, int64_t n, float * out) {
+    const int64_t hd = kv.head_dim;
+    int64_t       d0 = 0;
+    for (; d0 + 64 <= hd; d0 += 64) pv_heads<GN, 4>(kv, probs, ld, n, d0, out);
+    switch ((hd - d0) / 16) {
+        case 3: pv_heads<GN, 3>(kv, probs, ld, n, d0, out); break;
+        case 2: pv_heads<GN, 2>(kv, probs, ld, n, d0, out); break;
+        case 1: pv_heads<GN, 1>(kv, probs, ld, n, d0, out); break;
+        default: break;
+    }
+}
+
+// Scores of up to 4 heads for 16 positions per vector: each block of 16 dimensions summed in order
+// from 0.0f, the block sums added in order (cpu::dot_blocked16), times the scale.
+template <int GN>
+void scores_heads(const AttentionKv & kv, const float * qh, int64_t n, float scale, float * scores, int64_t ld) {
+    const int64_t hd = kv.head_dim;
+    for (int64_t b = 0; b * 16 < n; ++b) {
+        const float * kb = kv.kt + b * hd * 16;
+        __m512        acc[GN];
+        for (int g = 0; g < GN; ++g) acc[g] = _mm512_setzero_ps();
+        for (int64_t d0 = 0; d0 < hd; d0 += 16) {
+            __m512 k[16];
+            for (int j = 0; j < 16; ++j) k[j] = _mm512_loadu_ps(kb + (d0 + j) * 16);
+            for (int g = 0; g < GN; ++g) {
+                __m512 s = _mm512_setzero_ps();
+                for (int j = 0; j < 16; ++j) s = _mm512_add_ps(s, _mm512_mul_ps(_mm512_set1_ps(qh[g * hd + d0 + j]), k[j]));
+                acc[g] = _mm512_add_ps(acc[g], s);
+            }
+        }
+        for (int g = 0; g < GN; ++g) _mm512_storeu_ps(scores + g * ld + b * 16, _mm512_mul_ps(acc[g], _mm512_set1_ps(scale)));
+    }
+}
+
+void attention(const AttentionKv & kv, const AttentionJob & job, float * scratch) {
+    const int64_t hd = kv.head_dim, n = job.n_pos, ld = n + 16;
+    float *       scores = scratch;                 // [n_q][ld]
+    float *       qh     = scratch + job.n_q * ld;  // [n_q][hd]
+    for (int64_t i = 0; i < job.n_q * hd; i += 16) {
+        const __m512 q = _mm512_loadu_ps(job.q + i);
+        _mm512_storeu_ps(qh + i, kv.k_f16 ? round_f16(q) : q);
+    }
+    for (int64_t g0 = 0; g0 < job.n_q; g0 += 4) {
+        switch (job.n_q - g0 < 4 ? job.n_q - g0 : 4) {
+            case 4: scores_heads<4>(kv, qh + g0 * hd, n, job.scale, scores + g0 * ld, ld); break;
+            case 3: scores_heads<3>(kv, qh + g0 * hd, n, job.scale, scores + g0 * ld, ld); break;
+            case 2: scores_heads<2>(kv, qh + g0 * hd, n, job.scale, scores + g0 * ld, ld); break;
+            default: scores_heads<1>(kv, qh + g0 * hd, n, job.scale, scores + g0 * ld, ld); break;
+        }
+    }
+    for (int64_t g = 0; g < job.n_q; ++g) {
+        float * s  = scores + g * ld;
+        __m512  mx = _mm512_set1_ps(-__builtin_inff());
+        for (int64_t p = 0; p < n; p += 16) mx = _mm512_mask_max_ps(mx, tail_mask(n - p), mx, _mm512_loadu_ps(s + p));
+        const __m512 max = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
+        for (int64_t p = 0; p < n; p += 16) _mm512_storeu_ps(s + p, exp_fixed(_mm512_sub_ps(_mm512_loadu_ps(s + p), max)));
+        for (int64_t p = n; p < ((n + 15) & ~int64_t{15}); ++p) s[p] = 0.0f;
+        const __m512 inv = _mm512_set1_ps(1.0f / sum_positions(s, n));
+        for (int64_t p = 0; p < n; p += 16) {
+            const __m512 pr = _mm512_mul_ps(_mm512_loadu_ps(s + p), inv);
+            _mm512_storeu_ps(s + p, kv.v_f16 ? round_f16(pr) : pr);
+        }
+    }
+    for (int64_t g0 = 0; g0 < job.n_q; g0 += 4) {
+        switch (job.n_q - g0 < 4 ? job.n_q - g0 : 4) {
+            case 4: pv_dims<4>(kv, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
+            case 3: pv_dims<3>(kv, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
+            case 2: pv_dims<2>(kv, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
+            default: pv_dims<1>(kv, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
+        }
+    }
+}
+
+// ------------------------------------------------------------------------- exact head rows
+
+// 8 rows x 16 columns (f32, r[j] = row j) -> the columns as 8 doubles each (col[c] lane j = row j).
+inline void columns8x16(__m512 r[8], __m512d col[16]) {
+    __m512 t[8];
+    for (int i = 0; i < 4; ++i) {
+        t[2 * i]     = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    __m512 u[8];  // u[4i + c], 128-bit lane L: rows 4i .. 4i + 3 of column 4L + c
+    for (int i = 0; i < 2; ++i) {
+        const __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 2]);
+        const __m512d c = _mm512_castps_pd(t[4 * i + 1]), d = _mm512_castps_pd(t[4 * i + 3]);
+        u[4 * i]     = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+        u[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+        u[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(c, d));
+        u[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(c, d));
+    }
+    for (int c = 0; c < 4; ++c) {
+        // [u[c].L, u[4+c].L] is column 4L + c: pair the lanes, then widen each half to doubles.
+        const __m512 x = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x44);  // u[c].l0 u[c].l1 u[4+c].l0 u[4+c].l1
+        const __m512 y = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xEE);  // lanes 2, 3
+        const __m512 x2 = _mm512_shuffle_f32x4(x, x, 0xD8);           // column c | column 4 + c
+        const __m512 y2 = _mm512_shuffle_f32x4(y, y, 0xD8);           // column 8 + c | column 12 + c
+        col[c]      = _mm512_cvtps_pd(_mm512_castps512_ps256(x2));
+        col[4 + c]  = _mm512_cvtps_pd(_mm512_extractf32x8_ps(x2, 1));
+        col[8 + c]  = _mm512_cvtps_pd(_mm512_castps512_ps256(y2));
+        col[12 + c] = _mm512_cvtps_pd(_mm512_extractf32x8_ps(y2, 1));
+    }
+}
+
+// Rows as T = uint16_t (f16) or float, NB blocks of 8 rows in flight (independent FMA chains).
+template <class T> inline __m512 load_row16(const T * p) {
+    if constexpr (sizeof(T) == 2) {
+        return load_f16(reinterpret_cast<const uint16_t *>(p));
+    } else {
+        return _mm512_loadu_ps(reinterpret_cast<const float *>(p));
+    }
+}
+template <class T> inline double load_row1(const T * p) {
+    if constexpr (sizeof(T) == 2) {
+        return static_cast<double>(_mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(*reinterpret_cast<const uint16_t *>(p)))));
+    } else {
+        return static_cast<double>(*reinterpret_cast<const float *>(p));
+    }
+}
+
+template <class T, int NB>
+void rows_dot_block(const T * table, int64_t row_stride, int64_t r, int64_t r_end, int64_t k, const float * h,
+                    float * out) {
+    const T * rows[NB * 8];
+    for (int j = 0; j < NB * 8; ++j) rows[j] = table + (r + j < r_end ? r + j : r_end - 1) * row_stride;
+    __m512d acc[NB];
+    for (int b = 0; b < NB; ++b) acc[b] = _mm512_setzero_pd();
+    const int64_t k16 = k & ~int64_t{15};
+    for (int64_t i = 0; i < k16; i += 16) {
+        for (int b = 0; b < NB; ++b) {
+            __m512 rr[8];
+            for (int j = 0; j < 8; ++j) rr[j] = load_row16(rows[b * 8 + j] + i);
+            __m512d col[16];
+            columns8x16(rr, col);
+            for (int c = 0; c < 16; ++c) acc[b] = _mm512_fmadd_pd(col[c], _mm512_set1_pd(static_cast<double>(h[i + c])), acc[b]);
+        }
+    }
+    for (int b = 0; b < NB; ++b) {
+        alignas(64) double s[8];
+        _mm512_store_pd(s, acc[b]);
+        for (int j = 0; j < 8; ++j) {
+            for (int64_t i = k16; i < k; ++i) s[j] += load_row1(rows[b * 8 + j] + i) * static_cast<double>(h[i]);
+            if (r + b * 8 + j < r_end) out[b * 8 + j] = static_cast<float>(s[j]);
+        }
+    }
+}
+
+template <class T>
+void rows_dot(const T * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h, int64_t n_tokens,
+              float * logits, int64_t ld) {
+    for (int64_t t = 0; t < n_tokens; ++t) {
+        int64_t r = r0;
+        for (; r + 32 <= r1; r += 32) rows_dot_block<T, 4>(table, row_stride, r, r1, k, h + t * k, logits + t * ld + r - r0);
+        for (; r < r1; r += 8) rows_dot_block<T, 1>(table, row_stride, r, r1, k, h + t * k, logits + t * ld + r - r0);
+    }
+}
+
+void f16_rows_dot(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
+                  int64_t n_tokens, float * logits, int64_t ld) {
+    rows_dot(table, row_stride, r0, r1, k, h, n_tokens, logits, ld);
+}
+void f32_rows_dot(const float * rows, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
+                  int64_t n_tokens, float * logits, int64_t ld) {
+    rows_dot(rows, row_stride, r0, r1, k, h, n_tokens, logits, ld);
+}
+
+// Exact int64 sums of int8 x int16 products: vpdpwssd into int32 lanes, flushed to int64 every
+// 4096 columns (a lane then holds at most 256 products of |q| <= 127 and |H| <= 32767).
+void i8_rows_dot_i16(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const int16_t * H,
+                     int64_t * dots) {
+    for (int64_t r = r0; r < r1; ++r) {
+        const int8_t * row   = q + r * row_stride;
+        __m512i        total = _mm512_setzero_si512();
+        for (int64_t c0 = 0; c0 < k; c0 += 4096) {
+            const int64_t c1  = c0 + 4096 < k ? c0 + 4096 : k;
+            __m512i       acc = _mm512_setzero_si512();
+            for (int64_t i = c0; i < c1; i += 32) {
+                const __mmask32 m  = c1 - i >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((1u << (c1 - i)) - 1u);
+                const __m512i   qv = _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(m, row + i));
+                acc                = _mm512_dpwssd_epi32(acc, qv, _mm512_maskz_loadu_epi16(m, H + i));
+            }
+            total = _mm512_add_epi64(total, _mm512_add_epi64(_mm512_cvtepi32_epi64(_mm512_castsi512_si256(acc)),
+                                                             _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(acc, 1))));
+        }
+        dots[r - r0] = _mm512_reduce_add_epi64(total);
+    }
+}
+
+}  // namespace
+
+void attention_prepare_avx512(const CacheView & cache, int64_t n_pos, float * kt, float * v) {
+    attention_prepare(cache, n_pos, kt, v);
+}
+void attention_avx512(const AttentionKv & kv, const AttentionJob & job, float * scores) { attention(kv, job, scores); }
+void f16_rows_dot_avx512(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
+                         int64_t n_tokens, float * logits, int64_t ld) {
+    f16_rows_dot(table, row_stride, r0, r1, k, h, n_tokens, logits, ld);
+}
+void f32_rows_dot_avx512(const float * rows, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
+                         int64_t n_tokens, float * logits, int64_t ld) {
+    f32_rows_dot(rows, row_stride, r0, r1, k, h, n_tokens, logits, ld);
+}
+void i8_rows_dot_i16_avx512(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const int16_t * H,
+                            int64_t * dots) {
+    i8_rows_dot_i16(q, row_stride, r0, r1, k, H, dots);
+}
+
+}  // namespace tern::cpu
