@@ -404,7 +404,9 @@ std::unique_ptr<Backend> make_cpu_reference_backend(int n_threads) { return std:
 std::unique_ptr<Backend> make_cpu_backend(const CpuOptions & options) {
     const CpuIsa isa = cpu_isa_resolve(options.isa);
     if (isa == CpuIsa::ref) return make_cpu_reference_backend(options.n_threads);
-    return make_cpu_fast_backend(options.n_threads, isa);
+    CpuOptions o = options;
+    o.isa        = isa;
+    return make_cpu_fast_backend(o);
 }
 
 }  // namespace tern

@@ -17,12 +17,16 @@ namespace tern {
 struct CpuOptions {
     int    n_threads = 0;                  // <= 0: the physical cores (default_thread_count)
     CpuIsa isa       = CpuIsa::automatic;  // automatic: TERN_CPU_ISA, else the best available
+    // Fast backend: F16 heads of this many bytes or more get an int8 copy for greedy and top-k
+    // decoding (half the bytes per token; cpu_fast_head.cpp). On small heads the exact rows it
+    // recomputes cost more than the bytes save.
+    size_t head_i8_min_bytes = size_t{64} << 20;
 };
 
 std::unique_ptr<Backend> make_cpu_backend(const CpuOptions & options = {});
 // The scalar reference itself, whatever the CPU and TERN_CPU_ISA.
 std::unique_ptr<Backend> make_cpu_reference_backend(int n_threads = 0);
-// The fast backend on a given kernel set (isa must be available: cpu_isa_available).
-std::unique_ptr<Backend> make_cpu_fast_backend(int n_threads, CpuIsa isa);
+// The fast backend on the kernel set options.isa (a fast set, available: cpu_isa_available).
+std::unique_ptr<Backend> make_cpu_fast_backend(const CpuOptions & options);
 
 }  // namespace tern

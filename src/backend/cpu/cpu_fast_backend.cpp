@@ -38,7 +38,8 @@ void group_sums(const int8_t * q, int64_t k, int64_t group, int32_t * out) {
 
 }  // namespace
 
-CpuFastBackend::CpuFastBackend(int n_threads, CpuIsa isa) : pool_(n_threads), isa_(isa), k_(kernels_for(isa)) {
+CpuFastBackend::CpuFastBackend(const CpuOptions & o)
+    : pool_(o.n_threads), isa_(o.isa), k_(kernels_for(o.isa)), head_i8_min_bytes_(o.head_i8_min_bytes) {
     scratch_.resize(static_cast<size_t>(pool_.n_threads()));
 }
 
@@ -100,7 +101,7 @@ std::unique_ptr<Weight> CpuFastBackend::load_embedding(const WeightSource & src)
     w->row_bytes = dtype_row_bytes(src.type, src.ne[0]);
     w->n_bytes   = src.data.size();
     for (auto & sc : scratch_) grow(sc.f, 8 * w->n_cols);
-    if (src.type == DType::f16 && src.data.size() >= k_head_i8_min_bytes) build_head_i8(*w);
+    if (src.type == DType::f16 && src.data.size() >= head_i8_min_bytes_) build_head_i8(*w);
     return w;
 }
 
@@ -327,9 +328,9 @@ void CpuFastBackend::argmax(const Tensor & ids, const Tensor & logits) {
 }  // namespace tern
 
 namespace tern {
-std::unique_ptr<Backend> make_cpu_fast_backend(int n_threads, CpuIsa isa) {
-    TERN_ASSERT(isa != CpuIsa::ref && isa != CpuIsa::automatic && cpu_isa_available(isa), "CPU kernels %s unavailable",
-                std::string(cpu_isa_name(isa)).c_str());
-    return std::make_unique<CpuFastBackend>(n_threads, isa);
+std::unique_ptr<Backend> make_cpu_fast_backend(const CpuOptions & o) {
+    TERN_ASSERT(o.isa != CpuIsa::ref && o.isa != CpuIsa::automatic && cpu_isa_available(o.isa), "CPU kernels %s unavailable",
+                std::string(cpu_isa_name(o.isa)).c_str());
+    return std::make_unique<CpuFastBackend>(o);
 }
 }  // namespace tern

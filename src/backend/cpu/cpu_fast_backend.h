@@ -20,16 +20,16 @@
 namespace tern {
 
 // An embedding / head table (mmap'd, as the reference keeps it) and, for an F16 table of
-// k_head_i8_min_bytes or more, its int8 copy for greedy and top-k decoding (cpu_fast_head.cpp).
+// CpuOptions::head_i8_min_bytes or more, its int8 copy for greedy and top-k decoding (cpu_fast_head.cpp).
 class CpuFastEmbedding : public CpuEmbedding {
 public:
     // Row r: q[r * n_cols ..] = round(e / s_r) in [-127, 127] with s_r = max |e| / 127, and the
     // bound coefficients (floats rounded up): d_norm = ||e - s q||, q_norm = s ||q||, e_norm = ||e||.
     AlignedBytes       i8;
-    std::vector<float> s, d_norm, q_norm, e_norm;
+    std::vector<float>   s, d_norm, q_norm, e_norm;
+    std::vector<int32_t> q_sum;  // sum of q over the row
     bool               has_i8() const { return i8.size() != 0; }
 };
-inline constexpr size_t k_head_i8_min_bytes = size_t{64} << 20;
 
 // The data of a tensor in a CpuBuffer.
 template <typename T> T * cpu_data(const Tensor & t) {
@@ -41,7 +41,7 @@ template <typename T> T * cpu_data(const Tensor & t) {
 
 class CpuFastBackend final : public Backend {
 public:
-    CpuFastBackend(int n_threads, CpuIsa isa);
+    explicit CpuFastBackend(const CpuOptions & options);
 
     std::string_view name() const override { return "cpu"; }
     DeviceInfo       device_info() const override;
@@ -130,11 +130,12 @@ private:
     ThreadPool              pool_;
     CpuIsa                  isa_;
     const cpu::Kernels &    k_;
+    size_t                  head_i8_min_bytes_;
     std::vector<Scratch>    scratch_;
     std::vector<int32_t>    gsum_;   // group sums of a shared activation tensor [T][n_groups]
     std::vector<float>      qkv_;    // [T][n_q + 2 n_kv] before RoPE
     std::vector<float>      hin_;    // head input
-    std::vector<int16_t>    hgrid_;  // the head input on the int8 head's 16-bit grid
+    std::vector<uint8_t>    hgrid_;  // the head input on the int8 head's 16-bit grid, as high and low bytes
     std::vector<float>      lo_, hi_;  // the int8 head's bounds per row
     std::unique_ptr<Backend> ref_;   // the reference, for shapes the kernels do not take
     Backend &               reference();

@@ -3,7 +3,7 @@
 // Exact logits (lm_head, norm_lm_head): each row's dot product summed in double from column 0, as
 // cpu::dot_f32 does, 8 rows per vector of doubles (cpu_kernels.h: f16_rows_dot, f32_rows_dot).
 //
-// Greedy and top-k decoding with an F16 head of k_head_i8_min_bytes or more read an int8 copy of
+// Greedy and top-k decoding with an F16 head of CpuOptions::head_i8_min_bytes or more read an int8 copy of
 // the table instead (half the bytes; the idea of the WebGPU backend's greedy head, README "The
 // greedy head reads an int8 copy") and recompute exactly only the rows that can win:
 //   copy:  row e, s = max|e| / 127, q = round(e / s) in [-127, 127]; d = e - s q.
@@ -94,6 +94,7 @@ void CpuFastBackend::build_head_i8(CpuFastEmbedding & e) {
     e.i8 = AlignedBytes(static_cast<size_t>(n * k));
     e.s.assign(static_cast<size_t>(n), 0.0f);
     e.d_norm = e.q_norm = e.e_norm = e.s;
+    e.q_sum.assign(static_cast<size_t>(n), 0);
     const auto * table = reinterpret_cast<const uint16_t *>(e.src.data.data());
     int8_t *     q     = e.i8.as<int8_t>();
     pool_.parallel_for(n, 64, [&](int64_t r0, int64_t r1, int ti) {
@@ -108,16 +109,19 @@ void CpuFastBackend::build_head_i8(CpuFastEmbedding & e) {
             }
             const float s  = amax / 127.0f;
             double      dd = 0, qq = 0, ee = 0;
+            int32_t     qs = 0;
             for (int64_t i = 0; i < k; ++i) {
                 const float  v  = s > 0.0f ? std::nearbyint(row[i] / s) : 0.0f;
                 const int    qi = static_cast<int>(std::clamp(v, -127.0f, 127.0f));
                 const double d  = static_cast<double>(row[i]) - static_cast<double>(s) * qi;
                 q[r * k + i]    = static_cast<int8_t>(qi);
+                qs += qi;
                 dd += d * d;
                 qq += static_cast<double>(qi) * qi;
                 ee += static_cast<double>(row[i]) * row[i];
             }
             e.s[static_cast<size_t>(r)]      = s;
+            e.q_sum[static_cast<size_t>(r)]  = qs;
             e.d_norm[static_cast<size_t>(r)] = round_up(std::sqrt(dd) * k_up);
             e.q_norm[static_cast<size_t>(r)] = round_up(static_cast<double>(s) * std::sqrt(qq) * k_up);
             e.e_norm[static_cast<size_t>(r)] = round_up(std::sqrt(ee) * k_up);
@@ -128,7 +132,7 @@ void CpuFastBackend::build_head_i8(CpuFastEmbedding & e) {
 size_t CpuFastBackend::greedy_head_bytes(const Weight & head) const {
     const auto * e = dynamic_cast<const CpuFastEmbedding *>(&head);
     if (e == nullptr || !e->has_i8()) return head.n_bytes;
-    return e->i8.size() + 4 * sizeof(float) * static_cast<size_t>(e->n_rows);
+    return e->i8.size() + 5 * sizeof(float) * static_cast<size_t>(e->n_rows);  // + s, norms, q_sum
 }
 
 bool CpuFastBackend::head_i8_top(const CpuFastEmbedding & e, const float * hin, int64_t top_k, float * logits,
@@ -140,11 +144,15 @@ bool CpuFastBackend::head_i8_top(const CpuFastEmbedding & e, const float * hin, 
         maxh = std::max(maxh, std::fabs(static_cast<double>(hin[i])));
     }
     const double S = maxh > 0 ? maxh / 32767.0 : 1.0;
-    grow(hgrid_, k);
-    double hh = 0, ee = 0;
+    grow(hgrid_, 2 * k);
+    uint8_t * g_hi = hgrid_.data();
+    uint8_t * g_lo = g_hi + k;
+    double    hh = 0, ee = 0;
     for (int64_t i = 0; i < k; ++i) {
         const double v  = std::clamp(std::nearbyint(static_cast<double>(hin[i]) / S), -32767.0, 32767.0);
-        hgrid_[static_cast<size_t>(i)] = static_cast<int16_t>(v);
+        const int    H  = static_cast<int>(v);
+        g_hi[i]         = static_cast<uint8_t>((H >> 8) + 128);  // arithmetic shift: floor(H / 256)
+        g_lo[i]         = static_cast<uint8_t>(H & 255);
         const double eta = static_cast<double>(hin[i]) - S * v;
         hh += static_cast<double>(hin[i]) * hin[i];
         ee += eta * eta;
@@ -162,7 +170,7 @@ bool CpuFastBackend::head_i8_top(const CpuFastEmbedding & e, const float * hin, 
         float m = -std::numeric_limits<float>::infinity();
         for (int64_t b = r0; b < r1; b += 256) {
             const int64_t be = std::min(r1, b + 256);
-            k_.i8_rows_dot_i16(e.i8.as<int8_t>(), k, b, be, k, hgrid_.data(), sc.dots.data());
+            k_.i8_rows_dot_i16(e.i8.as<int8_t>(), k, b, be, k, g_hi, g_lo, e.q_sum.data(), sc.dots.data());
             for (int64_t r = b; r < be; ++r) {
                 const size_t ri = static_cast<size_t>(r);
                 const double f  = static_cast<double>(e.s[ri]) * S * static_cast<double>(sc.dots[static_cast<size_t>(r - b)]);

@@ -119,9 +119,12 @@ struct Kernels {
     // bandwidth: what a kernel that only reads can reach).
     uint64_t (*read_bytes)(const uint8_t * p, int64_t n);
 
-    // dots[r - r0] = sum_i q[r][i] H[i] exactly, q int8 rows (row_stride bytes apart), H int16.
-    void (*i8_rows_dot_i16)(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const int16_t * H,
-                            int64_t * dots);
+    // dots[r - r0] = sum_i q[r][i] H[i] exactly, q int8 rows (row_stride bytes apart) and H int16
+    // given as its two bytes: hi[i] = (H[i] >> 8) + 128 and lo[i] = H[i] & 255 (unsigned, the
+    // operands of vpdpbusd / udot), with q_sums[r] = sum_i q[r][i]:
+    //   sum q H = 256 (sum q hi - 128 q_sum) + sum q lo.
+    void (*i8_rows_dot_i16)(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const uint8_t * hi,
+                            const uint8_t * lo, const int32_t * q_sums, int64_t * dots);
 };
 
 // The kernels of each instruction set this build has (null where the build has none).

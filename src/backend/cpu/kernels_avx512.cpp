@@ -216,8 +216,8 @@ void f16_rows_dot_avx512(const uint16_t * table, int64_t row_stride, int64_t r0,
                          int64_t n_tokens, float * logits, int64_t ld);
 void f32_rows_dot_avx512(const float * rows, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
                          int64_t n_tokens, float * logits, int64_t ld);
-void i8_rows_dot_i16_avx512(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const int16_t * H,
-                            int64_t * dots);
+void i8_rows_dot_i16_avx512(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const uint8_t * hi,
+                            const uint8_t * lo, const int32_t * q_sums, int64_t * dots);
 
 const Kernels * kernels_avx512() {
     static const Kernels k{

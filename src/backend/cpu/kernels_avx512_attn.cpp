@@ -292,26 +292,43 @@ void f32_rows_dot(const float * rows, int64_t row_stride, int64_t r0, int64_t r1
     rows_dot(rows, row_stride, r0, r1, k, h, n_tokens, logits, ld);
 }
 
-// Exact int64 sums of int8 x int16 products: vpdpwssd into int32 lanes, flushed to int64 every
-// 4096 columns (a lane then holds at most 256 products of |q| <= 127 and |H| <= 32767).
-void i8_rows_dot_i16(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const int16_t * H,
-                     int64_t * dots) {
-    for (int64_t r = r0; r < r1; ++r) {
-        const int8_t * row   = q + r * row_stride;
-        __m512i        total = _mm512_setzero_si512();
-        for (int64_t c0 = 0; c0 < k; c0 += 4096) {
-            const int64_t c1  = c0 + 4096 < k ? c0 + 4096 : k;
-            __m512i       acc = _mm512_setzero_si512();
-            for (int64_t i = c0; i < c1; i += 32) {
-                const __mmask32 m  = c1 - i >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((1u << (c1 - i)) - 1u);
-                const __m512i   qv = _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(m, row + i));
-                acc                = _mm512_dpwssd_epi32(acc, qv, _mm512_maskz_loadu_epi16(m, H + i));
-            }
-            total = _mm512_add_epi64(total, _mm512_add_epi64(_mm512_cvtepi32_epi64(_mm512_castsi512_si256(acc)),
-                                                             _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(acc, 1))));
+// Exact sums of int8 x int16 products as two vpdpbusd sums per 64 columns (the bytes of H, see
+// cpu_kernels.h), 4 rows in flight; a lane holds at most k / 16 products below 2^15: no overflow
+// for k < 2^20.
+template <int NR>
+void i8_rows_block(const int8_t * q, int64_t row_stride, int64_t r, int64_t k, const uint8_t * hi, const uint8_t * lo,
+                   const int32_t * q_sums, int64_t * dots) {
+    __m512i ah[NR], al[NR];
+    for (int j = 0; j < NR; ++j) ah[j] = al[j] = _mm512_setzero_si512();
+    const int64_t k64 = k & ~int64_t{63};
+    for (int64_t i = 0; i < k64; i += 64) {
+        const __m512i h = _mm512_loadu_si512(hi + i), l = _mm512_loadu_si512(lo + i);
+        for (int j = 0; j < NR; ++j) {
+            const __m512i qv = _mm512_loadu_si512(q + (r + j) * row_stride + i);
+            ah[j]            = _mm512_dpbusd_epi32(ah[j], h, qv);
+            al[j]            = _mm512_dpbusd_epi32(al[j], l, qv);
         }
-        dots[r - r0] = _mm512_reduce_add_epi64(total);
     }
+    if (k64 < k) {
+        const __mmask64 m = (~__mmask64{0}) >> (64 - (k - k64));
+        const __m512i   h = _mm512_maskz_loadu_epi8(m, hi + k64), l = _mm512_maskz_loadu_epi8(m, lo + k64);
+        for (int j = 0; j < NR; ++j) {
+            const __m512i qv = _mm512_maskz_loadu_epi8(m, q + (r + j) * row_stride + k64);
+            ah[j]            = _mm512_dpbusd_epi32(ah[j], h, qv);
+            al[j]            = _mm512_dpbusd_epi32(al[j], l, qv);
+        }
+    }
+    for (int j = 0; j < NR; ++j) {
+        const int64_t a = _mm512_reduce_add_epi32(ah[j]), b = _mm512_reduce_add_epi32(al[j]);
+        dots[j]         = 256 * (a - 128 * static_cast<int64_t>(q_sums[r + j])) + b;
+    }
+}
+
+void i8_rows_dot_i16(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const uint8_t * hi,
+                     const uint8_t * lo, const int32_t * q_sums, int64_t * dots) {
+    int64_t r = r0;
+    for (; r + 4 <= r1; r += 4) i8_rows_block<4>(q, row_stride, r, k, hi, lo, q_sums, dots + (r - r0));
+    for (; r < r1; ++r) i8_rows_block<1>(q, row_stride, r, k, hi, lo, q_sums, dots + (r - r0));
 }
 
 }  // namespace
@@ -328,9 +345,9 @@ void f32_rows_dot_avx512(const float * rows, int64_t row_stride, int64_t r0, int
                          int64_t n_tokens, float * logits, int64_t ld) {
     f32_rows_dot(rows, row_stride, r0, r1, k, h, n_tokens, logits, ld);
 }
-void i8_rows_dot_i16_avx512(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const int16_t * H,
-                            int64_t * dots) {
-    i8_rows_dot_i16(q, row_stride, r0, r1, k, H, dots);
+void i8_rows_dot_i16_avx512(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const uint8_t * hi,
+                            const uint8_t * lo, const int32_t * q_sums, int64_t * dots) {
+    i8_rows_dot_i16(q, row_stride, r0, r1, k, hi, lo, q_sums, dots);
 }
 
 }  // namespace tern::cpu
