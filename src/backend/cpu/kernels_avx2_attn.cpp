@@ -1,0 +1,284 @@
+// AVX2 attention and head kernels: kernels_avx512_attn.cpp's algorithms on 8-lane vectors (the
+// transposed K keeps its blocks of 16 positions, two vectors each; the exact head puts 4 rows per
+// vector of doubles).
+#include "backend/cpu/simd_avx2.h"
+
+namespace tern::cpu {
+namespace {
+
+using namespace avx2;
+
+inline __m256 load_cache8(const CacheView & c, const void * base, bool f16, int64_t p, int64_t d) {
+    const int64_t at = p * c.stride + c.first + d;
+    return f16 ? load_f16(static_cast<const uint16_t *>(base) + at) : _mm256_loadu_ps(static_cast<const float *>(base) + at);
+}
+
+void attention_prepare(const CacheView & c, int64_t n_pos, float * kt, float * v) {
+    const int64_t hd = c.head_dim;
+    for (int64_t b = 0; b * 16 < n_pos; ++b) {
+        for (int64_t half = 0; half < 2; ++half) {
+            for (int64_t d0 = 0; d0 < hd; d0 += 8) {
+                __m256 r[8];
+                for (int64_t j = 0; j < 8; ++j) {
+                    const int64_t p = b * 16 + half * 8 + j < n_pos ? b * 16 + half * 8 + j : n_pos - 1;
+                    r[j]            = load_cache8(c, c.k, c.f16_k, p, d0);
+                }
+                transpose8(r);
+                for (int64_t j = 0; j < 8; ++j) _mm256_storeu_ps(kt + (b * hd + d0 + j) * 16 + half * 8, r[j]);
+            }
+        }
+    }
+    for (int64_t p = 0; p < n_pos; ++p) {
+        for (int64_t d0 = 0; d0 < hd; d0 += 8) _mm256_storeu_ps(v + p * hd + d0, load_cache8(c, c.v, c.f16_v, p, d0));
+    }
+}
+
+// cpu::sum_positions of non-negative terms (see the AVX-512 kernel): 8 blocks of 32 per pass.
+float sum_positions(const float * t, int64_t n) {
+    float total = 0.0f;
+    for (int64_t s0 = 0; s0 < n; s0 += 512) {
+        const int64_t s1       = s0 + 512 < n ? s0 + 512 : n;
+        const int64_t n_blocks = (s1 - s0 + 31) / 32;
+        alignas(32) float b[16];
+        for (int64_t pass = 0; pass < 2; ++pass) {
+            const __m256i idx   = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(32)),
+                                                   _mm256_set1_epi32(static_cast<int>(pass * 256)));
+            __m256        block = _mm256_setzero_ps();
+            for (int64_t j = 0; j < 32; ++j) {
+                const __m256i at = _mm256_add_epi32(idx, _mm256_set1_epi32(static_cast<int>(j)));
+                const __m256  m  = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(s1 - s0)), at));
+                block = _mm256_add_ps(block, _mm256_mask_i32gather_ps(_mm256_setzero_ps(), t + s0, at, m, 4));
+            }
+            _mm256_store_ps(b + 8 * pass, block);
+        }
+        float super = 0.0f;
+        for (int64_t i = 0; i < n_blocks; ++i) super = super + b[i];
+        total = total + super;
+    }
+    return total;
+}
+
+template <int GN, int DN>
+void pv_heads(const AttentionKv & kv, const float * probs, int64_t ld_probs, int64_t n, int64_t d0, float * out) {
+    const int64_t hd = kv.head_dim;
+    __m256        blk[GN][DN], super[GN][DN], total[GN][DN];
+    for (int g = 0; g < GN; ++g) {
+        for (int i = 0; i < DN; ++i) blk[g][i] = super[g][i] = total[g][i] = _mm256_setzero_ps();
+    }
+    for (int64_t p = 0; p < n; ++p) {
+        __m256 v[DN];
+        for (int i = 0; i < DN; ++i) v[i] = _mm256_loadu_ps(kv.v + p * hd + d0 + 8 * i);
+        for (int g = 0; g < GN; ++g) {
+            const __m256 pb = _mm256_set1_ps(probs[g * ld_probs + p]);
+            for (int i = 0; i < DN; ++i) blk[g][i] = _mm256_add_ps(blk[g][i], _mm256_mul_ps(pb, v[i]));
+        }
+        if ((p + 1) % 32 == 0) {
+            for (int g = 0; g < GN; ++g) {
+                for (int i = 0; i < DN; ++i) {
+                    super[g][i] = _mm256_add_ps(super[g][i], blk[g][i]);
+                    blk[g][i]   = _mm256_setzero_ps();
+                }
+            }
+            if ((p + 1) % 512 == 0) {
+                for (int g = 0; g < GN; ++g) {
+                    for (int i = 0; i < DN; ++i) {
+                        total[g][i] = _mm256_add_ps(total[g][i], super[g][i]);
+                        super[g][i] = _mm256_setzero_ps();
+                    }
+                }
+            }
+        }
+    }
+    for (int g = 0; g < GN; ++g) {
+        for (int i = 0; i < DN; ++i) {
+            if (n % 32 != 0) super[g][i] = _mm256_add_ps(super[g][i], blk[g][i]);
+            _mm256_storeu_ps(out + g * hd + d0 + 8 * i, _mm256_add_ps(total[g][i], super[g][i]));
+        }
+    }
+}
+
+template <int GN> void pv_dims(const AttentionKv & kv, const float * probs, int64_t ld, int64_t n, float * out) {
+    for (int64_t d0 = 0; d0 < kv.head_dim; d0 += 16) pv_heads<GN, 2>(kv, probs, ld, n, d0, out);
+}
+
+// Scores for 8 positions per vector (half a transposed block), up to 4 heads.
+template <int GN>
+void scores_heads(const AttentionKv & kv, const float * qh, int64_t n, float scale, float * scores, int64_t ld) {
+    const int64_t hd = kv.head_dim;
+    for (int64_t b = 0; b * 16 < n; ++b) {
+        for (int64_t half = 0; half < 2; ++half) {
+            const float * kb = kv.kt + b * hd * 16 + half * 8;
+            __m256        acc[GN];
+            for (int g = 0; g < GN; ++g) acc[g] = _mm256_setzero_ps();
+            for (int64_t d0 = 0; d0 < hd; d0 += 16) {
+                for (int g = 0; g < GN; ++g) {
+                    __m256 s = _mm256_setzero_ps();
+                    for (int j = 0; j < 16; ++j) {
+                        s = _mm256_add_ps(s, _mm256_mul_ps(_mm256_set1_ps(qh[g * hd + d0 + j]), _mm256_loadu_ps(kb + (d0 + j) * 16)));
+                    }
+                    acc[g] = _mm256_add_ps(acc[g], s);
+                }
+            }
+            for (int g = 0; g < GN; ++g) _mm256_storeu_ps(scores + g * ld + b * 16 + half * 8, _mm256_mul_ps(acc[g], _mm256_set1_ps(scale)));
+        }
+    }
+}
+
+void attention(const AttentionKv & kv, const AttentionJob & job, float * scratch) {
+    const int64_t hd = kv.head_dim, n = job.n_pos, ld = n + 16;
+    float *       scores = scratch;
+    float *       qh     = scratch + job.n_q * ld;
+    for (int64_t i = 0; i < job.n_q * hd; i += 8) {
+        const __m256 q = _mm256_loadu_ps(job.q + i);
+        _mm256_storeu_ps(qh + i, kv.k_f16 ? round_f16(q) : q);
+    }
+    for (int64_t g0 = 0; g0 < job.n_q; g0 += 4) {
+        switch (job.n_q - g0 < 4 ? job.n_q - g0 : 4) {
+            case 4: scores_heads<4>(kv, qh + g0 * hd, n, job.scale, scores + g0 * ld, ld); break;
+            case 3: scores_heads<3>(kv, qh + g0 * hd, n, job.scale, scores + g0 * ld, ld); break;
+            case 2: scores_heads<2>(kv, qh + g0 * hd, n, job.scale, scores + g0 * ld, ld); break;
+            default: scores_heads<1>(kv, qh + g0 * hd, n, job.scale, scores + g0 * ld, ld); break;
+        }
+    }
+    const int64_t n16 = (n + 15) & ~int64_t{15};
+    for (int64_t g = 0; g < job.n_q; ++g) {
+        float * s  = scores + g * ld;
+        float   mx = -__builtin_inff();
+        for (int64_t p = 0; p < n; ++p) mx = s[p] > mx ? s[p] : mx;
+        const __m256 max = _mm256_set1_ps(mx);
+        for (int64_t p = 0; p < n16; p += 8) _mm256_storeu_ps(s + p, exp_fixed(_mm256_sub_ps(_mm256_loadu_ps(s + p), max)));
+        for (int64_t p = n; p < n16; ++p) s[p] = 0.0f;
+        const __m256 inv = _mm256_set1_ps(1.0f / sum_positions(s, n));
+        for (int64_t p = 0; p < n16; p += 8) {
+            const __m256 pr = _mm256_mul_ps(_mm256_loadu_ps(s + p), inv);
+            _mm256_storeu_ps(s + p, kv.v_f16 ? round_f16(pr) : pr);
+        }
+    }
+    for (int64_t g0 = 0; g0 < job.n_q; g0 += 4) {
+        switch (job.n_q - g0 < 4 ? job.n_q - g0 : 4) {
+            case 4: pv_dims<4>(kv, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
+            case 3: pv_dims<3>(kv, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
+            case 2: pv_dims<2>(kv, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
+            default: pv_dims<1>(kv, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
+        }
+    }
+}
+
+// ------------------------------------------------------------------------- exact head rows
+
+template <class T> inline __m256 load_row8(const T * p) {
+    if constexpr (sizeof(T) == 2) {
+        return load_f16(reinterpret_cast<const uint16_t *>(p));
+    } else {
+        return _mm256_loadu_ps(reinterpret_cast<const float *>(p));
+    }
+}
+template <class T> inline double load_row1(const T * p) {
+    if constexpr (sizeof(T) == 2) {
+        return static_cast<double>(_mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(*reinterpret_cast<const uint16_t *>(p)))));
+    } else {
+        return static_cast<double>(*reinterpret_cast<const float *>(p));
+    }
+}
+
+// NB blocks of 4 rows in flight; 4 rows x 8 columns transposed per step (4 lanes of doubles).
+template <class T, int NB>
+void rows_dot_block(const T * table, int64_t row_stride, int64_t r, int64_t r_end, int64_t k, const float * h, float * out) {
+    const T * rows[NB * 4];
+    for (int j = 0; j < NB * 4; ++j) rows[j] = table + (r + j < r_end ? r + j : r_end - 1) * row_stride;
+    __m256d acc[NB];
+    for (int b = 0; b < NB; ++b) acc[b] = _mm256_setzero_pd();
+    const int64_t k8 = k & ~int64_t{7};
+    for (int64_t i = 0; i < k8; i += 8) {
+        for (int b = 0; b < NB; ++b) {
+            const __m256 r0 = load_row8(rows[4 * b] + i), r1 = load_row8(rows[4 * b + 1] + i);
+            const __m256 r2 = load_row8(rows[4 * b + 2] + i), r3 = load_row8(rows[4 * b + 3] + i);
+            const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+            const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+            // u_c, 128-bit lane L: rows 0..3 of column 4L + c
+            const __m256 u[4] = {_mm256_shuffle_ps(t0, t2, 0x44), _mm256_shuffle_ps(t0, t2, 0xEE),
+                                 _mm256_shuffle_ps(t1, t3, 0x44), _mm256_shuffle_ps(t1, t3, 0xEE)};
+            for (int c = 0; c < 4; ++c) {
+                acc[b] = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(u[c])), _mm256_set1_pd(static_cast<double>(h[i + c])), acc[b]);
+            }
+            for (int c = 0; c < 4; ++c) {
+                acc[b] = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(u[c], 1)), _mm256_set1_pd(static_cast<double>(h[i + 4 + c])), acc[b]);
+            }
+        }
+    }
+    for (int b = 0; b < NB; ++b) {
+        alignas(32) double s[4];
+        _mm256_store_pd(s, acc[b]);
+        for (int j = 0; j < 4; ++j) {
+            for (int64_t i = k8; i < k; ++i) s[j] += load_row1(rows[b * 4 + j] + i) * static_cast<double>(h[i]);
+            if (r + b * 4 + j < r_end) out[b * 4 + j] = static_cast<float>(s[j]);
+        }
+    }
+}
+
+template <class T>
+void rows_dot(const T * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h, int64_t n_tokens,
+              float * logits, int64_t ld) {
+    for (int64_t t = 0; t < n_tokens; ++t) {
+        int64_t r = r0;
+        for (; r + 16 <= r1; r += 16) rows_dot_block<T, 4>(table, row_stride, r, r1, k, h + t * k, logits + t * ld + r - r0);
+        for (; r < r1; r += 4) rows_dot_block<T, 1>(table, row_stride, r, r1, k, h + t * k, logits + t * ld + r - r0);
+    }
+}
+
+// int8 x int16 with vpmaddwd (H rebuilt from its bytes once per 16 columns for all rows); lanes
+// flushed to 64 bits every 4096 columns (at most 512 products of |q| <= 127, |H| <= 32767 each).
+template <int NR>
+void i8_rows_block(const int8_t * q, int64_t row_stride, int64_t r, int64_t k, const uint8_t * hi, const uint8_t * lo,
+                   int64_t * dots) {
+    int64_t tot[NR] = {};
+    for (int64_t c0 = 0; c0 < k; c0 += 4096) {
+        const int64_t c1 = c0 + 4096 < k ? c0 + 4096 : k;
+        __m256i       acc[NR];
+        for (int j = 0; j < NR; ++j) acc[j] = _mm256_setzero_si256();
+        int64_t i = c0;
+        for (; i + 16 <= c1; i += 16) {
+            const __m256i hv = _mm256_sub_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(hi + i))), _mm256_set1_epi16(128));
+            const __m256i H  = _mm256_add_epi16(_mm256_slli_epi16(hv, 8), _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(lo + i))));
+            for (int j = 0; j < NR; ++j) {
+                const __m256i qv = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(q + (r + j) * row_stride + i)));
+                acc[j]           = _mm256_add_epi32(acc[j], _mm256_madd_epi16(qv, H));
+            }
+        }
+        for (int j = 0; j < NR; ++j) {
+            alignas(32) int32_t l[8];
+            _mm256_store_si256(reinterpret_cast<__m256i *>(l), acc[j]);
+            for (int x = 0; x < 8; ++x) tot[j] += l[x];
+            for (int64_t e = i; e < c1; ++e) {
+                tot[j] += static_cast<int64_t>(q[(r + j) * row_stride + e]) * (((hi[e] - 128) * 256) + lo[e]);
+            }
+        }
+    }
+    for (int j = 0; j < NR; ++j) dots[j] = tot[j];
+}
+
+void i8_rows_dot_i16(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const uint8_t * hi,
+                     const uint8_t * lo, int64_t * dots) {
+    int64_t r = r0;
+    for (; r + 4 <= r1; r += 4) i8_rows_block<4>(q, row_stride, r, k, hi, lo, dots + (r - r0));
+    for (; r < r1; ++r) i8_rows_block<1>(q, row_stride, r, k, hi, lo, dots + (r - r0));
+}
+
+}  // namespace
+
+void attention_prepare_avx2(const CacheView & cache, int64_t n_pos, float * kt, float * v) { attention_prepare(cache, n_pos, kt, v); }
+void attention_avx2(const AttentionKv & kv, const AttentionJob & job, float * scores) { attention(kv, job, scores); }
+void f16_rows_dot_avx2(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
+                       int64_t n_tokens, float * logits, int64_t ld) {
+    rows_dot(table, row_stride, r0, r1, k, h, n_tokens, logits, ld);
+}
+void f32_rows_dot_avx2(const float * rows, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
+                       int64_t n_tokens, float * logits, int64_t ld) {
+    rows_dot(rows, row_stride, r0, r1, k, h, n_tokens, logits, ld);
+}
+void i8_rows_dot_i16_avx2(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const uint8_t * hi,
+                          const uint8_t * lo, const int32_t *, int64_t * dots) {
+    i8_rows_dot_i16(q, row_stride, r0, r1, k, hi, lo, dots);
+}
+
+}  // namespace tern::cpu
