@@ -115,8 +115,9 @@ struct Kernels {
     // The same for f32 rows (a quantized head's rows, dequantized).
     void (*f32_rows_dot)(const float * rows, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
                          int64_t n_tokens, float * logits, int64_t ld);
-    // A sum over n bytes read as fast as the kernels can stream (tern bench --roofline's read
-    // bandwidth: what a kernel that only reads can reach).
+    // The wrapping sum of the n / 8 little-endian 64-bit words at p, plus the last n % 8 bytes,
+    // read as fast as the kernels can stream (tern bench --roofline's read bandwidth: what a kernel
+    // that only reads can reach).
     uint64_t (*read_bytes)(const uint8_t * p, int64_t n);
 
     // dots[r - r0] = sum_i q[r][i] H[i] exactly, q int8 rows (row_stride bytes apart) and H int16

@@ -200,6 +200,11 @@ uint64_t read_bytes(const uint8_t * p, int64_t n) {
     alignas(32) uint64_t l[4];
     _mm256_store_si256(reinterpret_cast<__m256i *>(l), _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3)));
     uint64_t s = l[0] + l[1] + l[2] + l[3];
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        __builtin_memcpy(&w, p + i, 8);
+        s += w;
+    }
     for (; i < n; ++i) s += p[i];
     return s;
 }

@@ -204,6 +204,11 @@ uint64_t read_bytes(const uint8_t * p, int64_t n) {
         a3 = _mm512_add_epi64(a3, _mm512_loadu_si512(p + i + 192));
     }
     uint64_t s = static_cast<uint64_t>(_mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3))));
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        __builtin_memcpy(&w, p + i, 8);
+        s += w;
+    }
     for (; i < n; ++i) s += p[i];
     return s;
 }
