@@ -91,42 +91,35 @@ void CpuFastBackend::lm_head(const Tensor & logits, const Weight & head, const T
 
 void CpuFastBackend::build_head_i8(CpuFastEmbedding & e) {
     const int64_t k = e.n_cols, n = e.n_rows;
-    e.i8 = AlignedBytes(static_cast<size_t>(n * k));
+    e.i8 = AlignedBytes(static_cast<size_t>(n * k), /*zero=*/false);  // the kernel writes every byte
     e.s.assign(static_cast<size_t>(n), 0.0f);
     e.d_norm = e.q_norm = e.e_norm = e.s;
     e.q_sum.assign(static_cast<size_t>(n), 0);
     const auto * table = reinterpret_cast<const uint16_t *>(e.src.data.data());
     int8_t *     q     = e.i8.as<int8_t>();
-    pool_.parallel_for(n, 64, [&](int64_t r0, int64_t r1, int ti) {
-        Scratch & sc = scratch_[static_cast<size_t>(ti)];
-        grow(sc.f, k);
-        float * row = sc.f.data();
-        for (int64_t r = r0; r < r1; ++r) {
-            float amax = 0.0f;
-            for (int64_t i = 0; i < k; ++i) {
-                row[i] = fp16_to_fp32(table[r * k + i]);
-                amax   = std::max(amax, std::fabs(row[i]));
+    pool_.parallel_for(n, 64, [&](int64_t r0, int64_t r1, int) {
+        cpu::HeadI8Row rows[64];
+        for (int64_t b = r0; b < r1; b += 64) {
+            const int64_t be = std::min(r1, b + 64);
+            k_.head_i8_rows(table, b, be, k, q, rows);
+            for (int64_t r = b; r < be; ++r) {
+                const cpu::HeadI8Row & row = rows[r - b];
+                const size_t           ri  = static_cast<size_t>(r);
+                e.s[ri]      = row.s;
+                e.q_sum[ri]  = row.q_sum;
+                e.d_norm[ri] = round_up(std::sqrt(row.dd) * k_up);
+                e.q_norm[ri] = round_up(static_cast<double>(row.s) * std::sqrt(row.qq) * k_up);
+                e.e_norm[ri] = round_up(std::sqrt(row.ee) * k_up);
             }
-            const float s  = amax / 127.0f;
-            double      dd = 0, qq = 0, ee = 0;
-            int32_t     qs = 0;
-            for (int64_t i = 0; i < k; ++i) {
-                const float  v  = s > 0.0f ? std::nearbyint(row[i] / s) : 0.0f;
-                const int    qi = static_cast<int>(std::clamp(v, -127.0f, 127.0f));
-                const double d  = static_cast<double>(row[i]) - static_cast<double>(s) * qi;
-                q[r * k + i]    = static_cast<int8_t>(qi);
-                qs += qi;
-                dd += d * d;
-                qq += static_cast<double>(qi) * qi;
-                ee += static_cast<double>(row[i]) * row[i];
-            }
-            e.s[static_cast<size_t>(r)]      = s;
-            e.q_sum[static_cast<size_t>(r)]  = qs;
-            e.d_norm[static_cast<size_t>(r)] = round_up(std::sqrt(dd) * k_up);
-            e.q_norm[static_cast<size_t>(r)] = round_up(static_cast<double>(s) * std::sqrt(qq) * k_up);
-            e.e_norm[static_cast<size_t>(r)] = round_up(std::sqrt(ee) * k_up);
         }
     });
+    // A table with infinities or NaNs has no useful bound: such a head stays exact-only.
+    for (int64_t r = 0; r < n; ++r) {
+        if (!std::isfinite(e.e_norm[static_cast<size_t>(r)]) || !std::isfinite(e.s[static_cast<size_t>(r)])) {
+            e.i8 = AlignedBytes();
+            return;
+        }
+    }
 }
 
 size_t CpuFastBackend::greedy_head_bytes(const Weight & head) const {

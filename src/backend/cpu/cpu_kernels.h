@@ -77,6 +77,15 @@ struct CacheView {
     int64_t      stride = 0, first = 0, head_dim = 0;
 };
 
+// One row of an F16 head's int8 copy (cpu_fast_head.cpp): s = max |e| / 127, q = round(e / s)
+// clamped to [-127, 127] (0 where s is 0), and the sums the bound needs, in double:
+// dd = sum (e - s q)^2, qq = sum q^2, ee = sum e^2 (any order: the caller rounds them up).
+struct HeadI8Row {
+    float   s     = 0;
+    int32_t q_sum = 0;
+    double  dd = 0, qq = 0, ee = 0;
+};
+
 // ----------------------------------------------------------------------------- the table
 struct Kernels {
     const char * name;  // "avx512-vnni", "avx2", "neon-dotprod"
@@ -119,6 +128,9 @@ struct Kernels {
     // read as fast as the kernels can stream (tern bench --roofline's read bandwidth: what a kernel
     // that only reads can reach).
     uint64_t (*read_bytes)(const uint8_t * p, int64_t n);
+
+    // Rows [r0, r1) of an F16 table (k columns) into its int8 copy q[r * k + i] and rows[r - r0].
+    void (*head_i8_rows)(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int8_t * q, HeadI8Row * rows);
 
     // dots[r - r0] = sum_i q[r][i] H[i] exactly, q int8 rows (row_stride bytes apart) and H int16
     // given as its two bytes: hi[i] = (H[i] >> 8) + 128 and lo[i] = H[i] & 255 (unsigned, the

@@ -9,25 +9,17 @@
 #include <cstring>
 #include <vector>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
 namespace tern {
 
 void AlignedBytes::Free::operator()(uint8_t * p) const { std::free(p); }
 
-AlignedBytes::AlignedBytes(size_t n) : size_(n) {
+AlignedBytes::AlignedBytes(size_t n, bool zero) : size_(n) {
     if (n == 0) return;
-    constexpr size_t k_huge = size_t{2} << 20;
-    const size_t     align  = n >= k_huge ? k_huge : 64;
-    const size_t     bytes  = (n + align - 1) / align * align;
-    auto *           p      = static_cast<uint8_t *>(std::aligned_alloc(align, bytes));
+    const size_t bytes = (n + 63) / 64 * 64;
+    auto *       p     = static_cast<uint8_t *>(std::aligned_alloc(64, bytes));
     if (p == nullptr) fail(ErrorKind::io, format("out of memory allocating %zu bytes for CPU weights", bytes));
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (align == k_huge) madvise(p, bytes, MADV_HUGEPAGE);  // a hint; ignored where THP is off
-#endif
-    std::memset(p, 0, bytes);
+    if (zero) std::memset(p, 0, bytes);
     ptr_.reset(p);
 }
 
@@ -103,7 +95,7 @@ std::unique_ptr<CpuTiledLinear> cpu_pack_tiles(std::span<const WeightSource> par
     const int64_t n_groups = k / w->group;
     const int64_t n_tiles  = (n + k_tile_rows - 1) / k_tile_rows;
     const int64_t tile_bytes = (k / k_tile_cols) * k_tile_chunk;
-    w->codes  = AlignedBytes(static_cast<size_t>(n_tiles * tile_bytes));
+    w->codes  = AlignedBytes(static_cast<size_t>(n_tiles * tile_bytes), /*zero=*/false);  // every byte written below
     w->scales = AlignedBytes(static_cast<size_t>(n_tiles * n_groups * k_tile_rows) * sizeof(float));
     bool all_one = true;
     for (const auto & p : parts) all_one = all_one && p.output_scale == 1.0f;
@@ -119,9 +111,9 @@ std::unique_ptr<CpuTiledLinear> cpu_pack_tiles(std::span<const WeightSource> par
     uint8_t * codes  = w->codes.data();
     float *   scales = w->scales.as<float>();
     float *   os     = w->out_scales.size() ? w->out_scales.as<float>() : nullptr;
-    // Padding rows: code 1 (value 0), scale 0.
+    // Padding rows: code 1 (value 0); their scales stay 0.
+    const std::vector<int8_t> zeros(static_cast<size_t>(k), 0);
     for (int64_t r = n; r < n_tiles * k_tile_rows; ++r) {
-        std::vector<int8_t> zeros(static_cast<size_t>(k), 0);
         pack_values_row(zeros.data(), k, codes + (r / k_tile_rows) * tile_bytes, r % k_tile_rows);
     }
     pool.parallel_for(n, k_tile_rows, [&](int64_t r0, int64_t r1, int) {

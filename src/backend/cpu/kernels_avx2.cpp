@@ -217,6 +217,7 @@ void f16_rows_dot_avx2(const uint16_t * table, int64_t row_stride, int64_t r0, i
                        int64_t n_tokens, float * logits, int64_t ld);
 void f32_rows_dot_avx2(const float * rows, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
                        int64_t n_tokens, float * logits, int64_t ld);
+void head_i8_rows_avx2(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int8_t * q, HeadI8Row * rows);
 void i8_rows_dot_i16_avx2(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const uint8_t * hi,
                           const uint8_t * lo, const int32_t * q_sums, int64_t * dots);
 
@@ -224,7 +225,7 @@ const Kernels * kernels_avx2() {
     static const Kernels k{
         "avx2",           ternary_gemm,     sum_squares,        norm_apply,        quantize_row,
         rope,             f32_to_f16,       gate_act,           attention_prepare_avx2, attention_avx2,
-        f16_rows_dot_avx2, f32_rows_dot_avx2, read_bytes,       i8_rows_dot_i16_avx2,
+        f16_rows_dot_avx2, f32_rows_dot_avx2, read_bytes,       head_i8_rows_avx2, i8_rows_dot_i16_avx2,
     };
     return &k;
 }

@@ -264,8 +264,75 @@ void i8_rows_dot_i16(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r
     for (; r < r1; ++r) i8_rows_block<1>(q, row_stride, r, k, hi, lo, dots + (r - r0));
 }
 
+void head_i8_rows(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int8_t * q, HeadI8Row * rows) {
+    for (int64_t r = r0; r < r1; ++r) {
+        const uint16_t * e  = table + r * k;
+        const int64_t    k8 = k & ~int64_t{7};
+        __m256           mx = _mm256_setzero_ps();
+        for (int64_t i = 0; i < k8; i += 8) mx = _mm256_max_ps(mx, abs_ps(load_f16(e + i)));
+        alignas(32) float m8[8];
+        _mm256_store_ps(m8, mx);
+        float amax = 0.0f;
+        for (float v : m8) amax = v > amax ? v : amax;
+        for (int64_t i = k8; i < k; ++i) {
+            const float v = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(e[i])));
+            amax          = (v < 0 ? -v : v) > amax ? (v < 0 ? -v : v) : amax;
+        }
+        const float   s  = amax / 127.0f;
+        const __m256  sv = _mm256_set1_ps(s);
+        const __m256d sd = _mm256_set1_pd(static_cast<double>(s));
+        __m256d       dd = _mm256_setzero_pd(), ee = _mm256_setzero_pd();
+        __m256i       qq = _mm256_setzero_si256(), qs = _mm256_setzero_si256();
+        for (int64_t i = 0; i < k8; i += 8) {
+            const __m256 ev = load_f16(e + i);
+            __m256       qf = s > 0.0f ? _mm256_round_ps(_mm256_div_ps(ev, sv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+                                       : _mm256_setzero_ps();
+            qf               = _mm256_min_ps(_mm256_max_ps(qf, _mm256_set1_ps(-127.0f)), _mm256_set1_ps(127.0f));
+            const __m256i qi = _mm256_cvtps_epi32(qf);
+            const __m128i w  = _mm_packs_epi32(_mm256_castsi256_si128(qi), _mm256_extracti128_si256(qi, 1));
+            _mm_storel_epi64(reinterpret_cast<__m128i *>(q + r * k + i), _mm_packs_epi16(w, w));
+            qq = _mm256_add_epi32(qq, _mm256_mullo_epi32(qi, qi));
+            qs = _mm256_add_epi32(qs, qi);
+            for (int h = 0; h < 2; ++h) {
+                const __m256d e4 = _mm256_cvtps_pd(h ? _mm256_extractf128_ps(ev, 1) : _mm256_castps256_ps128(ev));
+                const __m256d q4 = _mm256_cvtps_pd(h ? _mm256_extractf128_ps(qf, 1) : _mm256_castps256_ps128(qf));
+                const __m256d d4 = _mm256_sub_pd(e4, _mm256_mul_pd(sd, q4));
+                dd = _mm256_fmadd_pd(d4, d4, dd);
+                ee = _mm256_fmadd_pd(e4, e4, ee);
+            }
+        }
+        alignas(32) double  a[4], b[4];
+        alignas(32) int32_t c[8], d[8];
+        _mm256_store_pd(a, dd);
+        _mm256_store_pd(b, ee);
+        _mm256_store_si256(reinterpret_cast<__m256i *>(c), qq);
+        _mm256_store_si256(reinterpret_cast<__m256i *>(d), qs);
+        HeadI8Row & row = rows[r - r0];
+        row             = HeadI8Row{s, 0, a[0] + a[1] + a[2] + a[3], 0, b[0] + b[1] + b[2] + b[3]};
+        for (int x = 0; x < 8; ++x) {
+            row.qq += c[x];
+            row.q_sum += d[x];
+        }
+        for (int64_t i = k8; i < k; ++i) {  // the tail, one by one
+            const float v  = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(e[i])));
+            float       qf = s > 0.0f ? __builtin_nearbyintf(v / s) : 0.0f;
+            qf             = qf < -127.0f ? -127.0f : qf > 127.0f ? 127.0f : qf;
+            const int qi   = static_cast<int>(qf);
+            q[r * k + i]   = static_cast<int8_t>(qi);
+            const double dv = static_cast<double>(v) - static_cast<double>(s) * qi;
+            row.dd += dv * dv;
+            row.ee += static_cast<double>(v) * v;
+            row.qq += qi * qi;
+            row.q_sum += qi;
+        }
+    }
+}
+
 }  // namespace
 
+void head_i8_rows_avx2(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int8_t * q, HeadI8Row * rows) {
+    head_i8_rows(table, r0, r1, k, q, rows);
+}
 void attention_prepare_avx2(const CacheView & cache, int64_t n_pos, float * kt, float * v) { attention_prepare(cache, n_pos, kt, v); }
 void attention_avx2(const AttentionKv & kv, const AttentionJob & job, float * scores) { attention(kv, job, scores); }
 void f16_rows_dot_avx2(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,

@@ -221,6 +221,7 @@ void f16_rows_dot_avx512(const uint16_t * table, int64_t row_stride, int64_t r0,
                          int64_t n_tokens, float * logits, int64_t ld);
 void f32_rows_dot_avx512(const float * rows, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
                          int64_t n_tokens, float * logits, int64_t ld);
+void head_i8_rows_avx512(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int8_t * q, HeadI8Row * rows);
 void i8_rows_dot_i16_avx512(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const uint8_t * hi,
                             const uint8_t * lo, const int32_t * q_sums, int64_t * dots);
 
@@ -229,7 +230,7 @@ const Kernels * kernels_avx512() {
         "avx512-vnni",       ternary_gemm,     sum_squares,         norm_apply,
         quantize_row,        rope,             f32_to_f16,          gate_act,
         attention_prepare_avx512, attention_avx512, f16_rows_dot_avx512, f32_rows_dot_avx512,
-        read_bytes,          i8_rows_dot_i16_avx512,
+        read_bytes,          head_i8_rows_avx512, i8_rows_dot_i16_avx512,
     };
     return &k;
 }

@@ -331,8 +331,51 @@ void i8_rows_dot_i16(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r
     for (; r < r1; ++r) i8_rows_block<1>(q, row_stride, r, k, hi, lo, q_sums, dots + (r - r0));
 }
 
+void head_i8_rows(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int8_t * q, HeadI8Row * rows) {
+    for (int64_t r = r0; r < r1; ++r) {
+        const uint16_t * e = table + r * k;
+        __m512           mx = _mm512_setzero_ps();
+        for (int64_t i = 0; i < k; i += 16) {
+            const __mmask16 m = tail_mask(k - i);
+            mx = _mm512_max_ps(mx, abs_ps(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, e + i))));
+        }
+        const float  s   = _mm512_reduce_max_ps(mx) / 127.0f;
+        const __m512 sv  = _mm512_set1_ps(s);
+        const __m512d sd = _mm512_set1_pd(static_cast<double>(s));
+        __m512d      dd = _mm512_setzero_pd(), ee = _mm512_setzero_pd();
+        __m512i      qq = _mm512_setzero_si512(), qs = _mm512_setzero_si512();
+        for (int64_t i = 0; i < k; i += 16) {
+            const __mmask16 m  = tail_mask(k - i);
+            const __m512    ev = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, e + i));
+            __m512          qf = s > 0.0f ? _mm512_roundscale_ps(_mm512_div_ps(ev, sv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+                                          : _mm512_setzero_ps();
+            qf                 = _mm512_min_ps(_mm512_max_ps(qf, _mm512_set1_ps(-127.0f)), _mm512_set1_ps(127.0f));
+            const __m512i qi   = _mm512_cvtps_epi32(qf);
+            _mm_mask_storeu_epi8(q + r * k + i, m, _mm512_cvtepi32_epi8(qi));
+            qq = _mm512_add_epi32(qq, _mm512_mullo_epi32(qi, qi));
+            qs = _mm512_add_epi32(qs, qi);
+            for (int h = 0; h < 2; ++h) {
+                const __m512d e8 = _mm512_cvtps_pd(h ? _mm512_extractf32x8_ps(ev, 1) : _mm512_castps512_ps256(ev));
+                const __m512d q8 = _mm512_cvtps_pd(h ? _mm512_extractf32x8_ps(qf, 1) : _mm512_castps512_ps256(qf));
+                const __m512d d8 = _mm512_sub_pd(e8, _mm512_mul_pd(sd, q8));
+                dd = _mm512_fmadd_pd(d8, d8, dd);
+                ee = _mm512_fmadd_pd(e8, e8, ee);
+            }
+        }
+        HeadI8Row & row = rows[r - r0];
+        row.s           = s;
+        row.q_sum       = _mm512_reduce_add_epi32(qs);
+        row.qq          = static_cast<double>(_mm512_reduce_add_epi32(qq));
+        row.dd          = _mm512_reduce_add_pd(dd);
+        row.ee          = _mm512_reduce_add_pd(ee);
+    }
+}
+
 }  // namespace
 
+void head_i8_rows_avx512(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int8_t * q, HeadI8Row * rows) {
+    head_i8_rows(table, r0, r1, k, q, rows);
+}
 void attention_prepare_avx512(const CacheView & cache, int64_t n_pos, float * kt, float * v) {
     attention_prepare(cache, n_pos, kt, v);
 }
