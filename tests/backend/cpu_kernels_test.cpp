@@ -166,7 +166,7 @@ TEST_P(CpuKernels, NormAndQuantizationMatchTheReference) {
 }
 
 TEST_P(CpuKernels, RopeAndF16MatchTheReference) {
-    for (const auto [hd, n_rot] : {std::pair<int64_t, int64_t>{128, 128}, {64, 32}, {80, 48}, {96, 20}}) {
+    for (const auto & [hd, n_rot] : {std::pair<int64_t, int64_t>{128, 128}, {64, 32}, {80, 48}, {96, 20}}) {
         const int64_t      n_heads = 3, pos = 1234;
         std::vector<float> x(static_cast<size_t>(hd * n_heads)), xr;
         for (auto & v : x) v = normal();
@@ -244,6 +244,36 @@ TEST_P(CpuKernels, HeadRowsMatchDotF32) {
     }
 }
 
+// Quantized head rows dequantized as quant/block_formats.cpp does: quantized random rows, and rows
+// of random bytes (every code and scale pattern; scales that are not finite replaced).
+TEST_P(CpuKernels, DequantizedRowsMatchTheReference) {
+    for (DType type : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q6_k, DType::bf16}) {
+        const int64_t        k = 512, n = 5;
+        const size_t         rb = dtype_row_bytes(type, k);
+        std::vector<uint8_t> rows(rb * n);
+        std::vector<float>   x(static_cast<size_t>(k));
+        for (int64_t r = 0; r < n; ++r) {
+            if (r < 2) {
+                for (auto & v : x) v = normal(r == 0 ? 0.05f : 3.0f);
+                quantize_row(type, x.data(), rows.data() + r * rb, k);
+            } else {
+                for (size_t i = 0; i < rb; ++i) rows[r * rb + i] = static_cast<uint8_t>(rng_());
+            }
+        }
+        std::vector<float> want(static_cast<size_t>(k * n)), got(want.size());
+        for (int64_t r = 0; r < n; ++r) dequantize_row(type, rows.data() + r * rb, want.data() + r * k, k);
+        ASSERT_TRUE(k_->dequant_rows(static_cast<uint32_t>(type), rows.data(), static_cast<int64_t>(rb), n, k, got.data()));
+        for (size_t i = 0; i < want.size(); ++i) {
+            if (std::isnan(want[i])) {
+                ASSERT_TRUE(std::isnan(got[i])) << dtype_name(type) << " at " << i;
+            } else {
+                ASSERT_EQ(bits(got[i]), bits(want[i])) << dtype_name(type) << " at " << i;
+            }
+        }
+    }
+    EXPECT_FALSE(k_->dequant_rows(static_cast<uint32_t>(DType::tq2_0), nullptr, 0, 0, 256, nullptr));
+}
+
 TEST_P(CpuKernels, Int8HeadDotsAreExact) {
     for (const int64_t k : {1, 63, 64, 65, 2560, 5000}) {
         const int64_t        n = 9;
@@ -282,7 +312,7 @@ TEST_P(CpuKernels, Int8HeadDotsAreExact) {
 
 INSTANTIATE_TEST_SUITE_P(Isa, CpuKernels,
                          ::testing::Values(IsaCase{CpuIsa::avx512}, IsaCase{CpuIsa::avx2}, IsaCase{CpuIsa::neon}),
-                         [](const auto & info) { return std::string(cpu_isa_name(info.param.isa)); });
+                         [](const auto & param_info) { return std::string(cpu_isa_name(param_info.param.isa)); });
 
 }  // namespace
 }  // namespace tern

@@ -108,7 +108,7 @@ TEST_P(CpuFastModel, MatchesTheReferenceBitForBit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Isa, CpuFastModel, ::testing::Values(CpuIsa::avx512, CpuIsa::avx2, CpuIsa::neon),
-                         [](const auto & info) { return std::string(cpu_isa_name(info.param)); });
+                         [](const auto & param_info) { return std::string(cpu_isa_name(param_info.param)); });
 
 }  // namespace
 }  // namespace tern

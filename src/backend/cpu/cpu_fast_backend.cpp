@@ -100,7 +100,7 @@ std::unique_ptr<Weight> CpuFastBackend::load_embedding(const WeightSource & src)
     w->src       = src;
     w->row_bytes = dtype_row_bytes(src.type, src.ne[0]);
     w->n_bytes   = src.data.size();
-    for (auto & sc : scratch_) grow(sc.f, 8 * w->n_cols);
+    for (auto & sc : scratch_) grow(sc.f, 32 * w->n_cols);  // head_rows: 32 dequantized rows
     if (src.type == DType::f16 && src.data.size() >= head_i8_min_bytes_) build_head_i8(*w);
     return w;
 }

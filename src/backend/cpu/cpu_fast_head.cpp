@@ -69,10 +69,14 @@ void CpuFastBackend::head_rows(const CpuEmbedding & e, const float * hin, int64_
     } else if (e.src.type == DType::f32) {
         k_.f32_rows_dot(reinterpret_cast<const float *>(tab), k, r0, r1, k, hin, n_tok, out + r0, ld);
     } else {
-        grow(sc.f, 8 * k);
-        for (int64_t r = r0; r < r1; r += 8) {
-            const int64_t nb = std::min<int64_t>(8, r1 - r);
-            for (int64_t j = 0; j < nb; ++j) dequantize_row(e.src.type, tab + static_cast<size_t>(r + j) * e.row_bytes, sc.f.data() + j * k, k);
+        // 32 rows at a time through the thread's scratch, dequantized exactly as the reference does.
+        grow(sc.f, 32 * k);
+        for (int64_t r = r0; r < r1; r += 32) {
+            const int64_t   nb  = std::min<int64_t>(32, r1 - r);
+            const uint8_t * src = tab + static_cast<size_t>(r) * e.row_bytes;
+            if (!k_.dequant_rows(static_cast<uint32_t>(e.src.type), src, static_cast<int64_t>(e.row_bytes), nb, k, sc.f.data())) {
+                for (int64_t j = 0; j < nb; ++j) dequantize_row(e.src.type, src + static_cast<size_t>(j) * e.row_bytes, sc.f.data() + j * k, k);
+            }
             k_.f32_rows_dot(sc.f.data(), k, 0, nb, k, hin, n_tok, out + r, ld);
         }
     }

@@ -121,6 +121,10 @@ struct Kernels {
     // order i = 0, 1, ... (cpu::dot_f32), e the f16 rows of `table` (row_stride elements apart).
     void (*f16_rows_dot)(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k,
                          const float * h, int64_t n_tokens, float * logits, int64_t ld);
+    // Head rows of a quantized table (Q8_0, Q4_0, Q4_K, Q6_K, BF16: ggml type id) dequantized
+    // exactly as quant/block_formats.cpp does, out[r * k + i] for rows [0, n_rows) at src + r *
+    // row_bytes; false for other types (cpu_dequant.h).
+    bool (*dequant_rows)(uint32_t type, const uint8_t * src, int64_t row_bytes, int64_t n_rows, int64_t k, float * out);
     // The same for f32 rows (a quantized head's rows, dequantized).
     void (*f32_rows_dot)(const float * rows, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
                          int64_t n_tokens, float * logits, int64_t ld);

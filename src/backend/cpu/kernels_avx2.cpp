@@ -3,6 +3,7 @@
 // vpmaddubsw (codes x activations in pairs, at most 2 * 3 * 128 in 16 bits: no saturation) and
 // vpmaddwd; the int8 head multiplies int16 by int16 (vpmaddwd) since its 8-bit halves would
 // saturate vpmaddubsw.
+#include "backend/cpu/cpu_dequant.h"
 #include "backend/cpu/simd_avx2.h"
 
 namespace tern::cpu {
@@ -209,6 +210,10 @@ uint64_t read_bytes(const uint8_t * p, int64_t n) {
     return s;
 }
 
+bool dequant_rows(uint32_t type, const uint8_t * src, int64_t row_bytes, int64_t n_rows, int64_t k, float * out) {
+    return dequant_rows_impl(type, src, row_bytes, n_rows, k, out);
+}
+
 }  // namespace
 
 void attention_prepare_avx2(const CacheView & cache, int64_t n_pos, float * kt, float * v);
@@ -225,7 +230,7 @@ const Kernels * kernels_avx2() {
     static const Kernels k{
         "avx2",           ternary_gemm,     sum_squares,        norm_apply,        quantize_row,
         rope,             f32_to_f16,       gate_act,           attention_prepare_avx2, attention_avx2,
-        f16_rows_dot_avx2, f32_rows_dot_avx2, read_bytes,       head_i8_rows_avx2, i8_rows_dot_i16_avx2,
+        f16_rows_dot_avx2, dequant_rows, f32_rows_dot_avx2, read_bytes,       head_i8_rows_avx2, i8_rows_dot_i16_avx2,
     };
     return &k;
 }

@@ -2,6 +2,7 @@
 // the CPU has them): the ternary products with vpdpbusd on the tile layout, the norm, RoPE, the
 // attention and the exact head. Each reproduces the scalar reference's operations in its order
 // (cpu_kernels.h); the shared vector helpers are in simd_avx512.h.
+#include "backend/cpu/cpu_dequant.h"
 #include "backend/cpu/simd_avx512.h"
 
 namespace tern::cpu {
@@ -213,6 +214,10 @@ uint64_t read_bytes(const uint8_t * p, int64_t n) {
     return s;
 }
 
+bool dequant_rows(uint32_t type, const uint8_t * src, int64_t row_bytes, int64_t n_rows, int64_t k, float * out) {
+    return dequant_rows_impl(type, src, row_bytes, n_rows, k, out);
+}
+
 }  // namespace
 
 void attention_prepare_avx512(const CacheView & cache, int64_t n_pos, float * kt, float * v);
@@ -229,7 +234,7 @@ const Kernels * kernels_avx512() {
     static const Kernels k{
         "avx512-vnni",       ternary_gemm,     sum_squares,         norm_apply,
         quantize_row,        rope,             f32_to_f16,          gate_act,
-        attention_prepare_avx512, attention_avx512, f16_rows_dot_avx512, f32_rows_dot_avx512,
+        attention_prepare_avx512, attention_avx512, f16_rows_dot_avx512, dequant_rows, f32_rows_dot_avx512,
         read_bytes,          head_i8_rows_avx512, i8_rows_dot_i16_avx512,
     };
     return &k;

@@ -2,6 +2,7 @@
 // chosen at run time from HWCAP): the algorithms of kernels_avx512*.cpp on 4-lane vectors. The
 // ternary codes (0..3) are non-negative int8, so sdot takes them against the signed activations
 // directly; the int8 head gives sdot the bytes of H shifted into signed range (cpu_kernels.h).
+#include "backend/cpu/cpu_dequant.h"
 #include "backend/cpu/simd_neon.h"
 
 namespace tern::cpu {
@@ -201,6 +202,10 @@ uint64_t read_bytes(const uint8_t * p, int64_t n) {
     return s;
 }
 
+bool dequant_rows(uint32_t type, const uint8_t * src, int64_t row_bytes, int64_t n_rows, int64_t k, float * out) {
+    return dequant_rows_impl(type, src, row_bytes, n_rows, k, out);
+}
+
 }  // namespace
 
 void attention_prepare_neon(const CacheView & cache, int64_t n_pos, float * kt, float * v);
@@ -217,7 +222,7 @@ const Kernels * kernels_neon() {
     static const Kernels k{
         "neon-dotprod",   ternary_gemm,     sum_squares,       norm_apply,       quantize_row,
         rope,             f32_to_f16,       gate_act,          attention_prepare_neon, attention_neon,
-        f16_rows_dot_neon, f32_rows_dot_neon, read_bytes,      head_i8_rows_neon, i8_rows_dot_i16_neon,
+        f16_rows_dot_neon, dequant_rows, f32_rows_dot_neon, read_bytes,      head_i8_rows_neon, i8_rows_dot_i16_neon,
     };
     return &k;
 }
