@@ -127,5 +127,15 @@ inline bool dequant_rows_impl(uint32_t type, const uint8_t * src, int64_t row_by
     return true;
 }
 
+inline void row_sumsq_impl(const float * rows, int64_t n_rows, int64_t k, double * sumsq) {
+    for (int64_t r = 0; r < n_rows; ++r) {
+        const float * x = rows + r * k;
+        double        s = 0;
+#pragma omp simd reduction(+ : s)
+        for (int64_t i = 0; i < k; ++i) s += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+        sumsq[r] = s;
+    }
+}
+
 }  // namespace
 }  // namespace tern::cpu

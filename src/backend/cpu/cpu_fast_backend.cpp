@@ -102,6 +102,7 @@ std::unique_ptr<Weight> CpuFastBackend::load_embedding(const WeightSource & src)
     w->n_bytes   = src.data.size();
     for (auto & sc : scratch_) grow(sc.f, 32 * w->n_cols);  // head_rows: 32 dequantized rows
     if (src.type == DType::f16 && src.data.size() >= head_i8_min_bytes_) build_head_i8(*w);
+    if (src.type == DType::q6_k && k_.q6k_rows_dot_i8 != nullptr) build_head_norms(*w);
     return w;
 }
 

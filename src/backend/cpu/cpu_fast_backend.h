@@ -19,16 +19,20 @@
 
 namespace tern {
 
-// An embedding / head table (mmap'd, as the reference keeps it) and, for an F16 table of
-// CpuOptions::head_i8_min_bytes or more, its int8 copy for greedy and top-k decoding (cpu_fast_head.cpp).
+// An embedding / head table (mmap'd, as the reference keeps it) and what greedy and top-k
+// decoding bound its rows with (cpu_fast_head.cpp): for an F16 table of
+// CpuOptions::head_i8_min_bytes or more an int8 copy, for a Q6_K table its row norms (the
+// table's own codes are the approximation).
 class CpuFastEmbedding : public CpuEmbedding {
 public:
-    // Row r: q[r * n_cols ..] = round(e / s_r) in [-127, 127] with s_r = max |e| / 127, and the
-    // bound coefficients (floats rounded up): d_norm = ||e - s q||, q_norm = s ||q||, e_norm = ||e||.
-    AlignedBytes       i8;
-    std::vector<float>   s, d_norm, q_norm, e_norm;
-    std::vector<int32_t> q_sum;  // sum of q over the row
-    bool               has_i8() const { return i8.size() != 0; }
+    enum class Bound { none, i8_copy, q6_k };
+    Bound bound = Bound::none;
+    // i8_copy, row r: q[r * n_cols ..] = round(e / s_r) in [-127, 127] with s_r = max |e| / 127,
+    // and the bound coefficients (floats rounded up): d_norm = ||e - s q||, q_norm = s ||q||.
+    AlignedBytes         i8;
+    std::vector<float>   s, d_norm, q_norm;
+    std::vector<int32_t> q_sum;   // sum of q over the row
+    std::vector<float>   e_norm;  // ||e|| rounded up (both kinds)
 };
 
 // The data of a tensor in a CpuBuffer.
@@ -99,6 +103,7 @@ private:
         std::vector<float>   att;      // scores + q of one job
         std::vector<float>   gate, up; // gate/up rows of a block of tokens
         std::vector<int64_t> dots;     // the int8 head's integer sums
+        std::vector<double>  fd;       // the Q6_K head's row sums
         std::vector<float>   cand;     // candidate rows' exact logits
         std::vector<int32_t> rows;     // candidate rows
     };
@@ -123,9 +128,13 @@ private:
     void          head_rows(const CpuEmbedding & e, const float * hin, int64_t n_tok, int64_t r0, int64_t r1,
                             float * out, int64_t ld, Scratch & sc);
     void          build_head_i8(CpuFastEmbedding & e);
-    // The int8 copy's candidate search for one token (hin: its head input); returns false when
-    // it cannot bound (a non-finite input): then the caller runs the exact head.
-    bool head_i8_top(const CpuFastEmbedding & e, const float * hin, int64_t top_k, float * logits, int32_t * best);
+    void          build_head_norms(CpuFastEmbedding & e);
+    // The bounded head's candidate search for one token (hin: its head input): the argmax into
+    // best (top_k 1) or the top-k rows into logits, the others -inf. False when it cannot bound (a
+    // non-finite input): then the caller runs the exact head.
+    bool head_bounded_top(const CpuFastEmbedding & e, const float * hin, int64_t top_k, float * logits, int32_t * best);
+    // Pass 1 of it: lo_ and hi_ of rows [r0, r1); returns their largest lower bound.
+    float head_bounds(const CpuFastEmbedding & e, const float * hin, int64_t r0, int64_t r1, Scratch & sc);
 
     ThreadPool              pool_;
     CpuIsa                  isa_;
@@ -136,6 +145,11 @@ private:
     std::vector<float>      qkv_;    // [T][n_q + 2 n_kv] before RoPE
     std::vector<float>      hin_;    // head input
     std::vector<uint8_t>    hgrid_;  // the head input on the int8 head's 16-bit grid, as high and low bytes
+    std::vector<int8_t>     h8_;     // the head input on the Q6_K head's 8-bit grid
+    std::vector<int32_t>    h8_sum4_;
+    struct HeadGrid {                 // the grid of the current head input and its norms
+        double S = 1, h_norm = 0, eta_norm = 0, h8_norm = 0;
+    } grid_;
     std::vector<float>      lo_, hi_;  // the int8 head's bounds per row
     std::unique_ptr<Backend> ref_;   // the reference, for shapes the kernels do not take
     Backend &               reference();

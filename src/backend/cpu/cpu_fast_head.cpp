@@ -124,62 +124,122 @@ void CpuFastBackend::build_head_i8(CpuFastEmbedding & e) {
             return;
         }
     }
+    e.bound = CpuFastEmbedding::Bound::i8_copy;
+}
+
+// A Q6_K head's row norms, from its rows dequantized exactly.
+void CpuFastBackend::build_head_norms(CpuFastEmbedding & e) {
+    const int64_t k = e.n_cols, n = e.n_rows;
+    e.e_norm.assign(static_cast<size_t>(n), 0.0f);
+    pool_.parallel_for(n, 32, [&](int64_t r0, int64_t r1, int ti) {
+        Scratch & sc = scratch_[static_cast<size_t>(ti)];
+        grow(sc.f, 32 * k);
+        double ss[32];
+        for (int64_t r = r0; r < r1; r += 32) {
+            const int64_t nb = std::min<int64_t>(32, r1 - r);
+            k_.dequant_rows(static_cast<uint32_t>(e.src.type), e.src.data.data() + static_cast<size_t>(r) * e.row_bytes,
+                            static_cast<int64_t>(e.row_bytes), nb, k, sc.f.data());
+            k_.row_sumsq(sc.f.data(), nb, k, ss);
+            for (int64_t j = 0; j < nb; ++j) e.e_norm[static_cast<size_t>(r + j)] = round_up(std::sqrt(ss[j]) * k_up);
+        }
+    });
+    for (float v : e.e_norm) {
+        if (!std::isfinite(v)) return;  // a scale that is not finite: exact only
+    }
+    e.bound = CpuFastEmbedding::Bound::q6_k;
 }
 
 size_t CpuFastBackend::greedy_head_bytes(const Weight & head) const {
     const auto * e = dynamic_cast<const CpuFastEmbedding *>(&head);
-    if (e == nullptr || !e->has_i8()) return head.n_bytes;
-    return e->i8.size() + 5 * sizeof(float) * static_cast<size_t>(e->n_rows);  // + s, norms, q_sum
+    if (e == nullptr || e->bound == CpuFastEmbedding::Bound::none) return head.n_bytes;
+    const size_t rows = static_cast<size_t>(e->n_rows);
+    if (e->bound == CpuFastEmbedding::Bound::q6_k) return head.n_bytes + sizeof(float) * rows;  // + e_norm
+    return e->i8.size() + 5 * sizeof(float) * rows;  // + s, the norms, q_sum
 }
 
-bool CpuFastBackend::head_i8_top(const CpuFastEmbedding & e, const float * hin, int64_t top_k, float * logits,
-                                 int32_t * best_out) {
+// Lower and upper bounds of rows [r0, r1) for the current head input (grid_, hgrid_ / h8_).
+float CpuFastBackend::head_bounds(const CpuFastEmbedding & e, const float *, int64_t r0, int64_t r1, Scratch & sc) {
+    const int64_t  k = e.n_cols;
+    const HeadGrid g = grid_;
+    float          m = -std::numeric_limits<float>::infinity();
+    grow(sc.dots, 256);
+    std::vector<double> & fd = sc.fd;
+    grow(fd, 256);
+    for (int64_t b = r0; b < r1; b += 256) {
+        const int64_t be = std::min(r1, b + 256);
+        if (e.bound == CpuFastEmbedding::Bound::i8_copy) {
+            const uint8_t * g_hi = hgrid_.data();
+            k_.i8_rows_dot_i16(e.i8.as<int8_t>(), k, b, be, k, g_hi, g_hi + k, e.q_sum.data(), sc.dots.data());
+            for (int64_t r = b; r < be; ++r) {
+                const size_t ri = static_cast<size_t>(r);
+                const double f  = static_cast<double>(e.s[ri]) * g.S * static_cast<double>(sc.dots[static_cast<size_t>(r - b)]);
+                const double B  = k_up * (static_cast<double>(e.q_norm[ri]) * g.eta_norm + static_cast<double>(e.d_norm[ri]) * g.h_norm) +
+                                 0x1p-22 * (std::fabs(f) + static_cast<double>(e.e_norm[ri]) * g.h_norm);
+                lo_[ri] = round_down(f - B);
+                hi_[ri] = round_up(f + B);
+                m       = std::max(m, lo_[ri]);
+            }
+        } else {
+            // Q6_K: the table's own codes against h on an 8-bit grid; B adds the f32 accumulation's
+            // rounding (cpu_kernels.h: q6k_rows_dot_i8), sum |dsc D| <= ||e|| ||h8|| (1 + 2^-24).
+            k_.q6k_rows_dot_i8(e.src.data.data(), static_cast<int64_t>(e.row_bytes), b, be, k, h8_.data(), h8_sum4_.data(), fd.data());
+            const double acc_err = g.S * (static_cast<double>(k) / 16.0 + 2.0) * 0x1p-23 * k_up * g.h8_norm;
+            for (int64_t r = b; r < be; ++r) {
+                const size_t ri = static_cast<size_t>(r);
+                const double en = static_cast<double>(e.e_norm[ri]);
+                const double f  = g.S * fd[static_cast<size_t>(r - b)];
+                const double B  = k_up * en * g.eta_norm + acc_err * en + 0x1p-22 * (std::fabs(f) + en * g.h_norm);
+                lo_[ri] = round_down(f - B);
+                hi_[ri] = round_up(f + B);
+                m       = std::max(m, lo_[ri]);
+            }
+        }
+    }
+    return m;
+}
+
+bool CpuFastBackend::head_bounded_top(const CpuFastEmbedding & e, const float * hin, int64_t top_k, float * logits,
+                                      int32_t * best_out) {
     const int64_t k = e.n_cols, n = e.n_rows;
     double        maxh = 0;
     for (int64_t i = 0; i < k; ++i) {
         if (!std::isfinite(hin[i])) return false;
         maxh = std::max(maxh, std::fabs(static_cast<double>(hin[i])));
     }
-    const double S = maxh > 0 ? maxh / 32767.0 : 1.0;
+    // The input on the copy's grid: 16-bit (H as its two bytes) for the int8 copy, 8-bit for Q6_K.
+    const bool   i8   = e.bound == CpuFastEmbedding::Bound::i8_copy;
+    const double top  = i8 ? 32767.0 : 127.0;
+    const double S    = maxh > 0 ? maxh / top : 1.0;
+    double       hh = 0, ee = 0, h8h8 = 0;
     grow(hgrid_, 2 * k);
-    uint8_t * g_hi = hgrid_.data();
-    uint8_t * g_lo = g_hi + k;
-    double    hh = 0, ee = 0;
+    grow(h8_, k);
+    grow(h8_sum4_, k / 4 + 1);
     for (int64_t i = 0; i < k; ++i) {
-        const double v  = std::clamp(std::nearbyint(static_cast<double>(hin[i]) / S), -32767.0, 32767.0);
-        const int    H  = static_cast<int>(v);
-        g_hi[i]         = static_cast<uint8_t>((H >> 8) + 128);  // arithmetic shift: floor(H / 256)
-        g_lo[i]         = static_cast<uint8_t>(H & 255);
+        const double v = std::clamp(std::nearbyint(static_cast<double>(hin[i]) / S), -top, top);
+        const int    H = static_cast<int>(v);
+        if (i8) {
+            hgrid_[static_cast<size_t>(i)]     = static_cast<uint8_t>((H >> 8) + 128);  // arithmetic shift: floor(H / 256)
+            hgrid_[static_cast<size_t>(k + i)] = static_cast<uint8_t>(H & 255);
+        } else {
+            h8_[static_cast<size_t>(i)] = static_cast<int8_t>(H);
+            if (i % 4 == 0) h8_sum4_[static_cast<size_t>(i / 4)] = 0;
+            h8_sum4_[static_cast<size_t>(i / 4)] += H;
+            h8h8 += v * v;
+        }
         const double eta = static_cast<double>(hin[i]) - S * v;
         hh += static_cast<double>(hin[i]) * hin[i];
         ee += eta * eta;
     }
-    const double h_norm = std::sqrt(hh) * k_up, eta_norm = std::sqrt(ee) * k_up;
+    grid_ = {S, std::sqrt(hh) * k_up, std::sqrt(ee) * k_up, std::sqrt(h8h8) * k_up};
     grow(lo_, n);
     grow(hi_, n);
     const int n_threads = pool_.n_threads();
-    float     thresh    = -std::numeric_limits<float>::infinity();
     // Pass 1: bounds of every row, each thread's largest lower bound.
     std::vector<float> best_lo(static_cast<size_t>(n_threads), -std::numeric_limits<float>::infinity());
     pool_.parallel_for(n, 64, [&](int64_t r0, int64_t r1, int ti) {
-        Scratch & sc = scratch_[static_cast<size_t>(ti)];
-        grow(sc.dots, 256);
-        float m = -std::numeric_limits<float>::infinity();
-        for (int64_t b = r0; b < r1; b += 256) {
-            const int64_t be = std::min(r1, b + 256);
-            k_.i8_rows_dot_i16(e.i8.as<int8_t>(), k, b, be, k, g_hi, g_lo, e.q_sum.data(), sc.dots.data());
-            for (int64_t r = b; r < be; ++r) {
-                const size_t ri = static_cast<size_t>(r);
-                const double f  = static_cast<double>(e.s[ri]) * S * static_cast<double>(sc.dots[static_cast<size_t>(r - b)]);
-                const double B  = k_up * (static_cast<double>(e.q_norm[ri]) * eta_norm + static_cast<double>(e.d_norm[ri]) * h_norm) +
-                                 0x1p-22 * (std::fabs(f) + static_cast<double>(e.e_norm[ri]) * h_norm);
-                lo_[ri] = round_down(f - B);
-                hi_[ri] = round_up(f + B);
-                m       = std::max(m, lo_[ri]);
-            }
-        }
-        best_lo[static_cast<size_t>(ti)] = std::max(best_lo[static_cast<size_t>(ti)], m);
+        best_lo[static_cast<size_t>(ti)] = head_bounds(e, hin, r0, r1, scratch_[static_cast<size_t>(ti)]);
     });
+    float thresh = -std::numeric_limits<float>::infinity();
     if (top_k <= 1) {
         thresh = *std::max_element(best_lo.begin(), best_lo.end());
     } else {
@@ -188,19 +248,21 @@ bool CpuFastBackend::head_i8_top(const CpuFastEmbedding & e, const float * hin, 
         thresh = tmp[static_cast<size_t>(top_k - 1)];
     }
     // Pass 2: the rows whose upper bound reaches the threshold, exactly: gathered 8 at a time into
-    // the thread's scratch for the exact kernel.
+    // the thread's scratch for the exact kernel (f16 rows copied, Q6_K rows dequantized).
     std::vector<std::pair<float, int64_t>> best(static_cast<size_t>(n_threads), {-std::numeric_limits<float>::infinity(), -1});
-    const auto * table = reinterpret_cast<const uint16_t *>(e.src.data.data());
     pool_.parallel_for(n, 64, [&](int64_t r0, int64_t r1, int ti) {
         Scratch & sc = scratch_[static_cast<size_t>(ti)];
         auto &    bt = best[static_cast<size_t>(ti)];
         grow(sc.f, 8 * k);
-        auto *    rows = reinterpret_cast<uint16_t *>(sc.f.data());  // 8 f16 rows fit in 8 k floats
-        int64_t   cand[8];
-        float     vals[8];
-        int64_t   nc   = 0;
-        auto      flush = [&] {
-            k_.f16_rows_dot(rows, k, 0, nc, k, hin, 1, vals, nc);
+        int64_t cand[8];
+        float   vals[8];
+        int64_t nc    = 0;
+        auto    flush = [&] {
+            if (i8) {
+                k_.f16_rows_dot(reinterpret_cast<const uint16_t *>(sc.f.data()), k, 0, nc, k, hin, 1, vals, nc);
+            } else {
+                k_.f32_rows_dot(sc.f.data(), k, 0, nc, k, hin, 1, vals, nc);
+            }
             for (int64_t j = 0; j < nc; ++j) {
                 if (logits) logits[cand[j]] = vals[j];
                 if (bt.second < 0 || vals[j] > bt.first) bt = {vals[j], cand[j]};
@@ -212,7 +274,12 @@ bool CpuFastBackend::head_i8_top(const CpuFastEmbedding & e, const float * hin, 
                 if (logits) logits[r] = -std::numeric_limits<float>::infinity();
                 continue;
             }
-            std::memcpy(rows + nc * k, table + r * k, static_cast<size_t>(k) * sizeof(uint16_t));
+            const uint8_t * src = e.src.data.data() + static_cast<size_t>(r) * e.row_bytes;
+            if (i8) {
+                std::memcpy(reinterpret_cast<uint16_t *>(sc.f.data()) + nc * k, src, static_cast<size_t>(k) * sizeof(uint16_t));
+            } else {
+                k_.dequant_rows(static_cast<uint32_t>(e.src.type), src, static_cast<int64_t>(e.row_bytes), 1, k, sc.f.data() + nc * k);
+            }
             cand[nc++] = r;
             if (nc == 8) flush();
         }
@@ -231,10 +298,10 @@ bool CpuFastBackend::head_i8_top(const CpuFastEmbedding & e, const float * hin, 
 void CpuFastBackend::norm_lm_head_argmax(const Tensor & ids, const Tensor & logits, const Weight & head, const Tensor & h,
                                          const Tensor & x, const Weight & norm, float eps, bool round_input_f16) {
     const auto * e = dynamic_cast<const CpuFastEmbedding *>(&head);
-    if (e != nullptr && e->has_i8() && x.ne[1] == 1) {
+    if (e != nullptr && e->bound != CpuFastEmbedding::Bound::none && x.ne[1] == 1) {
         rms_norm(h, x, norm, eps);
         int32_t best = -1;
-        if (head_i8_top(*e, head_input(h, round_input_f16), 1, nullptr, &best)) {
+        if (head_bounded_top(*e, head_input(h, round_input_f16), 1, nullptr, &best)) {
             *cpu_data<int32_t>(ids) = best;
             return;
         }
@@ -245,9 +312,9 @@ void CpuFastBackend::norm_lm_head_argmax(const Tensor & ids, const Tensor & logi
 void CpuFastBackend::norm_lm_head_top_k(const Tensor & logits, const Weight & head, const Tensor & h, const Tensor & x,
                                         const Weight & norm, float eps, bool round_input_f16, int64_t k) {
     const auto * e = dynamic_cast<const CpuFastEmbedding *>(&head);
-    if (e != nullptr && e->has_i8() && x.ne[1] == 1 && k >= 1 && k < e->n_rows) {
+    if (e != nullptr && e->bound != CpuFastEmbedding::Bound::none && x.ne[1] == 1 && k >= 1 && k < e->n_rows) {
         rms_norm(h, x, norm, eps);
-        if (head_i8_top(*e, head_input(h, round_input_f16), k, cpu_data<float>(logits), nullptr)) return;
+        if (head_bounded_top(*e, head_input(h, round_input_f16), k, cpu_data<float>(logits), nullptr)) return;
     }
     Backend::norm_lm_head_top_k(logits, head, h, x, norm, eps, round_input_f16, k);
 }

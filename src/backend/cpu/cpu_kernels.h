@@ -136,6 +136,17 @@ struct Kernels {
     // Rows [r0, r1) of an F16 table (k columns) into its int8 copy q[r * k + i] and rows[r - r0].
     void (*head_i8_rows)(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int8_t * q, HeadI8Row * rows);
 
+    // A Q6_K head's rows against int8 activations h8 (h8_sum4[i] = h8[4i] + .. + h8[4i + 3]):
+    // f[r - r0] = sum over the row's 16-column sub-blocks j of dsc_j * sum_{i in j} (q_i - 32) h8_i,
+    // dsc_j = (float)(d * scale_j) as the dequantizer rounds it, the integer sums exact, each
+    // 4-column sum times dsc_j rounded to f32 and summed per lane in f32 over the row (a lane sees
+    // at most k / 16 of them), the lanes then in double: |f - exact| <= (k / 16 + 2) 2^-24
+    // sum |dsc_j D_j|, for the caller's bound.
+    void (*q6k_rows_dot_i8)(const uint8_t * table, int64_t row_bytes, int64_t r0, int64_t r1, int64_t k, const int8_t * h8,
+                            const int32_t * h8_sum4, double * f);
+    // sumsq[r] = sum_i rows[r * k + i]^2 in double for r < n_rows, in any order (an upper bound's input).
+    void (*row_sumsq)(const float * rows, int64_t n_rows, int64_t k, double * sumsq);
+
     // dots[r - r0] = sum_i q[r][i] H[i] exactly, q int8 rows (row_stride bytes apart) and H int16
     // given as its two bytes: hi[i] = (H[i] >> 8) + 128 and lo[i] = H[i] & 255 (unsigned, the
     // operands of vpdpbusd / udot), with q_sums[r] = sum_i q[r][i]:

@@ -264,6 +264,44 @@ void i8_rows_dot_i16(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r
     for (; r < r1; ++r) i8_rows_block<1>(q, row_stride, r, k, hi, lo, dots + (r - r0));
 }
 
+// Q6_K rows against int8 activations (cpu_kernels.h): 32 columns per step (vpmaddubsw: codes
+// <= 63 against |h8| <= 127, pairs below 2^15), lane i of a step = columns 4i .. 4i + 3.
+void q6k_rows_dot_i8(const uint8_t * table, int64_t row_bytes, int64_t r0, int64_t r1, int64_t k, const int8_t * h8,
+                     const int32_t * h8_sum4, double * f) {
+    const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
+    for (int64_t r = r0; r < r1; ++r) {
+        const uint8_t * row = table + r * row_bytes;
+        __m256          acc = _mm256_setzero_ps();
+        for (int64_t b = 0; b < k / 256; ++b) {
+            const uint8_t * blk = row + 210 * b;
+            const float     d   = _cvtsh_ss(static_cast<unsigned short>(blk[208] | (blk[209] << 8)));
+            float           ds[16];
+            for (int j = 0; j < 16; ++j) ds[j] = d * static_cast<float>(static_cast<int8_t>(blk[192 + j]));
+            for (int h = 0; h < 2; ++h) {
+                const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(blk + 64 * h));
+                const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(blk + 64 * h + 32));
+                const __m256i qh  = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(blk + 128 + 32 * h));
+                for (int kk = 0; kk < 4; ++kk) {
+                    const __m256i lo  = (kk & 1) ? ql1 : ql0;
+                    const __m256i nib = _mm256_and_si256(kk >= 2 ? _mm256_srli_epi16(lo, 4) : lo, m4);
+                    const __m256i top = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * kk), m2), 4);
+                    const __m256i q   = _mm256_or_si256(nib, top);
+                    const int64_t col = 256 * b + 128 * h + 32 * kk;
+                    __m256i dot = _mm256_madd_epi16(_mm256_maddubs_epi16(q, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(h8 + col))), ones);
+                    dot = _mm256_sub_epi32(dot, _mm256_slli_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(h8_sum4 + col / 4)), 5));
+                    const int    sb    = 8 * h + 2 * kk;
+                    const __m256 lanes = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_set1_ps(ds[sb])), _mm_set1_ps(ds[sb + 1]), 1);
+                    acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(dot), lanes));
+                }
+            }
+        }
+        const __m256d s = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(acc)), _mm256_cvtps_pd(_mm256_extractf128_ps(acc, 1)));
+        alignas(32) double l[4];
+        _mm256_store_pd(l, s);
+        f[r - r0] = (l[0] + l[1]) + (l[2] + l[3]);
+    }
+}
+
 void head_i8_rows(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int8_t * q, HeadI8Row * rows) {
     for (int64_t r = r0; r < r1; ++r) {
         const uint16_t * e  = table + r * k;
@@ -330,6 +368,10 @@ void head_i8_rows(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int
 
 }  // namespace
 
+void q6k_rows_dot_i8_avx2(const uint8_t * table, int64_t row_bytes, int64_t r0, int64_t r1, int64_t k, const int8_t * h8,
+                          const int32_t * h8_sum4, double * f) {
+    q6k_rows_dot_i8(table, row_bytes, r0, r1, k, h8, h8_sum4, f);
+}
 void head_i8_rows_avx2(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int8_t * q, HeadI8Row * rows) {
     head_i8_rows(table, r0, r1, k, q, rows);
 }

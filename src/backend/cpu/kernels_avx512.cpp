@@ -217,6 +217,7 @@ uint64_t read_bytes(const uint8_t * p, int64_t n) {
 bool dequant_rows(uint32_t type, const uint8_t * src, int64_t row_bytes, int64_t n_rows, int64_t k, float * out) {
     return dequant_rows_impl(type, src, row_bytes, n_rows, k, out);
 }
+void row_sumsq(const float * rows, int64_t n_rows, int64_t k, double * sumsq) { row_sumsq_impl(rows, n_rows, k, sumsq); }
 
 }  // namespace
 
@@ -227,6 +228,8 @@ void f16_rows_dot_avx512(const uint16_t * table, int64_t row_stride, int64_t r0,
 void f32_rows_dot_avx512(const float * rows, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
                          int64_t n_tokens, float * logits, int64_t ld);
 void head_i8_rows_avx512(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int8_t * q, HeadI8Row * rows);
+void q6k_rows_dot_i8_avx512(const uint8_t * table, int64_t row_bytes, int64_t r0, int64_t r1, int64_t k, const int8_t * h8,
+                            const int32_t * h8_sum4, double * f);
 void i8_rows_dot_i16_avx512(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const uint8_t * hi,
                             const uint8_t * lo, const int32_t * q_sums, int64_t * dots);
 
@@ -235,7 +238,7 @@ const Kernels * kernels_avx512() {
         "avx512-vnni",       ternary_gemm,     sum_squares,         norm_apply,
         quantize_row,        rope,             f32_to_f16,          gate_act,
         attention_prepare_avx512, attention_avx512, f16_rows_dot_avx512, dequant_rows, f32_rows_dot_avx512,
-        read_bytes,          head_i8_rows_avx512, i8_rows_dot_i16_avx512,
+        read_bytes,          head_i8_rows_avx512, q6k_rows_dot_i8_avx512, row_sumsq, i8_rows_dot_i16_avx512,
     };
     return &k;
 }

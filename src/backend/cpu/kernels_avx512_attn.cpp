@@ -293,42 +293,72 @@ void f32_rows_dot(const float * rows, int64_t row_stride, int64_t r0, int64_t r1
 }
 
 // Exact sums of int8 x int16 products as two vpdpbusd sums per 64 columns (the bytes of H, see
-// cpu_kernels.h), 4 rows in flight; a lane holds at most k / 16 products below 2^15: no overflow
-// for k < 2^20.
-template <int NR>
-void i8_rows_block(const int8_t * q, int64_t row_stride, int64_t r, int64_t k, const uint8_t * hi, const uint8_t * lo,
-                   const int32_t * q_sums, int64_t * dots) {
-    __m512i ah[NR], al[NR];
-    for (int j = 0; j < NR; ++j) ah[j] = al[j] = _mm512_setzero_si512();
-    const int64_t k64 = k & ~int64_t{63};
-    for (int64_t i = 0; i < k64; i += 64) {
-        const __m512i h = _mm512_loadu_si512(hi + i), l = _mm512_loadu_si512(lo + i);
-        for (int j = 0; j < NR; ++j) {
-            const __m512i qv = _mm512_loadu_si512(q + (r + j) * row_stride + i);
-            ah[j]            = _mm512_dpbusd_epi32(ah[j], h, qv);
-            al[j]            = _mm512_dpbusd_epi32(al[j], l, qv);
+// cpu_kernels.h). One row at a time, so the table streams in order (rows side by side were slower:
+// short interleaved streams), with two accumulators per half; a lane holds at most k / 16
+// products below 2^15: no overflow for k < 2^20.
+void i8_rows_dot_i16(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const uint8_t * hi,
+                     const uint8_t * lo, const int32_t * q_sums, int64_t * dots) {
+    const int64_t k128 = k & ~int64_t{127};
+    for (int64_t r = r0; r < r1; ++r) {
+        const int8_t * row = q + r * row_stride;
+        __m512i        a0 = _mm512_setzero_si512(), a1 = a0, b0 = a0, b1 = a0;
+        int64_t        i  = 0;
+        for (; i < k128; i += 128) {
+            const __m512i q0 = _mm512_loadu_si512(row + i), q1 = _mm512_loadu_si512(row + i + 64);
+            a0 = _mm512_dpbusd_epi32(a0, _mm512_loadu_si512(hi + i), q0);
+            b0 = _mm512_dpbusd_epi32(b0, _mm512_loadu_si512(lo + i), q0);
+            a1 = _mm512_dpbusd_epi32(a1, _mm512_loadu_si512(hi + i + 64), q1);
+            b1 = _mm512_dpbusd_epi32(b1, _mm512_loadu_si512(lo + i + 64), q1);
         }
-    }
-    if (k64 < k) {
-        const __mmask64 m = (~__mmask64{0}) >> (64 - (k - k64));
-        const __m512i   h = _mm512_maskz_loadu_epi8(m, hi + k64), l = _mm512_maskz_loadu_epi8(m, lo + k64);
-        for (int j = 0; j < NR; ++j) {
-            const __m512i qv = _mm512_maskz_loadu_epi8(m, q + (r + j) * row_stride + k64);
-            ah[j]            = _mm512_dpbusd_epi32(ah[j], h, qv);
-            al[j]            = _mm512_dpbusd_epi32(al[j], l, qv);
+        for (; i < k; i += 64) {
+            const __mmask64 m  = k - i >= 64 ? ~__mmask64{0} : (~__mmask64{0}) >> (64 - (k - i));
+            const __m512i   qv = _mm512_maskz_loadu_epi8(m, row + i);
+            a0 = _mm512_dpbusd_epi32(a0, _mm512_maskz_loadu_epi8(m, hi + i), qv);
+            b0 = _mm512_dpbusd_epi32(b0, _mm512_maskz_loadu_epi8(m, lo + i), qv);
         }
-    }
-    for (int j = 0; j < NR; ++j) {
-        const int64_t a = _mm512_reduce_add_epi32(ah[j]), b = _mm512_reduce_add_epi32(al[j]);
-        dots[j]         = 256 * (a - 128 * static_cast<int64_t>(q_sums[r + j])) + b;
+        const int64_t sa = _mm512_reduce_add_epi32(_mm512_add_epi32(a0, a1));
+        const int64_t sb = _mm512_reduce_add_epi32(_mm512_add_epi32(b0, b1));
+        dots[r - r0]     = 256 * (sa - 128 * static_cast<int64_t>(q_sums[r])) + sb;
     }
 }
 
-void i8_rows_dot_i16(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const uint8_t * hi,
-                     const uint8_t * lo, const int32_t * q_sums, int64_t * dots) {
-    int64_t r = r0;
-    for (; r + 4 <= r1; r += 4) i8_rows_block<4>(q, row_stride, r, k, hi, lo, q_sums, dots + (r - r0));
-    for (; r < r1; ++r) i8_rows_block<1>(q, row_stride, r, k, hi, lo, q_sums, dots + (r - r0));
+// Q6_K rows against int8 activations (cpu_kernels.h). Per 128 columns (half a block): ql's 64
+// bytes and qh's 32 give columns 0..63 (low nibbles, qh bits 1-0 then 3-2) and 64..127 (high
+// nibbles, bits 5-4 then 7-6), in order; lane i of a 64-column step covers columns 4i..4i+3, in
+// sub-block 4 g + i / 4 of the block.
+void q6k_rows_dot_i8(const uint8_t * table, int64_t row_bytes, int64_t r0, int64_t r1, int64_t k, const int8_t * h8,
+                     const int32_t * h8_sum4, double * f) {
+    const __m512i m4 = _mm512_set1_epi8(15), m2 = _mm512_set1_epi8(3);
+    __m512i       idx[4];
+    for (int g = 0; g < 4; ++g) {
+        idx[g] = _mm512_add_epi32(_mm512_set1_epi32(4 * g), _mm512_srli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 2));
+    }
+    for (int64_t r = r0; r < r1; ++r) {
+        const uint8_t * row = table + r * row_bytes;
+        __m512          acc = _mm512_setzero_ps();
+        for (int64_t b = 0; b < k / 256; ++b) {
+            const uint8_t * blk = row + 210 * b;
+            const float     d   = _cvtsh_ss(static_cast<unsigned short>(blk[208] | (blk[209] << 8)));
+            const __m512    dsc = _mm512_mul_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(blk + 192)))));
+            for (int h = 0; h < 2; ++h) {
+                const __m512i ql   = _mm512_loadu_si512(blk + 64 * h);
+                const __m256i qh   = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(blk + 128 + 32 * h));
+                const __m512i qh01 = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1), m2);
+                const __m512i qh23 = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(_mm256_srli_epi16(qh, 4)), _mm256_srli_epi16(qh, 6), 1), m2);
+                const __m512i q[2] = {_mm512_or_si512(_mm512_and_si512(ql, m4), _mm512_slli_epi16(qh01, 4)),
+                                      _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4), _mm512_slli_epi16(qh23, 4))};
+                for (int o = 0; o < 2; ++o) {
+                    const int     g   = 2 * h + o;
+                    const int64_t col = 256 * b + 64 * g;
+                    __m512i       dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[o], _mm512_loadu_si512(h8 + col));
+                    dot = _mm512_sub_epi32(dot, _mm512_slli_epi32(_mm512_loadu_si512(h8_sum4 + col / 4), 5));
+                    acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(idx[g], dsc)));
+                }
+            }
+        }
+        f[r - r0] = _mm512_reduce_add_pd(_mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(acc)),
+                                                       _mm512_cvtps_pd(_mm512_extractf32x8_ps(acc, 1))));
+    }
 }
 
 void head_i8_rows(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int8_t * q, HeadI8Row * rows) {
@@ -373,6 +403,10 @@ void head_i8_rows(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int
 
 }  // namespace
 
+void q6k_rows_dot_i8_avx512(const uint8_t * table, int64_t row_bytes, int64_t r0, int64_t r1, int64_t k, const int8_t * h8,
+                            const int32_t * h8_sum4, double * f) {
+    q6k_rows_dot_i8(table, row_bytes, r0, r1, k, h8, h8_sum4, f);
+}
 void head_i8_rows_avx512(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int8_t * q, HeadI8Row * rows) {
     head_i8_rows(table, r0, r1, k, q, rows);
 }

@@ -205,6 +205,7 @@ uint64_t read_bytes(const uint8_t * p, int64_t n) {
 bool dequant_rows(uint32_t type, const uint8_t * src, int64_t row_bytes, int64_t n_rows, int64_t k, float * out) {
     return dequant_rows_impl(type, src, row_bytes, n_rows, k, out);
 }
+void row_sumsq(const float * rows, int64_t n_rows, int64_t k, double * sumsq) { row_sumsq_impl(rows, n_rows, k, sumsq); }
 
 }  // namespace
 
@@ -215,6 +216,8 @@ void f16_rows_dot_neon(const uint16_t * table, int64_t row_stride, int64_t r0, i
 void f32_rows_dot_neon(const float * rows, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
                        int64_t n_tokens, float * logits, int64_t ld);
 void head_i8_rows_neon(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int8_t * q, HeadI8Row * rows);
+void q6k_rows_dot_i8_neon(const uint8_t * table, int64_t row_bytes, int64_t r0, int64_t r1, int64_t k, const int8_t * h8,
+                          const int32_t * h8_sum4, double * f);
 void i8_rows_dot_i16_neon(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const uint8_t * hi,
                           const uint8_t * lo, const int32_t * q_sums, int64_t * dots);
 
@@ -222,7 +225,7 @@ const Kernels * kernels_neon() {
     static const Kernels k{
         "neon-dotprod",   ternary_gemm,     sum_squares,       norm_apply,       quantize_row,
         rope,             f32_to_f16,       gate_act,          attention_prepare_neon, attention_neon,
-        f16_rows_dot_neon, dequant_rows, f32_rows_dot_neon, read_bytes,      head_i8_rows_neon, i8_rows_dot_i16_neon,
+        f16_rows_dot_neon, dequant_rows, f32_rows_dot_neon, read_bytes,      head_i8_rows_neon, q6k_rows_dot_i8_neon, row_sumsq, i8_rows_dot_i16_neon,
     };
     return &k;
 }

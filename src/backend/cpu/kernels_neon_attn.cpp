@@ -225,6 +225,44 @@ void rows_dot(const T * table, int64_t row_stride, int64_t r0, int64_t r1, int64
     }
 }
 
+// Q6_K rows against int8 activations (cpu_kernels.h): 16 columns (one sub-block) per sdot step.
+void q6k_rows_dot_i8(const uint8_t * table, int64_t row_bytes, int64_t r0, int64_t r1, int64_t k, const int8_t * h8,
+                     const int32_t * h8_sum4, double * f) {
+    const uint8x16_t m4 = vdupq_n_u8(15), m2 = vdupq_n_u8(3);
+    for (int64_t r = r0; r < r1; ++r) {
+        const uint8_t * row = table + r * row_bytes;
+        float32x4_t     acc = vdupq_n_f32(0.0f);
+        for (int64_t b = 0; b < k / 256; ++b) {
+            const uint8_t * blk = row + 210 * b;
+            uint16_t        dh[4] = {static_cast<uint16_t>(blk[208] | (blk[209] << 8)), 0, 0, 0};
+            const float     d     = vgetq_lane_f32(load_f16(dh), 0);
+            for (int h = 0; h < 2; ++h) {
+                for (int kk = 0; kk < 4; ++kk) {
+                    for (int half = 0; half < 2; ++half) {
+                        const uint8x16_t lo  = vld1q_u8(blk + 64 * h + 32 * (kk & 1) + 16 * half);
+                        const uint8x16_t hi  = vld1q_u8(blk + 128 + 32 * h + 16 * half);
+                        const uint8x16_t nib = kk >= 2 ? vshrq_n_u8(lo, 4) : vandq_u8(lo, m4);
+                        uint8x16_t       top;
+                        switch (kk) {
+                            case 0: top = vandq_u8(hi, m2); break;
+                            case 1: top = vandq_u8(vshrq_n_u8(hi, 2), m2); break;
+                            case 2: top = vandq_u8(vshrq_n_u8(hi, 4), m2); break;
+                            default: top = vshrq_n_u8(hi, 6); break;
+                        }
+                        const int8x16_t q   = vreinterpretq_s8_u8(vorrq_u8(nib, vshlq_n_u8(top, 4)));
+                        const int64_t   col = 256 * b + 128 * h + 32 * kk + 16 * half;
+                        int32x4_t       dot = vdotq_s32(vdupq_n_s32(0), q, vld1q_s8(h8 + col));
+                        dot = vsubq_s32(dot, vshlq_n_s32(vld1q_s32(h8_sum4 + col / 4), 5));
+                        const float ds = d * static_cast<float>(static_cast<int8_t>(blk[192 + 8 * h + 2 * kk + half]));
+                        acc            = vaddq_f32(acc, vmulq_f32(vcvtq_f32_s32(dot), vdupq_n_f32(ds)));
+                    }
+                }
+            }
+        }
+        f[r - r0] = vaddvq_f64(vaddq_f64(vcvt_f64_f32(vget_low_f32(acc)), vcvt_high_f64_f32(acc)));
+    }
+}
+
 void head_i8_rows(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int8_t * q, HeadI8Row * rows) {
     for (int64_t r = r0; r < r1; ++r) {
         const uint16_t * e  = table + r * k;
@@ -315,6 +353,10 @@ void f16_rows_dot_neon(const uint16_t * table, int64_t row_stride, int64_t r0, i
 void f32_rows_dot_neon(const float * rows, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
                        int64_t n_tokens, float * logits, int64_t ld) {
     rows_dot(rows, row_stride, r0, r1, k, h, n_tokens, logits, ld);
+}
+void q6k_rows_dot_i8_neon(const uint8_t * table, int64_t row_bytes, int64_t r0, int64_t r1, int64_t k, const int8_t * h8,
+                          const int32_t * h8_sum4, double * f) {
+    q6k_rows_dot_i8(table, row_bytes, r0, r1, k, h8, h8_sum4, f);
 }
 void head_i8_rows_neon(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int8_t * q, HeadI8Row * rows) {
     head_i8_rows(table, r0, r1, k, q, rows);
