@@ -182,7 +182,8 @@ float CpuFastBackend::head_bounds(const CpuFastEmbedding & e, const float *, int
         } else {
             // Q6_K: the table's own codes against h on an 8-bit grid; B adds the f32 accumulation's
             // rounding (cpu_kernels.h: q6k_rows_dot_i8), sum |dsc D| <= ||e|| ||h8|| (1 + 2^-24).
-            k_.q6k_rows_dot_i8(e.src.data.data(), static_cast<int64_t>(e.row_bytes), b, be, k, h8_.data(), h8_sum4_.data(), fd.data());
+            k_.q6k_rows_dot_i8(e.src.data.data(), static_cast<int64_t>(e.row_bytes), b, be, k, h8_.as<int8_t>(), h8_sum4_.data(),
+                               fd.data());
             const double acc_err = g.S * (static_cast<double>(k) / 16.0 + 2.0) * 0x1p-23 * k_up * g.h8_norm;
             for (int64_t r = b; r < be; ++r) {
                 const size_t ri = static_cast<size_t>(r);
@@ -211,17 +212,19 @@ bool CpuFastBackend::head_bounded_top(const CpuFastEmbedding & e, const float * 
     const double top  = i8 ? 32767.0 : 127.0;
     const double S    = maxh > 0 ? maxh / top : 1.0;
     double       hh = 0, ee = 0, h8h8 = 0;
-    grow(hgrid_, 2 * k);
-    grow(h8_, k);
+    if (hgrid_.size() < static_cast<size_t>(2 * k)) hgrid_ = AlignedBytes(static_cast<size_t>(2 * k));
+    if (h8_.size() < static_cast<size_t>(k)) h8_ = AlignedBytes(static_cast<size_t>(k));
     grow(h8_sum4_, k / 4 + 1);
+    uint8_t * grid = hgrid_.data();
+    int8_t *  h8   = h8_.as<int8_t>();
     for (int64_t i = 0; i < k; ++i) {
         const double v = std::clamp(std::nearbyint(static_cast<double>(hin[i]) / S), -top, top);
         const int    H = static_cast<int>(v);
         if (i8) {
-            hgrid_[static_cast<size_t>(i)]     = static_cast<uint8_t>((H >> 8) + 128);  // arithmetic shift: floor(H / 256)
-            hgrid_[static_cast<size_t>(k + i)] = static_cast<uint8_t>(H & 255);
+            grid[i]     = static_cast<uint8_t>((H >> 8) + 128);  // arithmetic shift: floor(H / 256)
+            grid[k + i] = static_cast<uint8_t>(H & 255);
         } else {
-            h8_[static_cast<size_t>(i)] = static_cast<int8_t>(H);
+            h8[i] = static_cast<int8_t>(H);
             if (i % 4 == 0) h8_sum4_[static_cast<size_t>(i / 4)] = 0;
             h8_sum4_[static_cast<size_t>(i / 4)] += H;
             h8h8 += v * v;
