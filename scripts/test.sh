@@ -2,16 +2,20 @@
 # Installs what is missing, builds, and runs every test: the whole ctest suite on a RelWithDebInfo
 # build, then the parser-facing suites (GGUF malformed-file and mutation corpora, layouts, tokenizer,
 # safetensors/convert, sampler, backend ops) again under AddressSanitizer + UndefinedBehaviorSanitizer.
-# This is the command .ci/run calls.
-# Usage: scripts/test.sh [--no-asan] [extra ctest arguments, e.g. -L unit]
+# On x86-64 it then cross-compiles the CPU kernel and model tests for ARM64 and runs them under
+# qemu-user (scripts/test_arm64.sh). This is the command .ci/run calls.
+# Usage: scripts/test.sh [--no-asan] [--no-arm64] [extra ctest arguments, e.g. -L unit]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 asan=1
+arm64=1
+[ "$(uname -m)" = x86_64 ] || arm64=0
 ctest_args=()
 for arg in "$@"; do
     case "$arg" in
         --no-asan) asan=0 ;;
-        -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
+        --no-arm64) arm64=0 ;;
+        -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
         *) ctest_args+=("$arg") ;;
     esac
 done
@@ -45,5 +49,9 @@ if [ "$asan" = 1 ]; then
         ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
             "build-asan/bin/$suite" --gtest_brief=1
     done
+fi
+if [ "$arm64" = 1 ]; then
+    echo "test: the CPU kernels on ARM64 (cross-compiled, under qemu-user)"
+    scripts/test_arm64.sh
 fi
 echo "test: all passed"
