@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 namespace tern {
@@ -41,10 +42,24 @@ void group_sums(const int8_t * q, int64_t k, int64_t group, int32_t * out) {
 CpuFastBackend::CpuFastBackend(const CpuOptions & o)
     : pool_(o.n_threads), isa_(o.isa), k_(kernels_for(o.isa)), head_i8_min_bytes_(o.head_i8_min_bytes) {
     scratch_.resize(static_cast<size_t>(pool_.n_threads()));
+    int base3 = o.base3;
+    if (base3 < 0) {
+        const char * env = std::getenv("TERN_CPU_TILES");
+        if (env != nullptr && *env != '\0') {
+            const std::string v = env;
+            if (v != "2bit" && v != "base3") {
+                fail(ErrorKind::invalid_argument, format("TERN_CPU_TILES=%s is not a tile layout", env), "use 2bit or base3");
+            }
+            base3 = v == "base3" ? 1 : 0;
+        } else {
+            base3 = pool_.n_threads() >= 2 ? 1 : 0;
+        }
+    }
+    base3_ = base3 == 1 && k_.base3;
 }
 
 DeviceInfo CpuFastBackend::device_info() const {
-    return {"cpu", format("%s kernels, %d threads", k_.name, pool_.n_threads())};
+    return {"cpu", format("%s kernels%s, %d threads", k_.name, base3_ ? " (base-3 tiles)" : "", pool_.n_threads())};
 }
 
 bool CpuFastBackend::supports_linear(DType type) const {
@@ -81,11 +96,12 @@ std::unique_ptr<Weight> CpuFastBackend::load_norm(const WeightSource & src) {
 }
 
 std::unique_ptr<Weight> CpuFastBackend::load_linear(std::span<const WeightSource> parts) {
-    auto w = cpu_pack_tiles(parts, pool_);
+    auto w = cpu_pack_tiles(parts, pool_, base3_ ? &k_ : nullptr);
     for (auto & sc : scratch_) {
         grow(sc.f, w->n_cols);
         grow(sc.q, w->n_cols + 64);
         grow(sc.gsum, w->n_cols / w->group);
+        if (sc.tile_bytes.size() < static_cast<size_t>(272 * w->n_cols)) sc.tile_bytes = AlignedBytes(static_cast<size_t>(272 * w->n_cols));
     }
     return w;
 }
@@ -189,7 +205,7 @@ cpu::ActView CpuFastBackend::norm_quant_in_job(int ti, const QuantizedActs & a, 
     const float * in = cpu_data<float>(x);
     if (n_tok == 1) {
         norm_quant_token(in, norm.w.data(), k, eps, sc.f.data(), sc.q.data(), &sc.act_scale, sc.gsum.data(), group);
-        return {sc.q.data(), k, &sc.act_scale, sc.gsum.data(), 1};
+        return {sc.q.data(), k, &sc.act_scale, sc.gsum.data(), 1, sc.tile_bytes.data()};
     }
     int64_t t0 = 0, t1 = 0;
     ThreadPool::chunk_range(n_tok, 1, pool_.n_threads(), ti, t0, t1);
@@ -201,7 +217,7 @@ cpu::ActView CpuFastBackend::norm_quant_in_job(int ti, const QuantizedActs & a, 
                          group);
     }
     pool_.barrier();
-    return {q, k, scale, gsum_.data(), n_tok};
+    return {q, k, scale, gsum_.data(), n_tok, sc.tile_bytes.data()};
 }
 
 cpu::ActView CpuFastBackend::acts_in_job(int ti, const QuantizedActs & a, int64_t group) {
@@ -211,7 +227,7 @@ cpu::ActView CpuFastBackend::acts_in_job(int ti, const QuantizedActs & a, int64_
     ThreadPool::chunk_range(n_tok, 1, pool_.n_threads(), ti, t0, t1);
     for (int64_t t = t0; t < t1; ++t) group_sums(q + t * k, k, group, gsum_.data() + t * n_groups);
     pool_.barrier();
-    return {q, k, cpu_data<float>(a.scale), gsum_.data(), n_tok};
+    return {q, k, cpu_data<float>(a.scale), gsum_.data(), n_tok, scratch_[static_cast<size_t>(ti)].tile_bytes.data()};
 }
 
 void CpuFastBackend::linear_in_job(int ti, const CpuTiledLinear & w, const cpu::ActView & a, float * y, int64_t ldy,

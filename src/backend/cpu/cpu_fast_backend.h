@@ -106,6 +106,7 @@ private:
         std::vector<double>  fd;       // the Q6_K head's row sums
         std::vector<float>   cand;     // candidate rows' exact logits
         std::vector<int32_t> rows;     // candidate rows
+        AlignedBytes         tile_bytes;  // base-3 tiles for many tokens: ActView::scratch (272 K)
     };
 
     // The activations of a norm op feeding a linear weight: quantizes x's tokens into a (and their
@@ -140,6 +141,7 @@ private:
     CpuIsa                  isa_;
     const cpu::Kernels &    k_;
     size_t                  head_i8_min_bytes_;
+    bool                    base3_ = false;  // ternary weights in base-3 tiles (CpuOptions::base3)
     std::vector<Scratch>    scratch_;
     std::vector<int32_t>    gsum_;   // group sums of a shared activation tensor [T][n_groups]
     std::vector<float>      qkv_;    // [T][n_q + 2 n_kv] before RoPE

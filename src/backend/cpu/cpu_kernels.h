@@ -24,19 +24,33 @@ namespace tern::cpu {
 // 3 gives, in each 32-bit lane r, the 4 codes of row r at columns 16c + 4s .. + 3: the operand of
 // one vpdpbusd / sdot lane per row against 4 activation bytes broadcast to every lane, so 16 rows
 // accumulate side by side with no horizontal sums. Rows past n_rows are padding (code 1).
+//
+// Base-3 tiles (weights that are -1, 0, +1 only, for kernel sets with base3 set): 5 codes per byte,
+// 1.6 bits per weight instead of 2 (decoding stream a fifth fewer bytes). Each scale group of G
+// columns is ceil(G / 20) chunks of 64 bytes, chunk c of group g covering columns g G + 20c .. + 19:
+//
+//   byte 4r + m of chunk c  =  ceil(v 256 / 243),  v = sum_j code(row r, column g G + 20c + 4j + m) 3^(4-j)
+//
+// (j < 5; TQ1_0's byte encoding). With x_0 = byte, code_j = (x_j 3) >> 8 and x_(j+1) = x_j 3 mod 256,
+// so each j again gives every lane r the 4 codes of row r at columns g G + 20c + 4j .. + 3 for one
+// vpdpbusd. Positions past the group's end (20c + 4j >= G) are padding: never multiplied.
 inline constexpr int64_t k_tile_rows  = 16;
-inline constexpr int64_t k_tile_cols  = 16;   // columns per chunk
+inline constexpr int64_t k_tile_cols  = 16;   // columns per chunk (2-bit tiles)
 inline constexpr int64_t k_tile_chunk = 64;   // bytes per chunk
+inline constexpr int64_t k_base3_cols = 20;   // columns per chunk (base-3 tiles)
 
 struct TernaryTiles {
-    const uint8_t * codes      = nullptr;  // [n_tiles][k / 16][64]
+    const uint8_t * codes      = nullptr;  // [n_tiles][chunks per tile][64]
     const float *   scales     = nullptr;  // [n_tiles][n_groups][16]: the group scales of a tile's rows
     const float *   out_scales = nullptr;  // [n_tiles * 16] extra multiplier, or null when all are 1
     int64_t         k          = 0;        // columns (multiple of 16)
     int64_t         n_rows     = 0;
     int64_t         group      = 0;        // columns per scale (multiple of 16, divides k)
+    bool            base3      = false;    // base-3 chunks (above) instead of 2-bit ones
     int64_t n_groups() const { return k / group; }
     int64_t n_tiles() const { return (n_rows + k_tile_rows - 1) / k_tile_rows; }
+    int64_t chunks_per_group() const { return base3 ? (group + k_base3_cols - 1) / k_base3_cols : group / k_tile_cols; }
+    int64_t tile_bytes() const { return n_groups() * chunks_per_group() * k_tile_chunk; }
 };
 
 // Quantized activations of T tokens: q[t * ld + i], i < k; group_sums[t * n_groups + g] = the sum
@@ -47,6 +61,8 @@ struct ActView {
     const float *   scale      = nullptr;  // [T]
     const int32_t * group_sums = nullptr;  // [T][n_groups]
     int64_t         n_tokens   = 0;
+    uint8_t *       scratch    = nullptr;  // the calling thread's: 272 k bytes, 64-byte aligned (base-3 tiles:
+                                           // a tile's code bytes, 64 tokens' activations regrouped)
 };
 
 // ----------------------------------------------------------------------------- attention
@@ -89,6 +105,12 @@ struct HeadI8Row {
 // ----------------------------------------------------------------------------- the table
 struct Kernels {
     const char * name;  // "avx512-vnni", "avx2", "neon-dotprod"
+    // ternary_gemm reads base-3 tiles for ternary-valued weights (cpu_tiles.cpp packs them so);
+    // Q2_0's +2 needs the 2-bit tiles, which every set reads.
+    bool base3;
+
+    // One tile's 2-bit chunks (16 rows, k columns, scale groups of `group`) as base-3 chunks.
+    void (*tile_to_base3)(const uint8_t * two_bit, int64_t k, int64_t group, uint8_t * base3);
 
     // y[t * ldy + r - row0] for the rows r of tiles [tile0, tile1) that are < n_rows, every token:
     // the reference's bitlinear_dot (one group: ((float)dot / act) * scale; several: the sum over

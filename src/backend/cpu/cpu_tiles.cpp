@@ -25,6 +25,7 @@ AlignedBytes::AlignedBytes(size_t n, bool zero) : size_(n) {
 
 cpu::TernaryTiles CpuTiledLinear::view() const {
     cpu::TernaryTiles v;
+    v.base3      = base3;
     v.codes      = codes.data();
     v.scales     = scales.as<float>();
     v.out_scales = out_scales.size() ? out_scales.as<float>() : nullptr;
@@ -80,7 +81,8 @@ void pack_values_row(const int8_t * values, int64_t k, uint8_t * tile_codes, int
 
 }  // namespace
 
-std::unique_ptr<CpuTiledLinear> cpu_pack_tiles(std::span<const WeightSource> parts, ThreadPool & pool) {
+std::unique_ptr<CpuTiledLinear> cpu_pack_tiles(std::span<const WeightSource> parts, ThreadPool & pool,
+                                               const cpu::Kernels * base3_kernels) {
     const int64_t n    = check_linear_parts(parts);
     const int64_t k    = parts[0].ne[0];
     const DType   type = parts[0].type;
@@ -88,13 +90,17 @@ std::unique_ptr<CpuTiledLinear> cpu_pack_tiles(std::span<const WeightSource> par
         fail(ErrorKind::unsupported, format("tensor '%s': %lld columns; the CPU kernels need a multiple of 16",
                                             parts[0].name.c_str(), static_cast<long long>(k)));
     }
-    auto w          = std::make_unique<CpuTiledLinear>();
-    w->n_rows       = n;
-    w->n_cols       = k;
-    w->group        = lowbit_scale_group(type, k);
+    auto w    = std::make_unique<CpuTiledLinear>();
+    w->n_rows = n;
+    w->n_cols = k;
+    w->group  = lowbit_scale_group(type, k);
+    // Base-3 where the kernels read it and the values are -1, 0, +1 (Q2_0 may hold +2).
+    w->base3 = base3_kernels != nullptr && base3_kernels->base3 && type != DType::q2_0 && type != DType::pq2_0;
     const int64_t n_groups = k / w->group;
     const int64_t n_tiles  = (n + k_tile_rows - 1) / k_tile_rows;
-    const int64_t tile_bytes = (k / k_tile_cols) * k_tile_chunk;
+    const cpu::TernaryTiles shape = w->view();
+    const int64_t two_bit_bytes   = (k / k_tile_cols) * k_tile_chunk;  // one tile in 2-bit chunks
+    const int64_t tile_bytes      = shape.tile_bytes();
     w->codes  = AlignedBytes(static_cast<size_t>(n_tiles * tile_bytes), /*zero=*/false);  // every byte written below
     w->scales = AlignedBytes(static_cast<size_t>(n_tiles * n_groups * k_tile_rows) * sizeof(float));
     bool all_one = true;
@@ -111,32 +117,38 @@ std::unique_ptr<CpuTiledLinear> cpu_pack_tiles(std::span<const WeightSource> par
     uint8_t * codes  = w->codes.data();
     float *   scales = w->scales.as<float>();
     float *   os     = w->out_scales.size() ? w->out_scales.as<float>() : nullptr;
-    // Padding rows: code 1 (value 0); their scales stay 0.
-    const std::vector<int8_t> zeros(static_cast<size_t>(k), 0);
-    for (int64_t r = n; r < n_tiles * k_tile_rows; ++r) {
-        pack_values_row(zeros.data(), k, codes + (r / k_tile_rows) * tile_bytes, r % k_tile_rows);
-    }
-    pool.parallel_for(n, k_tile_rows, [&](int64_t r0, int64_t r1, int) {
-        std::vector<int8_t> values(static_cast<size_t>(k));
-        std::vector<float>  row_scales(static_cast<size_t>(n_groups));
-        size_t              pi = 0;
-        for (int64_t r = r0; r < r1; ++r) {
-            while (pi + 1 < parts.size() && r >= part_start[pi + 1]) ++pi;
-            while (r < part_start[pi]) --pi;
-            const WeightSource & p    = parts[pi];
-            const int64_t        rp   = r - part_start[pi];
-            uint8_t *            tile = codes + (r / k_tile_rows) * tile_bytes;
-            if (type == DType::i2_s) {
-                row_scales[0] = i2s_tensor_scale(p.data, p.n_elements());
-                transcode_i2s_row(p.data.data() + rp * (k / 4), k, tile, r % k_tile_rows);
-            } else {
-                lowbit_decode_row(type, p.data, p.n_elements(), rp, k, values.data(), row_scales.data());
-                pack_values_row(values.data(), k, tile, r % k_tile_rows);
+    // One tile at a time: its rows in 2-bit chunks (in place, or in the thread's buffer and then
+    // converted to base-3). Padding rows: code 1 (value 0); their scales stay 0.
+    pool.parallel_for(n_tiles, 1, [&](int64_t t0, int64_t t1, int) {
+        std::vector<int8_t>  values(static_cast<size_t>(k));
+        std::vector<float>   row_scales(static_cast<size_t>(n_groups));
+        const std::vector<int8_t> zeros(static_cast<size_t>(k), 0);
+        AlignedBytes         buffer(w->base3 ? static_cast<size_t>(two_bit_bytes) : 0, /*zero=*/false);
+        size_t               pi = 0;
+        for (int64_t tile = t0; tile < t1; ++tile) {
+            uint8_t * dst = w->base3 ? buffer.data() : codes + tile * tile_bytes;
+            for (int64_t r = tile * k_tile_rows; r < (tile + 1) * k_tile_rows; ++r) {
+                if (r >= n) {
+                    pack_values_row(zeros.data(), k, dst, r % k_tile_rows);
+                    continue;
+                }
+                while (pi + 1 < parts.size() && r >= part_start[pi + 1]) ++pi;
+                while (r < part_start[pi]) --pi;
+                const WeightSource & p  = parts[pi];
+                const int64_t        rp = r - part_start[pi];
+                if (type == DType::i2_s) {
+                    row_scales[0] = i2s_tensor_scale(p.data, p.n_elements());
+                    transcode_i2s_row(p.data.data() + rp * (k / 4), k, dst, r % k_tile_rows);
+                } else {
+                    lowbit_decode_row(type, p.data, p.n_elements(), rp, k, values.data(), row_scales.data());
+                    pack_values_row(values.data(), k, dst, r % k_tile_rows);
+                }
+                for (int64_t g = 0; g < n_groups; ++g) {
+                    scales[(tile * n_groups + g) * k_tile_rows + r % k_tile_rows] = row_scales[static_cast<size_t>(g)];
+                }
+                if (os) os[r] = p.output_scale;
             }
-            for (int64_t g = 0; g < n_groups; ++g) {
-                scales[((r / k_tile_rows) * n_groups + g) * k_tile_rows + r % k_tile_rows] = row_scales[static_cast<size_t>(g)];
-            }
-            if (os) os[r] = p.output_scale;
+            if (w->base3) base3_kernels->tile_to_base3(dst, k, w->group, codes + tile * tile_bytes);
         }
     });
     w->n_bytes = w->codes.size() + w->scales.size() + w->out_scales.size();
@@ -144,7 +156,23 @@ std::unique_ptr<CpuTiledLinear> cpu_pack_tiles(std::span<const WeightSource> par
 }
 
 void cpu_tiles_unpack_row(const cpu::TernaryTiles & w, int64_t r, int8_t * values) {
-    const uint8_t * tile = w.codes + (r / k_tile_rows) * (w.k / k_tile_cols) * k_tile_chunk;
+    const uint8_t * tile = w.codes + (r / k_tile_rows) * w.tile_bytes();
+    if (w.base3) {
+        const int64_t cpg = w.chunks_per_group();
+        for (int64_t g = 0; g < w.n_groups(); ++g) {
+            for (int64_t c = 0; c < cpg; ++c) {
+                for (int m = 0; m < 4; ++m) {
+                    unsigned x = tile[(g * cpg + c) * k_tile_chunk + 4 * (r % k_tile_rows) + m];
+                    for (int64_t j = 0; j < 5; ++j) {
+                        const int64_t col = c * cpu::k_base3_cols + 4 * j + m;
+                        if (col < w.group) values[g * w.group + col] = static_cast<int8_t>(static_cast<int>((x * 3) >> 8) - 1);
+                        x = (x * 3) & 255;
+                    }
+                }
+            }
+        }
+        return;
+    }
     for (int64_t c = 0; c < w.k / k_tile_cols; ++c) {
         for (int m = 0; m < 4; ++m) {
             const uint8_t b = tile[c * k_tile_chunk + 4 * (r % k_tile_rows) + m];

@@ -39,16 +39,19 @@ private:
 class CpuTiledLinear : public Weight {
 public:
     int64_t      group = 0;
-    AlignedBytes codes;       // [n_tiles][K / 16][64]
+    bool         base3 = false;  // base-3 chunks (cpu_kernels.h) instead of 2-bit ones
+    AlignedBytes codes;       // [n_tiles][chunks per tile][64]
     AlignedBytes scales;      // f32 [n_tiles][n_groups][16]
     AlignedBytes out_scales;  // f32 [n_tiles * 16]; empty when every part's output scale is 1
     cpu::TernaryTiles view() const;
 };
 
-// Repacks the parts (checked with check_linear_parts) over the pool's threads. I2_S, whose codes
-// are bit fields of a fixed layout, is transcoded in 64-bit words; the other types go through
-// lowbit_decode_row. K must be a multiple of 16 (every low-bit type's is).
-std::unique_ptr<CpuTiledLinear> cpu_pack_tiles(std::span<const WeightSource> parts, ThreadPool & pool);
+// Repacks the parts (checked with check_linear_parts) over the pool's threads: base-3 tiles with
+// base3_kernels' converter where that is set and the values are -1, 0, +1; else 2-bit. I2_S, whose codes are bit fields of a fixed
+// layout, is transcoded in 64-bit words; the other types go through lowbit_decode_row. K must be a
+// multiple of 16 (every low-bit type's is).
+std::unique_ptr<CpuTiledLinear> cpu_pack_tiles(std::span<const WeightSource> parts, ThreadPool & pool,
+                                               const cpu::Kernels * base3_kernels = nullptr);
 
 // The values of row r, columns [0, K), of a tiled weight (for tests): the inverse of the packing.
 void cpu_tiles_unpack_row(const cpu::TernaryTiles & w, int64_t r, int8_t * values);

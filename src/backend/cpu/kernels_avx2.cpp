@@ -231,7 +231,7 @@ void i8_rows_dot_i16_avx2(const int8_t * q, int64_t row_stride, int64_t r0, int6
 
 const Kernels * kernels_avx2() {
     static const Kernels k{
-        "avx2",           ternary_gemm,     sum_squares,        norm_apply,        quantize_row,
+        "avx2",           false,            nullptr,            ternary_gemm,     sum_squares,        norm_apply,        quantize_row,
         rope,             f32_to_f16,       gate_act,           attention_prepare_avx2, attention_avx2,
         f16_rows_dot_avx2, dequant_rows, f32_rows_dot_avx2, read_bytes,       head_i8_rows_avx2, q6k_rows_dot_i8_avx2, row_sumsq, i8_rows_dot_i16_avx2,
     };

@@ -223,7 +223,7 @@ void i8_rows_dot_i16_neon(const int8_t * q, int64_t row_stride, int64_t r0, int6
 
 const Kernels * kernels_neon() {
     static const Kernels k{
-        "neon-dotprod",   ternary_gemm,     sum_squares,       norm_apply,       quantize_row,
+        "neon-dotprod",   false,            nullptr,           ternary_gemm,     sum_squares,       norm_apply,       quantize_row,
         rope,             f32_to_f16,       gate_act,          attention_prepare_neon, attention_neon,
         f16_rows_dot_neon, dequant_rows, f32_rows_dot_neon, read_bytes,      head_i8_rows_neon, q6k_rows_dot_i8_neon, row_sumsq, i8_rows_dot_i16_neon,
     };
