@@ -10,7 +10,7 @@
 #     without a GPU, unpacked from Debian's chromium-common into .deps/swiftshader (nothing installed).
 #     If a download fails, setup goes on: the GPU tests then report themselves as skipped, with why.
 #   - ARM64 cross-testing on x86-64 hosts (scripts/test_arm64.sh): g++-aarch64-linux-gnu, qemu-user,
-#     and the arm64 builds of PCRE2 and GoogleTest (Debian multiarch: adds the arm64 architecture).
+#     and the arm64 builds of PCRE2, GoogleTest and libstdc++ (Debian multiarch: adds the arm64 architecture).
 # Usage: scripts/setup.sh [--no-npm] [--no-webgpu] [--no-arm64]   (--no-npm also skips Dawn, from npm)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -60,7 +60,7 @@ else
 fi
 
 if [ "$want_arm64" = 1 ]; then
-    arm64_packages=(libpcre2-dev:arm64 libgtest-dev:arm64)
+    arm64_packages=(libpcre2-dev:arm64 libgtest-dev:arm64 libstdc++6:arm64)
     arm64_missing=()
     for p in "${arm64_packages[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || arm64_missing+=("$p")

@@ -22,7 +22,7 @@ if [ ! -f build-arm64/CMakeCache.txt ]; then
 fi
 cmake --build build-arm64 -j "$(nproc)" --target tern_backend_tests tern_model_tests
 export TERN_TEST_EMULATED=1
-run() { qemu-aarch64 -L /usr/aarch64-linux-gnu "$@"; }
+run() { qemu-aarch64 -L / "$@"; }  # the arm64 multiarch run-time libraries (cmake/aarch64-linux-gnu.cmake)
 run build-arm64/bin/tern_backend_tests --gtest_brief=1 \
     --gtest_filter='Isa/CpuKernels.*neon:Isa/CpuHead.*neon:Cpu/BackendOps.*neon*' "$@"
 run build-arm64/bin/tern_model_tests --gtest_brief=1 --gtest_filter='Isa/CpuFastModel.*neon' "$@"
