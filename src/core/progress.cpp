@@ -6,9 +6,9 @@
 
 namespace tern {
 
-ProgressBar::ProgressBar(std::string label, uint64_t total, bool enabled)
+ProgressBar::ProgressBar(std::string label, uint64_t total, bool enabled, double show_after_s)
     : label_(std::move(label)), total_(total), active_(enabled && ::isatty(STDERR_FILENO) != 0),
-      start_(std::chrono::steady_clock::now()) {}
+      start_(std::chrono::steady_clock::now()), show_after_s_(show_after_s) {}
 
 ProgressBar::~ProgressBar() { finish(); }
 
@@ -16,6 +16,9 @@ void ProgressBar::update(uint64_t done) {
     if (!active_ || total_ == 0) return;
     const int permille = static_cast<int>(done >= total_ ? 1000 : done * 1000 / total_);
     if (permille == last_permille_) return;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    if (!drawn_ && elapsed < show_after_s_) return;
+    drawn_         = true;
     last_permille_ = permille;
     constexpr int width = 30;
     const int     fill  = permille * width / 1000;
@@ -30,7 +33,7 @@ void ProgressBar::update(uint64_t done) {
 void ProgressBar::finish() {
     if (!active_) return;
     update(total_);
-    std::fprintf(stderr, "\n");
+    if (drawn_) std::fprintf(stderr, "\n");
     active_ = false;
 }
 
