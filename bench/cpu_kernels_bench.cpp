@@ -110,6 +110,22 @@ void BM_F16RowsExact(benchmark::State & st) {
 }
 BENCHMARK(BM_F16RowsExact)->Arg(4096);
 
+void BM_F16RowsChecked(benchmark::State & st) {
+    const int64_t         k = 2560, n = st.range(0);
+    std::vector<uint16_t> t(static_cast<size_t>(k * n), 0x2c00);
+    std::vector<float>    h(static_cast<size_t>(k), 0.5f), out(static_cast<size_t>(n)), ea(static_cast<size_t>(n), 0.0625f * k), hm(1, 0.5f);
+    if (!kernels().f16_rows_dot_checked) {
+        st.SkipWithError("no checked kernel in this set");
+        return;
+    }
+    for (auto _ : st) {
+        kernels().f16_rows_dot_checked(t.data(), k, 0, n, k, h.data(), 1, out.data(), n, ea.data(), hm.data(), true);
+        benchmark::DoNotOptimize(out.data());
+    }
+    st.counters["GB/s"] = benchmark::Counter(static_cast<double>(2 * k * n) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_F16RowsChecked)->Arg(4096)->Arg(65536);
+
 // args: positions, query heads per KV head (one token)
 void BM_Attention(benchmark::State & st) {
     const int64_t         n = st.range(0), g = st.range(1), hd = 128, stride = 640;

@@ -240,10 +240,29 @@ TEST_P(CpuKernels, HeadRowsMatchDotF32) {
                 e[i]   = fp16_to_fp32(e16[i]);
             }
             for (auto & v : h) v = round_to_fp16(normal(2.0f));
+            if (k >= 2 && n >= 2) {
+                // row 1 sums to 1 + 3 2^-24 exactly, a rounding midpoint (ties to even round it up): the checked
+                // kernel cannot decide it from an unordered sum and must take the ordered one
+                for (int64_t i = 0; i < k; ++i) e16[static_cast<size_t>(k + i)] = fp32_to_fp16(i < 2 ? 1.0f : 0.0f);
+                for (int64_t i = 0; i < k; ++i) e[static_cast<size_t>(k + i)] = fp16_to_fp32(e16[static_cast<size_t>(k + i)]);
+                h[0] = 1.0f, h[1] = 0x3p-24f;  // an f16 subnormal
+            }
             const int64_t      r0 = n > 2 ? 1 : 0;
-            std::vector<float> out(static_cast<size_t>((n - r0) * T)), out32(out.size());
+            std::vector<float> out(static_cast<size_t>((n - r0) * T)), out32(out.size()), outc(out.size());
             k_->f16_rows_dot(e16.data(), k, r0, n, k, h.data(), T, out.data(), n - r0);
             k_->f32_rows_dot(e.data(), k, r0, n, k, h.data(), T, out32.data(), n - r0);
+            std::vector<float> e_abs(static_cast<size_t>(n), 0.0f), h_abs(static_cast<size_t>(T), 0.0f);
+            for (int64_t r = 0; r < n; ++r) {
+                for (int64_t i = 0; i < k; ++i) e_abs[static_cast<size_t>(r)] += std::fabs(e[static_cast<size_t>(r * k + i)]) * 1.001f;
+            }
+            for (int64_t t = 0; t < T; ++t) {
+                for (int64_t i = 0; i < k; ++i) h_abs[static_cast<size_t>(t)] = std::max(h_abs[static_cast<size_t>(t)], std::fabs(h[static_cast<size_t>(t * k + i)]));
+            }
+            for (const bool h_f16 : {true, false}) {
+                if (k_->f16_rows_dot_checked == nullptr) break;
+                k_->f16_rows_dot_checked(e16.data(), k, r0, n, k, h.data(), T, outc.data(), n - r0, e_abs.data() + r0, h_abs.data(), h_f16);
+                for (size_t i = 0; i < out.size(); ++i) ASSERT_EQ(bits(outc[i]), bits(out[i])) << "checked, k " << k << " at " << i;
+            }
             for (int64_t t = 0; t < T; ++t) {
                 for (int64_t r = r0; r < n; ++r) {
                     const float want = cpu::dot_f32(e.data() + r * k, h.data() + t * k, k);

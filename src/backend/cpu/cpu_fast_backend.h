@@ -33,6 +33,7 @@ public:
     std::vector<float>   s, d_norm, q_norm;
     std::vector<int32_t> q_sum;   // sum of q over the row
     std::vector<float>   e_norm;  // ||e|| rounded up (both kinds)
+    std::vector<float>   e_abs;   // i8_copy: sum |e| rounded up (the exact head's checked sums)
 };
 
 // The data of a tensor in a CpuBuffer.
@@ -146,6 +147,7 @@ private:
     std::vector<int32_t>    gsum_;   // group sums of a shared activation tensor [T][n_groups]
     std::vector<float>      qkv_;    // [T][n_q + 2 n_kv] before RoPE
     std::vector<float>      hin_;    // head input
+    std::vector<float>      habs_;   // its max |h| per token
     // The head input on the int8 copy's 16-bit grid (high bytes, then low bytes) or on the Q6_K
     // head's 8-bit grid; 64-byte aligned: the kernels load them beside the streamed rows, and
     // loads that straddle cache lines halved the int8 head's streaming rate (15 against 29 GB/s on

@@ -88,6 +88,22 @@ void CpuFastBackend::lm_head(const Tensor & logits, const Weight & head, const T
     TERN_ASSERT(h.ne[0] == e.n_cols && logits.ne[0] == e.n_rows && logits.ne[1] == n_tok, "lm_head shapes");
     const float * hin = head_input(h, round_input_f16);
     float *       out = cpu_data<float>(logits);
+    // An F16 head with its int8 copy has its rows' sum |e|: the checked any-order sums apply.
+    const auto * fe = dynamic_cast<const CpuFastEmbedding *>(&e);
+    if (fe != nullptr && !fe->e_abs.empty() && k_.f16_rows_dot_checked != nullptr) {
+        grow(habs_, n_tok);
+        for (int64_t t = 0; t < n_tok; ++t) {
+            float m = 0.0f;
+            for (int64_t i = 0; i < e.n_cols; ++i) m = std::max(m, std::fabs(hin[t * e.n_cols + i]));
+            habs_[static_cast<size_t>(t)] = m;
+        }
+        const auto * table = reinterpret_cast<const uint16_t *>(e.src.data.data());
+        pool_.parallel_for(e.n_rows, 64, [&](int64_t r0, int64_t r1, int) {
+            k_.f16_rows_dot_checked(table, e.n_cols, r0, r1, e.n_cols, hin, n_tok, out + r0, e.n_rows, fe->e_abs.data() + r0,
+                                    habs_.data(), round_input_f16);
+        });
+        return;
+    }
     pool_.parallel_for(e.n_rows, 64, [&](int64_t r0, int64_t r1, int ti) {
         head_rows(e, hin, n_tok, r0, r1, out, e.n_rows, scratch_[static_cast<size_t>(ti)]);
     });
@@ -99,6 +115,7 @@ void CpuFastBackend::build_head_i8(CpuFastEmbedding & e) {
     e.s.assign(static_cast<size_t>(n), 0.0f);
     e.d_norm = e.q_norm = e.e_norm = e.s;
     e.q_sum.assign(static_cast<size_t>(n), 0);
+    e.e_abs.assign(static_cast<size_t>(n), 0.0f);
     const auto * table = reinterpret_cast<const uint16_t *>(e.src.data.data());
     int8_t *     q     = e.i8.as<int8_t>();
     pool_.parallel_for(n, 64, [&](int64_t r0, int64_t r1, int) {
@@ -114,6 +131,7 @@ void CpuFastBackend::build_head_i8(CpuFastEmbedding & e) {
                 e.d_norm[ri] = round_up(std::sqrt(row.dd) * k_up);
                 e.q_norm[ri] = round_up(static_cast<double>(row.s) * std::sqrt(row.qq) * k_up);
                 e.e_norm[ri] = round_up(std::sqrt(row.ee) * k_up);
+                e.e_abs[ri]  = round_up(row.ea * k_up);
             }
         }
     });

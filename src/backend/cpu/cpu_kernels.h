@@ -100,6 +100,7 @@ struct HeadI8Row {
     float   s     = 0;
     int32_t q_sum = 0;
     double  dd = 0, qq = 0, ee = 0;
+    double  ea = 0;  // sum |e| (f16_rows_dot_checked's bound)
 };
 
 // ----------------------------------------------------------------------------- the table
@@ -147,6 +148,15 @@ struct Kernels {
     // exactly as quant/block_formats.cpp does, out[r * k + i] for rows [0, n_rows) at src + r *
     // row_bytes; false for other types (cpu_dequant.h).
     bool (*dequant_rows)(uint32_t type, const uint8_t * src, int64_t row_bytes, int64_t n_rows, int64_t k, float * out);
+    // f16_rows_dot's results, faster: each row summed in double in any order (vectors along the
+    // row), which is within 2 gamma_k max|h| sum|e| of the reference's ordered sum; where both ends
+    // of that interval round to the same f32, so does the reference's sum, and that f32 is the
+    // result; other rows (a sum near a rounding boundary, ~1e-4 of them) take the ordered sum.
+    // e_abs[r - r0] >= sum_i |e[r][i]|, h_absmax[t] >= max_i |h[t][i]|; h_f16: h holds f16 values
+    // (products are then exact in f32). Null where a set has none.
+    void (*f16_rows_dot_checked)(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k,
+                                 const float * h, int64_t n_tokens, float * logits, int64_t ld, const float * e_abs,
+                                 const float * h_absmax, bool h_f16);
     // The same for f32 rows (a quantized head's rows, dequantized).
     void (*f32_rows_dot)(const float * rows, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
                          int64_t n_tokens, float * logits, int64_t ld);

@@ -233,7 +233,7 @@ const Kernels * kernels_avx2() {
     static const Kernels k{
         "avx2",           false,            nullptr,            ternary_gemm,     sum_squares,        norm_apply,        quantize_row,
         rope,             f32_to_f16,       gate_act,           attention_prepare_avx2, attention_avx2,
-        f16_rows_dot_avx2, dequant_rows, f32_rows_dot_avx2, read_bytes,       head_i8_rows_avx2, q6k_rows_dot_i8_avx2, row_sumsq, i8_rows_dot_i16_avx2,
+        f16_rows_dot_avx2, dequant_rows, nullptr, f32_rows_dot_avx2, read_bytes,       head_i8_rows_avx2, q6k_rows_dot_i8_avx2, row_sumsq, i8_rows_dot_i16_avx2,
     };
     return &k;
 }

@@ -319,7 +319,7 @@ void head_i8_rows(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int
         const float   s  = amax / 127.0f;
         const __m256  sv = _mm256_set1_ps(s);
         const __m256d sd = _mm256_set1_pd(static_cast<double>(s));
-        __m256d       dd = _mm256_setzero_pd(), ee = _mm256_setzero_pd();
+        __m256d       dd = _mm256_setzero_pd(), ee = _mm256_setzero_pd(), ea = _mm256_setzero_pd();
         __m256i       qq = _mm256_setzero_si256(), qs = _mm256_setzero_si256();
         for (int64_t i = 0; i < k8; i += 8) {
             const __m256 ev = load_f16(e + i);
@@ -337,16 +337,18 @@ void head_i8_rows(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int
                 const __m256d d4 = _mm256_sub_pd(e4, _mm256_mul_pd(sd, q4));
                 dd = _mm256_fmadd_pd(d4, d4, dd);
                 ee = _mm256_fmadd_pd(e4, e4, ee);
+                ea = _mm256_add_pd(ea, _mm256_andnot_pd(_mm256_set1_pd(-0.0), e4));
             }
         }
-        alignas(32) double  a[4], b[4];
+        alignas(32) double  a[4], b[4], ab[4];
+        _mm256_store_pd(ab, ea);
         alignas(32) int32_t c[8], d[8];
         _mm256_store_pd(a, dd);
         _mm256_store_pd(b, ee);
         _mm256_store_si256(reinterpret_cast<__m256i *>(c), qq);
         _mm256_store_si256(reinterpret_cast<__m256i *>(d), qs);
         HeadI8Row & row = rows[r - r0];
-        row             = HeadI8Row{s, 0, a[0] + a[1] + a[2] + a[3], 0, b[0] + b[1] + b[2] + b[3]};
+        row             = HeadI8Row{s, 0, a[0] + a[1] + a[2] + a[3], 0, b[0] + b[1] + b[2] + b[3], ab[0] + ab[1] + ab[2] + ab[3]};
         for (int x = 0; x < 8; ++x) {
             row.qq += c[x];
             row.q_sum += d[x];
@@ -360,6 +362,7 @@ void head_i8_rows(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int
             const double dv = static_cast<double>(v) - static_cast<double>(s) * qi;
             row.dd += dv * dv;
             row.ee += static_cast<double>(v) * v;
+            row.ea += v < 0 ? -static_cast<double>(v) : static_cast<double>(v);
             row.qq += qi * qi;
             row.q_sum += qi;
         }

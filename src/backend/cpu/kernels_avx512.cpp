@@ -429,6 +429,9 @@ void attention_prepare_avx512(const CacheView & cache, int64_t n_pos, float * kt
 void attention_avx512(const AttentionKv & kv, const AttentionJob & job, float * scores);
 void f16_rows_dot_avx512(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
                          int64_t n_tokens, float * logits, int64_t ld);
+void f16_rows_dot_checked_avx512(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k,
+                                 const float * h, int64_t n_tokens, float * logits, int64_t ld, const float * e_abs,
+                                 const float * h_absmax, bool h_f16);
 void f32_rows_dot_avx512(const float * rows, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
                          int64_t n_tokens, float * logits, int64_t ld);
 void head_i8_rows_avx512(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int8_t * q, HeadI8Row * rows);
@@ -441,7 +444,7 @@ const Kernels * kernels_avx512() {
     static const Kernels k{
         "avx512-vnni",       true,             tile_to_base3,       ternary_gemm,     sum_squares,         norm_apply,
         quantize_row,        rope,             f32_to_f16,          gate_act,
-        attention_prepare_avx512, attention_avx512, f16_rows_dot_avx512, dequant_rows, f32_rows_dot_avx512,
+        attention_prepare_avx512, attention_avx512, f16_rows_dot_avx512, dequant_rows, f16_rows_dot_checked_avx512, f32_rows_dot_avx512,
         read_bytes,          head_i8_rows_avx512, q6k_rows_dot_i8_avx512, row_sumsq, i8_rows_dot_i16_avx512,
     };
     return &k;

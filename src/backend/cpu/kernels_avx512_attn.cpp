@@ -287,6 +287,45 @@ void f16_rows_dot(const uint16_t * table, int64_t row_stride, int64_t r0, int64_
                   int64_t n_tokens, float * logits, int64_t ld) {
     rows_dot(table, row_stride, r0, r1, k, h, n_tokens, logits, ld);
 }
+// Any-order double sums with the rounding check (cpu_kernels.h: f16_rows_dot_checked).
+void f16_rows_dot_checked(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
+                          int64_t n_tokens, float * logits, int64_t ld, const float * e_abs, const float * h_absmax,
+                          bool h_f16) {
+    const double gamma2 = 2.0 * static_cast<double>(k + 16) * 0x1p-53 * (1.0 + 0x1p-20);  // 2 gamma_k, with room
+    for (int64_t r = r0; r < r1; ++r) {
+        const uint16_t * e = table + r * row_stride;
+        for (int64_t t = 0; t < n_tokens; ++t) {
+            const float * ht = h + t * k;
+            __m512d       a0 = _mm512_setzero_pd(), a1 = a0;
+            for (int64_t i = 0; i < k; i += 16) {
+                const __mmask16 m  = tail_mask(k - i);
+                const __m512    ev = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, e + i));
+                const __m512    hv = _mm512_maskz_loadu_ps(m, ht + i);
+                if (h_f16) {  // f16 x f16: the product is exact in f32
+                    const __m512 p = _mm512_mul_ps(ev, hv);
+                    a0 = _mm512_add_pd(a0, _mm512_cvtps_pd(_mm512_castps512_ps256(p)));
+                    a1 = _mm512_add_pd(a1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(p, 1)));
+                } else {
+                    a0 = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(ev)), _mm512_cvtps_pd(_mm512_castps512_ps256(hv)), a0);
+                    a1 = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm512_extractf32x8_ps(ev, 1)), _mm512_cvtps_pd(_mm512_extractf32x8_ps(hv, 1)), a1);
+                }
+            }
+            const double d = _mm512_reduce_add_pd(_mm512_add_pd(a0, a1));
+            double       w = gamma2 * static_cast<double>(h_absmax[t]) * static_cast<double>(e_abs[r - r0]);
+            w += ((d < 0 ? -d : d) + w) * 0x1p-50;  // d -/+ w are rounded to double: widen by more than that
+            const float lo = static_cast<float>(d - w), hi = static_cast<float>(d + w);
+            float       v  = lo;
+            uint32_t    blo, bhi;
+            __builtin_memcpy(&blo, &lo, 4);
+            __builtin_memcpy(&bhi, &hi, 4);
+            if (!(blo == bhi && lo - lo == 0.0f)) {  // near a rounding boundary (or not finite): in order
+                rows_dot_block<uint16_t, 1>(table, row_stride, r, r + 1, k, ht, &v);
+            }
+            logits[t * ld + r - r0] = v;
+        }
+    }
+}
+
 void f32_rows_dot(const float * rows, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
                   int64_t n_tokens, float * logits, int64_t ld) {
     rows_dot(rows, row_stride, r0, r1, k, h, n_tokens, logits, ld);
@@ -372,7 +411,7 @@ void head_i8_rows(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int
         const float  s   = _mm512_reduce_max_ps(mx) / 127.0f;
         const __m512 sv  = _mm512_set1_ps(s);
         const __m512d sd = _mm512_set1_pd(static_cast<double>(s));
-        __m512d      dd = _mm512_setzero_pd(), ee = _mm512_setzero_pd();
+        __m512d      dd = _mm512_setzero_pd(), ee = _mm512_setzero_pd(), ea = _mm512_setzero_pd();
         __m512i      qq = _mm512_setzero_si512(), qs = _mm512_setzero_si512();
         for (int64_t i = 0; i < k; i += 16) {
             const __mmask16 m  = tail_mask(k - i);
@@ -390,9 +429,11 @@ void head_i8_rows(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int
                 const __m512d d8 = _mm512_sub_pd(e8, _mm512_mul_pd(sd, q8));
                 dd = _mm512_fmadd_pd(d8, d8, dd);
                 ee = _mm512_fmadd_pd(e8, e8, ee);
+                ea = _mm512_add_pd(ea, _mm512_abs_pd(e8));
             }
         }
         HeadI8Row & row = rows[r - r0];
+        row.ea          = _mm512_reduce_add_pd(ea);
         row.s           = s;
         row.q_sum       = _mm512_reduce_add_epi32(qs);
         row.qq          = static_cast<double>(_mm512_reduce_add_epi32(qq));
@@ -414,6 +455,11 @@ void attention_prepare_avx512(const CacheView & cache, int64_t n_pos, float * kt
     attention_prepare(cache, n_pos, kt, v);
 }
 void attention_avx512(const AttentionKv & kv, const AttentionJob & job, float * scores) { attention(kv, job, scores); }
+void f16_rows_dot_checked_avx512(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k,
+                                 const float * h, int64_t n_tokens, float * logits, int64_t ld, const float * e_abs,
+                                 const float * h_absmax, bool h_f16) {
+    f16_rows_dot_checked(table, row_stride, r0, r1, k, h, n_tokens, logits, ld, e_abs, h_absmax, h_f16);
+}
 void f16_rows_dot_avx512(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
                          int64_t n_tokens, float * logits, int64_t ld) {
     f16_rows_dot(table, row_stride, r0, r1, k, h, n_tokens, logits, ld);

@@ -225,7 +225,7 @@ const Kernels * kernels_neon() {
     static const Kernels k{
         "neon-dotprod",   false,            nullptr,           ternary_gemm,     sum_squares,       norm_apply,       quantize_row,
         rope,             f32_to_f16,       gate_act,          attention_prepare_neon, attention_neon,
-        f16_rows_dot_neon, dequant_rows, f32_rows_dot_neon, read_bytes,      head_i8_rows_neon, q6k_rows_dot_i8_neon, row_sumsq, i8_rows_dot_i16_neon,
+        f16_rows_dot_neon, dequant_rows, nullptr, f32_rows_dot_neon, read_bytes,      head_i8_rows_neon, q6k_rows_dot_i8_neon, row_sumsq, i8_rows_dot_i16_neon,
     };
     return &k;
 }

@@ -279,8 +279,8 @@ void head_i8_rows(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int
         }
         const float s = amax / 127.0f;
         HeadI8Row & row = rows[r - r0];
-        row = HeadI8Row{s, 0, 0, 0, 0};
-        float64x2_t dd = vdupq_n_f64(0.0), ee = vdupq_n_f64(0.0);
+        row = HeadI8Row{s, 0, 0, 0, 0, 0};
+        float64x2_t dd = vdupq_n_f64(0.0), ee = vdupq_n_f64(0.0), ea = vdupq_n_f64(0.0);
         int32x4_t   qq = vdupq_n_s32(0), qs = vdupq_n_s32(0);
         const float64x2_t sd = vdupq_n_f64(static_cast<double>(s));
         for (int64_t i = 0; i < k; i += 4) {
@@ -299,11 +299,13 @@ void head_i8_rows(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int
             const float64x2_t d0 = vsubq_f64(e0, vmulq_f64(sd, q0)), d1 = vsubq_f64(e1, vmulq_f64(sd, q1));
             dd = vfmaq_f64(vfmaq_f64(dd, d0, d0), d1, d1);
             ee = vfmaq_f64(vfmaq_f64(ee, e0, e0), e1, e1);
+            ea = vaddq_f64(vaddq_f64(ea, vabsq_f64(e0)), vabsq_f64(e1));
         }
         row.q_sum = vaddvq_s32(qs);
         row.qq    = static_cast<double>(vaddvq_s32(qq));
         row.dd    = vaddvq_f64(dd);
         row.ee    = vaddvq_f64(ee);
+        row.ea    = vaddvq_f64(ea);
     }
 }
 
