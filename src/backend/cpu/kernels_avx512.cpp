@@ -63,13 +63,12 @@ void tile_tokens(const TernaryTiles & w, int64_t tile, const ActView & a, int64_
     }
     const int64_t   r_begin = tile * k_tile_rows;
     const int64_t   n_valid = w.n_rows - r_begin < k_tile_rows ? w.n_rows - r_begin : k_tile_rows;
-    const __mmask16 m       = static_cast<__mmask16>((1u << n_valid) - 1u);
     const __m512    os      = w.out_scales ? _mm512_loadu_ps(w.out_scales + r_begin) : _mm512_set1_ps(1.0f);
     for (int t = 0; t < NT; ++t) {
         __m512 v = w.out_scales ? _mm512_mul_ps(out[t], os) : out[t];
         float *  dst = y + (t0 + t) * ldy + (r_begin - row0);
-        if (accumulate) v = _mm512_add_ps(_mm512_maskz_loadu_ps(m, dst), v);
-        _mm512_mask_storeu_ps(dst, m, v);
+        if (accumulate) v = _mm512_add_ps(load16(dst, n_valid), v);
+        store16(dst, n_valid, v);
     }
 }
 
@@ -139,13 +138,12 @@ void tile_tokens_base3(const TernaryTiles & w, int64_t tile, const ActView & a, 
     }
     const int64_t   r_begin = tile * k_tile_rows;
     const int64_t   n_valid = w.n_rows - r_begin < k_tile_rows ? w.n_rows - r_begin : k_tile_rows;
-    const __mmask16 m       = static_cast<__mmask16>((1u << n_valid) - 1u);
     const __m512    os      = w.out_scales ? _mm512_loadu_ps(w.out_scales + r_begin) : _mm512_set1_ps(1.0f);
     for (int t = 0; t < NT; ++t) {
         __m512  v   = w.out_scales ? _mm512_mul_ps(out[t], os) : out[t];
         float * dst = y + (t0 + t) * ldy + (r_begin - row0);
-        if (accumulate) v = _mm512_add_ps(_mm512_maskz_loadu_ps(m, dst), v);
-        _mm512_mask_storeu_ps(dst, m, v);
+        if (accumulate) v = _mm512_add_ps(load16(dst, n_valid), v);
+        store16(dst, n_valid, v);
     }
 }
 
@@ -206,13 +204,12 @@ void bytes_tokens(const TernaryTiles & w, int64_t tile, const uint8_t * bytes, c
     }
     const int64_t   r_begin = tile * k_tile_rows;
     const int64_t   n_valid = w.n_rows - r_begin < k_tile_rows ? w.n_rows - r_begin : k_tile_rows;
-    const __mmask16 m       = static_cast<__mmask16>((1u << n_valid) - 1u);
     const __m512    os      = w.out_scales ? _mm512_loadu_ps(w.out_scales + r_begin) : _mm512_set1_ps(1.0f);
     for (int t = 0; t < NT; ++t) {
         __m512  v   = w.out_scales ? _mm512_mul_ps(_mm512_load_ps(out[t]), os) : _mm512_load_ps(out[t]);
         float * dst = y + (t0 + t) * ldy + (r_begin - row0);
-        if (accumulate) v = _mm512_add_ps(_mm512_maskz_loadu_ps(m, dst), v);
-        _mm512_mask_storeu_ps(dst, m, v);
+        if (accumulate) v = _mm512_add_ps(load16(dst, n_valid), v);
+        store16(dst, n_valid, v);
     }
 }
 
@@ -337,10 +334,9 @@ float norm_apply(const float * x, const float * w, float scale, float * y, int64
     const __m512 s   = _mm512_set1_ps(scale);
     __m512       mx  = _mm512_setzero_ps();
     for (int64_t i = 0; i < n; i += 16) {
-        const __mmask16 m = tail_mask(n - i);
-        const __m512    v = _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, w + i)), s);
-        _mm512_mask_storeu_ps(y + i, m, v);
-        mx = _mm512_max_ps(mx, abs_ps(v));
+        const __m512 v = _mm512_mul_ps(_mm512_mul_ps(load16(x + i, n - i), load16(w + i, n - i)), s);
+        store16(y + i, n - i, v);
+        mx = _mm512_max_ps(mx, abs_ps(v));  // lanes past n hold 0
     }
     return _mm512_reduce_max_ps(mx);
 }
@@ -350,9 +346,12 @@ float quantize_row(const float * x, float max_abs, int8_t * q, int64_t n) {
     const float  scale = static_cast<float>(127.0 / max);
     const __m512 s     = _mm512_set1_ps(scale);
     for (int64_t i = 0; i < n; i += 16) {
-        const __mmask16 m = tail_mask(n - i);
-        const __m512i   v = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), s));  // half to even
-        _mm_mask_storeu_epi8(q + i, m, _mm512_cvtsepi32_epi8(v));  // saturating: the clamp to [-128, 127]
+        const __m128i v = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(load16(x + i, n - i), s)));  // half to even,
+        if (n - i >= 16) {                                                                                  // saturating: the clamp
+            _mm_storeu_si128(reinterpret_cast<__m128i *>(q + i), v);
+        } else {
+            _mm_mask_storeu_epi8(q + i, tail_mask(n - i), v);
+        }
     }
     return scale;
 }
@@ -364,28 +363,29 @@ void rope(float * x, int64_t n_heads, int64_t head_dim, int64_t n_rot, const flo
     for (int64_t h = 0; h < n_heads; ++h) {
         float * xh = x + h * head_dim;
         for (int64_t i = 0; i < half; i += 16) {
-            const __mmask16 m  = tail_mask(half - i);
-            const __m512    c  = _mm512_maskz_loadu_ps(m, cs + i);
-            const __m512    s  = _mm512_maskz_loadu_ps(m, sn + i);
-            const __m512    x0 = _mm512_maskz_loadu_ps(m, xh + i);
-            const __m512    x1 = _mm512_maskz_loadu_ps(m, xh + i + half);
-            _mm512_mask_storeu_ps(xh + i, m, _mm512_sub_ps(_mm512_mul_ps(x0, c), _mm512_mul_ps(x1, s)));
-            _mm512_mask_storeu_ps(xh + i + half, m, _mm512_add_ps(_mm512_mul_ps(x0, s), _mm512_mul_ps(x1, c)));
+            const int64_t rem = half - i;
+            const __m512  c = load16(cs + i, rem), s = load16(sn + i, rem);
+            const __m512  x0 = load16(xh + i, rem), x1 = load16(xh + i + half, rem);
+            store16(xh + i, rem, _mm512_sub_ps(_mm512_mul_ps(x0, c), _mm512_mul_ps(x1, s)));
+            store16(xh + i + half, rem, _mm512_add_ps(_mm512_mul_ps(x0, s), _mm512_mul_ps(x1, c)));
         }
     }
 }
 
 void f32_to_f16(const float * x, uint16_t * y, int64_t n) {
     for (int64_t i = 0; i < n; i += 16) {
-        const __mmask16 m = tail_mask(n - i);
-        _mm256_mask_storeu_epi16(y + i, m, _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, x + i), _MM_FROUND_TO_NEAREST_INT));
+        const __m256i h = _mm512_cvtps_ph(load16(x + i, n - i), _MM_FROUND_TO_NEAREST_INT);
+        if (n - i >= 16) {
+            _mm256_storeu_si256(reinterpret_cast<__m256i *>(y + i), h);
+        } else {
+            _mm256_mask_storeu_epi16(y + i, tail_mask(n - i), h);
+        }
     }
 }
 
 void gate_act(const float * g, const float * u, float * f, int64_t n, bool relu2) {
     for (int64_t i = 0; i < n; i += 16) {
-        const __mmask16 m  = tail_mask(n - i);
-        const __m512    gv = _mm512_maskz_loadu_ps(m, g + i);
+        const __m512 gv = load16(g + i, n - i);
         __m512          a;
         if (relu2) {
             const __m512 r = _mm512_max_ps(gv, _mm512_setzero_ps());  // g > 0 ? g : +0 (NaN -> 0)
@@ -393,7 +393,7 @@ void gate_act(const float * g, const float * u, float * f, int64_t n, bool relu2
         } else {
             a = _mm512_div_ps(gv, _mm512_add_ps(_mm512_set1_ps(1.0f), exp_fixed(_mm512_sub_ps(_mm512_setzero_ps(), gv))));
         }
-        _mm512_mask_storeu_ps(f + i, m, _mm512_mul_ps(a, _mm512_maskz_loadu_ps(m, u + i)));
+        store16(f + i, n - i, _mm512_mul_ps(a, load16(u + i, n - i)));
     }
 }
 

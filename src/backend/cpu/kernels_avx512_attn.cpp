@@ -287,30 +287,40 @@ void f16_rows_dot(const uint16_t * table, int64_t row_stride, int64_t r0, int64_
                   int64_t n_tokens, float * logits, int64_t ld) {
     rows_dot(table, row_stride, r0, r1, k, h, n_tokens, logits, ld);
 }
+// The products of 16 columns (exact: f16 x f16 in f32, else f32 x f32 in double) added into two
+// vectors of doubles.
+template <bool H_F16> inline void add_products(__m512 ev, __m512 hv, __m512d & a0, __m512d & a1) {
+    if constexpr (H_F16) {
+        const __m512 p = _mm512_mul_ps(ev, hv);
+        a0 = _mm512_add_pd(a0, _mm512_cvtps_pd(_mm512_castps512_ps256(p)));
+        a1 = _mm512_add_pd(a1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(p, 1)));
+    } else {
+        a0 = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(ev)), _mm512_cvtps_pd(_mm512_castps512_ps256(hv)), a0);
+        a1 = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm512_extractf32x8_ps(ev, 1)), _mm512_cvtps_pd(_mm512_extractf32x8_ps(hv, 1)), a1);
+    }
+}
+
 // Any-order double sums with the rounding check (cpu_kernels.h: f16_rows_dot_checked).
-void f16_rows_dot_checked(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
-                          int64_t n_tokens, float * logits, int64_t ld, const float * e_abs, const float * h_absmax,
-                          bool h_f16) {
-    const double gamma2 = 2.0 * static_cast<double>(k + 16) * 0x1p-53 * (1.0 + 0x1p-20);  // 2 gamma_k, with room
+template <bool H_F16>
+void rows_dot_checked(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
+                      int64_t n_tokens, float * logits, int64_t ld, const float * e_abs, const float * h_absmax) {
+    const double  gamma2 = 2.0 * static_cast<double>(k + 16) * 0x1p-53 * (1.0 + 0x1p-20);  // 2 gamma_k, with room
+    const int64_t k32    = k & ~int64_t{31};
     for (int64_t r = r0; r < r1; ++r) {
         const uint16_t * e = table + r * row_stride;
         for (int64_t t = 0; t < n_tokens; ++t) {
             const float * ht = h + t * k;
-            __m512d       a0 = _mm512_setzero_pd(), a1 = a0;
-            for (int64_t i = 0; i < k; i += 16) {
-                const __mmask16 m  = tail_mask(k - i);
-                const __m512    ev = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, e + i));
-                const __m512    hv = _mm512_maskz_loadu_ps(m, ht + i);
-                if (h_f16) {  // f16 x f16: the product is exact in f32
-                    const __m512 p = _mm512_mul_ps(ev, hv);
-                    a0 = _mm512_add_pd(a0, _mm512_cvtps_pd(_mm512_castps512_ps256(p)));
-                    a1 = _mm512_add_pd(a1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(p, 1)));
-                } else {
-                    a0 = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(ev)), _mm512_cvtps_pd(_mm512_castps512_ps256(hv)), a0);
-                    a1 = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm512_extractf32x8_ps(ev, 1)), _mm512_cvtps_pd(_mm512_extractf32x8_ps(hv, 1)), a1);
-                }
+            __m512d       a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+            int64_t       i  = 0;
+            for (; i < k32; i += 32) {
+                add_products<H_F16>(load_f16(e + i), _mm512_loadu_ps(ht + i), a0, a1);
+                add_products<H_F16>(load_f16(e + i + 16), _mm512_loadu_ps(ht + i + 16), a2, a3);
             }
-            const double d = _mm512_reduce_add_pd(_mm512_add_pd(a0, a1));
+            for (; i < k; i += 16) {
+                const __mmask16 m = tail_mask(k - i);
+                add_products<H_F16>(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, e + i)), _mm512_maskz_loadu_ps(m, ht + i), a0, a1);
+            }
+            const double d = _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(a0, a1), _mm512_add_pd(a2, a3)));
             double       w = gamma2 * static_cast<double>(h_absmax[t]) * static_cast<double>(e_abs[r - r0]);
             w += ((d < 0 ? -d : d) + w) * 0x1p-50;  // d -/+ w are rounded to double: widen by more than that
             const float lo = static_cast<float>(d - w), hi = static_cast<float>(d + w);
@@ -323,6 +333,16 @@ void f16_rows_dot_checked(const uint16_t * table, int64_t row_stride, int64_t r0
             }
             logits[t * ld + r - r0] = v;
         }
+    }
+}
+
+void f16_rows_dot_checked(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
+                          int64_t n_tokens, float * logits, int64_t ld, const float * e_abs, const float * h_absmax,
+                          bool h_f16) {
+    if (h_f16) {
+        rows_dot_checked<true>(table, row_stride, r0, r1, k, h, n_tokens, logits, ld, e_abs, h_absmax);
+    } else {
+        rows_dot_checked<false>(table, row_stride, r0, r1, k, h, n_tokens, logits, ld, e_abs, h_absmax);
     }
 }
 
@@ -405,8 +425,8 @@ void head_i8_rows(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int
         const uint16_t * e = table + r * k;
         __m512           mx = _mm512_setzero_ps();
         for (int64_t i = 0; i < k; i += 16) {
-            const __mmask16 m = tail_mask(k - i);
-            mx = _mm512_max_ps(mx, abs_ps(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, e + i))));
+            const __m256i b = k - i >= 16 ? _mm256_loadu_si256(reinterpret_cast<const __m256i *>(e + i)) : _mm256_maskz_loadu_epi16(tail_mask(k - i), e + i);
+            mx = _mm512_max_ps(mx, abs_ps(_mm512_cvtph_ps(b)));
         }
         const float  s   = _mm512_reduce_max_ps(mx) / 127.0f;
         const __m512 sv  = _mm512_set1_ps(s);
@@ -415,12 +435,17 @@ void head_i8_rows(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int
         __m512i      qq = _mm512_setzero_si512(), qs = _mm512_setzero_si512();
         for (int64_t i = 0; i < k; i += 16) {
             const __mmask16 m  = tail_mask(k - i);
-            const __m512    ev = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, e + i));
+            const __m512    ev = _mm512_cvtph_ps(k - i >= 16 ? _mm256_loadu_si256(reinterpret_cast<const __m256i *>(e + i))
+                                                             : _mm256_maskz_loadu_epi16(m, e + i));
             __m512          qf = s > 0.0f ? _mm512_roundscale_ps(_mm512_div_ps(ev, sv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
                                           : _mm512_setzero_ps();
             qf                 = _mm512_min_ps(_mm512_max_ps(qf, _mm512_set1_ps(-127.0f)), _mm512_set1_ps(127.0f));
             const __m512i qi   = _mm512_cvtps_epi32(qf);
-            _mm_mask_storeu_epi8(q + r * k + i, m, _mm512_cvtepi32_epi8(qi));
+            if (k - i >= 16) {
+                _mm_storeu_si128(reinterpret_cast<__m128i *>(q + r * k + i), _mm512_cvtepi32_epi8(qi));
+            } else {
+                _mm_mask_storeu_epi8(q + r * k + i, m, _mm512_cvtepi32_epi8(qi));
+            }
             qq = _mm512_add_epi32(qq, _mm512_mullo_epi32(qi, qi));
             qs = _mm512_add_epi32(qs, qi);
             for (int h = 0; h < 2; ++h) {

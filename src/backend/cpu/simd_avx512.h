@@ -24,6 +24,17 @@ inline __mmask8 tail_mask8(int64_t rem) {
     return rem >= 8 ? static_cast<__mmask8>(0xFF) : rem <= 0 ? static_cast<__mmask8>(0) : static_cast<__mmask8>((1u << rem) - 1u);
 }
 
+// 16 floats at p, of which rem are inside the array (all when rem >= 16): plain loads and stores for
+// whole vectors (masked ones cost more on AMD's cores), masked ones for the tail.
+inline __m512 load16(const float * p, int64_t rem) { return rem >= 16 ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(tail_mask(rem), p); }
+inline void   store16(float * p, int64_t rem, __m512 v) {
+    if (rem >= 16) {
+        _mm512_storeu_ps(p, v);
+    } else {
+        _mm512_mask_storeu_ps(p, tail_mask(rem), v);
+    }
+}
+
 inline __m512 abs_ps(__m512 v) { return _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7fffffff))); }
 
 // The halving sum of 16 lanes: lanes i < h get lane i + h added, h = 8, 4, 2, 1.
