@@ -221,6 +221,9 @@ void attention_prepare_avx2(const CacheView & cache, int64_t n_pos, float * kt, 
 void attention_avx2(const AttentionKv & kv, const AttentionJob & job, float * scores);
 void f16_rows_dot_avx2(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
                        int64_t n_tokens, float * logits, int64_t ld);
+void f16_rows_dot_checked_avx2(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k,
+                               const float * h, int64_t n_tokens, float * logits, int64_t ld, const float * e_abs,
+                               const float * h_absmax, bool h_f16);
 void f32_rows_dot_avx2(const float * rows, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
                        int64_t n_tokens, float * logits, int64_t ld);
 void head_i8_rows_avx2(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int8_t * q, HeadI8Row * rows);
@@ -233,7 +236,7 @@ const Kernels * kernels_avx2() {
     static const Kernels k{
         "avx2",           false,            nullptr,            ternary_gemm,     sum_squares,        norm_apply,        quantize_row,
         rope,             f32_to_f16,       gate_act,           attention_prepare_avx2, attention_avx2,
-        f16_rows_dot_avx2, dequant_rows, nullptr, f32_rows_dot_avx2, read_bytes,       head_i8_rows_avx2, q6k_rows_dot_i8_avx2, row_sumsq, i8_rows_dot_i16_avx2,
+        f16_rows_dot_avx2, dequant_rows, f16_rows_dot_checked_avx2, f32_rows_dot_avx2, read_bytes,       head_i8_rows_avx2, q6k_rows_dot_i8_avx2, row_sumsq, i8_rows_dot_i16_avx2,
     };
     return &k;
 }

@@ -226,6 +226,45 @@ void rows_dot(const T * table, int64_t row_stride, int64_t r0, int64_t r1, int64
     }
 }
 
+// Any-order double sums with the rounding check (cpu_kernels.h: f16_rows_dot_checked).
+template <bool H_F16>
+void rows_dot_checked(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
+                      int64_t n_tokens, float * logits, int64_t ld, const float * e_abs, const float * h_absmax) {
+    const double  gamma2 = 2.0 * static_cast<double>(k + 16) * 0x1p-53 * (1.0 + 0x1p-20);
+    const int64_t k8     = k & ~int64_t{7};
+    for (int64_t r = r0; r < r1; ++r) {
+        const uint16_t * e = table + r * row_stride;
+        for (int64_t t = 0; t < n_tokens; ++t) {
+            const float * ht = h + t * k;
+            __m256d       a0 = _mm256_setzero_pd(), a1 = a0;
+            for (int64_t i = 0; i < k8; i += 8) {
+                const __m256 ev = load_f16(e + i), hv = _mm256_loadu_ps(ht + i);
+                if constexpr (H_F16) {
+                    const __m256 p = _mm256_mul_ps(ev, hv);  // f16 x f16: exact in f32
+                    a0 = _mm256_add_pd(a0, _mm256_cvtps_pd(_mm256_castps256_ps128(p)));
+                    a1 = _mm256_add_pd(a1, _mm256_cvtps_pd(_mm256_extractf128_ps(p, 1)));
+                } else {
+                    a0 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(ev)), _mm256_cvtps_pd(_mm256_castps256_ps128(hv)), a0);
+                    a1 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(ev, 1)), _mm256_cvtps_pd(_mm256_extractf128_ps(hv, 1)), a1);
+                }
+            }
+            alignas(32) double l[4];
+            _mm256_store_pd(l, _mm256_add_pd(a0, a1));
+            double d = (l[0] + l[1]) + (l[2] + l[3]);
+            for (int64_t i = k8; i < k; ++i) d += load_row1(e + i) * static_cast<double>(ht[i]);
+            double w = gamma2 * static_cast<double>(h_absmax[t]) * static_cast<double>(e_abs[r - r0]);
+            w += ((d < 0 ? -d : d) + w) * 0x1p-50;
+            const float lo = static_cast<float>(d - w), hi = static_cast<float>(d + w);
+            float       v  = lo;
+            uint32_t    blo, bhi;
+            __builtin_memcpy(&blo, &lo, 4);
+            __builtin_memcpy(&bhi, &hi, 4);
+            if (!(blo == bhi && lo - lo == 0.0f)) rows_dot_block<uint16_t, 1>(table, row_stride, r, r + 1, k, ht, &v);
+            logits[t * ld + r - r0] = v;
+        }
+    }
+}
+
 // int8 x int16 with vpmaddwd (H rebuilt from its bytes once per 16 columns for all rows); lanes
 // flushed to 64 bits every 4096 columns (at most 512 products of |q| <= 127, |H| <= 32767 each).
 template <int NR>
@@ -383,6 +422,15 @@ void attention_avx2(const AttentionKv & kv, const AttentionJob & job, float * sc
 void f16_rows_dot_avx2(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
                        int64_t n_tokens, float * logits, int64_t ld) {
     rows_dot(table, row_stride, r0, r1, k, h, n_tokens, logits, ld);
+}
+void f16_rows_dot_checked_avx2(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k,
+                               const float * h, int64_t n_tokens, float * logits, int64_t ld, const float * e_abs,
+                               const float * h_absmax, bool h_f16) {
+    if (h_f16) {
+        rows_dot_checked<true>(table, row_stride, r0, r1, k, h, n_tokens, logits, ld, e_abs, h_absmax);
+    } else {
+        rows_dot_checked<false>(table, row_stride, r0, r1, k, h, n_tokens, logits, ld, e_abs, h_absmax);
+    }
 }
 void f32_rows_dot_avx2(const float * rows, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
                        int64_t n_tokens, float * logits, int64_t ld) {

@@ -213,6 +213,9 @@ void attention_prepare_neon(const CacheView & cache, int64_t n_pos, float * kt, 
 void attention_neon(const AttentionKv & kv, const AttentionJob & job, float * scores);
 void f16_rows_dot_neon(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
                        int64_t n_tokens, float * logits, int64_t ld);
+void f16_rows_dot_checked_neon(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k,
+                               const float * h, int64_t n_tokens, float * logits, int64_t ld, const float * e_abs,
+                               const float * h_absmax, bool h_f16);
 void f32_rows_dot_neon(const float * rows, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
                        int64_t n_tokens, float * logits, int64_t ld);
 void head_i8_rows_neon(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int8_t * q, HeadI8Row * rows);
@@ -225,7 +228,7 @@ const Kernels * kernels_neon() {
     static const Kernels k{
         "neon-dotprod",   false,            nullptr,           ternary_gemm,     sum_squares,       norm_apply,       quantize_row,
         rope,             f32_to_f16,       gate_act,          attention_prepare_neon, attention_neon,
-        f16_rows_dot_neon, dequant_rows, nullptr, f32_rows_dot_neon, read_bytes,      head_i8_rows_neon, q6k_rows_dot_i8_neon, row_sumsq, i8_rows_dot_i16_neon,
+        f16_rows_dot_neon, dequant_rows, f16_rows_dot_checked_neon, f32_rows_dot_neon, read_bytes,      head_i8_rows_neon, q6k_rows_dot_i8_neon, row_sumsq, i8_rows_dot_i16_neon,
     };
     return &k;
 }

@@ -263,6 +263,43 @@ void q6k_rows_dot_i8(const uint8_t * table, int64_t row_bytes, int64_t r0, int64
     }
 }
 
+// Any-order double sums with the rounding check (cpu_kernels.h: f16_rows_dot_checked).
+template <bool H_F16>
+void rows_dot_checked(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
+                      int64_t n_tokens, float * logits, int64_t ld, const float * e_abs, const float * h_absmax) {
+    const double  gamma2 = 2.0 * static_cast<double>(k + 16) * 0x1p-53 * (1.0 + 0x1p-20);
+    const int64_t k4     = k & ~int64_t{3};
+    for (int64_t r = r0; r < r1; ++r) {
+        const uint16_t * e = table + r * row_stride;
+        for (int64_t t = 0; t < n_tokens; ++t) {
+            const float * ht = h + t * k;
+            float64x2_t   a0 = vdupq_n_f64(0.0), a1 = a0;
+            for (int64_t i = 0; i < k4; i += 4) {
+                const float32x4_t ev = load_f16(e + i), hv = vld1q_f32(ht + i);
+                if constexpr (H_F16) {
+                    const float32x4_t p = vmulq_f32(ev, hv);  // f16 x f16: exact in f32
+                    a0 = vaddq_f64(a0, vcvt_f64_f32(vget_low_f32(p)));
+                    a1 = vaddq_f64(a1, vcvt_high_f64_f32(p));
+                } else {
+                    a0 = vfmaq_f64(a0, vcvt_f64_f32(vget_low_f32(ev)), vcvt_f64_f32(vget_low_f32(hv)));
+                    a1 = vfmaq_f64(a1, vcvt_high_f64_f32(ev), vcvt_high_f64_f32(hv));
+                }
+            }
+            double d = vaddvq_f64(vaddq_f64(a0, a1));
+            for (int64_t i = k4; i < k; ++i) d += load_row1(e + i) * static_cast<double>(ht[i]);
+            double w = gamma2 * static_cast<double>(h_absmax[t]) * static_cast<double>(e_abs[r - r0]);
+            w += ((d < 0 ? -d : d) + w) * 0x1p-50;
+            const float lo = static_cast<float>(d - w), hi = static_cast<float>(d + w);
+            float       v  = lo;
+            uint32_t    blo, bhi;
+            __builtin_memcpy(&blo, &lo, 4);
+            __builtin_memcpy(&bhi, &hi, 4);
+            if (!(blo == bhi && lo - lo == 0.0f)) rows_dot_block<uint16_t, 1>(table, row_stride, r, r + 1, k, ht, &v);
+            logits[t * ld + r - r0] = v;
+        }
+    }
+}
+
 void head_i8_rows(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int8_t * q, HeadI8Row * rows) {
     for (int64_t r = r0; r < r1; ++r) {
         const uint16_t * e  = table + r * k;
@@ -351,6 +388,15 @@ void attention_neon(const AttentionKv & kv, const AttentionJob & job, float * sc
 void f16_rows_dot_neon(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
                        int64_t n_tokens, float * logits, int64_t ld) {
     rows_dot(table, row_stride, r0, r1, k, h, n_tokens, logits, ld);
+}
+void f16_rows_dot_checked_neon(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k,
+                               const float * h, int64_t n_tokens, float * logits, int64_t ld, const float * e_abs,
+                               const float * h_absmax, bool h_f16) {
+    if (h_f16) {
+        rows_dot_checked<true>(table, row_stride, r0, r1, k, h, n_tokens, logits, ld, e_abs, h_absmax);
+    } else {
+        rows_dot_checked<false>(table, row_stride, r0, r1, k, h, n_tokens, logits, ld, e_abs, h_absmax);
+    }
 }
 void f32_rows_dot_neon(const float * rows, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
                        int64_t n_tokens, float * logits, int64_t ld) {
