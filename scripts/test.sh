@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test: the whole ctest suite on a RelWithDebInfo
 # build, then the parser-facing suites (GGUF malformed-file and mutation corpora, layouts, tokenizer,
-# safetensors/convert, sampler, backend ops) again under AddressSanitizer + UndefinedBehaviorSanitizer.
-# On x86-64 it then cross-compiles the CPU kernel and model tests for ARM64 and runs them under
-# qemu-user (scripts/test_arm64.sh). This is the command .ci/run calls.
+# safetensors/convert, sampler, backend ops, server request validation) again under AddressSanitizer +
+# UndefinedBehaviorSanitizer, and a short soak of `tern serve` built with them. On x86-64 it then
+# cross-compiles the CPU kernel and model tests for ARM64 and runs them under qemu-user
+# (scripts/test_arm64.sh). This is the command .ci/run calls.
 # Usage: scripts/test.sh [--no-asan] [--no-arm64] [extra ctest arguments, e.g. -L unit]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,12 +44,18 @@ if [ "$asan" = 1 ]; then
         cmake -S . -B build-asan "${generator[@]}" -DCMAKE_BUILD_TYPE=Debug -DTERN_SANITIZE=address,undefined >/dev/null
     fi
     asan_suites=(tern_gguf_tests tern_quant_tests tern_backend_tests tern_tokenizer_tests tern_convert_tests
-                 tern_sampler_tests)
-    cmake --build build-asan -j "$jobs" --target "${asan_suites[@]}"
+                 tern_sampler_tests tern_server_tests)
+    cmake --build build-asan -j "$jobs" --target "${asan_suites[@]}" tern
     for suite in "${asan_suites[@]}"; do  # one process per suite: quicker than one per test
         ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
             "build-asan/bin/$suite" --gtest_brief=1
     done
+    if command -v node >/dev/null; then
+        echo "test: tern serve soak under AddressSanitizer + UBSan (300 requests, 8 clients; LeakSanitizer at exit)"
+        TERN_BIN=$PWD/build-asan/bin/tern TERN_OUT_DIR=$PWD/build-asan/server-test-out SOAK_REQUESTS=300 \
+            SOAK_CONCURRENCY=8 SOAK_RSS_CHECK=0 ASAN_OPTIONS=detect_leaks=1 \
+            UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 node tests/server/js/soak.test.mjs
+    fi
 fi
 if [ "$arm64" = 1 ]; then
     echo "test: the CPU kernels on ARM64 (cross-compiled, under qemu-user)"

@@ -1,4 +1,5 @@
-// `tern convert`: a Hugging Face BitNet checkpoint folder -> GGUF in the official 2B4T layout.
+// `tern convert`: a Hugging Face checkpoint folder -> GGUF: BitNet (the official 2B4T layout), Llama,
+// Qwen3 and Phi-3 (llama.cpp's llama / qwen3 / phi3 layouts).
 #include "cli_common.h"
 #include "commands.h"
 
@@ -11,15 +12,15 @@ namespace tern::cli {
 namespace {
 
 struct ConvertArgs {
-    std::string input, output, type = "i2_s", embd_type = "f16";
+    std::string input, output, type, embd_type;
 };
 
 void convert(const ConvertArgs & a) {
     ConvertOptions o;
     o.input_dir    = a.input;
     o.output_path  = a.output;
-    o.ternary_type = *dtype_from_name(a.type);
-    o.embd_type    = *dtype_from_name(a.embd_type);
+    if (!a.type.empty()) o.ternary_type = o.weight_type.emplace(*dtype_from_name(a.type));
+    if (!a.embd_type.empty()) o.embd_type = o.head_type.emplace(*dtype_from_name(a.embd_type));
     convert_hf_checkpoint(o);
     std::fprintf(stderr, "tern: wrote %s\n", a.output.c_str());
 }
@@ -28,15 +29,19 @@ void convert(const ConvertArgs & a) {
 
 void register_convert(CLI::App & app) {
     auto   args = std::make_shared<ConvertArgs>();
-    auto * cmd  = app.add_subcommand("convert", "convert a Hugging Face BitNet checkpoint folder to GGUF");
+    auto * cmd  = app.add_subcommand("convert", "convert a Hugging Face checkpoint folder (BitNet, Llama, Qwen3, Phi-3) to GGUF");
     cmd->add_option("input", args->input, "folder with config.json, *.safetensors and tokenizer.json")
         ->required()->check(CLI::ExistingDirectory);
     cmd->add_option("-o,--output", args->output, "output GGUF file")->required();
-    cmd->add_option("--type", args->type, "type of the ternary projections")
-        ->check(CLI::IsMember({"i2_s", "tq2_0", "tq1_0"}))->capture_default_str();
-    cmd->add_option("--embd-type", args->embd_type, "type of the embedding (and untied LM head)")
-        ->check(CLI::IsMember({"f16", "f32", "bf16", "q8_0", "q4_0", "q4_k", "q6_k"}))->capture_default_str();
-    cmd->footer("Example: tern convert ./bitnet-b1.58-2B-4T -o bitnet-2b4t-i2_s.gguf");
+    cmd->add_option("--type", args->type,
+                    "type of the weight matrices: BitNet i2_s (default), tq2_0, tq1_0; Llama / Qwen3 / Phi-3 f16 (default), "
+                    "bf16, f32, q8_0, q4_0, q4_k, q6_k, or a ternary type for BitNet-quantized Llama checkpoints (default i2_s)")
+        ->check(CLI::IsMember({"i2_s", "tq2_0", "tq1_0", "f16", "bf16", "f32", "q8_0", "q4_0", "q4_k", "q6_k"}));
+    cmd->add_option("--embd-type", args->embd_type,
+                    "type of the embedding and untied LM head (default f16, or the matrices' float type)")
+        ->check(CLI::IsMember({"f16", "f32", "bf16", "q8_0", "q4_0", "q4_k", "q6_k"}));
+    cmd->footer("Examples: tern convert ./bitnet-b1.58-2B-4T -o bitnet-2b4t-i2_s.gguf\n"
+                "          tern convert ./Llama-3.2-1B-Instruct -o llama-3.2-1b-f16.gguf   (then tern quantize ... Q4_0)");
     cmd->callback([args] { convert(*args); });
 }
 

@@ -1,4 +1,4 @@
-// `tern synth`: write a random-weight BitNet b1.58 model of a named shape.
+// `tern synth`: write a random-weight model of a named shape (BitNet, or a llama / qwen3 / phi3 family shape).
 #include "cli_common.h"
 #include "commands.h"
 
@@ -11,8 +11,9 @@ namespace tern::cli {
 namespace {
 
 struct SynthArgs {
-    std::string shape, output, type = "i2_s", embd_type = "f16", vocab;
+    std::string shape, output, type, embd_type, vocab;
     uint64_t    seed = 1;
+    int64_t     layers = 0;
     bool        list = false;
 };
 
@@ -24,7 +25,7 @@ DType parse_type(const std::string & name, const char * flag) {
 
 void synth(const SynthArgs & a) {
     if (a.list || a.shape.empty()) {
-        for (const auto & s : synth_shapes()) std::printf("%-12s %s\n", s.name.c_str(), s.description.c_str());
+        for (const auto & s : synth_shapes()) std::printf("%-13s %s\n", s.name.c_str(), s.description.c_str());
         if (a.shape.empty() && !a.list) fail(ErrorKind::invalid_argument, "no shape given", "tern synth SHAPE -o FILE");
         return;
     }
@@ -33,9 +34,10 @@ void synth(const SynthArgs & a) {
     o.shape       = a.shape;
     o.output_path = a.output;
     o.seed        = a.seed;
-    o.linear_type = parse_type(a.type, "--type");
-    o.embd_type   = parse_type(a.embd_type, "--embd-type");
+    if (!a.type.empty()) o.linear_type = parse_type(a.type, "--type");
+    if (!a.embd_type.empty()) o.embd_type = parse_type(a.embd_type, "--embd-type");
     o.vocab_json  = a.vocab;
+    o.n_layer     = a.layers;
     write_synthetic_model(o);
     std::fprintf(stderr, "tern: wrote %s (shape %s, seed %llu, random weights)\n", a.output.c_str(), a.shape.c_str(),
                  static_cast<unsigned long long>(a.seed));
@@ -46,14 +48,20 @@ void synth(const SynthArgs & a) {
 void register_synth(CLI::App & app) {
     auto   args = std::make_shared<SynthArgs>();
     auto * cmd  = app.add_subcommand("synth", "write a random-weight model of a named shape (tests, benchmarks)");
-    cmd->add_option("shape", args->shape, "tiny, small or bitnet-2b4t (--list shows them)");
+    cmd->add_option("shape", args->shape,
+                    "tiny, small, bitnet-2b4t, llama-3.2-1b, qwen3-1.7b, phi-3-mini or falcon3-1b (--list shows them)");
     cmd->add_option("-o,--output", args->output, "output GGUF file");
     cmd->add_option("--seed", args->seed, "random seed (same seed, same file)")->capture_default_str();
-    cmd->add_option("--type", args->type, "type of the projections")->check(CLI::IsMember({"i2_s", "tq2_0", "tq1_0"}))
-        ->capture_default_str();
-    cmd->add_option("--embd-type", args->embd_type, "type of the embedding / LM head")
-        ->check(CLI::IsMember({"f16", "f32", "bf16", "q8_0", "q4_0", "q4_k", "q6_k"}))->capture_default_str();
-    cmd->add_option("--vocab", args->vocab, "tokenizer.json for bitnet-2b4t (default: the npm copy scripts/setup.sh installs)");
+    cmd->add_option("--type", args->type,
+                    "type of the projections (default: the shape's; BitNet shapes: i2_s, tq2_0 or tq1_0)")
+        ->check(CLI::IsMember({"i2_s", "tq2_0", "tq1_0", "q1_0", "q2_0", "q4_0", "q8_0", "q4_k", "q6_k", "f16", "bf16", "f32"}));
+    cmd->add_option("--embd-type", args->embd_type,
+                    "type of the embedding and LM head (default: f16 for BitNet shapes, llama-quantize's choice otherwise)")
+        ->check(CLI::IsMember({"f16", "f32", "bf16", "q8_0", "q4_0", "q4_k", "q6_k"}));
+    cmd->add_option("--vocab", args->vocab,
+                    "tokenizer.json for bitnet-2b4t, llama-3.2-1b or qwen3-1.7b (default: the npm copy scripts/setup.sh installs)");
+    cmd->add_option("--layers", args->layers, "write only this many layers (0 = the shape's; quick tests)")
+        ->check(CLI::Range(int64_t{0}, int64_t{4096}));
     cmd->add_flag("--list", args->list, "list the shapes");
     cmd->footer("Example: tern synth bitnet-2b4t -o models/synth-2b4t.gguf --seed 1");
     cmd->callback([args] { synth(*args); });

@@ -13,6 +13,8 @@ void register_perplexity(CLI::App & app);
 void register_inspect(CLI::App & app);
 void register_convert(CLI::App & app);
 void register_synth(CLI::App & app);
+void register_quantize(CLI::App & app);
 void register_bench(CLI::App & app);
+void register_serve(CLI::App & app);
 
 }  // namespace tern::cli

@@ -35,7 +35,9 @@ int main(int argc, char ** argv) {
     tern::cli::register_inspect(app);
     tern::cli::register_convert(app);
     tern::cli::register_synth(app);
+    tern::cli::register_quantize(app);
     tern::cli::register_bench(app);
+    tern::cli::register_serve(app);
 
     try {
         app.parse(argc, argv);

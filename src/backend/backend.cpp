@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 namespace tern {
@@ -35,6 +36,93 @@ double Backend::measure_copy_bandwidth(size_t n_bytes) {
         src[rep] = dst[n_bytes - 1 - static_cast<size_t>(rep)];  // keep the copies observable
     }
     return best;
+}
+
+namespace {
+
+// The int8 form of a linear op's input: rms_norm_quant from x, or the activations given.
+const QuantizedActs & quantized_input(Backend & be, const LinearInput & in) {
+    if (in.x.buffer != nullptr) {
+        TERN_ASSERT(in.norm != nullptr, "a linear input without a norm is not supported yet (issue 54)");
+        be.rms_norm_quant(in.q, in.x, *in.norm, in.eps);
+    }
+    return in.q;
+}
+
+// Backend::decode's default stream: each step recorded, submitted and read back before the next.
+class StepByStepStream final : public DecodeStream {
+public:
+    StepByStepStream(Backend & be, const DecodeRequest & r)
+        : be_(be), r_(r), token_(alloc_tensor(be, DType::i32, {1, 1, 1, 1}, "decode token")),
+          ids_(alloc_tensor(be, DType::i32, {1, 1, 1, 1}, "decode id")), next_id_(r.first) {
+        TERN_ASSERT(r_.record != nullptr && (r_.pick == nullptr || r_.logits.buffer != nullptr), "decode request");
+        if (r_.pick) logits_.resize(static_cast<size_t>(r_.logits.ne[0]));
+    }
+
+    size_t next(std::span<int32_t> ids) override {
+        if (given_ >= r_.n_max || ids.empty()) return 0;
+        const auto t0 = std::chrono::steady_clock::now();
+        be_.write(token_.tensor, &next_id_, sizeof next_id_);
+        DecodeStep step;
+        step.pos           = r_.pos0 + given_;
+        step.token         = token_.tensor;
+        step.head.logits   = r_.logits;
+        if (!r_.pick) step.head.ids = ids_.tensor;
+        else step.head.top_k = r_.top_k;  // a backend may leave the rows outside the top k at -inf
+        be_.begin_step();
+        r_.record(step);
+        be_.end_step();
+        host_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (r_.pick) {
+            be_.read(r_.logits, logits_.data(), logits_.size() * sizeof(float));
+            next_id_ = r_.pick(StepLogits{logits_, {}});
+        } else {
+            be_.read(ids_.tensor, &next_id_, sizeof next_id_);
+        }
+        ++given_;
+        ids[0] = next_id_;
+        return 1;
+    }
+
+    double host_seconds() const override { return host_s_; }
+
+private:
+    Backend &          be_;
+    DecodeRequest      r_;
+    OwnedTensor        token_, ids_;
+    std::vector<float> logits_;
+    int32_t            next_id_ = 0;
+    int64_t            given_   = 0;
+    double             host_s_  = 0;
+};
+
+}  // namespace
+
+void Backend::linear(const Tensor & y, const Weight & w, const LinearInput & in, bool accumulate) {
+    bitlinear(y, w, quantized_input(*this, in), accumulate);
+}
+
+void Backend::linear_glu(const Tensor & f, const Weight & w_gate_up, const LinearInput & in, FfnActivation act) {
+    gate_up(f, w_gate_up, quantized_input(*this, in), act);
+}
+
+void Backend::linear_qkv(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const LinearInput & in,
+                         const AttentionShape & shape, int64_t pos0) {
+    qkv_rope_kv_append(q, kv, wqkv, quantized_input(*this, in), shape, pos0);
+}
+
+void Backend::output_head(const HeadOutput & out, const Weight & head, const LinearInput & in, bool round_input_f16) {
+    Tensor h = in.x;
+    if (in.norm != nullptr) {
+        rms_norm(in.h, in.x, *in.norm, in.eps);
+        h = in.h;
+    }
+    lm_head(out.logits, head, h, round_input_f16);
+    if (out.ids.buffer != nullptr) argmax(out.ids, out.logits);
+}
+
+std::unique_ptr<DecodeStream> Backend::decode(const DecodeRequest & request) {
+    return std::make_unique<StepByStepStream>(*this, request);
 }
 
 int64_t check_linear_parts(std::span<const WeightSource> parts) {

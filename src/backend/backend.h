@@ -1,8 +1,27 @@
-// The compute interface the model talks to (DESIGN.md decision 2): a small set of model-level,
-// fusion-friendly ops instead of a general graph. The CPU backend executes each op eagerly; a GPU
-// backend records the ops of a step between begin_step() and end_step() into one command buffer
-// (greedy decoding groups a few steps per submit: set_steps_per_submit).
+// The compute interface the model talks to (DESIGN.md decisions 2, 4 and 8): a small set of
+// model-level, fusion-friendly ops instead of a general graph, and the decode loop's device side.
 // All shapes are in ggml order: ne[0] is the contiguous dimension, ne[1] the token (column) index.
+//
+// Three layers, each written on top of the one before:
+//   * primitive ops (required): the unfused kernels, each with a scalar CPU version in
+//     cpu/cpu_ops.cpp that every other kernel is tested against;
+//   * composite ops (optional): what a model calls. Each names its input as a LinearInput (x and the
+//     norm in front of the matrix) or a HeadOutput, so a backend may fuse the norm, the activation
+//     quantization, the residual add or the argmax into one kernel; the defaults chain primitives;
+//   * decode(): the generation loop's device side. The session hands over a request (first token,
+//     how many, how the next token is chosen, the model's step) and takes ids from a DecodeStream;
+//     how steps are batched into submits, recorded ahead and read back is the backend's business.
+// A CPU backend runs ops eagerly; a GPU backend records the ops between begin_step() and end_step()
+// into one command buffer.
+//
+// Where the next pieces plug in:
+//   * device-side sampling (issue 52): HeadOutput.ids gains the sampler's parameters (today: argmax)
+//     and DecodeRequest a device choice beside `pick`; the streams already read ids in batches;
+//   * batched decoding over a paged KV cache (issue 53): KvLayer becomes a paged view and `pos0` of
+//     linear_qkv / attention per-token positions; DecodeStep.token then holds B ids;
+//   * new architectures (issue 54): LinearInput's activation form follows the weight type (int8 per
+//     token for ternary types, Q8 blocks for Q4_0/Q8_0, float for float types), `linear` and
+//     `linear_glu` (SwiGLU) serve them all, QK-norm joins linear_qkv.
 //
 // Adding an op or a kernel:
 //   1. add the virtual here with a one-line contract, and its scalar version in cpu/cpu_ops.cpp
@@ -18,6 +37,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -66,6 +86,9 @@ public:
     int64_t n_rows  = 0;  // output features (or vocabulary rows)
     int64_t n_cols  = 0;  // input features
     size_t  n_bytes = 0;  // bytes as the backend stores it (what reading all of it once moves)
+    // Bytes an output_head that yields only ids reads of this table (the WebGPU backend streams an
+    // int8 copy of a large F16 head); 0: n_bytes. For bandwidth figures.
+    size_t  n_bytes_ids = 0;
 };
 
 // Per-token int8 activations (FORMATS.md §4.7): q = round_half_even(x * scale), scale = 127/max|x|.
@@ -96,6 +119,82 @@ struct DeviceInfo {
     std::string description; // threads, features, memory
 };
 
+// The input of a matrix op: x, RMS-normalized by `norm` first where it is set, then brought into
+// the form the weight type multiplies (DESIGN.md decision 8; today every linear weight is ternary:
+// per-token int8, FORMATS.md §4.7). A backend may fuse all of it into the matrix kernel, so the
+// scratch tensors' contents afterwards are unspecified.
+struct LinearInput {
+    Tensor         x;               // [K, T] f32; unset (no buffer): `q` holds the input already
+    const Weight * norm = nullptr;  // [K] f32: rms_norm(x) * norm first (required with x, for now)
+    float          eps  = 0.0f;
+    QuantizedActs  q;               // [K, T] i8 + [T] f32: int8 form, scratch (or the input, see x)
+    Tensor         h;               // [K, T] f32: normalized float form, scratch (output_head)
+};
+
+// What output_head writes for each token column.
+struct HeadOutput {
+    Tensor  logits;     // [n_vocab, T] f32: the logits (scratch when `ids` is set)
+    Tensor  ids;        // [T] i32, optional: argmax of each column (lowest index on ties)
+    // > 0 (without ids): the reader looks only at the k largest logits of a column; rows that cannot
+    // be among them (ties with the k-th included) may be -inf, the others are exact.
+    int64_t top_k = 0;
+};
+
+// One logit a backend read back by itself (HeadOutput.top_k's rows).
+struct LogitRow {
+    int32_t id    = 0;
+    float   logit = 0.0f;
+};
+
+// One decode step as the model records it (BitnetModel::record_step): the token whose id is in
+// `token` on the device, at position `pos`, through every layer, into the LM head.
+struct DecodeStep {
+    int64_t    pos = 0;
+    Tensor     token;  // [1] i32
+    HeadOutput head;
+};
+
+// What a host-side picker sees of one step's logits: every row, or only the rows that can be among
+// the request's top_k largest (the rest count as -inf). Exactly one of the two is non-empty.
+struct StepLogits {
+    std::span<const float>    all;   // [n_vocab]
+    std::span<const LogitRow> rows;  // in any order
+};
+
+// A decode request (Backend::decode): feed `first` at position pos0, then each chosen id at the
+// next position; id i (1-based) comes from the step at pos0 + i - 1. At most n_max ids, so the
+// positions used are pos0 .. pos0 + n_max - 1 (the caller keeps them inside the cache).
+struct DecodeRequest {
+    int32_t first = 0;
+    int64_t pos0  = 0;
+    int64_t n_max = 0;
+    // Records one step's ops (no begin_step / end_step: the stream brackets them).
+    std::function<void(const DecodeStep &)> record;
+    // How the next id is chosen. Empty: argmax on the device (the step's head writes it, so tokens
+    // never leave the device and ids come back in batches). Set: the host picks from the logits
+    // that the step's head writes into `logits` ([n_vocab, 1] f32), reading only the top_k largest
+    // where top_k > 0 and the backend can list them.
+    std::function<int32_t(const StepLogits &)> pick;
+    Tensor  logits;
+    int64_t top_k = 0;
+    int64_t batch = 32;  // device choice: ids per read-back
+};
+
+// The ids of a decode request, in order, as the device produces them. Steps may run ahead of the
+// ids taken (up to a batch, or one step with a host picker): when the caller stops early, the
+// cache rows they wrote lie past the last position it accepted, and attention reads no row before
+// it is written again, so the cache stays consistent. Destroying the stream ends it without
+// waiting: steps already recorded still run (a step held for its token is dropped).
+class DecodeStream {
+public:
+    virtual ~DecodeStream() = default;
+    // The next ids into `ids` (at least one, at most ids.size()); 0 once n_max ids were given.
+    virtual size_t next(std::span<int32_t> ids) = 0;
+    // Host seconds spent recording and submitting steps so far, not waiting for ids (`tern bench`'s
+    // host ms per token: where it approaches the wall time, the host is the bottleneck).
+    virtual double host_seconds() const = 0;
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -108,42 +207,30 @@ public:
 
     // --- memory ---
     virtual std::unique_ptr<Buffer> alloc(size_t n_bytes, const char * label) = 0;
-    virtual void write(const Tensor & dst, const void * src, size_t n_bytes) = 0;
-    virtual void read(const Tensor & src, void * dst, size_t n_bytes) = 0;  // waits for pending work
-    // read() in two halves, so that work recorded in between overlaps the wait: read_begin() orders
-    // the read after the work recorded so far (a device backend submits it and starts the copy
-    // back), read_end() waits for it and copies into dst. Work recorded after read_begin() does not
-    // delay read_end(). One read in flight at a time; `src` must stay alive until read_end().
-    // Default (eager backends): read_end() is read().
-    virtual void read_begin(const Tensor & src, size_t n_bytes) {
-        TERN_ASSERT(pending_read_.buffer == nullptr, "read_begin: a read is already in flight");
-        pending_read_       = src;
-        pending_read_bytes_ = n_bytes;
-    }
-    virtual void read_end(void * dst) {
-        TERN_ASSERT(pending_read_.buffer != nullptr, "read_end without read_begin");
-        const Tensor src = pending_read_;
-        pending_read_    = Tensor{};
-        read(src, dst, pending_read_bytes_);
-    }
+    virtual void write(const Tensor & dst, const void * src, size_t n_bytes) = 0;  // after the work recorded so far
+    virtual void read(const Tensor & src, void * dst, size_t n_bytes) = 0;         // waits for pending work
 
-    // --- weights (repacked at load) ---
+    // --- weights (repacked at load, DESIGN.md decision 3) ---
     // [n] f32 norm weights.
     virtual std::unique_ptr<Weight> load_norm(const WeightSource & src) = 0;
     // Low-bit matrices sharing the input dimension, stacked along the output dimension
     // (e.g. {q, k, v} or {gate, up}); each part keeps its own scales. src ne = [K, N_i].
     virtual std::unique_ptr<Weight> load_linear(std::span<const WeightSource> parts) = 0;
-    // [n_embd, n_vocab] table of any readable type, used by embed() and lm_head().
+    // [n_embd, n_vocab] table of any readable type, used by embed() and the LM head.
     virtual std::unique_ptr<Weight> load_embedding(const WeightSource & src) = 0;
 
     // --- a step ---
-    virtual void begin_step() = 0;  // (optional for eager backends)
+    virtual void begin_step() = 0;   // ops up to end_step() form one step (optional for eager backends)
+    virtual void end_step() = 0;     // submits the step's work; does not wait
+    virtual void synchronize() = 0;  // waits for submitted work; rethrows device errors as Error(device)
+
+    // --- primitive ops: the unfused kernels ---
     // x[:, t] = token_embd[tokens[t]] as f32.                  x: [n_embd, T] f32, tokens: [T] i32
     virtual void embed(const Tensor & x, const Weight & token_embd, const Tensor & tokens) = 0;
-    // a = int8-quantize(rms_norm(x) * w).                      x: [K, T] f32
-    virtual void rms_norm_quant(const QuantizedActs & a, const Tensor & x, const Weight & w, float eps) = 0;
     // y = rms_norm(x) * w.                                     x, y: [K, T] f32 (may alias)
     virtual void rms_norm(const Tensor & y, const Tensor & x, const Weight & w, float eps) = 0;
+    // a = int8-quantize(rms_norm(x) * w).                      x: [K, T] f32
+    virtual void rms_norm_quant(const QuantizedActs & a, const Tensor & x, const Weight & w, float eps) = 0;
     // y = W a (accumulate: y += W a, the residual-add epilogue). y: [N, T] f32, W: [K, N]
     virtual void bitlinear(const Tensor & y, const Weight & w, const QuantizedActs & a, bool accumulate) = 0;
     // [q; k; v] = Wqkv a; NeoX RoPE on q and k at positions pos0 + t; k, v stored into kv at those
@@ -163,127 +250,26 @@ public:
     // ids[t] = argmax_v logits[v, t] (lowest index on ties).  ids: [T] i32
     virtual void argmax(const Tensor & ids, const Tensor & logits) = 0;
 
-    // --- fused pairs: a norm and the op that consumes it (DESIGN.md decision 2) ---
-    // Each equals the two ops in sequence; a backend may fuse them into one kernel (the WebGPU
-    // backend recomputes the norm in the matmul's prologue when decoding), in which case the
-    // intermediate (`a`, `h`) is scratch whose contents afterwards are unspecified.
-    // rms_norm_quant(a, x, norm, eps), then bitlinear(y, w, a, accumulate).
-    virtual void norm_bitlinear(const Tensor & y, const Weight & w, const QuantizedActs & a, const Tensor & x,
-                                const Weight & norm, float eps, bool accumulate) {
-        rms_norm_quant(a, x, norm, eps);
-        bitlinear(y, w, a, accumulate);
-    }
-    // rms_norm_quant(a, x, norm, eps), then gate_up(f, w_gate_up, a, act).
-    virtual void norm_gate_up(const Tensor & f, const Weight & w_gate_up, const QuantizedActs & a, const Tensor & x,
-                              const Weight & norm, float eps, FfnActivation act) {
-        rms_norm_quant(a, x, norm, eps);
-        gate_up(f, w_gate_up, a, act);
-    }
-    // rms_norm_quant(a, x, norm, eps), then qkv_rope_kv_append(q, kv, wqkv, a, shape, pos0).
-    virtual void norm_qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, const Weight & wqkv,
-                                         const QuantizedActs & a, const Tensor & x, const Weight & norm, float eps,
-                                         const AttentionShape & shape, int64_t pos0) {
-        rms_norm_quant(a, x, norm, eps);
-        qkv_rope_kv_append(q, kv, wqkv, a, shape, pos0);
-    }
-    // rms_norm(h, x, norm, eps), then lm_head(logits, head, h, round_input_f16); with ids set
-    // (ids.buffer != nullptr), then argmax(ids, logits).
-    virtual void norm_lm_head(const Tensor & logits, const Weight & head, const Tensor & h, const Tensor & x,
-                              const Weight & norm, float eps, bool round_input_f16, const Tensor & ids) {
-        rms_norm(h, x, norm, eps);
-        lm_head(logits, head, h, round_input_f16);
-        if (ids.buffer != nullptr) argmax(ids, logits);
-    }
-    // ids = argmax of the logits norm_lm_head would give, when nobody reads the logits (greedy
-    // decoding): `logits` and `h` are scratch. The WebGPU backend streams the head with f32 sums and
-    // recomputes exactly only the rows that can be the maximum, so the id is the exact head's.
-    virtual void norm_lm_head_argmax(const Tensor & ids, const Tensor & logits, const Weight & head, const Tensor & h,
-                                     const Tensor & x, const Weight & norm, float eps, bool round_input_f16) {
-        norm_lm_head(logits, head, h, x, norm, eps, round_input_f16, ids);
-    }
-    // norm_lm_head's logits (one token) for a reader that looks only at the k largest (a sampler
-    // whose first stage is top-k): rows that cannot be among the k largest may come back as -inf;
-    // the k largest, and every row equal to the k-th largest, are exactly norm_lm_head's. The WebGPU
-    // backend streams the greedy head's int8 copy and recomputes exactly only the rows whose bounds
-    // reach the k-th largest lower bound.
-    virtual void norm_lm_head_top_k(const Tensor & logits, const Weight & head, const Tensor & h, const Tensor & x,
-                                    const Weight & norm, float eps, bool round_input_f16, int64_t k) {
-        (void)k;
-        norm_lm_head(logits, head, h, x, norm, eps, round_input_f16, Tensor{});
-    }
-    // The rows of `logits` that the last norm_lm_head_top_k into it left finite, as (row, value) in
-    // any order, read without the rest: a GPU backend lists them on the device, so a sampler reads a
-    // few KB instead of every logit. Returns false, leaving `rows` empty, when there is no such list
-    // (the default; or any command ran since): the caller reads the logits.
-    virtual bool read_top_k_rows(const Tensor & logits, std::vector<std::pair<int32_t, float>> & rows) {
-        (void)logits;
-        rows.clear();
-        return false;
-    }
-    // Bytes of the head that norm_lm_head_argmax reads per token (the WebGPU backend streams an int8
-    // copy of an F16 head, half its size).
-    virtual size_t greedy_head_bytes(const Weight & head) const { return head.n_bytes; }
+    // --- composite ops: what a model calls (each equals its default, which chains primitives) ---
+    // y = W act(in) (accumulate: y +=).                        y: [N, T] f32
+    virtual void linear(const Tensor & y, const Weight & w, const LinearInput & in, bool accumulate);
+    // f = act(g) * u with [g; u] = Wgu act(in).                f: [n_ff, T] f32
+    virtual void linear_glu(const Tensor & f, const Weight & w_gate_up, const LinearInput & in, FfnActivation act);
+    // qkv_rope_kv_append on act(in).
+    virtual void linear_qkv(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const LinearInput & in,
+                            const AttentionShape & shape, int64_t pos0);
+    // out = head · normalized in (float, rounded to f16 first with round_input_f16), as HeadOutput
+    // asks. in.q is unused; in.h is the normalized input's scratch.
+    virtual void output_head(const HeadOutput & out, const Weight & head, const LinearInput & in, bool round_input_f16);
 
-    // --- a whole decoder layer (BitNet b1.58: sub-norms before the o-proj and the down projection) ---
-    struct LayerWeights {
-        const Weight * attn_norm;
-        const Weight * attn_qkv;
-        const Weight * attn_sub_norm;
-        const Weight * attn_output;
-        const Weight * ffn_norm;
-        const Weight * ffn_gate_up;
-        const Weight * ffn_sub_norm;
-        const Weight * ffn_down;
-    };
-    struct LayerTensors {
-        Tensor        x;     // [n_embd, T] the residual stream, updated in place
-        Tensor        q;     // [n_embd_q, T] scratch
-        Tensor        attn;  // [n_embd_q, T] scratch
-        Tensor        ffn;   // [n_ff, T] scratch
-        QuantizedActs a_embd, a_q, a_ff;  // scratch activations of widths n_embd, n_embd_q, n_ff
-    };
-    // The five fused ops of one layer in order: norm_qkv_rope_kv_append, attention, norm_bitlinear
-    // (o-proj, accumulating into x), norm_gate_up, norm_bitlinear (down, accumulating into x). The
-    // WebGPU backend runs a one-token layer as one dispatch (layer_decode.wgsl); the scratch
-    // tensors' contents afterwards are unspecified.
-    virtual void transformer_layer(const LayerWeights & w, const LayerTensors & t, const KvLayer & kv, float eps,
-                                   FfnActivation act, const AttentionShape & shape, int64_t pos0) {
-        norm_qkv_rope_kv_append(t.q, kv, *w.attn_qkv, t.a_embd, t.x, *w.attn_norm, eps, shape, pos0);
-        attention(t.attn, t.q, kv, shape, pos0);
-        norm_bitlinear(t.x, *w.attn_output, t.a_q, t.attn, *w.attn_sub_norm, eps, /*accumulate=*/true);
-        norm_gate_up(t.ffn, *w.ffn_gate_up, t.a_embd, t.x, *w.ffn_norm, eps, act);
-        norm_bitlinear(t.x, *w.ffn_down, t.a_ff, t.ffn, *w.ffn_sub_norm, eps, /*accumulate=*/true);
-    }
+    // --- decoding ---
+    // The stream of ids for `request` (see DecodeRequest). Default: one step at a time, each read
+    // back before the next is recorded (right for eager backends).
+    virtual std::unique_ptr<DecodeStream> decode(const DecodeRequest & request);
 
-    virtual void end_step() = 0;    // submit recorded work; does not wait (optional for eager backends)
-    // Steps per submit (device backends, greedy decoding): end_step() then submits every n-th step
-    // only, for a submit costs time of its own (~25 us per extra submit on an H200, host and device
-    // together; GPU timestamps put ~17.5 us of idle device between two command buffers);
-    // submit_steps() submits what is recorded now (a read, write or synchronize() does too). 1, the
-    // default: every step.
-    virtual void set_steps_per_submit(int64_t /*n*/) {}
-    virtual void submit_steps() {}
-    // The device is idle and steps follow (device backends, greedy decoding): the next step may be
-    // submitted in growing pieces, so that the device starts on it while the rest is recorded.
-    virtual void start_from_idle() {}
-    // Steps recorded ahead (device backends): hold_step() ends a step like end_step() but keeps it
-    // unsubmitted; release_held_step() submits it, after anything written or read meanwhile (a
-    // write of its input token, a read of the previous step's results); drop_held_step() discards
-    // it. At most one held step, and nothing else recorded while it is held. hold_step() returns
-    // false when it could not hold the whole step (its recording had to submit part of it, e.g.
-    // to grow a table): then it submits the rest, and the step ran with whatever its inputs held.
-    // An eager backend (the CPU) cannot: can_hold_steps() is false and the others must not be called.
-    virtual bool can_hold_steps() const { return false; }
-    virtual bool hold_step() {
-        end_step();
-        return false;
-    }
-    virtual void release_held_step() {}
-    virtual void drop_held_step() {}
-    virtual void synchronize() = 0; // wait for submitted work; rethrows device errors as Error(device)
-
-    // Number of device dispatches recorded since the last call, for bench figures. Backends that run
-    // ops eagerly (CPU) count nothing: counts_dispatches() is false and this returns 0.
+    // --- measurement (`tern bench`) ---
+    // Number of device dispatches recorded since the last call. Backends that run ops eagerly (CPU)
+    // count nothing: counts_dispatches() is false and this returns 0.
     virtual int64_t take_dispatch_count() { return 0; }
     virtual bool    counts_dispatches() const { return false; }
 
@@ -309,10 +295,6 @@ public:
         uint32_t wide_groups = 0;
     };
     virtual DispatchCost measure_dispatch_cost() { return {}; }
-
-private:
-    Tensor pending_read_;  // the default read_begin / read_end's read
-    size_t pending_read_bytes_ = 0;
 };
 
 // Checks the parts of a stacked linear weight (what load_linear receives): every part of one

@@ -100,7 +100,8 @@ HfBitnetConfig parse_hf_config(std::string_view json_text, const std::string & s
         if (!ok) {
             fail(ErrorKind::unsupported,
                  format("config '%s': \"architectures\" is %s, expected [\"BitNetForCausalLM\"]", source.c_str(), arch->dump().c_str()),
-                 "tern convert reads BitNet b1.58 2B4T-style checkpoints (microsoft/bitnet-b1.58-2B-4T, -bf16)");
+                 "tern convert reads BitNetForCausalLM (BitNet b1.58 2B4T), LlamaForCausalLM, Qwen3ForCausalLM and "
+                 "Phi3ForCausalLM checkpoints");
         }
     }
     if (auto mt = r.optional_string(root, "model_type"); mt && *mt != "bitnet") {

@@ -3,10 +3,13 @@
 #include "convert/hf_convert.h"
 
 #include "convert/convert_plan.h"
+#include "convert/family_convert.h"
+#include "convert/hf_family_config.h"
 #include "convert/hf_config.h"
 #include "convert/safetensors.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/mmap.h"
 #include "gguf/gguf_writer.h"
 #include "tokenizer/hf_tokenizer_json.h"
 
@@ -162,10 +165,22 @@ void log_weight_form(const HfBitnetConfig & c, const ConvertPlan & plan) {
 }  // namespace
 
 void convert_hf_checkpoint(const ConvertOptions & o) {
+    if (o.input_dir.empty()) fail(ErrorKind::invalid_argument, "convert: no input folder given");
+    if (o.output_path.empty()) fail(ErrorKind::invalid_argument, "convert: no output path given");
+    const fs::path dir(o.input_dir);
+    const fs::path config_path = dir / "config.json";
+    // Llama / Qwen3 / Phi-3 checkpoints take the family path (family_convert.h).
+    if (fs::is_regular_file(config_path)) {
+        const std::string text = read_file_text(config_path.string());
+        if (is_hf_family_class(hf_architecture(text, config_path.string()))) {
+            with_context(format("cannot convert '%s'", o.input_dir.c_str()), [&] {
+                convert_hf_family_checkpoint(o, parse_hf_family_config(text, config_path.string()));
+            });
+            return;
+        }
+    }
     validate_options(o);
     with_context(format("cannot convert '%s'", o.input_dir.c_str()), [&] {
-        const fs::path dir(o.input_dir);
-        const fs::path config_path = dir / "config.json";
         if (fs::is_directory(dir) && !fs::exists(config_path)) {
             fail(ErrorKind::io, format("'%s' not found", config_path.string().c_str()),
                  "a Hugging Face checkpoint folder holds config.json next to the weights");

@@ -1,4 +1,6 @@
-// `tern convert`: a Hugging Face BitNet b1.58 checkpoint folder (config.json, tokenizer.json,
+// `tern convert`: a Hugging Face checkpoint folder -> GGUF. LlamaForCausalLM, Qwen3ForCausalLM and
+// Phi3ForCausalLM go to family_convert.h; the rest of this header is the BitNet path:
+// a Hugging Face BitNet b1.58 checkpoint folder (config.json, tokenizer.json,
 // model.safetensors or shards; packed U8 or bf16 master weights) -> a GGUF with the layout of the
 // official 2B4T file: the metadata keys of FORMATS.md §4.3 in that order (without the bogus chat
 // template), the tensors of §4.4 (F16 token_embd, F32 norms, I2_S projections). Everything is
@@ -7,6 +9,7 @@
 
 #include "core/dtype.h"
 
+#include <optional>
 #include <string>
 
 namespace tern {
@@ -18,6 +21,11 @@ struct ConvertOptions {
     DType       embd_type    = DType::f16;   // token_embd (and output): f32, f16, bf16, q8_0, q6_k, q4_k, q4_0
     bool        progress     = true;         // progress bars on stderr (only when it is a terminal)
     std::string arch         = "bitnet-b1.58";  // general.architecture: bitnet-b1.58 or bitnet-25
+    // Llama / Qwen3 / Phi-3 checkpoints (family_convert.h): the type of the weight matrices (default
+    // f16; i2_s for BitNet-quantized llama checkpoints) and of token_embd / output (default: the
+    // matrices' type when it is a float type, else f16).
+    std::optional<DType> weight_type;
+    std::optional<DType> head_type;
 };
 
 // Throws Error: invalid_argument for bad options, invalid_model / unsupported for a checkpoint

@@ -71,11 +71,7 @@ AbsmeanScale absmean_scale(const StTensor & master) {
             sum += std::fabs(w);
         }
     }
-    AbsmeanScale  s;
-    const float mean = master.n_elements > 0 ? static_cast<float>(sum / static_cast<double>(master.n_elements)) : 0.0f;
-    s.s_w            = 1.0f / std::max(mean, 1e-5f);
-    s.scale          = 1.0f / s.s_w;
-    return s;
+    return absmean_scale_from_sum(sum, master.n_elements);
 }
 
 void absmean_ternarize(const StTensor & master, float s_w, int8_t * values) {
@@ -85,30 +81,6 @@ void absmean_ternarize(const StTensor & master, float s_w, int8_t * values) {
         const int64_t n = std::min(chunk, master.n_elements - first);
         st_read_f32(master, first, n, buf.data());
         for (int64_t i = 0; i < n; ++i) values[first + i] = absmean_ternary(buf[static_cast<size_t>(i)], s_w);
-    }
-}
-
-void pack_ternary_tensor(DType type, const int8_t * values, int64_t out, int64_t in, float scale,
-                         std::span<uint8_t> dst) {
-    const int64_t n = out * in;
-    TERN_ASSERT(dst.size() == dtype_tensor_bytes(type, in, n), "pack_ternary_tensor: %zu bytes for %s [%lld, %lld]",
-                dst.size(), std::string(dtype_name(type)).c_str(), (long long) in, (long long) out);
-    switch (type) {
-        case DType::i2_s: i2s_pack(values, n, scale, dst.data()); return;  // one chunk: one scale at byte n/4
-        case DType::tq2_0:
-        case DType::tq1_0: {
-            const uint32_t block_bytes = dtype_traits(type).block_bytes;
-            for (int64_t b = 0; b < n / 256; ++b) {
-                uint8_t * block = dst.data() + b * block_bytes;
-                if (type == DType::tq2_0) {
-                    tq2_0_pack_block(values + 256 * b, scale, block);
-                } else {
-                    tq1_0_pack_block(values + 256 * b, scale, block);
-                }
-            }
-            return;
-        }
-        default: TERN_ASSERT(false, "pack_ternary_tensor: %s is not a ternary output type", std::string(dtype_name(type)).c_str());
     }
 }
 

@@ -10,6 +10,7 @@
 #include "convert/hf_config.h"
 #include "convert/safetensors.h"
 #include "core/dtype.h"
+#include "quant/ternarize.h"  // AbsmeanScale, absmean_ternary, pack_ternary_tensor
 
 #include <cstdint>
 #include <span>
@@ -36,30 +37,11 @@ float hf_packed_scale(const StTensor & weight_scale, LinearClass linear_class);
 
 // ---- bf16 / f16 / f32 master -----------------------------------------------------------------
 
-struct AbsmeanScale {
-    float s_w   = 1.0f;  // 1 / max(mean|W|, 1e-5), f32
-    float scale = 1.0f;  // 1 / s_w: the multiplier that goes into the GGUF (≈ mean|W|)
-};
 // mean|W| over the whole tensor (accumulated in double, rounded to f32). Throws
 // Error(invalid_model) naming the tensor and the element if any value is not finite.
 AbsmeanScale absmean_scale(const StTensor & master);
 
-// t = clamp(round_half_even(w * s_w), -1, 1) with w * s_w in f32; on [-1, 1] that is exactly:
-// +1 above 0.5, -1 below -0.5, 0 otherwise (the ties ±0.5 round to the even 0).
-inline int8_t absmean_ternary(float w, float s_w) {
-    const float x = w * s_w;
-    return static_cast<int8_t>(x > 0.5f ? 1 : (x < -0.5f ? -1 : 0));
-}
-
 // master: [out, in] float. values: [out * in].
 void absmean_ternarize(const StTensor & master, float s_w, int8_t * values);
-
-// ---- output --------------------------------------------------------------------------------
-
-// Packs a ternary [out, in] matrix with one multiplier into type (i2_s: one i2s_pack call for the
-// whole tensor, so it carries exactly one scale; tq2_0 / tq1_0: every 256-block gets d = scale).
-// dst: dtype_tensor_bytes(type, in, out * in) bytes.
-void pack_ternary_tensor(DType type, const int8_t * values, int64_t out, int64_t in, float scale,
-                         std::span<uint8_t> dst);
 
 }  // namespace tern

@@ -42,52 +42,45 @@ public:
     // the last token. With all_logits, `out` (n_tokens x n_vocab floats) receives every row.
     // Throws Error(invalid_argument) if the tokens do not fit the remaining context.
     void eval(std::span<const int32_t> tokens, std::span<float> all_logits = {});
-    std::span<const float> logits() const { return logits_view(); }
+    std::span<const float> logits() const { return last_logits_; }
 
     // Greedy decoding with the token kept on the device (DESIGN.md decision 4): feeds `first` at
-    // position n_past(), then each step embeds the previous step's argmax without a host round trip;
-    // ids come back to the host every `batch` steps (the next batch's first step is recorded before
-    // they are read, so the device does not wait for the host between batches). on_token(id) gets
-    // each new id in order and returns false to stop; the stopping id itself is not fed (as with
-    // generate(); a step recorded ahead may have run past it, into cache rows beyond n_past()). At
-    // most n_max ids, and never past the context. Returns the number of ids produced. logits() is
-    // not updated.
+    // position n_past(), then each step embeds the previous step's argmax without a host round trip
+    // (Backend::decode with the device's choice); ids come back to the host `batch` at a time while
+    // the device runs ahead. on_token(id) gets each new id in order and returns false to stop; the
+    // stopping id itself is not fed (steps run ahead of it wrote cache rows past n_past(), which are
+    // overwritten when those positions are used). At most n_max ids, and never past the context.
+    // Returns the number of ids produced. logits() is not updated.
     int64_t decode_greedy(int32_t first, int64_t n_max, const std::function<bool(int32_t)> & on_token,
                           int64_t batch = 32);
 
-    // Sampled decoding with each step recorded while the one before runs on the device: draws an
-    // id from logits() (the last eval's) with `sampler` (sample_top_k when its chain starts with
-    // top-k: only those rows are read back), accepts it, feeds it, passes it to on_token while the
-    // device runs that step (false: stop; n_past() then does not count that id, whose step ran into
-    // the cache row at n_past()), and so on, never past the context. The next step is recorded
-    // before the current one's results are read, and submitted once its token is written
-    // (Backend::hold_step). Needs Backend::can_hold_steps(); generate() uses it where it can.
-    // Returns the number of ids drawn. With -v it logs the host's time per token in each part.
+    // Sampled decoding: draws an id from logits() (the last eval's) with `sampler`, feeds it and
+    // hands it to on_token while the device runs that step (false: stop; n_past() then does not
+    // count that id), draws the next from the step's logits (only the top-k rows where the sampler
+    // starts with top-k and the backend lists them), and so on, never past the context (the id drawn
+    // from the last position's logits is handed out, not fed). The backend records each step while
+    // the one before runs where it can (Backend::decode with a host picker). Returns the number of
+    // ids drawn. logits() is not updated.
     int64_t decode_sampled(Sampler & sampler, const std::function<bool(int32_t)> & on_token);
 
     void reset() { n_past_ = 0; }
 
-    // Host seconds decode_greedy spent recording and submitting steps (not waiting for ids) since
-    // the last call: with a device backend, when this approaches the wall time the host is the
-    // bottleneck, not the device. `tern bench` reports it as encode ms/token.
+    // Host seconds the decoders spent recording and submitting steps (not waiting for ids) since
+    // the last call (DecodeStream::host_seconds): with a device backend, when this approaches the
+    // wall time the host is the bottleneck, not the device. `tern bench` reports it as host ms/token.
     double take_encode_seconds() { return std::exchange(encode_seconds_, 0.0); }
 
 private:
-    std::span<const float> logits_view() const;
-    // The last token's logits into top_rows_ (top_k and the backend lists them) or last_logits_.
-    void read_last_logits(const Tensor & logits, bool top_k);
+    // The request of decode_greedy / decode_sampled: from n_past(), at most n_max ids, the model's step.
+    DecodeRequest decode_request(int32_t first, int64_t n_max);
 
     const BitnetModel &  model_;
     SessionOptions       options_;
     KvCache              kv_;
     ForwardBuffers       buf_;
-    mutable std::vector<float> last_logits_;  // filled from top_rows_ by logits() when stale
-    std::vector<Candidate>                   top_rows_;       // decode_sampled: the rows read back
-    std::vector<std::pair<int32_t, float>>   top_rows_read_;  // read_top_k_rows' scratch
-    mutable bool                             logits_stale_ = false;  // last_logits_ awaits top_rows_
-    OwnedTensor          sampled_token_;  // [1] i32: decode_sampled's token, written before its step runs
-    OwnedTensor          greedy_ids_;     // [2 (batch + 1)] i32: ids chained on the device by decode_greedy
-    std::vector<int32_t> greedy_host_;
+    std::vector<float>   last_logits_;  // the last eval's last token
+    std::vector<int32_t> ids_;          // decode_greedy's batch of ids
+    std::vector<Candidate> rows_;       // decode_sampled's top-k rows for the sampler
     int64_t              n_past_ = 0;
     bool                 round_head_ = false;
     double               encode_seconds_ = 0.0;

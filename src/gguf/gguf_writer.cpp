@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <string_view>
 #include <utility>
 
@@ -176,6 +177,12 @@ std::vector<uint8_t> GgufWriter::to_bytes() const {
 }
 
 void GgufWriter::write_file(const std::string & path, bool progress) const {
+    // Only a regular file may be replaced: never a device, a FIFO or a directory the user named by mistake.
+    std::error_code ec;
+    if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
+        fail(ErrorKind::io, format("'%s' exists and is not a regular file; refusing to replace it", path.c_str()),
+             "choose a new output path");
+    }
     const std::string tmp = path + ".tmp";
     FILE *            f   = std::fopen(tmp.c_str(), "wb");
     if (!f) fail(ErrorKind::io, format("cannot create '%s': %s", tmp.c_str(), std::strerror(errno)));

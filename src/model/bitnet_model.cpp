@@ -185,37 +185,34 @@ ForwardBuffers BitnetModel::make_buffers(int64_t n_batch, int64_t n_logits) cons
     b.ffn       = alloc_tensor(backend_, DType::f32, {c.n_ff, n_batch, 1, 1}, "ffn");
     b.h         = alloc_tensor(backend_, DType::f32, {c.n_embd, n_batch, 1, 1}, "h");
     b.logits    = alloc_tensor(backend_, DType::f32, {c.n_vocab, std::max<int64_t>(1, n_logits), 1, 1}, "logits");
-    b.argmax    = alloc_tensor(backend_, DType::i32, {std::max<int64_t>(1, n_logits), 1, 1, 1}, "argmax");
     return b;
 }
 
 void BitnetModel::forward(ForwardBuffers & buf, const KvCache & kv, int64_t pos0, int64_t n_tokens, int64_t n_logits,
-                          bool round_head_input_f16, bool want_argmax) const {
-    run(buf, kv, pos0, n_tokens, n_logits, round_head_input_f16, view(buf.tokens, {n_tokens, 1, 1, 1}),
-        want_argmax ? view(buf.argmax, {n_logits, 1, 1, 1}) : Tensor{}, /*keep_logits=*/true);
-}
-
-void BitnetModel::forward_greedy(ForwardBuffers & buf, const KvCache & kv, int64_t pos, const Tensor & token_in,
-                                 const Tensor & token_out, bool round_head_input_f16) const {
-    TERN_ASSERT(token_in.ne[0] == 1 && token_out.ne[0] == 1 && token_out.buffer != nullptr, "greedy step views");
-    run(buf, kv, pos, 1, 1, round_head_input_f16, token_in, token_out, /*keep_logits=*/false);
-}
-
-bool BitnetModel::forward_token(ForwardBuffers & buf, const KvCache & kv, int64_t pos, const Tensor & token_in,
-                                bool round_head_input_f16, int64_t logits_top_k, bool hold) const {
-    TERN_ASSERT(token_in.ne[0] == 1, "forward_token: one token");
-    return run(buf, kv, pos, 1, 1, round_head_input_f16, token_in, Tensor{}, /*keep_logits=*/true, logits_top_k, hold);
-}
-
-bool BitnetModel::run(ForwardBuffers & buf, const KvCache & kv, int64_t pos0, int64_t n_tokens, int64_t n_logits,
-                      bool round_head_input_f16, const Tensor & tokens, const Tensor & argmax_out,
-                      bool keep_logits, int64_t logits_top_k, bool hold) const {
-    const ModelConfig & c = config_;
-    TERN_ASSERT(n_tokens >= 1 && n_tokens <= buf.n_batch, "n_tokens %lld", static_cast<long long>(n_tokens));
+                          bool round_head_input_f16) const {
     TERN_ASSERT(n_logits >= 0 && n_logits <= n_tokens && n_logits <= buf.n_logits, "n_logits %lld",
                 static_cast<long long>(n_logits));
+    HeadOutput head;
+    head.logits = view(buf.logits, {config_.n_vocab, n_logits, 1, 1});
+    backend_.begin_step();
+    record(buf, kv, pos0, n_tokens, view(buf.tokens, {n_tokens, 1, 1, 1}), head, round_head_input_f16);
+    backend_.end_step();
+}
+
+void BitnetModel::record_step(ForwardBuffers & buf, const KvCache & kv, const DecodeStep & step,
+                              bool round_head_input_f16) const {
+    TERN_ASSERT(step.token.ne[0] == 1 && step.head.logits.ne[1] == 1, "a decode step is one token");
+    record(buf, kv, step.pos, 1, step.token, step.head, round_head_input_f16);
+}
+
+void BitnetModel::record(ForwardBuffers & buf, const KvCache & kv, int64_t pos0, int64_t n_tokens,
+                         const Tensor & tokens, const HeadOutput & head, bool round_head_input_f16) const {
+    const ModelConfig & c        = config_;
+    const int64_t       n_logits = head.logits.ne[1];
+    TERN_ASSERT(n_tokens >= 1 && n_tokens <= buf.n_batch, "n_tokens %lld", static_cast<long long>(n_tokens));
+    TERN_ASSERT(n_logits >= 0 && n_logits <= n_tokens, "n_logits %lld", static_cast<long long>(n_logits));
     TERN_ASSERT(pos0 >= 0 && pos0 + n_tokens <= kv.n_ctx, "positions past the KV cache");
-    const int64_t T = n_tokens;
+    const int64_t T  = n_tokens;
     Backend &     be = backend_;
 
     const Tensor  x      = view(buf.x, {c.n_embd, T, 1, 1});
@@ -227,33 +224,24 @@ bool BitnetModel::run(ForwardBuffers & buf, const KvCache & kv, int64_t pos0, in
     const QuantizedActs a_q{view(buf.act_q, {c.n_embd_q(), T, 1, 1}), scale};
     const QuantizedActs a_ff{view(buf.act_q, {c.n_ff, T, 1, 1}), scale};
     const AttentionShape shape = c.attention_shape();
+    const float          eps   = c.norm_eps;
 
-    be.begin_step();
     be.embed(x, *token_embd_, tokens);
-    const Backend::LayerTensors lt{x, q, attn, ffn, a_embd, a_q, a_ff};
     for (int64_t il = 0; il < c.n_layer; ++il) {
-        const LayerWeights & L = layers_[static_cast<size_t>(il)];
-        const Backend::LayerWeights lw{L.attn_norm.get(), L.attn_qkv.get(),  L.attn_sub_norm.get(), L.attn_output.get(),
-                                       L.ffn_norm.get(),  L.ffn_gate_up.get(), L.ffn_sub_norm.get(),  L.ffn_down.get()};
-        be.transformer_layer(lw, lt, kv.layer(il), c.norm_eps, c.ffn_act, shape, pos0);
+        const LayerWeights & L  = layers_[static_cast<size_t>(il)];
+        const KvLayer        kl = kv.layer(il);
+        be.linear_qkv(q, kl, *L.attn_qkv, {x, L.attn_norm.get(), eps, a_embd, {}}, shape, pos0);
+        be.attention(attn, q, kl, shape, pos0);
+        be.linear(x, *L.attn_output, {attn, L.attn_sub_norm.get(), eps, a_q, {}}, /*accumulate=*/true);
+        be.linear_glu(ffn, *L.ffn_gate_up, {x, L.ffn_norm.get(), eps, a_embd, {}}, c.ffn_act);
+        be.linear(x, *L.ffn_down, {ffn, L.ffn_sub_norm.get(), eps, a_ff, {}}, /*accumulate=*/true);
     }
     if (n_logits > 0) {
-        const Tensor x_last = x.columns(T - n_logits, n_logits);
-        const Tensor h      = view(buf.h, {c.n_embd, n_logits, 1, 1});
-        const Tensor logits = view(buf.logits, {c.n_vocab, n_logits, 1, 1});
-        const Weight & head = output_ ? *output_ : *token_embd_;
-        if (logits_top_k > 0 && n_logits == 1 && argmax_out.buffer == nullptr) {
-            be.norm_lm_head_top_k(logits, head, h, x_last, *output_norm_, c.norm_eps, round_head_input_f16,
-                                  logits_top_k);
-        } else if (keep_logits || argmax_out.buffer == nullptr) {
-            be.norm_lm_head(logits, head, h, x_last, *output_norm_, c.norm_eps, round_head_input_f16, argmax_out);
-        } else {
-            be.norm_lm_head_argmax(argmax_out, logits, head, h, x_last, *output_norm_, c.norm_eps, round_head_input_f16);
-        }
+        const Tensor   x_last = x.columns(T - n_logits, n_logits);
+        const Tensor   h      = view(buf.h, {c.n_embd, n_logits, 1, 1});
+        const Weight & table  = output_ ? *output_ : *token_embd_;
+        be.output_head(head, table, {x_last, output_norm_.get(), eps, {}, h}, round_head_input_f16);
     }
-    if (hold) return be.hold_step();
-    be.end_step();
-    return false;
 }
 
 }  // namespace tern

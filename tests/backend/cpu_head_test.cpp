@@ -121,7 +121,8 @@ TEST_P(CpuHead, BoundedHeadsGiveTheExactHeadsAnswers) {
                 const bool round = type == DType::f16;
                 // The exact logits and argmax.
                 Loaded lr = load(*ref, t, x, nw);
-                ref->norm_lm_head(lr.logits.tensor, *lr.table, lr.h.tensor, lr.x.tensor, *lr.norm, 1e-5f, round, lr.ids.tensor);
+                ref->output_head({lr.logits.tensor, lr.ids.tensor, 0}, *lr.table, {lr.x.tensor, lr.norm.get(), 1e-5f, {}, lr.h.tensor},
+                                 round);
                 std::vector<float> exact(static_cast<size_t>(n));
                 int32_t            want = -1;
                 ref->read(lr.logits.tensor, exact.data(), exact.size() * 4);
@@ -136,16 +137,16 @@ TEST_P(CpuHead, BoundedHeadsGiveTheExactHeadsAnswers) {
                     EXPECT_EQ(want, 3) << "the exact head's winner";
                 }
                 Loaded lf = load(*fast, t, x, nw);
-                EXPECT_GT(fast->greedy_head_bytes(*lf.table), 0u);
-                int32_t got = -1;
-                fast->norm_lm_head_argmax(lf.ids.tensor, lf.logits.tensor, *lf.table, lf.h.tensor, lf.x.tensor, *lf.norm, 1e-5f,
-                                          round);
+                EXPECT_GT(lf.table->n_bytes_ids, 0u);
+                const LinearInput in{lf.x.tensor, lf.norm.get(), 1e-5f, {}, lf.h.tensor};
+                int32_t           got = -1;
+                fast->output_head({lf.logits.tensor, lf.ids.tensor, 0}, *lf.table, in, round);
                 fast->read(lf.ids.tensor, &got, 4);
                 ASSERT_EQ(got, want);
                 std::vector<float> sorted = exact;
                 std::sort(sorted.begin(), sorted.end(), std::greater<float>());
                 for (const int64_t top_k : {1, 5, 40}) {
-                    fast->norm_lm_head_top_k(lf.logits.tensor, *lf.table, lf.h.tensor, lf.x.tensor, *lf.norm, 1e-5f, round, top_k);
+                    fast->output_head({lf.logits.tensor, {}, top_k}, *lf.table, in, round);
                     std::vector<float> v(static_cast<size_t>(n));
                     fast->read(lf.logits.tensor, v.data(), v.size() * 4);
                     const float kth   = sorted[static_cast<size_t>(top_k - 1)];

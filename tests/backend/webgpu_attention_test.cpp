@@ -171,8 +171,8 @@ TEST(WebGpuPromptAttentionChunks, ASmallScoreBudgetGivesTheSameBits) {
     TERN_REQUIRE_WEBGPU();
     const Case    c{8, 2, 128, 60, 40};
     WebGpuOptions o;
-    o.allow_cpu_adapter       = true;
-    o.attention_scratch_bytes = c.n_head * (c.pos0 + c.T) * 4 * 11;  // 11 tokens per chunk
+    o.allow_cpu_adapter = true;
+    o.tune = "attn_scratch_bytes=" + std::to_string(c.n_head * (c.pos0 + c.T) * 4 * 11);  // 11 tokens per chunk
     auto         small = make_webgpu_backend(o);
     auto         cpu   = make_cpu_backend({1});
     const Inputs in    = make_inputs(c, DType::f16, 11);
@@ -183,7 +183,7 @@ TEST(WebGpuPromptAttentionChunks, ASmallScoreBudgetGivesTheSameBits) {
 }
 
 // One query over a long context takes the long-context kernels (attention_long_*.wgsl) from
-// WebGpuOptions::long_attention_positions on (as decoding deep into a context does): each token of
+// WebGpuTuning::attn_long_positions on (as decoding deep into a context does): each token of
 // these cases alone, through them (threshold 1) and through attention.wgsl (a threshold never
 // reached), the same bits, and the reference's. Positions 1 .. 100 (one block of 32 positions, then
 // several), G = 3 (41 .. 49), 509 .. 514 (the combine closes the first superblock of blocks),
@@ -193,11 +193,11 @@ TEST(WebGpuPromptAttentionChunks, ASmallScoreBudgetGivesTheSameBits) {
 TEST(WebGpuLongOneQueryAttention, LongContextKernelsGiveTheOneQueryKernelsBits) {
     TERN_REQUIRE_WEBGPU();
     WebGpuOptions o;
-    o.allow_cpu_adapter        = true;
-    o.long_attention_positions = 1;
-    auto spread                = make_webgpu_backend(o);
-    o.long_attention_positions = int64_t{1} << 40;
-    auto one_wg                = make_webgpu_backend(o);
+    o.allow_cpu_adapter = true;
+    o.tune              = "attn_long_positions=1";
+    auto spread         = make_webgpu_backend(o);
+    o.tune              = "attn_long_positions=4294967295";  // never
+    auto one_wg         = make_webgpu_backend(o);
     for (const Case & c : {Case{8, 2, 128, 0, 100}, Case{6, 2, 64, 40, 9}, Case{6, 2, 64, 508, 6},
                            Case{8, 2, 128, 900, 4}, Case{4, 1, 64, 2500, 4}, Case{4, 2, 40, 60, 3},
                            Case{16, 2, 64, 100, 2}}) {

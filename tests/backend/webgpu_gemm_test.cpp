@@ -1,4 +1,4 @@
-// The prefill GEMM (ternary_gemm.wgsl) under the tilings $TERN_WEBGPU_GEMM_TILE can select: 2 to 8
+// The prefill GEMM (ternary_gemm.wgsl) under the tilings the gemm_tile tuning key can select: 2 to 8
 // rows and 1 to 8 tokens per thread, 64 to 256 threads, tiles of 16 to 128 rows and tokens, staging
 // that does not divide evenly among the threads. All tilings sum the same integers and share the
 // epilogue, so on any adapter each must equal the default tiling bit for bit; the default is compared

@@ -289,7 +289,7 @@ TEST(WebGpuModel, PipelinedSamplingAcrossATableGrowthMatchesCpu) {
     TERN_REQUIRE_WEBGPU();
     WebGpuOptions o;
     o.allow_cpu_adapter        = true;
-    o.greedy_head_i8_min_bytes = 0;
+    o.tune                     = "head_i8_min_bytes=0";
     auto              gpu    = make_webgpu_backend(o);  // its own RoPE tables
     const std::string path   = synth_model("i2s", DType::i2_s, DType::f16);
     const GgufFile    file   = GgufFile::open(path);
@@ -333,30 +333,6 @@ TEST(WebGpuModel, PipelinedSamplingAcrossATableGrowthMatchesCpu) {
     }
 }
 
-// One dispatch per decoded layer (layer_decode.wgsl, opt-in): prompt through the general kernels,
-// then every decoded token through the layer kernel, against the CPU; both cache types; and no
-// dataflow poll may have given up. (The kernel takes one scale group per row, I2_S: with TQ2_0's
-// groups the five kernels run.)
-TEST(WebGpuModel, LayerKernelDecodingMatchesCpu) {
-    TERN_REQUIRE_WEBGPU();
-    auto * be = dynamic_cast<WebGpuBackend *>(test::shared_webgpu().backend.get());
-    ASSERT_NE(be, nullptr);
-    struct Off {
-        WebGpuBackend * be;
-        ~Off() { be->set_layer_kernel(false); }
-    } off{be};
-    be->set_layer_kernel(true);
-    const int64_t before = be->layer_dispatches();
-    run_both(synth_model("i2s", DType::i2_s, DType::f16), some_tokens(13, 256), {DType::f16, 7, 20});
-    run_both(synth_model("i2s", DType::i2_s, DType::f16), some_tokens(5, 256), {DType::f32, 7, 12});
-    EXPECT_EQ(be->layer_flow_error(), 0u);
-    // 2 layers x (20 + 12 decoded tokens): the kernel did run (it falls back silently otherwise).
-    EXPECT_EQ(be->layer_dispatches() - before, 2 * (20 + 12));
-}
-
-// The reductions of the decode prologues, attention and the prompt softmax: the shared backend takes
-// the subgroup variants wherever the adapter has subgroups (SwiftShader: 4 wide), so the other tests
-// run those; here the barrier-tree variants (subgroup_reductions = false) against the CPU too.
 TEST(WebGpuModel, SubgroupAndTreeReductionsBothMatchCpu) {
     TERN_REQUIRE_WEBGPU();
     auto * shared = dynamic_cast<WebGpuBackend *>(test::shared_webgpu().backend.get());

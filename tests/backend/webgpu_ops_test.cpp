@@ -216,11 +216,11 @@ protected:
     }
 };
 
-// A held step (Backend::hold_step) runs with what is written before release_held_step(), even
+// A held step (WebGpuBackend::hold_step, the sampled decode stream's) runs with what is written before release_held_step(), even
 // though it was recorded first; a dropped one never runs; and a step whose recording had to submit
 // part of it cannot be held (hold_step() is false and the whole step has run).
 TEST_F(WebGpuOps, HeldStepsRunWithTheInputWrittenBeforeTheirRelease) {
-    Backend & b   = gpu();
+    auto &    b   = dynamic_cast<WebGpuBackend &>(gpu());
     auto      e   = row_table(b);
     auto      tok = alloc_tensor(b, DType::i32, {1, 1, 1, 1}, "token");
     auto      x   = alloc_tensor(b, DType::f32, {k_row_len, 1, 1, 1}, "x");
@@ -254,12 +254,12 @@ TEST_F(WebGpuOps, HeldStepsRunWithTheInputWrittenBeforeTheirRelease) {
     EXPECT_EQ(row_of(b, y.tensor), 2) << "the rest of a split step runs at once, with the input it had";
 }
 
-// Backend::start_from_idle: the next step goes out in pieces, the first of 8 dispatches (the default
-// of $TERN_WEBGPU_START_CHUNK), then 16, so a step of 12 cannot be held whole; one of 7 can; and the
-// pieces end with the step, held or not (a step of 20 after it, which a piece of 16 would split, is
-// held whole).
+// WebGpuBackend::start_from_idle (the greedy decode stream's first step): the next step goes out in
+// pieces, the first of 8 dispatches (the first_submit tuning key's default), then 16, so a step of 12
+// cannot be held whole; one of 7 can; and the pieces end with the step, held or not (a step of 20
+// after it, which a piece of 16 would split, is held whole).
 TEST_F(WebGpuOps, AStepAfterAnIdleDeviceGoesOutInPieces) {
-    Backend & b   = gpu();
+    auto &    b   = dynamic_cast<WebGpuBackend &>(gpu());
     auto      e   = row_table(b);
     auto      tok = alloc_tensor(b, DType::i32, {1, 1, 1, 1}, "token");
     auto      x   = alloc_tensor(b, DType::f32, {k_row_len, 1, 1, 1}, "x");
@@ -624,11 +624,9 @@ TEST_F(WebGpuOps, GreedyHeadBoundsCoverTheExactLogits) {
             auto      ids = alloc_tensor(b, DType::i32, {1, 1, 1, 1}, "ids");
             b.write(xt.tensor, x.data(), x.size() * 4);
             b.begin_step();
-            if (i == 0) {
-                b.norm_lm_head(lg.tensor, *e, h.tensor, xt.tensor, *n, eps, round_in, Tensor{});
-            } else {
-                b.norm_lm_head_argmax(ids.tensor, lg.tensor, *e, h.tensor, xt.tensor, *n, eps, round_in);
-            }
+            // (The WebGPU head with ids leaves the int8 copy's values and bounds in lg and its partials.)
+            b.output_head({lg.tensor, i == 0 ? Tensor{} : ids.tensor, 0}, *e, {xt.tensor, n.get(), eps, {}, h.tensor},
+                          round_in);
             b.end_step();
             logits[i] = read_f32(b, lg.tensor);
         }
@@ -649,7 +647,7 @@ TEST_F(WebGpuOps, GreedyHeadBoundsCoverTheExactLogits) {
 
 // measure_read_bandwidth (tern bench --roofline's read-only ceiling, read_bandwidth.wgsl) runs every
 // layout it is given, grid-stride loads and the head's rows alike, and reports a positive rate: one
-// log line per layout ($TERN_WEBGPU_READ_BW), here over a small buffer.
+// log line per layout (set_read_bandwidth_layouts), here over a small buffer.
 TEST_F(WebGpuOps, ReadBandwidthRunsEveryLayout) {
     std::vector<std::string> lines;
     const LogLevel           level = log_level();
@@ -657,9 +655,10 @@ TEST_F(WebGpuOps, ReadBandwidthRunsEveryLayout) {
     set_log_sink([&](LogLevel, const std::string & m) {
         if (m.find("read bandwidth") != std::string::npos) lines.push_back(m);
     });
-    ::setenv("TERN_WEBGPU_READ_BW", "4:1,4:rows,8:8", 1);
-    const double bps = gpu().measure_read_bandwidth(size_t{1} << 20);
-    ::unsetenv("TERN_WEBGPU_READ_BW");
+    auto & web = dynamic_cast<WebGpuBackend &>(gpu());
+    web.set_read_bandwidth_layouts({{4, 1, false}, {4, 1, true}, {8, 8, false}});
+    const double bps = web.measure_read_bandwidth(size_t{1} << 20);
+    web.set_read_bandwidth_layouts({});
     set_log_sink(nullptr);
     set_log_level(level);
     EXPECT_GT(bps, 0.0);
@@ -667,7 +666,6 @@ TEST_F(WebGpuOps, ReadBandwidthRunsEveryLayout) {
     EXPECT_NE(lines[0].find("1 loads per thread"), std::string::npos) << lines[0];
     EXPECT_NE(lines[1].find("head rows"), std::string::npos) << lines[1];
     EXPECT_NE(lines[2].find("8 loads per thread"), std::string::npos) << lines[2];
-    EXPECT_EQ(cpu_->measure_read_bandwidth(), 0.0) << "the CPU backend does not measure it";
 }
 
 TEST_F(WebGpuOps, EmbedF32AndDequantizedQ8TablesFromATokenView) {
@@ -773,18 +771,18 @@ TEST_F(WebGpuOps, NormStatisticsFeedTheNextNormAndAreDroppedAfterAWrite) {
             b.write(xt.tensor, x0.data(), x0.size() * 4);
             const int64_t before = i == 1 ? web->norm_stats_reads() : 0;
             b.begin_step();
-            b.norm_bitlinear(xt.tensor, *mo, a_k, vt.tensor, *m1, 1e-5f, /*accumulate=*/true);
-            b.norm_gate_up(ft.tensor, *mgu, a_k, xt.tensor, *m2, 1e-5f, FfnActivation::relu2);
-            b.norm_bitlinear(xt.tensor, *md, a_f, ft.tensor, *m3, 1e-6f, /*accumulate=*/true);
+            b.linear(xt.tensor, *mo, {vt.tensor, m1.get(), 1e-5f, a_k, {}}, /*accumulate=*/true);
+            b.linear_glu(ft.tensor, *mgu, {xt.tensor, m2.get(), 1e-5f, a_k, {}}, FfnActivation::relu2);
+            b.linear(xt.tensor, *md, {ft.tensor, m3.get(), 1e-6f, a_f, {}}, /*accumulate=*/true);
             if (write_between) b.write(xt.tensor, x_new.data(), x_new.size() * 4);
-            b.norm_bitlinear(yt.tensor, *mo, a_k, xt.tensor, *m2, 1e-5f, /*accumulate=*/false);
+            b.linear(yt.tensor, *mo, {xt.tensor, m2.get(), 1e-5f, a_k, {}}, /*accumulate=*/false);
             b.end_step();
             if (i == 1) reads = web->norm_stats_reads() - before;
             out_x[i] = read_f32(b, xt.tensor);
             out_f[i] = read_f32(b, ft.tensor);
             out_y[i] = read_f32(b, yt.tensor);
         }
-        EXPECT_EQ(reads, !web->norm_stats_on() ? 0 : write_between ? 2 : 3);
+        EXPECT_EQ(reads, write_between ? 2 : 3);
         expect_close(out_f[1], out_f[0], 0.0, "gate_up (norm of x from statistics)");
         expect_close(out_x[1], out_x[0], 0.0, "x");
         expect_close(out_y[1], out_y[0], 0.0, "the last projection");
@@ -931,9 +929,10 @@ TEST_F(WebGpuOps, EveryOpIsOneDispatchAndEndStepSubmits) {
     auto lg  = alloc_tensor(gpu(), DType::f32, {70, 1, 1, 1}, "logits");
     auto ids = alloc_tensor(gpu(), DType::i32, {1, 1, 1, 1}, "ids");
     gpu().begin_step();
-    gpu().norm_bitlinear(y.tensor, *w, {aq.tensor, as.tensor}, x.tensor, *nw, 1e-5f, false);
+    gpu().linear(y.tensor, *w, {x.tensor, nw.get(), 1e-5f, {aq.tensor, as.tensor}, {}}, false);
     EXPECT_EQ(gpu().take_dispatch_count(), 1);
-    gpu().norm_lm_head(lg.tensor, *e, h.tensor, x.tensor, *nw, 1e-5f, true, ids.tensor);
+    gpu().output_head({lg.tensor, {}, 0}, *e, {x.tensor, nw.get(), 1e-5f, {}, h.tensor}, true);
+    gpu().argmax(ids.tensor, lg.tensor);
     EXPECT_EQ(gpu().take_dispatch_count(), 2);
     gpu().end_step();
     std::vector<float> logits(70);
@@ -941,173 +940,6 @@ TEST_F(WebGpuOps, EveryOpIsOneDispatchAndEndStepSubmits) {
     int32_t id = -1;
     gpu().read(ids.tensor, &id, 4);
     EXPECT_EQ(id, std::max_element(logits.begin(), logits.end()) - logits.begin());
-}
-
-// lib/numerics.wgsl's mul_rn(a, b) + c rounds the product first, as the CPU does, on whatever adapter
-// runs this (the backend's start-up probe, numerics_probe.wgsl, measures it on inputs where a fused
-// and an unfused a * b + c differ). On SwiftShader nothing contracts and this passes trivially; on a
-// GPU whose compiler contracts (NVIDIA) it checks that the XOR-with-a-uniform-zero barrier holds.
-TEST(WebGpuNumerics, MulRnRoundsTheProductBeforeTheAdd) {
-    TERN_REQUIRE_WEBGPU();
-    const auto * be = dynamic_cast<const WebGpuBackend *>(test::shared_webgpu().backend.get());
-    ASSERT_NE(be, nullptr);
-    const auto &      nm   = be->numerics();
-    const std::string desc = be->device_info().description;
-    EXPECT_GT(nm.probe_inexact, 128) << "the probe needs products that are not exact in f32";
-    EXPECT_TRUE(nm.mul_rn_rounds) << desc << ": mul_rn(a, b) + c was contracted into one fma";
-    EXPECT_EQ(desc.find("mul_rn contracted") == std::string::npos, nm.mul_rn_rounds) << desc;
-    EXPECT_EQ(desc.find("contracts a*b+c") != std::string::npos, nm.contracts) << desc;
-    // Contraction needs a fused multiply-add to contract into.
-    if (nm.contracts) {
-        EXPECT_TRUE(nm.fma_fused) << desc;
-    }
-}
-
-// f32 bit patterns start, start + stride, ... (count of them, wrapping).
-struct PatternSweep {
-    uint32_t start, stride;
-    uint64_t count;
-};
-
-// Runs scalar_values.wgsl's fn over each sweep on the GPU, 2^23 patterns per dispatch, and expects
-// the bits of want(x) for every pattern (NaN matching any NaN: its payload is the adapter's).
-void expect_cpus_bits(WebGpuBackend & be, WebGpuBackend::ScalarFn fn, const std::vector<PatternSweep> & sweeps,
-                      float (*want)(float)) {
-    constexpr uint64_t per_call = uint64_t{1} << 23;
-    for (const PatternSweep & sw : sweeps) {
-        uint64_t n_bad = 0;
-        uint32_t first = 0;
-        for (uint64_t done = 0; done < sw.count; done += per_call) {
-            const uint32_t n     = static_cast<uint32_t>(std::min(per_call, sw.count - done));
-            const uint32_t start = static_cast<uint32_t>(sw.start + done * sw.stride);
-            const auto     got   = be.scalar_values(fn, start, sw.stride, n);
-            for (uint32_t i = 0; i < n; ++i) {
-                const uint32_t bits = start + i * sw.stride;
-                const float    w    = want(std::bit_cast<float>(bits));
-                const bool     same = std::isnan(w) ? std::isnan(std::bit_cast<float>(got[i]))
-                                                    : got[i] == std::bit_cast<uint32_t>(w);
-                if (!same && n_bad++ == 0) first = bits;
-            }
-        }
-        EXPECT_EQ(n_bad, 0u) << "patterns from 0x" << std::hex << sw.start << " stride " << std::dec << sw.stride
-                             << ": first mismatch at 0x" << std::hex << first << " (" << std::bit_cast<float>(first)
-                             << ")";
-    }
-}
-
-// exp_fixed (the softmax's exp) gives cpu::exp_fixed's bits: on a GPU on every f32 bit pattern
-// (2^32, in 512 dispatches); on a CPU adapter (SwiftShader, slow) on every 4093rd pattern, every
-// 7th of [-1, -0.5] (the softmax's inputs are <= 0) and every pattern near the edges where 0 and
-// +inf take over. NaN in, NaN out.
-TEST(WebGpuNumerics, ExpFixedGivesTheCpusBits) {
-    TERN_REQUIRE_WEBGPU();
-    auto * be = dynamic_cast<WebGpuBackend *>(test::shared_webgpu().backend.get());
-    ASSERT_NE(be, nullptr);
-    std::vector<PatternSweep> sweeps;
-    if (test::is_cpu_adapter(*be)) {
-        sweeps = {{0u, 4093u, (uint64_t{1} << 32) / 4093}, {0xBF000000u, 7u, (0xBF800000u - 0xBF000000u) / 7 + 1},
-                  // the edges: from -86.9 down past -87.0 (where 0 takes over), from 88.7 up past
-                  // 88.8 (n = 128, then +inf), both infinities and a NaN
-                  {0xC2ADCCCDu, 1u, 30000}, {0x42B16666u, 1u, 30000}, {0x7F800000u, 0x80000000u, 2}, {0x7FC00000u, 1u, 1}};
-    } else {
-        sweeps = {{0u, 1u, uint64_t{1} << 32}};
-    }
-    expect_cpus_bits(*be, WebGpuBackend::ScalarFn::exp_fixed, sweeps, cpu::exp_fixed);
-}
-
-// inv_root_rn (every norm's factor from mean + eps) gives the CPU's 1.0f / sqrtf(v) bit for bit: on a
-// GPU on every f32 from 2^-100 to the largest (a norm's argument is at least its eps; below 2^-100
-// the root's residual can be subnormal, which GPUs may flush: a form tried on an H200 differed at
-// 2^-126 (1 + 2^-22)); on a CPU adapter on every 4093rd of them, every pattern of [0.5, 2) and those
-// near eps = 1e-6 and 1e-5.
-TEST(WebGpuNumerics, InvRootGivesTheCpusBits) {
-    TERN_REQUIRE_WEBGPU();
-    auto * be = dynamic_cast<WebGpuBackend *>(test::shared_webgpu().backend.get());
-    ASSERT_NE(be, nullptr);
-    constexpr uint32_t        smallest = 0x0D800000u, largest = 0x7F7FFFFFu;  // 2^-100 .. FLT_MAX
-    std::vector<PatternSweep> sweeps;
-    if (test::is_cpu_adapter(*be)) {
-        sweeps = {{smallest, 4093u, (largest - smallest) / 4093u + 1},
-                  {0x3F000000u, 1u, 0x40000000u - 0x3F000000u},
-                  {0x358637BDu - 20000u, 1u, 40000u},
-                  {0x3727C5ACu - 20000u, 1u, 40000u}};
-    } else {
-        sweeps = {{smallest, 1u, uint64_t{largest} - smallest + 1}};
-    }
-    expect_cpus_bits(*be, WebGpuBackend::ScalarFn::inv_root, sweeps, [](float v) { return 1.0f / std::sqrt(v); });
-}
-
-// lib/numerics.wgsl's error-free transformations and correctly rounded operations against the
-// host's IEEE arithmetic, on whatever adapter runs the tests. With DF_GUARD (what the kernels use)
-// every result must be exact; without it the counts of differences are printed: a compiler that
-// simplifies (s - (s - a)) breaks two_sum and with it every double-float sum.
-TEST(WebGpuNumerics, DoubleFloatPrimitivesAreExactOnThisAdapter) {
-    TERN_REQUIRE_WEBGPU();
-    auto * be = dynamic_cast<WebGpuBackend *>(test::shared_webgpu().backend.get());
-    ASSERT_NE(be, nullptr);
-    const int          n = 4096;
-    std::mt19937       rng(7);
-    std::vector<float> a(n), b(n), v(32 * n);
-    auto               mag = [&](float scale) {
-        const float m = std::ldexp(1.0f + static_cast<float>(rng() % 1000000) / 1e6f, static_cast<int>(rng() % 24) - 12);
-        return (rng() % 2 ? m : -m) * scale;
-    };
-    for (int i = 0; i < n; ++i) {
-        a[i] = mag(1.0f);
-        b[i] = mag(1.0f);
-        if (i % 4 == 0) b[i] = std::fmod(b[i], 64.0f);  // exp_fixed inputs in [-16, 16]
-        // i8_codes(a * b): halfway ties k + 1/2 across [-140, 140] (b = 1 or 1/2), and products in
-        // the clamp's neighbourhood.
-        if (i % 4 == 1) {
-            a[i] = static_cast<float>(i % 281) - 140.0f + 0.5f;
-            b[i] = 1.0f;
-        } else if (i % 8 == 3) {
-            a[i] = static_cast<float>(2 * (i % 283) - 282 + 1);  // odd: a / 2 is a tie
-            b[i] = 0.5f;
-        } else if (i % 8 == 7) {
-            b[i] = std::fmod(b[i], 1.0f) * 160.0f / std::max(std::fabs(a[i]), 1e-3f);
-        }
-    }
-    for (auto & x : v) x = mag(1.0f) * mag(1.0f);
-    for (bool guard : {false, true}) {
-        const auto out = be->numerics_check(a, b, v, guard);
-        int bad[11] = {};
-        for (int i = 0; i < n; ++i) {
-            const float  s   = a[i] + b[i];
-            const double sum = std::accumulate(v.begin() + 32 * i, v.begin() + 32 * (i + 1), 0.0);
-            float        chain = 0.0f, dot_chain = 0.0f;  // f32, in order, as the kernel writes them
-            for (int j = 0; j < 32; ++j) {
-                chain += v[static_cast<size_t>(32 * i + j)];
-                const float prod = v[static_cast<size_t>(32 * i + j)] * v[static_cast<size_t>(32 * i + 31 - j)];
-                dot_chain += prod;
-            }
-            const float code = std::clamp(std::nearbyint(a[i] * b[i]), -128.0f, 127.0f);  // half to even
-            const float want[11] = {s,
-                                    static_cast<float>(static_cast<double>(a[i]) + b[i] - s),
-                                    static_cast<float>(sum),
-                                    a[i] / b[i],
-                                    std::sqrt(std::fabs(a[i])),
-                                    static_cast<float>(static_cast<double>(a[i]) * b[i] - static_cast<double>(a[i] * b[i])),
-                                    cpu::exp_fixed(b[i] / 4.0f),
-                                    static_cast<float>(sum / 32.0),
-                                    chain,
-                                    dot_chain,
-                                    code};
-            for (int k = 0; k < 11; ++k) {
-                const float got = out[static_cast<size_t>(11 * i + k)];
-                if (k == 6 && i % 4 != 0) continue;  // exp_fixed is checked on the softmax-like inputs only
-                const bool ok = got == want[k] || (std::isnan(got) && std::isnan(want[k]));
-                if (!ok && k == 6 && bad[k] < 3) std::printf("exp_fixed(%a) = %a, want %a\n", b[i] / 4.0f, got, want[k]);
-                bad[k] += !ok;
-            }
-        }
-        std::printf("[          ] DF_GUARD=%d: differences of %d: two_sum s %d e %d, df sum %d, div_rn %d, sqrt_rn %d, "
-                    "two_prod e %d, exp_fixed %d, df_div_f %d, f32 chain %d, f32 dot chain %d, i8_codes %d\n",
-                    guard, n, bad[0], bad[1], bad[2], bad[3], bad[4], bad[5], bad[6], bad[7], bad[8], bad[9], bad[10]);
-        if (guard) {
-            for (int k = 0; k < 11; ++k) EXPECT_EQ(bad[k], 0) << "output " << k;
-        }
-    }
 }
 
 }  // namespace

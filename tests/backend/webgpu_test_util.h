@@ -22,7 +22,7 @@ inline const SharedWebGpu & shared_webgpu() {
         try {
             WebGpuOptions o;
             o.allow_cpu_adapter = true;
-            o.greedy_head_i8_min_bytes = 0;  // the int8 greedy head on the tests' small tables too
+            o.tune              = "head_i8_min_bytes=0";  // the int8 greedy head on the tests' small tables too
             s.backend           = make_webgpu_backend(o);
         } catch (const Error & e) {
             s.reason = std::string("no WebGPU device: ") + e.what();

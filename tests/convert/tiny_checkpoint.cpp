@@ -57,8 +57,6 @@ StEntry * TinyCheckpoint::find(const std::string & hf_name) {
     return nullptr;
 }
 
-namespace {
-
 nlohmann::json tokenizer_json() {
     using nlohmann::json;
     json vocab = json::object();
@@ -93,8 +91,6 @@ nlohmann::json tokenizer_json() {
           {"ignore_merges", true}, {"vocab", vocab}, {"merges", merge_list}}},
     };
 }
-
-}  // namespace
 
 void TinyCheckpoint::write() const {
     std::filesystem::remove_all(dir);

@@ -66,4 +66,8 @@ std::vector<int8_t> reference_absmean(const std::vector<float> & w, float & scal
 // GPT-2 bytes_to_unicode of one byte, as UTF-8.
 std::string byte_token(uint8_t b);
 
+// The byte-level BPE tokenizer.json of the tiny checkpoints: 256 GPT-2 byte tokens, 8 merges and
+// <|begin_of_text|> / <|end_of_text|> / <|eot_id|> at ids 264-266 (Llama-3 regex, ignore_merges).
+nlohmann::json tokenizer_json();
+
 }  // namespace tern::test

@@ -41,7 +41,7 @@ TEST(Q4_0Example, QuantizeKnownBlock) {
     x[20] = 3.5f;   // 7 + 8.5 = 15.5 -> 15
     x[9]  = -0.2f;  // -0.4 + 8.5 = 8.1 -> 8 (0)
     std::vector<uint8_t> b(18);
-    q4_0_quantize_block(x.data(), b.data());
+    q4_0_quantize_block_ref(x.data(), b.data());
     EXPECT_EQ(b[0], 0x00);
     EXPECT_EQ(b[1], 0x38);
     EXPECT_EQ(b[2 + 3], 0x80);   // e3 -> 0, e19 -> 8
@@ -73,7 +73,7 @@ TEST(Q8_0Example, QuantizeKnownBlock) {
     x[2] = 0.5f;     // 1
     x[3] = -127.0f;
     std::vector<uint8_t> b(34);
-    q8_0_quantize_block(x.data(), b.data());
+    q8_0_quantize_block_ref(x.data(), b.data());
     EXPECT_EQ(b[0], 0x00);
     EXPECT_EQ(b[1], 0x3C);
     EXPECT_EQ(static_cast<int8_t>(b[2]), 127);

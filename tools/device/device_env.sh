@@ -7,6 +7,7 @@ for f in .gl/*.deb; do dpkg -x "$f" /; done
 ldconfig
 B=$PWD/.devicebin
 gunzip -kf "$B/libwebgpu_wrapper.so.gz" "$B/dawn.node.gz" "$B/llama3_tokenizer.json.gz"
+for z in "$B"/lib*.so.*.gz; do [ -f "$z" ] && gunzip -kf "$z"; done  # tern serve's cpp-httplib and what it needs
 export LD_LIBRARY_PATH=$B:${LD_LIBRARY_PATH:-}
 export TERN_WEBGPU_LIB=$B/dawn.node OLD_DAWN=$B/libwebgpu_wrapper.so TERN_LLAMA3_TOKENIZER=$B/llama3_tokenizer.json
 icd=$(ls /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json 2>/dev/null | head -1)

@@ -23,7 +23,9 @@ if [ ! -d "$tree" ]; then
     git worktree add --detach "$tree" "$commit" >/dev/null
 fi
 [ -e "$tree/.deps" ] || ln -s "$root/.deps" "$tree/.deps"
-[ -f "$tree/build-dev/CMakeCache.txt" ] || cmake -S "$tree" -B "$tree/build-dev" -G Ninja \
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+[ -f "$tree/build-dev/CMakeCache.txt" ] || cmake -S "$tree" -B "$tree/build-dev" -G Ninja "${launcher[@]}" \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_EXE_LINKER_FLAGS="-static-libstdc++ -static-libgcc" >/dev/null
 cmake --build "$tree/build-dev" -j "$(nproc)" --target tern
 mkdir -p .devicebin

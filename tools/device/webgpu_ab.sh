@@ -6,8 +6,8 @@
 # Carries what webgpu_gpu_run.sh carries; extra binaries go into .devicebin too (e.g. a tern built
 # from an older commit as .devicebin/tern_old: tools/device/pack_base.sh COMMIT tern_old).
 # Usage (on the device): tools/device/webgpu_ab.sh ROUNDS ARM... where an ARM is
-#   BINARY[:VAR=value[,VAR=value...]]   e.g. tern  tern_old  tern:TERN_WEBGPU_DECODE_WG_LONG=256
-# where a '+' in a value stands for a comma (tern:TERN_WEBGPU_CONST=KPF_AT=1+VEC_K=0).
+#   BINARY[:VAR=value[,VAR=value...]]   e.g. tern  tern_old  tern:TERN_WEBGPU_TUNE=decode_wg_long=256
+# where a '+' in a value stands for a comma (tern:TERN_WEBGPU_TUNE=decode_wg=128+steps_per_submit=2).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 rounds=$1

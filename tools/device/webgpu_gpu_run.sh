@@ -12,9 +12,10 @@
 # tools/device/pack_devicebin.sh. Results go to $OUT.
 # Usage (on the device): tools/device/webgpu_gpu_run.sh [bench args...]
 # Environment: TERN_DEVICE_NO_TESTS=1 skips the GPU test suite; TERN_DEVICE_VARIANTS /
-# TERN_DEVICE_PP_VARIANTS list settings (e.g. "TERN_WEBGPU_REPEAT=attention TERN_WEBGPU_FUSE=0") for
-# one extra tg / pp512 run each; TERN_DEVICE_PROFILE=1 adds a serialized per-kernel profile (wall
-# time), TERN_DEVICE_PROFILE=gpu one from GPU timestamps (TERN_WEBGPU_PROFILE=gpu);
+# TERN_DEVICE_PP_VARIANTS list settings (e.g. "TERN_WEBGPU_TUNE=decode_wg=128
+# TERN_WEBGPU_TUNE=steps_per_submit=1") for one extra tg / pp512 run each; TERN_DEVICE_PROFILE=1
+# adds a serialized per-kernel profile (wall time), TERN_DEVICE_PROFILE=gpu one from GPU timestamps
+# (TERN_WEBGPU_PROFILE=gpu);
 # TERN_DEVICE_DEFAULT_BENCH=1 also benches the shipped default model.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -26,7 +27,7 @@ nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader
 
 echo "== kernels vs CPU reference on this GPU"
 [ -n "${TERN_DEVICE_NO_TESTS:-}" ] || "$B/tern_webgpu_tests" --gtest_brief=1 > "$out/gpu_tests.txt" 2>&1
-grep -E "DF_GUARD|numerics|logit rows|FAILED|PASSED|Failure|actual|greedy step" "$out/gpu_tests.txt" | head -40
+grep -E "numerics|logit rows|FAILED|PASSED|Failure|actual|greedy step" "$out/gpu_tests.txt" | head -40
 echo "== default model, greedy, webgpu vs cpu"
 "$B/tern" run --backend webgpu -p "The ship" -n 48 --temp 0 --no-display-prompt > "$out/gpu.txt" 2> "$out/gpu.err"; tail -2 "$out/gpu.err"
 "$B/tern" run --backend cpu -t 16 -p "The ship" -n 48 --temp 0 --no-display-prompt > "$out/cpu.txt" 2>/dev/null
@@ -43,7 +44,7 @@ smi=$!
 kill $smi 2>/dev/null
 echo "GPU SM clock during the bench (MHz): $(cut -d, -f2 "$out/clocks.csv" | sort -n | uniq -c | sort -rn | head -5 | tr '\n' ' ')"
 # Tuning variants: $TERN_DEVICE_VARIANTS holds space-separated environment settings (e.g.
-# "TERN_WEBGPU_FUSE=0 TERN_WEBGPU_DECODE_WG=128"); each gets one tg run with the same bench args.
+# "TERN_WEBGPU_TUNE=decode_wg=128 TERN_WEBGPU_TUNE=steps_per_submit=1"); each gets one tg run.
 for v in ${TERN_DEVICE_VARIANTS:-}; do
     echo "== variant $v"
     env "$v" "$B/tern" bench --backend webgpu -m /tmp/synth-2b4t.gguf -p 0 -n 128 -r 2 2>&1 | tail -1

@@ -70,9 +70,14 @@ void CpuFastBackend::qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, co
     rope_store(q, kv, s, pos0, n_tok, lw.n_rows);
 }
 
-void CpuFastBackend::norm_qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, const Weight & wqkv,
-                                             const QuantizedActs & a, const Tensor & x, const Weight & norm, float eps,
-                                             const AttentionShape & s, int64_t pos0) {
+void CpuFastBackend::linear_qkv(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const LinearInput & in,
+                                const AttentionShape & s, int64_t pos0) {
+    if (in.x.buffer == nullptr) {
+        qkv_rope_kv_append(q, kv, wqkv, in.q, s, pos0);
+        return;
+    }
+    TERN_ASSERT(in.norm != nullptr, "a linear input without a norm is not supported yet (issue 54)");
+    const QuantizedActs & a  = in.q;
     const auto &  lw    = static_cast<const CpuTiledLinear &>(wqkv);
     const int64_t n_q   = s.n_head * s.head_dim, n_kv = s.n_head_kv * s.head_dim, n_tok = a.q.ne[1];
     TERN_ASSERT(lw.n_rows == n_q + 2 * n_kv && q.ne[0] == n_q && kv.k.ne[0] == n_kv, "qkv shapes");
@@ -80,7 +85,7 @@ void CpuFastBackend::norm_qkv_rope_kv_append(const Tensor & q, const KvLayer & k
     grow(qkv_, lw.n_rows * n_tok);
     grow(gsum_, n_tok * (lw.n_cols / lw.group));
     pool_.run([&](int ti) {
-        qkv_in_job(ti, lw, norm_quant_in_job(ti, a, x, static_cast<const CpuNorm &>(norm), eps, lw.group));
+        qkv_in_job(ti, lw, norm_quant_in_job(ti, a, in.x, static_cast<const CpuNorm &>(*in.norm), in.eps, lw.group));
     });
     rope_store(q, kv, s, pos0, n_tok, lw.n_rows);
 }

@@ -119,6 +119,7 @@ std::unique_ptr<Weight> CpuFastBackend::load_embedding(const WeightSource & src)
     for (auto & sc : scratch_) grow(sc.f, 32 * w->n_cols);  // head_rows: 32 dequantized rows
     if (src.type == DType::f16 && src.data.size() >= head_i8_min_bytes_) build_head_i8(*w);
     if (src.type == DType::q6_k && k_.q6k_rows_dot_i8 != nullptr) build_head_norms(*w);
+    w->n_bytes_ids = ids_head_bytes(*w);
     return w;
 }
 
@@ -271,14 +272,19 @@ void CpuFastBackend::bitlinear(const Tensor & y, const Weight & w, const Quantiz
     pool_.run([&](int ti) { linear_in_job(ti, lw, acts_in_job(ti, a, lw.group), out, y.ne[0], accumulate); });
 }
 
-void CpuFastBackend::norm_bitlinear(const Tensor & y, const Weight & w, const QuantizedActs & a, const Tensor & x,
-                                    const Weight & norm, float eps, bool accumulate) {
-    const auto & lw = static_cast<const CpuTiledLinear &>(w);
+void CpuFastBackend::linear(const Tensor & y, const Weight & w, const LinearInput & in, bool accumulate) {
+    if (in.x.buffer == nullptr) {
+        bitlinear(y, w, in.q, accumulate);
+        return;
+    }
+    TERN_ASSERT(in.norm != nullptr, "a linear input without a norm is not supported yet (issue 54)");
+    const QuantizedActs & a  = in.q;
+    const auto &          lw = static_cast<const CpuTiledLinear &>(w);
     TERN_ASSERT(y.ne[0] == lw.n_rows && a.q.ne[0] == lw.n_cols && y.ne[1] == a.q.ne[1], "bitlinear shapes");
     grow(gsum_, a.q.ne[1] * (lw.n_cols / lw.group));
     float * out = cpu_data<float>(y);
     pool_.run([&](int ti) {
-        const cpu::ActView av = norm_quant_in_job(ti, a, x, static_cast<const CpuNorm &>(norm), eps, lw.group);
+        const cpu::ActView av = norm_quant_in_job(ti, a, in.x, static_cast<const CpuNorm &>(*in.norm), in.eps, lw.group);
         linear_in_job(ti, lw, av, out, y.ne[0], accumulate);
     });
 }
@@ -317,14 +323,20 @@ void CpuFastBackend::gate_up(const Tensor & f, const Weight & w_gate_up, const Q
     pool_.run([&](int ti) { gate_up_in_job(ti, lw, acts_in_job(ti, a, lw.group), out, act); });
 }
 
-void CpuFastBackend::norm_gate_up(const Tensor & f, const Weight & w_gate_up, const QuantizedActs & a, const Tensor & x,
-                                  const Weight & norm, float eps, FfnActivation act) {
-    const auto & lw = static_cast<const CpuTiledLinear &>(w_gate_up);
+void CpuFastBackend::linear_glu(const Tensor & f, const Weight & w_gate_up, const LinearInput & in, FfnActivation act) {
+    if (in.x.buffer == nullptr) {
+        gate_up(f, w_gate_up, in.q, act);
+        return;
+    }
+    TERN_ASSERT(in.norm != nullptr, "a linear input without a norm is not supported yet (issue 54)");
+    const QuantizedActs & a  = in.q;
+    const auto &          lw = static_cast<const CpuTiledLinear &>(w_gate_up);
     TERN_ASSERT(f.ne[0] == lw.n_rows / 2 && f.ne[1] == a.q.ne[1] && a.q.ne[0] == lw.n_cols, "gate_up shapes");
     grow(gsum_, a.q.ne[1] * (lw.n_cols / lw.group));
     float * out = cpu_data<float>(f);
     pool_.run([&](int ti) {
-        gate_up_in_job(ti, lw, norm_quant_in_job(ti, a, x, static_cast<const CpuNorm &>(norm), eps, lw.group), out, act);
+        gate_up_in_job(ti, lw, norm_quant_in_job(ti, a, in.x, static_cast<const CpuNorm &>(*in.norm), in.eps, lw.group), out,
+                       act);
     });
 }
 

@@ -80,18 +80,14 @@ public:
     void lm_head(const Tensor & logits, const Weight & head, const Tensor & h, bool round_input_f16) override;
     void argmax(const Tensor & ids, const Tensor & logits) override;
 
-    void norm_bitlinear(const Tensor & y, const Weight & w, const QuantizedActs & a, const Tensor & x,
-                        const Weight & norm, float eps, bool accumulate) override;
-    void norm_gate_up(const Tensor & f, const Weight & w_gate_up, const QuantizedActs & a, const Tensor & x,
-                      const Weight & norm, float eps, FfnActivation act) override;
-    void norm_qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const QuantizedActs & a,
-                                 const Tensor & x, const Weight & norm, float eps, const AttentionShape & shape,
-                                 int64_t pos0) override;
-    void norm_lm_head_argmax(const Tensor & ids, const Tensor & logits, const Weight & head, const Tensor & h,
-                             const Tensor & x, const Weight & norm, float eps, bool round_input_f16) override;
-    void norm_lm_head_top_k(const Tensor & logits, const Weight & head, const Tensor & h, const Tensor & x,
-                            const Weight & norm, float eps, bool round_input_f16, int64_t k) override;
-    size_t greedy_head_bytes(const Weight & head) const override;
+    // Composite ops: the norm and the int8 quantization of the input inside the product's pool job
+    // (one token: every thread quantizes it into its own scratch, no barrier); the head bounded by
+    // its int8 copy or Q6_K codes for ids and top-k rows.
+    void linear(const Tensor & y, const Weight & w, const LinearInput & in, bool accumulate) override;
+    void linear_glu(const Tensor & f, const Weight & w_gate_up, const LinearInput & in, FfnActivation act) override;
+    void linear_qkv(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const LinearInput & in,
+                    const AttentionShape & shape, int64_t pos0) override;
+    void output_head(const HeadOutput & out, const Weight & head, const LinearInput & in, bool round_input_f16) override;
 
 private:
     // Per-thread scratch, grown on demand.
@@ -129,6 +125,9 @@ private:
     const float * head_input(const Tensor & h, bool round_input_f16);
     void          head_rows(const CpuEmbedding & e, const float * hin, int64_t n_tok, int64_t r0, int64_t r1,
                             float * out, int64_t ld, Scratch & sc);
+    // Bytes a head that yields only ids reads (Weight::n_bytes_ids): the int8 copy and its
+    // coefficients, or the Q6_K rows and their norms.
+    static size_t ids_head_bytes(const CpuFastEmbedding & e);
     void          build_head_i8(CpuFastEmbedding & e);
     void          build_head_norms(CpuFastEmbedding & e);
     // The bounded head's candidate search for one token (hin: its head input): the argmax into

@@ -1,6 +1,6 @@
 // The fast CPU backend's LM head.
 //
-// Exact logits (lm_head, norm_lm_head): each row's dot product summed in double from column 0, as
+// Exact logits (lm_head, output_head with logits): each row's dot product summed in double from column 0, as
 // cpu::dot_f32 does, 8 rows per vector of doubles (cpu_kernels.h: f16_rows_dot, f32_rows_dot).
 //
 // Greedy and top-k decoding with an F16 head of CpuOptions::head_i8_min_bytes or more read an int8 copy of
@@ -167,12 +167,11 @@ void CpuFastBackend::build_head_norms(CpuFastEmbedding & e) {
     e.bound = CpuFastEmbedding::Bound::q6_k;
 }
 
-size_t CpuFastBackend::greedy_head_bytes(const Weight & head) const {
-    const auto * e = dynamic_cast<const CpuFastEmbedding *>(&head);
-    if (e == nullptr || e->bound == CpuFastEmbedding::Bound::none) return head.n_bytes;
-    const size_t rows = static_cast<size_t>(e->n_rows);
-    if (e->bound == CpuFastEmbedding::Bound::q6_k) return head.n_bytes + sizeof(float) * rows;  // + e_norm
-    return e->i8.size() + 5 * sizeof(float) * rows;  // + s, the norms, q_sum
+size_t CpuFastBackend::ids_head_bytes(const CpuFastEmbedding & e) {
+    if (e.bound == CpuFastEmbedding::Bound::none) return e.n_bytes;
+    const size_t rows = static_cast<size_t>(e.n_rows);
+    if (e.bound == CpuFastEmbedding::Bound::q6_k) return e.n_bytes + sizeof(float) * rows;  // + e_norm
+    return e.i8.size() + 5 * sizeof(float) * rows;  // + s, the norms, q_sum
 }
 
 // Lower and upper bounds of rows [r0, r1) for the current head input (grid_, hgrid_ / h8_).
@@ -316,28 +315,33 @@ bool CpuFastBackend::head_bounded_top(const CpuFastEmbedding & e, const float * 
     return true;
 }
 
-void CpuFastBackend::norm_lm_head_argmax(const Tensor & ids, const Tensor & logits, const Weight & head, const Tensor & h,
-                                         const Tensor & x, const Weight & norm, float eps, bool round_input_f16) {
-    const auto * e = dynamic_cast<const CpuFastEmbedding *>(&head);
-    if (e != nullptr && e->bound != CpuFastEmbedding::Bound::none && x.ne[1] == 1) {
-        rms_norm(h, x, norm, eps);
+void CpuFastBackend::output_head(const HeadOutput & out, const Weight & head, const LinearInput & in,
+                                 bool round_input_f16) {
+    const auto * e       = dynamic_cast<const CpuFastEmbedding *>(&head);
+    const bool   ids     = out.ids.buffer != nullptr;
+    const bool   bounded = e != nullptr && e->bound != CpuFastEmbedding::Bound::none && in.x.ne[1] == 1 &&
+                         (ids || (out.top_k >= 1 && out.top_k < e->n_rows));
+    if (!bounded) {
+        Backend::output_head(out, head, in, round_input_f16);
+        return;
+    }
+    Tensor h = in.x;
+    if (in.norm != nullptr) {
+        rms_norm(in.h, in.x, *in.norm, in.eps);
+        h = in.h;
+    }
+    const float * hin = head_input(h, round_input_f16);
+    if (ids) {
         int32_t best = -1;
-        if (head_bounded_top(*e, head_input(h, round_input_f16), 1, nullptr, &best)) {
-            *cpu_data<int32_t>(ids) = best;
+        if (head_bounded_top(*e, hin, 1, nullptr, &best)) {
+            *cpu_data<int32_t>(out.ids) = best;
             return;
         }
+    } else if (head_bounded_top(*e, hin, out.top_k, cpu_data<float>(out.logits), nullptr)) {
+        return;
     }
-    Backend::norm_lm_head_argmax(ids, logits, head, h, x, norm, eps, round_input_f16);
-}
-
-void CpuFastBackend::norm_lm_head_top_k(const Tensor & logits, const Weight & head, const Tensor & h, const Tensor & x,
-                                        const Weight & norm, float eps, bool round_input_f16, int64_t k) {
-    const auto * e = dynamic_cast<const CpuFastEmbedding *>(&head);
-    if (e != nullptr && e->bound != CpuFastEmbedding::Bound::none && x.ne[1] == 1 && k >= 1 && k < e->n_rows) {
-        rms_norm(h, x, norm, eps);
-        if (head_bounded_top(*e, head_input(h, round_input_f16), k, cpu_data<float>(logits), nullptr)) return;
-    }
-    Backend::norm_lm_head_top_k(logits, head, h, x, norm, eps, round_input_f16, k);
+    lm_head(out.logits, head, h, round_input_f16);  // a non-finite input: the exact head
+    if (ids) argmax(out.ids, out.logits);
 }
 
 }  // namespace tern

@@ -7,9 +7,23 @@
 
 namespace tern {
 
+namespace {
+std::vector<std::span<const WgslShader>> & added_tables() {
+    static std::vector<std::span<const WgslShader>> tables;
+    return tables;
+}
+}  // namespace
+
+void add_wgsl_shaders(std::span<const WgslShader> table) { added_tables().push_back(table); }
+
 const WgslShader * find_wgsl_shader(std::string_view name) {
     for (const WgslShader & s : wgsl_shaders()) {
         if (s.name == name) return &s;
+    }
+    for (const auto & table : added_tables()) {
+        for (const WgslShader & s : table) {
+            if (s.name == name) return &s;
+        }
     }
     return nullptr;
 }

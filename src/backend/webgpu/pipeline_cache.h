@@ -42,9 +42,6 @@ public:
 
     // A device-wide override (e.g. FMA_FUSED) given to every pipeline whose shader declares it.
     void set_constant(std::string_view name, double value) { constants_[std::string(name)] = value; }
-    // The same unless `name` is already set (a default from the device that $TERN_WEBGPU_CONST,
-    // applied first, may override).
-    void set_default_constant(std::string_view name, double value) { constants_.try_emplace(std::string(name), value); }
     // Build pipelines from the "<shader>_sg" variants (subgroup reductions) where they exist. Set it
     // before the first pipeline: modules and pipelines made earlier are kept.
     void set_subgroup_variants(bool on) { subgroup_variants_ = on; }
@@ -76,8 +73,10 @@ private:
 // lines when it does not compile. (PipelineCache::module uses it; tests call it on broken sources.)
 WgpuHandle<WGPUShaderModule> compile_wgsl(const WgpuContext & ctx, const WgslShader & shader);
 
-// The embedded shader called `name`, or nullptr.
+// The embedded shader called `name` (wgsl_shaders(), then the tables add_wgsl_shaders added), or nullptr.
 const WgslShader * find_wgsl_shader(std::string_view name);
+// Makes a table of further shaders findable (the tests' own kernels, tests/backend/shaders).
+void add_wgsl_shaders(std::span<const WgslShader> table);
 
 // Maps a line of the expanded source to "file.wgsl:line" (helpers appended after the kernel).
 std::string wgsl_location(const WgslShader & shader, uint64_t line, uint64_t column);

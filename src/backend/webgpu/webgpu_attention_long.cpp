@@ -1,5 +1,5 @@
 // One query over a long context (decoding deep into a context): attention() sends it here from
-// WebGpuOptions::long_attention_positions on, because attention.wgsl, one workgroup per query head,
+// WebGpuTuning::attn_long_positions on, because attention.wgsl, one workgroup per query head,
 // walks every position in that one workgroup. Here the positions spread over many workgroups:
 //   1. attention_long_scores.wgsl: scale q·k, a workgroup per 32 positions (head_dim 128) and KV
 //      head, each thread one block of 16 dimensions of one position for the G query heads;

@@ -1,4 +1,4 @@
-// Prompt attention: from k_attn_prefill_min_tokens query tokens on, attention() takes these kernels
+// Prompt attention: from attn_prefill_min_tokens (16) query tokens on, attention() takes these kernels
 // instead of attention.wgsl (one workgroup per query and head, which reads the whole K/V prefix
 // from global memory for every query):
 //   1. attention_prefill_scores.wgsl: scale q·k for every (query row, position) a row may see, as
@@ -21,33 +21,17 @@
 #include "core/error.h"
 
 #include <algorithm>
-#include <cstdlib>
 
 namespace tern {
 namespace {
 
-// Query tokens from which the prefill kernels are used. Below it attention.wgsl has enough
-// workgroups (n_head per token) and the tiles would be mostly empty. $TERN_WEBGPU_ATTN_PREFILL_MIN_TOKENS
-// overrides it (both paths give the same results, so it only moves time).
-constexpr int64_t k_attn_prefill_min_tokens = 16;
-
-// Score buffer budget when WebGpuOptions::attention_scratch_bytes is 0: 20 heads x 512 tokens x
-// 3200 positions fit in one chunk.
-constexpr int64_t k_attn_scratch_bytes = int64_t{128} << 20;
-
-// P·V rows per workgroup (8 tokens x 4 heads for 2B4T: 640 workgroups per layer at pp512, the
-// longest first). Measured on an H200 at pp512: 48.2 ms per prompt, 49-50 ms with 64 rows.
-constexpr uint32_t k_pv_rows = 32;
-
-// Workgroups the P·V step aims for when it splits long rows into segments, for short prompts over
-// long caches (a split costs a combine dispatch and 8 bytes per output per segment, written and
+// The defaults (WebGpuTuning): from 16 query tokens on (below, attention.wgsl has enough
+// workgroups, n_head per token, and the tiles would be mostly empty); a score budget of 128 MiB
+// (20 heads x 512 tokens x 3200 positions fit in one chunk); 32 P·V rows per workgroup (8 tokens x
+// 4 heads for 2B4T: 640 workgroups per layer at pp512, the longest first; H200 pp512 48.2 ms per
+// prompt, 49-50 ms with 64 rows); a P·V split for short prompts over long caches aims at 256
+// workgroups (a split costs a combine dispatch and 8 bytes per output per segment, written and
 // read; at pp512 on an H200 splitting into 512 or 1024 workgroups measured no faster than none).
-constexpr int64_t k_pv_target_workgroups = 256;
-
-int64_t env_int(const char * name, int64_t fallback) {
-    const char * env = std::getenv(name);
-    return env && *env ? std::atoll(env) : fallback;
-}
 
 int64_t round_up64(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
@@ -55,11 +39,9 @@ int64_t round_up64(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
 bool WebGpuBackend::prefill_attention(const Tensor & out, const Tensor & q, const KvLayer & kv,
                                       const AttentionShape & s, int64_t pos0, bool long_one) {
-    static const int64_t min_tokens = std::max<int64_t>(2, env_int("TERN_WEBGPU_ATTN_PREFILL_MIN_TOKENS",
-                                                                   k_attn_prefill_min_tokens));
-    // Tuning aids: P·V rows per workgroup (32 or 64), its workgroup target (0: never split).
-    static const uint32_t pv_rows   = env_int("TERN_WEBGPU_ATTN_PV_ROWS", k_pv_rows) == 64 ? 64u : 32u;
-    static const int64_t  pv_target = std::max<int64_t>(0, env_int("TERN_WEBGPU_ATTN_PV_WGS", k_pv_target_workgroups));
+    const int64_t  min_tokens = tune_.attn_prefill_min_tokens;
+    const uint32_t pv_rows    = tune_.attn_pv_rows;
+    const int64_t  pv_target  = tune_.attn_pv_split_groups;  // (0: never split)
     const int64_t n_tok = q.ne[1];
     const int64_t hd    = s.head_dim;
     if ((n_tok < min_tokens && !long_one) || hd % 4 != 0 || hd > 256) return false;  // attention.wgsl (or its error)
@@ -86,7 +68,7 @@ bool WebGpuBackend::prefill_attention(const Tensor & out, const Tensor & q, cons
     // Token chunks: the scores of a chunk, [n_head][tokens][ld] f32, within the budget (and the
     // softmax's one workgroup per row within the dispatch limit).
     const int64_t max_bytes = std::min<int64_t>(
-        {attn_scratch_budget_ > 0 ? attn_scratch_budget_ : k_attn_scratch_bytes,
+        {int64_t{tune_.attn_scratch_bytes},
          static_cast<int64_t>(std::min<uint64_t>(lim.maxBufferSize, lim.maxStorageBufferBindingSize))});
     const int64_t ld        = round_up64(pos0 + n_tok, 4);
     const int64_t row_bytes = s.n_head * ld * 4;  // one token's scores
@@ -162,13 +144,11 @@ bool WebGpuBackend::prefill_attention(const Tensor & out, const Tensor & q, cons
 
 void WebGpuBackend::encode_attention_softmax(int64_t n_rows, int64_t n_kv, int64_t group, int64_t pos0, int64_t ld,
                                              bool v_f16, bool one_query) {
-    // Threads per row (tuning aids): 64 for prompts; 256 for one query (G rows per KV head, so few
-    // workgroups, each over thousands of positions: H100 tg128 at a depth of 3840, with the prompt
-    // kernels then, 5.04 ms per token against 5.45 with 128 and 6.14 with 64).
-    static const double wg_prompt = static_cast<double>(
-        floor_pow2(static_cast<uint64_t>(std::clamp<int64_t>(env_int("TERN_WEBGPU_ATTN_SOFTMAX_WG", 64), 32, 256))));
-    static const double wg_one = static_cast<double>(
-        floor_pow2(static_cast<uint64_t>(std::clamp<int64_t>(env_int("TERN_WEBGPU_ATTN_SOFTMAX_WG1", 256), 32, 256))));
+    // Threads per row: 64 for prompts; 256 for one query (G rows per KV head, so few workgroups, each
+    // over thousands of positions: H100 tg128 at a depth of 3840, with the prompt kernels then, 5.04
+    // ms per token against 5.45 with 128 and 6.14 with 64). (WebGpuTuning::attn_softmax_wg*)
+    const double wg_prompt = tune_.attn_softmax_wg;
+    const double wg_one    = tune_.attn_softmax_wg_one;
     struct {
         uint32_t group, n_rows, pos0, ld;
     } mp{u32(group), u32(n_rows), u32(pos0), u32(ld)};

@@ -20,6 +20,11 @@ bool WebGpuOptions::webgpu_allow_cpu_from_env() {
     return env && std::string_view(env) == "1";
 }
 
+std::string WebGpuOptions::webgpu_tune_from_env() {
+    const char * env = std::getenv("TERN_WEBGPU_TUNE");
+    return env ? env : "";
+}
+
 namespace {
 
 constexpr WGPUFlags k_storage_usage =
@@ -86,45 +91,14 @@ uint32_t gpu_offset(const Tensor & t, size_t unit) {
 
 WebGpuBackend::WebGpuBackend(const WebGpuOptions & options)
     : ctx_(device_options(options)), pipelines_(ctx_), step_(std::make_shared<StepEncoder>(ctx_, pipelines_)) {
-    const char * no_dp4 = std::getenv("TERN_WEBGPU_NO_DP4");
-    dot4_native_ = ctx_.features().dot4_i8_packed && !options.emulate_dot4 && !(no_dp4 && std::string_view(no_dp4) == "1");
-    attn_scratch_budget_ = options.attention_scratch_bytes;
-    long_attention_      = options.long_attention_positions;
-    greedy_head_i8_min_bytes_ = options.greedy_head_i8_min_bytes;
-    // $TERN_WEBGPU_DF_GUARD=0 drops the guards of the error-free transformations (lib/numerics.wgsl),
-    // to measure what they cost; results may then differ from the CPU in the last bits.
-    const char * guard = std::getenv("TERN_WEBGPU_DF_GUARD");
-    if (guard && std::string_view(guard) == "0") pipelines_.set_constant("DF_GUARD", 0.0);
-    // $TERN_WEBGPU_CONST=NAME=value,...: override constants for every pipeline that declares them
-    // (a tuning and timing aid, e.g. BL_STOP in bitlinear_decode.wgsl).
-    if (const char * consts = std::getenv("TERN_WEBGPU_CONST")) {
-        std::string_view rest(consts);
-        while (!rest.empty()) {
-            const size_t           comma = rest.find(',');
-            const std::string_view item  = rest.substr(0, comma);
-            const size_t           eq    = item.find('=');
-            if (eq == std::string_view::npos || eq == 0) {
-                fail(ErrorKind::invalid_argument,
-                     format("TERN_WEBGPU_CONST: '%.*s' is not NAME=value", static_cast<int>(item.size()), item.data()),
-                     "write it like TERN_WEBGPU_CONST=BL_STOP=1,ATTN_STOP=2");
-            }
-            char *            end   = nullptr;
-            const std::string value(item.substr(eq + 1));
-            const double      v = std::strtod(value.c_str(), &end);
-            if (value.empty() || *end != '\0') {
-                fail(ErrorKind::invalid_argument, format("TERN_WEBGPU_CONST: '%s' is not a number", value.c_str()));
-            }
-            pipelines_.set_constant(item.substr(0, eq), v);
-            rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-        }
-    }
-    const char * fuse = std::getenv("TERN_WEBGPU_FUSE");
-    fuse_norms_ = !(fuse && std::string_view(fuse) == "0");
-    const char * layer = std::getenv("TERN_WEBGPU_LAYER");
-    layer_kernel_      = layer && std::string_view(layer) == "1";
+    tune_ = WebGpuTuning::for_adapter(ctx_.adapter());
+    tune_.apply(options.tune);
+    check_tuned_tilings();
+    ctx_.set_spin_us(tune_.spin_us);
+    TERN_LOG_DEBUG("webgpu: tuning %s", tune_.describe().c_str());
+    dot4_native_ = ctx_.features().dot4_i8_packed && !options.emulate_dot4;
     probe_numerics();
-    const char * sg = std::getenv("TERN_WEBGPU_SUBGROUPS");
-    if (!options.subgroup_reductions || (sg && std::string_view(sg) == "0")) {
+    if (!options.subgroup_reductions) {
         subgroup_note_ = "off";
     } else if (!ctx_.features().subgroups) {
         subgroup_note_ = "no subgroups";
@@ -137,293 +111,15 @@ WebGpuBackend::WebGpuBackend(const WebGpuOptions & options)
     if (subgroup_note_.empty()) pipelines_.set_constant("SG_MIN", static_cast<double>(ctx_.adapter().subgroup_min));
     // The decode matmuls' teams of 32 lanes or more sum in registers: one subgroupAdd per 32 lanes
     // where every subgroup is exactly 32 wide, else shuffles (lib/ternary_decode.wgsl).
-    // $TERN_WEBGPU_CONST=LANE_GROUP=0 turns it off.
     lane_sums_sg_ = subgroup_note_.empty();
     if (lane_sums_sg_) {
-        pipelines_.set_default_constant("LANE_GROUP", std::min(32.0, static_cast<double>(ctx_.adapter().subgroup_min)));
+        pipelines_.set_constant("LANE_GROUP", std::min(32.0, static_cast<double>(ctx_.adapter().subgroup_min)));
         if (ctx_.adapter().subgroup_min == 32 && ctx_.adapter().subgroup_max == 32) {
-            pipelines_.set_default_constant("SG_EXACT32", 1.0);
-            const char * short_env = std::getenv("TERN_WEBGPU_ATTN_SHORT");
-            attention_short_ok_ = options.short_attention && !(short_env && std::string_view(short_env) == "0");
+            pipelines_.set_constant("SG_EXACT32", 1.0);
+            attention_short_ok_ = options.short_attention;
         }
     }
-    const char * stats = std::getenv("TERN_WEBGPU_NORM_STATS");
-    norm_stats_on_     = !(stats && std::string_view(stats) == "0");
-    const char * offsets = std::getenv("TERN_WEBGPU_CONST_OFFSETS");
-    if (offsets) const_uniforms_ = static_cast<uint32_t>(std::strtoul(offsets, nullptr, 10)) & 7;
     mma_unit();
-}
-
-std::vector<int32_t> WebGpuBackend::subgroup_matrix_probe_product(const std::vector<int8_t> & a,
-                                                                 const std::vector<int8_t> & b_cols) {
-    std::vector<int32_t> c(16 * 32, 0);  // columns 0..15 stay as the probe wrote them (0)
-    for (int i = 0; i < 16; ++i) {
-        for (int j = 0; j < 16; ++j) {
-            int32_t s = 0;
-            for (int k = 32; k < 64; ++k) s += int32_t{a[i * 64 + k]} * int32_t{b_cols[j * 64 + k]};
-            c[static_cast<size_t>(i * 32 + 16 + j)] = s;
-        }
-    }
-    return c;
-}
-
-WebGpuBackend::MatrixProbe WebGpuBackend::subgroup_matrix_probe(const std::vector<int8_t> & a,
-                                                               const std::vector<int8_t> & b_cols, uint32_t unit) {
-    TERN_ASSERT(a.size() == 16 * 64 && b_cols.size() == 16 * 64 && (unit == 1 || unit == 4),
-                "subgroup_matrix_probe sizes");
-    MatrixProbe out;
-    if (!ctx_.features().subgroup_matrix) {
-        out.error = "the adapter has no subgroup matrices";
-        return out;
-    }
-    auto ta = alloc_tensor(*this, DType::i32, {256, 1, 1, 1}, "matrix probe a");
-    auto tb = alloc_tensor(*this, DType::i32, {256, 1, 1, 1}, "matrix probe b");
-    auto tc = alloc_tensor(*this, DType::i32, {512, 1, 1, 1}, "matrix probe c");
-    write(ta.tensor, a.data(), a.size());
-    write(tb.tensor, b_cols.data(), b_cols.size());
-    const std::vector<int32_t> zeros(512, 0);
-    write(tc.tensor, zeros.data(), zeros.size() * 4);
-    const uint32_t    params[2] = {32 / unit, 64 / unit};
-    const PipelineKey key{"subgroup_matrix_probe", "rrwu", {}};
-    const WGPUBuffer  bufs[] = {gpu_buffer(ta.tensor), gpu_buffer(tb.tensor), gpu_buffer(tc.tensor)};
-    out.c.resize(512);
-    try {
-        step_->dispatch(key, bufs, params, sizeof params, 1);
-        step_->take_dispatch_count();
-        read(tc.tensor, out.c.data(), out.c.size() * 4);
-    } catch (const Error & e) {
-        out.c.clear();
-        out.error = e.what();
-    }
-    return out;
-}
-
-std::string WebGpuBackend::probe_subgroups() {
-    for (uint32_t wg : {64u, 256u}) {
-        auto           to        = alloc_tensor(*this, DType::i32, {4 * static_cast<int64_t>(wg), 1, 1, 1}, "subgroup probe");
-        const uint32_t params[1] = {0};
-        const PipelineKey key{"subgroup_probe", "wu", {{{"WG", static_cast<double>(wg)}}}};
-        const WGPUBuffer  bufs[] = {gpu_buffer(to.tensor)};
-        std::vector<uint32_t> out(4 * wg);
-        try {
-            step_->dispatch(key, bufs, params, sizeof params, 1);
-            step_->take_dispatch_count();
-            read(to.tensor, out.data(), out.size() * 4);
-        } catch (const Error & e) {
-            TERN_LOG_WARN("webgpu: the subgroup probe failed (%s); using barrier-tree reductions", e.what());
-            return "probe failed";
-        }
-        for (uint32_t lid = 0; lid < wg; ++lid) {
-            const uint32_t sid = out[4 * lid], size = out[4 * lid + 1], active = out[4 * lid + 2], first = out[4 * lid + 3];
-            const bool pow2 = size != 0 && (size & (size - 1)) == 0;
-            if (!pow2 || size > wg || active != size || sid != lid % size || first != lid - sid) {
-                TERN_LOG_INFO("webgpu: subgroups are not aligned contiguous ranges of invocations (workgroup %u, "
-                              "invocation %u: lane %u, size %u, active %u, first %u); using barrier-tree reductions",
-                              wg, lid, sid, size, active, first);
-                return format("not contiguous (size %u)", size);
-            }
-        }
-    }
-    pipelines_.set_subgroup_variants(true);
-    return "";
-}
-
-void WebGpuBackend::probe_numerics() {
-    // Inputs where an unfused fma(a, b, -(a * b)) is 0 but the exact residual is not, where a
-    // division or square root approximated to 1-2 ulp would show, and where a contracted
-    // a * b + c (c = -(a * b) rounded) gives the product's rounding error instead of 0.
-    constexpr int      n = 256;
-    std::vector<float> a(n), bc(2 * n);
-    uint32_t           state = 12345;
-    auto               next  = [&] {
-        state = state * 1664525u + 1013904223u;
-        return 1.0f + static_cast<float>(state >> 8) / 16777216.0f;
-    };
-    int inexact = 0;  // products that are not exact in f32 (where fused and unfused results differ)
-    for (int i = 0; i < n; ++i) {
-        a[i]  = next() * 37.0f;
-        bc[i] = next() * 3.0f;
-        // The double product of two floats is exact; rounding it to float is the f32 product.
-        const double exact = static_cast<double>(a[i]) * static_cast<double>(bc[i]);
-        const float  prod  = static_cast<float>(exact);
-        bc[n + i]          = -prod;
-        inexact += exact != static_cast<double>(prod);
-    }
-    auto ta = alloc_tensor(*this, DType::f32, {n, 1, 1, 1}, "probe a");
-    auto tb = alloc_tensor(*this, DType::f32, {2 * n, 1, 1, 1}, "probe b");
-    auto to = alloc_tensor(*this, DType::f32, {5 * n, 1, 1, 1}, "probe out");
-    write(ta.tensor, a.data(), a.size() * 4);
-    write(tb.tensor, bc.data(), bc.size() * 4);
-    const uint32_t    params[1] = {n};  // then rn_zero = 0 (the encoder zero-fills the slot)
-    const PipelineKey key{"numerics_probe", "rrwu", {}};
-    const WGPUBuffer  bufs[] = {gpu_buffer(ta.tensor), gpu_buffer(tb.tensor), gpu_buffer(to.tensor)};
-    step_->dispatch(key, bufs, params, sizeof params, n / 64);
-    step_->take_dispatch_count();
-    std::vector<float> out(5 * n);
-    read(to.tensor, out.data(), out.size() * 4);
-    numerics_.fma_fused      = false;
-    numerics_.contracts      = false;
-    numerics_.mul_rn_rounds  = true;
-    numerics_.probe_inexact  = inexact;
-    for (int i = 0; i < n; ++i) {
-        numerics_.fma_fused     = numerics_.fma_fused || out[5 * i] != 0.0f;
-        numerics_.div_ieee      = numerics_.div_ieee && out[5 * i + 1] == a[i] / bc[i];
-        numerics_.sqrt_ieee     = numerics_.sqrt_ieee && out[5 * i + 2] == std::sqrt(a[i]);
-        numerics_.contracts     = numerics_.contracts || out[5 * i + 3] != 0.0f;
-        numerics_.mul_rn_rounds = numerics_.mul_rn_rounds && out[5 * i + 4] == 0.0f;
-    }
-    pipelines_.set_constant("FMA_FUSED", numerics_.fma_fused ? 1.0 : 0.0);
-    if (!numerics_.fma_fused && (!numerics_.div_ieee || !numerics_.sqrt_ieee)) {
-        TERN_LOG_WARN("webgpu: '%s' has neither a fused fma nor IEEE division/sqrt; results will differ from the "
-                      "CPU backend in the last bits",
-                      ctx_.adapter().name.c_str());
-    }
-    if (!numerics_.mul_rn_rounds) {
-        TERN_LOG_WARN("webgpu: '%s' fuses products into additions even through mul_rn; results will differ from "
-                      "the CPU backend in the last bits",
-                      ctx_.adapter().name.c_str());
-    }
-    TERN_LOG_INFO("webgpu: numerics: fma %s, division %s, sqrt %s, a*b+c %s, mul_rn %s (%d of %d probe products "
-                  "inexact)",
-                  numerics_.fma_fused ? "fused" : "not fused", numerics_.div_ieee ? "IEEE" : "approximate",
-                  numerics_.sqrt_ieee ? "IEEE" : "approximate", numerics_.contracts ? "contracted" : "not contracted",
-                  numerics_.mul_rn_rounds ? "rounds" : "CONTRACTED", inexact, n);
-}
-
-std::vector<uint32_t> WebGpuBackend::scalar_values(ScalarFn fn, uint32_t start, uint32_t stride, uint32_t count) {
-    TERN_ASSERT(count > 0 && count <= 65535u * 256u, "scalar_values: 1 .. 65535 x 256 patterns per call");
-    auto        to = alloc_tensor(*this, DType::i32, {count, 1, 1, 1}, "scalar values");
-    PipelineKey key{"scalar_values", "wu", {}};
-    key.add("FN", static_cast<double>(fn));
-    const WGPUBuffer bufs[]    = {gpu_buffer(to.tensor)};
-    const uint32_t   params[3] = {start, stride, count};
-    step_->dispatch(key, bufs, params, sizeof params, (count + 255) / 256);
-    step_->take_dispatch_count();
-    std::vector<uint32_t> out(count);
-    read(to.tensor, out.data(), out.size() * 4);
-    return out;
-}
-
-std::vector<float> WebGpuBackend::numerics_check(std::span<const float> a, std::span<const float> b,
-                                                 std::span<const float> v, bool df_guard) {
-    const int64_t n = static_cast<int64_t>(a.size());
-    TERN_ASSERT(b.size() == a.size() && v.size() == a.size() * 32, "numerics_check sizes");
-    auto ta = alloc_tensor(*this, DType::f32, {n, 1, 1, 1}, "check a");
-    auto tb = alloc_tensor(*this, DType::f32, {n, 1, 1, 1}, "check b");
-    auto tv = alloc_tensor(*this, DType::f32, {32 * n, 1, 1, 1}, "check v");
-    auto to = alloc_tensor(*this, DType::f32, {11 * n, 1, 1, 1}, "check out");
-    write(ta.tensor, a.data(), a.size() * 4);
-    write(tb.tensor, b.data(), b.size() * 4);
-    write(tv.tensor, v.data(), v.size() * 4);
-    const uint32_t    params[1] = {static_cast<uint32_t>(n)};
-    const PipelineKey key{"numerics_check", "rrrwu", {{{"DF_GUARD", df_guard ? 1.0 : 0.0}}}};
-    const WGPUBuffer  bufs[] = {gpu_buffer(ta.tensor), gpu_buffer(tb.tensor), gpu_buffer(tv.tensor),
-                                gpu_buffer(to.tensor)};
-    step_->dispatch(key, bufs, params, sizeof params, static_cast<uint32_t>((n + 63) / 64));
-    step_->take_dispatch_count();
-    std::vector<float> out(static_cast<size_t>(11 * n));
-    read(to.tensor, out.data(), out.size() * 4);
-    return out;
-}
-
-WebGpuBackend::DataflowChain WebGpuBackend::dataflow_chain(uint32_t n_phases, uint32_t blocks, bool one_dispatch,
-                                                           int reps) {
-    TERN_ASSERT(n_phases > 0 && blocks > 0 && reps > 0, "dataflow_chain sizes");
-    const int64_t n_words = 16 + 2 * static_cast<int64_t>(n_phases) * blocks;
-    auto          flow    = alloc_tensor(*this, DType::i32, {n_words, 1, 1, 1}, "dataflow chain");
-    const std::vector<int32_t> zeros(static_cast<size_t>(n_words), 0);
-    write(flow.tensor, zeros.data(), zeros.size() * 4);
-    const PipelineKey key{"dataflow_chain", "wu", {}};
-    const WGPUBuffer  bufs[] = {gpu_buffer(flow.tensor)};
-    double            seconds = 0;
-    for (int rep = -1; rep < reps; ++rep) {
-        const uint32_t tag = static_cast<uint32_t>(rep + 2);  // 1.. (0 is the zeroed buffer's)
-        const auto     t0  = std::chrono::steady_clock::now();
-        if (one_dispatch) {
-            const uint32_t params[4] = {n_phases * blocks, tag, 0, blocks};
-            step_->dispatch(key, bufs, params, sizeof params, n_phases * blocks);
-        } else {
-            for (uint32_t q = 0; q < n_phases; ++q) {
-                const uint32_t params[4] = {blocks, tag, q, blocks};
-                step_->dispatch(key, bufs, params, sizeof params, blocks);
-            }
-        }
-        step_->flush();
-        ctx_.wait_queue_idle("running the dataflow chain");
-        if (rep >= 0) seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    }
-    step_->take_dispatch_count();
-    std::vector<uint32_t> words(static_cast<size_t>(n_words));
-    read(flow.tensor, words.data(), words.size() * 4);
-    DataflowChain out;
-    out.error        = words[1];
-    out.us_per_phase = 1e6 * seconds / (static_cast<double>(reps) * n_phases);
-    for (uint32_t b = 0; b < blocks; ++b) {
-        const size_t   w  = 16 + 2 * (static_cast<size_t>(n_phases - 1) * blocks + b);
-        const uint32_t hi = words[w], lo = words[w + 1];
-        const uint32_t bits = (hi & 0xffff0000u) | (lo >> 16);
-        float          v;
-        std::memcpy(&v, &bits, 4);
-        out.last.push_back(v);
-    }
-    return out;
-}
-
-WebGpuBackend::GridSyncProbe WebGpuBackend::grid_sync_probe(uint32_t groups, uint32_t n, uint32_t iters, uint32_t mode,
-                                                             int reps) {
-    TERN_ASSERT(groups > 0 && iters > 0 && reps > 0 && n <= 32 * 256 && mode <= 4, "grid_sync_probe sizes");
-    TERN_ASSERT(mode < 3 || (n % (4 * groups) == 0 && n <= 4 * 8 * 256), "grid_sync_probe: plain shares of whole vec4s");
-    const int64_t n_words = 16 + 2 * static_cast<int64_t>(iters) * std::max<uint32_t>(n, 1);
-    const int64_t n_data  = static_cast<int64_t>(iters) * std::max<uint32_t>(n, 4);
-    auto          flow    = alloc_tensor(*this, DType::i32, {n_words, 1, 1, 1}, "grid sync flow");
-    auto          data    = alloc_tensor(*this, DType::i32, {n_data, 1, 1, 1}, "grid sync data");
-    auto          result  = alloc_tensor(*this, DType::f32, {groups, 1, 1, 1}, "grid sync result");
-    const std::vector<int32_t> zeros(static_cast<size_t>(std::max(n_words, n_data)), 0);
-    const PipelineKey key{"grid_sync_probe", "wwwu", {}};
-    const WGPUBuffer  bufs[] = {gpu_buffer(flow.tensor), gpu_buffer(data.tensor), gpu_buffer(result.tensor)};
-    double            seconds = 0;
-    GridSyncProbe     out;
-    out.all_reached = true;
-    for (int rep = -1; rep < reps; ++rep) {
-        write(flow.tensor, zeros.data(), static_cast<size_t>(n_words) * 4);  // counters and tags from 0 each run
-        write(data.tensor, zeros.data(), static_cast<size_t>(n_data) * 4);
-        synchronize();
-        const uint32_t params[5] = {groups, 1, iters, n, mode};
-        const auto     t0        = std::chrono::steady_clock::now();
-        step_->dispatch(key, bufs, params, sizeof params, groups);
-        step_->flush();
-        ctx_.wait_queue_idle("running the grid sync probe");
-        if (rep >= 0) seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        std::vector<float> last(groups);
-        read(result.tensor, last.data(), last.size() * 4);
-        for (float v : last) out.all_reached = out.all_reached && v == static_cast<float>(iters);
-        uint32_t head[16] = {};  // ticket counter, error flag, .., re-reads
-        read(flow.tensor, head, sizeof head);
-        out.error |= head[1];
-        if (rep >= 0) out.rereads += head[15];
-    }
-    step_->take_dispatch_count();
-    out.us_per_round = 1e6 * seconds / (static_cast<double>(reps) * iters);
-    return out;
-}
-
-// $TERN_WEBGPU_STEPS_PER_SUBMIT=n (a tuning aid) caps the steps per submit that greedy decoding
-// asks for (1: a submit per step, as before it grouped them).
-void WebGpuBackend::set_steps_per_submit(int64_t n) {
-    static const uint32_t cap = env_u32("TERN_WEBGPU_STEPS_PER_SUBMIT", 0);
-    steps_per_submit_         = std::max<int64_t>(1, cap != 0 ? std::min<int64_t>(n, cap) : n);
-}
-
-// The first step after the device idled goes out in pieces of 8, 16, 32 and 64 dispatches (then
-// the rest with the step): the device starts after the first few dispatches are recorded instead
-// of after the whole step (the host records a dispatch in about half the time the device runs it,
-// so each piece is recorded while the device runs the one before). H100 tg128 (three alternating
-// rounds): 910.7-912.8 tokens/s against 905.7-909.6 on a machine whose host took 0.87-1.05 ms per
-// step; within noise (907.0-909.7 either way) on one whose host took 0.6-0.9 ms; pieces from 4
-// or 16 no better. $TERN_WEBGPU_START_CHUNK=n sets the first piece (0: the step in one submit).
-void WebGpuBackend::start_from_idle() {
-    static const uint32_t first = env_u32("TERN_WEBGPU_START_CHUNK", 8);
-    if (first > 0) step_->ramp_submits(first, 8 * first);
 }
 
 WebGpuBackend::~WebGpuBackend() {
@@ -582,27 +278,11 @@ void WebGpuBackend::finish_readback(Readback & r, void * dst) {
     }
 }
 
-void WebGpuBackend::check_layer_flow() {
-    // Whatever came back may depend on layer_decode.wgsl steps: a dataflow poll that gave up made
-    // their values garbage, so say so rather than return them.
-    if (layer_dispatches_ != layer_checked_) {
-        layer_checked_ = layer_dispatches_;
-        if (layer_flow_error() != 0) {
-            const uint32_t zero = 0;
-            wgpu().wgpuQueueWriteBuffer(ctx_.queue(), flow_->get(), 4, &zero, 4);
-            fail(ErrorKind::device,
-                 "webgpu: the one-dispatch layer kernel gave up waiting for a value (results are wrong)",
-                 "run without TERN_WEBGPU_LAYER=1");
-        }
-    }
-}
-
 void WebGpuBackend::read(const Tensor & src, void * dst, size_t n_bytes) {
     TERN_ASSERT(n_bytes <= src.n_bytes(), "read of %zu bytes from a %zu-byte tensor", n_bytes, src.n_bytes());
     if (n_bytes == 0) return;
     start_readback(read_back_, src, n_bytes);
     finish_readback(read_back_, dst);
-    check_layer_flow();
 }
 
 void WebGpuBackend::read_begin(const Tensor & src, size_t n_bytes) {
@@ -613,7 +293,6 @@ void WebGpuBackend::read_begin(const Tensor & src, size_t n_bytes) {
 
 void WebGpuBackend::read_end(void * dst) {
     finish_readback(read_ahead_, dst);
-    check_layer_flow();
 }
 
 void WebGpuBackend::synchronize() {
@@ -654,148 +333,9 @@ std::unique_ptr<Weight> WebGpuBackend::load_embedding(const WeightSource & src) 
     e->f16                 = t.f16;
     e->buffer              = make_buffer(t.words.size() * 4, t.words.data(), src.name.c_str());
     e->n_bytes             = t.words.size() * 4;
+    // Greedy decoding streams the int8 copy of a large F16 head: int8 rows + (s, c, sq, 0) each.
+    if (greedy_head_i8_applies(*e)) e->n_bytes_ids = static_cast<size_t>(e->n_rows) * static_cast<size_t>(e->n_cols + 16);
     return e;
-}
-
-double WebGpuBackend::measure_copy_bandwidth(size_t n_bytes) {
-    synchronize();
-    const uint64_t max_size = std::min<uint64_t>(ctx_.limits().maxBufferSize, ctx_.limits().maxStorageBufferBindingSize);
-    const uint64_t size     = round_up(std::max<uint64_t>(std::min<uint64_t>(n_bytes, max_size / 2), 4096), 256);
-    WgpuHandle<WGPUBuffer> bufs[2];
-    for (auto & b : bufs) {
-        WGPUBufferDescriptor desc{};
-        desc.label = wgpu_string("tern copy bandwidth");
-        desc.usage = k_storage_usage;
-        desc.size  = size;
-        ctx_.push_error_scope();
-        b = WgpuHandle<WGPUBuffer>(wgpu().wgpuDeviceCreateBuffer(ctx_.device(), &desc));
-        if (std::string err = ctx_.pop_error_scope("creating a buffer"); !err.empty()) {
-            fail(ErrorKind::device, format("webgpu: cannot allocate %.1f MiB for the copy bandwidth test: %s",
-                                           static_cast<double>(size) / 1048576.0, err.c_str()));
-        }
-    }
-    // Copies by a compute kernel (copy_bandwidth.wgsl): 16-byte loads and stores over every SM.
-    // (The warm-up submit also lets the device clear the buffers.)
-    constexpr uint32_t k_groups = 4096;
-    const uint32_t     params[2] = {static_cast<uint32_t>(size / 16), k_groups * 256};
-    const double best = best_rate(5, 16, 2.0 * static_cast<double>(size), [&](int i) {
-        const WGPUBuffer b[] = {bufs[i % 2].get(), bufs[1 - i % 2].get()};
-        step_->dispatch(PipelineKey{"copy_bandwidth", "rwu", {}}, b, params, sizeof params, k_groups);
-    }, "timing buffer copies");
-    for (auto & b : bufs) step_->forget(b.get());
-    ctx_.check_errors();
-    return best;
-}
-
-double WebGpuBackend::best_rate(int reps, int per_submit, double bytes, const std::function<void(int)> & record,
-                                const char * what) {
-    double best = 0;
-    for (int rep = 0; rep <= reps; ++rep) {  // rep 0 warms up
-        const auto t0 = std::chrono::steady_clock::now();
-        for (int i = 0; i < per_submit; ++i) record(i);
-        step_->flush();
-        ctx_.wait_queue_idle(what);
-        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        if (rep > 0 && s > 0) best = std::max(best, bytes * per_submit / s);
-    }
-    step_->take_dispatch_count();
-    return best;
-}
-
-double WebGpuBackend::measure_read_bandwidth(size_t n_bytes) {
-    synchronize();
-    const uint64_t max_size = std::min<uint64_t>(ctx_.limits().maxBufferSize, ctx_.limits().maxStorageBufferBindingSize);
-    const uint64_t size     = std::max<uint64_t>(std::min<uint64_t>(n_bytes, max_size), 4096) / 256 * 256;
-    // Layouts tried (read_bandwidth.wgsl): workgroups of 256 and 16-byte loads in flight per thread,
-    // or the greedy head's rows (two workgroups per compute unit). $TERN_WEBGPU_READ_BW=list of
-    // groups:loads or groups:rows (a tuning aid) replaces them; each one's figure is logged (-v).
-    const uint32_t units = compute_units();
-    std::string    list  = format("%u:rows,%u:4,%u:8,%u:4,4096:2,4096:4,4096:8", 2 * units, 2 * units, 2 * units,
-                                  8 * units);
-    if (const char * env = std::getenv("TERN_WEBGPU_READ_BW")) list = env;
-    struct Layout {
-        uint32_t groups = 0, loads = 1;
-        bool     rows = false;
-    };
-    std::vector<Layout> layouts;
-    for (const std::string_view view : comma_list(list)) {
-        const std::string item(view);
-        Layout            l;
-        const size_t      colon = item.find(':');
-        l.groups                = static_cast<uint32_t>(std::strtoul(item.c_str(), nullptr, 10));
-        if (colon != std::string::npos) {
-            const std::string rest = item.substr(colon + 1);
-            l.rows  = rest == "rows";
-            l.loads = l.rows ? 1 : static_cast<uint32_t>(std::clamp<unsigned long>(std::strtoul(rest.c_str(), nullptr, 10), 1, 16));
-        }
-        if (l.groups > 0 && l.groups <= ctx_.limits().maxComputeWorkgroupsPerDimension) {
-            layouts.push_back(l);
-        } else {
-            TERN_LOG_WARN("TERN_WEBGPU_READ_BW: '%s' is not groups:loads or groups:rows (1..%u workgroups)",
-                          item.c_str(), ctx_.limits().maxComputeWorkgroupsPerDimension);
-        }
-    }
-    uint32_t most_groups = 1;
-    for (const Layout & l : layouts) most_groups = std::max(most_groups, l.groups);
-    auto src = make_buffer(size, nullptr, "tern read bandwidth");
-    auto dst = make_buffer(static_cast<size_t>(most_groups) * 256 * 4, nullptr, "tern read bandwidth sink");
-    const WGPUBuffer b[] = {src->get(), dst->get()};
-    double           best = 0;
-    for (const Layout & l : layouts) {
-        const uint32_t params[4] = {static_cast<uint32_t>(size / 16), l.groups * 256, 0x9e3779b9u, 0};
-        PipelineKey    key{"read_bandwidth", "rwu", {{{"LOADS", static_cast<double>(l.loads)}, {"ROWS", l.rows ? 1.0 : 0.0}}}};
-        const double   layout_best = best_rate(3, 8, static_cast<double>(size), [&](int) {
-            step_->dispatch(key, b, params, sizeof params, l.groups);
-        }, "timing buffer reads");
-        TERN_LOG_INFO("webgpu: read bandwidth, %u workgroups, %s: %.1f GB/s", l.groups,
-                      l.rows ? "head rows" : format("%u loads per thread", l.loads).c_str(), layout_best / 1e9);
-        best = std::max(best, layout_best);
-    }
-    step_->forget(src->get());
-    step_->forget(dst->get());
-    ctx_.check_errors();
-    return best;
-}
-
-Backend::DispatchCost WebGpuBackend::measure_dispatch_cost() {
-    synchronize();
-    // copy_bandwidth.wgsl over a small buffer: every thread copies one vec4, every dispatch writes
-    // `dst`, so each waits for the one before (Dawn puts a barrier between them). The GPU starts when
-    // the submit returns (Dawn records the Vulkan commands inside it), so the time from there to idle
-    // is the chain's GPU time. The median of five runs: a run whose submit returned late (the thread
-    // descheduled after the work reached the GPU) reads too short (seen once: 0.04 us on an H100).
-    constexpr int      k_chain = 400;
-    constexpr uint32_t k_wide  = 128;  // about one workgroup per SM on an H100 / H200
-    auto               src     = make_buffer(k_wide * 256 * 16, nullptr, "dispatch cost src");
-    auto               dst     = make_buffer(k_wide * 256 * 16, nullptr, "dispatch cost dst");
-    DispatchCost       cost;
-    cost.wide_groups = k_wide;
-    using clock      = std::chrono::steady_clock;
-    double best_host = 1e30;  // over both chains
-    for (uint32_t groups : {1u, k_wide}) {
-        const uint32_t      params[2] = {groups * 256, groups * 256};
-        std::vector<double> gpu_s;
-        for (int rep = 0; rep < 6; ++rep) {  // rep 0 warms up (pipeline, bind group)
-            const auto t0 = clock::now();
-            for (int i = 0; i < k_chain; ++i) {
-                const WGPUBuffer b[] = {src->get(), dst->get()};
-                step_->dispatch(PipelineKey{"copy_bandwidth", "rwu", {}}, b, params, sizeof params, groups);
-            }
-            step_->flush();
-            const auto t1 = clock::now();
-            ctx_.wait_queue_idle("timing dependent dispatches");
-            const auto t2 = clock::now();
-            if (rep == 0) continue;
-            gpu_s.push_back(std::chrono::duration<double>(t2 - t1).count() / k_chain);
-            best_host = std::min(best_host, std::chrono::duration<double>(t1 - t0).count() / k_chain);
-        }
-        std::nth_element(gpu_s.begin(), gpu_s.begin() + gpu_s.size() / 2, gpu_s.end());
-        (groups == 1 ? cost.gpu_s_one : cost.gpu_s_wide) = gpu_s[gpu_s.size() / 2];
-    }
-    cost.host_s = best_host;
-    step_->take_dispatch_count();
-    ctx_.check_errors();
-    return cost;
 }
 
 const RopeTable & WebGpuBackend::rope_table(int64_t n_rot, float freq_base, int64_t n_pos) {

@@ -5,6 +5,7 @@
 #include "backend/webgpu/pipeline_cache.h"
 #include "backend/webgpu/webgpu_backend.h"
 #include "backend/webgpu/webgpu_step.h"
+#include "backend/webgpu/webgpu_tuning.h"
 #include "backend/webgpu/webgpu_weights.h"
 
 #include <array>
@@ -45,17 +46,11 @@ public:
     int64_t                    n_groups = 0;
     uint32_t                   scales_offset  = 0;  // u32 index
     uint32_t                   oscales_offset = 0;  // u32 index
-    // On a layer's qkv weight: the next layer's, as the last step decoded them (for the weight
-    // prefetch of attention.wgsl; both belong to one model, so they live as long as each other).
-    mutable const GpuLinear *  next_layer_qkv = nullptr;
 };
 
 class GpuNorm : public Weight {
 public:
     std::unique_ptr<GpuBuffer> buffer;  // [n_cols] f32
-    // On a layer's attn_norm: the layer's four norms side by side for layer_decode.wgsl, made on
-    // first use (WebGpuBackend::layer_norms).
-    mutable std::unique_ptr<GpuBuffer> layer_norms;
 };
 
 class GpuTable : public Weight {
@@ -90,8 +85,6 @@ public:
     std::unique_ptr<Buffer> alloc(size_t n_bytes, const char * label) override;
     void write(const Tensor & dst, const void * src, size_t n_bytes) override;
     void read(const Tensor & src, void * dst, size_t n_bytes) override;
-    void read_begin(const Tensor & src, size_t n_bytes) override;
-    void read_end(void * dst) override;
 
     std::unique_ptr<Weight> load_norm(const WeightSource & src) override;
     std::unique_ptr<Weight> load_linear(std::span<const WeightSource> parts) override;
@@ -99,8 +92,14 @@ public:
 
     void begin_step() override {
         step_submits_at_begin_ = step_->submits();
-        prev_layer_qkv_        = nullptr;
+        weight_order_.next_step(step_->releases());
     }
+    // (The greedy head's last argmax stage may stay deferred for the next step's embed to fold in.)
+    void end_step() override {
+        step_->ramp_submits(0, 0);  // (start_from_idle's pieces end with the step)
+        if (++steps_unsubmitted_ >= steps_per_submit_) submit_steps();
+    }
+    void synchronize() override;
     void embed(const Tensor & x, const Weight & token_embd, const Tensor & tokens) override;
     void rms_norm_quant(const QuantizedActs & a, const Tensor & x, const Weight & w, float eps) override;
     void rms_norm(const Tensor & y, const Tensor & x, const Weight & w, float eps) override;
@@ -112,39 +111,50 @@ public:
     void gate_up(const Tensor & f, const Weight & w_gate_up, const QuantizedActs & a, FfnActivation act) override;
     void lm_head(const Tensor & logits, const Weight & head, const Tensor & h, bool round_input_f16) override;
     void argmax(const Tensor & ids, const Tensor & logits) override;
-    void norm_bitlinear(const Tensor & y, const Weight & w, const QuantizedActs & a, const Tensor & x,
-                        const Weight & norm, float eps, bool accumulate) override;
-    void norm_gate_up(const Tensor & f, const Weight & w_gate_up, const QuantizedActs & a, const Tensor & x,
-                      const Weight & norm, float eps, FfnActivation act) override;
-    void norm_qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const QuantizedActs & a,
-                                 const Tensor & x, const Weight & norm, float eps, const AttentionShape & shape,
-                                 int64_t pos0) override;
-    void transformer_layer(const LayerWeights & w, const LayerTensors & t, const KvLayer & kv, float eps,
-                           FfnActivation act, const AttentionShape & shape, int64_t pos0) override;
-    void norm_lm_head(const Tensor & logits, const Weight & head, const Tensor & h, const Tensor & x,
-                      const Weight & norm, float eps, bool round_input_f16, const Tensor & ids) override;
-    void norm_lm_head_argmax(const Tensor & ids, const Tensor & logits, const Weight & head, const Tensor & h,
-                             const Tensor & x, const Weight & norm, float eps, bool round_input_f16) override;
-    void norm_lm_head_top_k(const Tensor & logits, const Weight & head, const Tensor & h, const Tensor & x,
-                            const Weight & norm, float eps, bool round_input_f16, int64_t k) override;
-    bool   read_top_k_rows(const Tensor & logits, std::vector<std::pair<int32_t, float>> & rows) override;
-    size_t greedy_head_bytes(const Weight & head) const override;
-    // (The greedy head's last argmax stage may stay deferred for the next step's embed to fold in.)
-    void end_step() override {
-        step_->ramp_submits(0, 0);  // (start_from_idle's pieces end with the step)
-        if (++steps_unsubmitted_ >= steps_per_submit_) submit_steps();
-    }
-    void set_steps_per_submit(int64_t n) override;
-    void start_from_idle() override;
-    void submit_steps() override {
+    // The composite ops: one token takes the fused decode kernels (webgpu_decode.cpp: the norm and
+    // the int8 quantization in the matmul's prologue, the argmax in the head), which also pull the
+    // weights of the kernels after them into L2 (WeightOrder); many tokens chain the primitives.
+    void linear(const Tensor & y, const Weight & w, const LinearInput & in, bool accumulate) override;
+    void linear_glu(const Tensor & f, const Weight & w_gate_up, const LinearInput & in, FfnActivation act) override;
+    void linear_qkv(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const LinearInput & in,
+                    const AttentionShape & shape, int64_t pos0) override;
+    void output_head(const HeadOutput & out, const Weight & head, const LinearInput & in, bool round_input_f16) override;
+    // Pipelined streams (webgpu_decode_stream.cpp): the device choice chains ids on the device and
+    // reads them back a batch at a time while the next batch runs; a host picker gets each step
+    // recorded while the one before runs (hold_step), unless a profile serializes the dispatches.
+    std::unique_ptr<DecodeStream> decode(const DecodeRequest & request) override;
+
+    // --- the submit pipeline, for the decode streams (and their tests) ---
+    // Steps per submit: end_step() then submits every n-th step only, for a submit costs time of its
+    // own; submit_steps() submits what is recorded now (a read, write or synchronize() does too).
+    void set_steps_per_submit(int64_t n);
+    void submit_steps() {
         steps_unsubmitted_ = 0;
         step_->flush_keeping_deferred();
     }
-    bool can_hold_steps() const override { return !step_->any_profiling(); }
-    bool hold_step() override;
-    void release_held_step() override { step_->release_held(); }
-    void drop_held_step() override;
-    void synchronize() override;
+    // The device is idle and steps follow: the next step goes out in growing pieces, so that the
+    // device starts on it while the rest is recorded.
+    void start_from_idle();
+    // hold_step() ends a step like end_step() but keeps it unsubmitted; release_held_step() submits
+    // it, after anything written or read meanwhile (a write of its input token, a read of the
+    // previous step's results); drop_held_step() discards it. At most one held step, and nothing
+    // else recorded while it is held. hold_step() returns false when it could not hold the whole
+    // step (its recording had to submit part of it, e.g. to grow a table): then it submits the
+    // rest, and the step ran with whatever its inputs held. Not while profiling.
+    bool hold_step();
+    void release_held_step() { step_->release_held(); }
+    void drop_held_step();
+    bool can_hold_steps() const { return !step_->any_profiling(); }
+    // read() in two halves, so that work recorded in between overlaps the wait: read_begin() orders
+    // the read after the work recorded so far (submits it and starts the copy back), read_end()
+    // waits for it and copies into dst. One in flight at a time; `src` must live until read_end().
+    void read_begin(const Tensor & src, size_t n_bytes);
+    void read_end(void * dst);
+    // The rows that the last top-k head into `logits` left finite (HeadOutput.top_k), listed on the
+    // device; false, with `rows` empty, when there is no such list (or anything else ran since).
+    bool read_top_k_rows(const Tensor & logits, std::vector<LogitRow> & rows);
+    // decode()'s id slots (the greedy stream's two rings), grown to at least n i32.
+    const Tensor & decode_ids(int64_t n);
     int64_t take_dispatch_count() override { return step_->take_dispatch_count(); }
     // $TERN_WEBGPU_PROFILE=gpu's figures so far (webgpu_step.h): kernel variant -> (dispatches, GPU ms).
     const std::map<std::string, std::pair<int64_t, double>> & gpu_times() const { return step_->gpu_times(); }
@@ -155,25 +165,26 @@ public:
     // read_bandwidth.wgsl's layouts over one buffer, 8 reads per submit, each layout's best of 3
     // submits after a warm-up (best_rate); the best layout's rate.
     double measure_read_bandwidth(size_t n_bytes) override;
+    // The layouts measure_read_bandwidth tries: `groups` workgroups of 256 with `loads` 16-byte
+    // loads in flight per thread, or (rows) the greedy head's rows. Empty: its default list (tests).
+    struct ReadLayout {
+        uint32_t groups = 0, loads = 1;
+        bool     rows = false;
+    };
+    void set_read_bandwidth_layouts(std::vector<ReadLayout> layouts) { read_layouts_ = std::move(layouts); }
+    // The tunables in use (webgpu_tuning.h): the device class's defaults with $TERN_WEBGPU_TUNE.
+    const WebGpuTuning & tuning() const { return tune_; }
     DispatchCost measure_dispatch_cost() override;
 
-    // The prefill GEMM's tiling (ternary_gemm.wgsl): TM x TN results per thread, TR x TC threads.
-    struct GemmTiling {
-        uint32_t tm = 4, tn = 8, tr = 16, tc = 8;
-    };
-    // Forces one tiling for every prefill GEMM (tests; nullopt: the default choice, or
-    // $TERN_WEBGPU_GEMM_TILE). Returns false, and changes nothing, for a tiling the kernel or the
-    // device cannot run.
+    // The prefill GEMMs' tilings (webgpu_tuning.h).
+    using GemmTiling = tern::GemmTiling;
+    using MmaTiling  = tern::MmaTiling;
+    // Forces one tiling for every prefill GEMM (tests; nullopt: the tuning's choice). Returns false,
+    // and changes nothing, for a tiling the kernel or the device cannot run.
     bool set_gemm_tiling(std::optional<GemmTiling> t);
-    // The tensor-core GEMM's tiling (ternary_gemm_mma.wgsl): SGM x SGN subgroups of 32 per
-    // workgroup, each on 32 rows x 32 tokens.
-    struct MmaTiling {
-        uint32_t sgm = 4, sgn = 1;
-    };
-    // Forces one tensor-core tiling for every prefill GEMM (tests; nullopt: the default choice, or
-    // $TERN_WEBGPU_MMA_TILE). Returns false, and changes nothing, where the tensor-core GEMM does
-    // not run (mma_unit() is 0) or cannot run t. A forced dot4 tiling (set_gemm_tiling) takes
-    // precedence: the dot4 GEMM then runs.
+    // Forces one tensor-core tiling for every prefill GEMM (tests; nullopt: the tuning's). Returns
+    // false, and changes nothing, where the tensor-core GEMM does not run (mma_unit() is 0) or
+    // cannot run t. A forced dot4 tiling (set_gemm_tiling) takes precedence: the dot4 GEMM runs.
     bool set_mma_tiling(std::optional<MmaTiling> t);
 
     // What numerics_probe.wgsl found (set once by the constructor).
@@ -201,15 +212,10 @@ public:
     // What subgroup_matrix_probe should return for a and b_cols: the integer product, on the CPU.
     static std::vector<int32_t> subgroup_matrix_probe_product(const std::vector<int8_t> & a,
                                                               const std::vector<int8_t> & b_cols);
-    // scalar_values.wgsl: the bits of one of lib/numerics.wgsl's scalar functions (exp_fixed, or
-    // inv_root_rn: 1 / sqrt(x) as the norms' factor) on the f32 bit patterns start + i * stride,
-    // i < count (at most 65535 x 256, one dispatch).
-    enum class ScalarFn : uint32_t { exp_fixed = 0, inv_root = 1 };
-    std::vector<uint32_t> scalar_values(ScalarFn fn, uint32_t start, uint32_t stride, uint32_t count);
-    // Runs numerics_check.wgsl (lib/numerics.wgsl's primitives; see the shader for the 11 outputs per
-    // element) with or without DF_GUARD, for tests that compare them with IEEE double on the host.
-    std::vector<float> numerics_check(std::span<const float> a, std::span<const float> b, std::span<const float> v,
-                                      bool df_guard);
+    // Records one dispatch of `key` (a test's own kernel among them: add_wgsl_shaders) with these
+    // buffers and params as the uniform; the next read() runs it.
+    void run_kernel(const PipelineKey & key, std::span<const WGPUBuffer> buffers, const void * params,
+                    size_t params_bytes, uint32_t groups);
 
     // The int8 copy of an F16 table that greedy decoding streams (head_i8_pack.wgsl), made if it is
     // not there yet and read back, for tests: codes [n_rows][n_cols] int8, info [n_rows] (scale, bound
@@ -223,39 +229,9 @@ public:
     // the logits it was given), for tests that check |f - exact logit| <= B.
     std::vector<float> read_greedy_head_bounds(int64_t n_rows);
 
-    // Runs dataflow_chain.wgsl (lib/dataflow.wgsl): n_phases dependent phases of `blocks` workgroups,
-    // in one dispatch (ticket order) or one dispatch per phase, `reps` times after a warm-up. Returns
-    // the last phase's values of the last run (each must be n_phases), the error flag, and the wall
-    // time per phase (host, submit to idle). For tests and for timing the dataflow on a real GPU.
-    struct DataflowChain {
-        std::vector<float> last;
-        uint32_t           error = 0;
-        double             us_per_phase = 0;
-    };
-    DataflowChain dataflow_chain(uint32_t n_phases, uint32_t blocks, bool one_dispatch, int reps);
-
-    // Runs grid_sync_probe.wgsl: G persistent workgroups, `iters` rounds in one dispatch, each round an
-    // all-gather of n values through lib/dataflow.wgsl (mode 0: completion counter only, 1: tagged
-    // values only, 2: both; 3, 4: the counter and plain values, see the shader), `reps` times after a warm-up. Returns whether every workgroup ended with
-    // `iters`, the error flag, and the wall time per round (host, submit to idle).
-    struct GridSyncProbe {
-        bool     all_reached = false;
-        uint32_t error       = 0;
-        double   us_per_round = 0;
-        uint64_t rereads      = 0;  // modes 3, 4: workgroup re-reads of plain values (timed runs)
-    };
-    GridSyncProbe grid_sync_probe(uint32_t groups, uint32_t n, uint32_t iters, uint32_t mode, int reps);
-
-    // One dispatch per decoded layer (layer_decode.wgsl) instead of five: off by default (slower on
-    // an H200: 351 vs 452 tokens/s, see the README), on with $TERN_WEBGPU_LAYER=1 or this setter.
-    void set_layer_kernel(bool on) { layer_kernel_ = on; }
-    // layer_decode.wgsl's error flag: non-zero when a poll gave up (its values were garbage). Waits.
-    uint32_t layer_flow_error();
-    int64_t  layer_dispatches() const { return layer_dispatches_; }
     // Decode kernels encoded so far that took their norm's sum of squares from the norm statistics
     // (block sums left by the previous kernel; webgpu_decode.cpp), for tests.
     int64_t norm_stats_reads() const { return norm_stats_reads_; }
-    bool    norm_stats_on() const { return norm_stats_on_; }  // false with $TERN_WEBGPU_NORM_STATS=0
 
 private:
     // Runs numerics_probe.wgsl and sets the FMA_FUSED override of every pipeline.
@@ -299,11 +275,13 @@ private:
                                   bool one_query);
     void encode_attention_combine(const Tensor & out, uint32_t out_offset, int64_t hd, int64_t group, int64_t n_rows,
                                   uint32_t row_block, int64_t n_kv, int64_t pos0, int64_t seg_len);
+    // Error(invalid_argument) for a tuned GEMM tiling this device cannot run (the constructor).
+    void check_tuned_tilings();
     // The tiling of a prefill GEMM of n_tok tokens (webgpu_prefill.cpp).
     GemmTiling gemm_tiling(int64_t n_tok) const;
     // The unit (bytes) of the subgroup matrix builtins' i8 offsets and strides on this device, found
     // once by subgroup_matrix_probe (4 or 1), or 0: ternary_gemm_mma.wgsl is not used (no subgroup
-    // matrices, no exact product, or $TERN_WEBGPU_MMA=0).
+    // matrices, no 32-wide subgroups, or no exact product).
     uint32_t mma_unit();
     // The tensor-core tiling of a prefill GEMM over rows of k elements.
     MmaTiling mma_tiling(int64_t k) const;
@@ -352,19 +330,14 @@ private:
     WGPUBuffer add_kernel_prefetch(PipelineKey & key, const GpuLinear * pf, uint32_t groups, uint32_t wg,
                                    WGPUBuffer filler) const;
     uint32_t attention_score_slots(uint32_t wg, uint32_t kpart, uint32_t tile_words, uint32_t hd) const;
-    // attention() where one query's attention.wgsl also pulls `prefetch` (weights the next kernels
-    // read) into L2 with workgroups of its own (attention.wgsl: PF_FROM); at most four.
+    // attention() where one query's attention.wgsl also pulls `prefetch` (a weight a later kernel
+    // reads; null: none) into L2 with workgroups of its own (attention.wgsl: PF_FROM).
     void attention_prefetching(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
-                               int64_t pos0, std::span<const GpuLinear * const> prefetch);
+                               int64_t pos0, const GpuLinear * prefetch);
     // Workgroup size of the norm kernels for rows of k elements (k <= 32 WG); fails beyond the adapter.
     uint32_t norm_workgroup(int64_t k) const;
-    // One token's whole layer as one dispatch (webgpu_layer.cpp, layer_decode.wgsl); false when it
-    // does not apply (then the five kernels run).
-    bool try_decode_layer(const LayerWeights & w, const LayerTensors & t, const KvLayer & kv, float eps,
-                          FfnActivation act, const AttentionShape & shape, int64_t pos0);
-    const GpuBuffer & layer_norms(const LayerWeights & w);
     // The decode LM head (F16 table, one token); returns false when it does not apply.
-    // argmax_only: f32 sums + bounds for argmax_exact.wgsl (norm_lm_head_argmax), logits not exact.
+    // argmax_only: f32 sums + bounds for argmax_exact.wgsl (output_head with ids), logits not exact.
     bool try_decode_head(const Tensor & logits, const GpuTable & head, const Tensor & h_or_x, const GpuNorm * norm,
                          float eps, bool round_input_f16, bool argmax_only);
     // argmax_partial_, grown to at least n_bytes; returns its buffer.
@@ -388,8 +361,8 @@ private:
     bool     exact_rows_fit(const GpuTable & head) const;
     uint32_t encode_exact_rows(const Tensor & logits, const GpuTable & head, const Tensor & x, const GpuNorm & norm,
                                float eps, bool round_input_f16, uint32_t n_bounds, bool int8, uint32_t top_k);
-    // Whether greedy decoding would stream the int8 copy of this head (F16, row width a multiple of
-    // 16 up to 4096, not turned off by $TERN_WEBGPU_GREEDY_HEAD).
+    // Whether greedy decoding streams the int8 copy of this head (F16, at least head_i8_min_bytes,
+    // row width a multiple of 16 up to 4096, its copy made or not yet tried).
     bool greedy_head_i8_applies(const GpuTable & head) const;
 
     WgpuContext   ctx_;
@@ -397,8 +370,58 @@ private:
     std::shared_ptr<StepEncoder> step_;
     bool          dot4_native_ = true;
     std::string   subgroup_note_;  // why the subgroup reductions are not used; "" when they are
-    bool          fuse_norms_  = true;  // $TERN_WEBGPU_FUSE=0 turns the fused decode prologues off
-    bool          layer_kernel_ = false;  // $TERN_WEBGPU_LAYER=1 (set_layer_kernel)
+    WebGpuTuning  tune_;
+    std::vector<ReadLayout> read_layouts_;  // set_read_bandwidth_layouts
+    // The linear weights of a decode step (one token) in the order the model uses them, learned
+    // from the step before: each decode matmul pulls the next one into L2 while it runs
+    // (lib/weight_prefetch.wgsl), and one query's attention, whose DRAM slot is free, the one after
+    // that (attention.wgsl PF_FROM), which the matmul before it then leaves alone. For BitNet:
+    // qkv pulls o, attention gate+up, gate+up down, down the next layer's qkv. H100 tg128 (medians of
+    // ten, three alternating rounds): 813.5-815.3 tokens/s against 767.3-770.0 with no prefetch;
+    // attention also pulling down 802.3-805.0, and o 753.3-756.7 (its workgroups outlast attention).
+    // The pointers are only trusted while no buffer was released since the step they were learned
+    // in began (StepEncoder::releases(): a weight's buffer goes with it).
+    struct WeightOrder {
+        std::vector<const GpuLinear *> last, now;  // the previous decode step's, this step's so far
+        uint64_t                       last_at = 0, now_at = 0;  // releases() when each step began
+        bool                           follows = true;           // `now` is a prefix of a valid `last`
+        const GpuLinear *              by_attention = nullptr;   // what attention pulled this step
+        // A new step begins (releases: StepEncoder::releases()): the step that ended becomes `last`
+        // if it decoded a token.
+        void next_step(uint64_t releases) {
+            if (!now.empty()) {
+                last.swap(now);
+                last_at = now_at;
+            }
+            now.clear();
+            now_at       = releases;
+            follows      = last_at == releases;
+            by_attention = nullptr;
+        }
+        // A decode matmul of w: the weight it pulls (null: none).
+        const GpuLinear * linear(const GpuLinear & w, uint64_t releases) {
+            const size_t i = now.size();
+            now.push_back(&w);
+            follows = follows && last_at == releases && i < last.size() && last[i] == &w;
+            const GpuLinear * next = follows && i + 1 < last.size() ? last[i + 1] : nullptr;
+            return next == by_attention ? nullptr : next;
+        }
+        // One query's attention: the weight it pulls, two matmuls ahead (null: none).
+        const GpuLinear * attention(uint64_t releases) {
+            const size_t i = now.size();  // the matmul after attention
+            follows        = follows && last_at == releases;
+            by_attention   = follows && i + 1 < last.size() ? last[i + 1] : nullptr;
+            return by_attention;
+        }
+    } weight_order_;
+    // The LM head: exact logits (and the argmax's first stage), the argmax alone (greedy: the int8
+    // copy and the exact candidates), or the top-k rows (a sampler that starts with top-k).
+    void head_logits(const Tensor & logits, const GpuTable & head, const LinearInput & in, bool round_input_f16,
+                     const Tensor & ids);
+    void head_ids(const Tensor & ids, const Tensor & logits, const GpuTable & head, const LinearInput & in,
+                  bool round_input_f16);
+    void head_top_k(const Tensor & logits, const GpuTable & head, const LinearInput & in, bool round_input_f16,
+                    int64_t k);
     // The decode LM head also writes the argmax's first stage (chunk winners of 64 rows) for the
     // logits it produced; argmax() right after it only runs the final stage.
     struct HeadPartials {
@@ -419,16 +442,11 @@ private:
         uint64_t   serial = ~uint64_t{0};         // step_->serial() right after the producer
     } stats_;
     std::unique_ptr<GpuBuffer> norm_stats_;
-    bool                       norm_stats_on_ = true;  // $TERN_WEBGPU_NORM_STATS=0 turns them off
-    // Which uniform values the decode kernels get as pipeline constants: 1 the prologue's offsets
-    // (decode_key), 2 the row counts (N_ROWS, N_FF), 4 attention's (Q_AT, ATT_*).
-    // $TERN_WEBGPU_CONST_OFFSETS (a timing aid) sets it.
-    uint32_t                   const_uniforms_ = 7;
     mutable int64_t            norm_stats_reads_ = 0;
     // The slot holding x's block sums, if the last command left them.
     std::optional<uint32_t> stats_for(const Tensor & x) const;
     // Whether a producer of n elements may write them (on, and their blocks fit a slot).
-    bool stats_fit(int64_t n) const { return norm_stats_on_ && n <= 32 * int64_t{k_stats_slot}; }
+    bool stats_fit(int64_t n) const { return n <= 32 * int64_t{k_stats_slot}; }
     // The slot a producer writes (not the one a consumer may be reading).
     uint32_t stats_out_slot() const { return stats_.slot == 0 ? k_stats_slot : 0; }
     // Records that the command just encoded left y's block sums in `slot`.
@@ -452,8 +470,6 @@ private:
     void start_readback(Readback & r, const Tensor & src, size_t n_bytes);
     // Waits for r's map, copies the bytes out, unmaps; throws Error(device) on failure.
     void finish_readback(Readback & r, void * dst);
-    // After a read: fails if a layer_decode.wgsl poll gave up since the last check.
-    void check_layer_flow();
     Readback read_back_;
     Readback read_ahead_;
     std::map<std::pair<int64_t, float>, RopeTable> ropes_;
@@ -485,20 +501,11 @@ private:
     std::deque<TopKList> top_k_pending_;
     uint64_t             step_submits_at_begin_ = 0;  // begin_step(): a held step must not have been split
     std::unique_ptr<GpuBuffer>                     qkv_scratch_;  // prefill [q; k; v] products [N, T] f32
-    const GpuLinear *                              prev_layer_qkv_ = nullptr;  // this step's last layer's qkv weight
     int64_t                                        steps_per_submit_  = 1;  // end_step(): set_steps_per_submit
     int64_t                                        steps_unsubmitted_ = 0;
-    std::array<const GpuLinear *, 4>               one_layer_weights_{};  // $TERN_WEBGPU_ONE_LAYER (webgpu_layer.cpp)
-    std::unique_ptr<GpuBuffer>                     flow_;         // layer_decode.wgsl's lib/dataflow.wgsl words
-    uint32_t                                       flow_tag_ = 0; // the last layer dispatch's tag
-    std::array<uint32_t, 7>                        flow_done_{};  // its completion counters' values
-    int64_t                                        layer_dispatches_ = 0;
-    int64_t                                        layer_checked_ = 0;  // layer_dispatches_ at the last flag check
+    OwnedTensor                                    decode_ids_;   // decode_ids()
     std::unique_ptr<GpuBuffer>                     attn_scores_;  // prompt attention scores / probabilities
     std::unique_ptr<GpuBuffer>                     attn_part_;    // prompt attention segment sums
-    int64_t                                        attn_scratch_budget_ = 0;  // WebGpuOptions::attention_scratch_bytes
-    int64_t                                        long_attention_      = 0;  // WebGpuOptions::long_attention_positions
-    int64_t                                        greedy_head_i8_min_bytes_ = 0;  // WebGpuOptions::
     std::optional<GemmTiling>                      gemm_tiling_;  // set_gemm_tiling()
     std::optional<MmaTiling>                       mma_tiling_;   // set_mma_tiling()
     std::optional<uint32_t>                        mma_unit_;     // mma_unit(), once found
@@ -519,30 +526,15 @@ const GpuTable &  as_table(const Weight & w);
 uint32_t u32(int64_t v);
 uint32_t ceil_div(int64_t a, int64_t b);
 uint32_t floor_pow2(uint64_t v);
-// The shapes the fused norm ops take (asserts): norm_bitlinear's y = W norm(x), norm_gate_up's f
-// from x, norm_qkv_rope_kv_append's q and cache rows from x. transformer_layer, which calls their
-// kernels directly, checks the same.
-void check_norm_bitlinear_shapes(const Tensor & y, const GpuLinear & w, const Tensor & x);
-void check_norm_gate_up_shapes(const Tensor & f, const GpuLinear & w, const Tensor & x);
-void check_norm_qkv_shapes(const Tensor & q, const KvLayer & kv, const GpuLinear & w, const Tensor & x,
-                           const AttentionShape & shape);
 // The weight prefetches (attention.wgsl PF_STRIDE, lib/weight_prefetch.wgsl KPF_STRIDE) load one u32
 // word per this many: one per 64 bytes, a load per cache sector pair.
 constexpr uint32_t k_prefetch_stride_words = 16;
-// Compute units (SMs) assumed where a kernel sizes work to the whole GPU: WebGPU does not report
-// them. 132, the H100 SXM's and the H200's; $TERN_WEBGPU_COMPUTE_UNITS overrides.
-uint32_t compute_units();
 // Loads per invocation (at most k_prefetch_loads_max) for workgroups of `wg` invocations that pull
 // `words` u32 words into L2, one per k_prefetch_stride_words, on the units that `busy_groups`
 // other workgroups leave free of `units` (at least 8 taken as free): the fewest that keep the
 // pulling workgroups within them (attention.wgsl's PF_LOADS; webgpu_ops.cpp says why).
 constexpr uint32_t k_prefetch_loads_max = 64;
 uint32_t prefetch_loads_on_free_units(uint64_t words, uint32_t wg, uint32_t busy_groups, uint32_t units);
-// $name as an unsigned number (tuning aids), or fallback when unset or empty.
-uint32_t env_u32(const char * name, uint32_t fallback);
-// The non-empty items of a comma list (the tuning aids' lists), as views into `list`.
-std::vector<std::string_view> comma_list(std::string_view list);
-
 // Decode attention's tiled scores: K words per block of 16 dimensions (cpu::dot_blocked16), and
 // threads per position (one per block, rounded up to a power of two) for rows of row_words words.
 uint32_t score_block_words(bool k_f16);

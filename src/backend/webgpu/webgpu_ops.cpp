@@ -4,8 +4,8 @@
 //
 // A decoded token takes the fused one-token kernels of webgpu_decode.cpp: 1 embed + 5 L (qkv+rope+kv,
 // attention, o-proj + residual, gate+up+act, down + residual, each matmul with its norm in the
-// prologue) + LM head (with the final norm and the first argmax stage) + argmax final = 5 L + 3
-// (153 for 30 layers). Prompts use the ops below one by one (norms as their own dispatches).
+// prologue) + the LM head = 5 L + 2 (152 for 30 layers). Prompts use the ops below one by one
+// (norms as their own dispatches).
 #include "backend/webgpu/webgpu_backend_impl.h"
 
 #include "core/error.h"
@@ -16,14 +16,6 @@
 
 namespace tern {
 namespace {
-
-// Positions (the query's included) from which one query's attention takes the long-context kernels
-// (webgpu_attention_long.cpp) instead of attention.wgsl; measured on an H200 (attention() below).
-constexpr int64_t k_long_query_positions = 800;
-// One query over more positions than this gets 512-thread attention workgroups (attention());
-// measured on an H100 (alternating rounds): at positions 257-320 256 threads ran at 659.4-659.7
-// tokens/s against 656.8-657.6 with 512, at 513-576 at 584.2-585.1 against 586.9-588.4.
-constexpr int64_t k_attention_wide_positions = 384;
 
 // How a ternary kernel's workgroup is cut: `teams` weight rows (2 per output for gate_up) of `lanes`
 // threads each, times `toks` tokens. Lanes ~ K/64 words' worth (4..64, a power of two) so that every
@@ -56,7 +48,6 @@ std::string_view WebGpuBackend::ternary_shader(std::string_view base) const {
     if (base == "bitlinear_decode") return dot4_native_ ? "bitlinear_decode" : "bitlinear_decode_nodp4";
     if (base == "gate_up_decode") return dot4_native_ ? "gate_up_decode" : "gate_up_decode_nodp4";
     if (base == "qkv_rope_decode") return dot4_native_ ? "qkv_rope_decode" : "qkv_rope_decode_nodp4";
-    if (base == "layer_decode") return dot4_native_ ? "layer_decode" : "layer_decode_nodp4";
     if (base == "lm_head_i8_argmax") return dot4_native_ ? "lm_head_i8_argmax" : "lm_head_i8_argmax_nodp4";
     TERN_ASSERT(false, "no ternary shader '%.*s'", static_cast<int>(base.size()), base.data());
     return {};
@@ -73,7 +64,7 @@ void WebGpuBackend::embed(const Tensor & x, const Weight & token_embd, const Ten
         uint32_t n_embd, n_vocab, table_offset, ids_offset, x_offset, x_stride, stats_out;
     } p{u32(e->n_cols), u32(e->n_rows), 0, gpu_offset(tokens, 4), gpu_offset(x, 4), u32(x.ne[0]), out_slot};
     if (n_tok == 1 && step_->take_deferred(gpu_buffer(tokens), tokens.offset)) {
-        // The previous step's greedy argmax left its last stage for this embed (norm_lm_head_argmax):
+        // The previous step's greedy argmax left its last stage for this embed (output_head with ids):
         // both in one dispatch, which also writes the id.
         struct {
             uint32_t n_embd, n_vocab, table_offset, ids_offset, x_offset, x_stride, stats_out, n_chunks, chunks_offset;
@@ -269,13 +260,13 @@ uint32_t WebGpuBackend::attention_score_slots(uint32_t wg, uint32_t kpart, uint3
 
 void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & s,
                               int64_t pos0) {
-    attention_prefetching(out, q, kv, s, pos0, {});
+    // One query: the weight two matmuls ahead comes with it (WeightOrder).
+    attention_prefetching(out, q, kv, s, pos0, q.ne[1] == 1 ? weight_order_.attention(step_->releases()) : nullptr);
 }
 
 void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, const KvLayer & kv,
                                           const AttentionShape & s, int64_t pos0,
-                                          std::span<const GpuLinear * const> prefetch) {
-    TERN_ASSERT(prefetch.size() <= 4, "attention prefetches at most four weights");
+                                          const GpuLinear * prefetch) {
     const int64_t n_tok = q.ne[1];
     const int64_t hd    = s.head_dim;
     TERN_ASSERT(pos0 + n_tok <= kv.k.ne[1], "attention past the KV cache");
@@ -301,18 +292,16 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
         u32(pos0),        u32(kv.k.ne[0]), gpu_offset(q, 4),      u32(q.ne[0]),
         gpu_offset(out, 4), u32(out.ne[0]), gpu_offset(kv.k, k_el), gpu_offset(kv.v, v_el),
         s.scale,          out_slot};
-    // One query over more than k_attention_wide_positions positions: 512 threads where the device
+    // One query over more than attn_wide_positions positions: 512 threads where the device
     // allows them and their workgroup memory (tiles of 64 positions instead of 32), else 256 (its
     // tiled scores use them all): with the cache rows in L2 (the qkv kernel's KV_PREFETCH) a short
     // context is faster on fewer threads (H100 tg128 764.6-767.9 tokens/s against 754.3-756.3 with
     // 512; with V_FIRST 0 in another call 771.0-772.7 against 761.4-763.0; 128 threads 756.7-760.0
     // against 763.1-767.4 for 256 in a third; before the prefetch 512 won, 511-512 against 497).
-    // 128 for prompts (measured faster on an H100: more workgroups per SM). $TERN_WEBGPU_ATTN_WG (a
-    // power of two from 64 to the device's limit, at most 1024) overrides.
-    static const double attn_wg_env = [] {
-        const char * env = std::getenv("TERN_WEBGPU_ATTN_WG");
-        return env ? std::clamp(std::atof(env), 64.0, 1024.0) : 0.0;
-    }();
+    // At 257-320 positions 256 threads ran at 659.4-659.7 tokens/s against 656.8-657.6 with 512, at
+    // 513-576 at 584.2-585.1 against 586.9-588.4 (H100). 128 for prompts (measured faster on an H100:
+    // more workgroups per SM). (WebGpuTuning::attn_wg, attn_wide_positions)
+    const double attn_wg_env = tune_.attn_wg;
     const WGPULimits & lim   = ctx_.limits();
     const bool         tiled = n_tok == 1;  // tiles for one query; prompts keep workgroup memory small
     const uint32_t     hw    = static_cast<uint32_t>(kv.k.type == DType::f16 ? hd / 2 : hd);  // words per K row
@@ -330,7 +319,7 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
         return t;
     };
     Tiling tl = tiling_for(attn_wg_env > 0 ? attn_wg_env : (tiled ? 256.0 : 128.0));
-    if (attn_wg_env == 0 && tiled && pos0 + n_tok > k_attention_wide_positions) {
+    if (attn_wg_env == 0 && tiled && pos0 + n_tok > int64_t{tune_.attn_wide_positions}) {
         const Tiling   wide  = tiling_for(512.0);
         const uint64_t bytes = attention_fixed_bytes(wide.wg, wide.wg, wide.tile, u32(hd)) + 256 * 4;  // + 256 score slots
         if (wide.wg == 512 && lim.maxComputeWorkgroupSizeX >= 512 && bytes <= lim.maxComputeWorkgroupStorageSize) {
@@ -341,17 +330,14 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
     const uint32_t sc_max = attention_score_slots(wg, tiled ? wg : 1, tile, u32(hd));
     // One query over many positions: attention.wgsl walks them all in one workgroup per head (and
     // past its score slots computes every score three times: max, exp sum, P·V), so from
-    // k_long_query_positions on the positions spread over many workgroups instead
+    // attn_long_positions on the positions spread over many workgroups instead
     // (webgpu_attention_long.cpp; H200 2B4T, tg128 at a depth of 1024: 2.23 ms per token against
-    // 2.45, at 512: 2.02 against 1.86; the two cross near 800 positions). WebGpuOptions::
-    // long_attention_positions or $TERN_WEBGPU_ATTN_LONG (positions; a tuning aid) moves the switch.
-    static const int64_t long_env = [] {
-        const char * env = std::getenv("TERN_WEBGPU_ATTN_LONG");
-        return env && *env ? std::atoll(env) : int64_t{0};
-    }();
-    const int64_t long_min = long_attention_ > 0 ? long_attention_
-                             : long_env > 0      ? long_env
-                                                 : std::min<int64_t>(k_long_query_positions, int64_t{sc_max} + 1);
+    // 2.45, at 512: 2.02 against 1.86; the two cross near 800 positions), or from fewer where
+    // attention.wgsl keeps fewer scores.
+    constexpr int64_t k_long_positions = 800;
+    const int64_t     long_min = tune_.attn_long_positions != 0
+                                     ? int64_t{tune_.attn_long_positions}
+                                     : std::min<int64_t>(k_long_positions, int64_t{sc_max} + 1);
     const bool    long_one = n_tok == 1 && pos0 + 1 >= long_min;
     if (long_one && long_query_attention(out, q, kv, s, pos0)) return;  // webgpu_attention_long.cpp
     if (prefill_attention(out, q, kv, s, pos0, long_one)) return;       // many tokens (or long_one's fallback)
@@ -359,7 +345,7 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
     // V word loaded before q, the probabilities passed by shuffles), where subgroups are exactly 32
     // invocations and a P·V group is whole subgroups; positions up to 4 K tiles, one 32-position
     // block per group (128 for 2B4T on 256 threads). Its own pipeline, without the general form's
-    // code. WebGpuOptions::short_attention / $TERN_WEBGPU_ATTN_SHORT=0 turn it off.
+    // code. WebGpuOptions::short_attention turns it off (tests).
     int64_t short_max = 0;
     if (tiled && attention_short_ok_ && ts <= 32 && (hd / 2) % 32 == 0 && wg <= 256) {
         const uint32_t kc     = std::min(wg / ts, tile / (hw + 1));
@@ -368,7 +354,7 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
         if (pos0 + 1 > short_max) short_max = 0;
     }
     PipelineKey key{"attention",
-                    "rrrwwrrrru",
+                    "rrrwwru",
                     {{{"WG", static_cast<double>(wg)},
                       {"K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0},
                       {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0},
@@ -382,7 +368,7 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
                       {"STATS_OUT", stats_out ? 1.0 : 0.0}}}};
     // One query: the values its first loads need as pipeline constants (lib/attention_core.wgsl), so
     // they do not wait for the uniform; offsets only where 0 (each layer's cache is its own tensor).
-    if (tiled && (const_uniforms_ & 4)) {
+    if (tiled) {
         if (p.q_offset == 0) key.add("Q_AT", 0.0);
         if (p.k_offset == 0) key.add("ATT_K_AT", 0.0);
         if (p.v_offset == 0) key.add("ATT_V_AT", 0.0);
@@ -391,45 +377,34 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
         key.add("ATT_CTX", static_cast<double>(std::min(kv.k.ne[1], kv.v.ne[1])));
     }
     if (short_max > 0) key.add("ATT_SHORT", 1.0);
-    // One query: the weights to prefetch, by workgroups after the heads' (PF_FROM; attention.wgsl).
-    // Unused slots bind q and prefetch nothing.
-    WGPUBuffer     pf_bufs[4] = {gpu_buffer(q), gpu_buffer(q), gpu_buffer(q), gpu_buffer(q)};
-    uint32_t       pf_groups  = 0;
-    if (tiled && !prefetch.empty()) {
+    // One query: the weight to prefetch, by workgroups after the heads' (PF_FROM; attention.wgsl).
+    // Without one, q is bound in its place and nothing is prefetched.
+    WGPUBuffer pf_buf    = gpu_buffer(q);
+    uint32_t   pf_groups = 0;
+    if (tiled && prefetch != nullptr) {
         // Loads per invocation. Where attention is short (its 256-thread form, up to 384 positions)
         // the prefetch is what its dispatch waits for, and a compute unit's misses in flight are
         // limited: so as few loads as keep the prefetching workgroups on the units the heads leave
         // free (the more units pull, the sooner the weights are in; one that shares a unit with a
-        // head slows that head). WebGPU does not tell how many units a GPU has: compute_units()
-        // assumes an H100 / H200 (132). H200 tg128 (2B4T: 20 heads, 8.8 MB): 5 loads (110
+        // head slows that head). WebGPU does not tell how many units a GPU has: the tuning's
+        // compute_units assumes an H100 / H200 (132). H200 tg128 (2B4T: 20 heads, 8.8 MB): 5 loads (110
         // workgroups) 927.3-927.5 tokens/s, 6 (92) 925.7-925.9, 8 (69) 913.4-914.5, 4 (137)
         // 880.0-882.0. Longer attention hides the prefetch, and there 8 loads (fewer workgroups
         // beside it) measured best: after 512 tokens (512 threads) tg64 703.6-704.6 against
-        // 693.1-696.0 spread over the free units. $TERN_WEBGPU_WPF_LOADS fixes the count (tuning).
-        // $TERN_WEBGPU_WPF_PERCENT: the share of each weight pulled (its first words; a tuning aid).
-        static const uint32_t percent = std::clamp<uint32_t>(env_u32("TERN_WEBGPU_WPF_PERCENT", 100), 1, 100);
-        const auto pf_words = [&](const GpuLinear * w) {
-            return static_cast<uint32_t>(w->buffer->size_bytes() / 4 * percent / 100);
-        };
-        uint64_t words_total = 0;
-        for (const GpuLinear * w : prefetch) words_total += pf_words(w);
-        static const uint32_t loads_env = std::min<uint32_t>(env_u32("TERN_WEBGPU_WPF_LOADS", 0), k_prefetch_loads_max);
-        constexpr uint32_t    k_loads_beside_long = 8;  // (the 512-thread form)
-        const uint32_t        pf_loads  = loads_env != 0 ? loads_env
-                                          : wg <= 256   ? prefetch_loads_on_free_units(words_total, wg, u32(s.n_head), compute_units())
-                                                        : k_loads_beside_long;
+        // 693.1-696.0 spread over the free units. (WebGpuTuning::attn_prefetch_loads)
+        const uint32_t     words               = static_cast<uint32_t>(prefetch->buffer->size_bytes() / 4);
+        constexpr uint32_t k_loads_beside_long = 8;  // (the 512-thread form)
+        const uint32_t     pf_loads            = tune_.attn_prefetch_loads != 0 ? tune_.attn_prefetch_loads
+                                                 : wg <= 256 ? prefetch_loads_on_free_units(words, wg, u32(s.n_head),
+                                                                                            tune_.compute_units)
+                                                             : k_loads_beside_long;
         key.add("PF_FROM", static_cast<double>(s.n_head));
         key.add("PF_LOADS", static_cast<double>(pf_loads));
-        for (size_t i = 0; i < prefetch.size(); ++i) {
-            const uint32_t words = pf_words(prefetch[i]);
-            pf_bufs[i]           = prefetch[i]->buffer->get();
-            pf_groups += ceil_div(words, wg * pf_loads * k_prefetch_stride_words);
-            static constexpr std::string_view k_words[] = {"PF_WORDS0", "PF_WORDS1", "PF_WORDS2", "PF_WORDS3"};
-            key.add(k_words[i], static_cast<double>(words));
-        }
+        pf_buf    = prefetch->buffer->get();
+        pf_groups = ceil_div(words, wg * pf_loads * k_prefetch_stride_words);
+        key.add("PF_WORDS", static_cast<double>(words));
     }
-    const WGPUBuffer bufs[] = {gpu_buffer(q),  gpu_buffer(kv.k), gpu_buffer(kv.v), gpu_buffer(out), stats_buffer(),
-                               pf_bufs[0],     pf_bufs[1],       pf_bufs[2],       pf_bufs[3]};
+    const WGPUBuffer bufs[] = {gpu_buffer(q), gpu_buffer(kv.k), gpu_buffer(kv.v), gpu_buffer(out), stats_buffer(), pf_buf};
     step_->dispatch(key, bufs, &p, sizeof p, u32(s.n_head) + pf_groups, u32(n_tok));
     if (stats_out) stats_written(out, out_slot);
 }

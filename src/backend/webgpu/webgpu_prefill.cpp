@@ -13,53 +13,30 @@
 #include "core/log.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <optional>
 
 namespace tern {
 namespace {
 
-// Token count from which the GEMM is used. Below it the per-token kernels are at least as good: at
-// T <= 8 they read the weights once, like the GEMM, and with 8..15 tokens they read them twice while
-// the GEMM would leave most of its 32-token tile idle. From 16 tokens on the per-token kernels read
-// the weights T / 8 times and pay a global activation load per dot4; the GEMM does neither. (A
-// reasoned choice, not a measured one; both paths give identical results, so it only moves time.)
-// $TERN_WEBGPU_GEMM_MIN_TOKENS overrides it, to measure either path on a given GPU.
-constexpr int64_t k_gemm_min_tokens = 16;
-
-int64_t gemm_min_tokens() {
-    static const int64_t v = [] {
-        const char * env = std::getenv("TERN_WEBGPU_GEMM_MIN_TOKENS");
-        return env && *env ? std::max<int64_t>(1, std::atoll(env)) : k_gemm_min_tokens;
-    }();
-    return v;
-}
+// Tokens from which the GEMM is used (WebGpuTuning::gemm_min_tokens, 16). Below it the per-token
+// kernels are at least as good: at T <= 8 they read the weights once, like the GEMM, and with 8..15
+// tokens they read them twice while the GEMM would leave most of its 32-token tile idle. From 16
+// tokens on the per-token kernels read the weights T / 8 times and pay a global activation load per
+// dot4; the GEMM does neither. (A reasoned choice, not a measured one; both paths give identical
+// results, so it only moves time.)
 
 // ternary_gemm.wgsl's chunk: 4 code words (64 elements) per row. Multi-group weights need groups
 // that are whole chunks (all supported types: 64, 128, 256 elements).
 constexpr int64_t k_gemm_chunk_words = 4;
 
-bool gemm_fits(const GpuLinear & w, int64_t n_tokens) {
-    if (n_tokens < gemm_min_tokens()) return false;
+bool gemm_fits(const GpuLinear & w, int64_t n_tokens, int64_t min_tokens) {
+    if (n_tokens < min_tokens) return false;
     return w.n_groups == 1 || (w.group / 16) % k_gemm_chunk_words == 0;
-}
-
-// $TERN_WEBGPU_GEMM_TILE="tm,tn,tr,tc": one tiling for every GEMM (a tuning aid; see the README for
-// what was measured on an H200).
-std::optional<WebGpuBackend::GemmTiling> gemm_tiling_from_env() {
-    static const std::optional<WebGpuBackend::GemmTiling> v = []() -> std::optional<WebGpuBackend::GemmTiling> {
-        const char *              env = std::getenv("TERN_WEBGPU_GEMM_TILE");
-        WebGpuBackend::GemmTiling t;
-        if (!env || std::sscanf(env, "%u,%u,%u,%u", &t.tm, &t.tn, &t.tr, &t.tc) != 4) return std::nullopt;
-        return t;
-    }();
-    return v;
 }
 
 // Whether ternary_gemm.wgsl can run tiling t: TM 2, 4 or 8 (even, for gate/up pairs), TN 1..8, at
 // most 8 code words and 8 activation vec4s staged per thread, within the device's workgroup limits.
-bool gemm_tiling_ok(const WebGpuBackend::GemmTiling & t, const WGPULimits & lim) {
+bool gemm_tiling_ok(const GemmTiling & t, const WGPULimits & lim) {
     const uint64_t threads = uint64_t{t.tr} * t.tc;
     const uint64_t bm = uint64_t{t.tr} * t.tm, bn = uint64_t{t.tc} * t.tn;
     const uint64_t smem = (bm * (k_gemm_chunk_words + 1) + bn * k_gemm_chunk_words) * 16;
@@ -71,7 +48,7 @@ bool gemm_tiling_ok(const WebGpuBackend::GemmTiling & t, const WGPULimits & lim)
 
 // Whether ternary_gemm_mma.wgsl can run tiling t: SGM 1, 2, 4 or 8 (its activation staging splits
 // a token's 4 vec4s among the subgroups along the rows), at most 1024 invocations.
-bool mma_tiling_ok(const WebGpuBackend::MmaTiling & t, const WGPULimits & lim) {
+bool mma_tiling_ok(const MmaTiling & t, const WGPULimits & lim) {
     const uint64_t threads = 32ull * t.sgm * t.sgn;
     const uint64_t bm = 32ull * t.sgm, bn = 32ull * t.sgn;
     const uint64_t smem = std::max(bm * bn, (bm + bn) * 20) * 4;
@@ -80,16 +57,21 @@ bool mma_tiling_ok(const WebGpuBackend::MmaTiling & t, const WGPULimits & lim) {
            smem <= lim.maxComputeWorkgroupStorageSize;
 }
 
-// $TERN_WEBGPU_MMA_TILE=SGMxSGN (and _LONG for rows longer than 4096): one tensor-core tiling (a
-// tuning aid).
-std::optional<WebGpuBackend::MmaTiling> mma_tiling_from_env(const char * name) {
-    const char *             env = std::getenv(name);
-    WebGpuBackend::MmaTiling t;
-    if (!env || std::sscanf(env, "%ux%u", &t.sgm, &t.sgn) != 2) return std::nullopt;
-    return t;
-}
-
 }  // namespace
+
+void WebGpuBackend::check_tuned_tilings() {
+    const auto refuse = [&](const std::string & what) {
+        fail(ErrorKind::invalid_argument,
+             format("TERN_WEBGPU_TUNE: %s cannot run on '%s'", what.c_str(), ctx_.adapter().name.c_str()),
+             "gemm_tile: TM 2, 4 or 8, TN 1..8, within the device's workgroup limits; mma_tile: SGM 1, 2, 4 or 8, at "
+             "most 1024 threads");
+    };
+    const GemmTiling & g = tune_.gemm_tile;
+    if (g.tm != 0 && !gemm_tiling_ok(g, ctx_.limits())) refuse(format("gemm_tile=%ux%ux%ux%u", g.tm, g.tn, g.tr, g.tc));
+    for (const auto & [name, m] : {std::pair{"mma_tile", tune_.mma_tile}, std::pair{"mma_tile_long", tune_.mma_tile_long}}) {
+        if (!mma_tiling_ok(m, ctx_.limits())) refuse(format("%s=%ux%u", name, m.sgm, m.sgn));
+    }
+}
 
 bool WebGpuBackend::set_mma_tiling(std::optional<MmaTiling> t) {
     if (t && (mma_unit() == 0 || !mma_tiling_ok(*t, ctx_.limits()))) return false;
@@ -104,13 +86,10 @@ bool WebGpuBackend::set_mma_tiling(std::optional<MmaTiling> t) {
 // 2 x 4 19,300-19,500; with 4 x 1, the down projection at 2 x 1 26,600-26,700 (2 x 2 25,100-26,000)
 // and gate_up at 2 x 1, 4 x 2 or 8 x 1 no faster. RS (the operand rows' stride) stays 20 words:
 // 24 gave 21,800-22,900 and 16 17,000.
+// (WebGpuTuning::mma_tile, mma_tile_long)
 WebGpuBackend::MmaTiling WebGpuBackend::mma_tiling(int64_t k) const {
-    static const std::optional<MmaTiling> env_base = mma_tiling_from_env("TERN_WEBGPU_MMA_TILE");
-    static const std::optional<MmaTiling> env_long = mma_tiling_from_env("TERN_WEBGPU_MMA_TILE_LONG");
-    const std::optional<MmaTiling> & env = k > 4096 && env_long ? env_long : env_base;
     if (mma_tiling_) return *mma_tiling_;
-    if (env && mma_tiling_ok(*env, ctx_.limits())) return *env;
-    return k > 4096 ? MmaTiling{2, 1} : MmaTiling{4, 1};
+    return k > 4096 ? tune_.mma_tile_long : tune_.mma_tile;
 }
 
 bool WebGpuBackend::set_gemm_tiling(std::optional<GemmTiling> t) {
@@ -120,9 +99,8 @@ bool WebGpuBackend::set_gemm_tiling(std::optional<GemmTiling> t) {
 }
 
 WebGpuBackend::GemmTiling WebGpuBackend::gemm_tiling(int64_t n_tok) const {
-    for (const std::optional<GemmTiling> & forced : {gemm_tiling_, gemm_tiling_from_env()}) {
-        if (forced && gemm_tiling_ok(*forced, ctx_.limits())) return *forced;
-    }
+    if (gemm_tiling_) return *gemm_tiling_;
+    if (tune_.gemm_tile.tm != 0) return tune_.gemm_tile;
     // Threads: TR = 16 along rows (x TM = 4 rows: 64-row tiles) and TC along tokens (x TN = 8):
     // 64-token tiles, 32 when the prompt is short (less idle work in the one partial tile).
     GemmTiling t;
@@ -134,8 +112,7 @@ uint32_t WebGpuBackend::mma_unit() {
     // (Found by the constructor: the probe reads back, which must not happen inside a step.)
     if (mma_unit_) return *mma_unit_;
     mma_unit_ = 0;
-    const char * env = std::getenv("TERN_WEBGPU_MMA");
-    if ((env && std::string_view(env) == "0") || !ctx_.features().subgroup_matrix) return 0;
+    if (!ctx_.features().subgroup_matrix) return 0;
     // ternary_gemm_mma.wgsl's workgroups must split into subgroups of exactly 32.
     if (ctx_.adapter().subgroup_min != 32 || ctx_.adapter().subgroup_max != 32) {
         TERN_LOG_INFO("webgpu: subgroup matrices unused: subgroups of %u-%u invocations, not 32",
@@ -235,7 +212,7 @@ void WebGpuBackend::encode_gemm(WGPUBuffer y, uint32_t y_offset, uint32_t y_stri
 
 bool WebGpuBackend::prefill_bitlinear(const Tensor & y, const Weight & w, const QuantizedActs & a, bool accumulate) {
     const GpuLinear & lw = as_linear(w);
-    if (!gemm_fits(lw, a.q.ne[1])) return false;
+    if (!gemm_fits(lw, a.q.ne[1], tune_.gemm_min_tokens)) return false;
     TERN_ASSERT(y.ne[0] == lw.n_rows && a.q.ne[0] == lw.n_cols && y.ne[1] == a.q.ne[1], "bitlinear shapes");
     encode_gemm(gpu_buffer(y), gpu_offset(y, 4), u32(y.ne[0]), lw, a, u32(lw.n_rows), false, accumulate ? 1 : 0);
     return true;
@@ -244,7 +221,7 @@ bool WebGpuBackend::prefill_bitlinear(const Tensor & y, const Weight & w, const 
 bool WebGpuBackend::prefill_gate_up(const Tensor & f, const Weight & w_gate_up, const QuantizedActs & a,
                                     FfnActivation act) {
     const GpuLinear & lw = as_linear(w_gate_up);
-    if (!gemm_fits(lw, a.q.ne[1])) return false;
+    if (!gemm_fits(lw, a.q.ne[1], tune_.gemm_min_tokens)) return false;
     const int64_t n_ff = lw.n_rows / 2;
     TERN_ASSERT(f.ne[0] == n_ff && f.ne[1] == a.q.ne[1] && a.q.ne[0] == lw.n_cols, "gate_up shapes");
     encode_gemm(gpu_buffer(f), gpu_offset(f, 4), u32(f.ne[0]), lw, a, u32(n_ff), true,
@@ -258,7 +235,7 @@ bool WebGpuBackend::prefill_qkv_rope_kv_append(const Tensor & q, const KvLayer &
     const int64_t     n_tok = a.q.ne[1];
     const int64_t     hd    = s.head_dim;
     // Unsupported head shapes: the per-token path reports them.
-    if (!gemm_fits(lw, n_tok) || hd % 4 != 0 || s.n_rot % 4 != 0 || s.n_rot > hd) return false;
+    if (!gemm_fits(lw, n_tok, tune_.gemm_min_tokens) || hd % 4 != 0 || s.n_rot % 4 != 0 || s.n_rot > hd) return false;
     const int64_t n_q  = s.n_head * hd;
     const int64_t n_kv = s.n_head_kv * hd;
     TERN_ASSERT(lw.n_rows == n_q + 2 * n_kv && q.ne[0] == n_q && kv.k.ne[0] == n_kv && a.q.ne[0] == lw.n_cols,

@@ -23,15 +23,10 @@ StepEncoder::StepEncoder(WgpuContext & ctx, PipelineCache & pipelines) : ctx_(ct
     const char * env = std::getenv("TERN_WEBGPU_PROFILE");
     profile_         = env && std::string_view(env) == "1";
     gpu_profile_     = env && std::string_view(env) == "gpu";
-    // $TERN_WEBGPU_GAP=n[,groups]: n dependent trivial dispatches (gap_probe.wgsl, `groups`
-    // workgroups, default 1) after every dispatch; a timing aid for the cost of a dispatch boundary.
-    if (const char * gap = std::getenv("TERN_WEBGPU_GAP")) {
-        gap_dispatches_ = std::atoi(gap);
-        if (const char * comma = std::strchr(gap, ',')) gap_groups_ = static_cast<uint32_t>(std::max(1, std::atoi(comma + 1)));
+    if (env && *env && !profile_ && !gpu_profile_ && std::string_view(env) != "0") {
+        TERN_LOG_WARN("TERN_WEBGPU_PROFILE='%s' is not 1 (wall time per kernel) or gpu (GPU timestamps); not profiling",
+                      env);
     }
-    // $TERN_WEBGPU_SPLIT_SUBMITS=n: a submit after every n dispatches (a timing aid: what a submit
-    // boundary costs the device, against the one submit per step).
-    if (const char * split = std::getenv("TERN_WEBGPU_SPLIT_SUBMITS")) split_every_ = static_cast<size_t>(std::max(0, std::atoi(split)));
     if (gpu_profile_ && !ctx_.features().timestamp_query) {
         TERN_LOG_WARN("TERN_WEBGPU_PROFILE=gpu: this device has no timestamp queries; not profiling");
         gpu_profile_ = false;
@@ -173,22 +168,7 @@ void StepEncoder::dispatch(const PipelineKey & key, std::span<const WGPUBuffer> 
     }
     if (x == 0 || y == 0 || z == 0) return;
     run_deferred();
-    // $TERN_WEBGPU_SKIP=shader,shader,...: drop those kernels' dispatches. A timing aid only (the
-    // results are wrong): the time a kernel costs inside the real stream is the difference.
-    static const std::string skip = [] {
-        const char * env = std::getenv("TERN_WEBGPU_SKIP");
-        return env ? "," + std::string(env) + "," : std::string();
-    }();
-    if (!skip.empty() && skip.find("," + std::string(key.shader) + ",") != std::string::npos) return;
-    // $TERN_WEBGPU_REPEAT=shader,...: record those kernels' dispatches 5 times (a timing aid; results
-    // of accumulating kernels are wrong): a kernel's cost in the stream is the difference / 4.
-    static const std::string repeat = [] {
-        const char * env = std::getenv("TERN_WEBGPU_REPEAT");
-        return env ? "," + std::string(env) + "," : std::string();
-    }();
-    const int copies = !repeat.empty() && repeat.find("," + std::string(key.shader) + ",") != std::string::npos ? 5 : 1;
     if (n_slots_ == k_slots) flush();
-    if (split_every_ > 0 && n_slots_ >= split_every_) flush_keeping_deferred();
     if (ramp_at_ > 0 && n_slots_ >= ramp_at_) {
         flush_keeping_deferred();
         ramp_at_ = 2 * ramp_at_ <= ramp_last_ ? 2 * ramp_at_ : 0;
@@ -210,11 +190,10 @@ void StepEncoder::dispatch(const PipelineKey & key, std::span<const WGPUBuffer> 
     const uint32_t offset = static_cast<uint32_t>(slot * k_slot_bytes);
     wgpu().wgpuComputePassEncoderSetPipeline(pass_, pipeline);
     wgpu().wgpuComputePassEncoderSetBindGroup(pass_, 0, group, 1, &offset);
-    for (int c = 0; c < copies; ++c) wgpu().wgpuComputePassEncoderDispatchWorkgroups(pass_, x, y, z);
+    wgpu().wgpuComputePassEncoderDispatchWorkgroups(pass_, x, y, z);
     if (gpu_profile_) end_pass();  // the pass's end timestamp follows this dispatch
     ++dispatches_;
     ++serial_;
-    if (gap_dispatches_ > 0 && !gpu_profile_) record_gap_probes(offset);
     if (profile_) profile_wait(key.label());
 }
 
@@ -240,25 +219,6 @@ WGPUBindGroup StepEncoder::bind_group(const PipelineKey & key, std::span<const W
         fail(ErrorKind::device, format("webgpu: bind group for %s: %s", key.label().c_str(), err.c_str()));
     }
     return bind_groups_.emplace(std::move(bk), std::move(group)).first->second.get();
-}
-
-void StepEncoder::record_gap_probes(uint32_t uniform_offset) {
-    if (!gap_scratch_) {
-        WGPUBufferDescriptor desc{};
-        desc.label   = wgpu_string("tern gap probe");
-        desc.usage   = WGPU_BUFFER_USAGE_STORAGE;
-        desc.size    = 256;
-        gap_scratch_ = WgpuHandle<WGPUBuffer>(wgpu().wgpuDeviceCreateBuffer(ctx_.device(), &desc));
-    }
-    const PipelineKey   key{"gap_probe", "wu", {}};
-    const WGPUBuffer    scratch[] = {gap_scratch_.get()};
-    WGPUComputePipeline pipeline  = pipelines_.pipeline(key);
-    WGPUBindGroup       group     = bind_group(key, scratch);
-    for (int i = 0; i < gap_dispatches_; ++i) {
-        wgpu().wgpuComputePassEncoderSetPipeline(pass_, pipeline);
-        wgpu().wgpuComputePassEncoderSetBindGroup(pass_, 0, group, 1, &uniform_offset);
-        wgpu().wgpuComputePassEncoderDispatchWorkgroups(pass_, gap_groups_, 1, 1);
-    }
 }
 
 void StepEncoder::profile_wait(const std::string & label) {
@@ -364,6 +324,7 @@ void StepEncoder::drop_held() {
 }
 
 void StepEncoder::forget(WGPUBuffer buffer) {
+    ++releases_;
     for (auto it = bind_groups_.begin(); it != bind_groups_.end();) {
         bool uses = false;
         for (WGPUBuffer b : it->first.second) uses = uses || b == buffer;

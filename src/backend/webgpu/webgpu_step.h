@@ -67,6 +67,8 @@ public:
 
     // Drops cached bind groups that use `buffer` (called before a buffer is released).
     void forget(WGPUBuffer buffer);
+    // forget() calls so far: equal counts mean no buffer was released in between.
+    uint64_t releases() const { return releases_; }
 
     int64_t take_dispatch_count() { return std::exchange(dispatches_, 0); }
     // Counts recorded commands (dispatches, copies) and bump() calls: equal serials mean nothing
@@ -91,8 +93,6 @@ private:
     // The bind group of `buffers` (bindings 0..n-1) and the uniform slot (binding n), made once per
     // (key's signature, buffers) and cached; the key names the kernel in an error.
     WGPUBindGroup bind_group(const PipelineKey & key, std::span<const WGPUBuffer> buffers);
-    // $TERN_WEBGPU_GAP: the trivial dependent dispatches recorded after each dispatch.
-    void record_gap_probes(uint32_t uniform_offset);
     // Timestamp pass for the next dispatch (gpu profile): its pass, the queries, the label.
     void begin_timed_pass(const std::string & label);
     void read_timestamps(size_t n_dispatches);
@@ -125,6 +125,7 @@ private:
     std::map<BindKey, WgpuHandle<WGPUBindGroup>> bind_groups_;
     int64_t                                     dispatches_ = 0;
     uint64_t                                    serial_     = 0;
+    uint64_t                                    releases_   = 0;
     bool                                        profile_    = false;
     std::map<std::string, std::pair<int64_t, double>> profile_ms_;  // label -> (count, ms)
     bool                                        gpu_profile_ = false;
@@ -133,11 +134,7 @@ private:
     std::vector<std::string>                    timed_labels_;      // this submit's timed dispatches
     std::map<std::string, std::pair<int64_t, double>> gpu_ms_;      // label -> (count, GPU ms)
     double                                      gpu_span_ms_ = 0, gpu_busy_ms_ = 0;
-    int                                         gap_dispatches_ = 0;  // $TERN_WEBGPU_GAP
-    size_t                                      split_every_    = 0;  // $TERN_WEBGPU_SPLIT_SUBMITS
     size_t                                      ramp_at_ = 0, ramp_last_ = 0;  // ramp_submits
-    uint32_t                                    gap_groups_     = 1;
-    WgpuHandle<WGPUBuffer>                      gap_scratch_;
 };
 
 }  // namespace tern

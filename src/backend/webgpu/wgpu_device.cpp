@@ -335,11 +335,8 @@ WgpuContext::WgpuContext(const WgpuDeviceOptions & options) {
     toggles.disabledToggleCount = toggles_off.size();
     toggles.disabledToggles     = toggles_off.data();
 
-    // How long a wait yields before it naps: 4 ms on a GPU (a sampled decode step is read back every
-    // ~2-3 ms; a 20 us nap lasts ~70 us and the host then submits the next step slower), none for a
-    // software adapter, whose worker threads need the CPU. $TERN_WEBGPU_SPIN_US overrides.
-    spin_us_ = adapter_.is_cpu ? 0 : 4000;
-    if (const char * env = std::getenv("TERN_WEBGPU_SPIN_US"); env && *env) spin_us_ = std::atoll(env);
+    // How long a wait yields before it naps (set_spin_us): none until the backend's tuning says.
+    spin_us_ = 0;
 
     // Features: take what helps and is there.
     WGPUSupportedFeatures supported{};

@@ -73,6 +73,11 @@ public:
     void wait(const bool & done, const char * what) const;
     // Waits (with wait()'s timeout) until the queue has finished everything submitted so far.
     void wait_queue_idle(const char * what) const;
+    // How long a wait yields the thread before it naps in short sleeps (WebGpuTuning::spin_us: 4 ms
+    // on a GPU, where a sampled decode step is read back every ~2-3 ms and a 20 us nap lasts ~70 us,
+    // after which the host submits the next step slower; none on a software adapter, whose worker
+    // threads need the CPU).
+    void set_spin_us(int64_t us) { spin_us_ = us; }
 
     // Throws the first recorded device error (uncaptured error or device loss), if any.
     void check_errors();
@@ -99,7 +104,7 @@ private:
     WgpuFeatures                features_;
     WGPULimits                  limits_{};
     int64_t                     timeout_ms_ = 120000;
-    int64_t                     spin_us_    = 0;  // wait(): microseconds of yielding before napping
+    int64_t                     spin_us_    = 0;  // wait(): microseconds of yielding before napping (set_spin_us)
     std::unique_ptr<ErrorState> errors_ = std::make_unique<ErrorState>();
 };
 

@@ -40,11 +40,6 @@ fn out_rows() -> u32 {
 // y's block sums of squares go to norm_stats (the host sets it when the workgroup's rows are whole
 // blocks of 32), for the next kernel's norm.
 override STATS_OUT: bool = false;
-// A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=BL_STOP=n): the kernel ends after
-// the weight loads (1), the staged activations (2) or the dot products (3), writing a value that
-// depends on what it did (every weight word loaded) so that nothing is optimised away. 0: the
-// whole kernel.
-override BL_STOP: u32 = 0u;
 
 struct Params {
     n_rows: u32,          // N
@@ -79,31 +74,17 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     var sc: vec2<f32>;
     var y0 = 0.0;  // y[ro] when accumulating, loaded up front like the scales
     var xin: StageInput;
-    var pf = kernel_prefetch_at(0u, lid, wid.x);
-    if (X_FIRST) { xin = stage_load(lid, K); }
+    var pf = 0u;  // (lib/weight_prefetch.wgsl)
+    xin = stage_load(lid, K);  // (x and the norm weights first: the norm is the longer chain)
     w = prefetch_row_pair(vec2<u32>(row, row + 1u), vec2<bool>(row < out_rows(), row + 1u < out_rows()), lane, LANES, K);
-    if (!X_FIRST) { xin = stage_load(lid, K); }
     if (lid < rows && ro < out_rows()) {
         sc = row_scales(ro);
         if (p.accumulate != 0u) { y0 = y[p.y_offset + ro]; }
     }
-    pf ^= kernel_prefetch_at(1u, lid, wid.x);
-    if (BL_STOP == 1u) {
-        if (row < out_rows()) { y[p.y_offset + row] = f32(row_mix(w)); }
-        return;
-    }
     let as_ = stage_activations_from(lid, K, xin);
-    pf ^= kernel_prefetch_at(2u, lid, wid.x);
-    if (BL_STOP == 2u) {
-        if (row < out_rows()) { y[p.y_offset + row] = as_ + f32(row_mix(w) ^ acts[lid % (K / 16u)].x); }
-        return;
-    }
+    pf ^= kernel_prefetch(lid, wid.x);  // (once x and the weights have arrived)
     var partial = vec2<i32>();
     if (row < out_rows()) { partial = row_dot_pair(w, lane, LANES, K); }
-    if (BL_STOP == 3u) {
-        if (row < out_rows()) { y[p.y_offset + row] = f32(partial.x ^ partial.y); }
-        return;
-    }
     let dot = reduce_row_pairs(lid, partial, lid / 2u, LANES)[lid % 2u];  // row ro's
 
     let wrote = lid < rows && ro < out_rows();
@@ -115,11 +96,4 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     if (STATS_OUT) { put_block_sums(lid, ro, out_v, wrote); }
     kernel_prefetch_use(pf);
-}
-
-// BL_STOP's use of every weight word the row's lanes loaded.
-fn row_mix(w: RowWords) -> u32 {
-    var m = 0u;
-    for (var v = 0u; v < ROW_VEC4_MAX; v++) { m ^= w[v].x ^ w[v].y ^ w[v].z ^ w[v].w; }
-    return m & 1u;
 }

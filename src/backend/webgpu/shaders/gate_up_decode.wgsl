@@ -68,17 +68,15 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     var sg: vec2<f32>;
     var su: vec2<f32>;
     var xin: StageInput;
-    var pf = kernel_prefetch_at(0u, lid, wid.x);
-    if (X_FIRST) { xin = stage_load(lid, K); }
+    var pf = 0u;  // (lib/weight_prefetch.wgsl)
+    xin = stage_load(lid, K);  // (x and the norm weights first: the norm is the longer chain)
     w = prefetch_row_pair(vec2<u32>(out, ff_rows() + out), vec2<bool>(out < ff_rows()), lane, LANES, K);
-    if (!X_FIRST) { xin = stage_load(lid, K); }
     if (lid < outs && o < ff_rows()) {
         sg = row_scales(o);
         su = row_scales(ff_rows() + o);
     }
-    pf ^= kernel_prefetch_at(1u, lid, wid.x);
     let as_ = stage_activations_from(lid, K, xin);
-    pf ^= kernel_prefetch_at(2u, lid, wid.x);
+    pf ^= kernel_prefetch(lid, wid.x);  // (once x and the weights have arrived)
     var partial = vec2<i32>();
     if (out < ff_rows()) { partial = row_dot_pair(w, lane, LANES, K); }
     let gu = reduce_row_pairs(lid, partial, lid, LANES);  // the (gate, up) dots of output o (lid < outs)

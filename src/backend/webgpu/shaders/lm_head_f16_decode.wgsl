@@ -23,12 +23,12 @@
 // #include "lib/head_params.wgsl"
 
 override K: u32 = 2560u;     // elements per row (n_embd)
-override EXACT: bool = true;  // double-float sums (= the CPU's double sum); false: f32 fma sums
 override NORM: bool = false;  // h = rms_norm(x) * nw first
 // ARGMAX_ONLY (greedy decoding, the logits are not read): f32 fma sums plus, per row, a bound B on
 // their distance to the exact logit; partial[row] = (bits(B), 0) for rows < n_vocab and the block's
 // max of (logit - B) at partial[n_vocab + block]. argmax_exact.wgsl then recomputes exactly the
-// few rows that can be the maximum. (EXACT is ignored.)
+// few rows that can be the maximum. Otherwise the double-float sums of the exact head (the CPU's
+// double sum).
 override ARGMAX_ONLY: bool = false;
 override PER_LANE: u32 = (K / 8u + 31u) / 32u;  // vec4 loads per lane per row (K <= 4096: <= 16)
 override WG: u32 = 256u;      // fixed (lib/inv_rms.wgsl and lib/best_index.wgsl size their arrays by it)
@@ -47,9 +47,6 @@ var<workgroup> red: array<vec2<f32>, 2048>;  // [team][row r][lane]
 fn chain(acc: vec2<f32>, e: vec2<f32>, h: vec2<f32>, round_in: bool) -> vec2<f32> {
     if (ARGMAX_ONLY) {  // (sum, sum of |products|)
         return vec2<f32>(fma(e.y, h.y, fma(e.x, h.x, acc.x)), fma(abs(e.y), abs(h.y), fma(abs(e.x), abs(h.x), acc.y)));
-    }
-    if (!EXACT) {
-        return vec2<f32>(fma(e.y, h.y, fma(e.x, h.x, acc.x)), 0.0);
     }
     return head_pair_exact(acc, e, h, round_in);
 }

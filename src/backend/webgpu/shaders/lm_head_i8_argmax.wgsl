@@ -19,14 +19,18 @@ requires packed_4x8_integer_dot_product;
 //   [workgroups] (bits(max of f - B over the workgroup's rows), index)
 // Bindings: 0 q8 (read), 1 info (read), 2 x (read), 3 nw (read), 4 logits (read_write),
 //           5 partial (read_write), 6 head (read), 7 exact_out (read_write), 8 params (uniform)
-// Dispatch: (ceil(n_vocab / (64 BLOCKS)), 1, 1), or with ITERS any number of workgroups (the host
-// takes two per compute unit) that the table's team rows of 8 are dealt to in turn (row_of).
-// 256 threads = 8 teams of 32 lanes; for each of the
-// workgroup's BLOCKS blocks of 64 rows, team t computes rows 64 w + 8 r + t for r = 0..7; lane l
-// reads vec4 words l, l + 32, ... of each row. TEAM_SG (subgroups of exactly 32 invocations, so a
-// team is a subgroup): each row's lanes are summed by one subgroupAdd and the team keeps its best
-// row in registers, so the stream has no barrier; otherwise each block of 64 rows is reduced in
-// workgroup memory.
+// Dispatch: (groups, 1, 1), any number of workgroups (the host takes two per compute unit), which
+// the table's team rows of 8 rows are dealt to in turn (row_of): team row rr of workgroup w is rows
+// (rr groups + w) 8 .. + 7, ITERS team rows per workgroup. 256 threads = 8 teams of 32 lanes; team t
+// computes row 8 (rr groups + w) + t of each team row; lane l reads vec4 words l, l + 32, ... of
+// each row. TEAM_SG (subgroups of exactly 32 invocations, so a team is a subgroup): each row's lanes
+// are summed by one subgroupAdd and the team keeps its best row in registers, so the stream has no
+// barrier; otherwise each block of 8 team rows (64 rows) is reduced in workgroup memory.
+// H100 tg128 (three alternating rounds each, one machine per call): 909.2-912.0 tokens/s against
+// 905.7-909.6 for blocks of 64 rows per workgroup; three workgroups per unit 899.3-901.0, one
+// 894.1-896.0. (Each workgroup on a contiguous slice of the table rather than the workgroups
+// sweeping it together: 716 against 725-728 on an H100. Each lane also touching rows ahead, so that
+// more bytes are in flight: 890.6-894.0 against 905.7-909.6.)
 //
 // EXACT_TAIL (greedy decoding): the kernel also does argmax_exact.wgsl's work, for its own rows, so
 // that dispatch goes. While streaming, each team (or the block reduction) publishes its best lower
@@ -55,42 +59,13 @@ requires packed_4x8_integer_dot_product;
 
 override K: u32 = 2560u;      // elements per row, a multiple of 16, at most 4096
 override NORM: bool = true;   // h = rms_norm(x) * nw first
-override BLOCKS: u32 = 1u;    // 64-row blocks per workgroup (the prologue is paid once per workgroup)
-// A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=HEAD_STOP=n): 1 replaces the dot4s
-// by an XOR of the loaded words; with HEAD_G = false, 2 skips the prologue (h is not staged), 3 the
-// grid's two workgroup reductions (each invocation's own max and sum), 4 the norm (h = x).
-override HEAD_STOP: u32 = 0u;
 override PER_LANE: u32 = (K / 16u + 31u) / 32u;  // vec4 loads per lane per row (<= 8)
 override WG: u32 = 256u;      // fixed (the teams; lib/inv_rms.wgsl and lib/best_index.wgsl size by it)
 override TEAM_SG: bool = false;  // the host sets it when subgroups are exactly 32 invocations
-// Block b of workgroup w is table block b * groups + w: the workgroups sweep the table together,
-// as the copy kernel does. With each workgroup on its own contiguous slice of BLOCKS blocks
-// (block w * BLOCKS + b; $TERN_WEBGPU_CONST=HEAD_STRIDED=0) the H100 decoded tg128 at 716 tokens/s
-// against 725-728 strided (alternating rounds).
-override HEAD_STRIDED: bool = true;
 override EXACT_TAIL: bool = false;
-// The lanes' words of h's grid in registers rather than read from workgroup memory for every row
-// (the same words for every row a lane visits). H200 tg128 955.7-959.5 tokens/s against 954.7-956.5
-// (alternating rounds; 0.07-0.5% in four of five pairs, none in the fifth).
-override H_REGS: bool = true;
-// A timing aid (results are wrong when set): 1 ends the tail after its list, 2 before it, 3 before
-// it at run time (a uniform the compiler cannot know: the tail's code stays in the kernel).
-override TAIL_STOP: u32 = 0u;
-// Rows touched ahead (HEAD_TOUCH > 0, a tuning aid; off): while a team dots row r and holds row
-// r + 1 in registers, each lane also loads one word per 64 bytes of row r + 1 + HEAD_TOUCH, so that
-// the row is on its way into L2 before its full load (and, before h is staged, rows 1 .. HEAD_TOUCH
-// are, so DRAM works during the prologue); the touched words are folded in one row later and kept
-// by a store that never happens (p.rn_zero). Tried on the reading that the stream was bound by the
-// bytes one row per team keeps in flight (one workgroup per compute unit, 16 blocks each, streamed
-// ~30% slower than two): slower, H100 tg128 890.6-894.0 tokens/s with 1, 2 or 3 rows against
-// 905.7-909.6 (three alternating rounds), so the extra loads cost more than they bring.
-override HEAD_TOUCH: u32 = 0u;
-// Team rows per workgroup (ITERS > 0; without TEAM_SG a multiple of 8, the blocks that are reduced
-// together): team row rr of workgroup w is row (rr * groups + w) * 8 + team, so the host can take
-// any number of workgroups (e.g. a multiple of the compute units) and each does about
-// rows / 8 / groups team rows, not 8 BLOCKS.
-override ITERS: u32 = 0u;
-// The grid from g = x nw rather than from h = rms_norm(x) nw rounded to f16 (HEAD_G): the grid's
+// Team rows per workgroup (without TEAM_SG a multiple of 8: the blocks that are reduced together).
+override ITERS: u32 = 8u;
+// The grid from g = x nw rather than from h = rms_norm(x) nw rounded to f16: the grid's
 // scale needs only max |g| and the bound ||g||, one workgroup reduction of both together, and the
 // norm factor inv, which f and B need only when the first row is summed, is computed after the grid,
 // while that row is on its way. f = inv (s S) (256 sum q a + sum q b) with H = round(g / S) now, and
@@ -100,7 +75,8 @@ override ITERS: u32 = 0u;
 // so with ||e|| <= sq + c (c >= ||e - s q||, sq >= s ||q||: head_i8_pack.wgsl)
 //   |f - exact| <= inv (c (||g|| + ||eta||) + sq ||eta||) + (sq + c) (rho inv ||g|| + tau sqrt(K)) = B.
 // The extra term widens B by ~5% for rows like 2B4T's (2^-11 ||e|| against c ~ ||e - s q||).
-override HEAD_G: bool = true;
+// The lanes' words of the grid are held in registers (the same words for every row a lane visits):
+// H200 tg128 955.7-959.5 tokens/s against 954.7-956.5 read from workgroup memory for every row.
 var<private> n_groups: u32;  // workgroups in the dispatch
 
 
@@ -118,22 +94,6 @@ var<workgroup> red: array<vec2<i32>, 1024>;  // [team][row r][lane % 16]
 var<workgroup> h_hi: array<vec4<u32>, K / 16u>;  // a = the high int8 of H, 16 per vec4
 var<workgroup> h_lo: array<vec4<u32>, K / 16u>;  // b = H - 256 a
 
-// Team rows per workgroup.
-fn team_rows() -> u32 {
-    if (ITERS > 0u) { return ITERS; }
-    return 8u * BLOCKS;
-}
-
-// HEAD_TOUCH: one word per 64 bytes of a row, XORed (the loads pull the row into L2).
-fn touch_row(row: u32, lane: u32) -> u32 {
-    var t = 0u;
-    if (row < p.n_vocab) {
-        let words = K / 16u;
-        for (var s = lane; s * 4u < words; s += 32u) { t ^= q8[row * words + s * 4u].x; }
-    }
-    return t;
-}
-
 fn load_row(row: u32, lane: u32) -> array<vec4<u32>, 8> {
     var wv: array<vec4<u32>, 8>;
     let words = K / 16u;
@@ -146,38 +106,10 @@ fn load_row(row: u32, lane: u32) -> array<vec4<u32>, 8> {
     return wv;
 }
 
-// Team `team`'s row rr (0 .. team_rows() - 1) of this workgroup; rr = j / 8, team = j % 8 for
-// j = 0 .. 8 team_rows() - 1 visits the workgroup's rows.
+// Team `team`'s row rr (0 .. ITERS - 1) of this workgroup; rr = j / 8, team = j % 8 for
+// j = 0 .. 8 ITERS - 1 visits the workgroup's rows.
 fn row_of(wid: u32, rr: u32, team: u32) -> u32 {
-    if (ITERS > 0u) { return (rr * n_groups + wid) * 8u + team; }
-    return block_of(wid, rr / 8u) * 64u + (rr % 8u) * 8u + team;
-}
-
-// The table's 64-row block that is block b of workgroup wid.
-fn block_of(wid: u32, b: u32) -> u32 {
-    if (HEAD_STRIDED) { return b * n_groups + wid; }
-    return wid * BLOCKS + b;
-}
-
-// The 16-bit grid of this invocation's words of h (head_input_words) in h_hi / h_lo; returns ||h||
-// and ||eta|| (bounds from above) and S. Every invocation calls it (barriers).
-fn stage_grid(lid: u32, h: array<vec4<f32>, 4>) -> vec3<f32> {
-    var sq = 0.0;  // sum h^2 (a bound: f32 is enough)
-    var mx = 0.0;  // max |h|
-    for (var u = 0u; u < 4u; u++) {
-        if (lid + u * WG < K / 4u) {
-            let v = h[u];
-            sq += dot(v, v);
-            mx = max(mx, max_abs4(v));
-        }
-    }
-    var hmax = mx;  // (HEAD_STOP = 3: this invocation's own, no reductions)
-    var tot  = sq;
-    if (HEAD_STOP != 3u) {
-        hmax = wg_max(lid, mx);  // (after head_input_words' sum: the reductions alternate kinds)
-        tot  = wg_df_sum(lid, vec2<f32>(sq, 0.0)).x;
-    }
-    return grid_of(lid, h, hmax, tot);
+    return (rr * n_groups + wid) * 8u + team;
 }
 
 // The 16-bit grid of this invocation's words v (lid + u WG) in h_hi / h_lo, from the workgroup's
@@ -196,7 +128,7 @@ fn grid_of(lid: u32, v: array<vec4<f32>, 4>, vmax: f32, tot: f32) -> vec3<f32> {
     return vec3<f32>(sqrt(tot) * margin, 0.51 * step * sqrt(f32(K)) * margin, step);
 }
 
-// HEAD_G: the grid of g = x nw (NORM; else x) in h_hi / h_lo, from one reduction of max |g| and
+// The grid of g = x nw (NORM; else x) in h_hi / h_lo, from one reduction of max |g| and
 // sum g^2; returns (||g||, ||eta||, S) as stage_grid does (bounds from above). With SG32 the norm's
 // block sums are published before the same barrier (publish_block_sums_sg) and totalled by
 // head_norm_factor after the grid. Every invocation calls it (barriers).
@@ -223,7 +155,7 @@ fn stage_grid_g(lid: u32) -> vec3<f32> {
     return grid_of(lid, g, ms.x, ms.y);
 }
 
-// HEAD_G: the norm factor (head_inv, for the exact rows too: inv_rms's bits), after stage_grid_g.
+// The norm factor (head_inv, for the exact rows too: inv_rms's bits), after stage_grid_g.
 // Every invocation calls it (barriers without SG32).
 fn head_norm_factor(lid: u32) -> f32 {
     var inv = 1.0;
@@ -238,7 +170,7 @@ fn head_norm_factor(lid: u32) -> f32 {
     return inv;
 }
 
-// HEAD_G: stage_grid's (||g||, ||eta||, S) with the norm factor as store_row takes them:
+// stage_grid_g's (||g||, ||eta||, S) with the norm factor as store_row takes them:
 // (P, Q, S inv) with B = c P + sq Q (the formula above: the f32 roundings of P and Q are within the
 // 2^-8 margins of ||g|| and ||eta||).
 fn head_g_norms(n: vec3<f32>, inv: f32) -> vec3<f32> {
@@ -268,41 +200,21 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let team  = lid / 32u;
     let lane  = lid % 32u;
     let words = K / 16u;
-    let iters = team_rows();
+    let iters = ITERS;
     var next  = load_row(row_of(wid.x, 0u, team), lane);  // issued before h is staged
-    var touched = 0u;  // (HEAD_TOUCH) touches of earlier rows, folded in
-    var pending = 0u;  // (HEAD_TOUCH) the touches issued last, folded in one row later
-    for (var d = 1u; d <= HEAD_TOUCH; d++) {
-        if (d < iters) { pending ^= touch_row(row_of(wid.x, d, team), lane); }
-    }
     if (EXACT_TAIL && wid.x == 0u && lid == 0u) { atomicStore(&exact_out[1u - p.thr_slot], 0u); }
-    var norms = vec3<f32>(1.0);  // (B = c norms.x + sq norms.y, f = s norms.z (...)): store_row
-    if (HEAD_G) {
-        norms = stage_grid_g(lid);  // (||g||, ||eta||, S); the norm factor once the grid is staged
-    } else if (HEAD_STOP != 2u) {
-        var h: array<vec4<f32>, 4>;
-        if (HEAD_STOP == 4u) {  // x as it is (no norm)
-            for (var u = 0u; u < 4u; u++) {
-                if (lid + u * WG < K / 4u) { h[u] = head_x_word(lid + u * WG); }
-            }
-        } else {
-            h = head_input_words(lid);
-        }
-        let n = stage_grid(lid, h);  // (||h||, ||eta||, S)
-        norms = vec3<f32>(n.x + n.y, n.y, n.z);
-    }
+    // (B = c norms.x + sq norms.y, f = s norms.z (...)): store_row
+    var norms = stage_grid_g(lid);  // (||g||, ||eta||, S); the norm factor once the grid is staged
 
-    // H_REGS: this lane's words of the grid (the same for every row it visits) held in registers.
+    // This lane's words of the grid (the same for every row it visits) held in registers.
     var ra: array<vec4<u32>, 8>;
     var rb: array<vec4<u32>, 8>;
-    if (H_REGS) {
-        for (var v = 0u; v < PER_LANE; v++) {
-            let i = min(lane + 32u * v, words - 1u);
-            ra[v] = h_hi[i];
-            rb[v] = h_lo[i];
-        }
+    for (var v = 0u; v < PER_LANE; v++) {
+        let i = min(lane + 32u * v, words - 1u);
+        ra[v] = h_hi[i];
+        rb[v] = h_lo[i];
     }
-    if (HEAD_G) { norms = head_g_norms(norms, head_norm_factor(lid)); }
+    norms = head_g_norms(norms, head_norm_factor(lid));
     let team_sg = TEAM_SG && WG_REDUCE_SG;
     var next_info = vec4<f32>(0.0);  // (team_sg) the next row's info, loaded with its words
     var bv = 0.0;                    // the best (f - B, row) so far: the team's (team_sg, lane 0)
@@ -317,30 +229,14 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             next = load_row(row_of(wid.x, rr + 1u, team), lane);
             if (team_sg) { next_info = load_info(row_of(wid.x, rr + 1u, team)); }
         }
-        if (HEAD_TOUCH > 0u) {
-            touched ^= pending;
-            pending = 0u;
-            if (rr + 1u + HEAD_TOUCH < iters) { pending = touch_row(row_of(wid.x, rr + 1u + HEAD_TOUCH, team), lane); }
-        }
         var ia = 0;
         var ib = 0;
         for (var v = 0u; v < PER_LANE; v++) {
             let i = lane + 32u * v;
             if (i >= words) { break; }
             let w  = wv[v];
-            if (HEAD_STOP == 1u) {
-                ia ^= bitcast<i32>(w.x ^ w.y ^ w.z ^ w.w);
-                continue;
-            }
-            var ha: vec4<u32>;
-            var hb: vec4<u32>;
-            if (H_REGS) {
-                ha = ra[v];
-                hb = rb[v];
-            } else {
-                ha = h_hi[i];
-                hb = h_lo[i];
-            }
+            let ha = ra[v];
+            let hb = rb[v];
             ia += dot4_i8(w.x, ha.x) + dot4_i8(w.y, ha.y) + dot4_i8(w.z, ha.z) + dot4_i8(w.w, ha.w);
             ib += dot4_i8(w.x, hb.x) + dot4_i8(w.y, hb.y) + dot4_i8(w.z, hb.z) + dot4_i8(w.w, hb.w);
         }
@@ -385,7 +281,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         var rv = 0.0;
         var ri = 0xffffffffu;
         if (lane < 8u) {
-            let row = row_of(wid.x, rr - 7u + lane, team);  // (= blk * 64 + lane * 8 + team for blocks)
+            let row = row_of(wid.x, rr - 7u + lane, team);
             if (row < p.n_vocab) {
                 let fb = store_row(row, info[row], red[(team * 8u + lane) * 16u], norms);
                 rv = fb.x - fb.y;
@@ -399,7 +295,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         }
         if (EXACT_TAIL && lid == 0u) { publish_bound(bv, bi); }
     }
-    if (HEAD_TOUCH > 0u && ((touched ^ pending) & p.rn_zero) != 0u) { logits[p.out_offset] = bitcast<f32>(touched); }
     if (EXACT_TAIL) {
         exact_tail(lid, wid.x);
         return;
@@ -418,7 +313,7 @@ fn load_info(row: u32) -> vec4<f32> {
 }
 
 // The row's value f and bound B from its info, its two integer sums and (||h|| + ||eta||, ||eta||,
-// S) (with HEAD_G: head_g_norms' (P, Q, S inv)), stored
+// S) (head_g_norms' (P, Q, S inv)), stored
 // (logits[row] = f, partial[row] = bits(B)) and returned as (f, B).
 fn store_row(row: u32, sc: vec4<f32>, sum: vec2<i32>, norms: vec3<f32>) -> vec2<f32> {
     let f = (sc.x * norms.z) * (256.0 * f32(sum.x) + f32(sum.y));
@@ -446,12 +341,11 @@ var<workgroup> tail_rows: array<u32, 256>;
 // (More than 256 such rows, a degenerate table: every row of the workgroup, slow but exact.)
 // Every invocation calls it (barriers).
 fn exact_tail(lid: u32, wid: u32) {
-    if (TAIL_STOP == 2u || (TAIL_STOP == 3u && p.rn_zero == 0u)) { return; }
     if (lid == 0u) { atomicStore(&tail_n, 0u); }
     storageBarrier();  // the workgroup's f, B (written by each team's lane 0) and bounds
     workgroupBarrier();
     let t_key = atomicLoad(&exact_out[p.thr_slot]);
-    let rows  = 8u * team_rows();
+    let rows  = 8u * ITERS;
     for (var j = lid; j < rows; j += WG) {
         let row = row_of(wid, j / 8u, j % 8u);  // (every row of the workgroup once)
         if (row < p.n_vocab) {
@@ -466,10 +360,6 @@ fn exact_tail(lid: u32, wid: u32) {
     workgroupBarrier();
     if (lid == 0u) { tail_n_plain = atomicLoad(&tail_n); }
     let nc       = workgroupUniformLoad(&tail_n_plain);
-    if (TAIL_STOP == 1u) {
-        if (lid == 0u) { atomicStore(&exact_out[3u + 2u * wid], nc); }
-        return;
-    }
     let listed   = nc <= 256u;
     let n        = select(rows, nc, listed);
     let round_in = p.round_input != 0u;

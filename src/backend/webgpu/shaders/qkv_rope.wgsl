@@ -60,7 +60,6 @@ struct Params {
 @group(0) @binding(7) var<uniform> p: Params;
 
 fn store_q(tok: u32, i: u32, v: f32) { q_out[p.q_offset + tok * p.q_stride + i] = v; }
-fn kv_word_stored(is_k: bool, w: u32, word: u32) {}
 
 var<workgroup> dots: array<atomic<i32>, ROWS * TOKS * N_GROUPS>;  // [slot][token][group]
 

@@ -65,20 +65,17 @@ struct Params {
 @group(0) @binding(9) var<uniform> p: Params;
 
 fn store_q(tok: u32, i: u32, v: f32) { q_out[p.q_offset + tok * p.q_stride + i] = v; }
-fn kv_word_stored(is_k: bool, w: u32, word: u32) {}
 
-// KV_PREFETCH: the cache rows [0, pos0) that attention reads next are loaded, one word per
+// The cache rows [0, pos0) that attention reads next are loaded, one word per
 // KV_PF_STRIDE (64 bytes), so that they are in L2 when attention starts (between two visits of a
 // layer the weights stream through L2 and evict them); their words are "used" at the end by a store
 // that never happens (p.rn_zero is 0), so that the compiler keeps the loads but nothing waits for
 // them before the kernel's end. Each invocation loads at most one word of K and one of V (rows up to
-// WG * groups * KV_PF_STRIDE / row words). H100 tg128 +0.9% (src/backend/webgpu/README.md).
-override KV_PREFETCH: bool = true;
-override KV_PF_STRIDE: u32 = 16u;
+// WG * groups * KV_PF_STRIDE / row words). H100 tg128 +0.9%.
+const KV_PF_STRIDE: u32 = 16u;
 
 fn kv_prefetch(lid: u32, g: u32) -> u32 {
     var acc = 0u;
-    if (!KV_PREFETCH) { return acc; }
     let kw  = select(p.n_embd_kv, p.n_embd_kv / 2u, K_F16);  // u32 words per cache row
     let vw  = select(p.n_embd_kv, p.n_embd_kv / 2u, V_F16);
     let i   = (g * WG + lid) * KV_PF_STRIDE;
@@ -87,10 +84,8 @@ fn kv_prefetch(lid: u32, g: u32) -> u32 {
     return acc;
 }
 
-fn weight_prefetch_at(spot: u32, lid: u32, g: u32) -> u32 { return kernel_prefetch_at(spot, lid, g); }
-
 fn kv_prefetch_use(pf: u32) {
-    if ((KV_PREFETCH || KPF_WORDS != 0u) && (pf & p.rn_zero) != 0u) { norm_stats[0] = bitcast<f32>(pf); }
+    if ((pf & p.rn_zero) != 0u) { norm_stats[0] = bitcast<f32>(pf); }
 }
 
 @compute @workgroup_size(WG)

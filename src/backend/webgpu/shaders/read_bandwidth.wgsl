@@ -8,9 +8,9 @@
 // Dispatch: (groups, 1, 1), 256 threads each. Grid-stride: thread i reads elements i + u stride for
 // u = 0 .. LOADS - 1, then moves on by LOADS stride (every load instruction of the grid covers a
 // contiguous span), so LOADS is how many 16-byte loads each thread has in flight at once.
-// ROWS (a tuning aid): the greedy head's pattern instead, teams of 32 lanes reading rows of
-// ROW_VEC4 vec4s (lane l: vec4s l, l + 32, ...), the next row's loads issued before the current
-// row's words are folded, team rows dealt to the teams in turn.
+// ROWS (one of the layouts measure_read_bandwidth tries): the greedy head's pattern instead, teams
+// of 32 lanes reading rows of ROW_VEC4 vec4s (lane l: vec4s l, l + 32, ...), the next row's loads
+// issued before the current row's words are folded, team rows dealt to the teams in turn.
 
 override LOADS: u32 = 4u;
 override ROWS: bool = false;

@@ -42,7 +42,6 @@ struct Params {
 @group(0) @binding(5) var<uniform> p: Params;
 
 fn store_q(tok: u32, i: u32, v: f32) { q_out[p.q_offset + tok * p.q_stride + i] = v; }
-fn kv_word_stored(is_k: bool, w: u32, word: u32) {}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {

@@ -56,11 +56,11 @@ override A_PER: u32 = max(1u, 4u * BN / WG);  // activation vec4s each invocatio
 override N_GROUPS: u32 = 1u;  // scale groups per row
 override GATE_UP: bool = false;
 override MU: u32 = 4u;        // bytes per unit of the builtins' operand offsets and strides
-override RS: u32 = 20u;       // words per operand row in workgroup memory (16 + padding)
+// Words per operand row in workgroup memory (16 + padding); H200 pp512 17,290-17,790 tokens/s with
+// 20, 14,407-14,414 with 16, 13,989-14,233 with 24 (the builtins' loads and the staging stores hit
+// the banks best with 4 words of padding).
+override RS: u32 = 20u;
 override SMEM: u32 = max(BM * BN, (BM + BN) * RS);
-// A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=MMA_STOP=n): 1 no products, 2 no
-// global loads after the first chunk, 3 one product of four.
-override MMA_STOP: u32 = 0u;
 
 @group(0) @binding(0) var<storage, read> weights4: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> act_q4: array<vec4<u32>>;
@@ -147,20 +147,18 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             smem[ab + 3u] = av.w;
         }
         workgroupBarrier();
-        if (c + 1u < n_chunks && MMA_STOP != 2u) {
+        if (c + 1u < n_chunks) {
             if (lid < BM) { w_next = load_weight_vec(out0, lid, c + 1u); }
             for (var m = 0u; m < A_PER; m++) {
                 if (lid + WG * m < 4u * BN) { a_next[m] = load_act_vec(tok0, lid + WG * m, c + 1u); }
             }
         }
         for (var kk = 0u; kk < 2u; kk++) {  // K steps of 32 bytes
-            if (MMA_STOP == 1u) { break; }
             let l0 = subgroupMatrixLoad<Left, row_major>(&smem, (r0 * RS * 4u + 32u * kk) / MU, RS * 4u / MU);
             let l1 = subgroupMatrixLoad<Left, row_major>(&smem, ((r0 + 16u) * RS * 4u + 32u * kk) / MU, RS * 4u / MU);
             let b0 = subgroupMatrixLoad<Right, col_major>(&smem, ((BM + t0) * RS * 4u + 32u * kk) / MU, RS * 4u / MU);
             let b1 = subgroupMatrixLoad<Right, col_major>(&smem, ((BM + t0 + 16u) * RS * 4u + 32u * kk) / MU, RS * 4u / MU);
             acc[0] = subgroupMatrixMultiplyAccumulate(l0, b0, acc[0]);
-            if (MMA_STOP == 3u) { continue; }
             acc[1] = subgroupMatrixMultiplyAccumulate(l0, b1, acc[1]);
             acc[2] = subgroupMatrixMultiplyAccumulate(l1, b0, acc[2]);
             acc[3] = subgroupMatrixMultiplyAccumulate(l1, b1, acc[3]);

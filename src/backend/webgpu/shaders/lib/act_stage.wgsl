@@ -10,8 +10,7 @@
 // Thread i owns activation words i, i + WG, ... (4 elements each, at most 8 words: k <= 32 WG).
 // The including kernel includes lib/wg_reduce.wgsl and lib/sum_squares.wgsl and declares `override WG` (a power of two),
 // `override K` (the largest k it stages, a multiple of 64), `override NORM`, a uniform `p` with
-// `eps`, and where the inputs come
-// from (lib/decode_io.wgsl for the one-matmul kernels, the layer kernel its own):
+// `eps`, and where the inputs come from (lib/decode_io.wgsl):
 //   stage_x4(j) -> vec4<f32>   x elements 4j .. 4j + 3             (NORM)
 //   stage_nw4(j) -> vec4<f32>  norm weights 4j .. 4j + 3           (NORM)
 //   stage_qword(j) -> u32      int8 activation word j              (!NORM)
@@ -31,19 +30,18 @@ fn act_slot(j: u32, k: u32) -> u32 {
     return ((j / 4u) % 4u) * (k / 64u) + j / 16u;
 }
 
-// sum(a) over the whole vector, taken once where the fused prologue quantizes it (ASUM_ONCE with
+// sum(a) over the whole vector, taken once where the fused prologue quantizes it (with
 // NORM): each invocation adds its codes, each subgroup its invocations' (one atomic add per subgroup,
 // per invocation without subgroups), and after the quantization's barrier every invocation holds the
 // total in `acts_total`. The dots (lib/ternary_decode.wgsl) then leave out the 4 dot4s with ones per
 // weight word that summed a in every lane, and each row's first lane subtracts the total instead
-// (sum(code * a) - sum(a), exact in integers).
-// The layer kernel, whose matmul phases stage words quantized elsewhere, sets ASUM_ONCE false.
-override ASUM_ONCE: bool = true;
+// (sum(code * a) - sum(a), exact in integers). H200 tg128 863.1-865.1 tokens/s against 854.5-855.6
+// with every lane summing a (three alternating rounds, medians of ten).
 var<workgroup> acts_total_wg: atomic<i32>;
 var<private> acts_total: i32;
 
 fn asum_once() -> bool {
-    return ASUM_ONCE && NORM;
+    return NORM;
 }
 
 // The invocation's share of sum(a) into acts_total_wg (every invocation calls it, in uniform
@@ -54,18 +52,6 @@ fn add_acts_total(lid: u32, part: i32) {
     if (lid % sg == 0u) { atomicAdd(&acts_total_wg, s); }
 }
 
-// A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=NORM_STOP=n): the fused prologue
-// skips what follows the loads of x and nw (1), the sum of squares (2) or the max (3), and
-// quantizes with a scale that still depends on what it computed. (Stops inside the max, 4-7, were
-// removed: their wrong values moved data-dependent paths and overstated the max's cost, see
-// src/backend/webgpu/README.md.) 2 and 3 stop the schedule of G_ORDER = false.
-override NORM_STOP: u32 = 0u;
-
-// Whether the decode kernels issue the loads of x and the norm weights before their weight loads
-// (the norm is the longer chain, so its inputs go first), or after them. Measured on an H100:
-// tg128 486-488 tokens/s first, 476-478 after (alternating runs without a slow repetition).
-override X_FIRST: bool = true;
-
 // The sum of squares from x's block sums (written by the kernel that wrote x) instead of from x.
 override STATS_IN: bool = false;
 
@@ -74,7 +60,8 @@ override STATS_IN: bool = false;
 override STAGE_U: u32 = (K / 4u + WG - 1u) / WG;
 
 // This invocation's words of x and of the norm weights (NORM; nothing otherwise): the fused
-// prologue's loads, which a kernel may issue before its other loads (X_FIRST).
+// prologue's loads, which a kernel issues before its weight loads (the norm is the longer chain, so
+// its inputs go first: H100 tg128 486-488 tokens/s, 476-478 with the weights first).
 // With STATS_IN also its block sums: blocks lane, lane + 32, ... of its 32-invocation team (SG32,
 // lib/sum_squares.wgsl: blocks_total_team), or block lid (blocks_total).
 struct StageInput {
@@ -151,54 +138,15 @@ fn stage_copy(lid: u32, k: u32) -> f32 {
     return stage_qscale();
 }
 
-// The fused prologue (NORM).
+// The fused prologue (NORM): y = (x * nw) * inv with inv the norm factor, so max |y| =
+// fl(max |g| inv) exactly for g = x * nw (rounding is monotonic and inv > 0), and the max of |g| is
+// reduced while inv is computed: the max's barrier waits beside inv's chain instead of after it,
+// and after inv only y = g inv and the codes remain (the same bits as inv first, then y and max |y|).
+// Two H200s (tg128, medians of ten, four alternating rounds per call): 997.2-1,002.4 tokens/s
+// against 972.7-998.8, and 998.4-1,001.4 against 990.6-993.3 with inv first.
 fn stage_norm_quant(lid: u32, k: u32, in: StageInput) -> f32 {
     let n_words = k / 4u;
-
-    // x and the norm weights in registers (stage_load).
-    var xs = in.xs;
-    let ws = in.ws;
     if (asum_once() && lid == 0u) { atomicStore(&acts_total_wg, 0); }  // (barriers follow before the adds)
-    if (NORM_STOP == 1u) {
-        return stage_stopped(lid, n_words, xs, ws, 1.0);
-    }
-    if (G_ORDER) { return stage_norm_quant_g(lid, k, in); }
-    let inv = inv_rms_from(stage_sum_squares(lid, k, in), k, p.eps);
-    if (NORM_STOP == 2u) {
-        return stage_stopped(lid, n_words, xs, ws, inv);
-    }
-
-    // y = (x * nw) * inv (two roundings, as the CPU) and max |y|.
-    var m = 0.0;
-    for (var i = 0u; i < STAGE_U; i++) {
-        let j = lid + i * WG;
-        if (j < n_words) {
-            let y = (xs[i] * ws[i]) * inv;
-            xs[i] = y;
-            m = max(m, max_abs4(y));
-        }
-    }
-    let amax = wg_max_nonneg(lid, m);
-    if (NORM_STOP == 3u) {
-        store_quantized(lid, n_words, xs, amax);
-        return amax;
-    }
-    let qs   = act_scale_of_max(amax);
-
-    store_quantized(lid, n_words, xs, qs);
-    return qs;
-}
-
-// The prologue's schedule (the same bits either way): y = (x * nw) * inv, so max |y| = fl(max |g| inv)
-// exactly for g = x * nw (rounding is monotonic and inv > 0), and G_ORDER reduces max |g| while inv
-// is computed: the max's barrier waits beside inv's chain instead of after it, and after inv only
-// y = g inv and the codes remain. false: inv first, then y and max |y| (a tuning aid). Measured on
-// two H200s (tg128, medians of ten, four alternating rounds per call): 997.2-1,002.4 tokens/s
-// against 972.7-998.8 (992.1-998.8 without a slow round), and 998.4-1,001.4 against 990.6-993.3.
-override G_ORDER: bool = true;
-
-fn stage_norm_quant_g(lid: u32, k: u32, in: StageInput) -> f32 {
-    let n_words = k / 4u;
     var gs: array<vec4<f32>, 8>;
     var m = 0.0;
     for (var i = 0u; i < STAGE_U; i++) {
@@ -227,25 +175,16 @@ fn stage_norm_quant_g(lid: u32, k: u32, in: StageInput) -> f32 {
     return qs;
 }
 
-// Whether the codes come from lib/numerics.wgsl's i8_codes (the same codes without round() and a
-// conversion to i32: two quarter-rate operations per element on NVIDIA, on every decode prologue's
-// path, 6,912 elements in each of the down projection's workgroups) or from those.
-override QUANT_MAGIC: bool = true;
-
-// The int8 word of 4 quantized values y * qs.
+// The int8 word of 4 quantized values y * qs, from lib/numerics.wgsl's i8_codes (the codes of
+// clamp(round()) without round() and a conversion to i32: two quarter-rate operations per element
+// on NVIDIA, on every decode prologue's path; H200 tg128 868.6-872.9 tokens/s against 856.9-857.6).
 fn quantize_word(y: vec4<f32>, qs: f32) -> u32 {
-    var b: vec4<u32>;
-    if (QUANT_MAGIC) {
-        b = i8_codes(y * qs);
-    } else {
-        let c = vec4<i32>(clamp(round(y * qs), vec4<f32>(-128.0), vec4<f32>(127.0)));
-        b = vec4<u32>(bitcast<vec4<u32>>(c) & vec4<u32>(0xffu));
-    }
+    let b = i8_codes(y * qs);
     return b.x | (b.y << 8u) | (b.z << 16u) | (b.w << 24u);
 }
 
 // acts = int8(clamp(round(y * qs))) for this thread's words of y, then the barrier (and with
-// ASUM_ONCE the sum of all codes in acts_total).
+// the fused prologue the sum of all codes in acts_total).
 fn store_quantized(lid: u32, n_words: u32, ys: array<vec4<f32>, 8>, qs: f32) {
     var part = 0;
     for (var i = 0u; i < STAGE_U; i++) {
@@ -259,13 +198,4 @@ fn store_quantized(lid: u32, n_words: u32, ys: array<vec4<f32>, 8>, qs: f32) {
     if (asum_once()) { add_acts_total(lid, part); }
     workgroupBarrier();
     if (asum_once()) { acts_total = atomicLoad(&acts_total_wg); }
-}
-
-// NORM_STOP's early end: words of x * nw * f (values that depend on what was computed), returns f.
-fn stage_stopped(lid: u32, n_words: u32, xs: array<vec4<f32>, 8>, ws: array<vec4<f32>, 8>, f: f32) -> f32 {
-    var ys: array<vec4<f32>, 8>;
-    for (var i = 0u; i < STAGE_U; i++) { ys[i] = xs[i] * ws[i]; }
-    workgroupBarrier();  // (acts_total_wg's zero before the adds)
-    store_quantized(lid, n_words, ys, f);
-    return f;
 }

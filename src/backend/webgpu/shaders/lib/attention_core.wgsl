@@ -1,5 +1,5 @@
-// The body of attention.wgsl as a function, attend(lid, h, t), shared with the layer kernel
-// (layer_decode.wgsl): see attention.wgsl for the algorithm and its numerics. The including kernel
+// The body of attention.wgsl as a function, attend(lid, h, t): see attention.wgsl for the algorithm
+// and its numerics. The including kernel
 // includes lib/wg_reduce.wgsl and lib/position_sum.wgsl and declares the overrides listed there, a uniform p with head_dim, n_head, n_head_kv, pos0,
 // n_embd_kv, k_offset, v_offset, scale, rn_zero, and where the data live:
 //   att_q(t, i) -> f32       element i of token t's q (all heads)
@@ -8,12 +8,6 @@
 //   att_out(t, i, v)         stores element i of token t's output
 //   att_done(lid, i, o, wrote)  called by every invocation at the end: o = the pair of outputs
 //                            i, i + 1 it stored (wrote), for attention.wgsl's norm statistics
-
-// A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=ATTN_STOP=n): attend() ends after
-// q is staged (3), after the first tile's scores and their max (4), after all the scores and their
-// max (1), after the exp sum (2), after P·V's probabilities are staged (5) or after its block sums
-// (6), writing a value that depends on what it did (every V word it loaded, every output element).
-override ATTN_STOP: u32 = 0u;
 
 var<workgroup> qh: array<f32, HD_MAX>;
 var<workgroup> sc: array<f32, SC_MAX>;  // scores, then exp(score - max), when n <= SC_MAX
@@ -66,30 +60,6 @@ fn load_v1(i: u32, c0: u32, kv_base: u32, c: u32) -> vec2<u32> {
     return vec2<u32>(att_v(e), att_v(e + 1u));
 }
 
-// The V words of positions c0 + i0 + u, u < V_FIRST, below c0 + c_n.
-fn load_v_first(i0: u32, c0: u32, c_n: u32, kv_base: u32, c: u32) -> array<vec2<u32>, 32> {
-    var vw: array<vec2<u32>, 32>;
-    for (var u = 0u; u < V_FIRST; u++) {
-        if (i0 + u < c_n) { vw[u] = load_v1(i0 + u, c0, kv_base, c); }
-    }
-    return vw;
-}
-
-// ATTN_STOP's use of the V words loaded at the start (so that they are not optimised away).
-fn v_first_mix(v: array<vec2<u32>, 32>) -> f32 {
-    var m = 0u;
-    for (var u = 0u; u < V_FIRST; u++) { m ^= v[u].x ^ v[u].y; }
-    return f32(m & 1u);
-}
-
-// V positions of its first block that a P·V thread loads with the scores (at most 32). None since
-// the decode qkv kernel pulls the cache rows into L2 (KV_PREFETCH): H100 tg128 761.9-765.5 tokens/s
-// with 0 against 754.3-756.3 with 8 (512 threads, alternating rounds, one call); in a second call
-// (its build also had a block-sum change, since reverted) 771.0-772.7 against 765.0-765.4 with 256
-// threads, at a depth of 512 586.9-588.4 against 579.4-581.5. Before the prefetch (cache rows from
-// DRAM) 8 was best: H200 634-636 with 16, 618-620 with 32, against 645-646 with 8.
-override V_FIRST: u32 = 0u;
-
 // Uniform values as pipeline constants, where the host sets them (ATT_UNSET / 0: the uniform's):
 // the offsets of this layer's K / V cache (k_offset, v_offset), the cache's row (n_embd_kv), the
 // query heads per KV head (n_head / n_head_kv) and the positions the cache holds. With them the
@@ -131,23 +101,14 @@ fn rows_ahead(n: u32, at: u32) -> u32 {
     return n;
 }
 
-// The first tile's K words are loaded into registers with the first V words (with the constants
-// above: all the tile's rows the cache holds, whatever the position, so nothing waits for the
-// uniform), and stored to the tile after q is staged. H200 tg128 716.1-717.2 tokens/s against
-// 707.8-713.5 with the tile loaded after q (TERN_WEBGPU_CONST=K_AHEAD=0; before the constants, when
-// these loads waited for the uniform, it was slower: 649-654 against 655, measured in the L2
-// prefetch trial's build). From WG positions on (untiled scores) the words are loaded and not used.
-override K_AHEAD: bool = true;
-
-// Positions up to which the scores go through K tiles in workgroup memory (0: whenever the scores
-// fit SC_MAX); beyond, each thread computes whole positions, reading its own K rows. Tiles up to
-// 2048 positions against below WG only (TILED_UPTO=511, a tuning aid): H100 tg128 at a depth of
-// 512 2.07 ms per token against 2.16, at 1024 2.78 against 2.90, at 1536 3.50 against 3.64.
-override TILED_UPTO: u32 = 0u;
-fn tiled_upto() -> u32 {
-    if (TILED_UPTO != 0u) { return TILED_UPTO; }
-    return SC_MAX;
-}
+// The first tile's K words are loaded into registers before q is staged (with the constants above:
+// all the tile's rows the cache holds, whatever the position, so nothing waits for the uniform),
+// and stored to the tile after. H200 tg128 716.1-717.2 tokens/s against 707.8-713.5 with the tile
+// loaded after q. Each further tile's words are loaded while the one before is summed (their loads
+// overlap the sums: H100 tg128 at a depth of 512 1.94 ms per token against 2.07 with each tile
+// loaded when its turn comes, at 1024 2.52 against 2.78; P·V's V words loaded a chunk ahead the same
+// way were slower). The scores go through K tiles whenever they fit SC_MAX (tiles only below WG
+// positions: H100 at a depth of 512 2.16 ms per token against 2.07, at 1024 2.90 against 2.78).
 
 // Words i = lid + u WG < rows * hw (row c0 + i / hw, word i % hw) of the K tile from position c0, u < 16
 // (a tile holds at most 16 words per invocation).
@@ -168,11 +129,11 @@ fn load_k_tile(lid: u32, c0: u32, rows: u32, hw: u32, kv_base: u32) -> array<u32
 // invocation (r, j) = (lid / S, lid % S) loads the words of block j of row r straight into
 // registers (load_k_regs: the S invocations of a row read its contiguous words) and the row's S
 // block sums are gathered in order from its S lanes by shuffles, so a tile needs no staging in
-// workgroup memory and no barrier (the same sums in the same order: the same bits). Off
-// ($TERN_WEBGPU_CONST=K_REGS=0) or where subgroups are narrower: the K tile in workgroup memory.
-override K_REGS: bool = true;
+// workgroup memory and no barrier (the same sums in the same order: the same bits; H200 tg64 after
+// 512 tokens 1.76 ms per token against 1.84-1.85). Where subgroups are narrower: the K tile in
+// workgroup memory.
 override SG_MIN: u32 = 0u;
-fn k_regs() -> bool { return K_REGS && WG_REDUCE_SG && S <= SG_MIN; }
+fn k_regs() -> bool { return WG_REDUCE_SG && S <= SG_MIN; }
 
 // This invocation's words of its row in the tile of `rows` positions from c0 (k_regs): block
 // lid % S of row c0 + lid / S. Rows and words past the tile are clamped to its last ones (loaded,
@@ -183,7 +144,9 @@ fn load_k_regs(lid: u32, c0: u32, rows: u32, hw: u32, kv_base: u32) -> array<u32
     let e0 = att_k_at() + (c0 + r) * att_row() + kv_base;  // element index of k[c0 + r][0]
     let w0 = select(e0, e0 / 2u, K_F16);
     let b  = w0 + (lid % S) * WPT;  // the thread's first word
-    if (VEC_K && WPT % 4u == 0u && S * WPT == hw && b % 4u == 0u) {  // (no word past the row to clamp)
+    // 16-byte loads where the words are whole aligned vec4s (H200 tg128 912.3-913.0 tokens/s against
+    // 904.4-905.9 with 4-byte loads, after 512 tokens 677.2-677.9 against 637.3-639.3).
+    if (WPT % 4u == 0u && S * WPT == hw && b % 4u == 0u) {  // (no word past the row to clamp)
         for (var u = 0u; u < WPT / 4u; u++) {
             let v = att_k4(b / 4u + u);
             k[4u * u] = v.x;
@@ -196,11 +159,6 @@ fn load_k_regs(lid: u32, c0: u32, rows: u32, hw: u32, kv_base: u32) -> array<u32
     for (var w = 0u; w < WPT; w++) { k[w] = att_k(w0 + min((lid % S) * WPT + w, hw - 1u)); }
     return k;
 }
-
-// Whether a thread's K words come as 16-byte loads (att_k4) where they are whole aligned vec4s, or
-// one 4-byte load each (a tuning aid, $TERN_WEBGPU_CONST=VEC_K=0; the same words). H200 tg128
-// 912.3-913.0 tokens/s against 904.4-905.9, after 512 tokens 677.2-677.9 against 637.3-639.3.
-override VEC_K: bool = true;
 
 // A k_regs tile's score of the invocation's row before the scale, in every lane of the row: block
 // kr_block of its words (kr) summed in order, then the row's S block sums in order from its S lanes
@@ -217,21 +175,6 @@ fn k_regs_row_sum(kr: array<u32, 16>, kr_block: u32, kr_lane0: u32) -> f32 {
     return sum;
 }
 
-// The tiled scores load the next tile's K words into registers while the current tile is summed
-// (its loads then overlap the sums instead of following them). H100 tg128 at a depth of 512: 1.94
-// ms per token against 2.07 with each tile loaded when its turn comes ($TERN_WEBGPU_CONST=K_PIPE=0,
-// a tuning aid), at 1024 2.52 against 2.78. (P·V's V words loaded a chunk ahead the same way were
-// slower: 2.00 and 2.61 with both.)
-override K_PIPE: bool = true;
-
-// A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=EXP_NATIVE=1): the exp sum with
-// WGSL's exp (a few ulps) instead of exp_fixed (the CPU's bits), to see what that costs.
-override EXP_NATIVE: bool = false;
-fn att_exp(x: f32) -> f32 {
-    if (EXP_NATIVE) { return exp(x); }
-    return exp_fixed(x);
-}
-
 // The short form (one query over at most short_positions() positions, its own pipeline; the host
 // sets ATT_SHORT where every subgroup is exactly 32 invocations, aligned, and head_dim / 2 is a
 // multiple of 32): every K and V word the query needs is loaded before q is staged (the K tiles
@@ -244,12 +187,12 @@ fn att_exp(x: f32) -> f32 {
 // general form below: the same bits. 4 barriers and no round trip to memory after q, where the
 // general form has 8, one per further K tile and one for V.
 // Measured (H200 tg128, medians of ten, three alternating rounds in one call): 896.7-897.0 tokens/s
-// against 879.1-883.0 for the general form ($TERN_WEBGPU_ATTN_SHORT=0); with all four K tiles and
+// against 879.1-883.0 for the general form; with all four K tiles and
 // the V block loaded whatever the position (no wait for the uniform's pos0, twice the bytes on
 // average) 890.0-894.3; with a block's 32 shuffles taken before its sum 886.9-889.5.
 override ATT_SHORT: bool = false;
 fn short_form() -> bool {
-    return ATT_SHORT && K_AHEAD && k_regs() && SG32 && TILED && (HD / 2u) % 32u == 0u && (ATTN_STOP == 0u || ATTN_STOP == 3u);
+    return ATT_SHORT && k_regs() && SG32 && TILED && (HD / 2u) % 32u == 0u;
 }
 
 // Positions the short form covers with kc positions per K tile: 4 tiles, one 32-position block per
@@ -299,7 +242,7 @@ fn attend_short(lid: u32, h: u32, t: u32, n: u32, kv_base: u32, kc: u32, k0: arr
     // exp(score - max) of position 32 g + lane, and block g's sum in order from its first position.
     let pos = 32u * g + lane;
     var e = 0.0;
-    if (g < groups && pos < n) { e = att_exp(sc[pos] - mx); }
+    if (g < groups && pos < n) { e = exp_fixed(sc[pos] - mx); }
     var bsum = 0.0;
     for (var u = 0u; u < 32u; u++) {
         let eu = sg_shuffle(e, u);
@@ -345,18 +288,15 @@ fn attend(lid: u32, h: u32, t: u32) {
     let kvh     = h / att_group();
     let kv_base = kvh * hd;
     let n       = p.pos0 + t + 1u;  // causal: positions 0 ..= pos0 + t
-    // P·V's thread layout (below); the V words of this thread's first 8 positions are loaded now, so
-    // that their latency passes during the scores.
+    // P·V's thread layout (below).
     let pairs  = hd / 2u;
     let groups = WG / pairs;
     let c      = lid % pairs;
     let g      = lid / pairs;
-    var v_first: array<vec2<u32>, 32>;
-    if (g < groups) { v_first = load_v_first(32u * g, 0u, min(CHUNK, rows_ahead(n, ATT_V_AT)), kv_base, c); }
     let hw = select(HD, HD / 2u, K_F16);  // u32 words per K row
     let kc = min(WG / S, TILE / (hw + 1u));  // positions per tile (the host may shrink TILE)
     var k0: array<u32, 16>;
-    if (K_AHEAD && TILED) {
+    if (TILED) {
         if (k_regs()) {
             k0 = load_k_regs(lid, 0u, min(kc, rows_ahead(n, ATT_K_AT)), hw, kv_base);
         } else {
@@ -380,10 +320,6 @@ fn attend(lid: u32, h: u32, t: u32) {
         qh[d] = select(v, round_f16(v), K_F16);
     }
     workgroupBarrier();
-    if (ATTN_STOP == 3u) {
-        if (lid < hd) { att_out(t, h * hd + lid, qh[lid] + v_first_mix(v_first)); }
-        return;
-    }
     if (short_form()) {  // (its own pipeline: the general form below is not compiled in)
         if (n <= short_positions(kc)) {
             attend_short(lid, h, t, n, kv_base, kc, k0, k1, k2, k3, vb);
@@ -398,7 +334,7 @@ fn attend(lid: u32, h: u32, t: u32) {
     // The scores and the largest of them.
     var m = bitcast<f32>(0xff7fffffu);
     var any = false;
-    if (TILED && cached && n <= tiled_upto()) {
+    if (TILED && cached) {
         // (Decode: one query, its scores kept in workgroup memory.)
         // Tiles of WG / S positions (or what TILE holds): their K rows staged in workgroup memory with coalesced loads
         // (row r, word w at ktile[r * (hw + 1) + w]: the padding word keeps the S threads of a
@@ -415,13 +351,8 @@ fn attend(lid: u32, h: u32, t: u32) {
         for (var c0 = 0u; c0 < n; c0 += kc) {
             let cn = min(kc, n - c0);
             if (k_regs()) {
-                var kr: array<u32, 16>;
-                if ((K_AHEAD && c0 == 0u) || (K_PIPE && c0 > 0u)) {
-                    kr = k0;
-                } else {
-                    kr = load_k_regs(lid, c0, cn, hw, kv_base);
-                }
-                if (K_PIPE && c0 + kc < n) { k0 = load_k_regs(lid, c0 + kc, min(kc, n - c0 - kc), hw, kv_base); }
+                let kr = k0;  // (loaded ahead)
+                if (c0 + kc < n) { k0 = load_k_regs(lid, c0 + kc, min(kc, n - c0 - kc), hw, kv_base); }
                 let sum = k_regs_row_sum(kr, kr_block, kr_lane0);
                 if (kr_block == 0u && kr_row < cn) {
                     let sv = mul_rn(sum, p.scale);  // not fused into score - max
@@ -429,23 +360,14 @@ fn attend(lid: u32, h: u32, t: u32) {
                     m = max(m, sv);
                     any = true;
                 }
-                if (ATTN_STOP == 4u) { break; }
                 continue;
             }
             workgroupBarrier();  // the previous tile is consumed
-            if ((K_AHEAD && c0 == 0u) || (K_PIPE && c0 > 0u)) {
-                for (var u = 0u; u < 16u; u++) {
-                    let i = lid + u * WG;
-                    if (i < cn * hw) { ktile[(i / hw) * (hw + 1u) + i % hw] = k0[u]; }
-                }
-            } else {
-                for (var i = lid; i < cn * hw; i += WG) {
-                    let r  = i / hw;
-                    let e0 = att_k_at() + (c0 + r) * att_row() + kv_base;  // element index of k[c0 + r][0]
-                    ktile[r * (hw + 1u) + i % hw] = att_k(select(e0, e0 / 2u, K_F16) + i % hw);
-                }
+            for (var u = 0u; u < 16u; u++) {  // (loaded ahead)
+                let i = lid + u * WG;
+                if (i < cn * hw) { ktile[(i / hw) * (hw + 1u) + i % hw] = k0[u]; }
             }
-            if (K_PIPE && c0 + kc < n) { k0 = load_k_tile(lid, c0 + kc, min(kc, n - c0 - kc), hw, kv_base); }
+            if (c0 + kc < n) { k0 = load_k_tile(lid, c0 + kc, min(kc, n - c0 - kc), hw, kv_base); }
             workgroupBarrier();
             let r  = lid / S;
             let j  = lid % S;
@@ -466,7 +388,6 @@ fn attend(lid: u32, h: u32, t: u32) {
                 m = max(m, sv);
                 any = true;
             }
-            if (ATTN_STOP == 4u) { break; }
         }
     } else {
         for (var i = lid; i < n; i += WG) {
@@ -477,10 +398,6 @@ fn attend(lid: u32, h: u32, t: u32) {
         }
     }
     let mx = wg_max(lid, select(bitcast<f32>(0xff7fffffu), m, any));
-    if (ATTN_STOP == 1u || ATTN_STOP == 4u) {
-        if (lid < hd) { att_out(t, h * hd + lid, mx + v_first_mix(v_first)); }
-        return;
-    }
 
     // Sum of exp(score - max) in cpu::sum_positions's order (blocks of 32 positions in order, 16
     // blocks to a superblock, superblocks in order), CHUNK positions at a time: the exponentials go
@@ -493,17 +410,13 @@ fn attend(lid: u32, h: u32, t: u32) {
         for (var i = lid; i < c_n; i += WG) {
             var sv: f32;
             if (cached) { sv = sc[c0 + i]; } else { sv = score(c0 + i, kv_base); }
-            let e = att_exp(sv - mx);
+            let e = exp_fixed(sv - mx);
             if (cached) { sc[c0 + i] = e; }
             probs[i] = e;
         }
         es = pos_add_chunk(lid, c0, c_n, es);
     }
     let inv = div_rn(1.0, pos_total(es).x);
-    if (ATTN_STOP == 2u) {
-        if (lid < hd) { att_out(t, h * hd + lid, inv + v_first_mix(v_first)); }
-        return;
-    }
 
     // out[d] = sum_p prob(p) v[p][d] in the same order: per chunk, thread (c, g) sums dimension
     // pair c over the chunk's blocks g, g + groups, ... (32 positions each, in order, from 0) into
@@ -514,23 +427,20 @@ fn attend(lid: u32, h: u32, t: u32) {
         workgroupBarrier();
         for (var i = lid; i < c_n; i += WG) {
             var e: f32;
-            if (cached) { e = sc[c0 + i]; } else { e = att_exp(score(c0 + i, kv_base) - mx); }
+            if (cached) { e = sc[c0 + i]; } else { e = exp_fixed(score(c0 + i, kv_base) - mx); }
             let pr = e * inv;
             probs[i] = select(pr, round_f16(pr), V_F16);
         }
         workgroupBarrier();
-        if (ATTN_STOP == 5u) { break; }
         if (g < groups) {
             for (var b = g; 32u * b < c_n; b += groups) {
-                // The block's 32 V words first (one round trip; the first block's first 8 came
-                // with the scores), then its sum in order from 0.
+                // The block's 32 V words first (one round trip), then its sum in order from 0.
+                // (Loading the first block's V words with the scores was slower once the decode qkv
+                // kernel pulled the cache rows into L2: H100 tg128 761.9-765.5 tokens/s against
+                // 754.3-756.3 with 8 of them.)
                 var vw: array<vec2<u32>, 32>;
                 for (var u = 0u; u < 32u; u++) {
-                    if (c0 == 0u && b == g && u < V_FIRST) {
-                        vw[u] = v_first[u];
-                    } else if (32u * b + u < c_n) {
-                        vw[u] = load_v1(32u * b + u, c0, kv_base, c);
-                    }
+                    if (32u * b + u < c_n) { vw[u] = load_v1(32u * b + u, c0, kv_base, c); }
                 }
 
                 var o = vec2<f32>(0.0, 0.0);
@@ -548,18 +458,9 @@ fn attend(lid: u32, h: u32, t: u32) {
             }
         }
         workgroupBarrier();
-        if (ATTN_STOP == 6u) { break; }
         if (lid < pairs) {
             for (var b = 0u; 32u * b < c_n; b++) { os = pos_add_block(os, pv_sum[b * pairs + lid], c0 / 32u + b); }
         }
-    }
-    if (ATTN_STOP == 5u || ATTN_STOP == 6u) {
-        if (lid < pairs) {
-            let d = probs[lid] + pv_sum[lid].x + v_first_mix(v_first);
-            att_out(t, h * hd + 2u * lid, d);
-            att_out(t, h * hd + 2u * lid + 1u, d);
-        }
-        return;
     }
     var o = vec2<f32>(0.0, 0.0);
     if (lid < pairs) {

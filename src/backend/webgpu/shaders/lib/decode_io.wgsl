@@ -1,8 +1,7 @@
 // Where the one-matmul decode kernels (bitlinear_decode, gate_up_decode, qkv_rope_decode) take
 // their inputs for lib/act_stage.wgsl and lib/ternary_decode.wgsl: the bindings `wq`, `src` (x as
 // f32 bits, or int8 activation words) and `src_scale` (norm weights, or the activation scale) at
-// the uniform's src_offset / scale_offset, and `norm_stats` at stats_in / stats_out. The layer kernel
-// (layer_decode.wgsl) defines its own.
+// the uniform's src_offset / scale_offset, and `norm_stats` at stats_in / stats_out.
 
 fn weight_vec4(i: u32) -> vec4<u32> { return wq[i]; }
 
@@ -27,15 +26,13 @@ fn stage_nw_base() -> u32 {
     return p.scale_offset;
 }
 
-// With VEC_IN, where the offset is a multiple of 4 words, each vec4 of x and of the norm weights
-// is one 16-byte load; otherwise four 4-byte loads (a tuning aid, $TERN_WEBGPU_CONST=VEC_IN=0;
-// the same values). The compiler does not merge the four: H200 tg128 906.7-910.3 tokens/s against
-// 887.5-888.8 (src/backend/webgpu/README.md, "Vector loads").
-override VEC_IN: bool = true;
+// Where the offset is a multiple of 4 words, each vec4 of x and of the norm weights is one 16-byte
+// load; otherwise four 4-byte loads (the same values). The compiler does not merge the four: H200
+// tg128 906.7-910.3 tokens/s against 887.5-888.8 with four 4-byte loads everywhere.
 
 fn stage_x4(j: u32) -> vec4<f32> {
     let b = stage_src_base();
-    if (VEC_IN && b % 4u == 0u) { return bitcast<vec4<f32>>(src[b / 4u + j]); }
+    if (b % 4u == 0u) { return bitcast<vec4<f32>>(src[b / 4u + j]); }
     let o = b + 4u * j;
     return vec4<f32>(bitcast<f32>(src_word(o)), bitcast<f32>(src_word(o + 1u)), bitcast<f32>(src_word(o + 2u)),
                      bitcast<f32>(src_word(o + 3u)));
@@ -43,7 +40,7 @@ fn stage_x4(j: u32) -> vec4<f32> {
 
 fn stage_nw4(j: u32) -> vec4<f32> {
     let b = stage_nw_base();
-    if (VEC_IN && b % 4u == 0u) { return src_scale[b / 4u + j]; }
+    if (b % 4u == 0u) { return src_scale[b / 4u + j]; }
     let n = b + 4u * j;
     return vec4<f32>(scale_word(n), scale_word(n + 1u), scale_word(n + 2u), scale_word(n + 3u));
 }

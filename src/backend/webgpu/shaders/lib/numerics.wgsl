@@ -20,17 +20,11 @@
 override FMA_FUSED: bool = true;
 // Error-free transformations only work if every operation rounds once, in the written order. A
 // compiler that simplifies (s - (s - a)) to a (GLSL needs `precise` for Kahan sums on some GPUs)
-// silently turns double-float into f32. With DF_GUARD the intermediate results of two_sum,
-// fast_two_sum and split pass through opq(), which the compiler cannot see through.
-override DF_GUARD: bool = true;
-// A timing aid (results are wrong when set; $TERN_WEBGPU_CONST=DF_PLAIN=1): the double-float
-// accumulators (df_add_f, df_add, df_fma) become plain f32 adds and fmas, the cost an f32 reference
-// with a fixed summation order would have.
-override DF_PLAIN: bool = false;
+// silently turns double-float into f32. So the intermediate results of two_sum, fast_two_sum and
+// split pass through opq(), which the compiler cannot see through.
 
 // x, hidden from algebraic simplification (an XOR with p.rn_zero, a zero only known at run time).
 fn opq(x: f32) -> f32 {
-    if (!DF_GUARD) { return x; }
     return bitcast<f32>(bitcast<u32>(x) ^ p.rn_zero);
 }
 
@@ -130,14 +124,12 @@ fn split(a: f32) -> vec2<f32> {
 
 // Double-float accumulator x (hi, lo) plus a float b.
 fn df_add_f(x: vec2<f32>, b: f32) -> vec2<f32> {
-    if (DF_PLAIN) { return vec2<f32>(x.x + b, 0.0); }
     let s = two_sum(x.x, b);
     return fast_two_sum(s.x, s.y + x.y);
 }
 
 // Double-float sum of two double-floats.
 fn df_add(x: vec2<f32>, y: vec2<f32>) -> vec2<f32> {
-    if (DF_PLAIN) { return vec2<f32>(x.x + y.x, 0.0); }
     let s = two_sum(x.x, y.x);
     return fast_two_sum(s.x, s.y + x.y + y.y);
 }
@@ -150,7 +142,6 @@ fn fast_two_sum(a: f32, b: f32) -> vec2<f32> {
 
 // x += a * b exactly up to double-float precision.
 fn df_fma(x: vec2<f32>, a: f32, b: f32) -> vec2<f32> {
-    if (DF_PLAIN) { return vec2<f32>(fma(a, b, x.x), 0.0); }
     let p = two_prod(a, b);
     let s = two_sum(x.x, p.x);
     return fast_two_sum(s.x, s.y + p.y + x.y);

@@ -7,8 +7,6 @@
 // The including kernel declares the bindings rope, k_cache, v_cache, the overrides K_F16 and V_F16,
 // a uniform p with head_dim, n_rot, n_head, n_head_kv, k_offset, v_offset, n_embd_kv, and
 //   store_q(tok, i, v)            element i of token tok's q (q_out[p.q_offset + tok p.q_stride + i])
-//   kv_word_stored(is_k, w, word) called with every cache word written (u32 index w): a hook for
-//                                 the layer kernel, which passes the new row on to attention
 
 // n_rot as a pipeline constant where the host sets it (the decode kernel): slot_dim() gives the
 // weight rows a workgroup loads, which then need nothing from the uniform buffer (whose first read
@@ -35,24 +33,18 @@ fn store_kv(is_k: bool, e: u32, a: f32, b: f32) {
             let w = (p.k_offset + e) / 2u;
             let word = pack_f16x2(a, b);
             k_cache[w] = word;
-            kv_word_stored(true, w, word);
         } else {
             k_cache[p.k_offset + e]      = bitcast<u32>(a);
             k_cache[p.k_offset + e + 1u] = bitcast<u32>(b);
-            kv_word_stored(true, p.k_offset + e, bitcast<u32>(a));
-            kv_word_stored(true, p.k_offset + e + 1u, bitcast<u32>(b));
         }
     } else {
         if (V_F16) {
             let w = (p.v_offset + e) / 2u;
             let word = pack_f16x2(a, b);
             v_cache[w] = word;
-            kv_word_stored(false, w, word);
         } else {
             v_cache[p.v_offset + e]      = bitcast<u32>(a);
             v_cache[p.v_offset + e + 1u] = bitcast<u32>(b);
-            kv_word_stored(false, p.v_offset + e, bitcast<u32>(a));
-            kv_word_stored(false, p.v_offset + e + 1u, bitcast<u32>(b));
         }
     }
 }

@@ -105,13 +105,12 @@ var<workgroup> lane_pairs: array<vec2<i32>, WG + 64u>;
 // finishing invocation adds `lanes` words one after another. Measured on an H200 (tg128, medians
 // of three alternating processes): shuffles for the 8- and 16-lane teams were slower than those
 // sums (779.5 against 782.6 tokens/s), while the 32-lane o-projection this allows gained
-// (WebGpuBackend::try_decode_bitlinear). SMALL_TEAMS_SG = true takes shuffles for those too.
+// (WebGpuBackend::try_decode_bitlinear).
 override LANE_GROUP: u32 = 0u;
 override SG_EXACT32: bool = false;
-override SMALL_TEAMS_SG: bool = false;
 
 fn lane_group(lanes: u32) -> u32 {
-    if (!WG_REDUCE_SG || (lanes < 32u && !SMALL_TEAMS_SG)) { return 0u; }
+    if (!WG_REDUCE_SG || lanes < 32u) { return 0u; }
     return min(lanes, min(LANE_GROUP, 32u));
 }
 

@@ -1,5 +1,5 @@
 // A weight that a later kernel reads, pulled into L2 by a decode matmul's own invocations
-// (kernel_prefetch) where KPF_AT says: one word per 64 bytes (16 words), each invocation at
+// (kernel_prefetch) once its activations are staged: one word per 64 bytes (16 words), each invocation at
 // most KPF_LOADS, spread over the kernel's KPF_GROUPS workgroups (the host sets all three; KPF_WORDS
 // 0: none). The loaded words are kept by a store that never happens (kernel_prefetch_use: p.rn_zero
 // is 0), so the compiler keeps the loads but nothing waits for them before the kernel's end, which
@@ -12,12 +12,10 @@ override KPF_WORDS: u32 = 0u;
 override KPF_LOADS: u32 = 1u;
 override KPF_GROUPS: u32 = 1u;
 const KPF_STRIDE: u32 = 16u;  // words: one load per 64 bytes (the host's k_prefetch_stride_words)
-// Where the prefetch loads are issued (kernel_prefetch_at): 0 first, before x and the kernel's own
-// weights; 1 after its own weight loads; 2 (default) once the activations are staged, when x and
-// the weights have arrived, so that the DRAM misses do not queue ahead of them. H200 tg128
-// 913.4-916.6 tokens/s with 2 against 894.8-911.1 with 1 and 884.7-892.9 with 0 (alternating
-// rounds, three calls).
-override KPF_AT: u32 = 2u;
+// The loads are issued once the activations are staged, when x and the weights have arrived, so
+// that the DRAM misses do not queue ahead of them: H200 tg128 913.4-916.6 tokens/s against
+// 894.8-911.1 after the kernel's own weight loads and 884.7-892.9 before them (alternating rounds,
+// three calls).
 
 fn kernel_prefetch(lid: u32, g: u32) -> u32 {
     var acc = 0u;
@@ -28,13 +26,6 @@ fn kernel_prefetch(lid: u32, g: u32) -> u32 {
         if (i < KPF_WORDS) { acc ^= pfw[i]; }
     }
     return acc;
-}
-
-// kernel_prefetch's loads where `spot` is KPF_AT, else none: a kernel calls it at each of the
-// three spots.
-fn kernel_prefetch_at(spot: u32, lid: u32, g: u32) -> u32 {
-    if (KPF_AT != spot) { return 0u; }
-    return kernel_prefetch(lid, g);
 }
 
 fn kernel_prefetch_use(acc: u32) {

@@ -42,31 +42,26 @@ fn sg_df_sum(v: vec2<f32>, lane: u32, width: u32) -> vec2<f32> {
 }
 
 // The max of floats as a max of u32 keys in the same order (one instruction on NVIDIA, REDUX,
-// where subgroupMax of f32 is a shuffle butterfly). Off: subgroupMax of the f32 values. Measured
-// on an H100: tg128 489-491 tokens/s against 484-485 (four alternating runs each).
-override SG_KEY_MAX: bool = true;
-
+// where subgroupMax of f32 is a shuffle butterfly). H100 tg128 489-491 tokens/s against 484-485
+// with subgroupMax of the f32 values (four alternating runs each).
 // (order_key, from_order_key: lib/numerics.wgsl)
 fn sg_max(v: f32) -> f32 {
-    if (SG_KEY_MAX) { return from_order_key(subgroupMax(order_key(v))); }
-    return subgroupMax(v);
+    return from_order_key(subgroupMax(order_key(v)));
 }
 
-// How wg_max reads the slots back where subgroups are 32 wide: 2 (the default) one slot per lane
-// and a second subgroup max; 0 every slot in every invocation, a chain of WG / 32 - 1 maxes (the
-// form before; a tuning aid, the same results). Measured on H200s (tg128, alternating rounds in
-// one call each): 978.5-981.1 tokens/s against 967.7-970.4; with wg_max_nonneg's keys 984.9-985.4
-// against 966.5-969.5. Also tried, slower than 2: the slots as vec4 keys and a short tree
-// (972.8-975.3), and no subgroup max before the barrier, each invocation's own max in a slot read
-// back as vec4s (974.5-975.3).
-override WG_MAX_READ: u32 = 2u;
+// Where subgroups are 32 wide, wg_max reads the slots back one per lane and takes a second
+// subgroup max (wg_max_one_read). H200s (tg128, alternating rounds in one call each): 978.5-981.1
+// tokens/s against 967.7-970.4 with every slot read in every invocation (a chain of WG / 32 - 1
+// maxes); with wg_max_nonneg's keys 984.9-985.4 against 966.5-969.5. Also tried, slower: the slots
+// as vec4 keys and a short tree (972.8-975.3), and no subgroup max before the barrier, each
+// invocation's own max in a slot read back as vec4s (974.5-975.3).
 
 fn wg_red_slot(i: u32, v: f32) { wg_red_max[i] = bitcast<u32>(v); }
 fn wg_red_at(i: u32) -> f32 { return bitcast<f32>(wg_red_max[i]); }
 
-// Whether wg_max takes WG_MAX_READ = 2's form (which needs at least one 32-invocation slot).
+// Whether wg_max takes the one-read form (which needs at least one 32-invocation slot).
 fn wg_max_one_read() -> bool {
-    return SG32 && WG_MAX_READ == 2u && WG >= 32u;
+    return SG32 && WG >= 32u;
 }
 
 // The largest u32 key of the workgroup (wg_max_one_read): a subgroup max, one slot per 32

@@ -1,0 +1,339 @@
+// The scheduler loop (see scheduler.h).
+#include "scheduler.h"
+
+#include "core/log.h"
+#include "stop_strings.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tern::server {
+
+using Clock = std::chrono::steady_clock;
+
+bool Job::next(JobEvent & out, std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mutex_);
+    if (!cv_.wait_for(lock, timeout, [&] { return !events_.empty(); })) return false;
+    out = std::move(events_.front());
+    events_.pop_front();
+    return true;
+}
+
+void Job::cancel() {
+    if (cancelled_.exchange(true)) return;
+    std::function<void()> wake;
+    {
+        std::lock_guard lock(mutex_);
+        wake = wake_scheduler_;
+    }
+    if (wake) wake();
+}
+
+void Job::push(JobEvent e) {
+    {
+        std::lock_guard lock(mutex_);
+        events_.push_back(std::move(e));
+    }
+    cv_.notify_all();
+}
+
+// A request running in a slot.
+struct Scheduler::Slot {
+    std::shared_ptr<Job>   job;
+    SequenceId             seq = -1;
+    Sampler                sampler;
+    StreamingDecoder       decoder;
+    size_t                 prompt_fed = 0;  // prompt tokens fed so far
+    int32_t                last       = -1; // the token to feed next (generating)
+    int64_t                n_generated = 0;
+    std::string            text;            // everything generated (decoded)
+    size_t                 sent = 0;        // text[0, sent) handed out
+    std::vector<TokenLogprob> logprobs;     // tokens behind text not yet handed out
+    std::vector<float>     logits;          // [n_vocab]
+    bool                   want_logits = false;  // this step's item asked for logits
+
+    Slot(std::shared_ptr<Job> j, SequenceId s, const Tokenizer & tok, int32_t n_vocab)
+        : job(std::move(j)), seq(s), sampler(job->spec().sampling, n_vocab), decoder(tok),
+          logits(static_cast<size_t>(n_vocab)) {}
+    bool prefilling() const { return prompt_fed < job->spec().prompt.size(); }
+};
+
+Scheduler::Scheduler(BatchEngine & engine, const Tokenizer & tokenizer, const SchedulerOptions & options)
+    : engine_(engine), tokenizer_(tokenizer), options_(options) {
+    stats_.slots_total    = options.n_slots;
+    stats_.kv_pages_total = engine.pool().n_pages();
+    thread_               = std::thread([this] { loop(); });
+}
+
+Scheduler::~Scheduler() {
+    shutdown();
+    thread_.join();
+}
+
+void Scheduler::shutdown() {
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    cv_.notify_all();
+}
+
+std::shared_ptr<Job> Scheduler::submit(JobSpec spec) {
+    auto job = std::make_shared<Job>(std::move(spec));
+    job->wake_scheduler_ = [this] { cv_.notify_all(); };
+    {
+        std::lock_guard lock(mutex_);
+        const int64_t idle = options_.n_slots - slots_busy_.load();
+        if (stopping_ || queue_.size() >= options_.max_queue + static_cast<size_t>(std::max<int64_t>(0, idle))) {
+            ++stats_.requests_rejected;
+            throw ApiError(503, "server_error",
+                           "the server is busy: all " + std::to_string(options_.n_slots) + " slots are in use and " +
+                               std::to_string(options_.max_queue) + " requests are waiting; retry later",
+                           "", "server_busy");
+        }
+        queue_.push_back(job);
+    }
+    cv_.notify_all();
+    return job;
+}
+
+int64_t Scheduler::slots_idle() const { return options_.n_slots - slots_busy_.load(); }
+
+SchedulerStats Scheduler::stats() const {
+    std::lock_guard lock(mutex_);
+    SchedulerStats s = stats_;
+    s.queue_depth    = static_cast<int64_t>(queue_.size());
+    s.slots_busy     = slots_busy_.load();
+    s.kv_pages_used  = kv_pages_used_.load();
+    const auto now   = Clock::now();
+    int64_t    n     = 0;
+    for (const auto & [t, k] : recent_) {
+        if (now - t <= std::chrono::seconds(10)) n += k;
+    }
+    s.tokens_per_second = static_cast<double>(n) / 10.0;
+    return s;
+}
+
+void Scheduler::record_tokens(int64_t n) {
+    const auto now = Clock::now();
+    std::lock_guard lock(mutex_);
+    stats_.generated_tokens += n;
+    recent_.emplace_back(now, n);
+    while (!recent_.empty() && now - recent_.front().first > std::chrono::seconds(10)) recent_.pop_front();
+}
+
+void Scheduler::loop() {
+    std::vector<std::unique_ptr<Slot>> slots;
+    for (;;) {
+        {
+            std::unique_lock lock(mutex_);
+            // Idle: sleep until a request, a cancellation or shutdown.
+            cv_.wait(lock, [&] {
+                return stopping_ || !slots.empty() ? true : !queue_.empty();
+            });
+            if (stopping_) break;
+        }
+        // Clients gone: free their slots now, before this step spends time on them.
+        for (auto & s : slots) {
+            if (s && s->job->cancelled()) {
+                engine_.close(s->seq);
+                std::lock_guard lock(mutex_);
+                ++stats_.requests_cancelled;
+                s.reset();
+            }
+        }
+        std::erase_if(slots, [](const auto & s) { return !s; });
+        admit(slots);
+        slots_busy_    = static_cast<int64_t>(slots.size());
+        kv_pages_used_ = engine_.pool().n_used();
+        if (slots.empty()) {
+            // Nothing runs: the queue holds only cancelled jobs (admit dropped them) or nothing.
+            continue;
+        }
+        run_step(slots);
+        std::erase_if(slots, [](const auto & s) { return !s; });
+        slots_busy_    = static_cast<int64_t>(slots.size());
+        kv_pages_used_ = engine_.pool().n_used();
+    }
+    // Shutdown: everyone still waiting or running gets an answer.
+    const ApiError bye(503, "server_error", "the server is shutting down", "", "server_shutdown");
+    for (auto & s : slots) fail_slot(*s, bye);
+    std::lock_guard lock(mutex_);
+    for (auto & job : queue_) job->push({.done = true, .error = bye});
+    queue_.clear();
+}
+
+void Scheduler::admit(std::vector<std::unique_ptr<Slot>> & slots) {
+    const int32_t n_vocab = static_cast<int32_t>(engine_.model().config().n_vocab);
+    for (;;) {
+        std::shared_ptr<Job> job;
+        {
+            std::lock_guard lock(mutex_);
+            while (!queue_.empty() && queue_.front()->cancelled()) {
+                queue_.pop_front();
+                ++stats_.requests_cancelled;
+            }
+            if (queue_.empty() || static_cast<int>(slots.size()) >= options_.n_slots) return;
+            job = queue_.front();
+        }
+        const JobSpec &           spec = job->spec();
+        std::optional<SequenceId> seq;
+        try {
+            seq = engine_.open(static_cast<int64_t>(spec.prompt.size()) + spec.max_tokens);
+        } catch (const Error & e) {  // larger than the pool: the handler checks this first
+            std::lock_guard lock(mutex_);
+            queue_.pop_front();
+            job->push({.done = true, .error = api_error_from(e)});
+            continue;
+        }
+        if (!seq) return;  // first in, first served: wait until the pool has room for the head
+        {
+            std::lock_guard lock(mutex_);
+            queue_.pop_front();
+            ++stats_.requests_started;
+            stats_.prompt_tokens += static_cast<int64_t>(spec.prompt.size());
+        }
+        try {
+            auto slot = std::make_unique<Slot>(job, *seq, tokenizer_, n_vocab);
+            for (int32_t id : spec.prompt) slot->sampler.accept(id);  // penalties see the prompt, as `tern run`
+            slots.push_back(std::move(slot));
+        } catch (const Error & e) {
+            engine_.close(*seq);
+            job->push({.done = true, .error = api_error_from(e)});
+        }
+    }
+}
+
+void Scheduler::run_step(std::vector<std::unique_ptr<Slot>> & slots) {
+    std::vector<BatchItem> items;
+    int64_t                budget = options_.n_prefill_per_step;
+    for (auto & s : slots) {
+        const auto & prompt = s->job->spec().prompt;
+        s->want_logits      = false;
+        if (s->prefilling()) {
+            const int64_t n = std::min<int64_t>(budget, static_cast<int64_t>(prompt.size() - s->prompt_fed));
+            if (n <= 0) continue;
+            budget -= n;
+            s->want_logits = s->prompt_fed + static_cast<size_t>(n) == prompt.size();
+            items.push_back({s->seq, std::span(prompt).subspan(s->prompt_fed, static_cast<size_t>(n)),
+                             s->want_logits ? std::span<float>(s->logits) : std::span<float>()});
+            s->prompt_fed += static_cast<size_t>(n);
+        } else {
+            s->want_logits = true;
+            items.push_back({s->seq, std::span(&s->last, 1), s->logits});
+        }
+    }
+    // Prompts go first in the next step's budget by rotating the slot order: no slot starves.
+    if (slots.size() > 1) std::rotate(slots.begin(), slots.begin() + 1, slots.end());
+    try {
+        engine_.step(items);
+    } catch (const Error & e) {
+        TERN_LOG_ERROR("server: a decoding step failed: %s", e.what());
+        const ApiError err = api_error_from(e);
+        for (auto & s : slots) {
+            fail_slot(*s, err.status >= 500 ? err : ApiError(500, "server_error", err.what()));
+            s.reset();
+        }
+        return;
+    }
+    {
+        std::lock_guard lock(mutex_);
+        ++stats_.steps;
+    }
+    for (auto & s : slots) {
+        if (s->want_logits && !advance(*s)) s.reset();
+    }
+}
+
+namespace {
+
+// log softmax of the model's logits (before penalties and temperature) for the chosen token and
+// the k most likely ones.
+TokenLogprob logprobs_of(std::span<const float> logits, int32_t chosen, int k) {
+    float mx = -INFINITY;
+    for (float l : logits) mx = std::max(mx, l);
+    double sum = 0;
+    for (float l : logits) sum += std::exp(static_cast<double>(l - mx));
+    const float   log_z = mx + static_cast<float>(std::log(sum));
+    TokenLogprob  lp;
+    lp.id      = chosen;
+    lp.logprob = logits[static_cast<size_t>(chosen)] - log_z;
+    if (k > 0) {
+        std::vector<int32_t> ids(logits.size());
+        for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
+        const size_t kk = std::min(static_cast<size_t>(k), ids.size());
+        std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(kk), ids.end(), [&](int32_t a, int32_t b) {
+            return logits[static_cast<size_t>(a)] > logits[static_cast<size_t>(b)] ||
+                   (logits[static_cast<size_t>(a)] == logits[static_cast<size_t>(b)] && a < b);
+        });
+        for (size_t i = 0; i < kk; ++i) lp.top.emplace_back(ids[i], logits[static_cast<size_t>(ids[i])] - log_z);
+    }
+    return lp;
+}
+
+}  // namespace
+
+bool Scheduler::advance(Slot & s) {
+    const JobSpec & spec = s.job->spec();
+    const int32_t   id   = s.sampler.sample(s.logits);
+    s.sampler.accept(id);
+    const bool end_of_turn = tokenizer_.is_eog(id) ||
+                             std::find(spec.stop_ids.begin(), spec.stop_ids.end(), id) != spec.stop_ids.end();
+    if (end_of_turn && !spec.ignore_eos) {
+        s.text += s.decoder.flush();
+        finish(s, "stop");
+        return false;
+    }
+    ++s.n_generated;
+    record_tokens(1);
+    if (spec.logprobs >= 0) s.logprobs.push_back(logprobs_of(s.logits, id, spec.logprobs));
+    s.text += s.decoder.push(id);
+    s.last = id;
+    const bool last = s.n_generated >= spec.max_tokens;
+    if (last) s.text += s.decoder.flush();
+    const StopScan scan = scan_stops(s.text, s.sent, spec.stop);
+    if (scan.found) {
+        s.text.resize(scan.end);
+        finish(s, "stop");
+        return false;
+    }
+    if (last) {
+        finish(s, "length");
+        return false;
+    }
+    if (scan.end > s.sent || !s.logprobs.empty()) {
+        JobEvent e;
+        e.text = s.text.substr(s.sent, scan.end - s.sent);
+        e.logprobs.swap(s.logprobs);
+        s.sent = scan.end;
+        s.job->push(std::move(e));
+    }
+    return true;
+}
+
+void Scheduler::finish(Slot & s, std::string reason) {
+    engine_.close(s.seq);
+    JobEvent e;
+    e.text = s.text.substr(std::min(s.sent, s.text.size()));
+    e.logprobs.swap(s.logprobs);
+    e.done          = true;
+    e.finish_reason = std::move(reason);
+    e.n_prompt      = static_cast<int64_t>(s.job->spec().prompt.size());
+    e.n_generated   = s.n_generated;
+    {
+        std::lock_guard lock(mutex_);  // counted before the handler hears of it
+        ++stats_.requests_finished;
+    }
+    s.job->push(std::move(e));
+}
+
+void Scheduler::fail_slot(Slot & s, const ApiError & err) {
+    engine_.close(s.seq);
+    {
+        std::lock_guard lock(mutex_);
+        ++stats_.requests_failed;
+    }
+    s.job->push({.done = true, .error = err});
+}
+
+}  // namespace tern::server

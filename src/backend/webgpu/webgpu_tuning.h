@@ -1,0 +1,82 @@
+// The WebGPU backend's tunables in one place: every size that changes speed and never results
+// (workgroup sizes, lanes, tiles, thresholds between kernels, steps per submit), one struct of
+// defaults per device class (for_adapter), and TERN_WEBGPU_TUNE="key=value,..." over it (apply:
+// unknown keys and bad values are errors that name the key and what was expected). The defaults
+// were measured on an H100 and an H200 (src/backend/webgpu/README.md, "Tuning";
+// docs/perf-log.md has the trials behind them).
+#pragma once
+
+#include "backend/webgpu/wgpu_device.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace tern {
+
+// The dot4 prefill GEMM's tiling (ternary_gemm.wgsl): TM x TN results per thread, TR x TC threads.
+struct GemmTiling {
+    uint32_t tm = 4, tn = 8, tr = 16, tc = 8;
+};
+
+// The tensor-core GEMM's tiling (ternary_gemm_mma.wgsl): SGM x SGN subgroups of 32 per workgroup,
+// each on 32 rows x 32 tokens.
+struct MmaTiling {
+    uint32_t sgm = 4, sgn = 1;
+};
+
+struct WebGpuTuning {
+    // --- decode (one token) matmuls: webgpu_decode.cpp, shaders/*_decode.wgsl ---
+    uint32_t decode_wg         = 256;  // threads per workgroup of a decode matmul (a power of two)
+    uint32_t decode_wg_long    = 512;  // the same for rows longer than 4096 (2B4T's down projection)
+    uint32_t decode_lanes      = 4;    // the fewest lanes (threads) per weight row (a power of two)
+    uint32_t decode_lane_loads = 10;   // the most vec4 weight loads per lane (1..10; fewer: more lanes)
+    uint32_t qkv_lanes         = 16;   // the fewest lanes per row of the qkv kernel
+    uint32_t o_lanes           = 0;    // ... of a bitlinear over rows up to 4096 (the o-projection); 0: 32
+                                       //     where 32-lane teams sum in registers and K >= 2048, else 16
+    uint32_t o_wg              = 0;    // its threads; 0: 512 where o_lanes is 32 by default, else decode_wg
+    uint32_t gate_up_lanes     = 4;    // the fewest lanes per row of gate+up
+    // --- the LM head of one token: lm_head_i8_argmax.wgsl, argmax_exact.wgsl ---
+    uint32_t head_i8_min_bytes = 64u << 20;  // greedy decoding streams an int8 copy of F16 heads this
+                                             // large or larger (half the bytes; wider bounds)
+    uint32_t head_groups  = 0;  // workgroups of the int8 head; 0: two per compute unit
+    uint32_t exact_groups = 0;  // workgroups of argmax_exact; 0: 512 after the int8 head, 64 after F16
+    // --- attention: webgpu_ops.cpp, webgpu_attention_*.cpp ---
+    uint32_t attn_wg                 = 0;    // threads of attention.wgsl; 0: one query 256 (512 past
+                                             //     attn_wide_positions where it fits), prompts 128
+    uint32_t attn_wide_positions     = 384;  // one query past this many positions: 512 threads
+    uint32_t attn_long_positions     = 0;    // one query over this many or more: attention_long_*.wgsl;
+                                             //     0: 800, or fewer where attention.wgsl keeps fewer scores
+    uint32_t attn_prefetch_loads     = 0;    // loads per thread of attention's weight-prefetch
+                                             //     workgroups; 0: the fewest that stay on free units
+    uint32_t attn_prefill_min_tokens = 16;   // query tokens from which prompts take attention_prefill_*
+    uint32_t attn_pv_rows            = 32;   // P·V rows per workgroup of prompt attention (32 or 64)
+    uint32_t attn_pv_split_groups    = 256;  // workgroups a P·V split aims for (0: never split)
+    uint32_t attn_softmax_wg         = 64;   // threads per row of the prompt softmax
+    uint32_t attn_softmax_wg_one     = 256;  // the same for one query (few, long rows)
+    uint32_t attn_scratch_bytes      = 128u << 20;  // the prompt score buffer's budget (token chunks)
+    // --- prefill (many tokens) matmuls: webgpu_prefill.cpp ---
+    uint32_t   gemm_min_tokens = 16;       // tokens from which the GEMM replaces the per-token kernels
+    GemmTiling gemm_tile{0, 0, 0, 0};      // the dot4 GEMM's TMxTNxTRxTC; 0x0x0x0: 4x8x16x8, TC 4 up to 32 tokens
+    MmaTiling  mma_tile{4, 1};             // the tensor-core GEMM's SGMxSGN
+    MmaTiling  mma_tile_long{2, 1};        // the same for rows longer than 4096
+    // --- submits and waits: webgpu_decode_stream.cpp, wgpu_device.cpp ---
+    uint32_t steps_per_submit = 4;     // greedy decoding's steps per submit, once the groups have grown
+    uint32_t submit_ramp      = 8;     // steps recorded before the groups grow by one (from 1)
+    uint32_t first_submit     = 8;     // dispatches in the first piece of a step after an idle device
+                                       //     (then 2x, 4x, 8x, then the rest); 0: one submit
+    uint32_t spin_us          = 4000;  // how long a wait yields before it naps
+    uint32_t compute_units    = 132;   // compute units (SMs) assumed where work is sized to the GPU:
+                                       //     WebGPU does not tell (132: an H100 SXM's, an H200's)
+
+    // The defaults for this adapter: discrete and integrated GPUs the struct's (measured on NVIDIA
+    // H100 and H200); a CPU adapter (SwiftShader) does not spin (its worker threads need the CPU).
+    static WebGpuTuning for_adapter(const WgpuAdapterSummary & adapter);
+    // Applies "key=value,key=value" (TERN_WEBGPU_TUNE's form). Throws Error(invalid_argument) for an
+    // unknown key or a value out of the key's range, naming both and what was expected.
+    void apply(std::string_view settings);
+    // "key=value,..." of every field, for logs.
+    std::string describe() const;
+};
+
+}  // namespace tern
