@@ -278,8 +278,8 @@ void register_bench(CLI::App & app) {
                 "token; \"–\" for the CPU, which runs ops eagerly). MB/token and GB/s (tg tests only) = bytes read "
                 "per generated token: every weight a decode step reads in the backend's own layout (layer linears "
                 "and norms, final norm, the whole LM head or tied embedding table as greedy decoding reads it (the "
-                "WebGPU backend streams an int8 copy of an F16 head of 64 MiB or more), one embedding row) plus the K and "
-                "V cache at the test's average context length; GB/s = MB/token x t/s. Activations are not counted.\n"
+                "WebGPU and fast CPU backends stream an int8 copy of an F16 head of 64 MiB or more), one embedding "
+                "row) plus the K and V cache at the test's average context length; GB/s = MB/token x t/s. Activations are not counted.\n"
                 "Example: tern bench -m models/synth-2b4t.gguf -p 64 -n 16 -d 0,512 -r 3 --roofline");
     cmd->callback([args] { bench(*args); });
 }

@@ -408,7 +408,11 @@ uint64_t read_bytes(const uint8_t * p, int64_t n) {
         a2 = _mm512_add_epi64(a2, _mm512_loadu_si512(p + i + 128));
         a3 = _mm512_add_epi64(a3, _mm512_loadu_si512(p + i + 192));
     }
-    uint64_t s = static_cast<uint64_t>(_mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3))));
+    // Summed as unsigned words (_mm512_reduce_add_epi64 adds signed ones: wrapping is UB there).
+    alignas(64) uint64_t l[8];
+    _mm512_store_si512(l, _mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)));
+    uint64_t s = 0;
+    for (uint64_t v : l) s += v;
     for (; i + 8 <= n; i += 8) {
         uint64_t w;
         __builtin_memcpy(&w, p + i, 8);
