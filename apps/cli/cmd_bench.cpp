@@ -208,6 +208,7 @@ void bench(BenchArgs a) {
                 j["gbps"]                   = bytes * ts / 1e9;
                 j["encode_ms_per_token"]    = 1000.0 * r.encode_s / static_cast<double>(std::max<int64_t>(1, r.tokens));
                 if (a.roofline) j["pct_copy_bandwidth"] = copy_bps > 0 ? 100.0 * bytes * ts / copy_bps : 0.0;
+                if (a.roofline && read_bps > 0) j["pct_read_bandwidth"] = 100.0 * bytes * ts / read_bps;
             }
             if (a.roofline) j["copy_gbps"] = copy_bps / 1e9;
             if (a.roofline && read_bps > 0) j["read_gbps"] = read_bps / 1e9;
@@ -225,18 +226,22 @@ void bench(BenchArgs a) {
     if (a.roofline) {
         std::printf("copy bandwidth (%s, %s): %.1f GB/s (read + written)\n\n", backend.c_str(),
                     be.device_info().name.c_str(), copy_bps / 1e9);
-        if (read_bps > 0) std::printf("read bandwidth: %.1f GB/s (read only, as the greedy head streams)\n\n", read_bps / 1e9);
+        if (read_bps > 0) {
+            std::printf("read bandwidth: %.1f GB/s (read only, as decoding streams the weights%s)\n\n", read_bps / 1e9,
+                        backend == "cpu" ? format(", %d threads", threads).c_str() : "");
+        }
         if (dc.gpu_s_one > 0) {
             std::printf("dependent dispatches (tiny kernel, 400 in a row): %.2f us each on the GPU with 1 workgroup, "
                         "%.2f us with %u; %.2f us each to record and submit\n\n",
                         1e6 * dc.gpu_s_one, 1e6 * dc.gpu_s_wide, dc.wide_groups, 1e6 * dc.host_s);
         }
     }
+    const bool read_col = a.roofline && read_bps > 0;
     std::printf("| model | size | params | backend | threads | test | t/s | ms/token | host ms/token | dispatches/token | "
-                "MB/token | GB/s |%s\n",
-                a.roofline ? " % of copy BW |" : "");
-    std::printf("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |%s\n",
-                a.roofline ? " ---: |" : "");
+                "MB/token | GB/s |%s%s\n",
+                a.roofline ? " % of copy BW |" : "", read_col ? " % of read BW |" : "");
+    std::printf("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |%s%s\n",
+                a.roofline ? " ---: |" : "", read_col ? " ---: |" : "");
     for (const auto & r : results) {
         const double      ts    = mean(r.tps);
         const double      bytes = r.n_gen > 0 ? weight_bytes + kv_bytes(r) : 0.0;
@@ -254,6 +259,7 @@ void bench(BenchArgs a) {
         if (a.roofline) {
             std::printf(" %s |", r.n_gen > 0 && copy_bps > 0 ? format("%.1f", 100.0 * bytes * ts / copy_bps).c_str() : "");
         }
+        if (read_col) std::printf(" %s |", r.n_gen > 0 ? format("%.1f", 100.0 * bytes * ts / read_bps).c_str() : "");
         std::printf("\n");
     }
 }
@@ -295,17 +301,18 @@ void register_bench(CLI::App & app) {
     cmd->add_flag("--json", args->json, "print a JSON array instead of a Markdown table");
     cmd->add_flag("--roofline", args->roofline,
                   "also measure the device's copy bandwidth (best of several timed copies of a 256 MiB buffer, "
-                  "read + written: device to device for a GPU, memcpy over the threads for the CPU) and print each "
-                  "tg test's GB/s as a percentage of it; on a GPU also the cost of one dispatch in a chain of "
-                  "dependent dispatches (GPU time with 1 and 128 workgroups, the median of five chains; host time to record "
-                  "and submit) and its read-only bandwidth (best of several layouts reading a 320 MiB buffer: the ceiling "
-                  "of a kernel that only streams, as the greedy head does)");
+                  "read + written: device to device for a GPU, memcpy over the threads for the CPU) and its read-only "
+                  "bandwidth (a 320 MiB buffer read as decoding streams weights: on the CPU every thread of the test "
+                  "reads its own slice with the kernels' widest loads, best of 7; on a GPU the best of several "
+                  "layouts), and print each tg test's GB/s as a percentage of both; on a GPU also the cost of one "
+                  "dispatch in a chain of dependent dispatches (GPU time with 1 and 128 workgroups, the median of five "
+                  "chains; host time to record and submit)");
     cmd->footer("Columns: dispatches/token = GPU dispatches recorded per token over the timed runs (pp: per prompt "
                 "token; \"–\" for the CPU, which runs ops eagerly). MB/token and GB/s (tg tests only) = bytes read "
                 "per generated token: every weight a decode step reads in the backend's own layout (layer linears "
                 "and norms, final norm, the whole LM head or tied embedding table as greedy decoding reads it (the "
-                "WebGPU backend streams an int8 copy of an F16 head of 64 MiB or more), one embedding row) plus the K and "
-                "V cache at the test's average context length; GB/s = MB/token x t/s. Activations are not counted.\n"
+                "WebGPU and fast CPU backends stream an int8 copy of an F16 head of 64 MiB or more), one embedding "
+                "row) plus the K and V cache at the test's average context length; GB/s = MB/token x t/s. Activations are not counted.\n"
                 "Example: tern bench -m models/synth-2b4t.gguf -p 64 -n 16 -d 0,512 -r 3 --roofline");
     cmd->callback([args] { bench(*args); });
 }

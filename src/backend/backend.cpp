@@ -68,6 +68,7 @@ public:
         step.token         = token_.tensor;
         step.head.logits   = r_.logits;
         if (!r_.pick) step.head.ids = ids_.tensor;
+        else step.head.top_k = r_.top_k;  // a backend may leave the rows outside the top k at -inf
         be_.begin_step();
         r_.record(step);
         be_.end_step();

@@ -3,6 +3,7 @@
 #include "model/bitnet_model.h"
 
 #include "core/error.h"
+#include "core/progress.h"
 #include "core/log.h"
 #include "quant/finite_check.h"
 
@@ -153,7 +154,10 @@ std::unique_ptr<BitnetModel> BitnetModel::load(const GgufFile & file, Backend & 
     m->weight_bytes_    = m->token_embd_->n_bytes / static_cast<size_t>(std::max<int64_t>(1, c.n_vocab)) +
                        m->output_norm_->n_bytes + head.n_bytes;
 
+    // Loads that take over a second (repacking a large model) show their progress by layer.
+    ProgressBar bar("loading weights", static_cast<uint64_t>(c.n_layer), true, 1.0);
     for (int64_t il = 0; il < c.n_layer; ++il) {
+        bar.update(static_cast<uint64_t>(il));
         const std::string p = "blk." + std::to_string(il) + ".";
         LayerWeights      L;
         L.attn_norm     = backend.load_norm(b.norm(p + "attn_norm.weight", c.n_embd));
@@ -176,6 +180,7 @@ std::unique_ptr<BitnetModel> BitnetModel::load(const GgufFile & file, Backend & 
         }
         m->layers_.push_back(std::move(L));
     }
+    bar.finish();
     b.warn_unused();
     return m;
 }

@@ -1,5 +1,5 @@
-// CpuBackend: executes each op of backend.h eagerly with the scalar kernels of cpu_ops.h, spreading
-// output rows over a thread pool. Scratch buffers are sized at load time (largest K, n_embd, n_ctx)
+// CpuBackend: the scalar reference. Executes each op of backend.h eagerly with the scalar kernels of
+// cpu_ops.h, spreading output rows over a thread pool. Scratch buffers are sized at load time (largest K, n_embd, n_ctx)
 // so that a forward pass allocates nothing once warmed up.
 #include "backend/cpu/cpu_backend.h"
 
@@ -39,7 +39,7 @@ const float * fp16_table() {
 
 class CpuBackend final : public Backend {
 public:
-    explicit CpuBackend(const CpuOptions & options) : pool_(options.n_threads) {
+    explicit CpuBackend(int n_threads) : pool_(n_threads) {
         scratch_.resize(static_cast<size_t>(pool_.n_threads()));
     }
 
@@ -399,6 +399,14 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend(const CpuOptions & options) { return std::make_unique<CpuBackend>(options); }
+std::unique_ptr<Backend> make_cpu_reference_backend(int n_threads) { return std::make_unique<CpuBackend>(n_threads); }
+
+std::unique_ptr<Backend> make_cpu_backend(const CpuOptions & options) {
+    const CpuIsa isa = cpu_isa_resolve(options.isa);
+    if (isa == CpuIsa::ref) return make_cpu_reference_backend(options.n_threads);
+    CpuOptions o = options;
+    o.isa        = isa;
+    return make_cpu_fast_backend(o);
+}
 
 }  // namespace tern
