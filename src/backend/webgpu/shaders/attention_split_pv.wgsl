@@ -111,7 +111,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let j = lid / RB;
         let b = b0 + lid % RB;
         if (j < GROUP) {
-            var acc: array<f32, 16>;
+            // (zeroed explicitly each round: a declaration without initializer in a loop body that
+            // is passed by pointer kept the previous round's values on SwiftShader)
+            var acc = array<f32, 16>();
             if (b < nb) {
                 let inv  = inv_s[j];
                 let erow = (row0 + j) * p.ld;

@@ -55,7 +55,7 @@ var<workgroup> q_s: array<f32, GROUP * HD>;   // [j][d], f16-rounded with an f16
 var<workgroup> blk_s: array<f32, GROUP * WG>;  // [j][thread]: the block sums
 var<workgroup> sc_s: array<f32, GROUP * TP>;   // [j][position]: the scores, for the max
 
-const NEG_MAX: f32 = -3.40282347e38;  // -FLT_MAX, as attention.wgsl starts its max
+const NEG_MAX: u32 = 0xff7fffffu;  // -FLT_MAX (as attention.wgsl starts its max), as bits
 
 // a * b as the CPU rounds it: exact when both are f16 values (so contraction cannot change it).
 fn prod(a: f32, b: f32) -> f32 {
@@ -113,7 +113,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 
     let row0 = (t * p.n_head_kv + kvh) * GROUP;
     for (var j = b; j < GROUP; j += S) {
-        var sc = NEG_MAX;
+        var sc = bitcast<f32>(NEG_MAX);
         if (pos < n) {
             var acc = 0.0;
             for (var bb = 0u; bb < NB; bb++) { acc = acc + blk_s[j * WG + pl * S + bb]; }
@@ -124,7 +124,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     workgroupBarrier();
     if (lid < GROUP) {
-        var m = NEG_MAX;
+        var m = bitcast<f32>(NEG_MAX);
         for (var i = 0u; i < TP; i++) { m = max(m, sc_s[lid * TP + i]); }
         wmax[(row0 + lid) * p.wmax_ld + wid.x] = m;
     }

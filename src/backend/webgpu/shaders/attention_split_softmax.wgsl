@@ -40,7 +40,7 @@ struct Params {
 var<workgroup> e_s: array<f32, GROUP * CH>;  // [j][position in the chunk]
 var<workgroup> mx_s: array<f32, 16>;         // [j]
 
-const NEG_MAX: f32 = -3.40282347e38;
+const NEG_MAX: u32 = 0xff7fffffu;  // -FLT_MAX (as attention.wgsl starts its max), as bits
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
@@ -53,7 +53,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let n_w  = (n + p.tp - 1u) / p.tp;  // the scores kernel's workgroups of this column
     let row0 = (t * p.n_head_kv + kvh) * GROUP;
     for (var j = 0u; j < GROUP; j++) {
-        var m = NEG_MAX;
+        var m = bitcast<f32>(NEG_MAX);
         for (var i = lid; i < n_w; i += WG) { m = max(m, wmax[(row0 + j) * p.wmax_ld + i]); }
         let mx = wg_max(lid, m);
         if (lid == 0u) { mx_s[j] = mx; }
