@@ -240,6 +240,8 @@ void Scheduler::run_step(std::vector<std::unique_ptr<Slot>> & slots) {
         std::lock_guard lock(mutex_);
         ++stats_.steps;
     }
+    // Pages are taken as tables grow (inside the step): count them before any handler hears of it.
+    kv_pages_used_ = engine_.pool().n_used();
     for (auto & s : slots) {
         if (s->want_logits && !advance(*s)) s.reset();
     }
