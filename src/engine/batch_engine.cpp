@@ -154,10 +154,6 @@ void BatchEngine::run_pass(std::span<const BatchItem> items, std::span<const Pas
     if (any_logits) {
         logits_.resize(static_cast<size_t>(n_vocab * n_out));
         be.read(head.logits, logits_.data(), logits_.size() * sizeof(float));
-        for (int64_t o = 0; o < n_out; ++o) {  // argmax, lowest index on ties (Backend::argmax)
-            const float * row = logits_.data() + o * n_vocab;
-            ids_[static_cast<size_t>(o)] = static_cast<int32_t>(std::max_element(row, row + n_vocab) - row);
-        }
     } else {
         be.read(head.ids, ids_.data(), ids_.size() * sizeof(int32_t));
     }
@@ -167,10 +163,15 @@ void BatchEngine::run_pass(std::span<const BatchItem> items, std::span<const Pas
         if (pp.from + pp.n != static_cast<int64_t>(it.tokens.size()) || (it.logits.empty() && it.argmax == nullptr)) {
             continue;
         }
-        if (!it.logits.empty()) {
-            std::copy_n(logits_.begin() + static_cast<std::ptrdiff_t>(o) * n_vocab, n_vocab, it.logits.begin());
+        if (!any_logits) {
+            *it.argmax = ids_[o++];
+            continue;
         }
-        if (it.argmax != nullptr) *it.argmax = ids_[o];
+        const float * row = logits_.data() + static_cast<std::ptrdiff_t>(o) * n_vocab;
+        if (!it.logits.empty()) std::copy_n(row, n_vocab, it.logits.begin());
+        if (it.argmax != nullptr) {  // the argmax of this row, lowest index on ties (Backend::argmax)
+            *it.argmax = static_cast<int32_t>(std::max_element(row, row + n_vocab) - row);
+        }
         ++o;
     }
 }
