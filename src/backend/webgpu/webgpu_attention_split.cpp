@@ -161,7 +161,8 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                          {"GROUP", static_cast<double>(group)},
                          {"DG", static_cast<double>(st.dg)},
                          {"V_F16", v_f16 ? 1.0 : 0.0},
-                         {"RB", static_cast<double>(st.rb)}}}};
+                         {"RB", static_cast<double>(st.rb)},
+                         {"PU", static_cast<double>(tune_.attn_split_unroll)}}}};
         add_paging(pk);
         const WGPUBuffer cols_v  = paged ? gpu_buffer(batch->columns) : gpu_buffer(kv.v);
         const WGPUBuffer pages_v = paged ? gpu_buffer(batch->page_table) : gpu_buffer(kv.v);

@@ -48,6 +48,7 @@ struct WebGpuTuning {
     uint32_t attn_long_positions     = 0;    // one query over this many or more: attention_split_*.wgsl;
                                              //     0: 800, or fewer where attention.wgsl keeps fewer scores
     uint32_t attn_split_dims         = 8;    // output dimensions per workgroup of attention_split_pv
+    uint32_t attn_split_unroll       = 4;    // positions attention_split_pv loads ahead (1: none)
     uint32_t attn_prefetch_loads     = 0;    // loads per thread of attention's weight-prefetch
                                              //     workgroups; 0: the fewest that stay on free units
     uint32_t attn_prefill_min_tokens = 16;   // query tokens from which prompts take attention_prefill_*

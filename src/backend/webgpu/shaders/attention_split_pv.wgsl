@@ -14,7 +14,7 @@
 //   v_cache: [n_head_kv hd, rows] f16 pairs or f32 (u32 words)   out: [n_head hd, T] f32
 // Bindings: 0 e, 1 bsum, 2 v_cache, 3 cols, 4 pages (read); 5 out (read_write); 6 params
 // Dispatch: (hd / DG, n_head_kv, T). The positions go in rounds of RB blocks of 32; thread (j, block)
-// sums its block's 32 positions for the DG dimensions into workgroup memory, then threads
+// sums its block's 32 positions for the DG dimensions (loading PU positions ahead) into workgroup memory, then threads
 // (j, superblock, d) add the round's superblocks' blocks in order and threads (j, d) add the
 // superblocks to their running totals in order.
 
@@ -28,6 +28,7 @@ override DG: u32 = 8u;        // output dimensions per workgroup: even, dividing
 override V_F16: bool = true;
 override RB: u32 = 64u;       // blocks per round: a multiple of 16 with GROUP * RB <= WG
 override SPR: u32 = WG / GROUP;  // superblock sums of the normalizer per pass
+override PU: u32 = 4u;        // positions whose loads are issued before their products are added (1..8)
 
 struct Params {
     n_embd_kv: u32,    // cache elements per row
@@ -58,18 +59,19 @@ var<workgroup> part_s: array<f32, GROUP * RB * DG>;  // [j][block of the round][
 var<workgroup> psup_s: array<f32, GROUP * (RB / 16u) * DG>;  // [j][superblock of the round][d]
 var<workgroup> tot_s: array<f32, GROUP * DG>;        // [j][d]: the closed superblocks
 
-// Adds position pos's products to acc (DG dimensions from element `first` of the cache row).
-fn add_position(acc: ptr<function, array<f32, 16>>, pr: f32, row: u32, first: u32) {
-    let e0 = p.v_offset + row * p.n_embd_kv + first;  // element index
+const VW: u32 = 16u;  // u32 words per position in the staged V words (DG <= 16 f32 or f16 pairs)
+
+// Adds the products of one position (staged V words vw[u VW ..]) to acc.
+fn add_position(acc: ptr<function, array<f32, 16>>, pr: f32, vw: ptr<function, array<u32, 128>>, u: u32) {
     if (V_F16) {
         for (var w = 0u; w < DG / 2u; w++) {
-            let v = unpack2x16float(v_cache[e0 / 2u + w]);
+            let v = unpack2x16float((*vw)[u * VW + w]);
             (*acc)[2u * w]      = (*acc)[2u * w] + pr * v.x;  // exact products: no rounding to keep
             (*acc)[2u * w + 1u] = (*acc)[2u * w + 1u] + pr * v.y;
         }
     } else {
         for (var d = 0u; d < DG; d++) {
-            (*acc)[d] = (*acc)[d] + mul_rn(pr, bitcast<f32>(v_cache[e0 + d]));
+            (*acc)[d] = (*acc)[d] + mul_rn(pr, bitcast<f32>((*vw)[u * VW + d]));
         }
     }
 }
@@ -118,10 +120,30 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let inv  = inv_s[j];
                 let erow = (row0 + j) * p.ld;
                 let end  = min(32u * b + 32u, n);
-                for (var pos = 32u * b; pos < end; pos++) {
-                    var pr = e[erow + pos] * inv;
-                    if (V_F16) { pr = round_f16(pr); }
-                    add_position(&acc, pr, kv_row(col, pos), first);
+                // PU positions at a time: their loads first, all in flight together (one position's
+                // memory latency instead of PU), then their products in position order.
+                for (var pos0 = 32u * b; pos0 < end; pos0 += PU) {
+                    var es: array<f32, 8>;
+                    var vw: array<u32, 128>;
+                    for (var u = 0u; u < PU; u++) {
+                        let pos = pos0 + u;
+                        if (pos < end) {
+                            es[u] = e[erow + pos];
+                            let e0 = p.v_offset + kv_row(col, pos) * p.n_embd_kv + first;  // element index
+                            if (V_F16) {
+                                for (var w = 0u; w < DG / 2u; w++) { vw[u * VW + w] = v_cache[e0 / 2u + w]; }
+                            } else {
+                                for (var d = 0u; d < DG; d++) { vw[u * VW + d] = v_cache[e0 + d]; }
+                            }
+                        }
+                    }
+                    for (var u = 0u; u < PU; u++) {
+                        if (pos0 + u < end) {
+                            var pr = es[u] * inv;
+                            if (V_F16) { pr = round_f16(pr); }
+                            add_position(&acc, pr, &vw, u);
+                        }
+                    }
                 }
             }
             for (var d = 0u; d < DG; d++) { part_s[(j * RB + lid % RB) * DG + d] = acc[d]; }
