@@ -50,7 +50,7 @@ d4 = [r for r in rows if r["n_depth"] == 4096]
 if d0 and d4:
     print(f"{d4[0]['test']} / {d0[0]['test']} = {100 * d4[0]['avg_ts'] / d0[0]['avg_ts']:.1f}% (issue 52: >= 70%)")
 EOF
-for t in ${TUNES:-attn_split_unroll=1 attn_split_unroll=8 attn_split_dims=4 attn_split_dims=16 attn_long_positions=1000000}; do
+for t in ${TUNES:-attn_split_heads=4 attn_split_heads=2 attn_split_unroll=1 attn_split_unroll=8 attn_split_dims=4 attn_split_dims=16 attn_long_positions=1000000}; do
     printf '%s: ' "$t"
     TERN_WEBGPU_TUNE=$t "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 -d 4096 -r 3 2>/dev/null | tail -1 |
         awk -F'|' '{print $7 ":", $8, "t/s,", $9, "ms/token"}'

@@ -7,8 +7,9 @@
 //      exp(s - max) in place, and the sum of each block of 32 positions, a workgroup per 256
 //      positions (for G = 4), KV head and column;
 //   3. attention_split_pv: the normalizer from the block sums in cpu::sum_positions's order, the
-//      probabilities and P·V over every position, a workgroup per 8 output dimensions, KV head and
-//      column: no partial sums leave a workgroup, so nothing is combined afterwards.
+//      probabilities and P·V over every position, a workgroup per 8 output dimensions, KV head (or
+//      query head, where that is needed to fill the GPU) and column: no partial sums leave a
+//      workgroup, so nothing is combined afterwards.
 // The same numerics as attention.wgsl and the CPU, bit for bit: the max is an exact reduction, and
 // every sum is taken by one thread or in a fixed tree inside one workgroup in the reference's order
 // (cpu::dot_blocked16, cpu::sum_positions), never across workgroups in another order. The three
@@ -24,6 +25,7 @@
 #include "core/error.h"
 
 #include <algorithm>
+#include <numeric>
 
 namespace tern {
 namespace {
@@ -36,6 +38,7 @@ struct SplitTiling {
     uint32_t ch = 256;   // softmax: positions per workgroup
     uint32_t dg = 8;     // P·V: output dimensions per workgroup
     uint32_t rb = 64;    // P·V: blocks of 32 positions per round
+    uint32_t jg = 4;     // P·V: query heads per workgroup (dividing G)
 };
 
 }  // namespace
@@ -57,12 +60,29 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
     st.ch = static_cast<uint32_t>(std::max<int64_t>(32, 1024 / group / 32 * 32));
     st.dg = std::clamp<uint32_t>(tune_.attn_split_dims, 2, 16);
     while (st.dg > 2 && (hd % st.dg != 0 || st.dg % 2 != 0)) st.dg /= 2;
-    st.rb = static_cast<uint32_t>(st.wg / group / 16 * 16);
+    // P·V's query heads per workgroup: all G of a KV head (each V row read once), or where that
+    // leaves the GPU short of workgroups (one column over a long context: 80 for 2B4T) the largest
+    // divisor of G that gives 2 per compute unit (1 for 2B4T: 320 workgroups of 256 blocks per
+    // round instead of 64, so 8192 positions in one round).
+    const int64_t pv_groups = n_tok * n_kv * (hd / st.dg);
+    if (tune_.attn_split_heads != 0) {
+        st.jg = static_cast<uint32_t>(std::gcd<int64_t>(group, tune_.attn_split_heads));
+    } else {
+        st.jg = 1;
+        for (int64_t jg = group; jg >= 1; --jg) {
+            if (group % jg == 0 && pv_groups * (group / jg) >= 2 * int64_t{tune_.compute_units}) {
+                st.jg = static_cast<uint32_t>(jg);
+                break;
+            }
+        }
+    }
+    st.rb = st.wg / st.jg / 16 * 16;
     const uint64_t g       = static_cast<uint64_t>(group);
+    const uint64_t jg      = st.jg;
     const uint64_t sc_mem  = g * hd * 4 + g * st.wg * 4 + g * st.tp * 4 + 16;
     const uint64_t sm_mem  = g * st.ch * 4 + 64 + uint64_t{st.wg} * 8 + 16;
-    const uint64_t pv_mem  = uint64_t{st.wg} * 4 + 64 + g * st.rb * st.dg * 4 + g * (st.rb / 16) * st.dg * 4 +
-                            g * st.dg * 4 + 16;
+    const uint64_t pv_mem  = uint64_t{st.wg} * 4 + 64 + jg * st.rb * st.dg * 4 + jg * (st.rb / 16) * st.dg * 4 +
+                            jg * st.dg * 4 + 16;
     const uint64_t max_bind = std::min<uint64_t>(lim.maxBufferSize, lim.maxStorageBufferBindingSize);
     if (std::max({sc_mem, sm_mem, pv_mem}) > lim.maxComputeWorkgroupStorageSize || st.ts > st.wg || st.rb < 16 ||
         hd % st.dg != 0) {
@@ -162,13 +182,14 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                          {"DG", static_cast<double>(st.dg)},
                          {"V_F16", v_f16 ? 1.0 : 0.0},
                          {"RB", static_cast<double>(st.rb)},
+                         {"JG", static_cast<double>(st.jg)},
                          {"PU", static_cast<double>(tune_.attn_split_unroll)}}}};
         add_paging(pk);
         const WGPUBuffer cols_v  = paged ? gpu_buffer(batch->columns) : gpu_buffer(kv.v);
         const WGPUBuffer pages_v = paged ? gpu_buffer(batch->page_table) : gpu_buffer(kv.v);
         const WGPUBuffer pb[] = {attn_scores_->get(), attn_bsum_->get(), gpu_buffer(kv.v), cols_v, pages_v,
                                  gpu_buffer(out)};
-        step_->dispatch(pk, pb, &pp, sizeof pp, u32(hd / st.dg), u32(n_kv), u32(tc));
+        step_->dispatch(pk, pb, &pp, sizeof pp, u32(hd / st.dg), u32(n_kv * (group / st.jg)), u32(tc));
     }
     return true;
 }

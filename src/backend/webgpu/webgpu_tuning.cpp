@@ -49,6 +49,7 @@ const std::vector<Field> & fields() {
         {"attn_long_positions", Kind::number, 0, k_max, &T::attn_long_positions},
         {"attn_split_dims", Kind::pow2, 2, 16, &T::attn_split_dims},
         {"attn_split_unroll", Kind::pow2, 1, 8, &T::attn_split_unroll},
+        {"attn_split_heads", Kind::number, 0, 16, &T::attn_split_heads},
         {"attn_prefetch_loads", Kind::number, 0, 64, &T::attn_prefetch_loads},
         {"attn_prefill_min_tokens", Kind::number, 2, k_max, &T::attn_prefill_min_tokens},
         {"attn_pv_rows", Kind::pow2, 32, 64, &T::attn_pv_rows},

@@ -13,7 +13,8 @@
 //   e: the softmax kernel's [T][n_head_kv][G][ld] f32   bsum: [T][n_head_kv][G][bsum_ld] f32
 //   v_cache: [n_head_kv hd, rows] f16 pairs or f32 (u32 words)   out: [n_head hd, T] f32
 // Bindings: 0 e, 1 bsum, 2 v_cache, 3 cols, 4 pages (read); 5 out (read_write); 6 params
-// Dispatch: (hd / DG, n_head_kv, T). The positions go in rounds of RB blocks of 32; thread (j, block)
+// Dispatch: (hd / DG, n_head_kv * GROUP / JG, T): JG query heads of a group per workgroup (JG < G: more
+// workgroups, each reading its V rows again, for one column over a long context). The positions go in rounds of RB blocks of 32; thread (j, block)
 // sums its block's 32 positions for the DG dimensions (loading PU positions ahead) into workgroup memory, then threads
 // (j, superblock, d) add the round's superblocks' blocks in order and threads (j, d) add the
 // superblocks to their running totals in order.
@@ -26,8 +27,9 @@ override HD: u32 = 128u;      // head_dim
 override GROUP: u32 = 4u;     // G = n_head / n_head_kv, at most 16
 override DG: u32 = 8u;        // output dimensions per workgroup: even, dividing HD, at most 16
 override V_F16: bool = true;
-override RB: u32 = 64u;       // blocks per round: a multiple of 16 with GROUP * RB <= WG
-override SPR: u32 = WG / GROUP;  // superblock sums of the normalizer per pass
+override JG: u32 = GROUP;     // query heads per workgroup (dividing GROUP): fewer, more workgroups
+override RB: u32 = 64u;       // blocks per round: a multiple of 16 with JG * RB <= WG
+override SPR: u32 = WG / JG;  // superblock sums of the normalizer per pass
 override PU: u32 = 4u;        // positions whose loads are issued before their products are added (1..8)
 
 struct Params {
@@ -55,9 +57,9 @@ struct Params {
 
 var<workgroup> sup_s: array<f32, WG>;                // [j][superblock of the pass]
 var<workgroup> inv_s: array<f32, 16>;                // [j]
-var<workgroup> part_s: array<f32, GROUP * RB * DG>;  // [j][block of the round][d]
-var<workgroup> psup_s: array<f32, GROUP * (RB / 16u) * DG>;  // [j][superblock of the round][d]
-var<workgroup> tot_s: array<f32, GROUP * DG>;        // [j][d]: the closed superblocks
+var<workgroup> part_s: array<f32, JG * RB * DG>;  // [j][block of the round][d]
+var<workgroup> psup_s: array<f32, JG * (RB / 16u) * DG>;  // [j][superblock of the round][d]
+var<workgroup> tot_s: array<f32, JG * DG>;        // [j][d]: the closed superblocks
 
 const VW: u32 = 16u;  // u32 words per position in the staged V words (DG <= 16 f32 or f16 pairs)
 
@@ -79,13 +81,14 @@ fn add_position(acc: ptr<function, array<f32, 16>>, pr: f32, vw: ptr<function, a
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let t    = wid.z;
-    let kvh  = wid.y;
+    let kvh  = wid.y / (GROUP / JG);
+    let jg   = wid.y % (GROUP / JG);  // this workgroup's query heads: jg JG .. jg JG + JG - 1 of the group
     let dg   = wid.x;
     let col  = kv_column_uniform(lid, t);
     let n    = col.pos + 1u;
     let nb   = (n + 31u) / 32u;   // blocks of 32 positions
     let nsb  = (nb + 15u) / 16u;  // superblocks of 16 blocks
-    let row0 = (t * p.n_head_kv + kvh) * GROUP;
+    let row0 = (t * p.n_head_kv + kvh) * GROUP + jg * JG;
 
     // 1. The normalizers: superblock sums by threads (j, superblock), then in order per j.
     var total = 0.0;
@@ -93,18 +96,18 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let j  = lid / SPR;
         let sb = sb0 + lid % SPR;
         var s  = 0.0;
-        if (j < GROUP && sb < nsb) {
+        if (j < JG && sb < nsb) {
             for (var b = 16u * sb; b < min(16u * sb + 16u, nb); b++) { s = s + bsum[(row0 + j) * p.bsum_ld + b]; }
         }
         sup_s[lid] = s;
         workgroupBarrier();
-        if (lid < GROUP) {
+        if (lid < JG) {
             for (var k = 0u; k < min(SPR, nsb - sb0); k++) { total = total + sup_s[lid * SPR + k]; }
         }
         workgroupBarrier();
     }
-    if (lid < GROUP) { inv_s[lid] = div_rn(1.0, total); }
-    if (lid < GROUP * DG) { tot_s[lid] = 0.0; }
+    if (lid < JG) { inv_s[lid] = div_rn(1.0, total); }
+    if (lid < JG * DG) { tot_s[lid] = 0.0; }
     workgroupBarrier();
 
     // 2. P·V in rounds of RB blocks.
@@ -112,7 +115,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var b0 = 0u; b0 < nb; b0 += RB) {
         let j = lid / RB;
         let b = b0 + lid % RB;
-        if (j < GROUP) {
+        if (j < JG) {
             // (zeroed explicitly each round: a declaration without initializer in a loop body that
             // is passed by pointer kept the previous round's values on SwiftShader)
             var acc = array<f32, 16>();
@@ -151,7 +154,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         workgroupBarrier();
         // The round's superblocks: threads (j, superblock, d).
         let nsr = RB / 16u;
-        if (lid < GROUP * nsr * DG) {
+        if (lid < JG * nsr * DG) {
             let jj = lid / (nsr * DG);
             let sr = (lid / DG) % nsr;
             let d  = lid % DG;
@@ -163,7 +166,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             psup_s[lid] = s;
         }
         workgroupBarrier();
-        if (lid < GROUP * DG) {
+        if (lid < JG * DG) {
             let jj = lid / DG;
             let d  = lid % DG;
             var tot = tot_s[lid];
@@ -174,8 +177,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         }
         workgroupBarrier();
     }
-    if (lid < GROUP * DG) {
+    if (lid < JG * DG) {
         let jj = lid / DG;
-        out[p.out_offset + t * p.out_stride + (kvh * GROUP + jj) * HD + dg * DG + lid % DG] = tot_s[lid];
+        out[p.out_offset + t * p.out_stride + (kvh * GROUP + jg * JG + jj) * HD + dg * DG + lid % DG] = tot_s[lid];
     }
 }
