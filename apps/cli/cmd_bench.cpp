@@ -1,5 +1,6 @@
 // `tern bench`: prompt-processing (pp N) and generation (tg N) throughput, like llama-bench:
 // a warm-up (untimed runs for at least 1 s), then r timed repetitions; Markdown table or JSON.
+#include "bench_batched.h"
 #include "cli_common.h"
 #include "cli_options.h"
 #include "commands.h"
@@ -27,6 +28,7 @@ struct BenchArgs {
     std::string          output = "md";  // llama-bench -o: md or json
     bool                 json = false;
     bool                 roofline = false;
+    std::vector<int64_t> parallel;  // --parallel: tg tests decode this many streams together instead
 };
 
 struct Result {
@@ -56,6 +58,12 @@ std::vector<int32_t> bench_tokens(int64_t n, int64_t n_vocab) {
     std::vector<int32_t> ids(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) ids[static_cast<size_t>(i)] = static_cast<int32_t>((i * 7919 + 13) % n_vocab);
     return ids;
+}
+
+// "tg64 x8 @ d512": a batched test's name.
+std::string batched_name(const BatchedResult & r) {
+    return "tg" + std::to_string(r.n_gen) + " x" + std::to_string(r.streams) +
+           (r.depth > 0 ? " @ d" + std::to_string(r.depth) : "");
 }
 
 // The warm-up of a test runs until it has taken k_warm_up_s in all: one run compiles the pipelines,
@@ -148,7 +156,7 @@ void bench(BenchArgs a) {
             bar.update(static_cast<uint64_t>(++tests_done));
         }
         for (int64_t n : a.tg) {
-            if (n <= 0) continue;
+            if (n <= 0 || !a.parallel.empty()) continue;  // (--parallel: bench_batched below)
             Result     r{test_name("tg", n, d), 0, n, d, {}};
             const auto ids = bench_tokens(n + 1, c.n_vocab);
             time_test(r, a.reps, n, bar, [&] {
@@ -168,6 +176,10 @@ void bench(BenchArgs a) {
         }
     }
     bar.finish(false);
+    std::vector<BatchedResult> batched;
+    if (!a.parallel.empty()) {
+        batched = bench_batched(*lm.model, {a.parallel, a.tg, a.depth, a.reps, so.type_k});
+    }
     const double                copy_bps = a.roofline ? be.measure_copy_bandwidth() : 0.0;
     const double                read_bps = a.roofline ? be.measure_read_bandwidth() : 0.0;
     const Backend::DispatchCost dc       = a.roofline ? be.measure_dispatch_cost() : Backend::DispatchCost{};
@@ -220,6 +232,12 @@ void bench(BenchArgs a) {
             }
             out.push_back(j);
         }
+        for (const auto & r : batched) {
+            out.push_back({{"model", name}, {"backend", backend}, {"threads", threads},
+                           {"test", batched_name(r)}, {"n_gen", r.n_gen}, {"n_depth", r.depth},
+                           {"n_streams", r.streams}, {"avg_ts", mean(r.tps)}, {"stddev_ts", stddev(r.tps)},
+                           {"ms_per_step", mean(r.step_ms)}, {"samples_ts", r.tps}});
+        }
         std::printf("%s\n", out.dump(2).c_str());
         return;
     }
@@ -235,6 +253,17 @@ void bench(BenchArgs a) {
                         "%.2f us with %u; %.2f us each to record and submit\n\n",
                         1e6 * dc.gpu_s_one, 1e6 * dc.gpu_s_wide, dc.wide_groups, 1e6 * dc.host_s);
         }
+    }
+    if (!batched.empty()) {
+        std::printf("| model | backend | threads | test | streams | t/s (all streams) | ms/step (per stream) |\n");
+        std::printf("| --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
+        for (const auto & r : batched) {
+            std::printf("| %s | %s | %d | %s | %lld | %.2f ± %.2f | %.2f |\n", name.c_str(), backend.c_str(), threads,
+                        batched_name(r).c_str(), static_cast<long long>(r.streams), mean(r.tps), stddev(r.tps),
+                        mean(r.step_ms));
+        }
+        if (results.empty()) return;
+        std::printf("\n");
     }
     const bool read_col = a.roofline && read_bps > 0;
     std::printf("| model | size | params | backend | threads | test | t/s | ms/token | host ms/token | dispatches/token | "
@@ -298,6 +327,11 @@ void register_bench(CLI::App & app) {
         ->check(kv_type);
     cmd->add_option("-o,--output", args->output, "llama-bench's -o: md (a Markdown table) or json (as --json)")
         ->check(one_of({"md", "json"}))->capture_default_str();
+    cmd->add_option("--parallel", args->parallel,
+                    "streams decoded together, comma-separated: each tg test then runs as B sequences in one batch "
+                    "(the engine under `tern serve`: one forward pass per step for all of them, each stream's next "
+                    "token its argmax) after each was fed d + 1 tokens; t/s counts every stream's tokens")
+        ->delimiter(',')->check(int_in(1, 4096));
     cmd->add_flag("--json", args->json, "print a JSON array instead of a Markdown table");
     cmd->add_flag("--roofline", args->roofline,
                   "also measure the device's copy bandwidth (best of several timed copies of a 256 MiB buffer, "
@@ -313,7 +347,8 @@ void register_bench(CLI::App & app) {
                 "and norms, final norm, the whole LM head or tied embedding table as greedy decoding reads it (the "
                 "WebGPU and fast CPU backends stream an int8 copy of an F16 head of 64 MiB or more), one embedding "
                 "row) plus the K and V cache at the test's average context length; GB/s = MB/token x t/s. Activations are not counted.\n"
-                "Example: tern bench -m models/synth-2b4t.gguf -p 64 -n 16 -d 0,512 -r 3 --roofline");
+                "Example: tern bench -m models/synth-2b4t.gguf -p 64 -n 16 -d 0,512 -r 3 --roofline\n"
+                "Batched: tern bench -m models/synth-2b4t.gguf -p 0 -n 64 --parallel 1,8,32,64");
     cmd->callback([args] { bench(*args); });
 }
 

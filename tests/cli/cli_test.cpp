@@ -72,6 +72,7 @@ TEST(Cli, BadFlagsAreUsageErrors) {
              {"tokenize", "-m", tiny_model()},
              {"bench", "-m", tiny_model(), "-r", "0"},
              {"bench", "-m", tiny_model(), "-d", "x"},
+             {"bench", "-m", tiny_model(), "--parallel", "0"},
              {"synth", "nonexistent-shape", "-o", "/tmp/x.gguf"},
          }) {
         const RunResult r = tern(args);
@@ -200,6 +201,27 @@ TEST(Cli, BenchJson) {
     EXPECT_GT(jd[3]["avg_ts"].get<double>(), 0.0);
     // (16 + (4 + 3) / 2) positions against (4 + 3) / 2.
     EXPECT_DOUBLE_EQ(jd[3]["kv_bytes_per_token"].get<double>() * 3.5, jd[1]["kv_bytes_per_token"].get<double>() * 19.5);
+}
+
+// --parallel: each tg test decodes B streams in one batch (BatchEngine); t/s counts every stream.
+TEST(Cli, BenchParallel) {
+    const RunResult r = tern({"bench", "-m", tiny_model(), "-p", "0", "-n", "3", "-d", "0,5", "--parallel", "1,3",
+                              "-r", "2", "--json"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    ASSERT_EQ(j.size(), 4u) << r.out;  // no single-stream tg tests beside them
+    const char * names[] = {"tg3 x1", "tg3 x3", "tg3 x1 @ d5", "tg3 x3 @ d5"};
+    for (size_t i = 0; i < 4; ++i) {
+        EXPECT_EQ(j[i]["test"], names[i]);
+        EXPECT_EQ(j[i]["n_streams"], i % 2 == 0 ? 1 : 3);
+        EXPECT_GT(j[i]["avg_ts"].get<double>(), 0.0);
+        EXPECT_GT(j[i]["ms_per_step"].get<double>(), 0.0);
+        EXPECT_EQ(j[i]["samples_ts"].size(), 2u);
+    }
+    const RunResult md = tern({"bench", "-m", tiny_model(), "-p", "4", "-n", "2", "--parallel", "2", "-r", "1"});
+    ASSERT_EQ(md.code, 0) << md.err;
+    EXPECT_TRUE(has(md.out, "| tg2 x2 | 2 |")) << md.out;
+    EXPECT_TRUE(has(md.out, "| pp4 |")) << md.out;
 }
 
 // bench on the shipped default model (no -m) with the CPU backend: the bandwidth columns are there

@@ -331,7 +331,7 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
     // One query over many positions: attention.wgsl walks them all in one workgroup per head (and
     // past its score slots computes every score three times: max, exp sum, P·V), so from
     // attn_long_positions on the positions spread over many workgroups instead
-    // (webgpu_attention_long.cpp; H200 2B4T, tg128 at a depth of 1024: 2.23 ms per token against
+    // (webgpu_attention_split.cpp; with the kernels before them, attention_long_*, on an H200 2B4T, tg128 at a depth of 1024: 2.23 ms per token against
     // 2.45, at 512: 2.02 against 1.86; the two cross near 800 positions), or from fewer where
     // attention.wgsl keeps fewer scores.
     constexpr int64_t k_long_positions = 800;
@@ -339,7 +339,7 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
                                      ? int64_t{tune_.attn_long_positions}
                                      : std::min<int64_t>(k_long_positions, int64_t{sc_max} + 1);
     const bool    long_one = n_tok == 1 && pos0 + 1 >= long_min;
-    if (long_one && long_query_attention(out, q, kv, s, pos0)) return;  // webgpu_attention_long.cpp
+    if (long_one && split_attention(out, q, kv, s, nullptr, pos0)) return;  // webgpu_attention_split.cpp
     if (prefill_attention(out, q, kv, s, pos0, long_one)) return;       // many tokens (or long_one's fallback)
     // One query over few positions: the short form (lib/attention_core.wgsl ATT_SHORT: every K and
     // V word loaded before q, the probabilities passed by shuffles), where subgroups are exactly 32
