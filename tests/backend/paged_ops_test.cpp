@@ -52,7 +52,7 @@ protected:
         be_ = GetParam().make(skip);
         if (!be_) GTEST_SKIP() << skip;
     }
-    std::unique_ptr<Backend> ref_ = make_cpu_backend({1});
+    std::unique_ptr<Backend> ref_ = make_cpu_reference_backend(1);
     std::shared_ptr<Backend> be_;
 };
 
