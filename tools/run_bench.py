@@ -2,9 +2,10 @@
 """What a user of `tern run` gets, next to what `tern bench` says: alternating rounds of `tern run`
 with several sampler settings (each streams its text to a file, as a user's terminal or pipe takes
 it) and of `tern bench` tg tests, on one model, reporting each arm's tokens/s per round and, last,
-its median and range over the rounds. `tern run`'s figure is its own summary line ("generated N
-tokens in T ms"): the time from the first generated token's choice to the last token printed, the
-prompt and the load excluded (the warm-up too, unless an arm passes --no-warmup).
+its median and range over the rounds. `tern run`'s figure is its own summary line (tokens/s over
+its decode steps, as llama.cpp's eval time: the first token comes from the prompt's logits): the
+time from the first decode step to the last token printed, the prompt and the load excluded (the
+warm-up too, unless an arm passes --no-warmup).
 
 Usage: tools/run_bench.py --tern PATH -m MODEL [--rounds 3] [--n 512] [--prompt TEXT]
                           [--arm NAME='ARGS'] ... [--bench NAME='BENCH ARGS'] ... [--backend webgpu]
@@ -22,7 +23,8 @@ import subprocess
 import sys
 import time
 
-GENERATED = re.compile(r"generated (\d+) tokens in ([0-9.]+) ms \(([0-9.]+) tok/s\)")
+# tern run's summary: "generated 512 tokens, 511 decode steps in 540.2 ms (1.06 ms/token, 945.9 tok/s)"
+GENERATED = re.compile(r"generated (\d+) tokens?, (\d+) decode steps? in ([0-9.]+) ms \([0-9.]+ ms/token, ([0-9.]+) tok/s\)")
 
 
 def run_arm(tern, model, backend, prompt, n, args, out_path):
@@ -33,7 +35,7 @@ def run_arm(tern, model, backend, prompt, n, args, out_path):
     m = GENERATED.search(p.stderr)
     if p.returncode != 0 or not m:
         return None, p.stderr.strip().splitlines()[-3:]
-    return float(m.group(3)), [f"{m.group(1)} tokens"]
+    return float(m.group(4)), [f"{m.group(1)} tokens"]
 
 
 def bench_arm(tern, model, backend, args):

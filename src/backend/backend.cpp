@@ -70,6 +70,7 @@ public:
         step.token         = token_.tensor;
         step.head.logits   = r_.logits;
         if (!r_.pick) step.head.ids = ids_.tensor;
+        else step.head.top_k = r_.top_k;  // a backend may leave the rows outside the top k at -inf
         if (!r_.pick && r_.sampling != nullptr) {
             const float u = r_.uniform();
             be_.write(uniform_.tensor, &u, sizeof u);
@@ -140,6 +141,17 @@ void Backend::sample(const Tensor & id, const Tensor & logits, const SamplingCha
     read(uniform, &u, sizeof u);
     const int32_t pick = sample_chain(l, chain, u);
     write(id, &pick, sizeof pick);
+}
+
+void Backend::linear_qkv_paged(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const LinearInput & in,
+                               const AttentionShape & shape, const KvBatch & batch) {
+    qkv_rope_kv_append_paged(q, kv, wqkv, quantized_input(*this, in), shape, batch);
+}
+
+int64_t KvBatch::max_position() const {
+    int64_t m = -1;
+    for (const KvSeq & s : seqs) m = std::max(m, s.pos0 + s.n - 1);
+    return m;
 }
 
 std::unique_ptr<DecodeStream> Backend::decode(const DecodeRequest & request) {
