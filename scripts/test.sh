@@ -3,19 +3,23 @@
 # build, then the parser-facing suites (GGUF malformed-file and mutation corpora, layouts, tokenizer,
 # safetensors/convert, sampler, backend ops, server request validation, core file handling, model
 # loading) again under AddressSanitizer + UndefinedBehaviorSanitizer, a short soak of `tern serve`
-# built with them, then every libFuzzer target for a bounded time (scripts/fuzz.sh:
-# $TERN_FUZZ_SECONDS each, default 25). This is the command .ci/run calls.
-# Usage: scripts/test.sh [--no-asan] [--no-fuzz] [extra ctest arguments, e.g. -L unit]
+# built with them, every libFuzzer target for a bounded time (scripts/fuzz.sh: $TERN_FUZZ_SECONDS
+# each, default 25), and on x86-64 the CPU kernel and model tests cross-compiled for ARM64 under
+# qemu-user (scripts/test_arm64.sh). This is the command .ci/run calls.
+# Usage: scripts/test.sh [--no-asan] [--no-fuzz] [--no-arm64] [extra ctest arguments, e.g. -L unit]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 asan=1
 fuzz=1
+arm64=1
+[ "$(uname -m)" = x86_64 ] || arm64=0
 ctest_args=()
 for arg in "$@"; do
     case "$arg" in
         --no-asan) asan=0 ;;
         --no-fuzz) fuzz=0 ;;
-        -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+        --no-arm64) arm64=0 ;;
+        -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
         *) ctest_args+=("$arg") ;;
     esac
 done
@@ -70,5 +74,10 @@ if [ "$fuzz" = 1 ]; then
     echo "test: fuzz targets, ${TERN_FUZZ_SECONDS:-25} s each"
     scripts/fuzz.sh "${TERN_FUZZ_SECONDS:-25}"
     phase_done "fuzz build and runs:"
+fi
+if [ "$arm64" = 1 ]; then
+    echo "test: the CPU kernels on ARM64 (cross-compiled, under qemu-user)"
+    scripts/test_arm64.sh
+    phase_done "arm64 build and tests:"
 fi
 echo "test: all passed in $SECONDS s (${phases[*]/%/;})"

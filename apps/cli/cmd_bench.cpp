@@ -1,5 +1,6 @@
 // `tern bench`: prompt-processing (pp N) and generation (tg N) throughput, like llama-bench:
 // a warm-up (untimed runs for at least 1 s), then r timed repetitions; Markdown table or JSON.
+#include "bench_batched.h"
 #include "cli_common.h"
 #include "cli_options.h"
 #include "commands.h"
@@ -27,6 +28,7 @@ struct BenchArgs {
     std::string          output = "md";  // llama-bench -o: md or json
     bool                 json = false;
     bool                 roofline = false;
+    std::vector<int64_t> parallel;  // --parallel: tg tests decode this many streams together instead
 };
 
 struct Result {
@@ -56,6 +58,12 @@ std::vector<int32_t> bench_tokens(int64_t n, int64_t n_vocab) {
     std::vector<int32_t> ids(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) ids[static_cast<size_t>(i)] = static_cast<int32_t>((i * 7919 + 13) % n_vocab);
     return ids;
+}
+
+// "tg64 x8 @ d512": a batched test's name.
+std::string batched_name(const BatchedResult & r) {
+    return "tg" + std::to_string(r.n_gen) + " x" + std::to_string(r.streams) +
+           (r.depth > 0 ? " @ d" + std::to_string(r.depth) : "");
 }
 
 // The warm-up of a test runs until it has taken k_warm_up_s in all: one run compiles the pipelines,
@@ -148,7 +156,7 @@ void bench(BenchArgs a) {
             bar.update(static_cast<uint64_t>(++tests_done));
         }
         for (int64_t n : a.tg) {
-            if (n <= 0) continue;
+            if (n <= 0 || !a.parallel.empty()) continue;  // (--parallel: bench_batched below)
             Result     r{test_name("tg", n, d), 0, n, d, {}};
             const auto ids = bench_tokens(n + 1, c.n_vocab);
             time_test(r, a.reps, n, bar, [&] {
@@ -168,6 +176,10 @@ void bench(BenchArgs a) {
         }
     }
     bar.finish(false);
+    std::vector<BatchedResult> batched;
+    if (!a.parallel.empty()) {
+        batched = bench_batched(*lm.model, {a.parallel, a.tg, a.depth, a.reps, so.type_k});
+    }
     const double                copy_bps = a.roofline ? be.measure_copy_bandwidth() : 0.0;
     const double                read_bps = a.roofline ? be.measure_read_bandwidth() : 0.0;
     const Backend::DispatchCost dc       = a.roofline ? be.measure_dispatch_cost() : Backend::DispatchCost{};
@@ -208,6 +220,7 @@ void bench(BenchArgs a) {
                 j["gbps"]                   = bytes * ts / 1e9;
                 j["encode_ms_per_token"]    = 1000.0 * r.encode_s / static_cast<double>(std::max<int64_t>(1, r.tokens));
                 if (a.roofline) j["pct_copy_bandwidth"] = copy_bps > 0 ? 100.0 * bytes * ts / copy_bps : 0.0;
+                if (a.roofline && read_bps > 0) j["pct_read_bandwidth"] = 100.0 * bytes * ts / read_bps;
             }
             if (a.roofline) j["copy_gbps"] = copy_bps / 1e9;
             if (a.roofline && read_bps > 0) j["read_gbps"] = read_bps / 1e9;
@@ -219,24 +232,45 @@ void bench(BenchArgs a) {
             }
             out.push_back(j);
         }
+        for (const auto & r : batched) {
+            out.push_back({{"model", name}, {"backend", backend}, {"threads", threads},
+                           {"test", batched_name(r)}, {"n_gen", r.n_gen}, {"n_depth", r.depth},
+                           {"n_streams", r.streams}, {"avg_ts", mean(r.tps)}, {"stddev_ts", stddev(r.tps)},
+                           {"ms_per_step", mean(r.step_ms)}, {"samples_ts", r.tps}});
+        }
         std::printf("%s\n", out.dump(2).c_str());
         return;
     }
     if (a.roofline) {
         std::printf("copy bandwidth (%s, %s): %.1f GB/s (read + written)\n\n", backend.c_str(),
                     be.device_info().name.c_str(), copy_bps / 1e9);
-        if (read_bps > 0) std::printf("read bandwidth: %.1f GB/s (read only, as the greedy head streams)\n\n", read_bps / 1e9);
+        if (read_bps > 0) {
+            std::printf("read bandwidth: %.1f GB/s (read only, as decoding streams the weights%s)\n\n", read_bps / 1e9,
+                        backend == "cpu" ? format(", %d threads", threads).c_str() : "");
+        }
         if (dc.gpu_s_one > 0) {
             std::printf("dependent dispatches (tiny kernel, 400 in a row): %.2f us each on the GPU with 1 workgroup, "
                         "%.2f us with %u; %.2f us each to record and submit\n\n",
                         1e6 * dc.gpu_s_one, 1e6 * dc.gpu_s_wide, dc.wide_groups, 1e6 * dc.host_s);
         }
     }
+    if (!batched.empty()) {
+        std::printf("| model | backend | threads | test | streams | t/s (all streams) | ms/step (per stream) |\n");
+        std::printf("| --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
+        for (const auto & r : batched) {
+            std::printf("| %s | %s | %d | %s | %lld | %.2f ± %.2f | %.2f |\n", name.c_str(), backend.c_str(), threads,
+                        batched_name(r).c_str(), static_cast<long long>(r.streams), mean(r.tps), stddev(r.tps),
+                        mean(r.step_ms));
+        }
+        if (results.empty()) return;
+        std::printf("\n");
+    }
+    const bool read_col = a.roofline && read_bps > 0;
     std::printf("| model | size | params | backend | threads | test | t/s | ms/token | host ms/token | dispatches/token | "
-                "MB/token | GB/s |%s\n",
-                a.roofline ? " % of copy BW |" : "");
-    std::printf("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |%s\n",
-                a.roofline ? " ---: |" : "");
+                "MB/token | GB/s |%s%s\n",
+                a.roofline ? " % of copy BW |" : "", read_col ? " % of read BW |" : "");
+    std::printf("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |%s%s\n",
+                a.roofline ? " ---: |" : "", read_col ? " ---: |" : "");
     for (const auto & r : results) {
         const double      ts    = mean(r.tps);
         const double      bytes = r.n_gen > 0 ? weight_bytes + kv_bytes(r) : 0.0;
@@ -254,6 +288,7 @@ void bench(BenchArgs a) {
         if (a.roofline) {
             std::printf(" %s |", r.n_gen > 0 && copy_bps > 0 ? format("%.1f", 100.0 * bytes * ts / copy_bps).c_str() : "");
         }
+        if (read_col) std::printf(" %s |", r.n_gen > 0 ? format("%.1f", 100.0 * bytes * ts / read_bps).c_str() : "");
         std::printf("\n");
     }
 }
@@ -292,21 +327,28 @@ void register_bench(CLI::App & app) {
         ->check(kv_type);
     cmd->add_option("-o,--output", args->output, "llama-bench's -o: md (a Markdown table) or json (as --json)")
         ->check(one_of({"md", "json"}))->capture_default_str();
+    cmd->add_option("--parallel", args->parallel,
+                    "streams decoded together, comma-separated: each tg test then runs as B sequences in one batch "
+                    "(the engine under `tern serve`: one forward pass per step for all of them, each stream's next "
+                    "token its argmax) after each was fed d + 1 tokens; t/s counts every stream's tokens")
+        ->delimiter(',')->check(int_in(1, 4096));
     cmd->add_flag("--json", args->json, "print a JSON array instead of a Markdown table");
     cmd->add_flag("--roofline", args->roofline,
                   "also measure the device's copy bandwidth (best of several timed copies of a 256 MiB buffer, "
-                  "read + written: device to device for a GPU, memcpy over the threads for the CPU) and print each "
-                  "tg test's GB/s as a percentage of it; on a GPU also the cost of one dispatch in a chain of "
-                  "dependent dispatches (GPU time with 1 and 128 workgroups, the median of five chains; host time to record "
-                  "and submit) and its read-only bandwidth (best of several layouts reading a 320 MiB buffer: the ceiling "
-                  "of a kernel that only streams, as the greedy head does)");
+                  "read + written: device to device for a GPU, memcpy over the threads for the CPU) and its read-only "
+                  "bandwidth (a 320 MiB buffer read as decoding streams weights: on the CPU every thread of the test "
+                  "reads its own slice with the kernels' widest loads, best of 7; on a GPU the best of several "
+                  "layouts), and print each tg test's GB/s as a percentage of both; on a GPU also the cost of one "
+                  "dispatch in a chain of dependent dispatches (GPU time with 1 and 128 workgroups, the median of five "
+                  "chains; host time to record and submit)");
     cmd->footer("Columns: dispatches/token = GPU dispatches recorded per token over the timed runs (pp: per prompt "
                 "token; \"–\" for the CPU, which runs ops eagerly). MB/token and GB/s (tg tests only) = bytes read "
                 "per generated token: every weight a decode step reads in the backend's own layout (layer linears "
                 "and norms, final norm, the whole LM head or tied embedding table as greedy decoding reads it (the "
-                "WebGPU backend streams an int8 copy of an F16 head of 64 MiB or more), one embedding row) plus the K and "
-                "V cache at the test's average context length; GB/s = MB/token x t/s. Activations are not counted.\n"
-                "Example: tern bench -m models/synth-2b4t.gguf -p 64 -n 16 -d 0,512 -r 3 --roofline");
+                "WebGPU and fast CPU backends stream an int8 copy of an F16 head of 64 MiB or more), one embedding "
+                "row) plus the K and V cache at the test's average context length; GB/s = MB/token x t/s. Activations are not counted.\n"
+                "Example: tern bench -m models/synth-2b4t.gguf -p 64 -n 16 -d 0,512 -r 3 --roofline\n"
+                "Batched: tern bench -m models/synth-2b4t.gguf -p 0 -n 64 --parallel 1,8,32,64");
     cmd->callback([args] { bench(*args); });
 }
 

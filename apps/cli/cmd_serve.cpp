@@ -89,7 +89,9 @@ void serve(ServeArgs & a) {
     BatchEngineOptions   eo;
     eo.page_size = a.kv_page_size;
     eo.n_pages   = a.kv_pages > 0 ? a.kv_pages : a.parallel * ((so.n_ctx + a.kv_page_size - 1) / a.kv_page_size);
-    eo.n_chunk   = std::min(so.n_batch, so.n_ctx);
+    // One forward pass per step: the prompt tokens of a step (-b) plus one token per generating slot.
+    eo.n_chunk   = std::min(so.n_batch, so.n_ctx) + a.parallel;
+    eo.max_seqs  = a.parallel;
     eo.type_k    = so.type_k;
     eo.type_v    = so.type_v;
     if (eo.n_pages * eo.page_size < so.n_ctx) {
@@ -103,7 +105,7 @@ void serve(ServeArgs & a) {
     server::SchedulerOptions sched_opts;
     sched_opts.n_slots            = a.parallel;
     sched_opts.max_queue          = a.max_queue;
-    sched_opts.n_prefill_per_step = eo.n_chunk;
+    sched_opts.n_prefill_per_step = std::min(so.n_batch, so.n_ctx);
     server::Scheduler scheduler(engine, *lm.tokenizer, sched_opts);
     struct Published {  // the signal thread may shut the scheduler down while it exists
         std::mutex &         m;

@@ -72,6 +72,7 @@ TEST(Cli, BadFlagsAreUsageErrors) {
              {"tokenize", "-m", tiny_model()},
              {"bench", "-m", tiny_model(), "-r", "0"},
              {"bench", "-m", tiny_model(), "-d", "x"},
+             {"bench", "-m", tiny_model(), "--parallel", "0"},
              {"synth", "nonexistent-shape", "-o", "/tmp/x.gguf"},
          }) {
         const RunResult r = tern(args);
@@ -202,6 +203,27 @@ TEST(Cli, BenchJson) {
     EXPECT_DOUBLE_EQ(jd[3]["kv_bytes_per_token"].get<double>() * 3.5, jd[1]["kv_bytes_per_token"].get<double>() * 19.5);
 }
 
+// --parallel: each tg test decodes B streams in one batch (BatchEngine); t/s counts every stream.
+TEST(Cli, BenchParallel) {
+    const RunResult r = tern({"bench", "-m", tiny_model(), "-p", "0", "-n", "3", "-d", "0,5", "--parallel", "1,3",
+                              "-r", "2", "--json"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    ASSERT_EQ(j.size(), 4u) << r.out;  // no single-stream tg tests beside them
+    const char * names[] = {"tg3 x1", "tg3 x3", "tg3 x1 @ d5", "tg3 x3 @ d5"};
+    for (size_t i = 0; i < 4; ++i) {
+        EXPECT_EQ(j[i]["test"], names[i]);
+        EXPECT_EQ(j[i]["n_streams"], i % 2 == 0 ? 1 : 3);
+        EXPECT_GT(j[i]["avg_ts"].get<double>(), 0.0);
+        EXPECT_GT(j[i]["ms_per_step"].get<double>(), 0.0);
+        EXPECT_EQ(j[i]["samples_ts"].size(), 2u);
+    }
+    const RunResult md = tern({"bench", "-m", tiny_model(), "-p", "4", "-n", "2", "--parallel", "2", "-r", "1"});
+    ASSERT_EQ(md.code, 0) << md.err;
+    EXPECT_TRUE(has(md.out, "| tg2 x2 | 2 |")) << md.out;
+    EXPECT_TRUE(has(md.out, "| pp4 |")) << md.out;
+}
+
 // bench on the shipped default model (no -m) with the CPU backend: the bandwidth columns are there
 // and add up, the CPU reports no dispatch count (it has none), --roofline measures a copy bandwidth.
 TEST(Cli, BenchReportsBytesBandwidthAndRoofline) {
@@ -236,9 +258,14 @@ TEST(Cli, BenchReportsBytesBandwidthAndRoofline) {
     EXPECT_NEAR(tg["gbps"].get<double>(), bytes * ts / 1e9, 1e-9 * bytes * ts / 1e9);
     EXPECT_NEAR(tg["pct_copy_bandwidth"].get<double>(), 100.0 * tg["gbps"].get<double>() / tg["copy_gbps"].get<double>(),
                 1e-6 * tg["pct_copy_bandwidth"].get<double>());
+    if (tg.contains("read_gbps")) {  // the fast CPU kernels measure it (the scalar reference does not)
+        EXPECT_NEAR(tg["pct_read_bandwidth"].get<double>(), 100.0 * tg["gbps"].get<double>() / tg["read_gbps"].get<double>(),
+                    1e-6 * tg["pct_read_bandwidth"].get<double>());
+    }
 
     // The f32 cache doubles the K/V bytes and nothing else.
-    const RunResult r32 = tern({"bench", "--backend", "cpu", "-t", "1", "-p", "0", "-n", "8", "-r", "1", "--json",
+    // (Same threads: the CPU's tile layout may follow the thread count.)
+    const RunResult r32 = tern({"bench", "--backend", "cpu", "-t", "2", "-p", "0", "-n", "8", "-r", "1", "--json",
                                 "--cache-type", "f32"});
     ASSERT_EQ(r32.code, 0) << r32.err;
     const auto j32 = nlohmann::json::parse(r32.out);
