@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 namespace tern {
 namespace {
@@ -22,11 +23,23 @@ void CpuFastBackend::qkv_in_job(int ti, const CpuTiledLinear & w, const cpu::Act
 }
 
 // RoPE (angles by the reference's f32 recurrence and cosf/sinf, once per token: every head uses
-// the same ones), q out, k and v into the cache. One token per thread.
+// the same ones), q out, k and v into the cache. One token per thread. Token t is at position
+// pos0 + t in cache row pos0 + t, or with a batch at the position and row its sequence gives it.
 void CpuFastBackend::rope_store(const Tensor & q, const KvLayer & kv, const AttentionShape & s, int64_t pos0,
-                                int64_t n_tok, int64_t rows) {
+                                int64_t n_tok, int64_t rows, const KvBatch * batch) {
     const int64_t n_q = s.n_head * s.head_dim, n_kv = s.n_head_kv * s.head_dim;
     float *       q_out = cpu_data<float>(q);
+    std::vector<std::pair<int64_t, int64_t>> place;  // (position, cache row) per token, with a batch
+    if (batch != nullptr) {
+        for (size_t sq = 0; sq < batch->seqs.size(); ++sq) {
+            for (int64_t i = 0; i < batch->seqs[sq].n; ++i) {
+                const int64_t p = batch->seqs[sq].pos0 + i;
+                place.emplace_back(p, batch->cache_row(sq, p));
+            }
+        }
+        TERN_ASSERT(static_cast<int64_t>(place.size()) == n_tok, "batch columns");
+        for (const auto & [p, r] : place) TERN_ASSERT(r >= 0 && r < kv.k.ne[1], "cache row %lld past the pool", static_cast<long long>(r));
+    }
     pool_.parallel_for(n_tok, 1, [&](int64_t t0, int64_t t1, int ti) {
         Scratch &     sc   = scratch_[static_cast<size_t>(ti)];
         const int64_t half = s.n_rot / 2;
@@ -35,7 +48,9 @@ void CpuFastBackend::rope_store(const Tensor & q, const KvLayer & kv, const Atte
         float *     sn          = cs + half;
         const float theta_scale = std::pow(s.rope_freq_base, -2.0f / static_cast<float>(s.n_rot));
         for (int64_t t = t0; t < t1; ++t) {
-            float theta = static_cast<float>(pos0 + t);
+            const int64_t pos = batch ? place[static_cast<size_t>(t)].first : pos0 + t;
+            const int64_t row = batch ? place[static_cast<size_t>(t)].second : pos0 + t;
+            float theta = static_cast<float>(pos);
             for (int64_t i = 0; i < half; ++i) {
                 cs[i] = std::cos(theta);
                 sn[i] = std::sin(theta);
@@ -44,14 +59,13 @@ void CpuFastBackend::rope_store(const Tensor & q, const KvLayer & kv, const Atte
             float * col = qkv_.data() + t * rows;
             k_.rope(col, s.n_head + s.n_head_kv, s.head_dim, s.n_rot, cs, sn);
             std::memcpy(q_out + t * n_q, col, static_cast<size_t>(n_q) * sizeof(float));
-            const int64_t pos = pos0 + t;
             for (int which = 0; which < 2; ++which) {
                 const Tensor & cache = which == 0 ? kv.k : kv.v;
                 const float *  src   = col + n_q + which * n_kv;
                 if (cache.type == DType::f16) {
-                    k_.f32_to_f16(src, cpu_data<uint16_t>(cache) + pos * cache.ne[0], n_kv);
+                    k_.f32_to_f16(src, cpu_data<uint16_t>(cache) + row * cache.ne[0], n_kv);
                 } else {
-                    std::memcpy(cpu_data<float>(cache) + pos * cache.ne[0], src, static_cast<size_t>(n_kv) * sizeof(float));
+                    std::memcpy(cpu_data<float>(cache) + row * cache.ne[0], src, static_cast<size_t>(n_kv) * sizeof(float));
                 }
             }
         }
@@ -68,6 +82,29 @@ void CpuFastBackend::qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, co
     grow(gsum_, n_tok * (lw.n_cols / lw.group));
     pool_.run([&](int ti) { qkv_in_job(ti, lw, acts_in_job(ti, a, lw.group)); });
     rope_store(q, kv, s, pos0, n_tok, lw.n_rows);
+}
+
+void CpuFastBackend::qkv_rope_kv_append_paged(const Tensor & q, const KvLayer & kv, const Weight & wqkv,
+                                              const QuantizedActs & a, const AttentionShape & s, const KvBatch & batch) {
+    const auto &  lw    = static_cast<const CpuTiledLinear &>(wqkv);
+    const int64_t n_q   = s.n_head * s.head_dim, n_kv = s.n_head_kv * s.head_dim, n_tok = a.q.ne[1];
+    TERN_ASSERT(lw.n_rows == n_q + 2 * n_kv && q.ne[0] == n_q && kv.k.ne[0] == n_kv && batch.n_tokens() == n_tok,
+                "qkv shapes");
+    grow(qkv_, lw.n_rows * n_tok);
+    grow(gsum_, n_tok * (lw.n_cols / lw.group));
+    pool_.run([&](int ti) { qkv_in_job(ti, lw, acts_in_job(ti, a, lw.group)); });
+    rope_store(q, kv, s, 0, n_tok, lw.n_rows, &batch);
+}
+
+// Each column over its own pages: the reference's paged attention (the kernels above read one
+// contiguous cache; same bits).
+void CpuFastBackend::attention_paged(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & s,
+                                     const KvBatch & batch) {
+    reference().attention_paged(out, q, kv, s, batch);
+}
+
+void CpuFastBackend::gather_columns(const Tensor & dst, const Tensor & src, const Tensor & cols) {
+    reference().gather_columns(dst, src, cols);
 }
 
 void CpuFastBackend::linear_qkv(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const LinearInput & in,
