@@ -79,13 +79,6 @@ public:
     void gate_up(const Tensor & f, const Weight & w_gate_up, const QuantizedActs & a, FfnActivation act) override;
     void lm_head(const Tensor & logits, const Weight & head, const Tensor & h, bool round_input_f16) override;
     void argmax(const Tensor & ids, const Tensor & logits) override;
-    void gather_columns(const Tensor & dst, const Tensor & src, const Tensor & cols) override;
-    // The paged ops (cpu_fast_attention.cpp): the q/k/v product on the kernels, attention by the
-    // reference (its kernels read one contiguous cache).
-    void qkv_rope_kv_append_paged(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const QuantizedActs & a,
-                                  const AttentionShape & shape, const KvBatch & batch) override;
-    void attention_paged(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
-                         const KvBatch & batch) override;
 
     // Composite ops: the norm and the int8 quantization of the input inside the product's pool job
     // (one token: every thread quantizes it into its own scratch, no barrier); the head bounded by
@@ -95,6 +88,12 @@ public:
     void linear_qkv(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const LinearInput & in,
                     const AttentionShape & shape, int64_t pos0) override;
     void output_head(const HeadOutput & out, const Weight & head, const LinearInput & in, bool round_input_f16) override;
+
+    void qkv_rope_kv_append_paged(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const QuantizedActs & a,
+                                  const AttentionShape & s, const KvBatch & batch) override;
+    void attention_paged(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & s,
+                         const KvBatch & batch) override;
+    void gather_columns(const Tensor & dst, const Tensor & src, const Tensor & cols) override;
 
 private:
     // Per-thread scratch, grown on demand.
@@ -126,8 +125,8 @@ private:
                                bool accumulate);
     void         gate_up_in_job(int ti, const CpuTiledLinear & w, const cpu::ActView & a, float * f, FfnActivation act);
     void         qkv_in_job(int ti, const CpuTiledLinear & w, const cpu::ActView & a);
-    void         rope_store(const Tensor & q, const KvLayer & kv, const AttentionShape & s, int64_t pos0, int64_t n_tok,
-                            int64_t rows, const KvBatch * batch = nullptr);
+    void         rope_store(const Tensor & q, const KvLayer & kv, const AttentionShape & s, int64_t n_tok, int64_t rows);
+    void         set_contiguous_columns(int64_t pos0, int64_t n_tok);
     // The LM head's input: h (or its f16 rounding) for each token into hin_.
     const float * head_input(const Tensor & h, bool round_input_f16);
     void          head_rows(const CpuEmbedding & e, const float * hin, int64_t n_tok, int64_t r0, int64_t r1,
@@ -145,6 +144,7 @@ private:
     float head_bounds(const CpuFastEmbedding & e, const float * hin, int64_t r0, int64_t r1, Scratch & sc);
 
     ThreadPool              pool_;
+    std::vector<int64_t>    col_pos_, col_row_;  // rope_store: each token's position and cache row
     CpuIsa                  isa_;
     const cpu::Kernels &    k_;
     size_t                  head_i8_min_bytes_;

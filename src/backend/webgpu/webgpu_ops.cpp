@@ -354,7 +354,7 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
         if (pos0 + 1 > short_max) short_max = 0;
     }
     PipelineKey key{"attention",
-                    "rrrwwru",
+                    "rrrwwrrrru",
                     {{{"WG", static_cast<double>(wg)},
                       {"K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0},
                       {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0},
@@ -377,10 +377,10 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
         key.add("ATT_CTX", static_cast<double>(std::min(kv.k.ne[1], kv.v.ne[1])));
     }
     if (short_max > 0) key.add("ATT_SHORT", 1.0);
-    // One query: the weight to prefetch, by workgroups after the heads' (PF_FROM; attention.wgsl).
-    // Without one, q is bound in its place and nothing is prefetched.
-    WGPUBuffer pf_buf    = gpu_buffer(q);
-    uint32_t   pf_groups = 0;
+    // One query: the weights to prefetch, by workgroups after the heads' (PF_FROM; attention.wgsl).
+    // Unused slots bind q and prefetch nothing.
+    WGPUBuffer     pf_bufs[4] = {gpu_buffer(q), gpu_buffer(q), gpu_buffer(q), gpu_buffer(q)};
+    uint32_t       pf_groups  = 0;
     if (tiled && prefetch != nullptr) {
         // Loads per invocation. Where attention is short (its 256-thread form, up to 384 positions)
         // the prefetch is what its dispatch waits for, and a compute unit's misses in flight are
@@ -400,11 +400,12 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
                                                              : k_loads_beside_long;
         key.add("PF_FROM", static_cast<double>(s.n_head));
         key.add("PF_LOADS", static_cast<double>(pf_loads));
-        pf_buf    = prefetch->buffer->get();
-        pf_groups = ceil_div(words, wg * pf_loads * k_prefetch_stride_words);
-        key.add("PF_WORDS", static_cast<double>(words));
+        pf_bufs[0] = prefetch->buffer->get();
+        pf_groups  = ceil_div(words, wg * pf_loads * k_prefetch_stride_words);
+        key.add("PF_WORDS0", static_cast<double>(words));
     }
-    const WGPUBuffer bufs[] = {gpu_buffer(q), gpu_buffer(kv.k), gpu_buffer(kv.v), gpu_buffer(out), stats_buffer(), pf_buf};
+    const WGPUBuffer bufs[] = {gpu_buffer(q),  gpu_buffer(kv.k), gpu_buffer(kv.v), gpu_buffer(out), stats_buffer(),
+                               pf_bufs[0],     pf_bufs[1],       pf_bufs[2],       pf_bufs[3]};
     step_->dispatch(key, bufs, &p, sizeof p, u32(s.n_head) + pf_groups, u32(n_tok));
     if (stats_out) stats_written(out, out_slot);
 }
