@@ -141,6 +141,14 @@ def main():
     engines = ["tern"] + [q["name"] for q in peers]
     samples, failed = {}, {}  # (engine, threads, test) -> [t/s per round]; engine -> why
     late = lambda: a.deadline_s > 0 and time.monotonic() - t0 > a.deadline_s
+    bw = {}
+    if a.roofline:  # first: a few seconds, and a deadline never leaves it out
+        for t in threads:
+            try:
+                bw[t] = read_bandwidth(a, t)
+                print(f"tern read bandwidth t={t}: {bw[t]:.1f} GB/s", file=sys.stderr, flush=True)
+            except RunFailed as err:
+                print(err, file=sys.stderr)
     for rnd in range(a.rounds):
         order = engines[rnd % len(engines):] + engines[:rnd % len(engines)]
         for t in threads:
@@ -158,13 +166,6 @@ def main():
                     print(f"round {rnd + 1}: {e:>24} t={t} {test:>6}: {ts:8.2f} t/s", file=sys.stderr, flush=True)
     if late():
         print(f"deadline: stopped starting runs after {a.deadline_s:.0f} s", file=sys.stderr)
-    bw = {}
-    if a.roofline and not late():
-        for t in threads:
-            try:
-                bw[t] = read_bandwidth(a, t)
-            except RunFailed as err:
-                print(err, file=sys.stderr)
     text, rows = table(a, engines, peers, threads, tests, samples, failed, bw)
     print("\n" + text)
     if a.out:
