@@ -16,7 +16,8 @@
 # out with the reason, as is a peer whose run fails. Each part gets a share of $BUDGET_S (default
 # 240) and starts no run after it. Results: $OUT/cpu_peers_PART.md / .json / .log, lscpu.txt.
 # Usage (on the device): tools/device/cpu_peers_run.sh
-# Environment: THREADS, BUDGET_S, ROUNDS (default 3 at $THREADS, 2 pinned), PARTS (default "t16 pin2").
+# Environment: THREADS, BUDGET_S, ROUNDS (default 3 at $THREADS, 2 pinned), PARTS (default "t16 pin2"),
+# RUN_TIMEOUT_S (default 90: one engine's run that takes longer counts as failed).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 t_start=$SECONDS
@@ -100,7 +101,7 @@ bench() {  # PART SHARE-OF-WHAT-IS-LEFT(%) [PREFIX COMMAND...] -- ARGS...
     [ "$d" -gt 10 ] || { echo "cpu_peers_run: no time left for $part"; return; }
     echo "== $part (${pre[*]:-} up to $d s)"
     PYTHONUNBUFFERED=1 "${pre[@]}" python3 tools/bench_cpu_peers.py --tern "$tern" --deadline-s "$d" \
-        --out "$out/cpu_peers_$part" "$@" 2> "$out/cpu_peers_$part.log"
+        --run-timeout-s "${RUN_TIMEOUT_S:-90}" --out "$out/cpu_peers_$part" "$@" 2> "$out/cpu_peers_$part.log"
 }
 # Shares: t16 gets half of what is left, pin2 most of the rest (the optional parts split what remains).
 bench t16 50 -- -m $m/2b4t.gguf "${peers[@]}" --threads "$threads" --tests tg64,pp128 --rounds "$rounds" --reps 2 --roofline
