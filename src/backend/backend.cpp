@@ -121,6 +121,17 @@ void Backend::output_head(const HeadOutput & out, const Weight & head, const Lin
     if (out.ids.buffer != nullptr) argmax(out.ids, out.logits);
 }
 
+void Backend::linear_qkv_paged(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const LinearInput & in,
+                               const AttentionShape & shape, const KvBatch & batch) {
+    qkv_rope_kv_append_paged(q, kv, wqkv, quantized_input(*this, in), shape, batch);
+}
+
+int64_t KvBatch::max_position() const {
+    int64_t m = -1;
+    for (const KvSeq & s : seqs) m = std::max(m, s.pos0 + s.n - 1);
+    return m;
+}
+
 std::unique_ptr<DecodeStream> Backend::decode(const DecodeRequest & request) {
     return std::make_unique<StepByStepStream>(*this, request);
 }

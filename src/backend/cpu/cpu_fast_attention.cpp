@@ -22,9 +22,10 @@ void CpuFastBackend::qkv_in_job(int ti, const CpuTiledLinear & w, const cpu::Act
 }
 
 // RoPE (angles by the reference's f32 recurrence and cosf/sinf, once per token: every head uses
-// the same ones), q out, k and v into the cache. One token per thread.
-void CpuFastBackend::rope_store(const Tensor & q, const KvLayer & kv, const AttentionShape & s, int64_t pos0,
-                                int64_t n_tok, int64_t rows) {
+// the same ones), q out, k and v into the cache. Token t is at position col_pos_[t] and its k and v
+// go to cache row col_row_[t] (set by the caller). One token per thread.
+void CpuFastBackend::rope_store(const Tensor & q, const KvLayer & kv, const AttentionShape & s, int64_t n_tok,
+                                int64_t rows) {
     const int64_t n_q = s.n_head * s.head_dim, n_kv = s.n_head_kv * s.head_dim;
     float *       q_out = cpu_data<float>(q);
     pool_.parallel_for(n_tok, 1, [&](int64_t t0, int64_t t1, int ti) {
@@ -35,7 +36,7 @@ void CpuFastBackend::rope_store(const Tensor & q, const KvLayer & kv, const Atte
         float *     sn          = cs + half;
         const float theta_scale = std::pow(s.rope_freq_base, -2.0f / static_cast<float>(s.n_rot));
         for (int64_t t = t0; t < t1; ++t) {
-            float theta = static_cast<float>(pos0 + t);
+            float theta = static_cast<float>(col_pos_[static_cast<size_t>(t)]);
             for (int64_t i = 0; i < half; ++i) {
                 cs[i] = std::cos(theta);
                 sn[i] = std::sin(theta);
@@ -44,7 +45,7 @@ void CpuFastBackend::rope_store(const Tensor & q, const KvLayer & kv, const Atte
             float * col = qkv_.data() + t * rows;
             k_.rope(col, s.n_head + s.n_head_kv, s.head_dim, s.n_rot, cs, sn);
             std::memcpy(q_out + t * n_q, col, static_cast<size_t>(n_q) * sizeof(float));
-            const int64_t pos = pos0 + t;
+            const int64_t pos = col_row_[static_cast<size_t>(t)];
             for (int which = 0; which < 2; ++which) {
                 const Tensor & cache = which == 0 ? kv.k : kv.v;
                 const float *  src   = col + n_q + which * n_kv;
@@ -67,7 +68,8 @@ void CpuFastBackend::qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, co
     grow(qkv_, lw.n_rows * n_tok);
     grow(gsum_, n_tok * (lw.n_cols / lw.group));
     pool_.run([&](int ti) { qkv_in_job(ti, lw, acts_in_job(ti, a, lw.group)); });
-    rope_store(q, kv, s, pos0, n_tok, lw.n_rows);
+    set_contiguous_columns(pos0, n_tok);
+    rope_store(q, kv, s, n_tok, lw.n_rows);
 }
 
 void CpuFastBackend::linear_qkv(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const LinearInput & in,
@@ -87,7 +89,8 @@ void CpuFastBackend::linear_qkv(const Tensor & q, const KvLayer & kv, const Weig
     pool_.run([&](int ti) {
         qkv_in_job(ti, lw, norm_quant_in_job(ti, a, in.x, static_cast<const CpuNorm &>(*in.norm), in.eps, lw.group));
     });
-    rope_store(q, kv, s, pos0, n_tok, lw.n_rows);
+    set_contiguous_columns(pos0, n_tok);
+    rope_store(q, kv, s, n_tok, lw.n_rows);
 }
 
 // Work items (kv head, token, query head of the group) in that order, split into contiguous ranges:
@@ -139,6 +142,52 @@ void CpuFastBackend::attention(const Tensor & out, const Tensor & q, const KvLay
             i += g1 - g0;
         }
     });
+}
+
+// Positions and cache rows of tokens pos0 .. pos0 + n_tok - 1 of one sequence in a contiguous cache.
+void CpuFastBackend::set_contiguous_columns(int64_t pos0, int64_t n_tok) {
+    col_pos_.resize(static_cast<size_t>(n_tok));
+    for (int64_t t = 0; t < n_tok; ++t) col_pos_[static_cast<size_t>(t)] = pos0 + t;
+    col_row_ = col_pos_;
+}
+
+// The paged form (backend.h, KvBatch): the same products and RoPE; each column's position and
+// cache row come from its sequence and page table.
+void CpuFastBackend::qkv_rope_kv_append_paged(const Tensor & q, const KvLayer & kv, const Weight & wqkv,
+                                              const QuantizedActs & a, const AttentionShape & s,
+                                              const KvBatch & batch) {
+    const auto &  lw    = static_cast<const CpuTiledLinear &>(wqkv);
+    const int64_t n_q   = s.n_head * s.head_dim, n_kv = s.n_head_kv * s.head_dim, n_tok = a.q.ne[1];
+    TERN_ASSERT(lw.n_rows == n_q + 2 * n_kv && q.ne[0] == n_q && kv.k.ne[0] == n_kv, "qkv shapes");
+    TERN_ASSERT(batch.n_tokens() == n_tok, "paged qkv: %lld columns, the batch has %lld", static_cast<long long>(n_tok),
+                static_cast<long long>(batch.n_tokens()));
+    col_pos_.resize(static_cast<size_t>(n_tok));
+    col_row_.resize(static_cast<size_t>(n_tok));
+    for (size_t sq = 0; sq < batch.seqs.size(); ++sq) {
+        const KvSeq & seq = batch.seqs[sq];
+        for (int64_t j = 0; j < seq.n; ++j) {
+            const int64_t pos = seq.pos0 + j, row = batch.cache_row(sq, pos);
+            TERN_ASSERT(row >= 0 && row < kv.k.ne[1], "paged qkv: cache row %lld of %lld", static_cast<long long>(row),
+                        static_cast<long long>(kv.k.ne[1]));
+            col_pos_[static_cast<size_t>(seq.first + j)] = pos;
+            col_row_[static_cast<size_t>(seq.first + j)] = row;
+        }
+    }
+    grow(qkv_, lw.n_rows * n_tok);
+    grow(gsum_, n_tok * (lw.n_cols / lw.group));
+    pool_.run([&](int ti) { qkv_in_job(ti, lw, acts_in_job(ti, a, lw.group)); });
+    rope_store(q, kv, s, n_tok, lw.n_rows);
+}
+
+// Batched attention over pages and the column gather run the scalar reference's loops for now
+// (the same bits; the fast kernels take one contiguous cache per sequence).
+void CpuFastBackend::attention_paged(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & s,
+                                     const KvBatch & batch) {
+    reference().attention_paged(out, q, kv, s, batch);
+}
+
+void CpuFastBackend::gather_columns(const Tensor & dst, const Tensor & src, const Tensor & cols) {
+    reference().gather_columns(dst, src, cols);
 }
 
 }  // namespace tern

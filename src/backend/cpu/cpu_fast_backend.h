@@ -89,6 +89,12 @@ public:
                     const AttentionShape & shape, int64_t pos0) override;
     void output_head(const HeadOutput & out, const Weight & head, const LinearInput & in, bool round_input_f16) override;
 
+    void qkv_rope_kv_append_paged(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const QuantizedActs & a,
+                                  const AttentionShape & s, const KvBatch & batch) override;
+    void attention_paged(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & s,
+                         const KvBatch & batch) override;
+    void gather_columns(const Tensor & dst, const Tensor & src, const Tensor & cols) override;
+
 private:
     // Per-thread scratch, grown on demand.
     struct Scratch {
@@ -119,8 +125,8 @@ private:
                                bool accumulate);
     void         gate_up_in_job(int ti, const CpuTiledLinear & w, const cpu::ActView & a, float * f, FfnActivation act);
     void         qkv_in_job(int ti, const CpuTiledLinear & w, const cpu::ActView & a);
-    void         rope_store(const Tensor & q, const KvLayer & kv, const AttentionShape & s, int64_t pos0, int64_t n_tok,
-                            int64_t rows);
+    void         rope_store(const Tensor & q, const KvLayer & kv, const AttentionShape & s, int64_t n_tok, int64_t rows);
+    void         set_contiguous_columns(int64_t pos0, int64_t n_tok);
     // The LM head's input: h (or its f16 rounding) for each token into hin_.
     const float * head_input(const Tensor & h, bool round_input_f16);
     void          head_rows(const CpuEmbedding & e, const float * hin, int64_t n_tok, int64_t r0, int64_t r1,
@@ -138,6 +144,7 @@ private:
     float head_bounds(const CpuFastEmbedding & e, const float * hin, int64_t r0, int64_t r1, Scratch & sc);
 
     ThreadPool              pool_;
+    std::vector<int64_t>    col_pos_, col_row_;  // rope_store: each token's position and cache row
     CpuIsa                  isa_;
     const cpu::Kernels &    k_;
     size_t                  head_i8_min_bytes_;
