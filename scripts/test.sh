@@ -20,6 +20,8 @@ jobs=$(nproc)
 
 scripts/setup.sh
 BUILD_DIR=build scripts/build.sh
+# The browser build (WebAssembly, a couple of minutes): its tests under ctest (label web) skip without it.
+if command -v emcc >/dev/null; then BUILD_DIR=build-web scripts/build-web.sh; else echo "test: no emcc; the browser-build tests will skip"; fi
 
 # GPU tests (label gpu) run on whatever Vulkan device there is; on a machine without one, on the
 # SwiftShader CPU driver that setup.sh unpacked. Without either they report themselves as skipped.
