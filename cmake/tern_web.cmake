@@ -9,12 +9,13 @@ if(NOT EXISTS "${TERN_WEB_PCRE2_PREFIX}/lib/libpcre2-8.a" OR NOT EXISTS "${TERN_
     message(FATAL_ERROR "the browser build needs TERN_WEB_PCRE2_PREFIX and TERN_WEB_NLOHMANN_INCLUDE: use scripts/build-web.sh")
 endif()
 
-set(TERN_WEBGPU OFF CACHE BOOL "Build the WebGPU backend" FORCE)  # the wasm build runs the CPU backend
-# -fexceptions: tern::Error is thrown across the engine and caught at the JavaScript boundary.
+# -fwasm-exceptions: tern::Error is thrown across the engine and caught at the JavaScript boundary,
+# as WebAssembly exceptions (JavaScript-based ones would put JS frames between a wait and the engine's
+# entry point, which JSPI cannot suspend across).
 # -msimd128: the CPU kernels are compiled for WASM SIMD128 (every current browser has it).
 # apps/web/libcxx_compat.h: what Emscripten 3.1.6's libc++ 13 lacks (std::bit_cast).
-add_compile_options(-fexceptions -msimd128 -include ${PROJECT_SOURCE_DIR}/apps/web/libcxx_compat.h)
-add_link_options(-fexceptions)
+add_compile_options(-fwasm-exceptions -msimd128 -include ${PROJECT_SOURCE_DIR}/apps/web/libcxx_compat.h)
+add_link_options(-fwasm-exceptions)
 
 # Single-threaded (no -pthread, so no SharedArrayBuffer and no cross-origin isolation is needed).
 add_library(Threads::Threads INTERFACE IMPORTED)

@@ -3,7 +3,7 @@
 # (3.1.6; why Emscripten: README "In the browser"), and a static site in $BUILD_DIR/site (default
 # build-web/site): web/'s page, worker and JavaScript API, tern.js + tern.wasm, and the shipped model
 # under models/. Serve it with scripts/serve-web.sh. Needs what scripts/setup.sh installs (emscripten,
-# nlohmann-json3-dev, PCRE2's Debian source in .deps/pcre2-src); nothing is cached between builds.
+# nlohmann-json3-dev, PCRE2's Debian source in .deps/pcre2-src); PCRE2 is built once per build folder.
 # Usage: scripts/build-web.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,6 +39,6 @@ cmake --build "$out" -j "$jobs" --target tern_web
 site=$out/site
 rm -rf "$site"
 mkdir -p "$site/models"
-cp web/* "$out/bin/tern.js" "$out/bin/tern.wasm" "$site/"
+cp web/index.html web/style.css web/app.js web/worker.js web/tern-engine.js "$out/bin/tern.js" "$out/bin/tern.wasm" "$site/"
 cp share/models/tern-32m-en.gguf "$site/models/"
 echo "build-web: site in $site ($(du -sh "$site" | cut -f1)); serve it with scripts/serve-web.sh"

@@ -10,7 +10,13 @@ let generating = false;
 let modelLoaded = false;
 let engineReady = false;
 let outText = null;
-let live = { n: 0, t0: 0 };  // tokens so far and when the first was asked for, for the live tokens/s
+let live = { n: 0, t0: 0 };
+let lastSource = null;  // what to load again when the backend changes: {url} or {file}
+// ?backend=webgpu|cpu|auto picks the backend; ?allow-cpu-adapter=1 accepts a software WebGPU adapter
+// (SwiftShader: correct but slow; the tests use it).
+const params = new URLSearchParams(location.search);
+if (params.get("backend")) $("backend-choice").value = params.get("backend");
+const allowCpuAdapter = params.get("allow-cpu-adapter") === "1";  // tokens so far and when the first was asked for, for the live tokens/s
 
 function showError(message) {
   $("error").textContent = message;
@@ -56,6 +62,7 @@ async function readWithProgress(response, label) {
 
 async function loadFromUrl(url) {
   showError("");
+  lastSource = { url };
   const absolute = new URL(url, location.href).href;
   let response = null;
   let cache = null;
@@ -80,7 +87,8 @@ function sendModel(bytes, name, note) {
   loadNote = note;
   updateButtons();
   $("model-status").textContent = `loading ${name} (${(bytes.length / 1e6).toFixed(1)} MB) into the engine…`;
-  worker.postMessage({ type: "load", bytes: bytes.buffer, name }, [bytes.buffer]);
+  worker.postMessage({ type: "load", bytes: bytes.buffer, name, backend: $("backend-choice").value, allowCpuAdapter },
+                     [bytes.buffer]);
 }
 
 worker.onmessage = (event) => {
@@ -88,7 +96,7 @@ worker.onmessage = (event) => {
   switch (m.type) {
     case "ready":
       engineReady = true;
-      $("backend").textContent = `engine: ${m.backend}`;
+      $("backend").textContent = `engine ready (WebGPU ${m.webgpu ? "present" : "absent"}, JSPI ${m.jspi ? "present" : "absent"})`;
       updateButtons();
       loadFromUrl($("model-url").value).catch((e) => showError(e.message));
       break;
@@ -97,6 +105,7 @@ worker.onmessage = (event) => {
       const i = m.info;
       $("model-status").textContent = `${i.name} (${i.arch}, ${i.n_layer} layers, n_embd ${i.n_embd}, ` +
         `${(i.file_bytes / 1e6).toFixed(1)} MB) loaded in ${m.ms.toFixed(0)} ms${loadNote}`;
+      $("backend").textContent = `engine: ${i.backend}` + (m.note ? ` (${m.note})` : "");
       updateButtons();
       break;
     }
@@ -116,7 +125,7 @@ worker.onmessage = (event) => {
       generating = false;
       const rate = m.generateMs > 0 ? (1000 * m.nGenerated) / m.generateMs : 0;
       const why = m.stopped ? "stopped" : m.stoppedByEog ? "end of text" : "done";
-      $("speed").textContent = `${why}: ${m.nGenerated} tokens, ${rate.toFixed(1)} tokens/s ` +
+      $("speed").textContent = `${why}: ${m.nGenerated} tokens, ${rate.toFixed(rate < 1 ? 3 : 1)} tokens/s ` +
         `(prompt ${m.promptMs.toFixed(0)} ms)`;
       $("speed").dataset.state = why;
       updateButtons();
@@ -151,6 +160,16 @@ $("stop").onclick = () => worker.postMessage({ type: "stop" });
 $("load-url").onclick = () => loadFromUrl($("model-url").value).catch((e) => showError(e.message));
 $("model-file").onchange = async (event) => {
   const file = event.target.files[0];
-  if (file) sendModel(new Uint8Array(await file.arrayBuffer()), file.name, " (from disk)");
+  if (file) {
+    lastSource = { file };
+    sendModel(new Uint8Array(await file.arrayBuffer()), file.name, " (from disk)");
+  }
+};
+$("backend-choice").onchange = async () => {
+  if (!lastSource || generating) return;
+  try {
+    if (lastSource.url) await loadFromUrl(lastSource.url);
+    else sendModel(new Uint8Array(await lastSource.file.arrayBuffer()), lastSource.file.name, " (from disk)");
+  } catch (e) { showError(e.message); }
 };
 worker.onerror = (event) => showError("the engine's worker failed: " + event.message);

@@ -1,9 +1,11 @@
 // The engine's Web Worker: owns the WebAssembly instance so the page never freezes. Messages in:
-//   {type: "load", bytes: ArrayBuffer, name}      -> {type: "loaded", info, ms} | {type: "error"}
+//   {type: "load", bytes: ArrayBuffer, name, backend: "auto" | "webgpu" | "cpu", allowCpuAdapter}
+//                                                 -> {type: "loaded", info, ms, note} | {type: "error"}
 //   {type: "generate", prompt, settings}          -> {type: "started", nPrompt, ms}, {type: "token", id, text}...,
 //                                                     {type: "done", nGenerated, promptMs, generateMs, stoppedByEog, stopped}
 //   {type: "stop"}                                 ends a generation at the next token
-// and {type: "ready", backend} once tern.wasm is compiled, {type: "error", message} on any failure.
+// and {type: "ready", jspi, webgpu} once tern.wasm is compiled, {type: "error", message} on any failure.
+// "auto" takes WebGPU where the browser has JSPI and a hardware adapter, else the CPU, and says why.
 // A generation yields to the event loop after every token, which is how "stop" gets in.
 /* global importScripts, TernEngine */
 "use strict";
@@ -22,12 +24,12 @@ const yieldToEvents = () => new Promise((resolve) => { resumers.push(resolve); c
 
 const ready = TernEngine.create({ locateFile: (file) => file }).then((e) => {
   engine = e;
-  postMessage({ type: "ready", backend: "cpu (WebAssembly SIMD128, 1 thread)" });
+  postMessage({ type: "ready", jspi: e.jspi, webgpu: typeof navigator !== "undefined" && !!navigator.gpu });
 }, (err) => postMessage({ type: "error", message: "cannot start tern.wasm: " + err }));
 
 async function generate(prompt, settings, id) {
   const t0 = performance.now();
-  const nPrompt = engine.start(prompt, settings);
+  const nPrompt = await engine.start(prompt, settings);
   const t1 = performance.now();
   postMessage({ type: "started", nPrompt, ms: t1 - t0 });
   let n = 0;
@@ -36,7 +38,7 @@ async function generate(prompt, settings, id) {
       postMessage({ type: "done", nGenerated: n, promptMs: t1 - t0, generateMs: performance.now() - t1, stopped: true });
       return;
     }
-    const t = engine.next();
+    const t = await engine.next();
     if (t.done) {
       if (t.text) postMessage({ type: "token", id: -1, text: t.text });
       postMessage({ type: "done", nGenerated: n, promptMs: t1 - t0, generateMs: performance.now() - t1,
@@ -55,8 +57,23 @@ async function handle(msg) {
   try {
     if (msg.type === "load") {
       const t0 = performance.now();
-      const info = engine.loadModel(new Uint8Array(msg.bytes), msg.name);
-      postMessage({ type: "loaded", info, ms: performance.now() - t0 });
+      const bytes = new Uint8Array(msg.bytes);
+      let info = null, note = "";
+      const wanted = msg.backend || "auto";
+      if (wanted === "auto") {
+        if (!engine.jspi) note = "CPU: this browser has no JSPI (WebAssembly.Suspending), which WebGPU from WebAssembly needs";
+        else if (typeof navigator === "undefined" || !navigator.gpu) note = "CPU: this browser has no WebGPU";
+        else {
+          try {
+            info = await engine.loadModel(bytes, msg.name, { backend: "webgpu", allowCpuAdapter: !!msg.allowCpuAdapter });
+          } catch (err) {
+            note = "CPU: " + String(err.message || err).split("\n")[0];
+          }
+        }
+      }
+      if (!info) info = await engine.loadModel(bytes, msg.name, { backend: wanted === "auto" ? "cpu" : wanted,
+                                                                  allowCpuAdapter: !!msg.allowCpuAdapter });
+      postMessage({ type: "loaded", info, note, ms: performance.now() - t0 });
     } else if (msg.type === "generate") {
       await generate(msg.prompt, msg.settings, msg.id);
     }

@@ -61,25 +61,28 @@ extern "C" {
 
 EMSCRIPTEN_KEEPALIVE const char * tern_web_error() { return g_error.c_str(); }
 
-// Loads the GGUF file at `path` in the module's file system, replacing any loaded model.
-EMSCRIPTEN_KEEPALIVE int tern_web_load(const char * path) {
+// Loads the GGUF file at `path` in the module's file system on `backend` ("cpu" or "webgpu";
+// allow_cpu_adapter: accept a software WebGPU adapter), replacing any loaded model.
+EMSCRIPTEN_KEEPALIVE int tern_web_load(const char * path, const char * backend, int allow_cpu_adapter) {
     return guarded([&] {
         g_engine.reset();
-        g_engine = std::make_unique<tern::web::WebEngine>(path);
+        g_engine = std::make_unique<tern::web::WebEngine>(path, backend, allow_cpu_adapter != 0);
         return 0;
     });
 }
 
-// The loaded model as JSON: {"name","arch","n_layer","n_embd","n_vocab","n_ctx_train","file_bytes"}.
+// The loaded model as JSON: {"name","arch","n_layer","n_embd","n_vocab","n_ctx_train","file_bytes",
+// "synthetic","backend"}.
 EMSCRIPTEN_KEEPALIVE const char * tern_web_model_info() {
     if (guarded([] {
             const tern::ModelConfig & c = engine().config();
             g_json = tern::format(R"({"name":"%s","arch":"%s","n_layer":%lld,"n_embd":%lld,"n_vocab":%lld,)"
-                                  R"("n_ctx_train":%lld,"file_bytes":%zu,"synthetic":%s})",
+                                  R"("n_ctx_train":%lld,"file_bytes":%zu,"synthetic":%s,"backend":"%s"})",
                                   json_escape(c.name).c_str(), json_escape(c.arch).c_str(),
                                   static_cast<long long>(c.n_layer), static_cast<long long>(c.n_embd),
                                   static_cast<long long>(c.n_vocab), static_cast<long long>(c.n_ctx_train),
-                                  engine().file_size(), c.synthetic ? "true" : "false");
+                                  engine().file_size(), c.synthetic ? "true" : "false",
+                                  json_escape(engine().backend_description()).c_str());
             return 0;
         }) != 0) {
         return nullptr;

@@ -2,14 +2,25 @@
 #include "web_engine.h"
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/webgpu/webgpu_backend.h"
 #include "core/error.h"
 
 namespace tern::web {
 
-WebEngine::WebEngine(const std::string & path) {
+WebEngine::WebEngine(const std::string & path, const std::string & backend, bool allow_cpu_adapter) {
+    if (backend == "cpu") {
+        backend_ = make_cpu_backend({1});  // no threads: the wasm build runs without SharedArrayBuffer
+    } else if (backend == "webgpu") {
+        WebGpuOptions o;
+        o.allow_cpu_adapter = allow_cpu_adapter;
+        backend_            = make_webgpu_backend(o);
+    } else {
+        fail(ErrorKind::invalid_argument, format("unknown backend '%s'", backend.c_str()), "use cpu or webgpu");
+    }
+    backend_description_ = backend == "cpu" ? "cpu (WebAssembly SIMD128): " + backend_->device_info().description
+                                            : backend_->device_info().description;
     with_context(format("cannot load model '%s'", path.c_str()), [&] {
         file_      = std::make_unique<GgufFile>(GgufFile::open(path));
-        backend_   = make_cpu_backend({1});  // no threads: the wasm build runs without SharedArrayBuffer
         model_     = BitnetModel::load(*file_, *backend_);
         tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::from_gguf(*file_));
         if (tokenizer_->n_vocab() != model_->config().n_vocab) {

@@ -28,9 +28,13 @@ struct GenerateParams {
 
 class WebEngine {
 public:
-    // Loads a GGUF file (the wasm build's in-memory file system holds it) on the CPU backend.
-    // Throws Error naming the file on a bad model.
-    explicit WebEngine(const std::string & path);
+    // Loads a GGUF file (the wasm build's in-memory file system holds it) on `backend`: "cpu" (the
+    // reference kernels, one thread) or "webgpu" (navigator.gpu through web/webgpu-library.js; a
+    // software adapter such as SwiftShader only with allow_cpu_adapter). Throws Error naming the file
+    // on a bad model, or Error(device) when WebGPU is unavailable.
+    WebEngine(const std::string & path, const std::string & backend, bool allow_cpu_adapter);
+
+    const std::string & backend_description() const { return backend_description_; }
 
     const ModelConfig & config() const { return model_->config(); }
     const Tokenizer &   tokenizer() const { return *tokenizer_; }
@@ -58,6 +62,7 @@ private:
     std::unique_ptr<Session>          session_;
     std::unique_ptr<Sampler>          sampler_;
     std::unique_ptr<StreamingDecoder> decoder_;
+    std::string                       backend_description_;
     int64_t n_ctx_session_ = 0;  // the context the current session was made with
     int64_t limit_         = 0;
     int64_t n_generated_   = 0;

@@ -31,27 +31,29 @@ const cases = [
     cli: ["-n", "32", "--temp", "0.9", "--seed", "7", "--top-k", "0", "--top-p", "0.9", "--min-p", "0", "--repeat-penalty", "1.3"] },
 ];
 for (const c of cases) {
-  test(`${c.name}: same text as tern run`, () => {
-    const web = generateAll(engine, c.prompt, c.web);
+  test(`${c.name}: same text as tern run`, async () => {
+    const web = await generateAll(engine, c.prompt, c.web);
     assert.equal(web.ids.length, c.web.nPredict);
     assert.equal(web.text, nativeRun(c.prompt, c.cli));
   });
 }
 
-test("stopping early and starting again gives the same tokens", () => {
-  const full = generateAll(engine, "The ship", { temp: 0.7, seed: 3, nPredict: 20 });
-  engine.start("The ship", { temp: 0.7, seed: 3, nPredict: 20 });
-  const first = [engine.next().id, engine.next().id, engine.next().id];  // then abandoned
+test("stopping early and starting again gives the same tokens", async () => {
+  const full = await generateAll(engine, "The ship", { temp: 0.7, seed: 3, nPredict: 20 });
+  await engine.start("The ship", { temp: 0.7, seed: 3, nPredict: 20 });
+  const first = [(await engine.next()).id, (await engine.next()).id, (await engine.next()).id];  // then abandoned
   assert.deepEqual(first, full.ids.slice(0, 3));
-  assert.deepEqual(generateAll(engine, "The ship", { temp: 0.7, seed: 3, nPredict: 20 }).ids, full.ids);
+  assert.deepEqual((await generateAll(engine, "The ship", { temp: 0.7, seed: 3, nPredict: 20 })).ids, full.ids);
 });
 
 test("bad settings and bad models are clear errors", async () => {
-  assert.throws(() => engine.start("The ship", { temp: -1 }), /--temp must be a finite number >= 0 \(got -1\)/);
-  assert.throws(() => engine.start("The ship", { topK: "x" }), /setting topK must be a number/);
-  assert.throws(() => engine.start("The ship ".repeat(400), { nCtx: 64 }), /the prompt is \d+ tokens, but the context holds 64/);
+  await assert.rejects(engine.start("The ship", { temp: -1 }), /--temp must be a finite number >= 0 \(got -1\)/);
+  await assert.rejects(engine.start("The ship", { topK: "x" }), /setting topK must be a number/);
+  await assert.rejects(engine.start("The ship ".repeat(400), { nCtx: 64 }), /the prompt is \d+ tokens, but the context holds 64/);
   const other = await nodeEngine();
-  assert.throws(() => other.loadModel(new Uint8Array([71, 71, 85, 70, 3, 0, 0, 0]), "short.gguf"),
-                /cannot load model '\/models\/short.gguf'.*smaller than the 24-byte GGUF header/s);
-  assert.throws(() => other.start("The ship"), /no model is loaded/);
+  await assert.rejects(other.loadModel(new Uint8Array([71, 71, 85, 70, 3, 0, 0, 0]), "short.gguf"),
+                       /cannot load model '\/models\/short.gguf'.*smaller than the 24-byte GGUF header/s);
+  await assert.rejects(other.start("The ship"), /no model is loaded/);
+  await assert.rejects(other.loadModel(new Uint8Array(8), "x.gguf", { backend: "webgpu" }), /needs JSPI/);
+  await assert.rejects(other.loadModel(new Uint8Array(8), "x.gguf", { backend: "metal" }), /unknown backend 'metal'/);
 });

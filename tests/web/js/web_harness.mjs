@@ -26,7 +26,8 @@ export function requireWebBuild() {
   }
 }
 
-// A fresh wasm engine in this Node process, with the shipped model loaded.
+// A fresh wasm engine in this Node process (no JSPI in Node 20: the CPU backend), with the shipped
+// model loaded.
 export async function nodeEngine() {
   const createTernModule = require(path.join(webDir, "bin/tern.js"));
   const { TernEngine } = require(path.join(root, "web/tern-engine.js"));
@@ -34,17 +35,17 @@ export async function nodeEngine() {
     createModule: createTernModule,
     wasmBinary: fs.readFileSync(path.join(webDir, "bin/tern.wasm")),
   });
-  engine.loadModel(fs.readFileSync(modelPath), "tern-32m-en.gguf");
+  await engine.loadModel(fs.readFileSync(modelPath), "tern-32m-en.gguf");
   return engine;
 }
 
 // Generates to the end with the engine; returns {ids, text}.
-export function generateAll(engine, prompt, settings) {
-  engine.start(prompt, settings);
+export async function generateAll(engine, prompt, settings) {
+  await engine.start(prompt, settings);
   const ids = [];
   let text = "";
   for (;;) {
-    const t = engine.next();
+    const t = await engine.next();
     text += t.text;
     if (t.done) return { ids, text, stoppedByEog: t.stoppedByEog };
     ids.push(t.id);
