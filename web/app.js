@@ -33,7 +33,8 @@ function updateButtons() {
 function settings() {
   const num = (id) => Number($(id).value);
   return { temp: num("temp"), topK: num("top-k"), topP: num("top-p"), minP: num("min-p"),
-           repeatPenalty: num("repeat-penalty"), seed: num("seed"), nPredict: num("n-predict") };
+           repeatPenalty: num("repeat-penalty"), seed: num("seed"), nPredict: num("n-predict"),
+           chat: $("chat").checked };
 }
 
 // Reads a response body with a progress bar; returns its bytes.
@@ -106,6 +107,10 @@ worker.onmessage = (event) => {
       $("model-status").textContent = `${i.name} (${i.arch}, ${i.n_layer} layers, n_embd ${i.n_embd}, ` +
         `${(i.file_bytes / 1e6).toFixed(1)} MB) loaded in ${m.ms.toFixed(0)} ms${loadNote}`;
       $("backend").textContent = `engine: ${i.backend}` + (m.note ? ` (${m.note})` : "");
+      // A chat model's prompt is a user message in its format (on by default); others continue text.
+      $("chat-name").textContent = i.chat_template;
+      $("chat").disabled = i.chat_template === "none";
+      $("chat").checked = i.chat_template !== "none";
       updateButtons();
       break;
     }

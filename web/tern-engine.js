@@ -19,6 +19,7 @@
     seed: -1,        // < 0: a random seed
     nPredict: 128,   // < 0: until end of text or a full context
     nCtx: 0,         // <= 0: the model's training context
+    chat: false,     // true: the prompt is a user message in the model's chat format (info.chat_template)
   });
 
   class TernEngine {
@@ -63,7 +64,7 @@
         error: m.cwrap("tern_web_error", "string", []),
         modelInfo: m.cwrap("tern_web_model_info", "string", []),
         setParams: m.cwrap("tern_web_set_params", null,
-                           ["number", "number", "number", "number", "number", "number", "number", "number", "number"]),
+                           ["number", "number", "number", "number", "number", "number", "number", "number", "number", "number"]),
         text: m.cwrap("tern_web_text", "string", []),
         stoppedByEog: m.cwrap("tern_web_stopped_by_eog", "number", []),
         tokenize: m.cwrap("tern_web_tokenize", "string", ["string"]),
@@ -119,10 +120,11 @@
     // Reads the prompt with the given sampler settings (see DEFAULTS); returns its token count.
     async start(prompt, settings = {}) {
       const s = { ...DEFAULTS, ...settings };
+      s.chat = s.chat ? 1 : 0;
       for (const [k, v] of Object.entries(s)) {
         if (typeof v !== "number" || Number.isNaN(v)) throw new Error(`setting ${k} must be a number (got ${v})`);
       }
-      this.api.setParams(s.temp, s.topK, s.topP, s.minP, s.repeatPenalty, s.repeatLastN, s.seed, s.nPredict, s.nCtx);
+      this.api.setParams(s.temp, s.topK, s.topP, s.minP, s.repeatPenalty, s.repeatLastN, s.seed, s.nPredict, s.nCtx, s.chat);
       const n = await this.callAsync("tern_web_start", String(prompt));
       if (n < 0) this.fail();
       return n;

@@ -72,17 +72,18 @@ EMSCRIPTEN_KEEPALIVE int tern_web_load(const char * path, const char * backend, 
 }
 
 // The loaded model as JSON: {"name","arch","n_layer","n_embd","n_vocab","n_ctx_train","file_bytes",
-// "synthetic","backend"}.
+// "synthetic","backend","chat_template"}.
 EMSCRIPTEN_KEEPALIVE const char * tern_web_model_info() {
     if (guarded([] {
             const tern::ModelConfig & c = engine().config();
             g_json = tern::format(R"({"name":"%s","arch":"%s","n_layer":%lld,"n_embd":%lld,"n_vocab":%lld,)"
-                                  R"("n_ctx_train":%lld,"file_bytes":%zu,"synthetic":%s,"backend":"%s"})",
+                                  R"("n_ctx_train":%lld,"file_bytes":%zu,"synthetic":%s,"backend":"%s","chat_template":"%s"})",
                                   json_escape(c.name).c_str(), json_escape(c.arch).c_str(),
                                   static_cast<long long>(c.n_layer), static_cast<long long>(c.n_embd),
                                   static_cast<long long>(c.n_vocab), static_cast<long long>(c.n_ctx_train),
                                   engine().file_size(), c.synthetic ? "true" : "false",
-                                  json_escape(engine().backend_description()).c_str());
+                                  json_escape(engine().backend_description()).c_str(),
+                                  std::string(tern::chat_template_name(engine().chat_template())).c_str());
             return 0;
         }) != 0) {
         return nullptr;
@@ -91,10 +92,10 @@ EMSCRIPTEN_KEEPALIVE const char * tern_web_model_info() {
 }
 
 // Sampler settings for the next tern_web_start (llama.cpp's meanings; see sampler/sampler.h).
-// seed < 0: a random seed.
+// seed < 0: a random seed. chat != 0: the prompt is a user message in the model's chat format.
 EMSCRIPTEN_KEEPALIVE void tern_web_set_params(double temp, int top_k, double top_p, double min_p,
                                               double repeat_penalty, int repeat_last_n, double seed,
-                                              double n_predict, double n_ctx) {
+                                              double n_predict, double n_ctx, int chat) {
     tern::SamplerParams & s = g_params.sampling;
     s.temp           = static_cast<float>(temp);
     s.top_k          = top_k;
@@ -105,6 +106,7 @@ EMSCRIPTEN_KEEPALIVE void tern_web_set_params(double temp, int top_k, double top
     s.seed = seed < 0 || !std::isfinite(seed) ? tern::k_sampler_random_seed : static_cast<uint64_t>(seed);
     g_params.n_predict = static_cast<int64_t>(n_predict);
     g_params.n_ctx     = static_cast<int64_t>(n_ctx);
+    g_params.chat      = chat != 0;
 }
 
 // Reads the prompt; returns its token count (BOS included) or -1.

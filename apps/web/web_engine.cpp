@@ -5,6 +5,8 @@
 #include "backend/webgpu/webgpu_backend.h"
 #include "core/error.h"
 
+#include <algorithm>
+
 namespace tern::web {
 
 WebEngine::WebEngine(const std::string & path, const std::string & backend, bool allow_cpu_adapter) {
@@ -29,12 +31,28 @@ WebEngine::WebEngine(const std::string & path, const std::string & backend, bool
                                                   static_cast<long long>(model_->config().n_vocab)));
         }
     });
+    try {
+        chat_ = choose_chat_template(*tokenizer_, file_->get_string("tokenizer.chat_template"), std::nullopt).template_;
+    } catch (const Error &) {
+        chat_ = ChatTemplate::none;  // a template tern does not recognise: text continuation only
+    }
 }
 
 int64_t WebEngine::start(const std::string & prompt, const GenerateParams & params) {
     done_ = true;
     validate(params.sampling);
-    std::vector<int32_t> ids = tokenizer_->encode(prompt, /*add_bos=*/true, /*parse_special=*/true);
+    std::vector<int32_t> ids;
+    stop_ids_.clear();
+    if (params.chat) {
+        if (chat_ == ChatTemplate::none) {
+            fail(ErrorKind::unsupported, format("'%s' has no chat format tern recognises", model_->config().name.c_str()),
+                 "turn the chat format off to continue text with it");
+        }
+        ids       = chat_template_tokens(chat_, *tokenizer_, {{"user", prompt}}, /*add_generation_prompt=*/true);
+        stop_ids_ = chat_template_stop_tokens(chat_, *tokenizer_);
+    } else {
+        ids = tokenizer_->encode(prompt, /*add_bos=*/true, /*parse_special=*/true);
+    }
     if (ids.empty()) fail(ErrorKind::invalid_argument, "the prompt is empty and the model adds no BOS token");
     const int64_t n_ctx = params.n_ctx > 0 ? params.n_ctx : model_->config().n_ctx_train;
     if (static_cast<int64_t>(ids.size()) >= n_ctx) {
@@ -76,7 +94,7 @@ std::optional<WebEngine::Token> WebEngine::next(std::string & text_at_end) {
     // same lowest-index tie break. Penalties, when set, see every drawn token (decode_sampled).
     const int32_t id = sampler_->sample(session_->logits());
     sampler_->accept(id);
-    if (tokenizer_->is_eog(id)) {
+    if (tokenizer_->is_eog(id) || std::find(stop_ids_.begin(), stop_ids_.end(), id) != stop_ids_.end()) {
         stopped_by_eog_ = true;
         done_           = true;
         text_at_end     = decoder_->flush();

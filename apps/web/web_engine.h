@@ -11,6 +11,7 @@
 #include "gguf/gguf_reader.h"
 #include "model/bitnet_model.h"
 #include "sampler/sampler.h"
+#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 #include <memory>
@@ -24,6 +25,7 @@ struct GenerateParams {
     SamplerParams sampling;
     int64_t       n_predict = 128;  // < 0: until end of text or a full context
     int64_t       n_ctx     = 0;    // <= 0: the model's training context
+    bool          chat      = false;  // the prompt is one user message in the model's chat format
 };
 
 class WebEngine {
@@ -35,13 +37,18 @@ public:
     WebEngine(const std::string & path, const std::string & backend, bool allow_cpu_adapter);
 
     const std::string & backend_description() const { return backend_description_; }
+    // The model's chat format (chat_template.h: from tokenizer.chat_template or the vocabulary);
+    // none for a text-continuation model or a template tern does not recognise.
+    ChatTemplate chat_template() const { return chat_; }
 
     const ModelConfig & config() const { return model_->config(); }
     const Tokenizer &   tokenizer() const { return *tokenizer_; }
     size_t              file_size() const { return file_->file_size(); }
 
-    // Tokenizes `prompt` (BOS added, special-token text parsed, as `tern run` does), validates the
-    // settings and evaluates the prompt. Returns the number of prompt tokens. Throws Error.
+    // Tokenizes `prompt` (BOS added, special-token text parsed, as `tern run` does; with params.chat,
+    // a one-message conversation in the chat format with the assistant's header, as `tern chat`'s
+    // first turn, and the format's end-of-turn marker also stops), validates the settings and
+    // evaluates the prompt. Returns the number of prompt tokens. Throws Error.
     int64_t start(const std::string & prompt, const GenerateParams & params);
 
     // The next token: its id and the text that became complete with it (possibly empty inside a
@@ -63,6 +70,8 @@ private:
     std::unique_ptr<Sampler>          sampler_;
     std::unique_ptr<StreamingDecoder> decoder_;
     std::string                       backend_description_;
+    ChatTemplate                      chat_ = ChatTemplate::none;
+    std::vector<int32_t>              stop_ids_;  // the chat format's end-of-turn ids (chat only)
     int64_t n_ctx_session_ = 0;  // the context the current session was made with
     int64_t limit_         = 0;
     int64_t n_generated_   = 0;

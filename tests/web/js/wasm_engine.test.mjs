@@ -3,7 +3,10 @@
 // errors for bad models and settings, and pull-based generation that can stop at any token.
 import { test, before } from "node:test";
 import assert from "node:assert/strict";
-import { requireWebBuild, nodeEngine, generateAll, nativeRun, nativeTokenize } from "./web_harness.mjs";
+import fs from "node:fs";
+import path from "node:path";
+import { execFileSync } from "node:child_process";
+import { requireWebBuild, nodeEngine, generateAll, nativeRun, nativeTokenize, ternBin, outDir } from "./web_harness.mjs";
 
 requireWebBuild();
 let engine;
@@ -56,4 +59,19 @@ test("bad settings and bad models are clear errors", async () => {
   await assert.rejects(other.start("The ship"), /no model is loaded/);
   await assert.rejects(other.loadModel(new Uint8Array(8), "x.gguf", { backend: "webgpu" }), /needs JSPI/);
   await assert.rejects(other.loadModel(new Uint8Array(8), "x.gguf", { backend: "metal" }), /unknown backend 'metal'/);
+});
+
+test("chat format: the first turn's reply equals tern chat's", async () => {
+  fs.mkdirSync(outDir, { recursive: true });
+  const file = path.join(outDir, "web-synth-tiny.gguf");  // random weights, a vocabulary with <|eot_id|>
+  execFileSync(ternBin, ["synth", "tiny", "-o", file], { stdio: "ignore" });
+  const chat = await nodeEngine();
+  const info = await chat.loadModel(fs.readFileSync(file), "synth-tiny.gguf");
+  assert.equal(info.chat_template, "bitnet");
+  const web = await generateAll(chat, "Hello there", { temp: 0, nPredict: 8, chat: true });
+  const native = execFileSync(ternBin, ["chat", "-m", file, "--temp", "0", "-n", "8"],
+                              { input: "Hello there\n", encoding: "utf8", stdio: ["pipe", "pipe", "ignore"] });
+  assert.equal(web.text, native.replace(/\n$/, ""));
+  assert.equal(engine.info.chat_template, "none");
+  await assert.rejects(engine.start("Hello", { chat: true }), /'tern-32m-en' has no chat format tern recognises/);
 });
