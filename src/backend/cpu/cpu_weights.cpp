@@ -9,11 +9,14 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 
 namespace tern {
 
+// Out of memory is std::bad_alloc, as from operator new: the CLI answers it with the hint that fits
+// the command (a KV cache too big for -c: a smaller context or batch).
 CpuBuffer::CpuBuffer(size_t n) : data_(static_cast<uint8_t *>(std::calloc(n > 0 ? n : 1, 1))), size_(n) {
-    if (!data_) fail(ErrorKind::io, format("out of memory allocating a %zu-byte CPU buffer", n));
+    if (!data_) throw std::bad_alloc();
 }
 void CpuBuffer::Free::operator()(uint8_t * p) const { std::free(p); }
 
