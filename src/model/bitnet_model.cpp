@@ -119,6 +119,10 @@ Tensor view(const OwnedTensor & t, std::array<int64_t, 4> ne) {
 
 std::unique_ptr<BitnetModel> BitnetModel::load(const GgufFile & file, Backend & backend) {
     std::unique_ptr<BitnetModel> m(new BitnetModel(read_model_config(file), backend));
+    if (m->config_.family != ModelFamily::bitnet) {
+        m->load_family(file);
+        return m;
+    }
     const ModelConfig & c = m->config_;
     Binder              b(file, backend);
 
@@ -180,6 +184,10 @@ ForwardBuffers BitnetModel::make_buffers(int64_t n_batch, int64_t n_logits) cons
     b.ffn       = alloc_tensor(backend_, DType::f32, {c.n_ff, n_batch, 1, 1}, "ffn");
     b.h         = alloc_tensor(backend_, DType::f32, {c.n_embd, n_batch, 1, 1}, "h");
     b.logits    = alloc_tensor(backend_, DType::f32, {c.n_vocab, std::max<int64_t>(1, n_logits), 1, 1}, "logits");
+    if (c.family != ModelFamily::bitnet) {
+        b.act_f = alloc_tensor(backend_, DType::f32, {std::max({c.n_embd, c.n_embd_q(), c.n_ff}), n_batch, 1, 1}, "act_f");
+        b.qkv   = alloc_tensor(backend_, DType::f32, {c.n_embd_q() + 2 * c.n_embd_kv(), n_batch, 1, 1}, "qkv");
+    }
     return b;
 }
 
@@ -225,6 +233,10 @@ void BitnetModel::record(ForwardBuffers & buf, const KvCache & kv, int64_t pos0,
     for (int64_t il = 0; il < c.n_layer; ++il) {
         const LayerWeights & L  = layers_[static_cast<size_t>(il)];
         const KvLayer        kl = kv.layer(il);
+        if (c.family != ModelFamily::bitnet) {
+            record_family_layer(buf, L, kl, pos0, T);
+            continue;
+        }
         be.linear_qkv(q, kl, *L.attn_qkv, {x, L.attn_norm.get(), eps, a_embd, {}}, shape, pos0);
         be.attention(attn, q, kl, shape, pos0);
         be.linear(x, *L.attn_output, {attn, L.attn_sub_norm.get(), eps, a_q, {}}, /*accumulate=*/true);

@@ -314,6 +314,7 @@ std::unique_ptr<Weight> WebGpuBackend::load_norm(const WeightSource & src) {
 std::unique_ptr<Weight> WebGpuBackend::load_linear(std::span<const WeightSource> parts) {
     const GpuLinearLayout layout = gpu_pack_linear(parts);
     auto                  w      = std::make_unique<GpuLinear>();
+    w->type                      = parts[0].type;
     w->n_rows                    = layout.n_rows;
     w->n_cols                    = layout.n_cols;
     w->group                     = layout.group;
