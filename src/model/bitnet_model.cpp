@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "quant/ternary_formats.h"
 
 #include <algorithm>
 #include <cstring>
@@ -62,7 +63,7 @@ public:
     // A projection: ternary weight [k, n], with the optional mainline `.scale` tensor {1} f32.
     WeightSource linear(const std::string & stem, int64_t k, int64_t n) {
         WeightSource src = require(stem + ".weight", {k, n}, "projection");
-        if (!backend_.supports_linear(src.type)) {
+        if (!backend_.supports_linear(src.type) || !dtype_is_lowbit(src.type)) {
             fail(ErrorKind::unsupported,
                  format("tensor '%s.weight' has type %s, which backend '%s' cannot use for a BitLinear projection",
                         stem.c_str(), std::string(dtype_name(src.type)).c_str(), std::string(backend_.name()).c_str()),

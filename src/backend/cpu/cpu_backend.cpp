@@ -79,7 +79,7 @@ public:
         return w;
     }
     std::unique_ptr<Weight> load_linear(std::span<const WeightSource> parts) override {
-        if (!parts.empty() && cpu_matrix_type(parts[0].type)) {
+        if (!parts.empty() && !dtype_is_lowbit(parts[0].type)) {
             auto m = cpu_pack_matrix(parts);
             grow_scratch(m->n_cols);
             return m;
@@ -481,33 +481,37 @@ private:
             });
             return;
         }
-        const auto &       m    = static_cast<const CpuMatrix &>(w);
-        const cpu::ActForm form = cpu::act_form(m.type);
-        // The activations of every column, in the weight type's form.
-        size_t col_bytes = 0;
-        if (form == cpu::ActForm::q8_0) col_bytes = static_cast<size_t>(k / 32) * cpu::k_q8_0_block_bytes;
-        if (form == cpu::ActForm::q8_k) col_bytes = static_cast<size_t>(k / 256) * sizeof(cpu::BlockQ8K);
+        // Non-ternary parts: the input columns in every form the parts' types need, then the rows.
+        const auto & m = static_cast<const CpuMatrix &>(w);
+        bool         need_q8_0 = false, need_q8_k = false;
+        for (const WeightSource & p : m.parts) {
+            need_q8_0 |= cpu::act_form(p.type) == cpu::ActForm::q8_0;
+            need_q8_k |= cpu::act_form(p.type) == cpu::ActForm::q8_k;
+        }
+        const size_t q8_0_bytes = need_q8_0 ? static_cast<size_t>(k / 32) * cpu::k_q8_0_block_bytes : 0;
+        const size_t q8_k_bytes = need_q8_k ? static_cast<size_t>(k / 256) * sizeof(cpu::BlockQ8K) : 0;
+        const size_t col_bytes  = q8_0_bytes + q8_k_bytes;  // per column: Q8_0 blocks, then Q8_K blocks
         if (acts_.size() < col_bytes * static_cast<size_t>(n_tok)) acts_.resize(col_bytes * static_cast<size_t>(n_tok));
         for (int64_t t = 0; t < n_tok; ++t) {
             uint8_t * dst = acts_.data() + static_cast<size_t>(t) * col_bytes;
-            if (form == cpu::ActForm::q8_0) cpu::quantize_row_q8_0_acts(xp + t * k, dst, k);
-            if (form == cpu::ActForm::q8_k) {
-                cpu::quantize_row_q8_k_acts(xp + t * k, reinterpret_cast<cpu::BlockQ8K *>(dst), k);
-            }
+            if (need_q8_0) cpu::quantize_row_q8_0_acts(xp + t * k, dst, k);
+            if (need_q8_k) cpu::quantize_row_q8_k_acts(xp + t * k, reinterpret_cast<cpu::BlockQ8K *>(dst + q8_0_bytes), k);
         }
         pool_.parallel_for(r1 - r0, 16, [&](int64_t i0, int64_t i1, int ti) {
             float * row = scratch_[static_cast<size_t>(ti)].f.data();
             for (int64_t r = r0 + i0; r < r0 + i1; ++r) {
-                const uint8_t * wr = m.row(r);
-                if (form == cpu::ActForm::f32) dequantize_row(m.type, wr, row, k);
+                DType           type;
+                const uint8_t * wr = m.row(r, type);
+                if (cpu::act_form(type) == cpu::ActForm::f32) dequantize_row(type, wr, row, k);
                 for (int64_t t = 0; t < n_tok; ++t) {
-                    const uint8_t * a = acts_.data() + static_cast<size_t>(t) * col_bytes;
-                    float           v = 0.0f;
-                    switch (m.type) {
+                    const uint8_t *      a  = acts_.data() + static_cast<size_t>(t) * col_bytes;
+                    const auto *         ak = reinterpret_cast<const cpu::BlockQ8K *>(a + q8_0_bytes);
+                    float                v  = 0.0f;
+                    switch (type) {
                         case DType::q4_0: v = cpu::dot_q4_0_q8_0(wr, a, k); break;
                         case DType::q8_0: v = cpu::dot_q8_0_q8_0(wr, a, k); break;
-                        case DType::q4_k: v = cpu::dot_q4_k_q8_k(wr, reinterpret_cast<const cpu::BlockQ8K *>(a), k); break;
-                        case DType::q6_k: v = cpu::dot_q6_k_q8_k(wr, reinterpret_cast<const cpu::BlockQ8K *>(a), k); break;
+                        case DType::q4_k: v = cpu::dot_q4_k_q8_k(wr, ak, k); break;
+                        case DType::q6_k: v = cpu::dot_q6_k_q8_k(wr, ak, k); break;
                         default: v = cpu::dot_f32_blocks(row, xp + t * k, k); break;
                     }
                     emit(r, t, v);

@@ -35,10 +35,11 @@ void q4_k_scale_min(const uint8_t * q, int j, int & d, int & m) {
 
 }  // namespace
 
-const uint8_t * CpuMatrix::row(int64_t r) const {
+const uint8_t * CpuMatrix::row(int64_t r, DType & type) const {
     size_t p = parts.size() - 1;
     while (p > 0 && first_row[p] > r) --p;
-    return parts[p].data.data() + static_cast<size_t>(r - first_row[p]) * row_bytes;
+    type = parts[p].type;
+    return parts[p].data.data() + static_cast<size_t>(r - first_row[p]) * dtype_row_bytes(type, n_cols);
 }
 
 bool cpu_matrix_type(DType t) {
@@ -52,18 +53,20 @@ std::unique_ptr<CpuMatrix> cpu_pack_matrix(std::span<const WeightSource> parts) 
     w->type   = parts[0].type;
     w->n_cols = parts[0].ne[0];
     for (const WeightSource & p : parts) {
-        if (!cpu_matrix_type(p.type)) {
+        if (!cpu_matrix_type(p.type) && &p == &parts[0]) {
             fail(ErrorKind::unsupported, format("tensor '%s' has type %s, which the CPU backend cannot use as a linear weight",
                                                 p.name.c_str(), std::string(dtype_name(p.type)).c_str()),
                  "supported: f32 f16 bf16 q8_0 q4_0 q4_k q6_k and the ternary types");
         }
-        if (p.type != w->type || p.ne[0] != w->n_cols) {
+        if (!cpu_matrix_type(p.type)) {
             fail(ErrorKind::unsupported,
-                 format("tensor '%s' (%s, %lld columns) differs from '%s' (%s, %lld columns); tensors that share an "
-                        "input must share a type and a width",
-                        p.name.c_str(), std::string(dtype_name(p.type)).c_str(), static_cast<long long>(p.ne[0]),
-                        parts[0].name.c_str(), std::string(dtype_name(w->type)).c_str(), static_cast<long long>(w->n_cols)));
+                 format("tensor '%s' has type %s, but '%s' has type %s; a ternary weight cannot share an input with "
+                        "a float or Q-type weight",
+                        p.name.c_str(), std::string(dtype_name(p.type)).c_str(), parts[0].name.c_str(),
+                        std::string(dtype_name(w->type)).c_str()),
+                 "supported linear types: f32 f16 bf16 q8_0 q4_0 q4_k q6_k, and the ternary types on their own");
         }
+        TERN_ASSERT(p.ne[0] == w->n_cols, "parts disagree on K");
         if (p.output_scale != 1.0f) {
             fail(ErrorKind::unsupported, format("tensor '%s': a .scale tensor on a %s weight is not supported", p.name.c_str(),
                                                 std::string(dtype_name(p.type)).c_str()));
@@ -71,9 +74,8 @@ std::unique_ptr<CpuMatrix> cpu_pack_matrix(std::span<const WeightSource> parts) 
         w->first_row.push_back(w->n_rows);
         w->parts.push_back(p);
         w->n_rows += p.ne[1];
+        w->n_bytes += dtype_row_bytes(p.type, p.ne[0]) * static_cast<size_t>(p.ne[1]);
     }
-    w->row_bytes = dtype_row_bytes(w->type, w->n_cols);
-    w->n_bytes   = w->row_bytes * static_cast<size_t>(w->n_rows);
     return w;
 }
 

@@ -21,17 +21,18 @@
 
 namespace tern {
 
-// A linear weight of a non-ternary type, its parts' rows stacked (q/k/v, gate/up), read in place.
+// A linear weight of non-ternary types, its parts' rows stacked (q/k/v, gate/up), read in place.
+// Parts may differ in type (llama-quantize's Q4_K_M stores some attn_v as Q6_K): Weight::type is
+// the first part's; each row is multiplied as its own part's type says.
 class CpuMatrix : public Weight {
 public:
     std::vector<WeightSource> parts;
     std::vector<int64_t>      first_row;  // row of the stack where each part starts
-    size_t                    row_bytes = 0;
-    const uint8_t * row(int64_t r) const;  // the file bytes of stacked row r
+    const uint8_t * row(int64_t r, DType & type) const;  // the file bytes of stacked row r, and its type
 };
 
 bool cpu_matrix_type(DType type);  // f32 f16 bf16 q8_0 q4_0 q4_k q6_k
-// Throws Error(unsupported / invalid_model) naming the tensor for mixed types or widths.
+// Throws Error(unsupported) naming the tensor for a part of a type it cannot multiply.
 std::unique_ptr<CpuMatrix> cpu_pack_matrix(std::span<const WeightSource> parts);
 
 namespace cpu {
