@@ -5,6 +5,7 @@
 // attention, o-proj, gate+up, down) + 2 instead of 9 per layer + 5. Prompts (T > 1) take the general
 // kernels of webgpu_ops.cpp and webgpu_prefill.cpp.
 #include "backend/webgpu/webgpu_backend_impl.h"
+#include "quant/ternary_formats.h"
 
 #include "core/error.h"
 #include "core/log.h"
@@ -268,6 +269,7 @@ bool fused_input(const LinearInput & in) {
 }  // namespace
 
 void WebGpuBackend::linear(const Tensor & y, const Weight & w, const LinearInput & in, bool accumulate) {
+    if (!dtype_is_lowbit(w.type)) return Backend::linear(y, w, in, accumulate);  // matmul (webgpu_family.cpp)
     const GpuLinear & lw = as_linear(w);
     if (in.x.buffer != nullptr) check_linear_shapes(y, lw, in.x);
     if (fused_input(in)) {
@@ -278,6 +280,7 @@ void WebGpuBackend::linear(const Tensor & y, const Weight & w, const LinearInput
 }
 
 void WebGpuBackend::linear_glu(const Tensor & f, const Weight & w, const LinearInput & in, FfnActivation act) {
+    if (!dtype_is_lowbit(w.type)) return Backend::linear_glu(f, w, in, act);  // matmul_glu (webgpu_family.cpp)
     const GpuLinear & lw = as_linear(w);
     if (in.x.buffer != nullptr) check_glu_shapes(f, lw, in.x);
     if (fused_input(in)) {
