@@ -1,6 +1,6 @@
 // The WebGPU backend's general linear path (webgpu_family.cpp) against the CPU reference, bit for
-// bit: matmul for every type it runs (F32, F16, BF16, Q8_0, Q4_0) on shapes that are not powers of
-// two, matmul_glu, rope_kv_append with Qwen3's QK-norm, llama's "norm" RoPE with rope_freqs divisors
+// bit: matmul for every type it runs (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K; stacked parts of
+// different types) on shapes that are not powers of two, matmul_glu, rope_kv_append with Qwen3's QK-norm, llama's "norm" RoPE with rope_freqs divisors
 // and both cache types; then whole models: the HF tiny llama and qwen3 checkpoints
 // (tests/data/hf_parity) converted to F32, Q8_0 and Q4_0, prompt logits at every position and greedy
 // decoding on both backends. Skipped with the reason when there is no WebGPU adapter.
@@ -82,8 +82,12 @@ TEST_P(WebGpuFamilyMatmul, MatchesTheCpuBitForBit) {
     SKIP_WITHOUT_GPU();
     const DType   type = GetParam();
     auto          cpu  = make_cpu_backend({2});
-    const int64_t k = 96 + 32 * 11, n0 = 13, n1 = 6, T = 3;  // 448 columns = 14 blocks (not a power of two)
-    const Quantized a = quantized("a", type, k, n0, 1), b = quantized("b", type, k, n1, 2);
+    // 448 columns = 14 blocks (not a power of two); K-quants: 768 = 3 blocks of 256.
+    const bool    kq = type == DType::q4_k || type == DType::q6_k;
+    const int64_t k = kq ? 768 : 96 + 32 * 11, n0 = 13, n1 = 6, T = 3;
+    // Parts of different types (as Q4_K_M files have them) for the K-quants.
+    const DType     type1 = type == DType::q4_k ? DType::q6_k : type == DType::q6_k ? DType::q4_k : type;
+    const Quantized a = quantized("a", type, k, n0, 1), b = quantized("b", type1, k, n1, 2);
     const WeightSource parts[2] = {a.src, b.src};
     auto          w_cpu = cpu->load_linear(parts);
     auto          w_gpu = gpu->load_linear(parts);
@@ -112,7 +116,8 @@ TEST_P(WebGpuFamilyMatmul, MatchesTheCpuBitForBit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, WebGpuFamilyMatmul,
-                         ::testing::Values(DType::f32, DType::f16, DType::bf16, DType::q8_0, DType::q4_0),
+                         ::testing::Values(DType::f32, DType::f16, DType::bf16, DType::q8_0, DType::q4_0, DType::q4_k,
+                                           DType::q6_k),
                          [](const auto & info) { return std::string(dtype_name(info.param)); });
 
 TEST(WebGpuFamily, RopeKvAppendMatchesTheCpuBitForBit) {

@@ -144,7 +144,7 @@ DeviceInfo WebGpuBackend::device_info() const {
 
 bool WebGpuBackend::supports_linear(DType type) const {
     return dtype_is_lowbit(type) || type == DType::f32 || type == DType::f16 || type == DType::bf16 ||
-           type == DType::q8_0 || type == DType::q4_0;
+           type == DType::q8_0 || type == DType::q4_0 || type == DType::q4_k || type == DType::q6_k;
 }
 
 bool WebGpuBackend::supports_embedding(DType type) const {

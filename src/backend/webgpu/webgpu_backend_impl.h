@@ -55,12 +55,19 @@ public:
     std::vector<float>         host;    // the same values on the host (rope_freqs divisors for the rope table)
 };
 
-// A non-ternary linear weight (webgpu_family.cpp, matmul.wgsl): every part of one type, rows stacked.
-//   words: f32 [N][K] | f16 / bf16 [N][K/2] | Q8_0 [N][K/32][8] codes | Q4_0 [N][K/32][4] nibbles
-//   scales: [N][K/32] f32, the blocks' f16 d (Q types; a 16-byte placeholder otherwise)
+// A non-ternary linear weight (webgpu_family.cpp, matmul.wgsl): the stacked parts (q/k/v, gate/up),
+// each of its own type (Q4_K_M files keep some attn_v as Q6_K), multiplied by one dispatch each.
+//   words: f32 [n][K] | f16 / bf16 [n][K/2] | Q8_0 [n][K/32][8] codes | Q4_0 [n][K/32][4] nibbles |
+//          Q4_K [n][K/256][36] (the file's 144-byte blocks) | Q6_K [n][K/256][52] (ql, qh, scales)
+//   scales: [n][K/32] (Q8_0, Q4_0) or [n][K/256] (Q6_K) f32, the blocks' f16 d; a placeholder otherwise
 class GpuMatrix : public Weight {
 public:
-    std::unique_ptr<GpuBuffer> words, scales;
+    struct Part {
+        DType                      type = DType::f32;
+        int64_t                    first_row = 0, n_rows = 0;
+        std::unique_ptr<GpuBuffer> words, scales;
+    };
+    std::vector<Part> parts;
 };
 
 class GpuTable : public Weight {
@@ -493,7 +500,7 @@ private:
     // rows, and rope tables with rope_freqs divisors / linear scaling (key: n_rot, base, scale, divisors).
     std::unique_ptr<Weight> load_matrix(std::span<const WeightSource> parts);
     const RopeTable &       family_rope_table(const AttentionShape & s, int64_t n_pos);
-    std::unique_ptr<GpuBuffer> mm_codes_, mm_dq_, mm_glu_, mm_zero_norm_;
+    std::unique_ptr<GpuBuffer> mm_codes_, mm_dq_, mm_kcodes_, mm_kd_, mm_glu_, mm_zero_norm_;
     std::map<std::tuple<int64_t, float, float, const Weight *>, RopeTable> family_ropes_;
     std::unique_ptr<GpuBuffer>                     scratch_;  // input copy for an in-place rms_norm
     std::unique_ptr<GpuBuffer>                     argmax_partial_;  // argmax chunk winners [T][n_chunks]

@@ -3,12 +3,14 @@
 //   matmul       quantize_q8_0.wgsl (Q4_0 / Q8_0 weights: the input as Q8_0 blocks) + matmul.wgsl;
 //   matmul_glu   matmul into scratch (gate rows, then up rows) + glu.wgsl;
 //   rope_kv_append  rope_kv_family.wgsl with a host (cos, sin) table of cpu::rope_head's angles.
-// Weight types: F32, F16, BF16, Q8_0, Q4_0 (Q4_K / Q6_K: the CPU backend only, for now). These are
-// plain kernels, one dispatch each, without the ternary path's fused decode kernels.
+// Weight types: F32, F16, BF16, Q8_0, Q4_0 (Q8_0-block input), Q4_K, Q6_K (Q8_K-block input,
+// quantize_q8_k.wgsl). These are plain kernels, one dispatch each (one matmul per part of a stacked
+// weight), without the ternary path's fused decode kernels.
 #include "backend/webgpu/webgpu_backend_impl.h"
 
 #include "core/error.h"
 #include "core/fp16.h"
+#include "quant/ternary_formats.h"
 
 #include <cmath>
 #include <cstring>
@@ -24,11 +26,14 @@ uint32_t matmul_wtype(DType t) {
         case DType::bf16: return 2;
         case DType::q8_0: return 3;
         case DType::q4_0: return 4;
+        case DType::q4_k: return 5;
+        case DType::q6_k: return 6;
         default: return 99;
     }
 }
 
 bool takes_q8_0(DType t) { return t == DType::q8_0 || t == DType::q4_0; }
+bool takes_q8_k(DType t) { return t == DType::q4_k || t == DType::q6_k; }
 
 const GpuMatrix & as_matrix(const Weight & w) {
     const auto * m = dynamic_cast<const GpuMatrix *>(&w);
@@ -42,87 +47,89 @@ uint16_t load_u16(const uint8_t * p) {
     return v;
 }
 
+// One row of a part in matmul.wgsl's layout (GpuMatrix): words appended to `words`, block scales to
+// `scales`.
+void pack_row(DType type, const uint8_t * row, int64_t k, std::vector<uint32_t> & words, std::vector<float> & scales) {
+    auto append = [&](const uint8_t * bytes, size_t n) {
+        const size_t at = words.size();
+        words.resize(at + n / 4);
+        std::memcpy(words.data() + at, bytes, n);
+    };
+    switch (type) {
+        case DType::q8_0:
+        case DType::q4_0: {
+            const size_t block_bytes = type == DType::q8_0 ? 34 : 18;
+            for (int64_t b = 0; b < k / 32; ++b) {
+                const uint8_t * blk = row + static_cast<size_t>(b) * block_bytes;
+                scales.push_back(fp16_to_fp32(load_u16(blk)));
+                append(blk + 2, block_bytes - 2);
+            }
+            break;
+        }
+        case DType::q4_k: append(row, static_cast<size_t>(k / 256) * 144); break;
+        case DType::q6_k:
+            for (int64_t b = 0; b < k / 256; ++b) {
+                const uint8_t * blk = row + static_cast<size_t>(b) * 210;
+                append(blk, 208);  // ql[128] qh[64] scales[16]
+                scales.push_back(fp16_to_fp32(load_u16(blk + 208)));
+            }
+            break;
+        default: append(row, dtype_row_bytes(type, k)); break;  // f32, f16, bf16 as they are
+    }
+}
+
 }  // namespace
 
 std::unique_ptr<Weight> WebGpuBackend::load_matrix(std::span<const WeightSource> parts) {
-    const DType   type = parts[0].type;
-    const int64_t k    = parts[0].ne[0];
-    int64_t       n    = 0;
+    const int64_t k = parts[0].ne[0];
+    auto          m = std::make_unique<GpuMatrix>();
+    m->type         = parts[0].type;
+    m->n_cols       = k;
     for (const WeightSource & p : parts) {
         if (matmul_wtype(p.type) == 99) {
-            fail(ErrorKind::unsupported, format("tensor '%s' has type %s, which the WebGPU backend cannot multiply yet",
-                                                p.name.c_str(), std::string(dtype_name(p.type)).c_str()),
-                 "use --backend cpu, or re-quantize to q4_0 / q8_0 (tern quantize)");
-        }
-        if (p.type != type) {
             fail(ErrorKind::unsupported,
-                 format("tensor '%s' has type %s but '%s' has type %s; the WebGPU backend needs one type for "
-                        "tensors that share an input",
-                        p.name.c_str(), std::string(dtype_name(p.type)).c_str(), parts[0].name.c_str(),
-                        std::string(dtype_name(type)).c_str()),
-                 "use --backend cpu for this file");
+                 format("tensor '%s' has type %s, which the WebGPU backend cannot multiply yet%s", p.name.c_str(),
+                        std::string(dtype_name(p.type)).c_str(),
+                        dtype_is_lowbit(p.type) ? " (next to a float or Q-type tensor)" : ""),
+                 "use --backend cpu, or re-quantize (tern quantize) to f16, q8_0, q4_0, q4_k or q6_k");
         }
         TERN_ASSERT(p.ne[0] == k, "parts disagree on K");
-        n += p.ne[1];
-    }
-    if (k % 32 != 0) {
-        fail(ErrorKind::unsupported, format("tensor '%s': %lld columns; the WebGPU matmul needs a multiple of 32",
-                                            parts[0].name.c_str(), static_cast<long long>(k)));
-    }
-    const int64_t         nb = k / 32;
-    std::vector<uint32_t> words;
-    std::vector<float>    scales;
-    const size_t          row_words = type == DType::f32 ? k : type == DType::q8_0 ? nb * 8 : type == DType::q4_0 ? nb * 4 : k / 2;
-    words.reserve(row_words * static_cast<size_t>(n));
-    for (const WeightSource & p : parts) {
-        const size_t rb = dtype_row_bytes(type, k);
-        for (int64_t r = 0; r < p.ne[1]; ++r) {
-            const uint8_t * row = p.data.data() + static_cast<size_t>(r) * rb;
-            if (!takes_q8_0(type)) {
-                const size_t at = words.size();
-                words.resize(at + row_words);
-                std::memcpy(words.data() + at, row, rb);
-                continue;
-            }
-            const size_t block_bytes = type == DType::q8_0 ? 34 : 18;
-            for (int64_t b = 0; b < nb; ++b) {
-                const uint8_t * blk = row + static_cast<size_t>(b) * block_bytes;
-                scales.push_back(fp16_to_fp32(load_u16(blk)));
-                const size_t at = words.size();
-                words.resize(at + (block_bytes - 2) / 4);
-                std::memcpy(words.data() + at, blk + 2, block_bytes - 2);
-            }
+        if (k % 32 != 0) {
+            fail(ErrorKind::unsupported, format("tensor '%s': %lld columns; the WebGPU matmul needs a multiple of 32",
+                                                p.name.c_str(), static_cast<long long>(k)));
         }
+        std::vector<uint32_t> words;
+        std::vector<float>    scales;
+        const size_t          rb = dtype_row_bytes(p.type, k);
+        for (int64_t r = 0; r < p.ne[1]; ++r) pack_row(p.type, p.data.data() + static_cast<size_t>(r) * rb, k, words, scales);
+        GpuMatrix::Part part;
+        part.type      = p.type;
+        part.first_row = m->n_rows;
+        part.n_rows    = p.ne[1];
+        part.words     = make_buffer(words.size() * 4, words.data(), p.name.c_str());
+        part.scales    = make_buffer(std::max<size_t>(scales.size(), 4) * 4, scales.empty() ? nullptr : scales.data(),
+                                     "matrix scales");
+        m->n_bytes += words.size() * 4 + scales.size() * 4;
+        m->n_rows += p.ne[1];
+        m->parts.push_back(std::move(part));
     }
-    auto m    = std::make_unique<GpuMatrix>();
-    m->type   = type;
-    m->n_rows = n;
-    m->n_cols = k;
-    m->words  = make_buffer(words.size() * 4, words.data(), parts[0].name.c_str());
-    m->scales = make_buffer(std::max<size_t>(scales.size(), 4) * 4, scales.empty() ? nullptr : scales.data(), "matrix scales");
-    m->n_bytes = words.size() * 4 + scales.size() * 4;
     return m;
 }
 
 void WebGpuBackend::matmul(const Tensor & y, const Weight & w, const Tensor & x, bool accumulate) {
-    const GpuMatrix & m  = as_matrix(w);
-    const int64_t     k  = m.n_cols;
-    const int64_t     nb = k / 32;
-    const int64_t     T  = x.ne[1];
+    const GpuMatrix & m = as_matrix(w);
+    const int64_t     k = m.n_cols;
+    const int64_t     T = x.ne[1];
     TERN_ASSERT(x.ne[0] == k && y.ne[0] == m.n_rows && y.ne[1] == T, "matmul shapes");
-    // Rows per workgroup: their terms fill at most the device's workgroup memory.
-    const uint64_t storage = ctx_.limits().maxComputeWorkgroupStorageSize;
-    uint32_t       rows    = 4;
-    while (rows > 1 && uint64_t{rows} * static_cast<uint64_t>(nb) * 4 > storage) rows /= 2;
-    if (static_cast<uint64_t>(nb) * 4 > storage) {
-        fail(ErrorKind::unsupported, format("webgpu: a matmul over %lld columns needs %lld bytes of workgroup memory; "
-                                            "this adapter has %llu",
-                                            static_cast<long long>(k), static_cast<long long>(nb * 4),
-                                            static_cast<unsigned long long>(storage)),
-             "use --backend cpu for this model");
+    bool need_q8_0 = false, need_q8_k = false;
+    for (const auto & part : m.parts) {
+        need_q8_0 |= takes_q8_0(part.type);
+        need_q8_k |= takes_q8_k(part.type);
     }
-    WGPUBuffer codes = m.words->get(), dq = m.scales->get();
-    if (takes_q8_0(m.type)) {
+    // The input in the forms the parts' types multiply (quantize_q8_0.wgsl, quantize_q8_k.wgsl).
+    WGPUBuffer codes = nullptr, dq = nullptr, kcodes = nullptr, kd = nullptr;
+    if (need_q8_0) {
+        const int64_t nb = k / 32;
         codes = grown(mm_codes_, static_cast<size_t>(T * nb * 32), "matmul q8_0 codes");
         dq    = grown(mm_dq_, static_cast<size_t>(T * nb * 4), "matmul q8_0 scales");
         struct {
@@ -132,18 +139,48 @@ void WebGpuBackend::matmul(const Tensor & y, const Weight & w, const Tensor & x,
         const WGPUBuffer  qbufs[] = {gpu_buffer(x), codes, dq};
         step_->dispatch(qkey, qbufs, &qp, sizeof qp, ceil_div(nb, 64), u32(T));
     }
-    struct {
-        uint32_t n_rows, x_offset, x_stride, y_offset, y_stride;
-    } p{u32(m.n_rows), gpu_offset(x, 4), u32(x.ne[0]), gpu_offset(y, 4), u32(y.ne[0])};
-    const PipelineKey key{"matmul",
-                          "rrrrrwu",
-                          {{{"WG", 64},
-                            {"ROWS", static_cast<double>(rows)},
-                            {"NB", static_cast<double>(nb)},
-                            {"WTYPE", static_cast<double>(matmul_wtype(m.type))},
-                            {"ACCUMULATE", accumulate ? 1.0 : 0.0}}}};
-    const WGPUBuffer bufs[] = {m.words->get(), m.scales->get(), gpu_buffer(x), codes, dq, gpu_buffer(y)};
-    step_->dispatch(key, bufs, &p, sizeof p, ceil_div(m.n_rows, rows), u32(T));
+    if (need_q8_k) {
+        if (k % 256 != 0) fail(ErrorKind::invalid_model, format("a K-quant matrix of %lld columns", static_cast<long long>(k)));
+        const int64_t nb = k / 256;
+        kcodes = grown(mm_kcodes_, static_cast<size_t>(T * nb * 256), "matmul q8_k codes");
+        kd     = grown(mm_kd_, static_cast<size_t>(T * nb * 4), "matmul q8_k scales");
+        struct {
+            uint32_t n_blocks, x_offset, x_stride;
+        } qp{u32(nb), gpu_offset(x, 4), u32(x.ne[0])};
+        const PipelineKey qkey{"quantize_q8_k", "rwwu", {{{"WG", 64}}}};
+        const WGPUBuffer  qbufs[] = {gpu_buffer(x), kcodes, kd};
+        step_->dispatch(qkey, qbufs, &qp, sizeof qp, ceil_div(nb, 64), u32(T));
+    }
+    const uint64_t storage = ctx_.limits().maxComputeWorkgroupStorageSize;
+    for (const auto & part : m.parts) {
+        const bool    kq  = takes_q8_k(part.type);
+        const int64_t nb  = kq ? k / 256 : k / 32;
+        const int64_t per = kq ? 9 : 1;  // f32 terms per (row, block)
+        uint32_t      rows = 4;
+        while (rows > 1 && uint64_t{rows} * static_cast<uint64_t>(nb * per) * 4 > storage) rows /= 2;
+        if (static_cast<uint64_t>(nb * per) * 4 > storage) {
+            fail(ErrorKind::unsupported,
+                 format("webgpu: a matmul over %lld columns needs %lld bytes of workgroup memory; this adapter has %llu",
+                        static_cast<long long>(k), static_cast<long long>(nb * per * 4), static_cast<unsigned long long>(storage)),
+                 "use --backend cpu for this model");
+        }
+        struct {
+            uint32_t n_rows, x_offset, x_stride, y_offset, y_stride;
+        } p{u32(part.n_rows), gpu_offset(x, 4), u32(x.ne[0]), gpu_offset(y, 4) + u32(part.first_row), u32(y.ne[0])};
+        const PipelineKey key{"matmul",
+                              "rrrrrrrwu",
+                              {{{"WG", 64},
+                                {"ROWS", static_cast<double>(rows)},
+                                {"NB", static_cast<double>(nb)},
+                                {"WTYPE", static_cast<double>(matmul_wtype(part.type))},
+                                {"PER", static_cast<double>(per)},
+                                {"ACCUMULATE", accumulate ? 1.0 : 0.0}}}};
+        const WGPUBuffer wb = part.words->get(), sb = part.scales->get();
+        // Bindings a type does not read get any buffer (the part's own).
+        const WGPUBuffer bufs[] = {wb, sb, gpu_buffer(x), codes ? codes : wb, dq ? dq : sb, kcodes ? kcodes : wb,
+                                   kd ? kd : sb, gpu_buffer(y)};
+        step_->dispatch(key, bufs, &p, sizeof p, ceil_div(part.n_rows, rows), u32(T));
+    }
 }
 
 void WebGpuBackend::matmul_glu(const Tensor & f, const Weight & w, const Tensor & x, FfnActivation act) {
