@@ -85,6 +85,21 @@ std::unique_ptr<Weight> WebGpuBackend::load_matrix(std::span<const WeightSource>
     auto          m = std::make_unique<GpuMatrix>();
     m->type         = parts[0].type;
     m->n_cols       = k;
+    // Consecutive parts of one type share a GpuMatrix::Part (one dispatch for q, k and v alike).
+    std::vector<uint32_t> words;
+    std::vector<float>    scales;
+    GpuMatrix::Part       run;
+    auto                  close_run = [&] {
+        if (run.n_rows == 0) return;
+        run.words  = make_buffer(words.size() * 4, words.data(), parts[0].name.c_str());
+        run.scales = make_buffer(std::max<size_t>(scales.size(), 4) * 4, scales.empty() ? nullptr : scales.data(),
+                                 "matrix scales");
+        m->n_bytes += words.size() * 4 + scales.size() * 4;
+        m->parts.push_back(std::move(run));
+        run = {};
+        words.clear();
+        scales.clear();
+    };
     for (const WeightSource & p : parts) {
         if (matmul_wtype(p.type) == 99) {
             fail(ErrorKind::unsupported,
@@ -98,21 +113,17 @@ std::unique_ptr<Weight> WebGpuBackend::load_matrix(std::span<const WeightSource>
             fail(ErrorKind::unsupported, format("tensor '%s': %lld columns; the WebGPU matmul needs a multiple of 32",
                                                 p.name.c_str(), static_cast<long long>(k)));
         }
-        std::vector<uint32_t> words;
-        std::vector<float>    scales;
-        const size_t          rb = dtype_row_bytes(p.type, k);
+        if (run.n_rows != 0 && run.type != p.type) close_run();
+        if (run.n_rows == 0) {
+            run.type      = p.type;
+            run.first_row = m->n_rows;
+        }
+        const size_t rb = dtype_row_bytes(p.type, k);
         for (int64_t r = 0; r < p.ne[1]; ++r) pack_row(p.type, p.data.data() + static_cast<size_t>(r) * rb, k, words, scales);
-        GpuMatrix::Part part;
-        part.type      = p.type;
-        part.first_row = m->n_rows;
-        part.n_rows    = p.ne[1];
-        part.words     = make_buffer(words.size() * 4, words.data(), p.name.c_str());
-        part.scales    = make_buffer(std::max<size_t>(scales.size(), 4) * 4, scales.empty() ? nullptr : scales.data(),
-                                     "matrix scales");
-        m->n_bytes += words.size() * 4 + scales.size() * 4;
+        run.n_rows += p.ne[1];
         m->n_rows += p.ne[1];
-        m->parts.push_back(std::move(part));
     }
+    close_run();
     return m;
 }
 
