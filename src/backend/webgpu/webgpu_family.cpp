@@ -37,6 +37,12 @@ bool takes_q8_k(DType t) { return t == DType::q4_k || t == DType::q6_k; }
 
 const GpuMatrix & as_matrix(const Weight & w) {
     const auto * m = dynamic_cast<const GpuMatrix *>(&w);
+    if (m == nullptr && dtype_is_lowbit(w.type)) {  // (a ternary weight reaches matmul only from the families)
+        fail(ErrorKind::unsupported,
+             format("webgpu: %s projections outside a BitNet model are not supported yet",
+                    std::string(dtype_name(w.type)).c_str()),
+             "use --backend cpu for this model");
+    }
     TERN_ASSERT(m != nullptr, "weight was not loaded by the WebGPU backend as a matrix");
     return *m;
 }
