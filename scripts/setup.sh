@@ -34,7 +34,8 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 packages=(g++ cmake ninja-build pkg-config git
-          libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libcpp-httplib-dev)
+          libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libcpp-httplib-dev
+          libutf8proc-dev)
 if [ "$want_npm" = 1 ]; then packages+=(nodejs npm chromium); fi
 if [ "$want_webgpu" = 1 ]; then packages+=(libvulkan1); fi
 
