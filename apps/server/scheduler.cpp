@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 
 namespace tern::server {
 
@@ -50,16 +51,29 @@ struct Scheduler::Slot {
     size_t                 sent = 0;        // text[0, sent) handed out
     std::vector<TokenLogprob> logprobs;     // tokens behind text not yet handed out
     std::vector<float>     logits;          // [n_vocab]
-    bool                   want_logits = false;  // this step's item asked for logits
+    bool                   want_logits = false;  // this step's item asked for logits (or the argmax)
+    // Greedy without penalties or logprobs: the device finds the argmax and no logits come back.
+    bool                   greedy_on_device = false;
+    int32_t                next = -1;       // the step's token, sampled (or the device's argmax)
+    std::optional<TokenLogprob> next_logprob;
+    std::optional<std::string>  sample_error;
 
     Slot(std::shared_ptr<Job> j, SequenceId s, const Tokenizer & tok, int32_t n_vocab)
         : job(std::move(j)), seq(s), sampler(job->spec().sampling, n_vocab), decoder(tok),
-          logits(static_cast<size_t>(n_vocab)) {}
+          logits(static_cast<size_t>(n_vocab)) {
+        const JobSpec &       spec = job->spec();
+        const SamplerParams & sp   = spec.sampling;
+        greedy_on_device = sp.temp <= 0.0f && spec.logprobs < 0 &&
+                           (sp.repeat_last_n == 0 || (sp.repeat_penalty == 1.0f && sp.frequency_penalty == 0.0f &&
+                                                      sp.presence_penalty == 0.0f));
+    }
     bool prefilling() const { return prompt_fed < job->spec().prompt.size(); }
 };
 
 Scheduler::Scheduler(BatchEngine & engine, const Tokenizer & tokenizer, const SchedulerOptions & options)
-    : engine_(engine), tokenizer_(tokenizer), options_(options) {
+    : engine_(engine), tokenizer_(tokenizer), options_(options),
+      sampling_(std::clamp(options.n_sampling_threads > 0 ? options.n_sampling_threads : default_thread_count(), 1,
+                           std::max(1, options.n_slots))) {
     stats_.slots_total    = options.n_slots;
     stats_.kv_pages_total = engine.pool().n_pages();
     thread_               = std::thread([this] { loop(); });
@@ -204,47 +218,6 @@ void Scheduler::admit(std::vector<std::unique_ptr<Slot>> & slots) {
     }
 }
 
-void Scheduler::run_step(std::vector<std::unique_ptr<Slot>> & slots) {
-    std::vector<BatchItem> items;
-    int64_t                budget = options_.n_prefill_per_step;
-    for (auto & s : slots) {
-        const auto & prompt = s->job->spec().prompt;
-        s->want_logits      = false;
-        if (s->prefilling()) {
-            const int64_t n = std::min<int64_t>(budget, static_cast<int64_t>(prompt.size() - s->prompt_fed));
-            if (n <= 0) continue;
-            budget -= n;
-            s->want_logits = s->prompt_fed + static_cast<size_t>(n) == prompt.size();
-            items.push_back({s->seq, std::span(prompt).subspan(s->prompt_fed, static_cast<size_t>(n)),
-                             s->want_logits ? std::span<float>(s->logits) : std::span<float>()});
-            s->prompt_fed += static_cast<size_t>(n);
-        } else {
-            s->want_logits = true;
-            items.push_back({s->seq, std::span(&s->last, 1), s->logits});
-        }
-    }
-    // Prompts go first in the next step's budget by rotating the slot order: no slot starves.
-    if (slots.size() > 1) std::rotate(slots.begin(), slots.begin() + 1, slots.end());
-    try {
-        engine_.step(items);
-    } catch (const Error & e) {
-        TERN_LOG_ERROR("server: a decoding step failed: %s", e.what());
-        const ApiError err = api_error_from(e);
-        for (auto & s : slots) {
-            fail_slot(*s, err.status >= 500 ? err : ApiError(500, "server_error", err.what()));
-            s.reset();
-        }
-        return;
-    }
-    {
-        std::lock_guard lock(mutex_);
-        ++stats_.steps;
-    }
-    for (auto & s : slots) {
-        if (s->want_logits && !advance(*s)) s.reset();
-    }
-}
-
 namespace {
 
 // log softmax of the model's logits (before penalties and temperature) for the chosen token and
@@ -273,9 +246,85 @@ TokenLogprob logprobs_of(std::span<const float> logits, int32_t chosen, int k) {
 
 }  // namespace
 
+void Scheduler::run_step(std::vector<std::unique_ptr<Slot>> & slots) {
+    std::vector<BatchItem> items;
+    int64_t                budget = options_.n_prefill_per_step;
+    for (auto & s : slots) {
+        const auto & prompt = s->job->spec().prompt;
+        s->want_logits      = false;
+        if (s->prefilling()) {
+            const int64_t n = std::min<int64_t>(budget, static_cast<int64_t>(prompt.size() - s->prompt_fed));
+            if (n <= 0) continue;
+            budget -= n;
+            s->want_logits = s->prompt_fed + static_cast<size_t>(n) == prompt.size();
+            items.push_back({s->seq, std::span(prompt).subspan(s->prompt_fed, static_cast<size_t>(n)),
+                             s->want_logits && !s->greedy_on_device ? std::span<float>(s->logits) : std::span<float>(),
+                             s->want_logits && s->greedy_on_device ? &s->next : nullptr});
+            s->prompt_fed += static_cast<size_t>(n);
+        } else {
+            s->want_logits = true;
+            items.push_back({s->seq, std::span(&s->last, 1),
+                             s->greedy_on_device ? std::span<float>() : std::span<float>(s->logits),
+                             s->greedy_on_device ? &s->next : nullptr});
+        }
+    }
+    // Prompts go first in the next step's budget by rotating the slot order: no slot starves.
+    if (slots.size() > 1) std::rotate(slots.begin(), slots.begin() + 1, slots.end());
+    try {
+        engine_.step(items);
+    } catch (const Error & e) {
+        TERN_LOG_ERROR("server: a decoding step failed: %s", e.what());
+        const ApiError err = api_error_from(e);
+        for (auto & s : slots) {
+            fail_slot(*s, err.status >= 500 ? err : ApiError(500, "server_error", err.what()));
+            s.reset();
+        }
+        return;
+    }
+    {
+        std::lock_guard lock(mutex_);
+        ++stats_.steps;
+    }
+    // Pages are taken as tables grow (inside the step): count them before any handler hears of it.
+    kv_pages_used_ = engine_.pool().n_used();
+    sample_all(slots);
+    for (auto & s : slots) {
+        if (!s->want_logits) continue;
+        if (s->sample_error) {
+            fail_slot(*s, ApiError(500, "server_error", *s->sample_error));
+            s.reset();
+        } else if (!advance(*s)) {
+            s.reset();
+        }
+    }
+}
+
+// Each slot's next token (and its logprobs): the samplers are independent (each its own state and
+// seed), so the slots are spread over the sampling threads and every result is what one thread
+// would give. (With 64 streams of a 128k vocabulary one thread spent longer on this than the GPU on
+// the step.)
+void Scheduler::sample_all(std::vector<std::unique_ptr<Slot>> & slots) {
+    std::vector<Slot *> ready;
+    for (auto & s : slots) {
+        if (s->want_logits && !s->greedy_on_device) ready.push_back(s.get());
+    }
+    sampling_.parallel_for(static_cast<int64_t>(ready.size()), 1, [&](int64_t begin, int64_t end, int) {
+        for (int64_t i = begin; i < end; ++i) {
+            Slot & s = *ready[static_cast<size_t>(i)];
+            try {
+                s.next = s.sampler.sample(s.logits);
+                const int k = s.job->spec().logprobs;
+                if (k >= 0) s.next_logprob = logprobs_of(s.logits, s.next, k);
+            } catch (const std::exception & e) {  // (a worker thread must not throw)
+                s.sample_error = e.what();
+            }
+        }
+    });
+}
+
 bool Scheduler::advance(Slot & s) {
     const JobSpec & spec = s.job->spec();
-    const int32_t   id   = s.sampler.sample(s.logits);
+    const int32_t   id   = s.next;
     s.sampler.accept(id);
     const bool end_of_turn = tokenizer_.is_eog(id) ||
                              std::find(spec.stop_ids.begin(), spec.stop_ids.end(), id) != spec.stop_ids.end();
@@ -286,7 +335,8 @@ bool Scheduler::advance(Slot & s) {
     }
     ++s.n_generated;
     record_tokens(1);
-    if (spec.logprobs >= 0) s.logprobs.push_back(logprobs_of(s.logits, id, spec.logprobs));
+    if (s.next_logprob) s.logprobs.push_back(std::move(*s.next_logprob));
+    s.next_logprob.reset();
     s.text += s.decoder.push(id);
     s.last = id;
     const bool last = s.n_generated >= spec.max_tokens;

@@ -2,12 +2,15 @@
 // admits queued requests into free slots (when the KV pool can hold them), gives every prefilling
 // slot a chunk of its prompt (at most n_prefill_per_step prompt tokens in all, so a long prompt does
 // not stall the slots that are generating), gives every generating slot its last token, advances
-// them all with one BatchEngine::step, then samples each slot's next token and hands the text to
-// its HTTP handler through the request's Job. A cancelled Job (client gone) leaves its slot at the
+// them all with one BatchEngine::step (one batched forward pass), then samples each slot's next
+// token (the slots in parallel on sampling threads; greedy slots without penalties or logprobs take
+// the device's argmax and read back no logits) and hands the text to its HTTP handler through the
+// request's Job. A cancelled Job (client gone) leaves its slot at the
 // next step and its KV pages go back to the pool; a full queue answers 503.
 #pragma once
 
 #include "api_error.h"
+#include "core/thread_pool.h"
 #include "engine/batch_engine.h"
 #include "sampler/sampler.h"
 #include "tokenizer/tokenizer.h"
@@ -81,6 +84,7 @@ struct SchedulerOptions {
     int     n_slots             = 4;    // --parallel
     size_t  max_queue           = 64;   // requests waiting for a slot; beyond that: 503
     int64_t n_prefill_per_step  = 256;  // prompt tokens per step over all prefilling slots
+    int     n_sampling_threads  = 0;    // threads sampling the slots' next tokens (0: the machine's, at most n_slots)
 };
 
 struct SchedulerStats {
@@ -119,7 +123,9 @@ private:
     void loop();
     void admit(std::vector<std::unique_ptr<Slot>> & slots);
     void run_step(std::vector<std::unique_ptr<Slot>> & slots);
-    // Samples the slot's next token from its logits; returns false when the slot is done.
+    // Every slot that got logits (or an argmax) this step: its next token, in parallel.
+    void sample_all(std::vector<std::unique_ptr<Slot>> & slots);
+    // Takes the slot's next token (sample_all's); returns false when the slot is done.
     bool advance(Slot & s);
     void finish(Slot & s, std::string reason);
     void fail_slot(Slot & s, const ApiError & e);
@@ -136,6 +142,7 @@ private:
     std::deque<std::pair<std::chrono::steady_clock::time_point, int64_t>> recent_;  // (time, tokens) of 10 s
     std::atomic<int64_t>    slots_busy_{0};
     std::atomic<int64_t>    kv_pages_used_{0};
+    ThreadPool              sampling_;  // (declared before thread_: the loop uses it)
     std::thread             thread_;
 };
 

@@ -87,6 +87,7 @@ public:
         step.token         = token_.tensor;
         step.head.logits   = r_.logits;
         if (!r_.pick) step.head.ids = ids_.tensor;
+        else step.head.top_k = r_.top_k;  // a backend may leave the rows outside the top k at -inf
         be_.begin_step();
         r_.record(step);
         be_.end_step();
@@ -144,6 +145,13 @@ void Backend::matmul_glu(const Tensor &, const Weight & w, const Tensor &, FfnAc
          "use --backend cpu for this model");
 }
 
+void Backend::rope_kv_append_paged(const Tensor &, const KvLayer &, const Tensor &, const AttentionShape &,
+                                   const KvBatch &) {
+    fail(ErrorKind::unsupported, format("backend '%s' cannot batch Llama / Qwen3 / Phi-3 sequences over a paged cache yet",
+                                        std::string(name()).c_str()),
+         "use --backend cpu for this model, or one sequence at a time (--parallel 1)");
+}
+
 void Backend::rope_kv_append(const Tensor &, const KvLayer &, const Tensor &, const AttentionShape &, int64_t) {
     fail(ErrorKind::unsupported, format("backend '%s' has no rope_kv_append (Llama / Qwen3 / Phi-3 attention) yet",
                                         std::string(name()).c_str()),
@@ -163,6 +171,17 @@ void Backend::output_head(const HeadOutput & out, const Weight & head, const Lin
     }
     lm_head(out.logits, head, h, round_input_f16);
     if (out.ids.buffer != nullptr) argmax(out.ids, out.logits);
+}
+
+void Backend::linear_qkv_paged(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const LinearInput & in,
+                               const AttentionShape & shape, const KvBatch & batch) {
+    qkv_rope_kv_append_paged(q, kv, wqkv, quantized_input(*this, in), shape, batch);
+}
+
+int64_t KvBatch::max_position() const {
+    int64_t m = -1;
+    for (const KvSeq & s : seqs) m = std::max(m, s.pos0 + s.n - 1);
+    return m;
 }
 
 std::unique_ptr<DecodeStream> Backend::decode(const DecodeRequest & request) {

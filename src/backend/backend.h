@@ -17,8 +17,10 @@
 // Where the next pieces plug in:
 //   * device-side sampling (issue 52): HeadOutput.ids gains the sampler's parameters (today: argmax)
 //     and DecodeRequest a device choice beside `pick`; the streams already read ids in batches;
-//   * batched decoding over a paged KV cache (issue 53): KvLayer becomes a paged view and `pos0` of
-//     linear_qkv / attention per-token positions; DecodeStep.token then holds B ids;
+//   * batched decoding over a paged KV cache (issue 53): the `_paged` ops take a KvBatch (sequences
+//     of token columns, each at its own positions, with a page table each) where the one-sequence
+//     ops take pos0; the other ops already handle T columns, so the sequences' tokens form one
+//     batch and one ternary GEMM covers them all (BitnetModel::forward_batch);
 //   * new architectures (issue 54): LinearInput's activation form follows the weight type (int8 per
 //     token for ternary types, Q8 blocks for Q4_0/Q8_0, float for float types), `linear` and
 //     `linear_glu` (SwiGLU) serve them all, QK-norm joins linear_qkv.
@@ -103,6 +105,45 @@ struct QuantizedActs {
 struct KvLayer {
     Tensor k;  // [n_embd_kv, n_ctx], f16 or f32; column p = position p, heads contiguous
     Tensor v;  // [n_embd_kv, n_ctx], same type
+};
+
+// One sequence of a batch (KvBatch): its token columns are [first, first + n), at positions
+// pos0 .. pos0 + n - 1.
+struct KvSeq {
+    int64_t first = 0;
+    int64_t n     = 1;
+    int64_t pos0  = 0;
+};
+
+// Many sequences in one forward pass over a paged KV cache (issue 53): the T token columns of the
+// pass are grouped into sequences of consecutive columns, each at its own positions, each with its
+// own pages. The KvLayer the paged ops get views the whole pool: cache column r is physical row r,
+// and page g holds rows [g * page_size, (g + 1) * page_size). Position p of sequence s lives in
+// row pages[s * max_pages + p / page_size] * page_size + p % page_size. A column at position p
+// attends positions [0, p] of its own sequence (causal), exactly as the same tokens of that
+// sequence alone over a contiguous cache (KvLayer column p = position p): the paged ops give the
+// bits of attention() / qkv_rope_kv_append() with pos0, sequence by sequence.
+//
+// The host copies (seqs, pages) and the device copies (page_table, columns) hold the same tables;
+// the caller writes the device ones once per forward pass (model/kv_cache.h: KvBatchTables), and
+// each backend reads the copy it needs.
+struct KvBatch {
+    int64_t                  page_size = 0;  // positions per page
+    int64_t                  max_pages = 0;  // page-table entries per sequence
+    std::span<const KvSeq>   seqs;           // in column order, covering columns [0, T) without gaps
+    std::span<const int32_t> pages;          // [n_seq][max_pages] physical pages (entries past a sequence's end: any)
+    Tensor                   page_table;     // [max_pages, n_seq] i32 on the device: `pages`
+    Tensor                   columns;        // [4, T] i32 on the device, per column: position, sequence, cache row, 0
+
+    int64_t n_tokens() const { return seqs.empty() ? 0 : seqs.back().first + seqs.back().n; }
+    // The largest position of any column (every column attends at most this + 1 positions).
+    int64_t max_position() const;
+    // The cache row of position p of sequence s.
+    int64_t cache_row(size_t s, int64_t p) const {
+        return static_cast<int64_t>(pages[s * static_cast<size_t>(max_pages) + static_cast<size_t>(p / page_size)]) *
+                   page_size +
+               p % page_size;
+    }
 };
 
 enum class FfnActivation { relu2, silu };
@@ -262,6 +303,19 @@ public:
     virtual void lm_head(const Tensor & logits, const Weight & head, const Tensor & h, bool round_input_f16) = 0;
     // ids[t] = argmax_v logits[v, t] (lowest index on ties).  ids: [T] i32
     virtual void argmax(const Tensor & ids, const Tensor & logits) = 0;
+    // dst[:, i] = src[:, cols[i]].                             dst: [K, n] f32, src: [K, T] f32, cols: [n] i32
+    virtual void gather_columns(const Tensor & dst, const Tensor & src, const Tensor & cols) = 0;
+
+    // --- primitive ops over a batch of sequences in a paged KV cache (KvBatch; issue 53) ---
+    // qkv_rope_kv_append where column t of a is at the position `batch` gives it: RoPE at that
+    // position, k and v stored into the cache row of that position of its sequence.
+    virtual void qkv_rope_kv_append_paged(const Tensor & q, const KvLayer & kv, const Weight & wqkv,
+                                          const QuantizedActs & a, const AttentionShape & shape,
+                                          const KvBatch & batch) = 0;
+    // attention where each column's query attends positions [0, its position] of its own sequence,
+    // read through the page table. out, q: [n_head * head_dim, T] f32.
+    virtual void attention_paged(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
+                                 const KvBatch & batch) = 0;
 
     // --- primitive ops of the general linear path (issue 54; default: Error(unsupported)) ---
     // y = W x for a weight of any linear type, x's activation form following W.type as ggml does
@@ -276,6 +330,10 @@ public:
     // at positions pos0 + t, k and v stored into kv (rounded to the cache type), q written to `q`.
     virtual void rope_kv_append(const Tensor & q, const KvLayer & kv, const Tensor & qkv, const AttentionShape & shape,
                                 int64_t pos0);
+    // rope_kv_append where column t is at the position `batch` gives it, k and v stored into the
+    // cache row of that position of its sequence (KvBatch).
+    virtual void rope_kv_append_paged(const Tensor & q, const KvLayer & kv, const Tensor & qkv,
+                                      const AttentionShape & shape, const KvBatch & batch);
 
     // --- composite ops: what a model calls (each equals its default, which chains primitives) ---
     // A ternary weight with a norm in front takes rms_norm_quant + bitlinear (BitNet's path); any
@@ -291,6 +349,9 @@ public:
     // out = head · normalized in (float, rounded to f16 first with round_input_f16), as HeadOutput
     // asks. in.q is unused; in.h is the normalized input's scratch.
     virtual void output_head(const HeadOutput & out, const Weight & head, const LinearInput & in, bool round_input_f16);
+    // qkv_rope_kv_append_paged on act(in).
+    virtual void linear_qkv_paged(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const LinearInput & in,
+                                  const AttentionShape & shape, const KvBatch & batch);
 
     // --- decoding ---
     // The stream of ids for `request` (see DecodeRequest). Default: one step at a time, each read

@@ -3,10 +3,12 @@
 
 #include "convert/hf_ternary.h"
 #include "core/error.h"
+#include "core/utf8.h"
 #include "core/log.h"
 #include "core/progress.h"
 #include "quant/block_formats.h"
 
+#include <cmath>
 #include <cstring>
 #include <set>
 
@@ -230,11 +232,27 @@ void resolve_ternary_scales(ConvertPlan & plan, LinearClass linear_class, bool p
     bar.finish();
 }
 
+namespace {
+
+// tern refuses non-finite weights at load; the converter refuses to write them.
+void check_finite(const PlannedTensor & t, const std::vector<float> & row, int64_t r) {
+    for (size_t i = 0; i < row.size(); ++i) {
+        if (!std::isfinite(row[i])) {
+            bad_tensor(format("tensor '%s' has a non-finite value (%g) at [%lld, %zu]", printable(t.src->name).c_str(),
+                              static_cast<double>(row[i]), static_cast<long long>(r), i),
+                       "the checkpoint is damaged");
+        }
+    }
+}
+
+}  // namespace
+
 void fill_planned_tensor(const PlannedTensor & t, std::span<uint8_t> dst) {
     switch (t.kind) {
         case Kind::norm: {  // [ne0] f32
             std::vector<float> row(static_cast<size_t>(t.ne0));
             st_read_f32(*t.src, 0, t.ne0, row.data());
+            check_finite(t, row, 0);
             std::memcpy(dst.data(), row.data(), row.size() * 4);
             return;
         }
@@ -243,6 +261,7 @@ void fill_planned_tensor(const PlannedTensor & t, std::span<uint8_t> dst) {
             std::vector<float> row(static_cast<size_t>(t.ne0));
             for (int64_t r = 0; r < t.ne1; ++r) {
                 st_read_f32(*t.src, r * t.ne0, t.ne0, row.data());
+                check_finite(t, row, r);  // a NaN would make the block quantizers' float -> int undefined
                 quantize_row(t.type, row.data(), dst.data() + static_cast<size_t>(r) * row_bytes, t.ne0);
             }
             return;

@@ -1,9 +1,11 @@
 // config.json validation for BitNetForCausalLM; see hf_config.h.
 #include "convert/hf_config.h"
 
-#include "convert/json_strict.h"
+#include "core/json_strict.h"
 #include "core/error.h"
+#include "core/limits.h"
 #include "core/log.h"
+#include "core/utf8.h"
 #include "core/mmap.h"
 
 #include <cmath>
@@ -35,9 +37,9 @@ public:
     }
 
     int64_t positive_int_value(const json & v, const char * key, const char * where = "") const {
-        if (!v.is_number_integer()) bad(format("%s\"%s\" must be an integer, found %s", where, key, v.dump().c_str()));
+        if (!v.is_number_integer()) bad(format("%s\"%s\" must be an integer, found %s", where, key, json_excerpt(v).c_str()));
         if (!v.is_number_unsigned() || v.get<uint64_t>() < 1 || v.get<uint64_t>() > std::numeric_limits<uint32_t>::max()) {
-            bad(format("%s\"%s\" must be in [1, %u], found %s", where, key, std::numeric_limits<uint32_t>::max(), v.dump().c_str()));
+            bad(format("%s\"%s\" must be in [1, %u], found %s", where, key, std::numeric_limits<uint32_t>::max(), json_excerpt(v).c_str()));
         }
         return static_cast<int64_t>(v.get<uint64_t>());
     }
@@ -46,12 +48,12 @@ public:
     double positive_number(const char * key, double upper = std::numeric_limits<double>::infinity()) const {
         const json * v = find(root_, key);
         if (!v) bad(format("missing \"%s\"", key));
-        if (!v->is_number()) bad(format("\"%s\" must be a number, found %s", key, v->dump().c_str()));
+        if (!v->is_number()) bad(format("\"%s\" must be a number, found %s", key, json_excerpt(*v).c_str()));
         const double x = v->get<double>();
         if (!std::isfinite(x) || x <= 0 || x >= upper) {
             bad(upper == std::numeric_limits<double>::infinity()
-                    ? format("\"%s\" must be a finite number > 0, found %s", key, v->dump().c_str())
-                    : format("\"%s\" must be in (0, %g), found %s", key, upper, v->dump().c_str()));
+                    ? format("\"%s\" must be a finite number > 0, found %s", key, json_excerpt(*v).c_str())
+                    : format("\"%s\" must be in (0, %g), found %s", key, upper, json_excerpt(*v).c_str()));
         }
         return x;
     }
@@ -59,7 +61,7 @@ public:
     std::optional<std::string> optional_string(const json & obj, const char * key, const char * where = "") const {
         const json * v = find(obj, key);
         if (!v || v->is_null()) return std::nullopt;
-        if (!v->is_string()) bad(format("%s\"%s\" must be a string, found %s", where, key, v->dump().c_str()));
+        if (!v->is_string()) bad(format("%s\"%s\" must be a string, found %s", where, key, json_excerpt(*v).c_str()));
         return v->get<std::string>();
     }
 
@@ -73,7 +75,7 @@ public:
             x = &(*v)[0];
         }
         if (!x->is_number_unsigned() || x->get<uint64_t>() > std::numeric_limits<uint32_t>::max()) {
-            bad(format("\"%s\" must be a token id (an integer >= 0) or a list of them, found %s", key, v->dump().c_str()));
+            bad(format("\"%s\" must be a token id (an integer >= 0) or a list of them, found %s", key, json_excerpt(*v).c_str()));
         }
         return static_cast<int64_t>(x->get<uint64_t>());
     }
@@ -99,13 +101,13 @@ HfBitnetConfig parse_hf_config(std::string_view json_text, const std::string & s
         }
         if (!ok) {
             fail(ErrorKind::unsupported,
-                 format("config '%s': \"architectures\" is %s, expected [\"BitNetForCausalLM\"]", source.c_str(), arch->dump().c_str()),
+                 format("config '%s': \"architectures\" is %s, expected [\"BitNetForCausalLM\"]", source.c_str(), json_excerpt(*arch).c_str()),
                  "tern convert reads BitNetForCausalLM (BitNet b1.58 2B4T), LlamaForCausalLM, Qwen3ForCausalLM and "
                  "Phi3ForCausalLM checkpoints");
         }
     }
     if (auto mt = r.optional_string(root, "model_type"); mt && *mt != "bitnet") {
-        fail(ErrorKind::unsupported, format("config '%s': \"model_type\" is \"%s\", expected \"bitnet\"", source.c_str(), mt->c_str()));
+        fail(ErrorKind::unsupported, format("config '%s': \"model_type\" is \"%s\", expected \"bitnet\"", source.c_str(), printable(*mt, 64).c_str()));
     }
 
     HfBitnetConfig c;
@@ -115,6 +117,11 @@ HfBitnetConfig parse_hf_config(std::string_view json_text, const std::string & s
     c.n_heads           = r.positive_int(root, "num_attention_heads");
     c.vocab_size        = r.positive_int(root, "vocab_size");
     c.context_length    = r.positive_int(root, "max_position_embeddings");
+    if (c.context_length > k_max_context_length) {  // tern would refuse the GGUF it wrote
+        r.bad(format("\"max_position_embeddings\" is %lld; tern runs contexts of up to %lld tokens",
+                     static_cast<long long>(c.context_length), static_cast<long long>(k_max_context_length)),
+              "fix config.json (the model's trained context), then convert again");
+    }
     if (const json * kv = r.find(root, "num_key_value_heads"); kv && !kv->is_null()) {
         c.n_kv_heads = r.positive_int_value(*kv, "num_key_value_heads");
     } else {
@@ -147,11 +154,11 @@ HfBitnetConfig parse_hf_config(std::string_view json_text, const std::string & s
         const json * theta = r.find(*rp, "rope_theta");
         if (!theta || !theta->is_number() || !std::isfinite(theta->get<double>()) || theta->get<double>() <= 0) {
             r.bad(format("rope_parameters.\"rope_theta\" must be a finite number > 0, found %s",
-                         theta ? theta->dump().c_str() : "nothing"));
+                         theta ? json_excerpt(*theta).c_str() : "nothing"));
         }
         if (auto type = r.optional_string(*rp, "rope_type", "rope_parameters."); type && *type != "default") {
             fail(ErrorKind::unsupported, format("config '%s': rope_parameters.\"rope_type\" is \"%s\"; tern converts only "
-                                                "unscaled RoPE", source.c_str(), type->c_str()));
+                                                "unscaled RoPE", source.c_str(), printable(*type, 64).c_str()));
         }
         c.rope_theta = theta->get<double>();
     } else {
@@ -162,25 +169,25 @@ HfBitnetConfig parse_hf_config(std::string_view json_text, const std::string & s
     if (!act) r.bad("missing \"hidden_act\"", "BitNet b1.58 2B4T uses \"relu2\"");
     if (*act != "relu2") {
         fail(ErrorKind::unsupported,
-             format("config '%s': \"hidden_act\" is \"%s\", expected \"relu2\"", source.c_str(), act->c_str()),
+             format("config '%s': \"hidden_act\" is \"%s\", expected \"relu2\"", source.c_str(), printable(*act, 64).c_str()),
              "the bitnet-b1.58 GGUF architecture implies ReLU² in the FFN; other activations cannot be expressed");
     }
     if (const json * rs = r.find(root, "rope_scaling"); rs && !rs->is_null()) {
         fail(ErrorKind::unsupported, format("config '%s': \"rope_scaling\" is %s; tern converts only unscaled RoPE",
-                                            source.c_str(), rs->dump().c_str()));
+                                            source.c_str(), json_excerpt(*rs).c_str()));
     }
     if (const json * tie = r.find(root, "tie_word_embeddings"); tie && !tie->is_null()) {
-        if (!tie->is_boolean()) r.bad(format("\"tie_word_embeddings\" must be true or false, found %s", tie->dump().c_str()));
+        if (!tie->is_boolean()) r.bad(format("\"tie_word_embeddings\" must be true or false, found %s", json_excerpt(*tie).c_str()));
         c.tie_word_embeddings = tie->get<bool>();
     }
 
     if (const json * qc = r.find(root, "quantization_config"); qc && !qc->is_null()) {
-        if (!qc->is_object()) r.bad(format("\"quantization_config\" must be an object, found %s", qc->dump().c_str()));
+        if (!qc->is_object()) r.bad(format("\"quantization_config\" must be an object, found %s", json_excerpt(*qc).c_str()));
         c.has_quantization_config = true;
         const char * where        = "quantization_config.";
         if (auto m = r.optional_string(*qc, "quant_method", where); m && *m != "bitnet") {
             fail(ErrorKind::unsupported, format("config '%s': quantization_config.\"quant_method\" is \"%s\", expected \"bitnet\"",
-                                                source.c_str(), m->c_str()));
+                                                source.c_str(), printable(*m, 64).c_str()));
         }
         if (auto lc = r.optional_string(*qc, "linear_class", where)) {
             if (*lc == "autobitlinear") {
@@ -188,13 +195,13 @@ HfBitnetConfig parse_hf_config(std::string_view json_text, const std::string & s
             } else if (*lc == "bitlinear") {
                 c.linear_class = LinearClass::bitlinear;
             } else {
-                r.bad(format("quantization_config.\"linear_class\" is \"%s\", expected \"autobitlinear\" or \"bitlinear\"", lc->c_str()));
+                r.bad(format("quantization_config.\"linear_class\" is \"%s\", expected \"autobitlinear\" or \"bitlinear\"", printable(*lc, 64).c_str()));
             }
             c.linear_class_explicit = true;
         }
         if (auto mode = r.optional_string(*qc, "quantization_mode", where)) {
             if (*mode != "offline" && *mode != "online") {
-                r.bad(format("quantization_config.\"quantization_mode\" is \"%s\", expected \"offline\" or \"online\"", mode->c_str()));
+                r.bad(format("quantization_config.\"quantization_mode\" is \"%s\", expected \"offline\" or \"online\"", printable(*mode, 64).c_str()));
             }
             c.quantization_mode = *mode;
         }

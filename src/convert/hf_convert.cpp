@@ -196,8 +196,10 @@ void convert_hf_checkpoint(const ConvertOptions & o) {
                  "the GGUF embeds the tokenizer; copy tokenizer.json (and tokenizer_config.json) into the folder");
         }
         const fs::path tok_config_path = dir / "tokenizer_config.json";
+        // Token ids are bounded by config.json's vocab_size (the embedding's rows).
         TokenizerMetadata tok = tokenizer_metadata_from_hf(tokenizer_path.string(),
-                                                           fs::exists(tok_config_path) ? tok_config_path.string() : std::string());
+                                                           fs::exists(tok_config_path) ? tok_config_path.string() : std::string(),
+                                                           config.vocab_size);
 
         GgufWriter writer;
         write_metadata(writer, o, config, std::move(tok));
@@ -206,12 +208,7 @@ void convert_hf_checkpoint(const ConvertOptions & o) {
             std::vector<int64_t> dims = t.is_vector() ? std::vector<int64_t>{t.ne0} : std::vector<int64_t>{t.ne0, t.ne1};
             writer.add_tensor(t.name, t.type, std::move(dims), [&t](std::span<uint8_t> dst) { fill_planned_tensor(t, dst); });
         }
-        try {
-            writer.write_file(o.output_path, o.progress);
-        } catch (...) {
-            std::remove((o.output_path + ".tmp").c_str());
-            throw;
-        }
+        writer.write_file(o.output_path, o.progress);  // removes its temp file on any failure
         TERN_LOG_INFO("convert: wrote '%s' (%zu tensors, %s projections, %s embedding)", o.output_path.c_str(),
                       plan.tensors.size(), std::string(dtype_name(o.ternary_type)).c_str(),
                       std::string(dtype_name(o.embd_type)).c_str());

@@ -1,7 +1,7 @@
 // config.json validation for the Llama / Qwen3 / Phi-3 families; see hf_family_config.h.
 #include "convert/hf_family_config.h"
 
-#include "convert/json_strict.h"
+#include "core/json_strict.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -32,7 +32,7 @@ public:
         if (!v) bad(format("missing %s\"%s\"", where, key));
         if (!v->is_number_unsigned() || v->get<uint64_t>() < 1 || v->get<uint64_t>() > std::numeric_limits<uint32_t>::max()) {
             bad(format("%s\"%s\" must be an integer in [1, %u], found %s", where, key, std::numeric_limits<uint32_t>::max(),
-                       v->dump().c_str()));
+                       json_excerpt(*v).c_str()));
         }
         return static_cast<int64_t>(v->get<uint64_t>());
     }
@@ -43,20 +43,20 @@ public:
         const json * v = find(obj, key);
         if (!v) bad(format("missing %s\"%s\"", where, key));
         if (!v->is_number() || !std::isfinite(v->get<double>()) || v->get<double>() <= lo || v->get<double>() >= hi) {
-            bad(format("%s\"%s\" must be a number in (%g, %g), found %s", where, key, lo, hi, v->dump().c_str()));
+            bad(format("%s\"%s\" must be a number in (%g, %g), found %s", where, key, lo, hi, json_excerpt(*v).c_str()));
         }
         return v->get<double>();
     }
     std::optional<std::string> string(const json & obj, const char * key, const char * where = "") const {
         const json * v = find(obj, key);
         if (!v) return std::nullopt;
-        if (!v->is_string()) bad(format("%s\"%s\" must be a string, found %s", where, key, v->dump().c_str()));
+        if (!v->is_string()) bad(format("%s\"%s\" must be a string, found %s", where, key, json_excerpt(*v).c_str()));
         return v->get<std::string>();
     }
     std::optional<bool> boolean(const json & obj, const char * key) const {
         const json * v = find(obj, key);
         if (!v) return std::nullopt;
-        if (!v->is_boolean()) bad(format("\"%s\" must be true or false, found %s", key, v->dump().c_str()));
+        if (!v->is_boolean()) bad(format("\"%s\" must be true or false, found %s", key, json_excerpt(*v).c_str()));
         return v->get<bool>();
     }
     std::optional<int64_t> token_id(const char * key) const {
@@ -64,7 +64,7 @@ public:
         if (!v) return std::nullopt;
         const json * x = v->is_array() ? (v->empty() ? nullptr : &(*v)[0]) : v;
         if (!x) return std::nullopt;
-        if (!x->is_number_unsigned()) bad(format("\"%s\" must be a token id or a list of them, found %s", key, v->dump().c_str()));
+        if (!x->is_number_unsigned()) bad(format("\"%s\" must be a token id or a list of them, found %s", key, json_excerpt(*v).c_str()));
         return static_cast<int64_t>(x->get<uint64_t>());
     }
     std::vector<float> float_list(const json & obj, const char * key, size_t n, const char * where) const {
@@ -75,7 +75,7 @@ public:
         std::vector<float> out;
         for (const json & x : *v) {
             if (!x.is_number() || !std::isfinite(x.get<double>()) || x.get<double>() <= 0) {
-                bad(format("%s\"%s\" must hold finite numbers > 0, found %s", where, key, x.dump().c_str()));
+                bad(format("%s\"%s\" must hold finite numbers > 0, found %s", where, key, json_excerpt(x).c_str()));
             }
             out.push_back(static_cast<float>(x.get<double>()));
         }
@@ -99,7 +99,7 @@ void read_rope_scaling(const Reader & r, const json & root, HfFamilyConfig & c) 
     }
     if (!scale && rp) scale = rp;
     if (!scale) return;
-    if (!scale->is_object()) r.bad(format("\"rope_scaling\" must be an object, found %s", scale->dump().c_str()));
+    if (!scale->is_object()) r.bad(format("\"rope_scaling\" must be an object, found %s", json_excerpt(*scale).c_str()));
     std::string type = r.string(*scale, "rope_type", "rope_scaling.").value_or(r.string(*scale, "type", "rope_scaling.").value_or(""));
     if (type.empty() || type == "default") return;
     const char * where = "rope_scaling.";

@@ -1,21 +1,24 @@
 // Safetensors parsing and validation, and the folder-level (sharded) view; see safetensors.h.
 #include "convert/safetensors.h"
 
-#include "convert/json_strict.h"
+#include "core/json_strict.h"
 #include "core/error.h"
 #include "core/fp16.h"
 #include "core/log.h"
+#include "core/utf8.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 
 namespace tern {
 namespace {
 
 using json = nlohmann::json;
+using nlohmann::json_sax;
 
 // The reference implementation refuses headers above 100 MB; real ones are a few hundred kB.
 constexpr uint64_t k_max_header_bytes = 100'000'000;
@@ -47,8 +50,9 @@ bool as_u64(const json & v, uint64_t & out) {
 
 StTensor parse_entry(const std::string & file, const std::string & name, const json & entry, uint64_t data_size,
                      const uint8_t * data, uint64_t & begin_out, uint64_t & end_out) {
-    const char * n = name.c_str();
-    if (!entry.is_object()) bad(file, format("tensor '%s': entry is %s, expected an object", n, entry.type_name()));
+    const std::string shown = printable(name);
+    const char *      n     = shown.c_str();
+    if (!entry.is_object()) bad(file, format("tensor '%s': entry is %s, expected an object", n, json_excerpt(entry).c_str()));
     auto field = [&](const char * key) -> const json & {
         auto it = entry.find(key);
         if (it == entry.end()) bad(file, format("tensor '%s': missing field '%s'", n, key));
@@ -58,8 +62,8 @@ StTensor parse_entry(const std::string & file, const std::string & name, const j
     t.name = name;
 
     const json & dtype = field("dtype");
-    if (!dtype.is_string()) bad(file, format("tensor '%s': dtype is %s, expected a string", n, dtype.type_name()));
-    const std::string dname = dtype.get<std::string>();
+    if (!dtype.is_string()) bad(file, format("tensor '%s': dtype is %s, expected a string", n, json_excerpt(dtype).c_str()));
+    const std::string dname = printable(dtype.get<std::string>(), 40);
     bool              known = false;
     for (const auto & d : k_dtypes) {
         if (d.name == dname) t.dtype = d.type, known = true;
@@ -77,13 +81,13 @@ StTensor parse_entry(const std::string & file, const std::string & name, const j
     }
 
     const json & shape = field("shape");
-    if (!shape.is_array()) bad(file, format("tensor '%s': shape is %s, expected an array", n, shape.type_name()));
+    if (!shape.is_array()) bad(file, format("tensor '%s': shape is %s, expected an array", n, json_excerpt(shape).c_str()));
     uint64_t n_elem = 1;
     for (const json & d : shape) {
         uint64_t v = 0;
-        if (!as_u64(d, v)) bad(file, format("tensor '%s': shape %s has an entry that is not an integer >= 0", n, shape.dump().c_str()));
+        if (!as_u64(d, v)) bad(file, format("tensor '%s': shape %s has an entry that is not an integer >= 0", n, json_excerpt(shape).c_str()));
         if (v > static_cast<uint64_t>(INT64_MAX) || (v != 0 && n_elem > static_cast<uint64_t>(INT64_MAX) / v)) {
-            bad(file, format("tensor '%s': shape %s overflows", n, shape.dump().c_str()));
+            bad(file, format("tensor '%s': shape %s overflows", n, json_excerpt(shape).c_str()));
         }
         n_elem *= v;
         t.shape.push_back(static_cast<int64_t>(v));
@@ -93,7 +97,7 @@ StTensor parse_entry(const std::string & file, const std::string & name, const j
     const json & offs = field("data_offsets");
     uint64_t     begin = 0, end = 0;
     if (!offs.is_array() || offs.size() != 2 || !as_u64(offs[0], begin) || !as_u64(offs[1], end)) {
-        bad(file, format("tensor '%s': data_offsets %s, expected [begin, end] with integers >= 0", n, offs.dump().c_str()));
+        bad(file, format("tensor '%s': data_offsets %s, expected [begin, end] with integers >= 0", n, json_excerpt(offs).c_str()));
     }
     if (end < begin) bad(file, format("tensor '%s': data_offsets [%llu, %llu] end before begin", n, (unsigned long long) begin, (unsigned long long) end));
     if (end > data_size) {
@@ -112,6 +116,106 @@ StTensor parse_entry(const std::string & file, const std::string & name, const j
     end_out   = end;
     return t;
 }
+
+// Reads the header as a stream of SAX events and hands each root entry (a tensor's small object, or
+// __metadata__) to on_entry as a little JSON value of its own: the header is never held as one
+// DOM (a 50 MB header of a million tensors would take over a gigabyte) and no step rescans what
+// came before. Keys repeated inside one object are errors (nlohmann would keep the last one).
+class HeaderReader : public json_sax<json> {
+public:
+    using OnEntry = std::function<void(std::string && key, json && value)>;
+    HeaderReader(const std::string & file, OnEntry on_entry) : file_(file), on_entry_(std::move(on_entry)) {}
+
+    std::string error;  // set when a handler stops the parse
+
+    bool null() override { return value(json(nullptr)); }
+    bool boolean(bool b) override { return value(json(b)); }
+    bool number_integer(number_integer_t v) override { return value(json(v)); }
+    bool number_unsigned(number_unsigned_t v) override { return value(json(v)); }
+    bool number_float(number_float_t v, const string_t &) override { return value(json(v)); }
+    bool string(string_t & v) override { return value(json(std::move(v))); }
+    bool binary(binary_t &) override { return stop("binary values are not JSON"); }
+    bool start_object(std::size_t) override { return open(json::object()); }
+    bool start_array(std::size_t) override { return open(json::array()); }
+    bool end_object() override { return close(); }
+    bool end_array() override { return close(); }
+    bool key(string_t & k) override {
+        if (stack_.empty()) {  // a root key: a tensor name or __metadata__
+            root_key_ = std::move(k);
+            return true;
+        }
+        if (stack_.back()->contains(k)) {
+            return stop(format("tensor '%s': the key \"%s\" appears twice in one object", printable(root_key_).c_str(),
+                               printable(k).c_str()));
+        }
+        pending_key_ = std::move(k);
+        return true;
+    }
+    bool parse_error(std::size_t, const std::string &, const nlohmann::detail::exception &) override {
+        return stop("the header is not valid JSON");
+    }
+
+private:
+    bool stop(std::string message) {
+        if (error.empty()) error = std::move(message);
+        return false;
+    }
+    // A scalar: either inside the entry being built, or an entry of its own.
+    bool value(json && v) {
+        if (depth_ == 0) return stop("the header is not a JSON object");
+        if (stack_.empty()) {
+            on_entry_(std::move(root_key_), std::move(v));
+            return true;
+        }
+        add(std::move(v));
+        return true;
+    }
+    void add(json && v) {
+        json & top = *stack_.back();
+        if (top.is_object()) {
+            top[pending_key_] = std::move(v);
+        } else {
+            top.push_back(std::move(v));
+        }
+    }
+    bool open(json && container) {
+        if (++depth_ > k_max_json_depth) return stop(format("the header nests deeper than %d levels", k_max_json_depth));
+        if (depth_ == 1) {
+            if (!container.is_object()) return stop("the header is a JSON array, expected an object");
+            return true;
+        }
+        if (stack_.empty()) {
+            entry_ = std::move(container);
+            stack_.push_back(&entry_);
+        } else {
+            json & top = *stack_.back();
+            json * child = nullptr;
+            if (top.is_object()) {
+                top[pending_key_] = std::move(container);
+                child             = &top[pending_key_];
+            } else {
+                top.push_back(std::move(container));
+                child = &top.back();
+            }
+            stack_.push_back(child);
+        }
+        return true;
+    }
+    bool close() {
+        --depth_;
+        if (stack_.empty()) return true;  // the root object ended
+        stack_.pop_back();
+        if (stack_.empty()) on_entry_(std::move(root_key_), std::move(entry_));
+        return true;
+    }
+
+    const std::string &  file_;
+    OnEntry              on_entry_;
+    int                  depth_ = 0;
+    std::string          root_key_, pending_key_;
+    json                 entry_;
+    std::vector<json *>  stack_;  // the containers of the entry being built, innermost last
+};
 
 }  // namespace
 
@@ -176,29 +280,51 @@ void SafetensorsFile::parse() {
                           (unsigned long long) k_max_header_bytes));
     }
     const std::string_view text(reinterpret_cast<const char *>(bytes_.data() + 8), static_cast<size_t>(header_len));
-    const json             header = parse_json_strict(text, "safetensors '" + name_ + "': header", k_max_json_depth);
-    if (!header.is_object()) bad(name_, format("header is a JSON %s, expected an object", header.type_name()));
-
-    const uint64_t  data_size = size - 8 - header_len;
-    const uint8_t * data      = bytes_.data() + 8 + header_len;
+    if (json_nesting_depth(text) > k_max_json_depth) {
+        bad(name_, format("header: JSON nests deeper than %d levels", k_max_json_depth));
+    }
+    const uint64_t         data_size = size - 8 - header_len;
+    const uint8_t *        data      = bytes_.data() + 8 + header_len;
     struct Range {
         uint64_t begin, end;
         size_t   index;
     };
     std::vector<Range> ranges;
-    for (const auto & [key, value] : header.items()) {
+    bool               seen_metadata = false;
+    HeaderReader       reader(name_, [&](std::string && key, json && value) {
         if (key == "__metadata__") {
-            if (!value.is_object()) bad(name_, format("__metadata__ is %s, expected an object of strings", value.type_name()));
-            for (const auto & [mk, mv] : value.items()) {
-                if (!mv.is_string()) bad(name_, format("__metadata__ value '%s' is %s, expected a string", mk.c_str(), mv.type_name()));
+            if (seen_metadata) bad(name_, "the key \"__metadata__\" appears twice");
+            seen_metadata = true;
+            if (!value.is_object()) bad(name_, format("__metadata__ is %s, expected an object of strings", json_excerpt(value).c_str()));
+            for (auto & [mk, mv] : value.items()) {
+                if (!mv.is_string()) {
+                    bad(name_, format("__metadata__ value '%s' is %s, expected a string", printable(mk).c_str(),
+                                      json_excerpt(mv).c_str()));
+                }
                 metadata_[mk] = mv.get<std::string>();
             }
-            continue;
+            return;
         }
         if (key.empty()) bad(name_, "a tensor has an empty name");
         uint64_t begin = 0, end = 0;
         tensors_.push_back(parse_entry(name_, key, value, data_size, data, begin, end));
         ranges.push_back({begin, end, tensors_.size() - 1});
+    });
+    if (!json::sax_parse(text.begin(), text.end(), &reader)) {
+        bad(name_, reader.error.empty() ? std::string("the header is not valid JSON") : reader.error,
+            "the file is truncated or damaged");
+    }
+    // Tensor names must be unique (sorted copies of the names: no per-name hash set to hold).
+    {
+        std::vector<std::string_view> names;
+        names.reserve(tensors_.size());
+        for (const auto & t : tensors_) names.emplace_back(t.name);
+        std::sort(names.begin(), names.end());
+        for (size_t i = 1; i < names.size(); ++i) {
+            if (names[i] == names[i - 1]) {
+                bad(name_, format("header: the key \"%s\" appears twice in one object", printable(names[i]).c_str()));
+            }
+        }
     }
     // No two tensors may share bytes (empty tensors occupy nothing).
     std::sort(ranges.begin(), ranges.end(), [](const Range & a, const Range & b) {
@@ -209,8 +335,8 @@ void SafetensorsFile::parse() {
         if (r.begin == r.end) continue;
         if (prev && r.begin < prev->end) {
             bad(name_, format("tensors '%s' [%llu, %llu) and '%s' [%llu, %llu) overlap",
-                              tensors_[prev->index].name.c_str(), (unsigned long long) prev->begin,
-                              (unsigned long long) prev->end, tensors_[r.index].name.c_str(),
+                              printable(tensors_[prev->index].name).c_str(), (unsigned long long) prev->begin,
+                              (unsigned long long) prev->end, printable(tensors_[r.index].name).c_str(),
                               (unsigned long long) r.begin, (unsigned long long) r.end));
         }
         prev = &r;
@@ -247,10 +373,10 @@ SafetensorsCheckpoint SafetensorsCheckpoint::open_dir(const std::string & dir) {
         }
         std::map<std::string, SafetensorsFile *> shards;
         for (const auto & [tensor, shard] : index["weight_map"].items()) {
-            if (!shard.is_string()) bad(index_name, format("weight_map['%s'] is %s, expected a file name", tensor.c_str(), shard.type_name()));
+            if (!shard.is_string()) bad(index_name, format("weight_map['%s'] is %s, expected a file name", printable(tensor).c_str(), json_excerpt(shard).c_str()));
             const std::string file = shard.get<std::string>();
             if (file.empty() || file.find('/') != std::string::npos || file.find('\\') != std::string::npos || file == "." || file == "..") {
-                bad(index_name, format("weight_map['%s'] = '%s' is not a plain file name in the checkpoint folder", tensor.c_str(), file.c_str()));
+                bad(index_name, format("weight_map['%s'] = '%s' is not a plain file name in the checkpoint folder", printable(tensor).c_str(), printable(file).c_str()));
             }
             auto it = shards.find(file);
             if (it == shards.end()) {
@@ -259,14 +385,14 @@ SafetensorsCheckpoint SafetensorsCheckpoint::open_dir(const std::string & dir) {
             }
             const StTensor * t = it->second->find(tensor);
             if (!t) {
-                bad(it->second->path(), format("the index lists tensor '%s' in this shard, but the shard does not contain it", tensor.c_str()));
+                bad(it->second->path(), format("the index lists tensor '%s' in this shard, but the shard does not contain it", printable(tensor).c_str()));
             }
             ckpt.index_.emplace(tensor, t);
         }
         for (const auto & f : ckpt.files_) {
             for (const auto & t : f->tensors()) {
                 if (!ckpt.index_.count(t.name)) {
-                    TERN_LOG_WARN("convert: tensor '%s' in '%s' is not listed in the index; ignoring it", t.name.c_str(), f->path().c_str());
+                    TERN_LOG_WARN("convert: tensor '%s' in '%s' is not listed in the index; ignoring it", printable(t.name).c_str(), f->path().c_str());
                 }
             }
         }

@@ -2,12 +2,12 @@
 #include "core/mmap.h"
 
 #include "core/error.h"
+#include "core/output_file.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
-#include <fstream>
-#include <sstream>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,7 +16,8 @@
 namespace tern {
 
 MappedFile::MappedFile(const std::string & path) : path_(path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer (and hang).
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         fail(ErrorKind::io, format("cannot open '%s': %s", path.c_str(), std::strerror(errno)),
              errno == ENOENT ? "check the path; models are files you download or make with `tern synth`/`tern convert`"
@@ -25,7 +26,9 @@ MappedFile::MappedFile(const std::string & path) : path_(path) {
     struct stat st {};
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         ::close(fd);
-        fail(ErrorKind::io, format("'%s' is not a regular file", path.c_str()));
+        const char * what = S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO (named pipe)"
+                            : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "not a regular file";
+        fail(ErrorKind::io, format("'%s' is %s; tern maps model files, which must be regular files", path.c_str(), what));
     }
     size_ = static_cast<size_t>(st.st_size);
     if (size_ > 0) {
@@ -61,26 +64,31 @@ void MappedFile::release() {
     size_ = 0;
 }
 
-std::string read_file_text(const std::string & path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) fail(ErrorKind::io, format("cannot open '%s': %s", path.c_str(), std::strerror(errno)));
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    if (in.bad()) fail(ErrorKind::io, format("cannot read '%s'", path.c_str()));
-    return ss.str();
+std::string read_file_text(const std::string & path, size_t max_bytes) {
+    FILE * f = std::fopen(path.c_str(), "rb");
+    if (!f) fail(ErrorKind::io, format("cannot open '%s': %s", path.c_str(), std::strerror(errno)));
+    std::string out;
+    char        buf[1 << 16];
+    for (;;) {
+        const size_t n = std::fread(buf, 1, sizeof buf, f);
+        if (n > max_bytes - out.size()) {
+            std::fclose(f);
+            fail(ErrorKind::io, format("'%s' is larger than the %zu MiB tern reads as text", path.c_str(), max_bytes >> 20),
+                 "give a smaller file (a prompt or a text to score)");
+        }
+        out.append(buf, n);
+        if (n < sizeof buf) break;
+    }
+    const bool error = std::ferror(f) != 0;
+    std::fclose(f);
+    if (error) fail(ErrorKind::io, format("cannot read '%s': %s", path.c_str(), std::strerror(errno)));
+    return out;
 }
 
 void write_file_bytes(const std::string & path, std::span<const uint8_t> bytes) {
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!out) fail(ErrorKind::io, format("cannot create '%s': %s", tmp.c_str(), std::strerror(errno)));
-        out.write(reinterpret_cast<const char *>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-        if (!out) fail(ErrorKind::io, format("cannot write '%s': %s", tmp.c_str(), std::strerror(errno)));
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        fail(ErrorKind::io, format("cannot rename '%s' to '%s': %s", tmp.c_str(), path.c_str(), std::strerror(errno)));
-    }
+    OutputFile out(path);
+    out.write(bytes.data(), bytes.size());
+    out.commit();
 }
 
 }  // namespace tern

@@ -32,9 +32,15 @@ private:
     size_t          size_ = 0;
 };
 
-// Reads a whole (small) file into a string; throws Error(io) naming the path.
-std::string read_file_text(const std::string & path);
-// Writes bytes to path atomically (temp file + rename); throws Error(io).
+// Largest file read_file_text reads by default: far more text than any context holds, and a bound
+// for inputs that never end (/dev/zero, a pipe that keeps writing).
+constexpr size_t k_max_text_file_bytes = size_t{256} << 20;
+
+// Reads a whole file (or pipe) into a string; throws Error(io) naming the path, also when it holds
+// more than max_bytes.
+std::string read_file_text(const std::string & path, size_t max_bytes = k_max_text_file_bytes);
+// Writes bytes to path through OutputFile (temp file + rename; only regular or new files);
+// throws Error(invalid_argument / io).
 void write_file_bytes(const std::string & path, std::span<const uint8_t> bytes);
 
 }  // namespace tern

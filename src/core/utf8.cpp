@@ -102,4 +102,28 @@ std::string utf8_replace_invalid(std::string_view s) {
     return out;
 }
 
+std::string printable(std::string_view s, size_t max_bytes) {
+    static const char * hex = "0123456789abcdef";
+    std::string         out;
+    size_t              pos = 0;
+    while (pos < s.size() && pos < max_bytes) {
+        uint32_t     cp = 0;
+        const size_t n  = utf8_decode(s, pos, cp);
+        const bool   control = n == 0 || cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0);
+        if (!control) {
+            out.append(s.substr(pos, n));
+            pos += n;
+        } else if (n == 2) {  // C1 control (U+0080..U+009F): a terminal may act on it as on ESC [
+            out.append("\\u{").append(1, hex[cp >> 4]).append(1, hex[cp & 15]).append("}");
+            pos += n;
+        } else {
+            const auto b = static_cast<unsigned char>(s[pos]);
+            out.append("\\x").append(1, hex[b >> 4]).append(1, hex[b & 15]);
+            ++pos;
+        }
+    }
+    if (pos < s.size()) out += "...";
+    return out;
+}
+
 }  // namespace tern

@@ -34,4 +34,9 @@ size_t utf8_incomplete_tail(std::string_view s);
 // cannot start one) is replaced by U+FFFD, as Python's errors="replace" and WHATWG decoders do.
 std::string utf8_replace_invalid(std::string_view s);
 
+// Text from a file (a model's name, a token, a merge) made safe to print in a terminal or a log:
+// well-formed UTF-8 is kept ("Ġhello", "東京"), control characters (ESC, NUL, newlines, C1) and
+// invalid bytes become \xNN (C1 controls \u{NN}), and at most max_bytes of s are shown, then "...".
+std::string printable(std::string_view s, size_t max_bytes = 80);
+
 }  // namespace tern

@@ -9,10 +9,12 @@
 //   eng.step({{a, prompt_a, logits_a}, {b, prompt_b, logits_b}});   // both prefill
 //   eng.step({{a, {&next_a, 1}, logits_a}, {b, {&next_b, 1}, logits_b}});  // both decode one token
 //
-// Results per sequence are those of decoding it alone (Session): step() is the contract a batched
-// forward pass (one ternary GEMM over the B activations, attention per sequence over its own pages)
-// must keep bit for bit. This version runs the items one after another, each on its own pages,
-// which gives that by construction.
+// A step is one batched forward pass (BitnetModel::forward_batch): the items' tokens form one batch
+// of columns, so each layer's ternary matmuls run once for every sequence, and attention reads each
+// sequence's own pages through its page table (backend.h: KvBatch). Results per sequence are the
+// bits of decoding it alone in a Session (the reference's fixed summation orders make that
+// possible; tests/server/batch_engine_test.cpp checks it). A step with more tokens than n_chunk
+// runs as several passes, a sequence's tokens split between them in order.
 #pragma once
 
 #include "model/bitnet_model.h"
@@ -28,7 +30,8 @@ namespace tern {
 struct BatchEngineOptions {
     int64_t n_pages   = 64;           // KV pool size in pages
     int64_t page_size = 256;          // positions per page (KvPagePool)
-    int64_t n_chunk   = 256;          // most tokens of one sequence per forward pass (prompt chunks)
+    int64_t n_chunk   = 256;          // most tokens per forward pass (all sequences together)
+    int64_t max_seqs  = 16;           // most sequences open at once (the server's slots)
     DType   type_k    = DType::f16;
     DType   type_v    = DType::f16;
     // As SessionOptions: round the final hidden state to f16 before an f16 head; default when the
@@ -42,6 +45,9 @@ struct BatchItem {
     SequenceId               seq = -1;
     std::span<const int32_t> tokens;  // fed at positions n_past(seq).. ; at least one
     std::span<float>         logits;  // [n_vocab]: the logits after the last token; empty: not wanted
+    // Where set: the argmax of those logits (lowest id on ties). When no item of a step wants
+    // logits, the backend may find the ids without producing logits at all (greedy decoding).
+    int32_t * argmax = nullptr;
 };
 
 class BatchEngine {
@@ -54,9 +60,10 @@ public:
     int64_t             n_chunk() const { return buf_.n_batch; }
     int64_t             n_open() const { return static_cast<int64_t>(seqs_.size()); }
 
-    // A new sequence with room for n_positions positions (>= 1), or nullopt when the pool cannot
-    // hold it now (another sequence must close first). Throws Error(invalid_argument) when it could
-    // never fit (more positions than the pool has).
+    // A new sequence with room for n_positions positions (>= 1; its pages are reserved and taken as
+    // it grows), or nullopt when the pool cannot hold it now or max_seqs sequences are open (another
+    // must close first). Throws Error(invalid_argument) when it could never fit (more positions than
+    // the pool has).
     std::optional<SequenceId> open(int64_t n_positions);
     // Ends a sequence; its pages go back to the pool. Unknown ids are a bug (asserted).
     void close(SequenceId seq);
@@ -71,15 +78,27 @@ public:
 private:
     struct Sequence {
         KvPageTable table;
-        KvCache     kv;      // pool_.view(table)
-        int64_t     n_past = 0;
+        int64_t     capacity = 0;  // positions reserved
+        int64_t     n_past   = 0;
     };
     Sequence &       get(SequenceId seq);
     const Sequence & get(SequenceId seq) const;
+    // One forward pass over parts of the items (PassPart: tokens [from, from + n) of item i).
+    struct PassPart {
+        size_t  item = 0;
+        int64_t from = 0, n = 0;
+    };
+    void run_pass(std::span<const BatchItem> items, std::span<const PassPart> parts);
 
     const BitnetModel &                      model_;
     KvPagePool                               pool_;
     ForwardBuffers                           buf_;
+    KvBatchTables                            tables_;
+    OwnedTensor                              head_cols_;  // [max_seqs] i32: the columns the head reads
+    OwnedTensor                              head_ids_;   // [max_seqs] i32: their argmax
+    std::vector<int32_t>                     tokens_, cols_, ids_;
+    std::vector<float>                       logits_;     // [n_vocab][outputs] read back
+    int64_t                                  max_seqs_   = 0;
     bool                                     round_head_ = false;
     SequenceId                               next_id_    = 1;
     std::unordered_map<SequenceId, Sequence> seqs_;

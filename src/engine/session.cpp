@@ -2,6 +2,7 @@
 #include "engine/session.h"
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "core/log.h"
 
 #include <algorithm>
@@ -27,7 +28,7 @@ void check_token_id(int32_t id, int64_t n_vocab) {
 Session::Session(const BitnetModel & model, const SessionOptions & options)
     : model_(model), options_(options) {
     const ModelConfig & c = model.config();
-    if (options.n_ctx < 1 || options.n_ctx > (int64_t{1} << 24)) {
+    if (options.n_ctx < 1 || options.n_ctx > k_max_context_length) {
         fail(ErrorKind::invalid_argument, format("context size %lld is out of range (expected 1..16777216)",
                                                  static_cast<long long>(options.n_ctx)));
     }
@@ -54,6 +55,7 @@ void Session::eval(std::span<const int32_t> tokens, std::span<float> all_logits)
     TERN_ASSERT(all_logits.empty() || static_cast<int64_t>(all_logits.size()) == n * n_vocab, "all_logits size");
     for (int32_t id : tokens) check_token_id(id, n_vocab);
     Backend & be = model_.backend();
+    if (eval_progress_ && n > 1) eval_progress_(0, n);
     for (int64_t start = 0; start < n; start += buf_.n_batch) {
         const int64_t chunk    = std::min(buf_.n_batch, n - start);
         const bool    last     = start + chunk == n;
@@ -61,6 +63,7 @@ void Session::eval(std::span<const int32_t> tokens, std::span<float> all_logits)
         be.write(buf_.tokens.tensor, tokens.data() + start, static_cast<size_t>(chunk) * sizeof(int32_t));
         model_.forward(buf_, kv_, n_past_, chunk, n_logits, round_head_);
         n_past_ += chunk;
+        if (eval_progress_ && n > 1) eval_progress_(start + chunk, n);
         if (n_logits > 0) {
             const Tensor logits = buf_.logits.tensor.columns(0, n_logits);
             if (!all_logits.empty()) {
@@ -74,6 +77,12 @@ void Session::eval(std::span<const int32_t> tokens, std::span<float> all_logits)
             }
         }
     }
+}
+
+void Session::rewind(int64_t n) {
+    TERN_ASSERT(n >= 0 && n <= n_past_, "rewind to %lld of %lld positions", static_cast<long long>(n),
+                static_cast<long long>(n_past_));
+    n_past_ = n;
 }
 
 DecodeRequest Session::decode_request(int32_t first, int64_t n_max) {
@@ -166,6 +175,11 @@ GenerationStats generate(Session & session, const Tokenizer & tokenizer, Sampler
     const auto t1 = clock::now();
     stats.prompt_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
 
+    // The first token's time: generation speed is measured from it (it comes from the prompt's logits).
+    clock::time_point t_first = t1;
+    auto              counted = [&] {
+        if (++stats.n_generated == 1) t_first = clock::now();
+    };
     StreamingDecoder decoder(tokenizer);
     const int64_t    limit = n_predict < 0 ? session.n_ctx() : n_predict;
     const auto &     sp    = sampler.params();
@@ -180,7 +194,7 @@ GenerationStats generate(Session & session, const Tokenizer & tokenizer, Sampler
                 stats.stopped_by_eog = true;
                 return false;
             }
-            ++stats.n_generated;
+            counted();
             go = on_token(id, decoder.push(id)) && stats.n_generated < limit;
             return go;
         };
@@ -195,14 +209,16 @@ GenerationStats generate(Session & session, const Tokenizer & tokenizer, Sampler
                 stats.stopped_by_eog = true;
                 return false;
             }
-            ++stats.n_generated;
+            counted();
             return on_token(id, decoder.push(id)) && stats.n_generated < limit;
         };
         session.decode_sampled(sampler, take);
     }
     const std::string rest = decoder.flush();
     if (!rest.empty()) on_token(-1, rest);
-    stats.generate_ms = std::chrono::duration<double, std::milli>(clock::now() - t1).count();
+    const auto t_end  = clock::now();
+    stats.generate_ms = std::chrono::duration<double, std::milli>(t_end - t1).count();
+    stats.decode_ms   = stats.n_generated > 1 ? std::chrono::duration<double, std::milli>(t_end - t_first).count() : 0.0;
     return stats;
 }
 

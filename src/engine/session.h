@@ -64,6 +64,14 @@ public:
     int64_t decode_sampled(Sampler & sampler, const std::function<bool(int32_t)> & on_token);
 
     void reset() { n_past_ = 0; }
+    // Forgets positions n.. (n <= n_past()): the next eval writes there again. For undoing a turn
+    // whose prompt was interrupted (chat's Ctrl-C).
+    void rewind(int64_t n);
+
+    // Called by an eval of more than one token with (0, n) first, then after each batch of n_batch
+    // tokens with (tokens done, n): progress for long prompts. It may throw to abandon the eval; the batches done so far stay in
+    // the cache (n_past() counts them), so the caller can rewind().
+    void set_eval_progress(std::function<void(int64_t done, int64_t total)> fn) { eval_progress_ = std::move(fn); }
 
     // Host seconds the decoders spent recording and submitting steps (not waiting for ids) since
     // the last call (DecodeStream::host_seconds): with a device backend, when this approaches the
@@ -84,13 +92,17 @@ private:
     int64_t              n_past_ = 0;
     bool                 round_head_ = false;
     double               encode_seconds_ = 0.0;
+    std::function<void(int64_t, int64_t)> eval_progress_;
 };
 
 struct GenerationStats {
     int64_t n_prompt    = 0;
     int64_t n_generated = 0;
-    double  prompt_ms   = 0;
-    double  generate_ms = 0;
+    double  prompt_ms   = 0;  // evaluating the prompt
+    double  generate_ms = 0;  // from the end of the prompt to the last token
+    // From the first generated token to the last: the decode steps that made tokens 2..n (the first
+    // comes from the prompt's logits). Tokens per second of generation = (n_generated - 1) / decode_ms.
+    double  decode_ms   = 0;
     bool    stopped_by_eog = false;
 };
 

@@ -30,19 +30,31 @@ uint64_t pad_to(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
     fail(ErrorKind::invalid_model, std::move(message), std::move(hint));
 }
 
+// Thrown instead of Error when a partial read (GgufReadOptions::partial) reaches the end of the file.
+struct Truncated {
+    std::string message;
+};
+constexpr const char * k_truncated_hint = "the download or copy may be incomplete; compare the file size with the original";
+
 // Bounds-checked sequential reader over the file image.
 class Cursor {
 public:
-    explicit Cursor(std::span<const uint8_t> bytes) : bytes_(bytes) {}
+    Cursor(std::span<const uint8_t> bytes, bool partial) : bytes_(bytes), partial_(partial) {}
+
+    // A length or count that cannot fit in the rest of the file: in a partial read the file was
+    // cut short, else it is corrupt or truncated.
+    [[noreturn]] void runs_past_end(const std::string & message) const {
+        if (partial_) throw Truncated{message};
+        bad(message, k_truncated_hint);
+    }
 
     size_t pos() const { return pos_; }
     size_t remaining() const { return bytes_.size() - pos_; }
 
     const uint8_t * take(size_t n, const std::string & what) {
         if (n > remaining()) {
-            bad(format("file is truncated: %s needs %zu bytes at offset %zu, but the file ends at %zu", what.c_str(), n,
-                       pos_, bytes_.size()),
-                "the download or copy may be incomplete; compare the file size with the original");
+            runs_past_end(format("file is truncated: %s needs %zu bytes at offset %zu, but the file ends at %zu",
+                                 what.c_str(), n, pos_, bytes_.size()));
         }
         const uint8_t * p = bytes_.data() + pos_;
         pos_ += n;
@@ -58,8 +70,8 @@ public:
     std::string_view string(const std::string & what) {
         const uint64_t len = u64(what + " length");
         if (len > remaining()) {
-            bad(format("%s: string length %llu exceeds the %zu bytes left in the file (offset %zu)", what.c_str(),
-                       static_cast<unsigned long long>(len), remaining(), pos_));
+            runs_past_end(format("%s: string length %llu exceeds the %zu bytes left in the file (offset %zu)",
+                                 what.c_str(), static_cast<unsigned long long>(len), remaining(), pos_));
         }
         const uint8_t * p = take(static_cast<size_t>(len), what);
         return {reinterpret_cast<const char *>(p), static_cast<size_t>(len)};
@@ -68,27 +80,8 @@ public:
 private:
     std::span<const uint8_t> bytes_;
     size_t                   pos_ = 0;
+    bool                     partial_;
 };
-
-// At most 80 bytes of s for a message: well-formed UTF-8 is kept ("Ġhello", "東京"), control
-// characters and invalid bytes are escaped as \xNN.
-std::string printable(std::string_view s) {
-    std::string out;
-    size_t      pos = 0;
-    while (pos < s.size() && pos < 80) {
-        uint32_t     cp = 0;
-        const size_t n  = utf8_decode(s, pos, cp);
-        if (n > 1 || (n == 1 && cp >= 0x20 && cp != 0x7f)) {
-            out.append(s.substr(pos, n));
-            pos += n;
-        } else {
-            out += format("\\x%02x", static_cast<unsigned char>(s[pos]));
-            ++pos;
-        }
-    }
-    if (pos < s.size()) out += "...";
-    return out;
-}
 
 // Reads one value of type t (not ARRAY) and returns a view of it; validates strings and bools.
 GgufValue read_scalar(Cursor & cur, GgufType t, const std::string & what) {
@@ -136,7 +129,7 @@ GgufFile GgufFile::open(const std::string & path, const GgufReadOptions & option
     f.name_    = path;
     f.mapping_ = MappedFile(path);
     f.bytes_   = f.mapping_.bytes();
-    with_context(format("'%s'", path.c_str()), [&] { f.parse(options); });
+    f.parse_with_context(options);
     return f;
 }
 
@@ -145,16 +138,37 @@ GgufFile GgufFile::from_bytes(std::span<const uint8_t> bytes, std::string name, 
     f.name_  = std::move(name);
     f.owned_.assign(bytes.begin(), bytes.end());
     f.bytes_ = f.owned_;
-    with_context(format("'%s'", f.name_.c_str()), [&] { f.parse(options); });
+    f.parse_with_context(options);
     return f;
 }
 
+// Errors start with the file name; one without a hint gets the likely causes.
+void GgufFile::parse_with_context(const GgufReadOptions & options) {
+    try {
+        parse(options);
+    } catch (const Error & e) {
+        throw Error(e.kind(), format("'%s': %s", name_.c_str(), e.what()),
+                    !e.hint().empty() ? e.hint()
+                                      : format("the file is corrupt or truncated (it is %zu bytes); compare its size "
+                                               "and checksum with the original, or convert it again",
+                                               bytes_.size()));
+    }
+}
+
 void GgufFile::parse(const GgufReadOptions & options) {
+    try {
+        parse_sections(options);
+    } catch (const Truncated & t) {  // partial reads only: keep what was complete
+        truncation_ = t.message;
+    }
+}
+
+void GgufFile::parse_sections(const GgufReadOptions & options) {
     if (bytes_.size() < k_header_bytes) {
         bad(format("file is %zu bytes, smaller than the 24-byte GGUF header", bytes_.size()),
             "this is not a GGUF model file, or it is truncated");
     }
-    Cursor cur(bytes_);
+    Cursor cur(bytes_, options.partial);
     const uint8_t * magic = cur.take(4, "magic");
     if (std::memcmp(magic, "GGUF", 4) != 0) {
         bad(format("not a GGUF file: magic is '%s', expected 'GGUF'",
@@ -166,19 +180,25 @@ void GgufFile::parse(const GgufReadOptions & options) {
         bad(format("version field is 0x%08x: this looks like a byte-swapped (big-endian) GGUF file", version_),
             "tern reads little-endian GGUF files only");
     }
-    if (version_ == 1) bad("GGUF version 1 is no longer supported (expected 3)", "re-convert the model with a current converter");
-    if (version_ != 2 && version_ != 3) bad(format("unsupported GGUF version %u (expected 3)", version_));
+    if (version_ == 1) {
+        bad("GGUF version 1 is no longer supported (tern reads versions 2 and 3)",
+            "re-convert the model with a current converter");
+    }
+    if (version_ != 2 && version_ != 3) {
+        bad(format("GGUF version %u is not supported (tern reads versions 2 and 3)", version_),
+            "the file is corrupt, or was written by a newer GGUF writer than tern knows");
+    }
 
     const uint64_t n_tensors = cur.u64("tensor count");
     const uint64_t n_kv      = cur.u64("metadata count");
     if (n_tensors > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
         n_tensors > cur.remaining() / k_min_info_bytes) {
-        bad(format("tensor count %llu cannot fit in the %zu bytes after the header",
-                   static_cast<unsigned long long>(n_tensors), cur.remaining()));
+        cur.runs_past_end(format("tensor count %llu cannot fit in the %zu bytes after the header",
+                                 static_cast<unsigned long long>(n_tensors), cur.remaining()));
     }
     if (n_kv > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) || n_kv > cur.remaining() / k_min_kv_bytes) {
-        bad(format("metadata count %llu cannot fit in the %zu bytes after the header",
-                   static_cast<unsigned long long>(n_kv), cur.remaining()));
+        cur.runs_past_end(format("metadata count %llu cannot fit in the %zu bytes after the header",
+                                 static_cast<unsigned long long>(n_kv), cur.remaining()));
     }
 
     // --- metadata ---
@@ -212,8 +232,8 @@ void GgufFile::parse(const GgufReadOptions & options) {
             kv.value.data      = bytes_.data() + start;
             if (elem == GgufType::string) {
                 if (count > cur.remaining() / 8) {
-                    bad(format("%s: array of %llu strings cannot fit in the %zu bytes left", what.c_str(),
-                               static_cast<unsigned long long>(count), cur.remaining()));
+                    cur.runs_past_end(format("%s: array of %llu strings cannot fit in the %zu bytes left", what.c_str(),
+                                             static_cast<unsigned long long>(count), cur.remaining()));
                 }
                 for (uint64_t j = 0; j < count; ++j) {
                     if (!cur.has_string()) {  // throws the precise message
@@ -224,10 +244,10 @@ void GgufFile::parse(const GgufReadOptions & options) {
             } else {
                 const size_t es = gguf_type_size(elem);
                 if (count > cur.remaining() / es) {
-                    bad(format("%s: array of %llu %s values (%zu bytes each) does not fit in the %zu bytes left in "
-                               "the file",
-                               what.c_str(), static_cast<unsigned long long>(count),
-                               std::string(gguf_type_name(elem)).c_str(), es, cur.remaining()));
+                    cur.runs_past_end(format("%s: array of %llu %s values (%zu bytes each) does not fit in the %zu "
+                                             "bytes left in the file",
+                                             what.c_str(), static_cast<unsigned long long>(count),
+                                             std::string(gguf_type_name(elem)).c_str(), es, cur.remaining()));
                 }
                 cur.take(static_cast<size_t>(count) * es, what);
                 if (elem == GgufType::boolean) {
@@ -315,9 +335,8 @@ void GgufFile::parse(const GgufReadOptions & options) {
     const size_t dir_end = cur.pos();
     data_offset_         = n_tensors == 0 ? dir_end : static_cast<size_t>(pad_to(dir_end, alignment_));
     if (data_offset_ > bytes_.size()) {
-        bad(format("file is truncated: the data section starts at offset %zu, but the file ends at %zu", data_offset_,
-                   bytes_.size()),
-            "the download or copy may be incomplete");
+        cur.runs_past_end(format("file is truncated: the data section starts at offset %zu, but the file ends at %zu",
+                                 data_offset_, bytes_.size()));
     }
     const uint64_t data_size = bytes_.size() - data_offset_;
 
@@ -380,6 +399,12 @@ void GgufFile::parse(const GgufReadOptions & options) {
                        static_cast<unsigned long long>(t.offset), alignment_));
         }
         if (t.offset > data_size || t.n_bytes > data_size - t.offset) {
+            if (options.partial && t.offset % alignment_ == 0) {
+                throw Truncated{format("file is truncated: tensor '%s' needs bytes up to offset %llu, but the file "
+                                       "ends at %zu", printable(t.name).c_str(),
+                                       static_cast<unsigned long long>(data_offset_ + t.offset + t.n_bytes),
+                                       bytes_.size())};
+            }
             bad(format("%s: data at offset %llu, %zu bytes long, lies outside the data section of %llu bytes",
                        what.c_str(), static_cast<unsigned long long>(t.offset), t.n_bytes,
                        static_cast<unsigned long long>(data_size)),
@@ -417,6 +442,10 @@ const GgufTensorInfo * GgufFile::find_tensor(std::string_view name) const {
 }
 
 std::span<const uint8_t> GgufFile::tensor_data(const GgufTensorInfo & info) const {
+    if (!truncation_.empty()) {
+        bad(format("'%s': tensor '%s' cannot be read: %s", name_.c_str(), printable(info.name).c_str(), truncation_.c_str()),
+            k_truncated_hint);
+    }
     return bytes_.subspan(data_offset_ + info.offset, info.n_bytes);
 }
 

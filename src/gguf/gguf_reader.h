@@ -56,6 +56,10 @@ struct GgufReadOptions {
     // Require offset_{i+1} = offset_i + PAD(n_bytes_i, ALIGNMENT) (check 17). With false only
     // alignment, bounds and non-overlap are required.
     bool strict_offsets = true;
+    // For `tern inspect`: a file cut short is read as far as it goes instead of rejected. The
+    // metadata and tensor infos that are complete are kept, truncation() says where the file ends,
+    // and tensor_data() refuses to serve any tensor. Corruption other than a short file still throws.
+    bool partial = false;
 };
 
 class GgufFile {
@@ -77,7 +81,10 @@ public:
 
     const GgufKv *         find(std::string_view key) const;
     const GgufTensorInfo * find_tensor(std::string_view name) const;
+    // Throws Error(invalid_model) for a file read with GgufReadOptions::partial that was cut short.
     std::span<const uint8_t> tensor_data(const GgufTensorInfo & info) const;
+    // Empty for a complete file; for a partial read of a truncated one, what was cut off.
+    const std::string & truncation() const { return truncation_; }
 
     // Typed getters. nullopt if the key is absent; Error(invalid_model) naming the key if present
     // with the wrong type. Integers accept any integer type (FORMATS.md §1.11) and must fit int64.
@@ -94,7 +101,9 @@ public:
 
 private:
     GgufFile() = default;
+    void parse_with_context(const GgufReadOptions & options);
     void parse(const GgufReadOptions & options);
+    void parse_sections(const GgufReadOptions & options);
 
     std::string          name_;
     MappedFile           mapping_;   // empty for from_bytes
@@ -105,6 +114,7 @@ private:
     size_t               data_offset_ = 0;
     std::vector<GgufKv>         kvs_;
     std::vector<GgufTensorInfo> tensors_;
+    std::string                 truncation_;
 };
 
 // Reads scalar values out of a GgufValue (little-endian, unaligned-safe).

@@ -2,6 +2,7 @@
 #include "gguf/gguf_writer.h"
 
 #include "core/error.h"
+#include "core/output_file.h"
 #include "core/progress.h"
 
 #include <cerrno>
@@ -177,33 +178,11 @@ std::vector<uint8_t> GgufWriter::to_bytes() const {
 }
 
 void GgufWriter::write_file(const std::string & path, bool progress) const {
-    // Only a regular file may be replaced: never a device, a FIFO or a directory the user named by mistake.
-    std::error_code ec;
-    if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
-        fail(ErrorKind::io, format("'%s' exists and is not a regular file; refusing to replace it", path.c_str()),
-             "choose a new output path");
-    }
-    const std::string tmp = path + ".tmp";
-    FILE *            f   = std::fopen(tmp.c_str(), "wb");
-    if (!f) fail(ErrorKind::io, format("cannot create '%s': %s", tmp.c_str(), std::strerror(errno)));
-    // Closes and removes the temp file on every early exit, including a Fill callback that throws.
-    struct TempFile {
-        FILE *&             f;
-        const std::string & tmp;
-        ~TempFile() {
-            if (f) {
-                std::fclose(f);
-                std::remove(tmp.c_str());
-            }
-        }
-    } guard{f, tmp};
-    auto write_or_fail = [&](const void * p, size_t n) {
-        if (n != 0 && std::fwrite(p, 1, n, f) != n) {
-            fail(ErrorKind::io, format("cannot write '%s': %s", tmp.c_str(), std::strerror(errno)));
-        }
-    };
+    // A temp file renamed over path at the end; removed on any error, exception (a Fill callback
+    // that throws) or SIGINT/SIGTERM. Devices, FIFOs and directories are refused (OutputFile).
+    OutputFile                 out(path);
     const std::vector<uint8_t> head = header_bytes();
-    write_or_fail(head.data(), head.size());
+    out.write(head.data(), head.size());
     uint64_t total = 0;
     for (const auto & t : tensors_) total += t.n_bytes;
     ProgressBar          bar("writing " + path, total, progress);
@@ -214,13 +193,13 @@ void GgufWriter::write_file(const std::string & path, bool progress) const {
         if (t.fill) {
             buf.assign(padded, 0);
             t.fill(std::span<uint8_t>(buf.data(), t.n_bytes));
-            write_or_fail(buf.data(), padded);
+            out.write(buf.data(), padded);
         } else {
-            write_or_fail(t.data.data(), t.n_bytes);
+            out.write(t.data.data(), t.n_bytes);
             static const uint8_t zeros[256] = {};
             for (size_t pad = padded - t.n_bytes; pad > 0;) {
                 const size_t k = pad < sizeof zeros ? pad : sizeof zeros;
-                write_or_fail(zeros, k);
+                out.write(zeros, k);
                 pad -= k;
             }
         }
@@ -228,14 +207,7 @@ void GgufWriter::write_file(const std::string & path, bool progress) const {
         bar.update(done);
     }
     bar.finish();
-    FILE * done_f = std::exchange(f, nullptr);
-    if (std::fclose(done_f) != 0) {
-        std::remove(tmp.c_str());
-        fail(ErrorKind::io, format("cannot write '%s': %s", tmp.c_str(), std::strerror(errno)));
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        fail(ErrorKind::io, format("cannot rename '%s' to '%s': %s", tmp.c_str(), path.c_str(), std::strerror(errno)));
-    }
+    out.commit();
 }
 
 }  // namespace tern

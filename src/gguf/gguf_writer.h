@@ -43,7 +43,8 @@ public:
     size_t n_tensors() const { return tensors_.size(); }
 
     std::vector<uint8_t> to_bytes() const;
-    // Streams the file to path (via a temp file + rename); shows a progress bar if asked.
+    // Streams the file to path through OutputFile (temp file + rename; refuses devices, FIFOs and
+    // directories; no temp file left on errors or SIGINT/SIGTERM); shows a progress bar if asked.
     void write_file(const std::string & path, bool progress = false) const;
 
 private:

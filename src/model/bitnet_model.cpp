@@ -3,10 +3,13 @@
 #include "model/bitnet_model.h"
 
 #include "core/error.h"
+#include "core/progress.h"
 #include "core/log.h"
+#include "quant/finite_check.h"
 #include "quant/ternary_formats.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <set>
 
@@ -48,6 +51,15 @@ public:
         src.type = t->type;
         src.ne   = t->ne;
         src.data = file_.tensor_data(*t);
+        // The rule for non-finite weights: refused at load, before any backend sees them (one NaN in
+        // a norm weight would reach the int8 activation quantizer, where NaN -> int is undefined).
+        if (const auto bad = find_non_finite(src.type, src.data, t->n_elements)) {
+            fail(ErrorKind::invalid_model,
+                 format("tensor '%s' (%s) holds %s%s at element %lld", name.c_str(), std::string(dtype_name(src.type)).c_str(),
+                        std::isnan(bad->value) ? "a NaN" : bad->value > 0 ? "+infinity" : "-infinity",
+                        bad->in_scale ? " in a block scale" : "", static_cast<long long>(bad->element)),
+                 "tern refuses weights that are NaN or infinite: the file is corrupt or its converter is broken");
+        }
         return src;
     }
 
@@ -75,6 +87,11 @@ public:
             }
             float v;
             std::memcpy(&v, file_.tensor_data(*s).data(), 4);
+            if (!std::isfinite(v)) {
+                fail(ErrorKind::invalid_model, format("tensor '%s.scale' is %g; expected a finite number", stem.c_str(),
+                                                      static_cast<double>(v)),
+                     "tern refuses weights that are NaN or infinite: the file is corrupt or its converter is broken");
+            }
             src.output_scale = v;
         }
         return src;
@@ -142,7 +159,10 @@ std::unique_ptr<BitnetModel> BitnetModel::load(const GgufFile & file, Backend & 
     m->weight_bytes_    = m->token_embd_->n_bytes / static_cast<size_t>(std::max<int64_t>(1, c.n_vocab)) +
                        m->output_norm_->n_bytes + head.n_bytes;
 
+    // Loads that take over a second (repacking a large model) show their progress by layer.
+    ProgressBar bar("loading weights", static_cast<uint64_t>(c.n_layer), true, 1.0);
     for (int64_t il = 0; il < c.n_layer; ++il) {
+        bar.update(static_cast<uint64_t>(il));
         const std::string p = "blk." + std::to_string(il) + ".";
         LayerWeights      L;
         L.attn_norm     = backend.load_norm(b.norm(p + "attn_norm.weight", c.n_embd));
@@ -165,6 +185,7 @@ std::unique_ptr<BitnetModel> BitnetModel::load(const GgufFile & file, Backend & 
         }
         m->layers_.push_back(std::move(L));
     }
+    bar.finish();
     b.warn_unused();
     return m;
 }
@@ -184,6 +205,7 @@ ForwardBuffers BitnetModel::make_buffers(int64_t n_batch, int64_t n_logits) cons
     b.attn      = alloc_tensor(backend_, DType::f32, {c.n_embd_q(), n_batch, 1, 1}, "attn");
     b.ffn       = alloc_tensor(backend_, DType::f32, {c.n_ff, n_batch, 1, 1}, "ffn");
     b.h         = alloc_tensor(backend_, DType::f32, {c.n_embd, n_batch, 1, 1}, "h");
+    b.x_head    = alloc_tensor(backend_, DType::f32, {c.n_embd, std::max<int64_t>(1, n_logits), 1, 1}, "x_head");
     b.logits    = alloc_tensor(backend_, DType::f32, {c.n_vocab, std::max<int64_t>(1, n_logits), 1, 1}, "logits");
     if (c.family != ModelFamily::bitnet) {
         b.act_f = alloc_tensor(backend_, DType::f32, {std::max({c.n_embd, c.n_embd_q(), c.n_ff}), n_batch, 1, 1}, "act_f");
@@ -199,23 +221,37 @@ void BitnetModel::forward(ForwardBuffers & buf, const KvCache & kv, int64_t pos0
     HeadOutput head;
     head.logits = view(buf.logits, {config_.n_vocab, n_logits, 1, 1});
     backend_.begin_step();
-    record(buf, kv, pos0, n_tokens, view(buf.tokens, {n_tokens, 1, 1, 1}), head, round_head_input_f16);
+    record(buf, {kv, pos0}, n_tokens, view(buf.tokens, {n_tokens, 1, 1, 1}), head, nullptr, round_head_input_f16);
+    backend_.end_step();
+}
+
+void BitnetModel::forward_batch(ForwardBuffers & buf, const KvCache & pool, const KvBatch & batch,
+                                const Tensor & head_cols, const HeadOutput & head, bool round_head_input_f16) const {
+    const int64_t n_tokens = batch.n_tokens();
+    const int64_t n_out    = head.logits.ne[1];
+    TERN_ASSERT(n_out >= 0 && n_out <= buf.n_logits && (n_out == 0 || head_cols.ne[0] == n_out), "n_out %lld",
+                static_cast<long long>(n_out));
+    backend_.begin_step();
+    record(buf, {pool, 0, &batch}, n_tokens, view(buf.tokens, {n_tokens, 1, 1, 1}), head, &head_cols,
+           round_head_input_f16);
     backend_.end_step();
 }
 
 void BitnetModel::record_step(ForwardBuffers & buf, const KvCache & kv, const DecodeStep & step,
                               bool round_head_input_f16) const {
     TERN_ASSERT(step.token.ne[0] == 1 && step.head.logits.ne[1] == 1, "a decode step is one token");
-    record(buf, kv, step.pos, 1, step.token, step.head, round_head_input_f16);
+    record(buf, {kv, step.pos}, 1, step.token, step.head, nullptr, round_head_input_f16);
 }
 
-void BitnetModel::record(ForwardBuffers & buf, const KvCache & kv, int64_t pos0, int64_t n_tokens,
-                         const Tensor & tokens, const HeadOutput & head, bool round_head_input_f16) const {
+void BitnetModel::record(ForwardBuffers & buf, const KvPlace & at, int64_t n_tokens, const Tensor & tokens,
+                         const HeadOutput & head, const Tensor * head_cols, bool round_head_input_f16) const {
     const ModelConfig & c        = config_;
     const int64_t       n_logits = head.logits.ne[1];
     TERN_ASSERT(n_tokens >= 1 && n_tokens <= buf.n_batch, "n_tokens %lld", static_cast<long long>(n_tokens));
-    TERN_ASSERT(n_logits >= 0 && n_logits <= n_tokens, "n_logits %lld", static_cast<long long>(n_logits));
-    TERN_ASSERT(pos0 >= 0 && pos0 + n_tokens <= kv.n_ctx, "positions past the KV cache");
+    TERN_ASSERT(n_logits >= 0 && (head_cols != nullptr || n_logits <= n_tokens), "n_logits %lld",
+                static_cast<long long>(n_logits));
+    TERN_ASSERT(at.batch != nullptr || (at.pos0 >= 0 && at.pos0 + n_tokens <= at.kv.n_ctx),
+                "positions past the KV cache");
     const int64_t T  = n_tokens;
     Backend &     be = backend_;
 
@@ -233,19 +269,30 @@ void BitnetModel::record(ForwardBuffers & buf, const KvCache & kv, int64_t pos0,
     be.embed(x, *token_embd_, tokens);
     for (int64_t il = 0; il < c.n_layer; ++il) {
         const LayerWeights & L  = layers_[static_cast<size_t>(il)];
-        const KvLayer        kl = kv.layer(il);
+        const KvLayer        kl = at.kv.layer(il);
         if (c.family != ModelFamily::bitnet) {
-            record_family_layer(buf, L, kl, pos0, T);
+            record_family_layer(buf, L, kl, at, T);
             continue;
         }
-        be.linear_qkv(q, kl, *L.attn_qkv, {x, L.attn_norm.get(), eps, a_embd, {}}, shape, pos0);
-        be.attention(attn, q, kl, shape, pos0);
+        if (at.batch != nullptr) {
+            be.linear_qkv_paged(q, kl, *L.attn_qkv, {x, L.attn_norm.get(), eps, a_embd, {}}, shape, *at.batch);
+            be.attention_paged(attn, q, kl, shape, *at.batch);
+        } else {
+            be.linear_qkv(q, kl, *L.attn_qkv, {x, L.attn_norm.get(), eps, a_embd, {}}, shape, at.pos0);
+            be.attention(attn, q, kl, shape, at.pos0);
+        }
         be.linear(x, *L.attn_output, {attn, L.attn_sub_norm.get(), eps, a_q, {}}, /*accumulate=*/true);
         be.linear_glu(ffn, *L.ffn_gate_up, {x, L.ffn_norm.get(), eps, a_embd, {}}, c.ffn_act);
         be.linear(x, *L.ffn_down, {ffn, L.ffn_sub_norm.get(), eps, a_ff, {}}, /*accumulate=*/true);
     }
     if (n_logits > 0) {
-        const Tensor   x_last = x.columns(T - n_logits, n_logits);
+        Tensor x_last;
+        if (head_cols != nullptr) {  // a batch: each listed column (a sequence's last token)
+            x_last = view(buf.x_head, {c.n_embd, n_logits, 1, 1});
+            be.gather_columns(x_last, x, *head_cols);
+        } else {
+            x_last = x.columns(T - n_logits, n_logits);
+        }
         const Tensor   h      = view(buf.h, {c.n_embd, n_logits, 1, 1});
         const Weight & table  = output_ ? *output_ : *token_embd_;
         be.output_head(head, table, {x_last, output_norm_.get(), eps, {}, h}, round_head_input_f16);

@@ -57,6 +57,7 @@ struct ForwardBuffers {
     OwnedTensor attn;          // [n_embd_q, n_batch] f32
     OwnedTensor ffn;           // [n_ff, n_batch] f32
     OwnedTensor h;             // [n_embd, n_batch] f32, final norm
+    OwnedTensor x_head;        // [n_embd, n_logits] f32: the columns a batch's head reads (forward_batch)
     OwnedTensor logits;        // [n_vocab, n_logits] f32
     // The other families only (empty for BitNet):
     OwnedTensor act_f;         // [max(n_embd, n_embd_q, n_ff), n_batch] f32: a linear's normalized input
@@ -95,19 +96,35 @@ public:
     // writes) without begin_step / end_step: a DecodeStream brackets it (Backend::decode).
     void record_step(ForwardBuffers & buf, const KvCache & kv, const DecodeStep & step, bool round_head_input_f16) const;
 
+    // Runs a batch of sequences as one step (BatchEngine, issue 53): the batch.n_tokens() tokens
+    // written to buf.tokens in column order, each sequence's at its own positions, its K and V in
+    // its own pages of `pool` (KvPagePool::cache(); the layers' linears run once over all columns,
+    // attention per sequence through the page tables). With head.logits.ne[1] = n > 0 the LM head
+    // runs over the n columns that head_cols ([n] i32 on the device) lists and writes what `head`
+    // asks for (logits [n_vocab, n], and ids [n] where set). Each sequence's results are the bits
+    // of forward() on that sequence alone (a contiguous cache, its tokens at the same positions).
+    void forward_batch(ForwardBuffers & buf, const KvCache & pool, const KvBatch & batch, const Tensor & head_cols,
+                       const HeadOutput & head, bool round_head_input_f16) const;
+
 private:
-    // The ops of a forward pass over n_tokens tokens whose ids are in `tokens` ([n_tokens] i32), at
-    // positions pos0..; the LM head over the last head.logits.ne[1] tokens (none when 0) writes what
-    // `head` asks for.
-    void record(ForwardBuffers & buf, const KvCache & kv, int64_t pos0, int64_t n_tokens, const Tensor & tokens,
-                const HeadOutput & head, bool round_head_input_f16) const;
-
-    BitnetModel(ModelConfig config, Backend & backend) : config_(std::move(config)), backend_(backend) {}
-
+    // Where a pass's tokens sit in the KV cache: positions pos0.. of one sequence in `kv`
+    // (column p = position p), or with `batch` the sequences of a paged cache `kv`.
+    struct KvPlace {
+        const KvCache & kv;
+        int64_t         pos0  = 0;
+        const KvBatch * batch = nullptr;
+    };
+    // The ops of a forward pass over n_tokens tokens whose ids are in `tokens` ([n_tokens] i32); the
+    // LM head writes what `head` asks for over the last head.logits.ne[1] tokens, or with head_cols
+    // over the columns it lists (none when head.logits.ne[1] is 0).
+    void record(ForwardBuffers & buf, const KvPlace & at, int64_t n_tokens, const Tensor & tokens,
+                const HeadOutput & head, const Tensor * head_cols, bool round_head_input_f16) const;
     // family_model.cpp: binding the tensors of a llama / qwen3 / phi3 file, and one layer's ops.
     void load_family(const GgufFile & file);
-    void record_family_layer(const ForwardBuffers & buf, const LayerWeights & L, const KvLayer & kl, int64_t pos0,
+    void record_family_layer(const ForwardBuffers & buf, const LayerWeights & L, const KvLayer & kl, const KvPlace & at,
                              int64_t n_tokens) const;
+
+    BitnetModel(ModelConfig config, Backend & backend) : config_(std::move(config)), backend_(backend) {}
 
     ModelConfig               config_;
     Backend &                 backend_;

@@ -124,7 +124,7 @@ void BitnetModel::load_family(const GgufFile & file) {
 }
 
 void BitnetModel::record_family_layer(const ForwardBuffers & buf, const LayerWeights & L, const KvLayer & kl,
-                                      int64_t pos0, int64_t T) const {
+                                      const KvPlace & at, int64_t T) const {
     const ModelConfig & c  = config_;
     Backend &           be = backend_;
     const int64_t       n_qkv = c.n_embd_q() + 2 * c.n_embd_kv();
@@ -142,8 +142,13 @@ void BitnetModel::record_family_layer(const ForwardBuffers & buf, const LayerWei
     shape.k_norm         = L.attn_k_norm.get();
 
     be.linear(qkv, *L.attn_qkv, {x, L.attn_norm.get(), eps, {}, h}, /*accumulate=*/false);
-    be.rope_kv_append(q, kl, qkv, shape, pos0);
-    be.attention(attn, q, kl, shape, pos0);
+    if (at.batch != nullptr) {  // many sequences over a paged cache (BatchEngine)
+        be.rope_kv_append_paged(q, kl, qkv, shape, *at.batch);
+        be.attention_paged(attn, q, kl, shape, *at.batch);
+    } else {
+        be.rope_kv_append(q, kl, qkv, shape, at.pos0);
+        be.attention(attn, q, kl, shape, at.pos0);
+    }
     be.linear(x, *L.attn_output, {attn, nullptr, eps, {}, {}}, /*accumulate=*/true);
     be.linear_glu(ffn, *L.ffn_gate_up, {x, L.ffn_norm.get(), eps, {}, h}, c.ffn_act);
     be.linear(x, *L.ffn_down, {ffn, nullptr, eps, {}, {}}, /*accumulate=*/true);

@@ -3,6 +3,8 @@
 
 #include "core/error.h"
 
+#include <algorithm>
+
 namespace tern {
 namespace {
 
@@ -49,70 +51,110 @@ KvPagePool::KvPagePool(Backend & backend, const ModelConfig & config, int64_t n_
         fail(ErrorKind::invalid_argument, format("KV cache page size %lld must be a multiple of 16 in 16..65536",
                                                  static_cast<long long>(page_size)));
     }
-    const int64_t n_pos = n_pages * page_size;
-    for (int64_t il = 0; il < config.n_layer; ++il) {
-        k_.push_back(alloc_tensor(backend, type_k, {config.n_embd_kv(), n_pos, 1, 1}, "kv_pool.k"));
-        v_.push_back(alloc_tensor(backend, type_v, {config.n_embd_kv(), n_pos, 1, 1}, "kv_pool.v"));
+    if (n_pages * page_size > (int64_t{1} << 31) / std::max<int64_t>(1, config.n_embd_kv())) {
+        fail(ErrorKind::invalid_argument,
+             format("a KV pool of %lld pages of %lld positions is too large (at most 2^31 cache elements per layer)",
+                    static_cast<long long>(n_pages), static_cast<long long>(page_size)));
     }
+    cache_ = make_kv_cache(backend, config, n_pages * page_size, type_k, type_v);
     used_.assign(static_cast<size_t>(n_pages), false);
+    for (int64_t g = n_pages - 1; g >= 0; --g) free_.push_back(static_cast<int32_t>(g));  // page 0 first
     n_free_ = n_pages;
 }
 
-size_t KvPagePool::n_bytes() const {
-    size_t n = 0;
-    for (size_t i = 0; i < k_.size(); ++i) n += k_[i].tensor.n_bytes() + v_[i].tensor.n_bytes();
-    return n;
+size_t KvPagePool::n_bytes() const { return cache_.n_bytes(); }
+
+std::optional<KvPageTable> KvPagePool::reserve(int64_t n_positions) {
+    TERN_ASSERT(n_positions >= 1, "reserve: %lld positions", static_cast<long long>(n_positions));
+    const int64_t want = pages_for(n_positions);
+    if (want > n_unreserved()) return std::nullopt;
+    n_reserved_ += want;
+    KvPageTable t;
+    t.reserved = want;
+    return t;
 }
 
-std::optional<KvPageTable> KvPagePool::allocate(int64_t n_positions) {
-    TERN_ASSERT(n_positions >= 1, "allocate: %lld positions", static_cast<long long>(n_positions));
+void KvPagePool::grow(KvPageTable & table, int64_t n_positions) {
     const int64_t want = pages_for(n_positions);
-    if (want > n_free_) return std::nullopt;
-    // First fit over runs of free pages (see the class comment for why runs).
-    int64_t run_start = 0, run_len = 0;
-    for (int64_t p = 0; p < n_pages(); ++p) {
-        if (used_[static_cast<size_t>(p)]) {
-            run_len = 0;
-            continue;
-        }
-        if (run_len == 0) run_start = p;
-        if (++run_len == want) {
-            KvPageTable t;
-            for (int64_t q = run_start; q < run_start + want; ++q) {
-                used_[static_cast<size_t>(q)] = true;
-                t.pages.push_back(static_cast<int32_t>(q));
-            }
-            n_free_ -= want;
-            return t;
-        }
+    TERN_ASSERT(want <= table.reserved, "grow: %lld pages wanted, %lld reserved", static_cast<long long>(want),
+                static_cast<long long>(table.reserved));
+    while (static_cast<int64_t>(table.pages.size()) < want) {
+        TERN_ASSERT(!free_.empty(), "grow: no free page although the table holds a reservation");
+        const int32_t g = free_.back();
+        free_.pop_back();
+        used_[static_cast<size_t>(g)] = true;
+        --n_free_;
+        table.pages.push_back(g);
     }
-    return std::nullopt;
 }
 
 void KvPagePool::release(KvPageTable & table) {
-    for (int32_t p : table.pages) {
-        TERN_ASSERT(p >= 0 && p < n_pages() && used_[static_cast<size_t>(p)], "release: page %d is not in use", p);
-        used_[static_cast<size_t>(p)] = false;
+    for (int32_t g : table.pages) {
+        TERN_ASSERT(g >= 0 && g < n_pages() && used_[static_cast<size_t>(g)], "release: page %d is not in use", g);
+        used_[static_cast<size_t>(g)] = false;
+        free_.push_back(g);
         ++n_free_;
     }
+    TERN_ASSERT(table.reserved <= n_reserved_ && static_cast<int64_t>(table.pages.size()) <= table.reserved,
+                "release: reservation");
+    n_reserved_ -= table.reserved;
     table.pages.clear();
+    table.reserved = 0;
 }
 
-KvCache KvPagePool::view(const KvPageTable & table) const {
-    TERN_ASSERT(!table.pages.empty(), "view of an empty page table");
-    for (size_t i = 1; i < table.pages.size(); ++i) {
-        TERN_ASSERT(table.pages[i] == table.pages[0] + static_cast<int32_t>(i), "page table is not one run");
+KvBatchTables::KvBatchTables(Backend & backend, int64_t max_tokens, int64_t max_seqs, int64_t max_pages)
+    : max_tokens_(max_tokens), max_seqs_(max_seqs), max_pages_(max_pages) {
+    TERN_ASSERT(max_tokens >= 1 && max_seqs >= 1 && max_pages >= 1, "KvBatchTables sizes");
+    page_table_   = alloc_tensor(backend, DType::i32, {max_pages * max_seqs, 1, 1, 1}, "kv page table");
+    column_table_ = alloc_tensor(backend, DType::i32, {4 * max_tokens, 1, 1, 1}, "kv column table");
+}
+
+void KvBatchTables::clear() {
+    seqs_.clear();
+    tables_.clear();
+    n_tokens_ = 0;
+}
+
+void KvBatchTables::add(const KvPageTable & table, int64_t pos0, int64_t n) {
+    TERN_ASSERT(n >= 1 && pos0 >= 0 && n_tokens_ + n <= max_tokens_ && n_seqs() < max_seqs_, "KvBatchTables::add");
+    TERN_ASSERT(static_cast<int64_t>(table.pages.size()) <= max_pages_, "a page table longer than the batch's tables");
+    seqs_.push_back({n_tokens_, n, pos0});
+    tables_.push_back(table.pages);
+    n_tokens_ += n;
+}
+
+KvBatch KvBatchTables::upload(Backend & backend, int64_t page_size) {
+    TERN_ASSERT(!seqs_.empty(), "an empty batch");
+    int64_t stride = 1;
+    for (const auto & t : tables_) stride = std::max<int64_t>(stride, static_cast<int64_t>(t.size()));
+    pages_.assign(static_cast<size_t>(stride) * seqs_.size(), -1);
+    for (size_t i = 0; i < tables_.size(); ++i) {
+        std::copy(tables_[i].begin(), tables_[i].end(), pages_.begin() + static_cast<std::ptrdiff_t>(i) * stride);
     }
-    const int64_t first = static_cast<int64_t>(table.pages[0]) * page_size_;
-    const int64_t n_pos = table.n_positions(page_size_);
-    KvCache c;
-    c.n_ctx  = n_pos;
-    c.type_k = type_k_;
-    c.type_v = type_v_;
-    for (size_t il = 0; il < k_.size(); ++il) {
-        c.layers.push_back({k_[il].tensor.columns(first, n_pos), v_[il].tensor.columns(first, n_pos)});
+    KvBatch b;
+    b.page_size = page_size;
+    b.max_pages = stride;
+    b.seqs      = seqs_;
+    b.pages     = pages_;
+    columns_.assign(static_cast<size_t>(4 * n_tokens_), 0);
+    for (size_t i = 0; i < seqs_.size(); ++i) {
+        const KvSeq & s = seqs_[i];
+        TERN_ASSERT((s.pos0 + s.n - 1) / page_size < static_cast<int64_t>(tables_[i].size()),
+                    "sequence %zu's positions past its pages", i);
+        for (int64_t t = 0; t < s.n; ++t) {
+            int32_t * c = columns_.data() + 4 * (s.first + t);
+            c[0]        = static_cast<int32_t>(s.pos0 + t);
+            c[1]        = static_cast<int32_t>(i);
+            c[2]        = static_cast<int32_t>(b.cache_row(i, s.pos0 + t));
+        }
     }
-    return c;
+    b.page_table = page_table_.tensor;
+    b.page_table.ne = {stride, static_cast<int64_t>(seqs_.size()), 1, 1};
+    b.columns = column_table_.tensor;
+    b.columns.ne = {4, n_tokens_, 1, 1};
+    backend.write(b.page_table, pages_.data(), pages_.size() * sizeof(int32_t));
+    backend.write(b.columns, columns_.data(), columns_.size() * sizeof(int32_t));
+    return b;
 }
 
 }  // namespace tern

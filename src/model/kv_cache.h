@@ -5,7 +5,8 @@
 //   - KvCache over its own buffers (make_kv_cache): one contiguous block per session (`tern run`);
 //   - KvPagePool (the server): one pool of fixed-size pages per layer shared by many sequences;
 //     a sequence holds a KvPageTable (its pages, in position order) and gives them back at its end.
-// Either way the forward pass reads a KvCache: per layer a KvLayer view, column p = position p.
+// A session's forward pass reads its KvCache (per layer a KvLayer view, column p = position p); a
+// batch of sequences reads the pool's whole cache through page tables (backend.h: KvBatch).
 #pragma once
 
 #include "backend/backend.h"
@@ -31,20 +32,22 @@ struct KvCache {
 KvCache make_kv_cache(Backend & backend, const ModelConfig & config, int64_t n_ctx, DType type_k, DType type_v);
 
 // The pages one sequence holds, in position order: positions [i * page_size, (i + 1) * page_size)
-// live in physical page pages[i].
+// live in physical page pages[i]. `reserved` pages of the pool are set aside for it (the most it
+// may hold); pages are taken as it grows.
 struct KvPageTable {
     std::vector<int32_t> pages;
+    int64_t              reserved = 0;
     int64_t n_positions(int64_t page_size) const { return static_cast<int64_t>(pages.size()) * page_size; }
 };
 
 // A pool of n_pages pages of page_size positions. Per layer one K and one V buffer
-// [n_embd_kv, n_pages * page_size]: physical page p holds columns [p * page_size, (p + 1) * page_size).
+// [n_embd_kv, n_pages * page_size]: physical page g holds columns [g * page_size, (g + 1) * page_size),
+// and the paged ops read a sequence's positions through its table (backend.h: KvBatch).
 //
-// The backends' attention and cache-append ops read one contiguous KvLayer per sequence today, so a
-// table this pool hands out is a run of consecutive pages (first fit), and a sequence reserves at its
-// start every position it may use. Once attention reads through a page table (batched decoding,
-// issue 53 phase 2) allocate() may hand out any free pages and tables may grow page by page; callers
-// already treat the table as opaque and ask view() for what the forward pass reads.
+// A sequence reserves at its start the pages it may need (reserve: a count, no pages yet), so that
+// once admitted it never runs out; grow() then hands it any free pages as its positions fill, one
+// page at a time, and release() gives back both. Pages never need to be consecutive, so the pool
+// does not fragment: any reservation that fits the count of unreserved pages succeeds.
 class KvPagePool {
 public:
     // Throws Error(invalid_argument) for a cache type other than f16/f32, n_pages < 1, or a
@@ -55,29 +58,60 @@ public:
 
     int64_t page_size() const { return page_size_; }
     int64_t n_pages() const { return static_cast<int64_t>(used_.size()); }
-    int64_t n_free() const { return n_free_; }
-    int64_t n_used() const { return n_pages() - n_free_; }
+    int64_t n_free() const { return n_free_; }                 // pages in no table
+    int64_t n_used() const { return n_pages() - n_free_; }     // pages in tables
+    int64_t n_unreserved() const { return n_pages() - n_reserved_; }
     DType   type_k() const { return type_k_; }
     DType   type_v() const { return type_v_; }
     size_t  n_bytes() const;  // every layer's K and V buffers
     // Pages needed for n_positions positions.
     int64_t pages_for(int64_t n_positions) const { return (n_positions + page_size_ - 1) / page_size_; }
 
-    // Pages for n_positions positions, or nullopt when no run of that many consecutive pages is free
-    // now (the caller waits for a sequence to end). n_positions must be >= 1.
-    std::optional<KvPageTable> allocate(int64_t n_positions);
-    // Gives the table's pages back (each exactly once: releasing a page that is free is a bug).
+    // An empty table with room reserved for n_positions positions (>= 1), or nullopt when fewer
+    // pages than that are unreserved now (the caller waits for a sequence to end).
+    std::optional<KvPageTable> reserve(int64_t n_positions);
+    // Takes free pages into the table until it covers n_positions (at most its reservation: asserted).
+    void grow(KvPageTable & table, int64_t n_positions);
+    // Gives the table's pages and its reservation back (each page exactly once: a bug otherwise).
     void release(KvPageTable & table);
 
-    // What the forward pass reads for this table: n_ctx = its positions.
-    KvCache view(const KvPageTable & table) const;
+    // The whole pool as the paged ops read it: per layer K, V [n_embd_kv, n_pages * page_size].
+    const KvCache & cache() const { return cache_; }
 
 private:
-    int64_t                  page_size_;
-    DType                    type_k_, type_v_;
-    std::vector<OwnedTensor> k_, v_;  // per layer: [n_embd_kv, n_pages * page_size]
-    std::vector<bool>        used_;   // per physical page
-    int64_t                  n_free_ = 0;
+    int64_t              page_size_;
+    DType                type_k_, type_v_;
+    KvCache              cache_;  // owns the buffers
+    std::vector<bool>    used_;   // per physical page
+    std::vector<int32_t> free_;   // the free pages, taken from the back
+    int64_t              n_free_     = 0;
+    int64_t              n_reserved_ = 0;
+};
+
+// The tables of one batched forward pass (backend.h: KvBatch), on the host and on the device: add
+// each sequence in column order, then upload() writes the device copies and returns the KvBatch.
+// Device tensors are allocated once, for at most max_tokens columns, max_seqs sequences and
+// max_pages pages per sequence.
+class KvBatchTables {
+public:
+    KvBatchTables(Backend & backend, int64_t max_tokens, int64_t max_seqs, int64_t max_pages);
+
+    void clear();
+    // The next sequence: n columns at positions pos0 .. pos0 + n - 1, in the pages of `table`.
+    void add(const KvPageTable & table, int64_t pos0, int64_t n);
+    int64_t n_tokens() const { return n_tokens_; }
+    int64_t n_seqs() const { return static_cast<int64_t>(seqs_.size()); }
+    // Writes the page table and the column table to the device; the KvBatch points into this object.
+    KvBatch upload(Backend & backend, int64_t page_size);
+
+private:
+    int64_t                            max_tokens_, max_seqs_, max_pages_;
+    std::vector<KvSeq>                 seqs_;
+    std::vector<std::vector<int32_t>>  tables_;  // per sequence, its pages
+    std::vector<int32_t>               pages_;   // [n_seq][stride]
+    std::vector<int32_t>               columns_; // [T][4]
+    int64_t                            n_tokens_ = 0;
+    OwnedTensor                        page_table_, column_table_;
 };
 
 }  // namespace tern

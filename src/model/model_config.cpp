@@ -3,7 +3,9 @@
 #include "model/model_config.h"
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "core/log.h"
+#include "core/utf8.h"
 
 #include <cmath>
 
@@ -124,20 +126,20 @@ ModelConfig read_model_config(const GgufFile & f) {
     c.arch = std::string(*arch);
     if (c.arch == "llama" || c.arch == "qwen3" || c.arch == "phi3") return config_from_family(f);
     if (!is_supported_arch(c.arch)) {
-        fail(ErrorKind::unsupported, format("architecture '%s' is not supported", c.arch.c_str()),
+        fail(ErrorKind::unsupported, format("architecture '%s' is not supported", printable(c.arch).c_str()),
              "tern runs bitnet-b1.58, bitnet-25, bitnet, llama, qwen3 and phi3 models");
     }
     for (const auto & kv : f.kvs()) {
         if (kv.key.starts_with("prism.hadamard.")) {
-            fail(ErrorKind::unsupported, format("metadata key '%.*s': Hadamard-rotated (Bonsai 2) weights are not supported",
-                                                static_cast<int>(kv.key.size()), kv.key.data()));
+            fail(ErrorKind::unsupported, format("metadata key '%s': Hadamard-rotated (Bonsai 2) weights are not supported",
+                                                printable(kv.key).c_str()));
         }
     }
     if (const auto name = f.get_string("general.name")) c.name = std::string(*name);
     const std::string p = c.arch + ".";
     c.n_embd      = required_int(f, p + "embedding_length", 1, k_max_dim);
     c.n_layer     = required_int(f, p + "block_count", 1, 4096);
-    c.n_ctx_train = required_int(f, p + "context_length", 1, int64_t{1} << 24);
+    c.n_ctx_train = required_int(f, p + "context_length", 1, k_max_context_length);
     c.n_ff        = uniform_int(f, p + "feed_forward_length", true, 0, 1, k_max_dim);
     c.n_head      = uniform_int(f, p + "attention.head_count", true, 0, 1, 4096);
     c.n_head_kv   = uniform_int(f, p + "attention.head_count_kv", false, c.n_head, 1, 4096);
@@ -166,8 +168,7 @@ ModelConfig read_model_config(const GgufFile & f) {
     if (const auto type = f.get_string(p + "rope.scaling.type")) {
         const double factor = f.get_float(p + "rope.scaling.factor").value_or(0.0);
         if (!(*type == "none" || (*type == "linear" && (factor == 0.0 || factor == 1.0)))) {
-            fail(ErrorKind::unsupported, format("rope scaling '%.*s' (factor %g) is not supported",
-                                                static_cast<int>(type->size()), type->data(), factor));
+            fail(ErrorKind::unsupported, format("rope scaling '%s' (factor %g) is not supported", printable(*type).c_str(), factor));
         }
     }
     // Vocabulary size: the token_embd rows decide; vocab_size and the token list must agree.

@@ -2,6 +2,7 @@
 #include "tokenizer/bpe.h"
 
 #include "core/error.h"
+#include "core/utf8.h"
 #include "tokenizer/byte_unicode.h"
 
 #include <algorithm>
@@ -21,8 +22,9 @@ BpeModel BpeModel::build(std::span<const std::string_view> merges, const Vocab &
         const size_t           sep = m.size() > 1 ? m.find(' ', 1) : std::string_view::npos;
         if (sep == std::string_view::npos) {
             fail(ErrorKind::invalid_model,
-                 format("tokenizer: 'tokenizer.ggml.merges'[%zu] = '%.*s' is not of the form \"left right\"", rank,
-                        static_cast<int>(std::min<size_t>(m.size(), 64)), m.data()));
+                 format("tokenizer: 'tokenizer.ggml.merges'[%zu] = '%s' is not of the form \"left right\"", rank,
+                        printable(m, 64).c_str()),
+                 "the file's tokenizer metadata is corrupt; get the file again or re-convert the model");
         }
         const std::string_view left  = m.substr(0, sep);
         const std::string_view right = m.substr(sep + 1);
@@ -31,9 +33,8 @@ BpeModel BpeModel::build(std::span<const std::string_view> merges, const Vocab &
         if (l < 0 || r < 0) {
             const std::string_view missing = l < 0 ? left : right;
             fail(ErrorKind::invalid_model,
-                 format("tokenizer: 'tokenizer.ggml.merges'[%zu] = '%.*s': '%.*s' is not a token of 'tokenizer.ggml.tokens'",
-                        rank, static_cast<int>(std::min<size_t>(m.size(), 64)), m.data(),
-                        static_cast<int>(std::min<size_t>(missing.size(), 64)), missing.data()),
+                 format("tokenizer: 'tokenizer.ggml.merges'[%zu] = '%s': '%s' is not a token of 'tokenizer.ggml.tokens'",
+                        rank, printable(m, 64).c_str(), printable(missing, 64).c_str()),
                  "the merges do not belong to this vocabulary; re-convert the model");
         }
         joined.assign(left);

@@ -48,7 +48,7 @@ const char * role_header(const std::string & role) {
     if (role == "user") return "User: ";
     if (role == "assistant") return "Assistant: ";
     fail(ErrorKind::invalid_argument,
-         format("chat: unknown message role '%.*s'", static_cast<int>(std::min<size_t>(role.size(), 64)), role.data()),
+         format("chat: unknown message role '%s'", printable(role, 64).c_str()),
          "roles are \"system\", \"user\" and \"assistant\"");
 }
 

@@ -5,14 +5,16 @@
 #include "tokenizer/hf_tokenizer_json.h"
 
 #include "core/error.h"
+#include "core/json_strict.h"
 #include "core/log.h"
+#include "core/mmap.h"
+#include "core/utf8.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <fstream>
+#include <filesystem>
 #include <limits>
-#include <sstream>
 #include <string_view>
 #include <unordered_map>
 
@@ -50,9 +52,8 @@ const char * json_type_name(const json & j) {
     }
 }
 
-std::string clip(std::string_view s) {
-    return s.size() <= 64 ? std::string(s) : std::string(s.substr(0, 61)) + "...";
-}
+// Text from the file, for a message: terminal-safe and short.
+std::string clip(std::string_view s) { return printable(s, 61); }
 
 // The file being read, for error messages.
 struct Source {
@@ -72,23 +73,23 @@ struct Source {
     }
 };
 
+// Strict and depth-limited (a tokenizer.json nests about 5 levels; 100,000 nested arrays would
+// overflow the stack of a recursive parser), at most 1 GiB.
 json read_json(const std::string & path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) fail(ErrorKind::io, format("cannot open '%s'", path.c_str()), "check the path of the Hugging Face model folder");
-    std::ostringstream buf;
-    buf << in.rdbuf();
-    if (in.bad()) fail(ErrorKind::io, format("cannot read '%s'", path.c_str()));
-    try {
-        return json::parse(buf.str());
-    } catch (const json::exception & e) {
-        fail(ErrorKind::invalid_model, format("'%s' is not valid JSON: %s", path.c_str(), e.what()));
+    if (!std::filesystem::exists(path)) {
+        fail(ErrorKind::io, format("cannot open '%s'", path.c_str()), "check the path of the Hugging Face model folder");
     }
+    return parse_json_strict(read_file_text(path, size_t{1} << 30), "'" + path + "'");
 }
 
-int32_t token_id(const Source & src, const json & v, const std::string & field) {
+int32_t token_id(const Source & src, const json & v, const std::string & field, int64_t max_tokens) {
     if (!v.is_number_integer()) src.wrong_type(field, "a token id (integer)", v);
     const auto id = v.get<int64_t>();
-    if (id < 0 || id >= std::numeric_limits<int32_t>::max()) src.bad(field, format("= %lld is not a valid token id", static_cast<long long>(id)));
+    if (id < 0 || id >= max_tokens) {
+        src.bad(field, format("= %lld is not a valid token id (expected 0..%lld)", static_cast<long long>(id),
+                              static_cast<long long>(max_tokens - 1)),
+                "the vocabulary has holes or ids beyond config.json's \"vocab_size\"; the file is damaged");
+    }
     return static_cast<int32_t>(id);
 }
 
@@ -197,6 +198,8 @@ bool looks_special(std::string_view text) {
     return text.size() >= 4 && text.substr(0, 2) == "<|" && text.substr(text.size() - 2) == "|>";
 }
 
+TokenizerMetadata metadata_from_doc(const json & doc, const std::string & tokenizer_json_path, int64_t max_tokens);
+
 std::string replace_all(std::string s, std::string_view from, std::string_view to) {
     for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size()) s.replace(pos, from.size(), to);
     return s;
@@ -204,19 +207,40 @@ std::string replace_all(std::string s, std::string_view from, std::string_view t
 
 }  // namespace
 
-TokenizerMetadata tokenizer_metadata_from_hf(const std::string & tokenizer_json_path, const std::string & tokenizer_config_path) {
+TokenizerMetadata tokenizer_metadata_from_hf(const std::string & tokenizer_json_path, const std::string & tokenizer_config_path,
+                                             int64_t max_tokens) {
+    TokenizerMetadata meta = metadata_from_doc(read_json(tokenizer_json_path), tokenizer_json_path, max_tokens);
+    if (!tokenizer_config_path.empty()) apply_tokenizer_config(tokenizer_config_path, meta);
+    if (!meta.add_bos && meta.pre == "llama-bpe") meta.add_bos = true;  // Llama-3 models expect <|begin_of_text|>
+    return meta;
+}
+
+TokenizerMetadata tokenizer_metadata_from_hf_text(std::string_view text, const std::string & name, int64_t max_tokens) {
+    TokenizerMetadata meta = metadata_from_doc(parse_json_strict(text, "'" + name + "'"), name, max_tokens);
+    if (!meta.add_bos && meta.pre == "llama-bpe") meta.add_bos = true;
+    return meta;
+}
+
+namespace {
+
+TokenizerMetadata metadata_from_doc(const json & doc, const std::string & tokenizer_json_path, int64_t max_tokens) {
     const Source src{tokenizer_json_path};
-    const json   doc = read_json(tokenizer_json_path);
     if (!doc.is_object()) src.wrong_type("(top level)", "an object", doc);
 
     const json & model = src.object_at(doc, "model", "model");
     if (const auto type = model.find("type"); type != model.end() && *type != "BPE") {
         fail(ErrorKind::unsupported,
              format("'%s': field 'model.type' is %s, only \"BPE\" (byte-level) is supported", tokenizer_json_path.c_str(),
-                    type->dump().c_str()),
+                    json_excerpt(*type).c_str()),
              "SentencePiece/Unigram models are converted from their GGUF or tokenizer.model instead");
     }
     const json & vocab = src.object_at(model, "vocab", "model.vocab");
+    if (max_tokens <= 0) {
+        const auto at = doc.find("added_tokens");
+        max_tokens    = static_cast<int64_t>(vocab.size()) + (at != doc.end() && at->is_array() ? static_cast<int64_t>(at->size()) : 0) +
+                     65536;
+    }
+    max_tokens = std::min<int64_t>(max_tokens, std::numeric_limits<int32_t>::max());
 
     TokenizerMetadata meta;
     meta.model = "gpt2";
@@ -226,7 +250,7 @@ TokenizerMetadata tokenizer_metadata_from_hf(const std::string & tokenizer_json_
     entries.reserve(vocab.size());
     int64_t n_tokens = 0;
     for (auto it = vocab.begin(); it != vocab.end(); ++it) {
-        const int32_t id = token_id(src, it.value(), "model.vocab[\"" + clip(it.key()) + "\"]");
+        const int32_t id = token_id(src, it.value(), "model.vocab[\"" + clip(it.key()) + "\"]", max_tokens);
         entries.emplace_back(it.key(), id);
         n_tokens = std::max<int64_t>(n_tokens, int64_t{id} + 1);
     }
@@ -248,7 +272,7 @@ TokenizerMetadata tokenizer_metadata_from_hf(const std::string & tokenizer_json_
             const auto id = t.find("id");
             if (id == t.end()) src.bad(field + ".id", "is missing");
             const bool special = optional_bool(src, t, "special", field + ".special").value_or(false);
-            added.push_back({content->get<std::string>(), token_id(src, *id, field + ".id"), special});
+            added.push_back({content->get<std::string>(), token_id(src, *id, field + ".id", max_tokens), special});
             n_tokens = std::max<int64_t>(n_tokens, int64_t{added.back().id} + 1);
         }
     }
@@ -349,10 +373,10 @@ TokenizerMetadata tokenizer_metadata_from_hf(const std::string & tokenizer_json_
         TERN_LOG_WARN("'%s': model.byte_fallback is not supported for byte-level BPE and is ignored", tokenizer_json_path.c_str());
     }
 
-    if (!tokenizer_config_path.empty()) apply_tokenizer_config(tokenizer_config_path, meta);
-    if (!meta.add_bos && meta.pre == "llama-bpe") meta.add_bos = true;  // Llama-3 models expect <|begin_of_text|>
     return meta;
 }
+
+}  // namespace
 
 void write_tokenizer_metadata(GgufWriter & writer, const TokenizerMetadata & meta) {
     const size_t n = meta.tokens.size();

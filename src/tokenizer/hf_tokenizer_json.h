@@ -31,8 +31,15 @@ struct TokenizerMetadata {
 // else "default" (with a warning). bos/eos/pad/unk ids and add_bos/add_eos come from the config;
 // add_bos defaults to true for llama-bpe. chat_template is tokenizer_config.json's "chat_template"
 // (a string, or the "default" entry of a list of {name, template}). Missing files throw Error(io).
+// Token ids must be below max_tokens (config.json's vocab_size: the embedding's rows); 0 means
+// below the number of entries + 65,536 (holes are allowed, a 61-byte file naming id 2^31 is not).
+// The JSON is parsed strictly (depth-limited, duplicate keys refused); values from the file are
+// never printed whole in errors.
 TokenizerMetadata tokenizer_metadata_from_hf(const std::string & tokenizer_json_path,
-                                             const std::string & tokenizer_config_path = {});
+                                             const std::string & tokenizer_config_path = {}, int64_t max_tokens = 0);
+// The same from tokenizer.json's text (`name` stands for the file in messages): fuzzing, tests.
+TokenizerMetadata tokenizer_metadata_from_hf_text(std::string_view tokenizer_json, const std::string & name,
+                                                  int64_t max_tokens = 0);
 
 // Applies a tokenizer_config.json to imported metadata: bos/eos/pad/unk tokens (by text; bos and eos
 // must be tokens of the vocabulary), add_bos_token / add_eos_token and chat_template.

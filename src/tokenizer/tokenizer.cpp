@@ -44,8 +44,7 @@ PreTokenizer resolve_pre_tokenizer(const GgufFile & file, const tok::Vocab & voc
     if (name && *name != "default") {
         if (const auto pre = pre_tokenizer_from_name(*name)) return *pre;
         fail(ErrorKind::unsupported,
-             format("tokenizer: 'tokenizer.ggml.pre' = '%.*s' is not a pre-tokenizer tern knows",
-                    static_cast<int>(std::min<size_t>(name->size(), 64)), name->data()),
+             format("tokenizer: 'tokenizer.ggml.pre' = '%s' is not a pre-tokenizer tern knows", printable(*name, 64).c_str()),
              "supported: llama-bpe (and its aliases llama3, llama-v3, falcon3, ...), qwen2, qwen35, default; "
              "force one with the pre-tokenizer option");
     }
@@ -135,8 +134,7 @@ Tokenizer Tokenizer::from_gguf(const GgufFile & file, const TokenizerOptions & o
         impl->kind = VocabKind::spm;
     } else {
         fail(ErrorKind::unsupported,
-             format("tokenizer: 'tokenizer.ggml.model' = '%.*s' is not supported",
-                    static_cast<int>(std::min<size_t>(model->size(), 64)), model->data()),
+             format("tokenizer: 'tokenizer.ggml.model' = '%s' is not supported", printable(*model, 64).c_str()),
              "tern supports byte-level BPE (\"gpt2\") and SentencePiece-style (\"llama\") vocabularies");
     }
 

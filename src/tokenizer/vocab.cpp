@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/utf8.h"
 
 #include <algorithm>
 #include <array>
@@ -18,7 +19,8 @@ constexpr const char * k_token_type = "tokenizer.ggml.token_type";
 constexpr const char * k_scores     = "tokenizer.ggml.scores";
 
 [[noreturn]] void bad_model(std::string message, std::string hint = {}) {
-    fail(ErrorKind::invalid_model, "tokenizer: " + message, std::move(hint));
+    fail(ErrorKind::invalid_model, "tokenizer: " + message,
+         hint.empty() ? "the file's tokenizer metadata is corrupt; get the file again or re-convert the model" : std::move(hint));
 }
 
 // Texts whose tokens end generation (§5.2), and, in order of preference, the ones that mark the end
@@ -114,7 +116,7 @@ void load_special_ids(const GgufFile & file, VocabKind kind, bool llama3_family,
         if (kind == VocabKind::bpe) {
             placeholder = true;
             TERN_LOG_WARN("tokenizer: '%s' is missing; using llama.cpp's placeholder id %d ('%s')", key, fallback,
-                          vocab.texts[static_cast<size_t>(fallback)].c_str());
+                          printable(vocab.texts[static_cast<size_t>(fallback)]).c_str());
         }
         return fallback;
     };
@@ -150,7 +152,7 @@ void build_special_tokens(const GgufFile & file, Vocab & vocab) {
     auto force_control = [&](int32_t id, const char * why) {
         auto & type = vocab.types[static_cast<size_t>(id)];
         if (type == TokenType::control) return;
-        TERN_LOG_DEBUG("tokenizer: token %d '%s' (%s) forced to CONTROL", id, vocab.texts[static_cast<size_t>(id)].c_str(), why);
+        TERN_LOG_DEBUG("tokenizer: token %d '%s' (%s) forced to CONTROL", id, printable(vocab.texts[static_cast<size_t>(id)]).c_str(), why);
         type = TokenType::control;
     };
 

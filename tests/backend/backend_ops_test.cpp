@@ -56,7 +56,7 @@ TEST(CpuReference, I2sGemvMatchesBitnetCppNumerics) {
     x[0] = 1.0f, x[32] = -0.5f, x[96] = 0.25f, x[127] = 2.0f;
 
     WeightSource src{"w", DType::i2_s, {128, 1, 1, 1}, {tensor, 64}};
-    auto         be = make_cpu_backend({1});
+    auto         be = make_cpu_reference_backend(1);
     auto         w  = be->load_linear({&src, 1});
     auto         xq = alloc_tensor(*be, DType::i8, {128, 1, 1, 1}, "q");
     auto         xs = alloc_tensor(*be, DType::f32, {1, 1, 1, 1}, "s");
@@ -322,9 +322,25 @@ std::vector<BackendCase> backend_factories() {
          webgpu},
     };
 #else
+    // The reference on more threads, and the fast kernels of every instruction set this machine runs
+    // (the others report themselves as skipped), all bit for bit.
+    // Every F16 head takes the int8 copy (head_i8_min_bytes 0), so the greedy and top-k tests check it.
+    auto fast = [](CpuIsa isa, int threads) {
+        return [isa, threads](std::string & skip) -> std::shared_ptr<Backend> {
+            if (cpu_isa_available(isa)) return make_cpu_fast_backend({threads, isa, 0});
+            skip = std::string("no ") + std::string(cpu_isa_name(isa)) + " kernels on this CPU/build (" + cpu_feature_list() + ")";
+            return nullptr;
+        };
+    };
     return {
-        {"cpu_2_threads", [](std::string &) -> std::shared_ptr<Backend> { return make_cpu_backend({2}); }, {}},
-        {"cpu_3_threads", [](std::string &) -> std::shared_ptr<Backend> { return make_cpu_backend({3}); }, {}},
+        {"cpu_2_threads", [](std::string &) -> std::shared_ptr<Backend> { return make_cpu_reference_backend(2); }, {}},
+        {"cpu_3_threads", [](std::string &) -> std::shared_ptr<Backend> { return make_cpu_reference_backend(3); }, {}},
+        {"avx512_1_thread", fast(CpuIsa::avx512, 1), {}},
+        {"avx512_3_threads", fast(CpuIsa::avx512, 3), {}},
+        {"avx2_1_thread", fast(CpuIsa::avx2, 1), {}},
+        {"avx2_3_threads", fast(CpuIsa::avx2, 3), {}},
+        {"neon_1_thread", fast(CpuIsa::neon, 1), {}},
+        {"neon_3_threads", fast(CpuIsa::neon, 3), {}},
     };
 #endif
 }
@@ -337,7 +353,7 @@ protected:
         if (!be_) GTEST_SKIP() << skip;
     }
 
-    std::unique_ptr<Backend> ref_ = make_cpu_backend({1});
+    std::unique_ptr<Backend> ref_ = make_cpu_reference_backend(1);
     std::shared_ptr<Backend> be_;
     const Tolerances &       tol_ = GetParam().tol;
 

@@ -666,7 +666,6 @@ TEST_F(WebGpuOps, ReadBandwidthRunsEveryLayout) {
     EXPECT_NE(lines[0].find("1 loads per thread"), std::string::npos) << lines[0];
     EXPECT_NE(lines[1].find("head rows"), std::string::npos) << lines[1];
     EXPECT_NE(lines[2].find("8 loads per thread"), std::string::npos) << lines[2];
-    EXPECT_EQ(cpu_->measure_read_bandwidth(), 0.0) << "the CPU backend does not measure it";
 }
 
 TEST_F(WebGpuOps, EmbedF32AndDequantizedQ8TablesFromATokenView) {

@@ -78,7 +78,7 @@ TEST(WebGpuShaders, EveryEmbeddedShaderCompilesAndMakesAPipeline) {
     const std::pair<const char *, const char *> signatures[] = {
         {"embed", "rrwwu"},          {"rms_norm", "rrwu"},     {"rms_norm_quant", "rrwwu"}, {"bitlinear", "rrrwu"},
         {"bitlinear_nodp4", "rrrwu"}, {"gate_up", "rrrwu"},   {"gate_up_nodp4", "rrrwu"},  {"qkv_rope", "rrrrwwwu"},
-        {"qkv_rope_nodp4", "rrrrwwwu"}, {"attention", "rrrwwru"}, {"lm_head", "rrwu"}, {"lm_head_f16_decode", "rrrwwu"},
+        {"qkv_rope_nodp4", "rrrrwwwu"}, {"attention", "rrrwwrrrru"}, {"lm_head", "rrwu"}, {"lm_head_f16_decode", "rrrwwu"},
         {"argmax_partial", "rwu"},    {"argmax_final", "rwu"},  {"bitlinear_decode", "rrrwwru"},
         {"bitlinear_decode_nodp4", "rrrwwru"}, {"gate_up_decode", "rrrwwru"}, {"gate_up_decode_nodp4", "rrrwwru"},
         {"qkv_rope_decode", "rrrrwwwwru"}, {"qkv_rope_decode_nodp4", "rrrrwwwwru"},

@@ -98,6 +98,14 @@ TEST(HfConfig, RejectsBadValues) {
     expect_error(edit([](J & j) { j["model_type"] = "llama"; }), ErrorKind::unsupported, {"model_type", "llama"});
     expect_error(edit([](J & j) { j["rope_scaling"] = {{"rope_type", "yarn"}}; }), ErrorKind::unsupported, {"rope_scaling"});
     expect_error(edit([](J & j) { j["tie_word_embeddings"] = 1; }), ErrorKind::invalid_model, {"tie_word_embeddings"});
+    // A context tern's loader would refuse (context_length above 2^24) is refused here, before any GGUF is written.
+    expect_error(edit([](J & j) { j["max_position_embeddings"] = (1 << 24) + 1; }), ErrorKind::invalid_model,
+                 {"max_position_embeddings", "16777217", "16777216"});
+    // Values from the file are described, not printed whole or raw.
+    expect_error(edit([](J & j) { j["hidden_act"] = std::string(5000, 'x') + "\x1b"; }), ErrorKind::unsupported,
+                 {"hidden_act", "xxx..."});
+    expect_error(edit([](J & j) { j["hidden_size"] = J::array({1, 2, 3, 4, 5, 6, 7, 8, 9}); }), ErrorKind::invalid_model,
+                 {"hidden_size", "an array of 9 items"});
     expect_error(edit([](J & j) { j["quantization_config"] = "bitnet"; }), ErrorKind::invalid_model, {"quantization_config"});
     expect_error(edit([](J & j) { j["quantization_config"]["linear_class"] = "BitLinear"; }), ErrorKind::invalid_model,
                  {"linear_class", "BitLinear"});

@@ -167,6 +167,24 @@ TEST(Safetensors, ShardedIndex) {
     EXPECT_THROW(SafetensorsCheckpoint::open_dir(dir.string()), Error);
 }
 
+// A header of 200,000 small tensors: read one entry at a time (nlohmann's callback parser rescanned
+// the root object after each entry: quadratic, minutes for this, and a DOM of >1 GB for 50 MB), and
+// tensor names from the file are escaped in messages.
+TEST(Safetensors, AHeaderOfManyTensorsAndHostileNames) {
+    std::string header = "{";
+    for (int i = 0; i < 200000; ++i) {
+        header += (i ? "," : "") + ("\"t" + std::to_string(i) + "\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0]}");
+    }
+    header += "}";
+    const auto f = SafetensorsFile::from_bytes(raw_safetensors(header, {}));
+    EXPECT_EQ(f.tensors().size(), 200000u);
+    ASSERT_NE(f.find("t199999"), nullptr);
+    expect_bad(raw_safetensors(R"({"\u001b[2J":{"dtype":"Q9","shape":[1],"data_offsets":[0,1]}})", bytes_of(1)),
+               ErrorKind::invalid_model, {"tensor '\\x1b[2J'", "unknown dtype 'Q9'"});
+    expect_bad(raw_safetensors(R"({"a":{"dtype":"U8","dtype":"U8","shape":[1],"data_offsets":[0,1]}})", bytes_of(1)),
+               ErrorKind::invalid_model, {"tensor 'a'", "\"dtype\" appears twice"});
+}
+
 // Mutated headers and lengths: the reader must either accept the file or throw tern::Error; any
 // other exception or a crash fails (ASan builds also catch out-of-bounds reads).
 TEST(Safetensors, MutatedInputsNeverCrash) {

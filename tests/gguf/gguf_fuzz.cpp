@@ -1,11 +1,7 @@
 // libFuzzer target for the strict GGUF reader: GgufFile::from_bytes on arbitrary bytes, then
-// everything an accepted file offers (gguf_exercise.h). Built only with clang and -DTERN_FUZZ=ON:
-//
-//   CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DTERN_FUZZ=ON \
-//       -DTERN_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=RelWithDebInfo
-//   ninja -C build-fuzz gguf_fuzz gguf_fuzz_seeds
-//   build-fuzz/bin/gguf_fuzz_seeds build-fuzz/gguf-corpus        # writes the seed files
-//   build-fuzz/bin/gguf_fuzz build-fuzz/gguf-corpus -max_total_time=300 -max_len=4096
+// everything an accepted file offers (gguf_exercise.h). Built with the other targets in tests/fuzz
+// (clang, -DTERN_FUZZ=ON); `scripts/fuzz.sh 300 gguf_fuzz` builds it, writes the seeds
+// (gguf_seeds.h, through fuzz_seeds) and runs it for 300 s.
 //
 // A crash, a sanitizer report, an error kind other than invalid_model, or a broken invariant of an
 // accepted file is a finding.

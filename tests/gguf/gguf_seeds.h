@@ -1,6 +1,6 @@
 // Small valid GGUF files covering every reader path: all metadata types, every tensor type, Q2_0
 // g64 and legacy g128, custom alignment, vocab-only, missing trailing padding. They seed the
-// libFuzzer corpus (gguf_fuzz_seeds) and the deterministic mutation test.
+// libFuzzer corpus (tests/fuzz/fuzz_seeds) and the deterministic mutation test.
 #pragma once
 
 #include "gguf/gguf_writer.h"

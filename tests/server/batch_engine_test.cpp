@@ -46,33 +46,43 @@ std::vector<int32_t> tokens(int n, int salt, int n_vocab) {
     return ids;
 }
 
-TEST(KvPagePool, PagesAreHandedOutAsRunsAndComeBack) {
+TEST(KvPagePool, ReservationsAreCountsAndPagesComeAsTablesGrow) {
     const TinyModel & t = tiny();
     KvPagePool        pool(*t.backend, t.model->config(), 8, 16, DType::f16, DType::f16);
     EXPECT_EQ(pool.n_free(), 8);
-    auto a = pool.allocate(33);  // 3 pages
-    auto b = pool.allocate(16);  // 1 page
+    auto a = pool.reserve(33);  // 3 pages reserved, none taken yet
+    auto b = pool.reserve(16);  // 1 page
     ASSERT_TRUE(a && b);
-    EXPECT_EQ(a->pages, (std::vector<int32_t>{0, 1, 2}));
-    EXPECT_EQ(b->pages, (std::vector<int32_t>{3}));
-    EXPECT_EQ(pool.n_used(), 4);
-    EXPECT_FALSE(pool.allocate(5 * 16).has_value());  // 4 free, not 5
+    EXPECT_EQ(a->reserved, 3);
+    EXPECT_TRUE(a->pages.empty());
+    EXPECT_EQ(pool.n_used(), 0);
+    EXPECT_EQ(pool.n_unreserved(), 4);
+    EXPECT_FALSE(pool.reserve(5 * 16).has_value());  // 4 unreserved, not 5
+    // Pages come one at a time as positions fill, in any order the pool likes; interleaved growth
+    // gives interleaved pages (a table is not a run).
+    pool.grow(*a, 1);
+    pool.grow(*b, 16);
+    pool.grow(*a, 20);
+    EXPECT_EQ(a->pages, (std::vector<int32_t>{0, 2}));
+    EXPECT_EQ(b->pages, (std::vector<int32_t>{1}));
+    EXPECT_EQ(pool.n_used(), 3);
+    pool.grow(*a, 20);  // already covered
+    EXPECT_EQ(pool.n_used(), 3);
     pool.release(*a);
     EXPECT_TRUE(a->pages.empty());
     EXPECT_EQ(pool.n_free(), 7);
-    // Free: 0-2 and 4-7. Four consecutive pages exist only at 4-7.
-    auto c = pool.allocate(64);
+    EXPECT_EQ(pool.n_unreserved(), 7);
+    // Fragmentation does not matter: 7 pages reserved and taken around b's page.
+    auto c = pool.reserve(7 * 16);
     ASSERT_TRUE(c);
-    EXPECT_EQ(c->pages, (std::vector<int32_t>{4, 5, 6, 7}));
-    EXPECT_FALSE(pool.allocate(64).has_value());  // three free pages left, in one run
-    auto d = pool.allocate(48);
-    ASSERT_TRUE(d);
-    EXPECT_EQ(d->pages.front(), 0);
-    const KvCache view = pool.view(*c);
-    EXPECT_EQ(view.n_ctx, 64);
-    EXPECT_EQ(view.layer(0).k.offset, static_cast<size_t>(4 * 16) * view.layer(0).k.row_bytes());
-    for (auto * table : {&*b, &*c, &*d}) pool.release(*table);
+    pool.grow(*c, 7 * 16);
+    EXPECT_EQ(c->pages.size(), 7u);
+    EXPECT_EQ(pool.n_free(), 0);
+    EXPECT_FALSE(pool.reserve(1).has_value());
+    for (auto * table : {&*b, &*c}) pool.release(*table);
     EXPECT_EQ(pool.n_free(), 8);
+    EXPECT_EQ(pool.n_unreserved(), 8);
+    EXPECT_EQ(pool.cache().n_ctx, 8 * 16);
 }
 
 TEST(KvPagePool, RejectsBadSizesAndTypes) {

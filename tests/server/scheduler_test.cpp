@@ -99,6 +99,7 @@ TEST(Scheduler, ConcurrentRequestsGiveWhatEachGivesAlone) {
     SchedulerOptions so;
     so.n_slots            = 8;
     so.n_prefill_per_step = 8;  // long prompts are prefilled over several steps while others decode
+    so.n_sampling_threads = 3;  // the slots' samplers run on several threads
     Scheduler sched(eng, *f.tokenizer, so);
     std::vector<std::shared_ptr<Job>> jobs;
     for (int i = 0; i < n; ++i) jobs.push_back(sched.submit(spec(i, 12)));
@@ -111,6 +112,45 @@ TEST(Scheduler, ConcurrentRequestsGiveWhatEachGivesAlone) {
     const SchedulerStats s = sched.stats();
     EXPECT_EQ(s.requests_finished, n);
     EXPECT_EQ(s.generated_tokens, 12 * n);
+    EXPECT_EQ(eng.pool().n_used(), 0);
+}
+
+// Greedy requests without penalties or logprobs take the device's argmax (no logits read back);
+// with logprobs they go through the sampler's argmax over the logits: the same tokens, together or
+// alone.
+TEST(Scheduler, GreedyOnTheDeviceGivesTheSamplersTokens) {
+    const Fixture & f = tiny();
+    const int       n = 5;
+    auto greedy = [](int i, int logprobs) {
+        JobSpec s       = spec(i, 10);
+        s.sampling.temp = 0.0f;
+        s.logprobs      = logprobs;
+        return s;
+    };
+    std::vector<Outcome> alone(n);
+    {
+        BatchEngine      eng(*f.model, engine_options());
+        SchedulerOptions so;
+        so.n_slots = 1;
+        Scheduler sched(eng, *f.tokenizer, so);
+        for (int i = 0; i < n; ++i) alone[i] = drain(*sched.submit(greedy(i, 0)));  // from the logits
+    }
+    BatchEngine      eng(*f.model, engine_options());
+    SchedulerOptions so;
+    so.n_slots = 2 * n;
+    Scheduler sched(eng, *f.tokenizer, so);
+    std::vector<std::shared_ptr<Job>> jobs;
+    for (int i = 0; i < n; ++i) {
+        jobs.push_back(sched.submit(greedy(i, -1)));  // the device's argmax
+        jobs.push_back(sched.submit(greedy(i, 2)));   // beside the same request through the sampler
+    }
+    for (int i = 0; i < n; ++i) {
+        const Outcome device = drain(*jobs[static_cast<size_t>(2 * i)]);
+        const Outcome host   = drain(*jobs[static_cast<size_t>(2 * i + 1)]);
+        EXPECT_EQ(device.n_generated, 10);
+        EXPECT_EQ(device.text, alone[i].text) << "request " << i;
+        EXPECT_EQ(host.text, alone[i].text) << "request " << i;
+    }
     EXPECT_EQ(eng.pool().n_used(), 0);
 }
 

@@ -201,6 +201,45 @@ TEST(HfTokenizerJson, Errors) {
     expect_error([&] { (void)tokenizer_metadata_from_hf(tj, config2); }, ErrorKind::invalid_model, {"add_bos_token", "boolean"});
 }
 
+// Hostile files (issue 56's fuzz findings): 100,000 nested arrays used to overflow the stack of the
+// recursive parser and were dumped whole into the message; a 61-byte file naming id 2^31 - 2 made
+// one string per id up to it; escape sequences in a merge reached the terminal.
+TEST(HfTokenizerJson, HostileFilesFailCleanly) {
+    const std::string deep = write_text(R"({"model": {"type": )" + std::string(100000, '[') + std::string(100000, ']') + "}}");
+    try {
+        (void) tokenizer_metadata_from_hf(deep);
+        ADD_FAILURE() << "accepted";
+    } catch (const Error & e) {
+        EXPECT_EQ(e.kind(), ErrorKind::invalid_model);
+        EXPECT_NE(std::string(e.what()).find("nests deeper"), std::string::npos) << e.what();
+        EXPECT_LT(std::string(e.what()).size(), 300u) << "the value was printed whole";
+    }
+    const std::string big_id = write_text(R"({"model":{"type":"BPE","vocab":{"a":2147483646},"merges":[]}})");
+    expect_error([&] { (void) tokenizer_metadata_from_hf(big_id); }, ErrorKind::invalid_model,
+                 {"model.vocab[\"a\"]", "2147483646", "not a valid token id"});
+    // With config.json's vocab_size as the bound, an id at or above it is refused too.
+    json j = minimal_tokenizer_json();
+    expect_error([&] { (void) tokenizer_metadata_from_hf(write_json(j), "", 5); }, ErrorKind::invalid_model,
+                 {"added_tokens[1].id", "expected 0..4"});
+    EXPECT_EQ(tokenizer_metadata_from_hf(write_json(j), "", 7).tokens.size(), 7u);
+    // A long type value is described, not dumped; control characters in a merge are escaped.
+    j                  = minimal_tokenizer_json();
+    j["model"]["type"] = std::string(100000, 'U');
+    expect_error([&] { (void) tokenizer_metadata_from_hf(write_json(j)); }, ErrorKind::unsupported, {"model.type", "..."});
+    j                    = minimal_tokenizer_json();
+    j["model"]["merges"] = json::array({"a \x1b[2Jzz"});
+    try {
+        (void) tokenizer_metadata_from_hf(write_json(j));
+        ADD_FAILURE() << "accepted";
+    } catch (const Error & e) {
+        EXPECT_EQ(std::string(e.what()).find('\x1b'), std::string::npos) << "raw ESC in: " << e.what();
+        EXPECT_NE(std::string(e.what()).find("\\x1b[2J"), std::string::npos) << e.what();
+    }
+    // Duplicate keys are refused (nlohmann would keep the last one).
+    const std::string dup = write_text(R"({"model":{"type":"BPE","vocab":{"a":0,"a":1},"merges":[]}})");
+    expect_error([&] { (void) tokenizer_metadata_from_hf(dup); }, ErrorKind::invalid_model, {"appears twice"});
+}
+
 TEST(HfTokenizerJson, Llama3PackageFacts) {  // FORMATS.md §7.3
     const auto * v = test::llama3_vocab();
     ASSERT_NE(v, nullptr) << "run scripts/setup.sh";

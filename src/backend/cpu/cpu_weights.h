@@ -4,18 +4,25 @@
 #include "backend/backend.h"
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace tern {
 
+// Zero-filled host memory from calloc: a large buffer (a KV cache for the whole context) gets
+// fresh zero pages that cost nothing until they are first written.
 class CpuBuffer : public Buffer {
 public:
-    explicit CpuBuffer(size_t n) : data_(n) {}
-    size_t    size_bytes() const override { return data_.size(); }
-    uint8_t * data() { return data_.data(); }
+    explicit CpuBuffer(size_t n);
+    size_t    size_bytes() const override { return size_; }
+    uint8_t * data() { return data_.get(); }
 
 private:
-    std::vector<uint8_t> data_;
+    struct Free {
+        void operator()(uint8_t * p) const;
+    };
+    std::unique_ptr<uint8_t, Free> data_;
+    size_t                         size_ = 0;
 };
 
 // Low-bit linear weight, rows of all parts stacked:

@@ -128,6 +128,12 @@ public:
     void gate_up(const Tensor & f, const Weight & w_gate_up, const QuantizedActs & a, FfnActivation act) override;
     void lm_head(const Tensor & logits, const Weight & head, const Tensor & h, bool round_input_f16) override;
     void argmax(const Tensor & ids, const Tensor & logits) override;
+    void gather_columns(const Tensor & dst, const Tensor & src, const Tensor & cols) override;
+    // A batch of sequences in a paged KV cache (webgpu_batch.cpp, webgpu_attention_split.cpp).
+    void qkv_rope_kv_append_paged(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const QuantizedActs & a,
+                                  const AttentionShape & shape, const KvBatch & batch) override;
+    void attention_paged(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
+                         const KvBatch & batch) override;
     // The composite ops: one token takes the fused decode kernels (webgpu_decode.cpp: the norm and
     // the int8 quantization in the matmul's prologue, the argmax in the head), which also pull the
     // weights of the kernels after them into L2 (WeightOrder); many tokens chain the primitives.
@@ -284,13 +290,19 @@ private:
                                     const AttentionShape & shape, int64_t pos0);
     // Prompt attention through attention_prefill_*.wgsl (webgpu_attention_prefill.cpp); false when
     // attention.wgsl should run (few query tokens, unless long_one: one query over a long context
-    // that long_query_attention could not take).
+    // that split_attention could not take).
     bool prefill_attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
                            int64_t pos0, bool long_one);
-    // One query over a long context (attention_long_*.wgsl, webgpu_attention_long.cpp): the positions
-    // spread over many workgroups; false when its workgroups or buffers would not fit this device.
-    bool long_query_attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
-                              int64_t pos0);
+    // One query per column with the positions spread over many workgroups (attention_split_*.wgsl,
+    // webgpu_attention_split.cpp): the columns of a paged batch, or (batch null) columns at
+    // positions pos0 + t of a contiguous cache; false when its workgroups or buffers would not fit
+    // this device or the shape.
+    bool split_attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
+                         const KvBatch * batch, int64_t pos0);
+    // rope_kv.wgsl over the qkv scratch's n_tok columns: at positions pos0 + t of a contiguous cache,
+    // or (batch) at each column's position and cache row (webgpu_prefill.cpp).
+    void encode_rope_kv(const Tensor & q, const KvLayer & kv, const GpuLinear & lw, const AttentionShape & shape,
+                        int64_t n_tok, int64_t pos0, const KvBatch * batch);
     // Shared by both: the softmax of the n_rows score rows of each KV head in attn_scores_ (rows of
     // ld floats), in place (one_query: the threads per row for one query's long rows); and the combine of attn_part_'s segment sums (seg_len positions each: a
     // superblock or a block of cpu::sum_positions's order) into `out`, rows in blocks of row_block.
@@ -535,6 +547,8 @@ private:
     OwnedTensor                                    decode_ids_;   // decode_ids()
     std::unique_ptr<GpuBuffer>                     attn_scores_;  // prompt attention scores / probabilities
     std::unique_ptr<GpuBuffer>                     attn_part_;    // prompt attention segment sums
+    std::unique_ptr<GpuBuffer>                     attn_wmax_;    // split attention: workgroup maxima
+    std::unique_ptr<GpuBuffer>                     attn_bsum_;    // split attention: block sums of exp
     std::optional<GemmTiling>                      gemm_tiling_;  // set_gemm_tiling()
     std::optional<MmaTiling>                       mma_tiling_;   // set_mma_tiling()
     std::optional<uint32_t>                        mma_unit_;     // mma_unit(), once found

@@ -331,7 +331,7 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
     // One query over many positions: attention.wgsl walks them all in one workgroup per head (and
     // past its score slots computes every score three times: max, exp sum, P·V), so from
     // attn_long_positions on the positions spread over many workgroups instead
-    // (webgpu_attention_long.cpp; H200 2B4T, tg128 at a depth of 1024: 2.23 ms per token against
+    // (webgpu_attention_split.cpp; with the kernels before them, attention_long_*, on an H200 2B4T, tg128 at a depth of 1024: 2.23 ms per token against
     // 2.45, at 512: 2.02 against 1.86; the two cross near 800 positions), or from fewer where
     // attention.wgsl keeps fewer scores.
     constexpr int64_t k_long_positions = 800;
@@ -339,7 +339,7 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
                                      ? int64_t{tune_.attn_long_positions}
                                      : std::min<int64_t>(k_long_positions, int64_t{sc_max} + 1);
     const bool    long_one = n_tok == 1 && pos0 + 1 >= long_min;
-    if (long_one && long_query_attention(out, q, kv, s, pos0)) return;  // webgpu_attention_long.cpp
+    if (long_one && split_attention(out, q, kv, s, nullptr, pos0)) return;  // webgpu_attention_split.cpp
     if (prefill_attention(out, q, kv, s, pos0, long_one)) return;       // many tokens (or long_one's fallback)
     // One query over few positions: the short form (lib/attention_core.wgsl ATT_SHORT: every K and
     // V word loaded before q, the probabilities passed by shuffles), where subgroups are exactly 32
@@ -354,7 +354,7 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
         if (pos0 + 1 > short_max) short_max = 0;
     }
     PipelineKey key{"attention",
-                    "rrrwwru",
+                    "rrrwwrrrru",
                     {{{"WG", static_cast<double>(wg)},
                       {"K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0},
                       {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0},
@@ -377,10 +377,10 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
         key.add("ATT_CTX", static_cast<double>(std::min(kv.k.ne[1], kv.v.ne[1])));
     }
     if (short_max > 0) key.add("ATT_SHORT", 1.0);
-    // One query: the weight to prefetch, by workgroups after the heads' (PF_FROM; attention.wgsl).
-    // Without one, q is bound in its place and nothing is prefetched.
-    WGPUBuffer pf_buf    = gpu_buffer(q);
-    uint32_t   pf_groups = 0;
+    // One query: the weights to prefetch, by workgroups after the heads' (PF_FROM; attention.wgsl).
+    // Unused slots bind q and prefetch nothing.
+    WGPUBuffer     pf_bufs[4] = {gpu_buffer(q), gpu_buffer(q), gpu_buffer(q), gpu_buffer(q)};
+    uint32_t       pf_groups  = 0;
     if (tiled && prefetch != nullptr) {
         // Loads per invocation. Where attention is short (its 256-thread form, up to 384 positions)
         // the prefetch is what its dispatch waits for, and a compute unit's misses in flight are
@@ -400,11 +400,12 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
                                                              : k_loads_beside_long;
         key.add("PF_FROM", static_cast<double>(s.n_head));
         key.add("PF_LOADS", static_cast<double>(pf_loads));
-        pf_buf    = prefetch->buffer->get();
-        pf_groups = ceil_div(words, wg * pf_loads * k_prefetch_stride_words);
-        key.add("PF_WORDS", static_cast<double>(words));
+        pf_bufs[0] = prefetch->buffer->get();
+        pf_groups  = ceil_div(words, wg * pf_loads * k_prefetch_stride_words);
+        key.add("PF_WORDS0", static_cast<double>(words));
     }
-    const WGPUBuffer bufs[] = {gpu_buffer(q), gpu_buffer(kv.k), gpu_buffer(kv.v), gpu_buffer(out), stats_buffer(), pf_buf};
+    const WGPUBuffer bufs[] = {gpu_buffer(q),  gpu_buffer(kv.k), gpu_buffer(kv.v), gpu_buffer(out), stats_buffer(),
+                               pf_bufs[0],     pf_bufs[1],       pf_bufs[2],       pf_bufs[3]};
     step_->dispatch(key, bufs, &p, sizeof p, u32(s.n_head) + pf_groups, u32(n_tok));
     if (stats_out) stats_written(out, out_slot);
 }

@@ -247,25 +247,35 @@ bool WebGpuBackend::prefill_qkv_rope_kv_append(const Tensor & q, const KvLayer &
     const size_t bytes = static_cast<size_t>(lw.n_rows * n_tok) * 4;
     encode_gemm(grown(qkv_scratch_, bytes, "qkv scratch"), 0, u32(lw.n_rows), lw, a, u32(lw.n_rows), false, 0);
 
-    const RopeTable & rope = rope_table(s.n_rot, s.rope_freq_base, pos0 + n_tok);
-    const size_t      k_el = kv.k.type == DType::f16 ? 2 : 4;
-    const size_t      v_el = kv.v.type == DType::f16 ? 2 : 4;
+    encode_rope_kv(q, kv, lw, s, n_tok, pos0, nullptr);
+    return true;
+}
+
+void WebGpuBackend::encode_rope_kv(const Tensor & q, const KvLayer & kv, const GpuLinear & lw, const AttentionShape & s,
+                                   int64_t n_tok, int64_t pos0, const KvBatch * batch) {
+    const int64_t     hd      = s.head_dim;
+    const int64_t     max_pos = batch != nullptr ? batch->max_position() : pos0 + n_tok - 1;
+    const RopeTable & rope    = rope_table(s.n_rot, s.rope_freq_base, max_pos + 1);
+    const size_t      k_el    = kv.k.type == DType::f16 ? 2 : 4;
+    const size_t      v_el    = kv.v.type == DType::f16 ? 2 : 4;
     struct {
         uint32_t n_units, head_dim, n_rot, n_head, n_head_kv, pos0, x_offset, x_stride, q_offset, q_stride, k_offset,
-            v_offset, n_embd_kv;
+            v_offset, n_embd_kv, cols_offset;
     } p{u32(lw.n_rows / 4), u32(hd),        u32(s.n_rot),          u32(s.n_head),         u32(s.n_head_kv),
-        u32(pos0),          0,              u32(lw.n_rows),        gpu_offset(q, 4),      u32(n_q),
-        gpu_offset(kv.k, k_el), gpu_offset(kv.v, v_el), u32(n_kv)};
+        u32(pos0),          0,              u32(lw.n_rows),        gpu_offset(q, 4),      u32(s.n_head * hd),
+        gpu_offset(kv.k, k_el), gpu_offset(kv.v, v_el), u32(kv.k.ne[0]),
+        batch != nullptr ? gpu_offset(batch->columns, 4) : 0};
     constexpr uint32_t wg = 64;
     const PipelineKey  key{"rope_kv",
-                          "rrwwwu",
+                          "rrwwwru",
                           {{{"WG", static_cast<double>(wg)},
                             {"K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0},
-                            {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0}}}};
+                            {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0},
+                            {"PAGED", batch != nullptr ? 1.0 : 0.0}}}};
+    const WGPUBuffer cols   = batch != nullptr ? gpu_buffer(batch->columns) : qkv_scratch_->get();
     const WGPUBuffer bufs[] = {qkv_scratch_->get(), rope.buffer->get(), gpu_buffer(q), gpu_buffer(kv.k),
-                               gpu_buffer(kv.v)};
+                               gpu_buffer(kv.v), cols};
     step_->dispatch(key, bufs, &p, sizeof p, ceil_div(lw.n_rows / 4, wg), u32(n_tok));
-    return true;
 }
 
 }  // namespace tern

@@ -45,8 +45,13 @@ struct WebGpuTuning {
     uint32_t attn_wg                 = 0;    // threads of attention.wgsl; 0: one query 256 (512 past
                                              //     attn_wide_positions where it fits), prompts 128
     uint32_t attn_wide_positions     = 384;  // one query past this many positions: 512 threads
-    uint32_t attn_long_positions     = 0;    // one query over this many or more: attention_long_*.wgsl;
+    uint32_t attn_long_positions     = 0;    // one query over this many or more: attention_split_*.wgsl;
                                              //     0: 800, or fewer where attention.wgsl keeps fewer scores
+    uint32_t attn_split_dims         = 8;    // output dimensions per workgroup of attention_split_pv
+    uint32_t attn_split_unroll       = 4;    // positions attention_split_pv loads ahead (1: none)
+    uint32_t attn_split_heads        = 0;    // query heads per attention_split_pv workgroup (a divisor of
+                                             //     G); 0: all G where that gives 2 workgroups per
+                                             //     compute unit, else the largest divisor that does
     uint32_t attn_prefetch_loads     = 0;    // loads per thread of attention's weight-prefetch
                                              //     workgroups; 0: the fewest that stay on free units
     uint32_t attn_prefill_min_tokens = 16;   // query tokens from which prompts take attention_prefill_*

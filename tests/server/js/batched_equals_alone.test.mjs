@@ -1,8 +1,8 @@
 // Batched = alone: 8 concurrent requests with fixed seeds give exactly the text each gives alone,
 // on the CPU backend and on the WebGPU backend (SwiftShader where there is no GPU), with each
 // request's KV cache in its own pages of the shared pool. "Alone" is a one-slot CPU server taking
-// the requests one at a time. (Today the scheduler steps the sequences one after another inside a
-// step; the batched forward pass of issue 53 phase 2 must keep this test passing.)
+// the requests one at a time. (The scheduler runs each step as one batched forward pass over all
+// slots: BatchEngine, BitnetModel::forward_batch.)
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";

@@ -8,8 +8,8 @@
 //   out: [n_head hd, T] f32
 //   norm_stats: the output's block sums of squares with STATS_OUT (one query)
 // Bindings: 0 q (read), 1 k_cache (read), 2 v_cache (read), 3 out (read_write), 4 norm_stats
-// (read_write), 5 pf (read: a weight to pull into L2, below; any buffer when PF_FROM is unset),
-// 6 params (uniform)
+// (read_write), 5..8 pf0..pf3 (read: weights to pull into L2, below; any buffer when PF_FROM is
+// unset), 9 params (uniform)
 // Dispatch: (n_head + prefetch workgroups, T, 1). One workgroup per (head, token):
 //   scores: up to SC_MAX positions (decode), in tiles of WG / S positions, S threads
 //     per position, one block of 16 dimensions each; the K rows go straight into the threads'
@@ -75,23 +75,44 @@ struct Params {
 @group(0) @binding(2) var<storage, read> v_cache: array<u32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<storage, read_write> norm_stats: array<f32>;
-@group(0) @binding(5) var<storage, read> pf: array<u32>;
-@group(0) @binding(6) var<uniform> p: Params;
+@group(0) @binding(5) var<storage, read> pf0: array<u32>;
+@group(0) @binding(6) var<storage, read> pf1: array<u32>;
+@group(0) @binding(7) var<storage, read> pf2: array<u32>;
+@group(0) @binding(8) var<storage, read> pf3: array<u32>;
+@group(0) @binding(9) var<uniform> p: Params;
 
 // Weight prefetch (one query, decode): while the n_head workgroups attend, the rest of the GPU and
 // its DRAM are idle, and the layer's next matmuls stream their weights from DRAM (a token's ~850 MB
 // pass through the 50 MB L2 between two visits of a layer). Workgroups from PF_FROM on (= n_head)
-// therefore load one word per 64 bytes (PF_STRIDE words) of a weight (pf, PF_WORDS u32 words; the
-// host binds the weight two matmuls ahead, gate+up's for BitNet), so that its kernel finds it in L2.
-// A workgroup covers PF_LOADS * WG such words, each invocation PF_LOADS at a stride of WG *
-// PF_STRIDE words (a warp's load spans 2 KB). The words are "used" by a store that never happens
-// (p.rn_zero is 0), so that the compiler keeps the loads; the workgroup ends once they are back,
-// which must come before the attending workgroups end (else the next kernel waits for them:
-// delaying the loads made tokens slower). Nothing changes in any result.
+// therefore load one word per 64 bytes (PF_STRIDE words) of up to four weights (pf0..pf3, PF_WORDSi
+// u32 words each; the host binds the o-projection's, gate+up's, the down projection's and the next
+// layer's qkv weight), so that those kernels find them in L2. A workgroup covers PF_LOADS * WG
+// such words of one buffer, each invocation PF_LOADS at a stride of WG * PF_STRIDE words (a warp's
+// load spans 2 KB). The words are "used" by a store that never happens (p.rn_zero is 0), so that the
+// compiler keeps the loads; the workgroup ends once they are back, which must come before the
+// attending workgroups end (else the next kernel waits for them: a chain of multiply-adds before
+// the loads made tokens slower, H200 tg128 906.2-907.0 tokens/s with 200 against 908.7-910.6).
+// Nothing changes in any result. The host binds one weight today (gate+up's for BitNet) and q in
+// the other slots. This four-buffer form is kept, rather than one binding and a constant bound,
+// because the one-buffer kernel was measurably slower and we have not found why (code generation):
+// H200 tg128 968.1-972.8 tokens/s against 994.1-999.7 (tools/device/webgpu_ab.sh, three alternating
+// rounds, docs/perf-log.md).
 override PF_FROM: u32 = 0xffffffffu;  // first prefetching workgroup; unset: none
 override PF_LOADS: u32 = 8u;
 const PF_STRIDE: u32 = 16u;  // (a constant: the host counts the workgroups with it, k_prefetch_stride_words)
-override PF_WORDS: u32 = 0u;
+override PF_WORDS0: u32 = 0u;
+override PF_WORDS1: u32 = 0u;
+override PF_WORDS2: u32 = 0u;
+override PF_WORDS3: u32 = 0u;
+
+fn pf_word(b: u32, i: u32) -> u32 {
+    switch (b) {
+        case 0u: { return pf0[i]; }
+        case 1u: { return pf1[i]; }
+        case 2u: { return pf2[i]; }
+        default: { return pf3[i]; }
+    }
+}
 
 // Workgroups for a buffer of `words` words (each covers WG * PF_LOADS * PF_STRIDE words).
 fn pf_groups(words: u32) -> u32 {
@@ -100,12 +121,17 @@ fn pf_groups(words: u32) -> u32 {
 }
 
 fn prefetch_weights(lid: u32, g: u32) {
-    if (g >= pf_groups(PF_WORDS)) { return; }
+    let counts = array<u32, 4>(pf_groups(PF_WORDS0), pf_groups(PF_WORDS1), pf_groups(PF_WORDS2), pf_groups(PF_WORDS3));
+    let words  = array<u32, 4>(PF_WORDS0, PF_WORDS1, PF_WORDS2, PF_WORDS3);
+    var b  = 0u;
+    var gb = g;  // the workgroup's index among buffer b's
+    for (; b < 3u && gb >= counts[b]; b++) { gb -= counts[b]; }
+    if (gb >= counts[b]) { return; }
     var acc = 0u;
-    let first = (g * WG * PF_LOADS + lid) * PF_STRIDE;
+    let first = (gb * WG * PF_LOADS + lid) * PF_STRIDE;
     for (var u = 0u; u < PF_LOADS; u++) {
         let i = first + u * WG * PF_STRIDE;
-        if (i < PF_WORDS) { acc ^= pf[i]; }
+        if (i < words[b]) { acc ^= pf_word(b, i); }
     }
     if ((acc & p.rn_zero) != 0u) { norm_stats[0] = bitcast<f32>(acc); }
 }

@@ -97,7 +97,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             for (var e = 0u; e < 4u; e++) {
                 v[e] = epilogue(4u * u + e, head * hd + slot_dim(j + e), t, as_);
             }
-            store_qkv_unit(head, j, tok0 + t, p.pos0 + tok0 + t, v);
+            store_qkv_unit(head, j, tok0 + t, p.pos0 + tok0 + t, p.pos0 + tok0 + t, v);
         }
     }
 }

@@ -50,9 +50,9 @@ fn store_kv(is_k: bool, e: u32, a: f32, b: f32) {
 }
 
 // RoPE and store of the four slots j .. j + 3 (j a multiple of 4) of head `head` for token `tok`
-// at position `pos`; v holds the projections of those slots.
-fn store_qkv_unit(head: u32, j: u32, tok: u32, pos: u32, v_in: array<f32, 4>) {
-    store_qkv_unit_rope(head, j, tok, pos, v_in, rope_of_unit(head, j, pos));
+// at position `pos`, its k and v into cache row `row`; v holds the projections of those slots.
+fn store_qkv_unit(head: u32, j: u32, tok: u32, pos: u32, row: u32, v_in: array<f32, 4>) {
+    store_qkv_unit_rope(head, j, tok, row, v_in, rope_of_unit(head, j, pos));
 }
 
 // The (cos, sin) pairs of RoPE for slots j .. j + 3 of `head` at `pos` (zeros where no RoPE applies):
@@ -63,8 +63,8 @@ fn rope_of_unit(head: u32, j: u32, pos: u32) -> vec4<f32> {
     return vec4<f32>(rope[at], rope[at + 1u]);
 }
 
-// store_qkv_unit with the RoPE pairs given (rope_of_unit).
-fn store_qkv_unit_rope(head: u32, j: u32, tok: u32, pos: u32, v_in: array<f32, 4>, cs: vec4<f32>) {
+// store_qkv_unit with the RoPE pairs given (rope_of_unit), k and v into cache row `row`.
+fn store_qkv_unit_rope(head: u32, j: u32, tok: u32, row: u32, v_in: array<f32, 4>, cs: vec4<f32>) {
     var v = v_in;
     let hd = p.head_dim;
     let is_qk = head < p.n_head + p.n_head_kv;
@@ -91,7 +91,7 @@ fn store_qkv_unit_rope(head: u32, j: u32, tok: u32, pos: u32, v_in: array<f32, 4
     } else {
         let is_k = head < p.n_head + p.n_head_kv;
         let kvh  = select(head - p.n_head - p.n_head_kv, head - p.n_head, is_k);
-        let e0   = pos * p.n_embd_kv + kvh * hd;
+        let e0   = row * p.n_embd_kv + kvh * hd;
         store_kv(is_k, e0 + d0, v[0], v[1]);
         store_kv(is_k, e0 + d2, v[2], v[3]);
     }

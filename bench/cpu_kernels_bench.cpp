@@ -1,0 +1,154 @@
+// Micro-benchmarks of the fast CPU kernels (one thread, Google Benchmark; configure with
+// -DTERN_BUILD_BENCH=ON): the ternary products at decode and prompt shapes, the heads, attention
+// and the read loop, each against the kernel set named by TERN_CPU_ISA (default: the best here).
+// CPU time, not wall time, is what to compare on a shared machine.
+//   build/bin/tern_cpu_kernels_bench --benchmark_filter=Ternary --benchmark_min_time=0.5
+#include "backend/cpu/cpu_isa.h"
+#include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/cpu_tiles.h"
+#include "core/thread_pool.h"
+#include "quant/block_formats.h"
+#include "quant/ternary_formats.h"
+
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+namespace tern {
+namespace {
+
+const cpu::Kernels & kernels() {
+    const CpuIsa isa = cpu_isa_resolve(CpuIsa::automatic);
+    const cpu::Kernels * k = isa == CpuIsa::avx512 ? cpu::kernels_avx512() : isa == CpuIsa::avx2 ? cpu::kernels_avx2()
+                                                                                                 : cpu::kernels_neon();
+    if (!k) throw std::runtime_error("no fast kernels on this machine");
+    return *k;
+}
+
+struct Linear {
+    std::vector<uint8_t>            bytes;
+    std::unique_ptr<CpuTiledLinear> w;
+};
+
+Linear make_linear(int64_t k, int64_t n, bool base3) {
+    std::mt19937        rng(1);
+    std::vector<int8_t> v(static_cast<size_t>(k * n));
+    for (auto & x : v) x = static_cast<int8_t>(static_cast<int>(rng() % 3) - 1);
+    Linear l;
+    l.bytes.resize(static_cast<size_t>(k * n / 4 + 32));
+    i2s_pack(v.data(), k * n, 0.5f, l.bytes.data());
+    ThreadPool         pool(1);
+    const WeightSource src{"w", DType::i2_s, {k, n, 1, 1}, l.bytes};
+    l.w = cpu_pack_tiles({&src, 1}, pool, base3 ? &kernels() : nullptr);
+    return l;
+}
+
+// args: K, N, tokens, base-3 tiles (where the kernel set reads them)
+void BM_TernaryGemm(benchmark::State & st) {
+    const int64_t k = st.range(0), n = st.range(1), T = st.range(2);
+    const auto    l = make_linear(k, n, st.range(3) != 0);
+    AlignedBytes  scratch(static_cast<size_t>(272 * k));
+    std::vector<int8_t>  q(static_cast<size_t>(k * T), 3);
+    std::vector<float>   s(static_cast<size_t>(T), 40.0f), y(static_cast<size_t>(n * T));
+    std::vector<int32_t> gs(static_cast<size_t>(T), 3 * static_cast<int32_t>(k));
+    const cpu::ActView   a{q.data(), k, s.data(), gs.data(), T, scratch.data()};
+    const auto           tiles = l.w->view();
+    for (auto _ : st) {
+        kernels().ternary_gemm(tiles, 0, tiles.n_tiles(), a, y.data(), n, 0, false);
+        benchmark::DoNotOptimize(y.data());
+    }
+    st.counters["GMAC/s"]  = benchmark::Counter(static_cast<double>(k * n * T) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    st.counters["weights GB/s"] = benchmark::Counter(static_cast<double>(l.w->codes.size()) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_TernaryGemm)->ArgsProduct({{2560}, {110592, 13824}, {1, 64}, {0, 1}})->Args({6912, 2560, 1, 1})
+    ->Args({6912, 2560, 64, 1})->Args({2560, 13824, 128, 1});
+
+void BM_Int8Head(benchmark::State & st) {
+    const int64_t        k = 2560, n = st.range(0);
+    AlignedBytes         q(static_cast<size_t>(k * n)), hl(static_cast<size_t>(2 * k));
+    std::memset(q.data(), 5, q.size());
+    std::memset(hl.data(), 130, hl.size());
+    std::vector<int32_t> qs(static_cast<size_t>(n), 0);
+    std::vector<int64_t> dots(static_cast<size_t>(n));
+    for (auto _ : st) {
+        kernels().i8_rows_dot_i16(q.as<int8_t>(), k, 0, n, k, hl.data(), hl.data() + k, qs.data(), dots.data());
+        benchmark::DoNotOptimize(dots.data());
+    }
+    st.counters["GB/s"] = benchmark::Counter(static_cast<double>(k * n) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_Int8Head)->Arg(4096)->Arg(65536);
+
+void BM_Q6kHead(benchmark::State & st) {
+    const int64_t        k = 2560, n = st.range(0);
+    const size_t         rb = dtype_row_bytes(DType::q6_k, k);
+    AlignedBytes         t(rb * static_cast<size_t>(n) + 64);
+    std::vector<float>   row(static_cast<size_t>(k), 0.01f);
+    uint8_t *            t0 = t.data() + st.range(1);  // offset from a cache line: 32 as in a GGUF file
+    for (int64_t r = 0; r < n; ++r) quantize_row(DType::q6_k, row.data(), t0 + r * rb, k);
+    std::vector<int8_t>  h8(static_cast<size_t>(k), 3);
+    std::vector<int32_t> hs(static_cast<size_t>(k / 4), 12);
+    std::vector<double>  f(static_cast<size_t>(n));
+    for (auto _ : st) {
+        kernels().q6k_rows_dot_i8(t0, static_cast<int64_t>(rb), 0, n, k, h8.data(), hs.data(), f.data());
+        benchmark::DoNotOptimize(f.data());
+    }
+    st.counters["GB/s"] = benchmark::Counter(static_cast<double>(rb * n) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_Q6kHead)->Args({4096, 0})->Args({65536, 0})->Args({65536, 32});
+
+void BM_F16RowsExact(benchmark::State & st) {
+    const int64_t         k = 2560, n = st.range(0);
+    std::vector<uint16_t> t(static_cast<size_t>(k * n), 0x2c00);
+    std::vector<float>    h(static_cast<size_t>(k), 0.5f), out(static_cast<size_t>(n));
+    for (auto _ : st) {
+        kernels().f16_rows_dot(t.data(), k, 0, n, k, h.data(), 1, out.data(), n);
+        benchmark::DoNotOptimize(out.data());
+    }
+    st.counters["GB/s"] = benchmark::Counter(static_cast<double>(2 * k * n) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_F16RowsExact)->Arg(4096);
+
+void BM_F16RowsChecked(benchmark::State & st) {
+    const int64_t         k = 2560, n = st.range(0);
+    std::vector<uint16_t> t(static_cast<size_t>(k * n), 0x2c00);
+    std::vector<float>    h(static_cast<size_t>(k), 0.5f), out(static_cast<size_t>(n)), ea(static_cast<size_t>(n), 0.0625f * k), hm(1, 0.5f);
+    if (!kernels().f16_rows_dot_checked) {
+        st.SkipWithError("no checked kernel in this set");
+        return;
+    }
+    for (auto _ : st) {
+        kernels().f16_rows_dot_checked(t.data(), k, 0, n, k, h.data(), 1, out.data(), n, ea.data(), hm.data(), true);
+        benchmark::DoNotOptimize(out.data());
+    }
+    st.counters["GB/s"] = benchmark::Counter(static_cast<double>(2 * k * n) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_F16RowsChecked)->Arg(4096)->Arg(65536);
+
+// args: positions, query heads per KV head (one token)
+void BM_Attention(benchmark::State & st) {
+    const int64_t         n = st.range(0), g = st.range(1), hd = 128, stride = 640;
+    std::vector<uint16_t> kc(static_cast<size_t>(stride * n), 0x3000), vc(kc.size(), 0x3400);
+    std::vector<float>    kt(static_cast<size_t>((n + 15) / 16 * 16 * hd)), v(static_cast<size_t>(n * hd));
+    std::vector<float>    q(static_cast<size_t>(g * hd), 0.1f), out(q.size()), scratch(static_cast<size_t>(g * (n + 16) + g * hd));
+    cpu::CacheView        c{kc.data(), vc.data(), true, true, stride, 0, hd};
+    for (auto _ : st) {
+        kernels().attention_prepare(c, n, kt.data(), v.data());
+        kernels().attention({kt.data(), v.data(), hd, true, true}, {q.data(), g, n, 0.088f, out.data()}, scratch.data());
+        benchmark::DoNotOptimize(out.data());
+    }
+}
+BENCHMARK(BM_Attention)->Args({128, 4})->Args({512, 4})->Args({4096, 4});
+
+void BM_ReadBytes(benchmark::State & st) {
+    AlignedBytes b(static_cast<size_t>(st.range(0)));
+    for (auto _ : st) benchmark::DoNotOptimize(kernels().read_bytes(b.data(), static_cast<int64_t>(b.size())));
+    st.counters["GB/s"] = benchmark::Counter(static_cast<double>(b.size()) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_ReadBytes)->Arg(256 << 20);
+
+}  // namespace
+}  // namespace tern
+
+BENCHMARK_MAIN();

@@ -1,0 +1,193 @@
+// The fast CPU backend: the stacked q/k/v product, NeoX RoPE, the KV cache and causal attention.
+#include "backend/cpu/cpu_fast_backend.h"
+
+#include "core/error.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace tern {
+namespace {
+
+template <class T> void grow(std::vector<T> & v, int64_t n) {
+    if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
+}
+
+}  // namespace
+
+// [q; k; v] for every token into qkv_ (thread's tiles).
+void CpuFastBackend::qkv_in_job(int ti, const CpuTiledLinear & w, const cpu::ActView & a) {
+    linear_in_job(ti, w, a, qkv_.data(), w.n_rows, false);
+}
+
+// RoPE (angles by the reference's f32 recurrence and cosf/sinf, once per token: every head uses
+// the same ones), q out, k and v into the cache. Token t is at position col_pos_[t] and its k and v
+// go to cache row col_row_[t] (set by the caller). One token per thread.
+void CpuFastBackend::rope_store(const Tensor & q, const KvLayer & kv, const AttentionShape & s, int64_t n_tok,
+                                int64_t rows) {
+    const int64_t n_q = s.n_head * s.head_dim, n_kv = s.n_head_kv * s.head_dim;
+    float *       q_out = cpu_data<float>(q);
+    pool_.parallel_for(n_tok, 1, [&](int64_t t0, int64_t t1, int ti) {
+        Scratch &     sc   = scratch_[static_cast<size_t>(ti)];
+        const int64_t half = s.n_rot / 2;
+        grow(sc.att, 2 * half);
+        float *     cs          = sc.att.data();
+        float *     sn          = cs + half;
+        const float theta_scale = std::pow(s.rope_freq_base, -2.0f / static_cast<float>(s.n_rot));
+        for (int64_t t = t0; t < t1; ++t) {
+            float theta = static_cast<float>(col_pos_[static_cast<size_t>(t)]);
+            for (int64_t i = 0; i < half; ++i) {
+                cs[i] = std::cos(theta);
+                sn[i] = std::sin(theta);
+                theta *= theta_scale;
+            }
+            float * col = qkv_.data() + t * rows;
+            k_.rope(col, s.n_head + s.n_head_kv, s.head_dim, s.n_rot, cs, sn);
+            std::memcpy(q_out + t * n_q, col, static_cast<size_t>(n_q) * sizeof(float));
+            const int64_t pos = col_row_[static_cast<size_t>(t)];
+            for (int which = 0; which < 2; ++which) {
+                const Tensor & cache = which == 0 ? kv.k : kv.v;
+                const float *  src   = col + n_q + which * n_kv;
+                if (cache.type == DType::f16) {
+                    k_.f32_to_f16(src, cpu_data<uint16_t>(cache) + pos * cache.ne[0], n_kv);
+                } else {
+                    std::memcpy(cpu_data<float>(cache) + pos * cache.ne[0], src, static_cast<size_t>(n_kv) * sizeof(float));
+                }
+            }
+        }
+    });
+}
+
+void CpuFastBackend::qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, const Weight & wqkv,
+                                        const QuantizedActs & a, const AttentionShape & s, int64_t pos0) {
+    const auto &  lw    = static_cast<const CpuTiledLinear &>(wqkv);
+    const int64_t n_q   = s.n_head * s.head_dim, n_kv = s.n_head_kv * s.head_dim, n_tok = a.q.ne[1];
+    TERN_ASSERT(lw.n_rows == n_q + 2 * n_kv && q.ne[0] == n_q && kv.k.ne[0] == n_kv, "qkv shapes");
+    TERN_ASSERT(pos0 >= 0 && pos0 + n_tok <= kv.k.ne[1], "positions past the KV cache");
+    grow(qkv_, lw.n_rows * n_tok);
+    grow(gsum_, n_tok * (lw.n_cols / lw.group));
+    pool_.run([&](int ti) { qkv_in_job(ti, lw, acts_in_job(ti, a, lw.group)); });
+    set_contiguous_columns(pos0, n_tok);
+    rope_store(q, kv, s, n_tok, lw.n_rows);
+}
+
+void CpuFastBackend::linear_qkv(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const LinearInput & in,
+                                const AttentionShape & s, int64_t pos0) {
+    if (in.x.buffer == nullptr) {
+        qkv_rope_kv_append(q, kv, wqkv, in.q, s, pos0);
+        return;
+    }
+    TERN_ASSERT(in.norm != nullptr, "a linear input without a norm is not supported yet (issue 54)");
+    const QuantizedActs & a  = in.q;
+    const auto &  lw    = static_cast<const CpuTiledLinear &>(wqkv);
+    const int64_t n_q   = s.n_head * s.head_dim, n_kv = s.n_head_kv * s.head_dim, n_tok = a.q.ne[1];
+    TERN_ASSERT(lw.n_rows == n_q + 2 * n_kv && q.ne[0] == n_q && kv.k.ne[0] == n_kv, "qkv shapes");
+    TERN_ASSERT(pos0 >= 0 && pos0 + n_tok <= kv.k.ne[1], "positions past the KV cache");
+    grow(qkv_, lw.n_rows * n_tok);
+    grow(gsum_, n_tok * (lw.n_cols / lw.group));
+    pool_.run([&](int ti) {
+        qkv_in_job(ti, lw, norm_quant_in_job(ti, a, in.x, static_cast<const CpuNorm &>(*in.norm), in.eps, lw.group));
+    });
+    set_contiguous_columns(pos0, n_tok);
+    rope_store(q, kv, s, n_tok, lw.n_rows);
+}
+
+// Work items (kv head, token, query head of the group) in that order, split into contiguous ranges:
+// a thread converts each KV head it meets once (cache positions up to its last token) and runs
+// the kernel on each run of items that share a (kv head, token).
+void CpuFastBackend::attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & s,
+                               int64_t pos0) {
+    const int64_t hd = s.head_dim, n_tok = q.ne[1], group = s.n_head / s.n_head_kv;
+    const int64_t n_q = s.n_head * hd;
+    TERN_ASSERT(pos0 + n_tok <= kv.k.ne[1], "attention past the KV cache");
+    if (hd % 16 != 0) {
+        reference().attention(out, q, kv, s, pos0);  // the kernels take whole vectors of dimensions
+        return;
+    }
+    const float * qp    = cpu_data<float>(q);
+    float *       op    = cpu_data<float>(out);
+    const int64_t n_max = pos0 + n_tok;
+    cpu::CacheView cache;
+    cache.k        = cpu_data<uint8_t>(kv.k);
+    cache.v        = cpu_data<uint8_t>(kv.v);
+    cache.f16_k    = kv.k.type == DType::f16;
+    cache.f16_v    = kv.v.type == DType::f16;
+    cache.stride   = kv.k.ne[0];
+    cache.head_dim = hd;
+    const int64_t n_items = s.n_head_kv * n_tok * group;
+    pool_.run([&](int ti) {
+        int64_t i0 = 0, i1 = 0;
+        ThreadPool::chunk_range(n_items, 1, pool_.n_threads(), ti, i0, i1);
+        if (i0 >= i1) return;
+        Scratch & sc = scratch_[static_cast<size_t>(ti)];
+        grow(sc.kt, ((n_max + 15) / 16) * 16 * hd);
+        grow(sc.v, n_max * hd);
+        grow(sc.att, group * (n_max + 16) + group * hd);
+        cpu::CacheView head = cache;  // per thread: `first` changes with the KV head
+        int64_t        prepared = -1;
+        for (int64_t i = i0; i < i1;) {
+            const int64_t kvh = i / (n_tok * group), t = (i / group) % n_tok, g0 = i % group;
+            const int64_t g1  = std::min(group, g0 + (i1 - i));
+            if (kvh != prepared) {
+                const int64_t last_t = std::min(n_tok - 1, ((std::min(i1, (kvh + 1) * n_tok * group) - 1) / group) % n_tok);
+                head.first           = kvh * hd;
+                k_.attention_prepare(head, pos0 + last_t + 1, sc.kt.data(), sc.v.data());
+                prepared = kvh;
+            }
+            const int64_t     h0 = kvh * group + g0;
+            cpu::AttentionKv  akv{sc.kt.data(), sc.v.data(), hd, cache.f16_k, cache.f16_v};
+            cpu::AttentionJob job{qp + t * n_q + h0 * hd, g1 - g0, pos0 + t + 1, s.scale, op + t * n_q + h0 * hd};
+            k_.attention(akv, job, sc.att.data());
+            i += g1 - g0;
+        }
+    });
+}
+
+// Positions and cache rows of tokens pos0 .. pos0 + n_tok - 1 of one sequence in a contiguous cache.
+void CpuFastBackend::set_contiguous_columns(int64_t pos0, int64_t n_tok) {
+    col_pos_.resize(static_cast<size_t>(n_tok));
+    for (int64_t t = 0; t < n_tok; ++t) col_pos_[static_cast<size_t>(t)] = pos0 + t;
+    col_row_ = col_pos_;
+}
+
+// The paged form (backend.h, KvBatch): the same products and RoPE; each column's position and
+// cache row come from its sequence and page table.
+void CpuFastBackend::qkv_rope_kv_append_paged(const Tensor & q, const KvLayer & kv, const Weight & wqkv,
+                                              const QuantizedActs & a, const AttentionShape & s,
+                                              const KvBatch & batch) {
+    const auto &  lw    = static_cast<const CpuTiledLinear &>(wqkv);
+    const int64_t n_q   = s.n_head * s.head_dim, n_kv = s.n_head_kv * s.head_dim, n_tok = a.q.ne[1];
+    TERN_ASSERT(lw.n_rows == n_q + 2 * n_kv && q.ne[0] == n_q && kv.k.ne[0] == n_kv, "qkv shapes");
+    TERN_ASSERT(batch.n_tokens() == n_tok, "paged qkv: %lld columns, the batch has %lld", static_cast<long long>(n_tok),
+                static_cast<long long>(batch.n_tokens()));
+    col_pos_.resize(static_cast<size_t>(n_tok));
+    col_row_.resize(static_cast<size_t>(n_tok));
+    for (size_t sq = 0; sq < batch.seqs.size(); ++sq) {
+        const KvSeq & seq = batch.seqs[sq];
+        for (int64_t j = 0; j < seq.n; ++j) {
+            const int64_t pos = seq.pos0 + j, row = batch.cache_row(sq, pos);
+            TERN_ASSERT(row >= 0 && row < kv.k.ne[1], "paged qkv: cache row %lld of %lld", static_cast<long long>(row),
+                        static_cast<long long>(kv.k.ne[1]));
+            col_pos_[static_cast<size_t>(seq.first + j)] = pos;
+            col_row_[static_cast<size_t>(seq.first + j)] = row;
+        }
+    }
+    grow(qkv_, lw.n_rows * n_tok);
+    grow(gsum_, n_tok * (lw.n_cols / lw.group));
+    pool_.run([&](int ti) { qkv_in_job(ti, lw, acts_in_job(ti, a, lw.group)); });
+    rope_store(q, kv, s, n_tok, lw.n_rows);
+}
+
+// Batched attention over pages and the column gather run the scalar reference's loops for now
+// (the same bits; the fast kernels take one contiguous cache per sequence).
+void CpuFastBackend::attention_paged(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & s,
+                                     const KvBatch & batch) {
+    reference().attention_paged(out, q, kv, s, batch);
+}
+
+void CpuFastBackend::gather_columns(const Tensor & dst, const Tensor & src, const Tensor & cols) {
+    reference().gather_columns(dst, src, cols);
+}
+
+}  // namespace tern

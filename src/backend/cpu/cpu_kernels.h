@@ -1,0 +1,195 @@
+// The fast CPU backend's kernel table: one set of function pointers per instruction set
+// (kernels_avx512.cpp, kernels_avx2.cpp, kernels_neon.cpp, each compiled with its own flags and
+// chosen at run time from the CPU's features: cpu_isa.h). Every kernel computes bit for bit what
+// the scalar reference (cpu_ops.h, cpu_backend.cpp) computes, in the reference's order of
+// operations; tests/backend/cpu_kernels_test.cpp checks each against it on random data.
+//
+// The kernel files include nothing but this header and intrinsics: an inline function or template
+// instantiated in a file built with -mavx512f could be the copy the linker keeps for everyone.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tern::cpu {
+
+// ----------------------------------------------------------------------------- ternary tiles
+// Low-bit weights repacked for integer dot products ("tiles", cpu_tiles.h makes them). A tile is
+// 16 consecutive output rows; its codes are K/16 chunks of 64 bytes, chunk c covering columns
+// 16c .. 16c + 15 of all 16 rows:
+//
+//   byte 4r + m of chunk c, bits 2s+1..2s  =  code of row r, column 16c + 4s + m     (r < 16, m, s < 4)
+//
+// code = value + 1 (0, 1, 2; 3 only for Q2_0's +2). Shifting a chunk right by 2s and masking with
+// 3 gives, in each 32-bit lane r, the 4 codes of row r at columns 16c + 4s .. + 3: the operand of
+// one vpdpbusd / sdot lane per row against 4 activation bytes broadcast to every lane, so 16 rows
+// accumulate side by side with no horizontal sums. Rows past n_rows are padding (code 1).
+//
+// Base-3 tiles (weights that are -1, 0, +1 only, for kernel sets with base3 set): 5 codes per byte,
+// 1.6 bits per weight instead of 2 (decoding stream a fifth fewer bytes). Each scale group of G
+// columns is ceil(G / 20) chunks of 64 bytes, chunk c of group g covering columns g G + 20c .. + 19:
+//
+//   byte 4r + m of chunk c  =  ceil(v 256 / 243),  v = sum_j code(row r, column g G + 20c + 4j + m) 3^(4-j)
+//
+// (j < 5; TQ1_0's byte encoding). With x_0 = byte, code_j = (x_j 3) >> 8 and x_(j+1) = x_j 3 mod 256,
+// so each j again gives every lane r the 4 codes of row r at columns g G + 20c + 4j .. + 3 for one
+// vpdpbusd. Positions past the group's end (20c + 4j >= G) are padding: never multiplied.
+inline constexpr int64_t k_tile_rows  = 16;
+inline constexpr int64_t k_tile_cols  = 16;   // columns per chunk (2-bit tiles)
+inline constexpr int64_t k_tile_chunk = 64;   // bytes per chunk
+inline constexpr int64_t k_base3_cols = 20;   // columns per chunk (base-3 tiles)
+
+struct TernaryTiles {
+    const uint8_t * codes      = nullptr;  // [n_tiles][chunks per tile][64]
+    const float *   scales     = nullptr;  // [n_tiles][n_groups][16]: the group scales of a tile's rows
+    const float *   out_scales = nullptr;  // [n_tiles * 16] extra multiplier, or null when all are 1
+    int64_t         k          = 0;        // columns (multiple of 16)
+    int64_t         n_rows     = 0;
+    int64_t         group      = 0;        // columns per scale (multiple of 16, divides k)
+    bool            base3      = false;    // base-3 chunks (above) instead of 2-bit ones
+    int64_t n_groups() const { return k / group; }
+    int64_t n_tiles() const { return (n_rows + k_tile_rows - 1) / k_tile_rows; }
+    int64_t chunks_per_group() const { return base3 ? (group + k_base3_cols - 1) / k_base3_cols : group / k_tile_cols; }
+    int64_t tile_bytes() const { return n_groups() * chunks_per_group() * k_tile_chunk; }
+};
+
+// Quantized activations of T tokens: q[t * ld + i], i < k; group_sums[t * n_groups + g] = the sum
+// of q over group g (the codes carry value + 1: dot(value, q) = dot(code, q) - sum(q)).
+struct ActView {
+    const int8_t *  q          = nullptr;
+    int64_t         ld         = 0;
+    const float *   scale      = nullptr;  // [T]
+    const int32_t * group_sums = nullptr;  // [T][n_groups]
+    int64_t         n_tokens   = 0;
+    uint8_t *       scratch    = nullptr;  // the calling thread's: 272 k bytes, 64-byte aligned (base-3 tiles:
+                                           // a tile's code bytes, 64 tokens' activations regrouped)
+};
+
+// ----------------------------------------------------------------------------- attention
+// One query token, one KV head and the `n_q` query heads that share it (GQA), over cache
+// positions 0 .. n_pos - 1, as cpu_backend.cpp's reference computes each head.
+struct AttentionJob {
+    const float * q       = nullptr;  // [n_q][head_dim] query heads (f32, before any f16 rounding)
+    int64_t       n_q     = 0;
+    int64_t       n_pos   = 0;
+    float         scale   = 0;
+    float *       out     = nullptr;  // [n_q][head_dim]
+};
+// The cache of one KV head converted once per call (attention_prepare): K transposed in blocks of
+// 16 positions, kt[(p / 16) * head_dim * 16 + d * 16 + p % 16], and V as f32 rows, v[p * head_dim + d].
+struct AttentionKv {
+    const float * kt       = nullptr;
+    const float * v        = nullptr;
+    int64_t       head_dim = 0;
+    bool          k_f16    = false;  // q rounded to f16 before q . k
+    bool          v_f16    = false;  // probabilities rounded to f16 before P . V
+};
+// The cache geometry attention_prepare reads: column p of K (or V) is at base + p * stride
+// elements, the head's dimensions at [first, first + head_dim).
+struct CacheView {
+    const void * k = nullptr;
+    const void * v = nullptr;
+    bool         f16_k = false, f16_v = false;
+    int64_t      stride = 0, first = 0, head_dim = 0;
+};
+
+// One row of an F16 head's int8 copy (cpu_fast_head.cpp): s = max |e| / 127, q = round(e / s)
+// clamped to [-127, 127] (0 where s is 0), and the sums the bound needs, in double:
+// dd = sum (e - s q)^2, qq = sum q^2, ee = sum e^2 (any order: the caller rounds them up).
+struct HeadI8Row {
+    float   s     = 0;
+    int32_t q_sum = 0;
+    double  dd = 0, qq = 0, ee = 0;
+    double  ea = 0;  // sum |e| (f16_rows_dot_checked's bound)
+};
+
+// ----------------------------------------------------------------------------- the table
+struct Kernels {
+    const char * name;  // "avx512-vnni", "avx2", "neon-dotprod"
+    // ternary_gemm reads base-3 tiles for ternary-valued weights (cpu_tiles.cpp packs them so);
+    // Q2_0's +2 needs the 2-bit tiles, which every set reads.
+    bool base3;
+
+    // One tile's 2-bit chunks (16 rows, k columns, scale groups of `group`) as base-3 chunks.
+    void (*tile_to_base3)(const uint8_t * two_bit, int64_t k, int64_t group, uint8_t * base3);
+
+    // y[t * ldy + r - row0] for the rows r of tiles [tile0, tile1) that are < n_rows, every token:
+    // the reference's bitlinear_dot (one group: ((float)dot / act) * scale; several: the sum over
+    // groups in order of ((float)dot_g / act) * scale_g from 0.0f), times out_scale where that is
+    // not 1, added to y when accumulate. Bytes of q past k are never read.
+    void (*ternary_gemm)(const TernaryTiles & w, int64_t tile0, int64_t tile1, const ActView & a, float * y,
+                         int64_t ldy, int64_t row0, bool accumulate);
+
+    // cpu::sum_squares (the block-halving order).
+    float (*sum_squares)(const float * x, int64_t n);
+    // y = (x * w) * scale; returns max |y|.
+    float (*norm_apply)(const float * x, const float * w, float scale, float * y, int64_t n);
+    // cpu::quantize_act_row given max |x| (as float; the reference's double max is the same value).
+    float (*quantize_row)(const float * x, float max_abs, int8_t * q, int64_t n);
+
+    // NeoX rotation of n_heads heads of head_dim floats (stride head_dim) by the pair angles' cos
+    // and sin (n_rot / 2 of each): x0 c - x1 s, x0 s + x1 c, each product rounded.
+    void (*rope)(float * x, int64_t n_heads, int64_t head_dim, int64_t n_rot, const float * cos, const float * sin);
+    void (*f32_to_f16)(const float * x, uint16_t * y, int64_t n);  // round to nearest even
+    // f[i] = act(g[i]) * u[i] (relu2 or silu with exp_fixed), the reference gate_up's epilogue.
+    void (*gate_act)(const float * g, const float * u, float * f, int64_t n, bool relu2);
+
+    // Converts positions [0, n_pos) of one KV head into kt / v (AttentionKv's layouts; kt padded to
+    // whole blocks of 16 positions).
+    void (*attention_prepare)(const CacheView & cache, int64_t n_pos, float * kt, float * v);
+    // One token's heads against a prepared KV head; scores: n_q * (n_pos + 16) floats of scratch.
+    void (*attention)(const AttentionKv & kv, const AttentionJob & job, float * scores);
+
+    // logits[t * ld + r - r0] = (float) sum_i e[r][i] h[t][i] for rows [r0, r1), summed in double in
+    // order i = 0, 1, ... (cpu::dot_f32), e the f16 rows of `table` (row_stride elements apart).
+    void (*f16_rows_dot)(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k,
+                         const float * h, int64_t n_tokens, float * logits, int64_t ld);
+    // Head rows of a quantized table (Q8_0, Q4_0, Q4_K, Q6_K, BF16: ggml type id) dequantized
+    // exactly as quant/block_formats.cpp does, out[r * k + i] for rows [0, n_rows) at src + r *
+    // row_bytes; false for other types (cpu_dequant.h).
+    bool (*dequant_rows)(uint32_t type, const uint8_t * src, int64_t row_bytes, int64_t n_rows, int64_t k, float * out);
+    // f16_rows_dot's results, faster: each row summed in double in any order (vectors along the
+    // row), which is within 2 gamma_k max|h| sum|e| of the reference's ordered sum; where both ends
+    // of that interval round to the same f32, so does the reference's sum, and that f32 is the
+    // result; other rows (a sum near a rounding boundary, ~1e-4 of them) take the ordered sum.
+    // e_abs[r - r0] >= sum_i |e[r][i]|, h_absmax[t] >= max_i |h[t][i]|; h_f16: h holds f16 values
+    // (products are then exact in f32). Null where a set has none.
+    void (*f16_rows_dot_checked)(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k,
+                                 const float * h, int64_t n_tokens, float * logits, int64_t ld, const float * e_abs,
+                                 const float * h_absmax, bool h_f16);
+    // The same for f32 rows (a quantized head's rows, dequantized).
+    void (*f32_rows_dot)(const float * rows, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
+                         int64_t n_tokens, float * logits, int64_t ld);
+    // The wrapping sum of the n / 8 little-endian 64-bit words at p, plus the last n % 8 bytes,
+    // read as fast as the kernels can stream (tern bench --roofline's read bandwidth: what a kernel
+    // that only reads can reach).
+    uint64_t (*read_bytes)(const uint8_t * p, int64_t n);
+
+    // Rows [r0, r1) of an F16 table (k columns) into its int8 copy q[r * k + i] and rows[r - r0].
+    void (*head_i8_rows)(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int8_t * q, HeadI8Row * rows);
+
+    // A Q6_K head's rows against int8 activations h8 (h8_sum4[i] = h8[4i] + .. + h8[4i + 3]):
+    // f[r - r0] = sum over the row's 16-column sub-blocks j of dsc_j * sum_{i in j} (q_i - 32) h8_i,
+    // dsc_j = (float)(d * scale_j) as the dequantizer rounds it, the integer sums exact, each
+    // 4-column sum times dsc_j rounded to f32 and summed per lane in f32 over the row (a lane sees
+    // at most k / 16 of them), the lanes then in double: |f - exact| <= (k / 16 + 2) 2^-24
+    // sum |dsc_j D_j|, for the caller's bound.
+    void (*q6k_rows_dot_i8)(const uint8_t * table, int64_t row_bytes, int64_t r0, int64_t r1, int64_t k, const int8_t * h8,
+                            const int32_t * h8_sum4, double * f);
+    // sumsq[r] = sum_i rows[r * k + i]^2 in double for r < n_rows, in any order (an upper bound's input).
+    void (*row_sumsq)(const float * rows, int64_t n_rows, int64_t k, double * sumsq);
+
+    // dots[r - r0] = sum_i q[r][i] H[i] exactly, q int8 rows (row_stride bytes apart) and H int16
+    // given as its two bytes: hi[i] = (H[i] >> 8) + 128 and lo[i] = H[i] & 255 (unsigned, the
+    // operands of vpdpbusd / udot), with q_sums[r] = sum_i q[r][i]:
+    //   sum q H = 256 (sum q hi - 128 q_sum) + sum q lo.
+    void (*i8_rows_dot_i16)(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const uint8_t * hi,
+                            const uint8_t * lo, const int32_t * q_sums, int64_t * dots);
+};
+
+// The kernels of each instruction set this build has (null where the build has none).
+const Kernels * kernels_avx512();
+const Kernels * kernels_avx2();
+const Kernels * kernels_neon();
+
+}  // namespace tern::cpu

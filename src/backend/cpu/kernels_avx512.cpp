@@ -1,0 +1,457 @@
+// AVX-512 kernels (F, BW, VL, DQ, VNNI; compiled with those flags only, chosen at run time when
+// the CPU has them): the ternary products with vpdpbusd on the tile layout, the norm, RoPE, the
+// attention and the exact head. Each reproduces the scalar reference's operations in its order
+// (cpu_kernels.h); the shared vector helpers are in simd_avx512.h.
+#include "backend/cpu/cpu_dequant.h"
+#include "backend/cpu/simd_avx512.h"
+
+namespace tern::cpu {
+namespace {
+
+using namespace avx512;
+
+// ------------------------------------------------------------------------- ternary products
+
+// One tile (16 rows) against NT tokens: acc[t] lane r = sum over the group of code(r, i) q[t][i].
+// The epilogue turns each group's integer sums into the reference's floats.
+template <int NT>
+void tile_tokens(const TernaryTiles & w, int64_t tile, const ActView & a, int64_t t0, float * y, int64_t ldy,
+                 int64_t row0, bool accumulate) {
+    const int64_t   n_groups     = w.n_groups();
+    const int64_t   chunks_per_g = w.group / k_tile_cols;
+    const uint8_t * codes        = w.codes + tile * (w.k / k_tile_cols) * k_tile_chunk;
+    const float *   scales       = w.scales + tile * n_groups * k_tile_rows;
+    const __m512i   three        = _mm512_set1_epi8(3);
+    const int8_t *  q[NT];
+    for (int t = 0; t < NT; ++t) q[t] = a.q + (t0 + t) * a.ld;
+    __m512 out[NT];
+    for (int t = 0; t < NT; ++t) out[t] = _mm512_setzero_ps();
+    for (int64_t g = 0; g < n_groups; ++g) {
+        // NT == 1 keeps one accumulator per shift (four independent chains); more tokens are chains enough.
+        constexpr int NA = NT == 1 ? 4 : NT;
+        __m512i       acc[NA];
+        for (int i = 0; i < NA; ++i) acc[i] = _mm512_setzero_si512();
+        for (int64_t c = g * chunks_per_g; c < (g + 1) * chunks_per_g; ++c) {
+            const __m512i   bytes = _mm512_loadu_si512(codes + c * k_tile_chunk);
+            const __m512i   w0    = _mm512_and_si512(bytes, three);
+            const __m512i   w1    = _mm512_and_si512(_mm512_srli_epi16(bytes, 2), three);
+            const __m512i   w2    = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), three);
+            const __m512i   w3    = _mm512_and_si512(_mm512_srli_epi16(bytes, 6), three);
+            const int64_t   col   = c * k_tile_cols;
+            if constexpr (NT == 1) {
+                acc[0] = _mm512_dpbusd_epi32(acc[0], w0, bcast4(q[0] + col));
+                acc[1] = _mm512_dpbusd_epi32(acc[1], w1, bcast4(q[0] + col + 4));
+                acc[2] = _mm512_dpbusd_epi32(acc[2], w2, bcast4(q[0] + col + 8));
+                acc[3] = _mm512_dpbusd_epi32(acc[3], w3, bcast4(q[0] + col + 12));
+            } else {
+#pragma GCC unroll 16
+                for (int t = 0; t < NT; ++t) {
+                    acc[t] = _mm512_dpbusd_epi32(acc[t], w0, bcast4(q[t] + col));
+                    acc[t] = _mm512_dpbusd_epi32(acc[t], w1, bcast4(q[t] + col + 4));
+                    acc[t] = _mm512_dpbusd_epi32(acc[t], w2, bcast4(q[t] + col + 8));
+                    acc[t] = _mm512_dpbusd_epi32(acc[t], w3, bcast4(q[t] + col + 12));
+                }
+            }
+        }
+        if constexpr (NT == 1) acc[0] = _mm512_add_epi32(_mm512_add_epi32(acc[0], acc[1]), _mm512_add_epi32(acc[2], acc[3]));
+        const __m512 sg = _mm512_loadu_ps(scales + g * k_tile_rows);
+        for (int t = 0; t < NT; ++t) {
+            const __m512i dot  = _mm512_sub_epi32(acc[t], _mm512_set1_epi32(a.group_sums[(t0 + t) * n_groups + g]));
+            const __m512  term = _mm512_mul_ps(_mm512_div_ps(_mm512_cvtepi32_ps(dot), _mm512_set1_ps(a.scale[t0 + t])), sg);
+            out[t]             = n_groups == 1 ? term : _mm512_add_ps(out[t], term);
+        }
+    }
+    const int64_t   r_begin = tile * k_tile_rows;
+    const int64_t   n_valid = w.n_rows - r_begin < k_tile_rows ? w.n_rows - r_begin : k_tile_rows;
+    const __m512    os      = w.out_scales ? _mm512_loadu_ps(w.out_scales + r_begin) : _mm512_set1_ps(1.0f);
+    for (int t = 0; t < NT; ++t) {
+        __m512 v = w.out_scales ? _mm512_mul_ps(out[t], os) : out[t];
+        float *  dst = y + (t0 + t) * ldy + (r_begin - row0);
+        if (accumulate) v = _mm512_add_ps(load16(dst, n_valid), v);
+        store16(dst, n_valid, v);
+    }
+}
+
+// ------------------------------------------------------------------------- base-3 tiles
+
+// The 5 code vectors of a base-3 chunk: code_j = (x_j 3) >> 8, x_(j+1) = x_j 3 mod 256, in 16-bit
+// lanes holding the byte in their high half (then the low half of the product stays 0).
+inline void decode_base3(__m512i bytes, __m512i codes[5]) {
+    const __m512i z = _mm512_setzero_si512(), three = _mm512_set1_epi16(3);
+    __m512i       lo = _mm512_unpacklo_epi8(z, bytes), hi = _mm512_unpackhi_epi8(z, bytes);
+    for (int j = 0; j < 5; ++j) {
+        codes[j] = _mm512_packus_epi16(_mm512_mulhi_epu16(lo, three), _mm512_mulhi_epu16(hi, three));
+        if (j < 4) {
+            lo = _mm512_mullo_epi16(lo, three);
+            hi = _mm512_mullo_epi16(hi, three);
+        }
+    }
+}
+
+// Base-3 tile against 1 or 2 tokens, decoding each chunk in registers (the decode path: the bytes
+// are what limits it). Chunk c of group g holds columns g G + 20c + 4j, j < 5 while 20c + 4j < G.
+template <int NT>
+void tile_tokens_base3(const TernaryTiles & w, int64_t tile, const ActView & a, int64_t t0, float * y, int64_t ldy,
+                       int64_t row0, bool accumulate) {
+    const int64_t   n_groups = w.n_groups(), G = w.group, cpg = w.chunks_per_group();
+    const uint8_t * codes    = w.codes + tile * w.tile_bytes();
+    const float *   scales   = w.scales + tile * n_groups * k_tile_rows;
+    __m512          out[NT];
+    for (int t = 0; t < NT; ++t) out[t] = _mm512_setzero_ps();
+    for (int64_t g = 0; g < n_groups; ++g) {
+        __m512i acc[NT][5];
+        for (int t = 0; t < NT; ++t) {
+            for (int j = 0; j < 5; ++j) acc[t][j] = _mm512_setzero_si512();
+        }
+        const uint8_t * gc     = codes + g * cpg * k_tile_chunk;
+        const int64_t   n_full = G / k_base3_cols;  // chunks with all 5 positions in the group
+        for (int64_t c = 0; c < n_full; ++c) {
+            __m512i code[5];
+            decode_base3(_mm512_load_si512(gc + c * k_tile_chunk), code);
+            const int64_t col = g * G + c * k_base3_cols;
+            for (int t = 0; t < NT; ++t) {
+                const int8_t * q = a.q + (t0 + t) * a.ld + col;
+#pragma GCC unroll 5
+                for (int j = 0; j < 5; ++j) acc[t][j] = _mm512_dpbusd_epi32(acc[t][j], code[j], bcast4(q + 4 * j));
+            }
+        }
+        if (n_full < cpg) {  // the group's last chunk: (G % 20) / 4 positions
+            __m512i code[5];
+            decode_base3(_mm512_load_si512(gc + n_full * k_tile_chunk), code);
+            const int64_t col = g * G + n_full * k_base3_cols;
+            const int     nj  = static_cast<int>((G % k_base3_cols) / 4);
+            for (int t = 0; t < NT; ++t) {
+                const int8_t * q = a.q + (t0 + t) * a.ld + col;
+                __m512i        x = _mm512_setzero_si512();
+                for (int j = 0; j < nj; ++j) x = _mm512_dpbusd_epi32(x, code[j], bcast4(q + 4 * j));
+                acc[t][0] = _mm512_add_epi32(acc[t][0], x);
+            }
+        }
+        const __m512 sg = _mm512_loadu_ps(scales + g * k_tile_rows);
+        for (int t = 0; t < NT; ++t) {
+            const __m512i sum  = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(acc[t][0], acc[t][1]),
+                                                                   _mm512_add_epi32(acc[t][2], acc[t][3])), acc[t][4]);
+            const __m512i dot  = _mm512_sub_epi32(sum, _mm512_set1_epi32(a.group_sums[(t0 + t) * n_groups + g]));
+            const __m512  term = _mm512_mul_ps(_mm512_div_ps(_mm512_cvtepi32_ps(dot), _mm512_set1_ps(a.scale[t0 + t])), sg);
+            out[t]             = n_groups == 1 ? term : _mm512_add_ps(out[t], term);
+        }
+    }
+    const int64_t   r_begin = tile * k_tile_rows;
+    const int64_t   n_valid = w.n_rows - r_begin < k_tile_rows ? w.n_rows - r_begin : k_tile_rows;
+    const __m512    os      = w.out_scales ? _mm512_loadu_ps(w.out_scales + r_begin) : _mm512_set1_ps(1.0f);
+    for (int t = 0; t < NT; ++t) {
+        __m512  v   = w.out_scales ? _mm512_mul_ps(out[t], os) : out[t];
+        float * dst = y + (t0 + t) * ldy + (r_begin - row0);
+        if (accumulate) v = _mm512_add_ps(load16(dst, n_valid), v);
+        store16(dst, n_valid, v);
+    }
+}
+
+// A base-3 tile decoded once into code bytes: 64 bytes per 4 columns, in column order (what the
+// decode gives per j), for the many-token path.
+void unpack_base3_tile(const TernaryTiles & w, int64_t tile, uint8_t * bytes) {
+    const int64_t   n_groups = w.n_groups(), G = w.group, cpg = w.chunks_per_group();
+    const uint8_t * codes    = w.codes + tile * w.tile_bytes();
+    for (int64_t g = 0; g < n_groups; ++g) {
+        for (int64_t c = 0; c < cpg; ++c) {
+            __m512i code[5];
+            decode_base3(_mm512_load_si512(codes + (g * cpg + c) * k_tile_chunk), code);
+            const int64_t col = g * G + c * k_base3_cols;
+            for (int j = 0; j < 5 && c * k_base3_cols + 4 * j < G; ++j) _mm512_store_si512(bytes + (col / 4 + j) * 64, code[j]);
+        }
+    }
+}
+
+// The activations of up to 64 tokens regrouped as [k / 4][64 tokens][4 bytes], so the 4 bytes of
+// every token for one 4-column block lie together (the many-token base-3 path broadcasts them at
+// fixed offsets from one pointer, instead of keeping 16 token pointers in registers).
+void regroup_acts(const ActView & a, int64_t t0, int64_t nt, int64_t k, int32_t * out) {
+    for (int64_t t = 0; t < nt; ++t) {
+        const int8_t * q = a.q + (t0 + t) * a.ld;
+        for (int64_t c4 = 0; c4 < k / 4; ++c4) {
+            int32_t v;
+            __builtin_memcpy(&v, q + 4 * c4, 4);
+            out[c4 * 64 + t] = v;
+        }
+    }
+}
+
+// Code bytes (unpack_base3_tile) of one tile against NT tokens whose regrouped activations start at
+// acts (regroup_acts, t0 = its first token): one 64-byte load per 4 columns feeds NT vpdpbusd. The
+// per-token outputs live in memory between groups, so the NT accumulators keep the registers.
+template <int NT>
+void bytes_tokens(const TernaryTiles & w, int64_t tile, const uint8_t * bytes, const int32_t * acts, const ActView & a,
+                  int64_t t0, float * y, int64_t ldy, int64_t row0, bool accumulate) {
+    const int64_t n_groups = w.n_groups(), G = w.group;
+    const float * scales   = w.scales + tile * n_groups * k_tile_rows;
+    alignas(64) float out[NT][16];
+    for (int64_t g = 0; g < n_groups; ++g) {
+        __m512i acc[NT];
+        for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_si512();
+        for (int64_t c4 = g * G / 4; c4 < (g + 1) * G / 4; ++c4) {
+            const __m512i   wv = _mm512_load_si512(bytes + c4 * 64);
+            const int32_t * ac = acts + c4 * 64;
+#pragma GCC unroll 16
+            for (int t = 0; t < NT; ++t) acc[t] = _mm512_dpbusd_epi32(acc[t], wv, _mm512_set1_epi32(ac[t]));
+        }
+        const __m512 sg = _mm512_loadu_ps(scales + g * k_tile_rows);
+        for (int t = 0; t < NT; ++t) {
+            const __m512i dot  = _mm512_sub_epi32(acc[t], _mm512_set1_epi32(a.group_sums[(t0 + t) * n_groups + g]));
+            const __m512  term = _mm512_mul_ps(_mm512_div_ps(_mm512_cvtepi32_ps(dot), _mm512_set1_ps(a.scale[t0 + t])), sg);
+            _mm512_store_ps(out[t], g == 0 ? (n_groups == 1 ? term : _mm512_add_ps(_mm512_setzero_ps(), term))
+                                           : _mm512_add_ps(_mm512_load_ps(out[t]), term));
+        }
+    }
+    const int64_t   r_begin = tile * k_tile_rows;
+    const int64_t   n_valid = w.n_rows - r_begin < k_tile_rows ? w.n_rows - r_begin : k_tile_rows;
+    const __m512    os      = w.out_scales ? _mm512_loadu_ps(w.out_scales + r_begin) : _mm512_set1_ps(1.0f);
+    for (int t = 0; t < NT; ++t) {
+        __m512  v   = w.out_scales ? _mm512_mul_ps(_mm512_load_ps(out[t]), os) : _mm512_load_ps(out[t]);
+        float * dst = y + (t0 + t) * ldy + (r_begin - row0);
+        if (accumulate) v = _mm512_add_ps(load16(dst, n_valid), v);
+        store16(dst, n_valid, v);
+    }
+}
+
+void ternary_gemm_base3(const TernaryTiles & w, int64_t tile0, int64_t tile1, const ActView & a, float * y, int64_t ldy,
+                        int64_t row0, bool accumulate) {
+    if (a.n_tokens <= 2) {
+        for (int64_t tile = tile0; tile < tile1; ++tile) {
+            if (a.n_tokens == 2) {
+                tile_tokens_base3<2>(w, tile, a, 0, y, ldy, row0, accumulate);
+            } else {
+                tile_tokens_base3<1>(w, tile, a, 0, y, ldy, row0, accumulate);
+            }
+        }
+        return;
+    }
+    // Blocks of 64 tokens: their activations regrouped once (scratch after the tile's code bytes),
+    // each tile decoded once per block into code bytes, then 16 tokens at a time.
+    uint8_t * bytes = a.scratch;
+    auto *    acts  = reinterpret_cast<int32_t *>(a.scratch + 16 * w.k);
+    for (int64_t tb = 0; tb < a.n_tokens; tb += 64) {
+        const int64_t nt = a.n_tokens - tb < 64 ? a.n_tokens - tb : 64;
+        regroup_acts(a, tb, nt, w.k, acts);
+        for (int64_t tile = tile0; tile < tile1; ++tile) {
+            unpack_base3_tile(w, tile, bytes);
+            int64_t t = 0;
+            for (; t + 8 <= nt; t += 8) bytes_tokens<8>(w, tile, bytes, acts + t, a, tb + t, y, ldy, row0, accumulate);
+            for (; t + 4 <= nt; t += 4) bytes_tokens<4>(w, tile, bytes, acts + t, a, tb + t, y, ldy, row0, accumulate);
+            for (; t < nt; ++t) bytes_tokens<1>(w, tile, bytes, acts + t, a, tb + t, y, ldy, row0, accumulate);
+        }
+    }
+}
+
+// 2-bit chunks of one tile -> base-3 chunks (the repack at load): per output chunk v = sum_j code_j
+// 3^(4-j) in bytes, then ceil(v 256 / 243) = v + ceil(13 v / 243), the latter as
+// ((13 v + 242) * 4316) >> 20 in 16-bit lanes (exact for v <= 242).
+void tile_to_base3(const uint8_t * two_bit, int64_t k, int64_t group, uint8_t * base3) {
+    const int64_t cpg = (group + k_base3_cols - 1) / k_base3_cols;
+    const __m512i three = _mm512_set1_epi8(3), one = _mm512_set1_epi8(1), z = _mm512_setzero_si512();
+    for (int64_t g = 0; g < k / group; ++g) {
+        for (int64_t c = 0; c < cpg; ++c) {
+            __m512i v = z;
+            for (int j = 0; j < 5; ++j) {
+                const int64_t col = c * k_base3_cols + 4 * j;  // within the group
+                __m512i       code = one;                     // padding: code 1
+                if (col < group) {
+                    const int64_t gc = g * group + col;
+                    code = _mm512_and_si512(_mm512_srlv_epi16(_mm512_load_si512(two_bit + (gc / 16) * 64), _mm512_set1_epi16(static_cast<short>(2 * ((gc % 16) / 4)))), three);
+                }
+                v = _mm512_add_epi8(_mm512_add_epi8(_mm512_add_epi8(v, v), v), code);  // v 3 + code (v <= 242)
+            }
+            const __m512i c13 = _mm512_set1_epi16(13), c242 = _mm512_set1_epi16(242), m = _mm512_set1_epi16(4316);
+            const __m512i vl = _mm512_unpacklo_epi8(v, z), vh = _mm512_unpackhi_epi8(v, z);
+            const __m512i el = _mm512_srli_epi16(_mm512_mulhi_epu16(_mm512_add_epi16(_mm512_mullo_epi16(vl, c13), c242), m), 4);
+            const __m512i eh = _mm512_srli_epi16(_mm512_mulhi_epu16(_mm512_add_epi16(_mm512_mullo_epi16(vh, c13), c242), m), 4);
+            const __m512i b  = _mm512_packus_epi16(_mm512_add_epi16(vl, el), _mm512_add_epi16(vh, eh));
+            _mm512_store_si512(base3 + (g * cpg + c) * k_tile_chunk, b);
+        }
+    }
+}
+
+// Token blocks of 8: a tile's codes are unpacked once per block and stay in L1 across blocks.
+void ternary_gemm(const TernaryTiles & w, int64_t tile0, int64_t tile1, const ActView & a, float * y, int64_t ldy,
+                  int64_t row0, bool accumulate) {
+    if (w.base3) {
+        ternary_gemm_base3(w, tile0, tile1, a, y, ldy, row0, accumulate);
+        return;
+    }
+    constexpr int64_t k_block = 64;  // tokens whose activations stay in L2 while the tiles stream
+    for (int64_t tb = 0; tb < a.n_tokens; tb += k_block) {
+        const int64_t te = tb + k_block < a.n_tokens ? tb + k_block : a.n_tokens;
+        for (int64_t tile = tile0; tile < tile1; ++tile) {
+            int64_t t = tb;
+            for (; t + 8 <= te; t += 8) tile_tokens<8>(w, tile, a, t, y, ldy, row0, accumulate);
+            switch (te - t) {
+                case 7: tile_tokens<7>(w, tile, a, t, y, ldy, row0, accumulate); break;
+                case 6: tile_tokens<6>(w, tile, a, t, y, ldy, row0, accumulate); break;
+                case 5: tile_tokens<5>(w, tile, a, t, y, ldy, row0, accumulate); break;
+                case 4: tile_tokens<4>(w, tile, a, t, y, ldy, row0, accumulate); break;
+                case 3: tile_tokens<3>(w, tile, a, t, y, ldy, row0, accumulate); break;
+                case 2: tile_tokens<2>(w, tile, a, t, y, ldy, row0, accumulate); break;
+                case 1: tile_tokens<1>(w, tile, a, t, y, ldy, row0, accumulate); break;
+                default: break;
+            }
+        }
+    }
+}
+
+// ------------------------------------------------------------------------- norm, quantization
+
+// Halving sum of t[0..p), p a power of two (cpu::halving_sum): levels of 16 and more in vectors.
+float halving_sum(float * t, int64_t p) {
+    int64_t h = p / 2;
+    for (; h >= 16; h /= 2) {
+        for (int64_t i = 0; i < h; i += 16) _mm512_storeu_ps(t + i, _mm512_add_ps(_mm512_loadu_ps(t + i), _mm512_loadu_ps(t + i + h)));
+    }
+    for (; h >= 1; h /= 2) {
+        for (int64_t i = 0; i < h; ++i) t[i] = t[i] + t[i + h];
+    }
+    return t[0];
+}
+
+float sum_squares(const float * x, int64_t n) {
+    constexpr int64_t k_max_blocks = 1024;  // 32768 elements on the stack; longer rows loop below
+    alignas(64) float blocks[k_max_blocks];
+    const int64_t     n_blocks = (n + 31) / 32;
+    int64_t           p        = 1;
+    while (p < n_blocks) p *= 2;
+    if (p > k_max_blocks) {
+        // Rows this long do not occur in the models tern runs; the same order, one block at a time.
+        float * heap = new float[static_cast<size_t>(p)];
+        for (int64_t b = 0; b < p; ++b) heap[b] = b < n_blocks ? block_squares(x + 32 * b, n - 32 * b) : 0.0f;
+        const float s = halving_sum(heap, p);
+        delete[] heap;
+        return s;
+    }
+    for (int64_t b = 0; b < n_blocks; ++b) blocks[b] = block_squares(x + 32 * b, n - 32 * b);
+    for (int64_t b = n_blocks; b < p; ++b) blocks[b] = 0.0f;
+    return halving_sum(blocks, p);
+}
+
+float norm_apply(const float * x, const float * w, float scale, float * y, int64_t n) {
+    const __m512 s   = _mm512_set1_ps(scale);
+    __m512       mx  = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n; i += 16) {
+        const __m512 v = _mm512_mul_ps(_mm512_mul_ps(load16(x + i, n - i), load16(w + i, n - i)), s);
+        store16(y + i, n - i, v);
+        mx = _mm512_max_ps(mx, abs_ps(v));  // lanes past n hold 0
+    }
+    return _mm512_reduce_max_ps(mx);
+}
+
+float quantize_row(const float * x, float max_abs, int8_t * q, int64_t n) {
+    const double max   = static_cast<double>(max_abs) > 1e-5 ? static_cast<double>(max_abs) : 1e-5;
+    const float  scale = static_cast<float>(127.0 / max);
+    const __m512 s     = _mm512_set1_ps(scale);
+    for (int64_t i = 0; i < n; i += 16) {
+        const __m128i v = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(load16(x + i, n - i), s)));  // half to even,
+        if (n - i >= 16) {                                                                                  // saturating: the clamp
+            _mm_storeu_si128(reinterpret_cast<__m128i *>(q + i), v);
+        } else {
+            _mm_mask_storeu_epi8(q + i, tail_mask(n - i), v);
+        }
+    }
+    return scale;
+}
+
+// ------------------------------------------------------------------------- RoPE, f16, activation
+
+void rope(float * x, int64_t n_heads, int64_t head_dim, int64_t n_rot, const float * cs, const float * sn) {
+    const int64_t half = n_rot / 2;
+    for (int64_t h = 0; h < n_heads; ++h) {
+        float * xh = x + h * head_dim;
+        for (int64_t i = 0; i < half; i += 16) {
+            const int64_t rem = half - i;
+            const __m512  c = load16(cs + i, rem), s = load16(sn + i, rem);
+            const __m512  x0 = load16(xh + i, rem), x1 = load16(xh + i + half, rem);
+            store16(xh + i, rem, _mm512_sub_ps(_mm512_mul_ps(x0, c), _mm512_mul_ps(x1, s)));
+            store16(xh + i + half, rem, _mm512_add_ps(_mm512_mul_ps(x0, s), _mm512_mul_ps(x1, c)));
+        }
+    }
+}
+
+void f32_to_f16(const float * x, uint16_t * y, int64_t n) {
+    for (int64_t i = 0; i < n; i += 16) {
+        const __m256i h = _mm512_cvtps_ph(load16(x + i, n - i), _MM_FROUND_TO_NEAREST_INT);
+        if (n - i >= 16) {
+            _mm256_storeu_si256(reinterpret_cast<__m256i *>(y + i), h);
+        } else {
+            _mm256_mask_storeu_epi16(y + i, tail_mask(n - i), h);
+        }
+    }
+}
+
+void gate_act(const float * g, const float * u, float * f, int64_t n, bool relu2) {
+    for (int64_t i = 0; i < n; i += 16) {
+        const __m512 gv = load16(g + i, n - i);
+        __m512          a;
+        if (relu2) {
+            const __m512 r = _mm512_max_ps(gv, _mm512_setzero_ps());  // g > 0 ? g : +0 (NaN -> 0)
+            a              = _mm512_mul_ps(r, r);
+        } else {
+            a = _mm512_div_ps(gv, _mm512_add_ps(_mm512_set1_ps(1.0f), exp_fixed(_mm512_sub_ps(_mm512_setzero_ps(), gv))));
+        }
+        store16(f + i, n - i, _mm512_mul_ps(a, load16(u + i, n - i)));
+    }
+}
+
+// ------------------------------------------------------------------------- read bandwidth
+
+uint64_t read_bytes(const uint8_t * p, int64_t n) {
+    __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+    int64_t i  = 0;
+    for (; i + 256 <= n; i += 256) {
+        a0 = _mm512_add_epi64(a0, _mm512_loadu_si512(p + i));
+        a1 = _mm512_add_epi64(a1, _mm512_loadu_si512(p + i + 64));
+        a2 = _mm512_add_epi64(a2, _mm512_loadu_si512(p + i + 128));
+        a3 = _mm512_add_epi64(a3, _mm512_loadu_si512(p + i + 192));
+    }
+    // Summed as unsigned words (_mm512_reduce_add_epi64 adds signed ones: wrapping is UB there).
+    alignas(64) uint64_t l[8];
+    _mm512_store_si512(l, _mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)));
+    uint64_t s = 0;
+    for (uint64_t v : l) s += v;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        __builtin_memcpy(&w, p + i, 8);
+        s += w;
+    }
+    for (; i < n; ++i) s += p[i];
+    return s;
+}
+
+bool dequant_rows(uint32_t type, const uint8_t * src, int64_t row_bytes, int64_t n_rows, int64_t k, float * out) {
+    return dequant_rows_impl(type, src, row_bytes, n_rows, k, out);
+}
+void row_sumsq(const float * rows, int64_t n_rows, int64_t k, double * sumsq) { row_sumsq_impl(rows, n_rows, k, sumsq); }
+
+}  // namespace
+
+void attention_prepare_avx512(const CacheView & cache, int64_t n_pos, float * kt, float * v);
+void attention_avx512(const AttentionKv & kv, const AttentionJob & job, float * scores);
+void f16_rows_dot_avx512(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
+                         int64_t n_tokens, float * logits, int64_t ld);
+void f16_rows_dot_checked_avx512(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k,
+                                 const float * h, int64_t n_tokens, float * logits, int64_t ld, const float * e_abs,
+                                 const float * h_absmax, bool h_f16);
+void f32_rows_dot_avx512(const float * rows, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
+                         int64_t n_tokens, float * logits, int64_t ld);
+void head_i8_rows_avx512(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int8_t * q, HeadI8Row * rows);
+void q6k_rows_dot_i8_avx512(const uint8_t * table, int64_t row_bytes, int64_t r0, int64_t r1, int64_t k, const int8_t * h8,
+                            const int32_t * h8_sum4, double * f);
+void i8_rows_dot_i16_avx512(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const uint8_t * hi,
+                            const uint8_t * lo, const int32_t * q_sums, int64_t * dots);
+
+const Kernels * kernels_avx512() {
+    static const Kernels k{
+        "avx512-vnni",       true,             tile_to_base3,       ternary_gemm,     sum_squares,         norm_apply,
+        quantize_row,        rope,             f32_to_f16,          gate_act,
+        attention_prepare_avx512, attention_avx512, f16_rows_dot_avx512, dequant_rows, f16_rows_dot_checked_avx512, f32_rows_dot_avx512,
+        read_bytes,          head_i8_rows_avx512, q6k_rows_dot_i8_avx512, row_sumsq, i8_rows_dot_i16_avx512,
+    };
+    return &k;
+}
+
+}  // namespace tern::cpu

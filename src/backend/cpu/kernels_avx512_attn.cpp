@@ -1,0 +1,501 @@
+// AVX-512 attention and head kernels (see kernels_avx512.cpp). The reference sums some things in
+// orders that run along a vector (a head's dot product in blocks of 16, the softmax denominator in
+// blocks of 32 positions, a head row's dot product in double from column 0), so these kernels put
+// the independent sums side by side in the lanes instead: 16 cache positions per vector for the
+// scores (K transposed once per call), 16 blocks of positions for the denominator, 8 table rows
+// per vector of doubles for the exact head.
+#include "backend/cpu/simd_avx512.h"
+
+namespace tern::cpu {
+namespace {
+
+using namespace avx512;
+
+// In place: r[j] lane i <- r[i] lane j.
+inline void transpose16(__m512 r[16]) {
+    __m512 t[16];
+    for (int i = 0; i < 8; ++i) {
+        t[2 * i]     = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; ++i) {  // r[4i + c], 128-bit lane L: rows 4i .. 4i + 3 of column 4L + c
+        const __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 2]);
+        const __m512d c = _mm512_castps_pd(t[4 * i + 1]), d = _mm512_castps_pd(t[4 * i + 3]);
+        r[4 * i]     = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+        r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+        r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(c, d));
+        r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(c, d));
+    }
+    __m512 o[16];
+    for (int c = 0; c < 4; ++c) {
+        const __m512 a = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88), b = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xDD);
+        const __m512 e = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88), f = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xDD);
+        o[c]      = _mm512_shuffle_f32x4(a, e, 0x88);
+        o[8 + c]  = _mm512_shuffle_f32x4(a, e, 0xDD);
+        o[4 + c]  = _mm512_shuffle_f32x4(b, f, 0x88);
+        o[12 + c] = _mm512_shuffle_f32x4(b, f, 0xDD);
+    }
+    for (int i = 0; i < 16; ++i) r[i] = o[i];
+}
+
+inline __m512 load_cache16(const CacheView & c, const void * base, bool f16, int64_t p, int64_t d) {
+    const int64_t at = p * c.stride + c.first + d;
+    return f16 ? load_f16(static_cast<const uint16_t *>(base) + at) : _mm512_loadu_ps(static_cast<const float *>(base) + at);
+}
+
+void attention_prepare(const CacheView & c, int64_t n_pos, float * kt, float * v) {
+    const int64_t hd = c.head_dim;
+    for (int64_t b = 0; b * 16 < n_pos; ++b) {
+        for (int64_t d0 = 0; d0 < hd; d0 += 16) {
+            __m512 r[16];
+            for (int64_t j = 0; j < 16; ++j) {
+                const int64_t p = b * 16 + j < n_pos ? b * 16 + j : n_pos - 1;  // padding lanes repeat the last
+                r[j]            = load_cache16(c, c.k, c.f16_k, p, d0);
+            }
+            transpose16(r);
+            for (int64_t j = 0; j < 16; ++j) _mm512_storeu_ps(kt + (b * hd + d0 + j) * 16, r[j]);
+        }
+    }
+    for (int64_t p = 0; p < n_pos; ++p) {
+        for (int64_t d0 = 0; d0 < hd; d0 += 16) _mm512_storeu_ps(v + p * hd + d0, load_cache16(c, c.v, c.f16_v, p, d0));
+    }
+}
+
+// cpu::sum_positions of n >= 0 non-negative terms (softmax numerators: adding a +0 is exact there):
+// each superblock's 16 blocks of 32 summed side by side in the lanes.
+float sum_positions(const float * t, int64_t n) {
+    float total = 0.0f;
+    for (int64_t s0 = 0; s0 < n; s0 += 512) {
+        const int64_t s1       = s0 + 512 < n ? s0 + 512 : n;
+        const int64_t n_blocks = (s1 - s0 + 31) / 32;
+        __m512        block    = _mm512_setzero_ps();
+        const __m512i idx      = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                                    _mm512_set1_epi32(32));
+        for (int64_t j = 0; j < 32; ++j) {
+            // lane b reads t[s0 + 32 b + j] where that is inside the superblock
+            const __mmask16 m = _mm512_cmplt_epi32_mask(_mm512_add_epi32(idx, _mm512_set1_epi32(static_cast<int>(j))),
+                                                        _mm512_set1_epi32(static_cast<int>(s1 - s0)));
+            block = _mm512_add_ps(block, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, _mm512_add_epi32(idx, _mm512_set1_epi32(static_cast<int>(j))), t + s0, 4));
+        }
+        alignas(64) float b[16];
+        _mm512_store_ps(b, block);
+        float super = 0.0f;
+        for (int64_t i = 0; i < n_blocks; ++i) super = super + b[i];
+        total = total + super;
+    }
+    return total;
+}
+
+// P . V for GN heads and DN * 16 dimensions from d0, in the position order (cpu::PositionSum).
+template <int GN, int DN>
+void pv_heads(const AttentionKv & kv, const float * probs, int64_t ld_probs, int64_t n, int64_t d0, float * out) {
+    const int64_t hd = kv.head_dim;
+    __m512        blk[GN][DN], super[GN][DN], total[GN][DN];
+    for (int g = 0; g < GN; ++g) {
+        for (int i = 0; i < DN; ++i) blk[g][i] = super[g][i] = total[g][i] = _mm512_setzero_ps();
+    }
+    for (int64_t p = 0; p < n; ++p) {
+        __m512 v[DN];
+        for (int i = 0; i < DN; ++i) v[i] = _mm512_loadu_ps(kv.v + p * hd + d0 + 16 * i);
+        for (int g = 0; g < GN; ++g) {
+            const __m512 pb = _mm512_set1_ps(probs[g * ld_probs + p]);
+            for (int i = 0; i < DN; ++i) blk[g][i] = _mm512_add_ps(blk[g][i], _mm512_mul_ps(pb, v[i]));
+        }
+        if ((p + 1) % 32 == 0) {
+            for (int g = 0; g < GN; ++g) {
+                for (int i = 0; i < DN; ++i) {
+                    super[g][i] = _mm512_add_ps(super[g][i], blk[g][i]);
+                    blk[g][i]   = _mm512_setzero_ps();
+                }
+            }
+            if ((p + 1) % 512 == 0) {
+                for (int g = 0; g < GN; ++g) {
+                    for (int i = 0; i < DN; ++i) {
+                        total[g][i] = _mm512_add_ps(total[g][i], super[g][i]);
+                        super[g][i] = _mm512_setzero_ps();
+                    }
+                }
+            }
+        }
+    }
+    for (int g = 0; g < GN; ++g) {
+        for (int i = 0; i < DN; ++i) {
+            if (n % 32 != 0) super[g][i] = _mm512_add_ps(super[g][i], blk[g][i]);
+            _mm512_storeu_ps(out + g * hd + d0 + 16 * i, _mm512_add_ps(total[g][i], super[g][i]));
+        }
+    }
+}
+
+template <int GN> void pv_dims(const AttentionKv & kv, const float * probs, int64_t ld, int64_t n, float * out) {
+    const int64_t hd = kv.head_dim;
+    int64_t       d0 = 0;
+    for (; d0 + 64 <= hd; d0 += 64) pv_heads<GN, 4>(kv, probs, ld, n, d0, out);
+    switch ((hd - d0) / 16) {
+        case 3: pv_heads<GN, 3>(kv, probs, ld, n, d0, out); break;
+        case 2: pv_heads<GN, 2>(kv, probs, ld, n, d0, out); break;
+        case 1: pv_heads<GN, 1>(kv, probs, ld, n, d0, out); break;
+        default: break;
+    }
+}
+
+// Scores of up to 4 heads for 16 positions per vector: each block of 16 dimensions summed in order
+// from 0.0f, the block sums added in order (cpu::dot_blocked16), times the scale.
+template <int GN>
+void scores_heads(const AttentionKv & kv, const float * qh, int64_t n, float scale, float * scores, int64_t ld) {
+    const int64_t hd = kv.head_dim;
+    for (int64_t b = 0; b * 16 < n; ++b) {
+        const float * kb = kv.kt + b * hd * 16;
+        __m512        acc[GN];
+        for (int g = 0; g < GN; ++g) acc[g] = _mm512_setzero_ps();
+        for (int64_t d0 = 0; d0 < hd; d0 += 16) {
+            __m512 k[16];
+            for (int j = 0; j < 16; ++j) k[j] = _mm512_loadu_ps(kb + (d0 + j) * 16);
+            for (int g = 0; g < GN; ++g) {
+                __m512 s = _mm512_setzero_ps();
+                for (int j = 0; j < 16; ++j) s = _mm512_add_ps(s, _mm512_mul_ps(_mm512_set1_ps(qh[g * hd + d0 + j]), k[j]));
+                acc[g] = _mm512_add_ps(acc[g], s);
+            }
+        }
+        for (int g = 0; g < GN; ++g) _mm512_storeu_ps(scores + g * ld + b * 16, _mm512_mul_ps(acc[g], _mm512_set1_ps(scale)));
+    }
+}
+
+void attention(const AttentionKv & kv, const AttentionJob & job, float * scratch) {
+    const int64_t hd = kv.head_dim, n = job.n_pos, ld = n + 16;
+    float *       scores = scratch;                 // [n_q][ld]
+    float *       qh     = scratch + job.n_q * ld;  // [n_q][hd]
+    for (int64_t i = 0; i < job.n_q * hd; i += 16) {
+        const __m512 q = _mm512_loadu_ps(job.q + i);
+        _mm512_storeu_ps(qh + i, kv.k_f16 ? round_f16(q) : q);
+    }
+    for (int64_t g0 = 0; g0 < job.n_q; g0 += 4) {
+        switch (job.n_q - g0 < 4 ? job.n_q - g0 : 4) {
+            case 4: scores_heads<4>(kv, qh + g0 * hd, n, job.scale, scores + g0 * ld, ld); break;
+            case 3: scores_heads<3>(kv, qh + g0 * hd, n, job.scale, scores + g0 * ld, ld); break;
+            case 2: scores_heads<2>(kv, qh + g0 * hd, n, job.scale, scores + g0 * ld, ld); break;
+            default: scores_heads<1>(kv, qh + g0 * hd, n, job.scale, scores + g0 * ld, ld); break;
+        }
+    }
+    for (int64_t g = 0; g < job.n_q; ++g) {
+        float * s  = scores + g * ld;
+        __m512  mx = _mm512_set1_ps(-__builtin_inff());
+        for (int64_t p = 0; p < n; p += 16) mx = _mm512_mask_max_ps(mx, tail_mask(n - p), mx, _mm512_loadu_ps(s + p));
+        const __m512 max = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
+        for (int64_t p = 0; p < n; p += 16) _mm512_storeu_ps(s + p, exp_fixed(_mm512_sub_ps(_mm512_loadu_ps(s + p), max)));
+        for (int64_t p = n; p < ((n + 15) & ~int64_t{15}); ++p) s[p] = 0.0f;
+        const __m512 inv = _mm512_set1_ps(1.0f / sum_positions(s, n));
+        for (int64_t p = 0; p < n; p += 16) {
+            const __m512 pr = _mm512_mul_ps(_mm512_loadu_ps(s + p), inv);
+            _mm512_storeu_ps(s + p, kv.v_f16 ? round_f16(pr) : pr);
+        }
+    }
+    for (int64_t g0 = 0; g0 < job.n_q; g0 += 4) {
+        switch (job.n_q - g0 < 4 ? job.n_q - g0 : 4) {
+            case 4: pv_dims<4>(kv, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
+            case 3: pv_dims<3>(kv, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
+            case 2: pv_dims<2>(kv, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
+            default: pv_dims<1>(kv, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
+        }
+    }
+}
+
+// ------------------------------------------------------------------------- exact head rows
+
+// 8 rows x 16 columns (f32, r[j] = row j) -> the columns as 8 doubles each (col[c] lane j = row j).
+inline void columns8x16(__m512 r[8], __m512d col[16]) {
+    __m512 t[8];
+    for (int i = 0; i < 4; ++i) {
+        t[2 * i]     = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    __m512 u[8];  // u[4i + c], 128-bit lane L: rows 4i .. 4i + 3 of column 4L + c
+    for (int i = 0; i < 2; ++i) {
+        const __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 2]);
+        const __m512d c = _mm512_castps_pd(t[4 * i + 1]), d = _mm512_castps_pd(t[4 * i + 3]);
+        u[4 * i]     = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+        u[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+        u[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(c, d));
+        u[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(c, d));
+    }
+    for (int c = 0; c < 4; ++c) {
+        // [u[c].L, u[4+c].L] is column 4L + c: pair the lanes, then widen each half to doubles.
+        const __m512 x = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x44);  // u[c].l0 u[c].l1 u[4+c].l0 u[4+c].l1
+        const __m512 y = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xEE);  // lanes 2, 3
+        const __m512 x2 = _mm512_shuffle_f32x4(x, x, 0xD8);           // column c | column 4 + c
+        const __m512 y2 = _mm512_shuffle_f32x4(y, y, 0xD8);           // column 8 + c | column 12 + c
+        col[c]      = _mm512_cvtps_pd(_mm512_castps512_ps256(x2));
+        col[4 + c]  = _mm512_cvtps_pd(_mm512_extractf32x8_ps(x2, 1));
+        col[8 + c]  = _mm512_cvtps_pd(_mm512_castps512_ps256(y2));
+        col[12 + c] = _mm512_cvtps_pd(_mm512_extractf32x8_ps(y2, 1));
+    }
+}
+
+// Rows as T = uint16_t (f16) or float, NB blocks of 8 rows in flight (independent FMA chains).
+template <class T> inline __m512 load_row16(const T * p) {
+    if constexpr (sizeof(T) == 2) {
+        return load_f16(reinterpret_cast<const uint16_t *>(p));
+    } else {
+        return _mm512_loadu_ps(reinterpret_cast<const float *>(p));
+    }
+}
+template <class T> inline double load_row1(const T * p) {
+    if constexpr (sizeof(T) == 2) {
+        return static_cast<double>(_mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(*reinterpret_cast<const uint16_t *>(p)))));
+    } else {
+        return static_cast<double>(*reinterpret_cast<const float *>(p));
+    }
+}
+
+template <class T, int NB>
+void rows_dot_block(const T * table, int64_t row_stride, int64_t r, int64_t r_end, int64_t k, const float * h,
+                    float * out) {
+    const T * rows[NB * 8];
+    for (int j = 0; j < NB * 8; ++j) rows[j] = table + (r + j < r_end ? r + j : r_end - 1) * row_stride;
+    __m512d acc[NB];
+    for (int b = 0; b < NB; ++b) acc[b] = _mm512_setzero_pd();
+    const int64_t k16 = k & ~int64_t{15};
+    for (int64_t i = 0; i < k16; i += 16) {
+        for (int b = 0; b < NB; ++b) {
+            __m512 rr[8];
+            for (int j = 0; j < 8; ++j) rr[j] = load_row16(rows[b * 8 + j] + i);
+            __m512d col[16];
+            columns8x16(rr, col);
+            for (int c = 0; c < 16; ++c) acc[b] = _mm512_fmadd_pd(col[c], _mm512_set1_pd(static_cast<double>(h[i + c])), acc[b]);
+        }
+    }
+    for (int b = 0; b < NB; ++b) {
+        alignas(64) double s[8];
+        _mm512_store_pd(s, acc[b]);
+        for (int j = 0; j < 8; ++j) {
+            for (int64_t i = k16; i < k; ++i) s[j] += load_row1(rows[b * 8 + j] + i) * static_cast<double>(h[i]);
+            if (r + b * 8 + j < r_end) out[b * 8 + j] = static_cast<float>(s[j]);
+        }
+    }
+}
+
+template <class T>
+void rows_dot(const T * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h, int64_t n_tokens,
+              float * logits, int64_t ld) {
+    for (int64_t t = 0; t < n_tokens; ++t) {
+        int64_t r = r0;
+        for (; r + 32 <= r1; r += 32) rows_dot_block<T, 4>(table, row_stride, r, r1, k, h + t * k, logits + t * ld + r - r0);
+        for (; r < r1; r += 8) rows_dot_block<T, 1>(table, row_stride, r, r1, k, h + t * k, logits + t * ld + r - r0);
+    }
+}
+
+void f16_rows_dot(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
+                  int64_t n_tokens, float * logits, int64_t ld) {
+    rows_dot(table, row_stride, r0, r1, k, h, n_tokens, logits, ld);
+}
+// The products of 16 columns (exact: f16 x f16 in f32, else f32 x f32 in double) added into two
+// vectors of doubles.
+template <bool H_F16> inline void add_products(__m512 ev, __m512 hv, __m512d & a0, __m512d & a1) {
+    if constexpr (H_F16) {
+        const __m512 p = _mm512_mul_ps(ev, hv);
+        a0 = _mm512_add_pd(a0, _mm512_cvtps_pd(_mm512_castps512_ps256(p)));
+        a1 = _mm512_add_pd(a1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(p, 1)));
+    } else {
+        a0 = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(ev)), _mm512_cvtps_pd(_mm512_castps512_ps256(hv)), a0);
+        a1 = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm512_extractf32x8_ps(ev, 1)), _mm512_cvtps_pd(_mm512_extractf32x8_ps(hv, 1)), a1);
+    }
+}
+
+// Any-order double sums with the rounding check (cpu_kernels.h: f16_rows_dot_checked).
+template <bool H_F16>
+void rows_dot_checked(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
+                      int64_t n_tokens, float * logits, int64_t ld, const float * e_abs, const float * h_absmax) {
+    const double  gamma2 = 2.0 * static_cast<double>(k + 16) * 0x1p-53 * (1.0 + 0x1p-20);  // 2 gamma_k, with room
+    const int64_t k32    = k & ~int64_t{31};
+    for (int64_t r = r0; r < r1; ++r) {
+        const uint16_t * e = table + r * row_stride;
+        for (int64_t t = 0; t < n_tokens; ++t) {
+            const float * ht = h + t * k;
+            __m512d       a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+            int64_t       i  = 0;
+            for (; i < k32; i += 32) {
+                add_products<H_F16>(load_f16(e + i), _mm512_loadu_ps(ht + i), a0, a1);
+                add_products<H_F16>(load_f16(e + i + 16), _mm512_loadu_ps(ht + i + 16), a2, a3);
+            }
+            for (; i < k; i += 16) {
+                const __mmask16 m = tail_mask(k - i);
+                add_products<H_F16>(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, e + i)), _mm512_maskz_loadu_ps(m, ht + i), a0, a1);
+            }
+            const double d = _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(a0, a1), _mm512_add_pd(a2, a3)));
+            double       w = gamma2 * static_cast<double>(h_absmax[t]) * static_cast<double>(e_abs[r - r0]);
+            w += ((d < 0 ? -d : d) + w) * 0x1p-50;  // d -/+ w are rounded to double: widen by more than that
+            const float lo = static_cast<float>(d - w), hi = static_cast<float>(d + w);
+            float       v  = lo;
+            uint32_t    blo, bhi;
+            __builtin_memcpy(&blo, &lo, 4);
+            __builtin_memcpy(&bhi, &hi, 4);
+            if (!(blo == bhi && lo - lo == 0.0f)) {  // near a rounding boundary (or not finite): in order
+                rows_dot_block<uint16_t, 1>(table, row_stride, r, r + 1, k, ht, &v);
+            }
+            logits[t * ld + r - r0] = v;
+        }
+    }
+}
+
+void f16_rows_dot_checked(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
+                          int64_t n_tokens, float * logits, int64_t ld, const float * e_abs, const float * h_absmax,
+                          bool h_f16) {
+    if (h_f16) {
+        rows_dot_checked<true>(table, row_stride, r0, r1, k, h, n_tokens, logits, ld, e_abs, h_absmax);
+    } else {
+        rows_dot_checked<false>(table, row_stride, r0, r1, k, h, n_tokens, logits, ld, e_abs, h_absmax);
+    }
+}
+
+void f32_rows_dot(const float * rows, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
+                  int64_t n_tokens, float * logits, int64_t ld) {
+    rows_dot(rows, row_stride, r0, r1, k, h, n_tokens, logits, ld);
+}
+
+// Exact sums of int8 x int16 products as two vpdpbusd sums per 64 columns (the bytes of H, see
+// cpu_kernels.h). One row at a time, so the table streams in order (rows side by side were slower:
+// short interleaved streams), with two accumulators per half; a lane holds at most k / 16
+// products below 2^15: no overflow for k < 2^20.
+void i8_rows_dot_i16(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const uint8_t * hi,
+                     const uint8_t * lo, const int32_t * q_sums, int64_t * dots) {
+    const int64_t k128 = k & ~int64_t{127};
+    for (int64_t r = r0; r < r1; ++r) {
+        const int8_t * row = q + r * row_stride;
+        __m512i        a0 = _mm512_setzero_si512(), a1 = a0, b0 = a0, b1 = a0;
+        int64_t        i  = 0;
+        for (; i < k128; i += 128) {
+            const __m512i q0 = _mm512_loadu_si512(row + i), q1 = _mm512_loadu_si512(row + i + 64);
+            a0 = _mm512_dpbusd_epi32(a0, _mm512_loadu_si512(hi + i), q0);
+            b0 = _mm512_dpbusd_epi32(b0, _mm512_loadu_si512(lo + i), q0);
+            a1 = _mm512_dpbusd_epi32(a1, _mm512_loadu_si512(hi + i + 64), q1);
+            b1 = _mm512_dpbusd_epi32(b1, _mm512_loadu_si512(lo + i + 64), q1);
+        }
+        for (; i < k; i += 64) {
+            const __mmask64 m  = k - i >= 64 ? ~__mmask64{0} : (~__mmask64{0}) >> (64 - (k - i));
+            const __m512i   qv = _mm512_maskz_loadu_epi8(m, row + i);
+            a0 = _mm512_dpbusd_epi32(a0, _mm512_maskz_loadu_epi8(m, hi + i), qv);
+            b0 = _mm512_dpbusd_epi32(b0, _mm512_maskz_loadu_epi8(m, lo + i), qv);
+        }
+        const int64_t sa = _mm512_reduce_add_epi32(_mm512_add_epi32(a0, a1));
+        const int64_t sb = _mm512_reduce_add_epi32(_mm512_add_epi32(b0, b1));
+        dots[r - r0]     = 256 * (sa - 128 * static_cast<int64_t>(q_sums[r])) + sb;
+    }
+}
+
+// Q6_K rows against int8 activations (cpu_kernels.h). Per 128 columns (half a block): ql's 64
+// bytes and qh's 32 give columns 0..63 (low nibbles, qh bits 1-0 then 3-2) and 64..127 (high
+// nibbles, bits 5-4 then 7-6), in order; lane i of a 64-column step covers columns 4i..4i+3, in
+// sub-block 4 g + i / 4 of the block.
+void q6k_rows_dot_i8(const uint8_t * table, int64_t row_bytes, int64_t r0, int64_t r1, int64_t k, const int8_t * h8,
+                     const int32_t * h8_sum4, double * f) {
+    const __m512i m4 = _mm512_set1_epi8(15), m2 = _mm512_set1_epi8(3);
+    __m512i       idx[4];
+    for (int g = 0; g < 4; ++g) {
+        idx[g] = _mm512_add_epi32(_mm512_set1_epi32(4 * g), _mm512_srli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 2));
+    }
+    for (int64_t r = r0; r < r1; ++r) {
+        const uint8_t * row = table + r * row_bytes;
+        __m512          acc = _mm512_setzero_ps();
+        for (int64_t b = 0; b < k / 256; ++b) {
+            const uint8_t * blk = row + 210 * b;
+            const float     d   = _cvtsh_ss(static_cast<unsigned short>(blk[208] | (blk[209] << 8)));
+            const __m512    dsc = _mm512_mul_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(blk + 192)))));
+            for (int h = 0; h < 2; ++h) {
+                const __m512i ql   = _mm512_loadu_si512(blk + 64 * h);
+                const __m256i qh   = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(blk + 128 + 32 * h));
+                const __m512i qh01 = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1), m2);
+                const __m512i qh23 = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(_mm256_srli_epi16(qh, 4)), _mm256_srli_epi16(qh, 6), 1), m2);
+                const __m512i q[2] = {_mm512_or_si512(_mm512_and_si512(ql, m4), _mm512_slli_epi16(qh01, 4)),
+                                      _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4), _mm512_slli_epi16(qh23, 4))};
+                for (int o = 0; o < 2; ++o) {
+                    const int     g   = 2 * h + o;
+                    const int64_t col = 256 * b + 64 * g;
+                    __m512i       dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[o], _mm512_loadu_si512(h8 + col));
+                    dot = _mm512_sub_epi32(dot, _mm512_slli_epi32(_mm512_loadu_si512(h8_sum4 + col / 4), 5));
+                    acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(idx[g], dsc)));
+                }
+            }
+        }
+        f[r - r0] = _mm512_reduce_add_pd(_mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(acc)),
+                                                       _mm512_cvtps_pd(_mm512_extractf32x8_ps(acc, 1))));
+    }
+}
+
+void head_i8_rows(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int8_t * q, HeadI8Row * rows) {
+    for (int64_t r = r0; r < r1; ++r) {
+        const uint16_t * e = table + r * k;
+        __m512           mx = _mm512_setzero_ps();
+        for (int64_t i = 0; i < k; i += 16) {
+            const __m256i b = k - i >= 16 ? _mm256_loadu_si256(reinterpret_cast<const __m256i *>(e + i)) : _mm256_maskz_loadu_epi16(tail_mask(k - i), e + i);
+            mx = _mm512_max_ps(mx, abs_ps(_mm512_cvtph_ps(b)));
+        }
+        const float  s   = _mm512_reduce_max_ps(mx) / 127.0f;
+        const __m512 sv  = _mm512_set1_ps(s);
+        const __m512d sd = _mm512_set1_pd(static_cast<double>(s));
+        __m512d      dd = _mm512_setzero_pd(), ee = _mm512_setzero_pd(), ea = _mm512_setzero_pd();
+        __m512i      qq = _mm512_setzero_si512(), qs = _mm512_setzero_si512();
+        for (int64_t i = 0; i < k; i += 16) {
+            const __mmask16 m  = tail_mask(k - i);
+            const __m512    ev = _mm512_cvtph_ps(k - i >= 16 ? _mm256_loadu_si256(reinterpret_cast<const __m256i *>(e + i))
+                                                             : _mm256_maskz_loadu_epi16(m, e + i));
+            __m512          qf = s > 0.0f ? _mm512_roundscale_ps(_mm512_div_ps(ev, sv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+                                          : _mm512_setzero_ps();
+            qf                 = _mm512_min_ps(_mm512_max_ps(qf, _mm512_set1_ps(-127.0f)), _mm512_set1_ps(127.0f));
+            const __m512i qi   = _mm512_cvtps_epi32(qf);
+            if (k - i >= 16) {
+                _mm_storeu_si128(reinterpret_cast<__m128i *>(q + r * k + i), _mm512_cvtepi32_epi8(qi));
+            } else {
+                _mm_mask_storeu_epi8(q + r * k + i, m, _mm512_cvtepi32_epi8(qi));
+            }
+            qq = _mm512_add_epi32(qq, _mm512_mullo_epi32(qi, qi));
+            qs = _mm512_add_epi32(qs, qi);
+            for (int h = 0; h < 2; ++h) {
+                const __m512d e8 = _mm512_cvtps_pd(h ? _mm512_extractf32x8_ps(ev, 1) : _mm512_castps512_ps256(ev));
+                const __m512d q8 = _mm512_cvtps_pd(h ? _mm512_extractf32x8_ps(qf, 1) : _mm512_castps512_ps256(qf));
+                const __m512d d8 = _mm512_sub_pd(e8, _mm512_mul_pd(sd, q8));
+                dd = _mm512_fmadd_pd(d8, d8, dd);
+                ee = _mm512_fmadd_pd(e8, e8, ee);
+                ea = _mm512_add_pd(ea, _mm512_abs_pd(e8));
+            }
+        }
+        HeadI8Row & row = rows[r - r0];
+        row.ea          = _mm512_reduce_add_pd(ea);
+        row.s           = s;
+        row.q_sum       = _mm512_reduce_add_epi32(qs);
+        row.qq          = static_cast<double>(_mm512_reduce_add_epi32(qq));
+        row.dd          = _mm512_reduce_add_pd(dd);
+        row.ee          = _mm512_reduce_add_pd(ee);
+    }
+}
+
+}  // namespace
+
+void q6k_rows_dot_i8_avx512(const uint8_t * table, int64_t row_bytes, int64_t r0, int64_t r1, int64_t k, const int8_t * h8,
+                            const int32_t * h8_sum4, double * f) {
+    q6k_rows_dot_i8(table, row_bytes, r0, r1, k, h8, h8_sum4, f);
+}
+void head_i8_rows_avx512(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int8_t * q, HeadI8Row * rows) {
+    head_i8_rows(table, r0, r1, k, q, rows);
+}
+void attention_prepare_avx512(const CacheView & cache, int64_t n_pos, float * kt, float * v) {
+    attention_prepare(cache, n_pos, kt, v);
+}
+void attention_avx512(const AttentionKv & kv, const AttentionJob & job, float * scores) { attention(kv, job, scores); }
+void f16_rows_dot_checked_avx512(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k,
+                                 const float * h, int64_t n_tokens, float * logits, int64_t ld, const float * e_abs,
+                                 const float * h_absmax, bool h_f16) {
+    f16_rows_dot_checked(table, row_stride, r0, r1, k, h, n_tokens, logits, ld, e_abs, h_absmax, h_f16);
+}
+void f16_rows_dot_avx512(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
+                         int64_t n_tokens, float * logits, int64_t ld) {
+    f16_rows_dot(table, row_stride, r0, r1, k, h, n_tokens, logits, ld);
+}
+void f32_rows_dot_avx512(const float * rows, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
+                         int64_t n_tokens, float * logits, int64_t ld) {
+    f32_rows_dot(rows, row_stride, r0, r1, k, h, n_tokens, logits, ld);
+}
+void i8_rows_dot_i16_avx512(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const uint8_t * hi,
+                            const uint8_t * lo, const int32_t * q_sums, int64_t * dots) {
+    i8_rows_dot_i16(q, row_stride, r0, r1, k, hi, lo, q_sums, dots);
+}
+
+}  // namespace tern::cpu

@@ -1,0 +1,84 @@
+// Vector helpers shared by the AVX-512 kernel files (included only by files compiled with the
+// AVX-512 flags; everything here has internal linkage, so no copy can leak into other files).
+#pragma once
+
+#include "backend/cpu/cpu_kernels.h"
+
+#include <immintrin.h>
+
+namespace tern::cpu::avx512 {
+namespace {
+
+// 4 bytes at p broadcast to every 32-bit lane (the activation operand of vpdpbusd).
+inline __m512i bcast4(const int8_t * p) {
+    int32_t v;
+    __builtin_memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+}
+
+// Lanes [0, rem) of 16 (all for rem >= 16, none for rem <= 0).
+inline __mmask16 tail_mask(int64_t rem) {
+    return rem >= 16 ? static_cast<__mmask16>(0xFFFF) : rem <= 0 ? static_cast<__mmask16>(0) : static_cast<__mmask16>((1u << rem) - 1u);
+}
+inline __mmask8 tail_mask8(int64_t rem) {
+    return rem >= 8 ? static_cast<__mmask8>(0xFF) : rem <= 0 ? static_cast<__mmask8>(0) : static_cast<__mmask8>((1u << rem) - 1u);
+}
+
+// 16 floats at p, of which rem are inside the array (all when rem >= 16): plain loads and stores for
+// whole vectors (masked ones cost more on AMD's cores), masked ones for the tail.
+inline __m512 load16(const float * p, int64_t rem) { return rem >= 16 ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(tail_mask(rem), p); }
+inline void   store16(float * p, int64_t rem, __m512 v) {
+    if (rem >= 16) {
+        _mm512_storeu_ps(p, v);
+    } else {
+        _mm512_mask_storeu_ps(p, tail_mask(rem), v);
+    }
+}
+
+inline __m512 abs_ps(__m512 v) { return _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7fffffff))); }
+
+// The halving sum of 16 lanes: lanes i < h get lane i + h added, h = 8, 4, 2, 1.
+inline float halving16(__m512 t) {
+    __m256 h8 = _mm256_add_ps(_mm512_castps512_ps256(t), _mm512_extractf32x8_ps(t, 1));
+    __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
+    __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
+    __m128 h1 = _mm_add_ss(h2, _mm_movehdup_ps(h2));
+    return _mm_cvtss_f32(h1);
+}
+
+// One block of the norm's squares: x[0 .. min(rem, 32)) squared (the rest zero) in the halving order.
+inline float block_squares(const float * x, int64_t rem) {
+    const __m512 a = _mm512_maskz_loadu_ps(tail_mask(rem), x);
+    const __m512 b = _mm512_maskz_loadu_ps(tail_mask(rem - 16), x + 16);
+    return halving16(_mm512_add_ps(_mm512_mul_ps(a, a), _mm512_mul_ps(b, b)));
+}
+
+// cpu::exp_fixed on 16 lanes: the same f32 operations, then the special cases in the reference's
+// order of precedence (NaN, x > 88.8, n < -125) blended in reverse.
+inline __m512 exp_fixed(__m512 x) {
+    const __m512  n  = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269502f)),
+                                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512  r1 = _mm512_sub_ps(x, _mm512_mul_ps(n, _mm512_set1_ps(0.693359375f)));
+    const __m512  r  = _mm512_add_ps(r1, _mm512_mul_ps(n, _mm512_set1_ps(2.12194440e-4f)));
+    const __m512  z  = _mm512_mul_ps(r, r);
+    const __m512  a  = _mm512_add_ps(_mm512_set1_ps(5.0000001201e-1f), _mm512_mul_ps(_mm512_set1_ps(1.6666665459e-1f), r));
+    const __m512  b  = _mm512_add_ps(_mm512_set1_ps(4.1665795894e-2f), _mm512_mul_ps(_mm512_set1_ps(8.3334519073e-3f), r));
+    const __m512  c  = _mm512_add_ps(_mm512_set1_ps(1.3981999507e-3f), _mm512_mul_ps(_mm512_set1_ps(1.9875691500e-4f), r));
+    const __m512  q  = _mm512_add_ps(a, _mm512_mul_ps(_mm512_add_ps(b, _mm512_mul_ps(c, z)), z));
+    const __m512  y  = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(q, z), r), _mm512_set1_ps(1.0f));
+    const __m512i ni = _mm512_cvtps_epi32(n);
+    const __m512i e  = _mm512_slli_epi32(_mm512_add_epi32(_mm512_min_epi32(ni, _mm512_set1_epi32(127)), _mm512_set1_epi32(127)), 23);
+    __m512        v  = _mm512_mul_ps(y, _mm512_castsi512_ps(e));
+    v = _mm512_mask_mul_ps(v, _mm512_cmpeq_epi32_mask(ni, _mm512_set1_epi32(128)), v, _mm512_set1_ps(2.0f));
+    v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(n, _mm512_set1_ps(-125.0f), _CMP_LT_OQ), _mm512_setzero_ps());
+    v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(x, _mm512_set1_ps(88.8f), _CMP_GT_OQ), _mm512_set1_ps(__builtin_inff()));
+    v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);
+    return v;
+}
+
+// f16 -> f32 of 16 halves.
+inline __m512 load_f16(const uint16_t * p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p))); }
+inline __m512 round_f16(__m512 v) { return _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)); }
+
+}  // namespace
+}  // namespace tern::cpu::avx512

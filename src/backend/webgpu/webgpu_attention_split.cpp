@@ -1,0 +1,212 @@
+// Split attention ("flash-decoding" within the CPU's summation orders): one query per column, each
+// column's positions spread over many workgroups, in three dispatches (shaders/attention_split_*.wgsl):
+//   1. attention_split_scores: scale q·k, a workgroup per 32 positions (head_dim 128), KV head and
+//      column, each thread one block of 16 dimensions of one position for the G query heads; and
+//      each workgroup's largest score per query head;
+//   2. attention_split_softmax: the row max (from those maxima: max is exact in any order), e =
+//      exp(s - max) in place, and the sum of each block of 32 positions, a workgroup per 256
+//      positions (for G = 4), KV head and column;
+//   3. attention_split_pv: the normalizer from the block sums in cpu::sum_positions's order, the
+//      probabilities and P·V over every position, a workgroup per 8 output dimensions, KV head (or
+//      query head, where that is needed to fill the GPU) and column: no partial sums leave a
+//      workgroup, so nothing is combined afterwards.
+// The same numerics as attention.wgsl and the CPU, bit for bit: the max is an exact reduction, and
+// every sum is taken by one thread or in a fixed tree inside one workgroup in the reference's order
+// (cpu::dot_blocked16, cpu::sum_positions), never across workgroups in another order. The three
+// kernels split along positions where the reductions allow it (scores, exps, block sums) and along
+// output dimensions where they do not (the normalizer and P·V need every position).
+//
+// Two callers: one query of one sequence over a long contiguous cache (attention() from
+// WebGpuTuning::attn_long_positions on), and every paged batch (attention_paged(): many sequences,
+// one or several columns each, positions read through the page tables: lib/kv_pages.wgsl).
+#include "backend/webgpu/webgpu_backend_impl.h"
+
+#include "backend/cpu/cpu_ops.h"
+#include "core/error.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace tern {
+namespace {
+
+// Sizes of the three kernels for one shape (wg threads per workgroup).
+struct SplitTiling {
+    uint32_t wg = 256;
+    uint32_t ts = 8;     // scores: threads per position (blocks of 16 dimensions, rounded up to a power of two)
+    uint32_t tp = 32;    // scores: positions per workgroup
+    uint32_t ch = 256;   // softmax: positions per workgroup
+    uint32_t dg = 8;     // P·V: output dimensions per workgroup
+    uint32_t rb = 64;    // P·V: blocks of 32 positions per round
+    uint32_t jg = 4;     // P·V: query heads per workgroup (dividing G)
+};
+
+}  // namespace
+
+bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & s,
+                                    const KvBatch * batch, int64_t pos0) {
+    const int64_t hd    = s.head_dim;
+    const int64_t n_kv  = s.n_head_kv;
+    const int64_t group = s.n_head / n_kv;
+    const int64_t n_tok = q.ne[1];
+    const bool    k_f16 = kv.k.type == DType::f16;
+    const bool    v_f16 = kv.v.type == DType::f16;
+    const auto &  lim   = ctx_.limits();
+    if (group > 16 || hd % 4 != 0 || hd > 256 || n_tok < 1) return false;
+
+    SplitTiling st;
+    st.ts = floor_pow2(static_cast<uint64_t>(2 * ((hd + 15) / 16) - 1));
+    st.tp = st.wg / st.ts;
+    st.ch = static_cast<uint32_t>(std::max<int64_t>(32, 1024 / group / 32 * 32));
+    st.dg = std::clamp<uint32_t>(tune_.attn_split_dims, 2, 16);
+    while (st.dg > 2 && (hd % st.dg != 0 || st.dg % 2 != 0)) st.dg /= 2;
+    // P·V's query heads per workgroup: all G of a KV head (each V row read once), or where that
+    // leaves the GPU short of workgroups (one column over a long context: 80 for 2B4T) the largest
+    // divisor of G that gives 2 per compute unit (1 for 2B4T: 320 workgroups of 256 blocks per
+    // round instead of 64, so 8192 positions in one round).
+    const int64_t pv_groups = n_tok * n_kv * (hd / st.dg);
+    if (tune_.attn_split_heads != 0) {
+        st.jg = static_cast<uint32_t>(std::gcd<int64_t>(group, tune_.attn_split_heads));
+    } else {
+        st.jg = 1;
+        for (int64_t jg = group; jg >= 1; --jg) {
+            if (group % jg == 0 && pv_groups * (group / jg) >= 2 * int64_t{tune_.compute_units}) {
+                st.jg = static_cast<uint32_t>(jg);
+                break;
+            }
+        }
+    }
+    st.rb = st.wg / st.jg / 16 * 16;
+    const uint64_t g       = static_cast<uint64_t>(group);
+    const uint64_t jg      = st.jg;
+    const uint64_t sc_mem  = g * hd * 4 + g * st.wg * 4 + g * st.tp * 4 + 16;
+    const uint64_t sm_mem  = g * st.ch * 4 + 64 + uint64_t{st.wg} * 8 + 16;
+    const uint64_t pv_mem  = uint64_t{st.wg} * 4 + 64 + jg * st.rb * st.dg * 4 + jg * (st.rb / 16) * st.dg * 4 +
+                            jg * st.dg * 4 + 16;
+    const uint64_t max_bind = std::min<uint64_t>(lim.maxBufferSize, lim.maxStorageBufferBindingSize);
+    if (std::max({sc_mem, sm_mem, pv_mem}) > lim.maxComputeWorkgroupStorageSize || st.ts > st.wg || st.rb < 16 ||
+        hd % st.dg != 0) {
+        return false;
+    }
+
+    // The largest position of the columns [c0, c0 + n).
+    auto max_position = [&](int64_t c0, int64_t n) {
+        if (batch == nullptr) return pos0 + c0 + n - 1;
+        int64_t m = 0;
+        for (const KvSeq & sq : batch->seqs) {
+            const int64_t a = std::max(sq.first, c0), b = std::min(sq.first + sq.n, c0 + n);
+            if (a < b) m = std::max(m, sq.pos0 + (b - 1 - sq.first));
+        }
+        return m;
+    };
+    // Columns per pass: the scores of a pass ([T][n_kv][G][ld] f32) within the budget.
+    const int64_t n_all    = max_position(0, n_tok) + 1;
+    const int64_t ld_all   = (n_all + 3) / 4 * 4;
+    const int64_t col_bytes = n_kv * group * ld_all * 4;
+    const int64_t budget   = static_cast<int64_t>(std::min<uint64_t>(tune_.attn_scratch_bytes, max_bind));
+    const int64_t chunk    = std::clamp<int64_t>(budget / col_bytes, 1,
+                                                 std::min<int64_t>(n_tok, lim.maxComputeWorkgroupsPerDimension));
+    if (col_bytes > static_cast<int64_t>(max_bind) ||
+        ceil_div(n_all, st.tp) > lim.maxComputeWorkgroupsPerDimension) {
+        return false;
+    }
+    const int64_t tc_max = std::min(chunk, n_tok);
+    grown(attn_scores_, static_cast<size_t>(tc_max * col_bytes), "attention scores");
+    grown(attn_wmax_, static_cast<size_t>(tc_max * n_kv * group * ceil_div(n_all, st.tp)) * 4, "attention maxima");
+    grown(attn_bsum_, static_cast<size_t>(tc_max * n_kv * group * ceil_div(n_all, cpu::k_pos_block)) * 4,
+          "attention block sums");
+
+    const size_t k_el = k_f16 ? 2 : 4, v_el = v_f16 ? 2 : 4;
+    const bool   paged = batch != nullptr;
+    // Without pages, `cols` and `pages` bind a buffer the kernel reads anyway (nothing reads them).
+    const uint32_t cols_at  = paged ? gpu_offset(batch->columns, 4) : 0;
+    const uint32_t pages_at = paged ? gpu_offset(batch->page_table, 4) : 0;
+    const uint32_t max_pages = paged ? u32(batch->max_pages) : 0;
+    auto add_paging = [&](PipelineKey & key) {
+        if (!paged) return;
+        key.add("PAGED", 1.0);
+        key.add("PAGE", static_cast<double>(batch->page_size));
+    };
+
+    for (int64_t c0 = 0; c0 < n_tok; c0 += chunk) {
+        const int64_t tc      = std::min(chunk, n_tok - c0);
+        const int64_t n_max   = max_position(c0, tc) + 1;
+        const int64_t ld      = (n_max + 3) / 4 * 4;
+        const uint32_t n_w    = ceil_div(n_max, st.tp);
+        const uint32_t n_b    = ceil_div(n_max, cpu::k_pos_block);
+        const WGPUBuffer cols_k  = paged ? gpu_buffer(batch->columns) : gpu_buffer(kv.k);
+        const WGPUBuffer pages_k = paged ? gpu_buffer(batch->page_table) : gpu_buffer(kv.k);
+
+        struct {
+            uint32_t n_embd_kv, q_offset, q_stride, k_offset, ld, wmax_ld, n_head_kv, pos0, max_pages, cols_offset,
+                pages_offset;
+            float scale;
+        } sp{u32(kv.k.ne[0]), gpu_offset(q, 4) + u32(c0 * q.ne[0]), u32(q.ne[0]), gpu_offset(kv.k, k_el), u32(ld), n_w,
+             u32(n_kv), u32(pos0 + c0), max_pages, cols_at + u32(4 * c0), pages_at, s.scale};
+        PipelineKey sk{"attention_split_scores",
+                       "rrrrwwu",
+                       {{{"WG", static_cast<double>(st.wg)},
+                         {"S", static_cast<double>(st.ts)},
+                         {"HD", static_cast<double>(hd)},
+                         {"GROUP", static_cast<double>(group)},
+                         {"K_F16", k_f16 ? 1.0 : 0.0}}}};
+        add_paging(sk);
+        const WGPUBuffer sb[] = {gpu_buffer(q), gpu_buffer(kv.k), cols_k, pages_k, attn_scores_->get(),
+                                 attn_wmax_->get()};
+        step_->dispatch(sk, sb, &sp, sizeof sp, n_w, u32(n_kv), u32(tc));
+
+        struct {
+            uint32_t ld, wmax_ld, bsum_ld, n_head_kv, tp, pos0, max_pages, cols_offset, pages_offset;
+        } mp{u32(ld), n_w, n_b, u32(n_kv), st.tp, u32(pos0 + c0), max_pages, cols_at + u32(4 * c0), pages_at};
+        PipelineKey mk{"attention_split_softmax",
+                       "rrrwwu",
+                       {{{"WG", static_cast<double>(st.wg)},
+                         {"CH", static_cast<double>(st.ch)},
+                         {"GROUP", static_cast<double>(group)}}}};
+        add_paging(mk);
+        const WGPUBuffer cols_m  = paged ? gpu_buffer(batch->columns) : attn_wmax_->get();
+        const WGPUBuffer pages_m = paged ? gpu_buffer(batch->page_table) : attn_wmax_->get();
+        const WGPUBuffer mb[]    = {cols_m, pages_m, attn_wmax_->get(), attn_scores_->get(), attn_bsum_->get()};
+        step_->dispatch(mk, mb, &mp, sizeof mp, ceil_div(n_max, st.ch), u32(n_kv), u32(tc));
+
+        struct {
+            uint32_t n_embd_kv, v_offset, ld, bsum_ld, n_head_kv, pos0, max_pages, cols_offset, pages_offset,
+                out_offset, out_stride;
+        } pp{u32(kv.v.ne[0]), gpu_offset(kv.v, v_el), u32(ld), n_b, u32(n_kv), u32(pos0 + c0), max_pages,
+             cols_at + u32(4 * c0), pages_at, gpu_offset(out, 4) + u32(c0 * out.ne[0]), u32(out.ne[0])};
+        PipelineKey pk{"attention_split_pv",
+                       "rrrrrwu",
+                       {{{"WG", static_cast<double>(st.wg)},
+                         {"HD", static_cast<double>(hd)},
+                         {"GROUP", static_cast<double>(group)},
+                         {"DG", static_cast<double>(st.dg)},
+                         {"V_F16", v_f16 ? 1.0 : 0.0},
+                         {"RB", static_cast<double>(st.rb)},
+                         {"JG", static_cast<double>(st.jg)},
+                         {"PU", static_cast<double>(tune_.attn_split_unroll)}}}};
+        add_paging(pk);
+        const WGPUBuffer cols_v  = paged ? gpu_buffer(batch->columns) : gpu_buffer(kv.v);
+        const WGPUBuffer pages_v = paged ? gpu_buffer(batch->page_table) : gpu_buffer(kv.v);
+        const WGPUBuffer pb[] = {attn_scores_->get(), attn_bsum_->get(), gpu_buffer(kv.v), cols_v, pages_v,
+                                 gpu_buffer(out)};
+        step_->dispatch(pk, pb, &pp, sizeof pp, u32(hd / st.dg), u32(n_kv * (group / st.jg)), u32(tc));
+    }
+    return true;
+}
+
+void WebGpuBackend::attention_paged(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & s,
+                                    const KvBatch & batch) {
+    const int64_t hd = s.head_dim;
+    TERN_ASSERT(batch.n_tokens() == q.ne[1] && s.n_head % s.n_head_kv == 0 && out.ne[0] == s.n_head * hd &&
+                    q.ne[0] == s.n_head * hd && batch.page_size > 0,
+                "attention_paged shapes");
+    if (!split_attention(out, q, kv, s, &batch, 0)) {
+        fail(ErrorKind::unsupported,
+             format("webgpu: batched attention needs head_dim a multiple of 4 up to 256 (got %lld), at most 16 query "
+                    "heads per KV head (got %lld) and scratch buffers this device allows",
+                    static_cast<long long>(hd), static_cast<long long>(s.n_head / s.n_head_kv)),
+             "use --backend cpu for this model");
+    }
+}
+
+}  // namespace tern

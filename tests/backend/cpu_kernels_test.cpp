@@ -1,0 +1,348 @@
+// The fast CPU kernels (cpu_kernels.h) of every instruction set this machine runs, each against the
+// scalar reference (cpu_ops.h) on random data with awkward shapes, bit for bit. Sets the CPU or
+// the build lacks report themselves as skipped. (Whole ops and models: backend_ops_test.cpp and
+// tests/model run the fast backend against the reference backend.)
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_isa.h"
+#include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_tiles.h"
+#include "core/fp16.h"
+#include "core/thread_pool.h"
+#include "quant/block_formats.h"
+#include "quant/ternary_formats.h"
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+namespace tern {
+namespace {
+
+struct IsaCase {
+    CpuIsa isa;
+};
+void PrintTo(const IsaCase & c, std::ostream * os) { *os << cpu_isa_name(c.isa); }
+
+const cpu::Kernels * kernels_of(CpuIsa isa) {
+    return isa == CpuIsa::avx512 ? cpu::kernels_avx512() : isa == CpuIsa::avx2 ? cpu::kernels_avx2() : cpu::kernels_neon();
+}
+
+class CpuKernels : public ::testing::TestWithParam<IsaCase> {
+protected:
+    void SetUp() override {
+        if (!cpu_isa_available(GetParam().isa)) {
+            GTEST_SKIP() << "no " << cpu_isa_name(GetParam().isa) << " kernels here (" << cpu_feature_list() << ")";
+        }
+        k_ = kernels_of(GetParam().isa);
+    }
+    const cpu::Kernels * k_ = nullptr;
+    std::mt19937         rng_{1234};
+    float                normal(float sd = 1.0f) { return std::normal_distribution<float>(0.0f, sd)(rng_); }
+};
+
+uint32_t bits(float f) { return std::bit_cast<uint32_t>(f); }
+
+// Under qemu (scripts/test_arm64.sh) the sweeps take fewer points.
+bool emulated() { return std::getenv("TERN_TEST_EMULATED") != nullptr; }
+
+// A random low-bit tensor [k, n] of `type` (ternary values, Q1_0 binary, Q2_0 with some +2).
+std::vector<uint8_t> random_lowbit(DType type, int64_t k, int64_t n, std::mt19937 & rng) {
+    std::vector<uint8_t> bytes(dtype_tensor_bytes(type, k, k * n));
+    if (type == DType::i2_s) {
+        std::vector<int8_t> v(static_cast<size_t>(k * n));
+        for (auto & x : v) x = static_cast<int8_t>(static_cast<int>(rng() % 3) - 1);
+        i2s_pack(v.data(), k * n, 0.37f, bytes.data());
+        for (int64_t i = 0; i < k * n / 4; i += 97) bytes[static_cast<size_t>(i)] |= 0xC0;  // some code-3 fields (read as 0)
+        return bytes;
+    }
+    const int64_t      group = lowbit_scale_group(type, k);
+    std::vector<float> row(static_cast<size_t>(k));
+    for (int64_t r = 0; r < n; ++r) {
+        for (int64_t g = 0; g < k / group; ++g) {
+            const float d = round_to_fp16(0.1f + 0.01f * static_cast<float>(rng() % 50));
+            for (int64_t e = 0; e < group; ++e) {
+                int v = static_cast<int>(rng() % 3) - 1;
+                if (type == DType::q1_0 && v == 0) v = 1;
+                if (e == 0 && type != DType::q1_0) v = 1;
+                if (type == DType::q2_0 && e == 1) v = 2;
+                row[static_cast<size_t>(g * group + e)] = static_cast<float>(v) * d;
+            }
+        }
+        quantize_row(type, row.data(), bytes.data() + r * dtype_row_bytes(type, k), k);
+    }
+    return bytes;
+}
+
+// Ternary products: every type, row counts around a tile, token counts around each kernel's token
+// blocks, with and without accumulation and output scales, into a strided, offset output.
+TEST_P(CpuKernels, TernaryGemmMatchesBitlinearDot) {
+    ThreadPool pool(1);
+    for (const bool base3 : {false, true}) {
+        if (base3 && !k_->base3) continue;
+        for (DType type : {DType::i2_s, DType::tq2_0, DType::tq1_0, DType::q2_0, DType::pq2_0, DType::q1_0}) {
+            for (const int64_t k : {256, 768}) {
+                for (const int64_t n : {1, 17, 40}) {
+                    SCOPED_TRACE(std::string(dtype_name(type)) + " k " + std::to_string(k) + " n " + std::to_string(n) +
+                                 (base3 ? " base-3" : " 2-bit"));
+                    const auto   bytes = random_lowbit(type, k, n, rng_);
+                    WeightSource src{"w", type, {k, n, 1, 1}, bytes};
+                    src.output_scale = n == 17 ? 1.5f : 1.0f;
+                    const auto   w     = cpu_pack_tiles({&src, 1}, pool, base3 ? k_ : nullptr);
+                    const auto   tiles = w->view();
+                    const int64_t n_groups = k / w->group;
+                    // the packing round-trips the file's values
+                    std::vector<int8_t> vals(static_cast<size_t>(k)), want(static_cast<size_t>(k));
+                    std::vector<float>  scales(static_cast<size_t>(n_groups));
+                    for (int64_t r = 0; r < n; ++r) {
+                        cpu_tiles_unpack_row(tiles, r, vals.data());
+                        lowbit_decode_row(type, bytes, k * n, r, k, want.data(), scales.data());
+                        ASSERT_EQ(vals, want) << "row " << r;
+                    }
+                    for (const int64_t T : emulated() ? std::vector<int64_t>{1, 3, 9, 17} : std::vector<int64_t>{1, 2, 3, 5, 8, 9, 17, 70}) {
+                        std::vector<int8_t>  q(static_cast<size_t>(k * T));
+                        std::vector<float>   s(static_cast<size_t>(T));
+                        std::vector<int32_t> gs(static_cast<size_t>(T * n_groups));
+                        for (auto & v : q) v = static_cast<int8_t>(static_cast<int>(rng_() % 256) - 128);
+                        for (int64_t t = 0; t < T; ++t) {
+                            s[static_cast<size_t>(t)] = 20.0f + static_cast<float>(rng_() % 1000) / 7.0f;
+                            for (int64_t g = 0; g < n_groups; ++g) {
+                                int32_t sum = 0;
+                                for (int64_t i = g * w->group; i < (g + 1) * w->group; ++i) sum += q[static_cast<size_t>(t * k + i)];
+                                gs[static_cast<size_t>(t * n_groups + g)] = sum;
+                            }
+                        }
+                        AlignedBytes       scratch(static_cast<size_t>(272 * k));  // base-3 tiles decoded for many tokens
+                        const cpu::ActView a{q.data(), k, s.data(), gs.data(), T, scratch.data()};
+                        for (const bool acc : {false, true}) {
+                            const int64_t      ldy = n + 5, row0 = 0;
+                            std::vector<float> y(static_cast<size_t>(ldy * T)), ref(y.size());
+                            for (size_t i = 0; i < y.size(); ++i) y[i] = ref[i] = normal();
+                            k_->ternary_gemm(tiles, 0, tiles.n_tiles(), a, y.data(), ldy, row0, acc);
+                            for (int64_t r = 0; r < n; ++r) {
+                                lowbit_decode_row(type, bytes, k * n, r, k, want.data(), scales.data());
+                                for (int64_t t = 0; t < T; ++t) {
+                                    float v = cpu::bitlinear_dot(want.data(), scales.data(), w->group, q.data() + t * k,
+                                                                 s[static_cast<size_t>(t)], k);
+                                    if (src.output_scale != 1.0f) v *= src.output_scale;
+                                    float & d = ref[static_cast<size_t>(t * ldy + r)];
+                                    d         = acc ? d + v : v;
+                                }
+                            }
+                            for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(bits(y[i]), bits(ref[i])) << "T " << T << " at " << i;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST_P(CpuKernels, NormAndQuantizationMatchTheReference) {
+    for (const int64_t n : {1, 7, 31, 32, 33, 100, 2560, 6912, 40000}) {
+        SCOPED_TRACE("n " + std::to_string(n));
+        for (const float sd : {1.0f, 1e-8f, 300.0f}) {
+            std::vector<float> x(static_cast<size_t>(n)), w(x.size()), y(x.size()), yr(x.size());
+            for (auto & v : x) v = normal(sd);
+            for (auto & v : w) v = 1.0f + normal(0.2f);
+            ASSERT_EQ(bits(k_->sum_squares(x.data(), n)), bits(cpu::sum_squares(x.data(), n)));
+            cpu::rms_norm_row(x.data(), w.data(), yr.data(), n, 1e-5f);
+            const float scale = 1.0f / std::sqrt(cpu::sum_squares(x.data(), n) / static_cast<float>(n) + 1e-5f);
+            const float max   = k_->norm_apply(x.data(), w.data(), scale, y.data(), n);
+            for (int64_t i = 0; i < n; ++i) ASSERT_EQ(bits(y[static_cast<size_t>(i)]), bits(yr[static_cast<size_t>(i)])) << i;
+            float mr = 0;
+            for (float v : yr) mr = std::max(mr, std::fabs(v));
+            ASSERT_EQ(bits(max), bits(mr));
+            // quantization of x itself (raw magnitudes, ties, the 1e-5 clamp)
+            std::vector<int8_t> q(x.size()), qr(x.size());
+            float               mx = 0;
+            for (float v : x) mx = std::max(mx, std::fabs(v));
+            ASSERT_EQ(bits(k_->quantize_row(x.data(), mx, q.data(), n)), bits(cpu::quantize_act_row(x.data(), qr.data(), n)));
+            ASSERT_EQ(q, qr);
+        }
+    }
+    const float ties[6] = {2.5f, -3.5f, 0.5f, 1.5f, -0.5f, 127.0f};
+    int8_t      q[6], qr[6];
+    k_->quantize_row(ties, 127.0f, q, 6);
+    cpu::quantize_act_row(ties, qr, 6);
+    EXPECT_EQ(std::memcmp(q, qr, 6), 0);
+}
+
+TEST_P(CpuKernels, RopeAndF16MatchTheReference) {
+    for (const auto & [hd, n_rot] : {std::pair<int64_t, int64_t>{128, 128}, {64, 32}, {80, 48}, {96, 20}}) {
+        const int64_t      n_heads = 3, pos = 1234;
+        std::vector<float> x(static_cast<size_t>(hd * n_heads)), xr;
+        for (auto & v : x) v = normal();
+        xr                = x;
+        const float        ts = std::pow(10000.0f, -2.0f / static_cast<float>(n_rot));
+        std::vector<float> cs(static_cast<size_t>(n_rot / 2)), sn(cs.size());
+        float              theta = static_cast<float>(pos);
+        for (size_t i = 0; i < cs.size(); ++i) {
+            cs[i] = std::cos(theta);
+            sn[i] = std::sin(theta);
+            theta *= ts;
+        }
+        k_->rope(x.data(), n_heads, hd, n_rot, cs.data(), sn.data());
+        for (int64_t h = 0; h < n_heads; ++h) cpu::rope_neox_head(xr.data() + h * hd, n_rot, pos, 10000.0f);
+        for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(bits(x[i]), bits(xr[i])) << "hd " << hd << " at " << i;
+    }
+    std::vector<float> f = {0.0f, -0.0f, 1.0f, 65504.0f, 65520.0f, 1e-8f, 5.96e-8f, 2.98e-8f, -3e-5f, 0.1f,
+                            std::numeric_limits<float>::infinity(), 1.00048828125f, 1.000732421875f, 3.0e-5f, 7.0f, -2.0f, 0.3333f};
+    for (int i = 0; i < 300; ++i) f.push_back(normal(100.0f));
+    std::vector<uint16_t> h(f.size());
+    k_->f32_to_f16(f.data(), h.data(), static_cast<int64_t>(f.size()));
+    for (size_t i = 0; i < f.size(); ++i) ASSERT_EQ(h[i], fp32_to_fp16(f[i])) << f[i];
+}
+
+// The activation epilogue, SiLU's exp_fixed included: a sweep of every 4099th f32 (every 127069th
+// under emulation) plus edges.
+TEST_P(CpuKernels, GateActivationsMatchTheReference) {
+    std::vector<float> g;
+    const uint64_t     step = emulated() ? 4099 * 31 : 4099;
+    for (uint64_t u = 0; u < (uint64_t{1} << 32); u += step) {
+        const float v = std::bit_cast<float>(static_cast<uint32_t>(u));
+        if (!std::isnan(v)) g.push_back(v);
+    }
+    for (float v : {0.0f, -0.0f, 88.8f, -88.8f, 89.0f, -89.0f, 86.99f, 87.5f, std::numeric_limits<float>::infinity(),
+                    -std::numeric_limits<float>::infinity()}) {
+        g.push_back(v);
+    }
+    std::vector<float> u(g.size());
+    for (auto & v : u) v = normal();
+    std::vector<float> f(g.size());
+    for (const bool relu : {true, false}) {
+        k_->gate_act(g.data(), u.data(), f.data(), static_cast<int64_t>(g.size()), relu);
+        for (size_t i = 0; i < g.size(); ++i) {
+            const float want = (relu ? cpu::relu2(g[i]) : cpu::silu(g[i])) * u[i];
+            if (std::isnan(want)) {
+                ASSERT_TRUE(std::isnan(f[i])) << g[i];
+            } else {
+                ASSERT_EQ(bits(f[i]), bits(want)) << (relu ? "relu2 " : "silu ") << g[i];
+            }
+        }
+    }
+}
+
+TEST_P(CpuKernels, HeadRowsMatchDotF32) {
+    for (const int64_t k : {1, 15, 16, 17, 264, 2560}) {
+        for (const int64_t n : {1, 7, 8, 9, 33, 40}) {
+            const int64_t         T = n == 9 ? 3 : 1;
+            std::vector<float>    e(static_cast<size_t>(k * n)), h(static_cast<size_t>(k * T));
+            std::vector<uint16_t> e16(e.size());
+            for (size_t i = 0; i < e.size(); ++i) {
+                e16[i] = fp32_to_fp16(normal(0.05f) * (i % 97 == 0 ? 1000.0f : 1.0f));
+                e[i]   = fp16_to_fp32(e16[i]);
+            }
+            for (auto & v : h) v = round_to_fp16(normal(2.0f));
+            if (k >= 2 && n >= 2) {
+                // row 1 sums to 1 + 3 2^-24 exactly, a rounding midpoint (ties to even round it up): the checked
+                // kernel cannot decide it from an unordered sum and must take the ordered one
+                for (int64_t i = 0; i < k; ++i) e16[static_cast<size_t>(k + i)] = fp32_to_fp16(i < 2 ? 1.0f : 0.0f);
+                for (int64_t i = 0; i < k; ++i) e[static_cast<size_t>(k + i)] = fp16_to_fp32(e16[static_cast<size_t>(k + i)]);
+                h[0] = 1.0f, h[1] = 0x3p-24f;  // an f16 subnormal
+            }
+            const int64_t      r0 = n > 2 ? 1 : 0;
+            std::vector<float> out(static_cast<size_t>((n - r0) * T)), out32(out.size()), outc(out.size());
+            k_->f16_rows_dot(e16.data(), k, r0, n, k, h.data(), T, out.data(), n - r0);
+            k_->f32_rows_dot(e.data(), k, r0, n, k, h.data(), T, out32.data(), n - r0);
+            std::vector<float> e_abs(static_cast<size_t>(n), 0.0f), h_abs(static_cast<size_t>(T), 0.0f);
+            for (int64_t r = 0; r < n; ++r) {
+                for (int64_t i = 0; i < k; ++i) e_abs[static_cast<size_t>(r)] += std::fabs(e[static_cast<size_t>(r * k + i)]) * 1.001f;
+            }
+            for (int64_t t = 0; t < T; ++t) {
+                for (int64_t i = 0; i < k; ++i) h_abs[static_cast<size_t>(t)] = std::max(h_abs[static_cast<size_t>(t)], std::fabs(h[static_cast<size_t>(t * k + i)]));
+            }
+            for (const bool h_f16 : {true, false}) {
+                if (k_->f16_rows_dot_checked == nullptr) break;
+                k_->f16_rows_dot_checked(e16.data(), k, r0, n, k, h.data(), T, outc.data(), n - r0, e_abs.data() + r0, h_abs.data(), h_f16);
+                for (size_t i = 0; i < out.size(); ++i) ASSERT_EQ(bits(outc[i]), bits(out[i])) << "checked, k " << k << " at " << i;
+            }
+            for (int64_t t = 0; t < T; ++t) {
+                for (int64_t r = r0; r < n; ++r) {
+                    const float want = cpu::dot_f32(e.data() + r * k, h.data() + t * k, k);
+                    ASSERT_EQ(bits(out[static_cast<size_t>(t * (n - r0) + r - r0)]), bits(want)) << "k " << k << " row " << r;
+                    ASSERT_EQ(bits(out32[static_cast<size_t>(t * (n - r0) + r - r0)]), bits(want)) << "k " << k << " row " << r;
+                }
+            }
+        }
+    }
+}
+
+// Quantized head rows dequantized as quant/block_formats.cpp does: quantized random rows, and rows
+// of random bytes (every code and scale pattern; scales that are not finite replaced).
+TEST_P(CpuKernels, DequantizedRowsMatchTheReference) {
+    for (DType type : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q6_k, DType::bf16}) {
+        const int64_t        k = 512, n = 5;
+        const size_t         rb = dtype_row_bytes(type, k);
+        std::vector<uint8_t> rows(rb * n);
+        std::vector<float>   x(static_cast<size_t>(k));
+        for (int64_t r = 0; r < n; ++r) {
+            if (r < 2) {
+                for (auto & v : x) v = normal(r == 0 ? 0.05f : 3.0f);
+                quantize_row(type, x.data(), rows.data() + r * rb, k);
+            } else {
+                for (size_t i = 0; i < rb; ++i) rows[r * rb + i] = static_cast<uint8_t>(rng_());
+            }
+        }
+        std::vector<float> want(static_cast<size_t>(k * n)), got(want.size());
+        for (int64_t r = 0; r < n; ++r) dequantize_row(type, rows.data() + r * rb, want.data() + r * k, k);
+        ASSERT_TRUE(k_->dequant_rows(static_cast<uint32_t>(type), rows.data(), static_cast<int64_t>(rb), n, k, got.data()));
+        for (size_t i = 0; i < want.size(); ++i) {
+            if (std::isnan(want[i])) {
+                ASSERT_TRUE(std::isnan(got[i])) << dtype_name(type) << " at " << i;
+            } else {
+                ASSERT_EQ(bits(got[i]), bits(want[i])) << dtype_name(type) << " at " << i;
+            }
+        }
+    }
+    EXPECT_FALSE(k_->dequant_rows(static_cast<uint32_t>(DType::tq2_0), nullptr, 0, 0, 256, nullptr));
+}
+
+TEST_P(CpuKernels, Int8HeadDotsAreExact) {
+    for (const int64_t k : {1, 63, 64, 65, 2560, 5000}) {
+        const int64_t        n = 9;
+        std::vector<int8_t>  q(static_cast<size_t>(k * n));
+        std::vector<int32_t> qs(static_cast<size_t>(n), 0);
+        std::vector<uint8_t> hi(static_cast<size_t>(k)), lo(static_cast<size_t>(k));
+        std::vector<int>     H(static_cast<size_t>(k));
+        for (auto & v : q) v = static_cast<int8_t>(static_cast<int>(rng_() % 255) - 127);
+        for (int64_t r = 0; r < n; ++r) {
+            for (int64_t i = 0; i < k; ++i) qs[static_cast<size_t>(r)] += q[static_cast<size_t>(r * k + i)];
+        }
+        for (int64_t i = 0; i < k; ++i) {
+            H[static_cast<size_t>(i)]  = i % 5 == 0 ? (i % 2 ? 32767 : -32767) : static_cast<int>(rng_() % 65535) - 32767;
+            hi[static_cast<size_t>(i)] = static_cast<uint8_t>((H[static_cast<size_t>(i)] >> 8) + 128);
+            lo[static_cast<size_t>(i)] = static_cast<uint8_t>(H[static_cast<size_t>(i)] & 255);
+        }
+        std::vector<int64_t> dots(static_cast<size_t>(n));
+        k_->i8_rows_dot_i16(q.data(), k, 0, n, k, hi.data(), lo.data(), qs.data(), dots.data());
+        for (int64_t r = 0; r < n; ++r) {
+            int64_t want = 0;
+            for (int64_t i = 0; i < k; ++i) want += static_cast<int64_t>(q[static_cast<size_t>(r * k + i)]) * H[static_cast<size_t>(i)];
+            ASSERT_EQ(dots[static_cast<size_t>(r)], want) << "k " << k << " row " << r;
+        }
+    }
+    std::vector<uint8_t> b(1000 + 77);
+    for (auto & v : b) v = static_cast<uint8_t>(rng_());
+    uint64_t want = 0;
+    for (size_t i = 0; i + 8 <= b.size(); i += 8) {
+        uint64_t w;
+        std::memcpy(&w, b.data() + i, 8);
+        want += w;
+    }
+    for (size_t i = b.size() / 8 * 8; i < b.size(); ++i) want += b[i];
+    EXPECT_EQ(k_->read_bytes(b.data(), static_cast<int64_t>(b.size())), want);
+}
+
+INSTANTIATE_TEST_SUITE_P(Isa, CpuKernels,
+                         ::testing::Values(IsaCase{CpuIsa::avx512}, IsaCase{CpuIsa::avx2}, IsaCase{CpuIsa::neon}),
+                         [](const auto & param_info) { return std::string(cpu_isa_name(param_info.param.isa)); });
+
+}  // namespace
+}  // namespace tern

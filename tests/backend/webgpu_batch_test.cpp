@@ -1,0 +1,156 @@
+// The batched forward pass (BitnetModel::forward_batch through BatchEngine, issue 53) on the WebGPU
+// backend: sequences that join and leave between steps, prompts fed in chunks while others decode
+// (passes of 1 to 20 columns, so both the per-token kernels and the GEMM run), each sequence's
+// pages taken from a shared pool in whatever order they come free. Every logit row of every
+// sequence is compared with that sequence decoded alone in a CPU Session: bit-identical on a CPU
+// adapter (SwiftShader), within webgpu_model_test.cpp's tolerance on a GPU (exp and fma
+// contraction differ by ulps there). Skipped without a WebGPU adapter.
+#include "backend/cpu/cpu_backend.h"
+#include "engine/batch_engine.h"
+#include "engine/session.h"
+#include "gguf/gguf_reader.h"
+#include "model/bitnet_model.h"
+#include "synth/synth.h"
+#include "test_util.h"
+#include "webgpu_test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace tern {
+namespace {
+
+constexpr double k_logit_rel_tol = 1e-4;  // as webgpu_model_test.cpp
+
+std::vector<int32_t> some_tokens(int n, int salt, int64_t n_vocab) {
+    std::vector<int32_t> ids;
+    for (int i = 0; i < n; ++i) ids.push_back(static_cast<int32_t>((i * 37 + salt * 101 + 11) % n_vocab));
+    return ids;
+}
+
+// One sequence of the test: it opens at step `join`, feeds its prompt in chunks of `chunk`, then
+// one token of `next` per step.
+struct Stream {
+    std::vector<int32_t> prompt, next;
+    size_t               chunk = 1;
+    int                  join  = 0;
+};
+
+// The logits after the prompt and after each `next` token, decoded alone on the CPU.
+std::vector<std::vector<float>> alone_on_cpu(const BitnetModel & model, const Stream & s) {
+    SessionOptions so;
+    so.n_ctx   = static_cast<int64_t>(s.prompt.size() + s.next.size());
+    so.n_batch = 8;
+    Session                         session(model, so);
+    std::vector<std::vector<float>> out;
+    session.eval(s.prompt);
+    out.emplace_back(session.logits().begin(), session.logits().end());
+    for (int32_t id : s.next) {
+        session.eval({&id, 1});
+        out.emplace_back(session.logits().begin(), session.logits().end());
+    }
+    return out;
+}
+
+TEST(WebGpuBatch, SequencesJoiningAndLeavingMatchEachAloneOnTheCpu) {
+    TERN_REQUIRE_WEBGPU();
+    Backend &    gpu = *test::shared_webgpu().backend;
+    SynthOptions o;
+    o.shape       = "tiny";
+    o.output_path = (test::temp_dir("webgpu-batch") / "m.gguf").string();
+    o.seed        = 3;
+    o.progress    = false;
+    write_synthetic_model(o);
+    const GgufFile file  = GgufFile::open(o.output_path);
+    auto           cpu   = make_cpu_backend({2});
+    auto           m_cpu = BitnetModel::load(file, *cpu);
+    auto           m_gpu = BitnetModel::load(file, gpu);
+    const int64_t  nv    = m_cpu->config().n_vocab;
+
+    // Four streams: a long prompt in chunks of 17 (the GEMM), short ones, one joining late and one
+    // leaving early so that the last one's pages are the ones it gave back.
+    std::vector<Stream> streams = {{some_tokens(40, 1, nv), some_tokens(9, 2, nv), 17, 0},
+                                   {some_tokens(5, 3, nv), some_tokens(4, 4, nv), 2, 0},
+                                   {some_tokens(1, 5, nv), some_tokens(14, 6, nv), 1, 1},
+                                   {some_tokens(23, 7, nv), some_tokens(6, 8, nv), 3, 6}};
+    BatchEngineOptions eo;
+    eo.n_pages   = 7;  // 112 positions: the late stream needs pages the early leaver gave back
+    eo.page_size = 16;
+    eo.n_chunk   = 20;
+    eo.max_seqs  = 4;
+    BatchEngine eng(*m_gpu, eo);
+
+    const size_t                                 n = streams.size();
+    std::vector<std::optional<SequenceId>>       seq(n);
+    std::vector<bool>                            done(n, false);
+    std::vector<size_t>                          fed(n, 0), next_i(n, 0);
+    std::vector<std::vector<std::vector<float>>> got(n);
+    std::vector<std::vector<float>>              logits(n, std::vector<float>(static_cast<size_t>(nv)));
+    for (int step = 0; step < 80; ++step) {
+        std::vector<BatchItem> items;
+        std::vector<size_t>    who;
+        for (size_t i = 0; i < n; ++i) {
+            const Stream & s = streams[i];
+            if (done[i] || step < s.join) continue;
+            if (!seq[i]) {
+                seq[i] = eng.open(static_cast<int64_t>(s.prompt.size() + s.next.size()));
+                if (!seq[i]) continue;  // waits for pages
+            }
+            if (fed[i] < s.prompt.size()) {
+                const size_t k    = std::min(s.chunk, s.prompt.size() - fed[i]);
+                const bool   last = fed[i] + k == s.prompt.size();
+                items.push_back({*seq[i], std::span(s.prompt).subspan(fed[i], k),
+                                 last ? std::span<float>(logits[i]) : std::span<float>()});
+                fed[i] += k;
+                if (last) who.push_back(i);
+            } else if (next_i[i] < s.next.size()) {
+                items.push_back({*seq[i], std::span(s.next).subspan(next_i[i]++, 1), logits[i]});
+                who.push_back(i);
+            }
+        }
+        if (items.empty()) break;
+        eng.step(items);
+        for (size_t i : who) {
+            got[i].push_back(logits[i]);
+            if (next_i[i] == streams[i].next.size()) {  // finished: leave, pages back to the pool
+                eng.close(*seq[i]);
+                done[i] = true;
+            }
+        }
+    }
+    const bool exact      = test::is_cpu_adapter(gpu);
+    int        rows       = 0;
+    int        bit_equal  = 0;
+    double     worst_rel  = 0;
+    for (size_t i = 0; i < n; ++i) {
+        ASSERT_TRUE(done[i]) << "stream " << i << " did not finish";
+        const auto want = alone_on_cpu(*m_cpu, streams[i]);
+        ASSERT_EQ(got[i].size(), want.size()) << "stream " << i;
+        for (size_t k = 0; k < want.size(); ++k) {
+            const auto & g = got[i][k];
+            const auto & w = want[k];
+            ++rows;
+            if (std::memcmp(g.data(), w.data(), w.size() * sizeof(float)) == 0) {
+                ++bit_equal;
+                continue;
+            }
+            ASSERT_FALSE(exact) << "stream " << i << ", row " << k << ": not the CPU's bits on a CPU adapter";
+            double row_max = 1, d = 0;
+            for (size_t v = 0; v < w.size(); ++v) {
+                row_max = std::max(row_max, static_cast<double>(std::fabs(w[v])));
+                d       = std::max(d, static_cast<double>(std::fabs(g[v] - w[v])));
+            }
+            worst_rel = std::max(worst_rel, d / row_max);
+            ASSERT_LE(d / row_max, k_logit_rel_tol) << "stream " << i << ", row " << k;
+        }
+    }
+    std::printf("[          ] %d logit rows, %d bit-identical to the CPU alone, worst |d|/max|row| = %.3g\n", rows,
+                bit_equal, worst_rel);
+    EXPECT_EQ(eng.pool().n_used(), 0);
+}
+
+}  // namespace
+}  // namespace tern

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Batched decoding (issue 53) and long-context decoding (issue 52) on the lent GPU machine (the
+# `device` tool), in one call of about five minutes:
+#   1. the GPU tests of the paged ops and the split attention against the CPU reference;
+#   2. single-stream decode at depth 0 and 4096 on `tern synth bitnet-2b4t` (`tern bench -p 0 -n 64
+#      -d 0,4096`: issue 52 asks tg @ d4096 >= 70% of tg @ d0), the ratio, then tg @ d4096 again
+#      for each split-attention tuning in $TUNES (one line each; the defaults are the first table);
+#   3. the batched engine: `tern bench -p 0 -n 64 --parallel 1,8,32,64` (aggregate decode tokens/s
+#      and ms per step, greedy on the device, no HTTP);
+#   4. `tern serve` under load: tools/serve/serve_bench.py at 1, 8, 32 and 64 concurrent streams
+#      (sampled at temperature 0.8, streamed over HTTP; per-stream ms/token) and the time to first
+#      token of a 512-token prompt while 8 streams decode.
+# Prepare here: TERN_PACK_OLD_DAWN=0 tools/device/pack_devicebin.sh (tern, tern_webgpu_tests and the
+# libraries, into .devicebin); .gl as tools/device/webgpu_gpu_run.sh says. Then run with
+# carry [".gl", ".devicebin"] (about 25 MB with the 19 MB working tree under the 64 MiB limit):
+#   tools/device/batch_run.sh
+# Results: $OUT/batch_*.md, .json, .txt. Environment: TUNES (space-separated TERN_WEBGPU_TUNE
+# values for step 2), STREAMS (default 1,8,32,64), DURATION (serve_bench seconds per stream count,
+# default 10), SKIP_TESTS=1, SKIP_SERVE=1.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out=${OUT:-/tmp/out}
+mkdir -p "$out"
+# shellcheck source=tools/device/device_env.sh
+. tools/device/device_env.sh
+nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader
+streams=${STREAMS:-1,8,32,64}
+model=/tmp/synth-2b4t.gguf
+
+if [ -z "${SKIP_TESTS:-}" ]; then
+    echo "== 1. GPU tests: paged ops, split and long attention vs the CPU reference"
+    "$B/tern_webgpu_tests" --gtest_brief=1 --gtest_filter='*Paged*:*Long*:*Attention*:*Batch*' \
+        > "$out/batch_gpu_tests.txt" 2>&1
+    grep -E "PASSED|FAILED|Failure|tests ran" "$out/batch_gpu_tests.txt" | head -20
+fi
+
+"$B/tern" synth bitnet-2b4t -o "$model" --seed 1 2>&1 | tail -1
+
+echo "== 2. single stream: tg64 at depth 0 and 4096"
+"$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 -d 0,4096 -r 3 --json > "$out/batch_depth.json" \
+    2> "$out/batch_depth.err"
+python3 - "$out/batch_depth.json" <<'EOF' | tee "$out/batch_depth.md"
+import json, sys
+rows = json.load(open(sys.argv[1]))
+for r in rows:
+    print(f"| {r['test']} | {r['avg_ts']:.1f} ± {r['stddev_ts']:.1f} t/s | {r['ms_per_token']:.3f} ms/token | "
+          f"{r['dispatches_per_token']} dispatches/token |")
+d0 = [r for r in rows if r["n_depth"] == 0]
+d4 = [r for r in rows if r["n_depth"] == 4096]
+if d0 and d4:
+    print(f"{d4[0]['test']} / {d0[0]['test']} = {100 * d4[0]['avg_ts'] / d0[0]['avg_ts']:.1f}% (issue 52: >= 70%)")
+EOF
+for t in ${TUNES:-attn_split_heads=4 attn_split_heads=2 attn_split_unroll=1 attn_split_unroll=8 attn_split_dims=4 attn_split_dims=16 attn_long_positions=1000000}; do
+    printf '%s: ' "$t"
+    TERN_WEBGPU_TUNE=$t "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 -d 4096 -r 3 2>/dev/null | tail -1 |
+        awk -F'|' '{print $7 ":", $8, "t/s,", $9, "ms/token"}'
+done | tee "$out/batch_depth_tunes.txt"
+
+echo "== 3. batched engine: tern bench --parallel $streams"
+"$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 --parallel "$streams" -r 3 2>&1 | tee "$out/batch_engine.md"
+
+if [ -z "${SKIP_SERVE:-}" ]; then
+    echo "== 4. tern serve under load (serve_bench.py)"
+    PYTHONUNBUFFERED=1 python3 tools/serve/serve_bench.py --bin "$B/tern" -m "$model" --backend webgpu \
+        --streams "$streams" --duration "${DURATION:-10}" -c 2048 --json "$out/batch_serve.json" \
+        2> "$out/batch_serve.log" | tee "$out/batch_serve.md"
+fi
