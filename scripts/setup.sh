@@ -51,7 +51,7 @@ fi
 
 packages=(g++ cmake ninja-build pkg-config git
           libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libcpp-httplib-dev
-          libedit-dev)
+          libedit-dev libutf8proc-dev)
 if [ "$want_fuzz" = 1 ]; then packages+=(clang libclang-rt-dev); fi
 if [ "$want_npm" = 1 ]; then packages+=(nodejs npm chromium); fi
 if [ "$want_webgpu" = 1 ]; then packages+=(libvulkan1); fi

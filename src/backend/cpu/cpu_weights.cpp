@@ -26,6 +26,7 @@ std::unique_ptr<CpuLinear> cpu_pack_linear(std::span<const WeightSource> parts) 
     const DType   type = parts[0].type;
     auto w          = std::make_unique<CpuLinear>();
     w->n_rows       = n;
+    w->type         = type;
     w->n_cols       = k;
     w->group        = lowbit_scale_group(type, k);
     const int64_t n_groups = k / w->group;
