@@ -14,15 +14,19 @@
 #     SwiftShader, a CPU Vulkan driver for machines
 #     without a GPU, unpacked from Debian's chromium-common into .deps/swiftshader (nothing installed).
 #     If a download fails, setup goes on: the GPU tests then report themselves as skipped, with why.
+#   - the browser build (scripts/build-web.sh): Debian's emscripten, and PCRE2's Debian source package
+#     (apt-get source, unpacked into .deps/pcre2-src; a deb-src entry mirroring the deb one is added to
+#     apt's sources if there is none), which build-web.sh compiles to wasm32.
 #   - ARM64 cross-testing on x86-64 hosts (scripts/test_arm64.sh): g++-aarch64-linux-gnu, qemu-user,
 #     and the arm64 builds of PCRE2, GoogleTest and libstdc++ (Debian multiarch: adds the arm64 architecture).
-# Usage: scripts/setup.sh [--no-npm] [--no-webgpu] [--no-fuzz] [--no-arm64]
+# Usage: scripts/setup.sh [--no-npm] [--no-webgpu] [--no-fuzz] [--no-arm64] [--no-web]
 #   --no-npm also skips Dawn, which comes from npm; --no-fuzz skips clang (only the fuzz targets need it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 want_npm=1
 want_webgpu=1
+want_web=1
 want_fuzz=1
 want_arm64=1
 [ "$(uname -m)" = x86_64 ] || want_arm64=0
@@ -30,10 +34,11 @@ for arg in "$@"; do
     case "$arg" in
         --no-npm) want_npm=0 ;;
         --no-webgpu) want_webgpu=0 ;;
+        --no-web) want_web=0 ;;
         --no-fuzz) want_fuzz=0 ;;
         --no-arm64) want_arm64=0 ;;
-        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
-        *) echo "error: unknown option '$arg'" >&2; echo "hint: scripts/setup.sh [--no-npm] [--no-webgpu] [--no-fuzz] [--no-arm64]" >&2; exit 2 ;;
+        -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+        *) echo "error: unknown option '$arg'" >&2; echo "hint: scripts/setup.sh [--no-npm] [--no-webgpu] [--no-fuzz] [--no-arm64] [--no-web]" >&2; exit 2 ;;
     esac
 done
 
@@ -46,10 +51,11 @@ fi
 
 packages=(g++ cmake ninja-build pkg-config git
           libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libcpp-httplib-dev
-          libedit-dev)
+          libedit-dev libutf8proc-dev)
 if [ "$want_fuzz" = 1 ]; then packages+=(clang libclang-rt-dev); fi
 if [ "$want_npm" = 1 ]; then packages+=(nodejs npm chromium); fi
 if [ "$want_webgpu" = 1 ]; then packages+=(libvulkan1); fi
+if [ "$want_web" = 1 ]; then packages+=(emscripten); fi
 if [ "$want_arm64" = 1 ]; then packages+=(g++-aarch64-linux-gnu qemu-user); fi
 
 missing=()
@@ -163,3 +169,31 @@ if [ "$want_webgpu" = 1 ]; then
     if [ "$want_npm" = 1 ]; then install_dawn; else echo "setup: --no-npm: Dawn (from npm) not installed"; fi
     install_swiftshader
 fi
+
+# ---------------------------------------------------------------- the browser build: PCRE2's source
+pcre2_src_dir=.deps/pcre2-src
+install_pcre2_source() {
+    if ls -d "$pcre2_src_dir"/pcre2-*/CMakeLists.txt >/dev/null 2>&1; then echo "setup: PCRE2 source present ($pcre2_src_dir)"; return 0; fi
+    echo "setup: fetching PCRE2's Debian source package into $pcre2_src_dir (for the wasm build)"
+    local tmp; tmp=$(mktemp -d)
+    if ! (cd "$tmp" && apt-get source --download-only pcre2 >/dev/null 2>&1); then
+        # No deb-src entry: add one that mirrors the Debian deb entries (deb822 or one-line format).
+        local src=/etc/apt/sources.list.d/tern-deb-src.sources
+        if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+            sed 's/^Types: deb$/Types: deb-src/' /etc/apt/sources.list.d/debian.sources | "${sudo_cmd[@]}" tee "$src" >/dev/null
+        elif [ -f /etc/apt/sources.list ]; then
+            sed -n 's/^deb \(.*\)/deb-src \1/p' /etc/apt/sources.list | "${sudo_cmd[@]}" tee /etc/apt/sources.list.d/tern-deb-src.list >/dev/null
+        fi
+        "${sudo_cmd[@]}" apt-get update -qq || true
+        (cd "$tmp" && apt-get source --download-only pcre2 >/dev/null 2>"$tmp/err") || true
+    fi
+    local orig; orig=$(ls "$tmp"/pcre2_*.orig.tar.* 2>/dev/null | head -n 1 || true)
+    if [ -z "$orig" ]; then
+        echo "setup: warning: apt-get source pcre2 failed ($(tail -n 1 "$tmp/err" 2>/dev/null)); the browser build is unavailable" >&2
+    else
+        mkdir -p "$pcre2_src_dir"
+        tar -xf "$orig" -C "$pcre2_src_dir"
+    fi
+    rm -rf "$tmp"
+}
+if [ "$want_web" = 1 ]; then install_pcre2_source; fi

@@ -30,8 +30,11 @@ phase_start=$SECONDS
 phase_done() { phases+=("$1 $((SECONDS - phase_start)) s"); phase_start=$SECONDS; }
 
 scripts/setup.sh
-BUILD_DIR=build scripts/build.sh
+BUILD_DIR=build scripts/build.sh -DTERN_BUILD_BENCH=ON  # the micro-benchmarks are built (not run) so they keep compiling
 phase_done "setup and build:"
+# The browser build (WebAssembly, a couple of minutes): its tests under ctest (label web) skip without it.
+if command -v emcc >/dev/null; then BUILD_DIR=build-web scripts/build-web.sh; else echo "test: no emcc; the browser-build tests will skip"; fi
+phase_done "browser build:"
 
 # GPU tests (label gpu) run on whatever Vulkan device there is; on a machine without one, on the
 # SwiftShader CPU driver that setup.sh unpacked. Without either they report themselves as skipped.

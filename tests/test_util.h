@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -9,7 +10,12 @@
 
 namespace tern::test {
 
-inline std::string data_path(const std::string & name) { return std::string(TERN_TEST_DATA_DIR) + "/" + name; }
+// $TERN_TEST_DATA_DIR overrides the built-in tests/data path (a test binary run on another machine,
+// tools/device/families_run.sh).
+inline std::string data_path(const std::string & name) {
+    if (const char * dir = std::getenv("TERN_TEST_DATA_DIR"); dir && *dir) return std::string(dir) + "/" + name;
+    return std::string(TERN_TEST_DATA_DIR) + "/" + name;
+}
 inline std::string shared_data_path(const std::string & name) { return std::string(TERN_SHARED_DATA_DIR) + "/" + name; }
 inline std::string deps_path(const std::string & name) { return std::string(TERN_DEPS_DIR) + "/" + name; }
 inline std::string binary_path(const std::string & name) { return std::string(TERN_BINARY_DIR) + "/" + name; }

@@ -14,7 +14,7 @@ the fastest. The peers are not part of tern: build them yourself and pass their 
 A peer is NAME=BENCH[:MODEL[:EXTRA ARGS]] (MODEL empty: the -m file). A peer whose run fails (a
 missing instruction, a file it cannot read) is reported and left out of later rounds; the others go
 on. --deadline-s stops starting runs after that many seconds and prints what was measured (for the
-device tool's 10-minute calls). With --roofline, tern also measures the read bandwidth at each
+device tool's 10-minute calls); --run-timeout-s fails a run that takes longer. With --roofline, tern also measures the read bandwidth at each
 thread count, and tg rows show tern's share of it. --out PREFIX writes PREFIX.md and PREFIX.json.
 """
 import argparse
@@ -48,8 +48,14 @@ class RunFailed(Exception):
     pass
 
 
+RUN_TIMEOUT_S = None  # --run-timeout-s
+
+
 def run_json(cmd):
-    out = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise RunFailed(f"no result after {RUN_TIMEOUT_S:.0f} s: {shlex.join(cmd)}")
     if out.returncode != 0:
         raise RunFailed(f"failed ({out.returncode}): {shlex.join(cmd)}\n{out.stderr[-1500:]}")
     text = out.stdout
@@ -133,7 +139,10 @@ def main():
     p.add_argument("--roofline", action="store_true", help="also measure tern's read bandwidth per thread count")
     p.add_argument("--deadline-s", type=float, default=0, help="start no run after this many seconds (0: no limit)")
     p.add_argument("--out", help="write the table to OUT.md and the medians and samples to OUT.json")
+    p.add_argument("--run-timeout-s", type=float, default=0, help="a run taking longer fails (0: no limit)")
     a = p.parse_args()
+    global RUN_TIMEOUT_S
+    RUN_TIMEOUT_S = a.run_timeout_s or None
     t0 = time.monotonic()
     peers = [parse_peer(s) for s in a.peer]
     threads = [int(t) for t in a.threads.split(",")]
@@ -141,6 +150,14 @@ def main():
     engines = ["tern"] + [q["name"] for q in peers]
     samples, failed = {}, {}  # (engine, threads, test) -> [t/s per round]; engine -> why
     late = lambda: a.deadline_s > 0 and time.monotonic() - t0 > a.deadline_s
+    bw = {}
+    if a.roofline:  # first: a few seconds, and a deadline never leaves it out
+        for t in threads:
+            try:
+                bw[t] = read_bandwidth(a, t)
+                print(f"tern read bandwidth t={t}: {bw[t]:.1f} GB/s", file=sys.stderr, flush=True)
+            except RunFailed as err:
+                print(err, file=sys.stderr)
     for rnd in range(a.rounds):
         order = engines[rnd % len(engines):] + engines[:rnd % len(engines)]
         for t in threads:
@@ -158,13 +175,6 @@ def main():
                     print(f"round {rnd + 1}: {e:>24} t={t} {test:>6}: {ts:8.2f} t/s", file=sys.stderr, flush=True)
     if late():
         print(f"deadline: stopped starting runs after {a.deadline_s:.0f} s", file=sys.stderr)
-    bw = {}
-    if a.roofline and not late():
-        for t in threads:
-            try:
-                bw[t] = read_bandwidth(a, t)
-            except RunFailed as err:
-                print(err, file=sys.stderr)
     text, rows = table(a, engines, peers, threads, tests, samples, failed, bw)
     print("\n" + text)
     if a.out:

@@ -49,6 +49,25 @@ const QuantizedActs & quantized_input(Backend & be, const LinearInput & in) {
     return in.q;
 }
 
+// Whether a linear op takes the general path (matmul on the float input) rather than BitNet's
+// rms_norm_quant + bitlinear: every non-ternary weight, any input without a norm in front, and any
+// input without int8 scratch (the other families' models give none).
+bool takes_float_path(const Weight & w, const LinearInput & in) {
+    if (in.x.buffer == nullptr) return false;  // the int8 form given
+    return !dtype_is_lowbit(w.type) || in.norm == nullptr || in.q.q.buffer == nullptr;
+}
+
+// The float form of a linear op's input: rms_norm(x) * norm into in.h, or x itself without a norm.
+Tensor float_input(Backend & be, const LinearInput & in) {
+    TERN_ASSERT(in.x.buffer != nullptr, "the float path needs x");
+    if (in.norm == nullptr) return in.x;
+    TERN_ASSERT(in.h.buffer != nullptr, "the float path needs scratch for the normalized input (LinearInput.h)");
+    Tensor h = in.h;
+    h.ne     = in.x.ne;
+    be.rms_norm(h, in.x, *in.norm, in.eps);
+    return h;
+}
+
 // Backend::decode's default stream: each step recorded, submitted and read back before the next.
 class StepByStepStream final : public DecodeStream {
 public:
@@ -107,11 +126,44 @@ private:
 }  // namespace
 
 void Backend::linear(const Tensor & y, const Weight & w, const LinearInput & in, bool accumulate) {
+    if (takes_float_path(w, in)) {
+        matmul(y, w, float_input(*this, in), accumulate);
+        return;
+    }
     bitlinear(y, w, quantized_input(*this, in), accumulate);
 }
 
 void Backend::linear_glu(const Tensor & f, const Weight & w_gate_up, const LinearInput & in, FfnActivation act) {
+    if (takes_float_path(w_gate_up, in)) {
+        matmul_glu(f, w_gate_up, float_input(*this, in), act);
+        return;
+    }
     gate_up(f, w_gate_up, quantized_input(*this, in), act);
+}
+
+void Backend::matmul(const Tensor &, const Weight & w, const Tensor &, bool) {
+    fail(ErrorKind::unsupported, format("backend '%s' cannot multiply %s weights yet", std::string(name()).c_str(),
+                                        std::string(dtype_name(w.type)).c_str()),
+         "use --backend cpu for this model");
+}
+
+void Backend::matmul_glu(const Tensor &, const Weight & w, const Tensor &, FfnActivation) {
+    fail(ErrorKind::unsupported, format("backend '%s' cannot multiply %s weights yet", std::string(name()).c_str(),
+                                        std::string(dtype_name(w.type)).c_str()),
+         "use --backend cpu for this model");
+}
+
+void Backend::rope_kv_append_paged(const Tensor &, const KvLayer &, const Tensor &, const AttentionShape &,
+                                   const KvBatch &) {
+    fail(ErrorKind::unsupported, format("backend '%s' cannot batch Llama / Qwen3 / Phi-3 sequences over a paged cache yet",
+                                        std::string(name()).c_str()),
+         "use --backend cpu for this model, or one sequence at a time (--parallel 1)");
+}
+
+void Backend::rope_kv_append(const Tensor &, const KvLayer &, const Tensor &, const AttentionShape &, int64_t) {
+    fail(ErrorKind::unsupported, format("backend '%s' has no rope_kv_append (Llama / Qwen3 / Phi-3 attention) yet",
+                                        std::string(name()).c_str()),
+         "use --backend cpu for this model");
 }
 
 void Backend::linear_qkv(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const LinearInput & in,

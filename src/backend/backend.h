@@ -89,6 +89,8 @@ public:
     virtual ~Weight() = default;
     int64_t n_rows  = 0;  // output features (or vocabulary rows)
     int64_t n_cols  = 0;  // input features
+    DType   type    = DType::f32;  // the file's type of a linear weight (set by load_linear): decides
+                                   // the activation form (docs/architecture.md, "Activation semantics")
     size_t  n_bytes = 0;  // bytes as the backend stores it (what reading all of it once moves)
     // Bytes an output_head that yields only ids reads of this table (the WebGPU backend streams an
     // int8 copy of a large F16 head); 0: n_bytes. For bandwidth figures.
@@ -148,13 +150,24 @@ struct KvBatch {
 
 enum class FfnActivation { relu2, silu };
 
+// neox: pairs (i, i + n_rot/2) (BitNet, Qwen3, Phi-3); norm: pairs (2i, 2i+1) (llama.cpp's `llama`,
+// whose converter permutes q/k rows so that this equals transformers' rotate_half).
+enum class RopeMode { neox, norm };
+
 struct AttentionShape {
     int64_t n_head    = 0;
     int64_t n_head_kv = 0;
     int64_t head_dim  = 0;
-    int64_t n_rot     = 0;        // rotated dimensions per head (NeoX pairs (i, i + n_rot/2))
+    int64_t n_rot     = 0;        // rotated dimensions per head
     float   rope_freq_base = 10000.0f;
     float   scale     = 0.0f;     // attention scale, 1/sqrt(head_dim)
+    // Used by rope_kv_append only (the other families; qkv_rope_kv_append is BitNet's NeoX rope):
+    RopeMode       rope_mode       = RopeMode::neox;
+    float          rope_freq_scale = 1.0f;     // linear rope scaling: angles times this
+    const Weight * rope_freqs      = nullptr;  // [n_rot/2] f32 divisors of the angles (Llama-3 scaling)
+    const Weight * q_norm          = nullptr;  // [head_dim] f32: per-head RMS norm of q before RoPE (Qwen3)
+    const Weight * k_norm          = nullptr;  // [head_dim] f32: the same for k
+    float          qk_norm_eps     = 0.0f;
 };
 
 struct DeviceInfo {
@@ -331,7 +344,28 @@ public:
     virtual void attention_paged(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
                                  const KvBatch & batch) = 0;
 
+    // --- primitive ops of the general linear path (issue 54; default: Error(unsupported)) ---
+    // y = W x for a weight of any linear type, x's activation form following W.type as ggml does
+    // (docs/architecture.md, "Activation semantics"): per-token int8 for ternary types, Q8_0 blocks
+    // for Q4_0 / Q8_0, Q8_K blocks for Q4_K / Q6_K, f32 for F32 / F16 / BF16. accumulate: y +=.
+    // y: [N, T] f32, x: [K, T] f32
+    virtual void matmul(const Tensor & y, const Weight & w, const Tensor & x, bool accumulate);
+    // f = act(g) * u with [g; u] = Wgu x as matmul computes them.  f: [n_ff, T] f32, x: [K, T] f32
+    virtual void matmul_glu(const Tensor & f, const Weight & w_gate_up, const Tensor & x, FfnActivation act);
+    // From projected [q; k; v] columns (qkv: [n_q + 2 n_kv, T] f32, overwritten): the per-head
+    // q/k norms of `shape` where set, RoPE (shape.rope_mode, rope_freqs, rope_freq_scale) on q and k
+    // at positions pos0 + t, k and v stored into kv (rounded to the cache type), q written to `q`.
+    virtual void rope_kv_append(const Tensor & q, const KvLayer & kv, const Tensor & qkv, const AttentionShape & shape,
+                                int64_t pos0);
+    // rope_kv_append where column t is at the position `batch` gives it, k and v stored into the
+    // cache row of that position of its sequence (KvBatch).
+    virtual void rope_kv_append_paged(const Tensor & q, const KvLayer & kv, const Tensor & qkv,
+                                      const AttentionShape & shape, const KvBatch & batch);
+
     // --- composite ops: what a model calls (each equals its default, which chains primitives) ---
+    // A ternary weight with a norm in front takes rms_norm_quant + bitlinear (BitNet's path); any
+    // other weight, or an input without a norm, takes the float path: rms_norm into in.h (when
+    // in.norm is set) + matmul (matmul_glu).
     // y = W act(in) (accumulate: y +=).                        y: [N, T] f32
     virtual void linear(const Tensor & y, const Weight & w, const LinearInput & in, bool accumulate);
     // f = act(g) * u with [g; u] = Wgu act(in).                f: [n_ff, T] f32

@@ -6,8 +6,16 @@
 
 namespace tern {
 
+namespace {
+#ifdef __EMSCRIPTEN__
+constexpr bool k_has_terminal = false;  // the browser build: no terminal to draw on, no threads to tick
+#else
+constexpr bool k_has_terminal = true;
+#endif
+}  // namespace
+
 ProgressBar::ProgressBar(std::string label, uint64_t total, bool enabled, double show_after_s)
-    : label_(std::move(label)), total_(total), active_(enabled && ::isatty(STDERR_FILENO) != 0),
+    : label_(std::move(label)), total_(total), active_(k_has_terminal && enabled && ::isatty(STDERR_FILENO) != 0),
       show_after_s_(show_after_s), start_(std::chrono::steady_clock::now()) {
     if (active_) ticker_ = std::thread([this] { tick(); });
 }

@@ -6,6 +6,7 @@
 #include "core/progress.h"
 #include "core/log.h"
 #include "quant/finite_check.h"
+#include "quant/ternary_formats.h"
 
 #include <algorithm>
 #include <cmath>
@@ -74,7 +75,7 @@ public:
     // A projection: ternary weight [k, n], with the optional mainline `.scale` tensor {1} f32.
     WeightSource linear(const std::string & stem, int64_t k, int64_t n) {
         WeightSource src = require(stem + ".weight", {k, n}, "projection");
-        if (!backend_.supports_linear(src.type)) {
+        if (!backend_.supports_linear(src.type) || !dtype_is_lowbit(src.type)) {
             fail(ErrorKind::unsupported,
                  format("tensor '%s.weight' has type %s, which backend '%s' cannot use for a BitLinear projection",
                         stem.c_str(), std::string(dtype_name(src.type)).c_str(), std::string(backend_.name()).c_str()),
@@ -136,6 +137,10 @@ Tensor view(const OwnedTensor & t, std::array<int64_t, 4> ne) {
 
 std::unique_ptr<BitnetModel> BitnetModel::load(const GgufFile & file, Backend & backend) {
     std::unique_ptr<BitnetModel> m(new BitnetModel(read_model_config(file), backend));
+    if (m->config_.family != ModelFamily::bitnet) {
+        m->load_family(file);
+        return m;
+    }
     const ModelConfig & c = m->config_;
     Binder              b(file, backend);
 
@@ -202,6 +207,10 @@ ForwardBuffers BitnetModel::make_buffers(int64_t n_batch, int64_t n_logits) cons
     b.h         = alloc_tensor(backend_, DType::f32, {c.n_embd, n_batch, 1, 1}, "h");
     b.x_head    = alloc_tensor(backend_, DType::f32, {c.n_embd, std::max<int64_t>(1, n_logits), 1, 1}, "x_head");
     b.logits    = alloc_tensor(backend_, DType::f32, {c.n_vocab, std::max<int64_t>(1, n_logits), 1, 1}, "logits");
+    if (c.family != ModelFamily::bitnet) {
+        b.act_f = alloc_tensor(backend_, DType::f32, {std::max({c.n_embd, c.n_embd_q(), c.n_ff}), n_batch, 1, 1}, "act_f");
+        b.qkv   = alloc_tensor(backend_, DType::f32, {c.n_embd_q() + 2 * c.n_embd_kv(), n_batch, 1, 1}, "qkv");
+    }
     return b;
 }
 
@@ -261,6 +270,10 @@ void BitnetModel::record(ForwardBuffers & buf, const KvPlace & at, int64_t n_tok
     for (int64_t il = 0; il < c.n_layer; ++il) {
         const LayerWeights & L  = layers_[static_cast<size_t>(il)];
         const KvLayer        kl = at.kv.layer(il);
+        if (c.family != ModelFamily::bitnet) {
+            record_family_layer(buf, L, kl, at, T);
+            continue;
+        }
         if (at.batch != nullptr) {
             be.linear_qkv_paged(q, kl, *L.attn_qkv, {x, L.attn_norm.get(), eps, a_embd, {}}, shape, *at.batch);
             be.attention_paged(attn, q, kl, shape, *at.batch);

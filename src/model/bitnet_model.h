@@ -10,6 +10,16 @@
 //               f = relu2(Wg a) * (Wu a)                      (gate_up; SiLU for arch `bitnet`)
 //               x += Wd quant(norm(f) * ffn_sub_norm)
 //   logits = head · norm(x) * output_norm                     (head = output or tied token_embd)
+//
+// The other families (llama, qwen3, phi3: family_config.h) run on the same skeleton, loaded by
+// family_model.cpp: no sub-norms (the attention output and the FFN product enter Wo / Wdown as they
+// are), SwiGLU, weights of any linear type (the general path: Backend::matmul, activations as the
+// weight type says), and q/k through rope_kv_append (Qwen3's per-head QK-norm, llama's "norm" RoPE
+// with Llama-3 rope_freqs divisors):
+//   per layer:  [q; k; v] = Wqkv (norm(x) * attn_norm)       (linear, float path)
+//               q, K/V cache <- RoPE(qk_norm(q, k)), v         (rope_kv_append)
+//               x += Wo attention(q, K, V)
+//               x += Wd (silu(Wg h) * (Wu h)),  h = norm(x) * ffn_norm
 #pragma once
 
 #include "backend/backend.h"
@@ -31,6 +41,8 @@ struct LayerWeights {
     std::unique_ptr<Weight> ffn_gate_up;    // ffn_gate + ffn_up, [n_embd, n_ff] each
     std::unique_ptr<Weight> ffn_sub_norm;   // [n_ff] f32
     std::unique_ptr<Weight> ffn_down;       // [n_ff, n_embd]
+    std::unique_ptr<Weight> attn_q_norm;    // [head_dim] f32, Qwen3 only
+    std::unique_ptr<Weight> attn_k_norm;    // [head_dim] f32, Qwen3 only
 };
 
 // Per-session buffers for up to n_batch tokens, allocated once.
@@ -47,6 +59,9 @@ struct ForwardBuffers {
     OwnedTensor h;             // [n_embd, n_batch] f32, final norm
     OwnedTensor x_head;        // [n_embd, n_logits] f32: the columns a batch's head reads (forward_batch)
     OwnedTensor logits;        // [n_vocab, n_logits] f32
+    // The other families only (empty for BitNet):
+    OwnedTensor act_f;         // [max(n_embd, n_embd_q, n_ff), n_batch] f32: a linear's normalized input
+    OwnedTensor qkv;           // [n_embd_q + 2 n_embd_kv, n_batch] f32: projected q, k, v before RoPE
 };
 
 class BitnetModel {
@@ -104,6 +119,10 @@ private:
     // over the columns it lists (none when head.logits.ne[1] is 0).
     void record(ForwardBuffers & buf, const KvPlace & at, int64_t n_tokens, const Tensor & tokens,
                 const HeadOutput & head, const Tensor * head_cols, bool round_head_input_f16) const;
+    // family_model.cpp: binding the tensors of a llama / qwen3 / phi3 file, and one layer's ops.
+    void load_family(const GgufFile & file);
+    void record_family_layer(const ForwardBuffers & buf, const LayerWeights & L, const KvLayer & kl, const KvPlace & at,
+                             int64_t n_tokens) const;
 
     BitnetModel(ModelConfig config, Backend & backend) : config_(std::move(config)), backend_(backend) {}
 
@@ -113,6 +132,7 @@ private:
     std::unique_ptr<Weight>   output_norm_;  // [n_embd] f32
     std::unique_ptr<Weight>   output_;       // [n_embd, n_vocab]; null when tied to token_embd
     std::vector<LayerWeights> layers_;
+    std::unique_ptr<Weight>   rope_freqs_;   // [n_rot/2] f32 divisors (llama with Llama-3 rope scaling)
     DType                     head_type_    = DType::f16;
     size_t                    weight_bytes_ = 0;
 };

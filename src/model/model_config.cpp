@@ -66,7 +66,44 @@ float float_key(const GgufFile & f, const std::string & key, bool required, floa
 
 }  // namespace
 
-bool is_supported_arch(std::string_view arch) { return arch == "bitnet-b1.58" || arch == "bitnet-25" || arch == "bitnet"; }
+bool is_supported_arch(std::string_view arch) { return is_family_arch(arch); }
+
+namespace {
+
+// A Llama / Qwen3 / Phi-3 file's configuration in the shared skeleton's terms.
+ModelConfig config_from_family(const GgufFile & f) {
+    const FamilyConfig fc = read_family_config(f);
+    if (fc.rope_factors) {
+        fail(ErrorKind::unsupported, "tensors 'rope_factors_long' / 'rope_factors_short' (Phi-3 LongRoPE) are not supported yet",
+             "Phi-3-mini-4k (no rope scaling) runs; the 128k variants need LongRoPE");
+    }
+    ModelConfig c;
+    c.arch            = fc.arch;
+    c.name            = fc.name;
+    c.n_vocab         = fc.n_vocab;
+    c.n_ctx_train     = fc.n_ctx_train;
+    c.n_embd          = fc.n_embd;
+    c.n_layer         = fc.n_layer;
+    c.n_ff            = fc.n_ff;
+    c.n_head          = fc.n_head;
+    c.n_head_kv       = fc.n_head_kv;
+    c.head_dim        = fc.head_dim;
+    c.n_rot           = fc.n_rot;
+    c.rope_freq_base  = fc.rope_freq_base;
+    c.norm_eps        = fc.norm_eps;
+    c.ffn_act         = fc.glu == GluActivation::relu2 ? FfnActivation::relu2 : FfnActivation::silu;
+    c.synthetic       = f.get_bool("tern.synthetic").value_or(false);
+    c.family          = fc.family;
+    c.rope_mode       = fc.rope_style == RopeStyle::norm ? RopeMode::norm : RopeMode::neox;
+    c.rope_freq_scale = fc.rope_freq_scale;
+    c.qk_norm         = fc.qk_norm;
+    c.fused_qkv       = fc.fused_qkv;
+    c.fused_gate_up   = fc.fused_gate_up;
+    c.rope_freqs      = fc.rope_freqs;
+    return c;
+}
+
+}  // namespace
 
 AttentionShape ModelConfig::attention_shape() const {
     AttentionShape s;
@@ -76,6 +113,9 @@ AttentionShape ModelConfig::attention_shape() const {
     s.n_rot          = n_rot;
     s.rope_freq_base = rope_freq_base;
     s.scale          = 1.0f / std::sqrt(static_cast<float>(head_dim));
+    s.rope_mode       = rope_mode;
+    s.rope_freq_scale = rope_freq_scale;
+    s.qk_norm_eps     = norm_eps;
     return s;
 }
 
@@ -84,9 +124,10 @@ ModelConfig read_model_config(const GgufFile & f) {
     const auto  arch = f.get_string("general.architecture");
     if (!arch) fail(ErrorKind::invalid_model, "metadata key 'general.architecture' is missing");
     c.arch = std::string(*arch);
+    if (c.arch == "llama" || c.arch == "qwen3" || c.arch == "phi3") return config_from_family(f);
     if (!is_supported_arch(c.arch)) {
         fail(ErrorKind::unsupported, format("architecture '%s' is not supported", printable(c.arch).c_str()),
-             "tern runs BitNet b1.58 models: architectures bitnet-b1.58, bitnet-25 and bitnet");
+             "tern runs bitnet-b1.58, bitnet-25, bitnet, llama, qwen3 and phi3 models");
     }
     for (const auto & kv : f.kvs()) {
         if (kv.key.starts_with("prism.hadamard.")) {

@@ -14,6 +14,7 @@
 #include "tokenizer/byte_unicode.h"
 #include "tokenizer/hf_tokenizer_json.h"
 
+#include <cstdlib>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -156,7 +157,9 @@ TokenizerMetadata family_vocab(const SynthShape & s, const SynthOptions & o) {
             break;
         }
         case SynthVocab::phi3: {
-            const std::string path = std::string(TERN_SOURCE_DIR) + "/tests/data/llama-vocab/ggml-vocab-phi-3.gguf";
+            const char *      env  = std::getenv("TERN_PHI3_VOCAB");  // (a tern binary run on another machine)
+            const std::string path = env && *env ? std::string(env)
+                                                 : std::string(TERN_SOURCE_DIR) + "/tests/data/llama-vocab/ggml-vocab-phi-3.gguf";
             require(path, "Phi-3");
             const GgufFile f = GgufFile::open(path);
             m.model          = std::string(f.get_string("tokenizer.ggml.model").value());

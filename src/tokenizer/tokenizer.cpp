@@ -13,6 +13,8 @@
 #include "tokenizer/spm.h"
 #include "tokenizer/vocab.h"
 
+#include "tokenizer/normalize.h"
+
 #include <algorithm>
 #include <limits>
 
@@ -25,6 +27,7 @@ struct Tokenizer::Impl {
     std::optional<tok::BpeModel>             bpe;
     std::optional<tok::PreTokenizerSplitter> splitter;
     std::optional<tok::SpmModel>             spm;
+    bool                                     nfc = false;  // NFC before pre-tokenization (qwen2: normalize.h)
 };
 
 namespace {
@@ -146,6 +149,7 @@ Tokenizer Tokenizer::from_gguf(const GgufFile & file, const TokenizerOptions & o
         // ignore_merges goes with the llama3 family only (§5.5): R0, R2 and qwen35 merge every word.
         impl->bpe = tok::BpeModel::build(*merges, vocab, impl->pre == PreTokenizer::llama3);
         impl->splitter.emplace(impl->pre);
+        impl->nfc = impl->pre == PreTokenizer::qwen2;  // Qwen2/2.5/3's tokenizer.json normalizer
     }
 
     tok::load_special_ids(file, impl->kind, impl->kind == VocabKind::bpe && impl->pre == PreTokenizer::llama3, vocab);
@@ -181,7 +185,13 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos, bool
                 continue;
             }
             words.clear();
-            impl_->splitter->split(f.text, words);
+            std::string      normalized;
+            std::string_view text_of_words = f.text;
+            if (impl_->nfc && tok::may_need_nfc(f.text)) {  // (special tokens match the raw text, as in HF)
+                normalized    = tok::nfc(f.text);
+                text_of_words = normalized;
+            }
+            impl_->splitter->split(text_of_words, words);
             for (std::string_view w : words) impl_->bpe->encode_word(w, vocab, out, scratch);
         }
     } else {

@@ -6,7 +6,8 @@
 // f16 and f32 caches, and positions on both sides of every boundary the kernels split at (blocks
 // of 32 positions, the WebGPU scores' 32-position workgroups, the softmax's 256-position chunks,
 // superblocks of 512, P·V rounds of 2048).
-// Built into tern_backend_tests (CPU backends) and, with TERN_HAS_WEBGPU, into tern_webgpu_tests.
+// Built into tern_backend_tests (the CPU reference and fast backends) and, with TERN_HAS_WEBGPU, into
+// tern_webgpu_tests.
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
 #include "core/fp16.h"
@@ -41,7 +42,19 @@ std::vector<PagedCase> paged_backends() {
                  return test::shared_webgpu().backend;
              }}};
 #else
-    return {{"cpu_3_threads", [](std::string &) -> std::shared_ptr<Backend> { return make_cpu_backend({3}); }}};
+    // The reference on 3 threads, and the fast backend on every instruction set this machine runs
+    // (the others report themselves as skipped).
+    auto fast = [](CpuIsa isa) {
+        return [isa](std::string & skip) -> std::shared_ptr<Backend> {
+            if (cpu_isa_available(isa)) return make_cpu_fast_backend({3, isa, 0});
+            skip = std::string("no ") + std::string(cpu_isa_name(isa)) + " kernels on this CPU/build";
+            return nullptr;
+        };
+    };
+    return {{"cpu_3_threads", [](std::string &) -> std::shared_ptr<Backend> { return make_cpu_reference_backend(3); }},
+            {"avx512_3_threads", fast(CpuIsa::avx512)},
+            {"avx2_3_threads", fast(CpuIsa::avx2)},
+            {"neon_3_threads", fast(CpuIsa::neon)}};
 #endif
 }
 

@@ -229,8 +229,12 @@ TEST(ModelLoad, NonTernaryProjectionIsUnsupported) {
 TEST(ModelLoad, UnknownArchitectureAndMissingKeys) {
     const std::string src = synth_model("arch");
     const std::string arch = rewrite_model(src, "arch", [](auto &, auto &, auto) { return false; },
-                                           [](GgufWriter & w) { w.set_string("general.architecture", "llama"); });
-    expect_load_error(arch, ErrorKind::unsupported, {"llama"});
+                                           [](GgufWriter & w) { w.set_string("general.architecture", "gpt2"); });
+    expect_load_error(arch, ErrorKind::unsupported, {"gpt2"});
+    // A known family whose keys are missing (a BitNet file relabelled llama) names the first key.
+    const std::string relabelled = rewrite_model(src, "llama", [](auto &, auto &, auto) { return false; },
+                                                 [](GgufWriter & w) { w.set_string("general.architecture", "llama"); });
+    expect_load_error(relabelled, ErrorKind::invalid_model, {"llama.embedding_length"});
     const std::string bad_heads = rewrite_model(src, "heads", [](auto &, auto &, auto) { return false; },
                                                 [](GgufWriter & w) { w.set_u32("bitnet-b1.58.attention.head_count_kv", 3); });
     expect_load_error(bad_heads, ErrorKind::invalid_model, {"head_count_kv"});

@@ -10,7 +10,7 @@ command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 cmake --build build-dev -j "$(nproc)" --target tern tern_webgpu_tests
 mkdir -p .devicebin  # (other builds packed there, e.g. by pack_base.sh, stay)
 cp build-dev/bin/tern build-dev/bin/tern_webgpu_tests .devicebin/ && strip .devicebin/tern .devicebin/tern_webgpu_tests
-cp -L /lib/x86_64-linux-gnu/libpcre2-8.so.0 .devicebin/
+cp -L /lib/x86_64-linux-gnu/libpcre2-8.so.0 /usr/lib/x86_64-linux-gnu/libutf8proc.so.2 .devicebin/
 # tern serve: Debian's cpp-httplib is a shared library, with brotli and OpenSSL 3 behind it.
 for lib in libcpp-httplib.so.0.11 libbrotlicommon.so.1 libbrotlidec.so.1 libbrotlienc.so.1 libssl.so.3 libcrypto.so.3; do
     gzip -c "$(readlink -f /usr/lib/x86_64-linux-gnu/$lib)" > ".devicebin/$lib.gz"

@@ -303,6 +303,9 @@ def phi3_sentencepiece(folder):
             break
         p = m.pieces.add()
         p.piece, p.score, p.type = piece, score, types.get(t, pb.ModelProto.SentencePiece.NORMAL)
+    # llama.cpp's phi-3 vocabulary marks <unk> (id 0) CONTROL; SentencePiece needs the piece at unk_id
+    # to be UNKNOWN ("unk is not defined" otherwise), as it is in Phi-3's own tokenizer.model.
+    m.pieces[m.trainer_spec.unk_id].type = pb.ModelProto.SentencePiece.UNKNOWN
     path = os.path.join(folder, "phi3_tokenizer.model")
     with open(path, "wb") as f:
         f.write(m.SerializeToString())

@@ -3,12 +3,14 @@
 // so that a forward pass allocates nothing once warmed up.
 #include "backend/cpu/cpu_backend.h"
 
+#include "backend/cpu/cpu_matmul.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_weights.h"
 #include "core/error.h"
 #include "core/fp16.h"
 #include "core/thread_pool.h"
 #include "quant/block_formats.h"
+#include "quant/ternary_formats.h"
 
 #include <algorithm>
 #include <chrono>
@@ -54,7 +56,7 @@ public:
         switch (type) {
             case DType::i2_s: case DType::tq1_0: case DType::tq2_0: case DType::q2_0: case DType::pq2_0:
             case DType::q1_0: return true;
-            default: return false;
+            default: return cpu_matrix_type(type);
         }
     }
     bool supports_embedding(DType type) const override { return type != DType::i2_s && type != DType::i8 && type != DType::i32; }
@@ -78,7 +80,13 @@ public:
         return w;
     }
     std::unique_ptr<Weight> load_linear(std::span<const WeightSource> parts) override {
+        if (!parts.empty() && !dtype_is_lowbit(parts[0].type)) {
+            auto m = cpu_pack_matrix(parts);
+            grow_scratch(m->n_cols);
+            return m;
+        }
         auto w = cpu_pack_linear(parts);
+        w->type = parts[0].type;
         grow_scratch(w->n_cols);
         w->n_bytes = w->codes.size() + (w->scales.size() + w->output_scales.size()) * sizeof(float);
         return w;
@@ -290,6 +298,48 @@ public:
         }
     }
 
+    void matmul(const Tensor & y, const Weight & w, const Tensor & x, bool accumulate) override {
+        TERN_ASSERT(y.ne[0] == w.n_rows && x.ne[0] == w.n_cols && y.ne[1] == x.ne[1], "matmul shapes");
+        float * out = ptr<float>(y);
+        run_matmul(w, x, 0, w.n_rows, [&](int64_t r, int64_t t, float v) {
+            float & dst = out[t * y.ne[0] + r];
+            dst         = accumulate ? dst + v : v;
+        });
+    }
+
+    void matmul_glu(const Tensor & f, const Weight & w, const Tensor & x, FfnActivation act) override {
+        const int64_t n_ff = w.n_rows / 2;
+        TERN_ASSERT(f.ne[0] == n_ff && x.ne[0] == w.n_cols && f.ne[1] == x.ne[1], "matmul_glu shapes");
+        const int64_t n_tok = x.ne[1];
+        if (glu_.size() < static_cast<size_t>(w.n_rows * n_tok)) glu_.resize(static_cast<size_t>(w.n_rows * n_tok));
+        float * gu = glu_.data();
+        run_matmul(w, x, 0, w.n_rows, [&](int64_t r, int64_t t, float v) { gu[t * w.n_rows + r] = v; });
+        float * out = ptr<float>(f);
+        for (int64_t t = 0; t < n_tok; ++t) {
+            for (int64_t r = 0; r < n_ff; ++r) {
+                const float g     = gu[t * w.n_rows + r];
+                const float gg    = act == FfnActivation::relu2 ? cpu::relu2(g) : cpu::silu(g);
+                out[t * n_ff + r] = gg * gu[t * w.n_rows + n_ff + r];
+            }
+        }
+    }
+
+    void rope_kv_append(const Tensor & q, const KvLayer & kv, const Tensor & qkv, const AttentionShape & s,
+                        int64_t pos0) override {
+        TERN_ASSERT(pos0 >= 0 && pos0 + qkv.ne[1] <= kv.k.ne[1], "positions past the KV cache");
+        rope_append(q, kv, qkv, s, [pos0](int64_t t) { return std::pair{pos0 + t, pos0 + t}; });
+    }
+
+    void rope_kv_append_paged(const Tensor & q, const KvLayer & kv, const Tensor & qkv, const AttentionShape & s,
+                              const KvBatch & batch) override {
+        index_columns(batch, qkv.ne[1], kv);
+        rope_append(q, kv, qkv, s, [&](int64_t t) {
+            const int64_t sq  = col_seq_[static_cast<size_t>(t)];
+            const int64_t pos = batch.seqs[static_cast<size_t>(sq)].pos0 + t - batch.seqs[static_cast<size_t>(sq)].first;
+            return std::pair{pos, batch.cache_row(static_cast<size_t>(sq), pos)};
+        });
+    }
+
 private:
     struct Scratch {
         std::vector<float>  f;       // a row of K floats (normed activations, dequantized rows)
@@ -343,6 +393,92 @@ private:
         });
     }
 
+    // Calls emit(row, token, value) for rows [r0, r1) of any linear weight applied to every column
+    // of the f32 input x, the input first brought into the form the weight type multiplies.
+    template <typename Emit>
+    void run_matmul(const Weight & w, const Tensor & x, int64_t r0, int64_t r1, Emit && emit) {
+        const int64_t k     = w.n_cols;
+        const int64_t n_tok = x.ne[1];
+        const float * xp    = ptr<float>(x);
+        if (w.type == DType::q1_0 || w.type == DType::q2_0 || w.type == DType::pq2_0) {  // Q8_0 blocks
+            const auto &  lw        = static_cast<const CpuLinear &>(w);
+            const size_t  col_bytes = static_cast<size_t>(k / 32) * cpu::k_q8_0_block_bytes;
+            if (acts_.size() < col_bytes * static_cast<size_t>(n_tok)) acts_.resize(col_bytes * static_cast<size_t>(n_tok));
+            for (int64_t t = 0; t < n_tok; ++t) cpu::quantize_row_q8_0_acts(xp + t * k, acts_.data() + t * col_bytes, k);
+            const int64_t n_groups = k / lw.group;
+            pool_.parallel_for(r1 - r0, 16, [&](int64_t i0, int64_t i1, int ti) {
+                int8_t * wv = scratch_[static_cast<size_t>(ti)].w.data();
+                for (int64_t r = r0 + i0; r < r0 + i1; ++r) {
+                    cpu::unpack_codes_row(lw.codes.data() + r * (k / 4), k, wv);
+                    const float * sc = lw.scales.data() + r * n_groups;
+                    for (int64_t t = 0; t < n_tok; ++t) {
+                        emit(r, t, cpu::dot_lowbit_q8_0(wv, sc, lw.group, acts_.data() + t * col_bytes, k) *
+                                       lw.output_scales[static_cast<size_t>(r)]);
+                    }
+                }
+            });
+            return;
+        }
+        if (dtype_is_lowbit(w.type)) {  // ternary: per-token int8 (quantize_act_row), then BitLinear
+            const auto & lw = static_cast<const CpuLinear &>(w);
+            if (act_i8_.size() < static_cast<size_t>(k * n_tok)) act_i8_.resize(static_cast<size_t>(k * n_tok));
+            act_scales_.resize(static_cast<size_t>(n_tok));
+            for (int64_t t = 0; t < n_tok; ++t) act_scales_[t] = cpu::quantize_act_row(xp + t * k, act_i8_.data() + t * k, k);
+            const int64_t n_groups = k / lw.group;
+            pool_.parallel_for(r1 - r0, 16, [&](int64_t i0, int64_t i1, int ti) {
+                int8_t * wv = scratch_[static_cast<size_t>(ti)].w.data();
+                for (int64_t r = r0 + i0; r < r0 + i1; ++r) {
+                    cpu::unpack_codes_row(lw.codes.data() + r * (k / 4), k, wv);
+                    const float * sc = lw.scales.data() + r * n_groups;
+                    const float   os = lw.output_scales[static_cast<size_t>(r)];
+                    for (int64_t t = 0; t < n_tok; ++t) {
+                        float v = cpu::bitlinear_dot(wv, sc, lw.group, act_i8_.data() + t * k, act_scales_[t], k);
+                        if (os != 1.0f) v *= os;
+                        emit(r, t, v);
+                    }
+                }
+            });
+            return;
+        }
+        // Non-ternary parts: the input columns in every form the parts' types need, then the rows.
+        const auto & m = static_cast<const CpuMatrix &>(w);
+        bool         need_q8_0 = false, need_q8_k = false;
+        for (const WeightSource & p : m.parts) {
+            need_q8_0 |= cpu::act_form(p.type) == cpu::ActForm::q8_0;
+            need_q8_k |= cpu::act_form(p.type) == cpu::ActForm::q8_k;
+        }
+        const size_t q8_0_bytes = need_q8_0 ? static_cast<size_t>(k / 32) * cpu::k_q8_0_block_bytes : 0;
+        const size_t q8_k_bytes = need_q8_k ? static_cast<size_t>(k / 256) * sizeof(cpu::BlockQ8K) : 0;
+        const size_t col_bytes  = q8_0_bytes + q8_k_bytes;  // per column: Q8_0 blocks, then Q8_K blocks
+        if (acts_.size() < col_bytes * static_cast<size_t>(n_tok)) acts_.resize(col_bytes * static_cast<size_t>(n_tok));
+        for (int64_t t = 0; t < n_tok; ++t) {
+            uint8_t * dst = acts_.data() + static_cast<size_t>(t) * col_bytes;
+            if (need_q8_0) cpu::quantize_row_q8_0_acts(xp + t * k, dst, k);
+            if (need_q8_k) cpu::quantize_row_q8_k_acts(xp + t * k, reinterpret_cast<cpu::BlockQ8K *>(dst + q8_0_bytes), k);
+        }
+        pool_.parallel_for(r1 - r0, 16, [&](int64_t i0, int64_t i1, int ti) {
+            float * row = scratch_[static_cast<size_t>(ti)].f.data();
+            for (int64_t r = r0 + i0; r < r0 + i1; ++r) {
+                DType           type;
+                const uint8_t * wr = m.row(r, type);
+                if (cpu::act_form(type) == cpu::ActForm::f32) dequantize_row(type, wr, row, k);
+                for (int64_t t = 0; t < n_tok; ++t) {
+                    const uint8_t *      a  = acts_.data() + static_cast<size_t>(t) * col_bytes;
+                    const auto *         ak = reinterpret_cast<const cpu::BlockQ8K *>(a + q8_0_bytes);
+                    float                v  = 0.0f;
+                    switch (type) {
+                        case DType::q4_0: v = cpu::dot_q4_0_q8_0(wr, a, k); break;
+                        case DType::q8_0: v = cpu::dot_q8_0_q8_0(wr, a, k); break;
+                        case DType::q4_k: v = cpu::dot_q4_k_q8_k(wr, ak, k); break;
+                        case DType::q6_k: v = cpu::dot_q6_k_q8_k(wr, ak, k); break;
+                        default: v = cpu::dot_f32_blocks(row, xp + t * k, k); break;
+                    }
+                    emit(r, t, v);
+                }
+            }
+        });
+    }
+
     // [q; k; v] = Wqkv a, RoPE, k and v into the cache; place(t) = (position, cache row) of column t.
     template <class Place>
     void qkv_append(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const QuantizedActs & a,
@@ -364,6 +500,35 @@ private:
             float * col = qkv + t * rows;
             for (int64_t h = 0; h < s.n_head + s.n_head_kv; ++h) {
                 cpu::rope_neox_head(col + h * s.head_dim, s.n_rot, pos, s.rope_freq_base);  // q heads, then k heads
+            }
+            std::memcpy(q_out + t * n_q, col, static_cast<size_t>(n_q) * sizeof(float));
+            store_cache_column(kv.k, row, col + n_q, n_kv);
+            store_cache_column(kv.v, row, col + n_q + n_kv, n_kv);
+        }
+    }
+
+    // rope_kv_append's body; place(t) = (position, cache row) of column t.
+    template <class Place>
+    void rope_append(const Tensor & q, const KvLayer & kv, const Tensor & qkv, const AttentionShape & s, Place place) {
+        const int64_t n_q   = s.n_head * s.head_dim;
+        const int64_t n_kv  = s.n_head_kv * s.head_dim;
+        const int64_t rows  = n_q + 2 * n_kv;
+        const int64_t n_tok = qkv.ne[1];
+        TERN_ASSERT(qkv.ne[0] == rows && q.ne[0] == n_q && kv.k.ne[0] == n_kv, "rope_kv_append shapes");
+        const float * factors = s.rope_freqs ? static_cast<const CpuNorm *>(s.rope_freqs)->w.data() : nullptr;
+        const float * qn      = s.q_norm ? static_cast<const CpuNorm *>(s.q_norm)->w.data() : nullptr;
+        const float * kn      = s.k_norm ? static_cast<const CpuNorm *>(s.k_norm)->w.data() : nullptr;
+        float *       cols    = ptr<float>(qkv);
+        float *       q_out   = ptr<float>(q);
+        for (int64_t t = 0; t < n_tok; ++t) {
+            const auto [pos, row] = place(t);
+            TERN_ASSERT(row >= 0 && row < kv.k.ne[1], "cache row %lld past the KV cache", static_cast<long long>(row));
+            float * col = cols + t * rows;
+            for (int64_t h = 0; h < s.n_head + s.n_head_kv; ++h) {  // q heads, then k heads
+                float *       head = col + h * s.head_dim;
+                const float * norm = h < s.n_head ? qn : kn;
+                if (norm) cpu::rms_norm_row(head, norm, head, s.head_dim, s.qk_norm_eps);
+                cpu::rope_head(head, s.n_rot, pos, s.rope_freq_base, s.rope_freq_scale, factors, s.rope_mode);
             }
             std::memcpy(q_out + t * n_q, col, static_cast<size_t>(n_q) * sizeof(float));
             store_cache_column(kv.k, row, col + n_q, n_kv);
@@ -465,6 +630,10 @@ private:
     std::vector<Scratch> scratch_;
     std::vector<float>   qkv_;  // [n_q + 2 n_kv, T] before RoPE
     std::vector<float>   hin_;  // LM head input after the optional f16 rounding
+    std::vector<float>   glu_;  // matmul_glu: [2 n_ff, T] gate and up rows
+    std::vector<uint8_t> acts_;        // matmul: the input columns as Q8_0 / Q8_K blocks
+    std::vector<int8_t>  act_i8_;      // matmul on ternary weights: per-token int8 codes
+    std::vector<float>   act_scales_;  // ... and their scales
     std::vector<int64_t> col_seq_;  // the paged ops: the sequence of each column
 };
 

@@ -1,6 +1,8 @@
 // The fast CPU backend: memory, weights, norms and the ternary linear products (the layout of the
 // work: cpu_fast_backend.h).
 #include "backend/cpu/cpu_fast_backend.h"
+#include "backend/cpu/cpu_matmul.h"
+#include "quant/ternary_formats.h"
 
 #include "core/error.h"
 #include "core/fp16.h"
@@ -66,7 +68,7 @@ bool CpuFastBackend::supports_linear(DType type) const {
     switch (type) {
         case DType::i2_s: case DType::tq1_0: case DType::tq2_0: case DType::q2_0: case DType::pq2_0: case DType::q1_0:
             return true;
-        default: return false;
+        default: return cpu_matrix_type(type);  // the other families' types, on the reference (cpu_fast_family.cpp)
     }
 }
 bool CpuFastBackend::supports_embedding(DType type) const {
@@ -96,6 +98,7 @@ std::unique_ptr<Weight> CpuFastBackend::load_norm(const WeightSource & src) {
 }
 
 std::unique_ptr<Weight> CpuFastBackend::load_linear(std::span<const WeightSource> parts) {
+    if (!parts.empty() && !dtype_is_lowbit(parts[0].type)) return reference().load_linear(parts);  // a CpuMatrix
     auto w = cpu_pack_tiles(parts, pool_, base3_ ? &k_ : nullptr);
     for (auto & sc : scratch_) {
         grow(sc.f, w->n_cols);
@@ -273,6 +276,10 @@ void CpuFastBackend::bitlinear(const Tensor & y, const Weight & w, const Quantiz
 }
 
 void CpuFastBackend::linear(const Tensor & y, const Weight & w, const LinearInput & in, bool accumulate) {
+    if (in.x.buffer != nullptr && (!dtype_is_lowbit(w.type) || in.norm == nullptr || in.q.q.buffer == nullptr)) {
+        Backend::linear(y, w, in, accumulate);  // the other families: matmul (cpu_fast_family.cpp)
+        return;
+    }
     if (in.x.buffer == nullptr) {
         bitlinear(y, w, in.q, accumulate);
         return;
@@ -324,6 +331,10 @@ void CpuFastBackend::gate_up(const Tensor & f, const Weight & w_gate_up, const Q
 }
 
 void CpuFastBackend::linear_glu(const Tensor & f, const Weight & w_gate_up, const LinearInput & in, FfnActivation act) {
+    if (in.x.buffer != nullptr && (!dtype_is_lowbit(w_gate_up.type) || in.norm == nullptr || in.q.q.buffer == nullptr)) {
+        Backend::linear_glu(f, w_gate_up, in, act);  // the other families: matmul_glu (cpu_fast_family.cpp)
+        return;
+    }
     if (in.x.buffer == nullptr) {
         gate_up(f, w_gate_up, in.q, act);
         return;

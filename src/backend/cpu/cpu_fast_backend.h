@@ -77,6 +77,15 @@ public:
     void attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
                    int64_t pos0) override;
     void gate_up(const Tensor & f, const Weight & w_gate_up, const QuantizedActs & a, FfnActivation act) override;
+    // The llama / qwen3 / phi3 families' general path (cpu_fast_family.cpp): non-ternary weights and
+    // rope_kv_append on the scalar reference; ternary weights (Falcon3-1.58bit) as per-token int8 +
+    // this backend's bitlinear / gate_up.
+    void matmul(const Tensor & y, const Weight & w, const Tensor & x, bool accumulate) override;
+    void matmul_glu(const Tensor & f, const Weight & w_gate_up, const Tensor & x, FfnActivation act) override;
+    void rope_kv_append(const Tensor & q, const KvLayer & kv, const Tensor & qkv, const AttentionShape & shape,
+                        int64_t pos0) override;
+    void rope_kv_append_paged(const Tensor & q, const KvLayer & kv, const Tensor & qkv, const AttentionShape & shape,
+                              const KvBatch & batch) override;
     void lm_head(const Tensor & logits, const Weight & head, const Tensor & h, bool round_input_f16) override;
     void argmax(const Tensor & ids, const Tensor & logits) override;
 
@@ -166,6 +175,10 @@ private:
     } grid_;
     std::vector<float>      lo_, hi_;  // the int8 head's bounds per row
     std::unique_ptr<Backend> ref_;   // the reference, for shapes the kernels do not take
+    // matmul on a ternary weight: its input as per-token int8 (cpu_fast_family.cpp).
+    OwnedTensor family_q_, family_scale_;
+    // The per-token int8 form of x in family_q_ / family_scale_ (grown as needed).
+    QuantizedActs family_acts(const Tensor & x);
     Backend &               reference();
 };
 

@@ -92,6 +92,7 @@ std::unique_ptr<CpuTiledLinear> cpu_pack_tiles(std::span<const WeightSource> par
     }
     auto w    = std::make_unique<CpuTiledLinear>();
     w->n_rows = n;
+    w->type   = type;  // (the linear ops choose BitNet's path by it)
     w->n_cols = k;
     w->group  = lowbit_scale_group(type, k);
     // Base-3 where the kernels read it and the values are -1, 0, +1 (Q2_0 may hold +2).

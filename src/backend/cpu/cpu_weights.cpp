@@ -9,11 +9,14 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 
 namespace tern {
 
+// Out of memory is std::bad_alloc, as from operator new: the CLI answers it with the hint that fits
+// the command (a KV cache too big for -c: a smaller context or batch).
 CpuBuffer::CpuBuffer(size_t n) : data_(static_cast<uint8_t *>(std::calloc(n > 0 ? n : 1, 1))), size_(n) {
-    if (!data_) fail(ErrorKind::io, format("out of memory allocating a %zu-byte CPU buffer", n));
+    if (!data_) throw std::bad_alloc();
 }
 void CpuBuffer::Free::operator()(uint8_t * p) const { std::free(p); }
 
@@ -23,6 +26,7 @@ std::unique_ptr<CpuLinear> cpu_pack_linear(std::span<const WeightSource> parts) 
     const DType   type = parts[0].type;
     auto w          = std::make_unique<CpuLinear>();
     w->n_rows       = n;
+    w->type         = type;
     w->n_cols       = k;
     w->group        = lowbit_scale_group(type, k);
     const int64_t n_groups = k / w->group;

@@ -4,7 +4,8 @@
 // bun-webgpu-linux-x64 0.1.7) by running kernels end to end (docs: ../shared/docs/WEBGPU.md).
 //
 // Functions are not linked: wgpu_loader.cpp resolves every entry of TERN_WGPU_PROCS with dlsym into
-// a WgpuProcs table. Structs the library writes into (adapter info, limits) are followed by spare
+// a WgpuProcs table (the browser build's wgpu_loader_web.cpp fills it with web/webgpu-library.js's
+// functions instead). Structs the library writes into (adapter info, limits) are followed by spare
 // bytes, so a newer library that appends fields cannot write past them.
 #pragma once
 

@@ -142,7 +142,10 @@ DeviceInfo WebGpuBackend::device_info() const {
                                      (attention_short_ok_ ? ", short attention" : "")};
 }
 
-bool WebGpuBackend::supports_linear(DType type) const { return dtype_is_lowbit(type); }
+bool WebGpuBackend::supports_linear(DType type) const {
+    return dtype_is_lowbit(type) || type == DType::f32 || type == DType::f16 || type == DType::bf16 ||
+           type == DType::q8_0 || type == DType::q4_0 || type == DType::q4_k || type == DType::q6_k;
+}
 
 bool WebGpuBackend::supports_embedding(DType type) const {
     return type != DType::i2_s && type != DType::i8 && type != DType::i32;
@@ -307,13 +310,16 @@ std::unique_ptr<Weight> WebGpuBackend::load_norm(const WeightSource & src) {
     n->n_rows                  = 1;
     n->n_cols                  = src.ne[0];
     n->buffer                  = make_buffer(w.size() * 4, w.data(), src.name.c_str());
+    n->host                    = w;
     n->n_bytes                 = w.size() * 4;
     return n;
 }
 
 std::unique_ptr<Weight> WebGpuBackend::load_linear(std::span<const WeightSource> parts) {
+    if (!parts.empty() && !dtype_is_lowbit(parts[0].type)) return load_matrix(parts);
     const GpuLinearLayout layout = gpu_pack_linear(parts);
     auto                  w      = std::make_unique<GpuLinear>();
+    w->type                      = parts[0].type;
     w->n_rows                    = layout.n_rows;
     w->n_cols                    = layout.n_cols;
     w->group                     = layout.group;

@@ -12,6 +12,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <tuple>
 #include <memory>
 #include <optional>
 #include <span>
@@ -51,6 +52,22 @@ public:
 class GpuNorm : public Weight {
 public:
     std::unique_ptr<GpuBuffer> buffer;  // [n_cols] f32
+    std::vector<float>         host;    // the same values on the host (rope_freqs divisors for the rope table)
+};
+
+// A non-ternary linear weight (webgpu_family.cpp, matmul.wgsl): the stacked parts (q/k/v, gate/up),
+// each of its own type (Q4_K_M files keep some attn_v as Q6_K), multiplied by one dispatch each.
+//   words: f32 [n][K] | f16 / bf16 [n][K/2] | Q8_0 [n][K/32][8] codes | Q4_0 [n][K/32][4] nibbles |
+//          Q4_K [n][K/256][36] (the file's 144-byte blocks) | Q6_K [n][K/256][52] (ql, qh, scales)
+//   scales: [n][K/32] (Q8_0, Q4_0) or [n][K/256] (Q6_K) f32, the blocks' f16 d; a placeholder otherwise
+class GpuMatrix : public Weight {
+public:
+    struct Part {
+        DType                      type = DType::f32;
+        int64_t                    first_row = 0, n_rows = 0;
+        std::unique_ptr<GpuBuffer> words, scales;
+    };
+    std::vector<Part> parts;
 };
 
 class GpuTable : public Weight {
@@ -128,6 +145,12 @@ public:
     void linear_qkv(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const LinearInput & in,
                     const AttentionShape & shape, int64_t pos0) override;
     void output_head(const HeadOutput & out, const Weight & head, const LinearInput & in, bool round_input_f16) override;
+    // The general linear path of the other families (webgpu_family.cpp: matmul.wgsl, glu.wgsl,
+    // quantize_q8_0.wgsl, rope_kv_family.wgsl), bit-identical to the CPU reference.
+    void matmul(const Tensor & y, const Weight & w, const Tensor & x, bool accumulate) override;
+    void matmul_glu(const Tensor & f, const Weight & w_gate_up, const Tensor & x, FfnActivation act) override;
+    void rope_kv_append(const Tensor & q, const KvLayer & kv, const Tensor & qkv, const AttentionShape & shape,
+                        int64_t pos0) override;
     // Pipelined streams (webgpu_decode_stream.cpp): the device choice chains ids on the device and
     // reads them back a batch at a time while the next batch runs; a host picker gets each step
     // recorded while the one before runs (hold_step), unless a profile serializes the dispatches.
@@ -488,6 +511,12 @@ private:
     Readback read_back_;
     Readback read_ahead_;
     std::map<std::pair<int64_t, float>, RopeTable> ropes_;
+    // webgpu_family.cpp: non-ternary weights, the Q8_0 form of their inputs, matmul_glu's gate and up
+    // rows, and rope tables with rope_freqs divisors / linear scaling (key: n_rot, base, scale, divisors).
+    std::unique_ptr<Weight> load_matrix(std::span<const WeightSource> parts);
+    const RopeTable &       family_rope_table(const AttentionShape & s, int64_t n_pos);
+    std::unique_ptr<GpuBuffer> mm_codes_, mm_dq_, mm_kcodes_, mm_kd_, mm_glu_, mm_zero_norm_;
+    std::map<std::tuple<int64_t, float, float, const Weight *>, RopeTable> family_ropes_;
     std::unique_ptr<GpuBuffer>                     scratch_;  // input copy for an in-place rms_norm
     std::unique_ptr<GpuBuffer>                     argmax_partial_;  // argmax chunk winners [T][n_chunks]
     std::unique_ptr<GpuBuffer>                     exact_partial_;   // argmax_exact.wgsl winners [groups]

@@ -5,6 +5,7 @@
 // attention, o-proj, gate+up, down) + 2 instead of 9 per layer + 5. Prompts (T > 1) take the general
 // kernels of webgpu_ops.cpp and webgpu_prefill.cpp.
 #include "backend/webgpu/webgpu_backend_impl.h"
+#include "quant/ternary_formats.h"
 
 #include "core/error.h"
 #include "core/log.h"
@@ -265,9 +266,23 @@ bool fused_input(const LinearInput & in) {
     return in.x.buffer != nullptr && in.x.ne[1] == 1;
 }
 
+// A low-bit weight whose input is not BitNet's (a norm in front, int8 scratch): a llama / qwen3 /
+// phi3 model with ternary or Q1_0 / Q2_0 projections, whose activation forms have no WebGPU kernels yet.
+void check_bitnet_input(const Weight & w, const LinearInput & in) {
+    if (in.x.buffer != nullptr && (in.norm == nullptr || in.q.q.buffer == nullptr)) {
+        fail(ErrorKind::unsupported,
+             format("webgpu: %s projections outside a BitNet model (Falcon3-1.58bit, TriLM, Bonsai) are not "
+                    "supported yet",
+                    std::string(dtype_name(w.type)).c_str()),
+             "use --backend cpu for this model");
+    }
+}
+
 }  // namespace
 
 void WebGpuBackend::linear(const Tensor & y, const Weight & w, const LinearInput & in, bool accumulate) {
+    if (!dtype_is_lowbit(w.type)) return Backend::linear(y, w, in, accumulate);  // matmul (webgpu_family.cpp)
+    check_bitnet_input(w, in);
     const GpuLinear & lw = as_linear(w);
     if (in.x.buffer != nullptr) check_linear_shapes(y, lw, in.x);
     if (fused_input(in)) {
@@ -278,6 +293,8 @@ void WebGpuBackend::linear(const Tensor & y, const Weight & w, const LinearInput
 }
 
 void WebGpuBackend::linear_glu(const Tensor & f, const Weight & w, const LinearInput & in, FfnActivation act) {
+    if (!dtype_is_lowbit(w.type)) return Backend::linear_glu(f, w, in, act);  // matmul_glu (webgpu_family.cpp)
+    check_bitnet_input(w, in);
     const GpuLinear & lw = as_linear(w);
     if (in.x.buffer != nullptr) check_glu_shapes(f, lw, in.x);
     if (fused_input(in)) {

@@ -1,0 +1,148 @@
+// The C functions the browser build exports to JavaScript (web/tern-engine.js wraps them).
+// One engine per WebAssembly instance. Every function catches tern::Error at this boundary:
+// it returns -1 (or 0 for a pointer) and tern_web_error() gives the message and hint.
+// Strings go in as UTF-8 C strings and come out as pointers into memory the engine owns, valid
+// until the next call.
+#include "web_engine.h"
+
+#include "core/error.h"
+
+#include <emscripten/emscripten.h>
+
+#include <cmath>
+#include <memory>
+#include <new>
+#include <string>
+
+namespace {
+
+std::unique_ptr<tern::web::WebEngine> g_engine;
+tern::web::GenerateParams             g_params;
+std::string                           g_error, g_text, g_json;
+
+template <typename Fn>
+int guarded(Fn && fn) {
+    try {
+        return fn();
+    } catch (const tern::Error & e) {
+        g_error = e.what();
+        if (!e.hint().empty()) g_error += "\nhint: " + e.hint();
+    } catch (const std::bad_alloc &) {
+        g_error = "out of memory (the WebAssembly heap is limited to 4 GB)";
+    } catch (const std::exception & e) {
+        g_error = std::string("internal error: ") + e.what();
+    }
+    return -1;
+}
+
+std::string json_escape(std::string_view s) {
+    std::string out;
+    for (unsigned char c : s) {
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += static_cast<char>(c);
+        } else if (c < 0x20) {
+            out += tern::format("\\u%04x", c);
+        } else {
+            out += static_cast<char>(c);
+        }
+    }
+    return out;
+}
+
+tern::web::WebEngine & engine() {
+    if (!g_engine) tern::fail(tern::ErrorKind::invalid_argument, "no model is loaded", "call loadModel() first");
+    return *g_engine;
+}
+
+}  // namespace
+
+extern "C" {
+
+EMSCRIPTEN_KEEPALIVE const char * tern_web_error() { return g_error.c_str(); }
+
+// Loads the GGUF file at `path` in the module's file system on `backend` ("cpu" or "webgpu";
+// allow_cpu_adapter: accept a software WebGPU adapter), replacing any loaded model.
+EMSCRIPTEN_KEEPALIVE int tern_web_load(const char * path, const char * backend, int allow_cpu_adapter) {
+    return guarded([&] {
+        g_engine.reset();
+        g_engine = std::make_unique<tern::web::WebEngine>(path, backend, allow_cpu_adapter != 0);
+        return 0;
+    });
+}
+
+// The loaded model as JSON: {"name","arch","n_layer","n_embd","n_vocab","n_ctx_train","file_bytes",
+// "synthetic","backend","chat_template"}.
+EMSCRIPTEN_KEEPALIVE const char * tern_web_model_info() {
+    if (guarded([] {
+            const tern::ModelConfig & c = engine().config();
+            g_json = tern::format(R"({"name":"%s","arch":"%s","n_layer":%lld,"n_embd":%lld,"n_vocab":%lld,)"
+                                  R"("n_ctx_train":%lld,"file_bytes":%zu,"synthetic":%s,"backend":"%s","chat_template":"%s"})",
+                                  json_escape(c.name).c_str(), json_escape(c.arch).c_str(),
+                                  static_cast<long long>(c.n_layer), static_cast<long long>(c.n_embd),
+                                  static_cast<long long>(c.n_vocab), static_cast<long long>(c.n_ctx_train),
+                                  engine().file_size(), c.synthetic ? "true" : "false",
+                                  json_escape(engine().backend_description()).c_str(),
+                                  std::string(tern::chat_template_name(engine().chat_template())).c_str());
+            return 0;
+        }) != 0) {
+        return nullptr;
+    }
+    return g_json.c_str();
+}
+
+// Sampler settings for the next tern_web_start (llama.cpp's meanings; see sampler/sampler.h).
+// seed < 0: a random seed. chat != 0: the prompt is a user message in the model's chat format.
+EMSCRIPTEN_KEEPALIVE void tern_web_set_params(double temp, int top_k, double top_p, double min_p,
+                                              double repeat_penalty, int repeat_last_n, double seed,
+                                              double n_predict, double n_ctx, int chat) {
+    tern::SamplerParams & s = g_params.sampling;
+    s.temp           = static_cast<float>(temp);
+    s.top_k          = top_k;
+    s.top_p          = static_cast<float>(top_p);
+    s.min_p          = static_cast<float>(min_p);
+    s.repeat_penalty = static_cast<float>(repeat_penalty);
+    s.repeat_last_n  = repeat_last_n;
+    s.seed = seed < 0 || !std::isfinite(seed) ? tern::k_sampler_random_seed : static_cast<uint64_t>(seed);
+    g_params.n_predict = static_cast<int64_t>(n_predict);
+    g_params.n_ctx     = static_cast<int64_t>(n_ctx);
+    g_params.chat      = chat != 0;
+}
+
+// Reads the prompt; returns its token count (BOS included) or -1.
+EMSCRIPTEN_KEEPALIVE int tern_web_start(const char * prompt) {
+    return guarded([&] { return static_cast<int>(engine().start(prompt, g_params)); });
+}
+
+// One generated token: its id (tern_web_text() is the text completed with it), -2 when generation
+// has ended (tern_web_text() is what was still pending), or -1 on error.
+EMSCRIPTEN_KEEPALIVE int tern_web_next() {
+    return guarded([&] {
+        auto t = engine().next(g_text);
+        if (!t) return -2;
+        g_text = std::move(t->text);
+        return static_cast<int>(t->id);
+    });
+}
+
+EMSCRIPTEN_KEEPALIVE const char * tern_web_text() { return g_text.c_str(); }
+
+EMSCRIPTEN_KEEPALIVE int tern_web_stopped_by_eog() { return g_engine && g_engine->stopped_by_eog() ? 1 : 0; }
+
+// Token ids of `text` as a JSON array (BOS added, special tokens parsed), or nullptr.
+EMSCRIPTEN_KEEPALIVE const char * tern_web_tokenize(const char * text) {
+    if (guarded([&] {
+            g_json = "[";
+            for (int32_t id : engine().tokenizer().encode(text, true, true)) {
+                if (g_json.size() > 1) g_json += ',';
+                g_json += std::to_string(id);
+            }
+            g_json += ']';
+            return 0;
+        }) != 0) {
+        return nullptr;
+    }
+    return g_json.c_str();
+}
+
+}  // extern "C"

@@ -1,0 +1,288 @@
+// The general linear path of the llama / qwen3 / phi3 families on WebGPU (backend.h's matmul,
+// matmul_glu, rope_kv_append), bit-identical to the CPU reference (src/backend/cpu/cpu_matmul.h):
+//   matmul       quantize_q8_0.wgsl (Q4_0 / Q8_0 weights: the input as Q8_0 blocks) + matmul.wgsl;
+//   matmul_glu   matmul into scratch (gate rows, then up rows) + glu.wgsl;
+//   rope_kv_append  rope_kv_family.wgsl with a host (cos, sin) table of cpu::rope_head's angles.
+// Weight types: F32, F16, BF16, Q8_0, Q4_0 (Q8_0-block input), Q4_K, Q6_K (Q8_K-block input,
+// quantize_q8_k.wgsl). These are plain kernels, one dispatch each (one matmul per part of a stacked
+// weight), without the ternary path's fused decode kernels.
+#include "backend/webgpu/webgpu_backend_impl.h"
+
+#include "core/error.h"
+#include "core/fp16.h"
+#include "quant/ternary_formats.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace tern {
+namespace {
+
+// matmul.wgsl's WTYPE.
+uint32_t matmul_wtype(DType t) {
+    switch (t) {
+        case DType::f32: return 0;
+        case DType::f16: return 1;
+        case DType::bf16: return 2;
+        case DType::q8_0: return 3;
+        case DType::q4_0: return 4;
+        case DType::q4_k: return 5;
+        case DType::q6_k: return 6;
+        default: return 99;
+    }
+}
+
+bool takes_q8_0(DType t) { return t == DType::q8_0 || t == DType::q4_0; }
+bool takes_q8_k(DType t) { return t == DType::q4_k || t == DType::q6_k; }
+
+const GpuMatrix & as_matrix(const Weight & w) {
+    const auto * m = dynamic_cast<const GpuMatrix *>(&w);
+    if (m == nullptr && dtype_is_lowbit(w.type)) {  // (a ternary weight reaches matmul only from the families)
+        fail(ErrorKind::unsupported,
+             format("webgpu: %s projections outside a BitNet model are not supported yet",
+                    std::string(dtype_name(w.type)).c_str()),
+             "use --backend cpu for this model");
+    }
+    TERN_ASSERT(m != nullptr, "weight was not loaded by the WebGPU backend as a matrix");
+    return *m;
+}
+
+uint16_t load_u16(const uint8_t * p) {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    return v;
+}
+
+// One row of a part in matmul.wgsl's layout (GpuMatrix): words appended to `words`, block scales to
+// `scales`.
+void pack_row(DType type, const uint8_t * row, int64_t k, std::vector<uint32_t> & words, std::vector<float> & scales) {
+    auto append = [&](const uint8_t * bytes, size_t n) {
+        const size_t at = words.size();
+        words.resize(at + n / 4);
+        std::memcpy(words.data() + at, bytes, n);
+    };
+    switch (type) {
+        case DType::q8_0:
+        case DType::q4_0: {
+            const size_t block_bytes = type == DType::q8_0 ? 34 : 18;
+            for (int64_t b = 0; b < k / 32; ++b) {
+                const uint8_t * blk = row + static_cast<size_t>(b) * block_bytes;
+                scales.push_back(fp16_to_fp32(load_u16(blk)));
+                append(blk + 2, block_bytes - 2);
+            }
+            break;
+        }
+        case DType::q4_k: append(row, static_cast<size_t>(k / 256) * 144); break;
+        case DType::q6_k:
+            for (int64_t b = 0; b < k / 256; ++b) {
+                const uint8_t * blk = row + static_cast<size_t>(b) * 210;
+                append(blk, 208);  // ql[128] qh[64] scales[16]
+                scales.push_back(fp16_to_fp32(load_u16(blk + 208)));
+            }
+            break;
+        default: append(row, dtype_row_bytes(type, k)); break;  // f32, f16, bf16 as they are
+    }
+}
+
+}  // namespace
+
+std::unique_ptr<Weight> WebGpuBackend::load_matrix(std::span<const WeightSource> parts) {
+    const int64_t k = parts[0].ne[0];
+    auto          m = std::make_unique<GpuMatrix>();
+    m->type         = parts[0].type;
+    m->n_cols       = k;
+    // Consecutive parts of one type share a GpuMatrix::Part (one dispatch for q, k and v alike).
+    std::vector<uint32_t> words;
+    std::vector<float>    scales;
+    GpuMatrix::Part       run;
+    auto                  close_run = [&] {
+        if (run.n_rows == 0) return;
+        run.words  = make_buffer(words.size() * 4, words.data(), parts[0].name.c_str());
+        run.scales = make_buffer(std::max<size_t>(scales.size(), 4) * 4, scales.empty() ? nullptr : scales.data(),
+                                 "matrix scales");
+        m->n_bytes += words.size() * 4 + scales.size() * 4;
+        m->parts.push_back(std::move(run));
+        run = {};
+        words.clear();
+        scales.clear();
+    };
+    for (const WeightSource & p : parts) {
+        if (matmul_wtype(p.type) == 99) {
+            fail(ErrorKind::unsupported,
+                 format("tensor '%s' has type %s, which the WebGPU backend cannot multiply yet%s", p.name.c_str(),
+                        std::string(dtype_name(p.type)).c_str(),
+                        dtype_is_lowbit(p.type) ? " (next to a float or Q-type tensor)" : ""),
+                 "use --backend cpu, or re-quantize (tern quantize) to f16, q8_0, q4_0, q4_k or q6_k");
+        }
+        TERN_ASSERT(p.ne[0] == k, "parts disagree on K");
+        if (k % 32 != 0) {
+            fail(ErrorKind::unsupported, format("tensor '%s': %lld columns; the WebGPU matmul needs a multiple of 32",
+                                                p.name.c_str(), static_cast<long long>(k)));
+        }
+        if (run.n_rows != 0 && run.type != p.type) close_run();
+        if (run.n_rows == 0) {
+            run.type      = p.type;
+            run.first_row = m->n_rows;
+        }
+        const size_t rb = dtype_row_bytes(p.type, k);
+        for (int64_t r = 0; r < p.ne[1]; ++r) pack_row(p.type, p.data.data() + static_cast<size_t>(r) * rb, k, words, scales);
+        run.n_rows += p.ne[1];
+        m->n_rows += p.ne[1];
+    }
+    close_run();
+    return m;
+}
+
+void WebGpuBackend::matmul(const Tensor & y, const Weight & w, const Tensor & x, bool accumulate) {
+    const GpuMatrix & m = as_matrix(w);
+    const int64_t     k = m.n_cols;
+    const int64_t     T = x.ne[1];
+    TERN_ASSERT(x.ne[0] == k && y.ne[0] == m.n_rows && y.ne[1] == T, "matmul shapes");
+    bool need_q8_0 = false, need_q8_k = false;
+    for (const auto & part : m.parts) {
+        need_q8_0 |= takes_q8_0(part.type);
+        need_q8_k |= takes_q8_k(part.type);
+    }
+    // The input in the forms the parts' types multiply (quantize_q8_0.wgsl, quantize_q8_k.wgsl).
+    WGPUBuffer codes = nullptr, dq = nullptr, kcodes = nullptr, kd = nullptr;
+    if (need_q8_0) {
+        const int64_t nb = k / 32;
+        codes = grown(mm_codes_, static_cast<size_t>(T * nb * 32), "matmul q8_0 codes");
+        dq    = grown(mm_dq_, static_cast<size_t>(T * nb * 4), "matmul q8_0 scales");
+        struct {
+            uint32_t n_blocks, x_offset, x_stride;
+        } qp{u32(nb), gpu_offset(x, 4), u32(x.ne[0])};
+        const PipelineKey qkey{"quantize_q8_0", "rwwu", {{{"WG", 64}}}};
+        const WGPUBuffer  qbufs[] = {gpu_buffer(x), codes, dq};
+        step_->dispatch(qkey, qbufs, &qp, sizeof qp, ceil_div(nb, 64), u32(T));
+    }
+    if (need_q8_k) {
+        if (k % 256 != 0) fail(ErrorKind::invalid_model, format("a K-quant matrix of %lld columns", static_cast<long long>(k)));
+        const int64_t nb = k / 256;
+        kcodes = grown(mm_kcodes_, static_cast<size_t>(T * nb * 256), "matmul q8_k codes");
+        kd     = grown(mm_kd_, static_cast<size_t>(T * nb * 4), "matmul q8_k scales");
+        struct {
+            uint32_t n_blocks, x_offset, x_stride;
+        } qp{u32(nb), gpu_offset(x, 4), u32(x.ne[0])};
+        const PipelineKey qkey{"quantize_q8_k", "rwwu", {{{"WG", 64}}}};
+        const WGPUBuffer  qbufs[] = {gpu_buffer(x), kcodes, kd};
+        step_->dispatch(qkey, qbufs, &qp, sizeof qp, ceil_div(nb, 64), u32(T));
+    }
+    const uint64_t storage = ctx_.limits().maxComputeWorkgroupStorageSize;
+    for (const auto & part : m.parts) {
+        const bool    kq  = takes_q8_k(part.type);
+        const int64_t nb  = kq ? k / 256 : k / 32;
+        const int64_t per = kq ? 9 : 1;  // f32 terms per (row, block)
+        uint32_t      rows = 4;
+        while (rows > 1 && uint64_t{rows} * static_cast<uint64_t>(nb * per) * 4 > storage) rows /= 2;
+        if (static_cast<uint64_t>(nb * per) * 4 > storage) {
+            fail(ErrorKind::unsupported,
+                 format("webgpu: a matmul over %lld columns needs %lld bytes of workgroup memory; this adapter has %llu",
+                        static_cast<long long>(k), static_cast<long long>(nb * per * 4), static_cast<unsigned long long>(storage)),
+                 "use --backend cpu for this model");
+        }
+        struct {
+            uint32_t n_rows, x_offset, x_stride, y_offset, y_stride;
+        } p{u32(part.n_rows), gpu_offset(x, 4), u32(x.ne[0]), gpu_offset(y, 4) + u32(part.first_row), u32(y.ne[0])};
+        const PipelineKey key{"matmul",
+                              "rrrrrrrwu",
+                              {{{"WG", 64},
+                                {"ROWS", static_cast<double>(rows)},
+                                {"NB", static_cast<double>(nb)},
+                                {"WTYPE", static_cast<double>(matmul_wtype(part.type))},
+                                {"PER", static_cast<double>(per)},
+                                {"ACCUMULATE", accumulate ? 1.0 : 0.0}}}};
+        const WGPUBuffer wb = part.words->get(), sb = part.scales->get();
+        // Bindings a type does not read get any buffer (the part's own).
+        const WGPUBuffer bufs[] = {wb, sb, gpu_buffer(x), codes ? codes : wb, dq ? dq : sb, kcodes ? kcodes : wb,
+                                   kd ? kd : sb, gpu_buffer(y)};
+        step_->dispatch(key, bufs, &p, sizeof p, ceil_div(part.n_rows, rows), u32(T));
+    }
+}
+
+void WebGpuBackend::matmul_glu(const Tensor & f, const Weight & w, const Tensor & x, FfnActivation act) {
+    const int64_t n_ff = w.n_rows / 2;
+    const int64_t T    = x.ne[1];
+    TERN_ASSERT(f.ne[0] == n_ff && f.ne[1] == T, "matmul_glu shapes");
+    grown(mm_glu_, static_cast<size_t>(w.n_rows * T * 4), "matmul_glu gate and up");
+    Tensor gu;
+    gu.buffer = mm_glu_.get();
+    gu.type   = DType::f32;
+    gu.ne     = {w.n_rows, T, 1, 1};
+    matmul(gu, w, x, false);
+    struct {
+        uint32_t n_ff, gu_offset, f_offset, activation;
+    } p{u32(n_ff), 0, gpu_offset(f, 4), act == FfnActivation::relu2 ? 0u : 1u};
+    const PipelineKey key{"glu", "rwu", {{{"WG", 64}}}};
+    const WGPUBuffer  bufs[] = {mm_glu_->get(), gpu_buffer(f)};
+    step_->dispatch(key, bufs, &p, sizeof p, ceil_div(n_ff, 64), u32(T));
+}
+
+const RopeTable & WebGpuBackend::family_rope_table(const AttentionShape & s, int64_t n_pos) {
+    RopeTable & r = family_ropes_[{s.n_rot, s.rope_freq_base, s.rope_freq_scale, s.rope_freqs}];
+    if (r.buffer && r.n_pos >= n_pos) return r;
+    int64_t cap = std::max<int64_t>(r.n_pos * 2, 256);
+    while (cap < n_pos) cap *= 2;
+    const int64_t half    = s.n_rot / 2;
+    const float * factors = s.rope_freqs ? as_norm(*s.rope_freqs).host.data() : nullptr;
+    TERN_ASSERT(!s.rope_freqs || static_cast<int64_t>(as_norm(*s.rope_freqs).host.size()) >= half, "rope_freqs size");
+    std::vector<float> table(static_cast<size_t>(cap * half * 2));
+    // The same expressions as cpu::rope_head (f32 pow, recurrence, divisor, scale, cosf / sinf).
+    const float theta_scale = std::pow(s.rope_freq_base, -2.0f / static_cast<float>(s.n_rot));
+    for (int64_t pos = 0; pos < cap; ++pos) {
+        float theta = static_cast<float>(pos);
+        for (int64_t i = 0; i < half; ++i) {
+            const float t = s.rope_freq_scale * (factors ? theta / factors[i] : theta);
+            table[static_cast<size_t>((pos * half + i) * 2)]     = std::cos(t);
+            table[static_cast<size_t>((pos * half + i) * 2 + 1)] = std::sin(t);
+            theta *= theta_scale;
+        }
+    }
+    step_->flush();  // work recorded against the old table keeps its buffer alive until it ran
+    r.n_rot     = s.n_rot;
+    r.freq_base = s.rope_freq_base;
+    r.n_pos     = cap;
+    r.buffer    = make_buffer(table.size() * 4, table.data(), "family rope table");
+    return r;
+}
+
+void WebGpuBackend::rope_kv_append(const Tensor & q, const KvLayer & kv, const Tensor & qkv, const AttentionShape & s,
+                                   int64_t pos0) {
+    const int64_t hd = s.head_dim, n_q = s.n_head * hd, n_kv = s.n_head_kv * hd;
+    const int64_t T  = qkv.ne[1];
+    TERN_ASSERT(qkv.ne[0] == n_q + 2 * n_kv && q.ne[0] == n_q && kv.k.ne[0] == n_kv, "rope_kv_append shapes");
+    TERN_ASSERT(pos0 >= 0 && pos0 + T <= kv.k.ne[1], "positions past the KV cache");
+    if (hd % 2 != 0 || hd > 256 || s.n_rot % 2 != 0 || s.n_rot > hd) {
+        fail(ErrorKind::unsupported, format("webgpu: head_dim %lld with %lld rotated dimensions; rope_kv_family.wgsl "
+                                            "needs even values and head_dim <= 256",
+                                            static_cast<long long>(hd), static_cast<long long>(s.n_rot)),
+             "use --backend cpu for this model");
+    }
+    const RopeTable & rope = family_rope_table(s, pos0 + T);
+    if (!mm_zero_norm_) mm_zero_norm_ = make_buffer(16, nullptr, "no qk norm");
+    const WGPUBuffer qn   = s.q_norm ? as_norm(*s.q_norm).buffer->get() : mm_zero_norm_->get();
+    const WGPUBuffer kn   = s.k_norm ? as_norm(*s.k_norm).buffer->get() : mm_zero_norm_->get();
+    const size_t     k_el = kv.k.type == DType::f16 ? 2 : 4;
+    const size_t     v_el = kv.v.type == DType::f16 ? 2 : 4;
+    TERN_ASSERT(kv.k.offset % 4 == 0 && kv.v.offset % 4 == 0, "KV cache views must be 4-byte aligned");
+    struct {
+        uint32_t head_dim, n_rot, n_head, n_head_kv, pos0, x_offset, x_stride, q_offset, q_stride, k_offset, v_offset,
+            n_embd_kv;
+        float eps;
+    } p{u32(hd),           u32(s.n_rot),       u32(s.n_head),  u32(s.n_head_kv),       u32(pos0),
+        gpu_offset(qkv, 4), u32(qkv.ne[0]),    gpu_offset(q, 4), u32(n_q),             gpu_offset(kv.k, k_el),
+        gpu_offset(kv.v, v_el), u32(n_kv),     s.qk_norm_eps};
+    const PipelineKey key{"rope_kv_family",
+                          "rrrrwwwu",
+                          {{{"WG", 64},
+                            {"K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0},
+                            {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0},
+                            {"Q_NORM", s.q_norm ? 1.0 : 0.0},
+                            {"K_NORM", s.k_norm ? 1.0 : 0.0},
+                            {"NORM_MODE", s.rope_mode == RopeMode::norm ? 1.0 : 0.0}}}};
+    const WGPUBuffer bufs[] = {gpu_buffer(qkv), rope.buffer->get(), qn, kn, gpu_buffer(q), gpu_buffer(kv.k),
+                               gpu_buffer(kv.v)};
+    step_->dispatch(key, bufs, &p, sizeof p, ceil_div(s.n_head + 2 * s.n_head_kv, 64), u32(T));
+}
+
+}  // namespace tern

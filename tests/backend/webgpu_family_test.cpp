@@ -1,0 +1,224 @@
+// The WebGPU backend's general linear path (webgpu_family.cpp) against the CPU reference, bit for
+// bit: matmul for every type it runs (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K; stacked parts of
+// different types) on shapes that are not powers of two, matmul_glu, rope_kv_append with Qwen3's QK-norm, llama's "norm" RoPE with rope_freqs divisors
+// and both cache types; then whole models: the HF tiny llama and qwen3 checkpoints
+// (tests/data/hf_parity) converted to F32, Q8_0 and Q4_0, prompt logits at every position and greedy
+// decoding on both backends. Skipped with the reason when there is no WebGPU adapter.
+#include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
+#include "convert/hf_convert.h"
+#include "core/mmap.h"
+#include "engine/session.h"
+#include "model/bitnet_model.h"
+#include "quant/block_formats.h"
+#include "test_util.h"
+#include "webgpu_test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+namespace tern {
+namespace {
+
+Backend * gpu_or_skip() {
+    const auto & s = test::shared_webgpu();
+    return s.backend ? s.backend.get() : nullptr;
+}
+
+#define SKIP_WITHOUT_GPU()                                                   \
+    Backend * gpu = gpu_or_skip();                                           \
+    if (!gpu) GTEST_SKIP() << test::shared_webgpu().reason
+
+std::vector<float> gaussian(size_t n, uint32_t seed, float sigma = 1.0f) {
+    std::mt19937                    rng(seed);
+    std::normal_distribution<float> d(0.0f, sigma);
+    std::vector<float>              v(n);
+    for (float & x : v) x = d(rng);
+    return v;
+}
+
+OwnedTensor upload(Backend & be, std::array<int64_t, 4> ne, const std::vector<float> & v) {
+    OwnedTensor t = alloc_tensor(be, DType::f32, ne, "t");
+    be.write(t.tensor, v.data(), v.size() * 4);
+    return t;
+}
+
+std::vector<float> download(Backend & be, const Tensor & t) {
+    std::vector<float> v(static_cast<size_t>(t.n_elements()));
+    be.read(t, v.data(), v.size() * 4);
+    return v;
+}
+
+// Elements that differ in their bits (NaN-safe), with the first one described.
+void expect_same_bits(const std::vector<float> & gpu, const std::vector<float> & cpu, const std::string & what) {
+    ASSERT_EQ(gpu.size(), cpu.size());
+    size_t n_diff = 0, first = 0;
+    for (size_t i = 0; i < gpu.size(); ++i) {
+        if (std::memcmp(&gpu[i], &cpu[i], 4) != 0 && n_diff++ == 0) first = i;
+    }
+    EXPECT_EQ(n_diff, 0u) << what << ": first at " << first << " gpu " << gpu[first] << " cpu " << cpu[first];
+}
+
+struct Quantized {
+    std::vector<uint8_t> bytes;
+    WeightSource         src;
+};
+
+Quantized quantized(const char * name, DType type, int64_t k, int64_t n, uint32_t seed) {
+    Quantized  q;
+    const auto v = gaussian(static_cast<size_t>(k * n), seed, 0.5f);
+    const size_t rb = dtype_row_bytes(type, k);
+    q.bytes.resize(rb * static_cast<size_t>(n));
+    for (int64_t r = 0; r < n; ++r) quantize_row(type, v.data() + r * k, q.bytes.data() + r * rb, k);
+    q.src = {name, type, {k, n, 1, 1}, q.bytes};
+    return q;
+}
+
+class WebGpuFamilyMatmul : public ::testing::TestWithParam<DType> {};
+
+TEST_P(WebGpuFamilyMatmul, MatchesTheCpuBitForBit) {
+    SKIP_WITHOUT_GPU();
+    const DType   type = GetParam();
+    auto          cpu  = make_cpu_backend({2});
+    // 448 columns = 14 blocks (not a power of two); K-quants: 768 = 3 blocks of 256.
+    const bool    kq = type == DType::q4_k || type == DType::q6_k;
+    const int64_t k = kq ? 768 : 96 + 32 * 11, n0 = 13, n1 = 6, T = 3;
+    // Parts of different types (as Q4_K_M files have them) for the K-quants.
+    const DType     type1 = type == DType::q4_k ? DType::q6_k : type == DType::q6_k ? DType::q4_k : type;
+    const Quantized a = quantized("a", type, k, n0, 1), b = quantized("b", type1, k, n1, 2);
+    const WeightSource parts[2] = {a.src, b.src};
+    auto          w_cpu = cpu->load_linear(parts);
+    auto          w_gpu = gpu->load_linear(parts);
+    const auto    x     = gaussian(static_cast<size_t>(k * T), 3);
+    const auto    y0    = gaussian(static_cast<size_t>((n0 + n1) * T), 4);
+    for (bool acc : {false, true}) {
+        auto xc = upload(*cpu, {k, T, 1, 1}, x), xg = upload(*gpu, {k, T, 1, 1}, x);
+        auto yc = upload(*cpu, {n0 + n1, T, 1, 1}, y0), yg = upload(*gpu, {n0 + n1, T, 1, 1}, y0);
+        cpu->matmul(yc.tensor, *w_cpu, xc.tensor, acc);
+        gpu->begin_step();
+        gpu->matmul(yg.tensor, *w_gpu, xg.tensor, acc);
+        gpu->end_step();
+        expect_same_bits(download(*gpu, yg.tensor), download(*cpu, yc.tensor),
+                         std::string(dtype_name(type)) + (acc ? " accumulate" : ""));
+    }
+    // matmul_glu over the same stack read as gate (first half) and up rows: 19 rows -> use 2 x 9.
+    const Quantized g = quantized("gu", type, k, 18, 5);
+    auto            gc = cpu->load_linear({&g.src, 1}), gg = gpu->load_linear({&g.src, 1});
+    auto            xc = upload(*cpu, {k, T, 1, 1}, x), xg = upload(*gpu, {k, T, 1, 1}, x);
+    auto            fc = upload(*cpu, {9, T, 1, 1}, std::vector<float>(9 * T)), fg = upload(*gpu, {9, T, 1, 1}, std::vector<float>(9 * T));
+    cpu->matmul_glu(fc.tensor, *gc, xc.tensor, FfnActivation::silu);
+    gpu->begin_step();
+    gpu->matmul_glu(fg.tensor, *gg, xg.tensor, FfnActivation::silu);
+    gpu->end_step();
+    expect_same_bits(download(*gpu, fg.tensor), download(*cpu, fc.tensor), std::string(dtype_name(type)) + " glu");
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, WebGpuFamilyMatmul,
+                         ::testing::Values(DType::f32, DType::f16, DType::bf16, DType::q8_0, DType::q4_0, DType::q4_k,
+                                           DType::q6_k),
+                         [](const auto & info) { return std::string(dtype_name(info.param)); });
+
+TEST(WebGpuFamily, RopeKvAppendMatchesTheCpuBitForBit) {
+    SKIP_WITHOUT_GPU();
+    auto cpu = make_cpu_backend({2});
+    for (const bool qk_norm : {false, true}) {
+        for (const DType cache : {DType::f32, DType::f16}) {
+            const int64_t hd = 64, n_head = 6, n_head_kv = 2, T = 5, pos0 = 3, n_ctx = 16, n_rot = 48;
+            const int64_t n_q = n_head * hd, n_kv = n_head_kv * hd, rows = n_q + 2 * n_kv;
+            const auto    cols = gaussian(static_cast<size_t>(rows * T), 7, 3.0f);
+            const auto    qn = gaussian(static_cast<size_t>(hd), 8), kn = gaussian(static_cast<size_t>(hd), 9);
+            std::vector<float> factors(static_cast<size_t>(n_rot / 2));
+            for (size_t i = 0; i < factors.size(); ++i) factors[i] = 1.0f + 0.37f * static_cast<float>(i);
+            const auto src = [](const char * name, const std::vector<float> & v) {
+                return WeightSource{name, DType::f32, {static_cast<int64_t>(v.size()), 1, 1, 1},
+                                    {reinterpret_cast<const uint8_t *>(v.data()), v.size() * 4}};
+            };
+            std::vector<float> outs[2][3];
+            Backend *          bes[2] = {cpu.get(), gpu};
+            for (int i = 0; i < 2; ++i) {
+                Backend & be = *bes[i];
+                auto       wq = be.load_norm(src("q_norm", qn)), wk = be.load_norm(src("k_norm", kn));
+                auto       wf = be.load_norm(src("rope_freqs", factors));
+                auto       x  = upload(be, {rows, T, 1, 1}, cols);
+                auto       q  = upload(be, {n_q, T, 1, 1}, std::vector<float>(static_cast<size_t>(n_q * T)));
+                OwnedTensor kc = alloc_tensor(be, cache, {n_kv, n_ctx, 1, 1}, "k");
+                OwnedTensor vc = alloc_tensor(be, cache, {n_kv, n_ctx, 1, 1}, "v");
+                AttentionShape s;
+                s.n_head = n_head, s.n_head_kv = n_head_kv, s.head_dim = hd, s.n_rot = n_rot;
+                s.rope_freq_base = 500000.0f, s.rope_freq_scale = 0.25f, s.rope_mode = RopeMode::norm;
+                s.rope_freqs = wf.get(), s.qk_norm_eps = 1e-6f;
+                if (qk_norm) s.q_norm = wq.get(), s.k_norm = wk.get();
+                be.begin_step();
+                be.rope_kv_append(q.tensor, {kc.tensor, vc.tensor}, x.tensor, s, pos0);
+                be.end_step();
+                outs[i][0] = download(be, q.tensor);
+                for (int c = 0; c < 2; ++c) {
+                    const Tensor & t = c == 0 ? kc.tensor : vc.tensor;
+                    std::vector<uint8_t> raw(t.n_bytes());
+                    be.read(t, raw.data(), raw.size());
+                    const size_t from = static_cast<size_t>(pos0 * n_kv) * (cache == DType::f16 ? 2 : 4);
+                    const size_t to   = static_cast<size_t>((pos0 + T) * n_kv) * (cache == DType::f16 ? 2 : 4);
+                    outs[i][1 + c].resize((to - from + 3) / 4);
+                    std::memcpy(outs[i][1 + c].data(), raw.data() + from, to - from);
+                }
+            }
+            const std::string what = std::string(qk_norm ? "qk-norm " : "") + std::string(dtype_name(cache));
+            expect_same_bits(outs[1][0], outs[0][0], what + " q");
+            expect_same_bits(outs[1][1], outs[0][1], what + " k cache");
+            expect_same_bits(outs[1][2], outs[0][2], what + " v cache");
+        }
+    }
+}
+
+// A tiny HF checkpoint converted with `weight` matrices, run on both backends: every prompt
+// position's logits and 12 greedy steps, bit for bit.
+void expect_model_bit_identical(Backend & gpu, const std::string & name, DType weight, DType cache) {
+    ConvertOptions o;
+    o.input_dir   = test::data_path("hf_parity/" + name);
+    o.output_path = (test::temp_dir("webgpu-family-" + name + "-" + std::string(dtype_name(weight))) / "m.gguf").string();
+    o.progress    = false;
+    o.weight_type = weight;
+    o.head_type   = DType::f32;
+    convert_hf_checkpoint(o);
+    const GgufFile file  = GgufFile::open(o.output_path);
+    auto           cpu   = make_cpu_backend({2});
+    auto           m_cpu = BitnetModel::load(file, *cpu);
+    auto           m_gpu = BitnetModel::load(file, gpu);
+    const int64_t  nv    = m_cpu->config().n_vocab;
+    std::vector<int32_t> prompt;
+    for (int i = 0; i < 37; ++i) prompt.push_back(static_cast<int32_t>((i * 97 + 5) % nv));
+    SessionOptions so;
+    so.n_ctx   = 64;
+    so.n_batch = 16;  // three prompt batches
+    so.type_k = so.type_v = cache;
+    Session s_cpu(*m_cpu, so), s_gpu(*m_gpu, so);
+    std::vector<float> l_cpu(prompt.size() * static_cast<size_t>(nv)), l_gpu(l_cpu.size());
+    s_cpu.eval(prompt, l_cpu);
+    s_gpu.eval(prompt, l_gpu);
+    const std::string what = name + " " + std::string(dtype_name(weight)) + " " + std::string(dtype_name(cache));
+    expect_same_bits(l_gpu, l_cpu, what + " prompt logits");
+    for (int step = 0; step < 12; ++step) {
+        const auto    lc = s_cpu.logits();
+        const int32_t id = static_cast<int32_t>(std::max_element(lc.begin(), lc.end()) - lc.begin());
+        const int32_t next[1] = {id};
+        s_cpu.eval(next);
+        s_gpu.eval(next);
+        expect_same_bits(std::vector<float>(s_gpu.logits().begin(), s_gpu.logits().end()),
+                         std::vector<float>(s_cpu.logits().begin(), s_cpu.logits().end()),
+                         what + " step " + std::to_string(step));
+    }
+}
+
+TEST(WebGpuFamily, TinyLlamaAndQwen3AreBitIdenticalToTheCpu) {
+    SKIP_WITHOUT_GPU();
+    for (const char * name : {"llama_tied_rope3", "qwen3_tied"}) {
+        expect_model_bit_identical(*gpu, name, DType::f32, DType::f32);
+        expect_model_bit_identical(*gpu, name, DType::q8_0, DType::f16);
+        expect_model_bit_identical(*gpu, name, DType::q4_0, DType::f16);
+    }
+}
+
+}  // namespace
+}  // namespace tern

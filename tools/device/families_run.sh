@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Issue 54 on the lent GPU machine (the `device` tool): the llama / qwen3 / phi3 families on WebGPU.
+#   1. tern_webgpu_tests' WebGpuFamily* suites: matmul (F32/F16/BF16/Q8_0/Q4_0), matmul_glu,
+#      rope_kv_append and the tiny HF llama / qwen3 models (F32, Q8_0, Q4_0) against the CPU
+#      reference, bit for bit, on this GPU (its fma and division paths, not SwiftShader's);
+#   2. greedy text, webgpu vs cpu, on 2-layer synth files of llama-3.2-1b and phi-3-mini (Q4_0);
+#   3. decode and prompt tokens/s of the full synth llama-3.2-1b Q4_0 and phi-3-mini Q4_0 with
+#      `tern bench --roofline` (GB/s as a % of the measured copy bandwidth; issue 54's target is
+#      >= 45%). About 3 minutes of device time.
+# Carry .gl and .devicebin (tools/device/pack_devicebin.sh; see webgpu_gpu_run.sh for .gl).
+# Usage (on the device): tools/device/families_run.sh [bench args...]   Results: $OUT/families_*.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out=${OUT:-/tmp/out}
+mkdir -p "$out"
+# shellcheck source=tools/device/device_env.sh
+. tools/device/device_env.sh
+export TERN_PHI3_VOCAB=$PWD/tests/data/llama-vocab/ggml-vocab-phi-3.gguf TERN_TEST_DATA_DIR=$PWD/tests/data
+nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader
+
+echo "== family kernels and tiny models vs the CPU reference on this GPU"
+"$B/tern_webgpu_tests" --gtest_filter='*WebGpuFamily*' > "$out/families_tests.txt" 2>&1
+grep -E "FAILED|PASSED|Failure|first at|SKIPPED" "$out/families_tests.txt" | head -20
+
+echo "== greedy text, webgpu vs cpu (2-layer synth files)"
+for shape in llama-3.2-1b phi-3-mini; do
+    "$B/tern" synth "$shape" --layers 2 -o "/tmp/$shape-2l.gguf" 2>&1 | tail -1
+    "$B/tern" run -m "/tmp/$shape-2l.gguf" --backend webgpu -p "The ship" -n 16 --temp 0 -c 256 --no-display-prompt \
+        > "$out/families_$shape-gpu.txt" 2> "$out/families_$shape-gpu.err"
+    "$B/tern" run -m "/tmp/$shape-2l.gguf" --backend cpu -t 16 -p "The ship" -n 16 --temp 0 -c 256 --no-display-prompt \
+        > "$out/families_$shape-cpu.txt" 2> /dev/null
+    tail -1 "$out/families_$shape-gpu.err"
+    cmp -s "$out/families_$shape-gpu.txt" "$out/families_$shape-cpu.txt" && echo "$shape: greedy text identical" ||
+        echo "$shape: greedy text differs"
+done
+
+echo "== bench (full synth files, Q4_0)"
+[ $# -gt 0 ] || set -- -p 512 -n 128 -r 3
+for shape in llama-3.2-1b phi-3-mini; do
+    "$B/tern" synth "$shape" -o "/tmp/$shape.gguf" 2>&1 | tail -1
+    "$B/tern" bench --backend webgpu -m "/tmp/$shape.gguf" --roofline "$@" 2>&1 | tee "$out/families_bench_$shape.md" | tail -6
+done

@@ -1,0 +1,180 @@
+// tern's page: picks a model (a URL, cached with the Cache API so a reload does not download it
+// again, or a file from disk), hands it to the engine's Web Worker (worker.js), and streams the
+// generated text with the sampler settings, a stop button and tokens/s. Text is shown as text.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const worker = new Worker("worker.js");
+let generationId = 0;
+let generating = false;
+let modelLoaded = false;
+let engineReady = false;
+let outText = null;
+let live = { n: 0, t0: 0 };
+let lastSource = null;  // what to load again when the backend changes: {url} or {file}
+// ?backend=webgpu|cpu|auto picks the backend; ?allow-cpu-adapter=1 accepts a software WebGPU adapter
+// (SwiftShader: correct but slow; the tests use it).
+const params = new URLSearchParams(location.search);
+if (params.get("backend")) $("backend-choice").value = params.get("backend");
+const allowCpuAdapter = params.get("allow-cpu-adapter") === "1";  // tokens so far and when the first was asked for, for the live tokens/s
+
+function showError(message) {
+  $("error").textContent = message;
+  $("error").hidden = !message;
+}
+
+function updateButtons() {
+  $("generate").disabled = !engineReady || !modelLoaded || generating;
+  $("stop").disabled = !generating;
+  $("load-url").disabled = !engineReady || generating;
+  $("model-file").disabled = !engineReady || generating;
+}
+
+function settings() {
+  const num = (id) => Number($(id).value);
+  return { temp: num("temp"), topK: num("top-k"), topP: num("top-p"), minP: num("min-p"),
+           repeatPenalty: num("repeat-penalty"), seed: num("seed"), nPredict: num("n-predict"),
+           chat: $("chat").checked };
+}
+
+// Reads a response body with a progress bar; returns its bytes.
+async function readWithProgress(response, label) {
+  const total = Number(response.headers.get("content-length")) || 0;
+  const bar = $("load-progress");
+  bar.hidden = false;
+  bar.value = 0;
+  const reader = response.body.getReader();
+  const parts = [];
+  let got = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    parts.push(value);
+    got += value.length;
+    if (total) bar.value = got / total;
+    $("model-status").textContent = `${label}: ${(got / 1e6).toFixed(1)}${total ? " of " + (total / 1e6).toFixed(1) : ""} MB`;
+  }
+  const bytes = new Uint8Array(got);
+  let at = 0;
+  for (const p of parts) { bytes.set(p, at); at += p.length; }
+  bar.hidden = true;
+  return bytes;
+}
+
+async function loadFromUrl(url) {
+  showError("");
+  lastSource = { url };
+  const absolute = new URL(url, location.href).href;
+  let response = null;
+  let cache = null;
+  let cached = false;
+  if ("caches" in self) {
+    cache = await caches.open("tern-models");
+    response = await cache.match(absolute);
+    cached = !!response;
+  }
+  if (!response) {
+    response = await fetch(absolute);
+    if (!response.ok) throw new Error(`cannot download ${url}: HTTP ${response.status} ${response.statusText}`);
+  }
+  const bytes = await readWithProgress(response, cached ? "reading the cached copy" : "downloading");
+  if (cache && !cached) await cache.put(absolute, new Response(bytes, { headers: { "content-length": String(bytes.length) } }));
+  sendModel(bytes, absolute.split("/").pop(), cached ? " (from the browser's cache)" : "");
+}
+
+let loadNote = "";
+function sendModel(bytes, name, note) {
+  modelLoaded = false;
+  loadNote = note;
+  updateButtons();
+  $("model-status").textContent = `loading ${name} (${(bytes.length / 1e6).toFixed(1)} MB) into the engine…`;
+  worker.postMessage({ type: "load", bytes: bytes.buffer, name, backend: $("backend-choice").value, allowCpuAdapter },
+                     [bytes.buffer]);
+}
+
+worker.onmessage = (event) => {
+  const m = event.data;
+  switch (m.type) {
+    case "ready":
+      engineReady = true;
+      $("backend").textContent = `engine ready (WebGPU ${m.webgpu ? "present" : "absent"}, JSPI ${m.jspi ? "present" : "absent"})`;
+      updateButtons();
+      loadFromUrl($("model-url").value).catch((e) => showError(e.message));
+      break;
+    case "loaded": {
+      modelLoaded = true;
+      const i = m.info;
+      $("model-status").textContent = `${i.name} (${i.arch}, ${i.n_layer} layers, n_embd ${i.n_embd}, ` +
+        `${(i.file_bytes / 1e6).toFixed(1)} MB) loaded in ${m.ms.toFixed(0)} ms${loadNote}`;
+      $("backend").textContent = `engine: ${i.backend}` + (m.note ? ` (${m.note})` : "");
+      // A chat model's prompt is a user message in its format (on by default); others continue text.
+      $("chat-name").textContent = i.chat_template;
+      $("chat").disabled = i.chat_template === "none";
+      $("chat").checked = i.chat_template !== "none";
+      updateButtons();
+      break;
+    }
+    case "started":
+      $("speed").textContent = `prompt: ${m.nPrompt} tokens in ${m.ms.toFixed(0)} ms`;
+      live = { n: 0, t0: performance.now() };
+      break;
+    case "token": {
+      outText.textContent += m.text;
+      if (m.id < 0) break;
+      live.n += 1;
+      const s = (performance.now() - live.t0) / 1000;
+      if (live.n % 4 === 0 && s > 0) $("speed").textContent = `generating: ${live.n} tokens, ${(live.n / s).toFixed(1)} tokens/s`;
+      break;
+    }
+    case "done": {
+      generating = false;
+      const rate = m.generateMs > 0 ? (1000 * m.nGenerated) / m.generateMs : 0;
+      const why = m.stopped ? "stopped" : m.stoppedByEog ? "end of text" : "done";
+      $("speed").textContent = `${why}: ${m.nGenerated} tokens, ${rate.toFixed(rate < 1 ? 3 : 1)} tokens/s ` +
+        `(prompt ${m.promptMs.toFixed(0)} ms)`;
+      $("speed").dataset.state = why;
+      updateButtons();
+      break;
+    }
+    case "error":
+      generating = false;
+      showError(m.message);
+      updateButtons();
+      break;
+  }
+};
+
+$("generate").onclick = () => {
+  showError("");
+  const prompt = $("prompt").value;
+  const out = $("output");
+  out.textContent = "";
+  const p = document.createElement("span");
+  p.className = "prompt";
+  p.textContent = prompt;
+  outText = document.createElement("span");
+  outText.className = "generated";
+  out.append(p, outText);
+  generating = true;
+  $("speed").textContent = "reading the prompt…";
+  delete $("speed").dataset.state;
+  updateButtons();
+  worker.postMessage({ type: "generate", prompt, settings: settings(), id: ++generationId });
+};
+$("stop").onclick = () => worker.postMessage({ type: "stop" });
+$("load-url").onclick = () => loadFromUrl($("model-url").value).catch((e) => showError(e.message));
+$("model-file").onchange = async (event) => {
+  const file = event.target.files[0];
+  if (file) {
+    lastSource = { file };
+    sendModel(new Uint8Array(await file.arrayBuffer()), file.name, " (from disk)");
+  }
+};
+$("backend-choice").onchange = async () => {
+  if (!lastSource || generating) return;
+  try {
+    if (lastSource.url) await loadFromUrl(lastSource.url);
+    else sendModel(new Uint8Array(await lastSource.file.arrayBuffer()), lastSource.file.name, " (from disk)");
+  } catch (e) { showError(e.message); }
+};
+worker.onerror = (event) => showError("the engine's worker failed: " + event.message);
