@@ -37,6 +37,7 @@ grep -m1 'model name' /proc/cpuinfo
 threads=${THREADS:-$(nproc)}
 echo "cpu_peers_run: $(nproc) logical CPUs; $threads threads; parts:$parts; budget $budget s"
 tern=$P/tern
+export TERN_LLAMA3_TOKENIZER=$P/llama3_tokenizer.json  # (tern synth's vocabulary; packed by pack_peerbin.sh)
 
 # Which peers this CPU can run. A peer's folder holds its own libstdc++ / OpenMP: put it first.
 declare -A peer_ok

