@@ -82,8 +82,11 @@ TEST(ChatTty, HelpHistoryCtrlCAndCtrlD) {
 }
 
 TEST(ChatTty, CtrlCWhileAMessageIsReadDropsItAndTwiceAtThePromptQuits) {
-    // -b 1: a long message is read one token per forward pass, slowly enough to interrupt.
+    // -b 1 and the reference kernels: a long message is read one token per forward pass, slowly
+    // enough to interrupt on a quiet machine too (the SIMD kernels read it in ~0.3 s).
+    setenv("TERN_CPU_ISA", "ref", 1);
     ChatTty chat({"-n", "4", "-c", "4096", "-b", "1"});
+    unsetenv("TERN_CPU_ISA");
     ASSERT_TRUE(chat.started());
     size_t at = chat.expect("> ", 0);
     ASSERT_NE(at, npos) << chat.seen;

@@ -12,6 +12,7 @@
 #include <pty.h>
 #include <string>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -44,7 +45,13 @@ public:
     }
     bool started() const { return pid_ > 0; }
 
-    void send(const std::string & keys) { ASSERT_EQ(::write(fd_, keys.data(), keys.size()), static_cast<ssize_t>(keys.size())); }
+    // Keys typed after a pause: the line editor switches the terminal's mode when it starts reading a
+    // line, and keys that arrive before it has (the prompt is printed first) can be discarded by that
+    // switch, as a user's type-ahead can be.
+    void send(const std::string & keys) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(150));
+        ASSERT_EQ(::write(fd_, keys.data(), keys.size()), static_cast<ssize_t>(keys.size()));
+    }
 
     // Reads until `what` appears at or after position `from` of `seen`; returns the position just
     // after it, or npos on timeout (or when the terminal closes first).
