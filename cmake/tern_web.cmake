@@ -14,7 +14,7 @@ endif()
 # entry point, which JSPI cannot suspend across).
 # -msimd128: the CPU kernels are compiled for WASM SIMD128 (every current browser has it).
 # apps/web/libcxx_compat.h: what Emscripten 3.1.6's libc++ 13 lacks (std::bit_cast).
-add_compile_options(-fwasm-exceptions -msimd128 -include ${PROJECT_SOURCE_DIR}/apps/web/libcxx_compat.h)
+add_compile_options(-fwasm-exceptions -msimd128 "$<$<COMPILE_LANGUAGE:CXX>:SHELL:-include ${PROJECT_SOURCE_DIR}/apps/web/libcxx_compat.h>")
 add_link_options(-fwasm-exceptions)
 
 # Single-threaded (no -pthread, so no SharedArrayBuffer and no cross-origin isolation is needed).
@@ -26,6 +26,17 @@ set_target_properties(PkgConfig::PCRE2 PROPERTIES
     IMPORTED_LOCATION "${TERN_WEB_PCRE2_PREFIX}/lib/libpcre2-8.a"
     INTERFACE_INCLUDE_DIRECTORIES "${TERN_WEB_PCRE2_PREFIX}/include"
     INTERFACE_COMPILE_DEFINITIONS "PCRE2_STATIC")
+
+# utf8proc (NFC for Qwen tokenizers) from Debian's source: one C file that includes its data table.
+set(TERN_WEB_UTF8PROC_SRC "" CACHE PATH "utf8proc's source folder (utf8proc.c, utf8proc.h)")
+if(NOT EXISTS "${TERN_WEB_UTF8PROC_SRC}/utf8proc.c")
+    message(FATAL_ERROR "the browser build needs TERN_WEB_UTF8PROC_SRC: use scripts/build-web.sh")
+endif()
+enable_language(C)
+add_library(tern_web_utf8proc STATIC "${TERN_WEB_UTF8PROC_SRC}/utf8proc.c")
+target_include_directories(tern_web_utf8proc PUBLIC "${TERN_WEB_UTF8PROC_SRC}")
+target_compile_definitions(tern_web_utf8proc PUBLIC UTF8PROC_STATIC)
+add_library(PkgConfig::UTF8PROC ALIAS tern_web_utf8proc)
 
 add_subdirectory(src)
 add_subdirectory(apps/web)

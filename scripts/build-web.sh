@@ -15,6 +15,8 @@ command -v emcc >/dev/null || { echo "error: emcc not found; run scripts/setup.s
 export NODE_PATH=${NODE_PATH:+$NODE_PATH:}/usr/share/nodejs
 pcre2_src=$(ls -d .deps/pcre2-src/pcre2-* 2>/dev/null | head -n 1 || true)
 [ -n "$pcre2_src" ] || { echo "error: no PCRE2 source in .deps/pcre2-src; run scripts/setup.sh" >&2; exit 1; }
+utf8proc_src=$(ls -d .deps/utf8proc-src/utf8proc-* 2>/dev/null | head -n 1 || true)
+[ -f "$utf8proc_src/utf8proc.c" ] || { echo "error: no utf8proc source in .deps/utf8proc-src; run scripts/setup.sh" >&2; exit 1; }
 [ -f /usr/include/nlohmann/json.hpp ] || { echo "error: nlohmann/json.hpp missing; run scripts/setup.sh" >&2; exit 1; }
 generator=(); command -v ninja >/dev/null && generator=(-G Ninja)
 
@@ -32,7 +34,8 @@ fi
 
 echo "build-web: tern -> $out/bin/tern.js, tern.wasm"
 emcmake cmake -S . -B "$out" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-    -DTERN_WEB_PCRE2_PREFIX="$PWD/$out/pcre2" -DTERN_WEB_NLOHMANN_INCLUDE="$PWD/$out/include" >"$out/configure.log" 2>&1 \
+    -DTERN_WEB_PCRE2_PREFIX="$PWD/$out/pcre2" -DTERN_WEB_NLOHMANN_INCLUDE="$PWD/$out/include" \
+    -DTERN_WEB_UTF8PROC_SRC="$PWD/$utf8proc_src" >"$out/configure.log" 2>&1 \
     || { cat "$out/configure.log" >&2; exit 1; }
 cmake --build "$out" -j "$jobs" --target tern_web
 

@@ -14,8 +14,8 @@
 #     SwiftShader, a CPU Vulkan driver for machines
 #     without a GPU, unpacked from Debian's chromium-common into .deps/swiftshader (nothing installed).
 #     If a download fails, setup goes on: the GPU tests then report themselves as skipped, with why.
-#   - the browser build (scripts/build-web.sh): Debian's emscripten, and PCRE2's Debian source package
-#     (apt-get source, unpacked into .deps/pcre2-src; a deb-src entry mirroring the deb one is added to
+#   - the browser build (scripts/build-web.sh): Debian's emscripten, and PCRE2's and utf8proc's Debian source packages
+#     (apt-get source, unpacked into .deps/pcre2-src and .deps/utf8proc-src; a deb-src entry mirroring the deb one is added to
 #     apt's sources if there is none), which build-web.sh compiles to wasm32.
 #   - ARM64 cross-testing on x86-64 hosts (scripts/test_arm64.sh): g++-aarch64-linux-gnu, qemu-user,
 #     and the arm64 builds of PCRE2, GoogleTest and libstdc++ (Debian multiarch: adds the arm64 architecture).
@@ -172,11 +172,14 @@ fi
 
 # ---------------------------------------------------------------- the browser build: PCRE2's source
 pcre2_src_dir=.deps/pcre2-src
-install_pcre2_source() {
-    if ls -d "$pcre2_src_dir"/pcre2-*/CMakeLists.txt >/dev/null 2>&1; then echo "setup: PCRE2 source present ($pcre2_src_dir)"; return 0; fi
-    echo "setup: fetching PCRE2's Debian source package into $pcre2_src_dir (for the wasm build)"
+# A Debian source package's upstream tarball, unpacked into DIR (the wasm build compiles PCRE2 and
+# utf8proc itself): install_debian_source PACKAGE DIR.
+install_debian_source() {
+    local pkg=$1 dir=$2
+    if ls -d "$dir"/*/ >/dev/null 2>&1; then echo "setup: $pkg source present ($dir)"; return 0; fi
+    echo "setup: fetching $pkg's Debian source package into $dir (for the wasm build)"
     local tmp; tmp=$(mktemp -d)
-    if ! (cd "$tmp" && apt-get source --download-only pcre2 >/dev/null 2>&1); then
+    if ! (cd "$tmp" && apt-get source --download-only "$pkg" >/dev/null 2>&1); then
         # No deb-src entry: add one that mirrors the Debian deb entries (deb822 or one-line format).
         local src=/etc/apt/sources.list.d/tern-deb-src.sources
         if [ -f /etc/apt/sources.list.d/debian.sources ]; then
@@ -185,15 +188,18 @@ install_pcre2_source() {
             sed -n 's/^deb \(.*\)/deb-src \1/p' /etc/apt/sources.list | "${sudo_cmd[@]}" tee /etc/apt/sources.list.d/tern-deb-src.list >/dev/null
         fi
         "${sudo_cmd[@]}" apt-get update -qq || true
-        (cd "$tmp" && apt-get source --download-only pcre2 >/dev/null 2>"$tmp/err") || true
+        (cd "$tmp" && apt-get source --download-only "$pkg" >/dev/null 2>"$tmp/err") || true
     fi
-    local orig; orig=$(ls "$tmp"/pcre2_*.orig.tar.* 2>/dev/null | head -n 1 || true)
+    local orig; orig=$(ls "$tmp"/"${pkg}"_*.orig.tar.* 2>/dev/null | head -n 1 || true)
     if [ -z "$orig" ]; then
-        echo "setup: warning: apt-get source pcre2 failed ($(tail -n 1 "$tmp/err" 2>/dev/null)); the browser build is unavailable" >&2
+        echo "setup: warning: apt-get source $pkg failed ($(tail -n 1 "$tmp/err" 2>/dev/null)); the browser build is unavailable" >&2
     else
-        mkdir -p "$pcre2_src_dir"
-        tar -xf "$orig" -C "$pcre2_src_dir"
+        mkdir -p "$dir"
+        tar -xf "$orig" -C "$dir"
     fi
     rm -rf "$tmp"
 }
-if [ "$want_web" = 1 ]; then install_pcre2_source; fi
+if [ "$want_web" = 1 ]; then
+    install_debian_source pcre2 "$pcre2_src_dir"
+    install_debian_source utf8proc .deps/utf8proc-src
+fi
