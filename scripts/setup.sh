@@ -76,7 +76,7 @@ else
 fi
 
 if [ "$want_arm64" = 1 ]; then
-    arm64_packages=(libpcre2-dev:arm64 libgtest-dev:arm64 libstdc++6:arm64)
+    arm64_packages=(libpcre2-dev:arm64 libutf8proc-dev:arm64 libgtest-dev:arm64 libstdc++6:arm64)
     arm64_missing=()
     for p in "${arm64_packages[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || arm64_missing+=("$p")
