@@ -59,17 +59,32 @@ void CpuFastBackend::rope_store(const Tensor & q, const KvLayer & kv, const Atte
     });
 }
 
-void CpuFastBackend::qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, const Weight & wqkv,
-                                        const QuantizedActs & a, const AttentionShape & s, int64_t pos0) {
+// [q; k; v] of a's tokens into qkv_ (x normed and quantized first where `in` carries it); returns
+// the weight's rows, qkv_'s stride per token.
+int64_t CpuFastBackend::qkv_products(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const QuantizedActs & a,
+                                     const AttentionShape & s, const LinearInput * in) {
     const auto &  lw    = static_cast<const CpuTiledLinear &>(wqkv);
     const int64_t n_q   = s.n_head * s.head_dim, n_kv = s.n_head_kv * s.head_dim, n_tok = a.q.ne[1];
     TERN_ASSERT(lw.n_rows == n_q + 2 * n_kv && q.ne[0] == n_q && kv.k.ne[0] == n_kv, "qkv shapes");
-    TERN_ASSERT(pos0 >= 0 && pos0 + n_tok <= kv.k.ne[1], "positions past the KV cache");
     grow(qkv_, lw.n_rows * n_tok);
     grow(gsum_, n_tok * (lw.n_cols / lw.group));
-    pool_.run([&](int ti) { qkv_in_job(ti, lw, acts_in_job(ti, a, lw.group)); });
+    pool_.run([&](int ti) {
+        if (in != nullptr) {
+            qkv_in_job(ti, lw, norm_quant_in_job(ti, a, in->x, static_cast<const CpuNorm &>(*in->norm), in->eps, lw.group));
+        } else {
+            qkv_in_job(ti, lw, acts_in_job(ti, a, lw.group));
+        }
+    });
+    return lw.n_rows;
+}
+
+void CpuFastBackend::qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, const Weight & wqkv,
+                                        const QuantizedActs & a, const AttentionShape & s, int64_t pos0) {
+    const int64_t n_tok = a.q.ne[1];
+    TERN_ASSERT(pos0 >= 0 && pos0 + n_tok <= kv.k.ne[1], "positions past the KV cache");
+    const int64_t rows = qkv_products(q, kv, wqkv, a, s, nullptr);
     set_contiguous_columns(pos0, n_tok);
-    rope_store(q, kv, s, n_tok, lw.n_rows);
+    rope_store(q, kv, s, n_tok, rows);
 }
 
 void CpuFastBackend::linear_qkv(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const LinearInput & in,
@@ -79,18 +94,11 @@ void CpuFastBackend::linear_qkv(const Tensor & q, const KvLayer & kv, const Weig
         return;
     }
     TERN_ASSERT(in.norm != nullptr, "a linear input without a norm is not supported yet (issue 54)");
-    const QuantizedActs & a  = in.q;
-    const auto &  lw    = static_cast<const CpuTiledLinear &>(wqkv);
-    const int64_t n_q   = s.n_head * s.head_dim, n_kv = s.n_head_kv * s.head_dim, n_tok = a.q.ne[1];
-    TERN_ASSERT(lw.n_rows == n_q + 2 * n_kv && q.ne[0] == n_q && kv.k.ne[0] == n_kv, "qkv shapes");
+    const int64_t n_tok = in.q.q.ne[1];
     TERN_ASSERT(pos0 >= 0 && pos0 + n_tok <= kv.k.ne[1], "positions past the KV cache");
-    grow(qkv_, lw.n_rows * n_tok);
-    grow(gsum_, n_tok * (lw.n_cols / lw.group));
-    pool_.run([&](int ti) {
-        qkv_in_job(ti, lw, norm_quant_in_job(ti, a, in.x, static_cast<const CpuNorm &>(*in.norm), in.eps, lw.group));
-    });
+    const int64_t rows = qkv_products(q, kv, wqkv, in.q, s, &in);
     set_contiguous_columns(pos0, n_tok);
-    rope_store(q, kv, s, n_tok, lw.n_rows);
+    rope_store(q, kv, s, n_tok, rows);
 }
 
 // Work items (kv head, token, query head of the group) in that order, split into contiguous ranges:
@@ -156,9 +164,7 @@ void CpuFastBackend::set_contiguous_columns(int64_t pos0, int64_t n_tok) {
 void CpuFastBackend::qkv_rope_kv_append_paged(const Tensor & q, const KvLayer & kv, const Weight & wqkv,
                                               const QuantizedActs & a, const AttentionShape & s,
                                               const KvBatch & batch) {
-    const auto &  lw    = static_cast<const CpuTiledLinear &>(wqkv);
-    const int64_t n_q   = s.n_head * s.head_dim, n_kv = s.n_head_kv * s.head_dim, n_tok = a.q.ne[1];
-    TERN_ASSERT(lw.n_rows == n_q + 2 * n_kv && q.ne[0] == n_q && kv.k.ne[0] == n_kv, "qkv shapes");
+    const int64_t n_tok = a.q.ne[1];
     TERN_ASSERT(batch.n_tokens() == n_tok, "paged qkv: %lld columns, the batch has %lld", static_cast<long long>(n_tok),
                 static_cast<long long>(batch.n_tokens()));
     col_pos_.resize(static_cast<size_t>(n_tok));
@@ -173,10 +179,7 @@ void CpuFastBackend::qkv_rope_kv_append_paged(const Tensor & q, const KvLayer & 
             col_row_[static_cast<size_t>(seq.first + j)] = row;
         }
     }
-    grow(qkv_, lw.n_rows * n_tok);
-    grow(gsum_, n_tok * (lw.n_cols / lw.group));
-    pool_.run([&](int ti) { qkv_in_job(ti, lw, acts_in_job(ti, a, lw.group)); });
-    rope_store(q, kv, s, n_tok, lw.n_rows);
+    rope_store(q, kv, s, n_tok, qkv_products(q, kv, wqkv, a, s, nullptr));
 }
 
 // Batched attention over pages and the column gather run the scalar reference's loops for now

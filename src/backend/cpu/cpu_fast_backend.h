@@ -136,6 +136,8 @@ private:
     void         qkv_in_job(int ti, const CpuTiledLinear & w, const cpu::ActView & a);
     void         rope_store(const Tensor & q, const KvLayer & kv, const AttentionShape & s, int64_t n_tok, int64_t rows);
     void         set_contiguous_columns(int64_t pos0, int64_t n_tok);
+    int64_t      qkv_products(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const QuantizedActs & a,
+                              const AttentionShape & s, const LinearInput * in);
     // The LM head's input: h (or its f16 rounding) for each token into hin_.
     const float * head_input(const Tensor & h, bool round_input_f16);
     void          head_rows(const CpuEmbedding & e, const float * hin, int64_t n_tok, int64_t r0, int64_t r1,
