@@ -1,12 +1,15 @@
 // The engine's Web Worker: owns the WebAssembly instance so the page never freezes. Messages in:
 //   {type: "load", bytes: ArrayBuffer, name, backend: "auto" | "webgpu" | "cpu", allowCpuAdapter}
 //                                                 -> {type: "loaded", info, ms, note} | {type: "error"}
-//   {type: "generate", prompt, settings}          -> {type: "started", nPrompt, ms}, {type: "token", id, text}...,
-//                                                     {type: "done", nGenerated, promptMs, generateMs, stoppedByEog, stopped}
-//   {type: "stop"}                                 ends a generation at the next token
+//   {type: "generate", prompt, settings, id}      -> {type: "token", id, text}..., {type: "done", nPrompt,
+//                                                     nGenerated, promptMs, generateMs, decodeMs, stoppedByEog, stopped}
+//   {type: "stop"}                                 ends a generation at the next token (JSPI only, see below)
 // and {type: "ready", jspi, webgpu} once tern.wasm is compiled, {type: "error", message} on any failure.
 // "auto" takes WebGPU where the browser has JSPI and a hardware adapter, else the CPU, and says why.
-// A generation yields to the event loop after every token, which is how "stop" gets in.
+// A generation is TernEngine.generate (`tern run`'s loop). Under JSPI the engine waits while the
+// worker posts each token and yields to its event loop, which is how "stop" gets in; without JSPI
+// the whole generation is one call, tokens still stream out, and the page stops it by ending the
+// worker (web/app.js).
 /* global importScripts, TernEngine */
 "use strict";
 importScripts("tern.js", "tern-engine.js");
@@ -28,27 +31,12 @@ const ready = TernEngine.create({ locateFile: (file) => file }).then((e) => {
 }, (err) => postMessage({ type: "error", message: "cannot start tern.wasm: " + err }));
 
 async function generate(prompt, settings, id) {
-  const t0 = performance.now();
-  const nPrompt = await engine.start(prompt, settings);
-  const t1 = performance.now();
-  postMessage({ type: "started", nPrompt, ms: t1 - t0 });
-  let n = 0;
-  for (;;) {
-    if (id !== generation) {  // stopped
-      postMessage({ type: "done", nGenerated: n, promptMs: t1 - t0, generateMs: performance.now() - t1, stopped: true });
-      return;
-    }
-    const t = await engine.next();
-    if (t.done) {
-      if (t.text) postMessage({ type: "token", id: -1, text: t.text });
-      postMessage({ type: "done", nGenerated: n, promptMs: t1 - t0, generateMs: performance.now() - t1,
-                    stoppedByEog: t.stoppedByEog, stopped: false });
-      return;
-    }
-    ++n;
+  const stats = await engine.generate(prompt, settings, (t) => {
     postMessage({ type: "token", id: t.id, text: t.text });
-    await yieldToEvents();
-  }
+    if (!engine.jspi) return true;
+    return yieldToEvents().then(() => id === generation);
+  });
+  postMessage({ type: "done", ...stats });
 }
 
 async function handle(msg) {

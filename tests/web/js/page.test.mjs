@@ -63,7 +63,7 @@ test("32 greedy tokens equal tern run's, with tokens/s shown", async () => {
   const text = await page.$eval("#output .generated", (el) => el.textContent);
   assert.equal(text, nativeRun("The ship", ["-n", "32", "--temp", "0"]));
   const speed = await page.$eval("#speed", (el) => el.textContent);
-  assert.match(speed, /^done: 32 tokens, \d+\.\d+ tokens\/s \(prompt \d+ ms\)$/);
+  assert.match(speed, /^done: 32 tokens, \d+\.\d+ tokens\/s \(prompt \d+ tokens in \d+ ms\)$/);
   assert.ok(Number(speed.match(/([\d.]+) tokens\/s/)[1]) > 0, speed);
 });
 
