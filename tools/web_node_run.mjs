@@ -82,7 +82,8 @@ const { TernEngine } = require(path.join(root, "web/tern-engine.js"));
 const engine = await TernEngine.create({ createModule: createTernModule,
                                          wasmBinary: fs.readFileSync(path.resolve(opt.wasmDir, "tern.wasm")) });
 const t0 = performance.now();
-const info = await engine.loadModel(fs.readFileSync(opt.model), path.basename(opt.model),
+// A host file (NODEFS): on WebGPU it is read a layer at a time, as a page reads a File.
+const info = await engine.loadModel({ path: path.resolve(opt.model) }, path.basename(opt.model),
                                     { backend: opt.backend, allowCpuAdapter: opt.allowCpuAdapter });
 const loadMs = performance.now() - t0;
 console.error(`web_node_run: ${info.name} (${info.n_layer} layers, ${(info.file_bytes / 1e6).toFixed(1)} MB) loaded in ` +

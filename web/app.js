@@ -62,42 +62,64 @@ async function readWithProgress(response, label) {
   return bytes;
 }
 
+function showProgress(label, got, total) {
+  const bar = $("load-progress");
+  bar.hidden = false;
+  bar.value = total ? got / total : 0;
+  $("model-status").textContent = `${label}: ${(got / 1e6).toFixed(1)}${total ? " of " + (total / 1e6).toFixed(1) : ""} MB`;
+}
+
+// Downloads a model into the Cache API (a reload then does not download it again) with a progress
+// bar, and gives it to the engine as a Blob from the cache, which the browser keeps on disk: a
+// model larger than memory never has to be in memory whole. Without the Cache API the bytes are
+// read into memory.
 async function loadFromUrl(url) {
   showError("");
   lastSource = { url };
   const absolute = new URL(url, location.href).href;
-  let response = null;
-  let cache = null;
-  let cached = false;
-  if ("caches" in self) {
-    cache = await caches.open("tern-models");
-    response = await cache.match(absolute);
-    cached = !!response;
-  }
+  const name = absolute.split("/").pop();
+  const cache = "caches" in self ? await caches.open("tern-models") : null;
+  let response = cache ? await cache.match(absolute) : null;
+  const cached = !!response;
   if (!response) {
     response = await fetch(absolute);
     if (!response.ok) throw new Error(`cannot download ${url}: HTTP ${response.status} ${response.statusText}`);
   }
-  const bytes = await readWithProgress(response, cached ? "reading the cached copy" : "downloading");
-  if (cache && !cached) await cache.put(absolute, new Response(bytes, { headers: { "content-length": String(bytes.length) } }));
-  sendModel(bytes, absolute.split("/").pop(), cached ? " (from the browser's cache)" : "");
+  let blob;
+  if (cached) {
+    blob = await response.blob();
+  } else if (cache) {
+    const total = Number(response.headers.get("content-length")) || 0;
+    let got = 0;
+    const counted = response.body.pipeThrough(new TransformStream({
+      transform(chunk, controller) {
+        got += chunk.length;
+        showProgress("downloading", got, total);
+        controller.enqueue(chunk);
+      },
+    }));
+    const headers = total ? { "content-length": String(total) } : {};
+    await cache.put(absolute, new Response(counted, { headers }));
+    blob = await (await cache.match(absolute)).blob();
+  } else {
+    blob = new Blob([await readWithProgress(response, "downloading")]);
+  }
+  $("load-progress").hidden = true;
+  sendModel(blob, name, cached ? " (from the browser's cache)" : "");
 }
 
 let loadNote = "";
-function sendModel(bytes, name, note) {
+function sendModel(blob, name, note) {
   modelLoaded = false;
   loadNote = note;
   updateButtons();
-  $("model-status").textContent = `loading ${name} (${(bytes.length / 1e6).toFixed(1)} MB) into the engine…`;
-  worker.postMessage({ type: "load", bytes: bytes.buffer, name, backend: $("backend-choice").value, allowCpuAdapter },
-                     [bytes.buffer]);
+  $("model-status").textContent = `loading ${name} (${(blob.size / 1e6).toFixed(1)} MB) into the engine…`;
+  worker.postMessage({ type: "load", source: blob, name, backend: $("backend-choice").value, allowCpuAdapter });
 }
 
 // Loads what was loaded last (a URL or a file), or the URL in the box.
 function reloadModel() {
-  if (lastSource && lastSource.file) {
-    return lastSource.file.arrayBuffer().then((b) => sendModel(new Uint8Array(b), lastSource.file.name, " (from disk)"));
-  }
+  if (lastSource && lastSource.file) return Promise.resolve(sendModel(lastSource.file, lastSource.file.name, " (from disk)"));
   return loadFromUrl(lastSource ? lastSource.url : $("model-url").value);
 }
 
@@ -111,7 +133,11 @@ function onWorkerMessage(event) {
       updateButtons();
       reloadModel().catch((e) => showError(e.message));
       break;
+    case "progress":
+      showProgress("reading the weights into the engine", m.done, m.total);
+      break;
     case "loaded": {
+      $("load-progress").hidden = true;
       modelLoaded = true;
       const i = m.info;
       $("model-status").textContent = `${i.name} (${i.arch}, ${i.n_layer} layers, n_embd ${i.n_embd}, ` +
@@ -144,7 +170,9 @@ function onWorkerMessage(event) {
                        `prompt ${m.nPrompt} tokens in ${m.promptMs.toFixed(0)} ms`);
       break;
     case "error":
+      $("load-progress").hidden = true;
       generating = false;
+      modelLoaded = m.modelLoaded;
       showError(m.message);
       updateButtons();
       break;
@@ -202,13 +230,13 @@ $("model-file").onchange = async (event) => {
   const file = event.target.files[0];
   if (file) {
     lastSource = { file };
-    sendModel(new Uint8Array(await file.arrayBuffer()), file.name, " (from disk)");
+    sendModel(file, file.name, " (from disk)");
   }
 };
 $("backend-choice").onchange = async () => {
   if (!lastSource || generating) return;
   try {
     if (lastSource.url) await loadFromUrl(lastSource.url);
-    else sendModel(new Uint8Array(await lastSource.file.arrayBuffer()), lastSource.file.name, " (from disk)");
+    else sendModel(lastSource.file, lastSource.file.name, " (from disk)");
   } catch (e) { showError(e.message); }
 };

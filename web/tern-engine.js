@@ -69,9 +69,12 @@
         setParams: m.cwrap("tern_web_set_params", null,
                            ["number", "number", "number", "number", "number", "number", "number", "number", "number", "number"]),
         stats: m.cwrap("tern_web_stats", "string", []),
+        checkFits: m.cwrap("tern_web_check_fits", "number", ["number", "string"]),
         tokenize: m.cwrap("tern_web_tokenize", "string", ["string"]),
       };
       this.info = null;
+      this.loads = 0;         // model folders made so far (each load gets a new one)
+      this.modelDir = null;   // the loaded model's folder
     }
 
     fail() {
@@ -96,27 +99,69 @@
       }
     }
 
-    // Loads a GGUF model from its bytes (a Uint8Array; the engine keeps its own copy) on a backend:
-    // options.backend "cpu" (default) or "webgpu" (navigator.gpu, needs JSPI); allowCpuAdapter: accept
-    // a software WebGPU adapter (SwiftShader), which is correct but slow (tests).
-    async loadModel(bytes, name = "model.gguf", options = {}) {
-      if (!(bytes instanceof Uint8Array)) bytes = new Uint8Array(bytes);
+    // Loads a GGUF model. source: its bytes (a Uint8Array or ArrayBuffer: the engine's in-memory
+    // file system takes them, outside the WebAssembly heap), a Blob or File (in a worker: read where
+    // it lies, Emscripten's WORKERFS), or {path} (Node: a host file, NODEFS). options.backend "cpu"
+    // (default: the whole file in the heap, so it must fit there) or "webgpu" (navigator.gpu, needs
+    // JSPI; the file is read a layer at a time into GPU buffers, so it may be larger than the heap);
+    // allowCpuAdapter: accept a software WebGPU adapter (SwiftShader), correct but slow (tests);
+    // onProgress(bytesRead, totalBytes): the weights read so far (WebGPU).
+    async loadModel(source, name = "model.gguf", options = {}) {
       const backend = options.backend || "cpu";
       if (backend === "webgpu" && !this.jspi) {
         throw new Error("the WebGPU backend needs JSPI (WebAssembly.Suspending), which this JavaScript engine lacks");
       }
-      const safe = String(name).replace(/[^A-Za-z0-9._-]/g, "_") || "model.gguf";
       const FS = this.module.FS;
-      try { FS.mkdir("/models"); } catch (e) { /* exists */ }
-      const path = "/models/" + safe;
-      FS.writeFile(path, bytes, { canOwn: true });
+      const safe = String(name).replace(/[^A-Za-z0-9._-]/g, "_") || "model.gguf";
+      let isBlob = typeof Blob !== "undefined" && source instanceof Blob;
+      if (isBlob && backend === "cpu") {  // (WORKERFS cannot be mapped): read it, if it can fit at all
+        if (this.api.checkFits(source.size, backend) < 0) {
+          throw new Error(`cannot load model '${safe}': ${this.api.error()}`);
+        }
+        source = await source.arrayBuffer();
+        isBlob = false;
+      }
+      const dir = "/models" + ++this.loads;
+      FS.mkdir(dir);
+      let path = dir + "/" + safe;
+      if (isBlob) {
+        FS.mount(FS.filesystems.WORKERFS, { blobs: [{ name: safe, data: source }] }, dir);
+      } else if (source && typeof source === "object" && typeof source.path === "string") {
+        const cut = source.path.lastIndexOf("/");
+        FS.mount(FS.filesystems.NODEFS, { root: cut > 0 ? source.path.slice(0, cut) : cut === 0 ? "/" : "." }, dir);
+        path = dir + "/" + source.path.slice(cut + 1);
+      } else {
+        const bytes = source instanceof Uint8Array ? source : new Uint8Array(source);
+        FS.writeFile(path, bytes, { canOwn: true });
+      }
+      this.module.ternOnProgress = options.onProgress || null;
       try {
         if ((await this.callAsync("tern_web_load", path, backend, options.allowCpuAdapter ? 1 : 0)) < 0) this.fail();
+      } catch (e) {
+        this.forget(dir);
+        if (this.modelDir) this.forget(this.modelDir);  // (the engine dropped the old model first)
+        this.modelDir = null;
+        this.info = null;
+        throw e;
       } finally {
-        FS.unlink(path);  // the engine mapped (copied) what it needs
+        this.module.ternOnProgress = null;
       }
+      // The CPU backend copied the file into the heap; WebGPU keeps the file open (its metadata) until
+      // the next load, which removes it.
+      if (this.modelDir) this.forget(this.modelDir);
+      this.modelDir = null;
+      if (backend === "cpu") this.forget(dir);
+      else this.modelDir = dir;
       this.info = JSON.parse(this.api.modelInfo());
       return this.info;
+    }
+
+    // Removes a model's folder from the engine's file system (an in-memory copy, or a mount).
+    forget(dir) {
+      const FS = this.module.FS;
+      try { FS.unmount(dir); } catch (e) { /* not a mount */ }
+      try { for (const f of FS.readdir(dir)) if (f !== "." && f !== "..") FS.unlink(dir + "/" + f); } catch (e) { /* gone */ }
+      try { FS.rmdir(dir); } catch (e) { /* gone */ }
     }
 
     // Generates for `prompt` with the sampler settings (see DEFAULTS) as `tern run` does, calling

@@ -62,15 +62,29 @@ extern "C" {
 // Implemented in JavaScript (web/engine-library.js): takes one generated token (id -1: text that was
 // still pending at the end) and returns 0 to stop. Under JSPI it suspends while the worker yields.
 int tern_web_token(int32_t id, const char * text, size_t n_bytes);
+// Implemented in JavaScript too: bytes of weights read so far of all, while a model loads.
+void tern_web_progress(double done, double total);
 
 EMSCRIPTEN_KEEPALIVE const char * tern_web_error() { return g_error.c_str(); }
 
 // Loads the GGUF file at `path` in the module's file system on `backend` ("cpu" or "webgpu";
-// allow_cpu_adapter: accept a software WebGPU adapter), replacing any loaded model.
+// allow_cpu_adapter: accept a software WebGPU adapter), replacing any loaded model. A WebGPU load
+// reports its progress through the JavaScript import tern_web_progress.
 EMSCRIPTEN_KEEPALIVE int tern_web_load(const char * path, const char * backend, int allow_cpu_adapter) {
     return guarded([&] {
         g_engine.reset();
-        g_engine = std::make_unique<tern::web::WebEngine>(path, backend, allow_cpu_adapter != 0);
+        g_engine = std::make_unique<tern::web::WebEngine>(
+            path, backend, allow_cpu_adapter != 0,
+            [](uint64_t done, uint64_t total) { tern_web_progress(static_cast<double>(done), static_cast<double>(total)); });
+        return 0;
+    });
+}
+
+// 0 when a file of `n_bytes` can be loaded on `backend` as far as memory goes, else -1 (the message
+// in tern_web_error): JavaScript asks before it reads a large File or Blob into memory.
+EMSCRIPTEN_KEEPALIVE int tern_web_check_fits(double n_bytes, const char * backend) {
+    return guarded([&] {
+        tern::web::check_fits(static_cast<uint64_t>(n_bytes), backend);
         return 0;
     });
 }
@@ -81,11 +95,11 @@ EMSCRIPTEN_KEEPALIVE const char * tern_web_model_info() {
     if (guarded([] {
             const tern::ModelConfig & c = engine().config();
             g_json = tern::format(R"({"name":"%s","arch":"%s","n_layer":%lld,"n_embd":%lld,"n_vocab":%lld,)"
-                                  R"("n_ctx_train":%lld,"file_bytes":%zu,"synthetic":%s,"backend":"%s","chat_template":"%s"})",
+                                  R"("n_ctx_train":%lld,"file_bytes":%llu,"synthetic":%s,"backend":"%s","chat_template":"%s"})",
                                   json_escape(c.name).c_str(), json_escape(c.arch).c_str(),
                                   static_cast<long long>(c.n_layer), static_cast<long long>(c.n_embd),
                                   static_cast<long long>(c.n_vocab), static_cast<long long>(c.n_ctx_train),
-                                  engine().file_size(), c.synthetic ? "true" : "false",
+                                  static_cast<unsigned long long>(engine().file_size()), c.synthetic ? "true" : "false",
                                   json_escape(engine().backend_description()).c_str(),
                                   std::string(tern::chat_template_name(engine().chat_template())).c_str());
             return 0;

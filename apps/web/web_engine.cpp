@@ -5,11 +5,45 @@
 #include "backend/webgpu/webgpu_backend.h"
 #include "core/error.h"
 
+#include <emscripten/heap.h>
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <new>
 
 namespace tern::web {
 
-WebEngine::WebEngine(const std::string & path, const std::string & backend, bool allow_cpu_adapter) {
+namespace {
+
+// The CPU backend maps the whole file into the heap (it keeps pointers into it); what the heap must
+// hold besides: the KV cache, buffers and the sampler's scratch.
+constexpr uint64_t k_cpu_heap_reserve = uint64_t{512} << 20;
+
+double gigabytes(uint64_t n) { return static_cast<double>(n) / 1e9; }
+
+uint64_t file_bytes(const std::string & path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) fail(ErrorKind::io, format("cannot open '%s': %s", path.c_str(), std::strerror(errno)));
+    return static_cast<uint64_t>(st.st_size);
+}
+
+}  // namespace
+
+void check_fits(uint64_t file_bytes, const std::string & backend) {
+    const uint64_t heap_max = emscripten_get_heap_max();
+    if (backend == "cpu" && file_bytes + k_cpu_heap_reserve > heap_max) {
+        fail(ErrorKind::unsupported,
+             format("the file is %.2f GB; the CPU backend holds the whole file in WebAssembly memory, which is at "
+                    "most %.2f GB (%.2f GB with room to run)", gigabytes(file_bytes), gigabytes(heap_max),
+                    gigabytes(heap_max - k_cpu_heap_reserve)),
+             "use the WebGPU backend, which reads the file tensor by tensor, or a smaller model");
+    }
+}
+
+WebEngine::WebEngine(const std::string & path, const std::string & backend, bool allow_cpu_adapter,
+                     const LoadProgress & progress) {
     if (backend == "cpu") {
         backend_ = make_cpu_backend({1});  // no threads: the wasm build runs without SharedArrayBuffer
     } else if (backend == "webgpu") {
@@ -21,9 +55,32 @@ WebEngine::WebEngine(const std::string & path, const std::string & backend, bool
     }
     backend_description_ = backend == "cpu" ? "cpu (WebAssembly SIMD128): " + backend_->device_info().description
                                             : backend_->device_info().description;
+    const uint64_t heap_max = emscripten_get_heap_max();
     with_context(format("cannot load model '%s'", path.c_str()), [&] {
-        file_      = std::make_unique<GgufFile>(GgufFile::open(path));
-        model_     = BitnetModel::load(*file_, *backend_);
+        const uint64_t size = file_bytes(path);
+        check_fits(size, backend);
+        try {
+            // WebGPU copies every weight to the GPU: the file is read a layer at a time (GgufFile::open_streamed),
+            // so the heap never holds it whole.
+            if (backend == "webgpu") {
+                file_ = std::make_unique<GgufFile>(GgufFile::open_streamed(path));
+                if (progress) file_->set_read_progress(progress);
+            } else {
+                file_ = std::make_unique<GgufFile>(GgufFile::open(path));
+            }
+            model_ = BitnetModel::load(*file_, *backend_);
+        } catch (const std::bad_alloc &) {
+            uint64_t largest = 0;
+            for (const GgufTensorInfo & t : file_ ? file_->tensors() : std::vector<GgufTensorInfo>{}) {
+                largest = std::max<uint64_t>(largest, t.n_bytes);
+            }
+            fail(ErrorKind::unsupported,
+                 format("out of WebAssembly memory (%.2f GB at most) loading a %.2f GB file%s", gigabytes(heap_max),
+                        gigabytes(size),
+                        largest ? format(" whose largest tensor is %.2f GB", gigabytes(largest)).c_str() : ""),
+                 backend == "cpu" ? "use the WebGPU backend, which reads the file tensor by tensor, or a smaller model"
+                                  : "use a smaller model");
+        }
         tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::from_gguf(*file_));
         if (tokenizer_->n_vocab() != model_->config().n_vocab) {
             fail(ErrorKind::invalid_model, format("the tokenizer has %d tokens but the model has %lld embedding rows",

@@ -14,6 +14,7 @@
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,13 +28,22 @@ struct GenerateParams {
     bool          chat      = false;  // the prompt is one user message in the model's chat format
 };
 
+// Throws Error(unsupported) when a file of file_bytes cannot be loaded on `backend` for want of
+// WebAssembly memory (the CPU backend holds the whole file in the heap; WebGPU streams it).
+void check_fits(uint64_t file_bytes, const std::string & backend);
+
 class WebEngine {
 public:
-    // Loads a GGUF file (the wasm build's in-memory file system holds it) on `backend`: "cpu" (the
-    // reference kernels, one thread) or "webgpu" (navigator.gpu through web/webgpu-library.js; a
-    // software adapter such as SwiftShader only with allow_cpu_adapter). Throws Error naming the file
-    // on a bad model, or Error(device) when WebGPU is unavailable.
-    WebEngine(const std::string & path, const std::string & backend, bool allow_cpu_adapter);
+    // Loads a GGUF file (in the wasm build's file system: in memory, a File or Blob, or a host file
+    // under Node) on `backend`: "cpu" (the reference kernels, one thread; the whole file in the
+    // heap, so it must fit it) or "webgpu" (navigator.gpu through web/webgpu-library.js; a software
+    // adapter such as SwiftShader only with allow_cpu_adapter; the file is read a layer at a time,
+    // GgufFile::open_streamed, so it may be larger than the heap; progress(bytes read, all tensor
+    // bytes) after each tensor). Throws Error naming the file on a bad model or one that cannot fit
+    // the heap, or Error(device) when WebGPU is unavailable.
+    using LoadProgress = std::function<void(uint64_t done, uint64_t total)>;
+    WebEngine(const std::string & path, const std::string & backend, bool allow_cpu_adapter,
+              const LoadProgress & progress = {});
 
     const std::string & backend_description() const { return backend_description_; }
     // The model's chat format (chat_template.h: from tokenizer.chat_template or the vocabulary);
@@ -42,7 +52,7 @@ public:
 
     const ModelConfig & config() const { return model_->config(); }
     const Tokenizer &   tokenizer() const { return *tokenizer_; }
-    size_t              file_size() const { return file_->file_size(); }
+    uint64_t            file_size() const { return file_->file_size(); }
 
     // Tokenizes `prompt` (BOS added, special-token text parsed, as `tern run` does; with params.chat,
     // a one-message conversation in the chat format with the assistant's header, as `tern chat`'s

@@ -75,9 +75,11 @@ for model in "${models[@]}"; do
     "$T/node" -e '
         const fs = require("fs");
         const [web, greedy, sampled, m] = process.argv.slice(1);
-        const w = JSON.parse(fs.readFileSync(web, "utf8")).texts;
+        const read = (f) => { try { return JSON.parse(fs.readFileSync(f, "utf8")); } catch (e) { return null; } };
+        const w = (read(web) || { texts: {} }).texts;
         for (const [name, file, temp] of [["greedy", greedy, "0"], ["sampled", sampled, "0.7"]]) {
-          const n = JSON.parse(fs.readFileSync(file, "utf8")).text;
+          const n = (read(file) || {}).text;
+          if (n === undefined || w[temp] === undefined) { console.log(`${m} ${name}: no result (see the logs)`); continue; }
           console.log(`${m} ${name}: ${n === w[temp] ? "same text" : "DIFFERENT: native " + JSON.stringify(n.slice(0, 120)) +
                       " web " + JSON.stringify(String(w[temp]).slice(0, 120))}`);
         }' "$out/web.$m.$rounds.json" "$out/native.$m.greedy.$rounds.json" "$out/native.$m.sampled.$rounds.json" "$m" 2>&1 | sum

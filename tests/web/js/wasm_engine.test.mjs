@@ -7,7 +7,8 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { execFileSync } from "node:child_process";
-import { requireWebBuild, nodeEngine, generateAll, nativeRun, nativeTokenize, ternBin, outDir } from "./web_harness.mjs";
+import { requireWebBuild, nodeEngine, generateAll, nativeRun, nativeTokenize, ternBin, outDir, modelPath,
+         bigModel } from "./web_harness.mjs";
 
 requireWebBuild();
 let engine;
@@ -63,13 +64,24 @@ test("bad settings and bad models are clear errors", async () => {
   assert.equal((await generateAll(engine, "The ship", { temp: 0, nPredict: 4 })).ids.length, 4);  // still usable
   const other = await nodeEngine();
   await assert.rejects(other.loadModel(new Uint8Array([71, 71, 85, 70, 3, 0, 0, 0]), "short.gguf"),
-                       /cannot load model '\/models\/short.gguf'.*smaller than the 24-byte GGUF header/s);
+                       /cannot load model '\/models\d+\/short.gguf'.*smaller than the 24-byte GGUF header/s);
   await assert.rejects(other.generate("The ship"), /no model is loaded/);
   // Node 20 has no JSPI; Node with JSPI (the wasm_engine_jspi run) has no navigator.gpu here, so
   // web/webgpu-library.js gives no instance.
   await assert.rejects(other.loadModel(new Uint8Array(8), "x.gguf", { backend: "webgpu" }),
                        other.jspi ? /wgpuCreateInstance returned null/ : /needs JSPI/);
   await assert.rejects(other.loadModel(new Uint8Array(8), "x.gguf", { backend: "metal" }), /unknown backend 'metal'/);
+});
+
+test("a host file (NODEFS) loads as its bytes do; a 5 GiB file is a clear error on the CPU backend", async () => {
+  const other = await nodeEngine();
+  const info = await other.loadModel({ path: modelPath }, "tern-32m-en.gguf");
+  assert.equal(info.name, "tern-32m-en");
+  assert.equal((await generateAll(other, "The ship", { temp: 0, nPredict: 8 })).text,
+               nativeRun("The ship", ["-n", "8", "--temp", "0"]));
+  await assert.rejects(other.loadModel({ path: bigModel() }, "big.gguf"),
+                       /cannot load model '.*': the file is 5\.37 GB; the CPU backend holds the whole file in WebAssembly memory, which is at most 4\.\d\d GB.*\nhint: use the WebGPU backend/s);
+  await assert.rejects(other.generate("The ship"), /no model is loaded/);  // the old model was dropped first
 });
 
 test("chat format: the first turn's reply equals tern chat's", async () => {

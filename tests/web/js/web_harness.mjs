@@ -26,16 +26,17 @@ export function requireWebBuild() {
   }
 }
 
-// A fresh wasm engine in this Node process, with the shipped model loaded on `options.backend`
-// (default cpu; webgpu needs a Node with JSPI and navigator.gpu, see useDawnNode).
-export async function nodeEngine(options = {}) {
+// A fresh wasm engine in this Node process, with a model loaded on `options.backend` (default cpu;
+// webgpu needs a Node with JSPI and navigator.gpu, see useDawnNode): the shipped model's bytes, or
+// `source` (TernEngine.loadModel's: e.g. {path} for a host file).
+export async function nodeEngine(options = {}, source = null) {
   const createTernModule = require(path.join(webDir, "bin/tern.js"));
   const { TernEngine } = require(path.join(root, "web/tern-engine.js"));
   const engine = await TernEngine.create({
     createModule: createTernModule,
     wasmBinary: fs.readFileSync(path.join(webDir, "bin/tern.wasm")),
   });
-  await engine.loadModel(fs.readFileSync(modelPath), "tern-32m-en.gguf", options);
+  await engine.loadModel(source || fs.readFileSync(modelPath), "tern-32m-en.gguf", options);
   return engine;
 }
 
@@ -51,6 +52,20 @@ export async function generateAll(engine, prompt, settings, stopAfter = Infinity
     return ids.length < stopAfter;
   });
   return { ids, text, stats };
+}
+
+// The shipped model followed by zeros up to 5 GiB (a sparse file: no disk space): a valid GGUF
+// (tern reads the tensors the directory names) larger than the whole wasm32 address space, so it
+// can only load if it is read a layer at a time. Made once in $TERN_OUT_DIR.
+export const bigModelBytes = 5 * 2 ** 30;
+export function bigModel() {
+  const file = path.join(outDir, "tern-32m-en-padded-5g.gguf");
+  if (!fs.existsSync(file) || fs.statSync(file).size !== bigModelBytes) {
+    fs.mkdirSync(outDir, { recursive: true });
+    fs.copyFileSync(modelPath, file);
+    fs.truncateSync(file, bigModelBytes);
+  }
+  return file;
 }
 
 // `tern run` on the shipped model: the generated text (the prompt not echoed).
