@@ -261,7 +261,8 @@ int64_t Session::decode_sampled_on_device(Sampler & sampler, int32_t first, cons
 }
 
 GenerationStats generate(Session & session, const Tokenizer & tokenizer, Sampler & sampler,
-                         std::span<const int32_t> prompt, int64_t n_predict, const TokenCallback & on_token) {
+                         std::span<const int32_t> prompt, int64_t n_predict, const TokenCallback & on_token,
+                         bool stop_at_eog) {
     using clock = std::chrono::steady_clock;
     GenerationStats stats;
     stats.n_prompt = static_cast<int64_t>(prompt.size());
@@ -286,7 +287,7 @@ GenerationStats generate(Session & session, const Tokenizer & tokenizer, Sampler
         const int32_t first = sampler.sample(session.logits());
         bool          go    = true;
         auto          take  = [&](int32_t id) {
-            if (tokenizer.is_eog(id)) {
+            if (stop_at_eog && tokenizer.is_eog(id)) {
                 stats.stopped_by_eog = true;
                 return false;
             }
@@ -301,7 +302,7 @@ GenerationStats generate(Session & session, const Tokenizer & tokenizer, Sampler
     if (!plain_greedy && limit > 0) {
         // Each id drawn on the host from the step's logits (Session::decode_sampled).
         auto take = [&](int32_t id) {
-            if (tokenizer.is_eog(id)) {
+            if (stop_at_eog && tokenizer.is_eog(id)) {
                 stats.stopped_by_eog = true;
                 return false;
             }

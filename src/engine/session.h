@@ -127,8 +127,11 @@ struct GenerationStats {
 using TokenCallback = std::function<bool(int32_t id, const std::string & text)>;
 
 // Prefills `prompt` and samples up to n_predict tokens (n_predict < 0: until the context is full),
-// stopping at an end-of-generation token (not printed). The session keeps the whole exchange.
+// stopping at an end-of-generation token (not printed) unless stop_at_eog is false (llama.cpp's
+// --ignore-eos: the token is handed out as any other). An empty prompt continues from the last
+// eval's logits. The session keeps the whole exchange.
 GenerationStats generate(Session & session, const Tokenizer & tokenizer, Sampler & sampler,
-                         std::span<const int32_t> prompt, int64_t n_predict, const TokenCallback & on_token);
+                         std::span<const int32_t> prompt, int64_t n_predict, const TokenCallback & on_token,
+                         bool stop_at_eog = true);
 
 }  // namespace tern

@@ -7,7 +7,8 @@
 #      gen_timeline.py summarizes both (timeline.txt, clocks.txt);
 #   1. tools/run_bench.py, alternating rounds: tern run -n 512 greedy (--temp 0) with the warm-up
 #      as built, with warm_up_ms=300 and 1000, the default sampler (--seed 1), --top-k 0 --top-p 0.9
-#      (--seed 1), and tern bench tg128 and tg512 (tg512 decodes the positions tern run -n 512 does);
+#      (--seed 1), and tern bench tg128, tg512 (tg512 decodes the positions tern run -n 512 does) and
+#      tg512 --as-run --temp 0 (generated as tern run does, after bench's warm-up);
 #      each run arm's whole summary line once more (load, warm-up, prompt, generation);
 #   2. tg at depth 0 and 4096 (tern bench -p 0 -n 64 -d 0,4096);
 #   3. the same seed on the CPU and the GPU backends: the first 48 tokens of each setting (greedy,
@@ -69,7 +70,8 @@ python3 tools/run_bench.py --tern "$B/tern" -m "$model" --backend webgpu --round
     --arm "run-sampled-default=--seed 1" \
     --arm "run-topk0-topp0.9=--top-k 0 --top-p 0.9 --seed 1" \
     --bench "bench-tg128=-p 0 -n 128 -r 5" \
-    --bench "bench-tg512=-p 0 -n 512 -r 3" 2>&1 | tee -a "$out/summary.txt"
+    --bench "bench-tg512=-p 0 -n 512 -r 3" \
+    --bench "bench-tg512-as-run=-p 0 -n 512 -r 3 --as-run --temp 0" 2>&1 | tee -a "$out/summary.txt"
 # One run's whole summary line per arm (load, warm-up, prompt, generation).
 for arm in run-greedy run-sampled-default run-topk0-topp0.9; do
     case $arm in
