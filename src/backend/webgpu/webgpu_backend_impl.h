@@ -406,7 +406,7 @@ private:
     bool greedy_head_i8_applies(const GpuTable & head) const;
     // webgpu_head_batch.cpp: the greedy head over several columns at once (a batched decoding step):
     // rms_norm into in.h, head_grid_batch.wgsl, lm_head_i8_batch.wgsl (the int8 copy streamed once
-    // for all columns, each column's candidates recomputed exactly), argmax_final per column. Each
+    // for all columns), head_exact_batch.wgsl (each column's candidates exactly), argmax_final. Each
     // id is the exact head's argmax (lm_head_i8_argmax.wgsl's for that column alone). Returns false
     // (nothing recorded) where it does not apply.
     bool head_ids_batch(const Tensor & ids, const GpuTable & head, const LinearInput & in, bool round_input_f16);
@@ -531,8 +531,9 @@ private:
     // lm_head_i8_argmax.wgsl EXACT_TAIL: u32 [threshold slot 0, slot 1, (value bits, index) x groups];
     // the tail heads use the slots in turn (head_thr_slot_), each zeroing the other for the next.
     std::unique_ptr<GpuBuffer> head_exact_;
-    // head_ids_batch: the columns' grids and norms, their threshold slots, the workgroups' winners.
-    std::unique_ptr<GpuBuffer> batch_head_grid_, batch_head_thr_, batch_head_partial_;
+    // head_ids_batch: the columns' grids and norms, their threshold slots, every row's (f, B) per
+    // column, the workgroups' winners.
+    std::unique_ptr<GpuBuffer> batch_head_grid_, batch_head_thr_, batch_head_fb_, batch_head_partial_;
     int64_t                    batch_heads_recorded_ = 0;
     uint32_t                   head_thr_slot_ = 0;
     // The argmax_final that waits for the next embed (defer): its pairs' buffer, first pair, count.
