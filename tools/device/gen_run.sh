@@ -4,7 +4,8 @@
 #   0. why run decodes slower than bench: nvidia-smi's clocks every 20 ms (clocks.csv) while, after
 #      3 s idle each, `tern -vv run -n 512 --temp 0` (its read-backs time each batch of 32 steps),
 #      the same with a 1 s warm-up (warm_up_ms=1000), and `tern bench -p 0 -n 512` run;
-#      gen_timeline.py summarizes both (timeline.txt, clocks.txt);
+#      gen_timeline.py summarizes both (timeline.txt, clocks.txt); -v's lines say where the load's
+#      time goes;
 #   1. tools/run_bench.py, alternating rounds: tern run -n 512 greedy (--temp 0) with the warm-up
 #      as built, with warm_up_ms=300 and 1000, the default sampler (--seed 1), --top-k 0 --top-p 0.9
 #      (--seed 1), and tern bench tg128, tg512 (tg512 decodes the positions tern run -n 512 does) and
@@ -56,7 +57,9 @@ mark start bench-tg512
 mark end bench-tg512
 kill "$smi" 2> /dev/null
 wait "$smi" 2> /dev/null
-for f in run-default run-warm1000; do grep -E "^tern: load" "$out/timeline.$f.err" | sed "s/^/$f: /" | tee -a "$out/summary.txt"; done
+for f in run-default run-warm1000; do
+    grep -E "^tern: load|^load: " "$out/timeline.$f.err" | sed "s/^/$f: /" | tee -a "$out/summary.txt"
+done
 python3 tools/device/gen_timeline.py timeline "$out"/timeline.*.err | tee "$out/timeline.txt" | tee -a "$out/summary.txt"
 python3 tools/device/gen_timeline.py clocks "$out/clocks.csv" "$out/marks.txt" | tee "$out/clocks.txt" | tee -a "$out/summary.txt"
 
