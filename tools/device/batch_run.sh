@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Batched decoding (issue 53) and long-context decoding (issue 52) on the lent GPU machine (the
 # `device` tool), in one call of about five minutes:
-#   1. the GPU tests of the paged ops and the split attention against the CPU reference;
+#   1. the GPU tests of the paged ops, the split attention, the batched head and the GEMMs (split
+#      along K, tensor-core tilings) against the CPU reference;
 #   2. single-stream decode at depth 0 and 4096 on `tern synth bitnet-2b4t` (`tern bench -p 0 -n 64
 #      -d 0,4096`: issue 52 asks tg @ d4096 >= 70% of tg @ d0), the ratio, then tg @ d4096 again
 #      for each split-attention tuning in $TUNES (one line each; the defaults are the first table);
@@ -30,7 +31,7 @@ model=/tmp/synth-2b4t.gguf
 
 if [ -z "${SKIP_TESTS:-}" ]; then
     echo "== 1. GPU tests: paged ops, split and long attention vs the CPU reference"
-    "$B/tern_webgpu_tests" --gtest_brief=1 --gtest_filter='*Paged*:*Long*:*Attention*:*Batch*' \
+    "$B/tern_webgpu_tests" --gtest_brief=1 --gtest_filter='*Paged*:*Long*:*Attention*:*Batch*:WebGpuGemm*' \
         > "$out/batch_gpu_tests.txt" 2>&1
     grep -E "PASSED|FAILED|Failure|tests ran" "$out/batch_gpu_tests.txt" | head -20
 fi
