@@ -17,7 +17,7 @@
 # carry [".gl", ".devicebin"] (about 25 MB with the 19 MB working tree under the 64 MiB limit):
 #   tools/device/batch_run.sh
 # Results: $OUT/batch_*.md, .json, .txt. Environment: TUNES (space-separated TERN_WEBGPU_TUNE
-# values for step 2), STREAMS (default 1,8,32,64), DURATION (serve_bench seconds per stream count,
+# values for step 2), SPLIT_TUNES (the same for step 3a), STREAMS (default 1,8,32,64), DURATION (serve_bench seconds per stream count,
 # default 10), SKIP_TESTS=1, SKIP_SERVE=1.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -60,6 +60,13 @@ done | tee "$out/batch_depth_tunes.txt"
 
 echo "== 3. batched engine: tern bench --parallel $streams"
 "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 --parallel "$streams" -r 3 2>&1 | tee "$out/batch_engine.md"
+
+echo "== 3a. 64 streams with other GEMM splits along K (gemm_split_groups; 0: never split)"
+for t in ${SPLIT_TUNES:-gemm_split_groups=0 gemm_split_groups=264 gemm_split_groups=1056}; do
+    printf '%s: ' "$t"
+    TERN_WEBGPU_TUNE=$t "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 --parallel 64 -r 3 2>/dev/null |
+        tail -1 | awk -F'|' '{print $7 ":", $8, "t/s,", $9, "ms/step"}'
+done | tee "$out/batch_split_tunes.txt"
 
 echo "== 3b. where a 64-stream step's GPU time goes (TERN_WEBGPU_PROFILE=gpu)"
 TERN_WEBGPU_PROFILE=gpu timeout 120 "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 16 --parallel 64 -r 1 \
