@@ -65,7 +65,7 @@ echo "== 3a. 64 streams with other GEMM splits along K (gemm_split_groups; 0: ne
 for t in ${SPLIT_TUNES:-gemm_split_groups=0 gemm_split_groups=264 gemm_split_groups=1056}; do
     printf '%s: ' "$t"
     TERN_WEBGPU_TUNE=$t "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 --parallel 64 -r 3 2>/dev/null |
-        tail -1 | awk -F'|' '{print $7 ":", $8, "t/s,", $9, "ms/step"}'
+        tail -1 | awk -F'|' '{print $5 ":", $7, "t/s,", $8, "ms/step"}'
 done | tee "$out/batch_split_tunes.txt"
 
 echo "== 3b. where a 64-stream step's GPU time goes (TERN_WEBGPU_PROFILE=gpu)"
