@@ -219,6 +219,9 @@ public:
     // false, and changes nothing, where the tensor-core GEMM does not run (mma_unit() is 0) or
     // cannot run t. A forced dot4 tiling (set_gemm_tiling) takes precedence: the dot4 GEMM runs.
     bool set_mma_tiling(std::optional<MmaTiling> t);
+    // Forces every prefill GEMM of one scale group per row to split K into this many shares (tests;
+    // nullopt: WebGpuTuning::gemm_split_groups decides; 1: no split).
+    void set_gemm_split(std::optional<uint32_t> shares) { gemm_split_ = shares; }
 
     // What numerics_probe.wgsl found (set once by the constructor).
     struct Numerics {
@@ -330,6 +333,8 @@ private:
     // outputs (gate/up pairs when gate_up); last_param: accumulate / activation.
     void encode_gemm(WGPUBuffer y, uint32_t y_offset, uint32_t y_stride, const GpuLinear & w, const QuantizedActs & a,
                      uint32_t n_out, bool gate_up, uint32_t last_param);
+    // The shares along K for a GEMM of `groups` workgroups over n_chunks chunks of 64 (1: no split).
+    uint32_t gemm_split(const GpuLinear & w, uint32_t groups, uint32_t n_chunks) const;
 
     // The bandwidth probes' timing: `reps` + 1 submits of `per_submit` dispatches that record(i)
     // records, each moving `bytes` per dispatch, timed on the host around submit + queue idle; the
@@ -567,6 +572,8 @@ private:
     std::unique_ptr<GpuBuffer>                     attn_bsum_;    // split attention: block sums of exp
     std::optional<GemmTiling>                      gemm_tiling_;  // set_gemm_tiling()
     std::optional<MmaTiling>                       mma_tiling_;   // set_mma_tiling()
+    std::optional<uint32_t>                        gemm_split_;   // set_gemm_split()
+    std::unique_ptr<GpuBuffer>                     gemm_split_part_;  // split GEMMs' shares [S][T][N] i32
     std::optional<uint32_t>                        mma_unit_;     // mma_unit(), once found
 };
 

@@ -65,6 +65,9 @@ struct WebGpuTuning {
     GemmTiling gemm_tile{0, 0, 0, 0};      // the dot4 GEMM's TMxTNxTRxTC; 0x0x0x0: 4x8x16x8, TC 4 up to 32 tokens
     MmaTiling  mma_tile{4, 1};             // the tensor-core GEMM's SGMxSGN
     MmaTiling  mma_tile_long{2, 1};        // the same for rows longer than 4096
+    uint32_t   gemm_split_groups = 528;    // a GEMM (one scale group per row) with at most half this many
+                                           //     workgroups is split along K into about this many (each
+                                           //     share at least 4 chunks of 64); 0: never split
     // --- submits and waits: webgpu_decode_stream.cpp, wgpu_device.cpp ---
     uint32_t steps_per_submit = 4;     // greedy decoding's steps per submit, once the groups have grown
     uint32_t submit_ramp      = 8;     // steps recorded before the groups grow by one (from 1)
