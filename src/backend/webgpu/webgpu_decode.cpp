@@ -281,7 +281,7 @@ void check_bitnet_input(const Weight & w, const LinearInput & in) {
 }  // namespace
 
 void WebGpuBackend::linear(const Tensor & y, const Weight & w, const LinearInput & in, bool accumulate) {
-    if (!dtype_is_lowbit(w.type)) return Backend::linear(y, w, in, accumulate);  // matmul (webgpu_family.cpp)
+    if (!dtype_is_lowbit(w.type)) return family_linear(y, w, in, accumulate);  // webgpu_family.cpp
     check_bitnet_input(w, in);
     const GpuLinear & lw = as_linear(w);
     if (in.x.buffer != nullptr) check_linear_shapes(y, lw, in.x);
@@ -293,7 +293,7 @@ void WebGpuBackend::linear(const Tensor & y, const Weight & w, const LinearInput
 }
 
 void WebGpuBackend::linear_glu(const Tensor & f, const Weight & w, const LinearInput & in, FfnActivation act) {
-    if (!dtype_is_lowbit(w.type)) return Backend::linear_glu(f, w, in, act);  // matmul_glu (webgpu_family.cpp)
+    if (!dtype_is_lowbit(w.type)) return family_linear_glu(f, w, in, act);  // webgpu_family.cpp
     check_bitnet_input(w, in);
     const GpuLinear & lw = as_linear(w);
     if (in.x.buffer != nullptr) check_glu_shapes(f, lw, in.x);

@@ -3,9 +3,10 @@
 //   matmul       quantize_q8_0.wgsl (Q4_0 / Q8_0 weights: the input as Q8_0 blocks) + matmul.wgsl;
 //   matmul_glu   matmul into scratch (gate rows, then up rows) + glu.wgsl;
 //   rope_kv_append  rope_kv_family.wgsl with a host (cos, sin) table of cpu::rope_head's angles.
+//   linear / linear_glu of one token with Q4_0 / Q8_0 weights: matvec_q8.wgsl alone (the norm and
+//                the Q8_0 blocks in its prologue, glu's gate in its epilogue).
 // Weight types: F32, F16, BF16, Q8_0, Q4_0 (Q8_0-block input), Q4_K, Q6_K (Q8_K-block input,
-// quantize_q8_k.wgsl). These are plain kernels, one dispatch each (one matmul per part of a stacked
-// weight), without the ternary path's fused decode kernels.
+// quantize_q8_k.wgsl); one matmul per run of parts of one type in a stacked weight.
 #include "backend/webgpu/webgpu_backend_impl.h"
 
 #include "core/error.h"
@@ -198,6 +199,68 @@ void WebGpuBackend::matmul(const Tensor & y, const Weight & w, const Tensor & x,
                                    kd ? kd : sb, gpu_buffer(y)};
         step_->dispatch(key, bufs, &p, sizeof p, ceil_div(part.n_rows, rows), u32(T));
     }
+}
+
+// One token through matvec_q8.wgsl: the input's norm and Q8_0 blocks in its prologue, glu's gate in
+// its epilogue (glu_act), one dispatch per part instead of rms_norm + quantize_q8_0 + matmul (+ glu).
+// False (nothing recorded) where it does not apply: several tokens, a part of another type, a
+// stacked gate/up of two parts, K past what the prologue stages, y sharing the input's buffer.
+bool WebGpuBackend::try_family_decode(const Tensor & y, const GpuMatrix & m, const LinearInput & in, bool accumulate,
+                                      const FfnActivation * glu_act) {
+    const int64_t k = m.n_cols;
+    if (in.x.buffer == nullptr || in.x.ne[1] != 1 || in.x.ne[0] != k || in.x.type != DType::f32) return false;
+    if (glu_act && m.parts.size() != 1) return false;
+    for (const auto & part : m.parts) {
+        if (!takes_q8_0(part.type)) return false;
+    }
+    const uint32_t wg = 256;
+    const int64_t  nb = k / 32;
+    if (in.norm != nullptr && k > int64_t{32} * wg) return false;  // lib/inv_rms.wgsl's bound
+    if (gpu_buffer(y) == gpu_buffer(in.x)) return false;
+    // Workgroup memory: the staged blocks (36 bytes each), the terms (a row every NB + 1), the
+    // norm's reduction (WG f32).
+    const uint64_t storage = ctx_.limits().maxComputeWorkgroupStorageSize;
+    const uint64_t fixed   = static_cast<uint64_t>(nb) * 36 + uint64_t{wg} * 4;
+    const uint32_t per     = glu_act ? 2u : 1u;  // weight rows per output row
+    uint32_t       rows    = std::max<uint32_t>(1, std::min<uint32_t>(tune_.family_rows, wg / per));
+    while (rows > 1 && fixed + uint64_t{rows} * per * static_cast<uint64_t>(nb + 1) * 4 > storage) rows /= 2;
+    if (fixed + uint64_t{rows} * per * static_cast<uint64_t>(nb + 1) * 4 > storage) return false;
+    if (!mm_zero_norm_) mm_zero_norm_ = make_buffer(16, nullptr, "no qk norm");
+    const WGPUBuffer nw = in.norm ? as_norm(*in.norm).buffer->get() : mm_zero_norm_->get();
+    const int64_t    n_out = glu_act ? m.n_rows / 2 : m.n_rows;
+    TERN_ASSERT(y.ne[0] == n_out, "family decode shapes");
+    for (const auto & part : m.parts) {
+        struct {
+            uint32_t n_rows, k;
+            float    eps;
+            uint32_t x_offset, nw_offset, y_offset, up_row, activation;
+        } p{u32(glu_act ? n_out : part.n_rows), u32(k), in.eps, gpu_offset(in.x, 4), 0,
+            gpu_offset(y, 4) + (glu_act ? 0u : u32(part.first_row)), u32(n_out),
+            glu_act && *glu_act == FfnActivation::relu2 ? 0u : 1u};
+        const PipelineKey key{dot4_native_ ? "matvec_q8" : "matvec_q8_nodp4",
+                              "rrrrwu",
+                              {{{"WG", static_cast<double>(wg)},
+                                {"ROWS", static_cast<double>(rows)},
+                                {"MROWS", static_cast<double>(rows * per)},
+                                {"NB", static_cast<double>(nb)},
+                                {"WTYPE", static_cast<double>(matmul_wtype(part.type))},
+                                {"NORM", in.norm ? 1.0 : 0.0},
+                                {"GLU", glu_act ? 1.0 : 0.0},
+                                {"ACCUMULATE", accumulate ? 1.0 : 0.0}}}};
+        const WGPUBuffer bufs[] = {part.words->get(), part.scales->get(), gpu_buffer(in.x), nw, gpu_buffer(y)};
+        step_->dispatch(key, bufs, &p, sizeof p, ceil_div(p.n_rows, rows));
+    }
+    return true;
+}
+
+void WebGpuBackend::family_linear(const Tensor & y, const Weight & w, const LinearInput & in, bool accumulate) {
+    if (try_family_decode(y, as_matrix(w), in, accumulate, nullptr)) return;
+    Backend::linear(y, w, in, accumulate);
+}
+
+void WebGpuBackend::family_linear_glu(const Tensor & f, const Weight & w, const LinearInput & in, FfnActivation act) {
+    if (try_family_decode(f, as_matrix(w), in, false, &act)) return;
+    Backend::linear_glu(f, w, in, act);
 }
 
 void WebGpuBackend::matmul_glu(const Tensor & f, const Weight & w, const Tensor & x, FfnActivation act) {

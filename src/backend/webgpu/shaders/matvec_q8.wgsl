@@ -1,0 +1,164 @@
+requires packed_4x8_integer_dot_product;
+
+// matvec_q8: the decode (one token) form of matmul.wgsl for the weight types that multiply Q8_0
+// activation blocks (Q4_0, Q8_0), with the activations' preparation fused in front and the FFN's
+// gate in the epilogue, bit for bit as the CPU reference computes the chain it replaces:
+//   NORM   h = rms_norm(x) * nw exactly as rms_norm.wgsl (lib/inv_rms.wgsl), else h = x;
+//          then h's Q8_0 blocks exactly as quantize_q8_0.wgsl, staged in workgroup memory (every
+//          workgroup quantizes the whole vector: no separate norm or quantize dispatch);
+//   terms  per (row, block) the integer dot (dot4 on packed int8; Q4_0's nibbles become int8 n - 8)
+//          times the scales in matmul.wgsl's order, into workgroup memory;
+//   sums   one invocation per row adds its block terms in block order (the reference's order);
+//   GLU    f = ffn_gate(g, u) of gate row r and up row up_row + r (glu.wgsl after matmul), else
+//          y = s or y += s (ACCUMULATE: the residual add the reference does after the product).
+//
+//   w: Q8_0 [N][K/32][2] vec4<u32> | Q4_0 [N][K/32] vec4<u32> (GpuMatrix's words)   ws: [N][K/32] f32
+//   x: [K] f32   nw: [K] f32 (NORM)   y: [N] f32, or [n_ff] f32 (GLU)
+// Bindings: 0 w, 1 ws, 2 x, 3 nw (read); 4 y (read_write); 5 params (uniform)
+// Dispatch: (ceil(n_rows / ROWS), 1, 1). A workgroup computes MROWS weight rows (ROWS, or 2 ROWS
+// with GLU: its gate rows, then their up rows), WG / MROWS lanes on each row.
+
+// #include "lib/dot4_native.wgsl"
+// #include "lib/numerics.wgsl"
+// #include "lib/inv_rms.wgsl"
+// #include "lib/sum_squares.wgsl"
+// #include "lib/wg_reduce.wgsl"
+
+override WG: u32 = 256u;     // a power of two; NORM needs K <= 32 WG (lib/inv_rms.wgsl)
+override ROWS: u32 = 8u;     // output rows per workgroup
+override MROWS: u32 = 8u;    // weight rows per workgroup: ROWS, or 2 ROWS with GLU (the host sets it)
+override NB: u32 = 64u;      // K / 32
+override WTYPE: u32 = 4u;    // 3 q8_0, 4 q4_0 (matmul.wgsl's numbering)
+override NORM: bool = false;
+override GLU: bool = false;
+override ACCUMULATE: bool = false;
+
+struct Params {
+    n_rows: u32,      // output rows (GLU: n_ff)
+    k: u32,           // K (lib/inv_rms.wgsl)
+    eps: f32,         // NORM
+    x_offset: u32,    // f32 index of x[0]
+    nw_offset: u32,   // f32 index of nw[0]
+    y_offset: u32,    // f32 index of y[0]
+    up_row: u32,      // GLU: the weight row of up row 0 (n_ff)
+    activation: u32,  // GLU: 0 ReLU², 1 SiLU (ffn_gate)
+    rn_zero: u32,     // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
+}
+
+@group(0) @binding(0) var<storage, read> w: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read> ws: array<f32>;
+@group(0) @binding(2) var<storage, read> x: array<f32>;
+@group(0) @binding(3) var<storage, read> nw: array<f32>;
+@group(0) @binding(4) var<storage, read_write> y: array<f32>;
+@group(0) @binding(5) var<uniform> p: Params;
+
+// The activations' Q8_0 blocks: codes (block b: vec4s 2b, 2b + 1 = elements 0..15, 16..31) and
+// the f16 scales as f32.
+var<workgroup> acodes: array<vec4<u32>, 2u * NB>;
+var<workgroup> adq: array<f32, NB>;
+// The block terms, a row every NB + 1 (odd: the row sums' reads fall on different banks).
+var<workgroup> terms: array<f32, MROWS * (NB + 1u)>;
+
+// roundf (quantize_q8_0.wgsl's round_away).
+fn round_away(v: f32) -> f32 {
+    let t = trunc(v);
+    return select(t, t + sign(v), abs(v - t) >= 0.5);
+}
+
+// Q4_0 nibbles n (0..15, one per byte) as int8 n - 8: set bit 7, subtract 8 (no borrow crosses a
+// byte), flip bit 7 back.
+fn centred(nibbles: u32) -> u32 {
+    return ((nibbles | 0x80808080u) - 0x08080808u) ^ 0x80808080u;
+}
+
+// Stages h's Q8_0 blocks: invocation b quantizes block b (quantize_q8_0.wgsl's expressions).
+fn stage_q8_0(lid: u32, inv: f32) {
+    for (var b = lid; b < NB; b += WG) {
+        let xo = p.x_offset + 32u * b;
+        var h: array<f32, 32>;
+        var amax = 0.0;
+        for (var j = 0u; j < 32u; j++) {
+            var v = x[xo + j];
+            if (NORM) { v = (v * nw[p.nw_offset + 32u * b + j]) * inv; }
+            h[j] = v;
+            amax = max(amax, abs(v));
+        }
+        let d  = div_rn(amax, 127.0);
+        let id = select(0.0, div_rn(1.0, d), d != 0.0);
+        var words: array<u32, 8>;
+        for (var q = 0u; q < 8u; q++) {
+            var word = 0u;
+            for (var e = 0u; e < 4u; e++) {
+                let c = i32(round_away(mul_rn(h[4u * q + e], id)));
+                word |= (bitcast<u32>(c) & 0xffu) << (8u * e);
+            }
+            words[q] = word;
+        }
+        acodes[2u * b]      = vec4<u32>(words[0], words[1], words[2], words[3]);
+        acodes[2u * b + 1u] = vec4<u32>(words[4], words[5], words[6], words[7]);
+        adq[b] = round_f16(d);
+    }
+}
+
+// The term of weight row `row`, block b (matmul.wgsl's block_term).
+fn block_term(row: u32, b: u32) -> f32 {
+    let a0 = acodes[2u * b];
+    let a1 = acodes[2u * b + 1u];
+    var sumi = 0;
+    if (WTYPE == 3u) {
+        let w0 = w[2u * (row * NB + b)];
+        let w1 = w[2u * (row * NB + b) + 1u];
+        for (var i = 0u; i < 4u; i++) { sumi += dot4_i8(w0[i], a0[i]) + dot4_i8(w1[i], a1[i]); }
+        return f32(sumi) * (ws[row * NB + b] * adq[b]);
+    }
+    // Q4_0: byte j of the 16 holds element j (low nibble) and j + 16 (high nibble).
+    let wv = w[row * NB + b];
+    for (var i = 0u; i < 4u; i++) {
+        sumi += dot4_i8(centred(wv[i] & 0x0f0f0f0fu), a0[i]) + dot4_i8(centred((wv[i] >> 4u) & 0x0f0f0f0fu), a1[i]);
+    }
+    return (f32(sumi) * ws[row * NB + b]) * adq[b];
+}
+
+// Weight row of the workgroup's matrix row m (GLU: gate rows, then up rows).
+fn weight_row(r0: u32, m: u32) -> u32 {
+    if (GLU && m >= ROWS) { return p.up_row + r0 + m - ROWS; }
+    return r0 + m;
+}
+
+// The terms of matrix row m, added in block order.
+fn row_sum(m: u32) -> f32 {
+    var s = 0.0;
+    for (var b = 0u; b < NB; b++) { s = s + terms[m * (NB + 1u) + b]; }
+    return s;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    var inv = 1.0;
+    if (NORM) { inv = inv_rms(lid, p.x_offset); }
+    stage_q8_0(lid, inv);
+    workgroupBarrier();
+
+    let r0    = wid.x * ROWS;
+    let lanes = WG / MROWS;
+    let m     = lid / lanes;
+    if (m < MROWS) {
+        let r = r0 + select(m, m - ROWS, GLU && m >= ROWS);
+        if (r < p.n_rows) {
+            let row = weight_row(r0, m);
+            for (var b = lid % lanes; b < NB; b += lanes) { terms[m * (NB + 1u) + b] = block_term(row, b); }
+        }
+    }
+    workgroupBarrier();
+
+    let r = r0 + lid;
+    if (lid >= ROWS || r >= p.n_rows) { return; }
+    let o = p.y_offset + r;
+    if (GLU) {
+        y[o] = ffn_gate(row_sum(lid), row_sum(ROWS + lid), p.activation);
+    } else if (ACCUMULATE) {
+        y[o] = y[o] + row_sum(lid);
+    } else {
+        y[o] = row_sum(lid);
+    }
+}
