@@ -8,6 +8,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "convert/hf_convert.h"
 #include "core/mmap.h"
+#include "engine/batch_engine.h"
 #include "engine/session.h"
 #include "model/bitnet_model.h"
 #include "quant/block_formats.h"
@@ -16,6 +17,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 
@@ -179,6 +181,7 @@ TEST(WebGpuFamily, RopeKvAppendMatchesTheCpuBitForBit) {
     auto cpu = make_cpu_backend({2});
     for (const bool qk_norm : {false, true}) {
         for (const DType cache : {DType::f32, DType::f16}) {
+            const RopeMode mode = qk_norm ? RopeMode::neox : RopeMode::norm;  // (NeoX with QK-norm, as Qwen3)
             const int64_t hd = 64, n_head = 6, n_head_kv = 2, T = 5, pos0 = 3, n_ctx = 16, n_rot = 48;
             const int64_t n_q = n_head * hd, n_kv = n_head_kv * hd, rows = n_q + 2 * n_kv;
             const auto    cols = gaussian(static_cast<size_t>(rows * T), 7, 3.0f);
@@ -201,7 +204,7 @@ TEST(WebGpuFamily, RopeKvAppendMatchesTheCpuBitForBit) {
                 OwnedTensor vc = alloc_tensor(be, cache, {n_kv, n_ctx, 1, 1}, "v");
                 AttentionShape s;
                 s.n_head = n_head, s.n_head_kv = n_head_kv, s.head_dim = hd, s.n_rot = n_rot;
-                s.rope_freq_base = 500000.0f, s.rope_freq_scale = 0.25f, s.rope_mode = RopeMode::norm;
+                s.rope_freq_base = 500000.0f, s.rope_freq_scale = 0.25f, s.rope_mode = mode;
                 s.rope_freqs = wf.get(), s.qk_norm_eps = 1e-6f;
                 if (qk_norm) s.q_norm = wq.get(), s.k_norm = wk.get();
                 be.begin_step();
@@ -228,7 +231,7 @@ TEST(WebGpuFamily, RopeKvAppendMatchesTheCpuBitForBit) {
 
 // A tiny HF checkpoint converted with `weight` matrices, run on both backends: every prompt
 // position's logits and 12 greedy steps, bit for bit.
-void expect_model_bit_identical(Backend & gpu, const std::string & name, DType weight, DType cache) {
+std::string converted(const std::string & name, DType weight) {
     ConvertOptions o;
     o.input_dir   = test::data_path("hf_parity/" + name);
     o.output_path = (test::temp_dir("webgpu-family-" + name + "-" + std::string(dtype_name(weight))) / "m.gguf").string();
@@ -236,7 +239,11 @@ void expect_model_bit_identical(Backend & gpu, const std::string & name, DType w
     o.weight_type = weight;
     o.head_type   = DType::f32;
     convert_hf_checkpoint(o);
-    const GgufFile file  = GgufFile::open(o.output_path);
+    return o.output_path;
+}
+
+void expect_model_bit_identical(Backend & gpu, const std::string & name, DType weight, DType cache) {
+    const GgufFile file  = GgufFile::open(converted(name, weight));
     auto           cpu   = make_cpu_backend({2});
     auto           m_cpu = BitnetModel::load(file, *cpu);
     auto           m_gpu = BitnetModel::load(file, gpu);
@@ -272,6 +279,87 @@ TEST(WebGpuFamily, TinyLlamaAndQwen3AreBitIdenticalToTheCpu) {
         expect_model_bit_identical(*gpu, name, DType::q8_0, DType::f16);
         expect_model_bit_identical(*gpu, name, DType::q4_0, DType::f16);
     }
+}
+
+// Two sequences through BatchEngine (rope_kv_append_paged, attention_paged over shared pages; the
+// second joins while the first decodes, prompts in chunks) against each decoded alone in a CPU
+// Session: bit for bit on a CPU adapter, within webgpu_batch_test.cpp's tolerance on a GPU.
+void expect_batch_matches_cpu(Backend & gpu, const std::string & name, DType weight) {
+    const GgufFile file  = GgufFile::open(converted(name, weight));
+    auto           cpu   = make_cpu_backend({2});
+    auto           m_cpu = BitnetModel::load(file, *cpu);
+    auto           m_gpu = BitnetModel::load(file, gpu);
+    const auto     nv    = static_cast<size_t>(m_cpu->config().n_vocab);
+    struct Stream {
+        std::vector<int32_t> prompt, next;
+        size_t               chunk;
+        int                  join;
+    };
+    const std::vector<Stream> streams = {{{5, 9, 13, 2, 7, 30, 11, 4, 8}, {3, 17, 6, 21, 9}, 4, 0},
+                                         {{14, 1, 19}, {2, 25, 12, 8, 16, 5}, 3, 2}};
+    BatchEngineOptions eo;
+    eo.n_pages = 3, eo.page_size = 16, eo.n_chunk = 8, eo.max_seqs = 2;
+    BatchEngine                                  eng(*m_gpu, eo);
+    std::vector<std::optional<SequenceId>>       seq(2);
+    std::vector<size_t>                          fed(2, 0), next_i(2, 0);
+    std::vector<std::vector<std::vector<float>>> got(2);
+    std::vector<std::vector<float>>              logits(2, std::vector<float>(nv));
+    for (int step = 0; step < 40; ++step) {
+        std::vector<BatchItem> items;
+        std::vector<size_t>    who;
+        for (size_t i = 0; i < 2; ++i) {
+            const Stream & st = streams[i];
+            if (step < st.join || next_i[i] == st.next.size()) continue;
+            if (!seq[i]) seq[i] = eng.open(static_cast<int64_t>(st.prompt.size() + st.next.size()));
+            ASSERT_TRUE(seq[i].has_value());
+            if (fed[i] < st.prompt.size()) {
+                const size_t k = std::min(st.chunk, st.prompt.size() - fed[i]);
+                const bool   last = fed[i] + k == st.prompt.size();
+                items.push_back({*seq[i], std::span(st.prompt).subspan(fed[i], k), last ? std::span<float>(logits[i]) : std::span<float>()});
+                fed[i] += k;
+                if (last) who.push_back(i);
+            } else {
+                items.push_back({*seq[i], std::span(st.next).subspan(next_i[i]++, 1), logits[i]});
+                who.push_back(i);
+            }
+        }
+        if (items.empty()) break;
+        eng.step(items);
+        for (size_t i : who) got[i].push_back(logits[i]);
+    }
+    const bool exact = test::is_cpu_adapter(gpu);
+    for (size_t i = 0; i < 2; ++i) {
+        SessionOptions so;
+        so.n_ctx = 32;
+        Session session(*m_cpu, so);
+        session.eval(streams[i].prompt);
+        std::vector<std::vector<float>> want{{session.logits().begin(), session.logits().end()}};
+        for (int32_t id : streams[i].next) {
+            session.eval({&id, 1});
+            want.emplace_back(session.logits().begin(), session.logits().end());
+        }
+        ASSERT_EQ(got[i].size(), want.size()) << name << " stream " << i;
+        for (size_t r = 0; r < want.size(); ++r) {
+            const std::string what = name + " " + std::string(dtype_name(weight)) + " stream " + std::to_string(i) +
+                                     " row " + std::to_string(r);
+            if (exact) {
+                expect_same_bits(got[i][r], want[r], what);
+                continue;
+            }
+            double row_max = 1, d = 0;
+            for (size_t v = 0; v < nv; ++v) {
+                row_max = std::max(row_max, static_cast<double>(std::fabs(want[r][v])));
+                d       = std::max(d, static_cast<double>(std::fabs(got[i][r][v] - want[r][v])));
+            }
+            EXPECT_LE(d / row_max, 1e-4) << what;
+        }
+    }
+}
+
+TEST(WebGpuFamily, BatchedSequencesMatchEachAloneOnTheCpu) {
+    SKIP_WITHOUT_GPU();
+    expect_batch_matches_cpu(*gpu, "llama_tied_rope3", DType::q4_0);
+    expect_batch_matches_cpu(*gpu, "qwen3_tied", DType::q8_0);
 }
 
 }  // namespace

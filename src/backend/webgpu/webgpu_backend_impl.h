@@ -151,6 +151,8 @@ public:
     void matmul_glu(const Tensor & f, const Weight & w_gate_up, const Tensor & x, FfnActivation act) override;
     void rope_kv_append(const Tensor & q, const KvLayer & kv, const Tensor & qkv, const AttentionShape & shape,
                         int64_t pos0) override;
+    void rope_kv_append_paged(const Tensor & q, const KvLayer & kv, const Tensor & qkv, const AttentionShape & shape,
+                              const KvBatch & batch) override;
     // Pipelined streams (webgpu_decode_stream.cpp): the device choice chains ids on the device and
     // reads them back a batch at a time while the next batch runs; a host picker gets each step
     // recorded while the one before runs (hold_step), unless a profile serializes the dispatches.
@@ -515,6 +517,8 @@ private:
     // rows, and rope tables with rope_freqs divisors / linear scaling (key: n_rot, base, scale, divisors).
     std::unique_ptr<Weight> load_matrix(std::span<const WeightSource> parts);
     const RopeTable &       family_rope_table(const AttentionShape & s, int64_t n_pos);
+    void encode_family_rope_kv(const Tensor & q, const KvLayer & kv, const Tensor & qkv, const AttentionShape & s,
+                               int64_t pos0, const KvBatch * batch);
     // linear / linear_glu of a non-ternary weight: one token takes matvec_q8.wgsl where it applies.
     void family_linear(const Tensor & y, const Weight & w, const LinearInput & in, bool accumulate);
     void family_linear_glu(const Tensor & f, const Weight & w, const LinearInput & in, FfnActivation act);

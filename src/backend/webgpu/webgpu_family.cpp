@@ -2,7 +2,7 @@
 // matmul_glu, rope_kv_append), bit-identical to the CPU reference (src/backend/cpu/cpu_matmul.h):
 //   matmul       quantize_q8_0.wgsl (Q4_0 / Q8_0 weights: the input as Q8_0 blocks) + matmul.wgsl;
 //   matmul_glu   matmul into scratch (gate rows, then up rows) + glu.wgsl;
-//   rope_kv_append  rope_kv_family.wgsl with a host (cos, sin) table of cpu::rope_head's angles.
+//   rope_kv_append(_paged)  rope_kv_family.wgsl with a host (cos, sin) table of cpu::rope_head's angles.
 //   linear / linear_glu of one token with Q4_0 / Q8_0 weights: matvec_q8.wgsl alone (the norm and
 //                the Q8_0 blocks in its prologue, glu's gate in its epilogue).
 // Weight types: F32, F16, BF16, Q8_0, Q4_0 (Q8_0-block input), Q4_K, Q6_K (Q8_K-block input,
@@ -311,17 +311,31 @@ const RopeTable & WebGpuBackend::family_rope_table(const AttentionShape & s, int
 
 void WebGpuBackend::rope_kv_append(const Tensor & q, const KvLayer & kv, const Tensor & qkv, const AttentionShape & s,
                                    int64_t pos0) {
+    TERN_ASSERT(pos0 >= 0 && pos0 + qkv.ne[1] <= kv.k.ne[1], "positions past the KV cache");
+    encode_family_rope_kv(q, kv, qkv, s, pos0, nullptr);
+}
+
+void WebGpuBackend::rope_kv_append_paged(const Tensor & q, const KvLayer & kv, const Tensor & qkv,
+                                         const AttentionShape & s, const KvBatch & batch) {
+    TERN_ASSERT(batch.n_tokens() == qkv.ne[1] && batch.columns.ne[1] == qkv.ne[1] && batch.columns.type == DType::i32,
+                "rope_kv_append_paged: the batch's columns");
+    encode_family_rope_kv(q, kv, qkv, s, 0, &batch);
+}
+
+// rope_kv_family.wgsl: column t at position pos0 + t (cache row the same), or where `batch` puts it.
+void WebGpuBackend::encode_family_rope_kv(const Tensor & q, const KvLayer & kv, const Tensor & qkv,
+                                          const AttentionShape & s, int64_t pos0, const KvBatch * batch) {
     const int64_t hd = s.head_dim, n_q = s.n_head * hd, n_kv = s.n_head_kv * hd;
     const int64_t T  = qkv.ne[1];
     TERN_ASSERT(qkv.ne[0] == n_q + 2 * n_kv && q.ne[0] == n_q && kv.k.ne[0] == n_kv, "rope_kv_append shapes");
-    TERN_ASSERT(pos0 >= 0 && pos0 + T <= kv.k.ne[1], "positions past the KV cache");
     if (hd % 2 != 0 || hd > 256 || s.n_rot % 2 != 0 || s.n_rot > hd) {
         fail(ErrorKind::unsupported, format("webgpu: head_dim %lld with %lld rotated dimensions; rope_kv_family.wgsl "
                                             "needs even values and head_dim <= 256",
                                             static_cast<long long>(hd), static_cast<long long>(s.n_rot)),
              "use --backend cpu for this model");
     }
-    const RopeTable & rope = family_rope_table(s, pos0 + T);
+    const int64_t     n_pos = batch ? batch->max_position() + 1 : pos0 + T;
+    const RopeTable & rope  = family_rope_table(s, n_pos);
     if (!mm_zero_norm_) mm_zero_norm_ = make_buffer(16, nullptr, "no qk norm");
     const WGPUBuffer qn   = s.q_norm ? as_norm(*s.q_norm).buffer->get() : mm_zero_norm_->get();
     const WGPUBuffer kn   = s.k_norm ? as_norm(*s.k_norm).buffer->get() : mm_zero_norm_->get();
@@ -331,21 +345,25 @@ void WebGpuBackend::rope_kv_append(const Tensor & q, const KvLayer & kv, const T
     struct {
         uint32_t head_dim, n_rot, n_head, n_head_kv, pos0, x_offset, x_stride, q_offset, q_stride, k_offset, v_offset,
             n_embd_kv;
-        float eps;
+        float    eps;
+        uint32_t cols_offset;
     } p{u32(hd),           u32(s.n_rot),       u32(s.n_head),  u32(s.n_head_kv),       u32(pos0),
         gpu_offset(qkv, 4), u32(qkv.ne[0]),    gpu_offset(q, 4), u32(n_q),             gpu_offset(kv.k, k_el),
-        gpu_offset(kv.v, v_el), u32(n_kv),     s.qk_norm_eps};
+        gpu_offset(kv.v, v_el), u32(n_kv),     s.qk_norm_eps,  batch ? gpu_offset(batch->columns, 4) : 0u};
+    uint32_t wg = 32;  // an invocation per pair of dimensions
+    while (wg < hd / 2) wg *= 2;
     const PipelineKey key{"rope_kv_family",
-                          "rrrrwwwu",
-                          {{{"WG", 64},
+                          "rrrrrwwwu",
+                          {{{"WG", static_cast<double>(wg)},
                             {"K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0},
                             {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0},
                             {"Q_NORM", s.q_norm ? 1.0 : 0.0},
                             {"K_NORM", s.k_norm ? 1.0 : 0.0},
-                            {"NORM_MODE", s.rope_mode == RopeMode::norm ? 1.0 : 0.0}}}};
-    const WGPUBuffer bufs[] = {gpu_buffer(qkv), rope.buffer->get(), qn, kn, gpu_buffer(q), gpu_buffer(kv.k),
-                               gpu_buffer(kv.v)};
-    step_->dispatch(key, bufs, &p, sizeof p, ceil_div(s.n_head + 2 * s.n_head_kv, 64), u32(T));
+                            {"NORM_MODE", s.rope_mode == RopeMode::norm ? 1.0 : 0.0},
+                            {"PAGED", batch ? 1.0 : 0.0}}}};
+    const WGPUBuffer bufs[] = {gpu_buffer(qkv), rope.buffer->get(), qn, kn, batch ? gpu_buffer(batch->columns) : gpu_buffer(qkv),
+                               gpu_buffer(q), gpu_buffer(kv.k), gpu_buffer(kv.v)};
+    step_->dispatch(key, bufs, &p, sizeof p, u32(s.n_head + 2 * s.n_head_kv), u32(T));
 }
 
 }  // namespace tern
