@@ -176,6 +176,49 @@ TEST_P(WebGpuFamilyDecode, LinearAndGluMatchTheCpuBitForBit) {
 INSTANTIATE_TEST_SUITE_P(Types, WebGpuFamilyDecode, ::testing::Values(DType::q8_0, DType::q4_0, DType::f16),
                          [](const auto & info) { return std::string(dtype_name(info.param)); });
 
+// An LM head of Q-type blocks (lm_head_q.wgsl reads them, not the f32 copy) against the CPU's
+// dequantized rows and double sums: 77 rows (not a whole workgroup), two tokens, h rounded to f16
+// or not; and the embedding rows of the same table (the f32 copy).
+class WebGpuFamilyHead : public ::testing::TestWithParam<DType> {};
+
+TEST_P(WebGpuFamilyHead, LogitsMatchTheCpuBitForBit) {
+    SKIP_WITHOUT_GPU();
+    const DType   type = GetParam();
+    auto          cpu  = make_cpu_backend({2});
+    const int64_t k = type == DType::q6_k ? 768 : 32 * 37, n = 77, T = 2;
+    const Quantized q = quantized("head", type, k, n, 21);
+    const auto      h = gaussian(static_cast<size_t>(k * T), 22, 3.0f);
+    std::vector<float> outs[2][3];
+    Backend *          bes[2] = {cpu.get(), gpu};
+    for (int i = 0; i < 2; ++i) {
+        Backend & be = *bes[i];
+        auto      table = be.load_embedding(q.src);
+        auto      ht    = upload(be, {k, T, 1, 1}, h);
+        for (int round = 0; round < 2; ++round) {
+            auto logits = upload(be, {n, T, 1, 1}, std::vector<float>(static_cast<size_t>(n * T)));
+            be.begin_step();
+            be.lm_head(logits.tensor, *table, ht.tensor, round == 1);
+            be.end_step();
+            outs[i][round] = download(be, logits.tensor);
+        }
+        const std::vector<int32_t> ids = {76, 0, 41};
+        OwnedTensor                idt = alloc_tensor(be, DType::i32, {3, 1, 1, 1}, "ids");
+        be.write(idt.tensor, ids.data(), ids.size() * 4);
+        auto x = upload(be, {k, 3, 1, 1}, std::vector<float>(static_cast<size_t>(k * 3)));
+        be.begin_step();
+        be.embed(x.tensor, *table, idt.tensor);
+        be.end_step();
+        outs[i][2] = download(be, x.tensor);
+    }
+    const std::string what = std::string(dtype_name(type)) + " head";
+    expect_same_bits(outs[1][0], outs[0][0], what);
+    expect_same_bits(outs[1][1], outs[0][1], what + " f16 input");
+    expect_same_bits(outs[1][2], outs[0][2], what + " embedding rows");
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, WebGpuFamilyHead, ::testing::Values(DType::q8_0, DType::q4_0, DType::q6_k),
+                         [](const auto & info) { return std::string(dtype_name(info.param)); });
+
 TEST(WebGpuFamily, RopeKvAppendMatchesTheCpuBitForBit) {
     SKIP_WITHOUT_GPU();
     auto cpu = make_cpu_backend({2});
