@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Issue 54 on the lent GPU machine (the `device` tool): the llama / qwen3 / phi3 families on WebGPU.
-#   1. tern_webgpu_tests' WebGpuFamily* suites: matmul (F32/F16/BF16/Q8_0/Q4_0), matmul_glu,
-#      rope_kv_append and the tiny HF llama / qwen3 models (F32, Q8_0, Q4_0) against the CPU
-#      reference, bit for bit, on this GPU (its fma and division paths, not SwiftShader's);
+#   1. tern_webgpu_tests' WebGpuFamily* suites: matmul (F32/F16/BF16/Q8_0/Q4_0/Q4_K/Q6_K), matmul_glu,
+#      the one-token matvec_q8 (linear / linear_glu with the fused norm), the Q-block LM head,
+#      rope_kv_append, the tiny HF llama / qwen3 models (F32, Q8_0, Q4_0) and a paged batch of two
+#      sequences (BatchEngine: rope_kv_append_paged) against the CPU reference, bit for bit, on this
+#      GPU (its fma and division paths, not SwiftShader's);
 #   2. greedy text, webgpu vs cpu, on 2-layer synth files of llama-3.2-1b and phi-3-mini (Q4_0);
 #   3. decode and prompt tokens/s of the full synth llama-3.2-1b Q4_0 and phi-3-mini Q4_0 with
 #      `tern bench --roofline` (GB/s as a % of the measured copy bandwidth; issue 54's target is
-#      >= 45%). About 3 minutes of device time.
+#      >= 45%); then llama-3.2-1b tg64 with matvec_q8's rows per workgroup (family_rows) 4 / 16 / 32
+#      against the default 8, and a per-kernel GPU profile of llama-3.2-1b decode
+#      (TERN_WEBGPU_PROFILE=gpu, families_profile_llama.txt). About 4 minutes of device time.
 # Carry .gl and .devicebin (tools/device/pack_devicebin.sh; see webgpu_gpu_run.sh for .gl).
 # Usage (on the device): tools/device/families_run.sh [bench args...]   Results: $OUT/families_*.
 set -uo pipefail
@@ -40,3 +44,15 @@ for shape in llama-3.2-1b phi-3-mini; do
     "$B/tern" synth "$shape" -o "/tmp/$shape.gguf" 2>&1 | tail -1
     "$B/tern" bench --backend webgpu -m "/tmp/$shape.gguf" --roofline "$@" 2>&1 | tee "$out/families_bench_$shape.md" | tail -6
 done
+
+echo "== llama-3.2-1b tg64: family_rows (matvec_q8 rows per workgroup; default 8)"
+for rows in 4 16 32 8; do
+    TERN_WEBGPU_TUNE=family_rows=$rows "$B/tern" bench --backend webgpu -m /tmp/llama-3.2-1b.gguf -p 0 -n 64 -r 3 \
+        > "$out/families_rows$rows.md" 2>&1
+    echo "family_rows=$rows: $(grep -E '\| tg64 ' "$out/families_rows$rows.md" | awk -F'|' '{print $8}')"
+done
+
+echo "== per-kernel GPU profile, llama-3.2-1b decode"
+TERN_WEBGPU_PROFILE=gpu timeout 120 "$B/tern" bench --backend webgpu -m /tmp/llama-3.2-1b.gguf -p 0 -n 32 -r 1 \
+    > "$out/families_profile_llama.out" 2> "$out/families_profile_llama.txt"
+grep -E "^  [a-z_]+|kernels ran" "$out/families_profile_llama.txt" | head -30
