@@ -12,6 +12,7 @@
 #include "engine/session.h"
 #include "model/bitnet_model.h"
 #include "quant/block_formats.h"
+#include "quant/ternary_formats.h"
 #include "test_util.h"
 #include "webgpu_test_util.h"
 
@@ -122,42 +123,47 @@ INSTANTIATE_TEST_SUITE_P(Types, WebGpuFamilyMatmul,
                                            DType::q6_k),
                          [](const auto & info) { return std::string(dtype_name(info.param)); });
 
-// One token through linear / linear_glu (matvec_q8.wgsl for Q4_0 / Q8_0: the norm and the Q8_0
-// blocks in the prologue, the gate in the epilogue) against the CPU's rms_norm + matmul chain: with
+// linear / linear_glu (matvec_q8.wgsl: one token of Q4_0 / Q8_0, three of Q1_0 / Q2_0 / PQ2_0; the
+// norm and the Q8_0 blocks in the prologue, the gate in the epilogue) against the CPU's rms_norm +
+// matmul chain: with
 // and without the norm, accumulating, rows that do not fill a workgroup, block counts that are not
 // powers of two, and a long K (8320, no norm: fewer rows per workgroup where workgroup memory is 16 KiB).
 class WebGpuFamilyDecode : public ::testing::TestWithParam<DType> {};
 
 TEST_P(WebGpuFamilyDecode, LinearAndGluMatchTheCpuBitForBit) {
     SKIP_WITHOUT_GPU();
-    const DType type = GetParam();
-    auto        cpu  = make_cpu_backend({2});
+    const DType type   = GetParam();
+    const bool  lowbit = dtype_is_lowbit(type);
+    // (the fast CPU backend has no Q8_0-block path for Q1_0 / Q2_0: the scalar reference)
+    auto        cpu    = lowbit ? make_cpu_reference_backend(2) : make_cpu_backend({2});
     Backend *   bes[2] = {cpu.get(), gpu};
-    for (const int64_t k : {int64_t{32 * 37}, int64_t{3072}, int64_t{32 * 260}}) {
+    // Q1_0 / Q2_0 / PQ2_0 (groups of 128 / 64 / 128) run any number of tokens through it: three.
+    const int64_t T      = lowbit ? 3 : 1;
+    for (const int64_t k : {lowbit ? int64_t{128 * 9} : int64_t{32 * 37}, int64_t{3072}, int64_t{32 * 260}}) {
         const int64_t   n = 45, n_ff = 21;
         const Quantized wq = quantized("w", type, k, n, 11), gq = quantized("gu", type, k, 2 * n_ff, 12);
-        const auto      x  = gaussian(static_cast<size_t>(k), 13, 2.0f);
+        const auto      x  = gaussian(static_cast<size_t>(k * T), 13, 2.0f);
         auto            nv = gaussian(static_cast<size_t>(k), 14);
-        const auto      y0 = gaussian(static_cast<size_t>(n), 15);
+        const auto      y0 = gaussian(static_cast<size_t>(n * T), 15);
         const WeightSource nsrc{"norm", DType::f32, {k, 1, 1, 1}, {reinterpret_cast<const uint8_t *>(nv.data()), nv.size() * 4}};
         std::vector<float> outs[2][5];
         for (int i = 0; i < 2; ++i) {
             Backend & be = *bes[i];
             auto      w = be.load_linear({&wq.src, 1}), gu = be.load_linear({&gq.src, 1});
             auto      norm = be.load_norm(nsrc);
-            auto      xt = upload(be, {k, 1, 1, 1}, x), h = upload(be, {k, 1, 1, 1}, std::vector<float>(static_cast<size_t>(k)));
+            auto      xt = upload(be, {k, T, 1, 1}, x), h = upload(be, {k, T, 1, 1}, std::vector<float>(static_cast<size_t>(k * T)));
             int       o = 0;
             for (const bool with_norm : {false, true}) {
                 if (with_norm && k > 8192) continue;  // (rms_norm's bound on adapters of 256 threads)
                 for (const bool acc : {false, true}) {
                     if (!with_norm && acc) continue;
-                    auto y = upload(be, {n, 1, 1, 1}, y0);
+                    auto y = upload(be, {n, T, 1, 1}, y0);
                     be.begin_step();
                     be.linear(y.tensor, *w, {xt.tensor, with_norm ? norm.get() : nullptr, 1e-5f, {}, h.tensor}, acc);
                     be.end_step();
                     outs[i][o++] = download(be, y.tensor);
                 }
-                auto f = upload(be, {n_ff, 1, 1, 1}, std::vector<float>(static_cast<size_t>(n_ff)));
+                auto f = upload(be, {n_ff, T, 1, 1}, std::vector<float>(static_cast<size_t>(n_ff * T)));
                 be.begin_step();
                 be.linear_glu(f.tensor, *gu, {xt.tensor, with_norm ? norm.get() : nullptr, 1e-5f, {}, h.tensor},
                               with_norm ? FfnActivation::silu : FfnActivation::relu2);
@@ -173,7 +179,8 @@ TEST_P(WebGpuFamilyDecode, LinearAndGluMatchTheCpuBitForBit) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, WebGpuFamilyDecode, ::testing::Values(DType::q8_0, DType::q4_0, DType::f16),
+INSTANTIATE_TEST_SUITE_P(Types, WebGpuFamilyDecode,
+                         ::testing::Values(DType::q8_0, DType::q4_0, DType::f16, DType::q1_0, DType::q2_0, DType::pq2_0),
                          [](const auto & info) { return std::string(dtype_name(info.param)); });
 
 // An LM head of Q-type blocks (lm_head_q.wgsl reads them, not the f32 copy) against the CPU's

@@ -528,7 +528,7 @@ private:
     // linear / linear_glu of a non-ternary weight: one token takes matvec_q8.wgsl where it applies.
     void family_linear(const Tensor & y, const Weight & w, const LinearInput & in, bool accumulate);
     void family_linear_glu(const Tensor & f, const Weight & w, const LinearInput & in, FfnActivation act);
-    bool try_family_decode(const Tensor & y, const GpuMatrix & m, const LinearInput & in, bool accumulate,
+    bool try_family_decode(const Tensor & y, const Weight & w, const LinearInput & in, bool accumulate,
                            const FfnActivation * glu_act);
     std::unique_ptr<GpuBuffer> mm_codes_, mm_dq_, mm_kcodes_, mm_kd_, mm_glu_, mm_zero_norm_;
     std::map<std::tuple<int64_t, float, float, const Weight *>, RopeTable> family_ropes_;

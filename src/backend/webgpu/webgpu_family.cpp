@@ -36,6 +36,8 @@ uint32_t matmul_wtype(DType t) {
 
 bool takes_q8_0(DType t) { return t == DType::q8_0 || t == DType::q4_0; }
 bool takes_q8_k(DType t) { return t == DType::q4_k || t == DType::q6_k; }
+// The low-bit types whose activations are Q8_0 blocks (the others take per-token int8).
+bool takes_q8_0_blocks_lowbit(DType t) { return t == DType::q1_0 || t == DType::q2_0 || t == DType::pq2_0; }
 
 const GpuMatrix & as_matrix(const Weight & w) {
     const auto * m = dynamic_cast<const GpuMatrix *>(&w);
@@ -202,41 +204,63 @@ void WebGpuBackend::matmul(const Tensor & y, const Weight & w, const Tensor & x,
     }
 }
 
-// One token through matvec_q8.wgsl: the input's norm and Q8_0 blocks in its prologue, glu's gate in
-// its epilogue (glu_act), one dispatch per part instead of rms_norm + quantize_q8_0 + matmul (+ glu).
-// False (nothing recorded) where it does not apply: several tokens, a part of another type, a
-// stacked gate/up of two parts, K past what the prologue stages, y sharing the input's buffer.
-bool WebGpuBackend::try_family_decode(const Tensor & y, const GpuMatrix & m, const LinearInput & in, bool accumulate,
+// matvec_q8.wgsl: the input's norm and Q8_0 blocks in its prologue, glu's gate in its epilogue
+// (glu_act), one dispatch per part instead of rms_norm + quantize_q8_0 + matmul (+ glu). Q4_0 / Q8_0
+// (GpuMatrix) for one token; Q1_0 / Q2_0 / PQ2_0 (GpuLinear's codes, their only WebGPU path with
+// Q8_0-block inputs) for any number. False (nothing recorded) where it does not apply: several
+// tokens of a Q4_0 / Q8_0 weight, a part of another type, a stacked gate/up of two parts, K past
+// what the prologue stages, y sharing the input's buffer.
+bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const LinearInput & in, bool accumulate,
                                       const FfnActivation * glu_act) {
-    const int64_t k = m.n_cols;
-    if (in.x.buffer == nullptr || in.x.ne[1] != 1 || in.x.ne[0] != k || in.x.type != DType::f32) return false;
-    if (glu_act && m.parts.size() != 1) return false;
-    for (const auto & part : m.parts) {
-        if (!takes_q8_0(part.type)) return false;
+    const int64_t k = w.n_cols;
+    const int64_t T = in.x.ne[1];
+    if (in.x.buffer == nullptr || in.x.ne[0] != k || in.x.type != DType::f32) return false;
+    if (gpu_buffer(y) == gpu_buffer(in.x)) return false;
+    // The parts: (type, first row, rows, words, scales, scales offset, group).
+    struct Part {
+        DType      type;
+        int64_t    first_row, n_rows;
+        WGPUBuffer words, scales;
+        uint32_t   scales_offset;
+        int64_t    group;
+    };
+    std::vector<Part> parts;
+    if (const auto * m = dynamic_cast<const GpuMatrix *>(&w)) {
+        if (T != 1 || (glu_act && m->parts.size() != 1)) return false;
+        for (const auto & part : m->parts) {
+            if (!takes_q8_0(part.type)) return false;
+            parts.push_back({part.type, part.first_row, part.n_rows, part.words->get(), part.scales->get(), 0, 32});
+        }
+    } else if (const auto * l = dynamic_cast<const GpuLinear *>(&w)) {
+        if (!takes_q8_0_blocks_lowbit(l->type) || l->group % 64 != 0) return false;
+        parts.push_back({l->type, 0, l->n_rows, l->buffer->get(), l->buffer->get(), l->scales_offset, l->group});
+    } else {
+        return false;
     }
     const uint32_t wg = 256;
     const int64_t  nb = k / 32;
     if (in.norm != nullptr && k > int64_t{32} * wg) return false;  // lib/inv_rms.wgsl's bound
-    if (gpu_buffer(y) == gpu_buffer(in.x)) return false;
-    // Workgroup memory: the staged blocks (36 bytes each), the terms (a row every NB + 1), the
+    // Workgroup memory: the staged blocks (40 bytes each), the terms (a row every NT + 1), the
     // norm's reduction (WG f32).
     const uint64_t storage = ctx_.limits().maxComputeWorkgroupStorageSize;
-    const uint64_t fixed   = static_cast<uint64_t>(nb) * 36 + uint64_t{wg} * 4;
+    const uint64_t fixed   = static_cast<uint64_t>(nb) * 40 + uint64_t{wg} * 4;
     const uint32_t per     = glu_act ? 2u : 1u;  // weight rows per output row
-    uint32_t       rows    = std::max<uint32_t>(1, std::min<uint32_t>(tune_.family_rows, wg / per));
-    while (rows > 1 && fixed + uint64_t{rows} * per * static_cast<uint64_t>(nb + 1) * 4 > storage) rows /= 2;
-    if (fixed + uint64_t{rows} * per * static_cast<uint64_t>(nb + 1) * 4 > storage) return false;
+    const int64_t  n_out   = glu_act ? w.n_rows / 2 : w.n_rows;
+    TERN_ASSERT(y.ne[0] == n_out && y.ne[1] == T, "family decode shapes");
     if (!mm_zero_norm_) mm_zero_norm_ = make_buffer(16, nullptr, "no qk norm");
     const WGPUBuffer nw = in.norm ? as_norm(*in.norm).buffer->get() : mm_zero_norm_->get();
-    const int64_t    n_out = glu_act ? m.n_rows / 2 : m.n_rows;
-    TERN_ASSERT(y.ne[0] == n_out, "family decode shapes");
-    for (const auto & part : m.parts) {
+    for (const Part & part : parts) {
+        const int64_t nt   = k / part.group;
+        uint32_t      rows = std::max<uint32_t>(1, std::min<uint32_t>(tune_.family_rows, wg / per));
+        auto          need = [&] { return fixed + uint64_t{rows} * per * static_cast<uint64_t>(nt + 1) * 4; };
+        while (rows > 1 && need() > storage) rows /= 2;
+        if (need() > storage) return false;  // (only before the first part: every part has the same K)
         struct {
             uint32_t n_rows, k;
             float    eps;
-            uint32_t x_offset, nw_offset, y_offset, up_row, activation;
-        } p{u32(glu_act ? n_out : part.n_rows), u32(k), in.eps, gpu_offset(in.x, 4), 0,
-            gpu_offset(y, 4) + (glu_act ? 0u : u32(part.first_row)), u32(n_out),
+            uint32_t x_offset, x_stride, nw_offset, y_offset, y_stride, scales_offset, up_row, activation;
+        } p{u32(glu_act ? n_out : part.n_rows), u32(k), in.eps, gpu_offset(in.x, 4), u32(in.x.ne[0]), 0,
+            gpu_offset(y, 4) + (glu_act ? 0u : u32(part.first_row)), u32(y.ne[0]), part.scales_offset, u32(n_out),
             glu_act && *glu_act == FfnActivation::relu2 ? 0u : 1u};
         const PipelineKey key{dot4_native_ ? "matvec_q8" : "matvec_q8_nodp4",
                               "rrrrwu",
@@ -244,23 +268,25 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const GpuMatrix & m, con
                                 {"ROWS", static_cast<double>(rows)},
                                 {"MROWS", static_cast<double>(rows * per)},
                                 {"NB", static_cast<double>(nb)},
-                                {"WTYPE", static_cast<double>(matmul_wtype(part.type))},
+                                {"WTYPE", takes_q8_0(part.type) ? static_cast<double>(matmul_wtype(part.type)) : 7.0},
+                                {"GROUP", static_cast<double>(part.group)},
+                                {"NT", static_cast<double>(nt)},
                                 {"NORM", in.norm ? 1.0 : 0.0},
                                 {"GLU", glu_act ? 1.0 : 0.0},
                                 {"ACCUMULATE", accumulate ? 1.0 : 0.0}}}};
-        const WGPUBuffer bufs[] = {part.words->get(), part.scales->get(), gpu_buffer(in.x), nw, gpu_buffer(y)};
-        step_->dispatch(key, bufs, &p, sizeof p, ceil_div(p.n_rows, rows));
+        const WGPUBuffer bufs[] = {part.words, part.scales, gpu_buffer(in.x), nw, gpu_buffer(y)};
+        step_->dispatch(key, bufs, &p, sizeof p, ceil_div(p.n_rows, rows), u32(T));
     }
     return true;
 }
 
 void WebGpuBackend::family_linear(const Tensor & y, const Weight & w, const LinearInput & in, bool accumulate) {
-    if (try_family_decode(y, as_matrix(w), in, accumulate, nullptr)) return;
+    if (try_family_decode(y, w, in, accumulate, nullptr)) return;
     Backend::linear(y, w, in, accumulate);
 }
 
 void WebGpuBackend::family_linear_glu(const Tensor & f, const Weight & w, const LinearInput & in, FfnActivation act) {
-    if (try_family_decode(f, as_matrix(w), in, false, &act)) return;
+    if (try_family_decode(f, w, in, false, &act)) return;
     Backend::linear_glu(f, w, in, act);
 }
 
