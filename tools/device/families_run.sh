@@ -9,8 +9,9 @@
 #      qwen3-1.7b (Q1_0, Bonsai's type);
 #   3. decode and prompt tokens/s of the full synth llama-3.2-1b Q4_0, phi-3-mini Q4_0 and qwen3-1.7b Q1_0 with
 #      `tern bench --roofline` (GB/s as a % of the measured copy bandwidth; issue 54's target is
-#      >= 45%, qwen3-1.7b Q1_0 >= 40%); then llama-3.2-1b tg64 with matvec_q8's rows per workgroup (family_rows) 4 / 16 / 32
-#      against the default 8, and a per-kernel GPU profile of llama-3.2-1b decode
+#      >= 45%, qwen3-1.7b Q1_0 >= 40%); then llama-3.2-1b tg64 with matvec_q8's rows per workgroup
+#      (family_rows) 4 / 16 / 32 and without its weight prefetch (family_prefetch=0) against the
+#      defaults, two alternating rounds, and a per-kernel GPU profile of llama-3.2-1b decode
 #      (TERN_WEBGPU_PROFILE=gpu, families_profile_llama.txt). About 4 minutes of device time.
 # Carry .gl and .devicebin (tools/device/pack_devicebin.sh; see webgpu_gpu_run.sh for .gl).
 # Usage (on the device): tools/device/families_run.sh [bench args...]   Results: $OUT/families_*.
@@ -51,11 +52,14 @@ for shape in llama-3.2-1b phi-3-mini qwen3-1.7b; do
     "$B/tern" bench --backend webgpu -m "/tmp/$shape.gguf" --roofline "${args[@]}" 2>&1 | tee "$out/families_bench_$shape.md" | tail -6
 done
 
-echo "== llama-3.2-1b tg64: family_rows (matvec_q8 rows per workgroup; default 8)"
-for rows in 4 16 32 8; do
-    TERN_WEBGPU_TUNE=family_rows=$rows "$B/tern" bench --backend webgpu -m /tmp/llama-3.2-1b.gguf -p 0 -n 64 -r 3 \
-        > "$out/families_rows$rows.md" 2>&1
-    echo "family_rows=$rows: $(grep -E '\| tg64 ' "$out/families_rows$rows.md" | awk -F'|' '{print $8}')"
+echo "== llama-3.2-1b tg64: matvec_q8 tunables (family_rows default 8, family_prefetch default 8), alternating"
+for round in 1 2; do
+    for tune in default family_rows=4 family_rows=16 family_rows=32 family_prefetch=0; do
+        t=$tune; [ "$t" = default ] && t=
+        TERN_WEBGPU_TUNE=$t "$B/tern" bench --backend webgpu -m /tmp/llama-3.2-1b.gguf -p 0 -n 64 -r 3 \
+            > "$out/families_tune_${tune}_$round.md" 2>&1
+        echo "round $round $tune: $(grep -E '\| tg64 ' "$out/families_tune_${tune}_$round.md" | awk -F'|' '{print $8}')"
+    done
 done
 
 echo "== per-kernel GPU profile, llama-3.2-1b decode"

@@ -255,6 +255,12 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
         auto          need = [&] { return fixed + uint64_t{rows} * per * static_cast<uint64_t>(nt + 1) * 4; };
         while (rows > 1 && need() > storage) rows /= 2;
         if (need() > storage) return false;  // (only before the first part: every part has the same K)
+        // Weights loaded ahead of the prologue: the lane's blocks, at most family_prefetch (Q8_0: 4).
+        const uint32_t lanes = wg / (rows * per);
+        const uint32_t pf    = takes_q8_0(part.type)
+                                   ? std::min<uint32_t>({tune_.family_prefetch, part.type == DType::q8_0 ? 4u : 8u,
+                                                         static_cast<uint32_t>(ceil_div(nb, lanes))})
+                                   : 0u;
         struct {
             uint32_t n_rows, k;
             float    eps;
@@ -271,6 +277,7 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
                                 {"WTYPE", takes_q8_0(part.type) ? static_cast<double>(matmul_wtype(part.type)) : 7.0},
                                 {"GROUP", static_cast<double>(part.group)},
                                 {"NT", static_cast<double>(nt)},
+                                {"PF", static_cast<double>(pf)},
                                 {"NORM", in.norm ? 1.0 : 0.0},
                                 {"GLU", glu_act ? 1.0 : 0.0},
                                 {"ACCUMULATE", accumulate ? 1.0 : 0.0}}}};

@@ -37,6 +37,9 @@ override NB: u32 = 64u;      // K / 32
 override WTYPE: u32 = 4u;    // 3 q8_0, 4 q4_0 (matmul.wgsl's numbering), 7 GpuLinear 2-bit codes
 override GROUP: u32 = 32u;   // values per term: 32, or the weight group (64 / 128) for WTYPE 7
 override NT: u32 = 64u;      // terms per row: K / GROUP (the host sets it)
+// Blocks per lane whose weights are loaded before the prologue, so that the norm and the
+// quantization overlap the first loads (Q4_0: at most 8, Q8_0: 4; 0 for WTYPE 7).
+override PF: u32 = 0u;
 override NORM: bool = false;
 override GLU: bool = false;
 override ACCUMULATE: bool = false;
@@ -139,21 +142,24 @@ fn block_term(row: u32, b: u32) -> f32 {
         }
         return mul_rn(ws[p.scales_offset + row * NT + b], s);
     }
+    if (WTYPE == 3u) { return q_term(w[2u * (row * NB + b)], w[2u * (row * NB + b) + 1u], ws[row * NB + b], b); }
+    return q_term(w[row * NB + b], vec4<u32>(), ws[row * NB + b], b);
+}
+
+// The term of block b from its weight words (Q8_0: w0, w1; Q4_0: w0) and scale d_w.
+fn q_term(w0: vec4<u32>, w1: vec4<u32>, d_w: f32, b: u32) -> f32 {
     let a0 = acodes[2u * b];
     let a1 = acodes[2u * b + 1u];
     var sumi = 0;
     if (WTYPE == 3u) {
-        let w0 = w[2u * (row * NB + b)];
-        let w1 = w[2u * (row * NB + b) + 1u];
         for (var i = 0u; i < 4u; i++) { sumi += dot4_i8(w0[i], a0[i]) + dot4_i8(w1[i], a1[i]); }
-        return f32(sumi) * (ws[row * NB + b] * adq[b]);
+        return f32(sumi) * (d_w * adq[b]);
     }
     // Q4_0: byte j of the 16 holds element j (low nibble) and j + 16 (high nibble).
-    let wv = w[row * NB + b];
     for (var i = 0u; i < 4u; i++) {
-        sumi += dot4_i8(centred(wv[i] & 0x0f0f0f0fu), a0[i]) + dot4_i8(centred((wv[i] >> 4u) & 0x0f0f0f0fu), a1[i]);
+        sumi += dot4_i8(centred(w0[i] & 0x0f0f0f0fu), a0[i]) + dot4_i8(centred((w0[i] >> 4u) & 0x0f0f0f0fu), a1[i]);
     }
-    return (f32(sumi) * ws[row * NB + b]) * adq[b];
+    return (f32(sumi) * d_w) * adq[b];
 }
 
 // Weight row of the workgroup's matrix row m (GLU: gate rows, then up rows).
@@ -171,22 +177,45 @@ fn row_sum(m: u32) -> f32 {
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let t  = wid.y;
-    let x0 = p.x_offset + t * p.x_stride;
+    let t     = wid.y;
+    let x0    = p.x_offset + t * p.x_stride;
+    let r0    = wid.x * ROWS;
+    let lanes = WG / MROWS;
+    let m     = lid / lanes;
+    let lane  = lid % lanes;
+    let live  = m < MROWS && r0 + select(m, m - ROWS, GLU && m >= ROWS) < p.n_rows;
+    let row   = weight_row(r0, m);
+    // The lane's first PF blocks of weights, loaded before the prologue (Q4_0 / Q8_0).
+    var wp: array<vec4<u32>, 8>;
+    var sp: array<f32, 8>;
+    if (live) {
+        for (var i = 0u; i < PF; i++) {
+            let b = lane + i * lanes;
+            if (b < NB) {
+                if (WTYPE == 3u) {
+                    wp[min(2u * i, 7u)]      = w[2u * (row * NB + b)];
+                    wp[min(2u * i + 1u, 7u)] = w[2u * (row * NB + b) + 1u];
+                } else {
+                    wp[i] = w[row * NB + b];
+                }
+                sp[i] = ws[row * NB + b];
+            }
+        }
+    }
     var inv = 1.0;
     if (NORM) { inv = inv_rms(lid, x0); }
     stage_q8_0(lid, x0, inv);
     workgroupBarrier();
 
-    let r0    = wid.x * ROWS;
-    let lanes = WG / MROWS;
-    let m     = lid / lanes;
-    if (m < MROWS) {
-        let r = r0 + select(m, m - ROWS, GLU && m >= ROWS);
-        if (r < p.n_rows) {
-            let row = weight_row(r0, m);
-            for (var b = lid % lanes; b < NT; b += lanes) { terms[m * (NT + 1u) + b] = block_term(row, b); }
+    if (live) {
+        for (var i = 0u; i < PF; i++) {
+            let b = lane + i * lanes;
+            if (b < NB) {
+                let w0 = select(wp[i], wp[min(2u * i, 7u)], WTYPE == 3u);
+                terms[m * (NT + 1u) + b] = q_term(w0, wp[min(2u * i + 1u, 7u)], sp[i], b);
+            }
         }
+        for (var b = lane + PF * lanes; b < NT; b += lanes) { terms[m * (NT + 1u) + b] = block_term(row, b); }
     }
     workgroupBarrier();
 
