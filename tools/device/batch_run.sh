@@ -6,7 +6,8 @@
 #      -d 0,4096`: issue 52 asks tg @ d4096 >= 70% of tg @ d0), the ratio, then tg @ d4096 again
 #      for each split-attention tuning in $TUNES (one line each; the defaults are the first table);
 #   3. the batched engine: `tern bench -p 0 -n 64 --parallel 1,8,32,64` (aggregate decode tokens/s
-#      and ms per step, greedy on the device, no HTTP);
+#      and ms per step, greedy on the device, no HTTP), then a per-kernel GPU profile of 16 steps at
+#      64 streams (batch_profile64.txt);
 #   4. `tern serve` under load: tools/serve/serve_bench.py at 1, 8, 32 and 64 concurrent streams
 #      (sampled at temperature 0.8, streamed over HTTP; per-stream ms/token) and the time to first
 #      token of a 512-token prompt while 8 streams decode.
@@ -58,6 +59,12 @@ done | tee "$out/batch_depth_tunes.txt"
 
 echo "== 3. batched engine: tern bench --parallel $streams"
 "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 --parallel "$streams" -r 3 2>&1 | tee "$out/batch_engine.md"
+
+echo "== 3b. where a 64-stream step's GPU time goes (TERN_WEBGPU_PROFILE=gpu)"
+TERN_WEBGPU_PROFILE=gpu timeout 120 "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 16 --parallel 64 -r 1 \
+    > "$out/batch_profile64.out" 2> "$out/batch_profile64.txt"
+grep -E "^ +[a-z_]+" "$out/batch_profile64.txt" | awk '{print $(NF-1), $0}' | sort -rn | cut -d' ' -f2- | head -14
+grep "kernels ran" "$out/batch_profile64.txt"
 
 if [ -z "${SKIP_SERVE:-}" ]; then
     echo "== 4. tern serve under load (serve_bench.py)"
