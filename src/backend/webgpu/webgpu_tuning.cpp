@@ -41,6 +41,8 @@ const std::vector<Field> & fields() {
         {"o_lanes", Kind::pow2_or_0, 4, 64, &T::o_lanes},
         {"o_wg", Kind::pow2_or_0, 32, 1024, &T::o_wg},
         {"gate_up_lanes", Kind::pow2, 4, 64, &T::gate_up_lanes},
+        {"family_rows", Kind::pow2, 1, 128, &T::family_rows},
+        {"family_prefetch", Kind::number, 0, 8, &T::family_prefetch},
         {"head_i8_min_bytes", Kind::number, 0, k_max, &T::head_i8_min_bytes},
         {"head_groups", Kind::number, 0, 65535, &T::head_groups},
         {"exact_groups", Kind::number, 0, 65535, &T::exact_groups},
