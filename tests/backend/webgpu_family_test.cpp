@@ -124,8 +124,8 @@ INSTANTIATE_TEST_SUITE_P(Types, WebGpuFamilyMatmul,
                          [](const auto & info) { return std::string(dtype_name(info.param)); });
 
 // linear / linear_glu (matvec_q8.wgsl: one token of Q4_0 / Q8_0, three of Q1_0 / Q2_0 / PQ2_0; the
-// norm and the Q8_0 blocks in the prologue, the gate in the epilogue) against the CPU's rms_norm +
-// matmul chain: with
+// norm and the Q8_0 blocks in the prologue, the gate in the epilogue; TQ1_0 / TQ2_0: three tokens as
+// per-token int8 through BitNet's kernels) against the CPU's rms_norm + matmul chain: with
 // and without the norm, accumulating, rows that do not fill a workgroup, block counts that are not
 // powers of two, and a long K (8320, no norm: fewer rows per workgroup where workgroup memory is 16 KiB).
 class WebGpuFamilyDecode : public ::testing::TestWithParam<DType> {};
@@ -139,7 +139,10 @@ TEST_P(WebGpuFamilyDecode, LinearAndGluMatchTheCpuBitForBit) {
     Backend *   bes[2] = {cpu.get(), gpu};
     // Q1_0 / Q2_0 / PQ2_0 (groups of 128 / 64 / 128) run any number of tokens through it: three.
     const int64_t T      = lowbit ? 3 : 1;
-    for (const int64_t k : {lowbit ? int64_t{128 * 9} : int64_t{32 * 37}, int64_t{3072}, int64_t{32 * 260}}) {
+    // (TQ1_0 / TQ2_0: blocks of 256, per-token int8 inputs, BitNet's kernels)
+    const bool    tq     = type == DType::tq1_0 || type == DType::tq2_0;
+    for (const int64_t k : {tq ? int64_t{256 * 5} : lowbit ? int64_t{128 * 9} : int64_t{32 * 37}, int64_t{3072},
+                            tq ? int64_t{256 * 33} : int64_t{32 * 260}}) {
         const int64_t   n = 45, n_ff = 21;
         const Quantized wq = quantized("w", type, k, n, 11), gq = quantized("gu", type, k, 2 * n_ff, 12);
         const auto      x  = gaussian(static_cast<size_t>(k * T), 13, 2.0f);
@@ -180,7 +183,8 @@ TEST_P(WebGpuFamilyDecode, LinearAndGluMatchTheCpuBitForBit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, WebGpuFamilyDecode,
-                         ::testing::Values(DType::q8_0, DType::q4_0, DType::f16, DType::q1_0, DType::q2_0, DType::pq2_0),
+                         ::testing::Values(DType::q8_0, DType::q4_0, DType::f16, DType::q1_0, DType::q2_0, DType::pq2_0,
+                                           DType::tq1_0, DType::tq2_0),
                          [](const auto & info) { return std::string(dtype_name(info.param)); });
 
 // An LM head of Q-type blocks (lm_head_q.wgsl reads them, not the f32 copy) against the CPU's

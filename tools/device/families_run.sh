@@ -5,8 +5,8 @@
 #      rope_kv_append, the tiny HF llama / qwen3 models (F32, Q8_0, Q4_0) and a paged batch of two
 #      sequences (BatchEngine: rope_kv_append_paged) against the CPU reference, bit for bit, on this
 #      GPU (its fma and division paths, not SwiftShader's);
-#   2. greedy text, webgpu vs cpu, on 2-layer synth files of llama-3.2-1b and phi-3-mini (Q4_0) and
-#      qwen3-1.7b (Q1_0, Bonsai's type);
+#   2. greedy text, webgpu vs cpu, on 2-layer synth files of llama-3.2-1b and phi-3-mini (Q4_0),
+#      qwen3-1.7b (Q1_0, Bonsai's type) and falcon3-1b (I2_S, Falcon3-1.58bit's; head_dim 256);
 #   3. decode and prompt tokens/s of the full synth llama-3.2-1b Q4_0, phi-3-mini Q4_0 and qwen3-1.7b Q1_0 with
 #      `tern bench --roofline` (GB/s as a % of the measured copy bandwidth; issue 54's target is
 #      >= 45%, qwen3-1.7b Q1_0 >= 40%); then llama-3.2-1b tg64 with matvec_q8's rows per workgroup
@@ -29,7 +29,7 @@ echo "== family kernels and tiny models vs the CPU reference on this GPU"
 grep -E "FAILED|PASSED|Failure|first at|SKIPPED" "$out/families_tests.txt" | head -20
 
 echo "== greedy text, webgpu vs cpu (2-layer synth files)"
-for shape in llama-3.2-1b phi-3-mini qwen3-1.7b; do
+for shape in llama-3.2-1b phi-3-mini qwen3-1.7b falcon3-1b; do
     "$B/tern" synth "$shape" --layers 2 -o "/tmp/$shape-2l.gguf" 2>&1 | tail -1
     "$B/tern" run -m "/tmp/$shape-2l.gguf" --backend webgpu -p "The ship" -n 16 --temp 0 -c 256 --no-display-prompt \
         > "$out/families_$shape-gpu.txt" 2> "$out/families_$shape-gpu.err"

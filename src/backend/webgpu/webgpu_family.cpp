@@ -6,6 +6,8 @@
 //   linear / linear_glu of one token with Q4_0 / Q8_0 weights: matvec_q8.wgsl alone (the norm and
 //                the Q8_0 blocks in its prologue, glu's gate in its epilogue).
 //   lm_head of a Q8_0 / Q4_0 / Q6_K table: lm_head_q.wgsl on the table's blocks (GpuTable::blocks).
+//   linear / linear_glu of a ternary weight (I2_S, TQ1_0, TQ2_0): per-token int8 input
+//                (rms_norm_quant.wgsl) + BitNet's bitlinear / gate_up.
 // Weight types: F32, F16, BF16, Q8_0, Q4_0 (Q8_0-block input), Q4_K, Q6_K (Q8_K-block input,
 // quantize_q8_k.wgsl); one matmul per run of parts of one type in a stacked weight.
 #include "backend/webgpu/webgpu_backend_impl.h"
@@ -287,13 +289,45 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
     return true;
 }
 
+// A ternary weight (I2_S, TQ1_0, TQ2_0) of a family: the input as per-token int8 (the CPU's
+// quantize_act_row after its rms_norm: rms_norm_quant.wgsl with or without the norm) into scratch,
+// then BitNet's bitlinear / gate_up kernels. Null where the weight is not ternary.
+const QuantizedActs * WebGpuBackend::family_int8_input(const Weight & w, const LinearInput & in) {
+    if (!(w.type == DType::i2_s || w.type == DType::tq1_0 || w.type == DType::tq2_0) || in.x.buffer == nullptr) return nullptr;
+    const int64_t k = in.x.ne[0], T = in.x.ne[1];
+    TERN_ASSERT(k == w.n_cols && k % 4 == 0 && in.x.type == DType::f32, "family int8 input shapes");
+    grown(mm_i8_, static_cast<size_t>(k * T), "family int8 activations");
+    grown(mm_i8_scale_, static_cast<size_t>(T) * 4, "family int8 scales");
+    family_acts_.q.buffer     = mm_i8_.get();
+    family_acts_.q.type       = DType::i8;
+    family_acts_.q.ne         = {k, T, 1, 1};
+    family_acts_.scale.buffer = mm_i8_scale_.get();
+    family_acts_.scale.type   = DType::f32;
+    family_acts_.scale.ne     = {T, 1, 1, 1};
+    if (in.norm != nullptr) {
+        rms_norm_quant(family_acts_, in.x, *in.norm, in.eps);
+        return &family_acts_;
+    }
+    struct {
+        uint32_t k;
+        float    eps;
+        uint32_t x_offset, x_stride, w_offset, q_offset, q_stride, scale_offset;
+    } p{u32(k), 0.0f, gpu_offset(in.x, 4), u32(in.x.ne[0]), 0, 0, u32(k / 4), 0};
+    const PipelineKey key{"rms_norm_quant", "rrwwu", {{{"WG", 256}, {"NORM", 0.0}}}};  // (no norm: any K)
+    const WGPUBuffer  bufs[] = {gpu_buffer(in.x), gpu_buffer(in.x), mm_i8_->get(), mm_i8_scale_->get()};
+    step_->dispatch(key, bufs, &p, sizeof p, u32(T));
+    return &family_acts_;
+}
+
 void WebGpuBackend::family_linear(const Tensor & y, const Weight & w, const LinearInput & in, bool accumulate) {
     if (try_family_decode(y, w, in, accumulate, nullptr)) return;
+    if (const QuantizedActs * a = family_int8_input(w, in)) return bitlinear(y, w, *a, accumulate);
     Backend::linear(y, w, in, accumulate);
 }
 
 void WebGpuBackend::family_linear_glu(const Tensor & f, const Weight & w, const LinearInput & in, FfnActivation act) {
     if (try_family_decode(f, w, in, false, &act)) return;
+    if (const QuantizedActs * a = family_int8_input(w, in)) return gate_up(f, w, *a, act);
     Backend::linear_glu(f, w, in, act);
 }
 
