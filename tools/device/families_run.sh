@@ -52,6 +52,10 @@ for shape in llama-3.2-1b phi-3-mini qwen3-1.7b; do
     "$B/tern" bench --backend webgpu -m "/tmp/$shape.gguf" --roofline "${args[@]}" 2>&1 | tee "$out/families_bench_$shape.md" | tail -6
 done
 
+echo "== llama-3.2-1b, 1 and 8 streams in one batch (BatchEngine: rope_kv_append_paged, paged attention)"
+"$B/tern" bench --backend webgpu -m /tmp/llama-3.2-1b.gguf -p 0 -n 32 -r 1 --parallel 1,8 > "$out/families_parallel.md" 2>&1
+tail -4 "$out/families_parallel.md"
+
 echo "== llama-3.2-1b tg64: matvec_q8 tunables (family_rows default 8, family_prefetch default 8), alternating"
 for round in 1 2; do
     for tune in default family_rows=4 family_rows=16 family_rows=32 family_prefetch=0; do
