@@ -189,7 +189,8 @@ INSTANTIATE_TEST_SUITE_P(Types, WebGpuFamilyDecode,
 
 // An LM head of Q-type blocks (lm_head_q.wgsl reads them, not the f32 copy) against the CPU's
 // dequantized rows and double sums: 77 rows (not a whole workgroup), two tokens, h rounded to f16
-// or not; and the embedding rows of the same table (the f32 copy).
+// or not; one token's argmax right after it (the head's own first stage); and the embedding rows of
+// the same table (the f32 copy).
 class WebGpuFamilyHead : public ::testing::TestWithParam<DType> {};
 
 TEST_P(WebGpuFamilyHead, LogitsMatchTheCpuBitForBit) {
@@ -199,7 +200,7 @@ TEST_P(WebGpuFamilyHead, LogitsMatchTheCpuBitForBit) {
     const int64_t k = type == DType::q6_k ? 768 : 32 * 37, n = 77, T = 2;
     const Quantized q = quantized("head", type, k, n, 21);
     const auto      h = gaussian(static_cast<size_t>(k * T), 22, 3.0f);
-    std::vector<float> outs[2][3];
+    std::vector<float> outs[2][4];
     Backend *          bes[2] = {cpu.get(), gpu};
     for (int i = 0; i < 2; ++i) {
         Backend & be = *bes[i];
@@ -211,6 +212,19 @@ TEST_P(WebGpuFamilyHead, LogitsMatchTheCpuBitForBit) {
             be.lm_head(logits.tensor, *table, ht.tensor, round == 1);
             be.end_step();
             outs[i][round] = download(be, logits.tensor);
+        }
+        {  // one token's logits and their argmax in one step (the head writes the argmax's first stage)
+            auto        h1 = upload(be, {k, 1, 1, 1}, std::vector<float>(h.begin() + k, h.begin() + 2 * k));
+            auto        l1 = upload(be, {n, 1, 1, 1}, std::vector<float>(static_cast<size_t>(n)));
+            OwnedTensor id = alloc_tensor(be, DType::i32, {1, 1, 1, 1}, "id");
+            be.begin_step();
+            be.lm_head(l1.tensor, *table, h1.tensor, false);
+            be.argmax(id.tensor, l1.tensor);
+            be.end_step();
+            int32_t best = -1;
+            be.read(id.tensor, &best, 4);
+            outs[i][3] = download(be, l1.tensor);
+            outs[i][3].push_back(static_cast<float>(best));
         }
         const std::vector<int32_t> ids = {76, 0, 41};
         OwnedTensor                idt = alloc_tensor(be, DType::i32, {3, 1, 1, 1}, "ids");
@@ -225,6 +239,7 @@ TEST_P(WebGpuFamilyHead, LogitsMatchTheCpuBitForBit) {
     expect_same_bits(outs[1][0], outs[0][0], what);
     expect_same_bits(outs[1][1], outs[0][1], what + " f16 input");
     expect_same_bits(outs[1][2], outs[0][2], what + " embedding rows");
+    expect_same_bits(outs[1][3], outs[0][3], what + " one token's logits and argmax (last)");
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, WebGpuFamilyHead, ::testing::Values(DType::q8_0, DType::q4_0, DType::q6_k),

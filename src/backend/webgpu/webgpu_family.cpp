@@ -366,14 +366,20 @@ void WebGpuBackend::family_lm_head(const Tensor & logits, const GpuTable & head,
     struct {
         uint32_t n_vocab, h_offset, h_stride, out_offset, out_stride, round_input;
     } p{u32(head.n_rows), gpu_offset(h, 4), u32(h.ne[0]), gpu_offset(logits, 4), u32(logits.ne[0]), round_input_f16 ? 1u : 0u};
+    const uint32_t   groups   = ceil_div(head.n_rows, wg / lanes);
+    const WGPUBuffer partials = argmax_partials(static_cast<size_t>(groups) * static_cast<size_t>(T) * 8);
     const PipelineKey key{"lm_head_q",
-                          "rrrwu",
+                          "rrrwwu",
                           {{{"WG", static_cast<double>(wg)},
                             {"LANES", static_cast<double>(lanes)},
                             {"CPR", static_cast<double>(cpr)},
                             {"WTYPE", static_cast<double>(matmul_wtype(m.parts[0].type))}}}};
-    const WGPUBuffer bufs[] = {m.parts[0].words->get(), m.parts[0].scales->get(), gpu_buffer(h), gpu_buffer(logits)};
-    step_->dispatch(key, bufs, &p, sizeof p, ceil_div(head.n_rows, wg / lanes), u32(T));
+    const WGPUBuffer bufs[] = {m.parts[0].words->get(), m.parts[0].scales->get(), gpu_buffer(h), gpu_buffer(logits),
+                               partials};
+    step_->dispatch(key, bufs, &p, sizeof p, groups, u32(T));
+    // The argmax's first stage is written: argmax() right after this runs only argmax_final.
+    head_partials_ = {};
+    if (T == 1) head_partials_ = {gpu_buffer(logits), gpu_offset(logits, 4), groups, step_->serial()};
 }
 
 const RopeTable & WebGpuBackend::family_rope_table(const AttentionShape & s, int64_t n_pos) {

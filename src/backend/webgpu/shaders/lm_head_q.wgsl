@@ -2,15 +2,18 @@
 // GpuMatrix's layout) instead of lm_head.wgsl's f32 copy: 4 to 5 times fewer bytes per token. As the
 // CPU's lm_head: each weight dequantized to f32 exactly as dequantize_row does (Q8_0 q * d, Q4_0
 // (n - 8) * d, Q6_K (d * sc) * (q - 32)), h rounded to f16 first with round_input, the products summed
-// in double-float like lm_head.wgsl (the CPU sums in double), rounded to f32 once.
+// in double-float like lm_head.wgsl (the CPU sums in double), rounded to f32 once. Also the first
+// stage of the argmax (argmax_partial.wgsl's, over the workgroup's rows; ties to the lower index) into
+// partial[t][workgroup], so that argmax_final.wgsl can follow directly.
 //
 //   w, ws: GpuMatrix words and block scales (matmul.wgsl's table)   h: [K, T] f32
-//   logits: [n_vocab, T] f32
-// Bindings: 0 w, 1 ws, 2 h (read); 3 logits (read_write); 4 params (uniform)
+//   logits: [n_vocab, T] f32   partial: [T][ceil(n_vocab / (WG / LANES))] (f32 value bits, u32 index)
+// Bindings: 0 w, 1 ws, 2 h (read); 3 logits, 4 partial (read_write); 5 params (uniform)
 // Dispatch: (ceil(n_vocab / (WG / LANES)), T, 1). A team of LANES lanes per row, lane l on the row's
 // 32-value chunks l, l + LANES, ...; the lanes' sums added by a tree in workgroup memory.
 
 // #include "lib/numerics.wgsl"
+// #include "lib/best_index.wgsl"
 
 override WG: u32 = 256u;
 override LANES: u32 = 8u;   // a power of two dividing WG
@@ -31,7 +34,8 @@ struct Params {
 @group(0) @binding(1) var<storage, read> ws: array<f32>;
 @group(0) @binding(2) var<storage, read> h: array<f32>;
 @group(0) @binding(3) var<storage, read_write> logits: array<f32>;
-@group(0) @binding(4) var<uniform> p: Params;
+@group(0) @binding(4) var<storage, read_write> partial: array<vec2<u32>>;
+@group(0) @binding(5) var<uniform> p: Params;
 
 var<workgroup> red: array<vec2<f32>, WG>;
 
@@ -105,7 +109,13 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         if (lane < s) { red[lid] = df_add(red[lid], red[lid + s]); }
         workgroupBarrier();
     }
+    var bv = 0.0;
+    var bi = 0xffffffffu;
     if (lane == 0u && row < p.n_vocab) {
-        logits[p.out_offset + t * p.out_stride + row] = df_to_f32(red[lid]);
+        bv = df_to_f32(red[lid]);
+        bi = row;
+        logits[p.out_offset + t * p.out_stride + row] = bv;
     }
+    let best = best_index(lid, bv, bi);
+    if (lid == 0u) { partial[t * ((p.n_vocab + WG / LANES - 1u) / (WG / LANES)) + wid.x] = best; }
 }
