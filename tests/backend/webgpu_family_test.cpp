@@ -141,10 +141,16 @@ TEST_P(WebGpuFamilyDecode, LinearAndGluMatchTheCpuBitForBit) {
     const int64_t T      = lowbit ? 3 : 1;
     // (TQ1_0 / TQ2_0: blocks of 256, per-token int8 inputs, BitNet's kernels)
     const bool    tq     = type == DType::tq1_0 || type == DType::tq2_0;
-    for (const int64_t k : {tq ? int64_t{256 * 5} : lowbit ? int64_t{128 * 9} : int64_t{32 * 37}, int64_t{3072},
-                            tq ? int64_t{256 * 33} : int64_t{32 * 260}}) {
-        const int64_t   n = 45, n_ff = 21;
-        const Quantized wq = quantized("w", type, k, n, 11), gq = quantized("gu", type, k, 2 * n_ff, 12);
+    // (Q4_K / Q6_K: matvec_q8k.wgsl; the linear weight stacks a second part of the other K-quant,
+    // as Q4_K_M files do)
+    const bool    kq     = type == DType::q4_k || type == DType::q6_k;
+    const DType   type1  = type == DType::q4_k ? DType::q6_k : type == DType::q6_k ? DType::q4_k : type;
+    for (const int64_t k : {tq || kq ? int64_t{256 * 5} : lowbit ? int64_t{128 * 9} : int64_t{32 * 37}, int64_t{3072},
+                            tq || kq ? int64_t{256 * 33} : int64_t{32 * 260}}) {
+        const int64_t   n = kq ? 45 + 6 : 45, n_ff = 21;
+        const Quantized wq = quantized("w", type, k, 45, 11), gq = quantized("gu", type, k, 2 * n_ff, 12);
+        const Quantized wq1 = quantized("w1", type1, k, 6, 16);
+        const WeightSource w_parts[2] = {wq.src, wq1.src};
         const auto      x  = gaussian(static_cast<size_t>(k * T), 13, 2.0f);
         auto            nv = gaussian(static_cast<size_t>(k), 14);
         const auto      y0 = gaussian(static_cast<size_t>(n * T), 15);
@@ -152,7 +158,7 @@ TEST_P(WebGpuFamilyDecode, LinearAndGluMatchTheCpuBitForBit) {
         std::vector<float> outs[2][5];
         for (int i = 0; i < 2; ++i) {
             Backend & be = *bes[i];
-            auto      w = be.load_linear({&wq.src, 1}), gu = be.load_linear({&gq.src, 1});
+            auto      w = be.load_linear({w_parts, kq ? size_t{2} : size_t{1}}), gu = be.load_linear({&gq.src, 1});
             auto      norm = be.load_norm(nsrc);
             auto      xt = upload(be, {k, T, 1, 1}, x), h = upload(be, {k, T, 1, 1}, std::vector<float>(static_cast<size_t>(k * T)));
             int       o = 0;
@@ -183,8 +189,8 @@ TEST_P(WebGpuFamilyDecode, LinearAndGluMatchTheCpuBitForBit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, WebGpuFamilyDecode,
-                         ::testing::Values(DType::q8_0, DType::q4_0, DType::f16, DType::q1_0, DType::q2_0, DType::pq2_0,
-                                           DType::tq1_0, DType::tq2_0),
+                         ::testing::Values(DType::q8_0, DType::q4_0, DType::q4_k, DType::q6_k, DType::f16, DType::q1_0,
+                                           DType::q2_0, DType::pq2_0, DType::tq1_0, DType::tq2_0),
                          [](const auto & info) { return std::string(dtype_name(info.param)); });
 
 // An LM head of Q-type blocks (lm_head_q.wgsl reads them, not the f32 copy) against the CPU's
