@@ -52,6 +52,13 @@ for shape in llama-3.2-1b phi-3-mini qwen3-1.7b; do
     "$B/tern" bench --backend webgpu -m "/tmp/$shape.gguf" --roofline "${args[@]}" 2>&1 | tee "$out/families_bench_$shape.md" | tail -6
 done
 
+echo "== llama-3.2-1b as Q4_K (matvec_q8k.wgsl) and Q8_0, decode"
+for t in q4_k q8_0; do
+    "$B/tern" synth llama-3.2-1b --type $t -o "/tmp/llama-$t.gguf" 2>&1 | tail -1
+    "$B/tern" bench --backend webgpu -m "/tmp/llama-$t.gguf" --roofline -p 0 -n 64 -r 3 > "$out/families_bench_llama_$t.md" 2>&1
+    tail -1 "$out/families_bench_llama_$t.md"
+done
+
 echo "== llama-3.2-1b, 1 and 8 streams in one batch (BatchEngine: rope_kv_append_paged, paged attention)"
 "$B/tern" bench --backend webgpu -m /tmp/llama-3.2-1b.gguf -p 0 -n 32 -r 1 --parallel 1,8 > "$out/families_parallel.md" 2>&1
 tail -4 "$out/families_parallel.md"
