@@ -398,13 +398,16 @@ void WebGpuBackend::family_lm_head(const Tensor & logits, const GpuTable & head,
         uint32_t n_vocab, h_offset, h_stride, out_offset, out_stride, round_input;
     } p{u32(head.n_rows), gpu_offset(h, 4), u32(h.ne[0]), gpu_offset(logits, 4), u32(logits.ne[0]), round_input_f16 ? 1u : 0u};
     const uint32_t   groups   = ceil_div(head.n_rows, wg / lanes);
+    // h staged in workgroup memory where it fits next to the reductions (wg vec2 + wg (f32, u32)).
+    const bool stage = static_cast<uint64_t>(head.n_cols) * 4 + uint64_t{wg} * 16 <= ctx_.limits().maxComputeWorkgroupStorageSize;
     const WGPUBuffer partials = argmax_partials(static_cast<size_t>(groups) * static_cast<size_t>(T) * 8);
     const PipelineKey key{"lm_head_q",
                           "rrrwwu",
                           {{{"WG", static_cast<double>(wg)},
                             {"LANES", static_cast<double>(lanes)},
                             {"CPR", static_cast<double>(cpr)},
-                            {"WTYPE", static_cast<double>(matmul_wtype(m.parts[0].type))}}}};
+                            {"WTYPE", static_cast<double>(matmul_wtype(m.parts[0].type))},
+                            {"STAGE", stage ? 1.0 : 0.0}}}};
     const WGPUBuffer bufs[] = {m.parts[0].words->get(), m.parts[0].scales->get(), gpu_buffer(h), gpu_buffer(logits),
                                partials};
     step_->dispatch(key, bufs, &p, sizeof p, groups, u32(T));
