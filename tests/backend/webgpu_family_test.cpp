@@ -124,8 +124,8 @@ INSTANTIATE_TEST_SUITE_P(Types, WebGpuFamilyMatmul,
                          [](const auto & info) { return std::string(dtype_name(info.param)); });
 
 // linear / linear_glu (matvec_q8.wgsl: one token of Q4_0 / Q8_0, three of Q1_0 / Q2_0 / PQ2_0; the
-// norm and the Q8_0 blocks in the prologue, the gate in the epilogue) against the CPU's rms_norm +
-// matmul chain: with
+// norm and the Q8_0 blocks in the prologue, the gate in the epilogue; TQ1_0 / TQ2_0: three tokens as
+// per-token int8 through BitNet's kernels) against the CPU's rms_norm + matmul chain: with
 // and without the norm, accumulating, rows that do not fill a workgroup, block counts that are not
 // powers of two, and a long K (8320, no norm: fewer rows per workgroup where workgroup memory is 16 KiB).
 class WebGpuFamilyDecode : public ::testing::TestWithParam<DType> {};
@@ -139,9 +139,18 @@ TEST_P(WebGpuFamilyDecode, LinearAndGluMatchTheCpuBitForBit) {
     Backend *   bes[2] = {cpu.get(), gpu};
     // Q1_0 / Q2_0 / PQ2_0 (groups of 128 / 64 / 128) run any number of tokens through it: three.
     const int64_t T      = lowbit ? 3 : 1;
-    for (const int64_t k : {lowbit ? int64_t{128 * 9} : int64_t{32 * 37}, int64_t{3072}, int64_t{32 * 260}}) {
-        const int64_t   n = 45, n_ff = 21;
-        const Quantized wq = quantized("w", type, k, n, 11), gq = quantized("gu", type, k, 2 * n_ff, 12);
+    // (TQ1_0 / TQ2_0: blocks of 256, per-token int8 inputs, BitNet's kernels)
+    const bool    tq     = type == DType::tq1_0 || type == DType::tq2_0;
+    // (Q4_K / Q6_K: matvec_q8k.wgsl; the linear weight stacks a second part of the other K-quant,
+    // as Q4_K_M files do)
+    const bool    kq     = type == DType::q4_k || type == DType::q6_k;
+    const DType   type1  = type == DType::q4_k ? DType::q6_k : type == DType::q6_k ? DType::q4_k : type;
+    for (const int64_t k : {tq || kq ? int64_t{256 * 5} : lowbit ? int64_t{128 * 9} : int64_t{32 * 37}, int64_t{3072},
+                            tq || kq ? int64_t{256 * 33} : int64_t{32 * 260}}) {
+        const int64_t   n = kq ? 45 + 6 : 45, n_ff = 21;
+        const Quantized wq = quantized("w", type, k, 45, 11), gq = quantized("gu", type, k, 2 * n_ff, 12);
+        const Quantized wq1 = quantized("w1", type1, k, 6, 16);
+        const WeightSource w_parts[2] = {wq.src, wq1.src};
         const auto      x  = gaussian(static_cast<size_t>(k * T), 13, 2.0f);
         auto            nv = gaussian(static_cast<size_t>(k), 14);
         const auto      y0 = gaussian(static_cast<size_t>(n * T), 15);
@@ -149,7 +158,7 @@ TEST_P(WebGpuFamilyDecode, LinearAndGluMatchTheCpuBitForBit) {
         std::vector<float> outs[2][5];
         for (int i = 0; i < 2; ++i) {
             Backend & be = *bes[i];
-            auto      w = be.load_linear({&wq.src, 1}), gu = be.load_linear({&gq.src, 1});
+            auto      w = be.load_linear({w_parts, kq ? size_t{2} : size_t{1}}), gu = be.load_linear({&gq.src, 1});
             auto      norm = be.load_norm(nsrc);
             auto      xt = upload(be, {k, T, 1, 1}, x), h = upload(be, {k, T, 1, 1}, std::vector<float>(static_cast<size_t>(k * T)));
             int       o = 0;
@@ -180,12 +189,14 @@ TEST_P(WebGpuFamilyDecode, LinearAndGluMatchTheCpuBitForBit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, WebGpuFamilyDecode,
-                         ::testing::Values(DType::q8_0, DType::q4_0, DType::f16, DType::q1_0, DType::q2_0, DType::pq2_0),
+                         ::testing::Values(DType::q8_0, DType::q4_0, DType::q4_k, DType::q6_k, DType::f16, DType::q1_0,
+                                           DType::q2_0, DType::pq2_0, DType::tq1_0, DType::tq2_0),
                          [](const auto & info) { return std::string(dtype_name(info.param)); });
 
 // An LM head of Q-type blocks (lm_head_q.wgsl reads them, not the f32 copy) against the CPU's
 // dequantized rows and double sums: 77 rows (not a whole workgroup), two tokens, h rounded to f16
-// or not; and the embedding rows of the same table (the f32 copy).
+// or not; one token's argmax right after it (the head's own first stage); and the embedding rows of
+// the same table (the f32 copy).
 class WebGpuFamilyHead : public ::testing::TestWithParam<DType> {};
 
 TEST_P(WebGpuFamilyHead, LogitsMatchTheCpuBitForBit) {
@@ -195,7 +206,7 @@ TEST_P(WebGpuFamilyHead, LogitsMatchTheCpuBitForBit) {
     const int64_t k = type == DType::q6_k ? 768 : 32 * 37, n = 77, T = 2;
     const Quantized q = quantized("head", type, k, n, 21);
     const auto      h = gaussian(static_cast<size_t>(k * T), 22, 3.0f);
-    std::vector<float> outs[2][3];
+    std::vector<float> outs[2][4];
     Backend *          bes[2] = {cpu.get(), gpu};
     for (int i = 0; i < 2; ++i) {
         Backend & be = *bes[i];
@@ -207,6 +218,19 @@ TEST_P(WebGpuFamilyHead, LogitsMatchTheCpuBitForBit) {
             be.lm_head(logits.tensor, *table, ht.tensor, round == 1);
             be.end_step();
             outs[i][round] = download(be, logits.tensor);
+        }
+        {  // one token's logits and their argmax in one step (the head writes the argmax's first stage)
+            auto        h1 = upload(be, {k, 1, 1, 1}, std::vector<float>(h.begin() + k, h.begin() + 2 * k));
+            auto        l1 = upload(be, {n, 1, 1, 1}, std::vector<float>(static_cast<size_t>(n)));
+            OwnedTensor id = alloc_tensor(be, DType::i32, {1, 1, 1, 1}, "id");
+            be.begin_step();
+            be.lm_head(l1.tensor, *table, h1.tensor, false);
+            be.argmax(id.tensor, l1.tensor);
+            be.end_step();
+            int32_t best = -1;
+            be.read(id.tensor, &best, 4);
+            outs[i][3] = download(be, l1.tensor);
+            outs[i][3].push_back(static_cast<float>(best));
         }
         const std::vector<int32_t> ids = {76, 0, 41};
         OwnedTensor                idt = alloc_tensor(be, DType::i32, {3, 1, 1, 1}, "ids");
@@ -221,6 +245,7 @@ TEST_P(WebGpuFamilyHead, LogitsMatchTheCpuBitForBit) {
     expect_same_bits(outs[1][0], outs[0][0], what);
     expect_same_bits(outs[1][1], outs[0][1], what + " f16 input");
     expect_same_bits(outs[1][2], outs[0][2], what + " embedding rows");
+    expect_same_bits(outs[1][3], outs[0][3], what + " one token's logits and argmax (last)");
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, WebGpuFamilyHead, ::testing::Values(DType::q8_0, DType::q4_0, DType::q6_k),

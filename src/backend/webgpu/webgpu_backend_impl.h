@@ -542,6 +542,9 @@ private:
     // linear / linear_glu of a non-ternary weight: one token takes matvec_q8.wgsl where it applies.
     void family_linear(const Tensor & y, const Weight & w, const LinearInput & in, bool accumulate);
     void family_linear_glu(const Tensor & f, const Weight & w, const LinearInput & in, FfnActivation act);
+    const QuantizedActs * family_int8_input(const Weight & w, const LinearInput & in);
+    std::unique_ptr<GpuBuffer> mm_i8_, mm_i8_scale_;  // its scratch
+    QuantizedActs              family_acts_;
     bool try_family_decode(const Tensor & y, const Weight & w, const LinearInput & in, bool accumulate,
                            const FfnActivation * glu_act);
     std::unique_ptr<GpuBuffer> mm_codes_, mm_dq_, mm_kcodes_, mm_kd_, mm_glu_, mm_zero_norm_;

@@ -36,7 +36,7 @@ struct WebGpuTuning {
                                        //     where 32-lane teams sum in registers and K >= 2048, else 16
     uint32_t o_wg              = 0;    // its threads; 0: 512 where o_lanes is 32 by default, else decode_wg
     uint32_t gate_up_lanes     = 4;    // the fewest lanes per row of gate+up
-    uint32_t family_rows       = 8;    // output rows per workgroup of matvec_q8.wgsl (Q4_0 / Q8_0 decode)
+    uint32_t family_rows       = 16;   // output rows per workgroup of matvec_q8.wgsl (Q4_0 / Q8_0 decode)
     uint32_t family_prefetch   = 8;    // ... weight blocks per lane it loads before its prologue (0..8)
     // --- the LM head of one token: lm_head_i8_argmax.wgsl, argmax_exact.wgsl ---
     uint32_t head_i8_min_bytes = 64u << 20;  // greedy decoding streams an int8 copy of F16 heads this
