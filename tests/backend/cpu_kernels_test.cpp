@@ -81,16 +81,23 @@ std::vector<uint8_t> random_lowbit(DType type, int64_t k, int64_t n, std::mt1993
 }
 
 // Ternary products: every type, row counts around a tile, token counts around each kernel's token
-// blocks, with and without accumulation and output scales, into a strided, offset output.
+// blocks, with and without accumulation and output scales, into a strided, offset output. AVX-512:
+// both base-3 decodes (multiplies, and VBMI lookups where the CPU has them).
 TEST_P(CpuKernels, TernaryGemmMatchesBitlinearDot) {
     ThreadPool pool(1);
+    std::vector<const cpu::Kernels *> sets{k_};
+    if (GetParam().isa == CpuIsa::avx512) {
+        sets = {cpu::kernels_avx512_multiply()};
+        if (cpu::kernels_avx512_vbmi()) sets.push_back(cpu::kernels_avx512_vbmi());
+    }
+    for (const cpu::Kernels * ks : sets)
     for (const bool base3 : {false, true}) {
         if (base3 && !k_->base3) continue;
         for (DType type : {DType::i2_s, DType::tq2_0, DType::tq1_0, DType::q2_0, DType::pq2_0, DType::q1_0}) {
             for (const int64_t k : {256, 768}) {
                 for (const int64_t n : {1, 17, 40}) {
                     SCOPED_TRACE(std::string(dtype_name(type)) + " k " + std::to_string(k) + " n " + std::to_string(n) +
-                                 (base3 ? " base-3" : " 2-bit"));
+                                 (base3 ? " base-3 " : " 2-bit ") + ks->name);
                     const auto   bytes = random_lowbit(type, k, n, rng_);
                     WeightSource src{"w", type, {k, n, 1, 1}, bytes};
                     src.output_scale = n == 17 ? 1.5f : 1.0f;
@@ -124,7 +131,7 @@ TEST_P(CpuKernels, TernaryGemmMatchesBitlinearDot) {
                             const int64_t      ldy = n + 5, row0 = 0;
                             std::vector<float> y(static_cast<size_t>(ldy * T)), ref(y.size());
                             for (size_t i = 0; i < y.size(); ++i) y[i] = ref[i] = normal();
-                            k_->ternary_gemm(tiles, 0, tiles.n_tiles(), a, y.data(), ldy, row0, acc);
+                            ks->ternary_gemm(tiles, 0, tiles.n_tiles(), a, y.data(), ldy, row0, acc);
                             for (int64_t r = 0; r < n; ++r) {
                                 lowbit_decode_row(type, bytes, k * n, r, k, want.data(), scales.data());
                                 for (int64_t t = 0; t < T; ++t) {
