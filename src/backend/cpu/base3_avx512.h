@@ -50,7 +50,7 @@ inline void tile_tokens_base3(const Decode & decode, const TernaryTiles & w, int
             for (int t = 0; t < NT; ++t) {
                 const int8_t * q = a.q + (t0 + t) * a.ld + col;
 #pragma GCC unroll 5
-                for (int j = 0; j < 5; ++j) acc[t][j] = _mm512_dpbusd_epi32(acc[t][j], code[j], bcast4(q + 4 * j));
+                for (int j = 0; j < 5; ++j) acc[t][j] = dpbusd(acc[t][j], code[j], bcast4(q + 4 * j));
             }
         }
         if (n_full < cpg) {  // the group's last chunk: (G % 20) / 4 positions
@@ -61,7 +61,7 @@ inline void tile_tokens_base3(const Decode & decode, const TernaryTiles & w, int
             for (int t = 0; t < NT; ++t) {
                 const int8_t * q = a.q + (t0 + t) * a.ld + col;
                 __m512i        x = _mm512_setzero_si512();
-                for (int j = 0; j < nj; ++j) x = _mm512_dpbusd_epi32(x, code[j], bcast4(q + 4 * j));
+                for (int j = 0; j < nj; ++j) x = dpbusd(x, code[j], bcast4(q + 4 * j));
                 acc[t][0] = _mm512_add_epi32(acc[t][0], x);
             }
         }
@@ -127,11 +127,12 @@ inline void bytes_tokens(const TernaryTiles & w, int64_t tile, const uint8_t * b
     for (int64_t g = 0; g < n_groups; ++g) {
         __m512i acc[NT];
         for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_si512();
-        for (int64_t c4 = g * G / 4; c4 < (g + 1) * G / 4; ++c4) {
-            const __m512i   wv = _mm512_load_si512(bytes + c4 * 64);
-            const int32_t * ac = acts + c4 * 64;
+        const uint8_t * wp = bytes + g * G / 4 * 64;
+        const int32_t * ac = acts + g * G / 4 * 64;
+        for (int64_t n = G / 4; n > 0; --n, wp += 64, ac += 64) {
+            const __m512i wv = _mm512_load_si512(wp);
 #pragma GCC unroll 16
-            for (int t = 0; t < NT; ++t) acc[t] = _mm512_dpbusd_epi32(acc[t], wv, _mm512_set1_epi32(ac[t]));
+            for (int t = 0; t < NT; ++t) acc[t] = dpbusd(acc[t], wv, _mm512_set1_epi32(ac[t]));
         }
         const __m512 sg = _mm512_loadu_ps(scales + g * k_tile_rows);
         for (int t = 0; t < NT; ++t) {

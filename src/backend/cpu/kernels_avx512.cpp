@@ -37,10 +37,10 @@ void tile_tokens(const TernaryTiles & w, int64_t tile, const ActView & a, int64_
             if constexpr (NT == 1) {
                 // Codes masked in place (code 4^s), no shifts: acc[s] = 4^s x the shift's sum, exact
                 // (|acc| <= 192 * 128 * 4 per chunk, under 2^31 for groups below 2^17 columns).
-                acc[0] = _mm512_dpbusd_epi32(acc[0], _mm512_and_si512(bytes, three), bcast4(q[0] + col));
-                acc[1] = _mm512_dpbusd_epi32(acc[1], _mm512_and_si512(bytes, _mm512_set1_epi8(0x0c)), bcast4(q[0] + col + 4));
-                acc[2] = _mm512_dpbusd_epi32(acc[2], _mm512_and_si512(bytes, _mm512_set1_epi8(0x30)), bcast4(q[0] + col + 8));
-                acc[3] = _mm512_dpbusd_epi32(acc[3], _mm512_and_si512(bytes, _mm512_set1_epi8(static_cast<char>(0xc0))),
+                acc[0] = dpbusd(acc[0], _mm512_and_si512(bytes, three), bcast4(q[0] + col));
+                acc[1] = dpbusd(acc[1], _mm512_and_si512(bytes, _mm512_set1_epi8(0x0c)), bcast4(q[0] + col + 4));
+                acc[2] = dpbusd(acc[2], _mm512_and_si512(bytes, _mm512_set1_epi8(0x30)), bcast4(q[0] + col + 8));
+                acc[3] = dpbusd(acc[3], _mm512_and_si512(bytes, _mm512_set1_epi8(static_cast<char>(0xc0))),
                                              bcast4(q[0] + col + 12));
             } else {
                 const __m512i w0 = _mm512_and_si512(bytes, three);
@@ -49,10 +49,10 @@ void tile_tokens(const TernaryTiles & w, int64_t tile, const ActView & a, int64_
                 const __m512i w3 = _mm512_and_si512(_mm512_srli_epi16(bytes, 6), three);
 #pragma GCC unroll 16
                 for (int t = 0; t < NT; ++t) {
-                    acc[t] = _mm512_dpbusd_epi32(acc[t], w0, bcast4(q[t] + col));
-                    acc[t] = _mm512_dpbusd_epi32(acc[t], w1, bcast4(q[t] + col + 4));
-                    acc[t] = _mm512_dpbusd_epi32(acc[t], w2, bcast4(q[t] + col + 8));
-                    acc[t] = _mm512_dpbusd_epi32(acc[t], w3, bcast4(q[t] + col + 12));
+                    acc[t] = dpbusd(acc[t], w0, bcast4(q[t] + col));
+                    acc[t] = dpbusd(acc[t], w1, bcast4(q[t] + col + 4));
+                    acc[t] = dpbusd(acc[t], w2, bcast4(q[t] + col + 8));
+                    acc[t] = dpbusd(acc[t], w3, bcast4(q[t] + col + 12));
                 }
             }
         }
