@@ -167,7 +167,7 @@ inline void ternary_gemm_base3(const Decode & decode, const TernaryTiles & w, in
         return;
     }
     // Blocks of 64 tokens: their activations regrouped once (scratch after the tile's code bytes),
-    // each tile decoded once per block into code bytes, then 8 tokens at a time.
+    // each tile decoded once per block into code bytes, then 16 tokens at a time.
     uint8_t * bytes = a.scratch;
     auto *    acts  = reinterpret_cast<int32_t *>(a.scratch + 16 * w.k);
     for (int64_t tb = 0; tb < a.n_tokens; tb += 64) {
@@ -176,6 +176,7 @@ inline void ternary_gemm_base3(const Decode & decode, const TernaryTiles & w, in
         for (int64_t tile = tile0; tile < tile1; ++tile) {
             unpack_base3_tile(decode, w, tile, bytes);
             int64_t t = 0;
+            for (; t + 16 <= nt; t += 16) bytes_tokens<16>(w, tile, bytes, acts + t, a, tb + t, y, ldy, row0, accumulate);
             for (; t + 8 <= nt; t += 8) bytes_tokens<8>(w, tile, bytes, acts + t, a, tb + t, y, ldy, row0, accumulate);
             for (; t + 4 <= nt; t += 4) bytes_tokens<4>(w, tile, bytes, acts + t, a, tb + t, y, ldy, row0, accumulate);
             for (; t < nt; ++t) bytes_tokens<1>(w, tile, bytes, acts + t, a, tb + t, y, ldy, row0, accumulate);
