@@ -265,21 +265,7 @@ void row_sumsq(const float * rows, int64_t n_rows, int64_t k, double * sumsq) { 
 
 }  // namespace
 
-void attention_prepare_avx512(const CacheView & cache, int64_t n_pos, float * kt, float * v);
-void attention_avx512(const AttentionKv & kv, const AttentionJob & job, float * scores);
-void f16_rows_dot_avx512(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
-                         int64_t n_tokens, float * logits, int64_t ld);
-void f16_rows_dot_checked_avx512(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k,
-                                 const float * h, int64_t n_tokens, float * logits, int64_t ld, const float * e_abs,
-                                 const float * h_absmax, bool h_f16);
-void f32_rows_dot_avx512(const float * rows, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
-                         int64_t n_tokens, float * logits, int64_t ld);
-void head_i8_rows_avx512(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int8_t * q, HeadI8Row * rows);
-void q6k_rows_dot_i8_avx512(const uint8_t * table, int64_t row_bytes, int64_t r0, int64_t r1, int64_t k, const int8_t * h8,
-                            const int32_t * h8_sum4, double * f);
-void i8_rows_dot_i16_avx512(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const uint8_t * hi,
-                            const uint8_t * lo, const int32_t * q_sums, int64_t * dots);
-
+void add_attention_and_head_avx512(Kernels & set);  // kernels_avx512_attn.cpp
 void ternary_gemm_base3_vbmi(const TernaryTiles & w, int64_t tile0, int64_t tile1, const ActView & a, float * y,
                              int64_t ldy, int64_t row0, bool accumulate);  // kernels_avx512_vbmi.cpp
 
@@ -295,12 +281,13 @@ void ternary_gemm_vbmi(const TernaryTiles & w, int64_t tile0, int64_t tile1, con
 }  // namespace
 
 const Kernels * kernels_avx512_multiply() {
-    static const Kernels k{
-        "avx512-vnni",       true,             tile_to_base3,       ternary_gemm,     sum_squares,         norm_apply,
-        quantize_row,        rope,             f32_to_f16,          gate_act,
-        attention_prepare_avx512, attention_avx512, f16_rows_dot_avx512, dequant_rows, f16_rows_dot_checked_avx512, f32_rows_dot_avx512,
-        read_bytes,          head_i8_rows_avx512, q6k_rows_dot_i8_avx512, row_sumsq, i8_rows_dot_i16_avx512,
-    };
+    static const Kernels k = [] {
+        Kernels set{.name = "avx512-vnni", .base3 = true, .tile_to_base3 = tile_to_base3, .ternary_gemm = ternary_gemm,
+                    .sum_squares = sum_squares, .norm_apply = norm_apply, .quantize_row = quantize_row, .rope = rope, .f32_to_f16 = f32_to_f16,
+                    .gate_act = gate_act, .dequant_rows = dequant_rows, .read_bytes = read_bytes, .row_sumsq = row_sumsq};
+        add_attention_and_head_avx512(set);
+        return set;
+    }();
     return &k;
 }
 
