@@ -11,7 +11,8 @@
 #      (--seed 1), and tern bench tg128, tg512 (tg512 decodes the positions tern run -n 512 does) and
 #      tg512 --as-run --temp 0 (generated as tern run does, after bench's warm-up);
 #      each run arm's whole summary line once more (load, warm-up, prompt, generation);
-#   2. tg at depth 0 and 4096 (tern bench -p 0 -n 64 -d 0,4096);
+#   2. tg at depth 0 and 4096 (tern bench -p 0 -n 64 -d 0,4096), split attention's P·V by
+#      superblocks (attention_split_pvs, the default) and in one workgroup per column (attn_split_super=0);
 #   3. the same seed on the CPU and the GPU backends: the first 48 tokens of each setting (greedy,
 #      default sampler, top-k 0 top-p 0.9, temperature only, min-p only) must be the same text;
 #   4. the GPU test suite of this build (tern_webgpu_tests).
@@ -87,8 +88,13 @@ for arm in run-greedy run-sampled-default run-topk0-topp0.9; do
     echo "$arm: $(grep -E '^tern: load' "$out/$arm.err")" | tee -a "$out/summary.txt"
 done
 
-echo "== 2. tg64 at depth 0 and 4096" | tee -a "$out/summary.txt"
-"$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 -d 0,4096 -r 3 2>&1 | grep -E "^\|" | tee -a "$out/summary.txt"
+echo "== 2. tg64 at depth 0 and 4096; P·V by superblocks (as built) and in one workgroup per column (attn_split_super=0), 2 alternating rounds" | tee -a "$out/summary.txt"
+for r in 1 2; do
+    for super in 1 0; do
+        TERN_WEBGPU_TUNE=attn_split_super=$super "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 -d 0,4096 -r 3 \
+            2>&1 | grep -E "^\| .*tg" | sed "s/^/round $r attn_split_super=$super /" | tee -a "$out/summary.txt"
+    done
+done
 
 echo "== 3. same seed, CPU and GPU backends (48 tokens)" | tee -a "$out/summary.txt"
 settings=("greedy|--temp 0" "default|--seed 7" "topk0-topp0.9|--top-k 0 --top-p 0.9 --seed 7"
