@@ -111,6 +111,13 @@ public:
         step_submits_at_begin_ = step_->submits();
         weight_order_.next_step(step_->releases());
     }
+    // A batched step (forward_batch) goes out in pieces of first_submit, 2x, 4x ... 32x dispatches
+    // while it is recorded (2B4T at 64 streams: ~480 dispatches, whose recording the device would
+    // otherwise wait for); the rest with end_step.
+    void begin_step_from_idle() override {
+        begin_step();
+        if (tune_.first_submit > 0) step_->ramp_submits(tune_.first_submit, 32 * size_t{tune_.first_submit});
+    }
     // (The greedy head's last argmax stage may stay deferred for the next step's embed to fold in.)
     void end_step() override {
         step_->ramp_submits(0, 0);  // (start_from_idle's pieces end with the step)
