@@ -61,8 +61,8 @@ done | tee "$out/batch_depth_tunes.txt"
 echo "== 3. batched engine: tern bench --parallel $streams"
 "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 --parallel "$streams" -r 3 2>&1 | tee "$out/batch_engine.md"
 
-echo "== 3a. 64 streams with other GEMM splits along K (gemm_split_groups; 0: never split)"
-for t in ${SPLIT_TUNES:-gemm_split_groups=0 gemm_split_groups=264 gemm_split_groups=1056}; do
+echo "== 3a. 64 streams under other tunings (gemm_split_groups 0: never split; first_submit 0: a step in one submit)"
+for t in ${SPLIT_TUNES:-gemm_split_groups=0 gemm_split_groups=264 gemm_split_groups=1056 first_submit=0 attn_split_dims=16}; do
     printf '%s: ' "$t"
     TERN_WEBGPU_TUNE=$t "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 --parallel 64 -r 3 2>/dev/null |
         tail -1 | awk -F'|' '{print $5 ":", $7, "t/s,", $8, "ms/step"}'
