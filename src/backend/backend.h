@@ -291,6 +291,10 @@ public:
     // --- a step ---
     virtual void begin_step() = 0;   // ops up to end_step() form one step (optional for eager backends)
     virtual void end_step() = 0;     // submits the step's work; does not wait
+    // begin_step() for a step that starts on an idle device whose results are awaited right after it
+    // (BatchEngine's steps): a backend may submit the step in pieces while it is recorded, so the
+    // device starts before the whole step is recorded (WebGPU: WebGpuTuning::first_submit).
+    virtual void begin_step_from_idle() { begin_step(); }
     virtual void synchronize() = 0;  // waits for submitted work; rethrows device errors as Error(device)
 
     // --- primitive ops: the unfused kernels ---
@@ -390,6 +394,9 @@ public:
     // count nothing: counts_dispatches() is false and this returns 0.
     virtual int64_t take_dispatch_count() { return 0; }
     virtual bool    counts_dispatches() const { return false; }
+    // How long Session::warm_up keeps the device decoding before the prompt (a GPU that idled while
+    // the model loaded runs at its idle clocks until load brings them up); 0: one step.
+    virtual double warm_up_seconds() const { return 0.0; }
 
     // The memory bandwidth ceiling for roofline figures, in bytes per second counting bytes read plus
     // bytes written: the best of several timed copies of an n_bytes buffer into another. Default (and

@@ -233,7 +233,7 @@ void BitnetModel::forward_batch(ForwardBuffers & buf, const KvCache & pool, cons
     const int64_t n_out    = head.logits.ne[1];
     TERN_ASSERT(n_out >= 0 && n_out <= buf.n_logits && (n_out == 0 || head_cols.ne[0] == n_out), "n_out %lld",
                 static_cast<long long>(n_out));
-    backend_.begin_step();
+    backend_.begin_step_from_idle();  // (BatchEngine reads each step's results before the next)
     record(buf, {pool, 0, &batch}, n_tokens, view(buf.tokens, {n_tokens, 1, 1, 1}), head, &head_cols,
            round_head_input_f16);
     backend_.end_step();
