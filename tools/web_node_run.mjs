@@ -111,3 +111,4 @@ const summary = { model: info.name, backend: info.backend, node: process.version
                   n_predict: opt.n, prompt: opt.prompt, runs };
 console.error("web_node_run: " + JSON.stringify(summary));
 if (opt.jsonOut) fs.writeFileSync(opt.jsonOut, JSON.stringify({ ...summary, texts }) + "\n");
+process.exit(0);  // (dawn.node keeps the event loop alive)
