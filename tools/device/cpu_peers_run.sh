@@ -13,7 +13,8 @@
 #   5. tg_scaling: tg64 at 1, 2, 4, 8, ... $THREADS threads;
 #   6. tiles: tern's two AVX-512 tile layouts against each other (TERN_CPU_TILES=2bit / base3), and
 #      .peerbin/tern-base's base-3 (another commit's tern, pack_peerbin.sh BASELINE=) where it is packed:
-#      tg64 and pp128, pinned to two cores and at $THREADS, alternating;
+#      tg64 and pp128, pinned to two cores and at $THREADS, alternating, $TILES_REPS (default 1)
+#      timed repetitions after tern bench's warm-up (two rounds of three variants: ~150 s);
 #   7. kernels (runs first): tern_cpu_kernels_bench on one core (ternary products of both layouts
 #      and both base-3 decodes, the int8 head, the read loop), CPU time.
 # A peer whose instructions the CPU lacks (.peerbin/NAME/needs.txt against /proc/cpuinfo) is left
@@ -137,7 +138,7 @@ if has tiles; then
     pin=()
     command -v taskset >/dev/null && pin=(taskset -c 0,1)
     for round in 1 2; do
-        for cfg in "2 -p 0 -n 64" "$threads -p 0 -n 64" "2 -p 128 -n 0" "$threads -p 128 -n 0"; do
+        for cfg in "2 -p 0 -n 64" "$threads -p 0 -n 64" "2 -p 128 -n 0" "$threads -p 128 -n 0"; do  # ~25 s per variant
             t=${cfg%% *} test=${cfg#* }
             n=${#variants[@]}
             for ((i = 0; i < n; ++i)); do
@@ -147,7 +148,7 @@ if has tiles; then
                 pre=()
                 [ "$t" = 2 ] && pre=("${pin[@]}")
                 # shellcheck disable=SC2086
-                ts=$(TERN_CPU_TILES=$l "${pre[@]}" "$P/$bin" bench --backend cpu -m $m/2b4t.gguf -t "$t" -r 2 --json $test \
+                ts=$(TERN_CPU_TILES=$l "${pre[@]}" "$P/$bin" bench --backend cpu -m $m/2b4t.gguf -t "$t" -r "${TILES_REPS:-1}" --json $test \
                      2>/dev/null | python3 -c 'import json, sys; print("%.2f" % json.load(sys.stdin)[0]["avg_ts"])')
                 echo "round $round t=$t${pre:+ (taskset -c 0,1)} ${test// /} $bin $l: $ts" | tee -a "$out/cpu_tiles.md"
             done
