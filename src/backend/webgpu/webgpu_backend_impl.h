@@ -127,7 +127,7 @@ public:
         if (++steps_unsubmitted_ >= steps_per_submit_) submit_steps();
     }
     void synchronize() override;
-    double warm_up_seconds() const override { return tune_.warm_up_ms / 1000.0; }
+    std::vector<int64_t> warm_up_positions(int64_t n_ctx) const override;
     void embed(const Tensor & x, const Weight & token_embd, const Tensor & tokens) override;
     void rms_norm_quant(const QuantizedActs & a, const Tensor & x, const Weight & w, float eps) override;
     void rms_norm(const Tensor & y, const Tensor & x, const Weight & w, float eps) override;

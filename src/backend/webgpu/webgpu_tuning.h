@@ -79,7 +79,6 @@ struct WebGpuTuning {
     uint32_t first_submit     = 8;     // dispatches in the first piece of a step after an idle device
                                        //     (then 2x, 4x, 8x, then the rest); 0: one submit
     uint32_t spin_us          = 4000;  // how long a wait yields before it naps
-    uint32_t warm_up_ms       = 0;     // Session::warm_up decodes this long before the prompt (clocks)
     uint32_t compute_units    = 132;   // compute units (SMs) assumed where work is sized to the GPU:
                                        //     WebGPU does not tell (132: an H100 SXM's, an H200's)
 
