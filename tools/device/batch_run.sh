@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Batched decoding (issue 53) and long-context decoding (issue 52) on the lent GPU machine (the
 # `device` tool), in one call of about five minutes:
-#   1. the GPU tests of the paged ops and the split attention against the CPU reference;
+#   1. the GPU tests of the paged ops, the split attention, the batched head and the GEMMs (split
+#      along K, tensor-core tilings) against the CPU reference;
 #   2. single-stream decode at depth 0 and 4096 on `tern synth bitnet-2b4t` (`tern bench -p 0 -n 64
 #      -d 0,4096`: issue 52 asks tg @ d4096 >= 70% of tg @ d0), the ratio, then tg @ d4096 again
 #      for each split-attention tuning in $TUNES (one line each; the defaults are the first table);
@@ -16,7 +17,7 @@
 # carry [".gl", ".devicebin"] (about 25 MB with the 19 MB working tree under the 64 MiB limit):
 #   tools/device/batch_run.sh
 # Results: $OUT/batch_*.md, .json, .txt. Environment: TUNES (space-separated TERN_WEBGPU_TUNE
-# values for step 2), STREAMS (default 1,8,32,64), DURATION (serve_bench seconds per stream count,
+# values for step 2), SPLIT_TUNES (the same for step 3a), STREAMS (default 1,8,32,64), DURATION (serve_bench seconds per stream count,
 # default 10), SKIP_TESTS=1, SKIP_SERVE=1.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -30,7 +31,7 @@ model=/tmp/synth-2b4t.gguf
 
 if [ -z "${SKIP_TESTS:-}" ]; then
     echo "== 1. GPU tests: paged ops, split and long attention vs the CPU reference"
-    "$B/tern_webgpu_tests" --gtest_brief=1 --gtest_filter='*Paged*:*Long*:*Attention*:*Batch*' \
+    "$B/tern_webgpu_tests" --gtest_brief=1 --gtest_filter='*Paged*:*Long*:*Attention*:*Batch*:WebGpuGemm*' \
         > "$out/batch_gpu_tests.txt" 2>&1
     grep -E "PASSED|FAILED|Failure|tests ran" "$out/batch_gpu_tests.txt" | head -20
 fi
@@ -59,6 +60,13 @@ done | tee "$out/batch_depth_tunes.txt"
 
 echo "== 3. batched engine: tern bench --parallel $streams"
 "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 --parallel "$streams" -r 3 2>&1 | tee "$out/batch_engine.md"
+
+echo "== 3a. 64 streams under other tunings (gemm_split_groups 0: never split; first_submit 0: a step in one submit)"
+for t in ${SPLIT_TUNES:-gemm_split_groups=0 gemm_split_groups=264 gemm_split_groups=1056 first_submit=0 attn_split_dims=16}; do
+    printf '%s: ' "$t"
+    TERN_WEBGPU_TUNE=$t "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 --parallel 64 -r 3 2>/dev/null |
+        tail -1 | awk -F'|' '{print $5 ":", $7, "t/s,", $8, "ms/step"}'
+done | tee "$out/batch_split_tunes.txt"
 
 echo "== 3b. where a 64-stream step's GPU time goes (TERN_WEBGPU_PROFILE=gpu)"
 TERN_WEBGPU_PROFILE=gpu timeout 120 "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 16 --parallel 64 -r 1 \

@@ -4,13 +4,15 @@
 #   0. why run decodes slower than bench: nvidia-smi's clocks every 20 ms (clocks.csv) while, after
 #      3 s idle each, `tern -vv run -n 512 --temp 0` (its read-backs time each batch of 32 steps),
 #      the same with a 1 s warm-up (warm_up_ms=1000), and `tern bench -p 0 -n 512` run;
-#      gen_timeline.py summarizes both (timeline.txt, clocks.txt);
+#      gen_timeline.py summarizes both (timeline.txt, clocks.txt); -v's lines say where the load's
+#      time goes;
 #   1. tools/run_bench.py, alternating rounds: tern run -n 512 greedy (--temp 0) with the warm-up
 #      as built, with warm_up_ms=300 and 1000, the default sampler (--seed 1), --top-k 0 --top-p 0.9
 #      (--seed 1), and tern bench tg128, tg512 (tg512 decodes the positions tern run -n 512 does) and
 #      tg512 --as-run --temp 0 (generated as tern run does, after bench's warm-up);
 #      each run arm's whole summary line once more (load, warm-up, prompt, generation);
-#   2. tg at depth 0 and 4096 (tern bench -p 0 -n 64 -d 0,4096);
+#   2. tg at depth 0 and 4096 (tern bench -p 0 -n 64 -d 0,4096), split attention's P·V by
+#      superblocks (attention_split_pvs, the default) and in one workgroup per column (attn_split_super=0);
 #   3. the same seed on the CPU and the GPU backends: the first 48 tokens of each setting (greedy,
 #      default sampler, top-k 0 top-p 0.9, temperature only, min-p only) must be the same text;
 #   4. the GPU test suite of this build (tern_webgpu_tests).
@@ -56,7 +58,9 @@ mark start bench-tg512
 mark end bench-tg512
 kill "$smi" 2> /dev/null
 wait "$smi" 2> /dev/null
-for f in run-default run-warm1000; do grep -E "^tern: load" "$out/timeline.$f.err" | sed "s/^/$f: /" | tee -a "$out/summary.txt"; done
+for f in run-default run-warm1000; do
+    grep -E "^tern: load|^load: " "$out/timeline.$f.err" | sed "s/^/$f: /" | tee -a "$out/summary.txt"
+done
 python3 tools/device/gen_timeline.py timeline "$out"/timeline.*.err | tee "$out/timeline.txt" | tee -a "$out/summary.txt"
 python3 tools/device/gen_timeline.py clocks "$out/clocks.csv" "$out/marks.txt" | tee "$out/clocks.txt" | tee -a "$out/summary.txt"
 
@@ -84,8 +88,13 @@ for arm in run-greedy run-sampled-default run-topk0-topp0.9; do
     echo "$arm: $(grep -E '^tern: load' "$out/$arm.err")" | tee -a "$out/summary.txt"
 done
 
-echo "== 2. tg64 at depth 0 and 4096" | tee -a "$out/summary.txt"
-"$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 -d 0,4096 -r 3 2>&1 | grep -E "^\|" | tee -a "$out/summary.txt"
+echo "== 2. tg64 at depth 0 and 4096; P·V by superblocks (as built) and in one workgroup per column (attn_split_super=0), 2 alternating rounds" | tee -a "$out/summary.txt"
+for r in 1 2; do
+    for super in 1 0; do
+        TERN_WEBGPU_TUNE=attn_split_super=$super "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 -d 0,4096 -r 3 \
+            2>&1 | grep -E "^\| .*tg" | sed "s/^/round $r attn_split_super=$super /" | tee -a "$out/summary.txt"
+    done
+done
 
 echo "== 3. same seed, CPU and GPU backends (48 tokens)" | tee -a "$out/summary.txt"
 settings=("greedy|--temp 0" "default|--seed 7" "topk0-topp0.9|--top-k 0 --top-p 0.9 --seed 7"

@@ -49,6 +49,9 @@ struct WebGpuTuning {
     uint32_t attn_wide_positions     = 384;  // one query past this many positions: 512 threads
     uint32_t attn_long_positions     = 0;    // one query over this many or more: attention_split_*.wgsl;
                                              //     0: 800, or fewer where attention.wgsl keeps fewer scores
+    uint32_t attn_split_super        = 1;    // split attention's P·V a superblock of 512 positions per
+                                             //     workgroup, then a combine (1), or every position
+                                             //     in one workgroup (0: attention_split_pv.wgsl)
     uint32_t attn_split_dims         = 8;    // output dimensions per workgroup of attention_split_pv
     uint32_t attn_split_unroll       = 4;    // positions attention_split_pv loads ahead (1: none)
     uint32_t attn_split_heads        = 0;    // query heads per attention_split_pv workgroup (a divisor of
@@ -67,6 +70,9 @@ struct WebGpuTuning {
     GemmTiling gemm_tile{0, 0, 0, 0};      // the dot4 GEMM's TMxTNxTRxTC; 0x0x0x0: 4x8x16x8, TC 4 up to 32 tokens
     MmaTiling  mma_tile{4, 1};             // the tensor-core GEMM's SGMxSGN
     MmaTiling  mma_tile_long{2, 1};        // the same for rows longer than 4096
+    uint32_t   gemm_split_groups = 528;    // a GEMM (one scale group per row) with at most half this many
+                                           //     workgroups is split along K into about this many (each
+                                           //     share at least 4 chunks of 64); 0: never split
     // --- submits and waits: webgpu_decode_stream.cpp, wgpu_device.cpp ---
     uint32_t steps_per_submit = 4;     // greedy decoding's steps per submit, once the groups have grown
     uint32_t submit_ramp      = 8;     // steps recorded before the groups grow by one (from 1)

@@ -6,11 +6,16 @@
 // A workgroup scans CHUNK rows of one column, lists its candidates (at most CAP; more, a
 // degenerate table: every row of the chunk, slow but exact), stages h and recomputes them one
 // after another, and writes its best (value bits, row), ties to the lowest row, for argmax_final.
+// TOP_K (a sampler that looks only at the k largest logits, HeadOutput::top_k): T is instead a key
+// that at least k rows' exact logits reach (head_topk_batch.wgsl), so every row that can be among
+// the k largest is listed; the workgroup writes the listed rows' exact logits and -inf for the
+// others of its chunk to `logits` (no winner).
 //
 //   fb: [T][n_vocab] (f, B)   thr: [T] u32 keys   h: [K, T] f32 (column stride h_stride), the exact
 //   head's input (rounded to f16 here with round_input, as lm_head.wgsl does)   head: the F16
 //   table, rows of K / 8 vec4<u32>   partial: [T][n_chunks] (value bits, row)
-// Bindings: 0 fb, 1 thr, 2 h, 3 head (read), 4 partial (read_write), 5 params (uniform)
+//   logits (TOP_K): [n_vocab, T] f32 (out_offset, out_stride)
+// Bindings: 0 fb, 1 thr, 2 h, 3 head (read), 4 partial, 5 logits (read_write), 6 params (uniform)
 // Dispatch: (n_chunks = ceil(n_vocab / CHUNK), T, 1).
 
 // #include "lib/numerics.wgsl"
@@ -21,6 +26,7 @@ override K: u32 = 2560u;      // elements per row, a multiple of 8, at most 16 W
 override WG: u32 = 256u;      // a power of two
 override CHUNK: u32 = 4096u;  // rows per workgroup
 override CAP: u32 = 256u;     // listed rows
+override TOP_K: bool = false;
 
 struct Params {
     n_vocab: u32,
@@ -28,6 +34,8 @@ struct Params {
     h_stride: u32,
     round_input: u32,  // 1: round h to f16 first
     n_chunks: u32,
+    out_offset: u32,   // (TOP_K) f32 index of logits[0, 0]
+    out_stride: u32,
     rn_zero: u32,      // 0, filled by the encoder (lib/numerics.wgsl)
 }
 
@@ -36,7 +44,8 @@ struct Params {
 @group(0) @binding(2) var<storage, read> h: array<f32>;
 @group(0) @binding(3) var<storage, read> head: array<vec4<u32>>;
 @group(0) @binding(4) var<storage, read_write> partial: array<vec2<u32>>;
-@group(0) @binding(5) var<uniform> p: Params;
+@group(0) @binding(5) var<storage, read_write> logits: array<f32>;
+@group(0) @binding(6) var<uniform> p: Params;
 
 var<workgroup> hs: array<vec4<f32>, K / 4u>;
 var<workgroup> listed: array<u32, CAP>;
@@ -91,6 +100,13 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             if (slot < CAP) { listed[slot] = r; }
         }
     }
+    if (TOP_K) {  // -inf everywhere first; the listed rows get their exact logits below
+        for (var r = lid; r < CHUNK; r += WG) {
+            let row = row0 + r;
+            if (row >= p.n_vocab) { break; }
+            logits[p.out_offset + col * p.out_stride + row] = bitcast<f32>(0xff800000u ^ p.rn_zero);  // (-inf, at run time)
+        }
+    }
     workgroupBarrier();
     if (lid == 0u) { n_plain = atomicLoad(&n_listed); }
     let n = workgroupUniformLoad(&n_plain);
@@ -112,11 +128,13 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             if (!all) { r = listed[c]; }
             let row = row0 + r;
             let v   = exact_logit(lid, row, round_in);
+            // (the invocation that wrote this row's -inf: the same invocation's stores stay in order)
+            if (TOP_K && lid == r % WG) { logits[p.out_offset + col * p.out_stride + row] = v; }
             if (beats(v, row, bv, bi)) {
                 bv = v;
                 bi = row;
             }
         }
     }
-    if (lid == 0u) { partial[col * p.n_chunks + wid.x] = vec2<u32>(bitcast<u32>(bv), bi); }
+    if (!TOP_K && lid == 0u) { partial[col * p.n_chunks + wid.x] = vec2<u32>(bitcast<u32>(bv), bi); }
 }

@@ -17,8 +17,10 @@ requires packed_4x8_integer_dot_product;
 // chunk ahead), so each chunk word costs three vec4 loads for 32 dot4s.
 //
 //   q8: [n_vocab][K / 16] vec4<u32>   info: [n_vocab] (s, c, sq, 0) f32   grid: head_grid_batch's
-//   fb: [T][n_vocab] (f, B) f32   thr: [T] u32 (zeroed by head_grid_batch)
-// Bindings: 0 q8, 1 info, 2 grid (read), 3 fb, 4 thr (read_write), 5 params (uniform)
+//   fb: [T][n_vocab] (f, B) f32   thr: [T] u32 (zeroed by head_grid_batch)   wmax: [T][n_row_groups]
+//   each workgroup's largest lower bound per column as a key (a top-k head's threshold comes from
+//   these: each is some row's lower bound, head_topk_batch.wgsl)
+// Bindings: 0 q8, 1 info, 2 grid (read), 3 fb, 4 thr, 5 wmax (read_write), 6 params (uniform)
 // Dispatch: (ceil(n_vocab / RW), ceil(T / CW), 1).
 
 // #include "lib/numerics.wgsl"
@@ -40,7 +42,8 @@ override GL: u32 = (CW * KW * 2u + WG - 1u) / WG;    // grid word loads per invo
 struct Params {
     n_vocab: u32,
     n_cols: u32,
-    rn_zero: u32,  // 0, filled by the encoder (lib/numerics.wgsl)
+    n_row_groups: u32,  // workgroups along the rows (wmax's stride)
+    rn_zero: u32,       // 0, filled by the encoder (lib/numerics.wgsl)
 }
 
 @group(0) @binding(0) var<storage, read> q8: array<vec4<u32>>;
@@ -48,7 +51,8 @@ struct Params {
 @group(0) @binding(2) var<storage, read> grid: array<u32>;
 @group(0) @binding(3) var<storage, read_write> fb: array<vec2<f32>>;
 @group(0) @binding(4) var<storage, read_write> thr: array<atomic<u32>>;
-@group(0) @binding(5) var<uniform> p: Params;
+@group(0) @binding(5) var<storage, read_write> wmax: array<u32>;
+@group(0) @binding(6) var<uniform> p: Params;
 
 var<workgroup> smem: array<vec4<u32>, SMEM>;
 var<workgroup> wthr: array<atomic<u32>, 64>;  // per column: the workgroup's largest lower-bound key
@@ -150,5 +154,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         if (col0 + 4u * tc + j < p.n_cols) { atomicMax(&wthr[4u * tc + j], kmax[j]); }
     }
     workgroupBarrier();
-    if (lid < CW && col0 + lid < p.n_cols) { atomicMax(&thr[col0 + lid], atomicLoad(&wthr[lid])); }
+    if (lid < CW && col0 + lid < p.n_cols) {
+        let k = atomicLoad(&wthr[lid]);
+        atomicMax(&thr[col0 + lid], k);
+        wmax[(col0 + lid) * p.n_row_groups + wid.x] = k;
+    }
 }
