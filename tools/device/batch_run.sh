@@ -19,7 +19,7 @@
 # Results: $OUT/batch_*.md, .json, .txt. Environment: TUNES (space-separated TERN_WEBGPU_TUNE
 # values for step 2), SPLIT_TUNES (the same for step 3a, at TUNE_STREAMS: 8,64), TESTS (step 1's
 # gtest filter), SKIP_DEPTH=1 (no step 2), STREAMS (default 1,8,32,64), SERVE_STREAMS (step 4's,
-# default STREAMS), DURATION (serve_bench seconds per stream count,
+# default STREAMS), PROFILE_STREAMS (step 3b's stream counts, default 64), DURATION (serve_bench seconds per stream count,
 # default 10), SKIP_TESTS=1, SKIP_SERVE=1.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -72,11 +72,13 @@ for t in ${SPLIT_TUNES:-gemm_split_groups=0 gemm_split_groups=528 first_submit=0
         2>/dev/null | grep ' tg64 x' | awk -F'|' -v t="$t" '{print t ":", $5 ":", $7, "t/s,", $8, "ms/step"}'
 done | tee "$out/batch_split_tunes.txt"
 
-echo "== 3b. where a 64-stream step's GPU time goes (TERN_WEBGPU_PROFILE=gpu)"
-TERN_WEBGPU_PROFILE=gpu timeout 120 "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 16 --parallel 64 -r 1 \
-    > "$out/batch_profile64.out" 2> "$out/batch_profile64.txt"
-grep -E "^ +[a-z_]+" "$out/batch_profile64.txt" | awk '{print $(NF-1), $0}' | sort -rn | cut -d' ' -f2- | head -14
-grep "kernels ran" "$out/batch_profile64.txt"
+for ps in ${PROFILE_STREAMS:-64}; do
+    echo "== 3b. where a $ps-stream step's GPU time goes (TERN_WEBGPU_PROFILE=gpu)"
+    TERN_WEBGPU_PROFILE=gpu timeout 120 "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 16 --parallel "$ps" -r 1 \
+        > "$out/batch_profile$ps.out" 2> "$out/batch_profile$ps.txt"
+    grep -E "^ +[a-z_]+" "$out/batch_profile$ps.txt" | awk '{print $(NF-1), $0}' | sort -rn | cut -d' ' -f2- | head -14
+    grep "kernels ran" "$out/batch_profile$ps.txt"
+done
 
 if [ -z "${SKIP_SERVE:-}" ]; then
     echo "== 4. tern serve under load (serve_bench.py)"
