@@ -9,6 +9,8 @@ warm-up too, unless an arm passes --no-warmup).
 
 Usage: tools/run_bench.py --tern PATH -m MODEL [--rounds 3] [--n 512] [--prompt TEXT]
                           [--arm NAME='ARGS'] ... [--bench NAME='BENCH ARGS'] ... [--backend webgpu]
+An arm's arguments may start with NAME=VALUE words, set in its environment as a shell would (e.g.
+--arm "warm1000=TERN_WEBGPU_TUNE=warm_up_ms=1000 --temp 0").
 Without --arm / --bench: greedy (--temp 0), the default sampler (--seed 1), --top-k 0 --top-p 0.9
 (--seed 1), and tern bench -p 0 -n N.
 Example (CPU, the shipped model): tools/run_bench.py --tern build/bin/tern -m share/models/tern-32m-en.gguf
@@ -16,6 +18,7 @@ Example (CPU, the shipped model): tools/run_bench.py --tern build/bin/tern -m sh
 """
 import argparse
 import json
+import os
 import re
 import shlex
 import statistics
@@ -27,11 +30,25 @@ import time
 GENERATED = re.compile(r"generated (\d+) tokens?, (\d+) decode steps? in ([0-9.]+) ms \([0-9.]+ ms/token, ([0-9.]+) tok/s\)")
 
 
+ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def split_env(args):
+    """Leading NAME=VALUE words of an arm's arguments: (the environment to run it in, the rest)."""
+    words = shlex.split(args)
+    env = dict(os.environ)
+    while words and ENV_WORD.match(words[0]):
+        name, value = words.pop(0).split("=", 1)
+        env[name] = value
+    return env, words
+
+
 def run_arm(tern, model, backend, prompt, n, args, out_path):
+    env, words = split_env(args)
     cmd = [tern, "run", "--backend", backend, "-m", model, "-p", prompt, "-n", str(n),
-           "--no-display-prompt"] + shlex.split(args)
+           "--no-display-prompt"] + words
     with open(out_path, "w") as out:
-        p = subprocess.run(cmd, stdout=out, stderr=subprocess.PIPE, text=True, timeout=600)
+        p = subprocess.run(cmd, stdout=out, stderr=subprocess.PIPE, text=True, timeout=600, env=env)
     m = GENERATED.search(p.stderr)
     if p.returncode != 0 or not m:
         return None, p.stderr.strip().splitlines()[-3:]
@@ -39,8 +56,9 @@ def run_arm(tern, model, backend, prompt, n, args, out_path):
 
 
 def bench_arm(tern, model, backend, args):
-    cmd = [tern, "bench", "--backend", backend, "-m", model, "--json"] + shlex.split(args)
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600)
+    env, words = split_env(args)
+    cmd = [tern, "bench", "--backend", backend, "-m", model, "--json"] + words
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600, env=env)
     try:
         tests = json.loads(p.stdout)
     except ValueError:

@@ -5,6 +5,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "core/thread_pool.h"
 #include "core/utf8.h"
 #ifdef TERN_HAS_WEBGPU
@@ -16,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <future>
 #include <unistd.h>
 
 namespace tern::cli {
@@ -191,14 +193,27 @@ LoadedModel load_model(const ModelArgs & args, bool quiet) {
     using clock = std::chrono::steady_clock;
     const auto t0 = clock::now();
     LoadedModel m;
+    // -v: where the load's time goes.
+    auto lap = [t = t0](const char * what) mutable {
+        const auto now = clock::now();
+        TERN_LOG_INFO("load: %s %.0f ms", what, std::chrono::duration<double, std::milli>(now - t).count());
+        t = now;
+    };
     m.path = model_path_or_default(args.model);
     m.file = open_model_file(m.path);
     const int64_t n_layer = with_model_context(m.path, [&] { return read_model_config(*m.file).n_layer; });
+    lap("opening the file");
     BackendChoice choice = make_backend(args, n_layer);
     m.backend            = std::move(choice.backend);
+    lap("starting the backend");
     with_model_context(m.path, [&] {
-        m.model     = BitnetModel::load(*m.file, *m.backend);
-        m.tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_gguf(*m.file));
+        // The tokenizer is built on another thread while the weights load (both only read the file).
+        auto tokenizer = std::async(std::launch::async,
+                                    [&file = *m.file] { return std::make_unique<Tokenizer>(Tokenizer::from_gguf(file)); });
+        m.model = BitnetModel::load(*m.file, *m.backend);
+        lap("loading the weights");
+        m.tokenizer = tokenizer.get();
+        lap("waiting for the tokenizer");
         if (m.tokenizer->n_vocab() != m.model->config().n_vocab) {
             fail(ErrorKind::invalid_model, format("the tokenizer has %d tokens but the model has %lld embedding rows",
                                                   m.tokenizer->n_vocab(),

@@ -29,6 +29,9 @@ struct BenchArgs {
     bool                 json = false;
     bool                 roofline = false;
     std::vector<int64_t> parallel;  // --parallel: tg tests decode this many streams together instead
+    bool                 as_run = false;  // --as-run: tg tests generate as `tern run` does
+    SamplerParams        sampling;        // (--as-run) tern run's sampler flags and defaults
+    std::string          seed = "1";
 };
 
 struct Result {
@@ -38,6 +41,7 @@ struct Result {
     int64_t             dispatches = 0;  // over the timed repetitions
     int64_t             tokens     = 0;  // tokens of the timed repetitions
     double              encode_s   = 0;  // tg: host seconds spent recording + submitting steps
+    bool                as_run     = false;  // tg: generated as `tern run` does (--as-run)
 };
 
 double mean(const std::vector<double> & v) {
@@ -96,6 +100,35 @@ template <class RunOnce> void time_test(Result & r, int reps, int64_t tokens, Pr
     }
 }
 
+int close_sink(FILE * f) { return f != nullptr ? std::fclose(f) : 0; }
+
+// One --as-run test run: the context filled to the test's depth and its first token evaluated
+// (untimed), then generate() as `tern run` calls it (a new sampler with the same seed, each token
+// detokenized, written and flushed; end-of-generation tokens do not stop it) for n decode steps
+// after the token from those logits. Its time is tern run's: from that first token to the last.
+Run generate_as_run(Session & session, const Tokenizer & tokenizer, const SamplerParams & params,
+                    const std::function<void()> & fill, int32_t first, int64_t n, Backend & be, FILE * sink) {
+    fill();
+    const int32_t feed[1] = {first};
+    session.eval(feed);
+    Sampler sampler(params, static_cast<int32_t>(session.logits().size()));
+    be.take_dispatch_count();
+    session.take_encode_seconds();
+    const GenerationStats st = generate(
+        session, tokenizer, sampler, {}, n + 1,
+        [&](int32_t, const std::string & piece) {
+            write_text(sink, piece);
+            std::fflush(sink);
+            return true;
+        },
+        /*stop_at_eog=*/false);
+    if (st.n_generated != n + 1 || st.decode_ms <= 0) {
+        fail(ErrorKind::internal, format("--as-run: generated %lld of %lld tokens", static_cast<long long>(st.n_generated),
+                                         static_cast<long long>(n + 1)));
+    }
+    return Run{st.decode_ms / 1000.0, be.take_dispatch_count(), session.take_encode_seconds()};
+}
+
 void bench(BenchArgs a) {
     if (a.reps < 1) fail(ErrorKind::invalid_argument, format("-r must be >= 1 (got %d)", a.reps));
     if (a.output == "json") a.json = true;
@@ -107,6 +140,11 @@ void bench(BenchArgs a) {
              "give a prompt length (-p 512) or a generation length (-n 128) above 0");
     }
     n_tests *= static_cast<int64_t>(a.depth.size());
+    if (a.as_run && !a.parallel.empty()) {
+        fail(ErrorKind::invalid_argument, "--as-run and --parallel do not go together",
+             "--as-run times one stream as `tern run` generates it; --parallel many streams together");
+    }
+    if (a.as_run) finish_sampler_params(a.sampling, a.seed);
     LoadedModel         lm = load_model(a.model, a.json);
     const ModelConfig & c  = lm.model->config();
     Backend &           be = *lm.backend;
@@ -125,6 +163,9 @@ void bench(BenchArgs a) {
     so.type_k  = a.cache_type_k == "f32" ? DType::f32 : DType::f16;
     so.type_v  = a.cache_type_v == "f32" ? DType::f32 : DType::f16;
     Session session(*lm.model, so);
+    // --as-run: the text goes where nothing reads it, written and flushed per token as tern run does.
+    const std::unique_ptr<FILE, int (*)(FILE *)> sink(a.as_run ? std::fopen("/dev/null", "w") : nullptr, &close_sink);
+    if (a.as_run && !sink) fail(ErrorKind::io, "cannot open /dev/null for --as-run's text");
     // Warm-ups and repetitions can take minutes on a CPU: a bar over the tests (terminal only).
     ProgressBar bar("bench", static_cast<uint64_t>(n_tests), true, 1.0);
     int64_t     tests_done = 0;
@@ -159,6 +200,15 @@ void bench(BenchArgs a) {
             if (n <= 0 || !a.parallel.empty()) continue;  // (--parallel: bench_batched below)
             Result     r{test_name("tg", n, d), 0, n, d, {}};
             const auto ids = bench_tokens(n + 1, c.n_vocab);
+            if (a.as_run) {
+                r.test   = test_name("tg", n, 0) + " as run" + (d > 0 ? " @ d" + std::to_string(d) : "");
+                r.as_run = true;
+                time_test(r, a.reps, n, bar, [&] { return generate_as_run(session, *lm.tokenizer, a.sampling, fill,
+                                                                          ids[0], n, be, sink.get()); });
+                results.push_back(r);
+                bar.update(static_cast<uint64_t>(++tests_done));
+                continue;
+            }
             time_test(r, a.reps, n, bar, [&] {
                 fill();
                 session.eval(std::span<const int32_t>(ids.data(), 1));
@@ -197,6 +247,12 @@ void bench(BenchArgs a) {
     auto kv_bytes = [&](const Result & r) {
         return kv_bytes_per_pos * (static_cast<double>(r.n_depth) + static_cast<double>(r.n_gen + 3) / 2.0);
     };
+    // The bytes a tg test reads per token are known where its head is read as greedy decoding reads
+    // it: not for --as-run with a sampler (its head writes every logit).
+    const auto & sp        = a.sampling;
+    const bool   run_greedy = sp.temp <= 0.0f && sp.repeat_penalty == 1.0f && sp.frequency_penalty == 0.0f &&
+                            sp.presence_penalty == 0.0f;
+    auto has_bytes = [&](const Result & r) { return r.n_gen > 0 && (!r.as_run || run_greedy); };
     const bool        counted = be.counts_dispatches();
     const std::string name    = c.name.empty() ? a.model.model : c.name;
     const std::string backend = std::string(be.name());
@@ -212,13 +268,21 @@ void bench(BenchArgs a) {
             j["dispatches_per_token"] = counted ? nlohmann::json(static_cast<double>(r.dispatches) /
                                                                  static_cast<double>(std::max<int64_t>(1, r.tokens)))
                                                 : nlohmann::json(nullptr);
+            if (r.as_run) {
+                j["as_run"]  = true;
+                j["sampler"] = {{"temp", sp.temp}, {"top_k", sp.top_k}, {"top_p", sp.top_p}, {"min_p", sp.min_p},
+                                {"repeat_penalty", sp.repeat_penalty}, {"presence_penalty", sp.presence_penalty},
+                                {"frequency_penalty", sp.frequency_penalty}, {"seed", sp.seed}};
+            }
             if (r.n_gen > 0) {
+                j["encode_ms_per_token"] = 1000.0 * r.encode_s / static_cast<double>(std::max<int64_t>(1, r.tokens));
+            }
+            if (has_bytes(r)) {
                 const double bytes          = weight_bytes + kv_bytes(r);
                 j["weight_bytes_per_token"] = weight_bytes;
                 j["kv_bytes_per_token"]     = kv_bytes(r);
                 j["bytes_per_token"]        = bytes;
                 j["gbps"]                   = bytes * ts / 1e9;
-                j["encode_ms_per_token"]    = 1000.0 * r.encode_s / static_cast<double>(std::max<int64_t>(1, r.tokens));
                 if (a.roofline) j["pct_copy_bandwidth"] = copy_bps > 0 ? 100.0 * bytes * ts / copy_bps : 0.0;
                 if (a.roofline && read_bps > 0) j["pct_read_bandwidth"] = 100.0 * bytes * ts / read_bps;
             }
@@ -273,7 +337,8 @@ void bench(BenchArgs a) {
                 a.roofline ? " ---: |" : "", read_col ? " ---: |" : "");
     for (const auto & r : results) {
         const double      ts    = mean(r.tps);
-        const double      bytes = r.n_gen > 0 ? weight_bytes + kv_bytes(r) : 0.0;
+        const bool        known = has_bytes(r);
+        const double      bytes = known ? weight_bytes + kv_bytes(r) : 0.0;
         const std::string disp  = counted ? format("%.1f", static_cast<double>(r.dispatches) /
                                                                static_cast<double>(std::max<int64_t>(1, r.tokens)))
                                           : "–";
@@ -283,12 +348,12 @@ void bench(BenchArgs a) {
         std::printf("| %s | %s | %.2f B | %s | %d | %s | %.2f ± %.2f | %.2f | %s | %s | %s | %s |", name.c_str(),
                     human_bytes(size_bytes).c_str(), static_cast<double>(n_params) / 1e9, backend.c_str(), threads,
                     r.test.c_str(), ts, stddev(r.tps), ts > 0 ? 1000.0 / ts : 0.0, host.c_str(), disp.c_str(),
-                    r.n_gen > 0 ? format("%.2f", bytes / 1e6).c_str() : "",
-                    r.n_gen > 0 ? format("%.2f", bytes * ts / 1e9).c_str() : "");
+                    known ? format("%.2f", bytes / 1e6).c_str() : "",
+                    known ? format("%.2f", bytes * ts / 1e9).c_str() : "");
         if (a.roofline) {
-            std::printf(" %s |", r.n_gen > 0 && copy_bps > 0 ? format("%.1f", 100.0 * bytes * ts / copy_bps).c_str() : "");
+            std::printf(" %s |", known && copy_bps > 0 ? format("%.1f", 100.0 * bytes * ts / copy_bps).c_str() : "");
         }
-        if (read_col) std::printf(" %s |", r.n_gen > 0 ? format("%.1f", 100.0 * bytes * ts / read_bps).c_str() : "");
+        if (read_col) std::printf(" %s |", known ? format("%.1f", 100.0 * bytes * ts / read_bps).c_str() : "");
         std::printf("\n");
     }
 }
@@ -332,6 +397,12 @@ void register_bench(CLI::App & app) {
                     "(the engine under `tern serve`: one forward pass per step for all of them, each stream's next "
                     "token its argmax) after each was fed d + 1 tokens; t/s counts every stream's tokens")
         ->delimiter(',')->check(int_in(1, 4096));
+    cmd->add_flag("--as-run", args->as_run,
+                  "tg tests generate as `tern run` does: a sampler from the flags below (tern run's defaults; seed 1 "
+                  "unless -s), each token detokenized, written and flushed (to /dev/null), the time from the first "
+                  "token to the last (tern run's tok/s); end-of-text tokens do not stop it. \"tgN as run\" in the "
+                  "table; --temp 0 is tern run's greedy decoding");
+    add_sampler_args(*cmd, args->sampling, args->seed);
     cmd->add_flag("--json", args->json, "print a JSON array instead of a Markdown table");
     cmd->add_flag("--roofline", args->roofline,
                   "also measure the device's copy bandwidth (best of several timed copies of a 256 MiB buffer, "
@@ -348,8 +419,18 @@ void register_bench(CLI::App & app) {
                 "WebGPU and fast CPU backends stream an int8 copy of an F16 head of 64 MiB or more), one embedding "
                 "row) plus the K and V cache at the test's average context length; GB/s = MB/token x t/s. Activations are not counted.\n"
                 "Example: tern bench -m models/synth-2b4t.gguf -p 64 -n 16 -d 0,512 -r 3 --roofline\n"
+                "As tern run: tern bench -m models/synth-2b4t.gguf -p 0 -n 512 --as-run --temp 0\n"
                 "Batched: tern bench -m models/synth-2b4t.gguf -p 0 -n 64 --parallel 1,8,32,64");
-    cmd->callback([args] { bench(*args); });
+    cmd->callback([args, cmd] {
+        for (const char * flag : {"--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n",
+                                  "--presence-penalty", "--frequency-penalty", "--seed"}) {
+            if (!args->as_run && cmd->get_option(flag)->count() > 0) {
+                fail(ErrorKind::invalid_argument, format("%s sets the sampler of --as-run tests", flag),
+                     "add --as-run (tg tests then generate as tern run does), or leave it out");
+            }
+        }
+        bench(*args);
+    });
 }
 
 }  // namespace tern::cli

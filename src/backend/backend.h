@@ -394,6 +394,9 @@ public:
     // count nothing: counts_dispatches() is false and this returns 0.
     virtual int64_t take_dispatch_count() { return 0; }
     virtual bool    counts_dispatches() const { return false; }
+    // How long Session::warm_up keeps the device decoding before the prompt (a GPU that idled while
+    // the model loaded runs at its idle clocks until load brings them up); 0: one step.
+    virtual double warm_up_seconds() const { return 0.0; }
 
     // The memory bandwidth ceiling for roofline figures, in bytes per second counting bytes read plus
     // bytes written: the best of several timed copies of an n_bytes buffer into another. Default (and

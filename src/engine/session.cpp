@@ -94,6 +94,15 @@ void Session::warm_up(const Sampler * sampler) {
         be.decode(r)->next({&id, 1});
     }
     be.synchronize();
+    // Then decode steps (positions 0..31 again and again) until warm_up_seconds have passed: what
+    // compiling left idle runs at its idle clocks until it has been busy for a while.
+    using clock         = std::chrono::steady_clock;
+    const double busy_s = be.warm_up_seconds();
+    for (const auto t0 = clock::now(); std::chrono::duration<double>(clock::now() - t0).count() < busy_s;) {
+        n_past_ = 0;
+        decode_greedy(0, 32, [](int32_t) { return true; });
+    }
+    take_encode_seconds();
     n_past_ = 0;
 }
 
@@ -252,7 +261,8 @@ int64_t Session::decode_sampled_on_device(Sampler & sampler, int32_t first, cons
 }
 
 GenerationStats generate(Session & session, const Tokenizer & tokenizer, Sampler & sampler,
-                         std::span<const int32_t> prompt, int64_t n_predict, const TokenCallback & on_token) {
+                         std::span<const int32_t> prompt, int64_t n_predict, const TokenCallback & on_token,
+                         bool stop_at_eog) {
     using clock = std::chrono::steady_clock;
     GenerationStats stats;
     stats.n_prompt = static_cast<int64_t>(prompt.size());
@@ -277,7 +287,7 @@ GenerationStats generate(Session & session, const Tokenizer & tokenizer, Sampler
         const int32_t first = sampler.sample(session.logits());
         bool          go    = true;
         auto          take  = [&](int32_t id) {
-            if (tokenizer.is_eog(id)) {
+            if (stop_at_eog && tokenizer.is_eog(id)) {
                 stats.stopped_by_eog = true;
                 return false;
             }
@@ -292,7 +302,7 @@ GenerationStats generate(Session & session, const Tokenizer & tokenizer, Sampler
     if (!plain_greedy && limit > 0) {
         // Each id drawn on the host from the step's logits (Session::decode_sampled).
         auto take = [&](int32_t id) {
-            if (tokenizer.is_eog(id)) {
+            if (stop_at_eog && tokenizer.is_eog(id)) {
                 stats.stopped_by_eog = true;
                 return false;
             }

@@ -80,8 +80,10 @@ public:
     // One decode step at position 0, greedy and (with a sampler the backend samples on the device)
     // sampled, each read back, so that a backend that compiles its kernels at first use (WebGPU)
     // does so now rather than inside the first tokens the user waits for (llama.cpp's warm-up run).
-    // The cache row it writes is written again by the next eval. Requires n_past() == 0; does
-    // nothing on a backend without dispatches (CPU).
+    // Then, for Backend::warm_up_seconds, greedy steps over positions 0..31 again and again (a GPU
+    // that idled while the model loaded is slow until its clocks rise). The cache rows it writes are
+    // written again by the next eval. Requires n_past() == 0; does nothing on a backend without
+    // dispatches (CPU).
     void warm_up(const Sampler * sampler = nullptr);
 
     // Host seconds the decoders spent recording and submitting steps (not waiting for ids) since
@@ -125,8 +127,11 @@ struct GenerationStats {
 using TokenCallback = std::function<bool(int32_t id, const std::string & text)>;
 
 // Prefills `prompt` and samples up to n_predict tokens (n_predict < 0: until the context is full),
-// stopping at an end-of-generation token (not printed). The session keeps the whole exchange.
+// stopping at an end-of-generation token (not printed) unless stop_at_eog is false (llama.cpp's
+// --ignore-eos: the token is handed out as any other). An empty prompt continues from the last
+// eval's logits. The session keeps the whole exchange.
 GenerationStats generate(Session & session, const Tokenizer & tokenizer, Sampler & sampler,
-                         std::span<const int32_t> prompt, int64_t n_predict, const TokenCallback & on_token);
+                         std::span<const int32_t> prompt, int64_t n_predict, const TokenCallback & on_token,
+                         bool stop_at_eog = true);
 
 }  // namespace tern

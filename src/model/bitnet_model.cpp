@@ -159,6 +159,7 @@ std::unique_ptr<BitnetModel> BitnetModel::load(const GgufFile & file, Backend & 
     m->weight_bytes_    = m->token_embd_->n_bytes / static_cast<size_t>(std::max<int64_t>(1, c.n_vocab)) +
                        m->output_norm_->n_bytes + head.n_bytes;
 
+    file.release_tensor_data();  // (a streamed file holds one layer's bytes at a time; see GgufFile)
     // Loads that take over a second (repacking a large model) show their progress by layer.
     ProgressBar bar("loading weights", static_cast<uint64_t>(c.n_layer), true, 1.0);
     for (int64_t il = 0; il < c.n_layer; ++il) {
@@ -184,6 +185,7 @@ std::unique_ptr<BitnetModel> BitnetModel::load(const GgufFile & file, Backend & 
             m->weight_bytes_ += w->n_bytes;
         }
         m->layers_.push_back(std::move(L));
+        file.release_tensor_data();
     }
     bar.finish();
     b.warn_unused();

@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/fp16.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -34,27 +35,49 @@ ScaleLayout scale_layout(DType type) {
     }
 }
 
+// The first element i of n (`bytes` each, little-endian) whose exponent bits (`mask`) are all ones.
+// Chunks are first tested without an early exit, a loop the compiler vectorizes (a model's
+// largest table, 656 MB of F16 for 2B4T, is tested at memory speed instead of one element at a
+// time); only a chunk that has one is searched for its first.
+template <class Word> std::optional<int64_t> first_all_ones(const uint8_t * data, int64_t n, Word mask) {
+    constexpr int64_t k_chunk = 4096;
+    for (int64_t c0 = 0; c0 < n; c0 += k_chunk) {
+        const int64_t c1  = std::min(n, c0 + k_chunk);
+        bool          any = false;
+        for (int64_t i = c0; i < c1; ++i) {
+            Word w;
+            std::memcpy(&w, data + sizeof(Word) * i, sizeof(Word));
+            any |= (w & mask) == mask;
+        }
+        if (!any) continue;
+        for (int64_t i = c0; i < c1; ++i) {
+            Word w;
+            std::memcpy(&w, data + sizeof(Word) * i, sizeof(Word));
+            if ((w & mask) == mask) return i;
+        }
+    }
+    return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<NonFinite> find_non_finite(DType type, std::span<const uint8_t> data, int64_t n) {
     switch (type) {
         case DType::f32:
-            for (int64_t i = 0; i < n; ++i) {
+            if (const auto i = first_all_ones<uint32_t>(data.data(), n, 0x7f800000u)) {
                 float v;
-                std::memcpy(&v, data.data() + 4 * i, 4);
-                if (!std::isfinite(v)) return NonFinite{i, v, false};
+                std::memcpy(&v, data.data() + 4 * *i, 4);
+                return NonFinite{*i, v, false};
             }
             return std::nullopt;
         case DType::f16:
-            for (int64_t i = 0; i < n; ++i) {
-                const uint16_t h = load_u16(data.data() + 2 * i);
-                if ((h & 0x7c00) == 0x7c00) return NonFinite{i, fp16_to_fp32(h), false};  // exponent all ones
+            if (const auto i = first_all_ones<uint16_t>(data.data(), n, 0x7c00)) {  // exponent all ones
+                return NonFinite{*i, fp16_to_fp32(load_u16(data.data() + 2 * *i)), false};
             }
             return std::nullopt;
         case DType::bf16:
-            for (int64_t i = 0; i < n; ++i) {
-                const uint16_t h = load_u16(data.data() + 2 * i);
-                if ((h & 0x7f80) == 0x7f80) return NonFinite{i, bf16_to_fp32(h), false};
+            if (const auto i = first_all_ones<uint16_t>(data.data(), n, 0x7f80)) {
+                return NonFinite{*i, bf16_to_fp32(load_u16(data.data() + 2 * *i)), false};
             }
             return std::nullopt;
         case DType::i2_s: {  // n/4 bytes of codes, then the tensor's f32 scale

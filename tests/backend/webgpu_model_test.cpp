@@ -165,6 +165,36 @@ TEST(WebGpuModel, DeviceGreedyDecodingMatchesCpu) {
     EXPECT_EQ(ids[1], ids[0]);
 }
 
+// A warm-up that decodes for a while (WebGpuTuning::warm_up_ms: batches of steps over positions
+// 0..31) leaves the session as new: the prompt and greedy decoding after it give the CPU's ids.
+TEST(WebGpuModel, BusyWarmUpLeavesTheSessionAsNew) {
+    TERN_REQUIRE_WEBGPU();
+    WebGpuOptions o;
+    o.allow_cpu_adapter = true;
+    o.tune              = "warm_up_ms=1";
+    auto              gpu   = make_webgpu_backend(o);
+    const std::string path  = synth_model("i2s", DType::i2_s, DType::f16);
+    const GgufFile    file  = GgufFile::open(path);
+    auto              cpu   = make_cpu_backend({2});
+    auto              m_cpu = BitnetModel::load(file, *cpu);
+    auto              m_gpu = BitnetModel::load(file, *gpu);
+    ASSERT_GT(gpu->warm_up_seconds(), 0.0);
+    SessionOptions so;
+    so.n_ctx = 48;
+    std::vector<int32_t> ids[2];
+    BitnetModel *        models[2] = {m_cpu.get(), m_gpu.get()};
+    for (int i = 0; i < 2; ++i) {
+        Session s(*models[i], so);
+        s.warm_up();
+        EXPECT_EQ(s.n_past(), 0);
+        s.eval(some_tokens(7, 256));
+        const int32_t first = argmax(s.logits());
+        s.decode_greedy(first, 30, [&](int32_t id) { ids[i].push_back(id); return true; });
+    }
+    ASSERT_EQ(ids[0].size(), 30u);
+    EXPECT_EQ(ids[1], ids[0]);
+}
+
 // Greedy ids on a backend one eval per token: the prompt's, then n more (n + 1 in all).
 std::vector<int32_t> host_greedy_ids(BitnetModel & model, const SessionOptions & so, std::span<const int32_t> prompt,
                                      int n) {

@@ -77,11 +77,10 @@ constexpr DType k_lowbit_types[] = {DType::i2_s, DType::tq2_0, DType::tq1_0, DTy
 
 // ------------------------------------------------------------------ weight layout (no device)
 
-TEST(WebGpuWeights, PackedLayoutHoldsTheCpuBackendsValuesAndScales) {
-    std::mt19937 rng(1);
-    for (DType type : k_lowbit_types) {
-        SCOPED_TRACE(std::string(dtype_name(type)));
-        const int64_t      k = 768, n0 = 5, n1 = 3;
+// gpu_pack_linear of two parts (n0 and n1 rows of k) holds the CPU backend's values and scales.
+void expect_packed_as_cpu(DType type, int64_t k, int64_t n0, int64_t n1, std::mt19937 & rng) {
+    {
+        SCOPED_TRACE(std::string(dtype_name(type)) + " " + std::to_string(n0) + "+" + std::to_string(n1) + " rows");
         const auto         b0 = random_lowbit(type, k, n0, rng), b1 = random_lowbit(type, k, n1, rng);
         WeightSource       parts[2] = {{"a", type, {k, n0, 1, 1}, b0}, {"b", type, {k, n1, 1, 1}, b1}};
         parts[1].output_scale = 0.5f;
@@ -100,9 +99,21 @@ TEST(WebGpuWeights, PackedLayoutHoldsTheCpuBackendsValuesAndScales) {
             }
             float os;
             std::memcpy(&os, &gpu.words[gpu.oscales_offset + static_cast<size_t>(r)], 4);
-            EXPECT_EQ(os, r < n0 ? 1.0f : 0.5f);
+            ASSERT_EQ(os, r < n0 ? 1.0f : 0.5f);
         }
     }
+}
+
+TEST(WebGpuWeights, PackedLayoutHoldsTheCpuBackendsValuesAndScales) {
+    std::mt19937 rng(1);
+    for (DType type : k_lowbit_types) expect_packed_as_cpu(type, 768, 5, 3, rng);
+}
+
+// Weights of a million elements or more are repacked on several threads (rows split evenly, so
+// with two or more threads a split falls inside the second part): the same layout.
+TEST(WebGpuWeights, LargeWeightsRepackedOnThreadsAsOnOne) {
+    std::mt19937 rng(2);
+    for (DType type : {DType::i2_s, DType::tq2_0}) expect_packed_as_cpu(type, 1024, 301, 803, rng);
 }
 
 TEST(WebGpuWeights, WordInterleavingPutsFourConsecutiveElementsInOneByteLane) {

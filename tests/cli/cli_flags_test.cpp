@@ -118,6 +118,9 @@ TEST(CliFlags, BadValuesNameTheFlagTheExpectationAndTheValue) {
              {{"run", "foo"}, "unexpected argument 'foo'"},
              {{"bench", "-p", "-5"}, "--n-prompt: expected an integer from 0 to 16777216, found -5"},
              {{"bench", "-m", tiny_model(), "-p", "0", "-n", "0"}, "nothing to measure"},
+             {{"bench", "-m", tiny_model(), "-p", "0", "-n", "4", "--temp", "0"}, "--temp sets the sampler of --as-run tests"},
+             {{"bench", "-m", tiny_model(), "-n", "4", "--as-run", "--parallel", "2"}, "--as-run and --parallel do not go together"},
+             {{"bench", "-m", tiny_model(), "-n", "4", "--as-run", "--top-p", "2"}, "--top-p"},
          }) {
         const RunResult r = tern(c.args);
         EXPECT_EQ(r.code, 2) << joined(c.args) << "\n" << r.err;

@@ -203,6 +203,32 @@ TEST(Cli, BenchJson) {
     EXPECT_DOUBLE_EQ(jd[3]["kv_bytes_per_token"].get<double>() * 3.5, jd[1]["kv_bytes_per_token"].get<double>() * 19.5);
 }
 
+// --as-run: tg tests generate as tern run does (sampler, detokenized and flushed text, EOS ignored),
+// at every depth; the sampler is in the JSON, and bytes per token only where greedy.
+TEST(Cli, BenchAsRun) {
+    for (const char * temp : {"0", "0.8"}) {
+        SCOPED_TRACE(std::string("--temp ") + temp);
+        const RunResult r = tern({"bench", "-m", tiny_model(), "-p", "0", "-n", "6", "-d", "0,9", "-r", "2", "--json",
+                                  "--as-run", "--temp", temp});
+        ASSERT_EQ(r.code, 0) << r.err;
+        const auto j = nlohmann::json::parse(r.out);
+        ASSERT_EQ(j.size(), 2u) << r.out;
+        EXPECT_EQ(j[0]["test"], "tg6 as run");
+        EXPECT_EQ(j[1]["test"], "tg6 as run @ d9");
+        for (const auto & row : j) {
+            EXPECT_TRUE(row["as_run"].get<bool>());
+            EXPECT_GT(row["avg_ts"].get<double>(), 0.0);
+            EXPECT_EQ(row["samples_ts"].size(), 2u);
+            EXPECT_EQ(row["sampler"]["top_k"], 40);
+            EXPECT_EQ(row["sampler"]["seed"], 1u);
+            EXPECT_EQ(row.contains("bytes_per_token"), std::string(temp) == "0") << row.dump();
+        }
+    }
+    const RunResult md = tern({"bench", "-m", tiny_model(), "-p", "0", "-n", "3", "-r", "1", "--as-run"});
+    ASSERT_EQ(md.code, 0) << md.err;
+    EXPECT_TRUE(has(md.out, "| tg3 as run |")) << md.out;
+}
+
 // --parallel: each tg test decodes B streams in one batch (BatchEngine); t/s counts every stream.
 TEST(Cli, BenchParallel) {
     const RunResult r = tern({"bench", "-m", tiny_model(), "-p", "0", "-n", "3", "-d", "0,5", "--parallel", "1,3",

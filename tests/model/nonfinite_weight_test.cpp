@@ -148,4 +148,37 @@ TEST(FindNonFinite, FindsValuesAndScalesOfEveryType) {
 }
 
 }  // namespace
+// Long tensors are tested a chunk at a time before the first bad element is searched for: the
+// first one is still the one reported, at a chunk's first and last element, past the last whole
+// chunk, and where a later chunk holds one too; a tensor with none reports none.
+TEST(FindNonFinite, FindsTheFirstOfLongTensors) {
+    const int64_t n = 3 * 4096 + 77;
+    for (const int64_t at : {int64_t{0}, int64_t{4095}, int64_t{4096}, int64_t{8191}, n - 1}) {
+        SCOPED_TRACE(at);
+        std::vector<uint16_t> f16(static_cast<size_t>(n), 0x3c00);
+        std::vector<uint16_t> bf16(static_cast<size_t>(n), 0x3f80);
+        std::vector<float>    f32(static_cast<size_t>(n), 1.0f);
+        const auto bytes = [](const auto & v) {
+            return std::span<const uint8_t>(reinterpret_cast<const uint8_t *>(v.data()), v.size() * sizeof(v[0]));
+        };
+        EXPECT_FALSE(find_non_finite(DType::f16, bytes(f16), n));
+        EXPECT_FALSE(find_non_finite(DType::bf16, bytes(bf16), n));
+        EXPECT_FALSE(find_non_finite(DType::f32, bytes(f32), n));
+        f16[static_cast<size_t>(at)] = 0xfc00;  // -inf
+        bf16[static_cast<size_t>(at)] = 0x7fc1;  // NaN
+        f32[static_cast<size_t>(at)] = std::numeric_limits<float>::quiet_NaN();
+        if (at + 5 < n) f16[static_cast<size_t>(at + 5)] = 0x7c00, bf16[static_cast<size_t>(at + 5)] = 0x7f80;
+        f32[static_cast<size_t>(n - 1)] = std::numeric_limits<float>::infinity();  // (after `at`, or it)
+        const auto a = find_non_finite(DType::f16, bytes(f16), n);
+        const auto b = find_non_finite(DType::bf16, bytes(bf16), n);
+        const auto c = find_non_finite(DType::f32, bytes(f32), n);
+        ASSERT_TRUE(a && b && c);
+        EXPECT_EQ(a->element, at);
+        EXPECT_LT(a->value, 0);
+        EXPECT_EQ(b->element, at);
+        EXPECT_TRUE(std::isnan(b->value));
+        EXPECT_EQ(c->element, at);
+    }
+}
+
 }  // namespace tern

@@ -105,7 +105,7 @@ struct HeadI8Row {
 
 // ----------------------------------------------------------------------------- the table
 struct Kernels {
-    const char * name;  // "avx512-vnni", "avx2", "neon-dotprod"
+    const char * name;  // "avx512-vnni(-vbmi)", "avx2", "neon-dotprod"
     // ternary_gemm reads base-3 tiles for ternary-valued weights (cpu_tiles.cpp packs them so);
     // Q2_0's +2 needs the 2-bit tiles, which every set reads.
     bool base3;
@@ -188,7 +188,12 @@ struct Kernels {
 };
 
 // The kernels of each instruction set this build has (null where the build has none).
+// kernels_avx512(): with VBMI the base-3 codes come from vpermi2b lookups (kernels_avx512_vbmi(),
+// null on a CPU without VBMI), else from 16-bit multiplies (kernels_avx512_multiply()); the
+// results are the same, the tests run both.
 const Kernels * kernels_avx512();
+const Kernels * kernels_avx512_multiply();
+const Kernels * kernels_avx512_vbmi();
 const Kernels * kernels_avx2();
 const Kernels * kernels_neon();
 

@@ -2,7 +2,9 @@
 #include "backend/webgpu/pipeline_cache.h"
 
 #include "core/error.h"
+#include "core/log.h"
 
+#include <chrono>
 #include <vector>
 
 namespace tern {
@@ -188,6 +190,7 @@ WGPUComputePipeline PipelineCache::pipeline(const PipelineKey & key) {
         }
     }
     const std::string             label = key.label();
+    const auto                    t0    = std::chrono::steady_clock::now();
     WGPUComputePipelineDescriptor desc{};
     desc.label                 = wgpu_string(label);
     desc.layout                = l.pipeline.get();
@@ -203,6 +206,9 @@ WGPUComputePipeline PipelineCache::pipeline(const PipelineKey & key) {
     }
     WGPUComputePipeline raw = p.get();
     pipelines_.emplace(key, std::move(p));
+    TERN_LOG_DEBUG("webgpu: pipeline %s compiled in %.1f ms (%zu pipelines)", label.c_str(),
+                   std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),
+                   pipelines_.size());
     return raw;
 }
 

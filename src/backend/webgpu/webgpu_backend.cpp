@@ -332,15 +332,27 @@ std::unique_ptr<Weight> WebGpuBackend::load_linear(std::span<const WeightSource>
 }
 
 std::unique_ptr<Weight> WebGpuBackend::load_embedding(const WeightSource & src) {
-    const GpuTableLayout t = gpu_pack_table(src);
-    auto                 e = std::make_unique<GpuTable>();
-    e->n_cols              = src.ne[0];
-    e->n_rows              = src.ne[1];
-    e->f16                 = t.f16;
-    e->buffer              = make_buffer(t.words.size() * 4, t.words.data(), src.name.c_str());
-    e->n_bytes             = t.words.size() * 4;
+    auto e    = std::make_unique<GpuTable>();
+    e->n_cols = src.ne[0];
+    e->n_rows = src.ne[1];
+    // An F16 or F32 table is uploaded as the file holds it, straight from the mapped file (2B4T's
+    // 656 MB table: no copy to zero, fill and copy again); others as gpu_pack_table lays them out.
+    const bool   as_is = src.type == DType::f16 || src.type == DType::f32;
+    const size_t bytes = static_cast<size_t>(src.n_elements()) * (src.type == DType::f16 ? 2 : 4);
+    if (as_is && bytes % 4 == 0 && src.data.size() >= bytes) {
+        e->f16     = src.type == DType::f16;
+        e->buffer  = make_buffer(bytes, src.data.data(), src.name.c_str());
+        e->n_bytes = bytes;
+    } else {
+        const GpuTableLayout t = gpu_pack_table(src);
+        e->f16                 = t.f16;
+        e->buffer              = make_buffer(t.words.size() * 4, t.words.data(), src.name.c_str());
+        e->n_bytes             = t.words.size() * 4;
+    }
     // Greedy decoding streams the int8 copy of a large F16 head: int8 rows + (s, c, sq, 0) each.
     if (greedy_head_i8_applies(*e)) e->n_bytes_ids = static_cast<size_t>(e->n_rows) * static_cast<size_t>(e->n_cols + 16);
+    e->blocks = load_head_blocks(src);  // (a head of Q-type blocks reads those: n_bytes counts them)
+    if (e->blocks) e->n_bytes = e->blocks->n_bytes;
     return e;
 }
 

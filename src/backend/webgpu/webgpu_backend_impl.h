@@ -78,6 +78,9 @@ public:
     // q8 [n_rows][n_cols] int8, info [n_rows] (scale, bound coefficient, scale x ||codes||, 0) f32.
     mutable std::unique_ptr<GpuBuffer> q8, q8_info;
     mutable bool                       q8_failed = false;  // could not be allocated: the F16 path
+    // A Q8_0 / Q4_0 / Q6_K table's own blocks as a GpuMatrix (webgpu_family.cpp): the LM head reads
+    // them (lm_head_q.wgsl) instead of the f32 copy, which serves the embedding rows.
+    std::unique_ptr<Weight> blocks;
 };
 
 // cos/sin of ggml's NeoX theta recurrence for positions [0, n_pos), computed on the host exactly as
@@ -124,6 +127,7 @@ public:
         if (++steps_unsubmitted_ >= steps_per_submit_) submit_steps();
     }
     void synchronize() override;
+    double warm_up_seconds() const override { return tune_.warm_up_ms / 1000.0; }
     void embed(const Tensor & x, const Weight & token_embd, const Tensor & tokens) override;
     void rms_norm_quant(const QuantizedActs & a, const Tensor & x, const Weight & w, float eps) override;
     void rms_norm(const Tensor & y, const Tensor & x, const Weight & w, float eps) override;
@@ -158,6 +162,8 @@ public:
     void matmul_glu(const Tensor & f, const Weight & w_gate_up, const Tensor & x, FfnActivation act) override;
     void rope_kv_append(const Tensor & q, const KvLayer & kv, const Tensor & qkv, const AttentionShape & shape,
                         int64_t pos0) override;
+    void rope_kv_append_paged(const Tensor & q, const KvLayer & kv, const Tensor & qkv, const AttentionShape & shape,
+                              const KvBatch & batch) override;
     // Pipelined streams (webgpu_decode_stream.cpp): the device choice chains ids on the device and
     // reads them back a batch at a time while the next batch runs; a host picker gets each step
     // recorded while the one before runs (hold_step), unless a profile serializes the dispatches.
@@ -540,6 +546,19 @@ private:
     // rows, and rope tables with rope_freqs divisors / linear scaling (key: n_rot, base, scale, divisors).
     std::unique_ptr<Weight> load_matrix(std::span<const WeightSource> parts);
     const RopeTable &       family_rope_table(const AttentionShape & s, int64_t n_pos);
+    // The blocks of a Q8_0 / Q4_0 / Q6_K table for its LM head (null for other types), and that head.
+    std::unique_ptr<Weight> load_head_blocks(const WeightSource & src);
+    void family_lm_head(const Tensor & logits, const GpuTable & head, const Tensor & h, bool round_input_f16);
+    void encode_family_rope_kv(const Tensor & q, const KvLayer & kv, const Tensor & qkv, const AttentionShape & s,
+                               int64_t pos0, const KvBatch * batch);
+    // linear / linear_glu of a non-ternary weight: one token takes matvec_q8.wgsl where it applies.
+    void family_linear(const Tensor & y, const Weight & w, const LinearInput & in, bool accumulate);
+    void family_linear_glu(const Tensor & f, const Weight & w, const LinearInput & in, FfnActivation act);
+    const QuantizedActs * family_int8_input(const Weight & w, const LinearInput & in);
+    std::unique_ptr<GpuBuffer> mm_i8_, mm_i8_scale_;  // its scratch
+    QuantizedActs              family_acts_;
+    bool try_family_decode(const Tensor & y, const Weight & w, const LinearInput & in, bool accumulate,
+                           const FfnActivation * glu_act);
     std::unique_ptr<GpuBuffer> mm_codes_, mm_dq_, mm_kcodes_, mm_kd_, mm_glu_, mm_zero_norm_;
     std::map<std::tuple<int64_t, float, float, const Weight *>, RopeTable> family_ropes_;
     std::unique_ptr<GpuBuffer>                     scratch_;  // input copy for an in-place rms_norm
@@ -581,6 +600,7 @@ private:
     std::unique_ptr<GpuBuffer>                     attn_part_;    // prompt attention segment sums
     std::unique_ptr<GpuBuffer>                     attn_wmax_;    // split attention: workgroup maxima
     std::unique_ptr<GpuBuffer>                     attn_bsum_;    // split attention: block sums of exp
+    std::unique_ptr<GpuBuffer>                     attn_super_;   // split attention: superblocks' P·V sums
     std::optional<GemmTiling>                      gemm_tiling_;  // set_gemm_tiling()
     std::optional<MmaTiling>                       mma_tiling_;   // set_mma_tiling()
     std::optional<uint32_t>                        gemm_split_;   // set_gemm_split()

@@ -168,6 +168,9 @@ private:
         }
         host_s_ += seconds_since(t0);
         be_.read_end(host_.data());
+        TERN_LOG_DEBUG("webgpu: decode steps %lld-%lld read back %.2f ms after the stream began",
+                       static_cast<long long>(done_), static_cast<long long>(done_ + steps_ - 1),
+                       1e3 * seconds_since(began_));
         at_       = 0;
         n_read_   = static_cast<size_t>(steps_);
         done_    += steps_;
@@ -189,6 +192,7 @@ private:
     int64_t              n_recorded_ = 0;      // steps recorded in all, for the groups' ramp
     int                  cur_        = 0;      // the current batch's ring
     double               host_s_     = 0;
+    clock::time_point    began_      = clock::now();
     OwnedTensor          uniforms_;            // sampling: [2 per_ring_] f32, step i's at i % (2 per_ring_)
     std::vector<float>   u_host_;
     int64_t              u_written_ = 0;       // steps whose uniforms are in the ring

@@ -41,12 +41,15 @@ const std::vector<Field> & fields() {
         {"o_lanes", Kind::pow2_or_0, 4, 64, &T::o_lanes},
         {"o_wg", Kind::pow2_or_0, 32, 1024, &T::o_wg},
         {"gate_up_lanes", Kind::pow2, 4, 64, &T::gate_up_lanes},
+        {"family_rows", Kind::pow2, 1, 128, &T::family_rows},
+        {"family_prefetch", Kind::number, 0, 8, &T::family_prefetch},
         {"head_i8_min_bytes", Kind::number, 0, k_max, &T::head_i8_min_bytes},
         {"head_groups", Kind::number, 0, 65535, &T::head_groups},
         {"exact_groups", Kind::number, 0, 65535, &T::exact_groups},
         {"attn_wg", Kind::pow2_or_0, 64, 1024, &T::attn_wg},
         {"attn_wide_positions", Kind::number, 0, k_max, &T::attn_wide_positions},
         {"attn_long_positions", Kind::number, 0, k_max, &T::attn_long_positions},
+        {"attn_split_super", Kind::number, 0, 1, &T::attn_split_super},
         {"attn_split_dims", Kind::pow2, 2, 16, &T::attn_split_dims},
         {"attn_split_unroll", Kind::pow2, 1, 8, &T::attn_split_unroll},
         {"attn_split_heads", Kind::number, 0, 16, &T::attn_split_heads},
@@ -66,6 +69,7 @@ const std::vector<Field> & fields() {
         {"submit_ramp", Kind::number, 1, k_max, &T::submit_ramp},
         {"first_submit", Kind::number, 0, k_max, &T::first_submit},
         {"spin_us", Kind::number, 0, 10000000, &T::spin_us},
+        {"warm_up_ms", Kind::number, 0, 60000, &T::warm_up_ms},
         {"compute_units", Kind::number, 1, 65535, &T::compute_units},
     };
     return f;

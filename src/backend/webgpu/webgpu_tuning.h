@@ -36,6 +36,8 @@ struct WebGpuTuning {
                                        //     where 32-lane teams sum in registers and K >= 2048, else 16
     uint32_t o_wg              = 0;    // its threads; 0: 512 where o_lanes is 32 by default, else decode_wg
     uint32_t gate_up_lanes     = 4;    // the fewest lanes per row of gate+up
+    uint32_t family_rows       = 16;   // output rows per workgroup of matvec_q8.wgsl (Q4_0 / Q8_0 decode)
+    uint32_t family_prefetch   = 8;    // ... weight blocks per lane it loads before its prologue (0..8)
     // --- the LM head of one token: lm_head_i8_argmax.wgsl, argmax_exact.wgsl ---
     uint32_t head_i8_min_bytes = 64u << 20;  // greedy decoding streams an int8 copy of F16 heads this
                                              // large or larger (half the bytes; wider bounds)
@@ -47,6 +49,9 @@ struct WebGpuTuning {
     uint32_t attn_wide_positions     = 384;  // one query past this many positions: 512 threads
     uint32_t attn_long_positions     = 0;    // one query over this many or more: attention_split_*.wgsl;
                                              //     0: 800, or fewer where attention.wgsl keeps fewer scores
+    uint32_t attn_split_super        = 1;    // split attention's P·V a superblock of 512 positions per
+                                             //     workgroup, then a combine (1), or every position
+                                             //     in one workgroup (0: attention_split_pv.wgsl)
     uint32_t attn_split_dims         = 8;    // output dimensions per workgroup of attention_split_pv
     uint32_t attn_split_unroll       = 4;    // positions attention_split_pv loads ahead (1: none)
     uint32_t attn_split_heads        = 0;    // query heads per attention_split_pv workgroup (a divisor of
@@ -74,6 +79,7 @@ struct WebGpuTuning {
     uint32_t first_submit     = 8;     // dispatches in the first piece of a step after an idle device
                                        //     (then 2x, 4x, 8x, then the rest); 0: one submit
     uint32_t spin_us          = 4000;  // how long a wait yields before it naps
+    uint32_t warm_up_ms       = 0;     // Session::warm_up decodes this long before the prompt (clocks)
     uint32_t compute_units    = 132;   // compute units (SMs) assumed where work is sized to the GPU:
                                        //     WebGPU does not tell (132: an H100 SXM's, an H200's)
 

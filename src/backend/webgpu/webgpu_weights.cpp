@@ -5,10 +5,40 @@
 #include "quant/block_formats.h"
 #include "quant/ternary_formats.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <exception>
+#include <thread>
 
 namespace tern {
+
+namespace {
+
+// Row `r` of part `p`, which is row `row` of the stacked layout: its code words, group scales and
+// output scale (values, scales: scratch of K and n_groups).
+void pack_row(GpuLinearLayout & w, const WeightSource & p, int64_t r, int64_t row, std::vector<int8_t> & values,
+              std::vector<float> & scales) {
+    const int64_t k       = w.n_cols;
+    const size_t  k_words = static_cast<size_t>(k / 16);
+    lowbit_decode_row(w.type, p.data, p.n_elements(), r, k, values.data(), scales.data());
+    uint32_t * dst = w.words.data() + static_cast<size_t>(row) * k_words;
+    for (size_t wi = 0; wi < k_words; ++wi) {
+        uint32_t word = 0;
+        for (uint32_t e = 0; e < 16; ++e) {
+            const auto code = static_cast<uint32_t>(values[wi * 16 + e] + 1) & 3u;
+            // element 4s + b -> byte b, bit pair s
+            word |= code << (8 * (e % 4) + 2 * (e / 4));
+        }
+        dst[wi] = word;
+    }
+    for (int64_t g = 0; g < w.n_groups; ++g) {
+        std::memcpy(&w.words[w.scales_offset + static_cast<size_t>(row * w.n_groups + g)], &scales[g], 4);
+    }
+    std::memcpy(&w.words[w.oscales_offset + static_cast<size_t>(row)], &p.output_scale, 4);
+}
+
+}  // namespace
 
 GpuLinearLayout gpu_pack_linear(std::span<const WeightSource> parts) {
     const int64_t n    = check_linear_parts(parts);
@@ -29,29 +59,47 @@ GpuLinearLayout gpu_pack_linear(std::span<const WeightSource> parts) {
     w.oscales_offset     = w.scales_offset + static_cast<size_t>(n * w.n_groups);
     w.words.assign(w.oscales_offset + static_cast<size_t>(n), 0u);
 
-    std::vector<int8_t> values(static_cast<size_t>(k));
-    std::vector<float>  scales(static_cast<size_t>(w.n_groups));
-    int64_t             row0 = 0;
-    for (const auto & p : parts) {
-        for (int64_t r = 0; r < p.ne[1]; ++r) {
-            const int64_t row = row0 + r;
-            lowbit_decode_row(type, p.data, p.n_elements(), r, k, values.data(), scales.data());
-            uint32_t * dst = w.words.data() + static_cast<size_t>(row) * k_words;
-            for (size_t wi = 0; wi < k_words; ++wi) {
-                uint32_t word = 0;
-                for (uint32_t e = 0; e < 16; ++e) {
-                    const auto code = static_cast<uint32_t>(values[wi * 16 + e] + 1) & 3u;
-                    // element 4s + b -> byte b, bit pair s
-                    word |= code << (8 * (e % 4) + 2 * (e / 4));
-                }
-                dst[wi] = word;
+    // Rows [r0, r1) of the parts stacked; each row writes only its own words.
+    auto pack_rows = [&](int64_t r0, int64_t r1) {
+        std::vector<int8_t> values(static_cast<size_t>(k));
+        std::vector<float>  scales(static_cast<size_t>(w.n_groups));
+        int64_t             row0 = 0;
+        for (const auto & p : parts) {
+            for (int64_t r = std::max<int64_t>(0, r0 - row0); r < std::min(p.ne[1], r1 - row0); ++r) {
+                pack_row(w, p, r, row0 + r, values, scales);
             }
-            for (int64_t g = 0; g < w.n_groups; ++g) {
-                std::memcpy(&w.words[w.scales_offset + static_cast<size_t>(row * w.n_groups + g)], &scales[g], 4);
-            }
-            std::memcpy(&w.words[w.oscales_offset + static_cast<size_t>(row)], &p.output_scale, 4);
+            row0 += p.ne[1];
         }
-        row0 += p.ne[1];
+    };
+    // 2B4T repacks 2.1 billion weights at load: a weight of a million or more spreads its rows
+    // over the host's threads (up to 16); the layout is the same however it is split.
+    const int64_t n_threads = n * k >= (int64_t{1} << 20)
+                                  ? std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, std::min<int64_t>(16, n))
+                                  : 1;
+    if (n_threads == 1) {
+        pack_rows(0, n);
+        return w;
+    }
+    std::vector<std::exception_ptr> errors(static_cast<size_t>(n_threads));
+    {
+        std::vector<std::jthread> threads;
+        for (int64_t t = 1; t < n_threads; ++t) {
+            threads.emplace_back([&, t] {
+                try {
+                    pack_rows(n * t / n_threads, n * (t + 1) / n_threads);
+                } catch (...) {
+                    errors[static_cast<size_t>(t)] = std::current_exception();
+                }
+            });
+        }
+        try {
+            pack_rows(0, n / n_threads);
+        } catch (...) {
+            errors[0] = std::current_exception();
+        }
+    }  // (joins)
+    for (const auto & e : errors) {
+        if (e) std::rethrow_exception(e);
     }
     return w;
 }
