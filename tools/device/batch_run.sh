@@ -19,7 +19,8 @@
 # Results: $OUT/batch_*.md, .json, .txt. Environment: TUNES (space-separated TERN_WEBGPU_TUNE
 # values for step 2), SPLIT_TUNES (the same for step 3a, at TUNE_STREAMS: 8,64), TESTS (step 1's
 # gtest filter), SKIP_DEPTH=1 (no step 2), STREAMS (default 1,8,32,64), SERVE_STREAMS (step 4's,
-# default STREAMS), PROFILE_STREAMS (step 3b's stream counts, default 64), DURATION (serve_bench seconds per stream count,
+# default STREAMS), PROFILE_STREAMS (step 3b's stream counts, default 64), REPS (steps 3 and 3a's
+# repetitions, default 3), DURATION (serve_bench seconds per stream count,
 # default 10), SKIP_TESTS=1, SKIP_SERVE=1.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -64,11 +65,11 @@ done | tee "$out/batch_depth_tunes.txt"
 fi
 
 echo "== 3. batched engine: tern bench --parallel $streams"
-"$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 --parallel "$streams" -r 3 2>&1 | tee "$out/batch_engine.md"
+"$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 --parallel "$streams" -r "${REPS:-3}" 2>&1 | tee "$out/batch_engine.md"
 
 echo "== 3a. $TUNE_STREAMS streams under other tunings (gemm_split_groups 0: never split; first_submit 0: a step in one submit)"
 for t in ${SPLIT_TUNES:-gemm_split_groups=0 gemm_split_groups=528 first_submit=0 gemm_min_tokens=4 attn_split_dims=16}; do
-    TERN_WEBGPU_TUNE=$t "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 --parallel "$TUNE_STREAMS" -r 3 \
+    TERN_WEBGPU_TUNE=$t "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 --parallel "$TUNE_STREAMS" -r "${REPS:-3}" \
         2>/dev/null | grep ' tg64 x' | awk -F'|' -v t="$t" '{print t ":", $5 ":", $7, "t/s,", $8, "ms/step"}'
 done | tee "$out/batch_split_tunes.txt"
 
