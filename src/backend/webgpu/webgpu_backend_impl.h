@@ -430,6 +430,9 @@ private:
     // With out.top_k instead of ids (head_topk_batch.wgsl): the logits of the rows that can be among
     // each column's top_k largest, exactly, and -inf elsewhere.
     bool head_batch(const HeadOutput & out, const GpuTable & head, const LinearInput & in, bool round_input_f16);
+    // head_batch over the columns in groups of at most k_head_batch_columns (its scratch, T n_vocab
+    // (f, B) pairs, stays within a binding); false (nothing recorded) where it does not apply.
+    bool head_batches(const HeadOutput & out, const GpuTable & head, const LinearInput & in, bool round_input_f16);
 
     WgpuContext   ctx_;
     PipelineCache pipelines_;

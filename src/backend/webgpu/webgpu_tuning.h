@@ -70,7 +70,7 @@ struct WebGpuTuning {
     GemmTiling gemm_tile{0, 0, 0, 0};      // the dot4 GEMM's TMxTNxTRxTC; 0x0x0x0: 4x8x16x8, TC 4 up to 32 tokens
     MmaTiling  mma_tile{4, 1};             // the tensor-core GEMM's SGMxSGN
     MmaTiling  mma_tile_long{2, 1};        // the same for rows longer than 4096
-    uint32_t   gemm_split_groups = 528;    // a GEMM (one scale group per row) with at most half this many
+    uint32_t   gemm_split_groups = 264;    // a GEMM (one scale group per row) with at most half this many
                                            //     workgroups is split along K into about this many (each
                                            //     share at least 4 chunks of 64); 0: never split
     // --- submits and waits: webgpu_decode_stream.cpp, wgpu_device.cpp ---
