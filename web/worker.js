@@ -1,12 +1,18 @@
 // The engine's Web Worker: owns the WebAssembly instance so the page never freezes. Messages in:
-//   {type: "load", bytes: ArrayBuffer, name, backend: "auto" | "webgpu" | "cpu", allowCpuAdapter}
-//                                                 -> {type: "loaded", info, ms, note} | {type: "error"}
-//   {type: "generate", prompt, settings}          -> {type: "started", nPrompt, ms}, {type: "token", id, text}...,
-//                                                     {type: "done", nGenerated, promptMs, generateMs, stoppedByEog, stopped}
-//   {type: "stop"}                                 ends a generation at the next token
-// and {type: "ready", jspi, webgpu} once tern.wasm is compiled, {type: "error", message} on any failure.
+//   {type: "load", source: Blob | ArrayBuffer, name, backend: "auto" | "webgpu" | "cpu", allowCpuAdapter}
+//                                                 -> {type: "progress", done, total}... (WebGPU: weights read),
+//                                                    {type: "loaded", info, ms, note} | {type: "error"}
+// A Blob (a File from disk, or a download the page keeps in the Cache API) is read where it lies,
+// a layer at a time, by the WebGPU backend (TernEngine.loadModel), so it may be larger than memory.
+//   {type: "generate", prompt, settings, id}      -> {type: "token", id, text}..., {type: "done", nPrompt,
+//                                                     nGenerated, promptMs, generateMs, decodeMs, stoppedByEog, stopped}
+//   {type: "stop"}                                 ends a generation at the next token (JSPI only, see below)
+// and {type: "ready", jspi, webgpu} once tern.wasm is compiled, {type: "error", message, modelLoaded} on any failure.
 // "auto" takes WebGPU where the browser has JSPI and a hardware adapter, else the CPU, and says why.
-// A generation yields to the event loop after every token, which is how "stop" gets in.
+// A generation is TernEngine.generate (`tern run`'s loop). Under JSPI the engine waits while the
+// worker posts each token and yields to its event loop, which is how "stop" gets in; without JSPI
+// the whole generation is one call, tokens still stream out, and the page stops it by ending the
+// worker (web/app.js).
 /* global importScripts, TernEngine */
 "use strict";
 importScripts("tern.js", "tern-engine.js");
@@ -28,27 +34,12 @@ const ready = TernEngine.create({ locateFile: (file) => file }).then((e) => {
 }, (err) => postMessage({ type: "error", message: "cannot start tern.wasm: " + err }));
 
 async function generate(prompt, settings, id) {
-  const t0 = performance.now();
-  const nPrompt = await engine.start(prompt, settings);
-  const t1 = performance.now();
-  postMessage({ type: "started", nPrompt, ms: t1 - t0 });
-  let n = 0;
-  for (;;) {
-    if (id !== generation) {  // stopped
-      postMessage({ type: "done", nGenerated: n, promptMs: t1 - t0, generateMs: performance.now() - t1, stopped: true });
-      return;
-    }
-    const t = await engine.next();
-    if (t.done) {
-      if (t.text) postMessage({ type: "token", id: -1, text: t.text });
-      postMessage({ type: "done", nGenerated: n, promptMs: t1 - t0, generateMs: performance.now() - t1,
-                    stoppedByEog: t.stoppedByEog, stopped: false });
-      return;
-    }
-    ++n;
+  const stats = await engine.generate(prompt, settings, (t) => {
     postMessage({ type: "token", id: t.id, text: t.text });
-    await yieldToEvents();
-  }
+    if (!engine.jspi) return true;
+    return yieldToEvents().then(() => id === generation);
+  });
+  postMessage({ type: "done", ...stats });
 }
 
 async function handle(msg) {
@@ -57,28 +48,33 @@ async function handle(msg) {
   try {
     if (msg.type === "load") {
       const t0 = performance.now();
-      const bytes = new Uint8Array(msg.bytes);
+      const source = msg.source;
+      const onProgress = (done, total) => postMessage({ type: "progress", done, total });
       let info = null, note = "";
       const wanted = msg.backend || "auto";
       if (wanted === "auto") {
         if (!engine.jspi) note = "CPU: this browser has no JSPI (WebAssembly.Suspending), which WebGPU from WebAssembly needs";
         else if (typeof navigator === "undefined" || !navigator.gpu) note = "CPU: this browser has no WebGPU";
+        // (asked here first: a WebGPU load that fails replaces the loaded model with none)
+        else if (!(await navigator.gpu.requestAdapter())) note = "CPU: this browser gives no WebGPU adapter";
         else {
           try {
-            info = await engine.loadModel(bytes, msg.name, { backend: "webgpu", allowCpuAdapter: !!msg.allowCpuAdapter });
+            info = await engine.loadModel(source, msg.name, { backend: "webgpu", allowCpuAdapter: !!msg.allowCpuAdapter,
+                                                              onProgress });
           } catch (err) {
             note = "CPU: " + String(err.message || err).split("\n")[0];
           }
         }
       }
-      if (!info) info = await engine.loadModel(bytes, msg.name, { backend: wanted === "auto" ? "cpu" : wanted,
-                                                                  allowCpuAdapter: !!msg.allowCpuAdapter });
+      if (!info) info = await engine.loadModel(source, msg.name, { backend: wanted === "auto" ? "cpu" : wanted,
+                                                                   allowCpuAdapter: !!msg.allowCpuAdapter, onProgress });
       postMessage({ type: "loaded", info, note, ms: performance.now() - t0 });
     } else if (msg.type === "generate") {
       await generate(msg.prompt, msg.settings, msg.id);
     }
   } catch (err) {
-    postMessage({ type: "error", message: err && err.message ? err.message : String(err) });
+    // modelLoaded: whether the engine still has a model (a file refused before loading leaves the last one).
+    postMessage({ type: "error", message: err && err.message ? err.message : String(err), modelLoaded: !!engine.info });
   }
 }
 

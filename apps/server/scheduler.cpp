@@ -54,6 +54,9 @@ struct Scheduler::Slot {
     bool                   want_logits = false;  // this step's item asked for logits (or the argmax)
     // Greedy without penalties or logprobs: the device finds the argmax and no logits come back.
     bool                   greedy_on_device = false;
+    // A sampler whose chain starts with top-k (and no logprobs, which need every logit): its k, the
+    // head then computes only the rows that can be among them exactly (BatchItem::top_k); else 0.
+    int64_t                top_k_only = 0;
     int32_t                next = -1;       // the step's token, sampled (or the device's argmax)
     std::optional<TokenLogprob> next_logprob;
     std::optional<std::string>  sample_error;
@@ -66,6 +69,7 @@ struct Scheduler::Slot {
         greedy_on_device = sp.temp <= 0.0f && spec.logprobs < 0 &&
                            (sp.repeat_last_n == 0 || (sp.repeat_penalty == 1.0f && sp.frequency_penalty == 0.0f &&
                                                       sp.presence_penalty == 0.0f));
+        top_k_only = !greedy_on_device && spec.logprobs < 0 && sampler.starts_with_top_k() ? sp.top_k : 0;
     }
     bool prefilling() const { return prompt_fed < job->spec().prompt.size(); }
 };
@@ -259,13 +263,13 @@ void Scheduler::run_step(std::vector<std::unique_ptr<Slot>> & slots) {
             s->want_logits = s->prompt_fed + static_cast<size_t>(n) == prompt.size();
             items.push_back({s->seq, std::span(prompt).subspan(s->prompt_fed, static_cast<size_t>(n)),
                              s->want_logits && !s->greedy_on_device ? std::span<float>(s->logits) : std::span<float>(),
-                             s->want_logits && s->greedy_on_device ? &s->next : nullptr});
+                             s->want_logits && s->greedy_on_device ? &s->next : nullptr, s->top_k_only});
             s->prompt_fed += static_cast<size_t>(n);
         } else {
             s->want_logits = true;
             items.push_back({s->seq, std::span(&s->last, 1),
                              s->greedy_on_device ? std::span<float>() : std::span<float>(s->logits),
-                             s->greedy_on_device ? &s->next : nullptr});
+                             s->greedy_on_device ? &s->next : nullptr, s->top_k_only});
         }
     }
     // Prompts go first in the next step's budget by rotating the slot order: no slot starves.

@@ -18,7 +18,7 @@ namespace {
 
 std::unique_ptr<tern::web::WebEngine> g_engine;
 tern::web::GenerateParams             g_params;
-std::string                           g_error, g_text, g_json;
+std::string                           g_error, g_json, g_stats;
 
 template <typename Fn>
 int guarded(Fn && fn) {
@@ -59,14 +59,32 @@ tern::web::WebEngine & engine() {
 
 extern "C" {
 
+// Implemented in JavaScript (web/engine-library.js): takes one generated token (id -1: text that was
+// still pending at the end) and returns 0 to stop. Under JSPI it suspends while the worker yields.
+int tern_web_token(int32_t id, const char * text, size_t n_bytes);
+// Implemented in JavaScript too: bytes of weights read so far of all, while a model loads.
+void tern_web_progress(double done, double total);
+
 EMSCRIPTEN_KEEPALIVE const char * tern_web_error() { return g_error.c_str(); }
 
 // Loads the GGUF file at `path` in the module's file system on `backend` ("cpu" or "webgpu";
-// allow_cpu_adapter: accept a software WebGPU adapter), replacing any loaded model.
+// allow_cpu_adapter: accept a software WebGPU adapter), replacing any loaded model. A WebGPU load
+// reports its progress through the JavaScript import tern_web_progress.
 EMSCRIPTEN_KEEPALIVE int tern_web_load(const char * path, const char * backend, int allow_cpu_adapter) {
     return guarded([&] {
         g_engine.reset();
-        g_engine = std::make_unique<tern::web::WebEngine>(path, backend, allow_cpu_adapter != 0);
+        g_engine = std::make_unique<tern::web::WebEngine>(
+            path, backend, allow_cpu_adapter != 0,
+            [](uint64_t done, uint64_t total) { tern_web_progress(static_cast<double>(done), static_cast<double>(total)); });
+        return 0;
+    });
+}
+
+// 0 when a file of `n_bytes` can be loaded on `backend` as far as memory goes, else -1 (the message
+// in tern_web_error): JavaScript asks before it reads a large File or Blob into memory.
+EMSCRIPTEN_KEEPALIVE int tern_web_check_fits(double n_bytes, const char * backend) {
+    return guarded([&] {
+        tern::web::check_fits(static_cast<uint64_t>(n_bytes), backend);
         return 0;
     });
 }
@@ -77,11 +95,11 @@ EMSCRIPTEN_KEEPALIVE const char * tern_web_model_info() {
     if (guarded([] {
             const tern::ModelConfig & c = engine().config();
             g_json = tern::format(R"({"name":"%s","arch":"%s","n_layer":%lld,"n_embd":%lld,"n_vocab":%lld,)"
-                                  R"("n_ctx_train":%lld,"file_bytes":%zu,"synthetic":%s,"backend":"%s","chat_template":"%s"})",
+                                  R"("n_ctx_train":%lld,"file_bytes":%llu,"synthetic":%s,"backend":"%s","chat_template":"%s"})",
                                   json_escape(c.name).c_str(), json_escape(c.arch).c_str(),
                                   static_cast<long long>(c.n_layer), static_cast<long long>(c.n_embd),
                                   static_cast<long long>(c.n_vocab), static_cast<long long>(c.n_ctx_train),
-                                  engine().file_size(), c.synthetic ? "true" : "false",
+                                  static_cast<unsigned long long>(engine().file_size()), c.synthetic ? "true" : "false",
                                   json_escape(engine().backend_description()).c_str(),
                                   std::string(tern::chat_template_name(engine().chat_template())).c_str());
             return 0;
@@ -109,25 +127,28 @@ EMSCRIPTEN_KEEPALIVE void tern_web_set_params(double temp, int top_k, double top
     g_params.chat      = chat != 0;
 }
 
-// Reads the prompt; returns its token count (BOS included) or -1.
-EMSCRIPTEN_KEEPALIVE int tern_web_start(const char * prompt) {
-    return guarded([&] { return static_cast<int>(engine().start(prompt, g_params)); });
-}
-
-// One generated token: its id (tern_web_text() is the text completed with it), -2 when generation
-// has ended (tern_web_text() is what was still pending), or -1 on error.
-EMSCRIPTEN_KEEPALIVE int tern_web_next() {
+// Generates for `prompt` with the settings of tern_web_set_params (WebEngine::generate: `tern
+// run`'s loop), handing each token to the JavaScript import tern_web_token (web/engine-library.js)
+// as it comes. Returns the number of tokens generated, or -1; tern_web_stats() describes the run.
+EMSCRIPTEN_KEEPALIVE int tern_web_generate(const char * prompt) {
     return guarded([&] {
-        auto t = engine().next(g_text);
-        if (!t) return -2;
-        g_text = std::move(t->text);
-        return static_cast<int>(t->id);
+        const tern::web::WebEngine::Result r =
+            engine().generate(prompt, g_params, [](int32_t id, const std::string & text) {
+                return tern_web_token(id, text.data(), text.size()) != 0;
+            });
+        const tern::GenerationStats & s = r.stats;
+        g_stats = tern::format(R"({"n_prompt":%lld,"n_generated":%lld,"prompt_ms":%.3f,"generate_ms":%.3f,)"
+                              R"("decode_ms":%.3f,"stopped_by_eog":%s,"stopped":%s,"decoding":"%s"})",
+                              static_cast<long long>(s.n_prompt), static_cast<long long>(s.n_generated), s.prompt_ms,
+                              s.generate_ms, s.decode_ms, s.stopped_by_eog ? "true" : "false",
+                              r.stopped ? "true" : "false", r.decoding);
+        return static_cast<int>(s.n_generated);
     });
 }
 
-EMSCRIPTEN_KEEPALIVE const char * tern_web_text() { return g_text.c_str(); }
-
-EMSCRIPTEN_KEEPALIVE int tern_web_stopped_by_eog() { return g_engine && g_engine->stopped_by_eog() ? 1 : 0; }
+// The last tern_web_generate as JSON: {"n_prompt","n_generated","prompt_ms","generate_ms",
+// "decode_ms" (tokens 2..n, as `tern run` reports), "stopped_by_eog","stopped","decoding" (WebEngine::Result)}.
+EMSCRIPTEN_KEEPALIVE const char * tern_web_stats() { return g_stats.c_str(); }
 
 // Token ids of `text` as a JSON array (BOS added, special tokens parsed), or nullptr.
 EMSCRIPTEN_KEEPALIVE const char * tern_web_tokenize(const char * text) {

@@ -1,15 +1,49 @@
-// WebEngine: pull-based generation for the browser build (see web_engine.h).
+// WebEngine: the browser build's engine (see web_engine.h).
 #include "web_engine.h"
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/webgpu/webgpu_backend.h"
 #include "core/error.h"
 
+#include <emscripten/heap.h>
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <new>
 
 namespace tern::web {
 
-WebEngine::WebEngine(const std::string & path, const std::string & backend, bool allow_cpu_adapter) {
+namespace {
+
+// The CPU backend maps the whole file into the heap (it keeps pointers into it); what the heap must
+// hold besides: the KV cache, buffers and the sampler's scratch.
+constexpr uint64_t k_cpu_heap_reserve = uint64_t{512} << 20;
+
+double gigabytes(uint64_t n) { return static_cast<double>(n) / 1e9; }
+
+uint64_t file_bytes(const std::string & path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) fail(ErrorKind::io, format("cannot open '%s': %s", path.c_str(), std::strerror(errno)));
+    return static_cast<uint64_t>(st.st_size);
+}
+
+}  // namespace
+
+void check_fits(uint64_t file_bytes, const std::string & backend) {
+    const uint64_t heap_max = emscripten_get_heap_max();
+    if (backend == "cpu" && file_bytes + k_cpu_heap_reserve > heap_max) {
+        fail(ErrorKind::unsupported,
+             format("the file is %.2f GB; the CPU backend holds the whole file in WebAssembly memory, which is at "
+                    "most %.2f GB (%.2f GB with room to run)", gigabytes(file_bytes), gigabytes(heap_max),
+                    gigabytes(heap_max - k_cpu_heap_reserve)),
+             "use the WebGPU backend, which reads the file tensor by tensor, or a smaller model");
+    }
+}
+
+WebEngine::WebEngine(const std::string & path, const std::string & backend, bool allow_cpu_adapter,
+                     const LoadProgress & progress) {
     if (backend == "cpu") {
         backend_ = make_cpu_backend({1});  // no threads: the wasm build runs without SharedArrayBuffer
     } else if (backend == "webgpu") {
@@ -21,9 +55,32 @@ WebEngine::WebEngine(const std::string & path, const std::string & backend, bool
     }
     backend_description_ = backend == "cpu" ? "cpu (WebAssembly SIMD128): " + backend_->device_info().description
                                             : backend_->device_info().description;
+    const uint64_t heap_max = emscripten_get_heap_max();
     with_context(format("cannot load model '%s'", path.c_str()), [&] {
-        file_      = std::make_unique<GgufFile>(GgufFile::open(path));
-        model_     = BitnetModel::load(*file_, *backend_);
+        const uint64_t size = file_bytes(path);
+        check_fits(size, backend);
+        try {
+            // WebGPU copies every weight to the GPU: the file is read a layer at a time (GgufFile::open_streamed),
+            // so the heap never holds it whole.
+            if (backend == "webgpu") {
+                file_ = std::make_unique<GgufFile>(GgufFile::open_streamed(path));
+                if (progress) file_->set_read_progress(progress);
+            } else {
+                file_ = std::make_unique<GgufFile>(GgufFile::open(path));
+            }
+            model_ = BitnetModel::load(*file_, *backend_);
+        } catch (const std::bad_alloc &) {
+            uint64_t largest = 0;
+            for (const GgufTensorInfo & t : file_ ? file_->tensors() : std::vector<GgufTensorInfo>{}) {
+                largest = std::max<uint64_t>(largest, t.n_bytes);
+            }
+            fail(ErrorKind::unsupported,
+                 format("out of WebAssembly memory (%.2f GB at most) loading a %.2f GB file%s", gigabytes(heap_max),
+                        gigabytes(size),
+                        largest ? format(" whose largest tensor is %.2f GB", gigabytes(largest)).c_str() : ""),
+                 backend == "cpu" ? "use the WebGPU backend, which reads the file tensor by tensor, or a smaller model"
+                                  : "use a smaller model");
+        }
         tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::from_gguf(*file_));
         if (tokenizer_->n_vocab() != model_->config().n_vocab) {
             fail(ErrorKind::invalid_model, format("the tokenizer has %d tokens but the model has %lld embedding rows",
@@ -38,18 +95,17 @@ WebEngine::WebEngine(const std::string & path, const std::string & backend, bool
     }
 }
 
-int64_t WebEngine::start(const std::string & prompt, const GenerateParams & params) {
-    done_ = true;
+WebEngine::Result WebEngine::generate(const std::string & prompt, const GenerateParams & params,
+                                      const TokenCallback & on_token) {
     validate(params.sampling);
-    std::vector<int32_t> ids;
-    stop_ids_.clear();
+    std::vector<int32_t> ids, stop_ids;
     if (params.chat) {
         if (chat_ == ChatTemplate::none) {
             fail(ErrorKind::unsupported, format("'%s' has no chat format tern recognises", model_->config().name.c_str()),
                  "turn the chat format off to continue text with it");
         }
-        ids       = chat_template_tokens(chat_, *tokenizer_, {{"user", prompt}}, /*add_generation_prompt=*/true);
-        stop_ids_ = chat_template_stop_tokens(chat_, *tokenizer_);
+        ids      = chat_template_tokens(chat_, *tokenizer_, {{"user", prompt}}, /*add_generation_prompt=*/true);
+        stop_ids = chat_template_stop_tokens(chat_, *tokenizer_);
     } else {
         ids = tokenizer_->encode(prompt, /*add_bos=*/true, /*parse_special=*/true);
     }
@@ -64,52 +120,45 @@ int64_t WebEngine::start(const std::string & prompt, const GenerateParams & para
     if (!session_ || n_ctx_session_ != n_ctx) {
         session_.reset();  // free the old KV cache first
         SessionOptions so;
-        so.n_ctx       = n_ctx;
-        session_       = std::make_unique<Session>(*model_, so);
-        n_ctx_session_ = n_ctx;
+        so.n_ctx        = n_ctx;
+        session_        = std::make_unique<Session>(*model_, so);
+        n_ctx_session_  = n_ctx;
+        warmed_greedy_  = false;
+        warmed_sampled_ = false;
     }
     session_->reset();
-    sampler_ = std::make_unique<Sampler>(params.sampling, static_cast<int32_t>(model_->config().n_vocab));
-    decoder_ = std::make_unique<StreamingDecoder>(*tokenizer_);
-    for (int32_t id : ids) sampler_->accept(id);  // the penalties see the prompt, as in generate()
-    session_->eval(ids);
-    limit_          = params.n_predict < 0 ? n_ctx : params.n_predict;
-    n_generated_    = 0;
-    have_logits_    = true;
-    stopped_by_eog_ = false;
-    done_           = limit_ == 0;
-    return static_cast<int64_t>(ids.size());
-}
-
-std::optional<WebEngine::Token> WebEngine::next(std::string & text_at_end) {
-    text_at_end.clear();
-    if (!done_ && !have_logits_) {
-        done_ = true;  // the context filled up: the last id was handed out, not fed
+    Sampler    sampler(params.sampling, static_cast<int32_t>(model_->config().n_vocab));
+    const bool sampled_on_device = sampler.chain_only() && backend_->samples_on_device(sampler.chain());
+    if (!warmed_greedy_ || (sampled_on_device && !warmed_sampled_)) {
+        session_->warm_up(&sampler);  // compiles the decode kernels now, not inside the first tokens
+        warmed_greedy_  = true;
+        warmed_sampled_ = warmed_sampled_ || sampled_on_device;
     }
-    if (done_) {
-        if (decoder_) text_at_end = decoder_->flush();
-        return std::nullopt;
+    Result r;
+    // generate()'s own test for the greedy path (engine/session.cpp).
+    const SamplerParams & sp = params.sampling;
+    const bool plain_greedy  = sp.temp <= 0.0f && sp.repeat_penalty == 1.0f && sp.frequency_penalty == 0.0f &&
+                              sp.presence_penalty == 0.0f;
+    r.decoding = !backend_->counts_dispatches() ? "on the CPU"
+                 : plain_greedy                 ? "greedy on the device"
+                 : sampled_on_device            ? "sampled on the device"
+                                                : "sampled on the host from each step's logits";
+    bool end_of_turn = false;
+    r.stats = tern::generate(*session_, *tokenizer_, sampler, ids, params.n_predict < 0 ? -1 : params.n_predict,
+                             [&](int32_t id, const std::string & text) {
+                                 if (id >= 0 && std::find(stop_ids.begin(), stop_ids.end(), id) != stop_ids.end()) {
+                                     end_of_turn = true;  // the chat format's end of turn: not shown
+                                     return false;
+                                 }
+                                 if (end_of_turn && id < 0) return false;
+                                 if (!on_token(id, text)) r.stopped = true;
+                                 return !r.stopped;
+                             });
+    if (end_of_turn) {
+        r.stats.stopped_by_eog = true;
+        r.stats.n_generated -= 1;  // the end-of-turn token was counted as generated
     }
-    // Greedy (temp <= 0) is the sampler's argmax; the native loop takes it on the device, with the
-    // same lowest-index tie break. Penalties, when set, see every drawn token (decode_sampled).
-    const int32_t id = sampler_->sample(session_->logits());
-    sampler_->accept(id);
-    if (tokenizer_->is_eog(id) || std::find(stop_ids_.begin(), stop_ids_.end(), id) != stop_ids_.end()) {
-        stopped_by_eog_ = true;
-        done_           = true;
-        text_at_end     = decoder_->flush();
-        return std::nullopt;
-    }
-    ++n_generated_;
-    Token t{id, decoder_->push(id)};
-    have_logits_ = false;
-    if (n_generated_ >= limit_) {
-        done_ = true;
-    } else if (session_->n_past() < session_->n_ctx()) {
-        session_->eval({&id, 1});
-        have_logits_ = true;
-    }
-    return t;
+    return r;
 }
 
 }  // namespace tern::web

@@ -1,10 +1,10 @@
 // WebEngine: the engine as the browser build drives it (apps/web/tern_web.cpp exports it to
-// JavaScript). A Web Worker cannot take a "stop" message while a call into WebAssembly runs, so
-// generation is pull-based: start() reads the prompt, then each next() produces one token and
-// returns, and the worker yields to its event loop between calls. The tokens are generate()'s
-// (engine/session.h) for the same model, prompt and sampler settings: the sampler sees the prompt,
-// draws from each position's logits, and stops at an end-of-generation token, after n_predict
-// tokens, or when the context is full.
+// JavaScript). generate() runs tern::generate (engine/session.h), the loop `tern run` runs: the
+// prompt, then greedy decoding on the device (Session::decode_greedy: ids come back in batches while
+// the device runs ahead) or sampling (on the device where the backend samples the chain, else from
+// each step's logits), each token handed to a callback as it comes. In a Web Worker that callback is
+// a JavaScript import which, under JSPI, suspends the WebAssembly stack while the worker posts the
+// token and yields to its event loop, which is how "stop" gets in (web/worker.js).
 #pragma once
 
 #include "engine/session.h"
@@ -14,8 +14,8 @@
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
+#include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,13 +28,22 @@ struct GenerateParams {
     bool          chat      = false;  // the prompt is one user message in the model's chat format
 };
 
+// Throws Error(unsupported) when a file of file_bytes cannot be loaded on `backend` for want of
+// WebAssembly memory (the CPU backend holds the whole file in the heap; WebGPU streams it).
+void check_fits(uint64_t file_bytes, const std::string & backend);
+
 class WebEngine {
 public:
-    // Loads a GGUF file (the wasm build's in-memory file system holds it) on `backend`: "cpu" (the
-    // reference kernels, one thread) or "webgpu" (navigator.gpu through web/webgpu-library.js; a
-    // software adapter such as SwiftShader only with allow_cpu_adapter). Throws Error naming the file
-    // on a bad model, or Error(device) when WebGPU is unavailable.
-    WebEngine(const std::string & path, const std::string & backend, bool allow_cpu_adapter);
+    // Loads a GGUF file (in the wasm build's file system: in memory, a File or Blob, or a host file
+    // under Node) on `backend`: "cpu" (the reference kernels, one thread; the whole file in the
+    // heap, so it must fit it) or "webgpu" (navigator.gpu through web/webgpu-library.js; a software
+    // adapter such as SwiftShader only with allow_cpu_adapter; the file is read a layer at a time,
+    // GgufFile::open_streamed, so it may be larger than the heap; progress(bytes read, all tensor
+    // bytes) after each tensor). Throws Error naming the file on a bad model or one that cannot fit
+    // the heap, or Error(device) when WebGPU is unavailable.
+    using LoadProgress = std::function<void(uint64_t done, uint64_t total)>;
+    WebEngine(const std::string & path, const std::string & backend, bool allow_cpu_adapter,
+              const LoadProgress & progress = {});
 
     const std::string & backend_description() const { return backend_description_; }
     // The model's chat format (chat_template.h: from tokenizer.chat_template or the vocabulary);
@@ -43,23 +52,24 @@ public:
 
     const ModelConfig & config() const { return model_->config(); }
     const Tokenizer &   tokenizer() const { return *tokenizer_; }
-    size_t              file_size() const { return file_->file_size(); }
+    uint64_t            file_size() const { return file_->file_size(); }
 
     // Tokenizes `prompt` (BOS added, special-token text parsed, as `tern run` does; with params.chat,
     // a one-message conversation in the chat format with the assistant's header, as `tern chat`'s
-    // first turn, and the format's end-of-turn marker also stops), validates the settings and
-    // evaluates the prompt. Returns the number of prompt tokens. Throws Error.
-    int64_t start(const std::string & prompt, const GenerateParams & params);
-
-    // The next token: its id and the text that became complete with it (possibly empty inside a
-    // UTF-8 sequence), or nullopt when generation ended (then `text` holds what was pending).
-    struct Token {
-        int32_t     id = -1;
-        std::string text;
+    // first turn, and the format's end-of-turn marker also stops), validates the settings, and
+    // generates as `tern run` does (the first generation on each decoding path warms it up first, as
+    // `tern run` does before its prompt). on_token(id, text) gets each token with the text that
+    // became complete with it (possibly empty inside a UTF-8 sequence), then once (-1, rest) if text
+    // was still pending; it returns false to stop. Throws Error.
+    struct Result {
+        GenerationStats stats;
+        bool            stopped = false;  // on_token returned false
+        // How the ids were chosen: "greedy on the device", "sampled on the device", "sampled on the
+        // host from each step's logits" (the chain has penalties, or the device cannot sample it), or
+        // "on the CPU" (the CPU backend).
+        const char *    decoding = "";
     };
-    std::optional<Token> next(std::string & text_at_end);
-
-    bool stopped_by_eog() const { return stopped_by_eog_; }
+    Result generate(const std::string & prompt, const GenerateParams & params, const TokenCallback & on_token);
 
 private:
     std::unique_ptr<GgufFile>         file_;
@@ -67,17 +77,11 @@ private:
     std::unique_ptr<BitnetModel>      model_;
     std::unique_ptr<Tokenizer>        tokenizer_;
     std::unique_ptr<Session>          session_;
-    std::unique_ptr<Sampler>          sampler_;
-    std::unique_ptr<StreamingDecoder> decoder_;
     std::string                       backend_description_;
     ChatTemplate                      chat_ = ChatTemplate::none;
-    std::vector<int32_t>              stop_ids_;  // the chat format's end-of-turn ids (chat only)
-    int64_t n_ctx_session_ = 0;  // the context the current session was made with
-    int64_t limit_         = 0;
-    int64_t n_generated_   = 0;
-    bool    have_logits_   = false;  // the session's logits are those of the last fed position
-    bool    done_          = true;
-    bool    stopped_by_eog_ = false;
+    int64_t n_ctx_session_ = 0;      // the context the current session was made with
+    bool    warmed_greedy_  = false;  // the decoding paths warmed up on this session
+    bool    warmed_sampled_ = false;
 };
 
 }  // namespace tern::web

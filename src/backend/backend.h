@@ -291,6 +291,10 @@ public:
     // --- a step ---
     virtual void begin_step() = 0;   // ops up to end_step() form one step (optional for eager backends)
     virtual void end_step() = 0;     // submits the step's work; does not wait
+    // begin_step() for a step that starts on an idle device whose results are awaited right after it
+    // (BatchEngine's steps): a backend may submit the step in pieces while it is recorded, so the
+    // device starts before the whole step is recorded (WebGPU: WebGpuTuning::first_submit).
+    virtual void begin_step_from_idle() { begin_step(); }
     virtual void synchronize() = 0;  // waits for submitted work; rethrows device errors as Error(device)
 
     // --- primitive ops: the unfused kernels ---

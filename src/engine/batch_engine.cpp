@@ -121,7 +121,8 @@ void BatchEngine::run_pass(std::span<const BatchItem> items, std::span<const Pas
     tables_.clear();
     tokens_.clear();
     cols_.clear();
-    bool any_logits = false;
+    bool    any_logits = false;
+    int64_t top_k      = 0;  // the head's (HeadOutput::top_k); -1 once an item needs every logit
     for (const PassPart & pp : parts) {
         const BatchItem & it = items[pp.item];
         Sequence &        s  = get(it.seq);
@@ -133,6 +134,7 @@ void BatchEngine::run_pass(std::span<const BatchItem> items, std::span<const Pas
         if (last && (!it.logits.empty() || it.argmax != nullptr)) {
             cols_.push_back(static_cast<int32_t>(col + pp.n - 1));
             any_logits = any_logits || !it.logits.empty();
+            if (!it.logits.empty()) top_k = it.top_k > 0 && top_k >= 0 ? std::max(top_k, it.top_k) : -1;
         }
     }
     const KvBatch batch = tables_.upload(be, pool_.page_size());
@@ -143,6 +145,7 @@ void BatchEngine::run_pass(std::span<const BatchItem> items, std::span<const Pas
     Tensor cols = head_cols_.tensor;
     cols.ne[0]  = std::max<int64_t>(n_out, 1);
     if (n_out > 0) be.write(cols, cols_.data(), cols_.size() * sizeof(int32_t));
+    if (any_logits && top_k > 0) head.top_k = top_k;
     if (n_out > 0 && !any_logits) {  // ids only: the logits are the head's scratch (HeadOutput)
         head.ids       = head_ids_.tensor;
         head.ids.ne[0] = n_out;

@@ -48,6 +48,10 @@ struct BatchItem {
     // Where set: the argmax of those logits (lowest id on ties). When no item of a step wants
     // logits, the backend may find the ids without producing logits at all (greedy decoding).
     int32_t * argmax = nullptr;
+    // > 0: whoever reads `logits` looks only at their top_k largest (a sampler whose chain starts
+    // with top-k): rows that cannot be among them may come back -inf (HeadOutput::top_k), the
+    // others are exact. A step's head takes the largest such k when every item with logits sets one.
+    int64_t top_k = 0;
 };
 
 class BatchEngine {

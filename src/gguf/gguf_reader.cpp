@@ -39,11 +39,15 @@ constexpr const char * k_truncated_hint = "the download or copy may be incomplet
 // Bounds-checked sequential reader over the file image.
 class Cursor {
 public:
-    Cursor(std::span<const uint8_t> bytes, bool partial) : bytes_(bytes), partial_(partial) {}
+    // prefix: `bytes` is the start of a longer file (open_streamed), so running past its end means
+    // the prefix must grow (NeedMoreBytes), not that the file is cut short.
+    Cursor(std::span<const uint8_t> bytes, bool partial, bool prefix = false)
+        : bytes_(bytes), partial_(partial), prefix_(prefix) {}
 
     // A length or count that cannot fit in the rest of the file: in a partial read the file was
     // cut short, else it is corrupt or truncated.
     [[noreturn]] void runs_past_end(const std::string & message) const {
+        if (prefix_) throw gguf_detail::NeedMoreBytes{};
         if (partial_) throw Truncated{message};
         bad(message, k_truncated_hint);
     }
@@ -81,6 +85,7 @@ private:
     std::span<const uint8_t> bytes_;
     size_t                   pos_ = 0;
     bool                     partial_;
+    bool                     prefix_;
 };
 
 // Reads one value of type t (not ARRAY) and returns a view of it; validates strings and bools.
@@ -127,8 +132,9 @@ int64_t checked_elements(const std::array<int64_t, 4> & ne, uint32_t n_dims, con
 GgufFile GgufFile::open(const std::string & path, const GgufReadOptions & options) {
     GgufFile f;
     f.name_    = path;
-    f.mapping_ = MappedFile(path);
-    f.bytes_   = f.mapping_.bytes();
+    f.mapping_   = MappedFile(path);
+    f.bytes_     = f.mapping_.bytes();
+    f.file_size_ = f.bytes_.size();
     f.parse_with_context(options);
     return f;
 }
@@ -137,7 +143,8 @@ GgufFile GgufFile::from_bytes(std::span<const uint8_t> bytes, std::string name, 
     GgufFile f;
     f.name_  = std::move(name);
     f.owned_.assign(bytes.begin(), bytes.end());
-    f.bytes_ = f.owned_;
+    f.bytes_     = f.owned_;
+    f.file_size_ = f.bytes_.size();
     f.parse_with_context(options);
     return f;
 }
@@ -151,7 +158,7 @@ void GgufFile::parse_with_context(const GgufReadOptions & options) {
                     !e.hint().empty() ? e.hint()
                                       : format("the file is corrupt or truncated (it is %zu bytes); compare its size "
                                                "and checksum with the original, or convert it again",
-                                               bytes_.size()));
+                                               static_cast<size_t>(file_size_)));
     }
 }
 
@@ -164,11 +171,11 @@ void GgufFile::parse(const GgufReadOptions & options) {
 }
 
 void GgufFile::parse_sections(const GgufReadOptions & options) {
-    if (bytes_.size() < k_header_bytes) {
-        bad(format("file is %zu bytes, smaller than the 24-byte GGUF header", bytes_.size()),
+    if (file_size_ < k_header_bytes) {
+        bad(format("file is %zu bytes, smaller than the 24-byte GGUF header", static_cast<size_t>(file_size_)),
             "this is not a GGUF model file, or it is truncated");
     }
-    Cursor cur(bytes_, options.partial);
+    Cursor cur(bytes_, options.partial, bytes_.size() < file_size_);
     const uint8_t * magic = cur.take(4, "magic");
     if (std::memcmp(magic, "GGUF", 4) != 0) {
         bad(format("not a GGUF file: magic is '%s', expected 'GGUF'",
@@ -334,11 +341,12 @@ void GgufFile::parse_sections(const GgufReadOptions & options) {
     // --- data section ---
     const size_t dir_end = cur.pos();
     data_offset_         = n_tensors == 0 ? dir_end : static_cast<size_t>(pad_to(dir_end, alignment_));
-    if (data_offset_ > bytes_.size()) {
-        cur.runs_past_end(format("file is truncated: the data section starts at offset %zu, but the file ends at %zu",
-                                 data_offset_, bytes_.size()));
+    if (data_offset_ > file_size_) {
+        Cursor(bytes_, options.partial).runs_past_end(format(
+            "file is truncated: the data section starts at offset %zu, but the file ends at %llu", data_offset_,
+            static_cast<unsigned long long>(file_size_)));
     }
-    const uint64_t data_size = bytes_.size() - data_offset_;
+    const uint64_t data_size = file_size_ - data_offset_;
 
     // Offsets in directory order are checked below; q2_0 group sizes need the distance to the next tensor.
     std::vector<size_t> order(tensors_.size());
@@ -401,9 +409,9 @@ void GgufFile::parse_sections(const GgufReadOptions & options) {
         if (t.offset > data_size || t.n_bytes > data_size - t.offset) {
             if (options.partial && t.offset % alignment_ == 0) {
                 throw Truncated{format("file is truncated: tensor '%s' needs bytes up to offset %llu, but the file "
-                                       "ends at %zu", printable(t.name).c_str(),
+                                       "ends at %llu", printable(t.name).c_str(),
                                        static_cast<unsigned long long>(data_offset_ + t.offset + t.n_bytes),
-                                       bytes_.size())};
+                                       static_cast<unsigned long long>(file_size_))};
             }
             bad(format("%s: data at offset %llu, %zu bytes long, lies outside the data section of %llu bytes",
                        what.c_str(), static_cast<unsigned long long>(t.offset), t.n_bytes,
@@ -446,6 +454,7 @@ std::span<const uint8_t> GgufFile::tensor_data(const GgufTensorInfo & info) cons
         bad(format("'%s': tensor '%s' cannot be read: %s", name_.c_str(), printable(info.name).c_str(), truncation_.c_str()),
             k_truncated_hint);
     }
+    if (stream_) return read_streamed(data_offset_ + info.offset, info.n_bytes);
     return bytes_.subspan(data_offset_ + info.offset, info.n_bytes);
 }
 

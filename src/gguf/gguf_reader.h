@@ -9,6 +9,8 @@
 // Every length, count, dimension and offset is checked against the bytes that remain before it is
 // used (checklist of FORMATS.md §1.9); a bad file throws Error(invalid_model) naming the key or
 // tensor, what was expected and what was found. Values are views into the mapping: no copies.
+// A streamed file (open_streamed) holds only the metadata and directory in memory and reads each
+// tensor's bytes when asked (the browser build: files larger than the wasm32 heap).
 #pragma once
 
 #include "core/dtype.h"
@@ -17,6 +19,8 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -62,10 +66,20 @@ struct GgufReadOptions {
     bool partial = false;
 };
 
+namespace gguf_detail {
+// Thrown by the parser of a streamed file's prefix that ends inside the metadata or directory.
+struct NeedMoreBytes {};
+}  // namespace gguf_detail
+
 class GgufFile {
 public:
     // Maps and validates the file at path. Throws Error(io) / Error(invalid_model).
     static GgufFile open(const std::string & path, const GgufReadOptions & options = {});
+    // Reads and validates the metadata and tensor directory of the file at path (a prefix of the
+    // file, grown until they fit) without mapping it; tensor_data() then reads each tensor from the
+    // file when asked, into memory this GgufFile owns until release_tensor_data(). For files larger
+    // than the memory the process may use (the browser build's 4 GB wasm32 heap). Throws as open().
+    static GgufFile open_streamed(const std::string & path, const GgufReadOptions & options = {});
     // Validates an in-memory image (tests, fuzzing). The bytes are copied.
     static GgufFile from_bytes(std::span<const uint8_t> bytes, std::string name = "<memory>",
                                const GgufReadOptions & options = {});
@@ -74,7 +88,8 @@ public:
     uint32_t            version() const { return version_; }
     uint32_t            alignment() const { return alignment_; }
     size_t              data_offset() const { return data_offset_; }
-    size_t              file_size() const { return bytes_.size(); }
+    uint64_t            file_size() const { return file_size_; }  // (may exceed a 32-bit size_t: wasm32)
+    bool                streamed() const { return stream_ != nullptr; }
 
     const std::vector<GgufKv> &         kvs() const { return kvs_; }
     const std::vector<GgufTensorInfo> & tensors() const { return tensors_; }
@@ -82,7 +97,14 @@ public:
     const GgufKv *         find(std::string_view key) const;
     const GgufTensorInfo * find_tensor(std::string_view name) const;
     // Throws Error(invalid_model) for a file read with GgufReadOptions::partial that was cut short.
+    // A streamed file reads the bytes now (Error(io) if it cannot); the span stays valid until
+    // release_tensor_data().
     std::span<const uint8_t> tensor_data(const GgufTensorInfo & info) const;
+    // Streamed files: frees the bytes tensor_data() read (every span it returned becomes invalid).
+    // A model loader calls it once the weights read so far are uploaded. Mapped files: nothing.
+    void release_tensor_data() const;
+    // Streamed files: fn(tensor bytes read so far, all tensor bytes) after each read (progress).
+    void set_read_progress(std::function<void(uint64_t done, uint64_t total)> fn);
     // Empty for a complete file; for a partial read of a truncated one, what was cut off.
     const std::string & truncation() const { return truncation_; }
 
@@ -99,16 +121,24 @@ public:
     // Renders a scalar value (or an array summary) for `tern inspect`.
     static std::string describe(const GgufValue & value, size_t max_items = 8);
 
+    GgufFile(GgufFile &&) noexcept;
+    GgufFile & operator=(GgufFile &&) noexcept;
+    ~GgufFile();
+
 private:
-    GgufFile() = default;
+    struct Stream;  // gguf_stream.cpp: the open file, the bytes read, progress
+    GgufFile();
     void parse_with_context(const GgufReadOptions & options);
     void parse(const GgufReadOptions & options);
     void parse_sections(const GgufReadOptions & options);
+    std::span<const uint8_t> read_streamed(uint64_t offset, size_t n_bytes) const;
 
     std::string          name_;
     MappedFile           mapping_;   // empty for from_bytes
     std::vector<uint8_t> owned_;     // from_bytes storage
-    std::span<const uint8_t> bytes_;
+    std::span<const uint8_t> bytes_;  // the whole file, or a streamed file's metadata and directory
+    uint64_t             file_size_   = 0;
+    std::unique_ptr<Stream> stream_;  // streamed files only
     uint32_t             version_     = 0;
     uint32_t             alignment_   = k_gguf_default_alignment;
     size_t               data_offset_ = 0;

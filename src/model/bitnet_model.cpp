@@ -159,6 +159,7 @@ std::unique_ptr<BitnetModel> BitnetModel::load(const GgufFile & file, Backend & 
     m->weight_bytes_    = m->token_embd_->n_bytes / static_cast<size_t>(std::max<int64_t>(1, c.n_vocab)) +
                        m->output_norm_->n_bytes + head.n_bytes;
 
+    file.release_tensor_data();  // (a streamed file holds one layer's bytes at a time; see GgufFile)
     // Loads that take over a second (repacking a large model) show their progress by layer.
     ProgressBar bar("loading weights", static_cast<uint64_t>(c.n_layer), true, 1.0);
     for (int64_t il = 0; il < c.n_layer; ++il) {
@@ -184,6 +185,7 @@ std::unique_ptr<BitnetModel> BitnetModel::load(const GgufFile & file, Backend & 
             m->weight_bytes_ += w->n_bytes;
         }
         m->layers_.push_back(std::move(L));
+        file.release_tensor_data();
     }
     bar.finish();
     b.warn_unused();
@@ -231,7 +233,7 @@ void BitnetModel::forward_batch(ForwardBuffers & buf, const KvCache & pool, cons
     const int64_t n_out    = head.logits.ne[1];
     TERN_ASSERT(n_out >= 0 && n_out <= buf.n_logits && (n_out == 0 || head_cols.ne[0] == n_out), "n_out %lld",
                 static_cast<long long>(n_out));
-    backend_.begin_step();
+    backend_.begin_step_from_idle();  // (BatchEngine reads each step's results before the next)
     record(buf, {pool, 0, &batch}, n_tokens, view(buf.tokens, {n_tokens, 1, 1, 1}), head, &head_cols,
            round_head_input_f16);
     backend_.end_step();

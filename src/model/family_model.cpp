@@ -86,6 +86,7 @@ void BitnetModel::load_family(const GgufFile & file) {
     weight_bytes_ = token_embd_->n_bytes / static_cast<size_t>(std::max<int64_t>(1, c.n_vocab)) + output_norm_->n_bytes +
                     head.n_bytes;
 
+    file.release_tensor_data();  // (a streamed file holds one layer's bytes at a time; see GgufFile)
     for (int64_t il = 0; il < c.n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
         LayerWeights      L;
@@ -119,6 +120,7 @@ void BitnetModel::load_family(const GgufFile & file) {
             if (w) weight_bytes_ += w->n_bytes;
         }
         layers_.push_back(std::move(L));
+        file.release_tensor_data();
     }
     if (rope_freqs_) weight_bytes_ += rope_freqs_->n_bytes;
 }

@@ -81,61 +81,69 @@ std::vector<uint8_t> random_lowbit(DType type, int64_t k, int64_t n, std::mt1993
 }
 
 // Ternary products: every type, row counts around a tile, token counts around each kernel's token
-// blocks, with and without accumulation and output scales, into a strided, offset output.
+// blocks, with and without accumulation and output scales, into a strided, offset output. AVX-512:
+// both base-3 decodes (multiplies, and VBMI lookups where the CPU has them).
 TEST_P(CpuKernels, TernaryGemmMatchesBitlinearDot) {
     ThreadPool pool(1);
-    for (const bool base3 : {false, true}) {
-        if (base3 && !k_->base3) continue;
-        for (DType type : {DType::i2_s, DType::tq2_0, DType::tq1_0, DType::q2_0, DType::pq2_0, DType::q1_0}) {
-            for (const int64_t k : {256, 768}) {
-                for (const int64_t n : {1, 17, 40}) {
-                    SCOPED_TRACE(std::string(dtype_name(type)) + " k " + std::to_string(k) + " n " + std::to_string(n) +
-                                 (base3 ? " base-3" : " 2-bit"));
-                    const auto   bytes = random_lowbit(type, k, n, rng_);
-                    WeightSource src{"w", type, {k, n, 1, 1}, bytes};
-                    src.output_scale = n == 17 ? 1.5f : 1.0f;
-                    const auto   w     = cpu_pack_tiles({&src, 1}, pool, base3 ? k_ : nullptr);
-                    const auto   tiles = w->view();
-                    const int64_t n_groups = k / w->group;
-                    // the packing round-trips the file's values
-                    std::vector<int8_t> vals(static_cast<size_t>(k)), want(static_cast<size_t>(k));
-                    std::vector<float>  scales(static_cast<size_t>(n_groups));
-                    for (int64_t r = 0; r < n; ++r) {
-                        cpu_tiles_unpack_row(tiles, r, vals.data());
-                        lowbit_decode_row(type, bytes, k * n, r, k, want.data(), scales.data());
-                        ASSERT_EQ(vals, want) << "row " << r;
-                    }
-                    for (const int64_t T : emulated() ? std::vector<int64_t>{1, 3, 9, 17} : std::vector<int64_t>{1, 2, 3, 5, 8, 9, 17, 70}) {
-                        std::vector<int8_t>  q(static_cast<size_t>(k * T));
-                        std::vector<float>   s(static_cast<size_t>(T));
-                        std::vector<int32_t> gs(static_cast<size_t>(T * n_groups));
-                        for (auto & v : q) v = static_cast<int8_t>(static_cast<int>(rng_() % 256) - 128);
-                        for (int64_t t = 0; t < T; ++t) {
-                            s[static_cast<size_t>(t)] = 20.0f + static_cast<float>(rng_() % 1000) / 7.0f;
-                            for (int64_t g = 0; g < n_groups; ++g) {
-                                int32_t sum = 0;
-                                for (int64_t i = g * w->group; i < (g + 1) * w->group; ++i) sum += q[static_cast<size_t>(t * k + i)];
-                                gs[static_cast<size_t>(t * n_groups + g)] = sum;
-                            }
+    std::vector<const cpu::Kernels *> sets{k_};
+    if (GetParam().isa == CpuIsa::avx512) {
+        sets = {cpu::kernels_avx512_multiply()};
+        if (cpu::kernels_avx512_vbmi()) sets.push_back(cpu::kernels_avx512_vbmi());
+    }
+    for (const cpu::Kernels * ks : sets) {
+        for (const bool base3 : {false, true}) {
+            if (base3 && !ks->tile_to_base3) continue;
+            for (DType type : {DType::i2_s, DType::tq2_0, DType::tq1_0, DType::q2_0, DType::pq2_0, DType::q1_0}) {
+                for (const int64_t k : {256, 768}) {
+                    for (const int64_t n : {1, 17, 40}) {
+                        SCOPED_TRACE(std::string(dtype_name(type)) + " k " + std::to_string(k) + " n " + std::to_string(n) +
+                                     (base3 ? " base-3 " : " 2-bit ") + ks->name);
+                        const auto   bytes = random_lowbit(type, k, n, rng_);
+                        WeightSource src{"w", type, {k, n, 1, 1}, bytes};
+                        src.output_scale = n == 17 ? 1.5f : 1.0f;
+                        const auto   w     = cpu_pack_tiles({&src, 1}, pool, base3 ? ks : nullptr);
+                        const auto   tiles = w->view();
+                        const int64_t n_groups = k / w->group;
+                        // the packing round-trips the file's values
+                        std::vector<int8_t> vals(static_cast<size_t>(k)), want(static_cast<size_t>(k));
+                        std::vector<float>  scales(static_cast<size_t>(n_groups));
+                        for (int64_t r = 0; r < n; ++r) {
+                            cpu_tiles_unpack_row(tiles, r, vals.data());
+                            lowbit_decode_row(type, bytes, k * n, r, k, want.data(), scales.data());
+                            ASSERT_EQ(vals, want) << "row " << r;
                         }
-                        AlignedBytes       scratch(static_cast<size_t>(272 * k));  // base-3 tiles decoded for many tokens
-                        const cpu::ActView a{q.data(), k, s.data(), gs.data(), T, scratch.data()};
-                        for (const bool acc : {false, true}) {
-                            const int64_t      ldy = n + 5, row0 = 0;
-                            std::vector<float> y(static_cast<size_t>(ldy * T)), ref(y.size());
-                            for (size_t i = 0; i < y.size(); ++i) y[i] = ref[i] = normal();
-                            k_->ternary_gemm(tiles, 0, tiles.n_tiles(), a, y.data(), ldy, row0, acc);
-                            for (int64_t r = 0; r < n; ++r) {
-                                lowbit_decode_row(type, bytes, k * n, r, k, want.data(), scales.data());
-                                for (int64_t t = 0; t < T; ++t) {
-                                    float v = cpu::bitlinear_dot(want.data(), scales.data(), w->group, q.data() + t * k,
-                                                                 s[static_cast<size_t>(t)], k);
-                                    if (src.output_scale != 1.0f) v *= src.output_scale;
-                                    float & d = ref[static_cast<size_t>(t * ldy + r)];
-                                    d         = acc ? d + v : v;
+                        for (const int64_t T : emulated() ? std::vector<int64_t>{1, 3, 9, 17} : std::vector<int64_t>{1, 2, 3, 5, 8, 9, 17, 70}) {
+                            std::vector<int8_t>  q(static_cast<size_t>(k * T));
+                            std::vector<float>   s(static_cast<size_t>(T));
+                            std::vector<int32_t> gs(static_cast<size_t>(T * n_groups));
+                            for (auto & v : q) v = static_cast<int8_t>(static_cast<int>(rng_() % 256) - 128);
+                            for (int64_t t = 0; t < T; ++t) {
+                                s[static_cast<size_t>(t)] = 20.0f + static_cast<float>(rng_() % 1000) / 7.0f;
+                                for (int64_t g = 0; g < n_groups; ++g) {
+                                    int32_t sum = 0;
+                                    for (int64_t i = g * w->group; i < (g + 1) * w->group; ++i) sum += q[static_cast<size_t>(t * k + i)];
+                                    gs[static_cast<size_t>(t * n_groups + g)] = sum;
                                 }
                             }
-                            for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(bits(y[i]), bits(ref[i])) << "T " << T << " at " << i;
+                            AlignedBytes       scratch(static_cast<size_t>(272 * k));  // base-3 tiles decoded for many tokens
+                            const cpu::ActView a{q.data(), k, s.data(), gs.data(), T, scratch.data()};
+                            for (const bool acc : {false, true}) {
+                                const int64_t      ldy = n + 5, row0 = 0;
+                                std::vector<float> y(static_cast<size_t>(ldy * T)), ref(y.size());
+                                for (size_t i = 0; i < y.size(); ++i) y[i] = ref[i] = normal();
+                                ks->ternary_gemm(tiles, 0, tiles.n_tiles(), a, y.data(), ldy, row0, acc);
+                                for (int64_t r = 0; r < n; ++r) {
+                                    lowbit_decode_row(type, bytes, k * n, r, k, want.data(), scales.data());
+                                    for (int64_t t = 0; t < T; ++t) {
+                                        float v = cpu::bitlinear_dot(want.data(), scales.data(), w->group, q.data() + t * k,
+                                                                     s[static_cast<size_t>(t)], k);
+                                        if (src.output_scale != 1.0f) v *= src.output_scale;
+                                        float & d = ref[static_cast<size_t>(t * ldy + r)];
+                                        d         = acc ? d + v : v;
+                                    }
+                                }
+                                for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(bits(y[i]), bits(ref[i])) << "T " << T << " at " << i;
+                            }
                         }
                     }
                 }

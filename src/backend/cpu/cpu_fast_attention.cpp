@@ -182,13 +182,80 @@ void CpuFastBackend::qkv_rope_kv_append_paged(const Tensor & q, const KvLayer & 
     rope_store(q, kv, s, n_tok, qkv_products(q, kv, wqkv, a, s, nullptr));
 }
 
-// Batched attention over pages and the column gather run the scalar reference's loops for now
-// (the same bits; the fast kernels take one contiguous cache per sequence).
+// Batched attention over pages: attention()'s work items and kernels, each (KV head, sequence) a
+// thread meets gathered from its pages into contiguous rows first (the cache type's bytes, then
+// attention_prepare as for one contiguous cache), so every column gets the bits it gets alone.
 void CpuFastBackend::attention_paged(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & s,
                                      const KvBatch & batch) {
-    reference().attention_paged(out, q, kv, s, batch);
+    const int64_t hd = s.head_dim, n_tok = q.ne[1], group = s.n_head / s.n_head_kv;
+    const int64_t n_q = s.n_head * hd;
+    TERN_ASSERT(batch.n_tokens() == n_tok, "paged attention: %lld columns, the batch has %lld",
+                static_cast<long long>(n_tok), static_cast<long long>(batch.n_tokens()));
+    if (hd % 16 != 0) {
+        reference().attention_paged(out, q, kv, s, batch);  // the kernels take whole vectors of dimensions
+        return;
+    }
+    col_seq_.resize(static_cast<size_t>(n_tok));
+    for (size_t sq = 0; sq < batch.seqs.size(); ++sq) {
+        const KvSeq & seq = batch.seqs[sq];
+        for (int64_t j = 0; j < seq.n; ++j) col_seq_[static_cast<size_t>(seq.first + j)] = static_cast<int64_t>(sq);
+        for (int64_t p = 0; p < seq.pos0 + seq.n; ++p) {
+            const int64_t row = batch.cache_row(sq, p);
+            TERN_ASSERT(row >= 0 && row < kv.k.ne[1], "paged attention: cache row %lld of %lld",
+                        static_cast<long long>(row), static_cast<long long>(kv.k.ne[1]));
+        }
+    }
+    const float *   qp     = cpu_data<float>(q);
+    float *         op     = cpu_data<float>(out);
+    const uint8_t * kbase  = cpu_data<uint8_t>(kv.k);
+    const uint8_t * vbase  = cpu_data<uint8_t>(kv.v);
+    const size_t    k_el   = kv.k.type == DType::f16 ? 2 : 4, v_el = kv.v.type == DType::f16 ? 2 : 4;
+    const int64_t   stride = kv.k.ne[0];
+    const int64_t   n_max  = batch.max_position() + 1;
+    const int64_t   n_items = s.n_head_kv * n_tok * group;
+    pool_.run([&](int ti) {
+        int64_t i0 = 0, i1 = 0;
+        ThreadPool::chunk_range(n_items, 1, pool_.n_threads(), ti, i0, i1);
+        if (i0 >= i1) return;
+        Scratch & sc = scratch_[static_cast<size_t>(ti)];
+        grow(sc.kt, ((n_max + 15) / 16) * 16 * hd);
+        grow(sc.v, n_max * hd);
+        grow(sc.att, group * (n_max + 16) + group * hd);
+        grow(sc.kv_rows, n_max * hd * static_cast<int64_t>(k_el + v_el));
+        uint8_t * gk = sc.kv_rows.data();
+        uint8_t * gv = gk + static_cast<size_t>(n_max * hd) * k_el;
+        const cpu::CacheView head{gk, gv, k_el == 2, v_el == 2, hd, 0, hd};
+        int64_t prepared_kvh = -1, prepared_seq = -1;
+        for (int64_t i = i0; i < i1;) {
+            const int64_t kvh = i / (n_tok * group), t = (i / group) % n_tok, g0 = i % group;
+            const int64_t g1  = std::min(group, g0 + (i1 - i));
+            const int64_t sq  = col_seq_[static_cast<size_t>(t)];
+            const KvSeq & seq = batch.seqs[static_cast<size_t>(sq)];
+            if (kvh != prepared_kvh || sq != prepared_seq) {
+                // positions up to this thread's last column of the sequence under this KV head
+                const int64_t last_t = std::min({n_tok - 1, seq.first + seq.n - 1,
+                                                 ((std::min(i1, (kvh + 1) * n_tok * group) - 1) / group) % n_tok});
+                const int64_t n_pos  = seq.pos0 + (last_t - seq.first) + 1;
+                for (int64_t p = 0; p < n_pos; ++p) {
+                    const size_t src = static_cast<size_t>(batch.cache_row(static_cast<size_t>(sq), p) * stride + kvh * hd);
+                    std::memcpy(gk + static_cast<size_t>(p * hd) * k_el, kbase + src * k_el, static_cast<size_t>(hd) * k_el);
+                    std::memcpy(gv + static_cast<size_t>(p * hd) * v_el, vbase + src * v_el, static_cast<size_t>(hd) * v_el);
+                }
+                k_.attention_prepare(head, n_pos, sc.kt.data(), sc.v.data());
+                prepared_kvh = kvh;
+                prepared_seq = sq;
+            }
+            const int64_t     h0  = kvh * group + g0;
+            const int64_t     pos = seq.pos0 + (t - seq.first);
+            cpu::AttentionKv  akv{sc.kt.data(), sc.v.data(), hd, k_el == 2, v_el == 2};
+            cpu::AttentionJob job{qp + t * n_q + h0 * hd, g1 - g0, pos + 1, s.scale, op + t * n_q + h0 * hd};
+            k_.attention(akv, job, sc.att.data());
+            i += g1 - g0;
+        }
+    });
 }
 
+// The column gather is a copy per column: the reference's.
 void CpuFastBackend::gather_columns(const Tensor & dst, const Tensor & src, const Tensor & cols) {
     reference().gather_columns(dst, src, cols);
 }

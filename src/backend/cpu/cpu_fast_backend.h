@@ -119,6 +119,7 @@ private:
         std::vector<float>   cand;     // candidate rows' exact logits
         std::vector<int32_t> rows;     // candidate rows
         AlignedBytes         tile_bytes;  // base-3 tiles for many tokens: ActView::scratch (272 K)
+        std::vector<uint8_t> kv_rows;  // attention_paged: one KV head's K then V rows of a sequence, gathered
     };
 
     // The activations of a norm op feeding a linear weight: quantizes x's tokens into a (and their
@@ -156,6 +157,7 @@ private:
 
     ThreadPool              pool_;
     std::vector<int64_t>    col_pos_, col_row_;  // rope_store: each token's position and cache row
+    std::vector<int64_t>    col_seq_;            // attention_paged: each column's sequence
     CpuIsa                  isa_;
     const cpu::Kernels &    k_;
     size_t                  head_i8_min_bytes_;

@@ -43,10 +43,17 @@ float round_up(double v) {
     if (static_cast<double>(f) < v) f = std::nextafter(f, std::numeric_limits<float>::infinity());
     return f;
 }
-float round_down(double v) {
-    float f = static_cast<float>(v);
-    if (static_cast<double>(f) > v) f = std::nextafter(f, -std::numeric_limits<float>::infinity());
-    return f;
+
+// head_bounds' per-row bounds: v moved down (up) by 2^-22 |v| + 2^-140 before the conversion,
+// so the nearest float is still below (above) v (its rounding error is at most 2^-24 |v| or half a
+// subnormal step): a few ulps looser than round_up (and its mirror), without their branch and
+// nextafter call on every row (5% of a 2B4T decode step's samples). Finite v only; a v beyond the
+// float range gives +-FLT_MAX on the bound's side, as exact rounding would.
+float pad_down(double v) {
+    return std::min(static_cast<float>(v - std::fabs(v) * 0x1p-22 - 0x1p-140), std::numeric_limits<float>::max());
+}
+float pad_up(double v) {
+    return std::max(static_cast<float>(v + std::fabs(v) * 0x1p-22 + 0x1p-140), -std::numeric_limits<float>::max());
 }
 
 }  // namespace
@@ -192,8 +199,8 @@ float CpuFastBackend::head_bounds(const CpuFastEmbedding & e, const float *, int
                 const double f  = static_cast<double>(e.s[ri]) * g.S * static_cast<double>(sc.dots[static_cast<size_t>(r - b)]);
                 const double B  = k_up * (static_cast<double>(e.q_norm[ri]) * g.eta_norm + static_cast<double>(e.d_norm[ri]) * g.h_norm) +
                                  0x1p-22 * (std::fabs(f) + static_cast<double>(e.e_norm[ri]) * g.h_norm);
-                lo_[ri] = round_down(f - B);
-                hi_[ri] = round_up(f + B);
+                lo_[ri] = pad_down(f - B);
+                hi_[ri] = pad_up(f + B);
                 m       = std::max(m, lo_[ri]);
             }
         } else {
@@ -207,8 +214,8 @@ float CpuFastBackend::head_bounds(const CpuFastEmbedding & e, const float *, int
                 const double en = static_cast<double>(e.e_norm[ri]);
                 const double f  = g.S * fd[static_cast<size_t>(r - b)];
                 const double B  = k_up * en * g.eta_norm + acc_err * en + 0x1p-22 * (std::fabs(f) + en * g.h_norm);
-                lo_[ri] = round_down(f - B);
-                hi_[ri] = round_up(f + B);
+                lo_[ri] = pad_down(f - B);
+                hi_[ri] = pad_up(f + B);
                 m       = std::max(m, lo_[ri]);
             }
         }

@@ -217,27 +217,16 @@ void row_sumsq(const float * rows, int64_t n_rows, int64_t k, double * sumsq) { 
 
 }  // namespace
 
-void attention_prepare_avx2(const CacheView & cache, int64_t n_pos, float * kt, float * v);
-void attention_avx2(const AttentionKv & kv, const AttentionJob & job, float * scores);
-void f16_rows_dot_avx2(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
-                       int64_t n_tokens, float * logits, int64_t ld);
-void f16_rows_dot_checked_avx2(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k,
-                               const float * h, int64_t n_tokens, float * logits, int64_t ld, const float * e_abs,
-                               const float * h_absmax, bool h_f16);
-void f32_rows_dot_avx2(const float * rows, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
-                       int64_t n_tokens, float * logits, int64_t ld);
-void head_i8_rows_avx2(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int8_t * q, HeadI8Row * rows);
-void q6k_rows_dot_i8_avx2(const uint8_t * table, int64_t row_bytes, int64_t r0, int64_t r1, int64_t k, const int8_t * h8,
-                          const int32_t * h8_sum4, double * f);
-void i8_rows_dot_i16_avx2(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const uint8_t * hi,
-                          const uint8_t * lo, const int32_t * q_sums, int64_t * dots);
+void add_attention_and_head_avx2(Kernels & set);  // kernels_avx2_attn.cpp
 
 const Kernels * kernels_avx2() {
-    static const Kernels k{
-        "avx2",           false,            nullptr,            ternary_gemm,     sum_squares,        norm_apply,        quantize_row,
-        rope,             f32_to_f16,       gate_act,           attention_prepare_avx2, attention_avx2,
-        f16_rows_dot_avx2, dequant_rows, f16_rows_dot_checked_avx2, f32_rows_dot_avx2, read_bytes,       head_i8_rows_avx2, q6k_rows_dot_i8_avx2, row_sumsq, i8_rows_dot_i16_avx2,
-    };
+    static const Kernels k = [] {
+        Kernels set{.name = "avx2", .base3 = false, .tile_to_base3 = nullptr, .ternary_gemm = ternary_gemm, .sum_squares = sum_squares,
+                    .norm_apply = norm_apply, .quantize_row = quantize_row, .rope = rope, .f32_to_f16 = f32_to_f16,
+                    .gate_act = gate_act, .dequant_rows = dequant_rows, .read_bytes = read_bytes, .row_sumsq = row_sumsq};
+        add_attention_and_head_avx2(set);
+        return set;
+    }();
     return &k;
 }
 

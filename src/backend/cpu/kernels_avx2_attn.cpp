@@ -297,7 +297,7 @@ void i8_rows_block(const int8_t * q, int64_t row_stride, int64_t r, int64_t k, c
 }
 
 void i8_rows_dot_i16(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const uint8_t * hi,
-                     const uint8_t * lo, int64_t * dots) {
+                     const uint8_t * lo, const int32_t * /*q_sums: unused*/, int64_t * dots) {
     int64_t r = r0;
     for (; r + 4 <= r1; r += 4) i8_rows_block<4>(q, row_stride, r, k, hi, lo, dots + (r - r0));
     for (; r < r1; ++r) i8_rows_block<1>(q, row_stride, r, k, hi, lo, dots + (r - r0));
@@ -408,37 +408,28 @@ void head_i8_rows(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int
     }
 }
 
-}  // namespace
-
-void q6k_rows_dot_i8_avx2(const uint8_t * table, int64_t row_bytes, int64_t r0, int64_t r1, int64_t k, const int8_t * h8,
-                          const int32_t * h8_sum4, double * f) {
-    q6k_rows_dot_i8(table, row_bytes, r0, r1, k, h8, h8_sum4, f);
-}
-void head_i8_rows_avx2(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int8_t * q, HeadI8Row * rows) {
-    head_i8_rows(table, r0, r1, k, q, rows);
-}
-void attention_prepare_avx2(const CacheView & cache, int64_t n_pos, float * kt, float * v) { attention_prepare(cache, n_pos, kt, v); }
-void attention_avx2(const AttentionKv & kv, const AttentionJob & job, float * scores) { attention(kv, job, scores); }
-void f16_rows_dot_avx2(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
-                       int64_t n_tokens, float * logits, int64_t ld) {
-    rows_dot(table, row_stride, r0, r1, k, h, n_tokens, logits, ld);
-}
-void f16_rows_dot_checked_avx2(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k,
-                               const float * h, int64_t n_tokens, float * logits, int64_t ld, const float * e_abs,
-                               const float * h_absmax, bool h_f16) {
+void f16_rows_dot_checked(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
+                          int64_t n_tokens, float * logits, int64_t ld, const float * e_abs, const float * h_absmax,
+                          bool h_f16) {
     if (h_f16) {
         rows_dot_checked<true>(table, row_stride, r0, r1, k, h, n_tokens, logits, ld, e_abs, h_absmax);
     } else {
         rows_dot_checked<false>(table, row_stride, r0, r1, k, h, n_tokens, logits, ld, e_abs, h_absmax);
     }
 }
-void f32_rows_dot_avx2(const float * rows, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
-                       int64_t n_tokens, float * logits, int64_t ld) {
-    rows_dot(rows, row_stride, r0, r1, k, h, n_tokens, logits, ld);
-}
-void i8_rows_dot_i16_avx2(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const uint8_t * hi,
-                          const uint8_t * lo, const int32_t *, int64_t * dots) {
-    i8_rows_dot_i16(q, row_stride, r0, r1, k, hi, lo, dots);
+
+}  // namespace
+
+// The attention and head entries of the avx2 table (kernels_avx2.cpp fills in the rest).
+void add_attention_and_head_avx2(Kernels & set) {
+    set.attention_prepare    = attention_prepare;
+    set.attention            = attention;
+    set.f16_rows_dot         = rows_dot<uint16_t>;
+    set.f16_rows_dot_checked = f16_rows_dot_checked;
+    set.f32_rows_dot         = rows_dot<float>;
+    set.head_i8_rows         = head_i8_rows;
+    set.q6k_rows_dot_i8      = q6k_rows_dot_i8;
+    set.i8_rows_dot_i16      = i8_rows_dot_i16;
 }
 
 }  // namespace tern::cpu

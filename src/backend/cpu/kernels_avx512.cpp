@@ -3,7 +3,7 @@
 // attention and the exact head. Each reproduces the scalar reference's operations in its order
 // (cpu_kernels.h); the shared vector helpers are in simd_avx512.h.
 #include "backend/cpu/cpu_dequant.h"
-#include "backend/cpu/simd_avx512.h"
+#include "backend/cpu/base3_avx512.h"
 
 namespace tern::cpu {
 namespace {
@@ -33,27 +33,33 @@ void tile_tokens(const TernaryTiles & w, int64_t tile, const ActView & a, int64_
         for (int i = 0; i < NA; ++i) acc[i] = _mm512_setzero_si512();
         for (int64_t c = g * chunks_per_g; c < (g + 1) * chunks_per_g; ++c) {
             const __m512i   bytes = _mm512_loadu_si512(codes + c * k_tile_chunk);
-            const __m512i   w0    = _mm512_and_si512(bytes, three);
-            const __m512i   w1    = _mm512_and_si512(_mm512_srli_epi16(bytes, 2), three);
-            const __m512i   w2    = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), three);
-            const __m512i   w3    = _mm512_and_si512(_mm512_srli_epi16(bytes, 6), three);
             const int64_t   col   = c * k_tile_cols;
             if constexpr (NT == 1) {
-                acc[0] = _mm512_dpbusd_epi32(acc[0], w0, bcast4(q[0] + col));
-                acc[1] = _mm512_dpbusd_epi32(acc[1], w1, bcast4(q[0] + col + 4));
-                acc[2] = _mm512_dpbusd_epi32(acc[2], w2, bcast4(q[0] + col + 8));
-                acc[3] = _mm512_dpbusd_epi32(acc[3], w3, bcast4(q[0] + col + 12));
+                // Codes masked in place (code 4^s), no shifts: acc[s] = 4^s x the shift's sum, exact
+                // (|acc| <= 192 * 128 * 4 per chunk, under 2^31 for groups below 2^17 columns).
+                acc[0] = dpbusd(acc[0], _mm512_and_si512(bytes, three), bcast4(q[0] + col));
+                acc[1] = dpbusd(acc[1], _mm512_and_si512(bytes, _mm512_set1_epi8(0x0c)), bcast4(q[0] + col + 4));
+                acc[2] = dpbusd(acc[2], _mm512_and_si512(bytes, _mm512_set1_epi8(0x30)), bcast4(q[0] + col + 8));
+                acc[3] = dpbusd(acc[3], _mm512_and_si512(bytes, _mm512_set1_epi8(static_cast<char>(0xc0))),
+                                             bcast4(q[0] + col + 12));
             } else {
+                const __m512i w0 = _mm512_and_si512(bytes, three);
+                const __m512i w1 = _mm512_and_si512(_mm512_srli_epi16(bytes, 2), three);
+                const __m512i w2 = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), three);
+                const __m512i w3 = _mm512_and_si512(_mm512_srli_epi16(bytes, 6), three);
 #pragma GCC unroll 16
                 for (int t = 0; t < NT; ++t) {
-                    acc[t] = _mm512_dpbusd_epi32(acc[t], w0, bcast4(q[t] + col));
-                    acc[t] = _mm512_dpbusd_epi32(acc[t], w1, bcast4(q[t] + col + 4));
-                    acc[t] = _mm512_dpbusd_epi32(acc[t], w2, bcast4(q[t] + col + 8));
-                    acc[t] = _mm512_dpbusd_epi32(acc[t], w3, bcast4(q[t] + col + 12));
+                    acc[t] = dpbusd(acc[t], w0, bcast4(q[t] + col));
+                    acc[t] = dpbusd(acc[t], w1, bcast4(q[t] + col + 4));
+                    acc[t] = dpbusd(acc[t], w2, bcast4(q[t] + col + 8));
+                    acc[t] = dpbusd(acc[t], w3, bcast4(q[t] + col + 12));
                 }
             }
         }
-        if constexpr (NT == 1) acc[0] = _mm512_add_epi32(_mm512_add_epi32(acc[0], acc[1]), _mm512_add_epi32(acc[2], acc[3]));
+        if constexpr (NT == 1) {
+            acc[0] = _mm512_add_epi32(_mm512_add_epi32(acc[0], _mm512_srai_epi32(acc[1], 2)),
+                                      _mm512_add_epi32(_mm512_srai_epi32(acc[2], 4), _mm512_srai_epi32(acc[3], 6)));
+        }
         const __m512 sg = _mm512_loadu_ps(scales + g * k_tile_rows);
         for (int t = 0; t < NT; ++t) {
             const __m512i dot  = _mm512_sub_epi32(acc[t], _mm512_set1_epi32(a.group_sums[(t0 + t) * n_groups + g]));
@@ -69,176 +75,6 @@ void tile_tokens(const TernaryTiles & w, int64_t tile, const ActView & a, int64_
         float *  dst = y + (t0 + t) * ldy + (r_begin - row0);
         if (accumulate) v = _mm512_add_ps(load16(dst, n_valid), v);
         store16(dst, n_valid, v);
-    }
-}
-
-// ------------------------------------------------------------------------- base-3 tiles
-
-// The 5 code vectors of a base-3 chunk: code_j = (x_j 3) >> 8, x_(j+1) = x_j 3 mod 256, in 16-bit
-// lanes holding the byte in their high half (then the low half of the product stays 0).
-inline void decode_base3(__m512i bytes, __m512i codes[5]) {
-    const __m512i z = _mm512_setzero_si512(), three = _mm512_set1_epi16(3);
-    __m512i       lo = _mm512_unpacklo_epi8(z, bytes), hi = _mm512_unpackhi_epi8(z, bytes);
-    for (int j = 0; j < 5; ++j) {
-        codes[j] = _mm512_packus_epi16(_mm512_mulhi_epu16(lo, three), _mm512_mulhi_epu16(hi, three));
-        if (j < 4) {
-            lo = _mm512_mullo_epi16(lo, three);
-            hi = _mm512_mullo_epi16(hi, three);
-        }
-    }
-}
-
-// Base-3 tile against 1 or 2 tokens, decoding each chunk in registers (the decode path: the bytes
-// are what limits it). Chunk c of group g holds columns g G + 20c + 4j, j < 5 while 20c + 4j < G.
-template <int NT>
-void tile_tokens_base3(const TernaryTiles & w, int64_t tile, const ActView & a, int64_t t0, float * y, int64_t ldy,
-                       int64_t row0, bool accumulate) {
-    const int64_t   n_groups = w.n_groups(), G = w.group, cpg = w.chunks_per_group();
-    const uint8_t * codes    = w.codes + tile * w.tile_bytes();
-    const float *   scales   = w.scales + tile * n_groups * k_tile_rows;
-    __m512          out[NT];
-    for (int t = 0; t < NT; ++t) out[t] = _mm512_setzero_ps();
-    for (int64_t g = 0; g < n_groups; ++g) {
-        __m512i acc[NT][5];
-        for (int t = 0; t < NT; ++t) {
-            for (int j = 0; j < 5; ++j) acc[t][j] = _mm512_setzero_si512();
-        }
-        const uint8_t * gc     = codes + g * cpg * k_tile_chunk;
-        const int64_t   n_full = G / k_base3_cols;  // chunks with all 5 positions in the group
-        for (int64_t c = 0; c < n_full; ++c) {
-            __m512i code[5];
-            decode_base3(_mm512_load_si512(gc + c * k_tile_chunk), code);
-            const int64_t col = g * G + c * k_base3_cols;
-            for (int t = 0; t < NT; ++t) {
-                const int8_t * q = a.q + (t0 + t) * a.ld + col;
-#pragma GCC unroll 5
-                for (int j = 0; j < 5; ++j) acc[t][j] = _mm512_dpbusd_epi32(acc[t][j], code[j], bcast4(q + 4 * j));
-            }
-        }
-        if (n_full < cpg) {  // the group's last chunk: (G % 20) / 4 positions
-            __m512i code[5];
-            decode_base3(_mm512_load_si512(gc + n_full * k_tile_chunk), code);
-            const int64_t col = g * G + n_full * k_base3_cols;
-            const int     nj  = static_cast<int>((G % k_base3_cols) / 4);
-            for (int t = 0; t < NT; ++t) {
-                const int8_t * q = a.q + (t0 + t) * a.ld + col;
-                __m512i        x = _mm512_setzero_si512();
-                for (int j = 0; j < nj; ++j) x = _mm512_dpbusd_epi32(x, code[j], bcast4(q + 4 * j));
-                acc[t][0] = _mm512_add_epi32(acc[t][0], x);
-            }
-        }
-        const __m512 sg = _mm512_loadu_ps(scales + g * k_tile_rows);
-        for (int t = 0; t < NT; ++t) {
-            const __m512i sum  = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(acc[t][0], acc[t][1]),
-                                                                   _mm512_add_epi32(acc[t][2], acc[t][3])), acc[t][4]);
-            const __m512i dot  = _mm512_sub_epi32(sum, _mm512_set1_epi32(a.group_sums[(t0 + t) * n_groups + g]));
-            const __m512  term = _mm512_mul_ps(_mm512_div_ps(_mm512_cvtepi32_ps(dot), _mm512_set1_ps(a.scale[t0 + t])), sg);
-            out[t]             = n_groups == 1 ? term : _mm512_add_ps(out[t], term);
-        }
-    }
-    const int64_t   r_begin = tile * k_tile_rows;
-    const int64_t   n_valid = w.n_rows - r_begin < k_tile_rows ? w.n_rows - r_begin : k_tile_rows;
-    const __m512    os      = w.out_scales ? _mm512_loadu_ps(w.out_scales + r_begin) : _mm512_set1_ps(1.0f);
-    for (int t = 0; t < NT; ++t) {
-        __m512  v   = w.out_scales ? _mm512_mul_ps(out[t], os) : out[t];
-        float * dst = y + (t0 + t) * ldy + (r_begin - row0);
-        if (accumulate) v = _mm512_add_ps(load16(dst, n_valid), v);
-        store16(dst, n_valid, v);
-    }
-}
-
-// A base-3 tile decoded once into code bytes: 64 bytes per 4 columns, in column order (what the
-// decode gives per j), for the many-token path.
-void unpack_base3_tile(const TernaryTiles & w, int64_t tile, uint8_t * bytes) {
-    const int64_t   n_groups = w.n_groups(), G = w.group, cpg = w.chunks_per_group();
-    const uint8_t * codes    = w.codes + tile * w.tile_bytes();
-    for (int64_t g = 0; g < n_groups; ++g) {
-        for (int64_t c = 0; c < cpg; ++c) {
-            __m512i code[5];
-            decode_base3(_mm512_load_si512(codes + (g * cpg + c) * k_tile_chunk), code);
-            const int64_t col = g * G + c * k_base3_cols;
-            for (int j = 0; j < 5 && c * k_base3_cols + 4 * j < G; ++j) _mm512_store_si512(bytes + (col / 4 + j) * 64, code[j]);
-        }
-    }
-}
-
-// The activations of up to 64 tokens regrouped as [k / 4][64 tokens][4 bytes], so the 4 bytes of
-// every token for one 4-column block lie together (the many-token base-3 path broadcasts them at
-// fixed offsets from one pointer, instead of keeping 16 token pointers in registers).
-void regroup_acts(const ActView & a, int64_t t0, int64_t nt, int64_t k, int32_t * out) {
-    for (int64_t t = 0; t < nt; ++t) {
-        const int8_t * q = a.q + (t0 + t) * a.ld;
-        for (int64_t c4 = 0; c4 < k / 4; ++c4) {
-            int32_t v;
-            __builtin_memcpy(&v, q + 4 * c4, 4);
-            out[c4 * 64 + t] = v;
-        }
-    }
-}
-
-// Code bytes (unpack_base3_tile) of one tile against NT tokens whose regrouped activations start at
-// acts (regroup_acts, t0 = its first token): one 64-byte load per 4 columns feeds NT vpdpbusd. The
-// per-token outputs live in memory between groups, so the NT accumulators keep the registers.
-template <int NT>
-void bytes_tokens(const TernaryTiles & w, int64_t tile, const uint8_t * bytes, const int32_t * acts, const ActView & a,
-                  int64_t t0, float * y, int64_t ldy, int64_t row0, bool accumulate) {
-    const int64_t n_groups = w.n_groups(), G = w.group;
-    const float * scales   = w.scales + tile * n_groups * k_tile_rows;
-    alignas(64) float out[NT][16];
-    for (int64_t g = 0; g < n_groups; ++g) {
-        __m512i acc[NT];
-        for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_si512();
-        for (int64_t c4 = g * G / 4; c4 < (g + 1) * G / 4; ++c4) {
-            const __m512i   wv = _mm512_load_si512(bytes + c4 * 64);
-            const int32_t * ac = acts + c4 * 64;
-#pragma GCC unroll 16
-            for (int t = 0; t < NT; ++t) acc[t] = _mm512_dpbusd_epi32(acc[t], wv, _mm512_set1_epi32(ac[t]));
-        }
-        const __m512 sg = _mm512_loadu_ps(scales + g * k_tile_rows);
-        for (int t = 0; t < NT; ++t) {
-            const __m512i dot  = _mm512_sub_epi32(acc[t], _mm512_set1_epi32(a.group_sums[(t0 + t) * n_groups + g]));
-            const __m512  term = _mm512_mul_ps(_mm512_div_ps(_mm512_cvtepi32_ps(dot), _mm512_set1_ps(a.scale[t0 + t])), sg);
-            _mm512_store_ps(out[t], g == 0 ? (n_groups == 1 ? term : _mm512_add_ps(_mm512_setzero_ps(), term))
-                                           : _mm512_add_ps(_mm512_load_ps(out[t]), term));
-        }
-    }
-    const int64_t   r_begin = tile * k_tile_rows;
-    const int64_t   n_valid = w.n_rows - r_begin < k_tile_rows ? w.n_rows - r_begin : k_tile_rows;
-    const __m512    os      = w.out_scales ? _mm512_loadu_ps(w.out_scales + r_begin) : _mm512_set1_ps(1.0f);
-    for (int t = 0; t < NT; ++t) {
-        __m512  v   = w.out_scales ? _mm512_mul_ps(_mm512_load_ps(out[t]), os) : _mm512_load_ps(out[t]);
-        float * dst = y + (t0 + t) * ldy + (r_begin - row0);
-        if (accumulate) v = _mm512_add_ps(load16(dst, n_valid), v);
-        store16(dst, n_valid, v);
-    }
-}
-
-void ternary_gemm_base3(const TernaryTiles & w, int64_t tile0, int64_t tile1, const ActView & a, float * y, int64_t ldy,
-                        int64_t row0, bool accumulate) {
-    if (a.n_tokens <= 2) {
-        for (int64_t tile = tile0; tile < tile1; ++tile) {
-            if (a.n_tokens == 2) {
-                tile_tokens_base3<2>(w, tile, a, 0, y, ldy, row0, accumulate);
-            } else {
-                tile_tokens_base3<1>(w, tile, a, 0, y, ldy, row0, accumulate);
-            }
-        }
-        return;
-    }
-    // Blocks of 64 tokens: their activations regrouped once (scratch after the tile's code bytes),
-    // each tile decoded once per block into code bytes, then 16 tokens at a time.
-    uint8_t * bytes = a.scratch;
-    auto *    acts  = reinterpret_cast<int32_t *>(a.scratch + 16 * w.k);
-    for (int64_t tb = 0; tb < a.n_tokens; tb += 64) {
-        const int64_t nt = a.n_tokens - tb < 64 ? a.n_tokens - tb : 64;
-        regroup_acts(a, tb, nt, w.k, acts);
-        for (int64_t tile = tile0; tile < tile1; ++tile) {
-            unpack_base3_tile(w, tile, bytes);
-            int64_t t = 0;
-            for (; t + 8 <= nt; t += 8) bytes_tokens<8>(w, tile, bytes, acts + t, a, tb + t, y, ldy, row0, accumulate);
-            for (; t + 4 <= nt; t += 4) bytes_tokens<4>(w, tile, bytes, acts + t, a, tb + t, y, ldy, row0, accumulate);
-            for (; t < nt; ++t) bytes_tokens<1>(w, tile, bytes, acts + t, a, tb + t, y, ldy, row0, accumulate);
-        }
     }
 }
 
@@ -274,7 +110,7 @@ void tile_to_base3(const uint8_t * two_bit, int64_t k, int64_t group, uint8_t * 
 void ternary_gemm(const TernaryTiles & w, int64_t tile0, int64_t tile1, const ActView & a, float * y, int64_t ldy,
                   int64_t row0, bool accumulate) {
     if (w.base3) {
-        ternary_gemm_base3(w, tile0, tile1, a, y, ldy, row0, accumulate);
+        ternary_gemm_base3(MulDecode{}, w, tile0, tile1, a, y, ldy, row0, accumulate);
         return;
     }
     constexpr int64_t k_block = 64;  // tokens whose activations stay in L2 while the tiles stream
@@ -429,29 +265,46 @@ void row_sumsq(const float * rows, int64_t n_rows, int64_t k, double * sumsq) { 
 
 }  // namespace
 
-void attention_prepare_avx512(const CacheView & cache, int64_t n_pos, float * kt, float * v);
-void attention_avx512(const AttentionKv & kv, const AttentionJob & job, float * scores);
-void f16_rows_dot_avx512(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
-                         int64_t n_tokens, float * logits, int64_t ld);
-void f16_rows_dot_checked_avx512(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k,
-                                 const float * h, int64_t n_tokens, float * logits, int64_t ld, const float * e_abs,
-                                 const float * h_absmax, bool h_f16);
-void f32_rows_dot_avx512(const float * rows, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
-                         int64_t n_tokens, float * logits, int64_t ld);
-void head_i8_rows_avx512(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int8_t * q, HeadI8Row * rows);
-void q6k_rows_dot_i8_avx512(const uint8_t * table, int64_t row_bytes, int64_t r0, int64_t r1, int64_t k, const int8_t * h8,
-                            const int32_t * h8_sum4, double * f);
-void i8_rows_dot_i16_avx512(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const uint8_t * hi,
-                            const uint8_t * lo, const int32_t * q_sums, int64_t * dots);
+void add_attention_and_head_avx512(Kernels & set);  // kernels_avx512_attn.cpp
+void ternary_gemm_base3_vbmi(const TernaryTiles & w, int64_t tile0, int64_t tile1, const ActView & a, float * y,
+                             int64_t ldy, int64_t row0, bool accumulate);  // kernels_avx512_vbmi.cpp
+
+namespace {
+void ternary_gemm_vbmi(const TernaryTiles & w, int64_t tile0, int64_t tile1, const ActView & a, float * y, int64_t ldy,
+                       int64_t row0, bool accumulate) {
+    if (w.base3) {
+        ternary_gemm_base3_vbmi(w, tile0, tile1, a, y, ldy, row0, accumulate);
+    } else {
+        ternary_gemm(w, tile0, tile1, a, y, ldy, row0, accumulate);
+    }
+}
+}  // namespace
+
+const Kernels * kernels_avx512_multiply() {
+    static const Kernels k = [] {
+        Kernels set{.name = "avx512-vnni", .base3 = false, .tile_to_base3 = tile_to_base3, .ternary_gemm = ternary_gemm,
+                    .sum_squares = sum_squares, .norm_apply = norm_apply, .quantize_row = quantize_row, .rope = rope, .f32_to_f16 = f32_to_f16,
+                    .gate_act = gate_act, .dequant_rows = dequant_rows, .read_bytes = read_bytes, .row_sumsq = row_sumsq};
+        add_attention_and_head_avx512(set);
+        return set;
+    }();
+    return &k;
+}
+
+const Kernels * kernels_avx512_vbmi() {
+    static const Kernels k = [] {
+        Kernels v      = *kernels_avx512_multiply();
+        v.name         = "avx512-vnni-vbmi";
+        v.base3        = true;
+        v.ternary_gemm = ternary_gemm_vbmi;
+        return v;
+    }();
+    return __builtin_cpu_supports("avx512vbmi") ? &k : nullptr;
+}
 
 const Kernels * kernels_avx512() {
-    static const Kernels k{
-        "avx512-vnni",       true,             tile_to_base3,       ternary_gemm,     sum_squares,         norm_apply,
-        quantize_row,        rope,             f32_to_f16,          gate_act,
-        attention_prepare_avx512, attention_avx512, f16_rows_dot_avx512, dequant_rows, f16_rows_dot_checked_avx512, f32_rows_dot_avx512,
-        read_bytes,          head_i8_rows_avx512, q6k_rows_dot_i8_avx512, row_sumsq, i8_rows_dot_i16_avx512,
-    };
-    return &k;
+    const Kernels * v = kernels_avx512_vbmi();
+    return v ? v : kernels_avx512_multiply();
 }
 
 }  // namespace tern::cpu

@@ -364,10 +364,10 @@ void i8_rows_dot_i16(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r
         int64_t        i  = 0;
         for (; i < k128; i += 128) {
             const __m512i q0 = _mm512_loadu_si512(row + i), q1 = _mm512_loadu_si512(row + i + 64);
-            a0 = _mm512_dpbusd_epi32(a0, _mm512_loadu_si512(hi + i), q0);
-            b0 = _mm512_dpbusd_epi32(b0, _mm512_loadu_si512(lo + i), q0);
-            a1 = _mm512_dpbusd_epi32(a1, _mm512_loadu_si512(hi + i + 64), q1);
-            b1 = _mm512_dpbusd_epi32(b1, _mm512_loadu_si512(lo + i + 64), q1);
+            a0 = dpbusd(a0, _mm512_loadu_si512(hi + i), q0);  // (in place: simd_avx512.h)
+            b0 = dpbusd(b0, _mm512_loadu_si512(lo + i), q0);
+            a1 = dpbusd(a1, _mm512_loadu_si512(hi + i + 64), q1);
+            b1 = dpbusd(b1, _mm512_loadu_si512(lo + i + 64), q1);
         }
         for (; i < k; i += 64) {
             const __mmask64 m  = k - i >= 64 ? ~__mmask64{0} : (~__mmask64{0}) >> (64 - (k - i));
@@ -469,33 +469,16 @@ void head_i8_rows(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int
 
 }  // namespace
 
-void q6k_rows_dot_i8_avx512(const uint8_t * table, int64_t row_bytes, int64_t r0, int64_t r1, int64_t k, const int8_t * h8,
-                            const int32_t * h8_sum4, double * f) {
-    q6k_rows_dot_i8(table, row_bytes, r0, r1, k, h8, h8_sum4, f);
-}
-void head_i8_rows_avx512(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int8_t * q, HeadI8Row * rows) {
-    head_i8_rows(table, r0, r1, k, q, rows);
-}
-void attention_prepare_avx512(const CacheView & cache, int64_t n_pos, float * kt, float * v) {
-    attention_prepare(cache, n_pos, kt, v);
-}
-void attention_avx512(const AttentionKv & kv, const AttentionJob & job, float * scores) { attention(kv, job, scores); }
-void f16_rows_dot_checked_avx512(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k,
-                                 const float * h, int64_t n_tokens, float * logits, int64_t ld, const float * e_abs,
-                                 const float * h_absmax, bool h_f16) {
-    f16_rows_dot_checked(table, row_stride, r0, r1, k, h, n_tokens, logits, ld, e_abs, h_absmax, h_f16);
-}
-void f16_rows_dot_avx512(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
-                         int64_t n_tokens, float * logits, int64_t ld) {
-    f16_rows_dot(table, row_stride, r0, r1, k, h, n_tokens, logits, ld);
-}
-void f32_rows_dot_avx512(const float * rows, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
-                         int64_t n_tokens, float * logits, int64_t ld) {
-    f32_rows_dot(rows, row_stride, r0, r1, k, h, n_tokens, logits, ld);
-}
-void i8_rows_dot_i16_avx512(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const uint8_t * hi,
-                            const uint8_t * lo, const int32_t * q_sums, int64_t * dots) {
-    i8_rows_dot_i16(q, row_stride, r0, r1, k, hi, lo, q_sums, dots);
+// The attention and head entries of the avx512 table (kernels_avx512.cpp fills in the rest).
+void add_attention_and_head_avx512(Kernels & set) {
+    set.attention_prepare    = attention_prepare;
+    set.attention            = attention;
+    set.f16_rows_dot         = f16_rows_dot;
+    set.f16_rows_dot_checked = f16_rows_dot_checked;
+    set.f32_rows_dot         = f32_rows_dot;
+    set.head_i8_rows         = head_i8_rows;
+    set.q6k_rows_dot_i8      = q6k_rows_dot_i8;
+    set.i8_rows_dot_i16      = i8_rows_dot_i16;
 }
 
 }  // namespace tern::cpu

@@ -381,37 +381,28 @@ void i8_rows_dot_i16(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r
     for (; r < r1; ++r) i8_rows_block<1>(q, row_stride, r, k, hi, lo, q_sums, dots + (r - r0));
 }
 
-}  // namespace
-
-void attention_prepare_neon(const CacheView & cache, int64_t n_pos, float * kt, float * v) { attention_prepare(cache, n_pos, kt, v); }
-void attention_neon(const AttentionKv & kv, const AttentionJob & job, float * scores) { attention(kv, job, scores); }
-void f16_rows_dot_neon(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
-                       int64_t n_tokens, float * logits, int64_t ld) {
-    rows_dot(table, row_stride, r0, r1, k, h, n_tokens, logits, ld);
-}
-void f16_rows_dot_checked_neon(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k,
-                               const float * h, int64_t n_tokens, float * logits, int64_t ld, const float * e_abs,
-                               const float * h_absmax, bool h_f16) {
+void f16_rows_dot_checked(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
+                          int64_t n_tokens, float * logits, int64_t ld, const float * e_abs, const float * h_absmax,
+                          bool h_f16) {
     if (h_f16) {
         rows_dot_checked<true>(table, row_stride, r0, r1, k, h, n_tokens, logits, ld, e_abs, h_absmax);
     } else {
         rows_dot_checked<false>(table, row_stride, r0, r1, k, h, n_tokens, logits, ld, e_abs, h_absmax);
     }
 }
-void f32_rows_dot_neon(const float * rows, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
-                       int64_t n_tokens, float * logits, int64_t ld) {
-    rows_dot(rows, row_stride, r0, r1, k, h, n_tokens, logits, ld);
-}
-void q6k_rows_dot_i8_neon(const uint8_t * table, int64_t row_bytes, int64_t r0, int64_t r1, int64_t k, const int8_t * h8,
-                          const int32_t * h8_sum4, double * f) {
-    q6k_rows_dot_i8(table, row_bytes, r0, r1, k, h8, h8_sum4, f);
-}
-void head_i8_rows_neon(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int8_t * q, HeadI8Row * rows) {
-    head_i8_rows(table, r0, r1, k, q, rows);
-}
-void i8_rows_dot_i16_neon(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const uint8_t * hi,
-                          const uint8_t * lo, const int32_t * q_sums, int64_t * dots) {
-    i8_rows_dot_i16(q, row_stride, r0, r1, k, hi, lo, q_sums, dots);
+
+}  // namespace
+
+// The attention and head entries of the neon table (kernels_neon.cpp fills in the rest).
+void add_attention_and_head_neon(Kernels & set) {
+    set.attention_prepare    = attention_prepare;
+    set.attention            = attention;
+    set.f16_rows_dot         = rows_dot<uint16_t>;
+    set.f16_rows_dot_checked = f16_rows_dot_checked;
+    set.f32_rows_dot         = rows_dot<float>;
+    set.head_i8_rows         = head_i8_rows;
+    set.q6k_rows_dot_i8      = q6k_rows_dot_i8;
+    set.i8_rows_dot_i16      = i8_rows_dot_i16;
 }
 
 }  // namespace tern::cpu

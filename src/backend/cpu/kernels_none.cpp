@@ -7,6 +7,8 @@ const Kernels * kernels_avx2() { return nullptr; }
 #endif
 #if !defined(TERN_HAVE_AVX512_KERNELS)
 const Kernels * kernels_avx512() { return nullptr; }
+const Kernels * kernels_avx512_multiply() { return nullptr; }
+const Kernels * kernels_avx512_vbmi() { return nullptr; }
 #endif
 #if !defined(TERN_HAVE_NEON_KERNELS)
 const Kernels * kernels_neon() { return nullptr; }

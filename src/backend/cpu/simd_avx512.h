@@ -16,6 +16,15 @@ inline __m512i bcast4(const int8_t * p) {
     return _mm512_set1_epi32(v);
 }
 
+// acc + vpdpbusd(u8, s8), accumulated in place. GCC 12 treats the intrinsic's accumulator as an
+// input it must keep, and in unrolled loops over several accumulators it copies every one of them
+// each iteration (two vmovdqa per vpdpbusd: the front end, not the multiplier, then bounds the
+// many-token kernels); the asm ties the accumulator to the output register.
+inline __m512i dpbusd(__m512i acc, __m512i u8, __m512i s8) {
+    __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u8), "v"(s8));
+    return acc;
+}
+
 // Lanes [0, rem) of 16 (all for rem >= 16, none for rem <= 0).
 inline __mmask16 tail_mask(int64_t rem) {
     return rem >= 16 ? static_cast<__mmask16>(0xFFFF) : rem <= 0 ? static_cast<__mmask16>(0) : static_cast<__mmask16>((1u << rem) - 1u);

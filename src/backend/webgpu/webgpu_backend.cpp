@@ -351,6 +351,8 @@ std::unique_ptr<Weight> WebGpuBackend::load_embedding(const WeightSource & src) 
     }
     // Greedy decoding streams the int8 copy of a large F16 head: int8 rows + (s, c, sq, 0) each.
     if (greedy_head_i8_applies(*e)) e->n_bytes_ids = static_cast<size_t>(e->n_rows) * static_cast<size_t>(e->n_cols + 16);
+    e->blocks = load_head_blocks(src);  // (a head of Q-type blocks reads those: n_bytes counts them)
+    if (e->blocks) e->n_bytes = e->blocks->n_bytes;
     return e;
 }
 

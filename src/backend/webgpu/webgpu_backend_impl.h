@@ -78,6 +78,9 @@ public:
     // q8 [n_rows][n_cols] int8, info [n_rows] (scale, bound coefficient, scale x ||codes||, 0) f32.
     mutable std::unique_ptr<GpuBuffer> q8, q8_info;
     mutable bool                       q8_failed = false;  // could not be allocated: the F16 path
+    // A Q8_0 / Q4_0 / Q6_K table's own blocks as a GpuMatrix (webgpu_family.cpp): the LM head reads
+    // them (lm_head_q.wgsl) instead of the f32 copy, which serves the embedding rows.
+    std::unique_ptr<Weight> blocks;
 };
 
 // cos/sin of ggml's NeoX theta recurrence for positions [0, n_pos), computed on the host exactly as
@@ -110,6 +113,13 @@ public:
     void begin_step() override {
         step_submits_at_begin_ = step_->submits();
         weight_order_.next_step(step_->releases());
+    }
+    // A batched step (forward_batch) goes out in pieces of first_submit, 2x, 4x ... 32x dispatches
+    // while it is recorded (2B4T at 64 streams: ~480 dispatches, whose recording the device would
+    // otherwise wait for); the rest with end_step.
+    void begin_step_from_idle() override {
+        begin_step();
+        if (tune_.first_submit > 0) step_->ramp_submits(tune_.first_submit, 32 * size_t{tune_.first_submit});
     }
     // (The greedy head's last argmax stage may stay deferred for the next step's embed to fold in.)
     void end_step() override {
@@ -152,6 +162,8 @@ public:
     void matmul_glu(const Tensor & f, const Weight & w_gate_up, const Tensor & x, FfnActivation act) override;
     void rope_kv_append(const Tensor & q, const KvLayer & kv, const Tensor & qkv, const AttentionShape & shape,
                         int64_t pos0) override;
+    void rope_kv_append_paged(const Tensor & q, const KvLayer & kv, const Tensor & qkv, const AttentionShape & shape,
+                              const KvBatch & batch) override;
     // Pipelined streams (webgpu_decode_stream.cpp): the device choice chains ids on the device and
     // reads them back a batch at a time while the next batch runs; a host picker gets each step
     // recorded while the one before runs (hold_step), unless a profile serializes the dispatches.
@@ -219,6 +231,9 @@ public:
     // false, and changes nothing, where the tensor-core GEMM does not run (mma_unit() is 0) or
     // cannot run t. A forced dot4 tiling (set_gemm_tiling) takes precedence: the dot4 GEMM runs.
     bool set_mma_tiling(std::optional<MmaTiling> t);
+    // Forces every prefill GEMM of one scale group per row to split K into this many shares (tests;
+    // nullopt: WebGpuTuning::gemm_split_groups decides; 1: no split).
+    void set_gemm_split(std::optional<uint32_t> shares) { gemm_split_ = shares; }
 
     // What numerics_probe.wgsl found (set once by the constructor).
     struct Numerics {
@@ -258,6 +273,8 @@ public:
         std::vector<float>  info;
     };
     HeadInt8Copy read_head_int8_copy(const Weight & head);
+    // How many batched greedy / top-k heads (head_batch) were recorded, for tests.
+    int64_t batch_heads_recorded() const { return batch_heads_recorded_; }
     // The bounds B that the last int8 greedy head wrote for rows 0 .. n_rows - 1 (its value f is in
     // the logits it was given), for tests that check |f - exact logit| <= B.
     std::vector<float> read_greedy_head_bounds(int64_t n_rows);
@@ -328,6 +345,8 @@ private:
     // outputs (gate/up pairs when gate_up); last_param: accumulate / activation.
     void encode_gemm(WGPUBuffer y, uint32_t y_offset, uint32_t y_stride, const GpuLinear & w, const QuantizedActs & a,
                      uint32_t n_out, bool gate_up, uint32_t last_param);
+    // The shares along K for a GEMM of `groups` workgroups over n_chunks chunks of 64 (1: no split).
+    uint32_t gemm_split(const GpuLinear & w, uint32_t groups, uint32_t n_chunks) const;
 
     // The bandwidth probes' timing: `reps` + 1 submits of `per_submit` dispatches that record(i)
     // records, each moving `bytes` per dispatch, timed on the host around submit + queue idle; the
@@ -403,6 +422,17 @@ private:
     // Whether greedy decoding streams the int8 copy of this head (F16, at least head_i8_min_bytes,
     // row width a multiple of 16 up to 4096, its copy made or not yet tried).
     bool greedy_head_i8_applies(const GpuTable & head) const;
+    // webgpu_head_batch.cpp: the greedy (ids) or top-k head over several columns at once (a batched decoding step):
+    // rms_norm into in.h, head_grid_batch.wgsl, lm_head_i8_batch.wgsl (the int8 copy streamed once
+    // for all columns), head_exact_batch.wgsl (each column's candidates exactly), argmax_final. Each
+    // id is the exact head's argmax (lm_head_i8_argmax.wgsl's for that column alone). Returns false
+    // (nothing recorded) where it does not apply.
+    // With out.top_k instead of ids (head_topk_batch.wgsl): the logits of the rows that can be among
+    // each column's top_k largest, exactly, and -inf elsewhere.
+    bool head_batch(const HeadOutput & out, const GpuTable & head, const LinearInput & in, bool round_input_f16);
+    // head_batch over the columns in groups of at most k_head_batch_columns (its scratch, T n_vocab
+    // (f, B) pairs, stays within a binding); false (nothing recorded) where it does not apply.
+    bool head_batches(const HeadOutput & out, const GpuTable & head, const LinearInput & in, bool round_input_f16);
 
     WgpuContext   ctx_;
     PipelineCache pipelines_;
@@ -516,6 +546,19 @@ private:
     // rows, and rope tables with rope_freqs divisors / linear scaling (key: n_rot, base, scale, divisors).
     std::unique_ptr<Weight> load_matrix(std::span<const WeightSource> parts);
     const RopeTable &       family_rope_table(const AttentionShape & s, int64_t n_pos);
+    // The blocks of a Q8_0 / Q4_0 / Q6_K table for its LM head (null for other types), and that head.
+    std::unique_ptr<Weight> load_head_blocks(const WeightSource & src);
+    void family_lm_head(const Tensor & logits, const GpuTable & head, const Tensor & h, bool round_input_f16);
+    void encode_family_rope_kv(const Tensor & q, const KvLayer & kv, const Tensor & qkv, const AttentionShape & s,
+                               int64_t pos0, const KvBatch * batch);
+    // linear / linear_glu of a non-ternary weight: one token takes matvec_q8.wgsl where it applies.
+    void family_linear(const Tensor & y, const Weight & w, const LinearInput & in, bool accumulate);
+    void family_linear_glu(const Tensor & f, const Weight & w, const LinearInput & in, FfnActivation act);
+    const QuantizedActs * family_int8_input(const Weight & w, const LinearInput & in);
+    std::unique_ptr<GpuBuffer> mm_i8_, mm_i8_scale_;  // its scratch
+    QuantizedActs              family_acts_;
+    bool try_family_decode(const Tensor & y, const Weight & w, const LinearInput & in, bool accumulate,
+                           const FfnActivation * glu_act);
     std::unique_ptr<GpuBuffer> mm_codes_, mm_dq_, mm_kcodes_, mm_kd_, mm_glu_, mm_zero_norm_;
     std::map<std::tuple<int64_t, float, float, const Weight *>, RopeTable> family_ropes_;
     std::unique_ptr<GpuBuffer>                     scratch_;  // input copy for an in-place rms_norm
@@ -524,6 +567,10 @@ private:
     // lm_head_i8_argmax.wgsl EXACT_TAIL: u32 [threshold slot 0, slot 1, (value bits, index) x groups];
     // the tail heads use the slots in turn (head_thr_slot_), each zeroing the other for the next.
     std::unique_ptr<GpuBuffer> head_exact_;
+    // head_batch: the columns' grids and norms, their threshold slots, every row's (f, B) per
+    // column, the workgroups' winners.
+    std::unique_ptr<GpuBuffer> batch_head_grid_, batch_head_thr_, batch_head_fb_, batch_head_wmax_, batch_head_partial_;
+    int64_t                    batch_heads_recorded_ = 0;
     uint32_t                   head_thr_slot_ = 0;
     // The argmax_final that waits for the next embed (defer): its pairs' buffer, first pair, count.
     WGPUBuffer folded_pairs_        = nullptr;
@@ -556,6 +603,8 @@ private:
     std::unique_ptr<GpuBuffer>                     attn_super_;   // split attention: superblocks' P·V sums
     std::optional<GemmTiling>                      gemm_tiling_;  // set_gemm_tiling()
     std::optional<MmaTiling>                       mma_tiling_;   // set_mma_tiling()
+    std::optional<uint32_t>                        gemm_split_;   // set_gemm_split()
+    std::unique_ptr<GpuBuffer>                     gemm_split_part_;  // split GEMMs' shares [S][T][N] i32
     std::optional<uint32_t>                        mma_unit_;     // mma_unit(), once found
 };
 

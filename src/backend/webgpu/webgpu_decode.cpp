@@ -268,6 +268,11 @@ bool fused_input(const LinearInput & in) {
 
 // A low-bit weight whose input is not BitNet's (a norm in front, int8 scratch): a llama / qwen3 /
 // phi3 model with ternary or Q1_0 / Q2_0 projections, whose activation forms have no WebGPU kernels yet.
+// A float input without the int8 scratch: the families' linear ops (BitNet's always bring it).
+bool family_input(const LinearInput & in) {
+    return in.x.buffer != nullptr && in.q.q.buffer == nullptr;
+}
+
 void check_bitnet_input(const Weight & w, const LinearInput & in) {
     if (in.x.buffer != nullptr && (in.norm == nullptr || in.q.q.buffer == nullptr)) {
         fail(ErrorKind::unsupported,
@@ -281,7 +286,8 @@ void check_bitnet_input(const Weight & w, const LinearInput & in) {
 }  // namespace
 
 void WebGpuBackend::linear(const Tensor & y, const Weight & w, const LinearInput & in, bool accumulate) {
-    if (!dtype_is_lowbit(w.type)) return Backend::linear(y, w, in, accumulate);  // matmul (webgpu_family.cpp)
+    // Not ternary, or a low-bit weight without the int8 form (the families: Q1_0 / Q2_0 take Q8_0 blocks).
+    if (!dtype_is_lowbit(w.type) || family_input(in)) return family_linear(y, w, in, accumulate);  // webgpu_family.cpp
     check_bitnet_input(w, in);
     const GpuLinear & lw = as_linear(w);
     if (in.x.buffer != nullptr) check_linear_shapes(y, lw, in.x);
@@ -293,7 +299,7 @@ void WebGpuBackend::linear(const Tensor & y, const Weight & w, const LinearInput
 }
 
 void WebGpuBackend::linear_glu(const Tensor & f, const Weight & w, const LinearInput & in, FfnActivation act) {
-    if (!dtype_is_lowbit(w.type)) return Backend::linear_glu(f, w, in, act);  // matmul_glu (webgpu_family.cpp)
+    if (!dtype_is_lowbit(w.type) || family_input(in)) return family_linear_glu(f, w, in, act);  // webgpu_family.cpp
     check_bitnet_input(w, in);
     const GpuLinear & lw = as_linear(w);
     if (in.x.buffer != nullptr) check_glu_shapes(f, lw, in.x);

@@ -2,10 +2,15 @@
 // matmul_glu, rope_kv_append), bit-identical to the CPU reference (src/backend/cpu/cpu_matmul.h):
 //   matmul       quantize_q8_0.wgsl (Q4_0 / Q8_0 weights: the input as Q8_0 blocks) + matmul.wgsl;
 //   matmul_glu   matmul into scratch (gate rows, then up rows) + glu.wgsl;
-//   rope_kv_append  rope_kv_family.wgsl with a host (cos, sin) table of cpu::rope_head's angles.
+//   rope_kv_append(_paged)  rope_kv_family.wgsl with a host (cos, sin) table of cpu::rope_head's angles.
+//   linear / linear_glu of one token with Q4_0 / Q8_0 (Q4_K / Q6_K) weights: matvec_q8.wgsl
+//                (matvec_q8k.wgsl) alone: the norm and the Q8_0 (Q8_K) blocks in its prologue, glu's
+//                gate in its epilogue; Q1_0 / Q2_0 / PQ2_0 through matvec_q8.wgsl for any tokens.
+//   lm_head of a Q8_0 / Q4_0 / Q6_K table: lm_head_q.wgsl on the table's blocks (GpuTable::blocks).
+//   linear / linear_glu of a ternary weight (I2_S, TQ1_0, TQ2_0): per-token int8 input
+//                (rms_norm_quant.wgsl) + BitNet's bitlinear / gate_up.
 // Weight types: F32, F16, BF16, Q8_0, Q4_0 (Q8_0-block input), Q4_K, Q6_K (Q8_K-block input,
-// quantize_q8_k.wgsl). These are plain kernels, one dispatch each (one matmul per part of a stacked
-// weight), without the ternary path's fused decode kernels.
+// quantize_q8_k.wgsl); one matmul per run of parts of one type in a stacked weight.
 #include "backend/webgpu/webgpu_backend_impl.h"
 
 #include "core/error.h"
@@ -34,6 +39,8 @@ uint32_t matmul_wtype(DType t) {
 
 bool takes_q8_0(DType t) { return t == DType::q8_0 || t == DType::q4_0; }
 bool takes_q8_k(DType t) { return t == DType::q4_k || t == DType::q6_k; }
+// The low-bit types whose activations are Q8_0 blocks (the others take per-token int8).
+bool takes_q8_0_blocks_lowbit(DType t) { return t == DType::q1_0 || t == DType::q2_0 || t == DType::pq2_0; }
 
 const GpuMatrix & as_matrix(const Weight & w) {
     const auto * m = dynamic_cast<const GpuMatrix *>(&w);
@@ -200,6 +207,161 @@ void WebGpuBackend::matmul(const Tensor & y, const Weight & w, const Tensor & x,
     }
 }
 
+// matvec_q8.wgsl: the input's norm and Q8_0 blocks in its prologue, glu's gate in its epilogue
+// (glu_act), one dispatch per part instead of rms_norm + quantize_q8_0 + matmul (+ glu). Q4_0 / Q8_0
+// (GpuMatrix) for one token; Q1_0 / Q2_0 / PQ2_0 (GpuLinear's codes, their only WebGPU path with
+// Q8_0-block inputs) for any number. False (nothing recorded) where it does not apply: several
+// tokens of a Q4_0 / Q8_0 weight, a part of another type, a stacked gate/up of two parts, K past
+// what the prologue stages, y sharing the input's buffer.
+bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const LinearInput & in, bool accumulate,
+                                      const FfnActivation * glu_act) {
+    const int64_t k = w.n_cols;
+    const int64_t T = in.x.ne[1];
+    if (in.x.buffer == nullptr || in.x.ne[0] != k || in.x.type != DType::f32) return false;
+    if (gpu_buffer(y) == gpu_buffer(in.x)) return false;
+    // The parts: (type, first row, rows, words, scales, scales offset, group, rows per workgroup).
+    struct Part {
+        DType      type;
+        int64_t    first_row, n_rows;
+        WGPUBuffer words, scales;
+        uint32_t   scales_offset;
+        int64_t    group;
+        uint32_t   rows = 0;
+    };
+    std::vector<Part> parts;
+    if (const auto * m = dynamic_cast<const GpuMatrix *>(&w)) {
+        if (T != 1 || (glu_act && m->parts.size() != 1)) return false;
+        for (const auto & part : m->parts) {
+            if (!takes_q8_0(part.type) && !takes_q8_k(part.type)) return false;
+            parts.push_back({part.type, part.first_row, part.n_rows, part.words->get(), part.scales->get(), 0,
+                             takes_q8_k(part.type) ? 256 : 32});
+        }
+    } else if (const auto * l = dynamic_cast<const GpuLinear *>(&w)) {
+        if (!takes_q8_0_blocks_lowbit(l->type) || l->group % 64 != 0) return false;
+        parts.push_back({l->type, 0, l->n_rows, l->buffer->get(), l->buffer->get(), l->scales_offset, l->group});
+    } else {
+        return false;
+    }
+    const uint32_t wg = 256;
+    const int64_t  nb = k / 32;
+    if (in.norm != nullptr && k > int64_t{32} * wg) return false;  // lib/inv_rms.wgsl's bound
+    // Workgroup memory: matvec_q8: the staged blocks (72 bytes per 32 values), the terms (a row every
+    // NT + 1); matvec_q8k: 328 bytes per 256 values, a row of 9 terms per block + 1; both the norm's
+    // reduction (WG f32). Every part must fit before any is recorded.
+    const uint64_t storage = ctx_.limits().maxComputeWorkgroupStorageSize;
+    const uint32_t per     = glu_act ? 2u : 1u;  // weight rows per output row
+    for (Part & part : parts) {
+        const bool     kq    = takes_q8_k(part.type);
+        const int64_t  nt    = kq ? 9 * (k / 256) : k / part.group;
+        const uint64_t fixed = (kq ? static_cast<uint64_t>(k / 256) * 328 : static_cast<uint64_t>(nb) * 72) + uint64_t{wg} * 4;
+        if (kq && (k % 256 != 0 || k / 256 * 8 > wg * 4)) return false;
+        part.rows = std::max<uint32_t>(1, std::min<uint32_t>(tune_.family_rows, wg / per));
+        auto need = [&] { return fixed + uint64_t{part.rows} * per * static_cast<uint64_t>(nt + 1) * 4; };
+        while (part.rows > 1 && need() > storage) part.rows /= 2;
+        if (need() > storage) return false;
+    }
+    const int64_t n_out = glu_act ? w.n_rows / 2 : w.n_rows;
+    TERN_ASSERT(y.ne[0] == n_out && y.ne[1] == T, "family decode shapes");
+    if (!mm_zero_norm_) mm_zero_norm_ = make_buffer(16, nullptr, "no qk norm");
+    const WGPUBuffer nw = in.norm ? as_norm(*in.norm).buffer->get() : mm_zero_norm_->get();
+    for (const Part & part : parts) {
+        const uint32_t rows = part.rows;
+        const WGPUBuffer bufs[] = {part.words, part.scales, gpu_buffer(in.x), nw, gpu_buffer(y)};
+        const uint32_t   y0   = gpu_offset(y, 4) + (glu_act ? 0u : u32(part.first_row));
+        const uint32_t   n    = u32(glu_act ? n_out : part.n_rows);
+        const uint32_t   act  = glu_act && *glu_act == FfnActivation::relu2 ? 0u : 1u;
+        if (takes_q8_k(part.type)) {  // matvec_q8k.wgsl
+            struct {
+                uint32_t n_rows, k;
+                float    eps;
+                uint32_t x_offset, x_stride, nw_offset, y_offset, y_stride, up_row, activation;
+            } p{n, u32(k), in.eps, gpu_offset(in.x, 4), u32(in.x.ne[0]), 0, y0, u32(y.ne[0]), u32(n_out), act};
+            const PipelineKey key{"matvec_q8k",
+                                  "rrrrwu",
+                                  {{{"WG", static_cast<double>(wg)},
+                                    {"ROWS", static_cast<double>(rows)},
+                                    {"MROWS", static_cast<double>(rows * per)},
+                                    {"NB", static_cast<double>(k / 256)},
+                                    {"WTYPE", static_cast<double>(matmul_wtype(part.type))},
+                                    {"NORM", in.norm ? 1.0 : 0.0},
+                                    {"GLU", glu_act ? 1.0 : 0.0},
+                                    {"ACCUMULATE", accumulate ? 1.0 : 0.0}}}};
+            step_->dispatch(key, bufs, &p, sizeof p, ceil_div(n, rows), u32(T));
+            continue;
+        }
+        const int64_t nt = k / part.group;
+        // Weights loaded ahead of the prologue: the lane's blocks, at most family_prefetch (Q8_0: 4).
+        const uint32_t lanes = wg / (rows * per);
+        const uint32_t pf    = takes_q8_0(part.type)
+                                   ? std::min<uint32_t>({tune_.family_prefetch, part.type == DType::q8_0 ? 4u : 8u,
+                                                         static_cast<uint32_t>(ceil_div(nb, lanes))})
+                                   : 0u;
+        struct {
+            uint32_t n_rows, k;
+            float    eps;
+            uint32_t x_offset, x_stride, nw_offset, y_offset, y_stride, scales_offset, up_row, activation;
+        } p{n, u32(k), in.eps, gpu_offset(in.x, 4), u32(in.x.ne[0]), 0, y0, u32(y.ne[0]), part.scales_offset,
+            u32(n_out), act};
+        const PipelineKey key{dot4_native_ ? "matvec_q8" : "matvec_q8_nodp4",
+                              "rrrrwu",
+                              {{{"WG", static_cast<double>(wg)},
+                                {"ROWS", static_cast<double>(rows)},
+                                {"MROWS", static_cast<double>(rows * per)},
+                                {"NB", static_cast<double>(nb)},
+                                {"WTYPE", takes_q8_0(part.type) ? static_cast<double>(matmul_wtype(part.type)) : 7.0},
+                                {"GROUP", static_cast<double>(part.group)},
+                                {"NT", static_cast<double>(nt)},
+                                {"PF", static_cast<double>(pf)},
+                                {"NORM", in.norm ? 1.0 : 0.0},
+                                {"GLU", glu_act ? 1.0 : 0.0},
+                                {"ACCUMULATE", accumulate ? 1.0 : 0.0}}}};
+        step_->dispatch(key, bufs, &p, sizeof p, ceil_div(n, rows), u32(T));
+    }
+    return true;
+}
+
+// A ternary weight (I2_S, TQ1_0, TQ2_0) of a family: the input as per-token int8 (the CPU's
+// quantize_act_row after its rms_norm: rms_norm_quant.wgsl with or without the norm) into scratch,
+// then BitNet's bitlinear / gate_up kernels. Null where the weight is not ternary.
+const QuantizedActs * WebGpuBackend::family_int8_input(const Weight & w, const LinearInput & in) {
+    if (!(w.type == DType::i2_s || w.type == DType::tq1_0 || w.type == DType::tq2_0) || in.x.buffer == nullptr) return nullptr;
+    const int64_t k = in.x.ne[0], T = in.x.ne[1];
+    TERN_ASSERT(k == w.n_cols && k % 4 == 0 && in.x.type == DType::f32, "family int8 input shapes");
+    grown(mm_i8_, static_cast<size_t>(k * T), "family int8 activations");
+    grown(mm_i8_scale_, static_cast<size_t>(T) * 4, "family int8 scales");
+    family_acts_.q.buffer     = mm_i8_.get();
+    family_acts_.q.type       = DType::i8;
+    family_acts_.q.ne         = {k, T, 1, 1};
+    family_acts_.scale.buffer = mm_i8_scale_.get();
+    family_acts_.scale.type   = DType::f32;
+    family_acts_.scale.ne     = {T, 1, 1, 1};
+    if (in.norm != nullptr) {
+        rms_norm_quant(family_acts_, in.x, *in.norm, in.eps);
+        return &family_acts_;
+    }
+    struct {
+        uint32_t k;
+        float    eps;
+        uint32_t x_offset, x_stride, w_offset, q_offset, q_stride, scale_offset;
+    } p{u32(k), 0.0f, gpu_offset(in.x, 4), u32(in.x.ne[0]), 0, 0, u32(k / 4), 0};
+    const PipelineKey key{"rms_norm_quant", "rrwwu", {{{"WG", 256}, {"NORM", 0.0}}}};  // (no norm: any K)
+    const WGPUBuffer  bufs[] = {gpu_buffer(in.x), gpu_buffer(in.x), mm_i8_->get(), mm_i8_scale_->get()};
+    step_->dispatch(key, bufs, &p, sizeof p, u32(T));
+    return &family_acts_;
+}
+
+void WebGpuBackend::family_linear(const Tensor & y, const Weight & w, const LinearInput & in, bool accumulate) {
+    if (try_family_decode(y, w, in, accumulate, nullptr)) return;
+    if (const QuantizedActs * a = family_int8_input(w, in)) return bitlinear(y, w, *a, accumulate);
+    Backend::linear(y, w, in, accumulate);
+}
+
+void WebGpuBackend::family_linear_glu(const Tensor & f, const Weight & w, const LinearInput & in, FfnActivation act) {
+    if (try_family_decode(f, w, in, false, &act)) return;
+    if (const QuantizedActs * a = family_int8_input(w, in)) return gate_up(f, w, *a, act);
+    Backend::linear_glu(f, w, in, act);
+}
+
 void WebGpuBackend::matmul_glu(const Tensor & f, const Weight & w, const Tensor & x, FfnActivation act) {
     const int64_t n_ff = w.n_rows / 2;
     const int64_t T    = x.ne[1];
@@ -216,6 +378,42 @@ void WebGpuBackend::matmul_glu(const Tensor & f, const Weight & w, const Tensor 
     const PipelineKey key{"glu", "rwu", {{{"WG", 64}}}};
     const WGPUBuffer  bufs[] = {mm_glu_->get(), gpu_buffer(f)};
     step_->dispatch(key, bufs, &p, sizeof p, ceil_div(n_ff, 64), u32(T));
+}
+
+std::unique_ptr<Weight> WebGpuBackend::load_head_blocks(const WeightSource & src) {
+    const bool fits = src.type == DType::q6_k ? src.ne[0] % 256 == 0 : src.ne[0] % 32 == 0;
+    if (!(src.type == DType::q8_0 || src.type == DType::q4_0 || src.type == DType::q6_k) || !fits) return nullptr;
+    return load_matrix({&src, 1});
+}
+
+void WebGpuBackend::family_lm_head(const Tensor & logits, const GpuTable & head, const Tensor & h, bool round_input_f16) {
+    const auto &  m = static_cast<const GpuMatrix &>(*head.blocks);
+    const int64_t T = h.ne[1];
+    TERN_ASSERT(m.parts.size() == 1 && m.n_cols == head.n_cols && m.n_rows == head.n_rows, "head blocks");
+    // Lanes ~ chunks / 8 (each lane a few 32-value chunks), 4..32.
+    const int64_t  cpr   = head.n_cols / 32;
+    const uint32_t lanes = std::clamp<uint32_t>(floor_pow2(static_cast<uint64_t>(std::max<int64_t>(1, cpr / 8))), 4, 32);
+    const uint32_t wg    = 256;
+    struct {
+        uint32_t n_vocab, h_offset, h_stride, out_offset, out_stride, round_input;
+    } p{u32(head.n_rows), gpu_offset(h, 4), u32(h.ne[0]), gpu_offset(logits, 4), u32(logits.ne[0]), round_input_f16 ? 1u : 0u};
+    const uint32_t   groups   = ceil_div(head.n_rows, wg / lanes);
+    // h staged in workgroup memory where it fits next to the reductions (wg vec2 + wg (f32, u32)).
+    const bool stage = static_cast<uint64_t>(head.n_cols) * 4 + uint64_t{wg} * 16 <= ctx_.limits().maxComputeWorkgroupStorageSize;
+    const WGPUBuffer partials = argmax_partials(static_cast<size_t>(groups) * static_cast<size_t>(T) * 8);
+    const PipelineKey key{"lm_head_q",
+                          "rrrwwu",
+                          {{{"WG", static_cast<double>(wg)},
+                            {"LANES", static_cast<double>(lanes)},
+                            {"CPR", static_cast<double>(cpr)},
+                            {"WTYPE", static_cast<double>(matmul_wtype(m.parts[0].type))},
+                            {"STAGE", stage ? 1.0 : 0.0}}}};
+    const WGPUBuffer bufs[] = {m.parts[0].words->get(), m.parts[0].scales->get(), gpu_buffer(h), gpu_buffer(logits),
+                               partials};
+    step_->dispatch(key, bufs, &p, sizeof p, groups, u32(T));
+    // The argmax's first stage is written: argmax() right after this runs only argmax_final.
+    head_partials_ = {};
+    if (T == 1) head_partials_ = {gpu_buffer(logits), gpu_offset(logits, 4), groups, step_->serial()};
 }
 
 const RopeTable & WebGpuBackend::family_rope_table(const AttentionShape & s, int64_t n_pos) {
@@ -248,17 +446,31 @@ const RopeTable & WebGpuBackend::family_rope_table(const AttentionShape & s, int
 
 void WebGpuBackend::rope_kv_append(const Tensor & q, const KvLayer & kv, const Tensor & qkv, const AttentionShape & s,
                                    int64_t pos0) {
+    TERN_ASSERT(pos0 >= 0 && pos0 + qkv.ne[1] <= kv.k.ne[1], "positions past the KV cache");
+    encode_family_rope_kv(q, kv, qkv, s, pos0, nullptr);
+}
+
+void WebGpuBackend::rope_kv_append_paged(const Tensor & q, const KvLayer & kv, const Tensor & qkv,
+                                         const AttentionShape & s, const KvBatch & batch) {
+    TERN_ASSERT(batch.n_tokens() == qkv.ne[1] && batch.columns.ne[1] == qkv.ne[1] && batch.columns.type == DType::i32,
+                "rope_kv_append_paged: the batch's columns");
+    encode_family_rope_kv(q, kv, qkv, s, 0, &batch);
+}
+
+// rope_kv_family.wgsl: column t at position pos0 + t (cache row the same), or where `batch` puts it.
+void WebGpuBackend::encode_family_rope_kv(const Tensor & q, const KvLayer & kv, const Tensor & qkv,
+                                          const AttentionShape & s, int64_t pos0, const KvBatch * batch) {
     const int64_t hd = s.head_dim, n_q = s.n_head * hd, n_kv = s.n_head_kv * hd;
     const int64_t T  = qkv.ne[1];
     TERN_ASSERT(qkv.ne[0] == n_q + 2 * n_kv && q.ne[0] == n_q && kv.k.ne[0] == n_kv, "rope_kv_append shapes");
-    TERN_ASSERT(pos0 >= 0 && pos0 + T <= kv.k.ne[1], "positions past the KV cache");
     if (hd % 2 != 0 || hd > 256 || s.n_rot % 2 != 0 || s.n_rot > hd) {
         fail(ErrorKind::unsupported, format("webgpu: head_dim %lld with %lld rotated dimensions; rope_kv_family.wgsl "
                                             "needs even values and head_dim <= 256",
                                             static_cast<long long>(hd), static_cast<long long>(s.n_rot)),
              "use --backend cpu for this model");
     }
-    const RopeTable & rope = family_rope_table(s, pos0 + T);
+    const int64_t     n_pos = batch ? batch->max_position() + 1 : pos0 + T;
+    const RopeTable & rope  = family_rope_table(s, n_pos);
     if (!mm_zero_norm_) mm_zero_norm_ = make_buffer(16, nullptr, "no qk norm");
     const WGPUBuffer qn   = s.q_norm ? as_norm(*s.q_norm).buffer->get() : mm_zero_norm_->get();
     const WGPUBuffer kn   = s.k_norm ? as_norm(*s.k_norm).buffer->get() : mm_zero_norm_->get();
@@ -268,21 +480,25 @@ void WebGpuBackend::rope_kv_append(const Tensor & q, const KvLayer & kv, const T
     struct {
         uint32_t head_dim, n_rot, n_head, n_head_kv, pos0, x_offset, x_stride, q_offset, q_stride, k_offset, v_offset,
             n_embd_kv;
-        float eps;
+        float    eps;
+        uint32_t cols_offset;
     } p{u32(hd),           u32(s.n_rot),       u32(s.n_head),  u32(s.n_head_kv),       u32(pos0),
         gpu_offset(qkv, 4), u32(qkv.ne[0]),    gpu_offset(q, 4), u32(n_q),             gpu_offset(kv.k, k_el),
-        gpu_offset(kv.v, v_el), u32(n_kv),     s.qk_norm_eps};
+        gpu_offset(kv.v, v_el), u32(n_kv),     s.qk_norm_eps,  batch ? gpu_offset(batch->columns, 4) : 0u};
+    uint32_t wg = 32;  // an invocation per pair of dimensions
+    while (wg < hd / 2) wg *= 2;
     const PipelineKey key{"rope_kv_family",
-                          "rrrrwwwu",
-                          {{{"WG", 64},
+                          "rrrrrwwwu",
+                          {{{"WG", static_cast<double>(wg)},
                             {"K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0},
                             {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0},
                             {"Q_NORM", s.q_norm ? 1.0 : 0.0},
                             {"K_NORM", s.k_norm ? 1.0 : 0.0},
-                            {"NORM_MODE", s.rope_mode == RopeMode::norm ? 1.0 : 0.0}}}};
-    const WGPUBuffer bufs[] = {gpu_buffer(qkv), rope.buffer->get(), qn, kn, gpu_buffer(q), gpu_buffer(kv.k),
-                               gpu_buffer(kv.v)};
-    step_->dispatch(key, bufs, &p, sizeof p, ceil_div(s.n_head + 2 * s.n_head_kv, 64), u32(T));
+                            {"NORM_MODE", s.rope_mode == RopeMode::norm ? 1.0 : 0.0},
+                            {"PAGED", batch ? 1.0 : 0.0}}}};
+    const WGPUBuffer bufs[] = {gpu_buffer(qkv), rope.buffer->get(), qn, kn, batch ? gpu_buffer(batch->columns) : gpu_buffer(qkv),
+                               gpu_buffer(q), gpu_buffer(kv.k), gpu_buffer(kv.v)};
+    step_->dispatch(key, bufs, &p, sizeof p, u32(s.n_head + 2 * s.n_head_kv), u32(T));
 }
 
 }  // namespace tern

@@ -434,6 +434,7 @@ void WebGpuBackend::lm_head(const Tensor & logits, const Weight & head, const Te
     const int64_t n_tok = h.ne[1];
     TERN_ASSERT(h.ne[0] == e->n_cols && logits.ne[0] == e->n_rows && logits.ne[1] == n_tok, "lm_head shapes");
     if (try_decode_head(logits, *e, h, nullptr, 0.0f, round_input_f16, false)) return;
+    if (e->blocks) return family_lm_head(logits, *e, h, round_input_f16);  // lm_head_q.wgsl
     const int64_t  words = e->f16 ? e->n_cols / 2 : e->n_cols;
     const uint32_t lanes = std::clamp<uint32_t>(floor_pow2(static_cast<uint64_t>(std::max<int64_t>(1, words / 8))), 4, 64);
     const uint32_t rows  = 256 / lanes;

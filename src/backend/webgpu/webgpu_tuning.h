@@ -36,6 +36,8 @@ struct WebGpuTuning {
                                        //     where 32-lane teams sum in registers and K >= 2048, else 16
     uint32_t o_wg              = 0;    // its threads; 0: 512 where o_lanes is 32 by default, else decode_wg
     uint32_t gate_up_lanes     = 4;    // the fewest lanes per row of gate+up
+    uint32_t family_rows       = 16;   // output rows per workgroup of matvec_q8.wgsl (Q4_0 / Q8_0 decode)
+    uint32_t family_prefetch   = 8;    // ... weight blocks per lane it loads before its prologue (0..8)
     // --- the LM head of one token: lm_head_i8_argmax.wgsl, argmax_exact.wgsl ---
     uint32_t head_i8_min_bytes = 64u << 20;  // greedy decoding streams an int8 copy of F16 heads this
                                              // large or larger (half the bytes; wider bounds)
@@ -68,6 +70,9 @@ struct WebGpuTuning {
     GemmTiling gemm_tile{0, 0, 0, 0};      // the dot4 GEMM's TMxTNxTRxTC; 0x0x0x0: 4x8x16x8, TC 4 up to 32 tokens
     MmaTiling  mma_tile{4, 1};             // the tensor-core GEMM's SGMxSGN
     MmaTiling  mma_tile_long{2, 1};        // the same for rows longer than 4096
+    uint32_t   gemm_split_groups = 264;    // a GEMM (one scale group per row) with at most half this many
+                                           //     workgroups is split along K into about this many (each
+                                           //     share at least 4 chunks of 64); 0: never split
     // --- submits and waits: webgpu_decode_stream.cpp, wgpu_device.cpp ---
     uint32_t steps_per_submit = 4;     // greedy decoding's steps per submit, once the groups have grown
     uint32_t submit_ramp      = 8;     // steps recorded before the groups grow by one (from 1)

@@ -7,7 +7,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
-import { requireWebBuild, requireDep, siteDir, outDir, nativeRun } from "./web_harness.mjs";
+import { requireWebBuild, requireDep, siteDir, outDir, nativeRun, bigModel } from "./web_harness.mjs";
 import { serveStatic } from "./static_server.mjs";
 
 requireWebBuild();
@@ -63,7 +63,7 @@ test("32 greedy tokens equal tern run's, with tokens/s shown", async () => {
   const text = await page.$eval("#output .generated", (el) => el.textContent);
   assert.equal(text, nativeRun("The ship", ["-n", "32", "--temp", "0"]));
   const speed = await page.$eval("#speed", (el) => el.textContent);
-  assert.match(speed, /^done: 32 tokens, \d+\.\d+ tokens\/s \(prompt \d+ ms\)$/);
+  assert.match(speed, /^done: 32 tokens, \d+\.\d+ tokens\/s \(prompt \d+ tokens in \d+ ms\)$/);
   assert.ok(Number(speed.match(/([\d.]+) tokens\/s/)[1]) > 0, speed);
 });
 
@@ -105,5 +105,20 @@ test("a bad model URL is a visible error, and the loaded model stays usable", as
   await page.click("#load-url");
   await page.waitForFunction(() => !document.getElementById("error").hidden, { timeout: 30000 });
   assert.match(await page.$eval("#error", (el) => el.textContent), /cannot download models\/missing\.gguf: HTTP 404/);
+  assert.deepEqual(pageErrors, []);
+});
+
+test("a 5 GiB file from disk is a clear error on the CPU backend, and the loaded model stays usable", async () => {
+  const input = await page.$("#model-file");
+  await input.uploadFile(bigModel());
+  await page.waitForFunction(() => !document.getElementById("error").hidden, { timeout: 30000 });
+  assert.match(await page.$eval("#error", (el) => el.textContent),
+               /cannot load model 'tern-32m-en-padded-5g\.gguf': the file is 5\.37 GB; the CPU backend holds the whole file in WebAssembly memory.*hint: use the WebGPU backend/s);
+  assert.equal(await page.$eval("#generate", (el) => el.disabled), false);
+  await setField("temp", 0);
+  await setField("n-predict", 4);
+  await page.click("#generate");
+  await finished();
+  assert.equal(await page.$eval("#output .generated", (el) => el.textContent), nativeRun("The ship", ["-n", "4", "--temp", "0"]));
   assert.deepEqual(pageErrors, []);
 });

@@ -1,8 +1,8 @@
 // The page's WebGPU backend in headless Chromium: the engine's WGSL kernels run on navigator.gpu
 // from WebAssembly (web/webgpu-library.js, waits suspended with JSPI), here on Chromium's SwiftShader
 // adapter (--use-webgpu-adapter=swiftshader), which the page accepts only with ?allow-cpu-adapter=1.
-// 4 greedy tokens must equal `tern run`'s (the CPU reference), and "auto" must refuse the software
-// adapter and say so. Slow by nature (SwiftShader runs the GPU's work on the CPU): a short generation.
+// 4 greedy tokens (chosen on the device) and 3 seeded sampled tokens (sampled on the device) must equal
+// `tern run`'s (the CPU reference), and "auto" must refuse the software adapter and say so. Slow by nature (SwiftShader runs the GPU's work on the CPU): a short generation.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
@@ -71,4 +71,16 @@ test("4 greedy tokens on WebGPU equal tern run's", async () => {
   await page.screenshot({ path: path.join(outDir, "web-page-webgpu.png") });
   assert.equal(await text("#output .generated"), nativeRun("The ship", ["-n", "4", "--temp", "0"]));
   assert.match(await text("#speed"), /^done: 4 tokens, \d+\.\d+ tokens\/s/);
+  assert.equal(await page.$eval("#speed", (el) => el.dataset.decoding), "greedy on the device");
+});
+
+test("3 seeded sampled tokens on WebGPU (sampled on the device) equal tern run --seed", async () => {
+  await page.$eval("#temp", (el) => { el.value = "0.7"; });
+  await page.$eval("#seed", (el) => { el.value = "42"; });
+  await page.$eval("#n-predict", (el) => { el.value = "3"; });
+  await page.click("#generate");
+  await page.waitForFunction(() => !document.getElementById("speed").dataset.state, { timeout: 10000 });
+  await finished();
+  assert.equal(await text("#output .generated"), nativeRun("The ship", ["-n", "3", "--temp", "0.7", "--seed", "42"]));
+  assert.equal(await page.$eval("#speed", (el) => el.dataset.decoding), "sampled on the device");
 });

@@ -1,12 +1,14 @@
 // The WebAssembly build under Node: the same tokens as native `tern run` on the shipped model
 // (greedy, seeded sampling, repetition penalty), the same tokenization as `tern tokenize`, clear
-// errors for bad models and settings, and pull-based generation that can stop at any token.
+// errors for bad models and settings, and generation (TernEngine.generate: `tern run`'s loop) that
+// streams each token to a callback and stops when it says so.
 import { test, before } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { execFileSync } from "node:child_process";
-import { requireWebBuild, nodeEngine, generateAll, nativeRun, nativeTokenize, ternBin, outDir } from "./web_harness.mjs";
+import { requireWebBuild, nodeEngine, generateAll, nativeRun, nativeTokenize, ternBin, outDir, modelPath,
+         bigModel } from "./web_harness.mjs";
 
 requireWebBuild();
 let engine;
@@ -37,28 +39,49 @@ for (const c of cases) {
   test(`${c.name}: same text as tern run`, async () => {
     const web = await generateAll(engine, c.prompt, c.web);
     assert.equal(web.ids.length, c.web.nPredict);
+    assert.equal(web.stats.nGenerated, c.web.nPredict);
+    assert.equal(web.stats.stopped, false);
     assert.equal(web.text, nativeRun(c.prompt, c.cli));
   });
 }
 
 test("stopping early and starting again gives the same tokens", async () => {
   const full = await generateAll(engine, "The ship", { temp: 0.7, seed: 3, nPredict: 20 });
-  await engine.start("The ship", { temp: 0.7, seed: 3, nPredict: 20 });
-  const first = [(await engine.next()).id, (await engine.next()).id, (await engine.next()).id];  // then abandoned
-  assert.deepEqual(first, full.ids.slice(0, 3));
+  const first = await generateAll(engine, "The ship", { temp: 0.7, seed: 3, nPredict: 20 }, 3);
+  assert.deepEqual(first.ids, full.ids.slice(0, 3));
+  assert.equal(first.stats.stopped, true);
+  assert.equal(first.stats.nGenerated, 3);
+  const greedy = await generateAll(engine, "The ship", { temp: 0, nPredict: 20 });
+  assert.deepEqual((await generateAll(engine, "The ship", { temp: 0, nPredict: 20 }, 5)).ids, greedy.ids.slice(0, 5));
   assert.deepEqual((await generateAll(engine, "The ship", { temp: 0.7, seed: 3, nPredict: 20 })).ids, full.ids);
 });
 
 test("bad settings and bad models are clear errors", async () => {
-  await assert.rejects(engine.start("The ship", { temp: -1 }), /--temp must be a finite number >= 0 \(got -1\)/);
-  await assert.rejects(engine.start("The ship", { topK: "x" }), /setting topK must be a number/);
-  await assert.rejects(engine.start("The ship ".repeat(400), { nCtx: 64 }), /the prompt is \d+ tokens, but the context holds 64/);
+  await assert.rejects(engine.generate("The ship", { temp: -1 }), /--temp must be a finite number >= 0 \(got -1\)/);
+  await assert.rejects(engine.generate("The ship", { topK: "x" }), /setting topK must be a number/);
+  await assert.rejects(engine.generate("The ship ".repeat(400), { nCtx: 64 }), /the prompt is \d+ tokens, but the context holds 64/);
+  await assert.rejects(engine.generate("The ship", { nPredict: 4 }, () => { throw new Error("callback broke"); }), /callback broke/);
+  assert.equal((await generateAll(engine, "The ship", { temp: 0, nPredict: 4 })).ids.length, 4);  // still usable
   const other = await nodeEngine();
   await assert.rejects(other.loadModel(new Uint8Array([71, 71, 85, 70, 3, 0, 0, 0]), "short.gguf"),
-                       /cannot load model '\/models\/short.gguf'.*smaller than the 24-byte GGUF header/s);
-  await assert.rejects(other.start("The ship"), /no model is loaded/);
-  await assert.rejects(other.loadModel(new Uint8Array(8), "x.gguf", { backend: "webgpu" }), /needs JSPI/);
+                       /cannot load model '\/models\d+\/short.gguf'.*smaller than the 24-byte GGUF header/s);
+  await assert.rejects(other.generate("The ship"), /no model is loaded/);
+  // Node 20 has no JSPI; Node with JSPI (the wasm_engine_jspi run) has no navigator.gpu here, so
+  // web/webgpu-library.js gives no instance.
+  await assert.rejects(other.loadModel(new Uint8Array(8), "x.gguf", { backend: "webgpu" }),
+                       other.jspi ? /wgpuCreateInstance returned null/ : /needs JSPI/);
   await assert.rejects(other.loadModel(new Uint8Array(8), "x.gguf", { backend: "metal" }), /unknown backend 'metal'/);
+});
+
+test("a host file (NODEFS) loads as its bytes do; a 5 GiB file is a clear error on the CPU backend", async () => {
+  const other = await nodeEngine();
+  const info = await other.loadModel({ path: modelPath }, "tern-32m-en.gguf");
+  assert.equal(info.name, "tern-32m-en");
+  assert.equal((await generateAll(other, "The ship", { temp: 0, nPredict: 8 })).text,
+               nativeRun("The ship", ["-n", "8", "--temp", "0"]));
+  await assert.rejects(other.loadModel({ path: bigModel() }, "big.gguf"),
+                       /cannot load model '.*': the file is 5\.37 GB; the CPU backend holds the whole file in WebAssembly memory, which is at most 4\.\d\d GB.*\nhint: use the WebGPU backend/s);
+  await assert.rejects(other.generate("The ship"), /no model is loaded/);  // the old model was dropped first
 });
 
 test("chat format: the first turn's reply equals tern chat's", async () => {
@@ -73,5 +96,5 @@ test("chat format: the first turn's reply equals tern chat's", async () => {
                               { input: "Hello there\n", encoding: "utf8", stdio: ["pipe", "pipe", "ignore"] });
   assert.equal(web.text, native.replace(/\n$/, ""));
   assert.equal(engine.info.chat_template, "none");
-  await assert.rejects(engine.start("Hello", { chat: true }), /'tern-32m-en' has no chat format tern recognises/);
+  await assert.rejects(engine.generate("Hello", { chat: true }), /'tern-32m-en' has no chat format tern recognises/);
 });

@@ -26,30 +26,46 @@ export function requireWebBuild() {
   }
 }
 
-// A fresh wasm engine in this Node process (no JSPI in Node 20: the CPU backend), with the shipped
-// model loaded.
-export async function nodeEngine() {
+// A fresh wasm engine in this Node process, with a model loaded on `options.backend` (default cpu;
+// webgpu needs a Node with JSPI and navigator.gpu, see useDawnNode): the shipped model's bytes, or
+// `source` (TernEngine.loadModel's: e.g. {path} for a host file).
+export async function nodeEngine(options = {}, source = null) {
   const createTernModule = require(path.join(webDir, "bin/tern.js"));
   const { TernEngine } = require(path.join(root, "web/tern-engine.js"));
   const engine = await TernEngine.create({
     createModule: createTernModule,
     wasmBinary: fs.readFileSync(path.join(webDir, "bin/tern.wasm")),
   });
-  await engine.loadModel(fs.readFileSync(modelPath), "tern-32m-en.gguf");
+  await engine.loadModel(source || fs.readFileSync(modelPath), "tern-32m-en.gguf", options);
   return engine;
 }
 
-// Generates to the end with the engine; returns {ids, text}.
-export async function generateAll(engine, prompt, settings) {
-  await engine.start(prompt, settings);
+// Generates with the engine (TernEngine.generate); returns {ids, text, stats}. stopAfter: the
+// callback asks to stop after that many tokens.
+export async function generateAll(engine, prompt, settings, stopAfter = Infinity) {
   const ids = [];
   let text = "";
-  for (;;) {
-    const t = await engine.next();
+  const stats = await engine.generate(prompt, settings, (t) => {
     text += t.text;
-    if (t.done) return { ids, text, stoppedByEog: t.stoppedByEog };
+    if (t.id < 0) return true;
     ids.push(t.id);
+    return ids.length < stopAfter;
+  });
+  return { ids, text, stats };
+}
+
+// The shipped model followed by zeros up to 5 GiB (a sparse file: no disk space): a valid GGUF
+// (tern reads the tensors the directory names) larger than the whole wasm32 address space, so it
+// can only load if it is read a layer at a time. Made once in $TERN_OUT_DIR.
+export const bigModelBytes = 5 * 2 ** 30;
+export function bigModel() {
+  const file = path.join(outDir, "tern-32m-en-padded-5g.gguf");
+  if (!fs.existsSync(file) || fs.statSync(file).size !== bigModelBytes) {
+    fs.mkdirSync(outDir, { recursive: true });
+    fs.copyFileSync(modelPath, file);
+    fs.truncateSync(file, bigModelBytes);
   }
+  return file;
 }
 
 // `tern run` on the shipped model: the generated text (the prompt not echoed).
@@ -61,6 +77,23 @@ export function nativeRun(prompt, args) {
 export function nativeTokenize(text) {
   return JSON.parse(execFileSync(ternBin, ["tokenize", "-m", modelPath, "-p", text, "--bos", "--parse-special"],
                                  { encoding: "utf8" }));
+}
+
+// navigator.gpu from Dawn's Node bindings (npm webgpu in .deps/webgpu), as tools/web_node_run.mjs
+// sets it up; exits 77 (skip) saying why where this Node has no JSPI or dawn.node is missing.
+export function useDawnNode() {
+  if (typeof WebAssembly.Suspending !== "function") {
+    console.log(`# SKIP: this Node (${process.version}) has no JSPI; scripts/setup.sh puts one in .deps/node-jspi`);
+    process.exit(77);
+  }
+  const dawn = path.join(depsDir, "webgpu/node_modules/webgpu/dist/linux-x64/dawn.node");
+  if (!fs.existsSync(dawn)) {
+    console.log(`# SKIP: ${dawn} is missing; run scripts/setup.sh`);
+    process.exit(77);
+  }
+  const { create, globals } = require(dawn);
+  Object.assign(globalThis, globals);
+  Object.defineProperty(navigator, "gpu", { value: create([]), configurable: true });
 }
 
 export function requireDep(name) {

@@ -13,6 +13,9 @@
 // #include "lib/wg_reduce.wgsl"
 
 override WG: u32 = 256u;  // a power of two
+// false: a = int8-quantize(x) alone (cpu::quantize_act_row; the families' ternary projections
+// without a norm in front); w is then not read.
+override NORM: bool = true;
 
 struct Params {
     k: u32,             // elements per token, a multiple of 4
@@ -32,17 +35,24 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> scales: array<f32>;
 @group(0) @binding(4) var<uniform> p: Params;
 
+// Element i of y: (x * w) * inv (two roundings, as the CPU), or x without the norm.
+fn normed(xo: u32, i: u32, inv: f32) -> f32 {
+    if (!NORM) { return x[xo + i]; }
+    return (x[xo + i] * w[p.w_offset + i]) * inv;
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let t  = wid.x;
     let xo = p.x_offset + t * p.x_stride;
 
-    let inv = inv_rms(lid, xo);  // as the CPU, bit for bit (lib/inv_rms.wgsl)
+    var inv = 1.0;
+    if (NORM) { inv = inv_rms(lid, xo); }  // as the CPU, bit for bit (lib/inv_rms.wgsl)
 
     // max |y|, y = (x * w) * inv (two roundings, as the CPU).
     var m = 0.0;
     for (var i = lid; i < p.k; i += WG) {
-        m = max(m, abs((x[xo + i] * w[p.w_offset + i]) * inv));
+        m = max(m, abs(normed(xo, i, inv)));
     }
     let amax = wg_max(lid, m);
     let qs   = act_scale_of_max(amax);
@@ -53,7 +63,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         var word = 0u;
         for (var b = 0u; b < 4u; b++) {
             let i = 4u * j + b;
-            let y = (x[xo + i] * w[p.w_offset + i]) * inv;
+            let y = normed(xo, i, inv);
             let c = clamp(round(y * qs), -128.0, 127.0);
             word |= (bitcast<u32>(i32(c)) & 0xffu) << (8u * b);
         }

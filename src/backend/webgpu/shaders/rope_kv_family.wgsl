@@ -3,22 +3,27 @@
 // squares in the block-halving order, 1 / sqrt(sum / hd + eps), (x * w) * that), RoPE on q and k
 // ("norm" pairs (2i, 2i+1) or NeoX pairs (i, i + n_rot/2)) with the host's (cos, sin) table, which
 // holds ggml's angle recurrence with rope_freqs divisors and linear scaling (cpu::rope_head), q to
-// q_out, k and v into the KV cache at positions pos0 + t (f16 rounded to nearest even, or f32).
+// q_out, k and v into the KV cache at positions pos0 + t (f16 rounded to nearest even, or f32); with
+// PAGED (rope_kv_append_paged) column t's position and cache row from the column table of a batch
+// over a paged cache (backend.h: KvBatch::columns).
 //
 //   qkv: [(n_head + 2 n_head_kv) hd, T] f32   rope: [pos][n_rot/2] (cos, sin)   q_norm, k_norm: [hd]
 //   q_out: [n_head hd, T] f32   k_cache, v_cache: [n_head_kv hd, n_ctx] f16 pairs or f32, as u32 words
-// Bindings: 0 qkv, 1 rope, 2 q_norm, 3 k_norm (read); 4 q_out, 5 k_cache, 6 v_cache (read_write);
-// 7 params (uniform)
-// Dispatch: (ceil((n_head + 2 n_head_kv) / WG), T, 1). One thread per (head, token): heads are short.
+//   cols: [T][4] i32 (PAGED: position, sequence, cache row, 0; any buffer otherwise)
+// Bindings: 0 qkv, 1 rope, 2 q_norm, 3 k_norm, 4 cols (read); 5 q_out, 6 k_cache, 7 v_cache
+// (read_write); 8 params (uniform)
+// Dispatch: (n_head + 2 n_head_kv, T, 1). A workgroup per (head, token), an invocation per pair of
+// dimensions (WG >= head_dim / 2); each invocation adds the head's squares itself (QK-norm).
 
 // #include "lib/numerics.wgsl"
 
-override WG: u32 = 64u;
+override WG: u32 = 64u;  // >= head_dim / 2
 override K_F16: bool = true;
 override V_F16: bool = true;
 override Q_NORM: bool = false;
 override K_NORM: bool = false;
 override NORM_MODE: bool = false;  // pairs (2i, 2i+1); else NeoX
+override PAGED: bool = false;
 const HD_MAX: u32 = 256u;
 
 struct Params {
@@ -35,6 +40,7 @@ struct Params {
     v_offset: u32,
     n_embd_kv: u32,  // cache elements per position
     eps: f32,
+    cols_offset: u32,  // i32 index of cols[0] (PAGED)
     rn_zero: u32,    // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
 }
 
@@ -42,10 +48,17 @@ struct Params {
 @group(0) @binding(1) var<storage, read> rope: array<vec2<f32>>;
 @group(0) @binding(2) var<storage, read> q_norm: array<f32>;
 @group(0) @binding(3) var<storage, read> k_norm: array<f32>;
-@group(0) @binding(4) var<storage, read_write> q_out: array<f32>;
-@group(0) @binding(5) var<storage, read_write> k_cache: array<u32>;
-@group(0) @binding(6) var<storage, read_write> v_cache: array<u32>;
-@group(0) @binding(7) var<uniform> p: Params;
+@group(0) @binding(4) var<storage, read> cols: array<i32>;
+@group(0) @binding(5) var<storage, read_write> q_out: array<f32>;
+@group(0) @binding(6) var<storage, read_write> k_cache: array<u32>;
+@group(0) @binding(7) var<storage, read_write> v_cache: array<u32>;
+@group(0) @binding(8) var<uniform> p: Params;
+
+// Column t's position and the cache row its k and v go to.
+fn column_place(t: u32) -> vec2<u32> {
+    if (PAGED) { return vec2<u32>(u32(cols[p.cols_offset + 4u * t]), u32(cols[p.cols_offset + 4u * t + 2u])); }
+    return vec2<u32>(p.pos0 + t, p.pos0 + t);
+}
 
 // cpu::sum_squares of the head at xo: each block of 32 squares in the halving order, then the block
 // sums (zero-padded to a power of two) in the halving order.
@@ -75,62 +88,67 @@ fn head_sum_squares(xo: u32) -> f32 {
     return bs[0];
 }
 
+// The head's values after the norm and the rotation, for the stores of dimension pairs (2d, 2d + 1).
+var<workgroup> rot: array<f32, HD_MAX>;
+
 @compute @workgroup_size(WG)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let head = gid.x;
-    let t    = gid.y;
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let head = wid.x;
+    let t    = wid.y;
     let hd   = p.head_dim;
-    if (head >= p.n_head + 2u * p.n_head_kv) { return; }
     let xo    = p.x_offset + t * p.x_stride + head * hd;
     let is_q  = head < p.n_head;
     let is_v  = head >= p.n_head + p.n_head_kv;
     let normed = (is_q && Q_NORM) || (!is_q && !is_v && K_NORM);
     var inv = 1.0;
     if (normed) { inv = inv_root_rn(div_rn(head_sum_squares(xo), f32(hd)) + p.eps); }
-    var v: array<f32, HD_MAX>;
-    for (var d = 0u; d < hd; d++) {
-        let x = qkv[xo + d];
+    // Invocation j: a rotation pair (i0, i1) for j < n_rot / 2, else two dimensions past n_rot.
+    let half = p.n_rot / 2u;
+    let j    = lid;
+    if (j < hd / 2u) {
+        var i0 = 2u * j;
+        var i1 = 2u * j + 1u;
+        if (!NORM_MODE) {
+            i0 = select(p.n_rot + 2u * (j - half), j, j < half);
+            i1 = select(i0 + 1u, j + half, j < half);
+        }
+        var x0 = qkv[xo + i0];
+        var x1 = qkv[xo + i1];
         if (normed) {
-            let w = select(k_norm[d], q_norm[d], is_q);
-            v[d] = mul_rn(x, w) * inv;
-        } else {
-            v[d] = x;
+            x0 = mul_rn(x0, select(k_norm[i0], q_norm[i0], is_q)) * inv;
+            x1 = mul_rn(x1, select(k_norm[i1], q_norm[i1], is_q)) * inv;
         }
-    }
-    if (!is_v) {
-        let half = p.n_rot / 2u;
-        let pos  = p.pos0 + t;
-        for (var i = 0u; i < half; i++) {
-            let i0 = select(i, 2u * i, NORM_MODE);
-            let i1 = select(i + half, 2u * i + 1u, NORM_MODE);
-            let cs = rope[pos * half + i];
-            let x0 = v[i0];
-            let x1 = v[i1];
-            v[i0] = mul_rn(x0, cs.x) - mul_rn(x1, cs.y);
-            v[i1] = mul_rn(x0, cs.y) + mul_rn(x1, cs.x);
+        if (!is_v && j < half) {
+            let cs = rope[column_place(t).x * half + j];
+            let r0 = mul_rn(x0, cs.x) - mul_rn(x1, cs.y);
+            let r1 = mul_rn(x0, cs.y) + mul_rn(x1, cs.x);
+            x0 = r0;
+            x1 = r1;
         }
+        rot[i0] = x0;
+        rot[i1] = x1;
     }
+    workgroupBarrier();
+    if (j >= hd / 2u) { return; }
+    let d = 2u * j;
     if (is_q) {
         let o = p.q_offset + t * p.q_stride + head * hd;
-        for (var d = 0u; d < hd; d++) { q_out[o + d] = v[d]; }
+        q_out[o + d]      = rot[d];
+        q_out[o + d + 1u] = rot[d + 1u];
         return;
     }
-    let pos = p.pos0 + t;
+    let pos = column_place(t).y;  // the cache row
     let f16 = select(K_F16, V_F16, is_v);
     let kvh = select(head - p.n_head, head - p.n_head - p.n_head_kv, is_v);
     let e0  = select(p.k_offset, p.v_offset, is_v) + pos * p.n_embd_kv + kvh * hd;
-    for (var d = 0u; d < hd; d += 2u) {
-        if (f16) {
-            let word = pack_f16x2(v[d], v[d + 1u]);
-            if (is_v) { v_cache[(e0 + d) / 2u] = word; } else { k_cache[(e0 + d) / 2u] = word; }
-        } else {
-            if (is_v) {
-                v_cache[e0 + d] = bitcast<u32>(v[d]);
-                v_cache[e0 + d + 1u] = bitcast<u32>(v[d + 1u]);
-            } else {
-                k_cache[e0 + d] = bitcast<u32>(v[d]);
-                k_cache[e0 + d + 1u] = bitcast<u32>(v[d + 1u]);
-            }
-        }
+    if (f16) {
+        let word = pack_f16x2(rot[d], rot[d + 1u]);
+        if (is_v) { v_cache[(e0 + d) / 2u] = word; } else { k_cache[(e0 + d) / 2u] = word; }
+    } else if (is_v) {
+        v_cache[e0 + d]      = bitcast<u32>(rot[d]);
+        v_cache[e0 + d + 1u] = bitcast<u32>(rot[d + 1u]);
+    } else {
+        k_cache[e0 + d]      = bitcast<u32>(rot[d]);
+        k_cache[e0 + d + 1u] = bitcast<u32>(rot[d + 1u]);
     }
 }

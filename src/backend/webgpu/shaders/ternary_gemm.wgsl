@@ -43,6 +43,10 @@ override TR: u32 = 16u;       // threads along rows
 override TC: u32 = 8u;        // threads along tokens; TR TC <= 256, W_ITEMS and A_ITEMS <= 8
 override N_GROUPS: u32 = 1u;  // scale groups per row
 override GATE_UP: bool = false;
+// Workgroups along K (dispatch z; N_GROUPS 1 only): each sums its share of the chunks and writes
+// the raw integer sums to y as [SPLIT][T][N] i32 (y_offset, y_stride = N: every weight row, gate
+// and up), for gemm_split_sum.wgsl, which adds them (exact in any order) and applies the epilogue.
+override SPLIT: u32 = 1u;
 
 override BM: u32 = TR * TM;   // weight rows per workgroup
 override BN: u32 = TC * TN;   // tokens per workgroup
@@ -83,6 +87,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let out0 = wid.x * outs_per_tile();
     let tok0 = wid.y * BN;
     let n_chunks = (p.k_words + KW - 1u) / KW;
+    let per      = (n_chunks + SPLIT - 1u) / SPLIT;  // this workgroup's chunks [c_begin, c_end)
+    let c_begin  = min(n_chunks, wid.z * per);
+    let c_end    = min(n_chunks, c_begin + per);
 
     // Per token: scale and its reciprocal part (1 past the last token, never stored).
     var a_s: array<f32, MAXT>;
@@ -99,10 +106,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     var facc: array<f32, MAXT * MAXT>;  // [i][j] sum of the finished groups (N_GROUPS > 1)
     var w_next: array<u32, 8>;          // the next chunk, staged through registers (W_ITEMS <= 8)
     var a_next: array<vec4<u32>, 8>;    // (A_ITEMS <= 8)
-    for (var m = 0u; m < W_ITEMS; m++) { w_next[m] = load_weight_word(out0, lid + WG * m, 0u); }
-    for (var m = 0u; m < A_ITEMS; m++) { a_next[m] = load_act_words(tok0, lid + WG * m, 0u); }
+    for (var m = 0u; m < W_ITEMS; m++) { w_next[m] = load_weight_word(out0, lid + WG * m, c_begin); }
+    for (var m = 0u; m < A_ITEMS; m++) { a_next[m] = load_act_words(tok0, lid + WG * m, c_begin); }
 
-    for (var c = 0u; c < n_chunks; c++) {
+    for (var c = c_begin; c < c_end; c++) {
         workgroupBarrier();  // everyone is done with the previous chunk
         for (var m = 0u; m < W_ITEMS; m++) {
             let item = lid + WG * m;
@@ -113,7 +120,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             if (item < BN * KW) { a_tile[item] = a_next[m]; }
         }
         workgroupBarrier();
-        if (c + 1u < n_chunks) {  // global loads of the next chunk overlap this chunk's math
+        if (c + 1u < c_end) {  // global loads of the next chunk overlap this chunk's math
             for (var m = 0u; m < W_ITEMS; m++) { w_next[m] = load_weight_word(out0, lid + WG * m, c + 1u); }
             for (var m = 0u; m < A_ITEMS; m++) { a_next[m] = load_act_words(tok0, lid + WG * m, c + 1u); }
         }
@@ -144,6 +151,17 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         }
     }
 
+    if (SPLIT > 1u) {  // the raw sums of this share of K (gemm_split_sum.wgsl adds the shares)
+        for (var j = 0u; j < TN; j++) {
+            let t = tok0 + tc + TC * j;
+            if (t >= p.n_tokens) { continue; }
+            for (var i = 0u; i < TM; i++) {
+                if (rows[i] == 0xffffffffu) { continue; }
+                y[p.y_offset + (wid.z * p.n_tokens + t) * p.y_stride + rows[i]] = bitcast<f32>(acc[i * TN + j]);
+            }
+        }
+        return;
+    }
     // Epilogue: v per (row, token), times the row's output scale.
     var v: array<f32, MAXT * MAXT>;
     for (var i = 0u; i < TM; i++) {

@@ -55,6 +55,9 @@ override WG: u32 = 32u * SGM * SGN;
 override A_PER: u32 = max(1u, 4u * BN / WG);  // activation vec4s each invocation stages per chunk
 override N_GROUPS: u32 = 1u;  // scale groups per row
 override GATE_UP: bool = false;
+// Workgroups along K (dispatch z; N_GROUPS 1 only), as ternary_gemm.wgsl's SPLIT: the raw integer
+// sums of this share of the chunks to y as [SPLIT][T][N] i32, for gemm_split_sum.wgsl.
+override SPLIT: u32 = 1u;
 override MU: u32 = 4u;        // bytes per unit of the builtins' operand offsets and strides
 // Words per operand row in workgroup memory (16 + padding); H200 pp512 17,290-17,790 tokens/s with
 // 20, 14,407-14,414 with 16, 13,989-14,233 with 24 (the builtins' loads and the staging stores hit
@@ -108,6 +111,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let out0 = wid.x * outs_per_tile();
     let tok0 = wid.y * BN;
     let n_chunks = (p.k_words + KW - 1u) / KW;
+    let per      = (n_chunks + SPLIT - 1u) / SPLIT;  // this workgroup's chunks [c_begin, c_end)
+    let c_begin  = min(n_chunks, wid.z * per);
+    let c_end    = min(n_chunks, c_begin + per);
     let r0 = SUB * (sg % SGM);  // this subgroup's block: tile rows r0.., tokens t0..
     let t0 = SUB * (sg / SGM);
     let lr  = lid % BM;         // the epilogue's row and tokens
@@ -119,12 +125,12 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     var facc: array<f32, 32>;  // row lr's finished groups (N_GROUPS > 1), per token
     var w_next: vec4<u32>;     // the next chunk, staged through registers: row lid's code words
     var a_next: array<vec4<u32>, 4>;
-    if (lid < BM) { w_next = load_weight_vec(out0, lid, 0u); }
+    if (lid < BM) { w_next = load_weight_vec(out0, lid, c_begin); }
     for (var m = 0u; m < A_PER; m++) {
-        if (lid + WG * m < 4u * BN) { a_next[m] = load_act_vec(tok0, lid + WG * m, 0u); }
+        if (lid + WG * m < 4u * BN) { a_next[m] = load_act_vec(tok0, lid + WG * m, c_begin); }
     }
 
-    for (var c = 0u; c < n_chunks; c++) {
+    for (var c = c_begin; c < c_end; c++) {
         workgroupBarrier();  // everyone is done with the previous chunk
         if (lid < BM) {
             for (var q = 0u; q < 4u; q++) {
@@ -147,7 +153,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             smem[ab + 3u] = av.w;
         }
         workgroupBarrier();
-        if (c + 1u < n_chunks) {
+        if (c + 1u < c_end) {
             if (lid < BM) { w_next = load_weight_vec(out0, lid, c + 1u); }
             for (var m = 0u; m < A_PER; m++) {
                 if (lid + WG * m < 4u * BN) { a_next[m] = load_act_vec(tok0, lid + WG * m, c + 1u); }
@@ -182,6 +188,16 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         workgroupBarrier();
         store_results(acc, r0, t0);
         workgroupBarrier();
+    }
+    if (SPLIT > 1u) {  // the raw sums of this share of K (gemm_split_sum.wgsl adds the shares)
+        if (row != 0xffffffffu) {
+            for (var m = 0u; m < 32u; m++) {
+                let t = tok0 + tb + m;
+                if (t >= p.n_tokens) { continue; }
+                y[p.y_offset + (wid.z * p.n_tokens + t) * p.y_stride + row] = bitcast<f32>(smem[(tb + m) * BM + lr]);
+            }
+        }
+        return;
     }
     let os = bitcast<f32>(wword(p.oscales_offset + vr));
     let gs = bitcast<f32>(wword(p.scales_offset + vr * N_GROUPS));

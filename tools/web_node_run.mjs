@@ -1,0 +1,113 @@
+// Runs the browser build (tern.js + tern.wasm + web/tern-engine.js: the page's engine, WGSL and
+// webgpu.h-on-navigator.gpu) under Node, with navigator.gpu from Dawn's Node bindings (dawn.node, the
+// npm package `webgpu`), so the browser code's speed can be measured on a GPU machine without a
+// browser. Needs a Node with JSPI (WebAssembly.Suspending: Node >= 25 by default; the WebGPU backend
+// waits through it). Prints the generated text and one JSON line of figures (load ms, prompt ms,
+// decode tokens/s as `tern run` counts them: tokens 2..n over the decode steps).
+//
+// Usage: node tools/web_node_run.mjs --model FILE [--wasm-dir build-web/bin] [--dawn PATH/dawn.node]
+//          [--backend webgpu|cpu] [-p PROMPT] [-n N] [--temp T[,T...]] [--seed S] [-c N_CTX] [--repeat N]
+//          [--allow-cpu-adapter] [--json-out FILE]
+// Each temperature in --temp (0: greedy) is generated --repeat times with the model loaded once; each
+// run's figures are printed, and the JSON (line and file) has them all with each setting's text.
+import fs from "node:fs";
+import path from "node:path";
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const require = createRequire(import.meta.url);
+
+function usage(message) {
+  if (message) console.error(`error: ${message}`);
+  console.error("usage: node tools/web_node_run.mjs --model FILE [--wasm-dir DIR] [--dawn dawn.node] [--backend webgpu|cpu]\n" +
+                "         [-p PROMPT] [-n N] [--temp T[,T...]] [--seed S] [-c N_CTX] [--repeat N] [--allow-cpu-adapter] [--json-out FILE]");
+  process.exit(2);
+}
+
+const opt = { wasmDir: path.join(root, "build-web/bin"), backend: "webgpu", prompt: "The ship", n: 128, temps: [0], seed: 42,
+              ctx: 0, repeat: 1, allowCpuAdapter: false, model: null, dawn: null, jsonOut: null };
+const argv = process.argv.slice(2);
+for (let i = 0; i < argv.length; ++i) {
+  const a = argv[i];
+  const value = () => {
+    if (i + 1 >= argv.length) usage(`${a} needs a value`);
+    return argv[++i];
+  };
+  const number = () => {
+    const v = Number(value());
+    if (!Number.isFinite(v)) usage(`${a} needs a number (got '${argv[i]}')`);
+    return v;
+  };
+  switch (a) {
+    case "--model": case "-m": opt.model = value(); break;
+    case "--wasm-dir": opt.wasmDir = value(); break;
+    case "--dawn": opt.dawn = value(); break;
+    case "--backend": opt.backend = value(); break;
+    case "-p": case "--prompt": opt.prompt = value(); break;
+    case "-n": case "--n-predict": opt.n = number(); break;
+    case "--temp":
+      opt.temps = value().split(",").map(Number);
+      if (opt.temps.some((t) => !Number.isFinite(t))) usage(`--temp needs numbers (got '${argv[i]}')`);
+      break;
+    case "--seed": opt.seed = number(); break;
+    case "-c": case "--ctx-size": opt.ctx = number(); break;
+    case "--repeat": opt.repeat = Math.max(1, number()); break;
+    case "--allow-cpu-adapter": opt.allowCpuAdapter = true; break;
+    case "--json-out": opt.jsonOut = value(); break;
+    case "-h": case "--help": usage(); break;
+    default: usage(`unknown argument '${a}'`);
+  }
+}
+if (!opt.model) usage("--model is required");
+
+if (opt.backend === "webgpu") {
+  if (typeof WebAssembly.Suspending !== "function") {
+    console.error(`error: this Node (${process.version}) has no JSPI (WebAssembly.Suspending), which the WebGPU backend ` +
+                  "needs from WebAssembly\nhint: use Node >= 25 (or Node 24 with --experimental-wasm-jspi)");
+    process.exit(1);
+  }
+  const dawnPath = opt.dawn || path.join(root, ".deps/webgpu/node_modules/webgpu/dist/linux-x64/dawn.node");
+  if (!fs.existsSync(dawnPath)) usage(`no dawn.node at ${dawnPath} (give --dawn; scripts/setup.sh installs the npm package webgpu)`);
+  const { create, globals } = require(path.resolve(dawnPath));
+  Object.assign(globalThis, globals);
+  // Node >= 21 has a navigator of its own; the page's webgpu.h reads navigator.gpu.
+  const gpu = create([]);
+  if (typeof navigator === "object" && navigator) Object.defineProperty(navigator, "gpu", { value: gpu, configurable: true });
+  else globalThis.navigator = { gpu };
+}
+
+const createTernModule = require(path.resolve(opt.wasmDir, "tern.js"));
+const { TernEngine } = require(path.join(root, "web/tern-engine.js"));
+const engine = await TernEngine.create({ createModule: createTernModule,
+                                         wasmBinary: fs.readFileSync(path.resolve(opt.wasmDir, "tern.wasm")) });
+const t0 = performance.now();
+// A host file (NODEFS): on WebGPU it is read a layer at a time, as a page reads a File.
+const info = await engine.loadModel({ path: path.resolve(opt.model) }, path.basename(opt.model),
+                                    { backend: opt.backend, allowCpuAdapter: opt.allowCpuAdapter });
+const loadMs = performance.now() - t0;
+console.error(`web_node_run: ${info.name} (${info.n_layer} layers, ${(info.file_bytes / 1e6).toFixed(1)} MB) loaded in ` +
+              `${loadMs.toFixed(0)} ms on ${info.backend} (Node ${process.version}, JSPI ${engine.jspi})`);
+
+const runs = [];
+const texts = {};
+for (const temp of opt.temps) {
+  for (let r = 0; r < opt.repeat; ++r) {
+    let text = "";
+    const ids = [];
+    const s = await engine.generate(opt.prompt, { temp, seed: opt.seed, nPredict: opt.n, nCtx: opt.ctx },
+                                    (t) => { text += t.text; if (t.id >= 0) ids.push(t.id); return true; });
+    const tps = s.nGenerated > 1 && s.decodeMs > 0 ? (1000 * (s.nGenerated - 1)) / s.decodeMs : 0;
+    runs.push({ temp, n_prompt: s.nPrompt, n_generated: s.nGenerated, prompt_ms: s.promptMs, decode_ms: s.decodeMs,
+                decode_tokens_per_second: tps, decoding: s.decoding });
+    console.error(`web_node_run: temp ${temp} run ${r + 1}: ${s.nGenerated} tokens, prompt ${s.nPrompt} tokens in ` +
+                  `${s.promptMs.toFixed(1)} ms, ${tps.toFixed(1)} tokens/s over ${Math.max(0, s.nGenerated - 1)} decode steps ` +
+                  `(${s.decoding})`);
+    texts[temp] = text;
+  }
+  process.stdout.write(`--- temp ${temp}\n${texts[temp]}\n`);
+}
+const summary = { model: info.name, backend: info.backend, node: process.version, load_ms: loadMs, seed: opt.seed,
+                  n_predict: opt.n, prompt: opt.prompt, runs };
+console.error("web_node_run: " + JSON.stringify(summary));
+if (opt.jsonOut) fs.writeFileSync(opt.jsonOut, JSON.stringify({ ...summary, texts }) + "\n");
