@@ -75,6 +75,7 @@
       this.info = null;
       this.loads = 0;         // model folders made so far (each load gets a new one)
       this.modelDir = null;   // the loaded model's folder
+      this.mounts = new Set();  // the model folders that are mounts
     }
 
     fail() {
@@ -126,9 +127,11 @@
       let path = dir + "/" + safe;
       if (isBlob) {
         FS.mount(FS.filesystems.WORKERFS, { blobs: [{ name: safe, data: source }] }, dir);
+        this.mounts.add(dir);
       } else if (source && typeof source === "object" && typeof source.path === "string") {
         const cut = source.path.lastIndexOf("/");
         FS.mount(FS.filesystems.NODEFS, { root: cut > 0 ? source.path.slice(0, cut) : cut === 0 ? "/" : "." }, dir);
+        this.mounts.add(dir);
         path = dir + "/" + source.path.slice(cut + 1);
       } else {
         const bytes = source instanceof Uint8Array ? source : new Uint8Array(source);
@@ -156,12 +159,16 @@
       return this.info;
     }
 
-    // Removes a model's folder from the engine's file system (an in-memory copy, or a mount).
+    // Removes a model's folder from the engine's file system: unmounts a mount (the host's or the
+    // Blob's files are never touched), deletes an in-memory copy.
     forget(dir) {
       const FS = this.module.FS;
-      try { FS.unmount(dir); } catch (e) { /* not a mount */ }
-      try { for (const f of FS.readdir(dir)) if (f !== "." && f !== "..") FS.unlink(dir + "/" + f); } catch (e) { /* gone */ }
-      try { FS.rmdir(dir); } catch (e) { /* gone */ }
+      if (this.mounts.delete(dir)) {
+        FS.unmount(dir);
+      } else {
+        for (const f of FS.readdir(dir)) if (f !== "." && f !== "..") FS.unlink(dir + "/" + f);
+      }
+      FS.rmdir(dir);
     }
 
     // Generates for `prompt` with the sampler settings (see DEFAULTS) as `tern run` does, calling

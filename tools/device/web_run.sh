@@ -3,22 +3,23 @@
 # so the page's engine (tern.wasm + web/tern-engine.js + web/webgpu-library.js: the same WGSL, the
 # same webgpu.h on navigator.gpu, JSPI waits) runs under Node with navigator.gpu from Dawn's Node
 # bindings (tools/web_node_run.mjs), next to native `tern run` on the same file, alternating:
-#   1. the shipped tern-32m-en and a synthetic BitNet b1.58 2B4T (tern synth bitnet-2b4t --seed 1),
-#      128 tokens after "Once upon a time", greedy and sampled (--temp 0.7 --seed 42: the default
-#      chain, sampled on the device): decode tokens/s (tokens 2..n over the decode steps, as `tern
-#      run` reports) of the wasm engine against native, ROUNDS alternating rounds;
+#   1. a synthetic BitNet b1.58 2B4T (tern synth bitnet-2b4t --seed 1; with `all` also the shipped
+#      tern-32m-en), 128 tokens after "Once upon a time", greedy and sampled (--temp 0.7 --seed 42:
+#      the default chain, sampled on the device): decode tokens/s (tokens 2..n over the decode steps,
+#      as `tern run` reports) of the wasm engine against native, ROUNDS alternating rounds;
 #   2. the same text from both for each setting (greedy and seeded sampling);
 #   3. native `tern bench` tg128 on the 2B4T file for reference.
 # Carry [".gl", ".webbin"] (pack .webbin here with tools/device/pack_webbin.sh). Logs under $OUT;
 # summary.txt holds the figures.
-# Usage (on the device): tools/device/web_run.sh [ROUNDS (2)] [TOKENS (128)] [all | smoke]
-# smoke: the small model only, on whatever adapter there is (SwiftShader too): a check of this script
-# on a machine without a GPU (with VK_ICD_FILENAMES set to SwiftShader's), before device time is spent.
+# Usage (on the device): tools/device/web_run.sh [ROUNDS (1)] [TOKENS (128)] [big | all | smoke]
+# big (default): the 2B4T file only, about 100 s of device time; all: the shipped model too; smoke:
+# the small model only, on whatever adapter there is (SwiftShader too): a check of this script on a
+# machine without a GPU (with VK_ICD_FILENAMES set to SwiftShader's), before device time is spent.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
-rounds=${1:-2}
+rounds=${1:-1}
 n=${2:-128}
-mode=${3:-all}
+mode=${3:-big}
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
 for f in .gl/*.deb; do dpkg -x "$f" /; done
@@ -44,7 +45,8 @@ big=/tmp/synth-2b4t.gguf
 [ "$mode" = smoke ] || "$T/tern" synth bitnet-2b4t -o "$big" --seed 1 2>&1 | tail -1
 small=share/models/tern-32m-en.gguf
 prompt="Once upon a time"
-models=("$small" "$big")
+models=("$big")
+[ "$mode" = all ] && models=("$small" "$big")
 web_flags=()
 if [ "$mode" = smoke ]; then
     models=("$small")
@@ -58,12 +60,12 @@ for model in "${models[@]}"; do
     for r in $(seq 1 "$rounds"); do
         for s in "greedy|0" "sampled|0.7"; do
             name=${s%%|*}
-            timeout 300 "$T/tern" run --backend webgpu -m "$model" -p "$prompt" -n "$n" --temp "${s#*|}" --seed 42 --json \
+            timeout 90 "$T/tern" run --backend webgpu -m "$model" -p "$prompt" -n "$n" --temp "${s#*|}" --seed 42 --json \
                 > "$out/native.$m.$name.$r.json" 2> "$out/native.$m.$name.$r.err"
             echo "$m native $name round $r: $(grep -o '"decode_tokens_per_second":[0-9.]*' "$out/native.$m.$name.$r.json")" | sum
         done
-        timeout 400 "$T/node" tools/web_node_run.mjs --model "$model" --wasm-dir "$T/web" --dawn "$T/dawn.node" \
-            -p "$prompt" -n "$n" --temp 0,0.7 --seed 42 --repeat 2 "${web_flags[@]}" --json-out "$out/web.$m.$r.json" \
+        timeout 150 "$T/node" tools/web_node_run.mjs --model "$model" --wasm-dir "$T/web" --dawn "$T/dawn.node" \
+            -p "$prompt" -n "$n" --temp 0,0.7 --seed 42 --repeat 1 "${web_flags[@]}" --json-out "$out/web.$m.$r.json" \
             > "$out/web.$m.$r.txt" 2> "$out/web.$m.$r.err"
         echo "$m web (rc $?): $(grep -E 'loaded in|run [0-9]:' "$out/web.$m.$r.err" | sed 's/^web_node_run: //' | cut -c1-200 | tr '\n' ';')" | sum
     done
@@ -87,4 +89,4 @@ done
 
 [ "$mode" = smoke ] && exit 0
 echo "== 3. native tern bench tg128 (2B4T)" | sum
-timeout 120 "$T/tern" bench --backend webgpu -m "$big" -p 0 -n 128 -r 3 2>&1 | tail -4 | sum
+timeout 60 "$T/tern" bench --backend webgpu -m "$big" -p 0 -n 128 -r 2 2>&1 | tail -4 | sum

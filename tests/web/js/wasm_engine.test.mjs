@@ -82,6 +82,8 @@ test("a host file (NODEFS) loads as its bytes do; a 5 GiB file is a clear error 
   await assert.rejects(other.loadModel({ path: bigModel() }, "big.gguf"),
                        /cannot load model '.*': the file is 5\.37 GB; the CPU backend holds the whole file in WebAssembly memory, which is at most 4\.\d\d GB.*\nhint: use the WebGPU backend/s);
   await assert.rejects(other.generate("The ship"), /no model is loaded/);  // the old model was dropped first
+  assert.equal(fs.statSync(modelPath).size, 12015392);  // the host files are only unmounted, never touched
+  assert.ok(fs.existsSync(bigModel()));
 });
 
 test("chat format: the first turn's reply equals tern chat's", async () => {
