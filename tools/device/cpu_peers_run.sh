@@ -11,8 +11,9 @@
 #   optional parts (PARTS="kernels t16 pin2 q6k_head tg_scaling tiles"):
 #   4. q6k_head: tg64 with a Q6_K head (tern quantize's copy; ik's IQ2_BN requantized with Q6_K);
 #   5. tg_scaling: tg64 at 1, 2, 4, 8, ... $THREADS threads;
-#   6. tiles: tern against .peerbin/tern-base (another commit's tern, pack_peerbin.sh BASELINE=; with
-#      an older tern that still reads TERN_CPU_TILES, BASE_TILES="2bit base3" runs it on both layouts):
+#   6. tiles: tern against .peerbin/tern-base (another commit's tern, pack_peerbin.sh BASELINE=), or
+#      the BINARY:LAYOUT list in $TILES_VARIANTS (LAYOUT default, or 2bit / base3 for a tern from
+#      before TERN_CPU_TILES was deleted, e.g. TILES_VARIANTS="tern:2bit tern:base3 tern-base:default"):
 #      tg64 and pp128, pinned to two cores and at $THREADS, alternating, $TILES_REPS (default 1)
 #      timed repetitions after tern bench's warm-up (two rounds, ~25 s per variant and round);
 #   7. kernels (runs first): tern_cpu_kernels_bench on one core (ternary products of both layouts
@@ -134,8 +135,10 @@ bench tg_scaling 90 -- -m $m/2b4t.gguf "${peers[@]}" --threads "$scaling" --test
 if has tiles; then
     echo "== tiles: tern against tern-base, alternating (t/s)" | tee "$out/cpu_tiles.md"
     variants=("tern default")
-    if [ -x "$P/tern-base" ]; then
-        for l in ${BASE_TILES:-default}; do variants+=("tern-base $l"); done
+    [ -x "$P/tern-base" ] && variants+=("tern-base default")
+    if [ -n "${TILES_VARIANTS:-}" ]; then
+        variants=()
+        for v in $TILES_VARIANTS; do variants+=("${v%%:*} ${v#*:}"); done
     fi
     pin=()
     command -v taskset >/dev/null && pin=(taskset -c 0,1)
