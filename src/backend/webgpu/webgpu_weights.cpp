@@ -72,10 +72,6 @@ GpuLinearLayout gpu_pack_linear(std::span<const WeightSource> parts) {
             row0 += p.ne[1];
         }
     };
-#if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
-    pack_rows(0, n);  // the browser build runs without threads (and its libc++ 13 has no std::jthread)
-    return w;
-#else
     // 2B4T repacks 2.1 billion weights at load: a weight of a million or more spreads its rows
     // over the host's threads (up to 16; one in a browser build without threads); the layout is
     // the same however it is split.
@@ -116,7 +112,6 @@ GpuLinearLayout gpu_pack_linear(std::span<const WeightSource> parts) {
         if (e) std::rethrow_exception(e);
     }
     return w;
-#endif
 }
 
 int gpu_linear_value(const GpuLinearLayout & w, int64_t r, int64_t c) {
