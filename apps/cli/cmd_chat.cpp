@@ -162,7 +162,7 @@ void register_chat(CLI::App & app) {
         ->check(int_in(-1, int64_t{1} << 24))->capture_default_str();
     cmd->add_flag("--single-turn", args->single_turn, "llama.cpp's -st: answer one message, then exit");
     cmd->add_flag("--no-warmup", args->no_warmup,
-                  "skip the warm-up decode step at start (on a GPU it compiles the decode kernels before the first reply)");
+                  "skip the warm-up decode steps at start (on a GPU they compile the decode kernels before the first reply)");
     auto conversation = std::make_shared<bool>(false);
     cmd->add_flag("--conversation", *conversation, "llama.cpp's -cnv: accepted (chat is always a conversation)");
     cmd->add_flag_callback("--no-conversation", [] {

@@ -195,8 +195,8 @@ void register_run(CLI::App & app) {
     cmd->add_flag("--truncate-prompt", args->truncate,
                   "keep only the end of a prompt longer than the context (the echo then shows that end)");
     cmd->add_flag("--no-warmup", args->no_warmup,
-                  "skip the warm-up decode step before the prompt (on a GPU it compiles the decode kernels, so that the "
-                  "decode steps' time is their own)");
+                  "skip the warm-up decode steps before the prompt (on a GPU they compile the decode kernels, including "
+                  "the forms attention takes deeper into the context, so that the decode steps' time is their own)");
     cmd->add_flag("--json", args->json,
                   "print one JSON object (model, seed, n_ctx, prompt, text, token counts, stop reason, timings) "
                   "instead of the text, for scripts");

@@ -394,9 +394,12 @@ public:
     // count nothing: counts_dispatches() is false and this returns 0.
     virtual int64_t take_dispatch_count() { return 0; }
     virtual bool    counts_dispatches() const { return false; }
-    // How long Session::warm_up keeps the device decoding before the prompt (a GPU that idled while
-    // the model loaded runs at its idle clocks until load brings them up); 0: one step.
-    virtual double warm_up_seconds() const { return 0.0; }
+    // Positions past 0 (below n_ctx) where a decode step's kernels or tables change (a GPU compiles
+    // a kernel at its first use, in the middle of generation): Session::warm_up runs steps there.
+    virtual std::vector<int64_t> warm_up_positions(int64_t n_ctx) const {
+        (void)n_ctx;
+        return {};
+    }
 
     // The memory bandwidth ceiling for roofline figures, in bytes per second counting bytes read plus
     // bytes written: the best of several timed copies of an n_bytes buffer into another. Default (and

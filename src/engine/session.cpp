@@ -83,7 +83,15 @@ void Session::warm_up(const Sampler * sampler) {
     Backend & be = model_.backend();
     if (!be.counts_dispatches() || n_past_ != 0) return;
     int32_t id = 0;
-    decode_greedy(0, 1, [](int32_t) { return false; }, 1);
+    // A few steps from position 0 (the first step's kernels; from the second on, the forms that
+    // pull the next weight into L2 while they run), then two at each position the backend names
+    // (its kernels' other forms, its tables' growth).
+    decode_greedy(0, 4, [](int32_t) { return true; }, 4);
+    for (const int64_t pos : be.warm_up_positions(kv_.n_ctx)) {
+        n_past_ = pos;
+        decode_greedy(0, 2, [](int32_t) { return true; }, 2);
+    }
+    n_past_ = 0;
     if (sampler != nullptr && sampler->chain_only() && be.samples_on_device(sampler->chain())) {
         const SamplingChain chain = sampler->chain();
         n_past_         = 0;
@@ -94,14 +102,6 @@ void Session::warm_up(const Sampler * sampler) {
         be.decode(r)->next({&id, 1});
     }
     be.synchronize();
-    // Then decode steps (positions 0..31 again and again) until warm_up_seconds have passed: what
-    // compiling left idle runs at its idle clocks until it has been busy for a while.
-    using clock         = std::chrono::steady_clock;
-    const double busy_s = be.warm_up_seconds();
-    for (const auto t0 = clock::now(); std::chrono::duration<double>(clock::now() - t0).count() < busy_s;) {
-        n_past_ = 0;
-        decode_greedy(0, 32, [](int32_t) { return true; });
-    }
     take_encode_seconds();
     n_past_ = 0;
 }

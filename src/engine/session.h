@@ -80,10 +80,10 @@ public:
     // One decode step at position 0, greedy and (with a sampler the backend samples on the device)
     // sampled, each read back, so that a backend that compiles its kernels at first use (WebGPU)
     // does so now rather than inside the first tokens the user waits for (llama.cpp's warm-up run).
-    // Then, for Backend::warm_up_seconds, greedy steps over positions 0..31 again and again (a GPU
-    // that idled while the model loaded is slow until its clocks rise). The cache rows it writes are
-    // written again by the next eval. Requires n_past() == 0; does nothing on a backend without
-    // dispatches (CPU).
+    // Greedy steps at positions 0..3 and two at each of Backend::warm_up_positions (where the
+    // backend's kernels change form, e.g. attention past 128 positions: compiled here rather than
+    // after 128 tokens). The cache rows it writes are written again before they are read. Requires
+    // n_past() == 0; does nothing on a backend without dispatches (CPU).
     void warm_up(const Sampler * sampler = nullptr);
 
     // Host seconds the decoders spent recording and submitting steps (not waiting for ids) since

@@ -92,7 +92,7 @@ TEST_P(CpuKernels, TernaryGemmMatchesBitlinearDot) {
     }
     for (const cpu::Kernels * ks : sets) {
         for (const bool base3 : {false, true}) {
-            if (base3 && !k_->base3) continue;
+            if (base3 && !ks->tile_to_base3) continue;
             for (DType type : {DType::i2_s, DType::tq2_0, DType::tq1_0, DType::q2_0, DType::pq2_0, DType::q1_0}) {
                 for (const int64_t k : {256, 768}) {
                     for (const int64_t n : {1, 17, 40}) {
@@ -101,7 +101,7 @@ TEST_P(CpuKernels, TernaryGemmMatchesBitlinearDot) {
                         const auto   bytes = random_lowbit(type, k, n, rng_);
                         WeightSource src{"w", type, {k, n, 1, 1}, bytes};
                         src.output_scale = n == 17 ? 1.5f : 1.0f;
-                        const auto   w     = cpu_pack_tiles({&src, 1}, pool, base3 ? k_ : nullptr);
+                        const auto   w     = cpu_pack_tiles({&src, 1}, pool, base3 ? ks : nullptr);
                         const auto   tiles = w->view();
                         const int64_t n_groups = k / w->group;
                         // the packing round-trips the file's values

@@ -165,22 +165,23 @@ TEST(WebGpuModel, DeviceGreedyDecodingMatchesCpu) {
     EXPECT_EQ(ids[1], ids[0]);
 }
 
-// A warm-up that decodes for a while (WebGpuTuning::warm_up_ms: batches of steps over positions
-// 0..31) leaves the session as new: the prompt and greedy decoding after it give the CPU's ids.
-TEST(WebGpuModel, BusyWarmUpLeavesTheSessionAsNew) {
+// The warm-up runs steps where one query's kernels change form (Backend::warm_up_positions: after
+// 128 and 256 positions, 512 threads, the split kernels, the last position's RoPE table) and
+// leaves the session as new: greedy decoding after it, across position 128 (whose cache rows the
+// warm-up wrote) to the end of the context, gives the CPU's ids.
+TEST(WebGpuModel, WarmUpAtLaterPositionsLeavesTheSessionAsNew) {
     TERN_REQUIRE_WEBGPU();
-    WebGpuOptions o;
-    o.allow_cpu_adapter = true;
-    o.tune              = "warm_up_ms=1";
-    auto              gpu   = make_webgpu_backend(o);
+    Backend & gpu = *test::shared_webgpu().backend;
+    EXPECT_EQ(gpu.warm_up_positions(4096), (std::vector<int64_t>{128, 256, 384, 799, 4095}));
+    EXPECT_EQ(gpu.warm_up_positions(200), (std::vector<int64_t>{128, 199}));
+    EXPECT_TRUE(gpu.warm_up_positions(1).empty());
     const std::string path  = synth_model("i2s", DType::i2_s, DType::f16);
     const GgufFile    file  = GgufFile::open(path);
     auto              cpu   = make_cpu_backend({2});
     auto              m_cpu = BitnetModel::load(file, *cpu);
-    auto              m_gpu = BitnetModel::load(file, *gpu);
-    ASSERT_GT(gpu->warm_up_seconds(), 0.0);
+    auto              m_gpu = BitnetModel::load(file, gpu);
     SessionOptions so;
-    so.n_ctx = 48;
+    so.n_ctx = 140;
     std::vector<int32_t> ids[2];
     BitnetModel *        models[2] = {m_cpu.get(), m_gpu.get()};
     for (int i = 0; i < 2; ++i) {
@@ -189,9 +190,9 @@ TEST(WebGpuModel, BusyWarmUpLeavesTheSessionAsNew) {
         EXPECT_EQ(s.n_past(), 0);
         s.eval(some_tokens(7, 256));
         const int32_t first = argmax(s.logits());
-        s.decode_greedy(first, 30, [&](int32_t id) { ids[i].push_back(id); return true; });
+        s.decode_greedy(first, 133, [&](int32_t id) { ids[i].push_back(id); return true; });
     }
-    ASSERT_EQ(ids[0].size(), 30u);
+    ASSERT_EQ(ids[0].size(), 133u);
     EXPECT_EQ(ids[1], ids[0]);
 }
 

@@ -17,7 +17,10 @@
 # carry [".gl", ".devicebin"] (about 25 MB with the 19 MB working tree under the 64 MiB limit):
 #   tools/device/batch_run.sh
 # Results: $OUT/batch_*.md, .json, .txt. Environment: TUNES (space-separated TERN_WEBGPU_TUNE
-# values for step 2), SPLIT_TUNES (the same for step 3a), STREAMS (default 1,8,32,64), DURATION (serve_bench seconds per stream count,
+# values for step 2), SPLIT_TUNES (the same for step 3a, at TUNE_STREAMS: 8,64), TESTS (step 1's
+# gtest filter), SKIP_DEPTH=1 (no step 2), STREAMS (default 1,8,32,64), SERVE_STREAMS (step 4's,
+# default STREAMS), PROFILE_STREAMS (step 3b's stream counts, default 64), REPS (steps 3 and 3a's
+# repetitions, default 3), DURATION (serve_bench seconds per stream count,
 # default 10), SKIP_TESTS=1, SKIP_SERVE=1.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -27,17 +30,19 @@ mkdir -p "$out"
 . tools/device/device_env.sh
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader
 streams=${STREAMS:-1,8,32,64}
+TUNE_STREAMS=${TUNE_STREAMS:-8,64}
 model=/tmp/synth-2b4t.gguf
 
 if [ -z "${SKIP_TESTS:-}" ]; then
     echo "== 1. GPU tests: paged ops, split and long attention vs the CPU reference"
-    "$B/tern_webgpu_tests" --gtest_brief=1 --gtest_filter='*Paged*:*Long*:*Attention*:*Batch*:WebGpuGemm*' \
+    "$B/tern_webgpu_tests" --gtest_brief=1 --gtest_filter="${TESTS:-*Paged*:*Long*:*Attention*:*Batch*:WebGpuGemm*}" \
         > "$out/batch_gpu_tests.txt" 2>&1
     grep -E "PASSED|FAILED|Failure|tests ran" "$out/batch_gpu_tests.txt" | head -20
 fi
 
 "$B/tern" synth bitnet-2b4t -o "$model" --seed 1 2>&1 | tail -1
 
+if [ -z "${SKIP_DEPTH:-}" ]; then
 echo "== 2. single stream: tg64 at depth 0 and 4096"
 "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 -d 0,4096 -r 3 --json > "$out/batch_depth.json" \
     2> "$out/batch_depth.err"
@@ -57,26 +62,28 @@ for t in ${TUNES:-attn_split_heads=4 attn_split_heads=2 attn_split_unroll=1 attn
     TERN_WEBGPU_TUNE=$t "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 -d 4096 -r 3 2>/dev/null | tail -1 |
         awk -F'|' '{print $7 ":", $8, "t/s,", $9, "ms/token"}'
 done | tee "$out/batch_depth_tunes.txt"
+fi
 
 echo "== 3. batched engine: tern bench --parallel $streams"
-"$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 --parallel "$streams" -r 3 2>&1 | tee "$out/batch_engine.md"
+"$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 --parallel "$streams" -r "${REPS:-3}" 2>&1 | tee "$out/batch_engine.md"
 
-echo "== 3a. 64 streams under other tunings (gemm_split_groups 0: never split; first_submit 0: a step in one submit)"
-for t in ${SPLIT_TUNES:-gemm_split_groups=0 gemm_split_groups=264 gemm_split_groups=1056 first_submit=0 attn_split_dims=16}; do
-    printf '%s: ' "$t"
-    TERN_WEBGPU_TUNE=$t "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 --parallel 64 -r 3 2>/dev/null |
-        tail -1 | awk -F'|' '{print $5 ":", $7, "t/s,", $8, "ms/step"}'
+echo "== 3a. $TUNE_STREAMS streams under other tunings (gemm_split_groups 0: never split; first_submit 0: a step in one submit)"
+for t in ${SPLIT_TUNES:-gemm_split_groups=0 gemm_split_groups=528 first_submit=0 gemm_min_tokens=4 attn_split_dims=16}; do
+    TERN_WEBGPU_TUNE=$t "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 --parallel "$TUNE_STREAMS" -r "${REPS:-3}" \
+        2>/dev/null | grep ' tg64 x' | awk -F'|' -v t="$t" '{print t ":", $5 ":", $7, "t/s,", $8, "ms/step"}'
 done | tee "$out/batch_split_tunes.txt"
 
-echo "== 3b. where a 64-stream step's GPU time goes (TERN_WEBGPU_PROFILE=gpu)"
-TERN_WEBGPU_PROFILE=gpu timeout 120 "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 16 --parallel 64 -r 1 \
-    > "$out/batch_profile64.out" 2> "$out/batch_profile64.txt"
-grep -E "^ +[a-z_]+" "$out/batch_profile64.txt" | awk '{print $(NF-1), $0}' | sort -rn | cut -d' ' -f2- | head -14
-grep "kernels ran" "$out/batch_profile64.txt"
+for ps in ${PROFILE_STREAMS:-64}; do
+    echo "== 3b. where a $ps-stream step's GPU time goes (TERN_WEBGPU_PROFILE=gpu)"
+    TERN_WEBGPU_PROFILE=gpu timeout 120 "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 16 --parallel "$ps" -r 1 \
+        > "$out/batch_profile$ps.out" 2> "$out/batch_profile$ps.txt"
+    grep -E "^ +[a-z_]+" "$out/batch_profile$ps.txt" | awk '{print $(NF-1), $0}' | sort -rn | cut -d' ' -f2- | head -14
+    grep "kernels ran" "$out/batch_profile$ps.txt"
+done
 
 if [ -z "${SKIP_SERVE:-}" ]; then
     echo "== 4. tern serve under load (serve_bench.py)"
     PYTHONUNBUFFERED=1 python3 tools/serve/serve_bench.py --bin "$B/tern" -m "$model" --backend webgpu \
-        --streams "$streams" --duration "${DURATION:-10}" -c 2048 --json "$out/batch_serve.json" \
+        --streams "${SERVE_STREAMS:-$streams}" --duration "${DURATION:-10}" -c 2048 --json "$out/batch_serve.json" \
         2> "$out/batch_serve.log" | tee "$out/batch_serve.md"
 fi

@@ -11,9 +11,11 @@
 #   optional parts (PARTS="kernels t16 pin2 q6k_head tg_scaling tiles"):
 #   4. q6k_head: tg64 with a Q6_K head (tern quantize's copy; ik's IQ2_BN requantized with Q6_K);
 #   5. tg_scaling: tg64 at 1, 2, 4, 8, ... $THREADS threads;
-#   6. tiles: tern's two AVX-512 tile layouts against each other (TERN_CPU_TILES=2bit / base3), and
-#      .peerbin/tern-base's base-3 (another commit's tern, pack_peerbin.sh BASELINE=) where it is packed:
-#      tg64 and pp128, pinned to two cores and at $THREADS, alternating;
+#   6. tiles: tern against .peerbin/tern-base (another commit's tern, pack_peerbin.sh BASELINE=), or
+#      the BINARY:LAYOUT list in $TILES_VARIANTS (LAYOUT default, or 2bit / base3 for a tern from
+#      before TERN_CPU_TILES was deleted, e.g. TILES_VARIANTS="tern:2bit tern:base3 tern-base:default"):
+#      tg64 and pp128, pinned to two cores and at $THREADS, alternating, $TILES_REPS (default 1)
+#      timed repetitions after tern bench's warm-up (two rounds, ~25 s per variant and round);
 #   7. kernels (runs first): tern_cpu_kernels_bench on one core (ternary products of both layouts
 #      and both base-3 decodes, the int8 head, the read loop), CPU time.
 # A peer whose instructions the CPU lacks (.peerbin/NAME/needs.txt against /proc/cpuinfo) is left
@@ -131,13 +133,17 @@ for t in 2 4 8 16 32 64; do [ "$t" -lt "$threads" ] && scaling="$scaling,$t"; do
 bench tg_scaling 90 -- -m $m/2b4t.gguf "${peers[@]}" --threads "$scaling" --tests tg64 --rounds 1 --reps 2 --roofline
 
 if has tiles; then
-    echo "== tiles: tern's tile layouts (TERN_CPU_TILES), alternating (t/s)" | tee "$out/cpu_tiles.md"
-    variants=("tern 2bit" "tern base3")
-    [ -x "$P/tern-base" ] && variants+=("tern-base base3")
+    echo "== tiles: tern against tern-base, alternating (t/s)" | tee "$out/cpu_tiles.md"
+    variants=("tern default")
+    [ -x "$P/tern-base" ] && variants+=("tern-base default")
+    if [ -n "${TILES_VARIANTS:-}" ]; then
+        variants=()
+        for v in $TILES_VARIANTS; do variants+=("${v%%:*} ${v#*:}"); done
+    fi
     pin=()
     command -v taskset >/dev/null && pin=(taskset -c 0,1)
     for round in 1 2; do
-        for cfg in "2 -p 0 -n 64" "$threads -p 0 -n 64" "2 -p 128 -n 0" "$threads -p 128 -n 0"; do
+        for cfg in "2 -p 0 -n 64" "$threads -p 0 -n 64" "2 -p 128 -n 0" "$threads -p 128 -n 0"; do  # ~25 s per variant
             t=${cfg%% *} test=${cfg#* }
             n=${#variants[@]}
             for ((i = 0; i < n; ++i)); do
@@ -146,8 +152,10 @@ if has tiles; then
                 [ "$(left)" -gt 15 ] || break 3
                 pre=()
                 [ "$t" = 2 ] && pre=("${pin[@]}")
+                env=()
+                [ "$l" != default ] && env=("TERN_CPU_TILES=$l")
                 # shellcheck disable=SC2086
-                ts=$(TERN_CPU_TILES=$l "${pre[@]}" "$P/$bin" bench --backend cpu -m $m/2b4t.gguf -t "$t" -r 2 --json $test \
+                ts=$(env "${env[@]}" "${pre[@]}" "$P/$bin" bench --backend cpu -m $m/2b4t.gguf -t "$t" -r "${TILES_REPS:-1}" --json $test \
                      2>/dev/null | python3 -c 'import json, sys; print("%.2f" % json.load(sys.stdin)[0]["avg_ts"])')
                 echo "round $round t=$t${pre:+ (taskset -c 0,1)} ${test// /} $bin $l: $ts" | tee -a "$out/cpu_tiles.md"
             done

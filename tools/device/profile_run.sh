@@ -7,8 +7,10 @@
 # Carry .gl and .devicebin (tools/device/pack_devicebin.sh). Results: $OUT/profile_*.txt.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-out=${OUT:-/tmp/out}
-mkdir -p "$out"
+final=${OUT:-/tmp/out}
+out=/tmp/profile_out  # (packed into $OUT/profile.tgz at the end: the device tool brings back few files)
+rm -rf "$out" && mkdir -p "$out" "$final"
+trap 'tar czf "$final/profile.tgz" -C "$out" .' EXIT
 # shellcheck source=tools/device/device_env.sh
 . tools/device/device_env.sh
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader | tee "$out/device.txt"
@@ -24,7 +26,7 @@ for r in 1 2; do
     for c in 600 4096; do
         "$B/tern" run --backend webgpu -m "$m" -p "Once upon a time" -n 512 --temp 0 -c $c --no-display-prompt \
             > /dev/null 2> "$out/run_c$c.r$r.err"
-        echo "c=$c round $r: $(grep -E 'generation|tokens/s|t/s' "$out/run_c$c.r$r.err" | tail -2 | tr '\n' ' ')"
+        echo "c=$c round $r: $(grep -E '^tern: load' "$out/run_c$c.r$r.err")"
     done
 done
 "$B/tern" bench --backend webgpu -m "$m" -p 0 -n 512 -r 2 2>&1 | tail -1

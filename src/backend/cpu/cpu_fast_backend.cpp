@@ -44,20 +44,7 @@ void group_sums(const int8_t * q, int64_t k, int64_t group, int32_t * out) {
 CpuFastBackend::CpuFastBackend(const CpuOptions & o)
     : pool_(o.n_threads), isa_(o.isa), k_(kernels_for(o.isa)), head_i8_min_bytes_(o.head_i8_min_bytes) {
     scratch_.resize(static_cast<size_t>(pool_.n_threads()));
-    int base3 = o.base3;
-    if (base3 < 0) {
-        const char * env = std::getenv("TERN_CPU_TILES");
-        if (env != nullptr && *env != '\0') {
-            const std::string v = env;
-            if (v != "2bit" && v != "base3") {
-                fail(ErrorKind::invalid_argument, format("TERN_CPU_TILES=%s is not a tile layout", env), "use 2bit or base3");
-            }
-            base3 = v == "base3" ? 1 : 0;
-        } else {
-            base3 = pool_.n_threads() >= 2 ? 1 : 0;
-        }
-    }
-    base3_ = base3 == 1 && k_.base3;
+    base3_ = (o.base3 < 0 ? k_.base3 : o.base3 == 1) && k_.tile_to_base3 != nullptr;
 }
 
 DeviceInfo CpuFastBackend::device_info() const {

@@ -106,11 +106,13 @@ struct HeadI8Row {
 // ----------------------------------------------------------------------------- the table
 struct Kernels {
     const char * name;  // "avx512-vnni(-vbmi)", "avx2", "neon-dotprod"
-    // ternary_gemm reads base-3 tiles for ternary-valued weights (cpu_tiles.cpp packs them so);
-    // Q2_0's +2 needs the 2-bit tiles, which every set reads.
+    // Base-3 tiles by default for ternary-valued weights (CpuOptions::base3; cpu_tiles.cpp packs
+    // them): the VBMI set, whose lookups decode them as fast as 2-bit tiles stream. Q2_0's +2 needs
+    // the 2-bit tiles, which every set reads.
     bool base3;
 
-    // One tile's 2-bit chunks (16 rows, k columns, scale groups of `group`) as base-3 chunks.
+    // One tile's 2-bit chunks (16 rows, k columns, scale groups of `group`) as base-3 chunks; null
+    // where ternary_gemm does not read base-3 tiles.
     void (*tile_to_base3)(const uint8_t * two_bit, int64_t k, int64_t group, uint8_t * base3);
 
     // y[t * ldy + r - row0] for the rows r of tiles [tile0, tile1) that are < n_rows, every token:

@@ -96,7 +96,7 @@ std::unique_ptr<CpuTiledLinear> cpu_pack_tiles(std::span<const WeightSource> par
     w->n_cols = k;
     w->group  = lowbit_scale_group(type, k);
     // Base-3 where the kernels read it and the values are -1, 0, +1 (Q2_0 may hold +2).
-    w->base3 = base3_kernels != nullptr && base3_kernels->base3 && type != DType::q2_0 && type != DType::pq2_0;
+    w->base3 = base3_kernels != nullptr && base3_kernels->tile_to_base3 != nullptr && type != DType::q2_0 && type != DType::pq2_0;
     const int64_t n_groups = k / w->group;
     const int64_t n_tiles  = (n + k_tile_rows - 1) / k_tile_rows;
     const cpu::TernaryTiles shape = w->view();

@@ -282,7 +282,7 @@ void ternary_gemm_vbmi(const TernaryTiles & w, int64_t tile0, int64_t tile1, con
 
 const Kernels * kernels_avx512_multiply() {
     static const Kernels k = [] {
-        Kernels set{.name = "avx512-vnni", .base3 = true, .tile_to_base3 = tile_to_base3, .ternary_gemm = ternary_gemm,
+        Kernels set{.name = "avx512-vnni", .base3 = false, .tile_to_base3 = tile_to_base3, .ternary_gemm = ternary_gemm,
                     .sum_squares = sum_squares, .norm_apply = norm_apply, .quantize_row = quantize_row, .rope = rope, .f32_to_f16 = f32_to_f16,
                     .gate_act = gate_act, .dequant_rows = dequant_rows, .read_bytes = read_bytes, .row_sumsq = row_sumsq};
         add_attention_and_head_avx512(set);
@@ -295,6 +295,7 @@ const Kernels * kernels_avx512_vbmi() {
     static const Kernels k = [] {
         Kernels v      = *kernels_avx512_multiply();
         v.name         = "avx512-vnni-vbmi";
+        v.base3        = true;
         v.ternary_gemm = ternary_gemm_vbmi;
         return v;
     }();

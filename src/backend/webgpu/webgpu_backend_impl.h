@@ -127,7 +127,7 @@ public:
         if (++steps_unsubmitted_ >= steps_per_submit_) submit_steps();
     }
     void synchronize() override;
-    double warm_up_seconds() const override { return tune_.warm_up_ms / 1000.0; }
+    std::vector<int64_t> warm_up_positions(int64_t n_ctx) const override;
     void embed(const Tensor & x, const Weight & token_embd, const Tensor & tokens) override;
     void rms_norm_quant(const QuantizedActs & a, const Tensor & x, const Weight & w, float eps) override;
     void rms_norm(const Tensor & y, const Tensor & x, const Weight & w, float eps) override;
@@ -430,6 +430,9 @@ private:
     // With out.top_k instead of ids (head_topk_batch.wgsl): the logits of the rows that can be among
     // each column's top_k largest, exactly, and -inf elsewhere.
     bool head_batch(const HeadOutput & out, const GpuTable & head, const LinearInput & in, bool round_input_f16);
+    // head_batch over the columns in groups of at most k_head_batch_columns (its scratch, T n_vocab
+    // (f, B) pairs, stays within a binding); false (nothing recorded) where it does not apply.
+    bool head_batches(const HeadOutput & out, const GpuTable & head, const LinearInput & in, bool round_input_f16);
 
     WgpuContext   ctx_;
     PipelineCache pipelines_;

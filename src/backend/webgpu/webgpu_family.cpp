@@ -245,7 +245,7 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
     const uint32_t wg = 256;
     const int64_t  nb = k / 32;
     if (in.norm != nullptr && k > int64_t{32} * wg) return false;  // lib/inv_rms.wgsl's bound
-    // Workgroup memory: matvec_q8: the staged blocks (40 bytes per 32 values), the terms (a row every
+    // Workgroup memory: matvec_q8: the staged blocks (72 bytes per 32 values), the terms (a row every
     // NT + 1); matvec_q8k: 328 bytes per 256 values, a row of 9 terms per block + 1; both the norm's
     // reduction (WG f32). Every part must fit before any is recorded.
     const uint64_t storage = ctx_.limits().maxComputeWorkgroupStorageSize;
@@ -253,7 +253,7 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
     for (Part & part : parts) {
         const bool     kq    = takes_q8_k(part.type);
         const int64_t  nt    = kq ? 9 * (k / 256) : k / part.group;
-        const uint64_t fixed = (kq ? static_cast<uint64_t>(k / 256) * 328 : static_cast<uint64_t>(nb) * 40) + uint64_t{wg} * 4;
+        const uint64_t fixed = (kq ? static_cast<uint64_t>(k / 256) * 328 : static_cast<uint64_t>(nb) * 72) + uint64_t{wg} * 4;
         if (kq && (k % 256 != 0 || k / 256 * 8 > wg * 4)) return false;
         part.rows = std::max<uint32_t>(1, std::min<uint32_t>(tune_.family_rows, wg / per));
         auto need = [&] { return fixed + uint64_t{part.rows} * per * static_cast<uint64_t>(nt + 1) * 4; };

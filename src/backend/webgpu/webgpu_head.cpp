@@ -292,7 +292,7 @@ void WebGpuBackend::output_head(const HeadOutput & out, const Weight & head, con
         sample(out.ids, out.logits, *out.sampling, out.uniform);
     } else if (out.ids.buffer != nullptr && x.ne[1] == 1) {
         head_ids(out.ids, out.logits, e, in, round_input_f16);
-    } else if ((out.ids.buffer != nullptr || out.top_k > 0) && x.ne[1] > 1 && head_batch(out, e, in, round_input_f16)) {
+    } else if ((out.ids.buffer != nullptr || out.top_k > 0) && x.ne[1] > 1 && head_batches(out, e, in, round_input_f16)) {
         // (several columns: the int8 copy once for all, webgpu_head_batch.cpp)
     } else if (out.ids.buffer == nullptr && out.top_k > 0) {
         head_top_k(out.logits, e, in, round_input_f16, out.top_k);

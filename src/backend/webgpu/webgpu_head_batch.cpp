@@ -26,6 +26,9 @@ namespace tern {
 namespace {
 
 constexpr uint32_t k_exact_chunk = 4096;  // head_exact_batch.wgsl CHUNK: rows per workgroup
+// Columns per head_batch call (head_batches): 64 is lm_head_i8_batch's widest workgroup, and 2B4T's
+// (f, B) scratch at 64 columns is 66 MB.
+constexpr int64_t k_head_batch_columns = 64;
 
 // lm_head_i8_batch.wgsl's TC (invocations along the columns; 4 columns each): the fewest that
 // cover the columns, 4 to 16 (64 columns per workgroup at most; more go to further workgroups).
@@ -113,6 +116,32 @@ bool WebGpuBackend::head_batch(const HeadOutput & out, const GpuTable & e, const
     const PipelineKey key_final{"argmax_final", "rwu", {{{"WG", 256}}}};
     const WGPUBuffer  bufs_final[] = {partial, gpu_buffer(out.ids)};
     step_->dispatch(key_final, bufs_final, &pf, sizeof pf, t);
+    return true;
+}
+
+bool WebGpuBackend::head_batches(const HeadOutput & out, const GpuTable & e, const LinearInput & in,
+                                 bool round_input_f16) {
+    const int64_t n_cols = in.x.ne[1];
+    if (n_cols <= k_head_batch_columns) return head_batch(out, e, in, round_input_f16);
+    // Groups of k_head_batch_columns (the last one at least 2 columns: head_batch's minimum).
+    for (int64_t c0 = 0; c0 < n_cols;) {
+        int64_t n = std::min(k_head_batch_columns, n_cols - c0);
+        if (n_cols - c0 - n == 1) --n;
+        HeadOutput  o = out;
+        LinearInput i = in;
+        o.logits      = out.logits.columns(c0, n);
+        if (out.ids.buffer != nullptr) {
+            o.ids.offset = out.ids.offset + static_cast<size_t>(c0) * 4;
+            o.ids.ne[0]  = n;
+        }
+        i.x = in.x.columns(c0, n);
+        i.h = in.h.columns(c0, n);
+        if (!head_batch(o, e, i, round_input_f16)) {
+            TERN_ASSERT(c0 == 0, "head_batch applies to some column groups of a head and not to others");
+            return false;
+        }
+        c0 += n;
+    }
     return true;
 }
 

@@ -258,6 +258,21 @@ uint32_t WebGpuBackend::attention_score_slots(uint32_t wg, uint32_t kpart, uint3
     return static_cast<uint32_t>(std::clamp<uint64_t>(slots, 256, 2048));
 }
 
+std::vector<int64_t> WebGpuBackend::warm_up_positions(int64_t n_ctx) const {
+    // One query's attention changes form with its position (attention_prefetching below): the short
+    // form ends at 128 positions (256 for head_dim 64), 512 threads from attn_wide_positions, the
+    // split kernels from attn_long_positions (800 or fewer); and the RoPE table grows with the
+    // positions (its last size from a step at n_ctx - 1). Each new pipeline compiles at its first
+    // step: on an H200 ~35 ms with the driver's cache warm, ~600 ms cold, inside the tokens a user
+    // waits for unless the warm-up ran them.
+    const int64_t long_min = tune_.attn_long_positions != 0 ? int64_t{tune_.attn_long_positions} : 800;
+    std::vector<int64_t> p = {128, 256, int64_t{tune_.attn_wide_positions}, long_min - 1, n_ctx - 1};
+    std::erase_if(p, [&](int64_t x) { return x <= 0 || x >= n_ctx; });
+    std::sort(p.begin(), p.end());
+    p.erase(std::unique(p.begin(), p.end()), p.end());
+    return p;
+}
+
 void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & s,
                               int64_t pos0) {
     // One query: the weight two matmuls ahead comes with it (WeightOrder).

@@ -69,7 +69,6 @@ const std::vector<Field> & fields() {
         {"submit_ramp", Kind::number, 1, k_max, &T::submit_ramp},
         {"first_submit", Kind::number, 0, k_max, &T::first_submit},
         {"spin_us", Kind::number, 0, 10000000, &T::spin_us},
-        {"warm_up_ms", Kind::number, 0, 60000, &T::warm_up_ms},
         {"compute_units", Kind::number, 1, 65535, &T::compute_units},
     };
     return f;

@@ -70,7 +70,7 @@ struct WebGpuTuning {
     GemmTiling gemm_tile{0, 0, 0, 0};      // the dot4 GEMM's TMxTNxTRxTC; 0x0x0x0: 4x8x16x8, TC 4 up to 32 tokens
     MmaTiling  mma_tile{4, 1};             // the tensor-core GEMM's SGMxSGN
     MmaTiling  mma_tile_long{2, 1};        // the same for rows longer than 4096
-    uint32_t   gemm_split_groups = 528;    // a GEMM (one scale group per row) with at most half this many
+    uint32_t   gemm_split_groups = 264;    // a GEMM (one scale group per row) with at most half this many
                                            //     workgroups is split along K into about this many (each
                                            //     share at least 4 chunks of 64); 0: never split
     // --- submits and waits: webgpu_decode_stream.cpp, wgpu_device.cpp ---
@@ -79,7 +79,6 @@ struct WebGpuTuning {
     uint32_t first_submit     = 8;     // dispatches in the first piece of a step after an idle device
                                        //     (then 2x, 4x, 8x, then the rest); 0: one submit
     uint32_t spin_us          = 4000;  // how long a wait yields before it naps
-    uint32_t warm_up_ms       = 0;     // Session::warm_up decodes this long before the prompt (clocks)
     uint32_t compute_units    = 132;   // compute units (SMs) assumed where work is sized to the GPU:
                                        //     WebGPU does not tell (132: an H100 SXM's, an H200's)
 

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <exception>
+#include <system_error>
 #include <thread>
 
 namespace tern {
@@ -71,42 +72,46 @@ GpuLinearLayout gpu_pack_linear(std::span<const WeightSource> parts) {
             row0 += p.ne[1];
         }
     };
-#if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
-    pack_rows(0, n);  // the browser build runs without threads (and its libc++ 13 has no std::jthread)
-    return w;
-#else
     // 2B4T repacks 2.1 billion weights at load: a weight of a million or more spreads its rows
-    // over the host's threads (up to 16); the layout is the same however it is split.
+    // over the host's threads (up to 16; one in a browser build without threads); the layout is
+    // the same however it is split.
+#if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
+    const int64_t n_threads = 1;
+#else
     const int64_t n_threads = n * k >= (int64_t{1} << 20)
                                   ? std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, std::min<int64_t>(16, n))
                                   : 1;
+#endif
     if (n_threads == 1) {
         pack_rows(0, n);
         return w;
     }
     std::vector<std::exception_ptr> errors(static_cast<size_t>(n_threads));
-    {
-        std::vector<std::jthread> threads;
-        for (int64_t t = 1; t < n_threads; ++t) {
-            threads.emplace_back([&, t] {
-                try {
-                    pack_rows(n * t / n_threads, n * (t + 1) / n_threads);
-                } catch (...) {
-                    errors[static_cast<size_t>(t)] = std::current_exception();
-                }
-            });
-        }
+    std::vector<std::thread>        threads;
+    for (int64_t t = 1; t < n_threads; ++t) {
+        auto job = [&, t] {
+            try {
+                pack_rows(n * t / n_threads, n * (t + 1) / n_threads);
+            } catch (...) {
+                errors[static_cast<size_t>(t)] = std::current_exception();
+            }
+        };
         try {
-            pack_rows(0, n / n_threads);
-        } catch (...) {
-            errors[0] = std::current_exception();
+            threads.emplace_back(job);
+        } catch (const std::system_error &) {  // no thread to be had: its rows packed here
+            job();
         }
-    }  // (joins)
+    }
+    try {
+        pack_rows(0, n / n_threads);
+    } catch (...) {
+        errors[0] = std::current_exception();
+    }
+    for (auto & th : threads) th.join();
     for (const auto & e : errors) {
         if (e) std::rethrow_exception(e);
     }
     return w;
-#endif
 }
 
 int gpu_linear_value(const GpuLinearLayout & w, int64_t r, int64_t c) {

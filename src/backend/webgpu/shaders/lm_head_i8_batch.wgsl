@@ -73,6 +73,11 @@ fn load_grid(col0: u32, it: u32, c: u32) -> u32 {
     return grid[col * (K / 2u) + ((it / 16u) % 2u) * (K / 4u) + w];
 }
 
+// One code word against four columns' grid words.
+fn dot4_row(q: u32, g: vec4<u32>) -> vec4<i32> {
+    return vec4<i32>(dot4_i8(q, g.x), dot4_i8(q, g.y), dot4_i8(q, g.z), dot4_i8(q, g.w));
+}
+
 // lm_head_i8_argmax.wgsl's bound keys: the order of the values, -0 as +0; key 0 below every value.
 fn bound_key(v: f32) -> u32 {
     return order_key(select(v, 0.0, v == 0.0));
@@ -92,8 +97,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var m = 0u; m < QL; m++) { rn[m] = load_rows(row0, lid + WG * m, 0u); }
     for (var m = 0u; m < GL; m++) { gn[m] = load_grid(col0, lid + WG * m, 0u); }
 
-    var sa: array<i32, 16>;  // [row i][column j] at 4 i + j: sum q a, sum q b
-    var sb: array<i32, 16>;
+    // sum q a and sum q b: row i's four columns in sa_i / sb_i (named vectors, no indexed arrays:
+    // registers, whatever the compiler unrolls)
+    var sa0 = vec4<i32>(0); var sa1 = vec4<i32>(0); var sa2 = vec4<i32>(0); var sa3 = vec4<i32>(0);
+    var sb0 = vec4<i32>(0); var sb1 = vec4<i32>(0); var sb2 = vec4<i32>(0); var sb3 = vec4<i32>(0);
     for (var c = 0u; c < n_chunks; c++) {
         workgroupBarrier();  // everyone is done with the previous chunk
         for (var m = 0u; m < QL; m++) {
@@ -120,15 +127,19 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             let qv = smem[w * TR + tr];
             let av = smem[QW + w * TC + tc];
             let bv = smem[QW + KW * TC + w * TC + tc];
-            for (var i = 0u; i < 4u; i++) {
-                for (var j = 0u; j < 4u; j++) {
-                    sa[4u * i + j] += dot4_i8(qv[i], av[j]);
-                    sb[4u * i + j] += dot4_i8(qv[i], bv[j]);
-                }
-            }
+            sa0 += dot4_row(qv.x, av);
+            sa1 += dot4_row(qv.y, av);
+            sa2 += dot4_row(qv.z, av);
+            sa3 += dot4_row(qv.w, av);
+            sb0 += dot4_row(qv.x, bv);
+            sb1 += dot4_row(qv.y, bv);
+            sb2 += dot4_row(qv.z, bv);
+            sb3 += dot4_row(qv.w, bv);
         }
     }
 
+    let sa = array<vec4<i32>, 4>(sa0, sa1, sa2, sa3);
+    let sb = array<vec4<i32>, 4>(sb0, sb1, sb2, sb3);
     // Values and bounds; the workgroup's largest lower bound per column, then the column's slot.
     var nrm: array<vec4<f32>, 4>;
     for (var j = 0u; j < 4u; j++) {
@@ -144,7 +155,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         for (var j = 0u; j < 4u; j++) {
             let col = col0 + 4u * tc + j;
             if (col >= p.n_cols) { break; }
-            let f = (sc.x * nrm[j].z) * (256.0 * f32(sa[4u * i + j]) + f32(sb[4u * i + j]));
+            let f = (sc.x * nrm[j].z) * (256.0 * f32(sa[i][j]) + f32(sb[i][j]));
             let b = sc.y * nrm[j].x + sc.z * nrm[j].y;
             fb[col * p.n_vocab + row] = vec2<f32>(f, b);
             kmax[j] = max(kmax[j], bound_key(f - b));

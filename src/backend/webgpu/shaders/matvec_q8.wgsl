@@ -71,6 +71,8 @@ struct Params {
 var<workgroup> acodes: array<vec4<u32>, 2u * NB>;
 var<workgroup> adq: array<f32, NB>;
 var<workgroup> asum: array<i32, NB>;
+var<workgroup> part_max: array<f32, 4u * NB>;  // per 8 values (stage_q8_0)
+var<workgroup> part_sum: array<i32, 4u * NB>;
 // The terms, a row every NT + 1 (odd: the row sums' reads fall on different banks).
 var<workgroup> terms: array<f32, MROWS * (NT + 1u)>;
 
@@ -86,35 +88,46 @@ fn centred(nibbles: u32) -> u32 {
     return ((nibbles | 0x80808080u) - 0x08080808u) ^ 0x80808080u;
 }
 
-// Stages h's Q8_0 blocks: invocation b quantizes block b (quantize_q8_0.wgsl's expressions).
+// Element i of h: (x nw) inv as rms_norm.wgsl (NORM), else x.
+fn h_of(x0: u32, i: u32, inv: f32) -> f32 {
+    if (!NORM) { return x[x0 + i]; }
+    return (x[x0 + i] * nw[p.nw_offset + i]) * inv;
+}
+
+// Stages h's Q8_0 blocks with quantize_q8_0.wgsl's expressions. Invocation g owns values 8 g ..
+// 8 g + 7 (a quarter of block g / 4: neighbouring invocations load neighbouring addresses): first the
+// quarter's max |h|, then, with the block's max from its four quarters (a max is exact in any
+// order), its two code words and their sum.
 fn stage_q8_0(lid: u32, x0: u32, inv: f32) {
-    for (var b = lid; b < NB; b += WG) {
-        let xo = x0 + 32u * b;
-        var h: array<f32, 32>;
-        var amax = 0.0;
-        for (var j = 0u; j < 32u; j++) {
-            var v = x[xo + j];
-            if (NORM) { v = (v * nw[p.nw_offset + 32u * b + j]) * inv; }
-            h[j] = v;
-            amax = max(amax, abs(v));
-        }
-        let d  = div_rn(amax, 127.0);
-        let id = select(0.0, div_rn(1.0, d), d != 0.0);
-        var words: array<u32, 8>;
+    for (var g = lid; g < 4u * NB; g += WG) {
+        var m = 0.0;
+        for (var j = 0u; j < 8u; j++) { m = max(m, abs(h_of(x0, 8u * g + j, inv))); }
+        part_max[g] = m;
+    }
+    workgroupBarrier();
+    for (var g = lid; g < 4u * NB; g += WG) {
+        let b    = g / 4u;
+        let amax = max(max(part_max[4u * b], part_max[4u * b + 1u]), max(part_max[4u * b + 2u], part_max[4u * b + 3u]));
+        let d    = div_rn(amax, 127.0);
+        let id   = select(0.0, div_rn(1.0, d), d != 0.0);
         var csum = 0;
-        for (var q = 0u; q < 8u; q++) {
+        for (var q = 0u; q < 2u; q++) {
             var word = 0u;
             for (var e = 0u; e < 4u; e++) {
-                let c = i32(round_away(mul_rn(h[4u * q + e], id)));
+                let c = i32(round_away(mul_rn(h_of(x0, 8u * g + 4u * q + e, inv), id)));
                 word |= (bitcast<u32>(c) & 0xffu) << (8u * e);
                 csum += c;
             }
-            words[q] = word;
+            acodes[g / 2u][2u * (g % 2u) + q] = word;  // (words 2 g, 2 g + 1)
         }
-        asum[b] = csum;
-        acodes[2u * b]      = vec4<u32>(words[0], words[1], words[2], words[3]);
-        acodes[2u * b + 1u] = vec4<u32>(words[4], words[5], words[6], words[7]);
-        adq[b] = round_f16(d);
+        part_sum[g] = csum;
+        if (g % 4u == 0u) { adq[b] = round_f16(d); }
+    }
+    if (WTYPE == 7u) {
+        workgroupBarrier();
+        for (var b = lid; b < NB; b += WG) {
+            asum[b] = part_sum[4u * b] + part_sum[4u * b + 1u] + part_sum[4u * b + 2u] + part_sum[4u * b + 3u];
+        }
     }
 }
 
