@@ -7,8 +7,7 @@
 #   2. tools/run_bench.py, alternating rounds: tern run -n 512 greedy (--temp 0), the default
 #      sampler (--seed 1) and --top-k 0 --top-p 0.9 (--seed 1) against tern bench tg512 (the
 #      positions tern run -n 512 decodes);
-#   3. tg64 at depth 0 and 4096, split attention's P·V by superblocks (attention_split_pvs, the
-#      default) against one workgroup per column (attn_split_super=0), alternating rounds;
+#   3. tg64 at depth 0 and 4096;
 #   4. (GEN_RUN_TESTS=1) the same seed on the CPU and GPU backends (48 tokens of five sampler
 #      settings) and the GPU test suite (GEN_RUN_TESTS_S bounds it, default 200 s).
 # Carries what webgpu_gpu_run.sh carries (.gl and .devicebin, see its header); pack .devicebin with
@@ -43,14 +42,8 @@ python3 tools/run_bench.py --tern "$B/tern" -m "$model" --backend webgpu --round
     --arm "run-topk0-topp0.9=--top-k 0 --top-p 0.9 --seed 1" \
     --bench "bench-tg512=-p 0 -n 512 -r 3" 2>&1 | tee -a "$out/summary.txt"
 
-echo "== 3. tg64 at depth 0 and 4096: P·V by superblocks (as built) and in one workgroup per column (attn_split_super=0)" |
-    tee -a "$out/summary.txt"
-for r in $(seq 1 "$rounds"); do
-    for super in 1 0; do
-        TERN_WEBGPU_TUNE=attn_split_super=$super "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 -d 0,4096 -r 3 \
-            2>&1 | grep -E "^\| .*tg" | sed "s/^/round $r attn_split_super=$super /" | tee -a "$out/summary.txt"
-    done
-done
+echo "== 3. tg64 at depth 0 and 4096" | tee -a "$out/summary.txt"
+"$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 -d 0,4096 -r 3 2>&1 | grep -E "^\| .*tg" | tee -a "$out/summary.txt"
 
 if [ -n "${GEN_RUN_TESTS:-}" ]; then
     echo "== 4. same seed, CPU and GPU backends (48 tokens); the GPU test suite" | tee -a "$out/summary.txt"

@@ -10,18 +10,11 @@
 //      probabilities and P·V over every position, a workgroup per 8 output dimensions, KV head (or
 //      query head, where that is needed to fill the GPU) and column: no partial sums leave a
 //      workgroup, so nothing is combined afterwards.
-//   or, by default (WebGpuTuning::attn_split_super), 3'. attention_split_pvs: the same normalizer
-//      and products a superblock of 512 positions per workgroup (each thread one position's
-//      loads; the block and superblock sums through workgroup memory in the CPU's order) and
-//      attention_split_combine: the superblocks added in cpu::PositionSum's order. A column of
-//      4096 positions gets 8x the workgroups of attention_split_pv, each waiting for one load
-//      instead of 32 in a row.
 // The same numerics as attention.wgsl and the CPU, bit for bit: the max is an exact reduction, and
 // every sum is taken by one thread or in a fixed tree inside one workgroup in the reference's order
-// (cpu::dot_blocked16, cpu::sum_positions), never across workgroups in another order. The kernels
-// split along positions where the reductions allow it (scores, exps, block sums, P·V's superblocks,
-// which the CPU too sums apart and then adds in order) and along output dimensions where they do
-// not (the normalizer needs every position).
+// (cpu::dot_blocked16, cpu::sum_positions), never across workgroups in another order. The three
+// kernels split along positions where the reductions allow it (scores, exps, block sums) and along
+// output dimensions where they do not (the normalizer and P·V need every position).
 //
 // Two callers: one query of one sequence over a long contiguous cache (attention() from
 // WebGpuTuning::attn_long_positions on), and every paged batch (attention_paged(): many sequences,
@@ -122,16 +115,6 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
     grown(attn_wmax_, static_cast<size_t>(tc_max * n_kv * group * ceil_div(n_all, st.tp)) * 4, "attention maxima");
     grown(attn_bsum_, static_cast<size_t>(tc_max * n_kv * group * ceil_div(n_all, cpu::k_pos_block)) * 4,
           "attention block sums");
-    // P·V by superblocks (attention_split_pvs.wgsl + attention_split_combine.wgsl, WebGpuTuning::
-    // attn_split_super) where its workgroup memory fits: [T][n_head][nsb_ld][hd] f32 partial sums.
-    const int64_t  nsb_ld   = ceil_div(n_all, cpu::k_pos_super);
-    const uint64_t pvs_mem  = 256 * 4 + 16 * 4 + 4 + 256 * uint64_t{st.dg} * 4 + 16 * uint64_t{st.dg} * 4 + 16;
-    const bool     by_super = tune_.attn_split_super != 0 && pvs_mem <= lim.maxComputeWorkgroupStorageSize &&
-                          cpu::k_pos_super == 512 && cpu::k_pos_block == 32 &&
-                          uint64_t(hd / st.dg) * uint64_t(nsb_ld) <= lim.maxComputeWorkgroupsPerDimension;
-    if (by_super) {
-        grown(attn_super_, static_cast<size_t>(tc_max * n_kv * group * nsb_ld * hd) * 4, "attention partial sums");
-    }
 
     const size_t k_el = k_f16 ? 2 : 4, v_el = v_f16 ? 2 : 4;
     const bool   paged = batch != nullptr;
@@ -204,35 +187,6 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
         add_paging(pk);
         const WGPUBuffer cols_v  = paged ? gpu_buffer(batch->columns) : gpu_buffer(kv.v);
         const WGPUBuffer pages_v = paged ? gpu_buffer(batch->page_table) : gpu_buffer(kv.v);
-        if (by_super) {  // P·V a superblock per workgroup, then the superblocks added in order
-            struct {
-                uint32_t n_embd_kv, v_offset, ld, bsum_ld, n_head_kv, pos0, max_pages, cols_offset, pages_offset, nsb_ld;
-            } vp{u32(kv.v.ne[0]), gpu_offset(kv.v, v_el), u32(ld), n_b, u32(n_kv), u32(pos0 + c0), max_pages,
-                 cols_at + u32(4 * c0), pages_at, u32(nsb_ld)};
-            PipelineKey vk{"attention_split_pvs",
-                           "rrrrrwu",
-                           {{{"WG", 256.0},
-                             {"HD", static_cast<double>(hd)},
-                             {"GROUP", static_cast<double>(group)},
-                             {"DG", static_cast<double>(st.dg)},
-                             {"V_F16", v_f16 ? 1.0 : 0.0}}}};
-            add_paging(vk);
-            const WGPUBuffer vb[] = {attn_scores_->get(), attn_bsum_->get(), gpu_buffer(kv.v), cols_v, pages_v,
-                                     attn_super_->get()};
-            step_->dispatch(vk, vb, &vp, sizeof vp, u32(hd / st.dg * nsb_ld), u32(n_kv * group), u32(tc));
-
-            struct {
-                uint32_t n_head, nsb_ld, pos0, max_pages, cols_offset, pages_offset, out_offset, out_stride;
-            } cp{u32(n_kv * group), u32(nsb_ld), u32(pos0 + c0), max_pages, cols_at + u32(4 * c0), pages_at,
-                 gpu_offset(out, 4) + u32(c0 * out.ne[0]), u32(out.ne[0])};
-            PipelineKey ck{"attention_split_combine", "rrrwu", {{{"WG", 256.0}, {"HD", static_cast<double>(hd)}}}};
-            add_paging(ck);
-            const WGPUBuffer cols_c  = paged ? gpu_buffer(batch->columns) : attn_super_->get();
-            const WGPUBuffer pages_c = paged ? gpu_buffer(batch->page_table) : attn_super_->get();
-            const WGPUBuffer cb[]    = {attn_super_->get(), cols_c, pages_c, gpu_buffer(out)};
-            step_->dispatch(ck, cb, &cp, sizeof cp, ceil_div(n_kv * group * hd, 256), u32(tc));
-            continue;
-        }
         const WGPUBuffer pb[] = {attn_scores_->get(), attn_bsum_->get(), gpu_buffer(kv.v), cols_v, pages_v,
                                  gpu_buffer(out)};
         step_->dispatch(pk, pb, &pp, sizeof pp, u32(hd / st.dg), u32(n_kv * (group / st.jg)), u32(tc));

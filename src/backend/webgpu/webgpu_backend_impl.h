@@ -600,7 +600,6 @@ private:
     std::unique_ptr<GpuBuffer>                     attn_part_;    // prompt attention segment sums
     std::unique_ptr<GpuBuffer>                     attn_wmax_;    // split attention: workgroup maxima
     std::unique_ptr<GpuBuffer>                     attn_bsum_;    // split attention: block sums of exp
-    std::unique_ptr<GpuBuffer>                     attn_super_;   // split attention: superblocks' P·V sums
     std::optional<GemmTiling>                      gemm_tiling_;  // set_gemm_tiling()
     std::optional<MmaTiling>                       mma_tiling_;   // set_mma_tiling()
     std::optional<uint32_t>                        gemm_split_;   // set_gemm_split()

@@ -49,9 +49,6 @@ struct WebGpuTuning {
     uint32_t attn_wide_positions     = 384;  // one query past this many positions: 512 threads
     uint32_t attn_long_positions     = 0;    // one query over this many or more: attention_split_*.wgsl;
                                              //     0: 800, or fewer where attention.wgsl keeps fewer scores
-    uint32_t attn_split_super        = 1;    // split attention's P·V a superblock of 512 positions per
-                                             //     workgroup, then a combine (1), or every position
-                                             //     in one workgroup (0: attention_split_pv.wgsl)
     uint32_t attn_split_dims         = 8;    // output dimensions per workgroup of attention_split_pv
     uint32_t attn_split_unroll       = 4;    // positions attention_split_pv loads ahead (1: none)
     uint32_t attn_split_heads        = 0;    // query heads per attention_split_pv workgroup (a divisor of
