@@ -23,8 +23,8 @@ struct CpuOptions {
     size_t head_i8_min_bytes = size_t{64} << 20;
     // Fast backend, kernel sets that read base-3 tiles (AVX-512): ternary weights stored 5 per byte
     // (1.6 bits, a fifth fewer bytes per decoded token) instead of 2-bit codes, whose decode costs
-    // more arithmetic. -1 (default): the set's choice, cpu::Kernels::base3 (base-3 where the CPU
-    // has AVX-512 VBMI; cpu README, "Tiles"); 0: 2-bit; 1: base-3 (the tests run both).
+    // more arithmetic. -1 (default): the set's choice, cpu::Kernels::base3 (2-bit: they won on the
+    // H200 host's Xeon; cpu README, "Tiles"); 0: 2-bit; 1: base-3 (the tests run both).
     int base3 = -1;
 };
 

@@ -107,8 +107,8 @@ struct HeadI8Row {
 struct Kernels {
     const char * name;  // "avx512-vnni(-vbmi)", "avx2", "neon-dotprod"
     // Base-3 tiles by default for ternary-valued weights (CpuOptions::base3; cpu_tiles.cpp packs
-    // them): the VBMI set, whose lookups decode them as fast as 2-bit tiles stream. Q2_0's +2 needs
-    // the 2-bit tiles, which every set reads.
+    // them). No set does: on the H200 host's Xeon 2-bit tiles won decode and prompts (cpu README,
+    // "Tiles"). Q2_0's +2 needs the 2-bit tiles, which every set reads.
     bool base3;
 
     // One tile's 2-bit chunks (16 rows, k columns, scale groups of `group`) as base-3 chunks; null

@@ -295,7 +295,6 @@ const Kernels * kernels_avx512_vbmi() {
     static const Kernels k = [] {
         Kernels v      = *kernels_avx512_multiply();
         v.name         = "avx512-vnni-vbmi";
-        v.base3        = true;
         v.ternary_gemm = ternary_gemm_vbmi;
         return v;
     }();
