@@ -107,7 +107,8 @@ void run(RunArgs a) {
     Session session(*lm.model, so);
     Sampler sampler(a.sampling, static_cast<int32_t>(lm.model->config().n_vocab));
     const auto t_warm = std::chrono::steady_clock::now();
-    if (!a.no_warmup) session.warm_up(&sampler);  // (a GPU compiles its decode kernels here)
+    // (a GPU compiles its decode kernels here, for the positions this run can reach)
+    if (!a.no_warmup) session.warm_up(&sampler, a.n_predict < 0 ? -1 : n_prompt + a.n_predict);
     const double warm_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_warm).count();
     std::fprintf(stderr, "tern: seed %llu%s, %s, prompt %s\n", static_cast<unsigned long long>(sampler.seed()),
                  a.sampling.seed == k_sampler_random_seed ? " (random)" : "", ctx_note.c_str(),

@@ -79,7 +79,7 @@ void Session::eval(std::span<const int32_t> tokens, std::span<float> all_logits)
     }
 }
 
-void Session::warm_up(const Sampler * sampler) {
+void Session::warm_up(const Sampler * sampler, int64_t until) {
     Backend & be = model_.backend();
     if (!be.counts_dispatches() || n_past_ != 0) return;
     int32_t id = 0;
@@ -87,7 +87,9 @@ void Session::warm_up(const Sampler * sampler) {
     // pull the next weight into L2 while they run), then two at each position the backend names
     // (its kernels' other forms, its tables' growth).
     decode_greedy(0, 4, [](int32_t) { return true; }, 4);
+    const int64_t end = until < 0 ? kv_.n_ctx : std::min(until, kv_.n_ctx);
     for (const int64_t pos : be.warm_up_positions(kv_.n_ctx)) {
+        if (pos >= end) continue;  // (a short generation does not pay for the kernels of long ones)
         n_past_ = pos;
         decode_greedy(0, 2, [](int32_t) { return true; }, 2);
     }

@@ -83,8 +83,9 @@ public:
     // Greedy steps at positions 0..3 and two at each of Backend::warm_up_positions (where the
     // backend's kernels change form, e.g. attention past 128 positions: compiled here rather than
     // after 128 tokens). The cache rows it writes are written again before they are read. Requires
-    // n_past() == 0; does nothing on a backend without dispatches (CPU).
-    void warm_up(const Sampler * sampler = nullptr);
+    // n_past() == 0; does nothing on a backend without dispatches (CPU). Positions at or past
+    // `until` (e.g. prompt + -n: where generation cannot reach) are left out; < 0: the context's end.
+    void warm_up(const Sampler * sampler = nullptr, int64_t until = -1);
 
     // Host seconds the decoders spent recording and submitting steps (not waiting for ids) since
     // the last call (DecodeStream::host_seconds): with a device backend, when this approaches the
