@@ -87,9 +87,16 @@ void Session::warm_up(const Sampler * sampler, int64_t until) {
     // pull the next weight into L2 while they run), then two at each position the backend names
     // (its kernels' other forms, its tables' growth).
     decode_greedy(0, 4, [](int32_t) { return true; }, 4);
-    const int64_t end = until < 0 ? kv_.n_ctx : std::min(until, kv_.n_ctx);
-    for (const int64_t pos : be.warm_up_positions(kv_.n_ctx)) {
-        if (pos >= end) continue;  // (a short generation does not pay for the kernels of long ones)
+    // A short generation does not pay for the kernels of long ones: positions from `end` on are
+    // left out, and a step at end - 1 stands in for the context's last (tables sized to the last
+    // position this run reaches, e.g. WebGPU's RoPE table).
+    const int64_t        end = until < 0 ? kv_.n_ctx : std::clamp<int64_t>(until, 1, kv_.n_ctx);
+    std::vector<int64_t> at  = be.warm_up_positions(kv_.n_ctx);
+    if (end < kv_.n_ctx && !at.empty()) {
+        std::erase_if(at, [&](int64_t pos) { return pos >= end - 1; });
+        if (end - 1 >= 4) at.push_back(end - 1);
+    }
+    for (const int64_t pos : at) {
         n_past_ = pos;
         decode_greedy(0, 2, [](int32_t) { return true; }, 2);
     }
