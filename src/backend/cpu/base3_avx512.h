@@ -69,8 +69,7 @@ inline void tile_tokens_base3(const Decode & decode, const TernaryTiles & w, int
         for (int t = 0; t < NT; ++t) {
             const __m512i sum  = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(acc[t][0], acc[t][1]),
                                                                    _mm512_add_epi32(acc[t][2], acc[t][3])), acc[t][4]);
-            const __m512i dot  = _mm512_sub_epi32(sum, _mm512_set1_epi32(a.group_sums[(t0 + t) * n_groups + g]));
-            const __m512  term = _mm512_mul_ps(_mm512_div_ps(_mm512_cvtepi32_ps(dot), _mm512_set1_ps(a.scale[t0 + t])), sg);
+            const __m512 term = group_term(sum, a.group_sums[(t0 + t) * n_groups + g], a.scale[t0 + t], sg);
             out[t]             = n_groups == 1 ? term : _mm512_add_ps(out[t], term);
         }
     }
@@ -136,8 +135,7 @@ inline void bytes_tokens(const TernaryTiles & w, int64_t tile, const uint8_t * b
         }
         const __m512 sg = _mm512_loadu_ps(scales + g * k_tile_rows);
         for (int t = 0; t < NT; ++t) {
-            const __m512i dot  = _mm512_sub_epi32(acc[t], _mm512_set1_epi32(a.group_sums[(t0 + t) * n_groups + g]));
-            const __m512  term = _mm512_mul_ps(_mm512_div_ps(_mm512_cvtepi32_ps(dot), _mm512_set1_ps(a.scale[t0 + t])), sg);
+            const __m512 term = group_term(acc[t], a.group_sums[(t0 + t) * n_groups + g], a.scale[t0 + t], sg);
             _mm512_store_ps(out[t], g == 0 ? (n_groups == 1 ? term : _mm512_add_ps(_mm512_setzero_ps(), term))
                                            : _mm512_add_ps(_mm512_load_ps(out[t]), term));
         }

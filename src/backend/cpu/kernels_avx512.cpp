@@ -62,8 +62,7 @@ void tile_tokens(const TernaryTiles & w, int64_t tile, const ActView & a, int64_
         }
         const __m512 sg = _mm512_loadu_ps(scales + g * k_tile_rows);
         for (int t = 0; t < NT; ++t) {
-            const __m512i dot  = _mm512_sub_epi32(acc[t], _mm512_set1_epi32(a.group_sums[(t0 + t) * n_groups + g]));
-            const __m512  term = _mm512_mul_ps(_mm512_div_ps(_mm512_cvtepi32_ps(dot), _mm512_set1_ps(a.scale[t0 + t])), sg);
+            const __m512 term = group_term(acc[t], a.group_sums[(t0 + t) * n_groups + g], a.scale[t0 + t], sg);
             out[t]             = n_groups == 1 ? term : _mm512_add_ps(out[t], term);
         }
     }

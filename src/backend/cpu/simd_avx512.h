@@ -44,6 +44,14 @@ inline void   store16(float * p, int64_t rem, __m512 v) {
     }
 }
 
+// One scale group's term of a ternary tile's 16 rows for one token: (the int8 dot - the token's group
+// sum, which undoes the codes' +1 offset) / the token's activation scale * the rows' group scales,
+// in the reference's order.
+inline __m512 group_term(__m512i dot_sum, int32_t group_sum, float a_scale, __m512 sg) {
+    const __m512i dot = _mm512_sub_epi32(dot_sum, _mm512_set1_epi32(group_sum));
+    return _mm512_mul_ps(_mm512_div_ps(_mm512_cvtepi32_ps(dot), _mm512_set1_ps(a_scale)), sg);
+}
+
 inline __m512 abs_ps(__m512 v) { return _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7fffffff))); }
 
 // The halving sum of 16 lanes: lanes i < h get lane i + h added, h = 8, 4, 2, 1.
