@@ -63,7 +63,7 @@ if left $((budget - 15)) "profile"; then
     grep -E "^  (lm_head|head_q|matvec|rope|attention|argmax|rms_norm|embed)|kernels ran" "$out/families_quick_profile.txt" | head -16
 fi
 left $((budget - 60)) "qwen3-1.7b q1_0" &&
-    tg qwen3-1.7b q1_0 /tmp/qwen3-q1_0.gguf --vocab "$B/qwen3_tokenizer.json"
+    tg qwen3-1.7b q1_0 /tmp/qwen3-q1_0.gguf --vocab "$B/qwen3/tokenizer.json"
 left $((budget - 45)) "phi-3-mini q4_0" && tg phi-3-mini q4_0 /tmp/phi3-q4_0.gguf
 for tune in $tunes; do
     left $((budget - 10)) "llama-3.2-1b q4_0 with $tune" &&
