@@ -15,7 +15,8 @@
 # Prints a Markdown table: tok/s of each engine (mean of the rounds, each round's in brackets) and tern /
 # llama.cpp (issue 54's target: >= 1.0).
 # Carry .gl, .devicebin (tools/device/pack_devicebin.sh) and .cudapeer (tools/device/pack_cudapeer.sh:
-# llama-bench, libcudart, the Qwen3 tokenizer). libcuda and cuBLAS come from the lent machine.
+# llama-bench, libcudart, the Qwen3 tokenizer if .devicebin lacks it). libcuda and cuBLAS come from the
+# lent machine.
 # LLAMA_BENCH=PATH runs that llama-bench instead of .cudapeer's (e.g. one built on the device; its
 # BUILD.txt beside it, if any, says whether it has flash attention); .cudapeer still gives the tokenizer.
 # Results: $OUT/cuda_peers.tgz (cuda_peers.md, every run's JSON and stderr, the synth logs, nvidia-smi,
@@ -34,8 +35,8 @@ run_timeout=${RUN_TIMEOUT_S:-60}
 parts=" ${PARTS:-families} "
 has() { [[ "$parts" == *" $1 "* ]]; }
 C=$PWD/.cudapeer
-[ -f "$C/qwen3_tokenizer/tokenizer.json.xz" ] && { [ -n "${LLAMA_BENCH:-}" ] || [ -f "$C/llama-bench.xz" ]; } ||
-    { echo "cuda_peers_run: no .cudapeer/llama-bench.xz or tokenizer (run tools/device/pack_cudapeer.sh, carry .cudapeer)" >&2; exit 1; }
+[ -n "${LLAMA_BENCH:-}" ] || [ -f "$C/llama-bench.xz" ] ||
+    { echo "cuda_peers_run: no .cudapeer/llama-bench.xz (run tools/device/pack_cudapeer.sh, carry .cudapeer)" >&2; exit 1; }
 # shellcheck source=tools/device/device_env.sh
 . tools/device/device_env.sh
 export TERN_PHI3_VOCAB=$PWD/tests/data/llama-vocab/ggml-vocab-phi-3.gguf
@@ -43,7 +44,11 @@ export TERN_PHI3_VOCAB=$PWD/tests/data/llama-vocab/ggml-vocab-phi-3.gguf
 # Unpack llama-bench and its libraries; find the lent machine's cuBLAS (CUDA 13.0).
 L=/tmp/cudapeer
 rm -rf "$L" && mkdir -p "$L/lib" "$L/qwen3"
-for f in tokenizer.json tokenizer_config.json; do xz -dc "$C/qwen3_tokenizer/$f.xz" > "$L/qwen3/$f"; done
+qwen_vocab=$B/qwen3/tokenizer.json  # (pack_devicebin.sh's copy, else .cudapeer's)
+if [ ! -f "$qwen_vocab" ]; then
+    qwen_vocab=$L/qwen3/tokenizer.json
+    for f in tokenizer.json tokenizer_config.json; do xz -dc "$C/qwen3_tokenizer/$f.xz" > "$L/qwen3/$f"; done
+fi
 if [ -n "${LLAMA_BENCH:-}" ]; then
     lb=$LLAMA_BENCH
     cp "$(dirname "$lb")/BUILD.txt" "$out/" 2>/dev/null
@@ -83,7 +88,7 @@ t0=$SECONDS
 for spec in "${models[@]}"; do
     read -r shape type <<< "$spec"
     vocab=()
-    [ "$shape" = qwen3-1.7b ] && vocab=(--vocab "$L/qwen3/tokenizer.json")
+    [ "$shape" = qwen3-1.7b ] && vocab=(--vocab "$qwen_vocab")
     [ -f "$m/$shape-$type.gguf" ] ||
         "$B/tern" synth "$shape" --type "$type" "${vocab[@]}" -o "$m/$shape-$type.gguf" > "$out/synth_$shape-$type.log" 2>&1 &
 done
