@@ -23,7 +23,7 @@
 # ldd). Environment: BUDGET_S, ROUNDS, N_GEN (default 128), PARTS (default "families"),
 # RUN_TIMEOUT_S (default 60: a run that takes longer counts as failed).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 final=${OUT:-/tmp/out}
 out=/tmp/cuda_peers_out  # (packed into $OUT/cuda_peers.tgz at the end: the device tool brings back few files)
 rm -rf "$out" && mkdir -p "$out" "$final"

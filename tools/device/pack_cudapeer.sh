@@ -37,7 +37,7 @@ bin=$1
 ldd "$bin/llama-bench" | grep -q 'libcudart\|libcuda\.so' ||
     { echo "$0: '$bin/llama-bench' loads no CUDA library: not a CUDA build" >&2; exit 2; }
 
-rm -rf "$dest/lib" "$dest/llama-bench.xz" "$dest/BUILD.txt"
+rm -rf "${dest:?}/lib" "$dest/llama-bench.xz" "$dest/BUILD.txt"
 mkdir -p "$dest/lib"
 strip -o "$dest/llama-bench" "$bin/llama-bench"
 xz -9 -T2 "$dest/llama-bench"
