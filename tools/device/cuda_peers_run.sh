@@ -42,20 +42,23 @@ C=$PWD/.cudapeer
 export TERN_PHI3_VOCAB=$PWD/tests/data/llama-vocab/ggml-vocab-phi-3.gguf
 
 # Unpack llama-bench and its libraries; find the lent machine's cuBLAS (CUDA 13.0).
+unxz() {  # FILE.xz: to stdout (Python's lzma where the image has no xz)
+    if command -v xz > /dev/null; then xz -dc "$1"; else python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)' "$1"; fi
+}
 L=/tmp/cudapeer
 rm -rf "$L" && mkdir -p "$L/lib" "$L/qwen3"
 qwen_vocab=$B/qwen3/tokenizer.json  # (pack_devicebin.sh's copy, else .cudapeer's)
 if [ ! -f "$qwen_vocab" ]; then
     qwen_vocab=$L/qwen3/tokenizer.json
-    for f in tokenizer.json tokenizer_config.json; do xz -dc "$C/qwen3_tokenizer/$f.xz" > "$L/qwen3/$f"; done
+    for f in tokenizer.json tokenizer_config.json; do unxz "$C/qwen3_tokenizer/$f.xz" > "$L/qwen3/$f"; done
 fi
 if [ -n "${LLAMA_BENCH:-}" ]; then
     lb=$LLAMA_BENCH
     cp "$(dirname "$lb")/BUILD.txt" "$out/" 2>/dev/null
 else
     lb=$L/llama-bench
-    xz -dc "$C/llama-bench.xz" > "$lb" && chmod +x "$lb"
-    for z in "$C"/lib/*.xz; do [ -f "$z" ] && xz -dc "$z" > "$L/lib/$(basename "${z%.xz}")"; done
+    unxz "$C/llama-bench.xz" > "$lb" && chmod +x "$lb"
+    for z in "$C"/lib/*.xz; do [ -f "$z" ] && unxz "$z" > "$L/lib/$(basename "${z%.xz}")"; done
     cp "$C/BUILD.txt" "$out/" 2>/dev/null
 fi
 fa=0
