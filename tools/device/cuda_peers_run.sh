@@ -10,8 +10,13 @@
 #      (both: a warm-up, then 5 timed repetitions, greedy/argmax decode of 128 tokens from an empty
 #      cache; -fa 1 if the build has its flash-attention kernels (GGML_CUDA_FA:BOOL=ON in BUILD.txt), else 0);
 #      a llama-bench run counts only if it reports a GPU (gpu_info), a tern run only on backend webgpu;
-#   3. PARTS=bitnet (with families, or alone) also tries the `tern synth bitnet-2b4t` file (I2_S) in
-#      llama-bench; upstream llama.cpp has no I2_S type, so this is expected to fail to load, and says so.
+#   3. PARTS=bitnet (with families, or alone): BitNet b1.58 2B4T's shape. Upstream llama.cpp has no I2_S
+#      type (gguf-py: "36 is not a valid GGMLQuantizationType") and no "bitnet-b1.58" arch, so the file
+#      is `tern synth bitnet-2b4t --type tq2_0` relabelled "bitnet" (tools/device/gguf_relabel_arch.py,
+#      tensors untouched): mainline's BitNet arch, which both engines compute with a SiLU FFN (2B4T's is
+#      ReLU^2; the same work per token). ggml-cuda has no TQ1_0/TQ2_0 kernels, so llama.cpp runs these
+#      projections on the CPU: what its CUDA build gives a TQ2_0 BitNet file. $BITNET_REPS (default 2)
+#      timed repetitions for both engines, to stay inside the budget.
 # Prints a Markdown table: tok/s of each engine (mean of the rounds, each round's in brackets) and tern /
 # llama.cpp (issue 54's target: >= 1.0).
 # Carry .gl, .devicebin (tools/device/pack_devicebin.sh) and .cudapeer (tools/device/pack_cudapeer.sh:
@@ -86,14 +91,20 @@ m=/tmp/cuda-peers
 mkdir -p $m
 models=()
 has families && models+=("llama-3.2-1b q4_0" "phi-3-mini q4_0" "qwen3-1.7b q1_0")
-has bitnet && models+=("bitnet-2b4t i2_s")
+has bitnet && models+=("bitnet-2b4t tq2_0")
 t0=$SECONDS
 for spec in "${models[@]}"; do
     read -r shape type <<< "$spec"
     vocab=()
     [ "$shape" = qwen3-1.7b ] && vocab=(--vocab "$qwen_vocab")
-    [ -f "$m/$shape-$type.gguf" ] ||
-        "$B/tern" synth "$shape" --type "$type" "${vocab[@]}" -o "$m/$shape-$type.gguf" > "$out/synth_$shape-$type.log" 2>&1 &
+    f=$m/$shape-$type.gguf
+    [ -f "$f" ] && continue
+    if [ "$shape" = bitnet-2b4t ]; then
+        { "$B/tern" synth "$shape" --type "$type" -o "$f.tmp" && python3 tools/device/gguf_relabel_arch.py "$f.tmp" bitnet &&
+            mv "$f.tmp" "$f"; } > "$out/synth_$shape-$type.log" 2>&1 &
+    else
+        "$B/tern" synth "$shape" --type "$type" "${vocab[@]}" -o "$f" > "$out/synth_$shape-$type.log" 2>&1 &
+    fi
 done
 wait
 echo "cuda_peers_run: files made in $((SECONDS - t0)) s"
@@ -117,17 +128,17 @@ if engine == "llama.cpp" and not r.get("gpu_info"):
 print("%.2f" % r["avg_ts"])
 EOF
 }
-bench() {  # ENGINE LABEL FILE ROUND
-    local engine=$1 label=$2 file=$3 round=$4 base="$out/$2.$1.r$4" rc
+bench() {  # ENGINE LABEL FILE ROUND [REPETITIONS]
+    local engine=$1 label=$2 file=$3 round=$4 reps=${5:-5} base="$out/$2.$1.r$4" rc
     if [ $((budget - SECONDS)) -lt 10 ]; then
         echo "  (skipped: ${SECONDS}s of the ${budget}s budget spent) $label $engine round $round"
         return
     fi
     if [ "$engine" = tern ]; then
-        timeout "$run_timeout" "$B/tern" bench --backend webgpu -m "$file" -p 0 -n "$n_gen" --json > "$base.json" 2> "$base.err"
+        timeout "$run_timeout" "$B/tern" bench --backend webgpu -m "$file" -p 0 -n "$n_gen" -r "$reps" --json > "$base.json" 2> "$base.err"
     else
         [ $peer_ok = 1 ] || return
-        LD_LIBRARY_PATH=$peer_ld timeout "$run_timeout" "$lb" -m "$file" -p 0 -n "$n_gen" -ngl 99 -fa $fa \
+        LD_LIBRARY_PATH=$peer_ld timeout "$run_timeout" "$lb" -m "$file" -p 0 -n "$n_gen" -r "$reps" -ngl 99 -fa $fa \
             -o json > "$base.json" 2> "$base.err"
     fi
     rc=$?
@@ -147,30 +158,19 @@ for ((round = 1; round <= rounds; ++round)); do
     echo "== round $round"
     for spec in "${models[@]}"; do
         read -r shape type <<< "$spec"
-        [ "$shape" = bitnet-2b4t ] && continue
         f=$m/$shape-$type.gguf
         [ -f "$f" ] || { echo "  $shape $type: synth failed: $(tail -n 1 "$out/synth_$shape-$type.log")"; continue; }
+        reps=5
+        [ "$shape" = bitnet-2b4t ] && reps=${BITNET_REPS:-2}
         if [ $((round % 2)) = 1 ]; then
-            bench tern "$shape-$type" "$f" $round
-            bench llama.cpp "$shape-$type" "$f" $round
+            bench tern "$shape-$type" "$f" $round $reps
+            bench llama.cpp "$shape-$type" "$f" $round $reps
         else
-            bench llama.cpp "$shape-$type" "$f" $round
-            bench tern "$shape-$type" "$f" $round
+            bench llama.cpp "$shape-$type" "$f" $round $reps
+            bench tern "$shape-$type" "$f" $round $reps
         fi
     done
 done
-
-# 3. BitNet 2B4T: only if llama.cpp loads tern's I2_S file is there a side by side.
-if has bitnet && [ -f $m/bitnet-2b4t-i2_s.gguf ]; then
-    echo "== bitnet-2b4t I2_S"
-    bench llama.cpp bitnet-2b4t-i2_s $m/bitnet-2b4t-i2_s.gguf 1
-    err=$out/bitnet-2b4t-i2_s.llama.cpp.r1.err
-    if grep -q "^bitnet-2b4t-i2_s	llama.cpp" "$out/results.tsv"; then
-        bench tern bitnet-2b4t-i2_s $m/bitnet-2b4t-i2_s.gguf 1
-    elif [ -f "$err" ]; then
-        echo "  llama.cpp does not run tern's I2_S file: $(grep -m1 -i -E 'error|failed|invalid' "$err")"
-    fi
-fi
 
 nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv >> "$out/device.txt" 2>&1
 labels=()
@@ -190,5 +190,8 @@ for label in labels:
     t, l = runs[label, "tern"], runs[label, "llama.cpp"]
     ratio = "%.2f" % ((sum(t) / len(t)) / (sum(l) / len(l))) if t and l else "–"
     print("| %s | %s | %s | %s |" % (label, cell(t), cell(l), ratio))
+if "bitnet-2b4t-tq2_0" in labels:
+    print("\nbitnet-2b4t-tq2_0: tern synth's 2B4T file as TQ2_0, relabelled arch 'bitnet' (mainline's: SiLU FFN in"
+          " both engines); llama.cpp runs its TQ2_0 projections on the CPU (ggml-cuda has no TQ kernels).")
 EOF
 echo "cuda_peers_run: done in ${SECONDS}s"
