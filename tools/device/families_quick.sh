@@ -11,10 +11,14 @@
 #      default "family_attn_prefetch=0 family_attn_prefetch=2 family_attn_prefetch=1": the default 1 again
 #      last, to bracket the others; empty: none),
 #      the same file, for the tunings' A/B.
-# Carry .gl and .devicebin (tools/device/pack_devicebin.sh). Results: $OUT/families_quick_*.
+# Carry .gl and .devicebin (tools/device/pack_devicebin.sh). Results: $OUT/families_quick.tgz (families_quick_*).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-out=${OUT:-/tmp/out}
+final=${OUT:-/tmp/out}
+out=/tmp/families_quick_out  # (packed into $OUT/families_quick.tgz at the end: the device tool brings back few files)
+rm -rf "$out"
+mkdir -p "$final"
+trap 'tar czf "$final/families_quick.tgz" -C "$out" .' EXIT
 budget=${BUDGET_S:-170}
 tunes=${TUNES-family_attn_prefetch=0 family_attn_prefetch=2 family_attn_prefetch=1}
 mkdir -p "$out"
