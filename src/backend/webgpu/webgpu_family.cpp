@@ -226,6 +226,7 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
         WGPUBuffer words, scales;
         uint32_t   scales_offset;
         int64_t    group;
+        uint64_t   word_bytes = 0, scale_bytes = 0;  // (scales in the words' buffer: 0)
         uint32_t   rows = 0;
     };
     std::vector<Part> parts;
@@ -234,11 +235,12 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
         for (const auto & part : m->parts) {
             if (!takes_q8_0(part.type) && !takes_q8_k(part.type)) return false;
             parts.push_back({part.type, part.first_row, part.n_rows, part.words->get(), part.scales->get(), 0,
-                             takes_q8_k(part.type) ? 256 : 32});
+                             takes_q8_k(part.type) ? 256 : 32, part.words->size_bytes(), part.scales->size_bytes()});
         }
     } else if (const auto * l = dynamic_cast<const GpuLinear *>(&w)) {
         if (!takes_q8_0_blocks_lowbit(l->type) || l->group % 64 != 0) return false;
-        parts.push_back({l->type, 0, l->n_rows, l->buffer->get(), l->buffer->get(), l->scales_offset, l->group});
+        parts.push_back({l->type, 0, l->n_rows, l->buffer->get(), l->buffer->get(), l->scales_offset, l->group,
+                         l->buffer->size_bytes(), 0});
     } else {
         return false;
     }
@@ -265,6 +267,11 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
     if (!mm_zero_norm_) mm_zero_norm_ = make_buffer(16, nullptr, "no qk norm");
     const WGPUBuffer nw = in.norm ? as_norm(*in.norm).buffer->get() : mm_zero_norm_->get();
     for (const Part & part : parts) {
+        if (T == 1) {  // (FamilyOrder: what one query's attention pulls into L2 for this matvec)
+            family_order_.matvec({PrefetchBuffer{part.words, part.word_bytes},
+                                  PrefetchBuffer{part.scale_bytes > 0 ? part.scales : nullptr, part.scale_bytes}},
+                                 step_->releases());
+        }
         const uint32_t rows = part.rows;
         const WGPUBuffer bufs[] = {part.words, part.scales, gpu_buffer(in.x), nw, gpu_buffer(y)};
         const uint32_t   y0   = gpu_offset(y, 4) + (glu_act ? 0u : u32(part.first_row));
