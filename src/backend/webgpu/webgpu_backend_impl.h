@@ -633,8 +633,17 @@ private:
     // (a held step's head fills one while the other is read), used in turn; and the heads recorded
     // and not read yet, oldest first (at most two: the step just submitted and a held one). A list
     // is read (read_top_k_rows) while nothing was recorded after its head but a held step.
+    static constexpr uint32_t  k_top_k_list_rows = 4096;  // (32 KiB to read back; more: the host reads the logits)
+    static size_t              top_k_list_bytes() { return (2 + 2 * size_t{k_top_k_list_rows}) * 4; }
     std::unique_ptr<GpuBuffer> top_k_lists_[2];
     int                        top_k_next_ = 0;
+    // The list of the last top-k head recorded (head_top_k), for the sample() that follows it (then
+    // cleared): the logits it belongs to and which of top_k_lists_.
+    struct {
+        WGPUBuffer logits = nullptr;
+        uint32_t   offset = 0;
+        int        list   = 0;
+    } sample_list_;
     struct TopKList {
         WGPUBuffer logits = nullptr;
         uint32_t   offset = 0;
@@ -651,6 +660,7 @@ private:
     std::unique_ptr<GpuBuffer>                     attn_part_;    // prompt attention segment sums
     std::unique_ptr<GpuBuffer>                     attn_wmax_;    // split attention: workgroup maxima
     std::unique_ptr<GpuBuffer>                     attn_bsum_;    // split attention: block sums of exp
+    std::unique_ptr<GpuBuffer>                     attn_super_;   // split attention: P·V superblock sums
     std::optional<GemmTiling>                      gemm_tiling_;  // set_gemm_tiling()
     std::optional<MmaTiling>                       mma_tiling_;   // set_mma_tiling()
     std::optional<uint32_t>                        gemm_split_;   // set_gemm_split()

@@ -45,6 +45,8 @@ struct WebGpuTuning {
                                              // large or larger (half the bytes; wider bounds)
     uint32_t head_groups  = 0;  // workgroups of the int8 head; 0: two per compute unit
     uint32_t exact_groups = 0;  // workgroups of argmax_exact; 0: 512 after the int8 head, 64 after F16
+    uint32_t head_exact_stream = 0;  // the exact F16 head (lm_head_f16_decode, e.g. sampling without top-k)
+                                     // sums each word as it loads it (STREAM) instead of a row ahead
     // --- attention: webgpu_ops.cpp, webgpu_attention_*.cpp ---
     uint32_t attn_wg                 = 0;    // threads of attention.wgsl; 0: one query 256 (512 past
                                              //     attn_wide_positions where it fits), prompts 128
@@ -53,6 +55,8 @@ struct WebGpuTuning {
                                              //     0: 800, or fewer where attention.wgsl keeps fewer scores
     uint32_t attn_split_dims         = 8;    // output dimensions per workgroup of attention_split_pv
     uint32_t attn_split_unroll       = 4;    // positions attention_split_pv loads ahead (1: none)
+    uint32_t attn_split_tiles        = 1;    // one query over a long f16 cache: P·V by tiles of a superblock
+                                             // x 16 dimensions (attention_split_pvt + _combine); 0: attention_split_pv
     uint32_t attn_split_heads        = 0;    // query heads per attention_split_pv workgroup (a divisor of
                                              //     G); 0: all G where that gives 2 workgroups per
                                              //     compute unit, else the largest divisor that does
