@@ -63,6 +63,7 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
     st.ts = floor_pow2(static_cast<uint64_t>(2 * ((hd + 15) / 16) - 1));
     st.tp = st.wg / st.ts;
     st.ch = static_cast<uint32_t>(std::max<int64_t>(32, 1024 / group / 32 * 32));
+    TERN_ASSERT(group * st.ch <= 4 * st.wg, "attention_split_softmax holds 4 scores per thread");
     st.dg = std::clamp<uint32_t>(tune_.attn_split_dims, 2, 16);
     while (st.dg > 2 && (hd % st.dg != 0 || st.dg % 2 != 0)) st.dg /= 2;
     // P·V's query heads per workgroup: all G of a KV head (each V row read once), or where that

@@ -86,6 +86,16 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         if (r < np) { v_s[r * VS + w] = v_cache[(p.v_offset + kv_row(col, pbeg + r) * p.n_embd_kv + first) / 2u + w]; }
     }
 
+    // The probabilities' e values too (into registers: their loads in flight with the others).
+    var ev: array<f32, 32>;  // [k]: position (lid + k WG) / (4 JV), head (lid + k WG) % (4 JV)
+    for (var k = 0u; k < SUPER * 4u * JV / WG; k++) {
+        let i = lid + k * WG;
+        let r = i / (4u * JV);
+        let j = i % (4u * JV);
+        ev[k] = 0.0;
+        if (r < np && j < GROUP) { ev[k] = e[(row0 + j) * p.ld + pbeg + r]; }
+    }
+
     // 2. The normalizers: threads (j, superblock) add a superblock's block sums in order, then
     //    thread j the superblocks in order.
     var total = 0.0;
@@ -107,17 +117,13 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     workgroupBarrier();
 
     // 3. The probabilities of the superblock, f16-rounded, 4 heads per vec4 (0 for missing heads).
-    for (var i = lid; i < SUPER * JV; i += WG) {
-        let r = i / JV;
-        let m = i % JV;
-        var pr = vec4<f32>(0.0);
-        if (r < np) {
-            for (var c = 0u; c < 4u; c++) {
-                let j = 4u * m + c;
-                if (j < GROUP) { pr[c] = round_f16(e[(row0 + j) * p.ld + pbeg + r] * inv_s[j]); }
-            }
-        }
-        p_s[i] = pr;
+    for (var k = 0u; k < SUPER * 4u * JV / WG; k++) {
+        let i = lid + k * WG;
+        let r = i / (4u * JV);
+        let j = i % (4u * JV);
+        var pr = 0.0;
+        if (r < np && j < GROUP) { pr = round_f16(ev[k] * inv_s[j]); }
+        p_s[i / 4u][i % 4u] = pr;
     }
     workgroupBarrier();
 
