@@ -231,9 +231,25 @@ public:
     // false, and changes nothing, where the tensor-core GEMM does not run (mma_unit() is 0) or
     // cannot run t. A forced dot4 tiling (set_gemm_tiling) takes precedence: the dot4 GEMM runs.
     bool set_mma_tiling(std::optional<MmaTiling> t);
+    // The unit (bytes) of the subgroup matrix builtins' i8 offsets and strides on this device, found
+    // once by subgroup_matrix_probe (4 or 1), or 0: ternary_gemm_mma.wgsl and lm_head_i8_mma.wgsl are not used (no subgroup
+    // matrices, no 32-wide subgroups, or no exact product).
+    uint32_t mma_unit();
     // Forces every prefill GEMM of one scale group per row to split K into this many shares (tests;
     // nullopt: WebGpuTuning::gemm_split_groups decides; 1: no split).
     void set_gemm_split(std::optional<uint32_t> shares) { gemm_split_ = shares; }
+    // The batched head's tensor-core stage (lm_head_i8_mma.wgsl) for tests: `shader` stands in for
+    // it (tests/backend's emulation of the subgroup matrices, so adapters without them run its
+    // indexing and epilogue) with builtin offsets in `unit` bytes and `sgm` subgroups along the rows;
+    // sgm 0: the tuning's choice again. `shader` must outlive its use.
+    struct HeadMmaOverride {
+        std::string_view shader;
+        uint32_t         unit = 0, sgm = 0;
+    };
+    void set_head_mma(HeadMmaOverride o) { head_mma_override_ = o; }
+    // lm_head_i8_mma.wgsl's tiling for head_batch over n_cols columns of k elements, or none where
+    // the tensor cores do not run it (lm_head_i8_batch.wgsl, dot4, instead).
+    std::optional<MmaTiling> head_mma_tiling(int64_t n_cols, int64_t k);
 
     // What numerics_probe.wgsl found (set once by the constructor).
     struct Numerics {
@@ -335,10 +351,6 @@ private:
     void check_tuned_tilings();
     // The tiling of a prefill GEMM of n_tok tokens (webgpu_prefill.cpp).
     GemmTiling gemm_tiling(int64_t n_tok) const;
-    // The unit (bytes) of the subgroup matrix builtins' i8 offsets and strides on this device, found
-    // once by subgroup_matrix_probe (4 or 1), or 0: ternary_gemm_mma.wgsl is not used (no subgroup
-    // matrices, no 32-wide subgroups, or no exact product).
-    uint32_t mma_unit();
     // The tensor-core tiling of a prefill GEMM over rows of k elements.
     MmaTiling mma_tiling(int64_t k) const;
     // One ternary_gemm.wgsl dispatch into y (f32 elements at y_offset, y_stride per token); n_out
@@ -423,8 +435,8 @@ private:
     // row width a multiple of 16 up to 4096, its copy made or not yet tried).
     bool greedy_head_i8_applies(const GpuTable & head) const;
     // webgpu_head_batch.cpp: the greedy (ids) or top-k head over several columns at once (a batched decoding step):
-    // rms_norm into in.h, head_grid_batch.wgsl, lm_head_i8_batch.wgsl (the int8 copy streamed once
-    // for all columns), head_exact_batch.wgsl (each column's candidates exactly), argmax_final. Each
+    // rms_norm into in.h, head_grid_batch.wgsl, lm_head_i8_batch.wgsl or lm_head_i8_mma.wgsl (the
+    // int8 copy streamed once for all columns), head_exact_batch.wgsl (each column's candidates exactly), argmax_final. Each
     // id is the exact head's argmax (lm_head_i8_argmax.wgsl's for that column alone). Returns false
     // (nothing recorded) where it does not apply.
     // With out.top_k instead of ids (head_topk_batch.wgsl): the logits of the rows that can be among
@@ -433,6 +445,8 @@ private:
     // head_batch over the columns in groups of at most k_head_batch_columns (its scratch, T n_vocab
     // (f, B) pairs, stays within a binding); false (nothing recorded) where it does not apply.
     bool head_batches(const HeadOutput & out, const GpuTable & head, const LinearInput & in, bool round_input_f16);
+    // lm_head_i8_mma.wgsl's pipeline for rows of k elements under tiling t (or the tests' stand-in).
+    PipelineKey head_mma_key(int64_t k, const MmaTiling & t);
 
     WgpuContext   ctx_;
     PipelineCache pipelines_;
@@ -602,6 +616,8 @@ private:
     std::unique_ptr<GpuBuffer>                     attn_bsum_;    // split attention: block sums of exp
     std::optional<GemmTiling>                      gemm_tiling_;  // set_gemm_tiling()
     std::optional<MmaTiling>                       mma_tiling_;   // set_mma_tiling()
+    HeadMmaOverride                                head_mma_override_;  // set_head_mma()
+    bool                                           head_mma_broken_ = false;  // lm_head_i8_mma did not build
     std::optional<uint32_t>                        gemm_split_;   // set_gemm_split()
     std::unique_ptr<GpuBuffer>                     gemm_split_part_;  // split GEMMs' shares [S][T][N] i32
     std::optional<uint32_t>                        mma_unit_;     // mma_unit(), once found

@@ -43,6 +43,9 @@ struct WebGpuTuning {
                                              // large or larger (half the bytes; wider bounds)
     uint32_t head_groups  = 0;  // workgroups of the int8 head; 0: two per compute unit
     uint32_t exact_groups = 0;  // workgroups of argmax_exact; 0: 512 after the int8 head, 64 after F16
+    // --- the LM head of a batched step: webgpu_head_batch.cpp ---
+    uint32_t head_mma_rows = 2;  // subgroups along the rows of lm_head_i8_mma.wgsl (tensor cores; 1 to
+                                 //     4, where the workgroup memory fits); 0: lm_head_i8_batch (dot4)
     // --- attention: webgpu_ops.cpp, webgpu_attention_*.cpp ---
     uint32_t attn_wg                 = 0;    // threads of attention.wgsl; 0: one query 256 (512 past
                                              //     attn_wide_positions where it fits), prompts 128
