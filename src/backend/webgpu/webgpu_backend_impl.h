@@ -124,6 +124,7 @@ public:
     // (The greedy head's last argmax stage may stay deferred for the next step's embed to fold in.)
     void end_step() override {
         step_->ramp_submits(0, 0);  // (start_from_idle's pieces end with the step)
+        if (split_sum_.pending) step_->run_deferred();  // (a split GEMM's sum stays in its step)
         if (++steps_unsubmitted_ >= steps_per_submit_) submit_steps();
     }
     void synchronize() override;
@@ -291,6 +292,8 @@ public:
     HeadInt8Copy read_head_int8_copy(const Weight & head);
     // How many batched greedy / top-k heads (head_batch) were recorded, for tests.
     int64_t batch_heads_recorded() const { return batch_heads_recorded_; }
+    // How many split GEMM sums went out fused with the next rms_norm_quant, for tests.
+    int64_t split_sums_fused() const { return split_sums_fused_; }
     // The bounds B that the last int8 greedy head wrote for rows 0 .. n_rows - 1 (its value f is in
     // the logits it was given), for tests that check |f - exact logit| <= B.
     std::vector<float> read_greedy_head_bounds(int64_t n_rows);
@@ -359,6 +362,18 @@ private:
                      uint32_t n_out, bool gate_up, uint32_t last_param);
     // The shares along K for a GEMM of `groups` workgroups over n_chunks chunks of 64 (1: no split).
     uint32_t gemm_split(const GpuLinear & w, uint32_t groups, uint32_t n_chunks) const;
+    // A split GEMM's sum that adds into y (last = 1, not gate/up) is deferred (StepEncoder::defer):
+    // when the next command is rms_norm_quant of that y, both go out as one dispatch
+    // (split_sum_norm_quant.wgsl, the same bits); otherwise gemm_split_sum.wgsl runs first as before.
+    struct SplitSum {
+        WGPUBuffer weights = nullptr, part = nullptr, scale = nullptr, y = nullptr;
+        uint32_t   n_out = 0, n_tokens = 0, n_split = 0, scales_offset = 0, oscales_offset = 0, ascale_offset = 0,
+                 y_offset = 0, y_stride = 0;
+        bool       pending = false;
+    } split_sum_;
+    // rms_norm_quant with the deferred split sum of x fused in, where it is x's and its scales are a's
+    // (false: nothing recorded).
+    bool rms_norm_quant_after_sum(const QuantizedActs & a, const Tensor & x, const GpuNorm & nw, float eps);
 
     // The bandwidth probes' timing: `reps` + 1 submits of `per_submit` dispatches that record(i)
     // records, each moving `bytes` per dispatch, timed on the host around submit + queue idle; the
@@ -585,6 +600,7 @@ private:
     // column, the workgroups' winners.
     std::unique_ptr<GpuBuffer> batch_head_grid_, batch_head_thr_, batch_head_fb_, batch_head_wmax_, batch_head_partial_;
     int64_t                    batch_heads_recorded_ = 0;
+    int64_t                    split_sums_fused_     = 0;
     uint32_t                   head_thr_slot_ = 0;
     // The argmax_final that waits for the next embed (defer): its pairs' buffer, first pair, count.
     WGPUBuffer folded_pairs_        = nullptr;
