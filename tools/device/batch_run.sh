@@ -67,8 +67,8 @@ fi
 echo "== 3. batched engine: tern bench --parallel $streams"
 "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 --parallel "$streams" -r "${REPS:-3}" 2>&1 | tee "$out/batch_engine.md"
 
-echo "== 3a. $TUNE_STREAMS streams under other tunings (head_mma_rows 0: the dot4 head; gemm_split_groups 0: never split; first_submit 0: a step in one submit)"
-for t in ${SPLIT_TUNES:-head_mma_rows=0 head_mma_rows=1 head_mma_rows=3 gemm_split_groups=0 first_submit=0}; do
+echo "== 3a. $TUNE_STREAMS streams under other tunings (head_mma_rows 0: the dot4 head; attn_split_pv_wg 256: P·V as before)"
+for t in ${SPLIT_TUNES:-head_mma_rows=0 head_mma_rows=1 head_mma_rows=3 attn_split_pv_wg=256 attn_split_pv_wg=128}; do
     TERN_WEBGPU_TUNE=$t "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 --parallel "$TUNE_STREAMS" -r "${REPS:-3}" \
         2>/dev/null | grep ' tg64 x' | awk -F'|' -v t="$t" '{print t ":", $5 ":", $7, "t/s,", $8, "ms/step"}'
 done | tee "$out/batch_split_tunes.txt"

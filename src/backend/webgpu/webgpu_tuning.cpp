@@ -53,6 +53,7 @@ const std::vector<Field> & fields() {
         {"attn_split_dims", Kind::pow2, 2, 16, &T::attn_split_dims},
         {"attn_split_unroll", Kind::pow2, 1, 8, &T::attn_split_unroll},
         {"attn_split_heads", Kind::number, 0, 16, &T::attn_split_heads},
+        {"attn_split_pv_wg", Kind::pow2_or_0, 64, 1024, &T::attn_split_pv_wg},
         {"attn_prefetch_loads", Kind::number, 0, 64, &T::attn_prefetch_loads},
         {"attn_prefill_min_tokens", Kind::number, 2, k_max, &T::attn_prefill_min_tokens},
         {"attn_pv_rows", Kind::pow2, 32, 64, &T::attn_pv_rows},

@@ -57,6 +57,9 @@ struct WebGpuTuning {
     uint32_t attn_split_heads        = 0;    // query heads per attention_split_pv workgroup (a divisor of
                                              //     G); 0: all G where that gives 2 workgroups per
                                              //     compute unit, else the largest divisor that does
+    uint32_t attn_split_pv_wg        = 0;    // threads of attention_split_pv; 0: 256, or for a paged
+                                             //     batch the fewest (down to 64) whose one round covers
+                                             //     its longest context
     uint32_t attn_prefetch_loads     = 0;    // loads per thread of attention's weight-prefetch
                                              //     workgroups; 0: the fewest that stay on free units
     uint32_t attn_prefill_min_tokens = 16;   // query tokens from which prompts take attention_prefill_*
