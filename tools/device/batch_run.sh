@@ -16,7 +16,7 @@
 # libraries, into .devicebin); .gl as tools/device/webgpu_gpu_run.sh says. Then run with
 # carry [".gl", ".devicebin"] (about 25 MB with the 19 MB working tree under the 64 MiB limit):
 #   tools/device/batch_run.sh
-# Results: $OUT/batch_*.md, .json, .txt. Environment: TUNES (space-separated TERN_WEBGPU_TUNE
+# Results: $OUT/batch_*.md, .json, .txt, and all of them in $OUT/batch.tgz. Environment: TUNES (space-separated TERN_WEBGPU_TUNE
 # values for step 2), SPLIT_TUNES (the same for step 3a, at TUNE_STREAMS: 8,64), TESTS (step 1's
 # gtest filter), SKIP_DEPTH=1 (no step 2), STREAMS (default 1,8,32,64), SERVE_STREAMS (step 4's,
 # default STREAMS), PROFILE_STREAMS (step 3b's stream counts, default 64), REPS (steps 3 and 3a's
@@ -87,3 +87,5 @@ if [ -z "${SKIP_SERVE:-}" ]; then
         --streams "${SERVE_STREAMS:-$streams}" --duration "${DURATION:-10}" -c 2048 --json "$out/batch_serve.json" \
         2> "$out/batch_serve.log" | tee "$out/batch_serve.md"
 fi
+# Everything in one tarball as well (the device tool brings back what is under $OUT).
+(cd "$out" && tar -czf batch.tgz batch_*)
