@@ -4,6 +4,7 @@
 #include "convert/hf_ternary.h"
 #include "convert/safetensors.h"
 #include "core/error.h"
+#include "core/llama_ftype.h"
 #include "core/log.h"
 #include "core/rope_scaling.h"
 #include "gguf/gguf_writer.h"
@@ -235,22 +236,6 @@ void fill(const Planned & p, const HfFamilyConfig & c, std::span<uint8_t> dst) {
     for (int64_t r = 0; r < p.ne1; ++r) quantize_row(p.type, x.data() + r * p.ne0, dst.data() + r * dtype_row_bytes(p.type, p.ne0), p.ne0);
 }
 
-uint32_t file_type_of(DType t) {
-    switch (t) {
-        case DType::f32: return 0;
-        case DType::f16: return 1;
-        case DType::q4_0: return 2;
-        case DType::q8_0: return 7;
-        case DType::q4_k: return 14;
-        case DType::q6_k: return 18;
-        case DType::bf16: return 32;
-        case DType::tq1_0: return 36;
-        case DType::tq2_0: return 37;
-        case DType::i2_s: return 40;
-        default: return 1024;
-    }
-}
-
 TokenizerMetadata read_tokenizer(const fs::path & dir, const HfFamilyConfig & c) {
     const fs::path model = dir / "tokenizer.model", json = dir / "tokenizer.json", config = dir / "tokenizer_config.json";
     const std::string config_path = fs::exists(config) ? config.string() : "";
@@ -299,7 +284,7 @@ void write_metadata(GgufWriter & w, const HfFamilyConfig & c, const std::string 
         w.set_u32(a + "attention.key_length", static_cast<uint32_t>(c.head_dim));
         w.set_u32(a + "attention.value_length", static_cast<uint32_t>(c.head_dim));
     }
-    w.set_u32("general.file_type", file_type_of(weight));
+    w.set_u32("general.file_type", llama_file_type(weight));
     if (c.arch == "llama") w.set_u32(a + "vocab_size", static_cast<uint32_t>(c.vocab_size));
     w.set_u32(a + "rope.dimension_count", static_cast<uint32_t>(c.n_rot));
     if (c.rope_scaling_type == "linear") {

@@ -8,6 +8,7 @@
 #include "convert/hf_config.h"
 #include "convert/safetensors.h"
 #include "core/error.h"
+#include "core/llama_ftype.h"
 #include "core/log.h"
 #include "core/mmap.h"
 #include "gguf/gguf_writer.h"
@@ -43,15 +44,6 @@ void validate_options(const ConvertOptions & o) {
     if (o.arch != "bitnet-b1.58" && o.arch != "bitnet-25") {
         fail(ErrorKind::invalid_argument, format("--arch must be bitnet-b1.58 or bitnet-25 (got %s)", o.arch.c_str()),
              "both name the 2B4T graph (ReLU², sub-norms, NeoX RoPE); bitnet-b1.58 is the current official name");
-    }
-}
-
-// llama_ftype of the file (FORMATS.md §2.4): bitnet.cpp's MOSTLY_I2_S = 40, TQ1_0 = 36, TQ2_0 = 37.
-uint32_t file_type_of(DType ternary_type) {
-    switch (ternary_type) {
-        case DType::tq1_0: return 36;
-        case DType::tq2_0: return 37;
-        default: return 40;
     }
 }
 
@@ -126,7 +118,7 @@ void write_metadata(GgufWriter & w, const ConvertOptions & o, const HfBitnetConf
     w.set_bool("tokenizer.ggml.add_bos_token", tok.add_bos.value_or(true));
     w.set_f32(a + "attention.layer_norm_rms_epsilon", static_cast<float>(c.rms_norm_eps));
     w.set_f32(a + "rope.freq_base", static_cast<float>(c.rope_theta));
-    w.set_u32("general.file_type", file_type_of(o.ternary_type));
+    w.set_u32("general.file_type", llama_file_type(o.ternary_type));
     w.set_string("tokenizer.ggml.model", tok.model);
     // One key beyond the official file: its missing pre-tokenizer name is a known defect that makes
     // stock bitnet.cpp tokenize with the wrong regex (FORMATS.md §5.6, microsoft/BitNet PR #508).

@@ -3,6 +3,7 @@
 #include "convert/quantize_model.h"
 
 #include "core/error.h"
+#include "core/llama_ftype.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
 #include "gguf/gguf_reader.h"
@@ -37,23 +38,6 @@ std::string type_str(DType t) { return std::string(dtype_name(t)); }
 
 // Elements a row must be a multiple of for type t.
 int64_t row_multiple(DType t) { return t == DType::i2_s ? 128 : dtype_traits(t).block_size; }
-
-// llama_ftype written as general.file_type (FORMATS.md §2.4); bitnet.cpp's MOSTLY_I2_S is 40.
-uint32_t file_type_of(DType t) {
-    switch (t) {
-        case DType::f32: return 0;
-        case DType::f16: return 1;
-        case DType::q4_0: return 2;
-        case DType::q8_0: return 7;
-        case DType::q4_k: return 14;  // MOSTLY_Q4_K_S: the closest name for an all-Q4_K file
-        case DType::q6_k: return 18;
-        case DType::bf16: return 32;
-        case DType::tq1_0: return 36;
-        case DType::tq2_0: return 37;
-        case DType::i2_s: return 40;
-        default: return 1024;  // GUESSED
-    }
-}
 
 struct Plan {
     const GgufTensorInfo * info = nullptr;
@@ -233,12 +217,12 @@ std::vector<QuantizedTensor> quantize_model(const QuantizeOptions & o) {
         GgufWriter w;
         for (const auto & kv : f.kvs()) {  // in file order; general.file_type keeps its place
             if (kv.key == "general.file_type" && o.type) {
-                w.set_u32("general.file_type", file_type_of(*o.type));
+                w.set_u32("general.file_type", llama_file_type(*o.type));
             } else {
                 w.set_raw(std::string(kv.key), kv.value.type, encode_value(kv.value));
             }
         }
-        if (o.type && !w.has("general.file_type")) w.set_u32("general.file_type", file_type_of(*o.type));
+        if (o.type && !w.has("general.file_type")) w.set_u32("general.file_type", llama_file_type(*o.type));
         ThreadPool pool(o.threads);
         for (const Plan & p : plan) {
             const GgufTensorInfo & t = *p.info;

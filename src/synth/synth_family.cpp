@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/fp16.h"
+#include "core/llama_ftype.h"
 #include "core/rope_scaling.h"
 #include "gguf/gguf_reader.h"
 #include "gguf/gguf_writer.h"
@@ -206,24 +207,6 @@ TokenizerMetadata family_vocab(const SynthShape & s, const SynthOptions & o) {
     return m;
 }
 
-// llama.cpp's llama_ftype for the projections' type (FORMATS.md §2.4; 40 = bitnet.cpp's I2_S).
-uint32_t file_type_of(DType t) {
-    switch (t) {
-        case DType::f32: return 0;
-        case DType::f16: return 1;
-        case DType::q4_0: return 2;
-        case DType::q8_0: return 7;
-        case DType::q4_k: return 14;
-        case DType::q6_k: return 18;
-        case DType::bf16: return 32;
-        case DType::tq1_0: return 36;
-        case DType::tq2_0: return 37;
-        case DType::i2_s: return 40;
-        case DType::q1_0: return 40;  // mainline MOSTLY_Q1_0 (collides with bitnet.cpp's I2_S; a hint only)
-        default: return 1024;
-    }
-}
-
 }  // namespace
 
 void write_family_model(const SynthShape & shape, const SynthOptions & o) {
@@ -266,7 +249,7 @@ void write_family_model(const SynthShape & shape, const SynthOptions & o) {
     }
     w.set_u32(a + "rope.dimension_count", static_cast<uint32_t>(head_dim));
     if (s.arch == "phi3") w.set_u32(a + "attention.sliding_window", 2047);
-    w.set_u32("general.file_type", file_type_of(type));
+    w.set_u32("general.file_type", llama_file_type(type));
     if (s.arch == "llama") w.set_u32(a + "vocab_size", static_cast<uint32_t>(s.n_vocab));
     write_tokenizer_metadata(w, vocab);
     w.set_u32("general.quantization_version", 2);

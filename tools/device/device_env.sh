@@ -7,6 +7,7 @@ for f in .gl/*.deb; do dpkg -x "$f" /; done
 ldconfig
 B=$PWD/.devicebin
 gunzip -kf "$B/dawn.node.gz" "$B/llama3_tokenizer.json.gz"
+[ -f "$B/qwen3/tokenizer.json.gz" ] && gunzip -kf "$B/qwen3/tokenizer.json.gz"  # (families_quick.sh: synth qwen3-1.7b --vocab)
 [ -f "$B/libwebgpu_wrapper.so.gz" ] && gunzip -kf "$B/libwebgpu_wrapper.so.gz"  # (packed unless TERN_PACK_OLD_DAWN=0)
 for z in "$B"/lib*.so.*.gz; do [ -f "$z" ] && gunzip -kf "$z"; done  # tern serve's cpp-httplib and what it needs
 export LD_LIBRARY_PATH=$B:${LD_LIBRARY_PATH:-}

