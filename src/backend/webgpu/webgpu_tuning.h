@@ -47,6 +47,9 @@ struct WebGpuTuning {
     uint32_t exact_groups = 0;  // workgroups of argmax_exact; 0: 512 after the int8 head, 64 after F16
     uint32_t head_exact_stream = 0;  // the exact F16 head (lm_head_f16_decode, e.g. sampling without top-k)
                                      // sums each word as it loads it (STREAM) instead of a row ahead
+    // --- the LM head of a batched step: webgpu_head_batch.cpp ---
+    uint32_t head_mma_rows = 2;  // subgroups along the rows of lm_head_i8_mma.wgsl (tensor cores; 1 to
+                                 //     4, where the workgroup memory fits); 0: lm_head_i8_batch (dot4)
     // --- attention: webgpu_ops.cpp, webgpu_attention_*.cpp ---
     uint32_t attn_wg                 = 0;    // threads of attention.wgsl; 0: one query 256 (512 past
                                              //     attn_wide_positions where it fits), prompts 128
@@ -60,6 +63,9 @@ struct WebGpuTuning {
     uint32_t attn_split_heads        = 0;    // query heads per attention_split_pv workgroup (a divisor of
                                              //     G); 0: all G where that gives 2 workgroups per
                                              //     compute unit, else the largest divisor that does
+    uint32_t attn_split_pv_wg        = 0;    // threads of attention_split_pv; 0: 256, or for a paged
+                                             //     batch the fewest (down to 64) whose one round covers
+                                             //     its longest context
     uint32_t attn_prefetch_loads     = 0;    // loads per thread of attention's weight-prefetch
                                              //     workgroups; 0: the fewest that stay on free units
     uint32_t attn_prefill_min_tokens = 16;   // query tokens from which prompts take attention_prefill_*
