@@ -200,6 +200,11 @@ struct Kernels {
 const Kernels * kernels_avx512();
 const Kernels * kernels_avx512_multiply();
 const Kernels * kernels_avx512_vbmi();
+// kernels_avx2(): with AVX-VNNI the ternary products and the int8 head use the VEX vpdpbusd
+// (kernels_avx2_vnni(), null on a CPU without it), else vpmaddubsw / vpmaddwd
+// (kernels_avx2_plain()); the results are the same, the tests run both.
+const Kernels * kernels_avx2_plain();
+const Kernels * kernels_avx2_vnni();
 const Kernels * kernels_avx2();
 const Kernels * kernels_neon();
 
