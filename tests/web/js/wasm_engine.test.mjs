@@ -34,6 +34,10 @@ const cases = [
   { name: "repetition penalty, top-k 0, top-p 0.9, min-p 0",
     prompt: "The President said", web: { temp: 0.9, seed: 7, topK: 0, topP: 0.9, minP: 0, repeatPenalty: 1.3, nPredict: 32 },
     cli: ["-n", "32", "--temp", "0.9", "--seed", "7", "--top-k", "0", "--top-p", "0.9", "--min-p", "0", "--repeat-penalty", "1.3"] },
+  // RoPE's cos and sin at positions past 130: with libm's cosf / sinf (musl's here, glibc's natively)
+  // this text left native's after ~130 tokens (cpu::cos_sin_fixed).
+  { name: "seeded sampling, 200 tokens", prompt: "Once upon a time", web: { temp: 0.7, seed: 42, nPredict: 200 },
+    cli: ["-n", "200", "--temp", "0.7", "--seed", "42"] },
 ];
 for (const c of cases) {
   test(`${c.name}: same text as tern run`, async () => {
