@@ -90,6 +90,17 @@ test("a host file (NODEFS) loads as its bytes do; a 5 GiB file is a clear error 
   assert.ok(fs.existsSync(bigModel()));
 });
 
+test("unload drops the model; the engine loads again", async () => {
+  const other = await nodeEngine();
+  await other.unload();
+  assert.equal(other.info, null);
+  await assert.rejects(other.generate("The ship"), /no model is loaded/);
+  await other.unload();  // nothing loaded: nothing to do
+  await other.loadModel(fs.readFileSync(modelPath), "tern-32m-en.gguf");
+  assert.equal((await generateAll(other, "The ship", { temp: 0, nPredict: 4 })).text,
+               nativeRun("The ship", ["-n", "4", "--temp", "0"]));
+});
+
 test("chat format: the first turn's reply equals tern chat's", async () => {
   fs.mkdirSync(outDir, { recursive: true });
   const file = path.join(outDir, "web-synth-tiny.gguf");  // random weights, a vocabulary with <|eot_id|>
