@@ -197,8 +197,7 @@ TEST_P(CpuKernels, RopeAndF16MatchTheReference) {
         std::vector<float> cs(static_cast<size_t>(n_rot / 2)), sn(cs.size());
         float              theta = static_cast<float>(pos);
         for (size_t i = 0; i < cs.size(); ++i) {
-            cs[i] = std::cos(theta);
-            sn[i] = std::sin(theta);
+            cpu::cos_sin_fixed(theta, &cs[i], &sn[i]);
             theta *= ts;
         }
         k_->rope(x.data(), n_heads, hd, n_rot, cs.data(), sn.data());

@@ -11,6 +11,7 @@
 //                (rms_norm_quant.wgsl) + BitNet's bitlinear / gate_up.
 // Weight types: F32, F16, BF16, Q8_0, Q4_0 (Q8_0-block input), Q4_K, Q6_K (Q8_K-block input,
 // quantize_q8_k.wgsl); one matmul per run of parts of one type in a stacked weight.
+#include "backend/cpu/cpu_ops.h"
 #include "backend/webgpu/webgpu_backend_impl.h"
 
 #include "core/error.h"
@@ -396,14 +397,14 @@ const RopeTable & WebGpuBackend::family_rope_table(const AttentionShape & s, int
     const float * factors = s.rope_freqs ? as_norm(*s.rope_freqs).host.data() : nullptr;
     TERN_ASSERT(!s.rope_freqs || static_cast<int64_t>(as_norm(*s.rope_freqs).host.size()) >= half, "rope_freqs size");
     std::vector<float> table(static_cast<size_t>(cap * half * 2));
-    // The same expressions as cpu::rope_head (f32 pow, recurrence, divisor, scale, cosf / sinf).
+    // The same expressions as cpu::rope_head (f32 pow, recurrence, divisor, scale, cpu::cos_sin_fixed).
     const float theta_scale = std::pow(s.rope_freq_base, -2.0f / static_cast<float>(s.n_rot));
     for (int64_t pos = 0; pos < cap; ++pos) {
         float theta = static_cast<float>(pos);
         for (int64_t i = 0; i < half; ++i) {
             const float t = s.rope_freq_scale * (factors ? theta / factors[i] : theta);
-            table[static_cast<size_t>((pos * half + i) * 2)]     = std::cos(t);
-            table[static_cast<size_t>((pos * half + i) * 2 + 1)] = std::sin(t);
+            float * cs = &table[static_cast<size_t>((pos * half + i) * 2)];
+            cpu::cos_sin_fixed(t, cs, cs + 1);
             theta *= theta_scale;
         }
     }
