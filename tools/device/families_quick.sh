@@ -8,8 +8,8 @@
 #   3. decode tg64 (--roofline) of the full synth llama-3.2-1b Q4_0, and its per-kernel GPU profile;
 #   4. if time is left: decode tg64 of qwen3-1.7b Q1_0 (Bonsai's type), then phi-3-mini Q4_0;
 #   5. if time is left: llama-3.2-1b Q4_0 again with each TUNES entry (TERN_WEBGPU_TUNE values,
-#      default "family_attn_prefetch=0 family_attn_prefetch=2 family_attn_prefetch=1": the default 1 again
-#      last, to bracket the others; empty: none),
+#      default "family_attn_prefetch=0 family_attn_prefetch=2 family_wg=128 family_wg=512
+#      family_attn_prefetch=1": the defaults again last, to bracket the others; empty: none),
 #      the same file, for the tunings' A/B.
 # Carry .gl and .devicebin (tools/device/pack_devicebin.sh). Results: $OUT/families_quick.tgz (families_quick_*).
 set -uo pipefail
@@ -20,7 +20,7 @@ rm -rf "$out"
 mkdir -p "$final"
 trap 'tar czf "$final/families_quick.tgz" -C "$out" .' EXIT
 budget=${BUDGET_S:-170}
-tunes=${TUNES-family_attn_prefetch=0 family_attn_prefetch=2 family_attn_prefetch=1}
+tunes=${TUNES-family_attn_prefetch=0 family_attn_prefetch=2 family_wg=128 family_wg=512 family_attn_prefetch=1}
 mkdir -p "$out"
 # shellcheck source=tools/device/device_env.sh
 . tools/device/device_env.sh

@@ -244,7 +244,8 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
     } else {
         return false;
     }
-    const uint32_t wg = 256;
+    // (WebGpuTuning::family_wg, within the adapter's limit)
+    const uint32_t wg = std::min<uint32_t>(tune_.family_wg, ctx_.limits().maxComputeInvocationsPerWorkgroup);
     const int64_t  nb = k / 32;
     if (in.norm != nullptr && k > int64_t{32} * wg) return false;  // lib/inv_rms.wgsl's bound
     // Workgroup memory: matvec_q8: the staged blocks (72 bytes per 32 values), the terms (a row every

@@ -42,6 +42,7 @@ const std::vector<Field> & fields() {
         {"o_wg", Kind::pow2_or_0, 32, 1024, &T::o_wg},
         {"gate_up_lanes", Kind::pow2, 4, 64, &T::gate_up_lanes},
         {"family_rows", Kind::pow2, 1, 128, &T::family_rows},
+        {"family_wg", Kind::pow2, 64, 1024, &T::family_wg},
         {"family_prefetch", Kind::number, 0, 8, &T::family_prefetch},
         {"family_attn_prefetch", Kind::number, 0, 2, &T::family_attn_prefetch},
         {"head_i8_min_bytes", Kind::number, 0, k_max, &T::head_i8_min_bytes},
