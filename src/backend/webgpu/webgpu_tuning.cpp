@@ -44,7 +44,6 @@ const std::vector<Field> & fields() {
         {"family_rows", Kind::pow2, 1, 128, &T::family_rows},
         {"family_wg", Kind::pow2, 64, 1024, &T::family_wg},
         {"family_prefetch", Kind::number, 0, 8, &T::family_prefetch},
-        {"family_attn_prefetch", Kind::number, 0, 2, &T::family_attn_prefetch},
         {"head_i8_min_bytes", Kind::number, 0, k_max, &T::head_i8_min_bytes},
         {"head_groups", Kind::number, 0, 65535, &T::head_groups},
         {"exact_groups", Kind::number, 0, 65535, &T::exact_groups},
