@@ -55,14 +55,6 @@ public:
     std::vector<float>         host;    // the same values on the host (rope_freqs divisors for the rope table)
 };
 
-// A buffer that a kernel pulls into L2 for a later one (attention.wgsl PF_FROM), and up to four of them
-// (attention.wgsl's slots; empty slots have no buffer).
-struct PrefetchBuffer {
-    WGPUBuffer buffer = nullptr;
-    uint64_t   bytes  = 0;
-};
-using PrefetchBuffers = std::array<PrefetchBuffer, 4>;
-
 // A non-ternary linear weight (webgpu_family.cpp, matmul.wgsl): the stacked parts (q/k/v, gate/up),
 // each of its own type (Q4_K_M files keep some attn_v as Q6_K), multiplied by one dispatch each.
 //   words: f32 [n][K] | f16 / bf16 [n][K/2] | Q8_0 [n][K/32][8] codes | Q4_0 [n][K/32][4] nibbles |
@@ -121,7 +113,6 @@ public:
     void begin_step() override {
         step_submits_at_begin_ = step_->submits();
         weight_order_.next_step(step_->releases());
-        family_order_.next_step(step_->releases());
     }
     // A batched step (forward_batch) goes out in pieces of first_submit, 2x, 4x ... 32x dispatches
     // while it is recorded (2B4T at 64 streams: ~480 dispatches, whose recording the device would
@@ -424,10 +415,10 @@ private:
     WGPUBuffer add_kernel_prefetch(PipelineKey & key, const GpuLinear * pf, uint32_t groups, uint32_t wg,
                                    WGPUBuffer filler) const;
     uint32_t attention_score_slots(uint32_t wg, uint32_t kpart, uint32_t tile_words, uint32_t hd) const;
-    // attention() where one query's attention.wgsl also pulls `prefetch` (up to four buffers that later
-    // kernels read; none: no buffer) into L2 with workgroups of its own (attention.wgsl: PF_FROM).
+    // attention() where one query's attention.wgsl also pulls `prefetch` (a weight a later kernel
+    // reads; null: none) into L2 with workgroups of its own (attention.wgsl: PF_FROM).
     void attention_prefetching(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
-                               int64_t pos0, const PrefetchBuffers & prefetch);
+                               int64_t pos0, const GpuLinear * prefetch);
     // Workgroup size of the norm kernels for rows of k elements (k <= 32 WG); fails beyond the adapter.
     uint32_t norm_workgroup(int64_t k) const;
     // The decode LM head (F16 table, one token); returns false when it does not apply.
@@ -521,44 +512,6 @@ private:
             return by_attention;
         }
     } weight_order_;
-    // The same for the families' one-token matvecs (webgpu_family.cpp: matvec_q8 / matvec_q8k, whose
-    // weights are GpuMatrix parts or Q1_0 / Q2_0 GpuLinears): each matvec's buffers (words and
-    // scales) in the previous decode step's order, so that one query's attention pulls the next
-    // matvecs' (WebGpuTuning::family_attn_prefetch of them: the o-projection, then gate+up) while
-    // its few workgroups leave the DRAM idle. Trusted on the same terms as WeightOrder.
-    struct FamilyOrder {
-        std::vector<std::array<PrefetchBuffer, 2>> last, now;
-        uint64_t                                   last_at = 0, now_at = 0;
-        bool                                       follows = true;
-        void next_step(uint64_t releases) {
-            if (!now.empty()) {
-                last.swap(now);
-                last_at = now_at;
-            }
-            now.clear();
-            now_at  = releases;
-            follows = last_at == releases;
-        }
-        void matvec(const std::array<PrefetchBuffer, 2> & b, uint64_t releases) {
-            const size_t i = now.size();
-            now.push_back(b);
-            follows = follows && last_at == releases && i < last.size() && last[i][0].buffer == b[0].buffer &&
-                      last[i][1].buffer == b[1].buffer;
-        }
-        // One query's attention: the buffers of the next n matvecs (none where the order is not known).
-        PrefetchBuffers attention(uint64_t releases, uint32_t n) const {
-            PrefetchBuffers out{};
-            const size_t    i = now.size();
-            if (!follows || last_at != releases) return out;
-            size_t slot = 0;
-            for (size_t j = i; j < last.size() && j < i + n; ++j) {
-                for (const PrefetchBuffer & b : last[j]) {
-                    if (b.buffer != nullptr && b.bytes >= 4) out[slot++] = b;
-                }
-            }
-            return out;
-        }
-    } family_order_;
     // The LM head: exact logits (and the argmax's first stage), the argmax alone (greedy: the int8
     // copy and the exact candidates), or the top-k rows (a sampler that starts with top-k).
     void head_logits(const Tensor & logits, const GpuTable & head, const LinearInput & in, bool round_input_f16,
@@ -625,10 +578,6 @@ private:
     // The blocks of a Q8_0 / Q4_0 / Q6_K table for its LM head (null for other types), and that head.
     std::unique_ptr<Weight> load_head_blocks(const WeightSource & src);
     void family_lm_head(const Tensor & logits, const GpuTable & head, const Tensor & h, bool round_input_f16);
-    // Greedy decoding of one token with such a head (webgpu_family_head.cpp): the groups' exact
-    // winners in exact_partial_ for argmax_final; 0 (nothing recorded) where it does not apply.
-    uint32_t family_head_argmax(const Tensor & logits, const GpuTable & head, const LinearInput & in, bool round_input_f16);
-    bool     head_q_stages(int64_t n_cols) const;  // lm_head_q.wgsl / head_q_exact.wgsl's STAGE
     void encode_family_rope_kv(const Tensor & q, const KvLayer & kv, const Tensor & qkv, const AttentionShape & s,
                                int64_t pos0, const KvBatch * batch);
     // linear / linear_glu of a non-ternary weight: one token takes matvec_q8.wgsl where it applies.

@@ -300,22 +300,13 @@ std::vector<int64_t> WebGpuBackend::warm_up_positions(int64_t n_ctx) const {
 
 void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & s,
                               int64_t pos0) {
-    // One query: BitNet's weight two matmuls ahead comes with it (WeightOrder), or the families' next
-    // matvecs' buffers (FamilyOrder).
-    PrefetchBuffers pf{};
-    if (q.ne[1] == 1) {
-        if (const GpuLinear * w = weight_order_.attention(step_->releases())) {
-            pf[0] = {w->buffer->get(), w->buffer->size_bytes()};
-        } else {
-            pf = family_order_.attention(step_->releases(), tune_.family_attn_prefetch);
-        }
-    }
-    attention_prefetching(out, q, kv, s, pos0, pf);
+    // One query: the weight two matmuls ahead comes with it (WeightOrder).
+    attention_prefetching(out, q, kv, s, pos0, q.ne[1] == 1 ? weight_order_.attention(step_->releases()) : nullptr);
 }
 
 void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, const KvLayer & kv,
                                           const AttentionShape & s, int64_t pos0,
-                                          const PrefetchBuffers & prefetch) {
+                                          const GpuLinear * prefetch) {
     const int64_t n_tok = q.ne[1];
     const int64_t hd    = s.head_dim;
     TERN_ASSERT(pos0 + n_tok <= kv.k.ne[1], "attention past the KV cache");
@@ -430,9 +421,7 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
     // Unused slots bind q and prefetch nothing.
     WGPUBuffer     pf_bufs[4] = {gpu_buffer(q), gpu_buffer(q), gpu_buffer(q), gpu_buffer(q)};
     uint32_t       pf_groups  = 0;
-    uint64_t words = 0;  // u32 words to pull, all buffers
-    for (const PrefetchBuffer & b : prefetch) words += b.buffer != nullptr ? b.bytes / 4 : 0;
-    if (tiled && words > 0) {
+    if (tiled && prefetch != nullptr) {
         // Loads per invocation. Where attention is short (its 256-thread form, up to 384 positions)
         // the prefetch is what its dispatch waits for, and a compute unit's misses in flight are
         // limited: so as few loads as keep the prefetching workgroups on the units the heads leave
@@ -443,6 +432,7 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
         // 880.0-882.0. Longer attention hides the prefetch, and there 8 loads (fewer workgroups
         // beside it) measured best: after 512 tokens (512 threads) tg64 703.6-704.6 against
         // 693.1-696.0 spread over the free units. (WebGpuTuning::attn_prefetch_loads)
+        const uint32_t     words               = static_cast<uint32_t>(prefetch->buffer->size_bytes() / 4);
         constexpr uint32_t k_loads_beside_long = 8;  // (the 512-thread form)
         const uint32_t     pf_loads            = tune_.attn_prefetch_loads != 0 ? tune_.attn_prefetch_loads
                                                  : wg <= 256 ? prefetch_loads_on_free_units(words, wg, u32(s.n_head),
@@ -450,13 +440,9 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
                                                              : k_loads_beside_long;
         key.add("PF_FROM", static_cast<double>(s.n_head));
         key.add("PF_LOADS", static_cast<double>(pf_loads));
-        static constexpr const char * k_words_key[4] = {"PF_WORDS0", "PF_WORDS1", "PF_WORDS2", "PF_WORDS3"};
-        for (size_t i = 0; i < prefetch.size() && prefetch[i].buffer != nullptr; ++i) {
-            const uint64_t n = prefetch[i].bytes / 4;
-            pf_bufs[i] = prefetch[i].buffer;
-            pf_groups += ceil_div(static_cast<int64_t>(n), wg * pf_loads * k_prefetch_stride_words);
-            key.add(k_words_key[i], static_cast<double>(n));
-        }
+        pf_bufs[0] = prefetch->buffer->get();
+        pf_groups  = ceil_div(words, wg * pf_loads * k_prefetch_stride_words);
+        key.add("PF_WORDS0", static_cast<double>(words));
     }
     const WGPUBuffer bufs[] = {gpu_buffer(q),  gpu_buffer(kv.k), gpu_buffer(kv.v), gpu_buffer(out), stats_buffer(),
                                pf_bufs[0],     pf_bufs[1],       pf_bufs[2],       pf_bufs[3]};

@@ -92,9 +92,8 @@ struct Params {
 // compiler keeps the loads; the workgroup ends once they are back, which must come before the
 // attending workgroups end (else the next kernel waits for them: a chain of multiply-adds before
 // the loads made tokens slower, H200 tg128 906.2-907.0 tokens/s with 200 against 908.7-910.6).
-// Nothing changes in any result. The host binds one weight for BitNet (gate+up's), and for the
-// llama / qwen3 / phi3 families the next matvecs' words and scales (WebGpuTuning::family_attn_prefetch),
-// and q in the other slots. This four-buffer form is kept, rather than one binding and a constant bound,
+// Nothing changes in any result. The host binds one weight today (gate+up's for BitNet) and q in
+// the other slots. This four-buffer form is kept, rather than one binding and a constant bound,
 // because the one-buffer kernel was measurably slower and we have not found why (code generation):
 // H200 tg128 968.1-972.8 tokens/s against 994.1-999.7 (tools/device/webgpu_ab.sh, three alternating
 // rounds, docs/perf-log.md).
