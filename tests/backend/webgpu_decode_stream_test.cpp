@@ -145,9 +145,12 @@ TEST_F(WebGpuDecodeStream, PickedIdsAreTheCpusWithAndWithoutTopKRows) {
 // the uniforms drawn in step order. The same seeds give the same ids for every form of the chain
 // (logits of this table are far from the chain's 1e-4 margins: a flip would need a tie), in every
 // batching, and the uniforms are asked for once per recorded step, in order. (The norm weights are
-// scaled down, so that a token's own row does not outweigh every other by tens of nats.)
+// scaled down, so that a token's own row does not outweigh every other by tens of nats.) Top-k 5
+// is within the table's five 64-row blocks: its head lists the candidates (argmax_exact.wgsl TOP_K)
+// and sample.wgsl reads that list instead of the logits.
 TEST_F(WebGpuDecodeStream, SampledIdsAreTheCpusForEveryChain) {
-    const SamplingChain chains[] = {{0.8f, 40, 0.95f, 0.05f}, {1.0f, 0, 0.9f, 0.05f}, {1.2f, 0, 0.7f, 0.0f},
+    const SamplingChain chains[] = {{0.8f, 40, 0.95f, 0.05f}, {1.3f, 5, 0.97f, 0.0f},  {1.0f, 0, 0.9f, 0.05f},
+                                    {1.2f, 0, 0.7f, 0.0f},
                                     {0.9f, 0, 1.0f, 0.0f}, {1.0f, 0, 1.0f, 0.02f}};
     constexpr int64_t   n = 19;
     std::vector<uint8_t> flat_norm(norm_.size());

@@ -5,19 +5,27 @@
 #      decode steps (gen_timeline.py: a batch far slower than the rest is a pipeline compiled
 #      mid-generation, which the warm-up is there to prevent);
 #   2. tools/run_bench.py, alternating rounds: tern run -n 512 greedy (--temp 0), the default
-#      sampler (--seed 1) and --top-k 0 --top-p 0.9 (--seed 1) against tern bench tg512 (the
-#      positions tern run -n 512 decodes);
-#   3. tg64 at depth 0 and 4096;
-#   4. (GEN_RUN_TESTS=1) the same seed on the CPU and GPU backends (48 tokens of five sampler
+#      sampler (--seed 1) and --top-k 0 --top-p 0.9 (--seed 1; also with head_exact_stream=1)
+#      against tern bench tg512 (the positions tern run -n 512 decodes);
+#   3. tg64 at depth 0 and 4096, and at 4096 with P·V by attention_split_pv (attn_split_tiles=0)
+#      against the default (attention_split_pvt + combine), alternating;
+#   4. the warm-up on a cold driver cache (a fresh __GL_SHADER_DISK_CACHE_PATH) and then warm: one
+#      tern -v run -n 16 each, its "warm-up" figure;
+#   5. (unless GEN_RUN_PROFILE=0) per-kernel GPU times (TERN_WEBGPU_PROFILE=gpu) of tg16 at depth 4096
+#      and of 64 tokens of tern run with the default sampler and with --top-k 0 --top-p 0.9;
+#   6. (GEN_RUN_TESTS=1) the same seed on the CPU and GPU backends (48 tokens of five sampler
 #      settings) and the GPU test suite (GEN_RUN_TESTS_S bounds it, default 200 s).
 # Carries what webgpu_gpu_run.sh carries (.gl and .devicebin, see its header); pack .devicebin with
-# tools/device/pack_devicebin.sh. Logs under $OUT; summary.txt holds the figures.
+# tools/device/pack_devicebin.sh. Logs in $OUT/gen.tgz; $OUT/summary.txt holds the figures.
+# GEN_RUN_TESTS_FILTER (a gtest filter) bounds the GPU test suite of part 6.
 # Usage (on the device): tools/device/gen_run.sh [ROUNDS (1)]
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 rounds=${1:-1}
-out=${OUT:-/tmp/out}
-mkdir -p "$out"
+final=${OUT:-/tmp/out}
+out=/tmp/gen_out  # (packed into $OUT/gen.tgz at the end, summary.txt beside it: the device tool brings back few files)
+rm -rf "$out" && mkdir -p "$out" "$final"
+trap 'cp "$out/summary.txt" "$final/" 2>/dev/null; tar czf "$final/gen.tgz" -C "$out" .' EXIT
 # shellcheck source=tools/device/device_env.sh
 . tools/device/device_env.sh
 for bin in tern tern_webgpu_tests; do
@@ -40,13 +48,45 @@ python3 tools/run_bench.py --tern "$B/tern" -m "$model" --backend webgpu --round
     --arm "run-greedy=--temp 0" \
     --arm "run-sampled-default=--seed 1" \
     --arm "run-topk0-topp0.9=--top-k 0 --top-p 0.9 --seed 1" \
+    --arm "run-topk0-topp0.9-stream=TERN_WEBGPU_TUNE=head_exact_stream=1 --top-k 0 --top-p 0.9 --seed 1" \
     --bench "bench-tg512=-p 0 -n 512 -r 3" 2>&1 | tee -a "$out/summary.txt"
 
-echo "== 3. tg64 at depth 0 and 4096" | tee -a "$out/summary.txt"
+echo "== 3. tg64 at depth 0 and 4096; depth 4096 with attn_split_tiles=0 (attention_split_pv)" | tee -a "$out/summary.txt"
 "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 -d 0,4096 -r 3 2>&1 | grep -E "^\| .*tg" | tee -a "$out/summary.txt"
+for r in $(seq "$rounds"); do
+    for tiles in 0 1; do
+        echo -n "round $r attn_split_tiles=$tiles " | tee -a "$out/summary.txt"
+        TERN_WEBGPU_TUNE="attn_split_tiles=$tiles" "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 -d 4096 -r 3 \
+            2>&1 | grep -E "^\| .*tg" | tee -a "$out/summary.txt"
+    done
+done
+
+echo "== 4. warm-up: cold driver cache (fresh __GL_SHADER_DISK_CACHE_PATH), then warm" | tee -a "$out/summary.txt"
+cache=$(mktemp -d)
+for state in cold warm; do
+    __GL_SHADER_DISK_CACHE_PATH=$cache "$B/tern" -v run --backend webgpu -m "$model" -p "Once upon a time" -n 16 \
+        --no-display-prompt --seed 1 > /dev/null 2> "$out/warmup.$state.err"
+    echo "$state: $(grep -E "^tern: load" "$out/warmup.$state.err" | head -1)" | tee -a "$out/summary.txt"
+done
+
+if [ "${GEN_RUN_PROFILE:-1}" != 0 ]; then
+    echo "== 5. GPU profiles (kernel, count, time per dispatch; each dispatch alone, so slower than above)" | tee -a "$out/summary.txt"
+    prof() {  # name, then the tern command line
+        local name=$1; shift
+        TERN_WEBGPU_PROFILE=gpu timeout 120 "$B/tern" "$@" > /dev/null 2> "$out/profile_$name.txt"
+        echo "-- $name (rc $?)" | tee -a "$out/summary.txt"
+        grep -E "attention_split|sample|lm_head|argmax_exact|kernels ran" "$out/profile_$name.txt" | tee -a "$out/summary.txt"
+    }
+    prof bench_d4096 bench --backend webgpu -m "$model" -p 0 -n 16 -d 4096 -r 1
+    prof run_sampled_default run --backend webgpu -m "$model" -p "Once upon a time" -n 64 --seed 1 --no-display-prompt
+    prof run_sampled_topp run --backend webgpu -m "$model" -p "Once upon a time" -n 64 --top-k 0 --top-p 0.9 --seed 1 \
+        --no-display-prompt
+    TERN_WEBGPU_TUNE=head_exact_stream=1 prof run_sampled_topp_stream run --backend webgpu -m "$model" \
+        -p "Once upon a time" -n 64 --top-k 0 --top-p 0.9 --seed 1 --no-display-prompt
+fi
 
 if [ -n "${GEN_RUN_TESTS:-}" ]; then
-    echo "== 4. same seed, CPU and GPU backends (48 tokens); the GPU test suite" | tee -a "$out/summary.txt"
+    echo "== 6. same seed, CPU and GPU backends (48 tokens); the GPU test suite" | tee -a "$out/summary.txt"
     settings=("greedy|--temp 0" "default|--seed 7" "topk0-topp0.9|--top-k 0 --top-p 0.9 --seed 7"
               "temp-only|--top-k 0 --top-p 1 --min-p 0 --temp 0.9 --seed 7" "min-p-only|--top-k 0 --top-p 1 --min-p 0.1 --seed 7")
     for s in "${settings[@]}"; do
@@ -63,7 +103,8 @@ if [ -n "${GEN_RUN_TESTS:-}" ]; then
             echo "$name: DIFFERENT text (same_seed.$name.*.txt)" | tee -a "$out/summary.txt"
         fi
     done
-    timeout "${GEN_RUN_TESTS_S:-200}" "$B/tern_webgpu_tests" --gtest_brief=1 > "$out/gpu_tests.txt" 2>&1
+    timeout "${GEN_RUN_TESTS_S:-200}" "$B/tern_webgpu_tests" --gtest_brief=1 --gtest_filter="${GEN_RUN_TESTS_FILTER:-*}" \
+        > "$out/gpu_tests.txt" 2>&1
     echo "exit $?" | tee -a "$out/summary.txt"
     grep -E "FAILED|PASSED|Failure" "$out/gpu_tests.txt" | head -20 | tee -a "$out/summary.txt"
 fi

@@ -9,7 +9,12 @@
 //   3. attention_split_pv: the normalizer from the block sums in cpu::sum_positions's order, the
 //      probabilities and P·V over every position, a workgroup per 8 output dimensions, KV head (or
 //      query head, where that is needed to fill the GPU) and column: no partial sums leave a
-//      workgroup, so nothing is combined afterwards.
+//      workgroup, so nothing is combined afterwards;
+//   or, for one query over a contiguous f16 cache (WebGpuTuning::attn_split_tiles), 3'.
+//      attention_split_pvt: the same normalizer and products by tiles of a superblock (512
+//      positions) x 16 dimensions of a KV head, V and the probabilities staged in workgroup memory
+//      and summed from there for all G query heads (each V row read once), then
+//      attention_split_combine: the superblocks added in cpu::PositionSum's order.
 // The same numerics as attention.wgsl and the CPU, bit for bit: the max is an exact reduction, and
 // every sum is taken by one thread or in a fixed tree inside one workgroup in the reference's order
 // (cpu::dot_blocked16, cpu::sum_positions), never across workgroups in another order. The three
@@ -38,6 +43,7 @@ struct SplitTiling {
     uint32_t ch = 256;   // softmax: positions per workgroup
     uint32_t dg = 8;     // P·V: output dimensions per workgroup
     uint32_t rb = 64;    // P·V: blocks of 32 positions per round
+    uint32_t pv_wg = 256;  // P·V: threads per workgroup
     uint32_t jg = 4;     // P·V: query heads per workgroup (dividing G)
 };
 
@@ -58,8 +64,19 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
     st.ts = floor_pow2(static_cast<uint64_t>(2 * ((hd + 15) / 16) - 1));
     st.tp = st.wg / st.ts;
     st.ch = static_cast<uint32_t>(std::max<int64_t>(32, 1024 / group / 32 * 32));
+    TERN_ASSERT(group * st.ch <= 4 * st.wg, "attention_split_softmax holds 4 scores per thread");
     st.dg = std::clamp<uint32_t>(tune_.attn_split_dims, 2, 16);
     while (st.dg > 2 && (hd % st.dg != 0 || st.dg % 2 != 0)) st.dg /= 2;
+    // The largest position of the columns [c0, c0 + n).
+    auto max_position = [&](int64_t c0, int64_t n) {
+        if (batch == nullptr) return pos0 + c0 + n - 1;
+        int64_t m = 0;
+        for (const KvSeq & sq : batch->seqs) {
+            const int64_t a = std::max(sq.first, c0), b = std::min(sq.first + sq.n, c0 + n);
+            if (a < b) m = std::max(m, sq.pos0 + (b - 1 - sq.first));
+        }
+        return m;
+    };
     // P·V's query heads per workgroup: all G of a KV head (each V row read once), or where that
     // leaves the GPU short of workgroups (one column over a long context: 80 for 2B4T) the largest
     // divisor of G that gives 2 per compute unit (1 for 2B4T: 320 workgroups of 256 blocks per
@@ -76,29 +93,31 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
             }
         }
     }
-    st.rb = st.wg / st.jg / 16 * 16;
+    // P·V's threads: 256, or for a paged batch of short contexts (a decode step of many sequences:
+    // thousands of workgroups, each with one round of a few blocks) the fewest whose single round
+    // still covers the longest (64 for up to 512 positions with G = 4), so that more workgroups are
+    // resident at once: the same sums in the same order (rounds do not change it).
+    const int64_t n_longest = max_position(0, n_tok) + 1;
+    st.pv_wg = tune_.attn_split_pv_wg != 0 ? tune_.attn_split_pv_wg : st.wg;
+    if (tune_.attn_split_pv_wg == 0 && batch != nullptr) {
+        while (st.pv_wg > 64 && (st.pv_wg / 2) / st.jg >= 16 &&
+               int64_t{(st.pv_wg / 2) / st.jg / 16 * 16} * cpu::k_pos_block >= n_longest) {
+            st.pv_wg /= 2;
+        }
+    }
+    st.rb = st.pv_wg / st.jg / 16 * 16;
     const uint64_t g       = static_cast<uint64_t>(group);
     const uint64_t jg      = st.jg;
     const uint64_t sc_mem  = g * hd * 4 + g * st.wg * 4 + g * st.tp * 4 + 16;
     const uint64_t sm_mem  = g * st.ch * 4 + 64 + uint64_t{st.wg} * 8 + 16;
-    const uint64_t pv_mem  = uint64_t{st.wg} * 4 + 64 + jg * st.rb * st.dg * 4 + jg * (st.rb / 16) * st.dg * 4 +
+    const uint64_t pv_mem  = uint64_t{st.pv_wg} * 4 + 64 + jg * st.rb * st.dg * 4 + jg * (st.rb / 16) * st.dg * 4 +
                             jg * st.dg * 4 + 16;
     const uint64_t max_bind = std::min<uint64_t>(lim.maxBufferSize, lim.maxStorageBufferBindingSize);
     if (std::max({sc_mem, sm_mem, pv_mem}) > lim.maxComputeWorkgroupStorageSize || st.ts > st.wg || st.rb < 16 ||
-        hd % st.dg != 0) {
+        hd % st.dg != 0 || st.pv_wg > lim.maxComputeInvocationsPerWorkgroup) {
         return false;
     }
 
-    // The largest position of the columns [c0, c0 + n).
-    auto max_position = [&](int64_t c0, int64_t n) {
-        if (batch == nullptr) return pos0 + c0 + n - 1;
-        int64_t m = 0;
-        for (const KvSeq & sq : batch->seqs) {
-            const int64_t a = std::max(sq.first, c0), b = std::min(sq.first + sq.n, c0 + n);
-            if (a < b) m = std::max(m, sq.pos0 + (b - 1 - sq.first));
-        }
-        return m;
-    };
     // Columns per pass: the scores of a pass ([T][n_kv][G][ld] f32) within the budget.
     const int64_t n_all    = max_position(0, n_tok) + 1;
     const int64_t ld_all   = (n_all + 3) / 4 * 4;
@@ -115,6 +134,20 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
     grown(attn_wmax_, static_cast<size_t>(tc_max * n_kv * group * ceil_div(n_all, st.tp)) * 4, "attention maxima");
     grown(attn_bsum_, static_cast<size_t>(tc_max * n_kv * group * ceil_div(n_all, cpu::k_pos_block)) * 4,
           "attention block sums");
+    // P·V by tiles (attention_split_pvt.wgsl + attention_split_combine.wgsl) where its workgroup
+    // memory fits: [T][n_head][nsb_ld][hd] f32 superblock sums.
+    constexpr uint32_t k_tile_dims = 16;
+    const int64_t      nsb_ld      = ceil_div(n_all, cpu::k_pos_super);
+    const uint64_t     jv          = (static_cast<uint64_t>(group) + 3) / 4;
+    const uint64_t     pvt_mem     = 512 * (k_tile_dims / 2 + 1) * 4 + 512 * jv * 16 + 256 * 4 + 16 * 4 + 16;
+    const bool         by_tiles    = tune_.attn_split_tiles != 0 && batch == nullptr && v_f16 &&
+                              hd % k_tile_dims == 0 && pvt_mem <= lim.maxComputeWorkgroupStorageSize &&
+                              cpu::k_pos_super == 512 && cpu::k_pos_block == 32 &&
+                              uint64_t(hd / k_tile_dims) * uint64_t(nsb_ld) <= lim.maxComputeWorkgroupsPerDimension &&
+                              gpu_offset(kv.v, 2) % 2 == 0;
+    if (by_tiles) {
+        grown(attn_super_, static_cast<size_t>(tc_max * n_kv * group * nsb_ld * hd) * 4, "attention superblock sums");
+    }
 
     const size_t k_el = k_f16 ? 2 : 4, v_el = v_f16 ? 2 : 4;
     const bool   paged = batch != nullptr;
@@ -176,7 +209,7 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
              cols_at + u32(4 * c0), pages_at, gpu_offset(out, 4) + u32(c0 * out.ne[0]), u32(out.ne[0])};
         PipelineKey pk{"attention_split_pv",
                        "rrrrrwu",
-                       {{{"WG", static_cast<double>(st.wg)},
+                       {{{"WG", static_cast<double>(st.pv_wg)},
                          {"HD", static_cast<double>(hd)},
                          {"GROUP", static_cast<double>(group)},
                          {"DG", static_cast<double>(st.dg)},
@@ -187,6 +220,30 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
         add_paging(pk);
         const WGPUBuffer cols_v  = paged ? gpu_buffer(batch->columns) : gpu_buffer(kv.v);
         const WGPUBuffer pages_v = paged ? gpu_buffer(batch->page_table) : gpu_buffer(kv.v);
+        if (by_tiles) {  // P·V by tiles of a superblock, then the superblocks added in order
+            struct {
+                uint32_t n_embd_kv, v_offset, ld, bsum_ld, n_head_kv, pos0, max_pages, cols_offset, pages_offset, nsb_ld;
+            } vp{u32(kv.v.ne[0]), gpu_offset(kv.v, v_el), u32(ld), n_b, u32(n_kv), u32(pos0 + c0), max_pages,
+                 cols_at + u32(4 * c0), pages_at, u32(nsb_ld)};
+            PipelineKey vk{"attention_split_pvt",
+                           "rrrrrwu",
+                           {{{"HD", static_cast<double>(hd)},
+                             {"GROUP", static_cast<double>(group)},
+                             {"DS", static_cast<double>(k_tile_dims)}}}};
+            const WGPUBuffer vb[] = {attn_scores_->get(), attn_bsum_->get(), gpu_buffer(kv.v), cols_v, pages_v,
+                                     attn_super_->get()};
+            step_->dispatch(vk, vb, &vp, sizeof vp, u32(hd / k_tile_dims * ceil_div(n_max, cpu::k_pos_super)),
+                            u32(n_kv), u32(tc));
+
+            struct {
+                uint32_t n_head, nsb_ld, pos0, max_pages, cols_offset, pages_offset, out_offset, out_stride;
+            } cp{u32(n_kv * group), u32(nsb_ld), u32(pos0 + c0), max_pages, cols_at + u32(4 * c0), pages_at,
+                 gpu_offset(out, 4) + u32(c0 * out.ne[0]), u32(out.ne[0])};
+            PipelineKey ck{"attention_split_combine", "rrrwu", {{{"WG", 256.0}, {"HD", static_cast<double>(hd)}}}};
+            const WGPUBuffer cb[] = {attn_super_->get(), attn_super_->get(), attn_super_->get(), gpu_buffer(out)};
+            step_->dispatch(ck, cb, &cp, sizeof cp, ceil_div(n_kv * group * hd, 256), u32(tc));
+            continue;
+        }
         const WGPUBuffer pb[] = {attn_scores_->get(), attn_bsum_->get(), gpu_buffer(kv.v), cols_v, pages_v,
                                  gpu_buffer(out)};
         step_->dispatch(pk, pb, &pp, sizeof pp, u32(hd / st.dg), u32(n_kv * (group / st.jg)), u32(tc));

@@ -31,8 +31,6 @@ HeadParams head_params(const Weight & head, const Tensor & x, const Tensor & log
 
 // argmax_exact.wgsl's MAX_BOUNDS: the most lower bounds its TOP_K mode ranks.
 constexpr uint32_t k_top_k_max_bounds = 1024;
-// Rows the TOP_K list holds (32 KiB to read back); with more candidates the host reads the logits.
-constexpr uint32_t k_top_k_list_rows = 4096;
 
 }  // namespace
 
@@ -53,7 +51,8 @@ bool WebGpuBackend::try_decode_head(const Tensor & logits, const GpuTable & head
                           "rrrwwu",
                           {{{"K", static_cast<double>(head.n_cols)},
                             {"NORM", norm ? 1.0 : 0.0},
-                            {"ARGMAX_ONLY", argmax_only ? 1.0 : 0.0}}}};
+                            {"ARGMAX_ONLY", argmax_only ? 1.0 : 0.0},
+                            {"STREAM", !argmax_only && tune_.head_exact_stream != 0 ? 1.0 : 0.0}}}};
     const WGPUBuffer  bufs[] = {head.buffer->get(), gpu_buffer(h_or_x),
                                 norm ? norm->buffer->get() : gpu_buffer(h_or_x), gpu_buffer(logits), partials};
     step_->dispatch(key, bufs, &p, sizeof p, n_chunks);
@@ -206,8 +205,7 @@ uint32_t WebGpuBackend::encode_exact_rows(const Tensor & logits, const GpuTable 
     if (top_k == 0) {
         out = grown(exact_partial_, groups * 8, "exact argmax partials");
     } else {
-        const size_t list_bytes = (2 + 2 * size_t{k_top_k_list_rows}) * 4;
-        if (!top_k_lists_[list]) top_k_lists_[list] = make_buffer(list_bytes, nullptr, "top-k rows");
+        if (!top_k_lists_[list]) top_k_lists_[list] = make_buffer(top_k_list_bytes(), nullptr, "top-k rows");
         // The count starts at 0: a queue write runs after the steps already submitted and before
         // this one (whose list is not the one a submitted, unread step fills).
         const uint32_t zero = 0;
@@ -237,11 +235,14 @@ void WebGpuBackend::head_top_k(const Tensor & logits, const GpuTable & e, const 
     if (x.ne[1] == 1 && k >= 1 && exact_rows_fit(e)) {
         const uint32_t n_bounds = try_decode_head_i8(logits, e, x, nw, eps, round_input_f16);
         if (n_bounds > 0 && static_cast<int64_t>(n_bounds) >= k && n_bounds <= k_top_k_max_bounds) {
+            const int list = top_k_next_;
             encode_exact_rows(logits, e, x, nw, eps, round_input_f16, n_bounds, true, static_cast<uint32_t>(k));
+            sample_list_ = {gpu_buffer(logits), gpu_offset(logits, 4), list};
             return;
         }
         // (The int8 head ran into `logits`; the exact head below overwrites every row.)
     }
+    sample_list_ = {};
     head_logits(logits, e, in, round_input_f16, Tensor{});
 }
 
@@ -284,6 +285,7 @@ void WebGpuBackend::output_head(const HeadOutput & out, const Weight & head, con
         // Sampled on the device: exact logits where the chain can look (a top-k chain: the rows that
         // can be among its top k), then sample.wgsl.
         const int64_t k = out.sampling->top_k;
+        sample_list_    = {};  // (set by head_top_k where its list holds the candidates)
         if (k > 0 && k < e.n_rows && x.ne[1] == 1) {
             head_top_k(out.logits, e, in, round_input_f16, k);
         } else {
@@ -321,13 +323,10 @@ void WebGpuBackend::head_ids(const Tensor & ids, const Tensor & logits, const Gp
     const float      eps = in.eps;
     TERN_ASSERT(ids.ne[0] == 1, "head_ids shapes");
     // The fast head: the int8 copy, which recomputes its own candidates (EXACT_TAIL), or the F16
-    // table's f32 sums with one lower bound per 64-row block for argmax_exact, or a Q-block table's
-    // f32 sums and head_q_exact; none: the exact head.
+    // table's f32 sums with one lower bound per 64-row block for argmax_exact; neither: the exact head.
     uint32_t groups = 0;
     bool     tail   = false;
-    if (e->blocks) {  // a Q8_0 / Q4_0 / Q6_K table's own blocks (webgpu_family_head.cpp)
-        groups = family_head_argmax(logits, *e, in, round_input_f16);
-    } else if (exact_rows_fit(*e)) {
+    if (exact_rows_fit(*e)) {
         groups = try_decode_head_i8(logits, *e, x, *nw, eps, round_input_f16, /*exact_tail=*/true);
         tail   = groups > 0;
         if (!tail && try_decode_head(logits, *e, x, nw, eps, round_input_f16, true)) {

@@ -24,9 +24,22 @@ void WebGpuBackend::sample(const Tensor & id, const Tensor & logits, const Sampl
     TERN_ASSERT(logits.ne[1] == 1 && id.type == DType::i32 && uniform.type == DType::f32 && chain.temp > 0.0f,
                 "sample shapes");
     const int64_t n_vocab = logits.ne[0];
+    // A top-k chain whose head listed its candidates (head_top_k): sample.wgsl reads that list
+    // instead of scanning the vocabulary (and sets its count back to 0).
+    const bool list = chain.top_k > 0 && chain.top_k < n_vocab && sample_list_.logits == gpu_buffer(logits) &&
+                      sample_list_.offset == gpu_offset(logits, 4);
+    WGPUBuffer list_buffer = nullptr;
+    if (list) {
+        list_buffer = top_k_lists_[sample_list_.list]->get();
+    } else {
+        if (!top_k_lists_[0]) top_k_lists_[0] = make_buffer(top_k_list_bytes(), nullptr, "top-k rows");
+        list_buffer = top_k_lists_[0]->get();  // (bound, not read)
+    }
+    sample_list_ = {};
     struct {
         uint32_t n_vocab, logits_offset, id_offset, u_offset, top_k;
         float    top_p, min_p, inv_temp;
+        uint32_t list;
     } p{u32(n_vocab),
         gpu_offset(logits, 4),
         gpu_offset(id, 4),
@@ -34,9 +47,10 @@ void WebGpuBackend::sample(const Tensor & id, const Tensor & logits, const Sampl
         chain.top_k > 0 && chain.top_k < n_vocab ? static_cast<uint32_t>(chain.top_k) : 0u,
         chain.top_p,
         chain.min_p,
-        1.0f / chain.temp};
-    const PipelineKey key{"sample", "rrwu", {}};
-    const WGPUBuffer  bufs[] = {gpu_buffer(logits), gpu_buffer(uniform), gpu_buffer(id)};
+        1.0f / chain.temp,
+        list ? 1u : 0u};
+    const PipelineKey key{"sample", "rrwwu", {}};
+    const WGPUBuffer  bufs[] = {gpu_buffer(logits), gpu_buffer(uniform), gpu_buffer(id), list_buffer};
     step_->dispatch(key, bufs, &p, sizeof p, 1);
 }
 

@@ -13,7 +13,7 @@
 // #include "lib/wg_reduce.wgsl"
 // #include "lib/kv_pages.wgsl"
 
-override WG: u32 = 256u;     // a power of two >= GROUP * CH / 32
+override WG: u32 = 256u;     // a power of two >= GROUP * CH / 4 (so >= GROUP * CH / 32)
 override CH: u32 = 256u;     // positions per workgroup, a multiple of 32
 override GROUP: u32 = 4u;    // G = n_head / n_head_kv, at most 16
 
@@ -52,6 +52,13 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     if (c0 >= n) { return; }
     let n_w  = (n + p.tp - 1u) / p.tp;  // the scores kernel's workgroups of this column
     let row0 = (t * p.n_head_kv + kvh) * GROUP;
+    let c_n  = min(CH, n - c0);
+    // This thread's scores first (their loads in flight while the maxima are reduced).
+    var sv: array<f32, 4>;  // (GROUP CH <= 4 WG: webgpu_attention_split.cpp)
+    for (var u = 0u; u < (GROUP * CH + WG - 1u) / WG; u++) {
+        let i = lid + u * WG;
+        if (i < GROUP * CH && i % CH < c_n) { sv[u] = scores[(row0 + i / CH) * p.ld + c0 + i % CH]; }
+    }
     for (var j = 0u; j < GROUP; j++) {
         var m = bitcast<f32>(NEG_MAX);
         for (var i = lid; i < n_w; i += WG) { m = max(m, wmax[(row0 + j) * p.wmax_ld + i]); }
@@ -59,14 +66,13 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         if (lid == 0u) { mx_s[j] = mx; }
         workgroupBarrier();  // (two max reductions in a row)
     }
-    let c_n = min(CH, n - c0);
-    for (var i = lid; i < GROUP * CH; i += WG) {
+    for (var u = 0u; u < (GROUP * CH + WG - 1u) / WG; u++) {
+        let i = lid + u * WG;
         let j = i / CH;
         let k = i % CH;
-        if (k < c_n) {
-            let at = (row0 + j) * p.ld + c0 + k;
-            let e  = exp_fixed(scores[at] - mx_s[j]);
-            scores[at] = e;
+        if (i < GROUP * CH && k < c_n) {
+            let e = exp_fixed(sv[u] - mx_s[j]);
+            scores[(row0 + j) * p.ld + c0 + k] = e;
             e_s[i] = e;
         }
     }

@@ -6,7 +6,8 @@
 //   logits: [n_vocab] f32 from p.logits_offset      u: [..] f32, u[p.u_offset] in [0, 1)
 //   ids:    ids[p.id_offset] = the chosen id, or -1 when the candidates do not fit CAP (the caller
 //           picks that step on the host)
-// Bindings: 0 logits (read), 1 u (read), 2 ids (read_write), 3 params (uniform). Dispatch: (1, 1, 1).
+// Bindings: 0 logits (read), 1 u (read), 2 ids (read_write), 3 list (read_write), 4 params (uniform).
+// Dispatch: (1, 1, 1).
 //
 // Logits are read as the CPU sampler reads them: NaN as -inf, +inf as the largest finite float.
 // Candidate order: higher logit first, lower id first on ties (candidate_before). Two forms:
@@ -16,6 +17,12 @@
 //     and invocation 0 walks them as the CPU does: top-p's cumulative mass, min-p's prefix, the draw;
 //   * id order (no top-k, no top-p): the draw walks the whole vocabulary in id order (min-p as a
 //     weight of 0), each invocation one contiguous chunk, the chunks' sums added in order.
+// With p.list != 0 (a top-k chain after argmax_exact.wgsl's TOP_K head) the candidates come from
+// that head's list instead: list[0] rows (row, value bits) at list[2 + 2 i], every row that can be
+// among the top k (the others are -inf in `logits`), so no pass over the vocabulary is needed; the
+// sorted form then runs on them as on the rows the radix select would have found (the same keys,
+// the same order, the same walk). More rows than CAP, or none: the scan below. The kernel sets
+// list[0] back to 0 for the next step's head.
 // Arithmetic is f32 (the CPU's is f64, with its own exp): the choices agree except where a decision
 // of the CPU is within ~1e-4 (relative) of flipping; tests/backend/webgpu_sample_test.cpp bounds it.
 
@@ -32,12 +39,14 @@ struct Params {
     top_p: f32,     // >= 1: off
     min_p: f32,     // 0: off
     inv_temp: f32,  // 1 / temp (temp > 0)
+    list: u32,      // 1: the candidates are argmax_exact.wgsl's TOP_K list (top_k > 0)
 }
 
 @group(0) @binding(0) var<storage, read> logits: array<f32>;
 @group(0) @binding(1) var<storage, read> uni: array<f32>;
 @group(0) @binding(2) var<storage, read_write> ids: array<i32>;
-@group(0) @binding(3) var<uniform> p: Params;
+@group(0) @binding(3) var<storage, read_write> list: array<u32>;
+@group(0) @binding(4) var<uniform> p: Params;
 
 var<workgroup> cand_key: array<u32, CAP>;
 var<workgroup> cand_id: array<u32, CAP>;
@@ -103,10 +112,24 @@ fn select_kth(lid: u32, k: u32) -> u32 {
         let hi_mask = select(0xffffffffu << (shift + 8u), 0u, digit_pass == 0u);
         atomicStore(&hist[lid], 0u);
         workgroupBarrier();
+        // Runs of one digit are counted in a register and added once: most keys share their top
+        // digits (one exponent), and an add per key to one bin serialized the workgroup (~450 us
+        // for a top-k 40 over 128k rows on an H200).
+        var run_digit = 0u;
+        var run_n     = 0u;
         for (var v = lid; v < p.n_vocab; v += WG) {
             let key = key_at(v);
-            if ((key & hi_mask) == prefix) { atomicAdd(&hist[(key >> shift) & 0xffu], 1u); }
+            if ((key & hi_mask) == prefix) {
+                let d = (key >> shift) & 0xffu;
+                if (d != run_digit && run_n > 0u) {
+                    atomicAdd(&hist[run_digit], run_n);
+                    run_n = 0u;
+                }
+                run_digit = d;
+                run_n += 1u;
+            }
         }
+        if (run_n > 0u) { atomicAdd(&hist[run_digit], run_n); }
         workgroupBarrier();
         if (lid == 0u) {
             var d = 255i;
@@ -206,6 +229,40 @@ fn walk_sorted(n_in: u32, m: f32, total_all: f32, complete: bool) -> i32 {
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32) {
     let nv = p.n_vocab;
+    if (p.list != 0u) {
+        if (lid == 0u) { shared_u = list[0]; }
+        let nl = workgroupUniformLoad(&shared_u);
+        if (lid == 0u) { list[0] = 0u; }  // (every invocation has nl)
+        if (nl >= 1u && nl <= CAP) {
+            var lk = 0u;
+            for (var i = lid; i < nl; i += WG) {
+                let key = key_of(bitcast<f32>(list[3u + 2u * i]));
+                cand_key[i] = key;
+                cand_id[i]  = list[2u + 2u * i];
+                lk = max(lk, key);
+            }
+            lk = reduce_max_u(lid, lk);  // (its barriers publish cand_*)
+            if (lid == 0u) { shared_u = lk; }
+            lk = workgroupUniformLoad(&shared_u);  // (uniform: the return below skips barriers)
+            if (lk <= NEG_INF_KEY) {
+                if (lid == 0u) { ids[p.id_offset] = 0i; }
+                return;
+            }
+            var n2 = 1u;
+            while (n2 < nl) { n2 <<= 1u; }
+            for (var i = nl + lid; i < n2; i += WG) {
+                cand_key[i] = 0u;
+                cand_id[i]  = 0xffffffffu;
+            }
+            workgroupBarrier();
+            sort_candidates(lid, n2);
+            if (lid == 0u) {
+                let at = walk_sorted(nl, logit_of(lk), 0.0, false);
+                ids[p.id_offset] = select(-1i, i32(cand_id[u32(max(at, 0i))]), at >= 0i);
+            }
+            return;
+        }
+    }
     var mk = 0u;
     for (var v = lid; v < nv; v += WG) { mk = max(mk, key_at(v)); }
     mk = reduce_max_u(lid, mk);

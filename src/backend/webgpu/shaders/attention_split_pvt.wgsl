@@ -1,0 +1,158 @@
+// attention_split_pvt: split attention's P·V for one query over a long f16 cache, a tile of one
+// superblock (512 positions) x DS dimensions of one KV head per workgroup, all G query heads of the
+// group at once (webgpu_attention_split.cpp), with the CPU's operations in the CPU's order
+// (CpuBackend::attention, cpu::PositionSum):
+//   sum[j]  = the block sums of attention_split_softmax.wgsl added in cpu::sum_positions's order
+//             (each superblock's blocks in order from 0, the superblocks in order from 0),
+//             inv[j] = 1 / sum[j] (correctly rounded);
+//   prob    = f16(e * inv[j]);
+//   part[t][kvh G + j][sb][d] = the superblock's sum of prob * v[pos][kvh hd + d]: each block of 32
+//             positions summed in position order from 0, then the blocks in order from 0 (products
+//             of two f16 values, exact in f32, so a fused multiply-add gives the same bits).
+// attention_split_combine.wgsl then adds the superblocks as cpu::PositionSum does.
+// Unlike attention_split_pv.wgsl (a thread walks 32 positions of global memory, 4 query heads read V
+// four times), the workgroup stages its V tile (512 rows x DS halves, 32-byte row segments) and the
+// probabilities in workgroup memory with all loads in flight, and thread (block, d) then sums its
+// block of 32 positions for every query head from there: V is read once, by many workgroups
+// (nsb x HD / DS x n_head_kv: 320 for 2B4T at 4,096 positions).
+//
+//   e: the softmax kernel's [T][n_head_kv][G][ld] f32   bsum: [T][n_head_kv][G][bsum_ld] f32
+//   v_cache: [n_head_kv hd, rows] f16 pairs (u32 words)   part: [T][n_head][nsb_ld][hd] f32
+// Bindings: 0 e, 1 bsum, 2 v_cache, 3 cols, 4 pages (read); 5 part (read_write); 6 params
+// Dispatch: (nsb_ld * HD / DS, n_head_kv, T): x = superblock * (HD / DS) + slice of DS dimensions; a
+// workgroup past its column's last superblock returns at once.
+
+// #include "lib/numerics.wgsl"
+// #include "lib/kv_pages.wgsl"
+
+override HD: u32 = 128u;      // head_dim, a multiple of DS
+override GROUP: u32 = 4u;     // G = n_head / n_head_kv, at most 16
+override DS: u32 = 16u;       // dimensions per workgroup (16: threads = 16 blocks x 16 dimensions)
+
+const WG: u32 = 256u;
+const SUPER: u32 = 512u;                // positions per superblock (cpu::k_pos_super)
+override JV: u32 = (GROUP + 3u) / 4u;   // vec4s of query heads (at most 4)
+override VW: u32 = DS / 2u;             // u32 words of a tile row
+override VS: u32 = VW + 1u;             // its stride in workgroup memory (odd: rows 32 apart in other banks)
+override SPP: u32 = WG / GROUP;         // superblocks of the normalizer per pass and head
+
+struct Params {
+    n_embd_kv: u32,    // cache elements per row
+    v_offset: u32,     // element index of v_cache[0, 0] (even)
+    ld: u32,           // f32 elements between rows of e
+    bsum_ld: u32,      // f32 elements between rows of bsum
+    n_head_kv: u32,
+    pos0: u32,         // without PAGED: position of column 0
+    max_pages: u32,
+    cols_offset: u32,
+    pages_offset: u32,
+    nsb_ld: u32,       // superblocks per (column, head) row of part
+    rn_zero: u32,      // 0, filled by the encoder (lib/numerics.wgsl)
+}
+
+@group(0) @binding(0) var<storage, read> e: array<f32>;
+@group(0) @binding(1) var<storage, read> bsum: array<f32>;
+@group(0) @binding(2) var<storage, read> v_cache: array<u32>;
+@group(0) @binding(3) var<storage, read> cols: array<i32>;
+@group(0) @binding(4) var<storage, read> pages: array<i32>;
+@group(0) @binding(5) var<storage, read_write> part: array<f32>;
+@group(0) @binding(6) var<uniform> p: Params;
+
+var<workgroup> v_s: array<u32, SUPER * VS>;         // [position][word]: the V tile
+var<workgroup> p_s: array<vec4<f32>, SUPER * JV>;   // [position][heads 4m..4m+3]: probabilities; then block sums
+var<workgroup> sup_s: array<f32, WG>;               // the normalizer's superblock sums
+var<workgroup> inv_s: array<f32, 16>;               // [j]
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let t     = wid.z;
+    let kvh   = wid.y;
+    let slice = wid.x % (HD / DS);
+    let sb    = wid.x / (HD / DS);
+    let col   = kv_column_uniform(lid, t);
+    let n     = col.pos + 1u;
+    let nb    = (n + 31u) / 32u;   // blocks of 32 positions
+    let nsb   = (nb + 15u) / 16u;  // superblocks of 16 blocks
+    if (sb >= nsb) { return; }     // (uniform: the column is)
+    let row0 = (t * p.n_head_kv + kvh) * GROUP;
+    let pbeg = SUPER * sb;
+    let np   = min(SUPER, n - pbeg);  // positions of this superblock
+
+    // 1. The V tile's loads first (in flight while the normalizer is summed): word w of row r.
+    let first = kvh * HD + slice * DS;  // element index in a cache row
+    for (var i = lid; i < SUPER * VW; i += WG) {
+        let r = i / VW;
+        let w = i % VW;
+        if (r < np) { v_s[r * VS + w] = v_cache[(p.v_offset + kv_row(col, pbeg + r) * p.n_embd_kv + first) / 2u + w]; }
+    }
+
+    // The probabilities' e values too (into registers: their loads in flight with the others).
+    var ev: array<f32, 32>;  // [k]: position (lid + k WG) / (4 JV), head (lid + k WG) % (4 JV)
+    for (var k = 0u; k < SUPER * 4u * JV / WG; k++) {
+        let i = lid + k * WG;
+        let r = i / (4u * JV);
+        let j = i % (4u * JV);
+        ev[k] = 0.0;
+        if (r < np && j < GROUP) { ev[k] = e[(row0 + j) * p.ld + pbeg + r]; }
+    }
+
+    // 2. The normalizers: threads (j, superblock) add a superblock's block sums in order, then
+    //    thread j the superblocks in order.
+    var total = 0.0;
+    for (var s0 = 0u; s0 < nsb; s0 += SPP) {
+        let j = lid / SPP;
+        let s = s0 + lid % SPP;
+        var acc = 0.0;
+        if (j < GROUP && s < nsb) {
+            for (var b = 16u * s; b < min(16u * s + 16u, nb); b++) { acc = acc + bsum[(row0 + j) * p.bsum_ld + b]; }
+        }
+        sup_s[lid] = acc;
+        workgroupBarrier();
+        if (lid < GROUP) {
+            for (var k = 0u; k < min(SPP, nsb - s0); k++) { total = total + sup_s[lid * SPP + k]; }
+        }
+        workgroupBarrier();
+    }
+    if (lid < GROUP) { inv_s[lid] = div_rn(1.0, total); }
+    workgroupBarrier();
+
+    // 3. The probabilities of the superblock, f16-rounded, 4 heads per vec4 (0 for missing heads).
+    for (var k = 0u; k < SUPER * 4u * JV / WG; k++) {
+        let i = lid + k * WG;
+        let r = i / (4u * JV);
+        let j = i % (4u * JV);
+        var pr = 0.0;
+        if (r < np && j < GROUP) { pr = round_f16(ev[k] * inv_s[j]); }
+        p_s[i / 4u][i % 4u] = pr;
+    }
+    workgroupBarrier();
+
+    // 4. Thread (block b, dimension d): the block's 32 positions in order, every head at once.
+    let b   = lid / DS;
+    let d   = lid % DS;
+    let nbl = (np + 31u) / 32u;
+    var acc: array<vec4<f32>, 4>;
+    for (var m = 0u; m < JV; m++) { acc[m] = vec4<f32>(0.0); }
+    if (b < nbl) {
+        for (var r = 32u * b; r < min(32u * b + 32u, np); r++) {
+            let vv = unpack2x16float(v_s[r * VS + d / 2u]);
+            let v  = select(vv.x, vv.y, (d & 1u) != 0u);
+            for (var m = 0u; m < JV; m++) { acc[m] = acc[m] + p_s[r * JV + m] * v; }
+        }
+    }
+    workgroupBarrier();
+    for (var m = 0u; m < JV; m++) { p_s[lid * JV + m] = acc[m]; }  // [block][d][m]
+    workgroupBarrier();
+
+    // 5. The superblock: its blocks in order, threads (d, m).
+    if (lid < DS * JV) {
+        let dd = lid / JV;
+        let m  = lid % JV;
+        var s  = vec4<f32>(0.0);
+        for (var bb = 0u; bb < nbl; bb++) { s = s + p_s[(bb * DS + dd) * JV + m]; }
+        for (var c = 0u; c < 4u; c++) {
+            let j = 4u * m + c;
+            if (j < GROUP) { part[((row0 + j) * p.nsb_ld + sb) * HD + slice * DS + dd] = s[c]; }
+        }
+    }
+}
