@@ -9,8 +9,8 @@
 #   4. if time is left: decode tg64 of qwen3-1.7b Q1_0 (Bonsai's type), then phi-3-mini Q4_0, each with
 #      its profile;
 #   5. if time is left: llama-3.2-1b Q4_0, then phi-3-mini Q4_0 again with each TUNES entry
-#      (TERN_WEBGPU_TUNE values, default "family_wg=128 family_wg=512 family_wg=256": the default
-#      again last, to bracket the others; empty: none), the same files, for the tunings' A/B.
+#      (TERN_WEBGPU_TUNE values, default "family_wg=128 family_rows_long=8 family_wg=256": the
+#      defaults again last, to bracket the others; empty: none), the same files, for the tunings' A/B.
 # Carry .gl and .devicebin (tools/device/pack_devicebin.sh). Results: $OUT/families_quick.tgz (families_quick_*).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -20,7 +20,7 @@ rm -rf "$out"
 mkdir -p "$final"
 trap 'tar czf "$final/families_quick.tgz" -C "$out" .' EXIT
 budget=${BUDGET_S:-180}
-tunes=${TUNES-family_wg=128 family_wg=512 family_wg=256}
+tunes=${TUNES-family_wg=128 family_rows_long=8 family_wg=256}
 mkdir -p "$out"
 # shellcheck source=tools/device/device_env.sh
 . tools/device/device_env.sh
