@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Issue 54, the short run (families_run.sh is the long one), within BUDGET_S seconds of device time
-# (default 170: later steps are skipped, with a line saying so, once the budget is spent):
+# (default 180: later steps are skipped, with a line saying so, once the budget is spent):
 #   1. the newest family suites (WebGpuFamilyDecode: matvec_q8 / matvec_q8k / Q1_0 / ternary; and
 #      WebGpuFamilyHead: the Q-block head, its argmax and greedy ids) against the CPU reference on this GPU;
 #   2. greedy text, webgpu vs cpu, on a 2-layer synth llama-3.2-1b Q4_0 (a run that fails or prints
 #      nothing counts as a difference);
 #   3. decode tg64 (--roofline) of the full synth llama-3.2-1b Q4_0, and its per-kernel GPU profile;
-#   4. if time is left: decode tg64 of qwen3-1.7b Q1_0 (Bonsai's type) and its profile, then phi-3-mini Q4_0;
-#   5. if time is left: llama-3.2-1b Q4_0 again with each TUNES entry (TERN_WEBGPU_TUNE values,
-#      default "family_wg=128 family_wg=512 family_wg=256": the default again last, to bracket the
-#      others; empty: none),
-#      the same file, for the tunings' A/B.
+#   4. if time is left: decode tg64 of qwen3-1.7b Q1_0 (Bonsai's type), then phi-3-mini Q4_0, each with
+#      its profile;
+#   5. if time is left: llama-3.2-1b Q4_0, then phi-3-mini Q4_0 again with each TUNES entry
+#      (TERN_WEBGPU_TUNE values, default "family_wg=128 family_rows_long=8 family_wg=256": the
+#      defaults again last, to bracket the others; empty: none), the same files, for the tunings' A/B.
 # Carry .gl and .devicebin (tools/device/pack_devicebin.sh). Results: $OUT/families_quick.tgz (families_quick_*).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -19,8 +19,8 @@ out=/tmp/families_quick_out  # (packed into $OUT/families_quick.tgz at the end: 
 rm -rf "$out"
 mkdir -p "$final"
 trap 'tar czf "$final/families_quick.tgz" -C "$out" .' EXIT
-budget=${BUDGET_S:-170}
-tunes=${TUNES-family_wg=128 family_wg=512 family_wg=256}
+budget=${BUDGET_S:-180}
+tunes=${TUNES-family_wg=128 family_rows_long=8 family_wg=256}
 mkdir -p "$out"
 # shellcheck source=tools/device/device_env.sh
 . tools/device/device_env.sh
@@ -76,8 +76,16 @@ if [ -f /tmp/qwen3-q1_0.gguf ] && left $((budget - 50)) "qwen3-1.7b q1_0 profile
     grep -E "^  (lm_head|matvec|rope|attention|argmax|rms_norm|embed)|kernels ran" "$out/families_quick_profile_qwen3.txt" | head -16
 fi
 left $((budget - 45)) "phi-3-mini q4_0" && tg phi-3-mini q4_0 /tmp/phi3-q4_0.gguf
-for tune in $tunes; do
-    left $((budget - 10)) "llama-3.2-1b q4_0 with $tune" &&
-        TERN_WEBGPU_TUNE=$tune bench_line "llama-3.2-1b-q4_0-$tune" /tmp/llama-q4_0.gguf
+if [ -f /tmp/phi3-q4_0.gguf ] && left $((budget - 40)) "phi-3-mini q4_0 profile"; then
+    TERN_WEBGPU_PROFILE=gpu timeout 30 "$B/tern" bench --backend webgpu -m /tmp/phi3-q4_0.gguf -p 0 -n 16 -r 1 \
+        > "$out/families_quick_profile_phi3.out" 2> "$out/families_quick_profile_phi3.txt"
+    grep -E "^  (lm_head|matvec|rope|attention|argmax|rms_norm|embed)|kernels ran" "$out/families_quick_profile_phi3.txt" | head -16
+fi
+for file in /tmp/llama-q4_0.gguf /tmp/phi3-q4_0.gguf; do
+    [ -f "$file" ] || continue
+    name=$(basename "$file" .gguf)
+    for tune in $tunes; do
+        left $((budget - 12)) "$name with $tune" && TERN_WEBGPU_TUNE=$tune bench_line "$name-$tune" "$file"
+    done
 done
 echo "done in ${SECONDS}s"

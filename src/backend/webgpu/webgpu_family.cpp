@@ -257,7 +257,10 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
         const int64_t  nt    = kq ? 9 * (k / 256) : k / part.group;
         const uint64_t fixed = (kq ? static_cast<uint64_t>(k / 256) * 328 : static_cast<uint64_t>(nb) * 72) + uint64_t{wg} * 4;
         if (kq && (k % 256 != 0 || k / 256 * 8 > wg * 4)) return false;
-        part.rows = std::max<uint32_t>(1, std::min<uint32_t>(tune_.family_rows, wg / per));
+        // (WebGpuTuning::family_rows; family_rows_long for rows of 4096 or more values without the
+        // gate: the down projection, few rows with long prologues)
+        const uint32_t want = !glu_act && k >= 4096 && tune_.family_rows_long != 0 ? tune_.family_rows_long : tune_.family_rows;
+        part.rows = std::max<uint32_t>(1, std::min<uint32_t>(want, wg / per));
         auto need = [&] { return fixed + uint64_t{part.rows} * per * static_cast<uint64_t>(nt + 1) * 4; };
         while (part.rows > 1 && need() > storage) part.rows /= 2;
         if (need() > storage) return false;

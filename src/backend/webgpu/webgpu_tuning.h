@@ -38,6 +38,7 @@ struct WebGpuTuning {
     uint32_t gate_up_lanes     = 4;    // the fewest lanes per row of gate+up
     uint32_t family_rows       = 16;   // output rows per workgroup of matvec_q8.wgsl (Q4_0 / Q8_0 decode)
     uint32_t family_wg         = 256;  // ... its threads (and matvec_q8k.wgsl's; a power of two)
+    uint32_t family_rows_long  = 0;    // family_rows for rows of 4096+ values without the gate (down); 0: the same
     uint32_t family_prefetch   = 8;    // ... weight blocks per lane it loads before its prologue (0..8)
     // --- the LM head of one token: lm_head_i8_argmax.wgsl, argmax_exact.wgsl ---
     uint32_t head_i8_min_bytes = 64u << 20;  // greedy decoding streams an int8 copy of F16 heads this

@@ -11,7 +11,8 @@
 // Bindings: 0 w, 1 ws, 2 h (read); 3 logits, 4 partial (read_write); 5 params (uniform)
 // Dispatch: (ceil(n_vocab / (WG / LANES)), T, 1). The workgroup stages its token's h (STAGE), then a
 // team of LANES lanes per row, lane l on the row's 32-value chunks l, l + LANES, ... (each chunk's
-// words loaded as vec4s at once); the lanes' sums added by a tree in workgroup memory.
+// words loaded as vec4s at once, the next chunk's while the current one is summed); the lanes' sums
+// added by a tree in workgroup memory.
 
 // #include "lib/numerics.wgsl"
 // #include "lib/best_index.wgsl"
@@ -56,47 +57,74 @@ fn sbyte(word: u32, e: u32) -> i32 {
     return (bitcast<i32>(word << (24u - 8u * e))) >> 24u;
 }
 
-// acc + the products of chunk c of `row` (its 32 weights dequantized as dequantize_row does) with h,
-// in double-float. The chunk's words are loaded as vec4s first.
-fn chunk_dot(acc_in: vec2<f32>, row: u32, c: u32, t: u32) -> vec2<f32> {
+// A chunk's words, loaded together (named vec4s, no arrays): Q8_0 a, b (the 32 codes); Q4_0 a (the
+// 32 nibbles); Q6_K a, b (its ql bytes), e, f (its qh bytes) and scw (the word of its int8 scales);
+// d the block's scale.
+struct ChunkWords {
+    a: vec4<u32>,
+    b: vec4<u32>,
+    e: vec4<u32>,
+    f: vec4<u32>,
+    scw: u32,
+    d: f32,
+}
+
+// Chunk c of `row`. Q6_K: block b = c / 8 (13 vec4: ql words 0..31, qh 32..47, int8 scales 48..51);
+// chunk q = c % 8 holds values 128 half + 32 k + l, l < 32 (half = q / 4, k = q % 4): ql bytes 64 half
+// + 32 (k & 1) + l (low nibbles for k < 2), qh bytes 32 half + l (bits 2k, 2k + 1), scales 8 half + 2k
+// + l / 16.
+fn chunk_words(row: u32, c: u32) -> ChunkWords {
+    var cw: ChunkWords;
+    if (WTYPE == 3u) {
+        cw.a = w[2u * (row * CPR + c)];
+        cw.b = w[2u * (row * CPR + c) + 1u];
+        cw.d = ws[row * CPR + c];
+    } else if (WTYPE == 4u) {
+        cw.a = w[row * CPR + c];
+        cw.d = ws[row * CPR + c];
+    } else {
+        let nbk  = CPR / 8u;
+        let b    = c / 8u;
+        let half = (c % 8u) / 4u;
+        let k    = c % 4u;
+        let wo   = (row * nbk + b) * 13u;
+        cw.a   = w[wo + 4u * half + 2u * (k & 1u)];
+        cw.b   = w[wo + 4u * half + 2u * (k & 1u) + 1u];
+        cw.e   = w[wo + 8u + 2u * half];
+        cw.f   = w[wo + 8u + 2u * half + 1u];
+        cw.scw = w[wo + 12u][2u * half + k / 2u];
+        cw.d   = ws[row * nbk + b];
+    }
+    return cw;
+}
+
+// acc + the products of chunk c (its words cw; its 32 weights dequantized as dequantize_row does)
+// with h, in double-float, value by value.
+fn chunk_dot(acc_in: vec2<f32>, cw: ChunkWords, c: u32, t: u32) -> vec2<f32> {
     var acc = acc_in;
     if (WTYPE == 3u) {
-        let d  = ws[row * CPR + c];
-        let wv = array<vec4<u32>, 2>(w[2u * (row * CPR + c)], w[2u * (row * CPR + c) + 1u]);
         for (var j = 0u; j < 32u; j++) {
-            acc = df_fma(acc, mul_rn(f32(sbyte(wv[j / 16u][(j / 4u) % 4u], j % 4u)), d), h_val(t, 32u * c + j));
+            let word = select(cw.a, cw.b, j >= 16u)[(j / 4u) % 4u];
+            acc = df_fma(acc, mul_rn(f32(sbyte(word, j % 4u)), cw.d), h_val(t, 32u * c + j));
         }
         return acc;
     }
     if (WTYPE == 4u) {
-        let d  = ws[row * CPR + c];
-        let wv = w[row * CPR + c];
         for (var j = 0u; j < 16u; j++) {
-            let byte = (wv[j / 4u] >> (8u * (j % 4u))) & 0xffu;
-            acc = df_fma(acc, mul_rn(f32(i32(byte & 0xfu) - 8), d), h_val(t, 32u * c + j));
+            let byte = (cw.a[j / 4u] >> (8u * (j % 4u))) & 0xffu;
+            acc = df_fma(acc, mul_rn(f32(i32(byte & 0xfu) - 8), cw.d), h_val(t, 32u * c + j));
         }
         for (var j = 0u; j < 16u; j++) {
-            let byte = (wv[j / 4u] >> (8u * (j % 4u))) & 0xffu;
-            acc = df_fma(acc, mul_rn(f32(i32(byte >> 4u) - 8), d), h_val(t, 32u * c + 16u + j));
+            let byte = (cw.a[j / 4u] >> (8u * (j % 4u))) & 0xffu;
+            acc = df_fma(acc, mul_rn(f32(i32(byte >> 4u) - 8), cw.d), h_val(t, 32u * c + 16u + j));
         }
         return acc;
     }
-    // Q6_K: block b = c / 8 (13 vec4: ql words 0..31, qh 32..47, int8 scales 48..51); chunk q = c % 8
-    // holds values 128 half + 32 k + l, l < 32 (half = q / 4, k = q % 4): ql bytes 64 half + 32 (k & 1)
-    // + l (low nibbles for k < 2), qh bytes 32 half + l (bits 2k, 2k + 1), scales 8 half + 2k + l / 16.
-    let nbk  = CPR / 8u;
-    let b    = c / 8u;
-    let half = (c % 8u) / 4u;
-    let k    = c % 4u;
-    let wo   = (row * nbk + b) * 13u;
-    let d    = ws[row * nbk + b];
-    let ql   = array<vec4<u32>, 2>(w[wo + 4u * half + 2u * (k & 1u)], w[wo + 4u * half + 2u * (k & 1u) + 1u]);
-    let qh   = array<vec4<u32>, 2>(w[wo + 8u + 2u * half], w[wo + 8u + 2u * half + 1u]);
-    let scw  = w[wo + 12u][2u * half + k / 2u];
-    let dsc  = vec2<f32>(mul_rn(d, f32(sbyte(scw, (2u * k) % 4u))), mul_rn(d, f32(sbyte(scw, (2u * k) % 4u + 1u))));
+    let k   = c % 4u;
+    let dsc = vec2<f32>(mul_rn(cw.d, f32(sbyte(cw.scw, (2u * k) % 4u))), mul_rn(cw.d, f32(sbyte(cw.scw, (2u * k) % 4u + 1u))));
     for (var l = 0u; l < 32u; l++) {
-        let lo = (ql[l / 16u][(l / 4u) % 4u] >> (8u * (l % 4u))) & 0xffu;
-        let hi = (qh[l / 16u][(l / 4u) % 4u] >> (8u * (l % 4u) + 2u * k)) & 3u;
+        let lo = (select(cw.a, cw.b, l >= 16u)[(l / 4u) % 4u] >> (8u * (l % 4u))) & 0xffu;
+        let hi = (select(cw.e, cw.f, l >= 16u)[(l / 4u) % 4u] >> (8u * (l % 4u) + 2u * k)) & 3u;
         let q  = i32(select(lo & 0xfu, lo >> 4u, k >= 2u) | (hi << 4u)) - 32;
         acc = df_fma(acc, mul_rn(dsc[l / 16u], f32(q)), h_val(t, 32u * c + l));
     }
@@ -109,13 +137,22 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let lane = lid % LANES;
     let row  = wid.x * (WG / LANES) + team;
     let t    = wid.y;
+    let live = row < p.n_vocab;
+    // The lane's first chunk is loaded before h is staged, and each next chunk while the current one
+    // is summed: the loads of a lane overlap its arithmetic (its sums are long chains).
+    var next: ChunkWords;
+    if (live && lane < CPR) { next = chunk_words(row, lane); }
     if (STAGE) {
         for (var i = lid; i < CPR * 32u; i += WG) { hs[i] = h_global(t, i); }
         workgroupBarrier();
     }
     var acc = vec2<f32>(0.0, 0.0);
-    if (row < p.n_vocab) {
-        for (var c = lane; c < CPR; c += LANES) { acc = chunk_dot(acc, row, c, t); }
+    if (live) {
+        for (var c = lane; c < CPR; c += LANES) {
+            let cw = next;
+            if (c + LANES < CPR) { next = chunk_words(row, c + LANES); }
+            acc = chunk_dot(acc, cw, c, t);
+        }
     }
     red[lid] = acc;
     workgroupBarrier();
