@@ -7,7 +7,10 @@
 //
 // Usage: node tools/web_node_run.mjs --model FILE [--wasm-dir build-web/bin] [--dawn PATH/dawn.node]
 //          [--backend webgpu|cpu] [-p PROMPT] [-n N] [--temp T[,T...]] [--seed S] [-c N_CTX] [--repeat N]
-//          [--allow-cpu-adapter] [--json-out FILE]
+//          [--allow-cpu-adapter] [--json-out FILE] [--dawn-flag FLAG ...]
+// --dawn-flag: a flag for dawn.node's create() (e.g. enable-dawn-features=skip_validation,disable_robustness:
+// what native tern asks for on a hardware adapter and a browser never does), to tell the browser's
+// validation and robustness costs apart from the rest.
 // Each temperature in --temp (0: greedy) is generated --repeat times with the model loaded once; each
 // run's figures are printed, and the JSON (line and file) has them all with each setting's text.
 import fs from "node:fs";
@@ -21,12 +24,12 @@ const require = createRequire(import.meta.url);
 function usage(message) {
   if (message) console.error(`error: ${message}`);
   console.error("usage: node tools/web_node_run.mjs --model FILE [--wasm-dir DIR] [--dawn dawn.node] [--backend webgpu|cpu]\n" +
-                "         [-p PROMPT] [-n N] [--temp T[,T...]] [--seed S] [-c N_CTX] [--repeat N] [--allow-cpu-adapter] [--json-out FILE]");
+                "         [-p PROMPT] [-n N] [--temp T[,T...]] [--seed S] [-c N_CTX] [--repeat N] [--allow-cpu-adapter] [--json-out FILE] [--dawn-flag FLAG ...]");
   process.exit(2);
 }
 
 const opt = { wasmDir: path.join(root, "build-web/bin"), backend: "webgpu", prompt: "The ship", n: 128, temps: [0], seed: 42,
-              ctx: 0, repeat: 1, allowCpuAdapter: false, model: null, dawn: null, jsonOut: null };
+              ctx: 0, repeat: 1, allowCpuAdapter: false, model: null, dawn: null, jsonOut: null, dawnFlags: [] };
 const argv = process.argv.slice(2);
 for (let i = 0; i < argv.length; ++i) {
   const a = argv[i];
@@ -55,6 +58,7 @@ for (let i = 0; i < argv.length; ++i) {
     case "--repeat": opt.repeat = Math.max(1, number()); break;
     case "--allow-cpu-adapter": opt.allowCpuAdapter = true; break;
     case "--json-out": opt.jsonOut = value(); break;
+    case "--dawn-flag": opt.dawnFlags.push(value()); break;
     case "-h": case "--help": usage(); break;
     default: usage(`unknown argument '${a}'`);
   }
@@ -72,7 +76,7 @@ if (opt.backend === "webgpu") {
   const { create, globals } = require(path.resolve(dawnPath));
   Object.assign(globalThis, globals);
   // Node >= 21 has a navigator of its own; the page's webgpu.h reads navigator.gpu.
-  const gpu = create([]);
+  const gpu = create(opt.dawnFlags);
   if (typeof navigator === "object" && navigator) Object.defineProperty(navigator, "gpu", { value: gpu, configurable: true });
   else globalThis.navigator = { gpu };
 }

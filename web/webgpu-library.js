@@ -6,7 +6,7 @@
 //
 // Asynchronous operations (adapter, device, mapping, error scopes, compilation info, queue done)
 // queue their C callbacks when the browser's promise settles; tern_wgpuInstanceProcessEvents runs the
-// queued callbacks, or, with none queued, returns a promise that settles on the next task. Under
+// queued callbacks, or, with none queued, returns a promise that settles when one is queued. Under
 // JSPI (web/tern-engine.js wraps this import in WebAssembly.Suspending and the engine's exports in
 // WebAssembly.promising) that promise suspends the WebAssembly stack, so tern's waits yield to the
 // browser instead of blocking it. Without JSPI the WebGPU backend is refused at start.
@@ -78,7 +78,7 @@ mergeInto(LibraryManager.library, {
       return { fn: TernWGPU.u32(p + L["CallbackInfo.callback"]), u1: TernWGPU.u32(p + L["CallbackInfo.userdata1"]),
                u2: TernWGPU.u32(p + L["CallbackInfo.userdata2"]) };
     },
-    later: function (run) { TernWGPU.pending.push(run); },
+    later: function (run) { TernWGPU.pending.push(run); TernWGPU.wake(); },
     future: function () { return BigInt(TernWGPU.nextFuture++); },
     limitNames: ["maxTextureDimension1D", "maxTextureDimension2D", "maxTextureDimension3D", "maxTextureArrayLayers",
       "maxBindGroups", "maxBindGroupsPlusVertexBuffers", "maxBindingsPerBindGroup",
@@ -121,14 +121,22 @@ mergeInto(LibraryManager.library, {
     },
     // Where a device's handle lives in memory (device-lost and error callbacks take a pointer to it).
     handleCell: function (id) { const p = _malloc(4); HEAPU32[p >> 2] = id; return p; },
-    // A zero-delay task (setTimeout is clamped once nested).
-    nextTask: function () {
-      if (!TernWGPU.channel) {
-        TernWGPU.channel = new MessageChannel();
-        TernWGPU.wakers = [];
-        TernWGPU.channel.port1.onmessage = function () { TernWGPU.wakers.shift()(); };
-      }
-      return new Promise(function (resolve) { TernWGPU.wakers.push(resolve); TernWGPU.channel.port2.postMessage(0); });
+    // A promise that settles when the next callback is queued (later()), or after fallbackMs in any case
+    // (the C++ wait then checks its deadline). The event loop runs freely meanwhile, so the browser
+    // (or dawn.node, which settles its promises from Node's event loop) finishes the operation, and the
+    // wait resumes as soon as it did: no polling, no busy loop.
+    fallbackMs: 10,
+    waker: null,
+    nextEvent: function () {
+      return new Promise(function (resolve) {
+        const timer = setTimeout(function () { TernWGPU.wake(); }, TernWGPU.fallbackMs);
+        TernWGPU.waker = function () { clearTimeout(timer); resolve(); };
+      });
+    },
+    wake: function () {
+      const w = TernWGPU.waker;
+      TernWGPU.waker = null;
+      if (w) w();
     },
   },
 
@@ -161,7 +169,7 @@ mergeInto(LibraryManager.library, {
       for (const f of run) f();
       return;
     }
-    return TernWGPU.nextTask();
+    return TernWGPU.nextEvent();
   },
   tern_wgpuInstanceGetWGSLLanguageFeatures__deps: ["$TernWGPU"],
   tern_wgpuInstanceGetWGSLLanguageFeatures: function (instance, out) {

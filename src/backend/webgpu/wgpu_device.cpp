@@ -30,7 +30,10 @@ int64_t default_timeout_ms() {
 // Runs `instance`'s event loop until *done or the deadline: yields for the first spin_us
 // microseconds (at least 64 times), then backs off to short sleeps so that a software adapter's
 // worker threads keep the CPU. (A 20 us sleep lasts ~60-80 us on Linux: with a hardware GPU that
-// is the latency between a step's end and the host noticing it.)
+// is the latency between a step's end and the host noticing it.) In the browser build the wait is
+// all in wgpuInstanceProcessEvents, which suspends the WebAssembly stack (JSPI) until a callback is
+// queued (web/webgpu-library.js): there a yield does nothing and a sleep spins on the clock, keeping
+// the JavaScript event loop, which completes the operation, from running.
 bool wait_until(WGPUInstance instance, const bool & done, int64_t timeout_ms, int64_t spin_us = 0) {
     using clock     = std::chrono::steady_clock;
     const auto t0   = clock::now();
@@ -40,6 +43,9 @@ bool wait_until(WGPUInstance instance, const bool & done, int64_t timeout_ms, in
         if (done) return true;
         const auto waited = clock::now() - t0;
         if (waited > std::chrono::milliseconds(timeout_ms)) return false;
+#ifdef __EMSCRIPTEN__
+        continue;
+#endif
         if (++spin < 64 || waited < std::chrono::microseconds(spin_us)) {
             std::this_thread::yield();
         } else {
