@@ -43,8 +43,6 @@ struct WebGpuTuning {
                                              // large or larger (half the bytes; wider bounds)
     uint32_t head_groups  = 0;  // workgroups of the int8 head; 0: two per compute unit
     uint32_t exact_groups = 0;  // workgroups of argmax_exact; 0: 512 after the int8 head, 64 after F16
-    uint32_t head_exact_stream = 0;  // the exact F16 head (lm_head_f16_decode, e.g. sampling without top-k)
-                                     // sums each word as it loads it (STREAM) instead of a row ahead
     // --- attention: webgpu_ops.cpp, webgpu_attention_*.cpp ---
     uint32_t attn_wg                 = 0;    // threads of attention.wgsl; 0: one query 256 (512 past
                                              //     attn_wide_positions where it fits), prompts 128
