@@ -46,11 +46,13 @@ Linear make_linear(int64_t k, int64_t n, bool base3) {
 }
 
 // The set that runs tiles variant v: 0 2-bit tiles, 1 base-3 decoded with multiplies, 2 base-3
-// looked up (AVX-512 VBMI); other sets run their own for every v.
+// looked up (AVX-512 VBMI), 3 2-bit tiles on AVX2 without AVX-VNNI (TERN_CPU_ISA=avx2); other sets
+// run their own for every v.
 const cpu::Kernels * tiles_kernels(int64_t v) {
     if (&kernels() == cpu::kernels_avx512() || &kernels() == cpu::kernels_avx512_multiply()) {
         return v == 1 ? cpu::kernels_avx512_multiply() : v == 2 ? cpu::kernels_avx512_vbmi() : &kernels();
     }
+    if (v == 3 && cpu::kernels_avx2_plain() != nullptr && &kernels() == cpu::kernels_avx2()) return cpu::kernels_avx2_plain();
     return &kernels();
 }
 
@@ -62,7 +64,7 @@ void BM_TernaryGemm(benchmark::State & st) {
         st.SkipWithError("no VBMI here");
         return;
     }
-    const auto    l = make_linear(k, n, st.range(3) != 0);
+    const auto    l = make_linear(k, n, st.range(3) == 1 || st.range(3) == 2);
     AlignedBytes  scratch(static_cast<size_t>(272 * k));
     std::vector<int8_t>  q(static_cast<size_t>(k * T), 3);
     std::vector<float>   s(static_cast<size_t>(T), 40.0f), y(static_cast<size_t>(n * T));
@@ -77,22 +79,26 @@ void BM_TernaryGemm(benchmark::State & st) {
     st.counters["weights GB/s"] = benchmark::Counter(static_cast<double>(l.w->codes.size()) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_TernaryGemm)->ArgsProduct({{2560}, {110592, 13824}, {1, 64}, {0, 1, 2}})->Args({6912, 2560, 1, 1})
-    ->Args({6912, 2560, 1, 2})->Args({6912, 2560, 64, 1})->Args({2560, 13824, 128, 1})->Args({2560, 13824, 128, 2});
+    ->Args({6912, 2560, 1, 2})->Args({6912, 2560, 64, 1})->Args({2560, 13824, 128, 1})->Args({2560, 13824, 128, 2})
+    ->Args({2560, 110592, 1, 3})->Args({2560, 13824, 1, 3})->Args({2560, 13824, 64, 3});
 
+// args: rows, 1 for AVX2 without AVX-VNNI (TERN_CPU_ISA=avx2)
 void BM_Int8Head(benchmark::State & st) {
     const int64_t        k = 2560, n = st.range(0);
+    const cpu::Kernels & ks = st.range(1) == 1 && cpu::kernels_avx2_plain() && &kernels() == cpu::kernels_avx2() ? *cpu::kernels_avx2_plain()
+                                                                                                                   : kernels();
     AlignedBytes         q(static_cast<size_t>(k * n)), hl(static_cast<size_t>(2 * k));
     std::memset(q.data(), 5, q.size());
     std::memset(hl.data(), 130, hl.size());
     std::vector<int32_t> qs(static_cast<size_t>(n), 0);
     std::vector<int64_t> dots(static_cast<size_t>(n));
     for (auto _ : st) {
-        kernels().i8_rows_dot_i16(q.as<int8_t>(), k, 0, n, k, hl.data(), hl.data() + k, qs.data(), dots.data());
+        ks.i8_rows_dot_i16(q.as<int8_t>(), k, 0, n, k, hl.data(), hl.data() + k, qs.data(), dots.data());
         benchmark::DoNotOptimize(dots.data());
     }
     st.counters["GB/s"] = benchmark::Counter(static_cast<double>(k * n) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
-BENCHMARK(BM_Int8Head)->Arg(4096)->Arg(65536);
+BENCHMARK(BM_Int8Head)->Args({4096, 0})->Args({65536, 0})->Args({4096, 1})->Args({65536, 1});
 
 void BM_Q6kHead(benchmark::State & st) {
     const int64_t        k = 2560, n = st.range(0);

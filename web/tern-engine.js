@@ -13,7 +13,7 @@
 
   // The exports that may reach a WebGPU wait or the token callback (they return promises under JSPI),
   // and the imports that may suspend them.
-  const SUSPENDING_EXPORTS = ["tern_web_load", "tern_web_generate"];
+  const SUSPENDING_EXPORTS = ["tern_web_load", "tern_web_generate", "tern_web_unload"];
   const SUSPENDING_IMPORTS = ["tern_wgpuInstanceProcessEvents", "tern_web_token"];
 
   // The sampler settings and their defaults: `tern run`'s (llama.cpp's).
@@ -157,6 +157,16 @@
       else this.modelDir = dir;
       this.info = JSON.parse(this.api.modelInfo());
       return this.info;
+    }
+
+    // Drops the loaded model and its backend: GPU buffers and the WebGPU device are destroyed once the
+    // work queued on them has run (dawn.node under Node must not reach its teardown with a live device:
+    // it crashes there). The engine can load another model afterwards.
+    async unload() {
+      if ((await this.callAsync("tern_web_unload")) < 0) this.fail();
+      if (this.modelDir) this.forget(this.modelDir);
+      this.modelDir = null;
+      this.info = null;
     }
 
     // Removes a model's folder from the engine's file system: unmounts a mount (the host's or the

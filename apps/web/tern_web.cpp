@@ -80,6 +80,15 @@ EMSCRIPTEN_KEEPALIVE int tern_web_load(const char * path, const char * backend, 
     });
 }
 
+// Drops the loaded model with its backend: the GPU's buffers and the device are destroyed, after the
+// work still queued ran (under JSPI the wait suspends). Nothing loaded: nothing to do.
+EMSCRIPTEN_KEEPALIVE int tern_web_unload() {
+    return guarded([&] {
+        g_engine.reset();
+        return 0;
+    });
+}
+
 // 0 when a file of `n_bytes` can be loaded on `backend` as far as memory goes, else -1 (the message
 // in tern_web_error): JavaScript asks before it reads a large File or Blob into memory.
 EMSCRIPTEN_KEEPALIVE int tern_web_check_fits(double n_bytes, const char * backend) {

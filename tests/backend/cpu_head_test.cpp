@@ -105,6 +105,7 @@ TEST_P(CpuHead, BoundedHeadsGiveTheExactHeadsAnswers) {
     std::mt19937 rng(99);
     auto         ref  = make_cpu_reference_backend(1);
     auto         fast = make_cpu_fast_backend({2, isa, 0});
+    auto         fast5 = make_cpu_fast_backend({5, isa, 0});
     for (DType type : {DType::q6_k, DType::f16}) {
         for (const int64_t k : {256, 768}) {
             for (int kind = 0; kind < 5; ++kind) {
@@ -145,10 +146,14 @@ TEST_P(CpuHead, BoundedHeadsGiveTheExactHeadsAnswers) {
                 ASSERT_EQ(got, want);
                 std::vector<float> sorted = exact;
                 std::sort(sorted.begin(), sorted.end(), std::greater<float>());
-                for (const int64_t top_k : {1, 5, 40}) {
-                    fast->output_head({lf.logits.tensor, {}, top_k}, *lf.table, in, round);
+                // Top-k: rows left out (-inf) are below the exact k-th logit, the others exact. Each thread
+                // selects its own k largest lower bounds; with 5 threads on 300 rows (64-row ranges) k = 100
+                // is more than a thread's rows.
+                auto check_top_k = [&](Backend & be, const Loaded & l, int64_t top_k) {
+                    const LinearInput lin{l.x.tensor, l.norm.get(), 1e-5f, {}, l.h.tensor};
+                    be.output_head({l.logits.tensor, {}, top_k}, *l.table, lin, round);
                     std::vector<float> v(static_cast<size_t>(n));
-                    fast->read(lf.logits.tensor, v.data(), v.size() * 4);
+                    be.read(l.logits.tensor, v.data(), v.size() * 4);
                     const float kth   = sorted[static_cast<size_t>(top_k - 1)];
                     int64_t     n_inf = 0;
                     for (int64_t i = 0; i < n; ++i) {
@@ -163,6 +168,11 @@ TEST_P(CpuHead, BoundedHeadsGiveTheExactHeadsAnswers) {
                     if (kind == 0) {
                         EXPECT_GT(n_inf, n / 2) << "top " << top_k << ": most rows should be bounded away";
                     }
+                };
+                for (const int64_t top_k : {1, 5, 40, 100}) check_top_k(*fast, lf, top_k);
+                if (kind == 3) {
+                    Loaded l5 = load(*fast5, t, x, nw);
+                    for (const int64_t top_k : {1, 40, 100}) check_top_k(*fast5, l5, top_k);
                 }
             }
         }

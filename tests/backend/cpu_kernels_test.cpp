@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdlib>
@@ -41,6 +42,15 @@ protected:
             GTEST_SKIP() << "no " << cpu_isa_name(GetParam().isa) << " kernels here (" << cpu_feature_list() << ")";
         }
         k_ = kernels_of(GetParam().isa);
+    }
+    // The set and its variants (the same results by other instructions): AVX-512's base-3 decodes
+    // (multiplies, VBMI lookups where the CPU has them), AVX2 without and with AVX-VNNI.
+    std::vector<const cpu::Kernels *> variants() const {
+        std::vector<const cpu::Kernels *> sets{k_};
+        if (GetParam().isa == CpuIsa::avx512) sets = {cpu::kernels_avx512_multiply(), cpu::kernels_avx512_vbmi()};
+        if (GetParam().isa == CpuIsa::avx2) sets = {cpu::kernels_avx2_plain(), cpu::kernels_avx2_vnni()};
+        sets.erase(std::remove(sets.begin(), sets.end(), nullptr), sets.end());
+        return sets;
     }
     const cpu::Kernels * k_ = nullptr;
     std::mt19937         rng_{1234};
@@ -81,16 +91,11 @@ std::vector<uint8_t> random_lowbit(DType type, int64_t k, int64_t n, std::mt1993
 }
 
 // Ternary products: every type, row counts around a tile, token counts around each kernel's token
-// blocks, with and without accumulation and output scales, into a strided, offset output. AVX-512:
-// both base-3 decodes (multiplies, and VBMI lookups where the CPU has them).
+// blocks, with and without accumulation and output scales, into a strided, offset output, on every
+// variant of the set (variants()).
 TEST_P(CpuKernels, TernaryGemmMatchesBitlinearDot) {
     ThreadPool pool(1);
-    std::vector<const cpu::Kernels *> sets{k_};
-    if (GetParam().isa == CpuIsa::avx512) {
-        sets = {cpu::kernels_avx512_multiply()};
-        if (cpu::kernels_avx512_vbmi()) sets.push_back(cpu::kernels_avx512_vbmi());
-    }
-    for (const cpu::Kernels * ks : sets) {
+    for (const cpu::Kernels * ks : variants()) {
         for (const bool base3 : {false, true}) {
             if (base3 && !ks->tile_to_base3) continue;
             for (DType type : {DType::i2_s, DType::tq2_0, DType::tq1_0, DType::q2_0, DType::pq2_0, DType::q1_0}) {
@@ -192,8 +197,7 @@ TEST_P(CpuKernels, RopeAndF16MatchTheReference) {
         std::vector<float> cs(static_cast<size_t>(n_rot / 2)), sn(cs.size());
         float              theta = static_cast<float>(pos);
         for (size_t i = 0; i < cs.size(); ++i) {
-            cs[i] = std::cos(theta);
-            sn[i] = std::sin(theta);
+            cpu::cos_sin_fixed(theta, &cs[i], &sn[i]);
             theta *= ts;
         }
         k_->rope(x.data(), n_heads, hd, n_rot, cs.data(), sn.data());
@@ -313,27 +317,30 @@ TEST_P(CpuKernels, DequantizedRowsMatchTheReference) {
 }
 
 TEST_P(CpuKernels, Int8HeadDotsAreExact) {
-    for (const int64_t k : {1, 63, 64, 65, 2560, 5000}) {
-        const int64_t        n = 9;
-        std::vector<int8_t>  q(static_cast<size_t>(k * n));
-        std::vector<int32_t> qs(static_cast<size_t>(n), 0);
-        std::vector<uint8_t> hi(static_cast<size_t>(k)), lo(static_cast<size_t>(k));
-        std::vector<int>     H(static_cast<size_t>(k));
-        for (auto & v : q) v = static_cast<int8_t>(static_cast<int>(rng_() % 255) - 127);
-        for (int64_t r = 0; r < n; ++r) {
-            for (int64_t i = 0; i < k; ++i) qs[static_cast<size_t>(r)] += q[static_cast<size_t>(r * k + i)];
-        }
-        for (int64_t i = 0; i < k; ++i) {
-            H[static_cast<size_t>(i)]  = i % 5 == 0 ? (i % 2 ? 32767 : -32767) : static_cast<int>(rng_() % 65535) - 32767;
-            hi[static_cast<size_t>(i)] = static_cast<uint8_t>((H[static_cast<size_t>(i)] >> 8) + 128);
-            lo[static_cast<size_t>(i)] = static_cast<uint8_t>(H[static_cast<size_t>(i)] & 255);
-        }
-        std::vector<int64_t> dots(static_cast<size_t>(n));
-        k_->i8_rows_dot_i16(q.data(), k, 0, n, k, hi.data(), lo.data(), qs.data(), dots.data());
-        for (int64_t r = 0; r < n; ++r) {
-            int64_t want = 0;
-            for (int64_t i = 0; i < k; ++i) want += static_cast<int64_t>(q[static_cast<size_t>(r * k + i)]) * H[static_cast<size_t>(i)];
-            ASSERT_EQ(dots[static_cast<size_t>(r)], want) << "k " << k << " row " << r;
+    for (const cpu::Kernels * ks : variants()) {
+        SCOPED_TRACE(ks->name);
+        for (const int64_t k : {1, 63, 64, 65, 2560, 5000}) {
+            const int64_t        n = 9;
+            std::vector<int8_t>  q(static_cast<size_t>(k * n));
+            std::vector<int32_t> qs(static_cast<size_t>(n), 0);
+            std::vector<uint8_t> hi(static_cast<size_t>(k)), lo(static_cast<size_t>(k));
+            std::vector<int>     H(static_cast<size_t>(k));
+            for (auto & v : q) v = static_cast<int8_t>(static_cast<int>(rng_() % 255) - 127);
+            for (int64_t r = 0; r < n; ++r) {
+                for (int64_t i = 0; i < k; ++i) qs[static_cast<size_t>(r)] += q[static_cast<size_t>(r * k + i)];
+            }
+            for (int64_t i = 0; i < k; ++i) {
+                H[static_cast<size_t>(i)]  = i % 5 == 0 ? (i % 2 ? 32767 : -32767) : static_cast<int>(rng_() % 65535) - 32767;
+                hi[static_cast<size_t>(i)] = static_cast<uint8_t>((H[static_cast<size_t>(i)] >> 8) + 128);
+                lo[static_cast<size_t>(i)] = static_cast<uint8_t>(H[static_cast<size_t>(i)] & 255);
+            }
+            std::vector<int64_t> dots(static_cast<size_t>(n));
+            ks->i8_rows_dot_i16(q.data(), k, 0, n, k, hi.data(), lo.data(), qs.data(), dots.data());
+            for (int64_t r = 0; r < n; ++r) {
+                int64_t want = 0;
+                for (int64_t i = 0; i < k; ++i) want += static_cast<int64_t>(q[static_cast<size_t>(r * k + i)]) * H[static_cast<size_t>(i)];
+                ASSERT_EQ(dots[static_cast<size_t>(r)], want) << "k " << k << " row " << r;
+            }
         }
     }
     std::vector<uint8_t> b(1000 + 77);

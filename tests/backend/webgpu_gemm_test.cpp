@@ -315,5 +315,67 @@ TEST_F(WebGpuGemm, SplitAlongKGivesTheUnsplitBits) {
     }
 }
 
+// y += W a split along K, then rms_norm_quant of y with the GEMM's activation scales as its output
+// scales (a batched step's o and down projections and the next norm): the sum is deferred and goes
+// out fused with the norm (split_sum_norm_quant.wgsl). y, the int8 activations and the scales must be
+// the unsplit GEMM's and plain rms_norm_quant's bit for bit; rows 4 to 4096 (K of the norm), tokens
+// 16 to 64 (the GEMM's), 2 to 7 shares.
+TEST_F(WebGpuGemm, ASplitSumFusedWithTheNextNormGivesTheSameBits) {
+    struct Case {
+        int64_t k, n, t;
+    };
+    for (const Case c : {Case{1280, 300, 45}, Case{2560, 2560, 64}, Case{256, 4096, 17}, Case{512, 4, 16}}) {
+        const std::string what = "k=" + std::to_string(c.k) + " n=" + std::to_string(c.n) + " T=" + std::to_string(c.t);
+        SCOPED_TRACE(what);
+        std::vector<uint8_t> wb = random_weight(DType::i2_s, c.k, c.n, rng_);
+        const WeightSource   part{"w", DType::i2_s, {c.k, c.n, 1, 1}, wb};
+        auto                 w = gpu_->load_linear({&part, 1});
+        std::vector<float>   nw(static_cast<size_t>(c.n));
+        for (auto & v : nw) v = std::normal_distribution<float>(1.0f, 0.3f)(rng_);
+        const WeightSource   norm_src{"n", DType::f32, {c.n, 1, 1, 1},
+                                      {reinterpret_cast<const uint8_t *>(nw.data()), nw.size() * 4}};
+        auto                 norm = gpu_->load_norm(norm_src);
+        std::vector<int8_t>  q;
+        std::vector<float>   s;
+        make_acts(c.k, c.t, q, s);
+        std::vector<float> y0(static_cast<size_t>(c.n * c.t));
+        for (auto & v : y0) v = std::normal_distribution<float>(0.0f, 2.0f)(rng_);
+        struct Result {
+            std::vector<float>  y, s;
+            std::vector<int8_t> q;
+        };
+        auto run = [&] {
+            auto aq  = alloc_tensor(*gpu_, DType::i8, {c.k, c.t, 1, 1}, "q");
+            auto aq2 = alloc_tensor(*gpu_, DType::i8, {c.n, c.t, 1, 1}, "q2");
+            auto as  = alloc_tensor(*gpu_, DType::f32, {c.t, 1, 1, 1}, "s");
+            auto y   = alloc_tensor(*gpu_, DType::f32, {c.n, c.t, 1, 1}, "y");
+            gpu_->write(aq.tensor, q.data(), q.size());
+            gpu_->write(as.tensor, s.data(), s.size() * 4);
+            gpu_->write(y.tensor, y0.data(), y0.size() * 4);
+            gpu_->begin_step();
+            gpu_->bitlinear(y.tensor, *w, {aq.tensor, as.tensor}, true);
+            gpu_->rms_norm_quant({aq2.tensor, as.tensor}, y.tensor, *norm, 1e-5f);
+            gpu_->end_step();
+            Result r{read_all(*gpu_, y.tensor), read_all(*gpu_, as.tensor), std::vector<int8_t>(static_cast<size_t>(c.n * c.t))};
+            gpu_->read(aq2.tensor, r.q.data(), r.q.size());
+            return r;
+        };
+        ASSERT_TRUE(gpu_->set_gemm_tiling(Tiling{}));  // (the dot4 GEMM: a split on every adapter)
+        gpu_->set_gemm_split(1);
+        const int64_t fused0 = gpu_->split_sums_fused();
+        const Result  want   = run();
+        EXPECT_EQ(gpu_->split_sums_fused(), fused0) << "unsplit: nothing to fuse";
+        for (const uint32_t shares : {2u, 7u}) {
+            gpu_->set_gemm_split(shares);
+            const int64_t before = gpu_->split_sums_fused();
+            const Result  got    = run();
+            EXPECT_EQ(gpu_->split_sums_fused(), before + 1) << "the sum went out with the norm";
+            expect_bits_equal(got.y, want.y, "y in " + std::to_string(shares) + " shares");
+            expect_bits_equal(got.s, want.s, "scales in " + std::to_string(shares) + " shares");
+            ASSERT_EQ(got.q, want.q) << "int8 activations in " << shares << " shares";
+        }
+    }
+}
+
 }  // namespace
 }  // namespace tern

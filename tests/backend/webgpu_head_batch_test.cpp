@@ -13,11 +13,13 @@
 #include "backend/webgpu/webgpu_backend_impl.h"
 #include "head_cases.h"
 #include "webgpu_test_util.h"
+#include "backend/webgpu/pipeline_cache.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <string>
@@ -146,6 +148,134 @@ TEST(WebGpuHeadBatch, TopKKeepsEveryRowThatCanBeInEachColumnsTopK) {
         }
         if (kind == 0) EXPECT_GT(n_inf, n_cols * hc.nv / 2) << "most rows -inf: did the fast path run?";
     }
+}
+
+// lm_head_i8_mma.wgsl with the subgroup matrices emulated (for adapters without them, SwiftShader):
+// a subgroup is invocations 32 s .. 32 s + 31 of the workgroup; an operand is its place in
+// workgroup memory (offset and stride in bytes: the builtins' units times MU), read when it is
+// multiplied (the kernel changes no tile between a load and its products); a result is 8 i32 per
+// invocation (element lane + 32 q, row-major in the 16 x 16); shuffles go through workgroup memory.
+// Every replaced spelling must occur in the kernel, so a change of the kernel fails here, loudly.
+const char * emulated_head_mma() {
+    static const std::string source = [] {
+        const WgslShader * real = find_wgsl_shader("lm_head_i8_mma");
+        TERN_ASSERT(real != nullptr, "lm_head_i8_mma is embedded");
+        std::string s(real->source);
+        const std::pair<const char *, const char *> edits[] = {
+            {"enable subgroups;\n", ""},
+            {"enable chromium_experimental_subgroup_matrix;\n", ""},
+            {"alias Left  = subgroup_matrix_left<i8, 32, 16>;", "alias Left = EmuOperand;"},
+            {"alias Right = subgroup_matrix_right<i8, 16, 32>;", "alias Right = EmuOperand;"},
+            {"alias Acc   = subgroup_matrix_result<i32, 16, 16>;", "alias Acc = EmuAcc;"},
+            {"subgroupMatrixLoad<Left, row_major>(&smem, ", "emu_load("},
+            {"subgroupMatrixLoad<Right, col_major>(&smem, ", "emu_load("},
+            {"subgroupMatrixMultiplyAccumulate(", "emu_mma("},
+            {"subgroupMatrixStore<col_major>(&smem, ", "emu_store("},
+            {"subgroupShuffleXor(", "emu_shuffle_xor("},
+            {"@builtin(subgroup_id) sg: u32, @builtin(subgroup_invocation_id) lane: u32", "@builtin(num_workgroups) emu_n: vec3<u32>"},
+            {"    let row0  = wid.x * BM;", "    let sg = lid / 32u;\n    let lane = lid % 32u;\n    emu_lane = lane;\n    emu_lid = lid;\n    let row0  = wid.x * BM;"},
+        };
+        for (const auto & [from, to] : edits) {
+            size_t at = s.find(from), n = 0;
+            for (; at != std::string::npos; at = s.find(from, at + std::strlen(to)), ++n) s.replace(at, std::strlen(from), to);
+            TERN_ASSERT(n > 0, "lm_head_i8_mma.wgsl no longer has '%s'", from);
+        }
+        s += R"(
+struct EmuOperand { off: u32, stride: u32 }
+struct EmuAcc { v: array<i32, 8> }
+var<private> emu_lane: u32;
+var<private> emu_lid: u32;
+var<workgroup> emu_x: array<u32, 1024>;
+fn emu_byte(a: u32) -> i32 { return (smem[a / 4u] << (24u - 8u * (a % 4u))) >> 24u; }
+fn emu_load(off: u32, stride: u32) -> EmuOperand { return EmuOperand(off * MU, stride * MU); }
+// l: 16 rows of 32 bytes (row r at off + r stride), r: 16 columns of 32 bytes (the same).
+fn emu_mma(l: EmuOperand, r: EmuOperand, acc: EmuAcc) -> EmuAcc {
+    var o = acc;
+    for (var q = 0u; q < 8u; q++) {
+        let e = emu_lane + 32u * q;
+        var s = 0;
+        for (var k = 0u; k < 32u; k++) { s += emu_byte(l.off + (e / 16u) * l.stride + k) * emu_byte(r.off + (e % 16u) * r.stride + k); }
+        o.v[q] += s;
+    }
+    return o;
+}
+fn emu_store(off: u32, acc: EmuAcc, stride: u32) {  // column-major: (row, col) at off + col stride + row
+    for (var q = 0u; q < 8u; q++) {
+        let e = emu_lane + 32u * q;
+        smem[off + (e % 16u) * stride + e / 16u] = acc.v[q];
+    }
+}
+fn emu_shuffle_xor(v: u32, mask: u32) -> u32 {
+    workgroupBarrier();
+    emu_x[emu_lid] = v;
+    workgroupBarrier();
+    return emu_x[emu_lid ^ mask];
+}
+)";
+        return s;
+    }();
+    static const WgslInclude none[] = {{nullptr, 0}};
+    static const WgslShader  table[] = {{"lm_head_i8_mma_emulated", "lm_head_i8_mma.wgsl", source, none}};
+    static const bool        added   = (add_wgsl_shaders(table), true);
+    (void)added;
+    return "lm_head_i8_mma_emulated";
+}
+
+// The tensor-core stage (lm_head_i8_mma.wgsl, its subgroup matrices emulated where the adapter has
+// none) in place of lm_head_i8_batch: the same ids and top-k logits as the CPU reference, with 1, 2
+// and 4 subgroups along the rows (partial row blocks: vocabularies of 300..1000), 1 to 4 along the
+// columns (3, 21 and 70 columns: 64 + 6), builtin offsets in units of 4 and 1 bytes.
+TEST(WebGpuHeadBatch, TheTensorCoreStageGivesTheSameIds) {
+    TERN_REQUIRE_WEBGPU();
+    auto & gpu = dynamic_cast<WebGpuBackend &>(*test::shared_webgpu().backend);
+    auto   ref = make_cpu_reference_backend(1);
+    const bool real = gpu.mma_unit() != 0;
+    const char * shader = real ? "lm_head_i8_mma" : emulated_head_mma();
+    Rand r(47);
+    struct Case {
+        int64_t  n_vocab;
+        int      kind;
+        int64_t  n_cols;
+        uint32_t sgm, unit;
+    };
+    for (const Case cs : {Case{1000, 0, 70, 2, 4}, Case{500, 5, 21, 1, 4}, Case{700, 2, 3, 4, 1}, Case{300, 4, 21, 2, 1}}) {
+        const uint32_t unit = real ? gpu.mma_unit() : cs.unit;
+        SCOPED_TRACE("kind " + std::to_string(cs.kind) + ", " + std::to_string(cs.n_cols) + " columns, SGM " +
+                     std::to_string(cs.sgm) + ", unit " + std::to_string(unit) + (real ? "" : " (emulated)"));
+        gpu.set_head_mma({shader, unit, cs.sgm});
+        ASSERT_TRUE(gpu.head_mma_tiling(cs.n_cols, 256).has_value()) << "the stage fits this adapter";
+        const HeadCase             hc   = test::make_head_case(cs.kind, 256, cs.n_vocab, r);
+        const std::vector<float>   x    = head_columns(hc, cs.n_cols, r);
+        const std::vector<int32_t> want = greedy_ids(*ref, hc, x, 0, cs.n_cols);
+        const std::vector<int32_t> got  = greedy_ids(gpu, hc, x, 0, cs.n_cols);
+        for (int64_t j = 0; j < cs.n_cols; ++j) {
+            EXPECT_EQ(got[static_cast<size_t>(j)], want[static_cast<size_t>(j)]) << "column " << j;
+        }
+        if (cs.kind == 4) EXPECT_EQ(got[0], 7) << "the exact winner hidden by f32 sums";
+        if (cs.kind == 5) EXPECT_EQ(got[0], 12) << "the exact winner hidden by the int8 copy";
+        // Top-k: the reference's bits or -inf where the row cannot be among the column's k largest;
+        // most rows -inf (the thresholds came out of the stage).
+        const int64_t            top_k = 5, n = std::min<int64_t>(cs.n_cols, 19);
+        const std::vector<float> exact = head_logits_top_k(*ref, hc, x, n, 0);
+        const std::vector<float> topk  = head_logits_top_k(gpu, hc, x, n, top_k);
+        int64_t                  n_inf = 0;
+        for (int64_t j = 0; j < n; ++j) {
+            const float *      e = exact.data() + j * hc.nv;
+            const float *      g = topk.data() + j * hc.nv;
+            std::vector<float> sorted(e, e + hc.nv);
+            std::sort(sorted.begin(), sorted.end(), std::greater<>());
+            for (int64_t i = 0; i < hc.nv; ++i) {
+                if (g[i] == -std::numeric_limits<float>::infinity()) {
+                    ++n_inf;
+                    ASSERT_LT(e[i], sorted[top_k - 1]) << "column " << j << ", row " << i;
+                } else {
+                    ASSERT_EQ(std::bit_cast<uint32_t>(g[i]), std::bit_cast<uint32_t>(e[i])) << "column " << j << ", row " << i;
+                }
+            }
+        }
+        if (cs.kind == 0) EXPECT_GT(n_inf, n * hc.nv / 2) << "most rows -inf: did the thresholds come out?";
+    }
+    gpu.set_head_mma({});
 }
 
 }  // namespace

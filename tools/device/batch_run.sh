@@ -16,7 +16,7 @@
 # libraries, into .devicebin); .gl as tools/device/webgpu_gpu_run.sh says. Then run with
 # carry [".gl", ".devicebin"] (about 25 MB with the 19 MB working tree under the 64 MiB limit):
 #   tools/device/batch_run.sh
-# Results: $OUT/batch_*.md, .json, .txt. Environment: TUNES (space-separated TERN_WEBGPU_TUNE
+# Results: $OUT/batch_*.md, .json, .txt, and all of them in $OUT/batch.tgz. Environment: TUNES (space-separated TERN_WEBGPU_TUNE
 # values for step 2), SPLIT_TUNES (the same for step 3a, at TUNE_STREAMS: 8,64), TESTS (step 1's
 # gtest filter), SKIP_DEPTH=1 (no step 2), STREAMS (default 1,8,32,64), SERVE_STREAMS (step 4's,
 # default STREAMS), PROFILE_STREAMS (step 3b's stream counts, default 64), REPS (steps 3 and 3a's
@@ -67,8 +67,8 @@ fi
 echo "== 3. batched engine: tern bench --parallel $streams"
 "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 --parallel "$streams" -r "${REPS:-3}" 2>&1 | tee "$out/batch_engine.md"
 
-echo "== 3a. $TUNE_STREAMS streams under other tunings (gemm_split_groups 0: never split; first_submit 0: a step in one submit)"
-for t in ${SPLIT_TUNES:-gemm_split_groups=0 gemm_split_groups=528 first_submit=0 gemm_min_tokens=4 attn_split_dims=16}; do
+echo "== 3a. $TUNE_STREAMS streams under other tunings (head_mma_rows 0: the dot4 head; attn_split_pv_wg 256: P·V as before)"
+for t in ${SPLIT_TUNES:-head_mma_rows=0 head_mma_rows=1 head_mma_rows=3 attn_split_pv_wg=256 attn_split_pv_wg=128}; do
     TERN_WEBGPU_TUNE=$t "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 --parallel "$TUNE_STREAMS" -r "${REPS:-3}" \
         2>/dev/null | grep ' tg64 x' | awk -F'|' -v t="$t" '{print t ":", $5 ":", $7, "t/s,", $8, "ms/step"}'
 done | tee "$out/batch_split_tunes.txt"
@@ -87,3 +87,5 @@ if [ -z "${SKIP_SERVE:-}" ]; then
         --streams "${SERVE_STREAMS:-$streams}" --duration "${DURATION:-10}" -c 2048 --json "$out/batch_serve.json" \
         2> "$out/batch_serve.log" | tee "$out/batch_serve.md"
 fi
+# Everything in one tarball as well (the device tool brings back what is under $OUT).
+(cd "$out" && tar -czf batch.tgz batch_*)

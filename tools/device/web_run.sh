@@ -82,8 +82,12 @@ for model in "${models[@]}"; do
         for (const [name, file, temp] of [["greedy", greedy, "0"], ["sampled", sampled, "0.7"]]) {
           const n = (read(file) || {}).text;
           if (n === undefined || w[temp] === undefined) { console.log(`${m} ${name}: no result (see the logs)`); continue; }
-          console.log(`${m} ${name}: ${n === w[temp] ? "same text" : "DIFFERENT: native " + JSON.stringify(n.slice(0, 120)) +
-                      " web " + JSON.stringify(String(w[temp]).slice(0, 120))}`);
+          const t = String(w[temp]);
+          let i = 0;
+          while (i < n.length && i < t.length && n[i] === t[i]) ++i;
+          console.log(`${m} ${name}: ${n === t ? `same text (${n.length} characters)` : `DIFFERENT from character ${i} of ` +
+                      `${n.length}: native ...${JSON.stringify(n.slice(Math.max(0, i - 40), i + 60))} web ...` +
+                      JSON.stringify(t.slice(Math.max(0, i - 40), i + 60))}`);
         }' "$out/web.$m.$rounds.json" "$out/native.$m.greedy.$rounds.json" "$out/native.$m.sampled.$rounds.json" "$m" 2>&1 | sum
 done
 

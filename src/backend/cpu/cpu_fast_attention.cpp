@@ -1,5 +1,6 @@
 // The fast CPU backend: the stacked q/k/v product, NeoX RoPE, the KV cache and causal attention.
 #include "backend/cpu/cpu_fast_backend.h"
+#include "backend/cpu/cpu_ops.h"
 
 #include "core/error.h"
 
@@ -21,7 +22,7 @@ void CpuFastBackend::qkv_in_job(int ti, const CpuTiledLinear & w, const cpu::Act
     linear_in_job(ti, w, a, qkv_.data(), w.n_rows, false);
 }
 
-// RoPE (angles by the reference's f32 recurrence and cosf/sinf, once per token: every head uses
+// RoPE (angles by the reference's f32 recurrence and cpu::cos_sin_fixed, once per token: every head uses
 // the same ones), q out, k and v into the cache. Token t is at position col_pos_[t] and its k and v
 // go to cache row col_row_[t] (set by the caller). One token per thread.
 void CpuFastBackend::rope_store(const Tensor & q, const KvLayer & kv, const AttentionShape & s, int64_t n_tok,
@@ -38,8 +39,7 @@ void CpuFastBackend::rope_store(const Tensor & q, const KvLayer & kv, const Atte
         for (int64_t t = t0; t < t1; ++t) {
             float theta = static_cast<float>(col_pos_[static_cast<size_t>(t)]);
             for (int64_t i = 0; i < half; ++i) {
-                cs[i] = std::cos(theta);
-                sn[i] = std::sin(theta);
+                cpu::cos_sin_fixed(theta, &cs[i], &sn[i]);
                 theta *= theta_scale;
             }
             float * col = qkv_.data() + t * rows;

@@ -116,7 +116,7 @@ private:
         std::vector<float>   gate, up; // gate/up rows of a block of tokens
         std::vector<int64_t> dots;     // the int8 head's integer sums
         std::vector<double>  fd;       // the Q6_K head's row sums
-        std::vector<float>   cand;     // candidate rows' exact logits
+        std::vector<float>   cand;     // head_bounded_top: the lower bounds of the thread's rows
         std::vector<int32_t> rows;     // candidate rows
         AlignedBytes         tile_bytes;  // base-3 tiles for many tokens: ActView::scratch (272 K)
         std::vector<uint8_t> kv_rows;  // attention_paged: one KV head's K then V rows of a sequence, gathered
@@ -178,6 +178,7 @@ private:
         double S = 1, h_norm = 0, eta_norm = 0, h8_norm = 0;
     } grid_;
     std::vector<float>      lo_, hi_;  // the int8 head's bounds per row
+    std::vector<float>      top_lo_;   // head_bounded_top: each thread's top_k largest lower bounds
     std::unique_ptr<Backend> ref_;   // the reference, for shapes the kernels do not take
     // matmul on a ternary weight: its input as per-token int8 (cpu_fast_family.cpp).
     OwnedTensor family_q_, family_scale_;

@@ -261,19 +261,28 @@ bool CpuFastBackend::head_bounded_top(const CpuFastEmbedding & e, const float * 
     grow(lo_, n);
     grow(hi_, n);
     const int n_threads = pool_.n_threads();
-    // Pass 1: bounds of every row, each thread's largest lower bound.
-    std::vector<float> best_lo(static_cast<size_t>(n_threads), -std::numeric_limits<float>::infinity());
+    // Pass 1: bounds of every row, each thread's largest lower bound, and for top-k its k largest
+    // lower bounds (the k largest of all rows are among the threads' k largest: the merge below
+    // selects the same k-th value a selection over every row would, without a serial pass over them).
+    const int64_t kk = std::min(top_k, n);
+    grow(top_lo_, n_threads * kk);
+    std::fill(top_lo_.begin(), top_lo_.begin() + n_threads * kk, -std::numeric_limits<float>::infinity());
     pool_.parallel_for(n, 64, [&](int64_t r0, int64_t r1, int ti) {
-        best_lo[static_cast<size_t>(ti)] = head_bounds(e, hin, r0, r1, scratch_[static_cast<size_t>(ti)]);
+        Scratch &   sc = scratch_[static_cast<size_t>(ti)];
+        const float m  = head_bounds(e, hin, r0, r1, sc);
+        float *     mine = top_lo_.data() + ti * kk;
+        if (kk <= 1) {
+            mine[0] = m;
+            return;
+        }
+        grow(sc.cand, r1 - r0);
+        std::copy(lo_.begin() + r0, lo_.begin() + r1, sc.cand.begin());
+        const int64_t nk = std::min(kk, r1 - r0);
+        std::nth_element(sc.cand.begin(), sc.cand.begin() + (nk - 1), sc.cand.begin() + (r1 - r0), std::greater<float>());
+        std::copy(sc.cand.begin(), sc.cand.begin() + nk, mine);
     });
-    float thresh = -std::numeric_limits<float>::infinity();
-    if (top_k <= 1) {
-        thresh = *std::max_element(best_lo.begin(), best_lo.end());
-    } else {
-        std::vector<float> tmp(lo_.begin(), lo_.begin() + n);
-        std::nth_element(tmp.begin(), tmp.begin() + (top_k - 1), tmp.end(), std::greater<float>());
-        thresh = tmp[static_cast<size_t>(top_k - 1)];
-    }
+    std::nth_element(top_lo_.begin(), top_lo_.begin() + (kk - 1), top_lo_.begin() + n_threads * kk, std::greater<float>());
+    const float thresh = top_lo_[static_cast<size_t>(kk - 1)];
     // Pass 2: the rows whose upper bound reaches the threshold, exactly: gathered 8 at a time into
     // the thread's scratch for the exact kernel (f16 rows copied, Q6_K rows dequantized).
     std::vector<std::pair<float, int64_t>> best(static_cast<size_t>(n_threads), {-std::numeric_limits<float>::infinity(), -1});

@@ -38,6 +38,10 @@ inline constexpr int64_t k_tile_rows  = 16;
 inline constexpr int64_t k_tile_cols  = 16;   // columns per chunk (2-bit tiles)
 inline constexpr int64_t k_tile_chunk = 64;   // bytes per chunk
 inline constexpr int64_t k_base3_cols = 20;   // columns per chunk (base-3 tiles)
+// How far ahead (bytes) the one-token ternary product and the int8 head prefetch the weights they
+// stream (README "Choosing and tuning"): a core's own look-ahead, on top of the hardware
+// prefetchers, which stop at every 4 KiB page.
+inline constexpr int64_t k_stream_prefetch_bytes = 1024;
 
 struct TernaryTiles {
     const uint8_t * codes      = nullptr;  // [n_tiles][chunks per tile][64]
@@ -196,6 +200,11 @@ struct Kernels {
 const Kernels * kernels_avx512();
 const Kernels * kernels_avx512_multiply();
 const Kernels * kernels_avx512_vbmi();
+// kernels_avx2(): with AVX-VNNI the ternary products and the int8 head use the VEX vpdpbusd
+// (kernels_avx2_vnni(), null on a CPU without it), else vpmaddubsw / vpmaddwd
+// (kernels_avx2_plain()); the results are the same, the tests run both.
+const Kernels * kernels_avx2_plain();
+const Kernels * kernels_avx2_vnni();
 const Kernels * kernels_avx2();
 const Kernels * kernels_neon();
 

@@ -257,8 +257,8 @@ void rope_head(float * x, int64_t n_rot, int64_t pos, float freq_base, float fre
     float         theta       = static_cast<float>(pos);
     for (int64_t i = 0; i < half; ++i) {
         const float t  = freq_scale * (factors ? theta / factors[i] : theta);
-        const float c  = std::cos(t);
-        const float s  = std::sin(t);
+        float c = 0.0f, s = 0.0f;
+        cos_sin_fixed(t, &c, &s);
         const int64_t i0 = mode == RopeMode::neox ? i : 2 * i;
         const int64_t i1 = mode == RopeMode::neox ? i + half : 2 * i + 1;
         const float x0 = x[i0];

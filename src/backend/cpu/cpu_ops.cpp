@@ -88,8 +88,8 @@ void rope_neox_head(float * x, int64_t n_rot, int64_t pos, float freq_base) {
     const int64_t half        = n_rot / 2;
     float         theta       = static_cast<float>(pos);
     for (int64_t i = 0; i < half; ++i) {
-        const float c  = std::cos(theta);
-        const float s  = std::sin(theta);
+        float c = 0.0f, s = 0.0f;
+        cos_sin_fixed(theta, &c, &s);
         const float x0 = x[i];
         const float x1 = x[i + half];
         x[i]           = x0 * c - x1 * s;
@@ -181,6 +181,56 @@ float exp_fixed(float x) {
     const int   ni = static_cast<int>(n);
     const float v  = y * std::bit_cast<float>(static_cast<uint32_t>(std::min(ni, 127) + 127) << 23);
     return ni == 128 ? v * 2.0f : v;
+}
+
+void cos_sin_fixed(float x, float * c, float * s) {
+    if (!std::isfinite(x)) {
+        *c = *s = std::numeric_limits<float>::quiet_NaN();
+        return;
+    }
+    if (x == 0.0f) {  // (the polynomial would turn -0 into +0)
+        *c = 1.0f, *s = x;
+        return;
+    }
+    // pi/2 = p1 + p2 + p3 + p4: p1..p3 have 25 significant bits, so k * p1..3 are exact for k < 2^28.
+    constexpr double two_over_pi = 0x1.45f306dc9c883p-1;
+    constexpr double p1 = 0x1.921fb50000000p+0, p2 = 0x1.110b460000000p-26, p3 = 0x1.1a62630000000p-54,
+                     p4 = 0x1.8a2e03707344ap-81;
+    const double xd = x;
+    const double k  = std::nearbyint(xd * two_over_pi);  // (the default rounding mode: half to even)
+    const double r  = (((xd - k * p1) - k * p2) - k * p3) - k * p4;
+    const double z  = r * r;
+    // Taylor coefficients (-1)^n / (2n+1)! and (-1)^n / (2n)!, each the double nearest.
+    const double sin_r =
+        r + r * z *
+                (-1.0 / 6.0 +
+                 z * (1.0 / 120.0 +
+                      z * (-1.0 / 5040.0 +
+                           z * (1.0 / 362880.0 +
+                                z * (-1.0 / 39916800.0 +
+                                     z * (1.0 / 6227020800.0 +
+                                          z * (-1.0 / 1307674368000.0 +
+                                               z * (1.0 / 355687428096000.0 +
+                                                    z * (-1.0 / 121645100408832000.0 +
+                                                         z * (1.0 / 51090942171709440000.0))))))))));
+    const double cos_r =
+        1.0 + z * (-0.5 +
+                   z * (1.0 / 24.0 +
+                        z * (-1.0 / 720.0 +
+                             z * (1.0 / 40320.0 +
+                                  z * (-1.0 / 3628800.0 +
+                                       z * (1.0 / 479001600.0 +
+                                            z * (-1.0 / 87178291200.0 +
+                                                 z * (1.0 / 20922789888000.0 +
+                                                      z * (-1.0 / 6402373705728000.0 +
+                                                           z * (1.0 / 2432902008176640000.0))))))))));
+    // x = k pi/2 + r: quadrant k mod 4 (two's complement: -1 & 3 = 3).
+    switch (static_cast<int64_t>(k) & 3) {
+        case 0: *c = static_cast<float>(cos_r), *s = static_cast<float>(sin_r); break;
+        case 1: *c = static_cast<float>(-sin_r), *s = static_cast<float>(cos_r); break;
+        case 2: *c = static_cast<float>(-cos_r), *s = static_cast<float>(-sin_r); break;
+        default: *c = static_cast<float>(sin_r), *s = static_cast<float>(-cos_r); break;
+    }
 }
 
 }  // namespace tern::cpu

@@ -48,7 +48,8 @@ float bitlinear_dot(const int8_t * w_values, const float * w_scales, int64_t gro
                     int64_t k);
 
 // NeoX RoPE of one head in place: pairs (i, i + n_rot/2), theta_i = pos * base^(-2i/n_rot) computed
-// as ggml does (f32 recurrence theta *= theta_scale, cosf/sinf). Dimensions >= n_rot pass through.
+// as ggml does (f32 recurrence theta *= theta_scale), cos and sin by cos_sin_fixed (not libm's
+// cosf / sinf, which differ by library). Dimensions >= n_rot pass through.
 void rope_neox_head(float * x, int64_t n_rot, int64_t pos, float freq_base);
 
 // The blocked order, tern's order for dot products that every backend reproduces bit for bit (the
@@ -100,5 +101,17 @@ float silu(float g);  // g / (1 + exp_fixed(-g))
 // ulp off, 99.19% correctly rounded. Returns 0 below 2^-125 (x < -86.99, where the result would be
 // subnormal, which GPUs may flush), +inf above 88.8, NaN for NaN.
 float exp_fixed(float x);
+
+// cos(x) and sin(x) of an f32 angle as a fixed sequence of double operations, each rounded once:
+// tern's RoPE angles on every backend and platform. libm's cosf / sinf differ by library (glibc's,
+// which ggml calls on Linux, is not correctly rounded: ~2% of 2B4T's RoPE table differs by an ulp
+// from musl's, which the WebAssembly build links), so the reference cannot call them. The angle is
+// reduced by k = round(x * 2/pi) against pi/2 in four parts (three of 25 bits: their products with
+// k < 2^28 are exact), then sin and cos of the remainder (|r| <= pi/4) by their Taylor series to
+// r^21 / r^20 in Horner's order, and the quadrant k mod 4 picks the signs. Both results are the
+// correctly rounded f32 except where the exact value lies within ~2^-50 (relative) of a midpoint
+// between two floats; none of the RoPE tables checked (tests/backend/cpu_kernels_test.cpp) has one.
+// Accurate for |x| < 2^28 (positions are below 2^24); NaN for NaN and infinities.
+void cos_sin_fixed(float x, float * c, float * s);
 
 }  // namespace tern::cpu

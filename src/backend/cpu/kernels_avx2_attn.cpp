@@ -274,12 +274,14 @@ void i8_rows_block(const int8_t * q, int64_t row_stride, int64_t r, int64_t k, c
     for (int64_t c0 = 0; c0 < k; c0 += 4096) {
         const int64_t c1 = c0 + 4096 < k ? c0 + 4096 : k;
         __m256i       acc[NR];
+#pragma GCC unroll 4
         for (int j = 0; j < NR; ++j) acc[j] = _mm256_setzero_si256();
         int64_t i = c0;
         for (; i + 16 <= c1; i += 16) {
             const __m256i hv = _mm256_sub_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(hi + i))), _mm256_set1_epi16(128));
             const __m256i H  = _mm256_add_epi16(_mm256_slli_epi16(hv, 8), _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(lo + i))));
-            for (int j = 0; j < NR; ++j) {
+#pragma GCC unroll 4
+            for (int j = 0; j < NR; ++j) {  // (unrolled: GCC 12 kept the loop and acc[j] in memory)
                 const __m256i qv = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(q + (r + j) * row_stride + i)));
                 acc[j]           = _mm256_add_epi32(acc[j], _mm256_madd_epi16(qv, H));
             }

@@ -34,13 +34,16 @@ void tile_tokens(const TernaryTiles & w, int64_t tile, const ActView & a, int64_
         for (int64_t c = g * chunks_per_g; c < (g + 1) * chunks_per_g; ++c) {
             const int64_t col = c * k_tile_cols;
             int8x16_t     act[NT];
+#pragma GCC unroll 4
             for (int t = 0; t < NT; ++t) act[t] = vld1q_s8(a.q + (t0 + t) * a.ld + col);
+#pragma GCC unroll 4
             for (int j = 0; j < 4; ++j) {
                 const uint8x16_t bytes = vld1q_u8(codes + c * k_tile_chunk + 16 * j);
                 const int8x16_t  w0    = vreinterpretq_s8_u8(vandq_u8(bytes, three));
                 const int8x16_t  w1    = vreinterpretq_s8_u8(vandq_u8(vshrq_n_u8(bytes, 2), three));
                 const int8x16_t  w2    = vreinterpretq_s8_u8(vandq_u8(vshrq_n_u8(bytes, 4), three));
                 const int8x16_t  w3    = vreinterpretq_s8_u8(vshrq_n_u8(bytes, 6));
+#pragma GCC unroll 4
                 for (int t = 0; t < NT; ++t) {
                     acc[t][j] = vdotq_laneq_s32(acc[t][j], w0, act[t], 0);
                     acc[t][j] = vdotq_laneq_s32(acc[t][j], w1, act[t], 1);

@@ -4,6 +4,8 @@
 namespace tern::cpu {
 #if !defined(TERN_HAVE_AVX2_KERNELS)
 const Kernels * kernels_avx2() { return nullptr; }
+const Kernels * kernels_avx2_plain() { return nullptr; }
+const Kernels * kernels_avx2_vnni() { return nullptr; }
 #endif
 #if !defined(TERN_HAVE_AVX512_KERNELS)
 const Kernels * kernels_avx512() { return nullptr; }

@@ -43,6 +43,7 @@ struct SplitTiling {
     uint32_t ch = 256;   // softmax: positions per workgroup
     uint32_t dg = 8;     // P·V: output dimensions per workgroup
     uint32_t rb = 64;    // P·V: blocks of 32 positions per round
+    uint32_t pv_wg = 256;  // P·V: threads per workgroup
     uint32_t jg = 4;     // P·V: query heads per workgroup (dividing G)
 };
 
@@ -66,6 +67,16 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
     TERN_ASSERT(group * st.ch <= 4 * st.wg, "attention_split_softmax holds 4 scores per thread");
     st.dg = std::clamp<uint32_t>(tune_.attn_split_dims, 2, 16);
     while (st.dg > 2 && (hd % st.dg != 0 || st.dg % 2 != 0)) st.dg /= 2;
+    // The largest position of the columns [c0, c0 + n).
+    auto max_position = [&](int64_t c0, int64_t n) {
+        if (batch == nullptr) return pos0 + c0 + n - 1;
+        int64_t m = 0;
+        for (const KvSeq & sq : batch->seqs) {
+            const int64_t a = std::max(sq.first, c0), b = std::min(sq.first + sq.n, c0 + n);
+            if (a < b) m = std::max(m, sq.pos0 + (b - 1 - sq.first));
+        }
+        return m;
+    };
     // P·V's query heads per workgroup: all G of a KV head (each V row read once), or where that
     // leaves the GPU short of workgroups (one column over a long context: 80 for 2B4T) the largest
     // divisor of G that gives 2 per compute unit (1 for 2B4T: 320 workgroups of 256 blocks per
@@ -82,29 +93,31 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
             }
         }
     }
-    st.rb = st.wg / st.jg / 16 * 16;
+    // P·V's threads: 256, or for a paged batch of short contexts (a decode step of many sequences:
+    // thousands of workgroups, each with one round of a few blocks) the fewest whose single round
+    // still covers the longest (64 for up to 512 positions with G = 4), so that more workgroups are
+    // resident at once: the same sums in the same order (rounds do not change it).
+    const int64_t n_longest = max_position(0, n_tok) + 1;
+    st.pv_wg = tune_.attn_split_pv_wg != 0 ? tune_.attn_split_pv_wg : st.wg;
+    if (tune_.attn_split_pv_wg == 0 && batch != nullptr) {
+        while (st.pv_wg > 64 && (st.pv_wg / 2) / st.jg >= 16 &&
+               int64_t{(st.pv_wg / 2) / st.jg / 16 * 16} * cpu::k_pos_block >= n_longest) {
+            st.pv_wg /= 2;
+        }
+    }
+    st.rb = st.pv_wg / st.jg / 16 * 16;
     const uint64_t g       = static_cast<uint64_t>(group);
     const uint64_t jg      = st.jg;
     const uint64_t sc_mem  = g * hd * 4 + g * st.wg * 4 + g * st.tp * 4 + 16;
     const uint64_t sm_mem  = g * st.ch * 4 + 64 + uint64_t{st.wg} * 8 + 16;
-    const uint64_t pv_mem  = uint64_t{st.wg} * 4 + 64 + jg * st.rb * st.dg * 4 + jg * (st.rb / 16) * st.dg * 4 +
+    const uint64_t pv_mem  = uint64_t{st.pv_wg} * 4 + 64 + jg * st.rb * st.dg * 4 + jg * (st.rb / 16) * st.dg * 4 +
                             jg * st.dg * 4 + 16;
     const uint64_t max_bind = std::min<uint64_t>(lim.maxBufferSize, lim.maxStorageBufferBindingSize);
     if (std::max({sc_mem, sm_mem, pv_mem}) > lim.maxComputeWorkgroupStorageSize || st.ts > st.wg || st.rb < 16 ||
-        hd % st.dg != 0) {
+        hd % st.dg != 0 || st.pv_wg > lim.maxComputeInvocationsPerWorkgroup) {
         return false;
     }
 
-    // The largest position of the columns [c0, c0 + n).
-    auto max_position = [&](int64_t c0, int64_t n) {
-        if (batch == nullptr) return pos0 + c0 + n - 1;
-        int64_t m = 0;
-        for (const KvSeq & sq : batch->seqs) {
-            const int64_t a = std::max(sq.first, c0), b = std::min(sq.first + sq.n, c0 + n);
-            if (a < b) m = std::max(m, sq.pos0 + (b - 1 - sq.first));
-        }
-        return m;
-    };
     // Columns per pass: the scores of a pass ([T][n_kv][G][ld] f32) within the budget.
     const int64_t n_all    = max_position(0, n_tok) + 1;
     const int64_t ld_all   = (n_all + 3) / 4 * 4;
@@ -196,7 +209,7 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
              cols_at + u32(4 * c0), pages_at, gpu_offset(out, 4) + u32(c0 * out.ne[0]), u32(out.ne[0])};
         PipelineKey pk{"attention_split_pv",
                        "rrrrrwu",
-                       {{{"WG", static_cast<double>(st.wg)},
+                       {{{"WG", static_cast<double>(st.pv_wg)},
                          {"HD", static_cast<double>(hd)},
                          {"GROUP", static_cast<double>(group)},
                          {"DG", static_cast<double>(st.dg)},

@@ -1,5 +1,6 @@
 // WebGpuBackend: device, memory, weight upload, reads/writes and synchronization. The op encoders
 // are in webgpu_ops.cpp.
+#include "backend/cpu/cpu_ops.h"
 #include "backend/webgpu/webgpu_backend_impl.h"
 
 #include "core/error.h"
@@ -363,13 +364,13 @@ const RopeTable & WebGpuBackend::rope_table(int64_t n_rot, float freq_base, int6
     while (cap < n_pos) cap *= 2;
     const int64_t      half = n_rot / 2;
     std::vector<float> table(static_cast<size_t>(cap * half * 2));
-    // The same expressions as cpu::rope_neox_head (f32 pow, recurrence, cosf / sinf).
+    // The same expressions as cpu::rope_neox_head (f32 pow, recurrence, cpu::cos_sin_fixed).
     const float theta_scale = std::pow(freq_base, -2.0f / static_cast<float>(n_rot));
     for (int64_t pos = 0; pos < cap; ++pos) {
         float theta = static_cast<float>(pos);
         for (int64_t i = 0; i < half; ++i) {
-            table[static_cast<size_t>((pos * half + i) * 2)]     = std::cos(theta);
-            table[static_cast<size_t>((pos * half + i) * 2 + 1)] = std::sin(theta);
+            float * cs = &table[static_cast<size_t>((pos * half + i) * 2)];
+            cpu::cos_sin_fixed(theta, cs, cs + 1);
             theta *= theta_scale;
         }
     }

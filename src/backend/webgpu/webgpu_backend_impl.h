@@ -124,6 +124,7 @@ public:
     // (The greedy head's last argmax stage may stay deferred for the next step's embed to fold in.)
     void end_step() override {
         step_->ramp_submits(0, 0);  // (start_from_idle's pieces end with the step)
+        if (split_sum_.pending) step_->run_deferred();  // (a split GEMM's sum stays in its step)
         if (++steps_unsubmitted_ >= steps_per_submit_) submit_steps();
     }
     void synchronize() override;
@@ -231,9 +232,25 @@ public:
     // false, and changes nothing, where the tensor-core GEMM does not run (mma_unit() is 0) or
     // cannot run t. A forced dot4 tiling (set_gemm_tiling) takes precedence: the dot4 GEMM runs.
     bool set_mma_tiling(std::optional<MmaTiling> t);
+    // The unit (bytes) of the subgroup matrix builtins' i8 offsets and strides on this device, found
+    // once by subgroup_matrix_probe (4 or 1), or 0: ternary_gemm_mma.wgsl and lm_head_i8_mma.wgsl are not used (no subgroup
+    // matrices, no 32-wide subgroups, or no exact product).
+    uint32_t mma_unit();
     // Forces every prefill GEMM of one scale group per row to split K into this many shares (tests;
     // nullopt: WebGpuTuning::gemm_split_groups decides; 1: no split).
     void set_gemm_split(std::optional<uint32_t> shares) { gemm_split_ = shares; }
+    // The batched head's tensor-core stage (lm_head_i8_mma.wgsl) for tests: `shader` stands in for
+    // it (tests/backend's emulation of the subgroup matrices, so adapters without them run its
+    // indexing and epilogue) with builtin offsets in `unit` bytes and `sgm` subgroups along the rows;
+    // sgm 0: the tuning's choice again. `shader` must outlive its use.
+    struct HeadMmaOverride {
+        std::string_view shader;
+        uint32_t         unit = 0, sgm = 0;
+    };
+    void set_head_mma(HeadMmaOverride o) { head_mma_override_ = o; }
+    // lm_head_i8_mma.wgsl's tiling for head_batch over n_cols columns of k elements, or none where
+    // the tensor cores do not run it (lm_head_i8_batch.wgsl, dot4, instead).
+    std::optional<MmaTiling> head_mma_tiling(int64_t n_cols, int64_t k);
 
     // What numerics_probe.wgsl found (set once by the constructor).
     struct Numerics {
@@ -275,6 +292,8 @@ public:
     HeadInt8Copy read_head_int8_copy(const Weight & head);
     // How many batched greedy / top-k heads (head_batch) were recorded, for tests.
     int64_t batch_heads_recorded() const { return batch_heads_recorded_; }
+    // How many split GEMM sums went out fused with the next rms_norm_quant, for tests.
+    int64_t split_sums_fused() const { return split_sums_fused_; }
     // The bounds B that the last int8 greedy head wrote for rows 0 .. n_rows - 1 (its value f is in
     // the logits it was given), for tests that check |f - exact logit| <= B.
     std::vector<float> read_greedy_head_bounds(int64_t n_rows);
@@ -335,10 +354,6 @@ private:
     void check_tuned_tilings();
     // The tiling of a prefill GEMM of n_tok tokens (webgpu_prefill.cpp).
     GemmTiling gemm_tiling(int64_t n_tok) const;
-    // The unit (bytes) of the subgroup matrix builtins' i8 offsets and strides on this device, found
-    // once by subgroup_matrix_probe (4 or 1), or 0: ternary_gemm_mma.wgsl is not used (no subgroup
-    // matrices, no 32-wide subgroups, or no exact product).
-    uint32_t mma_unit();
     // The tensor-core tiling of a prefill GEMM over rows of k elements.
     MmaTiling mma_tiling(int64_t k) const;
     // One ternary_gemm.wgsl dispatch into y (f32 elements at y_offset, y_stride per token); n_out
@@ -347,6 +362,18 @@ private:
                      uint32_t n_out, bool gate_up, uint32_t last_param);
     // The shares along K for a GEMM of `groups` workgroups over n_chunks chunks of 64 (1: no split).
     uint32_t gemm_split(const GpuLinear & w, uint32_t groups, uint32_t n_chunks) const;
+    // A split GEMM's sum that adds into y (last = 1, not gate/up) is deferred (StepEncoder::defer):
+    // when the next command is rms_norm_quant of that y, both go out as one dispatch
+    // (split_sum_norm_quant.wgsl, the same bits); otherwise gemm_split_sum.wgsl runs first as before.
+    struct SplitSum {
+        WGPUBuffer weights = nullptr, part = nullptr, scale = nullptr, y = nullptr;
+        uint32_t   n_out = 0, n_tokens = 0, n_split = 0, scales_offset = 0, oscales_offset = 0, ascale_offset = 0,
+                 y_offset = 0, y_stride = 0;
+        bool       pending = false;
+    } split_sum_;
+    // rms_norm_quant with the deferred split sum of x fused in, where it is x's and its scales are a's
+    // (false: nothing recorded).
+    bool rms_norm_quant_after_sum(const QuantizedActs & a, const Tensor & x, const GpuNorm & nw, float eps);
 
     // The bandwidth probes' timing: `reps` + 1 submits of `per_submit` dispatches that record(i)
     // records, each moving `bytes` per dispatch, timed on the host around submit + queue idle; the
@@ -423,8 +450,8 @@ private:
     // row width a multiple of 16 up to 4096, its copy made or not yet tried).
     bool greedy_head_i8_applies(const GpuTable & head) const;
     // webgpu_head_batch.cpp: the greedy (ids) or top-k head over several columns at once (a batched decoding step):
-    // rms_norm into in.h, head_grid_batch.wgsl, lm_head_i8_batch.wgsl (the int8 copy streamed once
-    // for all columns), head_exact_batch.wgsl (each column's candidates exactly), argmax_final. Each
+    // rms_norm into in.h, head_grid_batch.wgsl, lm_head_i8_batch.wgsl or lm_head_i8_mma.wgsl (the
+    // int8 copy streamed once for all columns), head_exact_batch.wgsl (each column's candidates exactly), argmax_final. Each
     // id is the exact head's argmax (lm_head_i8_argmax.wgsl's for that column alone). Returns false
     // (nothing recorded) where it does not apply.
     // With out.top_k instead of ids (head_topk_batch.wgsl): the logits of the rows that can be among
@@ -433,6 +460,8 @@ private:
     // head_batch over the columns in groups of at most k_head_batch_columns (its scratch, T n_vocab
     // (f, B) pairs, stays within a binding); false (nothing recorded) where it does not apply.
     bool head_batches(const HeadOutput & out, const GpuTable & head, const LinearInput & in, bool round_input_f16);
+    // lm_head_i8_mma.wgsl's pipeline for rows of k elements under tiling t (or the tests' stand-in).
+    PipelineKey head_mma_key(int64_t k, const MmaTiling & t);
 
     WgpuContext   ctx_;
     PipelineCache pipelines_;
@@ -549,10 +578,6 @@ private:
     // The blocks of a Q8_0 / Q4_0 / Q6_K table for its LM head (null for other types), and that head.
     std::unique_ptr<Weight> load_head_blocks(const WeightSource & src);
     void family_lm_head(const Tensor & logits, const GpuTable & head, const Tensor & h, bool round_input_f16);
-    // Greedy decoding of one token with such a head (webgpu_family_head.cpp): the groups' exact
-    // winners in exact_partial_ for argmax_final; 0 (nothing recorded) where it does not apply.
-    uint32_t family_head_argmax(const Tensor & logits, const GpuTable & head, const LinearInput & in, bool round_input_f16);
-    bool     head_q_stages(int64_t n_cols) const;  // lm_head_q.wgsl / head_q_exact.wgsl's STAGE
     void encode_family_rope_kv(const Tensor & q, const KvLayer & kv, const Tensor & qkv, const AttentionShape & s,
                                int64_t pos0, const KvBatch * batch);
     // linear / linear_glu of a non-ternary weight: one token takes matvec_q8.wgsl where it applies.
@@ -575,6 +600,7 @@ private:
     // column, the workgroups' winners.
     std::unique_ptr<GpuBuffer> batch_head_grid_, batch_head_thr_, batch_head_fb_, batch_head_wmax_, batch_head_partial_;
     int64_t                    batch_heads_recorded_ = 0;
+    int64_t                    split_sums_fused_     = 0;
     uint32_t                   head_thr_slot_ = 0;
     // The argmax_final that waits for the next embed (defer): its pairs' buffer, first pair, count.
     WGPUBuffer folded_pairs_        = nullptr;
@@ -620,6 +646,8 @@ private:
     std::unique_ptr<GpuBuffer>                     attn_super_;   // split attention: P·V superblock sums
     std::optional<GemmTiling>                      gemm_tiling_;  // set_gemm_tiling()
     std::optional<MmaTiling>                       mma_tiling_;   // set_mma_tiling()
+    HeadMmaOverride                                head_mma_override_;  // set_head_mma()
+    bool                                           head_mma_broken_ = false;  // lm_head_i8_mma did not build
     std::optional<uint32_t>                        gemm_split_;   // set_gemm_split()
     std::unique_ptr<GpuBuffer>                     gemm_split_part_;  // split GEMMs' shares [S][T][N] i32
     std::optional<uint32_t>                        mma_unit_;     // mma_unit(), once found

@@ -8,7 +8,9 @@
 //   rms_norm           x -> h, the exact head's input (its bits)
 //   head_grid_batch    (T x 256)  each column's 16-bit grid and norms; zeroes its threshold slot
 //   lm_head_i8_batch   (n_vocab / RW x T / CW, 256 each)  (f, B) of every row and column, and
-//                      each column's largest lower bound f - B
+//                      each column's largest lower bound f - B; on the tensor cores where the
+//                      device has them lm_head_i8_mma (n_vocab / 64 x 1, 256 each at 64 columns),
+//                      the same bits
 //   head_exact_batch   (n_vocab / 4096 x T, 256 each)  the rows with f + B >= that bound, exactly;
 //                      each workgroup's winner
 //   argmax_final       (T x 256)  the columns' ids, ties to the lowest index
@@ -19,6 +21,7 @@
 #include "backend/webgpu/webgpu_backend_impl.h"
 
 #include "core/error.h"
+#include "core/log.h"
 
 #include <algorithm>
 
@@ -40,6 +43,46 @@ uint32_t batch_head_tc(int64_t n_cols) {
 
 }  // namespace
 
+// lm_head_i8_mma.wgsl's SGM x SGN for n_cols columns of K elements, or none (lm_head_i8_batch.wgsl):
+// the tensor cores where the device has exact int8 subgroup matrices (mma_unit), head_mma_rows is
+// not 0, K is a multiple of 64, the workgroup fits and the kernel builds (once it has not, never
+// again: a warning, then dot4); SGN the fewest subgroups of 32 virtual columns (two per column: a
+// and b) that cover the columns.
+std::optional<WebGpuBackend::MmaTiling> WebGpuBackend::head_mma_tiling(int64_t n_cols, int64_t k) {
+    const bool     forced = head_mma_override_.sgm != 0;
+    const uint32_t sgm    = forced ? head_mma_override_.sgm : tune_.head_mma_rows;
+    if (sgm == 0 || k % 64 != 0 || (!forced && (head_mma_broken_ || mma_unit() == 0))) return std::nullopt;
+    const uint32_t sgn  = static_cast<uint32_t>(std::clamp<int64_t>((2 * n_cols + 31) / 32, 1, 4));
+    const uint32_t bm   = 32 * sgm, bn = 32 * sgn, wg = 32 * sgm * sgn;
+    const uint64_t smem = uint64_t{std::max(20 * (bm + bn), 512 * sgm * sgn)} * 4 + 64 * 4;
+    const auto &   lim  = ctx_.limits();
+    if (smem > lim.maxComputeWorkgroupStorageSize || wg > lim.maxComputeInvocationsPerWorkgroup ||
+        wg > lim.maxComputeWorkgroupSizeX || ceil_div(4 * (bm + bn), wg) > 8) {
+        return std::nullopt;
+    }
+    const MmaTiling t{sgm, sgn};
+    if (!forced) {
+        try {
+            pipelines_.pipeline(head_mma_key(k, t));
+        } catch (const Error & e) {
+            TERN_LOG_WARN("webgpu: the tensor-core LM head does not build here (%s); batched heads use dot4", e.what());
+            head_mma_broken_ = true;
+            return std::nullopt;
+        }
+    }
+    return t;
+}
+
+PipelineKey WebGpuBackend::head_mma_key(int64_t k, const MmaTiling & t) {
+    const bool forced = head_mma_override_.sgm != 0;
+    return PipelineKey{forced ? head_mma_override_.shader : "lm_head_i8_mma",
+                       "rrrwwwu",
+                       {{{"K", static_cast<double>(k)},
+                         {"SGM", static_cast<double>(t.sgm)},
+                         {"SGN", static_cast<double>(t.sgn)},
+                         {"MU", static_cast<double>(forced ? head_mma_override_.unit : mma_unit())}}}};
+}
+
 bool WebGpuBackend::head_batch(const HeadOutput & out, const GpuTable & e, const LinearInput & in,
                                bool round_input_f16) {
     const int64_t n_cols = in.x.ne[1];
@@ -59,7 +102,9 @@ bool WebGpuBackend::head_batch(const HeadOutput & out, const GpuTable & e, const
     const uint32_t   n_vocab  = u32(e.n_rows);
     const uint32_t   t        = u32(n_cols);
     const uint32_t   tc       = batch_head_tc(n_cols);
-    const uint32_t   rw       = 4 * (256 / tc), cw = 4 * tc;
+    const uint32_t   cw       = 4 * tc;
+    const auto       mma      = head_mma_tiling(n_cols, k);
+    const uint32_t   rw       = mma ? 32 * mma->sgm : 4 * (256 / tc);  // rows per workgroup of the int8 head
     const uint32_t   n_groups = ceil_div(n_vocab, rw);
     const uint32_t   n_chunks = ceil_div(n_vocab, k_exact_chunk);
     const WGPUBuffer grid     = grown(batch_head_grid_, (size_t{t} * static_cast<size_t>(k / 2) + 4 * size_t{t}) * 4,
@@ -81,11 +126,16 @@ bool WebGpuBackend::head_batch(const HeadOutput & out, const GpuTable & e, const
     struct {
         uint32_t n_vocab, n_cols, n_row_groups;
     } ph{n_vocab, t, n_groups};
-    const PipelineKey key_head{dot4_native_ ? "lm_head_i8_batch" : "lm_head_i8_batch_nodp4",
-                               "rrrwwwu",
-                               {{{"K", static_cast<double>(k)}, {"TC", static_cast<double>(tc)}}}};
-    const WGPUBuffer  bufs_head[] = {e.q8->get(), e.q8_info->get(), grid, fb, thr, wmax};
-    step_->dispatch(key_head, bufs_head, &ph, sizeof ph, n_groups, ceil_div(t, cw));
+    const WGPUBuffer bufs_head[] = {e.q8->get(), e.q8_info->get(), grid, fb, thr, wmax};
+    if (mma) {
+        const PipelineKey key_mma = head_mma_key(k, *mma);
+        step_->dispatch(key_mma, bufs_head, &ph, sizeof ph, n_groups, ceil_div(2 * t, 32 * mma->sgn));
+    } else {
+        const PipelineKey key_head{dot4_native_ ? "lm_head_i8_batch" : "lm_head_i8_batch_nodp4",
+                                   "rrrwwwu",
+                                   {{{"K", static_cast<double>(k)}, {"TC", static_cast<double>(tc)}}}};
+        step_->dispatch(key_head, bufs_head, &ph, sizeof ph, n_groups, ceil_div(t, cw));
+    }
 
     if (top_k) {  // the threshold slots become the k-th largest block bound of each column
         struct {

@@ -106,6 +106,7 @@ void WebGpuBackend::rms_norm_quant(const QuantizedActs & a, const Tensor & x, co
     const GpuNorm * nw = &as_norm(w);
     const int64_t k = x.ne[0];
     TERN_ASSERT(nw->n_cols == k && a.q.ne[0] == k && k % 4 == 0 && a.q.ne[1] == x.ne[1], "rms_norm_quant shapes");
+    if (rms_norm_quant_after_sum(a, x, *nw, eps)) return;
     struct {
         uint32_t k;
         float    eps;
@@ -114,6 +115,30 @@ void WebGpuBackend::rms_norm_quant(const QuantizedActs & a, const Tensor & x, co
     const PipelineKey key{"rms_norm_quant", "rrwwu", {{{"WG", static_cast<double>(norm_workgroup(k))}}}};
     const WGPUBuffer  bufs[] = {gpu_buffer(x), nw->buffer->get(), gpu_buffer(a.q), gpu_buffer(a.scale)};
     step_->dispatch(key, bufs, &p, sizeof p, u32(x.ne[1]));
+}
+
+bool WebGpuBackend::rms_norm_quant_after_sum(const QuantizedActs & a, const Tensor & x, const GpuNorm & nw, float eps) {
+    const SplitSum & ss = split_sum_;
+    const int64_t    k  = x.ne[0];
+    // The sum is x's (all of it, tokens at stride k) and reads the activation scales a gets.
+    if (!ss.pending || ss.y != gpu_buffer(x) || ss.y_offset != gpu_offset(x, 4) || ss.y_stride != k ||
+        ss.n_out != k || ss.n_tokens != x.ne[1] || ss.scale != gpu_buffer(a.scale) ||
+        ss.ascale_offset != gpu_offset(a.scale, 4) || !step_->take_deferred(ss.y, uint64_t{ss.y_offset} * 4)) {
+        return false;
+    }
+    split_sum_.pending = false;
+    struct {
+        uint32_t k;
+        float    eps;
+        uint32_t x_offset, x_stride, w_offset, q_offset, q_stride, scale_offset, n_tokens, n_split, scales_offset,
+            oscales_offset;
+    } p{u32(k), eps, ss.y_offset, u32(k), 0, gpu_offset(a.q, 4), u32(k / 4), ss.ascale_offset, ss.n_tokens, ss.n_split,
+        ss.scales_offset, ss.oscales_offset};
+    const PipelineKey key{"split_sum_norm_quant", "wrwwrru", {{{"WG", static_cast<double>(norm_workgroup(k))}}}};
+    const WGPUBuffer  bufs[] = {ss.y, nw.buffer->get(), gpu_buffer(a.q), ss.scale, ss.weights, ss.part};
+    step_->dispatch(key, bufs, &p, sizeof p, u32(x.ne[1]));
+    ++split_sums_fused_;
+    return true;
 }
 
 void WebGpuBackend::rms_norm(const Tensor & y, const Tensor & x, const Weight & w, float eps) {

@@ -244,9 +244,21 @@ void WebGpuBackend::encode_gemm(WGPUBuffer y, uint32_t y_offset, uint32_t y_stri
             last;
     } ps{n_out,           u32(n_tok),       u32(w.n_rows),          split,    w.scales_offset,
          w.oscales_offset, gpu_offset(a.scale, 4), y_offset, y_stride, last_param};
-    const PipelineKey key_sum{"gemm_split_sum", "rrrwu", {{{"WG", 64}, {"GATE_UP", gate_up ? 1.0 : 0.0}}}};
-    const WGPUBuffer  bufs_sum[] = {w.buffer->get(), y_gemm, gpu_buffer(a.scale), y};
-    step_->dispatch(key_sum, bufs_sum, &ps, sizeof ps, ceil_div(n_out, 64), u32(n_tok));
+    const WGPUBuffer weights = w.buffer->get(), scale = gpu_buffer(a.scale);
+    auto             record  = [this, ps, weights, y_gemm, scale, y, gate_up] {
+        split_sum_.pending = false;
+        const PipelineKey key_sum{"gemm_split_sum", "rrrwu", {{{"WG", 64}, {"GATE_UP", gate_up ? 1.0 : 0.0}}}};
+        const WGPUBuffer  bufs_sum[] = {weights, y_gemm, scale, y};
+        step_->dispatch(key_sum, bufs_sum, &ps, sizeof ps, ceil_div(ps.n_out, 64), ps.n_tokens);
+    };
+    if (gate_up || last_param != 1 || n_out != w.n_rows) {
+        record();
+        return;
+    }
+    // y += W a: the next norm of y may take the sum in (rms_norm_quant_after_sum).
+    step_->defer(y, uint64_t{y_offset} * 4, record);
+    split_sum_ = {weights, y_gemm, scale, y, n_out, u32(n_tok), split, w.scales_offset, w.oscales_offset,
+                  ps.ascale_offset, y_offset, y_stride, true};
 }
 
 bool WebGpuBackend::prefill_bitlinear(const Tensor & y, const Weight & w, const QuantizedActs & a, bool accumulate) {

@@ -37,12 +37,16 @@ struct WebGpuTuning {
     uint32_t o_wg              = 0;    // its threads; 0: 512 where o_lanes is 32 by default, else decode_wg
     uint32_t gate_up_lanes     = 4;    // the fewest lanes per row of gate+up
     uint32_t family_rows       = 16;   // output rows per workgroup of matvec_q8.wgsl (Q4_0 / Q8_0 decode)
+    uint32_t family_wg         = 256;  // ... its threads (and matvec_q8k.wgsl's; a power of two)
     uint32_t family_prefetch   = 8;    // ... weight blocks per lane it loads before its prologue (0..8)
     // --- the LM head of one token: lm_head_i8_argmax.wgsl, argmax_exact.wgsl ---
     uint32_t head_i8_min_bytes = 64u << 20;  // greedy decoding streams an int8 copy of F16 heads this
                                              // large or larger (half the bytes; wider bounds)
     uint32_t head_groups  = 0;  // workgroups of the int8 head; 0: two per compute unit
     uint32_t exact_groups = 0;  // workgroups of argmax_exact; 0: 512 after the int8 head, 64 after F16
+    // --- the LM head of a batched step: webgpu_head_batch.cpp ---
+    uint32_t head_mma_rows = 2;  // subgroups along the rows of lm_head_i8_mma.wgsl (tensor cores; 1 to
+                                 //     4, where the workgroup memory fits); 0: lm_head_i8_batch (dot4)
     // --- attention: webgpu_ops.cpp, webgpu_attention_*.cpp ---
     uint32_t attn_wg                 = 0;    // threads of attention.wgsl; 0: one query 256 (512 past
                                              //     attn_wide_positions where it fits), prompts 128
@@ -56,6 +60,9 @@ struct WebGpuTuning {
     uint32_t attn_split_heads        = 0;    // query heads per attention_split_pv workgroup (a divisor of
                                              //     G); 0: all G where that gives 2 workgroups per
                                              //     compute unit, else the largest divisor that does
+    uint32_t attn_split_pv_wg        = 0;    // threads of attention_split_pv; 0: 256, or for a paged
+                                             //     batch the fewest (down to 64) whose one round covers
+                                             //     its longest context
     uint32_t attn_prefetch_loads     = 0;    // loads per thread of attention's weight-prefetch
                                              //     workgroups; 0: the fewest that stay on free units
     uint32_t attn_prefill_min_tokens = 16;   // query tokens from which prompts take attention_prefill_*

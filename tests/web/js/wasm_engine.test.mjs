@@ -34,6 +34,10 @@ const cases = [
   { name: "repetition penalty, top-k 0, top-p 0.9, min-p 0",
     prompt: "The President said", web: { temp: 0.9, seed: 7, topK: 0, topP: 0.9, minP: 0, repeatPenalty: 1.3, nPredict: 32 },
     cli: ["-n", "32", "--temp", "0.9", "--seed", "7", "--top-k", "0", "--top-p", "0.9", "--min-p", "0", "--repeat-penalty", "1.3"] },
+  // RoPE's cos and sin at positions past 130: with libm's cosf / sinf (musl's here, glibc's natively)
+  // this text left native's after ~130 tokens (cpu::cos_sin_fixed).
+  { name: "seeded sampling, 200 tokens", prompt: "Once upon a time", web: { temp: 0.7, seed: 42, nPredict: 200 },
+    cli: ["-n", "200", "--temp", "0.7", "--seed", "42"] },
 ];
 for (const c of cases) {
   test(`${c.name}: same text as tern run`, async () => {
@@ -84,6 +88,17 @@ test("a host file (NODEFS) loads as its bytes do; a 5 GiB file is a clear error 
   await assert.rejects(other.generate("The ship"), /no model is loaded/);  // the old model was dropped first
   assert.equal(fs.statSync(modelPath).size, 12015392);  // the host files are only unmounted, never touched
   assert.ok(fs.existsSync(bigModel()));
+});
+
+test("unload drops the model; the engine loads again", async () => {
+  const other = await nodeEngine();
+  await other.unload();
+  assert.equal(other.info, null);
+  await assert.rejects(other.generate("The ship"), /no model is loaded/);
+  await other.unload();  // nothing loaded: nothing to do
+  await other.loadModel(fs.readFileSync(modelPath), "tern-32m-en.gguf");
+  assert.equal((await generateAll(other, "The ship", { temp: 0, nPredict: 4 })).text,
+               nativeRun("The ship", ["-n", "4", "--temp", "0"]));
 });
 
 test("chat format: the first turn's reply equals tern chat's", async () => {

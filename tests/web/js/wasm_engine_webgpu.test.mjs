@@ -5,7 +5,7 @@
 // a 5 GiB file (the shipped model padded with zeros, sparse): larger than the wasm32 address space,
 // it loads only because the backend reads it a layer at a time, with progress. Slow by nature
 // (SwiftShader): short generations.
-import { test, before } from "node:test";
+import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { requireWebBuild, useDawnNode, nodeEngine, generateAll, nativeRun, bigModel, bigModelBytes } from "./web_harness.mjs";
 
@@ -17,6 +17,9 @@ before(async () => {
   engine = await nodeEngine({ backend: "webgpu", allowCpuAdapter: true,
                               onProgress: (done, total) => progress.push([done, total]) }, { path: bigModel() });
 });
+// The device and its buffers go before Node exits: dawn.node crashed (SIGSEGV) in its teardown with
+// them still alive.
+after(async () => { if (engine) await engine.unload(); });
 
 test("a 5 GiB file loads a layer at a time, with progress, on the WebGPU adapter with JSPI", () => {
   assert.equal(engine.jspi, true);
