@@ -5,7 +5,7 @@
 #      decode steps (gen_timeline.py: a batch far slower than the rest is a pipeline compiled
 #      mid-generation, which the warm-up is there to prevent);
 #   2. tools/run_bench.py, alternating rounds: tern run -n 512 greedy (--temp 0), the default
-#      sampler (--seed 1) and --top-k 0 --top-p 0.9 (--seed 1; also with head_exact_stream=1)
+#      sampler (--seed 1) and --top-k 0 --top-p 0.9 (--seed 1)
 #      against tern bench tg512 (the positions tern run -n 512 decodes);
 #   3. tg64 at depth 0 and 4096, and at 4096 with P·V by attention_split_pv (attn_split_tiles=0)
 #      against the default (attention_split_pvt + combine), alternating;
@@ -48,7 +48,6 @@ python3 tools/run_bench.py --tern "$B/tern" -m "$model" --backend webgpu --round
     --arm "run-greedy=--temp 0" \
     --arm "run-sampled-default=--seed 1" \
     --arm "run-topk0-topp0.9=--top-k 0 --top-p 0.9 --seed 1" \
-    --arm "run-topk0-topp0.9-stream=TERN_WEBGPU_TUNE=head_exact_stream=1 --top-k 0 --top-p 0.9 --seed 1" \
     --bench "bench-tg512=-p 0 -n 512 -r 3" 2>&1 | tee -a "$out/summary.txt"
 
 echo "== 3. tg64 at depth 0 and 4096; depth 4096 with attn_split_tiles=0 (attention_split_pv)" | tee -a "$out/summary.txt"
@@ -81,8 +80,6 @@ if [ "${GEN_RUN_PROFILE:-1}" != 0 ]; then
     prof run_sampled_default run --backend webgpu -m "$model" -p "Once upon a time" -n 64 --seed 1 --no-display-prompt
     prof run_sampled_topp run --backend webgpu -m "$model" -p "Once upon a time" -n 64 --top-k 0 --top-p 0.9 --seed 1 \
         --no-display-prompt
-    TERN_WEBGPU_TUNE=head_exact_stream=1 prof run_sampled_topp_stream run --backend webgpu -m "$model" \
-        -p "Once upon a time" -n 64 --top-k 0 --top-p 0.9 --seed 1 --no-display-prompt
 fi
 
 if [ -n "${GEN_RUN_TESTS:-}" ]; then

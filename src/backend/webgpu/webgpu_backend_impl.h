@@ -616,6 +616,10 @@ private:
     static size_t              top_k_list_bytes() { return (2 + 2 * size_t{k_top_k_list_rows}) * 4; }
     std::unique_ptr<GpuBuffer> top_k_lists_[2];
     int                        top_k_next_ = 0;
+    // Whether a list's count is 0 when the next head recorded runs: a new buffer's is, and sample()
+    // sets it back to 0 after reading the list; else the head's encoder writes 0 first (a queue write
+    // per step that device sampling does without).
+    bool top_k_list_zero_[2] = {true, true};
     // The list of the last top-k head recorded (head_top_k), for the sample() that follows it (then
     // cleared): the logits it belongs to and which of top_k_lists_.
     struct {

@@ -51,8 +51,7 @@ bool WebGpuBackend::try_decode_head(const Tensor & logits, const GpuTable & head
                           "rrrwwu",
                           {{{"K", static_cast<double>(head.n_cols)},
                             {"NORM", norm ? 1.0 : 0.0},
-                            {"ARGMAX_ONLY", argmax_only ? 1.0 : 0.0},
-                            {"STREAM", !argmax_only && tune_.head_exact_stream != 0 ? 1.0 : 0.0}}}};
+                            {"ARGMAX_ONLY", argmax_only ? 1.0 : 0.0}}}};
     const WGPUBuffer  bufs[] = {head.buffer->get(), gpu_buffer(h_or_x),
                                 norm ? norm->buffer->get() : gpu_buffer(h_or_x), gpu_buffer(logits), partials};
     step_->dispatch(key, bufs, &p, sizeof p, n_chunks);
@@ -208,8 +207,11 @@ uint32_t WebGpuBackend::encode_exact_rows(const Tensor & logits, const GpuTable 
         if (!top_k_lists_[list]) top_k_lists_[list] = make_buffer(top_k_list_bytes(), nullptr, "top-k rows");
         // The count starts at 0: a queue write runs after the steps already submitted and before
         // this one (whose list is not the one a submitted, unread step fills).
-        const uint32_t zero = 0;
-        wgpu().wgpuQueueWriteBuffer(ctx_.queue(), top_k_lists_[list]->get(), 0, &zero, 4);
+        if (!top_k_list_zero_[list]) {
+            const uint32_t zero = 0;
+            wgpu().wgpuQueueWriteBuffer(ctx_.queue(), top_k_lists_[list]->get(), 0, &zero, 4);
+        }
+        top_k_list_zero_[list] = false;
         out         = top_k_lists_[list]->get();
         top_k_next_ = 1 - list;
     }

@@ -30,7 +30,8 @@ void WebGpuBackend::sample(const Tensor & id, const Tensor & logits, const Sampl
                       sample_list_.offset == gpu_offset(logits, 4);
     WGPUBuffer list_buffer = nullptr;
     if (list) {
-        list_buffer = top_k_lists_[sample_list_.list]->get();
+        list_buffer                            = top_k_lists_[sample_list_.list]->get();
+        top_k_list_zero_[sample_list_.list] = true;  // (sample.wgsl sets its count back to 0)
     } else {
         if (!top_k_lists_[0]) top_k_lists_[0] = make_buffer(top_k_list_bytes(), nullptr, "top-k rows");
         list_buffer = top_k_lists_[0]->get();  // (bound, not read)

@@ -45,8 +45,6 @@ struct WebGpuTuning {
                                              // large or larger (half the bytes; wider bounds)
     uint32_t head_groups  = 0;  // workgroups of the int8 head; 0: two per compute unit
     uint32_t exact_groups = 0;  // workgroups of argmax_exact; 0: 512 after the int8 head, 64 after F16
-    uint32_t head_exact_stream = 0;  // the exact F16 head (lm_head_f16_decode, e.g. sampling without top-k)
-                                     // sums each word as it loads it (STREAM) instead of a row ahead
     // --- the LM head of a batched step: webgpu_head_batch.cpp ---
     uint32_t head_mma_rows = 2;  // subgroups along the rows of lm_head_i8_mma.wgsl (tensor cores; 1 to
                                  //     4, where the workgroup memory fits); 0: lm_head_i8_batch (dot4)

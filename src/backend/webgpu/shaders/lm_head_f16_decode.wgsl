@@ -31,10 +31,6 @@ override NORM: bool = false;  // h = rms_norm(x) * nw first
 // double sum).
 override ARGMAX_ONLY: bool = false;
 override PER_LANE: u32 = (K / 8u + 31u) / 32u;  // vec4 loads per lane per row (K <= 4096: <= 16)
-// STREAM (WebGpuTuning::head_exact_stream): each word summed as it is loaded, no row held in
-// registers ahead (fewer registers, more workgroups per compute unit: for the double-float sums,
-// where the arithmetic rather than the loads may be the limit). The same sums in the same order.
-override STREAM: bool = false;
 override WG: u32 = 256u;      // fixed (lib/inv_rms.wgsl and lib/best_index.wgsl size their arrays by it)
 
 
@@ -75,59 +71,33 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let team  = lid / 32u;
     let lane  = lid % 32u;
     let words = K / 8u;  // vec4<u32> per row
+    // The first row's loads are issued before h is staged (its norm and f16 rounding take a few
+    // microseconds), and each next row's while the current one is summed.
+    var next = load_row(wid.x * 64u + team, lane);
+    stage_head_input(lid);
     var acc: array<vec2<f32>, 8>;
-    if (STREAM) {
-        stage_head_input(lid);
-        for (var r = 0u; r < 8u; r++) {
-            let row = wid.x * 64u + r * 8u + team;
-            if (row >= p.n_vocab) { continue; }
-            var c = array<vec2<f32>, 4>();  // explicitly zero: a new sum per row
-            for (var v = 0u; v < PER_LANE; v++) {
-                let i = lane + 32u * v;
-                if (i >= words) { break; }
-                let w  = head[row * words + i];
-                let ha = hs[2u * i];
-                let hb = hs[2u * i + 1u];
-                c[0] = chain(c[0], unpack2x16float(w.x), ha.xy, round_in);
-                c[1] = chain(c[1], unpack2x16float(w.y), ha.zw, round_in);
-                c[2] = chain(c[2], unpack2x16float(w.z), hb.xy, round_in);
-                c[3] = chain(c[3], unpack2x16float(w.w), hb.zw, round_in);
-            }
-            if (ARGMAX_ONLY) {
-                acc[r] = (c[0] + c[1]) + (c[2] + c[3]);
-            } else {
-                acc[r] = df_add(df_add(c[0], c[1]), df_add(c[2], c[3]));
-            }
+    for (var r = 0u; r < 8u; r++) {
+        let row = wid.x * 64u + r * 8u + team;
+        let wv  = next;
+        if (r + 1u < 8u) { next = load_row(row + 8u, lane); }
+        if (row >= p.n_vocab) { continue; }
+        // Four independent sum chains (one per u32 of the vec4) so that the adds overlap.
+        var c = array<vec2<f32>, 4>();  // explicitly zero: a new sum per row
+        for (var v = 0u; v < PER_LANE; v++) {
+            let i = lane + 32u * v;
+            if (i >= words) { break; }
+            let w  = wv[v];
+            let ha = hs[2u * i];       // h of the halves in w.x (xy) and w.y (zw)
+            let hb = hs[2u * i + 1u];  // h of the halves in w.z (xy) and w.w (zw)
+            c[0] = chain(c[0], unpack2x16float(w.x), ha.xy, round_in);
+            c[1] = chain(c[1], unpack2x16float(w.y), ha.zw, round_in);
+            c[2] = chain(c[2], unpack2x16float(w.z), hb.xy, round_in);
+            c[3] = chain(c[3], unpack2x16float(w.w), hb.zw, round_in);
         }
-    }
-    if (!STREAM) {
-        // The first row's loads are issued before h is staged (its norm and f16 rounding take a few
-        // microseconds), and each next row's while the current one is summed.
-        var next = load_row(wid.x * 64u + team, lane);
-        stage_head_input(lid);
-        for (var r = 0u; r < 8u; r++) {
-            let row = wid.x * 64u + r * 8u + team;
-            let wv  = next;
-            if (r + 1u < 8u) { next = load_row(row + 8u, lane); }
-            if (row >= p.n_vocab) { continue; }
-            // Four independent sum chains (one per u32 of the vec4) so that the adds overlap.
-            var c = array<vec2<f32>, 4>();  // explicitly zero: a new sum per row
-            for (var v = 0u; v < PER_LANE; v++) {
-                let i = lane + 32u * v;
-                if (i >= words) { break; }
-                let w  = wv[v];
-                let ha = hs[2u * i];       // h of the halves in w.x (xy) and w.y (zw)
-                let hb = hs[2u * i + 1u];  // h of the halves in w.z (xy) and w.w (zw)
-                c[0] = chain(c[0], unpack2x16float(w.x), ha.xy, round_in);
-                c[1] = chain(c[1], unpack2x16float(w.y), ha.zw, round_in);
-                c[2] = chain(c[2], unpack2x16float(w.z), hb.xy, round_in);
-                c[3] = chain(c[3], unpack2x16float(w.w), hb.zw, round_in);
-            }
-            if (ARGMAX_ONLY) {
-                acc[r] = (c[0] + c[1]) + (c[2] + c[3]);
-            } else {
-                acc[r] = df_add(df_add(c[0], c[1]), df_add(c[2], c[3]));
-            }
+        if (ARGMAX_ONLY) {
+            acc[r] = (c[0] + c[1]) + (c[2] + c[3]);
+        } else {
+            acc[r] = df_add(df_add(c[0], c[1]), df_add(c[2], c[3]));
         }
     }
     for (var r = 0u; r < 8u; r++) { red[(team * 8u + r) * 32u + lane] = acc[r]; }
