@@ -109,7 +109,7 @@ struct HeadI8Row {
 
 // ----------------------------------------------------------------------------- the table
 struct Kernels {
-    const char * name;  // "avx512-vnni(-vbmi)", "avx2", "neon-dotprod"
+    const char * name;  // "avx512-vnni(-vbmi)", "avx2(-vnni)", "neon-dotprod"
     // Base-3 tiles by default for ternary-valued weights (CpuOptions::base3; cpu_tiles.cpp packs
     // them). No set does: on the H200 host's Xeon 2-bit tiles won decode and prompts (cpu README,
     // "Tiles"). Q2_0's +2 needs the 2-bit tiles, which every set reads.
