@@ -38,10 +38,6 @@ inline constexpr int64_t k_tile_rows  = 16;
 inline constexpr int64_t k_tile_cols  = 16;   // columns per chunk (2-bit tiles)
 inline constexpr int64_t k_tile_chunk = 64;   // bytes per chunk
 inline constexpr int64_t k_base3_cols = 20;   // columns per chunk (base-3 tiles)
-// How far ahead (bytes) the one-token ternary product and the int8 head prefetch the weights they
-// stream (README "Choosing and tuning"): a core's own look-ahead, on top of the hardware
-// prefetchers, which stop at every 4 KiB page.
-inline constexpr int64_t k_stream_prefetch_bytes = 1024;
 
 struct TernaryTiles {
     const uint8_t * codes      = nullptr;  // [n_tiles][chunks per tile][64]
