@@ -124,9 +124,13 @@ bench() {  # PART SHARE-OF-WHAT-IS-LEFT(%) [PREFIX COMMAND...] -- ARGS...
 bench t16 50 -- -m $m/2b4t.gguf "${peers[@]}" --threads "$threads" --tests tg64,pp128 --rounds "$rounds" --reps 2 --roofline
 pin=()
 command -v taskset >/dev/null && pin=(taskset -c 0,1) || echo "cpu_peers_run: no taskset; pin2 runs unpinned at -t 2"
-bench pin2 90 "${pin[@]}" -- -m $m/2b4t.gguf "${peers[@]}" --threads 2 --tests tg64,pp128 --rounds "${ROUNDS:-2}" \
+pin2_share=90
+{ has q6k_head || has tg_scaling; } && pin2_share=55  # (leaves the later parts their time)
+bench pin2 $pin2_share "${pin[@]}" -- -m $m/2b4t.gguf "${peers[@]}" --threads 2 --tests tg64,pp128 --rounds "${ROUNDS:-2}" \
     --reps 2 --roofline
-bench q6k_head 50 -- -m $m/2b4t-q6k.gguf "${peers_q6k[@]}" --threads "$threads" --tests tg64 --rounds 2 --reps 2
+q6k_share=50
+has tg_scaling || q6k_share=90  # (the last part run: it may take what is left)
+bench q6k_head $q6k_share -- -m $m/2b4t-q6k.gguf "${peers_q6k[@]}" --threads "$threads" --tests tg64 --rounds 2 --reps 2
 scaling=1
 for t in 2 4 8 16 32 64; do [ "$t" -lt "$threads" ] && scaling="$scaling,$t"; done
 [ "$threads" -gt 1 ] && scaling="$scaling,$threads"

@@ -38,10 +38,6 @@ inline constexpr int64_t k_tile_rows  = 16;
 inline constexpr int64_t k_tile_cols  = 16;   // columns per chunk (2-bit tiles)
 inline constexpr int64_t k_tile_chunk = 64;   // bytes per chunk
 inline constexpr int64_t k_base3_cols = 20;   // columns per chunk (base-3 tiles)
-// How far ahead (bytes) the one-token ternary product and the int8 head prefetch the weights they
-// stream (README "Choosing and tuning"): a core's own look-ahead, on top of the hardware
-// prefetchers, which stop at every 4 KiB page.
-inline constexpr int64_t k_stream_prefetch_bytes = 1024;
 
 struct TernaryTiles {
     const uint8_t * codes      = nullptr;  // [n_tiles][chunks per tile][64]
@@ -109,7 +105,7 @@ struct HeadI8Row {
 
 // ----------------------------------------------------------------------------- the table
 struct Kernels {
-    const char * name;  // "avx512-vnni(-vbmi)", "avx2", "neon-dotprod"
+    const char * name;  // "avx512-vnni(-vbmi)", "avx2(-vnni)", "neon-dotprod"
     // Base-3 tiles by default for ternary-valued weights (CpuOptions::base3; cpu_tiles.cpp packs
     // them). No set does: on the H200 host's Xeon 2-bit tiles won decode and prompts (cpu README,
     // "Tiles"). Q2_0's +2 needs the 2-bit tiles, which every set reads.

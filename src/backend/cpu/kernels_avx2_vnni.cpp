@@ -51,7 +51,6 @@ void tile_tokens(const TernaryTiles & w, int64_t tile, const ActView & a, int64_
                 for (int s = 0; s < 4; ++s) acc[h][s] = _mm256_setzero_si256();
             }
             for (int64_t c = c0; c < c1; ++c) {
-                _mm_prefetch(reinterpret_cast<const char *>(codes + c * k_tile_chunk + k_stream_prefetch_bytes), _MM_HINT_T0);
                 const int64_t col = c * k_tile_cols;
                 const __m256i b0  = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(codes + c * k_tile_chunk));
                 const __m256i b1  = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(codes + c * k_tile_chunk + 32));
@@ -146,7 +145,6 @@ void i8_rows_dot_i16_avx2_vnni(const int8_t * q, int64_t row_stride, int64_t r0,
         __m256i        a0 = _mm256_setzero_si256(), a1 = a0, b0 = a0, b1 = a0;
         int64_t        i  = 0;
         for (; i < k64; i += 64) {
-            _mm_prefetch(reinterpret_cast<const char *>(row + i + k_stream_prefetch_bytes), _MM_HINT_T0);
             const __m256i q0 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(row + i));
             const __m256i q1 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(row + i + 32));
             a0 = dpbusd(a0, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(hi + i)), q0);

@@ -35,7 +35,6 @@ void tile_tokens(const TernaryTiles & w, int64_t tile, const ActView & a, int64_
             const __m512i   bytes = _mm512_loadu_si512(codes + c * k_tile_chunk);
             const int64_t   col   = c * k_tile_cols;
             if constexpr (NT == 1) {
-                _mm_prefetch(reinterpret_cast<const char *>(codes + c * k_tile_chunk + k_stream_prefetch_bytes), _MM_HINT_T0);
                 // Codes masked in place (code 4^s), no shifts: acc[s] = 4^s x the shift's sum, exact
                 // (|acc| <= 192 * 128 * 4 per chunk, under 2^31 for groups below 2^17 columns).
                 acc[0] = dpbusd(acc[0], _mm512_and_si512(bytes, three), bcast4(q[0] + col));

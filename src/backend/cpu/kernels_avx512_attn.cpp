@@ -363,8 +363,6 @@ void i8_rows_dot_i16(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r
         __m512i        a0 = _mm512_setzero_si512(), a1 = a0, b0 = a0, b1 = a0;
         int64_t        i  = 0;
         for (; i < k128; i += 128) {
-            _mm_prefetch(reinterpret_cast<const char *>(row + i + k_stream_prefetch_bytes), _MM_HINT_T0);
-            _mm_prefetch(reinterpret_cast<const char *>(row + i + k_stream_prefetch_bytes + 64), _MM_HINT_T0);
             const __m512i q0 = _mm512_loadu_si512(row + i), q1 = _mm512_loadu_si512(row + i + 64);
             a0 = dpbusd(a0, _mm512_loadu_si512(hi + i), q0);  // (in place: simd_avx512.h)
             b0 = dpbusd(b0, _mm512_loadu_si512(lo + i), q0);
