@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <set>
 #include <string_view>
 #include <vector>
 
@@ -696,6 +697,7 @@ private:
     std::optional<MmaTiling>                       mma_tiling_;   // set_mma_tiling()
     HeadMmaOverride                                head_mma_override_;  // set_head_mma()
     bool                                           head_mma_broken_ = false;  // lm_head_i8_mma did not build
+    std::set<PipelineKey>                          pv_wg_variants_built_;  // split_attention's P·V keys warmed
     std::optional<uint32_t>                        gemm_split_;   // set_gemm_split()
     std::unique_ptr<GpuBuffer>                     gemm_split_part_;  // split GEMMs' shares [S][T][N] i32
     std::optional<uint32_t>                        mma_unit_;     // mma_unit(), once found
