@@ -20,6 +20,7 @@
 #include <cstring>
 #include <optional>
 #include <random>
+#include <tuple>
 
 namespace tern {
 namespace {
@@ -373,6 +374,59 @@ TEST_F(WebGpuGemm, ASplitSumFusedWithTheNextNormGivesTheSameBits) {
             expect_bits_equal(got.y, want.y, "y in " + std::to_string(shares) + " shares");
             expect_bits_equal(got.s, want.s, "scales in " + std::to_string(shares) + " shares");
             ASSERT_EQ(got.q, want.q) << "int8 activations in " << shares << " shares";
+        }
+    }
+}
+
+// The qkv GEMM split along K, then RoPE and the KV cache stores (qkv_rope_kv_append over a prompt):
+// the sum is deferred and goes out fused with rope_kv (rope_kv_split.wgsl). q and the K and V caches
+// must be the unsplit GEMM's and rope_kv's bit for bit; f16 and f32 caches, partial RoPE (n_rot <
+// head_dim), 16 and 40 tokens at position 3, 2 and 5 shares.
+TEST_F(WebGpuGemm, ASplitQkvSumFusedWithRopeGivesTheSameBits) {
+    const AttentionShape shape{4, 2, 32, 16, 10000.0f, 1.0f / std::sqrt(32.0f)};
+    const int64_t        k = 512, n_q = 4 * 32, n_kv = 2 * 32, pos0 = 3;
+    std::vector<uint8_t> wq = random_weight(DType::i2_s, k, n_q, rng_), wk = random_weight(DType::i2_s, k, n_kv, rng_),
+                         wv = random_weight(DType::i2_s, k, n_kv, rng_);
+    const WeightSource parts[3] = {{"q", DType::i2_s, {k, n_q, 1, 1}, wq},
+                                   {"k", DType::i2_s, {k, n_kv, 1, 1}, wk},
+                                   {"v", DType::i2_s, {k, n_kv, 1, 1}, wv}};
+    auto w = gpu_->load_linear(parts);
+    for (const DType cache : {DType::f16, DType::f32}) {
+        for (const int64_t t : {int64_t{16}, int64_t{40}}) {
+            SCOPED_TRACE(std::string(cache == DType::f16 ? "f16" : "f32") + " cache, T=" + std::to_string(t));
+            std::vector<int8_t> q;
+            std::vector<float>  s;
+            make_acts(k, t, q, s);
+            auto run = [&] {
+                auto aq = alloc_tensor(*gpu_, DType::i8, {k, t, 1, 1}, "q");
+                auto as = alloc_tensor(*gpu_, DType::f32, {t, 1, 1, 1}, "s");
+                auto qo = alloc_tensor(*gpu_, DType::f32, {n_q, t, 1, 1}, "qo");
+                auto kc = alloc_tensor(*gpu_, cache, {n_kv, pos0 + t, 1, 1}, "k");
+                auto vc = alloc_tensor(*gpu_, cache, {n_kv, pos0 + t, 1, 1}, "v");
+                gpu_->write(aq.tensor, q.data(), q.size());
+                gpu_->write(as.tensor, s.data(), s.size() * 4);
+                std::vector<uint8_t> zero(kc.tensor.n_bytes(), 0);
+                gpu_->write(kc.tensor, zero.data(), zero.size());
+                gpu_->write(vc.tensor, zero.data(), zero.size());
+                gpu_->begin_step();
+                gpu_->qkv_rope_kv_append(qo.tensor, {kc.tensor, vc.tensor}, *w, {aq.tensor, as.tensor}, shape, pos0);
+                gpu_->end_step();
+                std::vector<uint8_t> kb(kc.tensor.n_bytes()), vb(kb.size());
+                gpu_->read(kc.tensor, kb.data(), kb.size());
+                gpu_->read(vc.tensor, vb.data(), vb.size());
+                return std::tuple{read_all(*gpu_, qo.tensor), kb, vb};
+            };
+            gpu_->set_gemm_split(1);
+            const auto [q1, k1, v1] = run();
+            for (const uint32_t shares : {2u, 5u}) {
+                gpu_->set_gemm_split(shares);
+                const int64_t before     = gpu_->split_sums_fused();
+                const auto [qs, ks, vs] = run();
+                EXPECT_EQ(gpu_->split_sums_fused(), before + 1) << "the sum went out with rope_kv";
+                expect_bits_equal(qs, q1, "q in " + std::to_string(shares) + " shares");
+                EXPECT_EQ(ks, k1) << "K cache in " << shares << " shares";
+                EXPECT_EQ(vs, v1) << "V cache in " << shares << " shares";
+            }
         }
     }
 }

@@ -218,6 +218,24 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                          {"JG", static_cast<double>(st.jg)},
                          {"PU", static_cast<double>(tune_.attn_split_unroll)}}}};
         add_paging(pk);
+        if (paged && tune_.attn_split_pv_wg == 0 && !pv_wg_variants_built_.contains(pk)) {
+            // The other thread counts this shape takes as contexts grow (64, 128, 256), built now:
+            // compiled at the 513th position instead, a cold driver's compile (~0.6 s) stalled every
+            // stream mid-request.
+            for (const uint32_t wg : {64u, 128u, 256u}) {
+                const uint64_t rbv = wg / st.jg / 16 * 16;
+                const uint64_t mem = uint64_t{wg} * 4 + 64 + jg * rbv * st.dg * 4 + jg * (rbv / 16) * st.dg * 4 +
+                                     jg * st.dg * 4 + 16;
+                if (rbv < 16 || wg > lim.maxComputeInvocationsPerWorkgroup || mem > lim.maxComputeWorkgroupStorageSize) {
+                    continue;
+                }
+                PipelineKey v = pk;
+                v.overrides[0].value = wg;                    // WG
+                v.overrides[5].value = static_cast<double>(rbv);  // RB
+                pipelines_.pipeline(v);
+                pv_wg_variants_built_.insert(v);
+            }
+        }
         const WGPUBuffer cols_v  = paged ? gpu_buffer(batch->columns) : gpu_buffer(kv.v);
         const WGPUBuffer pages_v = paged ? gpu_buffer(batch->page_table) : gpu_buffer(kv.v);
         if (by_tiles) {  // P·V by tiles of a superblock, then the superblocks added in order

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <set>
 #include <string_view>
 #include <vector>
 
@@ -362,13 +363,14 @@ private:
                      uint32_t n_out, bool gate_up, uint32_t last_param);
     // The shares along K for a GEMM of `groups` workgroups over n_chunks chunks of 64 (1: no split).
     uint32_t gemm_split(const GpuLinear & w, uint32_t groups, uint32_t n_chunks) const;
-    // A split GEMM's sum that adds into y (last = 1, not gate/up) is deferred (StepEncoder::defer):
-    // when the next command is rms_norm_quant of that y, both go out as one dispatch
-    // (split_sum_norm_quant.wgsl, the same bits); otherwise gemm_split_sum.wgsl runs first as before.
+    // A split GEMM's sum (not gate/up) is deferred (StepEncoder::defer): when the next command is
+    // rms_norm_quant of the y it adds into (last = 1: o, down) or rope_kv of the qkv products it
+    // writes (last = 0), both go out as one dispatch (split_sum_norm_quant.wgsl, rope_kv_split.wgsl:
+    // the same bits); otherwise gemm_split_sum.wgsl runs first as before.
     struct SplitSum {
         WGPUBuffer weights = nullptr, part = nullptr, scale = nullptr, y = nullptr;
         uint32_t   n_out = 0, n_tokens = 0, n_split = 0, scales_offset = 0, oscales_offset = 0, ascale_offset = 0,
-                 y_offset = 0, y_stride = 0;
+                 y_offset = 0, y_stride = 0, last = 0;
         bool       pending = false;
     } split_sum_;
     // rms_norm_quant with the deferred split sum of x fused in, where it is x's and its scales are a's
@@ -648,6 +650,7 @@ private:
     std::optional<MmaTiling>                       mma_tiling_;   // set_mma_tiling()
     HeadMmaOverride                                head_mma_override_;  // set_head_mma()
     bool                                           head_mma_broken_ = false;  // lm_head_i8_mma did not build
+    std::set<PipelineKey>                          pv_wg_variants_built_;  // split_attention's P·V keys warmed
     std::optional<uint32_t>                        gemm_split_;   // set_gemm_split()
     std::unique_ptr<GpuBuffer>                     gemm_split_part_;  // split GEMMs' shares [S][T][N] i32
     std::optional<uint32_t>                        mma_unit_;     // mma_unit(), once found

@@ -121,7 +121,7 @@ bool WebGpuBackend::rms_norm_quant_after_sum(const QuantizedActs & a, const Tens
     const SplitSum & ss = split_sum_;
     const int64_t    k  = x.ne[0];
     // The sum is x's (all of it, tokens at stride k) and reads the activation scales a gets.
-    if (!ss.pending || ss.y != gpu_buffer(x) || ss.y_offset != gpu_offset(x, 4) || ss.y_stride != k ||
+    if (!ss.pending || ss.last != 1 || ss.y != gpu_buffer(x) || ss.y_offset != gpu_offset(x, 4) || ss.y_stride != k ||
         ss.n_out != k || ss.n_tokens != x.ne[1] || ss.scale != gpu_buffer(a.scale) ||
         ss.ascale_offset != gpu_offset(a.scale, 4) || !step_->take_deferred(ss.y, uint64_t{ss.y_offset} * 4)) {
         return false;

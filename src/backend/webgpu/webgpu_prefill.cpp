@@ -251,14 +251,15 @@ void WebGpuBackend::encode_gemm(WGPUBuffer y, uint32_t y_offset, uint32_t y_stri
         const WGPUBuffer  bufs_sum[] = {weights, y_gemm, scale, y};
         step_->dispatch(key_sum, bufs_sum, &ps, sizeof ps, ceil_div(ps.n_out, 64), ps.n_tokens);
     };
-    if (gate_up || last_param != 1 || n_out != w.n_rows) {
+    if (gate_up || last_param > 1 || n_out != w.n_rows) {
         record();
         return;
     }
-    // y += W a: the next norm of y may take the sum in (rms_norm_quant_after_sum).
+    // y += W a: the next norm of y may take the sum in (rms_norm_quant_after_sum); y = W a (qkv):
+    // the next rope_kv (encode_rope_kv).
     step_->defer(y, uint64_t{y_offset} * 4, record);
     split_sum_ = {weights, y_gemm, scale, y, n_out, u32(n_tok), split, w.scales_offset, w.oscales_offset,
-                  ps.ascale_offset, y_offset, y_stride, true};
+                  ps.ascale_offset, y_offset, y_stride, last_param, true};
 }
 
 bool WebGpuBackend::prefill_bitlinear(const Tensor & y, const Weight & w, const QuantizedActs & a, bool accumulate) {
@@ -317,13 +318,37 @@ void WebGpuBackend::encode_rope_kv(const Tensor & q, const KvLayer & kv, const G
         gpu_offset(kv.k, k_el), gpu_offset(kv.v, v_el), u32(kv.k.ne[0]),
         batch != nullptr ? gpu_offset(batch->columns, 4) : 0};
     constexpr uint32_t wg = 64;
+    const WGPUBuffer   cols = batch != nullptr ? gpu_buffer(batch->columns) : qkv_scratch_->get();
+    const SplitSum &   ss   = split_sum_;
+    if (ss.pending && ss.last == 0 && ss.y == qkv_scratch_->get() && ss.y_offset == 0 && ss.y_stride == lw.n_rows &&
+        ss.n_out == lw.n_rows && ss.n_tokens == n_tok && step_->take_deferred(ss.y, 0)) {
+        // The GEMM's split sum in this dispatch (rope_kv_split.wgsl): its shares instead of products.
+        split_sum_.pending = false;
+        struct {
+            uint32_t n_units, head_dim, n_rot, n_head, n_head_kv, pos0, n_tokens, n_split, q_offset, q_stride, k_offset,
+                v_offset, n_embd_kv, cols_offset, scales_offset, oscales_offset, ascale_offset;
+        } ps{p.n_units,   p.head_dim,  p.n_rot,     p.n_head,    p.n_head_kv,    p.pos0,
+             ss.n_tokens, ss.n_split,  p.q_offset,  p.q_stride,  p.k_offset,     p.v_offset,
+             p.n_embd_kv, p.cols_offset, ss.scales_offset, ss.oscales_offset, ss.ascale_offset};
+        const PipelineKey key{"rope_kv_split",
+                              "rrwwwrrru",
+                              {{{"WG", static_cast<double>(wg)},
+                                {"K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0},
+                                {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0},
+                                {"PAGED", batch != nullptr ? 1.0 : 0.0}}}};
+        // (Without pages `cols` binds the part buffer, which nothing writes here.)
+        const WGPUBuffer bufs[] = {ss.part,          rope.buffer->get(),   gpu_buffer(q), gpu_buffer(kv.k),
+                                   gpu_buffer(kv.v), batch != nullptr ? cols : ss.part, ss.weights, ss.scale};
+        step_->dispatch(key, bufs, &ps, sizeof ps, ceil_div(lw.n_rows / 4, wg), u32(n_tok));
+        ++split_sums_fused_;
+        return;
+    }
     const PipelineKey  key{"rope_kv",
                           "rrwwwru",
                           {{{"WG", static_cast<double>(wg)},
                             {"K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0},
                             {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0},
                             {"PAGED", batch != nullptr ? 1.0 : 0.0}}}};
-    const WGPUBuffer cols   = batch != nullptr ? gpu_buffer(batch->columns) : qkv_scratch_->get();
     const WGPUBuffer bufs[] = {qkv_scratch_->get(), rope.buffer->get(), gpu_buffer(q), gpu_buffer(kv.k),
                                gpu_buffer(kv.v), cols};
     step_->dispatch(key, bufs, &p, sizeof p, ceil_div(lw.n_rows / 4, wg), u32(n_tok));
