@@ -6,6 +6,8 @@
 #include "backend/cpu/cpu_dequant.h"
 #include "backend/cpu/simd_avx2.h"
 
+#include <cpuid.h>
+
 namespace tern::cpu {
 namespace {
 
@@ -244,7 +246,11 @@ const Kernels * kernels_avx2_vnni() {
         v.i8_rows_dot_i16 = i8_rows_dot_i16_avx2_vnni;
         return v;
     }();
-    return __builtin_cpu_supports("avxvnni") ? &k : nullptr;
+    // AVX-VNNI is CPUID.(EAX=7,ECX=1):EAX bit 4 (read directly: clang 14 has no "avxvnni" for
+    // __builtin_cpu_supports). The caller picked the AVX2 set, so the OS saves the YMM state.
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    const bool avx_vnni = __get_cpuid_count(7, 1, &a, &b, &c, &d) && ((a >> 4) & 1);
+    return avx_vnni ? &k : nullptr;
 }
 
 const Kernels * kernels_avx2() {
