@@ -55,23 +55,12 @@ void tile_tokens(const TernaryTiles & w, int64_t tile, const ActView & a, int64_
         for (int h = 0; h < 2; ++h) {
             const __m256 sg = _mm256_loadu_ps(scales + g * k_tile_rows + 8 * h);
             for (int t = 0; t < NT; ++t) {
-                const __m256i dot  = _mm256_sub_epi32(acc[t][h], _mm256_set1_epi32(a.group_sums[(t0 + t) * n_groups + g]));
-                const __m256  term = _mm256_mul_ps(_mm256_div_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(a.scale[t0 + t])), sg);
-                out[t][h]          = n_groups == 1 ? term : _mm256_add_ps(out[t][h], term);
+                const __m256 term = group_term(acc[t][h], a.group_sums[(t0 + t) * n_groups + g], a.scale[t0 + t], sg);
+                out[t][h]         = n_groups == 1 ? term : _mm256_add_ps(out[t][h], term);
             }
         }
     }
-    const int64_t r_begin = tile * k_tile_rows;
-    const int64_t n_valid = w.n_rows - r_begin < k_tile_rows ? w.n_rows - r_begin : k_tile_rows;
-    for (int h = 0; h < 2; ++h) {
-        const __m256 os = w.out_scales ? _mm256_loadu_ps(w.out_scales + r_begin + 8 * h) : _mm256_set1_ps(1.0f);
-        for (int t = 0; t < NT; ++t) {
-            __m256  v   = w.out_scales ? _mm256_mul_ps(out[t][h], os) : out[t][h];
-            float * dst = y + (t0 + t) * ldy + (r_begin - row0) + 8 * h;
-            if (accumulate) v = _mm256_add_ps(load_tail(dst, n_valid - 8 * h), v);
-            store_tail(dst, n_valid - 8 * h, v);
-        }
-    }
+    store_tile<NT>(w, tile, out, t0, y, ldy, row0, accumulate);
 }
 
 void ternary_gemm(const TernaryTiles & w, int64_t tile0, int64_t tile1, const ActView & a, float * y, int64_t ldy,

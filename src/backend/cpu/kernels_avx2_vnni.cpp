@@ -18,13 +18,6 @@ inline __m256i dpbusd(__m256i acc, __m256i u8, __m256i s8) {
     return acc;
 }
 
-// One scale group's term of 8 rows for one token, the reference's operations in its order
-// (kernels_avx2.cpp's tile_tokens epilogue).
-inline __m256 group_term(__m256i dot_sum, int32_t group_sum, float a_scale, __m256 sg) {
-    const __m256i dot = _mm256_sub_epi32(dot_sum, _mm256_set1_epi32(group_sum));
-    return _mm256_mul_ps(_mm256_div_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(a_scale)), sg);
-}
-
 // One tile (16 rows: half h = rows 8h .. 8h + 7, the chunk's bytes 32h .. 32h + 31) against NT
 // tokens. One token: the codes masked in place (code x 4^s, one accumulator per shift s, shifted
 // back once per group; exact: |acc| <= 4 * 192 * 128 per chunk, under 2^31 for groups below 2^14
@@ -97,17 +90,7 @@ void tile_tokens(const TernaryTiles & w, int64_t tile, const ActView & a, int64_
             }
         }
     }
-    const int64_t r_begin = tile * k_tile_rows;
-    const int64_t n_valid = w.n_rows - r_begin < k_tile_rows ? w.n_rows - r_begin : k_tile_rows;
-    for (int h = 0; h < 2; ++h) {
-        const __m256 os = w.out_scales ? _mm256_loadu_ps(w.out_scales + r_begin + 8 * h) : _mm256_set1_ps(1.0f);
-        for (int t = 0; t < NT; ++t) {
-            __m256  v   = w.out_scales ? _mm256_mul_ps(out[t][h], os) : out[t][h];
-            float * dst = y + (t0 + t) * ldy + (r_begin - row0) + 8 * h;
-            if (accumulate) v = _mm256_add_ps(load_tail(dst, n_valid - 8 * h), v);
-            store_tail(dst, n_valid - 8 * h, v);
-        }
-    }
+    store_tile<NT>(w, tile, out, t0, y, ldy, row0, accumulate);
 }
 
 }  // namespace

@@ -32,6 +32,32 @@ inline void store_tail(float * p, int64_t rem, __m256 v) {
     }
 }
 
+// One scale group's term of 8 rows for one token, the reference's operations in its order:
+// (dot - group_sum) / a_scale * group_scale.
+inline __m256 group_term(__m256i dot_sum, int32_t group_sum, float a_scale, __m256 sg) {
+    const __m256i dot = _mm256_sub_epi32(dot_sum, _mm256_set1_epi32(group_sum));
+    return _mm256_mul_ps(_mm256_div_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(a_scale)), sg);
+}
+
+// A tile's 16 rows (out[t][h]: rows 8h .. 8h + 7 of token t0 + t) times the per-row output scales
+// when there are any, written (or added, with accumulate) to y's rows of those tokens; a last
+// partial tile writes only its valid rows.
+template <int NT>
+inline void store_tile(const TernaryTiles & w, int64_t tile, const __m256 (&out)[NT][2], int64_t t0, float * y, int64_t ldy,
+                       int64_t row0, bool accumulate) {
+    const int64_t r_begin = tile * k_tile_rows;
+    const int64_t n_valid = w.n_rows - r_begin < k_tile_rows ? w.n_rows - r_begin : k_tile_rows;
+    for (int h = 0; h < 2; ++h) {
+        const __m256 os = w.out_scales ? _mm256_loadu_ps(w.out_scales + r_begin + 8 * h) : _mm256_set1_ps(1.0f);
+        for (int t = 0; t < NT; ++t) {
+            __m256  v   = w.out_scales ? _mm256_mul_ps(out[t][h], os) : out[t][h];
+            float * dst = y + (t0 + t) * ldy + (r_begin - row0) + 8 * h;
+            if (accumulate) v = _mm256_add_ps(load_tail(dst, n_valid - 8 * h), v);
+            store_tail(dst, n_valid - 8 * h, v);
+        }
+    }
+}
+
 inline __m256 abs_ps(__m256 v) { return _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff))); }
 
 // The halving sum of 8 lanes: h = 4, 2, 1.
