@@ -95,27 +95,12 @@ void tile_tokens(const TernaryTiles & w, int64_t tile, const ActView & a, int64_
 
 }  // namespace
 
-// Token blocks of 64 (activations stay in L2 while the tiles stream), 8 tokens per pass over a tile.
+// 8 tokens per pass over a tile (for_tiles_and_tokens: token blocks of 64, then every tile).
 void ternary_gemm_avx2_vnni(const TernaryTiles & w, int64_t tile0, int64_t tile1, const ActView & a, float * y,
                             int64_t ldy, int64_t row0, bool accumulate) {
-    constexpr int64_t k_block = 64;
-    for (int64_t tb = 0; tb < a.n_tokens; tb += k_block) {
-        const int64_t te = tb + k_block < a.n_tokens ? tb + k_block : a.n_tokens;
-        for (int64_t tile = tile0; tile < tile1; ++tile) {
-            int64_t t = tb;
-            for (; t + 8 <= te; t += 8) tile_tokens<8>(w, tile, a, t, y, ldy, row0, accumulate);
-            switch (te - t) {
-                case 7: tile_tokens<7>(w, tile, a, t, y, ldy, row0, accumulate); break;
-                case 6: tile_tokens<6>(w, tile, a, t, y, ldy, row0, accumulate); break;
-                case 5: tile_tokens<5>(w, tile, a, t, y, ldy, row0, accumulate); break;
-                case 4: tile_tokens<4>(w, tile, a, t, y, ldy, row0, accumulate); break;
-                case 3: tile_tokens<3>(w, tile, a, t, y, ldy, row0, accumulate); break;
-                case 2: tile_tokens<2>(w, tile, a, t, y, ldy, row0, accumulate); break;
-                case 1: tile_tokens<1>(w, tile, a, t, y, ldy, row0, accumulate); break;
-                default: break;
-            }
-        }
-    }
+    for_tiles_and_tokens<8>(a.n_tokens, tile0, tile1, [&]<int NT>(int64_t tile, int64_t t) {
+        tile_tokens<NT>(w, tile, a, t, y, ldy, row0, accumulate);
+    });
 }
 
 // The int8 head (cpu_kernels.h: i8_rows_dot_i16): sum q H = 256 (sum q hi - 128 q_sum) + sum q lo,

@@ -58,6 +58,31 @@ inline void store_tile(const TernaryTiles & w, int64_t tile, const __m256 (&out)
     }
 }
 
+// The remainder pass of for_tiles_and_tokens: f<rem>(tile, t) for 0 < rem < MaxNT.
+template <int MaxNT, int NT = MaxNT - 1, class TileFn>
+inline void remainder_pass(TileFn & f, int64_t tile, int64_t t, int64_t rem) {
+    if constexpr (NT >= 1) {
+        if (rem == NT) return f.template operator()<NT>(tile, t);
+        remainder_pass<MaxNT, NT - 1>(f, tile, t, rem);
+    }
+}
+
+// A tile GEMM's loop order: token blocks of 64 (activations stay in L2 while the tiles stream),
+// every tile of [tile0, tile1) per block, MaxNT tokens per pass over a tile (f<MaxNT>(tile, t)),
+// then the block's remaining tokens in one pass.
+template <int MaxNT, class TileFn>
+inline void for_tiles_and_tokens(int64_t n_tokens, int64_t tile0, int64_t tile1, TileFn && f) {
+    constexpr int64_t k_block = 64;
+    for (int64_t tb = 0; tb < n_tokens; tb += k_block) {
+        const int64_t te = tb + k_block < n_tokens ? tb + k_block : n_tokens;
+        for (int64_t tile = tile0; tile < tile1; ++tile) {
+            int64_t t = tb;
+            for (; t + MaxNT <= te; t += MaxNT) f.template operator()<MaxNT>(tile, t);
+            remainder_pass<MaxNT>(f, tile, t, te - t);
+        }
+    }
+}
+
 inline __m256 abs_ps(__m256 v) { return _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff))); }
 
 // The halving sum of 8 lanes: h = 4, 2, 1.
