@@ -85,7 +85,7 @@ std::unique_ptr<Weight> CpuFastBackend::load_norm(const WeightSource & src) {
 }
 
 std::unique_ptr<Weight> CpuFastBackend::load_linear(std::span<const WeightSource> parts) {
-    if (!parts.empty() && !dtype_is_lowbit(parts[0].type)) return reference().load_linear(parts);  // a CpuMatrix
+    if (!parts.empty() && !dtype_is_lowbit(parts[0].type)) return load_family_linear(parts);  // cpu_fast_family.cpp
     auto w = cpu_pack_tiles(parts, pool_, base3_ ? &k_ : nullptr);
     for (auto & sc : scratch_) {
         grow(sc.f, w->n_cols);

@@ -77,9 +77,10 @@ public:
     void attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
                    int64_t pos0) override;
     void gate_up(const Tensor & f, const Weight & w_gate_up, const QuantizedActs & a, FfnActivation act) override;
-    // The llama / qwen3 / phi3 families' general path (cpu_fast_family.cpp): non-ternary weights and
-    // rope_kv_append on the scalar reference; ternary weights (Falcon3-1.58bit) as per-token int8 +
-    // this backend's bitlinear / gate_up.
+    // The llama / qwen3 / phi3 families' general path (cpu_fast_family.cpp): Q4_0 / Q8_0 in Q-block
+    // tiles and Q1_0 / Q2_0 / PQ2_0 in 2-bit tiles against the input's Q8_0 blocks (the kernels'
+    // qblock_gemm / lowbit_q8_gemm); ternary weights (Falcon3-1.58bit) as per-token int8 + this
+    // backend's bitlinear / gate_up; other types and rope_kv_append on the scalar reference.
     void matmul(const Tensor & y, const Weight & w, const Tensor & x, bool accumulate) override;
     void matmul_glu(const Tensor & f, const Weight & w_gate_up, const Tensor & x, FfnActivation act) override;
     void rope_kv_append(const Tensor & q, const KvLayer & kv, const Tensor & qkv, const AttentionShape & shape,
@@ -180,6 +181,19 @@ private:
     std::vector<float>      lo_, hi_;  // the int8 head's bounds per row
     std::vector<float>      top_lo_;   // head_bounded_top: each thread's top_k largest lower bounds
     std::unique_ptr<Backend> ref_;   // the reference, for shapes the kernels do not take
+    // The families' Q8_0-block products (cpu_fast_family.cpp): a weight that is not ternary, as
+    // Q-block tiles where the kernels take it, else the reference's CpuMatrix.
+    std::unique_ptr<Weight> load_family_linear(std::span<const WeightSource> parts);
+    bool                    family_kernel(const Weight & w) const;  // Q-block tiles, or Q1_0/Q2_0/PQ2_0 tiles
+    void                    grow_q8_acts(const Tensor & x);
+    // x's Q8_0 blocks (the reference quantizer) into q8_*, split over the threads, then a barrier.
+    cpu::Q8BlockActs        q8_acts_in_job(int ti, const Tensor & x);
+    void family_gemm(int ti, const Weight & w, const cpu::Q8BlockActs & a, int64_t tile0, int64_t tile1, float * y,
+                     int64_t ldy, int64_t row0, bool accumulate);
+    [[noreturn]] static void reference_lowbit_unsupported(const Weight & w);
+    std::vector<int8_t>     q8_q_;     // [T][K] the input's Q8_0 codes
+    std::vector<float>      q8_d_;     // [T][K / 32] their block scales (fp16 values)
+    std::vector<int32_t>    q8_bsum_;  // [T][K / 32] the sums of each block's codes
     // matmul on a ternary weight: its input as per-token int8 (cpu_fast_family.cpp).
     OwnedTensor family_q_, family_scale_;
     // The per-token int8 form of x in family_q_ / family_scale_ (grown as needed).

@@ -1,31 +1,127 @@
-// The fast CPU backend's general linear path for the llama / qwen3 / phi3 families: non-ternary
-// weights (CpuMatrix, loaded by the reference) and rope_kv_append run on the scalar reference
-// (cpu_matmul.h), which shares this backend's buffers and norms; ternary weights take the input as
-// per-token int8 (cpu::quantize_act_row, the reference's rule for ternary types) and this backend's
-// bitlinear / gate_up kernels, so the results are the reference's bits. SIMD kernels for the Q-type
-// dot products are the next step (docs/architecture.md, "Activation semantics").
+// The fast CPU backend's general linear path for the llama / qwen3 / phi3 families
+// (docs/architecture.md, "Activation semantics"):
+//   Q4_0 / Q8_0 (all parts of one type)  Q-block tiles (cpu_qtiles.cpp) x the input's Q8_0 blocks,
+//                                        Kernels::qblock_gemm;
+//   Q1_0 / Q2_0 / PQ2_0                  2-bit ternary tiles x Q8_0 blocks, Kernels::lowbit_q8_gemm
+//                                        (base-3 tiles or a set without it: the same sums in scalar code);
+//   I2_S / TQ1_0 / TQ2_0                 per-token int8 (cpu::quantize_act_row) + bitlinear / gate_up;
+//   other types (F32/F16/BF16, K-quants, mixed parts) and a set without qblock_gemm: the scalar
+//   reference (cpu_matmul.h), which shares this backend's buffers.
+// The input's Q8_0 blocks are the reference quantizer's, computed inside the product's pool job.
+// rope_kv_append runs on the reference. Every result is the reference's bits.
 #include "backend/cpu/cpu_fast_backend.h"
 #include "backend/cpu/cpu_matmul.h"
 #include "backend/cpu/cpu_ops.h"
 #include "core/error.h"
+#include "core/fp16.h"
 #include "quant/ternary_formats.h"
+
+#include <algorithm>
+#include <cstring>
 
 namespace tern {
 namespace {
 
-bool is_matrix(const Weight & w) { return dynamic_cast<const CpuMatrix *>(&w) != nullptr; }
+template <class T> void grow_vec(std::vector<T> & v, int64_t n) {
+    if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
+}
 
-void check_ternary(const Weight & w) {
-    if (w.type == DType::q1_0 || w.type == DType::q2_0 || w.type == DType::pq2_0) {
-        fail(ErrorKind::unsupported,
-             format("%s projections outside a BitNet model take Q8_0-block activations, which the fast CPU "
-                    "kernels do not compute yet",
-                    std::string(dtype_name(w.type)).c_str()),
-             "run the scalar reference: TERN_CPU_ISA=ref");
+bool is_matrix(const Weight & w) { return dynamic_cast<const CpuMatrix *>(&w) != nullptr; }
+bool is_q8_lowbit(const Weight & w) { return w.type == DType::q1_0 || w.type == DType::q2_0 || w.type == DType::pq2_0; }
+
+// cpu::dot_lowbit_q8_0 on a tiled row's values and the split activations (q, d as f32): the
+// fallback of sets without lowbit_q8_gemm and of base-3 tiles.
+float lowbit_q8_row(const int8_t * values, const float * scales, int64_t group, const int8_t * q, const float * d,
+                    int64_t k) {
+    float sumf = 0.0f;
+    for (int64_t g = 0; g < k / group; ++g) {
+        float s = 0.0f;
+        for (int64_t b = g * group; b < (g + 1) * group; b += 32) {
+            int sumi = 0;
+            for (int j = 0; j < 32; ++j) sumi += values[b + j] * q[b + j];
+            s += d[b / 32] * static_cast<float>(sumi);
+        }
+        sumf += scales[g] * s;
     }
+    return sumf;
 }
 
 }  // namespace
+
+std::unique_ptr<Weight> CpuFastBackend::load_family_linear(std::span<const WeightSource> parts) {
+    if (k_.qblock_gemm != nullptr && cpu_qtiles_fit(parts)) {
+        auto w = cpu_pack_qtiles(parts, pool_);
+        for (auto & sc : scratch_) grow_vec(sc.f, w->n_cols);
+        return w;
+    }
+    return reference().load_linear(parts);  // a CpuMatrix
+}
+
+cpu::Q8BlockActs CpuFastBackend::q8_acts_in_job(int ti, const Tensor & x) {
+    const int64_t k = x.ne[0], n_tok = x.ne[1], nb = k / 32;
+    const float * xp = cpu_data<float>(x);
+    int64_t       i0 = 0, i1 = 0;
+    ThreadPool::chunk_range(n_tok * nb, 1, pool_.n_threads(), ti, i0, i1);
+    uint8_t blk[cpu::k_q8_0_block_bytes];
+    for (int64_t i = i0; i < i1; ++i) {
+        const int64_t t = i / nb, b = i % nb;
+        cpu::quantize_row_q8_0_acts(xp + t * k + b * 32, blk, 32);
+        int8_t * q = q8_q_.data() + t * k + b * 32;
+        std::memcpy(q, blk + 2, 32);
+        int32_t sum = 0;
+        for (int j = 0; j < 32; ++j) sum += q[j];
+        uint16_t dh;
+        std::memcpy(&dh, blk, 2);
+        q8_d_[static_cast<size_t>(i)]    = fp16_to_fp32(dh);
+        q8_bsum_[static_cast<size_t>(i)] = sum;
+    }
+    pool_.barrier();
+    return {q8_q_.data(), k, q8_d_.data(), q8_bsum_.data(), n_tok};
+}
+
+// Rows of tiles [tile0, tile1) of a Q-tiled or 2-bit-tiled family weight for every token.
+void CpuFastBackend::family_gemm(int ti, const Weight & w, const cpu::Q8BlockActs & a, int64_t tile0, int64_t tile1,
+                                 float * y, int64_t ldy, int64_t row0, bool accumulate) {
+    if (const auto * qw = dynamic_cast<const CpuQTiledLinear *>(&w)) {
+        k_.qblock_gemm(qw->view(), tile0, tile1, a, y, ldy, row0, accumulate);
+        return;
+    }
+    const cpu::TernaryTiles tiles = static_cast<const CpuTiledLinear &>(w).view();
+    if (!tiles.base3 && k_.lowbit_q8_gemm != nullptr) {
+        k_.lowbit_q8_gemm(tiles, tile0, tile1, a, y, ldy, row0, accumulate);
+        return;
+    }
+    Scratch & sc = scratch_[static_cast<size_t>(ti)];
+    grow_vec(sc.q, tiles.k);
+    const int64_t n_groups = tiles.n_groups();
+    for (int64_t r = tile0 * 16; r < std::min(tile1 * 16, tiles.n_rows); ++r) {
+        cpu_tiles_unpack_row(tiles, r, sc.q.data());
+        float sc_row[256];  // the row's group scales (k / group <= 256 for every Q1_0 / Q2_0 row tern takes)
+        TERN_ASSERT(n_groups <= 256, "%lld scale groups in a row", static_cast<long long>(n_groups));
+        for (int64_t g = 0; g < n_groups; ++g) sc_row[g] = tiles.scales[((r / 16) * n_groups + g) * 16 + r % 16];
+        const float os = tiles.out_scales ? tiles.out_scales[r] : 1.0f;
+        for (int64_t t = 0; t < a.n_tokens; ++t) {
+            float   v   = lowbit_q8_row(sc.q.data(), sc_row, tiles.group, a.q + t * a.ld, a.d + t * (tiles.k / 32), tiles.k);
+            float & dst = y[t * ldy + r - row0];
+            v           = tiles.out_scales ? v * os : v;
+            dst         = accumulate ? dst + v : v;
+        }
+    }
+}
+
+bool CpuFastBackend::family_kernel(const Weight & w) const {
+    if (dynamic_cast<const CpuQTiledLinear *>(&w) != nullptr) return true;
+    return is_q8_lowbit(w) && dynamic_cast<const CpuTiledLinear *>(&w) != nullptr && w.n_cols % 32 == 0 &&
+           static_cast<const CpuTiledLinear &>(w).group % 32 == 0;
+}
+
+void CpuFastBackend::grow_q8_acts(const Tensor & x) {
+    const int64_t k = x.ne[0], n_tok = x.ne[1];
+    TERN_ASSERT(k % 32 == 0, "Q8_0 activations of %lld columns", static_cast<long long>(k));
+    grow_vec(q8_q_, k * n_tok);
+    grow_vec(q8_d_, k / 32 * n_tok);
+    grow_vec(q8_bsum_, k / 32 * n_tok);
+}
 
 QuantizedActs CpuFastBackend::family_acts(const Tensor & x) {
     const int64_t k = x.ne[0], n_tok = x.ne[1];
@@ -47,14 +143,65 @@ QuantizedActs CpuFastBackend::family_acts(const Tensor & x) {
 
 void CpuFastBackend::matmul(const Tensor & y, const Weight & w, const Tensor & x, bool accumulate) {
     if (is_matrix(w)) return reference().matmul(y, w, x, accumulate);
-    check_ternary(w);
+    if (family_kernel(w)) {
+        TERN_ASSERT(y.ne[0] == w.n_rows && x.ne[0] == w.n_cols && y.ne[1] == x.ne[1], "matmul shapes");
+        grow_q8_acts(x);
+        float *       out     = cpu_data<float>(y);
+        const int64_t n_tiles = (w.n_rows + 15) / 16;
+        pool_.run([&](int ti) {
+            const cpu::Q8BlockActs a = q8_acts_in_job(ti, x);
+            int64_t                t0 = 0, t1 = 0;
+            ThreadPool::chunk_range(n_tiles, 1, pool_.n_threads(), ti, t0, t1);
+            if (t0 < t1) family_gemm(ti, w, a, t0, t1, out, y.ne[0], 0, accumulate);
+        });
+        return;
+    }
+    if (is_q8_lowbit(w)) return reference_lowbit_unsupported(w);
     bitlinear(y, w, family_acts(x), accumulate);
 }
 
+// Gate rows [r0, r1) and the matching up rows n_ff + [r0, r1), per block of rows, into the thread's
+// scratch (whole tiles: a tile may straddle the gate/up boundary), then f = act(gate) * up, as
+// gate_up_in_job does for per-token activations.
 void CpuFastBackend::matmul_glu(const Tensor & f, const Weight & w, const Tensor & x, FfnActivation act) {
     if (is_matrix(w)) return reference().matmul_glu(f, w, x, act);
-    check_ternary(w);
-    gate_up(f, w, family_acts(x), act);
+    if (!family_kernel(w)) {
+        if (is_q8_lowbit(w)) return reference_lowbit_unsupported(w);
+        return gate_up(f, w, family_acts(x), act);
+    }
+    const int64_t n_ff = w.n_rows / 2, n_tok = x.ne[1];
+    TERN_ASSERT(f.ne[0] == n_ff && x.ne[0] == w.n_cols && f.ne[1] == n_tok, "matmul_glu shapes");
+    grow_q8_acts(x);
+    float * out = cpu_data<float>(f);
+    pool_.run([&](int ti) {
+        const cpu::Q8BlockActs a  = q8_acts_in_job(ti, x);
+        constexpr int64_t      kb = 256;  // rows per block
+        Scratch &              sc = scratch_[static_cast<size_t>(ti)];
+        grow_vec(sc.gate, n_tok * (kb + 32));
+        grow_vec(sc.up, n_tok * (kb + 32));
+        int64_t r0 = 0, r1 = 0;
+        ThreadPool::chunk_range(n_ff, 16, pool_.n_threads(), ti, r0, r1);
+        for (int64_t b0 = r0; b0 < r1; b0 += kb) {
+            const int64_t b1  = std::min(b0 + kb, r1);
+            const int64_t gt0 = b0 / 16, gt1 = (b1 + 15) / 16;
+            const int64_t ut0 = (n_ff + b0) / 16, ut1 = (n_ff + b1 + 15) / 16;
+            const int64_t ldg = (gt1 - gt0) * 16, ldu = (ut1 - ut0) * 16;
+            family_gemm(ti, w, a, gt0, gt1, sc.gate.data(), ldg, gt0 * 16, false);
+            family_gemm(ti, w, a, ut0, ut1, sc.up.data(), ldu, ut0 * 16, false);
+            for (int64_t t = 0; t < n_tok; ++t) {
+                k_.gate_act(sc.gate.data() + t * ldg + (b0 - gt0 * 16), sc.up.data() + t * ldu + (n_ff + b0 - ut0 * 16),
+                            out + t * n_ff + b0, b1 - b0, act == FfnActivation::relu2);
+            }
+        }
+    });
+}
+
+void CpuFastBackend::reference_lowbit_unsupported(const Weight & w) {
+    fail(ErrorKind::unsupported,
+         format("%s projections of %lld columns (scale group not a multiple of 32) outside a BitNet model take Q8_0-block "
+                "activations, which the fast CPU kernels do not compute",
+                std::string(dtype_name(w.type)).c_str(), static_cast<long long>(w.n_cols)),
+         "run the scalar reference: TERN_CPU_ISA=ref");
 }
 
 void CpuFastBackend::rope_kv_append(const Tensor & q, const KvLayer & kv, const Tensor & qkv, const AttentionShape & s,

@@ -65,6 +65,38 @@ struct ActView {
                                            // a tile's code bytes, 64 tokens' activations regrouped)
 };
 
+// ----------------------------------------------------------------------------- Q-block tiles
+// Q4_0 and Q8_0 weights of the llama / qwen3 / phi3 families, repacked at load (cpu_qtiles.cpp) for
+// the same one-lane-per-row vpdpbusd / sdot products as the ternary tiles: 16 rows per tile, each
+// 32-column block (the file's block) stored as the 16 rows' fp16 scales d (32 bytes) and then the
+// codes in chunks of 64 bytes, byte 4r + m of chunk c for row r:
+//
+//   Q4_0 (4 chunks):  the file's qs byte 4c + m: low nibble = code of column 4c + m, high nibble =
+//                     code of column 16 + 4c + m; value = code - 8
+//   Q8_0 (8 chunks):  code of column 4c + m = q + 128 (unsigned); value = code - 128
+//
+// so a tile-block is 16 x 18 (Q4_0) or 16 x 34 (Q8_0) bytes, the file's size. Rows past n_rows are
+// padding (d = 0, codes 0).
+struct QBlockTiles {
+    const uint8_t * data   = nullptr;  // [n_tiles][k / 32][block_bytes()]
+    int64_t         k      = 0;        // columns (multiple of 32)
+    int64_t         n_rows = 0;
+    bool            q8     = false;    // Q8_0 (else Q4_0)
+    int64_t block_bytes() const { return 32 + (q8 ? 512 : 256); }
+    int64_t tile_bytes() const { return (k / 32) * block_bytes(); }
+    int64_t n_tiles() const { return (n_rows + 15) / 16; }
+};
+
+// Activations of T tokens as ggml's Q8_0 blocks (cpu::quantize_row_q8_0_acts): q[t * ld + i],
+// d[t * (k / 32) + b] the block's fp16 scale as f32, bsum[t * (k / 32) + b] = the sum of its 32 codes.
+struct Q8BlockActs {
+    const int8_t *  q        = nullptr;
+    int64_t         ld       = 0;
+    const float *   d        = nullptr;
+    const int32_t * bsum     = nullptr;
+    int64_t         n_tokens = 0;
+};
+
 // ----------------------------------------------------------------------------- attention
 // One query token, one KV head and the `n_q` query heads that share it (GQA), over cache
 // positions 0 .. n_pos - 1, as cpu_backend.cpp's reference computes each head.
@@ -121,6 +153,19 @@ struct Kernels {
     // not 1, added to y when accumulate. Bytes of q past k are never read.
     void (*ternary_gemm)(const TernaryTiles & w, int64_t tile0, int64_t tile1, const ActView & a, float * y,
                          int64_t ldy, int64_t row0, bool accumulate);
+
+    // Q4_0 / Q8_0 tiles against Q8_0-block activations, rows of tiles [tile0, tile1) that are < n_rows,
+    // every token: y[t * ldy + r - row0] (+= when accumulate) = ggml's generic vec_dot in block order,
+    // sumf += ((float)sumi * d_w) * d_a (Q4_0) or (float)sumi * (d_w * d_a) (Q8_0) from 0.0f
+    // (cpu::dot_q4_0_q8_0 / dot_q8_0_q8_0). Null where a set has none (the reference runs them).
+    void (*qblock_gemm)(const QBlockTiles & w, int64_t tile0, int64_t tile1, const Q8BlockActs & a, float * y, int64_t ldy,
+                        int64_t row0, bool accumulate);
+    // 2-bit ternary tiles (Q1_0 / Q2_0 / PQ2_0 of a family model; group a multiple of 32) against
+    // Q8_0-block activations, as cpu::dot_lowbit_q8_0: per weight group s = sum over its activation
+    // blocks of d_a * (float)sumi from 0.0f, sumf += scale_g * s, then times out_scale (1 when null).
+    // Same rows, tokens and output as qblock_gemm. Null where a set has none.
+    void (*lowbit_q8_gemm)(const TernaryTiles & w, int64_t tile0, int64_t tile1, const Q8BlockActs & a, float * y,
+                           int64_t ldy, int64_t row0, bool accumulate);
 
     // cpu::sum_squares (the block-halving order).
     float (*sum_squares)(const float * x, int64_t n);

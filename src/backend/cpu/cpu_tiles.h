@@ -53,6 +53,19 @@ public:
 std::unique_ptr<CpuTiledLinear> cpu_pack_tiles(std::span<const WeightSource> parts, ThreadPool & pool,
                                                const cpu::Kernels * base3_kernels = nullptr);
 
+// A stacked Q4_0 or Q8_0 linear weight (all parts of one type) in Q-block tiles (cpu_kernels.h);
+// type is the parts' type.
+class CpuQTiledLinear : public Weight {
+public:
+    AlignedBytes     data;  // [n_tiles][K / 32][16 fp16 scales | codes]
+    cpu::QBlockTiles view() const;
+};
+
+// Whether the parts can be Q-block tiles: all Q4_0 or all Q8_0, K a multiple of 32, no output scales.
+bool cpu_qtiles_fit(std::span<const WeightSource> parts);
+// Repacks them over the pool's threads (cpu_qtiles.cpp).
+std::unique_ptr<CpuQTiledLinear> cpu_pack_qtiles(std::span<const WeightSource> parts, ThreadPool & pool);
+
 // The values of row r, columns [0, K), of a tiled weight (for tests): the inverse of the packing.
 void cpu_tiles_unpack_row(const cpu::TernaryTiles & w, int64_t r, int8_t * values);
 

@@ -199,6 +199,7 @@ void row_sumsq(const float * rows, int64_t n_rows, int64_t k, double * sumsq) { 
 }  // namespace
 
 void add_attention_and_head_avx2(Kernels & set);  // kernels_avx2_attn.cpp
+void add_qblock_avx2(Kernels & set);              // kernels_avx2_q.cpp
 // kernels_avx2_vnni.cpp
 void ternary_gemm_avx2_vnni(const TernaryTiles & w, int64_t tile0, int64_t tile1, const ActView & a, float * y,
                             int64_t ldy, int64_t row0, bool accumulate);
@@ -211,6 +212,7 @@ const Kernels * kernels_avx2_plain() {
                     .norm_apply = norm_apply, .quantize_row = quantize_row, .rope = rope, .f32_to_f16 = f32_to_f16,
                     .gate_act = gate_act, .dequant_rows = dequant_rows, .read_bytes = read_bytes, .row_sumsq = row_sumsq};
         add_attention_and_head_avx2(set);
+        add_qblock_avx2(set);
         return set;
     }();
     return &k;

@@ -265,6 +265,7 @@ void row_sumsq(const float * rows, int64_t n_rows, int64_t k, double * sumsq) { 
 }  // namespace
 
 void add_attention_and_head_avx512(Kernels & set);  // kernels_avx512_attn.cpp
+void add_qblock_avx512(Kernels & set);              // kernels_avx512_q.cpp
 void ternary_gemm_base3_vbmi(const TernaryTiles & w, int64_t tile0, int64_t tile1, const ActView & a, float * y,
                              int64_t ldy, int64_t row0, bool accumulate);  // kernels_avx512_vbmi.cpp
 
@@ -285,6 +286,7 @@ const Kernels * kernels_avx512_multiply() {
                     .sum_squares = sum_squares, .norm_apply = norm_apply, .quantize_row = quantize_row, .rope = rope, .f32_to_f16 = f32_to_f16,
                     .gate_act = gate_act, .dequant_rows = dequant_rows, .read_bytes = read_bytes, .row_sumsq = row_sumsq};
         add_attention_and_head_avx512(set);
+        add_qblock_avx512(set);
         return set;
     }();
     return &k;

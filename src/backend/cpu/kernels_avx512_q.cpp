@@ -1,0 +1,168 @@
+// AVX-512 (VNNI) kernels of the families' Q8_0-block products: Q4_0 / Q8_0 Q-block tiles and
+// Q1_0 / Q2_0 2-bit tiles against ggml's Q8_0 activation blocks (cpu_kernels.h). 16 rows in the
+// lanes, one vpdpbusd lane per row; each row's float sum follows the reference's block order.
+#include "backend/cpu/simd_avx512.h"
+
+namespace tern::cpu {
+namespace {
+
+using namespace avx512;
+
+// Stores 16 rows' results of one token (the tile's valid rows), added to y when accumulate.
+inline void store_rows(__m512 v, float * dst, int64_t n_valid, bool accumulate) {
+    if (accumulate) v = _mm512_add_ps(load16(dst, n_valid), v);
+    store16(dst, n_valid, v);
+}
+
+// One Q-block tile against tokens t0 .. t0 + NT - 1.
+template <int NT, bool Q8>
+void qtile_tokens(const QBlockTiles & w, int64_t tile, const Q8BlockActs & a, int64_t t0, float * y, int64_t ldy,
+                  int64_t row0, bool accumulate) {
+    const int64_t   nb   = w.k / 32;
+    const int64_t   bb   = w.block_bytes();
+    const uint8_t * data = w.data + tile * w.tile_bytes();
+    const __m512i   m4   = _mm512_set1_epi8(0x0F);
+    __m512          out[NT];
+    for (int t = 0; t < NT; ++t) out[t] = _mm512_setzero_ps();
+    // NT == 1: two accumulators (two chains); more tokens are chains enough.
+    constexpr int NA = NT == 1 ? 2 : NT;
+    for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t * blk = data + b * bb;
+        const __m512    dw  = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(blk)));
+        __m512i         acc[NA];
+        for (int i = 0; i < NA; ++i) acc[i] = _mm512_setzero_si512();
+        if constexpr (!Q8) {
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; ++c) {
+                const __m512i v  = _mm512_loadu_si512(blk + 32 + c * 64);
+                const __m512i lo = _mm512_and_si512(v, m4);
+                const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+#pragma GCC unroll 8
+                for (int t = 0; t < NT; ++t) {
+                    const int8_t * q = a.q + (t0 + t) * a.ld + b * 32;
+                    if constexpr (NT == 1) {
+                        acc[0] = dpbusd(acc[0], lo, bcast4(q + 4 * c));
+                        acc[1] = dpbusd(acc[1], hi, bcast4(q + 16 + 4 * c));
+                    } else {
+                        acc[t] = dpbusd(acc[t], lo, bcast4(q + 4 * c));
+                        acc[t] = dpbusd(acc[t], hi, bcast4(q + 16 + 4 * c));
+                    }
+                }
+            }
+        } else {
+#pragma GCC unroll 8
+            for (int c = 0; c < 8; ++c) {
+                const __m512i v = _mm512_loadu_si512(blk + 32 + c * 64);
+#pragma GCC unroll 8
+                for (int t = 0; t < NT; ++t) {
+                    const int8_t * q = a.q + (t0 + t) * a.ld + b * 32;
+                    acc[NT == 1 ? (c & 1) : t] = dpbusd(acc[NT == 1 ? (c & 1) : t], v, bcast4(q + 4 * c));
+                }
+            }
+        }
+        if constexpr (NT == 1) acc[0] = _mm512_add_epi32(acc[0], acc[1]);
+        for (int t = 0; t < NT; ++t) {
+            const int64_t tb   = (t0 + t) * nb + b;
+            const __m512i sumi = _mm512_sub_epi32(acc[t], _mm512_set1_epi32((Q8 ? 128 : 8) * a.bsum[tb]));
+            const __m512  f    = _mm512_cvtepi32_ps(sumi);
+            const __m512  da   = _mm512_set1_ps(a.d[tb]);
+            const __m512  term = Q8 ? _mm512_mul_ps(f, _mm512_mul_ps(dw, da)) : _mm512_mul_ps(_mm512_mul_ps(f, dw), da);
+            out[t]             = _mm512_add_ps(out[t], term);
+        }
+    }
+    const int64_t r_begin = tile * 16;
+    const int64_t n_valid = w.n_rows - r_begin < 16 ? w.n_rows - r_begin : 16;
+    for (int t = 0; t < NT; ++t) store_rows(out[t], y + (t0 + t) * ldy + (r_begin - row0), n_valid, accumulate);
+}
+
+void qblock_gemm(const QBlockTiles & w, int64_t tile0, int64_t tile1, const Q8BlockActs & a, float * y, int64_t ldy,
+                 int64_t row0, bool accumulate) {
+    for_tiles_and_tokens<8>(a.n_tokens, tile0, tile1, [&]<int NT>(int64_t tile, int64_t t) {
+        if (w.q8) {
+            qtile_tokens<NT, true>(w, tile, a, t, y, ldy, row0, accumulate);
+        } else {
+            qtile_tokens<NT, false>(w, tile, a, t, y, ldy, row0, accumulate);
+        }
+    });
+}
+
+// One 2-bit ternary tile against tokens t0 .. t0 + NT - 1, Q8_0-block activations.
+template <int NT>
+void lowbit_tile_tokens(const TernaryTiles & w, int64_t tile, const Q8BlockActs & a, int64_t t0, float * y,
+                        int64_t ldy, int64_t row0, bool accumulate) {
+    const int64_t   nb       = w.k / 32;
+    const int64_t   n_groups = w.n_groups();
+    const int64_t   bpg      = w.group / 32;  // activation blocks per weight group
+    const uint8_t * codes    = w.codes + tile * (w.k / k_tile_cols) * k_tile_chunk;
+    const float *   scales   = w.scales + tile * n_groups * k_tile_rows;
+    const __m512i   three    = _mm512_set1_epi8(3);
+    __m512          out[NT];
+    for (int t = 0; t < NT; ++t) out[t] = _mm512_setzero_ps();
+    for (int64_t g = 0; g < n_groups; ++g) {
+        __m512 s[NT];
+        for (int t = 0; t < NT; ++t) s[t] = _mm512_setzero_ps();
+        for (int64_t b = g * bpg; b < (g + 1) * bpg; ++b) {
+            constexpr int NA = NT == 1 ? 4 : NT;
+            __m512i       acc[NA];
+            for (int i = 0; i < NA; ++i) acc[i] = _mm512_setzero_si512();
+            for (int64_t c = 2 * b; c < 2 * b + 2; ++c) {  // the block's two chunks of 16 columns
+                const __m512i bytes = _mm512_loadu_si512(codes + c * k_tile_chunk);
+                const int64_t col   = c * k_tile_cols;
+                if constexpr (NT == 1) {
+                    // Codes masked in place (code 4^s), as the per-token kernel: acc[s] = 4^s x its sum.
+                    const int8_t * q = a.q + t0 * a.ld + col;
+                    acc[0] = dpbusd(acc[0], _mm512_and_si512(bytes, three), bcast4(q));
+                    acc[1] = dpbusd(acc[1], _mm512_and_si512(bytes, _mm512_set1_epi8(0x0c)), bcast4(q + 4));
+                    acc[2] = dpbusd(acc[2], _mm512_and_si512(bytes, _mm512_set1_epi8(0x30)), bcast4(q + 8));
+                    acc[3] = dpbusd(acc[3], _mm512_and_si512(bytes, _mm512_set1_epi8(static_cast<char>(0xc0))), bcast4(q + 12));
+                } else {
+                    const __m512i w0 = _mm512_and_si512(bytes, three);
+                    const __m512i w1 = _mm512_and_si512(_mm512_srli_epi16(bytes, 2), three);
+                    const __m512i w2 = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), three);
+                    const __m512i w3 = _mm512_and_si512(_mm512_srli_epi16(bytes, 6), three);
+#pragma GCC unroll 8
+                    for (int t = 0; t < NT; ++t) {
+                        const int8_t * q = a.q + (t0 + t) * a.ld + col;
+                        acc[t] = dpbusd(acc[t], w0, bcast4(q));
+                        acc[t] = dpbusd(acc[t], w1, bcast4(q + 4));
+                        acc[t] = dpbusd(acc[t], w2, bcast4(q + 8));
+                        acc[t] = dpbusd(acc[t], w3, bcast4(q + 12));
+                    }
+                }
+            }
+            if constexpr (NT == 1) {
+                acc[0] = _mm512_add_epi32(_mm512_add_epi32(acc[0], _mm512_srai_epi32(acc[1], 2)),
+                                          _mm512_add_epi32(_mm512_srai_epi32(acc[2], 4), _mm512_srai_epi32(acc[3], 6)));
+            }
+            for (int t = 0; t < NT; ++t) {
+                const int64_t tb   = (t0 + t) * nb + b;
+                const __m512i sumi = _mm512_sub_epi32(acc[t], _mm512_set1_epi32(a.bsum[tb]));  // codes are value + 1
+                s[t] = _mm512_add_ps(s[t], _mm512_mul_ps(_mm512_set1_ps(a.d[tb]), _mm512_cvtepi32_ps(sumi)));
+            }
+        }
+        const __m512 sg = _mm512_loadu_ps(scales + g * k_tile_rows);
+        for (int t = 0; t < NT; ++t) out[t] = _mm512_add_ps(out[t], _mm512_mul_ps(sg, s[t]));
+    }
+    const int64_t r_begin = tile * k_tile_rows;
+    const int64_t n_valid = w.n_rows - r_begin < k_tile_rows ? w.n_rows - r_begin : k_tile_rows;
+    for (int t = 0; t < NT; ++t) {
+        __m512 v = w.out_scales ? _mm512_mul_ps(out[t], _mm512_loadu_ps(w.out_scales + r_begin)) : out[t];
+        store_rows(v, y + (t0 + t) * ldy + (r_begin - row0), n_valid, accumulate);
+    }
+}
+
+void lowbit_q8_gemm(const TernaryTiles & w, int64_t tile0, int64_t tile1, const Q8BlockActs & a, float * y, int64_t ldy,
+                    int64_t row0, bool accumulate) {
+    for_tiles_and_tokens<8>(a.n_tokens, tile0, tile1, [&]<int NT>(int64_t tile, int64_t t) {
+        lowbit_tile_tokens<NT>(w, tile, a, t, y, ldy, row0, accumulate);
+    });
+}
+
+}  // namespace
+
+void add_qblock_avx512(Kernels & set) {
+    set.qblock_gemm    = qblock_gemm;
+    set.lowbit_q8_gemm = lowbit_q8_gemm;
+}
+
+}  // namespace tern::cpu
