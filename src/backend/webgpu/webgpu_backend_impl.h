@@ -591,6 +591,7 @@ private:
     bool try_family_decode(const Tensor & y, const Weight & w, const LinearInput & in, bool accumulate,
                            const FfnActivation * glu_act);
     std::unique_ptr<GpuBuffer> mm_codes_, mm_dq_, mm_kcodes_, mm_kd_, mm_glu_, mm_zero_norm_;
+    std::unique_ptr<GpuBuffer> fa_codes_, fa_dq_, fa_sums_;  // act_q8_0.wgsl's output (try_family_decode)
     std::map<std::tuple<int64_t, float, float, const Weight *>, RopeTable> family_ropes_;
     std::unique_ptr<GpuBuffer>                     scratch_;  // input copy for an in-place rms_norm
     std::unique_ptr<GpuBuffer>                     argmax_partial_;  // argmax chunk winners [T][n_chunks]
