@@ -130,7 +130,8 @@ INSTANTIATE_TEST_SUITE_P(Types, WebGpuFamilyMatmul,
 // and without the norm, accumulating, rows that do not fill a workgroup, block counts that are not
 // powers of two, and a long K (8320, no norm: fewer rows per workgroup where workgroup memory is 16 KiB).
 // The Q8_0-block types both ways: their input made once per token (act_q8_0.wgsl +
-// matvec_q8_acts.wgsl, the default) and in every workgroup's prologue (family_acts=0, matvec_q8.wgsl).
+// matvec_q8_acts.wgsl; by default the gate+up also makes the down projection's, QOUT) and in every
+// workgroup's prologue (family_acts=0, matvec_q8.wgsl); and the FFN's gate+up then down in one step.
 class WebGpuFamilyDecode : public ::testing::TestWithParam<DType> {};
 
 // A second WebGPU backend with the prologue form of matvec_q8 (WebGpuTuning::family_acts=0).
@@ -196,6 +197,31 @@ TEST_P(WebGpuFamilyDecode, LinearAndGluMatchTheCpuBitForBit) {
                 be.end_step();
                 outs[i][o++] = download(be, f.tensor);
             }
+        }
+        // The FFN's chain in one step: gate+up then the down projection reading its output (with
+        // family_acts=2 the gate+up writes the down's Q8_0 blocks, whole workgroups of 32 rows).
+        if (q8_0_blocks && k <= 8192) {
+            const int64_t   n_ff2 = lowbit ? 640 : 416;
+            const Quantized gu2 = quantized("gu2", type, k, 2 * n_ff2, 17), down = quantized("down", type, n_ff2, n, 18);
+            std::vector<float> chain[3];
+            for (int i = 0; i < 3; ++i) {
+                if (bes[i] == nullptr) continue;
+                Backend & be = *bes[i];
+                auto      g = be.load_linear({&gu2.src, 1}), d = be.load_linear({&down.src, 1});
+                auto      norm = be.load_norm(nsrc);
+                auto      xt = upload(be, {k, T, 1, 1}, x), h = upload(be, {k, T, 1, 1}, std::vector<float>(static_cast<size_t>(k * T)));
+                auto      h2 = upload(be, {n_ff2, T, 1, 1}, std::vector<float>(static_cast<size_t>(n_ff2 * T)));
+                auto      f = upload(be, {n_ff2, T, 1, 1}, std::vector<float>(static_cast<size_t>(n_ff2 * T)));
+                auto      y = upload(be, {n, T, 1, 1}, y0);
+                be.begin_step();
+                be.linear_glu(f.tensor, *g, {xt.tensor, norm.get(), 1e-5f, {}, h.tensor}, FfnActivation::silu);
+                be.linear(y.tensor, *d, {f.tensor, nullptr, 1e-5f, {}, h2.tensor}, true);
+                be.end_step();
+                chain[i] = download(be, y.tensor);
+            }
+            const std::string what = std::string(dtype_name(type)) + " K " + std::to_string(k) + " gate+up then down";
+            expect_same_bits(chain[1], chain[0], what);
+            if (bes[2] != nullptr) expect_same_bits(chain[2], chain[0], what + " (family_acts=0)");
         }
         const char * names[5] = {"linear", "glu relu2", "linear norm", "linear norm accumulate", "glu norm silu"};
         for (int o = 0; o < (k > 8192 ? 2 : 5); ++o) {

@@ -6,15 +6,17 @@
 //          block's codes (the 2-bit weights' term, cpu::dot_lowbit_q8_0).
 //
 //   x: [K, T] f32   nw: [K] f32 (NORM)
-//   codes: [T][K/32][8] u32 (element 4w + e of a block in byte e of its word w)
-//   dq: [T][K/32] f32 (the f16 d as f32)   sums: [T][K/32] i32
-// Bindings: 0 x, 1 nw (read); 2 codes, 3 dq, 4 sums (read_write); 5 params (uniform)
+//   acts: per token (act_words(NB) u32 words each) the codes [K/32][8] u32 (element 4w + e of a
+//     block in byte e of its word w), then the f16 d of each block as f32 bits, then the code sums
+//     (i32), each of these two padded to whole vec4s (lib/acts_q8_0.wgsl)
+// Bindings: 0 x, 1 nw (read); 2 acts (read_write); 3 params (uniform)
 // Dispatch: (1, T, 1): a workgroup per token.
 
 // #include "lib/numerics.wgsl"
 // #include "lib/inv_rms.wgsl"
 // #include "lib/sum_squares.wgsl"
 // #include "lib/wg_reduce.wgsl"
+// #include "lib/acts_q8_0.wgsl"
 
 override WG: u32 = 256u;  // a power of two; NORM needs K <= 32 WG (lib/inv_rms.wgsl)
 override NB: u32 = 64u;   // K / 32
@@ -31,10 +33,8 @@ struct Params {
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 @group(0) @binding(1) var<storage, read> nw: array<f32>;
-@group(0) @binding(2) var<storage, read_write> codes: array<u32>;
-@group(0) @binding(3) var<storage, read_write> dq: array<f32>;
-@group(0) @binding(4) var<storage, read_write> sums: array<i32>;
-@group(0) @binding(5) var<uniform> p: Params;
+@group(0) @binding(2) var<storage, read_write> acts: array<u32>;
+@group(0) @binding(3) var<uniform> p: Params;
 
 var<workgroup> part_max: array<f32, 4u * NB>;  // per 8 values
 var<workgroup> part_sum: array<i32, 4u * NB>;
@@ -57,6 +57,7 @@ fn h_of(x0: u32, i: u32, inv: f32) -> f32 {
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let t  = wid.y;
     let x0 = p.x_offset + t * p.x_stride;
+    let o  = t * act_words(NB);  // the token's first word
     var inv = 1.0;
     if (NORM) { inv = inv_rms(lid, x0); }
     for (var g = lid; g < 4u * NB; g += WG) {
@@ -78,13 +79,13 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 word |= (bitcast<u32>(c) & 0xffu) << (8u * e);
                 csum += c;
             }
-            codes[8u * (t * NB) + 2u * g + q] = word;
+            acts[o + 2u * g + q] = word;
         }
         part_sum[g] = csum;
-        if (g % 4u == 0u) { dq[t * NB + b] = round_f16(d); }
+        if (g % 4u == 0u) { acts[o + act_dq(NB) + b] = bitcast<u32>(round_f16(d)); }
     }
     workgroupBarrier();
     for (var b = lid; b < NB; b += WG) {
-        sums[t * NB + b] = part_sum[4u * b] + part_sum[4u * b + 1u] + part_sum[4u * b + 2u] + part_sum[4u * b + 3u];
+        acts[o + act_sums(NB) + b] = bitcast<u32>(part_sum[4u * b] + part_sum[4u * b + 1u] + part_sum[4u * b + 2u] + part_sum[4u * b + 3u]);
     }
 }
