@@ -265,6 +265,7 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
     const int64_t  n_out   = glu_act ? w.n_rows / 2 : w.n_rows;
     const bool     want_qout = acts && glu_act && tune_.family_acts >= 2 && parts.size() == 1 && n_out % 32 == 0;
     bool           qout      = false;
+    const uint32_t qout_wg   = std::max<uint32_t>(wg, std::min<uint32_t>(512, ctx_.limits().maxComputeInvocationsPerWorkgroup));
     for (Part & part : parts) {
         const bool     kq    = takes_q8_k(part.type);
         const int64_t  nt    = kq ? 9 * (k / 256) : k / part.group;
@@ -277,7 +278,9 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
         const uint32_t want = !glu_act && k >= 4096 && tune_.family_rows_long != 0 ? tune_.family_rows_long : tune_.family_rows;
         part.rows = std::max<uint32_t>(1, std::min<uint32_t>(want, wg / per));
         auto need = [&] { return fixed + uint64_t{part.rows} * per * static_cast<uint64_t>(nt + 1) * 4; };
-        if (want_qout && !kq && wg / per >= 32) {
+        // (QOUT: at least 32 rows, and 512 threads where the adapter has them, so that a gate+up
+        // row keeps 8 lanes)
+        if (want_qout && !kq && qout_wg / per >= 32) {
             const uint32_t keep = part.rows;
             part.rows           = std::max<uint32_t>(part.rows, 32);
             qout                = need() <= storage;
@@ -348,7 +351,7 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
             } p{n, y0, u32(y.ne[0]), part.scales_offset, u32(n_out), act};
             const PipelineKey key{dot4_native_ ? "matvec_q8_acts" : "matvec_q8_acts_nodp4",
                                   "rrrwwu",
-                                  {{{"WG", static_cast<double>(wg)},
+                                  {{{"WG", static_cast<double>(qout ? qout_wg : wg)},
                                     {"ROWS", static_cast<double>(rows)},
                                     {"MROWS", static_cast<double>(rows * per)},
                                     {"NB", static_cast<double>(nb)},
