@@ -592,6 +592,15 @@ private:
     bool try_family_decode(const Tensor & y, const Weight & w, const LinearInput & in, bool accumulate,
                            const FfnActivation * glu_act);
     std::unique_ptr<GpuBuffer> mm_codes_, mm_dq_, mm_kcodes_, mm_kd_, mm_glu_, mm_zero_norm_;
+    // try_family_decode's Q8_0-block inputs (lib/acts_q8_0.wgsl): act_q8_0.wgsl's [0], a gate+up's
+    // outputs [1] (QOUT), and which tensor [1] holds (serial: the step's serial right after it).
+    std::unique_ptr<GpuBuffer> fa_acts_[2];
+    struct FamilyActs {
+        WGPUBuffer buffer = nullptr;
+        uint32_t   offset = 0;
+        int64_t    k = 0, T = 0;
+        uint64_t   serial = 0;
+    } fa_from_glu_;
     std::map<std::tuple<int64_t, float, float, const Weight *>, RopeTable> family_ropes_;
     std::unique_ptr<GpuBuffer>                     scratch_;  // input copy for an in-place rms_norm
     std::unique_ptr<GpuBuffer>                     argmax_partial_;  // argmax chunk winners [T][n_chunks]
