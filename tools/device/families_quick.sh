@@ -9,10 +9,10 @@
 #   4. if time is left: decode tg64 of qwen3-1.7b Q1_0 (Bonsai's type), then phi-3-mini Q4_0, each with
 #      its profile;
 #   5. if time is left: phi-3-mini Q4_0, qwen3-1.7b Q1_0, then llama-3.2-1b Q4_0 again with each TUNES
-#      entry (TERN_WEBGPU_TUNE values, default "family_acts=0 family_acts=2 family_acts=1
-#      family_acts=2,family_rows_long=8": the Q8_0-block input in every workgroup, also from the
-#      gate+up for the down projection (the default), once per token, and the default with 8 rows per
-#      workgroup for the down projection; empty: none), the same files, for the tunings' A/B.
+#      entry (TERN_WEBGPU_TUNE values, default "family_acts=0 family_acts=2 family_acts=2,family_rows=8
+#      family_acts=2,family_rows=4 family_acts=1": the Q8_0-block input in every workgroup, also from
+#      the gate+up for the down projection (the default), with 8 and 4 rows per workgroup, and once
+#      per token only; empty: none), the same files, for the tunings' A/B.
 # Carry .gl and .devicebin (tools/device/pack_devicebin.sh). Results: $OUT/families_quick.tgz (families_quick_*).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -22,7 +22,7 @@ rm -rf "$out"
 mkdir -p "$final"
 trap 'tar czf "$final/families_quick.tgz" -C "$out" .' EXIT
 budget=${BUDGET_S:-180}
-tunes=${TUNES-family_acts=0 family_acts=2 family_acts=1 family_acts=2,family_rows_long=8}
+tunes=${TUNES-family_acts=0 family_acts=2 family_acts=2,family_rows=8 family_acts=2,family_rows=4 family_acts=1}
 mkdir -p "$out"
 # shellcheck source=tools/device/device_env.sh
 . tools/device/device_env.sh
