@@ -347,9 +347,11 @@ bool Scheduler::decode_alone(std::vector<std::unique_ptr<Slot>> & slots) {
     }
     const int64_t n_past = engine_.n_past(s.seq);
     bool          ended  = false;  // the slot finished (advance closed its sequence)
+    int64_t       taken  = 0;
     // Each id as the batched step's would be taken; false (stop) once the slot ends, its client
     // leaves or a request waits (it joins the batch at the next step).
     auto take = [&](int32_t id) {
+        ++taken;
         s.next = id;
         if (!advance(s, /*accepted=*/!s.greedy_on_device)) {
             ended = true;
@@ -371,6 +373,7 @@ bool Scheduler::decode_alone(std::vector<std::unique_ptr<Slot>> & slots) {
             alone.decode_sampled_after(s.sampler, s.last, take);
         }
         if (!ended) engine_.mark_fed(s.seq, alone.n_past() - n_past);
+        if (!ended && taken == 0) s.scattered = true;  // (no progress: the batched steps go on instead)
     } catch (const Error & e) {
         TERN_LOG_ERROR("server: decoding a lone request failed: %s", e.what());
         const ApiError err = api_error_from(e);

@@ -12,10 +12,11 @@ namespace tern {
 
 namespace {
 
-// A column's top-k list (HeadOutput::top_rows): [count, 0, (row, value bits) x k_list_rows]. Room
-// for far more rows than a top-k head usually lists (a few dozen to a few hundred for top-k 40 on
-// 2B4T), in 8 KiB per column: 64 columns read back 0.5 MB where their logits are 33 MB.
-constexpr int64_t k_list_rows   = 1024;
+// A column's top-k list (HeadOutput::top_rows): [count, 0, (row, value bits) x k_list_rows]. The
+// room of the one-sequence top-k head's list (WebGpuBackend::k_top_k_list_rows), 32 KiB per
+// column: 64 columns read back 2 MB where their logits are 33 MB, and a column that overflows
+// (every column's logits then come back) costs more than the extra room.
+constexpr int64_t k_list_rows   = 4096;
 constexpr int64_t k_list_stride = 2 + 2 * k_list_rows;
 
 int64_t checked_chunk(const BatchEngineOptions & o) {

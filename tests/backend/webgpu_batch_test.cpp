@@ -21,6 +21,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <optional>
 
 namespace tern {
 namespace {
@@ -151,6 +152,86 @@ TEST(WebGpuBatch, SequencesJoiningAndLeavingMatchEachAloneOnTheCpu) {
     }
     std::printf("[          ] %d logit rows, %d bit-identical to the CPU alone, worst |d|/max|row| = %.3g\n", rows,
                 bit_equal, worst_rel);
+    EXPECT_EQ(eng.pool().n_used(), 0);
+}
+
+// A sequence that started in an empty pool decodes through a Session over a view of its pages
+// (BatchEngine::contiguous_view, the server's lone-request path: the device runs steps ahead),
+// stops early (the steps run ahead wrote rows past its end), then goes on in batched steps: every
+// id is the CPU's greedy choice decoding it alone. A sequence whose pages interleave with
+// another's has no such view.
+TEST(WebGpuBatch, ALoneSequenceDecodesThroughAViewOfItsPages) {
+    TERN_REQUIRE_WEBGPU();
+    Backend &    gpu = *test::shared_webgpu().backend;
+    SynthOptions o;
+    o.shape       = "tiny";
+    o.output_path = (test::temp_dir("webgpu-batch-view") / "m.gguf").string();
+    o.seed        = 9;
+    o.progress    = false;
+    write_synthetic_model(o);
+    const GgufFile file  = GgufFile::open(o.output_path);
+    auto           cpu   = make_cpu_backend({2});
+    auto           m_cpu = BitnetModel::load(file, *cpu);
+    auto           m_gpu = BitnetModel::load(file, gpu);
+    const int64_t  nv    = m_cpu->config().n_vocab;
+    BatchEngineOptions eo;
+    eo.n_pages   = 6;
+    eo.page_size = 16;
+    eo.n_chunk   = 32;
+    eo.max_seqs  = 2;
+    {  // interleaved pages: no view
+        BatchEngine          eng(*m_gpu, eo);
+        const SequenceId     p = *eng.open(32), q = *eng.open(16);
+        const int32_t        t = 1;
+        int32_t              id = -1;
+        eng.step(std::vector<BatchItem>{{p, {&t, 1}, {}, &id}});
+        eng.step(std::vector<BatchItem>{{q, {&t, 1}, {}, &id}});
+        EXPECT_FALSE(eng.contiguous_view(p).has_value()) << "pages 0 and 2 are not a run";
+        eng.close(p);
+        eng.close(q);
+    }
+    const std::vector<int32_t> prompt = some_tokens(10, 3, nv);
+    const int64_t              n_alone = 8, n_after = 3;
+    // The CPU alone: greedy ids after the prompt.
+    std::vector<int32_t> want;
+    {
+        SessionOptions so;
+        so.n_ctx = 40;
+        Session s(*m_cpu, so);
+        s.eval(prompt);
+        for (int64_t i = 0; i < 1 + n_alone + n_after; ++i) {
+            const auto    l  = s.logits();
+            const int32_t id = static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
+            want.push_back(id);
+            s.eval({&id, 1});
+        }
+    }
+    BatchEngine          eng(*m_gpu, eo);
+    const SequenceId     a = *eng.open(40);
+    std::vector<int32_t> got(1, -1);
+    eng.step(std::vector<BatchItem>{{a, prompt, {}, &got[0]}});
+    std::optional<KvCache> view = eng.contiguous_view(a);
+    ASSERT_TRUE(view.has_value()) << "a sequence alone in the pool has consecutive pages";
+    EXPECT_EQ(view->n_ctx, 48);  // its 3 pages
+    {
+        SessionOptions so;
+        so.n_batch = 1;
+        Session alone(*m_gpu, so, std::move(*view), eng.n_past(a));
+        alone.decode_greedy(got[0], 40, [&](int32_t id) {
+            got.push_back(id);
+            return static_cast<int64_t>(got.size()) < 1 + n_alone;
+        }, 4);
+        ASSERT_EQ(alone.n_past(), static_cast<int64_t>(prompt.size()) + n_alone);
+        eng.mark_fed(a, n_alone);
+    }
+    for (int64_t i = 0; i < n_after; ++i) {
+        const int32_t last = got.back();
+        int32_t       id   = -1;
+        eng.step(std::vector<BatchItem>{{a, {&last, 1}, {}, &id}});
+        got.push_back(id);
+    }
+    EXPECT_EQ(got, want);
+    eng.close(a);
     EXPECT_EQ(eng.pool().n_used(), 0);
 }
 
