@@ -288,6 +288,8 @@ int64_t Session::decode_sampled_on_device(Sampler & sampler, int32_t first, bool
         for (int64_t i = 0; i < taken; ++i) sampler.next_uniform();
         if (!go || !host_step) return drawn;
         // The step at n_past() (fed prev) on the host, drawn with that step's uniform.
+        TERN_LOG_DEBUG("sampled decoding: the step at position %lld is drawn on the host (its candidates outgrew "
+                       "the device's list); a new stream follows", static_cast<long long>(n_past_));
         const int32_t feed[1] = {prev};
         eval(feed);
         const float   u  = sampler.next_uniform();

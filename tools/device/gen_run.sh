@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Issue 52 on the lent GPU, about 1 minute (one round): what `tern run` gives a user against what `tern bench`
 # says, on a synthetic BitNet b1.58 2B4T (tern synth bitnet-2b4t --seed 1, prompt "Once upon a time"):
-#   1. one `tern -vv run -n 512 --temp 0`: its load breakdown and the time of each batch of 32
-#      decode steps (gen_timeline.py: a batch far slower than the rest is a pipeline compiled
-#      mid-generation, which the warm-up is there to prevent);
+#   1. one `tern -vv run -n 512` each greedy (--temp 0), with the default sampler and with --top-k 0
+#      --top-p 0.9: the load breakdown, the time of each batch of 32 decode steps (gen_timeline.py: a
+#      batch far slower than the rest is a pipeline compiled mid-generation, which the warm-up is
+#      there to prevent), the host's record and wait ms per step, steps drawn on the host;
 #   2. tools/run_bench.py, alternating rounds: tern run -n 512 greedy (--temp 0), the default
 #      sampler (--seed 1) and --top-k 0 --top-p 0.9 (--seed 1)
 #      against tern bench tg512 (the positions tern run -n 512 decodes);
@@ -12,7 +13,8 @@
 #   4. the warm-up on a cold driver cache (a fresh __GL_SHADER_DISK_CACHE_PATH) and then warm: one
 #      tern -v run -n 16 each, its "warm-up" figure;
 #   5. (unless GEN_RUN_PROFILE=0) per-kernel GPU times (TERN_WEBGPU_PROFILE=gpu) of tg16 at depth 4096
-#      and of 64 tokens of tern run with the default sampler and with --top-k 0 --top-p 0.9;
+#      and of 512 tokens of tern run with the default sampler and with --top-k 0 --top-p 0.9 (the
+#      positions part 2 decodes: kernels whose work depends on the logits, e.g. the top-k rows);
 #   6. (GEN_RUN_TESTS=1) the same seed on the CPU and GPU backends (48 tokens of five sampler
 #      settings) and the GPU test suite (GEN_RUN_TESTS_S bounds it, default 200 s).
 # Carries what webgpu_gpu_run.sh carries (.gl and .devicebin, see its header); pack .devicebin with
@@ -35,11 +37,17 @@ nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader | t
 model=/tmp/synth-2b4t.gguf
 "$B/tern" synth bitnet-2b4t -o "$model" --seed 1 2>&1 | tail -1
 
-echo "== 1. one tern -vv run -n 512 --temp 0: load breakdown and ms per decode step of each batch of 32" | tee -a "$out/summary.txt"
-"$B/tern" -vv run --backend webgpu -m "$model" -p "Once upon a time" -n 512 --no-display-prompt --temp 0 \
-    > /dev/null 2> "$out/timeline.run.err"
-grep -E "^tern: load|^load: " "$out/timeline.run.err" | tee -a "$out/summary.txt"
-python3 tools/device/gen_timeline.py timeline "$out/timeline.run.err" | tee -a "$out/summary.txt"
+echo "== 1. one tern -vv run -n 512 each, greedy (--temp 0), the default sampler and --top-k 0 --top-p 0.9: load" \
+     "breakdown, ms per decode step of each batch of 32, the host's ms per step" | tee -a "$out/summary.txt"
+for arm in "greedy|--temp 0" "sampled-default|--seed 1" "topk0-topp0.9|--top-k 0 --top-p 0.9 --seed 1"; do
+    name=${arm%%|*}
+    # shellcheck disable=SC2086
+    "$B/tern" -vv run --backend webgpu -m "$model" -p "Once upon a time" -n 512 --no-display-prompt ${arm#*|} \
+        > /dev/null 2> "$out/timeline.$name.err"
+    echo "-- $name" | tee -a "$out/summary.txt"
+    grep -E "^tern: load|^load: " "$out/timeline.$name.err" | tee -a "$out/summary.txt"
+    python3 tools/device/gen_timeline.py timeline "$out/timeline.$name.err" | tee -a "$out/summary.txt"
+done
 
 echo "== 2. tern run -n 512 (streamed to a file) against tern bench tg512, $rounds alternating rounds" | tee -a "$out/summary.txt"
 mkdir -p "$out/text"
@@ -77,8 +85,8 @@ if [ "${GEN_RUN_PROFILE:-1}" != 0 ]; then
         grep -E "attention_split|sample|lm_head|argmax_exact|kernels ran" "$out/profile_$name.txt" | tee -a "$out/summary.txt"
     }
     prof bench_d4096 bench --backend webgpu -m "$model" -p 0 -n 16 -d 4096 -r 1
-    prof run_sampled_default run --backend webgpu -m "$model" -p "Once upon a time" -n 64 --seed 1 --no-display-prompt
-    prof run_sampled_topp run --backend webgpu -m "$model" -p "Once upon a time" -n 64 --top-k 0 --top-p 0.9 --seed 1 \
+    prof run_sampled_default run --backend webgpu -m "$model" -p "Once upon a time" -n 512 --seed 1 --no-display-prompt
+    prof run_sampled_topp run --backend webgpu -m "$model" -p "Once upon a time" -n 512 --top-k 0 --top-p 0.9 --seed 1 \
         --no-display-prompt
 fi
 

@@ -57,6 +57,16 @@ public:
     }
 
     ~GreedyStream() override {
+        if (done_ > 0) {
+            // Where a stream's time goes (-v): the host recording and submitting steps, and waiting
+            // for a batch's ids while the device runs (tern -vv adds each batch's time).
+            const double per = 1e3 / static_cast<double>(done_);
+            TERN_LOG_INFO("webgpu: %s decoding: %lld steps read back in batches of %lld, %lld recorded; host ms per "
+                          "step: record %.3f, wait %.3f; %.2f ms per step in all",
+                          r_.sampling != nullptr ? "sampled" : "greedy", static_cast<long long>(done_),
+                          static_cast<long long>(r_.batch), static_cast<long long>(n_recorded_), host_s_ * per,
+                          wait_s_ * per, seconds_since(began_) * per);
+        }
         // Back to a submit per step, with nothing left unsubmitted.
         try {
             be_.submit_steps();
@@ -167,7 +177,9 @@ private:
             }
         }
         host_s_ += seconds_since(t0);
+        const auto t_wait = clock::now();
         be_.read_end(host_.data());
+        wait_s_ += seconds_since(t_wait);
         TERN_LOG_DEBUG("webgpu: decode steps %lld-%lld read back %.2f ms after the stream began",
                        static_cast<long long>(done_), static_cast<long long>(done_ + steps_ - 1),
                        1e3 * seconds_since(began_));
@@ -192,6 +204,7 @@ private:
     int64_t              n_recorded_ = 0;      // steps recorded in all, for the groups' ramp
     int                  cur_        = 0;      // the current batch's ring
     double               host_s_     = 0;
+    double               wait_s_     = 0;      // in read_end: the device runs, the host waits
     clock::time_point    began_      = clock::now();
     OwnedTensor          uniforms_;            // sampling: [2 per_ring_] f32, step i's at i % (2 per_ring_)
     std::vector<float>   u_host_;

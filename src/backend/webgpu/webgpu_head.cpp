@@ -250,7 +250,14 @@ void WebGpuBackend::head_top_k(const Tensor & logits, const GpuTable & e, const 
 
 bool WebGpuBackend::read_top_k_rows(const Tensor & logits, std::vector<LogitRow> & rows) {
     rows.clear();
-    if (top_k_pending_.empty()) return false;
+    // The list read is the last head's, or with a held step the one before it (the held step's head
+    // is the last): older entries are heads whose lists nobody read, and go.
+    const size_t keep = step_->holding() ? 2 : 1;
+    while (top_k_pending_.size() > keep) top_k_pending_.pop_front();
+    if (top_k_pending_.size() < keep) {
+        top_k_pending_.clear();
+        return false;
+    }
     const TopKList e = top_k_pending_.front();
     top_k_pending_.pop_front();
     // Nothing recorded since the head, or since then only a held step (whose head is the next entry).

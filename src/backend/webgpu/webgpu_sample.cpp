@@ -32,6 +32,8 @@ void WebGpuBackend::sample(const Tensor & id, const Tensor & logits, const Sampl
     if (list) {
         list_buffer                            = top_k_lists_[sample_list_.list]->get();
         top_k_list_zero_[sample_list_.list] = true;  // (sample.wgsl sets its count back to 0)
+        // ... so the host cannot read that list: its head is no longer pending (read_top_k_rows).
+        if (!top_k_pending_.empty() && top_k_pending_.back().list == sample_list_.list) top_k_pending_.pop_back();
     } else {
         if (!top_k_lists_[0]) top_k_lists_[0] = make_buffer(top_k_list_bytes(), nullptr, "top-k rows");
         list_buffer = top_k_lists_[0]->get();  // (bound, not read)
