@@ -213,20 +213,22 @@ TEST(WebGpuLongOneQueryAttention, LongContextKernelsGiveTheOneQueryKernelsBits) 
 }
 
 // The three P·V forms of one query over a long f16 cache (WebGpuTuning::attn_split_tiles): 2
-// attention_split_rows (every position, 8 dimensions per workgroup, in rounds of 256 / G blocks of
-// 32 positions rounded down to whole superblocks), 1 attention_split_pvt + _combine, 0
-// attention_split_pv, and attention_split_rows with 64 and 512 threads (where the adapter allows
-// them and 16 G fit: else form 1), each token alone: the same bits, and the reference's. Lengths cross every
-// boundary of the rows kernel: its rounds (G = 4: 2,048 positions, n 2047 .. 2049; G = 8: 1,024;
-// G = 16: 512; G = 3: 80 blocks, 2,560, also a superblock's end; G = 1: 8,192 is out of reach, so
-// one round with a partial block), 4,096 with the 2B4T head (head_dim 128, n 4095 .. 4097), head_dim
-// 72 (9 slices of 8 dimensions; not a multiple of the tiles' 16, so form 1 falls back to form 0),
-// and two KV heads (the slices' offsets in a cache row).
+// attention_split_rows (every position, 8 dimensions and JG query heads per workgroup; its default
+// JG fills 132 compute units: 1 for these small cases, one round of 8,192 positions), 1
+// attention_split_pvt + _combine, 0 attention_split_pv; and attention_split_rows with all G heads
+// per workgroup and 8 V rows at once (rounds of 256 / G blocks of 32 positions in whole superblocks),
+// and with 2 heads, 512 threads and 32 V rows at once (where the adapter allows 512, else form 1).
+// Each token alone: the same bits, and the reference's. Lengths cross the rounds (G = 4: 2,048
+// positions, n 2047 .. 2049; G = 8: 1,024; G = 16: 512; G = 3: 80 blocks, 2,560, also a
+// superblock's end), 4,096 with the 2B4T head (head_dim 128, n 4095 .. 4097), head_dim 72 (9 slices
+// of 8 dimensions; not a multiple of the tiles' 16, so form 1 falls back to form 0), and two KV heads
+// (the slices' offsets in a cache row).
 TEST(WebGpuLongOneQueryAttention, PvFormsGiveTheSameBitsAcrossEveryBoundary) {
     TERN_REQUIRE_WEBGPU();
     std::vector<std::unique_ptr<Backend>> forms;
     for (const char * form : {"attn_split_tiles=2", "attn_split_tiles=1", "attn_split_tiles=0",
-                              "attn_split_rows_wg=64", "attn_split_rows_wg=512"}) {
+                              "attn_split_rows_heads=16,attn_split_rows_v=8",
+                              "attn_split_rows_heads=2,attn_split_rows_wg=512,attn_split_rows_v=32"}) {
         WebGpuOptions o;
         o.allow_cpu_adapter = true;
         o.tune              = std::string("attn_long_positions=1,") + form;
@@ -241,8 +243,8 @@ TEST(WebGpuLongOneQueryAttention, PvFormsGiveTheSameBitsAcrossEveryBoundary) {
         expect_close(rows, reference(c, in), 0, "attention_split_rows vs the reference written out");
         expect_close(rows, run(*forms[1], c, in, 1), 0, "attention_split_rows vs attention_split_pvt");
         expect_close(rows, run(*forms[2], c, in, 1), 0, "attention_split_rows vs attention_split_pv");
-        expect_close(rows, run(*forms[3], c, in, 1), 0, "256 vs 64 threads (rounds of 512 positions for G = 4)");
-        expect_close(rows, run(*forms[4], c, in, 1), 0, "256 vs 512 threads");
+        expect_close(rows, run(*forms[3], c, in, 1), 0, "vs all G heads, 8 V rows at once");
+        expect_close(rows, run(*forms[4], c, in, 1), 0, "vs 2 heads, 512 threads, 32 V rows at once");
     }
 }
 

@@ -3,8 +3,9 @@
 # BitNet b1.58 2B4T (tern synth bitnet-2b4t --seed 1):
 #   1. tg64 at depth 0, 1024, 2048 and 4096 with the defaults;
 #   2. tg64 at depth 4096, alternating rounds, for each setting of DEPTH_TUNES (TERN_WEBGPU_TUNE values,
-#      space-separated; default: attn_split_tiles 2 = attention_split_rows, 1 = _softmax + _pvt + _combine,
-#      and attention_split_rows with 512 and 128 threads);
+#      space-separated; default: attn_split_tiles 2 = attention_split_rows (2 query heads per workgroup for
+#      2B4T), 1 = _softmax + _pvt + _combine, and attention_split_rows with 4 and 1 query heads per
+#      workgroup and with 32 V rows per thread at once);
 #   3. per-kernel GPU times (TERN_WEBGPU_PROFILE=gpu) of tg16 at depth 4096, default and attn_split_tiles=1;
 #   4. the long-context attention tests on the GPU (tern_webgpu_tests 'WebGpuLongOneQuery*': every P·V form
 #      against the CPU's algorithm, bit for bit, at lengths that cross every split boundary).
@@ -35,7 +36,7 @@ echo "== 1. tg64 at depths 0, 1024, 2048, 4096 (defaults)" | tee -a "$out/summar
 bench "" -n 64 -d 0,1024,2048,4096 -r 3 | tee -a "$out/summary.txt"
 
 echo "== 2. tg64 at depth 4096, $rounds alternating rounds" | tee -a "$out/summary.txt"
-tunes=${DEPTH_TUNES:-attn_split_tiles=2 attn_split_tiles=1 attn_split_rows_wg=512 attn_split_rows_wg=128}
+tunes=${DEPTH_TUNES:-attn_split_tiles=2 attn_split_tiles=1 attn_split_rows_heads=4 attn_split_rows_heads=1 attn_split_rows_v=32}
 for r in $(seq "$rounds"); do
     for tune in $tunes; do
         echo -n "round $r $tune " | tee -a "$out/summary.txt"

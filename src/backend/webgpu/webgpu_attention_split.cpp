@@ -139,15 +139,26 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
           "attention block sums");
     // P·V over every position for 8 dimensions per workgroup (attention_split_rows.wgsl, the outputs
     // final, WebGpuTuning::attn_split_tiles 2): vec4 loads of 8 halves, so the slice's rows are
-    // 16-byte aligned; blocks of a round in whole superblocks (G <= 16 with 256 threads).
-    const uint32_t     rows_wg = tune_.attn_split_rows_wg;
-    const uint64_t     rows_br   = rows_wg / static_cast<uint64_t>(group) / 16 * 16;
-    const uint64_t     rows_mem  = rows_br * g * 8 * 4 + rows_br / 16 * g * 8 * 4 + rows_wg * 4 + 2 * 16 * 4 + 16;
+    // 16-byte aligned; blocks of a round in whole superblocks (JG <= WG / 16). Its query heads per
+    // workgroup: attn_split_rows_heads, or the most (a divisor of G) that still give a workgroup per
+    // compute unit (2 of 4 for 2B4T: 160 workgroups, one round of 4,096 positions).
+    const uint32_t rows_wg = tune_.attn_split_rows_wg;
+    uint64_t       rows_jg = static_cast<uint64_t>(group);
+    if (tune_.attn_split_rows_heads != 0) {
+        rows_jg = static_cast<uint64_t>(std::gcd<int64_t>(group, tune_.attn_split_rows_heads));
+    } else {
+        while (rows_jg > 1 && (hd / 8) * n_tok * n_kv * (group / static_cast<int64_t>(rows_jg)) < tune_.compute_units) {
+            do { --rows_jg; } while (group % static_cast<int64_t>(rows_jg) != 0);
+        }
+    }
+    const uint64_t rows_br  = rows_wg / rows_jg / 16 * 16;
+    const uint64_t rows_mem = rows_br * rows_jg * 8 * 4 + rows_br / 16 * rows_jg * 8 * 4 + rows_wg * 4 + 2 * 16 * 4 + 16;
     const bool         by_rows   = tune_.attn_split_tiles == 2 && batch == nullptr && v_f16 && hd % 8 == 0 &&
                            kv.v.ne[0] % 8 == 0 && gpu_offset(kv.v, 2) % 8 == 0 && rows_br >= 16 &&
                            rows_wg <= lim.maxComputeInvocationsPerWorkgroup &&
                            rows_mem <= lim.maxComputeWorkgroupStorageSize && cpu::k_pos_super == 512 &&
-                           cpu::k_pos_block == 32 && hd / 8 <= lim.maxComputeWorkgroupsPerDimension;
+                           cpu::k_pos_block == 32 && hd / 8 <= lim.maxComputeWorkgroupsPerDimension &&
+                           uint64_t(n_kv) * (g / rows_jg) <= lim.maxComputeWorkgroupsPerDimension;
     // Else P·V by tiles (attention_split_pvt.wgsl + attention_split_combine.wgsl) where its workgroup
     // memory fits: [T][n_head][nsb_ld][hd] f32 superblock sums.
     constexpr uint32_t k_tile_dims = 16;
@@ -211,9 +222,12 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                            "rrrwu",
                            {{{"HD", static_cast<double>(hd)},
                              {"GROUP", static_cast<double>(group)},
-                             {"WG", static_cast<double>(rows_wg)}}}};
+                             {"JG", static_cast<double>(rows_jg)},
+                             {"WG", static_cast<double>(rows_wg)},
+                             {"ROWS", static_cast<double>(tune_.attn_split_rows_v)}}}};
             const WGPUBuffer rb[] = {attn_scores_->get(), attn_wmax_->get(), gpu_buffer(kv.v), gpu_buffer(out)};
-            step_->dispatch(rk, rb, &rp, sizeof rp, u32(hd / 8), u32(n_kv), u32(tc));
+            step_->dispatch(rk, rb, &rp, sizeof rp, u32(hd / 8), u32(n_kv * (group / static_cast<int64_t>(rows_jg))),
+                            u32(tc));
             continue;
         }
 

@@ -58,6 +58,8 @@ const std::vector<Field> & fields() {
         {"attn_split_tiles", Kind::number, 0, 2, &T::attn_split_tiles},
         {"attn_split_pv_wg", Kind::pow2_or_0, 64, 1024, &T::attn_split_pv_wg},
         {"attn_split_rows_wg", Kind::pow2, 64, 1024, &T::attn_split_rows_wg},
+        {"attn_split_rows_heads", Kind::number, 0, 16, &T::attn_split_rows_heads},
+        {"attn_split_rows_v", Kind::pow2, 8, 32, &T::attn_split_rows_v},
         {"attn_prefetch_loads", Kind::number, 0, 64, &T::attn_prefetch_loads},
         {"attn_prefill_min_tokens", Kind::number, 2, k_max, &T::attn_prefill_min_tokens},
         {"attn_pv_rows", Kind::pow2, 32, 64, &T::attn_pv_rows},

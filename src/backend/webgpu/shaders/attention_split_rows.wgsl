@@ -1,7 +1,7 @@
 // attention_split_rows: split attention's softmax and P·V for one query over a long f16 cache, in
 // one dispatch after attention_split_scores.wgsl (webgpu_attention_split.cpp,
-// WebGpuTuning::attn_split_tiles = 2): a workgroup per 8 output dimensions of one KV head and
-// column, for all G query heads of the group and EVERY position the column sees, so that its
+// WebGpuTuning::attn_split_tiles = 2): a workgroup per 8 output dimensions of one KV head, JG of
+// its G query heads and column, over EVERY position the column sees, so that its
 // outputs leave it final (no softmax dispatch before it, no combine after it). The CPU's
 // operations in the CPU's order (CpuBackend::attend, cpu::sum_positions, cpu::PositionSum):
 //   mx[j]   = the max of the scores kernel's workgroup maxima (max is exact in any order);
@@ -14,30 +14,31 @@
 //             each block in order, each superblock's blocks in order, the whole superblocks in order,
 //             then the partial last superblock added to that total (products of two f16 values are
 //             exact in f32, so a fused multiply-add gives the same bits).
-// Thread (block b, head j) of a round of BR blocks (whole superblocks) computes its block's 32 e
+// Thread (block b, head j of the JG) of a round of BR blocks (whole superblocks) computes its block's 32 e
 // values (its scores by 8 vec4 loads) and their sum, then after the normalizer its probabilities
 // and its block's P·V for its head and the 8 dimensions, the block's V row segments (16 bytes, one
-// vec4 load per row, the same address for the G threads of a block: one request) straight into
-// registers, ROWS at a time. Every workgroup of a KV head computes the same exps (HD / 8 times in
-// all: cheap next to a dispatch); the first round's stay in registers, later rounds' are computed
+// vec4 load per row, the same address for the JG threads of a block: one request) straight into
+// registers, ROWS at a time. Every workgroup of a query head computes the same exps (HD / 8 times
+// in all: cheap next to a dispatch); the first round's stay in registers, later rounds' are computed
 // again for P·V. Workgroup memory holds only block and superblock sums.
 //
 //   scores: attention_split_scores's [T][n_head_kv][G][ld] f32 (ld a multiple of 4)
 //   wmax: its [T][n_head_kv][G][wmax_ld] f32 workgroup maxima (tp positions each)
 //   v_cache: [n_head_kv hd, rows] f16 (vec4<u32>: 8 halves)   out: [n_head hd, T] f32
 // Bindings: 0 scores, 1 wmax, 2 v_cache (read); 3 out (read_write); 4 params
-// Dispatch: (HD / 8, n_head_kv, T); column t sits at position pos0 + t of a contiguous cache.
+// Dispatch: (HD / 8, n_head_kv G / JG, T): y = KV head x G / JG + group of JG heads; column t sits at position pos0 + t of a contiguous cache.
 
 // #include "lib/numerics.wgsl"
 
 override HD: u32 = 128u;     // head_dim, a multiple of 8
-override GROUP: u32 = 4u;    // G = n_head / n_head_kv, at most WG / 16
-override WG: u32 = 256u;     // threads: G per block of a round
-override BR: u32 = WG / GROUP / 16u * 16u;  // blocks of 32 positions per round (whole superblocks)
-override SPR: u32 = BR / 16u;               // superblocks per round
-override HT: u32 = 1u << firstLeadingBit(WG / GROUP);  // threads per head of the max's tree
+override GROUP: u32 = 4u;    // G = n_head / n_head_kv
+override JG: u32 = GROUP;    // query heads per workgroup (a divisor of G, at most WG / 16 and 16)
+override WG: u32 = 256u;     // threads: JG per block of a round
+override BR: u32 = WG / JG / 16u * 16u;  // blocks of 32 positions per round (whole superblocks)
+override SPR: u32 = BR / 16u;            // superblocks per round
+override HT: u32 = 1u << firstLeadingBit(WG / JG);  // threads per head of the max's tree
+override ROWS: u32 = 16u;    // V rows of a block in registers at once (8, 16 or 32)
 const DS: u32 = 8u;          // dimensions per workgroup: one vec4<u32> of halves per V row
-const ROWS: u32 = 16u;       // V rows of a block in registers at once
 
 struct Params {
     n_embd_kv: u32,    // cache elements per row (a multiple of 8)
@@ -59,8 +60,8 @@ struct Params {
 @group(0) @binding(4) var<uniform> p: Params;
 
 var<workgroup> red_s: array<f32, WG>;                // the max's tree; then [block][j] block sums
-var<workgroup> blk_s: array<f32, BR * GROUP * DS>;   // [block of the round][j][d]: block sums of P·V
-var<workgroup> sup_s: array<f32, SPR * GROUP * DS>;  // [superblock of the round][j][d]
+var<workgroup> blk_s: array<f32, BR * JG * DS>;   // [block of the round][j][d]: block sums of P·V
+var<workgroup> sup_s: array<f32, SPR * JG * DS>;  // [superblock of the round][j][d]
 var<workgroup> mx_s: array<f32, 16>;                 // [j]
 var<workgroup> inv_s: array<f32, 16>;                // [j]
 
@@ -69,21 +70,22 @@ const NEG_MAX: u32 = 0xff7fffffu;  // -FLT_MAX (as attention_split_scores starts
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let slice = wid.x;
-    let kvh   = wid.y;
+    let kvh   = wid.y / (GROUP / JG);
+    let j0    = wid.y % (GROUP / JG) * JG;  // the workgroup's first query head of the group
     let t     = wid.z;
     let n     = p.pos0 + t + 1u;   // positions 0 ..= the column's
     let nb    = (n + 31u) / 32u;   // blocks of 32 positions
     let nsb   = (nb + 15u) / 16u;  // superblocks of 16 blocks
-    let row0  = (t * p.n_head_kv + kvh) * GROUP;
-    let b     = lid / GROUP;       // block of the round
-    let j     = lid % GROUP;       // query head of the group
+    let row0  = (t * p.n_head_kv + kvh) * GROUP + j0;  // score row of head j0
+    let b     = lid / JG;          // block of the round
+    let j     = lid % JG;          // query head j0 + j
     let mine  = b < BR;
     let col   = (p.v_offset + kvh * HD + slice * DS) / 8u;  // vec4 index of the slice in row 0
     let vstep = p.n_embd_kv / 8u;
     let srow  = (row0 + j) * p.ld / 4u;                      // vec4 index of this head's scores
 
     // The first round's first V rows and this thread's scores, in flight while the max is reduced.
-    var vr: array<vec4<u32>, ROWS>;
+    var vr: array<vec4<u32>, 32>;  // (ROWS used)
     var sv: array<vec4<f32>, 8>;  // the block's 32 scores; then its e values
     if (mine) {
         for (var k = 0u; k < ROWS; k++) { vr[k] = v_cache[col + min(32u * b + k, n - 1u) * vstep]; }
@@ -99,16 +101,16 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let jj = lid / HT;
         let i  = lid % HT;
         var m  = bitcast<f32>(NEG_MAX);
-        if (jj < GROUP) {
+        if (jj < JG) {
             for (var w = i; w < n_w; w += HT) { m = max(m, wmax[(row0 + jj) * p.wmax_ld + w]); }
         }
         red_s[lid] = m;
         workgroupBarrier();
         for (var s = HT / 2u; s > 0u; s >>= 1u) {
-            if (jj < GROUP && i < s) { red_s[lid] = max(red_s[lid], red_s[lid + s]); }
+            if (jj < JG && i < s) { red_s[lid] = max(red_s[lid], red_s[lid + s]); }
             workgroupBarrier();
         }
-        if (lid < GROUP) { mx_s[lid] = red_s[lid * HT]; }
+        if (lid < JG) { mx_s[lid] = red_s[lid * HT]; }
         workgroupBarrier();
     }
     let mx = mx_s[j];
@@ -136,29 +138,29 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         }
         if (r0 == 0u) { sv = ev; }  // (the first round's e values, kept for P·V)
         workgroupBarrier();  // (red_s: the max's tree, or the last round's sums, read)
-        if (mine) { red_s[b * GROUP + j] = bs; }
+        if (mine) { red_s[b * JG + j] = bs; }
         workgroupBarrier();
-        if (lid < SPR * GROUP) {
-            let s  = lid / GROUP;
-            let jj = lid % GROUP;
+        if (lid < SPR * JG) {
+            let s  = lid / JG;
+            let jj = lid % JG;
             var acc = 0.0;
-            for (var bb = 0u; bb < 16u; bb++) { acc = acc + red_s[(16u * s + bb) * GROUP + jj]; }  // (0 past nb)
+            for (var bb = 0u; bb < 16u; bb++) { acc = acc + red_s[(16u * s + bb) * JG + jj]; }  // (0 past nb)
             blk_s[lid] = acc;
         }
         workgroupBarrier();
-        if (lid < GROUP) {
+        if (lid < JG) {
             for (var s = 0u; s < SPR; s++) {
-                if (r0 / 16u + s < nsb) { total = total + blk_s[s * GROUP + lid]; }
+                if (r0 / 16u + s < nsb) { total = total + blk_s[s * JG + lid]; }
             }
         }
     }
-    if (lid < GROUP) { inv_s[lid] = div_rn(1.0, total); }
+    if (lid < JG) { inv_s[lid] = div_rn(1.0, total); }
     workgroupBarrier();
     let inv = inv_s[j];
 
     // P·V, round by round: thread (b, j) block r0 + b for head j, then threads (superblock, j, d)
     // each superblock's blocks, then threads (j, d) the superblocks into the total.
-    var out_total = 0.0;  // threads (j, d) < G DS: the whole superblocks so far
+    var out_total = 0.0;  // threads (j, d) < JG DS: the whole superblocks so far
     var out_last  = 0.0;  // the partial last superblock
     for (var r0 = 0u; r0 < nb; r0 += BR) {
         let blk = r0 + b;
@@ -201,33 +203,33 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         }
         workgroupBarrier();  // (blk_s: the normalizer's, or the last round's, sums read)
         if (mine) {
-            for (var d = 0u; d < DS; d++) { blk_s[(b * GROUP + j) * DS + d] = acc[d]; }
+            for (var d = 0u; d < DS; d++) { blk_s[(b * JG + j) * DS + d] = acc[d]; }
         }
         workgroupBarrier();
         // Threads (superblock s of the round, j, d): its blocks in order (blocks past nb are 0).
-        if (lid < SPR * GROUP * DS) {
-            let s  = lid / (GROUP * DS);
-            let jd = lid % (GROUP * DS);
+        if (lid < SPR * JG * DS) {
+            let s  = lid / (JG * DS);
+            let jd = lid % (JG * DS);
             var sum = 0.0;
-            for (var bb = 0u; bb < 16u; bb++) { sum = sum + blk_s[(16u * s + bb) * GROUP * DS + jd]; }
+            for (var bb = 0u; bb < 16u; bb++) { sum = sum + blk_s[(16u * s + bb) * JG * DS + jd]; }
             sup_s[lid] = sum;
         }
         workgroupBarrier();
         // Threads (j, d): the round's superblocks in order; a whole one into the total, the partial
         // last one kept apart (cpu::PositionSum::finish adds it last).
-        if (lid < GROUP * DS) {
+        if (lid < JG * DS) {
             for (var s = 0u; s < SPR; s++) {
                 let sb = r0 / 16u + s;
                 if (sb < nsb) {
-                    let v = sup_s[s * GROUP * DS + lid];
+                    let v = sup_s[s * JG * DS + lid];
                     if (512u * (sb + 1u) <= n) { out_total = out_total + v; } else { out_last = v; }
                 }
             }
         }
     }
-    if (lid < GROUP * DS) {
+    if (lid < JG * DS) {
         let jj = lid / DS;
         let d  = lid % DS;
-        out[p.out_offset + t * p.out_stride + (kvh * GROUP + jj) * HD + slice * DS + d] = out_total + out_last;
+        out[p.out_offset + t * p.out_stride + (kvh * GROUP + j0 + jj) * HD + slice * DS + d] = out_total + out_last;
     }
 }
