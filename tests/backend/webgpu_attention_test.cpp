@@ -218,11 +218,11 @@ TEST(WebGpuLongOneQueryAttention, LongContextKernelsGiveTheOneQueryKernelsBits) 
 // attention_split_pvt + _combine, 0 attention_split_pv; and attention_split_rows with all G heads
 // per workgroup and 8 V rows at once (rounds of 256 / G blocks of 32 positions in whole superblocks),
 // and with 2 heads, 512 threads and 32 V rows at once (where the adapter allows 512, else form 1).
-// Each token alone: the same bits, and the reference's. Lengths cross the rounds (G = 4: 2,048
-// positions, n 2047 .. 2049; G = 8: 1,024; G = 16: 512; G = 3: 80 blocks, 2,560, also a
-// superblock's end), 4,096 with the 2B4T head (head_dim 128, n 4095 .. 4097), head_dim 72 (9 slices
-// of 8 dimensions; not a multiple of the tiles' 16, so form 1 falls back to form 0), and two KV heads
-// (the slices' offsets in a cache row).
+// Each token alone, and form 2 also with every token in one call: the same bits, and the
+// reference's. Lengths cross the rounds (G = 4: 2,048 positions, n 2047 .. 2049; G = 8: 1,024;
+// G = 16: 512; G = 3: 80 blocks, 2,560, also a superblock's end), 4,096 with the 2B4T head (head_dim
+// 128, n 4095 .. 4097), head_dim 72 (9 slices of 8 dimensions; not a multiple of the tiles' 16, so
+// form 1 falls back to form 0), and two KV heads (the slices' offsets in a cache row).
 TEST(WebGpuLongOneQueryAttention, PvFormsGiveTheSameBitsAcrossEveryBoundary) {
     TERN_REQUIRE_WEBGPU();
     std::vector<std::unique_ptr<Backend>> forms;
@@ -245,6 +245,7 @@ TEST(WebGpuLongOneQueryAttention, PvFormsGiveTheSameBitsAcrossEveryBoundary) {
         expect_close(rows, run(*forms[2], c, in, 1), 0, "attention_split_rows vs attention_split_pv");
         expect_close(rows, run(*forms[3], c, in, 1), 0, "vs all G heads, 8 V rows at once");
         expect_close(rows, run(*forms[4], c, in, 1), 0, "vs 2 heads, 512 threads, 32 V rows at once");
+        expect_close(rows, run(*forms[0], c, in, c.T), 0, "each token alone vs every token in one call");
     }
 }
 
