@@ -2,7 +2,7 @@
 # Issue 52's long-context target on the lent GPU, about 2 minutes: decode deep into a context on a synthetic
 # BitNet b1.58 2B4T (tern synth bitnet-2b4t --seed 1):
 #   1. tg64 at depth 0, 1024, 2048 and 4096 with the defaults;
-#   2. tg64 at depth 4096, alternating rounds, for each setting of DEPTH_TUNES (TERN_WEBGPU_TUNE values,
+#   2. tg64 at depth DEPTH_D (4096), alternating rounds, for each setting of DEPTH_TUNES (TERN_WEBGPU_TUNE values,
 #      space-separated; default: attn_split_tiles 2 = attention_split_rows (2 query heads per workgroup for
 #      2B4T), 1 = _softmax + _pvt + _combine, and attention_split_rows with 4 and 1 query heads per
 #      workgroup and with 32 V rows per thread at once);
@@ -35,12 +35,13 @@ bench() {  # tune, then tern bench's arguments; prints its result rows
 echo "== 1. tg64 at depths 0, 1024, 2048, 4096 (defaults)" | tee -a "$out/summary.txt"
 bench "" -n 64 -d 0,1024,2048,4096 -r 3 | tee -a "$out/summary.txt"
 
-echo "== 2. tg64 at depth 4096, $rounds alternating rounds" | tee -a "$out/summary.txt"
+depth=${DEPTH_D:-4096}
+echo "== 2. tg64 at depth $depth, $rounds alternating rounds" | tee -a "$out/summary.txt"
 tunes=${DEPTH_TUNES:-attn_split_tiles=2 attn_split_tiles=1 attn_split_rows_heads=4 attn_split_rows_heads=1 attn_split_rows_v=32}
 for r in $(seq "$rounds"); do
     for tune in $tunes; do
         echo -n "round $r $tune " | tee -a "$out/summary.txt"
-        bench "$tune" -n 64 -d 4096 -r 3 | tee -a "$out/summary.txt"
+        bench "$tune" -n 64 -d "$depth" -r 3 | tee -a "$out/summary.txt"
     done
 done
 
