@@ -2,11 +2,11 @@
 # Issue 52's long-context target on the lent GPU, about 2 minutes: decode deep into a context on a synthetic
 # BitNet b1.58 2B4T (tern synth bitnet-2b4t --seed 1):
 #   1. tg64 at depth 0, 1024, 2048 and 4096 with the defaults;
-#   2. tg64 at depth 4096, alternating rounds, for each setting of DEPTH_TUNES (TERN_WEBGPU_TUNE values,
-#      space-separated; default: attn_split_tiles 2 = attention_split_rows, 1 = _softmax + _pvt + _combine,
-#      and attention_split_rows with 512 and 128 threads);
-#   3. per-kernel GPU times (TERN_WEBGPU_PROFILE=gpu) of tg16 at depth 4096, default and attn_split_tiles=1;
-#   4. the long-context attention tests on the GPU (tern_webgpu_tests 'WebGpuLongOneQuery*': every P·V form
+#   2. tg64 at depth DEPTH_D (4096), alternating rounds, for each setting of DEPTH_TUNES (TERN_WEBGPU_TUNE values,
+#      space-separated; default: attn_split_tiles 1 = attention_split_pvt + _combine, 0 = attention_split_pv);
+#   3. per-kernel GPU times (TERN_WEBGPU_PROFILE=gpu) of tg16 at depth 4096 for each of DEPTH_PROFILE's tunes
+#      (default: the defaults);
+#   4. the long-context attention tests on the GPU (tern_webgpu_tests 'WebGpuLongOneQuery*': the P·V forms
 #      against the CPU's algorithm, bit for bit, at lengths that cross every split boundary).
 # Carries .gl and .devicebin (TERN_PACK_OLD_DAWN=0 tools/device/pack_devicebin.sh). Logs in $OUT/depth.tgz;
 # $OUT/summary.txt holds the figures.
@@ -34,17 +34,18 @@ bench() {  # tune, then tern bench's arguments; prints its result rows
 echo "== 1. tg64 at depths 0, 1024, 2048, 4096 (defaults)" | tee -a "$out/summary.txt"
 bench "" -n 64 -d 0,1024,2048,4096 -r 3 | tee -a "$out/summary.txt"
 
-echo "== 2. tg64 at depth 4096, $rounds alternating rounds" | tee -a "$out/summary.txt"
-tunes=${DEPTH_TUNES:-attn_split_tiles=2 attn_split_tiles=1 attn_split_rows_wg=512 attn_split_rows_wg=128}
+depth=${DEPTH_D:-4096}
+echo "== 2. tg64 at depth $depth, $rounds alternating rounds" | tee -a "$out/summary.txt"
+tunes=${DEPTH_TUNES:-attn_split_tiles=1 attn_split_tiles=0}
 for r in $(seq "$rounds"); do
     for tune in $tunes; do
         echo -n "round $r $tune " | tee -a "$out/summary.txt"
-        bench "$tune" -n 64 -d 4096 -r 3 | tee -a "$out/summary.txt"
+        bench "$tune" -n 64 -d "$depth" -r 3 | tee -a "$out/summary.txt"
     done
 done
 
 echo "== 3. GPU profiles of tg16 at depth 4096 (each dispatch alone, so slower than above)" | tee -a "$out/summary.txt"
-for tune in attn_split_tiles=2 attn_split_tiles=1; do
+for tune in ${DEPTH_PROFILE:-attn_split_tiles=1}; do
     TERN_WEBGPU_TUNE="$tune" TERN_WEBGPU_PROFILE=gpu timeout 120 "$B/tern" bench --backend webgpu -m "$model" -p 0 \
         -n 16 -d 4096 -r 1 > /dev/null 2> "$out/profile_$tune.txt"
     echo "-- $tune (rc $?)" | tee -a "$out/summary.txt"

@@ -59,12 +59,8 @@ struct WebGpuTuning {
                                              //     0: 800, or fewer where attention.wgsl keeps fewer scores
     uint32_t attn_split_dims         = 8;    // output dimensions per workgroup of attention_split_pv
     uint32_t attn_split_unroll       = 4;    // positions attention_split_pv loads ahead (1: none)
-    uint32_t attn_split_tiles        = 2;    // one query over a long f16 cache: 2 P·V over every position
-                                             //     for 8 dimensions per workgroup (attention_split_rows);
-                                             //     1 by tiles of a superblock x 16 dimensions
-                                             //     (attention_split_pvt + _combine); 0 attention_split_pv
-    uint32_t attn_split_rows_wg      = 256;  // threads of attention_split_rows (G per block of 32 positions
-                                             //     of a round; at least 16 G; the adapter's limit)
+    uint32_t attn_split_tiles        = 1;    // one query over a long f16 cache: P·V by tiles of a superblock
+                                             // x 16 dimensions (attention_split_pvt + _combine); 0: attention_split_pv
     uint32_t attn_split_heads        = 0;    // query heads per attention_split_pv workgroup (a divisor of
                                              //     G); 0: all G where that gives 2 workgroups per
                                              //     compute unit, else the largest divisor that does
