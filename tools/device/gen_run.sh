@@ -19,7 +19,9 @@
 #      settings) and the GPU test suite (GEN_RUN_TESTS_S bounds it, default 200 s).
 # Carries what webgpu_gpu_run.sh carries (.gl and .devicebin, see its header); pack .devicebin with
 # tools/device/pack_devicebin.sh. Logs in $OUT/gen.tgz; $OUT/summary.txt holds the figures.
-# GEN_RUN_TESTS_FILTER (a gtest filter) bounds the GPU test suite of part 6.
+# GEN_RUN_TESTS_FILTER (a gtest filter) bounds the GPU test suite of part 6. GEN_RUN_SAMPLED_AB=1 adds to
+# part 2 the default sampler with more argmax_exact workgroups (exact_groups=1024) and more int8-head
+# workgroups (head_groups=528 and 1024: more lower bounds, so fewer rows can be in the top k).
 # Usage (on the device): tools/device/gen_run.sh [ROUNDS (1)]
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -51,11 +53,18 @@ done
 
 echo "== 2. tern run -n 512 (streamed to a file) against tern bench tg512, $rounds alternating rounds" | tee -a "$out/summary.txt"
 mkdir -p "$out/text"
+sampled_ab=()
+if [ -n "${GEN_RUN_SAMPLED_AB:-}" ]; then
+    sampled_ab=(--arm "sampled-exact-groups-1024=TERN_WEBGPU_TUNE=exact_groups=1024 --seed 1"
+                --arm "sampled-head-groups-528=TERN_WEBGPU_TUNE=head_groups=528 --seed 1"
+                --arm "sampled-head-groups-1024=TERN_WEBGPU_TUNE=head_groups=1024 --seed 1")
+fi
 python3 tools/run_bench.py --tern "$B/tern" -m "$model" --backend webgpu --rounds "$rounds" --n 512 \
     --out "$out/text" \
     --arm "run-greedy=--temp 0" \
     --arm "run-sampled-default=--seed 1" \
     --arm "run-topk0-topp0.9=--top-k 0 --top-p 0.9 --seed 1" \
+    "${sampled_ab[@]}" \
     --bench "bench-tg512=-p 0 -n 512 -r 3" 2>&1 | tee -a "$out/summary.txt"
 
 echo "== 3. tg64 at depth 0 and 4096; depth 4096 with attn_split_tiles=0 (attention_split_pv)" | tee -a "$out/summary.txt"

@@ -339,24 +339,28 @@ fn main(@builtin(local_invocation_index) lid: u32) {
     } else {
         thr = select_kth(lid, min(CAP, nv));
     }
-    var total_all = 0.0;
-    if (p.top_k == 0u) {
-        var s = 0.0;
-        for (var v = lid; v < nv; v += WG) { s += mass(key_at(v), m, 1.0); }
-        total_all = reduce_sum_f(lid, s);
-    }
+    // One pass lists the candidates and, with top-k off, sums every row's mass for top-p (each
+    // invocation's rows in the same order as a pass of its own would add them).
     if (lid == 0u) { atomicStore(&n_cand, 0u); }
     workgroupBarrier();
+    var s = 0.0;
     for (var v = lid; v < nv; v += WG) {
         let key = key_at(v);
+        var e   = 0.0;  // mass at temperature 1 (needed with top-k off only)
+        if (p.top_k == 0u) {
+            e = mass(key, m, 1.0);
+            s += e;
+        }
         if (key < thr || key <= NEG_INF_KEY) { continue; }
-        if (use_min_p && mass(key, m, 1.0) < p.min_p) { continue; }
+        if (use_min_p && e < p.min_p) { continue; }
         let slot = atomicAdd(&n_cand, 1u);
         if (slot < CAP) {
             cand_key[slot] = key;
             cand_id[slot]  = v;
         }
     }
+    var total_all = 0.0;
+    if (p.top_k == 0u) { total_all = reduce_sum_f(lid, s); }  // (uniform: p is)
     workgroupBarrier();
     if (lid == 0u) { shared_u = atomicLoad(&n_cand); }
     let n = workgroupUniformLoad(&shared_u);
