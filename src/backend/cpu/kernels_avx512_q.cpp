@@ -23,6 +23,7 @@ void qtile_tokens(const QBlockTiles & w, int64_t tile, const Q8BlockActs & a, in
     const uint8_t * data = w.data + tile * w.tile_bytes();
     const __m512i   m4   = _mm512_set1_epi8(0x0F);
     __m512          out[NT];
+    #pragma GCC unroll 8
     for (int t = 0; t < NT; ++t) out[t] = _mm512_setzero_ps();
     // NT == 1: two accumulators (two chains); more tokens are chains enough.
     constexpr int NA = NT == 1 ? 2 : NT;
@@ -30,6 +31,7 @@ void qtile_tokens(const QBlockTiles & w, int64_t tile, const Q8BlockActs & a, in
         const uint8_t * blk = data + b * bb;
         const __m512    dw  = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(blk)));
         __m512i         acc[NA];
+        #pragma GCC unroll 8
         for (int i = 0; i < NA; ++i) acc[i] = _mm512_setzero_si512();
         if constexpr (!Q8) {
 #pragma GCC unroll 4
@@ -61,6 +63,7 @@ void qtile_tokens(const QBlockTiles & w, int64_t tile, const Q8BlockActs & a, in
             }
         }
         if constexpr (NT == 1) acc[0] = _mm512_add_epi32(acc[0], acc[1]);
+        #pragma GCC unroll 8
         for (int t = 0; t < NT; ++t) {
             const int64_t tb   = (t0 + t) * nb + b;
             const __m512i sumi = _mm512_sub_epi32(acc[t], _mm512_set1_epi32((Q8 ? 128 : 8) * a.bsum[tb]));
@@ -72,6 +75,7 @@ void qtile_tokens(const QBlockTiles & w, int64_t tile, const Q8BlockActs & a, in
     }
     const int64_t r_begin = tile * 16;
     const int64_t n_valid = w.n_rows - r_begin < 16 ? w.n_rows - r_begin : 16;
+    #pragma GCC unroll 8
     for (int t = 0; t < NT; ++t) store_rows(out[t], y + (t0 + t) * ldy + (r_begin - row0), n_valid, accumulate);
 }
 
@@ -97,13 +101,16 @@ void lowbit_tile_tokens(const TernaryTiles & w, int64_t tile, const Q8BlockActs 
     const float *   scales   = w.scales + tile * n_groups * k_tile_rows;
     const __m512i   three    = _mm512_set1_epi8(3);
     __m512          out[NT];
+    #pragma GCC unroll 8
     for (int t = 0; t < NT; ++t) out[t] = _mm512_setzero_ps();
     for (int64_t g = 0; g < n_groups; ++g) {
         __m512 s[NT];
+        #pragma GCC unroll 8
         for (int t = 0; t < NT; ++t) s[t] = _mm512_setzero_ps();
         for (int64_t b = g * bpg; b < (g + 1) * bpg; ++b) {
             constexpr int NA = NT == 1 ? 4 : NT;
             __m512i       acc[NA];
+            #pragma GCC unroll 8
             for (int i = 0; i < NA; ++i) acc[i] = _mm512_setzero_si512();
             for (int64_t c = 2 * b; c < 2 * b + 2; ++c) {  // the block's two chunks of 16 columns
                 const __m512i bytes = _mm512_loadu_si512(codes + c * k_tile_chunk);
@@ -134,6 +141,7 @@ void lowbit_tile_tokens(const TernaryTiles & w, int64_t tile, const Q8BlockActs 
                 acc[0] = _mm512_add_epi32(_mm512_add_epi32(acc[0], _mm512_srai_epi32(acc[1], 2)),
                                           _mm512_add_epi32(_mm512_srai_epi32(acc[2], 4), _mm512_srai_epi32(acc[3], 6)));
             }
+            #pragma GCC unroll 8
             for (int t = 0; t < NT; ++t) {
                 const int64_t tb   = (t0 + t) * nb + b;
                 const __m512i sumi = _mm512_sub_epi32(acc[t], _mm512_set1_epi32(a.bsum[tb]));  // codes are value + 1
@@ -141,10 +149,12 @@ void lowbit_tile_tokens(const TernaryTiles & w, int64_t tile, const Q8BlockActs 
             }
         }
         const __m512 sg = _mm512_loadu_ps(scales + g * k_tile_rows);
+        #pragma GCC unroll 8
         for (int t = 0; t < NT; ++t) out[t] = _mm512_add_ps(out[t], _mm512_mul_ps(sg, s[t]));
     }
     const int64_t r_begin = tile * k_tile_rows;
     const int64_t n_valid = w.n_rows - r_begin < k_tile_rows ? w.n_rows - r_begin : k_tile_rows;
+    #pragma GCC unroll 8
     for (int t = 0; t < NT; ++t) {
         __m512 v = w.out_scales ? _mm512_mul_ps(out[t], _mm512_loadu_ps(w.out_scales + r_begin)) : out[t];
         store_rows(v, y + (t0 + t) * ldy + (r_begin - row0), n_valid, accumulate);
