@@ -184,6 +184,7 @@ private:
     // The families' Q8_0-block products (cpu_fast_family.cpp): a weight that is not ternary, as
     // Q-block tiles where the kernels take it, else the reference's CpuMatrix.
     std::unique_ptr<Weight> load_family_linear(std::span<const WeightSource> parts);
+    std::unique_ptr<Weight> load_binary_linear(std::span<const WeightSource> parts);  // Q1_0 of a family model
     bool                    family_kernel(const Weight & w) const;  // Q-block tiles, or Q1_0/Q2_0/PQ2_0 tiles
     void                    grow_q8_acts(const Tensor & x);
     // x's Q8_0 blocks (the reference quantizer) into q8_*, split over the threads, then a barrier.

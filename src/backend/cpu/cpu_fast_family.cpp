@@ -2,8 +2,9 @@
 // (docs/architecture.md, "Activation semantics"):
 //   Q4_0 / Q8_0 (all parts of one type)  Q-block tiles (cpu_qtiles.cpp) x the input's Q8_0 blocks,
 //                                        Kernels::qblock_gemm;
-//   Q1_0 / Q2_0 / PQ2_0                  2-bit ternary tiles x Q8_0 blocks, Kernels::lowbit_q8_gemm
-//                                        (base-3 tiles or a set without it: the same sums in scalar code);
+//   Q1_0                                 binary tiles (1 bit per weight) x Q8_0 blocks, Kernels::binary_q8_gemm;
+//   Q2_0 / PQ2_0 (and Q1_0 on a set      2-bit ternary tiles x Q8_0 blocks, Kernels::lowbit_q8_gemm
+//   without binary_q8_gemm)              (base-3 tiles or a set without it: the same sums in scalar code);
 //   I2_S / TQ1_0 / TQ2_0                 per-token int8 (cpu::quantize_act_row) + bitlinear / gate_up;
 //   other types (F32/F16/BF16, K-quants, mixed parts) and a set without qblock_gemm: the scalar
 //   reference (cpu_matmul.h), which shares this backend's buffers.
@@ -48,6 +49,12 @@ float lowbit_q8_row(const int8_t * values, const float * scales, int64_t group, 
 
 }  // namespace
 
+std::unique_ptr<Weight> CpuFastBackend::load_binary_linear(std::span<const WeightSource> parts) {
+    auto w = cpu_pack_binary_tiles(parts, pool_);
+    for (auto & sc : scratch_) grow_vec(sc.f, w->n_cols);
+    return w;
+}
+
 std::unique_ptr<Weight> CpuFastBackend::load_family_linear(std::span<const WeightSource> parts) {
     if (k_.qblock_gemm != nullptr && cpu_qtiles_fit(parts)) {
         auto w = cpu_pack_qtiles(parts, pool_);
@@ -86,6 +93,10 @@ void CpuFastBackend::family_gemm(int ti, const Weight & w, const cpu::Q8BlockAct
         k_.qblock_gemm(qw->view(), tile0, tile1, a, y, ldy, row0, accumulate);
         return;
     }
+    if (const auto * bw = dynamic_cast<const CpuBinaryTiledLinear *>(&w)) {
+        k_.binary_q8_gemm(bw->view(), tile0, tile1, a, y, ldy, row0, accumulate);
+        return;
+    }
     const cpu::TernaryTiles tiles = static_cast<const CpuTiledLinear &>(w).view();
     if (!tiles.base3 && k_.lowbit_q8_gemm != nullptr) {
         k_.lowbit_q8_gemm(tiles, tile0, tile1, a, y, ldy, row0, accumulate);
@@ -110,7 +121,9 @@ void CpuFastBackend::family_gemm(int ti, const Weight & w, const cpu::Q8BlockAct
 }
 
 bool CpuFastBackend::family_kernel(const Weight & w) const {
-    if (dynamic_cast<const CpuQTiledLinear *>(&w) != nullptr) return true;
+    if (dynamic_cast<const CpuQTiledLinear *>(&w) != nullptr || dynamic_cast<const CpuBinaryTiledLinear *>(&w) != nullptr) {
+        return true;
+    }
     return is_q8_lowbit(w) && dynamic_cast<const CpuTiledLinear *>(&w) != nullptr && w.n_cols % 32 == 0 &&
            static_cast<const CpuTiledLinear &>(w).group % 32 == 0;
 }

@@ -1,5 +1,5 @@
-// AVX-512 (VNNI) kernels of the families' Q8_0-block products: Q4_0 / Q8_0 Q-block tiles and
-// Q1_0 / Q2_0 2-bit tiles against ggml's Q8_0 activation blocks (cpu_kernels.h). 16 rows in the
+// AVX-512 (VNNI) kernels of the families' Q8_0-block products: Q4_0 / Q8_0 Q-block tiles, Q1_0
+// binary tiles and Q1_0 / Q2_0 2-bit tiles against ggml's Q8_0 activation blocks (cpu_kernels.h). 16 rows in the
 // lanes, one vpdpbusd lane per row; each row's float sum follows the reference's block order.
 #include "backend/cpu/simd_avx512.h"
 
@@ -168,11 +168,82 @@ void lowbit_q8_gemm(const TernaryTiles & w, int64_t tile0, int64_t tile1, const 
     });
 }
 
+// One binary tile against tokens t0 .. t0 + NT - 1, Q8_0-block activations.
+template <int NT>
+void binary_tile_tokens(const BinaryTiles & w, int64_t tile, const Q8BlockActs & a, int64_t t0, float * y, int64_t ldy,
+                        int64_t row0, bool accumulate) {
+    const int64_t   nb       = w.k / 32;
+    const int64_t   n_groups = w.n_groups();
+    const int64_t   bpg      = w.group / 32;
+    const uint8_t * codes    = w.codes + tile * w.tile_bytes();
+    const float *   scales   = w.scales + tile * n_groups * 16;
+    const __m512i   one      = _mm512_set1_epi8(1);
+    __m512          out[NT];
+#pragma GCC unroll 8
+    for (int t = 0; t < NT; ++t) out[t] = _mm512_setzero_ps();
+    for (int64_t g = 0; g < n_groups; ++g) {
+        __m512 s[NT];
+#pragma GCC unroll 8
+        for (int t = 0; t < NT; ++t) s[t] = _mm512_setzero_ps();
+        for (int64_t b = g * bpg; b < (g + 1) * bpg; ++b) {
+            const __m512i bytes = _mm512_loadu_si512(codes + b * 64);
+            __m512i       dot[NT];
+            if constexpr (NT == 1) {
+                // Bits masked in place (2^s each), one accumulator per bit: acc[s] = 2^s x its sum.
+                const int8_t * q = a.q + t0 * a.ld + b * 32;
+                __m512i        acc[8];
+#pragma GCC unroll 8
+                for (int sh = 0; sh < 8; ++sh) {
+                    acc[sh] = dpbusd(_mm512_setzero_si512(), _mm512_and_si512(bytes, _mm512_set1_epi8(static_cast<char>(1 << sh))),
+                                     bcast4(q + 4 * sh));
+                }
+                dot[0] = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(acc[0], _mm512_srai_epi32(acc[1], 1)),
+                                                           _mm512_add_epi32(_mm512_srai_epi32(acc[2], 2), _mm512_srai_epi32(acc[3], 3))),
+                                          _mm512_add_epi32(_mm512_add_epi32(_mm512_srai_epi32(acc[4], 4), _mm512_srai_epi32(acc[5], 5)),
+                                                           _mm512_add_epi32(_mm512_srai_epi32(acc[6], 6), _mm512_srai_epi32(acc[7], 7))));
+            } else {
+#pragma GCC unroll 8
+                for (int t = 0; t < NT; ++t) dot[t] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+                for (int sh = 0; sh < 8; ++sh) {
+                    const __m512i bits = _mm512_and_si512(_mm512_srli_epi16(bytes, sh), one);
+#pragma GCC unroll 8
+                    for (int t = 0; t < NT; ++t) dot[t] = dpbusd(dot[t], bits, bcast4(a.q + (t0 + t) * a.ld + b * 32 + 4 * sh));
+                }
+            }
+#pragma GCC unroll 8
+            for (int t = 0; t < NT; ++t) {
+                const int64_t tb   = (t0 + t) * nb + b;
+                const __m512i sumi = _mm512_sub_epi32(_mm512_add_epi32(dot[t], dot[t]), _mm512_set1_epi32(a.bsum[tb]));
+                s[t] = _mm512_add_ps(s[t], _mm512_mul_ps(_mm512_set1_ps(a.d[tb]), _mm512_cvtepi32_ps(sumi)));
+            }
+        }
+        const __m512 sg = _mm512_loadu_ps(scales + g * 16);
+#pragma GCC unroll 8
+        for (int t = 0; t < NT; ++t) out[t] = _mm512_add_ps(out[t], _mm512_mul_ps(sg, s[t]));
+    }
+    const int64_t r_begin = tile * 16;
+    const int64_t n_valid = w.n_rows - r_begin < 16 ? w.n_rows - r_begin : 16;
+#pragma GCC unroll 8
+    for (int t = 0; t < NT; ++t) {
+        __m512 v = w.out_scales ? _mm512_mul_ps(out[t], _mm512_loadu_ps(w.out_scales + r_begin)) : out[t];
+        store_rows(v, y + (t0 + t) * ldy + (r_begin - row0), n_valid, accumulate);
+    }
+}
+
+void binary_q8_gemm(const BinaryTiles & w, int64_t tile0, int64_t tile1, const Q8BlockActs & a, float * y, int64_t ldy,
+                    int64_t row0, bool accumulate) {
+    for_tiles_and_tokens<8>(a.n_tokens, tile0, tile1, [&]<int NT>(int64_t tile, int64_t t) {
+        binary_tile_tokens<NT>(w, tile, a, t, y, ldy, row0, accumulate);
+    });
+}
+
 }  // namespace
 
 void add_qblock_avx512(Kernels & set) {
     set.qblock_gemm    = qblock_gemm;
     set.lowbit_q8_gemm = lowbit_q8_gemm;
+    set.binary_q8_gemm = binary_q8_gemm;
 }
 
 }  // namespace tern::cpu
