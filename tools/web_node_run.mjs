@@ -7,12 +7,17 @@
 //
 // Usage: node tools/web_node_run.mjs --model FILE [--wasm-dir build-web/bin] [--dawn PATH/dawn.node]
 //          [--backend webgpu|cpu] [-p PROMPT] [-n N] [--temp T[,T...]] [--seed S] [-c N_CTX] [--repeat N]
-//          [--allow-cpu-adapter] [--json-out FILE] [--dawn-flag FLAG ...]
+//          [--allow-cpu-adapter] [--json-out FILE] [--dawn-flag FLAG ...] [--warm-up-s S] [--profile-dir DIR]
 // --dawn-flag: a flag for dawn.node's create() (e.g. enable-dawn-features=skip_validation,disable_robustness:
 // what native tern asks for on a hardware adapter and a browser never does), to tell the browser's
 // validation and robustness costs apart from the rest.
 // Each temperature in --temp (0: greedy) is generated --repeat times with the model loaded once; each
 // run's figures are printed, and the JSON (line and file) has them all with each setting's text.
+// --warm-up-s S: before the timed runs, generate (untimed, the first temperature) until S seconds have
+// passed, as `tern bench` warms up (pipelines, the GPU's clocks, and here also V8's optimizing tier
+// for the wasm and the JavaScript): steady-state figures, next to the first run's that a page pays.
+// --profile-dir DIR: the main thread's CPU profile (node:inspector) of the load and of the timed runs,
+// as DIR/load.cpuprofile and DIR/generate.cpuprofile (tools/cpuprofile_summary.mjs sums them up).
 import fs from "node:fs";
 import path from "node:path";
 import { createRequire } from "node:module";
@@ -24,12 +29,14 @@ const require = createRequire(import.meta.url);
 function usage(message) {
   if (message) console.error(`error: ${message}`);
   console.error("usage: node tools/web_node_run.mjs --model FILE [--wasm-dir DIR] [--dawn dawn.node] [--backend webgpu|cpu]\n" +
-                "         [-p PROMPT] [-n N] [--temp T[,T...]] [--seed S] [-c N_CTX] [--repeat N] [--allow-cpu-adapter] [--json-out FILE] [--dawn-flag FLAG ...]");
+                "         [-p PROMPT] [-n N] [--temp T[,T...]] [--seed S] [-c N_CTX] [--repeat N] [--allow-cpu-adapter] [--json-out FILE] [--dawn-flag FLAG ...]\n" +
+                "         [--warm-up-s S] [--profile-dir DIR]");
   process.exit(2);
 }
 
 const opt = { wasmDir: path.join(root, "build-web/bin"), backend: "webgpu", prompt: "The ship", n: 128, temps: [0], seed: 42,
-              ctx: 0, repeat: 1, allowCpuAdapter: false, model: null, dawn: null, jsonOut: null, dawnFlags: [] };
+              ctx: 0, repeat: 1, allowCpuAdapter: false, model: null, dawn: null, jsonOut: null, dawnFlags: [],
+              warmUpS: 0, profileDir: null };
 const argv = process.argv.slice(2);
 for (let i = 0; i < argv.length; ++i) {
   const a = argv[i];
@@ -59,6 +66,8 @@ for (let i = 0; i < argv.length; ++i) {
     case "--allow-cpu-adapter": opt.allowCpuAdapter = true; break;
     case "--json-out": opt.jsonOut = value(); break;
     case "--dawn-flag": opt.dawnFlags.push(value()); break;
+    case "--warm-up-s": opt.warmUpS = number(); break;
+    case "--profile-dir": opt.profileDir = value(); break;
     case "-h": case "--help": usage(); break;
     default: usage(`unknown argument '${a}'`);
   }
@@ -81,36 +90,69 @@ if (opt.backend === "webgpu") {
   else globalThis.navigator = { gpu };
 }
 
+// The main thread's CPU profile of one phase (--profile-dir), through the inspector (V8's sampler).
+let profiler = null;
+async function profiled(name, phase) {
+  if (!opt.profileDir) return phase();
+  if (!profiler) {
+    const { Session } = await import("node:inspector/promises");
+    profiler = new Session();
+    profiler.connect();
+    await profiler.post("Profiler.enable");
+    await profiler.post("Profiler.setSamplingInterval", { interval: 200 });
+    fs.mkdirSync(opt.profileDir, { recursive: true });
+  }
+  await profiler.post("Profiler.start");
+  try {
+    return await phase();
+  } finally {
+    const { profile } = await profiler.post("Profiler.stop");
+    fs.writeFileSync(path.join(opt.profileDir, `${name}.cpuprofile`), JSON.stringify(profile));
+  }
+}
+
 const createTernModule = require(path.resolve(opt.wasmDir, "tern.js"));
 const { TernEngine } = require(path.join(root, "web/tern-engine.js"));
 const engine = await TernEngine.create({ createModule: createTernModule,
                                          wasmBinary: fs.readFileSync(path.resolve(opt.wasmDir, "tern.wasm")) });
 const t0 = performance.now();
 // A host file (NODEFS): on WebGPU it is read a layer at a time, as a page reads a File.
-const info = await engine.loadModel({ path: path.resolve(opt.model) }, path.basename(opt.model),
-                                    { backend: opt.backend, allowCpuAdapter: opt.allowCpuAdapter });
+const info = await profiled("load", () => engine.loadModel({ path: path.resolve(opt.model) }, path.basename(opt.model),
+                                                           { backend: opt.backend, allowCpuAdapter: opt.allowCpuAdapter }));
 const loadMs = performance.now() - t0;
 console.error(`web_node_run: ${info.name} (${info.n_layer} layers, ${(info.file_bytes / 1e6).toFixed(1)} MB) loaded in ` +
               `${loadMs.toFixed(0)} ms on ${info.backend} (Node ${process.version}, JSPI ${engine.jspi})`);
 
+const settings = (temp) => ({ temp, seed: opt.seed, nPredict: opt.n, nCtx: opt.ctx });
+if (opt.warmUpS > 0) {
+  const w0 = performance.now();
+  let n = 0;
+  do {
+    await engine.generate(opt.prompt, settings(opt.temps[0]), () => true);
+    ++n;
+  } while (performance.now() - w0 < 1000 * opt.warmUpS);
+  console.error(`web_node_run: warm-up: ${n} untimed runs in ${(performance.now() - w0).toFixed(0)} ms`);
+}
+
 const runs = [];
 const texts = {};
-for (const temp of opt.temps) {
-  for (let r = 0; r < opt.repeat; ++r) {
-    let text = "";
-    const ids = [];
-    const s = await engine.generate(opt.prompt, { temp, seed: opt.seed, nPredict: opt.n, nCtx: opt.ctx },
-                                    (t) => { text += t.text; if (t.id >= 0) ids.push(t.id); return true; });
-    const tps = s.nGenerated > 1 && s.decodeMs > 0 ? (1000 * (s.nGenerated - 1)) / s.decodeMs : 0;
-    runs.push({ temp, n_prompt: s.nPrompt, n_generated: s.nGenerated, prompt_ms: s.promptMs, decode_ms: s.decodeMs,
-                decode_tokens_per_second: tps, decoding: s.decoding });
-    console.error(`web_node_run: temp ${temp} run ${r + 1}: ${s.nGenerated} tokens, prompt ${s.nPrompt} tokens in ` +
-                  `${s.promptMs.toFixed(1)} ms, ${tps.toFixed(1)} tokens/s over ${Math.max(0, s.nGenerated - 1)} decode steps ` +
-                  `(${s.decoding})`);
-    texts[temp] = text;
+await profiled("generate", async () => {
+  for (const temp of opt.temps) {
+    for (let r = 0; r < opt.repeat; ++r) {
+      let text = "";
+      const ids = [];
+      const s = await engine.generate(opt.prompt, settings(temp), (t) => { text += t.text; if (t.id >= 0) ids.push(t.id); return true; });
+      const tps = s.nGenerated > 1 && s.decodeMs > 0 ? (1000 * (s.nGenerated - 1)) / s.decodeMs : 0;
+      runs.push({ temp, n_prompt: s.nPrompt, n_generated: s.nGenerated, prompt_ms: s.promptMs, decode_ms: s.decodeMs,
+                  decode_tokens_per_second: tps, decoding: s.decoding });
+      console.error(`web_node_run: temp ${temp} run ${r + 1}: ${s.nGenerated} tokens, prompt ${s.nPrompt} tokens in ` +
+                    `${s.promptMs.toFixed(1)} ms, ${tps.toFixed(1)} tokens/s over ${Math.max(0, s.nGenerated - 1)} decode steps ` +
+                    `(${s.decoding})`);
+      texts[temp] = text;
+    }
+    process.stdout.write(`--- temp ${temp}\n${texts[temp]}\n`);
   }
-  process.stdout.write(`--- temp ${temp}\n${texts[temp]}\n`);
-}
+});
 const summary = { model: info.name, backend: info.backend, node: process.version, load_ms: loadMs, seed: opt.seed,
                   n_predict: opt.n, prompt: opt.prompt, runs };
 console.error("web_node_run: " + JSON.stringify(summary));

@@ -34,6 +34,7 @@ struct ServeArgs {
     std::string         chat_template;      // empty: from the model
     std::string         alias;              // empty: the file name
     int64_t             max_tokens_limit = 0;  // 0: the context
+    bool                no_warmup        = false;  // skip BatchEngine::warm_up
 };
 
 void serve(ServeArgs & a) {
@@ -102,6 +103,12 @@ void serve(ServeArgs & a) {
              "raise --kv-pages, or lower -c");
     }
     BatchEngine engine(*lm.model, eo);
+    if (!a.no_warmup) {  // (a GPU compiles the lone-request decode kernels now, not in a client's first tokens)
+        SamplerParams sp = a.sampling;
+        sp.seed          = 1;
+        const Sampler sampler(sp, static_cast<int32_t>(c.n_vocab));
+        engine.warm_up(so.n_ctx, &sampler);
+    }
     server::SchedulerOptions sched_opts;
     sched_opts.n_slots            = a.parallel;
     sched_opts.max_queue          = a.max_queue;
@@ -178,6 +185,9 @@ void register_serve(CLI::App & app) {
         ->check(int_in(1024, int64_t{1} << 30))->capture_default_str();
     cmd->add_option("--timeout", args->http.timeout_s, "seconds to wait for more of a request (or for a client to take a reply) before closing")
         ->check(int_in(1, 86400))->capture_default_str();
+    cmd->add_flag("--no-warmup", args->no_warmup,
+                  "skip the warm-up decode steps at start (on a GPU they compile the kernels a lone request decodes "
+                  "with before the first request)");
     cmd->add_option("--threads-http", args->http.n_threads, "HTTP worker threads (0 = parallel + queue + 4)")
         ->check(int_in(0, 4096))->capture_default_str();
     cmd->footer("Example: tern serve -m ggml-model-i2_s.gguf --port 8080 --parallel 8\n"

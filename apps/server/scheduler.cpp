@@ -2,6 +2,7 @@
 #include "scheduler.h"
 
 #include "core/log.h"
+#include "engine/session.h"
 #include "stop_strings.h"
 
 #include <algorithm>
@@ -51,6 +52,7 @@ struct Scheduler::Slot {
     size_t                 sent = 0;        // text[0, sent) handed out
     std::vector<TokenLogprob> logprobs;     // tokens behind text not yet handed out
     std::vector<float>     logits;          // [n_vocab]
+    std::vector<Candidate> rows;            // or (top_k_only) the step's top-k rows (BatchItem::top_rows)
     bool                   want_logits = false;  // this step's item asked for logits (or the argmax)
     // Greedy without penalties or logprobs: the device finds the argmax and no logits come back.
     bool                   greedy_on_device = false;
@@ -60,6 +62,7 @@ struct Scheduler::Slot {
     int32_t                next = -1;       // the step's token, sampled (or the device's argmax)
     std::optional<TokenLogprob> next_logprob;
     std::optional<std::string>  sample_error;
+    bool                   scattered = false;  // its pages are no run: never decodes alone (decode_alone)
 
     Slot(std::shared_ptr<Job> j, SequenceId s, const Tokenizer & tok, int32_t n_vocab)
         : job(std::move(j)), seq(s), sampler(job->spec().sampling, n_vocab), decoder(tok),
@@ -168,7 +171,7 @@ void Scheduler::loop() {
             // Nothing runs: the queue holds only cancelled jobs (admit dropped them) or nothing.
             continue;
         }
-        run_step(slots);
+        if (!decode_alone(slots)) run_step(slots);
         std::erase_if(slots, [](const auto & s) { return !s; });
         slots_busy_    = static_cast<int64_t>(slots.size());
         kv_pages_used_ = engine_.pool().n_used();
@@ -263,13 +266,15 @@ void Scheduler::run_step(std::vector<std::unique_ptr<Slot>> & slots) {
             s->want_logits = s->prompt_fed + static_cast<size_t>(n) == prompt.size();
             items.push_back({s->seq, std::span(prompt).subspan(s->prompt_fed, static_cast<size_t>(n)),
                              s->want_logits && !s->greedy_on_device ? std::span<float>(s->logits) : std::span<float>(),
-                             s->want_logits && s->greedy_on_device ? &s->next : nullptr, s->top_k_only});
+                             s->want_logits && s->greedy_on_device ? &s->next : nullptr, s->top_k_only,
+                             s->want_logits && s->top_k_only > 0 ? &s->rows : nullptr});
             s->prompt_fed += static_cast<size_t>(n);
         } else {
             s->want_logits = true;
             items.push_back({s->seq, std::span(&s->last, 1),
                              s->greedy_on_device ? std::span<float>() : std::span<float>(s->logits),
-                             s->greedy_on_device ? &s->next : nullptr, s->top_k_only});
+                             s->greedy_on_device ? &s->next : nullptr, s->top_k_only,
+                             s->top_k_only > 0 ? &s->rows : nullptr});
         }
     }
     // Prompts go first in the next step's budget by rotating the slot order: no slot starves.
@@ -316,7 +321,8 @@ void Scheduler::sample_all(std::vector<std::unique_ptr<Slot>> & slots) {
         for (int64_t i = begin; i < end; ++i) {
             Slot & s = *ready[static_cast<size_t>(i)];
             try {
-                s.next = s.sampler.sample(s.logits);
+                // (the rows the device listed, where it did: the same token as from every logit)
+                s.next = s.rows.empty() ? s.sampler.sample(s.logits) : s.sampler.sample_top_k(s.rows);
                 const int k = s.job->spec().logprobs;
                 if (k >= 0) s.next_logprob = logprobs_of(s.logits, s.next, k);
             } catch (const std::exception & e) {  // (a worker thread must not throw)
@@ -326,10 +332,59 @@ void Scheduler::sample_all(std::vector<std::unique_ptr<Slot>> & slots) {
     });
 }
 
-bool Scheduler::advance(Slot & s) {
+bool Scheduler::decode_alone(std::vector<std::unique_ptr<Slot>> & slots) {
+    if (slots.size() != 1) return false;
+    Slot & s = *slots[0];
+    if (s.prefilling() || s.scattered || s.job->spec().logprobs >= 0 || s.job->cancelled()) return false;
+    {
+        std::lock_guard lock(mutex_);
+        if (!queue_.empty() || stopping_) return false;
+    }
+    std::optional<KvCache> view = engine_.contiguous_view(s.seq);
+    if (!view) {
+        s.scattered = true;
+        return false;
+    }
+    const int64_t n_past = engine_.n_past(s.seq);
+    bool          ended  = false;  // the slot finished (advance closed its sequence)
+    // Each id as the batched step's would be taken; false (stop) once the slot ends, its client
+    // leaves or a request waits (it joins the batch at the next step).
+    auto take = [&](int32_t id) {
+        s.next = id;
+        if (!advance(s, /*accepted=*/!s.greedy_on_device)) {
+            ended = true;
+            return false;
+        }
+        if (s.job->cancelled()) return false;
+        std::lock_guard lock(mutex_);
+        return queue_.empty() && !stopping_;
+    };
+    try {
+        SessionOptions so;
+        so.n_batch              = 1;
+        so.round_head_input_f16 = engine_.round_head_input_f16();
+        Session alone(engine_.model(), so, std::move(*view), n_past);
+        if (s.greedy_on_device) {
+            // (ids come back 16 at a time: a request that arrives waits at most that many steps)
+            alone.decode_greedy(s.last, s.job->spec().max_tokens - s.n_generated, take, 16);
+        } else {
+            alone.decode_sampled_after(s.sampler, s.last, take);
+        }
+        if (!ended) engine_.mark_fed(s.seq, alone.n_past() - n_past);
+    } catch (const Error & e) {
+        TERN_LOG_ERROR("server: decoding a lone request failed: %s", e.what());
+        const ApiError err = api_error_from(e);
+        if (!ended) fail_slot(s, err.status >= 500 ? err : ApiError(500, "server_error", err.what()));
+        ended = true;
+    }
+    if (ended) slots[0].reset();
+    return true;
+}
+
+bool Scheduler::advance(Slot & s, bool accepted) {
     const JobSpec & spec = s.job->spec();
     const int32_t   id   = s.next;
-    s.sampler.accept(id);
+    if (!accepted) s.sampler.accept(id);
     const bool end_of_turn = tokenizer_.is_eog(id) ||
                              std::find(spec.stop_ids.begin(), spec.stop_ids.end(), id) != spec.stop_ids.end();
     if (end_of_turn && !spec.ignore_eos) {

@@ -4,9 +4,12 @@
 // not stall the slots that are generating), gives every generating slot its last token, advances
 // them all with one BatchEngine::step (one batched forward pass), then samples each slot's next
 // token (the slots in parallel on sampling threads; greedy slots without penalties or logprobs take
-// the device's argmax and read back no logits) and hands the text to its HTTP handler through the
-// request's Job. A cancelled Job (client gone) leaves its slot at the
-// next step and its KV pages go back to the pool; a full queue answers 503.
+// the device's argmax and read back no logits; a sampler whose chain starts with top-k, the default,
+// reads back only the rows the device lists as able to be among its top k, BatchItem::top_rows) and
+// hands the text to its HTTP handler through the request's Job. A lone generating slot with nobody
+// waiting decodes through the one-sequence path instead (decode_alone), so that one client gets
+// what `tern run` gives. A cancelled Job (client gone) leaves its slot at the next step and its KV
+// pages go back to the pool; a full queue answers 503.
 #pragma once
 
 #include "api_error.h"
@@ -125,8 +128,14 @@ private:
     void run_step(std::vector<std::unique_ptr<Slot>> & slots);
     // Every slot that got logits (or an argmax) this step: its next token, in parallel.
     void sample_all(std::vector<std::unique_ptr<Slot>> & slots);
-    // Takes the slot's next token (sample_all's); returns false when the slot is done.
-    bool advance(Slot & s);
+    // Takes the slot's next token (sample_all's); returns false when the slot is done. accepted:
+    // its sampler has seen the token already.
+    bool advance(Slot & s, bool accepted = false);
+    // A lone slot that is generating, with nobody waiting: decodes it through the one-sequence
+    // path (a Session over its pages, BatchEngine::contiguous_view: the device runs steps ahead and
+    // chains the ids, as `tern run` does, where a batched step waits for each token) until it
+    // ends, its client leaves or a request arrives. False (nothing done): the batched step instead.
+    bool decode_alone(std::vector<std::unique_ptr<Slot>> & slots);
     void finish(Slot & s, std::string reason);
     void fail_slot(Slot & s, const ApiError & e);
     void record_tokens(int64_t n);

@@ -201,6 +201,16 @@ struct HeadOutput {
     // With ids (T = 1): ids[0] is sample(logits, *sampling, uniform) instead of the argmax.
     const SamplingChain * sampling = nullptr;
     Tensor                uniform;  // [1] f32 in [0, 1)
+    // With top_k over T > 1 columns, optional: a backend that finds each column's candidates on the
+    // device may also list them here, so that a reader fetches a few rows per column instead of
+    // n_vocab logits. Column c's block is top_rows_stride u32 at c * top_rows_stride: [count, 0,
+    // then (row, value bits) pairs]; the rows listed are every row that `logits` holds finite
+    // (exact), in no particular order; a count above (top_rows_stride - 2) / 2: they did not all fit
+    // (read the logits). *rows_listed is set to true where the backend wrote the lists (left alone
+    // where it did not: the CPU, shapes the fast head does not take).
+    Tensor  top_rows;  // [top_rows_stride, T] i32 (u32 words)
+    int64_t top_rows_stride = 0;
+    bool *  rows_listed = nullptr;
 };
 
 // One logit a backend read back by itself (HeadOutput.top_k's rows).

@@ -2,13 +2,21 @@
 #include "engine/batch_engine.h"
 
 #include "core/error.h"
+#include "engine/session.h"
 
 #include <algorithm>
+#include <bit>
 #include <unordered_set>
 
 namespace tern {
 
 namespace {
+
+// A column's top-k list (HeadOutput::top_rows): [count, 0, (row, value bits) x k_list_rows]. Room
+// for far more rows than a top-k head usually lists (a few dozen to a few hundred for top-k 40 on
+// 2B4T), in 8 KiB per column: 64 columns read back 0.5 MB where their logits are 33 MB.
+constexpr int64_t k_list_rows   = 1024;
+constexpr int64_t k_list_stride = 2 + 2 * k_list_rows;
 
 int64_t checked_chunk(const BatchEngineOptions & o) {
     if (o.n_chunk < 1 || o.n_chunk > 65536) {
@@ -33,6 +41,7 @@ BatchEngine::BatchEngine(const BitnetModel & model, const BatchEngineOptions & o
     const int64_t n_out = std::min(options.n_chunk, options.max_seqs);
     head_cols_  = alloc_tensor(model.backend(), DType::i32, {n_out, 1, 1, 1}, "batch head columns");
     head_ids_   = alloc_tensor(model.backend(), DType::i32, {n_out, 1, 1, 1}, "batch head ids");
+    head_rows_  = alloc_tensor(model.backend(), DType::i32, {k_list_stride, n_out, 1, 1}, "batch head top-k rows");
     round_head_ = options.round_head_input_f16.value_or(options.type_k == DType::f16);
 }
 
@@ -71,6 +80,48 @@ const BatchEngine::Sequence & BatchEngine::get(SequenceId seq) const {
     return it->second;
 }
 
+std::optional<KvCache> BatchEngine::contiguous_view(SequenceId seq) {
+    Sequence & s = get(seq);
+    pool_.grow(s.table, s.capacity);
+    const std::vector<int32_t> & pages = s.table.pages;
+    for (size_t i = 1; i < pages.size(); ++i) {
+        if (pages[i] != pages[0] + static_cast<int32_t>(i)) return std::nullopt;
+    }
+    const KvCache & all = pool_.cache();
+    KvCache         v;
+    v.n_ctx  = s.capacity;
+    v.type_k = all.type_k;
+    v.type_v = all.type_v;
+    for (const KvLayer & l : all.layers) {
+        const int64_t first = static_cast<int64_t>(pages[0]) * pool_.page_size();
+        v.layers.push_back({l.k.columns(first, s.capacity), l.v.columns(first, s.capacity)});
+    }
+    return v;
+}
+
+void BatchEngine::warm_up(int64_t n_positions, const Sampler * sampler) {
+    TERN_ASSERT(seqs_.empty(), "warm_up with sequences open");
+    if (!model_.backend().counts_dispatches()) return;  // (nothing is compiled: Session::warm_up)
+    const std::optional<SequenceId> seq =
+        open(std::clamp<int64_t>(n_positions, 1, pool_.n_pages() * pool_.page_size()));
+    if (!seq) return;
+    if (std::optional<KvCache> view = contiguous_view(*seq)) {
+        SessionOptions so;
+        so.n_batch              = 1;
+        so.round_head_input_f16 = round_head_;
+        Session s(model_, so, std::move(*view), 0);
+        s.warm_up(sampler);
+    }
+    close(*seq);
+}
+
+void BatchEngine::mark_fed(SequenceId seq, int64_t n) {
+    Sequence & s = get(seq);
+    TERN_ASSERT(n >= 0 && s.n_past + n <= s.capacity, "mark_fed: %lld positions past %lld of %lld",
+                static_cast<long long>(n), static_cast<long long>(s.n_past), static_cast<long long>(s.capacity));
+    s.n_past += n;
+}
+
 int64_t BatchEngine::n_past(SequenceId seq) const { return get(seq).n_past; }
 int64_t BatchEngine::capacity(SequenceId seq) const { return get(seq).capacity; }
 
@@ -94,6 +145,9 @@ void BatchEngine::step(std::span<const BatchItem> items) {
                                                          static_cast<long long>(n_vocab - 1)));
             }
         }
+    }
+    for (const BatchItem & it : items) {
+        if (it.top_rows != nullptr) it.top_rows->clear();  // (non-empty after the step: rows, not logits)
     }
     // Passes of at most n_chunk tokens, the items' tokens in order (an item may continue in the next).
     std::vector<PassPart> parts;
@@ -145,7 +199,13 @@ void BatchEngine::run_pass(std::span<const BatchItem> items, std::span<const Pas
     Tensor cols = head_cols_.tensor;
     cols.ne[0]  = std::max<int64_t>(n_out, 1);
     if (n_out > 0) be.write(cols, cols_.data(), cols_.size() * sizeof(int32_t));
-    if (any_logits && top_k > 0) head.top_k = top_k;
+    bool listed = false;
+    if (any_logits && top_k > 0) {
+        head.top_k           = top_k;
+        head.top_rows        = head_rows_.tensor.columns(0, n_out);
+        head.top_rows_stride = k_list_stride;
+        head.rows_listed     = &listed;
+    }
     if (n_out > 0 && !any_logits) {  // ids only: the logits are the head's scratch (HeadOutput)
         head.ids       = head_ids_.tensor;
         head.ids.ne[0] = n_out;
@@ -154,28 +214,69 @@ void BatchEngine::run_pass(std::span<const BatchItem> items, std::span<const Pas
     for (const PassPart & pp : parts) get(items[pp.item].seq).n_past += pp.n;
     if (n_out == 0) return;
     ids_.resize(static_cast<size_t>(n_out));
-    if (any_logits) {
-        logits_.resize(static_cast<size_t>(n_vocab * n_out));
-        be.read(head.logits, logits_.data(), logits_.size() * sizeof(float));
-    } else {
+    if (!any_logits) {
         be.read(head.ids, ids_.data(), ids_.size() * sizeof(int32_t));
+        size_t o = 0;
+        for (const PassPart & pp : parts) {
+            const BatchItem & it = items[pp.item];
+            if (pp.from + pp.n == static_cast<int64_t>(it.tokens.size()) && it.argmax != nullptr) *it.argmax = ids_[o++];
+        }
+        return;
     }
-    size_t o = 0;
+    // The items whose last token is in this pass, in output column order.
+    std::vector<const BatchItem *> outs;
     for (const PassPart & pp : parts) {
         const BatchItem & it = items[pp.item];
-        if (pp.from + pp.n != static_cast<int64_t>(it.tokens.size()) || (it.logits.empty() && it.argmax == nullptr)) {
+        if (pp.from + pp.n == static_cast<int64_t>(it.tokens.size()) && (!it.logits.empty() || it.argmax != nullptr)) {
+            outs.push_back(&it);
+        }
+    }
+    TERN_ASSERT(static_cast<int64_t>(outs.size()) == n_out, "output columns");
+    // Top-k lists where the device wrote them: each column that fits takes its rows (a greedy item
+    // its argmax among them: the top 1 is in every top k) instead of n_vocab logits.
+    bool need_logits = !listed;
+    if (listed) {
+        row_words_.resize(static_cast<size_t>(k_list_stride * n_out));
+        be.read(head.top_rows, row_words_.data(), row_words_.size() * sizeof(uint32_t));
+    }
+    for (size_t o = 0; listed && o < outs.size(); ++o) {
+        const BatchItem & it    = *outs[o];
+        const uint32_t *  words = row_words_.data() + o * static_cast<size_t>(k_list_stride);
+        const int64_t     n     = words[0];
+        const bool        fits  = n <= k_list_rows && n >= std::max<int64_t>(it.top_k, 1);
+        if (!fits || (!it.logits.empty() && it.top_rows == nullptr)) {
+            need_logits = true;
             continue;
         }
-        if (!any_logits) {
-            *it.argmax = ids_[o++];
-            continue;
+        if (it.top_rows != nullptr) it.top_rows->resize(static_cast<size_t>(n));
+        int32_t best = -1;
+        float   best_v = 0.0f;
+        for (int64_t i = 0; i < n; ++i) {
+            const int32_t id = static_cast<int32_t>(words[2 + 2 * i]);
+            const float   v  = std::bit_cast<float>(words[3 + 2 * i]);
+            if (it.top_rows != nullptr) (*it.top_rows)[static_cast<size_t>(i)] = {id, v};
+            if (best < 0 || v > best_v || (v == best_v && id < best)) {
+                best   = id;
+                best_v = v;
+            }
+        }
+        if (it.argmax != nullptr) *it.argmax = best;
+    }
+    if (!need_logits) return;
+    logits_.resize(static_cast<size_t>(n_vocab * n_out));
+    be.read(head.logits, logits_.data(), logits_.size() * sizeof(float));
+    for (size_t o = 0; o < outs.size(); ++o) {
+        const BatchItem & it = *outs[o];
+        if (listed && it.top_rows != nullptr && !it.top_rows->empty()) continue;  // (took its rows)
+        if (listed && it.logits.empty() && it.top_rows == nullptr) {
+            const uint32_t n = row_words_[o * static_cast<size_t>(k_list_stride)];
+            if (n <= k_list_rows && n >= 1) continue;  // (a greedy item: its argmax came from the list)
         }
         const float * row = logits_.data() + static_cast<std::ptrdiff_t>(o) * n_vocab;
         if (!it.logits.empty()) std::copy_n(row, n_vocab, it.logits.begin());
         if (it.argmax != nullptr) {  // the argmax of this row, lowest index on ties (Backend::argmax)
             *it.argmax = static_cast<int32_t>(std::max_element(row, row + n_vocab) - row);
         }
-        ++o;
     }
 }
 

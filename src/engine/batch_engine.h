@@ -19,6 +19,7 @@
 
 #include "model/bitnet_model.h"
 #include "model/kv_cache.h"
+#include "sampler/sampler.h"
 
 #include <cstdint>
 #include <optional>
@@ -52,6 +53,12 @@ struct BatchItem {
     // with top-k): rows that cannot be among them may come back -inf (HeadOutput::top_k), the
     // others are exact. A step's head takes the largest such k when every item with logits sets one.
     int64_t top_k = 0;
+    // With top_k > 0, optional: the engine may hand over here, instead of writing `logits`, the rows
+    // that can be among the top_k largest (exact logits, in any order; every other row counts as
+    // -inf: Sampler::sample_top_k's input), found and listed on the device (HeadOutput::top_rows),
+    // so that a few rows come back instead of n_vocab floats. After the step, non-empty: `logits`
+    // was not written; empty: it was (the backend lists nothing, or the rows did not fit the list).
+    std::vector<Candidate> * top_rows = nullptr;
 };
 
 class BatchEngine {
@@ -73,6 +80,23 @@ public:
     void close(SequenceId seq);
     int64_t n_past(SequenceId seq) const;    // positions filled so far
     int64_t capacity(SequenceId seq) const;  // positions it may fill (>= what open() asked for)
+
+    // A sequence's cache as one contiguous block (position p = column p of each layer's view, as a
+    // Session's own cache), so that a sequence decoding alone can take the one-sequence decode path
+    // (a Session over this view: the device runs steps ahead and chains the ids, where step()
+    // waits for each step): its table is grown to its whole reservation (steps run ahead write
+    // only its own pages), and the view exists when its pages are consecutive (a sequence that
+    // started in an empty pool: KvPagePool::release), else nullopt. Positions filled through the
+    // view are counted with mark_fed.
+    std::optional<KvCache> contiguous_view(SequenceId seq);
+    // n positions of seq were filled outside step() (through contiguous_view's view).
+    void mark_fed(SequenceId seq, int64_t n);
+    // Session::warm_up (with `sampler`) for a sequence of n_positions over a view of the pool, so
+    // that a backend that compiles kernels at first use (WebGPU) does so before a lone request
+    // decodes through the one-sequence path. Only while no sequence is open; the rows it writes
+    // are written again before they are read.
+    void warm_up(int64_t n_positions, const Sampler * sampler);
+    bool round_head_input_f16() const { return round_head_; }
 
     // Feeds every item's tokens to its sequence at n_past(seq) and advances it; a sequence appears
     // at most once per step. Throws Error(invalid_argument) for a token outside the vocabulary or
@@ -100,6 +124,9 @@ private:
     KvBatchTables                            tables_;
     OwnedTensor                              head_cols_;  // [max_seqs] i32: the columns the head reads
     OwnedTensor                              head_ids_;   // [max_seqs] i32: their argmax
+    // [k_list_stride, max_seqs] u32: each output column's top-k rows (HeadOutput::top_rows).
+    OwnedTensor                              head_rows_;
+    std::vector<uint32_t>                    row_words_;  // head_rows_ read back
     std::vector<int32_t>                     tokens_, cols_, ids_;
     std::vector<float>                       logits_;     // [n_vocab][outputs] read back
     int64_t                                  max_seqs_   = 0;

@@ -42,6 +42,25 @@ Session::Session(const BitnetModel & model, const SessionOptions & options)
     last_logits_.assign(static_cast<size_t>(c.n_vocab), 0.0f);
 }
 
+Session::Session(const BitnetModel & model, const SessionOptions & options, KvCache view, int64_t n_past)
+    : model_(model), options_(options) {
+    TERN_ASSERT(view.n_ctx >= 1 && n_past >= 0 && n_past <= view.n_ctx && view.storage.empty() &&
+                    static_cast<int64_t>(view.layers.size()) == model.config().n_layer,
+                "a session over a view");
+    if (options.n_batch < 1) {
+        fail(ErrorKind::invalid_argument, format("batch size %lld must be >= 1", static_cast<long long>(options.n_batch)));
+    }
+    options_.n_ctx   = view.n_ctx;
+    options_.type_k  = view.type_k;
+    options_.type_v  = view.type_v;
+    options_.n_batch = std::min(options.n_batch, view.n_ctx);
+    kv_              = std::move(view);
+    buf_             = model.make_buffers(options_.n_batch, options_.n_batch);
+    round_head_      = options.round_head_input_f16.value_or(options_.type_k == DType::f16);
+    n_past_          = n_past;
+    last_logits_.assign(static_cast<size_t>(model.config().n_vocab), 0.0f);
+}
+
 void Session::eval(std::span<const int32_t> tokens, std::span<float> all_logits) {
     const int64_t n       = static_cast<int64_t>(tokens.size());
     const int64_t n_vocab = model_.config().n_vocab;
@@ -166,11 +185,22 @@ int64_t Session::decode_greedy(int32_t first, int64_t n_max, const std::function
 int64_t Session::decode_sampled(Sampler & sampler, const std::function<bool(int32_t)> & on_token) {
     const int32_t first = sampler.sample(last_logits_);
     sampler.accept(first);
+    return decode_sampled_from(sampler, first, true, on_token);
+}
+
+int64_t Session::decode_sampled_after(Sampler & sampler, int32_t first, const std::function<bool(int32_t)> & on_token) {
+    check_token_id(first, model_.config().n_vocab);
+    return decode_sampled_from(sampler, first, false, on_token);
+}
+
+int64_t Session::decode_sampled_from(Sampler & sampler, int32_t first, bool hand_out_first,
+                                     const std::function<bool(int32_t)> & on_token) {
     if (sampler.chain_only() && model_.backend().samples_on_device(sampler.chain())) {
-        return decode_sampled_on_device(sampler, first, on_token);
+        return decode_sampled_on_device(sampler, first, hand_out_first, on_token);
     }
     DecodeRequest r = decode_request(first, kv_.n_ctx);
     if (r.n_max == 0) {  // the context is full: the id is handed out, not fed
+        if (!hand_out_first) return 0;
         on_token(first);
         return 1;
     }
@@ -188,12 +218,12 @@ int64_t Session::decode_sampled(Sampler & sampler, const std::function<bool(int3
         return id;
     };
     const auto stream = model_.backend().decode(r);  // its first step, fed `first`, runs while on_token does
-    int64_t    drawn  = 1;
+    int64_t    drawn  = hand_out_first ? 1 : 0;
     const auto finish = [&] {
         encode_seconds_ += stream->host_seconds();
         return drawn;
     };
-    if (!on_token(first)) return finish();
+    if (hand_out_first && !on_token(first)) return finish();
     int32_t id = 0;
     while (stream->next({&id, 1}) == 1) {
         ++n_past_;  // the id before this one was fed and accepted
@@ -203,12 +233,13 @@ int64_t Session::decode_sampled(Sampler & sampler, const std::function<bool(int3
     return finish();
 }
 
-int64_t Session::decode_sampled_on_device(Sampler & sampler, int32_t first, const std::function<bool(int32_t)> & on_token) {
+int64_t Session::decode_sampled_on_device(Sampler & sampler, int32_t first, bool hand_out_first,
+                                          const std::function<bool(int32_t)> & on_token) {
     const int64_t       n_vocab = model_.config().n_vocab;
     const SamplingChain chain   = sampler.chain();
     Backend &           be      = model_.backend();
-    int64_t             drawn   = 1;
-    if (!on_token(first)) return drawn;
+    int64_t             drawn   = hand_out_first ? 1 : 0;
+    if (hand_out_first && !on_token(first)) return drawn;
     int32_t prev = first;  // the last id handed out, not yet fed
     // Each stream runs from n_past() until the caller stops, the context is full or the device
     // hands a step back (k_sample_on_host): that step's logits are then computed again on the host

@@ -32,6 +32,10 @@ class Session {
 public:
     // Throws Error(invalid_argument) for an n_ctx / n_batch out of range.
     Session(const BitnetModel & model, const SessionOptions & options);
+    // A session over a cache it does not own (a view into a KV pool: BatchEngine::contiguous_view;
+    // its n_ctx and types replace the options'), whose first n_past positions are filled already.
+    // The view's buffers must outlive the session.
+    Session(const BitnetModel & model, const SessionOptions & options, KvCache view, int64_t n_past);
 
     const BitnetModel & model() const { return model_; }
     int64_t n_ctx() const { return kv_.n_ctx; }
@@ -66,6 +70,9 @@ public:
     // the ids come back in batches as in decode_greedy (the sampler's random stream is left where
     // the CPU's would be); otherwise each step's logits come to the host.
     int64_t decode_sampled(Sampler & sampler, const std::function<bool(int32_t)> & on_token);
+    // decode_sampled after its first id: `first` was drawn (and accepted) elsewhere and handed out
+    // already; it is fed at n_past() and on_token gets the ids after it. Returns how many it got.
+    int64_t decode_sampled_after(Sampler & sampler, int32_t first, const std::function<bool(int32_t)> & on_token);
 
     void reset() { n_past_ = 0; }
     // Forgets positions n.. (n <= n_past()): the next eval writes there again. For undoing a turn
@@ -95,8 +102,12 @@ public:
 private:
     // The request of decode_greedy / decode_sampled: from n_past(), at most n_max ids, the model's step.
     DecodeRequest decode_request(int32_t first, int64_t n_max);
+    // decode_sampled after `first` was drawn on the host: on_token(first) first where hand_out_first.
+    int64_t decode_sampled_from(Sampler & sampler, int32_t first, bool hand_out_first,
+                                const std::function<bool(int32_t)> & on_token);
     // decode_sampled's device path, after `first` was drawn on the host.
-    int64_t decode_sampled_on_device(Sampler & sampler, int32_t first, const std::function<bool(int32_t)> & on_token);
+    int64_t decode_sampled_on_device(Sampler & sampler, int32_t first, bool hand_out_first,
+                                     const std::function<bool(int32_t)> & on_token);
 
     const BitnetModel &  model_;
     SessionOptions       options_;

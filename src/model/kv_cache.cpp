@@ -89,11 +89,16 @@ void KvPagePool::grow(KvPageTable & table, int64_t n_positions) {
 }
 
 void KvPagePool::release(KvPageTable & table) {
-    for (int32_t g : table.pages) {
+    for (auto it = table.pages.rbegin(); it != table.pages.rend(); ++it) {  // (its first page taken first again)
+        const int32_t g = *it;
         TERN_ASSERT(g >= 0 && g < n_pages() && used_[static_cast<size_t>(g)], "release: page %d is not in use", g);
         used_[static_cast<size_t>(g)] = false;
         free_.push_back(g);
         ++n_free_;
+    }
+    if (n_free_ == n_pages()) {  // all free: page 0 first again, so that a lone sequence gets a run
+        free_.clear();
+        for (int64_t g = n_pages() - 1; g >= 0; --g) free_.push_back(static_cast<int32_t>(g));
     }
     TERN_ASSERT(table.reserved <= n_reserved_ && static_cast<int64_t>(table.pages.size()) <= table.reserved,
                 "release: reservation");

@@ -73,6 +73,8 @@ public:
     // Takes free pages into the table until it covers n_positions (at most its reservation: asserted).
     void grow(KvPageTable & table, int64_t n_positions);
     // Gives the table's pages and its reservation back (each page exactly once: a bug otherwise).
+    // Once every page is free, they are taken in order 0, 1, 2, ... again (a lone sequence's
+    // pages are then one run: BatchEngine::contiguous_view).
     void release(KvPageTable & table);
 
     // The whole pool as the paged ops read it: per layer K, V [n_embd_kv, n_pages * page_size].

@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -208,6 +209,40 @@ TEST(WebGpuLongOneQueryAttention, LongContextKernelsGiveTheOneQueryKernelsBits) 
             expect_close(got, run(*one_wg, c, in, 1), 0, "long-context kernels vs attention.wgsl, one query each");
             expect_close(got, reference(c, in), 0, "long-context kernels vs the reference written out");
         }
+    }
+}
+
+// The three P·V forms of one query over a long f16 cache (WebGpuTuning::attn_split_tiles): 2
+// attention_split_rows (every position, 8 dimensions per workgroup, in rounds of 256 / G blocks of
+// 32 positions rounded down to whole superblocks), 1 attention_split_pvt + _combine, 0
+// attention_split_pv, and attention_split_rows with 64 and 512 threads (where the adapter allows
+// them and 16 G fit: else form 1), each token alone: the same bits, and the reference's. Lengths cross every
+// boundary of the rows kernel: its rounds (G = 4: 2,048 positions, n 2047 .. 2049; G = 8: 1,024;
+// G = 16: 512; G = 3: 80 blocks, 2,560, also a superblock's end; G = 1: 8,192 is out of reach, so
+// one round with a partial block), 4,096 with the 2B4T head (head_dim 128, n 4095 .. 4097), head_dim
+// 72 (9 slices of 8 dimensions; not a multiple of the tiles' 16, so form 1 falls back to form 0),
+// and two KV heads (the slices' offsets in a cache row).
+TEST(WebGpuLongOneQueryAttention, PvFormsGiveTheSameBitsAcrossEveryBoundary) {
+    TERN_REQUIRE_WEBGPU();
+    std::vector<std::unique_ptr<Backend>> forms;
+    for (const char * form : {"attn_split_tiles=2", "attn_split_tiles=1", "attn_split_tiles=0",
+                              "attn_split_rows_wg=64", "attn_split_rows_wg=512"}) {
+        WebGpuOptions o;
+        o.allow_cpu_adapter = true;
+        o.tune              = std::string("attn_long_positions=1,") + form;
+        forms.push_back(make_webgpu_backend(o));
+    }
+    for (const Case & c : {Case{8, 2, 64, 2046, 3}, Case{4, 1, 128, 4094, 3}, Case{16, 1, 64, 509, 4},
+                           Case{3, 1, 64, 2557, 5}, Case{16, 2, 72, 1022, 3}, Case{2, 2, 64, 1000, 2}}) {
+        SCOPED_TRACE("G " + std::to_string(c.n_head / c.n_head_kv) + ", head_dim " + std::to_string(c.head_dim) +
+                     ", pos0 " + std::to_string(c.pos0));
+        const Inputs in   = make_inputs(c, DType::f16, 7);
+        const auto   rows = run(*forms[0], c, in, 1);
+        expect_close(rows, reference(c, in), 0, "attention_split_rows vs the reference written out");
+        expect_close(rows, run(*forms[1], c, in, 1), 0, "attention_split_rows vs attention_split_pvt");
+        expect_close(rows, run(*forms[2], c, in, 1), 0, "attention_split_rows vs attention_split_pv");
+        expect_close(rows, run(*forms[3], c, in, 1), 0, "256 vs 64 threads (rounds of 512 positions for G = 4)");
+        expect_close(rows, run(*forms[4], c, in, 1), 0, "256 vs 512 threads");
     }
 }
 

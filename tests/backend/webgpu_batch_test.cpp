@@ -158,6 +158,9 @@ TEST(WebGpuBatch, SequencesJoiningAndLeavingMatchEachAloneOnTheCpu) {
 // three sequences together: each logit is the one of that sequence decoded alone on the CPU or
 // -inf, and -inf only for rows below the k-th largest; a greedy item in the same steps still gets
 // the exact argmax. (The test backend takes the int8 head at any size, so the batched top-k head runs.)
+// Twice: the items take the logits, then the rows the device lists (BatchItem::top_rows): the same
+// rows with the same bits as the logits left finite, each once, and the greedy item's argmax taken
+// from its list.
 TEST(WebGpuBatch, TopKItemsGetEveryRowThatCanBeInTheirTopK) {
     TERN_REQUIRE_WEBGPU();
     Backend &    gpu = *test::shared_webgpu().backend;
@@ -175,66 +178,92 @@ TEST(WebGpuBatch, TopKItemsGetEveryRowThatCanBeInTheirTopK) {
     // k = 1: the head's threshold is the k-th largest of its row blocks' bounds, and the tiny
     // model's 512 rows make two blocks (with k >= 2 every row would be exact).
     const int64_t  top_k = 1;
-    std::vector<Stream> streams = {{some_tokens(6, 1, nv), some_tokens(5, 2, nv), 6, 0},
-                                   {some_tokens(3, 3, nv), some_tokens(5, 4, nv), 3, 0},
-                                   {some_tokens(9, 5, nv), some_tokens(5, 6, nv), 9, 0}};
-    BatchEngineOptions eo;
-    eo.n_pages   = 6;
-    eo.page_size = 16;
-    eo.n_chunk   = 32;
-    eo.max_seqs  = 3;
-    BatchEngine eng(*m_gpu, eo);
-    std::vector<SequenceId> seq;
-    for (const Stream & s : streams) seq.push_back(*eng.open(static_cast<int64_t>(s.prompt.size() + s.next.size())));
-    std::vector<std::vector<float>> logits(2, std::vector<float>(static_cast<size_t>(nv)));
-    int32_t                         greedy = -1;
-    std::vector<std::vector<std::vector<float>>> got(2);
-    std::vector<int32_t>                         got_ids;
-    for (size_t step = 0; step <= streams[0].next.size(); ++step) {
-        std::vector<BatchItem> items;
-        for (size_t i = 0; i < streams.size(); ++i) {
-            const Stream & s  = streams[i];
-            auto           tk = step == 0 ? std::span(s.prompt) : std::span(s.next).subspan(step - 1, 1);
-            if (i < 2) {
-                items.push_back({seq[i], tk, logits[i], nullptr, top_k});
-            } else {
-                items.push_back({seq[i], tk, {}, &greedy});
-            }
-        }
-        eng.step(items);
-        for (size_t i = 0; i < 2; ++i) got[i].push_back(logits[i]);
-        got_ids.push_back(greedy);
-    }
-    int64_t n_inf = 0;
-    for (size_t i = 0; i < streams.size(); ++i) {
-        const auto want = alone_on_cpu(*m_cpu, streams[i]);
-        for (size_t k = 0; k < want.size(); ++k) {
-            const auto & w = want[k];
-            if (i == 2) {
-                EXPECT_EQ(got_ids[k], static_cast<int32_t>(std::max_element(w.begin(), w.end()) - w.begin()))
-                    << "greedy stream, step " << k;
-                continue;
-            }
-            const auto &       g = got[i][k];
-            std::vector<float> sorted(w);
-            std::sort(sorted.begin(), sorted.end(), std::greater<>());
-            const float kth   = sorted[static_cast<size_t>(top_k - 1)];
-            const bool  exact = test::is_cpu_adapter(gpu);
-            for (int64_t v = 0; v < nv; ++v) {
-                const float gv = g[static_cast<size_t>(v)], wv = w[static_cast<size_t>(v)];
-                if (gv == -std::numeric_limits<float>::infinity()) {
-                    ++n_inf;
-                    ASSERT_LT(wv, kth) << "stream " << i << ", step " << k << ", row " << v;
-                } else if (exact) {
-                    ASSERT_EQ(std::memcmp(&gv, &wv, 4), 0) << "stream " << i << ", step " << k << ", row " << v;
+    const std::vector<Stream> streams = {{some_tokens(6, 1, nv), some_tokens(5, 2, nv), 6, 0},
+                                         {some_tokens(3, 3, nv), some_tokens(5, 4, nv), 3, 0},
+                                         {some_tokens(9, 5, nv), some_tokens(5, 6, nv), 9, 0}};
+    std::vector<std::vector<std::vector<float>>> want;
+    for (const Stream & s : streams) want.push_back(alone_on_cpu(*m_cpu, s));
+    std::vector<std::vector<std::vector<float>>> got_logits;  // the first run's, for the second
+    for (const bool lists : {false, true}) {
+        SCOPED_TRACE(lists ? "rows listed" : "logits");
+        BatchEngineOptions eo;
+        eo.n_pages   = 6;
+        eo.page_size = 16;
+        eo.n_chunk   = 32;
+        eo.max_seqs  = 3;
+        BatchEngine eng(*m_gpu, eo);
+        std::vector<SequenceId> seq;
+        for (const Stream & s : streams) seq.push_back(*eng.open(static_cast<int64_t>(s.prompt.size() + s.next.size())));
+        std::vector<std::vector<float>>     logits(2, std::vector<float>(static_cast<size_t>(nv)));
+        std::vector<std::vector<Candidate>> rows(2);
+        int32_t                             greedy = -1;
+        std::vector<std::vector<std::vector<float>>> got(2);
+        std::vector<int32_t>                         got_ids;
+        for (size_t step = 0; step <= streams[0].next.size(); ++step) {
+            std::vector<BatchItem> items;
+            for (size_t i = 0; i < streams.size(); ++i) {
+                const Stream & s  = streams[i];
+                auto           tk = step == 0 ? std::span(s.prompt) : std::span(s.next).subspan(step - 1, 1);
+                if (i < 2) {
+                    items.push_back({seq[i], tk, logits[i], nullptr, top_k, lists ? &rows[i] : nullptr});
                 } else {
-                    ASSERT_NEAR(gv, wv, k_logit_rel_tol * std::max(1.0f, std::fabs(sorted[0])));
+                    items.push_back({seq[i], tk, {}, &greedy});
+                }
+            }
+            std::fill(logits[0].begin(), logits[0].end(), 7.0f);  // (a listed step leaves them alone)
+            eng.step(items);
+            for (size_t i = 0; i < 2; ++i) {
+                if (!lists) {
+                    got[i].push_back(logits[i]);
+                    continue;
+                }
+                ASSERT_FALSE(rows[i].empty()) << "stream " << i << ", step " << step << ": the device listed no rows";
+                EXPECT_EQ(logits[0][0], 7.0f) << "the logits were written as well";
+                std::vector<float> from_rows(static_cast<size_t>(nv), -std::numeric_limits<float>::infinity());
+                for (const Candidate & c : rows[i]) {
+                    ASSERT_TRUE(c.id >= 0 && c.id < nv) << c.id;
+                    ASSERT_EQ(from_rows[static_cast<size_t>(c.id)], -std::numeric_limits<float>::infinity())
+                        << "row " << c.id << " listed twice";
+                    from_rows[static_cast<size_t>(c.id)] = c.logit;
+                }
+                const auto & before = got_logits[i][step];
+                ASSERT_EQ(std::memcmp(from_rows.data(), before.data(), before.size() * 4), 0)
+                    << "stream " << i << ", step " << step << ": the rows are not the finite logits";
+                got[i].push_back(from_rows);
+            }
+            got_ids.push_back(greedy);
+        }
+        if (!lists) got_logits = got;
+        int64_t n_inf = 0;
+        for (size_t i = 0; i < streams.size(); ++i) {
+            for (size_t k = 0; k < want[i].size(); ++k) {
+                const auto & w = want[i][k];
+                if (i == 2) {
+                    EXPECT_EQ(got_ids[k], static_cast<int32_t>(std::max_element(w.begin(), w.end()) - w.begin()))
+                        << "greedy stream, step " << k;
+                    continue;
+                }
+                const auto &       g = got[i][k];
+                std::vector<float> sorted(w);
+                std::sort(sorted.begin(), sorted.end(), std::greater<>());
+                const float kth   = sorted[static_cast<size_t>(top_k - 1)];
+                const bool  exact = test::is_cpu_adapter(gpu);
+                for (int64_t v = 0; v < nv; ++v) {
+                    const float gv = g[static_cast<size_t>(v)], wv = w[static_cast<size_t>(v)];
+                    if (gv == -std::numeric_limits<float>::infinity()) {
+                        ++n_inf;
+                        ASSERT_LT(wv, kth) << "stream " << i << ", step " << k << ", row " << v;
+                    } else if (exact) {
+                        ASSERT_EQ(std::memcmp(&gv, &wv, 4), 0) << "stream " << i << ", step " << k << ", row " << v;
+                    } else {
+                        ASSERT_NEAR(gv, wv, k_logit_rel_tol * std::max(1.0f, std::fabs(sorted[0])));
+                    }
                 }
             }
         }
+        EXPECT_GT(n_inf, 0) << "no row came back -inf: did the batched top-k head run?";
+        for (SequenceId id : seq) eng.close(id);
     }
-    EXPECT_GT(n_inf, 0) << "no row came back -inf: did the batched top-k head run?";
-    for (SequenceId id : seq) eng.close(id);
 }
 
 }  // namespace

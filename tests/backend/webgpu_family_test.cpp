@@ -6,6 +6,7 @@
 // decoding on both backends. Skipped with the reason when there is no WebGPU adapter.
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/webgpu/webgpu_backend.h"
 #include "convert/hf_convert.h"
 #include "core/mmap.h"
 #include "engine/batch_engine.h"
@@ -128,7 +129,21 @@ INSTANTIATE_TEST_SUITE_P(Types, WebGpuFamilyMatmul,
 // per-token int8 through BitNet's kernels) against the CPU's rms_norm + matmul chain: with
 // and without the norm, accumulating, rows that do not fill a workgroup, block counts that are not
 // powers of two, and a long K (8320, no norm: fewer rows per workgroup where workgroup memory is 16 KiB).
+// The Q8_0-block types both ways: their input made once per token (act_q8_0.wgsl +
+// matvec_q8_acts.wgsl; by default the gate+up also makes the down projection's, QOUT) and in every
+// workgroup's prologue (family_acts=0, matvec_q8.wgsl); and the FFN's gate+up then down in one step.
 class WebGpuFamilyDecode : public ::testing::TestWithParam<DType> {};
+
+// A second WebGPU backend with the prologue form of matvec_q8 (WebGpuTuning::family_acts=0).
+Backend * prologue_gpu() {
+    static const std::unique_ptr<Backend> b = [] {
+        WebGpuOptions o;
+        o.allow_cpu_adapter = true;
+        o.tune              = "family_acts=0";
+        return make_webgpu_backend(o);
+    }();
+    return b.get();
+}
 
 TEST_P(WebGpuFamilyDecode, LinearAndGluMatchTheCpuBitForBit) {
     SKIP_WITHOUT_GPU();
@@ -136,7 +151,9 @@ TEST_P(WebGpuFamilyDecode, LinearAndGluMatchTheCpuBitForBit) {
     const bool  lowbit = dtype_is_lowbit(type);
     // (the fast CPU backend has no Q8_0-block path for Q1_0 / Q2_0: the scalar reference)
     auto        cpu    = lowbit ? make_cpu_reference_backend(2) : make_cpu_backend({2});
-    Backend *   bes[2] = {cpu.get(), gpu};
+    const bool  q8_0_blocks = type == DType::q8_0 || type == DType::q4_0 || type == DType::q1_0 ||
+                             type == DType::q2_0 || type == DType::pq2_0;
+    Backend *   bes[3] = {cpu.get(), gpu, q8_0_blocks ? prologue_gpu() : nullptr};
     // Q1_0 / Q2_0 / PQ2_0 (groups of 128 / 64 / 128) run any number of tokens through it: three.
     const int64_t T      = lowbit ? 3 : 1;
     // (TQ1_0 / TQ2_0: blocks of 256, per-token int8 inputs, BitNet's kernels)
@@ -155,8 +172,9 @@ TEST_P(WebGpuFamilyDecode, LinearAndGluMatchTheCpuBitForBit) {
         auto            nv = gaussian(static_cast<size_t>(k), 14);
         const auto      y0 = gaussian(static_cast<size_t>(n * T), 15);
         const WeightSource nsrc{"norm", DType::f32, {k, 1, 1, 1}, {reinterpret_cast<const uint8_t *>(nv.data()), nv.size() * 4}};
-        std::vector<float> outs[2][5];
-        for (int i = 0; i < 2; ++i) {
+        std::vector<float> outs[3][5];
+        for (int i = 0; i < 3; ++i) {
+            if (bes[i] == nullptr) continue;
             Backend & be = *bes[i];
             auto      w = be.load_linear({w_parts, kq ? size_t{2} : size_t{1}}), gu = be.load_linear({&gq.src, 1});
             auto      norm = be.load_norm(nsrc);
@@ -180,10 +198,40 @@ TEST_P(WebGpuFamilyDecode, LinearAndGluMatchTheCpuBitForBit) {
                 outs[i][o++] = download(be, f.tensor);
             }
         }
+        // The FFN's chain in one step: gate+up then the down projection reading its output (with
+        // family_acts=2 the gate+up writes the down's Q8_0 blocks, whole workgroups of 32 rows).
+        if (q8_0_blocks && k <= 8192) {
+            const int64_t   n_ff2 = lowbit ? 640 : 416;
+            const Quantized gu2 = quantized("gu2", type, k, 2 * n_ff2, 17), down = quantized("down", type, n_ff2, n, 18);
+            std::vector<float> chain[3];
+            for (int i = 0; i < 3; ++i) {
+                if (bes[i] == nullptr) continue;
+                Backend & be = *bes[i];
+                auto      g = be.load_linear({&gu2.src, 1}), d = be.load_linear({&down.src, 1});
+                auto      norm = be.load_norm(nsrc);
+                auto      xt = upload(be, {k, T, 1, 1}, x), h = upload(be, {k, T, 1, 1}, std::vector<float>(static_cast<size_t>(k * T)));
+                auto      h2 = upload(be, {n_ff2, T, 1, 1}, std::vector<float>(static_cast<size_t>(n_ff2 * T)));
+                auto      f = upload(be, {n_ff2, T, 1, 1}, std::vector<float>(static_cast<size_t>(n_ff2 * T)));
+                auto      y = upload(be, {n, T, 1, 1}, y0);
+                be.begin_step();
+                be.linear_glu(f.tensor, *g, {xt.tensor, norm.get(), 1e-5f, {}, h.tensor}, FfnActivation::silu);
+                be.linear(y.tensor, *d, {f.tensor, nullptr, 1e-5f, {}, h2.tensor}, true);
+                be.end_step();
+                chain[i] = download(be, y.tensor);
+            }
+            const std::string what = std::string(dtype_name(type)) + " K " + std::to_string(k) + " gate+up then down";
+            expect_same_bits(chain[1], chain[0], what);
+            if (bes[2] != nullptr) expect_same_bits(chain[2], chain[0], what + " (family_acts=0)");
+        }
         const char * names[5] = {"linear", "glu relu2", "linear norm", "linear norm accumulate", "glu norm silu"};
         for (int o = 0; o < (k > 8192 ? 2 : 5); ++o) {
             expect_same_bits(outs[1][o], outs[0][o],
                              std::string(dtype_name(type)) + " K " + std::to_string(k) + " " + names[o]);
+            if (bes[2] != nullptr) {
+                expect_same_bits(outs[2][o], outs[0][o],
+                                 std::string(dtype_name(type)) + " K " + std::to_string(k) + " " + names[o] +
+                                     " (family_acts=0)");
+            }
         }
     }
 }

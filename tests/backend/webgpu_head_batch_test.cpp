@@ -42,21 +42,39 @@ std::vector<float> head_columns(const HeadCase & hc, int64_t n_cols, Rand & r) {
     return x;
 }
 
-// output_head over columns [c0, c0 + n) of x with ids (greedy) or top_k (> 0: the logits, read back).
+// output_head over columns [c0, c0 + n) of x with ids (greedy) or top_k (> 0: the logits, read back;
+// with `lists`, the lists of HeadOutput::top_rows too, `list_stride` u32 per column).
 std::vector<float> head_logits_top_k(Backend & b, const HeadCase & hc, const std::vector<float> & x, int64_t n,
-                                     int64_t top_k) {
+                                     int64_t top_k, std::vector<uint32_t> * lists = nullptr,
+                                     int64_t list_stride = 0) {
     auto table = b.load_embedding(hc.table());
     auto norm  = b.load_norm(hc.norm());
     auto xt    = alloc_tensor(b, DType::f32, {hc.k, n, 1, 1}, "x");
     auto h     = alloc_tensor(b, DType::f32, {hc.k, n, 1, 1}, "h");
     auto lg    = alloc_tensor(b, DType::f32, {hc.nv, n, 1, 1}, "logits");
+    auto rows  = alloc_tensor(b, DType::i32, {std::max<int64_t>(list_stride, 1), n, 1, 1}, "rows");
     b.write(xt.tensor, x.data(), static_cast<size_t>(n * hc.k) * 4);
+    HeadOutput out{lg.tensor, {}, top_k};
+    bool       listed = false;
+    if (lists != nullptr) {
+        // (counts the head must overwrite)
+        std::vector<uint32_t> junk(static_cast<size_t>(list_stride * n), 0xdeadbeefu);
+        b.write(rows.tensor, junk.data(), junk.size() * 4);
+        out.top_rows        = rows.tensor;
+        out.top_rows_stride = list_stride;
+        out.rows_listed     = &listed;
+    }
     b.begin_step();
-    b.output_head({lg.tensor, {}, top_k}, *table, {xt.tensor, norm.get(), 1e-5f, {}, h.tensor}, true);
+    b.output_head(out, *table, {xt.tensor, norm.get(), 1e-5f, {}, h.tensor}, true);
     b.end_step();
-    std::vector<float> out(static_cast<size_t>(n * hc.nv));
-    b.read(lg.tensor, out.data(), out.size() * 4);
-    return out;
+    std::vector<float> logits(static_cast<size_t>(n * hc.nv));
+    b.read(lg.tensor, logits.data(), logits.size() * 4);
+    if (lists != nullptr) {
+        EXPECT_TRUE(listed) << "the batched top-k head listed no rows";
+        lists->resize(static_cast<size_t>(list_stride * n));
+        b.read(rows.tensor, lists->data(), lists->size() * 4);
+    }
+    return logits;
 }
 
 std::vector<int32_t> greedy_ids(Backend & b, const HeadCase & hc, const std::vector<float> & x, int64_t c0, int64_t n) {
@@ -147,6 +165,48 @@ TEST(WebGpuHeadBatch, TopKKeepsEveryRowThatCanBeInEachColumnsTopK) {
             }
         }
         if (kind == 0) EXPECT_GT(n_inf, n_cols * hc.nv / 2) << "most rows -inf: did the fast path run?";
+    }
+}
+
+// The top-k head's lists (HeadOutput::top_rows): each column's list holds exactly the rows its
+// logits hold finite, each once, with the same bits; a list without room for them counts them
+// and writes no further. 70 columns: two head_batch calls (64 + 6), the second's lists offset.
+TEST(WebGpuHeadBatch, TopKListsHoldTheRowsTheLogitsKeep) {
+    TERN_REQUIRE_WEBGPU();
+    Backend & gpu = *test::shared_webgpu().backend;
+    Rand      r(47);
+    for (const int kind : {0, 1}) {
+        const int64_t top_k = 3, n_cols = 70;
+        const HeadCase           hc = test::make_head_case(kind, 256, 1000, r);
+        const std::vector<float> x  = head_columns(hc, n_cols, r);
+        for (const int64_t room : {int64_t{1000}, int64_t{4}}) {
+            SCOPED_TRACE("kind " + std::to_string(kind) + ", room for " + std::to_string(room) + " rows");
+            const int64_t            stride = 2 + 2 * room;
+            std::vector<uint32_t>    lists;
+            const std::vector<float> got = head_logits_top_k(gpu, hc, x, n_cols, top_k, &lists, stride);
+            int64_t                  n_full = 0;
+            for (int64_t j = 0; j < n_cols; ++j) {
+                const float *    g = got.data() + j * hc.nv;
+                const uint32_t * l = lists.data() + j * stride;
+                int64_t          finite = 0;
+                for (int64_t i = 0; i < hc.nv; ++i) finite += g[i] != -std::numeric_limits<float>::infinity();
+                ASSERT_EQ(l[0], static_cast<uint32_t>(finite)) << "column " << j << ": the count";
+                if (finite > room) {
+                    ++n_full;
+                    continue;
+                }
+                std::vector<bool> seen(static_cast<size_t>(hc.nv));
+                for (int64_t i = 0; i < finite; ++i) {
+                    const uint32_t row = l[2 + 2 * i];
+                    ASSERT_LT(row, static_cast<uint32_t>(hc.nv)) << "column " << j;
+                    ASSERT_FALSE(seen[row]) << "column " << j << ": row " << row << " listed twice";
+                    seen[row] = true;
+                    ASSERT_EQ(l[3 + 2 * i], std::bit_cast<uint32_t>(g[row])) << "column " << j << ", row " << row;
+                }
+            }
+            if (room == 4) EXPECT_GT(n_full, 0) << "no list ran out of room";
+            if (room == 1000) EXPECT_EQ(n_full, 0);
+        }
     }
 }
 

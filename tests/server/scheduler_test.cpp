@@ -94,6 +94,9 @@ TEST(Scheduler, ConcurrentRequestsGiveWhatEachGivesAlone) {
         so.n_slots = 1;
         Scheduler sched(eng, *f.tokenizer, so);
         for (int i = 0; i < n; ++i) alone[i] = drain(*sched.submit(spec(i, 12)));
+        // Alone, each took the one-sequence path after its prompt (Scheduler::decode_alone): a
+        // step per prompt, none per token.
+        EXPECT_LE(sched.stats().steps, 2 * n) << "the lone requests were decoded step by step";
     }
     BatchEngine      eng(*f.model, engine_options());
     SchedulerOptions so;
@@ -134,6 +137,9 @@ TEST(Scheduler, GreedyOnTheDeviceGivesTheSamplersTokens) {
         so.n_slots = 1;
         Scheduler sched(eng, *f.tokenizer, so);
         for (int i = 0; i < n; ++i) alone[i] = drain(*sched.submit(greedy(i, 0)));  // from the logits
+        for (int i = 0; i < n; ++i) {  // the one-sequence path's greedy decoding (decode_alone)
+            EXPECT_EQ(drain(*sched.submit(greedy(i, -1))).text, alone[i].text) << "request " << i << " alone";
+        }
     }
     BatchEngine      eng(*f.model, engine_options());
     SchedulerOptions so;
@@ -152,6 +158,52 @@ TEST(Scheduler, GreedyOnTheDeviceGivesTheSamplersTokens) {
         EXPECT_EQ(host.text, alone[i].text) << "request " << i;
     }
     EXPECT_EQ(eng.pool().n_used(), 0);
+}
+
+// A lone request decodes through the one-sequence path (decode_alone) until another arrives, then
+// joins the batch: both give what each gives alone, for a sampler with penalties (the host picks
+// each id) and without, and a greedy one.
+TEST(Scheduler, ALoneRequestJoinsTheBatchWhenAnotherArrives) {
+    const Fixture & f = tiny();
+    auto first = [](int kind) {
+        JobSpec s = spec(1, 200);  // (13 of the pool's 16 pages; the other request takes 3)
+        if (kind == 1) s.sampling.repeat_penalty = 1.3f;
+        if (kind == 2) s.sampling.temp = 0.0f;
+        return s;
+    };
+    for (int kind = 0; kind < 3; ++kind) {
+        SCOPED_TRACE("kind " + std::to_string(kind));
+        Outcome a_alone, b_alone;
+        {
+            BatchEngine      eng(*f.model, engine_options());
+            SchedulerOptions so;
+            so.n_slots = 1;
+            Scheduler sched(eng, *f.tokenizer, so);
+            a_alone = drain(*sched.submit(first(kind)));
+            b_alone = drain(*sched.submit(spec(3, 20)));
+        }
+        BatchEngine      eng(*f.model, engine_options());
+        SchedulerOptions so;
+        so.n_slots = 2;
+        Scheduler sched(eng, *f.tokenizer, so);
+        auto      a = sched.submit(first(kind));
+        JobEvent  e;
+        Outcome   got_a;
+        for (int i = 0; i < 3; ++i) {  // a few of its tokens, decoded alone
+            ASSERT_TRUE(a->next(e, 10s));
+            ASSERT_FALSE(e.done);
+            got_a.text += e.text;
+        }
+        auto          b      = sched.submit(spec(3, 20));
+        const Outcome rest_a = drain(*a);
+        const Outcome got_b  = drain(*b);
+        got_a.text += rest_a.text;
+        EXPECT_EQ(got_a.text, a_alone.text);
+        EXPECT_EQ(rest_a.n_generated, 200);
+        EXPECT_GT(sched.stats().steps, 10) << "the second request did not join while the first decoded";
+        EXPECT_EQ(got_b.text, b_alone.text);
+        EXPECT_EQ(eng.pool().n_used(), 0);
+    }
 }
 
 TEST(Scheduler, CancelFreesTheSlotAndItsPages) {

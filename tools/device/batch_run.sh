@@ -11,7 +11,9 @@
 #      64 streams (batch_profile64.txt);
 #   4. `tern serve` under load: tools/serve/serve_bench.py at 1, 8, 32 and 64 concurrent streams
 #      (sampled at temperature 0.8, streamed over HTTP; per-stream ms/token) and the time to first
-#      token of a 512-token prompt while 8 streams decode.
+#      token of a 512-token prompt alone (twice) and while 8 streams decode; then `tern run` on the
+#      same model with the same sampler, the figure one stream through the server should approach
+#      (batch_run_alone.txt).
 # Prepare here: TERN_PACK_OLD_DAWN=0 tools/device/pack_devicebin.sh (tern, tern_webgpu_tests and the
 # libraries, into .devicebin); .gl as tools/device/webgpu_gpu_run.sh says. Then run with
 # carry [".gl", ".devicebin"] (about 25 MB with the 19 MB working tree under the 64 MiB limit):
@@ -86,6 +88,11 @@ if [ -z "${SKIP_SERVE:-}" ]; then
     PYTHONUNBUFFERED=1 python3 tools/serve/serve_bench.py --bin "$B/tern" -m "$model" --backend webgpu \
         --streams "${SERVE_STREAMS:-$streams}" --duration "${DURATION:-10}" -c 2048 --json "$out/batch_serve.json" \
         2> "$out/batch_serve.log" | tee "$out/batch_serve.md"
+    echo "== 4b. tern run beside it: one stream, the server's default sampler (temperature 0.8, top-k 40)"
+    "$B/tern" run --backend webgpu -m "$model" -p "The ship" -n 512 --temp 0.8 --seed 1 --json 2>/dev/null |
+        python3 -c 'import json, sys; d = json.load(sys.stdin)
+print("tern run: %.1f tok/s over %d tokens (%s)" % (d["timings"]["decode_tokens_per_second"], d["n_generated_tokens"], d["stop"]))' |
+        tee "$out/batch_run_alone.txt"
 fi
 # Everything in one tarball as well (the device tool brings back what is under $OUT).
 (cd "$out" && tar -czf batch.tgz batch_*)

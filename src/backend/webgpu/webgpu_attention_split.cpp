@@ -10,11 +10,14 @@
 //      probabilities and P·V over every position, a workgroup per 8 output dimensions, KV head (or
 //      query head, where that is needed to fill the GPU) and column: no partial sums leave a
 //      workgroup, so nothing is combined afterwards;
-//   or, for one query over a contiguous f16 cache (WebGpuTuning::attn_split_tiles), 3'.
-//      attention_split_pvt: the same normalizer and products by tiles of a superblock (512
-//      positions) x 16 dimensions of a KV head, V and the probabilities staged in workgroup memory
-//      and summed from there for all G query heads (each V row read once), then
-//      attention_split_combine: the superblocks added in cpu::PositionSum's order.
+//   or, for one query over a contiguous f16 cache (WebGpuTuning::attn_split_tiles 2), instead of 2
+//      and 3: attention_split_rows: the max, exps, block sums, normalizer, probabilities and P·V
+//      of every position for 8 output dimensions of a KV head per workgroup, all in the CPU's orders
+//      inside the workgroup (each workgroup of a KV head computes the same exps: one dispatch fewer,
+//      and no combine); or (attn_split_tiles 1) 3'. attention_split_pvt: the normalizer and
+//      products by tiles of a superblock (512 positions) x 16 dimensions of a KV head, V and the
+//      probabilities staged in workgroup memory and summed from there for all G query heads (each V
+//      row read once), then attention_split_combine: the superblocks added in cpu::PositionSum's order.
 // The same numerics as attention.wgsl and the CPU, bit for bit: the max is an exact reduction, and
 // every sum is taken by one thread or in a fixed tree inside one workgroup in the reference's order
 // (cpu::dot_blocked16, cpu::sum_positions), never across workgroups in another order. The three
@@ -134,13 +137,24 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
     grown(attn_wmax_, static_cast<size_t>(tc_max * n_kv * group * ceil_div(n_all, st.tp)) * 4, "attention maxima");
     grown(attn_bsum_, static_cast<size_t>(tc_max * n_kv * group * ceil_div(n_all, cpu::k_pos_block)) * 4,
           "attention block sums");
-    // P·V by tiles (attention_split_pvt.wgsl + attention_split_combine.wgsl) where its workgroup
+    // P·V over every position for 8 dimensions per workgroup (attention_split_rows.wgsl, the outputs
+    // final, WebGpuTuning::attn_split_tiles 2): vec4 loads of 8 halves, so the slice's rows are
+    // 16-byte aligned; blocks of a round in whole superblocks (G <= 16 with 256 threads).
+    const uint32_t     rows_wg = tune_.attn_split_rows_wg;
+    const uint64_t     rows_br   = rows_wg / static_cast<uint64_t>(group) / 16 * 16;
+    const uint64_t     rows_mem  = rows_br * g * 8 * 4 + rows_br / 16 * g * 8 * 4 + rows_wg * 4 + 2 * 16 * 4 + 16;
+    const bool         by_rows   = tune_.attn_split_tiles == 2 && batch == nullptr && v_f16 && hd % 8 == 0 &&
+                           kv.v.ne[0] % 8 == 0 && gpu_offset(kv.v, 2) % 8 == 0 && rows_br >= 16 &&
+                           rows_wg <= lim.maxComputeInvocationsPerWorkgroup &&
+                           rows_mem <= lim.maxComputeWorkgroupStorageSize && cpu::k_pos_super == 512 &&
+                           cpu::k_pos_block == 32 && hd / 8 <= lim.maxComputeWorkgroupsPerDimension;
+    // Else P·V by tiles (attention_split_pvt.wgsl + attention_split_combine.wgsl) where its workgroup
     // memory fits: [T][n_head][nsb_ld][hd] f32 superblock sums.
     constexpr uint32_t k_tile_dims = 16;
     const int64_t      nsb_ld      = ceil_div(n_all, cpu::k_pos_super);
     const uint64_t     jv          = (static_cast<uint64_t>(group) + 3) / 4;
     const uint64_t     pvt_mem     = 512 * (k_tile_dims / 2 + 1) * 4 + 512 * jv * 16 + 256 * 4 + 16 * 4 + 16;
-    const bool         by_tiles    = tune_.attn_split_tiles != 0 && batch == nullptr && v_f16 &&
+    const bool         by_tiles    = !by_rows && tune_.attn_split_tiles != 0 && batch == nullptr && v_f16 &&
                               hd % k_tile_dims == 0 && pvt_mem <= lim.maxComputeWorkgroupStorageSize &&
                               cpu::k_pos_super == 512 && cpu::k_pos_block == 32 &&
                               uint64_t(hd / k_tile_dims) * uint64_t(nsb_ld) <= lim.maxComputeWorkgroupsPerDimension &&
@@ -187,6 +201,21 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
         const WGPUBuffer sb[] = {gpu_buffer(q), gpu_buffer(kv.k), cols_k, pages_k, attn_scores_->get(),
                                  attn_wmax_->get()};
         step_->dispatch(sk, sb, &sp, sizeof sp, n_w, u32(n_kv), u32(tc));
+
+        if (by_rows) {  // softmax and P·V over every position, 8 dimensions per workgroup: the outputs final
+            struct {
+                uint32_t n_embd_kv, v_offset, ld, wmax_ld, tp, n_head_kv, pos0, out_offset, out_stride;
+            } rp{u32(kv.v.ne[0]), gpu_offset(kv.v, v_el), u32(ld), n_w, st.tp, u32(n_kv), u32(pos0 + c0),
+                 gpu_offset(out, 4) + u32(c0 * out.ne[0]), u32(out.ne[0])};
+            PipelineKey rk{"attention_split_rows",
+                           "rrrwu",
+                           {{{"HD", static_cast<double>(hd)},
+                             {"GROUP", static_cast<double>(group)},
+                             {"WG", static_cast<double>(rows_wg)}}}};
+            const WGPUBuffer rb[] = {attn_scores_->get(), attn_wmax_->get(), gpu_buffer(kv.v), gpu_buffer(out)};
+            step_->dispatch(rk, rb, &rp, sizeof rp, u32(hd / 8), u32(n_kv), u32(tc));
+            continue;
+        }
 
         struct {
             uint32_t ld, wmax_ld, bsum_ld, n_head_kv, tp, pos0, max_pages, cols_offset, pages_offset;

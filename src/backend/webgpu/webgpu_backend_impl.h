@@ -457,7 +457,8 @@ private:
     // id is the exact head's argmax (lm_head_i8_argmax.wgsl's for that column alone). Returns false
     // (nothing recorded) where it does not apply.
     // With out.top_k instead of ids (head_topk_batch.wgsl): the logits of the rows that can be among
-    // each column's top_k largest, exactly, and -inf elsewhere.
+    // each column's top_k largest, exactly, and -inf elsewhere; those rows also listed per column
+    // in out.top_rows where it is set (HeadOutput).
     bool head_batch(const HeadOutput & out, const GpuTable & head, const LinearInput & in, bool round_input_f16);
     // head_batch over the columns in groups of at most k_head_batch_columns (its scratch, T n_vocab
     // (f, B) pairs, stays within a binding); false (nothing recorded) where it does not apply.
@@ -591,6 +592,15 @@ private:
     bool try_family_decode(const Tensor & y, const Weight & w, const LinearInput & in, bool accumulate,
                            const FfnActivation * glu_act);
     std::unique_ptr<GpuBuffer> mm_codes_, mm_dq_, mm_kcodes_, mm_kd_, mm_glu_, mm_zero_norm_;
+    // try_family_decode's Q8_0-block inputs (lib/acts_q8_0.wgsl): act_q8_0.wgsl's [0], a gate+up's
+    // outputs [1] (QOUT), and which tensor [1] holds (serial: the step's serial right after it).
+    std::unique_ptr<GpuBuffer> fa_acts_[2];
+    struct FamilyActs {
+        WGPUBuffer buffer = nullptr;
+        uint32_t   offset = 0;
+        int64_t    k = 0, T = 0;
+        uint64_t   serial = 0;
+    } fa_from_glu_;
     std::map<std::tuple<int64_t, float, float, const Weight *>, RopeTable> family_ropes_;
     std::unique_ptr<GpuBuffer>                     scratch_;  // input copy for an in-place rms_norm
     std::unique_ptr<GpuBuffer>                     argmax_partial_;  // argmax chunk winners [T][n_chunks]
@@ -600,7 +610,9 @@ private:
     std::unique_ptr<GpuBuffer> head_exact_;
     // head_batch: the columns' grids and norms, their threshold slots, every row's (f, B) per
     // column, the workgroups' winners.
-    std::unique_ptr<GpuBuffer> batch_head_grid_, batch_head_thr_, batch_head_fb_, batch_head_wmax_, batch_head_partial_;
+    // batch_head_list_: the top-k lists' stand-in where the caller wants none (counts only).
+    std::unique_ptr<GpuBuffer> batch_head_grid_, batch_head_thr_, batch_head_fb_, batch_head_wmax_, batch_head_partial_,
+        batch_head_list_;
     int64_t                    batch_heads_recorded_ = 0;
     int64_t                    split_sums_fused_     = 0;
     uint32_t                   head_thr_slot_ = 0;

@@ -3,9 +3,11 @@
 //   matmul       quantize_q8_0.wgsl (Q4_0 / Q8_0 weights: the input as Q8_0 blocks) + matmul.wgsl;
 //   matmul_glu   matmul into scratch (gate rows, then up rows) + glu.wgsl;
 //   rope_kv_append(_paged)  rope_kv_family.wgsl with a host (cos, sin) table of cpu::rope_head's angles.
-//   linear / linear_glu of one token with Q4_0 / Q8_0 (Q4_K / Q6_K) weights: matvec_q8.wgsl
-//                (matvec_q8k.wgsl) alone: the norm and the Q8_0 (Q8_K) blocks in its prologue, glu's
-//                gate in its epilogue; Q1_0 / Q2_0 / PQ2_0 through matvec_q8.wgsl for any tokens.
+//   linear / linear_glu of one token with Q4_0 / Q8_0 (Q4_K / Q6_K) weights: act_q8_0.wgsl (the norm
+//                and the Q8_0 blocks, once per token) + matvec_q8_acts.wgsl (glu's gate in its
+//                epilogue), or with family_acts=0 matvec_q8.wgsl alone (that prologue in every
+//                workgroup); matvec_q8k.wgsl alone (the Q8_K blocks in its prologue); Q1_0 / Q2_0 /
+//                PQ2_0 through the same Q8_0-block kernels for any tokens.
 //   lm_head of a Q8_0 / Q4_0 / Q6_K table: lm_head_q.wgsl on the table's blocks (GpuTable::blocks).
 //   linear / linear_glu of a ternary weight (I2_S, TQ1_0, TQ2_0): per-token int8 input
 //                (rms_norm_quant.wgsl) + BitNet's bitlinear / gate_up.
@@ -18,6 +20,7 @@
 #include "core/fp16.h"
 #include "quant/ternary_formats.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -208,8 +211,9 @@ void WebGpuBackend::matmul(const Tensor & y, const Weight & w, const Tensor & x,
     }
 }
 
-// matvec_q8.wgsl: the input's norm and Q8_0 blocks in its prologue, glu's gate in its epilogue
-// (glu_act), one dispatch per part instead of rms_norm + quantize_q8_0 + matmul (+ glu). Q4_0 / Q8_0
+// act_q8_0.wgsl (the input's norm and Q8_0 blocks, once) + matvec_q8_acts.wgsl (glu's gate in its
+// epilogue, glu_act) per part; with family_acts=0 matvec_q8.wgsl alone, that prologue in each
+// workgroup: instead of rms_norm + quantize_q8_0 + matmul (+ glu). Q4_0 / Q8_0
 // (GpuMatrix) for one token; Q1_0 / Q2_0 / PQ2_0 (GpuLinear's codes, their only WebGPU path with
 // Q8_0-block inputs) for any number. False (nothing recorded) where it does not apply: several
 // tokens of a Q4_0 / Q8_0 weight, a part of another type, a stacked gate/up of two parts, K past
@@ -250,25 +254,70 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
     // Workgroup memory: matvec_q8: the staged blocks (72 bytes per 32 values), the terms (a row every
     // NT + 1); matvec_q8k: 328 bytes per 256 values, a row of 9 terms per block + 1; both the norm's
     // reduction (WG f32). Every part must fit before any is recorded.
+    // With WebGpuTuning::family_acts the Q8_0 blocks are made once (act_q8_0.wgsl: 32 bytes per 32
+    // values and the norm's reduction) and matvec_q8_acts.wgsl keeps only the terms (and with QOUT
+    // a few bytes per row); family_acts=2: a gate+up of one Q8_0-block part writes its outputs'
+    // blocks too (QOUT, 32 rows or more per workgroup), and the down projection right after it
+    // reads them instead of running act_q8_0.
     const uint64_t storage = ctx_.limits().maxComputeWorkgroupStorageSize;
+    const bool     acts    = tune_.family_acts != 0 && static_cast<uint64_t>(nb) * 32 + uint64_t{wg} * 4 <= storage;
     const uint32_t per     = glu_act ? 2u : 1u;  // weight rows per output row
+    const int64_t  n_out   = glu_act ? w.n_rows / 2 : w.n_rows;
+    const bool     want_qout = acts && glu_act && tune_.family_acts >= 2 && parts.size() == 1 && n_out % 32 == 0;
+    bool           qout      = false;
+    const uint32_t qout_wg   = std::max<uint32_t>(wg, std::min<uint32_t>(512, ctx_.limits().maxComputeInvocationsPerWorkgroup));
     for (Part & part : parts) {
         const bool     kq    = takes_q8_k(part.type);
         const int64_t  nt    = kq ? 9 * (k / 256) : k / part.group;
-        const uint64_t fixed = (kq ? static_cast<uint64_t>(k / 256) * 328 : static_cast<uint64_t>(nb) * 72) + uint64_t{wg} * 4;
+        const uint64_t fixed = kq     ? static_cast<uint64_t>(k / 256) * 328 + uint64_t{wg} * 4
+                               : acts ? 512
+                                      : static_cast<uint64_t>(nb) * 72 + uint64_t{wg} * 4;
         if (kq && (k % 256 != 0 || k / 256 * 8 > wg * 4)) return false;
         // (WebGpuTuning::family_rows; family_rows_long for rows of 4096 or more values without the
         // gate: the down projection, few rows with long prologues)
         const uint32_t want = !glu_act && k >= 4096 && tune_.family_rows_long != 0 ? tune_.family_rows_long : tune_.family_rows;
         part.rows = std::max<uint32_t>(1, std::min<uint32_t>(want, wg / per));
         auto need = [&] { return fixed + uint64_t{part.rows} * per * static_cast<uint64_t>(nt + 1) * 4; };
-        while (part.rows > 1 && need() > storage) part.rows /= 2;
+        // (QOUT: at least 32 rows, and 512 threads where the adapter has them, so that a gate+up
+        // row keeps 8 lanes)
+        if (want_qout && !kq && qout_wg / per >= 32) {
+            const uint32_t keep = part.rows;
+            part.rows           = std::max<uint32_t>(part.rows, 32);
+            qout                = need() <= storage;
+            if (!qout) part.rows = keep;
+        }
+        while (!qout && part.rows > 1 && need() > storage) part.rows /= 2;
         if (need() > storage) return false;
     }
-    const int64_t n_out = glu_act ? w.n_rows / 2 : w.n_rows;
     TERN_ASSERT(y.ne[0] == n_out && y.ne[1] == T, "family decode shapes");
     if (!mm_zero_norm_) mm_zero_norm_ = make_buffer(16, nullptr, "no qk norm");
     const WGPUBuffer nw = in.norm ? as_norm(*in.norm).buffer->get() : mm_zero_norm_->get();
+    // The input's blocks (lib/acts_q8_0.wgsl): made by the gate+up right before (QOUT, nothing
+    // recorded since), else by act_q8_0.wgsl now.
+    auto       act_bytes = [&](int64_t blocks) { return static_cast<size_t>(T * (8 * blocks + 2 * ((blocks + 3) / 4 * 4)) * 4); };
+    WGPUBuffer a_in      = nullptr;
+    if (acts && std::any_of(parts.begin(), parts.end(), [](const Part & q) { return !takes_q8_k(q.type); })) {
+        const FamilyActs & g = fa_from_glu_;
+        if (in.norm == nullptr && g.serial == step_->serial() && g.buffer == gpu_buffer(in.x) &&
+            g.offset == gpu_offset(in.x, 4) && g.k == k && g.T == T && in.x.ne[0] == k) {
+            a_in = fa_acts_[1]->get();
+        } else {
+            a_in = grown(fa_acts_[0], act_bytes(nb), "family q8_0 activations");
+            struct {
+                uint32_t k;
+                float    eps;
+                uint32_t x_offset, x_stride, nw_offset;
+            } ap{u32(k), in.eps, gpu_offset(in.x, 4), u32(in.x.ne[0]), 0};
+            const PipelineKey akey{"act_q8_0",
+                                   "rrwu",
+                                   {{{"WG", static_cast<double>(wg)},
+                                     {"NB", static_cast<double>(nb)},
+                                     {"NORM", in.norm ? 1.0 : 0.0}}}};
+            const WGPUBuffer abufs[] = {gpu_buffer(in.x), nw, a_in};
+            step_->dispatch(akey, abufs, &ap, sizeof ap, 1, u32(T));
+        }
+    }
+    fa_from_glu_ = {};
     for (const Part & part : parts) {
         const uint32_t rows = part.rows;
         const WGPUBuffer bufs[] = {part.words, part.scales, gpu_buffer(in.x), nw, gpu_buffer(y)};
@@ -295,6 +344,31 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
             continue;
         }
         const int64_t nt = k / part.group;
+        const double  wtype = takes_q8_0(part.type) ? static_cast<double>(matmul_wtype(part.type)) : 7.0;
+        if (a_in != nullptr) {  // matvec_q8_acts.wgsl
+            struct {
+                uint32_t n_rows, y_offset, y_stride, scales_offset, up_row, activation;
+            } p{n, y0, u32(y.ne[0]), part.scales_offset, u32(n_out), act};
+            const PipelineKey key{dot4_native_ ? "matvec_q8_acts" : "matvec_q8_acts_nodp4",
+                                  "rrrwwu",
+                                  {{{"WG", static_cast<double>(qout ? qout_wg : wg)},
+                                    {"ROWS", static_cast<double>(rows)},
+                                    {"MROWS", static_cast<double>(rows * per)},
+                                    {"NB", static_cast<double>(nb)},
+                                    {"WTYPE", wtype},
+                                    {"GROUP", static_cast<double>(part.group)},
+                                    {"NT", static_cast<double>(nt)},
+                                    {"GLU", glu_act ? 1.0 : 0.0},
+                                    {"ACCUMULATE", accumulate ? 1.0 : 0.0},
+                                    {"QOUT", qout ? 1.0 : 0.0},
+                                    {"NBO", qout ? static_cast<double>(n_out / 32) : 1.0}}}};
+            // (oacts without QOUT: a buffer no other binding has; nothing is written to it)
+            const WGPUBuffer out = qout ? grown(fa_acts_[1], act_bytes(n_out / 32), "family q8_0 gate outputs") : mm_zero_norm_->get();
+            const WGPUBuffer abufs[] = {part.words, part.scales, a_in, gpu_buffer(y), out};
+            step_->dispatch(key, abufs, &p, sizeof p, ceil_div(n, rows), u32(T));
+            if (qout) fa_from_glu_ = {gpu_buffer(y), gpu_offset(y, 4), n_out, T, step_->serial()};
+            continue;
+        }
         // Weights loaded ahead of the prologue: the lane's blocks, at most family_prefetch (Q8_0: 4).
         const uint32_t lanes = wg / (rows * per);
         const uint32_t pf    = takes_q8_0(part.type)
@@ -313,7 +387,7 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
                                 {"ROWS", static_cast<double>(rows)},
                                 {"MROWS", static_cast<double>(rows * per)},
                                 {"NB", static_cast<double>(nb)},
-                                {"WTYPE", takes_q8_0(part.type) ? static_cast<double>(matmul_wtype(part.type)) : 7.0},
+                                {"WTYPE", wtype},
                                 {"GROUP", static_cast<double>(part.group)},
                                 {"NT", static_cast<double>(nt)},
                                 {"PF", static_cast<double>(pf)},

@@ -17,7 +17,9 @@
 // A top-k head (HeadOutput::top_k, a sampler whose chain starts with top-k) is the same with the
 // k-th largest of the workgroups' lower bounds as each column's threshold (head_topk_batch, T x
 // 256) instead of the largest, and head_exact_batch writing the listed rows' exact logits and -inf
-// for the rest, which cannot be among the k largest (the single-column top-k head's contract).
+// for the rest, which cannot be among the k largest (the single-column top-k head's contract);
+// head_exact_batch also lists those rows per column (HeadOutput::top_rows, the counts zeroed by
+// head_topk_batch), so that a sampler reads a few rows per column instead of n_vocab logits.
 #include "backend/webgpu/webgpu_backend_impl.h"
 
 #include "core/error.h"
@@ -137,28 +139,41 @@ bool WebGpuBackend::head_batch(const HeadOutput & out, const GpuTable & e, const
         step_->dispatch(key_head, bufs_head, &ph, sizeof ph, n_groups, ceil_div(t, cw));
     }
 
+    // The top-k lists (HeadOutput::top_rows): the caller's, or counts alone in a stand-in.
+    const bool       listed      = top_k && out.top_rows.buffer != nullptr;
+    const uint32_t   list_stride = listed ? u32(out.top_rows_stride) : 2u;
+    const WGPUBuffer list        = listed ? gpu_buffer(out.top_rows)
+                                          : grown(batch_head_list_, size_t{t} * 2 * 4, "batch head list counts");
+    const uint32_t   list_offset = listed ? gpu_offset(out.top_rows, 4) : 0u;
+    TERN_ASSERT(!listed || (out.top_rows_stride >= 2 && out.top_rows.type == DType::i32 &&
+                            out.top_rows.ne[0] == out.top_rows_stride && out.top_rows.ne[1] == n_cols),
+                "head_batch top_rows shapes");
     if (top_k) {  // the threshold slots become the k-th largest block bound of each column
         struct {
-            uint32_t n_row_groups, k;
-        } pt{n_groups, u32(out.top_k)};
-        const PipelineKey key_topk{"head_topk_batch", "rwu", {{{"WG", 256}}}};
-        const WGPUBuffer  bufs_topk[] = {wmax, thr};
+            uint32_t n_row_groups, k, list_offset, list_stride;
+        } pt{n_groups, u32(out.top_k), list_offset, list_stride};
+        const PipelineKey key_topk{"head_topk_batch", "rwwu", {{{"WG", 256}}}};
+        const WGPUBuffer  bufs_topk[] = {wmax, thr, list};
         step_->dispatch(key_topk, bufs_topk, &pt, sizeof pt, t);
     }
 
     struct {
-        uint32_t n_vocab, h_offset, h_stride, round_input, n_chunks, out_offset, out_stride;
-    } px{n_vocab, h_offset, u32(k), round_in, n_chunks, gpu_offset(out.logits, 4), u32(out.logits.ne[0])};
+        uint32_t n_vocab, h_offset, h_stride, round_input, n_chunks, out_offset, out_stride, list_offset, list_stride;
+    } px{n_vocab, h_offset, u32(k), round_in, n_chunks, gpu_offset(out.logits, 4), u32(out.logits.ne[0]), list_offset,
+         list_stride};
     const PipelineKey key_exact{"head_exact_batch",
-                                "rrrrwwu",
+                                "rrrrwwwu",
                                 {{{"K", static_cast<double>(k)},
                                   {"CHUNK", static_cast<double>(k_exact_chunk)},
                                   {"TOP_K", top_k ? 1.0 : 0.0}}}};
-    const WGPUBuffer  bufs_exact[] = {fb, thr, gpu_buffer(in.h), e.buffer->get(), partial, gpu_buffer(out.logits)};
+    const WGPUBuffer  bufs_exact[] = {fb, thr, gpu_buffer(in.h), e.buffer->get(), partial, gpu_buffer(out.logits), list};
     step_->dispatch(key_exact, bufs_exact, &px, sizeof px, n_chunks, t);
     head_partials_ = {};
     ++batch_heads_recorded_;
-    if (top_k) return true;
+    if (top_k) {
+        if (listed && out.rows_listed != nullptr) *out.rows_listed = true;
+        return true;
+    }
 
     struct {
         uint32_t n_chunks, ids_offset;
@@ -184,6 +199,7 @@ bool WebGpuBackend::head_batches(const HeadOutput & out, const GpuTable & e, con
             o.ids.offset = out.ids.offset + static_cast<size_t>(c0) * 4;
             o.ids.ne[0]  = n;
         }
+        if (out.top_rows.buffer != nullptr) o.top_rows = out.top_rows.columns(c0, n);
         i.x = in.x.columns(c0, n);
         i.h = in.h.columns(c0, n);
         if (!head_batch(o, e, i, round_input_f16)) {

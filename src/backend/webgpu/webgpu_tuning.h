@@ -40,6 +40,9 @@ struct WebGpuTuning {
     uint32_t family_wg         = 256;  // ... its threads (and matvec_q8k.wgsl's; a power of two)
     uint32_t family_rows_long  = 0;    // family_rows for rows of 4096+ values without the gate (down); 0: the same
     uint32_t family_prefetch   = 8;    // ... weight blocks per lane it loads before its prologue (0..8)
+    uint32_t family_acts       = 2;    // 1: the Q8_0-block input made once per token (act_q8_0.wgsl), then
+                                       //    matvec_q8_acts.wgsl; 2: also by the gate+up for the down projection
+                                       //    (QOUT); 0: matvec_q8.wgsl makes it in every workgroup
     // --- the LM head of one token: lm_head_i8_argmax.wgsl, argmax_exact.wgsl ---
     uint32_t head_i8_min_bytes = 64u << 20;  // greedy decoding streams an int8 copy of F16 heads this
                                              // large or larger (half the bytes; wider bounds)
@@ -56,8 +59,12 @@ struct WebGpuTuning {
                                              //     0: 800, or fewer where attention.wgsl keeps fewer scores
     uint32_t attn_split_dims         = 8;    // output dimensions per workgroup of attention_split_pv
     uint32_t attn_split_unroll       = 4;    // positions attention_split_pv loads ahead (1: none)
-    uint32_t attn_split_tiles        = 1;    // one query over a long f16 cache: P·V by tiles of a superblock
-                                             // x 16 dimensions (attention_split_pvt + _combine); 0: attention_split_pv
+    uint32_t attn_split_tiles        = 2;    // one query over a long f16 cache: 2 P·V over every position
+                                             //     for 8 dimensions per workgroup (attention_split_rows);
+                                             //     1 by tiles of a superblock x 16 dimensions
+                                             //     (attention_split_pvt + _combine); 0 attention_split_pv
+    uint32_t attn_split_rows_wg      = 256;  // threads of attention_split_rows (G per block of 32 positions
+                                             //     of a round; at least 16 G; the adapter's limit)
     uint32_t attn_split_heads        = 0;    // query heads per attention_split_pv workgroup (a divisor of
                                              //     G); 0: all G where that gives 2 workgroups per
                                              //     compute unit, else the largest divisor that does

@@ -9,9 +9,15 @@ import fs from "node:fs";
 import path from "node:path";
 import { startServer, waitIdle, depsDir } from "./harness.mjs";
 
+// Each slot its own sampler settings (top-k chains of different k, top-p and min-p, a greedy one):
+// a batched step mixes them, and each must still give its own tokens.
+const settings = [
+  {}, { top_k: 5 }, { top_k: 100, top_p: 0.8 }, { top_k: 20, min_p: 0.1, temperature: 1.3 },
+  { temperature: 0 }, { top_k: 2 }, { top_p: 0.5 }, { top_k: 60, min_p: 0 },
+];
 const requests = Array.from({ length: 8 }, (_, i) => ({
   prompt: ["The ship", "Call me Ishmael.", "The whale", "It was a dark", "Mr. Speaker", "The sea", "Our nation", "A"][i],
-  max_tokens: 12 + i, seed: 1000 + i, temperature: 0.9,
+  max_tokens: 12 + i, seed: 1000 + i, temperature: 0.9, ...settings[i],
 }));
 
 // SwiftShader runs tern-32m at a fraction of a token per second on a busy 2-core machine: the
@@ -66,7 +72,7 @@ test("WebGPU: 8 concurrent requests give what each gives alone on the CPU", asyn
   process.env.XDG_RUNTIME_DIR ||= "/tmp";
   let got;
   try {
-    got = await together(["--backend", "webgpu"], short);
+    got = await together(["--backend", "webgpu", "--no-warmup"], short);
   } catch (e) {
     if (/webgpu|adapter|Dawn/i.test(e.message) && /exited/.test(e.message)) {
       t.skip("no WebGPU adapter: " + e.message.split("\n").find((l) => l.startsWith("error:")));

@@ -9,13 +9,17 @@
 // TOP_K (a sampler that looks only at the k largest logits, HeadOutput::top_k): T is instead a key
 // that at least k rows' exact logits reach (head_topk_batch.wgsl), so every row that can be among
 // the k largest is listed; the workgroup writes the listed rows' exact logits and -inf for the
-// others of its chunk to `logits` (no winner).
+// others of its chunk to `logits` (no winner), and appends each listed row (row, value bits) to
+// its column's list (count first, zeroed by head_topk_batch.wgsl; rows past the list's room are
+// counted, not written: the reader then takes the logits).
 //
 //   fb: [T][n_vocab] (f, B)   thr: [T] u32 keys   h: [K, T] f32 (column stride h_stride), the exact
 //   head's input (rounded to f16 here with round_input, as lm_head.wgsl does)   head: the F16
 //   table, rows of K / 8 vec4<u32>   partial: [T][n_chunks] (value bits, row)
 //   logits (TOP_K): [n_vocab, T] f32 (out_offset, out_stride)
-// Bindings: 0 fb, 1 thr, 2 h, 3 head (read), 4 partial, 5 logits (read_write), 6 params (uniform)
+//   list (TOP_K): column c's at list_offset + c list_stride: [count, 0, (row, value bits) x room],
+//   room = (list_stride - 2) / 2 (untouched without TOP_K)
+// Bindings: 0 fb, 1 thr, 2 h, 3 head (read), 4 partial, 5 logits, 6 list (read_write), 7 params (uniform)
 // Dispatch: (n_chunks = ceil(n_vocab / CHUNK), T, 1).
 
 // #include "lib/numerics.wgsl"
@@ -36,6 +40,8 @@ struct Params {
     n_chunks: u32,
     out_offset: u32,   // (TOP_K) f32 index of logits[0, 0]
     out_stride: u32,
+    list_offset: u32,  // (TOP_K) u32 index of column 0's list
+    list_stride: u32,  // (TOP_K) u32 per column's list
     rn_zero: u32,      // 0, filled by the encoder (lib/numerics.wgsl)
 }
 
@@ -45,7 +51,8 @@ struct Params {
 @group(0) @binding(3) var<storage, read> head: array<vec4<u32>>;
 @group(0) @binding(4) var<storage, read_write> partial: array<vec2<u32>>;
 @group(0) @binding(5) var<storage, read_write> logits: array<f32>;
-@group(0) @binding(6) var<uniform> p: Params;
+@group(0) @binding(6) var<storage, read_write> list: array<atomic<u32>>;
+@group(0) @binding(7) var<uniform> p: Params;
 
 var<workgroup> hs: array<vec4<f32>, K / 4u>;
 var<workgroup> listed: array<u32, CAP>;
@@ -129,7 +136,15 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             let row = row0 + r;
             let v   = exact_logit(lid, row, round_in);
             // (the invocation that wrote this row's -inf: the same invocation's stores stay in order)
-            if (TOP_K && lid == r % WG) { logits[p.out_offset + col * p.out_stride + row] = v; }
+            if (TOP_K && lid == r % WG) {
+                logits[p.out_offset + col * p.out_stride + row] = v;
+                let base = p.list_offset + col * p.list_stride;
+                let slot = atomicAdd(&list[base], 1u);
+                if (2u + 2u * slot + 1u < p.list_stride) {
+                    atomicStore(&list[base + 2u + 2u * slot], row);
+                    atomicStore(&list[base + 3u + 2u * slot], bitcast<u32>(v));
+                }
+            }
             if (beats(v, row, bv, bi)) {
                 bv = v;
                 bi = row;

@@ -6,8 +6,11 @@
 // every row) replaces the column's threshold slot, found bit by bit from the top: the largest key
 // that at least k of the keys reach.
 //
-//   wmax: [T][n_row_groups] u32 keys   thr: [T] u32
-// Bindings: 0 wmax (read), 1 thr (read_write), 2 params (uniform)
+// It also sets each column's list count to 0 for head_exact_batch.wgsl, which appends the rows it
+// recomputes to that list.
+//
+//   wmax: [T][n_row_groups] u32 keys   thr: [T] u32   list: column c's count at list_offset + c list_stride
+// Bindings: 0 wmax (read), 1 thr (read_write), 2 list (read_write), 3 params (uniform)
 // Dispatch: (T, 1, 1), a workgroup per column.
 
 override WG: u32 = 256u;  // a power of two
@@ -15,11 +18,14 @@ override WG: u32 = 256u;  // a power of two
 struct Params {
     n_row_groups: u32,
     k: u32,
+    list_offset: u32,  // u32 index of column 0's list
+    list_stride: u32,  // u32 per column's list
 }
 
 @group(0) @binding(0) var<storage, read> wmax: array<u32>;
 @group(0) @binding(1) var<storage, read_write> thr: array<u32>;
-@group(0) @binding(2) var<uniform> p: Params;
+@group(0) @binding(2) var<storage, read_write> list: array<u32>;
+@group(0) @binding(3) var<uniform> p: Params;
 
 var<workgroup> counts: array<u32, WG>;
 
@@ -46,5 +52,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let c = t | (1u << u32(b));
         if (count_at_least(lid, col, c) >= p.k) { t = c; }
     }
-    if (lid == 0u) { thr[col] = t; }
+    if (lid == 0u) {
+        thr[col] = t;
+        list[p.list_offset + col * p.list_stride] = 0u;
+    }
 }

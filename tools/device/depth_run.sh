@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Issue 52's long-context target on the lent GPU, about 2 minutes: decode deep into a context on a synthetic
+# BitNet b1.58 2B4T (tern synth bitnet-2b4t --seed 1):
+#   1. tg64 at depth 0, 1024, 2048 and 4096 with the defaults;
+#   2. tg64 at depth 4096, alternating rounds, for each setting of DEPTH_TUNES (TERN_WEBGPU_TUNE values,
+#      space-separated; default: attn_split_tiles 2 = attention_split_rows, 1 = _softmax + _pvt + _combine,
+#      and attention_split_rows with 512 and 128 threads);
+#   3. per-kernel GPU times (TERN_WEBGPU_PROFILE=gpu) of tg16 at depth 4096, default and attn_split_tiles=1;
+#   4. the long-context attention tests on the GPU (tern_webgpu_tests 'WebGpuLongOneQuery*': every P·V form
+#      against the CPU's algorithm, bit for bit, at lengths that cross every split boundary).
+# Carries .gl and .devicebin (TERN_PACK_OLD_DAWN=0 tools/device/pack_devicebin.sh). Logs in $OUT/depth.tgz;
+# $OUT/summary.txt holds the figures.
+# Usage (on the device): tools/device/depth_run.sh [ROUNDS (2)]
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+rounds=${1:-2}
+final=${OUT:-/tmp/out}
+out=/tmp/depth_out
+rm -rf "$out" && mkdir -p "$out" "$final"
+trap 'cp "$out/summary.txt" "$final/" 2>/dev/null; tar czf "$final/depth.tgz" -C "$out" .' EXIT
+# shellcheck source=tools/device/device_env.sh
+. tools/device/device_env.sh
+for bin in tern tern_webgpu_tests; do
+    [ -x "$B/$bin" ] || { echo "depth_run: .devicebin/$bin is missing" | tee -a "$out/summary.txt"; exit 2; }
+done
+nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader | tee "$out/device.txt"
+model=/tmp/synth-2b4t.gguf
+"$B/tern" synth bitnet-2b4t -o "$model" --seed 1 2>&1 | tail -1
+bench() {  # tune, then tern bench's arguments; prints its result rows
+    local tune=$1; shift
+    TERN_WEBGPU_TUNE="$tune" timeout 120 "$B/tern" bench --backend webgpu -m "$model" -p 0 "$@" 2>&1 | grep -E "^\| .*tg"
+}
+
+echo "== 1. tg64 at depths 0, 1024, 2048, 4096 (defaults)" | tee -a "$out/summary.txt"
+bench "" -n 64 -d 0,1024,2048,4096 -r 3 | tee -a "$out/summary.txt"
+
+echo "== 2. tg64 at depth 4096, $rounds alternating rounds" | tee -a "$out/summary.txt"
+tunes=${DEPTH_TUNES:-attn_split_tiles=2 attn_split_tiles=1 attn_split_rows_wg=512 attn_split_rows_wg=128}
+for r in $(seq "$rounds"); do
+    for tune in $tunes; do
+        echo -n "round $r $tune " | tee -a "$out/summary.txt"
+        bench "$tune" -n 64 -d 4096 -r 3 | tee -a "$out/summary.txt"
+    done
+done
+
+echo "== 3. GPU profiles of tg16 at depth 4096 (each dispatch alone, so slower than above)" | tee -a "$out/summary.txt"
+for tune in attn_split_tiles=2 attn_split_tiles=1; do
+    TERN_WEBGPU_TUNE="$tune" TERN_WEBGPU_PROFILE=gpu timeout 120 "$B/tern" bench --backend webgpu -m "$model" -p 0 \
+        -n 16 -d 4096 -r 1 > /dev/null 2> "$out/profile_$tune.txt"
+    echo "-- $tune (rc $?)" | tee -a "$out/summary.txt"
+    grep -E "attention_split|kernels ran" "$out/profile_$tune.txt" | tee -a "$out/summary.txt"
+done
+
+echo "== 4. long-context attention tests on the GPU" | tee -a "$out/summary.txt"
+timeout 120 "$B/tern_webgpu_tests" --gtest_brief=1 --gtest_filter='WebGpuLongOneQuery*' > "$out/gpu_tests.txt" 2>&1
+echo "exit $?" | tee -a "$out/summary.txt"
+grep -E "FAILED|PASSED|Failure|differ" "$out/gpu_tests.txt" | head -20 | tee -a "$out/summary.txt"
