@@ -80,6 +80,10 @@ struct WeightSource {
     std::array<int64_t, 4>     ne{1, 1, 1, 1};
     std::span<const uint8_t>   data;           // the file bytes (mmap'd)
     float                      output_scale = 1.0f;  // extra y *= s (mainline `bitnet` `.scale` tensors)
+    // The model multiplies it with Q8_0-block activations (a llama / qwen3 / phi3 linear: matmul,
+    // matmul_glu), never with per-token int8 (bitlinear): a backend may lay a Q1_0 weight out for
+    // that alone (the fast CPU backend's 1-bit tiles).
+    bool                       q8_0_acts = false;
     int64_t n_elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
 };
 

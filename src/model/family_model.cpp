@@ -44,6 +44,7 @@ public:
                  backend_.name() == "cpu" ? "re-quantize the model to q8_0, q4_0, q4_k, q6_k or f16 (tern quantize)"
                                           : "use --backend cpu for this model");
         }
+        src.q8_0_acts = true;  // the general path: matmul / matmul_glu
         return src;
     }
     WeightSource table(const std::string & name) const {

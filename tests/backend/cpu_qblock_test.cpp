@@ -1,5 +1,5 @@
 // The families' Q8_0-block kernels (cpu_kernels.h: qblock_gemm on Q4_0 / Q8_0 Q-block tiles,
-// lowbit_q8_gemm on Q1_0 / Q2_0 / PQ2_0 2-bit tiles) of every instruction set this machine runs,
+// lowbit_q8_gemm on Q1_0 / Q2_0 / PQ2_0 2-bit tiles, binary_q8_gemm on Q1_0 binary tiles) of every instruction set this machine runs,
 // against the scalar reference's dot products (cpu_matmul.h) on random data with awkward shapes,
 // bit for bit. Sets without the kernels (NEON) report themselves as skipped.
 #include "backend/cpu/cpu_backend.h"
@@ -197,8 +197,13 @@ TEST_P(CpuQBlock, LowbitQ8GemmMatchesGgmlsBlockDot) {
                     for (int64_t r = 0; r < n; ++r) quantize_row(type, rows.data() + r * k, bytes.data() + r * dtype_row_bytes(type, k), k);
                     WeightSource src{"w", type, {k, n, 1, 1}, bytes};
                     src.output_scale = n == 17 ? 1.5f : 1.0f;
+                    src.q8_0_acts    = true;
                     const auto    w     = cpu_pack_tiles({&src, 1}, pool);
                     const auto    tiles = w->view();
+                    // Q1_0 also in binary tiles (1 bit per weight)
+                    const bool binary = type == DType::q1_0 && ks->binary_q8_gemm != nullptr;
+                    ASSERT_EQ(cpu_binary_tiles_fit({&src, 1}), type == DType::q1_0);
+                    const auto bw = binary ? cpu_pack_binary_tiles({&src, 1}, pool) : nullptr;
                     std::vector<int8_t> vals(static_cast<size_t>(k));
                     std::vector<float>  scales(static_cast<size_t>(k / group));
                     for (const int64_t T : token_counts()) {
@@ -207,6 +212,17 @@ TEST_P(CpuQBlock, LowbitQ8GemmMatchesGgmlsBlockDot) {
                             check(n, T, tile0,
                                   [&](float * y, int64_t ldy, int64_t row0, bool acc) {
                                       ks->lowbit_q8_gemm(tiles, tile0, tiles.n_tiles(), a.view(k, T), y, ldy, row0, acc);
+                                  },
+                                  [&](int64_t r, int64_t t) {
+                                      lowbit_decode_row(type, bytes, k * n, r, k, vals.data(), scales.data());
+                                      const uint8_t * ab = a.blocks.data() + static_cast<size_t>(t * (k / 32)) * cpu::k_q8_0_block_bytes;
+                                      return cpu::dot_lowbit_q8_0(vals.data(), scales.data(), group, ab, k) * src.output_scale;
+                                  });
+                            if (!binary) continue;
+                            SCOPED_TRACE("binary tiles");
+                            check(n, T, tile0,
+                                  [&](float * y, int64_t ldy, int64_t row0, bool acc) {
+                                      ks->binary_q8_gemm(bw->view(), tile0, bw->view().n_tiles(), a.view(k, T), y, ldy, row0, acc);
                                   },
                                   [&](int64_t r, int64_t t) {
                                       lowbit_decode_row(type, bytes, k * n, r, k, vals.data(), scales.data());

@@ -1,5 +1,6 @@
 // The fast CPU backend against the scalar reference on whole family models (llama, qwen3: the tiny
-// HF checkpoints of tests/data/hf_parity converted with each Q8_0-block weight type): every prompt
+// HF checkpoints of tests/data/hf_parity converted with each Q8_0-block weight type: Q4_0 / Q8_0
+// Q-block tiles, Q1_0 binary tiles, Q2_0 / PQ2_0 2-bit tiles, PQ2_0 also base-3): every prompt
 // position's logits (prompts in batches: the kernels' many-token paths) and 12 greedy decode steps,
 // bit for bit, for each instruction set this machine runs.
 #include "backend/cpu/cpu_backend.h"
@@ -62,7 +63,7 @@ TEST_P(CpuFastFamily, MatchesTheReferenceBitForBit) {
     // (llama_tied_rope3's n_ff of 352 takes no Q1_0 / Q2_0 groups; qwen3_tied's 128 / 384 do.)
     const std::vector<std::pair<const char *, std::vector<DType>>> cases{
         {"llama_tied_rope3", emulated ? std::vector{DType::q4_0} : std::vector{DType::q4_0, DType::q8_0}},
-        {"qwen3_tied", emulated ? std::vector{DType::q1_0} : std::vector{DType::q4_0, DType::q8_0, DType::q1_0, DType::q2_0}}};
+        {"qwen3_tied", emulated ? std::vector{DType::q1_0} : std::vector{DType::q4_0, DType::q8_0, DType::q1_0, DType::q2_0, DType::pq2_0}}};
     for (const auto & [name, types] : cases) {
         for (const DType weight : types) {
             const GgufFile file  = GgufFile::open(converted(name, weight));
@@ -70,8 +71,8 @@ TEST_P(CpuFastFamily, MatchesTheReferenceBitForBit) {
             SCOPED_TRACE(std::string(name) + " " + std::string(dtype_name(weight)));
             auto                     ref  = make_cpu_reference_backend(2);
             const std::vector<float> want = run(file, *ref, cache);
-            // Q1_0 also in base-3 tiles where the set reads them (the kernels' scalar fallback).
-            for (const int base3 : weight == DType::q1_0 ? std::vector<int>{-1, 1} : std::vector<int>{-1}) {
+            // PQ2_0 also in base-3 tiles where the set reads them (the kernels' scalar fallback).
+            for (const int base3 : weight == DType::pq2_0 ? std::vector<int>{-1, 1} : std::vector<int>{-1}) {
                 CpuOptions o;
                 o.n_threads = 3, o.isa = isa, o.base3 = base3;
                 auto                     fast = make_cpu_fast_backend(o);

@@ -86,6 +86,7 @@ std::unique_ptr<Weight> CpuFastBackend::load_norm(const WeightSource & src) {
 
 std::unique_ptr<Weight> CpuFastBackend::load_linear(std::span<const WeightSource> parts) {
     if (!parts.empty() && !dtype_is_lowbit(parts[0].type)) return load_family_linear(parts);  // cpu_fast_family.cpp
+    if (k_.binary_q8_gemm != nullptr && cpu_binary_tiles_fit(parts)) return load_binary_linear(parts);  // cpu_fast_family.cpp
     auto w = cpu_pack_tiles(parts, pool_, base3_ ? &k_ : nullptr);
     for (auto & sc : scratch_) {
         grow(sc.f, w->n_cols);

@@ -80,7 +80,8 @@ public:
     // The llama / qwen3 / phi3 families' general path (cpu_fast_family.cpp): Q4_0 / Q8_0 in Q-block
     // tiles and Q1_0 / Q2_0 / PQ2_0 in 2-bit tiles against the input's Q8_0 blocks (the kernels'
     // qblock_gemm / lowbit_q8_gemm); ternary weights (Falcon3-1.58bit) as per-token int8 + this
-    // backend's bitlinear / gate_up; other types and rope_kv_append on the scalar reference.
+    // backend's bitlinear / gate_up; other types on the scalar reference. rope_kv_append: the
+    // reference's operations with each token's angles computed once for all heads.
     void matmul(const Tensor & y, const Weight & w, const Tensor & x, bool accumulate) override;
     void matmul_glu(const Tensor & f, const Weight & w_gate_up, const Tensor & x, FfnActivation act) override;
     void rope_kv_append(const Tensor & q, const KvLayer & kv, const Tensor & qkv, const AttentionShape & shape,
@@ -184,6 +185,7 @@ private:
     // The families' Q8_0-block products (cpu_fast_family.cpp): a weight that is not ternary, as
     // Q-block tiles where the kernels take it, else the reference's CpuMatrix.
     std::unique_ptr<Weight> load_family_linear(std::span<const WeightSource> parts);
+    std::unique_ptr<Weight> load_binary_linear(std::span<const WeightSource> parts);  // Q1_0 of a family model
     bool                    family_kernel(const Weight & w) const;  // Q-block tiles, or Q1_0/Q2_0/PQ2_0 tiles
     void                    grow_q8_acts(const Tensor & x);
     // x's Q8_0 blocks (the reference quantizer) into q8_*, split over the threads, then a barrier.

@@ -2,13 +2,15 @@
 // (docs/architecture.md, "Activation semantics"):
 //   Q4_0 / Q8_0 (all parts of one type)  Q-block tiles (cpu_qtiles.cpp) x the input's Q8_0 blocks,
 //                                        Kernels::qblock_gemm;
-//   Q1_0 / Q2_0 / PQ2_0                  2-bit ternary tiles x Q8_0 blocks, Kernels::lowbit_q8_gemm
-//                                        (base-3 tiles or a set without it: the same sums in scalar code);
+//   Q1_0                                 binary tiles (1 bit per weight) x Q8_0 blocks, Kernels::binary_q8_gemm;
+//   Q2_0 / PQ2_0 (and Q1_0 on a set      2-bit ternary tiles x Q8_0 blocks, Kernels::lowbit_q8_gemm
+//   without binary_q8_gemm)              (base-3 tiles or a set without it: the same sums in scalar code);
 //   I2_S / TQ1_0 / TQ2_0                 per-token int8 (cpu::quantize_act_row) + bitlinear / gate_up;
 //   other types (F32/F16/BF16, K-quants, mixed parts) and a set without qblock_gemm: the scalar
 //   reference (cpu_matmul.h), which shares this backend's buffers.
 // The input's Q8_0 blocks are the reference quantizer's, computed inside the product's pool job.
-// rope_kv_append runs on the reference. Every result is the reference's bits.
+// rope_kv_append computes each token's angles once for all heads; the paged one runs on the
+// reference. Every result is the reference's bits.
 #include "backend/cpu/cpu_fast_backend.h"
 #include "backend/cpu/cpu_matmul.h"
 #include "backend/cpu/cpu_ops.h"
@@ -17,6 +19,7 @@
 #include "quant/ternary_formats.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 namespace tern {
@@ -47,6 +50,12 @@ float lowbit_q8_row(const int8_t * values, const float * scales, int64_t group, 
 }
 
 }  // namespace
+
+std::unique_ptr<Weight> CpuFastBackend::load_binary_linear(std::span<const WeightSource> parts) {
+    auto w = cpu_pack_binary_tiles(parts, pool_);
+    for (auto & sc : scratch_) grow_vec(sc.f, w->n_cols);
+    return w;
+}
 
 std::unique_ptr<Weight> CpuFastBackend::load_family_linear(std::span<const WeightSource> parts) {
     if (k_.qblock_gemm != nullptr && cpu_qtiles_fit(parts)) {
@@ -86,6 +95,10 @@ void CpuFastBackend::family_gemm(int ti, const Weight & w, const cpu::Q8BlockAct
         k_.qblock_gemm(qw->view(), tile0, tile1, a, y, ldy, row0, accumulate);
         return;
     }
+    if (const auto * bw = dynamic_cast<const CpuBinaryTiledLinear *>(&w)) {
+        k_.binary_q8_gemm(bw->view(), tile0, tile1, a, y, ldy, row0, accumulate);
+        return;
+    }
     const cpu::TernaryTiles tiles = static_cast<const CpuTiledLinear &>(w).view();
     if (!tiles.base3 && k_.lowbit_q8_gemm != nullptr) {
         k_.lowbit_q8_gemm(tiles, tile0, tile1, a, y, ldy, row0, accumulate);
@@ -110,7 +123,9 @@ void CpuFastBackend::family_gemm(int ti, const Weight & w, const cpu::Q8BlockAct
 }
 
 bool CpuFastBackend::family_kernel(const Weight & w) const {
-    if (dynamic_cast<const CpuQTiledLinear *>(&w) != nullptr) return true;
+    if (dynamic_cast<const CpuQTiledLinear *>(&w) != nullptr || dynamic_cast<const CpuBinaryTiledLinear *>(&w) != nullptr) {
+        return true;
+    }
     return is_q8_lowbit(w) && dynamic_cast<const CpuTiledLinear *>(&w) != nullptr && w.n_cols % 32 == 0 &&
            static_cast<const CpuTiledLinear &>(w).group % 32 == 0;
 }
@@ -204,9 +219,60 @@ void CpuFastBackend::reference_lowbit_unsupported(const Weight & w) {
          "run the scalar reference: TERN_CPU_ISA=ref");
 }
 
+// The reference's rope_kv_append (QK-norm by cpu::rms_norm_row, then cpu::rope_head on every q and k
+// head, the cache in f16 or f32) with the angles' cos and sin computed once per token instead of once
+// per head: rope_head's values depend only on the position, so every head gets the same bits.
+// Tokens are split over the threads.
 void CpuFastBackend::rope_kv_append(const Tensor & q, const KvLayer & kv, const Tensor & qkv, const AttentionShape & s,
                                     int64_t pos0) {
-    reference().rope_kv_append(q, kv, qkv, s, pos0);
+    const int64_t n_q = s.n_head * s.head_dim, n_kv = s.n_head_kv * s.head_dim, rows = n_q + 2 * n_kv;
+    const int64_t n_tok = qkv.ne[1], half = s.n_rot / 2;
+    TERN_ASSERT(qkv.ne[0] == rows && q.ne[0] == n_q && kv.k.ne[0] == n_kv, "rope_kv_append shapes");
+    TERN_ASSERT(pos0 >= 0 && pos0 + n_tok <= kv.k.ne[1], "positions past the KV cache");
+    const float * factors     = s.rope_freqs ? static_cast<const CpuNorm *>(s.rope_freqs)->w.data() : nullptr;
+    const float * qn          = s.q_norm ? static_cast<const CpuNorm *>(s.q_norm)->w.data() : nullptr;
+    const float * kn          = s.k_norm ? static_cast<const CpuNorm *>(s.k_norm)->w.data() : nullptr;
+    const float   theta_scale = std::pow(s.rope_freq_base, -2.0f / static_cast<float>(s.n_rot));
+    float *       cols        = cpu_data<float>(qkv);
+    float *       q_out       = cpu_data<float>(q);
+    pool_.parallel_for(n_tok, 1, [&](int64_t t0, int64_t t1, int ti) {
+        Scratch & sc = scratch_[static_cast<size_t>(ti)];
+        grow_vec(sc.att, 2 * half);
+        float * cs = sc.att.data();
+        float * sn = cs + half;
+        for (int64_t t = t0; t < t1; ++t) {
+            const int64_t pos   = pos0 + t;
+            float         theta = static_cast<float>(pos);
+            for (int64_t i = 0; i < half; ++i) {
+                const float a = s.rope_freq_scale * (factors ? theta / factors[i] : theta);
+                cpu::cos_sin_fixed(a, &cs[i], &sn[i]);
+                theta *= theta_scale;
+            }
+            float * col = cols + t * rows;
+            for (int64_t h = 0; h < s.n_head + s.n_head_kv; ++h) {  // q heads, then k heads
+                float *       x    = col + h * s.head_dim;
+                const float * norm = h < s.n_head ? qn : kn;
+                if (norm) cpu::rms_norm_row(x, norm, x, s.head_dim, s.qk_norm_eps);
+                for (int64_t i = 0; i < half; ++i) {
+                    const int64_t i0 = s.rope_mode == RopeMode::neox ? i : 2 * i;
+                    const int64_t i1 = s.rope_mode == RopeMode::neox ? i + half : 2 * i + 1;
+                    const float   x0 = x[i0], x1 = x[i1];
+                    x[i0]            = x0 * cs[i] - x1 * sn[i];
+                    x[i1]            = x0 * sn[i] + x1 * cs[i];
+                }
+            }
+            std::memcpy(q_out + t * n_q, col, static_cast<size_t>(n_q) * sizeof(float));
+            for (int which = 0; which < 2; ++which) {
+                const Tensor & cache = which == 0 ? kv.k : kv.v;
+                const float *  src   = col + n_q + which * n_kv;
+                if (cache.type == DType::f16) {
+                    k_.f32_to_f16(src, cpu_data<uint16_t>(cache) + pos * cache.ne[0], n_kv);
+                } else {
+                    std::memcpy(cpu_data<float>(cache) + pos * cache.ne[0], src, static_cast<size_t>(n_kv) * sizeof(float));
+                }
+            }
+        }
+    });
 }
 
 void CpuFastBackend::rope_kv_append_paged(const Tensor & q, const KvLayer & kv, const Tensor & qkv,

@@ -87,6 +87,27 @@ struct QBlockTiles {
     int64_t n_tiles() const { return (n_rows + 15) / 16; }
 };
 
+// Binary tiles: Q1_0 weights of a family model (values -1, +1; only ever against Q8_0 blocks),
+// 1 bit per weight as in the file. 16 rows per tile; chunk c (64 bytes) covers columns 32c .. 32c + 31
+// (activation block c):
+//
+//   byte 4r + m of chunk c, bit s  =  1 where row r, column 32c + 4s + m is +1
+//
+// Masking bit s (or shifting by s and masking 1) gives each lane r the bits of its 4 columns
+// 32c + 4s .. + 3 for one vpdpbusd; a block's dot product is 2 sum(bit q) - sum(q). Scales as the
+// ternary tiles': [n_tiles][k / group][16] f32. Rows past n_rows: bits 0, scale 0.
+struct BinaryTiles {
+    const uint8_t * codes      = nullptr;  // [n_tiles][k / 32][64]
+    const float *   scales     = nullptr;  // [n_tiles][n_groups][16]
+    const float *   out_scales = nullptr;  // [n_tiles * 16], or null when all are 1
+    int64_t         k          = 0;        // columns (multiple of 32)
+    int64_t         n_rows     = 0;
+    int64_t         group      = 0;        // columns per scale (multiple of 32, divides k)
+    int64_t n_groups() const { return k / group; }
+    int64_t n_tiles() const { return (n_rows + 15) / 16; }
+    int64_t tile_bytes() const { return (k / 32) * 64; }
+};
+
 // Activations of T tokens as ggml's Q8_0 blocks (cpu::quantize_row_q8_0_acts): q[t * ld + i],
 // d[t * (k / 32) + b] the block's fp16 scale as f32, bsum[t * (k / 32) + b] = the sum of its 32 codes.
 struct Q8BlockActs {
@@ -165,6 +186,9 @@ struct Kernels {
     // blocks of d_a * (float)sumi from 0.0f, sumf += scale_g * s, then times out_scale (1 when null).
     // Same rows, tokens and output as qblock_gemm. Null where a set has none.
     void (*lowbit_q8_gemm)(const TernaryTiles & w, int64_t tile0, int64_t tile1, const Q8BlockActs & a, float * y,
+                           int64_t ldy, int64_t row0, bool accumulate);
+    // Binary tiles (Q1_0) against Q8_0 blocks: the same sums as lowbit_q8_gemm on the same values.
+    void (*binary_q8_gemm)(const BinaryTiles & w, int64_t tile0, int64_t tile1, const Q8BlockActs & a, float * y,
                            int64_t ldy, int64_t row0, bool accumulate);
 
     // cpu::sum_squares (the block-halving order).

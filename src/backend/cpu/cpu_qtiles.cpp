@@ -1,11 +1,14 @@
-// Repacking of Q4_0 / Q8_0 linear weights into the fast backend's Q-block tiles (layout:
-// cpu_kernels.h, QBlockTiles): the same bytes as the file, regrouped so 16 rows sit side by side.
+// Repacking for the families' Q8_0-block products (layouts: cpu_kernels.h): Q4_0 / Q8_0 into Q-block
+// tiles (the file's bytes regrouped so 16 rows sit side by side) and Q1_0 into binary tiles (1 bit per
+// weight, as in the file).
 #include "backend/cpu/cpu_tiles.h"
 
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "quant/ternary_formats.h"
 
 #include <cstring>
+#include <vector>
 
 namespace tern {
 
@@ -92,6 +95,79 @@ std::unique_ptr<CpuQTiledLinear> cpu_pack_qtiles(std::span<const WeightSource> p
         }
     });
     w->n_bytes = w->data.size();
+    return w;
+}
+
+}  // namespace tern
+
+namespace tern {
+
+cpu::BinaryTiles CpuBinaryTiledLinear::view() const {
+    cpu::BinaryTiles v;
+    v.codes      = codes.data();
+    v.scales     = scales.as<float>();
+    v.out_scales = out_scales.size() ? out_scales.as<float>() : nullptr;
+    v.k          = n_cols;
+    v.n_rows     = n_rows;
+    v.group      = group;
+    return v;
+}
+
+bool cpu_binary_tiles_fit(std::span<const WeightSource> parts) {
+    if (parts.empty()) return false;
+    for (const WeightSource & p : parts) {
+        if (p.type != DType::q1_0 || !p.q8_0_acts || p.ne[0] != parts[0].ne[0] || p.ne[0] % 32 != 0) return false;
+    }
+    return true;
+}
+
+std::unique_ptr<CpuBinaryTiledLinear> cpu_pack_binary_tiles(std::span<const WeightSource> parts, ThreadPool & pool) {
+    TERN_ASSERT(cpu_binary_tiles_fit(parts), "binary tiles of unsuitable parts");
+    const int64_t n = check_linear_parts(parts);
+    const int64_t k = parts[0].ne[0];
+    auto          w = std::make_unique<CpuBinaryTiledLinear>();
+    w->type         = DType::q1_0;
+    w->n_rows       = n;
+    w->n_cols       = k;
+    w->group        = lowbit_scale_group(DType::q1_0, k);
+    const cpu::BinaryTiles shape    = w->view();
+    const int64_t          n_groups = k / w->group;
+    const int64_t          n_tiles  = shape.n_tiles();
+    w->codes  = AlignedBytes(static_cast<size_t>(n_tiles * shape.tile_bytes()));
+    w->scales = AlignedBytes(static_cast<size_t>(n_tiles * n_groups * 16) * sizeof(float));
+    bool all_one = true;
+    for (const auto & p : parts) all_one = all_one && p.output_scale == 1.0f;
+    if (!all_one) w->out_scales = AlignedBytes(static_cast<size_t>(n_tiles * 16) * sizeof(float));
+    std::vector<int64_t> part_start;
+    int64_t              row0 = 0;
+    for (const auto & p : parts) {
+        part_start.push_back(row0);
+        row0 += p.ne[1];
+    }
+    uint8_t * codes  = w->codes.data();
+    float *   scales = w->scales.as<float>();
+    float *   os     = w->out_scales.size() ? w->out_scales.as<float>() : nullptr;
+    pool.parallel_for(n, 16, [&](int64_t r0, int64_t r1, int) {  // whole tiles per thread (grain 16)
+        std::vector<int8_t> values(static_cast<size_t>(k));
+        std::vector<float>  row_scales(static_cast<size_t>(n_groups));
+        size_t              pi = 0;
+        for (int64_t r = r0; r < r1; ++r) {
+            while (pi + 1 < parts.size() && r >= part_start[pi + 1]) ++pi;
+            const WeightSource & p = parts[pi];
+            lowbit_decode_row(DType::q1_0, p.data, p.n_elements(), r - part_start[pi], k, values.data(), row_scales.data());
+            uint8_t * tile = codes + (r / 16) * shape.tile_bytes();
+            for (int64_t c = 0; c < k / 32; ++c) {
+                for (int m = 0; m < 4; ++m) {
+                    uint8_t b = 0;
+                    for (int s = 0; s < 8; ++s) b |= static_cast<uint8_t>((values[c * 32 + 4 * s + m] > 0 ? 1 : 0) << s);
+                    tile[c * 64 + 4 * (r % 16) + m] = b;
+                }
+            }
+            for (int64_t g = 0; g < n_groups; ++g) scales[((r / 16) * n_groups + g) * 16 + r % 16] = row_scales[static_cast<size_t>(g)];
+            if (os) os[r] = p.output_scale;
+        }
+    });
+    w->n_bytes = w->codes.size() + w->scales.size() + w->out_scales.size();
     return w;
 }
 

@@ -66,6 +66,19 @@ bool cpu_qtiles_fit(std::span<const WeightSource> parts);
 // Repacks them over the pool's threads (cpu_qtiles.cpp).
 std::unique_ptr<CpuQTiledLinear> cpu_pack_qtiles(std::span<const WeightSource> parts, ThreadPool & pool);
 
+// A stacked Q1_0 linear weight of a family model (WeightSource::q8_0_acts) in binary tiles.
+class CpuBinaryTiledLinear : public Weight {
+public:
+    int64_t           group = 0;
+    AlignedBytes      codes;       // [n_tiles][K / 32][64]
+    AlignedBytes      scales;      // f32 [n_tiles][n_groups][16]
+    AlignedBytes      out_scales;  // f32 [n_tiles * 16]; empty when every part's output scale is 1
+    cpu::BinaryTiles  view() const;
+};
+// Whether the parts can be binary tiles: all Q1_0, multiplied with Q8_0 blocks (q8_0_acts).
+bool cpu_binary_tiles_fit(std::span<const WeightSource> parts);
+std::unique_ptr<CpuBinaryTiledLinear> cpu_pack_binary_tiles(std::span<const WeightSource> parts, ThreadPool & pool);
+
 // The values of row r, columns [0, K), of a tiled weight (for tests): the inverse of the packing.
 void cpu_tiles_unpack_row(const cpu::TernaryTiles & w, int64_t r, int8_t * values);
 

@@ -1,5 +1,5 @@
-// AVX2 kernels of the families' Q8_0-block products: Q4_0 / Q8_0 Q-block tiles and Q1_0 / Q2_0
-// 2-bit tiles against ggml's Q8_0 activation blocks (cpu_kernels.h). Each 8-row half of a tile in
+// AVX2 kernels of the families' Q8_0-block products: Q4_0 / Q8_0 Q-block tiles, Q1_0 binary tiles
+// and Q1_0 / Q2_0 2-bit tiles against ggml's Q8_0 activation blocks (cpu_kernels.h). Each 8-row half of a tile in
 // the lanes (vpmaddubsw into int16, exact below 2^15 as bounded at each use, then vpmaddwd into
 // one int32 lane per row); each row's float sum follows the reference's block order. The AVX-VNNI
 // set uses these too.
@@ -27,6 +27,7 @@ void qtile_half_tokens(const QBlockTiles & w, int64_t tile, int h, const Q8Block
     const uint8_t * data = w.data + tile * w.tile_bytes();
     const __m256i   m4   = _mm256_set1_epi8(0x0F);
     __m256          out[NT];
+    #pragma GCC unroll 8
     for (int t = 0; t < NT; ++t) out[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
         const uint8_t * blk = data + b * bb;
@@ -35,35 +36,42 @@ void qtile_half_tokens(const QBlockTiles & w, int64_t tile, int h, const Q8Block
         if constexpr (!Q8) {
             // 8 products of nibbles (<= 15) and int8 pairs: |sum| <= 8 * 2 * 15 * 128 = 30720 in int16.
             __m256i s16[NT];
+            #pragma GCC unroll 8
             for (int t = 0; t < NT; ++t) s16[t] = _mm256_setzero_si256();
 #pragma GCC unroll 4
             for (int c = 0; c < 4; ++c) {
                 const __m256i v  = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(blk + 32 + c * 64 + 32 * h));
                 const __m256i lo = _mm256_and_si256(v, m4);
                 const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                #pragma GCC unroll 8
                 for (int t = 0; t < NT; ++t) {
                     const int8_t * q = a.q + (t0 + t) * a.ld + b * 32;
                     s16[t] = _mm256_add_epi16(s16[t], _mm256_add_epi16(maddubs(lo, q + 4 * c), maddubs(hi, q + 16 + 4 * c)));
                 }
             }
+            #pragma GCC unroll 8
             for (int t = 0; t < NT; ++t) dot[t] = to_i32(s16[t]);
         } else {
             // code = 16 hi + lo: each nibble's 8 products summed in int16 (<= 30720), then 16 hi + lo in int32.
             __m256i lo16[NT], hi16[NT];
+            #pragma GCC unroll 8
             for (int t = 0; t < NT; ++t) lo16[t] = hi16[t] = _mm256_setzero_si256();
 #pragma GCC unroll 8
             for (int c = 0; c < 8; ++c) {
                 const __m256i v  = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(blk + 32 + c * 64 + 32 * h));
                 const __m256i lo = _mm256_and_si256(v, m4);
                 const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                #pragma GCC unroll 8
                 for (int t = 0; t < NT; ++t) {
                     const int8_t * q = a.q + (t0 + t) * a.ld + b * 32 + 4 * c;
                     lo16[t]          = _mm256_add_epi16(lo16[t], maddubs(lo, q));
                     hi16[t]          = _mm256_add_epi16(hi16[t], maddubs(hi, q));
                 }
             }
+            #pragma GCC unroll 8
             for (int t = 0; t < NT; ++t) dot[t] = _mm256_add_epi32(to_i32(lo16[t]), _mm256_slli_epi32(to_i32(hi16[t]), 4));
         }
+        #pragma GCC unroll 8
         for (int t = 0; t < NT; ++t) {
             const int64_t tb   = (t0 + t) * nb + b;
             const __m256i sumi = _mm256_sub_epi32(dot[t], _mm256_set1_epi32((Q8 ? 128 : 8) * a.bsum[tb]));
@@ -76,6 +84,7 @@ void qtile_half_tokens(const QBlockTiles & w, int64_t tile, int h, const Q8Block
     const int64_t r_begin = tile * 16 + 8 * h;
     const int64_t n_valid = w.n_rows - r_begin;
     if (n_valid <= 0) return;
+    #pragma GCC unroll 8
     for (int t = 0; t < NT; ++t) store_half(out[t], y + (t0 + t) * ldy + (r_begin - row0), n_valid, accumulate);
 }
 
@@ -103,13 +112,16 @@ void lowbit_half_tokens(const TernaryTiles & w, int64_t tile, int h, const Q8Blo
     const float *   scales   = w.scales + tile * n_groups * k_tile_rows + 8 * h;
     const __m256i   three    = _mm256_set1_epi8(3);
     __m256          out[NT];
+    #pragma GCC unroll 8
     for (int t = 0; t < NT; ++t) out[t] = _mm256_setzero_ps();
     for (int64_t g = 0; g < n_groups; ++g) {
         __m256 s[NT];
+        #pragma GCC unroll 8
         for (int t = 0; t < NT; ++t) s[t] = _mm256_setzero_ps();
         for (int64_t b = g * bpg; b < (g + 1) * bpg; ++b) {
             // 8 products of codes (<= 3) and int8 pairs: |sum| <= 8 * 2 * 3 * 128 = 6144 in int16.
             __m256i s16[NT];
+            #pragma GCC unroll 8
             for (int t = 0; t < NT; ++t) s16[t] = _mm256_setzero_si256();
             for (int64_t c = 2 * b; c < 2 * b + 2; ++c) {
                 const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(codes + c * k_tile_chunk));
@@ -117,12 +129,14 @@ void lowbit_half_tokens(const TernaryTiles & w, int64_t tile, int h, const Q8Blo
                 const __m256i w1    = _mm256_and_si256(_mm256_srli_epi16(bytes, 2), three);
                 const __m256i w2    = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), three);
                 const __m256i w3    = _mm256_and_si256(_mm256_srli_epi16(bytes, 6), three);
+                #pragma GCC unroll 8
                 for (int t = 0; t < NT; ++t) {
                     const int8_t * q = a.q + (t0 + t) * a.ld + c * k_tile_cols;
                     s16[t] = _mm256_add_epi16(s16[t], _mm256_add_epi16(_mm256_add_epi16(maddubs(w0, q), maddubs(w1, q + 4)),
                                                                        _mm256_add_epi16(maddubs(w2, q + 8), maddubs(w3, q + 12))));
                 }
             }
+            #pragma GCC unroll 8
             for (int t = 0; t < NT; ++t) {
                 const int64_t tb   = (t0 + t) * nb + b;
                 const __m256i sumi = _mm256_sub_epi32(to_i32(s16[t]), _mm256_set1_epi32(a.bsum[tb]));  // codes are value + 1
@@ -130,11 +144,13 @@ void lowbit_half_tokens(const TernaryTiles & w, int64_t tile, int h, const Q8Blo
             }
         }
         const __m256 sg = _mm256_loadu_ps(scales + g * k_tile_rows);
+        #pragma GCC unroll 8
         for (int t = 0; t < NT; ++t) out[t] = _mm256_add_ps(out[t], _mm256_mul_ps(sg, s[t]));
     }
     const int64_t r_begin = tile * k_tile_rows + 8 * h;
     const int64_t n_valid = w.n_rows - r_begin;
     if (n_valid <= 0) return;
+    #pragma GCC unroll 8
     for (int t = 0; t < NT; ++t) {
         __m256 v = w.out_scales ? _mm256_mul_ps(out[t], _mm256_loadu_ps(w.out_scales + r_begin)) : out[t];
         store_half(v, y + (t0 + t) * ldy + (r_begin - row0), n_valid, accumulate);
@@ -148,11 +164,70 @@ void lowbit_q8_gemm(const TernaryTiles & w, int64_t tile0, int64_t tile1, const 
     });
 }
 
+// Rows 8h .. 8h + 7 of one binary tile against tokens t0 .. t0 + NT - 1, Q8_0-block activations.
+template <int NT>
+void binary_half_tokens(const BinaryTiles & w, int64_t tile, int h, const Q8BlockActs & a, int64_t t0, float * y,
+                        int64_t ldy, int64_t row0, bool accumulate) {
+    const int64_t   nb       = w.k / 32;
+    const int64_t   n_groups = w.n_groups();
+    const int64_t   bpg      = w.group / 32;
+    const uint8_t * codes    = w.codes + tile * w.tile_bytes() + 32 * h;
+    const float *   scales   = w.scales + tile * n_groups * 16 + 8 * h;
+    const __m256i   one      = _mm256_set1_epi8(1);
+    __m256          out[NT];
+#pragma GCC unroll 8
+    for (int t = 0; t < NT; ++t) out[t] = _mm256_setzero_ps();
+    for (int64_t g = 0; g < n_groups; ++g) {
+        __m256 s[NT];
+#pragma GCC unroll 8
+        for (int t = 0; t < NT; ++t) s[t] = _mm256_setzero_ps();
+        for (int64_t b = g * bpg; b < (g + 1) * bpg; ++b) {
+            const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(codes + b * 64));
+            // 8 products of bits and int8 pairs: |sum| <= 8 * 2 * 128 = 2048 in int16.
+            __m256i s16[NT];
+#pragma GCC unroll 8
+            for (int t = 0; t < NT; ++t) s16[t] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+            for (int sh = 0; sh < 8; ++sh) {
+                const __m256i bits = _mm256_and_si256(_mm256_srli_epi16(bytes, sh), one);
+#pragma GCC unroll 8
+                for (int t = 0; t < NT; ++t) s16[t] = _mm256_add_epi16(s16[t], maddubs(bits, a.q + (t0 + t) * a.ld + b * 32 + 4 * sh));
+            }
+#pragma GCC unroll 8
+            for (int t = 0; t < NT; ++t) {
+                const int64_t tb   = (t0 + t) * nb + b;
+                const __m256i dot  = to_i32(s16[t]);
+                const __m256i sumi = _mm256_sub_epi32(_mm256_add_epi32(dot, dot), _mm256_set1_epi32(a.bsum[tb]));
+                s[t] = _mm256_add_ps(s[t], _mm256_mul_ps(_mm256_set1_ps(a.d[tb]), _mm256_cvtepi32_ps(sumi)));
+            }
+        }
+        const __m256 sg = _mm256_loadu_ps(scales + g * 16);
+#pragma GCC unroll 8
+        for (int t = 0; t < NT; ++t) out[t] = _mm256_add_ps(out[t], _mm256_mul_ps(sg, s[t]));
+    }
+    const int64_t r_begin = tile * 16 + 8 * h;
+    const int64_t n_valid = w.n_rows - r_begin;
+    if (n_valid <= 0) return;
+#pragma GCC unroll 8
+    for (int t = 0; t < NT; ++t) {
+        __m256 v = w.out_scales ? _mm256_mul_ps(out[t], _mm256_loadu_ps(w.out_scales + r_begin)) : out[t];
+        store_half(v, y + (t0 + t) * ldy + (r_begin - row0), n_valid, accumulate);
+    }
+}
+
+void binary_q8_gemm(const BinaryTiles & w, int64_t tile0, int64_t tile1, const Q8BlockActs & a, float * y, int64_t ldy,
+                    int64_t row0, bool accumulate) {
+    for_tiles_and_tokens<4>(a.n_tokens, tile0, tile1, [&]<int NT>(int64_t tile, int64_t t) {
+        for (int h = 0; h < 2; ++h) binary_half_tokens<NT>(w, tile, h, a, t, y, ldy, row0, accumulate);
+    });
+}
+
 }  // namespace
 
 void add_qblock_avx2(Kernels & set) {
     set.qblock_gemm    = qblock_gemm;
     set.lowbit_q8_gemm = lowbit_q8_gemm;
+    set.binary_q8_gemm = binary_q8_gemm;
 }
 
 }  // namespace tern::cpu

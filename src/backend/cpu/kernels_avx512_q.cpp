@@ -1,5 +1,5 @@
-// AVX-512 (VNNI) kernels of the families' Q8_0-block products: Q4_0 / Q8_0 Q-block tiles and
-// Q1_0 / Q2_0 2-bit tiles against ggml's Q8_0 activation blocks (cpu_kernels.h). 16 rows in the
+// AVX-512 (VNNI) kernels of the families' Q8_0-block products: Q4_0 / Q8_0 Q-block tiles, Q1_0
+// binary tiles and Q1_0 / Q2_0 2-bit tiles against ggml's Q8_0 activation blocks (cpu_kernels.h). 16 rows in the
 // lanes, one vpdpbusd lane per row; each row's float sum follows the reference's block order.
 #include "backend/cpu/simd_avx512.h"
 
@@ -23,6 +23,7 @@ void qtile_tokens(const QBlockTiles & w, int64_t tile, const Q8BlockActs & a, in
     const uint8_t * data = w.data + tile * w.tile_bytes();
     const __m512i   m4   = _mm512_set1_epi8(0x0F);
     __m512          out[NT];
+    #pragma GCC unroll 8
     for (int t = 0; t < NT; ++t) out[t] = _mm512_setzero_ps();
     // NT == 1: two accumulators (two chains); more tokens are chains enough.
     constexpr int NA = NT == 1 ? 2 : NT;
@@ -30,6 +31,7 @@ void qtile_tokens(const QBlockTiles & w, int64_t tile, const Q8BlockActs & a, in
         const uint8_t * blk = data + b * bb;
         const __m512    dw  = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(blk)));
         __m512i         acc[NA];
+        #pragma GCC unroll 8
         for (int i = 0; i < NA; ++i) acc[i] = _mm512_setzero_si512();
         if constexpr (!Q8) {
 #pragma GCC unroll 4
@@ -61,6 +63,7 @@ void qtile_tokens(const QBlockTiles & w, int64_t tile, const Q8BlockActs & a, in
             }
         }
         if constexpr (NT == 1) acc[0] = _mm512_add_epi32(acc[0], acc[1]);
+        #pragma GCC unroll 8
         for (int t = 0; t < NT; ++t) {
             const int64_t tb   = (t0 + t) * nb + b;
             const __m512i sumi = _mm512_sub_epi32(acc[t], _mm512_set1_epi32((Q8 ? 128 : 8) * a.bsum[tb]));
@@ -72,6 +75,7 @@ void qtile_tokens(const QBlockTiles & w, int64_t tile, const Q8BlockActs & a, in
     }
     const int64_t r_begin = tile * 16;
     const int64_t n_valid = w.n_rows - r_begin < 16 ? w.n_rows - r_begin : 16;
+    #pragma GCC unroll 8
     for (int t = 0; t < NT; ++t) store_rows(out[t], y + (t0 + t) * ldy + (r_begin - row0), n_valid, accumulate);
 }
 
@@ -97,13 +101,16 @@ void lowbit_tile_tokens(const TernaryTiles & w, int64_t tile, const Q8BlockActs 
     const float *   scales   = w.scales + tile * n_groups * k_tile_rows;
     const __m512i   three    = _mm512_set1_epi8(3);
     __m512          out[NT];
+    #pragma GCC unroll 8
     for (int t = 0; t < NT; ++t) out[t] = _mm512_setzero_ps();
     for (int64_t g = 0; g < n_groups; ++g) {
         __m512 s[NT];
+        #pragma GCC unroll 8
         for (int t = 0; t < NT; ++t) s[t] = _mm512_setzero_ps();
         for (int64_t b = g * bpg; b < (g + 1) * bpg; ++b) {
             constexpr int NA = NT == 1 ? 4 : NT;
             __m512i       acc[NA];
+            #pragma GCC unroll 8
             for (int i = 0; i < NA; ++i) acc[i] = _mm512_setzero_si512();
             for (int64_t c = 2 * b; c < 2 * b + 2; ++c) {  // the block's two chunks of 16 columns
                 const __m512i bytes = _mm512_loadu_si512(codes + c * k_tile_chunk);
@@ -134,6 +141,7 @@ void lowbit_tile_tokens(const TernaryTiles & w, int64_t tile, const Q8BlockActs 
                 acc[0] = _mm512_add_epi32(_mm512_add_epi32(acc[0], _mm512_srai_epi32(acc[1], 2)),
                                           _mm512_add_epi32(_mm512_srai_epi32(acc[2], 4), _mm512_srai_epi32(acc[3], 6)));
             }
+            #pragma GCC unroll 8
             for (int t = 0; t < NT; ++t) {
                 const int64_t tb   = (t0 + t) * nb + b;
                 const __m512i sumi = _mm512_sub_epi32(acc[t], _mm512_set1_epi32(a.bsum[tb]));  // codes are value + 1
@@ -141,10 +149,12 @@ void lowbit_tile_tokens(const TernaryTiles & w, int64_t tile, const Q8BlockActs 
             }
         }
         const __m512 sg = _mm512_loadu_ps(scales + g * k_tile_rows);
+        #pragma GCC unroll 8
         for (int t = 0; t < NT; ++t) out[t] = _mm512_add_ps(out[t], _mm512_mul_ps(sg, s[t]));
     }
     const int64_t r_begin = tile * k_tile_rows;
     const int64_t n_valid = w.n_rows - r_begin < k_tile_rows ? w.n_rows - r_begin : k_tile_rows;
+    #pragma GCC unroll 8
     for (int t = 0; t < NT; ++t) {
         __m512 v = w.out_scales ? _mm512_mul_ps(out[t], _mm512_loadu_ps(w.out_scales + r_begin)) : out[t];
         store_rows(v, y + (t0 + t) * ldy + (r_begin - row0), n_valid, accumulate);
@@ -158,11 +168,82 @@ void lowbit_q8_gemm(const TernaryTiles & w, int64_t tile0, int64_t tile1, const 
     });
 }
 
+// One binary tile against tokens t0 .. t0 + NT - 1, Q8_0-block activations.
+template <int NT>
+void binary_tile_tokens(const BinaryTiles & w, int64_t tile, const Q8BlockActs & a, int64_t t0, float * y, int64_t ldy,
+                        int64_t row0, bool accumulate) {
+    const int64_t   nb       = w.k / 32;
+    const int64_t   n_groups = w.n_groups();
+    const int64_t   bpg      = w.group / 32;
+    const uint8_t * codes    = w.codes + tile * w.tile_bytes();
+    const float *   scales   = w.scales + tile * n_groups * 16;
+    const __m512i   one      = _mm512_set1_epi8(1);
+    __m512          out[NT];
+#pragma GCC unroll 8
+    for (int t = 0; t < NT; ++t) out[t] = _mm512_setzero_ps();
+    for (int64_t g = 0; g < n_groups; ++g) {
+        __m512 s[NT];
+#pragma GCC unroll 8
+        for (int t = 0; t < NT; ++t) s[t] = _mm512_setzero_ps();
+        for (int64_t b = g * bpg; b < (g + 1) * bpg; ++b) {
+            const __m512i bytes = _mm512_loadu_si512(codes + b * 64);
+            __m512i       dot[NT];
+            if constexpr (NT == 1) {
+                // Bits masked in place (2^s each), one accumulator per bit: acc[s] = 2^s x its sum.
+                const int8_t * q = a.q + t0 * a.ld + b * 32;
+                __m512i        acc[8];
+#pragma GCC unroll 8
+                for (int sh = 0; sh < 8; ++sh) {
+                    acc[sh] = dpbusd(_mm512_setzero_si512(), _mm512_and_si512(bytes, _mm512_set1_epi8(static_cast<char>(1 << sh))),
+                                     bcast4(q + 4 * sh));
+                }
+                dot[0] = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(acc[0], _mm512_srai_epi32(acc[1], 1)),
+                                                           _mm512_add_epi32(_mm512_srai_epi32(acc[2], 2), _mm512_srai_epi32(acc[3], 3))),
+                                          _mm512_add_epi32(_mm512_add_epi32(_mm512_srai_epi32(acc[4], 4), _mm512_srai_epi32(acc[5], 5)),
+                                                           _mm512_add_epi32(_mm512_srai_epi32(acc[6], 6), _mm512_srai_epi32(acc[7], 7))));
+            } else {
+#pragma GCC unroll 8
+                for (int t = 0; t < NT; ++t) dot[t] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+                for (int sh = 0; sh < 8; ++sh) {
+                    const __m512i bits = _mm512_and_si512(_mm512_srli_epi16(bytes, sh), one);
+#pragma GCC unroll 8
+                    for (int t = 0; t < NT; ++t) dot[t] = dpbusd(dot[t], bits, bcast4(a.q + (t0 + t) * a.ld + b * 32 + 4 * sh));
+                }
+            }
+#pragma GCC unroll 8
+            for (int t = 0; t < NT; ++t) {
+                const int64_t tb   = (t0 + t) * nb + b;
+                const __m512i sumi = _mm512_sub_epi32(_mm512_add_epi32(dot[t], dot[t]), _mm512_set1_epi32(a.bsum[tb]));
+                s[t] = _mm512_add_ps(s[t], _mm512_mul_ps(_mm512_set1_ps(a.d[tb]), _mm512_cvtepi32_ps(sumi)));
+            }
+        }
+        const __m512 sg = _mm512_loadu_ps(scales + g * 16);
+#pragma GCC unroll 8
+        for (int t = 0; t < NT; ++t) out[t] = _mm512_add_ps(out[t], _mm512_mul_ps(sg, s[t]));
+    }
+    const int64_t r_begin = tile * 16;
+    const int64_t n_valid = w.n_rows - r_begin < 16 ? w.n_rows - r_begin : 16;
+#pragma GCC unroll 8
+    for (int t = 0; t < NT; ++t) {
+        __m512 v = w.out_scales ? _mm512_mul_ps(out[t], _mm512_loadu_ps(w.out_scales + r_begin)) : out[t];
+        store_rows(v, y + (t0 + t) * ldy + (r_begin - row0), n_valid, accumulate);
+    }
+}
+
+void binary_q8_gemm(const BinaryTiles & w, int64_t tile0, int64_t tile1, const Q8BlockActs & a, float * y, int64_t ldy,
+                    int64_t row0, bool accumulate) {
+    for_tiles_and_tokens<8>(a.n_tokens, tile0, tile1, [&]<int NT>(int64_t tile, int64_t t) {
+        binary_tile_tokens<NT>(w, tile, a, t, y, ldy, row0, accumulate);
+    });
+}
+
 }  // namespace
 
 void add_qblock_avx512(Kernels & set) {
     set.qblock_gemm    = qblock_gemm;
     set.lowbit_q8_gemm = lowbit_q8_gemm;
+    set.binary_q8_gemm = binary_q8_gemm;
 }
 
 }  // namespace tern::cpu
