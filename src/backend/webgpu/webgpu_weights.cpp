@@ -16,22 +16,35 @@ namespace tern {
 
 namespace {
 
+// Values (-1..+2) of k_words * 16 columns into words of 2-bit codes value + 1: element 4s + b of a
+// word in byte b, bit pair s.
+void pack_values(const int8_t * values, size_t k_words, uint32_t * dst) {
+    for (size_t wi = 0; wi < k_words; ++wi) {
+        uint32_t word = 0;
+        for (uint32_t e = 0; e < 16; ++e) {
+            const auto code = static_cast<uint32_t>(values[wi * 16 + e] + 1) & 3u;
+            word |= code << (8 * (e % 4) + 2 * (e / 4));
+        }
+        dst[wi] = word;
+    }
+}
+
 // Row `r` of part `p`, which is row `row` of the stacked layout: its code words, group scales and
 // output scale (values, scales: scratch of K and n_groups).
 void pack_row(GpuLinearLayout & w, const WeightSource & p, int64_t r, int64_t row, std::vector<int8_t> & values,
               std::vector<float> & scales) {
     const int64_t k       = w.n_cols;
     const size_t  k_words = static_cast<size_t>(k / 16);
-    lowbit_decode_row(w.type, p.data, p.n_elements(), r, k, values.data(), scales.data());
-    uint32_t * dst = w.words.data() + static_cast<size_t>(row) * k_words;
-    for (size_t wi = 0; wi < k_words; ++wi) {
-        uint32_t word = 0;
-        for (uint32_t e = 0; e < 16; ++e) {
-            const auto code = static_cast<uint32_t>(values[wi * 16 + e] + 1) & 3u;
-            // element 4s + b -> byte b, bit pair s
-            word |= code << (8 * (e % 4) + 2 * (e / 4));
-        }
-        dst[wi] = word;
+    uint32_t *    dst     = w.words.data() + static_cast<size_t>(row) * k_words;
+    if (w.type == DType::i2_s) {  // its codes are bit fields: transcoded a word at a time (one scale per tensor)
+        TERN_ASSERT(k % 128 == 0 && (r + 1) * k <= p.n_elements(), "i2_s row %lld of %lld columns",
+                    static_cast<long long>(r), static_cast<long long>(k));
+        scales[0] = i2s_tensor_scale(p.data, p.n_elements());
+        const uint8_t * codes = p.data.data() + static_cast<size_t>(r * (k / 4));
+        for (size_t wi = 0; wi < k_words; ++wi) dst[wi] = i2s_row_word(codes, static_cast<int64_t>(wi) * 16);
+    } else {
+        lowbit_decode_row(w.type, p.data, p.n_elements(), r, k, values.data(), scales.data());
+        pack_values(values.data(), k_words, dst);
     }
     for (int64_t g = 0; g < w.n_groups; ++g) {
         std::memcpy(&w.words[w.scales_offset + static_cast<size_t>(row * w.n_groups + g)], &scales[g], 4);
