@@ -152,6 +152,18 @@ struct HttpServer::Impl {
             metric("tern_kv_pages_used", "gauge", "KV cache pages held by running requests.",
                    static_cast<double>(s.kv_pages_used));
             metric("tern_kv_pages_total", "gauge", "KV cache pages in the pool.", static_cast<double>(s.kv_pages_total));
+            out += "# HELP tern_step_seconds_total The scheduler thread's time in batched steps, by phase.\n"
+                   "# TYPE tern_step_seconds_total counter\n";
+            for (auto [phase, v] : {std::pair{"record", s.record_seconds}, std::pair{"wait", s.wait_seconds},
+                                    std::pair{"unpack", s.unpack_seconds}, std::pair{"sample", s.sample_seconds},
+                                    std::pair{"deliver", s.deliver_seconds}}) {
+                char line[160];
+                std::snprintf(line, sizeof line, "tern_step_seconds_total{phase=\"%s\"} %.9g\n", phase, v);
+                out += line;
+            }
+            metric("tern_full_logit_reads_total", "counter",
+                   "Batched passes that read every logit back (no device list of top-k rows, or one overflowed).",
+                   static_cast<double>(s.full_logit_reads));
         }
         res.set_content(out, "text/plain; version=0.0.4; charset=utf-8");
     }

@@ -290,13 +290,11 @@ void Scheduler::run_step(std::vector<std::unique_ptr<Slot>> & slots) {
         }
         return;
     }
-    {
-        std::lock_guard lock(mutex_);
-        ++stats_.steps;
-    }
     // Pages are taken as tables grow (inside the step): count them before any handler hears of it.
     kv_pages_used_ = engine_.pool().n_used();
+    const auto t0  = Clock::now();
     sample_all(slots);
+    const auto t1 = Clock::now();
     for (auto & s : slots) {
         if (!s->want_logits) continue;
         if (s->sample_error) {
@@ -306,6 +304,16 @@ void Scheduler::run_step(std::vector<std::unique_ptr<Slot>> & slots) {
             s.reset();
         }
     }
+    const auto                  t2 = Clock::now();
+    const BatchEngine::Timing & et = engine_.timing();
+    std::lock_guard             lock(mutex_);
+    ++stats_.steps;
+    stats_.record_seconds   = et.record_s;
+    stats_.wait_seconds     = et.wait_s;
+    stats_.unpack_seconds   = et.unpack_s;
+    stats_.full_logit_reads = et.full_logit_reads;
+    stats_.sample_seconds += std::chrono::duration<double>(t1 - t0).count();
+    stats_.deliver_seconds += std::chrono::duration<double>(t2 - t1).count();
 }
 
 // Each slot's next token (and its logprobs): the samplers are independent (each its own state and

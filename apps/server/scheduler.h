@@ -105,6 +105,11 @@ struct SchedulerStats {
     int64_t slots_total        = 0;
     int64_t kv_pages_used      = 0;
     int64_t kv_pages_total     = 0;
+    // The scheduler thread's time in the batched steps, summed (/metrics): BatchEngine::Timing's
+    // recording, waiting for the device and unpacking, then sampling the slots and handing their
+    // tokens out (text, stop strings, events); passes that read every logit back.
+    double  record_seconds = 0, wait_seconds = 0, unpack_seconds = 0, sample_seconds = 0, deliver_seconds = 0;
+    int64_t full_logit_reads = 0;
 };
 
 class Scheduler {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <unordered_set>
 
 namespace tern {
@@ -211,12 +212,33 @@ void BatchEngine::run_pass(std::span<const BatchItem> items, std::span<const Pas
         head.ids       = head_ids_.tensor;
         head.ids.ne[0] = n_out;
     }
+    using clock  = std::chrono::steady_clock;
+    const auto t0 = clock::now();
+    auto       t1 = t0;  // once the results are read (the wait for the device ends)
+    struct Account {  // on every way out: the pass's times into timing_
+        Timing & t;
+        const clock::time_point & t0;
+        clock::time_point &       t1;
+        clock::time_point         tr;
+        bool                      recorded = false;
+        ~Account() {
+            const auto now = clock::now();
+            if (!recorded) tr = now;
+            t.record_s += std::chrono::duration<double>(tr - t0).count();
+            t.wait_s += std::chrono::duration<double>(std::max(t1, tr) - tr).count();
+            t.unpack_s += std::chrono::duration<double>(now - std::max(t1, tr)).count();
+            ++t.passes;
+        }
+    } account{timing_, t0, t1, t0};
     model_.forward_batch(buf_, pool_.cache(), batch, cols, head, round_head_);
+    account.tr       = clock::now();
+    account.recorded = true;
     for (const PassPart & pp : parts) get(items[pp.item].seq).n_past += pp.n;
     if (n_out == 0) return;
     ids_.resize(static_cast<size_t>(n_out));
     if (!any_logits) {
         be.read(head.ids, ids_.data(), ids_.size() * sizeof(int32_t));
+        t1 = clock::now();
         size_t o = 0;
         for (const PassPart & pp : parts) {
             const BatchItem & it = items[pp.item];
@@ -239,6 +261,7 @@ void BatchEngine::run_pass(std::span<const BatchItem> items, std::span<const Pas
     if (listed) {
         row_words_.resize(static_cast<size_t>(k_list_stride * n_out));
         be.read(head.top_rows, row_words_.data(), row_words_.size() * sizeof(uint32_t));
+        t1 = clock::now();
     }
     for (size_t o = 0; listed && o < outs.size(); ++o) {
         const BatchItem & it    = *outs[o];
@@ -266,6 +289,8 @@ void BatchEngine::run_pass(std::span<const BatchItem> items, std::span<const Pas
     if (!need_logits) return;
     logits_.resize(static_cast<size_t>(n_vocab * n_out));
     be.read(head.logits, logits_.data(), logits_.size() * sizeof(float));
+    if (!listed) t1 = clock::now();  // (after a list, this read counts as unpacking)
+    ++timing_.full_logit_reads;
     for (size_t o = 0; o < outs.size(); ++o) {
         const BatchItem & it = *outs[o];
         if (listed && it.top_rows != nullptr && !it.top_rows->empty()) continue;  // (took its rows)

@@ -103,6 +103,16 @@ public:
     // tokens past the sequence's capacity (nothing is fed then).
     void step(std::span<const BatchItem> items);
 
+    // Where the steps' host time went, summed since construction (for `tern serve`'s /metrics):
+    // recording and submitting the forward passes, waiting for and reading back their results,
+    // unpacking them into the items; passes, and passes that read every logit back (no device
+    // list, or a column whose list overflowed).
+    struct Timing {
+        double  record_s = 0, wait_s = 0, unpack_s = 0;
+        int64_t passes = 0, full_logit_reads = 0;
+    };
+    const Timing & timing() const { return timing_; }
+
 private:
     struct Sequence {
         KvPageTable table;
@@ -132,6 +142,7 @@ private:
     int64_t                                  max_seqs_   = 0;
     bool                                     round_head_ = false;
     SequenceId                               next_id_    = 1;
+    Timing                                   timing_;
     std::unordered_map<SequenceId, Sequence> seqs_;
 };
 

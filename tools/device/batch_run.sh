@@ -11,9 +11,9 @@
 #      64 streams (batch_profile64.txt);
 #   4. `tern serve` under load: tools/serve/serve_bench.py at 1, 8, 32 and 64 concurrent streams
 #      (sampled at temperature 0.8, streamed over HTTP; per-stream ms/token) and the time to first
-#      token of a 512-token prompt alone (twice) and while 8 streams decode; then `tern run` on the
-#      same model with the same sampler, the figure one stream through the server should approach
-#      (batch_run_alone.txt).
+#      token of a 512-token prompt alone (twice) and while 8 streams decode, and the server's time
+#      per step by phase (/metrics); then `tern run` on the same model, sampler and positions, the
+#      figure one stream through the server should approach (batch_run_alone.txt).
 # Prepare here: TERN_PACK_OLD_DAWN=0 tools/device/pack_devicebin.sh (tern, tern_webgpu_tests and the
 # libraries, into .devicebin); .gl as tools/device/webgpu_gpu_run.sh says. Then run with
 # carry [".gl", ".devicebin"] (about 25 MB with the 19 MB working tree under the 64 MiB limit):
@@ -23,7 +23,8 @@
 # gtest filter), SKIP_DEPTH=1 (no step 2), STREAMS (default 1,8,32,64), SERVE_STREAMS (step 4's,
 # default STREAMS), PROFILE_STREAMS (step 3b's stream counts, default 64), REPS (steps 3 and 3a's
 # repetitions, default 3), DURATION (serve_bench seconds per stream count,
-# default 10), SKIP_TESTS=1, SKIP_SERVE=1.
+# default 10), SERVE_PROFILE_STREAMS (stream counts of step 4c, a per-kernel GPU profile of the
+# server under sampled load; default none), SKIP_TESTS=1, SKIP_SERVE=1.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp/out}
@@ -88,11 +89,21 @@ if [ -z "${SKIP_SERVE:-}" ]; then
     PYTHONUNBUFFERED=1 python3 tools/serve/serve_bench.py --bin "$B/tern" -m "$model" --backend webgpu \
         --streams "${SERVE_STREAMS:-$streams}" --duration "${DURATION:-10}" -c 2048 --json "$out/batch_serve.json" \
         2> "$out/batch_serve.log" | tee "$out/batch_serve.md"
-    echo "== 4b. tern run beside it: one stream, the server's default sampler (temperature 0.8, top-k 40)"
-    "$B/tern" run --backend webgpu -m "$model" -p "The ship" -n 512 --temp 0.8 --seed 1 --json 2>/dev/null |
+    echo "== 4b. tern run beside it: one stream, the server's default sampler (temperature 0.8, top-k 40), the"
+    echo "   positions serve_bench's streams decode (a short prompt, then up to 2,031 tokens of a 2,048 context)"
+    "$B/tern" run --backend webgpu -m "$model" -p "The ship" -n 2031 -c 2048 --temp 0.8 --seed 1 --json 2>/dev/null |
         python3 -c 'import json, sys; d = json.load(sys.stdin)
 print("tern run: %.1f tok/s over %d tokens (%s)" % (d["timings"]["decode_tokens_per_second"], d["n_generated_tokens"], d["stop"]))' |
         tee "$out/batch_run_alone.txt"
+    for ps in ${SERVE_PROFILE_STREAMS:-}; do
+        echo "== 4c. where a sampled $ps-stream server's GPU time goes (TERN_WEBGPU_PROFILE=gpu, 3 s of load)"
+        TERN_WEBGPU_PROFILE=gpu PYTHONUNBUFFERED=1 timeout 150 python3 tools/serve/serve_bench.py --bin "$B/tern" \
+            -m "$model" --backend webgpu --streams "$ps" --duration 3 --ttft-tokens 0 -c 2048 \
+            > "$out/batch_serve_profile$ps.md" 2> "$out/batch_serve_profile$ps.txt"
+        grep -E "^ +[a-z_]+" "$out/batch_serve_profile$ps.txt" | awk '{print $(NF-1), $0}' | sort -rn | cut -d' ' -f2- | head -16
+        grep "kernels ran" "$out/batch_serve_profile$ps.txt"
+        grep -A3 "^| streams | steps" "$out/batch_serve_profile$ps.md"
+    done
 fi
 # Everything in one tarball as well (the device tool brings back what is under $OUT).
 (cd "$out" && tar -czf batch.tgz batch_*)

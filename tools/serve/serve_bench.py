@@ -14,7 +14,8 @@ next). Once every stream has its first token, tokens are counted for --duration 
 requests are cancelled. Reported: aggregate tokens/s over that window; per stream the mean ms
 between its tokens (median over streams, and the worst stream); the median time to first token.
 Then the time to first token of a --ttft-tokens prompt alone (twice: the first may pay for kernels
-a GPU compiles at their first use) and while --ttft-busy other streams decode.
+a GPU compiles at their first use) and while --ttft-busy other streams decode (--ttft-tokens 0: not
+measured).
 A server started here gets --parallel = the largest C (so no request waits for a slot).
 """
 import argparse
@@ -134,6 +135,36 @@ class Streams:
                     pass
 
 
+def metrics(url):
+    """/metrics as {name or name{labels}: value}."""
+    u = urllib.parse.urlparse(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+    conn.request("GET", "/metrics")
+    text = conn.getresponse().read().decode()
+    conn.close()
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            k, v = line.rsplit(" ", 1)
+            out[k] = float(v)
+    return out
+
+
+PHASES = ("record", "wait", "unpack", "sample", "deliver")
+
+
+def step_breakdown(m0, m1):
+    """The scheduler's ms per batched step by phase between two /metrics reads (tern serve's
+    tern_step_seconds_total), the steps, and the steps that read every logit back."""
+    steps = m1.get("tern_decode_steps_total", 0) - m0.get("tern_decode_steps_total", 0)
+    out = {"steps": int(steps), "full_logit_reads": int(m1.get("tern_full_logit_reads_total", 0) -
+                                                         m0.get("tern_full_logit_reads_total", 0))}
+    for ph in PHASES:
+        key = f'tern_step_seconds_total{{phase="{ph}"}}'
+        out[f"{ph}_ms_per_step"] = 1000 * (m1.get(key, 0) - m0.get(key, 0)) / steps if steps else None
+    return out
+
+
 def wait_idle(url, timeout_s=300):
     """Until the server has no busy slot: cancelled requests leave their slots at the next step."""
     u = urllib.parse.urlparse(url)
@@ -177,9 +208,11 @@ def decode_run(url, a, n_vocab, C):
         t.start()
     while any(not seg or not seg[0] for seg in segments) and not errors:
         time.sleep(0.02)
+    m0 = metrics(url)
     start = time.perf_counter()
     time.sleep(a.duration)
     end = time.perf_counter()
+    m1 = metrics(url)
     s.cancel_all()
     for t in threads:
         t.join()
@@ -198,7 +231,8 @@ def decode_run(url, a, n_vocab, C):
             per_stream.append(1000 * span / gaps)
     return {"streams": C, "tokens_per_s": tokens / (end - start), "ms_per_token_median": statistics.median(per_stream),
             "ms_per_token_worst": max(per_stream),
-            "ttft_ms_median": statistics.median(1000 * (seg[0][0] - t0) for seg in segments)}
+            "ttft_ms_median": statistics.median(1000 * (seg[0][0] - t0) for seg in segments),
+            "server_steps": step_breakdown(m0, m1)}
 
 
 def ttft_run(url, a, n_vocab, busy):
@@ -245,7 +279,7 @@ def main():
             print(f"serve_bench: {C} streams: {r['tokens_per_s']:.1f} tokens/s", file=sys.stderr, flush=True)
         # The lone prompt twice: the first may include kernels compiled at their first use (a prompt
         # chunk at positions the decode runs above never reached); the second shows the warm figure.
-        for i, busy in enumerate((0, 0, a.ttft_busy)):
+        for i, busy in enumerate((0, 0, a.ttft_busy) if a.ttft_tokens > 0 else ()):
             wait_idle(url)
             r = ttft_run(url, a, n_vocab, busy)
             r["attempt"] = 2 if i == 1 else 1
@@ -258,6 +292,15 @@ def main():
     for r in results["decode"]:
         print(f"| {r['streams']} | {r['tokens_per_s']:.1f} | {r['ms_per_token_median']:.1f} | "
               f"{r['ms_per_token_worst']:.1f} | {r['ttft_ms_median']:.0f} |")
+    print("\nThe server's batched steps in those windows (ms per step of its scheduler thread: recording, waiting "
+          "for the device, unpacking results, sampling, handing tokens out; steps that read every logit back; a lone "
+          "stream decodes without steps):")
+    print("| streams | steps | " + " | ".join(PHASES) + " | full-logit steps |")
+    print("| ---: | ---: | " + " | ".join("---:" for _ in PHASES) + " | ---: |")
+    for r in results["decode"]:
+        b = r["server_steps"]
+        cells = " | ".join("-" if b[f"{ph}_ms_per_step"] is None else f"{b[f'{ph}_ms_per_step']:.2f}" for ph in PHASES)
+        print(f"| {r['streams']} | {b['steps']} | {cells} | {b['full_logit_reads']} |")
     for t in results["ttft"]:
         gap = t["longest_gap_of_others_ms"]
         again = " (again)" if t["attempt"] == 2 else ""
