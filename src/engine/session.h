@@ -1,4 +1,5 @@
-// Session: one conversation with a model. Owns the KV cache and the forward buffers, evaluates
+// Session: one conversation with a model. Owns the KV cache (or views one: a lone sequence of
+// `tern serve`'s page pool, BatchEngine::contiguous_view) and the forward buffers, evaluates
 // prompts in batches of n_batch tokens, and runs the generation loop with a streaming callback and
 // stop conditions. Allocation happens once, in the constructor.
 //

@@ -102,7 +102,7 @@ print("tern run: %.1f tok/s over %d tokens (%s)" % (d["timings"]["decode_tokens_
             > "$out/batch_serve_profile$ps.md" 2> "$out/batch_serve_profile$ps.txt"
         grep -E "^ +[a-z_]+" "$out/batch_serve_profile$ps.txt" | awk '{print $(NF-1), $0}' | sort -rn | cut -d' ' -f2- | head -16
         grep "kernels ran" "$out/batch_serve_profile$ps.txt"
-        grep -A3 "^| streams | steps" "$out/batch_serve_profile$ps.md"
+        grep -A3 "^| streams | server tokens" "$out/batch_serve_profile$ps.md"
     done
 fi
 # Everything in one tarball as well (the device tool brings back what is under $OUT).
