@@ -129,9 +129,10 @@ INSTANTIATE_TEST_SUITE_P(Types, WebGpuFamilyMatmul,
 // per-token int8 through BitNet's kernels) against the CPU's rms_norm + matmul chain: with
 // and without the norm, accumulating, rows that do not fill a workgroup, block counts that are not
 // powers of two, and a long K (8320, no norm: fewer rows per workgroup where workgroup memory is 16 KiB).
-// The Q8_0-block types both ways: their input made once per token (act_q8_0.wgsl +
-// matvec_q8_acts.wgsl; by default the gate+up also makes the down projection's, QOUT) and in every
-// workgroup's prologue (family_acts=0, matvec_q8.wgsl); and the FFN's gate+up then down in one step.
+// Q4_0 / Q8_0 both ways: their input made once per token (act_q8_0.wgsl + matvec_q8_acts.wgsl; by
+// default the gate+up also makes the down projection's, QOUT) and in every workgroup's prologue
+// (family_acts=0, matvec_q8.wgsl, as Q1_0 / Q2_0 / PQ2_0 always); and for all the Q8_0-block types
+// the FFN's gate+up then down in one step.
 class WebGpuFamilyDecode : public ::testing::TestWithParam<DType> {};
 
 // A second WebGPU backend with the prologue form of matvec_q8 (WebGpuTuning::family_acts=0).
@@ -153,7 +154,7 @@ TEST_P(WebGpuFamilyDecode, LinearAndGluMatchTheCpuBitForBit) {
     auto        cpu    = lowbit ? make_cpu_reference_backend(2) : make_cpu_backend({2});
     const bool  q8_0_blocks = type == DType::q8_0 || type == DType::q4_0 || type == DType::q1_0 ||
                              type == DType::q2_0 || type == DType::pq2_0;
-    Backend *   bes[3] = {cpu.get(), gpu, q8_0_blocks ? prologue_gpu() : nullptr};
+    Backend *   bes[3] = {cpu.get(), gpu, type == DType::q8_0 || type == DType::q4_0 ? prologue_gpu() : nullptr};
     // Q1_0 / Q2_0 / PQ2_0 (groups of 128 / 64 / 128) run any number of tokens through it: three.
     const int64_t T      = lowbit ? 3 : 1;
     // (TQ1_0 / TQ2_0: blocks of 256, per-token int8 inputs, BitNet's kernels)

@@ -8,11 +8,10 @@
 #   3. decode tg64 (--roofline) of the full synth llama-3.2-1b Q4_0, and its per-kernel GPU profile;
 #   4. if time is left: decode tg64 of qwen3-1.7b Q1_0 (Bonsai's type), then phi-3-mini Q4_0, each with
 #      its profile;
-#   5. if time is left: phi-3-mini Q4_0, qwen3-1.7b Q1_0, then llama-3.2-1b Q4_0 again with each TUNES
-#      entry (TERN_WEBGPU_TUNE values, default "family_acts=0 family_acts=2 family_acts=2,family_rows=8
-#      family_acts=2,family_rows=4 family_acts=1": the Q8_0-block input in every workgroup, also from
-#      the gate+up for the down projection (the default), with 8 and 4 rows per workgroup, and once
-#      per token only; empty: none), the same files, for the tunings' A/B.
+#   5. if time is left: phi-3-mini Q4_0, llama-3.2-1b Q4_0, then qwen3-1.7b Q1_0 again with each TUNES
+#      entry (TERN_WEBGPU_TUNE values, default "family_acts=0 family_acts_rows=2 family_acts_rows=8":
+#      the Q8_0-block input in every workgroup's prologue, and matvec_q8_acts.wgsl with 2 and 8 rows
+#      per workgroup against the default 4; empty: none), the same files, for the tunings' A/B.
 # Carry .gl and .devicebin (tools/device/pack_devicebin.sh). Results: $OUT/families_quick.tgz (families_quick_*).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -22,7 +21,7 @@ rm -rf "$out"
 mkdir -p "$final"
 trap 'tar czf "$final/families_quick.tgz" -C "$out" .' EXIT
 budget=${BUDGET_S:-180}
-tunes=${TUNES-family_acts=0 family_acts=2 family_acts=2,family_rows=8 family_acts=2,family_rows=4 family_acts=1}
+tunes=${TUNES-family_acts=0 family_acts_rows=2 family_acts_rows=8}
 mkdir -p "$out"
 # shellcheck source=tools/device/device_env.sh
 . tools/device/device_env.sh
@@ -83,7 +82,7 @@ if [ -f /tmp/phi3-q4_0.gguf ] && left $((budget - 40)) "phi-3-mini q4_0 profile"
         > "$out/families_quick_profile_phi3.out" 2> "$out/families_quick_profile_phi3.txt"
     grep -E "^  (lm_head|matvec|act_q8|rope|attention|argmax|rms_norm|embed)|kernels ran" "$out/families_quick_profile_phi3.txt" | head -16
 fi
-for file in /tmp/phi3-q4_0.gguf /tmp/qwen3-q1_0.gguf /tmp/llama-q4_0.gguf; do
+for file in /tmp/phi3-q4_0.gguf /tmp/llama-q4_0.gguf /tmp/qwen3-q1_0.gguf; do
     [ -f "$file" ] || continue
     name=$(basename "$file" .gguf)
     for tune in $tunes; do

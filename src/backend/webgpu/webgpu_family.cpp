@@ -7,7 +7,7 @@
 //                and the Q8_0 blocks, once per token) + matvec_q8_acts.wgsl (glu's gate in its
 //                epilogue), or with family_acts=0 matvec_q8.wgsl alone (that prologue in every
 //                workgroup); matvec_q8k.wgsl alone (the Q8_K blocks in its prologue); Q1_0 / Q2_0 /
-//                PQ2_0 through the same Q8_0-block kernels for any tokens.
+//                PQ2_0 through matvec_q8.wgsl for any tokens.
 //   lm_head of a Q8_0 / Q4_0 / Q6_K table: lm_head_q.wgsl on the table's blocks (GpuTable::blocks).
 //   linear / linear_glu of a ternary weight (I2_S, TQ1_0, TQ2_0): per-token int8 input
 //                (rms_norm_quant.wgsl) + BitNet's bitlinear / gate_up.
@@ -254,28 +254,34 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
     // Workgroup memory: matvec_q8: the staged blocks (72 bytes per 32 values), the terms (a row every
     // NT + 1); matvec_q8k: 328 bytes per 256 values, a row of 9 terms per block + 1; both the norm's
     // reduction (WG f32). Every part must fit before any is recorded.
-    // With WebGpuTuning::family_acts the Q8_0 blocks are made once (act_q8_0.wgsl: 32 bytes per 32
-    // values and the norm's reduction) and matvec_q8_acts.wgsl keeps only the terms (and with QOUT
-    // a few bytes per row); family_acts=2: a gate+up of one Q8_0-block part writes its outputs'
-    // blocks too (QOUT, 32 rows or more per workgroup), and the down projection right after it
-    // reads them instead of running act_q8_0.
+    // With WebGpuTuning::family_acts the Q4_0 / Q8_0 parts' Q8_0 blocks are made once (act_q8_0.wgsl:
+    // 32 bytes per 32 values and the norm's reduction) and matvec_q8_acts.wgsl keeps only the terms
+    // (and with QOUT a few bytes per row), family_acts_rows rows per workgroup; family_acts=2: a
+    // gate+up of one such part writes its outputs' blocks too (QOUT, 32 rows or more per
+    // workgroup), and the down projection right after it reads them instead of running act_q8_0.
+    // (Q1_0 / Q2_0 / PQ2_0 keep matvec_q8.wgsl's prologue: their matvecs are short, and the added
+    // dispatches cost more, H200 qwen3-1.7b Q1_0 tg64 556.9 vs 606.7 tok/s.)
     const uint64_t storage = ctx_.limits().maxComputeWorkgroupStorageSize;
     const bool     acts    = tune_.family_acts != 0 && static_cast<uint64_t>(nb) * 32 + uint64_t{wg} * 4 <= storage;
     const uint32_t per     = glu_act ? 2u : 1u;  // weight rows per output row
     const int64_t  n_out   = glu_act ? w.n_rows / 2 : w.n_rows;
-    const bool     want_qout = acts && glu_act && tune_.family_acts >= 2 && parts.size() == 1 && n_out % 32 == 0;
+    const bool     want_qout = acts && glu_act && tune_.family_acts >= 2 && parts.size() == 1 &&
+                           takes_q8_0(parts[0].type) && n_out % 32 == 0;
     bool           qout      = false;
     const uint32_t qout_wg   = std::max<uint32_t>(wg, std::min<uint32_t>(512, ctx_.limits().maxComputeInvocationsPerWorkgroup));
     for (Part & part : parts) {
         const bool     kq    = takes_q8_k(part.type);
         const int64_t  nt    = kq ? 9 * (k / 256) : k / part.group;
-        const uint64_t fixed = kq     ? static_cast<uint64_t>(k / 256) * 328 + uint64_t{wg} * 4
-                               : acts ? 512
-                                      : static_cast<uint64_t>(nb) * 72 + uint64_t{wg} * 4;
+        const bool     pa    = acts && takes_q8_0(part.type);  // (matvec_q8_acts.wgsl)
+        const uint64_t fixed = kq   ? static_cast<uint64_t>(k / 256) * 328 + uint64_t{wg} * 4
+                               : pa ? 512
+                                    : static_cast<uint64_t>(nb) * 72 + uint64_t{wg} * 4;
         if (kq && (k % 256 != 0 || k / 256 * 8 > wg * 4)) return false;
-        // (WebGpuTuning::family_rows; family_rows_long for rows of 4096 or more values without the
-        // gate: the down projection, few rows with long prologues)
-        const uint32_t want = !glu_act && k >= 4096 && tune_.family_rows_long != 0 ? tune_.family_rows_long : tune_.family_rows;
+        // (WebGpuTuning::family_acts_rows; else family_rows, family_rows_long for rows of 4096 or
+        // more values without the gate: the down projection, few rows with long prologues)
+        const uint32_t want = pa ? tune_.family_acts_rows
+                              : !glu_act && k >= 4096 && tune_.family_rows_long != 0 ? tune_.family_rows_long
+                                                                                     : tune_.family_rows;
         part.rows = std::max<uint32_t>(1, std::min<uint32_t>(want, wg / per));
         auto need = [&] { return fixed + uint64_t{part.rows} * per * static_cast<uint64_t>(nt + 1) * 4; };
         // (QOUT: at least 32 rows, and 512 threads where the adapter has them, so that a gate+up
@@ -294,9 +300,9 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
     const WGPUBuffer nw = in.norm ? as_norm(*in.norm).buffer->get() : mm_zero_norm_->get();
     // The input's blocks (lib/acts_q8_0.wgsl): made by the gate+up right before (QOUT, nothing
     // recorded since), else by act_q8_0.wgsl now.
-    auto       act_bytes = [&](int64_t blocks) { return static_cast<size_t>(T * (8 * blocks + 2 * ((blocks + 3) / 4 * 4)) * 4); };
+    auto       act_bytes = [&](int64_t blocks) { return static_cast<size_t>(T * (8 * blocks + (blocks + 3) / 4 * 4) * 4); };
     WGPUBuffer a_in      = nullptr;
-    if (acts && std::any_of(parts.begin(), parts.end(), [](const Part & q) { return !takes_q8_k(q.type); })) {
+    if (acts && std::any_of(parts.begin(), parts.end(), [](const Part & q) { return takes_q8_0(q.type); })) {
         const FamilyActs & g = fa_from_glu_;
         if (in.norm == nullptr && g.serial == step_->serial() && g.buffer == gpu_buffer(in.x) &&
             g.offset == gpu_offset(in.x, 4) && g.k == k && g.T == T && in.x.ne[0] == k) {
@@ -345,10 +351,10 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
         }
         const int64_t nt = k / part.group;
         const double  wtype = takes_q8_0(part.type) ? static_cast<double>(matmul_wtype(part.type)) : 7.0;
-        if (a_in != nullptr) {  // matvec_q8_acts.wgsl
+        if (a_in != nullptr && takes_q8_0(part.type)) {  // matvec_q8_acts.wgsl
             struct {
-                uint32_t n_rows, y_offset, y_stride, scales_offset, up_row, activation;
-            } p{n, y0, u32(y.ne[0]), part.scales_offset, u32(n_out), act};
+                uint32_t n_rows, y_offset, y_stride, up_row, activation;
+            } p{n, y0, u32(y.ne[0]), u32(n_out), act};
             const PipelineKey key{dot4_native_ ? "matvec_q8_acts" : "matvec_q8_acts_nodp4",
                                   "rrrwwu",
                                   {{{"WG", static_cast<double>(qout ? qout_wg : wg)},
@@ -356,8 +362,6 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
                                     {"MROWS", static_cast<double>(rows * per)},
                                     {"NB", static_cast<double>(nb)},
                                     {"WTYPE", wtype},
-                                    {"GROUP", static_cast<double>(part.group)},
-                                    {"NT", static_cast<double>(nt)},
                                     {"GLU", glu_act ? 1.0 : 0.0},
                                     {"ACCUMULATE", accumulate ? 1.0 : 0.0},
                                     {"QOUT", qout ? 1.0 : 0.0},

@@ -2,13 +2,11 @@
 // prologue makes it again in every workgroup), with the same expressions, so the same bits:
 //   NORM   h = rms_norm(x) * nw exactly as rms_norm.wgsl (lib/inv_rms.wgsl), else h = x;
 //   blocks per 32 values of h as quantize_q8_0.wgsl: d = amax / 127 (correctly rounded), id = 1 / d
-//          (0 for d = 0), codes roundf(h * id), d kept as its f16 rounding; and the sum of each
-//          block's codes (the 2-bit weights' term, cpu::dot_lowbit_q8_0).
+//          (0 for d = 0), codes roundf(h * id), d kept as its f16 rounding.
 //
 //   x: [K, T] f32   nw: [K] f32 (NORM)
 //   acts: per token (act_words(NB) u32 words each) the codes [K/32][8] u32 (element 4w + e of a
-//     block in byte e of its word w), then the f16 d of each block as f32 bits, then the code sums
-//     (i32), each of these two padded to whole vec4s (lib/acts_q8_0.wgsl)
+//     block in byte e of its word w), then the f16 d of each block as f32 bits (lib/acts_q8_0.wgsl)
 // Bindings: 0 x, 1 nw (read); 2 acts (read_write); 3 params (uniform)
 // Dispatch: (1, T, 1): a workgroup per token.
 
@@ -37,7 +35,6 @@ struct Params {
 @group(0) @binding(3) var<uniform> p: Params;
 
 var<workgroup> part_max: array<f32, 4u * NB>;  // per 8 values
-var<workgroup> part_sum: array<i32, 4u * NB>;
 
 // roundf (quantize_q8_0.wgsl's round_away).
 fn round_away(v: f32) -> f32 {
@@ -71,21 +68,14 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let amax = max(max(part_max[4u * b], part_max[4u * b + 1u]), max(part_max[4u * b + 2u], part_max[4u * b + 3u]));
         let d    = div_rn(amax, 127.0);
         let id   = select(0.0, div_rn(1.0, d), d != 0.0);
-        var csum = 0;
         for (var q = 0u; q < 2u; q++) {
             var word = 0u;
             for (var e = 0u; e < 4u; e++) {
                 let c = i32(round_away(mul_rn(h_of(x0, 8u * g + 4u * q + e, inv), id)));
                 word |= (bitcast<u32>(c) & 0xffu) << (8u * e);
-                csum += c;
             }
             acts[o + 2u * g + q] = word;
         }
-        part_sum[g] = csum;
         if (g % 4u == 0u) { acts[o + act_dq(NB) + b] = bitcast<u32>(round_f16(d)); }
-    }
-    workgroupBarrier();
-    for (var b = lid; b < NB; b += WG) {
-        acts[o + act_sums(NB) + b] = bitcast<u32>(part_sum[4u * b] + part_sum[4u * b + 1u] + part_sum[4u * b + 2u] + part_sum[4u * b + 3u]);
     }
 }

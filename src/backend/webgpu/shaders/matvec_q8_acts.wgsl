@@ -1,23 +1,22 @@
 requires packed_4x8_integer_dot_product;
 
-// matvec_q8_acts: matvec_q8.wgsl without its prologue. The activations' Q8_0 blocks (and their code
-// sums) come from act_q8_0.wgsl, made once per token instead of once per workgroup, so a workgroup
-// only streams its rows: per (row, term) the same integer dot and scale products as matvec_q8.wgsl
-// (matmul.wgsl's block_term; cpu::dot_lowbit_q8_0 for the 2-bit codes), each row's terms added in
-// order by one invocation (the reference's order), then the same epilogue (GLU's gate, ACCUMULATE's
-// residual add). Same bits as matvec_q8.wgsl. With QOUT (GLU, ROWS a multiple of 32) the epilogue
-// also writes the gate's outputs as Q8_0 blocks into oacts, as act_q8_0.wgsl would make them for
-// the down projection (a workgroup's rows are whole blocks), so that no act_q8_0 runs before it.
+// matvec_q8_acts: matvec_q8.wgsl without its prologue, for Q4_0 / Q8_0 weights. The activations'
+// Q8_0 blocks come from act_q8_0.wgsl, made once per token instead of once per workgroup, so a
+// workgroup only streams its rows: per (row, block) the same integer dot and scale products as
+// matvec_q8.wgsl (matmul.wgsl's block_term), each row's terms added in order by one invocation (the
+// reference's order), then the same epilogue (GLU's gate, ACCUMULATE's residual add). Same bits as
+// matvec_q8.wgsl. With QOUT (GLU, ROWS a multiple of 32) the epilogue also writes the gate's outputs
+// as Q8_0 blocks into oacts, as act_q8_0.wgsl would make them for the down projection (a
+// workgroup's rows are whole blocks), so that no act_q8_0 runs before it.
 //
-//   w, ws: as matvec_q8.wgsl (Q8_0 [N][K/32][2] vec4<u32> | Q4_0 [N][K/32] vec4<u32> | 2-bit codes
-//      [N][K/64] vec4<u32>; f32 block scales [N][K/32] | GpuLinear's words, group scales from
-//      scales_offset)
+//   w, ws: as matvec_q8.wgsl (Q8_0 [N][K/32][2] vec4<u32> | Q4_0 [N][K/32] vec4<u32>; f32 block
+//      scales [N][K/32])
 //   acts: [T] tokens of K/32 blocks (lib/acts_q8_0.wgsl)   oacts: [T] tokens of n_rows/32 blocks (QOUT)
 //   y: [N, T] f32, or [n_ff, T] f32 (GLU)
 // Bindings: 0 w, 1 ws, 2 acts (read); 3 y, 4 oacts (read_write); 5 params (uniform)
 // Dispatch: (ceil(n_rows / ROWS), T, 1). A workgroup computes MROWS weight rows (ROWS, or 2 ROWS
 // with GLU: its gate rows, then their up rows), WG / MROWS lanes on each row; a lane loads LOADS of
-// its terms' weights at once before it multiplies them.
+// its blocks' weights at once before it multiplies them.
 
 // #include "lib/dot4_native.wgsl"
 // #include "lib/numerics.wgsl"
@@ -27,9 +26,7 @@ override WG: u32 = 256u;     // a power of two
 override ROWS: u32 = 16u;    // output rows per workgroup
 override MROWS: u32 = 16u;   // weight rows per workgroup: ROWS, or 2 ROWS with GLU (the host sets it)
 override NB: u32 = 64u;      // K / 32
-override WTYPE: u32 = 4u;    // 3 q8_0, 4 q4_0 (matmul.wgsl's numbering), 7 GpuLinear 2-bit codes
-override GROUP: u32 = 32u;   // values per term: 32, or the weight group (64 / 128) for WTYPE 7
-override NT: u32 = 64u;      // terms per row: K / GROUP (the host sets it)
+override WTYPE: u32 = 4u;    // 3 q8_0, 4 q4_0 (matmul.wgsl's numbering)
 override GLU: bool = false;
 override ACCUMULATE: bool = false;
 override QOUT: bool = false;  // GLU: also the outputs' Q8_0 blocks (ROWS a multiple of 32)
@@ -41,7 +38,6 @@ struct Params {
     n_rows: u32,         // output rows (GLU: n_ff)
     y_offset: u32,       // f32 index of y[0, 0]
     y_stride: u32,       // f32 elements between tokens of y
-    scales_offset: u32,  // WTYPE 7: u32 index of the group scales in ws
     up_row: u32,         // GLU: the weight row of up row 0 (n_ff)
     activation: u32,     // GLU: 0 ReLU², 1 SiLU (ffn_gate)
     rn_zero: u32,        // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
@@ -54,44 +50,19 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> oacts: array<u32>;
 @group(0) @binding(5) var<uniform> p: Params;
 
-// The terms, a row every NT + 1 (odd: the row sums' reads fall on different banks).
-var<workgroup> terms: array<f32, MROWS * (NT + 1u)>;
-// QOUT: the workgroup's outputs, the max |f| and code sum per 8 of them.
+// The terms, a row every NB + 1 (the row sums' reads fall on different banks for even NB).
+var<workgroup> terms: array<f32, MROWS * (NB + 1u)>;
+// QOUT: the workgroup's outputs and the max |f| per 8 of them.
 var<workgroup> fo: array<f32, select(1u, ROWS, QOUT)>;
 var<workgroup> omax: array<f32, select(1u, ROWS / 8u, QOUT)>;
-var<workgroup> osum: array<i32, select(1u, ROWS / 8u, QOUT)>;
 
 // Q4_0 nibbles n (0..15, one per byte) as int8 n - 8 (matvec_q8.wgsl's centred).
 fn centred(nibbles: u32) -> u32 {
     return ((nibbles | 0x80808080u) - 0x08080808u) ^ 0x80808080u;
 }
 
-// Block b's scale d_a and the two vec4s of its codes, of the token whose words start at vec4 a0.
+// Block b's scale d_a, of the token whose words start at vec4 a0.
 fn a_dq(a0: u32, b: u32) -> f32 { return bitcast<f32>(acts[a0 + act_dq(NB) / 4u + b / 4u][b % 4u]); }
-
-// sum over block b (elements 32 b .. 32 b + 31) of (code - 1) * activation for two code words
-// (matvec_q8.wgsl's codes_sumi).
-fn codes_sumi(c0: u32, c1: u32, a0: u32, b: u32) -> i32 {
-    let x0 = acts[a0 + 2u * b];
-    let x1 = acts[a0 + 2u * b + 1u];
-    var sumi = -bitcast<i32>(acts[a0 + act_sums(NB) / 4u + b / 4u][b % 4u]);
-    for (var s = 0u; s < 4u; s++) {
-        sumi += dot4_i8((c0 >> (2u * s)) & 0x03030303u, x0[s]) + dot4_i8((c1 >> (2u * s)) & 0x03030303u, x1[s]);
-    }
-    return sumi;
-}
-
-// Weight group g of the 2-bit codes of `row` (matvec_q8.wgsl's block_term for WTYPE 7).
-fn group_term(row: u32, g: u32, a0: u32) -> f32 {
-    var s = 0.0;
-    for (var j = 0u; j < GROUP / 32u; j += 2u) {
-        let blk = g * (GROUP / 32u) + j;  // an even block: it and the next are one vec4
-        let cv  = w[row * (NB / 2u) + blk / 2u];
-        s = s + mul_rn(a_dq(a0, blk), f32(codes_sumi(cv.x, cv.y, a0, blk)));
-        s = s + mul_rn(a_dq(a0, blk + 1u), f32(codes_sumi(cv.z, cv.w, a0, blk + 1u)));
-    }
-    return mul_rn(ws[p.scales_offset + row * NT + g], s);
-}
 
 // The term of block b from its weight words (Q8_0: w0, w1; Q4_0: w0) and scale d_w
 // (matvec_q8.wgsl's q_term).
@@ -119,7 +90,7 @@ fn weight_row(r0: u32, m: u32) -> u32 {
 // The terms of matrix row m, added in block order.
 fn row_sum(m: u32) -> f32 {
     var s = 0.0;
-    for (var b = 0u; b < NT; b++) { s = s + terms[m * (NT + 1u) + b]; }
+    for (var b = 0u; b < NB; b++) { s = s + terms[m * (NB + 1u) + b]; }
     return s;
 }
 
@@ -134,30 +105,26 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let live  = m < MROWS && r0 + select(m, m - ROWS, GLU && m >= ROWS) < p.n_rows;
     let row   = weight_row(r0, m);
     if (live) {
-        if (WTYPE == 7u) {
-            for (var g = lane; g < NT; g += lanes) { terms[m * (NT + 1u) + g] = group_term(row, g, a0); }
-        } else {
-            // Blocks lane + i lanes, LOADS at a time: their words and scales first, then the terms.
-            for (var i0 = 0u; i0 < NT; i0 += LOADS * lanes) {
-                var wa: array<vec4<u32>, LOADS>;
-                var wb: array<vec4<u32>, LOADS>;
-                var sc: array<f32, LOADS>;
-                for (var j = 0u; j < LOADS; j++) {
-                    let b = i0 + lane + j * lanes;
-                    if (b < NT) {
-                        if (WTYPE == 3u) {
-                            wa[j] = w[2u * (row * NB + b)];
-                            wb[j] = w[2u * (row * NB + b) + 1u];
-                        } else {
-                            wa[j] = w[row * NB + b];
-                        }
-                        sc[j] = ws[row * NB + b];
+        // Blocks lane + i lanes, LOADS at a time: their words and scales first, then the terms.
+        for (var i0 = 0u; i0 < NB; i0 += LOADS * lanes) {
+            var wa: array<vec4<u32>, LOADS>;
+            var wb: array<vec4<u32>, LOADS>;
+            var sc: array<f32, LOADS>;
+            for (var j = 0u; j < LOADS; j++) {
+                let b = i0 + lane + j * lanes;
+                if (b < NB) {
+                    if (WTYPE == 3u) {
+                        wa[j] = w[2u * (row * NB + b)];
+                        wb[j] = w[2u * (row * NB + b) + 1u];
+                    } else {
+                        wa[j] = w[row * NB + b];
                     }
+                    sc[j] = ws[row * NB + b];
                 }
-                for (var j = 0u; j < LOADS; j++) {
-                    let b = i0 + lane + j * lanes;
-                    if (b < NT) { terms[m * (NT + 1u) + b] = q_term(wa[j], wb[j], sc[j], a0, b); }
-                }
+            }
+            for (var j = 0u; j < LOADS; j++) {
+                let b = i0 + lane + j * lanes;
+                if (b < NB) { terms[m * (NB + 1u) + b] = q_term(wa[j], wb[j], sc[j], a0, b); }
             }
         }
     }
@@ -204,22 +171,15 @@ fn quantize_out(lid: u32, t: u32, r0: u32, f: f32) {
         let amax = max(max(omax[4u * bl], omax[4u * bl + 1u]), max(omax[4u * bl + 2u], omax[4u * bl + 3u]));
         let d    = div_rn(amax, 127.0);
         let id   = select(0.0, div_rn(1.0, d), d != 0.0);
-        var csum = 0;
         for (var q = 0u; q < 2u; q++) {
             var word = 0u;
             for (var e = 0u; e < 4u; e++) {
                 let c = i32(round_away(mul_rn(fo[8u * g + 4u * q + e], id)));
                 word |= (bitcast<u32>(c) & 0xffu) << (8u * e);
-                csum += c;
             }
             oacts[o + 8u * b + 2u * (g % 4u) + q] = word;
         }
-        osum[g] = csum;
         if (g % 4u == 0u) { oacts[o + act_dq(NBO) + b] = bitcast<u32>(round_f16(d)); }
-    }
-    workgroupBarrier();
-    if (live && g % 4u == 0u) {
-        oacts[o + act_sums(NBO) + b] = bitcast<u32>(osum[g] + osum[g + 1u] + osum[g + 2u] + osum[g + 3u]);
     }
 }
 
