@@ -13,9 +13,20 @@ using namespace avx2;
 inline __m256i maddubs(__m256i u8, const int8_t * q) { return _mm256_maddubs_epi16(u8, bcast4(q)); }
 inline __m256i to_i32(__m256i i16) { return _mm256_madd_epi16(i16, _mm256_set1_epi16(1)); }
 
-inline void store_half(__m256 v, float * dst, int64_t n_valid, bool accumulate) {
-    if (accumulate) v = _mm256_add_ps(load_tail(dst, n_valid), v);
-    store_tail(dst, n_valid, v);
+// Rows r_begin .. r_begin + 7 of tokens t0 .. t0 + NT - 1 (out[t]), times the per-row output scales
+// when there are any, written (or added, with accumulate) to y; rows at or past n_rows are left out.
+template <int NT>
+inline void store_half_tokens(const __m256 (&out)[NT], const float * out_scales, int64_t n_rows, int64_t r_begin,
+                              int64_t t0, float * y, int64_t ldy, int64_t row0, bool accumulate) {
+    const int64_t n_valid = n_rows - r_begin;
+    if (n_valid <= 0) return;
+    #pragma GCC unroll 8
+    for (int t = 0; t < NT; ++t) {
+        __m256  v   = out_scales ? _mm256_mul_ps(out[t], _mm256_loadu_ps(out_scales + r_begin)) : out[t];
+        float * dst = y + (t0 + t) * ldy + (r_begin - row0);
+        if (accumulate) v = _mm256_add_ps(load_tail(dst, n_valid), v);
+        store_tail(dst, n_valid, v);
+    }
 }
 
 // Rows 8h .. 8h + 7 of one Q-block tile against tokens t0 .. t0 + NT - 1.
@@ -81,11 +92,7 @@ void qtile_half_tokens(const QBlockTiles & w, int64_t tile, int h, const Q8Block
             out[t]             = _mm256_add_ps(out[t], term);
         }
     }
-    const int64_t r_begin = tile * 16 + 8 * h;
-    const int64_t n_valid = w.n_rows - r_begin;
-    if (n_valid <= 0) return;
-    #pragma GCC unroll 8
-    for (int t = 0; t < NT; ++t) store_half(out[t], y + (t0 + t) * ldy + (r_begin - row0), n_valid, accumulate);
+    store_half_tokens<NT>(out, nullptr, w.n_rows, tile * 16 + 8 * h, t0, y, ldy, row0, accumulate);
 }
 
 void qblock_gemm(const QBlockTiles & w, int64_t tile0, int64_t tile1, const Q8BlockActs & a, float * y, int64_t ldy,
@@ -147,14 +154,7 @@ void lowbit_half_tokens(const TernaryTiles & w, int64_t tile, int h, const Q8Blo
         #pragma GCC unroll 8
         for (int t = 0; t < NT; ++t) out[t] = _mm256_add_ps(out[t], _mm256_mul_ps(sg, s[t]));
     }
-    const int64_t r_begin = tile * k_tile_rows + 8 * h;
-    const int64_t n_valid = w.n_rows - r_begin;
-    if (n_valid <= 0) return;
-    #pragma GCC unroll 8
-    for (int t = 0; t < NT; ++t) {
-        __m256 v = w.out_scales ? _mm256_mul_ps(out[t], _mm256_loadu_ps(w.out_scales + r_begin)) : out[t];
-        store_half(v, y + (t0 + t) * ldy + (r_begin - row0), n_valid, accumulate);
-    }
+    store_half_tokens<NT>(out, w.out_scales, w.n_rows, tile * k_tile_rows + 8 * h, t0, y, ldy, row0, accumulate);
 }
 
 void lowbit_q8_gemm(const TernaryTiles & w, int64_t tile0, int64_t tile1, const Q8BlockActs & a, float * y, int64_t ldy,
@@ -205,14 +205,7 @@ void binary_half_tokens(const BinaryTiles & w, int64_t tile, int h, const Q8Bloc
 #pragma GCC unroll 8
         for (int t = 0; t < NT; ++t) out[t] = _mm256_add_ps(out[t], _mm256_mul_ps(sg, s[t]));
     }
-    const int64_t r_begin = tile * 16 + 8 * h;
-    const int64_t n_valid = w.n_rows - r_begin;
-    if (n_valid <= 0) return;
-#pragma GCC unroll 8
-    for (int t = 0; t < NT; ++t) {
-        __m256 v = w.out_scales ? _mm256_mul_ps(out[t], _mm256_loadu_ps(w.out_scales + r_begin)) : out[t];
-        store_half(v, y + (t0 + t) * ldy + (r_begin - row0), n_valid, accumulate);
-    }
+    store_half_tokens<NT>(out, w.out_scales, w.n_rows, tile * 16 + 8 * h, t0, y, ldy, row0, accumulate);
 }
 
 void binary_q8_gemm(const BinaryTiles & w, int64_t tile0, int64_t tile1, const Q8BlockActs & a, float * y, int64_t ldy,

@@ -9,9 +9,20 @@ namespace {
 using namespace avx512;
 
 // Stores 16 rows' results of one token (the tile's valid rows), added to y when accumulate.
-inline void store_rows(__m512 v, float * dst, int64_t n_valid, bool accumulate) {
-    if (accumulate) v = _mm512_add_ps(load16(dst, n_valid), v);
-    store16(dst, n_valid, v);
+// A tile's 16 rows from r_begin of tokens t0 .. t0 + NT - 1 (out[t]), times the per-row output
+// scales when there are any, written (or added, with accumulate) to y; rows at or past n_rows are
+// left out.
+template <int NT>
+inline void store_tile_tokens(const __m512 (&out)[NT], const float * out_scales, int64_t n_rows, int64_t r_begin,
+                              int64_t t0, float * y, int64_t ldy, int64_t row0, bool accumulate) {
+    const int64_t n_valid = n_rows - r_begin < 16 ? n_rows - r_begin : 16;
+    #pragma GCC unroll 8
+    for (int t = 0; t < NT; ++t) {
+        __m512  v   = out_scales ? _mm512_mul_ps(out[t], _mm512_loadu_ps(out_scales + r_begin)) : out[t];
+        float * dst = y + (t0 + t) * ldy + (r_begin - row0);
+        if (accumulate) v = _mm512_add_ps(load16(dst, n_valid), v);
+        store16(dst, n_valid, v);
+    }
 }
 
 // One Q-block tile against tokens t0 .. t0 + NT - 1.
@@ -73,10 +84,7 @@ void qtile_tokens(const QBlockTiles & w, int64_t tile, const Q8BlockActs & a, in
             out[t]             = _mm512_add_ps(out[t], term);
         }
     }
-    const int64_t r_begin = tile * 16;
-    const int64_t n_valid = w.n_rows - r_begin < 16 ? w.n_rows - r_begin : 16;
-    #pragma GCC unroll 8
-    for (int t = 0; t < NT; ++t) store_rows(out[t], y + (t0 + t) * ldy + (r_begin - row0), n_valid, accumulate);
+    store_tile_tokens<NT>(out, nullptr, w.n_rows, tile * 16, t0, y, ldy, row0, accumulate);
 }
 
 void qblock_gemm(const QBlockTiles & w, int64_t tile0, int64_t tile1, const Q8BlockActs & a, float * y, int64_t ldy,
@@ -152,13 +160,7 @@ void lowbit_tile_tokens(const TernaryTiles & w, int64_t tile, const Q8BlockActs 
         #pragma GCC unroll 8
         for (int t = 0; t < NT; ++t) out[t] = _mm512_add_ps(out[t], _mm512_mul_ps(sg, s[t]));
     }
-    const int64_t r_begin = tile * k_tile_rows;
-    const int64_t n_valid = w.n_rows - r_begin < k_tile_rows ? w.n_rows - r_begin : k_tile_rows;
-    #pragma GCC unroll 8
-    for (int t = 0; t < NT; ++t) {
-        __m512 v = w.out_scales ? _mm512_mul_ps(out[t], _mm512_loadu_ps(w.out_scales + r_begin)) : out[t];
-        store_rows(v, y + (t0 + t) * ldy + (r_begin - row0), n_valid, accumulate);
-    }
+    store_tile_tokens<NT>(out, w.out_scales, w.n_rows, tile * k_tile_rows, t0, y, ldy, row0, accumulate);
 }
 
 void lowbit_q8_gemm(const TernaryTiles & w, int64_t tile0, int64_t tile1, const Q8BlockActs & a, float * y, int64_t ldy,
@@ -222,13 +224,7 @@ void binary_tile_tokens(const BinaryTiles & w, int64_t tile, const Q8BlockActs &
 #pragma GCC unroll 8
         for (int t = 0; t < NT; ++t) out[t] = _mm512_add_ps(out[t], _mm512_mul_ps(sg, s[t]));
     }
-    const int64_t r_begin = tile * 16;
-    const int64_t n_valid = w.n_rows - r_begin < 16 ? w.n_rows - r_begin : 16;
-#pragma GCC unroll 8
-    for (int t = 0; t < NT; ++t) {
-        __m512 v = w.out_scales ? _mm512_mul_ps(out[t], _mm512_loadu_ps(w.out_scales + r_begin)) : out[t];
-        store_rows(v, y + (t0 + t) * ldy + (r_begin - row0), n_valid, accumulate);
-    }
+    store_tile_tokens<NT>(out, w.out_scales, w.n_rows, tile * 16, t0, y, ldy, row0, accumulate);
 }
 
 void binary_q8_gemm(const BinaryTiles & w, int64_t tile0, int64_t tile1, const Q8BlockActs & a, float * y, int64_t ldy,
