@@ -3,6 +3,7 @@
 #pragma once
 
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/tile_loop.h"
 
 #include <immintrin.h>
 
@@ -54,31 +55,6 @@ inline void store_tile(const TernaryTiles & w, int64_t tile, const __m256 (&out)
             float * dst = y + (t0 + t) * ldy + (r_begin - row0) + 8 * h;
             if (accumulate) v = _mm256_add_ps(load_tail(dst, n_valid - 8 * h), v);
             store_tail(dst, n_valid - 8 * h, v);
-        }
-    }
-}
-
-// The remainder pass of for_tiles_and_tokens: f<rem>(tile, t) for 0 < rem < MaxNT.
-template <int MaxNT, int NT = MaxNT - 1, class TileFn>
-inline void remainder_pass(TileFn & f, int64_t tile, int64_t t, int64_t rem) {
-    if constexpr (NT >= 1) {
-        if (rem == NT) return f.template operator()<NT>(tile, t);
-        remainder_pass<MaxNT, NT - 1>(f, tile, t, rem);
-    }
-}
-
-// A tile GEMM's loop order: token blocks of 64 (activations stay in L2 while the tiles stream),
-// every tile of [tile0, tile1) per block, MaxNT tokens per pass over a tile (f<MaxNT>(tile, t)),
-// then the block's remaining tokens in one pass.
-template <int MaxNT, class TileFn>
-inline void for_tiles_and_tokens(int64_t n_tokens, int64_t tile0, int64_t tile1, TileFn && f) {
-    constexpr int64_t k_block = 64;
-    for (int64_t tb = 0; tb < n_tokens; tb += k_block) {
-        const int64_t te = tb + k_block < n_tokens ? tb + k_block : n_tokens;
-        for (int64_t tile = tile0; tile < tile1; ++tile) {
-            int64_t t = tb;
-            for (; t + MaxNT <= te; t += MaxNT) f.template operator()<MaxNT>(tile, t);
-            remainder_pass<MaxNT>(f, tile, t, te - t);
         }
     }
 }

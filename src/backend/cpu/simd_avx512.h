@@ -3,6 +3,7 @@
 #pragma once
 
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/tile_loop.h"
 
 #include <immintrin.h>
 
@@ -50,30 +51,6 @@ inline void   store16(float * p, int64_t rem, __m512 v) {
 inline __m512 group_term(__m512i dot_sum, int32_t group_sum, float a_scale, __m512 sg) {
     const __m512i dot = _mm512_sub_epi32(dot_sum, _mm512_set1_epi32(group_sum));
     return _mm512_mul_ps(_mm512_div_ps(_mm512_cvtepi32_ps(dot), _mm512_set1_ps(a_scale)), sg);
-}
-
-// The remainder pass of for_tiles_and_tokens: f<rem>(tile, t) for 0 < rem < MaxNT.
-template <int MaxNT, int NT = MaxNT - 1, class TileFn>
-inline void remainder_pass(TileFn & f, int64_t tile, int64_t t, int64_t rem) {
-    if constexpr (NT >= 1) {
-        if (rem == NT) return f.template operator()<NT>(tile, t);
-        remainder_pass<MaxNT, NT - 1>(f, tile, t, rem);
-    }
-}
-
-// A tile GEMM's loop order (as simd_avx2.h's): token blocks of 64, every tile of [tile0, tile1) per
-// block, MaxNT tokens per pass over a tile (f<MaxNT>(tile, t)), then the block's remaining tokens.
-template <int MaxNT, class TileFn>
-inline void for_tiles_and_tokens(int64_t n_tokens, int64_t tile0, int64_t tile1, TileFn && f) {
-    constexpr int64_t k_block = 64;
-    for (int64_t tb = 0; tb < n_tokens; tb += k_block) {
-        const int64_t te = tb + k_block < n_tokens ? tb + k_block : n_tokens;
-        for (int64_t tile = tile0; tile < tile1; ++tile) {
-            int64_t t = tb;
-            for (; t + MaxNT <= te; t += MaxNT) f.template operator()<MaxNT>(tile, t);
-            remainder_pass<MaxNT>(f, tile, t, te - t);
-        }
-    }
 }
 
 inline __m512 abs_ps(__m512 v) { return _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7fffffff))); }
