@@ -56,7 +56,8 @@ sum() { tee -a "$out/summary.txt"; }
 now_ms() { date +%s%3N; }
 clocks_pid=
 if [ "$mode" != smoke ]; then  # the GPU's clocks all along (step 7), stopped at the end
-    stdbuf -oL nvidia-smi --query-gpu=timestamp,pstate,clocks.sm,clocks.mem,utilization.gpu,power.draw \
+    line_buffered=(); command -v stdbuf >/dev/null && line_buffered=(stdbuf -oL)
+    "${line_buffered[@]}" nvidia-smi --query-gpu=timestamp,pstate,clocks.sm,clocks.mem,utilization.gpu,power.draw \
         --format=csv,noheader,nounits -lms 50 > "$log/clocks.csv" 2> "$log/clocks.err" &
     clocks_pid=$!
 fi
