@@ -68,7 +68,9 @@ echo "node: $("$T/node" --version) (system node: $(command -v node >/dev/null &&
 { echo "cpus: nproc $(nproc), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); cpuset" \
        "$(cat /sys/fs/cgroup/cpuset.cpus.effective /sys/fs/cgroup/cpuset/cpuset.effective_cpus 2>/dev/null | head -1);" \
        "quota $(cat /sys/fs/cgroup/cpu.max 2>/dev/null || echo "$(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us 2>/dev/null)" \
-       "/ $(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us 2>/dev/null)")"; } | sum
+       "/ $(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us 2>/dev/null)")"; \
+  echo "topology: $(lscpu 2>/dev/null | grep -E '^(Thread|Core|Socket|NUMA node)\(s\)' | tr -s ' ' | tr '\n' ';')" \
+       "cpu0's SMT siblings $(cat /sys/devices/system/cpu/cpu0/topology/thread_siblings_list 2>/dev/null)"; } | sum
 big=/tmp/synth-2b4t.gguf
 [ "$mode" = smoke ] || "$T/tern" synth bitnet-2b4t -o "$big" --seed 1 2>&1 | tail -1
 small=share/models/tern-32m-en.gguf
