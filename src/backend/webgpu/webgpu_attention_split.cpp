@@ -51,7 +51,7 @@ struct SplitTiling {
 }  // namespace
 
 bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & s,
-                                    const KvBatch * batch, int64_t pos0) {
+                                    const KvBatch * batch, int64_t pos0, const GpuLinear * prefetch) {
     const int64_t hd    = s.head_dim;
     const int64_t n_kv  = s.n_head_kv;
     const int64_t group = s.n_head / n_kv;
@@ -254,16 +254,32 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                 uint32_t n_embd_kv, v_offset, ld, bsum_ld, n_head_kv, pos0, max_pages, cols_offset, pages_offset, nsb_ld;
             } vp{u32(kv.v.ne[0]), gpu_offset(kv.v, v_el), u32(ld), n_b, u32(n_kv), u32(pos0 + c0), max_pages,
                  cols_at + u32(4 * c0), pages_at, u32(nsb_ld)};
+            const uint32_t nx = u32(hd / k_tile_dims * ceil_div(n_max, cpu::k_pos_super));
             PipelineKey vk{"attention_split_pvt",
-                           "rrrrrwu",
+                           "rrrrrrwu",
                            {{{"HD", static_cast<double>(hd)},
                              {"GROUP", static_cast<double>(group)},
                              {"DS", static_cast<double>(k_tile_dims)},
                              {"FLAT", flat_tiles ? 1.0 : 0.0}}}};
+            // The weight two matmuls ahead (attention.wgsl's prefetch; WeightOrder skips it in the
+            // matmuls before), one word per 64 bytes over the first column's workgroups (all of them
+            // run: the dispatch covers its superblocks), where attn_split_prefetch allows.
+            WGPUBuffer pf_buf = gpu_buffer(kv.v);
+            if (prefetch != nullptr && tune_.attn_split_prefetch != 0) {
+                const uint64_t words  = prefetch->buffer->size_bytes() / 4;
+                const uint64_t groups = uint64_t{nx} * u32(n_kv);
+                const uint64_t loads  = (words + groups * 256 * k_prefetch_stride_words - 1) /
+                                       (groups * 256 * k_prefetch_stride_words);
+                if (loads <= 16) {
+                    vk.add("KPF_WORDS", static_cast<double>(words));
+                    vk.add("KPF_LOADS", static_cast<double>(loads));
+                    vk.add("KPF_GROUPS", static_cast<double>(groups));
+                    pf_buf = prefetch->buffer->get();
+                }
+            }
             const WGPUBuffer vb[] = {attn_scores_->get(), attn_bsum_->get(), gpu_buffer(kv.v), cols_v, pages_v,
-                                     attn_super_->get()};
-            step_->dispatch(vk, vb, &vp, sizeof vp, u32(hd / k_tile_dims * ceil_div(n_max, cpu::k_pos_super)),
-                            u32(n_kv), u32(tc));
+                                     pf_buf, attn_super_->get()};
+            step_->dispatch(vk, vb, &vp, sizeof vp, nx, u32(n_kv), u32(tc));
 
             struct {
                 uint32_t n_head, nsb_ld, pos0, max_pages, cols_offset, pages_offset, out_offset, out_stride;

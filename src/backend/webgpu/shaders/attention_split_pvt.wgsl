@@ -23,7 +23,11 @@
 // positions past the column's end staged as zeros (their products add +0, which leaves every sum's
 // bits as they are: the sums are never -0), the block sums of the normalizer loaded before they are
 // added. The same operations on the same values in the same order otherwise.
-// Bindings: 0 e, 1 bsum, 2 v_cache, 3 cols, 4 pages (read); 5 part (read_write); 6 params
+// With KPF_WORDS (a decode step), the invocations also pull a weight a later kernel reads into L2 (as
+// attention.wgsl's prefetching workgroups do): one word per 64 bytes, KPF_LOADS each over the first
+// column's KPF_GROUPS workgroups, issued once the tile and the normalizer's inputs are in; kept by a
+// store that never happens (p.rn_zero is 0). Nothing changes in any result.
+// Bindings: 0 e, 1 bsum, 2 v_cache, 3 cols, 4 pages, 5 pfw (read); 6 part (read_write); 7 params
 // Dispatch: (nsb_ld * HD / DS, n_head_kv, T): x = superblock * (HD / DS) + slice of DS dimensions; a
 // workgroup past its column's last superblock returns at once.
 
@@ -61,8 +65,14 @@ struct Params {
 @group(0) @binding(2) var<storage, read> v_cache: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read> cols: array<i32>;
 @group(0) @binding(4) var<storage, read> pages: array<i32>;
-@group(0) @binding(5) var<storage, read_write> part: array<f32>;
-@group(0) @binding(6) var<uniform> p: Params;
+@group(0) @binding(5) var<storage, read> pfw: array<u32>;
+@group(0) @binding(6) var<storage, read_write> part: array<f32>;
+@group(0) @binding(7) var<uniform> p: Params;
+
+override KPF_WORDS: u32 = 0u;   // words of the weight to prefetch (0: none)
+override KPF_LOADS: u32 = 1u;   // loads per invocation
+override KPF_GROUPS: u32 = 1u;  // workgroups that prefetch (those of column 0)
+const KPF_STRIDE: u32 = 16u;    // words: one load per 64 bytes (the host's k_prefetch_stride_words)
 
 var<workgroup> v_s: array<u32, SUPER * VS>;         // [position][word]: the V tile
 var<workgroup> p_s: array<vec4<f32>, SUPER * JV>;   // [position][heads 4m..4m+3]: probabilities; then block sums
@@ -150,6 +160,17 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     if (lid < GROUP) { inv_s[lid] = div_rn(1.0, total); }
     workgroupBarrier();
 
+    // The prefetch's loads (their latency hidden by the steps below).
+    var pf = 0u;
+    if (KPF_WORDS != 0u && t == 0u) {
+        let g     = wid.y * (HD / DS) * nsb + wid.x;  // workgroup of column 0 (its dispatch is nsb wide)
+        let first = (g * WG + lid) * KPF_STRIDE;
+        for (var u = 0u; u < KPF_LOADS; u++) {
+            let i = first + u * KPF_GROUPS * WG * KPF_STRIDE;
+            if (i < KPF_WORDS) { pf ^= pfw[i]; }
+        }
+    }
+
     // 3. The probabilities of the superblock, f16-rounded, 4 heads per vec4 (0 for missing heads).
     for (var k = 0u; k < SUPER * 4u * JV / WG; k++) {
         let i = lid + k * WG;
@@ -200,4 +221,5 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             if (j < GROUP) { part[((row0 + j) * p.nsb_ld + sb) * HD + slice * DS + dd] = s[c]; }
         }
     }
+    if (KPF_WORDS != 0u && (pf & p.rn_zero) != 0u) { part[0] = bitcast<f32>(pf); }  // never (keeps the loads)
 }
