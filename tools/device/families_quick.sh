@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # Issue 54, the short run (families_run.sh is the long one), within BUDGET_S seconds of device time
 # (default 180: later steps are skipped, with a line saying so, once the budget is spent):
-#   1. the newest family suites (WebGpuFamilyDecode: matvec_q8 / matvec_q8k / Q1_0 / ternary; and
-#      WebGpuFamilyHead: the Q-block head, its argmax and greedy ids) against the CPU reference on this GPU;
+#   1. the newest family suites (WebGpuFamilyDecode: matvec_q8 / matvec_q8k / Q1_0 / ternary;
+#      WebGpuFamilyHead: the Q-block head, its argmax and greedy ids; the attention's Q8_0 blocks for
+#      the o-projection; the tiny llama / qwen3 models decoding) against the CPU reference on this GPU;
 #   2. greedy text, webgpu vs cpu, on a 2-layer synth llama-3.2-1b Q4_0 (a run that fails or prints
 #      nothing counts as a difference);
 #   3. decode tg64 (--roofline) of the full synth llama-3.2-1b Q4_0, and its per-kernel GPU profile;
 #   4. if time is left: decode tg64 of qwen3-1.7b Q1_0 (Bonsai's type), then phi-3-mini Q4_0, each with
 #      its profile;
 #   5. if time is left: phi-3-mini Q4_0, llama-3.2-1b Q4_0, then qwen3-1.7b Q1_0 again with each TUNES
-#      entry (TERN_WEBGPU_TUNE values, default "family_acts=0 family_acts_rows=2 family_acts_rows=8":
-#      the Q8_0-block input in every workgroup's prologue, and matvec_q8_acts.wgsl with 2 and 8 rows
-#      per workgroup against the default 4; empty: none), the same files, for the tunings' A/B.
+#      entry (TERN_WEBGPU_TUNE values, default "family_acts=2 family_acts=0": the o-projection's
+#      Q8_0 blocks by act_q8_0.wgsl instead of the attention, and the Q8_0-block input in every
+#      workgroup's prologue; empty: none), the same files, for the tunings' A/B.
 # Carry .gl and .devicebin (tools/device/pack_devicebin.sh). Results: $OUT/families_quick.tgz (families_quick_*).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -21,7 +22,7 @@ rm -rf "$out"
 mkdir -p "$final"
 trap 'tar czf "$final/families_quick.tgz" -C "$out" .' EXIT
 budget=${BUDGET_S:-180}
-tunes=${TUNES-family_acts=0 family_acts_rows=2 family_acts_rows=8}
+tunes=${TUNES-family_acts=2 family_acts=0}
 mkdir -p "$out"
 # shellcheck source=tools/device/device_env.sh
 . tools/device/device_env.sh
@@ -30,7 +31,8 @@ SECONDS=0
 left() { [ "$SECONDS" -lt "$1" ] || { echo "(skipped: ${SECONDS}s of the ${budget}s budget spent) $2"; return 1; }; }
 
 echo "== newest family suites vs the CPU reference on this GPU"
-"$B/tern_webgpu_tests" --gtest_filter='*WebGpuFamilyDecode*:*WebGpuFamilyHead*' > "$out/families_quick_tests.txt" 2>&1
+"$B/tern_webgpu_tests" \
+    --gtest_filter='*WebGpuFamilyDecode*:*WebGpuFamilyHead*:WebGpuFamily.Attention*:WebGpuFamily.Tiny*' > "$out/families_quick_tests.txt" 2>&1
 grep -E "FAILED|PASSED|first at|SKIPPED" "$out/families_quick_tests.txt" | head -12
 
 echo "== greedy text, webgpu vs cpu (2-layer synth llama-3.2-1b Q4_0) [${SECONDS}s]"

@@ -45,7 +45,7 @@ const std::vector<Field> & fields() {
         {"family_wg", Kind::pow2, 64, 1024, &T::family_wg},
         {"family_rows_long", Kind::pow2_or_0, 1, 128, &T::family_rows_long},
         {"family_prefetch", Kind::number, 0, 8, &T::family_prefetch},
-        {"family_acts", Kind::number, 0, 2, &T::family_acts},
+        {"family_acts", Kind::number, 0, 3, &T::family_acts},
         {"family_acts_rows", Kind::pow2, 1, 128, &T::family_acts_rows},
         {"head_i8_min_bytes", Kind::number, 0, k_max, &T::head_i8_min_bytes},
         {"head_groups", Kind::number, 0, 65535, &T::head_groups},
