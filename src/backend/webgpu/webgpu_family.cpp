@@ -9,7 +9,7 @@
 //                gate in its epilogue), or with family_acts=0 matvec_q8.wgsl alone (that prologue in every
 //                workgroup); matvec_q8k.wgsl alone (the Q8_K blocks in its prologue); Q1_0 / Q2_0 /
 //                PQ2_0 through matvec_q8.wgsl for any tokens.
-//   lm_head of a Q8_0 / Q4_0 / Q6_K table: lm_head_q.wgsl on the table's blocks (GpuTable::blocks).
+//   (lm_head of a Q8_0 / Q4_0 / Q6_K table: webgpu_family_head.cpp.)
 //   linear / linear_glu of a ternary weight (I2_S, TQ1_0, TQ2_0): per-token int8 input
 //                (rms_norm_quant.wgsl) + BitNet's bitlinear / gate_up.
 // Weight types: F32, F16, BF16, Q8_0, Q4_0 (Q8_0-block input), Q4_K, Q6_K (Q8_K-block input,
@@ -471,42 +471,6 @@ void WebGpuBackend::matmul_glu(const Tensor & f, const Weight & w, const Tensor 
     const PipelineKey key{"glu", "rwu", {{{"WG", 64}}}};
     const WGPUBuffer  bufs[] = {mm_glu_->get(), gpu_buffer(f)};
     step_->dispatch(key, bufs, &p, sizeof p, ceil_div(n_ff, 64), u32(T));
-}
-
-std::unique_ptr<Weight> WebGpuBackend::load_head_blocks(const WeightSource & src) {
-    const bool fits = src.type == DType::q6_k ? src.ne[0] % 256 == 0 : src.ne[0] % 32 == 0;
-    if (!(src.type == DType::q8_0 || src.type == DType::q4_0 || src.type == DType::q6_k) || !fits) return nullptr;
-    return load_matrix({&src, 1});
-}
-
-void WebGpuBackend::family_lm_head(const Tensor & logits, const GpuTable & head, const Tensor & h, bool round_input_f16) {
-    const auto &  m = static_cast<const GpuMatrix &>(*head.blocks);
-    const int64_t T = h.ne[1];
-    TERN_ASSERT(m.parts.size() == 1 && m.n_cols == head.n_cols && m.n_rows == head.n_rows, "head blocks");
-    // Lanes ~ chunks / 8 (each lane a few 32-value chunks), 4..32.
-    const int64_t  cpr   = head.n_cols / 32;
-    const uint32_t lanes = std::clamp<uint32_t>(floor_pow2(static_cast<uint64_t>(std::max<int64_t>(1, cpr / 8))), 4, 32);
-    const uint32_t wg    = 256;
-    struct {
-        uint32_t n_vocab, h_offset, h_stride, out_offset, out_stride, round_input;
-    } p{u32(head.n_rows), gpu_offset(h, 4), u32(h.ne[0]), gpu_offset(logits, 4), u32(logits.ne[0]), round_input_f16 ? 1u : 0u};
-    const uint32_t   groups   = ceil_div(head.n_rows, wg / lanes);
-    // h staged in workgroup memory where it fits next to the reductions (wg vec2 + wg (f32, u32)).
-    const bool stage = static_cast<uint64_t>(head.n_cols) * 4 + uint64_t{wg} * 16 <= ctx_.limits().maxComputeWorkgroupStorageSize;
-    const WGPUBuffer partials = argmax_partials(static_cast<size_t>(groups) * static_cast<size_t>(T) * 8);
-    const PipelineKey key{"lm_head_q",
-                          "rrrwwu",
-                          {{{"WG", static_cast<double>(wg)},
-                            {"LANES", static_cast<double>(lanes)},
-                            {"CPR", static_cast<double>(cpr)},
-                            {"WTYPE", static_cast<double>(matmul_wtype(m.parts[0].type))},
-                            {"STAGE", stage ? 1.0 : 0.0}}}};
-    const WGPUBuffer bufs[] = {m.parts[0].words->get(), m.parts[0].scales->get(), gpu_buffer(h), gpu_buffer(logits),
-                               partials};
-    step_->dispatch(key, bufs, &p, sizeof p, groups, u32(T));
-    // The argmax's first stage is written: argmax() right after this runs only argmax_final.
-    head_partials_ = {};
-    if (T == 1) head_partials_ = {gpu_buffer(logits), gpu_offset(logits, 4), groups, step_->serial()};
 }
 
 const RopeTable & WebGpuBackend::family_rope_table(const AttentionShape & s, int64_t n_pos) {
