@@ -188,10 +188,10 @@ public:
     // else recorded while it is held. hold_step() returns false when it could not hold the whole
     // step (its recording had to submit part of it, e.g. to grow a table): then it submits the
     // rest, and the step ran with whatever its inputs held. Not while profiling.
-    bool hold_step();
-    void release_held_step() { step_->release_held(); }
-    void drop_held_step();
-    bool can_hold_steps() const { return !step_->any_profiling(); }
+    bool hold_step() override;
+    void release_held_step() override { step_->release_held(); }
+    void drop_held_step() override;
+    bool can_hold_steps() const override { return !step_->any_profiling(); }
     // read() in two halves, so that work recorded in between overlaps the wait: read_begin() orders
     // the read after the work recorded so far (submits it and starts the copy back), read_end()
     // waits for it and copies into dst. One in flight at a time; `src` must live until read_end().
