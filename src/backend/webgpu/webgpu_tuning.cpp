@@ -51,6 +51,7 @@ const std::vector<Field> & fields() {
         {"head_i8_min_bytes", Kind::number, 0, k_max, &T::head_i8_min_bytes},
         {"head_groups", Kind::number, 0, 65535, &T::head_groups},
         {"exact_groups", Kind::number, 0, 65535, &T::exact_groups},
+        {"head_exact_form", Kind::number, 0, 2, &T::head_exact_form},
         {"head_mma_rows", Kind::number, 0, 4, &T::head_mma_rows},
         {"attn_wg", Kind::pow2_or_0, 64, 1024, &T::attn_wg},
         {"attn_wide_positions", Kind::number, 0, k_max, &T::attn_wide_positions},
