@@ -27,22 +27,37 @@ void tile_tokens(const TernaryTiles & w, int64_t tile, const ActView & a, int64_
     __m512 out[NT];
     for (int t = 0; t < NT; ++t) out[t] = _mm512_setzero_ps();
     for (int64_t g = 0; g < n_groups; ++g) {
-        // NT == 1 keeps one accumulator per shift (four independent chains); more tokens are chains enough.
-        constexpr int NA = NT == 1 ? 4 : NT;
+        // NT == 1 keeps one accumulator per shift for each of two chunks side by side (eight
+        // independent chains: four were bound by vpdpbusd's latency, below the memory's rate); more
+        // tokens are chains enough.
+        constexpr int NA = NT == 1 ? 8 : NT;
         __m512i       acc[NA];
         for (int i = 0; i < NA; ++i) acc[i] = _mm512_setzero_si512();
-        for (int64_t c = g * chunks_per_g; c < (g + 1) * chunks_per_g; ++c) {
-            const __m512i   bytes = _mm512_loadu_si512(codes + c * k_tile_chunk);
-            const int64_t   col   = c * k_tile_cols;
-            if constexpr (NT == 1) {
-                // Codes masked in place (code 4^s), no shifts: acc[s] = 4^s x the shift's sum, exact
-                // (|acc| <= 192 * 128 * 4 per chunk, under 2^31 for groups below 2^17 columns).
-                acc[0] = dpbusd(acc[0], _mm512_and_si512(bytes, three), bcast4(q[0] + col));
-                acc[1] = dpbusd(acc[1], _mm512_and_si512(bytes, _mm512_set1_epi8(0x0c)), bcast4(q[0] + col + 4));
-                acc[2] = dpbusd(acc[2], _mm512_and_si512(bytes, _mm512_set1_epi8(0x30)), bcast4(q[0] + col + 8));
-                acc[3] = dpbusd(acc[3], _mm512_and_si512(bytes, _mm512_set1_epi8(static_cast<char>(0xc0))),
-                                             bcast4(q[0] + col + 12));
-            } else {
+        const int64_t c_end = (g + 1) * chunks_per_g;
+        if constexpr (NT == 1) {
+            // Codes masked in place (code 4^s), no shifts: acc[s] (+ acc[s + 4]) = 4^s x the shift's
+            // sum, exact (|acc| <= 192 * 128 * 4 per chunk, under 2^31 for groups below 2^17 columns).
+            const __m512i m0 = _mm512_set1_epi8(3), m1 = _mm512_set1_epi8(0x0c), m2 = _mm512_set1_epi8(0x30),
+                          m3 = _mm512_set1_epi8(static_cast<char>(0xc0));
+            auto chunk = [&](__m512i * ac, int64_t c) {
+                const __m512i  bytes = _mm512_loadu_si512(codes + c * k_tile_chunk);
+                const int8_t * qc    = q[0] + c * k_tile_cols;
+                ac[0] = dpbusd(ac[0], _mm512_and_si512(bytes, m0), bcast4(qc));
+                ac[1] = dpbusd(ac[1], _mm512_and_si512(bytes, m1), bcast4(qc + 4));
+                ac[2] = dpbusd(ac[2], _mm512_and_si512(bytes, m2), bcast4(qc + 8));
+                ac[3] = dpbusd(ac[3], _mm512_and_si512(bytes, m3), bcast4(qc + 12));
+            };
+            int64_t c = g * chunks_per_g;
+            for (; c + 2 <= c_end; c += 2) {
+                chunk(acc, c);
+                chunk(acc + 4, c + 1);
+            }
+            if (c < c_end) chunk(acc, c);
+            for (int s = 0; s < 4; ++s) acc[s] = _mm512_add_epi32(acc[s], acc[s + 4]);
+        } else {
+            for (int64_t c = g * chunks_per_g; c < c_end; ++c) {
+                const __m512i   bytes = _mm512_loadu_si512(codes + c * k_tile_chunk);
+                const int64_t   col   = c * k_tile_cols;
                 const __m512i w0 = _mm512_and_si512(bytes, three);
                 const __m512i w1 = _mm512_and_si512(_mm512_srli_epi16(bytes, 2), three);
                 const __m512i w2 = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), three);
