@@ -228,6 +228,11 @@ struct Kernels {
     void (*f16_rows_dot_checked)(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k,
                                  const float * h, int64_t n_tokens, float * logits, int64_t ld, const float * e_abs,
                                  const float * h_absmax, bool h_f16);
+    // f16_rows_dot_checked on f32 rows (a quantized head's rows, dequantized; h's products with them
+    // are exact in double whether or not h holds f16 values). Null where a set has none.
+    void (*f32_rows_dot_checked)(const float * rows, int64_t row_stride, int64_t r0, int64_t r1, int64_t k,
+                                 const float * h, int64_t n_tokens, float * logits, int64_t ld, const float * e_abs,
+                                 const float * h_absmax);
     // The same for f32 rows (a quantized head's rows, dequantized).
     void (*f32_rows_dot)(const float * rows, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
                          int64_t n_tokens, float * logits, int64_t ld);
