@@ -194,6 +194,7 @@ private:
     void                    grow_q8_acts(const Tensor & x);
     // x's Q8_0 blocks (the reference quantizer) into q8_*, split over the threads, then a barrier.
     cpu::Q8BlockActs        q8_acts_in_job(int ti, const Tensor & x);
+    void                    q8_block_reference(const float * x, int64_t i, int8_t * q);
     void family_gemm(int ti, const Weight & w, const cpu::Q8BlockActs & a, int64_t tile0, int64_t tile1, float * y,
                      int64_t ldy, int64_t row0, bool accumulate);
     [[noreturn]] static void reference_lowbit_unsupported(const Weight & w);

@@ -272,6 +272,33 @@ uint64_t read_bytes(const uint8_t * p, int64_t n) {
     return s;
 }
 
+// Q8_0 activation blocks (cpu_kernels.h: q8_0_blocks): roundf (half away from zero) as the
+// truncation plus the sign where the exact remainder is at least one half. A block holding a NaN
+// gets d = NaN (the reference's max skips NaNs; its codes are the reference's business).
+void q8_0_blocks(const float * x, int64_t n_blocks, int8_t * q, float * d, int32_t * bsum) {
+    const __m512 half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.0f);
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        const __m512 x0   = _mm512_loadu_ps(x + 32 * b), x1 = _mm512_loadu_ps(x + 32 * b + 16);
+        const float  amax = _mm512_reduce_max_ps(_mm512_max_ps(abs_ps(x0), abs_ps(x1)));
+        const bool   nan  = (_mm512_cmp_ps_mask(x0, x0, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(x1, x1, _CMP_UNORD_Q)) != 0;
+        const float  db   = nan ? amax - amax + __builtin_nanf("") : amax / 127.0f;
+        d[b]              = db;
+        if (!(db - db == 0.0f)) continue;  // not finite (or a NaN in the block): the caller runs the reference
+        const __m512 id = _mm512_set1_ps(db != 0.0f ? 1.0f / db : 0.0f);
+        __m512i      c[2];
+        for (int h = 0; h < 2; ++h) {
+            const __m512    v  = _mm512_mul_ps(h ? x1 : x0, id);
+            const __m512    t  = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+            const __mmask16 up = _mm512_cmp_ps_mask(abs_ps(_mm512_sub_ps(v, t)), half, _CMP_GE_OQ);
+            const __m512    s  = _mm512_or_ps(one, _mm512_and_ps(v, _mm512_set1_ps(-0.0f)));  // +-1 with v's sign
+            c[h] = _mm512_cvttps_epi32(_mm512_mask_add_ps(t, up, t, s));
+        }
+        _mm_storeu_si128(reinterpret_cast<__m128i *>(q + 32 * b), _mm512_cvtepi32_epi8(c[0]));
+        _mm_storeu_si128(reinterpret_cast<__m128i *>(q + 32 * b + 16), _mm512_cvtepi32_epi8(c[1]));
+        bsum[b] = _mm512_reduce_add_epi32(_mm512_add_epi32(c[0], c[1]));
+    }
+}
+
 // dq_q6_k (cpu_dequant.h) 16 elements per vector: the 6-bit codes assembled in bytes, widened to
 // int32, then ds * (float)(q - 32) as the scalar code rounds it. (GCC vectorized the scalar loop
 // with 4-lane vectors and a widening per step: ~16% of a llama-3.2-1b pp64 on the exact head.)
@@ -331,7 +358,8 @@ const Kernels * kernels_avx512_multiply() {
     static const Kernels k = [] {
         Kernels set{.name = "avx512-vnni", .base3 = false, .tile_to_base3 = tile_to_base3, .ternary_gemm = ternary_gemm,
                     .sum_squares = sum_squares, .norm_apply = norm_apply, .quantize_row = quantize_row, .rope = rope, .f32_to_f16 = f32_to_f16,
-                    .gate_act = gate_act, .dequant_rows = dequant_rows, .read_bytes = read_bytes, .row_sumsq = row_sumsq};
+                    .q8_0_blocks = q8_0_blocks, .gate_act = gate_act, .dequant_rows = dequant_rows, .read_bytes = read_bytes,
+                    .row_sumsq = row_sumsq};
         add_attention_and_head_avx512(set);
         add_qblock_avx512(set);
         return set;
