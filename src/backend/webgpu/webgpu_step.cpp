@@ -197,10 +197,17 @@ void StepEncoder::dispatch(const PipelineKey & key, std::span<const WGPUBuffer> 
     if (profile_) profile_wait(key.label());
 }
 
+size_t StepEncoder::BindKeyHash::operator()(const BindKey & key) const {
+    size_t h = std::hash<std::string_view>{}(key.first);
+    for (WGPUBuffer b : key.second) h = h * 1000003 ^ std::hash<const void *>{}(b);
+    return h;
+}
+
 WGPUBindGroup StepEncoder::bind_group(const PipelineKey & key, std::span<const WGPUBuffer> buffers) {
-    BindKey bk{key.signature, std::vector<WGPUBuffer>(buffers.begin(), buffers.end())};
-    auto    it = bind_groups_.find(bk);
-    if (it != bind_groups_.end()) return it->second.get();
+    bind_probe_.first = key.signature;
+    bind_probe_.second.assign(buffers.begin(), buffers.end());
+    if (auto it = bind_groups_.find(bind_probe_); it != bind_groups_.end()) return it->second.get();
+    BindKey bk = bind_probe_;
     std::vector<WGPUBindGroupEntry> entries(buffers.size() + 1);  // the buffers, then the uniform slot
     for (size_t i = 0; i < entries.size(); ++i) {
         entries[i]         = {};

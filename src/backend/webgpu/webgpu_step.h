@@ -15,6 +15,7 @@
 #include <span>
 #include <string>
 #include <utility>
+#include <unordered_map>
 #include <vector>
 
 namespace tern {
@@ -104,7 +105,12 @@ private:
     // Writes the step's uniform slots (uniform_bytes of them), then submits and releases `commands`.
     void submit(WGPUCommandBuffer commands, const uint8_t * uniforms, size_t uniform_bytes);
 
+    // A bind group's signature and buffers (the uniform slot is the same for all), hashed: every
+    // dispatch looks its group up.
     using BindKey = std::pair<std::string_view, std::vector<WGPUBuffer>>;
+    struct BindKeyHash {
+        size_t operator()(const BindKey & key) const;
+    };
 
     WgpuContext &                               ctx_;
     PipelineCache &                             pipelines_;
@@ -122,7 +128,8 @@ private:
     // turns the commands into the native API's at submit), logged with -v at the end.
     double finish_s_ = 0, uniforms_s_ = 0, submit_s_ = 0;
     WGPUComputePassEncoder                      pass_    = nullptr;
-    std::map<BindKey, WgpuHandle<WGPUBindGroup>> bind_groups_;
+    std::unordered_map<BindKey, WgpuHandle<WGPUBindGroup>, BindKeyHash> bind_groups_;
+    BindKey                                     bind_probe_;  // the key looked up (its vector reused)
     int64_t                                     dispatches_ = 0;
     uint64_t                                    serial_     = 0;
     uint64_t                                    releases_   = 0;
