@@ -17,7 +17,8 @@
 // (nsb x HD / DS x n_head_kv: 320 for 2B4T at 4,096 positions).
 //
 //   e: the softmax kernel's [T][n_head_kv][G][ld] f32   bsum: [T][n_head_kv][G][bsum_ld] f32
-//   v_cache: [n_head_kv hd, rows] f16, 8 per vec4<u32> (v_offset and a row a multiple of 8 elements)   part: [T][n_head][nsb_ld][hd] f32
+//   v_cache: [n_head_kv hd, rows] f16, 8 per vec4<u32> (v_offset and a row a multiple of 8 elements)
+//   part: [T][n_head][nsb_ld][hd] f32
 // Every loop has a fixed trip count, so that all of a thread's loads are in flight at once instead
 // of one latency per iteration: V rows by vec4 loads, positions past the column's end staged as zeros
 // (their products add +0, which leaves every sum's bits as they are: the sums are never -0), the
