@@ -338,10 +338,8 @@ private:
     // webgpu_attention_split.cpp): the columns of a paged batch, or (batch null) columns at
     // positions pos0 + t of a contiguous cache; false when its workgroups or buffers would not fit
     // this device or the shape.
-    // `prefetch` (one query; null: none): a weight a later kernel reads, pulled into L2 by
-    // attention_split_pvt's invocations as attention.wgsl's prefetching workgroups pull it.
     bool split_attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
-                         const KvBatch * batch, int64_t pos0, const GpuLinear * prefetch = nullptr);
+                         const KvBatch * batch, int64_t pos0);
     // rope_kv.wgsl over the qkv scratch's n_tok columns: at positions pos0 + t of a contiguous cache,
     // or (batch) at each column's position and cache row (webgpu_prefill.cpp).
     void encode_rope_kv(const Tensor & q, const KvLayer & kv, const GpuLinear & lw, const AttentionShape & shape,
