@@ -10,10 +10,11 @@
 #   4. if time is left: decode tg64 of qwen3-1.7b Q1_0 (Bonsai's type), then phi-3-mini Q4_0, each with
 #      its profile;
 #   5. if time is left: phi-3-mini Q4_0 and llama-3.2-1b Q4_0 again with each TUNES entry
-#      (TERN_WEBGPU_TUNE values, default "family_acts=2 family_head_bound=0": the o-projection's
-#      Q8_0 blocks by act_q8_0.wgsl instead of the attention, and the greedy Q6_K head's logits all
-#      exact instead of the bound pass; empty: none), the same files, for the tunings' A/B (qwen3
-#      Q1_0 takes neither path).
+#      (TERN_WEBGPU_TUNE values, default "family_acts=2 family_head_bound=0 family_acts_loads=4": the
+#      o-projection's Q8_0 blocks by act_q8_0.wgsl instead of the attention, the greedy Q6_K head's
+#      logits all exact instead of the bound pass, matvec_q8_acts.wgsl's lanes loading 4 blocks at a
+#      time instead of all of theirs; empty: none), the same files, for the tunings' A/B (qwen3 Q1_0
+#      takes none of these paths).
 # Carry .gl and .devicebin (tools/device/pack_devicebin.sh). Results: $OUT/families_quick.tgz (families_quick_*).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -23,7 +24,7 @@ rm -rf "$out"
 mkdir -p "$final"
 trap 'tar czf "$final/families_quick.tgz" -C "$out" .' EXIT
 budget=${BUDGET_S:-180}
-tunes=${TUNES-family_acts=2 family_head_bound=0}
+tunes=${TUNES-family_acts=2 family_head_bound=0 family_acts_loads=4}
 mkdir -p "$out"
 # shellcheck source=tools/device/device_env.sh
 . tools/device/device_env.sh

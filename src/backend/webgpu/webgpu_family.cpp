@@ -365,6 +365,12 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
             struct {
                 uint32_t n_rows, y_offset, y_stride, up_row, activation;
             } p{n, y0, u32(y.ne[0]), u32(n_out), act};
+            // Blocks a lane loads at once: all of its blocks, up to 12 (Q8_0, twice the words: 8), so
+            // a QOUT gate+up's 8 lanes per row wait for memory once (WebGpuTuning::family_acts_loads).
+            const uint32_t lanes = (qout ? qout_wg : wg) / (rows * per);
+            const uint32_t loads = tune_.family_acts_loads != 0
+                                       ? tune_.family_acts_loads
+                                       : std::clamp<uint32_t>(ceil_div(nb, lanes), 1, part.type == DType::q8_0 ? 8 : 12);
             const PipelineKey key{dot4_native_ ? "matvec_q8_acts" : "matvec_q8_acts_nodp4",
                                   "rrrwwu",
                                   {{{"WG", static_cast<double>(qout ? qout_wg : wg)},
@@ -375,7 +381,8 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
                                     {"GLU", glu_act ? 1.0 : 0.0},
                                     {"ACCUMULATE", accumulate ? 1.0 : 0.0},
                                     {"QOUT", qout ? 1.0 : 0.0},
-                                    {"NBO", qout ? static_cast<double>(n_out / 32) : 1.0}}}};
+                                    {"NBO", qout ? static_cast<double>(n_out / 32) : 1.0},
+                                    {"LOADS", static_cast<double>(loads)}}}};
             // (oacts without QOUT: a buffer no other binding has; nothing is written to it)
             const WGPUBuffer out = qout ? grown(fa_acts_[1], act_bytes(n_out / 32), "family q8_0 gate outputs") : mm_zero_norm_->get();
             const WGPUBuffer abufs[] = {part.words, part.scales, a_in, gpu_buffer(y), out};
