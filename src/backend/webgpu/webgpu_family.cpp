@@ -22,6 +22,7 @@
 #include "quant/ternary_formats.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 
@@ -265,14 +266,19 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
     // NT + 1); matvec_q8k: 328 bytes per 256 values, a row of 9 terms per block + 1; both the norm's
     // reduction (WG f32). Every part must fit before any is recorded.
     // With WebGpuTuning::family_acts the Q4_0 / Q8_0 parts' Q8_0 blocks are made once (act_q8_0.wgsl:
-    // 32 bytes per 32 values and the norm's reduction) and matvec_q8_acts.wgsl keeps only the terms
+    // an invocation per 8 values where the adapter has the threads, up to 4 quarters each; 4 bytes
+    // per block and two f32 per invocation of workgroup memory) and matvec_q8_acts.wgsl keeps only the terms
     // (and with QOUT a few bytes per row), family_acts_rows rows per workgroup; family_acts=2: a
     // gate+up of one such part writes its outputs' blocks too (QOUT, 32 rows or more per
     // workgroup), and the down projection right after it reads them instead of running act_q8_0.
     // (Q1_0 / Q2_0 / PQ2_0 keep matvec_q8.wgsl's prologue: their matvecs are short, and the added
     // dispatches cost more, H200 qwen3-1.7b Q1_0 tg64 556.9 vs 606.7 tok/s.)
     const uint64_t storage = ctx_.limits().maxComputeWorkgroupStorageSize;
-    const bool     acts    = tune_.family_acts != 0 && static_cast<uint64_t>(nb) * 32 + uint64_t{wg} * 4 <= storage;
+    const uint32_t max_wg  = ctx_.limits().maxComputeInvocationsPerWorkgroup;
+    const uint32_t act_wg  = static_cast<uint32_t>(std::min<uint64_t>(std::bit_ceil(static_cast<uint64_t>(4 * nb)), max_wg));
+    const uint32_t act_qpt = ceil_div(4 * nb, act_wg);  // quarters per invocation
+    const bool     acts    = tune_.family_acts != 0 && act_qpt <= 4 && act_wg >= nb &&
+                      static_cast<uint64_t>(nb) * 4 + uint64_t{act_wg} * 8 <= storage;
     const uint32_t per     = glu_act ? 2u : 1u;  // weight rows per output row
     const int64_t  n_out   = glu_act ? w.n_rows / 2 : w.n_rows;
     const bool     want_qout = acts && glu_act && tune_.family_acts >= 2 && parts.size() == 1 &&
@@ -326,8 +332,9 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
             } ap{u32(k), in.eps, gpu_offset(in.x, 4), u32(in.x.ne[0]), 0};
             const PipelineKey akey{"act_q8_0",
                                    "rrwu",
-                                   {{{"WG", static_cast<double>(wg)},
+                                   {{{"WG", static_cast<double>(act_wg)},
                                      {"NB", static_cast<double>(nb)},
+                                     {"QPT", static_cast<double>(act_qpt)},
                                      {"NORM", in.norm ? 1.0 : 0.0}}}};
             const WGPUBuffer abufs[] = {gpu_buffer(in.x), nw, a_in};
             step_->dispatch(akey, abufs, &ap, sizeof ap, 1, u32(T));
