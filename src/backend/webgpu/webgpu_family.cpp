@@ -261,9 +261,9 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
     // (WebGpuTuning::family_wg, within the adapter's limit)
     const uint32_t wg = std::min<uint32_t>(tune_.family_wg, ctx_.limits().maxComputeInvocationsPerWorkgroup);
     const int64_t  nb = k / 32;
-    if (in.norm != nullptr && k > int64_t{32} * wg) return false;  // lib/inv_rms.wgsl's bound
-    // Workgroup memory: matvec_q8: the staged blocks (72 bytes per 32 values), the terms (a row every
-    // NT + 1); matvec_q8k: 328 bytes per 256 values, a row of 9 terms per block + 1; both the norm's
+    if (in.norm != nullptr && k > int64_t{32} * wg) return false;  // the norms' bound (NB <= WG)
+    // Workgroup memory: matvec_q8: the staged blocks (60 bytes per 32 values; lib/quarters_q8_0.wgsl's
+    // exchanges and the norm's reduction, 2 WG f32), the terms (a row every NT + 1); matvec_q8k: 328 bytes per 256 values, a row of 9 terms per block + 1; both the norm's
     // reduction (WG f32). Every part must fit before any is recorded.
     // With WebGpuTuning::family_acts the Q4_0 / Q8_0 parts' Q8_0 blocks are made once (act_q8_0.wgsl:
     // an invocation per 8 values where the adapter has the threads, up to 4 quarters each; 4 bytes
@@ -291,8 +291,9 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
         const bool     pa    = acts && takes_q8_0(part.type);  // (matvec_q8_acts.wgsl)
         const uint64_t fixed = kq   ? static_cast<uint64_t>(k / 256) * 328 + uint64_t{wg} * 4
                                : pa ? 512
-                                    : static_cast<uint64_t>(nb) * 72 + uint64_t{wg} * 4;
+                                    : static_cast<uint64_t>(nb) * 60 + uint64_t{wg} * 8;
         if (kq && (k % 256 != 0 || k / 256 * 8 > wg * 4)) return false;
+        if (!kq && !pa && ceil_div(4 * nb, wg) > 8) return false;  // matvec_q8's prologue: 8 quarters per invocation
         // (WebGpuTuning::family_acts_rows; else family_rows, family_rows_long for rows of 4096 or
         // more values without the gate: the down projection, few rows with long prologues)
         const uint32_t want = pa ? tune_.family_acts_rows
@@ -417,6 +418,7 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
                                 {"NB", static_cast<double>(nb)},
                                 {"WTYPE", wtype},
                                 {"GROUP", static_cast<double>(part.group)},
+                                {"QPT", static_cast<double>(ceil_div(4 * nb, wg))},
                                 {"NT", static_cast<double>(nt)},
                                 {"PF", static_cast<double>(pf)},
                                 {"NORM", in.norm ? 1.0 : 0.0},
