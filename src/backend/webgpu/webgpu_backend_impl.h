@@ -188,10 +188,10 @@ public:
     // else recorded while it is held. hold_step() returns false when it could not hold the whole
     // step (its recording had to submit part of it, e.g. to grow a table): then it submits the
     // rest, and the step ran with whatever its inputs held. Not while profiling.
-    bool hold_step();
-    void release_held_step() { step_->release_held(); }
-    void drop_held_step();
-    bool can_hold_steps() const { return !step_->any_profiling(); }
+    bool hold_step() override;
+    void release_held_step() override { step_->release_held(); }
+    void drop_held_step() override;
+    bool can_hold_steps() const override { return !step_->any_profiling(); }
     // read() in two halves, so that work recorded in between overlaps the wait: read_begin() orders
     // the read after the work recorded so far (submits it and starts the copy back), read_end()
     // waits for it and copies into dst. One in flight at a time; `src` must live until read_end().
@@ -338,8 +338,10 @@ private:
     // webgpu_attention_split.cpp): the columns of a paged batch, or (batch null) columns at
     // positions pos0 + t of a contiguous cache; false when its workgroups or buffers would not fit
     // this device or the shape.
+    // `prefetch` (one query; null: none): a weight a later kernel reads, pulled into L2 by
+    // attention_split_pvt's invocations as attention.wgsl's prefetching workgroups pull it.
     bool split_attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
-                         const KvBatch * batch, int64_t pos0);
+                         const KvBatch * batch, int64_t pos0, const GpuLinear * prefetch = nullptr);
     // rope_kv.wgsl over the qkv scratch's n_tok columns: at positions pos0 + t of a contiguous cache,
     // or (batch) at each column's position and cache row (webgpu_prefill.cpp).
     void encode_rope_kv(const Tensor & q, const KvLayer & kv, const GpuLinear & lw, const AttentionShape & shape,

@@ -57,6 +57,10 @@ struct WebGpuTuning {
                                              // large or larger (half the bytes; wider bounds)
     uint32_t head_groups  = 0;  // workgroups of the int8 head; 0: two per compute unit
     uint32_t exact_groups = 0;  // workgroups of argmax_exact; 0: 512 after the int8 head, 64 after F16
+    uint32_t head_exact_form = 2;  // one token's exact logits from an F16 head (top-p, min-p, logits):
+                                   //     0: lm_head_f16_decode.wgsl (a workgroup per 64 rows);
+                                   //     lm_head_f16_teams.wgsl (resident teams) with 1: double-float
+                                   //     chains (the same bits as 0), 2: Sum2 chains where h is f16
     // --- the LM head of a batched step: webgpu_head_batch.cpp ---
     uint32_t head_mma_rows = 2;  // subgroups along the rows of lm_head_i8_mma.wgsl (tensor cores; 1 to
                                  //     4, where the workgroup memory fits); 0: lm_head_i8_batch (dot4)
@@ -69,7 +73,12 @@ struct WebGpuTuning {
     uint32_t attn_split_dims         = 8;    // output dimensions per workgroup of attention_split_pv
     uint32_t attn_split_unroll       = 4;    // positions attention_split_pv loads ahead (1: none)
     uint32_t attn_split_tiles        = 1;    // one query over a long f16 cache: P·V by tiles of a superblock
-                                             // x 16 dimensions (attention_split_pvt + _combine); 0: attention_split_pv
+                                             // x 16 dimensions (attention_split_pvt + _combine); 0: attention_split_pv;
+                                             // 2: attention_split_pvt's fixed-trip-count form (FLAT)
+    uint32_t attn_split_prefetch     = 1;    // one query over a long cache: attention_split_pvt pulls the
+                                             //     weight attention.wgsl would (gate+up's) into L2; 0: none
+    uint32_t attn_split_chunk        = 0;    // one query over a long cache: positions per attention_split_softmax
+                                             //     workgroup (a multiple of 32; 0: 1024 / G, at least 32)
     uint32_t attn_split_heads        = 0;    // query heads per attention_split_pv workgroup (a divisor of
                                              //     G); 0: all G where that gives 2 workgroups per
                                              //     compute unit, else the largest divisor that does
