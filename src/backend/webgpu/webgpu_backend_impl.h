@@ -244,6 +244,8 @@ public:
     // once by subgroup_matrix_probe (4 or 1), or 0: ternary_gemm_mma.wgsl and lm_head_i8_mma.wgsl are not used (no subgroup
     // matrices, no 32-wide subgroups, or no exact product).
     uint32_t mma_unit();
+    // Tokens from which the GEMM replaces the per-token kernels (WebGpuTuning::gemm_min_tokens).
+    int64_t gemm_min_tokens();
     // Forces every prefill GEMM of one scale group per row to split K into this many shares (tests;
     // nullopt: WebGpuTuning::gemm_split_groups decides; 1: no split).
     void set_gemm_split(std::optional<uint32_t> shares) { gemm_split_ = shares; }
