@@ -70,7 +70,7 @@ const std::vector<Field> & fields() {
         {"attn_softmax_wg", Kind::pow2, 32, 256, &T::attn_softmax_wg},
         {"attn_softmax_wg_one", Kind::pow2, 32, 256, &T::attn_softmax_wg_one},
         {"attn_scratch_bytes", Kind::number, 1, k_max, &T::attn_scratch_bytes},
-        {"gemm_min_tokens", Kind::number, 1, k_max, &T::gemm_min_tokens},
+        {"gemm_min_tokens", Kind::number, 0, k_max, &T::gemm_min_tokens},
         {"gemm_split_groups", Kind::number, 0, k_max, &T::gemm_split_groups},
         {"gemm_tile", Kind::gemm_tiling, 0, 0, nullptr, &T::gemm_tile},
         {"mma_tile", Kind::mma_tiling, 0, 0, nullptr, nullptr, &T::mma_tile},
