@@ -2,7 +2,8 @@
 # Issue 52's top-p part on the lent GPU, about 1.5 minutes: `tern run --top-k 0 --top-p 0.9` against greedy on
 # a synthetic BitNet b1.58 2B4T (tern synth bitnet-2b4t --seed 1, prompt "Once upon a time", -n 512), with the
 # exact F16 head in each form WebGpuTuning::head_exact_form selects (0 lm_head_f16_decode, 1 lm_head_f16_teams
-# with double-float chains, 2 the teams with Sum2 chains: the default):
+# with double-float chains, 2 the teams with Sum2 chains: the default), the sampler's passes over the vocabulary
+# in sample_scan.wgsl:
 #   1. the GPU tests of the exact head and the device sampler (WebGpuExactHead, WebGpuSample,
 #      WebGpuDecodeStream.SampledIds*; bounded to 150 s);
 #   2. tools/run_bench.py, TOPP_RUN_ROUNDS (2) alternating rounds: greedy, the default sampler and top-p 0.9 with
