@@ -82,14 +82,18 @@ TEST_F(WebGpuSample, ChoosesTheReferencesIdForEveryFormOfTheChain) {
     std::uniform_real_distribution<float> uni(0.0f, 1.0f);
     int                                   n_cases = 0, n_unstable = 0;
     for (const int64_t nv : {1, 7, 300, 4099, 33000, 70001}) {
-        for (int trial = 0; trial < 7; ++trial) {
-            // Logits: N(0, s) with s from flat to peaked, a few ties (trial 6: many), -inf and NaN rows.
+        for (int trial = 0; trial < 8; ++trial) {
+            // Logits: N(0, s) with s from flat to peaked, a few ties (trial 6: many), a long tail (trial 7),
+            // -inf and NaN rows.
             const float                     s = trial < 2 ? 0.5f : (trial < 4 ? 3.0f : 8.0f);
             std::normal_distribution<float> nd(0.0f, s);
             std::vector<float>              l(static_cast<size_t>(nv));
             for (auto & v : l) v = nd(rng);
             if (trial == 6) {
                 for (auto & v : l) v = std::round(v * 4.0f) / 4.0f;  // many ties (quarter steps)
+            }
+            if (trial == 7) {  // a few rows on top of a long tail whose mass top-p reaches (mass 2^-11 each)
+                for (size_t i = 0; i < l.size(); ++i) l[i] = i % 1000 == 0 ? 0.3f * nd(rng) / s : -7.6f - 1e-5f * static_cast<float>(i % 4099);
             }
             if (nv > 10) {
                 l[3] = l[5];                                          // a tie

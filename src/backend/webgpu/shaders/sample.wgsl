@@ -41,7 +41,7 @@ struct Params {
     inv_temp: f32,  // 1 / temp (temp > 0)
     list: u32,      // 1: the candidates are argmax_exact.wgsl's TOP_K list (top_k > 0)
     scan: u32,      // 1: sample_scan.wgsl's maximum, slice sums and list are in `list` (top-k off,
-                    //    top-p and min-p on)
+                    //    top-p on)
     groups: u32,    // sample_scan.wgsl's workgroups (its slice sums)
 }
 
@@ -260,6 +260,42 @@ fn load_and_sort(lid: u32, nl: u32, at: u32) {
     sort_candidates(lid, n2);
 }
 
+// The id from sample_scan.wgsl's maximum, slice sums and list (the rows with mass >= min-p, or with
+// min-p off >= its floor): >= 0, -1 (the host picks the step), or -2 where the list cannot decide
+// (min-p off, and the top-p cut past the rows listed, or more of them than CAP): then the full pass
+// decides. Resets the scan's maximum and count for the next step. Uniform; every invocation calls it.
+fn scan_pick(lid: u32) -> i32 {
+    if (lid == 0u) {
+        red_u[0] = list[0];
+        red_u[1] = list[1];
+    }
+    workgroupBarrier();
+    let sk = red_u[0];
+    let sn = red_u[1];
+    workgroupBarrier();
+    if (lid == 0u) {
+        list[0]  = 0u;  // (for the next step's scan)
+        list[1]  = 0u;
+        shared_u = sk;
+    }
+    let mk = workgroupUniformLoad(&shared_u);
+    if (lid == 0u) { shared_u = sn; }
+    let n = workgroupUniformLoad(&shared_u);
+    if (mk <= NEG_INF_KEY) { return 0i; }  // no mass: id 0, as the CPU
+    let fallback = select(-1i, -2i, p.min_p <= 0.0);
+    if (n > CAP) { return fallback; }
+    if (lid == 0u) {
+        var total = 0.0;  // the slices in order
+        for (var w = 0u; w < p.groups; w++) { total += bitcast<f32>(list[4u + w]); }
+        shared_f = total;
+    }
+    let total_all = workgroupUniformLoad(&shared_f);
+    load_and_sort(lid, n, 4u + p.groups);
+    let at = walk_sorted(lid, n, logit_of(mk), total_all, false);
+    if (lid == 0u) { shared_u = bitcast<u32>(select(fallback, i32(cand_id[u32(max(at, 0i))]), at >= 0i)); }
+    return bitcast<i32>(workgroupUniformLoad(&shared_u));
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32) {
     let nv = p.n_vocab;
@@ -296,37 +332,11 @@ fn main(@builtin(local_invocation_index) lid: u32) {
         }
     }
     if (p.scan != 0u) {
-        // sample_scan.wgsl found the maximum, the slices' masses and the rows min-p keeps.
-        if (lid == 0u) {
-            red_u[0] = list[0];
-            red_u[1] = list[1];
-        }
-        workgroupBarrier();
-        let sk = red_u[0];
-        let sn = red_u[1];
-        workgroupBarrier();
-        if (lid == 0u) {
-            list[0] = 0u;  // (for the next step's scan)
-            list[1] = 0u;
-            shared_u = sk;
-        }
-        let mk = workgroupUniformLoad(&shared_u);
-        if (lid == 0u) { shared_u = sn; }
-        let n = workgroupUniformLoad(&shared_u);
-        if (mk <= NEG_INF_KEY || n > CAP) {  // no mass: id 0, as the CPU; past the list: the host's step
-            if (lid == 0u) { ids[p.id_offset] = select(-1i, 0i, mk <= NEG_INF_KEY); }
+        let r = scan_pick(lid);
+        if (r != -2i) {
+            if (lid == 0u) { ids[p.id_offset] = r; }
             return;
         }
-        if (lid == 0u) {
-            var total = 0.0;  // the slices in order
-            for (var w = 0u; w < p.groups; w++) { total += bitcast<f32>(list[4u + w]); }
-            shared_f = total;
-        }
-        let total_all = workgroupUniformLoad(&shared_f);
-        load_and_sort(lid, n, 4u + p.groups);
-        let at = walk_sorted(lid, n, logit_of(mk), total_all, false);
-        if (lid == 0u) { ids[p.id_offset] = select(-1i, i32(cand_id[u32(max(at, 0i))]), at >= 0i); }
-        return;
     }
     var mk = 0u;
     for (var v = lid; v < nv; v += WG) { mk = max(mk, key_at(v)); }

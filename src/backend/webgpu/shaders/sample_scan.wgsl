@@ -5,7 +5,8 @@
 //            key_of: NaN as -inf, +inf as the largest float) atomicMax'ed into scan[0];
 //   PHASE 1: with m = that maximum, each workgroup's slice sum of e^(l - m) (each invocation its rows
 //            in order, then the workgroup's halving tree) into scan[4 + w], and every row with
-//            e^(l - m) >= min_p listed (key, row) at scan[4 + groups + 2 slot], slot = atomicAdd of
+//            e^(l - m) >= p.list_min (min-p, or with min-p off a floor: sample.wgsl then decides from
+//            the list where top-p's cut falls inside it, else by its own full pass) listed (key, row) at scan[4 + groups + 2 slot], slot = atomicAdd of
 //            scan[1] (only the first CAP are written; sample.wgsl gives the step to the host past that).
 // sample.wgsl adds the slice sums in order (the total for top-p), sorts the list and walks it, and sets
 // scan[0] and scan[1] back to 0 for the next step (a new buffer is zero).
@@ -25,7 +26,7 @@ struct Params {
     n_vocab: u32,
     logits_offset: u32,
     groups: u32,
-    min_p: f32,
+    list_min: f32,
 }
 
 @group(0) @binding(0) var<storage, read> logits: array<f32>;
@@ -78,7 +79,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             let key = key_of(logits[p.logits_offset + v]);
             let e   = mass(key, m);
             s += e;
-            if (key > NEG_INF_KEY && e >= p.min_p) {
+            if (key > NEG_INF_KEY && e >= p.list_min) {
                 let slot = atomicAdd(&scan[1], 1u);
                 if (slot < CAP) {
                     atomicStore(&scan[4u + p.groups + 2u * slot], key);
