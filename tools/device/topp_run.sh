@@ -7,7 +7,8 @@
 #   1. the GPU tests of the exact head and the device sampler (WebGpuExactHead, WebGpuSample,
 #      WebGpuDecodeStream.SampledIds*; bounded to 150 s);
 #   2. tools/run_bench.py, TOPP_RUN_ROUNDS (2) alternating rounds: greedy, the default sampler and top-p 0.9 with
-#      each head form (TERN_WEBGPU_TUNE=head_exact_form=N), and TOPP_RUN_EXTRA arms ("name=flags", ;-separated);
+#      each head form (TERN_WEBGPU_TUNE=head_exact_form=N), top-p 0.9 with min-p 0, and TOPP_RUN_EXTRA arms
+#      ("name=flags", ;-separated);
 #   3. per-kernel GPU times (TERN_WEBGPU_PROFILE=gpu) of 128 top-p tokens with each head form.
 # Carries .gl and .devicebin (TERN_PACK_OLD_DAWN=0 tools/device/pack_devicebin.sh). Logs in $OUT/topp.tgz,
 # the figures in $OUT/summary.txt.
@@ -46,6 +47,7 @@ python3 tools/run_bench.py --tern "$B/tern" -m "$model" --backend webgpu --round
     --arm "topp-form2=--top-k 0 --top-p 0.9 --seed 1" \
     --arm "topp-form1=TERN_WEBGPU_TUNE=head_exact_form=1 --top-k 0 --top-p 0.9 --seed 1" \
     --arm "topp-form0=TERN_WEBGPU_TUNE=head_exact_form=0 --top-k 0 --top-p 0.9 --seed 1" \
+    --arm "topp-minp0=--top-k 0 --top-p 0.9 --min-p 0 --seed 1" \
     "${extra[@]}" 2>&1 | tee -a "$out/summary.txt"
 for f in 1 0; do
     if cmp -s "$out/text/topp-form2.r1.txt" "$out/text/topp-form$f.r1.txt"; then
