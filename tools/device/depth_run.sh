@@ -3,10 +3,13 @@
 # BitNet b1.58 2B4T (tern synth bitnet-2b4t --seed 1):
 #   1. tg64 at depth 0, 1024, 2048 and 4096 with the defaults;
 #   2. tg64 at depth DEPTH_D (4096), alternating rounds, for each setting of DEPTH_TUNES (TERN_WEBGPU_TUNE values,
-#      space-separated; default: attn_split_tiles 1 = attention_split_pvt + _combine, 0 = attention_split_pv);
+#      space-separated; default: attn_split_tiles 1 = attention_split_pvt + _combine without and with the weight
+#      prefetch (attn_split_prefetch), 2 = its fixed-trip-count form, also with 64 and 128 positions per softmax
+#      workgroup (attn_split_chunk));
 #   3. per-kernel GPU times (TERN_WEBGPU_PROFILE=gpu) of tg16 at depth 4096 for each of DEPTH_PROFILE's tunes
-#      (default: the defaults);
-#   4. the long-context attention tests on the GPU (tern_webgpu_tests 'WebGpuLongOneQuery*': the P·V forms
+#      (default: attn_split_tiles 1 without the prefetch, and 2 with attn_split_chunk 64);
+#   4. the long-context attention tests on the GPU (tern_webgpu_tests 'WebGpuLongOneQuery*' and
+#      'WebGpuModel.SplitAttention*': the P·V forms
 #      against the CPU's algorithm, bit for bit, at lengths that cross every split boundary).
 # Carries .gl and .devicebin (TERN_PACK_OLD_DAWN=0 tools/device/pack_devicebin.sh). Logs in $OUT/depth.tgz;
 # $OUT/summary.txt holds the figures.
@@ -36,7 +39,7 @@ bench "" -n 64 -d 0,1024,2048,4096 -r 3 | tee -a "$out/summary.txt"
 
 depth=${DEPTH_D:-4096}
 echo "== 2. tg64 at depth $depth, $rounds alternating rounds" | tee -a "$out/summary.txt"
-tunes=${DEPTH_TUNES:-attn_split_tiles=1 attn_split_tiles=0}
+tunes=${DEPTH_TUNES:-attn_split_tiles=1,attn_split_prefetch=0 attn_split_tiles=1 attn_split_tiles=2 attn_split_tiles=2,attn_split_chunk=64 attn_split_tiles=2,attn_split_chunk=128}
 for r in $(seq "$rounds"); do
     for tune in $tunes; do
         echo -n "round $r $tune " | tee -a "$out/summary.txt"
@@ -45,7 +48,7 @@ for r in $(seq "$rounds"); do
 done
 
 echo "== 3. GPU profiles of tg16 at depth 4096 (each dispatch alone, so slower than above)" | tee -a "$out/summary.txt"
-for tune in ${DEPTH_PROFILE:-attn_split_tiles=1}; do
+for tune in ${DEPTH_PROFILE:-attn_split_tiles=1,attn_split_prefetch=0 attn_split_tiles=2,attn_split_chunk=64}; do
     TERN_WEBGPU_TUNE="$tune" TERN_WEBGPU_PROFILE=gpu timeout 120 "$B/tern" bench --backend webgpu -m "$model" -p 0 \
         -n 16 -d 4096 -r 1 > /dev/null 2> "$out/profile_$tune.txt"
     echo "-- $tune (rc $?)" | tee -a "$out/summary.txt"
@@ -53,6 +56,6 @@ for tune in ${DEPTH_PROFILE:-attn_split_tiles=1}; do
 done
 
 echo "== 4. long-context attention tests on the GPU" | tee -a "$out/summary.txt"
-timeout 120 "$B/tern_webgpu_tests" --gtest_brief=1 --gtest_filter='WebGpuLongOneQuery*' > "$out/gpu_tests.txt" 2>&1
+timeout 120 "$B/tern_webgpu_tests" --gtest_brief=1 --gtest_filter='WebGpuLongOneQuery*:WebGpuModel.SplitAttention*' > "$out/gpu_tests.txt" 2>&1
 echo "exit $?" | tee -a "$out/summary.txt"
 grep -E "FAILED|PASSED|Failure|differ" "$out/gpu_tests.txt" | head -20 | tee -a "$out/summary.txt"

@@ -30,6 +30,7 @@
 #include "core/error.h"
 
 #include <algorithm>
+#include <bit>
 #include <numeric>
 
 namespace tern {
@@ -50,7 +51,7 @@ struct SplitTiling {
 }  // namespace
 
 bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & s,
-                                    const KvBatch * batch, int64_t pos0) {
+                                    const KvBatch * batch, int64_t pos0, const GpuLinear * prefetch) {
     const int64_t hd    = s.head_dim;
     const int64_t n_kv  = s.n_head_kv;
     const int64_t group = s.n_head / n_kv;
@@ -63,7 +64,9 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
     SplitTiling st;
     st.ts = floor_pow2(static_cast<uint64_t>(2 * ((hd + 15) / 16) - 1));
     st.tp = st.wg / st.ts;
-    st.ch = static_cast<uint32_t>(std::max<int64_t>(32, 1024 / group / 32 * 32));
+    st.ch = tune_.attn_split_chunk != 0 && batch == nullptr
+                ? std::min<uint32_t>(tune_.attn_split_chunk, static_cast<uint32_t>(std::max<int64_t>(32, 1024 / group / 32 * 32)))
+                : static_cast<uint32_t>(std::max<int64_t>(32, 1024 / group / 32 * 32));
     TERN_ASSERT(group * st.ch <= 4 * st.wg, "attention_split_softmax holds 4 scores per thread");
     st.dg = std::clamp<uint32_t>(tune_.attn_split_dims, 2, 16);
     while (st.dg > 2 && (hd % st.dg != 0 || st.dg % 2 != 0)) st.dg /= 2;
@@ -145,11 +148,17 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                               cpu::k_pos_super == 512 && cpu::k_pos_block == 32 &&
                               uint64_t(hd / k_tile_dims) * uint64_t(nsb_ld) <= lim.maxComputeWorkgroupsPerDimension &&
                               gpu_offset(kv.v, 2) % 2 == 0;
+    // Its fixed-trip-count form with vec4 V loads (attn_split_tiles 2): rows of 16-byte multiples.
+    const bool flat_tiles = by_tiles && tune_.attn_split_tiles == 2 && gpu_offset(kv.v, 2) % 8 == 0 &&
+                            kv.v.ne[0] % 8 == 0;
     if (by_tiles) {
         grown(attn_super_, static_cast<size_t>(tc_max * n_kv * group * nsb_ld * hd) * 4, "attention superblock sums");
     }
 
     const size_t k_el = k_f16 ? 2 : 4, v_el = v_f16 ? 2 : 4;
+    // The scores kernel's K blocks by vec4 loads: every block 16-byte aligned (buffers are sized in 16s).
+    const int64_t k_per_vec = 16 / static_cast<int64_t>(k_el);
+    const bool    k_vec     = gpu_offset(kv.k, k_el) % k_per_vec == 0 && kv.k.ne[0] % k_per_vec == 0 && hd % k_per_vec == 0;
     const bool   paged = batch != nullptr;
     // Without pages, `cols` and `pages` bind a buffer the kernel reads anyway (nothing reads them).
     const uint32_t cols_at  = paged ? gpu_offset(batch->columns, 4) : 0;
@@ -182,7 +191,8 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                          {"S", static_cast<double>(st.ts)},
                          {"HD", static_cast<double>(hd)},
                          {"GROUP", static_cast<double>(group)},
-                         {"K_F16", k_f16 ? 1.0 : 0.0}}}};
+                         {"K_F16", k_f16 ? 1.0 : 0.0},
+                         {"K_VEC", k_vec ? 1.0 : 0.0}}}};
         add_paging(sk);
         const WGPUBuffer sb[] = {gpu_buffer(q), gpu_buffer(kv.k), cols_k, pages_k, attn_scores_->get(),
                                  attn_wmax_->get()};
@@ -195,7 +205,8 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                        "rrrwwu",
                        {{{"WG", static_cast<double>(st.wg)},
                          {"CH", static_cast<double>(st.ch)},
-                         {"GROUP", static_cast<double>(group)}}}};
+                         {"GROUP", static_cast<double>(group)},
+                         {"GP2", static_cast<double>(std::bit_ceil(static_cast<uint64_t>(group)))}}}};
         add_paging(mk);
         const WGPUBuffer cols_m  = paged ? gpu_buffer(batch->columns) : attn_wmax_->get();
         const WGPUBuffer pages_m = paged ? gpu_buffer(batch->page_table) : attn_wmax_->get();
@@ -243,15 +254,32 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                 uint32_t n_embd_kv, v_offset, ld, bsum_ld, n_head_kv, pos0, max_pages, cols_offset, pages_offset, nsb_ld;
             } vp{u32(kv.v.ne[0]), gpu_offset(kv.v, v_el), u32(ld), n_b, u32(n_kv), u32(pos0 + c0), max_pages,
                  cols_at + u32(4 * c0), pages_at, u32(nsb_ld)};
+            const uint32_t nx = u32(hd / k_tile_dims * ceil_div(n_max, cpu::k_pos_super));
             PipelineKey vk{"attention_split_pvt",
-                           "rrrrrwu",
+                           "rrrrrrwu",
                            {{{"HD", static_cast<double>(hd)},
                              {"GROUP", static_cast<double>(group)},
-                             {"DS", static_cast<double>(k_tile_dims)}}}};
+                             {"DS", static_cast<double>(k_tile_dims)},
+                             {"FLAT", flat_tiles ? 1.0 : 0.0}}}};
+            // The weight two matmuls ahead (attention.wgsl's prefetch; WeightOrder skips it in the
+            // matmuls before), one word per 64 bytes over the first column's workgroups (all of them
+            // run: the dispatch covers its superblocks), where attn_split_prefetch allows.
+            WGPUBuffer pf_buf = gpu_buffer(kv.v);
+            if (prefetch != nullptr && tune_.attn_split_prefetch != 0) {
+                const uint64_t words  = prefetch->buffer->size_bytes() / 4;
+                const uint64_t groups = uint64_t{nx} * u32(n_kv);
+                const uint64_t loads  = (words + groups * 256 * k_prefetch_stride_words - 1) /
+                                       (groups * 256 * k_prefetch_stride_words);
+                if (loads <= 16) {
+                    vk.add("KPF_WORDS", static_cast<double>(words));
+                    vk.add("KPF_LOADS", static_cast<double>(loads));
+                    vk.add("KPF_GROUPS", static_cast<double>(groups));
+                    pf_buf = prefetch->buffer->get();
+                }
+            }
             const WGPUBuffer vb[] = {attn_scores_->get(), attn_bsum_->get(), gpu_buffer(kv.v), cols_v, pages_v,
-                                     attn_super_->get()};
-            step_->dispatch(vk, vb, &vp, sizeof vp, u32(hd / k_tile_dims * ceil_div(n_max, cpu::k_pos_super)),
-                            u32(n_kv), u32(tc));
+                                     pf_buf, attn_super_->get()};
+            step_->dispatch(vk, vb, &vp, sizeof vp, nx, u32(n_kv), u32(tc));
 
             struct {
                 uint32_t n_head, nsb_ld, pos0, max_pages, cols_offset, pages_offset, out_offset, out_stride;

@@ -40,11 +40,15 @@ struct WebGpuTuning {
     uint32_t family_wg         = 256;  // ... its threads (and matvec_q8k.wgsl's; a power of two)
     uint32_t family_rows_long  = 0;    // family_rows for rows of 4096+ values without the gate (down); 0: the same
     uint32_t family_prefetch   = 8;    // ... weight blocks per lane it loads before its prologue (0..8)
-    uint32_t family_acts       = 2;    // Q4_0 / Q8_0: 1: the Q8_0-block input made once per token
+    uint32_t family_acts       = 3;    // Q4_0 / Q8_0: 1: the Q8_0-block input made once per token
                                        //    (act_q8_0.wgsl), then matvec_q8_acts.wgsl; 2: also by the gate+up
-                                       //    for the down projection (QOUT); 0: matvec_q8.wgsl makes it in
-                                       //    every workgroup
+                                       //    for the down projection (QOUT); 3: also by one query's attention
+                                       //    for the o-projection (attention.wgsl Q8_OUT); 0: matvec_q8.wgsl
+                                       //    makes it in every workgroup
     uint32_t family_acts_rows  = 4;    // output rows per workgroup of matvec_q8_acts.wgsl (QOUT: at least 32)
+    uint32_t family_head_bound = 1;    // greedy decoding with a Q8_0 / Q4_0 / Q6_K head: 1: f32 sums and a bound
+                                       //    per row (lm_head_q.wgsl ARGMAX_ONLY), then head_q_exact.wgsl on
+                                       //    the rows that can win; 0: every logit exact, then the argmax
     // --- the LM head of one token: lm_head_i8_argmax.wgsl, argmax_exact.wgsl ---
     uint32_t head_i8_min_bytes = 64u << 20;  // greedy decoding streams an int8 copy of F16 heads this
                                              // large or larger (half the bytes; wider bounds)
@@ -68,7 +72,12 @@ struct WebGpuTuning {
     uint32_t attn_split_dims         = 8;    // output dimensions per workgroup of attention_split_pv
     uint32_t attn_split_unroll       = 4;    // positions attention_split_pv loads ahead (1: none)
     uint32_t attn_split_tiles        = 1;    // one query over a long f16 cache: P·V by tiles of a superblock
-                                             // x 16 dimensions (attention_split_pvt + _combine); 0: attention_split_pv
+                                             // x 16 dimensions (attention_split_pvt + _combine); 0: attention_split_pv;
+                                             // 2: attention_split_pvt's fixed-trip-count form (FLAT)
+    uint32_t attn_split_prefetch     = 1;    // one query over a long cache: attention_split_pvt pulls the
+                                             //     weight attention.wgsl would (gate+up's) into L2; 0: none
+    uint32_t attn_split_chunk        = 0;    // one query over a long cache: positions per attention_split_softmax
+                                             //     workgroup (a multiple of 32; 0: 1024 / G, at least 32)
     uint32_t attn_split_heads        = 0;    // query heads per attention_split_pv workgroup (a divisor of
                                              //     G); 0: all G where that gives 2 workgroups per
                                              //     compute unit, else the largest divisor that does

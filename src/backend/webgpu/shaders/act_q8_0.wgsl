@@ -36,11 +36,6 @@ struct Params {
 
 var<workgroup> part_max: array<f32, 4u * NB>;  // per 8 values
 
-// roundf (quantize_q8_0.wgsl's round_away).
-fn round_away(v: f32) -> f32 {
-    let t = trunc(v);
-    return select(t, t + sign(v), abs(v - t) >= 0.5);
-}
 
 // Element i of h (matvec_q8.wgsl's h_of).
 fn h_of(x0: u32, i: u32, inv: f32) -> f32 {

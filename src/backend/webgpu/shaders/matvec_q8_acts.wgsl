@@ -182,9 +182,3 @@ fn quantize_out(lid: u32, t: u32, r0: u32, f: f32) {
         if (g % 4u == 0u) { oacts[o + act_dq(NBO) + b] = bitcast<u32>(round_f16(d)); }
     }
 }
-
-// roundf (quantize_q8_0.wgsl's round_away).
-fn round_away(v: f32) -> f32 {
-    let t = trunc(v);
-    return select(t, t + sign(v), abs(v - t) >= 0.5);
-}
