@@ -657,6 +657,9 @@ private:
     // sets it back to 0 after reading the list; else the head's encoder writes 0 first (a queue write
     // per step that device sampling does without).
     bool top_k_list_zero_[2] = {true, true};
+    // sample_scan.wgsl's maximum, candidate count, slice sums and candidates (webgpu_sample.cpp); the
+    // sample.wgsl that reads them sets the maximum and the count back to 0 (a new buffer is zero).
+    std::unique_ptr<GpuBuffer> sample_scan_;
     // The list of the last top-k head recorded (head_top_k), for the sample() that follows it (then
     // cleared): the logits it belongs to and which of top_k_lists_.
     struct {

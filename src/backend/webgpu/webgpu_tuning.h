@@ -61,6 +61,8 @@ struct WebGpuTuning {
                                    //     0: lm_head_f16_decode.wgsl (a workgroup per 64 rows);
                                    //     lm_head_f16_teams.wgsl (resident teams) with 1: double-float
                                    //     chains (the same bits as 0), 2: Sum2 chains where h is f16
+    uint32_t head_exact_groups = 0;  // workgroups of lm_head_f16_teams.wgsl; 0: two per compute unit
+    uint32_t head_exact_seg    = 5;  // ... vec4 words per lane it loads ahead (a row's are K / 256)
     // --- the LM head of a batched step: webgpu_head_batch.cpp ---
     uint32_t head_mma_rows = 2;  // subgroups along the rows of lm_head_i8_mma.wgsl (tensor cores; 1 to
                                  //     4, where the workgroup memory fits); 0: lm_head_i8_batch (dot4)
