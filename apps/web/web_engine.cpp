@@ -125,7 +125,10 @@ void WebEngine::warm_up(const Sampler & sampler) {
 void WebEngine::warm_up_at_load() {
     if (!backend_->counts_dispatches()) return;  // the CPU backend has nothing to compile
     const auto t0 = std::chrono::steady_clock::now();
-    use_session(model_->config().n_ctx_train);  // the page's default context
+    // The page's default context (the training context), up to k_warm_up_max_ctx: a long-context
+    // model's full KV cache is not made at load for a page that may ask for less (a request on
+    // another context makes its session, and warms up its positions, with the kernels compiled).
+    use_session(std::min<int64_t>(model_->config().n_ctx_train, k_warm_up_max_ctx));
     const Sampler sampler(SamplerParams{}, static_cast<int32_t>(model_->config().n_vocab));  // the default chain
     warm_up(sampler);
     // A software adapter (SwiftShader: tests) compiles quickly and runs a step ~100 times slower

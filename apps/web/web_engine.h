@@ -76,7 +76,8 @@ public:
 
     // On a GPU, run before the first request, as `tern run` does before its prompt, so that the
     // first request pays for no compiles: the decode kernels (Session::warm_up, greedy and the
-    // default sampling chain) on a session of the model's training context, then on a hardware
+    // default sampling chain) on a session of the model's training context (at most
+    // k_warm_up_max_ctx), then on a hardware
     // adapter a short and a long prompt's kernels and k_warm_up_tier_steps decode steps (V8
     // compiles the hot code with its optimizing tier meanwhile). tern_web_load calls it.
     void   warm_up_at_load();
@@ -87,6 +88,7 @@ private:
     static constexpr int64_t      k_warm_up_short_prompt = 5;
     static constexpr int64_t      k_warm_up_long_prompt  = 40;  // over gemm_min_tokens and 32 (the GEMM's tiles)
     static constexpr int64_t      k_warm_up_tier_steps   = 96;  // three batches of decode_greedy
+    static constexpr int64_t      k_warm_up_max_ctx      = 4096;
 
     // Makes the session of n_ctx positions (a new one if the context differs) and rewinds it.
     void use_session(int64_t n_ctx);

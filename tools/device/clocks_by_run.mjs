@@ -3,7 +3,8 @@
 //   nvidia-smi --query-gpu=timestamp,pstate,clocks.sm,clocks.mem,utilization.gpu,power.draw
 //              --format=csv,noheader,nounits -lms 50
 // and web_node_run.mjs --json-out files (each run's began_ms / ended_ms, wall-clock), and prints one
-// line per run: tokens/s, the host's ms per step recording, and the samples inside the run (SM clock
+// line per run: tokens/s, the host's ms per step recording, the main thread's and the process's CPU
+// time and the cgroup's throttled time over the run (web_node_run.mjs), and the samples inside the run (SM clock
 // median and range, memory clock, utilization, power, performance state). A file ending in .phases
 // holds lines "NAME BEGAN_MS ENDED_MS" (e.g. native `tern bench`, timed by the script): one line each.
 // Usage: node tools/device/clocks_by_run.mjs SAMPLES.csv RUNS.json|PHASES.phases [...]
@@ -49,6 +50,9 @@ for (const file of runFiles) {
     const inside = samples.filter((s) => s.t >= r.began_ms && s.t <= r.ended_ms);
     const steps = Math.max(1, r.n_generated - 1);
     console.log(`${path.basename(file, ".json")} run ${i + 1} temp ${r.temp}: ${r.decode_tokens_per_second.toFixed(1)} tok/s, ` +
-                `host ${(r.host_ms / steps).toFixed(3)} of ${(r.decode_ms / steps).toFixed(3)} ms/step; ${describe(inside)}`);
+                `host ${(r.host_ms / steps).toFixed(3)} of ${(r.decode_ms / steps).toFixed(3)} ms/step; ` +
+                (r.cpu ? `CPU over ${r.cpu.wall_ms} ms: main thread ${r.cpu.main_thread_cpu_ms === null ? "?" : r.cpu.main_thread_cpu_ms.toFixed(0)}, ` +
+                 `process ${r.cpu.process_cpu_ms.toFixed(0)} ms, throttled ${r.cpu.throttled_ms === null ? "?" : r.cpu.throttled_ms.toFixed(0)} ms; ` : "") +
+                describe(inside));
   });
 }

@@ -15,17 +15,16 @@
 #      tools/cpuprofile_summary.mjs (web.prof/*.txt: wasm, webgpu.h calls into dawn.node, GC, idle);
 #   4b. with a base build packed along (pack_webbin.sh BASE_WEB_DIR=...): step 4 for it, unprofiled;
 #   5. step 4 again without the profiler (the figures to compare with 4b and 6);
-#   6. the same with Dawn's validation and robustness off (as native runs; a browser cannot);
-#   6a-c. the three of 6 one at a time (validation; robustness; workgroup memory's zero-init): which
-#      of them costs what (robustness and zero-init change the shaders, so the device's time; validation
-#      the host's);
+#   6. the same with Dawn's robustness off, 8 runs each (native runs with it and validation off; a
+#      browser cannot; of the three features, the one whose arm had no slow runs on 2026-11-28);
 #   7. the GPU's clocks (nvidia-smi every 50 ms through the whole script) during each timed run, next to
-#      its tokens/s and the host's ms per step recording (tools/device/clocks_by_run.mjs): whether the
-#      ~500 and ~800 tokens/s modes go with the GPU's clocks or with the host.
+#      its tokens/s, the host's ms per step recording, the main thread's and the process's CPU time and
+#      the cgroup's throttled time (tools/device/clocks_by_run.mjs): whether the ~500 and ~800 tokens/s
+#      modes go with the GPU's clocks (2026-11-28: no, fixed at 1980 MHz) or with the host.
 # Carry [".gl", ".webbin"] (pack .webbin here with tools/device/pack_webbin.sh). summary.txt holds the
 # figures; every log (and web.prof/: profiles and their summaries) is in $OUT/web.tgz.
 # Usage (on the device): tools/device/web_run.sh [ROUNDS (1)] [TOKENS (128)] [big | all | smoke]
-# big (default): the 2B4T file only, about 150 s of device time; all: the shipped model too; smoke:
+# big (default): the 2B4T file only, about 130 s of device time; all: the shipped model too; smoke:
 # the small model only, on whatever adapter there is (SwiftShader too): a check of this script on a
 # machine without a GPU (with VK_ICD_FILENAMES set to SwiftShader's), before device time is spent.
 set -uo pipefail
@@ -65,6 +64,13 @@ fi
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader | tee "$out/device.txt"
 echo "node: $("$T/node" --version) (system node: $(command -v node >/dev/null && node --version || echo none))" | sum
 "$T/tern" --version 2>&1 | head -1 | sum
+# The host's CPUs as this process sees them (the page's engine runs on one thread: is it throttled?)
+{ echo "cpus: nproc $(nproc), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); cpuset" \
+       "$(cat /sys/fs/cgroup/cpuset.cpus.effective /sys/fs/cgroup/cpuset/cpuset.effective_cpus 2>/dev/null | head -1);" \
+       "quota $(cat /sys/fs/cgroup/cpu.max 2>/dev/null || echo "$(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us 2>/dev/null)" \
+       "/ $(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us 2>/dev/null)")"; \
+  echo "topology: $(lscpu 2>/dev/null | grep -E '^(Thread|Core|Socket|NUMA node)\(s\)' | tr -s ' ' | tr '\n' ';')" \
+       "cpu0's SMT siblings $(cat /sys/devices/system/cpu/cpu0/topology/thread_siblings_list 2>/dev/null)"; } | sum
 big=/tmp/synth-2b4t.gguf
 [ "$mode" = smoke ] || "$T/tern" synth bitnet-2b4t -o "$big" --seed 1 2>&1 | tail -1
 small=share/models/tern-32m-en.gguf
@@ -145,21 +151,18 @@ timeout 100 "$T/node" tools/web_node_run.mjs --model "$big" --wasm-dir "$T/web" 
     -p "$prompt" -n "$n" --temp 0,0.7 --seed 42 --repeat 8 --warm-up-s 2 --json-out "$log/web.noprof.json" \
     > "$log/web.noprof.txt" 2> "$log/web.noprof.err"
 echo "no profiler (rc $?): $(grep -E 'loaded in|run [0-9]:' "$log/web.noprof.err" | sed 's/^web_node_run: //' | sed 's/ on webgpu.*//' | cut -c1-160 | tr '\n' ';')" | sum
-echo "== 6. the same, Dawn validation/robustness off (as native runs; a browser cannot)" | sum
-timeout 100 "$T/node" tools/web_node_run.mjs --model "$big" --wasm-dir "$T/web" --dawn "$T/dawn.node" "${steady[@]}" \
-    --dawn-flag enable-dawn-features=skip_validation,disable_robustness,disable_workgroup_init \
-    --json-out "$log/web.novalidation.json" > "$log/web.novalidation.txt" 2> "$log/web.novalidation.err"
-echo "no validation/robustness (rc $?): $(grep -E 'run [0-9]:' "$log/web.novalidation.err" | sed 's/^web_node_run: //' | cut -c1-120 | tr '\n' ';')" | sum
-for feature in skip_validation disable_robustness disable_workgroup_init; do
-    echo "== 6. $feature alone" | sum
-    timeout 100 "$T/node" tools/web_node_run.mjs --model "$big" --wasm-dir "$T/web" --dawn "$T/dawn.node" "${steady[@]}" \
-        --dawn-flag enable-dawn-features=$feature --json-out "$log/web.$feature.json" \
-        > "$log/web.$feature.txt" 2> "$log/web.$feature.err"
-    echo "$feature (rc $?): $(grep -E 'run [0-9]:' "$log/web.$feature.err" | sed 's/^web_node_run: //' | cut -c1-120 | tr '\n' ';')" | sum
-done
+# (2026-11-28 00:20, H100: validation, robustness and workgroup zero-init off together 726-925 greedy;
+# skip_validation alone 382-787; disable_workgroup_init alone 683-791; disable_robustness alone 827-870,
+# the only arm without a ~500 run: here it runs 8 times.)
+echo "== 6. the same with Dawn's robustness off (a browser cannot), 8 runs each" | sum
+timeout 100 "$T/node" tools/web_node_run.mjs --model "$big" --wasm-dir "$T/web" --dawn "$T/dawn.node" \
+    -p "$prompt" -n "$n" --temp 0,0.7 --seed 42 --repeat 8 --warm-up-s 2 \
+    --dawn-flag enable-dawn-features=disable_robustness --json-out "$log/web.disable_robustness.json" \
+    > "$log/web.disable_robustness.txt" 2> "$log/web.disable_robustness.err"
+echo "disable_robustness (rc $?): $(grep -E 'run [0-9]:' "$log/web.disable_robustness.err" | sed 's/^web_node_run: //' | cut -c1-120 | tr '\n' ';')" | sum
 echo "== 7. the GPU's clocks during each timed run (nvidia-smi every 50 ms)" | sum
 kill "$clocks_pid" 2>/dev/null
 clocks_pid=
-"$T/node" tools/device/clocks_by_run.mjs "$log/clocks.csv" "$log/native.phases" "$log"/web.steady.json "$log"/web.base.json \
-    "$log"/web.noprof.json "$log"/web.novalidation.json "$log"/web.skip_validation.json "$log"/web.disable_robustness.json \
-    "$log"/web.disable_workgroup_init.json 2>&1 | sum
+runs=("$log"/web.steady.json "$log"/web.noprof.json "$log"/web.disable_robustness.json)
+[ -f "$log/web.base.json" ] && runs+=("$log/web.base.json")
+"$T/node" tools/device/clocks_by_run.mjs "$log/clocks.csv" "$log/native.phases" "${runs[@]}" 2>&1 | sum
