@@ -1,5 +1,6 @@
 // One token's exact logits from an F16 head on WebGPU in every form WebGpuTuning::head_exact_form
-// selects (lm_head_f16_decode.wgsl; lm_head_f16_teams.wgsl with double-float or Sum2 chains)
+// selects (lm_head_f16_decode.wgsl; lm_head_f16_teams.wgsl with double-float or Sum2 chains, several
+// segment lengths and workgroup counts)
 // against the CPU reference (cpu::dot_f32, summed in double): the same bits, and the argmax the
 // teams' partials give. Awkward shapes: rows of 1, 33 (one lane with two words), 320 (two segments
 // of five words per lane) and 512 words (a last segment of one word), vocabularies that are not a
@@ -64,7 +65,11 @@ HeadRun run_head(Backend & b, const Shape & s, const std::vector<uint8_t> & tabl
 TEST(WebGpuExactHead, EveryFormGivesTheCpusBitsAndArgmax) {
     TERN_REQUIRE_WEBGPU();
     std::vector<std::shared_ptr<Backend>> forms;
-    for (const char * f : {"head_exact_form=0", "head_exact_form=1", "head_exact_form=2"}) {
+    const char * tunes[] = {"head_exact_form=0", "head_exact_form=1", "head_exact_form=2",
+                            // segments of 3 words (a row of 320 words: 4 segments, the last of one word);
+                            // one segment per row or more; few workgroups (many team rows each)
+                            "head_exact_form=2,head_exact_seg=3", "head_exact_form=1,head_exact_seg=16,head_exact_groups=7"};
+    for (const char * f : tunes) {
         WebGpuOptions o;
         o.allow_cpu_adapter = true;
         o.tune              = f;
@@ -96,7 +101,7 @@ TEST(WebGpuExactHead, EveryFormGivesTheCpusBitsAndArgmax) {
                 const HeadRun want = run_head(*cpu, s, table, x, nw, fused, round);
                 EXPECT_EQ(want.id, 1);
                 for (size_t f = 0; f < forms.size(); ++f) {
-                    SCOPED_TRACE("head_exact_form " + std::to_string(f));
+                    SCOPED_TRACE(tunes[f]);
                     const HeadRun got = run_head(*forms[f], s, table, x, nw, fused, round);
                     ASSERT_EQ(got.logits.size(), want.logits.size());
                     int mismatches = 0;

@@ -122,6 +122,13 @@ public:
         begin_step();
         if (tune_.first_submit > 0) step_->ramp_submits(tune_.first_submit, 32 * size_t{tune_.first_submit});
     }
+    // A batched step recorded ahead (BatchEngine::record_ahead) is kept in the same pieces, which
+    // release_held_step() submits one after the other: the device starts on the first while the
+    // driver takes the next ones (the device is idle when it is released: its tokens were waited for).
+    void begin_held_step() override {
+        begin_step();
+        if (tune_.first_submit > 0) step_->hold_in_pieces(tune_.first_submit, 32 * size_t{tune_.first_submit});
+    }
     // (The greedy head's last argmax stage may stay deferred for the next step's embed to fold in.)
     void end_step() override {
         step_->ramp_submits(0, 0);  // (start_from_idle's pieces end with the step)
@@ -237,6 +244,8 @@ public:
     // once by subgroup_matrix_probe (4 or 1), or 0: ternary_gemm_mma.wgsl and lm_head_i8_mma.wgsl are not used (no subgroup
     // matrices, no 32-wide subgroups, or no exact product).
     uint32_t mma_unit();
+    // Tokens from which the GEMM replaces the per-token kernels (WebGpuTuning::gemm_min_tokens).
+    int64_t gemm_min_tokens();
     // Forces every prefill GEMM of one scale group per row to split K into this many shares (tests;
     // nullopt: WebGpuTuning::gemm_split_groups decides; 1: no split).
     void set_gemm_split(std::optional<uint32_t> shares) { gemm_split_ = shares; }
@@ -648,6 +657,9 @@ private:
     // sets it back to 0 after reading the list; else the head's encoder writes 0 first (a queue write
     // per step that device sampling does without).
     bool top_k_list_zero_[2] = {true, true};
+    // sample_scan.wgsl's maximum, candidate count, slice sums and candidates (webgpu_sample.cpp); the
+    // sample.wgsl that reads them sets the maximum and the count back to 0 (a new buffer is zero).
+    std::unique_ptr<GpuBuffer> sample_scan_;
     // The list of the last top-k head recorded (head_top_k), for the sample() that follows it (then
     // cleared): the logits it belongs to and which of top_k_lists_.
     struct {

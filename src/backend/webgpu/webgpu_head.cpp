@@ -45,10 +45,11 @@ bool WebGpuBackend::try_decode_head(const Tensor & logits, const GpuTable & head
     const HeadParams p = head_params(head, h_or_x, logits, round_input_f16, eps);
     const auto &     a = ctx_.adapter();
     if (!argmax_only && tune_.head_exact_form != 0) {
-        // Resident teams (lm_head_f16_teams.wgsl): two workgroups per compute unit, team rows of 8
-        // dealt to them in turn; each team's best row is a partial for argmax_final.
+        // Resident teams (lm_head_f16_teams.wgsl): two workgroups per compute unit (head_exact_groups),
+        // team rows of 8 dealt to them in turn; each team's best row is a partial for argmax_final.
         const uint32_t team_rows = static_cast<uint32_t>((head.n_rows + 7) / 8);
-        const uint32_t groups    = std::min(2 * tune_.compute_units, team_rows);
+        const uint32_t groups =
+            std::min(tune_.head_exact_groups != 0 ? tune_.head_exact_groups : 2 * tune_.compute_units, team_rows);
         const uint32_t iters     = (team_rows + groups - 1) / groups;
         const bool     team_sg   = pipelines_.subgroup_variants() && a.subgroup_min == 32 && a.subgroup_max == 32;
         const PipelineKey key{"lm_head_f16_teams",
@@ -57,7 +58,8 @@ bool WebGpuBackend::try_decode_head(const Tensor & logits, const GpuTable & head
                                 {"NORM", norm ? 1.0 : 0.0},
                                 {"TEAM_SG", team_sg ? 1.0 : 0.0},
                                 {"DOT2", tune_.head_exact_form == 2 ? 1.0 : 0.0},
-                                {"ITERS", static_cast<double>(iters)}}}};
+                                {"ITERS", static_cast<double>(iters)},
+                                {"SEG", static_cast<double>(tune_.head_exact_seg)}}}};
         const uint32_t   n_chunks = 8 * groups;
         const WGPUBuffer partials = argmax_partials(static_cast<size_t>(n_chunks) * 8);
         const WGPUBuffer bufs[]   = {head.buffer->get(), gpu_buffer(h_or_x),

@@ -42,7 +42,7 @@ override TEAM_SG: bool = false;  // the host sets it when subgroups are exactly 
 override DOT2: bool = true;      // Sum2 chains where h is rounded to f16 (see above)
 override ITERS: u32 = 8u;        // team rows per workgroup
 override PER_LANE: u32 = (K / 8u + 31u) / 32u;  // vec4 words per lane per row (<= 16)
-override SEG: u32 = 5u;          // words per lane loaded together (<= 8)
+override SEG: u32 = 5u;          // words per lane loaded together (<= 16; WebGpuTuning::head_exact_seg)
 override SEGS: u32 = (PER_LANE + SEG - 1u) / SEG;
 
 @group(0) @binding(0) var<storage, read> head: array<vec4<u32>>;
@@ -60,8 +60,8 @@ fn row_of(wid: u32, rr: u32, team: u32) -> u32 {
 }
 
 // Segment s of the lane's words of `row` (zero past the row or the table).
-fn load_seg(row: u32, s: u32, lane: u32) -> array<vec4<u32>, 8> {
-    var wv: array<vec4<u32>, 8>;
+fn load_seg(row: u32, s: u32, lane: u32) -> array<vec4<u32>, 16> {
+    var wv: array<vec4<u32>, 16>;
     let words = K / 8u;
     if (row < p.n_vocab) {
         for (var v = 0u; v < SEG; v++) {
