@@ -240,7 +240,7 @@ def decode_run(url, a, n_vocab, C):
             per_stream.append(1000 * span / gaps)
     return {"streams": C, "tokens_per_s": tokens / (end - start), "ms_per_token_median": statistics.median(per_stream),
             "ms_per_token_worst": max(per_stream),
-            "ttft_ms_median": statistics.median(1000 * (seg[0][0] - t0) for seg in segments),
+            "ttft_ms_median": statistics.median(1000 * (seg[0][0] - t0) for seg in segments if seg and seg[0]),
             "server_steps": step_breakdown(m0, m1),
             # What the server generated in the window (its /metrics), against what the clients
             # received: where the clients fall behind, they are the bottleneck, not the server.
