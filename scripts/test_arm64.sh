@@ -31,6 +31,6 @@ limit=${TERN_ARM64_TIMEOUT:-300}
 # The arm64 multiarch run-time libraries (cmake/aarch64-linux-gnu.cmake).
 run() { timeout --signal=KILL "$limit" qemu-aarch64 -L / "$@"; }
 run build-arm64/bin/tern_backend_tests --gtest_brief=1 \
-    --gtest_filter='Isa/CpuKernels.*neon:Isa/CpuHead.*neon:Cpu/BackendOps.*neon*' "$@"
+    --gtest_filter='Isa/CpuKernels.*neon:Isa/CpuHead.*neon:Isa/CpuQBlock.*neon:Cpu/BackendOps.*neon*' "$@"
 run build-arm64/bin/tern_model_tests --gtest_brief=1 --gtest_filter='Isa/CpuFastModel.*neon:Isa/CpuFastFamily.*neon' "$@"
 echo "test_arm64: passed (build $((built - start)) s, tests under qemu $((SECONDS - built)) s)"

@@ -316,6 +316,9 @@ public:
     // whole step (part of it went out while it was recorded): the step then ran with whatever its
     // inputs held. Only where can_hold_steps() (not on eager backends, whose ops run as recorded).
     virtual bool can_hold_steps() const { return false; }
+    // begin_step() for a step that will be held (hold_step): a backend may keep it in pieces that
+    // release_held_step() submits one after the other (WebGPU: first_submit, as begin_step_from_idle).
+    virtual void begin_held_step() { begin_step(); }
     virtual bool hold_step() {
         end_step();
         return false;

@@ -236,7 +236,7 @@ bool BitnetModel::forward_batch(ForwardBuffers & buf, const KvCache & pool, cons
                 static_cast<long long>(n_out));
     // (not held: the device is idle, BatchEngine read the step before; held: the step before runs)
     if (hold) {
-        backend_.begin_step();
+        backend_.begin_held_step();
     } else {
         backend_.begin_step_from_idle();
     }

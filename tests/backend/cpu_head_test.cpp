@@ -140,6 +140,14 @@ TEST_P(CpuHead, BoundedHeadsGiveTheExactHeadsAnswers) {
                 Loaded lf = load(*fast, t, x, nw);
                 EXPECT_GT(lf.table->n_bytes_ids, 0u);
                 const LinearInput in{lf.x.tensor, lf.norm.get(), 1e-5f, {}, lf.h.tensor};
+                {  // every logit (the checked any-order sums, or the ordered ones), bit for bit
+                    fast->output_head({lf.logits.tensor, {}, 0}, *lf.table, in, round);
+                    std::vector<float> all(static_cast<size_t>(n));
+                    fast->read(lf.logits.tensor, all.data(), all.size() * 4);
+                    for (int64_t i = 0; i < n; ++i) {
+                        ASSERT_EQ(std::memcmp(&all[static_cast<size_t>(i)], &exact[static_cast<size_t>(i)], 4), 0) << "logit " << i;
+                    }
+                }
                 int32_t           got = -1;
                 fast->output_head({lf.logits.tensor, lf.ids.tensor, 0}, *lf.table, in, round);
                 fast->read(lf.ids.tensor, &got, 4);

@@ -275,6 +275,10 @@ TEST_P(CpuKernels, HeadRowsMatchDotF32) {
                 k_->f16_rows_dot_checked(e16.data(), k, r0, n, k, h.data(), T, outc.data(), n - r0, e_abs.data() + r0, h_abs.data(), h_f16);
                 for (size_t i = 0; i < out.size(); ++i) ASSERT_EQ(bits(outc[i]), bits(out[i])) << "checked, k " << k << " at " << i;
             }
+            if (k_->f32_rows_dot_checked != nullptr) {  // the same rows as f32 (a quantized head's, dequantized)
+                k_->f32_rows_dot_checked(e.data(), k, r0, n, k, h.data(), T, outc.data(), n - r0, e_abs.data() + r0, h_abs.data());
+                for (size_t i = 0; i < out.size(); ++i) ASSERT_EQ(bits(outc[i]), bits(out[i])) << "checked f32, k " << k << " at " << i;
+            }
             for (int64_t t = 0; t < T; ++t) {
                 for (int64_t r = r0; r < n; ++r) {
                     const float want = cpu::dot_f32(e.data() + r * k, h.data() + t * k, k);

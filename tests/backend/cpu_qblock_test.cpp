@@ -1,7 +1,7 @@
 // The families' Q8_0-block kernels (cpu_kernels.h: qblock_gemm on Q4_0 / Q8_0 Q-block tiles,
 // lowbit_q8_gemm on Q1_0 / Q2_0 / PQ2_0 2-bit tiles, binary_q8_gemm on Q1_0 binary tiles) of every instruction set this machine runs,
 // against the scalar reference's dot products (cpu_matmul.h) on random data with awkward shapes,
-// bit for bit. Sets without the kernels (NEON) report themselves as skipped.
+// bit for bit; and the AVX-512 activation quantizer against the reference quantizer.
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_isa.h"
 #include "backend/cpu/cpu_kernels.h"
@@ -15,6 +15,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <bit>
 #include <cstdlib>
 #include <cstring>
@@ -168,6 +170,54 @@ TEST_P(CpuQBlock, QTilesTakeOnlyOneQ4OrQ8Type) {
     std::vector<WeightSource> scaled{{"a", DType::q4_0, {32, 2, 1, 1}, b}};
     scaled[0].output_scale = 2.0f;
     EXPECT_FALSE(cpu_qtiles_fit(scaled));
+}
+
+// The activation quantizer (q8_0_blocks) against the reference's blocks: Gaussian blocks at scales
+// from subnormal to large, an all-zero block, blocks built so that x / d lands on halves (roundf
+// rounds them away from zero, other modes do not) and just below them; a block with an infinity and
+// one with a NaN must come back with d not finite (the caller then runs the reference).
+TEST_P(CpuQBlock, Q8BlocksMatchTheReference) {
+    for (const cpu::Kernels * ks : sets_) {
+        if (ks->q8_0_blocks == nullptr) continue;
+        SCOPED_TRACE(ks->name);
+        const int64_t      nb = 64;
+        std::vector<float> x(static_cast<size_t>(32 * nb));
+        for (int64_t b = 0; b < nb; ++b) {
+            float * xb = x.data() + 32 * b;
+            const float scale = b % 8 == 0 ? 1e-40f : b % 8 == 1 ? 1e-3f : b % 8 == 2 ? 3e4f : 1.0f;
+            for (int j = 0; j < 32; ++j) xb[j] = normal(scale);
+            if (b == 3) std::fill(xb, xb + 32, 0.0f);
+            if (b == 4 || b == 5) {  // amax 127: d = 1, id = 1: x itself is rounded
+                for (int j = 0; j < 32; ++j) xb[j] = static_cast<float>(j - 16) + (j % 2 ? 0.5f : -0.5f);
+                xb[0] = b == 4 ? 127.0f : -127.0f;
+                xb[1] = std::nextafter(2.5f, 0.0f);
+                xb[2] = -std::nextafter(0.5f, 0.0f);
+            }
+        }
+        std::vector<int8_t>  q(x.size());
+        std::vector<float>   d(static_cast<size_t>(nb));
+        std::vector<int32_t> bsum(d.size());
+        ks->q8_0_blocks(x.data(), nb, q.data(), d.data(), bsum.data());
+        std::vector<uint8_t> ref(static_cast<size_t>(nb) * cpu::k_q8_0_block_bytes);
+        cpu::quantize_row_q8_0_acts(x.data(), ref.data(), 32 * nb);
+        for (int64_t b = 0; b < nb; ++b) {
+            const uint8_t * rb = ref.data() + b * static_cast<int64_t>(cpu::k_q8_0_block_bytes);
+            uint16_t        dh;
+            std::memcpy(&dh, rb, 2);
+            ASSERT_EQ(fp32_to_fp16(d[static_cast<size_t>(b)]), dh) << "block " << b;
+            int32_t sum = 0;
+            for (int j = 0; j < 32; ++j) {
+                ASSERT_EQ(q[static_cast<size_t>(32 * b + j)], static_cast<int8_t>(rb[2 + j])) << "block " << b << " value " << j;
+                sum += q[static_cast<size_t>(32 * b + j)];
+            }
+            ASSERT_EQ(bsum[static_cast<size_t>(b)], sum) << "block " << b;
+        }
+        for (const float bad : {std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
+            x[7] = bad;
+            ks->q8_0_blocks(x.data(), 1, q.data(), d.data(), bsum.data());
+            EXPECT_FALSE(std::isfinite(d[0])) << bad;
+        }
+    }
 }
 
 // Q1_0 / Q2_0 / PQ2_0 rows (random values and fp16 group scales) in 2-bit tiles against Q8_0 blocks.

@@ -166,12 +166,10 @@ TEST(WebGpuModel, DeviceGreedyDecodingMatchesCpu) {
 }
 
 // Prompt and greedy steps through the split attention kernels from the first position
-// (attn_long_positions=1): attention_split_pvt's fixed-trip-count form with the weight prefetch it
-// takes over from attention.wgsl in a decode step, and its other form without
-// (attn_split_prefetch=0): every logit row as the CPU's.
+// (attn_long_positions=1), with each P·V form (attn_split_tiles): every logit row as the CPU's.
 TEST(WebGpuModel, SplitAttentionDecodingMatchesCpu) {
     TERN_REQUIRE_WEBGPU();
-    for (const char * tune : {"attn_long_positions=1,attn_split_tiles=2", "attn_long_positions=1,attn_split_prefetch=0"}) {
+    for (const char * tune : {"attn_long_positions=1", "attn_long_positions=1,attn_split_tiles=0"}) {
         SCOPED_TRACE(tune);
         WebGpuOptions o;
         o.allow_cpu_adapter = true;

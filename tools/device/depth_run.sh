@@ -3,11 +3,10 @@
 # BitNet b1.58 2B4T (tern synth bitnet-2b4t --seed 1):
 #   1. tg64 at depth 0, 1024, 2048 and 4096 with the defaults;
 #   2. tg64 at depth DEPTH_D (4096), alternating rounds, for each setting of DEPTH_TUNES (TERN_WEBGPU_TUNE values,
-#      space-separated; default: attn_split_tiles 1 = attention_split_pvt + _combine without and with the weight
-#      prefetch (attn_split_prefetch), 2 = its fixed-trip-count form, also with 64 and 128 positions per softmax
-#      workgroup (attn_split_chunk));
+#      space-separated; default: attn_split_tiles 1 = attention_split_pvt + _combine, with 1024 / G instead of 64
+#      positions per softmax workgroup (attn_split_chunk 0), 0 = attention_split_pv);
 #   3. per-kernel GPU times (TERN_WEBGPU_PROFILE=gpu) of tg16 at depth 4096 for each of DEPTH_PROFILE's tunes
-#      (default: attn_split_tiles 1 without the prefetch, and 2 with attn_split_chunk 64);
+#      (default: the defaults);
 #   4. the long-context attention tests on the GPU (tern_webgpu_tests 'WebGpuLongOneQuery*' and
 #      'WebGpuModel.SplitAttention*': the P·V forms
 #      against the CPU's algorithm, bit for bit, at lengths that cross every split boundary).
@@ -39,7 +38,7 @@ bench "" -n 64 -d 0,1024,2048,4096 -r 3 | tee -a "$out/summary.txt"
 
 depth=${DEPTH_D:-4096}
 echo "== 2. tg64 at depth $depth, $rounds alternating rounds" | tee -a "$out/summary.txt"
-tunes=${DEPTH_TUNES:-attn_split_tiles=1,attn_split_prefetch=0 attn_split_tiles=1 attn_split_tiles=2 attn_split_tiles=2,attn_split_chunk=64 attn_split_tiles=2,attn_split_chunk=128}
+tunes=${DEPTH_TUNES:-attn_split_tiles=1 attn_split_chunk=0 attn_split_tiles=0}
 for r in $(seq "$rounds"); do
     for tune in $tunes; do
         echo -n "round $r $tune " | tee -a "$out/summary.txt"
@@ -48,7 +47,7 @@ for r in $(seq "$rounds"); do
 done
 
 echo "== 3. GPU profiles of tg16 at depth 4096 (each dispatch alone, so slower than above)" | tee -a "$out/summary.txt"
-for tune in ${DEPTH_PROFILE:-attn_split_tiles=1,attn_split_prefetch=0 attn_split_tiles=2,attn_split_chunk=64}; do
+for tune in ${DEPTH_PROFILE:-attn_split_tiles=1}; do
     TERN_WEBGPU_TUNE="$tune" TERN_WEBGPU_PROFILE=gpu timeout 120 "$B/tern" bench --backend webgpu -m "$model" -p 0 \
         -n 16 -d 4096 -r 1 > /dev/null 2> "$out/profile_$tune.txt"
     echo "-- $tune (rc $?)" | tee -a "$out/summary.txt"

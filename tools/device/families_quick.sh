@@ -9,11 +9,13 @@
 #   3. decode tg64 (--roofline) of the full synth llama-3.2-1b Q4_0, and its per-kernel GPU profile;
 #   4. if time is left: decode tg64 of qwen3-1.7b Q1_0 (Bonsai's type), then phi-3-mini Q4_0, each with
 #      its profile;
-#   5. if time is left: phi-3-mini Q4_0 and llama-3.2-1b Q4_0 again with each TUNES entry
-#      (TERN_WEBGPU_TUNE values, default "family_acts=2 family_head_bound=0": the o-projection's
-#      Q8_0 blocks by act_q8_0.wgsl instead of the attention, and the greedy Q6_K head's logits all
-#      exact instead of the bound pass; empty: none), the same files, for the tunings' A/B (qwen3
-#      Q1_0 takes neither path).
+#   5. if time is left: llama-3.2-1b Q4_0 and phi-3-mini Q4_0 again with each TUNES entry
+#      (TERN_WEBGPU_TUNE values, default "family_head_bound=0 family_acts_loads=4": the greedy Q6_K
+#      head's logits all exact instead of the bound pass, matvec_q8_acts.wgsl's lanes loading 4 blocks
+#      at a time instead of all of theirs; e.g. family_acts=2: the o-projection's Q8_0 blocks by
+#      act_q8_0.wgsl instead of the attention; empty: none), the same files, for the tunings' A/B; then
+#      qwen3-1.7b Q1_0 with each QWEN_TUNES entry (default "family_prefetch=0": matvec_q8.wgsl's
+#      Q1_0 codes loaded after its prologue instead of before).
 # Carry .gl and .devicebin (tools/device/pack_devicebin.sh). Results: $OUT/families_quick.tgz (families_quick_*).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -23,7 +25,8 @@ rm -rf "$out"
 mkdir -p "$final"
 trap 'tar czf "$final/families_quick.tgz" -C "$out" .' EXIT
 budget=${BUDGET_S:-180}
-tunes=${TUNES-family_acts=2 family_head_bound=0}
+tunes=${TUNES-family_head_bound=0 family_acts_loads=4}
+qwen_tunes=${QWEN_TUNES-family_prefetch=0}
 mkdir -p "$out"
 # shellcheck source=tools/device/device_env.sh
 . tools/device/device_env.sh
@@ -85,10 +88,12 @@ if [ -f /tmp/phi3-q4_0.gguf ] && left $((budget - 40)) "phi-3-mini q4_0 profile"
         > "$out/families_quick_profile_phi3.out" 2> "$out/families_quick_profile_phi3.txt"
     grep -E "^  (lm_head|head_q|matvec|act_q8|rope|attention|argmax|rms_norm|embed)|kernels ran" "$out/families_quick_profile_phi3.txt" | head -20
 fi
-for file in /tmp/phi3-q4_0.gguf /tmp/llama-q4_0.gguf; do
+for file in /tmp/llama-q4_0.gguf /tmp/phi3-q4_0.gguf /tmp/qwen3-q1_0.gguf; do
     [ -f "$file" ] || continue
     name=$(basename "$file" .gguf)
-    for tune in $tunes; do
+    list=$tunes
+    [ "$name" = qwen3-q1_0 ] && list=$qwen_tunes
+    for tune in $list; do
         left $((budget - 12)) "$name with $tune" && TERN_WEBGPU_TUNE=$tune bench_line "$name-$tune" "$file"
     done
 done

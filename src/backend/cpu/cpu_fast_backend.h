@@ -33,7 +33,7 @@ public:
     std::vector<float>   s, d_norm, q_norm;
     std::vector<int32_t> q_sum;   // sum of q over the row
     std::vector<float>   e_norm;  // ||e|| rounded up (both kinds)
-    std::vector<float>   e_abs;   // i8_copy: sum |e| rounded up (the exact head's checked sums)
+    std::vector<float>   e_abs;   // i8_copy and q6_k: sum |e| rounded up (the exact head's checked sums)
 };
 
 // The data of a tensor in a CpuBuffer.
@@ -145,6 +145,10 @@ private:
     const float * head_input(const Tensor & h, bool round_input_f16);
     void          head_rows(const CpuEmbedding & e, const float * hin, int64_t n_tok, int64_t r0, int64_t r1,
                             float * out, int64_t ld, Scratch & sc);
+    // Rows [r, r + nb) of a quantized table (nb <= 32) as the reference dequantizes them, into sc.f.
+    const float * dequant_head_rows(const CpuEmbedding & e, int64_t r, int64_t nb, Scratch & sc);
+    // habs_[t] = max_i |hin[t][i]| (the checked heads' bound input).
+    void          head_max_abs(const float * hin, int64_t n_tok, int64_t k);
     // Bytes a head that yields only ids reads (Weight::n_bytes_ids): the int8 copy and its
     // coefficients, or the Q6_K rows and their norms.
     static size_t ids_head_bytes(const CpuFastEmbedding & e);
@@ -190,6 +194,7 @@ private:
     void                    grow_q8_acts(const Tensor & x);
     // x's Q8_0 blocks (the reference quantizer) into q8_*, split over the threads, then a barrier.
     cpu::Q8BlockActs        q8_acts_in_job(int ti, const Tensor & x);
+    void                    q8_block_reference(const float * x, int64_t i, int8_t * q);
     void family_gemm(int ti, const Weight & w, const cpu::Q8BlockActs & a, int64_t tile0, int64_t tile1, float * y,
                      int64_t ldy, int64_t row0, bool accumulate);
     [[noreturn]] static void reference_lowbit_unsupported(const Weight & w);

@@ -71,21 +71,43 @@ cpu::Q8BlockActs CpuFastBackend::q8_acts_in_job(int ti, const Tensor & x) {
     const float * xp = cpu_data<float>(x);
     int64_t       i0 = 0, i1 = 0;
     ThreadPool::chunk_range(n_tok * nb, 1, pool_.n_threads(), ti, i0, i1);
-    uint8_t blk[cpu::k_q8_0_block_bytes];
+    if (k_.q8_0_blocks != nullptr) {  // the kernel, a token's run of blocks at a time; fp16 rounding of d here
+        for (int64_t i = i0; i < i1;) {
+            const int64_t t = i / nb, b = i % nb, n = std::min(i1 - i, nb - b);
+            k_.q8_0_blocks(xp + t * k + b * 32, n, q8_q_.data() + t * k + b * 32, q8_d_.data() + i, q8_bsum_.data() + i);
+            for (int64_t j = i; j < i + n; ++j) {
+                float & d = q8_d_[static_cast<size_t>(j)];
+                if (std::isfinite(d)) {
+                    d = fp16_to_fp32(fp32_to_fp16(d));
+                } else {
+                    q8_block_reference(xp + t * k + (b + j - i) * 32, j, q8_q_.data() + t * k + (b + j - i) * 32);
+                }
+            }
+            i += n;
+        }
+        pool_.barrier();
+        return {q8_q_.data(), k, q8_d_.data(), q8_bsum_.data(), n_tok};
+    }
     for (int64_t i = i0; i < i1; ++i) {
         const int64_t t = i / nb, b = i % nb;
-        cpu::quantize_row_q8_0_acts(xp + t * k + b * 32, blk, 32);
-        int8_t * q = q8_q_.data() + t * k + b * 32;
-        std::memcpy(q, blk + 2, 32);
-        int32_t sum = 0;
-        for (int j = 0; j < 32; ++j) sum += q[j];
-        uint16_t dh;
-        std::memcpy(&dh, blk, 2);
-        q8_d_[static_cast<size_t>(i)]    = fp16_to_fp32(dh);
-        q8_bsum_[static_cast<size_t>(i)] = sum;
+        q8_block_reference(xp + t * k + b * 32, i, q8_q_.data() + t * k + b * 32);
     }
     pool_.barrier();
     return {q8_q_.data(), k, q8_d_.data(), q8_bsum_.data(), n_tok};
+}
+
+// Block i of the input (32 values at x) by the reference quantizer: codes into q, d and bsum into
+// q8_d_[i] / q8_bsum_[i].
+void CpuFastBackend::q8_block_reference(const float * x, int64_t i, int8_t * q) {
+    uint8_t blk[cpu::k_q8_0_block_bytes];
+    cpu::quantize_row_q8_0_acts(x, blk, 32);
+    std::memcpy(q, blk + 2, 32);
+    int32_t sum = 0;
+    for (int j = 0; j < 32; ++j) sum += q[j];
+    uint16_t dh;
+    std::memcpy(&dh, blk, 2);
+    q8_d_[static_cast<size_t>(i)]    = fp16_to_fp32(dh);
+    q8_bsum_[static_cast<size_t>(i)] = sum;
 }
 
 // Rows of tiles [tile0, tile1) of a Q-tiled or 2-bit-tiled family weight for every token.

@@ -77,16 +77,21 @@ void CpuFastBackend::head_rows(const CpuEmbedding & e, const float * hin, int64_
         k_.f32_rows_dot(reinterpret_cast<const float *>(tab), k, r0, r1, k, hin, n_tok, out + r0, ld);
     } else {
         // 32 rows at a time through the thread's scratch, dequantized exactly as the reference does.
-        grow(sc.f, 32 * k);
         for (int64_t r = r0; r < r1; r += 32) {
-            const int64_t   nb  = std::min<int64_t>(32, r1 - r);
-            const uint8_t * src = tab + static_cast<size_t>(r) * e.row_bytes;
-            if (!k_.dequant_rows(static_cast<uint32_t>(e.src.type), src, static_cast<int64_t>(e.row_bytes), nb, k, sc.f.data())) {
-                for (int64_t j = 0; j < nb; ++j) dequantize_row(e.src.type, src + static_cast<size_t>(j) * e.row_bytes, sc.f.data() + j * k, k);
-            }
-            k_.f32_rows_dot(sc.f.data(), k, 0, nb, k, hin, n_tok, out + r, ld);
+            const int64_t nb = std::min<int64_t>(32, r1 - r);
+            k_.f32_rows_dot(dequant_head_rows(e, r, nb, sc), k, 0, nb, k, hin, n_tok, out + r, ld);
         }
     }
+}
+
+const float * CpuFastBackend::dequant_head_rows(const CpuEmbedding & e, int64_t r, int64_t nb, Scratch & sc) {
+    const int64_t   k   = e.n_cols;
+    const uint8_t * src = e.src.data.data() + static_cast<size_t>(r) * e.row_bytes;
+    grow(sc.f, 32 * k);
+    if (!k_.dequant_rows(static_cast<uint32_t>(e.src.type), src, static_cast<int64_t>(e.row_bytes), nb, k, sc.f.data())) {
+        for (int64_t j = 0; j < nb; ++j) dequantize_row(e.src.type, src + static_cast<size_t>(j) * e.row_bytes, sc.f.data() + j * k, k);
+    }
+    return sc.f.data();
 }
 
 void CpuFastBackend::lm_head(const Tensor & logits, const Weight & head, const Tensor & h, bool round_input_f16) {
@@ -97,13 +102,8 @@ void CpuFastBackend::lm_head(const Tensor & logits, const Weight & head, const T
     float *       out = cpu_data<float>(logits);
     // An F16 head with its int8 copy has its rows' sum |e|: the checked any-order sums apply.
     const auto * fe = dynamic_cast<const CpuFastEmbedding *>(&e);
-    if (fe != nullptr && !fe->e_abs.empty() && k_.f16_rows_dot_checked != nullptr) {
-        grow(habs_, n_tok);
-        for (int64_t t = 0; t < n_tok; ++t) {
-            float m = 0.0f;
-            for (int64_t i = 0; i < e.n_cols; ++i) m = std::max(m, std::fabs(hin[t * e.n_cols + i]));
-            habs_[static_cast<size_t>(t)] = m;
-        }
+    if (fe != nullptr && !fe->e_abs.empty() && e.src.type == DType::f16 && k_.f16_rows_dot_checked != nullptr) {
+        head_max_abs(hin, n_tok, e.n_cols);
         const auto * table = reinterpret_cast<const uint16_t *>(e.src.data.data());
         pool_.parallel_for(e.n_rows, 64, [&](int64_t r0, int64_t r1, int) {
             k_.f16_rows_dot_checked(table, e.n_cols, r0, r1, e.n_cols, hin, n_tok, out + r0, e.n_rows, fe->e_abs.data() + r0,
@@ -111,9 +111,32 @@ void CpuFastBackend::lm_head(const Tensor & logits, const Weight & head, const T
         });
         return;
     }
+    // A quantized head with its rows' sum |e| (build_head_norms): the same check on the dequantized rows.
+    if (fe != nullptr && !fe->e_abs.empty() && e.src.type != DType::f16 && e.src.type != DType::f32 &&
+        k_.f32_rows_dot_checked != nullptr) {
+        head_max_abs(hin, n_tok, e.n_cols);
+        pool_.parallel_for(e.n_rows, 32, [&](int64_t r0, int64_t r1, int ti) {
+            Scratch & sc = scratch_[static_cast<size_t>(ti)];
+            for (int64_t r = r0; r < r1; r += 32) {
+                const int64_t nb = std::min<int64_t>(32, r1 - r);
+                k_.f32_rows_dot_checked(dequant_head_rows(e, r, nb, sc), e.n_cols, 0, nb, e.n_cols, hin, n_tok, out + r,
+                                        e.n_rows, fe->e_abs.data() + r, habs_.data());
+            }
+        });
+        return;
+    }
     pool_.parallel_for(e.n_rows, 64, [&](int64_t r0, int64_t r1, int ti) {
         head_rows(e, hin, n_tok, r0, r1, out, e.n_rows, scratch_[static_cast<size_t>(ti)]);
     });
+}
+
+void CpuFastBackend::head_max_abs(const float * hin, int64_t n_tok, int64_t k) {
+    grow(habs_, n_tok);
+    for (int64_t t = 0; t < n_tok; ++t) {
+        float m = 0.0f;
+        for (int64_t i = 0; i < k; ++i) m = std::max(m, std::fabs(hin[t * k + i]));
+        habs_[static_cast<size_t>(t)] = m;
+    }
 }
 
 void CpuFastBackend::build_head_i8(CpuFastEmbedding & e) {
@@ -156,6 +179,7 @@ void CpuFastBackend::build_head_i8(CpuFastEmbedding & e) {
 void CpuFastBackend::build_head_norms(CpuFastEmbedding & e) {
     const int64_t k = e.n_cols, n = e.n_rows;
     e.e_norm.assign(static_cast<size_t>(n), 0.0f);
+    e.e_abs.assign(static_cast<size_t>(n), 0.0f);
     pool_.parallel_for(n, 32, [&](int64_t r0, int64_t r1, int ti) {
         Scratch & sc = scratch_[static_cast<size_t>(ti)];
         grow(sc.f, 32 * k);
@@ -165,7 +189,13 @@ void CpuFastBackend::build_head_norms(CpuFastEmbedding & e) {
             k_.dequant_rows(static_cast<uint32_t>(e.src.type), e.src.data.data() + static_cast<size_t>(r) * e.row_bytes,
                             static_cast<int64_t>(e.row_bytes), nb, k, sc.f.data());
             k_.row_sumsq(sc.f.data(), nb, k, ss);
-            for (int64_t j = 0; j < nb; ++j) e.e_norm[static_cast<size_t>(r + j)] = round_up(std::sqrt(ss[j]) * k_up);
+            for (int64_t j = 0; j < nb; ++j) {
+                e.e_norm[static_cast<size_t>(r + j)] = round_up(std::sqrt(ss[j]) * k_up);
+                double        ea  = 0;  // sum |e| (k terms of at most 2^-53 relative error each: k_up covers them)
+                const float * row = sc.f.data() + j * k;
+                for (int64_t i = 0; i < k; ++i) ea += std::fabs(static_cast<double>(row[i]));
+                e.e_abs[static_cast<size_t>(r + j)] = round_up(ea * k_up);
+            }
         }
     });
     for (float v : e.e_norm) {

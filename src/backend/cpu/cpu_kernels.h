@@ -202,6 +202,12 @@ struct Kernels {
     // and sin (n_rot / 2 of each): x0 c - x1 s, x0 s + x1 c, each product rounded.
     void (*rope)(float * x, int64_t n_heads, int64_t head_dim, int64_t n_rot, const float * cos, const float * sin);
     void (*f32_to_f16)(const float * x, uint16_t * y, int64_t n);  // round to nearest even
+    // ggml's Q8_0 activation blocks as cpu::quantize_row_q8_0_acts makes them, for n_blocks blocks of
+    // 32 values at x: amax = max |x|, d[b] = amax / 127 (before its fp16 rounding, which the caller
+    // does), codes q = (int8) roundf(x * (d ? 1 / d : 0)) and bsum[b] = their sum. A block whose d is
+    // not finite, or that holds a NaN (d is then NaN), is left to the reference (its codes
+    // unspecified). Null where a set has none.
+    void (*q8_0_blocks)(const float * x, int64_t n_blocks, int8_t * q, float * d, int32_t * bsum);
     // f[i] = act(g[i]) * u[i] (relu2 or silu with exp_fixed), the reference gate_up's epilogue.
     void (*gate_act)(const float * g, const float * u, float * f, int64_t n, bool relu2);
 
@@ -228,6 +234,11 @@ struct Kernels {
     void (*f16_rows_dot_checked)(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k,
                                  const float * h, int64_t n_tokens, float * logits, int64_t ld, const float * e_abs,
                                  const float * h_absmax, bool h_f16);
+    // f16_rows_dot_checked on f32 rows (a quantized head's rows, dequantized; h's products with them
+    // are exact in double whether or not h holds f16 values). Null where a set has none.
+    void (*f32_rows_dot_checked)(const float * rows, int64_t row_stride, int64_t r0, int64_t r1, int64_t k,
+                                 const float * h, int64_t n_tokens, float * logits, int64_t ld, const float * e_abs,
+                                 const float * h_absmax);
     // The same for f32 rows (a quantized head's rows, dequantized).
     void (*f32_rows_dot)(const float * rows, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
                          int64_t n_tokens, float * logits, int64_t ld);

@@ -27,22 +27,37 @@ void tile_tokens(const TernaryTiles & w, int64_t tile, const ActView & a, int64_
     __m512 out[NT];
     for (int t = 0; t < NT; ++t) out[t] = _mm512_setzero_ps();
     for (int64_t g = 0; g < n_groups; ++g) {
-        // NT == 1 keeps one accumulator per shift (four independent chains); more tokens are chains enough.
-        constexpr int NA = NT == 1 ? 4 : NT;
+        // NT == 1 keeps one accumulator per shift for each of two chunks side by side (eight
+        // independent chains: four were bound by vpdpbusd's latency, below the memory's rate); more
+        // tokens are chains enough.
+        constexpr int NA = NT == 1 ? 8 : NT;
         __m512i       acc[NA];
         for (int i = 0; i < NA; ++i) acc[i] = _mm512_setzero_si512();
-        for (int64_t c = g * chunks_per_g; c < (g + 1) * chunks_per_g; ++c) {
-            const __m512i   bytes = _mm512_loadu_si512(codes + c * k_tile_chunk);
-            const int64_t   col   = c * k_tile_cols;
-            if constexpr (NT == 1) {
-                // Codes masked in place (code 4^s), no shifts: acc[s] = 4^s x the shift's sum, exact
-                // (|acc| <= 192 * 128 * 4 per chunk, under 2^31 for groups below 2^17 columns).
-                acc[0] = dpbusd(acc[0], _mm512_and_si512(bytes, three), bcast4(q[0] + col));
-                acc[1] = dpbusd(acc[1], _mm512_and_si512(bytes, _mm512_set1_epi8(0x0c)), bcast4(q[0] + col + 4));
-                acc[2] = dpbusd(acc[2], _mm512_and_si512(bytes, _mm512_set1_epi8(0x30)), bcast4(q[0] + col + 8));
-                acc[3] = dpbusd(acc[3], _mm512_and_si512(bytes, _mm512_set1_epi8(static_cast<char>(0xc0))),
-                                             bcast4(q[0] + col + 12));
-            } else {
+        const int64_t c_end = (g + 1) * chunks_per_g;
+        if constexpr (NT == 1) {
+            // Codes masked in place (code 4^s), no shifts: acc[s] (+ acc[s + 4]) = 4^s x the shift's
+            // sum, exact (|acc| <= 192 * 128 * 4 per chunk, under 2^31 for groups below 2^17 columns).
+            const __m512i m0 = _mm512_set1_epi8(3), m1 = _mm512_set1_epi8(0x0c), m2 = _mm512_set1_epi8(0x30),
+                          m3 = _mm512_set1_epi8(static_cast<char>(0xc0));
+            auto chunk = [&](__m512i * ac, int64_t c) {
+                const __m512i  bytes = _mm512_loadu_si512(codes + c * k_tile_chunk);
+                const int8_t * qc    = q[0] + c * k_tile_cols;
+                ac[0] = dpbusd(ac[0], _mm512_and_si512(bytes, m0), bcast4(qc));
+                ac[1] = dpbusd(ac[1], _mm512_and_si512(bytes, m1), bcast4(qc + 4));
+                ac[2] = dpbusd(ac[2], _mm512_and_si512(bytes, m2), bcast4(qc + 8));
+                ac[3] = dpbusd(ac[3], _mm512_and_si512(bytes, m3), bcast4(qc + 12));
+            };
+            int64_t c = g * chunks_per_g;
+            for (; c + 2 <= c_end; c += 2) {
+                chunk(acc, c);
+                chunk(acc + 4, c + 1);
+            }
+            if (c < c_end) chunk(acc, c);
+            for (int s = 0; s < 4; ++s) acc[s] = _mm512_add_epi32(acc[s], acc[s + 4]);
+        } else {
+            for (int64_t c = g * chunks_per_g; c < c_end; ++c) {
+                const __m512i   bytes = _mm512_loadu_si512(codes + c * k_tile_chunk);
+                const int64_t   col   = c * k_tile_cols;
                 const __m512i w0 = _mm512_and_si512(bytes, three);
                 const __m512i w1 = _mm512_and_si512(_mm512_srli_epi16(bytes, 2), three);
                 const __m512i w2 = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), three);
@@ -257,7 +272,66 @@ uint64_t read_bytes(const uint8_t * p, int64_t n) {
     return s;
 }
 
+// Q8_0 activation blocks (cpu_kernels.h: q8_0_blocks): roundf (half away from zero) as the
+// truncation plus the sign where the exact remainder is at least one half. A block holding a NaN
+// gets d = NaN (the reference's max skips NaNs; its codes are the reference's business).
+void q8_0_blocks(const float * x, int64_t n_blocks, int8_t * q, float * d, int32_t * bsum) {
+    const __m512 half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.0f);
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        const __m512 x0   = _mm512_loadu_ps(x + 32 * b), x1 = _mm512_loadu_ps(x + 32 * b + 16);
+        const float  amax = _mm512_reduce_max_ps(_mm512_max_ps(abs_ps(x0), abs_ps(x1)));
+        const bool   nan  = (_mm512_cmp_ps_mask(x0, x0, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(x1, x1, _CMP_UNORD_Q)) != 0;
+        const float  db   = nan ? amax - amax + __builtin_nanf("") : amax / 127.0f;
+        d[b]              = db;
+        if (!(db - db == 0.0f)) continue;  // not finite (or a NaN in the block): the caller runs the reference
+        const __m512 id = _mm512_set1_ps(db != 0.0f ? 1.0f / db : 0.0f);
+        __m512i      c[2];
+        for (int h = 0; h < 2; ++h) {
+            const __m512    v  = _mm512_mul_ps(h ? x1 : x0, id);
+            const __m512    t  = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+            const __mmask16 up = _mm512_cmp_ps_mask(abs_ps(_mm512_sub_ps(v, t)), half, _CMP_GE_OQ);
+            const __m512    s  = _mm512_or_ps(one, _mm512_and_ps(v, _mm512_set1_ps(-0.0f)));  // +-1 with v's sign
+            c[h] = _mm512_cvttps_epi32(_mm512_mask_add_ps(t, up, t, s));
+        }
+        _mm_storeu_si128(reinterpret_cast<__m128i *>(q + 32 * b), _mm512_cvtepi32_epi8(c[0]));
+        _mm_storeu_si128(reinterpret_cast<__m128i *>(q + 32 * b + 16), _mm512_cvtepi32_epi8(c[1]));
+        bsum[b] = _mm512_reduce_add_epi32(_mm512_add_epi32(c[0], c[1]));
+    }
+}
+
+// dq_q6_k (cpu_dequant.h) 16 elements per vector: the 6-bit codes assembled in bytes, widened to
+// int32, then ds * (float)(q - 32) as the scalar code rounds it. (GCC vectorized the scalar loop
+// with 4-lane vectors and a widening per step: ~16% of a llama-3.2-1b pp64 on the exact head.)
+void dq_q6_k_avx512(const uint8_t * b, float * out) {
+    const uint8_t * ql = b;
+    const uint8_t * qh = b + 128;
+    const auto *    sc = reinterpret_cast<const int8_t *>(b + 192);
+    const float     d  = half_to_float(b + 208);
+    const __m128i   m4 = _mm_set1_epi8(0x0f), m2 = _mm_set1_epi8(3);
+    const __m512i   c32 = _mm512_set1_epi32(32);
+    for (int h = 0; h < 2; ++h) {
+        for (int k = 0; k < 4; ++k) {
+            for (int half = 0; half < 2; ++half) {
+                const float   ds = d * static_cast<float>(sc[8 * h + 2 * k + half]);
+                const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i *>(ql + 64 * h + 32 * (k & 1) + 16 * half));
+                const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i *>(qh + 32 * h + 16 * half));
+                const __m128i l4 = _mm_and_si128(k >> 1 ? _mm_srli_epi16(lo, 4) : lo, m4);
+                const __m128i h2 = _mm_and_si128(_mm_srl_epi16(hi, _mm_cvtsi32_si128(2 * k)), m2);
+                const __m128i q  = _mm_or_si128(l4, _mm_slli_epi16(h2, 4));  // (h2 <= 3: no carry across bytes)
+                const __m512  v  = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_cvtepu8_epi32(q), c32));
+                _mm512_storeu_ps(out + 128 * h + 32 * k + 16 * half, _mm512_mul_ps(_mm512_set1_ps(ds), v));
+            }
+        }
+    }
+}
+
 bool dequant_rows(uint32_t type, const uint8_t * src, int64_t row_bytes, int64_t n_rows, int64_t k, float * out) {
+    if (type == k_type_q6_k) {
+        for (int64_t r = 0; r < n_rows; ++r) {
+            for (int64_t b = 0; b < k / 256; ++b) dq_q6_k_avx512(src + r * row_bytes + 210 * b, out + r * k + 256 * b);
+        }
+        return true;
+    }
     return dequant_rows_impl(type, src, row_bytes, n_rows, k, out);
 }
 void row_sumsq(const float * rows, int64_t n_rows, int64_t k, double * sumsq) { row_sumsq_impl(rows, n_rows, k, sumsq); }
@@ -284,7 +358,8 @@ const Kernels * kernels_avx512_multiply() {
     static const Kernels k = [] {
         Kernels set{.name = "avx512-vnni", .base3 = false, .tile_to_base3 = tile_to_base3, .ternary_gemm = ternary_gemm,
                     .sum_squares = sum_squares, .norm_apply = norm_apply, .quantize_row = quantize_row, .rope = rope, .f32_to_f16 = f32_to_f16,
-                    .gate_act = gate_act, .dequant_rows = dequant_rows, .read_bytes = read_bytes, .row_sumsq = row_sumsq};
+                    .q8_0_blocks = q8_0_blocks, .gate_act = gate_act, .dequant_rows = dequant_rows, .read_bytes = read_bytes,
+                    .row_sumsq = row_sumsq};
         add_attention_and_head_avx512(set);
         add_qblock_avx512(set);
         return set;

@@ -300,25 +300,32 @@ template <bool H_F16> inline void add_products(__m512 ev, __m512 hv, __m512d & a
     }
 }
 
-// Any-order double sums with the rounding check (cpu_kernels.h: f16_rows_dot_checked).
-template <bool H_F16>
-void rows_dot_checked(const uint16_t * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
+// Any-order double sums with the rounding check (cpu_kernels.h: f16_rows_dot_checked), on f16 rows
+// (T = uint16_t) or f32 rows (T = float: f32 x f32 products are exact in double, so H_F16 is false).
+template <class T, bool H_F16>
+void rows_dot_checked(const T * table, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
                       int64_t n_tokens, float * logits, int64_t ld, const float * e_abs, const float * h_absmax) {
     const double  gamma2 = 2.0 * static_cast<double>(k + 16) * 0x1p-53 * (1.0 + 0x1p-20);  // 2 gamma_k, with room
     const int64_t k32    = k & ~int64_t{31};
     for (int64_t r = r0; r < r1; ++r) {
-        const uint16_t * e = table + r * row_stride;
+        const T * e = table + r * row_stride;
         for (int64_t t = 0; t < n_tokens; ++t) {
             const float * ht = h + t * k;
             __m512d       a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
             int64_t       i  = 0;
             for (; i < k32; i += 32) {
-                add_products<H_F16>(load_f16(e + i), _mm512_loadu_ps(ht + i), a0, a1);
-                add_products<H_F16>(load_f16(e + i + 16), _mm512_loadu_ps(ht + i + 16), a2, a3);
+                add_products<H_F16>(load_row16(e + i), _mm512_loadu_ps(ht + i), a0, a1);
+                add_products<H_F16>(load_row16(e + i + 16), _mm512_loadu_ps(ht + i + 16), a2, a3);
             }
             for (; i < k; i += 16) {
                 const __mmask16 m = tail_mask(k - i);
-                add_products<H_F16>(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, e + i)), _mm512_maskz_loadu_ps(m, ht + i), a0, a1);
+                __m512 ev;
+                if constexpr (sizeof(T) == 2) {
+                    ev = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, e + i));
+                } else {
+                    ev = _mm512_maskz_loadu_ps(m, e + i);
+                }
+                add_products<H_F16>(ev, _mm512_maskz_loadu_ps(m, ht + i), a0, a1);
             }
             const double d = _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(a0, a1), _mm512_add_pd(a2, a3)));
             double       w = gamma2 * static_cast<double>(h_absmax[t]) * static_cast<double>(e_abs[r - r0]);
@@ -329,7 +336,7 @@ void rows_dot_checked(const uint16_t * table, int64_t row_stride, int64_t r0, in
             __builtin_memcpy(&blo, &lo, 4);
             __builtin_memcpy(&bhi, &hi, 4);
             if (!(blo == bhi && lo - lo == 0.0f)) {  // near a rounding boundary (or not finite): in order
-                rows_dot_block<uint16_t, 1>(table, row_stride, r, r + 1, k, ht, &v);
+                rows_dot_block<T, 1>(table, row_stride, r, r + 1, k, ht, &v);
             }
             logits[t * ld + r - r0] = v;
         }
@@ -340,10 +347,15 @@ void f16_rows_dot_checked(const uint16_t * table, int64_t row_stride, int64_t r0
                           int64_t n_tokens, float * logits, int64_t ld, const float * e_abs, const float * h_absmax,
                           bool h_f16) {
     if (h_f16) {
-        rows_dot_checked<true>(table, row_stride, r0, r1, k, h, n_tokens, logits, ld, e_abs, h_absmax);
+        rows_dot_checked<uint16_t, true>(table, row_stride, r0, r1, k, h, n_tokens, logits, ld, e_abs, h_absmax);
     } else {
-        rows_dot_checked<false>(table, row_stride, r0, r1, k, h, n_tokens, logits, ld, e_abs, h_absmax);
+        rows_dot_checked<uint16_t, false>(table, row_stride, r0, r1, k, h, n_tokens, logits, ld, e_abs, h_absmax);
     }
+}
+
+void f32_rows_dot_checked(const float * rows, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
+                          int64_t n_tokens, float * logits, int64_t ld, const float * e_abs, const float * h_absmax) {
+    rows_dot_checked<float, false>(rows, row_stride, r0, r1, k, h, n_tokens, logits, ld, e_abs, h_absmax);
 }
 
 void f32_rows_dot(const float * rows, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const float * h,
@@ -475,6 +487,7 @@ void add_attention_and_head_avx512(Kernels & set) {
     set.attention            = attention;
     set.f16_rows_dot         = f16_rows_dot;
     set.f16_rows_dot_checked = f16_rows_dot_checked;
+    set.f32_rows_dot_checked = f32_rows_dot_checked;
     set.f32_rows_dot         = f32_rows_dot;
     set.head_i8_rows         = head_i8_rows;
     set.q6k_rows_dot_i8      = q6k_rows_dot_i8;

@@ -213,6 +213,7 @@ void row_sumsq(const float * rows, int64_t n_rows, int64_t k, double * sumsq) { 
 }  // namespace
 
 void add_attention_and_head_neon(Kernels & set);  // kernels_neon_attn.cpp
+void add_qblock_neon(Kernels & set);              // kernels_neon_q.cpp
 
 const Kernels * kernels_neon() {
     static const Kernels k = [] {
@@ -220,6 +221,7 @@ const Kernels * kernels_neon() {
                     .norm_apply = norm_apply, .quantize_row = quantize_row, .rope = rope, .f32_to_f16 = f32_to_f16,
                     .gate_act = gate_act, .dequant_rows = dequant_rows, .read_bytes = read_bytes, .row_sumsq = row_sumsq};
         add_attention_and_head_neon(set);
+        add_qblock_neon(set);
         return set;
     }();
     return &k;

@@ -4,8 +4,9 @@
 //      column, each thread one block of 16 dimensions of one position for the G query heads; and
 //      each workgroup's largest score per query head;
 //   2. attention_split_softmax: the row max (from those maxima: max is exact in any order), e =
-//      exp(s - max) in place, and the sum of each block of 32 positions, a workgroup per 256
-//      positions (for G = 4), KV head and column;
+//      exp(s - max) in place, and the sum of each block of 32 positions, a workgroup per 64
+//      positions (one long query: WebGpuTuning::attn_split_chunk; a paged batch 1024 / G), KV head
+//      and column;
 //   3. attention_split_pv: the normalizer from the block sums in cpu::sum_positions's order, the
 //      probabilities and P·V over every position, a workgroup per 8 output dimensions, KV head (or
 //      query head, where that is needed to fill the GPU) and column: no partial sums leave a
@@ -13,7 +14,8 @@
 //   or, for one query over a contiguous f16 cache (WebGpuTuning::attn_split_tiles), 3'.
 //      attention_split_pvt: the same normalizer and products by tiles of a superblock (512
 //      positions) x 16 dimensions of a KV head, V and the probabilities staged in workgroup memory
-//      and summed from there for all G query heads (each V row read once), then
+//      and summed from there for all G query heads (each V row read once; every loop of a fixed
+//      trip count, so that a thread's loads are in flight at once), then
 //      attention_split_combine: the superblocks added in cpu::PositionSum's order.
 // The same numerics as attention.wgsl and the CPU, bit for bit: the max is an exact reduction, and
 // every sum is taken by one thread or in a fixed tree inside one workgroup in the reference's order
@@ -51,7 +53,7 @@ struct SplitTiling {
 }  // namespace
 
 bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & s,
-                                    const KvBatch * batch, int64_t pos0, const GpuLinear * prefetch) {
+                                    const KvBatch * batch, int64_t pos0) {
     const int64_t hd    = s.head_dim;
     const int64_t n_kv  = s.n_head_kv;
     const int64_t group = s.n_head / n_kv;
@@ -64,9 +66,11 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
     SplitTiling st;
     st.ts = floor_pow2(static_cast<uint64_t>(2 * ((hd + 15) / 16) - 1));
     st.tp = st.wg / st.ts;
-    st.ch = tune_.attn_split_chunk != 0 && batch == nullptr
-                ? std::min<uint32_t>(tune_.attn_split_chunk, static_cast<uint32_t>(std::max<int64_t>(32, 1024 / group / 32 * 32)))
-                : static_cast<uint32_t>(std::max<int64_t>(32, 1024 / group / 32 * 32));
+    // Softmax positions per workgroup: up to 4 scores per thread (1024 / G); one long query
+    // takes attn_split_chunk (64: 5 x 64 = 320 workgroups for 2B4T at 4,096 positions instead of
+    // 80; H100 tg64 @ d4096 445.3-446.4 tokens/s against 439.6-441.1 with 256, 444.2-444.9 with 128).
+    const uint32_t ch_max = static_cast<uint32_t>(std::max<int64_t>(32, 1024 / group / 32 * 32));
+    st.ch = batch == nullptr && tune_.attn_split_chunk != 0 ? std::min(tune_.attn_split_chunk, ch_max) : ch_max;
     TERN_ASSERT(group * st.ch <= 4 * st.wg, "attention_split_softmax holds 4 scores per thread");
     st.dg = std::clamp<uint32_t>(tune_.attn_split_dims, 2, 16);
     while (st.dg > 2 && (hd % st.dg != 0 || st.dg % 2 != 0)) st.dg /= 2;
@@ -147,10 +151,7 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                               hd % k_tile_dims == 0 && pvt_mem <= lim.maxComputeWorkgroupStorageSize &&
                               cpu::k_pos_super == 512 && cpu::k_pos_block == 32 &&
                               uint64_t(hd / k_tile_dims) * uint64_t(nsb_ld) <= lim.maxComputeWorkgroupsPerDimension &&
-                              gpu_offset(kv.v, 2) % 2 == 0;
-    // Its fixed-trip-count form with vec4 V loads (attn_split_tiles 2): rows of 16-byte multiples.
-    const bool flat_tiles = by_tiles && tune_.attn_split_tiles == 2 && gpu_offset(kv.v, 2) % 8 == 0 &&
-                            kv.v.ne[0] % 8 == 0;
+                              gpu_offset(kv.v, 2) % 8 == 0 && kv.v.ne[0] % 8 == 0;  // (vec4 V loads)
     if (by_tiles) {
         grown(attn_super_, static_cast<size_t>(tc_max * n_kv * group * nsb_ld * hd) * 4, "attention superblock sums");
     }
@@ -254,32 +255,15 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                 uint32_t n_embd_kv, v_offset, ld, bsum_ld, n_head_kv, pos0, max_pages, cols_offset, pages_offset, nsb_ld;
             } vp{u32(kv.v.ne[0]), gpu_offset(kv.v, v_el), u32(ld), n_b, u32(n_kv), u32(pos0 + c0), max_pages,
                  cols_at + u32(4 * c0), pages_at, u32(nsb_ld)};
-            const uint32_t nx = u32(hd / k_tile_dims * ceil_div(n_max, cpu::k_pos_super));
             PipelineKey vk{"attention_split_pvt",
-                           "rrrrrrwu",
+                           "rrrrrwu",
                            {{{"HD", static_cast<double>(hd)},
                              {"GROUP", static_cast<double>(group)},
-                             {"DS", static_cast<double>(k_tile_dims)},
-                             {"FLAT", flat_tiles ? 1.0 : 0.0}}}};
-            // The weight two matmuls ahead (attention.wgsl's prefetch; WeightOrder skips it in the
-            // matmuls before), one word per 64 bytes over the first column's workgroups (all of them
-            // run: the dispatch covers its superblocks), where attn_split_prefetch allows.
-            WGPUBuffer pf_buf = gpu_buffer(kv.v);
-            if (prefetch != nullptr && tune_.attn_split_prefetch != 0) {
-                const uint64_t words  = prefetch->buffer->size_bytes() / 4;
-                const uint64_t groups = uint64_t{nx} * u32(n_kv);
-                const uint64_t loads  = (words + groups * 256 * k_prefetch_stride_words - 1) /
-                                       (groups * 256 * k_prefetch_stride_words);
-                if (loads <= 16) {
-                    vk.add("KPF_WORDS", static_cast<double>(words));
-                    vk.add("KPF_LOADS", static_cast<double>(loads));
-                    vk.add("KPF_GROUPS", static_cast<double>(groups));
-                    pf_buf = prefetch->buffer->get();
-                }
-            }
+                             {"DS", static_cast<double>(k_tile_dims)}}}};
             const WGPUBuffer vb[] = {attn_scores_->get(), attn_bsum_->get(), gpu_buffer(kv.v), cols_v, pages_v,
-                                     pf_buf, attn_super_->get()};
-            step_->dispatch(vk, vb, &vp, sizeof vp, nx, u32(n_kv), u32(tc));
+                                     attn_super_->get()};
+            step_->dispatch(vk, vb, &vp, sizeof vp, u32(hd / k_tile_dims * ceil_div(n_max, cpu::k_pos_super)),
+                            u32(n_kv), u32(tc));
 
             struct {
                 uint32_t n_head, nsb_ld, pos0, max_pages, cols_offset, pages_offset, out_offset, out_stride;

@@ -122,6 +122,13 @@ public:
         begin_step();
         if (tune_.first_submit > 0) step_->ramp_submits(tune_.first_submit, 32 * size_t{tune_.first_submit});
     }
+    // A batched step recorded ahead (BatchEngine::record_ahead) is kept in the same pieces, which
+    // release_held_step() submits one after the other: the device starts on the first while the
+    // driver takes the next ones (the device is idle when it is released: its tokens were waited for).
+    void begin_held_step() override {
+        begin_step();
+        if (tune_.first_submit > 0) step_->hold_in_pieces(tune_.first_submit, 32 * size_t{tune_.first_submit});
+    }
     // (The greedy head's last argmax stage may stay deferred for the next step's embed to fold in.)
     void end_step() override {
         step_->ramp_submits(0, 0);  // (start_from_idle's pieces end with the step)
@@ -237,6 +244,8 @@ public:
     // once by subgroup_matrix_probe (4 or 1), or 0: ternary_gemm_mma.wgsl and lm_head_i8_mma.wgsl are not used (no subgroup
     // matrices, no 32-wide subgroups, or no exact product).
     uint32_t mma_unit();
+    // Tokens from which the GEMM replaces the per-token kernels (WebGpuTuning::gemm_min_tokens).
+    int64_t gemm_min_tokens();
     // Forces every prefill GEMM of one scale group per row to split K into this many shares (tests;
     // nullopt: WebGpuTuning::gemm_split_groups decides; 1: no split).
     void set_gemm_split(std::optional<uint32_t> shares) { gemm_split_ = shares; }
@@ -338,10 +347,8 @@ private:
     // webgpu_attention_split.cpp): the columns of a paged batch, or (batch null) columns at
     // positions pos0 + t of a contiguous cache; false when its workgroups or buffers would not fit
     // this device or the shape.
-    // `prefetch` (one query; null: none): a weight a later kernel reads, pulled into L2 by
-    // attention_split_pvt's invocations as attention.wgsl's prefetching workgroups pull it.
     bool split_attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
-                         const KvBatch * batch, int64_t pos0, const GpuLinear * prefetch = nullptr);
+                         const KvBatch * batch, int64_t pos0);
     // rope_kv.wgsl over the qkv scratch's n_tok columns: at positions pos0 + t of a contiguous cache,
     // or (batch) at each column's position and cache row (webgpu_prefill.cpp).
     void encode_rope_kv(const Tensor & q, const KvLayer & kv, const GpuLinear & lw, const AttentionShape & shape,

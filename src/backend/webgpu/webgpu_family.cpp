@@ -22,6 +22,7 @@
 #include "quant/ternary_formats.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 
@@ -252,7 +253,7 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
                              takes_q8_k(part.type) ? 256 : 32});
         }
     } else if (const auto * l = dynamic_cast<const GpuLinear *>(&w)) {
-        if (!takes_q8_0_blocks_lowbit(l->type) || l->group % 64 != 0) return false;
+        if (!takes_q8_0_blocks_lowbit(l->type) || l->group % 64 != 0 || l->group > 256) return false;
         parts.push_back({l->type, 0, l->n_rows, l->buffer->get(), l->buffer->get(), l->scales_offset, l->group});
     } else {
         return false;
@@ -260,19 +261,24 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
     // (WebGpuTuning::family_wg, within the adapter's limit)
     const uint32_t wg = std::min<uint32_t>(tune_.family_wg, ctx_.limits().maxComputeInvocationsPerWorkgroup);
     const int64_t  nb = k / 32;
-    if (in.norm != nullptr && k > int64_t{32} * wg) return false;  // lib/inv_rms.wgsl's bound
-    // Workgroup memory: matvec_q8: the staged blocks (72 bytes per 32 values), the terms (a row every
-    // NT + 1); matvec_q8k: 328 bytes per 256 values, a row of 9 terms per block + 1; both the norm's
+    if (in.norm != nullptr && k > int64_t{32} * wg) return false;  // the norms' bound (NB <= WG)
+    // Workgroup memory: matvec_q8: the staged blocks (60 bytes per 32 values; lib/quarters_q8_0.wgsl's
+    // exchanges and the norm's reduction, 2 WG f32), the terms (a row every NT + 1); matvec_q8k: 328 bytes per 256 values, a row of 9 terms per block + 1; both the norm's
     // reduction (WG f32). Every part must fit before any is recorded.
     // With WebGpuTuning::family_acts the Q4_0 / Q8_0 parts' Q8_0 blocks are made once (act_q8_0.wgsl:
-    // 32 bytes per 32 values and the norm's reduction) and matvec_q8_acts.wgsl keeps only the terms
+    // an invocation per 8 values where the adapter has the threads, up to 4 quarters each; 4 bytes
+    // per block and two f32 per invocation of workgroup memory) and matvec_q8_acts.wgsl keeps only the terms
     // (and with QOUT a few bytes per row), family_acts_rows rows per workgroup; family_acts=2: a
     // gate+up of one such part writes its outputs' blocks too (QOUT, 32 rows or more per
     // workgroup), and the down projection right after it reads them instead of running act_q8_0.
     // (Q1_0 / Q2_0 / PQ2_0 keep matvec_q8.wgsl's prologue: their matvecs are short, and the added
     // dispatches cost more, H200 qwen3-1.7b Q1_0 tg64 556.9 vs 606.7 tok/s.)
     const uint64_t storage = ctx_.limits().maxComputeWorkgroupStorageSize;
-    const bool     acts    = tune_.family_acts != 0 && static_cast<uint64_t>(nb) * 32 + uint64_t{wg} * 4 <= storage;
+    const uint32_t max_wg  = ctx_.limits().maxComputeInvocationsPerWorkgroup;
+    const uint32_t act_wg  = static_cast<uint32_t>(std::min<uint64_t>(std::bit_ceil(static_cast<uint64_t>(4 * nb)), max_wg));
+    const uint32_t act_qpt = ceil_div(4 * nb, act_wg);  // quarters per invocation
+    const bool     acts    = tune_.family_acts != 0 && act_qpt <= 4 && act_wg >= nb &&
+                      static_cast<uint64_t>(nb) * 4 + uint64_t{act_wg} * 8 <= storage;
     const uint32_t per     = glu_act ? 2u : 1u;  // weight rows per output row
     const int64_t  n_out   = glu_act ? w.n_rows / 2 : w.n_rows;
     const bool     want_qout = acts && glu_act && tune_.family_acts >= 2 && parts.size() == 1 &&
@@ -285,8 +291,9 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
         const bool     pa    = acts && takes_q8_0(part.type);  // (matvec_q8_acts.wgsl)
         const uint64_t fixed = kq   ? static_cast<uint64_t>(k / 256) * 328 + uint64_t{wg} * 4
                                : pa ? 512
-                                    : static_cast<uint64_t>(nb) * 72 + uint64_t{wg} * 4;
+                                    : static_cast<uint64_t>(nb) * 60 + uint64_t{wg} * 8;
         if (kq && (k % 256 != 0 || k / 256 * 8 > wg * 4)) return false;
+        if (!kq && !pa && ceil_div(4 * nb, wg) > 8) return false;  // matvec_q8's prologue: 8 quarters per invocation
         // (WebGpuTuning::family_acts_rows; else family_rows, family_rows_long for rows of 4096 or
         // more values without the gate: the down projection, few rows with long prologues)
         const uint32_t want = pa ? tune_.family_acts_rows
@@ -326,8 +333,9 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
             } ap{u32(k), in.eps, gpu_offset(in.x, 4), u32(in.x.ne[0]), 0};
             const PipelineKey akey{"act_q8_0",
                                    "rrwu",
-                                   {{{"WG", static_cast<double>(wg)},
+                                   {{{"WG", static_cast<double>(act_wg)},
                                      {"NB", static_cast<double>(nb)},
+                                     {"QPT", static_cast<double>(act_qpt)},
                                      {"NORM", in.norm ? 1.0 : 0.0}}}};
             const WGPUBuffer abufs[] = {gpu_buffer(in.x), nw, a_in};
             step_->dispatch(akey, abufs, &ap, sizeof ap, 1, u32(T));
@@ -365,6 +373,12 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
             struct {
                 uint32_t n_rows, y_offset, y_stride, up_row, activation;
             } p{n, y0, u32(y.ne[0]), u32(n_out), act};
+            // Blocks a lane loads at once: all of its blocks, up to 12 (Q8_0, twice the words: 8), so
+            // a QOUT gate+up's 8 lanes per row wait for memory once (WebGpuTuning::family_acts_loads).
+            const uint32_t lanes = (qout ? qout_wg : wg) / (rows * per);
+            const uint32_t loads = tune_.family_acts_loads != 0
+                                       ? tune_.family_acts_loads
+                                       : std::clamp<uint32_t>(ceil_div(nb, lanes), 1, part.type == DType::q8_0 ? 8 : 12);
             const PipelineKey key{dot4_native_ ? "matvec_q8_acts" : "matvec_q8_acts_nodp4",
                                   "rrrwwu",
                                   {{{"WG", static_cast<double>(qout ? qout_wg : wg)},
@@ -375,7 +389,8 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
                                     {"GLU", glu_act ? 1.0 : 0.0},
                                     {"ACCUMULATE", accumulate ? 1.0 : 0.0},
                                     {"QOUT", qout ? 1.0 : 0.0},
-                                    {"NBO", qout ? static_cast<double>(n_out / 32) : 1.0}}}};
+                                    {"NBO", qout ? static_cast<double>(n_out / 32) : 1.0},
+                                    {"LOADS", static_cast<double>(loads)}}}};
             // (oacts without QOUT: a buffer no other binding has; nothing is written to it)
             const WGPUBuffer out = qout ? grown(fa_acts_[1], act_bytes(n_out / 32), "family q8_0 gate outputs") : mm_zero_norm_->get();
             const WGPUBuffer abufs[] = {part.words, part.scales, a_in, gpu_buffer(y), out};
@@ -385,10 +400,12 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
         }
         // Weights loaded ahead of the prologue: the lane's blocks, at most family_prefetch (Q8_0: 4).
         const uint32_t lanes = wg / (rows * per);
+        // (Q1_0 / Q2_0 / PQ2_0: weight groups, a vec4 per 64 values, at most 8 vec4s)
         const uint32_t pf    = takes_q8_0(part.type)
                                    ? std::min<uint32_t>({tune_.family_prefetch, part.type == DType::q8_0 ? 4u : 8u,
                                                          static_cast<uint32_t>(ceil_div(nb, lanes))})
-                                   : 0u;
+                                   : std::min<uint32_t>({tune_.family_prefetch, static_cast<uint32_t>(512 / part.group),
+                                                         static_cast<uint32_t>(ceil_div(nt, lanes))});
         struct {
             uint32_t n_rows, k;
             float    eps;
@@ -403,6 +420,7 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
                                 {"NB", static_cast<double>(nb)},
                                 {"WTYPE", wtype},
                                 {"GROUP", static_cast<double>(part.group)},
+                                {"QPT", static_cast<double>(ceil_div(4 * nb, wg))},
                                 {"NT", static_cast<double>(nt)},
                                 {"PF", static_cast<double>(pf)},
                                 {"NORM", in.norm ? 1.0 : 0.0},

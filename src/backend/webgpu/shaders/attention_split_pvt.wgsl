@@ -17,17 +17,13 @@
 // (nsb x HD / DS x n_head_kv: 320 for 2B4T at 4,096 positions).
 //
 //   e: the softmax kernel's [T][n_head_kv][G][ld] f32   bsum: [T][n_head_kv][G][bsum_ld] f32
-//   v_cache: [n_head_kv hd, rows] f16, 8 per vec4<u32> (v_offset and a row a multiple of 8 elements)   part: [T][n_head][nsb_ld][hd] f32
-// With FLAT (WebGpuTuning::attn_split_tiles 2) every loop has a fixed trip count, so that all of a
-// thread's loads are in flight at once instead of one latency per iteration: V rows by vec4 loads,
-// positions past the column's end staged as zeros (their products add +0, which leaves every sum's
-// bits as they are: the sums are never -0), the block sums of the normalizer loaded before they are
-// added. The same operations on the same values in the same order otherwise.
-// With KPF_WORDS (a decode step), the invocations also pull a weight a later kernel reads into L2 (as
-// attention.wgsl's prefetching workgroups do): one word per 64 bytes, KPF_LOADS each over the first
-// column's KPF_GROUPS workgroups, issued once the tile and the normalizer's inputs are in; kept by a
-// store that never happens (p.rn_zero is 0). Nothing changes in any result.
-// Bindings: 0 e, 1 bsum, 2 v_cache, 3 cols, 4 pages, 5 pfw (read); 6 part (read_write); 7 params
+//   v_cache: [n_head_kv hd, rows] f16, 8 per vec4<u32> (v_offset and a row a multiple of 8 elements)
+//   part: [T][n_head][nsb_ld][hd] f32
+// Every loop has a fixed trip count, so that all of a thread's loads are in flight at once instead
+// of one latency per iteration: V rows by vec4 loads, positions past the column's end staged as zeros
+// (their products add +0, which leaves every sum's bits as they are: the sums are never -0), the
+// block sums of the normalizer loaded before they are added.
+// Bindings: 0 e, 1 bsum, 2 v_cache, 3 cols, 4 pages (read); 5 part (read_write); 6 params
 // Dispatch: (nsb_ld * HD / DS, n_head_kv, T): x = superblock * (HD / DS) + slice of DS dimensions; a
 // workgroup past its column's last superblock returns at once.
 
@@ -44,7 +40,6 @@ override JV: u32 = (GROUP + 3u) / 4u;   // vec4s of query heads (at most 4)
 override VW: u32 = DS / 2u;             // u32 words of a tile row
 override VS: u32 = VW + 1u;             // its stride in workgroup memory (odd: rows 32 apart in other banks)
 override SPP: u32 = WG / GROUP;         // superblocks of the normalizer per pass and head
-override FLAT: bool = false;            // fixed trip counts, vec4 V loads (above)
 
 struct Params {
     n_embd_kv: u32,    // cache elements per row
@@ -65,14 +60,8 @@ struct Params {
 @group(0) @binding(2) var<storage, read> v_cache: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read> cols: array<i32>;
 @group(0) @binding(4) var<storage, read> pages: array<i32>;
-@group(0) @binding(5) var<storage, read> pfw: array<u32>;
-@group(0) @binding(6) var<storage, read_write> part: array<f32>;
-@group(0) @binding(7) var<uniform> p: Params;
-
-override KPF_WORDS: u32 = 0u;   // words of the weight to prefetch (0: none)
-override KPF_LOADS: u32 = 1u;   // loads per invocation
-override KPF_GROUPS: u32 = 1u;  // workgroups that prefetch (those of column 0)
-const KPF_STRIDE: u32 = 16u;    // words: one load per 64 bytes (the host's k_prefetch_stride_words)
+@group(0) @binding(5) var<storage, read_write> part: array<f32>;
+@group(0) @binding(6) var<uniform> p: Params;
 
 var<workgroup> v_s: array<u32, SUPER * VS>;         // [position][word]: the V tile
 var<workgroup> p_s: array<vec4<f32>, SUPER * JV>;   // [position][heads 4m..4m+3]: probabilities; then block sums
@@ -96,31 +85,20 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 
     // 1. The V tile's loads first (in flight while the normalizer is summed): word w of row r.
     let first = kvh * HD + slice * DS;  // element index in a cache row
-    if (FLAT) {
-        // Quarter q of row r: vec4 (p.v_offset + row n_embd_kv + first) / 8 + q, all loaded, then stored.
-        var vq: array<vec4<u32>, 4>;  // SUPER VW / 4 / WG = 4 (DS = 16)
-        for (var k = 0u; k < SUPER * VW / 4u / WG; k++) {
-            let i = lid + k * WG;
-            let r = i / (VW / 4u);
-            vq[k] = vec4<u32>(0u);
-            if (r < np) {
-                vq[k] = v_cache[(p.v_offset + kv_row(col, pbeg + r) * p.n_embd_kv + first) / 8u + i % (VW / 4u)];
-            }
+    // Quarter q of row r: vec4 (p.v_offset + row n_embd_kv + first) / 8 + q, all loaded, then stored.
+    var vq: array<vec4<u32>, 4>;  // SUPER VW / 4 / WG = 4 (DS = 16)
+    for (var k = 0u; k < SUPER * VW / 4u / WG; k++) {
+        let i = lid + k * WG;
+        let r = i / (VW / 4u);
+        vq[k] = vec4<u32>(0u);
+        if (r < np) {
+            vq[k] = v_cache[(p.v_offset + kv_row(col, pbeg + r) * p.n_embd_kv + first) / 8u + i % (VW / 4u)];
         }
-        for (var k = 0u; k < SUPER * VW / 4u / WG; k++) {
-            let i = lid + k * WG;
-            let at = (i / (VW / 4u)) * VS + 4u * (i % (VW / 4u));
-            for (var c = 0u; c < 4u; c++) { v_s[at + c] = vq[k][c]; }
-        }
-    } else {
-        for (var i = lid; i < SUPER * VW; i += WG) {
-            let r = i / VW;
-            let w = i % VW;
-            if (r < np) {
-                let x = p.v_offset / 2u + kv_row(col, pbeg + r) * (p.n_embd_kv / 2u) + first / 2u + w;  // word
-                v_s[r * VS + w] = v_cache[x / 4u][x % 4u];
-            }
-        }
+    }
+    for (var k = 0u; k < SUPER * VW / 4u / WG; k++) {
+        let i = lid + k * WG;
+        let at = (i / (VW / 4u)) * VS + 4u * (i % (VW / 4u));
+        for (var c = 0u; c < 4u; c++) { v_s[at + c] = vq[k][c]; }
     }
 
     // The probabilities' e values too (into registers: their loads in flight with the others).
@@ -140,16 +118,12 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let j = lid / SPP;
         let s = s0 + lid % SPP;
         var acc = 0.0;
-        if (FLAT) {  // the 16 block sums loaded first (+0 past the column's blocks), then added in order
-            var bs: array<f32, 16>;
-            for (var b = 0u; b < 16u; b++) {
-                bs[b] = 0.0;
-                if (j < GROUP && s < nsb && 16u * s + b < nb) { bs[b] = bsum[(row0 + j) * p.bsum_ld + 16u * s + b]; }
-            }
-            for (var b = 0u; b < 16u; b++) { acc = acc + bs[b]; }
-        } else if (j < GROUP && s < nsb) {
-            for (var b = 16u * s; b < min(16u * s + 16u, nb); b++) { acc = acc + bsum[(row0 + j) * p.bsum_ld + b]; }
+        var bs: array<f32, 16>;  // the 16 block sums loaded first (+0 past the column's blocks), then added in order
+        for (var b = 0u; b < 16u; b++) {
+            bs[b] = 0.0;
+            if (j < GROUP && s < nsb && 16u * s + b < nb) { bs[b] = bsum[(row0 + j) * p.bsum_ld + 16u * s + b]; }
         }
+        for (var b = 0u; b < 16u; b++) { acc = acc + bs[b]; }
         sup_s[lid] = acc;
         workgroupBarrier();
         if (lid < GROUP) {
@@ -159,17 +133,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     if (lid < GROUP) { inv_s[lid] = div_rn(1.0, total); }
     workgroupBarrier();
-
-    // The prefetch's loads (their latency hidden by the steps below).
-    var pf = 0u;
-    if (KPF_WORDS != 0u && t == 0u) {
-        let g     = wid.y * (HD / DS) * nsb + wid.x;  // workgroup of column 0 (its dispatch is nsb wide)
-        let first = (g * WG + lid) * KPF_STRIDE;
-        for (var u = 0u; u < KPF_LOADS; u++) {
-            let i = first + u * KPF_GROUPS * WG * KPF_STRIDE;
-            if (i < KPF_WORDS) { pf ^= pfw[i]; }
-        }
-    }
 
     // 3. The probabilities of the superblock, f16-rounded, 4 heads per vec4 (0 for missing heads).
     for (var k = 0u; k < SUPER * 4u * JV / WG; k++) {
@@ -188,19 +151,11 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let nbl = (np + 31u) / 32u;
     var acc: array<vec4<f32>, 4>;
     for (var m = 0u; m < JV; m++) { acc[m] = vec4<f32>(0.0); }
-    if (FLAT) {  // 32 positions always: past np, V and the probabilities are 0 (+0 added)
-        for (var k = 0u; k < 32u; k++) {
-            let r  = 32u * b + k;
-            let vv = unpack2x16float(v_s[r * VS + d / 2u]);
-            let v  = select(vv.x, vv.y, (d & 1u) != 0u);
-            for (var m = 0u; m < JV; m++) { acc[m] = acc[m] + p_s[r * JV + m] * v; }
-        }
-    } else if (b < nbl) {
-        for (var r = 32u * b; r < min(32u * b + 32u, np); r++) {
-            let vv = unpack2x16float(v_s[r * VS + d / 2u]);
-            let v  = select(vv.x, vv.y, (d & 1u) != 0u);
-            for (var m = 0u; m < JV; m++) { acc[m] = acc[m] + p_s[r * JV + m] * v; }
-        }
+    for (var k = 0u; k < 32u; k++) {  // 32 positions always: past np, V and the probabilities are 0 (+0 added)
+        let r  = 32u * b + k;
+        let vv = unpack2x16float(v_s[r * VS + d / 2u]);
+        let v  = select(vv.x, vv.y, (d & 1u) != 0u);
+        for (var m = 0u; m < JV; m++) { acc[m] = acc[m] + p_s[r * JV + m] * v; }
     }
     workgroupBarrier();
     for (var m = 0u; m < JV; m++) { p_s[lid * JV + m] = acc[m]; }  // [block][d][m]
@@ -211,15 +166,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let dd = lid / JV;
         let m  = lid % JV;
         var s  = vec4<f32>(0.0);
-        if (FLAT) {  // blocks past nbl hold +0
-            for (var bb = 0u; bb < WG / DS; bb++) { s = s + p_s[(bb * DS + dd) * JV + m]; }
-        } else {
-            for (var bb = 0u; bb < nbl; bb++) { s = s + p_s[(bb * DS + dd) * JV + m]; }
-        }
+        for (var bb = 0u; bb < WG / DS; bb++) { s = s + p_s[(bb * DS + dd) * JV + m]; }  // past nbl: +0
         for (var c = 0u; c < 4u; c++) {
             let j = 4u * m + c;
             if (j < GROUP) { part[((row0 + j) * p.nsb_ld + sb) * HD + slice * DS + dd] = s[c]; }
         }
     }
-    if (KPF_WORDS != 0u && (pf & p.rn_zero) != 0u) { part[0] = bitcast<f32>(pf); }  // never (keeps the loads)
 }

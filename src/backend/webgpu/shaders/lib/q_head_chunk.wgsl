@@ -50,70 +50,83 @@ fn chunk_words(row: u32, c: u32) -> ChunkWords {
     return cw;
 }
 
-// acc + the products of chunk c (its words cw; its 32 weights dequantized as dequantize_row does)
-// with h, in double-float, value by value.
-fn chunk_dot(acc_in: vec2<f32>, cw: ChunkWords, c: u32, t: u32) -> vec2<f32> {
-    var acc = acc_in;
+// The chunk's weights as dequantize_row gives them, 4 at a time from one word: values 4 s .. 4 s +
+// 3 of the chunk's first half (second = false: Q8_0 word s of a, Q4_0 the low nibbles of a's word s,
+// Q6_K ql word s of a and qh word s of e with dsc.x) or of its second (Q8_0 b, Q4_0 the high nibbles
+// of a, Q6_K b and f with dsc.y). Named words and constant shifts, no indexing: an earlier form
+// indexed the chunk's vec4s per value, which the compiler may keep in memory when it does not unroll.
+fn weights4(lo: u32, hi: u32, second: bool, k: u32, d: f32, dsc: vec2<f32>) -> vec4<f32> {
     if (WTYPE == 3u) {
-        for (var j = 0u; j < 32u; j++) {
-            let word = select(cw.a, cw.b, j >= 16u)[(j / 4u) % 4u];
-            acc = df_fma(acc, mul_rn(f32(sbyte(word, j % 4u)), cw.d), h_val(t, 32u * c + j));
-        }
-        return acc;
+        return vec4<f32>(mul_rn(f32(sbyte(lo, 0u)), d), mul_rn(f32(sbyte(lo, 1u)), d), mul_rn(f32(sbyte(lo, 2u)), d),
+                         mul_rn(f32(sbyte(lo, 3u)), d));
     }
     if (WTYPE == 4u) {
-        for (var j = 0u; j < 16u; j++) {
-            let byte = (cw.a[j / 4u] >> (8u * (j % 4u))) & 0xffu;
-            acc = df_fma(acc, mul_rn(f32(i32(byte & 0xfu) - 8), cw.d), h_val(t, 32u * c + j));
-        }
-        for (var j = 0u; j < 16u; j++) {
-            let byte = (cw.a[j / 4u] >> (8u * (j % 4u))) & 0xffu;
-            acc = df_fma(acc, mul_rn(f32(i32(byte >> 4u) - 8), cw.d), h_val(t, 32u * c + 16u + j));
-        }
-        return acc;
+        let n = select(lo & 0x0f0f0f0fu, (lo >> 4u) & 0x0f0f0f0fu, second);
+        return vec4<f32>(mul_rn(f32(i32(n & 0xffu) - 8), d), mul_rn(f32(i32((n >> 8u) & 0xffu) - 8), d),
+                         mul_rn(f32(i32((n >> 16u) & 0xffu) - 8), d), mul_rn(f32(i32(n >> 24u) - 8), d));
     }
+    // Q6_K: q = (the nibble k selects) | (qh bits 2k, 2k + 1) << 4, per byte (no carries), minus 32.
+    let q  = select(lo & 0x0f0f0f0fu, (lo >> 4u) & 0x0f0f0f0fu, k >= 2u) | (((hi >> (2u * k)) & 0x03030303u) << 4u);
+    let ds = select(dsc.x, dsc.y, second);
+    return vec4<f32>(mul_rn(ds, f32(i32(q & 0xffu) - 32)), mul_rn(ds, f32(i32((q >> 8u) & 0xffu) - 32)),
+                     mul_rn(ds, f32(i32((q >> 16u) & 0xffu) - 32)), mul_rn(ds, f32(i32(q >> 24u) - 32)));
+}
+
+// Q6_K: the chunk's two sub-block scales d * sc (exact in f32).
+fn chunk_dsc(cw: ChunkWords, c: u32) -> vec2<f32> {
+    if (WTYPE != 6u) { return vec2<f32>(0.0, 0.0); }
+    let k = c % 4u;
+    return vec2<f32>(mul_rn(cw.d, f32(sbyte(cw.scw, (2u * k) % 4u))), mul_rn(cw.d, f32(sbyte(cw.scw, (2u * k) % 4u + 1u))));
+}
+
+// acc + w . h[hb .. hb + 3] in double-float, value by value.
+fn dot4_df(acc_in: vec2<f32>, w: vec4<f32>, hb: u32, t: u32) -> vec2<f32> {
+    var acc = df_fma(acc_in, w.x, h_val(t, hb));
+    acc = df_fma(acc, w.y, h_val(t, hb + 1u));
+    acc = df_fma(acc, w.z, h_val(t, hb + 2u));
+    return df_fma(acc, w.w, h_val(t, hb + 3u));
+}
+
+// acc.x + w . h[hb ..] in f32 (fma), acc.y + |w| . |h| (the bound pass).
+fn dot4_bound(acc_in: vec2<f32>, w: vec4<f32>, hb: u32, t: u32) -> vec2<f32> {
+    let hv = vec4<f32>(h_val(t, hb), h_val(t, hb + 1u), h_val(t, hb + 2u), h_val(t, hb + 3u));
+    var acc = acc_in;
+    acc = vec2<f32>(fma(w.x, hv.x, acc.x), fma(abs(w.x), abs(hv.x), acc.y));
+    acc = vec2<f32>(fma(w.y, hv.y, acc.x), fma(abs(w.y), abs(hv.y), acc.y));
+    acc = vec2<f32>(fma(w.z, hv.z, acc.x), fma(abs(w.z), abs(hv.z), acc.y));
+    return vec2<f32>(fma(w.w, hv.w, acc.x), fma(abs(w.w), abs(hv.w), acc.y));
+}
+
+// acc + the products of chunk c (its words cw; its 32 weights dequantized as dequantize_row does)
+// with h, in double-float, value by value (values 0 .. 31 in order).
+fn chunk_dot(acc_in: vec2<f32>, cw: ChunkWords, c: u32, t: u32) -> vec2<f32> {
     let k   = c % 4u;
-    let dsc = vec2<f32>(mul_rn(cw.d, f32(sbyte(cw.scw, (2u * k) % 4u))), mul_rn(cw.d, f32(sbyte(cw.scw, (2u * k) % 4u + 1u))));
-    for (var l = 0u; l < 32u; l++) {
-        let lo = (select(cw.a, cw.b, l >= 16u)[(l / 4u) % 4u] >> (8u * (l % 4u))) & 0xffu;
-        let hi = (select(cw.e, cw.f, l >= 16u)[(l / 4u) % 4u] >> (8u * (l % 4u) + 2u * k)) & 3u;
-        let q  = i32(select(lo & 0xfu, lo >> 4u, k >= 2u) | (hi << 4u)) - 32;
-        acc = df_fma(acc, mul_rn(dsc[l / 16u], f32(q)), h_val(t, 32u * c + l));
-    }
-    return acc;
+    let dsc = chunk_dsc(cw, c);
+    let b2  = select(cw.b, cw.a, WTYPE == 4u);  // the second half's words (Q4_0: a's high nibbles)
+    let hb  = 32u * c;
+    var acc = dot4_df(acc_in, weights4(cw.a.x, cw.e.x, false, k, cw.d, dsc), hb, t);
+    acc = dot4_df(acc, weights4(cw.a.y, cw.e.y, false, k, cw.d, dsc), hb + 4u, t);
+    acc = dot4_df(acc, weights4(cw.a.z, cw.e.z, false, k, cw.d, dsc), hb + 8u, t);
+    acc = dot4_df(acc, weights4(cw.a.w, cw.e.w, false, k, cw.d, dsc), hb + 12u, t);
+    acc = dot4_df(acc, weights4(b2.x, cw.f.x, true, k, cw.d, dsc), hb + 16u, t);
+    acc = dot4_df(acc, weights4(b2.y, cw.f.y, true, k, cw.d, dsc), hb + 20u, t);
+    acc = dot4_df(acc, weights4(b2.z, cw.f.z, true, k, cw.d, dsc), hb + 24u, t);
+    return dot4_df(acc, weights4(b2.w, cw.f.w, true, k, cw.d, dsc), hb + 28u, t);
 }
 
 // The bound pass's form (lm_head_q.wgsl ARGMAX_ONLY): acc.x + the products in f32 (fma), acc.y +
 // their magnitudes, the same weights as chunk_dot.
 fn chunk_bound(acc_in: vec2<f32>, cw: ChunkWords, c: u32, t: u32) -> vec2<f32> {
-    var acc = acc_in;
-    if (WTYPE == 3u) {
-        for (var j = 0u; j < 32u; j++) {
-            let word = select(cw.a, cw.b, j >= 16u)[(j / 4u) % 4u];
-            let wv   = f32(sbyte(word, j % 4u)) * cw.d;
-            let hv   = h_val(t, 32u * c + j);
-            acc = vec2<f32>(fma(wv, hv, acc.x), fma(abs(wv), abs(hv), acc.y));
-        }
-        return acc;
-    }
-    if (WTYPE == 4u) {
-        for (var j = 0u; j < 32u; j++) {
-            let byte = (cw.a[(j % 16u) / 4u] >> (8u * (j % 4u))) & 0xffu;
-            let wv   = f32(i32(select(byte & 0xfu, byte >> 4u, j >= 16u)) - 8) * cw.d;
-            let hv   = h_val(t, 32u * c + j);
-            acc = vec2<f32>(fma(wv, hv, acc.x), fma(abs(wv), abs(hv), acc.y));
-        }
-        return acc;
-    }
     let k   = c % 4u;
-    let dsc = vec2<f32>(cw.d * f32(sbyte(cw.scw, (2u * k) % 4u)), cw.d * f32(sbyte(cw.scw, (2u * k) % 4u + 1u)));
-    for (var l = 0u; l < 32u; l++) {
-        let lo = (select(cw.a, cw.b, l >= 16u)[(l / 4u) % 4u] >> (8u * (l % 4u))) & 0xffu;
-        let hi = (select(cw.e, cw.f, l >= 16u)[(l / 4u) % 4u] >> (8u * (l % 4u) + 2u * k)) & 3u;
-        let q  = i32(select(lo & 0xfu, lo >> 4u, k >= 2u) | (hi << 4u)) - 32;
-        let wv = dsc[l / 16u] * f32(q);
-        let hv = h_val(t, 32u * c + l);
-        acc = vec2<f32>(fma(wv, hv, acc.x), fma(abs(wv), abs(hv), acc.y));
-    }
-    return acc;
+    let dsc = chunk_dsc(cw, c);
+    let b2  = select(cw.b, cw.a, WTYPE == 4u);
+    let hb  = 32u * c;
+    var acc = dot4_bound(acc_in, weights4(cw.a.x, cw.e.x, false, k, cw.d, dsc), hb, t);
+    acc = dot4_bound(acc, weights4(cw.a.y, cw.e.y, false, k, cw.d, dsc), hb + 4u, t);
+    acc = dot4_bound(acc, weights4(cw.a.z, cw.e.z, false, k, cw.d, dsc), hb + 8u, t);
+    acc = dot4_bound(acc, weights4(cw.a.w, cw.e.w, false, k, cw.d, dsc), hb + 12u, t);
+    acc = dot4_bound(acc, weights4(b2.x, cw.f.x, true, k, cw.d, dsc), hb + 16u, t);
+    acc = dot4_bound(acc, weights4(b2.y, cw.f.y, true, k, cw.d, dsc), hb + 20u, t);
+    acc = dot4_bound(acc, weights4(b2.z, cw.f.z, true, k, cw.d, dsc), hb + 24u, t);
+    return dot4_bound(acc, weights4(b2.w, cw.f.w, true, k, cw.d, dsc), hb + 28u, t);
 }
