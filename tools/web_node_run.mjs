@@ -4,7 +4,8 @@
 // browser. Needs a Node with JSPI (WebAssembly.Suspending: Node >= 25 by default; the WebGPU backend
 // waits through it). Prints the generated text and one JSON line of figures (load ms, prompt ms,
 // decode tokens/s as `tern run` counts them: tokens 2..n over the decode steps; the host's ms per step
-// recording and submitting, of which the rest is waiting for the device).
+// recording and submitting, of which the rest is waiting for the device; each run's wall-clock start
+// and end, and its CPU time: the main thread's, the whole process's, and the cgroup's throttled time).
 //
 // Usage: node tools/web_node_run.mjs --model FILE [--wasm-dir build-web/bin] [--dawn PATH/dawn.node]
 //          [--backend webgpu|cpu] [-p PROMPT] [-n N] [--temp T[,T...]] [--seed S] [-c N_CTX] [--repeat N]

@@ -77,7 +77,12 @@ EMSCRIPTEN_KEEPALIVE int tern_web_load(const char * path, const char * backend, 
         g_engine = std::make_unique<tern::web::WebEngine>(
             path, backend, allow_cpu_adapter != 0,
             [](uint64_t done, uint64_t total) { tern_web_progress(static_cast<double>(done), static_cast<double>(total)); });
-        g_engine->warm_up_at_load();
+        try {
+            g_engine->warm_up_at_load();
+        } catch (...) {
+            g_engine.reset();  // a failed load leaves no model, as JavaScript's loadModel assumes
+            throw;
+        }
         return 0;
     });
 }
