@@ -61,7 +61,7 @@ struct WebGpuTuning {
                                      //     1: lm_head_f16_teams.wgsl (resident teams), 0: lm_head_f16_decode.wgsl
                                      //     (a workgroup per 64 rows; H100 683 vs 490 us for 2B4T's head)
     uint32_t head_exact_groups = 0;  // workgroups of lm_head_f16_teams.wgsl; 0: two per compute unit
-    uint32_t head_exact_seg    = 5;  // ... vec4 words per lane it loads ahead (a row's are K / 256)
+    uint32_t head_exact_seg    = 10;  // ... vec4 words per lane it loads ahead (a row's are K / 256)
     // --- the LM head of a batched step: webgpu_head_batch.cpp ---
     uint32_t head_mma_rows = 2;  // subgroups along the rows of lm_head_i8_mma.wgsl (tensor cores; 1 to
                                  //     4, where the workgroup memory fits); 0: lm_head_i8_batch (dot4)
