@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 52's top-p part on the lent GPU, about 2.5 minutes: `tern run --top-k 0 --top-p 0.9` against greedy on
 # a synthetic BitNet b1.58 2B4T (tern synth bitnet-2b4t --seed 1, prompt "Once upon a time", -n 512): the exact
-# F16 head lm_head_f16_teams.wgsl (WebGpuTuning head_exact_form 2, the default; 0 is lm_head_f16_decode) with
+# F16 head lm_head_f16_teams.wgsl (WebGpuTuning head_exact_form 1, the default; 0 is lm_head_f16_decode) with
 # other workgroup counts and segment lengths (head_exact_groups, head_exact_seg), and the sampler's passes over
 # the vocabulary in sample_scan.wgsl (also with min-p 0):
 #   1. the GPU tests of the exact head and the device sampler (WebGpuExactHead, WebGpuSample,

@@ -57,7 +57,6 @@ bool WebGpuBackend::try_decode_head(const Tensor & logits, const GpuTable & head
                               {{{"K", static_cast<double>(head.n_cols)},
                                 {"NORM", norm ? 1.0 : 0.0},
                                 {"TEAM_SG", team_sg ? 1.0 : 0.0},
-                                {"DOT2", tune_.head_exact_form == 2 ? 1.0 : 0.0},
                                 {"ITERS", static_cast<double>(iters)},
                                 {"SEG", static_cast<double>(tune_.head_exact_seg)}}}};
         const uint32_t   n_chunks = 8 * groups;

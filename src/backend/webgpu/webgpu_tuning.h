@@ -57,12 +57,11 @@ struct WebGpuTuning {
                                              // large or larger (half the bytes; wider bounds)
     uint32_t head_groups  = 0;  // workgroups of the int8 head; 0: two per compute unit
     uint32_t exact_groups = 0;  // workgroups of argmax_exact; 0: 512 after the int8 head, 64 after F16
-    uint32_t head_exact_form = 2;  // one token's exact logits from an F16 head (top-p, min-p, logits):
-                                   //     0: lm_head_f16_decode.wgsl (a workgroup per 64 rows);
-                                   //     lm_head_f16_teams.wgsl (resident teams) with 1: double-float
-                                   //     chains (the same bits as 0), 2: Sum2 chains where h is f16
+    uint32_t head_exact_form   = 1;  // one token's exact logits from an F16 head (top-p, min-p, logits):
+                                     //     1: lm_head_f16_teams.wgsl (resident teams), 0: lm_head_f16_decode.wgsl
+                                     //     (a workgroup per 64 rows; H100 683 vs 490 us for 2B4T's head)
     uint32_t head_exact_groups = 0;  // workgroups of lm_head_f16_teams.wgsl; 0: two per compute unit
-    uint32_t head_exact_seg    = 5;  // ... vec4 words per lane it loads ahead (a row's are K / 256)
+    uint32_t head_exact_seg    = 10;  // ... vec4 words per lane it loads ahead (a row's are K / 256)
     // --- the LM head of a batched step: webgpu_head_batch.cpp ---
     uint32_t head_mma_rows = 2;  // subgroups along the rows of lm_head_i8_mma.wgsl (tensor cores; 1 to
                                  //     4, where the workgroup memory fits); 0: lm_head_i8_batch (dot4)

@@ -14,15 +14,17 @@
 // (row_of), ITERS team rows per workgroup. 256 threads = 8 teams of 32 lanes; lane l sums vec4
 // words l, l + 32, ... of its team's row (8 halves each) in SEGS segments of SEG words.
 //
-// Sums (the same as lm_head_f16_decode.wgsl's, so that DOT2 off gives its bits): each lane keeps
-// four chains (one per u32 of its words), the chains are added (c0 + c1) + (c2 + c3) in
-// double-float, then the 32 lanes by the halving tree (lane i + s onto lane i, s = 16 .. 1: a
-// subgroupShuffleXor butterfly with TEAM_SG, workgroup memory otherwise; lane 0's operands are the
-// same either way), and the f32 nearest the pair is the logit. Each chain step adds two products:
-//   * DOT2 off, or h not rounded to f16: head_pair_exact (double-float, renormalised every add);
-//   * DOT2 with h rounded to f16 (the products of two halves are exact in f32): Ogita-Rump-Oishi's
-//     Sum2, hi = fl(hi + p) with its exact error (two_sum) added into an f32 lo, renormalised once
-//     per row (two_sum(hi, lo)); 8 floating-point operations per product instead of 11. Its error
+// Sums (lm_head_f16_decode.wgsl's order): each lane keeps four chains (one per u32 of its words),
+// the chains are added (c0 + c1) + (c2 + c3) in double-float, then the 32 lanes by the halving tree
+// (lane i + s onto lane i, s = 16 .. 1: a subgroupShuffleXor butterfly with TEAM_SG, workgroup
+// memory otherwise; lane 0's operands are the same either way), and the f32 nearest the pair is the
+// logit. Each chain step adds two products:
+//   * h not rounded to f16: head_pair_exact (double-float, renormalised every add), as
+//     lm_head_f16_decode.wgsl;
+//   * h rounded to f16 (the products of two halves are exact in f32): Ogita-Rump-Oishi's Sum2,
+//     hi = fl(hi + p) with its exact error (two_sum) added into an f32 lo, renormalised once per
+//     row (two_sum(hi, lo)); 8 floating-point operations per product instead of 11 (the renormalised
+//     pairs gave the same bits and ran no faster: H100 492.6 vs 490.3 us per token). Its error
 //     (<= u |sum| + gamma_n^2 sum |p| with n = 2 K / 256 products per chain) is of the same order as
 //     the renormalised pairs'; both stand for the CPU's double sum (cpu::dot_f32) and round to its
 //     f32 except where the exact sum is within ~2^-40 (relative) of a rounding boundary.
@@ -39,7 +41,6 @@ override K: u32 = 2560u;         // elements per row (n_embd), a multiple of 8, 
 override NORM: bool = true;      // h = rms_norm(x) * nw first
 override WG: u32 = 256u;         // fixed (8 teams; lib/inv_rms.wgsl and lib/best_index.wgsl size by it)
 override TEAM_SG: bool = false;  // the host sets it when subgroups are exactly 32 invocations
-override DOT2: bool = true;      // Sum2 chains where h is rounded to f16 (see above)
 override ITERS: u32 = 8u;        // team rows per workgroup
 override PER_LANE: u32 = (K / 8u + 31u) / 32u;  // vec4 words per lane per row (<= 16)
 override SEG: u32 = 5u;          // words per lane loaded together (<= 16; WebGpuTuning::head_exact_seg)
@@ -119,7 +120,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let lane   = lid % 32u;
     let words  = K / 8u;
     let round_in = p.round_input != 0u;
-    let sum2   = DOT2 && round_in;
+    let sum2   = round_in;  // Sum2 chains (see above)
     let n_segs = ITERS * SEGS;
     var next   = load_seg(row_of(wid.x, 0u, team), 0u, lane);  // issued before h is staged
     stage_head_input(lid);
