@@ -10,9 +10,8 @@
 #   4. if time is left: decode tg64 of qwen3-1.7b Q1_0 (Bonsai's type), then phi-3-mini Q4_0, each with
 #      its profile;
 #   5. if time is left: llama-3.2-1b Q4_0 and phi-3-mini Q4_0 again with each TUNES entry
-#      (TERN_WEBGPU_TUNE values, default "family_head_bound=0 family_acts_loads=4": the greedy Q6_K
-#      head's logits all exact instead of the bound pass, matvec_q8_acts.wgsl's lanes loading 4 blocks
-#      at a time instead of all of theirs; e.g. family_acts=2: the o-projection's Q8_0 blocks by
+#      (TERN_WEBGPU_TUNE values, default "family_acts_loads=4": matvec_q8_acts.wgsl's lanes loading 4
+#      blocks at a time instead of all of theirs; e.g. family_acts=2: the o-projection's Q8_0 blocks by
 #      act_q8_0.wgsl instead of the attention; empty: none), the same files, for the tunings' A/B; then
 #      qwen3-1.7b Q1_0 with each QWEN_TUNES entry (default "family_prefetch=0": matvec_q8.wgsl's
 #      Q1_0 codes loaded after its prologue instead of before).
@@ -25,7 +24,7 @@ rm -rf "$out"
 mkdir -p "$final"
 trap 'tar czf "$final/families_quick.tgz" -C "$out" .' EXIT
 budget=${BUDGET_S:-180}
-tunes=${TUNES-family_head_bound=0 family_acts_loads=4}
+tunes=${TUNES-family_acts_loads=4}
 qwen_tunes=${QWEN_TUNES-family_prefetch=0}
 mkdir -p "$out"
 # shellcheck source=tools/device/device_env.sh

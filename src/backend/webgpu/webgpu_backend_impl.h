@@ -590,10 +590,7 @@ private:
     // The blocks of a Q8_0 / Q4_0 / Q6_K table for its LM head (null for other types), and that head.
     std::unique_ptr<Weight> load_head_blocks(const WeightSource & src);
     void family_lm_head(const Tensor & logits, const GpuTable & head, const Tensor & h, bool round_input_f16);
-    // Greedy decoding of one token with such a head (webgpu_family_head.cpp): the groups' exact
-    // winners in exact_partial_ for argmax_final; 0 (nothing recorded) where it does not apply.
-    uint32_t family_head_argmax(const Tensor & logits, const GpuTable & head, const LinearInput & in, bool round_input_f16);
-    bool     head_q_stages(int64_t n_cols) const;  // lm_head_q.wgsl / head_q_exact.wgsl's STAGE
+    bool head_q_stages(int64_t n_cols) const;  // lm_head_q.wgsl's STAGE
     void encode_family_rope_kv(const Tensor & q, const KvLayer & kv, const Tensor & qkv, const AttentionShape & s,
                                int64_t pos0, const KvBatch * batch);
     // linear / linear_glu of a non-ternary weight: one token takes matvec_q8.wgsl where it applies.

@@ -1,11 +1,8 @@
 // The LM head of a Q8_0 / Q4_0 / Q6_K table on WebGPU (a llama / qwen3 / phi3 file's own blocks,
 // GpuTable::blocks, instead of the f32 copy, which serves the embedding rows), bit-identical to the
-// CPU reference's lm_head:
-//   family_lm_head      lm_head_q.wgsl: exact logits (double-float sums) and the argmax's first stage;
-//   family_head_argmax  greedy decoding of one token: lm_head_q.wgsl's ARGMAX_ONLY pass (f32 sums and
-//                       a bound per row), then head_q_exact.wgsl recomputes exactly the rows that can
-//                       win, with lm_head_q.wgsl's own sums: the exact head's id for a fraction of its
-//                       arithmetic (WebGpuTuning::family_head_bound).
+// CPU reference's lm_head: lm_head_q.wgsl, exact logits (double-float sums) and the argmax's first
+// stage. (Greedy decoding's f32 bound pass + exact recomputation of the rows that can win did not
+// win on an H100 or before: docs/perf-log.md.)
 #include "backend/webgpu/webgpu_backend_impl.h"
 
 #include "core/error.h"
@@ -61,60 +58,6 @@ void WebGpuBackend::family_lm_head(const Tensor & logits, const GpuTable & head,
     // The argmax's first stage is written: argmax() right after this runs only argmax_final.
     head_partials_ = {};
     if (T == 1) head_partials_ = {gpu_buffer(logits), gpu_offset(logits, 4), groups, step_->serial()};
-}
-
-uint32_t WebGpuBackend::family_head_argmax(const Tensor & logits, const GpuTable & head, const LinearInput & in,
-                                           bool round_input_f16) {
-    if (tune_.family_head_bound == 0 || in.x.ne[1] != 1 || (in.norm != nullptr && in.h.buffer == nullptr)) return 0;
-    const auto & m = static_cast<const GpuMatrix &>(*head.blocks);
-    TERN_ASSERT(m.parts.size() == 1 && m.n_cols == head.n_cols && m.n_rows == head.n_rows, "head blocks");
-    Tensor h = in.x;
-    if (in.norm != nullptr) {
-        rms_norm(in.h, in.x, *in.norm, in.eps);
-        h = in.h;
-    }
-    const uint32_t n_vocab = u32(head.n_rows);
-    const uint32_t lanes   = head_lanes(head.n_cols);
-    const uint32_t chunks  = ceil_div(head.n_rows, k_head_wg / lanes);  // lm_head_q's workgroups
-    const double   cpr     = static_cast<double>(head.n_cols / 32);
-    const double   wtype   = static_cast<double>(head_wtype(m.parts[0].type));
-    const double   stage   = head_q_stages(head.n_cols) ? 1.0 : 0.0;
-    // The rows' (bits(B), 0), then the workgroups' best lower bounds.
-    const WGPUBuffer partials = argmax_partials((static_cast<size_t>(n_vocab) + chunks) * 8);
-    struct {
-        uint32_t n_vocab, h_offset, h_stride, out_offset, out_stride, round_input;
-    } p1{n_vocab, gpu_offset(h, 4), u32(h.ne[0]), gpu_offset(logits, 4), u32(logits.ne[0]), round_input_f16 ? 1u : 0u};
-    const PipelineKey key1{"lm_head_q",
-                           "rrrwwu",
-                           {{{"WG", static_cast<double>(k_head_wg)},
-                             {"LANES", static_cast<double>(lanes)},
-                             {"CPR", cpr},
-                             {"WTYPE", wtype},
-                             {"STAGE", stage},
-                             {"ARGMAX_ONLY", 1.0}}}};
-    const WGPUBuffer bufs1[] = {m.parts[0].words->get(), m.parts[0].scales->get(), gpu_buffer(h), gpu_buffer(logits),
-                                partials};
-    step_->dispatch(key1, bufs1, &p1, sizeof p1, chunks);
-    // Groups of the exact pass: each scans its rows' bounds and recomputes its candidates (a few in
-    // all on a real or random head), so a group per 2048 rows, at most 64 (argmax_exact's count after
-    // an F16 head).
-    const uint32_t groups = std::clamp<uint32_t>(n_vocab / 2048, 1, 64);
-    struct {
-        uint32_t n_vocab, h_offset, logits_offset, round_input, n_chunks, rows_per_group;
-    } p2{n_vocab, gpu_offset(h, 4), gpu_offset(logits, 4), round_input_f16 ? 1u : 0u, chunks, ceil_div(n_vocab, groups)};
-    const PipelineKey key2{"head_q_exact",
-                           "rrrrrwu",
-                           {{{"WG", static_cast<double>(k_head_wg)},
-                             {"LANES", static_cast<double>(lanes)},
-                             {"CPR", cpr},
-                             {"WTYPE", wtype},
-                             {"STAGE", stage}}}};
-    const WGPUBuffer out     = grown(exact_partial_, static_cast<size_t>(groups) * 8, "exact argmax partials");
-    const WGPUBuffer bufs2[] = {m.parts[0].words->get(), m.parts[0].scales->get(), gpu_buffer(h), gpu_buffer(logits),
-                                partials, out};
-    step_->dispatch(key2, bufs2, &p2, sizeof p2, groups);
-    head_partials_ = {};
-    return groups;
 }
 
 }  // namespace tern

@@ -356,13 +356,10 @@ void WebGpuBackend::head_ids(const Tensor & ids, const Tensor & logits, const Gp
     const float      eps = in.eps;
     TERN_ASSERT(ids.ne[0] == 1, "head_ids shapes");
     // The fast head: the int8 copy, which recomputes its own candidates (EXACT_TAIL), or the F16
-    // table's f32 sums with one lower bound per 64-row block for argmax_exact, or a Q-block table's
-    // f32 sums and head_q_exact; none: the exact head.
+    // table's f32 sums with one lower bound per 64-row block for argmax_exact; neither: the exact head.
     uint32_t groups = 0;
     bool     tail   = false;
-    if (e->blocks) {  // a Q8_0 / Q4_0 / Q6_K table's own blocks (webgpu_family_head.cpp)
-        groups = family_head_argmax(logits, *e, in, round_input_f16);
-    } else if (exact_rows_fit(*e)) {
+    if (exact_rows_fit(*e)) {
         groups = try_decode_head_i8(logits, *e, x, *nw, eps, round_input_f16, /*exact_tail=*/true);
         tail   = groups > 0;
         if (!tail && try_decode_head(logits, *e, x, nw, eps, round_input_f16, true)) {

@@ -5,11 +5,10 @@
 // in double-float like lm_head.wgsl (the CPU sums in double), rounded to f32 once. Also the first
 // stage of the argmax (argmax_partial.wgsl's, over the workgroup's rows; ties to the lower index) into
 // partial[t][workgroup], so that argmax_final.wgsl can follow directly.
-// ARGMAX_ONLY: see below. The chunks' loads and sums: lib/q_head_chunk.wgsl.
+// The chunks' loads and sums: lib/q_head_chunk.wgsl.
 //
 //   w, ws: GpuMatrix words (as vec4<u32>) and block scales (matmul.wgsl's table)   h: [K, T] f32
-//   logits: [n_vocab, T] f32   partial: [T][ceil(n_vocab / (WG / LANES))] (f32 value bits, u32 index);
-//   ARGMAX_ONLY (T = 1): [n_vocab] (bits(B), 0), then [ceil(n_vocab / (WG / LANES))] as before
+//   logits: [n_vocab, T] f32   partial: [T][ceil(n_vocab / (WG / LANES))] (f32 value bits, u32 index)
 // Bindings: 0 w, 1 ws, 2 h (read); 3 logits, 4 partial (read_write); 5 params (uniform)
 // Dispatch: (ceil(n_vocab / (WG / LANES)), T, 1). The workgroup stages its token's h (STAGE), then a
 // team of LANES lanes per row, lane l on the row's 32-value chunks l, l + LANES, ... (each chunk's
@@ -25,11 +24,6 @@ override LANES: u32 = 8u;   // a power of two dividing WG
 override CPR: u32 = 64u;    // 32-value chunks per row (K / 32)
 override WTYPE: u32 = 6u;   // 3 q8_0, 4 q4_0, 6 q6_k (matmul.wgsl's numbering)
 override STAGE: bool = true;  // h (rounded as asked) staged in workgroup memory (the host: where K fits)
-// ARGMAX_ONLY (greedy decoding of one token, the logits are not read): f32 sums plus, per row, a
-// bound B on their distance to the exact logit (lm_head_f16_decode.wgsl's form): logits[row] = the
-// f32 sum, partial[row] = (bits(B), 0), and partial[n_vocab + workgroup] = the workgroup's best
-// (value bits, row) of sum - B. head_q_exact.wgsl then recomputes exactly the rows that can win.
-override ARGMAX_ONLY: bool = false;
 
 struct Params {
     n_vocab: u32,
@@ -81,49 +75,22 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         for (var c = lane; c < CPR; c += LANES) {
             let cw = next;
             if (c + LANES < CPR) { next = chunk_words(row, c + LANES); }
-            if (ARGMAX_ONLY) {
-                acc = chunk_bound(acc, cw, c, t);
-            } else {
-                acc = chunk_dot(acc, cw, c, t);
-            }
+            acc = chunk_dot(acc, cw, c, t);
         }
     }
     red[lid] = acc;
     workgroupBarrier();
     for (var s = LANES / 2u; s > 0u; s >>= 1u) {
-        if (lane < s) {
-            if (ARGMAX_ONLY) {
-                red[lid] = red[lid] + red[lid + s];
-            } else {
-                red[lid] = df_add(red[lid], red[lid + s]);
-            }
-        }
+        if (lane < s) { red[lid] = df_add(red[lid], red[lid + s]); }
         workgroupBarrier();
     }
     var bv = 0.0;
     var bi = 0xffffffffu;
     if (lane == 0u && row < p.n_vocab) {
-        if (ARGMAX_ONLY) {
-            // Every f32 evaluation of the K products (any order, each product through at most K + 2
-            // roundings) is within (K + 2) u sum|p| of the exact sum; the exact logit rounds that
-            // once more (u |sum|): (K + 4) u sum|p|, with 10% to spare for the f32 sum of |p| itself.
-            let f = red[lid].x;
-            let b = 1.1 * f32(32u * CPR + 4u) * 5.9604645e-8 * red[lid].y;
-            partial[row] = vec2<u32>(bitcast<u32>(b), 0u);
-            logits[p.out_offset + row] = f;
-            bv = f - b;
-        } else {
-            bv = df_to_f32(red[lid]);
-            logits[p.out_offset + t * p.out_stride + row] = bv;
-        }
+        bv = df_to_f32(red[lid]);
         bi = row;
+        logits[p.out_offset + t * p.out_stride + row] = bv;
     }
     let best = best_index(lid, bv, bi);
-    if (lid == 0u) {
-        if (ARGMAX_ONLY) {
-            partial[p.n_vocab + wid.x] = best;
-        } else {
-            partial[t * ((p.n_vocab + WG / LANES - 1u) / (WG / LANES)) + wid.x] = best;
-        }
-    }
+    if (lid == 0u) { partial[t * ((p.n_vocab + WG / LANES - 1u) / (WG / LANES)) + wid.x] = best; }
 }

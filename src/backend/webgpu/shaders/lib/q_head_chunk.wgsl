@@ -1,6 +1,5 @@
 // The 32-value chunks of an LM head kept in its file's blocks (Q8_0, Q4_0, Q6_K in GpuMatrix's
-// layout), shared by lm_head_q.wgsl and head_q_exact.wgsl so that both compute a row's exact logit
-// with the same bits. The including kernel declares `override CPR` (chunks per row, K / 32),
+// layout), for lm_head_q.wgsl. The including kernel declares `override CPR` (chunks per row, K / 32),
 // `override WTYPE` (3 q8_0, 4 q4_0, 6 q6_k), the bindings `w` (array<vec4<u32>>) and `ws`
 // (array<f32>), `fn h_val(t: u32, i: u32) -> f32` (element i of token t's input), and includes
 // lib/numerics.wgsl.
@@ -87,16 +86,6 @@ fn dot4_df(acc_in: vec2<f32>, w: vec4<f32>, hb: u32, t: u32) -> vec2<f32> {
     return df_fma(acc, w.w, h_val(t, hb + 3u));
 }
 
-// acc.x + w . h[hb ..] in f32 (fma), acc.y + |w| . |h| (the bound pass).
-fn dot4_bound(acc_in: vec2<f32>, w: vec4<f32>, hb: u32, t: u32) -> vec2<f32> {
-    let hv = vec4<f32>(h_val(t, hb), h_val(t, hb + 1u), h_val(t, hb + 2u), h_val(t, hb + 3u));
-    var acc = acc_in;
-    acc = vec2<f32>(fma(w.x, hv.x, acc.x), fma(abs(w.x), abs(hv.x), acc.y));
-    acc = vec2<f32>(fma(w.y, hv.y, acc.x), fma(abs(w.y), abs(hv.y), acc.y));
-    acc = vec2<f32>(fma(w.z, hv.z, acc.x), fma(abs(w.z), abs(hv.z), acc.y));
-    return vec2<f32>(fma(w.w, hv.w, acc.x), fma(abs(w.w), abs(hv.w), acc.y));
-}
-
 // acc + the products of chunk c (its words cw; its 32 weights dequantized as dequantize_row does)
 // with h, in double-float, value by value (values 0 .. 31 in order).
 fn chunk_dot(acc_in: vec2<f32>, cw: ChunkWords, c: u32, t: u32) -> vec2<f32> {
@@ -112,21 +101,4 @@ fn chunk_dot(acc_in: vec2<f32>, cw: ChunkWords, c: u32, t: u32) -> vec2<f32> {
     acc = dot4_df(acc, weights4(b2.y, cw.f.y, true, k, cw.d, dsc), hb + 20u, t);
     acc = dot4_df(acc, weights4(b2.z, cw.f.z, true, k, cw.d, dsc), hb + 24u, t);
     return dot4_df(acc, weights4(b2.w, cw.f.w, true, k, cw.d, dsc), hb + 28u, t);
-}
-
-// The bound pass's form (lm_head_q.wgsl ARGMAX_ONLY): acc.x + the products in f32 (fma), acc.y +
-// their magnitudes, the same weights as chunk_dot.
-fn chunk_bound(acc_in: vec2<f32>, cw: ChunkWords, c: u32, t: u32) -> vec2<f32> {
-    let k   = c % 4u;
-    let dsc = chunk_dsc(cw, c);
-    let b2  = select(cw.b, cw.a, WTYPE == 4u);
-    let hb  = 32u * c;
-    var acc = dot4_bound(acc_in, weights4(cw.a.x, cw.e.x, false, k, cw.d, dsc), hb, t);
-    acc = dot4_bound(acc, weights4(cw.a.y, cw.e.y, false, k, cw.d, dsc), hb + 4u, t);
-    acc = dot4_bound(acc, weights4(cw.a.z, cw.e.z, false, k, cw.d, dsc), hb + 8u, t);
-    acc = dot4_bound(acc, weights4(cw.a.w, cw.e.w, false, k, cw.d, dsc), hb + 12u, t);
-    acc = dot4_bound(acc, weights4(b2.x, cw.f.x, true, k, cw.d, dsc), hb + 16u, t);
-    acc = dot4_bound(acc, weights4(b2.y, cw.f.y, true, k, cw.d, dsc), hb + 20u, t);
-    acc = dot4_bound(acc, weights4(b2.z, cw.f.z, true, k, cw.d, dsc), hb + 24u, t);
-    return dot4_bound(acc, weights4(b2.w, cw.f.w, true, k, cw.d, dsc), hb + 28u, t);
 }
