@@ -3,7 +3,9 @@
 // npm package `webgpu`), so the browser code's speed can be measured on a GPU machine without a
 // browser. Needs a Node with JSPI (WebAssembly.Suspending: Node >= 25 by default; the WebGPU backend
 // waits through it). Prints the generated text and one JSON line of figures (load ms, prompt ms,
-// decode tokens/s as `tern run` counts them: tokens 2..n over the decode steps).
+// decode tokens/s as `tern run` counts them: tokens 2..n over the decode steps; the host's ms per step
+// recording and submitting, of which the rest is waiting for the device; each run's wall-clock start
+// and end, and its CPU time: the main thread's, the whole process's, and the cgroup's throttled time).
 //
 // Usage: node tools/web_node_run.mjs --model FILE [--wasm-dir build-web/bin] [--dawn PATH/dawn.node]
 //          [--backend webgpu|cpu] [-p PROMPT] [-n N] [--temp T[,T...]] [--seed S] [-c N_CTX] [--repeat N]
@@ -121,7 +123,7 @@ const info = await profiled("load", () => engine.loadModel({ path: path.resolve(
                                                            { backend: opt.backend, allowCpuAdapter: opt.allowCpuAdapter }));
 const loadMs = performance.now() - t0;
 console.error(`web_node_run: ${info.name} (${info.n_layer} layers, ${(info.file_bytes / 1e6).toFixed(1)} MB) loaded in ` +
-              `${loadMs.toFixed(0)} ms on ${info.backend} (Node ${process.version}, JSPI ${engine.jspi})`);
+              `${loadMs.toFixed(0)} ms (warm-up ${Number(info.warm_up_ms).toFixed(0)} ms) on ${info.backend} (Node ${process.version}, JSPI ${engine.jspi})`);
 
 const settings = (temp) => ({ temp, seed: opt.seed, nPredict: opt.n, nCtx: opt.ctx });
 if (opt.warmUpS > 0) {
@@ -134,6 +136,25 @@ if (opt.warmUpS > 0) {
   console.error(`web_node_run: warm-up: ${n} untimed runs in ${(performance.now() - w0).toFixed(0)} ms`);
 }
 
+// The main thread's CPU microseconds (Node >= 23.9), or null.
+const threadCpu = () => (typeof process.threadCpuUsage === "function"
+  ? ((u) => u.user + u.system)(process.threadCpuUsage()) : null);
+// Microseconds the process's cgroup has been throttled by its CPU quota (cgroup v2's throttled_usec,
+// v1's throttled_time in ns), or null.
+function cgroupThrottle() {
+  for (const [file, key, per_us] of [["/sys/fs/cgroup/cpu.stat", "throttled_usec", 1],
+                                     ["/sys/fs/cgroup/cpu/cpu.stat", "throttled_time", 1000],
+                                     ["/sys/fs/cgroup/cpu,cpuacct/cpu.stat", "throttled_time", 1000]]) {
+    try {
+      const m = new RegExp(key + " (\\d+)").exec(fs.readFileSync(file, "utf8"));
+      if (m) return Number(m[1]) / per_us;
+    } catch (e) {
+      // next
+    }
+  }
+  return null;
+}
+
 const runs = [];
 const texts = {};
 await profiled("generate", async () => {
@@ -141,13 +162,22 @@ await profiled("generate", async () => {
     for (let r = 0; r < opt.repeat; ++r) {
       let text = "";
       const ids = [];
+      const began = Date.now();
+      const cpu0 = threadCpu(), all0 = process.cpuUsage(), thr0 = cgroupThrottle();
       const s = await engine.generate(opt.prompt, settings(temp), (t) => { text += t.text; if (t.id >= 0) ids.push(t.id); return true; });
       const tps = s.nGenerated > 1 && s.decodeMs > 0 ? (1000 * (s.nGenerated - 1)) / s.decodeMs : 0;
+      // (began_ms, ended_ms: wall-clock times, to match the run with samples of the GPU's clocks)
+      const ended = Date.now(), cpu1 = threadCpu(), all1 = process.cpuUsage(), thr1 = cgroupThrottle();
+      // The main thread's CPU time and the whole process's (every thread: V8's, Dawn's, the driver's)
+      // over the run's wall time, and how long the cgroup was throttled meanwhile (if it says).
+      const cpu = { wall_ms: ended - began, main_thread_cpu_ms: cpu1 === null ? null : (cpu1 - cpu0) / 1000,
+                    process_cpu_ms: (all1.user + all1.system - all0.user - all0.system) / 1000,
+                    throttled_ms: thr0 === null || thr1 === null ? null : (thr1 - thr0) / 1000 };
       runs.push({ temp, n_prompt: s.nPrompt, n_generated: s.nGenerated, prompt_ms: s.promptMs, decode_ms: s.decodeMs,
-                  decode_tokens_per_second: tps, decoding: s.decoding });
+                  host_ms: s.hostMs, decode_tokens_per_second: tps, decoding: s.decoding, began_ms: began, ended_ms: ended, cpu });
       console.error(`web_node_run: temp ${temp} run ${r + 1}: ${s.nGenerated} tokens, prompt ${s.nPrompt} tokens in ` +
                     `${s.promptMs.toFixed(1)} ms, ${tps.toFixed(1)} tokens/s over ${Math.max(0, s.nGenerated - 1)} decode steps ` +
-                    `(${s.decoding})`);
+                    `(${s.decoding}); host ${(s.hostMs / Math.max(1, s.nGenerated - 1)).toFixed(3)} ms/step recording`);
       texts[temp] = text;
     }
     process.stdout.write(`--- temp ${temp}\n${texts[temp]}\n`);

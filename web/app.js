@@ -135,13 +135,16 @@ function onWorkerMessage(event) {
       break;
     case "progress":
       showProgress("reading the weights into the engine", m.done, m.total);
+      // Then, on a GPU, the engine compiles its kernels and runs a few steps before it answers.
+      if (m.total > 0 && m.done >= m.total) $("model-status").textContent += "; compiling the GPU kernels…";
       break;
     case "loaded": {
       $("load-progress").hidden = true;
       modelLoaded = true;
       const i = m.info;
       $("model-status").textContent = `${i.name} (${i.arch}, ${i.n_layer} layers, n_embd ${i.n_embd}, ` +
-        `${(i.file_bytes / 1e6).toFixed(1)} MB) loaded in ${m.ms.toFixed(0)} ms${loadNote}`;
+        `${(i.file_bytes / 1e6).toFixed(1)} MB) loaded in ${m.ms.toFixed(0)} ms${loadNote}` +
+        (i.warm_up_ms > 0 ? `, of which ${i.warm_up_ms.toFixed(0)} ms compiling and warming up the GPU kernels` : "");
       $("backend").textContent = `engine: ${i.backend}` + (m.note ? ` (${m.note})` : "");
       // A chat model's prompt is a user message in its format (on by default); others continue text.
       $("chat-name").textContent = i.chat_template;

@@ -186,7 +186,8 @@
     // empty inside a UTF-8 sequence; a last call with id -1 carries text still pending at the end).
     // onToken returns false to stop; under JSPI it may return a promise of that (the engine waits),
     // without JSPI it must answer at once. Returns {nPrompt, nGenerated, promptMs, generateMs,
-    // decodeMs (tokens 2..n), stoppedByEog, stopped, decoding (how ids were chosen: "greedy on the
+    // decodeMs (tokens 2..n), hostMs (of generateMs, recording and submitting decode steps: near
+    // decodeMs, the host is the bottleneck), stoppedByEog, stopped, decoding (how ids were chosen: "greedy on the
     // device", "sampled on the device", "sampled on the host from each step's logits", "on the CPU")}.
     async generate(prompt, settings = {}, onToken = () => true) {
       const s = { ...DEFAULTS, ...settings };
@@ -221,7 +222,7 @@
       if (n < 0) this.fail();
       const j = JSON.parse(this.api.stats());
       return { nPrompt: j.n_prompt, nGenerated: j.n_generated, promptMs: j.prompt_ms, generateMs: j.generate_ms,
-               decodeMs: j.decode_ms, stoppedByEog: j.stopped_by_eog, stopped: j.stopped, decoding: j.decoding };
+               decodeMs: j.decode_ms, hostMs: j.host_ms, stoppedByEog: j.stopped_by_eog, stopped: j.stopped, decoding: j.decoding };
     }
 
     // Token ids of `text` (BOS added, special-token text parsed), as `tern tokenize --bos --parse-special`.

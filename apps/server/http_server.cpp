@@ -152,11 +152,16 @@ struct HttpServer::Impl {
             metric("tern_kv_pages_used", "gauge", "KV cache pages held by running requests.",
                    static_cast<double>(s.kv_pages_used));
             metric("tern_kv_pages_total", "gauge", "KV cache pages in the pool.", static_cast<double>(s.kv_pages_total));
-            out += "# HELP tern_step_seconds_total The scheduler thread's time in batched steps, by phase.\n"
+            metric("tern_decode_steps_ahead_total", "counter",
+                   "Steps recorded while the step before ran (then released with its sampled tokens).",
+                   static_cast<double>(s.steps_ahead));
+            out += "# HELP tern_step_seconds_total The scheduler thread's time in batched steps, by phase "
+                   "(record_ahead: while the device ran the step before).\n"
                    "# TYPE tern_step_seconds_total counter\n";
             for (auto [phase, v] : {std::pair{"record", s.record_seconds}, std::pair{"wait", s.wait_seconds},
                                     std::pair{"unpack", s.unpack_seconds}, std::pair{"sample", s.sample_seconds},
-                                    std::pair{"deliver", s.deliver_seconds}}) {
+                                    std::pair{"deliver", s.deliver_seconds},
+                                    std::pair{"record_ahead", s.record_ahead_seconds}}) {
                 char line[160];
                 std::snprintf(line, sizeof line, "tern_step_seconds_total{phase=\"%s\"} %.9g\n", phase, v);
                 out += line;

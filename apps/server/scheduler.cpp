@@ -169,6 +169,7 @@ void Scheduler::loop() {
         kv_pages_used_ = engine_.pool().n_used();
         if (slots.empty()) {
             // Nothing runs: the queue holds only cancelled jobs (admit dropped them) or nothing.
+            engine_.collect();  // (a step of slots all gone since)
             continue;
         }
         if (!decode_alone(slots)) run_step(slots);
@@ -253,7 +254,15 @@ TokenLogprob logprobs_of(std::span<const float> logits, int32_t chosen, int k) {
 
 }  // namespace
 
-void Scheduler::run_step(std::vector<std::unique_ptr<Slot>> & slots) {
+// A generating slot's item: its last token (or, recorded ahead, a token given at release), and
+// where its outputs go.
+static BatchItem generating_item(SequenceId seq, const int32_t * token, bool greedy_on_device, std::span<float> logits,
+                                 int32_t * next, int64_t top_k_only, std::vector<Candidate> * rows) {
+    return {seq, std::span(token, 1), greedy_on_device ? std::span<float>() : logits, greedy_on_device ? next : nullptr,
+            top_k_only, top_k_only > 0 ? rows : nullptr};
+}
+
+bool Scheduler::launch_step(std::vector<std::unique_ptr<Slot>> & slots) {
     std::vector<BatchItem> items;
     int64_t                budget = options_.n_prefill_per_step;
     for (auto & s : slots) {
@@ -271,18 +280,58 @@ void Scheduler::run_step(std::vector<std::unique_ptr<Slot>> & slots) {
             s->prompt_fed += static_cast<size_t>(n);
         } else {
             s->want_logits = true;
-            items.push_back({s->seq, std::span(&s->last, 1),
-                             s->greedy_on_device ? std::span<float>() : std::span<float>(s->logits),
-                             s->greedy_on_device ? &s->next : nullptr, s->top_k_only,
-                             s->top_k_only > 0 ? &s->rows : nullptr});
+            items.push_back(generating_item(s->seq, &s->last, s->greedy_on_device, s->logits, &s->next,
+                                            s->top_k_only, &s->rows));
         }
     }
     // Prompts go first in the next step's budget by rotating the slot order: no slot starves.
     if (slots.size() > 1) std::rotate(slots.begin(), slots.begin() + 1, slots.end());
-    try {
+    // (a step of more tokens than a pass holds: BatchEngine::step's passes, one after the other)
+    int64_t n_tokens = 0;
+    for (const BatchItem & it : items) n_tokens += static_cast<int64_t>(it.tokens.size());
+    if (n_tokens > engine_.n_chunk()) {
         engine_.step(items);
+        return false;
+    }
+    engine_.launch(items);
+    return true;
+}
+
+// Whether the next step can be recorded while this one runs: every slot is generating and gets its
+// next token from this step, nobody waits for a slot (a new request makes the next step different),
+// and each sequence has room for one more position (a slot that ends after this step wastes a
+// column of the next one, which is discarded).
+bool Scheduler::can_record_ahead(const std::vector<std::unique_ptr<Slot>> & slots) {
+    if (slots.size() < 2) return false;  // (a lone slot decodes through decode_alone's path)
+    for (const auto & s : slots) {
+        if (!s->want_logits || s->prefilling() || s->job->cancelled()) return false;
+        if (engine_.n_past(s->seq) + 1 > engine_.capacity(s->seq)) return false;
+    }
+    std::lock_guard lock(mutex_);
+    return queue_.empty() && !stopping_;
+}
+
+void Scheduler::run_step(std::vector<std::unique_ptr<Slot>> & slots) {
+    bool                   ahead = false;
+    std::vector<BatchItem> next;       // the step recorded ahead, and its slots in item order
+    std::vector<Slot *>    next_slots;
+    std::vector<int32_t>   next_tokens;
+    try {
+        // The step in flight: recorded ahead last time and released, or launched now.
+        if (!engine_.launched() && !launch_step(slots)) {
+            // (ran whole: BatchEngine::step)
+        } else if (can_record_ahead(slots)) {
+            for (auto & s : slots) {
+                next.push_back(generating_item(s->seq, &s->next, s->greedy_on_device, s->logits, &s->next,
+                                               s->top_k_only, &s->rows));
+                next_slots.push_back(s.get());
+            }
+            ahead = engine_.record_ahead(next);
+        }
+        engine_.collect();
     } catch (const Error & e) {
         TERN_LOG_ERROR("server: a decoding step failed: %s", e.what());
+        engine_.drop_ahead();
         const ApiError err = api_error_from(e);
         for (auto & s : slots) {
             fail_slot(*s, err.status >= 500 ? err : ApiError(500, "server_error", err.what()));
@@ -294,7 +343,19 @@ void Scheduler::run_step(std::vector<std::unique_ptr<Slot>> & slots) {
     kv_pages_used_ = engine_.pool().n_used();
     const auto t0  = Clock::now();
     sample_all(slots);
-    const auto t1 = Clock::now();
+    const auto t1 = Clock::now();  // (the release's time counts as recording: BatchEngine::Timing)
+    if (ahead) {
+        // The next step goes to the device before the tokens are handed out (which it overlaps). A
+        // slot that could not sample feeds token 0 there: it fails below, the column is discarded.
+        for (Slot * s : next_slots) next_tokens.push_back(s->sample_error || s->next < 0 ? 0 : s->next);
+        try {
+            engine_.release_ahead(next_tokens);
+        } catch (const Error & e) {
+            TERN_LOG_ERROR("server: a decoding step failed: %s", e.what());
+            ahead = false;
+        }
+    }
+    const auto t2 = Clock::now();
     for (auto & s : slots) {
         if (!s->want_logits) continue;
         if (s->sample_error) {
@@ -304,16 +365,18 @@ void Scheduler::run_step(std::vector<std::unique_ptr<Slot>> & slots) {
             s.reset();
         }
     }
-    const auto                  t2 = Clock::now();
+    const auto                  t3 = Clock::now();
     const BatchEngine::Timing & et = engine_.timing();
     std::lock_guard             lock(mutex_);
     ++stats_.steps;
-    stats_.record_seconds   = et.record_s;
-    stats_.wait_seconds     = et.wait_s;
-    stats_.unpack_seconds   = et.unpack_s;
-    stats_.full_logit_reads = et.full_logit_reads;
+    stats_.steps_ahead        = et.passes_ahead;
+    stats_.record_seconds     = et.record_s;
+    stats_.record_ahead_seconds = et.record_ahead_s;
+    stats_.wait_seconds       = et.wait_s;
+    stats_.unpack_seconds     = et.unpack_s;
+    stats_.full_logit_reads   = et.full_logit_reads;
     stats_.sample_seconds += std::chrono::duration<double>(t1 - t0).count();
-    stats_.deliver_seconds += std::chrono::duration<double>(t2 - t1).count();
+    stats_.deliver_seconds += std::chrono::duration<double>(t3 - t2).count();
 }
 
 // Each slot's next token (and its logprobs): the samplers are independent (each its own state and
@@ -341,7 +404,7 @@ void Scheduler::sample_all(std::vector<std::unique_ptr<Slot>> & slots) {
 }
 
 bool Scheduler::decode_alone(std::vector<std::unique_ptr<Slot>> & slots) {
-    if (slots.size() != 1) return false;
+    if (slots.size() != 1 || engine_.launched()) return false;  // (a step in flight: run_step collects it)
     Slot & s = *slots[0];
     if (s.prefilling() || s.scattered || s.job->spec().logprobs >= 0 || s.job->cancelled()) return false;
     {

@@ -2,11 +2,14 @@
 // admits queued requests into free slots (when the KV pool can hold them), gives every prefilling
 // slot a chunk of its prompt (at most n_prefill_per_step prompt tokens in all, so a long prompt does
 // not stall the slots that are generating), gives every generating slot its last token, advances
-// them all with one BatchEngine::step (one batched forward pass), then samples each slot's next
+// them all with one batched forward pass (BatchEngine::launch), then samples each slot's next
 // token (the slots in parallel on sampling threads; greedy slots without penalties or logprobs take
 // the device's argmax and read back no logits; a sampler whose chain starts with top-k, the default,
 // reads back only the rows the device lists as able to be among its top k, BatchItem::top_rows) and
-// hands the text to its HTTP handler through the request's Job. A lone generating slot with nobody
+// hands the text to its HTTP handler through the request's Job. While every slot generates and
+// nobody waits, the next step is recorded while the device runs this one (BatchEngine::record_ahead)
+// and goes out as soon as the tokens are sampled, before they are handed out: the device waits only
+// for the read-back and the sampling. A lone generating slot with nobody
 // waiting decodes through the one-sequence path instead (decode_alone), so that one client gets
 // what `tern run` gives. A cancelled Job (client gone) leaves its slot at the next step and its KV
 // pages go back to the pool; a full queue answers 503.
@@ -107,9 +110,11 @@ struct SchedulerStats {
     int64_t kv_pages_total     = 0;
     // The scheduler thread's time in the batched steps, summed (/metrics): BatchEngine::Timing's
     // recording, waiting for the device and unpacking, then sampling the slots and handing their
-    // tokens out (text, stop strings, events); passes that read every logit back.
+    // tokens out (text, stop strings, events); recording steps ahead (while the device runs the step
+    // before: not waited for); passes that read every logit back; steps recorded ahead.
     double  record_seconds = 0, wait_seconds = 0, unpack_seconds = 0, sample_seconds = 0, deliver_seconds = 0;
-    int64_t full_logit_reads = 0;
+    double  record_ahead_seconds = 0;
+    int64_t full_logit_reads = 0, steps_ahead = 0;
 };
 
 class Scheduler {
@@ -130,7 +135,15 @@ private:
     struct Slot;
     void loop();
     void admit(std::vector<std::unique_ptr<Slot>> & slots);
+    // One step's results: the step in flight (recorded ahead and released by the run_step before)
+    // or one launched now for every slot; while it runs, the next one is recorded ahead where
+    // can_record_ahead; its results are sampled, the step ahead released with those tokens, then
+    // the tokens are handed out (while the device runs the step ahead).
     void run_step(std::vector<std::unique_ptr<Slot>> & slots);
+    // Launches a step of every slot (BatchEngine::launch); false when it had to run whole (more
+    // prompt tokens than one pass: BatchEngine::step).
+    bool launch_step(std::vector<std::unique_ptr<Slot>> & slots);
+    bool can_record_ahead(const std::vector<std::unique_ptr<Slot>> & slots);
     // Every slot that got logits (or an argmax) this step: its next token, in parallel.
     void sample_all(std::vector<std::unique_ptr<Slot>> & slots);
     // Takes the slot's next token (sample_all's); returns false when the slot is done. accepted:

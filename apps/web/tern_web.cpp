@@ -68,14 +68,21 @@ void tern_web_progress(double done, double total);
 EMSCRIPTEN_KEEPALIVE const char * tern_web_error() { return g_error.c_str(); }
 
 // Loads the GGUF file at `path` in the module's file system on `backend` ("cpu" or "webgpu";
-// allow_cpu_adapter: accept a software WebGPU adapter), replacing any loaded model. A WebGPU load
-// reports its progress through the JavaScript import tern_web_progress.
+// allow_cpu_adapter: accept a software WebGPU adapter), replacing any loaded model, and on a GPU warms
+// it up (WebEngine::warm_up_at_load: the first request compiles nothing). A WebGPU load reports its
+// progress through the JavaScript import tern_web_progress.
 EMSCRIPTEN_KEEPALIVE int tern_web_load(const char * path, const char * backend, int allow_cpu_adapter) {
     return guarded([&] {
         g_engine.reset();
         g_engine = std::make_unique<tern::web::WebEngine>(
             path, backend, allow_cpu_adapter != 0,
             [](uint64_t done, uint64_t total) { tern_web_progress(static_cast<double>(done), static_cast<double>(total)); });
+        try {
+            g_engine->warm_up_at_load();
+        } catch (...) {
+            g_engine.reset();  // a failed load leaves no model, as JavaScript's loadModel assumes
+            throw;
+        }
         return 0;
     });
 }
@@ -99,18 +106,20 @@ EMSCRIPTEN_KEEPALIVE int tern_web_check_fits(double n_bytes, const char * backen
 }
 
 // The loaded model as JSON: {"name","arch","n_layer","n_embd","n_vocab","n_ctx_train","file_bytes",
-// "synthetic","backend","chat_template"}.
+// "synthetic","backend","chat_template","warm_up_ms" (of the load: WebEngine::warm_up_at_load)}.
 EMSCRIPTEN_KEEPALIVE const char * tern_web_model_info() {
     if (guarded([] {
             const tern::ModelConfig & c = engine().config();
             g_json = tern::format(R"({"name":"%s","arch":"%s","n_layer":%lld,"n_embd":%lld,"n_vocab":%lld,)"
-                                  R"("n_ctx_train":%lld,"file_bytes":%llu,"synthetic":%s,"backend":"%s","chat_template":"%s"})",
+                                  R"("n_ctx_train":%lld,"file_bytes":%llu,"synthetic":%s,"backend":"%s","chat_template":"%s",)"
+                                  R"("warm_up_ms":%.1f})",
                                   json_escape(c.name).c_str(), json_escape(c.arch).c_str(),
                                   static_cast<long long>(c.n_layer), static_cast<long long>(c.n_embd),
                                   static_cast<long long>(c.n_vocab), static_cast<long long>(c.n_ctx_train),
                                   static_cast<unsigned long long>(engine().file_size()), c.synthetic ? "true" : "false",
                                   json_escape(engine().backend_description()).c_str(),
-                                  std::string(tern::chat_template_name(engine().chat_template())).c_str());
+                                  std::string(tern::chat_template_name(engine().chat_template())).c_str(),
+                                  engine().warm_up_ms());
             return 0;
         }) != 0) {
         return nullptr;
@@ -147,16 +156,17 @@ EMSCRIPTEN_KEEPALIVE int tern_web_generate(const char * prompt) {
             });
         const tern::GenerationStats & s = r.stats;
         g_stats = tern::format(R"({"n_prompt":%lld,"n_generated":%lld,"prompt_ms":%.3f,"generate_ms":%.3f,)"
-                              R"("decode_ms":%.3f,"stopped_by_eog":%s,"stopped":%s,"decoding":"%s"})",
+                              R"("decode_ms":%.3f,"host_ms":%.3f,"stopped_by_eog":%s,"stopped":%s,"decoding":"%s"})",
                               static_cast<long long>(s.n_prompt), static_cast<long long>(s.n_generated), s.prompt_ms,
-                              s.generate_ms, s.decode_ms, s.stopped_by_eog ? "true" : "false",
+                              s.generate_ms, s.decode_ms, r.host_ms, s.stopped_by_eog ? "true" : "false",
                               r.stopped ? "true" : "false", r.decoding);
         return static_cast<int>(s.n_generated);
     });
 }
 
 // The last tern_web_generate as JSON: {"n_prompt","n_generated","prompt_ms","generate_ms",
-// "decode_ms" (tokens 2..n, as `tern run` reports), "stopped_by_eog","stopped","decoding" (WebEngine::Result)}.
+// "decode_ms" (tokens 2..n, as `tern run` reports), "host_ms" (of generate_ms, recording and submitting
+// decode steps: WebEngine::Result::host_ms), "stopped_by_eog","stopped","decoding" (WebEngine::Result)}.
 EMSCRIPTEN_KEEPALIVE const char * tern_web_stats() { return g_stats.c_str(); }
 
 // Token ids of `text` as a JSON array (BOS added, special tokens parsed), or nullptr.

@@ -3,6 +3,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/webgpu/webgpu_backend.h"
+#include "backend/webgpu/webgpu_backend_impl.h"
 #include "core/error.h"
 
 #include <emscripten/heap.h>
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <new>
 
@@ -95,6 +97,69 @@ WebEngine::WebEngine(const std::string & path, const std::string & backend, bool
     }
 }
 
+void WebEngine::use_session(int64_t n_ctx) {
+    if (!session_ || n_ctx_session_ != n_ctx) {
+        session_.reset();  // free the old KV cache first
+        SessionOptions so;
+        so.n_ctx        = n_ctx;
+        session_        = std::make_unique<Session>(*model_, so);
+        n_ctx_session_  = n_ctx;
+        warmed_greedy_  = false;
+        warmed_sampled_ = false;
+    }
+    session_->reset();
+}
+
+bool WebEngine::samples_on_device(const Sampler & sampler) const {
+    return sampler.chain_only() && backend_->samples_on_device(sampler.chain());
+}
+
+void WebEngine::warm_up(const Sampler & sampler) {
+    const bool sampled_on_device = samples_on_device(sampler);
+    if (warmed_greedy_ && (!sampled_on_device || warmed_sampled_)) return;
+    session_->warm_up(&sampler);  // compiles the decode kernels now, not inside the first tokens
+    warmed_greedy_  = true;
+    warmed_sampled_ = warmed_sampled_ || sampled_on_device;
+}
+
+void WebEngine::warm_up_at_load() {
+    if (!backend_->counts_dispatches()) return;  // the CPU backend has nothing to compile
+    const auto t0 = std::chrono::steady_clock::now();
+    // The page's default context (the training context), up to k_warm_up_max_ctx: a long-context
+    // model's full KV cache is not made at load for a page that may ask for less (a request on
+    // another context makes its session, and warms up its positions, with the kernels compiled).
+    use_session(std::min<int64_t>(model_->config().n_ctx_train, k_warm_up_max_ctx));
+    const Sampler sampler(SamplerParams{}, static_cast<int32_t>(model_->config().n_vocab));  // the default chain
+    warm_up(sampler);
+    // A software adapter (SwiftShader: tests) compiles quickly and runs a step ~100 times slower
+    // than a GPU: the rest would cost its tests seconds and gain nothing.
+    const auto * gpu = dynamic_cast<const WebGpuBackend *>(backend_.get());
+    if (gpu == nullptr || gpu->context().adapter().is_cpu) {
+        warm_up_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        return;
+    }
+    // The prompt's kernels: a short prompt takes the per-token forms, one of gemm_min_tokens or more
+    // the GEMMs and prompt attention (webgpu_prefill.cpp); without this the first request's prompt
+    // compiles them (~0.9 s for 5 tokens on an H200 under dawn.node).
+    std::vector<int32_t> ids = tokenizer_->encode(k_warm_up_text, /*add_bos=*/true, /*parse_special=*/false);
+    if (ids.empty()) ids.push_back(0);
+    while (static_cast<int64_t>(ids.size()) < k_warm_up_long_prompt) ids.push_back(ids.back());
+    for (const int64_t n : {k_warm_up_short_prompt, k_warm_up_long_prompt}) {
+        if (n >= n_ctx_session_) continue;
+        session_->reset();
+        session_->eval(std::span<const int32_t>(ids).first(static_cast<size_t>(n)));
+    }
+    // Decode steps beyond the warm-up's few, so that the JavaScript engine has compiled the step's
+    // hot code (the wasm and the webgpu.h glue) with its optimizing tier before the first request.
+    session_->reset();
+    if (k_warm_up_tier_steps < n_ctx_session_) {
+        session_->decode_greedy(0, k_warm_up_tier_steps, [](int32_t) { return true; });
+    }
+    backend_->synchronize();
+    session_->reset();
+    warm_up_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
 WebEngine::Result WebEngine::generate(const std::string & prompt, const GenerateParams & params,
                                       const TokenCallback & on_token) {
     validate(params.sampling);
@@ -117,23 +182,10 @@ WebEngine::Result WebEngine::generate(const std::string & prompt, const Generate
                     static_cast<long long>(n_ctx)),
              "raise the context size or shorten the prompt");
     }
-    if (!session_ || n_ctx_session_ != n_ctx) {
-        session_.reset();  // free the old KV cache first
-        SessionOptions so;
-        so.n_ctx        = n_ctx;
-        session_        = std::make_unique<Session>(*model_, so);
-        n_ctx_session_  = n_ctx;
-        warmed_greedy_  = false;
-        warmed_sampled_ = false;
-    }
-    session_->reset();
+    use_session(n_ctx);
     Sampler    sampler(params.sampling, static_cast<int32_t>(model_->config().n_vocab));
-    const bool sampled_on_device = sampler.chain_only() && backend_->samples_on_device(sampler.chain());
-    if (!warmed_greedy_ || (sampled_on_device && !warmed_sampled_)) {
-        session_->warm_up(&sampler);  // compiles the decode kernels now, not inside the first tokens
-        warmed_greedy_  = true;
-        warmed_sampled_ = warmed_sampled_ || sampled_on_device;
-    }
+    const bool sampled_on_device = samples_on_device(sampler);
+    warm_up(sampler);
     Result r;
     // generate()'s own test for the greedy path (engine/session.cpp).
     const SamplerParams & sp = params.sampling;
@@ -144,6 +196,7 @@ WebEngine::Result WebEngine::generate(const std::string & prompt, const Generate
                  : sampled_on_device            ? "sampled on the device"
                                                 : "sampled on the host from each step's logits";
     bool end_of_turn = false;
+    session_->take_encode_seconds();
     r.stats = tern::generate(*session_, *tokenizer_, sampler, ids, params.n_predict < 0 ? -1 : params.n_predict,
                              [&](int32_t id, const std::string & text) {
                                  if (id >= 0 && std::find(stop_ids.begin(), stop_ids.end(), id) != stop_ids.end()) {
@@ -154,6 +207,7 @@ WebEngine::Result WebEngine::generate(const std::string & prompt, const Generate
                                  if (!on_token(id, text)) r.stopped = true;
                                  return !r.stopped;
                              });
+    r.host_ms = 1e3 * session_->take_encode_seconds();
     if (end_of_turn) {
         r.stats.stopped_by_eog = true;
         r.stats.n_generated -= 1;  // the end-of-turn token was counted as generated

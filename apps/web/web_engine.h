@@ -68,10 +68,34 @@ public:
         // host from each step's logits" (the chain has penalties, or the device cannot sample it), or
         // "on the CPU" (the CPU backend).
         const char *    decoding = "";
+        // Of stats.generate_ms, the host's time recording and submitting decode steps (not waiting for
+        // the device: Session::take_encode_seconds); near decode_ms, the host is the bottleneck.
+        double          host_ms = 0;
     };
     Result generate(const std::string & prompt, const GenerateParams & params, const TokenCallback & on_token);
 
+    // On a GPU, run before the first request, as `tern run` does before its prompt, so that the
+    // first request pays for no compiles: the decode kernels (Session::warm_up, greedy and the
+    // default sampling chain) on a session of the model's training context (at most
+    // k_warm_up_max_ctx), then on a hardware
+    // adapter a short and a long prompt's kernels and k_warm_up_tier_steps decode steps (V8
+    // compiles the hot code with its optimizing tier meanwhile). tern_web_load calls it.
+    void   warm_up_at_load();
+    double warm_up_ms() const { return warm_up_ms_; }
+
 private:
+    static constexpr const char * k_warm_up_text        = "Once upon a time, in a land far away, there lived";
+    static constexpr int64_t      k_warm_up_short_prompt = 5;
+    static constexpr int64_t      k_warm_up_long_prompt  = 40;  // over gemm_min_tokens and 32 (the GEMM's tiles)
+    static constexpr int64_t      k_warm_up_tier_steps   = 96;  // three batches of decode_greedy
+    static constexpr int64_t      k_warm_up_max_ctx      = 4096;
+
+    // Makes the session of n_ctx positions (a new one if the context differs) and rewinds it.
+    void use_session(int64_t n_ctx);
+    // Session::warm_up for the sampler's decoding path unless it ran on this session.
+    void warm_up(const Sampler & sampler);
+    bool samples_on_device(const Sampler & sampler) const;  // the chain runs on the device
+
     std::unique_ptr<GgufFile>         file_;
     std::unique_ptr<Backend>          backend_;
     std::unique_ptr<BitnetModel>      model_;
@@ -82,6 +106,7 @@ private:
     int64_t n_ctx_session_ = 0;      // the context the current session was made with
     bool    warmed_greedy_  = false;  // the decoding paths warmed up on this session
     bool    warmed_sampled_ = false;
+    double  warm_up_ms_     = 0;
 };
 
 }  // namespace tern::web

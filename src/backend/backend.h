@@ -309,6 +309,22 @@ public:
     // (BatchEngine's steps): a backend may submit the step in pieces while it is recorded, so the
     // device starts before the whole step is recorded (WebGPU: WebGpuTuning::first_submit).
     virtual void begin_step_from_idle() { begin_step(); }
+    // Pipelined batched steps (BatchEngine::record_ahead): hold_step() ends a step like end_step()
+    // but keeps it unsubmitted, so that its input (the tokens) can be written after it was recorded;
+    // release_held_step() submits it after whatever was written or read meanwhile, drop_held_step()
+    // discards it. At most one held step. hold_step() returns false when it could not hold the
+    // whole step (part of it went out while it was recorded): the step then ran with whatever its
+    // inputs held. Only where can_hold_steps() (not on eager backends, whose ops run as recorded).
+    virtual bool can_hold_steps() const { return false; }
+    // begin_step() for a step that will be held (hold_step): a backend may keep it in pieces that
+    // release_held_step() submits one after the other (WebGPU: first_submit, as begin_step_from_idle).
+    virtual void begin_held_step() { begin_step(); }
+    virtual bool hold_step() {
+        end_step();
+        return false;
+    }
+    virtual void release_held_step() {}
+    virtual void drop_held_step() {}
     virtual void synchronize() = 0;  // waits for submitted work; rethrows device errors as Error(device)
 
     // --- primitive ops: the unfused kernels ---

@@ -127,9 +127,8 @@ void BatchEngine::mark_fed(SequenceId seq, int64_t n) {
 int64_t BatchEngine::n_past(SequenceId seq) const { return get(seq).n_past; }
 int64_t BatchEngine::capacity(SequenceId seq) const { return get(seq).capacity; }
 
-void BatchEngine::step(std::span<const BatchItem> items) {
+void BatchEngine::check(std::span<const BatchItem> items, bool tokens_known) const {
     const int64_t n_vocab = model_.config().n_vocab;
-    // Check everything first, so that a bad item feeds nothing.
     std::unordered_set<SequenceId> seen;
     for (const BatchItem & it : items) {
         TERN_ASSERT(seen.insert(it.seq).second, "step: sequence %lld listed twice", static_cast<long long>(it.seq));
@@ -142,23 +141,34 @@ void BatchEngine::step(std::span<const BatchItem> items) {
                         static_cast<long long>(s.n_past), static_cast<long long>(s.capacity)));
         }
         for (int32_t id : it.tokens) {
-            if (id < 0 || id >= n_vocab) {
+            if (tokens_known && (id < 0 || id >= n_vocab)) {
                 fail(ErrorKind::invalid_argument, format("token id %d is outside the vocabulary (0..%lld)", id,
                                                          static_cast<long long>(n_vocab - 1)));
             }
         }
     }
+}
+
+void BatchEngine::step(std::span<const BatchItem> items) {
+    TERN_ASSERT(!inflight_.live && !ahead_.live, "step: a step is launched or held");
+    // Check everything first, so that a bad item feeds nothing.
+    check(items, true);
     for (const BatchItem & it : items) {
         if (it.top_rows != nullptr) it.top_rows->clear();  // (non-empty after the step: rows, not logits)
     }
     // Passes of at most n_chunk tokens, the items' tokens in order (an item may continue in the next).
     std::vector<PassPart> parts;
     int64_t               room = buf_.n_batch;
+    auto run = [&] {
+        inflight_ = make_pass(items, parts);
+        record(inflight_, false);
+        collect();
+    };
     for (size_t i = 0; i < items.size(); ++i) {
         const int64_t n = static_cast<int64_t>(items[i].tokens.size());
         for (int64_t from = 0; from < n;) {
             if (room == 0) {
-                run_pass(items, parts);
+                run();
                 parts.clear();
                 room = buf_.n_batch;
             }
@@ -168,140 +178,259 @@ void BatchEngine::step(std::span<const BatchItem> items) {
             room -= take;
         }
     }
-    if (!parts.empty()) run_pass(items, parts);
+    if (!parts.empty()) run();
 }
 
-void BatchEngine::run_pass(std::span<const BatchItem> items, std::span<const PassPart> parts) {
+void BatchEngine::launch(std::span<const BatchItem> items) {
+    TERN_ASSERT(!inflight_.live && !ahead_.live, "launch: a step is launched or held");
+    check(items, true);
+    std::vector<PassPart> parts;
+    int64_t               n = 0;
+    for (size_t i = 0; i < items.size(); ++i) {
+        parts.push_back({i, 0, static_cast<int64_t>(items[i].tokens.size())});
+        n += parts.back().n;
+    }
+    TERN_ASSERT(n <= buf_.n_batch, "launch: %lld tokens in a pass of %lld", static_cast<long long>(n),
+                static_cast<long long>(buf_.n_batch));
+    inflight_ = make_pass(items, parts);
+    record(inflight_, false);
+}
+
+bool BatchEngine::record_ahead(std::span<const BatchItem> items) {
+    TERN_ASSERT(!ahead_.live, "record_ahead: a step is held already");
+    if (!model_.backend().can_hold_steps() || items.empty() ||
+        static_cast<int64_t>(items.size()) > std::min(buf_.n_batch, max_seqs_)) {
+        return false;
+    }
+    for (const BatchItem & it : items) TERN_ASSERT(it.tokens.size() == 1, "record_ahead: one token per item");
+    check(items, false);
+    std::vector<PassPart> parts;
+    for (size_t i = 0; i < items.size(); ++i) parts.push_back({i, 0, 1});
+    ahead_ = make_pass(items, parts);
+    const auto t0 = std::chrono::steady_clock::now();
+    const bool held = record(ahead_, true);
+    timing_.record_ahead_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (held) return true;
+    // Part of it went out while it was recorded: it ran with the tokens of the step before, over
+    // that step's results. Those are computed again by collect(); this one is recorded afresh later.
+    for (const Pass::Feed & f : ahead_.feeds) get(f.seq).n_past = f.pos;
+    ahead_.live     = false;
+    rerun_inflight_ = inflight_.live;
+    return false;
+}
+
+void BatchEngine::release_ahead(std::span<const int32_t> tokens) {
+    TERN_ASSERT(ahead_.live && !inflight_.live, "release_ahead: nothing held, or the step before not collected");
+    TERN_ASSERT(tokens.size() == ahead_.tokens.size(), "release_ahead: %zu tokens for %zu items", tokens.size(),
+                ahead_.tokens.size());
     const int64_t n_vocab = model_.config().n_vocab;
-    Backend &     be      = model_.backend();
-    tables_.clear();
-    tokens_.clear();
-    cols_.clear();
-    bool    any_logits = false;
-    int64_t top_k      = 0;  // the head's (HeadOutput::top_k); -1 once an item needs every logit
+    for (int32_t id : tokens) {
+        if (id < 0 || id >= n_vocab) {
+            drop_ahead();
+            fail(ErrorKind::invalid_argument,
+                 format("token id %d is outside the vocabulary (0..%lld)", id, static_cast<long long>(n_vocab - 1)));
+        }
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    std::copy(tokens.begin(), tokens.end(), ahead_.tokens.begin());
+    Backend & be = model_.backend();
+    be.write(buf_.tokens.tensor, ahead_.tokens.data(), ahead_.tokens.size() * sizeof(int32_t));
+    be.release_held_step();  // (after that write, in queue order)
+    timing_.record_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ++timing_.passes_ahead;
+    ++timing_.passes;
+    inflight_   = std::move(ahead_);
+    ahead_      = {};
+}
+
+void BatchEngine::drop_ahead() {
+    if (!ahead_.live) return;
+    model_.backend().drop_held_step();
+    for (const Pass::Feed & f : ahead_.feeds) {
+        if (seqs_.contains(f.seq)) get(f.seq).n_past = f.pos;
+    }
+    ahead_ = {};
+}
+
+BatchEngine::Pass BatchEngine::make_pass(std::span<const BatchItem> items, std::span<const PassPart> parts) const {
+    Pass p;
     for (const PassPart & pp : parts) {
         const BatchItem & it = items[pp.item];
-        Sequence &        s  = get(it.seq);
-        pool_.grow(s.table, s.n_past + pp.n);
-        const int64_t col = tables_.n_tokens();
-        tables_.add(s.table, s.n_past, pp.n);
-        tokens_.insert(tokens_.end(), it.tokens.begin() + pp.from, it.tokens.begin() + pp.from + pp.n);
+        p.feeds.push_back({it.seq, get(it.seq).n_past, pp.n});
+        p.tokens.insert(p.tokens.end(), it.tokens.begin() + pp.from, it.tokens.begin() + pp.from + pp.n);
         const bool last = pp.from + pp.n == static_cast<int64_t>(it.tokens.size());
         if (last && (!it.logits.empty() || it.argmax != nullptr)) {
-            cols_.push_back(static_cast<int32_t>(col + pp.n - 1));
-            any_logits = any_logits || !it.logits.empty();
-            if (!it.logits.empty()) top_k = it.top_k > 0 && top_k >= 0 ? std::max(top_k, it.top_k) : -1;
+            p.outs.push_back({it.seq, it.logits, it.argmax, it.top_rows});
+            p.any_logits = p.any_logits || !it.logits.empty();
+            if (!it.logits.empty()) p.top_k = it.top_k > 0 && p.top_k >= 0 ? std::max(p.top_k, it.top_k) : -1;
+            if (it.top_rows != nullptr) it.top_rows->clear();  // (non-empty after the step: rows, not logits)
+        }
+    }
+    return p;
+}
+
+bool BatchEngine::record(Pass & p, bool hold) {
+    Backend &  be = model_.backend();
+    const auto t0 = std::chrono::steady_clock::now();
+    tables_.clear();
+    cols_.clear();
+    size_t o = 0;
+    for (const Pass::Feed & f : p.feeds) {
+        Sequence & s = get(f.seq);
+        TERN_ASSERT(s.n_past == f.pos, "record: sequence %lld moved", static_cast<long long>(f.seq));
+        pool_.grow(s.table, f.pos + f.n);
+        const int64_t col = tables_.n_tokens();
+        tables_.add(s.table, f.pos, f.n);
+        if (o < p.outs.size() && p.outs[o].seq == f.seq) {
+            // (a sequence's output follows its last feed: the pass lists each sequence once)
+            cols_.push_back(static_cast<int32_t>(col + f.n - 1));
+            ++o;
         }
     }
     const KvBatch batch = tables_.upload(be, pool_.page_size());
-    be.write(buf_.tokens.tensor, tokens_.data(), tokens_.size() * sizeof(int32_t));
+    if (!hold) be.write(buf_.tokens.tensor, p.tokens.data(), p.tokens.size() * sizeof(int32_t));
     const int64_t n_out = static_cast<int64_t>(cols_.size());
-    HeadOutput    head;
+    TERN_ASSERT(n_out == static_cast<int64_t>(p.outs.size()), "output columns");
+    HeadOutput head;
     head.logits = buf_.logits.tensor.columns(0, n_out);
     Tensor cols = head_cols_.tensor;
     cols.ne[0]  = std::max<int64_t>(n_out, 1);
     if (n_out > 0) be.write(cols, cols_.data(), cols_.size() * sizeof(int32_t));
-    bool listed = false;
-    if (any_logits && top_k > 0) {
-        head.top_k           = top_k;
+    p.listed = false;
+    if (p.any_logits && p.top_k > 0) {
+        head.top_k           = p.top_k;
         head.top_rows        = head_rows_.tensor.columns(0, n_out);
         head.top_rows_stride = k_list_stride;
-        head.rows_listed     = &listed;
+        head.rows_listed     = &p.listed;
     }
-    if (n_out > 0 && !any_logits) {  // ids only: the logits are the head's scratch (HeadOutput)
+    if (n_out > 0 && !p.any_logits) {  // ids only: the logits are the head's scratch (HeadOutput)
         head.ids       = head_ids_.tensor;
         head.ids.ne[0] = n_out;
     }
-    using clock  = std::chrono::steady_clock;
-    const auto t0 = clock::now();
-    auto       t1 = t0;  // once the results are read (the wait for the device ends)
-    struct Account {  // on every way out: the pass's times into timing_
-        Timing & t;
+    const bool held = model_.forward_batch(buf_, pool_.cache(), batch, cols, head, round_head_, hold);
+    for (const Pass::Feed & f : p.feeds) get(f.seq).n_past += f.n;
+    p.live = true;
+    if (!hold) {
+        timing_.record_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        ++timing_.passes;
+    }
+    return held;
+}
+
+void BatchEngine::collect() {
+    TERN_ASSERT(!ahead_.live || inflight_.live, "collect: nothing launched");
+    if (!inflight_.live) return;
+    if (std::exchange(rerun_inflight_, false)) {
+        // A hold failed over its results (record_ahead): run it again for its sequences still open
+        // (at the same positions, with the same tokens: the same rows, the same results).
+        Pass   again;
+        size_t t = 0;
+        for (const Pass::Feed & f : inflight_.feeds) {
+            if (seqs_.contains(f.seq)) {
+                again.feeds.push_back(f);
+                again.tokens.insert(again.tokens.end(), inflight_.tokens.begin() + static_cast<std::ptrdiff_t>(t),
+                                    inflight_.tokens.begin() + static_cast<std::ptrdiff_t>(t + f.n));
+                get(f.seq).n_past = f.pos;
+            }
+            t += static_cast<size_t>(f.n);
+        }
+        for (const Pass::Out & out : inflight_.outs) {
+            if (seqs_.contains(out.seq)) again.outs.push_back(out);
+        }
+        again.any_logits = inflight_.any_logits;
+        again.top_k      = inflight_.top_k;
+        inflight_        = std::move(again);
+        if (inflight_.feeds.empty()) {
+            inflight_ = {};
+            return;
+        }
+        record(inflight_, false);
+    }
+    read(inflight_);
+    inflight_ = {};
+}
+
+void BatchEngine::read(Pass & p) {
+    using clock             = std::chrono::steady_clock;
+    const int64_t n_vocab   = model_.config().n_vocab;
+    Backend &     be        = model_.backend();
+    const int64_t n_out     = static_cast<int64_t>(p.outs.size());
+    const auto    t0        = clock::now();
+    auto          t1        = t0;  // once the results are read (the wait for the device ends)
+    struct Account {  // on every way out: the read's times into timing_
+        Timing &                  t;
         const clock::time_point & t0;
         clock::time_point &       t1;
-        clock::time_point         tr;
-        bool                      recorded = false;
         ~Account() {
             const auto now = clock::now();
-            if (!recorded) tr = now;
-            t.record_s += std::chrono::duration<double>(tr - t0).count();
-            t.wait_s += std::chrono::duration<double>(std::max(t1, tr) - tr).count();
-            t.unpack_s += std::chrono::duration<double>(now - std::max(t1, tr)).count();
-            ++t.passes;
+            t.wait_s += std::chrono::duration<double>(std::max(t1, t0) - t0).count();
+            t.unpack_s += std::chrono::duration<double>(now - std::max(t1, t0)).count();
         }
-    } account{timing_, t0, t1, t0};
-    model_.forward_batch(buf_, pool_.cache(), batch, cols, head, round_head_);
-    account.tr       = clock::now();
-    account.recorded = true;
-    for (const PassPart & pp : parts) get(items[pp.item].seq).n_past += pp.n;
+    } account{timing_, t0, t1};
+    p.live = false;
     if (n_out == 0) return;
+    // Where each output goes: nowhere once its sequence was closed (launch / record_ahead).
+    auto open = [&](const Pass::Out & out) { return seqs_.contains(out.seq); };
     ids_.resize(static_cast<size_t>(n_out));
-    if (!any_logits) {
-        be.read(head.ids, ids_.data(), ids_.size() * sizeof(int32_t));
+    if (!p.any_logits) {
+        Tensor ids = head_ids_.tensor;
+        ids.ne[0]  = n_out;
+        be.read(ids, ids_.data(), ids_.size() * sizeof(int32_t));
         t1 = clock::now();
-        size_t o = 0;
-        for (const PassPart & pp : parts) {
-            const BatchItem & it = items[pp.item];
-            if (pp.from + pp.n == static_cast<int64_t>(it.tokens.size()) && it.argmax != nullptr) *it.argmax = ids_[o++];
+        for (int64_t o = 0; o < n_out; ++o) {
+            if (p.outs[o].argmax != nullptr && open(p.outs[o])) *p.outs[o].argmax = ids_[static_cast<size_t>(o)];
         }
         return;
     }
-    // The items whose last token is in this pass, in output column order.
-    std::vector<const BatchItem *> outs;
-    for (const PassPart & pp : parts) {
-        const BatchItem & it = items[pp.item];
-        if (pp.from + pp.n == static_cast<int64_t>(it.tokens.size()) && (!it.logits.empty() || it.argmax != nullptr)) {
-            outs.push_back(&it);
-        }
-    }
-    TERN_ASSERT(static_cast<int64_t>(outs.size()) == n_out, "output columns");
     // Top-k lists where the device wrote them: each column that fits takes its rows (a greedy item
     // its argmax among them: the top 1 is in every top k) instead of n_vocab logits.
-    bool need_logits = !listed;
-    if (listed) {
+    bool need_logits = !p.listed;
+    if (p.listed) {
         row_words_.resize(static_cast<size_t>(k_list_stride * n_out));
-        be.read(head.top_rows, row_words_.data(), row_words_.size() * sizeof(uint32_t));
+        be.read(head_rows_.tensor.columns(0, n_out), row_words_.data(), row_words_.size() * sizeof(uint32_t));
         t1 = clock::now();
     }
-    for (size_t o = 0; listed && o < outs.size(); ++o) {
-        const BatchItem & it    = *outs[o];
-        const uint32_t *  words = row_words_.data() + o * static_cast<size_t>(k_list_stride);
+    std::vector<bool> taken(static_cast<size_t>(n_out), false);  // (took its rows or its argmax from them)
+    for (int64_t o = 0; p.listed && o < n_out; ++o) {
+        const Pass::Out & out   = p.outs[static_cast<size_t>(o)];
+        const uint32_t *  words = row_words_.data() + o * k_list_stride;
         const int64_t     n     = words[0];
-        const bool        fits  = n <= k_list_rows && n >= std::max<int64_t>(it.top_k, 1);
-        if (!fits || (!it.logits.empty() && it.top_rows == nullptr)) {
+        if (!open(out)) {
+            taken[static_cast<size_t>(o)] = true;
+            continue;
+        }
+        const bool fits = n <= k_list_rows && n >= std::max<int64_t>(p.top_k, 1);
+        if (!fits || (!out.logits.empty() && out.top_rows == nullptr)) {
             need_logits = true;
             continue;
         }
-        if (it.top_rows != nullptr) it.top_rows->resize(static_cast<size_t>(n));
-        int32_t best = -1;
+        if (out.top_rows != nullptr) out.top_rows->resize(static_cast<size_t>(n));
+        int32_t best   = -1;
         float   best_v = 0.0f;
         for (int64_t i = 0; i < n; ++i) {
             const int32_t id = static_cast<int32_t>(words[2 + 2 * i]);
             const float   v  = std::bit_cast<float>(words[3 + 2 * i]);
-            if (it.top_rows != nullptr) (*it.top_rows)[static_cast<size_t>(i)] = {id, v};
+            if (out.top_rows != nullptr) (*out.top_rows)[static_cast<size_t>(i)] = {id, v};
             if (best < 0 || v > best_v || (v == best_v && id < best)) {
                 best   = id;
                 best_v = v;
             }
         }
-        if (it.argmax != nullptr) *it.argmax = best;
+        if (out.argmax != nullptr) *out.argmax = best;
+        taken[static_cast<size_t>(o)] = true;
     }
     if (!need_logits) return;
     logits_.resize(static_cast<size_t>(n_vocab * n_out));
-    be.read(head.logits, logits_.data(), logits_.size() * sizeof(float));
-    if (!listed) t1 = clock::now();  // (after a list, this read counts as unpacking)
+    be.read(buf_.logits.tensor.columns(0, n_out), logits_.data(), logits_.size() * sizeof(float));
+    if (!p.listed) t1 = clock::now();  // (after a list, this read counts as unpacking)
     ++timing_.full_logit_reads;
-    for (size_t o = 0; o < outs.size(); ++o) {
-        const BatchItem & it = *outs[o];
-        if (listed && it.top_rows != nullptr && !it.top_rows->empty()) continue;  // (took its rows)
-        if (listed && it.logits.empty() && it.top_rows == nullptr) {
-            const uint32_t n = row_words_[o * static_cast<size_t>(k_list_stride)];
-            if (n <= k_list_rows && n >= 1) continue;  // (a greedy item: its argmax came from the list)
-        }
-        const float * row = logits_.data() + static_cast<std::ptrdiff_t>(o) * n_vocab;
-        if (!it.logits.empty()) std::copy_n(row, n_vocab, it.logits.begin());
-        if (it.argmax != nullptr) {  // the argmax of this row, lowest index on ties (Backend::argmax)
-            *it.argmax = static_cast<int32_t>(std::max_element(row, row + n_vocab) - row);
+    for (int64_t o = 0; o < n_out; ++o) {
+        const Pass::Out & out = p.outs[static_cast<size_t>(o)];
+        if (taken[static_cast<size_t>(o)] || !open(out)) continue;
+        const float * row = logits_.data() + o * n_vocab;
+        if (!out.logits.empty()) std::copy_n(row, n_vocab, out.logits.begin());
+        if (out.argmax != nullptr) {  // the argmax of this row, lowest index on ties (Backend::argmax)
+            *out.argmax = static_cast<int32_t>(std::max_element(row, row + n_vocab) - row);
         }
     }
 }

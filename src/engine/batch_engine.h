@@ -100,16 +100,43 @@ public:
 
     // Feeds every item's tokens to its sequence at n_past(seq) and advances it; a sequence appears
     // at most once per step. Throws Error(invalid_argument) for a token outside the vocabulary or
-    // tokens past the sequence's capacity (nothing is fed then).
+    // tokens past the sequence's capacity (nothing is fed then). step() = launch() + collect().
     void step(std::span<const BatchItem> items);
+
+    // Pipelined steps (the server's steady state), so that the host records a step while the device
+    // runs the one before instead of after it:
+    //   eng.launch(items);                  // step n recorded and submitted, results not read
+    //   bool ahead = eng.record_ahead(next); // step n+1 recorded while n runs; its tokens unknown
+    //   eng.collect();                      // n's results into its items (waits for the device)
+    //   ... pick each sequence's next token from them ...
+    //   if (ahead) eng.release_ahead(tokens); else eng.launch(next with its tokens);
+    //   eng.collect(); ...
+    // launch(): one pass (the items' tokens fit n_chunk), checked as step(); collect() before the
+    // next launch(). record_ahead(): every item one token (`tokens` is not read; release_ahead's
+    // i-th token goes to item i), each item's outputs as for step(); false (nothing recorded) when
+    // the backend cannot hold a step (Backend::can_hold_steps: eager backends) or the items do not
+    // fit one pass. A sequence closed after its step was launched or recorded ahead is skipped by
+    // collect() (its outputs are not written; the rows the step wrote into its pages lie past what
+    // it kept, and a sequence that gets those pages writes each row before it reads it). A sequence
+    // that ends (e.g. at a stop token) after a step ahead was recorded thus costs one wasted column,
+    // not a wait. drop_ahead() discards a step recorded ahead (nothing of it runs).
+    void launch(std::span<const BatchItem> items);
+    bool record_ahead(std::span<const BatchItem> items);
+    void release_ahead(std::span<const int32_t> tokens);
+    void drop_ahead();
+    void collect();
+    bool launched() const { return inflight_.live; }
+    bool ahead() const { return ahead_.live; }
 
     // Where the steps' host time went, summed since construction (for `tern serve`'s /metrics):
     // recording and submitting the forward passes, waiting for and reading back their results,
     // unpacking them into the items; passes, and passes that read every logit back (no device
     // list, or a column whose list overflowed).
+    // record_ahead_s: recording steps ahead (while the device ran the step before: not waited for);
+    // passes_ahead: passes recorded ahead and released.
     struct Timing {
-        double  record_s = 0, wait_s = 0, unpack_s = 0;
-        int64_t passes = 0, full_logit_reads = 0;
+        double  record_s = 0, wait_s = 0, unpack_s = 0, record_ahead_s = 0;
+        int64_t passes = 0, full_logit_reads = 0, passes_ahead = 0;
     };
     const Timing & timing() const { return timing_; }
 
@@ -126,7 +153,33 @@ private:
         size_t  item = 0;
         int64_t from = 0, n = 0;
     };
-    void run_pass(std::span<const BatchItem> items, std::span<const PassPart> parts);
+    // A pass as recorded: what it feeds (in column order) and where its outputs go (in output
+    // column order), kept until collect() reads them.
+    struct Pass {
+        struct Feed {
+            SequenceId seq = -1;
+            int64_t    pos = 0, n = 0;  // n tokens at positions pos.. (n_past before the pass)
+        };
+        struct Out {
+            SequenceId               seq = -1;
+            std::span<float>         logits;
+            int32_t *                argmax   = nullptr;
+            std::vector<Candidate> * top_rows = nullptr;
+        };
+        std::vector<Feed>    feeds;
+        std::vector<int32_t> tokens;  // in column order
+        std::vector<Out>     outs;
+        bool                 any_logits = false;
+        int64_t              top_k      = 0;  // the head's (HeadOutput::top_k); -1: an item needs every logit
+        bool                 listed     = false;  // the device listed the top-k rows (HeadOutput::rows_listed)
+        bool                 live       = false;  // recorded, not yet collected (or released)
+    };
+    void check(std::span<const BatchItem> items, bool tokens_known) const;
+    Pass make_pass(std::span<const BatchItem> items, std::span<const PassPart> parts) const;
+    // Records p at its feeds' positions and advances them; hold: kept unsubmitted, its tokens not
+    // written (returns whether it was held).
+    bool record(Pass & p, bool hold);
+    void read(Pass & p);
 
     const BitnetModel &                      model_;
     KvPagePool                               pool_;
@@ -137,12 +190,14 @@ private:
     // [k_list_stride, max_seqs] u32: each output column's top-k rows (HeadOutput::top_rows).
     OwnedTensor                              head_rows_;
     std::vector<uint32_t>                    row_words_;  // head_rows_ read back
-    std::vector<int32_t>                     tokens_, cols_, ids_;
+    std::vector<int32_t>                     cols_, ids_;
     std::vector<float>                       logits_;     // [n_vocab][outputs] read back
     int64_t                                  max_seqs_   = 0;
     bool                                     round_head_ = false;
     SequenceId                               next_id_    = 1;
     Timing                                   timing_;
+    Pass                                     inflight_, ahead_;  // launch() / record_ahead()
+    bool                                     rerun_inflight_ = false;  // a failed hold clobbered its results
     std::unordered_map<SequenceId, Sequence> seqs_;
 };
 

@@ -227,16 +227,24 @@ void BitnetModel::forward(ForwardBuffers & buf, const KvCache & kv, int64_t pos0
     backend_.end_step();
 }
 
-void BitnetModel::forward_batch(ForwardBuffers & buf, const KvCache & pool, const KvBatch & batch,
-                                const Tensor & head_cols, const HeadOutput & head, bool round_head_input_f16) const {
+bool BitnetModel::forward_batch(ForwardBuffers & buf, const KvCache & pool, const KvBatch & batch,
+                                const Tensor & head_cols, const HeadOutput & head, bool round_head_input_f16,
+                                bool hold) const {
     const int64_t n_tokens = batch.n_tokens();
     const int64_t n_out    = head.logits.ne[1];
     TERN_ASSERT(n_out >= 0 && n_out <= buf.n_logits && (n_out == 0 || head_cols.ne[0] == n_out), "n_out %lld",
                 static_cast<long long>(n_out));
-    backend_.begin_step_from_idle();  // (BatchEngine reads each step's results before the next)
+    // (not held: the device is idle, BatchEngine read the step before; held: the step before runs)
+    if (hold) {
+        backend_.begin_held_step();
+    } else {
+        backend_.begin_step_from_idle();
+    }
     record(buf, {pool, 0, &batch}, n_tokens, view(buf.tokens, {n_tokens, 1, 1, 1}), head, &head_cols,
            round_head_input_f16);
+    if (hold) return backend_.hold_step();
     backend_.end_step();
+    return false;
 }
 
 void BitnetModel::record_step(ForwardBuffers & buf, const KvCache & kv, const DecodeStep & step,

@@ -103,8 +103,10 @@ public:
     // runs over the n columns that head_cols ([n] i32 on the device) lists and writes what `head`
     // asks for (logits [n_vocab, n], and ids [n] where set). Each sequence's results are the bits
     // of forward() on that sequence alone (a contiguous cache, its tokens at the same positions).
-    void forward_batch(ForwardBuffers & buf, const KvCache & pool, const KvBatch & batch, const Tensor & head_cols,
-                       const HeadOutput & head, bool round_head_input_f16) const;
+    // hold: the step is kept unsubmitted (Backend::hold_step; the caller writes buf.tokens, then
+    // releases it); returns whether it was held.
+    bool forward_batch(ForwardBuffers & buf, const KvCache & pool, const KvBatch & batch, const Tensor & head_cols,
+                       const HeadOutput & head, bool round_head_input_f16, bool hold = false) const;
 
 private:
     // Where a pass's tokens sit in the KV cache: positions pos0.. of one sequence in `kv`

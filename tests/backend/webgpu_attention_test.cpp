@@ -189,8 +189,8 @@ TEST(WebGpuPromptAttentionChunks, ASmallScoreBudgetGivesTheSameBits) {
 // reached), the same bits, and the reference's. Positions 1 .. 100 (one block of 32 positions, then
 // several), G = 3 (41 .. 49), 509 .. 514 (the combine closes the first superblock of blocks),
 // 901 .. 904 (attention.wgsl's K tiles past its thread count), 2501 .. 2504 (five superblocks),
-// head_dim 40 (a partial block of 16 dimensions) and G = 8 (more query heads than threads per
-// position).
+// head_dim 40 (a partial block of 16 dimensions), head_dim 36 (f16 K blocks not 16-byte aligned: the
+// scores kernel's word-by-word loads) and G = 8 (more query heads than threads per position).
 TEST(WebGpuLongOneQueryAttention, LongContextKernelsGiveTheOneQueryKernelsBits) {
     TERN_REQUIRE_WEBGPU();
     WebGpuOptions o;
@@ -201,7 +201,7 @@ TEST(WebGpuLongOneQueryAttention, LongContextKernelsGiveTheOneQueryKernelsBits) 
     auto one_wg         = make_webgpu_backend(o);
     for (const Case & c : {Case{8, 2, 128, 0, 100}, Case{6, 2, 64, 40, 9}, Case{6, 2, 64, 508, 6},
                            Case{8, 2, 128, 900, 4}, Case{4, 1, 64, 2500, 4}, Case{4, 2, 40, 60, 3},
-                           Case{16, 2, 64, 100, 2}}) {
+                           Case{4, 2, 36, 40, 3}, Case{16, 2, 64, 100, 2}}) {
         for (DType cache : {DType::f16, DType::f32}) {
             SCOPED_TRACE("pos0 " + std::to_string(c.pos0) + (cache == DType::f16 ? ", f16 cache" : ", f32 cache"));
             const Inputs in  = make_inputs(c, cache, 5);
@@ -212,9 +212,10 @@ TEST(WebGpuLongOneQueryAttention, LongContextKernelsGiveTheOneQueryKernelsBits) 
     }
 }
 
-// The two P·V forms of one query over a long f16 cache (WebGpuTuning::attn_split_tiles): 1
+// The P·V forms of one query over a long f16 cache (WebGpuTuning::attn_split_tiles): 1
 // attention_split_pvt + _combine (tiles of a superblock x 16 dimensions), 0 attention_split_pv
-// (8 dimensions per workgroup over every position), each token alone and all tokens of a case in
+// (8 dimensions per workgroup over every position), and 1 with 1024 / G instead of 64 softmax
+// positions per workgroup (attn_split_chunk=0), each token alone and all tokens of a case in
 // one call (several columns per dispatch): the same bits, and the reference's. Lengths cross
 // superblocks and rounds of blocks (n 2047 .. 2049 with G = 4; 4,095 .. 4,097 with the 2B4T head,
 // head_dim 128; 510 .. 513 with G = 16; 2,558 .. 2,562 with G = 3, five superblocks), head_dim 72
@@ -222,7 +223,7 @@ TEST(WebGpuLongOneQueryAttention, LongContextKernelsGiveTheOneQueryKernelsBits) 
 TEST(WebGpuLongOneQueryAttention, PvFormsGiveTheSameBitsAcrossEveryBoundary) {
     TERN_REQUIRE_WEBGPU();
     std::vector<std::unique_ptr<Backend>> forms;
-    for (const char * form : {"attn_split_tiles=1", "attn_split_tiles=0"}) {
+    for (const char * form : {"attn_split_tiles=1", "attn_split_tiles=0", "attn_split_tiles=1,attn_split_chunk=0"}) {
         WebGpuOptions o;
         o.allow_cpu_adapter = true;
         o.tune              = std::string("attn_long_positions=1,") + form;
@@ -237,6 +238,8 @@ TEST(WebGpuLongOneQueryAttention, PvFormsGiveTheSameBitsAcrossEveryBoundary) {
         expect_close(tiles, reference(c, in), 0, "attention_split_pvt vs the reference written out");
         expect_close(tiles, run(*forms[1], c, in, 1), 0, "attention_split_pvt vs attention_split_pv");
         expect_close(tiles, run(*forms[0], c, in, c.T), 0, "each token alone vs every token in one call");
+        expect_close(tiles, run(*forms[2], c, in, 1), 0, "64 vs 1024 / G softmax positions per workgroup");
+        expect_close(tiles, run(*forms[2], c, in, c.T), 0, "1024 / G softmax positions, every token in one call");
     }
 }
 

@@ -1,13 +1,14 @@
 // The WebGPU backend's general linear path (webgpu_family.cpp) against the CPU reference, bit for
 // bit: matmul for every type it runs (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K; stacked parts of
 // different types) on shapes that are not powers of two, matmul_glu, rope_kv_append with Qwen3's QK-norm, llama's "norm" RoPE with rope_freqs divisors
-// and both cache types; then whole models: the HF tiny llama and qwen3 checkpoints
+// and both cache types; one query's attention making the o-projection's Q8_0 blocks; then whole models: the HF tiny llama and qwen3 checkpoints
 // (tests/data/hf_parity) converted to F32, Q8_0 and Q4_0, prompt logits at every position and greedy
 // decoding on both backends. Skipped with the reason when there is no WebGPU adapter.
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/webgpu/webgpu_backend.h"
 #include "convert/hf_convert.h"
+#include "core/fp16.h"
 #include "core/mmap.h"
 #include "engine/batch_engine.h"
 #include "engine/session.h"
@@ -408,6 +409,53 @@ TEST(WebGpuFamily, RopeKvAppendMatchesTheCpuBitForBit) {
             expect_same_bits(outs[1][0], outs[0][0], what + " q");
             expect_same_bits(outs[1][1], outs[0][1], what + " k cache");
             expect_same_bits(outs[1][2], outs[0][2], what + " v cache");
+        }
+    }
+}
+
+// One query's attention, then a Q4_0 / Q8_0 o-projection reading its output, in one step, twice:
+// the first o-projection quantizes the output itself (act_q8_0.wgsl), after which attention.wgsl
+// writes the output's Q8_0 blocks (Q8_OUT) and the second reads those. head_dim 32 (a block per
+// head) and 96 (phi-3's: three), 5 heads over 1 KV head, an f16 cache, 9 positions; both bit for bit.
+TEST(WebGpuFamily, AttentionOutputBlocksFeedTheOProjectionBitForBit) {
+    SKIP_WITHOUT_GPU();
+    auto cpu = make_cpu_backend({2});
+    for (const DType type : {DType::q4_0, DType::q8_0}) {
+        for (const int64_t hd : {32, 96}) {
+            const int64_t n_head = 5, n_q = n_head * hd, n_ctx = 16, pos0 = 8, n = 45;
+            const Quantized wo = quantized("wo", type, n_q, n, 21);
+            std::vector<uint16_t> kv16(static_cast<size_t>(hd * n_ctx));
+            const auto            kv = gaussian(kv16.size(), 22, 2.0f);
+            for (size_t i = 0; i < kv.size(); ++i) kv16[i] = fp32_to_fp16(kv[i]);
+            const auto y0 = gaussian(static_cast<size_t>(n), 23);
+            std::vector<float> outs[2][2];
+            Backend *          bes[2] = {cpu.get(), gpu};
+            for (int i = 0; i < 2; ++i) {
+                Backend &   be = *bes[i];
+                auto        w  = be.load_linear({&wo.src, 1});
+                OwnedTensor kc = alloc_tensor(be, DType::f16, {hd, n_ctx, 1, 1}, "k");
+                OwnedTensor vc = alloc_tensor(be, DType::f16, {hd, n_ctx, 1, 1}, "v");
+                be.write(kc.tensor, kv16.data(), kv16.size() * 2);
+                be.write(vc.tensor, kv16.data(), kv16.size() * 2);  // (V = K: the products differ anyway)
+                auto attn = upload(be, {n_q, 1, 1, 1}, std::vector<float>(static_cast<size_t>(n_q)));
+                AttentionShape s;
+                s.n_head = n_head, s.n_head_kv = 1, s.head_dim = hd, s.n_rot = hd;
+                s.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+                for (int rep = 0; rep < 2; ++rep) {
+                    auto q = upload(be, {n_q, 1, 1, 1}, gaussian(static_cast<size_t>(n_q), 24 + rep, 1.5f));
+                    auto y = upload(be, {n, 1, 1, 1}, y0);
+                    be.begin_step();
+                    be.attention(attn.tensor, q.tensor, {kc.tensor, vc.tensor}, s, pos0 - rep);
+                    be.linear(y.tensor, *w, {attn.tensor, nullptr, 1e-5f, {}, {}}, /*accumulate=*/true);
+                    be.end_step();
+                    outs[i][rep] = download(be, y.tensor);
+                }
+            }
+            for (int rep = 0; rep < 2; ++rep) {
+                expect_same_bits(outs[1][rep], outs[0][rep],
+                                 std::string(dtype_name(type)) + " head_dim " + std::to_string(hd) + " step " +
+                                     std::to_string(rep));
+            }
         }
     }
 }

@@ -228,7 +228,8 @@ TEST_F(WebGpuGemm, TensorCoreTilingsMatchTheDot4Gemm) {
     // Partial row and token tiles, 1 to 20 scale groups, K > 4096 (the default's other tiling).
     const Case cases[] = {{DType::i2_s, 1280, 300, 129, false}, {DType::tq2_0, 256, 75, 45, false},
                           {DType::q2_0, 1280, 130, 16, false},   {DType::i2_s, 4224, 70, 77, false},
-                          {DType::i2_s, 512, 100, 77, true},     {DType::tq2_0, 512, 45, 200, true}};
+                          {DType::i2_s, 512, 100, 77, true},     {DType::tq2_0, 512, 45, 200, true},
+                          {DType::i2_s, 2560, 130, 8, false},    {DType::i2_s, 512, 100, 11, true}};
     for (const Case & c : cases) {
         const std::string what = std::string(dtype_name(c.type)) + " k=" + std::to_string(c.k) + " n=" +
                                  std::to_string(c.n) + " T=" + std::to_string(c.t) + (c.gate_up ? " gate_up" : "");
@@ -276,7 +277,8 @@ TEST_F(WebGpuGemm, SplitAlongKGivesTheUnsplitBits) {
         bool    accumulate;
     };
     const Case cases[] = {{1280, 300, 45, false, true}, {256, 75, 64, false, false}, {4224, 70, 17, false, true},
-                          {512, 100, 33, true, false}, {2560, 130, 64, true, false}};
+                          {512, 100, 33, true, false}, {2560, 130, 64, true, false}, {2560, 260, 8, false, true},
+                          {512, 100, 9, true, false}};
     for (const Case & c : cases) {
         const std::string what = "k=" + std::to_string(c.k) + " n=" + std::to_string(c.n) + " T=" +
                                  std::to_string(c.t) + (c.gate_up ? " gate_up" : "");
@@ -381,7 +383,8 @@ TEST_F(WebGpuGemm, ASplitSumFusedWithTheNextNormGivesTheSameBits) {
 // The qkv GEMM split along K, then RoPE and the KV cache stores (qkv_rope_kv_append over a prompt):
 // the sum is deferred and goes out fused with rope_kv (rope_kv_split.wgsl). q and the K and V caches
 // must be the unsplit GEMM's and rope_kv's bit for bit; f16 and f32 caches, partial RoPE (n_rot <
-// head_dim), 16 and 40 tokens at position 3, 2 and 5 shares.
+// head_dim), 8 (where the GEMM runs from 8 tokens: tensor cores), 16 and 40 tokens at position 3,
+// 2 and 5 shares.
 TEST_F(WebGpuGemm, ASplitQkvSumFusedWithRopeGivesTheSameBits) {
     const AttentionShape shape{4, 2, 32, 16, 10000.0f, 1.0f / std::sqrt(32.0f)};
     const int64_t        k = 512, n_q = 4 * 32, n_kv = 2 * 32, pos0 = 3;
@@ -392,7 +395,8 @@ TEST_F(WebGpuGemm, ASplitQkvSumFusedWithRopeGivesTheSameBits) {
                                    {"v", DType::i2_s, {k, n_kv, 1, 1}, wv}};
     auto w = gpu_->load_linear(parts);
     for (const DType cache : {DType::f16, DType::f32}) {
-        for (const int64_t t : {int64_t{16}, int64_t{40}}) {
+        for (const int64_t t : {int64_t{8}, int64_t{16}, int64_t{40}}) {
+            if (t < gpu_->gemm_min_tokens()) continue;  // (the per-token kernels: no GEMM to split)
             SCOPED_TRACE(std::string(cache == DType::f16 ? "f16" : "f32") + " cache, T=" + std::to_string(t));
             std::vector<int8_t> q;
             std::vector<float>  s;

@@ -165,6 +165,20 @@ TEST(WebGpuModel, DeviceGreedyDecodingMatchesCpu) {
     EXPECT_EQ(ids[1], ids[0]);
 }
 
+// Prompt and greedy steps through the split attention kernels from the first position
+// (attn_long_positions=1), with each P·V form (attn_split_tiles): every logit row as the CPU's.
+TEST(WebGpuModel, SplitAttentionDecodingMatchesCpu) {
+    TERN_REQUIRE_WEBGPU();
+    for (const char * tune : {"attn_long_positions=1", "attn_long_positions=1,attn_split_tiles=0"}) {
+        SCOPED_TRACE(tune);
+        WebGpuOptions o;
+        o.allow_cpu_adapter = true;
+        o.tune              = tune;
+        auto gpu            = make_webgpu_backend(o);
+        run_both(synth_model("i2s", DType::i2_s, DType::f16), some_tokens(11, 256), {DType::f16, 7, 24}, gpu.get());
+    }
+}
+
 // The warm-up runs steps where one query's kernels change form (Backend::warm_up_positions: after
 // 128 and 256 positions, 512 threads, the split kernels, the last position's RoPE table) and
 // leaves the session as new: greedy decoding after it, across position 128 (whose cache rows the

@@ -1,7 +1,8 @@
-// Backend::sample on the WebGPU backend (shaders/sample.wgsl) against the CPU reference chain
-// (sampler_stages.h sample_chain, f64) on random logits with awkward vocabulary sizes, ties, -inf
-// and NaN rows, for every form of the chain (top-k, top-p with and without top-k, min-p alone,
-// temperature alone) and random uniforms.
+// Backend::sample on the WebGPU backend (shaders/sample.wgsl, after sample_scan.wgsl for top-p and
+// min-p without top-k) against the CPU reference chain (sampler_stages.h sample_chain, f64) on random
+// logits with awkward vocabulary sizes (up to 70,001: one to three rows per scan invocation), ties
+// (one trial of many), -inf and NaN rows, for every form of the chain (top-k, top-p with and without
+// top-k, min-p alone, temperature alone) and random uniforms.
 //
 // The contract: the device's id is the reference's wherever the reference's choice is stable, i.e.
 // the same for u, top_p and min_p each scaled by (1 - 1e-4) and (1 + 1e-4) (the device adds in f32,
@@ -72,19 +73,28 @@ TEST_F(WebGpuSample, ChoosesTheReferencesIdForEveryFormOfTheChain) {
         {"top-k 200, top-p 0.5", {0.7f, 200, 0.5f, 0.0f}},
         {"top-k 0, top-p 0.9, min-p 0.05", {0.8f, 0, 0.9f, 0.05f}},
         {"top-k 0, top-p 0.9", {1.0f, 0, 0.9f, 0.0f}},
+        {"top-k 0, top-p 0.5, min-p 0.2, temp 1.3", {1.3f, 0, 0.5f, 0.2f}},
+        {"top-k 0, top-p 0.99, min-p 0.01, temp 0.7", {0.7f, 0, 0.99f, 0.01f}},
         {"min-p 0.1 alone (id order)", {1.0f, 0, 1.0f, 0.1f}},
         {"temperature alone (id order)", {0.6f, 0, 1.0f, 0.0f}},
     };
     std::mt19937                          rng(52);
     std::uniform_real_distribution<float> uni(0.0f, 1.0f);
     int                                   n_cases = 0, n_unstable = 0;
-    for (const int64_t nv : {1, 7, 300, 4099, 33000}) {
-        for (int trial = 0; trial < 6; ++trial) {
-            // Logits: N(0, s) with s from flat to peaked, a few ties, -inf and NaN rows.
+    for (const int64_t nv : {1, 7, 300, 4099, 33000, 70001}) {
+        for (int trial = 0; trial < 8; ++trial) {
+            // Logits: N(0, s) with s from flat to peaked, a few ties (trial 6: many), a long tail (trial 7),
+            // -inf and NaN rows.
             const float                     s = trial < 2 ? 0.5f : (trial < 4 ? 3.0f : 8.0f);
             std::normal_distribution<float> nd(0.0f, s);
             std::vector<float>              l(static_cast<size_t>(nv));
             for (auto & v : l) v = nd(rng);
+            if (trial == 6) {
+                for (auto & v : l) v = std::round(v * 4.0f) / 4.0f;  // many ties (quarter steps)
+            }
+            if (trial == 7) {  // a few rows on top of a long tail whose mass top-p reaches (mass 2^-11 each)
+                for (size_t i = 0; i < l.size(); ++i) l[i] = i % 1000 == 0 ? 0.3f * nd(rng) / s : -7.6f - 1e-5f * static_cast<float>(i % 4099);
+            }
             if (nv > 10) {
                 l[3] = l[5];                                          // a tie
                 l[1] = -std::numeric_limits<float>::infinity();        // a row some head left out

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace tern {
@@ -185,6 +186,51 @@ TEST(BatchEngine, RefusesWhatDoesNotFitAndFeedsNothingOnBadInput) {
     EXPECT_THROW(eng.step({&long_item, 1}), Error);
     eng.close(*a);
     EXPECT_TRUE(eng.open(1).has_value());
+}
+
+// launch() + collect() is step() split in two; on a backend whose ops run as they are recorded
+// (the CPU) no step can be recorded ahead of its tokens, and record_ahead records nothing. (The
+// pipelined steps themselves: tests/backend/webgpu_batch_ahead_test.cpp.) A sequence closed while
+// its step was launched is skipped by collect(): its logits are not written.
+TEST(BatchEngine, LaunchThenCollectIsAStepAndEagerBackendsDoNotRecordAhead) {
+    const TinyModel & t  = tiny();
+    const int64_t     nv = t.model->config().n_vocab;
+    const auto        p0 = tokens(7, 1, nv), p1 = tokens(3, 2, nv), n0 = tokens(5, 3, nv);
+    BatchEngineOptions o;
+    o.n_pages   = 4;
+    o.page_size = 16;
+    BatchEngine eng(*t.model, o);
+    const SequenceId a = *eng.open(16), b = *eng.open(16);
+    std::vector<float> la(static_cast<size_t>(nv)), lb(static_cast<size_t>(nv), -7.0f);
+    std::vector<std::vector<float>> got;
+    const BatchItem prompts[] = {{a, p0, la}, {b, p1, lb}};
+    eng.launch(prompts);
+    EXPECT_TRUE(eng.launched());
+    const BatchItem ahead[] = {{a, {&n0[0], 1}, la}, {b, {&n0[0], 1}, lb}};
+    EXPECT_FALSE(eng.record_ahead(ahead));
+    EXPECT_FALSE(eng.ahead());
+    eng.collect();
+    EXPECT_FALSE(eng.launched());
+    got.push_back(la);
+    for (size_t k = 0; k < n0.size(); ++k) {
+        const BatchItem items[] = {{a, {&n0[k], 1}, la}, {b, {&n0[k], 1}, lb}};
+        eng.launch(items);
+        if (k + 1 == n0.size()) {
+            std::fill(lb.begin(), lb.end(), -7.0f);
+            eng.close(b);  // (its logits must stay as they are)
+        }
+        eng.collect();
+        got.push_back(la);
+    }
+    EXPECT_TRUE(std::all_of(lb.begin(), lb.end(), [](float v) { return v == -7.0f; }));
+    const auto want = alone(p0, n0);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t k = 0; k < want.size(); ++k) {
+        EXPECT_EQ(std::memcmp(got[k].data(), want[k].data(), want[k].size() * sizeof(float)), 0) << "row " << k;
+    }
+    EXPECT_EQ(eng.n_past(a), static_cast<int64_t>(p0.size() + n0.size()));
+    eng.close(a);
+    EXPECT_EQ(eng.pool().n_used(), 0);
 }
 
 }  // namespace

@@ -20,7 +20,9 @@
 #   tools/device/batch_run.sh
 # Results: $OUT/batch_*.md, .json, .txt, and all of them in $OUT/batch.tgz. Environment: TUNES (space-separated TERN_WEBGPU_TUNE
 # values for step 2), SPLIT_TUNES (the same for step 3a, at TUNE_STREAMS: 8,64), TESTS (step 1's
-# gtest filter), SKIP_DEPTH=1 (no step 2), STREAMS (default 1,8,32,64), SERVE_STREAMS (step 4's,
+# gtest filter), SKIP_DEPTH=1 (no step 2), STREAMS (default 1,8,32,64), BATCH_DEPTHS (step 3's
+# depths before the timed steps, default 0: serve_bench's streams decode at positions 16 to 2,047,
+# e.g. 0,512 compares the engine there), SERVE_STREAMS (step 4's,
 # default STREAMS), PROFILE_STREAMS (step 3b's stream counts, default 64), REPS (steps 3 and 3a's
 # repetitions, default 3), DURATION (serve_bench seconds per stream count,
 # default 10), SERVE_PROFILE_STREAMS (stream counts of step 4c, a per-kernel GPU profile of the
@@ -67,8 +69,9 @@ for t in ${TUNES:-attn_split_heads=4 attn_split_heads=2 attn_split_unroll=1 attn
 done | tee "$out/batch_depth_tunes.txt"
 fi
 
-echo "== 3. batched engine: tern bench --parallel $streams"
-"$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 --parallel "$streams" -r "${REPS:-3}" 2>&1 | tee "$out/batch_engine.md"
+echo "== 3. batched engine: tern bench --parallel $streams -d ${BATCH_DEPTHS:-0}"
+"$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 --parallel "$streams" -d "${BATCH_DEPTHS:-0}" -r "${REPS:-3}" \
+    2>&1 | tee "$out/batch_engine.md"
 
 echo "== 3a. $TUNE_STREAMS streams under other tunings (head_mma_rows 0: the dot4 head; attn_split_pv_wg 256: P·V as before)"
 for t in ${SPLIT_TUNES:-head_mma_rows=0 head_mma_rows=1 head_mma_rows=3 attn_split_pv_wg=256 attn_split_pv_wg=128}; do

@@ -3,10 +3,12 @@
 # BitNet b1.58 2B4T (tern synth bitnet-2b4t --seed 1):
 #   1. tg64 at depth 0, 1024, 2048 and 4096 with the defaults;
 #   2. tg64 at depth DEPTH_D (4096), alternating rounds, for each setting of DEPTH_TUNES (TERN_WEBGPU_TUNE values,
-#      space-separated; default: attn_split_tiles 1 = attention_split_pvt + _combine, 0 = attention_split_pv);
+#      space-separated; default: attn_split_tiles 1 = attention_split_pvt + _combine, with 1024 / G instead of 64
+#      positions per softmax workgroup (attn_split_chunk 0), 0 = attention_split_pv);
 #   3. per-kernel GPU times (TERN_WEBGPU_PROFILE=gpu) of tg16 at depth 4096 for each of DEPTH_PROFILE's tunes
 #      (default: the defaults);
-#   4. the long-context attention tests on the GPU (tern_webgpu_tests 'WebGpuLongOneQuery*': the P·V forms
+#   4. the long-context attention tests on the GPU (tern_webgpu_tests 'WebGpuLongOneQuery*' and
+#      'WebGpuModel.SplitAttention*': the P·V forms
 #      against the CPU's algorithm, bit for bit, at lengths that cross every split boundary).
 # Carries .gl and .devicebin (TERN_PACK_OLD_DAWN=0 tools/device/pack_devicebin.sh). Logs in $OUT/depth.tgz;
 # $OUT/summary.txt holds the figures.
@@ -36,7 +38,7 @@ bench "" -n 64 -d 0,1024,2048,4096 -r 3 | tee -a "$out/summary.txt"
 
 depth=${DEPTH_D:-4096}
 echo "== 2. tg64 at depth $depth, $rounds alternating rounds" | tee -a "$out/summary.txt"
-tunes=${DEPTH_TUNES:-attn_split_tiles=1 attn_split_tiles=0}
+tunes=${DEPTH_TUNES:-attn_split_tiles=1 attn_split_chunk=0 attn_split_tiles=0}
 for r in $(seq "$rounds"); do
     for tune in $tunes; do
         echo -n "round $r $tune " | tee -a "$out/summary.txt"
@@ -53,6 +55,6 @@ for tune in ${DEPTH_PROFILE:-attn_split_tiles=1}; do
 done
 
 echo "== 4. long-context attention tests on the GPU" | tee -a "$out/summary.txt"
-timeout 120 "$B/tern_webgpu_tests" --gtest_brief=1 --gtest_filter='WebGpuLongOneQuery*' > "$out/gpu_tests.txt" 2>&1
+timeout 120 "$B/tern_webgpu_tests" --gtest_brief=1 --gtest_filter='WebGpuLongOneQuery*:WebGpuModel.SplitAttention*' > "$out/gpu_tests.txt" 2>&1
 echo "exit $?" | tee -a "$out/summary.txt"
 grep -E "FAILED|PASSED|Failure|differ" "$out/gpu_tests.txt" | head -20 | tee -a "$out/summary.txt"

@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # Issue 54, the short run (families_run.sh is the long one), within BUDGET_S seconds of device time
 # (default 180: later steps are skipped, with a line saying so, once the budget is spent):
-#   1. the newest family suites (WebGpuFamilyDecode: matvec_q8 / matvec_q8k / Q1_0 / ternary; and
-#      WebGpuFamilyHead: the Q-block head, its argmax and greedy ids) against the CPU reference on this GPU;
+#   1. the newest family suites (WebGpuFamilyDecode: matvec_q8 / matvec_q8k / Q1_0 / ternary;
+#      WebGpuFamilyHead: the Q-block head, its argmax and greedy ids; the attention's Q8_0 blocks for
+#      the o-projection; the tiny llama / qwen3 models decoding) against the CPU reference on this GPU;
 #   2. greedy text, webgpu vs cpu, on a 2-layer synth llama-3.2-1b Q4_0 (a run that fails or prints
 #      nothing counts as a difference);
 #   3. decode tg64 (--roofline) of the full synth llama-3.2-1b Q4_0, and its per-kernel GPU profile;
 #   4. if time is left: decode tg64 of qwen3-1.7b Q1_0 (Bonsai's type), then phi-3-mini Q4_0, each with
 #      its profile;
-#   5. if time is left: phi-3-mini Q4_0, llama-3.2-1b Q4_0, then qwen3-1.7b Q1_0 again with each TUNES
-#      entry (TERN_WEBGPU_TUNE values, default "family_acts=0 family_acts_rows=2 family_acts_rows=8":
-#      the Q8_0-block input in every workgroup's prologue, and matvec_q8_acts.wgsl with 2 and 8 rows
-#      per workgroup against the default 4; empty: none), the same files, for the tunings' A/B.
+#   5. if time is left: llama-3.2-1b Q4_0 and phi-3-mini Q4_0 again with each TUNES entry
+#      (TERN_WEBGPU_TUNE values, default "family_head_bound=0 family_acts_loads=4": the greedy Q6_K
+#      head's logits all exact instead of the bound pass, matvec_q8_acts.wgsl's lanes loading 4 blocks
+#      at a time instead of all of theirs; e.g. family_acts=2: the o-projection's Q8_0 blocks by
+#      act_q8_0.wgsl instead of the attention; empty: none), the same files, for the tunings' A/B; then
+#      qwen3-1.7b Q1_0 with each QWEN_TUNES entry (default "family_prefetch=0": matvec_q8.wgsl's
+#      Q1_0 codes loaded after its prologue instead of before).
 # Carry .gl and .devicebin (tools/device/pack_devicebin.sh). Results: $OUT/families_quick.tgz (families_quick_*).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -21,7 +25,8 @@ rm -rf "$out"
 mkdir -p "$final"
 trap 'tar czf "$final/families_quick.tgz" -C "$out" .' EXIT
 budget=${BUDGET_S:-180}
-tunes=${TUNES-family_acts=0 family_acts_rows=2 family_acts_rows=8}
+tunes=${TUNES-family_head_bound=0 family_acts_loads=4}
+qwen_tunes=${QWEN_TUNES-family_prefetch=0}
 mkdir -p "$out"
 # shellcheck source=tools/device/device_env.sh
 . tools/device/device_env.sh
@@ -30,7 +35,8 @@ SECONDS=0
 left() { [ "$SECONDS" -lt "$1" ] || { echo "(skipped: ${SECONDS}s of the ${budget}s budget spent) $2"; return 1; }; }
 
 echo "== newest family suites vs the CPU reference on this GPU"
-"$B/tern_webgpu_tests" --gtest_filter='*WebGpuFamilyDecode*:*WebGpuFamilyHead*' > "$out/families_quick_tests.txt" 2>&1
+"$B/tern_webgpu_tests" \
+    --gtest_filter='*WebGpuFamilyDecode*:*WebGpuFamilyHead*:WebGpuFamily.Attention*:WebGpuFamily.Tiny*' > "$out/families_quick_tests.txt" 2>&1
 grep -E "FAILED|PASSED|first at|SKIPPED" "$out/families_quick_tests.txt" | head -12
 
 echo "== greedy text, webgpu vs cpu (2-layer synth llama-3.2-1b Q4_0) [${SECONDS}s]"
@@ -67,25 +73,27 @@ tg llama-3.2-1b q4_0 /tmp/llama-q4_0.gguf
 if left $((budget - 15)) "profile"; then
     TERN_WEBGPU_PROFILE=gpu timeout 30 "$B/tern" bench --backend webgpu -m /tmp/llama-q4_0.gguf -p 0 -n 16 -r 1 \
         > "$out/families_quick_profile.out" 2> "$out/families_quick_profile.txt"
-    grep -E "^  (lm_head|matvec|act_q8|rope|attention|argmax|rms_norm|embed)|kernels ran" "$out/families_quick_profile.txt" | head -16
+    grep -E "^  (lm_head|head_q|matvec|act_q8|rope|attention|argmax|rms_norm|embed)|kernels ran" "$out/families_quick_profile.txt" | head -20
 fi
 left $((budget - 60)) "qwen3-1.7b q1_0" &&
     tg qwen3-1.7b q1_0 /tmp/qwen3-q1_0.gguf --vocab "$B/qwen3/tokenizer.json"
 if [ -f /tmp/qwen3-q1_0.gguf ] && left $((budget - 50)) "qwen3-1.7b q1_0 profile"; then
     TERN_WEBGPU_PROFILE=gpu timeout 30 "$B/tern" bench --backend webgpu -m /tmp/qwen3-q1_0.gguf -p 0 -n 16 -r 1 \
         > "$out/families_quick_profile_qwen3.out" 2> "$out/families_quick_profile_qwen3.txt"
-    grep -E "^  (lm_head|matvec|act_q8|rope|attention|argmax|rms_norm|embed)|kernels ran" "$out/families_quick_profile_qwen3.txt" | head -16
+    grep -E "^  (lm_head|head_q|matvec|act_q8|rope|attention|argmax|rms_norm|embed)|kernels ran" "$out/families_quick_profile_qwen3.txt" | head -16
 fi
 left $((budget - 45)) "phi-3-mini q4_0" && tg phi-3-mini q4_0 /tmp/phi3-q4_0.gguf
 if [ -f /tmp/phi3-q4_0.gguf ] && left $((budget - 40)) "phi-3-mini q4_0 profile"; then
     TERN_WEBGPU_PROFILE=gpu timeout 30 "$B/tern" bench --backend webgpu -m /tmp/phi3-q4_0.gguf -p 0 -n 16 -r 1 \
         > "$out/families_quick_profile_phi3.out" 2> "$out/families_quick_profile_phi3.txt"
-    grep -E "^  (lm_head|matvec|act_q8|rope|attention|argmax|rms_norm|embed)|kernels ran" "$out/families_quick_profile_phi3.txt" | head -16
+    grep -E "^  (lm_head|head_q|matvec|act_q8|rope|attention|argmax|rms_norm|embed)|kernels ran" "$out/families_quick_profile_phi3.txt" | head -20
 fi
-for file in /tmp/phi3-q4_0.gguf /tmp/llama-q4_0.gguf /tmp/qwen3-q1_0.gguf; do
+for file in /tmp/llama-q4_0.gguf /tmp/phi3-q4_0.gguf /tmp/qwen3-q1_0.gguf; do
     [ -f "$file" ] || continue
     name=$(basename "$file" .gguf)
-    for tune in $tunes; do
+    list=$tunes
+    [ "$name" = qwen3-q1_0 ] && list=$qwen_tunes
+    for tune in $list; do
         left $((budget - 12)) "$name with $tune" && TERN_WEBGPU_TUNE=$tune bench_line "$name-$tune" "$file"
     done
 done

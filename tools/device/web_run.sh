@@ -15,13 +15,16 @@
 #      tools/cpuprofile_summary.mjs (web.prof/*.txt: wasm, webgpu.h calls into dawn.node, GC, idle);
 #   4b. with a base build packed along (pack_webbin.sh BASE_WEB_DIR=...): step 4 for it, unprofiled;
 #   5. step 4 again without the profiler (the figures to compare with 4b and 6);
-#   6. the same with Dawn's validation and robustness off (as native runs; a browser cannot);
-#   7. a first run as in 1 with node --no-liftoff (the wasm compiled by V8's optimizing tier up front):
-#      how much of the first run's gap to the steady state is V8's tier-up.
+#   6. the same with Dawn's robustness off, 8 runs each (native runs with it and validation off; a
+#      browser cannot; of the three features, the one whose arm had no slow runs on 2026-11-28);
+#   7. the GPU's clocks (nvidia-smi every 50 ms through the whole script) during each timed run, next to
+#      its tokens/s, the host's ms per step recording, the main thread's and the process's CPU time and
+#      the cgroup's throttled time (tools/device/clocks_by_run.mjs): whether the ~500 and ~800 tokens/s
+#      modes go with the GPU's clocks (2026-11-28: no, fixed at 1980 MHz) or with the host.
 # Carry [".gl", ".webbin"] (pack .webbin here with tools/device/pack_webbin.sh). summary.txt holds the
 # figures; every log (and web.prof/: profiles and their summaries) is in $OUT/web.tgz.
 # Usage (on the device): tools/device/web_run.sh [ROUNDS (1)] [TOKENS (128)] [big | all | smoke]
-# big (default): the 2B4T file only, about 170 s of device time; all: the shipped model too; smoke:
+# big (default): the 2B4T file only, about 130 s of device time; all: the shipped model too; smoke:
 # the small model only, on whatever adapter there is (SwiftShader too): a check of this script on a
 # machine without a GPU (with VK_ICD_FILENAMES set to SwiftShader's), before device time is spent.
 set -uo pipefail
@@ -32,7 +35,7 @@ mode=${3:-big}
 out=${OUT:-/tmp/out}
 log=$out/logs  # every log, packed into $out/web.tgz at the end (the device tool returns only a few files)
 mkdir -p "$out" "$log"
-trap 'tar -C "$out" -czf "$out/web.tgz" logs && rm -rf "$log"' EXIT
+trap '[ -n "${clocks_pid:-}" ] && kill "$clocks_pid" 2>/dev/null; tar -C "$out" -czf "$out/web.tgz" logs && rm -rf "$log"' EXIT
 for f in .gl/*.deb; do dpkg -x "$f" /; done
 ldconfig
 W=$PWD/.webbin
@@ -49,10 +52,25 @@ export LD_LIBRARY_PATH=$T:${LD_LIBRARY_PATH:-} TERN_WEBGPU_LIB=$T/dawn.node TERN
 icd=$(ls /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json 2>/dev/null | head -1)
 [ -n "$icd" ] && export VK_DRIVER_FILES=$icd
 sum() { tee -a "$out/summary.txt"; }
+now_ms() { date +%s%3N; }
+clocks_pid=
+if [ "$mode" != smoke ]; then  # the GPU's clocks all along (step 7), stopped at the end
+    line_buffered=(); command -v stdbuf >/dev/null && line_buffered=(stdbuf -oL)
+    "${line_buffered[@]}" nvidia-smi --query-gpu=timestamp,pstate,clocks.sm,clocks.mem,utilization.gpu,power.draw \
+        --format=csv,noheader,nounits -lms 50 > "$log/clocks.csv" 2> "$log/clocks.err" &
+    clocks_pid=$!
+fi
 
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader | tee "$out/device.txt"
 echo "node: $("$T/node" --version) (system node: $(command -v node >/dev/null && node --version || echo none))" | sum
 "$T/tern" --version 2>&1 | head -1 | sum
+# The host's CPUs as this process sees them (the page's engine runs on one thread: is it throttled?)
+{ echo "cpus: nproc $(nproc), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); cpuset" \
+       "$(cat /sys/fs/cgroup/cpuset.cpus.effective /sys/fs/cgroup/cpuset/cpuset.effective_cpus 2>/dev/null | head -1);" \
+       "quota $(cat /sys/fs/cgroup/cpu.max 2>/dev/null || echo "$(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us 2>/dev/null)" \
+       "/ $(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us 2>/dev/null)")"; \
+  echo "topology: $(lscpu 2>/dev/null | grep -E '^(Thread|Core|Socket|NUMA node)\(s\)' | tr -s ' ' | tr '\n' ';')" \
+       "cpu0's SMT siblings $(cat /sys/devices/system/cpu/cpu0/topology/thread_siblings_list 2>/dev/null)"; } | sum
 big=/tmp/synth-2b4t.gguf
 [ "$mode" = smoke ] || "$T/tern" synth bitnet-2b4t -o "$big" --seed 1 2>&1 | tail -1
 small=share/models/tern-32m-en.gguf
@@ -105,7 +123,9 @@ done
 
 [ "$mode" = smoke ] && exit 0
 echo "== 3. native tern bench tg128 (2B4T)" | sum
+bench_began=$(now_ms)
 timeout 60 "$T/tern" bench --backend webgpu -m "$big" -p 0 -n 128 -r 2 2>&1 | tail -4 | sum
+echo "native-tern-bench $bench_began $(now_ms)" > "$log/native.phases"
 
 # Where the wasm engine's time goes (2B4T), in steady state: as `tern bench` warms up before it times,
 # 2 s of untimed generation first; the main thread's CPU profile of the load and of the timed runs.
@@ -126,16 +146,23 @@ if [ -d "$T/web-base" ]; then  # pack_webbin.sh with BASE_WEB_DIR: the other bui
         --json-out "$log/web.base.json" > "$log/web.base.txt" 2> "$log/web.base.err"
     echo "base build (rc $?): $(grep -E 'loaded in|run [0-9]:' "$log/web.base.err" | sed 's/^web_node_run: //' | sed 's/ on webgpu.*//' | cut -c1-160 | tr '\n' ';')" | sum
 fi
-echo "== 5. this build in the same steady state without the profiler (comparable with 4b and 6)" | sum
-timeout 100 "$T/node" tools/web_node_run.mjs --model "$big" --wasm-dir "$T/web" --dawn "$T/dawn.node" "${steady[@]}" \
+echo "== 5. this build in the same steady state without the profiler (comparable with 4b and 6), 8 runs each" | sum
+timeout 100 "$T/node" tools/web_node_run.mjs --model "$big" --wasm-dir "$T/web" --dawn "$T/dawn.node" \
+    -p "$prompt" -n "$n" --temp 0,0.7 --seed 42 --repeat 8 --warm-up-s 2 --json-out "$log/web.noprof.json" \
     > "$log/web.noprof.txt" 2> "$log/web.noprof.err"
 echo "no profiler (rc $?): $(grep -E 'loaded in|run [0-9]:' "$log/web.noprof.err" | sed 's/^web_node_run: //' | sed 's/ on webgpu.*//' | cut -c1-160 | tr '\n' ';')" | sum
-echo "== 6. the same, Dawn validation/robustness off (as native runs; a browser cannot)" | sum
-timeout 100 "$T/node" tools/web_node_run.mjs --model "$big" --wasm-dir "$T/web" --dawn "$T/dawn.node" "${steady[@]}" \
-    --dawn-flag enable-dawn-features=skip_validation,disable_robustness,disable_workgroup_init \
-    > "$log/web.novalidation.txt" 2> "$log/web.novalidation.err"
-echo "no validation/robustness (rc $?): $(grep -E 'run [0-9]:' "$log/web.novalidation.err" | sed 's/^web_node_run: //' | cut -c1-120 | tr '\n' ';')" | sum
-echo "== 7. a first run as in 1, with V8 compiling the wasm with its optimizing tier up front (node --no-liftoff)" | sum
-timeout 100 "$T/node" --no-liftoff tools/web_node_run.mjs --model "$big" --wasm-dir "$T/web" --dawn "$T/dawn.node" \
-    -p "$prompt" -n "$n" --temp 0,0.7 --seed 42 > "$log/web.noliftoff.txt" 2> "$log/web.noliftoff.err"
-echo "--no-liftoff first run (rc $?): $(grep -E 'loaded in|run [0-9]:' "$log/web.noliftoff.err" | sed 's/^web_node_run: //' | sed 's/ on webgpu.*//' | cut -c1-160 | tr '\n' ';')" | sum
+# (2026-11-28 00:20, H100: validation, robustness and workgroup zero-init off together 726-925 greedy;
+# skip_validation alone 382-787; disable_workgroup_init alone 683-791; disable_robustness alone 827-870,
+# the only arm without a ~500 run: here it runs 8 times.)
+echo "== 6. the same with Dawn's robustness off (a browser cannot), 8 runs each" | sum
+timeout 100 "$T/node" tools/web_node_run.mjs --model "$big" --wasm-dir "$T/web" --dawn "$T/dawn.node" \
+    -p "$prompt" -n "$n" --temp 0,0.7 --seed 42 --repeat 8 --warm-up-s 2 \
+    --dawn-flag enable-dawn-features=disable_robustness --json-out "$log/web.disable_robustness.json" \
+    > "$log/web.disable_robustness.txt" 2> "$log/web.disable_robustness.err"
+echo "disable_robustness (rc $?): $(grep -E 'run [0-9]:' "$log/web.disable_robustness.err" | sed 's/^web_node_run: //' | cut -c1-120 | tr '\n' ';')" | sum
+echo "== 7. the GPU's clocks during each timed run (nvidia-smi every 50 ms)" | sum
+kill "$clocks_pid" 2>/dev/null
+clocks_pid=
+runs=("$log"/web.steady.json "$log"/web.noprof.json "$log"/web.disable_robustness.json)
+[ -f "$log/web.base.json" ] && runs+=("$log/web.base.json")
+"$T/node" tools/device/clocks_by_run.mjs "$log/clocks.csv" "$log/native.phases" "${runs[@]}" 2>&1 | sum

@@ -131,7 +131,7 @@ class Streams:
             for c in self.open:
                 try:
                     c.sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
+                except (OSError, AttributeError):  # (AttributeError: not connected yet, no socket)
                     pass
 
 
@@ -150,14 +150,16 @@ def metrics(url):
     return out
 
 
-PHASES = ("record", "wait", "unpack", "sample", "deliver")
+PHASES = ("record", "wait", "unpack", "sample", "deliver", "record_ahead")
 
 
 def step_breakdown(m0, m1):
     """The scheduler's ms per batched step by phase between two /metrics reads (tern serve's
     tern_step_seconds_total), the steps, and the steps that read every logit back."""
     steps = m1.get("tern_decode_steps_total", 0) - m0.get("tern_decode_steps_total", 0)
-    out = {"steps": int(steps), "full_logit_reads": int(m1.get("tern_full_logit_reads_total", 0) -
+    out = {"steps": int(steps), "steps_ahead": int(m1.get("tern_decode_steps_ahead_total", 0) -
+                                                   m0.get("tern_decode_steps_ahead_total", 0)),
+           "full_logit_reads": int(m1.get("tern_full_logit_reads_total", 0) -
                                                          m0.get("tern_full_logit_reads_total", 0)),
            "generated": int(m1.get("tern_generated_tokens_total", 0) - m0.get("tern_generated_tokens_total", 0))}
     for ph in PHASES:
@@ -202,7 +204,7 @@ def decode_run(url, a, n_vocab, C):
                       seg.append)
                 k += 1
         except Exception as e:  # noqa: BLE001 (reported below)
-            errors.append(e)
+            errors.append((time.perf_counter(), i, e))
 
     threads = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(C)]
     for t in threads:
@@ -217,8 +219,14 @@ def decode_run(url, a, n_vocab, C):
     s.cancel_all()
     for t in threads:
         t.join()
-    if errors:
-        raise errors[0]
+    # A client whose connection failed after the window (the server stopping, e.g. a profiling run's
+    # at its end) does not spoil the figures; one that failed inside it stopped sending requests, so
+    # the window undercounts: say so, and fail only when no client got through the window.
+    inside = [(t, i, e) for t, i, e in errors if t <= end]
+    for t, i, e in inside:
+        print(f"serve_bench: warning: client {i} failed {t - start:.2f} s into the window: {e!r}", file=sys.stderr)
+    if inside and len({i for _, i, _ in inside}) == C:
+        raise inside[0][2]
     tokens, per_stream = 0, []
     for client_segments in segments:
         gaps, span = 0, 0.0
@@ -297,15 +305,17 @@ def main():
         print(f"| {r['streams']} | {r['tokens_per_s']:.1f} | {r['ms_per_token_median']:.1f} | "
               f"{r['ms_per_token_worst']:.1f} | {r['ttft_ms_median']:.0f} |")
     print("\nThe server in those windows: tokens/s it generated (/metrics; above the clients' figure: the clients "
-          "are the bottleneck), its batched steps and ms per step of its scheduler thread (recording, waiting for the "
-          "device, unpacking results, sampling, handing tokens out), steps that read every logit back (a lone stream "
-          "decodes without steps):")
-    print("| streams | server tokens/s | steps | " + " | ".join(PHASES) + " | full-logit steps |")
-    print("| ---: | ---: | ---: | " + " | ".join("---:" for _ in PHASES) + " | ---: |")
+          "are the bottleneck), its batched steps, those recorded ahead, and ms per step of its scheduler thread "
+          "(recording, waiting for the device, unpacking results, sampling, handing tokens out, and recording steps "
+          "ahead while the device ran the step before), steps that read every logit back (a lone stream decodes "
+          "without steps):")
+    print("| streams | server tokens/s | steps | ahead | " + " | ".join(PHASES) + " | full-logit steps |")
+    print("| ---: | ---: | ---: | ---: | " + " | ".join("---:" for _ in PHASES) + " | ---: |")
     for r in results["decode"]:
         b = r["server_steps"]
         cells = " | ".join("-" if b[f"{ph}_ms_per_step"] is None else f"{b[f'{ph}_ms_per_step']:.2f}" for ph in PHASES)
-        print(f"| {r['streams']} | {r['server_tokens_per_s']:.1f} | {b['steps']} | {cells} | {b['full_logit_reads']} |")
+        print(f"| {r['streams']} | {r['server_tokens_per_s']:.1f} | {b['steps']} | {b['steps_ahead']} | {cells} | "
+              f"{b['full_logit_reads']} |")
     for t in results["ttft"]:
         gap = t["longest_gap_of_others_ms"]
         again = " (again)" if t["attempt"] == 2 else ""

@@ -43,6 +43,17 @@ std::string wgsl_location(const WgslShader & shader, uint64_t line, uint64_t col
                   static_cast<unsigned long long>(column));
 }
 
+size_t PipelineKeyHash::operator()(const PipelineKey & key) const {
+    const std::hash<std::string_view> text;
+    size_t                            h = text(key.shader) * 31 + text(key.signature);
+    for (const auto & o : key.overrides) {
+        if (o.name.empty()) continue;
+        h = h * 1000003 ^ text(o.name);
+        h = h * 1000003 ^ std::hash<double>{}(o.value);
+    }
+    return h;
+}
+
 std::string PipelineKey::label() const {
     std::string s(shader);
     bool        first = true;

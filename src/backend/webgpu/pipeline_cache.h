@@ -16,6 +16,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 namespace tern {
 
@@ -34,6 +35,13 @@ struct PipelineKey {
     std::string label() const;  // "matmul_ternary[ROWS=4,TOKS=1]"
     // Sets `name` in the first unused slot (asserts there is one).
     void add(std::string_view name, double value);
+};
+
+// A hash of everything operator== compares (every dispatch looks its pipeline up: a hash table, not
+// an ordered map's ~8 comparisons of 24 overrides each, which cost the browser build 5% of its host
+// time per step).
+struct PipelineKeyHash {
+    size_t operator()(const PipelineKey & key) const;
 };
 
 class PipelineCache {
@@ -64,7 +72,7 @@ private:
     const WgpuContext &                                        ctx_;
     std::map<std::string, WgpuHandle<WGPUShaderModule>, std::less<>> modules_;
     std::map<std::string, Layout, std::less<>>                 layouts_;
-    std::map<PipelineKey, WgpuHandle<WGPUComputePipeline>>     pipelines_;
+    std::unordered_map<PipelineKey, WgpuHandle<WGPUComputePipeline>, PipelineKeyHash> pipelines_;
     std::map<std::string, double, std::less<>>                 constants_;
     bool                                                       subgroup_variants_ = false;
 };

@@ -4,8 +4,9 @@
 //      column, each thread one block of 16 dimensions of one position for the G query heads; and
 //      each workgroup's largest score per query head;
 //   2. attention_split_softmax: the row max (from those maxima: max is exact in any order), e =
-//      exp(s - max) in place, and the sum of each block of 32 positions, a workgroup per 256
-//      positions (for G = 4), KV head and column;
+//      exp(s - max) in place, and the sum of each block of 32 positions, a workgroup per 64
+//      positions (one long query: WebGpuTuning::attn_split_chunk; a paged batch 1024 / G), KV head
+//      and column;
 //   3. attention_split_pv: the normalizer from the block sums in cpu::sum_positions's order, the
 //      probabilities and P·V over every position, a workgroup per 8 output dimensions, KV head (or
 //      query head, where that is needed to fill the GPU) and column: no partial sums leave a
@@ -13,7 +14,8 @@
 //   or, for one query over a contiguous f16 cache (WebGpuTuning::attn_split_tiles), 3'.
 //      attention_split_pvt: the same normalizer and products by tiles of a superblock (512
 //      positions) x 16 dimensions of a KV head, V and the probabilities staged in workgroup memory
-//      and summed from there for all G query heads (each V row read once), then
+//      and summed from there for all G query heads (each V row read once; every loop of a fixed
+//      trip count, so that a thread's loads are in flight at once), then
 //      attention_split_combine: the superblocks added in cpu::PositionSum's order.
 // The same numerics as attention.wgsl and the CPU, bit for bit: the max is an exact reduction, and
 // every sum is taken by one thread or in a fixed tree inside one workgroup in the reference's order
@@ -30,6 +32,7 @@
 #include "core/error.h"
 
 #include <algorithm>
+#include <bit>
 #include <numeric>
 
 namespace tern {
@@ -63,7 +66,11 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
     SplitTiling st;
     st.ts = floor_pow2(static_cast<uint64_t>(2 * ((hd + 15) / 16) - 1));
     st.tp = st.wg / st.ts;
-    st.ch = static_cast<uint32_t>(std::max<int64_t>(32, 1024 / group / 32 * 32));
+    // Softmax positions per workgroup: up to 4 scores per thread (1024 / G); one long query
+    // takes attn_split_chunk (64: 5 x 64 = 320 workgroups for 2B4T at 4,096 positions instead of
+    // 80; H100 tg64 @ d4096 445.3-446.4 tokens/s against 439.6-441.1 with 256, 444.2-444.9 with 128).
+    const uint32_t ch_max = static_cast<uint32_t>(std::max<int64_t>(32, 1024 / group / 32 * 32));
+    st.ch = batch == nullptr && tune_.attn_split_chunk != 0 ? std::min(tune_.attn_split_chunk, ch_max) : ch_max;
     TERN_ASSERT(group * st.ch <= 4 * st.wg, "attention_split_softmax holds 4 scores per thread");
     st.dg = std::clamp<uint32_t>(tune_.attn_split_dims, 2, 16);
     while (st.dg > 2 && (hd % st.dg != 0 || st.dg % 2 != 0)) st.dg /= 2;
@@ -144,12 +151,15 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                               hd % k_tile_dims == 0 && pvt_mem <= lim.maxComputeWorkgroupStorageSize &&
                               cpu::k_pos_super == 512 && cpu::k_pos_block == 32 &&
                               uint64_t(hd / k_tile_dims) * uint64_t(nsb_ld) <= lim.maxComputeWorkgroupsPerDimension &&
-                              gpu_offset(kv.v, 2) % 2 == 0;
+                              gpu_offset(kv.v, 2) % 8 == 0 && kv.v.ne[0] % 8 == 0;  // (vec4 V loads)
     if (by_tiles) {
         grown(attn_super_, static_cast<size_t>(tc_max * n_kv * group * nsb_ld * hd) * 4, "attention superblock sums");
     }
 
     const size_t k_el = k_f16 ? 2 : 4, v_el = v_f16 ? 2 : 4;
+    // The scores kernel's K blocks by vec4 loads: every block 16-byte aligned (buffers are sized in 16s).
+    const int64_t k_per_vec = 16 / static_cast<int64_t>(k_el);
+    const bool    k_vec     = gpu_offset(kv.k, k_el) % k_per_vec == 0 && kv.k.ne[0] % k_per_vec == 0 && hd % k_per_vec == 0;
     const bool   paged = batch != nullptr;
     // Without pages, `cols` and `pages` bind a buffer the kernel reads anyway (nothing reads them).
     const uint32_t cols_at  = paged ? gpu_offset(batch->columns, 4) : 0;
@@ -182,7 +192,8 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                          {"S", static_cast<double>(st.ts)},
                          {"HD", static_cast<double>(hd)},
                          {"GROUP", static_cast<double>(group)},
-                         {"K_F16", k_f16 ? 1.0 : 0.0}}}};
+                         {"K_F16", k_f16 ? 1.0 : 0.0},
+                         {"K_VEC", k_vec ? 1.0 : 0.0}}}};
         add_paging(sk);
         const WGPUBuffer sb[] = {gpu_buffer(q), gpu_buffer(kv.k), cols_k, pages_k, attn_scores_->get(),
                                  attn_wmax_->get()};
@@ -195,7 +206,8 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                        "rrrwwu",
                        {{{"WG", static_cast<double>(st.wg)},
                          {"CH", static_cast<double>(st.ch)},
-                         {"GROUP", static_cast<double>(group)}}}};
+                         {"GROUP", static_cast<double>(group)},
+                         {"GP2", static_cast<double>(std::bit_ceil(static_cast<uint64_t>(group)))}}}};
         add_paging(mk);
         const WGPUBuffer cols_m  = paged ? gpu_buffer(batch->columns) : attn_wmax_->get();
         const WGPUBuffer pages_m = paged ? gpu_buffer(batch->page_table) : attn_wmax_->get();

@@ -122,6 +122,13 @@ public:
         begin_step();
         if (tune_.first_submit > 0) step_->ramp_submits(tune_.first_submit, 32 * size_t{tune_.first_submit});
     }
+    // A batched step recorded ahead (BatchEngine::record_ahead) is kept in the same pieces, which
+    // release_held_step() submits one after the other: the device starts on the first while the
+    // driver takes the next ones (the device is idle when it is released: its tokens were waited for).
+    void begin_held_step() override {
+        begin_step();
+        if (tune_.first_submit > 0) step_->hold_in_pieces(tune_.first_submit, 32 * size_t{tune_.first_submit});
+    }
     // (The greedy head's last argmax stage may stay deferred for the next step's embed to fold in.)
     void end_step() override {
         step_->ramp_submits(0, 0);  // (start_from_idle's pieces end with the step)
@@ -188,10 +195,10 @@ public:
     // else recorded while it is held. hold_step() returns false when it could not hold the whole
     // step (its recording had to submit part of it, e.g. to grow a table): then it submits the
     // rest, and the step ran with whatever its inputs held. Not while profiling.
-    bool hold_step();
-    void release_held_step() { step_->release_held(); }
-    void drop_held_step();
-    bool can_hold_steps() const { return !step_->any_profiling(); }
+    bool hold_step() override;
+    void release_held_step() override { step_->release_held(); }
+    void drop_held_step() override;
+    bool can_hold_steps() const override { return !step_->any_profiling(); }
     // read() in two halves, so that work recorded in between overlaps the wait: read_begin() orders
     // the read after the work recorded so far (submits it and starts the copy back), read_end()
     // waits for it and copies into dst. One in flight at a time; `src` must live until read_end().
@@ -237,6 +244,8 @@ public:
     // once by subgroup_matrix_probe (4 or 1), or 0: ternary_gemm_mma.wgsl and lm_head_i8_mma.wgsl are not used (no subgroup
     // matrices, no 32-wide subgroups, or no exact product).
     uint32_t mma_unit();
+    // Tokens from which the GEMM replaces the per-token kernels (WebGpuTuning::gemm_min_tokens).
+    int64_t gemm_min_tokens();
     // Forces every prefill GEMM of one scale group per row to split K into this many shares (tests;
     // nullopt: WebGpuTuning::gemm_split_groups decides; 1: no split).
     void set_gemm_split(std::optional<uint32_t> shares) { gemm_split_ = shares; }
@@ -581,6 +590,10 @@ private:
     // The blocks of a Q8_0 / Q4_0 / Q6_K table for its LM head (null for other types), and that head.
     std::unique_ptr<Weight> load_head_blocks(const WeightSource & src);
     void family_lm_head(const Tensor & logits, const GpuTable & head, const Tensor & h, bool round_input_f16);
+    // Greedy decoding of one token with such a head (webgpu_family_head.cpp): the groups' exact
+    // winners in exact_partial_ for argmax_final; 0 (nothing recorded) where it does not apply.
+    uint32_t family_head_argmax(const Tensor & logits, const GpuTable & head, const LinearInput & in, bool round_input_f16);
+    bool     head_q_stages(int64_t n_cols) const;  // lm_head_q.wgsl / head_q_exact.wgsl's STAGE
     void encode_family_rope_kv(const Tensor & q, const KvLayer & kv, const Tensor & qkv, const AttentionShape & s,
                                int64_t pos0, const KvBatch * batch);
     // linear / linear_glu of a non-ternary weight: one token takes matvec_q8.wgsl where it applies.
@@ -593,14 +606,24 @@ private:
                            const FfnActivation * glu_act);
     std::unique_ptr<GpuBuffer> mm_codes_, mm_dq_, mm_kcodes_, mm_kd_, mm_glu_, mm_zero_norm_;
     // try_family_decode's Q8_0-block inputs (lib/acts_q8_0.wgsl): act_q8_0.wgsl's [0], a gate+up's
-    // outputs [1] (QOUT), and which tensor [1] holds (serial: the step's serial right after it).
-    std::unique_ptr<GpuBuffer> fa_acts_[2];
+    // outputs [1] (QOUT), one query's attention output [2] (attention.wgsl Q8_OUT); fa_ready_: the
+    // tensor whose blocks the command just recorded left (serial: the step's serial right after it)
+    // and where (acts).
+    std::unique_ptr<GpuBuffer> fa_acts_[3];
     struct FamilyActs {
         WGPUBuffer buffer = nullptr;
         uint32_t   offset = 0;
         int64_t    k = 0, T = 0;
         uint64_t   serial = 0;
-    } fa_from_glu_;
+        WGPUBuffer acts = nullptr;
+    } fa_ready_;
+    // Whether `a` is x, recorded by the very last command.
+    bool fa_follows(const FamilyActs & a, const Tensor & x) const;
+    // The last one-query attention.wgsl output (acts unset), and whether a family's Q8_0-block
+    // o-projection was seen reading one (act_q8_0.wgsl right after it): from then on that attention
+    // writes the blocks itself (Q8_OUT).
+    FamilyActs attn_out_;
+    bool       attn_q8_out_ = false;
     std::map<std::tuple<int64_t, float, float, const Weight *>, RopeTable> family_ropes_;
     std::unique_ptr<GpuBuffer>                     scratch_;  // input copy for an in-place rms_norm
     std::unique_ptr<GpuBuffer>                     argmax_partial_;  // argmax chunk winners [T][n_chunks]
@@ -634,6 +657,9 @@ private:
     // sets it back to 0 after reading the list; else the head's encoder writes 0 first (a queue write
     // per step that device sampling does without).
     bool top_k_list_zero_[2] = {true, true};
+    // sample_scan.wgsl's maximum, candidate count, slice sums and candidates (webgpu_sample.cpp); the
+    // sample.wgsl that reads them sets the maximum and the count back to 0 (a new buffer is zero).
+    std::unique_ptr<GpuBuffer> sample_scan_;
     // The list of the last top-k head recorded (head_top_k), for the sample() that follows it (then
     // cleared): the logits it belongs to and which of top_k_lists_.
     struct {
@@ -673,6 +699,9 @@ WGPUBuffer gpu_buffer(const Tensor & t);
 
 // Element offset of a tensor view in units of `unit` bytes (asserts alignment).
 uint32_t gpu_offset(const Tensor & t, size_t unit);
+
+// Bytes of T tokens' Q8_0-block activations of `blocks` blocks each (lib/acts_q8_0.wgsl).
+size_t family_act_bytes(int64_t blocks, int64_t T);
 
 // The weight as this backend loaded it (asserts the kind).
 const GpuLinear & as_linear(const Weight & w);

@@ -4,11 +4,12 @@
 //   matmul_glu   matmul into scratch (gate rows, then up rows) + glu.wgsl;
 //   rope_kv_append(_paged)  rope_kv_family.wgsl with a host (cos, sin) table of cpu::rope_head's angles.
 //   linear / linear_glu of one token with Q4_0 / Q8_0 (Q4_K / Q6_K) weights: act_q8_0.wgsl (the norm
-//                and the Q8_0 blocks, once per token) + matvec_q8_acts.wgsl (glu's gate in its
-//                epilogue), or with family_acts=0 matvec_q8.wgsl alone (that prologue in every
+//                and the Q8_0 blocks, once per token; none where the kernel before made them:
+//                a gate+up's QOUT, one query's attention.wgsl Q8_OUT) + matvec_q8_acts.wgsl (glu's
+//                gate in its epilogue), or with family_acts=0 matvec_q8.wgsl alone (that prologue in every
 //                workgroup); matvec_q8k.wgsl alone (the Q8_K blocks in its prologue); Q1_0 / Q2_0 /
 //                PQ2_0 through matvec_q8.wgsl for any tokens.
-//   lm_head of a Q8_0 / Q4_0 / Q6_K table: lm_head_q.wgsl on the table's blocks (GpuTable::blocks).
+//   (lm_head of a Q8_0 / Q4_0 / Q6_K table: webgpu_family_head.cpp.)
 //   linear / linear_glu of a ternary weight (I2_S, TQ1_0, TQ2_0): per-token int8 input
 //                (rms_norm_quant.wgsl) + BitNet's bitlinear / gate_up.
 // Weight types: F32, F16, BF16, Q8_0, Q4_0 (Q8_0-block input), Q4_K, Q6_K (Q8_K-block input,
@@ -21,6 +22,7 @@
 #include "quant/ternary_formats.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 
@@ -96,6 +98,15 @@ void pack_row(DType type, const uint8_t * row, int64_t k, std::vector<uint32_t> 
 }
 
 }  // namespace
+
+bool WebGpuBackend::fa_follows(const FamilyActs & a, const Tensor & x) const {
+    return a.buffer != nullptr && a.serial == step_->serial() && a.buffer == gpu_buffer(x) &&
+           a.offset == gpu_offset(x, 4) && a.k == x.ne[0] && a.T == x.ne[1];
+}
+
+size_t family_act_bytes(int64_t blocks, int64_t T) {
+    return static_cast<size_t>(T * (8 * blocks + (blocks + 3) / 4 * 4) * 4);
+}
 
 std::unique_ptr<Weight> WebGpuBackend::load_matrix(std::span<const WeightSource> parts) {
     const int64_t k = parts[0].ne[0];
@@ -242,7 +253,7 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
                              takes_q8_k(part.type) ? 256 : 32});
         }
     } else if (const auto * l = dynamic_cast<const GpuLinear *>(&w)) {
-        if (!takes_q8_0_blocks_lowbit(l->type) || l->group % 64 != 0) return false;
+        if (!takes_q8_0_blocks_lowbit(l->type) || l->group % 64 != 0 || l->group > 256) return false;
         parts.push_back({l->type, 0, l->n_rows, l->buffer->get(), l->buffer->get(), l->scales_offset, l->group});
     } else {
         return false;
@@ -250,19 +261,24 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
     // (WebGpuTuning::family_wg, within the adapter's limit)
     const uint32_t wg = std::min<uint32_t>(tune_.family_wg, ctx_.limits().maxComputeInvocationsPerWorkgroup);
     const int64_t  nb = k / 32;
-    if (in.norm != nullptr && k > int64_t{32} * wg) return false;  // lib/inv_rms.wgsl's bound
-    // Workgroup memory: matvec_q8: the staged blocks (72 bytes per 32 values), the terms (a row every
-    // NT + 1); matvec_q8k: 328 bytes per 256 values, a row of 9 terms per block + 1; both the norm's
+    if (in.norm != nullptr && k > int64_t{32} * wg) return false;  // the norms' bound (NB <= WG)
+    // Workgroup memory: matvec_q8: the staged blocks (60 bytes per 32 values; lib/quarters_q8_0.wgsl's
+    // exchanges and the norm's reduction, 2 WG f32), the terms (a row every NT + 1); matvec_q8k: 328 bytes per 256 values, a row of 9 terms per block + 1; both the norm's
     // reduction (WG f32). Every part must fit before any is recorded.
     // With WebGpuTuning::family_acts the Q4_0 / Q8_0 parts' Q8_0 blocks are made once (act_q8_0.wgsl:
-    // 32 bytes per 32 values and the norm's reduction) and matvec_q8_acts.wgsl keeps only the terms
+    // an invocation per 8 values where the adapter has the threads, up to 4 quarters each; 4 bytes
+    // per block and two f32 per invocation of workgroup memory) and matvec_q8_acts.wgsl keeps only the terms
     // (and with QOUT a few bytes per row), family_acts_rows rows per workgroup; family_acts=2: a
     // gate+up of one such part writes its outputs' blocks too (QOUT, 32 rows or more per
     // workgroup), and the down projection right after it reads them instead of running act_q8_0.
     // (Q1_0 / Q2_0 / PQ2_0 keep matvec_q8.wgsl's prologue: their matvecs are short, and the added
     // dispatches cost more, H200 qwen3-1.7b Q1_0 tg64 556.9 vs 606.7 tok/s.)
     const uint64_t storage = ctx_.limits().maxComputeWorkgroupStorageSize;
-    const bool     acts    = tune_.family_acts != 0 && static_cast<uint64_t>(nb) * 32 + uint64_t{wg} * 4 <= storage;
+    const uint32_t max_wg  = ctx_.limits().maxComputeInvocationsPerWorkgroup;
+    const uint32_t act_wg  = static_cast<uint32_t>(std::min<uint64_t>(std::bit_ceil(static_cast<uint64_t>(4 * nb)), max_wg));
+    const uint32_t act_qpt = ceil_div(4 * nb, act_wg);  // quarters per invocation
+    const bool     acts    = tune_.family_acts != 0 && act_qpt <= 4 && act_wg >= nb &&
+                      static_cast<uint64_t>(nb) * 4 + uint64_t{act_wg} * 8 <= storage;
     const uint32_t per     = glu_act ? 2u : 1u;  // weight rows per output row
     const int64_t  n_out   = glu_act ? w.n_rows / 2 : w.n_rows;
     const bool     want_qout = acts && glu_act && tune_.family_acts >= 2 && parts.size() == 1 &&
@@ -275,8 +291,9 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
         const bool     pa    = acts && takes_q8_0(part.type);  // (matvec_q8_acts.wgsl)
         const uint64_t fixed = kq   ? static_cast<uint64_t>(k / 256) * 328 + uint64_t{wg} * 4
                                : pa ? 512
-                                    : static_cast<uint64_t>(nb) * 72 + uint64_t{wg} * 4;
+                                    : static_cast<uint64_t>(nb) * 60 + uint64_t{wg} * 8;
         if (kq && (k % 256 != 0 || k / 256 * 8 > wg * 4)) return false;
+        if (!kq && !pa && ceil_div(4 * nb, wg) > 8) return false;  // matvec_q8's prologue: 8 quarters per invocation
         // (WebGpuTuning::family_acts_rows; else family_rows, family_rows_long for rows of 4096 or
         // more values without the gate: the down projection, few rows with long prologues)
         const uint32_t want = pa ? tune_.family_acts_rows
@@ -298,16 +315,16 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
     TERN_ASSERT(y.ne[0] == n_out && y.ne[1] == T, "family decode shapes");
     if (!mm_zero_norm_) mm_zero_norm_ = make_buffer(16, nullptr, "no qk norm");
     const WGPUBuffer nw = in.norm ? as_norm(*in.norm).buffer->get() : mm_zero_norm_->get();
-    // The input's blocks (lib/acts_q8_0.wgsl): made by the gate+up right before (QOUT, nothing
-    // recorded since), else by act_q8_0.wgsl now.
-    auto       act_bytes = [&](int64_t blocks) { return static_cast<size_t>(T * (8 * blocks + (blocks + 3) / 4 * 4) * 4); };
+    // The input's blocks (lib/acts_q8_0.wgsl): made by the command right before (a gate+up's QOUT,
+    // one query's attention.wgsl Q8_OUT), else by act_q8_0.wgsl now.
+    auto       act_bytes = [&](int64_t blocks) { return family_act_bytes(blocks, T); };
     WGPUBuffer a_in      = nullptr;
     if (acts && std::any_of(parts.begin(), parts.end(), [](const Part & q) { return takes_q8_0(q.type); })) {
-        const FamilyActs & g = fa_from_glu_;
-        if (in.norm == nullptr && g.serial == step_->serial() && g.buffer == gpu_buffer(in.x) &&
-            g.offset == gpu_offset(in.x, 4) && g.k == k && g.T == T && in.x.ne[0] == k) {
-            a_in = fa_acts_[1]->get();
+        if (in.norm == nullptr && fa_follows(fa_ready_, in.x)) {
+            a_in = fa_ready_.acts;
         } else {
+            // (an attention output: from the next token on, the attention makes the blocks)
+            if (in.norm == nullptr && tune_.family_acts >= 3 && fa_follows(attn_out_, in.x)) attn_q8_out_ = true;
             a_in = grown(fa_acts_[0], act_bytes(nb), "family q8_0 activations");
             struct {
                 uint32_t k;
@@ -316,14 +333,15 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
             } ap{u32(k), in.eps, gpu_offset(in.x, 4), u32(in.x.ne[0]), 0};
             const PipelineKey akey{"act_q8_0",
                                    "rrwu",
-                                   {{{"WG", static_cast<double>(wg)},
+                                   {{{"WG", static_cast<double>(act_wg)},
                                      {"NB", static_cast<double>(nb)},
+                                     {"QPT", static_cast<double>(act_qpt)},
                                      {"NORM", in.norm ? 1.0 : 0.0}}}};
             const WGPUBuffer abufs[] = {gpu_buffer(in.x), nw, a_in};
             step_->dispatch(akey, abufs, &ap, sizeof ap, 1, u32(T));
         }
     }
-    fa_from_glu_ = {};
+    fa_ready_ = {};
     for (const Part & part : parts) {
         const uint32_t rows = part.rows;
         const WGPUBuffer bufs[] = {part.words, part.scales, gpu_buffer(in.x), nw, gpu_buffer(y)};
@@ -355,6 +373,12 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
             struct {
                 uint32_t n_rows, y_offset, y_stride, up_row, activation;
             } p{n, y0, u32(y.ne[0]), u32(n_out), act};
+            // Blocks a lane loads at once: all of its blocks, up to 12 (Q8_0, twice the words: 8), so
+            // a QOUT gate+up's 8 lanes per row wait for memory once (WebGpuTuning::family_acts_loads).
+            const uint32_t lanes = (qout ? qout_wg : wg) / (rows * per);
+            const uint32_t loads = tune_.family_acts_loads != 0
+                                       ? tune_.family_acts_loads
+                                       : std::clamp<uint32_t>(ceil_div(nb, lanes), 1, part.type == DType::q8_0 ? 8 : 12);
             const PipelineKey key{dot4_native_ ? "matvec_q8_acts" : "matvec_q8_acts_nodp4",
                                   "rrrwwu",
                                   {{{"WG", static_cast<double>(qout ? qout_wg : wg)},
@@ -365,20 +389,23 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
                                     {"GLU", glu_act ? 1.0 : 0.0},
                                     {"ACCUMULATE", accumulate ? 1.0 : 0.0},
                                     {"QOUT", qout ? 1.0 : 0.0},
-                                    {"NBO", qout ? static_cast<double>(n_out / 32) : 1.0}}}};
+                                    {"NBO", qout ? static_cast<double>(n_out / 32) : 1.0},
+                                    {"LOADS", static_cast<double>(loads)}}}};
             // (oacts without QOUT: a buffer no other binding has; nothing is written to it)
             const WGPUBuffer out = qout ? grown(fa_acts_[1], act_bytes(n_out / 32), "family q8_0 gate outputs") : mm_zero_norm_->get();
             const WGPUBuffer abufs[] = {part.words, part.scales, a_in, gpu_buffer(y), out};
             step_->dispatch(key, abufs, &p, sizeof p, ceil_div(n, rows), u32(T));
-            if (qout) fa_from_glu_ = {gpu_buffer(y), gpu_offset(y, 4), n_out, T, step_->serial()};
+            if (qout) fa_ready_ = {gpu_buffer(y), gpu_offset(y, 4), n_out, T, step_->serial(), out};
             continue;
         }
         // Weights loaded ahead of the prologue: the lane's blocks, at most family_prefetch (Q8_0: 4).
         const uint32_t lanes = wg / (rows * per);
+        // (Q1_0 / Q2_0 / PQ2_0: weight groups, a vec4 per 64 values, at most 8 vec4s)
         const uint32_t pf    = takes_q8_0(part.type)
                                    ? std::min<uint32_t>({tune_.family_prefetch, part.type == DType::q8_0 ? 4u : 8u,
                                                          static_cast<uint32_t>(ceil_div(nb, lanes))})
-                                   : 0u;
+                                   : std::min<uint32_t>({tune_.family_prefetch, static_cast<uint32_t>(512 / part.group),
+                                                         static_cast<uint32_t>(ceil_div(nt, lanes))});
         struct {
             uint32_t n_rows, k;
             float    eps;
@@ -393,6 +420,7 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
                                 {"NB", static_cast<double>(nb)},
                                 {"WTYPE", wtype},
                                 {"GROUP", static_cast<double>(part.group)},
+                                {"QPT", static_cast<double>(ceil_div(4 * nb, wg))},
                                 {"NT", static_cast<double>(nt)},
                                 {"PF", static_cast<double>(pf)},
                                 {"NORM", in.norm ? 1.0 : 0.0},
@@ -461,42 +489,6 @@ void WebGpuBackend::matmul_glu(const Tensor & f, const Weight & w, const Tensor 
     const PipelineKey key{"glu", "rwu", {{{"WG", 64}}}};
     const WGPUBuffer  bufs[] = {mm_glu_->get(), gpu_buffer(f)};
     step_->dispatch(key, bufs, &p, sizeof p, ceil_div(n_ff, 64), u32(T));
-}
-
-std::unique_ptr<Weight> WebGpuBackend::load_head_blocks(const WeightSource & src) {
-    const bool fits = src.type == DType::q6_k ? src.ne[0] % 256 == 0 : src.ne[0] % 32 == 0;
-    if (!(src.type == DType::q8_0 || src.type == DType::q4_0 || src.type == DType::q6_k) || !fits) return nullptr;
-    return load_matrix({&src, 1});
-}
-
-void WebGpuBackend::family_lm_head(const Tensor & logits, const GpuTable & head, const Tensor & h, bool round_input_f16) {
-    const auto &  m = static_cast<const GpuMatrix &>(*head.blocks);
-    const int64_t T = h.ne[1];
-    TERN_ASSERT(m.parts.size() == 1 && m.n_cols == head.n_cols && m.n_rows == head.n_rows, "head blocks");
-    // Lanes ~ chunks / 8 (each lane a few 32-value chunks), 4..32.
-    const int64_t  cpr   = head.n_cols / 32;
-    const uint32_t lanes = std::clamp<uint32_t>(floor_pow2(static_cast<uint64_t>(std::max<int64_t>(1, cpr / 8))), 4, 32);
-    const uint32_t wg    = 256;
-    struct {
-        uint32_t n_vocab, h_offset, h_stride, out_offset, out_stride, round_input;
-    } p{u32(head.n_rows), gpu_offset(h, 4), u32(h.ne[0]), gpu_offset(logits, 4), u32(logits.ne[0]), round_input_f16 ? 1u : 0u};
-    const uint32_t   groups   = ceil_div(head.n_rows, wg / lanes);
-    // h staged in workgroup memory where it fits next to the reductions (wg vec2 + wg (f32, u32)).
-    const bool stage = static_cast<uint64_t>(head.n_cols) * 4 + uint64_t{wg} * 16 <= ctx_.limits().maxComputeWorkgroupStorageSize;
-    const WGPUBuffer partials = argmax_partials(static_cast<size_t>(groups) * static_cast<size_t>(T) * 8);
-    const PipelineKey key{"lm_head_q",
-                          "rrrwwu",
-                          {{{"WG", static_cast<double>(wg)},
-                            {"LANES", static_cast<double>(lanes)},
-                            {"CPR", static_cast<double>(cpr)},
-                            {"WTYPE", static_cast<double>(matmul_wtype(m.parts[0].type))},
-                            {"STAGE", stage ? 1.0 : 0.0}}}};
-    const WGPUBuffer bufs[] = {m.parts[0].words->get(), m.parts[0].scales->get(), gpu_buffer(h), gpu_buffer(logits),
-                               partials};
-    step_->dispatch(key, bufs, &p, sizeof p, groups, u32(T));
-    // The argmax's first stage is written: argmax() right after this runs only argmax_final.
-    head_partials_ = {};
-    if (T == 1) head_partials_ = {gpu_buffer(logits), gpu_offset(logits, 4), groups, step_->serial()};
 }
 
 const RopeTable & WebGpuBackend::family_rope_table(const AttentionShape & s, int64_t n_pos) {

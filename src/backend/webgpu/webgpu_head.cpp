@@ -42,11 +42,36 @@ bool WebGpuBackend::try_decode_head(const Tensor & logits, const GpuTable & head
         static_cast<uint64_t>(head.n_cols) * 4 + 16384 + 4096 > wg_storage) {
         return false;
     }
+    const HeadParams p = head_params(head, h_or_x, logits, round_input_f16, eps);
+    const auto &     a = ctx_.adapter();
+    if (!argmax_only && tune_.head_exact_form != 0) {
+        // Resident teams (lm_head_f16_teams.wgsl): two workgroups per compute unit (head_exact_groups),
+        // team rows of 8 dealt to them in turn; each team's best row is a partial for argmax_final.
+        const uint32_t team_rows = static_cast<uint32_t>((head.n_rows + 7) / 8);
+        const uint32_t groups =
+            std::min(tune_.head_exact_groups != 0 ? tune_.head_exact_groups : 2 * tune_.compute_units, team_rows);
+        const uint32_t iters     = (team_rows + groups - 1) / groups;
+        const bool     team_sg   = pipelines_.subgroup_variants() && a.subgroup_min == 32 && a.subgroup_max == 32;
+        const PipelineKey key{"lm_head_f16_teams",
+                              "rrrwwu",
+                              {{{"K", static_cast<double>(head.n_cols)},
+                                {"NORM", norm ? 1.0 : 0.0},
+                                {"TEAM_SG", team_sg ? 1.0 : 0.0},
+                                {"DOT2", tune_.head_exact_form == 2 ? 1.0 : 0.0},
+                                {"ITERS", static_cast<double>(iters)},
+                                {"SEG", static_cast<double>(tune_.head_exact_seg)}}}};
+        const uint32_t   n_chunks = 8 * groups;
+        const WGPUBuffer partials = argmax_partials(static_cast<size_t>(n_chunks) * 8);
+        const WGPUBuffer bufs[]   = {head.buffer->get(), gpu_buffer(h_or_x),
+                                     norm ? norm->buffer->get() : gpu_buffer(h_or_x), gpu_buffer(logits), partials};
+        step_->dispatch(key, bufs, &p, sizeof p, groups);
+        head_partials_ = {gpu_buffer(logits), gpu_offset(logits, 4), n_chunks, step_->serial()};
+        return true;
+    }
     const uint32_t n_chunks = static_cast<uint32_t>((head.n_rows + 63) / 64);
     // argmax_only: per-row bounds, then the blocks' lower bounds (lm_head_f16_decode.wgsl).
     const WGPUBuffer partials =
         argmax_partials((static_cast<size_t>(n_chunks) + (argmax_only ? static_cast<size_t>(head.n_rows) : 0)) * 8);
-    const HeadParams p = head_params(head, h_or_x, logits, round_input_f16, eps);
     const PipelineKey key{"lm_head_f16_decode",
                           "rrrwwu",
                           {{{"K", static_cast<double>(head.n_cols)},
@@ -332,10 +357,13 @@ void WebGpuBackend::head_ids(const Tensor & ids, const Tensor & logits, const Gp
     const float      eps = in.eps;
     TERN_ASSERT(ids.ne[0] == 1, "head_ids shapes");
     // The fast head: the int8 copy, which recomputes its own candidates (EXACT_TAIL), or the F16
-    // table's f32 sums with one lower bound per 64-row block for argmax_exact; neither: the exact head.
+    // table's f32 sums with one lower bound per 64-row block for argmax_exact, or a Q-block table's
+    // f32 sums and head_q_exact; none: the exact head.
     uint32_t groups = 0;
     bool     tail   = false;
-    if (exact_rows_fit(*e)) {
+    if (e->blocks) {  // a Q8_0 / Q4_0 / Q6_K table's own blocks (webgpu_family_head.cpp)
+        groups = family_head_argmax(logits, *e, in, round_input_f16);
+    } else if (exact_rows_fit(*e)) {
         groups = try_decode_head_i8(logits, *e, x, *nw, eps, round_input_f16, /*exact_tail=*/true);
         tail   = groups > 0;
         if (!tail && try_decode_head(logits, *e, x, nw, eps, round_input_f16, true)) {

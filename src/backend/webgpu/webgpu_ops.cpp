@@ -321,8 +321,11 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
     const size_t v_el = kv.v.type == DType::f16 ? 2 : 4;
     // One query: the output's block sums of squares for the o-projection's norm (norm statistics,
     // webgpu_backend_impl.h), 16 invocations per block of 32 elements.
-    const bool     stats_out = stats_fit(out.ne[0]) && n_tok == 1 && hd % 32 == 0;
-    const uint32_t out_slot  = stats_out_slot();
+    // Or, for a family's o-projection of Q8_0 blocks (seen once: try_family_decode), its blocks
+    // (attention.wgsl Q8_OUT) instead of act_q8_0.wgsl after it.
+    const bool     q8_out    = attn_q8_out_ && n_tok == 1 && hd % 32 == 0;
+    const bool     stats_out = !q8_out && stats_fit(out.ne[0]) && n_tok == 1 && hd % 32 == 0;
+    const uint32_t out_slot  = q8_out ? 0u : stats_out_slot();
     struct {
         uint32_t head_dim, n_head, n_head_kv, n_tokens, pos0, n_embd_kv, q_offset, q_stride, out_offset, out_stride,
             k_offset, v_offset;
@@ -417,6 +420,10 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
         key.add("ATT_CTX", static_cast<double>(std::min(kv.k.ne[1], kv.v.ne[1])));
     }
     if (short_max > 0) key.add("ATT_SHORT", 1.0);
+    if (q8_out) {
+        key.add("Q8_OUT", 1.0);
+        key.add("ACT_NB", static_cast<double>(out.ne[0] / 32));
+    }
     // One query: the weights to prefetch, by workgroups after the heads' (PF_FROM; attention.wgsl).
     // Unused slots bind q and prefetch nothing.
     WGPUBuffer     pf_bufs[4] = {gpu_buffer(q), gpu_buffer(q), gpu_buffer(q), gpu_buffer(q)};
@@ -444,10 +451,16 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
         pf_groups  = ceil_div(words, wg * pf_loads * k_prefetch_stride_words);
         key.add("PF_WORDS0", static_cast<double>(words));
     }
-    const WGPUBuffer bufs[] = {gpu_buffer(q),  gpu_buffer(kv.k), gpu_buffer(kv.v), gpu_buffer(out), stats_buffer(),
+    const WGPUBuffer acts = q8_out ? grown(fa_acts_[2], family_act_bytes(out.ne[0] / 32, 1), "attention q8_0 outputs")
+                                   : stats_buffer();
+    const WGPUBuffer bufs[] = {gpu_buffer(q),  gpu_buffer(kv.k), gpu_buffer(kv.v), gpu_buffer(out), acts,
                                pf_bufs[0],     pf_bufs[1],       pf_bufs[2],       pf_bufs[3]};
     step_->dispatch(key, bufs, &p, sizeof p, u32(s.n_head) + pf_groups, u32(n_tok));
     if (stats_out) stats_written(out, out_slot);
+    if (n_tok == 1) {
+        const FamilyActs a{gpu_buffer(out), gpu_offset(out, 4), out.ne[0], 1, step_->serial(), q8_out ? acts : nullptr};
+        (q8_out ? fa_ready_ : attn_out_) = a;
+    }
 }
 
 WGPUBuffer WebGpuBackend::argmax_partials(size_t n_bytes) {

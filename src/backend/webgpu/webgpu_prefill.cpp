@@ -18,7 +18,9 @@
 namespace tern {
 namespace {
 
-// Tokens from which the GEMM is used (WebGpuTuning::gemm_min_tokens, 16). Below it the per-token
+// Tokens from which the GEMM is used (WebGpuTuning::gemm_min_tokens: 8 with the tensor-core GEMM,
+// which at 8 tokens beat the per-token kernels by 42% on an H100, 2B4T at 8 streams, 1,838 against
+// 1,297 tokens/s; 16 with the dot4 GEMM, whose crossover was not measured again). Below it the per-token
 // kernels are at least as good: at T <= 8 they read the weights once, like the GEMM, and with 8..15
 // tokens they read them twice while the GEMM would leave most of its 32-token tile idle. From 16
 // tokens on the per-token kernels read the weights T / 8 times and pay a global activation load per
@@ -71,6 +73,11 @@ void WebGpuBackend::check_tuned_tilings() {
     for (const auto & [name, m] : {std::pair{"mma_tile", tune_.mma_tile}, std::pair{"mma_tile_long", tune_.mma_tile_long}}) {
         if (!mma_tiling_ok(m, ctx_.limits())) refuse(format("%s=%ux%u", name, m.sgm, m.sgn));
     }
+}
+
+int64_t WebGpuBackend::gemm_min_tokens() {
+    if (tune_.gemm_min_tokens > 0) return tune_.gemm_min_tokens;
+    return mma_unit() != 0 && !gemm_tiling_ ? 8 : 16;  // (the tensor-core GEMM: see the comment above)
 }
 
 bool WebGpuBackend::set_mma_tiling(std::optional<MmaTiling> t) {
@@ -264,7 +271,7 @@ void WebGpuBackend::encode_gemm(WGPUBuffer y, uint32_t y_offset, uint32_t y_stri
 
 bool WebGpuBackend::prefill_bitlinear(const Tensor & y, const Weight & w, const QuantizedActs & a, bool accumulate) {
     const GpuLinear & lw = as_linear(w);
-    if (!gemm_fits(lw, a.q.ne[1], tune_.gemm_min_tokens)) return false;
+    if (!gemm_fits(lw, a.q.ne[1], gemm_min_tokens())) return false;
     TERN_ASSERT(y.ne[0] == lw.n_rows && a.q.ne[0] == lw.n_cols && y.ne[1] == a.q.ne[1], "bitlinear shapes");
     encode_gemm(gpu_buffer(y), gpu_offset(y, 4), u32(y.ne[0]), lw, a, u32(lw.n_rows), false, accumulate ? 1 : 0);
     return true;
@@ -273,7 +280,7 @@ bool WebGpuBackend::prefill_bitlinear(const Tensor & y, const Weight & w, const 
 bool WebGpuBackend::prefill_gate_up(const Tensor & f, const Weight & w_gate_up, const QuantizedActs & a,
                                     FfnActivation act) {
     const GpuLinear & lw = as_linear(w_gate_up);
-    if (!gemm_fits(lw, a.q.ne[1], tune_.gemm_min_tokens)) return false;
+    if (!gemm_fits(lw, a.q.ne[1], gemm_min_tokens())) return false;
     const int64_t n_ff = lw.n_rows / 2;
     TERN_ASSERT(f.ne[0] == n_ff && f.ne[1] == a.q.ne[1] && a.q.ne[0] == lw.n_cols, "gate_up shapes");
     encode_gemm(gpu_buffer(f), gpu_offset(f, 4), u32(f.ne[0]), lw, a, u32(n_ff), true,
@@ -287,7 +294,7 @@ bool WebGpuBackend::prefill_qkv_rope_kv_append(const Tensor & q, const KvLayer &
     const int64_t     n_tok = a.q.ne[1];
     const int64_t     hd    = s.head_dim;
     // Unsupported head shapes: the per-token path reports them.
-    if (!gemm_fits(lw, n_tok, tune_.gemm_min_tokens) || hd % 4 != 0 || s.n_rot % 4 != 0 || s.n_rot > hd) return false;
+    if (!gemm_fits(lw, n_tok, gemm_min_tokens()) || hd % 4 != 0 || s.n_rot % 4 != 0 || s.n_rot > hd) return false;
     const int64_t n_q  = s.n_head * hd;
     const int64_t n_kv = s.n_head_kv * hd;
     TERN_ASSERT(lw.n_rows == n_q + 2 * n_kv && q.ne[0] == n_q && kv.k.ne[0] == n_kv && a.q.ne[0] == lw.n_cols,

@@ -6,6 +6,8 @@
 
 #include "core/error.h"
 
+#include <algorithm>
+
 namespace tern {
 namespace {
 
@@ -39,19 +41,43 @@ void WebGpuBackend::sample(const Tensor & id, const Tensor & logits, const Sampl
         list_buffer = top_k_lists_[0]->get();  // (bound, not read)
     }
     sample_list_ = {};
+    const uint32_t top_k = chain.top_k > 0 && chain.top_k < n_vocab ? static_cast<uint32_t>(chain.top_k) : 0u;
+    // Top-k off and top-p on (the CLI's --top-k 0 --top-p P): the passes over the vocabulary (the
+    // maximum; the mass and the rows min-p keeps, or with min-p off those of mass 2^-10 or more) on
+    // many workgroups, sample_scan.wgsl, rather than in sample.wgsl's one, which then walks the list (or,
+    // min-p off and top-p's cut past the rows listed, makes its own passes). Two workgroups per
+    // compute unit, at least 256 rows each.
+    const bool scan   = !list && top_k == 0 && chain.top_p < 1.0f;
+    uint32_t   groups = 0;
+    if (scan) {
+        groups = std::min(2 * tune_.compute_units, u32((n_vocab + 255) / 256));
+        list_buffer =
+            grown(sample_scan_, (4 + static_cast<size_t>(groups) + 2 * static_cast<size_t>(k_sample_cap)) * 4,
+                  "sample scan");
+        struct {
+            uint32_t n_vocab, logits_offset, groups;
+            float    list_min;
+        } sp{u32(n_vocab), gpu_offset(logits, 4), groups, chain.min_p > 0.0f ? chain.min_p : 1.0f / 1024.0f};
+        const WGPUBuffer scan_bufs[] = {gpu_buffer(logits), list_buffer};
+        for (const double phase : {0.0, 1.0}) {
+            step_->dispatch(PipelineKey{"sample_scan", "rwu", {{{"PHASE", phase}}}}, scan_bufs, &sp, sizeof sp, groups);
+        }
+    }
     struct {
         uint32_t n_vocab, logits_offset, id_offset, u_offset, top_k;
         float    top_p, min_p, inv_temp;
-        uint32_t list;
+        uint32_t list, scan, groups;
     } p{u32(n_vocab),
         gpu_offset(logits, 4),
         gpu_offset(id, 4),
         gpu_offset(uniform, 4),
-        chain.top_k > 0 && chain.top_k < n_vocab ? static_cast<uint32_t>(chain.top_k) : 0u,
+        top_k,
         chain.top_p,
         chain.min_p,
         1.0f / chain.temp,
-        list ? 1u : 0u};
+        list ? 1u : 0u,
+        scan ? 1u : 0u,
+        groups};
     const PipelineKey key{"sample", "rrwwu", {}};
     const WGPUBuffer  bufs[] = {gpu_buffer(logits), gpu_buffer(uniform), gpu_buffer(id), list_buffer};
     step_->dispatch(key, bufs, &p, sizeof p, 1);

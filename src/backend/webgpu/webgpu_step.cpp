@@ -58,7 +58,7 @@ StepEncoder::StepEncoder(WgpuContext & ctx, PipelineCache & pipelines) : ctx_(ct
 }
 
 StepEncoder::~StepEncoder() {
-    if (held_) wgpu().wgpuCommandBufferRelease(held_);
+    for (HeldPiece & h : held_) wgpu().wgpuCommandBufferRelease(h.commands);
     if (submits_ > 0) {
         TERN_LOG_INFO("webgpu: %llu submits; host ms per submit: finish %.3f, uniform write %.3f, submit %.3f",
                       static_cast<unsigned long long>(submits_), 1e3 * finish_s_ / static_cast<double>(submits_),
@@ -168,9 +168,19 @@ void StepEncoder::dispatch(const PipelineKey & key, std::span<const WGPUBuffer> 
     }
     if (x == 0 || y == 0 || z == 0) return;
     run_deferred();
-    if (n_slots_ == k_slots) flush();
+    if (n_slots_ == k_slots) {
+        if (hold_pieces_) {
+            keep_piece();
+        } else {
+            flush();
+        }
+    }
     if (ramp_at_ > 0 && n_slots_ >= ramp_at_) {
-        flush_keeping_deferred();
+        if (hold_pieces_) {
+            keep_piece();
+        } else {
+            flush_keeping_deferred();
+        }
         ramp_at_ = 2 * ramp_at_ <= ramp_last_ ? 2 * ramp_at_ : 0;
     }
 
@@ -197,10 +207,17 @@ void StepEncoder::dispatch(const PipelineKey & key, std::span<const WGPUBuffer> 
     if (profile_) profile_wait(key.label());
 }
 
+size_t StepEncoder::BindKeyHash::operator()(const BindKey & key) const {
+    size_t h = std::hash<std::string_view>{}(key.first);
+    for (WGPUBuffer b : key.second) h = h * 1000003 ^ std::hash<const void *>{}(b);
+    return h;
+}
+
 WGPUBindGroup StepEncoder::bind_group(const PipelineKey & key, std::span<const WGPUBuffer> buffers) {
-    BindKey bk{key.signature, std::vector<WGPUBuffer>(buffers.begin(), buffers.end())};
-    auto    it = bind_groups_.find(bk);
-    if (it != bind_groups_.end()) return it->second.get();
+    bind_probe_.first = key.signature;
+    bind_probe_.second.assign(buffers.begin(), buffers.end());
+    if (auto it = bind_groups_.find(bind_probe_); it != bind_groups_.end()) return it->second.get();
+    BindKey bk = bind_probe_;
     std::vector<WGPUBindGroupEntry> entries(buffers.size() + 1);  // the buffers, then the uniform slot
     for (size_t i = 0; i < entries.size(); ++i) {
         entries[i]         = {};
@@ -287,6 +304,10 @@ void StepEncoder::flush() {
 }
 
 void StepEncoder::flush_keeping_deferred() {
+    if (hold_pieces_) {  // (a step recorded to be held goes out now: its pieces first)
+        hold_pieces_ = false;
+        submit_held();
+    }
     if (!encoder_) return;
     end_pass();
     const size_t n_timed = timed_labels_.size();
@@ -300,26 +321,41 @@ void StepEncoder::flush_keeping_deferred() {
     if (n_timed > 0) read_timestamps(n_timed);
 }
 
-void StepEncoder::hold() {
-    TERN_ASSERT(!held_ && !profile_ && !gpu_profile_, "StepEncoder::hold: a step is already held, or profiling");
-    run_deferred();
-    if (!encoder_) return;
-    held_ = finish("tern step (held)");
-    held_uniforms_.assign(arena_.begin(), arena_.begin() + static_cast<std::ptrdiff_t>(n_slots_ * k_slot_bytes));
+void StepEncoder::keep_piece() {
+    end_pass();
+    HeldPiece h;
+    h.commands = finish("tern step (held)");
+    h.uniforms.assign(arena_.begin(), arena_.begin() + static_cast<std::ptrdiff_t>(n_slots_ * k_slot_bytes));
+    held_.push_back(std::move(h));
     n_slots_ = 0;
 }
 
+void StepEncoder::submit_held() {
+    for (HeldPiece & h : held_) submit(h.commands, h.uniforms.data(), h.uniforms.size());
+    held_.clear();
+    held_done_ = false;
+}
+
+void StepEncoder::hold() {
+    TERN_ASSERT(!held_done_ && !profile_ && !gpu_profile_, "StepEncoder::hold: a step is already held, or profiling");
+    run_deferred();
+    if (encoder_) keep_piece();
+    hold_pieces_ = false;
+    ramp_at_     = 0;
+    held_done_   = !held_.empty();
+}
+
 void StepEncoder::release_held() {
-    if (!held_) return;
+    if (!held_done_) return;
     flush();  // anything recorded meanwhile goes first (it was meant to)
-    submit(held_, held_uniforms_.data(), held_uniforms_.size());
-    held_ = nullptr;
+    submit_held();
 }
 
 void StepEncoder::drop_held() {
-    if (!held_) return;
-    wgpu().wgpuCommandBufferRelease(held_);
-    held_ = nullptr;
+    if (!held_done_) return;
+    for (HeldPiece & h : held_) wgpu().wgpuCommandBufferRelease(h.commands);
+    held_.clear();
+    held_done_ = false;
     bump();  // whatever the held step would have left (norm statistics, head partials) is not there
 }
 

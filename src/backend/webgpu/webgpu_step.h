@@ -15,6 +15,7 @@
 #include <span>
 #include <string>
 #include <utility>
+#include <unordered_map>
 #include <vector>
 
 namespace tern {
@@ -61,7 +62,15 @@ public:
     void hold();
     void release_held();
     void drop_held();
-    bool holding() const { return held_ != nullptr; }
+    bool holding() const { return held_done_; }
+    // ramp_submits for a step that will be held: its pieces are kept instead of submitted, and
+    // release_held() submits them one after the other, so that the device starts on the first while
+    // the next ones are handed to the driver (Dawn translates a command buffer at its submit). A
+    // flush before hold() submits the pieces kept so far first (the step is then not held).
+    void hold_in_pieces(size_t first, size_t last) {
+        ramp_submits(first, last);
+        hold_pieces_ = first > 0;
+    }
     // Command buffers submitted so far (a step whose recording saw this move was split).
     uint64_t submits() const { return submits_; }
 
@@ -103,8 +112,16 @@ private:
     WGPUCommandBuffer finish(const char * label);
     // Writes the step's uniform slots (uniform_bytes of them), then submits and releases `commands`.
     void submit(WGPUCommandBuffer commands, const uint8_t * uniforms, size_t uniform_bytes);
+    // What was recorded so far into a held piece (hold_in_pieces, hold).
+    void keep_piece();
+    void submit_held();
 
+    // A bind group's signature and buffers (the uniform slot is the same for all), hashed: every
+    // dispatch looks its group up.
     using BindKey = std::pair<std::string_view, std::vector<WGPUBuffer>>;
+    struct BindKeyHash {
+        size_t operator()(const BindKey & key) const;
+    };
 
     WgpuContext &                               ctx_;
     PipelineCache &                             pipelines_;
@@ -112,17 +129,23 @@ private:
     std::vector<uint8_t>                        arena_;     // host copy of the slots in use
     size_t                                      n_slots_ = 0;
     WGPUCommandEncoder                          encoder_ = nullptr;
-    WGPUCommandBuffer                           held_    = nullptr;  // hold()
+    struct HeldPiece {
+        WGPUCommandBuffer    commands = nullptr;
+        std::vector<uint8_t> uniforms;  // its slots of the arena
+    };
+    std::vector<HeldPiece>                      held_;               // hold(), hold_in_pieces()
+    bool                                        held_done_   = false;  // hold() kept them
+    bool                                        hold_pieces_ = false;  // hold_in_pieces() until hold()
     std::function<void()>                       deferred_;           // defer()
     WGPUBuffer                                  deferred_target_ = nullptr;
     uint64_t                                    deferred_offset_ = 0;
-    std::vector<uint8_t>                        held_uniforms_;      // its slots of the arena
     uint64_t                                    submits_ = 0;
     // Host seconds in wgpuCommandEncoderFinish, the uniforms' queue write and wgpuQueueSubmit (Dawn
     // turns the commands into the native API's at submit), logged with -v at the end.
     double finish_s_ = 0, uniforms_s_ = 0, submit_s_ = 0;
     WGPUComputePassEncoder                      pass_    = nullptr;
-    std::map<BindKey, WgpuHandle<WGPUBindGroup>> bind_groups_;
+    std::unordered_map<BindKey, WgpuHandle<WGPUBindGroup>, BindKeyHash> bind_groups_;
+    BindKey                                     bind_probe_;  // the key looked up (its vector reused)
     int64_t                                     dispatches_ = 0;
     uint64_t                                    serial_     = 0;
     uint64_t                                    releases_   = 0;

@@ -39,17 +39,30 @@ struct WebGpuTuning {
     uint32_t family_rows       = 16;   // output rows per workgroup of matvec_q8.wgsl (Q4_0 / Q8_0 decode)
     uint32_t family_wg         = 256;  // ... its threads (and matvec_q8k.wgsl's; a power of two)
     uint32_t family_rows_long  = 0;    // family_rows for rows of 4096+ values without the gate (down); 0: the same
-    uint32_t family_prefetch   = 8;    // ... weight blocks per lane it loads before its prologue (0..8)
-    uint32_t family_acts       = 2;    // Q4_0 / Q8_0: 1: the Q8_0-block input made once per token
+    uint32_t family_prefetch   = 8;    // ... weight blocks (Q1_0 / Q2_0: groups, at most 8 vec4s) per lane it
+                                       //    loads before its prologue (0..8)
+    uint32_t family_acts       = 3;    // Q4_0 / Q8_0: 1: the Q8_0-block input made once per token
                                        //    (act_q8_0.wgsl), then matvec_q8_acts.wgsl; 2: also by the gate+up
-                                       //    for the down projection (QOUT); 0: matvec_q8.wgsl makes it in
-                                       //    every workgroup
+                                       //    for the down projection (QOUT); 3: also by one query's attention
+                                       //    for the o-projection (attention.wgsl Q8_OUT); 0: matvec_q8.wgsl
+                                       //    makes it in every workgroup
     uint32_t family_acts_rows  = 4;    // output rows per workgroup of matvec_q8_acts.wgsl (QOUT: at least 32)
+    uint32_t family_acts_loads = 0;    // ... blocks a lane loads at once (1..12); 0: all of its blocks, at most 12
+                                       //    (Q8_0: 8); before: 4
+    uint32_t family_head_bound = 1;    // greedy decoding with a Q8_0 / Q4_0 / Q6_K head: 1: f32 sums and a bound
+                                       //    per row (lm_head_q.wgsl ARGMAX_ONLY), then head_q_exact.wgsl on
+                                       //    the rows that can win; 0: every logit exact, then the argmax
     // --- the LM head of one token: lm_head_i8_argmax.wgsl, argmax_exact.wgsl ---
     uint32_t head_i8_min_bytes = 64u << 20;  // greedy decoding streams an int8 copy of F16 heads this
                                              // large or larger (half the bytes; wider bounds)
     uint32_t head_groups  = 0;  // workgroups of the int8 head; 0: two per compute unit
     uint32_t exact_groups = 0;  // workgroups of argmax_exact; 0: 512 after the int8 head, 64 after F16
+    uint32_t head_exact_form = 2;  // one token's exact logits from an F16 head (top-p, min-p, logits):
+                                   //     0: lm_head_f16_decode.wgsl (a workgroup per 64 rows);
+                                   //     lm_head_f16_teams.wgsl (resident teams) with 1: double-float
+                                   //     chains (the same bits as 0), 2: Sum2 chains where h is f16
+    uint32_t head_exact_groups = 0;  // workgroups of lm_head_f16_teams.wgsl; 0: two per compute unit
+    uint32_t head_exact_seg    = 5;  // ... vec4 words per lane it loads ahead (a row's are K / 256)
     // --- the LM head of a batched step: webgpu_head_batch.cpp ---
     uint32_t head_mma_rows = 2;  // subgroups along the rows of lm_head_i8_mma.wgsl (tensor cores; 1 to
                                  //     4, where the workgroup memory fits); 0: lm_head_i8_batch (dot4)
@@ -63,6 +76,8 @@ struct WebGpuTuning {
     uint32_t attn_split_unroll       = 4;    // positions attention_split_pv loads ahead (1: none)
     uint32_t attn_split_tiles        = 1;    // one query over a long f16 cache: P·V by tiles of a superblock
                                              // x 16 dimensions (attention_split_pvt + _combine); 0: attention_split_pv
+    uint32_t attn_split_chunk        = 64;   // one query over a long cache: positions per attention_split_softmax
+                                             //     workgroup (at most 1024 / G; 0: 1024 / G, at least 32)
     uint32_t attn_split_heads        = 0;    // query heads per attention_split_pv workgroup (a divisor of
                                              //     G); 0: all G where that gives 2 workgroups per
                                              //     compute unit, else the largest divisor that does
@@ -78,7 +93,9 @@ struct WebGpuTuning {
     uint32_t attn_softmax_wg_one     = 256;  // the same for one query (few, long rows)
     uint32_t attn_scratch_bytes      = 128u << 20;  // the prompt score buffer's budget (token chunks)
     // --- prefill (many tokens) matmuls: webgpu_prefill.cpp ---
-    uint32_t   gemm_min_tokens = 16;       // tokens from which the GEMM replaces the per-token kernels
+    // tokens from which the GEMM replaces the per-token kernels; 0: 8 where the tensor-core GEMM
+    // runs (H100, 8 streams: 1,838 tokens/s against 1,297 from 16), else 16
+    uint32_t   gemm_min_tokens = 0;
     GemmTiling gemm_tile{0, 0, 0, 0};      // the dot4 GEMM's TMxTNxTRxTC; 0x0x0x0: 4x8x16x8, TC 4 up to 32 tokens
     MmaTiling  mma_tile{4, 1};             // the tensor-core GEMM's SGMxSGN
     MmaTiling  mma_tile_long{2, 1};        // the same for rows longer than 4096

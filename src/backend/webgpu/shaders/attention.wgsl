@@ -6,7 +6,8 @@
 //
 //   q: [n_head hd, T] f32   k_cache, v_cache: [n_head_kv hd, n_ctx] f16 pairs or f32 (u32 words)
 //   out: [n_head hd, T] f32
-//   norm_stats: the output's block sums of squares with STATS_OUT (one query)
+//   norm_stats: the output's block sums of squares with STATS_OUT (one query; f32 bits), or its
+//     Q8_0 blocks with Q8_OUT (one query; lib/acts_q8_0.wgsl's layout, from word 0)
 // Bindings: 0 q (read), 1 k_cache (read), 2 v_cache (read), 3 out (read_write), 4 norm_stats
 // (read_write), 5..8 pf0..pf3 (read: weights to pull into L2, below; any buffer when PF_FROM is
 // unset), 9 params (uniform)
@@ -35,6 +36,7 @@
 // #include "lib/sum_squares.wgsl"
 // #include "lib/position_sum.wgsl"
 // #include "lib/attention_core.wgsl"
+// #include "lib/acts_q8_0.wgsl"
 
 override WG: u32 = 256u;      // a power of two, >= head_dim / 2
 override K_F16: bool = true;
@@ -51,6 +53,11 @@ override SC_MAX: u32 = 2048u;
 // One query (decode): the output's block sums of squares (lib/sum_squares.wgsl) go to norm_stats for
 // the o-projection's norm (the host sets it when head_dim is a multiple of 32).
 override STATS_OUT: bool = false;
+// One query (decode) of a family model whose o-projection takes Q8_0 blocks (Q4_0 / Q8_0): the
+// output's blocks (ACT_NB per token) go to norm_stats for matvec_q8_acts.wgsl, as act_q8_0.wgsl
+// would make them (the host sets it when head_dim is a multiple of 32; not with STATS_OUT).
+override Q8_OUT: bool = false;
+override ACT_NB: u32 = 1u;  // Q8_OUT: blocks of the whole output (n_head head_dim / 32)
 
 struct Params {
     head_dim: u32,
@@ -74,7 +81,7 @@ struct Params {
 @group(0) @binding(1) var<storage, read> k_cache: array<vec4<u32>>;  // (u32 words: att_k)
 @group(0) @binding(2) var<storage, read> v_cache: array<u32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
-@group(0) @binding(4) var<storage, read_write> norm_stats: array<f32>;
+@group(0) @binding(4) var<storage, read_write> norm_stats: array<u32>;
 @group(0) @binding(5) var<storage, read> pf0: array<u32>;
 @group(0) @binding(6) var<storage, read> pf1: array<u32>;
 @group(0) @binding(7) var<storage, read> pf2: array<u32>;
@@ -133,7 +140,7 @@ fn prefetch_weights(lid: u32, g: u32) {
         let i = first + u * WG * PF_STRIDE;
         if (i < words[b]) { acc ^= pf_word(b, i); }
     }
-    if ((acc & p.rn_zero) != 0u) { norm_stats[0] = bitcast<f32>(acc); }
+    if ((acc & p.rn_zero) != 0u) { norm_stats[0] = acc; }
 }
 
 // q's offset as a pipeline constant where the host sets it (one query only, t = 0;
@@ -151,10 +158,52 @@ fn att_out(t: u32, i: u32, v: f32) { out[p.out_offset + t * p.out_stride + i] = 
 // The block of 32 output elements that 16 neighbouring invocations stored (pairs 2j, 2j + 1): their
 // squares in the halving order (per component at element distances 16 .. 2, then the two
 // components), written by the first of the 16. Every invocation calls it (barriers without SG32).
+// With Q8_OUT instead the block's Q8_0 form (act_q8_0.wgsl's expressions, so its bits): the max
+// |o| over the 16, d and 1 / d, and each invocation's two codes; the even invocation of a pair
+// writes their code word (elements 4w .. 4w + 3, bytes 0..3), the first of the 16 the block's d.
 fn att_done(lid: u32, i: u32, o: vec2<f32>, wrote: bool) {
+    if (Q8_OUT) {
+        let d  = q8_0_d(team_max(lid, max(abs(o.x), abs(o.y)), 16u));
+        let id = q8_0_id(d);
+        // (the two codes as an f32 of at most 16 bits: exact, so the partner gets the same bits)
+        let mine  = q8_0_code(o.x, id) | (q8_0_code(o.y, id) << 8u);
+        let other = u32(team_partner(lid, f32(mine)));
+        if (wrote && lid % 2u == 0u) { norm_stats[8u * (i / 32u) + (i % 32u) / 4u] = mine | (other << 16u); }
+        if (wrote && lid % 16u == 0u) { norm_stats[act_dq(ACT_NB) + i / 32u] = bitcast<u32>(round_f16(d)); }
+        return;
+    }
     if (!STATS_OUT) { return; }
     let s = team_halving_sum(lid, mul_rn(o.x, o.x), 16u) + team_halving_sum(lid, mul_rn(o.y, o.y), 16u);
-    if (wrote && lid % 16u == 0u) { norm_stats[p.stats_out + i / NORM_BLOCK] = s; }
+    if (wrote && lid % 16u == 0u) { norm_stats[p.stats_out + i / NORM_BLOCK] = bitcast<u32>(s); }
+}
+
+// The max over aligned teams of `width` invocations (a power of two, at most 32), in every member;
+// every invocation calls it (it may have barriers). (A max: any order gives the same bits.)
+@diagnostic(off, subgroup_uniformity)
+fn team_max(lid: u32, v: f32, width: u32) -> f32 {
+    if (WG_REDUCE_SG && SG32) {
+        var a = v;
+        for (var d = width / 2u; d > 0u; d >>= 1u) { a = max(a, sg_shuffle_xor(a, d)); }
+        return a;
+    }
+    workgroupBarrier();
+    wg_red_h[lid] = v;
+    workgroupBarrier();
+    for (var d = width / 2u; d > 0u; d >>= 1u) {
+        if (lid % width < d) { wg_red_h[lid] = max(wg_red_h[lid], wg_red_h[lid + d]); }
+        workgroupBarrier();
+    }
+    return wg_red_h[lid - lid % width];
+}
+
+// The value of invocation lid ^ 1 (every invocation calls it; it may have barriers).
+@diagnostic(off, subgroup_uniformity)
+fn team_partner(lid: u32, v: f32) -> f32 {
+    if (WG_REDUCE_SG && SG32) { return sg_shuffle_xor(v, 1u); }
+    workgroupBarrier();
+    wg_red_h[lid] = v;
+    workgroupBarrier();
+    return wg_red_h[lid ^ 1u];
 }
 
 @compute @workgroup_size(WG)

@@ -1,4 +1,4 @@
-// attention_split_combine: after attention_split_pvs.wgsl, each output the superblocks' sums
+// attention_split_combine: after attention_split_pvt.wgsl, each output the superblocks' sums
 // added as cpu::PositionSum adds them: the whole superblocks to a total in order from 0, then
 // out = total + the last partial superblock (+ 0 where there is none), so the bits are the CPU's.
 //
@@ -36,8 +36,17 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wi
     let n      = kv_column(t).pos + 1u;
     let whole  = n / 512u;  // superblocks closed in the total
     let base   = ((t * p.n_head + i / HD) * p.nsb_ld) * HD + i % HD;
+    // Eight superblocks' loads at a time in flight (+0 past the whole ones: it leaves the total's
+    // bits as they are), then added in order.
     var total  = 0.0;
-    for (var sb = 0u; sb < whole; sb++) { total = total + part[base + sb * HD]; }
+    for (var s0 = 0u; s0 < whole; s0 += 8u) {
+        var v: array<f32, 8>;
+        for (var k = 0u; k < 8u; k++) {
+            v[k] = 0.0;
+            if (s0 + k < whole) { v[k] = part[base + (s0 + k) * HD]; }
+        }
+        for (var k = 0u; k < 8u; k++) { total = total + v[k]; }
+    }
     let last = select(0.0, part[base + whole * HD], n % 512u != 0u);
     out[p.out_offset + t * p.out_stride + i] = total + last;
 }

@@ -17,7 +17,12 @@
 // (nsb x HD / DS x n_head_kv: 320 for 2B4T at 4,096 positions).
 //
 //   e: the softmax kernel's [T][n_head_kv][G][ld] f32   bsum: [T][n_head_kv][G][bsum_ld] f32
-//   v_cache: [n_head_kv hd, rows] f16 pairs (u32 words)   part: [T][n_head][nsb_ld][hd] f32
+//   v_cache: [n_head_kv hd, rows] f16, 8 per vec4<u32> (v_offset and a row a multiple of 8 elements)
+//   part: [T][n_head][nsb_ld][hd] f32
+// Every loop has a fixed trip count, so that all of a thread's loads are in flight at once instead
+// of one latency per iteration: V rows by vec4 loads, positions past the column's end staged as zeros
+// (their products add +0, which leaves every sum's bits as they are: the sums are never -0), the
+// block sums of the normalizer loaded before they are added.
 // Bindings: 0 e, 1 bsum, 2 v_cache, 3 cols, 4 pages (read); 5 part (read_write); 6 params
 // Dispatch: (nsb_ld * HD / DS, n_head_kv, T): x = superblock * (HD / DS) + slice of DS dimensions; a
 // workgroup past its column's last superblock returns at once.
@@ -52,7 +57,7 @@ struct Params {
 
 @group(0) @binding(0) var<storage, read> e: array<f32>;
 @group(0) @binding(1) var<storage, read> bsum: array<f32>;
-@group(0) @binding(2) var<storage, read> v_cache: array<u32>;
+@group(0) @binding(2) var<storage, read> v_cache: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read> cols: array<i32>;
 @group(0) @binding(4) var<storage, read> pages: array<i32>;
 @group(0) @binding(5) var<storage, read_write> part: array<f32>;
@@ -80,10 +85,20 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 
     // 1. The V tile's loads first (in flight while the normalizer is summed): word w of row r.
     let first = kvh * HD + slice * DS;  // element index in a cache row
-    for (var i = lid; i < SUPER * VW; i += WG) {
-        let r = i / VW;
-        let w = i % VW;
-        if (r < np) { v_s[r * VS + w] = v_cache[(p.v_offset + kv_row(col, pbeg + r) * p.n_embd_kv + first) / 2u + w]; }
+    // Quarter q of row r: vec4 (p.v_offset + row n_embd_kv + first) / 8 + q, all loaded, then stored.
+    var vq: array<vec4<u32>, 4>;  // SUPER VW / 4 / WG = 4 (DS = 16)
+    for (var k = 0u; k < SUPER * VW / 4u / WG; k++) {
+        let i = lid + k * WG;
+        let r = i / (VW / 4u);
+        vq[k] = vec4<u32>(0u);
+        if (r < np) {
+            vq[k] = v_cache[(p.v_offset + kv_row(col, pbeg + r) * p.n_embd_kv + first) / 8u + i % (VW / 4u)];
+        }
+    }
+    for (var k = 0u; k < SUPER * VW / 4u / WG; k++) {
+        let i = lid + k * WG;
+        let at = (i / (VW / 4u)) * VS + 4u * (i % (VW / 4u));
+        for (var c = 0u; c < 4u; c++) { v_s[at + c] = vq[k][c]; }
     }
 
     // The probabilities' e values too (into registers: their loads in flight with the others).
@@ -103,9 +118,12 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let j = lid / SPP;
         let s = s0 + lid % SPP;
         var acc = 0.0;
-        if (j < GROUP && s < nsb) {
-            for (var b = 16u * s; b < min(16u * s + 16u, nb); b++) { acc = acc + bsum[(row0 + j) * p.bsum_ld + b]; }
+        var bs: array<f32, 16>;  // the 16 block sums loaded first (+0 past the column's blocks), then added in order
+        for (var b = 0u; b < 16u; b++) {
+            bs[b] = 0.0;
+            if (j < GROUP && s < nsb && 16u * s + b < nb) { bs[b] = bsum[(row0 + j) * p.bsum_ld + 16u * s + b]; }
         }
+        for (var b = 0u; b < 16u; b++) { acc = acc + bs[b]; }
         sup_s[lid] = acc;
         workgroupBarrier();
         if (lid < GROUP) {
@@ -133,12 +151,11 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let nbl = (np + 31u) / 32u;
     var acc: array<vec4<f32>, 4>;
     for (var m = 0u; m < JV; m++) { acc[m] = vec4<f32>(0.0); }
-    if (b < nbl) {
-        for (var r = 32u * b; r < min(32u * b + 32u, np); r++) {
-            let vv = unpack2x16float(v_s[r * VS + d / 2u]);
-            let v  = select(vv.x, vv.y, (d & 1u) != 0u);
-            for (var m = 0u; m < JV; m++) { acc[m] = acc[m] + p_s[r * JV + m] * v; }
-        }
+    for (var k = 0u; k < 32u; k++) {  // 32 positions always: past np, V and the probabilities are 0 (+0 added)
+        let r  = 32u * b + k;
+        let vv = unpack2x16float(v_s[r * VS + d / 2u]);
+        let v  = select(vv.x, vv.y, (d & 1u) != 0u);
+        for (var m = 0u; m < JV; m++) { acc[m] = acc[m] + p_s[r * JV + m] * v; }
     }
     workgroupBarrier();
     for (var m = 0u; m < JV; m++) { p_s[lid * JV + m] = acc[m]; }  // [block][d][m]
@@ -149,7 +166,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let dd = lid / JV;
         let m  = lid % JV;
         var s  = vec4<f32>(0.0);
-        for (var bb = 0u; bb < nbl; bb++) { s = s + p_s[(bb * DS + dd) * JV + m]; }
+        for (var bb = 0u; bb < WG / DS; bb++) { s = s + p_s[(bb * DS + dd) * JV + m]; }  // past nbl: +0
         for (var c = 0u; c < 4u; c++) {
             let j = 4u * m + c;
             if (j < GROUP) { part[((row0 + j) * p.nsb_ld + sb) * HD + slice * DS + dd] = s[c]; }

@@ -8,11 +8,12 @@
 //   scores[t][kvh][j][pos] = (q_(t, kvh G + j) · k_pos) * scale      for pos <= the column's position
 //   wmax[t][kvh][j][w]     = max of workgroup w's scores of that row
 //
-//   q: [n_head hd, T] f32   k_cache: [n_head_kv hd, rows] f16 pairs or f32 (u32 words)
+//   q: [n_head hd, T] f32   k_cache: [n_head_kv hd, rows] f16 pairs or f32, as vec4<u32> (16 bytes)
 //   cols, pages: lib/kv_pages.wgsl   scores: [T][n_head_kv][G][ld] f32   wmax: [T][n_head_kv][G][wmax_ld] f32
 // Bindings: 0 q, 1 k_cache, 2 cols, 3 pages (read); 4 scores, 5 wmax (read_write); 6 params
 // Dispatch: (ceil(n_max / TP), n_head_kv, T); workgroups past their column's positions return.
-// Thread (position t / S, block t % S) loads its block of 16 K values straight into registers and
+// Thread (position t / S, block t % S) loads its block of 16 K values straight into registers (by
+// vec4 loads where K_VEC: every block starts at a multiple of 16 bytes, else word by word) and
 // sums it against each of the G query rows staged in workgroup memory; the first threads of a
 // position then add its block sums in order.
 
@@ -25,6 +26,7 @@ override TP: u32 = WG / S;     // positions per workgroup
 override HD: u32 = 128u;       // head_dim, a multiple of 4
 override GROUP: u32 = 4u;      // G = n_head / n_head_kv
 override K_F16: bool = true;
+override K_VEC: bool = false;  // k_offset, n_embd_kv and HD multiples of 8 (f16) or 4 (f32) elements
 override NB: u32 = (HD + 15u) / 16u;  // blocks of 16 dimensions
 
 struct Params {
@@ -44,7 +46,7 @@ struct Params {
 }
 
 @group(0) @binding(0) var<storage, read> q: array<f32>;
-@group(0) @binding(1) var<storage, read> k_cache: array<u32>;
+@group(0) @binding(1) var<storage, read> k_cache: array<vec4<u32>>;
 @group(0) @binding(2) var<storage, read> cols: array<i32>;
 @group(0) @binding(3) var<storage, read> pages: array<i32>;
 @group(0) @binding(4) var<storage, read_write> scores: array<f32>;
@@ -80,17 +82,36 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     var kb: array<f32, 16>;
     if (mine) {
         let e0 = p.k_offset + kv_row(col, pos) * p.n_embd_kv + kvh * HD + 16u * b;  // element index
-        if (K_F16) {
+        if (K_F16 && K_VEC) {
+            for (var h = 0u; h < 2u; h++) {
+                if (16u * b + 8u * h < HD) {
+                    let x = k_cache[e0 / 8u + h];
+                    for (var c = 0u; c < 4u; c++) {
+                        let v = unpack2x16float(x[c]);
+                        kb[8u * h + 2u * c] = v.x;
+                        kb[8u * h + 2u * c + 1u] = v.y;
+                    }
+                }
+            }
+        } else if (K_VEC) {
+            for (var h = 0u; h < 4u; h++) {
+                if (16u * b + 4u * h < HD) {
+                    let x = k_cache[e0 / 4u + h];
+                    for (var c = 0u; c < 4u; c++) { kb[4u * h + c] = bitcast<f32>(x[c]); }
+                }
+            }
+        } else if (K_F16) {
             for (var w = 0u; w < 8u; w++) {
                 if (16u * b + 2u * w < HD) {
-                    let v = unpack2x16float(k_cache[e0 / 2u + w]);
+                    let i = e0 / 2u + w;  // u32 word
+                    let v = unpack2x16float(k_cache[i / 4u][i % 4u]);
                     kb[2u * w] = v.x;
                     kb[2u * w + 1u] = v.y;
                 }
             }
         } else {
             for (var w = 0u; w < 16u; w++) {
-                if (16u * b + w < HD) { kb[w] = bitcast<f32>(k_cache[e0 + w]); }
+                if (16u * b + w < HD) { kb[w] = bitcast<f32>(k_cache[(e0 + w) / 4u][(e0 + w) % 4u]); }
             }
         }
     }

@@ -10,12 +10,12 @@
 // Dispatch: (ceil(n_max / CH), n_head_kv, T); workgroups past their column's positions return.
 
 // #include "lib/numerics.wgsl"
-// #include "lib/wg_reduce.wgsl"
 // #include "lib/kv_pages.wgsl"
 
 override WG: u32 = 256u;     // a power of two >= GROUP * CH / 4 (so >= GROUP * CH / 32)
 override CH: u32 = 256u;     // positions per workgroup, a multiple of 32
 override GROUP: u32 = 4u;    // G = n_head / n_head_kv, at most 16
+override GP2: u32 = 4u;      // GROUP rounded up to a power of two
 
 struct Params {
     ld: u32,            // f32 elements between score rows
@@ -39,6 +39,8 @@ struct Params {
 
 var<workgroup> e_s: array<f32, GROUP * CH>;  // [j][position in the chunk]
 var<workgroup> mx_s: array<f32, 16>;         // [j]
+var<workgroup> red_s: array<f32, WG>;        // [j][SEG]: the maxima's tree
+override SEG: u32 = WG / GP2;                // threads per head's max (GP2: GROUP rounded up to a power of two)
 
 const NEG_MAX: u32 = 0xff7fffffu;  // -FLT_MAX (as attention.wgsl starts its max), as bits
 
@@ -59,12 +61,22 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let i = lid + u * WG;
         if (i < GROUP * CH && i % CH < c_n) { sv[u] = scores[(row0 + i / CH) * p.ld + c0 + i % CH]; }
     }
-    for (var j = 0u; j < GROUP; j++) {
+    // The G maxima in one tree: thread lid reduces for head lid / SEG (segments of SEG threads).
+    {
+        let j = lid / SEG;
+        let i0 = lid % SEG;
         var m = bitcast<f32>(NEG_MAX);
-        for (var i = lid; i < n_w; i += WG) { m = max(m, wmax[(row0 + j) * p.wmax_ld + i]); }
-        let mx = wg_max(lid, m);
-        if (lid == 0u) { mx_s[j] = mx; }
-        workgroupBarrier();  // (two max reductions in a row)
+        if (j < GROUP) {
+            for (var i = i0; i < n_w; i += SEG) { m = max(m, wmax[(row0 + j) * p.wmax_ld + i]); }
+        }
+        red_s[lid] = m;
+        workgroupBarrier();
+        for (var h = SEG / 2u; h > 0u; h >>= 1u) {
+            if (i0 < h) { red_s[lid] = max(red_s[lid], red_s[lid + h]); }
+            workgroupBarrier();
+        }
+        if (lid < GROUP) { mx_s[lid] = red_s[lid * SEG]; }
+        workgroupBarrier();
     }
     for (var u = 0u; u < (GROUP * CH + WG - 1u) / WG; u++) {
         let i = lid + u * WG;
@@ -74,6 +86,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             let e = exp_fixed(sv[u] - mx_s[j]);
             scores[(row0 + j) * p.ld + c0 + k] = e;
             e_s[i] = e;
+        } else if (i < GROUP * CH) {
+            e_s[i] = 0.0;  // past the column's positions: +0, which leaves a block sum's bits as they are
         }
     }
     workgroupBarrier();
@@ -83,7 +97,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let b = lid % (CH / 32u);
         if (b < nb) {
             var s = 0.0;
-            for (var k = 32u * b; k < min(32u * b + 32u, c_n); k++) { s = s + e_s[j * CH + k]; }
+            for (var k = 0u; k < 32u; k++) { s = s + e_s[j * CH + 32u * b + k]; }
             bsum[(row0 + j) * p.bsum_ld + c0 / 32u + b] = s;
         }
     }

@@ -5,9 +5,11 @@
 // in double-float like lm_head.wgsl (the CPU sums in double), rounded to f32 once. Also the first
 // stage of the argmax (argmax_partial.wgsl's, over the workgroup's rows; ties to the lower index) into
 // partial[t][workgroup], so that argmax_final.wgsl can follow directly.
+// ARGMAX_ONLY: see below. The chunks' loads and sums: lib/q_head_chunk.wgsl.
 //
 //   w, ws: GpuMatrix words (as vec4<u32>) and block scales (matmul.wgsl's table)   h: [K, T] f32
-//   logits: [n_vocab, T] f32   partial: [T][ceil(n_vocab / (WG / LANES))] (f32 value bits, u32 index)
+//   logits: [n_vocab, T] f32   partial: [T][ceil(n_vocab / (WG / LANES))] (f32 value bits, u32 index);
+//   ARGMAX_ONLY (T = 1): [n_vocab] (bits(B), 0), then [ceil(n_vocab / (WG / LANES))] as before
 // Bindings: 0 w, 1 ws, 2 h (read); 3 logits, 4 partial (read_write); 5 params (uniform)
 // Dispatch: (ceil(n_vocab / (WG / LANES)), T, 1). The workgroup stages its token's h (STAGE), then a
 // team of LANES lanes per row, lane l on the row's 32-value chunks l, l + LANES, ... (each chunk's
@@ -16,12 +18,18 @@
 
 // #include "lib/numerics.wgsl"
 // #include "lib/best_index.wgsl"
+// #include "lib/q_head_chunk.wgsl"
 
 override WG: u32 = 256u;
 override LANES: u32 = 8u;   // a power of two dividing WG
 override CPR: u32 = 64u;    // 32-value chunks per row (K / 32)
 override WTYPE: u32 = 6u;   // 3 q8_0, 4 q4_0, 6 q6_k (matmul.wgsl's numbering)
 override STAGE: bool = true;  // h (rounded as asked) staged in workgroup memory (the host: where K fits)
+// ARGMAX_ONLY (greedy decoding of one token, the logits are not read): f32 sums plus, per row, a
+// bound B on their distance to the exact logit (lm_head_f16_decode.wgsl's form): logits[row] = the
+// f32 sum, partial[row] = (bits(B), 0), and partial[n_vocab + workgroup] = the workgroup's best
+// (value bits, row) of sum - B. head_q_exact.wgsl then recomputes exactly the rows that can win.
+override ARGMAX_ONLY: bool = false;
 
 struct Params {
     n_vocab: u32,
@@ -53,84 +61,6 @@ fn h_val(t: u32, i: u32) -> f32 {
     return h_global(t, i);
 }
 
-fn sbyte(word: u32, e: u32) -> i32 {
-    return (bitcast<i32>(word << (24u - 8u * e))) >> 24u;
-}
-
-// A chunk's words, loaded together (named vec4s, no arrays): Q8_0 a, b (the 32 codes); Q4_0 a (the
-// 32 nibbles); Q6_K a, b (its ql bytes), e, f (its qh bytes) and scw (the word of its int8 scales);
-// d the block's scale.
-struct ChunkWords {
-    a: vec4<u32>,
-    b: vec4<u32>,
-    e: vec4<u32>,
-    f: vec4<u32>,
-    scw: u32,
-    d: f32,
-}
-
-// Chunk c of `row`. Q6_K: block b = c / 8 (13 vec4: ql words 0..31, qh 32..47, int8 scales 48..51);
-// chunk q = c % 8 holds values 128 half + 32 k + l, l < 32 (half = q / 4, k = q % 4): ql bytes 64 half
-// + 32 (k & 1) + l (low nibbles for k < 2), qh bytes 32 half + l (bits 2k, 2k + 1), scales 8 half + 2k
-// + l / 16.
-fn chunk_words(row: u32, c: u32) -> ChunkWords {
-    var cw: ChunkWords;
-    if (WTYPE == 3u) {
-        cw.a = w[2u * (row * CPR + c)];
-        cw.b = w[2u * (row * CPR + c) + 1u];
-        cw.d = ws[row * CPR + c];
-    } else if (WTYPE == 4u) {
-        cw.a = w[row * CPR + c];
-        cw.d = ws[row * CPR + c];
-    } else {
-        let nbk  = CPR / 8u;
-        let b    = c / 8u;
-        let half = (c % 8u) / 4u;
-        let k    = c % 4u;
-        let wo   = (row * nbk + b) * 13u;
-        cw.a   = w[wo + 4u * half + 2u * (k & 1u)];
-        cw.b   = w[wo + 4u * half + 2u * (k & 1u) + 1u];
-        cw.e   = w[wo + 8u + 2u * half];
-        cw.f   = w[wo + 8u + 2u * half + 1u];
-        cw.scw = w[wo + 12u][2u * half + k / 2u];
-        cw.d   = ws[row * nbk + b];
-    }
-    return cw;
-}
-
-// acc + the products of chunk c (its words cw; its 32 weights dequantized as dequantize_row does)
-// with h, in double-float, value by value.
-fn chunk_dot(acc_in: vec2<f32>, cw: ChunkWords, c: u32, t: u32) -> vec2<f32> {
-    var acc = acc_in;
-    if (WTYPE == 3u) {
-        for (var j = 0u; j < 32u; j++) {
-            let word = select(cw.a, cw.b, j >= 16u)[(j / 4u) % 4u];
-            acc = df_fma(acc, mul_rn(f32(sbyte(word, j % 4u)), cw.d), h_val(t, 32u * c + j));
-        }
-        return acc;
-    }
-    if (WTYPE == 4u) {
-        for (var j = 0u; j < 16u; j++) {
-            let byte = (cw.a[j / 4u] >> (8u * (j % 4u))) & 0xffu;
-            acc = df_fma(acc, mul_rn(f32(i32(byte & 0xfu) - 8), cw.d), h_val(t, 32u * c + j));
-        }
-        for (var j = 0u; j < 16u; j++) {
-            let byte = (cw.a[j / 4u] >> (8u * (j % 4u))) & 0xffu;
-            acc = df_fma(acc, mul_rn(f32(i32(byte >> 4u) - 8), cw.d), h_val(t, 32u * c + 16u + j));
-        }
-        return acc;
-    }
-    let k   = c % 4u;
-    let dsc = vec2<f32>(mul_rn(cw.d, f32(sbyte(cw.scw, (2u * k) % 4u))), mul_rn(cw.d, f32(sbyte(cw.scw, (2u * k) % 4u + 1u))));
-    for (var l = 0u; l < 32u; l++) {
-        let lo = (select(cw.a, cw.b, l >= 16u)[(l / 4u) % 4u] >> (8u * (l % 4u))) & 0xffu;
-        let hi = (select(cw.e, cw.f, l >= 16u)[(l / 4u) % 4u] >> (8u * (l % 4u) + 2u * k)) & 3u;
-        let q  = i32(select(lo & 0xfu, lo >> 4u, k >= 2u) | (hi << 4u)) - 32;
-        acc = df_fma(acc, mul_rn(dsc[l / 16u], f32(q)), h_val(t, 32u * c + l));
-    }
-    return acc;
-}
-
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let team = lid / LANES;
@@ -151,22 +81,49 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         for (var c = lane; c < CPR; c += LANES) {
             let cw = next;
             if (c + LANES < CPR) { next = chunk_words(row, c + LANES); }
-            acc = chunk_dot(acc, cw, c, t);
+            if (ARGMAX_ONLY) {
+                acc = chunk_bound(acc, cw, c, t);
+            } else {
+                acc = chunk_dot(acc, cw, c, t);
+            }
         }
     }
     red[lid] = acc;
     workgroupBarrier();
     for (var s = LANES / 2u; s > 0u; s >>= 1u) {
-        if (lane < s) { red[lid] = df_add(red[lid], red[lid + s]); }
+        if (lane < s) {
+            if (ARGMAX_ONLY) {
+                red[lid] = red[lid] + red[lid + s];
+            } else {
+                red[lid] = df_add(red[lid], red[lid + s]);
+            }
+        }
         workgroupBarrier();
     }
     var bv = 0.0;
     var bi = 0xffffffffu;
     if (lane == 0u && row < p.n_vocab) {
-        bv = df_to_f32(red[lid]);
+        if (ARGMAX_ONLY) {
+            // Every f32 evaluation of the K products (any order, each product through at most K + 2
+            // roundings) is within (K + 2) u sum|p| of the exact sum; the exact logit rounds that
+            // once more (u |sum|): (K + 4) u sum|p|, with 10% to spare for the f32 sum of |p| itself.
+            let f = red[lid].x;
+            let b = 1.1 * f32(32u * CPR + 4u) * 5.9604645e-8 * red[lid].y;
+            partial[row] = vec2<u32>(bitcast<u32>(b), 0u);
+            logits[p.out_offset + row] = f;
+            bv = f - b;
+        } else {
+            bv = df_to_f32(red[lid]);
+            logits[p.out_offset + t * p.out_stride + row] = bv;
+        }
         bi = row;
-        logits[p.out_offset + t * p.out_stride + row] = bv;
     }
     let best = best_index(lid, bv, bi);
-    if (lid == 0u) { partial[t * ((p.n_vocab + WG / LANES - 1u) / (WG / LANES)) + wid.x] = best; }
+    if (lid == 0u) {
+        if (ARGMAX_ONLY) {
+            partial[p.n_vocab + wid.x] = best;
+        } else {
+            partial[t * ((p.n_vocab + WG / LANES - 1u) / (WG / LANES)) + wid.x] = best;
+        }
+    }
 }

@@ -4,9 +4,10 @@ requires packed_4x8_integer_dot_product;
 // activation blocks (Q4_0, Q8_0: one token; Q1_0, Q2_0, PQ2_0 in GpuLinear's 2-bit codes: any number
 // of tokens, a workgroup row per token), with the activations' preparation fused in front and the
 // FFN's gate in the epilogue, bit for bit as the CPU reference computes the chain it replaces:
-//   NORM   h = rms_norm(x) * nw exactly as rms_norm.wgsl (lib/inv_rms.wgsl), else h = x;
-//          then h's Q8_0 blocks exactly as quantize_q8_0.wgsl, staged in workgroup memory (every
-//          workgroup quantizes the whole vector: no separate norm or quantize dispatch);
+//   NORM   h = rms_norm(x) * nw exactly as rms_norm.wgsl, else h = x; then h's Q8_0 blocks
+//          exactly as quantize_q8_0.wgsl, staged in workgroup memory (every workgroup quantizes
+//          the whole vector: no separate norm or quantize dispatch), in one pass over memory
+//          (lib/quarters_q8_0.wgsl, as act_q8_0.wgsl);
 //   terms  per (row, block) the integer dot (dot4 on packed int8; Q4_0's nibbles become int8 n - 8)
 //          times the scales in matmul.wgsl's order; for the 2-bit codes per (row, weight group)
 //          s = sum of d_a * sumi over the group's blocks in order, times the group's scale
@@ -26,19 +27,22 @@ requires packed_4x8_integer_dot_product;
 
 // #include "lib/dot4_native.wgsl"
 // #include "lib/numerics.wgsl"
-// #include "lib/inv_rms.wgsl"
 // #include "lib/sum_squares.wgsl"
 // #include "lib/wg_reduce.wgsl"
+// #include "lib/acts_q8_0.wgsl"
+// #include "lib/quarters_q8_0.wgsl"
 
-override WG: u32 = 256u;     // a power of two; NORM needs K <= 32 WG (lib/inv_rms.wgsl)
+override WG: u32 = 256u;     // a power of two; NORM needs K <= 32 WG (NB <= WG)
 override ROWS: u32 = 8u;     // output rows per workgroup
 override MROWS: u32 = 8u;    // weight rows per workgroup: ROWS, or 2 ROWS with GLU (the host sets it)
 override NB: u32 = 64u;      // K / 32
+override QPT: u32 = 1u;      // ceil(4 NB / WG), at most 8 (lib/quarters_q8_0.wgsl)
 override WTYPE: u32 = 4u;    // 3 q8_0, 4 q4_0 (matmul.wgsl's numbering), 7 GpuLinear 2-bit codes
 override GROUP: u32 = 32u;   // values per term: 32, or the weight group (64 / 128) for WTYPE 7
 override NT: u32 = 64u;      // terms per row: K / GROUP (the host sets it)
-// Blocks per lane whose weights are loaded before the prologue, so that the norm and the
-// quantization overlap the first loads (Q4_0: at most 8, Q8_0: 4; 0 for WTYPE 7).
+// Terms per lane whose weights are loaded before the prologue, so that the norm and the
+// quantization overlap the first loads (Q4_0: at most 8 blocks, Q8_0: 4; WTYPE 7: 8 / (GROUP / 64)
+// weight groups, a vec4 per 64 values).
 override PF: u32 = 0u;
 override NORM: bool = false;
 override GLU: bool = false;
@@ -46,7 +50,7 @@ override ACCUMULATE: bool = false;
 
 struct Params {
     n_rows: u32,      // output rows (GLU: n_ff)
-    k: u32,           // K (lib/inv_rms.wgsl)
+    k: u32,           // K (NORM)
     eps: f32,         // NORM
     x_offset: u32,    // f32 index of x[0, 0]
     x_stride: u32,    // f32 elements between tokens of x
@@ -71,16 +75,9 @@ struct Params {
 var<workgroup> acodes: array<vec4<u32>, 2u * NB>;
 var<workgroup> adq: array<f32, NB>;
 var<workgroup> asum: array<i32, NB>;
-var<workgroup> part_max: array<f32, 4u * NB>;  // per 8 values (stage_q8_0)
-var<workgroup> part_sum: array<i32, 4u * NB>;
+var<workgroup> part_sum: array<i32, 4u * NB>;  // per 8 values (stage_q8_0)
 // The terms, a row every NT + 1 (odd: the row sums' reads fall on different banks).
 var<workgroup> terms: array<f32, MROWS * (NT + 1u)>;
-
-// roundf (quantize_q8_0.wgsl's round_away).
-fn round_away(v: f32) -> f32 {
-    let t = trunc(v);
-    return select(t, t + sign(v), abs(v - t) >= 0.5);
-}
 
 // Q4_0 nibbles n (0..15, one per byte) as int8 n - 8: set bit 7, subtract 8 (no borrow crosses a
 // byte), flip bit 7 back.
@@ -88,40 +85,18 @@ fn centred(nibbles: u32) -> u32 {
     return ((nibbles | 0x80808080u) - 0x08080808u) ^ 0x80808080u;
 }
 
-// Element i of h: (x nw) inv as rms_norm.wgsl (NORM), else x.
-fn h_of(x0: u32, i: u32, inv: f32) -> f32 {
-    if (!NORM) { return x[x0 + i]; }
-    return (x[x0 + i] * nw[p.nw_offset + i]) * inv;
-}
-
-// Stages h's Q8_0 blocks with quantize_q8_0.wgsl's expressions. Invocation g owns values 8 g ..
-// 8 g + 7 (a quarter of block g / 4: neighbouring invocations load neighbouring addresses): first the
-// quarter's max |h|, then, with the block's max from its four quarters (a max is exact in any
-// order), its two code words and their sum.
-fn stage_q8_0(lid: u32, x0: u32, inv: f32) {
-    for (var g = lid; g < 4u * NB; g += WG) {
-        var m = 0.0;
-        for (var j = 0u; j < 8u; j++) { m = max(m, abs(h_of(x0, 8u * g + j, inv))); }
-        part_max[g] = m;
-    }
-    workgroupBarrier();
-    for (var g = lid; g < 4u * NB; g += WG) {
-        let b    = g / 4u;
-        let amax = max(max(part_max[4u * b], part_max[4u * b + 1u]), max(part_max[4u * b + 2u], part_max[4u * b + 3u]));
-        let d    = div_rn(amax, 127.0);
-        let id   = select(0.0, div_rn(1.0, d), d != 0.0);
-        var csum = 0;
-        for (var q = 0u; q < 2u; q++) {
-            var word = 0u;
-            for (var e = 0u; e < 4u; e++) {
-                let c = i32(round_away(mul_rn(h_of(x0, 8u * g + 4u * q + e, inv), id)));
-                word |= (bitcast<u32>(c) & 0xffu) << (8u * e);
-                csum += c;
-            }
-            acodes[g / 2u][2u * (g % 2u) + q] = word;  // (words 2 g, 2 g + 1)
+// Stages h's Q8_0 blocks (lib/quarters_q8_0.wgsl: one pass over memory): invocation i's quarters
+// i + u WG (values 8 g .. 8 g + 7 of block g / 4) as two code words and their sum, the block's f16 d.
+fn stage_q8_0(lid: u32, x0: u32) {
+    let qs = quarters_q8_0(lid, x0);
+    for (var u = 0u; u < QPT; u++) {
+        let g = lid + u * WG;
+        if (g < 4u * NB) {
+            acodes[g / 2u][2u * (g % 2u)]      = qs[u].w0;  // (words 2 g, 2 g + 1)
+            acodes[g / 2u][2u * (g % 2u) + 1u] = qs[u].w1;
+            part_sum[g] = qs[u].csum;
+            if (g % 4u == 0u) { adq[g / 4u] = round_f16(qs[u].d); }
         }
-        part_sum[g] = csum;
-        if (g % 4u == 0u) { adq[b] = round_f16(d); }
     }
     if (WTYPE == 7u) {
         workgroupBarrier();
@@ -146,17 +121,24 @@ fn codes_sumi(c0: u32, c1: u32, b: u32) -> i32 {
 // the 2-bit codes (cpu::dot_lowbit_q8_0).
 fn block_term(row: u32, b: u32) -> f32 {
     if (WTYPE == 7u) {
-        var s = 0.0;
-        for (var j = 0u; j < GROUP / 32u; j += 2u) {
-            let blk = b * (GROUP / 32u) + j;       // an even block: it and the next are one vec4
-            let cv  = w[row * (NB / 2u) + blk / 2u];
-            s = s + mul_rn(adq[blk], f32(codes_sumi(cv.x, cv.y, blk)));
-            s = s + mul_rn(adq[blk + 1u], f32(codes_sumi(cv.z, cv.w, blk + 1u)));
-        }
-        return mul_rn(ws[p.scales_offset + row * NT + b], s);
+        var c: array<vec4<u32>, 4>;
+        for (var v = 0u; v < GROUP / 64u; v++) { c[v] = w[row * (NB / 2u) + b * (GROUP / 64u) + v]; }
+        return lowbit_term(c, ws[p.scales_offset + row * NT + b], b);
     }
     if (WTYPE == 3u) { return q_term(w[2u * (row * NB + b)], w[2u * (row * NB + b) + 1u], ws[row * NB + b], b); }
     return q_term(w[row * NB + b], vec4<u32>(), ws[row * NB + b], b);
+}
+
+// Weight group b's term from its code words (vec4 v: blocks 2v, 2v + 1 of the group, each an even
+// block and the next) and its scale (GROUP <= 256).
+fn lowbit_term(c: array<vec4<u32>, 4>, scale: f32, b: u32) -> f32 {
+    var s = 0.0;
+    for (var v = 0u; v < GROUP / 64u; v++) {
+        let blk = b * (GROUP / 32u) + 2u * v;
+        s = s + mul_rn(adq[blk], f32(codes_sumi(c[v].x, c[v].y, blk)));
+        s = s + mul_rn(adq[blk + 1u], f32(codes_sumi(c[v].z, c[v].w, blk + 1u)));
+    }
+    return mul_rn(scale, s);
 }
 
 // The term of block b from its weight words (Q8_0: w0, w1; Q4_0: w0) and scale d_w.
@@ -198,13 +180,19 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let lane  = lid % lanes;
     let live  = m < MROWS && r0 + select(m, m - ROWS, GLU && m >= ROWS) < p.n_rows;
     let row   = weight_row(r0, m);
-    // The lane's first PF blocks of weights, loaded before the prologue (Q4_0 / Q8_0).
+    // The lane's first PF terms' weights, loaded before the prologue.
     var wp: array<vec4<u32>, 8>;
     var sp: array<f32, 8>;
+    let nv = GROUP / 64u;  // (WTYPE 7: vec4s per term)
     if (live) {
         for (var i = 0u; i < PF; i++) {
             let b = lane + i * lanes;
-            if (b < NB) {
+            if (WTYPE == 7u) {
+                if (b < NT) {
+                    for (var v = 0u; v < nv; v++) { wp[min(i * nv + v, 7u)] = w[row * (NB / 2u) + b * nv + v]; }
+                    sp[i] = ws[p.scales_offset + row * NT + b];
+                }
+            } else if (b < NB) {
                 if (WTYPE == 3u) {
                     wp[min(2u * i, 7u)]      = w[2u * (row * NB + b)];
                     wp[min(2u * i + 1u, 7u)] = w[2u * (row * NB + b) + 1u];
@@ -215,15 +203,19 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
         }
     }
-    var inv = 1.0;
-    if (NORM) { inv = inv_rms(lid, x0); }
-    stage_q8_0(lid, x0, inv);
+    stage_q8_0(lid, x0);
     workgroupBarrier();
 
     if (live) {
         for (var i = 0u; i < PF; i++) {
             let b = lane + i * lanes;
-            if (b < NB) {
+            if (WTYPE == 7u) {
+                if (b < NT) {
+                    var c: array<vec4<u32>, 4>;
+                    for (var v = 0u; v < nv; v++) { c[v] = wp[min(i * nv + v, 7u)]; }
+                    terms[m * (NT + 1u) + b] = lowbit_term(c, sp[i], b);
+                }
+            } else if (b < NB) {
                 let w0 = select(wp[i], wp[min(2u * i, 7u)], WTYPE == 3u);
                 terms[m * (NT + 1u) + b] = q_term(w0, wp[min(2u * i + 1u, 7u)], sp[i], b);
             }

@@ -32,7 +32,11 @@ override ACCUMULATE: bool = false;
 override QOUT: bool = false;  // GLU: also the outputs' Q8_0 blocks (ROWS a multiple of 32)
 override NBO: u32 = 1u;       // QOUT: n_rows / 32, the down projection's blocks
 
-const LOADS: u32 = 4u;       // Q4_0 / Q8_0 blocks a lane loads before it multiplies them
+// Q4_0 / Q8_0 blocks a lane loads before it multiplies them (the host: all of its blocks where
+// that is at most MAX_LOADS, so a QOUT gate+up's lanes wait for memory once; the arrays are
+// MAX_LOADS long, the loops LOADS, a constant when the pipeline is made, so the rest goes).
+const MAX_LOADS: u32 = 12u;
+override LOADS: u32 = 4u;  // 1 .. MAX_LOADS
 
 struct Params {
     n_rows: u32,         // output rows (GLU: n_ff)
@@ -107,9 +111,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     if (live) {
         // Blocks lane + i lanes, LOADS at a time: their words and scales first, then the terms.
         for (var i0 = 0u; i0 < NB; i0 += LOADS * lanes) {
-            var wa: array<vec4<u32>, LOADS>;
-            var wb: array<vec4<u32>, LOADS>;
-            var sc: array<f32, LOADS>;
+            var wa: array<vec4<u32>, MAX_LOADS>;
+            var wb: array<vec4<u32>, MAX_LOADS>;
+            var sc: array<f32, MAX_LOADS>;
             for (var j = 0u; j < LOADS; j++) {
                 let b = i0 + lane + j * lanes;
                 if (b < NB) {
@@ -181,10 +185,4 @@ fn quantize_out(lid: u32, t: u32, r0: u32, f: f32) {
         }
         if (g % 4u == 0u) { oacts[o + act_dq(NBO) + b] = bitcast<u32>(round_f16(d)); }
     }
-}
-
-// roundf (quantize_q8_0.wgsl's round_away).
-fn round_away(v: f32) -> f32 {
-    let t = trunc(v);
-    return select(t, t + sign(v), abs(v - t) >= 0.5);
 }

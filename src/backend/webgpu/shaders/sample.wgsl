@@ -40,6 +40,9 @@ struct Params {
     min_p: f32,     // 0: off
     inv_temp: f32,  // 1 / temp (temp > 0)
     list: u32,      // 1: the candidates are argmax_exact.wgsl's TOP_K list (top_k > 0)
+    scan: u32,      // 1: sample_scan.wgsl's maximum, slice sums and list are in `list` (top-k off,
+                    //    top-p on)
+    groups: u32,    // sample_scan.wgsl's workgroups (its slice sums)
 }
 
 @group(0) @binding(0) var<storage, read> logits: array<f32>;
@@ -56,7 +59,7 @@ var<workgroup> red_f: array<f32, WG>;
 var<workgroup> n_cand: atomic<u32>;
 var<workgroup> shared_u: u32;   // broadcast slot (keys, counts)
 var<workgroup> shared_f: f32;   // broadcast slot (sums)
-var<workgroup> chosen: i32;
+var<workgroup> cand_w: array<f32, CAP>;  // the sorted candidates' weights (walk_sorted)
 
 // Order-preserving key of a logit as the CPU reads it (NaN -> -inf, +inf -> FLT_MAX).
 fn key_of(l: f32) -> u32 {
@@ -177,53 +180,120 @@ fn sort_candidates(lid: u32, n2: u32) {
     }
 }
 
-// Invocation 0: the walk over the sorted candidates [0, n). total_all: the whole vocabulary's
-// mass (top-p with top-k off). Returns the index picked, or -1 when the cut lies past the list.
-fn walk_sorted(n_in: u32, m: f32, total_all: f32, complete: bool) -> i32 {
+// The walk over the sorted candidates [0, n), as the CPU walks them: top-p's cumulative mass,
+// min-p's prefix, the draw. total_all: the whole vocabulary's mass (top-p with top-k off). Every
+// invocation calls it (the weights are computed in parallel into cand_w, the same values a serial
+// walk computes; the sums and cuts are invocation 0's, in order). Returns (in invocation 0) the index
+// picked, or -1 when the cut lies past the list.
+fn walk_sorted(lid: u32, n_in: u32, m: f32, total_all: f32, complete: bool) -> i32 {
     var n = n_in;
     if (p.top_k > 0u) { n = min(n, p.top_k); }
-    if (p.top_p < 1.0 && n > 1u) {
-        var total = total_all;
-        if (p.top_k > 0u) {
-            total = 0.0;
-            for (var i = 0u; i < n; i++) { total += mass(cand_key[i], m, 1.0); }
-        }
-        let goal = p.top_p * total;
-        var cum    = 0.0;
-        var found  = false;
-        for (var i = 0u; i < n; i++) {
-            cum += mass(cand_key[i], m, 1.0);
-            if (cum >= goal) {
-                n     = i + 1u;
-                found = true;
-                break;
+    for (var i = lid; i < n; i += WG) { cand_w[i] = mass(cand_key[i], m, 1.0); }
+    workgroupBarrier();
+    if (lid == 0u) {
+        var cut = n;  // 0xffffffff: past the list
+        if (p.top_p < 1.0 && n > 1u) {
+            var total = total_all;
+            if (p.top_k > 0u) {
+                total = 0.0;
+                for (var i = 0u; i < n; i++) { total += cand_w[i]; }
             }
+            let goal  = p.top_p * total;
+            var cum   = 0.0;
+            var found = false;
+            for (var i = 0u; i < n; i++) {
+                cum += cand_w[i];
+                if (cum >= goal) {
+                    cut   = i + 1u;
+                    found = true;
+                    break;
+                }
+            }
+            // Past the list: the CPU's cut is further down. That is the whole list when the list is
+            // the top-k, or every row min-p keeps (min-p then cuts at the list's end), or every row.
+            if (!found && p.top_k == 0u && p.min_p <= 0.0 && !complete) { cut = 0xffffffffu; }
         }
-        // Past the list: the CPU's cut is further down. That is the whole list when the list is
-        // the top-k, or every row min-p keeps (min-p then cuts at the list's end), or every row.
-        if (!found && p.top_k == 0u && p.min_p <= 0.0 && !complete) { return -1; }
-    }
-    if (p.min_p > 0.0) {
-        var kept = 0u;
-        for (var i = 0u; i < n; i++) {
-            if (mass(cand_key[i], m, 1.0) >= p.min_p) { kept = i + 1u; } else { break; }
+        if (cut != 0xffffffffu && p.min_p > 0.0) {
+            var kept = 0u;
+            for (var i = 0u; i < cut; i++) {
+                if (cand_w[i] >= p.min_p) { kept = i + 1u; } else { break; }
+            }
+            cut = max(kept, 1u);
         }
-        n = max(kept, 1u);
+        shared_u = cut;
     }
+    n = workgroupUniformLoad(&shared_u);
+    if (n == 0xffffffffu) { return -1i; }
     if (n <= 1u) { return 0i; }
+    for (var i = lid; i < n; i += WG) { cand_w[i] = mass(cand_key[i], m, p.inv_temp); }
+    workgroupBarrier();
+    if (lid != 0u) { return 0i; }
     var total = 0.0;
-    for (var i = 0u; i < n; i++) { total += mass(cand_key[i], m, p.inv_temp); }
+    for (var i = 0u; i < n; i++) { total += cand_w[i]; }
     let goal = uni[p.u_offset] * total;
-    var cum    = 0.0;
-    var last   = 0u;
+    var cum  = 0.0;
+    var last = 0u;
     for (var i = 0u; i < n; i++) {
-        let w = mass(cand_key[i], m, p.inv_temp);
+        let w = cand_w[i];
         if (w == 0.0) { continue; }
         cum += w;
         last = i;
         if (cum > goal) { return i32(i); }
     }
     return i32(last);
+}
+
+// Loads n_cand (key, row) pairs from list[at + 2 i] into cand_*, pads them to a power of two and
+// sorts them best first. Every invocation calls it.
+fn load_and_sort(lid: u32, nl: u32, at: u32) {
+    for (var i = lid; i < nl; i += WG) {
+        cand_key[i] = list[at + 2u * i];
+        cand_id[i]  = list[at + 2u * i + 1u];
+    }
+    var n2 = 1u;
+    while (n2 < nl) { n2 <<= 1u; }
+    for (var i = nl + lid; i < n2; i += WG) {
+        cand_key[i] = 0u;
+        cand_id[i]  = 0xffffffffu;
+    }
+    workgroupBarrier();
+    sort_candidates(lid, n2);
+}
+
+// The id from sample_scan.wgsl's maximum, slice sums and list (the rows with mass >= min-p, or with
+// min-p off >= its floor): >= 0, -1 (the host picks the step), or -2 where the list cannot decide
+// (min-p off, and the top-p cut past the rows listed, or more of them than CAP): then the full pass
+// decides. Resets the scan's maximum and count for the next step. Uniform; every invocation calls it.
+fn scan_pick(lid: u32) -> i32 {
+    if (lid == 0u) {
+        red_u[0] = list[0];
+        red_u[1] = list[1];
+    }
+    workgroupBarrier();
+    let sk = red_u[0];
+    let sn = red_u[1];
+    workgroupBarrier();
+    if (lid == 0u) {
+        list[0]  = 0u;  // (for the next step's scan)
+        list[1]  = 0u;
+        shared_u = sk;
+    }
+    let mk = workgroupUniformLoad(&shared_u);
+    if (lid == 0u) { shared_u = sn; }
+    let n = workgroupUniformLoad(&shared_u);
+    if (mk <= NEG_INF_KEY) { return 0i; }  // no mass: id 0, as the CPU
+    let fallback = select(-1i, -2i, p.min_p <= 0.0);
+    if (n > CAP) { return fallback; }
+    if (lid == 0u) {
+        var total = 0.0;  // the slices in order
+        for (var w = 0u; w < p.groups; w++) { total += bitcast<f32>(list[4u + w]); }
+        shared_f = total;
+    }
+    let total_all = workgroupUniformLoad(&shared_f);
+    load_and_sort(lid, n, 4u + p.groups);
+    let at = walk_sorted(lid, n, logit_of(mk), total_all, false);
+    if (lid == 0u) { shared_u = bitcast<u32>(select(fallback, i32(cand_id[u32(max(at, 0i))]), at >= 0i)); }
+    return bitcast<i32>(workgroupUniformLoad(&shared_u));
 }
 
 @compute @workgroup_size(WG)
@@ -256,10 +326,15 @@ fn main(@builtin(local_invocation_index) lid: u32) {
             }
             workgroupBarrier();
             sort_candidates(lid, n2);
-            if (lid == 0u) {
-                let at = walk_sorted(nl, logit_of(lk), 0.0, false);
-                ids[p.id_offset] = select(-1i, i32(cand_id[u32(max(at, 0i))]), at >= 0i);
-            }
+            let at = walk_sorted(lid, nl, logit_of(lk), 0.0, false);
+            if (lid == 0u) { ids[p.id_offset] = select(-1i, i32(cand_id[u32(max(at, 0i))]), at >= 0i); }
+            return;
+        }
+    }
+    if (p.scan != 0u) {
+        let r = scan_pick(lid);
+        if (r != -2i) {
+            if (lid == 0u) { ids[p.id_offset] = r; }
             return;
         }
     }
@@ -376,10 +451,8 @@ fn main(@builtin(local_invocation_index) lid: u32) {
     }
     workgroupBarrier();
     sort_candidates(lid, n2);
-    if (lid == 0u) {
-        // complete: the list holds every finite row (with top-k and min-p off).
-        let complete = p.top_k == 0u && !use_min_p && (nv <= CAP || n < CAP);
-        let at       = walk_sorted(n, m, total_all, complete);
-        ids[p.id_offset] = select(-1i, i32(cand_id[u32(max(at, 0i))]), at >= 0i);
-    }
+    // complete: the list holds every finite row (with top-k and min-p off).
+    let complete = p.top_k == 0u && !use_min_p && (nv <= CAP || n < CAP);
+    let at       = walk_sorted(lid, n, m, total_all, complete);
+    if (lid == 0u) { ids[p.id_offset] = select(-1i, i32(cand_id[u32(max(at, 0i))]), at >= 0i); }
 }

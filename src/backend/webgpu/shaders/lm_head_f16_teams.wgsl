@@ -1,0 +1,161 @@
+// lm_head_f16_teams: the exact logits of one token over an F16 table, as lm_head_f16_decode.wgsl
+// (not ARGMAX_ONLY) computes them, streamed the way lm_head_i8_argmax.wgsl streams the int8 copy:
+// a few workgroups per compute unit that stay resident, teams of 32 lanes (subgroups with TEAM_SG)
+// each summing one row at a time, no barrier in the stream where the teams are subgroups, and the
+// next segment's words in flight while the current one is summed. lm_head_f16_decode.wgsl, one
+// workgroup per 64 rows with every row's words loaded ahead and a workgroup-memory reduction, ran
+// the 2B4T head (657 MB) at ~1 TB/s on an H200 (680 us per token).
+//
+//   head: [n_vocab][K] f16 (K % 8 == 0, K <= 4096)   x: [K] f32 (h itself when NORM = false)   nw: [K] f32
+//   logits: [n_vocab] f32   partial: [groups][8] (f32 value bits, u32 index): each team's best row
+// Bindings: 0 head (read, vec4<u32>), 1 x (read), 2 nw (read; any buffer when NORM = false),
+//           3 logits (read_write), 4 partial (read_write), 5 params (uniform, lib/head_params.wgsl)
+// Dispatch: (groups, 1, 1), any number; team row rr of workgroup w is rows (rr groups + w) 8 .. + 7
+// (row_of), ITERS team rows per workgroup. 256 threads = 8 teams of 32 lanes; lane l sums vec4
+// words l, l + 32, ... of its team's row (8 halves each) in SEGS segments of SEG words.
+//
+// Sums (the same as lm_head_f16_decode.wgsl's, so that DOT2 off gives its bits): each lane keeps
+// four chains (one per u32 of its words), the chains are added (c0 + c1) + (c2 + c3) in
+// double-float, then the 32 lanes by the halving tree (lane i + s onto lane i, s = 16 .. 1: a
+// subgroupShuffleXor butterfly with TEAM_SG, workgroup memory otherwise; lane 0's operands are the
+// same either way), and the f32 nearest the pair is the logit. Each chain step adds two products:
+//   * DOT2 off, or h not rounded to f16: head_pair_exact (double-float, renormalised every add);
+//   * DOT2 with h rounded to f16 (the products of two halves are exact in f32): Ogita-Rump-Oishi's
+//     Sum2, hi = fl(hi + p) with its exact error (two_sum) added into an f32 lo, renormalised once
+//     per row (two_sum(hi, lo)); 8 floating-point operations per product instead of 11. Its error
+//     (<= u |sum| + gamma_n^2 sum |p| with n = 2 K / 256 products per chain) is of the same order as
+//     the renormalised pairs'; both stand for the CPU's double sum (cpu::dot_f32) and round to its
+//     f32 except where the exact sum is within ~2^-40 (relative) of a rounding boundary.
+
+// #include "lib/numerics.wgsl"
+// #include "lib/inv_rms.wgsl"
+// #include "lib/wg_reduce.wgsl"
+// #include "lib/sum_squares.wgsl"
+// #include "lib/best_index.wgsl"
+// #include "lib/head_input.wgsl"
+// #include "lib/head_params.wgsl"
+
+override K: u32 = 2560u;         // elements per row (n_embd), a multiple of 8, at most 4096
+override NORM: bool = true;      // h = rms_norm(x) * nw first
+override WG: u32 = 256u;         // fixed (8 teams; lib/inv_rms.wgsl and lib/best_index.wgsl size by it)
+override TEAM_SG: bool = false;  // the host sets it when subgroups are exactly 32 invocations
+override DOT2: bool = true;      // Sum2 chains where h is rounded to f16 (see above)
+override ITERS: u32 = 8u;        // team rows per workgroup
+override PER_LANE: u32 = (K / 8u + 31u) / 32u;  // vec4 words per lane per row (<= 16)
+override SEG: u32 = 5u;          // words per lane loaded together (<= 16; WebGpuTuning::head_exact_seg)
+override SEGS: u32 = (PER_LANE + SEG - 1u) / SEG;
+
+@group(0) @binding(0) var<storage, read> head: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> nw: array<f32>;
+@group(0) @binding(3) var<storage, read_write> logits: array<f32>;
+@group(0) @binding(4) var<storage, read_write> partial: array<vec2<u32>>;
+@group(0) @binding(5) var<uniform> p: Params;
+
+var<workgroup> red: array<vec2<f32>, WG>;  // the lanes' sums (without TEAM_SG)
+var<private> n_groups: u32;
+
+fn row_of(wid: u32, rr: u32, team: u32) -> u32 {
+    return (rr * n_groups + wid) * 8u + team;
+}
+
+// Segment s of the lane's words of `row` (zero past the row or the table).
+fn load_seg(row: u32, s: u32, lane: u32) -> array<vec4<u32>, 16> {
+    var wv: array<vec4<u32>, 16>;
+    let words = K / 8u;
+    if (row < p.n_vocab) {
+        for (var v = 0u; v < SEG; v++) {
+            let i = lane + 32u * (s * SEG + v);
+            if (i < words) { wv[v] = head[row * words + i]; }
+        }
+    }
+    return wv;
+}
+
+// Sum2's step: (hi, lo) + q with hi = fl(hi + q) and its exact error into lo.
+fn sum2_add(acc: vec2<f32>, q: f32) -> vec2<f32> {
+    let t = two_sum(acc.x, q);
+    return vec2<f32>(t.x, acc.y + t.y);
+}
+
+// One step of a chain: acc + e.x h.x + e.y h.y.
+fn chain(acc: vec2<f32>, e: vec2<f32>, h: vec2<f32>, sum2: bool, round_in: bool) -> vec2<f32> {
+    if (sum2) { return sum2_add(sum2_add(acc, e.x * h.x), e.y * h.y); }
+    return head_pair_exact(acc, e, h, round_in);
+}
+
+// A chain as a double-float pair.
+fn chain_df(c: vec2<f32>, sum2: bool) -> vec2<f32> {
+    if (sum2) { return two_sum(c.x, c.y); }
+    return c;
+}
+
+// Lane 0's total of the team's 32 pairs (the halving tree). Every invocation calls it (barriers
+// without TEAM_SG).
+fn team_df_sum(lid: u32, lane: u32, a_in: vec2<f32>) -> vec2<f32> {
+    var a = a_in;
+    if (TEAM_SG && WG_REDUCE_SG) {
+        for (var s = 16u; s > 0u; s >>= 1u) {
+            a = df_add(a, vec2<f32>(sg_shuffle_xor(a.x, s), sg_shuffle_xor(a.y, s)));
+        }
+        return a;
+    }
+    red[lid] = a;
+    workgroupBarrier();
+    for (var s = 16u; s > 0u; s >>= 1u) {
+        if (lane < s) { red[lid] = df_add(red[lid], red[lid + s]); }
+        workgroupBarrier();
+    }
+    a = red[lid - lane];
+    workgroupBarrier();  // (the next row writes red again)
+    return a;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+    n_groups   = groups.x;
+    let team   = lid / 32u;
+    let lane   = lid % 32u;
+    let words  = K / 8u;
+    let round_in = p.round_input != 0u;
+    let sum2   = DOT2 && round_in;
+    let n_segs = ITERS * SEGS;
+    var next   = load_seg(row_of(wid.x, 0u, team), 0u, lane);  // issued before h is staged
+    stage_head_input(lid);
+    var bv = 0.0;  // the team's best (value, row) so far (lane 0)
+    var bi = 0xffffffffu;
+    var c  = array<vec2<f32>, 4>();
+    for (var j = 0u; j < n_segs; j++) {
+        let rr = j / SEGS;
+        let s  = j % SEGS;
+        let wv = next;
+        if (j + 1u < n_segs) { next = load_seg(row_of(wid.x, (j + 1u) / SEGS, team), (j + 1u) % SEGS, lane); }
+        for (var v = 0u; v < SEG; v++) {
+            let i = lane + 32u * (s * SEG + v);
+            if (i >= words) { break; }
+            let w  = wv[v];
+            let ha = hs[2u * i];       // h of the halves in w.x (xy) and w.y (zw)
+            let hb = hs[2u * i + 1u];  // h of the halves in w.z (xy) and w.w (zw)
+            c[0] = chain(c[0], unpack2x16float(w.x), ha.xy, sum2, round_in);
+            c[1] = chain(c[1], unpack2x16float(w.y), ha.zw, sum2, round_in);
+            c[2] = chain(c[2], unpack2x16float(w.z), hb.xy, sum2, round_in);
+            c[3] = chain(c[3], unpack2x16float(w.w), hb.zw, sum2, round_in);
+        }
+        if (s + 1u < SEGS) { continue; }
+        let a = df_add(df_add(chain_df(c[0], sum2), chain_df(c[1], sum2)),
+                       df_add(chain_df(c[2], sum2), chain_df(c[3], sum2)));
+        c = array<vec2<f32>, 4>();  // a new sum per row
+        let t   = team_df_sum(lid, lane, a);
+        let row = row_of(wid.x, rr, team);
+        if (lane == 0u && row < p.n_vocab) {
+            let l = df_to_f32(t);
+            logits[p.out_offset + row] = l;
+            if (beats(l, row, bv, bi)) {  // (rows come in increasing order: ties keep the first)
+                bv = l;
+                bi = row;
+            }
+        }
+    }
+    if (lane == 0u) { partial[p.partial_offset + wid.x * 8u + team] = vec2<u32>(bitcast<u32>(bv), bi); }
+}

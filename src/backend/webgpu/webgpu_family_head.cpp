@@ -1,0 +1,120 @@
+// The LM head of a Q8_0 / Q4_0 / Q6_K table on WebGPU (a llama / qwen3 / phi3 file's own blocks,
+// GpuTable::blocks, instead of the f32 copy, which serves the embedding rows), bit-identical to the
+// CPU reference's lm_head:
+//   family_lm_head      lm_head_q.wgsl: exact logits (double-float sums) and the argmax's first stage;
+//   family_head_argmax  greedy decoding of one token: lm_head_q.wgsl's ARGMAX_ONLY pass (f32 sums and
+//                       a bound per row), then head_q_exact.wgsl recomputes exactly the rows that can
+//                       win, with lm_head_q.wgsl's own sums: the exact head's id for a fraction of its
+//                       arithmetic (WebGpuTuning::family_head_bound).
+#include "backend/webgpu/webgpu_backend_impl.h"
+
+#include "core/error.h"
+
+#include <algorithm>
+
+namespace tern {
+namespace {
+
+// lm_head_q.wgsl's WTYPE (matmul.wgsl's numbering).
+uint32_t head_wtype(DType t) { return t == DType::q8_0 ? 3u : t == DType::q4_0 ? 4u : 6u; }
+
+// lm_head_q.wgsl's lanes per row: ~ chunks / 8 (each lane a few 32-value chunks), 4..32.
+uint32_t head_lanes(int64_t n_cols) {
+    return std::clamp<uint32_t>(floor_pow2(static_cast<uint64_t>(std::max<int64_t>(1, n_cols / 32 / 8))), 4, 32);
+}
+
+constexpr uint32_t k_head_wg = 256;
+
+}  // namespace
+
+std::unique_ptr<Weight> WebGpuBackend::load_head_blocks(const WeightSource & src) {
+    const bool fits = src.type == DType::q6_k ? src.ne[0] % 256 == 0 : src.ne[0] % 32 == 0;
+    if (!(src.type == DType::q8_0 || src.type == DType::q4_0 || src.type == DType::q6_k) || !fits) return nullptr;
+    return load_matrix({&src, 1});
+}
+
+// h staged in workgroup memory where it fits next to the reductions (wg vec2 + wg (f32, u32)).
+bool WebGpuBackend::head_q_stages(int64_t n_cols) const {
+    return static_cast<uint64_t>(n_cols) * 4 + uint64_t{k_head_wg} * 16 <= ctx_.limits().maxComputeWorkgroupStorageSize;
+}
+
+void WebGpuBackend::family_lm_head(const Tensor & logits, const GpuTable & head, const Tensor & h, bool round_input_f16) {
+    const auto &  m = static_cast<const GpuMatrix &>(*head.blocks);
+    const int64_t T = h.ne[1];
+    TERN_ASSERT(m.parts.size() == 1 && m.n_cols == head.n_cols && m.n_rows == head.n_rows, "head blocks");
+    const uint32_t lanes = head_lanes(head.n_cols);
+    struct {
+        uint32_t n_vocab, h_offset, h_stride, out_offset, out_stride, round_input;
+    } p{u32(head.n_rows), gpu_offset(h, 4), u32(h.ne[0]), gpu_offset(logits, 4), u32(logits.ne[0]), round_input_f16 ? 1u : 0u};
+    const uint32_t   groups   = ceil_div(head.n_rows, k_head_wg / lanes);
+    const WGPUBuffer partials = argmax_partials(static_cast<size_t>(groups) * static_cast<size_t>(T) * 8);
+    const PipelineKey key{"lm_head_q",
+                          "rrrwwu",
+                          {{{"WG", static_cast<double>(k_head_wg)},
+                            {"LANES", static_cast<double>(lanes)},
+                            {"CPR", static_cast<double>(head.n_cols / 32)},
+                            {"WTYPE", static_cast<double>(head_wtype(m.parts[0].type))},
+                            {"STAGE", head_q_stages(head.n_cols) ? 1.0 : 0.0}}}};
+    const WGPUBuffer bufs[] = {m.parts[0].words->get(), m.parts[0].scales->get(), gpu_buffer(h), gpu_buffer(logits),
+                               partials};
+    step_->dispatch(key, bufs, &p, sizeof p, groups, u32(T));
+    // The argmax's first stage is written: argmax() right after this runs only argmax_final.
+    head_partials_ = {};
+    if (T == 1) head_partials_ = {gpu_buffer(logits), gpu_offset(logits, 4), groups, step_->serial()};
+}
+
+uint32_t WebGpuBackend::family_head_argmax(const Tensor & logits, const GpuTable & head, const LinearInput & in,
+                                           bool round_input_f16) {
+    if (tune_.family_head_bound == 0 || in.x.ne[1] != 1 || (in.norm != nullptr && in.h.buffer == nullptr)) return 0;
+    const auto & m = static_cast<const GpuMatrix &>(*head.blocks);
+    TERN_ASSERT(m.parts.size() == 1 && m.n_cols == head.n_cols && m.n_rows == head.n_rows, "head blocks");
+    Tensor h = in.x;
+    if (in.norm != nullptr) {
+        rms_norm(in.h, in.x, *in.norm, in.eps);
+        h = in.h;
+    }
+    const uint32_t n_vocab = u32(head.n_rows);
+    const uint32_t lanes   = head_lanes(head.n_cols);
+    const uint32_t chunks  = ceil_div(head.n_rows, k_head_wg / lanes);  // lm_head_q's workgroups
+    const double   cpr     = static_cast<double>(head.n_cols / 32);
+    const double   wtype   = static_cast<double>(head_wtype(m.parts[0].type));
+    const double   stage   = head_q_stages(head.n_cols) ? 1.0 : 0.0;
+    // The rows' (bits(B), 0), then the workgroups' best lower bounds.
+    const WGPUBuffer partials = argmax_partials((static_cast<size_t>(n_vocab) + chunks) * 8);
+    struct {
+        uint32_t n_vocab, h_offset, h_stride, out_offset, out_stride, round_input;
+    } p1{n_vocab, gpu_offset(h, 4), u32(h.ne[0]), gpu_offset(logits, 4), u32(logits.ne[0]), round_input_f16 ? 1u : 0u};
+    const PipelineKey key1{"lm_head_q",
+                           "rrrwwu",
+                           {{{"WG", static_cast<double>(k_head_wg)},
+                             {"LANES", static_cast<double>(lanes)},
+                             {"CPR", cpr},
+                             {"WTYPE", wtype},
+                             {"STAGE", stage},
+                             {"ARGMAX_ONLY", 1.0}}}};
+    const WGPUBuffer bufs1[] = {m.parts[0].words->get(), m.parts[0].scales->get(), gpu_buffer(h), gpu_buffer(logits),
+                                partials};
+    step_->dispatch(key1, bufs1, &p1, sizeof p1, chunks);
+    // Groups of the exact pass: each scans its rows' bounds and recomputes its candidates (a few in
+    // all on a real or random head), so a group per 2048 rows, at most 64 (argmax_exact's count after
+    // an F16 head).
+    const uint32_t groups = std::clamp<uint32_t>(n_vocab / 2048, 1, 64);
+    struct {
+        uint32_t n_vocab, h_offset, logits_offset, round_input, n_chunks, rows_per_group;
+    } p2{n_vocab, gpu_offset(h, 4), gpu_offset(logits, 4), round_input_f16 ? 1u : 0u, chunks, ceil_div(n_vocab, groups)};
+    const PipelineKey key2{"head_q_exact",
+                           "rrrrrwu",
+                           {{{"WG", static_cast<double>(k_head_wg)},
+                             {"LANES", static_cast<double>(lanes)},
+                             {"CPR", cpr},
+                             {"WTYPE", wtype},
+                             {"STAGE", stage}}}};
+    const WGPUBuffer out     = grown(exact_partial_, static_cast<size_t>(groups) * 8, "exact argmax partials");
+    const WGPUBuffer bufs2[] = {m.parts[0].words->get(), m.parts[0].scales->get(), gpu_buffer(h), gpu_buffer(logits),
+                                partials, out};
+    step_->dispatch(key2, bufs2, &p2, sizeof p2, groups);
+    head_partials_ = {};
+    return groups;
+}
+
+}  // namespace tern

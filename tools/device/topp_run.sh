@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Issue 52's top-p part on the lent GPU, about 2.5 minutes: `tern run --top-k 0 --top-p 0.9` against greedy on
+# a synthetic BitNet b1.58 2B4T (tern synth bitnet-2b4t --seed 1, prompt "Once upon a time", -n 512): the exact
+# F16 head lm_head_f16_teams.wgsl (WebGpuTuning head_exact_form 2, the default; 0 is lm_head_f16_decode) with
+# other workgroup counts and segment lengths (head_exact_groups, head_exact_seg), and the sampler's passes over
+# the vocabulary in sample_scan.wgsl (also with min-p 0):
+#   1. the GPU tests of the exact head and the device sampler (WebGpuExactHead, WebGpuSample,
+#      WebGpuDecodeStream.SampledIds*; bounded to 150 s);
+#   2. tools/run_bench.py, TOPP_RUN_ROUNDS (2) alternating rounds: greedy, the default sampler, top-p 0.9 (with
+#      min-p 0.05, the default, and 0), top-p 0.9 with head_exact_groups=396 / 528 and head_exact_seg=10 / 3,
+#      and TOPP_RUN_EXTRA arms ("name=flags", ;-separated);
+#   3. per-kernel GPU times (TERN_WEBGPU_PROFILE=gpu) of 128 top-p tokens in those settings.
+# Carries .gl and .devicebin (TERN_PACK_OLD_DAWN=0 tools/device/pack_devicebin.sh). Logs in $OUT/topp.tgz,
+# the figures in $OUT/summary.txt.
+# Usage (on the device): tools/device/topp_run.sh
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+rounds=${TOPP_RUN_ROUNDS:-2}
+final=${OUT:-/tmp/out}
+out=/tmp/topp_out
+rm -rf "$out" && mkdir -p "$out" "$final"
+trap 'cp "$out/summary.txt" "$final/" 2>/dev/null; tar czf "$final/topp.tgz" -C "$out" .' EXIT
+# shellcheck source=tools/device/device_env.sh
+. tools/device/device_env.sh
+for bin in tern tern_webgpu_tests; do
+    [ -x "$B/$bin" ] || { echo "topp_run: .devicebin/$bin is missing" | tee -a "$out/summary.txt"; exit 2; }
+done
+nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader | tee "$out/device.txt"
+model=/tmp/synth-2b4t.gguf
+"$B/tern" synth bitnet-2b4t -o "$model" --seed 1 2>&1 | tail -1
+
+echo "== 1. GPU tests: the exact head's forms, the device sampler" | tee -a "$out/summary.txt"
+timeout 150 "$B/tern_webgpu_tests" --gtest_brief=1 \
+    --gtest_filter='WebGpuExactHead.*:WebGpuSample.*:WebGpuDecodeStream.SampledIds*' > "$out/gpu_tests.txt" 2>&1
+echo "exit $?" | tee -a "$out/summary.txt"
+grep -E "FAILED|PASSED|Failure|mismatch|row " "$out/gpu_tests.txt" | head -20 | tee -a "$out/summary.txt"
+
+echo "== 2. tern run -n 512, $rounds alternating rounds" | tee -a "$out/summary.txt"
+mkdir -p "$out/text"
+extra=()
+IFS=';' read -r -a extra_arms <<< "${TOPP_RUN_EXTRA:-}"
+for a in "${extra_arms[@]}"; do [ -n "$a" ] && extra+=(--arm "$a"); done
+topp="--top-k 0 --top-p 0.9 --seed 1"
+python3 tools/run_bench.py --tern "$B/tern" -m "$model" --backend webgpu --rounds "$rounds" --n 512 \
+    --out "$out/text" \
+    --arm "run-greedy=--temp 0" \
+    --arm "run-sampled-default=--seed 1" \
+    --arm "topp=$topp" \
+    --arm "topp-minp0=$topp --min-p 0" \
+    --arm "topp-g396=TERN_WEBGPU_TUNE=head_exact_groups=396 $topp" \
+    --arm "topp-g528=TERN_WEBGPU_TUNE=head_exact_groups=528 $topp" \
+    --arm "topp-seg10=TERN_WEBGPU_TUNE=head_exact_seg=10 $topp" \
+    --arm "topp-seg3=TERN_WEBGPU_TUNE=head_exact_seg=3 $topp" \
+    "${extra[@]}" 2>&1 | tee -a "$out/summary.txt"
+for a in g396 g528 seg10 seg3; do
+    if cmp -s "$out/text/topp.r1.txt" "$out/text/topp-$a.r1.txt"; then
+        echo "topp and topp-$a: same text" | tee -a "$out/summary.txt"
+    else
+        echo "topp and topp-$a: DIFFERENT text" | tee -a "$out/summary.txt"
+    fi
+done
+
+echo "== 3. GPU profiles of 128 top-p tokens (time per dispatch; each dispatch alone)" | tee -a "$out/summary.txt"
+for arm in "default|" "minp0|--min-p 0" "g396|head_exact_groups=396" "g528|head_exact_groups=528" \
+           "seg10|head_exact_seg=10" "seg3|head_exact_seg=3"; do
+    name=${arm%%|*}
+    val=${arm#*|}
+    tune=""
+    flags=""
+    case $val in --*) flags=$val ;; *) tune=$val ;; esac
+    # shellcheck disable=SC2086
+    env ${tune:+TERN_WEBGPU_TUNE=$tune} TERN_WEBGPU_PROFILE=gpu timeout 60 "$B/tern" run --backend webgpu -m "$model" \
+        -p "Once upon a time" -n 128 $topp $flags --no-display-prompt > /dev/null 2> "$out/profile_$name.txt"
+    echo "-- $name (rc $?)" | tee -a "$out/summary.txt"
+    grep -E "sample|lm_head|argmax|kernels ran" "$out/profile_$name.txt" | tee -a "$out/summary.txt"
+done
