@@ -13,8 +13,7 @@
 #      (TERN_WEBGPU_TUNE values, default "family_acts_loads=4": matvec_q8_acts.wgsl's lanes loading 4
 #      blocks at a time instead of all of theirs; e.g. family_acts=2: the o-projection's Q8_0 blocks by
 #      act_q8_0.wgsl instead of the attention; empty: none), the same files, for the tunings' A/B; then
-#      qwen3-1.7b Q1_0 with each QWEN_TUNES entry (default "family_prefetch=0": matvec_q8.wgsl's
-#      Q1_0 codes loaded after its prologue instead of before).
+#      qwen3-1.7b Q1_0 with each QWEN_TUNES entry (default none).
 # Carry .gl and .devicebin (tools/device/pack_devicebin.sh). Results: $OUT/families_quick.tgz (families_quick_*).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -25,7 +24,7 @@ mkdir -p "$final"
 trap 'tar czf "$final/families_quick.tgz" -C "$out" .' EXIT
 budget=${BUDGET_S:-180}
 tunes=${TUNES-family_acts_loads=4}
-qwen_tunes=${QWEN_TUNES-family_prefetch=0}
+qwen_tunes=${QWEN_TUNES-}
 mkdir -p "$out"
 # shellcheck source=tools/device/device_env.sh
 . tools/device/device_env.sh
@@ -90,9 +89,7 @@ fi
 for file in /tmp/llama-q4_0.gguf /tmp/phi3-q4_0.gguf /tmp/qwen3-q1_0.gguf; do
     [ -f "$file" ] || continue
     name=$(basename "$file" .gguf)
-    list=$tunes
-    [ "$name" = qwen3-q1_0 ] && list=$qwen_tunes
-    for tune in $list; do
+    for tune in $tunes; do
         left $((budget - 12)) "$name with $tune" && TERN_WEBGPU_TUNE=$tune bench_line "$name-$tune" "$file"
     done
 done

@@ -253,7 +253,7 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
                              takes_q8_k(part.type) ? 256 : 32});
         }
     } else if (const auto * l = dynamic_cast<const GpuLinear *>(&w)) {
-        if (!takes_q8_0_blocks_lowbit(l->type) || l->group % 64 != 0 || l->group > 256) return false;
+        if (!takes_q8_0_blocks_lowbit(l->type) || l->group % 64 != 0) return false;
         parts.push_back({l->type, 0, l->n_rows, l->buffer->get(), l->buffer->get(), l->scales_offset, l->group});
     } else {
         return false;
@@ -400,12 +400,10 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
         }
         // Weights loaded ahead of the prologue: the lane's blocks, at most family_prefetch (Q8_0: 4).
         const uint32_t lanes = wg / (rows * per);
-        // (Q1_0 / Q2_0 / PQ2_0: weight groups, a vec4 per 64 values, at most 8 vec4s)
         const uint32_t pf    = takes_q8_0(part.type)
                                    ? std::min<uint32_t>({tune_.family_prefetch, part.type == DType::q8_0 ? 4u : 8u,
                                                          static_cast<uint32_t>(ceil_div(nb, lanes))})
-                                   : std::min<uint32_t>({tune_.family_prefetch, static_cast<uint32_t>(512 / part.group),
-                                                         static_cast<uint32_t>(ceil_div(nt, lanes))});
+                                   : 0u;
         struct {
             uint32_t n_rows, k;
             float    eps;

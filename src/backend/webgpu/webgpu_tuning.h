@@ -39,8 +39,7 @@ struct WebGpuTuning {
     uint32_t family_rows       = 16;   // output rows per workgroup of matvec_q8.wgsl (Q4_0 / Q8_0 decode)
     uint32_t family_wg         = 256;  // ... its threads (and matvec_q8k.wgsl's; a power of two)
     uint32_t family_rows_long  = 0;    // family_rows for rows of 4096+ values without the gate (down); 0: the same
-    uint32_t family_prefetch   = 8;    // ... weight blocks (Q1_0 / Q2_0: groups, at most 8 vec4s) per lane it
-                                       //    loads before its prologue (0..8)
+    uint32_t family_prefetch   = 8;    // ... weight blocks per lane it loads before its prologue (0..8)
     uint32_t family_acts       = 3;    // Q4_0 / Q8_0: 1: the Q8_0-block input made once per token
                                        //    (act_q8_0.wgsl), then matvec_q8_acts.wgsl; 2: also by the gate+up
                                        //    for the down projection (QOUT); 3: also by one query's attention

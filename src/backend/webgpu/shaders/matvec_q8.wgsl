@@ -40,9 +40,8 @@ override QPT: u32 = 1u;      // ceil(4 NB / WG), at most 8 (lib/quarters_q8_0.wg
 override WTYPE: u32 = 4u;    // 3 q8_0, 4 q4_0 (matmul.wgsl's numbering), 7 GpuLinear 2-bit codes
 override GROUP: u32 = 32u;   // values per term: 32, or the weight group (64 / 128) for WTYPE 7
 override NT: u32 = 64u;      // terms per row: K / GROUP (the host sets it)
-// Terms per lane whose weights are loaded before the prologue, so that the norm and the
-// quantization overlap the first loads (Q4_0: at most 8 blocks, Q8_0: 4; WTYPE 7: 8 / (GROUP / 64)
-// weight groups, a vec4 per 64 values).
+// Blocks per lane whose weights are loaded before the prologue, so that the norm and the
+// quantization overlap the first loads (Q4_0: at most 8, Q8_0: 4; 0 for WTYPE 7).
 override PF: u32 = 0u;
 override NORM: bool = false;
 override GLU: bool = false;
@@ -121,24 +120,17 @@ fn codes_sumi(c0: u32, c1: u32, b: u32) -> i32 {
 // the 2-bit codes (cpu::dot_lowbit_q8_0).
 fn block_term(row: u32, b: u32) -> f32 {
     if (WTYPE == 7u) {
-        var c: array<vec4<u32>, 4>;
-        for (var v = 0u; v < GROUP / 64u; v++) { c[v] = w[row * (NB / 2u) + b * (GROUP / 64u) + v]; }
-        return lowbit_term(c, ws[p.scales_offset + row * NT + b], b);
+        var s = 0.0;
+        for (var j = 0u; j < GROUP / 32u; j += 2u) {
+            let blk = b * (GROUP / 32u) + j;       // an even block: it and the next are one vec4
+            let cv  = w[row * (NB / 2u) + blk / 2u];
+            s = s + mul_rn(adq[blk], f32(codes_sumi(cv.x, cv.y, blk)));
+            s = s + mul_rn(adq[blk + 1u], f32(codes_sumi(cv.z, cv.w, blk + 1u)));
+        }
+        return mul_rn(ws[p.scales_offset + row * NT + b], s);
     }
     if (WTYPE == 3u) { return q_term(w[2u * (row * NB + b)], w[2u * (row * NB + b) + 1u], ws[row * NB + b], b); }
     return q_term(w[row * NB + b], vec4<u32>(), ws[row * NB + b], b);
-}
-
-// Weight group b's term from its code words (vec4 v: blocks 2v, 2v + 1 of the group, each an even
-// block and the next) and its scale (GROUP <= 256).
-fn lowbit_term(c: array<vec4<u32>, 4>, scale: f32, b: u32) -> f32 {
-    var s = 0.0;
-    for (var v = 0u; v < GROUP / 64u; v++) {
-        let blk = b * (GROUP / 32u) + 2u * v;
-        s = s + mul_rn(adq[blk], f32(codes_sumi(c[v].x, c[v].y, blk)));
-        s = s + mul_rn(adq[blk + 1u], f32(codes_sumi(c[v].z, c[v].w, blk + 1u)));
-    }
-    return mul_rn(scale, s);
 }
 
 // The term of block b from its weight words (Q8_0: w0, w1; Q4_0: w0) and scale d_w.
@@ -180,19 +172,13 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let lane  = lid % lanes;
     let live  = m < MROWS && r0 + select(m, m - ROWS, GLU && m >= ROWS) < p.n_rows;
     let row   = weight_row(r0, m);
-    // The lane's first PF terms' weights, loaded before the prologue.
+    // The lane's first PF blocks of weights, loaded before the prologue (Q4_0 / Q8_0).
     var wp: array<vec4<u32>, 8>;
     var sp: array<f32, 8>;
-    let nv = GROUP / 64u;  // (WTYPE 7: vec4s per term)
     if (live) {
         for (var i = 0u; i < PF; i++) {
             let b = lane + i * lanes;
-            if (WTYPE == 7u) {
-                if (b < NT) {
-                    for (var v = 0u; v < nv; v++) { wp[min(i * nv + v, 7u)] = w[row * (NB / 2u) + b * nv + v]; }
-                    sp[i] = ws[p.scales_offset + row * NT + b];
-                }
-            } else if (b < NB) {
+            if (b < NB) {
                 if (WTYPE == 3u) {
                     wp[min(2u * i, 7u)]      = w[2u * (row * NB + b)];
                     wp[min(2u * i + 1u, 7u)] = w[2u * (row * NB + b) + 1u];
@@ -209,13 +195,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     if (live) {
         for (var i = 0u; i < PF; i++) {
             let b = lane + i * lanes;
-            if (WTYPE == 7u) {
-                if (b < NT) {
-                    var c: array<vec4<u32>, 4>;
-                    for (var v = 0u; v < nv; v++) { c[v] = wp[min(i * nv + v, 7u)]; }
-                    terms[m * (NT + 1u) + b] = lowbit_term(c, sp[i], b);
-                }
-            } else if (b < NB) {
+            if (b < NB) {
                 let w0 = select(wp[i], wp[min(2u * i, 7u)], WTYPE == 3u);
                 terms[m * (NT + 1u) + b] = q_term(w0, wp[min(2u * i + 1u, 7u)], sp[i], b);
             }
