@@ -99,7 +99,13 @@ void quantize_row_q8_0_acts(const float * x, uint8_t * blocks, int64_t k) {
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         const uint16_t dh = fp32_to_fp16(d);
         std::memcpy(out, &dh, 2);
-        for (int j = 0; j < 32; ++j) out[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::roundf(xb[j] * id)));
+        for (int j = 0; j < 32; ++j) {
+            // A finite x * id is within +-127 (d = amax / 127). It is not finite only where 1 / d overflows
+            // (a block of subnormals) or x is: such a value is 0, which is what converting it on x86 gave
+            // before this was written out (a float -> int8 cast of it is undefined behaviour).
+            const float v = std::roundf(xb[j] * id);
+            out[2 + j]    = static_cast<uint8_t>(std::isfinite(v) ? static_cast<int8_t>(v) : int8_t{0});
+        }
     }
 }
 
