@@ -13,6 +13,14 @@ namespace {
 
 using namespace neon;
 
+// Sets a tile's accumulators (NT tokens x 16 rows, as out[t][j]: rows 4j .. 4j + 3) to zero.
+template <int NT>
+inline void zero_rows(float32x4_t (&v)[NT][4]) {
+    for (int t = 0; t < NT; ++t) {
+        for (int j = 0; j < 4; ++j) v[t][j] = vdupq_n_f32(0.0f);
+    }
+}
+
 // Rows 16 tile .. + 15 of tokens t0 .. t0 + NT - 1 (out[t][j]: rows 4j .. 4j + 3), times the per-row
 // output scales when there are any, written (or added, with accumulate) to y; rows at or past
 // n_rows are left out.
@@ -42,9 +50,7 @@ void qtile_tokens(const QBlockTiles & w, int64_t tile, const Q8BlockActs & a, in
     const uint8_t *  data = w.data + tile * w.tile_bytes();
     const uint8x16_t m4 = vdupq_n_u8(0x0F), top = vdupq_n_u8(0x80);
     float32x4_t      out[NT][4];
-    for (int t = 0; t < NT; ++t) {
-        for (int j = 0; j < 4; ++j) out[t][j] = vdupq_n_f32(0.0f);
-    }
+    zero_rows<NT>(out);
     for (int64_t b = 0; b < nb; ++b) {
         const uint8_t * blk = data + b * bb;
         int8x16_t       act[NT][2];
@@ -150,14 +156,10 @@ void lowbit_tokens(const TernaryTiles & w, int64_t tile, const Q8BlockActs & a, 
     const float *    scales   = w.scales + tile * n_groups * k_tile_rows;
     const uint8x16_t three    = vdupq_n_u8(3);
     float32x4_t      out[NT][4];
-    for (int t = 0; t < NT; ++t) {
-        for (int j = 0; j < 4; ++j) out[t][j] = vdupq_n_f32(0.0f);
-    }
+    zero_rows<NT>(out);
     for (int64_t g = 0; g < n_groups; ++g) {
         float32x4_t s[NT][4];
-        for (int t = 0; t < NT; ++t) {
-            for (int j = 0; j < 4; ++j) s[t][j] = vdupq_n_f32(0.0f);
-        }
+        zero_rows<NT>(s);
         for (int64_t b = g * bpg; b < (g + 1) * bpg; ++b) {
             int32x4_t acc[NT][4];
             for (int t = 0; t < NT; ++t) {
@@ -211,14 +213,10 @@ void binary_tokens(const BinaryTiles & w, int64_t tile, const Q8BlockActs & a, i
     const float *    scales   = w.scales + tile * n_groups * 16;
     const uint8x16_t one      = vdupq_n_u8(1);
     float32x4_t      out[NT][4];
-    for (int t = 0; t < NT; ++t) {
-        for (int j = 0; j < 4; ++j) out[t][j] = vdupq_n_f32(0.0f);
-    }
+    zero_rows<NT>(out);
     for (int64_t g = 0; g < n_groups; ++g) {
         float32x4_t s[NT][4];
-        for (int t = 0; t < NT; ++t) {
-            for (int j = 0; j < 4; ++j) s[t][j] = vdupq_n_f32(0.0f);
-        }
+        zero_rows<NT>(s);
         for (int64_t b = g * bpg; b < (g + 1) * bpg; ++b) {
             int8x16_t act[NT][2];
             for (int t = 0; t < NT; ++t) {

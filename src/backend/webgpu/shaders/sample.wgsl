@@ -250,6 +250,12 @@ fn load_and_sort(lid: u32, nl: u32, at: u32) {
         cand_key[i] = list[at + 2u * i];
         cand_id[i]  = list[at + 2u * i + 1u];
     }
+    pad_and_sort(lid, nl);
+}
+
+// Pads the nl candidates in cand_* to a power of two (keys 0, rows none) and sorts them best first.
+// Every invocation calls it.
+fn pad_and_sort(lid: u32, nl: u32) {
     var n2 = 1u;
     while (n2 < nl) { n2 <<= 1u; }
     for (var i = nl + lid; i < n2; i += WG) {
@@ -318,14 +324,7 @@ fn main(@builtin(local_invocation_index) lid: u32) {
                 if (lid == 0u) { ids[p.id_offset] = 0i; }
                 return;
             }
-            var n2 = 1u;
-            while (n2 < nl) { n2 <<= 1u; }
-            for (var i = nl + lid; i < n2; i += WG) {
-                cand_key[i] = 0u;
-                cand_id[i]  = 0xffffffffu;
-            }
-            workgroupBarrier();
-            sort_candidates(lid, n2);
+            pad_and_sort(lid, nl);
             let at = walk_sorted(lid, nl, logit_of(lk), 0.0, false);
             if (lid == 0u) { ids[p.id_offset] = select(-1i, i32(cand_id[u32(max(at, 0i))]), at >= 0i); }
             return;
