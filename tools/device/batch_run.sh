@@ -19,7 +19,7 @@
 # carry [".gl", ".devicebin"] (about 25 MB with the 19 MB working tree under the 64 MiB limit):
 #   tools/device/batch_run.sh
 # Results: $OUT/batch_*.md, .json, .txt, and all of them in $OUT/batch.tgz. Environment: TUNES (space-separated TERN_WEBGPU_TUNE
-# values for step 2), SPLIT_TUNES (the same for step 3a, at TUNE_STREAMS: 8,64), TESTS (step 1's
+# values for step 2), SPLIT_TUNES (the same for step 3a, at TUNE_STREAMS: 8,64, and TUNE_DEPTHS: 0), TESTS (step 1's
 # gtest filter), SKIP_DEPTH=1 (no step 2), STREAMS (default 1,8,32,64), BATCH_DEPTHS (step 3's
 # depths before the timed steps, default 0: serve_bench's streams decode at positions 16 to 2,047,
 # e.g. 0,512 compares the engine there), SERVE_STREAMS (step 4's,
@@ -75,10 +75,10 @@ echo "== 3. batched engine: tern bench --parallel $streams -d ${BATCH_DEPTHS:-0}
 "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 --parallel "$streams" -d "${BATCH_DEPTHS:-0}" -r "${REPS:-3}" \
     2>&1 | tee "$out/batch_engine.md"
 
-echo "== 3a. $TUNE_STREAMS streams under other tunings (head_mma_rows 0: the dot4 head; attn_split_pv_wg 256: P·V as before)"
-for t in ${SPLIT_TUNES:-head_mma_rows=0 head_mma_rows=1 head_mma_rows=3 attn_split_pv_wg=256 attn_split_pv_wg=128}; do
+echo "== 3a. $TUNE_STREAMS streams under other tunings (head_mma_rows 0: the dot4 head; attn_paged_pv 0: attention_split_pv for a paged batch's P·V)"
+for t in ${SPLIT_TUNES:-head_mma_rows=0 head_mma_rows=1 head_mma_rows=3 attn_paged_pv=0}; do
     TERN_WEBGPU_TUNE=$t "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 --parallel "$TUNE_STREAMS" -r "${REPS:-3}" \
-        2>/dev/null | grep ' tg64 x' | awk -F'|' -v t="$t" '{print t ":", $5 ":", $7, "t/s,", $8, "ms/step"}'
+        -d "${TUNE_DEPTHS:-0}" 2>/dev/null | grep ' tg64 x' | awk -F'|' -v t="$t" '{print t ":", $5 ":", $7, "t/s,", $8, "ms/step"}'
 done | tee "$out/batch_split_tunes.txt"
 
 for ps in ${PROFILE_STREAMS:-64}; do

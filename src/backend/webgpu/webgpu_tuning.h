@@ -76,6 +76,8 @@ struct WebGpuTuning {
     uint32_t attn_split_heads        = 0;    // query heads per attention_split_pv workgroup (a divisor of
                                              //     G); 0: all G where that gives 2 workgroups per
                                              //     compute unit, else the largest divisor that does
+    uint32_t attn_paged_pv           = 1;    // P·V of a paged batch: 1 attention_paged_pv.wgsl (a thread per
+                                             //     dimension pair and block, all G heads); 0 attention_split_pv
     uint32_t attn_split_pv_wg        = 0;    // threads of attention_split_pv; 0: 256, or for a paged
                                              //     batch the fewest (down to 64) whose one round covers
                                              //     its longest context
