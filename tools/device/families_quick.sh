@@ -13,7 +13,9 @@
 #      (TERN_WEBGPU_TUNE values, default "family_acts_loads=4": matvec_q8_acts.wgsl's lanes loading 4
 #      blocks at a time instead of all of theirs; e.g. family_acts=2: the o-projection's Q8_0 blocks by
 #      act_q8_0.wgsl instead of the attention; empty: none), the same files, for the tunings' A/B; then
-#      qwen3-1.7b Q1_0 with each QWEN_TUNES entry (default none).
+#      qwen3-1.7b Q1_0 with each QWEN_TUNES entry (default none; TUNES are not run on it).
+# MODELS (default "llama qwen3 phi3") names the files steps 3-5 measure: e.g. MODELS="qwen3 phi3" leaves
+# llama-3.2-1b out to spend the budget on the others' A/B.
 # Carry .gl and .devicebin (tools/device/pack_devicebin.sh). Results: $OUT/families_quick.tgz (families_quick_*).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -25,6 +27,8 @@ trap 'tar czf "$final/families_quick.tgz" -C "$out" .' EXIT
 budget=${BUDGET_S:-180}
 tunes=${TUNES-family_acts_loads=4}
 qwen_tunes=${QWEN_TUNES-}
+models=" ${MODELS-llama qwen3 phi3} "
+want() { [[ $models == *" $1 "* ]]; }
 mkdir -p "$out"
 # shellcheck source=tools/device/device_env.sh
 . tools/device/device_env.sh
@@ -67,29 +71,33 @@ bench_line() {  # name file: tg64 of a file, one line (TERN_WEBGPU_TUNE as the c
         awk -F'|' '{print $8 "t/s |" $11 " disp/tok |" $12 " MB/tok |" $14 "% copy BW"}')"
 }
 echo "== decode tg64 (full synth files) [${SECONDS}s]"
-tg llama-3.2-1b q4_0 /tmp/llama-q4_0.gguf
-if left $((budget - 15)) "profile"; then
+want llama && tg llama-3.2-1b q4_0 /tmp/llama-q4_0.gguf
+if want llama && left $((budget - 15)) "profile"; then
     TERN_WEBGPU_PROFILE=gpu timeout 30 "$B/tern" bench --backend webgpu -m /tmp/llama-q4_0.gguf -p 0 -n 16 -r 1 \
         > "$out/families_quick_profile.out" 2> "$out/families_quick_profile.txt"
     grep -E "^  (lm_head|head_q|matvec|act_q8|rope|attention|argmax|rms_norm|embed)|kernels ran" "$out/families_quick_profile.txt" | head -20
 fi
-left $((budget - 60)) "qwen3-1.7b q1_0" &&
+want qwen3 && left $((budget - 60)) "qwen3-1.7b q1_0" &&
     tg qwen3-1.7b q1_0 /tmp/qwen3-q1_0.gguf --vocab "$B/qwen3/tokenizer.json"
-if [ -f /tmp/qwen3-q1_0.gguf ] && left $((budget - 50)) "qwen3-1.7b q1_0 profile"; then
+if want qwen3 && [ -f /tmp/qwen3-q1_0.gguf ] && left $((budget - 50)) "qwen3-1.7b q1_0 profile"; then
     TERN_WEBGPU_PROFILE=gpu timeout 30 "$B/tern" bench --backend webgpu -m /tmp/qwen3-q1_0.gguf -p 0 -n 16 -r 1 \
         > "$out/families_quick_profile_qwen3.out" 2> "$out/families_quick_profile_qwen3.txt"
     grep -E "^  (lm_head|head_q|matvec|act_q8|rope|attention|argmax|rms_norm|embed)|kernels ran" "$out/families_quick_profile_qwen3.txt" | head -16
 fi
-left $((budget - 45)) "phi-3-mini q4_0" && tg phi-3-mini q4_0 /tmp/phi3-q4_0.gguf
-if [ -f /tmp/phi3-q4_0.gguf ] && left $((budget - 40)) "phi-3-mini q4_0 profile"; then
+want phi3 && left $((budget - 45)) "phi-3-mini q4_0" && tg phi-3-mini q4_0 /tmp/phi3-q4_0.gguf
+if want phi3 && [ -f /tmp/phi3-q4_0.gguf ] && left $((budget - 40)) "phi-3-mini q4_0 profile"; then
     TERN_WEBGPU_PROFILE=gpu timeout 30 "$B/tern" bench --backend webgpu -m /tmp/phi3-q4_0.gguf -p 0 -n 16 -r 1 \
         > "$out/families_quick_profile_phi3.out" 2> "$out/families_quick_profile_phi3.txt"
     grep -E "^  (lm_head|head_q|matvec|act_q8|rope|attention|argmax|rms_norm|embed)|kernels ran" "$out/families_quick_profile_phi3.txt" | head -20
 fi
-for file in /tmp/llama-q4_0.gguf /tmp/phi3-q4_0.gguf /tmp/qwen3-q1_0.gguf; do
+for model in llama phi3 qwen3; do
+    want "$model" || continue
+    case $model in llama) file=/tmp/llama-q4_0.gguf ;; phi3) file=/tmp/phi3-q4_0.gguf ;; qwen3) file=/tmp/qwen3-q1_0.gguf ;; esac
     [ -f "$file" ] || continue
     name=$(basename "$file" .gguf)
-    for tune in $tunes; do
+    list=$tunes
+    [ "$model" = qwen3 ] && list=$qwen_tunes
+    for tune in $list; do
         left $((budget - 12)) "$name with $tune" && TERN_WEBGPU_TUNE=$tune bench_line "$name-$tune" "$file"
     done
 done
