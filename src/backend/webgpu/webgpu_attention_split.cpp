@@ -284,6 +284,7 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                            {{{"HD", static_cast<double>(hd)},
                              {"GROUP", static_cast<double>(group)},
                              {"DS", static_cast<double>(k_tile_dims)}}}};
+            if (tune_.attn_split_tiles == 2) vk.add("EARLY", 1.0);  // every global load before any store
             const WGPUBuffer vb[] = {attn_scores_->get(), attn_bsum_->get(), gpu_buffer(kv.v), cols_v, pages_v,
                                      attn_super_->get()};
             step_->dispatch(vk, vb, &vp, sizeof vp, u32(hd / k_tile_dims * ceil_div(n_max, cpu::k_pos_super)),
