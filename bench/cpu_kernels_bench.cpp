@@ -161,6 +161,23 @@ void BM_Attention(benchmark::State & st) {
 }
 BENCHMARK(BM_Attention)->Args({128, 4})->Args({512, 4})->Args({4096, 4});
 
+// The same from the cache itself (attention_cache), where the set has it.
+void BM_AttentionCache(benchmark::State & st) {
+    if (kernels().attention_cache == nullptr) {
+        st.SkipWithError("no attention_cache in this set");
+        return;
+    }
+    const int64_t         n = st.range(0), g = st.range(1), hd = 128, stride = 640;
+    std::vector<uint16_t> kc(static_cast<size_t>(stride * n), 0x3000), vc(kc.size(), 0x3400);
+    std::vector<float>    q(static_cast<size_t>(g * hd), 0.1f), out(q.size()), scratch(static_cast<size_t>(g * (n + 16) + g * hd));
+    cpu::CacheView        c{kc.data(), vc.data(), true, true, stride, 0, hd};
+    for (auto _ : st) {
+        kernels().attention_cache(c, {q.data(), g, n, 0.088f, out.data()}, scratch.data());
+        benchmark::DoNotOptimize(out.data());
+    }
+}
+BENCHMARK(BM_AttentionCache)->Args({128, 4})->Args({512, 4})->Args({4096, 4});
+
 void BM_ReadBytes(benchmark::State & st) {
     AlignedBytes b(static_cast<size_t>(st.range(0)));
     for (auto _ : st) benchmark::DoNotOptimize(kernels().read_bytes(b.data(), static_cast<int64_t>(b.size())));

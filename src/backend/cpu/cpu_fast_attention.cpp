@@ -102,8 +102,9 @@ void CpuFastBackend::linear_qkv(const Tensor & q, const KvLayer & kv, const Weig
 }
 
 // Work items (kv head, token, query head of the group) in that order, split into contiguous ranges:
-// a thread converts each KV head it meets once (cache positions up to its last token) and runs
-// the kernel on each run of items that share a (kv head, token).
+// a thread runs the kernel on each run of items that share a (kv head, token), reading the cache
+// itself where the set has attention_cache, else converting each KV head it meets once (cache
+// positions up to its last token).
 void CpuFastBackend::attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & s,
                                int64_t pos0) {
     const int64_t hd = s.head_dim, n_tok = q.ne[1], group = s.n_head / s.n_head_kv;
@@ -129,23 +130,31 @@ void CpuFastBackend::attention(const Tensor & out, const Tensor & q, const KvLay
         ThreadPool::chunk_range(n_items, 1, pool_.n_threads(), ti, i0, i1);
         if (i0 >= i1) return;
         Scratch & sc = scratch_[static_cast<size_t>(ti)];
-        grow(sc.kt, ((n_max + 15) / 16) * 16 * hd);
-        grow(sc.v, n_max * hd);
         grow(sc.att, group * (n_max + 16) + group * hd);
+        if (k_.attention_cache == nullptr) {
+            grow(sc.kt, ((n_max + 15) / 16) * 16 * hd);
+            grow(sc.v, n_max * hd);
+        }
         cpu::CacheView head = cache;  // per thread: `first` changes with the KV head
         int64_t        prepared = -1;
         for (int64_t i = i0; i < i1;) {
             const int64_t kvh = i / (n_tok * group), t = (i / group) % n_tok, g0 = i % group;
             const int64_t g1  = std::min(group, g0 + (i1 - i));
+            const int64_t h0  = kvh * group + g0;
+            cpu::AttentionJob job{qp + t * n_q + h0 * hd, g1 - g0, pos0 + t + 1, s.scale, op + t * n_q + h0 * hd};
+            if (k_.attention_cache != nullptr) {
+                head.first = kvh * hd;
+                k_.attention_cache(head, job, sc.att.data());
+                i += g1 - g0;
+                continue;
+            }
             if (kvh != prepared) {
                 const int64_t last_t = std::min(n_tok - 1, ((std::min(i1, (kvh + 1) * n_tok * group) - 1) / group) % n_tok);
                 head.first           = kvh * hd;
                 k_.attention_prepare(head, pos0 + last_t + 1, sc.kt.data(), sc.v.data());
                 prepared = kvh;
             }
-            const int64_t     h0 = kvh * group + g0;
-            cpu::AttentionKv  akv{sc.kt.data(), sc.v.data(), hd, cache.f16_k, cache.f16_v};
-            cpu::AttentionJob job{qp + t * n_q + h0 * hd, g1 - g0, pos0 + t + 1, s.scale, op + t * n_q + h0 * hd};
+            cpu::AttentionKv akv{sc.kt.data(), sc.v.data(), hd, cache.f16_k, cache.f16_v};
             k_.attention(akv, job, sc.att.data());
             i += g1 - g0;
         }
@@ -183,8 +192,8 @@ void CpuFastBackend::qkv_rope_kv_append_paged(const Tensor & q, const KvLayer & 
 }
 
 // Batched attention over pages: attention()'s work items and kernels, each (KV head, sequence) a
-// thread meets gathered from its pages into contiguous rows first (the cache type's bytes, then
-// attention_prepare as for one contiguous cache), so every column gets the bits it gets alone.
+// thread meets gathered from its pages into contiguous rows first (the cache type's bytes, then the
+// kernels as for one contiguous cache), so every column gets the bits it gets alone.
 void CpuFastBackend::attention_paged(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & s,
                                      const KvBatch & batch) {
     const int64_t hd = s.head_dim, n_tok = q.ne[1], group = s.n_head / s.n_head_kv;
@@ -218,8 +227,10 @@ void CpuFastBackend::attention_paged(const Tensor & out, const Tensor & q, const
         ThreadPool::chunk_range(n_items, 1, pool_.n_threads(), ti, i0, i1);
         if (i0 >= i1) return;
         Scratch & sc = scratch_[static_cast<size_t>(ti)];
-        grow(sc.kt, ((n_max + 15) / 16) * 16 * hd);
-        grow(sc.v, n_max * hd);
+        if (k_.attention_cache == nullptr) {
+            grow(sc.kt, ((n_max + 15) / 16) * 16 * hd);
+            grow(sc.v, n_max * hd);
+        }
         grow(sc.att, group * (n_max + 16) + group * hd);
         grow(sc.kv_rows, n_max * hd * static_cast<int64_t>(k_el + v_el));
         uint8_t * gk = sc.kv_rows.data();
@@ -241,7 +252,7 @@ void CpuFastBackend::attention_paged(const Tensor & out, const Tensor & q, const
                     std::memcpy(gk + static_cast<size_t>(p * hd) * k_el, kbase + src * k_el, static_cast<size_t>(hd) * k_el);
                     std::memcpy(gv + static_cast<size_t>(p * hd) * v_el, vbase + src * v_el, static_cast<size_t>(hd) * v_el);
                 }
-                k_.attention_prepare(head, n_pos, sc.kt.data(), sc.v.data());
+                if (k_.attention_cache == nullptr) k_.attention_prepare(head, n_pos, sc.kt.data(), sc.v.data());
                 prepared_kvh = kvh;
                 prepared_seq = sq;
             }
@@ -249,7 +260,11 @@ void CpuFastBackend::attention_paged(const Tensor & out, const Tensor & q, const
             const int64_t     pos = seq.pos0 + (t - seq.first);
             cpu::AttentionKv  akv{sc.kt.data(), sc.v.data(), hd, k_el == 2, v_el == 2};
             cpu::AttentionJob job{qp + t * n_q + h0 * hd, g1 - g0, pos + 1, s.scale, op + t * n_q + h0 * hd};
-            k_.attention(akv, job, sc.att.data());
+            if (k_.attention_cache != nullptr) {
+                k_.attention_cache(head, job, sc.att.data());  // the gathered rows
+            } else {
+                k_.attention(akv, job, sc.att.data());
+            }
             i += g1 - g0;
         }
     });

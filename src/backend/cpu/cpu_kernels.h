@@ -216,6 +216,9 @@ struct Kernels {
     void (*attention_prepare)(const CacheView & cache, int64_t n_pos, float * kt, float * v);
     // One token's heads against a prepared KV head; scores: n_q * (n_pos + 16) floats of scratch.
     void (*attention)(const AttentionKv & kv, const AttentionJob & job, float * scores);
+    // attention_prepare + attention in one, reading the cache itself (no converted copy; the same
+    // bits). Null where a set has none.
+    void (*attention_cache)(const CacheView & cache, const AttentionJob & job, float * scores);
 
     // logits[t * ld + r - r0] = (float) sum_i e[r][i] h[t][i] for rows [r0, r1), summed in double in
     // order i = 0, 1, ... (cpu::dot_f32), e the f16 rows of `table` (row_stride elements apart).

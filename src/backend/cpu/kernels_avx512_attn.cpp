@@ -86,17 +86,44 @@ float sum_positions(const float * t, int64_t n) {
     return total;
 }
 
+// Where the kernels read K and V: a prepared head (attention_prepare's kt / v) or the cache itself
+// (attention_cache: K transposed in registers, f16 converted as loaded; the same values).
+struct PreparedK {
+    const float * kt;
+    int64_t       hd;
+    // k[j] lane i = dimension d0 + j of position 16 b + i.
+    void load(int64_t b, int64_t d0, __m512 k[16]) const {
+        for (int j = 0; j < 16; ++j) k[j] = _mm512_loadu_ps(kt + (b * hd + d0 + j) * 16);
+    }
+};
+struct CacheK {
+    const CacheView & c;
+    int64_t           n;  // positions; padding lanes repeat the last, as attention_prepare's do
+    void load(int64_t b, int64_t d0, __m512 k[16]) const {
+        for (int64_t j = 0; j < 16; ++j) k[j] = load_cache16(c, c.k, c.f16_k, b * 16 + j < n ? b * 16 + j : n - 1, d0);
+        transpose16(k);
+    }
+};
+struct PreparedV {
+    const float * v;
+    int64_t       hd;
+    __m512 load(int64_t p, int64_t d) const { return _mm512_loadu_ps(v + p * hd + d); }  // dimensions d .. d + 15
+};
+struct CacheV {
+    const CacheView & c;
+    __m512 load(int64_t p, int64_t d) const { return load_cache16(c, c.v, c.f16_v, p, d); }
+};
+
 // P . V for GN heads and DN * 16 dimensions from d0, in the position order (cpu::PositionSum).
-template <int GN, int DN>
-void pv_heads(const AttentionKv & kv, const float * probs, int64_t ld_probs, int64_t n, int64_t d0, float * out) {
-    const int64_t hd = kv.head_dim;
+template <int GN, int DN, class V>
+void pv_heads(const V & vs, int64_t hd, const float * probs, int64_t ld_probs, int64_t n, int64_t d0, float * out) {
     __m512        blk[GN][DN], super[GN][DN], total[GN][DN];
     for (int g = 0; g < GN; ++g) {
         for (int i = 0; i < DN; ++i) blk[g][i] = super[g][i] = total[g][i] = _mm512_setzero_ps();
     }
     for (int64_t p = 0; p < n; ++p) {
         __m512 v[DN];
-        for (int i = 0; i < DN; ++i) v[i] = _mm512_loadu_ps(kv.v + p * hd + d0 + 16 * i);
+        for (int i = 0; i < DN; ++i) v[i] = vs.load(p, d0 + 16 * i);
         for (int g = 0; g < GN; ++g) {
             const __m512 pb = _mm512_set1_ps(probs[g * ld_probs + p]);
             for (int i = 0; i < DN; ++i) blk[g][i] = _mm512_add_ps(blk[g][i], _mm512_mul_ps(pb, v[i]));
@@ -126,30 +153,27 @@ void pv_heads(const AttentionKv & kv, const float * probs, int64_t ld_probs, int
     }
 }
 
-template <int GN> void pv_dims(const AttentionKv & kv, const float * probs, int64_t ld, int64_t n, float * out) {
-    const int64_t hd = kv.head_dim;
-    int64_t       d0 = 0;
-    for (; d0 + 64 <= hd; d0 += 64) pv_heads<GN, 4>(kv, probs, ld, n, d0, out);
+template <int GN, class V> void pv_dims(const V & vs, int64_t hd, const float * probs, int64_t ld, int64_t n, float * out) {
+    int64_t d0 = 0;
+    for (; d0 + 64 <= hd; d0 += 64) pv_heads<GN, 4>(vs, hd, probs, ld, n, d0, out);
     switch ((hd - d0) / 16) {
-        case 3: pv_heads<GN, 3>(kv, probs, ld, n, d0, out); break;
-        case 2: pv_heads<GN, 2>(kv, probs, ld, n, d0, out); break;
-        case 1: pv_heads<GN, 1>(kv, probs, ld, n, d0, out); break;
+        case 3: pv_heads<GN, 3>(vs, hd, probs, ld, n, d0, out); break;
+        case 2: pv_heads<GN, 2>(vs, hd, probs, ld, n, d0, out); break;
+        case 1: pv_heads<GN, 1>(vs, hd, probs, ld, n, d0, out); break;
         default: break;
     }
 }
 
 // Scores of up to 4 heads for 16 positions per vector: each block of 16 dimensions summed in order
 // from 0.0f, the block sums added in order (cpu::dot_blocked16), times the scale.
-template <int GN>
-void scores_heads(const AttentionKv & kv, const float * qh, int64_t n, float scale, float * scores, int64_t ld) {
-    const int64_t hd = kv.head_dim;
+template <int GN, class K>
+void scores_heads(const K & ks, int64_t hd, const float * qh, int64_t n, float scale, float * scores, int64_t ld) {
     for (int64_t b = 0; b * 16 < n; ++b) {
-        const float * kb = kv.kt + b * hd * 16;
-        __m512        acc[GN];
+        __m512 acc[GN];
         for (int g = 0; g < GN; ++g) acc[g] = _mm512_setzero_ps();
         for (int64_t d0 = 0; d0 < hd; d0 += 16) {
             __m512 k[16];
-            for (int j = 0; j < 16; ++j) k[j] = _mm512_loadu_ps(kb + (d0 + j) * 16);
+            ks.load(b, d0, k);
             for (int g = 0; g < GN; ++g) {
                 __m512 s = _mm512_setzero_ps();
                 for (int j = 0; j < 16; ++j) s = _mm512_add_ps(s, _mm512_mul_ps(_mm512_set1_ps(qh[g * hd + d0 + j]), k[j]));
@@ -160,20 +184,22 @@ void scores_heads(const AttentionKv & kv, const float * qh, int64_t n, float sca
     }
 }
 
-void attention(const AttentionKv & kv, const AttentionJob & job, float * scratch) {
-    const int64_t hd = kv.head_dim, n = job.n_pos, ld = n + 16;
+template <class K, class V>
+void attention_from(const K & ks, const V & vs, int64_t hd, bool k_f16, bool v_f16, const AttentionJob & job,
+                    float * scratch) {
+    const int64_t n = job.n_pos, ld = n + 16;
     float *       scores = scratch;                 // [n_q][ld]
     float *       qh     = scratch + job.n_q * ld;  // [n_q][hd]
     for (int64_t i = 0; i < job.n_q * hd; i += 16) {
         const __m512 q = _mm512_loadu_ps(job.q + i);
-        _mm512_storeu_ps(qh + i, kv.k_f16 ? round_f16(q) : q);
+        _mm512_storeu_ps(qh + i, k_f16 ? round_f16(q) : q);
     }
     for (int64_t g0 = 0; g0 < job.n_q; g0 += 4) {
         switch (job.n_q - g0 < 4 ? job.n_q - g0 : 4) {
-            case 4: scores_heads<4>(kv, qh + g0 * hd, n, job.scale, scores + g0 * ld, ld); break;
-            case 3: scores_heads<3>(kv, qh + g0 * hd, n, job.scale, scores + g0 * ld, ld); break;
-            case 2: scores_heads<2>(kv, qh + g0 * hd, n, job.scale, scores + g0 * ld, ld); break;
-            default: scores_heads<1>(kv, qh + g0 * hd, n, job.scale, scores + g0 * ld, ld); break;
+            case 4: scores_heads<4>(ks, hd, qh + g0 * hd, n, job.scale, scores + g0 * ld, ld); break;
+            case 3: scores_heads<3>(ks, hd, qh + g0 * hd, n, job.scale, scores + g0 * ld, ld); break;
+            case 2: scores_heads<2>(ks, hd, qh + g0 * hd, n, job.scale, scores + g0 * ld, ld); break;
+            default: scores_heads<1>(ks, hd, qh + g0 * hd, n, job.scale, scores + g0 * ld, ld); break;
         }
     }
     for (int64_t g = 0; g < job.n_q; ++g) {
@@ -186,17 +212,26 @@ void attention(const AttentionKv & kv, const AttentionJob & job, float * scratch
         const __m512 inv = _mm512_set1_ps(1.0f / sum_positions(s, n));
         for (int64_t p = 0; p < n; p += 16) {
             const __m512 pr = _mm512_mul_ps(_mm512_loadu_ps(s + p), inv);
-            _mm512_storeu_ps(s + p, kv.v_f16 ? round_f16(pr) : pr);
+            _mm512_storeu_ps(s + p, v_f16 ? round_f16(pr) : pr);
         }
     }
     for (int64_t g0 = 0; g0 < job.n_q; g0 += 4) {
         switch (job.n_q - g0 < 4 ? job.n_q - g0 : 4) {
-            case 4: pv_dims<4>(kv, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
-            case 3: pv_dims<3>(kv, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
-            case 2: pv_dims<2>(kv, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
-            default: pv_dims<1>(kv, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
+            case 4: pv_dims<4>(vs, hd, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
+            case 3: pv_dims<3>(vs, hd, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
+            case 2: pv_dims<2>(vs, hd, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
+            default: pv_dims<1>(vs, hd, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
         }
     }
+}
+
+void attention(const AttentionKv & kv, const AttentionJob & job, float * scratch) {
+    attention_from(PreparedK{kv.kt, kv.head_dim}, PreparedV{kv.v, kv.head_dim}, kv.head_dim, kv.k_f16, kv.v_f16, job,
+                   scratch);
+}
+
+void attention_cache(const CacheView & c, const AttentionJob & job, float * scratch) {
+    attention_from(CacheK{c, job.n_pos}, CacheV{c}, c.head_dim, c.f16_k, c.f16_v, job, scratch);
 }
 
 // ------------------------------------------------------------------------- exact head rows
@@ -485,6 +520,7 @@ void head_i8_rows(const uint16_t * table, int64_t r0, int64_t r1, int64_t k, int
 void add_attention_and_head_avx512(Kernels & set) {
     set.attention_prepare    = attention_prepare;
     set.attention            = attention;
+    set.attention_cache      = attention_cache;
     set.f16_rows_dot         = f16_rows_dot;
     set.f16_rows_dot_checked = f16_rows_dot_checked;
     set.f32_rows_dot_checked = f32_rows_dot_checked;
