@@ -5,7 +5,10 @@
 // waits through it). Prints the generated text and one JSON line of figures (load ms, prompt ms,
 // decode tokens/s as `tern run` counts them: tokens 2..n over the decode steps; the host's ms per step
 // recording and submitting, of which the rest is waiting for the device; each run's wall-clock start
-// and end, and its CPU time: the main thread's, the whole process's, and the cgroup's throttled time).
+// and end, and its CPU time: the main thread's, the whole process's, and the cgroup's throttled time;
+// tools/host_probe.mjs's view of the host around it: a fixed loop's ms, the CPU of each thread,
+// context switches, page faults, V8's collections). Between runs a line "# run temp T N begins|ends"
+// goes to stdout, where V8's --trace-* flags print (node --trace-deopt tools/web_node_run.mjs ...).
 //
 // Usage: node tools/web_node_run.mjs --model FILE [--wasm-dir build-web/bin] [--dawn PATH/dawn.node]
 //          [--backend webgpu|cpu] [-p PROMPT] [-n N] [--temp T[,T...]] [--seed S] [-c N_CTX] [--repeat N]
@@ -24,6 +27,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
+import * as probe from "./host_probe.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const require = createRequire(import.meta.url);
@@ -157,27 +161,33 @@ function cgroupThrottle() {
 
 const runs = [];
 const texts = {};
+probe.watchGc();
 await profiled("generate", async () => {
   for (const temp of opt.temps) {
     for (let r = 0; r < opt.repeat; ++r) {
       let text = "";
       const ids = [];
       const began = Date.now();
+      const host0 = probe.before();
+      // (a mark in stdout, where V8's --trace-* flags print, to tell their lines by run)
+      process.stdout.write(`# run temp ${temp} ${r + 1} begins\n`);
       const cpu0 = threadCpu(), all0 = process.cpuUsage(), thr0 = cgroupThrottle();
       const s = await engine.generate(opt.prompt, settings(temp), (t) => { text += t.text; if (t.id >= 0) ids.push(t.id); return true; });
       const tps = s.nGenerated > 1 && s.decodeMs > 0 ? (1000 * (s.nGenerated - 1)) / s.decodeMs : 0;
       // (began_ms, ended_ms: wall-clock times, to match the run with samples of the GPU's clocks)
       const ended = Date.now(), cpu1 = threadCpu(), all1 = process.cpuUsage(), thr1 = cgroupThrottle();
+      process.stdout.write(`# run temp ${temp} ${r + 1} ends\n`);
+      const host = probe.after(host0);
       // The main thread's CPU time and the whole process's (every thread: V8's, Dawn's, the driver's)
       // over the run's wall time, and how long the cgroup was throttled meanwhile (if it says).
       const cpu = { wall_ms: ended - began, main_thread_cpu_ms: cpu1 === null ? null : (cpu1 - cpu0) / 1000,
                     process_cpu_ms: (all1.user + all1.system - all0.user - all0.system) / 1000,
                     throttled_ms: thr0 === null || thr1 === null ? null : (thr1 - thr0) / 1000 };
       runs.push({ temp, n_prompt: s.nPrompt, n_generated: s.nGenerated, prompt_ms: s.promptMs, decode_ms: s.decodeMs,
-                  host_ms: s.hostMs, decode_tokens_per_second: tps, decoding: s.decoding, began_ms: began, ended_ms: ended, cpu });
+                  host_ms: s.hostMs, decode_tokens_per_second: tps, decoding: s.decoding, began_ms: began, ended_ms: ended, cpu, host });
       console.error(`web_node_run: temp ${temp} run ${r + 1}: ${s.nGenerated} tokens, prompt ${s.nPrompt} tokens in ` +
                     `${s.promptMs.toFixed(1)} ms, ${tps.toFixed(1)} tokens/s over ${Math.max(0, s.nGenerated - 1)} decode steps ` +
-                    `(${s.decoding}); host ${(s.hostMs / Math.max(1, s.nGenerated - 1)).toFixed(3)} ms/step recording`);
+                    `(${s.decoding}); host ${(s.hostMs / Math.max(1, s.nGenerated - 1)).toFixed(3)} ms/step recording; ${probe.describe(host)}`);
       texts[temp] = text;
     }
     process.stdout.write(`--- temp ${temp}\n${texts[temp]}\n`);

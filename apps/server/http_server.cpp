@@ -6,6 +6,8 @@
 #include "core/log.h"
 #include "routes.h"
 
+#include <sys/socket.h>
+
 #include <csignal>
 #include <cstdio>
 
@@ -31,6 +33,7 @@ struct HttpServer::Impl {
     httplib::Server                  http;
     std::atomic<const ServedModel *> model{nullptr};
     int                              port = -1;
+    int                              listen_fd = -1;  // the socket the library last made to listen on
 
     const ServedModel * ready() const { return model.load(); }
 
@@ -232,6 +235,11 @@ HttpServer::HttpServer(HttpOptions options) : impl_(std::make_unique<Impl>()) {
     s.http.set_write_timeout(s.options.timeout_s, 0);
     s.http.set_keep_alive_timeout(5);
     s.http.set_tcp_nodelay(true);  // tokens are small writes: do not hold them back (Nagle)
+    // The library's own options (address reuse), and the socket kept for bind()'s backlog.
+    s.http.set_socket_options([&s](socket_t sock) {
+        httplib::default_socket_options(sock);
+        s.listen_fd = sock;
+    });
     const int n_threads = s.options.n_threads;
     s.http.new_task_queue = [n_threads] { return new httplib::ThreadPool(static_cast<size_t>(n_threads)); };
     const std::string origin = s.options.cors_origin;
@@ -261,6 +269,12 @@ void HttpServer::bind() {
     if (s.port < 0) {
         fail(ErrorKind::io, format("cannot listen on %s:%d", s.options.host.c_str(), s.options.port),
              "is another server using the port? pick another with --port, or --port 0 for any free one");
+    }
+    // cpp-httplib 0.11 (Debian 12) listens with a backlog of 5: 64 clients connecting at once
+    // overflowed the accept queue, and some were reset (issue 53). Linux takes a second listen()
+    // on a listening socket as a new backlog (capped by net.core.somaxconn).
+    if (s.listen_fd >= 0 && ::listen(s.listen_fd, SOMAXCONN) != 0) {
+        TERN_LOG_WARN("server: could not raise the listen backlog; clients that connect at once may be refused");
     }
 }
 

@@ -169,7 +169,8 @@ TEST(WebGpuModel, DeviceGreedyDecodingMatchesCpu) {
 // (attn_long_positions=1), with each P·V form (attn_split_tiles): every logit row as the CPU's.
 TEST(WebGpuModel, SplitAttentionDecodingMatchesCpu) {
     TERN_REQUIRE_WEBGPU();
-    for (const char * tune : {"attn_long_positions=1", "attn_long_positions=1,attn_split_tiles=0"}) {
+    for (const char * tune : {"attn_long_positions=1", "attn_long_positions=1,attn_split_tiles=0",
+                              "attn_long_positions=1,attn_split_tiles=2"}) {
         SCOPED_TRACE(tune);
         WebGpuOptions o;
         o.allow_cpu_adapter = true;

@@ -8,7 +8,7 @@
 #      for each split-attention tuning in $TUNES (one line each; the defaults are the first table);
 #   3. the batched engine: `tern bench -p 0 -n 64 --parallel 1,8,32,64` (aggregate decode tokens/s
 #      and ms per step, greedy on the device, no HTTP), then a per-kernel GPU profile of 16 steps at
-#      64 streams (batch_profile64.txt);
+#      64 streams (batch_profile64.txt; at depth D > 0 batch_profile64_dD.txt);
 #   4. `tern serve` under load: tools/serve/serve_bench.py at 1, 8, 32 and 64 concurrent streams
 #      (sampled at temperature 0.8, streamed over HTTP; per-stream ms/token) and the time to first
 #      token of a 512-token prompt alone (twice) and while 8 streams decode, and the server's time
@@ -19,11 +19,12 @@
 # carry [".gl", ".devicebin"] (about 25 MB with the 19 MB working tree under the 64 MiB limit):
 #   tools/device/batch_run.sh
 # Results: $OUT/batch_*.md, .json, .txt, and all of them in $OUT/batch.tgz. Environment: TUNES (space-separated TERN_WEBGPU_TUNE
-# values for step 2), SPLIT_TUNES (the same for step 3a, at TUNE_STREAMS: 8,64), TESTS (step 1's
+# values for step 2), SPLIT_TUNES (the same for step 3a, at TUNE_STREAMS: 8,64, and TUNE_DEPTHS: 0), TESTS (step 1's
 # gtest filter), SKIP_DEPTH=1 (no step 2), STREAMS (default 1,8,32,64), BATCH_DEPTHS (step 3's
 # depths before the timed steps, default 0: serve_bench's streams decode at positions 16 to 2,047,
 # e.g. 0,512 compares the engine there), SERVE_STREAMS (step 4's,
-# default STREAMS), PROFILE_STREAMS (step 3b's stream counts, default 64), REPS (steps 3 and 3a's
+# default STREAMS), PROFILE_STREAMS (step 3b's stream counts, default 64), PROFILE_DEPTHS (step 3b's
+# depths before the profiled steps, default 0; e.g. 0,512), REPS (steps 3 and 3a's
 # repetitions, default 3), DURATION (serve_bench seconds per stream count,
 # default 10), SERVE_PROFILE_STREAMS (stream counts of step 4c, a per-kernel GPU profile of the
 # server under sampled load; default none), SKIP_TESTS=1, SKIP_SERVE=1.
@@ -36,6 +37,7 @@ mkdir -p "$out"
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader
 streams=${STREAMS:-1,8,32,64}
 TUNE_STREAMS=${TUNE_STREAMS:-8,64}
+PROFILE_DEPTHS=${PROFILE_DEPTHS:-0}
 model=/tmp/synth-2b4t.gguf
 
 if [ -z "${SKIP_TESTS:-}" ]; then
@@ -73,18 +75,21 @@ echo "== 3. batched engine: tern bench --parallel $streams -d ${BATCH_DEPTHS:-0}
 "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 --parallel "$streams" -d "${BATCH_DEPTHS:-0}" -r "${REPS:-3}" \
     2>&1 | tee "$out/batch_engine.md"
 
-echo "== 3a. $TUNE_STREAMS streams under other tunings (head_mma_rows 0: the dot4 head; attn_split_pv_wg 256: P·V as before)"
-for t in ${SPLIT_TUNES:-head_mma_rows=0 head_mma_rows=1 head_mma_rows=3 attn_split_pv_wg=256 attn_split_pv_wg=128}; do
+echo "== 3a. $TUNE_STREAMS streams under other tunings (head_mma_rows 0: the dot4 head; attn_paged_pv 0: attention_split_pv for a paged batch's P·V)"
+for t in ${SPLIT_TUNES:-head_mma_rows=0 head_mma_rows=1 head_mma_rows=3 attn_paged_pv=0}; do
     TERN_WEBGPU_TUNE=$t "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 --parallel "$TUNE_STREAMS" -r "${REPS:-3}" \
-        2>/dev/null | grep ' tg64 x' | awk -F'|' -v t="$t" '{print t ":", $5 ":", $7, "t/s,", $8, "ms/step"}'
+        -d "${TUNE_DEPTHS:-0}" 2>/dev/null | grep ' tg64 x' | awk -F'|' -v t="$t" '{print t ":", $5 ":", $7, "t/s,", $8, "ms/step"}'
 done | tee "$out/batch_split_tunes.txt"
 
 for ps in ${PROFILE_STREAMS:-64}; do
-    echo "== 3b. where a $ps-stream step's GPU time goes (TERN_WEBGPU_PROFILE=gpu)"
-    TERN_WEBGPU_PROFILE=gpu timeout 120 "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 16 --parallel "$ps" -r 1 \
-        > "$out/batch_profile$ps.out" 2> "$out/batch_profile$ps.txt"
-    grep -E "^ +[a-z_]+" "$out/batch_profile$ps.txt" | awk '{print $(NF-1), $0}' | sort -rn | cut -d' ' -f2- | head -14
-    grep "kernels ran" "$out/batch_profile$ps.txt"
+for pd in ${PROFILE_DEPTHS//,/ }; do
+    f=batch_profile$ps; [ "$pd" = 0 ] || f=${f}_d$pd
+    echo "== 3b. where a $ps-stream step's GPU time goes at depth $pd (TERN_WEBGPU_PROFILE=gpu)"
+    TERN_WEBGPU_PROFILE=gpu timeout 120 "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 16 --parallel "$ps" \
+        -d "$pd" -r 1 > "$out/$f.out" 2> "$out/$f.txt"
+    grep -E "^ +[a-z_]+" "$out/$f.txt" | awk '{print $(NF-1), $0}' | sort -rn | cut -d' ' -f2- | head -14
+    grep "kernels ran" "$out/$f.txt"
+done
 done
 
 if [ -z "${SKIP_SERVE:-}" ]; then

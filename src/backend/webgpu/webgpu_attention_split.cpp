@@ -11,6 +11,9 @@
 //      probabilities and P·V over every position, a workgroup per 8 output dimensions, KV head (or
 //      query head, where that is needed to fill the GPU) and column: no partial sums leave a
 //      workgroup, so nothing is combined afterwards;
+//   or, for a paged batch (WebGpuTuning::attn_paged_pv), 3''. attention_paged_pv: the same sums
+//      by a thread per pair of output dimensions and block of 32 positions for all G query heads
+//      (a warp's V loads one row's consecutive words, each read once for the G heads);
 //   or, for one query over a contiguous f16 cache (WebGpuTuning::attn_split_tiles), 3'.
 //      attention_split_pvt: the same normalizer and products by tiles of a superblock (512
 //      positions) x 16 dimensions of a KV head, V and the probabilities staged in workgroup memory
@@ -152,6 +155,13 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                               cpu::k_pos_super == 512 && cpu::k_pos_block == 32 &&
                               uint64_t(hd / k_tile_dims) * uint64_t(nsb_ld) <= lim.maxComputeWorkgroupsPerDimension &&
                               gpu_offset(kv.v, 2) % 8 == 0 && kv.v.ne[0] % 8 == 0;  // (vec4 V loads)
+    // A paged batch's P·V by attention_paged_pv.wgsl: NL dimension pairs x 16 blocks per workgroup,
+    // the superblock's block sums of all G heads in workgroup memory.
+    const uint32_t pg_nl  = group <= 4 ? 16 : group <= 8 ? 8 : 4;
+    const uint64_t pg_mem = uint64_t{16} * pg_nl * 4 + 64 + uint64_t{16} * g * 2 * pg_nl * 4 + 16;
+    const bool     paged_pv = batch != nullptr && tune_.attn_paged_pv != 0 && hd % 2 == 0 &&
+                          pg_mem <= lim.maxComputeWorkgroupStorageSize && 16 * pg_nl <= lim.maxComputeInvocationsPerWorkgroup &&
+                          (!v_f16 || (gpu_offset(kv.v, 2) % 2 == 0 && kv.v.ne[0] % 2 == 0));
     if (by_tiles) {
         grown(attn_super_, static_cast<size_t>(tc_max * n_kv * group * nsb_ld * hd) * 4, "attention superblock sums");
     }
@@ -230,6 +240,22 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                          {"JG", static_cast<double>(st.jg)},
                          {"PU", static_cast<double>(tune_.attn_split_unroll)}}}};
         add_paging(pk);
+        const WGPUBuffer cols_v  = paged ? gpu_buffer(batch->columns) : gpu_buffer(kv.v);
+        const WGPUBuffer pages_v = paged ? gpu_buffer(batch->page_table) : gpu_buffer(kv.v);
+        const WGPUBuffer pb[] = {attn_scores_->get(), attn_bsum_->get(), gpu_buffer(kv.v), cols_v, pages_v,
+                                 gpu_buffer(out)};
+        if (paged_pv) {
+            PipelineKey gk{"attention_paged_pv",
+                           "rrrrrwu",
+                           {{{"HD", static_cast<double>(hd)},
+                             {"GROUP", static_cast<double>(group)},
+                             {"NL", static_cast<double>(pg_nl)},
+                             {"V_F16", v_f16 ? 1.0 : 0.0},
+                             {"PU", group <= 8 ? 8.0 : 4.0}}}};
+            add_paging(gk);
+            step_->dispatch(gk, pb, &pp, sizeof pp, ceil_div(hd, 2 * pg_nl), u32(n_kv), u32(tc));
+            continue;
+        }
         if (paged && tune_.attn_split_pv_wg == 0 && !pv_wg_variants_built_.contains(pk)) {
             // The other thread counts this shape takes as contexts grow (64, 128, 256), built now:
             // compiled at the 513th position instead, a cold driver's compile (~0.6 s) stalled every
@@ -248,8 +274,6 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                 pv_wg_variants_built_.insert(v);
             }
         }
-        const WGPUBuffer cols_v  = paged ? gpu_buffer(batch->columns) : gpu_buffer(kv.v);
-        const WGPUBuffer pages_v = paged ? gpu_buffer(batch->page_table) : gpu_buffer(kv.v);
         if (by_tiles) {  // P·V by tiles of a superblock, then the superblocks added in order
             struct {
                 uint32_t n_embd_kv, v_offset, ld, bsum_ld, n_head_kv, pos0, max_pages, cols_offset, pages_offset, nsb_ld;
@@ -260,6 +284,7 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                            {{{"HD", static_cast<double>(hd)},
                              {"GROUP", static_cast<double>(group)},
                              {"DS", static_cast<double>(k_tile_dims)}}}};
+            if (tune_.attn_split_tiles == 2) vk.add("EARLY", 1.0);  // every global load before any store
             const WGPUBuffer vb[] = {attn_scores_->get(), attn_bsum_->get(), gpu_buffer(kv.v), cols_v, pages_v,
                                      attn_super_->get()};
             step_->dispatch(vk, vb, &vp, sizeof vp, u32(hd / k_tile_dims * ceil_div(n_max, cpu::k_pos_super)),
@@ -274,8 +299,6 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
             step_->dispatch(ck, cb, &cp, sizeof cp, ceil_div(n_kv * group * hd, 256), u32(tc));
             continue;
         }
-        const WGPUBuffer pb[] = {attn_scores_->get(), attn_bsum_->get(), gpu_buffer(kv.v), cols_v, pages_v,
-                                 gpu_buffer(out)};
         step_->dispatch(pk, pb, &pp, sizeof pp, u32(hd / st.dg), u32(n_kv * (group / st.jg)), u32(tc));
     }
     return true;

@@ -40,6 +40,7 @@ override JV: u32 = (GROUP + 3u) / 4u;   // vec4s of query heads (at most 4)
 override VW: u32 = DS / 2u;             // u32 words of a tile row
 override VS: u32 = VW + 1u;             // its stride in workgroup memory (odd: rows 32 apart in other banks)
 override SPP: u32 = WG / GROUP;         // superblocks of the normalizer per pass and head
+override EARLY: bool = false;           // every global load (V, e, the first pass of block sums) before any store
 
 struct Params {
     n_embd_kv: u32,    // cache elements per row
@@ -68,6 +69,28 @@ var<workgroup> p_s: array<vec4<f32>, SUPER * JV>;   // [position][heads 4m..4m+3
 var<workgroup> sup_s: array<f32, WG>;               // the normalizer's superblock sums
 var<workgroup> inv_s: array<f32, 16>;               // [j]
 
+// Thread lid's e values of the superblock's positions (0 past the column's end or for missing heads).
+fn load_e(ev: ptr<function, array<f32, 32>>, lid: u32, row0: u32, pbeg: u32, np: u32) {
+    for (var k = 0u; k < SUPER * 4u * JV / WG; k++) {
+        let i = lid + k * WG;
+        let r = i / (4u * JV);
+        let j = i % (4u * JV);
+        (*ev)[k] = 0.0;
+        if (r < np && j < GROUP) { (*ev)[k] = e[(row0 + j) * p.ld + pbeg + r]; }
+    }
+}
+
+// Thread (head lid / SPP, superblock s0 + lid % SPP)'s 16 block sums of the normalizer (+0 past the
+// column's blocks).
+fn load_bsum(bs: ptr<function, array<f32, 16>>, lid: u32, s0: u32, row0: u32, nb: u32, nsb: u32) {
+    let j = lid / SPP;
+    let s = s0 + lid % SPP;
+    for (var b = 0u; b < 16u; b++) {
+        (*bs)[b] = 0.0;
+        if (j < GROUP && s < nsb && 16u * s + b < nb) { (*bs)[b] = bsum[(row0 + j) * p.bsum_ld + 16u * s + b]; }
+    }
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let t     = wid.z;
@@ -95,34 +118,26 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             vq[k] = v_cache[(p.v_offset + kv_row(col, pbeg + r) * p.n_embd_kv + first) / 8u + i % (VW / 4u)];
         }
     }
+    // The probabilities' e values too (into registers: their loads in flight with the others).
+    var ev: array<f32, 32>;  // [k]: position (lid + k WG) / (4 JV), head (lid + k WG) % (4 JV)
+    if (EARLY) { load_e(&ev, lid, row0, pbeg, np); }
+    // EARLY: the normalizer's first pass of block sums as well, before any store.
+    var bs0: array<f32, 16>;
+    if (EARLY) { load_bsum(&bs0, lid, 0u, row0, nb, nsb); }
     for (var k = 0u; k < SUPER * VW / 4u / WG; k++) {
         let i = lid + k * WG;
         let at = (i / (VW / 4u)) * VS + 4u * (i % (VW / 4u));
         for (var c = 0u; c < 4u; c++) { v_s[at + c] = vq[k][c]; }
     }
-
-    // The probabilities' e values too (into registers: their loads in flight with the others).
-    var ev: array<f32, 32>;  // [k]: position (lid + k WG) / (4 JV), head (lid + k WG) % (4 JV)
-    for (var k = 0u; k < SUPER * 4u * JV / WG; k++) {
-        let i = lid + k * WG;
-        let r = i / (4u * JV);
-        let j = i % (4u * JV);
-        ev[k] = 0.0;
-        if (r < np && j < GROUP) { ev[k] = e[(row0 + j) * p.ld + pbeg + r]; }
-    }
+    if (!EARLY) { load_e(&ev, lid, row0, pbeg, np); }
 
     // 2. The normalizers: threads (j, superblock) add a superblock's block sums in order, then
     //    thread j the superblocks in order.
     var total = 0.0;
     for (var s0 = 0u; s0 < nsb; s0 += SPP) {
-        let j = lid / SPP;
-        let s = s0 + lid % SPP;
         var acc = 0.0;
         var bs: array<f32, 16>;  // the 16 block sums loaded first (+0 past the column's blocks), then added in order
-        for (var b = 0u; b < 16u; b++) {
-            bs[b] = 0.0;
-            if (j < GROUP && s < nsb && 16u * s + b < nb) { bs[b] = bsum[(row0 + j) * p.bsum_ld + 16u * s + b]; }
-        }
+        if (EARLY && s0 == 0u) { bs = bs0; } else { load_bsum(&bs, lid, s0, row0, nb, nsb); }
         for (var b = 0u; b < 16u; b++) { acc = acc + bs[b]; }
         sup_s[lid] = acc;
         workgroupBarrier();
