@@ -510,16 +510,6 @@ TEST(WebGpuFamily, TinyLlamaAndQwen3AreBitIdenticalToTheCpu) {
         expect_model_bit_identical(*gpu, name, DType::q8_0, DType::f16);
         expect_model_bit_identical(*gpu, name, DType::q4_0, DType::f16);
     }
-    // (WebGpuTuning::family_norm_prologue: the qkv's normed input made in matvec_q8's prologue)
-    WebGpuOptions o;
-    o.allow_cpu_adapter = true;
-    o.tune              = "family_norm_prologue=1";
-    const auto np       = make_webgpu_backend(o);
-    ASSERT_NE(np, nullptr);
-    for (const char * name : {"llama_tied_rope3", "qwen3_tied"}) {
-        expect_model_bit_identical(*np, name, DType::q8_0, DType::f16);
-        expect_model_bit_identical(*np, name, DType::q4_0, DType::f16);
-    }
 }
 
 // Two sequences through BatchEngine (rope_kv_append_paged, attention_paged over shared pages; the

@@ -277,11 +277,7 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
     const uint32_t max_wg  = ctx_.limits().maxComputeInvocationsPerWorkgroup;
     const uint32_t act_wg  = static_cast<uint32_t>(std::min<uint64_t>(std::bit_ceil(static_cast<uint64_t>(4 * nb)), max_wg));
     const uint32_t act_qpt = ceil_div(4 * nb, act_wg);  // quarters per invocation
-    // (WebGpuTuning::family_norm_prologue: a normed input into a matvec without the gate, the qkv,
-    // made in matvec_q8.wgsl's prologue, one dispatch fewer; the gate+up keeps act_q8_0, as its QOUT
-    // saves the down projection's)
-    const bool     norm_prologue = tune_.family_norm_prologue != 0 && in.norm != nullptr && !glu_act;
-    const bool     acts    = tune_.family_acts != 0 && !norm_prologue && act_qpt <= 4 && act_wg >= nb &&
+    const bool     acts    = tune_.family_acts != 0 && act_qpt <= 4 && act_wg >= nb &&
                       static_cast<uint64_t>(nb) * 4 + uint64_t{act_wg} * 8 <= storage;
     const uint32_t per     = glu_act ? 2u : 1u;  // weight rows per output row
     const int64_t  n_out   = glu_act ? w.n_rows / 2 : w.n_rows;

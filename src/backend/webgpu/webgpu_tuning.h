@@ -48,10 +48,6 @@ struct WebGpuTuning {
     uint32_t family_acts_rows  = 4;    // output rows per workgroup of matvec_q8_acts.wgsl (QOUT: at least 32)
     uint32_t family_acts_loads = 0;    // ... blocks a lane loads at once (1..12); 0: all of its blocks, at most 12
                                        //    (Q8_0: 8); before: 4
-    uint32_t family_norm_prologue = 0;  // 1: Q4_0 / Q8_0 inputs that carry a norm, into a matvec without
-                                        //    the gate (the qkv), are made in matvec_q8.wgsl's prologue
-                                        //    (weights loaded over it) instead of by act_q8_0.wgsl: a
-                                        //    dispatch fewer per layer
     // --- the LM head of one token: lm_head_i8_argmax.wgsl, argmax_exact.wgsl ---
     uint32_t head_i8_min_bytes = 64u << 20;  // greedy decoding streams an int8 copy of F16 heads this
                                              // large or larger (half the bytes; wider bounds)
