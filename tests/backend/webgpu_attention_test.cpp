@@ -277,8 +277,8 @@ TEST(WebGpuShortOneQueryAttention, ShortFormGivesTheGeneralFormsBits) {
 }
 
 // One query's attention, then the o-projection of its output with the norm fused in (a BitNet
-// layer's order), and the o-projection's y. `x_other`: the projection reads another vector instead
-// (the deferred combine must then run before it, and the attention output is read back too).
+// layer's order): the o-projection's y, then the attention output. `x_other`: the projection reads
+// another vector instead (the deferred combine must then run before it).
 std::vector<float> attention_then_o(Backend & b, const Case & c, const Inputs & in, const WeightSource & wo,
                                     const WeightSource & nw, bool x_other) {
     const int64_t        n_q = c.n_head * c.head_dim, n_kv = c.n_head_kv * c.head_dim, n_ctx = c.pos0 + 1;
@@ -305,18 +305,19 @@ std::vector<float> attention_then_o(Backend & b, const Case & c, const Inputs & 
     b.end_step();
     std::vector<float> y(static_cast<size_t>(n_q)), o(y.size());
     b.read(yt.tensor, y.data(), y.size() * 4);
-    if (!x_other) return y;
     b.read(ot.tensor, o.data(), o.size() * 4);
     y.insert(y.end(), o.begin(), o.end());
     return y;
 }
 
 // attention_split_combine folded into the o-projection's prologue (attn_combine_fused, lib/decode_io.wgsl
-// PARTS): y as with the combine dispatched and as the CPU's, bit for bit, where the query sees 512
-// positions (one whole superblock, no partial one), 1,025 (two and a partial one), 4,608 (nine whole:
-// two rounds of the prologue's eight loads) and 4,700 (nine and a partial one); G = 4, head_dim 128,
-// two KV heads. The fused form must take that path (counted), and where the projection reads another
-// vector the combine runs first (the attention output read back: the reference's).
+// PARTS): the attention output (which the fused prologue writes where the combine would have) and y
+// as with the combine dispatched and as the CPU's, bit for bit (y alone would hide most of x's
+// last bits behind the int8 quantization), where the query sees 512 positions (one whole
+// superblock, no partial one), 1,025 (two and a partial one), 4,608 (nine whole: two rounds of the
+// prologue's eight loads) and 4,700 (nine and a partial one); G = 4, head_dim 128, two KV heads. The
+// fused form must take that path (counted), and where the projection reads another vector the
+// combine runs first.
 TEST(WebGpuLongOneQueryAttention, CombineFusedIntoTheOProjection) {
     TERN_REQUIRE_WEBGPU();
     std::unique_ptr<Backend> forms[2];

@@ -564,6 +564,7 @@ private:
         uint64_t   serial = ~uint64_t{0};         // step_->serial() right after the producer
     } stats_;
     std::unique_ptr<GpuBuffer> norm_stats_;
+    std::unique_ptr<GpuBuffer> no_x_out_;  // bitlinear_decode's x_out binding without PARTS (nothing writes it)
     mutable int64_t            norm_stats_reads_ = 0;
     int64_t                    combines_fused_   = 0;
     // The slot holding x's block sums, if the last command left them.
@@ -575,6 +576,7 @@ private:
     // Records that the command just encoded left y's block sums in `slot`.
     void stats_written(const Tensor & y, uint32_t slot);
     WGPUBuffer stats_buffer();
+    WGPUBuffer no_x_out_buffer();
     Numerics      numerics_;
     // A MapRead | CopyDst buffer that reads come back through, and its map request's state: one for
     // read(), one for read_begin() / read_end() (so a read() may run while that one is in flight).

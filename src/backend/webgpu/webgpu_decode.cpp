@@ -108,6 +108,11 @@ WGPUBuffer WebGpuBackend::stats_buffer() {
     return norm_stats_->get();
 }
 
+WGPUBuffer WebGpuBackend::no_x_out_buffer() {
+    if (!no_x_out_) no_x_out_ = make_buffer(16, nullptr, "unused x_out binding");
+    return no_x_out_->get();
+}
+
 // lib/weight_prefetch.wgsl's constants for a kernel of `groups` workgroups of `wg` threads that
 // pulls `pf` into L2 (nothing when pf is null), and the buffer to bind (pf's, else `filler`).
 WGPUBuffer WebGpuBackend::add_kernel_prefetch(PipelineKey & key, const GpuLinear * pf, uint32_t groups, uint32_t wg,
@@ -153,11 +158,13 @@ bool WebGpuBackend::try_decode_bitlinear(const Tensor & y, const GpuLinear & w, 
     struct {
         uint32_t n_rows;
         float    eps;
-        uint32_t src_offset, scale_offset, scales_offset, oscales_offset, y_offset, accumulate, stats_in, stats_out;
+        uint32_t src_offset, scale_offset, scales_offset, oscales_offset, y_offset, accumulate, stats_in, stats_out,
+            x_out_offset;
     } p{static_cast<uint32_t>(w.n_rows), eps, s.offset, s.scale_offset, w.scales_offset, w.oscales_offset,
         gpu_offset(y, 4), accumulate ? 1u : 0u,
-        parts ? dc.whole | (dc.last ? 1u << 31 : 0u) : in.value_or(0), out_slot};  // (PARTS: lib/decode_io.wgsl)
-    PipelineKey key = decode_key("bitlinear_decode", "rrrwwru", *t, w.n_cols, x != nullptr, s, in, out);
+        parts ? dc.whole | (dc.last ? 1u << 31 : 0u) : in.value_or(0), out_slot,  // (PARTS: lib/decode_io.wgsl)
+        parts ? static_cast<uint32_t>(dc.out_offset / 4) : 0u};
+    PipelineKey key = decode_key("bitlinear_decode", "rrrwwrwu", *t, w.n_cols, x != nullptr, s, in, out);
     if (parts) {
         key.add("PARTS", 1.0);
         key.add("PARTS_HD", dc.head_dim);
@@ -166,7 +173,8 @@ bool WebGpuBackend::try_decode_bitlinear(const Tensor & y, const GpuLinear & w, 
     key.add("N_ROWS", static_cast<double>(w.n_rows));
     const uint32_t   groups = static_cast<uint32_t>((w.n_rows + t->rows - 1) / t->rows);
     const WGPUBuffer pf     = add_kernel_prefetch(key, prefetch, groups, t->wg, s.src);
-    const WGPUBuffer bufs[] = {w.buffer->get(), s.src, s.scale, gpu_buffer(y), stats_buffer(), pf};
+    const WGPUBuffer bufs[] = {w.buffer->get(), s.src, s.scale, gpu_buffer(y), stats_buffer(), pf,
+                               parts ? dc.out : no_x_out_buffer()};
     step_->dispatch(key, bufs, &p, sizeof p, groups);
     if (out) stats_written(y, out_slot);
     return true;
