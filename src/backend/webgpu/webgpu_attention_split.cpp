@@ -273,7 +273,7 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
             PipelineKey ck{"attention_split_combine", "rrrwu", {{{"WG", 256.0}, {"HD", static_cast<double>(hd)}}}};
             const WGPUBuffer cb[] = {attn_super_->get(), attn_super_->get(), attn_super_->get(), gpu_buffer(out)};
             const uint32_t   groups = ceil_div(n_kv * group * hd, 256);
-            if (tune_.attn_combine_fused != 0 && !paged && n_tok == 1) {
+            if (tune_.attn_combine_fused != 0 && !paged && n_tok == 1 && nsb_ld < (1 << 15)) {  // (decode_io.wgsl's fields)
                 // Deferred: an o-projection that reads `out` next adds the superblocks in its prologue
                 // (try_decode_bitlinear); anything else records the combine first, as before.
                 const uint64_t n_pos = static_cast<uint64_t>(pos0) + 1;

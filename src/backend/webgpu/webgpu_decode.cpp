@@ -162,13 +162,12 @@ bool WebGpuBackend::try_decode_bitlinear(const Tensor & y, const GpuLinear & w, 
             x_out_offset;
     } p{static_cast<uint32_t>(w.n_rows), eps, s.offset, s.scale_offset, w.scales_offset, w.oscales_offset,
         gpu_offset(y, 4), accumulate ? 1u : 0u,
-        parts ? dc.whole | (dc.last ? 1u << 31 : 0u) : in.value_or(0), out_slot,  // (PARTS: lib/decode_io.wgsl)
+        parts ? dc.whole | dc.nsb_ld << 15 | (dc.last ? 1u << 31 : 0u) : in.value_or(0), out_slot,  // (PARTS: lib/decode_io.wgsl)
         parts ? static_cast<uint32_t>(dc.out_offset / 4) : 0u};
     PipelineKey key = decode_key("bitlinear_decode", "rrrwwrwu", *t, w.n_cols, x != nullptr, s, in, out);
     if (parts) {
         key.add("PARTS", 1.0);
         key.add("PARTS_HD", dc.head_dim);
-        key.add("PARTS_LD", dc.nsb_ld);
     }
     key.add("N_ROWS", static_cast<double>(w.n_rows));
     const uint32_t   groups = static_cast<uint32_t>((w.n_rows + t->rows - 1) / t->rows);

@@ -45,15 +45,17 @@ fn stage_x4(j: u32) -> vec4<f32> {
 // WebGpuBackend::split_attention): the whole superblocks to a total in order from 0, eight loads in
 // flight (+0 past the whole ones), then total + the partial last one (+0 where there is none), so x
 // has the combine's bits. The uniform's stats_in (no statistics of x come with PARTS) holds the
-// count of whole superblocks in bits 0..30, bit 31 set where a partial one follows.
+// count of whole superblocks in bits 0..14, the superblocks per head row of the sums (ld, which
+// grows with the context: a uniform, not a pipeline constant) in bits 15..30, and bit 31 set where
+// a partial superblock follows.
 override PARTS: bool = false;
 override PARTS_HD: u32 = 128u;  // head_dim, a multiple of 4
-override PARTS_LD: u32 = 1u;    // superblocks per head row of the sums
 
 fn parts_x4(j: u32) -> vec4<f32> {
     let i     = 4u * j;  // h hd + d
-    let base  = stage_src_base() + (i / PARTS_HD) * PARTS_LD * PARTS_HD + i % PARTS_HD;
-    let whole = p.stats_in & 0x7fffffffu;
+    let ld    = (p.stats_in >> 15u) & 0xffffu;
+    let base  = stage_src_base() + (i / PARTS_HD) * ld * PARTS_HD + i % PARTS_HD;
+    let whole = p.stats_in & 0x7fffu;
     var total = vec4<f32>(0.0);
     for (var s0 = 0u; s0 < whole; s0 += 8u) {
         var v: array<vec4<f32>, 8>;
