@@ -14,9 +14,11 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/webgpu/webgpu_backend.h"
+#include "backend/webgpu/webgpu_backend_impl.h"
 #include "core/dtype.h"
 #include "core/fp16.h"
 #include "quant/block_formats.h"
+#include "quant/ternary_formats.h"
 #include "webgpu_test_util.h"
 
 #include <gtest/gtest.h>
@@ -271,6 +273,85 @@ TEST(WebGpuShortOneQueryAttention, ShortFormGivesTheGeneralFormsBits) {
             expect_close(got, run(*general, c, in, 1), 0, "short form vs general form, one query each");
             expect_close(got, reference(c, in), 0, "short form vs the reference written out");
         }
+    }
+}
+
+// One query's attention, then the o-projection of its output with the norm fused in (a BitNet
+// layer's order): the o-projection's y, then the attention output. `x_other`: the projection reads
+// another vector instead (the deferred combine must then run before it).
+std::vector<float> attention_then_o(Backend & b, const Case & c, const Inputs & in, const WeightSource & wo,
+                                    const WeightSource & nw, bool x_other) {
+    const int64_t        n_q = c.n_head * c.head_dim, n_kv = c.n_head_kv * c.head_dim, n_ctx = c.pos0 + 1;
+    const AttentionShape shape{c.n_head, c.n_head_kv, c.head_dim, c.head_dim, 10000.0f,
+                               1.0f / std::sqrt(static_cast<float>(c.head_dim))};
+    auto mo = b.load_linear({&wo, 1});
+    auto mn = b.load_norm(nw);
+    auto kt = alloc_tensor(b, in.cache, {n_kv, n_ctx, 1, 1}, "k");
+    auto vt = alloc_tensor(b, in.cache, {n_kv, n_ctx, 1, 1}, "v");
+    auto qt = alloc_tensor(b, DType::f32, {n_q, 1, 1, 1}, "q");
+    auto ot = alloc_tensor(b, DType::f32, {n_q, 1, 1, 1}, "out");
+    auto xt = alloc_tensor(b, DType::f32, {n_q, 1, 1, 1}, "x");
+    auto yt = alloc_tensor(b, DType::f32, {n_q, 1, 1, 1}, "y");
+    auto aq = alloc_tensor(b, DType::i8, {n_q, 1, 1, 1}, "act q");
+    auto as = alloc_tensor(b, DType::f32, {1, 1, 1, 1}, "act scale");
+    b.write(kt.tensor, in.k.data(), in.k.size());
+    b.write(vt.tensor, in.v.data(), in.v.size());
+    b.write(qt.tensor, in.q.data() + n_q, static_cast<size_t>(n_q) * 4);  // (query column 1)
+    b.write(xt.tensor, in.q.data(), static_cast<size_t>(n_q) * 4);
+    b.begin_step();
+    b.attention(ot.tensor, qt.tensor, {kt.tensor, vt.tensor}, shape, c.pos0);
+    b.linear(yt.tensor, *mo, {x_other ? xt.tensor : ot.tensor, mn.get(), 1e-5f, {aq.tensor, as.tensor}, {}},
+             /*accumulate=*/false);
+    b.end_step();
+    std::vector<float> y(static_cast<size_t>(n_q)), o(y.size());
+    b.read(yt.tensor, y.data(), y.size() * 4);
+    b.read(ot.tensor, o.data(), o.size() * 4);
+    y.insert(y.end(), o.begin(), o.end());
+    return y;
+}
+
+// attention_split_combine folded into the o-projection's prologue (attn_combine_fused, lib/decode_io.wgsl
+// PARTS): the attention output (which the fused prologue writes where the combine would have) and y
+// as with the combine dispatched and as the CPU's, bit for bit (y alone would hide most of x's
+// last bits behind the int8 quantization), where the query sees 512 positions (one whole
+// superblock, no partial one), 1,025 (two and a partial one), 4,608 (nine whole: two rounds of the
+// prologue's eight loads) and 4,700 (nine and a partial one); G = 4, head_dim 128, two KV heads. The
+// fused form must take that path (counted), and where the projection reads another vector the
+// combine runs first.
+TEST(WebGpuLongOneQueryAttention, CombineFusedIntoTheOProjection) {
+    TERN_REQUIRE_WEBGPU();
+    std::unique_ptr<Backend> forms[2];
+    for (int f = 0; f < 2; ++f) {
+        WebGpuOptions o;
+        o.allow_cpu_adapter = true;
+        o.tune              = std::string("attn_long_positions=1,attn_combine_fused=") + (f ? "1" : "0");
+        forms[f]            = make_webgpu_backend(o);
+    }
+    auto &        fused = dynamic_cast<WebGpuBackend &>(*forms[1]);
+    auto          cpu   = make_cpu_backend({2});
+    const int64_t n_q   = 8 * 128;
+    std::mt19937  rng(5);
+    std::vector<int8_t> tern(static_cast<size_t>(n_q * n_q));
+    for (auto & x : tern) x = static_cast<int8_t>(static_cast<int>(rng() % 3) - 1);
+    std::vector<uint8_t> wbytes(dtype_tensor_bytes(DType::i2_s, n_q, n_q * n_q));
+    i2s_pack(tern.data(), n_q * n_q, 0.37f, wbytes.data());
+    std::vector<float> norm(static_cast<size_t>(n_q));
+    for (auto & x : norm) x = 1.0f + 0.001f * static_cast<float>(rng() % 200);
+    std::vector<uint8_t> nbytes(norm.size() * 4);
+    std::memcpy(nbytes.data(), norm.data(), nbytes.size());
+    const WeightSource wo{"o", DType::i2_s, {n_q, n_q, 1, 1}, wbytes}, nw{"n", DType::f32, {n_q, 1, 1, 1}, nbytes};
+    for (const int64_t pos0 : {511, 1024, 4607, 4699}) {
+        SCOPED_TRACE("positions " + std::to_string(pos0 + 1));
+        const Case    c{8, 2, 128, pos0, 1};
+        const Inputs  in     = make_inputs(c, DType::f16, 13);
+        const int64_t before = fused.combines_fused();
+        const auto    y      = attention_then_o(*forms[1], c, in, wo, nw, false);
+        EXPECT_EQ(fused.combines_fused(), before + 1) << "the o-projection took the superblock sums";
+        expect_close(y, attention_then_o(*forms[0], c, in, wo, nw, false), 0, "combine fused vs dispatched");
+        expect_close(y, attention_then_o(*cpu, c, in, wo, nw, false), 0, "combine fused vs the CPU");
+        const auto other = attention_then_o(*forms[1], c, in, wo, nw, true);
+        EXPECT_EQ(fused.combines_fused(), before + 1) << "another input: the combine ran";
+        expect_close(other, attention_then_o(*cpu, c, in, wo, nw, true), 0, "another input vs the CPU");
     }
 }
 

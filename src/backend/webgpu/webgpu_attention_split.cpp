@@ -296,7 +296,21 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                  gpu_offset(out, 4) + u32(c0 * out.ne[0]), u32(out.ne[0])};
             PipelineKey ck{"attention_split_combine", "rrrwu", {{{"WG", 256.0}, {"HD", static_cast<double>(hd)}}}};
             const WGPUBuffer cb[] = {attn_super_->get(), attn_super_->get(), attn_super_->get(), gpu_buffer(out)};
-            step_->dispatch(ck, cb, &cp, sizeof cp, ceil_div(n_kv * group * hd, 256), u32(tc));
+            const uint32_t   groups = ceil_div(n_kv * group * hd, 256);
+            if (tune_.attn_combine_fused != 0 && !paged && n_tok == 1 && nsb_ld < (1 << 15)) {  // (decode_io.wgsl's fields)
+                // Deferred: an o-projection that reads `out` next adds the superblocks in its prologue
+                // (try_decode_bitlinear); anything else records the combine first, as before.
+                const uint64_t n_pos = static_cast<uint64_t>(pos0) + 1;
+                deferred_combine_ = {gpu_buffer(out), attn_super_->get(), uint64_t{gpu_offset(out, 4)} * 4,
+                                     u32(n_kv * group * hd), u32(hd), u32(nsb_ld), u32(n_pos / cpu::k_pos_super),
+                                     n_pos % cpu::k_pos_super != 0};
+                const std::vector<WGPUBuffer> bufs(std::begin(cb), std::end(cb));
+                step_->defer(gpu_buffer(out), deferred_combine_.out_offset, [this, ck, bufs, cp, groups] {
+                    step_->dispatch(ck, bufs, &cp, sizeof cp, groups, 1);
+                });
+                continue;
+            }
+            step_->dispatch(ck, cb, &cp, sizeof cp, groups, u32(tc));
             continue;
         }
         step_->dispatch(pk, pb, &pp, sizeof pp, u32(hd / st.dg), u32(n_kv * (group / st.jg)), u32(tc));

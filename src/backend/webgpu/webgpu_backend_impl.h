@@ -311,6 +311,9 @@ public:
     // Decode kernels encoded so far that took their norm's sum of squares from the norm statistics
     // (block sums left by the previous kernel; webgpu_decode.cpp), for tests.
     int64_t norm_stats_reads() const { return norm_stats_reads_; }
+    // O-projections encoded so far whose prologue added one query's attention superblocks itself (the
+    // deferred attention_split_combine; WebGpuTuning::attn_combine_fused), for tests.
+    int64_t combines_fused() const { return combines_fused_; }
 
 private:
     // Runs numerics_probe.wgsl and sets the FMA_FUSED override of every pipeline.
@@ -398,6 +401,15 @@ private:
     };
     // Where a decode kernel's activations come from: x and the norm weights (fused norm), or a
     // previous rms_norm_quant's int8 words and scale.
+    // One query's attention_split_combine, deferred (StepEncoder::defer) so that the o-projection's
+    // prologue adds the superblock sums itself (lib/decode_io.wgsl PARTS; WebGpuTuning::attn_combine_fused):
+    // what it would have written (out's buffer and byte offset) and what the prologue then reads.
+    struct DeferredCombine {
+        WGPUBuffer out = nullptr, part = nullptr;
+        uint64_t   out_offset = 0;
+        uint32_t   n = 0, head_dim = 0, nsb_ld = 0, whole = 0;  // n: the query's f32 outputs (n_head hd)
+        bool       last = false;
+    } deferred_combine_;
     struct DecodeSource {
         WGPUBuffer src = nullptr, scale = nullptr;
         uint32_t   offset = 0, scale_offset = 0;
@@ -552,7 +564,9 @@ private:
         uint64_t   serial = ~uint64_t{0};         // step_->serial() right after the producer
     } stats_;
     std::unique_ptr<GpuBuffer> norm_stats_;
+    std::unique_ptr<GpuBuffer> no_x_out_;  // bitlinear_decode's x_out binding without PARTS (nothing writes it)
     mutable int64_t            norm_stats_reads_ = 0;
+    int64_t                    combines_fused_   = 0;
     // The slot holding x's block sums, if the last command left them.
     std::optional<uint32_t> stats_for(const Tensor & x) const;
     // Whether a producer of n elements may write them (on, and their blocks fit a slot).
@@ -562,6 +576,7 @@ private:
     // Records that the command just encoded left y's block sums in `slot`.
     void stats_written(const Tensor & y, uint32_t slot);
     WGPUBuffer stats_buffer();
+    WGPUBuffer no_x_out_buffer();
     Numerics      numerics_;
     // A MapRead | CopyDst buffer that reads come back through, and its map request's state: one for
     // read(), one for read_begin() / read_end() (so a read() may run while that one is in flight).

@@ -108,6 +108,11 @@ WGPUBuffer WebGpuBackend::stats_buffer() {
     return norm_stats_->get();
 }
 
+WGPUBuffer WebGpuBackend::no_x_out_buffer() {
+    if (!no_x_out_) no_x_out_ = make_buffer(16, nullptr, "unused x_out binding");
+    return no_x_out_->get();
+}
+
 // lib/weight_prefetch.wgsl's constants for a kernel of `groups` workgroups of `wg` threads that
 // pulls `pf` into L2 (nothing when pf is null), and the buffer to bind (pf's, else `filler`).
 WGPUBuffer WebGpuBackend::add_kernel_prefetch(PipelineKey & key, const GpuLinear * pf, uint32_t groups, uint32_t wg,
@@ -135,23 +140,40 @@ bool WebGpuBackend::try_decode_bitlinear(const Tensor & y, const GpuLinear & w, 
     const bool            short_k  = w.n_cols <= 4096;
     const auto t = decode_tiling(w, a.q.ne[1], 256, 2, short_k ? bl_lanes : 4, short_k ? bl_wg : 0);  // pairs of rows per lane team
     if (!t) return false;
-    const DecodeSource s = decode_source(a, x, norm);
+    DecodeSource s = decode_source(a, x, norm);
+    // x still as the split attention's superblock sums, its combine deferred: the prologue adds them.
+    const DeferredCombine & dc    = deferred_combine_;
+    const bool              parts = x != nullptr && dc.out == gpu_buffer(*x) && dc.out_offset == uint64_t{s.offset} * 4 &&
+                       dc.n == static_cast<uint32_t>(x->ne[0]) && step_->take_deferred(dc.out, dc.out_offset);
+    if (parts) {
+        s.src    = dc.part;
+        s.offset = 0;
+        ++combines_fused_;
+    }
     // Norm statistics: x's block sums if the last command left them; y's when the workgroups' rows
     // are whole blocks.
-    const std::optional<uint32_t> in  = x ? stats_for(*x) : std::nullopt;
+    const std::optional<uint32_t> in  = x && !parts ? stats_for(*x) : std::nullopt;
     const bool                    out = stats_fit(w.n_rows) && t->rows % 32 == 0;
     const uint32_t                out_slot = stats_out_slot();
     struct {
         uint32_t n_rows;
         float    eps;
-        uint32_t src_offset, scale_offset, scales_offset, oscales_offset, y_offset, accumulate, stats_in, stats_out;
+        uint32_t src_offset, scale_offset, scales_offset, oscales_offset, y_offset, accumulate, stats_in, stats_out,
+            x_out_offset;
     } p{static_cast<uint32_t>(w.n_rows), eps, s.offset, s.scale_offset, w.scales_offset, w.oscales_offset,
-        gpu_offset(y, 4), accumulate ? 1u : 0u, in.value_or(0), out_slot};
-    PipelineKey key = decode_key("bitlinear_decode", "rrrwwru", *t, w.n_cols, x != nullptr, s, in, out);
+        gpu_offset(y, 4), accumulate ? 1u : 0u,
+        parts ? dc.whole | dc.nsb_ld << 15 | (dc.last ? 1u << 31 : 0u) : in.value_or(0), out_slot,  // (PARTS: lib/decode_io.wgsl)
+        parts ? static_cast<uint32_t>(dc.out_offset / 4) : 0u};
+    PipelineKey key = decode_key("bitlinear_decode", "rrrwwrwu", *t, w.n_cols, x != nullptr, s, in, out);
+    if (parts) {
+        key.add("PARTS", 1.0);
+        key.add("PARTS_HD", dc.head_dim);
+    }
     key.add("N_ROWS", static_cast<double>(w.n_rows));
     const uint32_t   groups = static_cast<uint32_t>((w.n_rows + t->rows - 1) / t->rows);
     const WGPUBuffer pf     = add_kernel_prefetch(key, prefetch, groups, t->wg, s.src);
-    const WGPUBuffer bufs[] = {w.buffer->get(), s.src, s.scale, gpu_buffer(y), stats_buffer(), pf};
+    const WGPUBuffer bufs[] = {w.buffer->get(), s.src, s.scale, gpu_buffer(y), stats_buffer(), pf,
+                               parts ? dc.out : no_x_out_buffer()};
     step_->dispatch(key, bufs, &p, sizeof p, groups);
     if (out) stats_written(y, out_slot);
     return true;

@@ -72,6 +72,8 @@ struct WebGpuTuning {
     uint32_t attn_split_tiles        = 1;    // one query over a long f16 cache: P·V by tiles of a superblock
                                              // x 16 dimensions (attention_split_pvt + _combine); 0: attention_split_pv;
                                              // 2: pvt with every global load before any store (A/B)
+    uint32_t attn_combine_fused      = 0;    // one query's attention_split_combine folded into the o-projection's
+                                             //     prologue (lib/decode_io.wgsl PARTS) where that reads it next
     uint32_t attn_split_chunk        = 64;   // one query over a long cache: positions per attention_split_softmax
                                              //     workgroup (at most 1024 / G; 0: 1024 / G, at least 32)
     uint32_t attn_split_heads        = 0;    // query heads per attention_split_pv workgroup (a divisor of

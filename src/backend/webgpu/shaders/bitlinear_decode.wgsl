@@ -10,7 +10,8 @@ requires packed_4x8_integer_dot_product;
 //   y: [N] f32
 //   norm_stats: block sums of squares (lib/sum_squares.wgsl) of x (STATS_IN) and of y (STATS_OUT)
 // Bindings: 0 wq (read), 1 src (read), 2 src_scale (read), 3 y (read_write), 4 norm_stats
-// (read_write), 5 pfw (read: a weight to pull into L2, lib/weight_prefetch.wgsl), 6 params (uniform)
+// (read_write), 5 pfw (read: a weight to pull into L2, lib/weight_prefetch.wgsl), 6 x_out (read_write:
+// with PARTS, x as the deferred attention_split_combine would have written it), 7 params (uniform)
 // Dispatch: (ceil(N / (2 WG / LANES)), 1, 1). Each workgroup stages the activations, then each
 // team of LANES lanes dots two rows (lib/ternary_decode.wgsl's pairs), reduced in workgroup memory;
 // thread r < 2 WG / LANES writes row r.
@@ -52,6 +53,7 @@ struct Params {
     accumulate: u32,      // 1: y += W a
     stats_in: u32,        // f32 index in norm_stats of x's block sums (STATS_IN)
     stats_out: u32,       // f32 index in norm_stats where y's block sums go (STATS_OUT)
+    x_out_offset: u32,    // PARTS: f32 index in x_out where x goes
     rn_zero: u32,         // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
 }
 
@@ -61,7 +63,8 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 @group(0) @binding(4) var<storage, read_write> norm_stats: array<f32>;
 @group(0) @binding(5) var<storage, read> pfw: array<u32>;  // lib/weight_prefetch.wgsl (any buffer when off)
-@group(0) @binding(6) var<uniform> p: Params;
+@group(0) @binding(6) var<storage, read_write> x_out: array<f32>;  // PARTS: x as the combine would have written it
+@group(0) @binding(7) var<uniform> p: Params;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
@@ -76,6 +79,14 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     var xin: StageInput;
     var pf = 0u;  // (lib/weight_prefetch.wgsl)
     xin = stage_load(lid, K);  // (x and the norm weights first: the norm is the longer chain)
+    if (PARTS && wid.x == 0u) {  // x where the deferred combine would have written it (others may read it)
+        for (var i = 0u; i < STAGE_U; i++) {
+            let j = lid + i * WG;
+            if (j < K / 4u) {
+                for (var c = 0u; c < 4u; c++) { x_out[p.x_out_offset + 4u * j + c] = xin.xs[i][c]; }
+            }
+        }
+    }
     w = prefetch_row_pair(vec2<u32>(row, row + 1u), vec2<bool>(row < out_rows(), row + 1u < out_rows()), lane, LANES, K);
     if (lid < rows && ro < out_rows()) {
         sc = row_scales(ro);
