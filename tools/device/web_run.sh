@@ -29,7 +29,7 @@
 # machine without a GPU (with VK_ICD_FILENAMES set to SwiftShader's), before device time is spent;
 # causes: only the arms that look for the slow host mode's cause (the block below; ~100 s);
 # ab: steps 1-3, then this build and the base build (BASE_WEB_DIR) alternating, 8 greedy steady-state
-# runs each, twice (~150 s).
+# runs each, and this build with dawn.node's calls timed (web_node_run.mjs --time-dawn), twice (~150 s).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 rounds=${1:-1}
@@ -89,7 +89,7 @@ fi
 
 # 8 greedy steady-state runs of the 2B4T file (2 s of warm-up first) under one setting, each with
 # tools/host_probe.mjs's view of the host. arm NAME [PREFIX... --] [NODE FLAGS...]; the wasm from
-# $arm_wasm (default this build).
+# $arm_wasm (default this build), with web_node_run.mjs's options $arm_args (e.g. --time-dawn).
 arm() {
     local name=$1 prefix=() flags=(); shift
     if [[ " $* " == *" -- "* ]]; then
@@ -102,13 +102,13 @@ arm() {
     fi
     local began=$(now_ms)
     timeout 60 "${prefix[@]}" "$T/node" "${flags[@]}" tools/web_node_run.mjs --model "$big" --wasm-dir "${arm_wasm:-$T/web}" \
-        --dawn "$T/dawn.node" -p "$prompt" -n "$n" --temp 0 --seed 42 --repeat 8 --warm-up-s 2 \
+        --dawn "$T/dawn.node" -p "$prompt" -n "$n" --temp 0 --seed 42 --repeat 8 --warm-up-s 2 ${arm_args:-} \
         --json-out "$log/causes.$name.json" > "$log/causes.$name.out" 2> "$log/causes.$name.err"
     local rc=$?
-    echo "-- $name (${prefix[*]} node ${flags[*]}; ${arm_wasm:-$T/web}): rc $rc, $(( $(now_ms) - began )) ms" | sum
+    echo "-- $name (${prefix[*]} node ${flags[*]}; ${arm_wasm:-$T/web} ${arm_args:-}): rc $rc, $(( $(now_ms) - began )) ms" | sum
     grep -E 'loaded in' "$log/causes.$name.err" | sed 's/^web_node_run: //; s/ on webgpu.*//' | sum
     grep -E 'run [0-9]:' "$log/causes.$name.err" | sed 's/^web_node_run: temp 0 //; s/ tokens, prompt [^,]*,/,/' \
-        | sed 's/ over 127 decode steps (greedy on the device)//' | cut -c1-330 | sum
+        | sed 's/ over 127 decode steps (greedy on the device)//' | cut -c1-520 | sum
     if [[ " ${flags[*]} " == *" --trace-deopt "* ]]; then  # deopts and GCs per run, from the marks
         awk '/^# run .* begins/ { r = $5; d = 0; g = 0; w = 1; next }
              /^# run .* ends/ { printf "run %s: %d deopt lines, %d gc lines\n", r, d, g; w = 0; next }
@@ -180,6 +180,8 @@ if [ "$mode" = ab ]; then  # this build against the base build (pack_webbin.sh B
     for r in 1 2; do
         [ -d "$T/web-base" ] && arm_wasm=$T/web-base arm "base-$r"
         arm_wasm=$T/web arm "this-$r"
+        # where a run's host time goes: inside dawn.node's calls (Dawn, the driver) or outside (wasm, glue)
+        arm_wasm=$T/web arm_args=--time-dawn arm "this-timed-$r"
     done
     exit 0
 fi
