@@ -29,7 +29,8 @@
 # machine without a GPU (with VK_ICD_FILENAMES set to SwiftShader's), before device time is spent;
 # causes: only the arms that look for the slow host mode's cause (the block below; ~100 s);
 # ab: steps 1-3, then this build and the base build (BASE_WEB_DIR) alternating, 8 greedy steady-state
-# runs each, and this build with dawn.node's calls timed (web_node_run.mjs --time-dawn), twice (~150 s).
+# runs each, and this build with dawn.node's calls timed (web_node_run.mjs --time-dawn), with and
+# without the driver's shader disk cache, twice (~170 s).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 rounds=${1:-1}
@@ -182,6 +183,10 @@ if [ "$mode" = ab ]; then  # this build against the base build (pack_webbin.sh B
         arm_wasm=$T/web arm "this-$r"
         # where a run's host time goes: inside dawn.node's calls (Dawn, the driver) or outside (wasm, glue)
         arm_wasm=$T/web arm_args=--time-dawn arm "this-timed-$r"
+        # the same without the NVIDIA driver's shader disk cache (2026-11-28 03:15, H200: only the first
+        # process, the one that compiled its pipelines cold, ran in the fast mode): pipelines compiled
+        # in this process, as the first process's were
+        arm_wasm=$T/web arm_args=--time-dawn arm "this-timed-no-disk-cache-$r" env __GL_SHADER_DISK_CACHE=0 --
     done
     exit 0
 fi
