@@ -13,6 +13,7 @@
 // Usage: node tools/web_node_run.mjs --model FILE [--wasm-dir build-web/bin] [--dawn PATH/dawn.node]
 //          [--backend webgpu|cpu] [-p PROMPT] [-n N] [--temp T[,T...]] [--seed S] [-c N_CTX] [--repeat N]
 //          [--allow-cpu-adapter] [--json-out FILE] [--dawn-flag FLAG ...] [--warm-up-s S] [--profile-dir DIR]
+//          [--time-dawn]
 // --dawn-flag: a flag for dawn.node's create() (e.g. enable-dawn-features=skip_validation,disable_robustness:
 // what native tern asks for on a hardware adapter and a browser never does), to tell the browser's
 // validation and robustness costs apart from the rest.
@@ -36,7 +37,7 @@ function usage(message) {
   if (message) console.error(`error: ${message}`);
   console.error("usage: node tools/web_node_run.mjs --model FILE [--wasm-dir DIR] [--dawn dawn.node] [--backend webgpu|cpu]\n" +
                 "         [-p PROMPT] [-n N] [--temp T[,T...]] [--seed S] [-c N_CTX] [--repeat N] [--allow-cpu-adapter] [--json-out FILE] [--dawn-flag FLAG ...]\n" +
-                "         [--warm-up-s S] [--profile-dir DIR]");
+                "         [--warm-up-s S] [--profile-dir DIR] [--time-dawn]");
   process.exit(2);
 }
 
@@ -74,6 +75,7 @@ for (let i = 0; i < argv.length; ++i) {
     case "--dawn-flag": opt.dawnFlags.push(value()); break;
     case "--warm-up-s": opt.warmUpS = number(); break;
     case "--profile-dir": opt.profileDir = value(); break;
+    case "--time-dawn": opt.timeDawn = true; break;
     case "-h": case "--help": usage(); break;
     default: usage(`unknown argument '${a}'`);
   }
@@ -90,10 +92,44 @@ if (opt.backend === "webgpu") {
   if (!fs.existsSync(dawnPath)) usage(`no dawn.node at ${dawnPath} (give --dawn; scripts/setup.sh installs the npm package webgpu)`);
   const { create, globals } = require(path.resolve(dawnPath));
   Object.assign(globalThis, globals);
+  if (opt.timeDawn) timeDawnCalls(globals);
   // Node >= 21 has a navigator of its own; the page's webgpu.h reads navigator.gpu.
   const gpu = create(opt.dawnFlags);
   if (typeof navigator === "object" && navigator) Object.defineProperty(navigator, "gpu", { value: gpu, configurable: true });
   else globalThis.navigator = { gpu };
+}
+
+// --time-dawn: the main thread's ms inside dawn.node's recording and submitting calls (each wrapped
+// in two performance.now(), ~0.1 us), per method, so a run's host time splits into Dawn's (native:
+// Dawn, the driver) and the rest (wasm, the JavaScript glue).
+const dawnMs = {}, dawnCalls = {};
+function timeDawnCalls(globals) {
+  const methods = { GPUComputePassEncoder: ["setPipeline", "setBindGroup", "dispatchWorkgroups", "end"],
+                    GPUCommandEncoder: ["beginComputePass", "copyBufferToBuffer", "finish"],
+                    GPUQueue: ["submit", "writeBuffer"], GPUDevice: ["createCommandEncoder"] };
+  for (const [cls, names] of Object.entries(methods)) {
+    const proto = globals[cls] && globals[cls].prototype;
+    for (const name of names) {
+      const orig = proto && proto[name];
+      if (typeof orig !== "function") continue;
+      const key = `${cls.slice(3)}.${name}`;
+      dawnMs[key] = 0; dawnCalls[key] = 0;
+      proto[name] = function (...args) {
+        const t0 = performance.now();
+        try { return orig.apply(this, args); } finally { dawnMs[key] += performance.now() - t0; ++dawnCalls[key]; }
+      };
+    }
+  }
+}
+const dawnSnapshot = () => Object.fromEntries(Object.keys(dawnMs).map((k) => [k, [dawnMs[k], dawnCalls[k]]]));
+function dawnSince(before, steps) {
+  const out = {};
+  let total = 0;
+  for (const [k, [ms, n]] of Object.entries(dawnSnapshot())) {
+    const d = ms - before[k][0], c = n - before[k][1];
+    if (c > 0) { out[k] = { ms_per_step: d / steps, calls_per_step: c / steps }; total += d; }
+  }
+  return { ms_per_step: total / steps, by_call: out };
 }
 
 // The main thread's CPU profile of one phase (--profile-dir), through the inspector (V8's sampler).
@@ -169,6 +205,7 @@ await profiled("generate", async () => {
       const ids = [];
       const began = Date.now();
       const host0 = probe.before();
+      const dawn0 = opt.timeDawn ? dawnSnapshot() : null;
       // (a mark in stdout, where V8's --trace-* flags print, to tell their lines by run)
       process.stdout.write(`# run temp ${temp} ${r + 1} begins\n`);
       const cpu0 = threadCpu(), all0 = process.cpuUsage(), thr0 = cgroupThrottle();
@@ -178,16 +215,21 @@ await profiled("generate", async () => {
       const ended = Date.now(), cpu1 = threadCpu(), all1 = process.cpuUsage(), thr1 = cgroupThrottle();
       process.stdout.write(`# run temp ${temp} ${r + 1} ends\n`);
       const host = probe.after(host0);
+      // (all the generate's calls, prompt included, over its decode steps: the prompt is one step)
+      const dawn = dawn0 ? dawnSince(dawn0, Math.max(1, s.nGenerated - 1)) : null;
       // The main thread's CPU time and the whole process's (every thread: V8's, Dawn's, the driver's)
       // over the run's wall time, and how long the cgroup was throttled meanwhile (if it says).
       const cpu = { wall_ms: ended - began, main_thread_cpu_ms: cpu1 === null ? null : (cpu1 - cpu0) / 1000,
                     process_cpu_ms: (all1.user + all1.system - all0.user - all0.system) / 1000,
                     throttled_ms: thr0 === null || thr1 === null ? null : (thr1 - thr0) / 1000 };
       runs.push({ temp, n_prompt: s.nPrompt, n_generated: s.nGenerated, prompt_ms: s.promptMs, decode_ms: s.decodeMs,
-                  host_ms: s.hostMs, decode_tokens_per_second: tps, decoding: s.decoding, began_ms: began, ended_ms: ended, cpu, host });
+                  host_ms: s.hostMs, decode_tokens_per_second: tps, decoding: s.decoding, began_ms: began, ended_ms: ended, cpu, host, dawn });
       console.error(`web_node_run: temp ${temp} run ${r + 1}: ${s.nGenerated} tokens, prompt ${s.nPrompt} tokens in ` +
                     `${s.promptMs.toFixed(1)} ms, ${tps.toFixed(1)} tokens/s over ${Math.max(0, s.nGenerated - 1)} decode steps ` +
-                    `(${s.decoding}); host ${(s.hostMs / Math.max(1, s.nGenerated - 1)).toFixed(3)} ms/step recording; ${probe.describe(host)}`);
+                    `(${s.decoding}); host ${(s.hostMs / Math.max(1, s.nGenerated - 1)).toFixed(3)} ms/step recording` +
+                    (dawn ? ` (in dawn.node ${dawn.ms_per_step.toFixed(3)}: ${Object.entries(dawn.by_call).sort((a, b) => b[1].ms_per_step - a[1].ms_per_step)
+                      .slice(0, 5).map(([k, v]) => `${k} ${v.ms_per_step.toFixed(3)}/${v.calls_per_step.toFixed(0)}`).join(", ")})` : "") +
+                    `; ${probe.describe(host)}`);
       texts[temp] = text;
     }
     process.stdout.write(`--- temp ${temp}\n${texts[temp]}\n`);

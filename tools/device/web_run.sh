@@ -23,11 +23,14 @@
 #      modes go with the GPU's clocks (2026-11-28: no, fixed at 1980 MHz) or with the host.
 # Carry [".gl", ".webbin"] (pack .webbin here with tools/device/pack_webbin.sh). summary.txt holds the
 # figures; every log (and web.prof/: profiles and their summaries) is in $OUT/web.tgz.
-# Usage (on the device): tools/device/web_run.sh [ROUNDS (1)] [TOKENS (128)] [big | all | smoke | causes]
+# Usage (on the device): tools/device/web_run.sh [ROUNDS (1)] [TOKENS (128)] [big | all | smoke | causes | ab]
 # big (default): the 2B4T file only, about 130 s of device time; all: the shipped model too; smoke:
 # the small model only, on whatever adapter there is (SwiftShader too): a check of this script on a
 # machine without a GPU (with VK_ICD_FILENAMES set to SwiftShader's), before device time is spent;
-# causes: only the arms that look for the slow host mode's cause (the block below; ~100 s).
+# causes: only the arms that look for the slow host mode's cause (the block below; ~100 s);
+# ab: steps 1-3, then this build and the base build (BASE_WEB_DIR) alternating, 8 greedy steady-state
+# runs each, and this build with dawn.node's calls timed (web_node_run.mjs --time-dawn), with and
+# without the driver's shader disk cache, twice (~170 s).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 rounds=${1:-1}
@@ -85,6 +88,36 @@ if [ "$mode" = smoke ]; then
     export TERN_WEBGPU_ALLOW_CPU=1
 fi
 
+# 8 greedy steady-state runs of the 2B4T file (2 s of warm-up first) under one setting, each with
+# tools/host_probe.mjs's view of the host. arm NAME [PREFIX... --] [NODE FLAGS...]; the wasm from
+# $arm_wasm (default this build), with web_node_run.mjs's options $arm_args (e.g. --time-dawn).
+arm() {
+    local name=$1 prefix=() flags=(); shift
+    if [[ " $* " == *" -- "* ]]; then
+        while [ "$1" != -- ]; do prefix+=("$1"); shift; done
+        shift
+    fi
+    flags=("$@")
+    if [ ${#prefix[@]} -gt 0 ] && ! command -v "${prefix[0]}" >/dev/null; then
+        echo "-- $name: skipped (no ${prefix[0]} here)" | sum; return
+    fi
+    local began=$(now_ms)
+    timeout 60 "${prefix[@]}" "$T/node" "${flags[@]}" tools/web_node_run.mjs --model "$big" --wasm-dir "${arm_wasm:-$T/web}" \
+        --dawn "$T/dawn.node" -p "$prompt" -n "$n" --temp 0 --seed 42 --repeat 8 --warm-up-s 2 ${arm_args:-} \
+        --json-out "$log/causes.$name.json" > "$log/causes.$name.out" 2> "$log/causes.$name.err"
+    local rc=$?
+    echo "-- $name (${prefix[*]} node ${flags[*]}; ${arm_wasm:-$T/web} ${arm_args:-}): rc $rc, $(( $(now_ms) - began )) ms" | sum
+    grep -E 'loaded in' "$log/causes.$name.err" | sed 's/^web_node_run: //; s/ on webgpu.*//' | sum
+    grep -E 'run [0-9]:' "$log/causes.$name.err" | sed 's/^web_node_run: temp 0 //; s/ tokens, prompt [^,]*,/,/' \
+        | sed 's/ over 127 decode steps (greedy on the device)//' | cut -c1-520 | sum
+    if [[ " ${flags[*]} " == *" --trace-deopt "* ]]; then  # deopts and GCs per run, from the marks
+        awk '/^# run .* begins/ { r = $5; d = 0; g = 0; w = 1; next }
+             /^# run .* ends/ { printf "run %s: %d deopt lines, %d gc lines\n", r, d, g; w = 0; next }
+             w && /deoptimiz|bailout/ { d++ } w && /Scavenge|Mark-Compact|Mark-sweep/ { g++ }' \
+            "$log/causes.$name.out" | sum
+        gzip -9 "$log/causes.$name.out"
+    fi
+}
 if [ "$mode" = causes ]; then
     # Issue 55's slow host mode (~500 vs ~800 tokens/s, the main thread recording 2 ms per step instead
     # of 1): the same 8 greedy steady-state runs under each arm, every run with tools/host_probe.mjs's
@@ -93,33 +126,6 @@ if [ "$mode" = causes ]; then
     # V8's deopts and GCs traced (stdout, marked per run), and the default arm first and last (drift).
     echo "== causes: native tern bench tg128, then 8 greedy runs per arm after 2 s of warm-up" | sum
     timeout 60 "$T/tern" bench --backend webgpu -m "$big" -p 0 -n 128 -r 2 2>&1 | tail -1 | sum
-    arm() {  # arm NAME [PREFIX... --] [NODE FLAGS...]
-        local name=$1 prefix=() flags=(); shift
-        if [[ " $* " == *" -- "* ]]; then
-            while [ "$1" != -- ]; do prefix+=("$1"); shift; done
-            shift
-        fi
-        flags=("$@")
-        if [ ${#prefix[@]} -gt 0 ] && ! command -v "${prefix[0]}" >/dev/null; then
-            echo "-- $name: skipped (no ${prefix[0]} here)" | sum; return
-        fi
-        local began=$(now_ms)
-        timeout 60 "${prefix[@]}" "$T/node" "${flags[@]}" tools/web_node_run.mjs --model "$big" --wasm-dir "$T/web" \
-            --dawn "$T/dawn.node" -p "$prompt" -n "$n" --temp 0 --seed 42 --repeat 8 --warm-up-s 2 \
-            --json-out "$log/causes.$name.json" > "$log/causes.$name.out" 2> "$log/causes.$name.err"
-        local rc=$?
-        echo "-- $name (${prefix[*]} node ${flags[*]}): rc $rc, $(( $(now_ms) - began )) ms" | sum
-        grep -E 'loaded in' "$log/causes.$name.err" | sed 's/^web_node_run: //; s/ on webgpu.*//' | sum
-        grep -E 'run [0-9]:' "$log/causes.$name.err" | sed 's/^web_node_run: temp 0 //; s/ tokens, prompt [^,]*,/,/' \
-            | sed 's/ over 127 decode steps (greedy on the device)//' | cut -c1-330 | sum
-        if [[ " ${flags[*]} " == *" --trace-deopt "* ]]; then  # deopts and GCs per run, from the marks
-            awk '/^# run .* begins/ { r = $5; d = 0; g = 0; w = 1; next }
-                 /^# run .* ends/ { printf "run %s: %d deopt lines, %d gc lines\n", r, d, g; w = 0; next }
-                 w && /deoptimiz|bailout/ { d++ } w && /Scavenge|Mark-Compact|Mark-sweep/ { g++ }' \
-                "$log/causes.$name.out" | sum
-            gzip -9 "$log/causes.$name.out"
-        fi
-    }
     arm default
     arm turbofan-only --no-liftoff
     arm liftoff-only --liftoff-only
@@ -168,6 +174,22 @@ for model in "${models[@]}"; do
 done
 
 [ "$mode" = smoke ] && exit 0
+if [ "$mode" = ab ]; then  # this build against the base build (pack_webbin.sh BASE_WEB_DIR), alternating
+    echo "== 3. native tern bench tg128 (2B4T)" | sum
+    timeout 60 "$T/tern" bench --backend webgpu -m "$big" -p 0 -n 128 -r 2 2>&1 | tail -1 | sum
+    echo "== ab: 8 greedy steady-state runs per arm, base and this build alternating" | sum
+    for r in 1 2; do
+        [ -d "$T/web-base" ] && arm_wasm=$T/web-base arm "base-$r"
+        arm_wasm=$T/web arm "this-$r"
+        # where a run's host time goes: inside dawn.node's calls (Dawn, the driver) or outside (wasm, glue)
+        arm_wasm=$T/web arm_args=--time-dawn arm "this-timed-$r"
+        # the same without the NVIDIA driver's shader disk cache (2026-11-28 03:15, H200: only the first
+        # process, the one that compiled its pipelines cold, ran in the fast mode): pipelines compiled
+        # in this process, as the first process's were
+        arm_wasm=$T/web arm_args=--time-dawn arm "this-timed-no-disk-cache-$r" env __GL_SHADER_DISK_CACHE=0 --
+    done
+    exit 0
+fi
 echo "== 3. native tern bench tg128 (2B4T)" | sum
 bench_began=$(now_ms)
 timeout 60 "$T/tern" bench --backend webgpu -m "$big" -p 0 -n 128 -r 2 2>&1 | tail -4 | sum

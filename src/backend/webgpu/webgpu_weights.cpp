@@ -71,7 +71,7 @@ GpuLinearLayout gpu_pack_linear(std::span<const WeightSource> parts) {
     const size_t k_words = static_cast<size_t>(k / 16);
     w.scales_offset      = static_cast<size_t>(n) * k_words;
     w.oscales_offset     = w.scales_offset + static_cast<size_t>(n * w.n_groups);
-    w.words.assign(w.oscales_offset + static_cast<size_t>(n), 0u);
+    w.words.resize(w.oscales_offset + static_cast<size_t>(n));  // not zeroed: pack_row writes every word
 
     // Rows [r0, r1) of the parts stacked; each row writes only its own words.
     auto pack_rows = [&](int64_t r0, int64_t r1) {

@@ -1,6 +1,7 @@
 // The embedded WGSL shaders: a table generated at build time from src/backend/webgpu/shaders/*.wgsl
 // by cmake/embed_wgsl_script.cmake (byte arrays; helpers from shaders/lib appended to the kernels
-// that `// #include` them). Tests iterate the table and compile every entry.
+// that `// #include` them, on the first call: each helper is embedded once). The table and its
+// sources live as long as the program. Tests iterate the table and compile every entry.
 #pragma once
 
 #include <cstdint>
