@@ -158,6 +158,8 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
     // A paged batch's P·V by attention_paged_pv.wgsl: NL dimension pairs x 16 blocks per workgroup,
     // the superblock's block sums of all G heads in workgroup memory.
     const uint32_t pg_nl  = group <= 4 ? 16 : group <= 8 ? 8 : 4;
+    uint32_t       pg_pu  = std::clamp<uint32_t>(tune_.attn_paged_unroll, 4, 16);  // (its G vec4 words per 4 positions: <= 32)
+    while (pg_pu > 4 && pg_pu / 4 * group > 32) pg_pu /= 2;
     const uint64_t pg_mem = uint64_t{16} * pg_nl * 4 + 64 + uint64_t{16} * g * 2 * pg_nl * 4 + 16;
     const bool     paged_pv = batch != nullptr && tune_.attn_paged_pv != 0 && hd % 2 == 0 &&
                           pg_mem <= lim.maxComputeWorkgroupStorageSize && 16 * pg_nl <= lim.maxComputeInvocationsPerWorkgroup &&
@@ -251,7 +253,7 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                              {"GROUP", static_cast<double>(group)},
                              {"NL", static_cast<double>(pg_nl)},
                              {"V_F16", v_f16 ? 1.0 : 0.0},
-                             {"PU", group <= 8 ? 8.0 : 4.0}}}};
+                             {"PU", static_cast<double>(pg_pu)}}}};
             add_paging(gk);
             step_->dispatch(gk, pb, &pp, sizeof pp, ceil_div(hd, 2 * pg_nl), u32(n_kv), u32(tc));
             continue;

@@ -82,6 +82,8 @@ struct WebGpuTuning {
                                              //     compute unit, else the largest divisor that does
     uint32_t attn_paged_pv           = 1;    // P·V of a paged batch: 1 attention_paged_pv.wgsl (a thread per
                                              //     dimension pair and block, all G heads); 0 attention_split_pv
+    uint32_t attn_paged_unroll       = 8;    // positions attention_paged_pv loads ahead (4, 8 or 16; at most
+                                             //     32 / G x 4)
     uint32_t attn_split_pv_wg        = 0;    // threads of attention_split_pv; 0: 256, or for a paged
                                              //     batch the fewest (down to 64) whose one round covers
                                              //     its longest context

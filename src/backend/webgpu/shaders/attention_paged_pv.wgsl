@@ -31,7 +31,7 @@ override GROUP: u32 = 4u;     // G = n_head / n_head_kv, at most 16
 override NL: u32 = 16u;       // dimension pairs per workgroup (16 GROUP NL <= 4096: part_s)
 override WG: u32 = 16u * NL;  // one thread per (block of the superblock, pair)
 override V_F16: bool = true;
-override PU: u32 = 8u;        // positions whose loads are issued before their products are added (4 or 8, PU G <= 64)
+override PU: u32 = 8u;        // positions whose loads are issued before their products are added (4, 8 or 16; PU G <= 128)
 override SPR: u32 = WG / GROUP;  // superblock sums of the normalizer per pass
 
 struct Params {
@@ -108,7 +108,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             for (var pos0 = 32u * b; pos0 < end; pos0 += PU) {
                 // PU positions' loads first, all in flight together, then their products in order.
                 var es: array<vec4<f32>, 32>;  // [u / 4][j]
-                var vw: array<u32, 16>;        // [u][2]
+                var vw: array<u32, 32>;        // [u][2]
                 for (var u4 = 0u; u4 < PU / 4u; u4++) {
                     if (pos0 + 4u * u4 < end) {
                         for (var j = 0u; j < GROUP; j++) { es[u4 * GROUP + j] = e[e_row4 + j * ld4 + pos0 / 4u + u4]; }
