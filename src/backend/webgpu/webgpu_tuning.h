@@ -71,17 +71,19 @@ struct WebGpuTuning {
     uint32_t attn_split_dims         = 8;    // output dimensions per workgroup of attention_split_pv
     uint32_t attn_split_unroll       = 4;    // positions attention_split_pv loads ahead (1: none)
     uint32_t attn_split_tiles        = 1;    // one query over a long f16 cache: P·V by tiles of a superblock
-                                             // x 16 dimensions (attention_split_pvt + _combine); 0: attention_split_pv;
-                                             // 2: pvt with every global load before any store (A/B)
-    uint32_t attn_combine_fused      = 0;    // one query's attention_split_combine folded into the o-projection's
+                                             // x 16 dimensions (attention_split_pvt + _combine); 0: attention_split_pv
+    uint32_t attn_combine_fused      = 1;    // one query's attention_split_combine folded into the o-projection's
                                              //     prologue (lib/decode_io.wgsl PARTS) where that reads it next
+                                             //     (H200, depth 4096: 479.4 / 478.5 vs 469.7 / 475.3 tok/s); 0: dispatched
     uint32_t attn_split_chunk        = 64;   // one query over a long cache: positions per attention_split_softmax
                                              //     workgroup (at most 1024 / G; 0: 1024 / G, at least 32)
     uint32_t attn_split_heads        = 0;    // query heads per attention_split_pv workgroup (a divisor of
                                              //     G); 0: all G where that gives 2 workgroups per
                                              //     compute unit, else the largest divisor that does
-    uint32_t attn_paged_pv           = 1;    // P·V of a paged batch: 1 attention_paged_pv.wgsl (a thread per
-                                             //     dimension pair and block, all G heads); 0 attention_split_pv
+    uint32_t attn_paged_pv           = 512;  // P·V of a paged batch whose longest context has at least this
+                                             //     many positions: attention_paged_pv.wgsl (a thread per
+                                             //     dimension pair and block, all G heads); shorter ones and 0:
+                                             //     attention_split_pv (faster over short contexts)
     uint32_t attn_paged_unroll       = 8;    // positions attention_paged_pv loads ahead (4, 8 or 16; at most
                                              //     32 / G x 4)
     uint32_t attn_split_pv_wg        = 0;    // threads of attention_split_pv; 0: 256, or for a paged
