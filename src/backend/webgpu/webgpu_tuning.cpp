@@ -51,7 +51,7 @@ const std::vector<Field> & fields() {
         {"head_i8_min_bytes", Kind::number, 0, k_max, &T::head_i8_min_bytes},
         {"head_groups", Kind::number, 0, 65535, &T::head_groups},
         {"exact_groups", Kind::number, 0, 65535, &T::exact_groups},
-        {"head_exact_form", Kind::number, 0, 2, &T::head_exact_form},
+        {"head_exact_form", Kind::number, 0, 1, &T::head_exact_form},
         {"head_exact_groups", Kind::number, 0, 65535, &T::head_exact_groups},
         {"head_exact_seg", Kind::number, 1, 16, &T::head_exact_seg},
         {"head_mma_rows", Kind::number, 0, 4, &T::head_mma_rows},

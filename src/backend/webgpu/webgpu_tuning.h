@@ -56,7 +56,6 @@ struct WebGpuTuning {
     uint32_t head_exact_form   = 1;  // one token's exact logits from an F16 head (top-p, min-p, logits):
                                      //     1: lm_head_f16_teams.wgsl (resident teams), 0: lm_head_f16_decode.wgsl
                                      //     (a workgroup per 64 rows; H100 683 vs 490 us for 2B4T's head)
-                                     //     2: lm_head_f16_teams.wgsl with certified offset sums (same bits)
     uint32_t head_exact_groups = 0;  // workgroups of lm_head_f16_teams.wgsl; 0: two per compute unit
     uint32_t head_exact_seg    = 10;  // ... vec4 words per lane it loads ahead (a row's are K / 256)
     // --- the LM head of a batched step: webgpu_head_batch.cpp ---
