@@ -4,11 +4,7 @@
 //
 //   x: [K, T] f32   w: [K] f32   q: [K, T] int8, four per u32   scale: [T] f32
 // Bindings: 0 x (read), 1 w (read), 2 q (read_write), 3 scale (read_write), 4 params (uniform)
-// Dispatch: (T, 1, 1). One workgroup per token. With NORM (k <= 32 WG: the host picks WG), thread i
-// holds block i (elements 32 i .. 32 i + 31) in registers from its loads to its int8 words; the
-// squares' block sums and total in lib/inv_rms.wgsl's order, then the maximum (a form that re-read x
-// in three strided passes took 15.0 us per 64-token dispatch on an H100: 64 workgroups waiting on
-// one load after another). Without NORM (any k), thread i handles elements i, i + WG, ... and words
+// Dispatch: (T, 1, 1). One workgroup per token; thread i handles elements i, i + WG, ... and words
 // i, i + WG, ... of q.
 
 // #include "lib/numerics.wgsl"
@@ -40,79 +36,35 @@ struct Params {
 @group(0) @binding(4) var<uniform> p: Params;
 
 // Element i of y: (x * w) * inv (two roundings, as the CPU), or x without the norm.
-// The NORM form: thread lid's block of 32 elements in registers.
-fn norm_quant_block(lid: u32, t: u32, xo: u32) {
-    let i0   = NORM_BLOCK * lid;
-    let mine = i0 < p.k;
-    var y: array<vec4<f32>, 8>;   // [word][element]: x, later (x w) inv (zero past k)
-    var wv: array<vec4<f32>, 8>;
-    if (mine) {
-        for (var r = 0u; r < 8u; r++) {
-            for (var c = 0u; c < 4u; c++) {
-                let i = i0 + 4u * r + c;
-                if (i < p.k) {
-                    y[r][c]  = x[xo + i];
-                    wv[r][c] = w[p.w_offset + i];
-                }
-            }
-        }
-    }
-    var bs = 0.0;
-    if (mine) {
-        var sq: array<vec4<f32>, 8>;
-        for (var r = 0u; r < 8u; r++) { sq[r] = squares4(y[r]); }
-        bs = block_sum_words(sq);
-    }
-    let inv = inv_rms_of(blocks_total(lid, bs));  // as the CPU, bit for bit (lib/inv_rms.wgsl)
-    var m = 0.0;
-    if (mine) {
-        for (var r = 0u; r < 8u; r++) {
-            if (i0 + 4u * r < p.k) {
-                y[r] = (y[r] * wv[r]) * inv;  // two roundings, as the CPU
-                m = max(m, max_abs4(y[r]));
-            }
-        }
-    }
-    let qs = act_scale_of_max(wg_max(lid, m));
-    if (mine) {
-        let qo = p.q_offset + t * p.q_stride;
-        for (var r = 0u; r < 8u; r++) {
-            if (i0 + 4u * r < p.k) {
-                var word = 0u;
-                for (var b = 0u; b < 4u; b++) {
-                    let c = clamp(round(y[r][b] * qs), -128.0, 127.0);
-                    word |= (bitcast<u32>(i32(c)) & 0xffu) << (8u * b);
-                }
-                q[qo + i0 / 4u + r] = word;
-            }
-        }
-    }
-    if (lid == 0u) { scales[p.scale_offset + t] = qs; }
+fn normed(xo: u32, i: u32, inv: f32) -> f32 {
+    if (!NORM) { return x[xo + i]; }
+    return (x[xo + i] * w[p.w_offset + i]) * inv;
 }
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let t  = wid.x;
     let xo = p.x_offset + t * p.x_stride;
-    if (NORM) {
-        norm_quant_block(lid, t, xo);
-        return;
-    }
 
-    // max |x|.
+    var inv = 1.0;
+    if (NORM) { inv = inv_rms(lid, xo); }  // as the CPU, bit for bit (lib/inv_rms.wgsl)
+
+    // max |y|, y = (x * w) * inv (two roundings, as the CPU).
     var m = 0.0;
     for (var i = lid; i < p.k; i += WG) {
-        m = max(m, abs(x[xo + i]));
+        m = max(m, abs(normed(xo, i, inv)));
     }
     let amax = wg_max(lid, m);
     let qs   = act_scale_of_max(amax);
 
-    // q = clamp(round_half_even(x * qs)), four bytes per word.
+    // q = clamp(round_half_even(y * qs)), four bytes per word.
     let qo = p.q_offset + t * p.q_stride;
     for (var j = lid; j < p.k / 4u; j += WG) {
         var word = 0u;
         for (var b = 0u; b < 4u; b++) {
-            let c = clamp(round(x[xo + 4u * j + b] * qs), -128.0, 127.0);
+            let i = 4u * j + b;
+            let y = normed(xo, i, inv);
+            let c = clamp(round(y * qs), -128.0, 127.0);
             word |= (bitcast<u32>(i32(c)) & 0xffu) << (8u * b);
         }
         q[qo + j] = word;
