@@ -8,7 +8,7 @@
 //
 //   x (y): [K, T] f32   w: [K] f32   q: [K, T] int8 (u32 words)   scales: [T] f32 (read, then written)
 //   weights: the GEMM's codes | group scales [K] f32 | output scales [K] f32 (u32 words)
-//   part: [SPLIT][T][K] i32 (the GEMM's shares; K = its rows = n_out), as vec4 words
+//   part: [SPLIT][T][K] i32 (the GEMM's shares; K = its rows = n_out)
 // Bindings: 0 x, 1 w, 2 q, 3 scales (read_write but w), 4 weights, 5 part (read), 6 params (uniform)
 // Dispatch: (T, 1, 1).
 
@@ -17,7 +17,7 @@
 // #include "lib/sum_squares.wgsl"
 // #include "lib/wg_reduce.wgsl"
 
-override WG: u32 = 256u;  // a power of two, 32 WG >= k
+override WG: u32 = 256u;  // a power of two
 
 struct Params {
     k: u32,             // elements per token (the GEMM's rows), a multiple of 4
@@ -40,84 +40,54 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> q: array<u32>;
 @group(0) @binding(3) var<storage, read_write> scales: array<f32>;
 @group(0) @binding(4) var<storage, read> weights: array<u32>;
-@group(0) @binding(5) var<storage, read> part: array<vec4<i32>>;
+@group(0) @binding(5) var<storage, read> part: array<i32>;
 @group(0) @binding(6) var<uniform> p: Params;
+
+// gemm_split_sum.wgsl's row_value: weight row `row`'s output for token t (s: its activation scale).
+fn row_value(row: u32, t: u32, s: f32, rs: f32) -> f32 {
+    var sum = 0;
+    for (var z = 0u; z < p.n_split; z++) { sum += part[(z * p.n_tokens + t) * p.k + row]; }
+    let gs = bitcast<f32>(weights[p.scales_offset + row]);
+    let os = bitcast<f32>(weights[p.oscales_offset + row]);
+    let v  = div_by(f32(sum), s, rs) * gs;
+    return mul_rn(v, os);
+}
+
+fn normed(xo: u32, i: u32, inv: f32) -> f32 {
+    return (x[xo + i] * w[p.w_offset + i]) * inv;
+}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let t  = wid.x;
     let xo = p.x_offset + t * p.x_stride;
-    let s  = scales[p.scale_offset + t];  // (every invocation reads it before the barriers below)
+
+    // 1. y += the GEMM's result (gemm_split_sum with last = 1).
+    let s  = scales[p.scale_offset + t];
     let rs = recip_part(s);
-    let i0 = NORM_BLOCK * lid;            // this invocation's block: elements i0 .. i0 + 31
-    let mine = i0 < p.k;
-
-    // 1. y = x + the GEMM's result (gemm_split_sum with last = 1): every load first, then the sums.
-    var y: array<vec4<f32>, 8>;   // [word][element]: y, later (y w) inv
-    var wv: array<vec4<f32>, 8>;  // the norm's weights
-    if (mine) {
-        var gs: array<vec4<f32>, 8>;
-        var os: array<vec4<f32>, 8>;
-        for (var r = 0u; r < 8u; r++) {
-            for (var c = 0u; c < 4u; c++) {
-                let i = i0 + 4u * r + c;
-                if (i < p.k) {
-                    y[r][c]  = x[xo + i];
-                    wv[r][c] = w[p.w_offset + i];
-                    gs[r][c] = bitcast<f32>(weights[p.scales_offset + i]);
-                    os[r][c] = bitcast<f32>(weights[p.oscales_offset + i]);
-                }
-            }
-        }
-        var sum: array<vec4<i32>, 8>;
-        for (var z = 0u; z < p.n_split; z++) {
-            let base = (z * p.n_tokens + t) * p.k + i0;  // (k, i0: multiples of 4)
-            for (var r = 0u; r < 8u; r++) {
-                if (i0 + 4u * r < p.k) { sum[r] += part[base / 4u + r]; }
-            }
-        }
-        for (var r = 0u; r < 8u; r++) {
-            if (i0 + 4u * r < p.k) {
-                for (var c = 0u; c < 4u; c++) {
-                    let v = div_by(f32(sum[r][c]), s, rs) * gs[r][c];
-                    y[r][c] = y[r][c] + mul_rn(v, os[r][c]);
-                    x[xo + i0 + 4u * r + c] = y[r][c];
-                }
-            }
-        }
+    for (var i = lid; i < p.k; i += WG) {
+        x[xo + i] = x[xo + i] + row_value(i, t, s, rs);
     }
+    storageBarrier();  // every invocation's sums are visible to the workgroup (and it has read s)
 
-    // 2. rms_norm_quant.wgsl on y: the squares' block sum, the workgroup's total (lib/inv_rms.wgsl).
-    var bs = 0.0;
-    if (mine) {
-        var sq: array<vec4<f32>, 8>;
-        for (var r = 0u; r < 8u; r++) { sq[r] = squares4(y[r]); }  // (zero past k)
-        bs = block_sum_words(sq);
-    }
-    let inv = inv_rms_of(blocks_total(lid, bs));
+    // 2. rms_norm_quant.wgsl on y.
+    let inv  = inv_rms(lid, xo);
     var m = 0.0;
-    if (mine) {
-        for (var r = 0u; r < 8u; r++) {
-            if (i0 + 4u * r < p.k) {
-                y[r] = (y[r] * wv[r]) * inv;  // two roundings, as the CPU
-                m = max(m, max_abs4(y[r]));
-            }
-        }
+    for (var i = lid; i < p.k; i += WG) {
+        m = max(m, abs(normed(xo, i, inv)));
     }
     let amax = wg_max(lid, m);
     let qs   = act_scale_of_max(amax);
-    if (mine) {
-        let qo = p.q_offset + t * p.q_stride;
-        for (var r = 0u; r < 8u; r++) {
-            if (i0 + 4u * r < p.k) {
-                var word = 0u;
-                for (var b = 0u; b < 4u; b++) {
-                    let c = clamp(round(y[r][b] * qs), -128.0, 127.0);
-                    word |= (bitcast<u32>(i32(c)) & 0xffu) << (8u * b);
-                }
-                q[qo + i0 / 4u + r] = word;
-            }
+    let qo = p.q_offset + t * p.q_stride;
+    for (var j = lid; j < p.k / 4u; j += WG) {
+        var word = 0u;
+        for (var b = 0u; b < 4u; b++) {
+            let i = 4u * j + b;
+            let y = normed(xo, i, inv);
+            let c = clamp(round(y * qs), -128.0, 127.0);
+            word |= (bitcast<u32>(i32(c)) & 0xffu) << (8u * b);
         }
+        q[qo + j] = word;
     }
     if (lid == 0u) { scales[p.scale_offset + t] = qs; }
 }
