@@ -16,6 +16,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <optional>
@@ -321,7 +323,7 @@ TEST_F(WebGpuGemm, SplitAlongKGivesTheUnsplitBits) {
 // y += W a split along K, then rms_norm_quant of y with the GEMM's activation scales as its output
 // scales (a batched step's o and down projections and the next norm): the sum is deferred and goes
 // out fused with the norm (split_sum_norm_quant.wgsl). y, the int8 activations and the scales must be
-// the unsplit GEMM's and plain rms_norm_quant's bit for bit; rows 4 to 4096 (K of the norm), tokens
+// the unsplit GEMM's and plain rms_norm_quant's bit for bit, and those the CPU reference's; rows 4 to 4096 (K of the norm), tokens
 // 16 to 64 (the GEMM's), 2 to 7 shares.
 TEST_F(WebGpuGemm, ASplitSumFusedWithTheNextNormGivesTheSameBits) {
     struct Case {
@@ -368,6 +370,16 @@ TEST_F(WebGpuGemm, ASplitSumFusedWithTheNextNormGivesTheSameBits) {
         const int64_t fused0 = gpu_->split_sums_fused();
         const Result  want   = run();
         EXPECT_EQ(gpu_->split_sums_fused(), fused0) << "unsplit: nothing to fuse";
+        {  // plain rms_norm_quant of that y against the CPU reference (cpu::rms_norm_row, quantize_act_row)
+            std::vector<float>  yn(static_cast<size_t>(c.n));
+            std::vector<int8_t> qc(static_cast<size_t>(c.n));
+            for (int64_t t = 0; t < c.t; ++t) {
+                cpu::rms_norm_row(want.y.data() + t * c.n, nw.data(), yn.data(), c.n, 1e-5f);
+                const float sc = cpu::quantize_act_row(yn.data(), qc.data(), c.n);
+                ASSERT_EQ(std::bit_cast<uint32_t>(want.s[t]), std::bit_cast<uint32_t>(sc)) << "scale of token " << t;
+                ASSERT_TRUE(std::equal(qc.begin(), qc.end(), want.q.begin() + t * c.n)) << "int8 acts of token " << t;
+            }
+        }
         for (const uint32_t shares : {2u, 7u}) {
             gpu_->set_gemm_split(shares);
             const int64_t before = gpu_->split_sums_fused();
