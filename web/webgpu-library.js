@@ -528,14 +528,6 @@ mergeInto(LibraryManager.library, {
   },
   tern_wgpuComputePassEncoderDispatchWorkgroups__deps: ["$TernWGPU"],
   tern_wgpuComputePassEncoderDispatchWorkgroups: function (id, x, y, z) { TernWGPU.get(id).dispatchWorkgroups(x, y, z); },
-  // Not webgpu.h: StepEncoder::dispatch's three calls in one import (one crossing per dispatch).
-  tern_wgpuComputePassDispatchWithOffset__deps: ["$TernWGPU"],
-  tern_wgpuComputePassDispatchWithOffset: function (id, pipeline, group, offset, x, y, z) {
-    const pass = TernWGPU.get(id);
-    pass.setPipeline(TernWGPU.get(pipeline));
-    pass.setBindGroup(0, TernWGPU.get(group), HEAPU32, offset >> 2, 1);
-    pass.dispatchWorkgroups(x, y, z);
-  },
   tern_wgpuComputePassEncoderEnd__deps: ["$TernWGPU"],
   tern_wgpuComputePassEncoderEnd: function (id) { TernWGPU.get(id).end(); },
   tern_wgpuComputePassEncoderRelease__deps: ["$TernWGPU"],

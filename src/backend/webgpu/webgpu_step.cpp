@@ -11,14 +11,6 @@
 #include <cstring>
 #include <string>
 
-#if defined(__EMSCRIPTEN__)
-// web/webgpu-library.js: setPipeline, setBindGroup(0, group, [*offset]) and dispatchWorkgroups in one
-// import (issue 55: one WebAssembly -> JavaScript crossing per dispatch instead of three).
-extern "C" void tern_wgpuComputePassDispatchWithOffset(WGPUComputePassEncoder pass, WGPUComputePipeline pipeline,
-                                                       WGPUBindGroup group, const uint32_t * offset, uint32_t x,
-                                                       uint32_t y, uint32_t z);
-#endif
-
 namespace tern {
 
 StepEncoder::StepEncoder(WgpuContext & ctx, PipelineCache & pipelines) : ctx_(ctx), pipelines_(pipelines) {
@@ -206,13 +198,9 @@ void StepEncoder::dispatch(const PipelineKey & key, std::span<const WGPUBuffer> 
     std::memcpy(arena_.data() + slot * k_slot_bytes, params, params_bytes);
     std::memset(arena_.data() + slot * k_slot_bytes + params_bytes, 0, k_slot_bytes - params_bytes);
     const uint32_t offset = static_cast<uint32_t>(slot * k_slot_bytes);
-#if defined(__EMSCRIPTEN__)
-    tern_wgpuComputePassDispatchWithOffset(pass_, pipeline, group, &offset, x, y, z);
-#else
     wgpu().wgpuComputePassEncoderSetPipeline(pass_, pipeline);
     wgpu().wgpuComputePassEncoderSetBindGroup(pass_, 0, group, 1, &offset);
     wgpu().wgpuComputePassEncoderDispatchWorkgroups(pass_, x, y, z);
-#endif
     if (gpu_profile_) end_pass();  // the pass's end timestamp follows this dispatch
     ++dispatches_;
     ++serial_;
