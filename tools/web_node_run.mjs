@@ -32,6 +32,8 @@ import * as probe from "./host_probe.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const require = createRequire(import.meta.url);
+// --time-dawn's totals per dawn.node method (declared before the GPU set-up that fills them).
+const dawnMs = {}, dawnCalls = {};
 
 function usage(message) {
   if (message) console.error(`error: ${message}`);
@@ -102,7 +104,6 @@ if (opt.backend === "webgpu") {
 // --time-dawn: the main thread's ms inside dawn.node's recording and submitting calls (each wrapped
 // in two performance.now(), ~0.1 us), per method, so a run's host time splits into Dawn's (native:
 // Dawn, the driver) and the rest (wasm, the JavaScript glue).
-const dawnMs = {}, dawnCalls = {};
 function timeDawnCalls(globals) {
   const methods = { GPUComputePassEncoder: ["setPipeline", "setBindGroup", "dispatchWorkgroups", "end"],
                     GPUCommandEncoder: ["beginComputePass", "copyBufferToBuffer", "finish"],
