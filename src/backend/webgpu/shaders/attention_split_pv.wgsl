@@ -21,6 +21,7 @@
 
 // #include "lib/numerics.wgsl"
 // #include "lib/kv_pages.wgsl"
+// #include "lib/normalizer_total.wgsl"
 
 override WG: u32 = 256u;
 override HD: u32 = 128u;      // head_dim
@@ -90,22 +91,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let nsb  = (nb + 15u) / 16u;  // superblocks of 16 blocks
     let row0 = (t * p.n_head_kv + kvh) * GROUP + jg * JG;
 
-    // 1. The normalizers: superblock sums by threads (j, superblock), then in order per j.
-    var total = 0.0;
-    for (var sb0 = 0u; sb0 < nsb; sb0 += SPR) {
-        let j  = lid / SPR;
-        let sb = sb0 + lid % SPR;
-        var s  = 0.0;
-        if (j < JG && sb < nsb) {
-            for (var b = 16u * sb; b < min(16u * sb + 16u, nb); b++) { s = s + bsum[(row0 + j) * p.bsum_ld + b]; }
-        }
-        sup_s[lid] = s;
-        workgroupBarrier();
-        if (lid < JG) {
-            for (var k = 0u; k < min(SPR, nsb - sb0); k++) { total = total + sup_s[lid * SPR + k]; }
-        }
-        workgroupBarrier();
-    }
+    // 1. The normalizers (lib/normalizer_total.wgsl).
+    let total = normalizer_total(lid, JG, row0, p.bsum_ld, nb, nsb);
     if (lid < JG) { inv_s[lid] = div_rn(1.0, total); }
     if (lid < JG * DG) { tot_s[lid] = 0.0; }
     workgroupBarrier();
