@@ -4,6 +4,8 @@
 
 #include "backend/webgpu/pipeline_cache.h"
 #include "backend/webgpu/webgpu_backend.h"
+#include "backend/webgpu/webgpu_dispatch_util.h"
+#include "backend/webgpu/webgpu_resources.h"
 #include "backend/webgpu/webgpu_step.h"
 #include "backend/webgpu/webgpu_tuning.h"
 #include "backend/webgpu/webgpu_weights.h"
@@ -21,77 +23,6 @@
 #include <vector>
 
 namespace tern {
-
-class WebGpuBackend;
-
-// A device buffer (storage | copy src | copy dst), padded to whole 16-byte units. It may outlive
-// its backend (then only the handle is released).
-class GpuBuffer : public Buffer {
-public:
-    GpuBuffer(std::weak_ptr<StepEncoder> step, WgpuHandle<WGPUBuffer> buffer, size_t size)
-        : step_(std::move(step)), buffer_(std::move(buffer)), size_(size) {}
-    ~GpuBuffer() override;
-    size_t     size_bytes() const override { return size_; }
-    WGPUBuffer get() const { return buffer_.get(); }
-
-private:
-    std::weak_ptr<StepEncoder> step_;  // drops cached bind groups that use this buffer
-    WgpuHandle<WGPUBuffer>     buffer_;
-    size_t                     size_;
-};
-
-// Linear weight in the layout of webgpu_weights.h.
-class GpuLinear : public Weight {
-public:
-    std::unique_ptr<GpuBuffer> buffer;
-    int64_t                    group    = 0;
-    int64_t                    n_groups = 0;
-    uint32_t                   scales_offset  = 0;  // u32 index
-    uint32_t                   oscales_offset = 0;  // u32 index
-};
-
-class GpuNorm : public Weight {
-public:
-    std::unique_ptr<GpuBuffer> buffer;  // [n_cols] f32
-    std::vector<float>         host;    // the same values on the host (rope_freqs divisors for the rope table)
-};
-
-// A non-ternary linear weight (webgpu_family.cpp, matmul.wgsl): the stacked parts (q/k/v, gate/up),
-// each of its own type (Q4_K_M files keep some attn_v as Q6_K), multiplied by one dispatch each.
-//   words: f32 [n][K] | f16 / bf16 [n][K/2] | Q8_0 [n][K/32][8] codes | Q4_0 [n][K/32][4] nibbles |
-//          Q4_K [n][K/256][36] (the file's 144-byte blocks) | Q6_K [n][K/256][52] (ql, qh, scales)
-//   scales: [n][K/32] (Q8_0, Q4_0) or [n][K/256] (Q6_K) f32, the blocks' f16 d; a placeholder otherwise
-class GpuMatrix : public Weight {
-public:
-    struct Part {
-        DType                      type = DType::f32;
-        int64_t                    first_row = 0, n_rows = 0;
-        std::unique_ptr<GpuBuffer> words, scales;
-    };
-    std::vector<Part> parts;
-};
-
-class GpuTable : public Weight {
-public:
-    std::unique_ptr<GpuBuffer> buffer;  // [n_cols, n_rows] f16 (two per word) or f32
-    bool                       f16 = false;
-    // Greedy decoding's int8 copy of an F16 head (head_i8_pack.wgsl), made on first use:
-    // q8 [n_rows][n_cols] int8, info [n_rows] (scale, bound coefficient, scale x ||codes||, 0) f32.
-    mutable std::unique_ptr<GpuBuffer> q8, q8_info;
-    mutable bool                       q8_failed = false;  // could not be allocated: the F16 path
-    // A Q8_0 / Q4_0 / Q6_K table's own blocks as a GpuMatrix (webgpu_family.cpp): the LM head reads
-    // them (lm_head_q.wgsl) instead of the f32 copy, which serves the embedding rows.
-    std::unique_ptr<Weight> blocks;
-};
-
-// cos/sin of ggml's NeoX theta recurrence for positions [0, n_pos), computed on the host exactly as
-// cpu::rope_neox_head does, uploaded once and grown by doubling.
-struct RopeTable {
-    int64_t                    n_rot = 0;
-    float                      freq_base = 0;
-    int64_t                    n_pos = 0;
-    std::unique_ptr<GpuBuffer> buffer;  // [n_pos][n_rot / 2] (cos, sin) f32
-};
 
 class WebGpuBackend final : public Backend {
 public:
@@ -705,37 +636,5 @@ private:
     std::unique_ptr<GpuBuffer>                     gemm_split_part_;  // split GEMMs' shares [S][T][N] i32
     std::optional<uint32_t>                        mma_unit_;     // mma_unit(), once found
 };
-
-// The GPU buffer behind a tensor (asserts it came from a WebGPU backend).
-WGPUBuffer gpu_buffer(const Tensor & t);
-
-// Element offset of a tensor view in units of `unit` bytes (asserts alignment).
-uint32_t gpu_offset(const Tensor & t, size_t unit);
-
-// Bytes of T tokens' Q8_0-block activations of `blocks` blocks each (lib/acts_q8_0.wgsl).
-size_t family_act_bytes(int64_t blocks, int64_t T);
-
-// The weight as this backend loaded it (asserts the kind).
-const GpuLinear & as_linear(const Weight & w);
-const GpuNorm &   as_norm(const Weight & w);
-const GpuTable &  as_table(const Weight & w);
-
-// v as a u32 (asserts it fits); ceil(a / b) as a u32; the largest power of two <= v (1 for v < 2).
-uint32_t u32(int64_t v);
-uint32_t ceil_div(int64_t a, int64_t b);
-uint32_t floor_pow2(uint64_t v);
-// The weight prefetches (attention.wgsl PF_STRIDE, lib/weight_prefetch.wgsl KPF_STRIDE) load one u32
-// word per this many: one per 64 bytes, a load per cache sector pair.
-constexpr uint32_t k_prefetch_stride_words = 16;
-// Loads per invocation (at most k_prefetch_loads_max) for workgroups of `wg` invocations that pull
-// `words` u32 words into L2, one per k_prefetch_stride_words, on the units that `busy_groups`
-// other workgroups leave free of `units` (at least 8 taken as free): the fewest that keep the
-// pulling workgroups within them (attention.wgsl's PF_LOADS; webgpu_ops.cpp says why).
-constexpr uint32_t k_prefetch_loads_max = 64;
-uint32_t prefetch_loads_on_free_units(uint64_t words, uint32_t wg, uint32_t busy_groups, uint32_t units);
-// Decode attention's tiled scores: K words per block of 16 dimensions (cpu::dot_blocked16), and
-// threads per position (one per block, rounded up to a power of two) for rows of row_words words.
-uint32_t score_block_words(bool k_f16);
-uint32_t score_threads(uint32_t row_words, bool k_f16);
 
 }  // namespace tern
