@@ -74,6 +74,9 @@ struct WebGpuTuning {
     uint32_t attn_combine_fused      = 1;    // one query's attention_split_combine folded into the o-projection's
                                              //     prologue (lib/decode_io.wgsl PARTS) where that reads it next
                                              //     (H200, depth 4096: 479.4 / 478.5 vs 469.7 / 475.3 tok/s); 0: dispatched
+    uint32_t attn_split_prefetch     = 0;    // one query's split attention (which pulls no weight into L2, unlike
+                                             //     attention.wgsl's PF_FROM): 1: the o-projection after it pulls
+                                             //     the weight after that (gate+up); 0: nothing does
     uint32_t attn_split_chunk        = 64;   // one query over a long cache: positions per attention_split_softmax
                                              //     workgroup (at most 1024 / G; 0: 1024 / G, at least 32)
     uint32_t attn_split_heads        = 0;    // query heads per attention_split_pv workgroup (a divisor of
