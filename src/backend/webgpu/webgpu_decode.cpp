@@ -254,6 +254,7 @@ bool WebGpuBackend::try_decode_qkv(const Tensor & q, const KvLayer & kv, const G
     key.add("V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0);
     key.add("HD", static_cast<double>(hd));
     key.add("QKV_N_ROT", static_cast<double>(s.n_rot));
+    if (tune_.qkv_kv_prefetch == 0) key.add("KV_PF", 0.0);
     const uint32_t   groups = static_cast<uint32_t>(w.n_rows / t->rows);
     const WGPUBuffer pf     = add_kernel_prefetch(key, prefetch, groups, t->wg, src.src);
     const WGPUBuffer bufs[] = {w.buffer->get(), src.src,          src.scale,        rope.buffer->get(), gpu_buffer(q),

@@ -38,6 +38,7 @@ const std::vector<Field> & fields() {
         {"decode_lanes", Kind::pow2, 4, 64, &T::decode_lanes},
         {"decode_lane_loads", Kind::number, 1, 10, &T::decode_lane_loads},
         {"qkv_lanes", Kind::pow2, 4, 64, &T::qkv_lanes},
+        {"qkv_kv_prefetch", Kind::number, 0, 1, &T::qkv_kv_prefetch},
         {"o_lanes", Kind::pow2_or_0, 4, 64, &T::o_lanes},
         {"o_wg", Kind::pow2_or_0, 32, 1024, &T::o_wg},
         {"gate_up_lanes", Kind::pow2, 4, 64, &T::gate_up_lanes},

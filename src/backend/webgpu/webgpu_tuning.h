@@ -32,6 +32,8 @@ struct WebGpuTuning {
     uint32_t decode_lanes      = 4;    // the fewest lanes (threads) per weight row (a power of two)
     uint32_t decode_lane_loads = 10;   // the most vec4 weight loads per lane (1..10; fewer: more lanes)
     uint32_t qkv_lanes         = 16;   // the fewest lanes per row of the qkv kernel
+    uint32_t qkv_kv_prefetch   = 1;    // 1: the qkv kernel pulls the cache rows attention reads next into L2
+                                       //     (one word per 64 bytes per invocation); 0: it does not (A/B)
     uint32_t o_lanes           = 0;    // ... of a bitlinear over rows up to 4096 (the o-projection); 0: 32
                                        //     where 32-lane teams sum in registers and K >= 2048, else 16
     uint32_t o_wg              = 0;    // its threads; 0: 512 where o_lanes is 32 by default, else decode_wg

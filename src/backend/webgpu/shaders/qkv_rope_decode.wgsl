@@ -73,9 +73,11 @@ fn store_q(tok: u32, i: u32, v: f32) { q_out[p.q_offset + tok * p.q_stride + i] 
 // them before the kernel's end. Each invocation loads at most one word of K and one of V (rows up to
 // WG * groups * KV_PF_STRIDE / row words). H100 tg128 +0.9%.
 const KV_PF_STRIDE: u32 = 16u;
+override KV_PF: bool = true;  // off: no cache rows prefetched (WebGpuTuning::qkv_kv_prefetch)
 
 fn kv_prefetch(lid: u32, g: u32) -> u32 {
     var acc = 0u;
+    if (!KV_PF) { return acc; }
     let kw  = select(p.n_embd_kv, p.n_embd_kv / 2u, K_F16);  // u32 words per cache row
     let vw  = select(p.n_embd_kv, p.n_embd_kv / 2u, V_F16);
     let i   = (g * WG + lid) * KV_PF_STRIDE;
