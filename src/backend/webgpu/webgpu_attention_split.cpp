@@ -210,7 +210,9 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
         add_paging(sk);
         const WGPUBuffer sb[] = {gpu_buffer(q), gpu_buffer(kv.k), cols_k, pages_k, attn_scores_->get(),
                                  attn_wmax_->get()};
-        step_->dispatch(sk, sb, &sp, sizeof sp, n_w, u32(n_kv), u32(tc));
+        for (uint32_t r = 0; r <= (tune_.attn_split_twice & 1u); ++r) {
+            step_->dispatch(sk, sb, &sp, sizeof sp, n_w, u32(n_kv), u32(tc));
+        }
 
         struct {
             uint32_t ld, wmax_ld, bsum_ld, n_head_kv, tp, pos0, max_pages, cols_offset, pages_offset;
@@ -225,7 +227,9 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
         const WGPUBuffer cols_m  = paged ? gpu_buffer(batch->columns) : attn_wmax_->get();
         const WGPUBuffer pages_m = paged ? gpu_buffer(batch->page_table) : attn_wmax_->get();
         const WGPUBuffer mb[]    = {cols_m, pages_m, attn_wmax_->get(), attn_scores_->get(), attn_bsum_->get()};
-        step_->dispatch(mk, mb, &mp, sizeof mp, ceil_div(n_max, st.ch), u32(n_kv), u32(tc));
+        for (uint32_t r = 0; r <= (tune_.attn_split_twice >> 1 & 1u); ++r) {
+            step_->dispatch(mk, mb, &mp, sizeof mp, ceil_div(n_max, st.ch), u32(n_kv), u32(tc));
+        }
 
         struct {
             uint32_t n_embd_kv, v_offset, ld, bsum_ld, n_head_kv, pos0, max_pages, cols_offset, pages_offset,
@@ -291,8 +295,10 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                              {"DS", static_cast<double>(k_tile_dims)}}}};
             const WGPUBuffer vb[] = {attn_scores_->get(), attn_bsum_->get(), gpu_buffer(kv.v), cols_v, pages_v,
                                      attn_super_->get()};
-            step_->dispatch(vk, vb, &vp, sizeof vp, u32(hd / k_tile_dims * ceil_div(n_max, cpu::k_pos_super)),
-                            u32(n_kv), u32(tc));
+            for (uint32_t r = 0; r <= (tune_.attn_split_twice >> 2 & 1u); ++r) {
+                step_->dispatch(vk, vb, &vp, sizeof vp, u32(hd / k_tile_dims * ceil_div(n_max, cpu::k_pos_super)),
+                                u32(n_kv), u32(tc));
+            }
 
             struct {
                 uint32_t n_head, nsb_ld, pos0, max_pages, cols_offset, pages_offset, out_offset, out_stride;

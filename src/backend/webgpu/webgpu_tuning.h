@@ -79,6 +79,9 @@ struct WebGpuTuning {
     uint32_t attn_split_prefetch     = 0;    // one query's split attention (which pulls no weight into L2, unlike
                                              //     attention.wgsl's PF_FROM): 1: the o-projection after it pulls
                                              //     the weight after that (gate+up); 0: nothing does
+    uint32_t attn_split_twice        = 0;    // MEASUREMENT ONLY (wrong results with bit 2): dispatch one query's
+                                             //     split scores (bit 1), softmax (2), pvt (4) twice, so that the
+                                             //     difference in tok/s is that kernel's live time in the chain
     uint32_t attn_split_chunk        = 64;   // one query over a long cache: positions per attention_split_softmax
                                              //     workgroup (at most 1024 / G; 0: 1024 / G, at least 32)
     uint32_t attn_split_heads        = 0;    // query heads per attention_split_pv workgroup (a divisor of
