@@ -46,7 +46,8 @@ namespace {
 struct SplitTiling {
     uint32_t wg = 256;
     uint32_t ts = 8;     // scores: threads per position (blocks of 16 dimensions, rounded up to a power of two)
-    uint32_t tp = 32;    // scores: positions per workgroup
+    uint32_t tp = 32;    // scores: positions per workgroup (ppt passes of wg / ts)
+    uint32_t ppt = 1;    // scores: positions per thread
     uint32_t ch = 256;   // softmax: positions per workgroup
     uint32_t dg = 8;     // P·V: output dimensions per workgroup
     uint32_t rb = 64;    // P·V: blocks of 32 positions per round
@@ -69,7 +70,9 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
 
     SplitTiling st;
     st.ts = floor_pow2(static_cast<uint64_t>(2 * ((hd + 15) / 16) - 1));
-    st.tp = st.wg / st.ts;
+    // One long query: each scores thread takes attn_scores_ppt positions (fewer, fuller workgroups).
+    st.ppt = batch == nullptr ? std::clamp<uint32_t>(tune_.attn_scores_ppt, 1, 4) : 1;
+    st.tp  = st.wg / st.ts * st.ppt;
     // Softmax positions per workgroup: up to 4 scores per thread (1024 / G); one long query
     // takes attn_split_chunk (64: 5 x 64 = 320 workgroups for 2B4T at 4,096 positions instead of
     // 80; H100 tg64 @ d4096 445.3-446.4 tokens/s against 439.6-441.1 with 256, 444.2-444.9 with 128).
@@ -147,10 +150,11 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
           "attention block sums");
     // P·V by tiles (attention_split_pvt.wgsl + attention_split_combine.wgsl) where its workgroup
     // memory fits: [T][n_head][nsb_ld][hd] f32 superblock sums.
-    constexpr uint32_t k_tile_dims = 16;
+    // (WebGpuTuning::attn_pvt_dims: 16 dimensions by 256 threads, or 8 by 128.)
+    const uint32_t     k_tile_dims = tune_.attn_pvt_dims == 8 ? 8 : 16;
     const int64_t      nsb_ld      = ceil_div(n_all, cpu::k_pos_super);
     const uint64_t     jv          = (static_cast<uint64_t>(group) + 3) / 4;
-    const uint64_t     pvt_mem     = 512 * (k_tile_dims / 2 + 1) * 4 + 512 * jv * 16 + 256 * 4 + 16 * 4 + 16;
+    const uint64_t     pvt_mem     = 512 * (k_tile_dims / 2 + 1) * 4 + 512 * jv * 16 + 16 * k_tile_dims * 4 + 16 * 4 + 16;
     const bool         by_tiles    = tune_.attn_split_tiles != 0 && batch == nullptr && v_f16 &&
                               hd % k_tile_dims == 0 && pvt_mem <= lim.maxComputeWorkgroupStorageSize &&
                               cpu::k_pos_super == 512 && cpu::k_pos_block == 32 &&
@@ -207,6 +211,7 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                          {"GROUP", static_cast<double>(group)},
                          {"K_F16", k_f16 ? 1.0 : 0.0},
                          {"K_VEC", k_vec ? 1.0 : 0.0}}}};
+        if (st.ppt != 1) sk.add("PPT", static_cast<double>(st.ppt));
         add_paging(sk);
         const WGPUBuffer sb[] = {gpu_buffer(q), gpu_buffer(kv.k), cols_k, pages_k, attn_scores_->get(),
                                  attn_wmax_->get()};

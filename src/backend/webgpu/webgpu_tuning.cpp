@@ -66,6 +66,8 @@ const std::vector<Field> & fields() {
         {"attn_combine_fused", Kind::number, 0, 1, &T::attn_combine_fused},
         {"attn_split_prefetch", Kind::number, 0, 1, &T::attn_split_prefetch},
         {"attn_split_twice", Kind::number, 0, 7, &T::attn_split_twice},
+        {"attn_scores_ppt", Kind::number, 1, 4, &T::attn_scores_ppt},
+        {"attn_pvt_dims", Kind::pow2, 8, 16, &T::attn_pvt_dims},
         {"attn_split_chunk", Kind::pow2_or_0, 32, 1024, &T::attn_split_chunk},
         {"attn_paged_pv", Kind::number, 0, k_max, &T::attn_paged_pv},
         {"attn_paged_unroll", Kind::pow2, 4, 16, &T::attn_paged_unroll},

@@ -82,6 +82,8 @@ struct WebGpuTuning {
     uint32_t attn_split_twice        = 0;    // MEASUREMENT ONLY (wrong results with bit 2): dispatch one query's
                                              //     split scores (bit 1), softmax (2), pvt (4) twice, so that the
                                              //     difference in tok/s is that kernel's live time in the chain
+    uint32_t attn_scores_ppt         = 1;    // positions per thread of one long query's attention_split_scores (1..4)
+    uint32_t attn_pvt_dims           = 16;   // dimensions per attention_split_pvt workgroup: 16 (256 threads) or 8 (128)
     uint32_t attn_split_chunk        = 64;   // one query over a long cache: positions per attention_split_softmax
                                              //     workgroup (at most 1024 / G; 0: 1024 / G, at least 32)
     uint32_t attn_split_heads        = 0;    // query heads per attention_split_pv workgroup (a divisor of
