@@ -58,7 +58,7 @@ struct SplitTiling {
 }  // namespace
 
 bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & s,
-                                    const KvBatch * batch, int64_t pos0) {
+                                    const KvBatch * batch, int64_t pos0, const GpuLinear * prefetch) {
     const int64_t hd    = s.head_dim;
     const int64_t n_kv  = s.n_head_kv;
     const int64_t group = s.n_head / n_kv;
@@ -204,7 +204,7 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
         } sp{u32(kv.k.ne[0]), gpu_offset(q, 4) + u32(c0 * q.ne[0]), u32(q.ne[0]), gpu_offset(kv.k, k_el), u32(ld), n_w,
              u32(n_kv), u32(pos0 + c0), max_pages, cols_at + u32(4 * c0), pages_at, s.scale};
         PipelineKey sk{"attention_split_scores",
-                       "rrrrwwu",
+                       "rrrrwwru",
                        {{{"WG", static_cast<double>(st.wg)},
                          {"S", static_cast<double>(st.ts)},
                          {"HD", static_cast<double>(hd)},
@@ -213,10 +213,25 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                          {"K_VEC", k_vec ? 1.0 : 0.0}}}};
         if (st.ppt != 1) sk.add("PPT", static_cast<double>(st.ppt));
         add_paging(sk);
+        // One query (WebGpuTuning::attn_split_prefetch): workgroups past the scoring ones, n_pf along x
+        // for each KV head, pull `prefetch` (gate+up, two matmuls ahead) into L2, PF_LOADS words each
+        // per thread, one per 64 bytes, as attention.wgsl's prefetch workgroups do over short contexts.
+        uint32_t   n_pf = 0;
+        WGPUBuffer pf   = gpu_buffer(q);  // (bound, never read, without a prefetch)
+        if (prefetch != nullptr && tune_.attn_split_prefetch != 0 && !paged && tc == 1) {
+            constexpr uint32_t k_pf_loads = 8;
+            const uint64_t     words      = prefetch->buffer->size_bytes() / 4;
+            n_pf = u32(ceil_div(static_cast<int64_t>(ceil_div(static_cast<int64_t>(words),
+                                                              int64_t{st.wg} * k_pf_loads * k_prefetch_stride_words)),
+                                n_kv));
+            sk.add("PF_WORDS", static_cast<double>(words));
+            sk.add("PF_LOADS", static_cast<double>(k_pf_loads));
+            pf = prefetch->buffer->get();
+        }
         const WGPUBuffer sb[] = {gpu_buffer(q), gpu_buffer(kv.k), cols_k, pages_k, attn_scores_->get(),
-                                 attn_wmax_->get()};
+                                 attn_wmax_->get(), pf};
         for (uint32_t r = 0; r <= (tune_.attn_split_twice & 1u); ++r) {
-            step_->dispatch(sk, sb, &sp, sizeof sp, n_w, u32(n_kv), u32(tc));
+            step_->dispatch(sk, sb, &sp, sizeof sp, n_w + n_pf, u32(n_kv), u32(tc));
         }
 
         struct {

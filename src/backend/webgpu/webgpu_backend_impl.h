@@ -280,9 +280,10 @@ private:
     // One query per column with the positions spread over many workgroups (attention_split_*.wgsl,
     // webgpu_attention_split.cpp): the columns of a paged batch, or (batch null) columns at
     // positions pos0 + t of a contiguous cache; false when its workgroups or buffers would not fit
-    // this device or the shape.
+    // this device or the shape. `prefetch`: a weight that one query's scores kernel pulls into L2
+    // (WebGpuTuning::attn_split_prefetch), or null.
     bool split_attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
-                         const KvBatch * batch, int64_t pos0);
+                         const KvBatch * batch, int64_t pos0, const GpuLinear * prefetch = nullptr);
     // rope_kv.wgsl over the qkv scratch's n_tok columns: at positions pos0 + t of a contiguous cache,
     // or (batch) at each column's position and cache row (webgpu_prefill.cpp).
     void encode_rope_kv(const Tensor & q, const KvLayer & kv, const GpuLinear & lw, const AttentionShape & shape,

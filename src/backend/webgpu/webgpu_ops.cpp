@@ -382,12 +382,7 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
                                      ? int64_t{tune_.attn_long_positions}
                                      : std::min<int64_t>(k_long_positions, int64_t{sc_max} + 1);
     const bool    long_one = n_tok == 1 && pos0 + 1 >= long_min;
-    if (long_one && split_attention(out, q, kv, s, nullptr, pos0)) {  // webgpu_attention_split.cpp
-        // The split kernels pull nothing into L2: the weight after the next one is the next matmul's
-        // to pull (WebGpuTuning::attn_split_prefetch), not left to nobody.
-        if (tune_.attn_split_prefetch == 1) weight_order_.by_attention = nullptr;
-        return;
-    }
+    if (long_one && split_attention(out, q, kv, s, nullptr, pos0, prefetch)) return;  // webgpu_attention_split.cpp
     if (prefill_attention(out, q, kv, s, pos0, long_one)) return;       // many tokens (or long_one's fallback)
     // One query over few positions: the short form (lib/attention_core.wgsl ATT_SHORT: every K and
     // V word loaded before q, the probabilities passed by shuffles), where subgroups are exactly 32

@@ -76,9 +76,9 @@ struct WebGpuTuning {
     uint32_t attn_combine_fused      = 1;    // one query's attention_split_combine folded into the o-projection's
                                              //     prologue (lib/decode_io.wgsl PARTS) where that reads it next
                                              //     (H200, depth 4096: 479.4 / 478.5 vs 469.7 / 475.3 tok/s); 0: dispatched
-    uint32_t attn_split_prefetch     = 0;    // one query's split attention (which pulls no weight into L2, unlike
-                                             //     attention.wgsl's PF_FROM): 1: the o-projection after it pulls
-                                             //     the weight after that (gate+up); 0: nothing does
+    uint32_t attn_split_prefetch     = 0;    // one query's split attention: 1: workgroups of the scores kernel pull
+                                             //     the weight two matmuls ahead (gate+up) into L2, as attention.wgsl's
+                                             //     PF_FROM does over short contexts; 0: nothing pulls it (A/B)
     uint32_t attn_split_twice        = 0;    // MEASUREMENT ONLY (wrong results with bit 2): dispatch one query's
                                              //     split scores (bit 1), softmax (2), pvt (4) twice, so that the
                                              //     difference in tok/s is that kernel's live time in the chain

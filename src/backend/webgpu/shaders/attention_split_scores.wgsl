@@ -10,8 +10,11 @@
 //
 //   q: [n_head hd, T] f32   k_cache: [n_head_kv hd, rows] f16 pairs or f32, as vec4<u32> (16 bytes)
 //   cols, pages: lib/kv_pages.wgsl   scores: [T][n_head_kv][G][ld] f32   wmax: [T][n_head_kv][G][wmax_ld] f32
-// Bindings: 0 q, 1 k_cache, 2 cols, 3 pages (read); 4 scores, 5 wmax (read_write); 6 params
-// Dispatch: (ceil(n_max / TP), n_head_kv, T); workgroups past their column's positions return.
+// Bindings: 0 q, 1 k_cache, 2 cols, 3 pages (read); 4 scores, 5 wmax (read_write); 6 pfw (read); 7 params
+// Dispatch: (ceil(n_max / (TP PPT)) + n_pf, n_head_kv, T); workgroups past their column's positions
+// return. With PF_WORDS (one query), the n_pf x n_head_kv workgroups past the scoring ones (x from
+// p.wmax_ld on) instead pull pfw (a weight a later kernel reads) into L2: PF_LOADS words per thread,
+// one per 64 bytes, kept by a store that never happens (p.rn_zero is 0).
 // Thread (position t / S, block t % S) loads its block of 16 K values straight into registers (by
 // vec4 loads where K_VEC: every block starts at a multiple of 16 bytes, else word by word) and
 // sums it against each of the G query rows staged in workgroup memory; the first threads of a
@@ -29,6 +32,8 @@ override GROUP: u32 = 4u;      // G = n_head / n_head_kv
 override K_F16: bool = true;
 override K_VEC: bool = false;  // k_offset, n_embd_kv and HD multiples of 8 (f16) or 4 (f32) elements
 override NB: u32 = (HD + 15u) / 16u;  // blocks of 16 dimensions
+override PF_WORDS: u32 = 0u;  // words of pfw to pull into L2 (0: none)
+override PF_LOADS: u32 = 8u;
 
 struct Params {
     n_embd_kv: u32,     // cache elements per row
@@ -52,7 +57,8 @@ struct Params {
 @group(0) @binding(3) var<storage, read> pages: array<i32>;
 @group(0) @binding(4) var<storage, read_write> scores: array<f32>;
 @group(0) @binding(5) var<storage, read_write> wmax: array<f32>;
-@group(0) @binding(6) var<uniform> p: Params;
+@group(0) @binding(6) var<storage, read> pfw: array<u32>;
+@group(0) @binding(7) var<uniform> p: Params;
 
 var<workgroup> q_s: array<f32, GROUP * HD>;   // [j][d], f16-rounded with an f16 cache
 var<workgroup> blk_s: array<f32, GROUP * WG>;  // [j][thread]: the block sums
@@ -72,6 +78,16 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let kvh = wid.y;
     let col = kv_column_uniform(lid, t);
     let n   = col.pos + 1u;
+    if (PF_WORDS != 0u && wid.x >= p.wmax_ld) {  // (uniform: the workgroup's)
+        let g = (wid.x - p.wmax_ld) * p.n_head_kv + kvh;
+        var acc = 0u;
+        for (var u = 0u; u < PF_LOADS; u++) {
+            let i = ((g * PF_LOADS + u) * WG + lid) * 16u;
+            if (i < PF_WORDS) { acc ^= pfw[i]; }
+        }
+        if ((acc & p.rn_zero) != 0u) { wmax[0] = bitcast<f32>(acc); }
+        return;
+    }
     let p0  = wid.x * TP * PPT;
     if (p0 >= n) { return; }
     let pl   = lid / S;
