@@ -173,7 +173,7 @@ TEST(WebGpuModel, DeviceGreedyDecodingMatchesCpu) {
 TEST(WebGpuModel, SplitAttentionDecodingMatchesCpu) {
     TERN_REQUIRE_WEBGPU();
     for (const char * tune : {"attn_long_positions=1", "attn_long_positions=1,attn_split_tiles=0",
-                              "attn_long_positions=1,attn_combine_fused=0", "attn_long_positions=1,attn_split_prefetch=1,qkv_kv_prefetch=0"}) {
+                              "attn_long_positions=1,attn_combine_fused=0"}) {
         SCOPED_TRACE(tune);
         WebGpuOptions o;
         o.allow_cpu_adapter = true;

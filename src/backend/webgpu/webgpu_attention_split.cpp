@@ -46,8 +46,7 @@ namespace {
 struct SplitTiling {
     uint32_t wg = 256;
     uint32_t ts = 8;     // scores: threads per position (blocks of 16 dimensions, rounded up to a power of two)
-    uint32_t tp = 32;    // scores: positions per workgroup (ppt passes of wg / ts)
-    uint32_t ppt = 1;    // scores: positions per thread
+    uint32_t tp = 32;    // scores: positions per workgroup
     uint32_t ch = 256;   // softmax: positions per workgroup
     uint32_t dg = 8;     // P·V: output dimensions per workgroup
     uint32_t rb = 64;    // P·V: blocks of 32 positions per round
@@ -58,7 +57,7 @@ struct SplitTiling {
 }  // namespace
 
 bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & s,
-                                    const KvBatch * batch, int64_t pos0, const GpuLinear * prefetch) {
+                                    const KvBatch * batch, int64_t pos0) {
     const int64_t hd    = s.head_dim;
     const int64_t n_kv  = s.n_head_kv;
     const int64_t group = s.n_head / n_kv;
@@ -70,9 +69,7 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
 
     SplitTiling st;
     st.ts = floor_pow2(static_cast<uint64_t>(2 * ((hd + 15) / 16) - 1));
-    // One long query: each scores thread takes attn_scores_ppt positions (fewer, fuller workgroups).
-    st.ppt = batch == nullptr ? std::clamp<uint32_t>(tune_.attn_scores_ppt, 1, 4) : 1;
-    st.tp  = st.wg / st.ts * st.ppt;
+    st.tp = st.wg / st.ts;
     // Softmax positions per workgroup: up to 4 scores per thread (1024 / G); one long query
     // takes attn_split_chunk (64: 5 x 64 = 320 workgroups for 2B4T at 4,096 positions instead of
     // 80; H100 tg64 @ d4096 445.3-446.4 tokens/s against 439.6-441.1 with 256, 444.2-444.9 with 128).
@@ -150,11 +147,10 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
           "attention block sums");
     // P·V by tiles (attention_split_pvt.wgsl + attention_split_combine.wgsl) where its workgroup
     // memory fits: [T][n_head][nsb_ld][hd] f32 superblock sums.
-    // (WebGpuTuning::attn_pvt_dims: 16 dimensions by 256 threads, or 8 by 128.)
-    const uint32_t     k_tile_dims = tune_.attn_pvt_dims == 8 ? 8 : 16;
+    constexpr uint32_t k_tile_dims = 16;
     const int64_t      nsb_ld      = ceil_div(n_all, cpu::k_pos_super);
     const uint64_t     jv          = (static_cast<uint64_t>(group) + 3) / 4;
-    const uint64_t     pvt_mem     = 512 * (k_tile_dims / 2 + 1) * 4 + 512 * jv * 16 + 16 * k_tile_dims * 4 + 16 * 4 + 16;
+    const uint64_t     pvt_mem     = 512 * (k_tile_dims / 2 + 1) * 4 + 512 * jv * 16 + 256 * 4 + 16 * 4 + 16;
     const bool         by_tiles    = tune_.attn_split_tiles != 0 && batch == nullptr && v_f16 &&
                               hd % k_tile_dims == 0 && pvt_mem <= lim.maxComputeWorkgroupStorageSize &&
                               cpu::k_pos_super == 512 && cpu::k_pos_block == 32 &&
@@ -204,35 +200,17 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
         } sp{u32(kv.k.ne[0]), gpu_offset(q, 4) + u32(c0 * q.ne[0]), u32(q.ne[0]), gpu_offset(kv.k, k_el), u32(ld), n_w,
              u32(n_kv), u32(pos0 + c0), max_pages, cols_at + u32(4 * c0), pages_at, s.scale};
         PipelineKey sk{"attention_split_scores",
-                       "rrrrwwru",
+                       "rrrrwwu",
                        {{{"WG", static_cast<double>(st.wg)},
                          {"S", static_cast<double>(st.ts)},
                          {"HD", static_cast<double>(hd)},
                          {"GROUP", static_cast<double>(group)},
                          {"K_F16", k_f16 ? 1.0 : 0.0},
                          {"K_VEC", k_vec ? 1.0 : 0.0}}}};
-        if (st.ppt != 1) sk.add("PPT", static_cast<double>(st.ppt));
         add_paging(sk);
-        // One query (WebGpuTuning::attn_split_prefetch): workgroups past the scoring ones, n_pf along x
-        // for each KV head, pull `prefetch` (gate+up, two matmuls ahead) into L2, PF_LOADS words each
-        // per thread, one per 64 bytes, as attention.wgsl's prefetch workgroups do over short contexts.
-        uint32_t   n_pf = 0;
-        WGPUBuffer pf   = gpu_buffer(q);  // (bound, never read, without a prefetch)
-        if (prefetch != nullptr && tune_.attn_split_prefetch != 0 && !paged && tc == 1) {
-            constexpr uint32_t k_pf_loads = 8;
-            const uint64_t     words      = prefetch->buffer->size_bytes() / 4;
-            n_pf = u32(ceil_div(static_cast<int64_t>(ceil_div(static_cast<int64_t>(words),
-                                                              int64_t{st.wg} * k_pf_loads * k_prefetch_stride_words)),
-                                n_kv));
-            sk.add("PF_WORDS", static_cast<double>(words));
-            sk.add("PF_LOADS", static_cast<double>(k_pf_loads));
-            pf = prefetch->buffer->get();
-        }
         const WGPUBuffer sb[] = {gpu_buffer(q), gpu_buffer(kv.k), cols_k, pages_k, attn_scores_->get(),
-                                 attn_wmax_->get(), pf};
-        for (uint32_t r = 0; r <= (tune_.attn_split_twice & 1u); ++r) {
-            step_->dispatch(sk, sb, &sp, sizeof sp, n_w + n_pf, u32(n_kv), u32(tc));
-        }
+                                 attn_wmax_->get()};
+        step_->dispatch(sk, sb, &sp, sizeof sp, n_w, u32(n_kv), u32(tc));
 
         struct {
             uint32_t ld, wmax_ld, bsum_ld, n_head_kv, tp, pos0, max_pages, cols_offset, pages_offset;
@@ -247,9 +225,7 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
         const WGPUBuffer cols_m  = paged ? gpu_buffer(batch->columns) : attn_wmax_->get();
         const WGPUBuffer pages_m = paged ? gpu_buffer(batch->page_table) : attn_wmax_->get();
         const WGPUBuffer mb[]    = {cols_m, pages_m, attn_wmax_->get(), attn_scores_->get(), attn_bsum_->get()};
-        for (uint32_t r = 0; r <= (tune_.attn_split_twice >> 1 & 1u); ++r) {
-            step_->dispatch(mk, mb, &mp, sizeof mp, ceil_div(n_max, st.ch), u32(n_kv), u32(tc));
-        }
+        step_->dispatch(mk, mb, &mp, sizeof mp, ceil_div(n_max, st.ch), u32(n_kv), u32(tc));
 
         struct {
             uint32_t n_embd_kv, v_offset, ld, bsum_ld, n_head_kv, pos0, max_pages, cols_offset, pages_offset,
@@ -315,10 +291,8 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                              {"DS", static_cast<double>(k_tile_dims)}}}};
             const WGPUBuffer vb[] = {attn_scores_->get(), attn_bsum_->get(), gpu_buffer(kv.v), cols_v, pages_v,
                                      attn_super_->get()};
-            for (uint32_t r = 0; r <= (tune_.attn_split_twice >> 2 & 1u); ++r) {
-                step_->dispatch(vk, vb, &vp, sizeof vp, u32(hd / k_tile_dims * ceil_div(n_max, cpu::k_pos_super)),
-                                u32(n_kv), u32(tc));
-            }
+            step_->dispatch(vk, vb, &vp, sizeof vp, u32(hd / k_tile_dims * ceil_div(n_max, cpu::k_pos_super)),
+                            u32(n_kv), u32(tc));
 
             struct {
                 uint32_t n_head, nsb_ld, pos0, max_pages, cols_offset, pages_offset, out_offset, out_stride;

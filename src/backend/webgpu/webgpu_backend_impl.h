@@ -68,6 +68,11 @@ public:
     }
     void synchronize() override;
     std::vector<int64_t> warm_up_positions(int64_t n_ctx) const override;
+    // One query over this many positions or more takes the split kernels (WebGpuTuning::attn_long_positions,
+    // else 800; attention_prefetching takes them from fewer where attention.wgsl keeps fewer scores).
+    int64_t long_positions() const {
+        return tune_.attn_long_positions != 0 ? int64_t{tune_.attn_long_positions} : 800;
+    }
     void embed(const Tensor & x, const Weight & token_embd, const Tensor & tokens) override;
     void rms_norm_quant(const QuantizedActs & a, const Tensor & x, const Weight & w, float eps) override;
     void rms_norm(const Tensor & y, const Tensor & x, const Weight & w, float eps) override;
@@ -280,10 +285,9 @@ private:
     // One query per column with the positions spread over many workgroups (attention_split_*.wgsl,
     // webgpu_attention_split.cpp): the columns of a paged batch, or (batch null) columns at
     // positions pos0 + t of a contiguous cache; false when its workgroups or buffers would not fit
-    // this device or the shape. `prefetch`: a weight that one query's scores kernel pulls into L2
-    // (WebGpuTuning::attn_split_prefetch), or null.
+    // this device or the shape.
     bool split_attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
-                         const KvBatch * batch, int64_t pos0, const GpuLinear * prefetch = nullptr);
+                         const KvBatch * batch, int64_t pos0);
     // rope_kv.wgsl over the qkv scratch's n_tok columns: at positions pos0 + t of a contiguous cache,
     // or (batch) at each column's position and cache row (webgpu_prefill.cpp).
     void encode_rope_kv(const Tensor & q, const KvLayer & kv, const GpuLinear & lw, const AttentionShape & shape,

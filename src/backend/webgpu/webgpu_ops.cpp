@@ -290,7 +290,7 @@ std::vector<int64_t> WebGpuBackend::warm_up_positions(int64_t n_ctx) const {
     // positions (its last size from a step at n_ctx - 1). Each new pipeline compiles at its first
     // step: on an H200 ~35 ms with the driver's cache warm, ~600 ms cold, inside the tokens a user
     // waits for unless the warm-up ran them.
-    const int64_t long_min = tune_.attn_long_positions != 0 ? int64_t{tune_.attn_long_positions} : 800;
+    const int64_t long_min = long_positions();
     std::vector<int64_t> p = {128, 256, int64_t{tune_.attn_wide_positions}, long_min - 1, n_ctx - 1};
     std::erase_if(p, [&](int64_t x) { return x <= 0 || x >= n_ctx; });
     std::sort(p.begin(), p.end());
@@ -377,12 +377,10 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
     // (webgpu_attention_split.cpp; with the kernels before them, attention_long_*, on an H200 2B4T, tg128 at a depth of 1024: 2.23 ms per token against
     // 2.45, at 512: 2.02 against 1.86; the two cross near 800 positions), or from fewer where
     // attention.wgsl keeps fewer scores.
-    constexpr int64_t k_long_positions = 800;
-    const int64_t     long_min = tune_.attn_long_positions != 0
-                                     ? int64_t{tune_.attn_long_positions}
-                                     : std::min<int64_t>(k_long_positions, int64_t{sc_max} + 1);
+    const int64_t long_min = tune_.attn_long_positions != 0 ? long_positions()
+                                                            : std::min<int64_t>(long_positions(), int64_t{sc_max} + 1);
     const bool    long_one = n_tok == 1 && pos0 + 1 >= long_min;
-    if (long_one && split_attention(out, q, kv, s, nullptr, pos0, prefetch)) return;  // webgpu_attention_split.cpp
+    if (long_one && split_attention(out, q, kv, s, nullptr, pos0)) return;  // webgpu_attention_split.cpp
     if (prefill_attention(out, q, kv, s, pos0, long_one)) return;       // many tokens (or long_one's fallback)
     // One query over few positions: the short form (lib/attention_core.wgsl ATT_SHORT: every K and
     // V word loaded before q, the probabilities passed by shuffles), where subgroups are exactly 32

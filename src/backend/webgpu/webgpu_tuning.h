@@ -32,8 +32,6 @@ struct WebGpuTuning {
     uint32_t decode_lanes      = 4;    // the fewest lanes (threads) per weight row (a power of two)
     uint32_t decode_lane_loads = 10;   // the most vec4 weight loads per lane (1..10; fewer: more lanes)
     uint32_t qkv_lanes         = 16;   // the fewest lanes per row of the qkv kernel
-    uint32_t qkv_kv_prefetch   = 1;    // 1: the qkv kernel pulls the cache rows attention reads next into L2
-                                       //     (one word per 64 bytes per invocation); 0: it does not (A/B)
     uint32_t o_lanes           = 0;    // ... of a bitlinear over rows up to 4096 (the o-projection); 0: 32
                                        //     where 32-lane teams sum in registers and K >= 2048, else 16
     uint32_t o_wg              = 0;    // its threads; 0: 512 where o_lanes is 32 by default, else decode_wg
@@ -76,14 +74,6 @@ struct WebGpuTuning {
     uint32_t attn_combine_fused      = 1;    // one query's attention_split_combine folded into the o-projection's
                                              //     prologue (lib/decode_io.wgsl PARTS) where that reads it next
                                              //     (H200, depth 4096: 479.4 / 478.5 vs 469.7 / 475.3 tok/s); 0: dispatched
-    uint32_t attn_split_prefetch     = 0;    // one query's split attention: 1: workgroups of the scores kernel pull
-                                             //     the weight two matmuls ahead (gate+up) into L2, as attention.wgsl's
-                                             //     PF_FROM does over short contexts; 0: nothing pulls it (A/B)
-    uint32_t attn_split_twice        = 0;    // MEASUREMENT ONLY (wrong results with bit 2): dispatch one query's
-                                             //     split scores (bit 1), softmax (2), pvt (4) twice, so that the
-                                             //     difference in tok/s is that kernel's live time in the chain
-    uint32_t attn_scores_ppt         = 1;    // positions per thread of one long query's attention_split_scores (1..4)
-    uint32_t attn_pvt_dims           = 16;   // dimensions per attention_split_pvt workgroup: 16 (256 threads) or 8 (128)
     uint32_t attn_split_chunk        = 64;   // one query over a long cache: positions per attention_split_softmax
                                              //     workgroup (at most 1024 / G; 0: 1024 / G, at least 32)
     uint32_t attn_split_heads        = 0;    // query heads per attention_split_pv workgroup (a divisor of

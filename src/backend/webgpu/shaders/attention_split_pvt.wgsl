@@ -32,9 +32,9 @@
 
 override HD: u32 = 128u;      // head_dim, a multiple of DS
 override GROUP: u32 = 4u;     // G = n_head / n_head_kv, at most 16
-override DS: u32 = 16u;       // dimensions per workgroup, 8 or 16 (threads = 16 blocks x DS dimensions)
+override DS: u32 = 16u;       // dimensions per workgroup (16: threads = 16 blocks x 16 dimensions)
 
-override WG: u32 = 16u * DS;
+const WG: u32 = 256u;
 const SUPER: u32 = 512u;                // positions per superblock (cpu::k_pos_super)
 override JV: u32 = (GROUP + 3u) / 4u;   // vec4s of query heads (at most 4)
 override VW: u32 = DS / 2u;             // u32 words of a tile row
@@ -69,7 +69,7 @@ var<workgroup> sup_s: array<f32, WG>;               // the normalizer's superblo
 var<workgroup> inv_s: array<f32, 16>;               // [j]
 
 // Thread lid's e values of the superblock's positions (0 past the column's end or for missing heads).
-fn load_e(ev: ptr<function, array<f32, 64>>, lid: u32, row0: u32, pbeg: u32, np: u32) {
+fn load_e(ev: ptr<function, array<f32, 32>>, lid: u32, row0: u32, pbeg: u32, np: u32) {
     for (var k = 0u; k < SUPER * 4u * JV / WG; k++) {
         let i = lid + k * WG;
         let r = i / (4u * JV);
@@ -108,7 +108,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     // 1. The V tile's loads first (in flight while the normalizer is summed): word w of row r.
     let first = kvh * HD + slice * DS;  // element index in a cache row
     // Quarter q of row r: vec4 (p.v_offset + row n_embd_kv + first) / 8 + q, all loaded, then stored.
-    var vq: array<vec4<u32>, 4>;  // SUPER VW / 4 / WG = 4
+    var vq: array<vec4<u32>, 4>;  // SUPER VW / 4 / WG = 4 (DS = 16)
     for (var k = 0u; k < SUPER * VW / 4u / WG; k++) {
         let i = lid + k * WG;
         let r = i / (VW / 4u);
@@ -118,7 +118,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         }
     }
     // The probabilities' e values too (into registers: their loads in flight with the others).
-    var ev: array<f32, 64>;  // (SUPER 4 JV / WG of them) [k]: position (lid + k WG) / (4 JV), head (lid + k WG) % (4 JV)
+    var ev: array<f32, 32>;  // [k]: position (lid + k WG) / (4 JV), head (lid + k WG) % (4 JV)
     load_e(&ev, lid, row0, pbeg, np);
     // The normalizer's first pass of block sums as well: every global load is issued before any
     // store to workgroup memory, so their latencies overlap (H200, depth 4096: +0.6-0.7%).

@@ -10,11 +10,8 @@
 //
 //   q: [n_head hd, T] f32   k_cache: [n_head_kv hd, rows] f16 pairs or f32, as vec4<u32> (16 bytes)
 //   cols, pages: lib/kv_pages.wgsl   scores: [T][n_head_kv][G][ld] f32   wmax: [T][n_head_kv][G][wmax_ld] f32
-// Bindings: 0 q, 1 k_cache, 2 cols, 3 pages (read); 4 scores, 5 wmax (read_write); 6 pfw (read); 7 params
-// Dispatch: (ceil(n_max / (TP PPT)) + n_pf, n_head_kv, T); workgroups past their column's positions
-// return. With PF_WORDS (one query), the n_pf x n_head_kv workgroups past the scoring ones (x from
-// p.wmax_ld on) instead pull pfw (a weight a later kernel reads) into L2: PF_LOADS words per thread,
-// one per 64 bytes, kept by a store that never happens (p.rn_zero is 0).
+// Bindings: 0 q, 1 k_cache, 2 cols, 3 pages (read); 4 scores, 5 wmax (read_write); 6 params
+// Dispatch: (ceil(n_max / TP), n_head_kv, T); workgroups past their column's positions return.
 // Thread (position t / S, block t % S) loads its block of 16 K values straight into registers (by
 // vec4 loads where K_VEC: every block starts at a multiple of 16 bytes, else word by word) and
 // sums it against each of the G query rows staged in workgroup memory; the first threads of a
@@ -25,15 +22,12 @@
 
 override WG: u32 = 256u;
 override S: u32 = 8u;          // threads per position: head_dim's blocks of 16, rounded up to a power of two
-override PPT: u32 = 1u;        // positions per thread (1..4): passes of WG / S positions
-override TP: u32 = WG / S;     // positions per pass; a workgroup's are TP PPT
+override TP: u32 = WG / S;     // positions per workgroup
 override HD: u32 = 128u;       // head_dim, a multiple of 4
 override GROUP: u32 = 4u;      // G = n_head / n_head_kv
 override K_F16: bool = true;
 override K_VEC: bool = false;  // k_offset, n_embd_kv and HD multiples of 8 (f16) or 4 (f32) elements
 override NB: u32 = (HD + 15u) / 16u;  // blocks of 16 dimensions
-override PF_WORDS: u32 = 0u;  // words of pfw to pull into L2 (0: none)
-override PF_LOADS: u32 = 8u;
 
 struct Params {
     n_embd_kv: u32,     // cache elements per row
@@ -57,12 +51,11 @@ struct Params {
 @group(0) @binding(3) var<storage, read> pages: array<i32>;
 @group(0) @binding(4) var<storage, read_write> scores: array<f32>;
 @group(0) @binding(5) var<storage, read_write> wmax: array<f32>;
-@group(0) @binding(6) var<storage, read> pfw: array<u32>;
-@group(0) @binding(7) var<uniform> p: Params;
+@group(0) @binding(6) var<uniform> p: Params;
 
 var<workgroup> q_s: array<f32, GROUP * HD>;   // [j][d], f16-rounded with an f16 cache
 var<workgroup> blk_s: array<f32, GROUP * WG>;  // [j][thread]: the block sums
-var<workgroup> sc_s: array<f32, GROUP * TP * PPT>;   // [j][position]: the scores, for the max
+var<workgroup> sc_s: array<f32, GROUP * TP>;   // [j][position]: the scores, for the max
 
 const NEG_MAX: u32 = 0xff7fffffu;  // -FLT_MAX (as attention.wgsl starts its max), as bits
 
@@ -78,63 +71,49 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let kvh = wid.y;
     let col = kv_column_uniform(lid, t);
     let n   = col.pos + 1u;
-    if (PF_WORDS != 0u && wid.x >= p.wmax_ld) {  // (uniform: the workgroup's)
-        let g = (wid.x - p.wmax_ld) * p.n_head_kv + kvh;
-        var acc = 0u;
-        for (var u = 0u; u < PF_LOADS; u++) {
-            let i = ((g * PF_LOADS + u) * WG + lid) * 16u;
-            if (i < PF_WORDS) { acc ^= pfw[i]; }
-        }
-        if ((acc & p.rn_zero) != 0u) { wmax[0] = bitcast<f32>(acc); }
-        return;
-    }
-    let p0  = wid.x * TP * PPT;
+    let p0  = wid.x * TP;
     if (p0 >= n) { return; }
     let pl   = lid / S;
     let b    = lid % S;
+    let pos  = p0 + pl;
+    let mine = pos < n && b < NB;
 
-    // This thread's blocks of K first (its loads in flight while q is staged): pass u's at kb[16 u ..].
-    var kbs: array<f32, 64>;
-    for (var u = 0u; u < PPT; u++) {
-        let pos  = p0 + u * TP + pl;
-        let mine = pos < n && b < NB;
-        var kb: array<f32, 16>;
-        if (mine) {
-            let e0 = p.k_offset + kv_row(col, pos) * p.n_embd_kv + kvh * HD + 16u * b;  // element index
-            if (K_F16 && K_VEC) {
-                for (var h = 0u; h < 2u; h++) {
-                    if (16u * b + 8u * h < HD) {
-                        let x = k_cache[e0 / 8u + h];
-                        for (var c = 0u; c < 4u; c++) {
-                            let v = unpack2x16float(x[c]);
-                            kb[8u * h + 2u * c] = v.x;
-                            kb[8u * h + 2u * c + 1u] = v.y;
-                        }
+    // This thread's block of K first (its loads in flight while q is staged).
+    var kb: array<f32, 16>;
+    if (mine) {
+        let e0 = p.k_offset + kv_row(col, pos) * p.n_embd_kv + kvh * HD + 16u * b;  // element index
+        if (K_F16 && K_VEC) {
+            for (var h = 0u; h < 2u; h++) {
+                if (16u * b + 8u * h < HD) {
+                    let x = k_cache[e0 / 8u + h];
+                    for (var c = 0u; c < 4u; c++) {
+                        let v = unpack2x16float(x[c]);
+                        kb[8u * h + 2u * c] = v.x;
+                        kb[8u * h + 2u * c + 1u] = v.y;
                     }
-                }
-            } else if (K_VEC) {
-                for (var h = 0u; h < 4u; h++) {
-                    if (16u * b + 4u * h < HD) {
-                        let x = k_cache[e0 / 4u + h];
-                        for (var c = 0u; c < 4u; c++) { kb[4u * h + c] = bitcast<f32>(x[c]); }
-                    }
-                }
-            } else if (K_F16) {
-                for (var w = 0u; w < 8u; w++) {
-                    if (16u * b + 2u * w < HD) {
-                        let i = e0 / 2u + w;  // u32 word
-                        let v = unpack2x16float(k_cache[i / 4u][i % 4u]);
-                        kb[2u * w] = v.x;
-                        kb[2u * w + 1u] = v.y;
-                    }
-                }
-            } else {
-                for (var w = 0u; w < 16u; w++) {
-                    if (16u * b + w < HD) { kb[w] = bitcast<f32>(k_cache[(e0 + w) / 4u][(e0 + w) % 4u]); }
                 }
             }
+        } else if (K_VEC) {
+            for (var h = 0u; h < 4u; h++) {
+                if (16u * b + 4u * h < HD) {
+                    let x = k_cache[e0 / 4u + h];
+                    for (var c = 0u; c < 4u; c++) { kb[4u * h + c] = bitcast<f32>(x[c]); }
+                }
+            }
+        } else if (K_F16) {
+            for (var w = 0u; w < 8u; w++) {
+                if (16u * b + 2u * w < HD) {
+                    let i = e0 / 2u + w;  // u32 word
+                    let v = unpack2x16float(k_cache[i / 4u][i % 4u]);
+                    kb[2u * w] = v.x;
+                    kb[2u * w + 1u] = v.y;
+                }
+            }
+        } else {
+            for (var w = 0u; w < 16u; w++) {
+                if (16u * b + w < HD) { kb[w] = bitcast<f32>(k_cache[(e0 + w) / 4u][(e0 + w) % 4u]); }
+            }
         }
-        for (var d = 0u; d < 16u; d++) { kbs[16u * u + d] = kb[d]; }
     }
     for (var i = lid; i < GROUP * HD; i += WG) {
         let v = q[p.q_offset + t * p.q_stride + kvh * GROUP * HD + i];
@@ -142,35 +121,32 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     workgroupBarrier();
 
-    let row0 = (t * p.n_head_kv + kvh) * GROUP;
-    for (var u = 0u; u < PPT; u++) {
-        let pos  = p0 + u * TP + pl;
-        let mine = pos < n && b < NB;
-        for (var j = 0u; j < GROUP; j++) {
-            var s = 0.0;
-            if (mine) {
-                for (var d = 0u; d < 16u; d++) {
-                    if (16u * b + d < HD) { s = s + prod(q_s[j * HD + 16u * b + d], kbs[16u * u + d]); }
-                }
+    for (var j = 0u; j < GROUP; j++) {
+        var s = 0.0;
+        if (mine) {
+            for (var d = 0u; d < 16u; d++) {
+                if (16u * b + d < HD) { s = s + prod(q_s[j * HD + 16u * b + d], kb[d]); }
             }
-            blk_s[j * WG + lid] = s;
         }
-        workgroupBarrier();
-        for (var j = b; j < GROUP; j += S) {
-            var sc = bitcast<f32>(NEG_MAX);
-            if (pos < n) {
-                var acc = 0.0;
-                for (var bb = 0u; bb < NB; bb++) { acc = acc + blk_s[j * WG + pl * S + bb]; }
-                sc = mul_rn(acc, p.scale);  // not fused into s - max
-                scores[(row0 + j) * p.ld + pos] = sc;
-            }
-            sc_s[j * TP * PPT + u * TP + pl] = sc;
-        }
-        workgroupBarrier();
+        blk_s[j * WG + lid] = s;
     }
+    workgroupBarrier();
+
+    let row0 = (t * p.n_head_kv + kvh) * GROUP;
+    for (var j = b; j < GROUP; j += S) {
+        var sc = bitcast<f32>(NEG_MAX);
+        if (pos < n) {
+            var acc = 0.0;
+            for (var bb = 0u; bb < NB; bb++) { acc = acc + blk_s[j * WG + pl * S + bb]; }
+            sc = mul_rn(acc, p.scale);  // not fused into s - max
+            scores[(row0 + j) * p.ld + pos] = sc;
+        }
+        sc_s[j * TP + pl] = sc;
+    }
+    workgroupBarrier();
     if (lid < GROUP) {
         var m = bitcast<f32>(NEG_MAX);
-        for (var i = 0u; i < TP * PPT; i++) { m = max(m, sc_s[lid * TP * PPT + i]); }
+        for (var i = 0u; i < TP; i++) { m = max(m, sc_s[lid * TP + i]); }
         wmax[(row0 + lid) * p.wmax_ld + wid.x] = m;
     }
 }

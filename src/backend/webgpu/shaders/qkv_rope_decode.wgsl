@@ -73,7 +73,7 @@ fn store_q(tok: u32, i: u32, v: f32) { q_out[p.q_offset + tok * p.q_stride + i] 
 // them before the kernel's end. Each invocation loads at most one word of K and one of V (rows up to
 // WG * groups * KV_PF_STRIDE / row words). H100 tg128 +0.9%.
 const KV_PF_STRIDE: u32 = 16u;
-override KV_PF: bool = true;  // off: no cache rows prefetched (WebGpuTuning::qkv_kv_prefetch)
+override KV_PF: bool = true;  // false (one query over a long context, WebGpuBackend::try_decode_qkv): none
 
 fn kv_prefetch(lid: u32, g: u32) -> u32 {
     var acc = 0u;
