@@ -144,6 +144,11 @@ public:
     // $TERN_WEBGPU_PROFILE=gpu's figures so far (webgpu_step.h): kernel variant -> (dispatches, GPU ms).
     const std::map<std::string, std::pair<int64_t, double>> & gpu_times() const { return step_->gpu_times(); }
     bool    counts_dispatches() const override { return true; }
+    void    restart_profile() override {
+        if (!step_->any_profiling()) return;
+        synchronize();
+        step_->restart_profile();
+    }
     // Copies by a kernel (copy_bandwidth.wgsl) between two buffers of n_bytes (at most half of
     // maxBufferSize), 16 per submit, the best of 5 submits after a warm-up (best_rate).
     double measure_copy_bandwidth(size_t n_bytes) override;
