@@ -2,7 +2,8 @@
 // gather_columns. Every sequence of a batch must get exactly the bits it gets alone over a
 // contiguous cache (attention() / qkv_rope_kv_append() with pos0): checked on the CPU reference,
 // and every backend against that reference on random data, with page tables in scrambled orders,
-// pages of 16 and 48 positions, one or several columns per sequence, G = 3 and 4, head_dim 40 and 64,
+// pages of 16, 48 and 64 positions (64: whole blocks of 32 positions per page, the P·V kernels
+// look a block's page up once), one or several columns per sequence, G = 3 and 4, head_dim 40 and 64,
 // f16 and f32 caches, and positions on both sides of every boundary the kernels split at (blocks
 // of 32 positions, the WebGPU scores' 32-position workgroups, the softmax's 256-position chunks,
 // superblocks of 512, P·V rounds of 2048).
@@ -242,7 +243,7 @@ TEST_P(PagedOps, AttentionGivesEverySequenceItsAloneBits) {
                                         {511, 2}, {700, 1}, {1023, 2}, {5, 7}};
     for (const Shape & sh : shapes) {
         for (DType cache : {DType::f16, DType::f32}) {
-            for (int64_t page : {16, 48}) {
+            for (int64_t page : {16, 48, 64}) {
                 SCOPED_TRACE(std::string(sh.what) + (cache == DType::f16 ? ", f16" : ", f32") + ", pages of " +
                              std::to_string(page));
                 const PagedBatch b    = make_batch(sh.s, cache, page, specs, 7);

@@ -183,6 +183,10 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
         key.add("PAGED", 1.0);
         key.add("PAGE", static_cast<double>(batch->page_size));
     };
+    // (the P·V kernels: one page look-up per block of 32 positions, or one per position)
+    auto add_block_rows = [&](PipelineKey & key) {
+        if (paged && tune_.attn_paged_block_rows == 0) key.add("BLOCK_ROWS", 0.0);
+    };
 
     for (int64_t c0 = 0; c0 < n_tok; c0 += chunk) {
         const int64_t tc      = std::min(chunk, n_tok - c0);
@@ -243,6 +247,7 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                          {"JG", static_cast<double>(st.jg)},
                          {"PU", static_cast<double>(tune_.attn_split_unroll)}}}};
         add_paging(pk);
+        add_block_rows(pk);
         const WGPUBuffer cols_v  = paged ? gpu_buffer(batch->columns) : gpu_buffer(kv.v);
         const WGPUBuffer pages_v = paged ? gpu_buffer(batch->page_table) : gpu_buffer(kv.v);
         const WGPUBuffer pb[] = {attn_scores_->get(), attn_bsum_->get(), gpu_buffer(kv.v), cols_v, pages_v,
@@ -258,6 +263,7 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                              {"V_F16", v_f16 ? 1.0 : 0.0},
                              {"PU", static_cast<double>(pg_pu)}}}};
             add_paging(gk);
+            add_block_rows(gk);
             step_->dispatch(gk, pb, &pp, sizeof pp, ceil_div(hd, 2 * pg_nl), u32(n_kv), u32(tc));
             continue;
         }

@@ -85,6 +85,9 @@ struct WebGpuTuning {
                                              //     attention_split_pv (faster over short contexts)
     uint32_t attn_paged_unroll       = 8;    // positions attention_paged_pv loads ahead (4, 8 or 16; at most
                                              //     32 / G x 4)
+    uint32_t attn_paged_block_rows   = 1;    // 1: the paged P·V kernels read the page table once per
+                                             //     block of 32 positions (kv_row_in_block,
+                                             //     lib/kv_pages.wgsl); 0: once per position
     uint32_t attn_split_pv_wg        = 0;    // threads of attention_split_pv; 0: 256, or for a paged
                                              //     batch the fewest (down to 64) whose one round covers
                                              //     its longest context
