@@ -178,6 +178,30 @@ void BM_AttentionCache(benchmark::State & st) {
 }
 BENCHMARK(BM_AttentionCache)->Args({128, 4})->Args({512, 4})->Args({4096, 4});
 
+// One layer of 2B4T decoding: 5 KV heads x 4 query heads over n positions; args: n, 1 to evict the
+// cache from every level first (as decoding finds it, after streaming the other layers' weights).
+void BM_AttentionLayer(benchmark::State & st) {
+    const int64_t         n = st.range(0), g = 4, hd = 128, stride = 640;
+    std::vector<uint16_t> kc(static_cast<size_t>(stride * n), 0x3000), vc(kc.size(), 0x3400);
+    std::vector<float>    q(static_cast<size_t>(5 * g * hd), 0.1f), out(q.size()), scratch(static_cast<size_t>(g * (n + 16) + g * hd));
+    AlignedBytes          evict(64 << 20);
+    uint64_t              sink = 0;
+    for (auto _ : st) {
+        if (st.range(1)) {
+            st.PauseTiming();
+            sink += kernels().read_bytes(evict.data(), static_cast<int64_t>(evict.size()));
+            st.ResumeTiming();
+        }
+        for (int64_t h = 0; h < 5; ++h) {
+            cpu::CacheView c{kc.data(), vc.data(), true, true, stride, h * hd, hd};
+            kernels().attention_cache(c, {q.data() + h * g * hd, g, n, 0.088f, out.data() + h * g * hd}, scratch.data());
+        }
+        benchmark::DoNotOptimize(out.data());
+    }
+    benchmark::DoNotOptimize(sink);
+}
+BENCHMARK(BM_AttentionLayer)->ArgsProduct({{64, 128, 512}, {0, 1}});
+
 void BM_ReadBytes(benchmark::State & st) {
     AlignedBytes b(static_cast<size_t>(st.range(0)));
     for (auto _ : st) benchmark::DoNotOptimize(kernels().read_bytes(b.data(), static_cast<int64_t>(b.size())));
