@@ -80,7 +80,62 @@ void BM_TernaryGemm(benchmark::State & st) {
 }
 BENCHMARK(BM_TernaryGemm)->ArgsProduct({{2560}, {110592, 13824}, {1, 64}, {0, 1, 2}})->Args({6912, 2560, 1, 1})
     ->Args({6912, 2560, 1, 2})->Args({6912, 2560, 64, 1})->Args({2560, 13824, 128, 1})->Args({2560, 13824, 128, 2})
-    ->Args({2560, 110592, 1, 3})->Args({2560, 13824, 1, 3})->Args({2560, 13824, 64, 3});
+    ->Args({2560, 110592, 1, 3})->Args({2560, 442368, 1, 0})->Args({2560, 13824, 1, 3})->Args({2560, 13824, 64, 3});
+
+// One token through the ternary products of the 2B4T shapes, 30 layers in order (qkv 3840 x 2560,
+// o 2560 x 2560, gate+up 13824 x 2560, down 2560 x 6912: 521 MB of tiles, so each layer's weights
+// come from DRAM as in decoding). Arg: 0 every product whole, 1 gate+up in blocks of 256 gate rows
+// then 256 up rows (CpuFastBackend::gate_up_in_job's order).
+struct DecodeLayers {
+    std::vector<Linear>            shapes;  // qkv, o, gate+up, down
+    std::vector<AlignedBytes>      codes;   // [layer][shape]: a copy of the shape's codes
+    std::vector<cpu::TernaryTiles> views;
+};
+const DecodeLayers & decode_layers() {
+    static const DecodeLayers d = [] {
+        DecodeLayers l;
+        for (auto [k, n] : {std::pair<int64_t, int64_t>{2560, 3840}, {2560, 2560}, {2560, 13824}, {6912, 2560}}) l.shapes.push_back(make_linear(k, n, false));
+        for (int layer = 0; layer < 30; ++layer) {
+            for (const auto & s : l.shapes) {
+                AlignedBytes c(s.w->codes.size(), false);
+                std::memcpy(c.data(), s.w->codes.data(), c.size());
+                cpu::TernaryTiles v = s.w->view();
+                v.codes             = c.data();
+                l.views.push_back(v);
+                l.codes.push_back(std::move(c));
+            }
+        }
+        return l;
+    }();
+    return d;
+}
+void BM_TernaryDecodeLayers(benchmark::State & st) {
+    const DecodeLayers & d = decode_layers();
+    const int64_t        k_max = 6912;
+    AlignedBytes         scratch(static_cast<size_t>(272 * k_max));
+    std::vector<int8_t>  q(static_cast<size_t>(k_max), 3);
+    std::vector<float>   s(1, 40.0f), y(13824);
+    std::vector<int32_t> gs(1);
+    double               bytes = 0;
+    for (const auto & l : d.codes) bytes += static_cast<double>(l.size());
+    for (auto _ : st) {
+        for (const auto & v : d.views) {
+            gs[0] = 3 * static_cast<int32_t>(v.k);
+            const cpu::ActView a{q.data(), v.k, s.data(), gs.data(), 1, scratch.data()};
+            if (st.range(0) == 1 && v.n_rows == 13824) {
+                for (int64_t b = 0; b < 6912; b += 256) {
+                    kernels().ternary_gemm(v, b / 16, (b + 256) / 16, a, y.data(), 256, b, false);
+                    kernels().ternary_gemm(v, (6912 + b) / 16, (6912 + b + 256) / 16, a, y.data() + 6912, 256, 6912 + b, false);
+                }
+            } else {
+                kernels().ternary_gemm(v, 0, v.n_tiles(), a, y.data(), v.n_rows, 0, false);
+            }
+        }
+        benchmark::DoNotOptimize(y.data());
+    }
+    st.counters["weights GB/s"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_TernaryDecodeLayers)->Arg(0)->Arg(1);
 
 // args: rows, 1 for AVX2 without AVX-VNNI (TERN_CPU_ISA=avx2)
 void BM_Int8Head(benchmark::State & st) {
@@ -98,7 +153,7 @@ void BM_Int8Head(benchmark::State & st) {
     }
     st.counters["GB/s"] = benchmark::Counter(static_cast<double>(k * n) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
-BENCHMARK(BM_Int8Head)->Args({4096, 0})->Args({65536, 0})->Args({4096, 1})->Args({65536, 1});
+BENCHMARK(BM_Int8Head)->Args({131072, 0})->Args({4096, 0})->Args({65536, 0})->Args({4096, 1})->Args({65536, 1});
 
 void BM_Q6kHead(benchmark::State & st) {
     const int64_t        k = 2560, n = st.range(0);
@@ -178,12 +233,36 @@ void BM_AttentionCache(benchmark::State & st) {
 }
 BENCHMARK(BM_AttentionCache)->Args({128, 4})->Args({512, 4})->Args({4096, 4});
 
+// One layer of 2B4T decoding: 5 KV heads x 4 query heads over n positions; args: n, 1 to evict the
+// cache from every level first (as decoding finds it, after streaming the other layers' weights).
+void BM_AttentionLayer(benchmark::State & st) {
+    const int64_t         n = st.range(0), g = 4, hd = 128, stride = 640;
+    std::vector<uint16_t> kc(static_cast<size_t>(stride * n), 0x3000), vc(kc.size(), 0x3400);
+    std::vector<float>    q(static_cast<size_t>(5 * g * hd), 0.1f), out(q.size()), scratch(static_cast<size_t>(g * (n + 16) + g * hd));
+    AlignedBytes          evict(64 << 20);
+    uint64_t              sink = 0;
+    for (auto _ : st) {
+        if (st.range(1)) {
+            st.PauseTiming();
+            sink += kernels().read_bytes(evict.data(), static_cast<int64_t>(evict.size()));
+            st.ResumeTiming();
+        }
+        for (int64_t h = 0; h < 5; ++h) {
+            cpu::CacheView c{kc.data(), vc.data(), true, true, stride, h * hd, hd};
+            kernels().attention_cache(c, {q.data() + h * g * hd, g, n, 0.088f, out.data() + h * g * hd}, scratch.data());
+        }
+        benchmark::DoNotOptimize(out.data());
+    }
+    benchmark::DoNotOptimize(sink);
+}
+BENCHMARK(BM_AttentionLayer)->ArgsProduct({{64, 128, 512}, {0, 1}});
+
 void BM_ReadBytes(benchmark::State & st) {
     AlignedBytes b(static_cast<size_t>(st.range(0)));
     for (auto _ : st) benchmark::DoNotOptimize(kernels().read_bytes(b.data(), static_cast<int64_t>(b.size())));
     st.counters["GB/s"] = benchmark::Counter(static_cast<double>(b.size()) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
-BENCHMARK(BM_ReadBytes)->Arg(256 << 20);
+BENCHMARK(BM_ReadBytes)->Arg(256 << 20)->Arg(1 << 30);
 
 }  // namespace
 }  // namespace tern

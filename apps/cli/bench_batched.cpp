@@ -42,6 +42,8 @@ double run_once(BatchEngine & eng, int64_t streams, int64_t n_gen, int64_t depth
         items[static_cast<size_t>(s)] = {seqs[static_cast<size_t>(s)], p, {}, &next[static_cast<size_t>(s)]};
     }
     eng.step(items);  // the prompts; each stream's first generated token
+    // A per-kernel profile ($TERN_WEBGPU_PROFILE) covers the timed steps of the last run only.
+    eng.model().backend().restart_profile();
     const auto t0 = std::chrono::steady_clock::now();
     for (int64_t i = 0; i < n_gen; ++i) {
         for (int64_t s = 0; s < streams; ++s) {

@@ -424,6 +424,10 @@ public:
     // count nothing: counts_dispatches() is false and this returns 0.
     virtual int64_t take_dispatch_count() { return 0; }
     virtual bool    counts_dispatches() const { return false; }
+    // Where a backend keeps a per-kernel profile (WebGPU's $TERN_WEBGPU_PROFILE), forgets what it
+    // counted so far (waiting for pending work first), so that the profile printed at the end covers
+    // only what runs from here (`tern bench --parallel`: the timed steps, not the prefill).
+    virtual void restart_profile() {}
     // Positions past 0 (below n_ctx) where a decode step's kernels or tables change (a GPU compiles
     // a kernel at its first use, in the middle of generation): Session::warm_up runs steps there.
     virtual std::vector<int64_t> warm_up_positions(int64_t n_ctx) const {

@@ -8,7 +8,8 @@
 #      for each split-attention tuning in $TUNES (one line each; the defaults are the first table);
 #   3. the batched engine: `tern bench -p 0 -n 64 --parallel 1,8,32,64` (aggregate decode tokens/s
 #      and ms per step, greedy on the device, no HTTP), then a per-kernel GPU profile of 16 steps at
-#      64 streams (batch_profile64.txt; at depth D > 0 batch_profile64_dD.txt);
+#      64 streams (batch_profile64.txt; at depth D > 0 batch_profile64_dD.txt): decode steps only,
+#      the prefill to depth D is not counted (Backend::restart_profile);
 #   4. `tern serve` under load: tools/serve/serve_bench.py at 1, 8, 32 and 64 concurrent streams
 #      (sampled at temperature 0.8, streamed over HTTP; per-stream ms/token) and the time to first
 #      token of a 512-token prompt alone (twice) and while 8 streams decode, and the server's time
@@ -24,7 +25,8 @@
 # depths before the timed steps, default 0: serve_bench's streams decode at positions 16 to 2,047,
 # e.g. 0,512 compares the engine there), SERVE_STREAMS (step 4's,
 # default STREAMS), PROFILE_STREAMS (step 3b's stream counts, default 64), PROFILE_DEPTHS (step 3b's
-# depths before the profiled steps, default 0; e.g. 0,512), REPS (steps 3 and 3a's
+# depths before the profiled steps, default 0; e.g. 0,256,512), PROFILE_TUNES (step 3b once more per
+# TERN_WEBGPU_TUNE value, at every PROFILE_DEPTHS; file batch_profileS_dD_TUNE.txt), REPS (steps 3 and 3a's
 # repetitions, default 3), DURATION (serve_bench seconds per stream count,
 # default 10), SERVE_PROFILE_STREAMS (stream counts of step 4c, a per-kernel GPU profile of the
 # server under sampled load; default none), SKIP_TESTS=1, SKIP_SERVE=1.
@@ -83,12 +85,15 @@ done | tee "$out/batch_split_tunes.txt"
 
 for ps in ${PROFILE_STREAMS:-64}; do
 for pd in ${PROFILE_DEPTHS//,/ }; do
-    f=batch_profile$ps; [ "$pd" = 0 ] || f=${f}_d$pd
-    echo "== 3b. where a $ps-stream step's GPU time goes at depth $pd (TERN_WEBGPU_PROFILE=gpu)"
-    TERN_WEBGPU_PROFILE=gpu timeout 120 "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 16 --parallel "$ps" \
-        -d "$pd" -r 1 > "$out/$f.out" 2> "$out/$f.txt"
+for pt in - ${PROFILE_TUNES:-}; do
+    f=batch_profile$ps; [ "$pd" = 0 ] || f=${f}_d$pd; [ "$pt" = - ] || f=${f}_${pt//[=,]/_}
+    tune=""; [ "$pt" = - ] || tune=$pt
+    echo "== 3b. where a $ps-stream decode step's GPU time goes at depth $pd ${tune:+($tune) }(TERN_WEBGPU_PROFILE=gpu)"
+    TERN_WEBGPU_TUNE=$tune TERN_WEBGPU_PROFILE=gpu timeout 120 "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 16 \
+        --parallel "$ps" -d "$pd" -r 1 > "$out/$f.out" 2> "$out/$f.txt"
     grep -E "^ +[a-z_]+" "$out/$f.txt" | awk '{print $(NF-1), $0}' | sort -rn | cut -d' ' -f2- | head -14
     grep "kernels ran" "$out/$f.txt"
+done
 done
 done
 

@@ -58,64 +58,103 @@ float sum_positions(const float * t, int64_t n) {
     return total;
 }
 
-template <int GN, int DN>
-void pv_heads(const AttentionKv & kv, const float * probs, int64_t ld_probs, int64_t n, int64_t d0, float * out) {
-    const int64_t hd = kv.head_dim;
-    __m256        blk[GN][DN], super[GN][DN], total[GN][DN];
-    for (int g = 0; g < GN; ++g) {
-        for (int i = 0; i < DN; ++i) blk[g][i] = super[g][i] = total[g][i] = _mm256_setzero_ps();
+// Where the kernels read K and V (as in kernels_avx512_attn.cpp): a prepared head
+// (attention_prepare's kt / v) or the cache itself (attention_cache: 8 positions of 8 dimensions
+// transposed in registers, f16 converted as loaded; the same values, so the same sums).
+struct PreparedK {
+    const float * kt;
+    int64_t       hd;
+    // k[j] lane i = dimension d0 + j of position 16 b + 8 half + i.
+    void load(int64_t b, int64_t half, int64_t d0, __m256 k[16]) const {
+        const float * kb = kt + b * hd * 16 + half * 8;
+        for (int j = 0; j < 16; ++j) k[j] = _mm256_loadu_ps(kb + (d0 + j) * 16);
     }
-    for (int64_t p = 0; p < n; ++p) {
-        __m256 v[DN];
-        for (int i = 0; i < DN; ++i) v[i] = _mm256_loadu_ps(kv.v + p * hd + d0 + 8 * i);
-        for (int g = 0; g < GN; ++g) {
-            const __m256 pb = _mm256_set1_ps(probs[g * ld_probs + p]);
-            for (int i = 0; i < DN; ++i) blk[g][i] = _mm256_add_ps(blk[g][i], _mm256_mul_ps(pb, v[i]));
+};
+struct CacheK {
+    const CacheView & c;
+    int64_t           n;  // positions; padding lanes repeat the last, as attention_prepare's do
+    void load(int64_t b, int64_t half, int64_t d0, __m256 k[16]) const {
+        for (int64_t part = 0; part < 2; ++part) {
+            __m256 * r = k + 8 * part;
+            for (int64_t j = 0; j < 8; ++j) {
+                const int64_t p = b * 16 + half * 8 + j < n ? b * 16 + half * 8 + j : n - 1;
+                r[j]            = load_cache8(c, c.k, c.f16_k, p, d0 + 8 * part);
+            }
+            transpose8(r);
         }
-        if ((p + 1) % 32 == 0) {
+    }
+};
+struct PreparedV {
+    const float * v;
+    int64_t       hd;
+    __m256 load(int64_t p, int64_t d) const { return _mm256_loadu_ps(v + p * hd + d); }  // dimensions d .. d + 7
+};
+struct CacheV {
+    const CacheView & c;
+    __m256 load(int64_t p, int64_t d) const { return load_cache8(c, c.v, c.f16_v, p, d); }
+};
+
+template <int GN, int DN, class V>
+void pv_heads(const V & vs, int64_t hd, const float * probs, int64_t ld_probs, int64_t n, int64_t d0, float * out) {
+    // blk (GN x DN <= 8 vectors) stays in registers for a block of 32 positions; super and total
+    // are touched once per block (the 16 ymm registers cannot hold all three).
+    __m256        super[GN][DN], total[GN][DN];
+    for (int g = 0; g < GN; ++g) {
+        for (int i = 0; i < DN; ++i) super[g][i] = total[g][i] = _mm256_setzero_ps();
+    }
+    for (int64_t p0 = 0; p0 < n; p0 += 32) {
+        const int64_t pe = p0 + 32 < n ? p0 + 32 : n;
+        __m256        blk[GN][DN];
+#pragma GCC unroll 4
+        for (int g = 0; g < GN; ++g) {
+#pragma GCC unroll 2
+            for (int i = 0; i < DN; ++i) blk[g][i] = _mm256_setzero_ps();
+        }
+        for (int64_t p = p0; p < pe; ++p) {
+            __m256 v[DN];
+#pragma GCC unroll 2
+            for (int i = 0; i < DN; ++i) v[i] = vs.load(p, d0 + 8 * i);
+#pragma GCC unroll 4
+            for (int g = 0; g < GN; ++g) {
+                const __m256 pb = _mm256_set1_ps(probs[g * ld_probs + p]);
+#pragma GCC unroll 2
+                for (int i = 0; i < DN; ++i) blk[g][i] = _mm256_add_ps(blk[g][i], _mm256_mul_ps(pb, v[i]));
+            }
+        }
+        for (int g = 0; g < GN; ++g) {
+            for (int i = 0; i < DN; ++i) super[g][i] = _mm256_add_ps(super[g][i], blk[g][i]);
+        }
+        if (pe % 512 == 0) {
             for (int g = 0; g < GN; ++g) {
                 for (int i = 0; i < DN; ++i) {
-                    super[g][i] = _mm256_add_ps(super[g][i], blk[g][i]);
-                    blk[g][i]   = _mm256_setzero_ps();
-                }
-            }
-            if ((p + 1) % 512 == 0) {
-                for (int g = 0; g < GN; ++g) {
-                    for (int i = 0; i < DN; ++i) {
-                        total[g][i] = _mm256_add_ps(total[g][i], super[g][i]);
-                        super[g][i] = _mm256_setzero_ps();
-                    }
+                    total[g][i] = _mm256_add_ps(total[g][i], super[g][i]);
+                    super[g][i] = _mm256_setzero_ps();
                 }
             }
         }
     }
     for (int g = 0; g < GN; ++g) {
-        for (int i = 0; i < DN; ++i) {
-            if (n % 32 != 0) super[g][i] = _mm256_add_ps(super[g][i], blk[g][i]);
-            _mm256_storeu_ps(out + g * hd + d0 + 8 * i, _mm256_add_ps(total[g][i], super[g][i]));
-        }
+        for (int i = 0; i < DN; ++i) _mm256_storeu_ps(out + g * hd + d0 + 8 * i, _mm256_add_ps(total[g][i], super[g][i]));
     }
 }
 
-template <int GN> void pv_dims(const AttentionKv & kv, const float * probs, int64_t ld, int64_t n, float * out) {
-    for (int64_t d0 = 0; d0 < kv.head_dim; d0 += 16) pv_heads<GN, 2>(kv, probs, ld, n, d0, out);
+template <int GN, class V> void pv_dims(const V & vs, int64_t hd, const float * probs, int64_t ld, int64_t n, float * out) {
+    for (int64_t d0 = 0; d0 < hd; d0 += 16) pv_heads<GN, 2>(vs, hd, probs, ld, n, d0, out);
 }
 
-// Scores for 8 positions per vector (half a transposed block), up to 4 heads.
-template <int GN>
-void scores_heads(const AttentionKv & kv, const float * qh, int64_t n, float scale, float * scores, int64_t ld) {
-    const int64_t hd = kv.head_dim;
+// Scores for 8 positions per vector (half a block of 16), up to 4 heads.
+template <int GN, class K>
+void scores_heads(const K & ks, int64_t hd, const float * qh, int64_t n, float scale, float * scores, int64_t ld) {
     for (int64_t b = 0; b * 16 < n; ++b) {
         for (int64_t half = 0; half < 2; ++half) {
-            const float * kb = kv.kt + b * hd * 16 + half * 8;
-            __m256        acc[GN];
+            __m256 acc[GN];
             for (int g = 0; g < GN; ++g) acc[g] = _mm256_setzero_ps();
             for (int64_t d0 = 0; d0 < hd; d0 += 16) {
+                __m256 k[16];
+                ks.load(b, half, d0, k);
                 for (int g = 0; g < GN; ++g) {
                     __m256 s = _mm256_setzero_ps();
-                    for (int j = 0; j < 16; ++j) {
-                        s = _mm256_add_ps(s, _mm256_mul_ps(_mm256_set1_ps(qh[g * hd + d0 + j]), _mm256_loadu_ps(kb + (d0 + j) * 16)));
-                    }
+                    for (int j = 0; j < 16; ++j) s = _mm256_add_ps(s, _mm256_mul_ps(_mm256_set1_ps(qh[g * hd + d0 + j]), k[j]));
                     acc[g] = _mm256_add_ps(acc[g], s);
                 }
             }
@@ -124,20 +163,22 @@ void scores_heads(const AttentionKv & kv, const float * qh, int64_t n, float sca
     }
 }
 
-void attention(const AttentionKv & kv, const AttentionJob & job, float * scratch) {
-    const int64_t hd = kv.head_dim, n = job.n_pos, ld = n + 16;
+template <class K, class V>
+void attention_from(const K & ks, const V & vs, int64_t hd, bool k_f16, bool v_f16, const AttentionJob & job,
+                    float * scratch) {
+    const int64_t n = job.n_pos, ld = n + 16;
     float *       scores = scratch;
     float *       qh     = scratch + job.n_q * ld;
     for (int64_t i = 0; i < job.n_q * hd; i += 8) {
         const __m256 q = _mm256_loadu_ps(job.q + i);
-        _mm256_storeu_ps(qh + i, kv.k_f16 ? round_f16(q) : q);
+        _mm256_storeu_ps(qh + i, k_f16 ? round_f16(q) : q);
     }
     for (int64_t g0 = 0; g0 < job.n_q; g0 += 4) {
         switch (job.n_q - g0 < 4 ? job.n_q - g0 : 4) {
-            case 4: scores_heads<4>(kv, qh + g0 * hd, n, job.scale, scores + g0 * ld, ld); break;
-            case 3: scores_heads<3>(kv, qh + g0 * hd, n, job.scale, scores + g0 * ld, ld); break;
-            case 2: scores_heads<2>(kv, qh + g0 * hd, n, job.scale, scores + g0 * ld, ld); break;
-            default: scores_heads<1>(kv, qh + g0 * hd, n, job.scale, scores + g0 * ld, ld); break;
+            case 4: scores_heads<4>(ks, hd, qh + g0 * hd, n, job.scale, scores + g0 * ld, ld); break;
+            case 3: scores_heads<3>(ks, hd, qh + g0 * hd, n, job.scale, scores + g0 * ld, ld); break;
+            case 2: scores_heads<2>(ks, hd, qh + g0 * hd, n, job.scale, scores + g0 * ld, ld); break;
+            default: scores_heads<1>(ks, hd, qh + g0 * hd, n, job.scale, scores + g0 * ld, ld); break;
         }
     }
     const int64_t n16 = (n + 15) & ~int64_t{15};
@@ -151,20 +192,29 @@ void attention(const AttentionKv & kv, const AttentionJob & job, float * scratch
         const __m256 inv = _mm256_set1_ps(1.0f / sum_positions(s, n));
         for (int64_t p = 0; p < n16; p += 8) {
             const __m256 pr = _mm256_mul_ps(_mm256_loadu_ps(s + p), inv);
-            _mm256_storeu_ps(s + p, kv.v_f16 ? round_f16(pr) : pr);
+            _mm256_storeu_ps(s + p, v_f16 ? round_f16(pr) : pr);
         }
     }
     for (int64_t g0 = 0; g0 < job.n_q; g0 += 4) {
         switch (job.n_q - g0 < 4 ? job.n_q - g0 : 4) {
-            case 4: pv_dims<4>(kv, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
-            case 3: pv_dims<3>(kv, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
-            case 2: pv_dims<2>(kv, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
-            default: pv_dims<1>(kv, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
+            case 4: pv_dims<4>(vs, hd, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
+            case 3: pv_dims<3>(vs, hd, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
+            case 2: pv_dims<2>(vs, hd, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
+            default: pv_dims<1>(vs, hd, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
         }
     }
 }
 
 // ------------------------------------------------------------------------- exact head rows
+
+void attention(const AttentionKv & kv, const AttentionJob & job, float * scratch) {
+    attention_from(PreparedK{kv.kt, kv.head_dim}, PreparedV{kv.v, kv.head_dim}, kv.head_dim, kv.k_f16, kv.v_f16, job,
+                   scratch);
+}
+
+void attention_cache(const CacheView & c, const AttentionJob & job, float * scratch) {
+    attention_from(CacheK{c, job.n_pos}, CacheV{c}, c.head_dim, c.f16_k, c.f16_v, job, scratch);
+}
 
 template <class T> inline __m256 load_row8(const T * p) {
     if constexpr (sizeof(T) == 2) {
@@ -426,6 +476,7 @@ void f16_rows_dot_checked(const uint16_t * table, int64_t row_stride, int64_t r0
 void add_attention_and_head_avx2(Kernels & set) {
     set.attention_prepare    = attention_prepare;
     set.attention            = attention;
+    set.attention_cache      = attention_cache;
     set.f16_rows_dot         = rows_dot<uint16_t>;
     set.f16_rows_dot_checked = f16_rows_dot_checked;
     set.f32_rows_dot         = rows_dot<float>;

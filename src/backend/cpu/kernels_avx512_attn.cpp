@@ -99,7 +99,17 @@ struct PreparedK {
 struct CacheK {
     const CacheView & c;
     int64_t           n;  // positions; padding lanes repeat the last, as attention_prepare's do
+    // Decoding finds a layer's cache in DRAM (the other layers' weights streamed through since), so
+    // each load asks for the same dimensions of the positions two blocks ahead (one request per
+    // 32 f16 dimensions, the line they share) and the V loop for the position 32 ahead.
     void load(int64_t b, int64_t d0, __m512 k[16]) const {
+        if (d0 % 32 == 0) {
+            const int64_t es = c.f16_k ? 2 : 4;
+            for (int64_t j = 0; j < 16; ++j) {
+                const int64_t p = (b + 2) * 16 + j < n ? (b + 2) * 16 + j : n - 1;
+                _mm_prefetch(static_cast<const char *>(c.k) + (p * c.stride + c.first + d0) * es, _MM_HINT_T0);
+            }
+        }
         for (int64_t j = 0; j < 16; ++j) k[j] = load_cache16(c, c.k, c.f16_k, b * 16 + j < n ? b * 16 + j : n - 1, d0);
         transpose16(k);
     }
@@ -108,48 +118,62 @@ struct PreparedV {
     const float * v;
     int64_t       hd;
     __m512 load(int64_t p, int64_t d) const { return _mm512_loadu_ps(v + p * hd + d); }  // dimensions d .. d + 15
+    void prefetch(int64_t, int64_t, int64_t) const {}
 };
 struct CacheV {
     const CacheView & c;
     __m512 load(int64_t p, int64_t d) const { return load_cache16(c, c.v, c.f16_v, p, d); }
+    // The lines of dimensions [d, d + n_dims) of position p.
+    void prefetch(int64_t p, int64_t d, int64_t n_dims) const {
+        const int64_t es = c.f16_v ? 2 : 4;
+        const char *  at = static_cast<const char *>(c.v) + (p * c.stride + c.first + d) * es;
+        for (int64_t o = 0; o < n_dims * es; o += 64) _mm_prefetch(at + o, _MM_HINT_T0);
+    }
 };
 
 // P . V for GN heads and DN * 16 dimensions from d0, in the position order (cpu::PositionSum).
 template <int GN, int DN, class V>
 void pv_heads(const V & vs, int64_t hd, const float * probs, int64_t ld_probs, int64_t n, int64_t d0, float * out) {
-    __m512        blk[GN][DN], super[GN][DN], total[GN][DN];
+    // blk stays in registers for a block of 32 positions (GN * DN <= 16 vectors); super and total
+    // are touched once per block.
+    __m512 super[GN][DN], total[GN][DN];
     for (int g = 0; g < GN; ++g) {
-        for (int i = 0; i < DN; ++i) blk[g][i] = super[g][i] = total[g][i] = _mm512_setzero_ps();
+        for (int i = 0; i < DN; ++i) super[g][i] = total[g][i] = _mm512_setzero_ps();
     }
-    for (int64_t p = 0; p < n; ++p) {
-        __m512 v[DN];
-        for (int i = 0; i < DN; ++i) v[i] = vs.load(p, d0 + 16 * i);
+    for (int64_t p0 = 0; p0 < n; p0 += 32) {
+        const int64_t pe = p0 + 32 < n ? p0 + 32 : n;
+        __m512        blk[GN][DN];
+#pragma GCC unroll 16
         for (int g = 0; g < GN; ++g) {
-            const __m512 pb = _mm512_set1_ps(probs[g * ld_probs + p]);
-            for (int i = 0; i < DN; ++i) blk[g][i] = _mm512_add_ps(blk[g][i], _mm512_mul_ps(pb, v[i]));
+#pragma GCC unroll 4
+            for (int i = 0; i < DN; ++i) blk[g][i] = _mm512_setzero_ps();
         }
-        if ((p + 1) % 32 == 0) {
+        for (int64_t p = p0; p < pe; ++p) {
+            if (p + 32 < n) vs.prefetch(p + 32, d0, DN * 16);
+            __m512 v[DN];
+#pragma GCC unroll 4
+            for (int i = 0; i < DN; ++i) v[i] = vs.load(p, d0 + 16 * i);
+#pragma GCC unroll 4
+            for (int g = 0; g < GN; ++g) {
+                const __m512 pb = _mm512_set1_ps(probs[g * ld_probs + p]);
+#pragma GCC unroll 4
+                for (int i = 0; i < DN; ++i) blk[g][i] = _mm512_add_ps(blk[g][i], _mm512_mul_ps(pb, v[i]));
+            }
+        }
+        for (int g = 0; g < GN; ++g) {
+            for (int i = 0; i < DN; ++i) super[g][i] = _mm512_add_ps(super[g][i], blk[g][i]);
+        }
+        if (pe % 512 == 0) {
             for (int g = 0; g < GN; ++g) {
                 for (int i = 0; i < DN; ++i) {
-                    super[g][i] = _mm512_add_ps(super[g][i], blk[g][i]);
-                    blk[g][i]   = _mm512_setzero_ps();
-                }
-            }
-            if ((p + 1) % 512 == 0) {
-                for (int g = 0; g < GN; ++g) {
-                    for (int i = 0; i < DN; ++i) {
-                        total[g][i] = _mm512_add_ps(total[g][i], super[g][i]);
-                        super[g][i] = _mm512_setzero_ps();
-                    }
+                    total[g][i] = _mm512_add_ps(total[g][i], super[g][i]);
+                    super[g][i] = _mm512_setzero_ps();
                 }
             }
         }
     }
     for (int g = 0; g < GN; ++g) {
-        for (int i = 0; i < DN; ++i) {
-            if (n % 32 != 0) super[g][i] = _mm512_add_ps(super[g][i], blk[g][i]);
-            _mm512_storeu_ps(out + g * hd + d0 + 16 * i, _mm512_add_ps(total[g][i], super[g][i]));
-        }
+        for (int i = 0; i < DN; ++i) _mm512_storeu_ps(out + g * hd + d0 + 16 * i, _mm512_add_ps(total[g][i], super[g][i]));
     }
 }
 

@@ -66,40 +66,46 @@ float sum_positions(const float * t, int64_t n) {
 
 template <int GN, int DN>
 void pv_heads(const AttentionKv & kv, const float * probs, int64_t ld_probs, int64_t n, int64_t d0, float * out) {
+    // blk (GN x DN <= 16 vectors) stays in registers for a block of 32 positions; super and total
+    // are touched once per block (the 32 q registers cannot hold all three).
     const int64_t hd = kv.head_dim;
-    float32x4_t   blk[GN][DN], super[GN][DN], total[GN][DN];
+    float32x4_t   super[GN][DN], total[GN][DN];
     for (int g = 0; g < GN; ++g) {
-        for (int i = 0; i < DN; ++i) blk[g][i] = super[g][i] = total[g][i] = vdupq_n_f32(0.0f);
+        for (int i = 0; i < DN; ++i) super[g][i] = total[g][i] = vdupq_n_f32(0.0f);
     }
-    for (int64_t p = 0; p < n; ++p) {
-        float32x4_t v[DN];
-        for (int i = 0; i < DN; ++i) v[i] = vld1q_f32(kv.v + p * hd + d0 + 4 * i);
+    for (int64_t p0 = 0; p0 < n; p0 += 32) {
+        const int64_t pe = p0 + 32 < n ? p0 + 32 : n;
+        float32x4_t   blk[GN][DN];
+#pragma GCC unroll 4
         for (int g = 0; g < GN; ++g) {
-            const float32x4_t pb = vdupq_n_f32(probs[g * ld_probs + p]);
-            for (int i = 0; i < DN; ++i) blk[g][i] = vaddq_f32(blk[g][i], vmulq_f32(pb, v[i]));
+#pragma GCC unroll 4
+            for (int i = 0; i < DN; ++i) blk[g][i] = vdupq_n_f32(0.0f);
         }
-        if ((p + 1) % 32 == 0) {
+        for (int64_t p = p0; p < pe; ++p) {
+            float32x4_t v[DN];
+#pragma GCC unroll 4
+            for (int i = 0; i < DN; ++i) v[i] = vld1q_f32(kv.v + p * hd + d0 + 4 * i);
+#pragma GCC unroll 4
+            for (int g = 0; g < GN; ++g) {
+                const float32x4_t pb = vdupq_n_f32(probs[g * ld_probs + p]);
+#pragma GCC unroll 4
+                for (int i = 0; i < DN; ++i) blk[g][i] = vaddq_f32(blk[g][i], vmulq_f32(pb, v[i]));
+            }
+        }
+        for (int g = 0; g < GN; ++g) {
+            for (int i = 0; i < DN; ++i) super[g][i] = vaddq_f32(super[g][i], blk[g][i]);
+        }
+        if (pe % 512 == 0) {
             for (int g = 0; g < GN; ++g) {
                 for (int i = 0; i < DN; ++i) {
-                    super[g][i] = vaddq_f32(super[g][i], blk[g][i]);
-                    blk[g][i]   = vdupq_n_f32(0.0f);
-                }
-            }
-            if ((p + 1) % 512 == 0) {
-                for (int g = 0; g < GN; ++g) {
-                    for (int i = 0; i < DN; ++i) {
-                        total[g][i] = vaddq_f32(total[g][i], super[g][i]);
-                        super[g][i] = vdupq_n_f32(0.0f);
-                    }
+                    total[g][i] = vaddq_f32(total[g][i], super[g][i]);
+                    super[g][i] = vdupq_n_f32(0.0f);
                 }
             }
         }
     }
     for (int g = 0; g < GN; ++g) {
-        for (int i = 0; i < DN; ++i) {
-            if (n % 32 != 0) super[g][i] = vaddq_f32(super[g][i], blk[g][i]);
-            vst1q_f32(out + g * hd + d0 + 4 * i, vaddq_f32(total[g][i], super[g][i]));
-        }
+        for (int i = 0; i < DN; ++i) vst1q_f32(out + g * hd + d0 + 4 * i, vaddq_f32(total[g][i], super[g][i]));
     }
 }
 

@@ -144,6 +144,31 @@ inline void add_block(float32x4_t (&s)[NT][4], const int32x4_t (&sumi)[NT][4], c
     }
 }
 
+// The group loop the low-bit tiles share: per group, per block b of 32 columns, block_sums(b, acc)
+// gives the block's integer sums (acc[t][j]: token t, rows 4j .. 4j + 3) and add_block folds them
+// in; then out += scale * s per group, and the tile's rows are stored.
+template <int NT, class BlockSums>
+void lowbit_groups(int64_t n_groups, int64_t bpg, int64_t nb, const float * scales, const float * out_scales,
+                   int64_t n_rows, int64_t tile, const Q8BlockActs & a, int64_t t0, float * y, int64_t ldy, int64_t row0,
+                   bool accumulate, BlockSums && block_sums) {
+    float32x4_t out[NT][4];
+    zero_rows<NT>(out);
+    for (int64_t g = 0; g < n_groups; ++g) {
+        float32x4_t s[NT][4];
+        zero_rows<NT>(s);
+        for (int64_t b = g * bpg; b < (g + 1) * bpg; ++b) {
+            int32x4_t acc[NT][4];
+            block_sums(b, acc);
+            add_block<NT>(s, acc, a, t0, nb, b);
+        }
+        for (int j = 0; j < 4; ++j) {
+            const float32x4_t sg = vld1q_f32(scales + g * k_tile_rows + 4 * j);
+            for (int t = 0; t < NT; ++t) out[t][j] = vaddq_f32(out[t][j], vmulq_f32(sg, s[t][j]));
+        }
+    }
+    store_tile_tokens<NT>(out, out_scales, n_rows, tile, t0, y, ldy, row0, accumulate);
+}
+
 // One 2-bit ternary tile against tokens t0 .. t0 + NT - 1, Q8_0-block activations: chunk c holds
 // columns 16c + 4s + m in bits 2s + 1 .. 2s of byte 4r + m (codes value + 1: sum code q - bsum).
 template <int NT>
@@ -155,42 +180,30 @@ void lowbit_tokens(const TernaryTiles & w, int64_t tile, const Q8BlockActs & a, 
     const uint8_t *  codes    = w.codes + tile * (w.k / k_tile_cols) * k_tile_chunk;
     const float *    scales   = w.scales + tile * n_groups * k_tile_rows;
     const uint8x16_t three    = vdupq_n_u8(3);
-    float32x4_t      out[NT][4];
-    zero_rows<NT>(out);
-    for (int64_t g = 0; g < n_groups; ++g) {
-        float32x4_t s[NT][4];
-        zero_rows<NT>(s);
-        for (int64_t b = g * bpg; b < (g + 1) * bpg; ++b) {
-            int32x4_t acc[NT][4];
-            for (int t = 0; t < NT; ++t) {
-                for (int j = 0; j < 4; ++j) acc[t][j] = vdupq_n_s32(-a.bsum[(t0 + t) * nb + b]);
-            }
-            for (int64_t c = 2 * b; c < 2 * b + 2; ++c) {
-                int8x16_t act[NT];
-                for (int t = 0; t < NT; ++t) act[t] = vld1q_s8(a.q + (t0 + t) * a.ld + c * k_tile_cols);
+    lowbit_groups<NT>(n_groups, bpg, nb, scales, w.out_scales, w.n_rows, tile, a, t0, y, ldy, row0, accumulate,
+                      [&](int64_t b, int32x4_t (&acc)[NT][4]) {
+        for (int t = 0; t < NT; ++t) {
+            for (int j = 0; j < 4; ++j) acc[t][j] = vdupq_n_s32(-a.bsum[(t0 + t) * nb + b]);
+        }
+        for (int64_t c = 2 * b; c < 2 * b + 2; ++c) {
+            int8x16_t act[NT];
+            for (int t = 0; t < NT; ++t) act[t] = vld1q_s8(a.q + (t0 + t) * a.ld + c * k_tile_cols);
 #pragma GCC unroll 4
-                for (int j = 0; j < 4; ++j) {
-                    const uint8x16_t bytes = vld1q_u8(codes + c * k_tile_chunk + 16 * j);
-                    const int8x16_t  w0    = vreinterpretq_s8_u8(vandq_u8(bytes, three));
-                    const int8x16_t  w1    = vreinterpretq_s8_u8(vandq_u8(vshrq_n_u8(bytes, 2), three));
-                    const int8x16_t  w2    = vreinterpretq_s8_u8(vandq_u8(vshrq_n_u8(bytes, 4), three));
-                    const int8x16_t  w3    = vreinterpretq_s8_u8(vshrq_n_u8(bytes, 6));
-                    for (int t = 0; t < NT; ++t) {
-                        acc[t][j] = vdotq_laneq_s32(acc[t][j], w0, act[t], 0);
-                        acc[t][j] = vdotq_laneq_s32(acc[t][j], w1, act[t], 1);
-                        acc[t][j] = vdotq_laneq_s32(acc[t][j], w2, act[t], 2);
-                        acc[t][j] = vdotq_laneq_s32(acc[t][j], w3, act[t], 3);
-                    }
+            for (int j = 0; j < 4; ++j) {
+                const uint8x16_t bytes = vld1q_u8(codes + c * k_tile_chunk + 16 * j);
+                const int8x16_t  w0    = vreinterpretq_s8_u8(vandq_u8(bytes, three));
+                const int8x16_t  w1    = vreinterpretq_s8_u8(vandq_u8(vshrq_n_u8(bytes, 2), three));
+                const int8x16_t  w2    = vreinterpretq_s8_u8(vandq_u8(vshrq_n_u8(bytes, 4), three));
+                const int8x16_t  w3    = vreinterpretq_s8_u8(vshrq_n_u8(bytes, 6));
+                for (int t = 0; t < NT; ++t) {
+                    acc[t][j] = vdotq_laneq_s32(acc[t][j], w0, act[t], 0);
+                    acc[t][j] = vdotq_laneq_s32(acc[t][j], w1, act[t], 1);
+                    acc[t][j] = vdotq_laneq_s32(acc[t][j], w2, act[t], 2);
+                    acc[t][j] = vdotq_laneq_s32(acc[t][j], w3, act[t], 3);
                 }
             }
-            add_block<NT>(s, acc, a, t0, nb, b);
         }
-        for (int j = 0; j < 4; ++j) {
-            const float32x4_t sg = vld1q_f32(scales + g * k_tile_rows + 4 * j);
-            for (int t = 0; t < NT; ++t) out[t][j] = vaddq_f32(out[t][j], vmulq_f32(sg, s[t][j]));
-        }
-    }
-    store_tile_tokens<NT>(out, w.out_scales, w.n_rows, tile, t0, y, ldy, row0, accumulate);
+    });
 }
 
 void lowbit_q8_gemm(const TernaryTiles & w, int64_t tile0, int64_t tile1, const Q8BlockActs & a, float * y, int64_t ldy,
@@ -212,50 +225,38 @@ void binary_tokens(const BinaryTiles & w, int64_t tile, const Q8BlockActs & a, i
     const uint8_t *  codes    = w.codes + tile * w.tile_bytes();
     const float *    scales   = w.scales + tile * n_groups * 16;
     const uint8x16_t one      = vdupq_n_u8(1);
-    float32x4_t      out[NT][4];
-    zero_rows<NT>(out);
-    for (int64_t g = 0; g < n_groups; ++g) {
-        float32x4_t s[NT][4];
-        zero_rows<NT>(s);
-        for (int64_t b = g * bpg; b < (g + 1) * bpg; ++b) {
-            int8x16_t act[NT][2];
-            for (int t = 0; t < NT; ++t) {
-                act[t][0] = vld1q_s8(a.q + (t0 + t) * a.ld + b * 32);
-                act[t][1] = vld1q_s8(a.q + (t0 + t) * a.ld + b * 32 + 16);
-            }
-            int32x4_t acc[NT][4];
+    lowbit_groups<NT>(n_groups, bpg, nb, scales, w.out_scales, w.n_rows, tile, a, t0, y, ldy, row0, accumulate,
+                      [&](int64_t b, int32x4_t (&acc)[NT][4]) {
+        int8x16_t act[NT][2];
+        for (int t = 0; t < NT; ++t) {
+            act[t][0] = vld1q_s8(a.q + (t0 + t) * a.ld + b * 32);
+            act[t][1] = vld1q_s8(a.q + (t0 + t) * a.ld + b * 32 + 16);
+        }
 #pragma GCC unroll 4
-            for (int j = 0; j < 4; ++j) {
-                const uint8x16_t bytes = vld1q_u8(codes + b * 64 + 16 * j);
-                const int8x16_t  b0 = vreinterpretq_s8_u8(vandq_u8(bytes, one));
-                const int8x16_t  b1 = vreinterpretq_s8_u8(vandq_u8(vshrq_n_u8(bytes, 1), one));
-                const int8x16_t  b2 = vreinterpretq_s8_u8(vandq_u8(vshrq_n_u8(bytes, 2), one));
-                const int8x16_t  b3 = vreinterpretq_s8_u8(vandq_u8(vshrq_n_u8(bytes, 3), one));
-                const int8x16_t  b4 = vreinterpretq_s8_u8(vandq_u8(vshrq_n_u8(bytes, 4), one));
-                const int8x16_t  b5 = vreinterpretq_s8_u8(vandq_u8(vshrq_n_u8(bytes, 5), one));
-                const int8x16_t  b6 = vreinterpretq_s8_u8(vandq_u8(vshrq_n_u8(bytes, 6), one));
-                const int8x16_t  b7 = vreinterpretq_s8_u8(vshrq_n_u8(bytes, 7));
-                for (int t = 0; t < NT; ++t) {
-                    int32x4_t d = vdupq_n_s32(0);
-                    d = vdotq_laneq_s32(d, b0, act[t][0], 0);
-                    d = vdotq_laneq_s32(d, b1, act[t][0], 1);
-                    d = vdotq_laneq_s32(d, b2, act[t][0], 2);
-                    d = vdotq_laneq_s32(d, b3, act[t][0], 3);
-                    d = vdotq_laneq_s32(d, b4, act[t][1], 0);
-                    d = vdotq_laneq_s32(d, b5, act[t][1], 1);
-                    d = vdotq_laneq_s32(d, b6, act[t][1], 2);
-                    d = vdotq_laneq_s32(d, b7, act[t][1], 3);
-                    acc[t][j] = vsubq_s32(vaddq_s32(d, d), vdupq_n_s32(a.bsum[(t0 + t) * nb + b]));
-                }
-            }
-            add_block<NT>(s, acc, a, t0, nb, b);
-        }
         for (int j = 0; j < 4; ++j) {
-            const float32x4_t sg = vld1q_f32(scales + g * 16 + 4 * j);
-            for (int t = 0; t < NT; ++t) out[t][j] = vaddq_f32(out[t][j], vmulq_f32(sg, s[t][j]));
+            const uint8x16_t bytes = vld1q_u8(codes + b * 64 + 16 * j);
+            const int8x16_t  b0 = vreinterpretq_s8_u8(vandq_u8(bytes, one));
+            const int8x16_t  b1 = vreinterpretq_s8_u8(vandq_u8(vshrq_n_u8(bytes, 1), one));
+            const int8x16_t  b2 = vreinterpretq_s8_u8(vandq_u8(vshrq_n_u8(bytes, 2), one));
+            const int8x16_t  b3 = vreinterpretq_s8_u8(vandq_u8(vshrq_n_u8(bytes, 3), one));
+            const int8x16_t  b4 = vreinterpretq_s8_u8(vandq_u8(vshrq_n_u8(bytes, 4), one));
+            const int8x16_t  b5 = vreinterpretq_s8_u8(vandq_u8(vshrq_n_u8(bytes, 5), one));
+            const int8x16_t  b6 = vreinterpretq_s8_u8(vandq_u8(vshrq_n_u8(bytes, 6), one));
+            const int8x16_t  b7 = vreinterpretq_s8_u8(vshrq_n_u8(bytes, 7));
+            for (int t = 0; t < NT; ++t) {
+                int32x4_t d = vdupq_n_s32(0);
+                d = vdotq_laneq_s32(d, b0, act[t][0], 0);
+                d = vdotq_laneq_s32(d, b1, act[t][0], 1);
+                d = vdotq_laneq_s32(d, b2, act[t][0], 2);
+                d = vdotq_laneq_s32(d, b3, act[t][0], 3);
+                d = vdotq_laneq_s32(d, b4, act[t][1], 0);
+                d = vdotq_laneq_s32(d, b5, act[t][1], 1);
+                d = vdotq_laneq_s32(d, b6, act[t][1], 2);
+                d = vdotq_laneq_s32(d, b7, act[t][1], 3);
+                acc[t][j] = vsubq_s32(vaddq_s32(d, d), vdupq_n_s32(a.bsum[(t0 + t) * nb + b]));
+            }
         }
-    }
-    store_tile_tokens<NT>(out, w.out_scales, w.n_rows, tile, t0, y, ldy, row0, accumulate);
+    });
 }
 
 void binary_q8_gemm(const BinaryTiles & w, int64_t tile0, int64_t tile1, const Q8BlockActs & a, float * y, int64_t ldy,

@@ -183,6 +183,10 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
         key.add("PAGED", 1.0);
         key.add("PAGE", static_cast<double>(batch->page_size));
     };
+    // (the P·V kernels: one page look-up per block of 32 positions, or one per position)
+    auto add_block_rows = [&](PipelineKey & key) {
+        if (paged && tune_.attn_paged_block_rows == 0) key.add("BLOCK_ROWS", 0.0);
+    };
 
     for (int64_t c0 = 0; c0 < n_tok; c0 += chunk) {
         const int64_t tc      = std::min(chunk, n_tok - c0);
@@ -243,6 +247,7 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                          {"JG", static_cast<double>(st.jg)},
                          {"PU", static_cast<double>(tune_.attn_split_unroll)}}}};
         add_paging(pk);
+        add_block_rows(pk);
         const WGPUBuffer cols_v  = paged ? gpu_buffer(batch->columns) : gpu_buffer(kv.v);
         const WGPUBuffer pages_v = paged ? gpu_buffer(batch->page_table) : gpu_buffer(kv.v);
         const WGPUBuffer pb[] = {attn_scores_->get(), attn_bsum_->get(), gpu_buffer(kv.v), cols_v, pages_v,
@@ -258,6 +263,7 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                              {"V_F16", v_f16 ? 1.0 : 0.0},
                              {"PU", static_cast<double>(pg_pu)}}}};
             add_paging(gk);
+            add_block_rows(gk);
             step_->dispatch(gk, pb, &pp, sizeof pp, ceil_div(hd, 2 * pg_nl), u32(n_kv), u32(tc));
             continue;
         }
@@ -328,7 +334,7 @@ void WebGpuBackend::attention_paged(const Tensor & out, const Tensor & q, const 
     TERN_ASSERT(batch.n_tokens() == q.ne[1] && s.n_head % s.n_head_kv == 0 && out.ne[0] == s.n_head * hd &&
                     q.ne[0] == s.n_head * hd && batch.page_size > 0,
                 "attention_paged shapes");
-    if (!split_attention(out, q, kv, s, &batch, 0)) {
+    if (!paged_short_attention(out, q, kv, s, batch) && !split_attention(out, q, kv, s, &batch, 0)) {
         fail(ErrorKind::unsupported,
              format("webgpu: batched attention needs head_dim a multiple of 4 up to 256 (got %lld), at most 16 query "
                     "heads per KV head (got %lld) and scratch buffers this device allows",

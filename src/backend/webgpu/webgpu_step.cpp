@@ -88,6 +88,14 @@ StepEncoder::~StepEncoder() {
     if (encoder_) wgpu().wgpuCommandEncoderRelease(encoder_);
 }
 
+void StepEncoder::restart_profile() {
+    flush();  // (the timestamps of anything recorded are read back before they are forgotten)
+    profile_ms_.clear();
+    gpu_ms_.clear();
+    gpu_busy_ms_ = 0;
+    gpu_span_ms_ = 0;
+}
+
 void StepEncoder::begin_pass(const WGPUPassTimestampWrites * timestamps) {
     if (!encoder_) {
         WGPUCommandEncoderDescriptor desc{};

@@ -96,6 +96,8 @@ public:
     bool any_profiling() const { return profile_ || gpu_profile_; }
     // The GPU profile so far: kernel variant -> (dispatches, GPU ms); empty unless profiling=gpu.
     const std::map<std::string, std::pair<int64_t, double>> & gpu_times() const { return gpu_ms_; }
+    // Forgets both profiles' figures so far (what was submitted and read back; call when idle).
+    void restart_profile();
 
 private:
     void profile_wait(const std::string & label);

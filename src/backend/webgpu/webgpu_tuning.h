@@ -58,6 +58,8 @@ struct WebGpuTuning {
                                      //     (a workgroup per 64 rows; H100 683 vs 490 us for 2B4T's head)
     uint32_t head_exact_groups = 0;  // workgroups of lm_head_f16_teams.wgsl; 0: two per compute unit
     uint32_t head_exact_seg    = 10;  // ... vec4 words per lane it loads ahead (a row's are K / 256)
+    uint32_t head_exact_ahead  = 1;   // ... 1: a segment's words loaded while the one before is summed;
+                                      //     0: none (fewer registers; meant with more head_exact_groups)
     // --- the LM head of a batched step: webgpu_head_batch.cpp ---
     uint32_t head_mma_rows = 2;  // subgroups along the rows of lm_head_i8_mma.wgsl (tensor cores; 1 to
                                  //     4, where the workgroup memory fits); 0: lm_head_i8_batch (dot4)
@@ -85,6 +87,13 @@ struct WebGpuTuning {
                                              //     attention_split_pv (faster over short contexts)
     uint32_t attn_paged_unroll       = 8;    // positions attention_paged_pv loads ahead (4, 8 or 16; at most
                                              //     32 / G x 4)
+    uint32_t attn_paged_short        = 1024; // a paged batch whose columns all see at most this many
+                                             //     positions: attention_paged_short.wgsl (one dispatch,
+                                             //     a workgroup per KV head and column, the scores in
+                                             //     workgroup memory); 0: always the three split kernels
+    uint32_t attn_paged_block_rows   = 1;    // 1: the paged P·V kernels read the page table once per
+                                             //     block of 32 positions (kv_row_in_block,
+                                             //     lib/kv_pages.wgsl); 0: once per position
     uint32_t attn_split_pv_wg        = 0;    // threads of attention_split_pv; 0: 256, or for a paged
                                              //     batch the fewest (down to 64) whose one round covers
                                              //     its longest context

@@ -91,7 +91,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let b = 16u * sb + k;
         var acc = array<f32, 32>();  // [j][2]
         if (b < nb && d0 < HD) {
-            let end = min(32u * b + 32u, n);
+            let end  = min(32u * b + 32u, n);
+            let base = kv_row(col, 32u * b);  // (the block's rows: lib/kv_pages.wgsl)
             for (var pos0 = 32u * b; pos0 < end; pos0 += PU) {
                 // PU positions' loads first, all in flight together, then their products in order.
                 var es: array<vec4<f32>, 32>;  // [u / 4][j]
@@ -104,7 +105,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 for (var u = 0u; u < PU; u++) {
                     let pos = pos0 + u;
                     if (pos < end) {
-                        let e0 = p.v_offset + kv_row(col, pos) * p.n_embd_kv + first;  // element index
+                        let e0 = p.v_offset + kv_row_in_block(col, base, 32u * b, pos) * p.n_embd_kv + first;
                         if (V_F16) {
                             vw[2u * u] = v_cache[e0 / 2u];
                         } else {

@@ -110,6 +110,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let inv  = inv_s[j];
                 let erow = (row0 + j) * p.ld;
                 let end  = min(32u * b + 32u, n);
+                let base = kv_row(col, 32u * b);  // (the block's rows: lib/kv_pages.wgsl)
                 // PU positions at a time: their loads first, all in flight together (one position's
                 // memory latency instead of PU), then their products in position order.
                 for (var pos0 = 32u * b; pos0 < end; pos0 += PU) {
@@ -119,7 +120,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                         let pos = pos0 + u;
                         if (pos < end) {
                             es[u] = e[erow + pos];
-                            let e0 = p.v_offset + kv_row(col, pos) * p.n_embd_kv + first;  // element index
+                            let e0 = p.v_offset + kv_row_in_block(col, base, 32u * b, pos) * p.n_embd_kv + first;
                             if (V_F16) {
                                 for (var w = 0u; w < DG / 2u; w++) { vw[u * VW + w] = v_cache[e0 / 2u + w]; }
                             } else {

@@ -44,6 +44,9 @@ override TEAM_SG: bool = false;  // the host sets it when subgroups are exactly 
 override ITERS: u32 = 8u;        // team rows per workgroup
 override PER_LANE: u32 = (K / 8u + 31u) / 32u;  // vec4 words per lane per row (<= 16)
 override SEG: u32 = 5u;          // words per lane loaded together (<= 16; WebGpuTuning::head_exact_seg)
+override AHEAD: bool = true;     // the next segment's words loaded while the current one is summed
+                                 // (WebGpuTuning::head_exact_ahead); false: fewer registers, more
+                                 // workgroups resident (the same sums in the same order)
 override SEGS: u32 = (PER_LANE + SEG - 1u) / SEG;
 
 @group(0) @binding(0) var<storage, read> head: array<vec4<u32>>;
@@ -122,7 +125,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let round_in = p.round_input != 0u;
     let sum2   = round_in;  // Sum2 chains (see above)
     let n_segs = ITERS * SEGS;
-    var next   = load_seg(row_of(wid.x, 0u, team), 0u, lane);  // issued before h is staged
+    var next: array<vec4<u32>, 16>;
+    if (AHEAD) { next = load_seg(row_of(wid.x, 0u, team), 0u, lane); }  // issued before h is staged
     stage_head_input(lid);
     var bv = 0.0;  // the team's best (value, row) so far (lane 0)
     var bi = 0xffffffffu;
@@ -130,8 +134,13 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var j = 0u; j < n_segs; j++) {
         let rr = j / SEGS;
         let s  = j % SEGS;
-        let wv = next;
-        if (j + 1u < n_segs) { next = load_seg(row_of(wid.x, (j + 1u) / SEGS, team), (j + 1u) % SEGS, lane); }
+        var wv: array<vec4<u32>, 16>;
+        if (AHEAD) {
+            wv = next;
+            if (j + 1u < n_segs) { next = load_seg(row_of(wid.x, (j + 1u) / SEGS, team), (j + 1u) % SEGS, lane); }
+        } else {
+            wv = load_seg(row_of(wid.x, rr, team), s, lane);
+        }
         for (var v = 0u; v < SEG; v++) {
             let i = lane + 32u * (s * SEG + v);
             if (i >= words) { break; }

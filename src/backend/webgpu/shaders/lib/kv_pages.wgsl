@@ -9,6 +9,7 @@
 
 override PAGED: bool = false;
 override PAGE: u32 = 256u;  // positions per page (PAGED)
+override BLOCK_ROWS: bool = true;  // kv_row_in_block: one page look-up per block of 32 positions
 
 struct KvColumn {
     pos: u32,    // the column's position (it attends positions 0 ..= pos)
@@ -27,6 +28,16 @@ fn kv_column(t: u32) -> KvColumn {
 fn kv_row(c: KvColumn, pos: u32) -> u32 {
     if (PAGED) { return u32(pages[c.table + pos / PAGE]) * PAGE + pos % PAGE; }
     return pos;
+}
+
+// The cache row of position `pos` in the block of 32 positions that starts at `pos0` (a multiple of
+// 32, pos0 <= pos < pos0 + 32), given base = kv_row(c, pos0): where PAGE is a multiple of 32 the
+// block lies in one page, so its rows are consecutive and the page table is read once per block
+// instead of once per position (a load that each V or K load would otherwise wait for). With
+// BLOCK_ROWS false (the including kernel's override) every position looks its page up.
+fn kv_row_in_block(c: KvColumn, base: u32, pos0: u32, pos: u32) -> u32 {
+    if (PAGED && (!BLOCK_ROWS || PAGE % 32u != 0u)) { return kv_row(c, pos); }
+    return base + (pos - pos0);
 }
 
 // kv_column(t) as a uniform value (read by invocation 0, shared through workgroup memory), so that
