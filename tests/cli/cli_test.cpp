@@ -288,6 +288,8 @@ TEST(Cli, BenchReportsBytesBandwidthAndRoofline) {
         EXPECT_NEAR(tg["pct_read_bandwidth"].get<double>(), 100.0 * tg["gbps"].get<double>() / tg["read_gbps"].get<double>(),
                     1e-6 * tg["pct_read_bandwidth"].get<double>());
     }
+    // The CPU runs ops eagerly: no dispatch count, so no best share at the dispatch floor.
+    EXPECT_FALSE(tg.contains("pct_copy_bandwidth_dispatch_floor"));
 
     // The f32 cache doubles the K/V bytes and nothing else.
     // (Same threads: the CPU's tile layout may follow the thread count.)
@@ -305,6 +307,7 @@ TEST(Cli, BenchReportsBytesBandwidthAndRoofline) {
     EXPECT_TRUE(has(md.out, "copy bandwidth (cpu")) << md.out;
     EXPECT_TRUE(has(md.out, "| dispatches/token | MB/token | GB/s | % of copy BW |")) << md.out;
     EXPECT_TRUE(has(md.out, "| – |")) << md.out;
+    EXPECT_FALSE(has(md.out, "at this dispatch count")) << md.out;
 
 }
 

@@ -68,7 +68,7 @@ tg() {  # shape type file [synth flags...]: tg64 of a full synth file, one line
 bench_line() {  # name file: tg64 of a file, one line (TERN_WEBGPU_TUNE as the caller set it)
     "$B/tern" bench --backend webgpu -m "$2" --roofline -p 0 -n 64 -r 2 > "$out/families_quick_bench_$1.md" 2>&1
     echo "$1 [${SECONDS}s]: $(grep -E '\| tg64 ' "$out/families_quick_bench_$1.md" |
-        awk -F'|' '{print $8 "t/s |" $11 " disp/tok |" $12 " MB/tok |" $14 "% copy BW"}')"
+        awk -F'|' '{print $8 "t/s |" $11 " disp/tok |" $12 " MB/tok |" $14 "% copy BW |" $16 "% at the dispatch floor"}')"
 }
 echo "== decode tg64 (full synth files) [${SECONDS}s]"
 want llama && tg llama-3.2-1b q4_0 /tmp/llama-q4_0.gguf
