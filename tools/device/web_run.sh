@@ -153,6 +153,7 @@ if [ "$mode" = timedawn ]; then
         arm_args=--time-dawn arm "timed-$r"
         fresh=$(mktemp -d /tmp/glcache.XXXX)
         arm_args=--time-dawn arm "timed-fresh-cache-$r" env __GL_SHADER_DISK_CACHE_PATH="$fresh" --
+        echo "fresh cache after its process: $(du -sh "$fresh" | cut -f1) in $(find "$fresh" -type f | wc -l) files" | sum
         arm "untimed-$r"
     done
     "$T/node" tools/device/dawn_calls_table.mjs "$log"/causes.*.json 2>&1 | sum
