@@ -101,13 +101,18 @@ if (opt.backend === "webgpu") {
   else globalThis.navigator = { gpu };
 }
 
-// --time-dawn: the main thread's ms inside dawn.node's recording and submitting calls (each wrapped
-// in two performance.now(), ~0.1 us), per method, so a run's host time splits into Dawn's (native:
-// Dawn, the driver) and the rest (wasm, the JavaScript glue).
+// --time-dawn: the main thread's ms inside dawn.node's calls (each wrapped in two performance.now(),
+// ~0.1 us), per method, so a run's host time splits into Dawn's (native: Dawn, the driver) and the
+// rest (wasm, the JavaScript glue); and for the calls that answer with a promise (mapAsync,
+// onSubmittedWorkDone), also the ms from the call to the promise's settling ("<call> settles"), where
+// dawn.node's polling of the device shows.
 function timeDawnCalls(globals) {
   const methods = { GPUComputePassEncoder: ["setPipeline", "setBindGroup", "dispatchWorkgroups", "end"],
-                    GPUCommandEncoder: ["beginComputePass", "copyBufferToBuffer", "finish"],
-                    GPUQueue: ["submit", "writeBuffer"], GPUDevice: ["createCommandEncoder"] };
+                    GPUCommandEncoder: ["beginComputePass", "copyBufferToBuffer", "resolveQuerySet", "finish"],
+                    GPUQueue: ["submit", "writeBuffer", "onSubmittedWorkDone"],
+                    GPUDevice: ["createCommandEncoder", "createBindGroup", "createBuffer"],
+                    GPUBuffer: ["mapAsync", "getMappedRange", "unmap", "destroy"] };
+  const add = (key, ms) => { dawnMs[key] = (dawnMs[key] || 0) + ms; dawnCalls[key] = (dawnCalls[key] || 0) + 1; };
   for (const [cls, names] of Object.entries(methods)) {
     const proto = globals[cls] && globals[cls].prototype;
     for (const name of names) {
@@ -117,18 +122,33 @@ function timeDawnCalls(globals) {
       dawnMs[key] = 0; dawnCalls[key] = 0;
       proto[name] = function (...args) {
         const t0 = performance.now();
-        try { return orig.apply(this, args); } finally { dawnMs[key] += performance.now() - t0; ++dawnCalls[key]; }
+        let result;
+        try {
+          result = orig.apply(this, args);
+          return result;
+        } finally {
+          add(key, performance.now() - t0);
+          if (result && typeof result.then === "function") {
+            const settled = () => add(`${key} settles`, performance.now() - t0);
+            result.then(settled, settled);
+          }
+        }
       };
     }
   }
 }
 const dawnSnapshot = () => Object.fromEntries(Object.keys(dawnMs).map((k) => [k, [dawnMs[k], dawnCalls[k]]]));
+// ms and calls per step of each key since `before`; ms_per_step sums the calls' own time (not the
+// "settles" keys: that time is spent waiting, mostly outside the calls).
 function dawnSince(before, steps) {
   const out = {};
   let total = 0;
   for (const [k, [ms, n]] of Object.entries(dawnSnapshot())) {
-    const d = ms - before[k][0], c = n - before[k][1];
-    if (c > 0) { out[k] = { ms_per_step: d / steps, calls_per_step: c / steps }; total += d; }
+    const [ms0, n0] = before[k] || [0, 0];
+    const d = ms - ms0, c = n - n0;
+    if (c <= 0) continue;
+    out[k] = { ms_per_step: d / steps, calls_per_step: c / steps, us_per_call: (1000 * d) / c };
+    if (!k.endsWith(" settles")) total += d;
   }
   return { ms_per_step: total / steps, by_call: out };
 }
@@ -228,8 +248,9 @@ await profiled("generate", async () => {
       console.error(`web_node_run: temp ${temp} run ${r + 1}: ${s.nGenerated} tokens, prompt ${s.nPrompt} tokens in ` +
                     `${s.promptMs.toFixed(1)} ms, ${tps.toFixed(1)} tokens/s over ${Math.max(0, s.nGenerated - 1)} decode steps ` +
                     `(${s.decoding}); host ${(s.hostMs / Math.max(1, s.nGenerated - 1)).toFixed(3)} ms/step recording` +
-                    (dawn ? ` (in dawn.node ${dawn.ms_per_step.toFixed(3)}: ${Object.entries(dawn.by_call).sort((a, b) => b[1].ms_per_step - a[1].ms_per_step)
-                      .slice(0, 5).map(([k, v]) => `${k} ${v.ms_per_step.toFixed(3)}/${v.calls_per_step.toFixed(0)}`).join(", ")})` : "") +
+                    (dawn ? ` (in dawn.node ${dawn.ms_per_step.toFixed(3)}, outside ${(s.hostMs / Math.max(1, s.nGenerated - 1) - dawn.ms_per_step).toFixed(3)};` +
+                      ` ms/calls per step: ${Object.entries(dawn.by_call).sort((a, b) => b[1].ms_per_step - a[1].ms_per_step)
+                      .map(([k, v]) => `${k} ${v.ms_per_step.toFixed(3)}/${v.calls_per_step.toFixed(1)}`).join(", ")})` : "") +
                     `; ${probe.describe(host)}`);
       texts[temp] = text;
     }

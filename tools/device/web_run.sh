@@ -23,14 +23,16 @@
 #      modes go with the GPU's clocks (2026-11-28: no, fixed at 1980 MHz) or with the host.
 # Carry [".gl", ".webbin"] (pack .webbin here with tools/device/pack_webbin.sh). summary.txt holds the
 # figures; every log (and web.prof/: profiles and their summaries) is in $OUT/web.tgz.
-# Usage (on the device): tools/device/web_run.sh [ROUNDS (1)] [TOKENS (128)] [big | all | smoke | causes | ab]
+# Usage (on the device): tools/device/web_run.sh [ROUNDS (1)] [TOKENS (128)] [big | all | smoke | causes | ab | timedawn]
 # big (default): the 2B4T file only, about 130 s of device time; all: the shipped model too; smoke:
 # the small model only, on whatever adapter there is (SwiftShader too): a check of this script on a
 # machine without a GPU (with VK_ICD_FILENAMES set to SwiftShader's), before device time is spent;
 # causes: only the arms that look for the slow host mode's cause (the block below; ~100 s);
 # ab: steps 1-3, then this build and the base build (BASE_WEB_DIR) alternating, 8 greedy steady-state
 # runs each, and this build with dawn.node's calls timed (web_node_run.mjs --time-dawn), with and
-# without the driver's shader disk cache, twice (~170 s).
+# without the driver's shader disk cache, twice (~170 s); timedawn: per round, 8 greedy runs each with
+# dawn.node's calls timed, with the driver's cache as it is and a fresh one, and untimed; a table of
+# ms per step by call and arm (tools/device/dawn_calls_table.mjs; 2 rounds ~150 s).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 rounds=${1:-1}
@@ -109,7 +111,7 @@ arm() {
     echo "-- $name (${prefix[*]} node ${flags[*]}; ${arm_wasm:-$T/web} ${arm_args:-}): rc $rc, $(( $(now_ms) - began )) ms" | sum
     grep -E 'loaded in' "$log/causes.$name.err" | sed 's/^web_node_run: //; s/ on webgpu.*//' | sum
     grep -E 'run [0-9]:' "$log/causes.$name.err" | sed 's/^web_node_run: temp 0 //; s/ tokens, prompt [^,]*,/,/' \
-        | sed 's/ over 127 decode steps (greedy on the device)//' | cut -c1-520 | sum
+        | sed 's/ over 127 decode steps (greedy on the device)//' | cut -c1-1400 | sum
     if [[ " ${flags[*]} " == *" --trace-deopt "* ]]; then  # deopts and GCs per run, from the marks
         awk '/^# run .* begins/ { r = $5; d = 0; g = 0; w = 1; next }
              /^# run .* ends/ { printf "run %s: %d deopt lines, %d gc lines\n", r, d, g; w = 0; next }
@@ -136,6 +138,27 @@ if [ "$mode" = causes ]; then
     exit 0
 fi
 
+if [ "$mode" = timedawn ]; then
+    # Issue 55's slow host mode, split by dawn.node call: every arm runs web_node_run.mjs --time-dawn
+    # (ms and calls per decode step of each webgpu call, the host's ms outside them: wasm and glue;
+    # mapAsync's ms to settling). Arms, alternating over ROUNDS rounds: the NVIDIA driver's shader disk
+    # cache as it is (warm after the first process), a fresh empty cache for this process alone (its
+    # pipelines compiled in-process, as the first process's were: 2026-11-28 that process ran fast),
+    # and the default arm without the timers (their own cost).
+    cache=${XDG_CACHE_HOME:-$HOME/.cache}/nvidia
+    echo "== timedawn: native tern bench tg128, then 8 greedy runs per arm after 2 s of warm-up, $rounds rounds" | sum
+    timeout 60 "$T/tern" bench --backend webgpu -m "$big" -p 0 -n 128 -r 2 2>&1 | tail -1 | sum
+    for r in $(seq 1 "$rounds"); do
+        echo "driver cache: $(du -sh "$cache" ~/.nv 2>/dev/null | tr '\t\n' ' ')" | sum
+        arm_args=--time-dawn arm "timed-$r"
+        fresh=$(mktemp -d /tmp/glcache.XXXX)
+        arm_args=--time-dawn arm "timed-fresh-cache-$r" env __GL_SHADER_DISK_CACHE_PATH="$fresh" --
+        echo "fresh cache after its process: $(du -sh "$fresh" | cut -f1) in $(find "$fresh" -type f | wc -l) files" | sum
+        arm "untimed-$r"
+    done
+    "$T/node" tools/device/dawn_calls_table.mjs "$log"/causes.*.json 2>&1 | sum
+    exit 0
+fi
 echo "== 1. decode tokens/s, $n tokens, native tern run vs the wasm engine under Node (dawn.node), $rounds rounds" | sum
 for model in "${models[@]}"; do
     m=$(basename "$model" .gguf)
