@@ -45,8 +45,9 @@ override ITERS: u32 = 8u;        // team rows per workgroup
 override PER_LANE: u32 = (K / 8u + 31u) / 32u;  // vec4 words per lane per row (<= 16)
 override SEG: u32 = 5u;          // words per lane loaded together (<= 16; WebGpuTuning::head_exact_seg)
 override AHEAD: bool = true;     // the next segment's words loaded while the current one is summed
-                                 // (WebGpuTuning::head_exact_ahead); false: fewer registers, more
-                                 // workgroups resident (the same sums in the same order)
+                                 // (WebGpuTuning::head_exact_ahead); false: each segment's words (SEG
+                                 // <= 10) loaded into named registers, no arrays, then summed: fewer
+                                 // registers, more workgroups resident (the same sums in the same order)
 override SEGS: u32 = (PER_LANE + SEG - 1u) / SEG;
 
 @group(0) @binding(0) var<storage, read> head: array<vec4<u32>>;
@@ -74,6 +75,49 @@ fn load_seg(row: u32, s: u32, lane: u32) -> array<vec4<u32>, 16> {
         }
     }
     return wv;
+}
+
+// Without AHEAD: word i = lane + 32 v of `row` (v < SEG; zero past the row, the table or SEG).
+fn load_word(row: u32, i: u32, v: u32) -> vec4<u32> {
+    let words = K / 8u;
+    if (v < SEG && row < p.n_vocab && i < words) { return head[row * words + i]; }
+    return vec4<u32>();
+}
+
+// The chains' steps for word i (w), as the AHEAD loop below takes them.
+fn sum_word(c: ptr<function, array<vec2<f32>, 4>>, w: vec4<u32>, i: u32, v: u32, sum2: bool, round_in: bool) {
+    if (v >= SEG || i >= K / 8u) { return; }
+    let ha = hs[2u * i];
+    let hb = hs[2u * i + 1u];
+    (*c)[0] = chain((*c)[0], unpack2x16float(w.x), ha.xy, sum2, round_in);
+    (*c)[1] = chain((*c)[1], unpack2x16float(w.y), ha.zw, sum2, round_in);
+    (*c)[2] = chain((*c)[2], unpack2x16float(w.z), hb.xy, sum2, round_in);
+    (*c)[3] = chain((*c)[3], unpack2x16float(w.w), hb.zw, sum2, round_in);
+}
+
+// Without AHEAD: segment s of the lane's words of `row`, all loads issued before the first sum.
+fn sum_seg_direct(c: ptr<function, array<vec2<f32>, 4>>, row: u32, s: u32, lane: u32, sum2: bool, round_in: bool) {
+    let i = lane + 32u * s * SEG;
+    let w0 = load_word(row, i, 0u);
+    let w1 = load_word(row, i + 32u, 1u);
+    let w2 = load_word(row, i + 64u, 2u);
+    let w3 = load_word(row, i + 96u, 3u);
+    let w4 = load_word(row, i + 128u, 4u);
+    let w5 = load_word(row, i + 160u, 5u);
+    let w6 = load_word(row, i + 192u, 6u);
+    let w7 = load_word(row, i + 224u, 7u);
+    let w8 = load_word(row, i + 256u, 8u);
+    let w9 = load_word(row, i + 288u, 9u);
+    sum_word(c, w0, i, 0u, sum2, round_in);
+    sum_word(c, w1, i + 32u, 1u, sum2, round_in);
+    sum_word(c, w2, i + 64u, 2u, sum2, round_in);
+    sum_word(c, w3, i + 96u, 3u, sum2, round_in);
+    sum_word(c, w4, i + 128u, 4u, sum2, round_in);
+    sum_word(c, w5, i + 160u, 5u, sum2, round_in);
+    sum_word(c, w6, i + 192u, 6u, sum2, round_in);
+    sum_word(c, w7, i + 224u, 7u, sum2, round_in);
+    sum_word(c, w8, i + 256u, 8u, sum2, round_in);
+    sum_word(c, w9, i + 288u, 9u, sum2, round_in);
 }
 
 // Sum2's step: (hi, lo) + q with hi = fl(hi + q) and its exact error into lo.
@@ -134,14 +178,12 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var j = 0u; j < n_segs; j++) {
         let rr = j / SEGS;
         let s  = j % SEGS;
-        var wv: array<vec4<u32>, 16>;
-        if (AHEAD) {
-            wv = next;
-            if (j + 1u < n_segs) { next = load_seg(row_of(wid.x, (j + 1u) / SEGS, team), (j + 1u) % SEGS, lane); }
-        } else {
-            wv = load_seg(row_of(wid.x, rr, team), s, lane);
+        if (!AHEAD) { sum_seg_direct(&c, row_of(wid.x, rr, team), s, lane, sum2, round_in); }
+        let wv = next;
+        if (AHEAD && j + 1u < n_segs) {
+            next = load_seg(row_of(wid.x, (j + 1u) / SEGS, team), (j + 1u) % SEGS, lane);
         }
-        for (var v = 0u; v < SEG; v++) {
+        for (var v = 0u; AHEAD && v < SEG; v++) {
             let i = lane + 32u * (s * SEG + v);
             if (i >= words) { break; }
             let w  = wv[v];
