@@ -298,34 +298,6 @@ TEST_P(WebGpuFamilyHead, LogitsMatchTheCpuBitForBit) {
     expect_same_bits(outs[1][3], outs[0][3], what + " one token's logits and argmax (last)");
 }
 
-// lm_head_q.wgsl with other lane counts per row (WebGpuTuning::head_q_lanes: 4, and 32 / 64, more
-// lanes than the rows' 24 or 37 chunks, so some lanes idle): the CPU's bits each time.
-TEST_P(WebGpuFamilyHead, EveryLaneCountGivesTheCpusLogits) {
-    SKIP_WITHOUT_GPU();
-    const DType   type = GetParam();
-    auto          cpu  = make_cpu_backend({2});
-    const int64_t k = type == DType::q6_k ? 768 : 32 * 37, n = 77, T = 2;
-    const Quantized q = quantized("head", type, k, n, 23);
-    const auto      h = gaussian(static_cast<size_t>(k * T), 24, 3.0f);
-    auto logits_on = [&](Backend & be) {
-        auto table  = be.load_embedding(q.src);
-        auto ht     = upload(be, {k, T, 1, 1}, h);
-        auto logits = upload(be, {n, T, 1, 1}, std::vector<float>(static_cast<size_t>(n * T)));
-        be.begin_step();
-        be.lm_head(logits.tensor, *table, ht.tensor, false);
-        be.end_step();
-        return download(be, logits.tensor);
-    };
-    const std::vector<float> want = logits_on(*cpu);
-    for (const int lanes : {4, 32, 64}) {
-        WebGpuOptions o;
-        o.allow_cpu_adapter = true;
-        o.tune              = "head_q_lanes=" + std::to_string(lanes);
-        auto be             = make_webgpu_backend(o);
-        expect_same_bits(logits_on(*be), want, std::string(dtype_name(type)) + " head, " + std::to_string(lanes) + " lanes");
-    }
-}
-
 // Greedy decoding's head of one token (output_head with ids and a norm) against the CPU's exact head
 // and argmax, on 4133 rows (a part-filled last workgroup), h rounded to f16 or not: random rows; the
 // winner copied to a lower index (an exact tie: the lower index must win); the winner copied with

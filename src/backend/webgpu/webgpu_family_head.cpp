@@ -39,8 +39,7 @@ void WebGpuBackend::family_lm_head(const Tensor & logits, const GpuTable & head,
     const auto &  m = static_cast<const GpuMatrix &>(*head.blocks);
     const int64_t T = h.ne[1];
     TERN_ASSERT(m.parts.size() == 1 && m.n_cols == head.n_cols && m.n_rows == head.n_rows, "head blocks");
-    // (lanes beyond the row's chunks would idle; the shader's loop and tree take any power of two)
-    const uint32_t lanes = tune_.head_q_lanes != 0 ? tune_.head_q_lanes : head_lanes(head.n_cols);
+    const uint32_t lanes = head_lanes(head.n_cols);
     struct {
         uint32_t n_vocab, h_offset, h_stride, out_offset, out_stride, round_input;
     } p{u32(head.n_rows), gpu_offset(h, 4), u32(h.ne[0]), gpu_offset(logits, 4), u32(logits.ne[0]), round_input_f16 ? 1u : 0u};
