@@ -39,20 +39,11 @@ void PrintTo(const PagedCase & c, std::ostream * os) { *os << c.name; }
 
 std::vector<PagedCase> paged_backends() {
 #ifdef TERN_HAS_WEBGPU
-    // The defaults (short batches in one attention_paged_short dispatch), the same with 512 threads,
-    // and the three split kernels at every length (attn_paged_short=0).
+    // The defaults (short batches in one attention_paged_short dispatch), and the three split kernels
+    // at every length (attn_paged_short=0).
     return {{"webgpu", [](std::string & skip) -> std::shared_ptr<Backend> {
                  skip = test::shared_webgpu().reason;
                  return test::shared_webgpu().backend;
-             }},
-            {"webgpu_wg512", [](std::string & skip) -> std::shared_ptr<Backend> {
-                 // (where the device allows 512 invocations per workgroup; else the split kernels)
-                 skip = test::shared_webgpu().reason;
-                 if (!test::shared_webgpu().backend) return nullptr;
-                 WebGpuOptions o;
-                 o.allow_cpu_adapter = true;
-                 o.tune              = "attn_paged_short_wg=512";
-                 return std::shared_ptr<Backend>(make_webgpu_backend(o));
              }},
             {"webgpu_split", [](std::string & skip) -> std::shared_ptr<Backend> {
                  skip = test::shared_webgpu().reason;
@@ -282,9 +273,7 @@ TEST_P(PagedOps, AttentionGivesEverySequenceItsAloneBits) {
 #ifdef TERN_HAS_WEBGPU
                     // (the default tuning takes the one-dispatch kernel exactly for the shorter batch)
                     const bool fused = GetParam().name == "webgpu" && spec[7].pos0 + 2 <= 1024;
-                    if (web != nullptr && GetParam().name != "webgpu_wg512") {
-                        EXPECT_EQ(web->paged_short_attentions() - short0, fused ? 1 : 0);
-                    }
+                    if (web != nullptr) EXPECT_EQ(web->paged_short_attentions() - short0, fused ? 1 : 0);
 #endif
                 }
             }

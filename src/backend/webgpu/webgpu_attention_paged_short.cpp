@@ -32,7 +32,7 @@ bool WebGpuBackend::paged_short_attention(const Tensor & out, const Tensor & q, 
     const uint32_t nmax = tune_.attn_paged_short / 32 * 32;
     if (n_max > int64_t{nmax}) return false;
 
-    const uint32_t     wg = tune_.attn_paged_short_wg;
+    constexpr uint32_t wg = 256;
     const uint32_t     ts = floor_pow2(static_cast<uint64_t>(2 * ((hd + 15) / 16) - 1));  // threads per position
     const uint32_t     np = static_cast<uint32_t>(hd / 2);
     const uint32_t     ks = wg / np;  // P·V blocks per round
@@ -40,7 +40,7 @@ bool WebGpuBackend::paged_short_attention(const Tensor & out, const Tensor & q, 
     const uint64_t     xs = std::max<uint64_t>(g * wg, uint64_t{ks} * g * static_cast<uint64_t>(hd));
     const uint64_t     mem = (g * hd + g * nmax + xs + g * (nmax / 32) + nmax / 16 + wg + 32) * 4;
     const size_t       k_el = k_f16 ? 2 : 4, v_el = v_f16 ? 2 : 4;
-    if (ts > wg || ks < 1 || wg > lim.maxComputeInvocationsPerWorkgroup || g * hd > 16 * wg || mem > lim.maxComputeWorkgroupStorageSize ||
+    if (ts > wg || ks < 1 || g * hd > 16 * wg || mem > lim.maxComputeWorkgroupStorageSize ||
         uint64_t(n_kv) > lim.maxComputeWorkgroupsPerDimension || uint64_t(n_tok) > lim.maxComputeWorkgroupsPerDimension ||
         // (f16 values are read as u32 pairs: every row's first element of a head at an even index)
         (k_f16 && (gpu_offset(kv.k, k_el) % 2 != 0 || kv.k.ne[0] % 2 != 0)) ||

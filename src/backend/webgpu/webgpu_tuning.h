@@ -92,8 +92,6 @@ struct WebGpuTuning {
                                              //     positions: attention_paged_short.wgsl (one dispatch,
                                              //     a workgroup per KV head and column, the scores in
                                              //     workgroup memory); 0: always the three split kernels
-    uint32_t attn_paged_short_wg     = 256;  // threads of attention_paged_short (256 or 512: more
-                                             //     positions per scores pass and blocks per P·V round)
     uint32_t attn_paged_block_rows   = 1;    // 1: the paged P·V kernels read the page table once per
                                              //     block of 32 positions (kv_row_in_block,
                                              //     lib/kv_pages.wgsl); 0: once per position
