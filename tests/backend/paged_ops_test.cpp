@@ -3,7 +3,7 @@
 // contiguous cache (attention() / qkv_rope_kv_append() with pos0): checked on the CPU reference,
 // and every backend against that reference on random data, with page tables in scrambled orders,
 // pages of 16, 48 and 64 positions (64: whole blocks of 32 positions per page, the P·V kernels
-// look a block's page up once), one or several columns per sequence, G = 3 and 4, head_dim 40, 64 and 128,
+// look a block's page up once), one or several columns per sequence, G = 3 and 4, head_dim 40 and 64,
 // f16 and f32 caches, and positions on both sides of every boundary the kernels split at (blocks
 // of 32 positions, the WebGPU scores' 32-position workgroups, the softmax's 256-position chunks,
 // superblocks of 512, P·V rounds of 2048).
@@ -17,7 +17,6 @@
 #include <gtest/gtest.h>
 
 #ifdef TERN_HAS_WEBGPU
-#include "backend/webgpu/webgpu_backend_impl.h"
 #include "webgpu_test_util.h"
 #endif
 
@@ -39,19 +38,9 @@ void PrintTo(const PagedCase & c, std::ostream * os) { *os << c.name; }
 
 std::vector<PagedCase> paged_backends() {
 #ifdef TERN_HAS_WEBGPU
-    // The defaults (short batches in one attention_paged_short dispatch), and the three split kernels
-    // at every length (attn_paged_short=0).
     return {{"webgpu", [](std::string & skip) -> std::shared_ptr<Backend> {
                  skip = test::shared_webgpu().reason;
                  return test::shared_webgpu().backend;
-             }},
-            {"webgpu_split", [](std::string & skip) -> std::shared_ptr<Backend> {
-                 skip = test::shared_webgpu().reason;
-                 if (!test::shared_webgpu().backend) return nullptr;
-                 WebGpuOptions o;
-                 o.allow_cpu_adapter = true;
-                 o.tune              = "attn_paged_short=0";
-                 return std::shared_ptr<Backend>(make_webgpu_backend(o));
              }}};
 #else
     // The reference on 3 threads, and the fast backend on every instruction set this machine runs
@@ -247,35 +236,20 @@ TEST_P(PagedOps, AttentionGivesEverySequenceItsAloneBits) {
         const char *   what;
     };
     const Shape shapes[] = {{{8, 2, 64, 64, 10000.0f, 0.125f}, "G 4, head_dim 64"},
-                            {{8, 2, 128, 128, 10000.0f, 1.0f / std::sqrt(128.0f)}, "G 4, head_dim 128 (2B4T)"},
                             {{6, 2, 40, 40, 10000.0f, 1.0f / std::sqrt(40.0f)}, "G 3, head_dim 40"}};
     // Positions next to the kernels' boundaries: one position; blocks of 32; the softmax's chunks of
     // 256 (G 4) / 320 (G 3); superblocks of 512; several columns per sequence (a prompt chunk).
-    // Two batches: one whose longest column sees 1,025 positions, one 1,024 (on WebGPU the three
-    // split kernels, then by default attention_paged_short up to its 1,024 positions).
-    const std::vector<SeqSpec> specs[] = {
-        {{0, 1}, {30, 3}, {63, 2}, {255, 1}, {318, 4}, {511, 2}, {700, 1}, {1023, 2}, {5, 7}},
-        {{0, 1}, {30, 3}, {63, 2}, {255, 1}, {318, 4}, {511, 2}, {700, 1}, {1022, 2}, {5, 7}}};
+    const std::vector<SeqSpec> specs = {{0, 1},  {30, 3},  {63, 2},  {255, 1}, {318, 4},
+                                        {511, 2}, {700, 1}, {1023, 2}, {5, 7}};
     for (const Shape & sh : shapes) {
         for (DType cache : {DType::f16, DType::f32}) {
             for (int64_t page : {16, 48, 64}) {
-                for (const auto & spec : specs) {
-                    SCOPED_TRACE(std::string(sh.what) + (cache == DType::f16 ? ", f16" : ", f32") + ", pages of " +
-                                 std::to_string(page) + ", longest " + std::to_string(spec[7].pos0 + 2));
-                    const PagedBatch b    = make_batch(sh.s, cache, page, spec, 7);
-                    const auto       want = run_alone(*ref_, b);
-                    expect_same_bits(run_paged_attention(*ref_, b), want, "CPU paged vs alone");
-#ifdef TERN_HAS_WEBGPU
-                    auto *        web   = dynamic_cast<WebGpuBackend *>(be_.get());
-                    const int64_t short0 = web != nullptr ? web->paged_short_attentions() : 0;
-#endif
-                    expect_same_bits(run_paged_attention(*be_, b), want, "paged vs the CPU alone");
-#ifdef TERN_HAS_WEBGPU
-                    // (the default tuning takes the one-dispatch kernel exactly for the shorter batch)
-                    const bool fused = GetParam().name == "webgpu" && spec[7].pos0 + 2 <= 1024;
-                    if (web != nullptr) EXPECT_EQ(web->paged_short_attentions() - short0, fused ? 1 : 0);
-#endif
-                }
+                SCOPED_TRACE(std::string(sh.what) + (cache == DType::f16 ? ", f16" : ", f32") + ", pages of " +
+                             std::to_string(page));
+                const PagedBatch b    = make_batch(sh.s, cache, page, specs, 7);
+                const auto       want = run_alone(*ref_, b);
+                expect_same_bits(run_paged_attention(*ref_, b), want, "CPU paged vs alone");
+                expect_same_bits(run_paged_attention(*be_, b), want, "paged vs the CPU alone");
             }
         }
     }

@@ -334,7 +334,7 @@ void WebGpuBackend::attention_paged(const Tensor & out, const Tensor & q, const 
     TERN_ASSERT(batch.n_tokens() == q.ne[1] && s.n_head % s.n_head_kv == 0 && out.ne[0] == s.n_head * hd &&
                     q.ne[0] == s.n_head * hd && batch.page_size > 0,
                 "attention_paged shapes");
-    if (!paged_short_attention(out, q, kv, s, batch) && !split_attention(out, q, kv, s, &batch, 0)) {
+    if (!split_attention(out, q, kv, s, &batch, 0)) {
         fail(ErrorKind::unsupported,
              format("webgpu: batched attention needs head_dim a multiple of 4 up to 256 (got %lld), at most 16 query "
                     "heads per KV head (got %lld) and scratch buffers this device allows",

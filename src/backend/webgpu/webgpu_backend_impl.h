@@ -255,8 +255,6 @@ public:
     // O-projections encoded so far whose prologue added one query's attention superblocks itself (the
     // deferred attention_split_combine; WebGpuTuning::attn_combine_fused), for tests.
     int64_t combines_fused() const { return combines_fused_; }
-    // Paged attentions encoded so far as one attention_paged_short dispatch, for tests.
-    int64_t paged_short_attentions() const { return paged_short_attentions_; }
 
 private:
     // Runs numerics_probe.wgsl and sets the FMA_FUSED override of every pipeline.
@@ -295,11 +293,6 @@ private:
     // this device or the shape.
     bool split_attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
                          const KvBatch * batch, int64_t pos0);
-    // A paged batch whose columns all see at most WebGpuTuning::attn_paged_short positions, in one
-    // dispatch (attention_paged_short.wgsl, webgpu_attention_paged_short.cpp); false when it does
-    // not apply (then split_attention runs).
-    bool paged_short_attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
-                               const KvBatch & batch);
     // rope_kv.wgsl over the qkv scratch's n_tok columns: at positions pos0 + t of a contiguous cache,
     // or (batch) at each column's position and cache row (webgpu_prefill.cpp).
     void encode_rope_kv(const Tensor & q, const KvLayer & kv, const GpuLinear & lw, const AttentionShape & shape,
@@ -515,7 +508,6 @@ private:
     std::unique_ptr<GpuBuffer> no_x_out_;  // bitlinear_decode's x_out binding without PARTS (nothing writes it)
     mutable int64_t            norm_stats_reads_ = 0;
     int64_t                    combines_fused_   = 0;
-    int64_t                    paged_short_attentions_ = 0;
     // The slot holding x's block sums, if the last command left them.
     std::optional<uint32_t> stats_for(const Tensor & x) const;
     // Whether a producer of n elements may write them (on, and their blocks fit a slot).

@@ -68,7 +68,6 @@ const std::vector<Field> & fields() {
         {"attn_paged_pv", Kind::number, 0, k_max, &T::attn_paged_pv},
         {"attn_paged_unroll", Kind::pow2, 4, 16, &T::attn_paged_unroll},
         {"attn_paged_block_rows", Kind::number, 0, 1, &T::attn_paged_block_rows},
-        {"attn_paged_short", Kind::number, 0, 65536, &T::attn_paged_short},
         {"attn_split_pv_wg", Kind::pow2_or_0, 64, 1024, &T::attn_split_pv_wg},
         {"attn_prefetch_loads", Kind::number, 0, 64, &T::attn_prefetch_loads},
         {"attn_prefill_min_tokens", Kind::number, 2, k_max, &T::attn_prefill_min_tokens},

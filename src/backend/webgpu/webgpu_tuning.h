@@ -88,10 +88,6 @@ struct WebGpuTuning {
                                              //     attention_split_pv (faster over short contexts)
     uint32_t attn_paged_unroll       = 8;    // positions attention_paged_pv loads ahead (4, 8 or 16; at most
                                              //     32 / G x 4)
-    uint32_t attn_paged_short        = 1024; // a paged batch whose columns all see at most this many
-                                             //     positions: attention_paged_short.wgsl (one dispatch,
-                                             //     a workgroup per KV head and column, the scores in
-                                             //     workgroup memory); 0: always the three split kernels
     uint32_t attn_paged_block_rows   = 1;    // 1: the paged P·V kernels read the page table once per
                                              //     block of 32 positions (kv_row_in_block,
                                              //     lib/kv_pages.wgsl); 0: once per position
