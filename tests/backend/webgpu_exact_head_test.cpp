@@ -68,10 +68,10 @@ TEST(WebGpuExactHead, EveryFormGivesTheCpusBitsAndArgmax) {
     const char * tunes[] = {"head_exact_form=0", "head_exact_form=1",
                             // segments of 3 words (a row of 320 words: 4 segments, the last of one word);
                             // one segment per row or more; few workgroups (many team rows each)
-                            "head_exact_form=1,head_exact_seg=3", "head_exact_form=1,head_exact_seg=16,head_exact_groups=7",
-                            // no segment ahead (head_exact_ahead 0): short segments, many workgroups
-                            "head_exact_form=1,head_exact_ahead=0,head_exact_seg=3,head_exact_groups=61",
-                            "head_exact_form=1,head_exact_ahead=0,head_exact_seg=16,head_exact_groups=5"};
+                            "head_exact_form=1,head_exact_seg=3", "head_exact_form=1,head_exact_seg=10,head_exact_groups=7",
+                            // short segments over many workgroups, whole rows over few
+                            "head_exact_form=1,head_exact_seg=3,head_exact_groups=61",
+                            "head_exact_form=1,head_exact_seg=7,head_exact_groups=5"};
     for (const char * f : tunes) {
         WebGpuOptions o;
         o.allow_cpu_adapter = true;

@@ -1,15 +1,13 @@
 #!/usr/bin/env bash
 # Issue 52's top-p part on the lent GPU, about 2.5 minutes: `tern run --top-k 0 --top-p 0.9` against greedy on
 # a synthetic BitNet b1.58 2B4T (tern synth bitnet-2b4t --seed 1, prompt "Once upon a time", -n 512): the exact
-# F16 head lm_head_f16_teams.wgsl (WebGpuTuning head_exact_form 1, the default; 0 is lm_head_f16_decode) without
-# its segment ahead (head_exact_ahead 0) at other workgroup counts and segment lengths (head_exact_groups,
-# head_exact_seg), and the sampler's passes over
+# F16 head lm_head_f16_teams.wgsl (WebGpuTuning head_exact_form 1, the default; 0 is lm_head_f16_decode), also
+# at another workgroup count and segment length (head_exact_groups, head_exact_seg), and the sampler's passes over
 # the vocabulary in sample_scan.wgsl (also with min-p 0):
 #   1. the GPU tests of the exact head and the device sampler (WebGpuExactHead, WebGpuSample,
 #      WebGpuDecodeStream.SampledIds*; bounded to 150 s);
 #   2. tools/run_bench.py, TOPP_RUN_ROUNDS (2) alternating rounds: greedy, the default sampler, top-p 0.9 (with
-#      min-p 0.05, the default, and 0), top-p 0.9 with head_exact_ahead=0 (264 / 528 groups of 10-word segments,
-#      528 / 1056 of 5),
+#      min-p 0.05, the default, and 0), top-p 0.9 with 1056 workgroups of 5-word segments,
 #      and TOPP_RUN_EXTRA arms ("name=flags", ;-separated);
 #   3. per-kernel GPU times (TERN_WEBGPU_PROFILE=gpu) of 128 top-p tokens in those settings.
 # Carries .gl and .devicebin (TERN_PACK_OLD_DAWN=0 tools/device/pack_devicebin.sh). Logs in $OUT/topp.tgz,
@@ -43,24 +41,17 @@ extra=()
 IFS=';' read -r -a extra_arms <<< "${TOPP_RUN_EXTRA:-}"
 for a in "${extra_arms[@]}"; do [ -n "$a" ] && extra+=(--arm "$a"); done
 topp="--top-k 0 --top-p 0.9 --seed 1"
-# The exact head without its segment ahead (head_exact_ahead=0: fewer registers per lane), more workgroups
-# resident (528 / 1056: 4 / 8 per unit of an H100 / H200's 132) and shorter segments.
-a0=head_exact_ahead=0
-a0g528=head_exact_ahead=0,head_exact_groups=528
-a0s5g528=head_exact_ahead=0,head_exact_seg=5,head_exact_groups=528
-a0s5g1056=head_exact_ahead=0,head_exact_seg=5,head_exact_groups=1056
+# The exact head with 8 workgroups per unit of an H100 / H200's 132 (the default is 2) and 5-word segments.
+s5g1056=head_exact_seg=5,head_exact_groups=1056
 python3 tools/run_bench.py --tern "$B/tern" -m "$model" --backend webgpu --rounds "$rounds" --n 512 \
     --out "$out/text" \
     --arm "run-greedy=--temp 0" \
     --arm "run-sampled-default=--seed 1" \
     --arm "topp=$topp" \
     --arm "topp-minp0=$topp --min-p 0" \
-    --arm "topp-a0=TERN_WEBGPU_TUNE=$a0 $topp" \
-    --arm "topp-a0g528=TERN_WEBGPU_TUNE=$a0g528 $topp" \
-    --arm "topp-a0s5g528=TERN_WEBGPU_TUNE=$a0s5g528 $topp" \
-    --arm "topp-a0s5g1056=TERN_WEBGPU_TUNE=$a0s5g1056 $topp" \
+    --arm "topp-s5g1056=TERN_WEBGPU_TUNE=$s5g1056 $topp" \
     "${extra[@]}" 2>&1 | tee -a "$out/summary.txt"
-for a in a0 a0g528 a0s5g528 a0s5g1056; do
+for a in s5g1056; do
     if cmp -s "$out/text/topp.r1.txt" "$out/text/topp-$a.r1.txt"; then
         echo "topp and topp-$a: same text" | tee -a "$out/summary.txt"
     else
@@ -69,8 +60,7 @@ for a in a0 a0g528 a0s5g528 a0s5g1056; do
 done
 
 echo "== 3. GPU profiles of 128 top-p tokens (time per dispatch; each dispatch alone)" | tee -a "$out/summary.txt"
-for arm in "default|" "minp0|--min-p 0" "a0|$a0" "a0g528|$a0g528" "a0s5g528|$a0s5g528" \
-           "a0s5g1056|$a0s5g1056"; do
+for arm in "default|" "minp0|--min-p 0" "s5g1056|$s5g1056"; do
     name=${arm%%|*}
     val=${arm#*|}
     tune=""

@@ -57,10 +57,8 @@ struct WebGpuTuning {
                                      //     1: lm_head_f16_teams.wgsl (resident teams), 0: lm_head_f16_decode.wgsl
                                      //     (a workgroup per 64 rows; H100 683 vs 490 us for 2B4T's head)
     uint32_t head_exact_groups = 0;  // workgroups of lm_head_f16_teams.wgsl; 0: two per compute unit
-    uint32_t head_exact_seg    = 10;  // ... vec4 words per lane it loads ahead (a row's are K / 256)
-    uint32_t head_exact_ahead  = 1;   // ... 1: a segment's words loaded while the one before is summed;
-                                      //     0: none, the words in named registers (segments of at most
-                                      //     10; fewer registers; meant with more head_exact_groups)
+    uint32_t head_exact_seg    = 10;  // ... vec4 words per lane it loads at once (1 to 10; a 2B4T row's
+                                      //     are K / 256 = 10)
     // --- the LM head of a batched step: webgpu_head_batch.cpp ---
     uint32_t head_mma_rows = 2;  // subgroups along the rows of lm_head_i8_mma.wgsl (tensor cores; 1 to
                                  //     4, where the workgroup memory fits); 0: lm_head_i8_batch (dot4)

@@ -1,8 +1,11 @@
 // lm_head_f16_teams: the exact logits of one token over an F16 table, as lm_head_f16_decode.wgsl
 // (not ARGMAX_ONLY) computes them, streamed the way lm_head_i8_argmax.wgsl streams the int8 copy:
 // a few workgroups per compute unit that stay resident, teams of 32 lanes (subgroups with TEAM_SG)
-// each summing one row at a time, no barrier in the stream where the teams are subgroups, and the
-// next segment's words in flight while the current one is summed. lm_head_f16_decode.wgsl, one
+// each summing one row at a time, no barrier in the stream where the teams are subgroups, and each
+// segment's words (at most 10 per lane) loaded into named registers, every load issued before the
+// first sum: no arrays, so few registers per lane and more workgroups resident (H200: 303.8 vs
+// 444.5 us per token for 2B4T's head against the former form, which kept two 16-word arrays per
+// lane to load the next segment while summing the current one). lm_head_f16_decode.wgsl, one
 // workgroup per 64 rows with every row's words loaded ahead and a workgroup-memory reduction, ran
 // the 2B4T head (657 MB) at ~1 TB/s on an H200 (680 us per token).
 //
@@ -43,11 +46,7 @@ override WG: u32 = 256u;         // fixed (8 teams; lib/inv_rms.wgsl and lib/bes
 override TEAM_SG: bool = false;  // the host sets it when subgroups are exactly 32 invocations
 override ITERS: u32 = 8u;        // team rows per workgroup
 override PER_LANE: u32 = (K / 8u + 31u) / 32u;  // vec4 words per lane per row (<= 16)
-override SEG: u32 = 5u;          // words per lane loaded together (<= 16; WebGpuTuning::head_exact_seg)
-override AHEAD: bool = true;     // the next segment's words loaded while the current one is summed
-                                 // (WebGpuTuning::head_exact_ahead); false: each segment's words (SEG
-                                 // <= 10) loaded into named registers, no arrays, then summed: fewer
-                                 // registers, more workgroups resident (the same sums in the same order)
+override SEG: u32 = 5u;          // words per lane loaded together (<= 10; WebGpuTuning::head_exact_seg)
 override SEGS: u32 = (PER_LANE + SEG - 1u) / SEG;
 
 @group(0) @binding(0) var<storage, read> head: array<vec4<u32>>;
@@ -64,27 +63,14 @@ fn row_of(wid: u32, rr: u32, team: u32) -> u32 {
     return (rr * n_groups + wid) * 8u + team;
 }
 
-// Segment s of the lane's words of `row` (zero past the row or the table).
-fn load_seg(row: u32, s: u32, lane: u32) -> array<vec4<u32>, 16> {
-    var wv: array<vec4<u32>, 16>;
-    let words = K / 8u;
-    if (row < p.n_vocab) {
-        for (var v = 0u; v < SEG; v++) {
-            let i = lane + 32u * (s * SEG + v);
-            if (i < words) { wv[v] = head[row * words + i]; }
-        }
-    }
-    return wv;
-}
-
-// Without AHEAD: word i = lane + 32 v of `row` (v < SEG; zero past the row, the table or SEG).
+// Word i = lane + 32 v of `row` (v < SEG; zero past the row, the table or SEG).
 fn load_word(row: u32, i: u32, v: u32) -> vec4<u32> {
     let words = K / 8u;
     if (v < SEG && row < p.n_vocab && i < words) { return head[row * words + i]; }
     return vec4<u32>();
 }
 
-// The chains' steps for word i (w), as the AHEAD loop below takes them.
+// The chains' steps for word i (w): its four u32s' halves, each chain in turn.
 fn sum_word(c: ptr<function, array<vec2<f32>, 4>>, w: vec4<u32>, i: u32, v: u32, sum2: bool, round_in: bool) {
     if (v >= SEG || i >= K / 8u) { return; }
     let ha = hs[2u * i];
@@ -95,7 +81,7 @@ fn sum_word(c: ptr<function, array<vec2<f32>, 4>>, w: vec4<u32>, i: u32, v: u32,
     (*c)[3] = chain((*c)[3], unpack2x16float(w.w), hb.zw, sum2, round_in);
 }
 
-// Without AHEAD: segment s of the lane's words of `row`, all loads issued before the first sum.
+// Segment s of the lane's words of `row`, all loads issued before the first sum.
 fn sum_seg_direct(c: ptr<function, array<vec2<f32>, 4>>, row: u32, s: u32, lane: u32, sum2: bool, round_in: bool) {
     let i = lane + 32u * s * SEG;
     let w0 = load_word(row, i, 0u);
@@ -165,12 +151,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     n_groups   = groups.x;
     let team   = lid / 32u;
     let lane   = lid % 32u;
-    let words  = K / 8u;
     let round_in = p.round_input != 0u;
     let sum2   = round_in;  // Sum2 chains (see above)
     let n_segs = ITERS * SEGS;
-    var next: array<vec4<u32>, 16>;
-    if (AHEAD) { next = load_seg(row_of(wid.x, 0u, team), 0u, lane); }  // issued before h is staged
     stage_head_input(lid);
     var bv = 0.0;  // the team's best (value, row) so far (lane 0)
     var bi = 0xffffffffu;
@@ -178,22 +161,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var j = 0u; j < n_segs; j++) {
         let rr = j / SEGS;
         let s  = j % SEGS;
-        if (!AHEAD) { sum_seg_direct(&c, row_of(wid.x, rr, team), s, lane, sum2, round_in); }
-        let wv = next;
-        if (AHEAD && j + 1u < n_segs) {
-            next = load_seg(row_of(wid.x, (j + 1u) / SEGS, team), (j + 1u) % SEGS, lane);
-        }
-        for (var v = 0u; AHEAD && v < SEG; v++) {
-            let i = lane + 32u * (s * SEG + v);
-            if (i >= words) { break; }
-            let w  = wv[v];
-            let ha = hs[2u * i];       // h of the halves in w.x (xy) and w.y (zw)
-            let hb = hs[2u * i + 1u];  // h of the halves in w.z (xy) and w.w (zw)
-            c[0] = chain(c[0], unpack2x16float(w.x), ha.xy, sum2, round_in);
-            c[1] = chain(c[1], unpack2x16float(w.y), ha.zw, sum2, round_in);
-            c[2] = chain(c[2], unpack2x16float(w.z), hb.xy, sum2, round_in);
-            c[3] = chain(c[3], unpack2x16float(w.w), hb.zw, sum2, round_in);
-        }
+        sum_seg_direct(&c, row_of(wid.x, rr, team), s, lane, sum2, round_in);
         if (s + 1u < SEGS) { continue; }
         let a = df_add(df_add(chain_df(c[0], sum2), chain_df(c[1], sum2)),
                        df_add(chain_df(c[2], sum2), chain_df(c[3], sum2)));
