@@ -179,7 +179,6 @@ void lowbit_tokens(const TernaryTiles & w, int64_t tile, const Q8BlockActs & a, 
     const int64_t    bpg      = w.group / 32;
     const uint8_t *  codes    = w.codes + tile * (w.k / k_tile_cols) * k_tile_chunk;
     const float *    scales   = w.scales + tile * n_groups * k_tile_rows;
-    const uint8x16_t three    = vdupq_n_u8(3);
     lowbit_groups<NT>(n_groups, bpg, nb, scales, w.out_scales, w.n_rows, tile, a, t0, y, ldy, row0, accumulate,
                       [&](int64_t b, int32x4_t (&acc)[NT][4]) {
         for (int t = 0; t < NT; ++t) {
@@ -190,17 +189,7 @@ void lowbit_tokens(const TernaryTiles & w, int64_t tile, const Q8BlockActs & a, 
             for (int t = 0; t < NT; ++t) act[t] = vld1q_s8(a.q + (t0 + t) * a.ld + c * k_tile_cols);
 #pragma GCC unroll 4
             for (int j = 0; j < 4; ++j) {
-                const uint8x16_t bytes = vld1q_u8(codes + c * k_tile_chunk + 16 * j);
-                const int8x16_t  w0    = vreinterpretq_s8_u8(vandq_u8(bytes, three));
-                const int8x16_t  w1    = vreinterpretq_s8_u8(vandq_u8(vshrq_n_u8(bytes, 2), three));
-                const int8x16_t  w2    = vreinterpretq_s8_u8(vandq_u8(vshrq_n_u8(bytes, 4), three));
-                const int8x16_t  w3    = vreinterpretq_s8_u8(vshrq_n_u8(bytes, 6));
-                for (int t = 0; t < NT; ++t) {
-                    acc[t][j] = vdotq_laneq_s32(acc[t][j], w0, act[t], 0);
-                    acc[t][j] = vdotq_laneq_s32(acc[t][j], w1, act[t], 1);
-                    acc[t][j] = vdotq_laneq_s32(acc[t][j], w2, act[t], 2);
-                    acc[t][j] = vdotq_laneq_s32(acc[t][j], w3, act[t], 3);
-                }
+                dot_codes2<NT>(acc, j, vld1q_u8(codes + c * k_tile_chunk + 16 * j), act);
             }
         }
     });

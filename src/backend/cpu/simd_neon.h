@@ -71,5 +71,24 @@ inline float32x4_t exp_fixed(float32x4_t x) {
 inline float32x4_t load_f16(const uint16_t * p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))); }
 inline float32x4_t round_f16(float32x4_t v) { return vcvt_f32_f16(vcvt_f16_f32(v)); }
 
+// 16 bytes of a tile's 2-bit codes (each byte: 4 codes at bits 0, 2, 4, 6, shifted to 0..3) against NT
+// tokens' 16 int8 activations: acc[t][j] += sdot of the codes at bits 2k with act[t]'s 4-byte lane k,
+// k = 0..3 (kernels_neon.cpp's ternary tile and kernels_neon_q.cpp's Q2_0 tile share this layout).
+template <int NT>
+inline void dot_codes2(int32x4_t (&acc)[NT][4], int j, uint8x16_t bytes, const int8x16_t (&act)[NT]) {
+    const uint8x16_t three = vdupq_n_u8(3);
+    const int8x16_t  w0    = vreinterpretq_s8_u8(vandq_u8(bytes, three));
+    const int8x16_t  w1    = vreinterpretq_s8_u8(vandq_u8(vshrq_n_u8(bytes, 2), three));
+    const int8x16_t  w2    = vreinterpretq_s8_u8(vandq_u8(vshrq_n_u8(bytes, 4), three));
+    const int8x16_t  w3    = vreinterpretq_s8_u8(vshrq_n_u8(bytes, 6));
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; ++t) {
+        acc[t][j] = vdotq_laneq_s32(acc[t][j], w0, act[t], 0);
+        acc[t][j] = vdotq_laneq_s32(acc[t][j], w1, act[t], 1);
+        acc[t][j] = vdotq_laneq_s32(acc[t][j], w2, act[t], 2);
+        acc[t][j] = vdotq_laneq_s32(acc[t][j], w3, act[t], 3);
+    }
+}
+
 }  // namespace
 }  // namespace tern::cpu::neon
