@@ -38,10 +38,24 @@ void PrintTo(const PagedCase & c, std::ostream * os) { *os << c.name; }
 
 std::vector<PagedCase> paged_backends() {
 #ifdef TERN_HAS_WEBGPU
+    // The defaults, and the forms WebGpuTuning selects: the scores' lanes over positions and the
+    // softmax's padded rows (attn_split_lanes), P·V by superblock tiles + combine (attn_paged_tiles).
+    auto tuned = [](const char * tune) {
+        return [tune](std::string & skip) -> std::shared_ptr<Backend> {
+            skip = test::shared_webgpu().reason;
+            if (!test::shared_webgpu().backend) return nullptr;
+            WebGpuOptions o;
+            o.allow_cpu_adapter = true;
+            o.tune              = tune;
+            return make_webgpu_backend(o);
+        };
+    };
     return {{"webgpu", [](std::string & skip) -> std::shared_ptr<Backend> {
                  skip = test::shared_webgpu().reason;
                  return test::shared_webgpu().backend;
-             }}};
+             }},
+            {"webgpu_split_lanes", tuned("attn_split_lanes=7")},
+            {"webgpu_paged_tiles", tuned("attn_paged_tiles=1,attn_split_lanes=7")}};
 #else
     // The reference on 3 threads, and the fast backend on every instruction set this machine runs
     // (the others report themselves as skipped).

@@ -120,7 +120,7 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
     const uint64_t g       = static_cast<uint64_t>(group);
     const uint64_t jg      = st.jg;
     const uint64_t sc_mem  = g * hd * 4 + g * st.wg * 4 + g * st.tp * 4 + 16;
-    const uint64_t sm_mem  = g * st.ch * 4 + 64 + uint64_t{st.wg} * 8 + 16;
+    const uint64_t sm_mem  = g * st.ch * 33 / 32 * 4 + 64 + uint64_t{st.wg} * 8 + 16;
     const uint64_t pv_mem  = uint64_t{st.pv_wg} * 4 + 64 + jg * st.rb * st.dg * 4 + jg * (st.rb / 16) * st.dg * 4 +
                             jg * st.dg * 4 + 16;
     const uint64_t max_bind = std::min<uint64_t>(lim.maxBufferSize, lim.maxStorageBufferBindingSize);
@@ -150,8 +150,10 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
     constexpr uint32_t k_tile_dims = 16;
     const int64_t      nsb_ld      = ceil_div(n_all, cpu::k_pos_super);
     const uint64_t     jv          = (static_cast<uint64_t>(group) + 3) / 4;
-    const uint64_t     pvt_mem     = 512 * (k_tile_dims / 2 + 1) * 4 + 512 * jv * 16 + 256 * 4 + 16 * 4 + 16;
-    const bool         by_tiles    = tune_.attn_split_tiles != 0 && batch == nullptr && v_f16 &&
+    const uint64_t     pvt_mem     = 512 * (k_tile_dims / 2 + 1) * 4 + (512 * jv + 16) * 16 + 256 * 4 + 16 * 4 + 16;
+    // (a paged batch too with attn_paged_tiles: its combine is dispatched, never fused)
+    const bool         by_tiles    = (batch == nullptr ? tune_.attn_split_tiles != 0 : tune_.attn_paged_tiles != 0) &&
+                              v_f16 &&
                               hd % k_tile_dims == 0 && pvt_mem <= lim.maxComputeWorkgroupStorageSize &&
                               cpu::k_pos_super == 512 && cpu::k_pos_block == 32 &&
                               uint64_t(hd / k_tile_dims) * uint64_t(nsb_ld) <= lim.maxComputeWorkgroupsPerDimension &&
@@ -211,6 +213,7 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                          {"GROUP", static_cast<double>(group)},
                          {"K_F16", k_f16 ? 1.0 : 0.0},
                          {"K_VEC", k_vec ? 1.0 : 0.0}}}};
+        if ((tune_.attn_split_lanes & 1) != 0) sk.add("LANES_POS", 1.0);
         add_paging(sk);
         const WGPUBuffer sb[] = {gpu_buffer(q), gpu_buffer(kv.k), cols_k, pages_k, attn_scores_->get(),
                                  attn_wmax_->get()};
@@ -225,6 +228,7 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                          {"CH", static_cast<double>(st.ch)},
                          {"GROUP", static_cast<double>(group)},
                          {"GP2", static_cast<double>(std::bit_ceil(static_cast<uint64_t>(group)))}}}};
+        if ((tune_.attn_split_lanes & 2) != 0) mk.add("PAD", 1.0);
         add_paging(mk);
         const WGPUBuffer cols_m  = paged ? gpu_buffer(batch->columns) : attn_wmax_->get();
         const WGPUBuffer pages_m = paged ? gpu_buffer(batch->page_table) : attn_wmax_->get();
@@ -254,7 +258,7 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                                  gpu_buffer(out)};
         // (attention_paged_pv loses to attention_split_pv over short contexts: H200, 64 streams,
         // depth 0 7,514 vs 10,048 tok/s; depth 512 4,747 vs 4,394.)
-        if (paged_pv && n_max >= static_cast<int64_t>(tune_.attn_paged_pv)) {
+        if (paged_pv && !by_tiles && n_max >= static_cast<int64_t>(tune_.attn_paged_pv)) {
             PipelineKey gk{"attention_paged_pv",
                            "rrrrrwu",
                            {{{"HD", static_cast<double>(hd)},
@@ -267,7 +271,7 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
             step_->dispatch(gk, pb, &pp, sizeof pp, ceil_div(hd, 2 * pg_nl), u32(n_kv), u32(tc));
             continue;
         }
-        if (paged && tune_.attn_split_pv_wg == 0 && !pv_wg_variants_built_.contains(pk)) {
+        if (paged && !by_tiles && tune_.attn_split_pv_wg == 0 && !pv_wg_variants_built_.contains(pk)) {
             // The other thread counts this shape takes as contexts grow (64, 128, 256), built now:
             // compiled at the 513th position instead, a cold driver's compile (~0.6 s) stalled every
             // stream mid-request.
@@ -295,6 +299,8 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                            {{{"HD", static_cast<double>(hd)},
                              {"GROUP", static_cast<double>(group)},
                              {"DS", static_cast<double>(k_tile_dims)}}}};
+            if ((tune_.attn_split_lanes & 4) != 0) vk.add("PAD", 1.0);
+            add_paging(vk);
             const WGPUBuffer vb[] = {attn_scores_->get(), attn_bsum_->get(), gpu_buffer(kv.v), cols_v, pages_v,
                                      attn_super_->get()};
             step_->dispatch(vk, vb, &vp, sizeof vp, u32(hd / k_tile_dims * ceil_div(n_max, cpu::k_pos_super)),
@@ -305,7 +311,9 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
             } cp{u32(n_kv * group), u32(nsb_ld), u32(pos0 + c0), max_pages, cols_at + u32(4 * c0), pages_at,
                  gpu_offset(out, 4) + u32(c0 * out.ne[0]), u32(out.ne[0])};
             PipelineKey ck{"attention_split_combine", "rrrwu", {{{"WG", 256.0}, {"HD", static_cast<double>(hd)}}}};
-            const WGPUBuffer cb[] = {attn_super_->get(), attn_super_->get(), attn_super_->get(), gpu_buffer(out)};
+            add_paging(ck);
+            const WGPUBuffer cb[] = {attn_super_->get(), paged ? cols_v : attn_super_->get(),
+                                     paged ? pages_v : attn_super_->get(), gpu_buffer(out)};
             const uint32_t   groups = ceil_div(n_kv * group * hd, 256);
             if (tune_.attn_combine_fused != 0 && !paged && n_tok == 1 && nsb_ld < (1 << 15)) {  // (decode_io.wgsl's fields)
                 // Deferred: an o-projection that reads `out` next adds the superblocks in its prologue
