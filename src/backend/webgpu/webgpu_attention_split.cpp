@@ -290,21 +290,27 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
             }
         }
         if (by_tiles) {  // P·V by tiles of a superblock, then the superblocks added in order
+            // attn_paged_tiles=2: a paged batch whose columns all see one superblock at most takes the
+            // tiles' sums straight into `out` (what the combine would write) and no combine.
+            const bool direct = paged && tune_.attn_paged_tiles == 2 && n_max <= cpu::k_pos_super;
             struct {
-                uint32_t n_embd_kv, v_offset, ld, bsum_ld, n_head_kv, pos0, max_pages, cols_offset, pages_offset, nsb_ld;
+                uint32_t n_embd_kv, v_offset, ld, bsum_ld, n_head_kv, pos0, max_pages, cols_offset, pages_offset, nsb_ld,
+                    out_offset, out_stride;
             } vp{u32(kv.v.ne[0]), gpu_offset(kv.v, v_el), u32(ld), n_b, u32(n_kv), u32(pos0 + c0), max_pages,
-                 cols_at + u32(4 * c0), pages_at, u32(nsb_ld)};
+                 cols_at + u32(4 * c0), pages_at, u32(nsb_ld), gpu_offset(out, 4) + u32(c0 * out.ne[0]), u32(out.ne[0])};
             PipelineKey vk{"attention_split_pvt",
                            "rrrrrwu",
                            {{{"HD", static_cast<double>(hd)},
                              {"GROUP", static_cast<double>(group)},
                              {"DS", static_cast<double>(k_tile_dims)}}}};
             if ((tune_.attn_split_lanes & 4) != 0) vk.add("PAD", 1.0);
+            if (direct) vk.add("DIRECT", 1.0);
             add_paging(vk);
             const WGPUBuffer vb[] = {attn_scores_->get(), attn_bsum_->get(), gpu_buffer(kv.v), cols_v, pages_v,
-                                     attn_super_->get()};
+                                     direct ? gpu_buffer(out) : attn_super_->get()};
             step_->dispatch(vk, vb, &vp, sizeof vp, u32(hd / k_tile_dims * ceil_div(n_max, cpu::k_pos_super)),
                             u32(n_kv), u32(tc));
+            if (direct) continue;
 
             struct {
                 uint32_t n_head, nsb_ld, pos0, max_pages, cols_offset, pages_offset, out_offset, out_stride;

@@ -63,7 +63,7 @@ const std::vector<Field> & fields() {
         {"attn_split_heads", Kind::number, 0, 16, &T::attn_split_heads},
         {"attn_split_tiles", Kind::number, 0, 1, &T::attn_split_tiles},
         {"attn_split_lanes", Kind::number, 0, 7, &T::attn_split_lanes},
-        {"attn_paged_tiles", Kind::number, 0, 1, &T::attn_paged_tiles},
+        {"attn_paged_tiles", Kind::number, 0, 2, &T::attn_paged_tiles},
         {"attn_combine_fused", Kind::number, 0, 1, &T::attn_combine_fused},
         {"attn_split_chunk", Kind::pow2_or_0, 32, 1024, &T::attn_split_chunk},
         {"attn_paged_pv", Kind::number, 0, k_max, &T::attn_paged_pv},

@@ -86,7 +86,8 @@ struct WebGpuTuning {
                                              //     padded for rows 32 apart
     uint32_t attn_paged_tiles        = 0;    // 1: a paged batch's P·V by attention_split_pvt + _combine (V tiles
                                              //     by coalesced vec4 loads) instead of attention_split_pv /
-                                             //     attention_paged_pv (f16 V only)
+                                             //     attention_paged_pv (f16 V only); 2: the same, the combine
+                                             //     left out where every column sees <= 512 positions
     uint32_t attn_split_heads        = 0;    // query heads per attention_split_pv workgroup (a divisor of
                                              //     G); 0: all G where that gives 2 workgroups per
                                              //     compute unit, else the largest divisor that does

@@ -18,7 +18,7 @@
 //
 //   e: the softmax kernel's [T][n_head_kv][G][ld] f32   bsum: [T][n_head_kv][G][bsum_ld] f32
 //   v_cache: [n_head_kv hd, rows] f16, 8 per vec4<u32> (v_offset and a row a multiple of 8 elements)
-//   part: [T][n_head][nsb_ld][hd] f32
+//   part: [T][n_head][nsb_ld][hd] f32 (DIRECT: out [n_head hd, T] f32)
 // Every loop has a fixed trip count, so that all of a thread's loads are in flight at once instead
 // of one latency per iteration: V rows by vec4 loads, positions past the column's end staged as zeros
 // (their products add +0, which leaves every sum's bits as they are: the sums are never -0), the
@@ -45,6 +45,10 @@ override SPP: u32 = WG / GROUP;         // superblocks of the normalizer per pas
 // words apart otherwise.
 override PAD: bool = false;
 override RS: u32 = select(VW + 1u, VW, PAD);  // V tile row stride in words
+// DIRECT (every column sees at most one superblock): `part` binds the output [n_head hd, T] and
+// the superblock's sums go there, which is what attention_split_combine would write (0 + the
+// superblock's sum, never -0: the same bits), so no combine follows.
+override DIRECT: bool = false;
 
 struct Params {
     n_embd_kv: u32,    // cache elements per row
@@ -57,6 +61,8 @@ struct Params {
     cols_offset: u32,
     pages_offset: u32,
     nsb_ld: u32,       // superblocks per (column, head) row of part
+    out_offset: u32,   // DIRECT: f32 index of out[0, 0]
+    out_stride: u32,   // DIRECT: f32 elements between columns of out
     rn_zero: u32,      // 0, filled by the encoder (lib/numerics.wgsl)
 }
 
@@ -197,7 +203,11 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         for (var bb = 0u; bb < WG / DS; bb++) { s = s + p_s[(bb * DS + dd) * JV + m]; }  // past nbl: +0
         for (var c = 0u; c < 4u; c++) {
             let j = 4u * m + c;
-            if (j < GROUP) { part[((row0 + j) * p.nsb_ld + sb) * HD + slice * DS + dd] = s[c]; }
+            if (j < GROUP && DIRECT) {
+                part[p.out_offset + t * p.out_stride + (kvh * GROUP + j) * HD + slice * DS + dd] = s[c];
+            } else if (j < GROUP) {
+                part[((row0 + j) * p.nsb_ld + sb) * HD + slice * DS + dd] = s[c];
+            }
         }
     }
 }
