@@ -38,9 +38,8 @@ void PrintTo(const PagedCase & c, std::ostream * os) { *os << c.name; }
 
 std::vector<PagedCase> paged_backends() {
 #ifdef TERN_HAS_WEBGPU
-    // The defaults, and the forms WebGpuTuning selects: the scores' lanes over positions and the
-    // softmax's padded rows (attn_split_lanes), P·V by superblock tiles + combine, or no combine over
-    // one superblock (attn_paged_tiles=2).
+    // The defaults (attention_split_pv below 512 positions, tiles from there), and P·V by superblock
+    // tiles + combine at every length (attn_paged_tiles=1) or attention_paged_pv from 512 (=0).
     auto tuned = [](const char * tune) {
         return [tune](std::string & skip) -> std::shared_ptr<Backend> {
             skip = test::shared_webgpu().reason;
@@ -55,8 +54,8 @@ std::vector<PagedCase> paged_backends() {
                  skip = test::shared_webgpu().reason;
                  return test::shared_webgpu().backend;
              }},
-            {"webgpu_split_lanes", tuned("attn_split_lanes=7")},
-            {"webgpu_paged_tiles", tuned("attn_paged_tiles=2,attn_split_lanes=7")}};
+            {"webgpu_paged_tiles", tuned("attn_paged_tiles=1")},
+            {"webgpu_paged_pv", tuned("attn_paged_tiles=0")}};
 #else
     // The reference on 3 threads, and the fast backend on every instruction set this machine runs
     // (the others report themselves as skipped).
@@ -256,8 +255,7 @@ TEST_P(PagedOps, AttentionGivesEverySequenceItsAloneBits) {
     // 256 (G 4) / 320 (G 3); superblocks of 512; several columns per sequence (a prompt chunk).
     const std::vector<SeqSpec> specs = {{0, 1},  {30, 3},  {63, 2},  {255, 1}, {318, 4},
                                         {511, 2}, {700, 1}, {1023, 2}, {5, 7}};
-    // and a batch whose columns all see one superblock at most (the last sees 512 positions): the
-    // WebGPU tiles then write the output themselves (attn_paged_tiles=2).
+    // and a batch whose columns all see one superblock at most (the last sees 512 positions).
     const std::vector<SeqSpec> short_specs = {{0, 1}, {30, 3}, {63, 2}, {255, 1}, {318, 4}, {510, 2}, {5, 7}};
     for (const Shape & sh : shapes) {
         for (DType cache : {DType::f16, DType::f32}) {

@@ -120,7 +120,7 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
     const uint64_t g       = static_cast<uint64_t>(group);
     const uint64_t jg      = st.jg;
     const uint64_t sc_mem  = g * hd * 4 + g * st.wg * 4 + g * st.tp * 4 + 16;
-    const uint64_t sm_mem  = g * st.ch * 33 / 32 * 4 + 64 + uint64_t{st.wg} * 8 + 16;
+    const uint64_t sm_mem  = g * st.ch * 4 + 64 + uint64_t{st.wg} * 8 + 16;
     const uint64_t pv_mem  = uint64_t{st.pv_wg} * 4 + 64 + jg * st.rb * st.dg * 4 + jg * (st.rb / 16) * st.dg * 4 +
                             jg * st.dg * 4 + 16;
     const uint64_t max_bind = std::min<uint64_t>(lim.maxBufferSize, lim.maxStorageBufferBindingSize);
@@ -150,8 +150,8 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
     constexpr uint32_t k_tile_dims = 16;
     const int64_t      nsb_ld      = ceil_div(n_all, cpu::k_pos_super);
     const uint64_t     jv          = (static_cast<uint64_t>(group) + 3) / 4;
-    const uint64_t     pvt_mem     = 512 * (k_tile_dims / 2 + 1) * 4 + (512 * jv + 16) * 16 + 256 * 4 + 16 * 4 + 16;
-    // (a paged batch too with attn_paged_tiles: its combine is dispatched, never fused)
+    const uint64_t     pvt_mem     = 512 * (k_tile_dims / 2 + 1) * 4 + 512 * jv * 16 + 256 * 4 + 16 * 4 + 16;
+    // (a paged batch too, from attn_paged_tiles positions: its combine is dispatched, never fused)
     const bool         by_tiles    = (batch == nullptr ? tune_.attn_split_tiles != 0 : tune_.attn_paged_tiles != 0) &&
                               v_f16 &&
                               hd % k_tile_dims == 0 && pvt_mem <= lim.maxComputeWorkgroupStorageSize &&
@@ -213,7 +213,6 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                          {"GROUP", static_cast<double>(group)},
                          {"K_F16", k_f16 ? 1.0 : 0.0},
                          {"K_VEC", k_vec ? 1.0 : 0.0}}}};
-        if ((tune_.attn_split_lanes & 1) != 0) sk.add("LANES_POS", 1.0);
         add_paging(sk);
         const WGPUBuffer sb[] = {gpu_buffer(q), gpu_buffer(kv.k), cols_k, pages_k, attn_scores_->get(),
                                  attn_wmax_->get()};
@@ -228,7 +227,6 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                          {"CH", static_cast<double>(st.ch)},
                          {"GROUP", static_cast<double>(group)},
                          {"GP2", static_cast<double>(std::bit_ceil(static_cast<uint64_t>(group)))}}}};
-        if ((tune_.attn_split_lanes & 2) != 0) mk.add("PAD", 1.0);
         add_paging(mk);
         const WGPUBuffer cols_m  = paged ? gpu_buffer(batch->columns) : attn_wmax_->get();
         const WGPUBuffer pages_m = paged ? gpu_buffer(batch->page_table) : attn_wmax_->get();
@@ -258,7 +256,11 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                                  gpu_buffer(out)};
         // (attention_paged_pv loses to attention_split_pv over short contexts: H200, 64 streams,
         // depth 0 7,514 vs 10,048 tok/s; depth 512 4,747 vs 4,394.)
-        if (paged_pv && !by_tiles && n_max >= static_cast<int64_t>(tune_.attn_paged_pv)) {
+        // A paged batch's P·V by tiles from attn_paged_tiles positions (H200, 64 streams, tiles at
+        // every length vs attention_split_pv below 512 and attention_paged_pv from there: depth 512
+        // 6,007 vs 5,128 tokens/s, depth 256 7,629 vs 7,892, depth 0 9,200 vs 10,177).
+        const bool tiles = by_tiles && (!paged || n_max >= static_cast<int64_t>(tune_.attn_paged_tiles));
+        if (paged_pv && !tiles && n_max >= static_cast<int64_t>(tune_.attn_paged_pv)) {
             PipelineKey gk{"attention_paged_pv",
                            "rrrrrwu",
                            {{{"HD", static_cast<double>(hd)},
@@ -271,7 +273,7 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
             step_->dispatch(gk, pb, &pp, sizeof pp, ceil_div(hd, 2 * pg_nl), u32(n_kv), u32(tc));
             continue;
         }
-        if (paged && !by_tiles && tune_.attn_split_pv_wg == 0 && !pv_wg_variants_built_.contains(pk)) {
+        if (paged && !tiles && tune_.attn_split_pv_wg == 0 && !pv_wg_variants_built_.contains(pk)) {
             // The other thread counts this shape takes as contexts grow (64, 128, 256), built now:
             // compiled at the 513th position instead, a cold driver's compile (~0.6 s) stalled every
             // stream mid-request.
@@ -289,28 +291,21 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                 pv_wg_variants_built_.insert(v);
             }
         }
-        if (by_tiles) {  // P·V by tiles of a superblock, then the superblocks added in order
-            // attn_paged_tiles=2: a paged batch whose columns all see one superblock at most takes the
-            // tiles' sums straight into `out` (what the combine would write) and no combine.
-            const bool direct = paged && tune_.attn_paged_tiles == 2 && n_max <= cpu::k_pos_super;
+        if (tiles) {  // P·V by tiles of a superblock, then the superblocks added in order
             struct {
-                uint32_t n_embd_kv, v_offset, ld, bsum_ld, n_head_kv, pos0, max_pages, cols_offset, pages_offset, nsb_ld,
-                    out_offset, out_stride;
+                uint32_t n_embd_kv, v_offset, ld, bsum_ld, n_head_kv, pos0, max_pages, cols_offset, pages_offset, nsb_ld;
             } vp{u32(kv.v.ne[0]), gpu_offset(kv.v, v_el), u32(ld), n_b, u32(n_kv), u32(pos0 + c0), max_pages,
-                 cols_at + u32(4 * c0), pages_at, u32(nsb_ld), gpu_offset(out, 4) + u32(c0 * out.ne[0]), u32(out.ne[0])};
+                 cols_at + u32(4 * c0), pages_at, u32(nsb_ld)};
             PipelineKey vk{"attention_split_pvt",
                            "rrrrrwu",
                            {{{"HD", static_cast<double>(hd)},
                              {"GROUP", static_cast<double>(group)},
                              {"DS", static_cast<double>(k_tile_dims)}}}};
-            if ((tune_.attn_split_lanes & 4) != 0) vk.add("PAD", 1.0);
-            if (direct) vk.add("DIRECT", 1.0);
             add_paging(vk);
             const WGPUBuffer vb[] = {attn_scores_->get(), attn_bsum_->get(), gpu_buffer(kv.v), cols_v, pages_v,
-                                     direct ? gpu_buffer(out) : attn_super_->get()};
+                                     attn_super_->get()};
             step_->dispatch(vk, vb, &vp, sizeof vp, u32(hd / k_tile_dims * ceil_div(n_max, cpu::k_pos_super)),
                             u32(n_kv), u32(tc));
-            if (direct) continue;
 
             struct {
                 uint32_t n_head, nsb_ld, pos0, max_pages, cols_offset, pages_offset, out_offset, out_stride;

@@ -77,17 +77,10 @@ struct WebGpuTuning {
                                              //     (H200, depth 4096: 479.4 / 478.5 vs 469.7 / 475.3 tok/s); 0: dispatched
     uint32_t attn_split_chunk        = 64;   // one query over a long cache: positions per attention_split_softmax
                                              //     workgroup (at most 1024 / G; 0: 1024 / G, at least 32)
-    uint32_t attn_split_lanes        = 0;    // the split kernels' workgroup memory without bank conflicts, a
-                                             //     mask: 1 attention_split_scores with a warp's lanes over 32
-                                             //     positions of one block of 16 dimensions (q reads broadcast,
-                                             //     score stores coalesced; else lanes over a position's blocks,
-                                             //     4-way conflicts on every q read); 2 attention_split_softmax's
-                                             //     rows padded for the block sums; 4 attention_split_pvt's tiles
-                                             //     padded for rows 32 apart
-    uint32_t attn_paged_tiles        = 0;    // 1: a paged batch's P·V by attention_split_pvt + _combine (V tiles
-                                             //     by coalesced vec4 loads) instead of attention_split_pv /
-                                             //     attention_paged_pv (f16 V only); 2: the same, the combine
-                                             //     left out where every column sees <= 512 positions
+    uint32_t attn_paged_tiles        = 512;  // P·V of a paged batch (f16 V) whose longest context has at least
+                                             //     this many positions: attention_split_pvt + _combine (V tiles
+                                             //     by coalesced vec4 loads, all G heads per tile) instead of
+                                             //     attention_paged_pv; 0: never
     uint32_t attn_split_heads        = 0;    // query heads per attention_split_pv workgroup (a divisor of
                                              //     G); 0: all G where that gives 2 workgroups per
                                              //     compute unit, else the largest divisor that does

@@ -18,7 +18,7 @@
 //
 //   e: the softmax kernel's [T][n_head_kv][G][ld] f32   bsum: [T][n_head_kv][G][bsum_ld] f32
 //   v_cache: [n_head_kv hd, rows] f16, 8 per vec4<u32> (v_offset and a row a multiple of 8 elements)
-//   part: [T][n_head][nsb_ld][hd] f32 (DIRECT: out [n_head hd, T] f32)
+//   part: [T][n_head][nsb_ld][hd] f32
 // Every loop has a fixed trip count, so that all of a thread's loads are in flight at once instead
 // of one latency per iteration: V rows by vec4 loads, positions past the column's end staged as zeros
 // (their products add +0, which leaves every sum's bits as they are: the sums are never -0), the
@@ -38,17 +38,8 @@ const WG: u32 = 256u;
 const SUPER: u32 = 512u;                // positions per superblock (cpu::k_pos_super)
 override JV: u32 = (GROUP + 3u) / 4u;   // vec4s of query heads (at most 4)
 override VW: u32 = DS / 2u;             // u32 words of a tile row
+override VS: u32 = VW + 1u;             // its stride in workgroup memory (odd: rows 32 apart in other banks)
 override SPP: u32 = WG / GROUP;         // superblocks of the normalizer per pass and head
-// PAD: the V tile's rows VW words apart plus VW words after every 32 rows, the probabilities' rows
-// one vec4 after every 32: step 4's warp reads rows 32 apart (two blocks), which without it fall in
-// the same banks (32 VS words, a multiple of 32: 2-way conflicts on both loads); rows VS = VW + 1
-// words apart otherwise.
-override PAD: bool = false;
-override RS: u32 = select(VW + 1u, VW, PAD);  // V tile row stride in words
-// DIRECT (every column sees at most one superblock): `part` binds the output [n_head hd, T] and
-// the superblock's sums go there, which is what attention_split_combine would write (0 + the
-// superblock's sum, never -0: the same bits), so no combine follows.
-override DIRECT: bool = false;
 
 struct Params {
     n_embd_kv: u32,    // cache elements per row
@@ -61,8 +52,6 @@ struct Params {
     cols_offset: u32,
     pages_offset: u32,
     nsb_ld: u32,       // superblocks per (column, head) row of part
-    out_offset: u32,   // DIRECT: f32 index of out[0, 0]
-    out_stride: u32,   // DIRECT: f32 elements between columns of out
     rn_zero: u32,      // 0, filled by the encoder (lib/numerics.wgsl)
 }
 
@@ -74,13 +63,8 @@ struct Params {
 @group(0) @binding(5) var<storage, read_write> part: array<f32>;
 @group(0) @binding(6) var<uniform> p: Params;
 
-var<workgroup> v_s: array<u32, SUPER * (VW + 1u)>;         // [position][word]: the V tile (v_at)
-var<workgroup> p_s: array<vec4<f32>, SUPER * JV + SUPER / 32u>;  // [position][heads 4m..4m+3]: probabilities
-                                                                // (p_at); then block sums
-
-// Word w of V tile row r, and vec4 m of the probabilities of row r (PAD above).
-fn v_at(r: u32, w: u32) -> u32 { return r * RS + w + select(0u, (r / 32u) * VW, PAD); }
-fn p_at(r: u32, m: u32) -> u32 { return r * JV + m + select(0u, r / 32u, PAD); }
+var<workgroup> v_s: array<u32, SUPER * VS>;         // [position][word]: the V tile
+var<workgroup> p_s: array<vec4<f32>, SUPER * JV>;   // [position][heads 4m..4m+3]: probabilities; then block sums
 var<workgroup> sup_s: array<f32, WG>;               // the normalizer's superblock sums
 var<workgroup> inv_s: array<f32, 16>;               // [j]
 
@@ -142,7 +126,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     load_bsum(&bs0, lid, 0u, row0, nb, nsb);
     for (var k = 0u; k < SUPER * VW / 4u / WG; k++) {
         let i = lid + k * WG;
-        let at = v_at(i / (VW / 4u), 4u * (i % (VW / 4u)));
+        let at = (i / (VW / 4u)) * VS + 4u * (i % (VW / 4u));
         for (var c = 0u; c < 4u; c++) { v_s[at + c] = vq[k][c]; }
     }
 
@@ -171,7 +155,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let j = i % (4u * JV);
         var pr = 0.0;
         if (r < np && j < GROUP) { pr = round_f16(ev[k] * inv_s[j]); }
-        p_s[p_at(r, j / 4u)][j % 4u] = pr;
+        p_s[i / 4u][i % 4u] = pr;
     }
     workgroupBarrier();
 
@@ -186,9 +170,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     if (b < nbl) {
         for (var k = 0u; k < 32u; k++) {
             let r  = 32u * b + k;
-            let vv = unpack2x16float(v_s[v_at(r, d / 2u)]);
+            let vv = unpack2x16float(v_s[r * VS + d / 2u]);
             let v  = select(vv.x, vv.y, (d & 1u) != 0u);
-            for (var m = 0u; m < JV; m++) { acc[m] = acc[m] + p_s[p_at(r, m)] * v; }
+            for (var m = 0u; m < JV; m++) { acc[m] = acc[m] + p_s[r * JV + m] * v; }
         }
     }
     workgroupBarrier();
@@ -203,11 +187,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         for (var bb = 0u; bb < WG / DS; bb++) { s = s + p_s[(bb * DS + dd) * JV + m]; }  // past nbl: +0
         for (var c = 0u; c < 4u; c++) {
             let j = 4u * m + c;
-            if (j < GROUP && DIRECT) {
-                part[p.out_offset + t * p.out_stride + (kvh * GROUP + j) * HD + slice * DS + dd] = s[c];
-            } else if (j < GROUP) {
-                part[((row0 + j) * p.nsb_ld + sb) * HD + slice * DS + dd] = s[c];
-            }
+            if (j < GROUP) { part[((row0 + j) * p.nsb_ld + sb) * HD + slice * DS + dd] = s[c]; }
         }
     }
 }

@@ -37,10 +37,7 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> bsum: array<f32>;
 @group(0) @binding(5) var<uniform> p: Params;
 
-var<workgroup> e_s: array<f32, GROUP * CH * 33u / 32u>;  // [j][position in the chunk], see es_at
-override PAD: bool = false;  // one word after every 32: the block sums' lanes (32 words apart) in distinct banks
-
-fn es_at(i: u32) -> u32 { return select(i, i + i / 32u, PAD); }
+var<workgroup> e_s: array<f32, GROUP * CH>;  // [j][position in the chunk]
 var<workgroup> mx_s: array<f32, 16>;         // [j]
 var<workgroup> red_s: array<f32, WG>;        // [j][SEG]: the maxima's tree
 override SEG: u32 = WG / GP2;                // threads per head's max (GP2: GROUP rounded up to a power of two)
@@ -88,9 +85,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         if (i < GROUP * CH && k < c_n) {
             let e = exp_fixed(sv[u] - mx_s[j]);
             scores[(row0 + j) * p.ld + c0 + k] = e;
-            e_s[es_at(i)] = e;
+            e_s[i] = e;
         } else if (i < GROUP * CH) {
-            e_s[es_at(i)] = 0.0;  // past the column's positions: +0, which leaves a block sum's bits as they are
+            e_s[i] = 0.0;  // past the column's positions: +0, which leaves a block sum's bits as they are
         }
     }
     workgroupBarrier();
@@ -100,7 +97,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let b = lid % (CH / 32u);
         if (b < nb) {
             var s = 0.0;
-            for (var k = 0u; k < 32u; k++) { s = s + e_s[es_at(j * CH + 32u * b + k)]; }
+            for (var k = 0u; k < 32u; k++) { s = s + e_s[j * CH + 32u * b + k]; }
             bsum[(row0 + j) * p.bsum_ld + c0 / 32u + b] = s;
         }
     }
