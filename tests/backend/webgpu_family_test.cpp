@@ -611,13 +611,16 @@ TEST(WebGpuFamily, AttentionOutputBlocksFeedTheOProjectionBitForBit) {
 
 // A tiny HF checkpoint converted with `weight` matrices, run on both backends: every prompt
 // position's logits and 12 greedy steps, bit for bit.
-std::string converted(const std::string & name, DType weight) {
+std::string converted(const std::string & name, DType weight, DType head = DType::f32) {
     ConvertOptions o;
     o.input_dir   = test::data_path("hf_parity/" + name);
-    o.output_path = (test::temp_dir("webgpu-family-" + name + "-" + std::string(dtype_name(weight))) / "m.gguf").string();
+    o.output_path = (test::temp_dir("webgpu-family-" + name + "-" + std::string(dtype_name(weight)) + "-" +
+                                    std::string(dtype_name(head))) /
+                     "m.gguf")
+                        .string();
     o.progress    = false;
     o.weight_type = weight;
-    o.head_type   = DType::f32;
+    o.head_type   = head;
     convert_hf_checkpoint(o);
     return o.output_path;
 }
@@ -658,6 +661,40 @@ TEST(WebGpuFamily, TinyLlamaAndQwen3AreBitIdenticalToTheCpu) {
         expect_model_bit_identical(*gpu, name, DType::f32, DType::f32);
         expect_model_bit_identical(*gpu, name, DType::q8_0, DType::f16);
         expect_model_bit_identical(*gpu, name, DType::q4_0, DType::f16);
+    }
+}
+
+// Greedy decoding on the device (Session::decode_greedy: output_head with ids, the int8 copy of the
+// tied Q8_0 / Q4_0 table's f32 rows and its exact tail, the argmax folded into the next embed) against
+// the CPU's exact logits and argmax, 40 tokens of the tiny llama and qwen3 checkpoints converted with
+// a head of the matrices' type.
+TEST(WebGpuFamily, TinyModelsDecodeGreedilyOnTheDeviceAsOnTheCpu) {
+    SKIP_WITHOUT_GPU();
+    for (const char * name : {"llama_tied_rope3", "qwen3_tied"}) {
+        for (const DType weight : {DType::q8_0, DType::q4_0}) {
+            SCOPED_TRACE(std::string(name) + " " + std::string(dtype_name(weight)));
+            const GgufFile file  = GgufFile::open(converted(name, weight, weight));
+            const auto *   head  = file.find_tensor("token_embd.weight");  // (tied: the head)
+            ASSERT_NE(head, nullptr);
+            ASSERT_EQ(head->type, weight) << "the head is a table of Q-type blocks";
+            auto           cpu   = make_cpu_backend({2});
+            auto           m_cpu = BitnetModel::load(file, *cpu);
+            auto           m_gpu = BitnetModel::load(file, *gpu);
+            SessionOptions so;
+            so.n_ctx = 64;
+            std::vector<int32_t> ids[2];
+            BitnetModel *        models[2] = {m_cpu.get(), m_gpu.get()};
+            for (int i = 0; i < 2; ++i) {
+                Session                    s(*models[i], so);
+                const std::vector<int32_t> prompt = {5, 9, 13, 2, 7, 30, 11};
+                s.eval(prompt);
+                const auto    l     = s.logits();
+                const int32_t first = static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
+                s.decode_greedy(first, 40, [&](int32_t id) { ids[i].push_back(id); return true; }, 8);
+            }
+            ASSERT_EQ(ids[0].size(), 40u);
+            EXPECT_EQ(ids[1], ids[0]);
+        }
     }
 }
 
