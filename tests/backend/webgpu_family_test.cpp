@@ -7,6 +7,7 @@
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/webgpu/webgpu_backend.h"
+#include "backend/webgpu/webgpu_backend_impl.h"
 #include "convert/hf_convert.h"
 #include "core/fp16.h"
 #include "core/mmap.h"
@@ -20,8 +21,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 
 namespace tern {
@@ -349,11 +353,156 @@ TEST_P(WebGpuFamilyHead, GreedyIdsMatchTheExactHead) {
         tie[low * rb + 2] ^= 1;  // one code (Q8_0, Q4_0's low nibble, Q6_K's ql) changed by one
         const auto near_tie = greedy(tie, nv, round_in);
         EXPECT_EQ(near_tie[1], near_tie[0]) << "a near tie";
+        // 64 rows that each differ from the winner by one code (+-1, at different places): all
+        // within the int8 bound of each other, so every one is recomputed exactly.
+        std::vector<uint8_t> many = base.bytes;
+        for (size_t r = 0; r < 64; ++r) {
+            const size_t row = (r * 61 + 7) % static_cast<size_t>(nv);
+            std::memcpy(many.data() + row * rb, base.bytes.data() + win * rb, rb);
+            many[row * rb + 2 + (r % 16)] ^= static_cast<uint8_t>(r % 2 ? 1 : 2);
+        }
+        const auto near_ties = greedy(many, nv, round_in);
+        EXPECT_EQ(near_ties[1], near_ties[0]) << "64 near ties";
         std::vector<uint8_t> equal(rb * 300);
         for (size_t r = 0; r < 300; ++r) std::memcpy(equal.data() + r * rb, base.bytes.data() + win * rb, rb);
         const auto all_equal = greedy(equal, 300, round_in);
         EXPECT_EQ(all_equal[0], 0) << "the CPU: the lowest index of equal rows";
         EXPECT_EQ(all_equal[1], all_equal[0]) << "300 equal rows";
+    }
+}
+
+// The int8 copy of a Q-block head's f32 rows (head_i8_pack.wgsl TABLE_F32; the tests' backend takes
+// it for every table, head_i8_min_bytes 0): each code within half a step of dequantize_row's value
+// over the row's scale, each row's bound coefficient at least the one recomputed in double; then
+// greedy decoding's values f (left in the logits) and bounds B against the CPU's exact logits:
+// |f - exact| <= B on every row, h rounded to f16 or not, and some f differs from its exact logit
+// (else the int8 head did not run). 293 rows, K 768 (Q6_K) or 1184.
+TEST_P(WebGpuFamilyHead, Int8CopyBoundsCoverTheExactLogits) {
+    SKIP_WITHOUT_GPU();
+    auto * web = dynamic_cast<WebGpuBackend *>(gpu);
+    ASSERT_NE(web, nullptr);
+    const DType     type = GetParam();
+    auto            cpu  = make_cpu_backend({2});
+    const int64_t   k = type == DType::q6_k ? 768 : 32 * 37, nv = 293;
+    const Quantized q = quantized("head", type, k, nv, 41);
+    std::vector<float> e(static_cast<size_t>(k * nv));
+    const size_t       rb = dtype_row_bytes(type, k);
+    for (int64_t r = 0; r < nv; ++r) dequantize_row(type, q.bytes.data() + static_cast<size_t>(r) * rb, e.data() + r * k, k);
+    {
+        auto       table = web->load_embedding(q.src);
+        const auto copy  = web->read_head_int8_copy(*table);
+        ASSERT_EQ(copy.codes.size(), e.size()) << "the int8 copy of a " << dtype_name(type) << " head was made";
+        const double u = std::ldexp(1.0, -24);
+        for (int64_t r = 0; r < nv; ++r) {
+            SCOPED_TRACE("row " + std::to_string(r));
+            const float s = copy.info[static_cast<size_t>(4 * r)], c = copy.info[static_cast<size_t>(4 * r + 1)];
+            double      qq = 0, dd = 0, ee = 0;
+            for (int64_t i = 0; i < k; ++i) {
+                const double v  = e[static_cast<size_t>(r * k + i)];
+                const int    qc = copy.codes[static_cast<size_t>(r * k + i)];
+                ASSERT_LE(std::fabs(v - double(s) * qc), 0.5 * s * (1 + 1e-5)) << "element " << i;
+                qq += double(qc) * qc;
+                dd += (v - double(s) * qc) * (v - double(s) * qc);
+                ee += v * v;
+            }
+            ASSERT_GE(double(c), double(s) * std::sqrt(qq) * double(k + 2) * u + std::sqrt(dd) + u * std::sqrt(ee));
+            ASSERT_GE(double(copy.info[static_cast<size_t>(4 * r + 2)]), double(s) * std::sqrt(qq));
+        }
+    }
+    const auto         x  = gaussian(static_cast<size_t>(k), 42, 2.0f);
+    std::vector<float> nw = gaussian(static_cast<size_t>(k), 43, 0.2f);
+    for (float & v : nw) v += 1.0f;
+    const std::vector<uint8_t> nw_bytes(reinterpret_cast<const uint8_t *>(nw.data()),
+                                        reinterpret_cast<const uint8_t *>(nw.data() + nw.size()));
+    const WeightSource         nsrc{"norm", DType::f32, {k, 1, 1, 1}, nw_bytes};
+    for (const bool round_in : {false, true}) {
+        SCOPED_TRACE(round_in ? "h rounded to f16" : "h in f32");
+        std::vector<float> logits[2];
+        int32_t            id = -1;
+        Backend *          bes[2] = {cpu.get(), gpu};
+        for (int i = 0; i < 2; ++i) {
+            Backend &   be    = *bes[i];
+            auto        table = be.load_embedding(q.src);
+            auto        norm  = be.load_norm(nsrc);
+            auto        xt    = upload(be, {k, 1, 1, 1}, x);
+            auto        ht    = upload(be, {k, 1, 1, 1}, std::vector<float>(static_cast<size_t>(k)));
+            auto        lt    = upload(be, {nv, 1, 1, 1}, std::vector<float>(static_cast<size_t>(nv)));
+            OwnedTensor idt   = alloc_tensor(be, DType::i32, {1, 1, 1, 1}, "id");
+            be.begin_step();  // (the CPU: exact logits; the GPU with ids: the int8 values and bounds)
+            be.output_head({lt.tensor, i == 0 ? Tensor{} : idt.tensor, 0}, *table,
+                           {xt.tensor, norm.get(), 1e-5f, {}, ht.tensor}, round_in);
+            be.end_step();
+            logits[i] = download(be, lt.tensor);
+            if (i == 1) be.read(idt.tensor, &id, 4);
+        }
+        const std::vector<float> bound = web->read_greedy_head_bounds(nv);
+        ASSERT_EQ(bound.size(), static_cast<size_t>(nv));
+        int64_t differ = 0, best = 0;
+        for (int64_t r = 0; r < nv; ++r) {
+            const double f = logits[1][static_cast<size_t>(r)], exact = logits[0][static_cast<size_t>(r)];
+            ASSERT_LE(std::fabs(f - exact), double(bound[static_cast<size_t>(r)])) << "row " << r;
+            differ += f != exact;
+            if (logits[0][static_cast<size_t>(r)] > logits[0][static_cast<size_t>(best)]) best = r;
+        }
+        EXPECT_GT(differ, nv / 2) << "the int8 head's values (approximate) are left in the logits";
+        EXPECT_EQ(id, best);
+    }
+}
+
+// A top-k sampler's head over a Q-block table (the int8 copy, then argmax_exact.wgsl TOP_K on the f32
+// rows): every row is the CPU's exact logit bit for bit or -inf, every row at least the k-th largest
+// is exact, and most rows of a random table are -inf (else the fast path did not run).
+TEST_P(WebGpuFamilyHead, TopKHeadKeepsEveryRowThatCanBeInTheTopK) {
+    SKIP_WITHOUT_GPU();
+    const DType     type = GetParam();
+    auto            cpu  = make_cpu_backend({2});
+    const int64_t   k = type == DType::q6_k ? 768 : 32 * 37, nv = 4133;
+    const Quantized q  = quantized("head", type, k, nv, 51);
+    const auto      x  = gaussian(static_cast<size_t>(k), 52, 2.0f);
+    std::vector<float> nw = gaussian(static_cast<size_t>(k), 53, 0.2f);
+    for (float & v : nw) v += 1.0f;
+    const std::vector<uint8_t> nw_bytes(reinterpret_cast<const uint8_t *>(nw.data()),
+                                        reinterpret_cast<const uint8_t *>(nw.data() + nw.size()));
+    const WeightSource         nsrc{"norm", DType::f32, {k, 1, 1, 1}, nw_bytes};
+    for (const bool round_in : {false, true}) {
+        std::vector<float> exact;
+        {
+            auto table = cpu->load_embedding(q.src);
+            auto norm  = cpu->load_norm(nsrc);
+            auto xt    = upload(*cpu, {k, 1, 1, 1}, x);
+            auto ht    = upload(*cpu, {k, 1, 1, 1}, std::vector<float>(static_cast<size_t>(k)));
+            auto lt    = upload(*cpu, {nv, 1, 1, 1}, std::vector<float>(static_cast<size_t>(nv)));
+            cpu->begin_step();
+            cpu->output_head({lt.tensor, {}, 0}, *table, {xt.tensor, norm.get(), 1e-5f, {}, ht.tensor}, round_in);
+            cpu->end_step();
+            exact = download(*cpu, lt.tensor);
+        }
+        std::vector<float> sorted = exact;
+        std::sort(sorted.begin(), sorted.end(), std::greater<float>());
+        auto table = gpu->load_embedding(q.src);
+        auto norm  = gpu->load_norm(nsrc);
+        auto xt    = upload(*gpu, {k, 1, 1, 1}, x);
+        auto ht    = upload(*gpu, {k, 1, 1, 1}, std::vector<float>(static_cast<size_t>(k)));
+        auto lt    = upload(*gpu, {nv, 1, 1, 1}, std::vector<float>(static_cast<size_t>(nv)));
+        for (const int64_t top_k : {1, 3, 8}) {
+            SCOPED_TRACE(std::string(round_in ? "h rounded, " : "") + "top " + std::to_string(top_k));
+            gpu->begin_step();
+            gpu->output_head({lt.tensor, {}, top_k}, *table, {xt.tensor, norm.get(), 1e-5f, {}, ht.tensor}, round_in);
+            gpu->end_step();
+            const std::vector<float> got = download(*gpu, lt.tensor);
+            const float              kth = sorted[static_cast<size_t>(top_k - 1)];
+            int64_t                  n_inf = 0;
+            for (int64_t i = 0; i < nv; ++i) {
+                const float g = got[static_cast<size_t>(i)], ex = exact[static_cast<size_t>(i)];
+                if (g == -std::numeric_limits<float>::infinity()) {
+                    ++n_inf;
+                    ASSERT_LT(ex, kth) << "row " << i << " can be in the top " << top_k << " but came back -inf";
+                } else {
+                    ASSERT_EQ(std::bit_cast<uint32_t>(g), std::bit_cast<uint32_t>(ex)) << "row " << i;
+                }
+            }
+            EXPECT_GT(n_inf, nv / 2) << "the top-k head recomputed most rows: did its fast path run?";
+        }
     }
 }
 
@@ -462,13 +611,16 @@ TEST(WebGpuFamily, AttentionOutputBlocksFeedTheOProjectionBitForBit) {
 
 // A tiny HF checkpoint converted with `weight` matrices, run on both backends: every prompt
 // position's logits and 12 greedy steps, bit for bit.
-std::string converted(const std::string & name, DType weight) {
+std::string converted(const std::string & name, DType weight, DType head = DType::f32) {
     ConvertOptions o;
     o.input_dir   = test::data_path("hf_parity/" + name);
-    o.output_path = (test::temp_dir("webgpu-family-" + name + "-" + std::string(dtype_name(weight))) / "m.gguf").string();
+    o.output_path = (test::temp_dir("webgpu-family-" + name + "-" + std::string(dtype_name(weight)) + "-" +
+                                    std::string(dtype_name(head))) /
+                     "m.gguf")
+                        .string();
     o.progress    = false;
     o.weight_type = weight;
-    o.head_type   = DType::f32;
+    o.head_type   = head;
     convert_hf_checkpoint(o);
     return o.output_path;
 }
@@ -509,6 +661,40 @@ TEST(WebGpuFamily, TinyLlamaAndQwen3AreBitIdenticalToTheCpu) {
         expect_model_bit_identical(*gpu, name, DType::f32, DType::f32);
         expect_model_bit_identical(*gpu, name, DType::q8_0, DType::f16);
         expect_model_bit_identical(*gpu, name, DType::q4_0, DType::f16);
+    }
+}
+
+// Greedy decoding on the device (Session::decode_greedy: output_head with ids, the int8 copy of the
+// tied Q8_0 / Q4_0 table's f32 rows and its exact tail, the argmax folded into the next embed) against
+// the CPU's exact logits and argmax, 40 tokens of the tiny llama and qwen3 checkpoints converted with
+// a head of the matrices' type.
+TEST(WebGpuFamily, TinyModelsDecodeGreedilyOnTheDeviceAsOnTheCpu) {
+    SKIP_WITHOUT_GPU();
+    for (const char * name : {"llama_tied_rope3", "qwen3_tied"}) {
+        for (const DType weight : {DType::q8_0, DType::q4_0}) {
+            SCOPED_TRACE(std::string(name) + " " + std::string(dtype_name(weight)));
+            const GgufFile file  = GgufFile::open(converted(name, weight, weight));
+            const auto *   head  = file.find_tensor("token_embd.weight");  // (tied: the head)
+            ASSERT_NE(head, nullptr);
+            ASSERT_EQ(head->type, weight) << "the head is a table of Q-type blocks";
+            auto           cpu   = make_cpu_backend({2});
+            auto           m_cpu = BitnetModel::load(file, *cpu);
+            auto           m_gpu = BitnetModel::load(file, *gpu);
+            SessionOptions so;
+            so.n_ctx = 64;
+            std::vector<int32_t> ids[2];
+            BitnetModel *        models[2] = {m_cpu.get(), m_gpu.get()};
+            for (int i = 0; i < 2; ++i) {
+                Session                    s(*models[i], so);
+                const std::vector<int32_t> prompt = {5, 9, 13, 2, 7, 30, 11};
+                s.eval(prompt);
+                const auto    l     = s.logits();
+                const int32_t first = static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
+                s.decode_greedy(first, 40, [&](int32_t id) { ids[i].push_back(id); return true; }, 8);
+            }
+            ASSERT_EQ(ids[0].size(), 40u);
+            EXPECT_EQ(ids[1], ids[0]);
+        }
     }
 }
 

@@ -12,7 +12,8 @@
 #   5. if time is left: llama-3.2-1b Q4_0 and phi-3-mini Q4_0 again with each TUNES entry
 #      (TERN_WEBGPU_TUNE values, default "family_acts_loads=4": matvec_q8_acts.wgsl's lanes loading 4
 #      blocks at a time instead of all of theirs; e.g. family_acts=2: the o-projection's Q8_0 blocks by
-#      act_q8_0.wgsl instead of the attention; empty: none), the same files, for the tunings' A/B; then
+#      act_q8_0.wgsl instead of the attention; family_head_i8=0: the Q6_K head's exact logits + argmax
+#      (lm_head_q.wgsl) instead of its int8 copy; empty: none), the same files, for the tunings' A/B; then
 #      qwen3-1.7b Q1_0 with each QWEN_TUNES entry (default none; TUNES are not run on it).
 # MODELS (default "llama qwen3 phi3") names the files steps 3-5 measure: e.g. MODELS="qwen3 phi3" leaves
 # llama-3.2-1b out to spend the budget on the others' A/B.

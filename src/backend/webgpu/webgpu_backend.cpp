@@ -350,10 +350,10 @@ std::unique_ptr<Weight> WebGpuBackend::load_embedding(const WeightSource & src) 
         e->buffer              = make_buffer(t.words.size() * 4, t.words.data(), src.name.c_str());
         e->n_bytes             = t.words.size() * 4;
     }
-    // Greedy decoding streams the int8 copy of a large F16 head: int8 rows + (s, c, sq, 0) each.
-    if (greedy_head_i8_applies(*e)) e->n_bytes_ids = static_cast<size_t>(e->n_rows) * static_cast<size_t>(e->n_cols + 16);
     e->blocks = load_head_blocks(src);  // (a head of Q-type blocks reads those: n_bytes counts them)
     if (e->blocks) e->n_bytes = e->blocks->n_bytes;
+    // Greedy decoding streams the int8 copy of a large F16 (or Q-block) head: int8 rows + (s, c, sq, 0) each.
+    if (greedy_head_i8_applies(*e)) e->n_bytes_ids = static_cast<size_t>(e->n_rows) * static_cast<size_t>(e->n_cols + 16);
     return e;
 }
 

@@ -410,8 +410,9 @@ private:
     bool     exact_rows_fit(const GpuTable & head) const;
     uint32_t encode_exact_rows(const Tensor & logits, const GpuTable & head, const Tensor & x, const GpuNorm & norm,
                                float eps, bool round_input_f16, uint32_t n_bounds, bool int8, uint32_t top_k);
-    // Whether greedy decoding streams the int8 copy of this head (F16, at least head_i8_min_bytes,
-    // row width a multiple of 16 up to 4096, its copy made or not yet tried).
+    // Whether greedy decoding streams the int8 copy of this head (F16, or a Q-block head's f32 rows
+    // with family_head_i8; at least head_i8_min_bytes, row width a multiple of 16 up to 4096, its
+    // copy made or not yet tried).
     bool greedy_head_i8_applies(const GpuTable & head) const;
     // webgpu_head_batch.cpp: the greedy (ids) or top-k head over several columns at once (a batched decoding step):
     // rms_norm into in.h, head_grid_batch.wgsl, lm_head_i8_batch.wgsl or lm_head_i8_mma.wgsl (the

@@ -1,8 +1,12 @@
 // The LM head of a Q8_0 / Q4_0 / Q6_K table on WebGPU (a llama / qwen3 / phi3 file's own blocks,
 // GpuTable::blocks, instead of the f32 copy, which serves the embedding rows), bit-identical to the
 // CPU reference's lm_head: lm_head_q.wgsl, exact logits (double-float sums) and the argmax's first
-// stage. (Greedy decoding's f32 bound pass + exact recomputation of the rows that can win did not
-// win on an H100 or before: docs/perf-log.md.)
+// stage: every logit (top-p, logits wanted), and greedy / top-k decoding with family_head_i8 = 0.
+// Greedy and top-k decoding otherwise stream the int8 copy of the table's f32 rows (webgpu_head.cpp,
+// head_i8_pack.wgsl TABLE_F32) and recompute the rows that can win from those f32 rows: the
+// reference's head multiplies dequantize_row's f32 values by h (no activation quantization), so the
+// F16 head's bound holds for every Q type. (An f32 bound pass over the blocks themselves did not win
+// on an H100 or before: docs/perf-log.md.)
 #include "backend/webgpu/webgpu_backend_impl.h"
 
 #include "core/error.h"

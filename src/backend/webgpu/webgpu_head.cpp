@@ -86,21 +86,25 @@ bool WebGpuBackend::try_decode_head(const Tensor & logits, const GpuTable & head
 
 bool WebGpuBackend::greedy_head_i8_applies(const GpuTable & head) const {
     const uint64_t wg_storage = ctx_.limits().maxComputeWorkgroupStorageSize;
-    return head.f16 && !head.q8_failed && head.n_bytes >= tune_.head_i8_min_bytes && head.n_cols % 16 == 0 &&
+    // A Q8_0 / Q4_0 / Q6_K head (blocks) has its f32 rows in `buffer` (dequantize_row's values, which
+    // the exact head multiplies): the copy and the exact rows read those (TABLE_F32).
+    const bool table = head.f16 || (head.blocks != nullptr && tune_.family_head_i8 != 0);
+    return table && !head.q8_failed && head.n_bytes >= tune_.head_i8_min_bytes && head.n_cols % 16 == 0 &&
            head.n_cols <= 4096 && static_cast<uint64_t>(head.n_cols) * 9 / 2 + 16384 <= wg_storage;
 }
 
 bool WebGpuBackend::ensure_head_q8(const GpuTable & head) {
     if (!greedy_head_i8_applies(head)) return false;
     if (head.q8) return true;
-    // Made once, on the device: 0.5 bytes of GPU memory per byte of the F16 table. If that is not
-    // there, greedy decoding streams the F16 table (slower, same ids).
+    // Made once, on the device: 0.5 bytes of GPU memory per byte of an F16 table (a Q6_K head's
+    // 1 + 16 / K bytes per value: 1.2 times its blocks; Q4_0 1.8 times). If that is not there,
+    // greedy decoding takes the exact head (slower, same ids).
     try {
         head.q8 = make_buffer(static_cast<size_t>(head.n_rows) * static_cast<size_t>(head.n_cols), nullptr,
                               "LM head int8 copy");
         head.q8_info = make_buffer(static_cast<size_t>(head.n_rows) * 16, nullptr, "LM head int8 scales");
     } catch (const Error & e) {
-        TERN_LOG_WARN("webgpu: no room for the LM head's int8 copy (%s); greedy decoding streams the F16 table",
+        TERN_LOG_WARN("webgpu: no room for the LM head's int8 copy (%s); greedy decoding takes the exact head",
                       e.what());
         head.q8.reset();
         head.q8_failed = true;
@@ -111,7 +115,9 @@ bool WebGpuBackend::ensure_head_q8(const GpuTable & head) {
     struct {
         uint32_t n_vocab, n_groups;
     } p{n_vocab, groups};
-    const PipelineKey key{"head_i8_pack", "rwwu", {{{"K", static_cast<double>(head.n_cols)}}}};
+    const PipelineKey key{"head_i8_pack",
+                          "rwwu",
+                          {{{"K", static_cast<double>(head.n_cols)}, {"TABLE_F32", head.f16 ? 0.0 : 1.0}}}};
     const WGPUBuffer  bufs[] = {head.buffer->get(), head.q8->get(), head.q8_info->get()};
     step_->dispatch(key, bufs, &p, sizeof p, groups);
     return true;
@@ -169,7 +175,8 @@ uint32_t WebGpuBackend::try_decode_head_i8(const Tensor & logits, const GpuTable
                     {{{"K", k},
                       {"NORM", 1.0},
                       {"TEAM_SG", team_sg ? 1.0 : 0.0},
-                      {"EXACT_TAIL", exact_tail ? 1.0 : 0.0}}}};
+                      {"EXACT_TAIL", exact_tail ? 1.0 : 0.0},
+                      {"TABLE_F32", head.f16 ? 0.0 : 1.0}}}};
     const uint32_t team_rows = (n_vocab + 7) / 8;
     const uint32_t groups    = std::min(groups_wanted, team_rows);
     const uint32_t iters     = (team_rows + groups - 1) / groups;
@@ -222,7 +229,8 @@ uint32_t WebGpuBackend::encode_exact_rows(const Tensor & logits, const GpuTable 
                           "rrrwrwu",
                           {{{"K", static_cast<double>(head.n_cols)},
                             {"NORM", 1.0},
-                            {"TOP_K", static_cast<double>(top_k)}}}};
+                            {"TOP_K", static_cast<double>(top_k)},
+                            {"TABLE_F32", head.f16 ? 0.0 : 1.0}}}};
     WGPUBuffer out  = nullptr;
     const int  list = top_k_next_;
     if (top_k == 0) {

@@ -92,7 +92,8 @@ bool WebGpuBackend::head_batch(const HeadOutput & out, const GpuTable & e, const
     const bool    top_k  = out.ids.buffer == nullptr;
     // (head_exact_batch.wgsl stages h: K f32, its list and reductions beside it.)
     const uint64_t exact_smem = static_cast<uint64_t>(k) * 4 + 4096 + 256 * 16;
-    if (n_cols < 2 || in.norm == nullptr || in.h.buffer == nullptr || in.h.ne[1] != n_cols || k % 16 != 0 ||
+    // (An F16 table only: head_exact_batch.wgsl reads F16 rows; a Q-block head takes the exact head.)
+    if (!e.f16 || n_cols < 2 || in.norm == nullptr || in.h.buffer == nullptr || in.h.ne[1] != n_cols || k % 16 != 0 ||
         k > 4096 || (top_k && (out.top_k <= 0 || out.top_k >= e.n_rows)) ||
         exact_smem > ctx_.limits().maxComputeWorkgroupStorageSize || !ensure_head_q8(e)) {
         return false;

@@ -62,10 +62,11 @@ class GpuTable : public Weight {
 public:
     std::unique_ptr<GpuBuffer> buffer;  // [n_cols, n_rows] f16 (two per word) or f32
     bool                       f16 = false;
-    // Greedy decoding's int8 copy of an F16 head (head_i8_pack.wgsl), made on first use:
+    // Greedy decoding's int8 copy of an F16 head, or of a Q-block head's f32 rows (head_i8_pack.wgsl,
+    // TABLE_F32), made on first use:
     // q8 [n_rows][n_cols] int8, info [n_rows] (scale, bound coefficient, scale x ||codes||, 0) f32.
     mutable std::unique_ptr<GpuBuffer> q8, q8_info;
-    mutable bool                       q8_failed = false;  // could not be allocated: the F16 path
+    mutable bool                       q8_failed = false;  // could not be allocated: the exact path
     // A Q8_0 / Q4_0 / Q6_K table's own blocks as a GpuMatrix (webgpu_family.cpp): the LM head reads
     // them (lm_head_q.wgsl) instead of the f32 copy, which serves the embedding rows.
     std::unique_ptr<Weight> blocks;

@@ -51,6 +51,9 @@ struct WebGpuTuning {
     // --- the LM head of one token: lm_head_i8_argmax.wgsl, argmax_exact.wgsl ---
     uint32_t head_i8_min_bytes = 64u << 20;  // greedy decoding streams an int8 copy of F16 heads this
                                              // large or larger (half the bytes; wider bounds)
+    uint32_t family_head_i8 = 1;  // 1: greedy (and top-k) decoding of a Q8_0 / Q4_0 / Q6_K head streams
+                                  //     the int8 copy of its f32 rows too (head_i8_min_bytes applies);
+                                  //     0: lm_head_q.wgsl's exact logits + argmax (A/B, issue #54)
     uint32_t head_groups  = 0;  // workgroups of the int8 head; 0: two per compute unit
     uint32_t exact_groups = 0;  // workgroups of argmax_exact; 0: 512 after the int8 head, 64 after F16
     uint32_t head_exact_form   = 1;  // one token's exact logits from an F16 head (top-p, min-p, logits):

@@ -37,6 +37,7 @@ override K: u32 = 2560u;      // elements per row, a multiple of 8
 override NORM: bool = false;  // h = rms_norm(x) * nw first
 override WG: u32 = 256u;      // a power of two
 override TOP_K: u32 = 0u;     // 0: the argmax; k: the exact logits of the rows that can be the top k
+override TABLE_F32: bool = false;  // head is an f32 table (lib/head_exact_row.wgsl)
 const MAX_BOUNDS = 1024u;     // lower bounds (n_chunks) the TOP_K mode ranks
 
 struct Params {

@@ -1,5 +1,7 @@
 // head_i8_pack: the int8 copy of an F16 LM head that greedy decoding streams instead of the table
-// (lm_head_i8_argmax.wgsl), made once on the device. Per row e (K halves):
+// (lm_head_i8_argmax.wgsl), made once on the device; with TABLE_F32 the same from an f32 table (the
+// f32 copy of a Q8_0 / Q4_0 / Q6_K head, GpuTable::buffer: dequantize_row's values, which the exact
+// head multiplies). Per row e (K halves or f32 values):
 //
 //   m = max |e|,  s = m / 127,  q = clamp(round(e * (127 / m)), -127, 127)   (s = 0, q = 0 if m = 0)
 //   c = (1 + 2^-8) (s ||q|| (K + 3) u + ||e - s q|| + u ||e||)                  (u = 2^-24, 2-norms)
@@ -11,15 +13,20 @@
 //   (Cauchy-Schwarz; the f32 sum of K terms, and the product by s, u |f| more), and the exact head's
 //   rounding adds u |sum e h| <= u ||e|| ||h||. The factor 1 + 2^-8 covers the f32 rounding of c
 //   itself (its sums of K <= 4096 squares are within K u <= 2^-12 of exact).
+// TABLE_F32: e - s q is rounded once more (fma) and its squares may underflow; the rounding is
+// relative (inside the margin) and a Q-block row's nonzero values are at least 2^-24 (an f16 scale
+// times a nonzero integer), so u ||e|| >= 2^-48 and the margin's 2^-8 c exceeds what underflowed
+// squares can hide (sqrt(4096) x 2^-63).
 //
-//   head: [K, n_vocab] f16 (vec4<u32>: 8 halves)   q8: [n_vocab][K / 4] u32, element 4j + b of a row
+//   head: [K, n_vocab] f16 (vec4<u32>: 8 halves; TABLE_F32: f32, 4 values per vec4<u32>)   q8: [n_vocab][K / 4] u32, element 4j + b of a row
 //   in byte b of word j (two's complement)   info: [n_vocab] (s, c, sq, 0) f32
 // Bindings: 0 head (read), 1 q8 (read_write), 2 info (read_write), 3 params (uniform)
 // Dispatch: (n_groups, 1, 1), n_groups <= 65535. 256 threads = 8 teams of 32 lanes; team t packs
 // rows 8 (g + i n_groups) + t, i = 0, 1, ...; lane l handles vec4 words l, l + 32, ... of a row.
 
 override K: u32 = 2560u;  // elements per row, a multiple of 8, at most 4096
-override PER_LANE: u32 = (K / 8u + 31u) / 32u;  // vec4 words per lane per row (<= 16)
+override PER_LANE: u32 = (K / 8u + 31u) / 32u;  // 8-value units per lane per row (<= 16)
+override TABLE_F32: bool = false;  // the table is f32 (read again for the codes rather than kept)
 
 struct Params {
     n_vocab: u32,
@@ -60,6 +67,13 @@ fn pack_codes(e: vec4<f32>, inv: f32) -> u32 {
     return b.x | (b.y << 8u) | (b.z << 16u) | (b.w << 24u);
 }
 
+// Values 8 i .. 8 i + 3 (hi: + 4 .. + 7) of `row`: from its F16 word wv, or read from the f32 table.
+fn unit_half(row: u32, i: u32, wv: vec4<u32>, hi: bool) -> vec4<f32> {
+    if (TABLE_F32) { return bitcast<vec4<f32>>(head[row * (K / 4u) + 2u * i + select(0u, 1u, hi)]); }
+    if (hi) { return vec4<f32>(unpack2x16float(wv.z), unpack2x16float(wv.w)); }
+    return vec4<f32>(unpack2x16float(wv.x), unpack2x16float(wv.y));
+}
+
 fn codes_of(w: u32) -> vec4<f32> {
     let c = bitcast<vec4<i32>>(vec4<u32>(w) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u);
     return vec4<f32>(c);
@@ -69,7 +83,7 @@ fn codes_of(w: u32) -> vec4<f32> {
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let team  = lid / 32u;
     let lane  = lid % 32u;
-    let words = K / 8u;  // vec4<u32> per row
+    let words = K / 8u;  // 8-value units per row (F16: vec4<u32> words)
     for (var base = wid.x * 8u; base < p.n_vocab; base += 8u * p.n_groups) {  // uniform trip count
         let row   = base + team;
         let valid = row < p.n_vocab;
@@ -78,13 +92,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         for (var v = 0u; v < PER_LANE; v++) {
             let i = lane + 32u * v;
             if (valid && i < words) {
-                wv[v] = head[row * words + i];
-                let a = unpack2x16float(wv[v].x);
-                let b = unpack2x16float(wv[v].y);
-                let c = unpack2x16float(wv[v].z);
-                let d = unpack2x16float(wv[v].w);
-                m = max(m, max(max(max(abs(a.x), abs(a.y)), max(abs(b.x), abs(b.y))),
-                               max(max(abs(c.x), abs(c.y)), max(abs(d.x), abs(d.y)))));
+                if (!TABLE_F32) { wv[v] = head[row * words + i]; }
+                let a = abs(unit_half(row, i, wv[v], false));
+                let b = abs(unit_half(row, i, wv[v], true));
+                m = max(m, max(max(max(a.x, a.y), max(a.z, a.w)), max(max(b.x, b.y), max(b.z, b.w))));
             }
         }
         m = team_reduce(lid, vec3<f32>(m, 0.0, 0.0), 1u).x;
@@ -95,8 +106,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         for (var v = 0u; v < PER_LANE; v++) {
             let i = lane + 32u * v;
             if (valid && i < words) {
-                let lo = vec4<f32>(unpack2x16float(wv[v].x), unpack2x16float(wv[v].y));
-                let hi = vec4<f32>(unpack2x16float(wv[v].z), unpack2x16float(wv[v].w));
+                let lo = unit_half(row, i, wv[v], false);
+                let hi = unit_half(row, i, wv[v], true);
                 let packed = vec2<u32>(pack_codes(lo, inv), pack_codes(hi, inv));
                 q8[row * words + i] = packed;
                 let ql = codes_of(packed.x);

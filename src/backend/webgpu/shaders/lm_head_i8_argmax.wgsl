@@ -63,6 +63,7 @@ override PER_LANE: u32 = (K / 16u + 31u) / 32u;  // vec4 loads per lane per row 
 override WG: u32 = 256u;      // fixed (the teams; lib/inv_rms.wgsl and lib/best_index.wgsl size by it)
 override TEAM_SG: bool = false;  // the host sets it when subgroups are exactly 32 invocations
 override EXACT_TAIL: bool = false;
+override TABLE_F32: bool = false;  // head is an f32 table (lib/head_exact_row.wgsl)
 // Team rows per workgroup (without TEAM_SG a multiple of 8: the blocks that are reduced together).
 override ITERS: u32 = 8u;
 // The grid from g = x nw rather than from h = rms_norm(x) nw rounded to f16: the grid's
