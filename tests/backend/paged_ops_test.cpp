@@ -39,7 +39,8 @@ void PrintTo(const PagedCase & c, std::ostream * os) { *os << c.name; }
 std::vector<PagedCase> paged_backends() {
 #ifdef TERN_HAS_WEBGPU
     // The defaults (attention_split_pv below 512 positions, tiles from there), and P·V by superblock
-    // tiles + combine at every length (attn_paged_tiles=1) or attention_paged_pv from 512 (=0).
+    // tiles + combine at every length (attn_paged_tiles=1) or attention_paged_pv from 512 (=0), and
+    // attention_split_pv at every length with its V by vec4 loads (attn_split_pv_vec=1).
     auto tuned = [](const char * tune) {
         return [tune](std::string & skip) -> std::shared_ptr<Backend> {
             skip = test::shared_webgpu().reason;
@@ -55,7 +56,8 @@ std::vector<PagedCase> paged_backends() {
                  return test::shared_webgpu().backend;
              }},
             {"webgpu_paged_tiles", tuned("attn_paged_tiles=1")},
-            {"webgpu_paged_pv", tuned("attn_paged_tiles=0")}};
+            {"webgpu_paged_pv", tuned("attn_paged_tiles=0")},
+            {"webgpu_split_pv_vec", tuned("attn_split_pv_vec=1,attn_paged_tiles=0,attn_paged_pv=0")}};
 #else
     // The reference on 3 threads, and the fast backend on every instruction set this machine runs
     // (the others report themselves as skipped).
@@ -255,8 +257,9 @@ TEST_P(PagedOps, AttentionGivesEverySequenceItsAloneBits) {
     // 256 (G 4) / 320 (G 3); superblocks of 512; several columns per sequence (a prompt chunk).
     const std::vector<SeqSpec> specs = {{0, 1},  {30, 3},  {63, 2},  {255, 1}, {318, 4},
                                         {511, 2}, {700, 1}, {1023, 2}, {5, 7}};
-    // and a batch whose columns all see one superblock at most (the last sees 512 positions).
-    const std::vector<SeqSpec> short_specs = {{0, 1}, {30, 3}, {63, 2}, {255, 1}, {318, 4}, {510, 2}, {5, 7}};
+    // and a batch whose columns see fewer than 512 positions (the last 511), which the WebGPU
+    // defaults give attention_split_pv.
+    const std::vector<SeqSpec> short_specs = {{0, 1}, {30, 3}, {63, 2}, {255, 1}, {318, 4}, {509, 2}, {5, 7}};
     for (const Shape & sh : shapes) {
         for (DType cache : {DType::f16, DType::f32}) {
             for (int64_t page : {16, 48, 64}) {

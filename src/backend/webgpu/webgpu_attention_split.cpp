@@ -248,6 +248,11 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                          {"RB", static_cast<double>(st.rb)},
                          {"JG", static_cast<double>(st.jg)},
                          {"PU", static_cast<double>(tune_.attn_split_unroll)}}}};
+        // (a position's V words by vec4 loads: every row's slice of DG halves 16-byte aligned)
+        if (tune_.attn_split_pv_vec != 0 && v_f16 && st.dg % 8 == 0 && gpu_offset(kv.v, 2) % 8 == 0 &&
+            kv.v.ne[0] % 8 == 0) {
+            pk.add("V_VEC", 1.0);
+        }
         add_paging(pk);
         add_block_rows(pk);
         const WGPUBuffer cols_v  = paged ? gpu_buffer(batch->columns) : gpu_buffer(kv.v);

@@ -62,6 +62,7 @@ const std::vector<Field> & fields() {
         {"attn_split_dims", Kind::pow2, 2, 16, &T::attn_split_dims},
         {"attn_split_unroll", Kind::pow2, 1, 8, &T::attn_split_unroll},
         {"attn_split_heads", Kind::number, 0, 16, &T::attn_split_heads},
+        {"attn_split_pv_vec", Kind::number, 0, 1, &T::attn_split_pv_vec},
         {"attn_split_tiles", Kind::number, 0, 1, &T::attn_split_tiles},
         {"attn_paged_tiles", Kind::number, 0, k_max, &T::attn_paged_tiles},
         {"attn_combine_fused", Kind::number, 0, 1, &T::attn_combine_fused},

@@ -84,6 +84,8 @@ struct WebGpuTuning {
                                              //     this many positions: attention_split_pvt + _combine (V tiles
                                              //     by coalesced vec4 loads, all G heads per tile) instead of
                                              //     attention_paged_pv; 0: never
+    uint32_t attn_split_pv_vec       = 0;    // 1: attention_split_pv loads a position's 8 f16 V values by one vec4
+                                             //     load instead of 4 word loads (trial)
     uint32_t attn_split_heads        = 0;    // query heads per attention_split_pv workgroup (a divisor of
                                              //     G); 0: all G where that gives 2 workgroups per
                                              //     compute unit, else the largest divisor that does

@@ -32,6 +32,8 @@ override JG: u32 = GROUP;     // query heads per workgroup (dividing GROUP): few
 override RB: u32 = 64u;       // blocks per round: a multiple of 16 with JG * RB <= WG
 override SPR: u32 = WG / JG;  // superblock sums of the normalizer per pass
 override PU: u32 = 4u;        // positions whose loads are issued before their products are added (1..8)
+override V_VEC: bool = false; // a position's DG / 2 f16 words by vec4 loads (V_F16, DG a multiple of 8, every row's
+                              // slice 16-byte aligned): one load instead of 4 per 8 dimensions
 
 struct Params {
     n_embd_kv: u32,    // cache elements per row
@@ -50,7 +52,7 @@ struct Params {
 
 @group(0) @binding(0) var<storage, read> e: array<f32>;
 @group(0) @binding(1) var<storage, read> bsum: array<f32>;
-@group(0) @binding(2) var<storage, read> v_cache: array<u32>;
+@group(0) @binding(2) var<storage, read> v_cache: array<vec4<u32>>;  // u32 word i: [i / 4][i % 4]
 @group(0) @binding(3) var<storage, read> cols: array<i32>;
 @group(0) @binding(4) var<storage, read> pages: array<i32>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
@@ -121,10 +123,18 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                         if (pos < end) {
                             es[u] = e[erow + pos];
                             let e0 = p.v_offset + kv_row_in_block(col, base, 32u * b, pos) * p.n_embd_kv + first;
-                            if (V_F16) {
-                                for (var w = 0u; w < DG / 2u; w++) { vw[u * VW + w] = v_cache[e0 / 2u + w]; }
+                            if (V_F16 && V_VEC) {
+                                for (var h = 0u; h < DG / 8u; h++) {
+                                    let x = v_cache[e0 / 8u + h];
+                                    for (var c = 0u; c < 4u; c++) { vw[u * VW + 4u * h + c] = x[c]; }
+                                }
+                            } else if (V_F16) {
+                                for (var w = 0u; w < DG / 2u; w++) {
+                                    let i = e0 / 2u + w;
+                                    vw[u * VW + w] = v_cache[i / 4u][i % 4u];
+                                }
                             } else {
-                                for (var d = 0u; d < DG; d++) { vw[u * VW + d] = v_cache[e0 + d]; }
+                                for (var d = 0u; d < DG; d++) { vw[u * VW + d] = v_cache[(e0 + d) / 4u][(e0 + d) % 4u]; }
                             }
                         }
                     }
