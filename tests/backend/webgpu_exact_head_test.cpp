@@ -71,7 +71,11 @@ TEST(WebGpuExactHead, EveryFormGivesTheCpusBitsAndArgmax) {
                             "head_exact_form=1,head_exact_seg=3", "head_exact_form=1,head_exact_seg=10,head_exact_groups=7",
                             // short segments over many workgroups, whole rows over few
                             "head_exact_form=1,head_exact_seg=3,head_exact_groups=61",
-                            "head_exact_form=1,head_exact_seg=7,head_exact_groups=5"};
+                            "head_exact_form=1,head_exact_seg=7,head_exact_groups=5",
+                            // the next segment loaded while one is summed: whole rows, 3-word and 5-word segments
+                            "head_exact_form=1,head_exact_ahead=1",
+                            "head_exact_form=1,head_exact_ahead=1,head_exact_seg=3,head_exact_groups=61",
+                            "head_exact_form=1,head_exact_ahead=1,head_exact_seg=5,head_exact_groups=7"};
     for (const char * f : tunes) {
         WebGpuOptions o;
         o.allow_cpu_adapter = true;

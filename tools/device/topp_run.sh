@@ -9,7 +9,8 @@
 #   2. tools/run_bench.py, TOPP_RUN_ROUNDS (2) alternating rounds: greedy, the default sampler, top-p 0.9 (with
 #      min-p 0.05, the default, and 0), top-p 0.9 with 1056 workgroups of 5-word segments,
 #      and TOPP_RUN_EXTRA arms ("name=flags", ;-separated);
-#   3. per-kernel GPU times (TERN_WEBGPU_PROFILE=gpu) of 128 top-p tokens in those settings.
+#   3. per-kernel GPU times (TERN_WEBGPU_PROFILE=gpu) of 128 top-p tokens in those settings and the
+#      TOPP_PROFILE_EXTRA ones ("name|tunes" or "name|--flags", ;-separated).
 # Carries .gl and .devicebin (TERN_PACK_OLD_DAWN=0 tools/device/pack_devicebin.sh). Logs in $OUT/topp.tgz,
 # the figures in $OUT/summary.txt.
 # Usage (on the device): tools/device/topp_run.sh
@@ -51,16 +52,21 @@ python3 tools/run_bench.py --tern "$B/tern" -m "$model" --backend webgpu --round
     --arm "topp-minp0=$topp --min-p 0" \
     --arm "topp-s5g1056=TERN_WEBGPU_TUNE=$s5g1056 $topp" \
     "${extra[@]}" 2>&1 | tee -a "$out/summary.txt"
-for a in s5g1056; do
-    if cmp -s "$out/text/topp.r1.txt" "$out/text/topp-$a.r1.txt"; then
-        echo "topp and topp-$a: same text" | tee -a "$out/summary.txt"
+for a in topp-s5g1056 "${extra_arms[@]}"; do
+    a=${a%%=*}
+    [ -n "$a" ] || continue
+    if cmp -s "$out/text/topp.r1.txt" "$out/text/$a.r1.txt"; then
+        echo "topp and $a: same text" | tee -a "$out/summary.txt"
     else
-        echo "topp and topp-$a: DIFFERENT text" | tee -a "$out/summary.txt"
+        echo "topp and $a: DIFFERENT text" | tee -a "$out/summary.txt"
     fi
 done
 
 echo "== 3. GPU profiles of 128 top-p tokens (time per dispatch; each dispatch alone)" | tee -a "$out/summary.txt"
-for arm in "default|" "minp0|--min-p 0" "s5g1056|$s5g1056"; do
+profiles=("default|" "minp0|--min-p 0" "s5g1056|$s5g1056")
+IFS=';' read -r -a extra_profiles <<< "${TOPP_PROFILE_EXTRA:-}"
+for a in "${extra_profiles[@]}"; do [ -n "$a" ] && profiles+=("$a"); done
+for arm in "${profiles[@]}"; do
     name=${arm%%|*}
     val=${arm#*|}
     tune=""

@@ -58,7 +58,9 @@ bool WebGpuBackend::try_decode_head(const Tensor & logits, const GpuTable & head
                                 {"NORM", norm ? 1.0 : 0.0},
                                 {"TEAM_SG", team_sg ? 1.0 : 0.0},
                                 {"ITERS", static_cast<double>(iters)},
-                                {"SEG", static_cast<double>(tune_.head_exact_seg)}}}};
+                                {"SEG", static_cast<double>(tune_.head_exact_seg)},
+                                {"AHEAD", tune_.head_exact_ahead != 0 ? 1.0 : 0.0},
+                                {"PROBE_PLAIN", tune_.head_exact_probe != 0 ? 1.0 : 0.0}}}};
         const uint32_t   n_chunks = 8 * groups;
         const WGPUBuffer partials = argmax_partials(static_cast<size_t>(n_chunks) * 8);
         const WGPUBuffer bufs[]   = {head.buffer->get(), gpu_buffer(h_or_x),

@@ -55,6 +55,8 @@ const std::vector<Field> & fields() {
         {"head_exact_form", Kind::number, 0, 1, &T::head_exact_form},
         {"head_exact_groups", Kind::number, 0, 65535, &T::head_exact_groups},
         {"head_exact_seg", Kind::number, 1, 10, &T::head_exact_seg},
+        {"head_exact_ahead", Kind::number, 0, 1, &T::head_exact_ahead},
+        {"head_exact_probe", Kind::number, 0, 1, &T::head_exact_probe},
         {"head_mma_rows", Kind::number, 0, 4, &T::head_mma_rows},
         {"attn_wg", Kind::pow2_or_0, 64, 1024, &T::attn_wg},
         {"attn_wide_positions", Kind::number, 0, k_max, &T::attn_wide_positions},

@@ -62,6 +62,9 @@ struct WebGpuTuning {
     uint32_t head_exact_groups = 0;  // workgroups of lm_head_f16_teams.wgsl; 0: two per compute unit
     uint32_t head_exact_seg    = 10;  // ... vec4 words per lane it loads at once (1 to 10; a 2B4T row's
                                       //     are K / 256 = 10)
+    uint32_t head_exact_ahead  = 0;   // ... 1: the next segment's words loaded into a second set of named
+                                      //     registers while the current one is summed; 0: load, then sum
+    uint32_t head_exact_probe  = 0;   // TEMPORARY timing probe: 1 sums plain f32 fma chains (wrong logits)
     // --- the LM head of a batched step: webgpu_head_batch.cpp ---
     uint32_t head_mma_rows = 2;  // subgroups along the rows of lm_head_i8_mma.wgsl (tensor cores; 1 to
                                  //     4, where the workgroup memory fits); 0: lm_head_i8_batch (dot4)

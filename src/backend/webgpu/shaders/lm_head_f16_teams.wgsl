@@ -48,6 +48,10 @@ override ITERS: u32 = 8u;        // team rows per workgroup
 override PER_LANE: u32 = (K / 8u + 31u) / 32u;  // vec4 words per lane per row (<= 16)
 override SEG: u32 = 5u;          // words per lane loaded together (<= 10; WebGpuTuning::head_exact_seg)
 override SEGS: u32 = (PER_LANE + SEG - 1u) / SEG;
+override PROBE_PLAIN: bool = false;  // TEMPORARY timing probe (WebGpuTuning::head_exact_probe): plain f32
+                                     // fma chains, NOT the exact logits; to be removed after the A/B
+override AHEAD: bool = false;    // the next segment's words loaded into a second set of named registers
+                                 // while the current one is summed (WebGpuTuning::head_exact_ahead)
 
 @group(0) @binding(0) var<storage, read> head: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
@@ -81,19 +85,10 @@ fn sum_word(c: ptr<function, array<vec2<f32>, 4>>, w: vec4<u32>, i: u32, v: u32,
     (*c)[3] = chain((*c)[3], unpack2x16float(w.w), hb.zw, sum2, round_in);
 }
 
-// Segment s of the lane's words of `row`, all loads issued before the first sum.
-fn sum_seg_direct(c: ptr<function, array<vec2<f32>, 4>>, row: u32, s: u32, lane: u32, sum2: bool, round_in: bool) {
-    let i = lane + 32u * s * SEG;
-    let w0 = load_word(row, i, 0u);
-    let w1 = load_word(row, i + 32u, 1u);
-    let w2 = load_word(row, i + 64u, 2u);
-    let w3 = load_word(row, i + 96u, 3u);
-    let w4 = load_word(row, i + 128u, 4u);
-    let w5 = load_word(row, i + 160u, 5u);
-    let w6 = load_word(row, i + 192u, 6u);
-    let w7 = load_word(row, i + 224u, 7u);
-    let w8 = load_word(row, i + 256u, 8u);
-    let w9 = load_word(row, i + 288u, 9u);
+// A segment's words w0 .. w9 (word i + 32 v in wv), summed in order.
+fn sum_seg_words(c: ptr<function, array<vec2<f32>, 4>>, i: u32, w0: vec4<u32>, w1: vec4<u32>, w2: vec4<u32>,
+                 w3: vec4<u32>, w4: vec4<u32>, w5: vec4<u32>, w6: vec4<u32>, w7: vec4<u32>, w8: vec4<u32>,
+                 w9: vec4<u32>, sum2: bool, round_in: bool) {
     sum_word(c, w0, i, 0u, sum2, round_in);
     sum_word(c, w1, i + 32u, 1u, sum2, round_in);
     sum_word(c, w2, i + 64u, 2u, sum2, round_in);
@@ -106,6 +101,60 @@ fn sum_seg_direct(c: ptr<function, array<vec2<f32>, 4>>, row: u32, s: u32, lane:
     sum_word(c, w9, i + 288u, 9u, sum2, round_in);
 }
 
+// Segment s of the lane's words of `row`, all loads issued before the first sum.
+fn sum_seg_direct(c: ptr<function, array<vec2<f32>, 4>>, row: u32, s: u32, lane: u32, sum2: bool, round_in: bool) {
+    let i = lane + 32u * s * SEG;
+    sum_seg_words(c, i, load_word(row, i, 0u), load_word(row, i + 32u, 1u), load_word(row, i + 64u, 2u),
+                  load_word(row, i + 96u, 3u), load_word(row, i + 128u, 4u), load_word(row, i + 160u, 5u),
+                  load_word(row, i + 192u, 6u), load_word(row, i + 224u, 7u), load_word(row, i + 256u, 8u),
+                  load_word(row, i + 288u, 9u), sum2, round_in);
+}
+
+// AHEAD: the lane's words of segment j (of the flattened team rows x segments), loaded into the named
+// registers n0 .. n9 (private variables: never indexed, so they stay registers).
+var<private> n0: vec4<u32>;
+var<private> n1: vec4<u32>;
+var<private> n2: vec4<u32>;
+var<private> n3: vec4<u32>;
+var<private> n4: vec4<u32>;
+var<private> n5: vec4<u32>;
+var<private> n6: vec4<u32>;
+var<private> n7: vec4<u32>;
+var<private> n8: vec4<u32>;
+var<private> n9: vec4<u32>;
+
+fn load_next(wid: u32, j: u32, team: u32, lane: u32) {
+    let row = row_of(wid, j / SEGS, team);  // (past the workgroup's rows: past the table, zeros)
+    let i   = lane + 32u * (j % SEGS) * SEG;
+    n0 = load_word(row, i, 0u);
+    n1 = load_word(row, i + 32u, 1u);
+    n2 = load_word(row, i + 64u, 2u);
+    n3 = load_word(row, i + 96u, 3u);
+    n4 = load_word(row, i + 128u, 4u);
+    n5 = load_word(row, i + 160u, 5u);
+    n6 = load_word(row, i + 192u, 6u);
+    n7 = load_word(row, i + 224u, 7u);
+    n8 = load_word(row, i + 256u, 8u);
+    n9 = load_word(row, i + 288u, 9u);
+}
+
+// AHEAD: segment s, whose words are in n0 .. n9, summed while the words of segment j + 1 load.
+fn sum_seg_ahead(c: ptr<function, array<vec2<f32>, 4>>, wid: u32, j: u32, team: u32, s: u32, lane: u32,
+                 sum2: bool, round_in: bool) {
+    let w0 = n0;
+    let w1 = n1;
+    let w2 = n2;
+    let w3 = n3;
+    let w4 = n4;
+    let w5 = n5;
+    let w6 = n6;
+    let w7 = n7;
+    let w8 = n8;
+    let w9 = n9;
+    load_next(wid, j + 1u, team, lane);
+    sum_seg_words(c, lane + 32u * s * SEG, w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, sum2, round_in);
+}
+
 // Sum2's step: (hi, lo) + q with hi = fl(hi + q) and its exact error into lo.
 fn sum2_add(acc: vec2<f32>, q: f32) -> vec2<f32> {
     let t = two_sum(acc.x, q);
@@ -114,6 +163,7 @@ fn sum2_add(acc: vec2<f32>, q: f32) -> vec2<f32> {
 
 // One step of a chain: acc + e.x h.x + e.y h.y.
 fn chain(acc: vec2<f32>, e: vec2<f32>, h: vec2<f32>, sum2: bool, round_in: bool) -> vec2<f32> {
+    if (PROBE_PLAIN) { return vec2<f32>(fma(e.y, h.y, fma(e.x, h.x, acc.x)), 0.0); }
     if (sum2) { return sum2_add(sum2_add(acc, e.x * h.x), e.y * h.y); }
     return head_pair_exact(acc, e, h, round_in);
 }
@@ -154,6 +204,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let round_in = p.round_input != 0u;
     let sum2   = round_in;  // Sum2 chains (see above)
     let n_segs = ITERS * SEGS;
+    if (AHEAD) { load_next(wid.x, 0u, team, lane); }  // issued before h is staged
     stage_head_input(lid);
     var bv = 0.0;  // the team's best (value, row) so far (lane 0)
     var bi = 0xffffffffu;
@@ -161,7 +212,11 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var j = 0u; j < n_segs; j++) {
         let rr = j / SEGS;
         let s  = j % SEGS;
-        sum_seg_direct(&c, row_of(wid.x, rr, team), s, lane, sum2, round_in);
+        if (AHEAD) {
+            sum_seg_ahead(&c, wid.x, j, team, s, lane, sum2, round_in);
+        } else {
+            sum_seg_direct(&c, row_of(wid.x, rr, team), s, lane, sum2, round_in);
+        }
         if (s + 1u < SEGS) { continue; }
         let a = df_add(df_add(chain_df(c[0], sum2), chain_df(c[1], sum2)),
                        df_add(chain_df(c[2], sum2), chain_df(c[3], sum2)));
