@@ -210,6 +210,57 @@ TEST(WebGpuHeadBatch, TopKListsHoldTheRowsTheLogitsKeep) {
     }
 }
 
+// head_exact_batch.wgsl's TEAMS form (WebGpuTuning head_batch_teams: 8 teams of 32 lanes, a listed
+// row each, instead of the whole workgroup per row): the reference's ids, and its top-k logits'
+// bits with every row that can be in a column's top k kept, at K 256 (a word per lane) and 2560
+// (10 words per lane, 2B4T's rows), on the near-tie and hidden-winner cases.
+TEST(WebGpuHeadBatch, TheTeamsFormGivesTheReferencesIdsAndTopK) {
+    TERN_REQUIRE_WEBGPU();
+    WebGpuOptions o;
+    o.allow_cpu_adapter = true;
+    o.tune              = "head_i8_min_bytes=0,head_batch_teams=1";
+    auto gpu_ptr = make_webgpu_backend(o);
+    auto & gpu   = dynamic_cast<WebGpuBackend &>(*gpu_ptr);
+    auto   ref   = make_cpu_reference_backend(1);
+    Rand   r(53);
+    for (const int64_t k : {256, 2560}) {
+        for (const int kind : {0, 1, 2, 4, 5}) {
+            SCOPED_TRACE("kind " + std::to_string(kind) + ", K " + std::to_string(k));
+            const HeadCase             hc     = test::make_head_case(kind, k, 700, r);
+            const int64_t              n_cols = 21;
+            const std::vector<float>   x      = head_columns(hc, n_cols, r);
+            const std::vector<int32_t> want   = greedy_ids(*ref, hc, x, 0, n_cols);
+            const int64_t              before = gpu.batch_heads_recorded();
+            const std::vector<int32_t> got    = greedy_ids(gpu, hc, x, 0, n_cols);
+            EXPECT_EQ(gpu.batch_heads_recorded() - before, 1);
+            for (int64_t j = 0; j < n_cols; ++j) {
+                EXPECT_EQ(got[static_cast<size_t>(j)], want[static_cast<size_t>(j)]) << "column " << j;
+            }
+            const int64_t            top_k = 5;
+            const std::vector<float> exact = head_logits_top_k(*ref, hc, x, n_cols, 0);
+            const std::vector<float> topk  = head_logits_top_k(gpu, hc, x, n_cols, top_k);
+            int64_t                  n_fin = 0;
+            for (int64_t j = 0; j < n_cols; ++j) {
+                const float *      e = exact.data() + j * hc.nv;
+                const float *      g = topk.data() + j * hc.nv;
+                std::vector<float> sorted(e, e + hc.nv);
+                std::sort(sorted.begin(), sorted.end(), std::greater<>());
+                const float kth = sorted[static_cast<size_t>(top_k - 1)];
+                for (int64_t i = 0; i < hc.nv; ++i) {
+                    if (g[i] == -std::numeric_limits<float>::infinity()) {
+                        ASSERT_LT(e[i], kth) << "column " << j << ", row " << i << " can be in the top " << top_k;
+                    } else {
+                        ++n_fin;
+                        ASSERT_EQ(std::bit_cast<uint32_t>(g[i]), std::bit_cast<uint32_t>(e[i]))
+                            << "column " << j << ", row " << i << ": " << g[i] << " vs " << e[i];
+                    }
+                }
+            }
+            EXPECT_GE(n_fin, n_cols * top_k) << "every column keeps at least its top k";
+        }
+    }
+}
+
 // lm_head_i8_mma.wgsl with the subgroup matrices emulated (for adapters without them, SwiftShader):
 // a subgroup is invocations 32 s .. 32 s + 31 of the workgroup; an operand is its place in
 // workgroup memory (offset and stride in bytes: the builtins' units times MU), read when it is

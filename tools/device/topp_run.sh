@@ -10,7 +10,9 @@
 #      min-p 0.05, the default, and 0), top-p 0.9 with 1056 workgroups of 5-word segments,
 #      and TOPP_RUN_EXTRA arms ("name=flags", ;-separated);
 #   3. per-kernel GPU times (TERN_WEBGPU_PROFILE=gpu) of 128 top-p tokens in those settings and the
-#      TOPP_PROFILE_EXTRA ones ("name|tunes" or "name|--flags", ;-separated).
+#      TOPP_PROFILE_EXTRA ones ("name|tunes" or "name|--flags", ;-separated);
+#   4. with TOPP_BATCH_TUNES, the batched head (issue 53) per tune: GPU profiles of a sampled
+#      64-stream server and of greedy 64-stream steps.
 # Carries .gl and .devicebin (TERN_PACK_OLD_DAWN=0 tools/device/pack_devicebin.sh). Logs in $OUT/topp.tgz,
 # the figures in $OUT/summary.txt.
 # Usage (on the device): tools/device/topp_run.sh
@@ -78,3 +80,23 @@ for arm in "${profiles[@]}"; do
     echo "-- $name (rc $?)" | tee -a "$out/summary.txt"
     grep -E "sample|lm_head|argmax|kernels ran" "$out/profile_$name.txt" | tee -a "$out/summary.txt"
 done
+
+# 4. (TOPP_BATCH_TUNES: space-separated TERN_WEBGPU_TUNE values) the batched head of issue 53 under each
+#    tune and the defaults: per-kernel GPU times of a sampled 64-stream server (3 s of load, as
+#    batch_run.sh's step 4c) and of 16 greedy 64-stream steps (tern bench --parallel 64).
+if [ -n "${TOPP_BATCH_TUNES:-}" ]; then
+    echo "== 4. the batched head: sampled 64-stream server and greedy 64-stream steps, GPU profiles" | tee -a "$out/summary.txt"
+    for t in - $TOPP_BATCH_TUNES; do
+        tune=""; [ "$t" = - ] || tune=$t
+        f=${t//[=,]/_}
+        TERN_WEBGPU_TUNE=$tune TERN_WEBGPU_PROFILE=gpu PYTHONUNBUFFERED=1 timeout 150 python3 tools/serve/serve_bench.py \
+            --bin "$B/tern" -m "$model" --backend webgpu --streams 64 --duration 3 --ttft-tokens 0 -c 2048 \
+            > "$out/serve_profile_$f.md" 2> "$out/serve_profile_$f.txt"
+        echo "-- serve 64, tune '$tune' (rc $?)" | tee -a "$out/summary.txt"
+        grep -E "head_|lm_head|sample|kernels ran" "$out/serve_profile_$f.txt" | tee -a "$out/summary.txt"
+        TERN_WEBGPU_TUNE=$tune TERN_WEBGPU_PROFILE=gpu timeout 120 "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 16 \
+            --parallel 64 -r 1 > "$out/batch_profile_$f.out" 2> "$out/batch_profile_$f.txt"
+        echo "-- greedy 64, tune '$tune' (rc $?)" | tee -a "$out/summary.txt"
+        grep -E "head_|lm_head|argmax|kernels ran" "$out/batch_profile_$f.txt" | tee -a "$out/summary.txt"
+    done
+fi

@@ -91,7 +91,8 @@ bool WebGpuBackend::head_batch(const HeadOutput & out, const GpuTable & e, const
     const int64_t k      = e.n_cols;
     const bool    top_k  = out.ids.buffer == nullptr;
     // (head_exact_batch.wgsl stages h: K f32, its list and reductions beside it.)
-    const uint64_t exact_smem = static_cast<uint64_t>(k) * 4 + 4096 + 256 * 16;
+    // (TEAMS: the teams' pairs, 256 x 8 bytes, more.)
+    const uint64_t exact_smem = static_cast<uint64_t>(k) * 4 + 4096 + 256 * 16 + 256 * 8;
     // (An F16 table only: head_exact_batch.wgsl reads F16 rows; a Q-block head takes the exact head.)
     if (!e.f16 || n_cols < 2 || in.norm == nullptr || in.h.buffer == nullptr || in.h.ne[1] != n_cols || k % 16 != 0 ||
         k > 4096 || (top_k && (out.top_k <= 0 || out.top_k >= e.n_rows)) ||
@@ -162,11 +163,15 @@ bool WebGpuBackend::head_batch(const HeadOutput & out, const GpuTable & e, const
         uint32_t n_vocab, h_offset, h_stride, round_input, n_chunks, out_offset, out_stride, list_offset, list_stride;
     } px{n_vocab, h_offset, u32(k), round_in, n_chunks, gpu_offset(out.logits, 4), u32(out.logits.ne[0]), list_offset,
          list_stride};
+    const auto &      a       = ctx_.adapter();
+    const bool        team_sg = pipelines_.subgroup_variants() && a.subgroup_min == 32 && a.subgroup_max == 32;
     const PipelineKey key_exact{"head_exact_batch",
                                 "rrrrwwwu",
                                 {{{"K", static_cast<double>(k)},
                                   {"CHUNK", static_cast<double>(k_exact_chunk)},
-                                  {"TOP_K", top_k ? 1.0 : 0.0}}}};
+                                  {"TOP_K", top_k ? 1.0 : 0.0},
+                                  {"TEAMS", tune_.head_batch_teams != 0 ? 1.0 : 0.0},
+                                  {"TEAM_SG", team_sg ? 1.0 : 0.0}}}};
     const WGPUBuffer  bufs_exact[] = {fb, thr, gpu_buffer(in.h), e.buffer->get(), partial, gpu_buffer(out.logits), list};
     step_->dispatch(key_exact, bufs_exact, &px, sizeof px, n_chunks, t);
     head_partials_ = {};

@@ -66,6 +66,8 @@ struct WebGpuTuning {
                                       //     registers while the current one is summed; 0: load, then sum
     uint32_t head_exact_probe  = 0;   // TEMPORARY timing probe: 1 sums plain f32 fma chains (wrong logits)
     // --- the LM head of a batched step: webgpu_head_batch.cpp ---
+    uint32_t head_batch_teams = 0;  // head_exact_batch.wgsl recomputes its listed rows by 8 teams of 32
+                                    // lanes, a row each (1), or the whole workgroup per row (0)
     uint32_t head_mma_rows = 2;  // subgroups along the rows of lm_head_i8_mma.wgsl (tensor cores; 1 to
                                  //     4, where the workgroup memory fits); 0: lm_head_i8_batch (dot4)
     // --- attention: webgpu_ops.cpp, webgpu_attention_*.cpp ---

@@ -31,6 +31,10 @@ override WG: u32 = 256u;      // a power of two
 override CHUNK: u32 = 4096u;  // rows per workgroup
 override CAP: u32 = 256u;     // listed rows
 override TOP_K: bool = false;
+override TEAMS: bool = false;    // the listed rows recomputed by 8 teams of 32 lanes, a row each at a time
+                                 // (WebGpuTuning::head_batch_teams; see team_logit), instead of the
+                                 // whole workgroup per row
+override TEAM_SG: bool = false;  // (TEAMS) the host sets it when subgroups are exactly 32 invocations
 
 struct Params {
     n_vocab: u32,
@@ -58,6 +62,7 @@ var<workgroup> hs: array<vec4<f32>, K / 4u>;
 var<workgroup> listed: array<u32, CAP>;
 var<workgroup> n_listed: atomic<u32>;
 var<workgroup> n_plain: u32;
+var<workgroup> team_red: array<vec2<f32>, WG>;  // (TEAMS without TEAM_SG) the lanes' pairs
 
 // lm_head_i8_batch.wgsl's keys: the order of the values, -0 as +0.
 fn bound_key(v: f32) -> u32 {
@@ -89,6 +94,59 @@ fn exact_logit(lid: u32, row: u32, round_in: bool) -> f32 {
     let v = df_to_f32(wg_df_sum(lid, a));
     workgroupBarrier();  // (the next call's wg_df_sum writes its slots again)
     return v;
+}
+
+// TEAMS: lane `lane`'s pair of `row` (valid) by four chains of pair_exact, one per u32 of its words
+// lane, lane + 32, ... (each chain a double-float sum, as exact_logit's one chain per invocation:
+// any order of such sums rounds to the CPU's double sum's f32 except within ~2^-40 of a boundary),
+// the chains added (c0 + c1) + (c2 + c3); then the team's 32 pairs by the halving tree (lane i + s
+// onto lane i, s = 16 .. 1), lane 0's total as exact_logit's. Every invocation calls it (barriers
+// without TEAM_SG).
+fn team_logit(lid: u32, lane: u32, row: u32, valid: bool, round_in: bool) -> f32 {
+    let words = K / 8u;
+    var c0 = vec2<f32>(0.0, 0.0);
+    var c1 = vec2<f32>(0.0, 0.0);
+    var c2 = vec2<f32>(0.0, 0.0);
+    var c3 = vec2<f32>(0.0, 0.0);
+    if (valid) {
+        for (var i = lane; i < words; i += 32u) {
+            let w  = head[row * words + i];
+            let ha = hs[2u * i];
+            let hb = hs[2u * i + 1u];
+            c0 = pair_exact(c0, unpack2x16float(w.x), ha.xy, round_in);
+            c1 = pair_exact(c1, unpack2x16float(w.y), ha.zw, round_in);
+            c2 = pair_exact(c2, unpack2x16float(w.z), hb.xy, round_in);
+            c3 = pair_exact(c3, unpack2x16float(w.w), hb.zw, round_in);
+        }
+    }
+    var a = df_add(df_add(c0, c1), df_add(c2, c3));
+    if (TEAM_SG && WG_REDUCE_SG) {
+        for (var s = 16u; s > 0u; s >>= 1u) {
+            a = df_add(a, vec2<f32>(sg_shuffle_xor(a.x, s), sg_shuffle_xor(a.y, s)));
+        }
+        return df_to_f32(a);
+    }
+    team_red[lid] = a;
+    workgroupBarrier();
+    for (var s = 16u; s > 0u; s >>= 1u) {
+        if (lane < s) { team_red[lid] = df_add(team_red[lid], team_red[lid + s]); }
+        workgroupBarrier();
+    }
+    a = team_red[lid - lane];
+    workgroupBarrier();  // (the next row writes team_red again)
+    return df_to_f32(a);
+}
+
+// The exact logit v of listed row `row` of column col: written over its -inf and appended to the
+// column's list (TOP_K).
+fn keep_row(col: u32, row: u32, v: f32) {
+    logits[p.out_offset + col * p.out_stride + row] = v;
+    let base = p.list_offset + col * p.list_stride;
+    let slot = atomicAdd(&list[base], 1u);
+    if (2u + 2u * slot + 1u < p.list_stride) {
+        atomicStore(&list[base + 2u + 2u * slot], row);
+        atomicStore(&list[base + 3u + 2u * slot], bitcast<u32>(v));
+    }
 }
 
 @compute @workgroup_size(WG)
@@ -130,7 +188,30 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         workgroupBarrier();
         let all = n > CAP;
         let m   = select(n, min(CHUNK, p.n_vocab - row0), all);
-        for (var c = 0u; c < m; c++) {
+        if (TEAMS) {
+            // Team `team` takes listed rows team, team + 8, ... (rounds: the same count everywhere).
+            // Its lane 0 writes a row's logit over the -inf another invocation wrote: the storage
+            // barrier orders the two within the workgroup.
+            storageBarrier();
+            let team = lid / 32u;
+            let lane = lid % 32u;
+            for (var q = 0u; q < (m + 7u) / 8u; q++) {
+                let c     = 8u * q + team;
+                let valid = c < m;
+                var r     = c;
+                if (!all && valid) { r = listed[c]; }
+                let row = row0 + r;
+                let v   = team_logit(lid, lane, row, valid, round_in);
+                if (valid && lane == 0u) {
+                    if (TOP_K) { keep_row(col, row, v); }
+                    if (beats(v, row, bv, bi)) {
+                        bv = v;
+                        bi = row;
+                    }
+                }
+            }
+        }
+        for (var c = 0u; !TEAMS && c < m; c++) {
             var r = c;
             if (!all) { r = listed[c]; }
             let row = row0 + r;
@@ -150,6 +231,11 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 bi = row;
             }
         }
+    }
+    if (TEAMS && !TOP_K) {  // the teams' bests (lane 0's; others hold none) to one
+        let b = best_index(lid, bv, bi);
+        if (lid == 0u) { partial[col * p.n_chunks + wid.x] = b; }
+        return;
     }
     if (!TOP_K && lid == 0u) { partial[col * p.n_chunks + wid.x] = vec2<u32>(bitcast<u32>(bv), bi); }
 }
