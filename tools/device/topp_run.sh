@@ -4,8 +4,8 @@
 # F16 head lm_head_f16_teams.wgsl (WebGpuTuning head_exact_form 1, the default; 0 is lm_head_f16_decode), also
 # at another workgroup count and segment length (head_exact_groups, head_exact_seg), and the sampler's passes over
 # the vocabulary in sample_scan.wgsl (also with min-p 0):
-#   1. the GPU tests of the exact head and the device sampler (WebGpuExactHead, WebGpuSample,
-#      WebGpuDecodeStream.SampledIds*; bounded to 150 s);
+#   1. the GPU tests of the exact heads and the device sampler (WebGpuExactHead, WebGpuSample,
+#      WebGpuDecodeStream.SampledIds*, WebGpuHeadBatch; bounded to 150 s);
 #   2. tools/run_bench.py, TOPP_RUN_ROUNDS (2) alternating rounds: greedy, the default sampler, top-p 0.9 (with
 #      min-p 0.05, the default, and 0), top-p 0.9 with 1056 workgroups of 5-word segments,
 #      and TOPP_RUN_EXTRA arms ("name=flags", ;-separated);
@@ -34,7 +34,7 @@ model=/tmp/synth-2b4t.gguf
 
 echo "== 1. GPU tests: the exact head's forms, the device sampler" | tee -a "$out/summary.txt"
 timeout 150 "$B/tern_webgpu_tests" --gtest_brief=1 \
-    --gtest_filter='WebGpuExactHead.*:WebGpuSample.*:WebGpuDecodeStream.SampledIds*' > "$out/gpu_tests.txt" 2>&1
+    --gtest_filter='WebGpuExactHead.*:WebGpuSample.*:WebGpuDecodeStream.SampledIds*:WebGpuHeadBatch.*' > "$out/gpu_tests.txt" 2>&1
 echo "exit $?" | tee -a "$out/summary.txt"
 grep -E "FAILED|PASSED|Failure|mismatch|row " "$out/gpu_tests.txt" | head -20 | tee -a "$out/summary.txt"
 
