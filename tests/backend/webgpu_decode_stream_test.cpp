@@ -153,6 +153,11 @@ TEST_F(WebGpuDecodeStream, SampledIdsAreTheCpusForEveryChain) {
                                     {1.2f, 0, 0.7f, 0.0f},
                                     {0.9f, 0, 1.0f, 0.0f}, {1.0f, 0, 1.0f, 0.02f}};
     constexpr int64_t   n = 19;
+    WebGpuOptions       o;
+    o.allow_cpu_adapter = true;
+    o.tune              = "sample_scan_fused=1";
+    const auto fused_backend = make_webgpu_backend(o);
+    Backend &  fused         = *fused_backend;
     std::vector<uint8_t> flat_norm(norm_.size());
     for (size_t i = 0; i < norm_.size(); i += 4) {
         float w;
@@ -184,6 +189,8 @@ TEST_F(WebGpuDecodeStream, SampledIdsAreTheCpusForEveryChain) {
             std::vector<float> asked;
             EXPECT_EQ(run(gpu(), batch, &asked), want);
             EXPECT_GE(asked.size(), size_t{n});
+            // sample_scan.wgsl's PHASE 2 (top-k off, top-p on): the maximum from the head's chunk winners.
+            EXPECT_EQ(run(fused, batch, nullptr), want) << "sample_scan_fused";
         }
     }
 }

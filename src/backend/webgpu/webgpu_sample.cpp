@@ -49,18 +49,29 @@ void WebGpuBackend::sample(const Tensor & id, const Tensor & logits, const Sampl
     // compute unit, at least 256 rows each.
     const bool scan   = !list && top_k == 0 && chain.top_p < 1.0f;
     uint32_t   groups = 0;
+    bool       fused  = false;
     if (scan) {
         groups = std::min(2 * tune_.compute_units, u32((n_vocab + 255) / 256));
         list_buffer =
             grown(sample_scan_, (4 + static_cast<size_t>(groups) + 2 * static_cast<size_t>(k_sample_cap)) * 4,
                   "sample scan");
+        // The step's LM head has just written these logits and its chunk winners (head_partials_):
+        // with sample_scan_fused, one dispatch (PHASE 2) takes the maximum from the winners.
+        fused = tune_.sample_scan_fused != 0 && head_partials_.serial == step_->serial() &&
+                head_partials_.logits == gpu_buffer(logits) && head_partials_.offset == gpu_offset(logits, 4) &&
+                argmax_partial_;
         struct {
             uint32_t n_vocab, logits_offset, groups;
             float    list_min;
-        } sp{u32(n_vocab), gpu_offset(logits, 4), groups, chain.min_p > 0.0f ? chain.min_p : 1.0f / 1024.0f};
-        const WGPUBuffer scan_bufs[] = {gpu_buffer(logits), list_buffer};
-        for (const double phase : {0.0, 1.0}) {
-            step_->dispatch(PipelineKey{"sample_scan", "rwu", {{{"PHASE", phase}}}}, scan_bufs, &sp, sizeof sp, groups);
+            uint32_t n_partials, pad[3];  // (a uniform struct's size is a multiple of 16 bytes)
+        } sp{u32(n_vocab), gpu_offset(logits, 4), groups, chain.min_p > 0.0f ? chain.min_p : 1.0f / 1024.0f,
+             fused ? head_partials_.n_chunks : 0u, {}};
+        const WGPUBuffer scan_bufs[] = {gpu_buffer(logits), list_buffer,
+                                        fused ? argmax_partial_->get() : gpu_buffer(logits)};
+        const double phases[] = {0.0, 1.0, 2.0};  // PHASE 0 + 1, or 2 alone
+        for (int i = fused ? 2 : 0; i < (fused ? 3 : 2); ++i) {
+            step_->dispatch(PipelineKey{"sample_scan", "rwru", {{{"PHASE", phases[i]}}}}, scan_bufs, &sp, sizeof sp,
+                            groups);
         }
     }
     struct {
@@ -76,7 +87,7 @@ void WebGpuBackend::sample(const Tensor & id, const Tensor & logits, const Sampl
         chain.min_p,
         1.0f / chain.temp,
         list ? 1u : 0u,
-        scan ? 1u : 0u,
+        scan ? (fused ? 2u : 1u) : 0u,
         groups};
     const PipelineKey key{"sample", "rrwwu", {}};
     const WGPUBuffer  bufs[] = {gpu_buffer(logits), gpu_buffer(uniform), gpu_buffer(id), list_buffer};

@@ -58,6 +58,7 @@ const std::vector<Field> & fields() {
         {"head_exact_ahead", Kind::number, 0, 1, &T::head_exact_ahead},
         {"head_exact_probe", Kind::number, 0, 1, &T::head_exact_probe},
         {"head_batch_teams", Kind::number, 0, 1, &T::head_batch_teams},
+        {"sample_scan_fused", Kind::number, 0, 1, &T::sample_scan_fused},
         {"head_mma_rows", Kind::number, 0, 4, &T::head_mma_rows},
         {"attn_wg", Kind::pow2_or_0, 64, 1024, &T::attn_wg},
         {"attn_wide_positions", Kind::number, 0, k_max, &T::attn_wide_positions},

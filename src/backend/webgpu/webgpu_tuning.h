@@ -65,6 +65,9 @@ struct WebGpuTuning {
     uint32_t head_exact_ahead  = 0;   // ... 1: the next segment's words loaded into a second set of named
                                       //     registers while the current one is summed; 0: load, then sum
     uint32_t head_exact_probe  = 0;   // TEMPORARY timing probe: 1 sums plain f32 fma chains (wrong logits)
+    uint32_t sample_scan_fused = 0;  // top-p without top-k after a one-token head: sample_scan.wgsl's
+                                     // PHASE 2 (the maximum from the head's chunk winners; one dispatch)
+                                     // instead of PHASE 0 + 1 (webgpu_sample.cpp)
     // --- the LM head of a batched step: webgpu_head_batch.cpp ---
     uint32_t head_batch_teams = 0;  // head_exact_batch.wgsl recomputes its listed rows by 8 teams of 32
                                     // lanes, a row each (1), or the whole workgroup per row (0)

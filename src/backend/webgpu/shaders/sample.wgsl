@@ -41,7 +41,7 @@ struct Params {
     inv_temp: f32,  // 1 / temp (temp > 0)
     list: u32,      // 1: the candidates are argmax_exact.wgsl's TOP_K list (top_k > 0)
     scan: u32,      // 1: sample_scan.wgsl's maximum, slice sums and list are in `list` (top-k off,
-                    //    top-p on)
+                    //    top-p on); 2: the same from its PHASE 2, whose m must be the maximum
     groups: u32,    // sample_scan.wgsl's workgroups (its slice sums)
 }
 
@@ -274,16 +274,21 @@ fn scan_pick(lid: u32) -> i32 {
     if (lid == 0u) {
         red_u[0] = list[0];
         red_u[1] = list[1];
+        red_u[2] = list[2];
     }
     workgroupBarrier();
     let sk = red_u[0];
     let sn = red_u[1];
+    // (scan 2: the key m was taken from, which must be the maximum, else the full pass decides)
+    let same = p.scan != 2u || red_u[2] == sk;
     workgroupBarrier();
     if (lid == 0u) {
         list[0]  = 0u;  // (for the next step's scan)
         list[1]  = 0u;
-        shared_u = sk;
+        shared_u = select(1u, 0u, same);
     }
+    if (workgroupUniformLoad(&shared_u) != 0u) { return -2i; }
+    if (lid == 0u) { shared_u = sk; }
     let mk = workgroupUniformLoad(&shared_u);
     if (lid == 0u) { shared_u = sn; }
     let n = workgroupUniformLoad(&shared_u);
