@@ -65,17 +65,20 @@ HeadRun run_head(Backend & b, const Shape & s, const std::vector<uint8_t> & tabl
 TEST(WebGpuExactHead, EveryFormGivesTheCpusBitsAndArgmax) {
     TERN_REQUIRE_WEBGPU();
     std::vector<std::shared_ptr<Backend>> forms;
-    const char * tunes[] = {"head_exact_form=0", "head_exact_form=1",
+    const char * tunes[] = {"head_exact_form=0", "head_exact_form=1,head_exact_ahead=0,head_exact_seg=10",
                             // segments of 3 words (a row of 320 words: 4 segments, the last of one word);
                             // one segment per row or more; few workgroups (many team rows each)
-                            "head_exact_form=1,head_exact_seg=3", "head_exact_form=1,head_exact_seg=10,head_exact_groups=7",
+                            "head_exact_form=1,head_exact_ahead=0,head_exact_seg=3",
+                            "head_exact_form=1,head_exact_ahead=0,head_exact_seg=10,head_exact_groups=7",
                             // short segments over many workgroups, whole rows over few
-                            "head_exact_form=1,head_exact_seg=3,head_exact_groups=61",
-                            "head_exact_form=1,head_exact_seg=7,head_exact_groups=5",
+                            "head_exact_form=1,head_exact_ahead=0,head_exact_seg=3,head_exact_groups=61",
+                            "head_exact_form=1,head_exact_ahead=0,head_exact_seg=7,head_exact_groups=5",
                             // the next segment loaded while one is summed: whole rows, 3-word and 5-word segments
                             "head_exact_form=1,head_exact_ahead=1",
                             "head_exact_form=1,head_exact_ahead=1,head_exact_seg=3,head_exact_groups=61",
-                            "head_exact_form=1,head_exact_ahead=1,head_exact_seg=5,head_exact_groups=7"};
+                            "head_exact_form=1,head_exact_ahead=1,head_exact_seg=5,head_exact_groups=7",
+                            // Sum2's TwoSum without the opq guards (where the adapter's compiler keeps the adds)
+                            "head_exact_form=1,head_exact_plain=1", "head_exact_form=1,head_exact_plain=1,head_exact_ahead=0"};
     for (const char * f : tunes) {
         WebGpuOptions o;
         o.allow_cpu_adapter = true;

@@ -210,7 +210,7 @@ TEST(WebGpuHeadBatch, TopKListsHoldTheRowsTheLogitsKeep) {
     }
 }
 
-// head_exact_batch.wgsl's TEAMS form (WebGpuTuning head_batch_teams: 8 teams of 32 lanes, a listed
+// head_exact_batch.wgsl's TEAMS form in greedy heads too (head_batch_teams 2: 8 teams of 32 lanes, a listed
 // row each, instead of the whole workgroup per row): the reference's ids, and its top-k logits'
 // bits with every row that can be in a column's top k kept, at K 256 (a word per lane) and 2560
 // (10 words per lane, 2B4T's rows), on the near-tie and hidden-winner cases.
@@ -218,7 +218,7 @@ TEST(WebGpuHeadBatch, TheTeamsFormGivesTheReferencesIdsAndTopK) {
     TERN_REQUIRE_WEBGPU();
     WebGpuOptions o;
     o.allow_cpu_adapter = true;
-    o.tune              = "head_i8_min_bytes=0,head_batch_teams=1";
+    o.tune              = "head_i8_min_bytes=0,head_batch_teams=2";  // (1, the default: top-k heads only)
     auto gpu_ptr = make_webgpu_backend(o);
     auto & gpu   = dynamic_cast<WebGpuBackend &>(*gpu_ptr);
     auto   ref   = make_cpu_reference_backend(1);

@@ -2,12 +2,13 @@
 # Issue 52's top-p part on the lent GPU, about 2.5 minutes: `tern run --top-k 0 --top-p 0.9` against greedy on
 # a synthetic BitNet b1.58 2B4T (tern synth bitnet-2b4t --seed 1, prompt "Once upon a time", -n 512): the exact
 # F16 head lm_head_f16_teams.wgsl (WebGpuTuning head_exact_form 1, the default; 0 is lm_head_f16_decode), also
-# at another workgroup count and segment length (head_exact_groups, head_exact_seg), and the sampler's passes over
-# the vocabulary in sample_scan.wgsl (also with min-p 0):
+# with session 8's settings (10-word segments loaded then summed on two workgroups per unit, sample_scan in two
+# dispatches: the arm "before"), and the sampler's passes over the vocabulary in sample_scan.wgsl (also with
+# min-p 0):
 #   1. the GPU tests of the exact heads and the device sampler (WebGpuExactHead, WebGpuSample,
 #      WebGpuDecodeStream.SampledIds*, WebGpuHeadBatch; bounded to 150 s);
 #   2. tools/run_bench.py, TOPP_RUN_ROUNDS (2) alternating rounds: greedy, the default sampler, top-p 0.9 (with
-#      min-p 0.05, the default, and 0), top-p 0.9 with 1056 workgroups of 5-word segments,
+#      min-p 0.05, the default, and 0), top-p 0.9 with session 8's settings ("before"),
 #      and TOPP_RUN_EXTRA arms ("name=flags", ;-separated);
 #   3. per-kernel GPU times (TERN_WEBGPU_PROFILE=gpu) of 128 top-p tokens in those settings and the
 #      TOPP_PROFILE_EXTRA ones ("name|tunes" or "name|--flags", ;-separated);
@@ -44,17 +45,18 @@ extra=()
 IFS=';' read -r -a extra_arms <<< "${TOPP_RUN_EXTRA:-}"
 for a in "${extra_arms[@]}"; do [ -n "$a" ] && extra+=(--arm "$a"); done
 topp="--top-k 0 --top-p 0.9 --seed 1"
-# The exact head with 8 workgroups per unit of an H100 / H200's 132 (the default is 2) and 5-word segments.
-s5g1056=head_exact_seg=5,head_exact_groups=1056
+# Session 8's settings: 10-word segments, each loaded then summed, two workgroups per unit of an H100 / H200's
+# 132, sample_scan's maximum in a pass of its own.
+before=head_exact_ahead=0,head_exact_seg=10,head_exact_groups=264,sample_scan_fused=0
 python3 tools/run_bench.py --tern "$B/tern" -m "$model" --backend webgpu --rounds "$rounds" --n 512 \
     --out "$out/text" \
     --arm "run-greedy=--temp 0" \
     --arm "run-sampled-default=--seed 1" \
     --arm "topp=$topp" \
     --arm "topp-minp0=$topp --min-p 0" \
-    --arm "topp-s5g1056=TERN_WEBGPU_TUNE=$s5g1056 $topp" \
+    --arm "topp-before=TERN_WEBGPU_TUNE=$before $topp" \
     "${extra[@]}" 2>&1 | tee -a "$out/summary.txt"
-for a in topp-s5g1056 "${extra_arms[@]}"; do
+for a in topp-before "${extra_arms[@]}"; do
     a=${a%%=*}
     [ -n "$a" ] || continue
     if cmp -s "$out/text/topp.r1.txt" "$out/text/$a.r1.txt"; then
@@ -65,7 +67,7 @@ for a in topp-s5g1056 "${extra_arms[@]}"; do
 done
 
 echo "== 3. GPU profiles of 128 top-p tokens (time per dispatch; each dispatch alone)" | tee -a "$out/summary.txt"
-profiles=("default|" "minp0|--min-p 0" "s5g1056|$s5g1056")
+profiles=("default|" "minp0|--min-p 0" "before|$before")
 IFS=';' read -r -a extra_profiles <<< "${TOPP_PROFILE_EXTRA:-}"
 for a in "${extra_profiles[@]}"; do [ -n "$a" ] && profiles+=("$a"); done
 for arm in "${profiles[@]}"; do

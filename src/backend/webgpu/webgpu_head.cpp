@@ -45,11 +45,11 @@ bool WebGpuBackend::try_decode_head(const Tensor & logits, const GpuTable & head
     const HeadParams p = head_params(head, h_or_x, logits, round_input_f16, eps);
     const auto &     a = ctx_.adapter();
     if (!argmax_only && tune_.head_exact_form != 0) {
-        // Resident teams (lm_head_f16_teams.wgsl): two workgroups per compute unit (head_exact_groups),
+        // Resident teams (lm_head_f16_teams.wgsl): three workgroups per compute unit (head_exact_groups),
         // team rows of 8 dealt to them in turn; each team's best row is a partial for argmax_final.
         const uint32_t team_rows = static_cast<uint32_t>((head.n_rows + 7) / 8);
         const uint32_t groups =
-            std::min(tune_.head_exact_groups != 0 ? tune_.head_exact_groups : 2 * tune_.compute_units, team_rows);
+            std::min(tune_.head_exact_groups != 0 ? tune_.head_exact_groups : 3 * tune_.compute_units, team_rows);
         const uint32_t iters     = (team_rows + groups - 1) / groups;
         const bool     team_sg   = pipelines_.subgroup_variants() && a.subgroup_min == 32 && a.subgroup_max == 32;
         const PipelineKey key{"lm_head_f16_teams",
@@ -60,7 +60,7 @@ bool WebGpuBackend::try_decode_head(const Tensor & logits, const GpuTable & head
                                 {"ITERS", static_cast<double>(iters)},
                                 {"SEG", static_cast<double>(tune_.head_exact_seg)},
                                 {"AHEAD", tune_.head_exact_ahead != 0 ? 1.0 : 0.0},
-                                {"PROBE_PLAIN", tune_.head_exact_probe != 0 ? 1.0 : 0.0}}}};
+                                {"PLAIN_TWO_SUM", tune_.head_exact_plain != 0 ? 1.0 : 0.0}}}};
         const uint32_t   n_chunks = 8 * groups;
         const WGPUBuffer partials = argmax_partials(static_cast<size_t>(n_chunks) * 8);
         const WGPUBuffer bufs[]   = {head.buffer->get(), gpu_buffer(h_or_x),

@@ -170,7 +170,7 @@ bool WebGpuBackend::head_batch(const HeadOutput & out, const GpuTable & e, const
                                 {{{"K", static_cast<double>(k)},
                                   {"CHUNK", static_cast<double>(k_exact_chunk)},
                                   {"TOP_K", top_k ? 1.0 : 0.0},
-                                  {"TEAMS", tune_.head_batch_teams != 0 ? 1.0 : 0.0},
+                                  {"TEAMS", tune_.head_batch_teams == 2 || (tune_.head_batch_teams == 1 && top_k) ? 1.0 : 0.0},
                                   {"TEAM_SG", team_sg ? 1.0 : 0.0}}}};
     const WGPUBuffer  bufs_exact[] = {fb, thr, gpu_buffer(in.h), e.buffer->get(), partial, gpu_buffer(out.logits), list};
     step_->dispatch(key_exact, bufs_exact, &px, sizeof px, n_chunks, t);

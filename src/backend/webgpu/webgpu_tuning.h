@@ -59,18 +59,20 @@ struct WebGpuTuning {
     uint32_t head_exact_form   = 1;  // one token's exact logits from an F16 head (top-p, min-p, logits):
                                      //     1: lm_head_f16_teams.wgsl (resident teams), 0: lm_head_f16_decode.wgsl
                                      //     (a workgroup per 64 rows; H100 683 vs 490 us for 2B4T's head)
-    uint32_t head_exact_groups = 0;  // workgroups of lm_head_f16_teams.wgsl; 0: two per compute unit
-    uint32_t head_exact_seg    = 10;  // ... vec4 words per lane it loads at once (1 to 10; a 2B4T row's
+    uint32_t head_exact_groups = 0;  // workgroups of lm_head_f16_teams.wgsl; 0: three per compute unit
+    uint32_t head_exact_seg    = 5;   // ... vec4 words per lane it loads at once (1 to 10; a 2B4T row's
                                       //     are K / 256 = 10)
-    uint32_t head_exact_ahead  = 0;   // ... 1: the next segment's words loaded into a second set of named
+    uint32_t head_exact_ahead  = 1;   // ... 1: the next segment's words loaded into a second set of named
                                       //     registers while the current one is summed; 0: load, then sum
-    uint32_t head_exact_probe  = 0;   // TEMPORARY timing probe: 1 sums plain f32 fma chains (wrong logits)
-    uint32_t sample_scan_fused = 0;  // top-p without top-k after a one-token head: sample_scan.wgsl's
+    uint32_t head_exact_plain  = 0;   // ... 1: Sum2's TwoSum without the opq guards (PLAIN_TWO_SUM)
+    uint32_t sample_scan_fused = 1;  // top-p without top-k after a one-token head: sample_scan.wgsl's
                                      // PHASE 2 (the maximum from the head's chunk winners; one dispatch)
                                      // instead of PHASE 0 + 1 (webgpu_sample.cpp)
     // --- the LM head of a batched step: webgpu_head_batch.cpp ---
-    uint32_t head_batch_teams = 0;  // head_exact_batch.wgsl recomputes its listed rows by 8 teams of 32
-                                    // lanes, a row each (1), or the whole workgroup per row (0)
+    uint32_t head_batch_teams = 1;  // head_exact_batch.wgsl recomputes its listed rows by 8 teams of 32
+                                    // lanes, a row each (TEAMS), in top-k heads (1: a sampled step's, many
+                                    // rows per chunk) or in every batched head (2); 0: the whole workgroup
+                                    // per row (greedy heads list a few rows: faster there)
     uint32_t head_mma_rows = 2;  // subgroups along the rows of lm_head_i8_mma.wgsl (tensor cores; 1 to
                                  //     4, where the workgroup memory fits); 0: lm_head_i8_batch (dot4)
     // --- attention: webgpu_ops.cpp, webgpu_attention_*.cpp ---

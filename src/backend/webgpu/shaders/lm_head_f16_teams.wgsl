@@ -5,7 +5,10 @@
 // segment's words (at most 10 per lane) loaded into named registers, every load issued before the
 // first sum: no arrays, so few registers per lane and more workgroups resident (H200: 303.8 vs
 // 444.5 us per token for 2B4T's head against the former form, which kept two 16-word arrays per
-// lane to load the next segment while summing the current one). lm_head_f16_decode.wgsl, one
+// lane to load the next segment while summing the current one). AHEAD (the default) keeps that
+// next segment in a second set of named registers instead: H200 288.9 us with 5-word segments
+// (283.2 at three workgroups per unit) vs 303.6; the same rows summed as plain f32 chains took
+// 167.3, so the exact sums' operations, not the loads, are what is left. lm_head_f16_decode.wgsl, one
 // workgroup per 64 rows with every row's words loaded ahead and a workgroup-memory reduction, ran
 // the 2B4T head (657 MB) at ~1 TB/s on an H200 (680 us per token).
 //
@@ -48,8 +51,9 @@ override ITERS: u32 = 8u;        // team rows per workgroup
 override PER_LANE: u32 = (K / 8u + 31u) / 32u;  // vec4 words per lane per row (<= 16)
 override SEG: u32 = 5u;          // words per lane loaded together (<= 10; WebGpuTuning::head_exact_seg)
 override SEGS: u32 = (PER_LANE + SEG - 1u) / SEG;
-override PROBE_PLAIN: bool = false;  // TEMPORARY timing probe (WebGpuTuning::head_exact_probe): plain f32
-                                     // fma chains, NOT the exact logits; to be removed after the A/B
+override PLAIN_TWO_SUM: bool = false;  // Sum2's TwoSum unguarded (WebGpuTuning::head_exact_plain): for
+                                       // adapters whose compiler keeps f32 adds as written (the GPU
+                                       // tests check the bits)
 override AHEAD: bool = false;    // the next segment's words loaded into a second set of named registers
                                  // while the current one is summed (WebGpuTuning::head_exact_ahead)
 
@@ -157,13 +161,17 @@ fn sum_seg_ahead(c: ptr<function, array<vec2<f32>, 4>>, wid: u32, j: u32, team: 
 
 // Sum2's step: (hi, lo) + q with hi = fl(hi + q) and its exact error into lo.
 fn sum2_add(acc: vec2<f32>, q: f32) -> vec2<f32> {
+    if (PLAIN_TWO_SUM) {  // TwoSum without lib/numerics.wgsl's opq guards (two integer ops fewer)
+        let s  = acc.x + q;
+        let bb = s - acc.x;
+        return vec2<f32>(s, acc.y + ((acc.x - (s - bb)) + (q - bb)));
+    }
     let t = two_sum(acc.x, q);
     return vec2<f32>(t.x, acc.y + t.y);
 }
 
 // One step of a chain: acc + e.x h.x + e.y h.y.
 fn chain(acc: vec2<f32>, e: vec2<f32>, h: vec2<f32>, sum2: bool, round_in: bool) -> vec2<f32> {
-    if (PROBE_PLAIN) { return vec2<f32>(fma(e.y, h.y, fma(e.x, h.x, acc.x)), 0.0); }
     if (sum2) { return sum2_add(sum2_add(acc, e.x * h.x), e.y * h.y); }
     return head_pair_exact(acc, e, h, round_in);
 }
