@@ -265,6 +265,14 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
         // every length vs attention_split_pv below 512 and attention_paged_pv from there: depth 512
         // 6,007 vs 5,128 tokens/s, depth 256 7,629 vs 7,892, depth 0 9,200 vs 10,177).
         const bool tiles = by_tiles && (!paged || n_max >= static_cast<int64_t>(tune_.attn_paged_tiles));
+        PipelineKey vk{"attention_split_pvt",
+                       "rrrrrwu",
+                       {{{"HD", static_cast<double>(hd)},
+                         {"GROUP", static_cast<double>(group)},
+                         {"DS", static_cast<double>(k_tile_dims)}}}};
+        add_paging(vk);
+        PipelineKey ck{"attention_split_combine", "rrrwu", {{{"WG", 256.0}, {"HD", static_cast<double>(hd)}}}};
+        add_paging(ck);
         if (paged_pv && !tiles && n_max >= static_cast<int64_t>(tune_.attn_paged_pv)) {
             PipelineKey gk{"attention_paged_pv",
                            "rrrrrwu",
@@ -295,18 +303,16 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                 pipelines_.pipeline(v);
                 pv_wg_variants_built_.insert(v);
             }
+            if (by_tiles) {  // and the tiles this batch takes from attn_paged_tiles positions
+                pipelines_.pipeline(vk);
+                pipelines_.pipeline(ck);
+            }
         }
         if (tiles) {  // P·V by tiles of a superblock, then the superblocks added in order
             struct {
                 uint32_t n_embd_kv, v_offset, ld, bsum_ld, n_head_kv, pos0, max_pages, cols_offset, pages_offset, nsb_ld;
             } vp{u32(kv.v.ne[0]), gpu_offset(kv.v, v_el), u32(ld), n_b, u32(n_kv), u32(pos0 + c0), max_pages,
                  cols_at + u32(4 * c0), pages_at, u32(nsb_ld)};
-            PipelineKey vk{"attention_split_pvt",
-                           "rrrrrwu",
-                           {{{"HD", static_cast<double>(hd)},
-                             {"GROUP", static_cast<double>(group)},
-                             {"DS", static_cast<double>(k_tile_dims)}}}};
-            add_paging(vk);
             const WGPUBuffer vb[] = {attn_scores_->get(), attn_bsum_->get(), gpu_buffer(kv.v), cols_v, pages_v,
                                      attn_super_->get()};
             step_->dispatch(vk, vb, &vp, sizeof vp, u32(hd / k_tile_dims * ceil_div(n_max, cpu::k_pos_super)),
@@ -316,8 +322,6 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                 uint32_t n_head, nsb_ld, pos0, max_pages, cols_offset, pages_offset, out_offset, out_stride;
             } cp{u32(n_kv * group), u32(nsb_ld), u32(pos0 + c0), max_pages, cols_at + u32(4 * c0), pages_at,
                  gpu_offset(out, 4) + u32(c0 * out.ne[0]), u32(out.ne[0])};
-            PipelineKey ck{"attention_split_combine", "rrrwu", {{{"WG", 256.0}, {"HD", static_cast<double>(hd)}}}};
-            add_paging(ck);
             const WGPUBuffer cb[] = {attn_super_->get(), paged ? cols_v : attn_super_->get(),
                                      paged ? pages_v : attn_super_->get(), gpu_buffer(out)};
             const uint32_t   groups = ceil_div(n_kv * group * hd, 256);
