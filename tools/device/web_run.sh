@@ -23,7 +23,7 @@
 #      modes go with the GPU's clocks (2026-11-28: no, fixed at 1980 MHz) or with the host.
 # Carry [".gl", ".webbin"] (pack .webbin here with tools/device/pack_webbin.sh). summary.txt holds the
 # figures; every log (and web.prof/: profiles and their summaries) is in $OUT/web.tgz.
-# Usage (on the device): tools/device/web_run.sh [ROUNDS (1)] [TOKENS (128)] [big | all | smoke | causes | ab | timedawn | glue | where]
+# Usage (on the device): tools/device/web_run.sh [ROUNDS (1)] [TOKENS (128)] [big | all | smoke | causes | ab | timedawn | glue]
 # big (default): the 2B4T file only, about 130 s of device time; all: the shipped model too; smoke:
 # the small model only, on whatever adapter there is (SwiftShader too): a check of this script on a
 # machine without a GPU (with VK_ICD_FILENAMES set to SwiftShader's), before device time is spent;
@@ -34,9 +34,7 @@
 # dawn.node's calls timed, with the driver's cache as it is and a fresh one, and untimed; a table of
 # ms per step by call and arm (tools/device/dawn_calls_table.mjs; 2 rounds ~150 s); glue: per round, the
 # glue's forms of setBindGroup (TERN_WEBGPU_TUNE web_bind_form 0/1/2; form 2 also with steps_per_submit=8),
-# each untimed and timed, and each arm's greedy text against native's (2 rounds ~200 s); where: the
-# process pinned to each NUMA node's CPUs (one node: each half of the CPUs) against unpinned, with
-# TERN_WEBGPU_TUNE=$WHERE_TUNE, and the GPU's CPU affinity (2 rounds ~80 s).
+# each untimed and timed, and each arm's greedy text against native's (2 rounds ~200 s).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 rounds=${1:-1}
@@ -169,36 +167,6 @@ if [ "$mode" = glue ]; then
           const name = f.replace(/^.*causes\./, "").replace(/\.json$/, "");
           console.log(`${name}: ${native === undefined || t === undefined ? "no result" : native === String(t) ? "same text as native" : "DIFFERENT text from native"}`);
         }' "$log/native.greedy.json" "$log"/causes.*.json 2>&1 | sum
-    exit 0
-fi
-
-if [ "$mode" = where ]; then
-    # Issue 55's slow host mode against where the process runs: each NUMA node's CPUs (with one node,
-    # the two halves of the CPU list) as an arm, the process pinned there from its start (so its memory
-    # is first touched there too), next to an unpinned arm, alternating over ROUNDS rounds, 8 greedy
-    # steady-state runs each with TERN_WEBGPU_TUNE=$WHERE_TUNE (default none). With the GPU's own CPU
-    # and NUMA affinity (nvidia-smi topo -m): does the ~500 tokens/s mode follow the CPUs away from the
-    # GPU's node, or a busy SMT sibling (the 2026-11-28 pinned arms, CPU 3 and CPUs 4-7, were slow)?
-    echo "== where: native tern bench tg128, then 8 greedy runs per arm (CPUs pinned) after 2 s of warm-up, $rounds rounds" | sum
-    nvidia-smi topo -m 2>&1 | sum
-    lscpu 2>/dev/null | grep -E 'NUMA|Thread|Core|Socket|MHz' | sum
-    timeout 60 "$T/tern" bench --backend webgpu -m "$big" -p 0 -n 128 -r 2 2>&1 | tail -1 | sum
-    cpu_map=$(lscpu -p=CPU,NODE 2>/dev/null | grep -v '^#')
-    nodes=$(echo "$cpu_map" | cut -d, -f2 | sort -u)
-    where_arms=()
-    if [ "$(echo "$nodes" | wc -l)" -gt 1 ]; then
-        for nd in $nodes; do where_arms+=("node$nd|$(echo "$cpu_map" | awk -F, -v n="$nd" '$2 == n { print $1 }' | paste -sd,)"); done
-    else
-        all=($(echo "$cpu_map" | cut -d, -f1))
-        half=$(( ${#all[@]} / 2 ))
-        where_arms+=("cpus-low|$(echo "${all[@]:0:$half}" | tr ' ' ,)" "cpus-high|$(echo "${all[@]:$half}" | tr ' ' ,)")
-    fi
-    for r in $(seq 1 "$rounds"); do
-        arm "unpinned-$r" env TERN_WEBGPU_TUNE="${WHERE_TUNE:-}" --
-        for a in "${where_arms[@]}"; do
-            arm "${a%%|*}-$r" taskset -c "${a#*|}" env TERN_WEBGPU_TUNE="${WHERE_TUNE:-}" --
-        done
-    done
     exit 0
 fi
 
