@@ -20,7 +20,7 @@ mergeInto(LibraryManager.library, {
     opts: null,
     options: function () {
       if (!TernWGPU.opts) {
-        const o = { web_bind_form: 0 };
+        const o = { web_bind_form: 1 };
         for (const kv of String(ENV["TERN_WEBGPU_TUNE"] || "").split(",")) {
           const at = kv.indexOf("=");
           const k = kv.slice(0, at).trim();
@@ -29,25 +29,6 @@ mergeInto(LibraryManager.library, {
         TernWGPU.opts = o;
       }
       return TernWGPU.opts;
-    },
-    // web_bind_form 2: the bind group of a lazy group (one made from a layout whose dynamic-offset
-    // bindings the glue made static) for these dynamic offsets (n of them at offsets in the heap):
-    // made once per offsets, each dynamic binding's offset moved by its dynamic offset, and kept.
-    staticGroup: function (g, n, offsets) {
-      const key = n === 1 ? HEAPU32[offsets >> 2] : Array.from(HEAPU32.subarray(offsets >> 2, (offsets >> 2) + n)).join(",");
-      let group = g.groups.get(key);
-      if (group === undefined) {
-        if (g.groups.size >= 4096) g.groups.clear();  // (a bound on what one group keeps)
-        const entries = g.entries.map(function (e) {
-          const d = g.dynamic.indexOf(e.binding);
-          if (d < 0) return e;
-          const dyn = n === 1 ? HEAPU32[offsets >> 2] : HEAPU32[(offsets >> 2) + d];
-          return { binding: e.binding, resource: Object.assign({}, e.resource, { offset: (e.resource.offset || 0) + dyn }) };
-        });
-        group = g.device.createBindGroup({ label: g.label, layout: g.layout, entries: entries });
-        g.groups.set(key, group);
-      }
-      return group;
     },
     freeIds: [],
     pending: [],     // callbacks waiting for wgpuInstanceProcessEvents
@@ -387,25 +368,18 @@ mergeInto(LibraryManager.library, {
     const n = TernWGPU.u32(desc + L["BindGroupLayoutDescriptor.entryCount"]);
     const base = TernWGPU.u32(desc + L["BindGroupLayoutDescriptor.entries"]);
     const types = { 2: "uniform", 3: "storage", 4: "read-only-storage" };
-    const entries = [], dynamic = [];
-    const noDynamic = TernWGPU.options().web_bind_form === 2;  // dynamic offsets become bind groups per offset
+    const entries = [];
     for (let i = 0; i < n; ++i) {
       const e = base + i * size, b = e + L["BindGroupLayoutEntry.buffer"];
-      const binding = TernWGPU.u32(e + L["BindGroupLayoutEntry.binding"]);
-      const hasDynamicOffset = TernWGPU.u32(b + L["BufferBindingLayout.hasDynamicOffset"]) !== 0;
-      if (hasDynamicOffset) dynamic.push(binding);
       entries.push({
-        binding: binding,
+        binding: TernWGPU.u32(e + L["BindGroupLayoutEntry.binding"]),
         visibility: TernWGPU.u32(e + L["BindGroupLayoutEntry.visibility"]),
         buffer: { type: types[TernWGPU.u32(b + L["BufferBindingLayout.type"])],
-                  hasDynamicOffset: hasDynamicOffset && !noDynamic,
+                  hasDynamicOffset: TernWGPU.u32(b + L["BufferBindingLayout.hasDynamicOffset"]) !== 0,
                   minBindingSize: TernWGPU.u64(b + L["BufferBindingLayout.minBindingSize"]) },
       });
     }
-    const layout = TernWGPU.get(id).createBindGroupLayout({ label: TernWGPU.label(desc + L["BindGroupLayoutDescriptor.label"]), entries: entries });
-    // (WebGPU orders dynamic offsets by binding number)
-    if (noDynamic && dynamic.length) layout.ternDynamic = dynamic.sort(function (a, b) { return a - b; });
-    return TernWGPU.add(layout);
+    return TernWGPU.add(TernWGPU.get(id).createBindGroupLayout({ label: TernWGPU.label(desc + L["BindGroupLayoutDescriptor.label"]), entries: entries }));
   },
   tern_wgpuDeviceCreatePipelineLayout__deps: ["$TernWGPU"],
   tern_wgpuDeviceCreatePipelineLayout: function (id, desc) {
@@ -449,16 +423,10 @@ mergeInto(LibraryManager.library, {
       if (!(sizeLo === 0xFFFFFFFF && sizeHi === 0xFFFFFFFF)) resource.size = TernWGPU.u64(e + L["BindGroupEntry.size"]);
       entries.push({ binding: TernWGPU.u32(e + L["BindGroupEntry.binding"]), resource: resource });
     }
-    const device = TernWGPU.get(id), layout = TernWGPU.get(TernWGPU.u32(desc + L["BindGroupDescriptor.layout"]));
-    const label = TernWGPU.label(desc + L["BindGroupDescriptor.label"]);
-    const group = device.createBindGroup({ label: label, layout: layout, entries: entries });
-    if (!layout.ternDynamic) return TernWGPU.add(group);
-    // web_bind_form 2: a lazy group; the one for offsets 0 made now (so a bad entry is reported here, in
-    // the caller's error scope, as with dynamic offsets), the others by setBindGroup (staticGroup).
-    const groups = new Map();
-    groups.set(layout.ternDynamic.length === 1 ? 0 : layout.ternDynamic.map(function () { return 0; }).join(","), group);
-    return TernWGPU.add({ ternLazy: true, device: device, layout: layout, label: label, entries: entries,
-                          dynamic: layout.ternDynamic, groups: groups });
+    return TernWGPU.add(TernWGPU.get(id).createBindGroup({
+      label: TernWGPU.label(desc + L["BindGroupDescriptor.label"]),
+      layout: TernWGPU.get(TernWGPU.u32(desc + L["BindGroupDescriptor.layout"])), entries: entries,
+    }));
   },
   tern_wgpuDeviceCreateCommandEncoder__deps: ["$TernWGPU"],
   tern_wgpuDeviceCreateCommandEncoder: function (id, desc) { return TernWGPU.add(TernWGPU.get(id).createCommandEncoder()); },
@@ -571,9 +539,11 @@ mergeInto(LibraryManager.library, {
   tern_wgpuComputePassEncoderSetPipeline: function (id, p) { TernWGPU.get(id).setPipeline(TernWGPU.get(p)); },
   tern_wgpuComputePassEncoderSetBindGroup__deps: ["$TernWGPU"],
   tern_wgpuComputePassEncoderSetBindGroup: function (id, index, group, n, offsets) {
+    // The offsets as a JavaScript array (web_bind_form 1, the default): dawn.node takes that form
+    // faster than the heap's Uint32Array with start and length (form 0; H200, 2026-11-28: 1.63 vs
+    // 2.25 us per call).
     const pass = TernWGPU.get(id), g = TernWGPU.get(group);
-    if (g.ternLazy) pass.setBindGroup(index, TernWGPU.staticGroup(g, n, offsets));
-    else if (!n) pass.setBindGroup(index, g);
+    if (!n) pass.setBindGroup(index, g);
     else if (TernWGPU.opts.web_bind_form === 1) {
       pass.setBindGroup(index, g, n === 1 ? [HEAPU32[offsets >> 2]] : Array.from(HEAPU32.subarray(offsets >> 2, (offsets >> 2) + n)));
     } else pass.setBindGroup(index, g, HEAPU32, offsets >> 2, n);

@@ -33,8 +33,9 @@
 # without the driver's shader disk cache, twice (~170 s); timedawn: per round, 8 greedy runs each with
 # dawn.node's calls timed, with the driver's cache as it is and a fresh one, and untimed; a table of
 # ms per step by call and arm (tools/device/dawn_calls_table.mjs; 2 rounds ~150 s); glue: per round, the
-# glue's forms of setBindGroup (TERN_WEBGPU_TUNE web_bind_form 0/1/2; form 2 also with steps_per_submit=8),
-# each untimed and timed, and each arm's greedy text against native's (2 rounds ~200 s).
+# glue's forms of setBindGroup (TERN_WEBGPU_TUNE web_bind_form 0/1, or GLUE_ARMS), each untimed and
+# (GLUE_TIMED=1, default) timed, native tern bench per round, each arm's greedy text against native's
+# (2 rounds of 2 arms ~110 s; GLUE_TIMED=0 ~65 s).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 rounds=${1:-1}
@@ -141,20 +142,22 @@ if [ "$mode" = causes ]; then
 fi
 
 if [ "$mode" = glue ]; then
-    # Issue 55: the glue's forms of setBindGroup (TERN_WEBGPU_TUNE's web_bind_form 0, 1, 2, read by
-    # web/webgpu-library.js) and form 2 with 8 greedy steps per submit, alternating over ROUNDS rounds, each arm 8 greedy steady-state runs in
-    # its own process, untimed and with dawn.node's calls timed (--time-dawn: us per call and calls per
-    # step, so an arm's setBindGroup cost can be read against its dispatchWorkgroups in the same
-    # process, whichever host mode that process ran in); each arm's text against native tern run's.
-    echo "== glue: native tern bench tg128, then 8 greedy runs per arm after 2 s of warm-up, $rounds rounds" | sum
-    timeout 60 "$T/tern" bench --backend webgpu -m "$big" -p 0 -n 128 -r 2 2>&1 | tail -1 | sum
+    # Issue 55: the glue's forms of setBindGroup (TERN_WEBGPU_TUNE's web_bind_form: 1, a JavaScript
+    # array, the default; 0, the heap's Uint32Array with start and length) or any other TERN_WEBGPU_TUNE
+    # settings as arms (GLUE_ARMS="name|settings ...", default the two forms), alternating over ROUNDS
+    # rounds, each arm 8 greedy steady-state runs in its own process, and with GLUE_TIMED=1 (default)
+    # again with dawn.node's calls timed (--time-dawn: us per call and calls per step); native tern
+    # bench tg128 at the start of each round (the host's slow stretches come and go: web against native
+    # within a round); each arm's text against native tern run's.
+    echo "== glue: per round native tern bench tg128, then 8 greedy runs per arm after 2 s of warm-up, $rounds rounds" | sum
     timeout 90 "$T/tern" run --backend webgpu -m "$big" -p "$prompt" -n "$n" --temp 0 --seed 42 --json \
         > "$log/native.greedy.json" 2> "$log/native.greedy.err"
-    glue_arms=("form0|web_bind_form=0" "form1|web_bind_form=1" "form2|web_bind_form=2" "form2-sps8|web_bind_form=2,steps_per_submit=8")
+    read -r -a glue_arms <<< "${GLUE_ARMS:-form0|web_bind_form=0 form1|web_bind_form=1}"
     for r in $(seq 1 "$rounds"); do
+        timeout 60 "$T/tern" bench --backend webgpu -m "$big" -p 0 -n 128 -r 2 2>&1 | tail -1 | sed "s/^/round $r native: /" | sum
         for a in "${glue_arms[@]}"; do
             arm "${a%%|*}-$r" env TERN_WEBGPU_TUNE="${a#*|}" --
-            arm_args=--time-dawn arm "${a%%|*}-timed-$r" env TERN_WEBGPU_TUNE="${a#*|}" --
+            [ "${GLUE_TIMED:-1}" = 1 ] && arm_args=--time-dawn arm "${a%%|*}-timed-$r" env TERN_WEBGPU_TUNE="${a#*|}" --
         done
     done
     "$T/node" tools/device/dawn_calls_table.mjs "$log"/causes.*.json 2>&1 | sum

@@ -120,11 +120,10 @@ struct WebGpuTuning {
                                        //     WebGPU does not tell (132: an H100 SXM's, an H200's)
     // --- the browser build's webgpu.h on navigator.gpu (web/webgpu-library.js reads this one from
     //     the same TERN_WEBGPU_TUNE; the C++ side only checks it; native ignores it) ---
-    uint32_t web_bind_form     = 0;  // how a dispatch's bind group and its uniform slot's dynamic offset
-                                     //     reach GPUComputePassEncoder.setBindGroup: 0: the wasm heap as a
-                                     //     Uint32Array with start and length; 1: a JavaScript array of the
-                                     //     offsets; 2: no dynamic offsets: a bind group per (group, offsets),
-                                     //     made once by the glue and reused
+    uint32_t web_bind_form     = 1;  // how a dispatch's uniform slot offset (a dynamic offset) reaches
+                                     //     GPUComputePassEncoder.setBindGroup: 1: a JavaScript array; 0:
+                                     //     the wasm heap as a Uint32Array with start and length (H200,
+                                     //     dawn.node: 1.63 vs 2.25 us per call)
 
     // The defaults for this adapter: discrete and integrated GPUs the struct's (measured on NVIDIA
     // H100 and H200); a CPU adapter (SwiftShader) does not spin (its worker threads need the CPU).
