@@ -24,6 +24,8 @@
 // for the wasm and the JavaScript): steady-state figures, next to the first run's that a page pays.
 // --profile-dir DIR: the main thread's CPU profile (node:inspector) of the load and of the timed runs,
 // as DIR/load.cpuprofile and DIR/generate.cpuprofile (tools/cpuprofile_summary.mjs sums them up).
+// TERN_WEBGPU_TUNE and TERN_WEBGPU_TIMEOUT_MS in the environment reach the engine (the backend's tuning
+// keys, and the glue's own web_bind_form: src/backend/webgpu/webgpu_tuning.h).
 import fs from "node:fs";
 import path from "node:path";
 import { createRequire } from "node:module";
@@ -177,7 +179,9 @@ async function profiled(name, phase) {
 const createTernModule = require(path.resolve(opt.wasmDir, "tern.js"));
 const { TernEngine } = require(path.join(root, "web/tern-engine.js"));
 const engine = await TernEngine.create({ createModule: createTernModule,
-                                         wasmBinary: fs.readFileSync(path.resolve(opt.wasmDir, "tern.wasm")) });
+                                         wasmBinary: fs.readFileSync(path.resolve(opt.wasmDir, "tern.wasm")),
+                                         env: Object.fromEntries(["TERN_WEBGPU_TUNE", "TERN_WEBGPU_TIMEOUT_MS"]
+                                                                   .filter((k) => process.env[k]).map((k) => [k, process.env[k]])) });
 const t0 = performance.now();
 // A host file (NODEFS): on WebGPU it is read a layer at a time, as a page reads a File.
 const info = await profiled("load", () => engine.loadModel({ path: path.resolve(opt.model) }, path.basename(opt.model),

@@ -27,7 +27,8 @@
 
   class TernEngine {
     // options.createModule: the factory tern.js defines (default: the global createTernModule);
-    // options.wasmBinary: tern.wasm's bytes (Node); options.locateFile: where tern.wasm is (a page).
+    // options.wasmBinary: tern.wasm's bytes (Node); options.locateFile: where tern.wasm is (a page);
+    // options.env: environment variables the engine sees (getenv), e.g. { TERN_WEBGPU_TUNE: "..." }.
     // Where the JavaScript engine has JSPI (WebAssembly.Suspending: Chromium), the WebGPU backend's
     // waits suspend the WebAssembly stack (web/webgpu-library.js) and the engine's calls that may
     // wait return promises; `await` every call that way. Without JSPI only the CPU backend runs.
@@ -37,6 +38,7 @@
       const args = { print: options.print || (() => {}), printErr: options.printErr || ((s) => console.warn(s)) };
       if (options.wasmBinary) args.wasmBinary = options.wasmBinary;
       if (options.locateFile) args.locateFile = options.locateFile;
+      if (options.env) args.preRun = [(m) => Object.assign(m.ENV, options.env)];
       const jspi = typeof WebAssembly.Suspending === "function" && typeof WebAssembly.promising === "function" &&
                    options.jspi !== false;
       if (jspi) {

@@ -23,7 +23,7 @@
 #      modes go with the GPU's clocks (2026-11-28: no, fixed at 1980 MHz) or with the host.
 # Carry [".gl", ".webbin"] (pack .webbin here with tools/device/pack_webbin.sh). summary.txt holds the
 # figures; every log (and web.prof/: profiles and their summaries) is in $OUT/web.tgz.
-# Usage (on the device): tools/device/web_run.sh [ROUNDS (1)] [TOKENS (128)] [big | all | smoke | causes | ab | timedawn]
+# Usage (on the device): tools/device/web_run.sh [ROUNDS (1)] [TOKENS (128)] [big | all | smoke | causes | ab | timedawn | glue]
 # big (default): the 2B4T file only, about 130 s of device time; all: the shipped model too; smoke:
 # the small model only, on whatever adapter there is (SwiftShader too): a check of this script on a
 # machine without a GPU (with VK_ICD_FILENAMES set to SwiftShader's), before device time is spent;
@@ -32,7 +32,10 @@
 # runs each, and this build with dawn.node's calls timed (web_node_run.mjs --time-dawn), with and
 # without the driver's shader disk cache, twice (~170 s); timedawn: per round, 8 greedy runs each with
 # dawn.node's calls timed, with the driver's cache as it is and a fresh one, and untimed; a table of
-# ms per step by call and arm (tools/device/dawn_calls_table.mjs; 2 rounds ~150 s).
+# ms per step by call and arm (tools/device/dawn_calls_table.mjs; 2 rounds ~150 s); glue: per round, the
+# glue's forms of setBindGroup (TERN_WEBGPU_TUNE web_bind_form 0/1, or GLUE_ARMS), each untimed and
+# (GLUE_TIMED=1, default) timed, native tern bench per round, each arm's greedy text against native's
+# (2 rounds of 2 arms ~110 s; GLUE_TIMED=0 ~65 s).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 rounds=${1:-1}
@@ -135,6 +138,38 @@ if [ "$mode" = causes ]; then
     arm pinned-4cpus taskset -c 4-7 --
     arm traced stdbuf -oL -- --trace-deopt --trace-gc
     arm default-again
+    exit 0
+fi
+
+if [ "$mode" = glue ]; then
+    # Issue 55: the glue's forms of setBindGroup (TERN_WEBGPU_TUNE's web_bind_form: 1, a JavaScript
+    # array, the default; 0, the heap's Uint32Array with start and length) or any other TERN_WEBGPU_TUNE
+    # settings as arms (GLUE_ARMS="name|settings ...", default the two forms), alternating over ROUNDS
+    # rounds, each arm 8 greedy steady-state runs in its own process, and with GLUE_TIMED=1 (default)
+    # again with dawn.node's calls timed (--time-dawn: us per call and calls per step); native tern
+    # bench tg128 at the start of each round (the host's slow stretches come and go: web against native
+    # within a round); each arm's text against native tern run's.
+    echo "== glue: per round native tern bench tg128, then 8 greedy runs per arm after 2 s of warm-up, $rounds rounds" | sum
+    timeout 90 "$T/tern" run --backend webgpu -m "$big" -p "$prompt" -n "$n" --temp 0 --seed 42 --json \
+        > "$log/native.greedy.json" 2> "$log/native.greedy.err"
+    read -r -a glue_arms <<< "${GLUE_ARMS:-form0|web_bind_form=0 form1|web_bind_form=1}"
+    for r in $(seq 1 "$rounds"); do
+        timeout 60 "$T/tern" bench --backend webgpu -m "$big" -p 0 -n 128 -r 2 2>&1 | tail -1 | sed "s/^/round $r native: /" | sum
+        for a in "${glue_arms[@]}"; do
+            arm "${a%%|*}-$r" env TERN_WEBGPU_TUNE="${a#*|}" --
+            [ "${GLUE_TIMED:-1}" = 1 ] && arm_args=--time-dawn arm "${a%%|*}-timed-$r" env TERN_WEBGPU_TUNE="${a#*|}" --
+        done
+    done
+    "$T/node" tools/device/dawn_calls_table.mjs "$log"/causes.*.json 2>&1 | sum
+    "$T/node" -e '
+        const fs = require("fs");
+        const read = (f) => { try { return JSON.parse(fs.readFileSync(f, "utf8")); } catch (e) { return null; } };
+        const native = (read(process.argv[1]) || {}).text;
+        for (const f of process.argv.slice(2)) {
+          const t = ((read(f) || {}).texts || {})["0"];
+          const name = f.replace(/^.*causes\./, "").replace(/\.json$/, "");
+          console.log(`${name}: ${native === undefined || t === undefined ? "no result" : native === String(t) ? "same text as native" : "DIFFERENT text from native"}`);
+        }' "$log/native.greedy.json" "$log"/causes.*.json 2>&1 | sum
     exit 0
 fi
 
