@@ -74,6 +74,7 @@ protected:
             gpu_->set_gemm_tiling(std::nullopt);
             gpu_->set_mma_tiling(std::nullopt);
             gpu_->set_gemm_split(std::nullopt);
+            gpu_->set_norm_words_wg(std::nullopt);
         }
     }
 
@@ -323,14 +324,24 @@ TEST_F(WebGpuGemm, SplitAlongKGivesTheUnsplitBits) {
 // y += W a split along K, then rms_norm_quant of y with the GEMM's activation scales as its output
 // scales (a batched step's o and down projections and the next norm): the sum is deferred and goes
 // out fused with the norm (split_sum_norm_quant.wgsl). y, the int8 activations and the scales must be
-// the unsplit GEMM's and plain rms_norm_quant's bit for bit, and those the CPU reference's; rows 4 to 4096 (K of the norm), tokens
-// 16 to 64 (the GEMM's), 2 to 7 shares.
+// the unsplit GEMM's and plain rms_norm_quant's bit for bit, and those the CPU reference's; rows 4 to 6912 (K of the norm), tokens
+// 16 to 64 (the GEMM's), 2 to 7 shares; with the strided kernels (norm_words_wg 0) and with
+// norm_quant_words.wgsl at 32 (raised to k / 32), 256 and 1024 threads (where the adapter allows).
 TEST_F(WebGpuGemm, ASplitSumFusedWithTheNextNormGivesTheSameBits) {
     struct Case {
         int64_t k, n, t;
     };
-    for (const Case c : {Case{1280, 300, 45}, Case{2560, 2560, 64}, Case{256, 4096, 17}, Case{512, 4, 16}}) {
-        const std::string what = "k=" + std::to_string(c.k) + " n=" + std::to_string(c.n) + " T=" + std::to_string(c.t);
+    std::vector<std::pair<uint32_t, Case>> runs;
+    for (const uint32_t words_wg : {0u, 32u, 256u, 1024u}) {
+        for (const Case c : {Case{1280, 300, 45}, Case{2560, 2560, 64}, Case{256, 4096, 17}, Case{512, 4, 16},
+                             Case{256, 6912, 24}}) {
+            runs.emplace_back(words_wg, c);
+        }
+    }
+    for (const auto & [words_wg, c] : runs) {
+        gpu_->set_norm_words_wg(words_wg);
+        const std::string what = "norm_words_wg=" + std::to_string(words_wg) + " k=" + std::to_string(c.k) +
+                                 " n=" + std::to_string(c.n) + " T=" + std::to_string(c.t);
         SCOPED_TRACE(what);
         std::vector<uint8_t> wb = random_weight(DType::i2_s, c.k, c.n, rng_);
         const WeightSource   part{"w", DType::i2_s, {c.k, c.n, 1, 1}, wb};

@@ -84,7 +84,8 @@ TEST(WebGpuShaders, EveryEmbeddedShaderCompilesAndMakesAPipeline) {
         {"qkv_rope_decode", "rrrrwwwwru"}, {"qkv_rope_decode_nodp4", "rrrrwwwwru"},
         {"copy_bandwidth", "rwu"},    {"argmax_exact", "rrrwrwu"}, {"attention_prefill_scores", "rrwu"},
         {"attention_prefill_softmax", "wu"}, {"attention_prefill_pv", "rrwwu"}, {"attention_prefill_combine", "rwu"},
-        {"head_i8_pack", "rwwu"}, {"lm_head_i8_argmax", "rrrrwwrwu"}, {"lm_head_i8_argmax_nodp4", "rrrrwwrwu"}};
+        {"head_i8_pack", "rwwu"}, {"lm_head_i8_argmax", "rrrrwwrwu"}, {"lm_head_i8_argmax_nodp4", "rrrrwwrwu"},
+        {"norm_quant_words", "wrwwrru"}};
     for (const auto & [name, sig] : signatures) {
         SCOPED_TRACE(name);
         EXPECT_NO_THROW(cache.pipeline(PipelineKey{name, sig, {}}));

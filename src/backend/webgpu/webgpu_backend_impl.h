@@ -190,6 +190,8 @@ public:
     // Forces every prefill GEMM of one scale group per row to split K into this many shares (tests;
     // nullopt: WebGpuTuning::gemm_split_groups decides; 1: no split).
     void set_gemm_split(std::optional<uint32_t> shares) { gemm_split_ = shares; }
+    // Forces WebGpuTuning::norm_words_wg (tests; 0: the strided kernels; nullopt: the tuning's).
+    void set_norm_words_wg(std::optional<uint32_t> wg) { norm_words_wg_ = wg; }
     // The batched head's tensor-core stage (lm_head_i8_mma.wgsl) for tests: `shader` stands in for
     // it (tests/backend's emulation of the subgroup matrices, so adapters without them run its
     // indexing and epilogue) with builtin offsets in `unit` bytes and `sgm` subgroups along the rows;
@@ -329,6 +331,11 @@ private:
     // rms_norm_quant with the deferred split sum of x fused in, where it is x's and its scales are a's
     // (false: nothing recorded).
     bool rms_norm_quant_after_sum(const QuantizedActs & a, const Tensor & x, const GpuNorm & nw, float eps);
+    // rms_norm_quant (ss null) or rms_norm_quant_after_sum (ss: the pending sum) by
+    // norm_quant_words.wgsl where WebGpuTuning::norm_words_wg asks for it and the row fits it (false:
+    // nothing recorded).
+    bool norm_quant_words(const QuantizedActs & a, const Tensor & x, const GpuNorm & nw, float eps,
+                          const SplitSum * ss);
 
     // The bandwidth probes' timing: `reps` + 1 submits of `per_submit` dispatches that record(i)
     // records, each moving `bytes` per dispatch, timed on the host around submit + queue idle; the
@@ -644,6 +651,7 @@ private:
     bool                                           head_mma_broken_ = false;  // lm_head_i8_mma did not build
     std::set<PipelineKey>                          pv_wg_variants_built_;  // split_attention's P·V keys warmed
     std::optional<uint32_t>                        gemm_split_;   // set_gemm_split()
+    std::optional<uint32_t>                        norm_words_wg_;  // set_norm_words_wg()
     std::unique_ptr<GpuBuffer>                     gemm_split_part_;  // split GEMMs' shares [S][T][N] i32
     std::optional<uint32_t>                        mma_unit_;     // mma_unit(), once found
 };

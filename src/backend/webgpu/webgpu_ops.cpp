@@ -107,6 +107,7 @@ void WebGpuBackend::rms_norm_quant(const QuantizedActs & a, const Tensor & x, co
     const int64_t k = x.ne[0];
     TERN_ASSERT(nw->n_cols == k && a.q.ne[0] == k && k % 4 == 0 && a.q.ne[1] == x.ne[1], "rms_norm_quant shapes");
     if (rms_norm_quant_after_sum(a, x, *nw, eps)) return;
+    if (norm_quant_words(a, x, *nw, eps, nullptr)) return;
     struct {
         uint32_t k;
         float    eps;
@@ -127,6 +128,10 @@ bool WebGpuBackend::rms_norm_quant_after_sum(const QuantizedActs & a, const Tens
         return false;
     }
     split_sum_.pending = false;
+    if (norm_quant_words(a, x, nw, eps, &ss)) {
+        ++split_sums_fused_;
+        return true;
+    }
     struct {
         uint32_t k;
         float    eps;
@@ -138,6 +143,43 @@ bool WebGpuBackend::rms_norm_quant_after_sum(const QuantizedActs & a, const Tens
     const WGPUBuffer  bufs[] = {ss.y, nw.buffer->get(), gpu_buffer(a.q), ss.scale, ss.weights, ss.part};
     step_->dispatch(key, bufs, &p, sizeof p, u32(x.ne[1]));
     ++split_sums_fused_;
+    return true;
+}
+
+bool WebGpuBackend::norm_quant_words(const QuantizedActs & a, const Tensor & x, const GpuNorm & nw, float eps,
+                                     const SplitSum * ss) {
+    const int64_t  k     = x.ne[0];
+    const uint32_t limit = std::min(ctx_.limits().maxComputeInvocationsPerWorkgroup, ctx_.limits().maxComputeWorkgroupSizeX);
+    // At most 8 words per thread (wg >= k / 32) and 256 blocks of 32 (lib/sum_squares.wgsl); x in whole
+    // vec4 words.
+    uint32_t wg = norm_words_wg_.value_or(tune_.norm_words_wg);
+    if (wg == 0 || k > 8192 || k % 4 != 0 || x.offset % 16 != 0) return false;
+    while (static_cast<int64_t>(wg) * 32 < k) wg *= 2;
+    if (wg > limit) return false;
+    const uint32_t n_words = u32(k / 4), u = ceil_div(n_words, wg);
+    struct {
+        uint32_t k;
+        float    eps;
+        uint32_t x_offset, x_stride, w_offset, q_offset, q_stride, scale_offset, n_tokens, scales_offset,
+            oscales_offset;
+    } p{u32(k),
+        eps,
+        ss ? ss->y_offset / 4 : gpu_offset(x, 16),
+        n_words,
+        0,
+        gpu_offset(a.q, 4),
+        n_words,
+        ss ? ss->ascale_offset : gpu_offset(a.scale, 4),
+        ss ? ss->n_tokens : u32(x.ne[1]),
+        ss ? ss->scales_offset : 0,
+        ss ? ss->oscales_offset : 0};
+    PipelineKey key{"norm_quant_words", "wrwwrru", {{{"WG", static_cast<double>(wg)}, {"U", static_cast<double>(u)}}}};
+    if (ss) key.add("SPLIT", static_cast<double>(ss->n_split));
+    // Without the sum the weights and shares are not read: the norm weights stand in for them.
+    const WGPUBuffer w_buf   = nw.buffer->get();
+    const WGPUBuffer bufs[] = {gpu_buffer(x), w_buf, gpu_buffer(a.q), gpu_buffer(a.scale), ss ? ss->weights : w_buf,
+                               ss ? ss->part : w_buf};
+    step_->dispatch(key, bufs, &p, sizeof p, u32(x.ne[1]));
     return true;
 }
 
