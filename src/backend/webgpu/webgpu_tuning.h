@@ -129,7 +129,7 @@ struct WebGpuTuning {
     uint32_t   gemm_split_groups = 264;    // a GEMM (one scale group per row) with at most half this many
                                            //     workgroups is split along K into about this many (each
                                            //     share at least 4 chunks of 64); 0: never split
-    uint32_t   norm_words_wg = 0;          // threads of norm_quant_words.wgsl, the norms + int8 quantization of
+    uint32_t   norm_words_wg = 1024;       // threads of norm_quant_words.wgsl, the norms + int8 quantization of
                                            //     a batch (rms_norm_quant, the split sum fused with it) with
                                            //     each row's vec4 words in registers (at least k / 32: 8 words
                                            //     per thread at most); 0: rms_norm_quant.wgsl,
