@@ -122,46 +122,42 @@ bool WebGpuBackend::rms_norm_quant_after_sum(const QuantizedActs & a, const Tens
     const SplitSum & ss = split_sum_;
     const int64_t    k  = x.ne[0];
     // The sum is x's (all of it, tokens at stride k) and reads the activation scales a gets.
-    if (!ss.pending || ss.last != 1 || ss.y != gpu_buffer(x) || ss.y_offset != gpu_offset(x, 4) || ss.y_stride != k ||
+    // norm_quant_words.wgsl takes gate+up's sum (y = f) or o's and down's (y += W a) in, where it
+    // runs (otherwise gemm_split_sum.wgsl, then rms_norm_quant.wgsl).
+    if (!ss.pending || norm_words_wg(k) == 0 || x.offset % 16 != 0 || (!ss.gate_up && ss.last != 1) ||
+        ss.y != gpu_buffer(x) || ss.y_offset != gpu_offset(x, 4) || ss.y_stride != k ||
         ss.n_out != k || ss.n_tokens != x.ne[1] || ss.scale != gpu_buffer(a.scale) ||
         ss.ascale_offset != gpu_offset(a.scale, 4) || !step_->take_deferred(ss.y, uint64_t{ss.y_offset} * 4)) {
         return false;
     }
     split_sum_.pending = false;
-    if (norm_quant_words(a, x, nw, eps, &ss)) {
-        ++split_sums_fused_;
-        return true;
-    }
-    struct {
-        uint32_t k;
-        float    eps;
-        uint32_t x_offset, x_stride, w_offset, q_offset, q_stride, scale_offset, n_tokens, n_split, scales_offset,
-            oscales_offset;
-    } p{u32(k), eps, ss.y_offset, u32(k), 0, gpu_offset(a.q, 4), u32(k / 4), ss.ascale_offset, ss.n_tokens, ss.n_split,
-        ss.scales_offset, ss.oscales_offset};
-    const PipelineKey key{"split_sum_norm_quant", "wrwwrru", {{{"WG", static_cast<double>(norm_workgroup(k))}}}};
-    const WGPUBuffer  bufs[] = {ss.y, nw.buffer->get(), gpu_buffer(a.q), ss.scale, ss.weights, ss.part};
-    step_->dispatch(key, bufs, &p, sizeof p, u32(x.ne[1]));
+    const bool fused = norm_quant_words(a, x, nw, eps, &ss);
+    TERN_ASSERT(fused, "norm_quant_words runs where checked above");
     ++split_sums_fused_;
     return true;
 }
 
+uint32_t WebGpuBackend::norm_words_wg(int64_t k) const {
+    const uint32_t limit = std::min(ctx_.limits().maxComputeInvocationsPerWorkgroup, ctx_.limits().maxComputeWorkgroupSizeX);
+    // At most 8 words per thread (wg >= k / 32) and 256 blocks of 32 (lib/sum_squares.wgsl).
+    uint32_t wg = norm_words_wg_.value_or(tune_.norm_words_wg);
+    if (k > 8192 || k % 4 != 0) return 0;
+    while (static_cast<int64_t>(wg) * 32 < k) wg *= 2;
+    wg = std::min(wg, floor_pow2(limit));
+    return static_cast<int64_t>(wg) * 32 >= k ? wg : 0;
+}
+
 bool WebGpuBackend::norm_quant_words(const QuantizedActs & a, const Tensor & x, const GpuNorm & nw, float eps,
                                      const SplitSum * ss) {
-    const int64_t  k     = x.ne[0];
-    const uint32_t limit = std::min(ctx_.limits().maxComputeInvocationsPerWorkgroup, ctx_.limits().maxComputeWorkgroupSizeX);
-    // At most 8 words per thread (wg >= k / 32) and 256 blocks of 32 (lib/sum_squares.wgsl); x in whole
-    // vec4 words.
-    uint32_t wg = norm_words_wg_.value_or(tune_.norm_words_wg);
-    if (wg == 0 || k > 8192 || k % 4 != 0 || x.offset % 16 != 0) return false;
-    while (static_cast<int64_t>(wg) * 32 < k) wg *= 2;
-    if (wg > limit) return false;
+    const int64_t  k  = x.ne[0];
+    const uint32_t wg = norm_words_wg(k);
+    if (wg == 0 || x.offset % 16 != 0) return false;
     const uint32_t n_words = u32(k / 4), u = ceil_div(n_words, wg);
     struct {
         uint32_t k;
         float    eps;
         uint32_t x_offset, x_stride, w_offset, q_offset, q_stride, scale_offset, n_tokens, scales_offset,
-            oscales_offset;
+            oscales_offset, part_words, act;
     } p{u32(k),
         eps,
         ss ? ss->y_offset / 4 : gpu_offset(x, 16),
@@ -172,9 +168,12 @@ bool WebGpuBackend::norm_quant_words(const QuantizedActs & a, const Tensor & x, 
         ss ? ss->ascale_offset : gpu_offset(a.scale, 4),
         ss ? ss->n_tokens : u32(x.ne[1]),
         ss ? ss->scales_offset : 0,
-        ss ? ss->oscales_offset : 0};
+        ss ? ss->oscales_offset : 0,
+        ss ? (ss->gate_up ? 2 * n_words : n_words) : 0,
+        ss && ss->gate_up ? ss->last : 0};
     PipelineKey key{"norm_quant_words", "wrwwrru", {{{"WG", static_cast<double>(wg)}, {"U", static_cast<double>(u)}}}};
     if (ss) key.add("SPLIT", static_cast<double>(ss->n_split));
+    if (ss && ss->gate_up) key.add("GATE_UP", 1.0);
     // Without the sum the weights and shares are not read: the norm weights stand in for them.
     const WGPUBuffer w_buf   = nw.buffer->get();
     const WGPUBuffer bufs[] = {gpu_buffer(x), w_buf, gpu_buffer(a.q), gpu_buffer(a.scale), ss ? ss->weights : w_buf,

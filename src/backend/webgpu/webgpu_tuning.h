@@ -129,11 +129,14 @@ struct WebGpuTuning {
     uint32_t   gemm_split_groups = 264;    // a GEMM (one scale group per row) with at most half this many
                                            //     workgroups is split along K into about this many (each
                                            //     share at least 4 chunks of 64); 0: never split
+    uint32_t   gate_up_split = 0;          // shares along K of a batch's gate+up GEMM (at most a quarter of its
+                                           //     chunks); 0: the gemm_split_groups rule (2B4T at 64 tokens: 1)
     uint32_t   norm_words_wg = 1024;       // threads of norm_quant_words.wgsl, the norms + int8 quantization of
-                                           //     a batch (rms_norm_quant, the split sum fused with it) with
-                                           //     each row's vec4 words in registers (at least k / 32: 8 words
-                                           //     per thread at most); 0: rms_norm_quant.wgsl,
-                                           //     split_sum_norm_quant.wgsl
+                                           //     rows (rms_norm_quant, a split GEMM's sum fused before it) with
+                                           //     each row's vec4 words in registers: raised to k / 32 (8 words
+                                           //     per thread at most), lowered to the adapter's limit (H200, 64
+                                           //     streams: 1024 12,103 / 8,380 tokens/s at depth 0 / 256, 512
+                                           //     11,806 / 8,201, 256 11,301 / 7,923)
     // --- submits and waits: webgpu_decode_stream.cpp, wgpu_device.cpp ---
     uint32_t steps_per_submit = 4;     // greedy decoding's steps per submit, once the groups have grown
     uint32_t submit_ramp      = 8;     // steps recorded before the groups grow by one (from 1)
