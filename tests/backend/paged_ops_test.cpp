@@ -39,8 +39,8 @@ void PrintTo(const PagedCase & c, std::ostream * os) { *os << c.name; }
 std::vector<PagedCase> paged_backends() {
 #ifdef TERN_HAS_WEBGPU
     // The defaults (attention_split_pv below 512 positions, tiles from there), and P·V by superblock
-    // tiles + combine at every length (attn_paged_tiles=1) or attention_paged_pv from 512 (=0), and
-    // attention_split_pv at every length with its V by vec4 loads (attn_split_pv_vec=1).
+    // tiles + combine at every length (attn_paged_tiles=1), and attention_split_pv at every length
+    // (=0; its V by vec4 loads with f16, by words with f32).
     auto tuned = [](const char * tune) {
         return [tune](std::string & skip) -> std::shared_ptr<Backend> {
             skip = test::shared_webgpu().reason;
@@ -56,8 +56,7 @@ std::vector<PagedCase> paged_backends() {
                  return test::shared_webgpu().backend;
              }},
             {"webgpu_paged_tiles", tuned("attn_paged_tiles=1")},
-            {"webgpu_paged_pv", tuned("attn_paged_tiles=0")},
-            {"webgpu_split_pv_vec", tuned("attn_split_pv_vec=1,attn_paged_tiles=0,attn_paged_pv=0")}};
+            {"webgpu_split_pv", tuned("attn_paged_tiles=0")}};
 #else
     // The reference on 3 threads, and the fast backend on every instruction set this machine runs
     // (the others report themselves as skipped).

@@ -77,8 +77,8 @@ echo "== 3. batched engine: tern bench --parallel $streams -d ${BATCH_DEPTHS:-0}
 "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 --parallel "$streams" -d "${BATCH_DEPTHS:-0}" -r "${REPS:-3}" \
     2>&1 | tee "$out/batch_engine.md"
 
-echo "== 3a. $TUNE_STREAMS streams under other tunings (head_mma_rows 0: the dot4 head; attn_paged_pv 0: attention_split_pv for a paged batch's P·V)"
-for t in ${SPLIT_TUNES:-head_mma_rows=0 head_mma_rows=1 head_mma_rows=3 attn_paged_pv=0}; do
+echo "== 3a. $TUNE_STREAMS streams under other tunings (head_mma_rows 0: the dot4 head; attn_paged_tiles 0: attention_split_pv for a paged batch's P·V)"
+for t in ${SPLIT_TUNES:-head_mma_rows=0 head_mma_rows=1 head_mma_rows=3 attn_paged_tiles=0}; do
     TERN_WEBGPU_TUNE=$t "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 --parallel "$TUNE_STREAMS" -r "${REPS:-3}" \
         -d "${TUNE_DEPTHS:-0}" 2>/dev/null | grep ' tg64 x' | awk -F'|' -v t="$t" '{print t ":", $5 ":", $7, "t/s,", $8, "ms/step"}'
 done | tee "$out/batch_split_tunes.txt"

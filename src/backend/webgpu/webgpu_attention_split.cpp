@@ -11,11 +11,8 @@
 //      probabilities and P·V over every position, a workgroup per 8 output dimensions, KV head (or
 //      query head, where that is needed to fill the GPU) and column: no partial sums leave a
 //      workgroup, so nothing is combined afterwards;
-//   or, for a paged batch whose longest context reaches WebGpuTuning::attn_paged_pv positions,
-//      3''. attention_paged_pv: the same sums
-//      by a thread per pair of output dimensions and block of 32 positions for all G query heads
-//      (a warp's V loads one row's consecutive words, each read once for the G heads);
-//   or, for one query over a contiguous f16 cache (WebGpuTuning::attn_split_tiles), 3'.
+//   or, for one query over a contiguous f16 cache (WebGpuTuning::attn_split_tiles) and a paged
+//      batch whose longest context reaches WebGpuTuning::attn_paged_tiles positions, 3'.
 //      attention_split_pvt: the same normalizer and products by tiles of a superblock (512
 //      positions) x 16 dimensions of a KV head, V and the probabilities staged in workgroup memory
 //      and summed from there for all G query heads (each V row read once; every loop of a fixed
@@ -158,15 +155,6 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                               cpu::k_pos_super == 512 && cpu::k_pos_block == 32 &&
                               uint64_t(hd / k_tile_dims) * uint64_t(nsb_ld) <= lim.maxComputeWorkgroupsPerDimension &&
                               gpu_offset(kv.v, 2) % 8 == 0 && kv.v.ne[0] % 8 == 0;  // (vec4 V loads)
-    // A paged batch's P·V by attention_paged_pv.wgsl: NL dimension pairs x 16 blocks per workgroup,
-    // the superblock's block sums of all G heads in workgroup memory.
-    const uint32_t pg_nl  = group <= 4 ? 16 : group <= 8 ? 8 : 4;
-    uint32_t       pg_pu  = std::clamp<uint32_t>(tune_.attn_paged_unroll, 4, 16);  // (its G vec4 words per 4 positions: <= 32)
-    while (pg_pu > 4 && pg_pu / 4 * group > 32) pg_pu /= 2;
-    const uint64_t pg_mem = uint64_t{16} * pg_nl * 4 + 64 + uint64_t{16} * g * 2 * pg_nl * 4 + 16;
-    const bool     paged_pv = batch != nullptr && tune_.attn_paged_pv != 0 && hd % 2 == 0 &&
-                          pg_mem <= lim.maxComputeWorkgroupStorageSize && 16 * pg_nl <= lim.maxComputeInvocationsPerWorkgroup &&
-                          (!v_f16 || (gpu_offset(kv.v, 2) % 2 == 0 && kv.v.ne[0] % 2 == 0));
     if (by_tiles) {
         grown(attn_super_, static_cast<size_t>(tc_max * n_kv * group * nsb_ld * hd) * 4, "attention superblock sums");
     }
@@ -249,8 +237,8 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                          {"JG", static_cast<double>(st.jg)},
                          {"PU", static_cast<double>(tune_.attn_split_unroll)}}}};
         // (a position's V words by vec4 loads: every row's slice of DG halves 16-byte aligned)
-        if (tune_.attn_split_pv_vec != 0 && v_f16 && st.dg % 8 == 0 && gpu_offset(kv.v, 2) % 8 == 0 &&
-            kv.v.ne[0] % 8 == 0) {
+        // (H200, 64 streams d256: 9,849.5 vs 8,905.7 tok/s with 4 word loads per 8 dimensions)
+        if (v_f16 && st.dg % 8 == 0 && gpu_offset(kv.v, 2) % 8 == 0 && kv.v.ne[0] % 8 == 0) {
             pk.add("V_VEC", 1.0);
         }
         add_paging(pk);
@@ -259,10 +247,8 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
         const WGPUBuffer pages_v = paged ? gpu_buffer(batch->page_table) : gpu_buffer(kv.v);
         const WGPUBuffer pb[] = {attn_scores_->get(), attn_bsum_->get(), gpu_buffer(kv.v), cols_v, pages_v,
                                  gpu_buffer(out)};
-        // (attention_paged_pv loses to attention_split_pv over short contexts: H200, 64 streams,
-        // depth 0 7,514 vs 10,048 tok/s; depth 512 4,747 vs 4,394.)
         // A paged batch's P·V by tiles from attn_paged_tiles positions (H200, 64 streams, tiles at
-        // every length vs attention_split_pv below 512 and attention_paged_pv from there: depth 512
+        // every length vs attention_split_pv below 512 and attention_paged_pv, since removed, from there: depth 512
         // 6,007 vs 5,128 tokens/s, depth 256 7,629 vs 7,892, depth 0 9,200 vs 10,177).
         const bool tiles = by_tiles && (!paged || n_max >= static_cast<int64_t>(tune_.attn_paged_tiles));
         PipelineKey vk{"attention_split_pvt",
@@ -273,19 +259,6 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
         add_paging(vk);
         PipelineKey ck{"attention_split_combine", "rrrwu", {{{"WG", 256.0}, {"HD", static_cast<double>(hd)}}}};
         add_paging(ck);
-        if (paged_pv && !tiles && n_max >= static_cast<int64_t>(tune_.attn_paged_pv)) {
-            PipelineKey gk{"attention_paged_pv",
-                           "rrrrrwu",
-                           {{{"HD", static_cast<double>(hd)},
-                             {"GROUP", static_cast<double>(group)},
-                             {"NL", static_cast<double>(pg_nl)},
-                             {"V_F16", v_f16 ? 1.0 : 0.0},
-                             {"PU", static_cast<double>(pg_pu)}}}};
-            add_paging(gk);
-            add_block_rows(gk);
-            step_->dispatch(gk, pb, &pp, sizeof pp, ceil_div(hd, 2 * pg_nl), u32(n_kv), u32(tc));
-            continue;
-        }
         if (paged && !tiles && tune_.attn_split_pv_wg == 0 && !pv_wg_variants_built_.contains(pk)) {
             // The other thread counts this shape takes as contexts grow (64, 128, 256), built now:
             // compiled at the 513th position instead, a cold driver's compile (~0.6 s) stalled every

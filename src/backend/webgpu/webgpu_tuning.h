@@ -93,18 +93,10 @@ struct WebGpuTuning {
     uint32_t attn_paged_tiles        = 512;  // P·V of a paged batch (f16 V) whose longest context has at least
                                              //     this many positions: attention_split_pvt + _combine (V tiles
                                              //     by coalesced vec4 loads, all G heads per tile) instead of
-                                             //     attention_paged_pv; 0: never
-    uint32_t attn_split_pv_vec       = 0;    // 1: attention_split_pv loads a position's 8 f16 V values by one vec4
-                                             //     load instead of 4 word loads (trial)
+                                             //     attention_split_pv; 0: never
     uint32_t attn_split_heads        = 0;    // query heads per attention_split_pv workgroup (a divisor of
                                              //     G); 0: all G where that gives 2 workgroups per
                                              //     compute unit, else the largest divisor that does
-    uint32_t attn_paged_pv           = 512;  // P·V of a paged batch whose longest context has at least this
-                                             //     many positions: attention_paged_pv.wgsl (a thread per
-                                             //     dimension pair and block, all G heads); shorter ones and 0:
-                                             //     attention_split_pv (faster over short contexts)
-    uint32_t attn_paged_unroll       = 8;    // positions attention_paged_pv loads ahead (4, 8 or 16; at most
-                                             //     32 / G x 4)
     uint32_t attn_paged_block_rows   = 1;    // 1: the paged P·V kernels read the page table once per
                                              //     block of 32 positions (kv_row_in_block,
                                              //     lib/kv_pages.wgsl); 0: once per position

@@ -32,8 +32,9 @@ override JG: u32 = GROUP;     // query heads per workgroup (dividing GROUP): few
 override RB: u32 = 64u;       // blocks per round: a multiple of 16 with JG * RB <= WG
 override SPR: u32 = WG / JG;  // superblock sums of the normalizer per pass
 override PU: u32 = 4u;        // positions whose loads are issued before their products are added (1..8)
-override V_VEC: bool = false; // a position's DG / 2 f16 words by vec4 loads (V_F16, DG a multiple of 8, every row's
-                              // slice 16-byte aligned): one load instead of 4 per 8 dimensions
+override V_VEC: bool = false; // the host sets it where V_F16, DG is a multiple of 8 and every row's slice is 16-byte
+                              // aligned: a position's DG / 2 words by vec4 loads, one load instead of 4 per 8
+                              // dimensions (H200, 64 streams d256: 9,849.5 vs 8,905.7 tok/s)
 
 struct Params {
     n_embd_kv: u32,    // cache elements per row

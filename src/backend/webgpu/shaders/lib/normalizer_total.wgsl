@@ -1,7 +1,6 @@
 // The softmax normalizer of `heads` query-head rows (row0 + j, j < heads) from the softmax kernel's
 // block sums, in cpu::sum_positions's order: threads (j, superblock) add a superblock's block sums in
-// order, then thread j the superblocks in order. For the P·V kernels (attention_split_pv,
-// attention_paged_pv); the including kernel declares `bsum` ([row][bsum_ld] f32), `override SPR`
+// order, then thread j the superblocks in order. For attention_split_pv; the including kernel declares `bsum` ([row][bsum_ld] f32), `override SPR`
 // (WG / heads: superblock sums per pass) and `var<workgroup> sup_s: array<f32, WG>`. Every thread of
 // the workgroup calls it (it has barriers); thread j < heads gets row j's total.
 fn normalizer_total(lid: u32, heads: u32, row0: u32, bsum_ld: u32, nb: u32, nsb: u32) -> f32 {
