@@ -76,9 +76,7 @@ TEST(WebGpuExactHead, EveryFormGivesTheCpusBitsAndArgmax) {
                             // the next segment loaded while one is summed: whole rows, 3-word and 5-word segments
                             "head_exact_form=1,head_exact_ahead=1",
                             "head_exact_form=1,head_exact_ahead=1,head_exact_seg=3,head_exact_groups=61",
-                            "head_exact_form=1,head_exact_ahead=1,head_exact_seg=5,head_exact_groups=7",
-                            // Sum2's TwoSum without the opq guards (where the adapter's compiler keeps the adds)
-                            "head_exact_form=1,head_exact_plain=1", "head_exact_form=1,head_exact_plain=1,head_exact_ahead=0"};
+                            "head_exact_form=1,head_exact_ahead=1,head_exact_seg=5,head_exact_groups=7"};
     for (const char * f : tunes) {
         WebGpuOptions o;
         o.allow_cpu_adapter = true;

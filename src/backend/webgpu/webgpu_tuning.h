@@ -64,7 +64,6 @@ struct WebGpuTuning {
                                       //     are K / 256 = 10)
     uint32_t head_exact_ahead  = 1;   // ... 1: the next segment's words loaded into a second set of named
                                       //     registers while the current one is summed; 0: load, then sum
-    uint32_t head_exact_plain  = 0;   // ... 1: Sum2's TwoSum without the opq guards (PLAIN_TWO_SUM)
     uint32_t sample_scan_fused = 1;  // top-p without top-k after a one-token head: sample_scan.wgsl's
                                      // PHASE 2 (the maximum from the head's chunk winners; one dispatch)
                                      // instead of PHASE 0 + 1 (webgpu_sample.cpp)

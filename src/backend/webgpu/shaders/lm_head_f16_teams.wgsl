@@ -51,9 +51,6 @@ override ITERS: u32 = 8u;        // team rows per workgroup
 override PER_LANE: u32 = (K / 8u + 31u) / 32u;  // vec4 words per lane per row (<= 16)
 override SEG: u32 = 5u;          // words per lane loaded together (<= 10; WebGpuTuning::head_exact_seg)
 override SEGS: u32 = (PER_LANE + SEG - 1u) / SEG;
-override PLAIN_TWO_SUM: bool = false;  // Sum2's TwoSum unguarded (WebGpuTuning::head_exact_plain): for
-                                       // adapters whose compiler keeps f32 adds as written (the GPU
-                                       // tests check the bits)
 override AHEAD: bool = false;    // the next segment's words loaded into a second set of named registers
                                  // while the current one is summed (WebGpuTuning::head_exact_ahead)
 
@@ -161,11 +158,6 @@ fn sum_seg_ahead(c: ptr<function, array<vec2<f32>, 4>>, wid: u32, j: u32, team: 
 
 // Sum2's step: (hi, lo) + q with hi = fl(hi + q) and its exact error into lo.
 fn sum2_add(acc: vec2<f32>, q: f32) -> vec2<f32> {
-    if (PLAIN_TWO_SUM) {  // TwoSum without lib/numerics.wgsl's opq guards (two integer ops fewer)
-        let s  = acc.x + q;
-        let bb = s - acc.x;
-        return vec2<f32>(s, acc.y + ((acc.x - (s - bb)) + (q - bb)));
-    }
     let t = two_sum(acc.x, q);
     return vec2<f32>(t.x, acc.y + t.y);
 }
