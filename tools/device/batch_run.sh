@@ -36,6 +36,7 @@ out=${OUT:-/tmp/out}
 mkdir -p "$out"
 # shellcheck source=tools/device/device_env.sh
 . tools/device/device_env.sh
+export TERN_TEST_DATA_DIR=$PWD/tests/data  # the family suites convert tests/data/hf_parity (the build's own path is not on this machine)
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader
 streams=${STREAMS:-1,8,32,64}
 TUNE_STREAMS=${TUNE_STREAMS:-8,64}
