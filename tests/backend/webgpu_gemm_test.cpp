@@ -103,6 +103,20 @@ void expect_bits_equal(const std::vector<float> & got, const std::vector<float> 
     }
 }
 
+// Each of t rows of x (n values) through the CPU reference's RMS norm (weights nw) and int8 quantization:
+// the scales s and codes q a GPU norm wrote must be those bits.
+void expect_norm_quant_of_rows(const float * x, const std::vector<float> & nw, const std::vector<float> & s,
+                               const std::vector<int8_t> & q, int64_t t, int64_t n) {
+    std::vector<float>  yn(static_cast<size_t>(n));
+    std::vector<int8_t> qc(static_cast<size_t>(n));
+    for (int64_t r = 0; r < t; ++r) {
+        cpu::rms_norm_row(x + r * n, nw.data(), yn.data(), n, 1e-5f);
+        const float sc = cpu::quantize_act_row(yn.data(), qc.data(), n);
+        ASSERT_EQ(std::bit_cast<uint32_t>(s[static_cast<size_t>(r)]), std::bit_cast<uint32_t>(sc)) << "scale of token " << r;
+        ASSERT_TRUE(std::equal(qc.begin(), qc.end(), q.begin() + r * n)) << "int8 acts of token " << r;
+    }
+}
+
 void expect_near(const std::vector<float> & got, const std::vector<float> & want, double tol, const char * what) {
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i) {
@@ -381,16 +395,8 @@ TEST_F(WebGpuGemm, ASplitSumFusedWithTheNextNormGivesTheSameBits) {
         const int64_t fused0 = gpu_->split_sums_fused();
         const Result  want   = run();
         EXPECT_EQ(gpu_->split_sums_fused(), fused0) << "unsplit: nothing to fuse";
-        {  // plain rms_norm_quant of that y against the CPU reference (cpu::rms_norm_row, quantize_act_row)
-            std::vector<float>  yn(static_cast<size_t>(c.n));
-            std::vector<int8_t> qc(static_cast<size_t>(c.n));
-            for (int64_t t = 0; t < c.t; ++t) {
-                cpu::rms_norm_row(want.y.data() + t * c.n, nw.data(), yn.data(), c.n, 1e-5f);
-                const float sc = cpu::quantize_act_row(yn.data(), qc.data(), c.n);
-                ASSERT_EQ(std::bit_cast<uint32_t>(want.s[t]), std::bit_cast<uint32_t>(sc)) << "scale of token " << t;
-                ASSERT_TRUE(std::equal(qc.begin(), qc.end(), want.q.begin() + t * c.n)) << "int8 acts of token " << t;
-            }
-        }
+        // plain rms_norm_quant of that y against the CPU reference (cpu::rms_norm_row, quantize_act_row)
+        ASSERT_NO_FATAL_FAILURE(expect_norm_quant_of_rows(want.y.data(), nw, want.s, want.q, c.t, c.n));
         for (const uint32_t shares : {2u, 7u}) {
             gpu_->set_gemm_split(shares);
             const int64_t before = gpu_->split_sums_fused();
@@ -452,16 +458,8 @@ TEST_F(WebGpuGemm, ASplitGateUpSumFusedWithTheNextNormGivesTheSameBits) {
             };
             gpu_->set_gemm_split(1);
             const Result want = run();
-            {  // the norm of that f against the CPU reference
-                std::vector<float>  yn(static_cast<size_t>(c.n));
-                std::vector<int8_t> qc(static_cast<size_t>(c.n));
-                for (int64_t t = 0; t < c.t; ++t) {
-                    cpu::rms_norm_row(want.f.data() + t * c.n, nw.data(), yn.data(), c.n, 1e-5f);
-                    const float sc = cpu::quantize_act_row(yn.data(), qc.data(), c.n);
-                    ASSERT_EQ(std::bit_cast<uint32_t>(want.s[t]), std::bit_cast<uint32_t>(sc)) << "scale of token " << t;
-                    ASSERT_TRUE(std::equal(qc.begin(), qc.end(), want.q.begin() + t * c.n)) << "int8 acts of token " << t;
-                }
-            }
+            // the norm of that f against the CPU reference
+            ASSERT_NO_FATAL_FAILURE(expect_norm_quant_of_rows(want.f.data(), nw, want.s, want.q, c.t, c.n));
             for (const uint32_t shares : {2u, 5u}) {
                 gpu_->set_gemm_split(shares);
                 const int64_t before = gpu_->split_sums_fused();
