@@ -145,6 +145,105 @@ TEST(CpuReference, PositionSumAddsBlocksThenSuperblocks) {
     EXPECT_EQ(cpu::sum_positions(t.data(), 40), 16777224.0f);
 }
 
+// The superblocks' combine (cpu::combine_superblocks), worked: exp_fixed(0) is exactly 1, so one
+// superblock gives its output's bits (rows of at most 512 positions keep the one-pass softmax);
+// equal maxima weigh by the sums (l = 1, 3: r = 1/4, 3/4); a superblock whose max is 1000 below
+// the row's weighs exactly 0, whichever superblock it is.
+TEST(CpuReference, SuperblocksCombineByTheirMaximaAndSums) {
+    EXPECT_EQ(std::bit_cast<uint32_t>(cpu::exp_fixed(0.0f)), std::bit_cast<uint32_t>(1.0f));
+    const float one_m = -3.25f, one_l = 7.0f, one_o[3] = {0.1f, -2.5e-8f, 3.0f};
+    float       got[3];
+    cpu::combine_superblocks(&one_m, &one_l, 1, one_o, 3, 1, 3, got);
+    for (int d = 0; d < 3; ++d) EXPECT_EQ(std::bit_cast<uint32_t>(got[d]), std::bit_cast<uint32_t>(one_o[d]));
+    const float m2[2] = {5.0f, 5.0f}, l2[2] = {1.0f, 3.0f}, o2[2] = {4.0f, 8.0f};
+    cpu::combine_superblocks(m2, l2, 1, o2, 1, 2, 1, got);
+    EXPECT_EQ(got[0], 7.0f);  // 1/4 * 4 + 3/4 * 8
+    // [m, l] interleaved with a stride of 2, o with a stride of 3 (two of three dimensions used).
+    const float ml[6] = {-1000.0f, 9.0f, 2.0f, 1.5f, 1.0f, 2.0f};  // m_c = ml[2c], l_c = ml[2c + 1]
+    const float o3[9] = {50.0f, 60.0f, 0.0f, 0.5f, -0.25f, 0.0f, 100.0f, 200.0f, 0.0f};
+    cpu::combine_superblocks(ml, ml + 1, 2, o3, 3, 3, 2, got);
+    // M = 2; a = {0, 1.5, exp(-1) * 2}; only superblocks 1 and 2 count.
+    const float a2 = cpu::exp_fixed(-1.0f) * 2.0f, L = (0.0f + 1.5f) + a2;
+    EXPECT_EQ(got[0], (0.0f + (1.5f / L) * 0.5f) + (a2 / L) * 100.0f);
+    EXPECT_EQ(got[1], (0.0f + (1.5f / L) * -0.25f) + (a2 / L) * 200.0f);
+}
+
+// The reference attention (CpuBackend::attention) against the superblock order written out here,
+// bit for bit: one head over 1300 positions whose largest score is in the last superblock (a huge
+// one at 1100) or the first (at 3). A softmax by the row's max instead, or a wrong rescale, fails.
+TEST(CpuReference, AttentionSoftmaxesEachSuperblockThenCombines) {
+    const int64_t hd = 16, n = 1300;
+    for (const int64_t spike : {int64_t{1100}, int64_t{3}}) {
+        SCOPED_TRACE("spike at " + std::to_string(spike));
+        std::mt19937                    g(5);
+        std::normal_distribution<float> nd(0.0f, 1.0f);
+        std::vector<float>              k(static_cast<size_t>(hd * n)), v(k.size()), q(static_cast<size_t>(hd));
+        for (auto & x : k) x = nd(g);
+        for (auto & x : v) x = nd(g);
+        for (auto & x : q) x = nd(g);
+        for (int64_t d = 0; d < hd; ++d) k[static_cast<size_t>(spike * hd + d)] = 3.0f * q[static_cast<size_t>(d)];
+        const float scale = 0.25f;
+        // written out: each superblock's max, exps, sum, probabilities, P·V; then the combine
+        std::vector<float> m, l, o;
+        for (int64_t s0 = 0; s0 < n; s0 += 512) {
+            const int64_t      len = std::min<int64_t>(512, n - s0);
+            std::vector<float> e(static_cast<size_t>(len));
+            float              mx = -INFINITY;
+            for (int64_t p = 0; p < len; ++p) {
+                e[static_cast<size_t>(p)] = cpu::dot_blocked16(q.data(), k.data() + (s0 + p) * hd, hd) * scale;
+                mx                        = std::max(mx, e[static_cast<size_t>(p)]);
+            }
+            float sum = 0.0f;
+            for (int64_t b0 = 0; b0 < len; b0 += 32) {
+                float blk = 0.0f;
+                for (int64_t p = b0; p < std::min(len, b0 + 32); ++p) {
+                    e[static_cast<size_t>(p)] = cpu::exp_fixed(e[static_cast<size_t>(p)] - mx);
+                    blk                       = blk + e[static_cast<size_t>(p)];
+                }
+                sum = sum + blk;
+            }
+            const float inv = 1.0f / sum;
+            for (int64_t d = 0; d < hd; ++d) {
+                float acc = 0.0f;
+                for (int64_t b0 = 0; b0 < len; b0 += 32) {
+                    float blk = 0.0f;
+                    for (int64_t p = b0; p < std::min(len, b0 + 32); ++p) {
+                        blk = blk + (e[static_cast<size_t>(p)] * inv) * v[static_cast<size_t>((s0 + p) * hd + d)];
+                    }
+                    acc = acc + blk;
+                }
+                o.push_back(acc);
+            }
+            m.push_back(mx);
+            l.push_back(sum);
+        }
+        float mx = -INFINITY;
+        for (float x : m) mx = std::max(mx, x);
+        float L = 0.0f;
+        for (size_t c = 0; c < m.size(); ++c) L = L + cpu::exp_fixed(m[c] - mx) * l[c];
+        std::vector<float> want(static_cast<size_t>(hd), 0.0f);
+        for (size_t c = 0; c < m.size(); ++c) {
+            const float r = cpu::exp_fixed(m[c] - mx) * l[c] / L;
+            for (int64_t d = 0; d < hd; ++d) want[static_cast<size_t>(d)] += r * o[c * static_cast<size_t>(hd) + static_cast<size_t>(d)];
+        }
+        auto be = make_cpu_reference_backend(1);
+        auto kt = alloc_tensor(*be, DType::f32, {hd, n, 1, 1}, "k");
+        auto vt = alloc_tensor(*be, DType::f32, {hd, n, 1, 1}, "v");
+        auto qt = alloc_tensor(*be, DType::f32, {hd, 1, 1, 1}, "q");
+        auto ot = alloc_tensor(*be, DType::f32, {hd, 1, 1, 1}, "out");
+        be->write(kt.tensor, k.data(), k.size() * 4);
+        be->write(vt.tensor, v.data(), v.size() * 4);
+        be->write(qt.tensor, q.data(), q.size() * 4);
+        be->attention(ot.tensor, qt.tensor, {kt.tensor, vt.tensor}, AttentionShape{1, 1, hd, hd, 10000.0f, scale}, n - 1);
+        std::vector<float> got(static_cast<size_t>(hd));
+        be->read(ot.tensor, got.data(), got.size() * 4);
+        for (int64_t d = 0; d < hd; ++d) {
+            EXPECT_EQ(std::bit_cast<uint32_t>(got[static_cast<size_t>(d)]), std::bit_cast<uint32_t>(want[static_cast<size_t>(d)]))
+                << "dimension " << d << ": " << got[static_cast<size_t>(d)] << " vs " << want[static_cast<size_t>(d)];
+        }
+    }
+}
+
 // The blocked order, worked: {2^24, 1 x 15 | 1 x 16}: block 0 absorbs its ones (2^24), block 1 is 16,
 // so the dot is 2^24 + 16 where a loop in order gives 2^24.
 TEST(CpuReference, DotBlocked16SumsBlocksOf16) {
@@ -517,9 +616,12 @@ TEST_P(BackendOps, NormQuantGateUpEmbedHeadArgmaxMatchReference) {
 
 // Longer contexts than the model tests use: 300 and 1000 positions (the WebGPU kernel's scores in
 // K tiles, kept in workgroup memory; 1000 is more positions than its threads) and 2500 (more than
-// it keeps: recomputed in each pass). Random f16 / f32 caches, two queries at pos0 and pos0 + 1.
+// it keeps: recomputed in each pass); 511, 1023, 1535 put the two queries on each side of a superblock's
+// end (512, 1024, 1536). Random f16 / f32 caches, two queries at pos0 and pos0 + 1, and a key that
+// gives head 0 a huge score in the last superblock (position pos0 - 5): each superblock's softmax
+// has its own max, so a wrong rescale in the combine shows.
 TEST_P(BackendOps, AttentionOverALongCacheMatchesReference) {
-    for (const int64_t pos0 : {300, 1000, 2500}) {
+    for (const int64_t pos0 : {300, 511, 1000, 1023, 1535, 2500}) {
         SCOPED_TRACE("pos0 " + std::to_string(pos0));
         Rand                 r(13);
         const AttentionShape shape{4, 2, 64, 64, 10000.0f, 1.0f / 8.0f};
@@ -528,6 +630,7 @@ TEST_P(BackendOps, AttentionOverALongCacheMatchesReference) {
         for (auto & v : kc) v = r.normal(1.0f);
         for (auto & v : vc) v = r.normal(1.0f);
         for (auto & v : q) v = r.normal(0.5f);
+        for (int64_t d = 0; d < 64; ++d) kc[static_cast<size_t>((pos0 - 5) * n_kv + d)] = 6.0f * q[static_cast<size_t>(d)];
         for (DType cache : {DType::f16, DType::f32}) {
             std::vector<uint8_t> kb(dtype_tensor_bytes(cache, n_kv, static_cast<int64_t>(kc.size()))), vb(kb.size());
             quantize_row(cache, kc.data(), kb.data(), static_cast<int64_t>(kc.size()));

@@ -97,24 +97,34 @@ std::vector<float> reference(const Case & c, const Inputs & in) {
         for (int64_t h = 0; h < c.n_head; ++h) {
             const int64_t kvh = h / (c.n_head / c.n_head_kv), n = c.pos0 + t + 1;
             const float * q   = in.q.data() + (t + 1) * n_q + h * hd;
-            std::vector<float> s(static_cast<size_t>(n));
-            float              mx = -INFINITY;
             std::vector<float> qh(static_cast<size_t>(hd));
             for (int64_t i = 0; i < hd; ++i) qh[static_cast<size_t>(i)] = f16 ? round_to_fp16(q[i]) : q[i];
-            for (int64_t p = 0; p < n; ++p) {
-                s[p] = cpu::dot_blocked16(qh.data(), k.data() + p * n_kv + kvh * hd, hd) * scale;
-                mx   = std::max(mx, s[p]);
+            // each superblock of 512 positions on its own, then cpu::combine_superblocks
+            std::vector<float> sm, sl, so;
+            for (int64_t s0 = 0; s0 < n; s0 += 512) {
+                const int64_t      len = std::min<int64_t>(512, n - s0);
+                std::vector<float> s(static_cast<size_t>(len));
+                float              mx = -INFINITY;
+                for (int64_t p = 0; p < len; ++p) {
+                    s[p] = cpu::dot_blocked16(qh.data(), k.data() + (s0 + p) * n_kv + kvh * hd, hd) * scale;
+                    mx   = std::max(mx, s[p]);
+                }
+                for (auto & x : s) x = cpu::exp_fixed(x - mx);
+                const float sum = cpu::sum_positions(s.data(), len), inv = 1.0f / sum;
+                for (auto & x : s) x = f16 ? round_to_fp16(x * inv) : x * inv;
+                cpu::PositionSum   o(static_cast<size_t>(hd));
+                std::vector<float> terms(static_cast<size_t>(hd));
+                for (int64_t p = 0; p < len; ++p) {
+                    for (int64_t i = 0; i < hd; ++i) terms[static_cast<size_t>(i)] = s[p] * v[(s0 + p) * n_kv + kvh * hd + i];
+                    o.add(p, terms.data());
+                }
+                so.resize(so.size() + static_cast<size_t>(hd));
+                o.finish(len, so.data() + so.size() - static_cast<size_t>(hd));
+                sm.push_back(mx);
+                sl.push_back(sum);
             }
-            for (auto & x : s) x = cpu::exp_fixed(x - mx);
-            const float inv = 1.0f / cpu::sum_positions(s.data(), n);
-            for (auto & x : s) x = f16 ? round_to_fp16(x * inv) : x * inv;
-            cpu::PositionSum   o(static_cast<size_t>(hd));
-            std::vector<float> terms(static_cast<size_t>(hd));
-            for (int64_t p = 0; p < n; ++p) {
-                for (int64_t i = 0; i < hd; ++i) terms[static_cast<size_t>(i)] = s[p] * v[p * n_kv + kvh * hd + i];
-                o.add(p, terms.data());
-            }
-            o.finish(n, out.data() + t * n_q + h * hd);
+            cpu::combine_superblocks(sm.data(), sl.data(), 1, so.data(), hd, static_cast<int64_t>(sm.size()), hd,
+                                     out.data() + t * n_q + h * hd);
         }
     }
     return out;

@@ -348,6 +348,7 @@ private:
         std::vector<float>  scores;  // [n_ctx]
         std::vector<float>  acc;     // one head: a position's P·V terms
         cpu::PositionSum    pv;      // one head: the P·V sums
+        std::vector<float>  sup_m, sup_l, sup_o;  // one head: each superblock's max, sum, [hd] output
     };
 
     void grow_scratch(int64_t k) {
@@ -362,6 +363,12 @@ private:
     void grow_attention_scratch(int64_t n_ctx, int64_t hd) {
         for (auto & sc : scratch_) {
             if (sc.scores.size() < static_cast<size_t>(n_ctx)) sc.scores.resize(static_cast<size_t>(n_ctx));
+            const size_t n_super = static_cast<size_t>((n_ctx + cpu::k_pos_super - 1) / cpu::k_pos_super);
+            if (sc.sup_m.size() < n_super || sc.sup_o.size() < n_super * static_cast<size_t>(hd)) {
+                sc.sup_m.resize(n_super);
+                sc.sup_l.resize(n_super);
+                sc.sup_o.resize(n_super * static_cast<size_t>(hd));
+            }
             if (sc.q.size() < static_cast<size_t>(hd)) {
                 sc.q.resize(static_cast<size_t>(hd));
                 sc.kv.resize(static_cast<size_t>(hd));
@@ -563,28 +570,43 @@ private:
                     const float v = qp[t * n_q + h * hd + d];
                     qh[d]         = k_f16 ? round_to_fp16(v) : v;
                 }
-                float * scores = sc.scores.data();
-                float * kcol   = sc.kv.data();
-                float   max    = -std::numeric_limits<float>::infinity();
-                for (int64_t p = 0; p < n; ++p) {
-                    load_cache_head(kv.k, row_of(t, p), kvh * hd, hd, kcol);
-                    scores[p] = cpu::dot_blocked16(qh, kcol, hd) * s.scale;
-                    max       = std::max(max, scores[p]);
+                // Each superblock of 512 positions on its own (its max, exps, sum, probabilities
+                // and P·V), then combine_superblocks; one superblock is the whole row.
+                float *       scores  = sc.scores.data();
+                float *       kcol    = sc.kv.data();
+                const int64_t n_super = (n + cpu::k_pos_super - 1) / cpu::k_pos_super;
+                float *       o_c     = n_super == 1 ? op + t * n_q + h * hd : sc.sup_o.data();
+                for (int64_t c = 0; c < n_super; ++c) {
+                    const int64_t s0  = c * cpu::k_pos_super;
+                    const int64_t len = std::min(n - s0, cpu::k_pos_super);
+                    float         max = -std::numeric_limits<float>::infinity();
+                    for (int64_t p = 0; p < len; ++p) {
+                        load_cache_head(kv.k, row_of(t, s0 + p), kvh * hd, hd, kcol);
+                        scores[p] = cpu::dot_blocked16(qh, kcol, hd) * s.scale;
+                        max       = std::max(max, scores[p]);
+                    }
+                    for (int64_t p = 0; p < len; ++p) scores[p] = cpu::exp_fixed(scores[p] - max);
+                    const float l   = cpu::sum_positions(scores, len);
+                    const float inv = 1.0f / l;
+                    for (int64_t p = 0; p < len; ++p) {
+                        scores[p] *= inv;
+                        if (v_f16) scores[p] = round_to_fp16(scores[p]);
+                    }
+                    sc.pv.reset(static_cast<size_t>(hd));
+                    float * terms = sc.acc.data();
+                    for (int64_t p = 0; p < len; ++p) {
+                        load_cache_head(kv.v, row_of(t, s0 + p), kvh * hd, hd, kcol);
+                        for (int64_t d = 0; d < hd; ++d) terms[d] = scores[p] * kcol[d];  // rounded (no contraction)
+                        sc.pv.add(p, terms);
+                    }
+                    sc.pv.finish(len, o_c + (n_super == 1 ? 0 : c * hd));
+                    sc.sup_m[static_cast<size_t>(c)] = max;
+                    sc.sup_l[static_cast<size_t>(c)] = l;
                 }
-                for (int64_t p = 0; p < n; ++p) scores[p] = cpu::exp_fixed(scores[p] - max);
-                const float inv = 1.0f / cpu::sum_positions(scores, n);
-                for (int64_t p = 0; p < n; ++p) {
-                    scores[p] *= inv;
-                    if (v_f16) scores[p] = round_to_fp16(scores[p]);
+                if (n_super > 1) {
+                    cpu::combine_superblocks(sc.sup_m.data(), sc.sup_l.data(), 1, o_c, hd, n_super, hd,
+                                             op + t * n_q + h * hd);
                 }
-                sc.pv.reset(static_cast<size_t>(hd));
-                float * terms = sc.acc.data();
-                for (int64_t p = 0; p < n; ++p) {
-                    load_cache_head(kv.v, row_of(t, p), kvh * hd, hd, kcol);
-                    for (int64_t d = 0; d < hd; ++d) terms[d] = scores[p] * kcol[d];  // rounded (no contraction)
-                    sc.pv.add(p, terms);
-                }
-                sc.pv.finish(n, op + t * n_q + h * hd);
             }
         });
     }

@@ -15,6 +15,47 @@ template <class T> void grow(std::vector<T> & v, int64_t n) {
     if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
 }
 
+// Runs a job of more than 512 positions a superblock at a time, each as a job of its own over the
+// cache view shifted to its first position (run(s0, sub_job)), then joins each query head's
+// superblocks with cpu::combine_superblocks (cpu_ops.h: the reference's order). sup holds
+// [superblock][n_q][hd] outputs, then [superblock][n_q] maxima and sums.
+template <class Run> void run_by_superblocks(const cpu::AttentionJob & job, int64_t hd, std::vector<float> & sup, Run run) {
+    if (job.n_pos <= cpu::k_pos_super) {
+        run(int64_t{0}, job);
+        return;
+    }
+    const int64_t n_super = (job.n_pos + cpu::k_pos_super - 1) / cpu::k_pos_super, n_q = job.n_q;
+    grow(sup, n_super * n_q * (hd + 2));
+    float * o = sup.data();
+    float * m = o + n_super * n_q * hd;
+    float * l = m + n_super * n_q;
+    for (int64_t c = 0; c < n_super; ++c) {
+        const int64_t     s0 = c * cpu::k_pos_super;
+        cpu::AttentionJob part{job.q, n_q, std::min(job.n_pos - s0, cpu::k_pos_super), job.scale, o + c * n_q * hd,
+                               m + c * n_q, l + c * n_q};
+        run(s0, part);
+    }
+    for (int64_t g = 0; g < n_q; ++g) {
+        cpu::combine_superblocks(m + g, l + g, n_q, o + g * hd, n_q * hd, n_super, hd, job.out + g * hd);
+    }
+}
+
+// The cache view from position s0 on.
+cpu::CacheView shifted(const cpu::CacheView & c, int64_t s0) {
+    cpu::CacheView r = c;
+    r.k = static_cast<const uint8_t *>(c.k) + s0 * c.stride * (c.f16_k ? 2 : 4);
+    r.v = static_cast<const uint8_t *>(c.v) + s0 * c.stride * (c.f16_v ? 2 : 4);
+    return r;
+}
+
+// The converted KV head from position s0 on (a multiple of 16: kt's blocks).
+cpu::AttentionKv shifted(const cpu::AttentionKv & kv, int64_t s0) {
+    cpu::AttentionKv r = kv;
+    r.kt = kv.kt + s0 * kv.head_dim;
+    r.v  = kv.v + s0 * kv.head_dim;
+    return r;
+}
+
 }  // namespace
 
 // [q; k; v] for every token into qkv_ (thread's tiles).
@@ -144,7 +185,9 @@ void CpuFastBackend::attention(const Tensor & out, const Tensor & q, const KvLay
             cpu::AttentionJob job{qp + t * n_q + h0 * hd, g1 - g0, pos0 + t + 1, s.scale, op + t * n_q + h0 * hd};
             if (k_.attention_cache != nullptr) {
                 head.first = kvh * hd;
-                k_.attention_cache(head, job, sc.att.data());
+                run_by_superblocks(job, hd, sc.sup, [&](int64_t s0, const cpu::AttentionJob & j) {
+                    k_.attention_cache(shifted(head, s0), j, sc.att.data());
+                });
                 i += g1 - g0;
                 continue;
             }
@@ -155,7 +198,9 @@ void CpuFastBackend::attention(const Tensor & out, const Tensor & q, const KvLay
                 prepared = kvh;
             }
             cpu::AttentionKv akv{sc.kt.data(), sc.v.data(), hd, cache.f16_k, cache.f16_v};
-            k_.attention(akv, job, sc.att.data());
+            run_by_superblocks(job, hd, sc.sup, [&](int64_t s0, const cpu::AttentionJob & j) {
+                k_.attention(shifted(akv, s0), j, sc.att.data());
+            });
             i += g1 - g0;
         }
     });
@@ -260,11 +305,13 @@ void CpuFastBackend::attention_paged(const Tensor & out, const Tensor & q, const
             const int64_t     pos = seq.pos0 + (t - seq.first);
             cpu::AttentionKv  akv{sc.kt.data(), sc.v.data(), hd, k_el == 2, v_el == 2};
             cpu::AttentionJob job{qp + t * n_q + h0 * hd, g1 - g0, pos + 1, s.scale, op + t * n_q + h0 * hd};
-            if (k_.attention_cache != nullptr) {
-                k_.attention_cache(head, job, sc.att.data());  // the gathered rows
-            } else {
-                k_.attention(akv, job, sc.att.data());
-            }
+            run_by_superblocks(job, hd, sc.sup, [&](int64_t s0, const cpu::AttentionJob & j) {
+                if (k_.attention_cache != nullptr) {
+                    k_.attention_cache(shifted(head, s0), j, sc.att.data());  // the gathered rows
+                } else {
+                    k_.attention(shifted(akv, s0), j, sc.att.data());
+                }
+            });
             i += g1 - g0;
         }
     });

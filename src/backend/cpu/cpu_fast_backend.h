@@ -115,6 +115,7 @@ private:
         float                act_scale = 0;  // and its scale
         std::vector<float>   kt, v;    // one KV head converted for the attention kernel
         std::vector<float>   att;      // scores + q of one job
+        std::vector<float>   sup;      // a job's superblocks: outputs, maxima, sums (run_by_superblocks)
         std::vector<float>   gate, up; // gate/up rows of a block of tokens
         std::vector<int64_t> dots;     // the int8 head's integer sums
         std::vector<double>  fd;       // the Q6_K head's row sums

@@ -120,13 +120,17 @@ struct Q8BlockActs {
 
 // ----------------------------------------------------------------------------- attention
 // One query token, one KV head and the `n_q` query heads that share it (GQA), over cache
-// positions 0 .. n_pos - 1, as cpu_backend.cpp's reference computes each head.
+// positions 0 .. n_pos - 1 (n_pos <= 512: one superblock), as cpu_backend.cpp's reference computes
+// each head's superblock; cpu_fast_attention.cpp runs a longer row a superblock at a time (the cache
+// views shifted) and joins them with cpu::combine_superblocks, from each one's max and sum.
 struct AttentionJob {
     const float * q       = nullptr;  // [n_q][head_dim] query heads (f32, before any f16 rounding)
     int64_t       n_q     = 0;
     int64_t       n_pos   = 0;
     float         scale   = 0;
     float *       out     = nullptr;  // [n_q][head_dim]
+    float *       sup_max = nullptr;  // [n_q] when not null: each head's max score
+    float *       sup_sum = nullptr;  // [n_q] when not null: each head's sum of exp_fixed(s - max)
 };
 // The cache of one KV head converted once per call (attention_prepare): K transposed in blocks of
 // 16 positions, kt[(p / 16) * head_dim * 16 + d * 16 + p % 16], and V as f32 rows, v[p * head_dim + d].

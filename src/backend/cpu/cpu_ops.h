@@ -61,8 +61,8 @@ float dot_blocked16(const float * a, const float * b, int64_t n);
 // The position order, tern's order for sums over attention positions (the softmax denominator, P·V)
 // that every backend reproduces bit for bit: blocks of 32 positions, each summed in order from 0;
 // the block sums of each superblock of 512 positions in order from 0; the superblock sums in order
-// from 0. A GPU sums blocks in parallel and keeps a superblock sum and a total while it walks the
-// positions; prompt attention splits long rows into segments of exactly one superblock.
+// from 0. Attention applies it within one superblock at a time (combine_superblocks joins them), so
+// its rows never reach the outer level; a sum over more positions still adds its superblocks in order.
 inline constexpr int64_t k_pos_block = 32;
 inline constexpr int64_t k_pos_super = 512;
 float sum_positions(const float * t, int64_t n);
@@ -79,6 +79,24 @@ struct PositionSum {
 private:
     void close_block(int64_t end);
 };
+
+// The softmax over more than one superblock (flash-decoding by superblocks; docs/architecture.md,
+// "Numerics"). Superblock c (positions [512 c, 512 c + 512) of the row) is attended on its own:
+//   m_c = max of its scores s_i,  e_i = exp_fixed(s_i - m_c),  l_c = its e_i in the position order
+//   (blocks of 32 from 0, the block sums from 0),  p_i = e_i * (1 / l_c) (rounded to f16 with an f16
+//   cache),  o_c[d] = sum p_i v_i[d] in the position order (each product rounded once);
+// then this combine, every operation an f32 operation rounded once, in superblock order:
+//   M   = max_c m_c
+//   a_c = exp_fixed(m_c - M) * l_c
+//   L   = ((0 + a_0) + a_1) + ...
+//   r_c = a_c / L                                   (a correctly rounded division)
+//   out[d] = ((0 + r_0 o_0[d]) + r_1 o_1[d]) + ...
+// One superblock gives out = o_0 exactly (exp_fixed(0) == 1, l / l == 1, 1 * o == o, 0 + o == o for
+// the sums here, which are never -0), so rows of at most 512 positions keep the single-pass softmax's
+// bits: e_i = exp_fixed(s_i - max), p_i = e_i * (1 / sum), out = sum p_i v_i.
+// Superblock c's m, l at m[c * ml_stride], l[c * ml_stride], its o at o[c * o_stride + d], d < hd.
+void combine_superblocks(const float * m, const float * l, int64_t ml_stride, const float * o, int64_t o_stride,
+                         int64_t n_super, int64_t hd, float * out);
 
 // Dot product of f32 vectors accumulated in double (the LM head).
 float dot_f32(const float * a, const float * b, int64_t n);

@@ -189,7 +189,12 @@ void attention_from(const K & ks, const V & vs, int64_t hd, bool k_f16, bool v_f
         const __m256 max = _mm256_set1_ps(mx);
         for (int64_t p = 0; p < n16; p += 8) _mm256_storeu_ps(s + p, exp_fixed(_mm256_sub_ps(_mm256_loadu_ps(s + p), max)));
         for (int64_t p = n; p < n16; ++p) s[p] = 0.0f;
-        const __m256 inv = _mm256_set1_ps(1.0f / sum_positions(s, n));
+        const float  sum = sum_positions(s, n);
+        const __m256 inv = _mm256_set1_ps(1.0f / sum);
+        if (job.sup_max != nullptr) {
+            job.sup_max[g] = mx;
+            job.sup_sum[g] = sum;
+        }
         for (int64_t p = 0; p < n16; p += 8) {
             const __m256 pr = _mm256_mul_ps(_mm256_loadu_ps(s + p), inv);
             _mm256_storeu_ps(s + p, v_f16 ? round_f16(pr) : pr);

@@ -230,10 +230,16 @@ void attention_from(const K & ks, const V & vs, int64_t hd, bool k_f16, bool v_f
         float * s  = scores + g * ld;
         __m512  mx = _mm512_set1_ps(-__builtin_inff());
         for (int64_t p = 0; p < n; p += 16) mx = _mm512_mask_max_ps(mx, tail_mask(n - p), mx, _mm512_loadu_ps(s + p));
-        const __m512 max = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
+        const float  mx1 = _mm512_reduce_max_ps(mx);
+        const __m512 max = _mm512_set1_ps(mx1);
         for (int64_t p = 0; p < n; p += 16) _mm512_storeu_ps(s + p, exp_fixed(_mm512_sub_ps(_mm512_loadu_ps(s + p), max)));
         for (int64_t p = n; p < ((n + 15) & ~int64_t{15}); ++p) s[p] = 0.0f;
-        const __m512 inv = _mm512_set1_ps(1.0f / sum_positions(s, n));
+        const float  sum = sum_positions(s, n);
+        const __m512 inv = _mm512_set1_ps(1.0f / sum);
+        if (job.sup_max != nullptr) {
+            job.sup_max[g] = mx1;
+            job.sup_sum[g] = sum;
+        }
         for (int64_t p = 0; p < n; p += 16) {
             const __m512 pr = _mm512_mul_ps(_mm512_loadu_ps(s + p), inv);
             _mm512_storeu_ps(s + p, v_f16 ? round_f16(pr) : pr);

@@ -157,7 +157,12 @@ void attention(const AttentionKv & kv, const AttentionJob & job, float * scratch
         const float32x4_t max = vdupq_n_f32(mx);
         for (int64_t p = 0; p < n16; p += 4) vst1q_f32(s + p, exp_fixed(vsubq_f32(vld1q_f32(s + p), max)));
         for (int64_t p = n; p < n16; ++p) s[p] = 0.0f;
-        const float32x4_t inv = vdupq_n_f32(1.0f / sum_positions(s, n));
+        const float       sum = sum_positions(s, n);
+        const float32x4_t inv = vdupq_n_f32(1.0f / sum);
+        if (job.sup_max != nullptr) {
+            job.sup_max[g] = mx;
+            job.sup_sum[g] = sum;
+        }
         for (int64_t p = 0; p < n16; p += 4) {
             const float32x4_t pr = vmulq_f32(vld1q_f32(s + p), inv);
             vst1q_f32(s + p, kv.v_f16 ? round_f16(pr) : pr);
