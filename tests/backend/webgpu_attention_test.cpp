@@ -198,7 +198,7 @@ TEST(WebGpuPromptAttentionChunks, ASmallScoreBudgetGivesTheSameBits) {
 // One query over a long context takes the long-context kernels (attention_long_*.wgsl) from
 // WebGpuTuning::attn_long_positions on (as decoding deep into a context does): each token of
 // these cases alone, through them (threshold 1) and through attention.wgsl (a threshold never
-// reached), the same bits, and the reference's. Positions 1 .. 100 (one block of 32 positions, then
+// reached; past 512 positions the split kernels all the same), the same bits, and the reference's. Positions 1 .. 100 (one block of 32 positions, then
 // several), G = 3 (41 .. 49), 509 .. 514 (the combine closes the first superblock of blocks),
 // 901 .. 904 (attention.wgsl's K tiles past its thread count), 2501 .. 2504 (five superblocks),
 // head_dim 40 (a partial block of 16 dimensions), head_dim 36 (f16 K blocks not 16-byte aligned: the
@@ -252,6 +252,47 @@ TEST(WebGpuLongOneQueryAttention, PvFormsGiveTheSameBitsAcrossEveryBoundary) {
         expect_close(tiles, run(*forms[0], c, in, c.T), 0, "each token alone vs every token in one call");
         expect_close(tiles, run(*forms[2], c, in, 1), 0, "64 vs 1024 / G softmax positions per workgroup");
         expect_close(tiles, run(*forms[2], c, in, c.T), 0, "1024 / G softmax positions, every token in one call");
+    }
+}
+
+// A huge score in one superblock (one cache row's K scaled by 12: scores of tens, far above the
+// other superblocks' maxima for some heads and far below for others) at position 3, pos0 / 2 or
+// pos0 + 2 (seen by the later queries only), so that each superblock's own max and the combine's
+// rescaling (cpu::combine_superblocks) decide the output: one query through the split kernels (P·V
+// by tiles and by attention_split_pv), a prompt through attention_prefill_*.wgsl (one segment per
+// row block, and segments of one superblock with the combine kernel). Lengths cross 512, 1024 and
+// 1536; the same bits as the reference written out and the CPU backend's.
+TEST(WebGpuAttentionSuperblocks, AHugeScoreInOneSuperblockIsRescaledAsTheCpuDoes) {
+    TERN_REQUIRE_WEBGPU();
+    std::vector<std::pair<std::string, std::unique_ptr<Backend>>> forms;
+    for (const char * tune : {"attn_split_tiles=1", "attn_split_tiles=0", "attn_pv_split_groups=0",
+                              "attn_pv_split_groups=65535"}) {
+        WebGpuOptions o;
+        o.allow_cpu_adapter = true;
+        o.tune              = std::string("attn_prefill_min_tokens=2,") + tune;
+        forms.emplace_back(tune, make_webgpu_backend(o));
+    }
+    auto cpu = make_cpu_backend({1});
+    for (const Case & c : {Case{8, 2, 128, 1020, 6}, Case{4, 1, 64, 1530, 9}, Case{6, 2, 64, 509, 5}}) {
+        for (const int64_t at : {int64_t{3}, c.pos0 / 2, c.pos0 + 2}) {
+            for (DType cache : {DType::f16, DType::f32}) {
+                SCOPED_TRACE("pos0 " + std::to_string(c.pos0) + ", huge score at " + std::to_string(at) +
+                             (cache == DType::f16 ? ", f16 cache" : ", f32 cache"));
+                Inputs             in = make_inputs(c, cache, 17);
+                const int64_t      n_kv = c.n_head_kv * c.head_dim, n_ctx = c.pos0 + c.T;
+                std::vector<float> k(static_cast<size_t>(n_kv * n_ctx));
+                dequantize_row(cache, in.k.data(), k.data(), static_cast<int64_t>(k.size()));
+                for (int64_t i = 0; i < n_kv; ++i) k[static_cast<size_t>(at * n_kv + i)] *= 12.0f;
+                quantize_row(cache, k.data(), in.k.data(), static_cast<int64_t>(k.size()));
+                const auto want = reference(c, in);
+                expect_close(run(*cpu, c, in, c.T), want, 0, "CPU vs the reference written out");
+                for (const auto & [name, b] : forms) {
+                    SCOPED_TRACE(name);
+                    expect_close(run(*b, c, in, 1), want, 0, "one query at a time");
+                    expect_close(run(*b, c, in, c.T), want, 0, "every query in one call");
+                }
+            }
+        }
     }
 }
 
@@ -324,8 +365,9 @@ std::vector<float> attention_then_o(Backend & b, const Case & c, const Inputs & 
 // last bits behind the int8 quantization), where the query sees 512 positions (one whole
 // superblock, no partial one), 1,025 (two and a partial one), 4,608 (nine whole: two rounds of the
 // prologue's eight loads) and 4,700 (nine and a partial one); G = 4, head_dim 128, two KV heads. The
-// fused form must take that path (counted), and where the projection reads another vector the
-// combine runs first.
+// fused form must take that path (counted) over one superblock, and not over more (the prologue adds
+// the superblocks without cpu::combine_superblocks's weights), and where the projection reads another
+// vector the combine runs first.
 TEST(WebGpuLongOneQueryAttention, CombineFusedIntoTheOProjection) {
     TERN_REQUIRE_WEBGPU();
     std::unique_ptr<Backend> forms[2];
@@ -354,11 +396,12 @@ TEST(WebGpuLongOneQueryAttention, CombineFusedIntoTheOProjection) {
         const Inputs  in     = make_inputs(c, DType::f16, 13);
         const int64_t before = fused.combines_fused();
         const auto    y      = attention_then_o(*forms[1], c, in, wo, nw, false);
-        EXPECT_EQ(fused.combines_fused(), before + 1) << "the o-projection took the superblock sums";
+        const int64_t fuses  = pos0 + 1 <= 512 ? 1 : 0;
+        EXPECT_EQ(fused.combines_fused(), before + fuses) << "the o-projection took the superblock sums";
         expect_close(y, attention_then_o(*forms[0], c, in, wo, nw, false), 0, "combine fused vs dispatched");
         expect_close(y, attention_then_o(*cpu, c, in, wo, nw, false), 0, "combine fused vs the CPU");
         const auto other = attention_then_o(*forms[1], c, in, wo, nw, true);
-        EXPECT_EQ(fused.combines_fused(), before + 1) << "another input: the combine ran";
+        EXPECT_EQ(fused.combines_fused(), before + fuses) << "another input: the combine ran";
         expect_close(other, attention_then_o(*cpu, c, in, wo, nw, true), 0, "another input vs the CPU");
     }
 }

@@ -83,7 +83,7 @@ TEST(WebGpuShaders, EveryEmbeddedShaderCompilesAndMakesAPipeline) {
         {"bitlinear_decode_nodp4", "rrrwwrwu"}, {"gate_up_decode", "rrrwwru"}, {"gate_up_decode_nodp4", "rrrwwru"},
         {"qkv_rope_decode", "rrrrwwwwru"}, {"qkv_rope_decode_nodp4", "rrrrwwwwru"},
         {"copy_bandwidth", "rwu"},    {"argmax_exact", "rrrwrwu"}, {"attention_prefill_scores", "rrwu"},
-        {"attention_prefill_softmax", "wu"}, {"attention_prefill_pv", "rrwwu"}, {"attention_prefill_combine", "rwu"},
+        {"attention_prefill_softmax", "wwu"}, {"attention_prefill_pv", "rrwwru"}, {"attention_prefill_combine", "rrwu"},
         {"head_i8_pack", "rwwu"}, {"lm_head_i8_argmax", "rrrrwwrwu"}, {"lm_head_i8_argmax_nodp4", "rrrrwwrwu"},
         {"norm_quant_words", "wrwwrru"}};
     for (const auto & [name, sig] : signatures) {

@@ -4,16 +4,18 @@
 //   1. attention_prefill_scores.wgsl: scale q·k for every (query row, position) a row may see, as
 //      64 x 64 GEMM tiles whose K rows are staged once per 64 query rows (16 tokens x the 4 query
 //      heads of a KV head for BitNet 2B4T), into a scratch buffer [n_head_kv][T G][ld] f32;
-//   2. attention_prefill_softmax.wgsl: max, exp, sum and probabilities of each row, in place;
+//   2. attention_prefill_softmax.wgsl: max, exp, sum and probabilities of each superblock of 512
+//      positions of each row, in place, and the superblocks' combine weights (cpu::combine_superblocks);
 //   3. attention_prefill_pv.wgsl: probabilities x V as 32-row x 64-dimension tiles, V rows staged
 //      once per 32 query rows; when that makes too few workgroups (a short prompt over a long
 //      cache) the long rows are split into segments of positions and
-//   4. attention_prefill_combine.wgsl adds the segments' sums.
+//   4. attention_prefill_combine.wgsl adds the segments' sums, each times its weight.
 // 3 or 4 dispatches per layer instead of 1; on an H200 they take ~15 ms of a pp512 of 2B4T where
 // attention.wgsl took ~51 ms (README.md).
 // Same numerics as attention.wgsl and the CPU, bit for bit: the same products, the scores' sums in
-// cpu::dot_blocked16's order, the softmax and P·V sums in cpu::sum_positions's, mul_rn scaling,
-// exp_fixed, f16 rounding of q and of the probabilities.
+// cpu::dot_blocked16's order, each superblock's softmax and P·V sums in cpu::sum_positions's, the
+// superblocks combined as cpu::combine_superblocks does, mul_rn scaling, exp_fixed, f16 rounding of q
+// and of the probabilities.
 // Long prompts over long caches run in token chunks so that the score buffer stays within a budget.
 #include "backend/webgpu/webgpu_backend_impl.h"
 
@@ -76,6 +78,9 @@ bool WebGpuBackend::prefill_attention(const Tensor & out, const Tensor & q, cons
                                                   std::min<int64_t>(n_tok, lim.maxComputeWorkgroupsPerDimension / group));
     const size_t  need      = static_cast<size_t>(chunk * row_bytes);
     grown(attn_scores_, need, "attention scores");
+    // Each row's superblock weights: [n_head_kv][chunk G][nsb_ld][2] f32.
+    const int64_t nsb_ld = (ld + cpu::k_pos_super - 1) / cpu::k_pos_super;
+    grown(attn_wts_, static_cast<size_t>(n_kv * chunk * group * nsb_ld * 8), "attention superblock weights");
 
     const size_t   k_el = k_f16 ? 2 : 4;
     const size_t   v_el = v_f16 ? 2 : 4;
@@ -102,7 +107,7 @@ bool WebGpuBackend::prefill_attention(const Tensor & out, const Tensor & q, cons
         const WGPUBuffer sb[] = {gpu_buffer(q), gpu_buffer(kv.k), attn_scores_->get()};
         step_->dispatch(sk, sb, &sp, sizeof sp, ceil_div(p0 + tc, sc_pos), ceil_div(n_rows, sc_rows), u32(n_kv));
 
-        encode_attention_softmax(n_rows, n_kv, group, p0, ld, v_f16, n_tok == 1);
+        encode_attention_softmax(n_rows, n_kv, group, p0, ld, nsb_ld, v_f16, n_tok == 1);
 
         // Segments: positions per P·V workgroup such that the causal triangle makes about pv_target
         // workgroups of similar work (the longest row blocks split the most); none when one segment
@@ -123,58 +128,60 @@ bool WebGpuBackend::prefill_attention(const Tensor & out, const Tensor & q, cons
         grown(attn_part_, part_bytes, "attention segment sums");
         struct {
             uint32_t head_dim, group, n_rows, pos0, n_pos, n_embd_kv, v_offset, ld, seg_len, n_head_kv, out_offset,
-                out_stride;
+                out_stride, nsb_ld;
         } pp{u32(hd),    u32(group),   u32(n_rows),   u32(p0),  u32(p0 + tc),
-             u32(kv.v.ne[0]), gpu_offset(kv.v, v_el), u32(ld), u32(seg_len), u32(n_kv), o_off, u32(out.ne[0])};
+             u32(kv.v.ne[0]), gpu_offset(kv.v, v_el), u32(ld), u32(seg_len), u32(n_kv), o_off, u32(out.ne[0]),
+             u32(nsb_ld)};
         const PipelineKey pk{"attention_prefill_pv",
-                             "rrwwu",
+                             "rrwwru",
                              {{{"V_F16", v_f16 ? 1.0 : 0.0},
                                {"BR", static_cast<double>(pv_rows)},
                                {"BD", static_cast<double>(bd)},
                                {"PC", static_cast<double>(pc)},
                                {"GROUP", static_cast<double>(group)}}}};
-        const WGPUBuffer pb[] = {attn_scores_->get(), gpu_buffer(kv.v), gpu_buffer(out), attn_part_->get()};
+        const WGPUBuffer pb[] = {attn_scores_->get(), gpu_buffer(kv.v), gpu_buffer(out), attn_part_->get(),
+                                 attn_wts_->get()};
         step_->dispatch(pk, pb, &pp, sizeof pp, u32(n_kv * ndb), u32(n_blocks), u32(n_seg));
         if (n_seg == 1) continue;
 
-        encode_attention_combine(out, o_off, hd, group, n_rows, pv_rows, n_kv, p0, seg_len);
+        encode_attention_combine(out, o_off, hd, group, n_rows, pv_rows, n_kv, p0, seg_len, nsb_ld);
     }
     return true;
 }
 
 void WebGpuBackend::encode_attention_softmax(int64_t n_rows, int64_t n_kv, int64_t group, int64_t pos0, int64_t ld,
-                                             bool v_f16, bool one_query) {
+                                             int64_t nsb_ld, bool v_f16, bool one_query) {
     // Threads per row: 64 for prompts; 256 for one query (G rows per KV head, so few workgroups, each
     // over thousands of positions: H100 tg128 at a depth of 3840, with the prompt kernels then, 5.04
     // ms per token against 5.45 with 128 and 6.14 with 64). (WebGpuTuning::attn_softmax_wg*)
     const double wg_prompt = tune_.attn_softmax_wg;
     const double wg_one    = tune_.attn_softmax_wg_one;
     struct {
-        uint32_t group, n_rows, pos0, ld;
-    } mp{u32(group), u32(n_rows), u32(pos0), u32(ld)};
+        uint32_t group, n_rows, pos0, ld, nsb_ld;
+    } mp{u32(group), u32(n_rows), u32(pos0), u32(ld), u32(nsb_ld)};
     const PipelineKey mk{"attention_prefill_softmax",
-                         "wu",
+                         "wwu",
                          {{{"WG", one_query ? wg_one : wg_prompt},
                            {"V_F16", v_f16 ? 1.0 : 0.0},
                            {"GROUP", static_cast<double>(group)}}}};
-    const WGPUBuffer mb[] = {attn_scores_->get()};
+    const WGPUBuffer mb[] = {attn_scores_->get(), attn_wts_->get()};
     step_->dispatch(mk, mb, &mp, sizeof mp, u32(n_rows), u32(n_kv));
 }
 
 void WebGpuBackend::encode_attention_combine(const Tensor & out, uint32_t out_offset, int64_t hd, int64_t group,
                                              int64_t n_rows, uint32_t row_block, int64_t n_kv, int64_t pos0,
-                                             int64_t seg_len) {
+                                             int64_t seg_len, int64_t nsb_ld) {
     TERN_ASSERT(seg_len == cpu::k_pos_block || seg_len == cpu::k_pos_super,
                 "attention segments of %lld positions: the combine adds blocks of 32 or superblocks of 512",
                 static_cast<long long>(seg_len));
     struct {
-        uint32_t head_dim, group, n_rows, n_head_kv, pos0, seg_len, segs_per_super, out_offset, out_stride;
+        uint32_t head_dim, group, n_rows, n_head_kv, pos0, seg_len, segs_per_super, out_offset, out_stride, nsb_ld;
     } cp{u32(hd),      u32(group), u32(n_rows), u32(n_kv), u32(pos0), u32(seg_len), u32(cpu::k_pos_super / seg_len),
-         out_offset, u32(out.ne[0])};
+         out_offset, u32(out.ne[0]), u32(nsb_ld)};
     const PipelineKey ck{"attention_prefill_combine",
-                         "rwu",
+                         "rrwu",
                          {{{"WG", 256}, {"BR", static_cast<double>(row_block)}, {"GROUP", static_cast<double>(group)}}}};
-    const WGPUBuffer  cb[] = {attn_part_->get(), gpu_buffer(out)};
+    const WGPUBuffer  cb[] = {attn_part_->get(), attn_wts_->get(), gpu_buffer(out)};
     step_->dispatch(ck, cb, &cp, sizeof cp, ceil_div(n_rows * hd, 256), u32(n_kv));
 }
 

@@ -3,21 +3,22 @@
 //   1. attention_split_scores: scale q·k, a workgroup per 32 positions (head_dim 128), KV head and
 //      column, each thread one block of 16 dimensions of one position for the G query heads; and
 //      each workgroup's largest score per query head;
-//   2. attention_split_softmax: the row max (from those maxima: max is exact in any order), e =
-//      exp(s - max) in place, and the sum of each block of 32 positions, a workgroup per 64
-//      positions (one long query: WebGpuTuning::attn_split_chunk; a paged batch 1024 / G), KV head
-//      and column;
-//   3. attention_split_pv: the normalizer from the block sums in cpu::sum_positions's order, the
-//      probabilities and P·V over every position, a workgroup per 8 output dimensions, KV head (or
-//      query head, where that is needed to fill the GPU) and column: no partial sums leave a
-//      workgroup, so nothing is combined afterwards;
+//   2. attention_split_softmax: each superblock's max m_c (from those maxima: max is exact in any
+//      order), e = exp(s - m_c) in place, and the sum of each block of 32 positions, a workgroup
+//      per 64 positions (one long query: WebGpuTuning::attn_split_chunk; a paged batch 1024 / G,
+//      at most 512), KV head and column;
+//   3. attention_split_pv: each superblock's sum l_c from the block sums in order, its
+//      probabilities and P·V, and the superblocks combined as cpu::combine_superblocks does, a
+//      workgroup per 8 output dimensions, KV head (or query head, where that is needed to fill
+//      the GPU) and column: no partial sums leave a workgroup, so nothing is combined afterwards;
 //   or, for one query over a contiguous f16 cache (WebGpuTuning::attn_split_tiles) and a paged
 //      batch whose longest context reaches WebGpuTuning::attn_paged_tiles positions, 3'.
 //      attention_split_pvt: the same normalizer and products by tiles of a superblock (512
 //      positions) x 16 dimensions of a KV head, V and the probabilities staged in workgroup memory
 //      and summed from there for all G query heads (each V row read once; every loop of a fixed
 //      trip count, so that a thread's loads are in flight at once), then
-//      attention_split_combine: the superblocks added in cpu::PositionSum's order.
+//      attention_split_combine: the superblocks combined as cpu::combine_superblocks does (their
+//      maxima and sums from the softmax and P·V kernels in attn_sml_).
 // The same numerics as attention.wgsl and the CPU, bit for bit: the max is an exact reduction, and
 // every sum is taken by one thread or in a fixed tree inside one workgroup in the reference's order
 // (cpu::dot_blocked16, cpu::sum_positions), never across workgroups in another order. The three
@@ -70,8 +71,12 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
     // Softmax positions per workgroup: up to 4 scores per thread (1024 / G); one long query
     // takes attn_split_chunk (64: 5 x 64 = 320 workgroups for 2B4T at 4,096 positions instead of
     // 80; H100 tg64 @ d4096 445.3-446.4 tokens/s against 439.6-441.1 with 256, 444.2-444.9 with 128).
-    const uint32_t ch_max = static_cast<uint32_t>(std::max<int64_t>(32, 1024 / group / 32 * 32));
+    // A chunk lies in one superblock (its max m_c): a power of two up to 512.
+    const uint32_t ch_max = static_cast<uint32_t>(std::bit_floor(static_cast<uint64_t>(
+        std::clamp<int64_t>(1024 / group, 32, cpu::k_pos_super))));
     st.ch = batch == nullptr && tune_.attn_split_chunk != 0 ? std::min(tune_.attn_split_chunk, ch_max) : ch_max;
+    TERN_ASSERT(cpu::k_pos_super % st.ch == 0 && cpu::k_pos_super % (st.wg / st.ts) == 0,
+                "attention_split_softmax's chunks and the scores kernel's workgroups lie in one superblock");
     TERN_ASSERT(group * st.ch <= 4 * st.wg, "attention_split_softmax holds 4 scores per thread");
     st.dg = std::clamp<uint32_t>(tune_.attn_split_dims, 2, 16);
     while (st.dg > 2 && (hd % st.dg != 0 || st.dg % 2 != 0)) st.dg /= 2;
@@ -118,8 +123,8 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
     const uint64_t jg      = st.jg;
     const uint64_t sc_mem  = g * hd * 4 + g * st.wg * 4 + g * st.tp * 4 + 16;
     const uint64_t sm_mem  = g * st.ch * 4 + 64 + uint64_t{st.wg} * 8 + 16;
-    const uint64_t pv_mem  = uint64_t{st.pv_wg} * 4 + 64 + jg * st.rb * st.dg * 4 + jg * (st.rb / 16) * st.dg * 4 +
-                            jg * st.dg * 4 + 16;
+    const uint64_t pv_mem  = uint64_t{st.pv_wg} * 4 + 128 + jg * st.rb * st.dg * 4 + jg * (st.rb / 16) * st.dg * 4 +
+                            jg * (st.rb / 16) * 8 + jg * st.dg * 4 + 16;
     const uint64_t max_bind = std::min<uint64_t>(lim.maxBufferSize, lim.maxStorageBufferBindingSize);
     if (std::max({sc_mem, sm_mem, pv_mem}) > lim.maxComputeWorkgroupStorageSize || st.ts > st.wg || st.rb < 16 ||
         hd % st.dg != 0 || st.pv_wg > lim.maxComputeInvocationsPerWorkgroup) {
@@ -142,10 +147,12 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
     grown(attn_wmax_, static_cast<size_t>(tc_max * n_kv * group * ceil_div(n_all, st.tp)) * 4, "attention maxima");
     grown(attn_bsum_, static_cast<size_t>(tc_max * n_kv * group * ceil_div(n_all, cpu::k_pos_block)) * 4,
           "attention block sums");
+    // Each superblock's max and sum (m_c, l_c): [T][n_head][nsb_ld][2] f32.
+    const int64_t nsb_ld = ceil_div(n_all, cpu::k_pos_super);
+    grown(attn_sml_, static_cast<size_t>(tc_max * n_kv * group * nsb_ld) * 8, "attention superblock maxima");
     // P·V by tiles (attention_split_pvt.wgsl + attention_split_combine.wgsl) where its workgroup
     // memory fits: [T][n_head][nsb_ld][hd] f32 superblock sums.
     constexpr uint32_t k_tile_dims = 16;
-    const int64_t      nsb_ld      = ceil_div(n_all, cpu::k_pos_super);
     const uint64_t     jv          = (static_cast<uint64_t>(group) + 3) / 4;
     const uint64_t     pvt_mem     = 512 * (k_tile_dims / 2 + 1) * 4 + 512 * jv * 16 + 256 * 4 + 16 * 4 + 16;
     // (a paged batch too, from attn_paged_tiles positions: its combine is dispatched, never fused)
@@ -207,10 +214,11 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
         step_->dispatch(sk, sb, &sp, sizeof sp, n_w, u32(n_kv), u32(tc));
 
         struct {
-            uint32_t ld, wmax_ld, bsum_ld, n_head_kv, tp, pos0, max_pages, cols_offset, pages_offset;
-        } mp{u32(ld), n_w, n_b, u32(n_kv), st.tp, u32(pos0 + c0), max_pages, cols_at + u32(4 * c0), pages_at};
+            uint32_t ld, wmax_ld, bsum_ld, n_head_kv, tp, pos0, max_pages, cols_offset, pages_offset, nsb_ld;
+        } mp{u32(ld), n_w, n_b, u32(n_kv), st.tp, u32(pos0 + c0), max_pages, cols_at + u32(4 * c0), pages_at,
+             u32(nsb_ld)};
         PipelineKey mk{"attention_split_softmax",
-                       "rrrwwu",
+                       "rrrwwwu",
                        {{{"WG", static_cast<double>(st.wg)},
                          {"CH", static_cast<double>(st.ch)},
                          {"GROUP", static_cast<double>(group)},
@@ -218,16 +226,17 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
         add_paging(mk);
         const WGPUBuffer cols_m  = paged ? gpu_buffer(batch->columns) : attn_wmax_->get();
         const WGPUBuffer pages_m = paged ? gpu_buffer(batch->page_table) : attn_wmax_->get();
-        const WGPUBuffer mb[]    = {cols_m, pages_m, attn_wmax_->get(), attn_scores_->get(), attn_bsum_->get()};
+        const WGPUBuffer mb[]    = {cols_m, pages_m, attn_wmax_->get(), attn_scores_->get(), attn_bsum_->get(),
+                                    attn_sml_->get()};
         step_->dispatch(mk, mb, &mp, sizeof mp, ceil_div(n_max, st.ch), u32(n_kv), u32(tc));
 
         struct {
             uint32_t n_embd_kv, v_offset, ld, bsum_ld, n_head_kv, pos0, max_pages, cols_offset, pages_offset,
-                out_offset, out_stride;
+                out_offset, out_stride, nsb_ld;
         } pp{u32(kv.v.ne[0]), gpu_offset(kv.v, v_el), u32(ld), n_b, u32(n_kv), u32(pos0 + c0), max_pages,
-             cols_at + u32(4 * c0), pages_at, gpu_offset(out, 4) + u32(c0 * out.ne[0]), u32(out.ne[0])};
+             cols_at + u32(4 * c0), pages_at, gpu_offset(out, 4) + u32(c0 * out.ne[0]), u32(out.ne[0]), u32(nsb_ld)};
         PipelineKey pk{"attention_split_pv",
-                       "rrrrrwu",
+                       "rrrrrrwu",
                        {{{"WG", static_cast<double>(st.pv_wg)},
                          {"HD", static_cast<double>(hd)},
                          {"GROUP", static_cast<double>(group)},
@@ -246,18 +255,18 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
         const WGPUBuffer cols_v  = paged ? gpu_buffer(batch->columns) : gpu_buffer(kv.v);
         const WGPUBuffer pages_v = paged ? gpu_buffer(batch->page_table) : gpu_buffer(kv.v);
         const WGPUBuffer pb[] = {attn_scores_->get(), attn_bsum_->get(), gpu_buffer(kv.v), cols_v, pages_v,
-                                 gpu_buffer(out)};
+                                 attn_sml_->get(), gpu_buffer(out)};
         // A paged batch's P·V by tiles from attn_paged_tiles positions (H200, 64 streams, tiles at
         // every length vs attention_split_pv below 512 and attention_paged_pv, since removed, from there: depth 512
         // 6,007 vs 5,128 tokens/s, depth 256 7,629 vs 7,892, depth 0 9,200 vs 10,177).
         const bool tiles = by_tiles && (!paged || n_max >= static_cast<int64_t>(tune_.attn_paged_tiles));
         PipelineKey vk{"attention_split_pvt",
-                       "rrrrrwu",
+                       "rrrrrwwu",
                        {{{"HD", static_cast<double>(hd)},
                          {"GROUP", static_cast<double>(group)},
                          {"DS", static_cast<double>(k_tile_dims)}}}};
         add_paging(vk);
-        PipelineKey ck{"attention_split_combine", "rrrwu", {{{"WG", 256.0}, {"HD", static_cast<double>(hd)}}}};
+        PipelineKey ck{"attention_split_combine", "rrrrwu", {{{"WG", 256.0}, {"HD", static_cast<double>(hd)}}}};
         add_paging(ck);
         if (paged && !tiles && tune_.attn_split_pv_wg == 0 && !pv_wg_variants_built_.contains(pk)) {
             // The other thread counts this shape takes as contexts grow (64, 128, 256), built now:
@@ -265,8 +274,8 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
             // stream mid-request.
             for (const uint32_t wg : {64u, 128u, 256u}) {
                 const uint64_t rbv = wg / st.jg / 16 * 16;
-                const uint64_t mem = uint64_t{wg} * 4 + 64 + jg * rbv * st.dg * 4 + jg * (rbv / 16) * st.dg * 4 +
-                                     jg * st.dg * 4 + 16;
+                const uint64_t mem = uint64_t{wg} * 4 + 128 + jg * rbv * st.dg * 4 + jg * (rbv / 16) * st.dg * 4 +
+                                     jg * (rbv / 16) * 8 + jg * st.dg * 4 + 16;
                 if (rbv < 16 || wg > lim.maxComputeInvocationsPerWorkgroup || mem > lim.maxComputeWorkgroupStorageSize) {
                     continue;
                 }
@@ -287,7 +296,7 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
             } vp{u32(kv.v.ne[0]), gpu_offset(kv.v, v_el), u32(ld), n_b, u32(n_kv), u32(pos0 + c0), max_pages,
                  cols_at + u32(4 * c0), pages_at, u32(nsb_ld)};
             const WGPUBuffer vb[] = {attn_scores_->get(), attn_bsum_->get(), gpu_buffer(kv.v), cols_v, pages_v,
-                                     attn_super_->get()};
+                                     attn_super_->get(), attn_sml_->get()};
             step_->dispatch(vk, vb, &vp, sizeof vp, u32(hd / k_tile_dims * ceil_div(n_max, cpu::k_pos_super)),
                             u32(n_kv), u32(tc));
 
@@ -295,10 +304,12 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                 uint32_t n_head, nsb_ld, pos0, max_pages, cols_offset, pages_offset, out_offset, out_stride;
             } cp{u32(n_kv * group), u32(nsb_ld), u32(pos0 + c0), max_pages, cols_at + u32(4 * c0), pages_at,
                  gpu_offset(out, 4) + u32(c0 * out.ne[0]), u32(out.ne[0])};
-            const WGPUBuffer cb[] = {attn_super_->get(), paged ? cols_v : attn_super_->get(),
+            const WGPUBuffer cb[] = {attn_super_->get(), attn_sml_->get(), paged ? cols_v : attn_super_->get(),
                                      paged ? pages_v : attn_super_->get(), gpu_buffer(out)};
             const uint32_t   groups = ceil_div(n_kv * group * hd, 256);
-            if (tune_.attn_combine_fused != 0 && !paged && n_tok == 1 && nsb_ld < (1 << 15)) {  // (decode_io.wgsl's fields)
+            // (one superblock only: the prologue adds the superblock sums without combine_superblocks's
+            // weights, which for one superblock are exactly 1)
+            if (tune_.attn_combine_fused != 0 && !paged && n_tok == 1 && pos0 + 1 <= cpu::k_pos_super) {
                 // Deferred: an o-projection that reads `out` next adds the superblocks in its prologue
                 // (try_decode_bitlinear); anything else records the combine first, as before.
                 const uint64_t n_pos = static_cast<uint64_t>(pos0) + 1;

@@ -69,9 +69,11 @@ public:
     void synchronize() override;
     std::vector<int64_t> warm_up_positions(int64_t n_ctx) const override;
     // One query over this many positions or more takes the split kernels (WebGpuTuning::attn_long_positions,
-    // else 800; attention_prefetching takes them from fewer where attention.wgsl keeps fewer scores).
+    // else 800; attention_prefetching takes them from fewer where attention.wgsl keeps fewer scores),
+    // and over more than one superblock of 512 always: attention.wgsl softmaxes a row in one pass, the
+    // superblocks' combine (cpu::combine_superblocks) is the split and prompt kernels'.
     int64_t long_positions() const {
-        return tune_.attn_long_positions != 0 ? int64_t{tune_.attn_long_positions} : 800;
+        return std::min<int64_t>(tune_.attn_long_positions != 0 ? int64_t{tune_.attn_long_positions} : 800, 513);
     }
     void embed(const Tensor & x, const Weight & token_embd, const Tensor & tokens) override;
     void rms_norm_quant(const QuantizedActs & a, const Tensor & x, const Weight & w, float eps) override;
@@ -302,12 +304,14 @@ private:
     void encode_rope_kv(const Tensor & q, const KvLayer & kv, const GpuLinear & lw, const AttentionShape & shape,
                         int64_t n_tok, int64_t pos0, const KvBatch * batch);
     // Shared by both: the softmax of the n_rows score rows of each KV head in attn_scores_ (rows of
-    // ld floats), in place (one_query: the threads per row for one query's long rows); and the combine of attn_part_'s segment sums (seg_len positions each: a
+    // ld floats), in place, by superblocks of 512 positions, with each superblock's combine weight
+    // into attn_wts_ (rows of nsb_ld superblocks; one_query: the threads per row for one query's
+    // long rows); and the combine of attn_part_'s segment sums (seg_len positions each: a
     // superblock or a block of cpu::sum_positions's order) into `out`, rows in blocks of row_block.
-    void encode_attention_softmax(int64_t n_rows, int64_t n_kv, int64_t group, int64_t pos0, int64_t ld, bool v_f16,
-                                  bool one_query);
+    void encode_attention_softmax(int64_t n_rows, int64_t n_kv, int64_t group, int64_t pos0, int64_t ld,
+                                  int64_t nsb_ld, bool v_f16, bool one_query);
     void encode_attention_combine(const Tensor & out, uint32_t out_offset, int64_t hd, int64_t group, int64_t n_rows,
-                                  uint32_t row_block, int64_t n_kv, int64_t pos0, int64_t seg_len);
+                                  uint32_t row_block, int64_t n_kv, int64_t pos0, int64_t seg_len, int64_t nsb_ld);
     // Error(invalid_argument) for a tuned GEMM tiling this device cannot run (the constructor).
     void check_tuned_tilings();
     // The tiling of a prefill GEMM of n_tok tokens (webgpu_prefill.cpp).
@@ -647,9 +651,11 @@ private:
     OwnedTensor                                    decode_ids_;   // decode_ids()
     std::unique_ptr<GpuBuffer>                     attn_scores_;  // prompt attention scores / probabilities
     std::unique_ptr<GpuBuffer>                     attn_part_;    // prompt attention segment sums
+    std::unique_ptr<GpuBuffer>                     attn_wts_;     // prompt attention superblock weights
     std::unique_ptr<GpuBuffer>                     attn_wmax_;    // split attention: workgroup maxima
     std::unique_ptr<GpuBuffer>                     attn_bsum_;    // split attention: block sums of exp
     std::unique_ptr<GpuBuffer>                     attn_super_;   // split attention: P·V superblock sums
+    std::unique_ptr<GpuBuffer>                     attn_sml_;     // split attention: superblock maxima and sums
     std::optional<GemmTiling>                      gemm_tiling_;  // set_gemm_tiling()
     std::optional<MmaTiling>                       mma_tiling_;   // set_mma_tiling()
     HeadMmaOverride                                head_mma_override_;  // set_head_mma()

@@ -422,7 +422,9 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
                                                             : std::min<int64_t>(long_positions(), int64_t{sc_max} + 1);
     const bool    long_one = n_tok == 1 && pos0 + 1 >= long_min;
     if (long_one && split_attention(out, q, kv, s, nullptr, pos0)) return;  // webgpu_attention_split.cpp
-    if (prefill_attention(out, q, kv, s, pos0, long_one)) return;       // many tokens (or long_one's fallback)
+    // (rows over one superblock of 512 positions never reach attention.wgsl: its softmax is one pass)
+    if (prefill_attention(out, q, kv, s, pos0, long_one || pos0 + n_tok > 512)) return;  // many tokens (or fallback)
+    TERN_ASSERT(pos0 + n_tok <= 512, "attention.wgsl over more than one superblock");
     // One query over few positions: the short form (lib/attention_core.wgsl ATT_SHORT: every K and
     // V word loaded before q, the probabilities passed by shuffles), where subgroups are exactly 32
     // invocations and a P·V group is whole subgroups; positions up to 4 K tiles, one 32-position

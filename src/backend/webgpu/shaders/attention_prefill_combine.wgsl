@@ -1,15 +1,16 @@
 // attention_prefill_combine: the last prompt-attention kernel when attention_prefill_pv.wgsl split
-// positions into segments: adds each output's segment sums in cpu::sum_positions's order. A segment
-// is a superblock of 512 positions (a prompt) or a block of 32 (one query over a long context); the
-// blocks of a superblock are added in order from 0, the superblocks in order from 0:
-//   out[t][h][d] = ((0 + sup[0]) + sup[1]) + ...,  sup[i] = ((0 + part[S i]) + part[S i + 1]) + ...
-// (r = t G + j, h = kvh G + j, S = segments per superblock: 1 or 16), over the n segments of row
-// r's row block (BR rows, the same formula as the P·V kernel); rows of blocks with one segment were
-// written by attention_prefill_pv.wgsl itself. With S = 1, 0 + part is part (a sum from 0 is never
-// -0), so that is the plain sum of the superblocks in order.
+// positions into segments: combines each output's superblocks as cpu::combine_superblocks does. A
+// segment is a superblock of 512 positions (a prompt) or a block of 32 (one query over a long
+// context); the blocks of a superblock are added in order from 0 (o_c), then the superblocks, each
+// times the softmax kernel's weight r_c, in order from 0:
+//   out[t][h][d] = ((0 + r_0 o_0) + r_1 o_1) + ...,  o_c = ((0 + part[S c]) + part[S c + 1]) + ...
+// (r = t G + j, h = kvh G + j, S = segments per superblock: 1 or 16), over the superblocks row r
+// sees of the n segments of its row block (BR rows, the same formula as the P·V kernel); rows of
+// blocks with one segment were written by attention_prefill_pv.wgsl itself.
 //
 //   part: [n_seg][n_head_kv][T G][hd] f32   out: [n_head hd, T] f32
-// Bindings: 0 part (read), 1 out (read_write), 2 params (uniform)
+//   wts: attention_prefill_softmax.wgsl's [n_head_kv][T G][nsb_ld][2] f32 (r_c at [..][c][0])
+// Bindings: 0 part, 1 wts (read), 2 out (read_write), 3 params (uniform)
 // Dispatch: (ceil(T G hd / WG), n_head_kv, 1), one thread per output; its loads are issued 16 at a
 // time before they are added (a chain of one load per add waited for each).
 
@@ -29,12 +30,14 @@ struct Params {
     segs_per_super: u32,  // S: 1 (segments of 512 positions) or 16 (of 32)
     out_offset: u32,  // f32 index of out[0, 0]
     out_stride: u32,  // f32 elements between tokens of out
+    nsb_ld: u32,      // superblocks per row of wts
     rn_zero: u32,     // 0, filled by the encoder (lib/numerics.wgsl)
 }
 
 @group(0) @binding(0) var<storage, read> part: array<f32>;
-@group(0) @binding(1) var<storage, read_write> out: array<f32>;
-@group(0) @binding(2) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> wts: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(3) var<uniform> p: Params;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -48,7 +51,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (n_seg == 1u) { return; }
     let slice = p.n_head_kv * p.n_rows * hd;  // elements per segment
     let at    = kvh * p.n_rows * hd + i;
-    var acc = 0.0;  // the closed superblocks
+    let n_row = p.pos0 + r / GROUP + 1u;  // positions row r sees
+    let wrow  = (kvh * p.n_rows + r) * p.nsb_ld;
+    var acc = 0.0;  // the closed superblocks, weighted
     var sup = 0.0;  // the open one
     for (var s0 = 0u; s0 < n_seg; s0 += 16u) {
         var v: array<f32, 16>;
@@ -60,7 +65,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
             if (s < n_seg) {
                 sup = sup + v[j];
                 if ((s + 1u) % p.segs_per_super == 0u || s + 1u == n_seg) {
-                    acc = acc + sup;
+                    let c = s / p.segs_per_super;
+                    if (512u * c < n_row) { acc = acc + mul_rn(wts[2u * (wrow + c)], sup); }
                     sup = 0.0;
                 }
             }

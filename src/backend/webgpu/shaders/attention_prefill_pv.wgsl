@@ -2,14 +2,18 @@
 //   out[t][h][d] = sum_pos prob[kvh][r][pos] v[pos][kvh hd + d]     (r = t G + j, h = kvh G + j)
 // over the positions row r sees (0 .. pos0 + t), with the probabilities of
 // attention_prefill_softmax.wgsl. attention.wgsl's numerics: products of two f16 values are exact
-// in f32 (an f32 cache rounds them, mul_rn), summed in cpu::sum_positions's order: blocks of 32
-// positions in order, the blocks of a superblock of 512 in order, the superblocks in order; a
-// segment is one superblock, and attention_prefill_combine.wgsl adds the segments in order.
+// in f32 (an f32 cache rounds them, mul_rn), summed in cpu::sum_positions's order within each
+// superblock of 512 (blocks of 32 positions in order, the blocks in order), the superblocks combined
+// as cpu::combine_superblocks does: out = ((0 + r_0 o_0) + r_1 o_1) + ..., r_c the softmax kernel's
+// weights (wts; 1 for a row of one superblock). A segment is one superblock: a split row block writes
+// its superblocks' o_c, and attention_prefill_combine.wgsl weights and adds them in order.
 //
 //   probs: [n_head_kv][T G][ld] f32   v_cache: [n_head_kv hd, n_ctx] f16 pairs or f32 (u32 words)
 //   out: [n_head hd, T] f32
 //   part: the sums of each segment, [n_seg][n_head_kv][T G][hd] f32
-// Bindings: 0 probs (read), 1 v_cache (read), 2 out (read_write), 3 part (read_write), 4 params
+//   wts: the softmax kernel's [n_head_kv][T G][nsb_ld][2] f32 (r_c at [..][c][0])
+// Bindings: 0 probs (read), 1 v_cache (read), 2 out (read_write), 3 part (read_write), 4 wts (read),
+// 5 params
 // Dispatch: (n_head_kv ceil(hd / BD), ceil(T G / BR), n_seg). A workgroup owns BR rows x BD
 // dimensions of one KV head over the positions [seg seg_len, (seg + 1) seg_len) (segments split the
 // long rows of a causal prompt so that workgroups get similar work). A row block whose positions
@@ -53,6 +57,7 @@ struct Params {
     n_head_kv: u32,
     out_offset: u32,  // f32 index of out[0, 0]
     out_stride: u32,  // f32 elements between tokens of out
+    nsb_ld: u32,      // superblocks per row of wts
     rn_zero: u32,     // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
 }
 
@@ -60,7 +65,8 @@ struct Params {
 @group(0) @binding(1) var<storage, read> v_cache: array<u32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
 @group(0) @binding(3) var<storage, read_write> part: array<f32>;
-@group(0) @binding(4) var<uniform> p: Params;
+@group(0) @binding(4) var<storage, read> wts: array<f32>;
+@group(0) @binding(5) var<uniform> p: Params;
 
 var<workgroup> p_tile: array<vec4<f32>, PC * LDP>;       // [position][row / 4], padded
 var<workgroup> v_tile: array<vec4<f32>, PC * (BD / 4u)>;  // [position][dimension / 4]
@@ -100,7 +106,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 
     var blk: array<f32, 16>;  // [i * TJ + j]: the open block of 32 positions
     var sup: array<f32, 16>;  // the open superblock of 512
-    var tot: array<f32, 16>;  // the closed superblocks
+    var tot: array<f32, 16>;  // the closed superblocks (each times its weight r_c when not split)
 
     for (var c0 = s0; c0 < s1; c0 += PC) {
         workgroupBarrier();  // the previous chunk is consumed
@@ -163,9 +169,23 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         if (c_end % 32u == 0u || c_end >= s1) {
             for (var e = 0u; e < TI * TJ; e++) { sup[e] = sup[e] + blk[e]; }
             if (c_end % 512u == 0u || c_end >= s1) {
-                for (var e = 0u; e < TI * TJ; e++) {
-                    tot[e] = tot[e] + sup[e];
-                    sup[e] = 0.0;
+                let c = c0 / 512u;  // the superblock closed (a chunk never crosses one: PC divides 512)
+                for (var i = 0u; i < TI; i++) {
+                    // (rows that see none of it: their sums stay as they are)
+                    let r = r0 + TI * tr + i;
+                    var w = 1.0;
+                    if (n_seg == 1u && r < p.n_rows && 512u * c < n_see[i]) {
+                        w = wts[2u * ((kvh * p.n_rows + r) * p.nsb_ld + c)];
+                    }
+                    for (var j = 0u; j < TJ; j++) {
+                        let e = i * TJ + j;
+                        if (n_seg > 1u) {
+                            tot[e] = tot[e] + sup[e];  // one superblock per segment: o_c, weighted by the combine
+                        } else if (r < p.n_rows && 512u * c < n_see[i]) {
+                            tot[e] = tot[e] + mul_rn(w, sup[e]);
+                        }
+                        sup[e] = 0.0;
+                    }
                 }
             }
         }

@@ -1,23 +1,26 @@
 // attention_split_pv: the last split attention kernel (webgpu_attention_split.cpp): per column, KV
 // head and group of DG output dimensions, over every position the column sees, with the CPU's
-// operations in the CPU's order (CpuBackend::attention):
-//   sum[j]  = the block sums of attention_split_softmax.wgsl added in cpu::sum_positions's order
-//             (the blocks of each superblock of 512 positions in order from 0, the superblocks in
-//             order from 0), inv[j] = 1 / sum[j] (correctly rounded);
-//   prob    = e * inv[j], rounded to f16 with an f16 V cache;
-//   out[t][(kvh G + j) hd + d] = sum over positions of prob * v[pos][kvh hd + d], in
-//             cpu::sum_positions's order (blocks of 32 positions in order from 0, superblocks,
-//             total), the products of two f16 values exact in f32, an f32 cache's rounded (mul_rn).
+// operations in the CPU's order (CpuBackend::attention: each superblock c of 512 positions on its
+// own, then cpu::combine_superblocks):
+//   l_c[j]  = superblock c's block sums of attention_split_softmax.wgsl (e = exp(s - m_c)) in order
+//             from 0, inv_c[j] = 1 / l_c[j] (correctly rounded);
+//   prob    = e * inv_c[j], rounded to f16 with an f16 V cache;
+//   o_c[d]  = superblock c's sum of prob * v[pos][kvh hd + d], blocks of 32 positions in order from
+//             0, then the blocks in order from 0, the products of two f16 values exact in f32, an
+//             f32 cache's rounded (mul_rn);
+//   M, L, r_c = a_c / L (lib/normalizer_total.wgsl), out[t][(kvh G + j) hd + d] = ((0 + r_0 o_0[d])
+//             + r_1 o_1[d]) + ...  (one superblock: out = o_0)
 // No partial sums leave the workgroup, so no combine follows.
 //
 //   e: the softmax kernel's [T][n_head_kv][G][ld] f32   bsum: [T][n_head_kv][G][bsum_ld] f32
+//   sml: the softmax kernel's [T][n_head_kv][G][nsb_ld][2] f32 (m_c at [..][c][0])
 //   v_cache: [n_head_kv hd, rows] f16 pairs or f32 (u32 words)   out: [n_head hd, T] f32
-// Bindings: 0 e, 1 bsum, 2 v_cache, 3 cols, 4 pages (read); 5 out (read_write); 6 params
+// Bindings: 0 e, 1 bsum, 2 v_cache, 3 cols, 4 pages, 5 sml (read); 6 out (read_write); 7 params
 // Dispatch: (hd / DG, n_head_kv * GROUP / JG, T): JG query heads of a group per workgroup (JG < G: more
 // workgroups, each reading its V rows again, for one column over a long context). The positions go in rounds of RB blocks of 32; thread (j, block)
 // sums its block's 32 positions for the DG dimensions (loading PU positions ahead) into workgroup memory, then threads
 // (j, superblock, d) add the round's superblocks' blocks in order and threads (j, d) add the
-// superblocks to their running totals in order.
+// superblocks, each times its r_c, to their running totals in order.
 
 // #include "lib/numerics.wgsl"
 // #include "lib/kv_pages.wgsl"
@@ -48,6 +51,7 @@ struct Params {
     pages_offset: u32,
     out_offset: u32,   // f32 index of out[0, 0]
     out_stride: u32,   // f32 elements between columns of out
+    nsb_ld: u32,       // superblocks per row of sml
     rn_zero: u32,      // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
 }
 
@@ -56,11 +60,15 @@ struct Params {
 @group(0) @binding(2) var<storage, read> v_cache: array<vec4<u32>>;  // u32 word i: [i / 4][i % 4]
 @group(0) @binding(3) var<storage, read> cols: array<i32>;
 @group(0) @binding(4) var<storage, read> pages: array<i32>;
-@group(0) @binding(5) var<storage, read_write> out: array<f32>;
-@group(0) @binding(6) var<uniform> p: Params;
+@group(0) @binding(5) var<storage, read> sml: array<f32>;
+@group(0) @binding(6) var<storage, read_write> out: array<f32>;
+@group(0) @binding(7) var<uniform> p: Params;
 
 var<workgroup> sup_s: array<f32, WG>;                // [j][superblock of the pass]
-var<workgroup> inv_s: array<f32, 16>;                // [j]
+var<workgroup> max_s: array<f32, 16>;                // [j]: M (lib/normalizer_total.wgsl)
+var<workgroup> den_s: array<f32, 16>;                // [j]: L
+var<workgroup> inv_r: array<f32, JG * (RB / 16u)>;   // [j][superblock of the round]: 1 / l_c
+var<workgroup> w_r: array<f32, JG * (RB / 16u)>;     // [j][superblock of the round]: r_c = a_c / L
 var<workgroup> part_s: array<f32, JG * RB * DG>;  // [j][block of the round][d]
 var<workgroup> psup_s: array<f32, JG * (RB / 16u) * DG>;  // [j][superblock of the round][d]
 var<workgroup> tot_s: array<f32, JG * DG>;        // [j][d]: the closed superblocks
@@ -94,15 +102,28 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let nsb  = (nb + 15u) / 16u;  // superblocks of 16 blocks
     let row0 = (t * p.n_head_kv + kvh) * GROUP + jg * JG;
 
-    // 1. The normalizers (lib/normalizer_total.wgsl).
-    let total = normalizer_total(lid, JG, row0, p.bsum_ld, nb, nsb);
-    if (lid < JG) { inv_s[lid] = div_rn(1.0, total); }
+    // 1. The combine's denominators L (lib/normalizer_total.wgsl).
+    let total = normalizer_total(lid, JG, row0, p.bsum_ld, p.nsb_ld, nb, nsb);
+    if (lid < JG) { den_s[lid] = total; }
     if (lid < JG * DG) { tot_s[lid] = 0.0; }
     workgroupBarrier();
 
     // 2. P·V in rounds of RB blocks.
     let first = kvh * HD + dg * DG;
+    let nsr   = RB / 16u;  // superblocks per round
     for (var b0 = 0u; b0 < nb; b0 += RB) {
+        // The round's superblocks' 1 / l_c and weights r_c: threads (j, superblock of the round).
+        if (lid < JG * nsr) {
+            let jj = lid / nsr;
+            let c  = b0 / 16u + lid % nsr;
+            if (c < nsb) {
+                let l = superblock_l(row0 + jj, p.bsum_ld, nb, c);
+                let m = sml[2u * ((row0 + jj) * p.nsb_ld + c)];
+                inv_r[lid] = div_rn(1.0, l);
+                w_r[lid]   = div_rn(mul_rn(exp_fixed(m - max_s[jj]), l), den_s[jj]);
+            }
+        }
+        workgroupBarrier();
         let j = lid / RB;
         let b = b0 + lid % RB;
         if (j < JG) {
@@ -110,7 +131,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             // is passed by pointer kept the previous round's values on SwiftShader)
             var acc = array<f32, 16>();
             if (b < nb) {
-                let inv  = inv_s[j];
+                let inv  = inv_r[j * nsr + (lid % RB) / 16u];
                 let erow = (row0 + j) * p.ld;
                 let end  = min(32u * b + 32u, n);
                 let base = kv_row(col, 32u * b);  // (the block's rows: lib/kv_pages.wgsl)
@@ -152,7 +173,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         }
         workgroupBarrier();
         // The round's superblocks: threads (j, superblock, d).
-        let nsr = RB / 16u;
         if (lid < JG * nsr * DG) {
             let jj = lid / (nsr * DG);
             let sr = (lid / DG) % nsr;
@@ -170,7 +190,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             let d  = lid % DG;
             var tot = tot_s[lid];
             for (var sr = 0u; sr < nsr; sr++) {
-                if (b0 + 16u * sr < nb) { tot = tot + psup_s[(jj * nsr + sr) * DG + d]; }
+                if (b0 + 16u * sr < nb) { tot = tot + mul_rn(w_r[jj * nsr + sr], psup_s[(jj * nsr + sr) * DG + d]); }
             }
             tot_s[lid] = tot;
         }

@@ -1,15 +1,15 @@
 // attention_split_pvt: split attention's P·V for one query over a long f16 cache, a tile of one
 // superblock (512 positions) x DS dimensions of one KV head per workgroup, all G query heads of the
 // group at once (webgpu_attention_split.cpp), with the CPU's operations in the CPU's order
-// (CpuBackend::attention, cpu::PositionSum):
-//   sum[j]  = the block sums of attention_split_softmax.wgsl added in cpu::sum_positions's order
-//             (each superblock's blocks in order from 0, the superblocks in order from 0),
-//             inv[j] = 1 / sum[j] (correctly rounded);
+// (CpuBackend::attention: each superblock on its own, then cpu::combine_superblocks):
+//   l_c[j]  = the superblock's block sums of attention_split_softmax.wgsl (whose e are exp(s - m_c))
+//             added in order from 0, inv[j] = 1 / l_c[j] (correctly rounded);
 //   prob    = f16(e * inv[j]);
 //   part[t][kvh G + j][sb][d] = the superblock's sum of prob * v[pos][kvh hd + d]: each block of 32
 //             positions summed in position order from 0, then the blocks in order from 0 (products
-//             of two f16 values, exact in f32, so a fused multiply-add gives the same bits).
-// attention_split_combine.wgsl then adds the superblocks as cpu::PositionSum does.
+//             of two f16 values, exact in f32, so a fused multiply-add gives the same bits);
+//   sml[t][kvh G + j][sb][1] = l_c[j] (by the superblock's first slice of dimensions).
+// attention_split_combine.wgsl then combines the superblocks as cpu::combine_superblocks does.
 // Unlike attention_split_pv.wgsl (a thread walks 32 positions of global memory, 4 query heads read V
 // four times), the workgroup stages its V tile (512 rows x DS halves, 32-byte row segments) and the
 // probabilities in workgroup memory with all loads in flight, and thread (block, d) then sums its
@@ -23,7 +23,8 @@
 // of one latency per iteration: V rows by vec4 loads, positions past the column's end staged as zeros
 // (their products add +0, which leaves every sum's bits as they are: the sums are never -0), the
 // block sums of the normalizer loaded before they are added.
-// Bindings: 0 e, 1 bsum, 2 v_cache, 3 cols, 4 pages (read); 5 part (read_write); 6 params
+//   sml: [T][n_head][nsb_ld][2] f32 (m_c from the softmax kernel, l_c from here)
+// Bindings: 0 e, 1 bsum, 2 v_cache, 3 cols, 4 pages (read); 5 part, 6 sml (read_write); 7 params
 // Dispatch: (nsb_ld * HD / DS, n_head_kv, T): x = superblock * (HD / DS) + slice of DS dimensions; a
 // workgroup past its column's last superblock returns at once.
 
@@ -39,7 +40,6 @@ const SUPER: u32 = 512u;                // positions per superblock (cpu::k_pos_
 override JV: u32 = (GROUP + 3u) / 4u;   // vec4s of query heads (at most 4)
 override VW: u32 = DS / 2u;             // u32 words of a tile row
 override VS: u32 = VW + 1u;             // its stride in workgroup memory (odd: rows 32 apart in other banks)
-override SPP: u32 = WG / GROUP;         // superblocks of the normalizer per pass and head
 
 struct Params {
     n_embd_kv: u32,    // cache elements per row
@@ -51,7 +51,7 @@ struct Params {
     max_pages: u32,
     cols_offset: u32,
     pages_offset: u32,
-    nsb_ld: u32,       // superblocks per (column, head) row of part
+    nsb_ld: u32,       // superblocks per (column, head) row of part and sml
     rn_zero: u32,      // 0, filled by the encoder (lib/numerics.wgsl)
 }
 
@@ -61,11 +61,11 @@ struct Params {
 @group(0) @binding(3) var<storage, read> cols: array<i32>;
 @group(0) @binding(4) var<storage, read> pages: array<i32>;
 @group(0) @binding(5) var<storage, read_write> part: array<f32>;
-@group(0) @binding(6) var<uniform> p: Params;
+@group(0) @binding(6) var<storage, read_write> sml: array<f32>;
+@group(0) @binding(7) var<uniform> p: Params;
 
 var<workgroup> v_s: array<u32, SUPER * VS>;         // [position][word]: the V tile
 var<workgroup> p_s: array<vec4<f32>, SUPER * JV>;   // [position][heads 4m..4m+3]: probabilities; then block sums
-var<workgroup> sup_s: array<f32, WG>;               // the normalizer's superblock sums
 var<workgroup> inv_s: array<f32, 16>;               // [j]
 
 // Thread lid's e values of the superblock's positions (0 past the column's end or for missing heads).
@@ -76,17 +76,6 @@ fn load_e(ev: ptr<function, array<f32, 32>>, lid: u32, row0: u32, pbeg: u32, np:
         let j = i % (4u * JV);
         (*ev)[k] = 0.0;
         if (r < np && j < GROUP) { (*ev)[k] = e[(row0 + j) * p.ld + pbeg + r]; }
-    }
-}
-
-// Thread (head lid / SPP, superblock s0 + lid % SPP)'s 16 block sums of the normalizer (+0 past the
-// column's blocks).
-fn load_bsum(bs: ptr<function, array<f32, 16>>, lid: u32, s0: u32, row0: u32, nb: u32, nsb: u32) {
-    let j = lid / SPP;
-    let s = s0 + lid % SPP;
-    for (var b = 0u; b < 16u; b++) {
-        (*bs)[b] = 0.0;
-        if (j < GROUP && s < nsb && 16u * s + b < nb) { (*bs)[b] = bsum[(row0 + j) * p.bsum_ld + 16u * s + b]; }
     }
 }
 
@@ -120,32 +109,27 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     // The probabilities' e values too (into registers: their loads in flight with the others).
     var ev: array<f32, 32>;  // [k]: position (lid + k WG) / (4 JV), head (lid + k WG) % (4 JV)
     load_e(&ev, lid, row0, pbeg, np);
-    // The normalizer's first pass of block sums as well: every global load is issued before any
-    // store to workgroup memory, so their latencies overlap (H200, depth 4096: +0.6-0.7%).
-    var bs0: array<f32, 16>;
-    load_bsum(&bs0, lid, 0u, row0, nb, nsb);
+    // The superblock's 16 block sums of head lid as well (+0 past the column's blocks, which leaves
+    // the sum's bits as they are): every global load is issued before any store to workgroup memory,
+    // so their latencies overlap.
+    var bs: array<f32, 16>;
+    for (var b = 0u; b < 16u; b++) {
+        bs[b] = 0.0;
+        if (lid < GROUP && 16u * sb + b < nb) { bs[b] = bsum[(row0 + lid) * p.bsum_ld + 16u * sb + b]; }
+    }
     for (var k = 0u; k < SUPER * VW / 4u / WG; k++) {
         let i = lid + k * WG;
         let at = (i / (VW / 4u)) * VS + 4u * (i % (VW / 4u));
         for (var c = 0u; c < 4u; c++) { v_s[at + c] = vq[k][c]; }
     }
 
-    // 2. The normalizers: threads (j, superblock) add a superblock's block sums in order, then
-    //    thread j the superblocks in order.
-    var total = 0.0;
-    for (var s0 = 0u; s0 < nsb; s0 += SPP) {
-        var acc = 0.0;
-        var bs: array<f32, 16>;  // the 16 block sums loaded first (+0 past the column's blocks), then added in order
-        if (s0 == 0u) { bs = bs0; } else { load_bsum(&bs, lid, s0, row0, nb, nsb); }
-        for (var b = 0u; b < 16u; b++) { acc = acc + bs[b]; }
-        sup_s[lid] = acc;
-        workgroupBarrier();
-        if (lid < GROUP) {
-            for (var k = 0u; k < min(SPP, nsb - s0); k++) { total = total + sup_s[lid * SPP + k]; }
-        }
-        workgroupBarrier();
+    // 2. The normalizers: thread j adds its superblock's block sums in order.
+    if (lid < GROUP) {
+        var l = 0.0;
+        for (var b = 0u; b < 16u; b++) { l = l + bs[b]; }
+        inv_s[lid] = div_rn(1.0, l);
+        if (slice == 0u) { sml[2u * ((row0 + lid) * p.nsb_ld + sb) + 1u] = l; }
     }
-    if (lid < GROUP) { inv_s[lid] = div_rn(1.0, total); }
     workgroupBarrier();
 
     // 3. The probabilities of the superblock, f16-rounded, 4 heads per vec4 (0 for missing heads).
