@@ -318,12 +318,11 @@ private:
     // outputs (gate/up pairs when gate_up); last_param: accumulate / activation.
     void encode_gemm(WGPUBuffer y, uint32_t y_offset, uint32_t y_stride, const GpuLinear & w, const QuantizedActs & a,
                      uint32_t n_out, bool gate_up, uint32_t last_param);
-    // The shares along K for a GEMM of `groups` workgroups over n_chunks chunks of 64 (1: no split;
-    // gate_up: WebGpuTuning::gate_up_split where set).
-    uint32_t gemm_split(const GpuLinear & w, uint32_t groups, uint32_t n_chunks, bool gate_up) const;
+    // The shares along K for a GEMM of `groups` workgroups over n_chunks chunks of 64 (1: no split).
+    uint32_t gemm_split(const GpuLinear & w, uint32_t groups, uint32_t n_chunks) const;
     // A split GEMM's sum (not gate/up) is deferred (StepEncoder::defer): when the next command is
-    // rms_norm_quant of the y it adds into (last = 1: o, down) or of the f it writes (gate+up), or
-    // rope_kv of the qkv products it writes (last = 0), both go out as one dispatch
+    // rms_norm_quant of the y it adds into (last = 1: o, down) or rope_kv of the qkv products it
+    // writes (last = 0), both go out as one dispatch
     // (norm_quant_words.wgsl, rope_kv_split.wgsl: the same bits); otherwise gemm_split_sum.wgsl runs
     // first as before.
     struct SplitSum {
@@ -331,7 +330,6 @@ private:
         uint32_t   n_out = 0, n_tokens = 0, n_split = 0, scales_offset = 0, oscales_offset = 0, ascale_offset = 0,
                  y_offset = 0, y_stride = 0, last = 0;
         bool       pending = false;
-        bool       gate_up = false;  // gate+up's (y = f, last = the activation): only norm_quant_words fuses it
     } split_sum_;
     // rms_norm_quant with the deferred split sum of x fused in, where it is x's and its scales are a's
     // (false: nothing recorded).

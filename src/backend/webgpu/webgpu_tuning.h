@@ -120,8 +120,6 @@ struct WebGpuTuning {
     uint32_t   gemm_split_groups = 264;    // a GEMM (one scale group per row) with at most half this many
                                            //     workgroups is split along K into about this many (each
                                            //     share at least 4 chunks of 64); 0: never split
-    uint32_t   gate_up_split = 0;          // shares along K of a batch's gate+up GEMM (at most a quarter of its
-                                           //     chunks); 0: the gemm_split_groups rule (2B4T at 64 tokens: 1)
     uint32_t   norm_words_wg = 1024;       // threads of norm_quant_words.wgsl, the norms + int8 quantization of
                                            //     rows (rms_norm_quant, a split GEMM's sum fused before it) with
                                            //     each row's vec4 words in registers: raised to k / 32 (8 words
