@@ -24,7 +24,8 @@
 # gtest filter), SKIP_DEPTH=1 (no step 2), STREAMS (default 1,8,32,64), BATCH_DEPTHS (step 3's
 # depths before the timed steps, default 0: serve_bench's streams decode at positions 16 to 2,047,
 # e.g. 0,512 compares the engine there), SERVE_STREAMS (step 4's,
-# default STREAMS), PROFILE_STREAMS (step 3b's stream counts, default 64), PROFILE_DEPTHS (step 3b's
+# default STREAMS), SERVE_TUNES (step 4 once more per TERN_WEBGPU_TUNE value, without the TTFT runs;
+# files batch_serve_TUNE.*), PROFILE_STREAMS (step 3b's stream counts, default 64), PROFILE_DEPTHS (step 3b's
 # depths before the profiled steps, default 0; e.g. 0,256,512), PROFILE_TUNES (step 3b once more per
 # TERN_WEBGPU_TUNE value, at every PROFILE_DEPTHS; file batch_profileS_dD_TUNE.txt), REPS (steps 3 and 3a's
 # repetitions, default 3), DURATION (serve_bench seconds per stream count,
@@ -99,10 +100,13 @@ done
 done
 
 if [ -z "${SKIP_SERVE:-}" ]; then
-    echo "== 4. tern serve under load (serve_bench.py)"
-    PYTHONUNBUFFERED=1 python3 tools/serve/serve_bench.py --bin "$B/tern" -m "$model" --backend webgpu \
-        --streams "${SERVE_STREAMS:-$streams}" --duration "${DURATION:-10}" -c 2048 --json "$out/batch_serve.json" \
-        2> "$out/batch_serve.log" | tee "$out/batch_serve.md"
+    for st in - ${SERVE_TUNES:-}; do
+    f=batch_serve; tune=""; [ "$st" = - ] || { f=${f}_${st//[=,]/_}; tune=$st; }
+    echo "== 4. tern serve under load (serve_bench.py)${tune:+ with TERN_WEBGPU_TUNE=$tune}"
+    TERN_WEBGPU_TUNE=$tune PYTHONUNBUFFERED=1 python3 tools/serve/serve_bench.py --bin "$B/tern" -m "$model" \
+        --backend webgpu --streams "${SERVE_STREAMS:-$streams}" --duration "${DURATION:-10}" -c 2048 \
+        ${tune:+--ttft-tokens 0} --json "$out/$f.json" 2> "$out/$f.log" | tee "$out/$f.md"
+    done
     echo "== 4b. tern run beside it: one stream, the server's default sampler (temperature 0.8, top-k 40), the"
     echo "   positions serve_bench's streams decode (a short prompt, then up to 2,031 tokens of a 2,048 context)"
     "$B/tern" run --backend webgpu -m "$model" -p "The ship" -n 2031 -c 2048 --temp 0.8 --seed 1 --json 2>/dev/null |
