@@ -418,6 +418,8 @@ void BatchEngine::read(Pass & p) {
             continue;
         }
         const bool fits = n <= p.list_room && n >= std::max<int64_t>(p.top_k, 1);
+        ++timing_.listed_columns;
+        timing_.listed_rows += n;
         if (n > p.list_room && list_rows_ == 0) {  // (adaptive: room for this many from the next pass on)
             list_grown_ = std::min(k_list_rows, std::max(list_grown_, static_cast<int64_t>(std::bit_ceil(
                                                                          static_cast<uint64_t>(n)))));

@@ -162,6 +162,10 @@ def step_breakdown(m0, m1):
            "full_logit_reads": int(m1.get("tern_full_logit_reads_total", 0) -
                                                          m0.get("tern_full_logit_reads_total", 0)),
            "generated": int(m1.get("tern_generated_tokens_total", 0) - m0.get("tern_generated_tokens_total", 0))}
+    # The device's top-k lists: candidate rows per listed column (what unpacking and sampling walk).
+    cols = m1.get("tern_listed_columns_total", 0) - m0.get("tern_listed_columns_total", 0)
+    rows = m1.get("tern_listed_rows_total", 0) - m0.get("tern_listed_rows_total", 0)
+    out["listed_rows_per_column"] = rows / cols if cols else None
     for ph in PHASES:
         key = f'tern_step_seconds_total{{phase="{ph}"}}'
         out[f"{ph}_ms_per_step"] = 1000 * (m1.get(key, 0) - m0.get(key, 0)) / steps if steps else None
@@ -322,6 +326,9 @@ def main():
         print(f"| {r['streams']} | {r['server_tokens_per_s']:.1f} | {b['steps']} | {b['steps_ahead']} | {cells} | "
               f"{b['full_logit_reads']} |")
     for r in results["decode"]:
+        lr = r["server_steps"]["listed_rows_per_column"]
+        if lr is not None:
+            print(f"\n{r['streams']} streams: the device listed {lr:.0f} candidate rows per stream and step on average")
         print(f"\n{r['streams']} streams: the window's tokens were decoded at context positions {r['position_min']} to "
               f"{r['position_max']}, {r['position_mean']:.0f} on average (compare `tern bench --parallel` at that depth)")
     for t in results["ttft"]:
