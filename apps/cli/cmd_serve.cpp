@@ -31,8 +31,6 @@ struct ServeArgs {
     size_t              max_queue    = 64;
     int64_t             kv_pages     = 0;   // 0: every slot can hold a full context
     int64_t             kv_page_size = 64;
-    int64_t             list_rows    = 0;  // BatchEngineOptions::list_rows
-    int                 sample_threads = 0;  // SchedulerOptions::n_sampling_threads
     std::string         chat_template;      // empty: from the model
     std::string         alias;              // empty: the file name
     int64_t             max_tokens_limit = 0;  // 0: the context
@@ -97,7 +95,6 @@ void serve(ServeArgs & a) {
     eo.max_seqs  = a.parallel;
     eo.type_k    = so.type_k;
     eo.type_v    = so.type_v;
-    eo.list_rows = a.list_rows;
     if (eo.n_pages * eo.page_size < so.n_ctx) {
         fail(ErrorKind::invalid_argument,
              format("--kv-pages %lld x --kv-page-size %lld holds fewer positions than one context (-c %lld)",
@@ -116,7 +113,6 @@ void serve(ServeArgs & a) {
     sched_opts.n_slots            = a.parallel;
     sched_opts.max_queue          = a.max_queue;
     sched_opts.n_prefill_per_step = std::min(so.n_batch, so.n_ctx);
-    sched_opts.n_sampling_threads = a.sample_threads;
     server::Scheduler scheduler(engine, *lm.tokenizer, sched_opts);
     struct Published {  // the signal thread may shut the scheduler down while it exists
         std::mutex &         m;
@@ -193,13 +189,6 @@ void register_serve(CLI::App & app) {
                   "skip the warm-up decode steps at start (on a GPU they compile the kernels a lone request decodes "
                   "with before the first request)");
     cmd->add_option("--threads-http", args->http.n_threads, "HTTP worker threads (0 = parallel + queue + 4)")
-        ->check(int_in(0, 4096))->capture_default_str();
-    cmd->add_option("--threads-sample", args->sample_threads,
-                    "threads sampling the slots' next tokens after each step (0 = the machine's, at most --parallel)")
-        ->check(int_in(0, 4096))->capture_default_str();
-    cmd->add_option("--top-k-list-rows", args->list_rows,
-                    "rows of room per stream in the GPU's list of top-k candidates read back after each sampled "
-                    "step (0 = adaptive: from 256, grown when a list overflows; 4096 = the most)")
         ->check(int_in(0, 4096))->capture_default_str();
     cmd->footer("Example: tern serve -m ggml-model-i2_s.gguf --port 8080 --parallel 8\n"
                 "Then open http://127.0.0.1:8080/ for the chat page, or point any OpenAI client at\n"

@@ -13,15 +13,12 @@ namespace tern {
 
 namespace {
 
-// A column's top-k list (HeadOutput::top_rows): [count, 0, (row, value bits) x room], at most
-// k_list_rows of room: the one-sequence top-k head's (WebGpuBackend::k_top_k_list_rows), 32 KiB
-// per column (64 columns: 2 MB read back where their logits are 33 MB). A column that overflows
-// costs a read of every column's logits, so the adaptive room (BatchEngineOptions::list_rows 0)
-// starts at k_list_rows_min or twice the top k and doubles after each overflow: a few such steps
-// per server, then 64 columns read ~130 KB per step instead of 2 MB.
-constexpr int64_t k_list_rows     = 4096;
-constexpr int64_t k_list_rows_min = 256;
-constexpr int64_t k_list_stride   = 2 + 2 * k_list_rows;
+// A column's top-k list (HeadOutput::top_rows): [count, 0, (row, value bits) x k_list_rows]. The
+// room of the one-sequence top-k head's list (WebGpuBackend::k_top_k_list_rows), 32 KiB per
+// column: 64 columns read back 2 MB where their logits are 33 MB, and a column that overflows
+// (every column's logits then come back) costs more than the extra room.
+constexpr int64_t k_list_rows   = 4096;
+constexpr int64_t k_list_stride = 2 + 2 * k_list_rows;
 
 int64_t checked_chunk(const BatchEngineOptions & o) {
     if (o.n_chunk < 1 || o.n_chunk > 65536) {
@@ -42,12 +39,7 @@ BatchEngine::BatchEngine(const BitnetModel & model, const BatchEngineOptions & o
       pool_(model.backend(), model.config(), options.n_pages, options.page_size, options.type_k, options.type_v),
       buf_(model.make_buffers(checked_chunk(options), std::min(options.n_chunk, options.max_seqs))),
       tables_(model.backend(), options.n_chunk, std::min(options.n_chunk, options.max_seqs), options.n_pages),
-      max_seqs_(options.max_seqs),
-      list_rows_(options.list_rows) {
-    if (list_rows_ < 0 || list_rows_ > k_list_rows) {
-        fail(ErrorKind::invalid_argument, format("top-k list rows %lld is out of range (expected 0..%lld)",
-                                                 static_cast<long long>(list_rows_), static_cast<long long>(k_list_rows)));
-    }
+      max_seqs_(options.max_seqs) {
     const int64_t n_out = std::min(options.n_chunk, options.max_seqs);
     head_cols_  = alloc_tensor(model.backend(), DType::i32, {n_out, 1, 1, 1}, "batch head columns");
     head_ids_   = alloc_tensor(model.backend(), DType::i32, {n_out, 1, 1, 1}, "batch head ids");
@@ -306,15 +298,9 @@ bool BatchEngine::record(Pass & p, bool hold) {
     if (n_out > 0) be.write(cols, cols_.data(), cols_.size() * sizeof(int32_t));
     p.listed = false;
     if (p.any_logits && p.top_k > 0) {
-        p.list_room = list_rows_ > 0 ? list_rows_
-                                     : std::min(k_list_rows, std::max({k_list_rows_min, list_grown_,
-                                                                       static_cast<int64_t>(std::bit_ceil(
-                                                                           static_cast<uint64_t>(2 * p.top_k)))}));
         head.top_k           = p.top_k;
-        head.top_rows        = head_rows_.tensor;  // (the room's stride: [2 + 2 room, n_out] of the buffer)
-        head.top_rows.ne[0]  = 2 + 2 * p.list_room;
-        head.top_rows.ne[1]  = n_out;
-        head.top_rows_stride = head.top_rows.ne[0];
+        head.top_rows        = head_rows_.tensor.columns(0, n_out);
+        head.top_rows_stride = k_list_stride;
         head.rows_listed     = &p.listed;
     }
     if (n_out > 0 && !p.any_logits) {  // ids only: the logits are the head's scratch (HeadOutput)
@@ -399,31 +385,23 @@ void BatchEngine::read(Pass & p) {
     // Top-k lists where the device wrote them: each column that fits takes its rows (a greedy item
     // its argmax among them: the top 1 is in every top k) instead of n_vocab logits.
     bool need_logits = !p.listed;
-    const int64_t stride = 2 + 2 * p.list_room;
     if (p.listed) {
-        Tensor rows = head_rows_.tensor;
-        rows.ne[0]  = stride;
-        rows.ne[1]  = n_out;
-        row_words_.resize(static_cast<size_t>(stride * n_out));
-        be.read(rows, row_words_.data(), row_words_.size() * sizeof(uint32_t));
+        row_words_.resize(static_cast<size_t>(k_list_stride * n_out));
+        be.read(head_rows_.tensor.columns(0, n_out), row_words_.data(), row_words_.size() * sizeof(uint32_t));
         t1 = clock::now();
     }
     std::vector<bool> taken(static_cast<size_t>(n_out), false);  // (took its rows or its argmax from them)
     for (int64_t o = 0; p.listed && o < n_out; ++o) {
         const Pass::Out & out   = p.outs[static_cast<size_t>(o)];
-        const uint32_t *  words = row_words_.data() + o * stride;
+        const uint32_t *  words = row_words_.data() + o * k_list_stride;
         const int64_t     n     = words[0];
         if (!open(out)) {
             taken[static_cast<size_t>(o)] = true;
             continue;
         }
-        const bool fits = n <= p.list_room && n >= std::max<int64_t>(p.top_k, 1);
+        const bool fits = n <= k_list_rows && n >= std::max<int64_t>(p.top_k, 1);
         ++timing_.listed_columns;
         timing_.listed_rows += n;
-        if (n > p.list_room && list_rows_ == 0) {  // (adaptive: room for this many from the next pass on)
-            list_grown_ = std::min(k_list_rows, std::max(list_grown_, static_cast<int64_t>(std::bit_ceil(
-                                                                         static_cast<uint64_t>(n)))));
-        }
         if (!fits || (!out.logits.empty() && out.top_rows == nullptr)) {
             need_logits = true;
             continue;

@@ -38,11 +38,6 @@ struct BatchEngineOptions {
     // As SessionOptions: round the final hidden state to f16 before an f16 head; default when the
     // K cache is f16.
     std::optional<bool> round_head_input_f16;
-    // Rows of room in each column's device top-k list (HeadOutput::top_rows), which the host reads
-    // back whole after every sampled step: 0 (adaptive) max(256, 2 top_k) to begin with, raised to
-    // the power of two that holds the longest list seen (at most 4,096) each time a column's rows did
-    // not fit (that step reads its logits instead); N: N always (1..4,096; 4,096: every column's list 32 KiB, 2 MB read back per 64-stream step).
-    int64_t list_rows = 0;
 };
 
 using SequenceId = int64_t;
@@ -179,7 +174,6 @@ private:
         int64_t              top_k      = 0;  // the head's (HeadOutput::top_k); -1: an item needs every logit
         bool                 listed     = false;  // the device listed the top-k rows (HeadOutput::rows_listed)
         bool                 live       = false;  // recorded, not yet collected (or released)
-        int64_t              list_room  = 0;      // rows of room in each column's list (listed)
     };
     void check(std::span<const BatchItem> items, bool tokens_known) const;
     Pass make_pass(std::span<const BatchItem> items, std::span<const PassPart> parts) const;
@@ -200,8 +194,6 @@ private:
     std::vector<int32_t>                     cols_, ids_;
     std::vector<float>                       logits_;     // [n_vocab][outputs] read back
     int64_t                                  max_seqs_   = 0;
-    int64_t                                  list_rows_  = 0;  // BatchEngineOptions::list_rows
-    int64_t                                  list_grown_ = 0;  // adaptive: the room after overflows
     bool                                     round_head_ = false;
     SequenceId                               next_id_    = 1;
     Timing                                   timing_;
