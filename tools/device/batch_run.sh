@@ -25,7 +25,7 @@
 # depths before the timed steps, default 0: serve_bench's streams decode at positions 16 to 2,047,
 # e.g. 0,512 compares the engine there), SERVE_STREAMS (step 4's,
 # default STREAMS), SERVE_TUNES (step 4 once more per arm, without the TTFT runs: an arm is comma-separated
-# TERN_WEBGPU_TUNE items and tern serve flags, e.g. spin_us=20000,--threads-sample=1; files batch_serve_ARM.*),
+# TERN_WEBGPU_TUNE items and tern serve flags, e.g. spin_us=20000,--threads-http=128; files batch_serve_ARM.*),
 # BATCH_TG (step 3's tokens per stream, default 64: e.g. BATCH_DEPTHS=20 BATCH_TG=1040 sweeps the positions
 # serve_bench's 10-second window decodes), PROFILE_STREAMS (step 3b's stream counts, default 64), PROFILE_DEPTHS (step 3b's
 # depths before the profiled steps, default 0; e.g. 0,256,512), PROFILE_TUNES (step 3b once more per
