@@ -17,6 +17,7 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -30,7 +31,9 @@ protected:
     Backend & gpu() { return *test::shared_webgpu().backend; }
 
     int32_t device_id(const std::vector<float> & logits, const SamplingChain & chain, float u) {
-        Backend &     b  = gpu();
+        return device_id_on(gpu(), logits, chain, u);
+    }
+    static int32_t device_id_on(Backend & b, const std::vector<float> & logits, const SamplingChain & chain, float u) {
         const int64_t nv = static_cast<int64_t>(logits.size());
         auto          lg = alloc_tensor(b, DType::f32, {nv, 1, 1, 1}, "logits");
         auto          ut = alloc_tensor(b, DType::f32, {1, 1, 1, 1}, "u");
@@ -117,6 +120,61 @@ TEST_F(WebGpuSample, ChoosesTheReferencesIdForEveryFormOfTheChain) {
                     continue;
                 }
                 EXPECT_EQ(got, want);
+            }
+        }
+    }
+    EXPECT_LE(n_unstable * 20, n_cases) << n_unstable << " of " << n_cases << " cases were within 1e-4 of flipping";
+}
+
+// The scan's tuned forms (top-k off, top-p on): sample_sums 1 (the slice sums added in the same order from
+// workgroup memory) picks the default form's id on every case; sample_scan_groups 7 and 1000 (slices of
+// ~10,000 rows and of 1 to 71: other sums) and sample_sums 2 (a tree) pick the reference's wherever it is stable. Vocabulary sizes
+// around the workgroups' and slices' edges.
+TEST_F(WebGpuSample, TunedScanFormsPickTheSameIds) {
+    const SamplingChain chains[] = {{0.8f, 0, 0.9f, 0.05f}, {1.0f, 0, 0.9f, 0.0f}, {1.3f, 0, 0.5f, 0.2f},
+                                    {0.7f, 0, 0.99f, 0.01f}};
+    const char *        tunes[]  = {"sample_sums=1", "sample_scan_groups=7,sample_sums=1",
+                                    "sample_scan_groups=1000,sample_sums=1", "sample_scan_groups=1000", "sample_sums=2",
+                                    "sample_scan_groups=1000,sample_sums=2"};
+    std::vector<std::unique_ptr<Backend>> tuned;
+    for (const char * t : tunes) {
+        WebGpuOptions o;
+        o.allow_cpu_adapter = true;
+        o.tune              = t;
+        tuned.push_back(make_webgpu_backend(o));
+    }
+    std::mt19937                          rng(1052);
+    std::uniform_real_distribution<float> uni(0.0f, 1.0f);
+    int                                   n_cases = 0, n_unstable = 0;
+    for (const int64_t nv : {2, 255, 257, 1023, 1025, 65537, 70001}) {
+        for (int trial = 0; trial < 3; ++trial) {
+            std::normal_distribution<float> nd(0.0f, trial == 0 ? 0.5f : 4.0f);
+            std::vector<float>              l(static_cast<size_t>(nv));
+            for (auto & v : l) v = nd(rng);
+            if (trial == 2 && nv > 10) l[nv - 1] = -std::numeric_limits<float>::infinity();
+            for (const SamplingChain & c : chains) {
+                const float u = uni(rng);
+                SCOPED_TRACE("n_vocab " + std::to_string(nv) + ", trial " + std::to_string(trial) + ", top-p " +
+                             std::to_string(c.top_p) + ", min-p " + std::to_string(c.min_p));
+                const int32_t base = device_id(l, c, u);
+                const int32_t want = stable_reference(l, c, u);
+                for (size_t t = 0; t < tuned.size(); ++t) {
+                    SCOPED_TRACE(tunes[t]);
+                    const int32_t got = device_id_on(*tuned[t], l, c, u);
+                    ++n_cases;
+                    if (t == 0) EXPECT_EQ(got, base) << "the same sums in the same order";
+                    if (got == k_sample_on_host) {
+                        EXPECT_TRUE(nv > 1024) << "handed back";
+                        continue;
+                    }
+                    ASSERT_GE(got, 0);
+                    ASSERT_LT(got, nv);
+                    if (want == -2) {
+                        ++n_unstable;
+                        continue;
+                    }
+                    EXPECT_EQ(got, want);
+                }
             }
         }
     }

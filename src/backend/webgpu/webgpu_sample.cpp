@@ -51,7 +51,8 @@ void WebGpuBackend::sample(const Tensor & id, const Tensor & logits, const Sampl
     uint32_t   groups = 0;
     bool       fused  = false;
     if (scan) {
-        groups = std::min(2 * tune_.compute_units, u32((n_vocab + 255) / 256));
+        groups = tune_.sample_scan_groups != 0 ? std::min(tune_.sample_scan_groups, u32(n_vocab))
+                                                : std::min(2 * tune_.compute_units, u32((n_vocab + 255) / 256));
         list_buffer =
             grown(sample_scan_, (4 + static_cast<size_t>(groups) + 2 * static_cast<size_t>(k_sample_cap)) * 4,
                   "sample scan");
@@ -89,7 +90,7 @@ void WebGpuBackend::sample(const Tensor & id, const Tensor & logits, const Sampl
         list ? 1u : 0u,
         scan ? (fused ? 2u : 1u) : 0u,
         groups};
-    const PipelineKey key{"sample", "rrwwu", {}};
+    const PipelineKey key{"sample", "rrwwu", {{{"SUMS_SHARED", scan ? static_cast<double>(tune_.sample_sums) : 0.0}}}};
     const WGPUBuffer  bufs[] = {gpu_buffer(logits), gpu_buffer(uniform), gpu_buffer(id), list_buffer};
     step_->dispatch(key, bufs, &p, sizeof p, 1);
 }
