@@ -406,8 +406,6 @@ private:
     // Makes head.q8 (one dispatch in the current step) unless it exists; false if it does not apply or
     // cannot be made.
     bool ensure_head_q8(const GpuTable & head);
-    // head.row_max (head_row_max.wgsl, one dispatch in the current step the first time).
-    WGPUBuffer head_row_max(const GpuTable & head);
     // Greedy decoding's head over the int8 copy (lm_head_i8_argmax.wgsl): the same per-row values and
     // bounds as try_decode_head(argmax_only), and one lower bound per workgroup, for argmax_exact.wgsl.
     // exact_tail: the kernel recomputes its candidate rows itself (EXACT_TAIL) and leaves each

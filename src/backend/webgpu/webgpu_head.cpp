@@ -52,26 +52,18 @@ bool WebGpuBackend::try_decode_head(const Tensor & logits, const GpuTable & head
             std::min(tune_.head_exact_groups != 0 ? tune_.head_exact_groups : 3 * tune_.compute_units, team_rows);
         const uint32_t iters     = (team_rows + groups - 1) / groups;
         const bool     team_sg   = pipelines_.subgroup_variants() && a.subgroup_min == 32 && a.subgroup_max == 32;
-        // Form 2: offset Fast2Sum chains where h is rounded to f16, bounded by each row's max |e|.
-        const bool        offset  = tune_.head_exact_form == 2 && round_input_f16;
-        const WGPUBuffer  row_max = offset ? head_row_max(head) : head.buffer->get();
         const PipelineKey key{"lm_head_f16_teams",
-                              "rrrwwru",
+                              "rrrwwu",
                               {{{"K", static_cast<double>(head.n_cols)},
                                 {"NORM", norm ? 1.0 : 0.0},
                                 {"TEAM_SG", team_sg ? 1.0 : 0.0},
                                 {"ITERS", static_cast<double>(iters)},
                                 {"SEG", static_cast<double>(tune_.head_exact_seg)},
-                                {"AHEAD", tune_.head_exact_ahead != 0 ? 1.0 : 0.0},
-                                {"OFFSET_SUM", offset ? 1.0 : 0.0}}}};
+                                {"AHEAD", tune_.head_exact_ahead != 0 ? 1.0 : 0.0}}}};
         const uint32_t   n_chunks = 8 * groups;
         const WGPUBuffer partials = argmax_partials(static_cast<size_t>(n_chunks) * 8);
-        const WGPUBuffer bufs[]   = {head.buffer->get(),
-                                     gpu_buffer(h_or_x),
-                                     norm ? norm->buffer->get() : gpu_buffer(h_or_x),
-                                     gpu_buffer(logits),
-                                     partials,
-                                     row_max};
+        const WGPUBuffer bufs[]   = {head.buffer->get(), gpu_buffer(h_or_x),
+                                     norm ? norm->buffer->get() : gpu_buffer(h_or_x), gpu_buffer(logits), partials};
         step_->dispatch(key, bufs, &p, sizeof p, groups);
         head_partials_ = {gpu_buffer(logits), gpu_offset(logits, 4), n_chunks, step_->serial()};
         return true;
@@ -91,20 +83,6 @@ bool WebGpuBackend::try_decode_head(const Tensor & logits, const GpuTable & head
     head_partials_ = {};
     if (!argmax_only) head_partials_ = {gpu_buffer(logits), gpu_offset(logits, 4), n_chunks, step_->serial()};
     return true;
-}
-
-WGPUBuffer WebGpuBackend::head_row_max(const GpuTable & head) {
-    if (!head.row_max) {
-        // Made once, on the device: 4 bytes per row.
-        head.row_max = make_buffer(static_cast<size_t>(head.n_rows) * 4, nullptr, "LM head row maxima");
-        struct {
-            uint32_t n_vocab, n_groups;
-        } p{static_cast<uint32_t>(head.n_rows), std::min<uint32_t>(static_cast<uint32_t>((head.n_rows + 7) / 8), 65535)};
-        const PipelineKey key{"head_row_max", "rwu", {{{"K", static_cast<double>(head.n_cols)}}}};
-        const WGPUBuffer  bufs[] = {head.buffer->get(), head.row_max->get()};
-        step_->dispatch(key, bufs, &p, sizeof p, p.n_groups);
-    }
-    return head.row_max->get();
 }
 
 bool WebGpuBackend::greedy_head_i8_applies(const GpuTable & head) const {

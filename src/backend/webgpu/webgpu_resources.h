@@ -67,9 +67,6 @@ public:
     // q8 [n_rows][n_cols] int8, info [n_rows] (scale, bound coefficient, scale x ||codes||, 0) f32.
     mutable std::unique_ptr<GpuBuffer> q8, q8_info;
     mutable bool                       q8_failed = false;  // could not be allocated: the exact path
-    // Max |e| of each row of an F16 head (head_row_max.wgsl), [n_rows] f32, made on first use by the
-    // exact head's offset sums (lm_head_f16_teams.wgsl OFFSET_SUM, head_exact_form 2).
-    mutable std::unique_ptr<GpuBuffer> row_max;
     // A Q8_0 / Q4_0 / Q6_K table's own blocks as a GpuMatrix (webgpu_family.cpp): the LM head reads
     // them (lm_head_q.wgsl) instead of the f32 copy, which serves the embedding rows.
     std::unique_ptr<Weight> blocks;

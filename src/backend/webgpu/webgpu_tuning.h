@@ -57,8 +57,7 @@ struct WebGpuTuning {
     uint32_t head_groups  = 0;  // workgroups of the int8 head; 0: two per compute unit
     uint32_t exact_groups = 0;  // workgroups of argmax_exact; 0: 512 after the int8 head, 64 after F16
     uint32_t head_exact_form   = 1;  // one token's exact logits from an F16 head (top-p, min-p, logits):
-                                     //     1: lm_head_f16_teams.wgsl (resident teams), 2: the same with
-                                     //     certified offset sums (OFFSET_SUM), 0: lm_head_f16_decode.wgsl
+                                     //     1: lm_head_f16_teams.wgsl (resident teams), 0: lm_head_f16_decode.wgsl
                                      //     (a workgroup per 64 rows; H100 683 vs 490 us for 2B4T's head)
     uint32_t head_exact_groups = 0;  // workgroups of lm_head_f16_teams.wgsl; 0: three per compute unit
     uint32_t head_exact_seg    = 5;   // ... vec4 words per lane it loads at once (1 to 10; a 2B4T row's
@@ -68,10 +67,6 @@ struct WebGpuTuning {
     uint32_t sample_scan_fused = 1;  // top-p without top-k after a one-token head: sample_scan.wgsl's
                                      // PHASE 2 (the maximum from the head's chunk winners; one dispatch)
                                      // instead of PHASE 0 + 1 (webgpu_sample.cpp)
-    uint32_t sample_scan_groups = 0;  // ... its workgroups; 0: two per compute unit (at least 256 rows each)
-    uint32_t sample_sums        = 0;  // sample.wgsl after the scan, its slice sums: 0: invocation 0 reads and
-                                      // adds them one by one; 1: loaded into workgroup memory by every
-                                      // invocation, then added in the same order; 2: a halving tree
     // --- the LM head of a batched step: webgpu_head_batch.cpp ---
     uint32_t head_batch_teams = 1;  // head_exact_batch.wgsl recomputes its listed rows by 8 teams of 32
                                     // lanes, a row each (TEAMS), in top-k heads (1: a sampled step's, many
