@@ -8,7 +8,9 @@
 //                a gate+up's QOUT, one query's attention.wgsl Q8_OUT) + matvec_q8_acts.wgsl (glu's
 //                gate in its epilogue), or with family_acts=0 matvec_q8.wgsl alone (that prologue in every
 //                workgroup); matvec_q8k.wgsl alone (the Q8_K blocks in its prologue); Q1_0 / Q2_0 /
-//                PQ2_0 through matvec_q8.wgsl for any tokens.
+//                PQ2_0 through matvec_q8.wgsl for any tokens. A [q; k; v] matvec_q8_acts.wgsl is
+//                recorded late (StepEncoder::defer): the rope_kv_append right after it takes it as its
+//                ROPE variant, the RoPE and the cache stores in its epilogue (family_qkv_rope).
 //   (lm_head of a Q8_0 / Q4_0 / Q6_K table: webgpu_family_head.cpp.)
 //   linear / linear_glu of a ternary weight (I2_S, TQ1_0, TQ2_0): per-token int8 input
 //                (rms_norm_quant.wgsl) + BitNet's bitlinear / gate_up.
