@@ -48,9 +48,6 @@ struct WebGpuTuning {
     uint32_t family_acts_rows  = 4;    // output rows per workgroup of matvec_q8_acts.wgsl (QOUT: at least 32)
     uint32_t family_acts_loads = 0;    // ... blocks a lane loads at once (1..12); 0: all of its blocks, at most 12
                                        //    (Q8_0: 8); before: 4
-    uint32_t family_qkv_rope   = 1;    // 1: one token's Q4_0 / Q8_0 [q; k; v] matvec does the RoPE and the KV
-                                       //    cache stores in its epilogue (matvec_q8_acts.wgsl ROPE; no
-                                       //    QK-norm, all dims rotated); 0: rope_kv_family.wgsl after it
     // --- the LM head of one token: lm_head_i8_argmax.wgsl, argmax_exact.wgsl ---
     uint32_t head_i8_min_bytes = 64u << 20;  // greedy decoding streams an int8 copy of F16 heads this
                                              // large or larger (half the bytes; wider bounds)
