@@ -568,6 +568,22 @@ private:
     QuantizedActs              family_acts_;
     bool try_family_decode(const Tensor & y, const Weight & w, const LinearInput & in, bool accumulate,
                            const FfnActivation * glu_act);
+    // One matvec_q8_acts.wgsl dispatch (try_family_decode), kept so that the [q; k; v] one can be
+    // recorded late, as its ROPE variant, by the rope_kv_append after it (fa_qkv_: the last deferred).
+    struct FamilyMatvec {
+        WGPUBuffer words = nullptr, scales = nullptr, acts = nullptr, y = nullptr, oacts = nullptr;
+        uint32_t   wg = 0, rows = 0, mrows = 0, nb = 0, wtype = 0, nbo = 1, loads = 1;
+        bool       glu = false, accumulate = false, qout = false;
+        uint32_t   n_rows = 0, y_offset = 0, y_stride = 0, up_row = 0, activation = 0;
+    } fa_qkv_;
+    // ROPE's destinations: the (cos, sin) table, q_out, the caches (offsets in elements), the shape.
+    struct FamilyRope {
+        WGPUBuffer table, q, k_cache, v_cache;
+        uint32_t   q_offset, head_dim, n_q, n_kv, pos, k_offset, v_offset;
+        bool       norm_mode, k_f16, v_f16;
+    };
+    void encode_family_matvec(const FamilyMatvec & mv, const FamilyRope * rope);
+    std::unique_ptr<GpuBuffer> mm_dummy_kv_[2];  // ROPE's cache bindings when it is off
     std::unique_ptr<GpuBuffer> mm_codes_, mm_dq_, mm_kcodes_, mm_kd_, mm_glu_, mm_zero_norm_;
     // try_family_decode's Q8_0-block inputs (lib/acts_q8_0.wgsl): act_q8_0.wgsl's [0], a gate+up's
     // outputs [1] (QOUT), one query's attention output [2] (attention.wgsl Q8_OUT); fa_ready_: the
