@@ -31,6 +31,7 @@ mergeInto(LibraryManager.library, {
       return TernWGPU.opts;
     },
     freeIds: [],
+    oneOffset: [0],  // the replay's one dynamic offset (the pass copies it at setBindGroup)
     pending: [],     // callbacks waiting for wgpuInstanceProcessEvents
     L: null,         // struct offsets
     nextFuture: 1,
@@ -550,6 +551,31 @@ mergeInto(LibraryManager.library, {
   },
   tern_wgpuComputePassEncoderDispatchWorkgroups__deps: ["$TernWGPU"],
   tern_wgpuComputePassEncoderDispatchWorkgroups: function (id, x, y, z) { TernWGPU.get(id).dispatchWorkgroups(x, y, z); },
+  // web_replay=1's one call per pass: the command list that wgpu_loader_web.cpp wrote in the heap
+  // (`count` u32 words at `words`; that file documents the layout), issued from this loop with the
+  // objects straight from the id table.
+  tern_wgpuComputePassEncoderReplay__deps: ["$TernWGPU"],
+  tern_wgpuComputePassEncoderReplay: function (id, words, count) {
+    const pass = TernWGPU.objs[id], objs = TernWGPU.objs, h = HEAPU32, one = TernWGPU.oneOffset;
+    let i = words >> 2;
+    const end = i + count;
+    while (i < end) {
+      const op = h[i];
+      switch (op & 0xFF) {
+        case 1: pass.setPipeline(objs[h[i + 1]]); i += 2; break;
+        case 2: {
+          const n = op >>> 16, index = (op >>> 8) & 0xFF, g = objs[h[i + 1]];
+          if (n === 0) pass.setBindGroup(index, g);
+          else if (n === 1) { one[0] = h[i + 2]; pass.setBindGroup(index, g, one); }
+          else pass.setBindGroup(index, g, Array.from(h.subarray(i + 2, i + 2 + n)));
+          i += 2 + n;
+          break;
+        }
+        case 3: pass.dispatchWorkgroups(h[i + 1], h[i + 2], h[i + 3]); i += 4; break;
+        default: throw new Error("tern_wgpuComputePassEncoderReplay: bad command word " + op + " at " + (i - (words >> 2)));
+      }
+    }
+  },
   tern_wgpuComputePassEncoderEnd__deps: ["$TernWGPU"],
   tern_wgpuComputePassEncoderEnd: function (id) { TernWGPU.get(id).end(); },
   tern_wgpuComputePassEncoderRelease__deps: ["$TernWGPU"],

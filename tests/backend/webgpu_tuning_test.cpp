@@ -62,6 +62,9 @@ TEST(WebGpuTuning, UnknownKeysAndBadValuesNameTheKey) {
     EXPECT_EQ(apply_error("web_bind_form=0"), "");
     EXPECT_NE(apply_error("web_bind_form=2").find("web_bind_form=2: expected an unsigned number in 0..1"),
               std::string::npos) << apply_error("web_bind_form=2");
+    EXPECT_EQ(apply_error("web_replay=1"), "");
+    EXPECT_NE(apply_error("web_replay=2").find("web_replay=2: expected an unsigned number in 0..1"), std::string::npos)
+        << apply_error("web_replay=2");
 }
 
 TEST(WebGpuTuning, ACpuAdapterDoesNotSpin) {

@@ -140,6 +140,11 @@ struct WebGpuTuning {
                                      //     GPUComputePassEncoder.setBindGroup: 1: a JavaScript array; 0:
                                      //     the wasm heap as a Uint32Array with start and length (H200,
                                      //     dawn.node: 1.63 vs 2.25 us per call)
+    uint32_t web_replay        = 0;  // 1: a compute pass's setPipeline / setBindGroup / dispatchWorkgroups
+                                     //     are written into a command list in wasm memory and replayed by
+                                     //     one call into JavaScript at the pass's end (the state the pass
+                                     //     already has skipped); 0: one import per call
+                                     //     (src/backend/webgpu/wgpu_loader_web.cpp reads this one)
 
     // The defaults for this adapter: discrete and integrated GPUs the struct's (measured on NVIDIA
     // H100 and H200); a CPU adapter (SwiftShader) does not spin (its worker threads need the CPU).
