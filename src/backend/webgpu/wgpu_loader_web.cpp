@@ -9,13 +9,13 @@
 #include "backend/webgpu/wgpu_loader.h"
 
 #include "backend/webgpu/webgpu_tuning.h"
+#include "backend/webgpu/wgpu_command_list.h"
 #include "core/error.h"
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
-#include <vector>
 
 // The imports take callback infos by value, which wasm32 passes by pointer. Clang gives an import its
 // WebAssembly signature only if the parameter types are complete where it is declared; a
@@ -32,139 +32,58 @@ extern "C" {
 #define TERN_WGPU_DECLARE_IMPORT(name, ret, params) ret tern_##name params;
 TERN_WGPU_PROCS(TERN_WGPU_DECLARE_IMPORT)
 #undef TERN_WGPU_DECLARE_IMPORT
-// web_replay's one import: runs `count` words of a pass's command list (the layout below) on the pass.
+// web_replay's one import: runs `count` words of a pass's command list (wgpu_command_list.h) on the pass.
 void tern_wgpuComputePassEncoderReplay(WGPUComputePassEncoder pass, const uint32_t * words, size_t count);
 }
 
 namespace {
 
-// The command list (TERN_WEBGPU_TUNE web_replay=1): a compute pass's setPipeline, setBindGroup and
-// dispatchWorkgroups are appended here as u32 words instead of each crossing into JavaScript, and
-// the pass's end (or anything that could change what the words refer to) hands them to JavaScript in
-// one call, which issues them from a tight loop. Words, per command (handles are the glue's ids):
-//   setPipeline:         1, pipeline
-//   setBindGroup:        2 | index << 8 | n << 16, group, n dynamic offsets
-//   dispatchWorkgroups:  3, x, y, z
-// A setPipeline or setBindGroup that repeats the state the pass already has is left out.
-struct PassRecorder {
-    static constexpr uint32_t k_groups = 4, k_offsets = 4;
-    struct Bound {
-        uint32_t group = 0, n = 0;  // group 0: unknown
-        uint32_t offsets[k_offsets] = {};
-    };
-    uint32_t pass = 0;              // the pass the state and words belong to (0: none)
-    uint32_t pipeline = 0;          // the pass's pipeline after the words (0: unknown)
-    Bound bound[k_groups];
-    std::vector<uint32_t> words;
-
-    void flush() {
-        if (!words.empty()) {
-            tern_wgpuComputePassEncoderReplay(reinterpret_cast<WGPUComputePassEncoder>(static_cast<uintptr_t>(pass)),
-                                              words.data(), words.size());
-            words.clear();
-        }
-    }
-    void forget_state() {
-        pipeline = 0;
-        for (Bound & b : bound) b = Bound{};
-    }
-    // The words go to `p`'s list; another pass's pending words are issued first.
-    void use(WGPUComputePassEncoder p) {
-        const auto id = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(p));
-        if (id == pass) return;
-        flush();
-        pass = id;
-        forget_state();
-    }
-};
-
-PassRecorder & recorder() {
-    static PassRecorder r;
-    return r;
+// web_replay=1: the pass commands go through a PassCommandList (wgpu_command_list.h says why and how).
+tern::PassCommandList & command_list() {
+    static tern::PassCommandList list([](uint32_t pass, const uint32_t * words, size_t count) {
+        tern_wgpuComputePassEncoderReplay(reinterpret_cast<WGPUComputePassEncoder>(static_cast<uintptr_t>(pass)), words, count);
+    });
+    return list;
 }
 
 uint32_t id_of(const void * handle) { return static_cast<uint32_t>(reinterpret_cast<uintptr_t>(handle)); }
 
 void rec_set_pipeline(WGPUComputePassEncoder pass, WGPUComputePipeline pipeline) {
-    PassRecorder & r = recorder();
-    r.use(pass);
-    const uint32_t id = id_of(pipeline);
-    if (id != 0 && id == r.pipeline) return;
-    r.pipeline = id;
-    r.words.push_back(1);
-    r.words.push_back(id);
+    command_list().set_pipeline(id_of(pass), id_of(pipeline));
 }
 
 void rec_set_bind_group(WGPUComputePassEncoder pass, uint32_t index, WGPUBindGroup group, size_t n, const uint32_t * offsets) {
-    PassRecorder & r = recorder();
-    r.use(pass);
-    const uint32_t id = id_of(group);
-    if (index < PassRecorder::k_groups && n <= PassRecorder::k_offsets) {
-        PassRecorder::Bound & b = r.bound[index];
-        bool same = id != 0 && b.group == id && b.n == n;
-        for (size_t i = 0; same && i < n; ++i) same = b.offsets[i] == offsets[i];
-        if (same) return;
-        b.group = id;
-        b.n = static_cast<uint32_t>(n);
-        for (size_t i = 0; i < n; ++i) b.offsets[i] = offsets[i];
-    } else if (index < PassRecorder::k_groups) {
-        r.bound[index] = PassRecorder::Bound{};
-    }
-    r.words.push_back(2u | (index & 0xFFu) << 8 | static_cast<uint32_t>(n) << 16);
-    r.words.push_back(id);
-    r.words.insert(r.words.end(), offsets, offsets + n);
+    command_list().set_bind_group(id_of(pass), index, id_of(group), n, offsets);
 }
 
 void rec_dispatch(WGPUComputePassEncoder pass, uint32_t x, uint32_t y, uint32_t z) {
-    PassRecorder & r = recorder();
-    r.use(pass);
-    r.words.insert(r.words.end(), {3u, x, y, z});
+    command_list().dispatch(id_of(pass), x, y, z);
 }
 
 void rec_end(WGPUComputePassEncoder pass) {
-    PassRecorder & r = recorder();
-    if (id_of(pass) == r.pass) {
-        r.flush();
-        r.pass = 0;
-        r.forget_state();
-    }
+    command_list().closing(id_of(pass));
     ::tern_wgpuComputePassEncoderEnd(pass);
 }
 
 void rec_release_pass(WGPUComputePassEncoder pass) {
-    PassRecorder & r = recorder();
-    if (id_of(pass) == r.pass) {  // released without end: its words still go out (Dawn then reports it)
-        r.flush();
-        r.pass = 0;
-        r.forget_state();
-    }
+    command_list().closing(id_of(pass));  // (released without its end: the words still go out, and Dawn reports it)
     ::tern_wgpuComputePassEncoderRelease(pass);
 }
 
-// The glue frees a released object's id (and may give it to the next object): pending words that
-// name it go out first, and the pass stops assuming it is bound.
 void rec_release_pipeline(WGPUComputePipeline pipeline) {
-    PassRecorder & r = recorder();
-    r.flush();
-    if (r.pipeline == id_of(pipeline)) r.pipeline = 0;
+    command_list().releasing_pipeline(id_of(pipeline));
     ::tern_wgpuComputePipelineRelease(pipeline);
 }
 
 void rec_release_bind_group(WGPUBindGroup group) {
-    PassRecorder & r = recorder();
-    r.flush();
-    for (PassRecorder::Bound & b : r.bound)
-        if (b.group == id_of(group)) b = PassRecorder::Bound{};
+    command_list().releasing_bind_group(id_of(group));
     ::tern_wgpuBindGroupRelease(group);
 }
 
 WGPUComputePassEncoder rec_begin(WGPUCommandEncoder encoder, const WGPUComputePassDescriptor * desc) {
-    recorder().flush();  // (a new pass may get a freed pass's id)
+    command_list().flush();
     WGPUComputePassEncoder pass = ::tern_wgpuCommandEncoderBeginComputePass(encoder, desc);
-    if (id_of(pass) == recorder().pass) {
-        recorder().pass = 0;
-        recorder().forget_state();
-    }
+    command_list().closing(id_of(pass));  // (the new pass may have a freed pass's id: no state carries over)
     return pass;
 }
 
