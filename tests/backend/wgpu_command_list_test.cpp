@@ -1,4 +1,4 @@
-// PassCommandList (the browser build's web_replay=1): random sequences of compute-pass commands, with
+// PassCommandList (the browser build's compute-pass command list): random sequences of compute-pass commands, with
 // passes interleaved, objects released mid-pass and their ids handed to new objects (as the glue
 // does), give every dispatch the same pipeline, bind groups, offsets and size when issued directly
 // and when replayed from the words; repeated state is left out of the words, and a pass goes to

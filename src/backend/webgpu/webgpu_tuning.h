@@ -134,17 +134,6 @@ struct WebGpuTuning {
     uint32_t spin_us          = 4000;  // how long a wait yields before it naps
     uint32_t compute_units    = 132;   // compute units (SMs) assumed where work is sized to the GPU:
                                        //     WebGPU does not tell (132: an H100 SXM's, an H200's)
-    // --- the browser build's webgpu.h on navigator.gpu (web/webgpu-library.js reads this one from
-    //     the same TERN_WEBGPU_TUNE; the C++ side only checks it; native ignores it) ---
-    uint32_t web_bind_form     = 1;  // how a dispatch's uniform slot offset (a dynamic offset) reaches
-                                     //     GPUComputePassEncoder.setBindGroup: 1: a JavaScript array; 0:
-                                     //     the wasm heap as a Uint32Array with start and length (H200,
-                                     //     dawn.node: 1.63 vs 2.25 us per call)
-    uint32_t web_replay        = 0;  // 1: a compute pass's setPipeline / setBindGroup / dispatchWorkgroups
-                                     //     are written into a command list in wasm memory and replayed by
-                                     //     one call into JavaScript at the pass's end (the state the pass
-                                     //     already has skipped); 0: one import per call
-                                     //     (src/backend/webgpu/wgpu_loader_web.cpp reads this one)
 
     // The defaults for this adapter: discrete and integrated GPUs the struct's (measured on NVIDIA
     // H100 and H200); a CPU adapter (SwiftShader) does not spin (its worker threads need the CPU).
