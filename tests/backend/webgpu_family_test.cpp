@@ -75,6 +75,24 @@ struct Quantized {
     WeightSource         src;
 };
 
+// An f32 vector as a norm-like weight source (the vector must outlive the load).
+WeightSource f32_source(const char * name, const std::vector<float> & v) {
+    return WeightSource{name, DType::f32, {static_cast<int64_t>(v.size()), 1, 1, 1},
+                        {reinterpret_cast<const uint8_t *>(v.data()), v.size() * 4}};
+}
+
+// The raw bits of `count` rows of a KV cache (f16 or f32 elements, n_kv per row) from row `from`,
+// as words (an odd f16 tail padded with zero bits), for a bit-for-bit comparison.
+std::vector<float> cache_rows_bits(Backend & be, const Tensor & cache, DType type, int64_t n_kv, int64_t from, int64_t count) {
+    std::vector<uint8_t> raw(cache.n_bytes());
+    be.read(cache, raw.data(), raw.size());
+    const size_t       el = type == DType::f16 ? 2 : 4;
+    const size_t       lo = static_cast<size_t>(from * n_kv) * el, hi = static_cast<size_t>((from + count) * n_kv) * el;
+    std::vector<float> out((hi - lo + 3) / 4);
+    std::memcpy(out.data(), raw.data() + lo, hi - lo);
+    return out;
+}
+
 Quantized quantized(const char * name, DType type, int64_t k, int64_t n, uint32_t seed) {
     Quantized  q;
     const auto v = gaussian(static_cast<size_t>(k * n), seed, 0.5f);
@@ -521,16 +539,12 @@ TEST(WebGpuFamily, RopeKvAppendMatchesTheCpuBitForBit) {
             const auto    qn = gaussian(static_cast<size_t>(hd), 8), kn = gaussian(static_cast<size_t>(hd), 9);
             std::vector<float> factors(static_cast<size_t>(n_rot / 2));
             for (size_t i = 0; i < factors.size(); ++i) factors[i] = 1.0f + 0.37f * static_cast<float>(i);
-            const auto src = [](const char * name, const std::vector<float> & v) {
-                return WeightSource{name, DType::f32, {static_cast<int64_t>(v.size()), 1, 1, 1},
-                                    {reinterpret_cast<const uint8_t *>(v.data()), v.size() * 4}};
-            };
             std::vector<float> outs[2][3];
             Backend *          bes[2] = {cpu.get(), gpu};
             for (int i = 0; i < 2; ++i) {
                 Backend & be = *bes[i];
-                auto       wq = be.load_norm(src("q_norm", qn)), wk = be.load_norm(src("k_norm", kn));
-                auto       wf = be.load_norm(src("rope_freqs", factors));
+                auto       wq = be.load_norm(f32_source("q_norm", qn)), wk = be.load_norm(f32_source("k_norm", kn));
+                auto       wf = be.load_norm(f32_source("rope_freqs", factors));
                 auto       x  = upload(be, {rows, T, 1, 1}, cols);
                 auto       q  = upload(be, {n_q, T, 1, 1}, std::vector<float>(static_cast<size_t>(n_q * T)));
                 OwnedTensor kc = alloc_tensor(be, cache, {n_kv, n_ctx, 1, 1}, "k");
@@ -544,15 +558,8 @@ TEST(WebGpuFamily, RopeKvAppendMatchesTheCpuBitForBit) {
                 be.rope_kv_append(q.tensor, {kc.tensor, vc.tensor}, x.tensor, s, pos0);
                 be.end_step();
                 outs[i][0] = download(be, q.tensor);
-                for (int c = 0; c < 2; ++c) {
-                    const Tensor & t = c == 0 ? kc.tensor : vc.tensor;
-                    std::vector<uint8_t> raw(t.n_bytes());
-                    be.read(t, raw.data(), raw.size());
-                    const size_t from = static_cast<size_t>(pos0 * n_kv) * (cache == DType::f16 ? 2 : 4);
-                    const size_t to   = static_cast<size_t>((pos0 + T) * n_kv) * (cache == DType::f16 ? 2 : 4);
-                    outs[i][1 + c].resize((to - from + 3) / 4);
-                    std::memcpy(outs[i][1 + c].data(), raw.data() + from, to - from);
-                }
+                outs[i][1] = cache_rows_bits(be, kc.tensor, cache, n_kv, pos0, T);
+                outs[i][2] = cache_rows_bits(be, vc.tensor, cache, n_kv, pos0, T);
             }
             const std::string what = std::string(qk_norm ? "qk-norm " : "") + std::string(dtype_name(cache));
             expect_same_bits(outs[1][0], outs[0][0], what + " q");
@@ -586,16 +593,12 @@ TEST(WebGpuFamily, QkvMatvecWithRopeMatchesTheCpuBitForBit) {
                 const auto      x = gaussian(static_cast<size_t>(k), 32, 2.0f), nv = gaussian(static_cast<size_t>(k), 33);
                 std::vector<float> factors(static_cast<size_t>(sh.n_rot / 2));
                 for (size_t i = 0; i < factors.size(); ++i) factors[i] = 1.0f + 0.29f * static_cast<float>(i);
-                const auto src = [](const char * name, const std::vector<float> & v) {
-                    return WeightSource{name, DType::f32, {static_cast<int64_t>(v.size()), 1, 1, 1},
-                                        {reinterpret_cast<const uint8_t *>(v.data()), v.size() * 4}};
-                };
                 std::vector<float> outs[2][3];
                 Backend *          bes[2] = {cpu.get(), gpu};
                 for (int i = 0; i < 2; ++i) {
                     Backend & be   = *bes[i];
                     auto      w    = be.load_linear({&wq.src, 1});
-                    auto      norm = be.load_norm(src("norm", nv)), wf = be.load_norm(src("rope_freqs", factors));
+                    auto      norm = be.load_norm(f32_source("norm", nv)), wf = be.load_norm(f32_source("rope_freqs", factors));
                     auto      xt = upload(be, {k, 1, 1, 1}, x), h = upload(be, {k, 1, 1, 1}, std::vector<float>(static_cast<size_t>(k)));
                     auto      qkv = upload(be, {rows, 1, 1, 1}, std::vector<float>(static_cast<size_t>(rows)));
                     auto      q   = upload(be, {n_q, 1, 1, 1}, std::vector<float>(static_cast<size_t>(n_q)));
@@ -614,15 +617,8 @@ TEST(WebGpuFamily, QkvMatvecWithRopeMatchesTheCpuBitForBit) {
                         EXPECT_EQ(be.take_dispatch_count(), sh.dispatches)
                             << dtype_name(type) << " head_dim " << sh.hd << " n_rot " << sh.n_rot;
                     }
-                    for (int c = 0; c < 2; ++c) {
-                        const Tensor & t = c == 0 ? kc.tensor : vc.tensor;
-                        std::vector<uint8_t> raw(t.n_bytes());
-                        be.read(t, raw.data(), raw.size());
-                        const size_t el = cache == DType::f16 ? 2 : 4;
-                        const size_t from = static_cast<size_t>(pos0 * n_kv) * el, to = static_cast<size_t>((pos0 + 1) * n_kv) * el;
-                        outs[i][1 + c].resize((to - from + 3) / 4);
-                        std::memcpy(outs[i][1 + c].data(), raw.data() + from, to - from);
-                    }
+                    outs[i][1] = cache_rows_bits(be, kc.tensor, cache, n_kv, pos0, 1);
+                    outs[i][2] = cache_rows_bits(be, vc.tensor, cache, n_kv, pos0, 1);
                 }
                 const std::string what = std::string(dtype_name(type)) + (sh.mode == RopeMode::norm ? " norm" : " neox") +
                                          " head_dim " + std::to_string(sh.hd) + " n_rot " + std::to_string(sh.n_rot) +
