@@ -1,8 +1,8 @@
 // The host cost of recording a step's dispatches through dawn.node (Dawn's Node bindings, what
 // tools/web_node_run.mjs gives the page's engine as navigator.gpu), per form of setBindGroup that
-// web/webgpu-library.js can use (TERN_WEBGPU_TUNE web_bind_form): the uniform slot's dynamic offset
-// from the wasm heap as a Uint32Array with start and length (0), as a JavaScript array (1, the
-// default), or a static bind group per slot (2: session 9's trial, which the glue no longer has). Each form records 154 dispatches (a 2B4T step) of a one-thread
+// web/webgpu-library.js could use: the uniform slot's dynamic offset from the wasm heap as a
+// Uint32Array with start and length (0), as a JavaScript array (1, what its command-list replay
+// uses), or a static bind group per slot (2: session 9's trial, which the glue no longer has). Each form records 154 dispatches (a 2B4T step) of a one-thread
 // kernel into a compute pass, ROUNDS x REPS times; the best step's us per dispatch (setPipeline +
 // setBindGroup + dispatchWorkgroups) is printed, as no device time is in it (SwiftShader will do).
 // Usage: node tools/dawn_call_cost.mjs [--dawn PATH/dawn.node] [--reps N]

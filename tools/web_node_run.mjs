@@ -25,7 +25,7 @@
 // --profile-dir DIR: the main thread's CPU profile (node:inspector) of the load and of the timed runs,
 // as DIR/load.cpuprofile and DIR/generate.cpuprofile (tools/cpuprofile_summary.mjs sums them up).
 // TERN_WEBGPU_TUNE and TERN_WEBGPU_TIMEOUT_MS in the environment reach the engine (the backend's tuning
-// keys, and the glue's own web_bind_form: src/backend/webgpu/webgpu_tuning.h).
+// keys: src/backend/webgpu/webgpu_tuning.h).
 import fs from "node:fs";
 import path from "node:path";
 import { createRequire } from "node:module";

@@ -1,6 +1,8 @@
 // tern's webgpu.h on navigator.gpu: the subset that src/backend/webgpu/webgpu_api.h declares, as an
 // Emscripten JS library (linked into tern.wasm's imports by apps/web/CMakeLists.txt), each function
-// named tern_wgpu... (src/backend/webgpu/wgpu_loader_web.cpp says why). Handles are
+// named tern_wgpu... (src/backend/webgpu/wgpu_loader_web.cpp says why); a compute pass's
+// setPipeline / setBindGroup / dispatchWorkgroups arrive as one command list per pass
+// (tern_wgpuComputePassEncoderReplay). Handles are
 // small integers into one table. Struct offsets come from the C++ side (tern_wgpu_layout() in
 // wgpu_loader_web.cpp), so they are the compiler's, not hand-counted.
 //
@@ -11,26 +13,11 @@
 // WebAssembly.promising) that promise suspends the WebAssembly stack, so tern's waits yield to the
 // browser instead of blocking it. Without JSPI the WebGPU backend is refused at start.
 mergeInto(LibraryManager.library, {
-  $TernWGPU__deps: ["malloc", "free", "$ENV"],
+  $TernWGPU__deps: ["malloc", "free"],
   $TernWGPU: {
     objs: [null],
-    // The glue's own setting, read once from TERN_WEBGPU_TUNE (web_bind_form: the C++ side's table in
-    // src/backend/webgpu/webgpu_tuning.h documents and checks it; the engine's options.env puts the
-    // variable into the module's environment).
-    opts: null,
-    options: function () {
-      if (!TernWGPU.opts) {
-        const o = { web_bind_form: 1 };
-        for (const kv of String(ENV["TERN_WEBGPU_TUNE"] || "").split(",")) {
-          const at = kv.indexOf("=");
-          const k = kv.slice(0, at).trim();
-          if (at > 0 && k in o) o[k] = Number(kv.slice(at + 1)) | 0;
-        }
-        TernWGPU.opts = o;
-      }
-      return TernWGPU.opts;
-    },
     freeIds: [],
+    oneOffset: [0],  // the replay's one dynamic offset (setBindGroup copies it)
     pending: [],     // callbacks waiting for wgpuInstanceProcessEvents
     L: null,         // struct offsets
     nextFuture: 1,
@@ -518,7 +505,6 @@ mergeInto(LibraryManager.library, {
                             beginningOfPassWriteIndex: TernWGPU.u32(tw + L["PassTimestampWrites.beginningOfPassWriteIndex"]),
                             endOfPassWriteIndex: TernWGPU.u32(tw + L["PassTimestampWrites.endOfPassWriteIndex"]) };
     }
-    TernWGPU.options();
     return TernWGPU.add(TernWGPU.get(id).beginComputePass(d));
   },
   tern_wgpuCommandEncoderCopyBufferToBuffer__deps: ["$TernWGPU"],
@@ -535,21 +521,33 @@ mergeInto(LibraryManager.library, {
   tern_wgpuCommandEncoderRelease: function (id) { TernWGPU.release(id); },
   tern_wgpuCommandBufferRelease__deps: ["$TernWGPU"],
   tern_wgpuCommandBufferRelease: function (id) { TernWGPU.release(id); },
-  tern_wgpuComputePassEncoderSetPipeline__deps: ["$TernWGPU"],
-  tern_wgpuComputePassEncoderSetPipeline: function (id, p) { TernWGPU.get(id).setPipeline(TernWGPU.get(p)); },
-  tern_wgpuComputePassEncoderSetBindGroup__deps: ["$TernWGPU"],
-  tern_wgpuComputePassEncoderSetBindGroup: function (id, index, group, n, offsets) {
-    // The offsets as a JavaScript array (web_bind_form 1, the default): dawn.node takes that form
-    // faster than the heap's Uint32Array with start and length (form 0; H200, 2026-11-28: 1.63 vs
-    // 2.25 us per call).
-    const pass = TernWGPU.get(id), g = TernWGPU.get(group);
-    if (!n) pass.setBindGroup(index, g);
-    else if (TernWGPU.opts.web_bind_form === 1) {
-      pass.setBindGroup(index, g, n === 1 ? [HEAPU32[offsets >> 2]] : Array.from(HEAPU32.subarray(offsets >> 2, (offsets >> 2) + n)));
-    } else pass.setBindGroup(index, g, HEAPU32, offsets >> 2, n);
+  // A compute pass's setPipeline / setBindGroup / dispatchWorkgroups, one call per pass: the command
+  // list that src/backend/webgpu/wgpu_command_list.h wrote in the heap (`count` u32 words at `words`;
+  // that file documents the layout), issued from this loop with the objects straight from the id
+  // table. Dynamic offsets go to setBindGroup as a JavaScript array, which dawn.node takes faster than
+  // the heap's Uint32Array with start and length (H200, 2026-11-28: 1.63 vs 2.25 us per call).
+  tern_wgpuComputePassEncoderReplay__deps: ["$TernWGPU"],
+  tern_wgpuComputePassEncoderReplay: function (id, words, count) {
+    const pass = TernWGPU.objs[id], objs = TernWGPU.objs, h = HEAPU32, one = TernWGPU.oneOffset;
+    let i = words >> 2;
+    const end = i + count;
+    while (i < end) {
+      const op = h[i];
+      switch (op & 0xFF) {
+        case 1: pass.setPipeline(objs[h[i + 1]]); i += 2; break;
+        case 2: {
+          const n = op >>> 16, index = (op >>> 8) & 0xFF, g = objs[h[i + 1]];
+          if (n === 0) pass.setBindGroup(index, g);
+          else if (n === 1) { one[0] = h[i + 2]; pass.setBindGroup(index, g, one); }
+          else pass.setBindGroup(index, g, Array.from(h.subarray(i + 2, i + 2 + n)));
+          i += 2 + n;
+          break;
+        }
+        case 3: pass.dispatchWorkgroups(h[i + 1], h[i + 2], h[i + 3]); i += 4; break;
+        default: throw new Error("tern_wgpuComputePassEncoderReplay: bad command word " + op + " at " + (i - (words >> 2)));
+      }
+    }
   },
-  tern_wgpuComputePassEncoderDispatchWorkgroups__deps: ["$TernWGPU"],
-  tern_wgpuComputePassEncoderDispatchWorkgroups: function (id, x, y, z) { TernWGPU.get(id).dispatchWorkgroups(x, y, z); },
   tern_wgpuComputePassEncoderEnd__deps: ["$TernWGPU"],
   tern_wgpuComputePassEncoderEnd: function (id) { TernWGPU.get(id).end(); },
   tern_wgpuComputePassEncoderRelease__deps: ["$TernWGPU"],

@@ -172,6 +172,11 @@ struct HttpServer::Impl {
             metric("tern_full_logit_reads_total", "counter",
                    "Batched passes that read every logit back (no device list of top-k rows, or one overflowed).",
                    static_cast<double>(s.full_logit_reads));
+            metric("tern_listed_columns_total", "counter",
+                   "Sampled streams' steps whose top-k candidate rows the device listed.",
+                   static_cast<double>(s.listed_columns));
+            metric("tern_listed_rows_total", "counter", "Candidate rows those lists counted.",
+                   static_cast<double>(s.listed_rows));
         }
         res.set_content(out, "text/plain; version=0.0.4; charset=utf-8");
     }

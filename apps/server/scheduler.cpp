@@ -375,6 +375,8 @@ void Scheduler::run_step(std::vector<std::unique_ptr<Slot>> & slots) {
     stats_.wait_seconds       = et.wait_s;
     stats_.unpack_seconds     = et.unpack_s;
     stats_.full_logit_reads   = et.full_logit_reads;
+    stats_.listed_columns     = et.listed_columns;
+    stats_.listed_rows        = et.listed_rows;
     stats_.sample_seconds += std::chrono::duration<double>(t1 - t0).count();
     stats_.deliver_seconds += std::chrono::duration<double>(t3 - t2).count();
 }

@@ -115,6 +115,7 @@ struct SchedulerStats {
     double  record_seconds = 0, wait_seconds = 0, unpack_seconds = 0, sample_seconds = 0, deliver_seconds = 0;
     double  record_ahead_seconds = 0;
     int64_t full_logit_reads = 0, steps_ahead = 0;
+    int64_t listed_columns = 0, listed_rows = 0;  // BatchEngine::Timing's: the device's top-k lists
 };
 
 class Scheduler {

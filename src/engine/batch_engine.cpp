@@ -400,6 +400,8 @@ void BatchEngine::read(Pass & p) {
             continue;
         }
         const bool fits = n <= k_list_rows && n >= std::max<int64_t>(p.top_k, 1);
+        ++timing_.listed_columns;
+        timing_.listed_rows += n;
         if (!fits || (!out.logits.empty() && out.top_rows == nullptr)) {
             need_logits = true;
             continue;

@@ -1,7 +1,7 @@
 // The WebGPU backend's general linear path (webgpu_family.cpp) against the CPU reference, bit for
 // bit: matmul for every type it runs (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K; stacked parts of
 // different types) on shapes that are not powers of two, matmul_glu, rope_kv_append with Qwen3's QK-norm, llama's "norm" RoPE with rope_freqs divisors
-// and both cache types; one query's attention making the o-projection's Q8_0 blocks; then whole models: the HF tiny llama and qwen3 checkpoints
+// and both cache types; one token's [q; k; v] matvec with the RoPE in its epilogue; one query's attention making the o-projection's Q8_0 blocks; then whole models: the HF tiny llama and qwen3 checkpoints
 // (tests/data/hf_parity) converted to F32, Q8_0 and Q4_0, prompt logits at every position and greedy
 // decoding on both backends. Skipped with the reason when there is no WebGPU adapter.
 #include "backend/backend.h"
@@ -74,6 +74,24 @@ struct Quantized {
     std::vector<uint8_t> bytes;
     WeightSource         src;
 };
+
+// An f32 vector as a norm-like weight source (the vector must outlive the load).
+WeightSource f32_source(const char * name, const std::vector<float> & v) {
+    return WeightSource{name, DType::f32, {static_cast<int64_t>(v.size()), 1, 1, 1},
+                        {reinterpret_cast<const uint8_t *>(v.data()), v.size() * 4}};
+}
+
+// The raw bits of `count` rows of a KV cache (f16 or f32 elements, n_kv per row) from row `from`,
+// as words (an odd f16 tail padded with zero bits), for a bit-for-bit comparison.
+std::vector<float> cache_rows_bits(Backend & be, const Tensor & cache, DType type, int64_t n_kv, int64_t from, int64_t count) {
+    std::vector<uint8_t> raw(cache.n_bytes());
+    be.read(cache, raw.data(), raw.size());
+    const size_t       el = type == DType::f16 ? 2 : 4;
+    const size_t       lo = static_cast<size_t>(from * n_kv) * el, hi = static_cast<size_t>((from + count) * n_kv) * el;
+    std::vector<float> out((hi - lo + 3) / 4);
+    std::memcpy(out.data(), raw.data() + lo, hi - lo);
+    return out;
+}
 
 Quantized quantized(const char * name, DType type, int64_t k, int64_t n, uint32_t seed) {
     Quantized  q;
@@ -521,16 +539,12 @@ TEST(WebGpuFamily, RopeKvAppendMatchesTheCpuBitForBit) {
             const auto    qn = gaussian(static_cast<size_t>(hd), 8), kn = gaussian(static_cast<size_t>(hd), 9);
             std::vector<float> factors(static_cast<size_t>(n_rot / 2));
             for (size_t i = 0; i < factors.size(); ++i) factors[i] = 1.0f + 0.37f * static_cast<float>(i);
-            const auto src = [](const char * name, const std::vector<float> & v) {
-                return WeightSource{name, DType::f32, {static_cast<int64_t>(v.size()), 1, 1, 1},
-                                    {reinterpret_cast<const uint8_t *>(v.data()), v.size() * 4}};
-            };
             std::vector<float> outs[2][3];
             Backend *          bes[2] = {cpu.get(), gpu};
             for (int i = 0; i < 2; ++i) {
                 Backend & be = *bes[i];
-                auto       wq = be.load_norm(src("q_norm", qn)), wk = be.load_norm(src("k_norm", kn));
-                auto       wf = be.load_norm(src("rope_freqs", factors));
+                auto       wq = be.load_norm(f32_source("q_norm", qn)), wk = be.load_norm(f32_source("k_norm", kn));
+                auto       wf = be.load_norm(f32_source("rope_freqs", factors));
                 auto       x  = upload(be, {rows, T, 1, 1}, cols);
                 auto       q  = upload(be, {n_q, T, 1, 1}, std::vector<float>(static_cast<size_t>(n_q * T)));
                 OwnedTensor kc = alloc_tensor(be, cache, {n_kv, n_ctx, 1, 1}, "k");
@@ -544,20 +558,75 @@ TEST(WebGpuFamily, RopeKvAppendMatchesTheCpuBitForBit) {
                 be.rope_kv_append(q.tensor, {kc.tensor, vc.tensor}, x.tensor, s, pos0);
                 be.end_step();
                 outs[i][0] = download(be, q.tensor);
-                for (int c = 0; c < 2; ++c) {
-                    const Tensor & t = c == 0 ? kc.tensor : vc.tensor;
-                    std::vector<uint8_t> raw(t.n_bytes());
-                    be.read(t, raw.data(), raw.size());
-                    const size_t from = static_cast<size_t>(pos0 * n_kv) * (cache == DType::f16 ? 2 : 4);
-                    const size_t to   = static_cast<size_t>((pos0 + T) * n_kv) * (cache == DType::f16 ? 2 : 4);
-                    outs[i][1 + c].resize((to - from + 3) / 4);
-                    std::memcpy(outs[i][1 + c].data(), raw.data() + from, to - from);
-                }
+                outs[i][1] = cache_rows_bits(be, kc.tensor, cache, n_kv, pos0, T);
+                outs[i][2] = cache_rows_bits(be, vc.tensor, cache, n_kv, pos0, T);
             }
             const std::string what = std::string(qk_norm ? "qk-norm " : "") + std::string(dtype_name(cache));
             expect_same_bits(outs[1][0], outs[0][0], what + " q");
             expect_same_bits(outs[1][1], outs[0][1], what + " k cache");
             expect_same_bits(outs[1][2], outs[0][2], what + " v cache");
+        }
+    }
+}
+
+// One token's normed [q; k; v] projection (Q4_0 / Q8_0, K = 1184: 37 blocks) then rope_kv_append, in
+// one step, as the families run them: with every dim rotated and no QK-norm the matvec does the RoPE
+// and the cache stores in its epilogue (matvec_q8_acts.wgsl ROPE: 2 dispatches instead of 3): llama's
+// "norm" pairs (head_dim 64, 6 heads over 2) and phi-3's NeoX pairs (head_dim 96, 5 heads over 1),
+// f32 and f16 caches, rope_freqs divisors and a frequency scale; a NeoX shape rotating 64 of 96 dims
+// takes the separate rope_kv_family.wgsl (3 dispatches). q and both caches' rows bit for bit.
+TEST(WebGpuFamily, QkvMatvecWithRopeMatchesTheCpuBitForBit) {
+    SKIP_WITHOUT_GPU();
+    auto cpu = make_cpu_backend({2});
+    struct Shape {
+        RopeMode mode;
+        int64_t  hd, n_rot, n_head, n_head_kv;
+        int64_t  dispatches;  // on the GPU: act_q8_0 + the matvec (+ rope_kv_family)
+    };
+    const Shape shapes[] = {{RopeMode::norm, 64, 64, 6, 2, 2}, {RopeMode::neox, 96, 96, 5, 1, 2}, {RopeMode::neox, 96, 64, 5, 1, 3}};
+    for (const DType type : {DType::q4_0, DType::q8_0}) {
+        for (const Shape & sh : shapes) {
+            for (const DType cache : {DType::f32, DType::f16}) {
+                const int64_t k = 32 * 37, n_ctx = 16, pos0 = 7;
+                const int64_t n_q = sh.n_head * sh.hd, n_kv = sh.n_head_kv * sh.hd, rows = n_q + 2 * n_kv;
+                const Quantized wq = quantized("wqkv", type, k, rows, 31);
+                const auto      x = gaussian(static_cast<size_t>(k), 32, 2.0f), nv = gaussian(static_cast<size_t>(k), 33);
+                std::vector<float> factors(static_cast<size_t>(sh.n_rot / 2));
+                for (size_t i = 0; i < factors.size(); ++i) factors[i] = 1.0f + 0.29f * static_cast<float>(i);
+                std::vector<float> outs[2][3];
+                Backend *          bes[2] = {cpu.get(), gpu};
+                for (int i = 0; i < 2; ++i) {
+                    Backend & be   = *bes[i];
+                    auto      w    = be.load_linear({&wq.src, 1});
+                    auto      norm = be.load_norm(f32_source("norm", nv)), wf = be.load_norm(f32_source("rope_freqs", factors));
+                    auto      xt = upload(be, {k, 1, 1, 1}, x), h = upload(be, {k, 1, 1, 1}, std::vector<float>(static_cast<size_t>(k)));
+                    auto      qkv = upload(be, {rows, 1, 1, 1}, std::vector<float>(static_cast<size_t>(rows)));
+                    auto      q   = upload(be, {n_q, 1, 1, 1}, std::vector<float>(static_cast<size_t>(n_q)));
+                    OwnedTensor kc = alloc_tensor(be, cache, {n_kv, n_ctx, 1, 1}, "k");
+                    OwnedTensor vc = alloc_tensor(be, cache, {n_kv, n_ctx, 1, 1}, "v");
+                    AttentionShape s;
+                    s.n_head = sh.n_head, s.n_head_kv = sh.n_head_kv, s.head_dim = sh.hd, s.n_rot = sh.n_rot;
+                    s.rope_freq_base = 10000.0f, s.rope_freq_scale = 0.25f, s.rope_mode = sh.mode, s.rope_freqs = wf.get();
+                    be.take_dispatch_count();
+                    be.begin_step();
+                    be.linear(qkv.tensor, *w, {xt.tensor, norm.get(), 1e-5f, {}, h.tensor}, /*accumulate=*/false);
+                    be.rope_kv_append(q.tensor, {kc.tensor, vc.tensor}, qkv.tensor, s, pos0);
+                    be.end_step();
+                    outs[i][0] = download(be, q.tensor);
+                    if (i == 1 && be.counts_dispatches()) {
+                        EXPECT_EQ(be.take_dispatch_count(), sh.dispatches)
+                            << dtype_name(type) << " head_dim " << sh.hd << " n_rot " << sh.n_rot;
+                    }
+                    outs[i][1] = cache_rows_bits(be, kc.tensor, cache, n_kv, pos0, 1);
+                    outs[i][2] = cache_rows_bits(be, vc.tensor, cache, n_kv, pos0, 1);
+                }
+                const std::string what = std::string(dtype_name(type)) + (sh.mode == RopeMode::norm ? " norm" : " neox") +
+                                         " head_dim " + std::to_string(sh.hd) + " n_rot " + std::to_string(sh.n_rot) +
+                                         " " + std::string(dtype_name(cache));
+                expect_same_bits(outs[1][0], outs[0][0], what + " q");
+                expect_same_bits(outs[1][1], outs[0][1], what + " k cache");
+                expect_same_bits(outs[1][2], outs[0][2], what + " v cache");
+            }
         }
     }
 }

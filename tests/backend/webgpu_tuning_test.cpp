@@ -58,10 +58,6 @@ TEST(WebGpuTuning, UnknownKeysAndBadValuesNameTheKey) {
     EXPECT_NE(apply_error("decode_wg").find("is not key=value"), std::string::npos);
     EXPECT_NE(apply_error("=5").find("is not key=value"), std::string::npos);
     EXPECT_EQ(apply_error("o_lanes=0,gemm_tile=0x0x0x0"), "") << "0 is each one's automatic choice";
-    // The browser glue's key (web/webgpu-library.js reads it; the table checks it for the glue).
-    EXPECT_EQ(apply_error("web_bind_form=0"), "");
-    EXPECT_NE(apply_error("web_bind_form=2").find("web_bind_form=2: expected an unsigned number in 0..1"),
-              std::string::npos) << apply_error("web_bind_form=2");
 }
 
 TEST(WebGpuTuning, ACpuAdapterDoesNotSpin) {

@@ -24,7 +24,10 @@
 # gtest filter), SKIP_DEPTH=1 (no step 2), STREAMS (default 1,8,32,64), BATCH_DEPTHS (step 3's
 # depths before the timed steps, default 0: serve_bench's streams decode at positions 16 to 2,047,
 # e.g. 0,512 compares the engine there), SERVE_STREAMS (step 4's,
-# default STREAMS), PROFILE_STREAMS (step 3b's stream counts, default 64), PROFILE_DEPTHS (step 3b's
+# default STREAMS), SERVE_TUNES (step 4 once more per arm, without the TTFT runs: an arm is comma-separated
+# TERN_WEBGPU_TUNE items and tern serve flags, e.g. spin_us=20000,--threads-http=128; files batch_serve_ARM.*),
+# BATCH_TG (step 3's tokens per stream, default 64: e.g. BATCH_DEPTHS=20 BATCH_TG=1040 sweeps the positions
+# serve_bench's 10-second window decodes), PROFILE_STREAMS (step 3b's stream counts, default 64), PROFILE_DEPTHS (step 3b's
 # depths before the profiled steps, default 0; e.g. 0,256,512), PROFILE_TUNES (step 3b once more per
 # TERN_WEBGPU_TUNE value, at every PROFILE_DEPTHS; file batch_profileS_dD_TUNE.txt), REPS (steps 3 and 3a's
 # repetitions, default 3), DURATION (serve_bench seconds per stream count,
@@ -75,7 +78,7 @@ done | tee "$out/batch_depth_tunes.txt"
 fi
 
 echo "== 3. batched engine: tern bench --parallel $streams -d ${BATCH_DEPTHS:-0}"
-"$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 --parallel "$streams" -d "${BATCH_DEPTHS:-0}" -r "${REPS:-3}" \
+"$B/tern" bench --backend webgpu -m "$model" -p 0 -n "${BATCH_TG:-64}" --parallel "$streams" -d "${BATCH_DEPTHS:-0}" -r "${REPS:-3}" \
     2>&1 | tee "$out/batch_engine.md"
 
 echo "== 3a. $TUNE_STREAMS streams under other tunings (head_mma_rows 0: the dot4 head; attn_paged_tiles 0: attention_split_pv for a paged batch's P·V)"
@@ -99,10 +102,22 @@ done
 done
 
 if [ -z "${SKIP_SERVE:-}" ]; then
-    echo "== 4. tern serve under load (serve_bench.py)"
-    PYTHONUNBUFFERED=1 python3 tools/serve/serve_bench.py --bin "$B/tern" -m "$model" --backend webgpu \
-        --streams "${SERVE_STREAMS:-$streams}" --duration "${DURATION:-10}" -c 2048 --json "$out/batch_serve.json" \
-        2> "$out/batch_serve.log" | tee "$out/batch_serve.md"
+    for st in - ${SERVE_TUNES:-}; do
+    # An arm: comma-separated TERN_WEBGPU_TUNE items and `tern serve` flags (--name=value).
+    f=batch_serve; tune=""; flags=()
+    if [ "$st" != - ]; then
+        f=${f}_$(printf '%s' "$st" | tr -c 'A-Za-z0-9_' '_')
+        IFS=, read -ra items <<< "$st"
+        for it in "${items[@]}"; do
+            if [[ $it == --* ]]; then flags+=("$it"); else tune=${tune:+$tune,}$it; fi
+        done
+    fi
+    echo "== 4. tern serve under load (serve_bench.py)${tune:+ with TERN_WEBGPU_TUNE=$tune}${flags[*]:+ and ${flags[*]}}"
+    TERN_WEBGPU_TUNE=$tune PYTHONUNBUFFERED=1 python3 tools/serve/serve_bench.py --bin "$B/tern" -m "$model" \
+        --backend webgpu --streams "${SERVE_STREAMS:-$streams}" --duration "${DURATION:-10}" -c 2048 \
+        $([ "$st" = - ] || echo --ttft-tokens 0) --json "$out/$f.json" ${flags[*]:+-- "${flags[@]}"} \
+        2> "$out/$f.log" | tee "$out/$f.md"
+    done
     echo "== 4b. tern run beside it: one stream, the server's default sampler (temperature 0.8, top-k 40), the"
     echo "   positions serve_bench's streams decode (a short prompt, then up to 2,031 tokens of a 2,048 context)"
     "$B/tern" run --backend webgpu -m "$model" -p "The ship" -n 2031 -c 2048 --temp 0.8 --seed 1 --json 2>/dev/null |

@@ -3,7 +3,8 @@
 # (default 180: later steps are skipped, with a line saying so, once the budget is spent):
 #   1. the newest family suites (WebGpuFamilyDecode: matvec_q8 / matvec_q8k / Q1_0 / ternary;
 #      WebGpuFamilyHead: the Q-block head, its argmax and greedy ids; the attention's Q8_0 blocks for
-#      the o-projection; the tiny llama / qwen3 models decoding) against the CPU reference on this GPU;
+#      the o-projection; the [q; k; v] matvec with the RoPE in its epilogue; the tiny llama / qwen3
+#      models decoding) against the CPU reference on this GPU;
 #   2. greedy text, webgpu vs cpu, on a 2-layer synth llama-3.2-1b Q4_0 (a run that fails or prints
 #      nothing counts as a difference);
 #   3. decode tg64 (--roofline) of the full synth llama-3.2-1b Q4_0, and its per-kernel GPU profile;
@@ -39,7 +40,7 @@ left() { [ "$SECONDS" -lt "$1" ] || { echo "(skipped: ${SECONDS}s of the ${budge
 
 echo "== newest family suites vs the CPU reference on this GPU"
 "$B/tern_webgpu_tests" \
-    --gtest_filter='*WebGpuFamilyDecode*:*WebGpuFamilyHead*:WebGpuFamily.Attention*:WebGpuFamily.Tiny*' > "$out/families_quick_tests.txt" 2>&1
+    --gtest_filter='*WebGpuFamilyDecode*:*WebGpuFamilyHead*:WebGpuFamily.Attention*:WebGpuFamily.QkvMatvec*:WebGpuFamily.Tiny*' > "$out/families_quick_tests.txt" 2>&1
 grep -E "FAILED|PASSED|first at|SKIPPED" "$out/families_quick_tests.txt" | head -12
 
 echo "== greedy text, webgpu vs cpu (2-layer synth llama-3.2-1b Q4_0) [${SECONDS}s]"

@@ -33,7 +33,7 @@
 # without the driver's shader disk cache, twice (~170 s); timedawn: per round, 8 greedy runs each with
 # dawn.node's calls timed, with the driver's cache as it is and a fresh one, and untimed; a table of
 # ms per step by call and arm (tools/device/dawn_calls_table.mjs; 2 rounds ~150 s); glue: per round, the
-# glue's forms of setBindGroup (TERN_WEBGPU_TUNE web_bind_form 0/1, or GLUE_ARMS), each untimed and
+# TERN_WEBGPU_TUNE settings in GLUE_ARMS (default: the defaults alone), each untimed and
 # (GLUE_TIMED=1, default) timed, native tern bench per round, each arm's greedy text against native's
 # (2 rounds of 2 arms ~110 s; GLUE_TIMED=0 ~65 s).
 set -uo pipefail
@@ -142,9 +142,8 @@ if [ "$mode" = causes ]; then
 fi
 
 if [ "$mode" = glue ]; then
-    # Issue 55: the glue's forms of setBindGroup (TERN_WEBGPU_TUNE's web_bind_form: 1, a JavaScript
-    # array, the default; 0, the heap's Uint32Array with start and length) or any other TERN_WEBGPU_TUNE
-    # settings as arms (GLUE_ARMS="name|settings ...", default the two forms), alternating over ROUNDS
+    # Issue 55: TERN_WEBGPU_TUNE settings as arms (GLUE_ARMS="name|settings ...", default one arm
+    # with the defaults; session 10 ran "base|web_replay=0 replay|web_replay=1"), alternating over ROUNDS
     # rounds, each arm 8 greedy steady-state runs in its own process, and with GLUE_TIMED=1 (default)
     # again with dawn.node's calls timed (--time-dawn: us per call and calls per step); native tern
     # bench tg128 at the start of each round (the host's slow stretches come and go: web against native
@@ -152,7 +151,7 @@ if [ "$mode" = glue ]; then
     echo "== glue: per round native tern bench tg128, then 8 greedy runs per arm after 2 s of warm-up, $rounds rounds" | sum
     timeout 90 "$T/tern" run --backend webgpu -m "$big" -p "$prompt" -n "$n" --temp 0 --seed 42 --json \
         > "$log/native.greedy.json" 2> "$log/native.greedy.err"
-    read -r -a glue_arms <<< "${GLUE_ARMS:-form0|web_bind_form=0 form1|web_bind_form=1}"
+    read -r -a glue_arms <<< "${GLUE_ARMS:-default|}"
     for r in $(seq 1 "$rounds"); do
         timeout 60 "$T/tern" bench --backend webgpu -m "$big" -p 0 -n 128 -r 2 2>&1 | tail -1 | sed "s/^/round $r native: /" | sum
         for a in "${glue_arms[@]}"; do

@@ -162,6 +162,10 @@ def step_breakdown(m0, m1):
            "full_logit_reads": int(m1.get("tern_full_logit_reads_total", 0) -
                                                          m0.get("tern_full_logit_reads_total", 0)),
            "generated": int(m1.get("tern_generated_tokens_total", 0) - m0.get("tern_generated_tokens_total", 0))}
+    # The device's top-k lists: candidate rows per listed column (what unpacking and sampling walk).
+    cols = m1.get("tern_listed_columns_total", 0) - m0.get("tern_listed_columns_total", 0)
+    rows = m1.get("tern_listed_rows_total", 0) - m0.get("tern_listed_rows_total", 0)
+    out["listed_rows_per_column"] = rows / cols if cols else None
     for ph in PHASES:
         key = f'tern_step_seconds_total{{phase="{ph}"}}'
         out[f"{ph}_ms_per_step"] = 1000 * (m1.get(key, 0) - m0.get(key, 0)) / steps if steps else None
@@ -227,12 +231,15 @@ def decode_run(url, a, n_vocab, C):
         print(f"serve_bench: warning: client {i} failed {t - start:.2f} s into the window: {e!r}", file=sys.stderr)
     if inside and len({i for _, i, _ in inside}) == C:
         raise inside[0][2]
-    tokens, per_stream = 0, []
+    tokens, per_stream, positions = 0, [], []
     for client_segments in segments:
         gaps, span = 0, 0.0
         for seg in client_segments:
             win = [x for x in seg if start <= x <= end]
             tokens += len(win)
+            # (the context position each windowed token was decoded at: its request's prompt, then
+            # one per token before it; the engine costs a step by its streams' depths)
+            positions += [a.prompt_tokens + j for j, x in enumerate(seg) if start <= x <= end]
             if len(win) > 1:
                 gaps += len(win) - 1
                 span += win[-1] - win[0]
@@ -240,6 +247,8 @@ def decode_run(url, a, n_vocab, C):
             per_stream.append(1000 * span / gaps)
     return {"streams": C, "tokens_per_s": tokens / (end - start), "ms_per_token_median": statistics.median(per_stream),
             "ms_per_token_worst": max(per_stream),
+            "position_mean": statistics.fmean(positions), "position_min": min(positions),
+            "position_max": max(positions),
             "ttft_ms_median": statistics.median(1000 * (seg[0][0] - t0) for seg in segments if seg and seg[0]),
             "server_steps": step_breakdown(m0, m1),
             # What the server generated in the window (its /metrics), against what the clients
@@ -316,6 +325,12 @@ def main():
         cells = " | ".join("-" if b[f"{ph}_ms_per_step"] is None else f"{b[f'{ph}_ms_per_step']:.2f}" for ph in PHASES)
         print(f"| {r['streams']} | {r['server_tokens_per_s']:.1f} | {b['steps']} | {b['steps_ahead']} | {cells} | "
               f"{b['full_logit_reads']} |")
+    for r in results["decode"]:
+        lr = r["server_steps"]["listed_rows_per_column"]
+        if lr is not None:
+            print(f"\n{r['streams']} streams: the device listed {lr:.0f} candidate rows per stream and step on average")
+        print(f"\n{r['streams']} streams: the window's tokens were decoded at context positions {r['position_min']} to "
+              f"{r['position_max']}, {r['position_mean']:.0f} on average (compare `tern bench --parallel` at that depth)")
     for t in results["ttft"]:
         gap = t["longest_gap_of_others_ms"]
         again = " (again)" if t["attempt"] == 2 else ""

@@ -322,12 +322,11 @@ private:
     // outputs (gate/up pairs when gate_up); last_param: accumulate / activation.
     void encode_gemm(WGPUBuffer y, uint32_t y_offset, uint32_t y_stride, const GpuLinear & w, const QuantizedActs & a,
                      uint32_t n_out, bool gate_up, uint32_t last_param);
-    // The shares along K for a GEMM of `groups` workgroups over n_chunks chunks of 64 (1: no split;
-    // gate_up: WebGpuTuning::gate_up_split where set).
-    uint32_t gemm_split(const GpuLinear & w, uint32_t groups, uint32_t n_chunks, bool gate_up) const;
+    // The shares along K for a GEMM of `groups` workgroups over n_chunks chunks of 64 (1: no split).
+    uint32_t gemm_split(const GpuLinear & w, uint32_t groups, uint32_t n_chunks) const;
     // A split GEMM's sum (not gate/up) is deferred (StepEncoder::defer): when the next command is
-    // rms_norm_quant of the y it adds into (last = 1: o, down) or of the f it writes (gate+up), or
-    // rope_kv of the qkv products it writes (last = 0), both go out as one dispatch
+    // rms_norm_quant of the y it adds into (last = 1: o, down) or rope_kv of the qkv products it
+    // writes (last = 0), both go out as one dispatch
     // (norm_quant_words.wgsl, rope_kv_split.wgsl: the same bits); otherwise gemm_split_sum.wgsl runs
     // first as before.
     struct SplitSum {
@@ -335,7 +334,6 @@ private:
         uint32_t   n_out = 0, n_tokens = 0, n_split = 0, scales_offset = 0, oscales_offset = 0, ascale_offset = 0,
                  y_offset = 0, y_stride = 0, last = 0;
         bool       pending = false;
-        bool       gate_up = false;  // gate+up's (y = f, last = the activation): only norm_quant_words fuses it
     } split_sum_;
     // rms_norm_quant with the deferred split sum of x fused in, where it is x's and its scales are a's
     // (false: nothing recorded).
@@ -574,6 +572,22 @@ private:
     QuantizedActs              family_acts_;
     bool try_family_decode(const Tensor & y, const Weight & w, const LinearInput & in, bool accumulate,
                            const FfnActivation * glu_act);
+    // One matvec_q8_acts.wgsl dispatch (try_family_decode), kept so that the [q; k; v] one can be
+    // recorded late, as its ROPE variant, by the rope_kv_append after it (fa_qkv_: the last deferred).
+    struct FamilyMatvec {
+        WGPUBuffer words = nullptr, scales = nullptr, acts = nullptr, y = nullptr, oacts = nullptr;
+        uint32_t   wg = 0, rows = 0, mrows = 0, nb = 0, wtype = 0, nbo = 1, loads = 1;
+        bool       glu = false, accumulate = false, qout = false;
+        uint32_t   n_rows = 0, y_offset = 0, y_stride = 0, up_row = 0, activation = 0;
+    } fa_qkv_;
+    // ROPE's destinations: the (cos, sin) table, q_out, the caches (offsets in elements), the shape.
+    struct FamilyRope {
+        WGPUBuffer table, q, k_cache, v_cache;
+        uint32_t   q_offset, head_dim, n_q, n_kv, pos, k_offset, v_offset;
+        bool       norm_mode, k_f16, v_f16;
+    };
+    void encode_family_matvec(const FamilyMatvec & mv, const FamilyRope * rope);
+    std::unique_ptr<GpuBuffer> mm_dummy_kv_[2];  // ROPE's cache bindings when it is off
     std::unique_ptr<GpuBuffer> mm_codes_, mm_dq_, mm_kcodes_, mm_kd_, mm_glu_, mm_zero_norm_;
     // try_family_decode's Q8_0-block inputs (lib/acts_q8_0.wgsl): act_q8_0.wgsl's [0], a gate+up's
     // outputs [1] (QOUT), one query's attention output [2] (attention.wgsl Q8_OUT); fa_ready_: the

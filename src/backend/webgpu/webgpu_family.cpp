@@ -8,7 +8,9 @@
 //                a gate+up's QOUT, one query's attention.wgsl Q8_OUT) + matvec_q8_acts.wgsl (glu's
 //                gate in its epilogue), or with family_acts=0 matvec_q8.wgsl alone (that prologue in every
 //                workgroup); matvec_q8k.wgsl alone (the Q8_K blocks in its prologue); Q1_0 / Q2_0 /
-//                PQ2_0 through matvec_q8.wgsl for any tokens.
+//                PQ2_0 through matvec_q8.wgsl for any tokens. A [q; k; v] matvec_q8_acts.wgsl is
+//                recorded late (StepEncoder::defer): the rope_kv_append right after it takes it as its
+//                ROPE variant, the RoPE and the cache stores in its epilogue.
 //   (lm_head of a Q8_0 / Q4_0 / Q6_K table: webgpu_family_head.cpp.)
 //   linear / linear_glu of a ternary weight (I2_S, TQ1_0, TQ2_0): per-token int8 input
 //                (rms_norm_quant.wgsl) + BitNet's bitlinear / gate_up.
@@ -222,6 +224,53 @@ void WebGpuBackend::matmul(const Tensor & y, const Weight & w, const Tensor & x,
     }
 }
 
+// matvec_q8_acts.wgsl as `mv` says; with `rope` its ROPE variant (the [q; k; v] rows rotated into
+// q_out and the KV cache instead of y; webgpu_backend_impl.h: FamilyRope).
+void WebGpuBackend::encode_family_matvec(const FamilyMatvec & mv, const FamilyRope * rope) {
+    if (!mm_dummy_kv_[0]) {
+        mm_dummy_kv_[0] = make_buffer(16, nullptr, "no k cache");
+        mm_dummy_kv_[1] = make_buffer(16, nullptr, "no v cache");
+    }
+    struct {
+        uint32_t n_rows, y_offset, y_stride, up_row, activation;
+        uint32_t head_dim, n_q, n_kv, pos, k_offset, v_offset;
+    } p{mv.n_rows, mv.y_offset, mv.y_stride, mv.up_row, mv.activation, 0, 0, 0, 0, 0, 0};
+    if (rope) {
+        p.y_offset = rope->q_offset;
+        p.head_dim = rope->head_dim;
+        p.n_q      = rope->n_q;
+        p.n_kv     = rope->n_kv;
+        p.pos      = rope->pos;
+        p.k_offset = rope->k_offset;
+        p.v_offset = rope->v_offset;
+    }
+    const PipelineKey key{dot4_native_ ? "matvec_q8_acts" : "matvec_q8_acts_nodp4",
+                          "rrrrwwwwu",
+                          {{{"WG", static_cast<double>(mv.wg)},
+                            {"ROWS", static_cast<double>(mv.rows)},
+                            {"MROWS", static_cast<double>(mv.mrows)},
+                            {"NB", static_cast<double>(mv.nb)},
+                            {"WTYPE", static_cast<double>(mv.wtype)},
+                            {"GLU", mv.glu ? 1.0 : 0.0},
+                            {"ACCUMULATE", mv.accumulate ? 1.0 : 0.0},
+                            {"QOUT", mv.qout ? 1.0 : 0.0},
+                            {"NBO", static_cast<double>(mv.nbo)},
+                            {"LOADS", static_cast<double>(mv.loads)},
+                            {"ROPE", rope ? 1.0 : 0.0},
+                            {"NORM_MODE", rope && !rope->norm_mode ? 0.0 : 1.0},
+                            {"K_F16", rope && !rope->k_f16 ? 0.0 : 1.0},
+                            {"V_F16", rope && !rope->v_f16 ? 0.0 : 1.0}}}};
+    const WGPUBuffer bufs[] = {mv.words,
+                               mv.scales,
+                               mv.acts,
+                               rope ? rope->table : mv.scales,
+                               rope ? rope->q : mv.y,
+                               mv.oacts,
+                               rope ? rope->k_cache : mm_dummy_kv_[0]->get(),
+                               rope ? rope->v_cache : mm_dummy_kv_[1]->get()};
+    step_->dispatch(key, bufs, &p, sizeof p, ceil_div(mv.n_rows, mv.rows), 1);
+}
+
 // act_q8_0.wgsl (the input's norm and Q8_0 blocks, once) + matvec_q8_acts.wgsl (glu's gate in its
 // epilogue, glu_act) per part; with family_acts=0 matvec_q8.wgsl alone, that prologue in each
 // workgroup: instead of rms_norm + quantize_q8_0 + matmul (+ glu). Q4_0 / Q8_0
@@ -370,32 +419,44 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
         const int64_t nt = k / part.group;
         const double  wtype = takes_q8_0(part.type) ? static_cast<double>(matmul_wtype(part.type)) : 7.0;
         if (a_in != nullptr && takes_q8_0(part.type)) {  // matvec_q8_acts.wgsl
-            struct {
-                uint32_t n_rows, y_offset, y_stride, up_row, activation;
-            } p{n, y0, u32(y.ne[0]), u32(n_out), act};
             // Blocks a lane loads at once: all of its blocks, up to 12 (Q8_0, twice the words: 8), so
             // a QOUT gate+up's 8 lanes per row wait for memory once (WebGpuTuning::family_acts_loads).
             const uint32_t lanes = (qout ? qout_wg : wg) / (rows * per);
             const uint32_t loads = tune_.family_acts_loads != 0
                                        ? tune_.family_acts_loads
                                        : std::clamp<uint32_t>(ceil_div(nb, lanes), 1, part.type == DType::q8_0 ? 8 : 12);
-            const PipelineKey key{dot4_native_ ? "matvec_q8_acts" : "matvec_q8_acts_nodp4",
-                                  "rrrwwu",
-                                  {{{"WG", static_cast<double>(qout ? qout_wg : wg)},
-                                    {"ROWS", static_cast<double>(rows)},
-                                    {"MROWS", static_cast<double>(rows * per)},
-                                    {"NB", static_cast<double>(nb)},
-                                    {"WTYPE", wtype},
-                                    {"GLU", glu_act ? 1.0 : 0.0},
-                                    {"ACCUMULATE", accumulate ? 1.0 : 0.0},
-                                    {"QOUT", qout ? 1.0 : 0.0},
-                                    {"NBO", qout ? static_cast<double>(n_out / 32) : 1.0},
-                                    {"LOADS", static_cast<double>(loads)}}}};
+            FamilyMatvec mv;
+            mv.words = part.words;
+            mv.scales = part.scales;
+            mv.acts = a_in;
+            mv.y = gpu_buffer(y);
             // (oacts without QOUT: a buffer no other binding has; nothing is written to it)
-            const WGPUBuffer out = qout ? grown(fa_acts_[1], act_bytes(n_out / 32), "family q8_0 gate outputs") : mm_zero_norm_->get();
-            const WGPUBuffer abufs[] = {part.words, part.scales, a_in, gpu_buffer(y), out};
-            step_->dispatch(key, abufs, &p, sizeof p, ceil_div(n, rows), u32(T));
-            if (qout) fa_ready_ = {gpu_buffer(y), gpu_offset(y, 4), n_out, T, step_->serial(), out};
+            mv.oacts = qout ? grown(fa_acts_[1], act_bytes(n_out / 32), "family q8_0 gate outputs") : mm_zero_norm_->get();
+            mv.wg = qout ? qout_wg : wg;
+            mv.rows = rows;
+            mv.mrows = rows * per;
+            mv.nb = u32(nb);
+            mv.wtype = static_cast<uint32_t>(wtype);
+            mv.glu = glu_act != nullptr;
+            mv.accumulate = accumulate;
+            mv.qout = qout;
+            mv.nbo = qout ? u32(n_out / 32) : 1u;
+            mv.loads = loads;
+            mv.n_rows = n;
+            mv.y_offset = y0;
+            mv.y_stride = u32(y.ne[0]);
+            mv.up_row = u32(n_out);
+            mv.activation = act;
+            // A [q; k; v] candidate (one token, one part, no gate, no residual): recorded late, so that a
+            // rope_kv_append right after it can take it with the RoPE in its epilogue
+            // (encode_family_rope_kv; H200 tg64 llama-3.2-1b Q4_0 1,396.1 vs 1,322.5 tok/s without).
+            if (!glu_act && !accumulate && T == 1 && parts.size() == 1) {
+                fa_qkv_ = mv;
+                step_->defer(mv.y, y0, [this, mv] { encode_family_matvec(mv, nullptr); });
+                continue;
+            }
+            encode_family_matvec(mv, nullptr);
+            if (qout) fa_ready_ = {gpu_buffer(y), gpu_offset(y, 4), n_out, T, step_->serial(), mv.oacts};
             continue;
         }
         // Weights loaded ahead of the prologue: the lane's blocks, at most family_prefetch (Q8_0: 4).
@@ -509,7 +570,9 @@ const RopeTable & WebGpuBackend::family_rope_table(const AttentionShape & s, int
             theta *= theta_scale;
         }
     }
-    step_->flush();  // work recorded against the old table keeps its buffer alive until it ran
+    // Work recorded against the old table keeps its buffer alive until it ran; a deferred dispatch (a
+    // [q; k; v] matvec, which reads no table) stays deferred for the rope_kv_append that asked.
+    step_->flush_keeping_deferred();
     r.n_rot     = s.n_rot;
     r.freq_base = s.rope_freq_base;
     r.n_pos     = cap;
@@ -543,12 +606,27 @@ void WebGpuBackend::encode_family_rope_kv(const Tensor & q, const KvLayer & kv, 
              "use --backend cpu for this model");
     }
     const int64_t     n_pos = batch ? batch->max_position() + 1 : pos0 + T;
-    const RopeTable & rope  = family_rope_table(s, n_pos);
+    const RopeTable & rope  = family_rope_table(s, n_pos);  // (a new table flushes: a deferred qkv runs)
     if (!mm_zero_norm_) mm_zero_norm_ = make_buffer(16, nullptr, "no qk norm");
-    const WGPUBuffer qn   = s.q_norm ? as_norm(*s.q_norm).buffer->get() : mm_zero_norm_->get();
-    const WGPUBuffer kn   = s.k_norm ? as_norm(*s.k_norm).buffer->get() : mm_zero_norm_->get();
     const size_t     k_el = kv.k.type == DType::f16 ? 2 : 4;
     const size_t     v_el = kv.v.type == DType::f16 ? 2 : 4;
+    // One token's [q; k; v] matvec, still deferred (try_family_decode): recorded now as
+    // its ROPE variant, where no QK-norm applies, every dim rotates, and its workgroups own whole
+    // pairs (norm: even rows per workgroup; NeoX: a multiple of 4, head_dim / 2 even).
+    const uint32_t rows = fa_qkv_.rows;
+    if (!batch && T == 1 && !s.q_norm && !s.k_norm && s.n_rot == hd && rows % 2 == 0 &&
+        (s.rope_mode == RopeMode::norm || (rows % 4 == 0 && hd % 4 == 0)) && fa_qkv_.n_rows == qkv.ne[0] &&
+        fa_qkv_.n_rows % rows == 0 && fa_qkv_.y == gpu_buffer(qkv) && fa_qkv_.y_offset == gpu_offset(qkv, 4) &&
+        step_->take_deferred(gpu_buffer(qkv), gpu_offset(qkv, 4))) {
+        const FamilyRope r{rope.buffer->get(), gpu_buffer(q), gpu_buffer(kv.k), gpu_buffer(kv.v),
+                           gpu_offset(q, 4), u32(hd), u32(n_q), u32(n_kv), u32(pos0),
+                           gpu_offset(kv.k, k_el), gpu_offset(kv.v, v_el), s.rope_mode == RopeMode::norm,
+                           kv.k.type == DType::f16, kv.v.type == DType::f16};
+        encode_family_matvec(fa_qkv_, &r);
+        return;
+    }
+    const WGPUBuffer qn   = s.q_norm ? as_norm(*s.q_norm).buffer->get() : mm_zero_norm_->get();
+    const WGPUBuffer kn   = s.k_norm ? as_norm(*s.k_norm).buffer->get() : mm_zero_norm_->get();
     TERN_ASSERT(kv.k.offset % 4 == 0 && kv.v.offset % 4 == 0, "KV cache views must be 4-byte aligned");
     struct {
         uint32_t head_dim, n_rot, n_head, n_head_kv, pos0, x_offset, x_stride, q_offset, q_stride, k_offset, v_offset,

@@ -122,9 +122,9 @@ bool WebGpuBackend::rms_norm_quant_after_sum(const QuantizedActs & a, const Tens
     const SplitSum & ss = split_sum_;
     const int64_t    k  = x.ne[0];
     // The sum is x's (all of it, tokens at stride k) and reads the activation scales a gets.
-    // norm_quant_words.wgsl takes gate+up's sum (y = f) or o's and down's (y += W a) in, where it
-    // runs (otherwise gemm_split_sum.wgsl, then rms_norm_quant.wgsl).
-    if (!ss.pending || norm_words_wg(k) == 0 || x.offset % 16 != 0 || (!ss.gate_up && ss.last != 1) ||
+    // norm_quant_words.wgsl takes o's and down's sum (y += W a) in, where it runs (otherwise
+    // gemm_split_sum.wgsl, then rms_norm_quant.wgsl).
+    if (!ss.pending || norm_words_wg(k) == 0 || x.offset % 16 != 0 || ss.last != 1 ||
         ss.y != gpu_buffer(x) || ss.y_offset != gpu_offset(x, 4) || ss.y_stride != k ||
         ss.n_out != k || ss.n_tokens != x.ne[1] || ss.scale != gpu_buffer(a.scale) ||
         ss.ascale_offset != gpu_offset(a.scale, 4) || !step_->take_deferred(ss.y, uint64_t{ss.y_offset} * 4)) {
@@ -157,7 +157,7 @@ bool WebGpuBackend::norm_quant_words(const QuantizedActs & a, const Tensor & x, 
         uint32_t k;
         float    eps;
         uint32_t x_offset, x_stride, w_offset, q_offset, q_stride, scale_offset, n_tokens, scales_offset,
-            oscales_offset, part_words, act;
+            oscales_offset;
     } p{u32(k),
         eps,
         ss ? ss->y_offset / 4 : gpu_offset(x, 16),
@@ -168,12 +168,9 @@ bool WebGpuBackend::norm_quant_words(const QuantizedActs & a, const Tensor & x, 
         ss ? ss->ascale_offset : gpu_offset(a.scale, 4),
         ss ? ss->n_tokens : u32(x.ne[1]),
         ss ? ss->scales_offset : 0,
-        ss ? ss->oscales_offset : 0,
-        ss ? (ss->gate_up ? 2 * n_words : n_words) : 0,
-        ss && ss->gate_up ? ss->last : 0};
+        ss ? ss->oscales_offset : 0};
     PipelineKey key{"norm_quant_words", "wrwwrru", {{{"WG", static_cast<double>(wg)}, {"U", static_cast<double>(u)}}}};
     if (ss) key.add("SPLIT", static_cast<double>(ss->n_split));
-    if (ss && ss->gate_up) key.add("GATE_UP", 1.0);
     // Without the sum the weights and shares are not read: the norm weights stand in for them.
     const WGPUBuffer w_buf   = nw.buffer->get();
     const WGPUBuffer bufs[] = {gpu_buffer(x), w_buf, gpu_buffer(a.q), gpu_buffer(a.scale), ss ? ss->weights : w_buf,

@@ -175,13 +175,11 @@ uint32_t WebGpuBackend::mma_unit() {
 // of the chunks into [S][T][N] i32 and gemm_split_sum.wgsl adds them (integers: exact) and applies
 // the epilogue, so the result is the unsplit GEMM's bits. Only for one scale group per row (I2_S):
 // with several, the groups' f32 partial sums must be added in group order.
-uint32_t WebGpuBackend::gemm_split(const GpuLinear & w, uint32_t groups, uint32_t n_chunks, bool gate_up) const {
+uint32_t WebGpuBackend::gemm_split(const GpuLinear & w, uint32_t groups, uint32_t n_chunks) const {
     if (w.n_groups != 1) return 1;
     uint32_t s = 1;
     if (gemm_split_) {
         s = *gemm_split_;
-    } else if (gate_up && tune_.gate_up_split != 0) {
-        s = std::min(tune_.gate_up_split, std::max<uint32_t>(1, n_chunks / 4));
     } else if (tune_.gemm_split_groups != 0 && groups > 0) {
         s = std::min(tune_.gemm_split_groups / groups, n_chunks / 4);
     }
@@ -200,7 +198,7 @@ void WebGpuBackend::encode_gemm(WGPUBuffer y, uint32_t y_offset, uint32_t y_stri
     const MmaTiling  m    = mma_tiling(w.n_cols);
     const uint32_t   gx   = mma ? ceil_div(n_out, gate_up ? 16 * m.sgm : 32 * m.sgm) : ceil_div(n_out, outs);
     const uint32_t   gy   = mma ? ceil_div(n_tok, 32 * m.sgn) : ceil_div(n_tok, bn);
-    const uint32_t   split = gemm_split(w, gx * gy, ceil_div(w.n_cols / 16, k_gemm_chunk_words), gate_up);
+    const uint32_t   split = gemm_split(w, gx * gy, ceil_div(w.n_cols / 16, k_gemm_chunk_words));
     // Split: the shares go to the part buffer ([S][T][N] i32), gemm_split_sum.wgsl then writes y.
     const WGPUBuffer y_gemm = split > 1 ? grown(gemm_split_part_, size_t{split} * static_cast<size_t>(n_tok) *
                                                                       static_cast<size_t>(w.n_rows) * 4,
@@ -260,18 +258,15 @@ void WebGpuBackend::encode_gemm(WGPUBuffer y, uint32_t y_offset, uint32_t y_stri
         const WGPUBuffer  bufs_sum[] = {weights, y_gemm, scale, y};
         step_->dispatch(key_sum, bufs_sum, &ps, sizeof ps, ceil_div(ps.n_out, 64), ps.n_tokens);
     };
-    // gate+up: only norm_quant_words.wgsl takes its sum in (the next norm of f, where it runs).
-    const bool gate_up_fused = gate_up && 2 * n_out == w.n_rows && y_stride == n_out && norm_words_wg(n_out) != 0;
-    if ((gate_up && !gate_up_fused) || last_param > 1 || (!gate_up && n_out != w.n_rows)) {
+    if (gate_up || last_param > 1 || n_out != w.n_rows) {
         record();
         return;
     }
     // y += W a: the next norm of y may take the sum in (rms_norm_quant_after_sum); y = W a (qkv):
-    // the next rope_kv (encode_rope_kv); gate+up's f: the next norm of f.
+    // the next rope_kv (encode_rope_kv).
     step_->defer(y, uint64_t{y_offset} * 4, record);
     split_sum_ = {weights,         y_gemm,     scale,    y,          n_out,      u32(n_tok), split,
-                  w.scales_offset, w.oscales_offset, ps.ascale_offset, y_offset, y_stride, last_param, true,
-                  gate_up};
+                  w.scales_offset, w.oscales_offset, ps.ascale_offset, y_offset, y_stride, last_param, true};
 }
 
 bool WebGpuBackend::prefill_bitlinear(const Tensor & y, const Weight & w, const QuantizedActs & a, bool accumulate) {

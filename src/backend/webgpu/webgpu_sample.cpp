@@ -46,12 +46,14 @@ void WebGpuBackend::sample(const Tensor & id, const Tensor & logits, const Sampl
     // maximum; the mass and the rows min-p keeps, or with min-p off those of mass 2^-10 or more) on
     // many workgroups, sample_scan.wgsl, rather than in sample.wgsl's one, which then walks the list (or,
     // min-p off and top-p's cut past the rows listed, makes its own passes). Two workgroups per
-    // compute unit, at least 256 rows each.
+    // compute unit, at least 256 rows each (one per compute unit: no faster, H200 sample_scan 13.3 +
+    // sample 16.1 vs 12.7 + 16.7 us).
     const bool scan   = !list && top_k == 0 && chain.top_p < 1.0f;
     uint32_t   groups = 0;
     bool       fused  = false;
     if (scan) {
-        groups = std::min(2 * tune_.compute_units, u32((n_vocab + 255) / 256));
+        // (at most k_sample_cap: sample.wgsl stages the slice sums in its candidates' weights)
+        groups = std::min({2 * tune_.compute_units, u32((n_vocab + 255) / 256), u32(k_sample_cap)});
         list_buffer =
             grown(sample_scan_, (4 + static_cast<size_t>(groups) + 2 * static_cast<size_t>(k_sample_cap)) * 4,
                   "sample scan");

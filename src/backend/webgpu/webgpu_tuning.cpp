@@ -80,7 +80,6 @@ const std::vector<Field> & fields() {
         {"attn_scratch_bytes", Kind::number, 1, k_max, &T::attn_scratch_bytes},
         {"gemm_min_tokens", Kind::number, 0, k_max, &T::gemm_min_tokens},
         {"gemm_split_groups", Kind::number, 0, k_max, &T::gemm_split_groups},
-        {"gate_up_split", Kind::number, 0, 64, &T::gate_up_split},
         {"norm_words_wg", Kind::pow2, 32, 1024, &T::norm_words_wg},
         {"gemm_tile", Kind::gemm_tiling, 0, 0, nullptr, &T::gemm_tile},
         {"mma_tile", Kind::mma_tiling, 0, 0, nullptr, nullptr, &T::mma_tile},
@@ -90,7 +89,6 @@ const std::vector<Field> & fields() {
         {"first_submit", Kind::number, 0, k_max, &T::first_submit},
         {"spin_us", Kind::number, 0, 10000000, &T::spin_us},
         {"compute_units", Kind::number, 1, 65535, &T::compute_units},
-        {"web_bind_form", Kind::number, 0, 1, &T::web_bind_form},
     };
     return f;
 }

@@ -120,8 +120,6 @@ struct WebGpuTuning {
     uint32_t   gemm_split_groups = 264;    // a GEMM (one scale group per row) with at most half this many
                                            //     workgroups is split along K into about this many (each
                                            //     share at least 4 chunks of 64); 0: never split
-    uint32_t   gate_up_split = 0;          // shares along K of a batch's gate+up GEMM (at most a quarter of its
-                                           //     chunks); 0: the gemm_split_groups rule (2B4T at 64 tokens: 1)
     uint32_t   norm_words_wg = 1024;       // threads of norm_quant_words.wgsl, the norms + int8 quantization of
                                            //     rows (rms_norm_quant, a split GEMM's sum fused before it) with
                                            //     each row's vec4 words in registers: raised to k / 32 (8 words
@@ -136,12 +134,6 @@ struct WebGpuTuning {
     uint32_t spin_us          = 4000;  // how long a wait yields before it naps
     uint32_t compute_units    = 132;   // compute units (SMs) assumed where work is sized to the GPU:
                                        //     WebGPU does not tell (132: an H100 SXM's, an H200's)
-    // --- the browser build's webgpu.h on navigator.gpu (web/webgpu-library.js reads this one from
-    //     the same TERN_WEBGPU_TUNE; the C++ side only checks it; native ignores it) ---
-    uint32_t web_bind_form     = 1;  // how a dispatch's uniform slot offset (a dynamic offset) reaches
-                                     //     GPUComputePassEncoder.setBindGroup: 1: a JavaScript array; 0:
-                                     //     the wasm heap as a Uint32Array with start and length (H200,
-                                     //     dawn.node: 1.63 vs 2.25 us per call)
 
     // The defaults for this adapter: discrete and integrated GPUs the struct's (measured on NVIDIA
     // H100 and H200); a CPU adapter (SwiftShader) does not spin (its worker threads need the CPU).

@@ -7,13 +7,23 @@ requires packed_4x8_integer_dot_product;
 // reference's order), then the same epilogue (GLU's gate, ACCUMULATE's residual add). Same bits as
 // matvec_q8.wgsl. With QOUT (GLU, ROWS a multiple of 32) the epilogue also writes the gate's outputs
 // as Q8_0 blocks into oacts, as act_q8_0.wgsl would make them for the down projection (a
-// workgroup's rows are whole blocks), so that no act_q8_0 runs before it.
+// workgroup's rows are whole blocks), so that no act_q8_0 runs before it. With ROPE (one token's
+// [q; k; v] projection of a family without a QK-norm, all head_dim rotated) the epilogue does
+// rope_kv_family.wgsl's work on its rows instead of writing them: RoPE on q and k with the host's
+// (cos, sin) table, q into y (q_out), k and v into the KV cache at row p.pos; same expressions, same
+// bits, one dispatch fewer per layer. Its workgroups own whole rotation pairs: "norm" pairs
+// (2i, 2i+1) are neighbouring rows; for NeoX pairs (i, i + hd/2) workgroup row m stands for
+// (pair m / 2 of the workgroup, its half m % 2), so that 4 rows are dims (i, i + hd/2, i + 1,
+// i + 1 + hd/2) of one head (i even) and the f16 cache words (i, i + 1) are the workgroup's own.
 //
 //   w, ws: as matvec_q8.wgsl (Q8_0 [N][K/32][2] vec4<u32> | Q4_0 [N][K/32] vec4<u32>; f32 block
 //      scales [N][K/32])
 //   acts: [T] tokens of K/32 blocks (lib/acts_q8_0.wgsl)   oacts: [T] tokens of n_rows/32 blocks (QOUT)
 //   y: [N, T] f32, or [n_ff, T] f32 (GLU)
-// Bindings: 0 w, 1 ws, 2 acts (read); 3 y, 4 oacts (read_write); 5 params (uniform)
+//   ROPE: rope [pos][hd/2] (cos, sin); k_cache, v_cache: [n_head_kv hd, n_ctx] f16 pairs or f32, as
+//      u32 words (rope_kv_family.wgsl's); y: q_out [n_head hd]
+// Bindings: 0 w, 1 ws, 2 acts, 3 rope (read); 4 y, 5 oacts, 6 k_cache, 7 v_cache (read_write);
+// 8 params (uniform). (Without ROPE, 3, 6 and 7 are any buffers: nothing reads or writes them.)
 // Dispatch: (ceil(n_rows / ROWS), T, 1). A workgroup computes MROWS weight rows (ROWS, or 2 ROWS
 // with GLU: its gate rows, then their up rows), WG / MROWS lanes on each row; a lane loads LOADS of
 // its blocks' weights at once before it multiplies them.
@@ -31,6 +41,10 @@ override GLU: bool = false;
 override ACCUMULATE: bool = false;
 override QOUT: bool = false;  // GLU: also the outputs' Q8_0 blocks (ROWS a multiple of 32)
 override NBO: u32 = 1u;       // QOUT: n_rows / 32, the down projection's blocks
+override ROPE: bool = false;  // [q; k; v] rows: RoPE, q into y, k and v into the cache (ROWS even)
+override NORM_MODE: bool = true;  // ROPE: pairs (2i, 2i+1); else NeoX (ROWS a multiple of 4)
+override K_F16: bool = true;  // ROPE: the caches' element types
+override V_F16: bool = true;
 
 // Q4_0 / Q8_0 blocks a lane loads before it multiplies them (the host: all of its blocks where
 // that is at most MAX_LOADS, so a QOUT gate+up's lanes wait for memory once; the arrays are
@@ -44,20 +58,31 @@ struct Params {
     y_stride: u32,       // f32 elements between tokens of y
     up_row: u32,         // GLU: the weight row of up row 0 (n_ff)
     activation: u32,     // GLU: 0 ReLU², 1 SiLU (ffn_gate)
+    // ROPE (else zeros):
+    head_dim: u32,
+    n_q: u32,            // q rows (n_head head_dim); then n_kv k rows, n_kv v rows
+    n_kv: u32,           // n_head_kv head_dim, cache elements per position
+    pos: u32,            // the token's position and cache row
+    k_offset: u32,       // element index of k_cache[0, 0] (even for f16)
+    v_offset: u32,
     rn_zero: u32,        // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
 }
 
 @group(0) @binding(0) var<storage, read> w: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> ws: array<f32>;
 @group(0) @binding(2) var<storage, read> acts: array<vec4<u32>>;
-@group(0) @binding(3) var<storage, read_write> y: array<f32>;
-@group(0) @binding(4) var<storage, read_write> oacts: array<u32>;
-@group(0) @binding(5) var<uniform> p: Params;
+@group(0) @binding(3) var<storage, read> rope: array<vec2<f32>>;
+@group(0) @binding(4) var<storage, read_write> y: array<f32>;
+@group(0) @binding(5) var<storage, read_write> oacts: array<u32>;
+@group(0) @binding(6) var<storage, read_write> k_cache: array<u32>;
+@group(0) @binding(7) var<storage, read_write> v_cache: array<u32>;
+@group(0) @binding(8) var<uniform> p: Params;
 
 // The terms, a row every NB + 1 (the row sums' reads fall on different banks for even NB).
 var<workgroup> terms: array<f32, MROWS * (NB + 1u)>;
 // QOUT: the workgroup's outputs and the max |f| per 8 of them.
-var<workgroup> fo: array<f32, select(1u, ROWS, QOUT)>;
+// ROPE: the workgroup's rows after the rotation, in its row order.
+var<workgroup> fo: array<f32, select(1u, ROWS, QOUT || ROPE)>;
 var<workgroup> omax: array<f32, select(1u, ROWS / 8u, QOUT)>;
 
 // Q4_0 nibbles n (0..15, one per byte) as int8 n - 8 (matvec_q8.wgsl's centred).
@@ -85,10 +110,18 @@ fn q_term(w0: vec4<u32>, w1: vec4<u32>, d_w: f32, a0: u32, b: u32) -> f32 {
     return (f32(sumi) * d_w) * a_dq(a0, b);
 }
 
-// Weight row of the workgroup's matrix row m (GLU: gate rows, then up rows).
+// Weight row of the workgroup's matrix row m (GLU: gate rows, then up rows; ROPE NeoX: see above).
 fn weight_row(r0: u32, m: u32) -> u32 {
     if (GLU && m >= ROWS) { return p.up_row + r0 + m - ROWS; }
+    if (ROPE && !NORM_MODE) { return neox_row(r0 + m); }
     return r0 + m;
+}
+
+// ROPE NeoX: the [q; k; v] row of ordinal l (pair l / 2 in head order, its half l % 2).
+fn neox_row(l: u32) -> u32 {
+    let half = p.head_dim / 2u;
+    let pair = l / 2u;
+    return (pair / half) * p.head_dim + pair % half + (l % 2u) * half;
 }
 
 // The terms of matrix row m, added in block order.
@@ -146,6 +179,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         if (QOUT) { quantize_out(lid, t, r0, f); }
         return;
     }
+    if (ROPE) {
+        rope_out(lid, r0);
+        return;
+    }
     if (!here) { return; }
     if (ACCUMULATE) {
         y[o] = y[o] + row_sum(lid);
@@ -184,5 +221,61 @@ fn quantize_out(lid: u32, t: u32, r0: u32, f: f32) {
             oacts[o + 8u * b + 2u * (g % 4u) + q] = word;
         }
         if (g % 4u == 0u) { oacts[o + act_dq(NBO) + b] = bitcast<u32>(round_f16(d)); }
+    }
+}
+
+// ROPE: rope_kv_family.wgsl's rotation and stores for the workgroup's rows (r0 .. r0 + ROWS - 1 in
+// weight_row's order; the host makes n_rows a multiple of ROWS). Invocation i < ROWS / 2 rotates
+// the pair of rows (2i, 2i + 1), then invocation i < ROWS / 2 stores the values of dims (d, d + 1)
+// of one head: rows (2i, 2i + 1) for norm pairs, NeoX rows (4g + h, 4g + h + 2) (i = 2g + h).
+// Every invocation calls it (a barrier).
+fn rope_out(lid: u32, r0: u32) {
+    let hd   = p.head_dim;
+    let half = hd / 2u;
+    if (lid < ROWS / 2u) {
+        let row = weight_row(r0, 2u * lid);  // dim d0 of the pair; its partner d0 + 1 (norm) or + half
+        var x0  = row_sum(2u * lid);
+        var x1  = row_sum(2u * lid + 1u);
+        let d0  = row % hd;
+        if (row < p.n_q + p.n_kv) {  // q and k rotate
+            let j  = select(d0, d0 / 2u, NORM_MODE);
+            let cs = rope[p.pos * half + j];
+            let r0v = mul_rn(x0, cs.x) - mul_rn(x1, cs.y);
+            let r1v = mul_rn(x0, cs.y) + mul_rn(x1, cs.x);
+            x0 = r0v;
+            x1 = r1v;
+        }
+        fo[2u * lid]      = x0;
+        fo[2u * lid + 1u] = x1;
+    }
+    workgroupBarrier();
+    if (lid >= ROWS / 2u) { return; }
+    var m0 = 2u * lid;  // the workgroup rows of dims (d, d + 1)
+    var m1 = m0 + 1u;
+    if (!NORM_MODE) {
+        m0 = 4u * (lid / 2u) + lid % 2u;
+        m1 = m0 + 2u;
+    }
+    let row = weight_row(r0, m0);
+    let d   = row % hd;
+    let a   = fo[m0];
+    let b   = fo[m1];
+    if (row < p.n_q) {
+        y[p.y_offset + row]      = a;
+        y[p.y_offset + row + 1u] = b;
+        return;
+    }
+    let is_v = row >= p.n_q + p.n_kv;
+    let kvh  = (row - p.n_q - select(0u, p.n_kv, is_v)) / hd;
+    let e0   = select(p.k_offset, p.v_offset, is_v) + p.pos * p.n_kv + kvh * hd + d;
+    if (select(K_F16, V_F16, is_v)) {
+        let word = pack_f16x2(a, b);
+        if (is_v) { v_cache[e0 / 2u] = word; } else { k_cache[e0 / 2u] = word; }
+    } else if (is_v) {
+        v_cache[e0]      = bitcast<u32>(a);
+        v_cache[e0 + 1u] = bitcast<u32>(b);
+    } else {
+        k_cache[e0]      = bitcast<u32>(a);
+        k_cache[e0 + 1u] = bitcast<u32>(b);
     }
 }

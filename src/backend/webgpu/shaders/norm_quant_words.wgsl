@@ -1,6 +1,7 @@
 // norm_quant_words: rms_norm_quant.wgsl's norm + int8 quantization of each token's row (SPLIT = 0),
 // or with SPLIT = S > 0 a split GEMM's sum first (gemm_split_sum.wgsl's operations: x += the o or
-// down projection's rows, or with GATE_UP x = ffn_gate of gate+up's rows), with each invocation holding whole vec4 words of its token's row in registers: every load of the
+// down projection's rows), with each invocation holding whole vec4 words of its token's row in
+// registers: every load of the
 // row (x, the norm weights, with SPLIT the S integer shares and the epilogue's scales) is issued in
 // one wave before any arithmetic, and the row is never read again. The sum of squares takes the
 // block-halving order from the words in registers (lib/sum_squares.wgsl: sum_squares_words_sg
@@ -15,7 +16,7 @@
 //   x (y): [K, T] f32 (vec4 words)   w: [K] f32 (vec4 words)   q: [K, T] int8 (u32 words)
 //   scales: [T] f32 (SPLIT: the GEMM's activation scales, read, then the new ones written)
 //   weights: the GEMM's codes | group scales [K] f32 | output scales [K] f32 (u32 words)
-//   part: [SPLIT][T][N] i32 (vec4 words; the GEMM's shares: N = its rows, K, or 2 K with GATE_UP)
+//   part: [SPLIT][T][K] i32 (vec4 words; the GEMM's shares, K = its rows = n_out)
 // Bindings: 0 x (read_write: SPLIT writes y back), 1 w, 2 q, 3 scales, 4 weights (read), 5 part
 // (read), 6 params (uniform). Without SPLIT, 4 and 5 are not read (the host binds w there).
 // Dispatch: (T, 1, 1). Word j of a row is held by invocation j % WG (its u = j / WG), so a block of
@@ -29,7 +30,6 @@
 override WG: u32 = 256u;    // a power of two, >= 32
 override U: u32 = 1u;       // vec4 words per invocation, 1..8
 override SPLIT: u32 = 0u;   // 0: x as it is; S: x += the split GEMM's S shares first (y written back)
-override GATE_UP: bool = false;  // with SPLIT: x = ffn_gate(gate rows, up rows) instead (x not read)
 
 struct Params {
     k: u32,             // elements per token, a multiple of 4
@@ -43,8 +43,6 @@ struct Params {
     n_tokens: u32,      // T (part's token stride)
     scales_offset: u32,   // u32 index of the GEMM's group scales in `weights` (SPLIT)
     oscales_offset: u32,  // u32 index of its output scales (SPLIT)
-    part_words: u32,      // vec4 words of part per token: N / 4 (SPLIT)
-    act: u32,             // GATE_UP: ffn_gate's activation (0 relu², 1 silu)
     rn_zero: u32,         // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
 }
 
@@ -90,32 +88,15 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var u = 0u; u < U; u++) {
         let j = lid + u * WG;
         if (j < nw) {
-            var y: vec4<f32>;
+            var y = x[xo + j];
             if (SPLIT > 0u) {
-                // The GEMM's rows 4j .. 4j + 3 (integer shares: any order is exact), with GATE_UP
-                // also the up rows K + 4j ..; y = x + them, or ffn_gate(gate, up).
+                // y += the GEMM's rows 4j .. 4j + 3 (integer shares: any order is exact).
                 var sum = vec4<i32>(0);
-                var sum_up = vec4<i32>(0);
-                for (var z = 0u; z < SPLIT; z++) {
-                    let base = (z * p.n_tokens + t) * p.part_words + j;
-                    sum += part[base];
-                    if (GATE_UP) { sum_up += part[base + nw]; }
-                }
+                for (var z = 0u; z < SPLIT; z++) { sum += part[(z * p.n_tokens + t) * nw + j]; }
                 let r = 4u * j;
-                let v = vec4<f32>(row_out(sum.x, r, s, rs), row_out(sum.y, r + 1u, s, rs),
+                y = y + vec4<f32>(row_out(sum.x, r, s, rs), row_out(sum.y, r + 1u, s, rs),
                                   row_out(sum.z, r + 2u, s, rs), row_out(sum.w, r + 3u, s, rs));
-                if (GATE_UP) {
-                    let ru = p.k + r;
-                    y = vec4<f32>(ffn_gate(v.x, row_out(sum_up.x, ru, s, rs), p.act),
-                                  ffn_gate(v.y, row_out(sum_up.y, ru + 1u, s, rs), p.act),
-                                  ffn_gate(v.z, row_out(sum_up.z, ru + 2u, s, rs), p.act),
-                                  ffn_gate(v.w, row_out(sum_up.w, ru + 3u, s, rs), p.act));
-                } else {
-                    y = x[xo + j] + v;
-                }
                 x[xo + j] = y;
-            } else {
-                y = x[xo + j];
             }
             ys[u] = y;
             let g = y * w[p.w_offset + j];
