@@ -56,11 +56,6 @@ override PARTS_N: u32 = 0u;     // n_head head_dim (the o-projection's K)
 
 fn parts_word(i: u32) -> f32 { return bitcast<f32>(src_word(i)); }
 
-// Every loop over the superblocks goes PARTS_U at a time with a fixed trip count inside, so that
-// their loads are in flight together (one memory latency per PARTS_U superblocks, not one each);
-// slots past the last superblock are skipped (nothing added).
-const PARTS_U: u32 = 8u;
-
 fn parts_x4(j: u32) -> vec4<f32> {
     let i    = 4u * j;  // h hd + d
     let h    = i / PARTS_HD;
@@ -69,40 +64,16 @@ fn parts_x4(j: u32) -> vec4<f32> {
     let nsb  = (p.stats_in & 0x7fffu) + (p.stats_in >> 31u);  // superblocks
     let sm   = stage_src_base() + PARTS_N * ld + 2u * h * ld;  // head h's (m_0, l_0)
     var mx = parts_word(sm);
-    for (var s0 = 0u; s0 < nsb; s0 += PARTS_U) {
-        var m: array<f32, PARTS_U>;
-        for (var k = 0u; k < PARTS_U; k++) { m[k] = mx; if (s0 + k < nsb) { m[k] = parts_word(sm + 2u * (s0 + k)); } }
-        for (var k = 0u; k < PARTS_U; k++) { mx = max(mx, m[k]); }
-    }
+    for (var c = 1u; c < nsb; c++) { mx = max(mx, parts_word(sm + 2u * c)); }
     var total = 0.0;
-    for (var s0 = 0u; s0 < nsb; s0 += PARTS_U) {
-        var ml: array<vec2<f32>, PARTS_U>;
-        for (var k = 0u; k < PARTS_U; k++) {
-            ml[k] = vec2<f32>(0.0);
-            if (s0 + k < nsb) { ml[k] = vec2<f32>(parts_word(sm + 2u * (s0 + k)), parts_word(sm + 2u * (s0 + k) + 1u)); }
-        }
-        for (var k = 0u; k < PARTS_U; k++) {
-            if (s0 + k < nsb) { total = total + mul_rn(exp_fixed(ml[k].x - mx), ml[k].y); }
-        }
+    for (var c = 0u; c < nsb; c++) {
+        total = total + mul_rn(exp_fixed(parts_word(sm + 2u * c) - mx), parts_word(sm + 2u * c + 1u));
     }
     var o = vec4<f32>(0.0);
-    for (var s0 = 0u; s0 < nsb; s0 += PARTS_U) {
-        var ml: array<vec2<f32>, PARTS_U>;
-        var v: array<vec4<f32>, PARTS_U>;
-        for (var k = 0u; k < PARTS_U; k++) {
-            ml[k] = vec2<f32>(0.0);
-            v[k]  = vec4<f32>(0.0);
-            if (s0 + k < nsb) {
-                ml[k] = vec2<f32>(parts_word(sm + 2u * (s0 + k)), parts_word(sm + 2u * (s0 + k) + 1u));
-                v[k]  = bitcast<vec4<f32>>(src[(base + (s0 + k) * PARTS_HD) / 4u]);
-            }
-        }
-        for (var k = 0u; k < PARTS_U; k++) {
-            if (s0 + k < nsb) {
-                let r = div_rn(mul_rn(exp_fixed(ml[k].x - mx), ml[k].y), total);
-                o = o + vec4<f32>(mul_rn(r, v[k].x), mul_rn(r, v[k].y), mul_rn(r, v[k].z), mul_rn(r, v[k].w));
-            }
-        }
+    for (var c = 0u; c < nsb; c++) {
+        let r = div_rn(mul_rn(exp_fixed(parts_word(sm + 2u * c) - mx), parts_word(sm + 2u * c + 1u)), total);
+        let v = bitcast<vec4<f32>>(src[(base + c * PARTS_HD) / 4u]);
+        o = o + vec4<f32>(mul_rn(r, v.x), mul_rn(r, v.y), mul_rn(r, v.z), mul_rn(r, v.w));
     }
     return o;
 }
