@@ -169,8 +169,7 @@ TEST(WebGpuModel, DeviceGreedyDecodingMatchesCpu) {
 // (attn_long_positions=1), with each P·V form (attn_split_tiles), the tiles' combine folded into the
 // o-projection's prologue (the default; every step's every layer takes it, counted) and not (attn_combine_fused=0):
 // every logit row as the CPU's. 24 steps after 11 prompt tokens cross no superblock (512), so the
-// prologue's weighted combine of several superblocks is covered by
-// WebGpuLongOneQueryAttention.CombineFusedIntoTheOProjection.
+// prologue's sums of whole superblocks are covered by WebGpuLongOneQueryAttention.CombineFusedIntoTheOProjection.
 TEST(WebGpuModel, SplitAttentionDecodingMatchesCpu) {
     TERN_REQUIRE_WEBGPU();
     for (const char * tune : {"attn_long_positions=1", "attn_long_positions=1,attn_split_tiles=0",

@@ -163,9 +163,7 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                               uint64_t(hd / k_tile_dims) * uint64_t(nsb_ld) <= lim.maxComputeWorkgroupsPerDimension &&
                               gpu_offset(kv.v, 2) % 8 == 0 && kv.v.ne[0] % 8 == 0;  // (vec4 V loads)
     if (by_tiles) {
-        // (then a copy of the superblocks' (m_c, l_c) where the o-projection's prologue combines them)
-        grown(attn_super_, static_cast<size_t>(tc_max * n_kv * group * nsb_ld * (hd + 2)) * 4,
-              "attention superblock sums");
+        grown(attn_super_, static_cast<size_t>(tc_max * n_kv * group * nsb_ld * hd) * 4, "attention superblock sums");
     }
 
     const size_t k_el = k_f16 ? 2 : 4, v_el = v_f16 ? 2 : 4;
@@ -292,16 +290,11 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                 pipelines_.pipeline(ck);
             }
         }
-        if (tiles) {  // P·V by tiles of a superblock, then the superblocks combined in order
-            // One query: its combine deferred, for the o-projection's prologue to do (at any depth:
-            // the P·V workgroups copy each superblock's (m_c, l_c) after the sums, where it reads them).
-            const bool fuse = tune_.attn_combine_fused != 0 && !paged && n_tok == 1;
+        if (tiles) {  // P·V by tiles of a superblock, then the superblocks added in order
             struct {
-                uint32_t n_embd_kv, v_offset, ld, bsum_ld, n_head_kv, pos0, max_pages, cols_offset, pages_offset, nsb_ld,
-                    sml_at;
+                uint32_t n_embd_kv, v_offset, ld, bsum_ld, n_head_kv, pos0, max_pages, cols_offset, pages_offset, nsb_ld;
             } vp{u32(kv.v.ne[0]), gpu_offset(kv.v, v_el), u32(ld), n_b, u32(n_kv), u32(pos0 + c0), max_pages,
-                 cols_at + u32(4 * c0), pages_at, u32(nsb_ld),
-                 fuse ? u32(tc * n_kv * group * nsb_ld * hd) : 0xffffffffu};
+                 cols_at + u32(4 * c0), pages_at, u32(nsb_ld)};
             const WGPUBuffer vb[] = {attn_scores_->get(), attn_bsum_->get(), gpu_buffer(kv.v), cols_v, pages_v,
                                      attn_super_->get(), attn_sml_->get()};
             step_->dispatch(vk, vb, &vp, sizeof vp, u32(hd / k_tile_dims * ceil_div(n_max, cpu::k_pos_super)),
@@ -314,8 +307,10 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
             const WGPUBuffer cb[] = {attn_super_->get(), attn_sml_->get(), paged ? cols_v : attn_super_->get(),
                                      paged ? pages_v : attn_super_->get(), gpu_buffer(out)};
             const uint32_t   groups = ceil_div(n_kv * group * hd, 256);
-            if (fuse) {
-                // Deferred: an o-projection that reads `out` next combines the superblocks in its prologue
+            // (one superblock only: the prologue adds the superblock sums without combine_superblocks's
+            // weights, which for one superblock are exactly 1)
+            if (tune_.attn_combine_fused != 0 && !paged && n_tok == 1 && pos0 + 1 <= cpu::k_pos_super) {
+                // Deferred: an o-projection that reads `out` next adds the superblocks in its prologue
                 // (try_decode_bitlinear); anything else records the combine first, as before.
                 const uint64_t n_pos = static_cast<uint64_t>(pos0) + 1;
                 deferred_combine_ = {gpu_buffer(out), attn_super_->get(), uint64_t{gpu_offset(out, 4)} * 4,

@@ -258,7 +258,7 @@ public:
     // Decode kernels encoded so far that took their norm's sum of squares from the norm statistics
     // (block sums left by the previous kernel; webgpu_decode.cpp), for tests.
     int64_t norm_stats_reads() const { return norm_stats_reads_; }
-    // O-projections encoded so far whose prologue combined one query's attention superblocks itself (the
+    // O-projections encoded so far whose prologue added one query's attention superblocks itself (the
     // deferred attention_split_combine; WebGpuTuning::attn_combine_fused), for tests.
     int64_t combines_fused() const { return combines_fused_; }
 
@@ -357,7 +357,7 @@ private:
     // Where a decode kernel's activations come from: x and the norm weights (fused norm), or a
     // previous rms_norm_quant's int8 words and scale.
     // One query's attention_split_combine, deferred (StepEncoder::defer) so that the o-projection's
-    // prologue combines the superblocks itself (lib/decode_io.wgsl PARTS; WebGpuTuning::attn_combine_fused):
+    // prologue adds the superblock sums itself (lib/decode_io.wgsl PARTS; WebGpuTuning::attn_combine_fused):
     // what it would have written (out's buffer and byte offset) and what the prologue then reads.
     struct DeferredCombine {
         WGPUBuffer out = nullptr, part = nullptr;

@@ -168,7 +168,6 @@ bool WebGpuBackend::try_decode_bitlinear(const Tensor & y, const GpuLinear & w, 
     if (parts) {
         key.add("PARTS", 1.0);
         key.add("PARTS_HD", dc.head_dim);
-        key.add("PARTS_N", static_cast<double>(dc.n));
     }
     key.add("N_ROWS", static_cast<double>(w.n_rows));
     const uint32_t   groups = static_cast<uint32_t>((w.n_rows + t->rows - 1) / t->rows);

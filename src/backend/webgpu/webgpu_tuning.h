@@ -85,7 +85,7 @@ struct WebGpuTuning {
     uint32_t attn_split_tiles        = 1;    // one query over a long f16 cache: P·V by tiles of a superblock
                                              // x 16 dimensions (attention_split_pvt + _combine); 0: attention_split_pv
     uint32_t attn_combine_fused      = 1;    // one query's attention_split_combine folded into the o-projection's
-                                             //     prologue (lib/decode_io.wgsl PARTS, the weighted combine) where that reads it next
+                                             //     prologue (lib/decode_io.wgsl PARTS) where that reads it next
                                              //     (H200, depth 4096: 479.4 / 478.5 vs 469.7 / 475.3 tok/s); 0: dispatched
     uint32_t attn_split_chunk        = 64;   // one query over a long cache: positions per attention_split_softmax
                                              //     workgroup (at most 1024 / G; 0: 1024 / G, at least 32)

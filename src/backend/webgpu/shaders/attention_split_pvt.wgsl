@@ -8,10 +8,7 @@
 //   part[t][kvh G + j][sb][d] = the superblock's sum of prob * v[pos][kvh hd + d]: each block of 32
 //             positions summed in position order from 0, then the blocks in order from 0 (products
 //             of two f16 values, exact in f32, so a fused multiply-add gives the same bits);
-//   sml[t][kvh G + j][sb][1] = l_c[j] (by the superblock's first slice of dimensions), and where
-//             sml_at is set (one query whose combine the o-projection's prologue does, lib/decode_io.wgsl
-//             PARTS) (m_c, l_c) also at part[sml_at + 2 ((t n_head + kvh G + j) nsb_ld + sb)], next to the
-//             sums, where the prologue's one binding reaches them.
+//   sml[t][kvh G + j][sb][1] = l_c[j] (by the superblock's first slice of dimensions).
 // attention_split_combine.wgsl then combines the superblocks as cpu::combine_superblocks does.
 // Unlike attention_split_pv.wgsl (a thread walks 32 positions of global memory, 4 query heads read V
 // four times), the workgroup stages its V tile (512 rows x DS halves, 32-byte row segments) and the
@@ -55,7 +52,6 @@ struct Params {
     cols_offset: u32,
     pages_offset: u32,
     nsb_ld: u32,       // superblocks per (column, head) row of part and sml
-    sml_at: u32,       // f32 index in part of a copy of sml (0xffffffff: none)
     rn_zero: u32,      // 0, filled by the encoder (lib/numerics.wgsl)
 }
 
@@ -132,14 +128,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         var l = 0.0;
         for (var b = 0u; b < 16u; b++) { l = l + bs[b]; }
         inv_s[lid] = div_rn(1.0, l);
-        if (slice == 0u) {
-            let at = 2u * ((row0 + lid) * p.nsb_ld + sb);
-            sml[at + 1u] = l;
-            if (p.sml_at != 0xffffffffu) {
-                part[p.sml_at + at]      = sml[at];
-                part[p.sml_at + at + 1u] = l;
-            }
-        }
+        if (slice == 0u) { sml[2u * ((row0 + lid) * p.nsb_ld + sb) + 1u] = l; }
     }
     workgroupBarrier();
 

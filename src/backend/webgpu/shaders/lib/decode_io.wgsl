@@ -39,43 +39,35 @@ fn stage_x4(j: u32) -> vec4<f32> {
                      bitcast<f32>(src_word(o + 3u)));
 }
 
-// PARTS: x is one query's attention output still in attention_split_pvt.wgsl's superblock sums o_c,
-// [n_head][PARTS_LD][PARTS_HD] f32 from src's base (a multiple of 4), followed at PARTS_N PARTS_LD
-// (PARTS_N = n_head hd) by each superblock's (m_c, l_c), [n_head][PARTS_LD][2] f32 (written there by
-// the tiled P·V workgroups), and the prologue combines them as attention_split_combine.wgsl would
-// have (the combine's dispatch deferred into this kernel, WebGpuBackend::split_attention), each an
-// f32 operation rounded once, in superblock order: M = max m_c, a_c = exp_fixed(m_c - M) l_c,
-// L = ((0 + a_0) + a_1) + ..., r_c = a_c / L (correctly rounded), x = ((0 + r_0 o_0) + r_1 o_1) + ...,
-// so x has the combine's bits (cpu::combine_superblocks). The uniform's stats_in (no statistics of x
-// come with PARTS) holds the count of whole superblocks in bits 0..14, the superblocks per head row
-// of the sums (ld, which grows with the context: a uniform, not a pipeline constant) in bits 15..30,
-// and bit 31 set where a partial superblock follows.
+// PARTS: x is one query's attention output still in attention_split_pvt.wgsl's superblock sums,
+// [n_head][PARTS_LD][PARTS_HD] f32 from src's base (a multiple of 4), and the prologue adds them as
+// attention_split_combine.wgsl would have (the combine's dispatch deferred into this kernel,
+// WebGpuBackend::split_attention): the whole superblocks to a total in order from 0, eight loads in
+// flight (+0 past the whole ones), then total + the partial last one (+0 where there is none), so x
+// has the combine's bits. The uniform's stats_in (no statistics of x come with PARTS) holds the
+// count of whole superblocks in bits 0..14, the superblocks per head row of the sums (ld, which
+// grows with the context: a uniform, not a pipeline constant) in bits 15..30, and bit 31 set where
+// a partial superblock follows.
 override PARTS: bool = false;
 override PARTS_HD: u32 = 128u;  // head_dim, a multiple of 4
-override PARTS_N: u32 = 0u;     // n_head head_dim (the o-projection's K)
-
-fn parts_word(i: u32) -> f32 { return bitcast<f32>(src_word(i)); }
 
 fn parts_x4(j: u32) -> vec4<f32> {
-    let i    = 4u * j;  // h hd + d
-    let h    = i / PARTS_HD;
-    let ld   = (p.stats_in >> 15u) & 0xffffu;
-    let base = stage_src_base() + h * ld * PARTS_HD + i % PARTS_HD;
-    let nsb  = (p.stats_in & 0x7fffu) + (p.stats_in >> 31u);  // superblocks
-    let sm   = stage_src_base() + PARTS_N * ld + 2u * h * ld;  // head h's (m_0, l_0)
-    var mx = parts_word(sm);
-    for (var c = 1u; c < nsb; c++) { mx = max(mx, parts_word(sm + 2u * c)); }
-    var total = 0.0;
-    for (var c = 0u; c < nsb; c++) {
-        total = total + mul_rn(exp_fixed(parts_word(sm + 2u * c) - mx), parts_word(sm + 2u * c + 1u));
+    let i     = 4u * j;  // h hd + d
+    let ld    = (p.stats_in >> 15u) & 0xffffu;
+    let base  = stage_src_base() + (i / PARTS_HD) * ld * PARTS_HD + i % PARTS_HD;
+    let whole = p.stats_in & 0x7fffu;
+    var total = vec4<f32>(0.0);
+    for (var s0 = 0u; s0 < whole; s0 += 8u) {
+        var v: array<vec4<f32>, 8>;
+        for (var k = 0u; k < 8u; k++) {
+            v[k] = vec4<f32>(0.0);
+            if (s0 + k < whole) { v[k] = bitcast<vec4<f32>>(src[(base + (s0 + k) * PARTS_HD) / 4u]); }
+        }
+        for (var k = 0u; k < 8u; k++) { total = total + v[k]; }
     }
-    var o = vec4<f32>(0.0);
-    for (var c = 0u; c < nsb; c++) {
-        let r = div_rn(mul_rn(exp_fixed(parts_word(sm + 2u * c) - mx), parts_word(sm + 2u * c + 1u)), total);
-        let v = bitcast<vec4<f32>>(src[(base + c * PARTS_HD) / 4u]);
-        o = o + vec4<f32>(mul_rn(r, v.x), mul_rn(r, v.y), mul_rn(r, v.z), mul_rn(r, v.w));
-    }
-    return o;
+    var last = vec4<f32>(0.0);
+    if ((p.stats_in >> 31u) != 0u) { last = bitcast<vec4<f32>>(src[(base + whole * PARTS_HD) / 4u]); }
+    return total + last;
 }
 
 fn stage_nw4(j: u32) -> vec4<f32> {
