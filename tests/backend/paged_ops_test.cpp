@@ -38,9 +38,11 @@ void PrintTo(const PagedCase & c, std::ostream * os) { *os << c.name; }
 
 std::vector<PagedCase> paged_backends() {
 #ifdef TERN_HAS_WEBGPU
-    // The defaults (attention_split_pv below 512 positions, tiles from there), and P·V by superblock
-    // tiles + combine at every length (attn_paged_tiles=1), and attention_split_pv at every length
-    // (=0; its V by vec4 loads with f16, by words with f32).
+    // The defaults (attention_paged_pv at every length where the shape fits: f16 V, G <= 4, head_dim
+    // a multiple of 8; split_attention's kernels otherwise), and with attention_paged_pv off: P·V by
+    // superblock tiles + combine at every length (attn_paged_tiles=1), attention_split_pv at every
+    // length (=0; its V by vec4 loads with f16, by words with f32); and attention_paged_pv from 512
+    // positions (split_attention's defaults below).
     auto tuned = [](const char * tune) {
         return [tune](std::string & skip) -> std::shared_ptr<Backend> {
             skip = test::shared_webgpu().reason;
@@ -55,8 +57,9 @@ std::vector<PagedCase> paged_backends() {
                  skip = test::shared_webgpu().reason;
                  return test::shared_webgpu().backend;
              }},
-            {"webgpu_paged_tiles", tuned("attn_paged_tiles=1")},
-            {"webgpu_split_pv", tuned("attn_paged_tiles=0")}};
+            {"webgpu_paged_tiles", tuned("attn_paged_deep=0,attn_paged_tiles=1")},
+            {"webgpu_split_pv", tuned("attn_paged_deep=0,attn_paged_tiles=0")},
+            {"webgpu_deep_from_512", tuned("attn_paged_deep=512")}};
 #else
     // The reference on 3 threads, and the fast backend on every instruction set this machine runs
     // (the others report themselves as skipped).
@@ -287,6 +290,38 @@ TEST_P(PagedOps, LongContextAttentionCrossesEverySplitBoundary) {
         const auto       want = run_alone(*ref_, b);
         expect_same_bits(run_paged_attention(*ref_, b), want, "CPU paged vs alone");
         expect_same_bits(run_paged_attention(*be_, b), want, "paged vs the CPU alone");
+    }
+}
+
+// A score far above the others in a late superblock (and, for the other query heads of the group,
+// far below): the superblocks' maxima differ by tens, so combine_superblocks's weights underflow for
+// the early superblocks of some heads and not others. head_dim 128 and 64 (G 4), 1,024-position
+// boundaries, several columns per sequence.
+TEST_P(PagedOps, AttentionWithAHugeScoreInALateSuperblock) {
+    const AttentionShape shapes[] = {{8, 2, 128, 128, 10000.0f, 1.0f / std::sqrt(128.0f)},
+                                     {8, 2, 64, 64, 10000.0f, 0.125f}};
+    const std::vector<SeqSpec> specs = {{1100, 1}, {1535, 2}, {1023, 1}, {600, 1}, {40, 3}};
+    for (const AttentionShape & s : shapes) {
+        for (int64_t page : {48, 64}) {
+            SCOPED_TRACE("head_dim " + std::to_string(s.head_dim) + ", pages of " + std::to_string(page));
+            PagedBatch b = make_batch(s, DType::f16, page, specs, 13);
+            // K row of position p of sequence i times 40, in the sequence's rows and the pool's.
+            auto scale_row = [&](size_t i, int64_t p) {
+                const size_t row_bytes = dtype_row_bytes(b.cache, b.n_kv);
+                auto *       src = reinterpret_cast<uint16_t *>(b.k_seq[i].data() + static_cast<size_t>(p) * row_bytes);
+                for (int64_t d = 0; d < b.n_kv; ++d) src[d] = fp32_to_fp16(40.0f * fp16_to_fp32(src[d]));
+                const int64_t row = static_cast<int64_t>(b.pages[i * static_cast<size_t>(b.max_pages) +
+                                                                 static_cast<size_t>(p / page)]) * page + p % page;
+                std::memcpy(b.k_pool.data() + static_cast<size_t>(row) * row_bytes, src, row_bytes);
+            };
+            scale_row(0, 1030);  // the last superblock of 1,101 positions
+            scale_row(1, 1100);
+            scale_row(2, 700);
+            scale_row(3, 599);
+            const auto want = run_alone(*ref_, b);
+            expect_same_bits(run_paged_attention(*ref_, b), want, "CPU paged vs alone");
+            expect_same_bits(run_paged_attention(*be_, b), want, "paged vs the CPU alone");
+        }
     }
 }
 

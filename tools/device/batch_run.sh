@@ -27,7 +27,8 @@
 # default STREAMS), SERVE_TUNES (step 4 once more per arm, without the TTFT runs: an arm is comma-separated
 # TERN_WEBGPU_TUNE items and tern serve flags, e.g. spin_us=20000,--threads-http=128; files batch_serve_ARM.*),
 # BATCH_TG (step 3's tokens per stream, default 64: e.g. BATCH_DEPTHS=20 BATCH_TG=1040 sweeps the positions
-# serve_bench's 10-second window decodes), PROFILE_STREAMS (step 3b's stream counts, default 64), PROFILE_DEPTHS (step 3b's
+# serve_bench's 10-second window decodes), BATCH_TUNES (step 3 once more per TERN_WEBGPU_TUNE value; file
+# batch_engine_TUNE.md), PROFILE_STREAMS (step 3b's stream counts, default 64), PROFILE_DEPTHS (step 3b's
 # depths before the profiled steps, default 0; e.g. 0,256,512), PROFILE_TUNES (step 3b once more per
 # TERN_WEBGPU_TUNE value, at every PROFILE_DEPTHS; file batch_profileS_dD_TUNE.txt), REPS (steps 3 and 3a's
 # repetitions, default 3), DURATION (serve_bench seconds per stream count,
@@ -77,9 +78,12 @@ for t in ${TUNES:-attn_split_heads=4 attn_split_heads=2 attn_split_unroll=1 attn
 done | tee "$out/batch_depth_tunes.txt"
 fi
 
-echo "== 3. batched engine: tern bench --parallel $streams -d ${BATCH_DEPTHS:-0}"
-"$B/tern" bench --backend webgpu -m "$model" -p 0 -n "${BATCH_TG:-64}" --parallel "$streams" -d "${BATCH_DEPTHS:-0}" -r "${REPS:-3}" \
-    2>&1 | tee "$out/batch_engine.md"
+for bt in - ${BATCH_TUNES:-}; do
+    f=batch_engine; tune=""; [ "$bt" = - ] || { f=${f}_${bt//[=,]/_}; tune=$bt; }
+    echo "== 3. batched engine: tern bench --parallel $streams -d ${BATCH_DEPTHS:-0}${tune:+ with TERN_WEBGPU_TUNE=$tune}"
+    TERN_WEBGPU_TUNE=$tune "$B/tern" bench --backend webgpu -m "$model" -p 0 -n "${BATCH_TG:-64}" --parallel "$streams" \
+        -d "${BATCH_DEPTHS:-0}" -r "${REPS:-3}" 2>&1 | tee "$out/$f.md"
+done
 
 echo "== 3a. $TUNE_STREAMS streams under other tunings (head_mma_rows 0: the dot4 head; attn_paged_tiles 0: attention_split_pv for a paged batch's P·V)"
 for t in ${SPLIT_TUNES:-head_mma_rows=0 head_mma_rows=1 head_mma_rows=3 attn_paged_tiles=0}; do

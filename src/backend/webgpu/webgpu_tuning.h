@@ -96,6 +96,11 @@ struct WebGpuTuning {
     uint32_t attn_split_heads        = 0;    // query heads per attention_split_pv workgroup (a divisor of
                                              //     G); 0: all G where that gives 2 workgroups per
                                              //     compute unit, else the largest divisor that does
+    uint32_t attn_paged_deep         = 1;    // a paged batch whose longest context has at least this many
+                                             //     positions (f16 V, G <= 4, head_dim a multiple of 8 up to
+                                             //     128): attention_paged_pv.wgsl (softmax inside the P·V
+                                             //     workgroup, whole V rows; webgpu_attention_paged.cpp);
+                                             //     0: never (split_attention's kernels)
     uint32_t attn_paged_block_rows   = 1;    // 1: the paged P·V kernels read the page table once per
                                              //     block of 32 positions (kv_row_in_block,
                                              //     lib/kv_pages.wgsl); 0: once per position

@@ -1,0 +1,201 @@
+// attention_paged_pv: a paged batch's softmax and P·V (webgpu_attention_paged.cpp), after
+// attention_split_scores.wgsl: a workgroup per (superblock of 512 positions, KV head, column), all G
+// query heads at once, with the CPU's operations in the CPU's order (CpuBackend::attention: each
+// superblock on its own, then cpu::combine_superblocks by attention_split_combine.wgsl):
+//   m_c[j]  = max of the superblock's scores (exact in any order);
+//   e       = exp_fixed(s - m_c[j]);  bl[j][b] = ((0 + e[32 b]) + e[32 b + 1]) + ...;
+//   l_c[j]  = ((0 + bl[j][0]) + bl[j][1]) + ...;  prob = f16(e * (1 / l_c[j]));
+//   part[t][kvh G + j][sb][d] = the superblock's sum of prob * v[pos][kvh hd + d]: each block of 32
+//             positions summed in position order from 0, then the blocks in order from 0 (products
+//             of two f16 values, exact in f32, so a fused multiply-add gives the same bits);
+//   sml[t][kvh G + j][sb] = (m_c[j], l_c[j]).
+// No softmax dispatch: the workgroup takes its superblock's max and sums from the scores itself.
+// V is read by whole head rows: thread (block b, octet o) loads dimensions 8 o .. 8 o + 7 of its
+// block's 32 positions by vec4 loads (OCT = HD / 8 threads cover a row's HD halves, contiguous), 8
+// positions ahead of its sums, straight into registers, and keeps the 8 x G sums of its block there:
+// each V row is read once, coalesced, and nothing of V passes through workgroup memory.
+//
+//   scores: [T][n_head_kv][G][ld] f32 (the scores kernel's)
+//   v_cache: [n_head_kv hd, rows] f16, 8 per vec4<u32> (v_offset and a row a multiple of 8 elements)
+//   part: [T][n_head][nsb_ld][hd] f32    sml: [T][n_head][nsb_ld][2] f32
+// Bindings: 0 scores, 1 v_cache, 2 cols, 3 pages (read); 4 part, 5 sml (read_write); 6 params
+// Dispatch: (nsb_max, n_head_kv, T), WG = 16 OCT threads; a workgroup past its column's last
+// superblock returns at once.
+
+// #include "lib/numerics.wgsl"
+// #include "lib/kv_pages.wgsl"
+
+override HD: u32 = 128u;        // head_dim, a multiple of 8, at most 128
+override GROUP: u32 = 4u;       // G = n_head / n_head_kv, at most 4 (one vec4 of heads)
+override OCT: u32 = HD / 8u;    // threads per V row (8 dimensions each)
+override WG: u32 = 16u * OCT;   // 16 blocks of 32 positions x OCT
+override WSN: u32 = 512u;       // vec4s of ws: max(512, 8 HD)
+
+const SUPER: u32 = 512u;        // positions per superblock (cpu::k_pos_super)
+const EST: u32 = 33u;           // e_s's stride per block (odd: the 16 block threads of a head in other banks)
+const U: u32 = 8u;              // positions per group of V loads
+
+struct Params {
+    n_embd_kv: u32,    // cache elements per row
+    v_offset: u32,     // element index of v_cache[0, 0] (a multiple of 8)
+    ld: u32,           // f32 elements between rows of scores
+    n_head_kv: u32,
+    pos0: u32,         // (unused: PAGED)
+    max_pages: u32,
+    cols_offset: u32,
+    pages_offset: u32,
+    nsb_ld: u32,       // superblocks per (column, head) row of part and sml
+    rn_zero: u32,      // 0, filled by the encoder (lib/numerics.wgsl)
+}
+
+@group(0) @binding(0) var<storage, read> scores: array<f32>;
+@group(0) @binding(1) var<storage, read> v_cache: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read> cols: array<i32>;
+@group(0) @binding(3) var<storage, read> pages: array<i32>;
+@group(0) @binding(4) var<storage, read_write> part: array<f32>;
+@group(0) @binding(5) var<storage, read_write> sml: array<f32>;
+@group(0) @binding(6) var<uniform> p: Params;
+
+var<workgroup> e_s: array<f32, 4u * 16u * EST>;  // [j][block][33]: scores, then e
+var<workgroup> bl_s: array<f32, 64>;             // [j][block]: block maxima, then block sums
+var<workgroup> mx_s: array<f32, 4>;              // [j]
+var<workgroup> inv_s: array<f32, 4>;             // [j]
+// [position]: the G probabilities (0 for missing heads); after the sums, [block % 8][d]: the G
+// block sums of 8 blocks at a time.
+var<workgroup> ws: array<vec4<f32>, WSN>;
+
+// The U V vec4s of positions r0 .. r0 + U - 1 of block b (zeros past the superblock's np positions).
+fn load_v(vq: ptr<function, array<vec4<u32>, 8>>, col: KvColumn, base: u32, bpos: u32, r0: u32, np: u32,
+          first: u32) {
+    for (var k = 0u; k < U; k++) {
+        let r = r0 + k;  // position in the superblock
+        (*vq)[k] = vec4<u32>(0u);
+        if (r < np) {
+            let row = kv_row_in_block(col, base, bpos, bpos + (r % 32u));
+            (*vq)[k] = v_cache[(p.v_offset + row * p.n_embd_kv + first) / 8u];
+        }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let t    = wid.z;
+    let kvh  = wid.y;
+    let sb   = wid.x;
+    let col  = kv_column_uniform(lid, t);
+    let n    = col.pos + 1u;
+    if (sb >= (n + SUPER - 1u) / SUPER) { return; }  // (uniform: the column is)
+    let row0 = (t * p.n_head_kv + kvh) * GROUP;
+    let pbeg = SUPER * sb;
+    let np   = min(SUPER, n - pbeg);  // positions of this superblock
+    let b    = lid / OCT;             // block of 32 positions
+    let o    = lid % OCT;             // octet of dimensions
+    let first = kvh * HD + 8u * o;    // element index in a cache row
+    let bpos  = pbeg + 32u * b;       // the block's first position in the sequence
+    var base  = 0u;
+    if (32u * b < np) { base = kv_row(col, bpos); }
+
+    // 1. The block's first U V rows, in flight while the softmax is taken.
+    var vq: array<vec4<u32>, 8>;
+    load_v(&vq, col, base, bpos, 32u * b, np, first);
+
+    // 2. The scores into e_s (coalesced: consecutive threads, consecutive positions).
+    for (var i = lid; i < GROUP * SUPER; i += WG) {
+        let j = i / SUPER;
+        let r = i % SUPER;
+        var s = 0.0;
+        if (r < np) { s = scores[(row0 + j) * p.ld + pbeg + r]; }
+        e_s[j * 16u * EST + (r / 32u) * EST + r % 32u] = s;
+    }
+    workgroupBarrier();
+    // Thread (j, block): the block's max.
+    let sj = lid / 16u;
+    let sbk = lid % 16u;
+    let snb = select(0u, min(32u, np - min(np, 32u * sbk)), lid < GROUP * 16u);  // its positions
+    let sat = sj * 16u * EST + sbk * EST;
+    if (lid < GROUP * 16u) {
+        var m = bitcast<f32>(0xff7fffffu);  // -FLT_MAX (as attention_split_softmax starts its max)
+        for (var k = 0u; k < snb; k++) { m = max(m, e_s[sat + k]); }
+        bl_s[lid] = m;
+    }
+    workgroupBarrier();
+    if (lid < GROUP) {
+        var m = bl_s[16u * lid];
+        for (var k = 1u; k < 16u; k++) { m = max(m, bl_s[16u * lid + k]); }
+        mx_s[lid] = m;
+    }
+    workgroupBarrier();
+    // e = exp_fixed(s - m_c) by every thread (0 past np: +0 leaves a block sum's bits as they are).
+    for (var i = lid; i < GROUP * SUPER; i += WG) {
+        let j  = i / SUPER;
+        let r  = i % SUPER;
+        let at = j * 16u * EST + (r / 32u) * EST + r % 32u;
+        var e  = 0.0;
+        if (r < np) { e = exp_fixed(e_s[at] - mx_s[j]); }
+        e_s[at] = e;
+    }
+    workgroupBarrier();
+    // Thread (j, block): the block's sum in order (+0 for a block past the column's positions).
+    if (lid < GROUP * 16u) {
+        var s = 0.0;
+        for (var k = 0u; k < 32u; k++) { s = s + e_s[sat + k]; }
+        bl_s[lid] = s;
+    }
+    workgroupBarrier();
+    if (lid < GROUP) {
+        var l = 0.0;
+        for (var k = 0u; k < 16u; k++) { l = l + bl_s[16u * lid + k]; }
+        inv_s[lid] = div_rn(1.0, l);
+        let at = 2u * ((row0 + lid) * p.nsb_ld + sb);
+        sml[at] = mx_s[lid];
+        sml[at + 1u] = l;
+    }
+    workgroupBarrier();
+    // 3. The probabilities, f16-rounded, [position][head] (0 past np and for missing heads).
+    for (var r = lid; r < SUPER; r += WG) {
+        var pr = vec4<f32>(0.0);
+        if (r < np) {
+            for (var j = 0u; j < GROUP; j++) { pr[j] = round_f16(e_s[j * 16u * EST + (r / 32u) * EST + r % 32u] * inv_s[j]); }
+        }
+        ws[r] = pr;
+    }
+    workgroupBarrier();
+
+    // 4. Thread (b, o): its block's 32 positions in order, 8 dimensions x G heads, the next U rows'
+    // loads in flight during each group's sums. A block past np keeps +0 (what its zeros would add up
+    // to: the sums are never -0); inside, positions past np add +0 (V and the probabilities are 0).
+    var acc: array<vec4<f32>, 8>;  // [dimension 8 o + i][head]
+    for (var i = 0u; i < 8u; i++) { acc[i] = vec4<f32>(0.0); }
+    if (32u * b < np) {
+        for (var g = 0u; g < 32u / U; g++) {
+            var vn: array<vec4<u32>, 8>;
+            if (g + 1u < 32u / U) { load_v(&vn, col, base, bpos, 32u * b + U * (g + 1u), np, first); }
+            for (var k = 0u; k < U; k++) {
+                let pv = ws[32u * b + U * g + k];
+                for (var w = 0u; w < 4u; w++) {
+                    let h = unpack2x16float(vq[k][w]);
+                    acc[2u * w]      = acc[2u * w] + pv * h.x;
+                    acc[2u * w + 1u] = acc[2u * w + 1u] + pv * h.y;
+                }
+            }
+            vq = vn;
+        }
+    }
+    workgroupBarrier();  // (ws's probabilities read by every thread)
+
+    // 5. The superblock: its blocks in order, 8 at a time through ws, thread d < HD (all G heads).
+    var s = vec4<f32>(0.0);
+    for (var h = 0u; h < 2u; h++) {
+        if (b / 8u == h) {
+            for (var i = 0u; i < 8u; i++) { ws[(b % 8u) * HD + 8u * o + i] = acc[i]; }
+        }
+        workgroupBarrier();
+        if (lid < HD) {
+            for (var bb = 0u; bb < 8u; bb++) { s = s + ws[bb * HD + lid]; }
+        }
+        workgroupBarrier();
+    }
+    if (lid < HD) {
+        for (var j = 0u; j < GROUP; j++) { part[((row0 + j) * p.nsb_ld + sb) * HD + lid] = s[j]; }
+    }
+}

@@ -1,0 +1,140 @@
+// A paged batch's attention in three dispatches (issue 53: many sequences, one query column each
+// or several, positions read through the page tables, lib/kv_pages.wgsl), from
+// WebGpuTuning::attn_paged_deep on:
+//   1. attention_split_scores.wgsl: the scaled scores (as split_attention dispatches it);
+//   2. attention_paged_pv.wgsl: a workgroup per (superblock of 512 positions, KV head, column)
+//      takes its superblock's max, exps and sums from the scores itself (no softmax dispatch) and
+//      its P·V for all G query heads from whole V head rows (coalesced vec4 loads straight into
+//      registers, 8 positions ahead), the superblock's sums and (m_c, l_c) to attn_super_ / attn_sml_;
+//   3. attention_split_combine.wgsl: the superblocks combined as cpu::combine_superblocks does.
+// Bit for bit the CPU reference's orders (attention_paged_pv.wgsl says which). False where the shape
+// does not fit (f32 V, head_dim not a multiple of 8 or past 128, G > 4, buffers): split_attention
+// then takes the batch.
+#include "backend/webgpu/webgpu_backend_impl.h"
+
+#include "backend/cpu/cpu_ops.h"
+#include "core/error.h"
+
+#include <algorithm>
+
+namespace tern {
+
+bool WebGpuBackend::paged_attention_deep(const Tensor & out, const Tensor & q, const KvLayer & kv,
+                                         const AttentionShape & s, const KvBatch & batch) {
+    const int64_t hd    = s.head_dim;
+    const int64_t n_kv  = s.n_head_kv;
+    const int64_t group = s.n_head / n_kv;
+    const int64_t n_tok = q.ne[1];
+    const auto &  lim   = ctx_.limits();
+    const bool    k_f16 = kv.k.type == DType::f16;
+    if (kv.v.type != DType::f16 || group > 4 || hd % 8 != 0 || hd > 128 || n_tok < 1 ||
+        cpu::k_pos_super != 512 || cpu::k_pos_block != 32 || gpu_offset(kv.v, 2) % 8 != 0 || kv.v.ne[0] % 8 != 0) {
+        return false;
+    }
+    // The scores kernel's shape (split_attention's): threads per position, positions per workgroup.
+    constexpr uint32_t wg = 256;
+    const uint32_t     ts = floor_pow2(static_cast<uint64_t>(2 * ((hd + 15) / 16) - 1));
+    const uint32_t     tp = wg / ts;
+    const uint32_t     pv_wg = static_cast<uint32_t>(16 * (hd / 8));
+    const uint64_t     wsn   = std::max<uint64_t>(512, 8 * static_cast<uint64_t>(hd));
+    const uint64_t     g     = static_cast<uint64_t>(group);
+    const uint64_t     sc_mem = g * hd * 4 + g * wg * 4 + g * tp * 4 + 16;
+    const uint64_t     pv_mem = 4 * 16 * 33 * 4 + 64 * 4 + 32 + wsn * 16 + 16;
+    const uint64_t     max_bind = std::min<uint64_t>(lim.maxBufferSize, lim.maxStorageBufferBindingSize);
+    if (std::max(sc_mem, pv_mem) > lim.maxComputeWorkgroupStorageSize || pv_wg > lim.maxComputeInvocationsPerWorkgroup ||
+        ts > wg) {
+        return false;
+    }
+    // The largest position of the columns [c0, c0 + n).
+    auto max_position = [&](int64_t c0, int64_t n) {
+        int64_t m = 0;
+        for (const KvSeq & sq : batch.seqs) {
+            const int64_t a = std::max(sq.first, c0), b = std::min(sq.first + sq.n, c0 + n);
+            if (a < b) m = std::max(m, sq.pos0 + (b - 1 - sq.first));
+        }
+        return m;
+    };
+    // Columns per pass: the scores of a pass ([T][n_kv][G][ld] f32) within the budget.
+    const int64_t n_all     = max_position(0, n_tok) + 1;
+    const int64_t ld_all    = (n_all + 3) / 4 * 4;
+    const int64_t col_bytes = n_kv * group * ld_all * 4;
+    const int64_t nsb_ld    = ceil_div(n_all, cpu::k_pos_super);
+    if (col_bytes > static_cast<int64_t>(max_bind) || ceil_div(n_all, tp) > lim.maxComputeWorkgroupsPerDimension ||
+        nsb_ld > lim.maxComputeWorkgroupsPerDimension) {
+        return false;
+    }
+    const int64_t budget = static_cast<int64_t>(std::min<uint64_t>(tune_.attn_scratch_bytes, max_bind));
+    const int64_t chunk  = std::clamp<int64_t>(budget / col_bytes, 1,
+                                              std::min<int64_t>(n_tok, lim.maxComputeWorkgroupsPerDimension));
+    const int64_t tc_max = std::min(chunk, n_tok);
+    grown(attn_scores_, static_cast<size_t>(tc_max * col_bytes), "attention scores");
+    grown(attn_wmax_, static_cast<size_t>(tc_max * n_kv * group * ceil_div(n_all, tp)) * 4, "attention maxima");
+    grown(attn_sml_, static_cast<size_t>(tc_max * n_kv * group * nsb_ld) * 8, "attention superblock maxima");
+    grown(attn_super_, static_cast<size_t>(tc_max * n_kv * group * nsb_ld * hd) * 4, "attention superblock sums");
+
+    const size_t   k_el      = k_f16 ? 2 : 4;
+    const int64_t  k_per_vec = 16 / static_cast<int64_t>(k_el);
+    const bool     k_vec     = gpu_offset(kv.k, k_el) % k_per_vec == 0 && kv.k.ne[0] % k_per_vec == 0 && hd % k_per_vec == 0;
+    const uint32_t cols_at   = gpu_offset(batch.columns, 4);
+    const uint32_t pages_at  = gpu_offset(batch.page_table, 4);
+    const uint32_t max_pages = u32(batch.max_pages);
+    const WGPUBuffer cols  = gpu_buffer(batch.columns);
+    const WGPUBuffer pages = gpu_buffer(batch.page_table);
+    auto add_paging = [&](PipelineKey & key) {
+        key.add("PAGED", 1.0);
+        key.add("PAGE", static_cast<double>(batch.page_size));
+    };
+    PipelineKey sk{"attention_split_scores",
+                   "rrrrwwu",
+                   {{{"WG", static_cast<double>(wg)},
+                     {"S", static_cast<double>(ts)},
+                     {"HD", static_cast<double>(hd)},
+                     {"GROUP", static_cast<double>(group)},
+                     {"K_F16", k_f16 ? 1.0 : 0.0},
+                     {"K_VEC", k_vec ? 1.0 : 0.0}}}};
+    add_paging(sk);
+    PipelineKey vk{"attention_paged_pv",
+                   "rrrrwwu",
+                   {{{"HD", static_cast<double>(hd)},
+                     {"GROUP", static_cast<double>(group)},
+                     {"OCT", static_cast<double>(hd / 8)},
+                     {"WG", static_cast<double>(pv_wg)},
+                     {"WSN", static_cast<double>(wsn)}}}};
+    add_paging(vk);
+    if (tune_.attn_paged_block_rows == 0) vk.add("BLOCK_ROWS", 0.0);
+    PipelineKey ck{"attention_split_combine", "rrrrwu", {{{"WG", 256.0}, {"HD", static_cast<double>(hd)}}}};
+    add_paging(ck);
+
+    for (int64_t c0 = 0; c0 < n_tok; c0 += chunk) {
+        const int64_t  tc    = std::min(chunk, n_tok - c0);
+        const int64_t  n_max = max_position(c0, tc) + 1;
+        const int64_t  ld    = (n_max + 3) / 4 * 4;
+        const uint32_t n_w   = ceil_div(n_max, tp);
+        struct {
+            uint32_t n_embd_kv, q_offset, q_stride, k_offset, ld, wmax_ld, n_head_kv, pos0, max_pages, cols_offset,
+                pages_offset;
+            float scale;
+        } sp{u32(kv.k.ne[0]), gpu_offset(q, 4) + u32(c0 * q.ne[0]), u32(q.ne[0]), gpu_offset(kv.k, k_el), u32(ld), n_w,
+             u32(n_kv), 0, max_pages, cols_at + u32(4 * c0), pages_at, s.scale};
+        const WGPUBuffer sb[] = {gpu_buffer(q), gpu_buffer(kv.k), cols, pages, attn_scores_->get(), attn_wmax_->get()};
+        step_->dispatch(sk, sb, &sp, sizeof sp, n_w, u32(n_kv), u32(tc));
+
+        struct {
+            uint32_t n_embd_kv, v_offset, ld, n_head_kv, pos0, max_pages, cols_offset, pages_offset, nsb_ld;
+        } vp{u32(kv.v.ne[0]), gpu_offset(kv.v, 2), u32(ld), u32(n_kv), 0, max_pages, cols_at + u32(4 * c0), pages_at,
+             u32(nsb_ld)};
+        const WGPUBuffer vb[] = {attn_scores_->get(), gpu_buffer(kv.v), cols, pages, attn_super_->get(),
+                                 attn_sml_->get()};
+        step_->dispatch(vk, vb, &vp, sizeof vp, ceil_div(n_max, cpu::k_pos_super), u32(n_kv), u32(tc));
+
+        struct {
+            uint32_t n_head, nsb_ld, pos0, max_pages, cols_offset, pages_offset, out_offset, out_stride;
+        } cp{u32(n_kv * group), u32(nsb_ld), 0, max_pages, cols_at + u32(4 * c0), pages_at,
+             gpu_offset(out, 4) + u32(c0 * out.ne[0]), u32(out.ne[0])};
+        const WGPUBuffer cb[] = {attn_super_->get(), attn_sml_->get(), cols, pages, gpu_buffer(out)};
+        step_->dispatch(ck, cb, &cp, sizeof cp, ceil_div(n_kv * group * hd, 256), u32(tc));
+    }
+    return true;
+}
+
+}  // namespace tern
