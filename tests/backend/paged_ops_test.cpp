@@ -38,11 +38,11 @@ void PrintTo(const PagedCase & c, std::ostream * os) { *os << c.name; }
 
 std::vector<PagedCase> paged_backends() {
 #ifdef TERN_HAS_WEBGPU
-    // The defaults (attention_paged_pv at every length where the shape fits: f16 V, G <= 4, head_dim
-    // a multiple of 8; split_attention's kernels otherwise), and with attention_paged_pv off: P·V by
+    // The defaults (attention_paged_super at every length where the shape fits: f16 V, G <= 4, head_dim
+    // a multiple of 8; split_attention's kernels otherwise), and with attention_paged_super off: P·V by
     // superblock tiles + combine at every length (attn_paged_tiles=1), attention_split_pv at every
-    // length (=0; its V by vec4 loads with f16, by words with f32); and attention_paged_pv from 512
-    // positions (split_attention's defaults below).
+    // length (=0; its V by vec4 loads with f16, by words with f32); and attention_paged_super from 512
+    // positions (split_attention's defaults below); and by slices of 32 dimensions, 4 rows ahead.
     auto tuned = [](const char * tune) {
         return [tune](std::string & skip) -> std::shared_ptr<Backend> {
             skip = test::shared_webgpu().reason;
@@ -59,7 +59,8 @@ std::vector<PagedCase> paged_backends() {
              }},
             {"webgpu_paged_tiles", tuned("attn_paged_deep=0,attn_paged_tiles=1")},
             {"webgpu_split_pv", tuned("attn_paged_deep=0,attn_paged_tiles=0")},
-            {"webgpu_deep_from_512", tuned("attn_paged_deep=512")}};
+            {"webgpu_deep_from_512", tuned("attn_paged_deep=512")},
+            {"webgpu_deep_slices", tuned("attn_paged_dims=32,attn_paged_ahead=4")}};
 #else
     // The reference on 3 threads, and the fast backend on every instruction set this machine runs
     // (the others report themselves as skipped).

@@ -2,14 +2,16 @@
 // or several, positions read through the page tables, lib/kv_pages.wgsl), from
 // WebGpuTuning::attn_paged_deep on:
 //   1. attention_split_scores.wgsl: the scaled scores (as split_attention dispatches it);
-//   2. attention_paged_pv.wgsl: a workgroup per (superblock of 512 positions, KV head, column)
+//   2. attention_paged_super.wgsl: a workgroup per (superblock of 512 positions, slice of dimensions,
+//      KV head, column)
 //      takes its superblock's max, exps and sums from the scores itself (no softmax dispatch) and
 //      its P·V for all G query heads from whole V head rows (coalesced vec4 loads straight into
 //      registers, 8 positions ahead), the superblock's sums and (m_c, l_c) to attn_super_ / attn_sml_;
 //   3. attention_split_combine.wgsl: the superblocks combined as cpu::combine_superblocks does.
-// Bit for bit the CPU reference's orders (attention_paged_pv.wgsl says which). False where the shape
-// does not fit (f32 V, head_dim not a multiple of 8 or past 128, G > 4, buffers): split_attention
-// then takes the batch.
+// Bit for bit the CPU reference's orders (attention_paged_super.wgsl says which). False where the shape
+// does not fit (f32 V, head_dim not a multiple of 8, G > 4, buffers): split_attention then takes
+// the batch. WebGpuTuning::attn_paged_dims: dimensions per workgroup (0: all of a head, up to 128);
+// attn_paged_ahead: V rows each thread loads ahead of its sums.
 #include "backend/webgpu/webgpu_backend_impl.h"
 
 #include "backend/cpu/cpu_ops.h"
@@ -27,7 +29,11 @@ bool WebGpuBackend::paged_attention_deep(const Tensor & out, const Tensor & q, c
     const int64_t n_tok = q.ne[1];
     const auto &  lim   = ctx_.limits();
     const bool    k_f16 = kv.k.type == DType::f16;
-    if (kv.v.type != DType::f16 || group > 4 || hd % 8 != 0 || hd > 128 || n_tok < 1 ||
+    // Dimensions per workgroup (a multiple of 8 dividing head_dim, at most 128) and V rows loaded ahead.
+    uint32_t dw = tune_.attn_paged_dims != 0 ? tune_.attn_paged_dims : static_cast<uint32_t>(hd);
+    while (dw > 8 && (hd % dw != 0 || dw % 8 != 0 || dw > 128)) dw -= 8;
+    const uint32_t ahead = std::clamp<uint32_t>(tune_.attn_paged_ahead, 1, 8);
+    if (kv.v.type != DType::f16 || group > 4 || hd % 8 != 0 || hd % dw != 0 || 32 % ahead != 0 || n_tok < 1 ||
         cpu::k_pos_super != 512 || cpu::k_pos_block != 32 || gpu_offset(kv.v, 2) % 8 != 0 || kv.v.ne[0] % 8 != 0) {
         return false;
     }
@@ -35,8 +41,8 @@ bool WebGpuBackend::paged_attention_deep(const Tensor & out, const Tensor & q, c
     constexpr uint32_t wg = 256;
     const uint32_t     ts = floor_pow2(static_cast<uint64_t>(2 * ((hd + 15) / 16) - 1));
     const uint32_t     tp = wg / ts;
-    const uint32_t     pv_wg = static_cast<uint32_t>(16 * (hd / 8));
-    const uint64_t     wsn   = std::max<uint64_t>(512, 8 * static_cast<uint64_t>(hd));
+    const uint32_t     pv_wg = 16 * (dw / 8);
+    const uint64_t     wsn   = std::max<uint64_t>(512, 8 * uint64_t{dw});
     const uint64_t     g     = static_cast<uint64_t>(group);
     const uint64_t     sc_mem = g * hd * 4 + g * wg * 4 + g * tp * 4 + 16;
     const uint64_t     pv_mem = 4 * 16 * 33 * 4 + 64 * 4 + 32 + wsn * 16 + 16;
@@ -60,7 +66,7 @@ bool WebGpuBackend::paged_attention_deep(const Tensor & out, const Tensor & q, c
     const int64_t col_bytes = n_kv * group * ld_all * 4;
     const int64_t nsb_ld    = ceil_div(n_all, cpu::k_pos_super);
     if (col_bytes > static_cast<int64_t>(max_bind) || ceil_div(n_all, tp) > lim.maxComputeWorkgroupsPerDimension ||
-        nsb_ld > lim.maxComputeWorkgroupsPerDimension) {
+        nsb_ld * (hd / dw) > lim.maxComputeWorkgroupsPerDimension) {
         return false;
     }
     const int64_t budget = static_cast<int64_t>(std::min<uint64_t>(tune_.attn_scratch_bytes, max_bind));
@@ -93,11 +99,13 @@ bool WebGpuBackend::paged_attention_deep(const Tensor & out, const Tensor & q, c
                      {"K_F16", k_f16 ? 1.0 : 0.0},
                      {"K_VEC", k_vec ? 1.0 : 0.0}}}};
     add_paging(sk);
-    PipelineKey vk{"attention_paged_pv",
+    PipelineKey vk{"attention_paged_super",
                    "rrrrwwu",
                    {{{"HD", static_cast<double>(hd)},
                      {"GROUP", static_cast<double>(group)},
-                     {"OCT", static_cast<double>(hd / 8)},
+                     {"DW", static_cast<double>(dw)},
+                     {"OCT", static_cast<double>(dw / 8)},
+                     {"U", static_cast<double>(ahead)},
                      {"WG", static_cast<double>(pv_wg)},
                      {"WSN", static_cast<double>(wsn)}}}};
     add_paging(vk);
@@ -125,7 +133,7 @@ bool WebGpuBackend::paged_attention_deep(const Tensor & out, const Tensor & q, c
              u32(nsb_ld)};
         const WGPUBuffer vb[] = {attn_scores_->get(), gpu_buffer(kv.v), cols, pages, attn_super_->get(),
                                  attn_sml_->get()};
-        step_->dispatch(vk, vb, &vp, sizeof vp, ceil_div(n_max, cpu::k_pos_super), u32(n_kv), u32(tc));
+        step_->dispatch(vk, vb, &vp, sizeof vp, u32(hd / dw) * ceil_div(n_max, cpu::k_pos_super), u32(n_kv), u32(tc));
 
         struct {
             uint32_t n_head, nsb_ld, pos0, max_pages, cols_offset, pages_offset, out_offset, out_stride;

@@ -257,7 +257,7 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
         const WGPUBuffer pb[] = {attn_scores_->get(), attn_bsum_->get(), gpu_buffer(kv.v), cols_v, pages_v,
                                  attn_sml_->get(), gpu_buffer(out)};
         // A paged batch's P·V by tiles from attn_paged_tiles positions (H200, 64 streams, tiles at
-        // every length vs attention_split_pv below 512 and attention_paged_pv, since removed, from there: depth 512
+        // every length vs attention_split_pv below 512 and attention_paged_super, since removed, from there: depth 512
         // 6,007 vs 5,128 tokens/s, depth 256 7,629 vs 7,892, depth 0 9,200 vs 10,177).
         const bool tiles = by_tiles && (!paged || n_max >= static_cast<int64_t>(tune_.attn_paged_tiles));
         PipelineKey vk{"attention_split_pvt",
@@ -336,7 +336,7 @@ void WebGpuBackend::attention_paged(const Tensor & out, const Tensor & q, const 
     TERN_ASSERT(batch.n_tokens() == q.ne[1] && s.n_head % s.n_head_kv == 0 && out.ne[0] == s.n_head * hd &&
                     q.ne[0] == s.n_head * hd && batch.page_size > 0,
                 "attention_paged shapes");
-    // (attention_paged_pv from attn_paged_deep positions: the longest context of the batch)
+    // (attention_paged_super from attn_paged_deep positions: the longest context of the batch)
     int64_t longest = 0;
     for (const KvSeq & sq : batch.seqs) longest = std::max(longest, sq.pos0 + sq.n);
     if (tune_.attn_paged_deep != 0 && longest >= int64_t{tune_.attn_paged_deep} &&

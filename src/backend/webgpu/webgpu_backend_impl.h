@@ -299,7 +299,7 @@ private:
     // this device or the shape.
     bool split_attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
                          const KvBatch * batch, int64_t pos0);
-    // A paged batch's attention by attention_paged_pv.wgsl (webgpu_attention_paged.cpp: the softmax
+    // A paged batch's attention by attention_paged_super.wgsl (webgpu_attention_paged.cpp: the softmax
     // taken inside the P·V workgroups, whole V rows per load); false where the shape does not fit.
     bool paged_attention_deep(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
                               const KvBatch & batch);

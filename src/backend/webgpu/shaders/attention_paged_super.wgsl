@@ -1,4 +1,4 @@
-// attention_paged_pv: a paged batch's softmax and P·V (webgpu_attention_paged.cpp), after
+// attention_paged_super: a paged batch's softmax and P·V (webgpu_attention_paged.cpp), after
 // attention_split_scores.wgsl: a workgroup per (superblock of 512 positions, KV head, column), all G
 // query heads at once, with the CPU's operations in the CPU's order (CpuBackend::attention: each
 // superblock on its own, then cpu::combine_superblocks by attention_split_combine.wgsl):
@@ -10,30 +10,33 @@
 //             of two f16 values, exact in f32, so a fused multiply-add gives the same bits);
 //   sml[t][kvh G + j][sb] = (m_c[j], l_c[j]).
 // No softmax dispatch: the workgroup takes its superblock's max and sums from the scores itself.
-// V is read by whole head rows: thread (block b, octet o) loads dimensions 8 o .. 8 o + 7 of its
-// block's 32 positions by vec4 loads (OCT = HD / 8 threads cover a row's HD halves, contiguous), 8
-// positions ahead of its sums, straight into registers, and keeps the 8 x G sums of its block there:
+// V is read by whole head rows (DW = HD) or slices of DW dimensions: thread (block b, octet o) loads
+// dimensions 8 o .. 8 o + 7 of the slice for its block's 32 positions by vec4 loads (OCT = DW / 8
+// threads cover a row's DW halves, contiguous), U positions ahead of its sums, straight into
+// registers, and keeps the 8 x G sums of its block there:
 // each V row is read once, coalesced, and nothing of V passes through workgroup memory.
 //
 //   scores: [T][n_head_kv][G][ld] f32 (the scores kernel's)
 //   v_cache: [n_head_kv hd, rows] f16, 8 per vec4<u32> (v_offset and a row a multiple of 8 elements)
 //   part: [T][n_head][nsb_ld][hd] f32    sml: [T][n_head][nsb_ld][2] f32
 // Bindings: 0 scores, 1 v_cache, 2 cols, 3 pages (read); 4 part, 5 sml (read_write); 6 params
-// Dispatch: (nsb_max, n_head_kv, T), WG = 16 OCT threads; a workgroup past its column's last
-// superblock returns at once.
+// Dispatch: (nsb_max HD / DW, n_head_kv, T), WG = 16 OCT threads: x = superblock (HD / DW) + slice
+// of DW dimensions (every slice takes the softmax itself; slice 0 writes sml); a workgroup past its
+// column's last superblock returns at once.
 
 // #include "lib/numerics.wgsl"
 // #include "lib/kv_pages.wgsl"
 
-override HD: u32 = 128u;        // head_dim, a multiple of 8, at most 128
+override HD: u32 = 128u;        // head_dim, a multiple of DW
+override DW: u32 = 128u;        // dimensions per workgroup, a multiple of 8, at most 128
 override GROUP: u32 = 4u;       // G = n_head / n_head_kv, at most 4 (one vec4 of heads)
-override OCT: u32 = HD / 8u;    // threads per V row (8 dimensions each)
+override OCT: u32 = DW / 8u;    // threads per V row segment (8 dimensions each)
 override WG: u32 = 16u * OCT;   // 16 blocks of 32 positions x OCT
-override WSN: u32 = 512u;       // vec4s of ws: max(512, 8 HD)
+override WSN: u32 = 512u;       // vec4s of ws: max(512, 8 DW)
+override U: u32 = 8u;           // positions per group of V loads (a divisor of 32, at most 8)
 
 const SUPER: u32 = 512u;        // positions per superblock (cpu::k_pos_super)
 const EST: u32 = 33u;           // e_s's stride per block (odd: the 16 block threads of a head in other banks)
-const U: u32 = 8u;              // positions per group of V loads
 
 struct Params {
     n_embd_kv: u32,    // cache elements per row
@@ -81,7 +84,8 @@ fn load_v(vq: ptr<function, array<vec4<u32>, 8>>, col: KvColumn, base: u32, bpos
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let t    = wid.z;
     let kvh  = wid.y;
-    let sb   = wid.x;
+    let sb   = wid.x / (HD / DW);
+    let slice = wid.x % (HD / DW);
     let col  = kv_column_uniform(lid, t);
     let n    = col.pos + 1u;
     if (sb >= (n + SUPER - 1u) / SUPER) { return; }  // (uniform: the column is)
@@ -90,7 +94,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let np   = min(SUPER, n - pbeg);  // positions of this superblock
     let b    = lid / OCT;             // block of 32 positions
     let o    = lid % OCT;             // octet of dimensions
-    let first = kvh * HD + 8u * o;    // element index in a cache row
+    let first = kvh * HD + slice * DW + 8u * o;  // element index in a cache row
     let bpos  = pbeg + 32u * b;       // the block's first position in the sequence
     var base  = 0u;
     if (32u * b < np) { base = kv_row(col, bpos); }
@@ -108,15 +112,13 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         e_s[j * 16u * EST + (r / 32u) * EST + r % 32u] = s;
     }
     workgroupBarrier();
-    // Thread (j, block): the block's max.
-    let sj = lid / 16u;
-    let sbk = lid % 16u;
-    let snb = select(0u, min(32u, np - min(np, 32u * sbk)), lid < GROUP * 16u);  // its positions
-    let sat = sj * 16u * EST + sbk * EST;
-    if (lid < GROUP * 16u) {
-        var m = bitcast<f32>(0xff7fffffu);  // -FLT_MAX (as attention_split_softmax starts its max)
-        for (var k = 0u; k < snb; k++) { m = max(m, e_s[sat + k]); }
-        bl_s[lid] = m;
+    // Pair (j, block) of the G x 16, by threads lid, lid + WG, ... (WG may be 16): the block's max.
+    for (var q = lid; q < GROUP * 16u; q += WG) {
+        let at = (q / 16u) * 16u * EST + (q % 16u) * EST;
+        let nq = min(32u, np - min(np, 32u * (q % 16u)));  // its positions
+        var m  = bitcast<f32>(0xff7fffffu);  // -FLT_MAX (as attention_split_softmax starts its max)
+        for (var k = 0u; k < nq; k++) { m = max(m, e_s[at + k]); }
+        bl_s[q] = m;
     }
     workgroupBarrier();
     if (lid < GROUP) {
@@ -135,20 +137,23 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         e_s[at] = e;
     }
     workgroupBarrier();
-    // Thread (j, block): the block's sum in order (+0 for a block past the column's positions).
-    if (lid < GROUP * 16u) {
-        var s = 0.0;
-        for (var k = 0u; k < 32u; k++) { s = s + e_s[sat + k]; }
-        bl_s[lid] = s;
+    // Pair (j, block): the block's sum in order (+0 for a block past the column's positions).
+    for (var q = lid; q < GROUP * 16u; q += WG) {
+        let at = (q / 16u) * 16u * EST + (q % 16u) * EST;
+        var s  = 0.0;
+        for (var k = 0u; k < 32u; k++) { s = s + e_s[at + k]; }
+        bl_s[q] = s;
     }
     workgroupBarrier();
     if (lid < GROUP) {
         var l = 0.0;
         for (var k = 0u; k < 16u; k++) { l = l + bl_s[16u * lid + k]; }
         inv_s[lid] = div_rn(1.0, l);
-        let at = 2u * ((row0 + lid) * p.nsb_ld + sb);
-        sml[at] = mx_s[lid];
-        sml[at + 1u] = l;
+        if (slice == 0u) {
+            let at = 2u * ((row0 + lid) * p.nsb_ld + sb);
+            sml[at] = mx_s[lid];
+            sml[at + 1u] = l;
+        }
     }
     workgroupBarrier();
     // 3. The probabilities, f16-rounded, [position][head] (0 past np and for missing heads).
@@ -183,19 +188,19 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     workgroupBarrier();  // (ws's probabilities read by every thread)
 
-    // 5. The superblock: its blocks in order, 8 at a time through ws, thread d < HD (all G heads).
+    // 5. The superblock: its blocks in order, 8 at a time through ws, thread d < DW (all G heads).
     var s = vec4<f32>(0.0);
     for (var h = 0u; h < 2u; h++) {
         if (b / 8u == h) {
-            for (var i = 0u; i < 8u; i++) { ws[(b % 8u) * HD + 8u * o + i] = acc[i]; }
+            for (var i = 0u; i < 8u; i++) { ws[(b % 8u) * DW + 8u * o + i] = acc[i]; }
         }
         workgroupBarrier();
-        if (lid < HD) {
-            for (var bb = 0u; bb < 8u; bb++) { s = s + ws[bb * HD + lid]; }
+        if (lid < DW) {
+            for (var bb = 0u; bb < 8u; bb++) { s = s + ws[bb * DW + lid]; }
         }
         workgroupBarrier();
     }
-    if (lid < HD) {
-        for (var j = 0u; j < GROUP; j++) { part[((row0 + j) * p.nsb_ld + sb) * HD + lid] = s[j]; }
+    if (lid < DW) {
+        for (var j = 0u; j < GROUP; j++) { part[((row0 + j) * p.nsb_ld + sb) * HD + slice * DW + lid] = s[j]; }
     }
 }
