@@ -41,8 +41,8 @@ std::vector<PagedCase> paged_backends() {
     // The defaults (attention_paged_super at every length where the shape fits: f16 V, G <= 4, head_dim
     // a multiple of 8; split_attention's kernels otherwise), and with attention_paged_super off: P·V by
     // superblock tiles + combine at every length (attn_paged_tiles=1), attention_split_pv at every
-    // length (=0; its V by vec4 loads with f16, by words with f32); and attention_paged_super from 512
-    // positions (split_attention's defaults below); and by slices of 32 dimensions, 4 rows ahead.
+    // length (=0; its V by vec4 loads with f16, by words with f32); and attention_paged_super with 8
+    // V rows ahead instead of 4.
     auto tuned = [](const char * tune) {
         return [tune](std::string & skip) -> std::shared_ptr<Backend> {
             skip = test::shared_webgpu().reason;
@@ -59,8 +59,7 @@ std::vector<PagedCase> paged_backends() {
              }},
             {"webgpu_paged_tiles", tuned("attn_paged_deep=0,attn_paged_tiles=1")},
             {"webgpu_split_pv", tuned("attn_paged_deep=0,attn_paged_tiles=0")},
-            {"webgpu_deep_from_512", tuned("attn_paged_deep=512")},
-            {"webgpu_deep_slices", tuned("attn_paged_dims=32,attn_paged_ahead=4")}};
+            {"webgpu_deep_ahead_8", tuned("attn_paged_ahead=8")}};
 #else
     // The reference on 3 threads, and the fast backend on every instruction set this machine runs
     // (the others report themselves as skipped).
@@ -296,11 +295,13 @@ TEST_P(PagedOps, LongContextAttentionCrossesEverySplitBoundary) {
 
 // A score far above the others in a late superblock (and, for the other query heads of the group,
 // far below): the superblocks' maxima differ by tens, so combine_superblocks's weights underflow for
-// the early superblocks of some heads and not others. head_dim 128 and 64 (G 4), 1,024-position
-// boundaries, several columns per sequence.
+// the early superblocks of some heads and not others. head_dim 128 and 64 (G 4), and 256 (G 2:
+// attention_paged_super by two slices of 128 dimensions), 1,024-position boundaries, several
+// columns per sequence.
 TEST_P(PagedOps, AttentionWithAHugeScoreInALateSuperblock) {
     const AttentionShape shapes[] = {{8, 2, 128, 128, 10000.0f, 1.0f / std::sqrt(128.0f)},
-                                     {8, 2, 64, 64, 10000.0f, 0.125f}};
+                                     {8, 2, 64, 64, 10000.0f, 0.125f},
+                                     {4, 2, 256, 256, 10000.0f, 0.0625f}};
     const std::vector<SeqSpec> specs = {{1100, 1}, {1535, 2}, {1023, 1}, {600, 1}, {40, 3}};
     for (const AttentionShape & s : shapes) {
         for (int64_t page : {48, 64}) {

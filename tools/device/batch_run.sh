@@ -33,7 +33,8 @@
 # TERN_WEBGPU_TUNE value, at every PROFILE_DEPTHS; file batch_profileS_dD_TUNE.txt), REPS (steps 3 and 3a's
 # repetitions, default 3), DURATION (serve_bench seconds per stream count,
 # default 10), SERVE_PROFILE_STREAMS (stream counts of step 4c, a per-kernel GPU profile of the
-# server under sampled load; default none), SKIP_TESTS=1, SKIP_SERVE=1.
+# server under sampled load; default none), SKIP_TESTS=1, SKIP_SERVE=1, SKIP_ENGINE=1 (no
+# step 3, 3b; 3a only where SPLIT_TUNES is set).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp/out}
@@ -78,6 +79,7 @@ for t in ${TUNES:-attn_split_heads=4 attn_split_heads=2 attn_split_unroll=1 attn
 done | tee "$out/batch_depth_tunes.txt"
 fi
 
+if [ -z "${SKIP_ENGINE:-}" ]; then
 for bt in - ${BATCH_TUNES:-}; do
     f=batch_engine; tune=""; [ "$bt" = - ] || { f=${f}_${bt//[=,]/_}; tune=$bt; }
     echo "== 3. batched engine: tern bench --parallel $streams -d ${BATCH_DEPTHS:-0}${tune:+ with TERN_WEBGPU_TUNE=$tune}"
@@ -85,12 +87,18 @@ for bt in - ${BATCH_TUNES:-}; do
         -d "${BATCH_DEPTHS:-0}" -r "${REPS:-3}" 2>&1 | tee "$out/$f.md"
 done
 
+fi
+
+if [ -z "${SKIP_ENGINE:-}" ] || [ -n "${SPLIT_TUNES:-}" ]; then
 echo "== 3a. $TUNE_STREAMS streams under other tunings (head_mma_rows 0: the dot4 head; attn_paged_tiles 0: attention_split_pv for a paged batch's P·V)"
 for t in ${SPLIT_TUNES:-head_mma_rows=0 head_mma_rows=1 head_mma_rows=3 attn_paged_tiles=0}; do
     TERN_WEBGPU_TUNE=$t "$B/tern" bench --backend webgpu -m "$model" -p 0 -n 64 --parallel "$TUNE_STREAMS" -r "${REPS:-3}" \
         -d "${TUNE_DEPTHS:-0}" 2>/dev/null | grep ' tg64 x' | awk -F'|' -v t="$t" '{print t ":", $5 ":", $7, "t/s,", $8, "ms/step"}'
 done | tee "$out/batch_split_tunes.txt"
 
+fi
+
+if [ -z "${SKIP_ENGINE:-}" ]; then
 for ps in ${PROFILE_STREAMS:-64}; do
 for pd in ${PROFILE_DEPTHS//,/ }; do
 for pt in - ${PROFILE_TUNES:-}; do
@@ -104,6 +112,7 @@ for pt in - ${PROFILE_TUNES:-}; do
 done
 done
 done
+fi
 
 if [ -z "${SKIP_SERVE:-}" ]; then
     for st in - ${SERVE_TUNES:-}; do

@@ -336,13 +336,7 @@ void WebGpuBackend::attention_paged(const Tensor & out, const Tensor & q, const 
     TERN_ASSERT(batch.n_tokens() == q.ne[1] && s.n_head % s.n_head_kv == 0 && out.ne[0] == s.n_head * hd &&
                     q.ne[0] == s.n_head * hd && batch.page_size > 0,
                 "attention_paged shapes");
-    // (attention_paged_super from attn_paged_deep positions: the longest context of the batch)
-    int64_t longest = 0;
-    for (const KvSeq & sq : batch.seqs) longest = std::max(longest, sq.pos0 + sq.n);
-    if (tune_.attn_paged_deep != 0 && longest >= int64_t{tune_.attn_paged_deep} &&
-        paged_attention_deep(out, q, kv, s, batch)) {
-        return;
-    }
+    if (tune_.attn_paged_deep != 0 && paged_attention_deep(out, q, kv, s, batch)) return;  // where its shape fits
     if (!split_attention(out, q, kv, s, &batch, 0)) {
         fail(ErrorKind::unsupported,
              format("webgpu: batched attention needs head_dim a multiple of 4 up to 256 (got %lld), at most 16 query "

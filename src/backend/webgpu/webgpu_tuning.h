@@ -96,14 +96,12 @@ struct WebGpuTuning {
     uint32_t attn_split_heads        = 0;    // query heads per attention_split_pv workgroup (a divisor of
                                              //     G); 0: all G where that gives 2 workgroups per
                                              //     compute unit, else the largest divisor that does
-    uint32_t attn_paged_deep         = 1;    // a paged batch whose longest context has at least this many
-                                             //     positions (f16 V, G <= 4, head_dim a multiple of 8):
-                                             //     attention_paged_super.wgsl (softmax inside the P·V
-                                             //     workgroup, whole V rows; webgpu_attention_paged.cpp);
-                                             //     0: never (split_attention's kernels)
-    uint32_t attn_paged_dims         = 0;    // attention_paged_super's dimensions per workgroup (a multiple of
-                                             //     8 dividing head_dim); 0: head_dim (at most 128)
-    uint32_t attn_paged_ahead        = 8;    // V rows each attention_paged_super thread loads ahead (1 to 8,
+    uint32_t attn_paged_deep         = 1;    // 1: a paged batch (f16 V, G <= 4, head_dim a multiple of 8)
+                                             //     by attention_paged_super.wgsl (softmax inside the P·V
+                                             //     workgroup, whole V rows; webgpu_attention_paged.cpp; H200
+                                             //     64 streams, positions 20-1060: 9,285.7 vs 7,455.7 tok/s);
+                                             //     0: split_attention's kernels (what other shapes take)
+    uint32_t attn_paged_ahead        = 4;    // V rows each attention_paged_super thread loads ahead (1 to 8,
                                              //     dividing 32)
     uint32_t attn_paged_block_rows   = 1;    // 1: the paged P·V kernels read the page table once per
                                              //     block of 32 positions (kv_row_in_block,
