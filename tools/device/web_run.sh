@@ -135,7 +135,7 @@ pin_main() {
     local tpid=$1 cpu=$2 pid= i t others
     others=$(seq 0 $(( $(nproc) - 1 )) | grep -vx "$cpu" | paste -sd, -)
     for i in $(seq 1 100); do
-        pid=$(cat "/proc/$tpid/task/$tpid/children" 2>/dev/null | awk '{print $1}')
+        pid=$( { cat "/proc/$tpid/task/$tpid/children" 2>/dev/null || pgrep -P "$tpid"; } | awk 'NR == 1 {print $1}')
         [ -n "$pid" ] && break
         sleep 0.02
     done
