@@ -37,7 +37,7 @@
 # (GLUE_TIMED=1, default) timed, native tern bench per round, each arm's greedy text against native's
 # (2 rounds of 2 arms ~110 s; GLUE_TIMED=0 ~65 s); pin: per round, every CPU's speed at host_probe.mjs's
 # probes (cpu_scan.mjs), then 8 greedy runs each with the main thread on the fastest CPU, on the
-# slowest and unpinned, and whether a Chromium and its libraries are there (3 rounds ~150 s).
+# slowest and unpinned, and whether a Chromium and its libraries are there (2 rounds ~100 s).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 rounds=${1:-1}
@@ -160,7 +160,7 @@ if [ "$mode" = pin ]; then
     echo "== pin: Chromium here? $(command -v chromium chromium-browser google-chrome google-chrome-stable 2>/dev/null | tr '\n' ' ')" \
          "(folders: $(ls -d /usr/lib/chromium /opt/google/chrome 2>/dev/null | tr '\n' ' '));" \
          "OS $(. /etc/os-release 2>/dev/null; echo "$PRETTY_NAME");" \
-         "libraries Chromium needs present: $(for l in libnss3.so libnspr4.so libatk-1.0.so.0 libcups.so.2 libgbm.so.1 libxkbcommon.so.0 libasound.so.2 libX11.so.6 libxcb.so.1 libdrm.so.2 libglib-2.0.so.0 libdbus-1.so.3 libvulkan.so.1; do ldconfig -p | grep -q " $l " && printf '%s ' "$l"; done)" | sum
+         "libraries Chromium needs present: $(for l in libnss3.so libnspr4.so libatk-1.0.so.0 libcups.so.2 libgbm.so.1 libxkbcommon.so.0 libasound.so.2 libX11.so.6 libxcb.so.1 libdrm.so.2 libglib-2.0.so.0 libdbus-1.so.3 libvulkan.so.1; do ldconfig -p | grep -qE "^[[:space:]]$l " && printf '%s ' "$l"; done)" | sum
     timeout 60 "$T/tern" bench --backend webgpu -m "$big" -p 0 -n 128 -r 2 2>&1 | tail -1 | sum
     for r in $(seq 1 "$rounds"); do
         for c in $(seq 0 $(( $(nproc) - 1 ))); do
