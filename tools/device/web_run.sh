@@ -23,7 +23,7 @@
 #      modes go with the GPU's clocks (2026-11-28: no, fixed at 1980 MHz) or with the host.
 # Carry [".gl", ".webbin"] (pack .webbin here with tools/device/pack_webbin.sh). summary.txt holds the
 # figures; every log (and web.prof/: profiles and their summaries) is in $OUT/web.tgz.
-# Usage (on the device): tools/device/web_run.sh [ROUNDS (1)] [TOKENS (128)] [big | all | smoke | causes | ab | timedawn | glue]
+# Usage (on the device): tools/device/web_run.sh [ROUNDS (1)] [TOKENS (128)] [big | all | smoke | causes | ab | timedawn | glue | pin]
 # big (default): the 2B4T file only, about 130 s of device time; all: the shipped model too; smoke:
 # the small model only, on whatever adapter there is (SwiftShader too): a check of this script on a
 # machine without a GPU (with VK_ICD_FILENAMES set to SwiftShader's), before device time is spent;
@@ -35,7 +35,9 @@
 # ms per step by call and arm (tools/device/dawn_calls_table.mjs; 2 rounds ~150 s); glue: per round, the
 # TERN_WEBGPU_TUNE settings in GLUE_ARMS (default: the defaults alone), each untimed and
 # (GLUE_TIMED=1, default) timed, native tern bench per round, each arm's greedy text against native's
-# (2 rounds of 2 arms ~110 s; GLUE_TIMED=0 ~65 s).
+# (2 rounds of 2 arms ~110 s; GLUE_TIMED=0 ~65 s); pin: per round, every CPU's speed at host_probe.mjs's
+# probes (cpu_scan.mjs), then 8 greedy runs each with the main thread on the fastest CPU, on the
+# slowest and unpinned, and whether a Chromium and its libraries are there (2 rounds ~100 s).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 rounds=${1:-1}
@@ -109,9 +111,13 @@ arm() {
     local began=$(now_ms)
     timeout 60 "${prefix[@]}" "$T/node" "${flags[@]}" tools/web_node_run.mjs --model "$big" --wasm-dir "${arm_wasm:-$T/web}" \
         --dawn "$T/dawn.node" -p "$prompt" -n "$n" --temp 0 --seed 42 --repeat 8 --warm-up-s 2 ${arm_args:-} \
-        --json-out "$log/causes.$name.json" > "$log/causes.$name.out" 2> "$log/causes.$name.err"
+        --json-out "$log/causes.$name.json" > "$log/causes.$name.out" 2> "$log/causes.$name.err" &
+    local tpid=$! pinner=
+    [ -n "${arm_pin_main:-}" ] && { pin_main "$tpid" "$arm_pin_main" > "$log/causes.$name.pin" 2>&1 & pinner=$!; }
+    wait "$tpid"
     local rc=$?
-    echo "-- $name (${prefix[*]} node ${flags[*]}; ${arm_wasm:-$T/web} ${arm_args:-}): rc $rc, $(( $(now_ms) - began )) ms" | sum
+    [ -n "$pinner" ] && kill "$pinner" 2>/dev/null
+    echo "-- $name (${prefix[*]} node ${flags[*]}; ${arm_wasm:-$T/web} ${arm_args:-}${arm_pin_main:+; main thread on cpu $arm_pin_main}): rc $rc, $(( $(now_ms) - began )) ms" | sum
     grep -E 'loaded in' "$log/causes.$name.err" | sed 's/^web_node_run: //; s/ on webgpu.*//' | sum
     grep -E 'run [0-9]:' "$log/causes.$name.err" | sed 's/^web_node_run: temp 0 //; s/ tokens, prompt [^,]*,/,/' \
         | sed 's/ over 127 decode steps (greedy on the device)//' | cut -c1-1400 | sum
@@ -123,6 +129,56 @@ arm() {
         gzip -9 "$log/causes.$name.out"
     fi
 }
+# pin_main TIMEOUT_PID CPU: the main thread of the node under `timeout` on CPU alone, its other threads
+# (V8's, Dawn's, the driver's: made later, they inherit the main thread's CPU) every second on the rest.
+pin_main() {
+    local tpid=$1 cpu=$2 pid= i t others
+    others=$(seq 0 $(( $(nproc) - 1 )) | grep -vx "$cpu" | paste -sd, -)
+    for i in $(seq 1 100); do
+        pid=$( { cat "/proc/$tpid/task/$tpid/children" 2>/dev/null || pgrep -P "$tpid"; } | awk 'NR == 1 {print $1}')
+        [ -n "$pid" ] && break
+        sleep 0.02
+    done
+    [ -n "$pid" ] || { echo "pin_main: no child of $tpid"; return; }
+    taskset -p -c "$cpu" "$pid"
+    while [ -d "/proc/$pid" ]; do
+        for t in /proc/"$pid"/task/*; do
+            t=${t##*/}
+            [ "$t" = "$pid" ] || taskset -p -c "$others" "$t" > /dev/null 2>&1
+        done
+        sleep 1
+    done
+}
+
+if [ "$mode" = pin ]; then
+    # Issue 55's slow host mode against the VM's CPUs: per round, every CPU's speed at host_probe.mjs's
+    # probes (tools/device/cpu_scan.mjs pinned to it: a register-bound loop, dependent loads over 2 MB
+    # and 32 MB, steal ticks), then 8 greedy steady-state runs with the main thread on the CPU with the
+    # fastest 2 MB walk, on the slowest, and unpinned. If the mode follows the CPU (a busy neighbour on
+    # the VM host's core or cache), the fastest CPU's arms run ~820 tokens/s and the slowest ~600.
+    # Also: whether this machine could run the real page (a Chromium, its libraries, the OS).
+    echo "== pin: Chromium here? $(command -v chromium chromium-browser google-chrome google-chrome-stable 2>/dev/null | tr '\n' ' ')" \
+         "(folders: $(ls -d /usr/lib/chromium /opt/google/chrome 2>/dev/null | tr '\n' ' '));" \
+         "OS $(. /etc/os-release 2>/dev/null; echo "$PRETTY_NAME");" \
+         "libraries Chromium needs present: $(for l in libnss3.so libnspr4.so libatk-1.0.so.0 libcups.so.2 libgbm.so.1 libxkbcommon.so.0 libasound.so.2 libX11.so.6 libxcb.so.1 libdrm.so.2 libglib-2.0.so.0 libdbus-1.so.3 libvulkan.so.1; do ldconfig -p | grep -qE "^[[:space:]]$l " && printf '%s ' "$l"; done)" | sum
+    timeout 60 "$T/tern" bench --backend webgpu -m "$big" -p 0 -n 128 -r 2 2>&1 | tail -1 | sum
+    for r in $(seq 1 "$rounds"); do
+        for c in $(seq 0 $(( $(nproc) - 1 ))); do
+            taskset -c "$c" "$T/node" tools/device/cpu_scan.mjs
+        done > "$log/scan.$r.jsonl" 2>&1
+        read -r fast slow table < <("$T/node" -e '
+            const rows = require("fs").readFileSync(process.argv[1], "utf8").split("\n").filter((l) => l.startsWith("{")).map(JSON.parse);
+            rows.sort((a, b) => a.l2_ns - b.l2_ns);
+            console.log(rows[0].cpu, rows[rows.length - 1].cpu,
+                        rows.map((x) => `${x.cpu}:${x.spin_ms}/${x.l2_ns}/${x.mem_ns}/${x.steal_ticks}`).join(" "));' "$log/scan.$r.jsonl")
+        echo "round $r cpus by 2 MB walk (cpu:spin ms/2M ns/32M ns/steal ticks): $table" | sum
+        arm_pin_main=$fast arm "fastest-cpu$fast-$r"
+        arm_pin_main=$slow arm "slowest-cpu$slow-$r"
+        arm "free-$r"
+    done
+    exit 0
+fi
+
 if [ "$mode" = causes ]; then
     # Issue 55's slow host mode (~500 vs ~800 tokens/s, the main thread recording 2 ms per step instead
     # of 1): the same 8 greedy steady-state runs under each arm, every run with tools/host_probe.mjs's
