@@ -11,7 +11,7 @@
 //   3. attention_split_combine.wgsl: the superblocks combined as cpu::combine_superblocks does.
 // Bit for bit the CPU reference's orders (attention_paged_super.wgsl says which). False where the shape
 // does not fit (f32 V, head_dim not a multiple of 8, G > 4, buffers): split_attention then takes
-// the batch. WebGpuTuning::attn_paged_ahead: V rows each thread loads ahead of its sums.
+// the batch.
 #include "backend/webgpu/webgpu_backend_impl.h"
 
 #include "backend/cpu/cpu_ops.h"
@@ -30,11 +30,10 @@ bool WebGpuBackend::paged_attention_deep(const Tensor & out, const Tensor & q, c
     const auto &  lim   = ctx_.limits();
     const bool    k_f16 = kv.k.type == DType::f16;
     // Dimensions per workgroup: the head, or the largest multiple of 8 up to 128 dividing it (H200 64
-    // streams, half a head per workgroup: d1024 6,970.7 vs 7,194.8 tok/s); V rows loaded ahead.
+    // streams, half a head per workgroup: d1024 6,970.7 vs 7,194.8 tok/s).
     uint32_t dw = static_cast<uint32_t>(std::clamp<int64_t>(hd / 8 * 8, 8, 128));
     while (dw > 8 && hd % dw != 0) dw -= 8;
-    const uint32_t ahead = std::clamp<uint32_t>(tune_.attn_paged_ahead, 1, 8);
-    if (kv.v.type != DType::f16 || group > 4 || hd % 8 != 0 || hd % dw != 0 || 32 % ahead != 0 || n_tok < 1 ||
+    if (kv.v.type != DType::f16 || group > 4 || hd % 8 != 0 || hd % dw != 0 || n_tok < 1 ||
         cpu::k_pos_super != 512 || cpu::k_pos_block != 32 || gpu_offset(kv.v, 2) % 8 != 0 || kv.v.ne[0] % 8 != 0) {
         return false;
     }
@@ -106,7 +105,6 @@ bool WebGpuBackend::paged_attention_deep(const Tensor & out, const Tensor & q, c
                      {"GROUP", static_cast<double>(group)},
                      {"DW", static_cast<double>(dw)},
                      {"OCT", static_cast<double>(dw / 8)},
-                     {"U", static_cast<double>(ahead)},
                      {"WG", static_cast<double>(pv_wg)},
                      {"WSN", static_cast<double>(wsn)}}}};
     add_paging(vk);

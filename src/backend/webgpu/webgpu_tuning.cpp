@@ -70,7 +70,6 @@ const std::vector<Field> & fields() {
         {"attn_combine_fused", Kind::number, 0, 1, &T::attn_combine_fused},
         {"attn_split_chunk", Kind::pow2_or_0, 32, 1024, &T::attn_split_chunk},
         {"attn_paged_deep", Kind::number, 0, 1, &T::attn_paged_deep},
-        {"attn_paged_ahead", Kind::pow2, 1, 8, &T::attn_paged_ahead},
         {"attn_paged_block_rows", Kind::number, 0, 1, &T::attn_paged_block_rows},
         {"attn_split_pv_wg", Kind::pow2_or_0, 64, 1024, &T::attn_split_pv_wg},
         {"attn_prefetch_loads", Kind::number, 0, 64, &T::attn_prefetch_loads},

@@ -101,8 +101,6 @@ struct WebGpuTuning {
                                              //     workgroup, whole V rows; webgpu_attention_paged.cpp; H200
                                              //     64 streams, positions 20-1060: 9,285.7 vs 7,455.7 tok/s);
                                              //     0: split_attention's kernels (what other shapes take)
-    uint32_t attn_paged_ahead        = 4;    // V rows each attention_paged_super thread loads ahead (1 to 8,
-                                             //     dividing 32)
     uint32_t attn_paged_block_rows   = 1;    // 1: the paged P·V kernels read the page table once per
                                              //     block of 32 positions (kv_row_in_block,
                                              //     lib/kv_pages.wgsl); 0: once per position
