@@ -650,7 +650,7 @@ Backend * unfused_q1_gpu() {
 // with QK-norm (head_dim 128, 3 heads over 1), llama's "norm" pairs without (head_dim 64, 5 over 2),
 // NeoX rotating 32 of 96 dims with QK-norm; f32 and f16 caches, rope_freqs divisors, a frequency
 // scale, position 7. q and both caches' rows bit for bit against the CPU, both ways.
-TEST(WebGpuFamily, Q1QkvMatvecWithQkNormAndRopeMatchesTheCpuBitForBit) {
+TEST(WebGpuFamily, QkvMatvecQ1WithQkNormAndRopeMatchesTheCpuBitForBit) {
     SKIP_WITHOUT_GPU();
     auto cpu = make_cpu_backend({2});
     struct Shape {
