@@ -824,6 +824,15 @@ TEST(WebGpuFamily, TinyLlamaAndQwen3AreBitIdenticalToTheCpu) {
     }
 }
 
+// The tiny qwen3 checkpoint with Q1_0 projections (Bonsai's type; hidden 128, FFN 384: whole groups
+// of 128): prompt batches through matvec_q8.wgsl, then one token at a time through the fused
+// [q; k; v] kernel (matvec_q1_qkv.wgsl: the QK-norm, RoPE and cache stores), bit for bit.
+TEST(WebGpuFamily, TinyQwen3Q1IsBitIdenticalToTheCpu) {
+    SKIP_WITHOUT_GPU();
+    expect_model_bit_identical(*gpu, "qwen3_tied", DType::q1_0, DType::f16);
+    expect_model_bit_identical(*gpu, "qwen3_tied", DType::q1_0, DType::f32);
+}
+
 // Greedy decoding on the device (Session::decode_greedy: output_head with ids, the int8 copy of the
 // tied Q8_0 / Q4_0 table's f32 rows and its exact tail, the argmax folded into the next embed) against
 // the CPU's exact logits and argmax, 40 tokens of the tiny llama and qwen3 checkpoints converted with
