@@ -89,6 +89,7 @@ var<workgroup> terms: array<f32, ROWS * (NT + 1u)>;
 var<workgroup> fo: array<f32, ROWS>;
 var<workgroup> rot: array<f32, ROWS>;
 var<workgroup> head_inv: f32;
+var<workgroup> block_sq: array<f32, 8>;  // the head's blocks of 32 squares, each summed
 
 fn stage_q8_0(lid: u32, x0: u32) {
     let qs = quarters_q8_0(lid, x0);
@@ -147,25 +148,26 @@ fn row_sum(m: u32) -> f32 {
     return s;
 }
 
-// cpu::sum_squares of the head's sums (rope_kv_family.wgsl's head_sum_squares on fo).
-fn head_sum_squares() -> f32 {
-    let hd = ROWS;
-    let nb = (hd + 31u) / 32u;
-    var bs: array<f32, 8>;
-    for (var b = 0u; b < 8u; b++) { bs[b] = 0.0; }
-    for (var b = 0u; b < nb; b++) {
-        var t: array<f32, 32>;
-        for (var e = 0u; e < 32u; e++) {
-            let i = b * 32u + e;
-            var v = 0.0;
-            if (i < hd) { v = fo[i]; }
-            t[e] = mul_rn(v, v);
-        }
-        for (var h = 16u; h >= 1u; h /= 2u) {
-            for (var i = 0u; i < h; i++) { t[i] = t[i] + t[i + h]; }
-        }
-        bs[b] = t[0];
+// cpu::sum_squares of the head's sums, as rope_kv_family.wgsl's head_sum_squares on fo, in two
+// parts: block b's 32 squares in the halving order (invocation b, block_square_sum), then the block
+// sums, zero-padded to a power of two, in the halving order (one invocation, head_sum_squares).
+fn block_square_sum(b: u32) -> f32 {
+    var t: array<f32, 32>;
+    for (var e = 0u; e < 32u; e++) {
+        let i = b * 32u + e;
+        var v = 0.0;
+        if (i < ROWS) { v = fo[i]; }
+        t[e] = mul_rn(v, v);
     }
+    for (var h = 16u; h >= 1u; h /= 2u) {
+        for (var i = 0u; i < h; i++) { t[i] = t[i] + t[i + h]; }
+    }
+    return t[0];
+}
+fn head_sum_squares() -> f32 {
+    let nb = (ROWS + 31u) / 32u;
+    var bs: array<f32, 8>;
+    for (var b = 0u; b < 8u; b++) { bs[b] = select(0.0, block_sq[b], b < nb); }
     var pw = 1u;
     while (pw < nb) { pw *= 2u; }
     for (var h = pw / 2u; h >= 1u; h /= 2u) {
@@ -213,6 +215,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let is_q   = head < p.n_head;
     let is_v   = head >= p.n_head + p.n_head_kv;
     let normed = (is_q && Q_NORM) || (!is_q && !is_v && K_NORM);
+    if (normed && lid < (hd + 31u) / 32u) { block_sq[lid] = block_square_sum(lid); }
+    workgroupBarrier();
     if (normed && lid == 0u) { head_inv = inv_root_rn(div_rn(head_sum_squares(), f32(hd)) + p.qk_eps); }
     workgroupBarrier();
     let inv  = select(1.0, head_inv, normed);
