@@ -631,29 +631,22 @@ TEST(WebGpuFamily, QkvMatvecWithRopeMatchesTheCpuBitForBit) {
     }
 }
 
-// WebGPU backends with other Q1_0 / Q2_0 / PQ2_0 settings (index 0..2): not fused with the RoPE
-// (WebGpuTuning::family_q1_rope=0: matvec_q8.wgsl, then rope_kv_family.wgsl) with 4 lanes per row
-// and no codes loaded before the prologue, the same with one group per lane loaded before it and the
-// rest after, and the fused kernel with one group per lane before the prologue and the rest after.
-Backend * q1_tuned_gpu(int i) {
-    static const char * const tunes[3] = {"family_q1_rope=0,family_q1_prefetch=0,family_rows=64",
-                                          "family_q1_rope=0,family_q1_prefetch=1,family_rows=64",
-                                          "family_q1_prefetch=1"};
-    static std::unique_ptr<Backend> b[3];
-    if (!b[i]) {
+// A WebGPU backend whose Q1_0 / Q2_0 / PQ2_0 [q; k; v] matvec is not fused with the RoPE
+// (WebGpuTuning::family_q1_rope=0: matvec_q8.wgsl, then rope_kv_family.wgsl).
+Backend * unfused_q1_gpu() {
+    static const std::unique_ptr<Backend> b = [] {
         WebGpuOptions o;
         o.allow_cpu_adapter = true;
-        o.tune              = tunes[i];
-        b[i]                = make_webgpu_backend(o);
-    }
-    return b[i].get();
+        o.tune              = "family_q1_rope=0";
+        return make_webgpu_backend(o);
+    }();
+    return b.get();
 }
 
 // One token's normed [q; k; v] projection of a Q1_0 / Q2_0 / PQ2_0 weight then rope_kv_append, in
 // one step, as qwen3 runs them: by default one dispatch (matvec_q1_qkv.wgsl: the QK-norm, RoPE and
 // cache stores in the matvec's epilogue, a workgroup per head), with family_q1_rope=0 two
-// (matvec_q8.wgsl + rope_kv_family.wgsl); the codes loaded before the prologue, after it, or both
-// (q1_tuned_gpu). K = 1152 (9 groups of 128, 36 blocks); Qwen3's NeoX pairs
+// (matvec_q8.wgsl + rope_kv_family.wgsl). K = 1152 (9 groups of 128, 36 blocks); Qwen3's NeoX pairs
 // with QK-norm (head_dim 128, 3 heads over 1), llama's "norm" pairs without (head_dim 64, 5 over 2),
 // NeoX rotating 32 of 96 dims with QK-norm; f32 and f16 caches, rope_freqs divisors, a frequency
 // scale, position 7. q and both caches' rows bit for bit against the CPU, both ways.
@@ -678,9 +671,9 @@ TEST(WebGpuFamily, QkvMatvecQ1WithQkNormAndRopeMatchesTheCpuBitForBit) {
                 const auto qn = gaussian(static_cast<size_t>(sh.hd), 44), kn = gaussian(static_cast<size_t>(sh.hd), 45);
                 std::vector<float> factors(static_cast<size_t>(sh.n_rot / 2));
                 for (size_t i = 0; i < factors.size(); ++i) factors[i] = 1.0f + 0.29f * static_cast<float>(i);
-                std::vector<float> outs[5][3];
-                Backend *          bes[5] = {cpu.get(), gpu, q1_tuned_gpu(0), q1_tuned_gpu(1), q1_tuned_gpu(2)};
-                for (int i = 0; i < 5; ++i) {
+                std::vector<float> outs[3][3];
+                Backend *          bes[3] = {cpu.get(), gpu, unfused_q1_gpu()};
+                for (int i = 0; i < 3; ++i) {
                     if (bes[i] == nullptr) continue;
                     Backend & be   = *bes[i];
                     auto      w    = be.load_linear({&wq.src, 1});
@@ -703,16 +696,16 @@ TEST(WebGpuFamily, QkvMatvecQ1WithQkNormAndRopeMatchesTheCpuBitForBit) {
                     be.end_step();
                     outs[i][0] = download(be, q.tensor);
                     if (i > 0 && be.counts_dispatches()) {
-                        EXPECT_EQ(be.take_dispatch_count(), i == 1 || i == 4 ? 1 : 2) << dtype_name(type) << " head_dim " << sh.hd;
+                        EXPECT_EQ(be.take_dispatch_count(), i == 1 ? 1 : 2) << dtype_name(type) << " head_dim " << sh.hd;
                     }
                     outs[i][1] = cache_rows_bits(be, kc.tensor, cache, n_kv, pos0, 1);
                     outs[i][2] = cache_rows_bits(be, vc.tensor, cache, n_kv, pos0, 1);
                 }
-                for (int i = 1; i < 5; ++i) {
+                for (int i = 1; i < 3; ++i) {
                     if (bes[i] == nullptr) continue;
                     const std::string what = std::string(dtype_name(type)) + (sh.mode == RopeMode::norm ? " norm" : " neox") +
                                              " head_dim " + std::to_string(sh.hd) + " n_rot " + std::to_string(sh.n_rot) +
-                                             " " + std::string(dtype_name(cache)) + " gpu " + std::to_string(i);
+                                             " " + std::string(dtype_name(cache)) + (i == 1 ? " fused" : " unfused");
                     expect_same_bits(outs[i][0], outs[0][0], what + " q");
                     expect_same_bits(outs[i][1], outs[0][1], what + " k cache");
                     expect_same_bits(outs[i][2], outs[0][2], what + " v cache");

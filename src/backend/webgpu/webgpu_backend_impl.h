@@ -596,7 +596,6 @@ private:
         float      eps = 0;
         bool       norm = false;
     } fa_q1_;
-    uint32_t q1_prefetch(int64_t group, int64_t nt, uint32_t lanes) const;
     bool encode_q1_qkv_rope(const Tensor & q, const KvLayer & kv, const AttentionShape & s, int64_t pos0,
                             const RopeTable & rope);
     // [q_norm; k_norm] in one buffer per pair of norms (matvec_q1_qkv.wgsl's qkn; zeros for a missing one).

@@ -279,14 +279,6 @@ void WebGpuBackend::encode_family_matvec(const FamilyMatvec & mv, const FamilyRo
 // Q8_0-block inputs) for any number. False (nothing recorded) where it does not apply: several
 // tokens of a Q4_0 / Q8_0 weight, a part of another type, a stacked gate/up of two parts, K past
 // what the prologue stages, y sharing the input's buffer.
-// matvec_q8.wgsl WTYPE 7 / matvec_q1_qkv.wgsl's PF: the groups a lane loads before the prologue
-// (WebGpuTuning::family_q1_prefetch), at most 8 code vec4s (GROUP / 64 per group) and its groups.
-uint32_t WebGpuBackend::q1_prefetch(int64_t group, int64_t nt, uint32_t lanes) const {
-    const uint32_t vpg = static_cast<uint32_t>(group / 64);
-    return std::min<uint32_t>({tune_.family_q1_prefetch, 8u / std::max<uint32_t>(vpg, 1u),
-                               static_cast<uint32_t>(ceil_div(nt, std::max<uint32_t>(lanes, 1u)))});
-}
-
 bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const LinearInput & in, bool accumulate,
                                       const FfnActivation * glu_act) {
     const int64_t k = w.n_cols;
@@ -471,11 +463,10 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
         }
         // Weights loaded ahead of the prologue: the lane's blocks, at most family_prefetch (Q8_0: 4).
         const uint32_t lanes = wg / (rows * per);
-        // (WTYPE 7: weight groups, at most 8 code vec4s, WebGpuTuning::family_q1_prefetch)
         const uint32_t pf    = takes_q8_0(part.type)
                                    ? std::min<uint32_t>({tune_.family_prefetch, part.type == DType::q8_0 ? 4u : 8u,
                                                          static_cast<uint32_t>(ceil_div(nb, lanes))})
-                                   : q1_prefetch(part.group, nt, lanes);
+                                   : 0u;
         struct {
             uint32_t n_rows, k;
             float    eps;
@@ -562,7 +553,6 @@ bool WebGpuBackend::encode_q1_qkv_rope(const Tensor & q, const KvLayer & kv, con
                             {"QPT", static_cast<double>(ceil_div(4 * nb, wg))},
                             {"GROUP", static_cast<double>(c.group)},
                             {"NT", static_cast<double>(nt)},
-                            {"PF", static_cast<double>(q1_prefetch(c.group, nt, wg / u32(hd)))},
                             {"NORM", c.norm ? 1.0 : 0.0},
                             {"Q_NORM", s.q_norm ? 1.0 : 0.0},
                             {"K_NORM", s.k_norm ? 1.0 : 0.0},

@@ -39,10 +39,6 @@ override NB: u32 = 64u;      // K / 32
 override QPT: u32 = 1u;      // ceil(4 NB / WG), at most 8 (lib/quarters_q8_0.wgsl)
 override GROUP: u32 = 128u;  // values per weight group (a multiple of 64)
 override NT: u32 = 16u;      // terms per row: K / GROUP
-// Weight groups per lane whose codes and scales are loaded before the prologue, so that the norm
-// and the quantization overlap the loads (at most 8 / VPG).
-override PF: u32 = 0u;
-override VPG: u32 = GROUP / 64u;  // code vec4s per weight group (1 or 2)
 override NORM: bool = true;
 override Q_NORM: bool = false;
 override K_NORM: bool = false;
@@ -119,27 +115,17 @@ fn codes_sumi(c0: u32, c1: u32, b: u32) -> i32 {
     return sumi;
 }
 
-// Weight group g from its code vec4s cv[0 .. VPG) and scale (cpu::dot_lowbit_q8_0).
-fn group_term(cv: array<vec4<u32>, 2>, scale: f32, g: u32) -> f32 {
+// Weight group g of weight row `row` (cpu::dot_lowbit_q8_0).
+fn group_term(row: u32, g: u32) -> f32 {
     var s = 0.0;
     for (var j = 0u; j < GROUP / 32u; j += 2u) {
         let blk = g * (GROUP / 32u) + j;  // an even block: it and the next are one vec4
-        let c   = cv[min(j / 2u, 1u)];
-        s = s + mul_rn(adq[blk], f32(codes_sumi(c.x, c.y, blk)));
-        s = s + mul_rn(adq[blk + 1u], f32(codes_sumi(c.z, c.w, blk + 1u)));
+        let cv  = w[row * (NB / 2u) + blk / 2u];
+        s = s + mul_rn(adq[blk], f32(codes_sumi(cv.x, cv.y, blk)));
+        s = s + mul_rn(adq[blk + 1u], f32(codes_sumi(cv.z, cv.w, blk + 1u)));
     }
-    return mul_rn(scale, s);
-}
-
-// Weight group g of weight row `row`: its code vec4s and scale.
-fn load_codes(row: u32, g: u32) -> array<vec4<u32>, 2> {
-    var cv: array<vec4<u32>, 2>;
-    for (var j = 0u; j < VPG; j++) { cv[min(j, 1u)] = w[row * (NB / 2u) + g * VPG + j]; }
-    return cv;
-}
-fn load_scale(row: u32, g: u32) -> f32 {
     let si = p.scales_offset + row * NT + g;
-    return bitcast<f32>(w[si / 4u][si % 4u]);
+    return mul_rn(bitcast<f32>(w[si / 4u][si % 4u]), s);
 }
 
 fn row_sum(m: u32) -> f32 {
@@ -184,28 +170,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let lanes = WG / ROWS;
     let m     = lid / lanes;
     let lane  = lid % lanes;
-    // The lane's first PF groups, loaded before the prologue.
-    var wp: array<array<vec4<u32>, 2>, 8>;
-    var sp: array<f32, 8>;
-    if (m < ROWS) {
-        for (var i = 0u; i < PF; i++) {
-            let g = lane + i * lanes;
-            if (g < NT) {
-                wp[i] = load_codes(r0 + m, g);
-                sp[i] = load_scale(r0 + m, g);
-            }
-        }
-    }
     stage_q8_0(lid, p.x_offset);
     workgroupBarrier();
     if (m < ROWS) {
-        for (var i = 0u; i < PF; i++) {
-            let g = lane + i * lanes;
-            if (g < NT) { terms[m * (NT + 1u) + g] = group_term(wp[i], sp[i], g); }
-        }
-        for (var g = lane + PF * lanes; g < NT; g += lanes) {
-            terms[m * (NT + 1u) + g] = group_term(load_codes(r0 + m, g), load_scale(r0 + m, g), g);
-        }
+        for (var g = lane; g < NT; g += lanes) { terms[m * (NT + 1u) + g] = group_term(r0 + m, g); }
     }
     workgroupBarrier();
     if (lid < ROWS) { fo[lid] = row_sum(lid); }

@@ -41,8 +41,7 @@ override WTYPE: u32 = 4u;    // 3 q8_0, 4 q4_0 (matmul.wgsl's numbering), 7 GpuL
 override GROUP: u32 = 32u;   // values per term: 32, or the weight group (64 / 128) for WTYPE 7
 override NT: u32 = 64u;      // terms per row: K / GROUP (the host sets it)
 // Blocks per lane whose weights are loaded before the prologue, so that the norm and the
-// quantization overlap the first loads (Q4_0: at most 8, Q8_0: 4; WTYPE 7: weight groups, at most
-// 8 / (GROUP / 64), their codes and scales).
+// quantization overlap the first loads (Q4_0: at most 8, Q8_0: 4; 0 for WTYPE 7).
 override PF: u32 = 0u;
 override NORM: bool = false;
 override GLU: bool = false;
@@ -117,28 +116,18 @@ fn codes_sumi(c0: u32, c1: u32, b: u32) -> i32 {
     return sumi;
 }
 
-// WTYPE 7: the vec4s of codes per weight group (GROUP / 64: 1 or 2).
-override VPG: u32 = GROUP / 64u;
-
-// Weight group g of the 2-bit codes from its code vec4s cv[0 .. VPG) and scale (cpu::dot_lowbit_q8_0).
-fn group_term(cv: array<vec4<u32>, 2>, scale: f32, g: u32) -> f32 {
-    var s = 0.0;
-    for (var j = 0u; j < GROUP / 32u; j += 2u) {
-        let blk = g * (GROUP / 32u) + j;  // an even block: it and the next are one vec4
-        let c   = cv[min(j / 2u, 1u)];
-        s = s + mul_rn(adq[blk], f32(codes_sumi(c.x, c.y, blk)));
-        s = s + mul_rn(adq[blk + 1u], f32(codes_sumi(c.z, c.w, blk + 1u)));
-    }
-    return mul_rn(scale, s);
-}
-
 // The term of weight row `row`, term g: block g (matmul.wgsl's block_term), or weight group g of
 // the 2-bit codes (cpu::dot_lowbit_q8_0).
 fn block_term(row: u32, b: u32) -> f32 {
     if (WTYPE == 7u) {
-        var cv: array<vec4<u32>, 2>;
-        for (var j = 0u; j < VPG; j++) { cv[min(j, 1u)] = w[row * (NB / 2u) + b * VPG + j]; }
-        return group_term(cv, ws[p.scales_offset + row * NT + b], b);
+        var s = 0.0;
+        for (var j = 0u; j < GROUP / 32u; j += 2u) {
+            let blk = b * (GROUP / 32u) + j;       // an even block: it and the next are one vec4
+            let cv  = w[row * (NB / 2u) + blk / 2u];
+            s = s + mul_rn(adq[blk], f32(codes_sumi(cv.x, cv.y, blk)));
+            s = s + mul_rn(adq[blk + 1u], f32(codes_sumi(cv.z, cv.w, blk + 1u)));
+        }
+        return mul_rn(ws[p.scales_offset + row * NT + b], s);
     }
     if (WTYPE == 3u) { return q_term(w[2u * (row * NB + b)], w[2u * (row * NB + b) + 1u], ws[row * NB + b], b); }
     return q_term(w[row * NB + b], vec4<u32>(), ws[row * NB + b], b);
@@ -189,12 +178,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     if (live) {
         for (var i = 0u; i < PF; i++) {
             let b = lane + i * lanes;
-            if (WTYPE == 7u) {
-                if (b < NT) {
-                    for (var j = 0u; j < VPG; j++) { wp[min(i * VPG + j, 7u)] = w[row * (NB / 2u) + b * VPG + j]; }
-                    sp[i] = ws[p.scales_offset + row * NT + b];
-                }
-            } else if (b < NB) {
+            if (b < NB) {
                 if (WTYPE == 3u) {
                     wp[min(2u * i, 7u)]      = w[2u * (row * NB + b)];
                     wp[min(2u * i + 1u, 7u)] = w[2u * (row * NB + b) + 1u];
@@ -211,12 +195,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     if (live) {
         for (var i = 0u; i < PF; i++) {
             let b = lane + i * lanes;
-            if (WTYPE == 7u) {
-                if (b < NT) {
-                    let cv = array<vec4<u32>, 2>(wp[min(i * VPG, 7u)], wp[min(i * VPG + 1u, 7u)]);
-                    terms[m * (NT + 1u) + b] = group_term(cv, sp[i], b);
-                }
-            } else if (b < NB) {
+            if (b < NB) {
                 let w0 = select(wp[i], wp[min(2u * i, 7u)], WTYPE == 3u);
                 terms[m * (NT + 1u) + b] = q_term(w0, wp[min(2u * i + 1u, 7u)], sp[i], b);
             }
