@@ -631,6 +631,90 @@ TEST(WebGpuFamily, QkvMatvecWithRopeMatchesTheCpuBitForBit) {
     }
 }
 
+// A WebGPU backend whose Q1_0 / Q2_0 / PQ2_0 [q; k; v] matvec is not fused with the RoPE
+// (WebGpuTuning::family_q1_rope=0: matvec_q8.wgsl, then rope_kv_family.wgsl).
+Backend * unfused_q1_gpu() {
+    static const std::unique_ptr<Backend> b = [] {
+        WebGpuOptions o;
+        o.allow_cpu_adapter = true;
+        o.tune              = "family_q1_rope=0";
+        return make_webgpu_backend(o);
+    }();
+    return b.get();
+}
+
+// One token's normed [q; k; v] projection of a Q1_0 / Q2_0 / PQ2_0 weight then rope_kv_append, in
+// one step, as qwen3 runs them: by default one dispatch (matvec_q1_qkv.wgsl: the QK-norm, RoPE and
+// cache stores in the matvec's epilogue, a workgroup per head), with family_q1_rope=0 two
+// (matvec_q8.wgsl + rope_kv_family.wgsl). K = 1152 (9 groups of 128, 36 blocks); Qwen3's NeoX pairs
+// with QK-norm (head_dim 128, 3 heads over 1), llama's "norm" pairs without (head_dim 64, 5 over 2),
+// NeoX rotating 32 of 96 dims with QK-norm; f32 and f16 caches, rope_freqs divisors, a frequency
+// scale, position 7. q and both caches' rows bit for bit against the CPU, both ways.
+TEST(WebGpuFamily, QkvMatvecQ1WithQkNormAndRopeMatchesTheCpuBitForBit) {
+    SKIP_WITHOUT_GPU();
+    auto cpu = make_cpu_backend({2});
+    struct Shape {
+        RopeMode mode;
+        int64_t  hd, n_rot, n_head, n_head_kv;
+        bool     qk_norm;
+    };
+    const Shape shapes[] = {{RopeMode::neox, 128, 128, 3, 1, true},
+                            {RopeMode::norm, 64, 64, 5, 2, false},
+                            {RopeMode::neox, 96, 32, 3, 1, true}};
+    for (const DType type : {DType::q1_0, DType::q2_0, DType::pq2_0}) {
+        for (const Shape & sh : shapes) {
+            for (const DType cache : {DType::f32, DType::f16}) {
+                const int64_t k = 128 * 9, n_ctx = 16, pos0 = 7;
+                const int64_t n_q = sh.n_head * sh.hd, n_kv = sh.n_head_kv * sh.hd, rows = n_q + 2 * n_kv;
+                const Quantized wq = quantized("wqkv", type, k, rows, 41);
+                const auto x = gaussian(static_cast<size_t>(k), 42, 2.0f), nv = gaussian(static_cast<size_t>(k), 43);
+                const auto qn = gaussian(static_cast<size_t>(sh.hd), 44), kn = gaussian(static_cast<size_t>(sh.hd), 45);
+                std::vector<float> factors(static_cast<size_t>(sh.n_rot / 2));
+                for (size_t i = 0; i < factors.size(); ++i) factors[i] = 1.0f + 0.29f * static_cast<float>(i);
+                std::vector<float> outs[3][3];
+                Backend *          bes[3] = {cpu.get(), gpu, unfused_q1_gpu()};
+                for (int i = 0; i < 3; ++i) {
+                    if (bes[i] == nullptr) continue;
+                    Backend & be   = *bes[i];
+                    auto      w    = be.load_linear({&wq.src, 1});
+                    auto      norm = be.load_norm(f32_source("norm", nv)), wf = be.load_norm(f32_source("rope_freqs", factors));
+                    auto      wqn = be.load_norm(f32_source("q_norm", qn)), wkn = be.load_norm(f32_source("k_norm", kn));
+                    auto      xt = upload(be, {k, 1, 1, 1}, x), h = upload(be, {k, 1, 1, 1}, std::vector<float>(static_cast<size_t>(k)));
+                    auto      qkv = upload(be, {rows, 1, 1, 1}, std::vector<float>(static_cast<size_t>(rows)));
+                    auto      q   = upload(be, {n_q, 1, 1, 1}, std::vector<float>(static_cast<size_t>(n_q)));
+                    OwnedTensor kc = alloc_tensor(be, cache, {n_kv, n_ctx, 1, 1}, "k");
+                    OwnedTensor vc = alloc_tensor(be, cache, {n_kv, n_ctx, 1, 1}, "v");
+                    AttentionShape s;
+                    s.n_head = sh.n_head, s.n_head_kv = sh.n_head_kv, s.head_dim = sh.hd, s.n_rot = sh.n_rot;
+                    s.rope_freq_base = 10000.0f, s.rope_freq_scale = 0.25f, s.rope_mode = sh.mode, s.rope_freqs = wf.get();
+                    s.qk_norm_eps = 1e-6f;
+                    if (sh.qk_norm) s.q_norm = wqn.get(), s.k_norm = wkn.get();
+                    be.take_dispatch_count();
+                    be.begin_step();
+                    be.linear(qkv.tensor, *w, {xt.tensor, norm.get(), 1e-5f, {}, h.tensor}, /*accumulate=*/false);
+                    be.rope_kv_append(q.tensor, {kc.tensor, vc.tensor}, qkv.tensor, s, pos0);
+                    be.end_step();
+                    outs[i][0] = download(be, q.tensor);
+                    if (i > 0 && be.counts_dispatches()) {
+                        EXPECT_EQ(be.take_dispatch_count(), i == 1 ? 1 : 2) << dtype_name(type) << " head_dim " << sh.hd;
+                    }
+                    outs[i][1] = cache_rows_bits(be, kc.tensor, cache, n_kv, pos0, 1);
+                    outs[i][2] = cache_rows_bits(be, vc.tensor, cache, n_kv, pos0, 1);
+                }
+                for (int i = 1; i < 3; ++i) {
+                    if (bes[i] == nullptr) continue;
+                    const std::string what = std::string(dtype_name(type)) + (sh.mode == RopeMode::norm ? " norm" : " neox") +
+                                             " head_dim " + std::to_string(sh.hd) + " n_rot " + std::to_string(sh.n_rot) +
+                                             " " + std::string(dtype_name(cache)) + (i == 1 ? " fused" : " unfused");
+                    expect_same_bits(outs[i][0], outs[0][0], what + " q");
+                    expect_same_bits(outs[i][1], outs[0][1], what + " k cache");
+                    expect_same_bits(outs[i][2], outs[0][2], what + " v cache");
+                }
+            }
+        }
+    }
+}
+
 // One query's attention, then a Q4_0 / Q8_0 o-projection reading its output, in one step, twice:
 // the first o-projection quantizes the output itself (act_q8_0.wgsl), after which attention.wgsl
 // writes the output's Q8_0 blocks (Q8_OUT) and the second reads those. head_dim 32 (a block per
@@ -731,6 +815,15 @@ TEST(WebGpuFamily, TinyLlamaAndQwen3AreBitIdenticalToTheCpu) {
         expect_model_bit_identical(*gpu, name, DType::q8_0, DType::f16);
         expect_model_bit_identical(*gpu, name, DType::q4_0, DType::f16);
     }
+}
+
+// The tiny qwen3 checkpoint with Q1_0 projections (Bonsai's type; hidden 128, FFN 384: whole groups
+// of 128): prompt batches through matvec_q8.wgsl, then one token at a time through the fused
+// [q; k; v] kernel (matvec_q1_qkv.wgsl: the QK-norm, RoPE and cache stores), bit for bit.
+TEST(WebGpuFamily, TinyQwen3Q1IsBitIdenticalToTheCpu) {
+    SKIP_WITHOUT_GPU();
+    expect_model_bit_identical(*gpu, "qwen3_tied", DType::q1_0, DType::f16);
+    expect_model_bit_identical(*gpu, "qwen3_tied", DType::q1_0, DType::f32);
 }
 
 // Greedy decoding on the device (Session::decode_greedy: output_head with ids, the int8 copy of the

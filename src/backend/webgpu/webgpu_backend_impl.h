@@ -591,6 +591,19 @@ private:
         bool       norm_mode, k_f16, v_f16;
     };
     void encode_family_matvec(const FamilyMatvec & mv, const FamilyRope * rope);
+    // One token's [q; k; v] matvec_q8.wgsl of a Q1_0 / Q2_0 / PQ2_0 weight (GpuLinear), deferred like
+    // fa_qkv_ so that the rope_kv_append right after it can record matvec_q1_qkv.wgsl instead (the
+    // QK-norm, RoPE and cache stores in its epilogue; WebGpuTuning::family_q1_rope).
+    struct FamilyQ1Qkv {
+        WGPUBuffer words = nullptr, x = nullptr, nw = nullptr, y = nullptr;
+        uint32_t   k = 0, x_offset = 0, scales_offset = 0, n_rows = 0, y_offset = 0, group = 0;
+        float      eps = 0;
+        bool       norm = false;
+    } fa_q1_;
+    bool encode_q1_qkv_rope(const Tensor & q, const KvLayer & kv, const AttentionShape & s, int64_t pos0,
+                            const RopeTable & rope);
+    // [q_norm; k_norm] in one buffer per pair of norms (matvec_q1_qkv.wgsl's qkn; zeros for a missing one).
+    std::map<std::pair<const Weight *, const Weight *>, std::unique_ptr<GpuBuffer>> qk_norms_;
     std::unique_ptr<GpuBuffer> mm_dummy_kv_[2];  // ROPE's cache bindings when it is off
     std::unique_ptr<GpuBuffer> mm_codes_, mm_dq_, mm_kcodes_, mm_kd_, mm_glu_, mm_zero_norm_;
     // try_family_decode's Q8_0-block inputs (lib/acts_q8_0.wgsl): act_q8_0.wgsl's [0], a gate+up's

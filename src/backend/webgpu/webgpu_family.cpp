@@ -24,6 +24,7 @@
 #include "quant/ternary_formats.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -451,6 +452,7 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
             // rope_kv_append right after it can take it with the RoPE in its epilogue
             // (encode_family_rope_kv; H200 tg64 llama-3.2-1b Q4_0 1,396.1 vs 1,322.5 tok/s without).
             if (!glu_act && !accumulate && T == 1 && parts.size() == 1) {
+                fa_q1_  = {};
                 fa_qkv_ = mv;
                 step_->defer(mv.y, y0, [this, mv] { encode_family_matvec(mv, nullptr); });
                 continue;
@@ -485,8 +487,81 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
                                 {"NORM", in.norm ? 1.0 : 0.0},
                                 {"GLU", glu_act ? 1.0 : 0.0},
                                 {"ACCUMULATE", accumulate ? 1.0 : 0.0}}}};
+        // A Q1_0 / Q2_0 / PQ2_0 [q; k; v] candidate (one token, no gate, no residual): recorded late, so
+        // that a rope_kv_append right after it can take it as matvec_q1_qkv.wgsl (encode_q1_qkv_rope).
+        if (wtype == 7.0 && tune_.family_q1_rope != 0 && !glu_act && !accumulate && T == 1 && parts.size() == 1) {
+            fa_qkv_ = {};
+            fa_q1_  = {part.words, gpu_buffer(in.x), nw, gpu_buffer(y), u32(k), gpu_offset(in.x, 4), part.scales_offset,
+                       n, y0, u32(part.group), in.eps, in.norm != nullptr};
+            const std::array<WGPUBuffer, 5> held{bufs[0], bufs[1], bufs[2], bufs[3], bufs[4]};
+            const uint32_t                  groups = ceil_div(n, rows);
+            step_->defer(gpu_buffer(y), y0, [this, key, held, p, groups] {
+                step_->dispatch(key, held, &p, sizeof p, groups, 1);
+            });
+            continue;
+        }
         step_->dispatch(key, bufs, &p, sizeof p, ceil_div(n, rows), u32(T));
     }
+    return true;
+}
+
+// matvec_q1_qkv.wgsl in place of the deferred fa_q1_ matvec_q8 and the rope_kv_family after it: one
+// token (the caller checks), a workgroup per head (head_dim rows: the QK-norm's and NeoX pairs' rows
+// its own), where the threads, the workgroup memory and the norms' host copies allow; false (nothing
+// recorded, the deferred matvec kept) otherwise.
+bool WebGpuBackend::encode_q1_qkv_rope(const Tensor & q, const KvLayer & kv, const AttentionShape & s, int64_t pos0,
+                                       const RopeTable & rope) {
+    const FamilyQ1Qkv c  = fa_q1_;
+    const int64_t     hd = s.head_dim, n_q = s.n_head * hd, n_kv = s.n_head_kv * hd;
+    const uint32_t    wg = std::min<uint32_t>(tune_.family_q1_rope, ctx_.limits().maxComputeInvocationsPerWorkgroup);
+    const int64_t     nb = c.k / 32, nt = c.k / std::max<uint32_t>(c.group, 1);
+    if (c.words == nullptr || tune_.family_q1_rope == 0 || hd > wg || c.n_rows != n_q + 2 * n_kv || c.group % 64 != 0 ||
+        (c.norm && nb > wg) || ceil_div(4 * nb, wg) > 8)
+        return false;
+    auto host_ok = [&](const Weight * n) { return n == nullptr || static_cast<int64_t>(as_norm(*n).host.size()) == hd; };
+    if (!host_ok(s.q_norm) || !host_ok(s.k_norm)) return false;
+    // Workgroup memory: the staged blocks and the prologue's exchanges (as try_family_decode), the
+    // terms (a row every NT + 1), the head's sums and rotated values.
+    const uint64_t need = static_cast<uint64_t>(nb) * 60 + uint64_t{wg} * 8 + static_cast<uint64_t>(hd * (nt + 1) * 4) +
+                          static_cast<uint64_t>(hd) * 8 + 16;
+    if (need > ctx_.limits().maxComputeWorkgroupStorageSize) return false;
+    if (!step_->take_deferred(c.y, c.y_offset)) return false;
+    fa_q1_ = {};
+    std::unique_ptr<GpuBuffer> & qkn = qk_norms_[{s.q_norm, s.k_norm}];
+    if (!qkn) {
+        std::vector<float> both(static_cast<size_t>(2 * hd), 0.0f);
+        if (s.q_norm) std::copy_n(as_norm(*s.q_norm).host.begin(), hd, both.begin());
+        if (s.k_norm) std::copy_n(as_norm(*s.k_norm).host.begin(), hd, both.begin() + hd);
+        qkn = make_buffer(both.size() * 4, both.data(), "q and k norms");
+    }
+    const size_t k_el = kv.k.type == DType::f16 ? 2 : 4;
+    const size_t v_el = kv.v.type == DType::f16 ? 2 : 4;
+    struct {
+        uint32_t k;
+        float    eps;
+        uint32_t x_offset, nw_offset, scales_offset, n_rot, n_head, n_head_kv, pos, q_offset, k_offset, v_offset,
+            n_embd_kv;
+        float    qk_eps;
+    } p{c.k,         c.eps,          c.x_offset,       0, c.scales_offset,        u32(s.n_rot),           u32(s.n_head),
+        u32(s.n_head_kv), u32(pos0), gpu_offset(q, 4), gpu_offset(kv.k, k_el), gpu_offset(kv.v, v_el), u32(n_kv),
+        s.qk_norm_eps};
+    const PipelineKey key{dot4_native_ ? "matvec_q1_qkv" : "matvec_q1_qkv_nodp4",
+                          "rrrrrwwwu",
+                          {{{"WG", static_cast<double>(wg)},
+                            {"ROWS", static_cast<double>(hd)},
+                            {"NB", static_cast<double>(nb)},
+                            {"QPT", static_cast<double>(ceil_div(4 * nb, wg))},
+                            {"GROUP", static_cast<double>(c.group)},
+                            {"NT", static_cast<double>(nt)},
+                            {"NORM", c.norm ? 1.0 : 0.0},
+                            {"Q_NORM", s.q_norm ? 1.0 : 0.0},
+                            {"K_NORM", s.k_norm ? 1.0 : 0.0},
+                            {"NORM_MODE", s.rope_mode == RopeMode::norm ? 1.0 : 0.0},
+                            {"K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0},
+                            {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0}}}};
+    const WGPUBuffer bufs[] = {c.words, c.x, c.nw, rope.buffer->get(), qkn->get(), gpu_buffer(q), gpu_buffer(kv.k),
+                               gpu_buffer(kv.v)};
+    step_->dispatch(key, bufs, &p, sizeof p, u32(s.n_head + 2 * s.n_head_kv), 1);
     return true;
 }
 
@@ -613,6 +688,11 @@ void WebGpuBackend::encode_family_rope_kv(const Tensor & q, const KvLayer & kv, 
     // One token's [q; k; v] matvec, still deferred (try_family_decode): recorded now as
     // its ROPE variant, where no QK-norm applies, every dim rotates, and its workgroups own whole
     // pairs (norm: even rows per workgroup; NeoX: a multiple of 4, head_dim / 2 even).
+    // A deferred Q1_0 / Q2_0 / PQ2_0 [q; k; v] matvec_q8 writing qkv: matvec_q1_qkv.wgsl instead of both.
+    if (!batch && T == 1 && hd % 2 == 0 && fa_q1_.y == gpu_buffer(qkv) && fa_q1_.y_offset == gpu_offset(qkv, 4) &&
+        encode_q1_qkv_rope(q, kv, s, pos0, rope)) {
+        return;
+    }
     const uint32_t rows = fa_qkv_.rows;
     if (!batch && T == 1 && !s.q_norm && !s.k_norm && s.n_rot == hd && rows % 2 == 0 &&
         (s.rope_mode == RopeMode::norm || (rows % 4 == 0 && hd % 4 == 0)) && fa_qkv_.n_rows == qkv.ne[0] &&

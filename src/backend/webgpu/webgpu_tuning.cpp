@@ -45,6 +45,7 @@ const std::vector<Field> & fields() {
         {"family_wg", Kind::pow2, 64, 1024, &T::family_wg},
         {"family_rows_long", Kind::pow2_or_0, 1, 128, &T::family_rows_long},
         {"family_prefetch", Kind::number, 0, 8, &T::family_prefetch},
+        {"family_q1_rope", Kind::pow2_or_0, 64, 1024, &T::family_q1_rope},
         {"family_acts", Kind::number, 0, 3, &T::family_acts},
         {"family_acts_rows", Kind::pow2, 1, 128, &T::family_acts_rows},
         {"family_acts_loads", Kind::number, 0, 12, &T::family_acts_loads},
