@@ -223,29 +223,36 @@ TEST_P(WebGpuFamilyDecode, LinearAndGluMatchTheCpuBitForBit) {
             }
         }
         // The FFN's chain in one step: gate+up then the down projection reading its output (with
-        // family_acts=2 the gate+up writes the down's Q8_0 blocks, whole workgroups of 32 rows).
+        // family_acts=2 the gate+up writes the down's Q8_0 blocks, whole workgroups of 32 rows), its input
+        // normed and not.
         if (q8_0_blocks && k <= 8192) {
             const int64_t   n_ff2 = lowbit ? 640 : 416;
             const Quantized gu2 = quantized("gu2", type, k, 2 * n_ff2, 17), down = quantized("down", type, n_ff2, n, 18);
-            std::vector<float> chain[3];
+            std::vector<float> chain[3][2];
             for (int i = 0; i < 3; ++i) {
                 if (bes[i] == nullptr) continue;
-                Backend & be = *bes[i];
-                auto      g = be.load_linear({&gu2.src, 1}), d = be.load_linear({&down.src, 1});
-                auto      norm = be.load_norm(nsrc);
-                auto      xt = upload(be, {k, T, 1, 1}, x), h = upload(be, {k, T, 1, 1}, std::vector<float>(static_cast<size_t>(k * T)));
-                auto      h2 = upload(be, {n_ff2, T, 1, 1}, std::vector<float>(static_cast<size_t>(n_ff2 * T)));
-                auto      f = upload(be, {n_ff2, T, 1, 1}, std::vector<float>(static_cast<size_t>(n_ff2 * T)));
-                auto      y = upload(be, {n, T, 1, 1}, y0);
-                be.begin_step();
-                be.linear_glu(f.tensor, *g, {xt.tensor, norm.get(), 1e-5f, {}, h.tensor}, FfnActivation::silu);
-                be.linear(y.tensor, *d, {f.tensor, nullptr, 1e-5f, {}, h2.tensor}, true);
-                be.end_step();
-                chain[i] = download(be, y.tensor);
+                for (const bool with_norm : {true, false}) {
+                    Backend & be = *bes[i];
+                    auto      g = be.load_linear({&gu2.src, 1}), d = be.load_linear({&down.src, 1});
+                    auto      norm = be.load_norm(nsrc);
+                    auto      xt = upload(be, {k, T, 1, 1}, x), h = upload(be, {k, T, 1, 1}, std::vector<float>(static_cast<size_t>(k * T)));
+                    auto      h2 = upload(be, {n_ff2, T, 1, 1}, std::vector<float>(static_cast<size_t>(n_ff2 * T)));
+                    auto      f = upload(be, {n_ff2, T, 1, 1}, std::vector<float>(static_cast<size_t>(n_ff2 * T)));
+                    auto      y = upload(be, {n, T, 1, 1}, y0);
+                    be.begin_step();
+                    be.linear_glu(f.tensor, *g, {xt.tensor, with_norm ? norm.get() : nullptr, 1e-5f, {}, h.tensor},
+                                  FfnActivation::silu);
+                    be.linear(y.tensor, *d, {f.tensor, nullptr, 1e-5f, {}, h2.tensor}, true);
+                    be.end_step();
+                    chain[i][with_norm ? 0 : 1] = download(be, y.tensor);
+                }
             }
-            const std::string what = std::string(dtype_name(type)) + " K " + std::to_string(k) + " gate+up then down";
-            expect_same_bits(chain[1], chain[0], what);
-            if (bes[2] != nullptr) expect_same_bits(chain[2], chain[0], what + " (family_acts=0)");
+            for (int nn = 0; nn < 2; ++nn) {
+                const std::string what = std::string(dtype_name(type)) + " K " + std::to_string(k) + " gate+up then down" +
+                                         (nn == 0 ? " (norm)" : "");
+                expect_same_bits(chain[1][nn], chain[0][nn], what);
+                if (bes[2] != nullptr) expect_same_bits(chain[2][nn], chain[0][nn], what + " (family_acts=0)");
+            }
         }
         const char * names[5] = {"linear", "glu relu2", "linear norm", "linear norm accumulate", "glu norm silu"};
         for (int o = 0; o < (k > 8192 ? 2 : 5); ++o) {
@@ -570,20 +577,21 @@ TEST(WebGpuFamily, RopeKvAppendMatchesTheCpuBitForBit) {
 }
 
 // One token's normed [q; k; v] projection (Q4_0 / Q8_0, K = 1184: 37 blocks) then rope_kv_append, in
-// one step, as the families run them: with every dim rotated and no QK-norm the matvec does the RoPE
-// and the cache stores in its epilogue (matvec_q8_acts.wgsl ROPE: 2 dispatches instead of 3): llama's
+// one step, as the families run them: the matvec makes its normed input's Q8_0 blocks in its
+// prologue (matvec_q8_acts.wgsl PROLOGUE, no act_q8_0.wgsl), and with every dim rotated and no QK-norm
+// it does the RoPE and the cache stores in its epilogue (ROPE: 1 dispatch instead of 3): llama's
 // "norm" pairs (head_dim 64, 6 heads over 2) and phi-3's NeoX pairs (head_dim 96, 5 heads over 1),
 // f32 and f16 caches, rope_freqs divisors and a frequency scale; a NeoX shape rotating 64 of 96 dims
-// takes the separate rope_kv_family.wgsl (3 dispatches). q and both caches' rows bit for bit.
+// takes the separate rope_kv_family.wgsl (2 dispatches). q and both caches' rows bit for bit.
 TEST(WebGpuFamily, QkvMatvecWithRopeMatchesTheCpuBitForBit) {
     SKIP_WITHOUT_GPU();
     auto cpu = make_cpu_backend({2});
     struct Shape {
         RopeMode mode;
         int64_t  hd, n_rot, n_head, n_head_kv;
-        int64_t  dispatches;  // on the GPU: act_q8_0 + the matvec (+ rope_kv_family)
+        int64_t  dispatches;  // on the GPU: the matvec (+ rope_kv_family)
     };
-    const Shape shapes[] = {{RopeMode::norm, 64, 64, 6, 2, 2}, {RopeMode::neox, 96, 96, 5, 1, 2}, {RopeMode::neox, 96, 64, 5, 1, 3}};
+    const Shape shapes[] = {{RopeMode::norm, 64, 64, 6, 2, 1}, {RopeMode::neox, 96, 96, 5, 1, 1}, {RopeMode::neox, 96, 64, 5, 1, 2}};
     for (const DType type : {DType::q4_0, DType::q8_0}) {
         for (const Shape & sh : shapes) {
             for (const DType cache : {DType::f32, DType::f16}) {

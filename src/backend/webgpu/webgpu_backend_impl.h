@@ -583,6 +583,11 @@ private:
         uint32_t   wg = 0, rows = 0, mrows = 0, nb = 0, wtype = 0, nbo = 1, loads = 1;
         bool       glu = false, accumulate = false, qout = false;
         uint32_t   n_rows = 0, y_offset = 0, y_stride = 0, up_row = 0, activation = 0;
+        // PROLOGUE (matvec_q8_acts.wgsl): h's blocks made from x (and the norm nw) in every workgroup.
+        bool       prologue = false, norm = false;
+        WGPUBuffer x = nullptr, nw = nullptr;
+        uint32_t   k = 0, x_offset = 0, qpt = 1;
+        float      eps = 0.0f;
     } fa_qkv_;
     // ROPE's destinations: the (cos, sin) table, q_out, the caches (offsets in elements), the shape.
     struct FamilyRope {

@@ -5,7 +5,8 @@
 //   rope_kv_append(_paged)  rope_kv_family.wgsl with a host (cos, sin) table of cpu::rope_head's angles.
 //   linear / linear_glu of one token with Q4_0 / Q8_0 (Q4_K / Q6_K) weights: act_q8_0.wgsl (the norm
 //                and the Q8_0 blocks, once per token; none where the kernel before made them:
-//                a gate+up's QOUT, one query's attention.wgsl Q8_OUT) + matvec_q8_acts.wgsl (glu's
+//                a gate+up's QOUT, one query's attention.wgsl Q8_OUT; a normed one-part matvec, the
+//                [q; k; v], makes them in its own prologue, PROLOGUE) + matvec_q8_acts.wgsl (glu's
 //                gate in its epilogue), or with family_acts=0 matvec_q8.wgsl alone (that prologue in every
 //                workgroup); matvec_q8k.wgsl alone (the Q8_K blocks in its prologue); Q1_0 / Q2_0 /
 //                PQ2_0 through matvec_q8.wgsl for any tokens. A [q; k; v] matvec_q8_acts.wgsl is
@@ -235,7 +236,11 @@ void WebGpuBackend::encode_family_matvec(const FamilyMatvec & mv, const FamilyRo
     struct {
         uint32_t n_rows, y_offset, y_stride, up_row, activation;
         uint32_t head_dim, n_q, n_kv, pos, k_offset, v_offset;
-    } p{mv.n_rows, mv.y_offset, mv.y_stride, mv.up_row, mv.activation, 0, 0, 0, 0, 0, 0};
+        uint32_t k;
+        float    eps;
+        uint32_t x_offset, nw_offset;
+    } p{mv.n_rows, mv.y_offset, mv.y_stride, mv.up_row, mv.activation, 0, 0, 0, 0, 0, 0,
+        mv.k, mv.eps, mv.x_offset, 0};
     if (rope) {
         p.y_offset = rope->q_offset;
         p.head_dim = rope->head_dim;
@@ -246,7 +251,7 @@ void WebGpuBackend::encode_family_matvec(const FamilyMatvec & mv, const FamilyRo
         p.v_offset = rope->v_offset;
     }
     const PipelineKey key{dot4_native_ ? "matvec_q8_acts" : "matvec_q8_acts_nodp4",
-                          "rrrrwwwwu",
+                          "rrrrwwwwrru",
                           {{{"WG", static_cast<double>(mv.wg)},
                             {"ROWS", static_cast<double>(mv.rows)},
                             {"MROWS", static_cast<double>(mv.mrows)},
@@ -260,7 +265,10 @@ void WebGpuBackend::encode_family_matvec(const FamilyMatvec & mv, const FamilyRo
                             {"ROPE", rope ? 1.0 : 0.0},
                             {"NORM_MODE", rope && !rope->norm_mode ? 0.0 : 1.0},
                             {"K_F16", rope && !rope->k_f16 ? 0.0 : 1.0},
-                            {"V_F16", rope && !rope->v_f16 ? 0.0 : 1.0}}}};
+                            {"V_F16", rope && !rope->v_f16 ? 0.0 : 1.0},
+                            {"PROLOGUE", mv.prologue ? 1.0 : 0.0},
+                            {"NORM", mv.norm ? 1.0 : 0.0},
+                            {"QPT", static_cast<double>(mv.qpt)}}}};
     const WGPUBuffer bufs[] = {mv.words,
                                mv.scales,
                                mv.acts,
@@ -268,7 +276,9 @@ void WebGpuBackend::encode_family_matvec(const FamilyMatvec & mv, const FamilyRo
                                rope ? rope->q : mv.y,
                                mv.oacts,
                                rope ? rope->k_cache : mm_dummy_kv_[0]->get(),
-                               rope ? rope->v_cache : mm_dummy_kv_[1]->get()};
+                               rope ? rope->v_cache : mm_dummy_kv_[1]->get(),
+                               mv.prologue ? mv.x : mv.scales,
+                               mv.prologue && mv.norm ? mv.nw : mv.scales};
     step_->dispatch(key, bufs, &p, sizeof p, ceil_div(mv.n_rows, mv.rows), 1);
 }
 
@@ -335,42 +345,78 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
                            takes_q8_0(parts[0].type) && n_out % 32 == 0;
     bool           qout      = false;
     const uint32_t qout_wg   = std::max<uint32_t>(wg, std::min<uint32_t>(512, ctx_.limits().maxComputeInvocationsPerWorkgroup));
+    // Blocks a matvec_q8_acts.wgsl lane loads at once: all of its blocks, up to 12 (Q8_0, twice the
+    // words: 8), so a QOUT gate+up's 8 lanes per row wait for memory once (WebGpuTuning::family_acts_loads).
+    auto lane_loads = [&](DType type, uint32_t lanes) {
+        return tune_.family_acts_loads != 0 ? tune_.family_acts_loads
+                                            : std::clamp<uint32_t>(ceil_div(nb, lanes), 1, type == DType::q8_0 ? 8 : 12);
+    };
+    // matvec_q8_acts.wgsl's workgroup memory besides the terms, with `threads` threads: a few bytes
+    // per row (QOUT) and the prologue's arrays, which every variant declares: h's blocks (36 bytes
+    // each), the norm's block sums (4 NB), its exchanges and lib/wg_reduce(_sg).wgsl's and
+    // lib/sum_squares.wgsl's trees (24 WG).
+    auto acts_fixed = [&](uint32_t threads) { return 512 + static_cast<uint64_t>(nb) * 40 + uint64_t{threads} * 24; };
+    // A one-token matvec_q8_acts.wgsl that makes its input's blocks in each workgroup's prologue
+    // (PROLOGUE: lib/quarters_q8_0.wgsl, one quarter or a few per invocation, NB <= WG) after its
+    // lanes issued the loads of all their blocks, instead of act_q8_0.wgsl before it: one dispatch
+    // fewer. qout_wg threads, `rows` rows.
+    auto prologue_fits = [&](DType type, uint32_t rows) {
+        const uint32_t lanes = qout_wg / rows;
+        return T == 1 && lanes >= 1 && nb <= int64_t{qout_wg} && ceil_div(4 * nb, qout_wg) <= 4 &&
+               uint64_t{lane_loads(type, lanes)} * lanes >= static_cast<uint64_t>(nb) &&
+               acts_fixed(qout_wg) + uint64_t{rows} * static_cast<uint64_t>(nb + 1) * 4 <= storage;
+    };
+    // A normed one-part matvec (the [q; k; v]) that way, 32 rows per workgroup (the prologue's cost is
+    // per workgroup: H200 llama-3.2-1b Q4_0 tg64 1,458.0 tok/s with 32 rows, 1,433.7 with 64, 1,329.3
+    // with 16 (and the gate+up's prologue) against 1,411.9 with act_q8_0; perf-log).
+    constexpr uint32_t k_prologue_rows = 32;
+    const bool qkv_prologue = acts && !glu_act && parts.size() == 1 && takes_q8_0(parts[0].type) &&
+                              in.norm != nullptr && k_prologue_rows <= qout_wg &&
+                              prologue_fits(parts[0].type, k_prologue_rows);
     for (Part & part : parts) {
         const bool     kq    = takes_q8_k(part.type);
         const int64_t  nt    = kq ? 9 * (k / 256) : k / part.group;
         const bool     pa    = acts && takes_q8_0(part.type);  // (matvec_q8_acts.wgsl)
-        const uint64_t fixed = kq   ? static_cast<uint64_t>(k / 256) * 328 + uint64_t{wg} * 4
-                               : pa ? 512
+        uint64_t       fixed = kq   ? static_cast<uint64_t>(k / 256) * 328 + uint64_t{wg} * 4
+                               : pa ? acts_fixed(qkv_prologue ? qout_wg : wg)
                                     : static_cast<uint64_t>(nb) * 60 + uint64_t{wg} * 8;
         if (kq && (k % 256 != 0 || k / 256 * 8 > wg * 4)) return false;
         if (!kq && !pa && ceil_div(4 * nb, wg) > 8) return false;  // matvec_q8's prologue: 8 quarters per invocation
         // (WebGpuTuning::family_acts_rows; else family_rows, family_rows_long for rows of 4096 or
         // more values without the gate: the down projection, few rows with long prologues)
-        const uint32_t want = pa ? tune_.family_acts_rows
+        const uint32_t want = qkv_prologue ? k_prologue_rows
+                              : pa         ? tune_.family_acts_rows
                               : !glu_act && k >= 4096 && tune_.family_rows_long != 0 ? tune_.family_rows_long
                                                                                      : tune_.family_rows;
-        part.rows = std::max<uint32_t>(1, std::min<uint32_t>(want, wg / per));
+        part.rows = std::max<uint32_t>(1, std::min<uint32_t>(want, (qkv_prologue ? qout_wg : wg) / per));
         auto need = [&] { return fixed + uint64_t{part.rows} * per * static_cast<uint64_t>(nt + 1) * 4; };
         // (QOUT: at least 32 rows, and 512 threads where the adapter has them, so that a gate+up
         // row keeps 8 lanes)
         if (want_qout && !kq && qout_wg / per >= 32) {
             const uint32_t keep = part.rows;
+            const uint64_t keep_fixed = fixed;
             part.rows           = std::max<uint32_t>(part.rows, 32);
+            fixed               = acts_fixed(qout_wg);
             qout                = need() <= storage;
-            if (!qout) part.rows = keep;
+            if (!qout) part.rows = keep, fixed = keep_fixed;
         }
-        while (!qout && part.rows > 1 && need() > storage) part.rows /= 2;
+        while (!qout && !qkv_prologue && part.rows > 1 && need() > storage) part.rows /= 2;
         if (need() > storage) return false;
     }
     TERN_ASSERT(y.ne[0] == n_out && y.ne[1] == T, "family decode shapes");
     if (!mm_zero_norm_) mm_zero_norm_ = make_buffer(16, nullptr, "no qk norm");
     const WGPUBuffer nw = in.norm ? as_norm(*in.norm).buffer->get() : mm_zero_norm_->get();
+    // (Not the QOUT gate+up: its 8 lanes per row, 8-12 loads each, lost, H200 llama-3.2-1b Q4_0 tg64
+    // 1,213.7 vs 1,407.8 tok/s, perf-log.)
+    const bool prologue = qkv_prologue;
     // The input's blocks (lib/acts_q8_0.wgsl): made by the command right before (a gate+up's QOUT,
     // one query's attention.wgsl Q8_OUT), else by act_q8_0.wgsl now.
     auto       act_bytes = [&](int64_t blocks) { return family_act_bytes(blocks, T); };
     WGPUBuffer a_in      = nullptr;
     if (acts && std::any_of(parts.begin(), parts.end(), [](const Part & q) { return takes_q8_0(q.type); })) {
-        if (in.norm == nullptr && fa_follows(fa_ready_, in.x)) {
+        if (prologue) {
+            a_in = parts[0].scales;  // (read by nothing)
+        } else if (in.norm == nullptr && fa_follows(fa_ready_, in.x)) {
             a_in = fa_ready_.acts;
         } else {
             // (an attention output: from the next token on, the attention makes the blocks)
@@ -420,12 +466,8 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
         const int64_t nt = k / part.group;
         const double  wtype = takes_q8_0(part.type) ? static_cast<double>(matmul_wtype(part.type)) : 7.0;
         if (a_in != nullptr && takes_q8_0(part.type)) {  // matvec_q8_acts.wgsl
-            // Blocks a lane loads at once: all of its blocks, up to 12 (Q8_0, twice the words: 8), so
-            // a QOUT gate+up's 8 lanes per row wait for memory once (WebGpuTuning::family_acts_loads).
-            const uint32_t lanes = (qout ? qout_wg : wg) / (rows * per);
-            const uint32_t loads = tune_.family_acts_loads != 0
-                                       ? tune_.family_acts_loads
-                                       : std::clamp<uint32_t>(ceil_div(nb, lanes), 1, part.type == DType::q8_0 ? 8 : 12);
+            const uint32_t lanes = (qout || prologue ? qout_wg : wg) / (rows * per);
+            const uint32_t loads = lane_loads(part.type, lanes);
             FamilyMatvec mv;
             mv.words = part.words;
             mv.scales = part.scales;
@@ -433,7 +475,7 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
             mv.y = gpu_buffer(y);
             // (oacts without QOUT: a buffer no other binding has; nothing is written to it)
             mv.oacts = qout ? grown(fa_acts_[1], act_bytes(n_out / 32), "family q8_0 gate outputs") : mm_zero_norm_->get();
-            mv.wg = qout ? qout_wg : wg;
+            mv.wg = qout || prologue ? qout_wg : wg;
             mv.rows = rows;
             mv.mrows = rows * per;
             mv.nb = u32(nb);
@@ -448,6 +490,16 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
             mv.y_stride = u32(y.ne[0]);
             mv.up_row = u32(n_out);
             mv.activation = act;
+            if (prologue) {
+                mv.prologue = true;
+                mv.norm     = in.norm != nullptr;
+                mv.x        = gpu_buffer(in.x);
+                mv.nw       = nw;
+                mv.k        = u32(k);
+                mv.x_offset = gpu_offset(in.x, 4);
+                mv.qpt      = ceil_div(4 * nb, mv.wg);
+                mv.eps      = in.eps;
+            }
             // A [q; k; v] candidate (one token, one part, no gate, no residual): recorded late, so that a
             // rope_kv_append right after it can take it with the RoPE in its epilogue
             // (encode_family_rope_kv; H200 tg64 llama-3.2-1b Q4_0 1,396.1 vs 1,322.5 tok/s without).

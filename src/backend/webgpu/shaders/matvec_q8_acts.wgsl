@@ -15,6 +15,10 @@ requires packed_4x8_integer_dot_product;
 // (2i, 2i+1) are neighbouring rows; for NeoX pairs (i, i + hd/2) workgroup row m stands for
 // (pair m / 2 of the workgroup, its half m % 2), so that 4 rows are dims (i, i + hd/2, i + 1,
 // i + 1 + hd/2) of one head (i even) and the f16 cache words (i, i + 1) are the workgroup's own.
+// With PROLOGUE (one token; the host: a normed [q; k; v], its lanes' blocks all loaded at once, LOADS
+// lanes >= NB) there is no acts input: each workgroup makes h's Q8_0 blocks from x (NORM: rms_norm
+// with nw) in its prologue, after its weight loads are issued, into workgroup memory with act_q8_0.wgsl's
+// code (lib/quarters_q8_0.wgsl), so the same bits and no act_q8_0 dispatch before it.
 //
 //   w, ws: as matvec_q8.wgsl (Q8_0 [N][K/32][2] vec4<u32> | Q4_0 [N][K/32] vec4<u32>; f32 block
 //      scales [N][K/32])
@@ -23,14 +27,18 @@ requires packed_4x8_integer_dot_product;
 //   ROPE: rope [pos][hd/2] (cos, sin); k_cache, v_cache: [n_head_kv hd, n_ctx] f16 pairs or f32, as
 //      u32 words (rope_kv_family.wgsl's); y: q_out [n_head hd]
 // Bindings: 0 w, 1 ws, 2 acts, 3 rope (read); 4 y, 5 oacts, 6 k_cache, 7 v_cache (read_write);
-// 8 params (uniform). (Without ROPE, 3, 6 and 7 are any buffers: nothing reads or writes them.)
+// 8 x, 9 nw (read; PROLOGUE); 10 params (uniform). (Without ROPE, 3, 6 and 7 are any buffers, without
+// PROLOGUE 8 and 9 (and with it 2): nothing reads or writes them.)
 // Dispatch: (ceil(n_rows / ROWS), T, 1). A workgroup computes MROWS weight rows (ROWS, or 2 ROWS
 // with GLU: its gate rows, then their up rows), WG / MROWS lanes on each row; a lane loads LOADS of
 // its blocks' weights at once before it multiplies them.
 
 // #include "lib/dot4_native.wgsl"
 // #include "lib/numerics.wgsl"
+// #include "lib/sum_squares.wgsl"
+// #include "lib/wg_reduce.wgsl"
 // #include "lib/acts_q8_0.wgsl"
+// #include "lib/quarters_q8_0.wgsl"
 
 override WG: u32 = 256u;     // a power of two
 override ROWS: u32 = 16u;    // output rows per workgroup
@@ -45,6 +53,9 @@ override ROPE: bool = false;  // [q; k; v] rows: RoPE, q into y, k and v into th
 override NORM_MODE: bool = true;  // ROPE: pairs (2i, 2i+1); else NeoX (ROWS a multiple of 4)
 override K_F16: bool = true;  // ROPE: the caches' element types
 override V_F16: bool = true;
+override PROLOGUE: bool = false;  // h's blocks made from x in the prologue (T = 1), not read from acts
+override NORM: bool = false;      // PROLOGUE: h = rms_norm(x) * nw, else x
+override QPT: u32 = 1u;           // PROLOGUE: ceil(4 NB / WG), at most 4 (NB <= WG)
 
 // Q4_0 / Q8_0 blocks a lane loads before it multiplies them (the host: all of its blocks where
 // that is at most MAX_LOADS, so a QOUT gate+up's lanes wait for memory once; the arrays are
@@ -65,6 +76,11 @@ struct Params {
     pos: u32,            // the token's position and cache row
     k_offset: u32,       // element index of k_cache[0, 0] (even for f16)
     v_offset: u32,
+    // PROLOGUE (else zeros):
+    k: u32,              // K
+    eps: f32,            // NORM
+    x_offset: u32,       // f32 index of x[0]
+    nw_offset: u32,      // f32 index of nw[0]
     rn_zero: u32,        // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
 }
 
@@ -76,7 +92,9 @@ struct Params {
 @group(0) @binding(5) var<storage, read_write> oacts: array<u32>;
 @group(0) @binding(6) var<storage, read_write> k_cache: array<u32>;
 @group(0) @binding(7) var<storage, read_write> v_cache: array<u32>;
-@group(0) @binding(8) var<uniform> p: Params;
+@group(0) @binding(8) var<storage, read> x: array<f32>;
+@group(0) @binding(9) var<storage, read> nw: array<f32>;
+@group(0) @binding(10) var<uniform> p: Params;
 
 // The terms, a row every NB + 1 (the row sums' reads fall on different banks for even NB).
 var<workgroup> terms: array<f32, MROWS * (NB + 1u)>;
@@ -84,6 +102,9 @@ var<workgroup> terms: array<f32, MROWS * (NB + 1u)>;
 // ROPE: the workgroup's rows after the rotation, in its row order.
 var<workgroup> fo: array<f32, select(1u, ROWS, QOUT || ROPE)>;
 var<workgroup> omax: array<f32, select(1u, ROWS / 8u, QOUT)>;
+// PROLOGUE: h's blocks as acts holds them (codes [NB][8] u32, then each block's f16 d as f32).
+var<workgroup> pcodes: array<vec4<u32>, select(1u, 2u * NB, PROLOGUE)>;
+var<workgroup> pdq: array<f32, select(1u, NB, PROLOGUE)>;
 
 // Q4_0 nibbles n (0..15, one per byte) as int8 n - 8 (matvec_q8.wgsl's centred).
 fn centred(nibbles: u32) -> u32 {
@@ -91,13 +112,35 @@ fn centred(nibbles: u32) -> u32 {
 }
 
 // Block b's scale d_a, of the token whose words start at vec4 a0.
-fn a_dq(a0: u32, b: u32) -> f32 { return bitcast<f32>(acts[a0 + act_dq(NB) / 4u + b / 4u][b % 4u]); }
+fn a_dq(a0: u32, b: u32) -> f32 {
+    if (PROLOGUE) { return pdq[b]; }
+    return bitcast<f32>(acts[a0 + act_dq(NB) / 4u + b / 4u][b % 4u]);
+}
+
+// Code words 4 i .. 4 i + 3 of the token whose words start at vec4 a0.
+fn a_codes(a0: u32, i: u32) -> vec4<u32> {
+    if (PROLOGUE) { return pcodes[i]; }
+    return acts[a0 + i];
+}
+
+// PROLOGUE: h's blocks into pcodes / pdq (act_q8_0.wgsl's stores). Every invocation calls it (barriers).
+fn stage_h(lid: u32) {
+    let qs = quarters_q8_0(lid, p.x_offset);
+    for (var u = 0u; u < QPT; u++) {
+        let g = lid + u * WG;  // words 2 g, 2 g + 1
+        if (g < 4u * NB) {
+            pcodes[g / 2u][2u * (g % 2u)]      = qs[u].w0;
+            pcodes[g / 2u][2u * (g % 2u) + 1u] = qs[u].w1;
+            if (g % 4u == 0u) { pdq[g / 4u] = round_f16(qs[u].d); }
+        }
+    }
+}
 
 // The term of block b from its weight words (Q8_0: w0, w1; Q4_0: w0) and scale d_w
 // (matvec_q8.wgsl's q_term).
 fn q_term(w0: vec4<u32>, w1: vec4<u32>, d_w: f32, a0: u32, b: u32) -> f32 {
-    let x0 = acts[a0 + 2u * b];
-    let x1 = acts[a0 + 2u * b + 1u];
+    let x0 = a_codes(a0, 2u * b);
+    let x1 = a_codes(a0, 2u * b + 1u);
     var sumi = 0;
     if (WTYPE == 3u) {
         for (var i = 0u; i < 4u; i++) { sumi += dot4_i8(w0[i], x0[i]) + dot4_i8(w1[i], x1[i]); }
@@ -141,7 +184,34 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let lane  = lid % lanes;
     let live  = m < MROWS && r0 + select(m, m - ROWS, GLU && m >= ROWS) < p.n_rows;
     let row   = weight_row(r0, m);
-    if (live) {
+    if (PROLOGUE) {
+        // The lane's blocks (all of them) loaded first, so their latency overlaps the prologue.
+        var wa: array<vec4<u32>, MAX_LOADS>;
+        var wb: array<vec4<u32>, MAX_LOADS>;
+        var sc: array<f32, MAX_LOADS>;
+        if (live) {
+            for (var j = 0u; j < LOADS; j++) {
+                let b = lane + j * lanes;
+                if (b < NB) {
+                    if (WTYPE == 3u) {
+                        wa[j] = w[2u * (row * NB + b)];
+                        wb[j] = w[2u * (row * NB + b) + 1u];
+                    } else {
+                        wa[j] = w[row * NB + b];
+                    }
+                    sc[j] = ws[row * NB + b];
+                }
+            }
+        }
+        stage_h(lid);
+        workgroupBarrier();
+        if (live) {
+            for (var j = 0u; j < LOADS; j++) {
+                let b = lane + j * lanes;
+                if (b < NB) { terms[m * (NB + 1u) + b] = q_term(wa[j], wb[j], sc[j], a0, b); }
+            }
+        }
+    } else if (live) {
         // Blocks lane + i lanes, LOADS at a time: their words and scales first, then the terms.
         for (var i0 = 0u; i0 < NB; i0 += LOADS * lanes) {
             var wa: array<vec4<u32>, MAX_LOADS>;
