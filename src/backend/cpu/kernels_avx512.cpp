@@ -42,7 +42,6 @@ void tile_tokens(const TernaryTiles & w, int64_t tile, const ActView & a, int64_
             auto chunk = [&](__m512i * ac, int64_t c) {
                 const __m512i  bytes = _mm512_loadu_si512(codes + c * k_tile_chunk);
                 const int8_t * qc    = q[0] + c * k_tile_cols;
-                prefetch_stream(codes + c * k_tile_chunk);
                 ac[0] = dpbusd(ac[0], _mm512_and_si512(bytes, m0), bcast4(qc));
                 ac[1] = dpbusd(ac[1], _mm512_and_si512(bytes, m1), bcast4(qc + 4));
                 ac[2] = dpbusd(ac[2], _mm512_and_si512(bytes, m2), bcast4(qc + 8));

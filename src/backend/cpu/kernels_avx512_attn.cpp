@@ -441,8 +441,6 @@ void i8_rows_dot_i16(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r
         int64_t        i  = 0;
         for (; i < k128; i += 128) {
             const __m512i q0 = _mm512_loadu_si512(row + i), q1 = _mm512_loadu_si512(row + i + 64);
-            prefetch_stream(row + i);
-            prefetch_stream(row + i + 64);
             a0 = dpbusd(a0, _mm512_loadu_si512(hi + i), q0);  // (in place: simd_avx512.h)
             b0 = dpbusd(b0, _mm512_loadu_si512(lo + i), q0);
             a1 = dpbusd(a1, _mm512_loadu_si512(hi + i + 64), q1);

@@ -94,14 +94,9 @@ inline __m512 exp_fixed(__m512 x) {
     return v;
 }
 
-// The one-token kernels that stream weights from DRAM (ternary tiles, int8 head) ask for the line
-// 16 KiB ahead into L2 (prefetcht1), one request per 64-byte line they read: on the Zen 5 VM's
-// core alone the hardware prefetchers left them at ~85-90% of the plain read loop, with this at
-// ~98-100% (docs/perf-log.md). A prefetch past the end of an array never faults.
-constexpr int64_t k_stream_ahead = 16384;
-inline void prefetch_stream(const void * p) {
-    _mm_prefetch(static_cast<const char *>(p) + k_stream_ahead, _MM_HINT_T1);
-}
+// No software prefetch in the one-token kernels that stream weights from DRAM (ternary tiles, int8
+// head): on the Zen 5 VM a prefetcht1 16 KiB ahead cost 7-21% of a token at 1 thread against the
+// hardware prefetchers alone (docs/perf-log.md, session 11's quiet window).
 
 // f16 -> f32 of 16 halves.
 inline __m512 load_f16(const uint16_t * p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p))); }
