@@ -271,6 +271,7 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
         if (fused_e) {
             vk.add("FUSED", 1.0);
             vk.add("TP", static_cast<double>(st.tp));
+            if (tune_.attn_split_fused_softmax == 2) vk.add("SKEW", 1.0);
         }
         add_paging(vk);
         PipelineKey ck{"attention_split_combine", "rrrrwu", {{{"WG", 256.0}, {"HD", static_cast<double>(hd)}}}};

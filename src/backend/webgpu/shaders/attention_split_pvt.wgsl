@@ -32,6 +32,9 @@
 // max of the superblock's wmax (exact in any order), e = exp_fixed(s - m_c[j]), each block of 32
 // positions summed in order from 0 (in workgroup memory), then l_c from those block sums as above;
 // every slice of the superblock recomputes them (8 KB of scores, from L2), the first writes m_c.
+// The block sums' threads (j, b) read position 32 b + k of head j: in the [position][heads] layout
+// all 16 blocks of a head are one bank (16-way conflicts); SKEW stores that exp at word
+// 512 j + 32 b + (k + b + 16 j) % 32 instead, so a warp's 32 lanes (2 heads x 16 blocks) read 32 banks.
 // Dispatch: (nsb_ld * HD / DS, n_head_kv, T): x = superblock * (HD / DS) + slice of DS dimensions; a
 // workgroup past its column's last superblock returns at once.
 
@@ -43,6 +46,7 @@ override GROUP: u32 = 4u;     // G = n_head / n_head_kv, at most 16
 override DS: u32 = 16u;       // dimensions per workgroup (16: threads = 16 blocks x 16 dimensions)
 override FUSED: bool = false; // the softmax's part here (above)
 override TP: u32 = 32u;       // FUSED: positions per workgroup maximum of the scores kernel (dividing 512)
+override SKEW: bool = false;  // FUSED: the exps staged as [j][block][32 positions rotated by b + 16 j] (below)
 
 const WG: u32 = 256u;
 const SUPER: u32 = 512u;                // positions per superblock (cpu::k_pos_super)
@@ -164,14 +168,26 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             var ex = 0.0;
             if (r < np && j < GROUP) { ex = exp_fixed(ev[k] - mx_s[j]); }
             ev[k] = ex;
-            p_s[i / 4u][i % 4u] = ex;
+            if (SKEW) {
+                let w = 512u * j + 32u * (r / 32u) + (r % 32u + r / 32u + 16u * j) % 32u;
+                p_s[w / 4u][w % 4u] = ex;
+            } else {
+                p_s[i / 4u][i % 4u] = ex;
+            }
         }
         workgroupBarrier();
         if (lid < GROUP * 16u) {
             let j = lid / 16u;
             let b = lid % 16u;
             var s = 0.0;
-            for (var k = 0u; k < 32u; k++) { s = s + p_s[(32u * b + k) * JV + j / 4u][j % 4u]; }  // past np: +0
+            for (var k = 0u; k < 32u; k++) {  // past np: +0
+                if (SKEW) {
+                    let w = 512u * j + 32u * b + (k + b + 16u * j) % 32u;
+                    s = s + p_s[w / 4u][w % 4u];
+                } else {
+                    s = s + p_s[(32u * b + k) * JV + j / 4u][j % 4u];
+                }
+            }
             bsum_s[lid] = s;
         }
         workgroupBarrier();
