@@ -19,6 +19,9 @@
 //      trip count, so that a thread's loads are in flight at once), then
 //      attention_split_combine: the superblocks combined as cpu::combine_superblocks does (their
 //      maxima and sums from the softmax and P·V kernels in attn_sml_).
+//   With WebGpuTuning::attn_split_fused_softmax (one query by tiles), 2 is left out: the pvt
+//   workgroups take the softmax's part themselves (attention_split_pvt.wgsl FUSED), from the scores
+//   and the scores kernel's workgroup maxima, in the same order.
 // The same numerics as attention.wgsl and the CPU, bit for bit: the max is an exact reduction, and
 // every sum is taken by one thread or in a fixed tree inside one workgroup in the reference's order
 // (cpu::dot_blocked16, cpu::sum_positions), never across workgroups in another order. The three
