@@ -227,8 +227,7 @@ TEST(WebGpuLongOneQueryAttention, LongContextKernelsGiveTheOneQueryKernelsBits) 
 // The P·V forms of one query over a long f16 cache (WebGpuTuning::attn_split_tiles): 1
 // attention_split_pvt + _combine (tiles of a superblock x 16 dimensions), 0 attention_split_pv
 // (8 dimensions per workgroup over every position), 1 with 1024 / G instead of 64 softmax
-// positions per workgroup (attn_split_chunk=0), 1 with the softmax's part done by attention_split_pvt
-// itself (attn_split_fused_softmax=1: no softmax dispatch; 2: its exps staged skewed), each token alone and all tokens of a case in one
+// positions per workgroup (attn_split_chunk=0), each token alone and all tokens of a case in one
 // call (several columns per dispatch): the same bits, and the reference's. Lengths cross
 // superblocks and rounds of blocks (n 2047 .. 2049 with G = 4; 4,095 .. 4,097 with the 2B4T head,
 // head_dim 128; 510 .. 513 with G = 16; 2,558 .. 2,562 with G = 3, five superblocks), head_dim 72
@@ -236,9 +235,7 @@ TEST(WebGpuLongOneQueryAttention, LongContextKernelsGiveTheOneQueryKernelsBits) 
 TEST(WebGpuLongOneQueryAttention, PvFormsGiveTheSameBitsAcrossEveryBoundary) {
     TERN_REQUIRE_WEBGPU();
     std::vector<std::unique_ptr<Backend>> forms;
-    for (const char * form : {"attn_split_tiles=1", "attn_split_tiles=0", "attn_split_tiles=1,attn_split_chunk=0",
-                              "attn_split_tiles=1,attn_split_fused_softmax=1",
-                              "attn_split_tiles=1,attn_split_fused_softmax=2"}) {
+    for (const char * form : {"attn_split_tiles=1", "attn_split_tiles=0", "attn_split_tiles=1,attn_split_chunk=0"}) {
         WebGpuOptions o;
         o.allow_cpu_adapter = true;
         o.tune              = std::string("attn_long_positions=1,") + form;
@@ -255,9 +252,6 @@ TEST(WebGpuLongOneQueryAttention, PvFormsGiveTheSameBitsAcrossEveryBoundary) {
         expect_close(tiles, run(*forms[0], c, in, c.T), 0, "each token alone vs every token in one call");
         expect_close(tiles, run(*forms[2], c, in, 1), 0, "64 vs 1024 / G softmax positions per workgroup");
         expect_close(tiles, run(*forms[2], c, in, c.T), 0, "1024 / G softmax positions, every token in one call");
-        expect_close(tiles, run(*forms[3], c, in, 1), 0, "the softmax's part in attention_split_pvt (FUSED)");
-        expect_close(tiles, run(*forms[3], c, in, c.T), 0, "FUSED, every token in one call");
-        expect_close(tiles, run(*forms[4], c, in, 1), 0, "FUSED with the exps staged skewed (SKEW)");
     }
 }
 
@@ -279,7 +273,6 @@ TEST(WebGpuAttentionSuperblocks, AHugeScoreInOneSuperblockIsRescaledAsTheCpuDoes
     std::vector<Form> forms;
     for (const auto & [tune, per_call] : {std::pair<const char *, int64_t>{"attn_split_tiles=1", 1},
                                           {"attn_split_tiles=0", 1},
-                                          {"attn_split_tiles=1,attn_split_fused_softmax=1", 1},
                                           {"attn_pv_split_groups=0", 0},  // 0: every token in one call
                                           {"attn_pv_split_groups=65535", 0}}) {
         WebGpuOptions o;

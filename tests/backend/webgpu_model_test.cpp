@@ -167,15 +167,13 @@ TEST(WebGpuModel, DeviceGreedyDecodingMatchesCpu) {
 
 // Prompt and greedy steps through the split attention kernels from the first position
 // (attn_long_positions=1), with each P·V form (attn_split_tiles), the tiles' combine folded into the
-// o-projection's prologue (the default; every step's every layer takes it, counted) and not (attn_combine_fused=0),
-// and with the softmax's part in attention_split_pvt (attn_split_fused_softmax=1):
+// o-projection's prologue (the default; every step's every layer takes it, counted) and not (attn_combine_fused=0):
 // every logit row as the CPU's. 24 steps after 11 prompt tokens cross no superblock (512), so the
 // prologue's sums of whole superblocks are covered by WebGpuLongOneQueryAttention.CombineFusedIntoTheOProjection.
 TEST(WebGpuModel, SplitAttentionDecodingMatchesCpu) {
     TERN_REQUIRE_WEBGPU();
     for (const char * tune : {"attn_long_positions=1", "attn_long_positions=1,attn_split_tiles=0",
-                              "attn_long_positions=1,attn_combine_fused=0",
-                              "attn_long_positions=1,attn_split_fused_softmax=1"}) {
+                              "attn_long_positions=1,attn_combine_fused=0"}) {
         SCOPED_TRACE(tune);
         WebGpuOptions o;
         o.allow_cpu_adapter = true;

@@ -19,9 +19,6 @@
 //      trip count, so that a thread's loads are in flight at once), then
 //      attention_split_combine: the superblocks combined as cpu::combine_superblocks does (their
 //      maxima and sums from the softmax and P·V kernels in attn_sml_).
-//   With WebGpuTuning::attn_split_fused_softmax (one query by tiles), 2 is left out: the pvt
-//   workgroups take the softmax's part themselves (attention_split_pvt.wgsl FUSED), from the scores
-//   and the scores kernel's workgroup maxima, in the same order.
 // The same numerics as attention.wgsl and the CPU, bit for bit: the max is an exact reduction, and
 // every sum is taken by one thread or in a fixed tree inside one workgroup in the reference's order
 // (cpu::dot_blocked16, cpu::sum_positions), never across workgroups in another order. The three
@@ -157,7 +154,7 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
     // memory fits: [T][n_head][nsb_ld][hd] f32 superblock sums.
     constexpr uint32_t k_tile_dims = 16;
     const uint64_t     jv          = (static_cast<uint64_t>(group) + 3) / 4;
-    const uint64_t     pvt_mem     = 512 * (k_tile_dims / 2 + 1) * 4 + 512 * jv * 16 + 256 * 4 + 16 * 4 * 2 + 256 * 4 + 16;
+    const uint64_t     pvt_mem     = 512 * (k_tile_dims / 2 + 1) * 4 + 512 * jv * 16 + 256 * 4 + 16 * 4 + 16;
     // (a paged batch too, from attn_paged_tiles positions: its combine is dispatched, never fused)
     const bool         by_tiles    = (batch == nullptr ? tune_.attn_split_tiles != 0 : tune_.attn_paged_tiles != 0) &&
                               v_f16 &&
@@ -215,10 +212,6 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
         const WGPUBuffer sb[] = {gpu_buffer(q), gpu_buffer(kv.k), cols_k, pages_k, attn_scores_->get(),
                                  attn_wmax_->get()};
         step_->dispatch(sk, sb, &sp, sizeof sp, n_w, u32(n_kv), u32(tc));
-        // One query by tiles with attn_split_fused_softmax: attention_split_pvt (FUSED) takes the
-        // softmax's part from the scores and their workgroup maxima; no softmax dispatch.
-        const bool tiles   = by_tiles && (!paged || n_max >= static_cast<int64_t>(tune_.attn_paged_tiles));
-        const bool fused_e = tiles && !paged && tune_.attn_split_fused_softmax != 0;
 
         struct {
             uint32_t ld, wmax_ld, bsum_ld, n_head_kv, tp, pos0, max_pages, cols_offset, pages_offset, nsb_ld;
@@ -235,7 +228,7 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
         const WGPUBuffer pages_m = paged ? gpu_buffer(batch->page_table) : attn_wmax_->get();
         const WGPUBuffer mb[]    = {cols_m, pages_m, attn_wmax_->get(), attn_scores_->get(), attn_bsum_->get(),
                                     attn_sml_->get()};
-        if (!fused_e) step_->dispatch(mk, mb, &mp, sizeof mp, ceil_div(n_max, st.ch), u32(n_kv), u32(tc));
+        step_->dispatch(mk, mb, &mp, sizeof mp, ceil_div(n_max, st.ch), u32(n_kv), u32(tc));
 
         struct {
             uint32_t n_embd_kv, v_offset, ld, bsum_ld, n_head_kv, pos0, max_pages, cols_offset, pages_offset,
@@ -266,16 +259,12 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
         // A paged batch's P·V by tiles from attn_paged_tiles positions (H200, 64 streams, tiles at
         // every length vs attention_split_pv below 512 and attention_paged_pv, since removed, from there: depth 512
         // 6,007 vs 5,128 tokens/s, depth 256 7,629 vs 7,892, depth 0 9,200 vs 10,177).
+        const bool tiles = by_tiles && (!paged || n_max >= static_cast<int64_t>(tune_.attn_paged_tiles));
         PipelineKey vk{"attention_split_pvt",
                        "rrrrrwwu",
                        {{{"HD", static_cast<double>(hd)},
                          {"GROUP", static_cast<double>(group)},
                          {"DS", static_cast<double>(k_tile_dims)}}}};
-        if (fused_e) {
-            vk.add("FUSED", 1.0);
-            vk.add("TP", static_cast<double>(st.tp));
-            if (tune_.attn_split_fused_softmax == 2) vk.add("SKEW", 1.0);
-        }
         add_paging(vk);
         PipelineKey ck{"attention_split_combine", "rrrrwu", {{{"WG", 256.0}, {"HD", static_cast<double>(hd)}}}};
         add_paging(ck);
@@ -304,9 +293,9 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
         if (tiles) {  // P·V by tiles of a superblock, then the superblocks added in order
             struct {
                 uint32_t n_embd_kv, v_offset, ld, bsum_ld, n_head_kv, pos0, max_pages, cols_offset, pages_offset, nsb_ld;
-            } vp{u32(kv.v.ne[0]), gpu_offset(kv.v, v_el), u32(ld), fused_e ? n_w : n_b, u32(n_kv), u32(pos0 + c0), max_pages,
+            } vp{u32(kv.v.ne[0]), gpu_offset(kv.v, v_el), u32(ld), n_b, u32(n_kv), u32(pos0 + c0), max_pages,
                  cols_at + u32(4 * c0), pages_at, u32(nsb_ld)};
-            const WGPUBuffer vb[] = {attn_scores_->get(), fused_e ? attn_wmax_->get() : attn_bsum_->get(), gpu_buffer(kv.v), cols_v, pages_v,
+            const WGPUBuffer vb[] = {attn_scores_->get(), attn_bsum_->get(), gpu_buffer(kv.v), cols_v, pages_v,
                                      attn_super_->get(), attn_sml_->get()};
             step_->dispatch(vk, vb, &vp, sizeof vp, u32(hd / k_tile_dims * ceil_div(n_max, cpu::k_pos_super)),
                             u32(n_kv), u32(tc));

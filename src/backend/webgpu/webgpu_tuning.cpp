@@ -68,7 +68,6 @@ const std::vector<Field> & fields() {
         {"attn_split_tiles", Kind::number, 0, 1, &T::attn_split_tiles},
         {"attn_paged_tiles", Kind::number, 0, k_max, &T::attn_paged_tiles},
         {"attn_combine_fused", Kind::number, 0, 1, &T::attn_combine_fused},
-        {"attn_split_fused_softmax", Kind::number, 0, 2, &T::attn_split_fused_softmax},
         {"attn_split_chunk", Kind::pow2_or_0, 32, 1024, &T::attn_split_chunk},
         {"attn_paged_block_rows", Kind::number, 0, 1, &T::attn_paged_block_rows},
         {"attn_split_pv_wg", Kind::pow2_or_0, 64, 1024, &T::attn_split_pv_wg},

@@ -87,10 +87,6 @@ struct WebGpuTuning {
     uint32_t attn_combine_fused      = 1;    // one query's attention_split_combine folded into the o-projection's
                                              //     prologue (lib/decode_io.wgsl PARTS) where that reads it next
                                              //     (H200, depth 4096: 479.4 / 478.5 vs 469.7 / 475.3 tok/s); 0: dispatched
-    uint32_t attn_split_fused_softmax = 0;  // one query by tiles: attention_split_pvt computes its superblock's
-                                             //     max, exps and block sums from the scores itself (FUSED): no
-                                             //     attention_split_softmax dispatch (2: its exps staged skewed
-                                             //     for the block sums, no bank conflicts); 0: dispatched
     uint32_t attn_split_chunk        = 64;   // one query over a long cache: positions per attention_split_softmax
                                              //     workgroup (at most 1024 / G; 0: 1024 / G, at least 32)
     uint32_t attn_paged_tiles        = 512;  // P·V of a paged batch (f16 V) whose longest context has at least

@@ -25,16 +25,6 @@
 // block sums of the normalizer loaded before they are added.
 //   sml: [T][n_head][nsb_ld][2] f32 (m_c from the softmax kernel, l_c from here)
 // Bindings: 0 e, 1 bsum, 2 v_cache, 3 cols, 4 pages (read); 5 part, 6 sml (read_write); 7 params
-// FUSED (one query, WebGpuTuning::attn_split_fused_softmax): no softmax dispatch before this one;
-// binding 0 holds the scores kernel's scaled scores and binding 1 its workgroup maxima (wmax:
-// [T][n_head_kv][G][bsum_ld] f32, TP positions each), and the workgroup does
-// attention_split_softmax.wgsl's part itself with the same operations in the same order: m_c[j] =
-// max of the superblock's wmax (exact in any order), e = exp_fixed(s - m_c[j]), each block of 32
-// positions summed in order from 0 (in workgroup memory), then l_c from those block sums as above;
-// every slice of the superblock recomputes them (8 KB of scores, from L2), the first writes m_c.
-// The block sums' threads (j, b) read position 32 b + k of head j: in the [position][heads] layout
-// all 16 blocks of a head are one bank (16-way conflicts); SKEW stores that exp at word
-// 512 j + 32 b + (k + b + 16 j) % 32 instead, so a warp's 32 lanes (2 heads x 16 blocks) read 32 banks.
 // Dispatch: (nsb_ld * HD / DS, n_head_kv, T): x = superblock * (HD / DS) + slice of DS dimensions; a
 // workgroup past its column's last superblock returns at once.
 
@@ -44,9 +34,6 @@
 override HD: u32 = 128u;      // head_dim, a multiple of DS
 override GROUP: u32 = 4u;     // G = n_head / n_head_kv, at most 16
 override DS: u32 = 16u;       // dimensions per workgroup (16: threads = 16 blocks x 16 dimensions)
-override FUSED: bool = false; // the softmax's part here (above)
-override TP: u32 = 32u;       // FUSED: positions per workgroup maximum of the scores kernel (dividing 512)
-override SKEW: bool = false;  // FUSED: the exps staged as [j][block][32 positions rotated by b + 16 j] (below)
 
 const WG: u32 = 256u;
 const SUPER: u32 = 512u;                // positions per superblock (cpu::k_pos_super)
@@ -80,10 +67,6 @@ struct Params {
 var<workgroup> v_s: array<u32, SUPER * VS>;         // [position][word]: the V tile
 var<workgroup> p_s: array<vec4<f32>, SUPER * JV>;   // [position][heads 4m..4m+3]: probabilities; then block sums
 var<workgroup> inv_s: array<f32, 16>;               // [j]
-var<workgroup> mx_s: array<f32, 16>;                // FUSED: [j] m_c
-var<workgroup> bsum_s: array<f32, 256>;             // FUSED: [j][block] the block sums
-
-const NEG_MAX: u32 = 0xff7fffffu;  // -FLT_MAX (as attention.wgsl starts its max), as bits
 
 // Thread lid's e values of the superblock's positions (0 past the column's end or for missing heads).
 fn load_e(ev: ptr<function, array<f32, 32>>, lid: u32, row0: u32, pbeg: u32, np: u32) {
@@ -129,71 +112,15 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     // The superblock's 16 block sums of head lid as well (+0 past the column's blocks, which leaves
     // the sum's bits as they are): every global load is issued before any store to workgroup memory,
     // so their latencies overlap.
-    // (FUSED: the maxima of the superblock's scores workgroups instead, -FLT_MAX past the column's.)
     var bs: array<f32, 16>;
-    if (FUSED) {
-        var wm: array<f32, 32>;  // (TP >= 16: head_dim <= 256)
-        let w0 = sb * (SUPER / TP);
-        let nw = (n + TP - 1u) / TP;
-        for (var i = 0u; i < SUPER / TP; i++) {
-            wm[i] = bitcast<f32>(NEG_MAX);
-            if (lid < GROUP && w0 + i < nw) { wm[i] = bsum[(row0 + lid) * p.bsum_ld + w0 + i]; }
-        }
-        if (lid < GROUP) {
-            var m = bitcast<f32>(NEG_MAX);
-            for (var i = 0u; i < SUPER / TP; i++) { m = max(m, wm[i]); }
-            mx_s[lid] = m;
-            if (slice == 0u) { sml[2u * ((row0 + lid) * p.nsb_ld + sb)] = m; }
-        }
-    } else {
-        for (var b = 0u; b < 16u; b++) {
-            bs[b] = 0.0;
-            if (lid < GROUP && 16u * sb + b < nb) { bs[b] = bsum[(row0 + lid) * p.bsum_ld + 16u * sb + b]; }
-        }
+    for (var b = 0u; b < 16u; b++) {
+        bs[b] = 0.0;
+        if (lid < GROUP && 16u * sb + b < nb) { bs[b] = bsum[(row0 + lid) * p.bsum_ld + 16u * sb + b]; }
     }
     for (var k = 0u; k < SUPER * VW / 4u / WG; k++) {
         let i = lid + k * WG;
         let at = (i / (VW / 4u)) * VS + 4u * (i % (VW / 4u));
         for (var c = 0u; c < 4u; c++) { v_s[at + c] = vq[k][c]; }
-    }
-
-    // 2'. FUSED: e = exp_fixed(s - m_c) (0 past the column's end or for missing heads) staged as
-    // [position][heads], then thread (j, block) sums its block's 32 positions in order from 0.
-    if (FUSED) {
-        workgroupBarrier();
-        for (var k = 0u; k < SUPER * 4u * JV / WG; k++) {
-            let i = lid + k * WG;
-            let r = i / (4u * JV);
-            let j = i % (4u * JV);
-            var ex = 0.0;
-            if (r < np && j < GROUP) { ex = exp_fixed(ev[k] - mx_s[j]); }
-            ev[k] = ex;
-            if (SKEW) {
-                let w = 512u * j + 32u * (r / 32u) + (r % 32u + r / 32u + 16u * j) % 32u;
-                p_s[w / 4u][w % 4u] = ex;
-            } else {
-                p_s[i / 4u][i % 4u] = ex;
-            }
-        }
-        workgroupBarrier();
-        if (lid < GROUP * 16u) {
-            let j = lid / 16u;
-            let b = lid % 16u;
-            var s = 0.0;
-            for (var k = 0u; k < 32u; k++) {  // past np: +0
-                if (SKEW) {
-                    let w = 512u * j + 32u * b + (k + b + 16u * j) % 32u;
-                    s = s + p_s[w / 4u][w % 4u];
-                } else {
-                    s = s + p_s[(32u * b + k) * JV + j / 4u][j % 4u];
-                }
-            }
-            bsum_s[lid] = s;
-        }
-        workgroupBarrier();
-        if (lid < GROUP) {
-            for (var b = 0u; b < 16u; b++) { bs[b] = bsum_s[lid * 16u + b]; }
-        }
     }
 
     // 2. The normalizers: thread j adds its superblock's block sums in order.
