@@ -10,7 +10,7 @@
 #   3. per-kernel GPU times (TERN_WEBGPU_PROFILE=gpu) of tg16 at each of DEPTH_PROFILE_D's depths (4096) for
 #      each of DEPTH_PROFILE's tunes (default: the defaults; the matvecs' times at depth 0 against 4096 show
 #      whether the KV stream defeats their L2 prefetch);
-#   4. the long-context attention tests on the GPU (tern_webgpu_tests 'WebGpuLongOneQuery*' and
+#   4. the long-context attention tests on the GPU (tern_webgpu_tests 'WebGpuLongOneQuery*', 'WebGpuAttentionSuperblocks*' and
 #      'WebGpuModel.SplitAttention*': the P·V forms
 #      against the CPU's algorithm, bit for bit, at lengths that cross every split boundary).
 # Carries .gl and .devicebin (TERN_PACK_OLD_DAWN=0 tools/device/pack_devicebin.sh). Logs in $OUT/depth.tgz;
@@ -74,6 +74,6 @@ fi
 
 [[ $sections == *" 4 "* ]] || exit 0
 echo "== 4. long-context attention tests on the GPU" | tee -a "$out/summary.txt"
-timeout 120 "$B/tern_webgpu_tests" --gtest_brief=1 --gtest_filter='WebGpuLongOneQuery*:WebGpuModel.SplitAttention*' > "$out/gpu_tests.txt" 2>&1
+timeout 120 "$B/tern_webgpu_tests" --gtest_brief=1 --gtest_filter='WebGpuLongOneQuery*:WebGpuAttentionSuperblocks*:WebGpuModel.SplitAttention*' > "$out/gpu_tests.txt" 2>&1
 echo "exit $?" | tee -a "$out/summary.txt"
 grep -E "FAILED|PASSED|Failure|differ" "$out/gpu_tests.txt" | head -20 | tee -a "$out/summary.txt"
