@@ -205,10 +205,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         }
         if (!is_v && j < half) {
             let cs = rope[p.pos * half + j];
-            let a0 = mul_rn(x0, cs.x) - mul_rn(x1, cs.y);
-            let a1 = mul_rn(x0, cs.y) + mul_rn(x1, cs.x);
-            x0 = a0;
-            x1 = a1;
+            let turned = rope_rotate(x0, x1, cs);
+            x0 = turned.x;
+            x1 = turned.y;
         }
         rot[i0] = x0;
         rot[i1] = x1;

@@ -310,10 +310,9 @@ fn rope_out(lid: u32, r0: u32) {
         if (row < p.n_q + p.n_kv) {  // q and k rotate
             let j  = select(d0, d0 / 2u, NORM_MODE);
             let cs = rope[p.pos * half + j];
-            let r0v = mul_rn(x0, cs.x) - mul_rn(x1, cs.y);
-            let r1v = mul_rn(x0, cs.y) + mul_rn(x1, cs.x);
-            x0 = r0v;
-            x1 = r1v;
+            let turned = rope_rotate(x0, x1, cs);
+            x0 = turned.x;
+            x1 = turned.y;
         }
         fo[2u * lid]      = x0;
         fo[2u * lid + 1u] = x1;

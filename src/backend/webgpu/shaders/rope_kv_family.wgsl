@@ -120,10 +120,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         }
         if (!is_v && j < half) {
             let cs = rope[column_place(t).x * half + j];
-            let r0 = mul_rn(x0, cs.x) - mul_rn(x1, cs.y);
-            let r1 = mul_rn(x0, cs.y) + mul_rn(x1, cs.x);
-            x0 = r0;
-            x1 = r1;
+            let turned = rope_rotate(x0, x1, cs);
+            x0 = turned.x;
+            x1 = turned.y;
         }
         rot[i0] = x0;
         rot[i1] = x1;

@@ -35,6 +35,12 @@ fn mul_rn(a: f32, b: f32) -> f32 {
     return bitcast<f32>(bitcast<u32>(a * b) ^ p.rn_zero);
 }
 
+// One RoPE pair (x0, x1) turned by cs = (cos, sin) as cpu::rope_head does: each product rounded on
+// its own, then x0 cos - x1 sin and x0 sin + x1 cos.
+fn rope_rotate(x0: f32, x1: f32, cs: vec2<f32>) -> vec2<f32> {
+    return vec2<f32>(mul_rn(x0, cs.x) - mul_rn(x1, cs.y), mul_rn(x0, cs.y) + mul_rn(x1, cs.x));
+}
+
 // The per-token int8 activation scale from max |y| (cpu::quantize_act_row): the CPU takes
 // max(1e-5, max |y|) in double, so below the double 1e-5 (the largest f32 below it is
 // 9.99999974738e-06) the scale is (float)(127 / 1e-5) = 12700000; above it 127 / max correctly rounded.
