@@ -159,15 +159,7 @@ INSTANTIATE_TEST_SUITE_P(Types, WebGpuFamilyMatmul,
 class WebGpuFamilyDecode : public ::testing::TestWithParam<DType> {};
 
 // A second WebGPU backend with the prologue form of matvec_q8 (WebGpuTuning::family_acts=0).
-Backend * prologue_gpu() {
-    static const std::unique_ptr<Backend> b = [] {
-        WebGpuOptions o;
-        o.allow_cpu_adapter = true;
-        o.tune              = "family_acts=0";
-        return make_webgpu_backend(o);
-    }();
-    return b.get();
-}
+Backend * prologue_gpu() { return test::tuned_webgpu("family_acts=0"); }
 
 TEST_P(WebGpuFamilyDecode, LinearAndGluMatchTheCpuBitForBit) {
     SKIP_WITHOUT_GPU();
@@ -641,15 +633,7 @@ TEST(WebGpuFamily, QkvMatvecWithRopeMatchesTheCpuBitForBit) {
 
 // A WebGPU backend whose Q1_0 / Q2_0 / PQ2_0 [q; k; v] matvec is not fused with the RoPE
 // (WebGpuTuning::family_q1_rope=0: matvec_q8.wgsl, then rope_kv_family.wgsl).
-Backend * unfused_q1_gpu() {
-    static const std::unique_ptr<Backend> b = [] {
-        WebGpuOptions o;
-        o.allow_cpu_adapter = true;
-        o.tune              = "family_q1_rope=0";
-        return make_webgpu_backend(o);
-    }();
-    return b.get();
-}
+Backend * unfused_q1_gpu() { return test::tuned_webgpu("family_q1_rope=0"); }
 
 // One token's normed [q; k; v] projection of a Q1_0 / Q2_0 / PQ2_0 weight then rope_kv_append, in
 // one step, as qwen3 runs them: by default one dispatch (matvec_q1_qkv.wgsl: the QK-norm, RoPE and

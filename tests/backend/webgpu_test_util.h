@@ -6,6 +6,7 @@
 #include "backend/webgpu/webgpu_backend.h"
 #include "core/error.h"
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -30,6 +31,20 @@ inline const SharedWebGpu & shared_webgpu() {
         return s;
     }();
     return shared;
+}
+
+// A second WebGPU backend with WebGpuTuning keys `tune` (e.g. "family_acts=0"), made once per test
+// process and tune string, with the CPU adapter allowed. Call it only where shared_webgpu() has one.
+inline Backend * tuned_webgpu(const std::string & tune) {
+    static std::map<std::string, std::unique_ptr<Backend>> made;
+    std::unique_ptr<Backend> & b = made[tune];
+    if (!b) {
+        WebGpuOptions o;
+        o.allow_cpu_adapter = true;
+        o.tune              = tune;
+        b                   = make_webgpu_backend(o);
+    }
+    return b.get();
 }
 
 // Whether `b` runs on a CPU adapter (SwiftShader): bit-exact everywhere, and slow.
