@@ -15,6 +15,7 @@
 #include "backend/cpu/cpu_weights.h"
 #include "core/thread_pool.h"
 
+#include <unordered_map>
 #include <vector>
 
 namespace tern {
@@ -170,6 +171,19 @@ private:
     size_t                  head_i8_min_bytes_;
     bool                    base3_ = false;  // ternary weights in base-3 tiles (CpuOptions::base3)
     std::vector<Scratch>    scratch_;
+    // The product after each one in the order they run (qkv, o, gate+up, down, the next layer's
+    // qkv, ...: learned as they run), so that one token's attention can ask for the first bytes
+    // each thread will read of the o projection (attn_ahead_ per thread, TERN_CPU_ATTN_AHEAD).
+    struct NextProduct {
+        const CpuTiledLinear * w   = nullptr;
+        bool                   glu = false;  // run by gate_up_in_job (gate rows, then up rows)
+    };
+    std::unordered_map<const CpuTiledLinear *, NextProduct> next_product_;
+    const CpuTiledLinear *  last_product_ = nullptr;
+    int64_t                 attn_ahead_   = 0;
+    void note_product(const CpuTiledLinear & w, bool glu);
+    // Thread ti's first bytes [*p, *p + return) of the product after the last one, at most attn_ahead_.
+    int64_t next_product_bytes(int ti, const uint8_t ** p) const;
     std::vector<int32_t>    gsum_;   // group sums of a shared activation tensor [T][n_groups]
     std::vector<float>      qkv_;    // [T][n_q + 2 n_kv] before RoPE
     std::vector<float>      hin_;    // head input

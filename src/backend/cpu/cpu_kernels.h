@@ -148,6 +148,11 @@ struct CacheView {
     const void * v = nullptr;
     bool         f16_k = false, f16_v = false;
     int64_t      stride = 0, first = 0, head_dim = 0;
+    // Bytes of the next product's weights [ahead, ahead + ahead_bytes) that the kernel asks for
+    // (prefetch into L2) while it computes, spread over its blocks: one token's attention reads
+    // few bytes, so DRAM would otherwise idle through it (AVX-512 only; others ignore it).
+    const uint8_t * ahead       = nullptr;
+    int64_t         ahead_bytes = 0;
 };
 
 // One row of an F16 head's int8 copy (cpu_fast_head.cpp): s = max |e| / 127, q = round(e / s)
