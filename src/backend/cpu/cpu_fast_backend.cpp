@@ -55,19 +55,23 @@ CpuFastBackend::CpuFastBackend(const CpuOptions & o)
 }
 
 void CpuFastBackend::note_product(const CpuTiledLinear & w, bool glu) {
-    if (last_product_ != nullptr) next_product_[last_product_] = {&w, glu};
-    last_product_ = &w;
+    if (w.chain_owner != this || w.chain_slot < 0 || static_cast<size_t>(w.chain_slot) >= chain_.size()) {
+        w.chain_owner = this;
+        w.chain_slot  = static_cast<int64_t>(chain_.size());
+        chain_.emplace_back();
+    }
+    if (last_slot_ >= 0) chain_[static_cast<size_t>(last_slot_)] = {w.view(), glu, true};
+    last_slot_ = w.chain_slot;
 }
 
 int64_t CpuFastBackend::next_product_bytes(int ti, const uint8_t ** p) const {
-    if (attn_ahead_ <= 0 || last_product_ == nullptr) return 0;
-    const auto it = next_product_.find(last_product_);
-    if (it == next_product_.end()) return 0;
-    const cpu::TernaryTiles tiles = it->second.w->view();
-    int64_t                 t0 = 0, t1 = 0;
-    if (it->second.glu) {  // gate_up_in_job's rows: the thread's gate tiles come first
+    if (attn_ahead_ <= 0 || last_slot_ < 0 || !chain_[static_cast<size_t>(last_slot_)].known) return 0;
+    const ChainSlot &         c     = chain_[static_cast<size_t>(last_slot_)];
+    const cpu::TernaryTiles & tiles = c.next;
+    int64_t                   t0 = 0, t1 = 0;
+    if (c.glu) {  // gate_up_in_job's rows: the thread's gate tiles come first
         int64_t r0 = 0, r1 = 0;
-        ThreadPool::chunk_range(it->second.w->n_rows / 2, cpu::k_tile_rows, pool_.n_threads(), ti, r0, r1);
+        ThreadPool::chunk_range(tiles.n_rows / 2, cpu::k_tile_rows, pool_.n_threads(), ti, r0, r1);
         t0 = r0 / cpu::k_tile_rows;
         t1 = (r1 + cpu::k_tile_rows - 1) / cpu::k_tile_rows;
     } else {
