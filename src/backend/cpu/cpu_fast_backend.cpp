@@ -45,6 +45,7 @@ CpuFastBackend::CpuFastBackend(const CpuOptions & o)
     : pool_(o.n_threads), isa_(o.isa), k_(kernels_for(o.isa)), head_i8_min_bytes_(o.head_i8_min_bytes) {
     scratch_.resize(static_cast<size_t>(pool_.n_threads()));
     base3_ = (o.base3 < 0 ? k_.base3 : o.base3 == 1) && k_.tile_to_base3 != nullptr;
+    cpu::set_page_ahead_from_env();
     attn_ahead_ = std::max<int64_t>(0, o.attn_ahead);
     if (const char * env = std::getenv("TERN_CPU_ATTN_AHEAD"); o.attn_ahead < 0 && env != nullptr && *env != 0) {
         char *          end = nullptr;

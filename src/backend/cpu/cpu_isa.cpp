@@ -158,4 +158,17 @@ std::string cpu_feature_list() {
     return s.empty() ? "none" : s;
 }
 
+namespace cpu {
+int64_t page_ahead = 0;
+
+void set_page_ahead_from_env() {
+    const char * env = std::getenv("TERN_CPU_PAGE_AHEAD");
+    if (env == nullptr || *env == 0) return;
+    char *          end = nullptr;
+    const long long v   = std::strtoll(env, &end, 10);
+    if (*end != 0 || v < 0) fail(ErrorKind::invalid_argument, format("TERN_CPU_PAGE_AHEAD=%s: want a byte count >= 0", env));
+    page_ahead = v;
+}
+}  // namespace cpu
+
 }  // namespace tern

@@ -47,8 +47,13 @@ void tile_tokens(const TernaryTiles & w, int64_t tile, const ActView & a, int64_
                 ac[2] = dpbusd(ac[2], _mm512_and_si512(bytes, m2), bcast4(qc + 8));
                 ac[3] = dpbusd(ac[3], _mm512_and_si512(bytes, m3), bcast4(qc + 12));
             };
-            int64_t c = g * chunks_per_g;
+            int64_t       c     = g * chunks_per_g;
+            const int64_t ahead = page_ahead;
             for (; c + 2 <= c_end; c += 2) {
+                const uint8_t * at = codes + c * k_tile_chunk;
+                if (ahead > 0 && (reinterpret_cast<uintptr_t>(at) & 4095) < 128) {
+                    _mm_prefetch(reinterpret_cast<const char *>(at + ahead), _MM_HINT_T0);  // once per page
+                }
                 chunk(acc, c);
                 chunk(acc + 4, c + 1);
             }
