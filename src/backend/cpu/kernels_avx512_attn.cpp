@@ -100,14 +100,15 @@ struct PreparedK {
 };
 // CacheView's ahead bytes, a few lines per tick (the K loads of 32 dimensions of a block, and each
 // position of P . V): requests spread this thin queue behind the kernel's own loads instead of
-// stalling it, as a burst of thousands would.
+// stalling it, as a burst of thousands would. prefetcht0: on the Zen 5 VM the page-ahead requests
+// (cpu::page_ahead) gained nothing as prefetcht1.
 constexpr int64_t k_ahead_lines = 8;  // at most per tick (a tick is ~40-300 instructions of the kernel)
 struct Ahead {
     const char * p     = nullptr;
     const char * end   = nullptr;
     int64_t      lines = 0;  // per tick
     void tick() {
-        for (int64_t i = 0; i < lines && p < end; ++i, p += 64) _mm_prefetch(p, _MM_HINT_T1);
+        for (int64_t i = 0; i < lines && p < end; ++i, p += 64) _mm_prefetch(p, _MM_HINT_T0);
     }
 };
 struct CacheK {
