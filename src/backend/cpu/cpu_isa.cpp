@@ -159,7 +159,7 @@ std::string cpu_feature_list() {
 }
 
 namespace cpu {
-int64_t page_ahead = 0;
+int64_t page_ahead = 8192;  // cpu README, "A page ahead"
 
 void set_page_ahead_from_env() {
     const char * env = std::getenv("TERN_CPU_PAGE_AHEAD");

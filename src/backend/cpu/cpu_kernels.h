@@ -168,7 +168,8 @@ struct HeadI8Row {
 // Issue-51 trial (TERN_CPU_PAGE_AHEAD, cpu README): the AVX-512 one-token streams (the ternary
 // tiles' one-token loop, the int8 head) ask once per 4 KiB page for the line this many bytes
 // ahead, so the hardware prefetcher, which stops at page ends, finds the next pages started
-// (0: never). Process-wide; set by set_page_ahead_from_env (the fast backend, the kernel bench).
+// (0: never; default 8192). Process-wide; set by set_page_ahead_from_env (the fast backend, the
+// kernel bench).
 extern int64_t page_ahead;
 void           set_page_ahead_from_env();  // fails on a value that is not a byte count
 
