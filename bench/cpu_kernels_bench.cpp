@@ -139,45 +139,6 @@ void BM_TernaryDecodeLayers(benchmark::State & st) {
 }
 BENCHMARK(BM_TernaryDecodeLayers)->Arg(0)->Arg(1);
 
-// BM_TernaryDecodeLayers with each layer's attention between its qkv and o products (arg 2
-// positions of a per-layer f16 cache, 5 KV heads x 4 query heads, as one 2B4T token at one thread), the
-// attention asking for the first arg bytes of the o product meanwhile (CacheView::ahead; 0: none,
-// as CpuFastBackend without TERN_CPU_ATTN_AHEAD). GB/s counts the products' bytes only.
-void BM_DecodeLayersAttention(benchmark::State & st) {
-    const DecodeLayers &  d = decode_layers();
-    const int64_t         k_max = 6912, n_pos = st.range(1), g = 4, hd = 128, stride = 640;
-    AlignedBytes          scratch(static_cast<size_t>(272 * k_max));
-    std::vector<int8_t>   q(static_cast<size_t>(k_max), 3);
-    std::vector<float>    s(1, 40.0f), y(13824);
-    std::vector<int32_t>  gs(1);
-    std::vector<uint16_t> kc(static_cast<size_t>(30 * stride * n_pos), 0x3000), vc(kc.size(), 0x3400);
-    std::vector<float>    qh(static_cast<size_t>(5 * g * hd), 0.1f), out(qh.size()), att(static_cast<size_t>(g * (n_pos + 16) + g * hd));
-    double                bytes = 0;
-    for (const auto & l : d.codes) bytes += static_cast<double>(l.size());
-    for (auto _ : st) {
-        for (size_t i = 0; i < d.views.size(); ++i) {
-            const cpu::TernaryTiles & v = d.views[i];
-            gs[0] = 3 * static_cast<int32_t>(v.k);
-            const cpu::ActView a{q.data(), v.k, s.data(), gs.data(), 1, scratch.data()};
-            kernels().ternary_gemm(v, 0, v.n_tiles(), a, y.data(), v.n_rows, 0, false);
-            if (i % 4 != 0) continue;
-            const cpu::TernaryTiles & o     = d.views[i + 1];
-            const int64_t             ahead = std::min<int64_t>(st.range(0), o.n_tiles() * o.tile_bytes()) / 5;
-            const size_t              layer = static_cast<size_t>(i / 4) * static_cast<size_t>(stride * n_pos);
-            for (int64_t h = 0; h < 5; ++h) {
-                cpu::CacheView c{kc.data() + layer, vc.data() + layer, true, true, stride, h * hd, hd};
-                c.ahead       = o.codes + h * ahead;
-                c.ahead_bytes = ahead;
-                kernels().attention_cache(c, {qh.data() + h * g * hd, g, n_pos, 0.088f, out.data() + h * g * hd}, att.data());
-            }
-        }
-        benchmark::DoNotOptimize(y.data());
-        benchmark::DoNotOptimize(out.data());
-    }
-    st.counters["weights GB/s"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-}
-BENCHMARK(BM_DecodeLayersAttention)->ArgsProduct({{0, 128 << 10, 1 << 20}, {64, 512}});
-
 // args: rows, 1 for AVX2 without AVX-VNNI (TERN_CPU_ISA=avx2)
 void BM_Int8Head(benchmark::State & st) {
     const int64_t        k = 2560, n = st.range(0);

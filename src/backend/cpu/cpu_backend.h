@@ -26,10 +26,6 @@ struct CpuOptions {
     // more arithmetic. -1 (default): the set's choice, cpu::Kernels::base3 (2-bit: they won on the
     // H200 host's Xeon; cpu README, "Tiles"); 0: 2-bit; 1: base-3 (the tests run both).
     int base3 = -1;
-    // Fast backend, AVX-512: while one token's attention runs, each thread asks for (prefetch) up to
-    // this many bytes of the weights it reads next (the o projection's): DRAM idles otherwise.
-    // -1 (default): TERN_CPU_ATTN_AHEAD, else 0 (none). Issue-51 trial, see the cpu README.
-    int64_t attn_ahead = -1;
 };
 
 std::unique_ptr<Backend> make_cpu_backend(const CpuOptions & options = {});

@@ -109,7 +109,6 @@ int64_t CpuFastBackend::qkv_products(const Tensor & q, const KvLayer & kv, const
     TERN_ASSERT(lw.n_rows == n_q + 2 * n_kv && q.ne[0] == n_q && kv.k.ne[0] == n_kv, "qkv shapes");
     grow(qkv_, lw.n_rows * n_tok);
     grow(gsum_, n_tok * (lw.n_cols / lw.group));
-    note_product(lw, false);
     pool_.run([&](int ti) {
         if (in != nullptr) {
             qkv_in_job(ti, lw, norm_quant_in_job(ti, a, in->x, static_cast<const CpuNorm &>(*in->norm), in->eps, lw.group));
@@ -179,11 +178,6 @@ void CpuFastBackend::attention(const Tensor & out, const Tensor & q, const KvLay
         }
         cpu::CacheView head = cache;  // per thread: `first` changes with the KV head
         int64_t        prepared = -1;
-        // One token: the thread's first bytes of the next product, a share per kernel call.
-        const uint8_t * ahead   = nullptr;
-        int64_t         n_ahead = n_tok == 1 && k_.attention_cache != nullptr ? next_product_bytes(ti, &ahead) : 0;
-        int64_t         n_calls = 0;
-        for (int64_t i = i0; n_ahead > 0 && i < i1; i += std::min(group - i % group, i1 - i)) ++n_calls;
         for (int64_t i = i0; i < i1;) {
             const int64_t kvh = i / (n_tok * group), t = (i / group) % n_tok, g0 = i % group;
             const int64_t g1  = std::min(group, g0 + (i1 - i));
@@ -191,16 +185,8 @@ void CpuFastBackend::attention(const Tensor & out, const Tensor & q, const KvLay
             cpu::AttentionJob job{qp + t * n_q + h0 * hd, g1 - g0, pos0 + t + 1, s.scale, op + t * n_q + h0 * hd};
             if (k_.attention_cache != nullptr) {
                 head.first = kvh * hd;
-                const int64_t n_super = (job.n_pos + cpu::k_pos_super - 1) / cpu::k_pos_super;
-                const int64_t share   = n_ahead > 0 ? n_ahead / n_calls / n_super : 0;
                 run_by_superblocks(job, hd, sc.sup, [&](int64_t s0, const cpu::AttentionJob & j) {
-                    cpu::CacheView c = shifted(head, s0);
-                    if (share > 0) {
-                        c.ahead       = ahead;
-                        c.ahead_bytes = share;
-                        ahead += share;
-                    }
-                    k_.attention_cache(c, j, sc.att.data());
+                    k_.attention_cache(shifted(head, s0), j, sc.att.data());
                 });
                 i += g1 - g0;
                 continue;

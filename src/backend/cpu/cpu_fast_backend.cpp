@@ -46,40 +46,6 @@ CpuFastBackend::CpuFastBackend(const CpuOptions & o)
     scratch_.resize(static_cast<size_t>(pool_.n_threads()));
     base3_ = (o.base3 < 0 ? k_.base3 : o.base3 == 1) && k_.tile_to_base3 != nullptr;
     cpu::set_page_ahead_from_env();
-    attn_ahead_ = std::max<int64_t>(0, o.attn_ahead);
-    if (const char * env = std::getenv("TERN_CPU_ATTN_AHEAD"); o.attn_ahead < 0 && env != nullptr && *env != 0) {
-        char *          end = nullptr;
-        const long long v   = std::strtoll(env, &end, 10);
-        if (*end != 0 || v < 0) fail(ErrorKind::invalid_argument, format("TERN_CPU_ATTN_AHEAD=%s: want a byte count >= 0", env));
-        attn_ahead_ = v;
-    }
-}
-
-void CpuFastBackend::note_product(const CpuTiledLinear & w, bool glu) {
-    if (w.chain_owner != this || w.chain_slot < 0 || static_cast<size_t>(w.chain_slot) >= chain_.size()) {
-        w.chain_owner = this;
-        w.chain_slot  = static_cast<int64_t>(chain_.size());
-        chain_.emplace_back();
-    }
-    if (last_slot_ >= 0) chain_[static_cast<size_t>(last_slot_)] = {w.view(), glu, true};
-    last_slot_ = w.chain_slot;
-}
-
-int64_t CpuFastBackend::next_product_bytes(int ti, const uint8_t ** p) const {
-    if (attn_ahead_ <= 0 || last_slot_ < 0 || !chain_[static_cast<size_t>(last_slot_)].known) return 0;
-    const ChainSlot &         c     = chain_[static_cast<size_t>(last_slot_)];
-    const cpu::TernaryTiles & tiles = c.next;
-    int64_t                   t0 = 0, t1 = 0;
-    if (c.glu) {  // gate_up_in_job's rows: the thread's gate tiles come first
-        int64_t r0 = 0, r1 = 0;
-        ThreadPool::chunk_range(tiles.n_rows / 2, cpu::k_tile_rows, pool_.n_threads(), ti, r0, r1);
-        t0 = r0 / cpu::k_tile_rows;
-        t1 = (r1 + cpu::k_tile_rows - 1) / cpu::k_tile_rows;
-    } else {
-        ThreadPool::chunk_range(tiles.n_tiles(), 1, pool_.n_threads(), ti, t0, t1);
-    }
-    *p = tiles.codes + t0 * tiles.tile_bytes();
-    return std::min(attn_ahead_, (t1 - t0) * tiles.tile_bytes());
 }
 
 DeviceInfo CpuFastBackend::device_info() const {
@@ -295,7 +261,6 @@ void CpuFastBackend::bitlinear(const Tensor & y, const Weight & w, const Quantiz
     TERN_ASSERT(y.ne[0] == lw.n_rows && a.q.ne[0] == lw.n_cols && y.ne[1] == a.q.ne[1], "bitlinear shapes");
     grow(gsum_, a.q.ne[1] * (lw.n_cols / lw.group));
     float * out = cpu_data<float>(y);
-    note_product(lw, false);
     pool_.run([&](int ti) { linear_in_job(ti, lw, acts_in_job(ti, a, lw.group), out, y.ne[0], accumulate); });
 }
 
@@ -314,7 +279,6 @@ void CpuFastBackend::linear(const Tensor & y, const Weight & w, const LinearInpu
     TERN_ASSERT(y.ne[0] == lw.n_rows && a.q.ne[0] == lw.n_cols && y.ne[1] == a.q.ne[1], "bitlinear shapes");
     grow(gsum_, a.q.ne[1] * (lw.n_cols / lw.group));
     float * out = cpu_data<float>(y);
-    note_product(lw, false);
     pool_.run([&](int ti) {
         const cpu::ActView av = norm_quant_in_job(ti, a, in.x, static_cast<const CpuNorm &>(*in.norm), in.eps, lw.group);
         linear_in_job(ti, lw, av, out, y.ne[0], accumulate);
@@ -355,7 +319,6 @@ void CpuFastBackend::gate_up(const Tensor & f, const Weight & w_gate_up, const Q
     TERN_ASSERT(f.ne[0] == lw.n_rows / 2 && f.ne[1] == a.q.ne[1] && a.q.ne[0] == lw.n_cols, "gate_up shapes");
     grow(gsum_, a.q.ne[1] * (lw.n_cols / lw.group));
     float * out = cpu_data<float>(f);
-    note_product(lw, true);
     pool_.run([&](int ti) { gate_up_in_job(ti, lw, acts_in_job(ti, a, lw.group), out, act); });
 }
 
@@ -374,7 +337,6 @@ void CpuFastBackend::linear_glu(const Tensor & f, const Weight & w_gate_up, cons
     TERN_ASSERT(f.ne[0] == lw.n_rows / 2 && f.ne[1] == a.q.ne[1] && a.q.ne[0] == lw.n_cols, "gate_up shapes");
     grow(gsum_, a.q.ne[1] * (lw.n_cols / lw.group));
     float * out = cpu_data<float>(f);
-    note_product(lw, true);
     pool_.run([&](int ti) {
         gate_up_in_job(ti, lw, norm_quant_in_job(ti, a, in.x, static_cast<const CpuNorm &>(*in.norm), in.eps, lw.group), out,
                        act);

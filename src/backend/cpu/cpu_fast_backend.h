@@ -170,22 +170,6 @@ private:
     size_t                  head_i8_min_bytes_;
     bool                    base3_ = false;  // ternary weights in base-3 tiles (CpuOptions::base3)
     std::vector<Scratch>    scratch_;
-    // The order products run in (qkv, o, gate+up, down, the next layer's qkv, ...), learned as they
-    // run: per product (CpuTiledLinear::chain_slot) a copy of the next one's view, so that one
-    // token's attention can ask for the first bytes each thread will read of the o projection
-    // (attn_ahead_ per thread, TERN_CPU_ATTN_AHEAD). Copies, not pointers: a freed weight's stale
-    // entry only misdirects a prefetch.
-    struct ChainSlot {
-        cpu::TernaryTiles next;
-        bool              glu   = false;  // run by gate_up_in_job (the thread's gate rows, then its up rows)
-        bool              known = false;
-    };
-    std::vector<ChainSlot>  chain_;
-    int64_t                 last_slot_ = -1;
-    int64_t                 attn_ahead_   = 0;
-    void note_product(const CpuTiledLinear & w, bool glu);
-    // Thread ti's first bytes [*p, *p + return) of the product after the last one, at most attn_ahead_.
-    int64_t next_product_bytes(int ti, const uint8_t ** p) const;
     std::vector<int32_t>    gsum_;   // group sums of a shared activation tensor [T][n_groups]
     std::vector<float>      qkv_;    // [T][n_q + 2 n_kv] before RoPE
     std::vector<float>      hin_;    // head input

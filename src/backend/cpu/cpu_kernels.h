@@ -148,11 +148,6 @@ struct CacheView {
     const void * v = nullptr;
     bool         f16_k = false, f16_v = false;
     int64_t      stride = 0, first = 0, head_dim = 0;
-    // Bytes of the next product's weights [ahead, ahead + ahead_bytes) that the kernel asks for
-    // (prefetch into L2) while it computes, spread over its blocks: one token's attention reads
-    // few bytes, so DRAM would otherwise idle through it (AVX-512 only; others ignore it).
-    const uint8_t * ahead       = nullptr;
-    int64_t         ahead_bytes = 0;
 };
 
 // One row of an F16 head's int8 copy (cpu_fast_head.cpp): s = max |e| / 127, q = round(e / s)
@@ -165,7 +160,7 @@ struct HeadI8Row {
     double  ea = 0;  // sum |e| (f16_rows_dot_checked's bound)
 };
 
-// Issue-51 trial (TERN_CPU_PAGE_AHEAD, cpu README): the AVX-512 one-token streams (the ternary
+// Issue 51 (TERN_CPU_PAGE_AHEAD, cpu README, "A page ahead"): the AVX-512 one-token streams (the ternary
 // tiles' one-token loop, the int8 head) ask once per 4 KiB page for the line this many bytes
 // ahead, so the hardware prefetcher, which stops at page ends, finds the next pages started
 // (0: never; default 8192). Process-wide; set by set_page_ahead_from_env (the fast backend, the

@@ -44,10 +44,6 @@ public:
     AlignedBytes scales;      // f32 [n_tiles][n_groups][16]
     AlignedBytes out_scales;  // f32 [n_tiles * 16]; empty when every part's output scale is 1
     cpu::TernaryTiles view() const;
-    // CpuFastBackend's bookkeeping of the order products run in (note_product): this weight's
-    // entry there. The backend keeps copies of views, never pointers to weights.
-    mutable const void * chain_owner = nullptr;
-    mutable int64_t      chain_slot  = -1;
 };
 
 // Repacks the parts (checked with check_linear_parts) over the pool's threads: base-3 tiles with

@@ -6,8 +6,6 @@
 // per vector of doubles for the exact head.
 #include "backend/cpu/simd_avx512.h"
 
-#include <algorithm>
-
 namespace tern::cpu {
 namespace {
 
@@ -98,23 +96,9 @@ struct PreparedK {
         for (int j = 0; j < 16; ++j) k[j] = _mm512_loadu_ps(kt + (b * hd + d0 + j) * 16);
     }
 };
-// CacheView's ahead bytes, a few lines per tick (the K loads of 32 dimensions of a block, and each
-// position of P . V): requests spread this thin queue behind the kernel's own loads instead of
-// stalling it, as a burst of thousands would. prefetcht0: on the Zen 5 VM the page-ahead requests
-// (cpu::page_ahead) gained nothing as prefetcht1.
-constexpr int64_t k_ahead_lines = 8;  // at most per tick (a tick is ~40-300 instructions of the kernel)
-struct Ahead {
-    const char * p     = nullptr;
-    const char * end   = nullptr;
-    int64_t      lines = 0;  // per tick
-    void tick() {
-        for (int64_t i = 0; i < lines && p < end; ++i, p += 64) _mm_prefetch(p, _MM_HINT_T0);
-    }
-};
 struct CacheK {
     const CacheView & c;
     int64_t           n;  // positions; padding lanes repeat the last, as attention_prepare's do
-    Ahead *           ahead = nullptr;
     // Decoding finds a layer's cache in DRAM (the other layers' weights streamed through since), so
     // each load asks for the same dimensions of the positions two blocks ahead (one request per
     // 32 f16 dimensions, the line they share) and the V loop for the position 32 ahead.
@@ -125,7 +109,6 @@ struct CacheK {
                 const int64_t p = (b + 2) * 16 + j < n ? (b + 2) * 16 + j : n - 1;
                 _mm_prefetch(static_cast<const char *>(c.k) + (p * c.stride + c.first + d0) * es, _MM_HINT_T0);
             }
-            if (ahead != nullptr) ahead->tick();
         }
         for (int64_t j = 0; j < 16; ++j) k[j] = load_cache16(c, c.k, c.f16_k, b * 16 + j < n ? b * 16 + j : n - 1, d0);
         transpose16(k);
@@ -136,14 +119,9 @@ struct PreparedV {
     int64_t       hd;
     __m512 load(int64_t p, int64_t d) const { return _mm512_loadu_ps(v + p * hd + d); }  // dimensions d .. d + 15
     void prefetch(int64_t, int64_t, int64_t) const {}
-    void tick() const {}
 };
 struct CacheV {
     const CacheView & c;
-    Ahead *           ahead = nullptr;
-    void              tick() const {
-        if (ahead != nullptr) ahead->tick();
-    }
     __m512 load(int64_t p, int64_t d) const { return load_cache16(c, c.v, c.f16_v, p, d); }
     // The lines of dimensions [d, d + n_dims) of position p.
     void prefetch(int64_t p, int64_t d, int64_t n_dims) const {
@@ -172,7 +150,6 @@ void pv_heads(const V & vs, int64_t hd, const float * probs, int64_t ld_probs, i
         }
         for (int64_t p = p0; p < pe; ++p) {
             if (p + 32 < n) vs.prefetch(p + 32, d0, DN * 16);
-            vs.tick();
             __m512 v[DN];
 #pragma GCC unroll 4
             for (int i = 0; i < DN; ++i) v[i] = vs.load(p, d0 + 16 * i);
@@ -284,19 +261,7 @@ void attention(const AttentionKv & kv, const AttentionJob & job, float * scratch
 }
 
 void attention_cache(const CacheView & c, const AttentionJob & job, float * scratch) {
-    Ahead ahead;
-    if (c.ahead != nullptr && c.ahead_bytes > 0) {
-        // Ticks: per group of 4 heads, each block of 16 positions' 32-dimension K loads and each
-        // position of each 64-dimension P . V pass.
-        const int64_t n = job.n_pos, hd = c.head_dim;
-        const int64_t ticks = (job.n_q + 3) / 4 * ((n + 15) / 16 * ((hd + 31) / 32) + n * ((hd + 63) / 64));
-        const auto    a0    = reinterpret_cast<uintptr_t>(c.ahead) & ~uintptr_t{63};
-        ahead.p     = reinterpret_cast<const char *>(a0);
-        ahead.end   = reinterpret_cast<const char *>(c.ahead) + c.ahead_bytes;
-        ahead.lines = std::min<int64_t>(k_ahead_lines, ((ahead.end - ahead.p + 63) / 64 + ticks - 1) / ticks);
-    }
-    Ahead * a = ahead.lines > 0 ? &ahead : nullptr;
-    attention_from(CacheK{c, job.n_pos, a}, CacheV{c, a}, c.head_dim, c.f16_k, c.f16_v, job, scratch);
+    attention_from(CacheK{c, job.n_pos}, CacheV{c}, c.head_dim, c.f16_k, c.f16_v, job, scratch);
 }
 
 // ------------------------------------------------------------------------- exact head rows
