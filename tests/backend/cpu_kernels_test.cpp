@@ -7,6 +7,7 @@
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_tiles.h"
+#include "core/error.h"
 #include "core/fp16.h"
 #include "core/thread_pool.h"
 #include "quant/block_formats.h"
@@ -88,6 +89,23 @@ std::vector<uint8_t> random_lowbit(DType type, int64_t k, int64_t n, std::mt1993
         quantize_row(type, row.data(), bytes.data() + r * dtype_row_bytes(type, k), k);
     }
     return bytes;
+}
+
+// TERN_CPU_PAGE_AHEAD: a byte count sets cpu::page_ahead, anything else is an error that leaves it
+// alone. (The kernels' results do not depend on it: the tests here run with its default, 8192, and
+// the products above cross pages.)
+TEST(CpuPageAhead, TheEnvironmentValueIsChecked) {
+    const int64_t saved = cpu::page_ahead;
+    for (const char * bad : {"12x", "-1", "4k"}) {
+        setenv("TERN_CPU_PAGE_AHEAD", bad, 1);
+        EXPECT_THROW(cpu::set_page_ahead_from_env(), Error) << bad;
+        EXPECT_EQ(cpu::page_ahead, saved) << bad;
+    }
+    setenv("TERN_CPU_PAGE_AHEAD", "4096", 1);
+    cpu::set_page_ahead_from_env();
+    EXPECT_EQ(cpu::page_ahead, 4096);
+    unsetenv("TERN_CPU_PAGE_AHEAD");
+    cpu::page_ahead = saved;
 }
 
 // Ternary products: every type, row counts around a tile, token counts around each kernel's token
