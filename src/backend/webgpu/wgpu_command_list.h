@@ -11,6 +11,11 @@
 //   setPipeline:         1, pipeline
 //   setBindGroup:        2 | index << 8 | n << 16, group, n dynamic offsets
 //   dispatchWorkgroups:  3, x, y, z
+//                        4, x          (y = z = 1; with trimmed dispatches, below)
+//                        5, x, y       (z = 1; the same)
+// Trimmed dispatches (set_trim_dispatch; TERN_WEBGPU_TUNE web_dispatch_args=1) let the replay call
+// dispatchWorkgroups with the arguments that are not 1 left off, two or one fewer for dawn.node (or
+// the browser) to convert; most of a 2B4T step's dispatches are (x, 1, 1).
 #pragma once
 
 #include <cstddef>
@@ -22,7 +27,7 @@ namespace tern {
 
 class PassCommandList {
 public:
-    enum Op : uint32_t { op_set_pipeline = 1, op_set_bind_group = 2, op_dispatch = 3 };
+    enum Op : uint32_t { op_set_pipeline = 1, op_set_bind_group = 2, op_dispatch = 3, op_dispatch_x = 4, op_dispatch_xy = 5 };
     // Issues `count` words on pass `pass` (count > 0).
     using Replay = std::function<void(uint32_t pass, const uint32_t * words, size_t count)>;
 
@@ -31,6 +36,8 @@ public:
     void set_pipeline(uint32_t pass, uint32_t pipeline);
     void set_bind_group(uint32_t pass, uint32_t index, uint32_t group, size_t n, const uint32_t * offsets);
     void dispatch(uint32_t pass, uint32_t x, uint32_t y, uint32_t z);
+    // Dispatches from now on as ops 4 / 5 where their trailing sizes are 1 (off: always op 3).
+    void set_trim_dispatch(bool on) { trim_dispatch_ = on; }
     // Before the pass's end or release: its words go out, and its id may name another pass next.
     void closing(uint32_t pass);
     // Before a pipeline or bind group is released: pending words go out, and no pass assumes it is set.
@@ -54,6 +61,7 @@ private:
     uint32_t              pass_     = 0;  // the pass the words and the state belong to (0: none)
     uint32_t              pipeline_ = 0;  // that pass's pipeline once the words run (0: not known)
     Bound                 bound_[k_groups];
+    bool                  trim_dispatch_ = false;
     std::vector<uint32_t> words_;
 };
 
