@@ -91,7 +91,6 @@ const std::vector<Field> & fields() {
         {"first_submit", Kind::number, 0, k_max, &T::first_submit},
         {"spin_us", Kind::number, 0, 10000000, &T::spin_us},
         {"compute_units", Kind::number, 1, 65535, &T::compute_units},
-        {"web_dispatch_args", Kind::number, 0, 1, &T::web_dispatch_args},
     };
     return f;
 }

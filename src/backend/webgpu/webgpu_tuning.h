@@ -142,10 +142,6 @@ struct WebGpuTuning {
     uint32_t spin_us          = 4000;  // how long a wait yields before it naps
     uint32_t compute_units    = 132;   // compute units (SMs) assumed where work is sized to the GPU:
                                        //     WebGPU does not tell (132: an H100 SXM's, an H200's)
-    // --- the browser build's glue: wgpu_loader_web.cpp reads these ---
-    uint32_t web_dispatch_args = 0;    // 1: the command list's dispatches leave trailing sizes of 1 off
-                                       //     (dispatchWorkgroups(x) for (x, 1, 1); wgpu_command_list.h);
-                                       //     0: every dispatch with x, y, z
 
     // The defaults for this adapter: discrete and integrated GPUs the struct's (measured on NVIDIA
     // H100 and H200); a CPU adapter (SwiftShader) does not spin (its worker threads need the CPU).

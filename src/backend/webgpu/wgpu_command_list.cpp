@@ -49,9 +49,9 @@ void PassCommandList::set_bind_group(uint32_t pass, uint32_t index, uint32_t gro
 
 void PassCommandList::dispatch(uint32_t pass, uint32_t x, uint32_t y, uint32_t z) {
     use(pass);
-    if (trim_dispatch_ && z == 1 && y == 1) {
+    if (z == 1 && y == 1) {
         words_.insert(words_.end(), {op_dispatch_x, x});
-    } else if (trim_dispatch_ && z == 1) {
+    } else if (z == 1) {
         words_.insert(words_.end(), {op_dispatch_xy, x, y});
     } else {
         words_.insert(words_.end(), {op_dispatch, x, y, z});

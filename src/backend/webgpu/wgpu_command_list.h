@@ -11,11 +11,12 @@
 //   setPipeline:         1, pipeline
 //   setBindGroup:        2 | index << 8 | n << 16, group, n dynamic offsets
 //   dispatchWorkgroups:  3, x, y, z
-//                        4, x          (y = z = 1; with trimmed dispatches, below)
-//                        5, x, y       (z = 1; the same)
-// Trimmed dispatches (set_trim_dispatch; TERN_WEBGPU_TUNE web_dispatch_args=1) let the replay call
-// dispatchWorkgroups with the arguments that are not 1 left off, two or one fewer for dawn.node (or
-// the browser) to convert; most of a 2B4T step's dispatches are (x, 1, 1).
+//                        4, x          (y = z = 1)
+//                        5, x, y       (z = 1)
+// Ops 4 and 5 let the replay call dispatchWorkgroups(x) / (x, y): trailing sizes of 1 are not passed
+// for dawn.node (or the browser) to convert. H200, dawn.node, 2026-11-28 (docs/perf-log.md): with
+// them, a slow-mode process's dispatchWorkgroups took 0.81-0.84x its setBindGroup time per step
+// instead of 0.89-0.92x.
 #pragma once
 
 #include <cstddef>
@@ -36,8 +37,6 @@ public:
     void set_pipeline(uint32_t pass, uint32_t pipeline);
     void set_bind_group(uint32_t pass, uint32_t index, uint32_t group, size_t n, const uint32_t * offsets);
     void dispatch(uint32_t pass, uint32_t x, uint32_t y, uint32_t z);
-    // Dispatches from now on as ops 4 / 5 where their trailing sizes are 1 (off: always op 3).
-    void set_trim_dispatch(bool on) { trim_dispatch_ = on; }
     // Before the pass's end or release: its words go out, and its id may name another pass next.
     void closing(uint32_t pass);
     // Before a pipeline or bind group is released: pending words go out, and no pass assumes it is set.
@@ -61,7 +60,6 @@ private:
     uint32_t              pass_     = 0;  // the pass the words and the state belong to (0: none)
     uint32_t              pipeline_ = 0;  // that pass's pipeline once the words run (0: not known)
     Bound                 bound_[k_groups];
-    bool                  trim_dispatch_ = false;
     std::vector<uint32_t> words_;
 };
 

@@ -10,14 +10,11 @@
 // come from this compiler rather than from hand-counted constants.
 #include "backend/webgpu/wgpu_loader.h"
 
-#include "backend/webgpu/webgpu_tuning.h"
 #include "backend/webgpu/wgpu_command_list.h"
 #include "core/error.h"
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
-#include <exception>
 #include <string>
 
 // The imports take callback infos by value, which wasm32 passes by pointer. Clang gives an import its
@@ -45,28 +42,10 @@ namespace {
 // A compute pass's setPipeline / setBindGroup / dispatchWorkgroups go into this command list, and
 // into JavaScript in one call per pass (wgpu_command_list.h; H200, dawn.node, 2026-11-28: the host's
 // 0.91 vs 1.03-1.09 ms per 2B4T step with one import per call).
-// The glue's tuning keys (webgpu_tuning.h's web_*), from TERN_WEBGPU_TUNE as the backend reads it.
-tern::WebGpuTuning glue_tuning() {
-    tern::WebGpuTuning tuning;
-    if (const char * env = std::getenv("TERN_WEBGPU_TUNE")) {
-        try {
-            tuning.apply(env);
-        } catch (const std::exception &) {
-            return tern::WebGpuTuning{};  // the backend reports the bad setting when it reads the same variable
-        }
-    }
-    return tuning;
-}
-
 tern::PassCommandList & command_list() {
-    static tern::PassCommandList list = [] {
-        tern::PassCommandList l([](uint32_t pass, const uint32_t * words, size_t count) {
-            tern_wgpuComputePassEncoderReplay(reinterpret_cast<WGPUComputePassEncoder>(static_cast<uintptr_t>(pass)), words,
-                                              count);
-        });
-        l.set_trim_dispatch(glue_tuning().web_dispatch_args != 0);
-        return l;
-    }();
+    static tern::PassCommandList list([](uint32_t pass, const uint32_t * words, size_t count) {
+        tern_wgpuComputePassEncoderReplay(reinterpret_cast<WGPUComputePassEncoder>(static_cast<uintptr_t>(pass)), words, count);
+    });
     return list;
 }
 
