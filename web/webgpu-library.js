@@ -544,6 +544,8 @@ mergeInto(LibraryManager.library, {
           break;
         }
         case 3: pass.dispatchWorkgroups(h[i + 1], h[i + 2], h[i + 3]); i += 4; break;
+        case 4: pass.dispatchWorkgroups(h[i + 1]); i += 2; break;
+        case 5: pass.dispatchWorkgroups(h[i + 1], h[i + 2]); i += 3; break;
         default: throw new Error("tern_wgpuComputePassEncoderReplay: bad command word " + op + " at " + (i - (words >> 2)));
       }
     }

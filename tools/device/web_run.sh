@@ -35,7 +35,8 @@
 # ms per step by call and arm (tools/device/dawn_calls_table.mjs; 2 rounds ~150 s); glue: per round, the
 # TERN_WEBGPU_TUNE settings in GLUE_ARMS (default: the defaults alone), each untimed and
 # (GLUE_TIMED=1, default) timed, native tern bench per round, each arm's greedy text against native's
-# (2 rounds of 2 arms ~110 s; GLUE_TIMED=0 ~65 s); pin: per round, every CPU's speed at host_probe.mjs's
+# (2 rounds of 2 arms ~110 s; GLUE_TIMED=0 ~65 s; STEP_COST=N first runs N rounds of
+# tools/dawn_step_cost.mjs, a step's host cost by bind-group layout and dispatch form); pin: per round, every CPU's speed at host_probe.mjs's
 # probes (cpu_scan.mjs), then 8 greedy runs each with the main thread on the fastest CPU, on the
 # slowest and unpinned, and whether a Chromium and its libraries are there (2 rounds ~100 s).
 set -uo pipefail
@@ -205,6 +206,12 @@ if [ "$mode" = glue ]; then
     # bench tg128 at the start of each round (the host's slow stretches come and go: web against native
     # within a round); each arm's text against native tern run's.
     echo "== glue: per round native tern bench tg128, then 8 greedy runs per arm after 2 s of warm-up, $rounds rounds" | sum
+    # STEP_COST=N: first N rounds of tools/dawn_step_cost.mjs (a 2B4T-shaped step's host ms through
+    # dawn.node: a bind group per layer as today vs one per kernel with the layer's weights at a dynamic
+    # offset, and dispatchWorkgroups(x, 1, 1) vs (x); ~5 s per round).
+    if [ "${STEP_COST:-0}" -gt 0 ]; then
+        timeout 120 "$T/node" tools/dawn_step_cost.mjs --dawn "$T/dawn.node" --rounds "$STEP_COST" 2>&1 | sum
+    fi
     timeout 90 "$T/tern" run --backend webgpu -m "$big" -p "$prompt" -n "$n" --temp 0 --seed 42 --json \
         > "$log/native.greedy.json" 2> "$log/native.greedy.err"
     read -r -a glue_arms <<< "${GLUE_ARMS:-default|}"

@@ -49,7 +49,13 @@ void PassCommandList::set_bind_group(uint32_t pass, uint32_t index, uint32_t gro
 
 void PassCommandList::dispatch(uint32_t pass, uint32_t x, uint32_t y, uint32_t z) {
     use(pass);
-    words_.insert(words_.end(), {op_dispatch, x, y, z});
+    if (z == 1 && y == 1) {
+        words_.insert(words_.end(), {op_dispatch_x, x});
+    } else if (z == 1) {
+        words_.insert(words_.end(), {op_dispatch_xy, x, y});
+    } else {
+        words_.insert(words_.end(), {op_dispatch, x, y, z});
+    }
 }
 
 void PassCommandList::closing(uint32_t pass) {

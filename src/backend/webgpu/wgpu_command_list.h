@@ -11,6 +11,12 @@
 //   setPipeline:         1, pipeline
 //   setBindGroup:        2 | index << 8 | n << 16, group, n dynamic offsets
 //   dispatchWorkgroups:  3, x, y, z
+//                        4, x          (y = z = 1)
+//                        5, x, y       (z = 1)
+// Ops 4 and 5 let the replay call dispatchWorkgroups(x) / (x, y): trailing sizes of 1 are not passed
+// for dawn.node (or the browser) to convert. H200, dawn.node, 2026-11-28 (docs/perf-log.md): with
+// them, a slow-mode process's dispatchWorkgroups took 0.81-0.84x its setBindGroup time per step
+// instead of 0.89-0.92x.
 #pragma once
 
 #include <cstddef>
@@ -22,7 +28,7 @@ namespace tern {
 
 class PassCommandList {
 public:
-    enum Op : uint32_t { op_set_pipeline = 1, op_set_bind_group = 2, op_dispatch = 3 };
+    enum Op : uint32_t { op_set_pipeline = 1, op_set_bind_group = 2, op_dispatch = 3, op_dispatch_x = 4, op_dispatch_xy = 5 };
     // Issues `count` words on pass `pass` (count > 0).
     using Replay = std::function<void(uint32_t pass, const uint32_t * words, size_t count)>;
 
