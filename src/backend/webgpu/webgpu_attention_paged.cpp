@@ -1,60 +1,87 @@
-// A paged batch's attention in three dispatches (issue 53: many sequences, one query column each
-// or several, positions read through the page tables, lib/kv_pages.wgsl), from
+// Attention by superblocks in two or three dispatches (issue 53: a paged batch, many sequences, one
+// query column each or several, positions read through the page tables, lib/kv_pages.wgsl; issue 52:
+// one query over a long contiguous cache, from WebGpuTuning::attn_fused_super), from
 // WebGpuTuning::attn_paged_deep (H200, 64 streams: 9,285.7 vs 7,455.7 tok/s with the split kernels at
 // positions 20-1060, 7,221.9 vs 5,132.7 at depth 1024; 98.1 us per layer vs pvt 206.8 + softmax 16.3):
-//   1. attention_split_scores.wgsl: the scaled scores (as split_attention dispatches it);
+//   1. attention_split_scores.wgsl: the scaled scores (as split_attention dispatches it), unless
+//      attention_paged_super takes them itself (attn_fused_super 1: FUSED, K read there);
 //   2. attention_paged_super.wgsl: a workgroup per (superblock of 512 positions, slice of at most
-//      128 dimensions (the whole head up to 128), KV head, column)
+//      128 dimensions (the whole head up to 128), group of query heads of a KV head, column)
 //      takes its superblock's max, exps and sums from the scores itself (no softmax dispatch) and
-//      its P·V for all G query heads from whole V head rows (coalesced vec4 loads straight into
-//      registers, 8 positions ahead), the superblock's sums and (m_c, l_c) to attn_super_ / attn_sml_;
+//      its P·V for those query heads from whole V head rows (coalesced vec4 loads straight into
+//      registers, 4 positions ahead), the superblock's sums and (m_c, l_c) to attn_super_ / attn_sml_;
 //   3. attention_split_combine.wgsl: the superblocks combined as cpu::combine_superblocks does.
 // Bit for bit the CPU reference's orders (attention_paged_super.wgsl says which). False where the shape
-// does not fit (f32 V, head_dim not a multiple of 8, G > 4, buffers): split_attention then takes
-// the batch.
+// does not fit (f32 V, head_dim not a multiple of 8, G > 4, buffers; FUSED also f16 K rows in whole
+// vec4s and head_dim a multiple of 16): split_attention then takes the columns.
 #include "backend/webgpu/webgpu_backend_impl.h"
 
 #include "backend/cpu/cpu_ops.h"
 #include "core/error.h"
 
 #include <algorithm>
+#include <bit>
+#include <numeric>
 
 namespace tern {
 
-bool WebGpuBackend::paged_attention_deep(const Tensor & out, const Tensor & q, const KvLayer & kv,
-                                         const AttentionShape & s, const KvBatch & batch) {
+bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & s,
+                                    const KvBatch * batch, int64_t pos0) {
     const int64_t hd    = s.head_dim;
     const int64_t n_kv  = s.n_head_kv;
     const int64_t group = s.n_head / n_kv;
     const int64_t n_tok = q.ne[1];
     const auto &  lim   = ctx_.limits();
     const bool    k_f16 = kv.k.type == DType::f16;
+    const bool    paged = batch != nullptr;
     // Dimensions per workgroup: the head, or the largest multiple of 8 up to 128 dividing it (H200 64
-    // streams, half a head per workgroup: d1024 6,970.7 vs 7,194.8 tok/s).
-    uint32_t dw = static_cast<uint32_t>(std::clamp<int64_t>(hd / 8 * 8, 8, 128));
+    // streams, half a head per workgroup: d1024 6,970.7 vs 7,194.8 tok/s), or attn_super_dims.
+    const int64_t dw_max = tune_.attn_super_dims != 0 ? int64_t{tune_.attn_super_dims} : 128;
+    uint32_t      dw     = static_cast<uint32_t>(std::clamp<int64_t>(std::min(hd, dw_max) / 8 * 8, 8, 128));
     while (dw > 8 && hd % dw != 0) dw -= 8;
     if (kv.v.type != DType::f16 || group > 4 || hd % 8 != 0 || hd % dw != 0 || n_tok < 1 ||
         cpu::k_pos_super != 512 || cpu::k_pos_block != 32 || gpu_offset(kv.v, 2) % 8 != 0 || kv.v.ne[0] % 8 != 0) {
         return false;
+    }
+    // Query heads per workgroup: all G, or the largest divisor of G up to attn_super_heads (more
+    // workgroups, each reading the K and V rows again).
+    uint32_t jg = static_cast<uint32_t>(group);
+    if (tune_.attn_super_heads != 0) {
+        jg = 1;
+        for (int64_t d = std::min<int64_t>(group, tune_.attn_super_heads); d >= 1; --d) {
+            if (group % d == 0) {
+                jg = static_cast<uint32_t>(d);
+                break;
+            }
+        }
     }
     // The scores kernel's shape (split_attention's): threads per position, positions per workgroup.
     constexpr uint32_t wg = 256;
     const uint32_t     ts = floor_pow2(static_cast<uint64_t>(2 * ((hd + 15) / 16) - 1));
     const uint32_t     tp = wg / ts;
     const uint32_t     pv_wg = 16 * (dw / 8);
-    const uint64_t     wsn   = std::max<uint64_t>(512, 8 * uint64_t{dw});
-    const uint64_t     g     = static_cast<uint64_t>(group);
-    const uint64_t     sc_mem = g * hd * 4 + g * wg * 4 + g * tp * 4 + 16;
-    const uint64_t     pv_mem = 4 * 16 * 33 * 4 + 64 * 4 + 32 + wsn * 16 + 16;
-    const uint64_t     max_bind = std::min<uint64_t>(lim.maxBufferSize, lim.maxStorageBufferBindingSize);
-    if (std::max(sc_mem, pv_mem) > lim.maxComputeWorkgroupStorageSize || pv_wg > lim.maxComputeInvocationsPerWorkgroup ||
-        ts > wg) {
+    // FUSED (attn_fused_super 1): S = hd / 16 threads per position, TPS = pv_wg / S positions per
+    // pass (a power of two), KR = 2 passes per round (the shader's constant) through ws.
+    constexpr uint32_t k_rounds = 2;
+    const uint32_t     fs   = static_cast<uint32_t>(hd / 16);
+    const uint32_t     ftps = fs != 0 && pv_wg % fs == 0 ? pv_wg / fs : 0;
+    const bool fused = tune_.attn_fused_super == 1 && k_f16 && hd % 16 == 0 && ftps != 0 && std::has_single_bit(ftps) &&
+                       k_rounds * ftps <= 512 && gpu_offset(kv.k, 2) % 8 == 0 && kv.k.ne[0] % 8 == 0;
+    const uint64_t fused_floats = fused ? uint64_t{jg} * fs * (k_rounds * ftps + 1) : 0;
+    const uint64_t wsn = std::max({uint64_t{512}, 8 * uint64_t{dw}, (fused_floats + 3) / 4});
+    const uint64_t g   = static_cast<uint64_t>(group);
+    const uint64_t sc_mem = g * hd * 4 + g * wg * 4 + g * tp * 4 + 16;
+    const uint64_t pv_mem = 4 * 16 * 33 * 4 + 64 * 4 + 32 + wsn * 16 + 16;
+    const uint64_t max_bind = std::min<uint64_t>(lim.maxBufferSize, lim.maxStorageBufferBindingSize);
+    if (std::max(fused ? 0 : sc_mem, pv_mem) > lim.maxComputeWorkgroupStorageSize ||
+        pv_wg > lim.maxComputeInvocationsPerWorkgroup || ts > wg) {
         return false;
     }
     // The largest position of the columns [c0, c0 + n).
     auto max_position = [&](int64_t c0, int64_t n) {
+        if (!paged) return pos0 + c0 + n - 1;
         int64_t m = 0;
-        for (const KvSeq & sq : batch.seqs) {
+        for (const KvSeq & sq : batch->seqs) {
             const int64_t a = std::max(sq.first, c0), b = std::min(sq.first + sq.n, c0 + n);
             if (a < b) m = std::max(m, sq.pos0 + (b - 1 - sq.first));
         }
@@ -70,25 +97,30 @@ bool WebGpuBackend::paged_attention_deep(const Tensor & out, const Tensor & q, c
         return false;
     }
     const int64_t budget = static_cast<int64_t>(std::min<uint64_t>(tune_.attn_scratch_bytes, max_bind));
-    const int64_t chunk  = std::clamp<int64_t>(budget / col_bytes, 1,
-                                              std::min<int64_t>(n_tok, lim.maxComputeWorkgroupsPerDimension));
+    const int64_t chunk  = fused ? std::min<int64_t>(n_tok, lim.maxComputeWorkgroupsPerDimension)
+                                 : std::clamp<int64_t>(budget / col_bytes, 1,
+                                                       std::min<int64_t>(n_tok, lim.maxComputeWorkgroupsPerDimension));
     const int64_t tc_max = std::min(chunk, n_tok);
-    grown(attn_scores_, static_cast<size_t>(tc_max * col_bytes), "attention scores");
-    grown(attn_wmax_, static_cast<size_t>(tc_max * n_kv * group * ceil_div(n_all, tp)) * 4, "attention maxima");
+    if (!fused) {
+        grown(attn_scores_, static_cast<size_t>(tc_max * col_bytes), "attention scores");
+        grown(attn_wmax_, static_cast<size_t>(tc_max * n_kv * group * ceil_div(n_all, tp)) * 4, "attention maxima");
+    }
     grown(attn_sml_, static_cast<size_t>(tc_max * n_kv * group * nsb_ld) * 8, "attention superblock maxima");
     grown(attn_super_, static_cast<size_t>(tc_max * n_kv * group * nsb_ld * hd) * 4, "attention superblock sums");
 
     const size_t   k_el      = k_f16 ? 2 : 4;
     const int64_t  k_per_vec = 16 / static_cast<int64_t>(k_el);
     const bool     k_vec     = gpu_offset(kv.k, k_el) % k_per_vec == 0 && kv.k.ne[0] % k_per_vec == 0 && hd % k_per_vec == 0;
-    const uint32_t cols_at   = gpu_offset(batch.columns, 4);
-    const uint32_t pages_at  = gpu_offset(batch.page_table, 4);
-    const uint32_t max_pages = u32(batch.max_pages);
-    const WGPUBuffer cols  = gpu_buffer(batch.columns);
-    const WGPUBuffer pages = gpu_buffer(batch.page_table);
+    const uint32_t cols_at   = paged ? gpu_offset(batch->columns, 4) : 0;
+    const uint32_t pages_at  = paged ? gpu_offset(batch->page_table, 4) : 0;
+    const uint32_t max_pages = paged ? u32(batch->max_pages) : 0;
+    // Without pages, `cols` and `pages` bind a buffer nothing reads.
+    const WGPUBuffer cols  = paged ? gpu_buffer(batch->columns) : gpu_buffer(kv.v);
+    const WGPUBuffer pages = paged ? gpu_buffer(batch->page_table) : gpu_buffer(kv.v);
     auto add_paging = [&](PipelineKey & key) {
+        if (!paged) return;
         key.add("PAGED", 1.0);
-        key.add("PAGE", static_cast<double>(batch.page_size));
+        key.add("PAGE", static_cast<double>(batch->page_size));
     };
     PipelineKey sk{"attention_split_scores",
                    "rrrrwwu",
@@ -100,15 +132,21 @@ bool WebGpuBackend::paged_attention_deep(const Tensor & out, const Tensor & q, c
                      {"K_VEC", k_vec ? 1.0 : 0.0}}}};
     add_paging(sk);
     PipelineKey vk{"attention_paged_super",
-                   "rrrrwwu",
+                   "rrrrrwwu",
                    {{{"HD", static_cast<double>(hd)},
-                     {"GROUP", static_cast<double>(group)},
+                     {"GROUP", static_cast<double>(jg)},
+                     {"G_ALL", static_cast<double>(group)},
                      {"DW", static_cast<double>(dw)},
                      {"OCT", static_cast<double>(dw / 8)},
                      {"WG", static_cast<double>(pv_wg)},
                      {"WSN", static_cast<double>(wsn)}}}};
+    if (fused) {
+        vk.add("FUSED", 1.0);
+        vk.add("S", static_cast<double>(fs));
+        vk.add("TPS", static_cast<double>(ftps));
+    }
     add_paging(vk);
-    if (tune_.attn_paged_block_rows == 0) vk.add("BLOCK_ROWS", 0.0);
+    if (paged && tune_.attn_paged_block_rows == 0) vk.add("BLOCK_ROWS", 0.0);
     PipelineKey ck{"attention_split_combine", "rrrrwu", {{{"WG", 256.0}, {"HD", static_cast<double>(hd)}}}};
     add_paging(ck);
 
@@ -117,28 +155,46 @@ bool WebGpuBackend::paged_attention_deep(const Tensor & out, const Tensor & q, c
         const int64_t  n_max = max_position(c0, tc) + 1;
         const int64_t  ld    = (n_max + 3) / 4 * 4;
         const uint32_t n_w   = ceil_div(n_max, tp);
-        struct {
-            uint32_t n_embd_kv, q_offset, q_stride, k_offset, ld, wmax_ld, n_head_kv, pos0, max_pages, cols_offset,
-                pages_offset;
-            float scale;
-        } sp{u32(kv.k.ne[0]), gpu_offset(q, 4) + u32(c0 * q.ne[0]), u32(q.ne[0]), gpu_offset(kv.k, k_el), u32(ld), n_w,
-             u32(n_kv), 0, max_pages, cols_at + u32(4 * c0), pages_at, s.scale};
-        const WGPUBuffer sb[] = {gpu_buffer(q), gpu_buffer(kv.k), cols, pages, attn_scores_->get(), attn_wmax_->get()};
-        step_->dispatch(sk, sb, &sp, sizeof sp, n_w, u32(n_kv), u32(tc));
+        const uint32_t col_pos0 = paged ? 0 : u32(pos0 + c0);
+        if (!fused) {
+            struct {
+                uint32_t n_embd_kv, q_offset, q_stride, k_offset, ld, wmax_ld, n_head_kv, pos0, max_pages, cols_offset,
+                    pages_offset;
+                float scale;
+            } sp{u32(kv.k.ne[0]), gpu_offset(q, 4) + u32(c0 * q.ne[0]), u32(q.ne[0]), gpu_offset(kv.k, k_el), u32(ld),
+                 n_w, u32(n_kv), col_pos0, max_pages, cols_at + u32(4 * c0), pages_at, s.scale};
+            const WGPUBuffer sb[] = {gpu_buffer(q),
+                                     gpu_buffer(kv.k),
+                                     paged ? cols : gpu_buffer(kv.k),
+                                     paged ? pages : gpu_buffer(kv.k),
+                                     attn_scores_->get(),
+                                     attn_wmax_->get()};
+            step_->dispatch(sk, sb, &sp, sizeof sp, n_w, u32(n_kv), u32(tc));
+        }
 
         struct {
-            uint32_t n_embd_kv, v_offset, ld, n_head_kv, pos0, max_pages, cols_offset, pages_offset, nsb_ld;
-        } vp{u32(kv.v.ne[0]), gpu_offset(kv.v, 2), u32(ld), u32(n_kv), 0, max_pages, cols_at + u32(4 * c0), pages_at,
-             u32(nsb_ld)};
-        const WGPUBuffer vb[] = {attn_scores_->get(), gpu_buffer(kv.v), cols, pages, attn_super_->get(),
+            uint32_t n_embd_kv, v_offset, ld, n_head_kv, pos0, max_pages, cols_offset, pages_offset, nsb_ld, q_offset,
+                q_stride, k_offset;
+            float scale;
+        } vp{u32(kv.v.ne[0]), gpu_offset(kv.v, 2), u32(ld), u32(n_kv), col_pos0, max_pages, cols_at + u32(4 * c0),
+             pages_at, u32(nsb_ld), gpu_offset(q, 4) + u32(c0 * q.ne[0]), u32(q.ne[0]),
+             fused ? gpu_offset(kv.k, 2) : 0, s.scale};
+        const WGPUBuffer vb[] = {fused ? gpu_buffer(q) : attn_scores_->get(),
+                                 fused ? gpu_buffer(kv.k) : gpu_buffer(kv.v),
+                                 gpu_buffer(kv.v),
+                                 cols,
+                                 pages,
+                                 attn_super_->get(),
                                  attn_sml_->get()};
-        step_->dispatch(vk, vb, &vp, sizeof vp, u32(hd / dw) * ceil_div(n_max, cpu::k_pos_super), u32(n_kv), u32(tc));
+        step_->dispatch(vk, vb, &vp, sizeof vp, u32(hd / dw) * ceil_div(n_max, cpu::k_pos_super),
+                        u32(n_kv * (group / jg)), u32(tc));
 
         struct {
             uint32_t n_head, nsb_ld, pos0, max_pages, cols_offset, pages_offset, out_offset, out_stride;
-        } cp{u32(n_kv * group), u32(nsb_ld), 0, max_pages, cols_at + u32(4 * c0), pages_at,
+        } cp{u32(n_kv * group), u32(nsb_ld), col_pos0, max_pages, cols_at + u32(4 * c0), pages_at,
              gpu_offset(out, 4) + u32(c0 * out.ne[0]), u32(out.ne[0])};
-        const WGPUBuffer cb[] = {attn_super_->get(), attn_sml_->get(), cols, pages, gpu_buffer(out)};
+        const WGPUBuffer cb[] = {attn_super_->get(), attn_sml_->get(), paged ? cols : attn_super_->get(),
+                                 paged ? pages : attn_super_->get(), gpu_buffer(out)};
         step_->dispatch(ck, cb, &cp, sizeof cp, ceil_div(n_kv * group * hd, 256), u32(tc));
     }
     return true;

@@ -64,6 +64,9 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
     const bool    v_f16 = kv.v.type == DType::f16;
     const auto &  lim   = ctx_.limits();
     if (group > 16 || hd % 4 != 0 || hd > 256 || n_tok < 1) return false;
+    // One query (columns of a contiguous cache) by attention_paged_super (webgpu_attention_paged.cpp)
+    // where attn_fused_super asks for it and the shape fits.
+    if (batch == nullptr && tune_.attn_fused_super != 0 && super_attention(out, q, kv, s, nullptr, pos0)) return true;
 
     SplitTiling st;
     st.ts = floor_pow2(static_cast<uint64_t>(2 * ((hd + 15) / 16) - 1));
@@ -336,7 +339,7 @@ void WebGpuBackend::attention_paged(const Tensor & out, const Tensor & q, const 
     TERN_ASSERT(batch.n_tokens() == q.ne[1] && s.n_head % s.n_head_kv == 0 && out.ne[0] == s.n_head * hd &&
                     q.ne[0] == s.n_head * hd && batch.page_size > 0,
                 "attention_paged shapes");
-    if (tune_.attn_paged_deep != 0 && paged_attention_deep(out, q, kv, s, batch)) return;  // where its shape fits
+    if (tune_.attn_paged_deep != 0 && super_attention(out, q, kv, s, &batch, 0)) return;  // where its shape fits
     if (!split_attention(out, q, kv, s, &batch, 0)) {
         fail(ErrorKind::unsupported,
              format("webgpu: batched attention needs head_dim a multiple of 4 up to 256 (got %lld), at most 16 query "

@@ -104,6 +104,17 @@ struct WebGpuTuning {
                                              //     workgroup, whole V rows; webgpu_attention_paged.cpp; H200
                                              //     64 streams, positions 20-1060: 9,285.7 vs 7,455.7 tok/s);
                                              //     0: split_attention's kernels (what other shapes take)
+    uint32_t attn_fused_super        = 0;    // 1: attention_paged_super.wgsl takes its superblock's scores
+                                             //     itself (FUSED: K and V read in one kernel, then the combine:
+                                             //     2 dispatches per layer), for paged batches and one query
+                                             //     past attn_long_positions (webgpu_attention_paged.cpp);
+                                             //     2: one query too by attention_split_scores + attention_paged_super
+                                             //     + _combine; 0: one query by the split kernels, paged
+                                             //     batches by the scores kernel + attention_paged_super
+    uint32_t attn_super_heads        = 0;    // query heads per attention_paged_super workgroup (the largest
+                                             //     divisor of G up to this); 0: all G
+    uint32_t attn_super_dims         = 0;    // dimensions per attention_paged_super workgroup (a multiple of
+                                             //     8 dividing head_dim); 0: the head up to 128
     uint32_t attn_paged_block_rows   = 1;    // 1: the paged P·V kernels read the page table once per
                                              //     block of 32 positions (kv_row_in_block,
                                              //     lib/kv_pages.wgsl); 0: once per position
