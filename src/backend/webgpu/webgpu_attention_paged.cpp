@@ -67,7 +67,8 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
     const uint32_t     ftps = fs != 0 && pv_wg % fs == 0 ? pv_wg / fs : 0;
     const bool fused = tune_.attn_fused_super == 1 && k_f16 && hd % 16 == 0 && ftps != 0 && std::has_single_bit(ftps) &&
                        k_rounds * ftps <= 512 && gpu_offset(kv.k, 2) % 8 == 0 && kv.k.ne[0] % 8 == 0;
-    const uint64_t fused_floats = fused ? uint64_t{jg} * fs * (k_rounds * ftps + 1) : 0;
+    // (the shader's RPS: floats per row of block sums, a round's positions + 32 / S, at least 1)
+    const uint64_t fused_floats = fused ? uint64_t{jg} * fs * (k_rounds * ftps + std::max<uint32_t>(1, 32 / fs)) : 0;
     const uint64_t wsn = std::max({uint64_t{512}, 8 * uint64_t{dw}, (fused_floats + 3) / 4});
     const uint64_t g   = static_cast<uint64_t>(group);
     const uint64_t sc_mem = g * hd * 4 + g * wg * 4 + g * tp * 4 + 16;

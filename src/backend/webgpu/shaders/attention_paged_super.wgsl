@@ -49,6 +49,9 @@ override WSN: u32 = 512u;       // vec4s of ws: max(512, 8 DW, FUSED: GROUP (KR 
 override FUSED: bool = false;   // the scores taken here (f16 K, HD a multiple of 16)
 override S: u32 = HD / 16u;     // FUSED: threads per position (blocks of 16 dimensions; dividing WG)
 override TPS: u32 = WG / S;     // FUSED: positions per pass (a power of two, at most 512 / KR)
+// FUSED: floats between ws's rows of block sums: a round's KR TPS positions + 32 / S (at least 1),
+// so that a warp's 32 / S positions x S blocks store to 32 banks (H200: 32 banks of 4 bytes).
+override RPS: u32 = KR * TPS + max(1u, 32u / S);
 // V rows each thread loads ahead of its sums (H200 64 streams d0 / d256: 12,797.6 / 11,058.3 tok/s
 // with 4, 12,632.7 / 10,874.6 with 8).
 const U: u32 = 4u;
@@ -91,8 +94,7 @@ var<workgroup> mx_s: array<f32, 4>;              // [j]
 var<workgroup> inv_s: array<f32, 4>;             // [j]
 // [position]: the G probabilities (0 for missing heads); after the sums, [block % 8][d]: the G
 // block sums of 8 blocks at a time. FUSED, before: a round's block sums of the scores as f32,
-// [j][block of 16 dimensions][RP + 1] (RP = KR TPS positions; the padding word puts a position's
-// S block sums in other banks than its neighbours').
+// [j][block of 16 dimensions][RPS] (a round's KR TPS positions, then padding).
 var<workgroup> ws: array<vec4<f32>, WSN>;
 
 fn ws_set(i: u32, v: f32) { ws[i / 4u][i % 4u] = v; }
@@ -142,7 +144,7 @@ fn fused_scores(lid: u32, t: u32, kvh: u32, h0: u32, col: KvColumn, pbeg: u32, n
                 sv = sv + qr[2u * w] * h.x;
                 sv = sv + qr[2u * w + 1u] * h.y;
             }
-            for (var j = 0u; j < GROUP; j++) { ws_set((j * S + kb) * (rp + 1u) + k * TPS + pl, sv[j]); }
+            for (var j = 0u; j < GROUP; j++) { ws_set((j * S + kb) * RPS + k * TPS + pl, sv[j]); }
         }
         workgroupBarrier();
         // Thread (j, position): the position's S block sums in order from 0, then the scale.
@@ -151,7 +153,7 @@ fn fused_scores(lid: u32, t: u32, kvh: u32, h0: u32, col: KvColumn, pbeg: u32, n
             let r = r0 + i % rp;
             if (r < np) {
                 var acc = 0.0;
-                for (var bb = 0u; bb < S; bb++) { acc = acc + ws_get((j * S + bb) * (rp + 1u) + i % rp); }
+                for (var bb = 0u; bb < S; bb++) { acc = acc + ws_get((j * S + bb) * RPS + i % rp); }
                 e_s[j * 16u * EST + (r / 32u) * EST + r % 32u] = mul_rn(acc, p.scale);  // not fused into s - max
             }
         }
