@@ -61,8 +61,8 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
     const uint32_t     tp = wg / ts;
     const uint32_t     pv_wg = 16 * (dw / 8);
     // FUSED (attn_fused_super 1): S = hd / 16 threads per position, TPS = pv_wg / S positions per
-    // pass (a power of two), KR = 2 passes per round (the shader's constant) through ws.
-    constexpr uint32_t k_rounds = 2;
+    // pass (a power of two), KR = attn_super_kr passes per round (0: 2) through ws.
+    const uint32_t     k_rounds = tune_.attn_super_kr != 0 ? tune_.attn_super_kr : 2;
     const uint32_t     fs   = static_cast<uint32_t>(hd / 16);
     const uint32_t     ftps = fs != 0 && pv_wg % fs == 0 ? pv_wg / fs : 0;
     const bool fused = tune_.attn_fused_super == 1 && k_f16 && hd % 16 == 0 && ftps != 0 && std::has_single_bit(ftps) &&
@@ -145,7 +145,9 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
         vk.add("FUSED", 1.0);
         vk.add("S", static_cast<double>(fs));
         vk.add("TPS", static_cast<double>(ftps));
+        if (k_rounds != 2) vk.add("KR", static_cast<double>(k_rounds));
     }
+    if (tune_.attn_super_ahead != 0 && tune_.attn_super_ahead != 4) vk.add("U", static_cast<double>(tune_.attn_super_ahead));
     add_paging(vk);
     if (paged && tune_.attn_paged_block_rows == 0) vk.add("BLOCK_ROWS", 0.0);
     PipelineKey ck{"attention_split_combine", "rrrrwu", {{{"WG", 256.0}, {"HD", static_cast<double>(hd)}}}};

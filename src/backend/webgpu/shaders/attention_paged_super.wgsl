@@ -53,11 +53,14 @@ override TPS: u32 = WG / S;     // FUSED: positions per pass (a power of two, at
 // so that a warp's 32 / S positions x S blocks store to 32 banks (H200: 32 banks of 4 bytes).
 override RPS: u32 = KR * TPS + max(1u, 32u / S);
 // V rows each thread loads ahead of its sums (H200 64 streams d0 / d256: 12,797.6 / 11,058.3 tok/s
-// with 4, 12,632.7 / 10,874.6 with 8).
-const U: u32 = 4u;
+// with 4, 12,632.7 / 10,874.6 with 8): 1, 2, 4 or 8 (the registers are U_MAX's; loops of U unroll).
+override U: u32 = 4u;
+const U_MAX: u32 = 8u;
 
-// FUSED: passes of K per round (their loads in flight together, and the next round's during the sums).
-const KR: u32 = 2u;
+// FUSED: passes of K per round (their loads in flight together, and the next round's during the
+// sums): 1, 2 or 4 (the registers are KR_MAX's).
+override KR: u32 = 2u;
+const KR_MAX: u32 = 4u;
 
 const SUPER: u32 = 512u;        // positions per superblock (cpu::k_pos_super)
 const EST: u32 = 33u;           // e_s's stride per block (odd: the 16 block threads of a head in other banks)
@@ -102,7 +105,7 @@ fn ws_get(i: u32) -> f32 { return ws[i / 4u][i % 4u]; }
 
 // FUSED: the K words of this thread's block kb of 16 dimensions at positions r0 + k TPS + pl, k < KR
 // (two vec4s each; zeros past the superblock's np positions).
-fn load_k(kq: ptr<function, array<vec4<u32>, 2u * KR>>, col: KvColumn, pbeg: u32, r0: u32, pl: u32, np: u32,
+fn load_k(kq: ptr<function, array<vec4<u32>, 2u * KR_MAX>>, col: KvColumn, pbeg: u32, r0: u32, pl: u32, np: u32,
           first: u32) {
     for (var k = 0u; k < KR; k++) {
         let r = r0 + k * TPS + pl;  // position in the superblock
@@ -123,7 +126,7 @@ fn fused_scores(lid: u32, t: u32, kvh: u32, h0: u32, col: KvColumn, pbeg: u32, n
     let pl = lid / S;  // position in a pass
     let rp = KR * TPS; // positions per round
     let first = kvh * HD + 16u * kb;
-    var kq: array<vec4<u32>, 2u * KR>;
+    var kq: array<vec4<u32>, 2u * KR_MAX>;
     load_k(&kq, col, pbeg, 0u, pl, np, first);  // (in flight while q is read)
     // q of the GROUP heads, dimensions 16 kb .. 16 kb + 15, f16-rounded: qr[d][j] (0 for missing heads).
     var qr: array<vec4<f32>, 16>;
@@ -134,7 +137,7 @@ fn fused_scores(lid: u32, t: u32, kvh: u32, h0: u32, col: KvColumn, pbeg: u32, n
         }
     }
     for (var r0 = 0u; r0 < np; r0 += rp) {
-        var kn: array<vec4<u32>, 2u * KR>;
+        var kn: array<vec4<u32>, 2u * KR_MAX>;
         if (r0 + rp < np) { load_k(&kn, col, pbeg, r0 + rp, pl, np, first); }
         for (var k = 0u; k < KR; k++) {
             // The block's 16 products per head in order from 0 (exact: f16 x f16).
@@ -163,7 +166,7 @@ fn fused_scores(lid: u32, t: u32, kvh: u32, h0: u32, col: KvColumn, pbeg: u32, n
 }
 
 // The U V vec4s of positions r0 .. r0 + U - 1 of block b (zeros past the superblock's np positions).
-fn load_v(vq: ptr<function, array<vec4<u32>, U>>, col: KvColumn, base: u32, bpos: u32, r0: u32, np: u32,
+fn load_v(vq: ptr<function, array<vec4<u32>, U_MAX>>, col: KvColumn, base: u32, bpos: u32, r0: u32, np: u32,
           first: u32) {
     for (var k = 0u; k < U; k++) {
         let r = r0 + k;  // position in the superblock
@@ -196,7 +199,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     if (32u * b < np) { base = kv_row(col, bpos); }
 
     // 1. The block's first U V rows, in flight while the softmax is taken.
-    var vq: array<vec4<u32>, U>;
+    var vq: array<vec4<u32>, U_MAX>;
     load_v(&vq, col, base, bpos, 32u * b, np, first);
 
     // 2. The scores into e_s: taken here (FUSED), or read (coalesced: consecutive threads,
@@ -274,7 +277,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var i = 0u; i < 8u; i++) { acc[i] = vec4<f32>(0.0); }
     if (32u * b < np) {
         for (var g = 0u; g < 32u / U; g++) {
-            var vn: array<vec4<u32>, U>;
+            var vn: array<vec4<u32>, U_MAX>;
             if (g + 1u < 32u / U) { load_v(&vn, col, base, bpos, 32u * b + U * (g + 1u), np, first); }
             for (var k = 0u; k < U; k++) {
                 let pv = ws[32u * b + U * g + k];
