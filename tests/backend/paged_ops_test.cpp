@@ -60,6 +60,7 @@ std::vector<PagedCase> paged_backends() {
             {"webgpu_paged_tiles", tuned("attn_paged_deep=0,attn_paged_tiles=1")},
             {"webgpu_split_pv", tuned("attn_paged_deep=0,attn_paged_tiles=0")},
             {"webgpu_fused_super", tuned("attn_fused_super=1")},
+            {"webgpu_super_ahead32", tuned("attn_super_ahead=32,attn_super_heads=2")},
             {"webgpu_fused_super_h1_d32", tuned("attn_fused_super=1,attn_super_heads=1,attn_super_dims=32,attn_super_kr=4,attn_super_ahead=8")}};
 #else
     // The reference on 3 threads, and the fast backend on every instruction set this machine runs

@@ -237,14 +237,15 @@ TEST(WebGpuLongOneQueryAttention, LongContextKernelsGiveTheOneQueryKernelsBits) 
 // (not a multiple of the tiles' 16: both forms take attention_split_pv), G = 1, and two KV heads.
 // And attention_paged_super (attn_fused_super: 1 with the scores inside it, 2 after the scores
 // kernel; all G, 1 or 2 query heads per workgroup; whole heads and 64-dimension slices; G > 4 keeps
-// the split kernels; K passes per round and V rows ahead 1 / 2 and 4 / 8).
+// the split kernels; K passes per round and V rows ahead 1 / 2, 4 / 8 and 32).
 TEST(WebGpuLongOneQueryAttention, PvFormsGiveTheSameBitsAcrossEveryBoundary) {
     TERN_REQUIRE_WEBGPU();
     std::vector<std::unique_ptr<Backend>> forms;
     for (const char * form : {"attn_split_tiles=1", "attn_split_tiles=0", "attn_split_tiles=1,attn_split_chunk=0",
                               "attn_fused_super=1", "attn_fused_super=2", "attn_fused_super=1,attn_super_heads=1",
                               "attn_fused_super=1,attn_super_heads=2,attn_super_dims=64,attn_super_kr=1,attn_super_ahead=2",
-                              "attn_fused_super=1,attn_super_kr=4,attn_super_ahead=8"}) {
+                              "attn_fused_super=1,attn_super_kr=4,attn_super_ahead=8",
+                              "attn_fused_super=2,attn_super_ahead=32,attn_super_dims=64"}) {
         WebGpuOptions o;
         o.allow_cpu_adapter = true;
         o.tune              = std::string("attn_long_positions=1,") + form;

@@ -76,7 +76,7 @@ const std::vector<Field> & fields() {
         {"attn_super_heads", Kind::number, 0, 4, &T::attn_super_heads},
         {"attn_super_dims", Kind::number, 0, 128, &T::attn_super_dims},
         {"attn_super_kr", Kind::pow2_or_0, 1, 4, &T::attn_super_kr},
-        {"attn_super_ahead", Kind::pow2_or_0, 1, 8, &T::attn_super_ahead},
+        {"attn_super_ahead", Kind::pow2_or_0, 1, 32, &T::attn_super_ahead},
         {"attn_split_pv_wg", Kind::pow2_or_0, 64, 1024, &T::attn_split_pv_wg},
         {"attn_prefetch_loads", Kind::number, 0, 64, &T::attn_prefetch_loads},
         {"attn_prefill_min_tokens", Kind::number, 2, k_max, &T::attn_prefill_min_tokens},

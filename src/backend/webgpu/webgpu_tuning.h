@@ -118,7 +118,7 @@ struct WebGpuTuning {
     uint32_t attn_super_kr           = 0;    // FUSED attention_paged_super: K passes per round (1, 2, 4; their
                                              //     loads in flight together); 0: 2
     uint32_t attn_super_ahead        = 0;    // attention_paged_super: V rows each thread loads ahead of its
-                                             //     sums (1, 2, 4, 8); 0: 4
+                                             //     sums (1, 2, 4, 8, 16, 32: the block's all); 0: 4
     uint32_t attn_paged_block_rows   = 1;    // 1: the paged P·V kernels read the page table once per
                                              //     block of 32 positions (kv_row_in_block,
                                              //     lib/kv_pages.wgsl); 0: once per position

@@ -53,9 +53,10 @@ override TPS: u32 = WG / S;     // FUSED: positions per pass (a power of two, at
 // so that a warp's 32 / S positions x S blocks store to 32 banks (H200: 32 banks of 4 bytes).
 override RPS: u32 = KR * TPS + max(1u, 32u / S);
 // V rows each thread loads ahead of its sums (H200 64 streams d0 / d256: 12,797.6 / 11,058.3 tok/s
-// with 4, 12,632.7 / 10,874.6 with 8): 1, 2, 4 or 8 (the registers are U_MAX's; loops of U unroll).
+// with 4, 12,632.7 / 10,874.6 with 8): 1 .. 32, a power of two (the registers are U_MAX's, the
+// loops over U unroll, so only U of them are live; 32: the block's whole V in one round trip).
 override U: u32 = 4u;
-const U_MAX: u32 = 8u;
+const U_MAX: u32 = 32u;
 
 // FUSED: passes of K per round (their loads in flight together, and the next round's during the
 // sums): 1, 2 or 4 (the registers are KR_MAX's).
