@@ -211,8 +211,8 @@ TEST(WebGpuLongOneQueryAttention, LongContextKernelsGiveTheOneQueryKernelsBits) 
     auto spread         = make_webgpu_backend(o);
     o.tune              = "attn_long_positions=4294967295";  // never
     auto one_wg         = make_webgpu_backend(o);
-    o.tune              = "attn_long_positions=1,attn_fused_super=1";  // attention_paged_super, FUSED where it fits
-    auto fused          = make_webgpu_backend(o);
+    o.tune              = "attn_long_positions=1,attn_long_super=0";  // the split kernels past 512 too
+    auto split          = make_webgpu_backend(o);
     for (const Case & c : {Case{8, 2, 128, 0, 100}, Case{6, 2, 64, 40, 9}, Case{6, 2, 64, 508, 6},
                            Case{8, 2, 128, 900, 4}, Case{4, 1, 64, 2500, 4}, Case{4, 2, 40, 60, 3},
                            Case{4, 2, 36, 40, 3}, Case{16, 2, 64, 100, 2}}) {
@@ -222,7 +222,7 @@ TEST(WebGpuLongOneQueryAttention, LongContextKernelsGiveTheOneQueryKernelsBits) 
             const auto   got = run(*spread, c, in, 1);
             expect_close(got, run(*one_wg, c, in, 1), 0, "long-context kernels vs attention.wgsl, one query each");
             expect_close(got, reference(c, in), 0, "long-context kernels vs the reference written out");
-            expect_close(run(*fused, c, in, 1), got, 0, "attention_paged_super vs the split kernels");
+            expect_close(run(*split, c, in, 1), got, 0, "the split kernels vs attention_paged_super past 512");
         }
     }
 }
@@ -235,17 +235,16 @@ TEST(WebGpuLongOneQueryAttention, LongContextKernelsGiveTheOneQueryKernelsBits) 
 // superblocks and rounds of blocks (n 2047 .. 2049 with G = 4; 4,095 .. 4,097 with the 2B4T head,
 // head_dim 128; 510 .. 513 with G = 16; 2,558 .. 2,562 with G = 3, five superblocks), head_dim 72
 // (not a multiple of the tiles' 16: both forms take attention_split_pv), G = 1, and two KV heads.
-// And attention_paged_super (attn_fused_super: 1 with the scores inside it, 2 after the scores
-// kernel; all G, 1 or 2 query heads per workgroup; whole heads and 64-dimension slices; G > 4 keeps
-// the split kernels; K passes per round and V rows ahead 1 / 2, 4 / 8 and 32).
+// And attention_paged_super after the scores kernel (attn_long_super, the default past 512 positions;
+// all G, 1 or 2 query heads per workgroup; whole heads and 64-dimension slices; V rows ahead 2, 4, 8
+// and 32; G > 4 keeps the split kernels).
 TEST(WebGpuLongOneQueryAttention, PvFormsGiveTheSameBitsAcrossEveryBoundary) {
     TERN_REQUIRE_WEBGPU();
     std::vector<std::unique_ptr<Backend>> forms;
-    for (const char * form : {"attn_split_tiles=1", "attn_split_tiles=0", "attn_split_tiles=1,attn_split_chunk=0",
-                              "attn_fused_super=1", "attn_fused_super=2", "attn_fused_super=1,attn_super_heads=1",
-                              "attn_fused_super=1,attn_super_heads=2,attn_super_dims=64,attn_super_kr=1,attn_super_ahead=2",
-                              "attn_fused_super=1,attn_super_kr=4,attn_super_ahead=8",
-                              "attn_fused_super=2,attn_super_ahead=32,attn_super_dims=64"}) {
+    for (const char * form : {"attn_long_super=0,attn_split_tiles=1", "attn_long_super=0,attn_split_tiles=0",
+                              "attn_long_super=0,attn_split_tiles=1,attn_split_chunk=0", "attn_long_super=1",
+                              "attn_super_heads=1", "attn_super_heads=2,attn_super_dims=64,attn_super_ahead=2",
+                              "attn_super_ahead=8", "attn_super_ahead=32,attn_super_dims=64"}) {
         WebGpuOptions o;
         o.allow_cpu_adapter = true;
         o.tune              = std::string("attn_long_positions=1,") + form;
@@ -286,11 +285,10 @@ TEST(WebGpuAttentionSuperblocks, AHugeScoreInOneSuperblockIsRescaledAsTheCpuDoes
         std::unique_ptr<Backend> b;
     };
     std::vector<Form> forms;
-    for (const auto & [tune, per_call] : {std::pair<const char *, int64_t>{"attn_split_tiles=1", 1},
-                                          {"attn_split_tiles=0", 1},
-                                          {"attn_fused_super=1", 1},
-                                          {"attn_fused_super=1,attn_super_heads=1,attn_super_dims=32", 1},
-                                          {"attn_fused_super=2", 1},
+    for (const auto & [tune, per_call] : {std::pair<const char *, int64_t>{"attn_long_super=0,attn_split_tiles=1", 1},
+                                          {"attn_long_super=0,attn_split_tiles=0", 1},
+                                          {"attn_long_super=1", 1},
+                                          {"attn_super_heads=1,attn_super_dims=32,attn_super_ahead=32", 1},
                                           {"attn_pv_split_groups=0", 0},  // 0: every token in one call
                                           {"attn_pv_split_groups=65535", 0}}) {
         WebGpuOptions o;

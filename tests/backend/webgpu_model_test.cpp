@@ -167,14 +167,13 @@ TEST(WebGpuModel, DeviceGreedyDecodingMatchesCpu) {
 
 // Prompt and greedy steps through the split attention kernels from the first position
 // (attn_long_positions=1), with each P·V form (attn_split_tiles), the tiles' combine folded into the
-// o-projection's prologue (the default; every step's every layer takes it, counted) and not (attn_combine_fused=0),
-// and attention_paged_super with the scores inside it (attn_fused_super=1, its combine dispatched):
+// o-projection's prologue (the default; every step's every layer takes it, counted) and not (attn_combine_fused=0):
 // every logit row as the CPU's. 24 steps after 11 prompt tokens cross no superblock (512), so the
 // prologue's sums of whole superblocks are covered by WebGpuLongOneQueryAttention.CombineFusedIntoTheOProjection.
 TEST(WebGpuModel, SplitAttentionDecodingMatchesCpu) {
     TERN_REQUIRE_WEBGPU();
     for (const char * tune : {"attn_long_positions=1", "attn_long_positions=1,attn_split_tiles=0",
-                              "attn_long_positions=1,attn_combine_fused=0", "attn_long_positions=1,attn_fused_super=1"}) {
+                              "attn_long_positions=1,attn_combine_fused=0"}) {
         SCOPED_TRACE(tune);
         WebGpuOptions o;
         o.allow_cpu_adapter = true;
@@ -183,8 +182,7 @@ TEST(WebGpuModel, SplitAttentionDecodingMatchesCpu) {
         auto & web          = dynamic_cast<WebGpuBackend &>(*gpu);
         run_both(synth_model("i2s", DType::i2_s, DType::f16), some_tokens(11, 256), {DType::f16, 7, 24}, gpu.get());
         const std::string t = tune;  // (the tiles' combine is fused by default)
-        if (t.find("attn_combine_fused=0") == std::string::npos && t.find("attn_split_tiles=0") == std::string::npos &&
-            t.find("attn_fused_super=1") == std::string::npos) {
+        if (t.find("attn_combine_fused=0") == std::string::npos && t.find("attn_split_tiles=0") == std::string::npos) {
             EXPECT_GE(web.combines_fused(), 24);  // (each greedy step's layers)
         } else {
             EXPECT_EQ(web.combines_fused(), 0);

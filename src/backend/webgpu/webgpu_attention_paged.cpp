@@ -1,10 +1,10 @@
-// Attention by superblocks in two or three dispatches (issue 53: a paged batch, many sequences, one
-// query column each or several, positions read through the page tables, lib/kv_pages.wgsl; issue 52:
-// one query over a long contiguous cache, from WebGpuTuning::attn_fused_super), from
+// Attention by superblocks in three dispatches: a paged batch (issue 53: many sequences, one query
+// column each or several, positions read through the page tables, lib/kv_pages.wgsl) from
 // WebGpuTuning::attn_paged_deep (H200, 64 streams: 9,285.7 vs 7,455.7 tok/s with the split kernels at
-// positions 20-1060, 7,221.9 vs 5,132.7 at depth 1024; 98.1 us per layer vs pvt 206.8 + softmax 16.3):
-//   1. attention_split_scores.wgsl: the scaled scores (as split_attention dispatches it), unless
-//      attention_paged_super takes them itself (attn_fused_super 1: FUSED, K read there);
+// positions 20-1060, 7,221.9 vs 5,132.7 at depth 1024; 98.1 us per layer vs pvt 206.8 + softmax 16.3),
+// and one query over a long contiguous cache (issue 52) from WebGpuTuning::attn_long_super (H200 tg64
+// at depth 4096: 521.8 / 525.1 vs 489.8 / 485.2 tok/s with scores + softmax + pvt + combine):
+//   1. attention_split_scores.wgsl: the scaled scores (as split_attention dispatches it);
 //   2. attention_paged_super.wgsl: a workgroup per (superblock of 512 positions, slice of at most
 //      128 dimensions (the whole head up to 128), group of query heads of a KV head, column)
 //      takes its superblock's max, exps and sums from the scores itself (no softmax dispatch) and
@@ -12,15 +12,14 @@
 //      registers, 4 positions ahead), the superblock's sums and (m_c, l_c) to attn_super_ / attn_sml_;
 //   3. attention_split_combine.wgsl: the superblocks combined as cpu::combine_superblocks does.
 // Bit for bit the CPU reference's orders (attention_paged_super.wgsl says which). False where the shape
-// does not fit (f32 V, head_dim not a multiple of 8, G > 4, buffers; FUSED also f16 K rows in whole
-// vec4s and head_dim a multiple of 16): split_attention then takes the columns.
+// does not fit (f32 V, head_dim not a multiple of 8, G > 4, buffers): split_attention then takes the
+// columns.
 #include "backend/webgpu/webgpu_backend_impl.h"
 
 #include "backend/cpu/cpu_ops.h"
 #include "core/error.h"
 
 #include <algorithm>
-#include <bit>
 #include <numeric>
 
 namespace tern {
@@ -60,21 +59,12 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
     const uint32_t     ts = floor_pow2(static_cast<uint64_t>(2 * ((hd + 15) / 16) - 1));
     const uint32_t     tp = wg / ts;
     const uint32_t     pv_wg = 16 * (dw / 8);
-    // FUSED (attn_fused_super 1): S = hd / 16 threads per position, TPS = pv_wg / S positions per
-    // pass (a power of two), KR = attn_super_kr passes per round (0: 2) through ws.
-    const uint32_t     k_rounds = tune_.attn_super_kr != 0 ? tune_.attn_super_kr : 2;
-    const uint32_t     fs   = static_cast<uint32_t>(hd / 16);
-    const uint32_t     ftps = fs != 0 && pv_wg % fs == 0 ? pv_wg / fs : 0;
-    const bool fused = tune_.attn_fused_super == 1 && k_f16 && hd % 16 == 0 && ftps != 0 && std::has_single_bit(ftps) &&
-                       k_rounds * ftps <= 512 && gpu_offset(kv.k, 2) % 8 == 0 && kv.k.ne[0] % 8 == 0;
-    // (the shader's RPS: floats per row of block sums, a round's positions + 32 / S, at least 1)
-    const uint64_t fused_floats = fused ? uint64_t{jg} * fs * (k_rounds * ftps + std::max<uint32_t>(1, 32 / fs)) : 0;
-    const uint64_t wsn = std::max({uint64_t{512}, 8 * uint64_t{dw}, (fused_floats + 3) / 4});
+    const uint64_t wsn = std::max<uint64_t>(512, 8 * uint64_t{dw});
     const uint64_t g   = static_cast<uint64_t>(group);
     const uint64_t sc_mem = g * hd * 4 + g * wg * 4 + g * tp * 4 + 16;
     const uint64_t pv_mem = 4 * 16 * 33 * 4 + 64 * 4 + 32 + wsn * 16 + 16;
     const uint64_t max_bind = std::min<uint64_t>(lim.maxBufferSize, lim.maxStorageBufferBindingSize);
-    if (std::max(fused ? 0 : sc_mem, pv_mem) > lim.maxComputeWorkgroupStorageSize ||
+    if (std::max(sc_mem, pv_mem) > lim.maxComputeWorkgroupStorageSize ||
         pv_wg > lim.maxComputeInvocationsPerWorkgroup || ts > wg) {
         return false;
     }
@@ -98,14 +88,11 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
         return false;
     }
     const int64_t budget = static_cast<int64_t>(std::min<uint64_t>(tune_.attn_scratch_bytes, max_bind));
-    const int64_t chunk  = fused ? std::min<int64_t>(n_tok, lim.maxComputeWorkgroupsPerDimension)
-                                 : std::clamp<int64_t>(budget / col_bytes, 1,
-                                                       std::min<int64_t>(n_tok, lim.maxComputeWorkgroupsPerDimension));
+    const int64_t chunk  = std::clamp<int64_t>(budget / col_bytes, 1,
+                                              std::min<int64_t>(n_tok, lim.maxComputeWorkgroupsPerDimension));
     const int64_t tc_max = std::min(chunk, n_tok);
-    if (!fused) {
-        grown(attn_scores_, static_cast<size_t>(tc_max * col_bytes), "attention scores");
-        grown(attn_wmax_, static_cast<size_t>(tc_max * n_kv * group * ceil_div(n_all, tp)) * 4, "attention maxima");
-    }
+    grown(attn_scores_, static_cast<size_t>(tc_max * col_bytes), "attention scores");
+    grown(attn_wmax_, static_cast<size_t>(tc_max * n_kv * group * ceil_div(n_all, tp)) * 4, "attention maxima");
     grown(attn_sml_, static_cast<size_t>(tc_max * n_kv * group * nsb_ld) * 8, "attention superblock maxima");
     grown(attn_super_, static_cast<size_t>(tc_max * n_kv * group * nsb_ld * hd) * 4, "attention superblock sums");
 
@@ -133,7 +120,7 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
                      {"K_VEC", k_vec ? 1.0 : 0.0}}}};
     add_paging(sk);
     PipelineKey vk{"attention_paged_super",
-                   "rrrrrwwu",
+                   "rrrrwwu",
                    {{{"HD", static_cast<double>(hd)},
                      {"GROUP", static_cast<double>(jg)},
                      {"G_ALL", static_cast<double>(group)},
@@ -141,12 +128,6 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
                      {"OCT", static_cast<double>(dw / 8)},
                      {"WG", static_cast<double>(pv_wg)},
                      {"WSN", static_cast<double>(wsn)}}}};
-    if (fused) {
-        vk.add("FUSED", 1.0);
-        vk.add("S", static_cast<double>(fs));
-        vk.add("TPS", static_cast<double>(ftps));
-        if (k_rounds != 2) vk.add("KR", static_cast<double>(k_rounds));
-    }
     if (tune_.attn_super_ahead != 0 && tune_.attn_super_ahead != 4) vk.add("U", static_cast<double>(tune_.attn_super_ahead));
     add_paging(vk);
     if (paged && tune_.attn_paged_block_rows == 0) vk.add("BLOCK_ROWS", 0.0);
@@ -159,35 +140,21 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
         const int64_t  ld    = (n_max + 3) / 4 * 4;
         const uint32_t n_w   = ceil_div(n_max, tp);
         const uint32_t col_pos0 = paged ? 0 : u32(pos0 + c0);
-        if (!fused) {
-            struct {
-                uint32_t n_embd_kv, q_offset, q_stride, k_offset, ld, wmax_ld, n_head_kv, pos0, max_pages, cols_offset,
-                    pages_offset;
-                float scale;
-            } sp{u32(kv.k.ne[0]), gpu_offset(q, 4) + u32(c0 * q.ne[0]), u32(q.ne[0]), gpu_offset(kv.k, k_el), u32(ld),
-                 n_w, u32(n_kv), col_pos0, max_pages, cols_at + u32(4 * c0), pages_at, s.scale};
-            const WGPUBuffer sb[] = {gpu_buffer(q),
-                                     gpu_buffer(kv.k),
-                                     paged ? cols : gpu_buffer(kv.k),
-                                     paged ? pages : gpu_buffer(kv.k),
-                                     attn_scores_->get(),
-                                     attn_wmax_->get()};
-            step_->dispatch(sk, sb, &sp, sizeof sp, n_w, u32(n_kv), u32(tc));
-        }
+        struct {
+            uint32_t n_embd_kv, q_offset, q_stride, k_offset, ld, wmax_ld, n_head_kv, pos0, max_pages, cols_offset,
+                pages_offset;
+            float scale;
+        } sp{u32(kv.k.ne[0]), gpu_offset(q, 4) + u32(c0 * q.ne[0]), u32(q.ne[0]), gpu_offset(kv.k, k_el), u32(ld), n_w,
+             u32(n_kv), col_pos0, max_pages, cols_at + u32(4 * c0), pages_at, s.scale};
+        const WGPUBuffer sb[] = {gpu_buffer(q), gpu_buffer(kv.k), paged ? cols : gpu_buffer(kv.k),
+                                 paged ? pages : gpu_buffer(kv.k), attn_scores_->get(), attn_wmax_->get()};
+        step_->dispatch(sk, sb, &sp, sizeof sp, n_w, u32(n_kv), u32(tc));
 
         struct {
-            uint32_t n_embd_kv, v_offset, ld, n_head_kv, pos0, max_pages, cols_offset, pages_offset, nsb_ld, q_offset,
-                q_stride, k_offset;
-            float scale;
+            uint32_t n_embd_kv, v_offset, ld, n_head_kv, pos0, max_pages, cols_offset, pages_offset, nsb_ld;
         } vp{u32(kv.v.ne[0]), gpu_offset(kv.v, 2), u32(ld), u32(n_kv), col_pos0, max_pages, cols_at + u32(4 * c0),
-             pages_at, u32(nsb_ld), gpu_offset(q, 4) + u32(c0 * q.ne[0]), u32(q.ne[0]),
-             fused ? gpu_offset(kv.k, 2) : 0, s.scale};
-        const WGPUBuffer vb[] = {fused ? gpu_buffer(q) : attn_scores_->get(),
-                                 fused ? gpu_buffer(kv.k) : gpu_buffer(kv.v),
-                                 gpu_buffer(kv.v),
-                                 cols,
-                                 pages,
-                                 attn_super_->get(),
+             pages_at, u32(nsb_ld)};
+        const WGPUBuffer vb[] = {attn_scores_->get(), gpu_buffer(kv.v), cols, pages, attn_super_->get(),
                                  attn_sml_->get()};
         step_->dispatch(vk, vb, &vp, sizeof vp, u32(hd / dw) * ceil_div(n_max, cpu::k_pos_super),
                         u32(n_kv * (group / jg)), u32(tc));

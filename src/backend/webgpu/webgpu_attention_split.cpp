@@ -64,9 +64,13 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
     const bool    v_f16 = kv.v.type == DType::f16;
     const auto &  lim   = ctx_.limits();
     if (group > 16 || hd % 4 != 0 || hd > 256 || n_tok < 1) return false;
-    // One query (columns of a contiguous cache) by attention_paged_super (webgpu_attention_paged.cpp)
-    // where attn_fused_super asks for it and the shape fits.
-    if (batch == nullptr && tune_.attn_fused_super != 0 && super_attention(out, q, kv, s, nullptr, pos0)) return true;
+    // One query (columns of a contiguous cache) by attention_split_scores + attention_paged_super +
+    // _combine (webgpu_attention_paged.cpp) where attn_long_super asks for it and the shape fits, past
+    // one superblock (within one, the pvt path's combine is folded into the o-projection: attn_combine_fused).
+    if (batch == nullptr && tune_.attn_long_super != 0 && pos0 + n_tok > cpu::k_pos_super &&
+        super_attention(out, q, kv, s, nullptr, pos0)) {
+        return true;
+    }
 
     SplitTiling st;
     st.ts = floor_pow2(static_cast<uint64_t>(2 * ((hd + 15) / 16) - 1));

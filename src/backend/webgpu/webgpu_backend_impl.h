@@ -299,8 +299,8 @@ private:
     // this device or the shape.
     bool split_attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
                          const KvBatch * batch, int64_t pos0);
-    // Attention by attention_paged_super.wgsl (webgpu_attention_paged.cpp: the softmax, and with
-    // attn_fused_super 1 the scores, taken inside the P·V workgroups, whole V rows per load): the
+    // Attention by attention_split_scores + attention_paged_super.wgsl + attention_split_combine
+    // (webgpu_attention_paged.cpp: the softmax taken inside the P·V workgroups, whole V rows per load): the
     // columns of a paged batch, or (batch null) columns at positions pos0 + t of a contiguous cache;
     // false where the shape does not fit.
     bool super_attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,

@@ -104,19 +104,15 @@ struct WebGpuTuning {
                                              //     workgroup, whole V rows; webgpu_attention_paged.cpp; H200
                                              //     64 streams, positions 20-1060: 9,285.7 vs 7,455.7 tok/s);
                                              //     0: split_attention's kernels (what other shapes take)
-    uint32_t attn_fused_super        = 0;    // 1: attention_paged_super.wgsl takes its superblock's scores
-                                             //     itself (FUSED: K and V read in one kernel, then the combine:
-                                             //     2 dispatches per layer), for paged batches and one query
-                                             //     past attn_long_positions (webgpu_attention_paged.cpp);
-                                             //     2: one query too by attention_split_scores + attention_paged_super
-                                             //     + _combine; 0: one query by the split kernels, paged
-                                             //     batches by the scores kernel + attention_paged_super
+    uint32_t attn_long_super         = 1;    // 1: one query past attn_long_positions (f16 V, G <= 4, head_dim a
+                                             //     multiple of 8) by attention_split_scores + attention_paged_super
+                                             //     + _combine (webgpu_attention_paged.cpp; H200 tg64 d4096 521.8 /
+                                             //     525.1 vs 489.8 / 485.2 tok/s); 0: the split kernels (scores,
+                                             //     softmax, pvt, combine)
     uint32_t attn_super_heads        = 0;    // query heads per attention_paged_super workgroup (the largest
                                              //     divisor of G up to this); 0: all G
     uint32_t attn_super_dims         = 0;    // dimensions per attention_paged_super workgroup (a multiple of
                                              //     8 dividing head_dim); 0: the head up to 128
-    uint32_t attn_super_kr           = 0;    // FUSED attention_paged_super: K passes per round (1, 2, 4; their
-                                             //     loads in flight together); 0: 2
     uint32_t attn_super_ahead        = 0;    // attention_paged_super: V rows each thread loads ahead of its
                                              //     sums (1, 2, 4, 8, 16, 32: the block's all); 0: 4
     uint32_t attn_paged_block_rows   = 1;    // 1: the paged P·V kernels read the page table once per

@@ -1,12 +1,8 @@
 // attention_paged_super: a superblock's softmax and P·V for a paged batch or one query over a
-// contiguous cache (webgpu_attention_paged.cpp), after attention_split_scores.wgsl or (FUSED) with
-// the scores taken here too: a workgroup per (superblock of 512 positions, slice of DW dimensions,
-// GROUP of the G_ALL query heads of a KV head, column), with the CPU's operations in the CPU's order
-// (CpuBackend::attention: each superblock on its own, then cpu::combine_superblocks by
-// attention_split_combine.wgsl):
-//   s       = (q_(kvh G_ALL + j) · k_pos) * scale: each block of 16 dimensions summed in order from
-//             0, the block sums in order from 0, then mul_rn by the scale (cpu::dot_blocked16, as
-//             attention_split_scores.wgsl: q rounded to f16, f16 K, so products are exact in f32);
+// contiguous cache (webgpu_attention_paged.cpp), after attention_split_scores.wgsl: a workgroup per
+// (superblock of 512 positions, slice of DW dimensions, GROUP of the G_ALL query heads of a KV head,
+// column), with the CPU's operations in the CPU's order (CpuBackend::attention: each superblock on
+// its own, then cpu::combine_superblocks by attention_split_combine.wgsl):
 //   m_c[j]  = max of the superblock's scores (exact in any order);
 //   e       = exp_fixed(s - m_c[j]);  bl[j][b] = ((0 + e[32 b]) + e[32 b + 1]) + ...;
 //   l_c[j]  = ((0 + bl[j][0]) + bl[j][1]) + ...;  prob = f16(e * (1 / l_c[j]));
@@ -15,22 +11,17 @@
 //             (products of two f16 values, exact in f32, so a fused multiply-add gives the same bits);
 //   sml[t][kvh G_ALL + j][sb] = (m_c[j], l_c[j]).
 // No softmax dispatch: the workgroup takes its superblock's max and sums from the scores itself.
-// FUSED (no scores dispatch either): thread (position lid / S of a pass of TPS = WG / S positions,
-// block lid % S of 16 dimensions) keeps its block of the GROUP q rows in registers and loads its 16
-// K values by two vec4 loads (S consecutive threads read a K head row's contiguous bytes), KR passes
-// at a time and the next KR passes' loads in flight; the block sums go through ws (before it holds
-// the probabilities), then thread (j, position) adds a position's S block sums in order into e_s.
 // V is read by whole head rows (DW = HD) or slices of DW dimensions: thread (block b, octet o) loads
 // dimensions 8 o .. 8 o + 7 of the slice for its block's 32 positions by vec4 loads (OCT = DW / 8
 // threads cover a row's DW halves, contiguous), U positions ahead of its sums, straight into
 // registers, and keeps the 8 x G sums of its block there:
 // each V row is read once, coalesced, and nothing of V passes through workgroup memory.
 //
-//   src: FUSED q [n_head hd, T] f32, else the scores [T][n_head_kv][G_ALL][ld] f32 (the scores kernel's)
-//   k_cache (FUSED), v_cache: [n_head_kv hd, rows] f16, 8 per vec4<u32> (offsets and a row multiples of 8)
+//   scores: [T][n_head_kv][G_ALL][ld] f32 (the scores kernel's)
+//   v_cache: [n_head_kv hd, rows] f16, 8 per vec4<u32> (v_offset and a row multiples of 8 elements)
 //   cols, pages: lib/kv_pages.wgsl (PAGED; without it column t is at position pos0 + t)
 //   part: [T][n_head][nsb_ld][hd] f32    sml: [T][n_head][nsb_ld][2] f32
-// Bindings: 0 src, 1 k_cache, 2 v_cache, 3 cols, 4 pages (read); 5 part, 6 sml (read_write); 7 params
+// Bindings: 0 scores, 1 v_cache, 2 cols, 3 pages (read); 4 part, 5 sml (read_write); 6 params
 // Dispatch: (nsb_max HD / DW, n_head_kv G_ALL / GROUP, T), WG = 16 OCT threads: x = superblock
 // (HD / DW) + slice of DW dimensions (every slice takes the softmax itself; slice 0 writes sml),
 // y = KV head (G_ALL / GROUP) + its group of query heads; a workgroup past its column's last
@@ -45,23 +36,12 @@ override GROUP: u32 = 4u;       // query heads per workgroup, at most 4 (one vec
 override G_ALL: u32 = GROUP;    // G = n_head / n_head_kv, a multiple of GROUP
 override OCT: u32 = DW / 8u;    // threads per V row segment (8 dimensions each)
 override WG: u32 = 16u * OCT;   // 16 blocks of 32 positions x OCT
-override WSN: u32 = 512u;       // vec4s of ws: max(512, 8 DW, FUSED: GROUP (KR WG + S) / 4)
-override FUSED: bool = false;   // the scores taken here (f16 K, HD a multiple of 16)
-override S: u32 = HD / 16u;     // FUSED: threads per position (blocks of 16 dimensions; dividing WG)
-override TPS: u32 = WG / S;     // FUSED: positions per pass (a power of two, at most 512 / KR)
-// FUSED: floats between ws's rows of block sums: a round's KR TPS positions + 32 / S (at least 1),
-// so that a warp's 32 / S positions x S blocks store to 32 banks (H200: 32 banks of 4 bytes).
-override RPS: u32 = KR * TPS + max(1u, 32u / S);
+override WSN: u32 = 512u;       // vec4s of ws: max(512, 8 DW)
 // V rows each thread loads ahead of its sums (H200 64 streams d0 / d256: 12,797.6 / 11,058.3 tok/s
 // with 4, 12,632.7 / 10,874.6 with 8): 1 .. 32, a power of two (the registers are U_MAX's, the
 // loops over U unroll, so only U of them are live; 32: the block's whole V in one round trip).
 override U: u32 = 4u;
 const U_MAX: u32 = 32u;
-
-// FUSED: passes of K per round (their loads in flight together, and the next round's during the
-// sums): 1, 2 or 4 (the registers are KR_MAX's).
-override KR: u32 = 2u;
-const KR_MAX: u32 = 4u;
 
 const SUPER: u32 = 512u;        // positions per superblock (cpu::k_pos_super)
 const EST: u32 = 33u;           // e_s's stride per block (odd: the 16 block threads of a head in other banks)
@@ -69,102 +49,31 @@ const EST: u32 = 33u;           // e_s's stride per block (odd: the 16 block thr
 struct Params {
     n_embd_kv: u32,    // cache elements per row
     v_offset: u32,     // element index of v_cache[0, 0] (a multiple of 8)
-    ld: u32,           // f32 elements between rows of scores (FUSED: unused)
+    ld: u32,           // f32 elements between rows of scores
     n_head_kv: u32,
     pos0: u32,         // without PAGED: position of column 0
     max_pages: u32,
     cols_offset: u32,
     pages_offset: u32,
     nsb_ld: u32,       // superblocks per (column, head) row of part and sml
-    q_offset: u32,     // FUSED: f32 index of q[0, 0]
-    q_stride: u32,     // FUSED: f32 elements between columns of q
-    k_offset: u32,     // FUSED: element index of k_cache[0, 0] (a multiple of 8)
-    scale: f32,        // FUSED: 1 / sqrt(head_dim)
     rn_zero: u32,      // 0, filled by the encoder (lib/numerics.wgsl)
 }
 
-@group(0) @binding(0) var<storage, read> src: array<f32>;
-@group(0) @binding(1) var<storage, read> k_cache: array<vec4<u32>>;
-@group(0) @binding(2) var<storage, read> v_cache: array<vec4<u32>>;
-@group(0) @binding(3) var<storage, read> cols: array<i32>;
-@group(0) @binding(4) var<storage, read> pages: array<i32>;
-@group(0) @binding(5) var<storage, read_write> part: array<f32>;
-@group(0) @binding(6) var<storage, read_write> sml: array<f32>;
-@group(0) @binding(7) var<uniform> p: Params;
+@group(0) @binding(0) var<storage, read> scores: array<f32>;
+@group(0) @binding(1) var<storage, read> v_cache: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read> cols: array<i32>;
+@group(0) @binding(3) var<storage, read> pages: array<i32>;
+@group(0) @binding(4) var<storage, read_write> part: array<f32>;
+@group(0) @binding(5) var<storage, read_write> sml: array<f32>;
+@group(0) @binding(6) var<uniform> p: Params;
 
 var<workgroup> e_s: array<f32, 4u * 16u * EST>;  // [j][block][33]: scores, then e
 var<workgroup> bl_s: array<f32, 64>;             // [j][block]: block maxima, then block sums
 var<workgroup> mx_s: array<f32, 4>;              // [j]
 var<workgroup> inv_s: array<f32, 4>;             // [j]
 // [position]: the G probabilities (0 for missing heads); after the sums, [block % 8][d]: the G
-// block sums of 8 blocks at a time. FUSED, before: a round's block sums of the scores as f32,
-// [j][block of 16 dimensions][RPS] (a round's KR TPS positions, then padding).
+// block sums of 8 blocks at a time.
 var<workgroup> ws: array<vec4<f32>, WSN>;
-
-fn ws_set(i: u32, v: f32) { ws[i / 4u][i % 4u] = v; }
-fn ws_get(i: u32) -> f32 { return ws[i / 4u][i % 4u]; }
-
-// FUSED: the K words of this thread's block kb of 16 dimensions at positions r0 + k TPS + pl, k < KR
-// (two vec4s each; zeros past the superblock's np positions).
-fn load_k(kq: ptr<function, array<vec4<u32>, 2u * KR_MAX>>, col: KvColumn, pbeg: u32, r0: u32, pl: u32, np: u32,
-          first: u32) {
-    for (var k = 0u; k < KR; k++) {
-        let r = r0 + k * TPS + pl;  // position in the superblock
-        (*kq)[2u * k] = vec4<u32>(0u);
-        (*kq)[2u * k + 1u] = vec4<u32>(0u);
-        if (r < np) {
-            let e0 = p.k_offset + kv_row(col, pbeg + r) * p.n_embd_kv + first;  // element index, a multiple of 8
-            (*kq)[2u * k] = k_cache[e0 / 8u];
-            (*kq)[2u * k + 1u] = k_cache[e0 / 8u + 1u];
-        }
-    }
-}
-
-// FUSED: the scores of the superblock's np positions for the GROUP query heads from row h0 of
-// column t into e_s ([j][block of 32][33]; positions past np untouched).
-fn fused_scores(lid: u32, t: u32, kvh: u32, h0: u32, col: KvColumn, pbeg: u32, np: u32) {
-    let kb = lid % S;  // block of 16 dimensions
-    let pl = lid / S;  // position in a pass
-    let rp = KR * TPS; // positions per round
-    let first = kvh * HD + 16u * kb;
-    var kq: array<vec4<u32>, 2u * KR_MAX>;
-    load_k(&kq, col, pbeg, 0u, pl, np, first);  // (in flight while q is read)
-    // q of the GROUP heads, dimensions 16 kb .. 16 kb + 15, f16-rounded: qr[d][j] (0 for missing heads).
-    var qr: array<vec4<f32>, 16>;
-    for (var d = 0u; d < 16u; d++) {
-        qr[d] = vec4<f32>(0.0);
-        for (var j = 0u; j < GROUP; j++) {
-            qr[d][j] = round_f16(src[p.q_offset + t * p.q_stride + (h0 + j) * HD + 16u * kb + d]);
-        }
-    }
-    for (var r0 = 0u; r0 < np; r0 += rp) {
-        var kn: array<vec4<u32>, 2u * KR_MAX>;
-        if (r0 + rp < np) { load_k(&kn, col, pbeg, r0 + rp, pl, np, first); }
-        for (var k = 0u; k < KR; k++) {
-            // The block's 16 products per head in order from 0 (exact: f16 x f16).
-            var sv = vec4<f32>(0.0);
-            for (var w = 0u; w < 8u; w++) {
-                let h = unpack2x16float(kq[2u * k + w / 4u][w % 4u]);
-                sv = sv + qr[2u * w] * h.x;
-                sv = sv + qr[2u * w + 1u] * h.y;
-            }
-            for (var j = 0u; j < GROUP; j++) { ws_set((j * S + kb) * RPS + k * TPS + pl, sv[j]); }
-        }
-        workgroupBarrier();
-        // Thread (j, position): the position's S block sums in order from 0, then the scale.
-        for (var i = lid; i < GROUP * rp; i += WG) {
-            let j = i / rp;
-            let r = r0 + i % rp;
-            if (r < np) {
-                var acc = 0.0;
-                for (var bb = 0u; bb < S; bb++) { acc = acc + ws_get((j * S + bb) * RPS + i % rp); }
-                e_s[j * 16u * EST + (r / 32u) * EST + r % 32u] = mul_rn(acc, p.scale);  // not fused into s - max
-            }
-        }
-        workgroupBarrier();
-        kq = kn;
-    }
-}
 
 // The U V vec4s of positions r0 .. r0 + U - 1 of block b (zeros past the superblock's np positions).
 fn load_v(vq: ptr<function, array<vec4<u32>, U_MAX>>, col: KvColumn, base: u32, bpos: u32, r0: u32, np: u32,
@@ -203,20 +112,15 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     var vq: array<vec4<u32>, U_MAX>;
     load_v(&vq, col, base, bpos, 32u * b, np, first);
 
-    // 2. The scores into e_s: taken here (FUSED), or read (coalesced: consecutive threads,
-    // consecutive positions). Positions past np are never read before the exps overwrite them.
-    if (FUSED) {
-        fused_scores(lid, t, kvh, h0, col, pbeg, np);
-    } else {
-        for (var i = lid; i < GROUP * SUPER; i += WG) {
-            let j = i / SUPER;
-            let r = i % SUPER;
-            var s = 0.0;
-            if (r < np) { s = src[(row0 + j) * p.ld + pbeg + r]; }
-            e_s[j * 16u * EST + (r / 32u) * EST + r % 32u] = s;
-        }
-        workgroupBarrier();
+    // 2. The scores into e_s (coalesced: consecutive threads, consecutive positions).
+    for (var i = lid; i < GROUP * SUPER; i += WG) {
+        let j = i / SUPER;
+        let r = i % SUPER;
+        var s = 0.0;
+        if (r < np) { s = scores[(row0 + j) * p.ld + pbeg + r]; }
+        e_s[j * 16u * EST + (r / 32u) * EST + r % 32u] = s;
     }
+    workgroupBarrier();
     // Pair (j, block) of the G x 16, by threads lid, lid + WG, ... (WG may be 16): the block's max.
     for (var q = lid; q < GROUP * 16u; q += WG) {
         let at = (q / 16u) * 16u * EST + (q % 16u) * EST;
