@@ -41,8 +41,7 @@ std::vector<PagedCase> paged_backends() {
     // The defaults (attention_paged_super at every length where the shape fits: f16 V, G <= 4, head_dim
     // a multiple of 8; split_attention's kernels otherwise), and with attention_paged_super off: P·V by
     // superblock tiles + combine at every length (attn_paged_tiles=1), attention_split_pv at every
-    // length (=0; its V by vec4 loads with f16, by words with f32); attention_paged_super with 2 query
-    // heads and all 32 V rows of a block loaded at once, and with 1 head, 32 dimensions, 8 rows ahead.
+    // length (=0; its V by vec4 loads with f16, by words with f32).
     auto tuned = [](const char * tune) {
         return [tune](std::string & skip) -> std::shared_ptr<Backend> {
             skip = test::shared_webgpu().reason;
@@ -58,9 +57,7 @@ std::vector<PagedCase> paged_backends() {
                  return test::shared_webgpu().backend;
              }},
             {"webgpu_paged_tiles", tuned("attn_paged_deep=0,attn_paged_tiles=1")},
-            {"webgpu_split_pv", tuned("attn_paged_deep=0,attn_paged_tiles=0")},
-            {"webgpu_super_ahead32", tuned("attn_super_ahead=32,attn_super_heads=2")},
-            {"webgpu_super_h1_d32", tuned("attn_super_heads=1,attn_super_dims=32,attn_super_ahead=8")}};
+            {"webgpu_split_pv", tuned("attn_paged_deep=0,attn_paged_tiles=0")}};
 #else
     // The reference on 3 threads, and the fast backend on every instruction set this machine runs
     // (the others report themselves as skipped).

@@ -6,9 +6,9 @@
 // at depth 4096: 521.8 / 525.1 vs 489.8 / 485.2 tok/s with scores + softmax + pvt + combine):
 //   1. attention_split_scores.wgsl: the scaled scores (as split_attention dispatches it);
 //   2. attention_paged_super.wgsl: a workgroup per (superblock of 512 positions, slice of at most
-//      128 dimensions (the whole head up to 128), group of query heads of a KV head, column)
+//      128 dimensions (the whole head up to 128), KV head, column)
 //      takes its superblock's max, exps and sums from the scores itself (no softmax dispatch) and
-//      its P·V for those query heads from whole V head rows (coalesced vec4 loads straight into
+//      its P·V for all G query heads from whole V head rows (coalesced vec4 loads straight into
 //      registers, 4 positions ahead), the superblock's sums and (m_c, l_c) to attn_super_ / attn_sml_;
 //   3. attention_split_combine.wgsl: the superblocks combined as cpu::combine_superblocks does.
 // Bit for bit the CPU reference's orders (attention_paged_super.wgsl says which). False where the shape
@@ -20,7 +20,6 @@
 #include "core/error.h"
 
 #include <algorithm>
-#include <numeric>
 
 namespace tern {
 
@@ -34,25 +33,12 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
     const bool    k_f16 = kv.k.type == DType::f16;
     const bool    paged = batch != nullptr;
     // Dimensions per workgroup: the head, or the largest multiple of 8 up to 128 dividing it (H200 64
-    // streams, half a head per workgroup: d1024 6,970.7 vs 7,194.8 tok/s), or attn_super_dims.
-    const int64_t dw_max = tune_.attn_super_dims != 0 ? int64_t{tune_.attn_super_dims} : 128;
-    uint32_t      dw     = static_cast<uint32_t>(std::clamp<int64_t>(std::min(hd, dw_max) / 8 * 8, 8, 128));
+    // streams, half a head per workgroup: d1024 6,970.7 vs 7,194.8 tok/s).
+    uint32_t dw = static_cast<uint32_t>(std::clamp<int64_t>(hd / 8 * 8, 8, 128));
     while (dw > 8 && hd % dw != 0) dw -= 8;
     if (kv.v.type != DType::f16 || group > 4 || hd % 8 != 0 || hd % dw != 0 || n_tok < 1 ||
         cpu::k_pos_super != 512 || cpu::k_pos_block != 32 || gpu_offset(kv.v, 2) % 8 != 0 || kv.v.ne[0] % 8 != 0) {
         return false;
-    }
-    // Query heads per workgroup: all G, or the largest divisor of G up to attn_super_heads (more
-    // workgroups, each reading the K and V rows again).
-    uint32_t jg = static_cast<uint32_t>(group);
-    if (tune_.attn_super_heads != 0) {
-        jg = 1;
-        for (int64_t d = std::min<int64_t>(group, tune_.attn_super_heads); d >= 1; --d) {
-            if (group % d == 0) {
-                jg = static_cast<uint32_t>(d);
-                break;
-            }
-        }
     }
     // The scores kernel's shape (split_attention's): threads per position, positions per workgroup.
     constexpr uint32_t wg = 256;
@@ -122,13 +108,11 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
     PipelineKey vk{"attention_paged_super",
                    "rrrrwwu",
                    {{{"HD", static_cast<double>(hd)},
-                     {"GROUP", static_cast<double>(jg)},
-                     {"G_ALL", static_cast<double>(group)},
+                     {"GROUP", static_cast<double>(group)},
                      {"DW", static_cast<double>(dw)},
                      {"OCT", static_cast<double>(dw / 8)},
                      {"WG", static_cast<double>(pv_wg)},
                      {"WSN", static_cast<double>(wsn)}}}};
-    if (tune_.attn_super_ahead != 0 && tune_.attn_super_ahead != 4) vk.add("U", static_cast<double>(tune_.attn_super_ahead));
     add_paging(vk);
     if (paged && tune_.attn_paged_block_rows == 0) vk.add("BLOCK_ROWS", 0.0);
     PipelineKey ck{"attention_split_combine", "rrrrwu", {{{"WG", 256.0}, {"HD", static_cast<double>(hd)}}}};
@@ -157,7 +141,7 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
         const WGPUBuffer vb[] = {attn_scores_->get(), gpu_buffer(kv.v), cols, pages, attn_super_->get(),
                                  attn_sml_->get()};
         step_->dispatch(vk, vb, &vp, sizeof vp, u32(hd / dw) * ceil_div(n_max, cpu::k_pos_super),
-                        u32(n_kv * (group / jg)), u32(tc));
+                        u32(n_kv), u32(tc));
 
         struct {
             uint32_t n_head, nsb_ld, pos0, max_pages, cols_offset, pages_offset, out_offset, out_stride;

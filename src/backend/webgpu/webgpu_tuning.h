@@ -109,12 +109,6 @@ struct WebGpuTuning {
                                              //     + _combine (webgpu_attention_paged.cpp; H200 tg64 d4096 521.8 /
                                              //     525.1 vs 489.8 / 485.2 tok/s); 0: the split kernels (scores,
                                              //     softmax, pvt, combine)
-    uint32_t attn_super_heads        = 0;    // query heads per attention_paged_super workgroup (the largest
-                                             //     divisor of G up to this); 0: all G
-    uint32_t attn_super_dims         = 0;    // dimensions per attention_paged_super workgroup (a multiple of
-                                             //     8 dividing head_dim); 0: the head up to 128
-    uint32_t attn_super_ahead        = 0;    // attention_paged_super: V rows each thread loads ahead of its
-                                             //     sums (1, 2, 4, 8, 16, 32: the block's all); 0: 4
     uint32_t attn_paged_block_rows   = 1;    // 1: the paged P·V kernels read the page table once per
                                              //     block of 32 positions (kv_row_in_block,
                                              //     lib/kv_pages.wgsl); 0: once per position

@@ -1,15 +1,15 @@
-// attention_paged_super: a superblock's softmax and P·V for a paged batch or one query over a
-// contiguous cache (webgpu_attention_paged.cpp), after attention_split_scores.wgsl: a workgroup per
-// (superblock of 512 positions, slice of DW dimensions, GROUP of the G_ALL query heads of a KV head,
-// column), with the CPU's operations in the CPU's order (CpuBackend::attention: each superblock on
-// its own, then cpu::combine_superblocks by attention_split_combine.wgsl):
+// attention_paged_super: a paged batch's softmax and P·V, or one query's over a contiguous cache
+// (without PAGED: column t at position pos0 + t; webgpu_attention_paged.cpp), after
+// attention_split_scores.wgsl: a workgroup per (superblock of 512 positions, KV head, column), all G
+// query heads at once, with the CPU's operations in the CPU's order (CpuBackend::attention: each
+// superblock on its own, then cpu::combine_superblocks by attention_split_combine.wgsl):
 //   m_c[j]  = max of the superblock's scores (exact in any order);
 //   e       = exp_fixed(s - m_c[j]);  bl[j][b] = ((0 + e[32 b]) + e[32 b + 1]) + ...;
 //   l_c[j]  = ((0 + bl[j][0]) + bl[j][1]) + ...;  prob = f16(e * (1 / l_c[j]));
-//   part[t][kvh G_ALL + j][sb][d] = the superblock's sum of prob * v[pos][kvh hd + d]: each block of
-//             32 positions summed in position order from 0, then the blocks in order from 0
-//             (products of two f16 values, exact in f32, so a fused multiply-add gives the same bits);
-//   sml[t][kvh G_ALL + j][sb] = (m_c[j], l_c[j]).
+//   part[t][kvh G + j][sb][d] = the superblock's sum of prob * v[pos][kvh hd + d]: each block of 32
+//             positions summed in position order from 0, then the blocks in order from 0 (products
+//             of two f16 values, exact in f32, so a fused multiply-add gives the same bits);
+//   sml[t][kvh G + j][sb] = (m_c[j], l_c[j]).
 // No softmax dispatch: the workgroup takes its superblock's max and sums from the scores itself.
 // V is read by whole head rows (DW = HD) or slices of DW dimensions: thread (block b, octet o) loads
 // dimensions 8 o .. 8 o + 7 of the slice for its block's 32 positions by vec4 loads (OCT = DW / 8
@@ -17,31 +17,26 @@
 // registers, and keeps the 8 x G sums of its block there:
 // each V row is read once, coalesced, and nothing of V passes through workgroup memory.
 //
-//   scores: [T][n_head_kv][G_ALL][ld] f32 (the scores kernel's)
-//   v_cache: [n_head_kv hd, rows] f16, 8 per vec4<u32> (v_offset and a row multiples of 8 elements)
-//   cols, pages: lib/kv_pages.wgsl (PAGED; without it column t is at position pos0 + t)
+//   scores: [T][n_head_kv][G][ld] f32 (the scores kernel's)
+//   v_cache: [n_head_kv hd, rows] f16, 8 per vec4<u32> (v_offset and a row a multiple of 8 elements)
 //   part: [T][n_head][nsb_ld][hd] f32    sml: [T][n_head][nsb_ld][2] f32
 // Bindings: 0 scores, 1 v_cache, 2 cols, 3 pages (read); 4 part, 5 sml (read_write); 6 params
-// Dispatch: (nsb_max HD / DW, n_head_kv G_ALL / GROUP, T), WG = 16 OCT threads: x = superblock
-// (HD / DW) + slice of DW dimensions (every slice takes the softmax itself; slice 0 writes sml),
-// y = KV head (G_ALL / GROUP) + its group of query heads; a workgroup past its column's last
-// superblock returns at once.
+// Dispatch: (nsb_max HD / DW, n_head_kv, T), WG = 16 OCT threads: x = superblock (HD / DW) + slice
+// of DW dimensions (every slice takes the softmax itself; slice 0 writes sml); a workgroup past its
+// column's last superblock returns at once.
 
 // #include "lib/numerics.wgsl"
 // #include "lib/kv_pages.wgsl"
 
 override HD: u32 = 128u;        // head_dim, a multiple of DW
 override DW: u32 = 128u;        // dimensions per workgroup, a multiple of 8, at most 128
-override GROUP: u32 = 4u;       // query heads per workgroup, at most 4 (one vec4 of heads)
-override G_ALL: u32 = GROUP;    // G = n_head / n_head_kv, a multiple of GROUP
+override GROUP: u32 = 4u;       // G = n_head / n_head_kv, at most 4 (one vec4 of heads)
 override OCT: u32 = DW / 8u;    // threads per V row segment (8 dimensions each)
 override WG: u32 = 16u * OCT;   // 16 blocks of 32 positions x OCT
 override WSN: u32 = 512u;       // vec4s of ws: max(512, 8 DW)
 // V rows each thread loads ahead of its sums (H200 64 streams d0 / d256: 12,797.6 / 11,058.3 tok/s
-// with 4, 12,632.7 / 10,874.6 with 8): 1 .. 32, a power of two (the registers are U_MAX's, the
-// loops over U unroll, so only U of them are live; 32: the block's whole V in one round trip).
-override U: u32 = 4u;
-const U_MAX: u32 = 32u;
+// with 4, 12,632.7 / 10,874.6 with 8).
+const U: u32 = 4u;
 
 const SUPER: u32 = 512u;        // positions per superblock (cpu::k_pos_super)
 const EST: u32 = 33u;           // e_s's stride per block (odd: the 16 block threads of a head in other banks)
@@ -76,7 +71,7 @@ var<workgroup> inv_s: array<f32, 4>;             // [j]
 var<workgroup> ws: array<vec4<f32>, WSN>;
 
 // The U V vec4s of positions r0 .. r0 + U - 1 of block b (zeros past the superblock's np positions).
-fn load_v(vq: ptr<function, array<vec4<u32>, U_MAX>>, col: KvColumn, base: u32, bpos: u32, r0: u32, np: u32,
+fn load_v(vq: ptr<function, array<vec4<u32>, U>>, col: KvColumn, base: u32, bpos: u32, r0: u32, np: u32,
           first: u32) {
     for (var k = 0u; k < U; k++) {
         let r = r0 + k;  // position in the superblock
@@ -91,14 +86,13 @@ fn load_v(vq: ptr<function, array<vec4<u32>, U_MAX>>, col: KvColumn, base: u32, 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let t    = wid.z;
-    let kvh  = wid.y / (G_ALL / GROUP);
-    let h0   = kvh * G_ALL + (wid.y % (G_ALL / GROUP)) * GROUP;  // the workgroup's first query head
+    let kvh  = wid.y;
     let sb   = wid.x / (HD / DW);
     let slice = wid.x % (HD / DW);
     let col  = kv_column_uniform(lid, t);
     let n    = col.pos + 1u;
     if (sb >= (n + SUPER - 1u) / SUPER) { return; }  // (uniform: the column is)
-    let row0 = t * p.n_head_kv * G_ALL + h0;  // its first row of part, sml and scores
+    let row0 = (t * p.n_head_kv + kvh) * GROUP;
     let pbeg = SUPER * sb;
     let np   = min(SUPER, n - pbeg);  // positions of this superblock
     let b    = lid / OCT;             // block of 32 positions
@@ -109,7 +103,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     if (32u * b < np) { base = kv_row(col, bpos); }
 
     // 1. The block's first U V rows, in flight while the softmax is taken.
-    var vq: array<vec4<u32>, U_MAX>;
+    var vq: array<vec4<u32>, U>;
     load_v(&vq, col, base, bpos, 32u * b, np, first);
 
     // 2. The scores into e_s (coalesced: consecutive threads, consecutive positions).
@@ -182,7 +176,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var i = 0u; i < 8u; i++) { acc[i] = vec4<f32>(0.0); }
     if (32u * b < np) {
         for (var g = 0u; g < 32u / U; g++) {
-            var vn: array<vec4<u32>, U_MAX>;
+            var vn: array<vec4<u32>, U>;
             if (g + 1u < 32u / U) { load_v(&vn, col, base, bpos, 32u * b + U * (g + 1u), np, first); }
             for (var k = 0u; k < U; k++) {
                 let pv = ws[32u * b + U * g + k];
