@@ -235,13 +235,14 @@ TEST(WebGpuLongOneQueryAttention, LongContextKernelsGiveTheOneQueryKernelsBits) 
 // superblocks and rounds of blocks (n 2047 .. 2049 with G = 4; 4,095 .. 4,097 with the 2B4T head,
 // head_dim 128; 510 .. 513 with G = 16; 2,558 .. 2,562 with G = 3, five superblocks), head_dim 72
 // (not a multiple of the tiles' 16: both forms take attention_split_pv), G = 1, and two KV heads.
-// And attention_paged_super after the scores kernel (attn_long_super, the default past 512 positions;
-// G > 4 and head_dim 72 keep the split kernels).
+// And attention_paged_super after the scores kernel (attn_long_super, the default past 512 positions,
+// and from 2,048: the case at 2,047 .. 2,049 crosses it; G > 4 and head_dim 72 keep the split kernels).
 TEST(WebGpuLongOneQueryAttention, PvFormsGiveTheSameBitsAcrossEveryBoundary) {
     TERN_REQUIRE_WEBGPU();
     std::vector<std::unique_ptr<Backend>> forms;
     for (const char * form : {"attn_long_super=0,attn_split_tiles=1", "attn_long_super=0,attn_split_tiles=0",
-                              "attn_long_super=0,attn_split_tiles=1,attn_split_chunk=0", "attn_long_super=1"}) {
+                              "attn_long_super=0,attn_split_tiles=1,attn_split_chunk=0", "attn_long_super=1",
+                              "attn_long_super=2048"}) {
         WebGpuOptions o;
         o.allow_cpu_adapter = true;
         o.tune              = std::string("attn_long_positions=1,") + form;

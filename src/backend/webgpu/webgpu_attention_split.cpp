@@ -65,9 +65,10 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
     const auto &  lim   = ctx_.limits();
     if (group > 16 || hd % 4 != 0 || hd > 256 || n_tok < 1) return false;
     // One query (columns of a contiguous cache) by attention_split_scores + attention_paged_super +
-    // _combine (webgpu_attention_paged.cpp) where attn_long_super asks for it and the shape fits, past
+    // _combine (webgpu_attention_paged.cpp) from attn_long_super positions where the shape fits, past
     // one superblock (within one, the pvt path's combine is folded into the o-projection: attn_combine_fused).
-    if (batch == nullptr && tune_.attn_long_super != 0 && pos0 + n_tok > cpu::k_pos_super &&
+    if (batch == nullptr && tune_.attn_long_super != 0 && pos0 + n_tok >= tune_.attn_long_super &&
+        pos0 + n_tok > cpu::k_pos_super &&
         super_attention(out, q, kv, s, nullptr, pos0)) {
         return true;
     }
