@@ -211,7 +211,7 @@ TEST(WebGpuLongOneQueryAttention, LongContextKernelsGiveTheOneQueryKernelsBits) 
     auto spread         = make_webgpu_backend(o);
     o.tune              = "attn_long_positions=4294967295";  // never
     auto one_wg         = make_webgpu_backend(o);
-    o.tune              = "attn_long_positions=1,attn_long_super=0";  // the split kernels past 512 too
+    o.tune              = "attn_long_positions=1,attn_long_super=0";  // the split kernels at every length
     auto split          = make_webgpu_backend(o);
     for (const Case & c : {Case{8, 2, 128, 0, 100}, Case{6, 2, 64, 40, 9}, Case{6, 2, 64, 508, 6},
                            Case{8, 2, 128, 900, 4}, Case{4, 1, 64, 2500, 4}, Case{4, 2, 40, 60, 3},
@@ -222,7 +222,7 @@ TEST(WebGpuLongOneQueryAttention, LongContextKernelsGiveTheOneQueryKernelsBits) 
             const auto   got = run(*spread, c, in, 1);
             expect_close(got, run(*one_wg, c, in, 1), 0, "long-context kernels vs attention.wgsl, one query each");
             expect_close(got, reference(c, in), 0, "long-context kernels vs the reference written out");
-            expect_close(run(*split, c, in, 1), got, 0, "the split kernels vs attention_paged_super past 512");
+            expect_close(run(*split, c, in, 1), got, 0, "the split kernels vs the defaults (attention_paged_super from 1,536)");
         }
     }
 }
@@ -235,7 +235,7 @@ TEST(WebGpuLongOneQueryAttention, LongContextKernelsGiveTheOneQueryKernelsBits) 
 // superblocks and rounds of blocks (n 2047 .. 2049 with G = 4; 4,095 .. 4,097 with the 2B4T head,
 // head_dim 128; 510 .. 513 with G = 16; 2,558 .. 2,562 with G = 3, five superblocks), head_dim 72
 // (not a multiple of the tiles' 16: both forms take attention_split_pv), G = 1, and two KV heads.
-// And attention_paged_super after the scores kernel (attn_long_super, the default past 512 positions,
+// And attention_paged_super after the scores kernel (attn_long_super: 1 every length past 512,
 // and from 2,048: the case at 2,047 .. 2,049 crosses it; G > 4 and head_dim 72 keep the split kernels).
 TEST(WebGpuLongOneQueryAttention, PvFormsGiveTheSameBitsAcrossEveryBoundary) {
     TERN_REQUIRE_WEBGPU();

@@ -2,8 +2,8 @@
 // column each or several, positions read through the page tables, lib/kv_pages.wgsl) from
 // WebGpuTuning::attn_paged_deep (H200, 64 streams: 9,285.7 vs 7,455.7 tok/s with the split kernels at
 // positions 20-1060, 7,221.9 vs 5,132.7 at depth 1024; 98.1 us per layer vs pvt 206.8 + softmax 16.3),
-// and one query over a long contiguous cache (issue 52) from WebGpuTuning::attn_long_super (H200 tg64
-// at depth 4096: 521.8 / 525.1 vs 489.8 / 485.2 tok/s with scores + softmax + pvt + combine):
+// and one query over a long contiguous cache (issue 52) from WebGpuTuning::attn_long_super positions
+// (H200 tg64 at depth 4096: 529.1 / 532.2 vs 494.1 / 492.4 tok/s with scores + softmax + pvt + combine):
 //   1. attention_split_scores.wgsl: the scaled scores (as split_attention dispatches it);
 //   2. attention_paged_super.wgsl: a workgroup per (superblock of 512 positions, slice of at most
 //      128 dimensions (the whole head up to 128), KV head, column)
