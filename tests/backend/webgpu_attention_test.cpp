@@ -211,6 +211,8 @@ TEST(WebGpuLongOneQueryAttention, LongContextKernelsGiveTheOneQueryKernelsBits) 
     auto spread         = make_webgpu_backend(o);
     o.tune              = "attn_long_positions=4294967295";  // never
     auto one_wg         = make_webgpu_backend(o);
+    o.tune              = "attn_long_positions=1,attn_long_super=0";  // the split kernels at every length
+    auto split          = make_webgpu_backend(o);
     for (const Case & c : {Case{8, 2, 128, 0, 100}, Case{6, 2, 64, 40, 9}, Case{6, 2, 64, 508, 6},
                            Case{8, 2, 128, 900, 4}, Case{4, 1, 64, 2500, 4}, Case{4, 2, 40, 60, 3},
                            Case{4, 2, 36, 40, 3}, Case{16, 2, 64, 100, 2}}) {
@@ -220,6 +222,7 @@ TEST(WebGpuLongOneQueryAttention, LongContextKernelsGiveTheOneQueryKernelsBits) 
             const auto   got = run(*spread, c, in, 1);
             expect_close(got, run(*one_wg, c, in, 1), 0, "long-context kernels vs attention.wgsl, one query each");
             expect_close(got, reference(c, in), 0, "long-context kernels vs the reference written out");
+            expect_close(run(*split, c, in, 1), got, 0, "the split kernels vs the defaults (attention_paged_super from 1,536)");
         }
     }
 }
@@ -232,10 +235,14 @@ TEST(WebGpuLongOneQueryAttention, LongContextKernelsGiveTheOneQueryKernelsBits) 
 // superblocks and rounds of blocks (n 2047 .. 2049 with G = 4; 4,095 .. 4,097 with the 2B4T head,
 // head_dim 128; 510 .. 513 with G = 16; 2,558 .. 2,562 with G = 3, five superblocks), head_dim 72
 // (not a multiple of the tiles' 16: both forms take attention_split_pv), G = 1, and two KV heads.
+// And attention_paged_super after the scores kernel (attn_long_super: 1 every length past 512,
+// and from 2,048: the case at 2,047 .. 2,049 crosses it; G > 4 and head_dim 72 keep the split kernels).
 TEST(WebGpuLongOneQueryAttention, PvFormsGiveTheSameBitsAcrossEveryBoundary) {
     TERN_REQUIRE_WEBGPU();
     std::vector<std::unique_ptr<Backend>> forms;
-    for (const char * form : {"attn_split_tiles=1", "attn_split_tiles=0", "attn_split_tiles=1,attn_split_chunk=0"}) {
+    for (const char * form : {"attn_long_super=0,attn_split_tiles=1", "attn_long_super=0,attn_split_tiles=0",
+                              "attn_long_super=0,attn_split_tiles=1,attn_split_chunk=0", "attn_long_super=1",
+                              "attn_long_super=2048"}) {
         WebGpuOptions o;
         o.allow_cpu_adapter = true;
         o.tune              = std::string("attn_long_positions=1,") + form;
@@ -252,6 +259,11 @@ TEST(WebGpuLongOneQueryAttention, PvFormsGiveTheSameBitsAcrossEveryBoundary) {
         expect_close(tiles, run(*forms[0], c, in, c.T), 0, "each token alone vs every token in one call");
         expect_close(tiles, run(*forms[2], c, in, 1), 0, "64 vs 1024 / G softmax positions per workgroup");
         expect_close(tiles, run(*forms[2], c, in, c.T), 0, "1024 / G softmax positions, every token in one call");
+        for (size_t f = 3; f < forms.size(); ++f) {
+            SCOPED_TRACE("attention_paged_super form " + std::to_string(f));
+            expect_close(tiles, run(*forms[f], c, in, 1), 0, "attention_paged_super vs attention_split_pvt");
+            expect_close(tiles, run(*forms[f], c, in, c.T), 0, "attention_paged_super, every token in one call");
+        }
     }
 }
 
@@ -271,8 +283,9 @@ TEST(WebGpuAttentionSuperblocks, AHugeScoreInOneSuperblockIsRescaledAsTheCpuDoes
         std::unique_ptr<Backend> b;
     };
     std::vector<Form> forms;
-    for (const auto & [tune, per_call] : {std::pair<const char *, int64_t>{"attn_split_tiles=1", 1},
-                                          {"attn_split_tiles=0", 1},
+    for (const auto & [tune, per_call] : {std::pair<const char *, int64_t>{"attn_long_super=0,attn_split_tiles=1", 1},
+                                          {"attn_long_super=0,attn_split_tiles=0", 1},
+                                          {"attn_long_super=1", 1},
                                           {"attn_pv_split_groups=0", 0},  // 0: every token in one call
                                           {"attn_pv_split_groups=65535", 0}}) {
         WebGpuOptions o;

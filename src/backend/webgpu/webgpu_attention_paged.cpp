@@ -1,17 +1,19 @@
-// A paged batch's attention in three dispatches (issue 53: many sequences, one query column each
-// or several, positions read through the page tables, lib/kv_pages.wgsl), from
+// Attention by superblocks in three dispatches: a paged batch (issue 53: many sequences, one query
+// column each or several, positions read through the page tables, lib/kv_pages.wgsl) from
 // WebGpuTuning::attn_paged_deep (H200, 64 streams: 9,285.7 vs 7,455.7 tok/s with the split kernels at
-// positions 20-1060, 7,221.9 vs 5,132.7 at depth 1024; 98.1 us per layer vs pvt 206.8 + softmax 16.3):
+// positions 20-1060, 7,221.9 vs 5,132.7 at depth 1024; 98.1 us per layer vs pvt 206.8 + softmax 16.3),
+// and one query over a long contiguous cache (issue 52) from WebGpuTuning::attn_long_super positions
+// (H200 tg64 at depth 4096: 529.1 / 532.2 vs 494.1 / 492.4 tok/s with scores + softmax + pvt + combine):
 //   1. attention_split_scores.wgsl: the scaled scores (as split_attention dispatches it);
 //   2. attention_paged_super.wgsl: a workgroup per (superblock of 512 positions, slice of at most
 //      128 dimensions (the whole head up to 128), KV head, column)
 //      takes its superblock's max, exps and sums from the scores itself (no softmax dispatch) and
 //      its P·V for all G query heads from whole V head rows (coalesced vec4 loads straight into
-//      registers, 8 positions ahead), the superblock's sums and (m_c, l_c) to attn_super_ / attn_sml_;
+//      registers, 4 positions ahead), the superblock's sums and (m_c, l_c) to attn_super_ / attn_sml_;
 //   3. attention_split_combine.wgsl: the superblocks combined as cpu::combine_superblocks does.
 // Bit for bit the CPU reference's orders (attention_paged_super.wgsl says which). False where the shape
-// does not fit (f32 V, head_dim not a multiple of 8, G > 4, buffers): split_attention then takes
-// the batch.
+// does not fit (f32 V, head_dim not a multiple of 8, G > 4, buffers): split_attention then takes the
+// columns.
 #include "backend/webgpu/webgpu_backend_impl.h"
 
 #include "backend/cpu/cpu_ops.h"
@@ -21,14 +23,15 @@
 
 namespace tern {
 
-bool WebGpuBackend::paged_attention_deep(const Tensor & out, const Tensor & q, const KvLayer & kv,
-                                         const AttentionShape & s, const KvBatch & batch) {
+bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & s,
+                                    const KvBatch * batch, int64_t pos0) {
     const int64_t hd    = s.head_dim;
     const int64_t n_kv  = s.n_head_kv;
     const int64_t group = s.n_head / n_kv;
     const int64_t n_tok = q.ne[1];
     const auto &  lim   = ctx_.limits();
     const bool    k_f16 = kv.k.type == DType::f16;
+    const bool    paged = batch != nullptr;
     // Dimensions per workgroup: the head, or the largest multiple of 8 up to 128 dividing it (H200 64
     // streams, half a head per workgroup: d1024 6,970.7 vs 7,194.8 tok/s).
     uint32_t dw = static_cast<uint32_t>(std::clamp<int64_t>(hd / 8 * 8, 8, 128));
@@ -42,19 +45,20 @@ bool WebGpuBackend::paged_attention_deep(const Tensor & out, const Tensor & q, c
     const uint32_t     ts = floor_pow2(static_cast<uint64_t>(2 * ((hd + 15) / 16) - 1));
     const uint32_t     tp = wg / ts;
     const uint32_t     pv_wg = 16 * (dw / 8);
-    const uint64_t     wsn   = std::max<uint64_t>(512, 8 * uint64_t{dw});
-    const uint64_t     g     = static_cast<uint64_t>(group);
-    const uint64_t     sc_mem = g * hd * 4 + g * wg * 4 + g * tp * 4 + 16;
-    const uint64_t     pv_mem = 4 * 16 * 33 * 4 + 64 * 4 + 32 + wsn * 16 + 16;
-    const uint64_t     max_bind = std::min<uint64_t>(lim.maxBufferSize, lim.maxStorageBufferBindingSize);
-    if (std::max(sc_mem, pv_mem) > lim.maxComputeWorkgroupStorageSize || pv_wg > lim.maxComputeInvocationsPerWorkgroup ||
-        ts > wg) {
+    const uint64_t wsn = std::max<uint64_t>(512, 8 * uint64_t{dw});
+    const uint64_t g   = static_cast<uint64_t>(group);
+    const uint64_t sc_mem = g * hd * 4 + g * wg * 4 + g * tp * 4 + 16;
+    const uint64_t pv_mem = 4 * 16 * 33 * 4 + 64 * 4 + 32 + wsn * 16 + 16;
+    const uint64_t max_bind = std::min<uint64_t>(lim.maxBufferSize, lim.maxStorageBufferBindingSize);
+    if (std::max(sc_mem, pv_mem) > lim.maxComputeWorkgroupStorageSize ||
+        pv_wg > lim.maxComputeInvocationsPerWorkgroup || ts > wg) {
         return false;
     }
     // The largest position of the columns [c0, c0 + n).
     auto max_position = [&](int64_t c0, int64_t n) {
+        if (!paged) return pos0 + c0 + n - 1;
         int64_t m = 0;
-        for (const KvSeq & sq : batch.seqs) {
+        for (const KvSeq & sq : batch->seqs) {
             const int64_t a = std::max(sq.first, c0), b = std::min(sq.first + sq.n, c0 + n);
             if (a < b) m = std::max(m, sq.pos0 + (b - 1 - sq.first));
         }
@@ -81,14 +85,16 @@ bool WebGpuBackend::paged_attention_deep(const Tensor & out, const Tensor & q, c
     const size_t   k_el      = k_f16 ? 2 : 4;
     const int64_t  k_per_vec = 16 / static_cast<int64_t>(k_el);
     const bool     k_vec     = gpu_offset(kv.k, k_el) % k_per_vec == 0 && kv.k.ne[0] % k_per_vec == 0 && hd % k_per_vec == 0;
-    const uint32_t cols_at   = gpu_offset(batch.columns, 4);
-    const uint32_t pages_at  = gpu_offset(batch.page_table, 4);
-    const uint32_t max_pages = u32(batch.max_pages);
-    const WGPUBuffer cols  = gpu_buffer(batch.columns);
-    const WGPUBuffer pages = gpu_buffer(batch.page_table);
+    const uint32_t cols_at   = paged ? gpu_offset(batch->columns, 4) : 0;
+    const uint32_t pages_at  = paged ? gpu_offset(batch->page_table, 4) : 0;
+    const uint32_t max_pages = paged ? u32(batch->max_pages) : 0;
+    // Without pages, `cols` and `pages` bind a buffer nothing reads.
+    const WGPUBuffer cols  = paged ? gpu_buffer(batch->columns) : gpu_buffer(kv.v);
+    const WGPUBuffer pages = paged ? gpu_buffer(batch->page_table) : gpu_buffer(kv.v);
     auto add_paging = [&](PipelineKey & key) {
+        if (!paged) return;
         key.add("PAGED", 1.0);
-        key.add("PAGE", static_cast<double>(batch.page_size));
+        key.add("PAGE", static_cast<double>(batch->page_size));
     };
     PipelineKey sk{"attention_split_scores",
                    "rrrrwwu",
@@ -108,7 +114,7 @@ bool WebGpuBackend::paged_attention_deep(const Tensor & out, const Tensor & q, c
                      {"WG", static_cast<double>(pv_wg)},
                      {"WSN", static_cast<double>(wsn)}}}};
     add_paging(vk);
-    if (tune_.attn_paged_block_rows == 0) vk.add("BLOCK_ROWS", 0.0);
+    if (paged && tune_.attn_paged_block_rows == 0) vk.add("BLOCK_ROWS", 0.0);
     PipelineKey ck{"attention_split_combine", "rrrrwu", {{{"WG", 256.0}, {"HD", static_cast<double>(hd)}}}};
     add_paging(ck);
 
@@ -117,28 +123,32 @@ bool WebGpuBackend::paged_attention_deep(const Tensor & out, const Tensor & q, c
         const int64_t  n_max = max_position(c0, tc) + 1;
         const int64_t  ld    = (n_max + 3) / 4 * 4;
         const uint32_t n_w   = ceil_div(n_max, tp);
+        const uint32_t col_pos0 = paged ? 0 : u32(pos0 + c0);
         struct {
             uint32_t n_embd_kv, q_offset, q_stride, k_offset, ld, wmax_ld, n_head_kv, pos0, max_pages, cols_offset,
                 pages_offset;
             float scale;
         } sp{u32(kv.k.ne[0]), gpu_offset(q, 4) + u32(c0 * q.ne[0]), u32(q.ne[0]), gpu_offset(kv.k, k_el), u32(ld), n_w,
-             u32(n_kv), 0, max_pages, cols_at + u32(4 * c0), pages_at, s.scale};
-        const WGPUBuffer sb[] = {gpu_buffer(q), gpu_buffer(kv.k), cols, pages, attn_scores_->get(), attn_wmax_->get()};
+             u32(n_kv), col_pos0, max_pages, cols_at + u32(4 * c0), pages_at, s.scale};
+        const WGPUBuffer sb[] = {gpu_buffer(q), gpu_buffer(kv.k), paged ? cols : gpu_buffer(kv.k),
+                                 paged ? pages : gpu_buffer(kv.k), attn_scores_->get(), attn_wmax_->get()};
         step_->dispatch(sk, sb, &sp, sizeof sp, n_w, u32(n_kv), u32(tc));
 
         struct {
             uint32_t n_embd_kv, v_offset, ld, n_head_kv, pos0, max_pages, cols_offset, pages_offset, nsb_ld;
-        } vp{u32(kv.v.ne[0]), gpu_offset(kv.v, 2), u32(ld), u32(n_kv), 0, max_pages, cols_at + u32(4 * c0), pages_at,
-             u32(nsb_ld)};
+        } vp{u32(kv.v.ne[0]), gpu_offset(kv.v, 2), u32(ld), u32(n_kv), col_pos0, max_pages, cols_at + u32(4 * c0),
+             pages_at, u32(nsb_ld)};
         const WGPUBuffer vb[] = {attn_scores_->get(), gpu_buffer(kv.v), cols, pages, attn_super_->get(),
                                  attn_sml_->get()};
-        step_->dispatch(vk, vb, &vp, sizeof vp, u32(hd / dw) * ceil_div(n_max, cpu::k_pos_super), u32(n_kv), u32(tc));
+        step_->dispatch(vk, vb, &vp, sizeof vp, u32(hd / dw) * ceil_div(n_max, cpu::k_pos_super),
+                        u32(n_kv), u32(tc));
 
         struct {
             uint32_t n_head, nsb_ld, pos0, max_pages, cols_offset, pages_offset, out_offset, out_stride;
-        } cp{u32(n_kv * group), u32(nsb_ld), 0, max_pages, cols_at + u32(4 * c0), pages_at,
+        } cp{u32(n_kv * group), u32(nsb_ld), col_pos0, max_pages, cols_at + u32(4 * c0), pages_at,
              gpu_offset(out, 4) + u32(c0 * out.ne[0]), u32(out.ne[0])};
-        const WGPUBuffer cb[] = {attn_super_->get(), attn_sml_->get(), cols, pages, gpu_buffer(out)};
+        const WGPUBuffer cb[] = {attn_super_->get(), attn_sml_->get(), paged ? cols : attn_super_->get(),
+                                 paged ? pages : attn_super_->get(), gpu_buffer(out)};
         step_->dispatch(ck, cb, &cp, sizeof cp, ceil_div(n_kv * group * hd, 256), u32(tc));
     }
     return true;

@@ -64,6 +64,14 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
     const bool    v_f16 = kv.v.type == DType::f16;
     const auto &  lim   = ctx_.limits();
     if (group > 16 || hd % 4 != 0 || hd > 256 || n_tok < 1) return false;
+    // One query (columns of a contiguous cache) by attention_split_scores + attention_paged_super +
+    // _combine (webgpu_attention_paged.cpp) from attn_long_super positions where the shape fits, past
+    // one superblock (within one, the pvt path's combine is folded into the o-projection: attn_combine_fused).
+    if (batch == nullptr && tune_.attn_long_super != 0 && pos0 + n_tok >= tune_.attn_long_super &&
+        pos0 + n_tok > cpu::k_pos_super &&
+        super_attention(out, q, kv, s, nullptr, pos0)) {
+        return true;
+    }
 
     SplitTiling st;
     st.ts = floor_pow2(static_cast<uint64_t>(2 * ((hd + 15) / 16) - 1));
@@ -336,7 +344,7 @@ void WebGpuBackend::attention_paged(const Tensor & out, const Tensor & q, const 
     TERN_ASSERT(batch.n_tokens() == q.ne[1] && s.n_head % s.n_head_kv == 0 && out.ne[0] == s.n_head * hd &&
                     q.ne[0] == s.n_head * hd && batch.page_size > 0,
                 "attention_paged shapes");
-    if (tune_.attn_paged_deep != 0 && paged_attention_deep(out, q, kv, s, batch)) return;  // where its shape fits
+    if (tune_.attn_paged_deep != 0 && super_attention(out, q, kv, s, &batch, 0)) return;  // where its shape fits
     if (!split_attention(out, q, kv, s, &batch, 0)) {
         fail(ErrorKind::unsupported,
              format("webgpu: batched attention needs head_dim a multiple of 4 up to 256 (got %lld), at most 16 query "

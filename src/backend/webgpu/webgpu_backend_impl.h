@@ -299,10 +299,12 @@ private:
     // this device or the shape.
     bool split_attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
                          const KvBatch * batch, int64_t pos0);
-    // A paged batch's attention by attention_paged_super.wgsl (webgpu_attention_paged.cpp: the softmax
-    // taken inside the P·V workgroups, whole V rows per load); false where the shape does not fit.
-    bool paged_attention_deep(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
-                              const KvBatch & batch);
+    // Attention by attention_split_scores + attention_paged_super.wgsl + attention_split_combine
+    // (webgpu_attention_paged.cpp: the softmax taken inside the P·V workgroups, whole V rows per load): the
+    // columns of a paged batch, or (batch null) columns at positions pos0 + t of a contiguous cache;
+    // false where the shape does not fit.
+    bool super_attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
+                         const KvBatch * batch, int64_t pos0);
     // rope_kv.wgsl over the qkv scratch's n_tok columns: at positions pos0 + t of a contiguous cache,
     // or (batch) at each column's position and cache row (webgpu_prefill.cpp).
     void encode_rope_kv(const Tensor & q, const KvLayer & kv, const GpuLinear & lw, const AttentionShape & shape,

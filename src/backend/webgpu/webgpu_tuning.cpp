@@ -72,6 +72,7 @@ const std::vector<Field> & fields() {
         {"attn_split_chunk", Kind::pow2_or_0, 32, 1024, &T::attn_split_chunk},
         {"attn_paged_deep", Kind::number, 0, 1, &T::attn_paged_deep},
         {"attn_paged_block_rows", Kind::number, 0, 1, &T::attn_paged_block_rows},
+        {"attn_long_super", Kind::number, 0, k_max, &T::attn_long_super},
         {"attn_split_pv_wg", Kind::pow2_or_0, 64, 1024, &T::attn_split_pv_wg},
         {"attn_prefetch_loads", Kind::number, 0, 64, &T::attn_prefetch_loads},
         {"attn_prefill_min_tokens", Kind::number, 2, k_max, &T::attn_prefill_min_tokens},

@@ -104,6 +104,14 @@ struct WebGpuTuning {
                                              //     workgroup, whole V rows; webgpu_attention_paged.cpp; H200
                                              //     64 streams, positions 20-1060: 9,285.7 vs 7,455.7 tok/s);
                                              //     0: split_attention's kernels (what other shapes take)
+    uint32_t attn_long_super         = 1536; // one query over this many positions or more (and more than 512;
+                                             //     f16 V, G <= 4, head_dim a multiple of 8) by attention_split_scores
+                                             //     + attention_paged_super + _combine (webgpu_attention_paged.cpp;
+                                             //     H200 tg64 vs the split kernels: d1024 584.6 vs 604.7 tok/s, d2048
+                                             //     561.6 vs 551.6, d4096 526.7 vs 488.5: the crossover between
+                                             //     1024 and 2048, where one query's 2-4 superblock workgroups per
+                                             //     KV head start to beat pvt's 8 slices each); 0: never (the split
+                                             //     kernels: scores, softmax, pvt, combine)
     uint32_t attn_paged_block_rows   = 1;    // 1: the paged P·V kernels read the page table once per
                                              //     block of 32 positions (kv_row_in_block,
                                              //     lib/kv_pages.wgsl); 0: once per position

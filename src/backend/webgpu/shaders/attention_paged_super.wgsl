@@ -1,4 +1,5 @@
-// attention_paged_super: a paged batch's softmax and P·V (webgpu_attention_paged.cpp), after
+// attention_paged_super: a paged batch's softmax and P·V, or one query's over a contiguous cache
+// (without PAGED: column t at position pos0 + t; webgpu_attention_paged.cpp), after
 // attention_split_scores.wgsl: a workgroup per (superblock of 512 positions, KV head, column), all G
 // query heads at once, with the CPU's operations in the CPU's order (CpuBackend::attention: each
 // superblock on its own, then cpu::combine_superblocks by attention_split_combine.wgsl):
@@ -45,7 +46,7 @@ struct Params {
     v_offset: u32,     // element index of v_cache[0, 0] (a multiple of 8)
     ld: u32,           // f32 elements between rows of scores
     n_head_kv: u32,
-    pos0: u32,         // (unused: PAGED)
+    pos0: u32,         // without PAGED: position of column 0
     max_pages: u32,
     cols_offset: u32,
     pages_offset: u32,
