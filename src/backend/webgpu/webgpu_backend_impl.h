@@ -584,9 +584,6 @@ private:
         WGPUBuffer words = nullptr, scales = nullptr, acts = nullptr, y = nullptr, oacts = nullptr;
         uint32_t   wg = 0, rows = 0, mrows = 0, nb = 0, wtype = 0, nbo = 1, loads = 1;
         bool       glu = false, accumulate = false, qout = false;
-        // SUM4: vec4 term rows summed in batches; STAGE: the input's blocks copied into workgroup
-        // memory first (matvec_q8_acts.wgsl; WebGpuTuning::family_acts_form)
-        bool       sum4 = false, stage = false;
         uint32_t   n_rows = 0, y_offset = 0, y_stride = 0, up_row = 0, activation = 0;
         // PROLOGUE (matvec_q8_acts.wgsl): h's blocks made from x (and the norm nw) in every workgroup.
         bool       prologue = false, norm = false;

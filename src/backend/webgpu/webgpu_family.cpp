@@ -268,9 +268,7 @@ void WebGpuBackend::encode_family_matvec(const FamilyMatvec & mv, const FamilyRo
                             {"V_F16", rope && !rope->v_f16 ? 0.0 : 1.0},
                             {"PROLOGUE", mv.prologue ? 1.0 : 0.0},
                             {"NORM", mv.norm ? 1.0 : 0.0},
-                            {"QPT", static_cast<double>(mv.qpt)},
-                            {"SUM4", mv.sum4 ? 1.0 : 0.0},
-                            {"STAGE", mv.stage ? 1.0 : 0.0}}}};
+                            {"QPT", static_cast<double>(mv.qpt)}}}};
     const WGPUBuffer bufs[] = {mv.words,
                                mv.scales,
                                mv.acts,
@@ -307,10 +305,7 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
         uint32_t   rows = 0;
     };
     std::vector<Part> parts;
-    WGPUBuffer        pf_words = nullptr;  // (the weight words act_q8_0.wgsl may pull into L2)
-    uint64_t          pf_bytes = 0;
     if (const auto * m = dynamic_cast<const GpuMatrix *>(&w)) {
-        if (m->parts.size() == 1) pf_words = m->parts[0].words->get(), pf_bytes = m->parts[0].words->size_bytes();
         if (T != 1 || (glu_act && m->parts.size() != 1)) return false;
         for (const auto & part : m->parts) {
             if (!takes_q8_0(part.type) && !takes_q8_k(part.type)) return false;
@@ -360,10 +355,6 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
     // per row (QOUT) and the prologue's arrays, which every variant declares: h's blocks (36 bytes
     // each), the norm's block sums (4 NB), its exchanges and lib/wg_reduce(_sg).wgsl's and
     // lib/sum_squares.wgsl's trees (24 WG).
-    // matvec_q8_acts.wgsl's form (WebGpuTuning::family_acts_form): SUM4 keeps a row's terms as whole
-    // vec4s plus one (4 ceil(NB / 4) + 4 floats instead of NB + 1).
-    const bool sum4      = (tune_.family_acts_form & 1u) != 0;
-    auto       acts_terms = [&](int64_t n) { return sum4 ? 4 * (ceil_div(n, int64_t{4}) + 1) : n + 1; };
     auto acts_fixed = [&](uint32_t threads) { return 512 + static_cast<uint64_t>(nb) * 40 + uint64_t{threads} * 24; };
     // A one-token matvec_q8_acts.wgsl that makes its input's blocks in each workgroup's prologue
     // (PROLOGUE: lib/quarters_q8_0.wgsl, one quarter or a few per invocation, NB <= WG) after its
@@ -373,7 +364,7 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
         const uint32_t lanes = qout_wg / rows;
         return T == 1 && lanes >= 1 && nb <= int64_t{qout_wg} && ceil_div(4 * nb, qout_wg) <= 4 &&
                uint64_t{lane_loads(type, lanes)} * lanes >= static_cast<uint64_t>(nb) &&
-               acts_fixed(qout_wg) + uint64_t{rows} * static_cast<uint64_t>(acts_terms(nb)) * 4 <= storage;
+               acts_fixed(qout_wg) + uint64_t{rows} * static_cast<uint64_t>(nb + 1) * 4 <= storage;
     };
     // A normed one-part matvec (the [q; k; v]) that way, 32 rows per workgroup (the prologue's cost is
     // per workgroup: H200 llama-3.2-1b Q4_0 tg64 1,458.0 tok/s with 32 rows, 1,433.7 with 64, 1,329.3
@@ -384,9 +375,8 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
                               prologue_fits(parts[0].type, k_prologue_rows);
     for (Part & part : parts) {
         const bool     kq    = takes_q8_k(part.type);
-        const bool     pa    = acts && takes_q8_0(part.type);  // (matvec_q8_acts.wgsl)
         const int64_t  nt    = kq ? 9 * (k / 256) : k / part.group;
-        const int64_t  row_terms = pa ? acts_terms(nt) : nt + 1;  // floats per row of terms
+        const bool     pa    = acts && takes_q8_0(part.type);  // (matvec_q8_acts.wgsl)
         uint64_t       fixed = kq   ? static_cast<uint64_t>(k / 256) * 328 + uint64_t{wg} * 4
                                : pa ? acts_fixed(qkv_prologue ? qout_wg : wg)
                                     : static_cast<uint64_t>(nb) * 60 + uint64_t{wg} * 8;
@@ -399,7 +389,7 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
                               : !glu_act && k >= 4096 && tune_.family_rows_long != 0 ? tune_.family_rows_long
                                                                                      : tune_.family_rows;
         part.rows = std::max<uint32_t>(1, std::min<uint32_t>(want, (qkv_prologue ? qout_wg : wg) / per));
-        auto need = [&] { return fixed + uint64_t{part.rows} * per * static_cast<uint64_t>(row_terms) * 4; };
+        auto need = [&] { return fixed + uint64_t{part.rows} * per * static_cast<uint64_t>(nt + 1) * 4; };
         // (QOUT: at least 32 rows, and 512 threads where the adapter has them, so that a gate+up
         // row keeps 8 lanes)
         if (want_qout && !kq && qout_wg / per >= 32) {
@@ -437,26 +427,14 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
                 float    eps;
                 uint32_t x_offset, x_stride, nw_offset;
             } ap{u32(k), in.eps, gpu_offset(in.x, 4), u32(in.x.ne[0]), 0};
-            PipelineKey akey{"act_q8_0",
-                             "rrwru",
-                             {{{"WG", static_cast<double>(act_wg)},
-                               {"NB", static_cast<double>(nb)},
-                               {"QPT", static_cast<double>(act_qpt)},
-                               {"NORM", in.norm ? 1.0 : 0.0}}}};
-            // One token: workgroups after the first pull the first family_act_prefetch MiB of the
-            // matvec's weight words into L2 (one word per 64 bytes, 8 per invocation) while the first
-            // makes the blocks (act_q8_0.wgsl PF_GROUPS; WebGpuTuning::family_act_prefetch).
-            uint32_t pf_groups = 0;
-            if (T == 1 && pf_words != nullptr && tune_.family_act_prefetch != 0) {
-                constexpr uint32_t pf_loads = 8;
-                const uint64_t     words    = std::min<uint64_t>(pf_bytes, uint64_t{tune_.family_act_prefetch} << 20) / 4;
-                pf_groups = ceil_div(static_cast<int64_t>(words), int64_t{act_wg} * pf_loads * k_prefetch_stride_words);
-                akey.add("PF_GROUPS", static_cast<double>(pf_groups));
-                akey.add("PF_LOADS", static_cast<double>(pf_loads));
-                akey.add("PF_WORDS", static_cast<double>(words));
-            }
-            const WGPUBuffer abufs[] = {gpu_buffer(in.x), nw, a_in, pf_groups != 0 ? pf_words : gpu_buffer(in.x)};
-            step_->dispatch(akey, abufs, &ap, sizeof ap, 1 + pf_groups, u32(T));
+            const PipelineKey akey{"act_q8_0",
+                                   "rrwu",
+                                   {{{"WG", static_cast<double>(act_wg)},
+                                     {"NB", static_cast<double>(nb)},
+                                     {"QPT", static_cast<double>(act_qpt)},
+                                     {"NORM", in.norm ? 1.0 : 0.0}}}};
+            const WGPUBuffer abufs[] = {gpu_buffer(in.x), nw, a_in};
+            step_->dispatch(akey, abufs, &ap, sizeof ap, 1, u32(T));
         }
     }
     fa_ready_ = {};
@@ -507,9 +485,6 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
             mv.qout = qout;
             mv.nbo = qout ? u32(n_out / 32) : 1u;
             mv.loads = loads;
-            mv.sum4 = sum4;
-            // (STAGE: every block of the row loaded at once, as PROLOGUE's lanes do)
-            mv.stage = !prologue && (tune_.family_acts_form & 2u) != 0 && uint64_t{loads} * lanes >= static_cast<uint64_t>(nb);
             mv.n_rows = n;
             mv.y_offset = y0;
             mv.y_stride = u32(y.ne[0]);

@@ -49,8 +49,6 @@ const std::vector<Field> & fields() {
         {"family_acts", Kind::number, 0, 3, &T::family_acts},
         {"family_acts_rows", Kind::pow2, 1, 128, &T::family_acts_rows},
         {"family_acts_loads", Kind::number, 0, 12, &T::family_acts_loads},
-        {"family_acts_form", Kind::number, 0, 3, &T::family_acts_form},
-        {"family_act_prefetch", Kind::number, 0, 1024, &T::family_act_prefetch},
         {"head_i8_min_bytes", Kind::number, 0, k_max, &T::head_i8_min_bytes},
         {"family_head_i8", Kind::number, 0, 1, &T::family_head_i8},
         {"head_groups", Kind::number, 0, 65535, &T::head_groups},

@@ -51,12 +51,6 @@ struct WebGpuTuning {
                                        //    its threads; 0: matvec_q8.wgsl, then rope_kv_family.wgsl
     uint32_t family_acts_loads = 0;    // ... blocks a lane loads at once (1..12); 0: all of its blocks, at most 12
                                        //    (Q8_0: 8); before: 4
-    uint32_t family_acts_form  = 3;    // ... bit 0 (SUM4): its row sums read the terms as vec4s, 32 loaded
-                                       //    before they are added (same order); bit 1 (STAGE): the input's
-                                       //    blocks copied into workgroup memory once per workgroup, after
-                                       //    the weight loads are issued; 0: neither (before)
-    uint32_t family_act_prefetch = 0;  // one token's act_q8_0.wgsl: MiB of the next matvec's weight words
-                                       //    (the gate+up's) its extra workgroups pull into L2; 0: none
     // --- the LM head of one token: lm_head_i8_argmax.wgsl, argmax_exact.wgsl ---
     uint32_t head_i8_min_bytes = 64u << 20;  // greedy decoding streams an int8 copy of F16 heads this
                                              // large or larger (half the bytes; wider bounds)

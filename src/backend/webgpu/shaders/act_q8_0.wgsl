@@ -9,8 +9,8 @@
 //   x: [K, T] f32   nw: [K] f32 (NORM)
 //   acts: per token (act_words(NB) u32 words each) the codes [K/32][8] u32 (element 4w + e of a
 //     block in byte e of its word w), then the f16 d of each block as f32 bits (lib/acts_q8_0.wgsl)
-// Bindings: 0 x, 1 nw (read); 2 acts (read_write); 3 pfw (read: PF_GROUPS); 4 params (uniform)
-// Dispatch: (1 + PF_GROUPS, T, 1): a workgroup per token (the prefetching ones after it, T = 1); invocation i the quarters (8 values) i + u WG of the
+// Bindings: 0 x, 1 nw (read); 2 acts (read_write); 3 params (uniform)
+// Dispatch: (1, T, 1): a workgroup per token; invocation i the quarters (8 values) i + u WG of the
 // token's 4 NB, u < QPT, in one pass over memory (lib/quarters_q8_0.wgsl). (An earlier form read x
 // three times, for its norm, its maxes and its codes, each a round trip on the kernel's one
 // workgroup.)
@@ -26,18 +26,6 @@ override NB: u32 = 64u;   // K / 32
 override QPT: u32 = 1u;   // quarters per invocation: ceil(4 NB / WG), at most 4
 override NORM: bool = false;
 
-// Weight prefetch (one token; WebGpuTuning::family_act_prefetch): this kernel's one workgroup leaves
-// the rest of the GPU and its DRAM idle, and the matvec after it (the FFN's gate+up) streams its
-// weights from DRAM. Workgroups 1 .. PF_GROUPS therefore load one word per 64 bytes (PF_STRIDE
-// words) of the first PF_WORDS words of that matvec's weight words (pfw), PF_LOADS per invocation
-// at a stride of WG PF_STRIDE words, so that it finds them in L2 (attention.wgsl's prefetch
-// workgroups, one buffer). The words are "used" by a store that never happens (p.rn_zero is 0).
-// Nothing changes in any result.
-override PF_GROUPS: u32 = 0u;
-override PF_LOADS: u32 = 8u;
-override PF_WORDS: u32 = 0u;
-const PF_STRIDE: u32 = 16u;  // (the host's k_prefetch_stride_words)
-
 struct Params {
     k: u32,          // K
     eps: f32,        // NORM
@@ -50,26 +38,10 @@ struct Params {
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 @group(0) @binding(1) var<storage, read> nw: array<f32>;
 @group(0) @binding(2) var<storage, read_write> acts: array<u32>;
-@group(0) @binding(3) var<storage, read> pfw: array<u32>;
-@group(0) @binding(4) var<uniform> p: Params;
-
-// Prefetching workgroup g (0 ..): its PF_LOADS words per invocation.
-fn prefetch_weights(lid: u32, g: u32) {
-    var acc = 0u;
-    let first = (g * WG * PF_LOADS + lid) * PF_STRIDE;
-    for (var u = 0u; u < PF_LOADS; u++) {
-        let i = first + u * WG * PF_STRIDE;
-        if (i < PF_WORDS) { acc ^= pfw[i]; }
-    }
-    if ((acc & p.rn_zero) != 0u) { acts[0] = acc; }
-}
+@group(0) @binding(3) var<uniform> p: Params;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    if (wid.x > 0u) {
-        prefetch_weights(lid, wid.x - 1u);
-        return;
-    }
     let t  = wid.y;
     let o  = t * act_words(NB);  // the token's first word
     let qs = quarters_q8_0(lid, p.x_offset + t * p.x_stride);

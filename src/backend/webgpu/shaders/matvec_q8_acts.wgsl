@@ -56,16 +56,6 @@ override V_F16: bool = true;
 override PROLOGUE: bool = false;  // h's blocks made from x in the prologue (T = 1), not read from acts
 override NORM: bool = false;      // PROLOGUE: h = rms_norm(x) * nw, else x
 override QPT: u32 = 1u;           // PROLOGUE: ceil(4 NB / WG), at most 4 (NB <= WG)
-// SUM4: the terms kept as vec4 rows (a row every TS4 vec4s: whole vec4s for the row's NB terms, plus
-// one, so that 8 neighbouring summing invocations read different banks), each row summed from
-// batches of SUM_BATCH vec4s loaded before their adds: the same adds in the same (block) order, but
-// a row's loads from workgroup memory no longer wait one by one (a row of NB = 256 is 256 dependent
-// loads and adds in the plain form, the whole workgroup waiting on one invocation per row).
-override SUM4: bool = false;
-// STAGE (LOADS lanes >= NB, the host checks): the token's blocks copied from acts into workgroup
-// memory (pcodes / pdq, PROLOGUE's) by the whole workgroup after its weight loads are issued, so
-// that the terms read them there instead of each lane waiting on acts for each of its blocks.
-override STAGE: bool = false;
 
 // Q4_0 / Q8_0 blocks a lane loads before it multiplies them (the host: all of its blocks where
 // that is at most MAX_LOADS, so a QOUT gate+up's lanes wait for memory once; the arrays are
@@ -106,19 +96,15 @@ struct Params {
 @group(0) @binding(9) var<storage, read> nw: array<f32>;
 @group(0) @binding(10) var<uniform> p: Params;
 
-// The terms, a row every NB + 1 (the row sums' reads fall on different banks for even NB); SUM4:
-// terms4, a row every TS4 vec4s.
-const SUM_BATCH: u32 = 8u;  // SUM4: vec4s (32 terms) loaded before they are added
-override TS4: u32 = (NB + 3u) / 4u + 1u;  // (from NB; the host does not set it)
-var<workgroup> terms: array<f32, select(MROWS * (NB + 1u), 1u, SUM4)>;
-var<workgroup> terms4: array<vec4<f32>, select(1u, MROWS * TS4, SUM4)>;
+// The terms, a row every NB + 1 (the row sums' reads fall on different banks for even NB).
+var<workgroup> terms: array<f32, MROWS * (NB + 1u)>;
 // QOUT: the workgroup's outputs and the max |f| per 8 of them.
 // ROPE: the workgroup's rows after the rotation, in its row order.
 var<workgroup> fo: array<f32, select(1u, ROWS, QOUT || ROPE)>;
 var<workgroup> omax: array<f32, select(1u, ROWS / 8u, QOUT)>;
-// PROLOGUE, STAGE: h's blocks as acts holds them (codes [NB][8] u32, then each block's f16 d as f32).
-var<workgroup> pcodes: array<vec4<u32>, select(1u, 2u * NB, PROLOGUE || STAGE)>;
-var<workgroup> pdq: array<f32, select(1u, NB, PROLOGUE || STAGE)>;
+// PROLOGUE: h's blocks as acts holds them (codes [NB][8] u32, then each block's f16 d as f32).
+var<workgroup> pcodes: array<vec4<u32>, select(1u, 2u * NB, PROLOGUE)>;
+var<workgroup> pdq: array<f32, select(1u, NB, PROLOGUE)>;
 
 // Q4_0 nibbles n (0..15, one per byte) as int8 n - 8 (matvec_q8.wgsl's centred).
 fn centred(nibbles: u32) -> u32 {
@@ -127,13 +113,13 @@ fn centred(nibbles: u32) -> u32 {
 
 // Block b's scale d_a, of the token whose words start at vec4 a0.
 fn a_dq(a0: u32, b: u32) -> f32 {
-    if (PROLOGUE || STAGE) { return pdq[b]; }
+    if (PROLOGUE) { return pdq[b]; }
     return bitcast<f32>(acts[a0 + act_dq(NB) / 4u + b / 4u][b % 4u]);
 }
 
 // Code words 4 i .. 4 i + 3 of the token whose words start at vec4 a0.
 fn a_codes(a0: u32, i: u32) -> vec4<u32> {
-    if (PROLOGUE || STAGE) { return pcodes[i]; }
+    if (PROLOGUE) { return pcodes[i]; }
     return acts[a0 + i];
 }
 
@@ -148,12 +134,6 @@ fn stage_h(lid: u32) {
             if (g % 4u == 0u) { pdq[g / 4u] = round_f16(qs[u].d); }
         }
     }
-}
-
-// STAGE: the token's blocks from acts into pcodes / pdq. Every invocation calls it.
-fn stage_acts(lid: u32, a0: u32) {
-    for (var i = lid; i < 2u * NB; i += WG) { pcodes[i] = acts[a0 + i]; }
-    for (var b = lid; b < NB; b += WG) { pdq[b] = bitcast<f32>(acts[a0 + act_dq(NB) / 4u + b / 4u][b % 4u]); }
 }
 
 // The term of block b from its weight words (Q8_0: w0, w1; Q4_0: w0) and scale d_w
@@ -187,35 +167,9 @@ fn neox_row(l: u32) -> u32 {
     return (pair / half) * p.head_dim + pair % half + (l % 2u) * half;
 }
 
-// Term b of matrix row m into workgroup memory.
-fn put_term(m: u32, b: u32, v: f32) {
-    if (SUM4) {
-        let e = 4u * m * TS4 + b;
-        terms4[e / 4u][e % 4u] = v;
-    } else {
-        terms[m * (NB + 1u) + b] = v;
-    }
-}
-
 // The terms of matrix row m, added in block order.
 fn row_sum(m: u32) -> f32 {
     var s = 0.0;
-    if (SUM4) {
-        // Whole batches of 4 SUM_BATCH terms (their loads first), then the rest one by one.
-        let full = NB / (4u * SUM_BATCH);
-        for (var i = 0u; i < full; i++) {
-            var v: array<vec4<f32>, SUM_BATCH>;
-            for (var j = 0u; j < SUM_BATCH; j++) { v[j] = terms4[m * TS4 + i * SUM_BATCH + j]; }
-            for (var j = 0u; j < SUM_BATCH; j++) {
-                s = s + v[j].x;
-                s = s + v[j].y;
-                s = s + v[j].z;
-                s = s + v[j].w;
-            }
-        }
-        for (var b = full * 4u * SUM_BATCH; b < NB; b++) { s = s + terms4[m * TS4 + b / 4u][b % 4u]; }
-        return s;
-    }
     for (var b = 0u; b < NB; b++) { s = s + terms[m * (NB + 1u) + b]; }
     return s;
 }
@@ -230,9 +184,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let lane  = lid % lanes;
     let live  = m < MROWS && r0 + select(m, m - ROWS, GLU && m >= ROWS) < p.n_rows;
     let row   = weight_row(r0, m);
-    if (PROLOGUE || STAGE) {
-        // The lane's blocks (all of them) loaded first, so their latency overlaps the prologue (or
-        // STAGE's copy).
+    if (PROLOGUE) {
+        // The lane's blocks (all of them) loaded first, so their latency overlaps the prologue.
         var wa: array<vec4<u32>, MAX_LOADS>;
         var wb: array<vec4<u32>, MAX_LOADS>;
         var sc: array<f32, MAX_LOADS>;
@@ -250,16 +203,12 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 }
             }
         }
-        if (PROLOGUE) {
-            stage_h(lid);
-        } else {
-            stage_acts(lid, a0);
-        }
+        stage_h(lid);
         workgroupBarrier();
         if (live) {
             for (var j = 0u; j < LOADS; j++) {
                 let b = lane + j * lanes;
-                if (b < NB) { put_term(m, b, q_term(wa[j], wb[j], sc[j], a0, b)); }
+                if (b < NB) { terms[m * (NB + 1u) + b] = q_term(wa[j], wb[j], sc[j], a0, b); }
             }
         }
     } else if (live) {
@@ -282,7 +231,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
             for (var j = 0u; j < LOADS; j++) {
                 let b = i0 + lane + j * lanes;
-                if (b < NB) { put_term(m, b, q_term(wa[j], wb[j], sc[j], a0, b)); }
+                if (b < NB) { terms[m * (NB + 1u) + b] = q_term(wa[j], wb[j], sc[j], a0, b); }
             }
         }
     }
