@@ -354,7 +354,6 @@ void Scheduler::run_step(std::vector<std::unique_ptr<Slot>> & slots) {
         sample_all(slots);
         sampled = std::chrono::duration<double>(Clock::now() - t0).count();
     }
-    // (the release's time counts as recording: BatchEngine::Timing)
     if (ahead) {
         // The next step goes to the device before the tokens are handed out (which it overlaps). A
         // slot that could not sample feeds token 0 there: it fails below, the column is discarded.
@@ -383,6 +382,7 @@ void Scheduler::run_step(std::vector<std::unique_ptr<Slot>> & slots) {
     stats_.steps_ahead        = et.passes_ahead;
     stats_.record_seconds     = et.record_s;
     stats_.record_ahead_seconds = et.record_ahead_s;
+    stats_.release_seconds      = et.release_s;
     stats_.wait_seconds       = et.wait_s;
     stats_.unpack_seconds     = et.unpack_s;
     stats_.full_logit_reads   = et.full_logit_reads;

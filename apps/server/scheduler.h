@@ -11,8 +11,7 @@
 // nobody waits, the next step is recorded while the device runs this one (BatchEngine::record_ahead)
 // and goes out as soon as the tokens are sampled, before they are handed out: the device waits only
 // for the read-back and the sampling. (The release submits the held step, ~1.5 us of Dawn's time per
-// dispatch: /metrics counts it as recording, but the step goes out in pieces and the device starts
-// on the first.) A lone generating slot with nobody
+// dispatch, but in pieces: the device starts on the first.) A lone generating slot with nobody
 // waiting decodes through the one-sequence path instead (decode_alone), so that one client gets
 // what `tern run` gives. A cancelled Job (client gone) leaves its slot at the next step and its KV
 // pages go back to the pool; a full queue answers 503.
@@ -123,7 +122,7 @@ struct SchedulerStats {
     // tokens out (text, stop strings, events); recording steps ahead (while the device runs the step
     // before: not waited for); passes that read every logit back; steps recorded ahead.
     double  record_seconds = 0, wait_seconds = 0, unpack_seconds = 0, sample_seconds = 0, deliver_seconds = 0;
-    double  record_ahead_seconds = 0;
+    double  record_ahead_seconds = 0, release_seconds = 0;  // (release: of the steps recorded ahead)
     int64_t full_logit_reads = 0, steps_ahead = 0;
     int64_t listed_columns = 0, listed_rows = 0;  // BatchEngine::Timing's: the device's top-k lists
 };

@@ -240,7 +240,7 @@ void BatchEngine::release_ahead(std::span<const int32_t> tokens) {
     Backend & be = model_.backend();
     be.write(buf_.tokens.tensor, ahead_.tokens.data(), ahead_.tokens.size() * sizeof(int32_t));
     be.release_held_step();  // (after that write, in queue order)
-    timing_.record_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    timing_.release_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ++timing_.passes_ahead;
     ++timing_.passes;
     inflight_   = std::move(ahead_);

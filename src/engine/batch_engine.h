@@ -143,10 +143,12 @@ public:
     // unpacking them into the items; passes, and passes that read every logit back (no device
     // list, or a column whose list overflowed).
     // record_ahead_s: recording steps ahead (while the device ran the step before: not waited for);
+    // release_s: releasing them (the token write and the submits of the held pieces: Dawn's ~1.5 us
+    // per dispatch, while the device runs the first pieces);
     // passes_ahead: passes recorded ahead and released; listed_columns, listed_rows: the output
     // columns whose top-k list the device wrote, and the rows those lists counted (fitting or not).
     struct Timing {
-        double  record_s = 0, wait_s = 0, unpack_s = 0, record_ahead_s = 0;
+        double  record_s = 0, wait_s = 0, unpack_s = 0, record_ahead_s = 0, release_s = 0;
         int64_t passes = 0, full_logit_reads = 0, passes_ahead = 0, listed_columns = 0, listed_rows = 0;
     };
     const Timing & timing() const { return timing_; }
