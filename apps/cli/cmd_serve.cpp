@@ -35,6 +35,8 @@ struct ServeArgs {
     std::string         alias;              // empty: the file name
     int64_t             max_tokens_limit = 0;  // 0: the context
     bool                no_warmup        = false;  // skip BatchEngine::warm_up
+    int                 sampling_threads = 0;
+    int                 sampling_form    = 1;      // server::SchedulerOptions::sampling_form
 };
 
 void serve(ServeArgs & a) {
@@ -113,6 +115,8 @@ void serve(ServeArgs & a) {
     sched_opts.n_slots            = a.parallel;
     sched_opts.max_queue          = a.max_queue;
     sched_opts.n_prefill_per_step = std::min(so.n_batch, so.n_ctx);
+    sched_opts.n_sampling_threads = a.sampling_threads;
+    sched_opts.sampling_form      = a.sampling_form;
     server::Scheduler scheduler(engine, *lm.tokenizer, sched_opts);
     struct Published {  // the signal thread may shut the scheduler down while it exists
         std::mutex &         m;
@@ -190,6 +194,14 @@ void register_serve(CLI::App & app) {
                   "with before the first request)");
     cmd->add_option("--threads-http", args->http.n_threads, "HTTP worker threads (0 = parallel + queue + 4)")
         ->check(int_in(0, 4096))->capture_default_str();
+    cmd->add_option("--sampling-threads", args->sampling_threads,
+                    "threads sampling the slots' next tokens (0 = the machine's cores, at most --parallel)")
+        ->check(int_in(0, 4096))->capture_default_str();
+    cmd->add_option("--sampling-form", args->sampling_form,
+                    "how a batched step's results become tokens (issue 53 A/B): 0 = the device's top-k lists unpacked "
+                    "on the scheduler thread, then sampled on the sampling threads; 1 = each slot's list unpacked "
+                    "beside its sampling; 2 = as 1, the sampling threads spinning while the device runs the step")
+        ->check(int_in(0, 2))->capture_default_str();
     cmd->footer("Example: tern serve -m ggml-model-i2_s.gguf --port 8080 --parallel 8\n"
                 "Then open http://127.0.0.1:8080/ for the chat page, or point any OpenAI client at\n"
                 "http://127.0.0.1:8080/v1. Endpoints: /v1/chat/completions, /v1/completions, /v1/models, /health,\n"

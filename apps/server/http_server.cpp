@@ -159,9 +159,12 @@ struct HttpServer::Impl {
                    "Steps recorded while the step before ran (then released with its sampled tokens).",
                    static_cast<double>(s.steps_ahead));
             out += "# HELP tern_step_seconds_total The scheduler thread's time in batched steps, by phase "
-                   "(record_ahead: while the device ran the step before).\n"
+                   "(record: recording and submitting a step; release: submitting one recorded ahead; record_ahead: while the "
+                   "device ran the step before; sample: unpacking each slot's top-k list, unless unpack counts it, "
+                   "and sampling).\n"
                    "# TYPE tern_step_seconds_total counter\n";
-            for (auto [phase, v] : {std::pair{"record", s.record_seconds}, std::pair{"wait", s.wait_seconds},
+            for (auto [phase, v] : {std::pair{"record", s.record_seconds}, std::pair{"release", s.release_seconds},
+                                    std::pair{"wait", s.wait_seconds},
                                     std::pair{"unpack", s.unpack_seconds}, std::pair{"sample", s.sample_seconds},
                                     std::pair{"deliver", s.deliver_seconds},
                                     std::pair{"record_ahead", s.record_ahead_seconds}}) {

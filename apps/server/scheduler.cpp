@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <thread>
 
 namespace tern::server {
 
@@ -316,6 +317,8 @@ void Scheduler::run_step(std::vector<std::unique_ptr<Slot>> & slots) {
     std::vector<BatchItem> next;       // the step recorded ahead, and its slots in item order
     std::vector<Slot *>    next_slots;
     std::vector<int32_t>   next_tokens;
+    bool                   collected = false;  // (else collect_and_sample sampled as well)
+    double                 sampled   = 0;      // seconds from the step's results to its tokens
     try {
         // The step in flight: recorded ahead last time and released, or launched now.
         if (!engine_.launched() && !launch_step(slots)) {
@@ -328,7 +331,12 @@ void Scheduler::run_step(std::vector<std::unique_ptr<Slot>> & slots) {
             }
             ahead = engine_.record_ahead(next);
         }
-        engine_.collect();
+        if (options_.sampling_form == 2 && engine_.launched()) {
+            collect_and_sample(slots, sampled);
+        } else {
+            engine_.collect(options_.sampling_form == 0 ? BatchEngine::Unpack::now : BatchEngine::Unpack::deferred);
+            collected = true;
+        }
     } catch (const Error & e) {
         TERN_LOG_ERROR("server: a decoding step failed: %s", e.what());
         engine_.drop_ahead();
@@ -341,9 +349,11 @@ void Scheduler::run_step(std::vector<std::unique_ptr<Slot>> & slots) {
     }
     // Pages are taken as tables grow (inside the step): count them before any handler hears of it.
     kv_pages_used_ = engine_.pool().n_used();
-    const auto t0  = Clock::now();
-    sample_all(slots);
-    const auto t1 = Clock::now();  // (the release's time counts as recording: BatchEngine::Timing)
+    if (collected) {
+        const auto t0 = Clock::now();
+        sample_all(slots);
+        sampled = std::chrono::duration<double>(Clock::now() - t0).count();
+    }
     if (ahead) {
         // The next step goes to the device before the tokens are handed out (which it overlaps). A
         // slot that could not sample feeds token 0 there: it fails below, the column is discarded.
@@ -372,12 +382,13 @@ void Scheduler::run_step(std::vector<std::unique_ptr<Slot>> & slots) {
     stats_.steps_ahead        = et.passes_ahead;
     stats_.record_seconds     = et.record_s;
     stats_.record_ahead_seconds = et.record_ahead_s;
+    stats_.release_seconds      = et.release_s;
     stats_.wait_seconds       = et.wait_s;
     stats_.unpack_seconds     = et.unpack_s;
     stats_.full_logit_reads   = et.full_logit_reads;
     stats_.listed_columns     = et.listed_columns;
     stats_.listed_rows        = et.listed_rows;
-    stats_.sample_seconds += std::chrono::duration<double>(t1 - t0).count();
+    stats_.sample_seconds += sampled;
     stats_.deliver_seconds += std::chrono::duration<double>(t3 - t2).count();
 }
 
@@ -385,24 +396,68 @@ void Scheduler::run_step(std::vector<std::unique_ptr<Slot>> & slots) {
 // seed), so the slots are spread over the sampling threads and every result is what one thread
 // would give. (With 64 streams of a 128k vocabulary one thread spent longer on this than the GPU on
 // the step.)
+void Scheduler::sample_slot(Slot & s, bool unpack) {
+    try {
+        if (unpack) engine_.unpack(s.seq);  // (distinct sequences on each thread: BatchEngine::unpack)
+        if (s.greedy_on_device) return;     // (its argmax is the device's, or its list's)
+        // (the rows the device listed, where it did: the same token as from every logit)
+        s.next = s.rows.empty() ? s.sampler.sample(s.logits) : s.sampler.sample_top_k(s.rows);
+        const int k = s.job->spec().logprobs;
+        if (k >= 0) s.next_logprob = logprobs_of(s.logits, s.next, k);
+    } catch (const std::exception & e) {  // (a worker thread must not throw)
+        s.sample_error = e.what();
+    }
+}
+
 void Scheduler::sample_all(std::vector<std::unique_ptr<Slot>> & slots) {
+    // Form 0: the greedy slots' argmax is there already; else each slot's list is unpacked here.
+    const bool          unpack = options_.sampling_form != 0;
     std::vector<Slot *> ready;
     for (auto & s : slots) {
-        if (s->want_logits && !s->greedy_on_device) ready.push_back(s.get());
+        if (s->want_logits && (unpack || !s->greedy_on_device)) ready.push_back(s.get());
     }
     sampling_.parallel_for(static_cast<int64_t>(ready.size()), 1, [&](int64_t begin, int64_t end, int) {
-        for (int64_t i = begin; i < end; ++i) {
-            Slot & s = *ready[static_cast<size_t>(i)];
+        for (int64_t i = begin; i < end; ++i) sample_slot(*ready[static_cast<size_t>(i)], unpack);
+    });
+}
+
+void Scheduler::collect_and_sample(std::vector<std::unique_ptr<Slot>> & slots, double & sampled) {
+    std::vector<Slot *> ready;
+    for (auto & s : slots) {
+        if (s->want_logits) ready.push_back(s.get());
+    }
+    std::atomic<bool>  collected{false};
+    std::exception_ptr failed;
+    Clock::time_point  t0;
+    const int          n_threads = sampling_.n_threads();
+    sampling_.run([&](int t) {
+        if (t == 0) {
             try {
-                // (the rows the device listed, where it did: the same token as from every logit)
-                s.next = s.rows.empty() ? s.sampler.sample(s.logits) : s.sampler.sample_top_k(s.rows);
-                const int k = s.job->spec().logprobs;
-                if (k >= 0) s.next_logprob = logprobs_of(s.logits, s.next, k);
-            } catch (const std::exception & e) {  // (a worker thread must not throw)
-                s.sample_error = e.what();
+                engine_.collect(BatchEngine::Unpack::deferred);
+            } catch (...) {
+                failed = std::current_exception();
+            }
+            t0 = Clock::now();
+            collected.store(true, std::memory_order_release);
+        } else {
+            // (yielding: the HTTP threads and the clients need the cores more than this spin)
+            for (int spin = 0; !collected.load(std::memory_order_acquire); ++spin) {
+                if (spin % 64 == 63) {
+                    std::this_thread::yield();
+                } else {
+#if defined(__x86_64__) || defined(__i386__)
+                    __builtin_ia32_pause();
+#endif
+                }
             }
         }
+        if (failed) return;
+        int64_t begin = 0, end = 0;
+        ThreadPool::chunk_range(static_cast<int64_t>(ready.size()), 1, n_threads, t, begin, end);
+        for (int64_t i = begin; i < end; ++i) sample_slot(*ready[static_cast<size_t>(i)], true);
     });
+    if (failed) std::rethrow_exception(failed);
+    sampled = std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
 bool Scheduler::decode_alone(std::vector<std::unique_ptr<Slot>> & slots) {

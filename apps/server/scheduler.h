@@ -5,11 +5,13 @@
 // them all with one batched forward pass (BatchEngine::launch), then samples each slot's next
 // token (the slots in parallel on sampling threads; greedy slots without penalties or logprobs take
 // the device's argmax and read back no logits; a sampler whose chain starts with top-k, the default,
-// reads back only the rows the device lists as able to be among its top k, BatchItem::top_rows) and
+// reads back only the rows the device lists as able to be among its top k, BatchItem::top_rows,
+// each slot's list unpacked on its sampling thread: SchedulerOptions::sampling_form) and
 // hands the text to its HTTP handler through the request's Job. While every slot generates and
 // nobody waits, the next step is recorded while the device runs this one (BatchEngine::record_ahead)
 // and goes out as soon as the tokens are sampled, before they are handed out: the device waits only
-// for the read-back and the sampling. A lone generating slot with nobody
+// for the read-back and the sampling. (The release submits the held step, ~1.5 us of Dawn's time per
+// dispatch, but in pieces: the device starts on the first.) A lone generating slot with nobody
 // waiting decodes through the one-sequence path instead (decode_alone), so that one client gets
 // what `tern run` gives. A cancelled Job (client gone) leaves its slot at the next step and its KV
 // pages go back to the pool; a full queue answers 503.
@@ -91,6 +93,13 @@ struct SchedulerOptions {
     size_t  max_queue           = 64;   // requests waiting for a slot; beyond that: 503
     int64_t n_prefill_per_step  = 256;  // prompt tokens per step over all prefilling slots
     int     n_sampling_threads  = 0;    // threads sampling the slots' next tokens (0: the machine's, at most n_slots)
+    // How a step's results become tokens (--sampling-form; issue 53's A/B, the losers go): 0: the
+    // engine unpacks the device's top-k lists on the scheduler thread (BatchEngine::collect), then
+    // the slots sample on the sampling threads; 1: each slot's list is unpacked beside its sampling,
+    // on the sampling threads (BatchEngine::Unpack::deferred); 2: as 1, and the sampling threads
+    // spin (yielding) while the scheduler thread waits for the step, so that none has to be woken
+    // when its results come.
+    int     sampling_form       = 1;
 };
 
 struct SchedulerStats {
@@ -113,7 +122,7 @@ struct SchedulerStats {
     // tokens out (text, stop strings, events); recording steps ahead (while the device runs the step
     // before: not waited for); passes that read every logit back; steps recorded ahead.
     double  record_seconds = 0, wait_seconds = 0, unpack_seconds = 0, sample_seconds = 0, deliver_seconds = 0;
-    double  record_ahead_seconds = 0;
+    double  record_ahead_seconds = 0, release_seconds = 0;  // (release: of the steps recorded ahead)
     int64_t full_logit_reads = 0, steps_ahead = 0;
     int64_t listed_columns = 0, listed_rows = 0;  // BatchEngine::Timing's: the device's top-k lists
 };
@@ -147,6 +156,11 @@ private:
     bool can_record_ahead(const std::vector<std::unique_ptr<Slot>> & slots);
     // Every slot that got logits (or an argmax) this step: its next token, in parallel.
     void sample_all(std::vector<std::unique_ptr<Slot>> & slots);
+    // One slot's part of sample_all: (unpack: its top-k list first, BatchEngine::unpack) its next token.
+    void sample_slot(Slot & s, bool unpack);
+    // sampling_form 2: collect() on this thread while the sampling threads spin, then
+    // sample_all's work on all of them; the time from the results to the tokens into `sampled`.
+    void collect_and_sample(std::vector<std::unique_ptr<Slot>> & slots, double & sampled);
     // Takes the slot's next token (sample_all's); returns false when the slot is done. accepted:
     // its sampler has seen the token already.
     bool advance(Slot & s, bool accepted = false);

@@ -150,6 +150,7 @@ void BatchEngine::check(std::span<const BatchItem> items, bool tokens_known) con
 }
 
 void BatchEngine::step(std::span<const BatchItem> items) {
+    check_unpacked();
     TERN_ASSERT(!inflight_.live && !ahead_.live, "step: a step is launched or held");
     // Check everything first, so that a bad item feeds nothing.
     check(items, true);
@@ -182,6 +183,7 @@ void BatchEngine::step(std::span<const BatchItem> items) {
 }
 
 void BatchEngine::launch(std::span<const BatchItem> items) {
+    check_unpacked();
     TERN_ASSERT(!inflight_.live && !ahead_.live, "launch: a step is launched or held");
     check(items, true);
     std::vector<PassPart> parts;
@@ -197,6 +199,7 @@ void BatchEngine::launch(std::span<const BatchItem> items) {
 }
 
 bool BatchEngine::record_ahead(std::span<const BatchItem> items) {
+    check_unpacked();
     TERN_ASSERT(!ahead_.live, "record_ahead: a step is held already");
     if (!model_.backend().can_hold_steps() || items.empty() ||
         static_cast<int64_t>(items.size()) > std::min(buf_.n_batch, max_seqs_)) {
@@ -220,6 +223,7 @@ bool BatchEngine::record_ahead(std::span<const BatchItem> items) {
 }
 
 void BatchEngine::release_ahead(std::span<const int32_t> tokens) {
+    check_unpacked();
     TERN_ASSERT(ahead_.live && !inflight_.live, "release_ahead: nothing held, or the step before not collected");
     TERN_ASSERT(tokens.size() == ahead_.tokens.size(), "release_ahead: %zu tokens for %zu items", tokens.size(),
                 ahead_.tokens.size());
@@ -236,7 +240,7 @@ void BatchEngine::release_ahead(std::span<const int32_t> tokens) {
     Backend & be = model_.backend();
     be.write(buf_.tokens.tensor, ahead_.tokens.data(), ahead_.tokens.size() * sizeof(int32_t));
     be.release_held_step();  // (after that write, in queue order)
-    timing_.record_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    timing_.release_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ++timing_.passes_ahead;
     ++timing_.passes;
     inflight_   = std::move(ahead_);
@@ -317,8 +321,10 @@ bool BatchEngine::record(Pass & p, bool hold) {
     return held;
 }
 
-void BatchEngine::collect() {
+void BatchEngine::collect(Unpack unpack) {
     TERN_ASSERT(!ahead_.live || inflight_.live, "collect: nothing launched");
+    check_unpacked();
+    pending_.clear();
     if (!inflight_.live) return;
     if (std::exchange(rerun_inflight_, false)) {
         // A hold failed over its results (record_ahead): run it again for its sequences still open
@@ -346,11 +352,42 @@ void BatchEngine::collect() {
         }
         record(inflight_, false);
     }
-    read(inflight_);
+    read(inflight_, unpack);
     inflight_ = {};
 }
 
-void BatchEngine::read(Pass & p) {
+void BatchEngine::unpack_column(const Pass::Out & out, int64_t o) const {
+    const uint32_t * words = row_words_.data() + o * k_list_stride;
+    const int64_t    n     = words[0];  // (read() checked that it fits)
+    if (out.top_rows != nullptr) out.top_rows->resize(static_cast<size_t>(n));
+    int32_t best   = -1;
+    float   best_v = 0.0f;
+    for (int64_t i = 0; i < n; ++i) {
+        const int32_t id = static_cast<int32_t>(words[2 + 2 * i]);
+        const float   v  = std::bit_cast<float>(words[3 + 2 * i]);
+        if (out.top_rows != nullptr) (*out.top_rows)[static_cast<size_t>(i)] = {id, v};
+        if (best < 0 || v > best_v || (v == best_v && id < best)) {
+            best   = id;
+            best_v = v;
+        }
+    }
+    if (out.argmax != nullptr) *out.argmax = best;
+}
+
+void BatchEngine::unpack(SequenceId seq) {
+    auto it = std::lower_bound(pending_.begin(), pending_.end(), seq,
+                               [](const Pending & a, SequenceId s) { return a.seq < s; });
+    if (it == pending_.end() || it->seq != seq) return;  // (nothing left: unpacked, taken otherwise, or not in the step)
+    unpack_column(it->out, it->col);
+    n_pending_.fetch_sub(1);
+}
+
+void BatchEngine::check_unpacked() const {
+    TERN_ASSERT(n_pending_.load() == 0, "%lld column(s) of the step before were not unpacked (BatchEngine::unpack)",
+                static_cast<long long>(n_pending_.load()));
+}
+
+void BatchEngine::read(Pass & p, Unpack unpack) {
     using clock             = std::chrono::steady_clock;
     const int64_t n_vocab   = model_.config().n_vocab;
     Backend &     be        = model_.backend();
@@ -392,9 +429,8 @@ void BatchEngine::read(Pass & p) {
     }
     std::vector<bool> taken(static_cast<size_t>(n_out), false);  // (took its rows or its argmax from them)
     for (int64_t o = 0; p.listed && o < n_out; ++o) {
-        const Pass::Out & out   = p.outs[static_cast<size_t>(o)];
-        const uint32_t *  words = row_words_.data() + o * k_list_stride;
-        const int64_t     n     = words[0];
+        const Pass::Out & out = p.outs[static_cast<size_t>(o)];
+        const int64_t     n   = row_words_[static_cast<size_t>(o * k_list_stride)];
         if (!open(out)) {
             taken[static_cast<size_t>(o)] = true;
             continue;
@@ -406,21 +442,15 @@ void BatchEngine::read(Pass & p) {
             need_logits = true;
             continue;
         }
-        if (out.top_rows != nullptr) out.top_rows->resize(static_cast<size_t>(n));
-        int32_t best   = -1;
-        float   best_v = 0.0f;
-        for (int64_t i = 0; i < n; ++i) {
-            const int32_t id = static_cast<int32_t>(words[2 + 2 * i]);
-            const float   v  = std::bit_cast<float>(words[3 + 2 * i]);
-            if (out.top_rows != nullptr) (*out.top_rows)[static_cast<size_t>(i)] = {id, v};
-            if (best < 0 || v > best_v || (v == best_v && id < best)) {
-                best   = id;
-                best_v = v;
-            }
+        if (unpack == Unpack::deferred) {
+            pending_.push_back({out.seq, o, out});
+        } else {
+            unpack_column(out, o);
         }
-        if (out.argmax != nullptr) *out.argmax = best;
         taken[static_cast<size_t>(o)] = true;
     }
+    std::sort(pending_.begin(), pending_.end(), [](const Pending & a, const Pending & b) { return a.seq < b.seq; });
+    n_pending_.store(static_cast<int64_t>(pending_.size()));
     if (!need_logits) return;
     logits_.resize(static_cast<size_t>(n_vocab * n_out));
     be.read(buf_.logits.tensor.columns(0, n_out), logits_.data(), logits_.size() * sizeof(float));

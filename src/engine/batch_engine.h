@@ -21,6 +21,7 @@
 #include "model/kv_cache.h"
 #include "sampler/sampler.h"
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -120,11 +121,20 @@ public:
     // it kept, and a sequence that gets those pages writes each row before it reads it). A sequence
     // that ends (e.g. at a stop token) after a step ahead was recorded thus costs one wasted column,
     // not a wait. drop_ahead() discards a step recorded ahead (nothing of it runs).
+    //
+    // collect(Unpack::deferred): the columns whose rows the device listed (BatchItem::top_rows, or an
+    // argmax taken from such a list) are read back but left for unpack(seq), so that the caller can
+    // spread that work (~700 rows a column at 64 streams) over its threads, each sequence unpacked
+    // beside its sampling: unpack() may run on several threads at once for distinct sequences, and
+    // every sequence of the step must be unpacked (a no-op for one with nothing left) before the
+    // next launch(), step(), record_ahead() or release_ahead(). That time is not in Timing::unpack_s.
+    enum class Unpack { now, deferred };
     void launch(std::span<const BatchItem> items);
     bool record_ahead(std::span<const BatchItem> items);
     void release_ahead(std::span<const int32_t> tokens);
     void drop_ahead();
-    void collect();
+    void collect(Unpack unpack = Unpack::now);
+    void unpack(SequenceId seq);
     bool launched() const { return inflight_.live; }
     bool ahead() const { return ahead_.live; }
 
@@ -133,10 +143,12 @@ public:
     // unpacking them into the items; passes, and passes that read every logit back (no device
     // list, or a column whose list overflowed).
     // record_ahead_s: recording steps ahead (while the device ran the step before: not waited for);
+    // release_s: releasing them (the token write and the submits of the held pieces: Dawn's ~1.5 us
+    // per dispatch, while the device runs the first pieces);
     // passes_ahead: passes recorded ahead and released; listed_columns, listed_rows: the output
     // columns whose top-k list the device wrote, and the rows those lists counted (fitting or not).
     struct Timing {
-        double  record_s = 0, wait_s = 0, unpack_s = 0, record_ahead_s = 0;
+        double  record_s = 0, wait_s = 0, unpack_s = 0, record_ahead_s = 0, release_s = 0;
         int64_t passes = 0, full_logit_reads = 0, passes_ahead = 0, listed_columns = 0, listed_rows = 0;
     };
     const Timing & timing() const { return timing_; }
@@ -176,11 +188,14 @@ private:
         bool                 live       = false;  // recorded, not yet collected (or released)
     };
     void check(std::span<const BatchItem> items, bool tokens_known) const;
+    void check_unpacked() const;
     Pass make_pass(std::span<const BatchItem> items, std::span<const PassPart> parts) const;
     // Records p at its feeds' positions and advances them; hold: kept unsubmitted, its tokens not
     // written (returns whether it was held).
     bool record(Pass & p, bool hold);
-    void read(Pass & p);
+    void read(Pass & p, Unpack unpack);
+    // Output column o's top-k list (row_words_) into its item: top_rows and / or argmax.
+    void unpack_column(const Pass::Out & out, int64_t o) const;
 
     const BitnetModel &                      model_;
     KvPagePool                               pool_;
@@ -198,6 +213,15 @@ private:
     SequenceId                               next_id_    = 1;
     Timing                                   timing_;
     Pass                                     inflight_, ahead_;  // launch() / record_ahead()
+    // collect(Unpack::deferred)'s columns left to unpack(): (sequence, output column), by sequence,
+    // with the output each goes to; how many are not unpacked yet.
+    struct Pending {
+        SequenceId seq = -1;
+        int64_t    col = 0;
+        Pass::Out  out;
+    };
+    std::vector<Pending>                     pending_;
+    std::atomic<int64_t>                     n_pending_{0};
     bool                                     rerun_inflight_ = false;  // a failed hold clobbered its results
     std::unordered_map<SequenceId, Sequence> seqs_;
 };

@@ -22,6 +22,7 @@
 #include <functional>
 #include <limits>
 #include <optional>
+#include <thread>
 
 namespace tern {
 namespace {
@@ -239,9 +240,11 @@ TEST(WebGpuBatch, ALoneSequenceDecodesThroughAViewOfItsPages) {
 // three sequences together: each logit is the one of that sequence decoded alone on the CPU or
 // -inf, and -inf only for rows below the k-th largest; a greedy item in the same steps still gets
 // the exact argmax. (The test backend takes the int8 head at any size, so the batched top-k head runs.)
-// Twice: the items take the logits, then the rows the device lists (BatchItem::top_rows): the same
-// rows with the same bits as the logits left finite, each once, and the greedy item's argmax taken
-// from its list.
+// Three times: the items take the logits, then the rows the device lists (BatchItem::top_rows): the
+// same rows with the same bits as the logits left finite, each once, and the greedy item's argmax
+// taken from its list; then those rows again, each step launched and collected with its lists left
+// to BatchEngine::unpack, which threads of their own run per sequence (as tern serve's sampling
+// threads do).
 TEST(WebGpuBatch, TopKItemsGetEveryRowThatCanBeInTheirTopK) {
     TERN_REQUIRE_WEBGPU();
     Backend &    gpu = *test::shared_webgpu().backend;
@@ -265,8 +268,9 @@ TEST(WebGpuBatch, TopKItemsGetEveryRowThatCanBeInTheirTopK) {
     std::vector<std::vector<std::vector<float>>> want;
     for (const Stream & s : streams) want.push_back(alone_on_cpu(*m_cpu, s));
     std::vector<std::vector<std::vector<float>>> got_logits;  // the first run's, for the second
-    for (const bool lists : {false, true}) {
-        SCOPED_TRACE(lists ? "rows listed" : "logits");
+    for (const int mode : {0, 1, 2}) {
+        const bool lists = mode > 0, deferred = mode == 2;
+        SCOPED_TRACE(deferred ? "rows listed, unpacked by threads" : lists ? "rows listed" : "logits");
         BatchEngineOptions eo;
         eo.n_pages   = 6;
         eo.page_size = 16;
@@ -292,7 +296,17 @@ TEST(WebGpuBatch, TopKItemsGetEveryRowThatCanBeInTheirTopK) {
                 }
             }
             std::fill(logits[0].begin(), logits[0].end(), 7.0f);  // (a listed step leaves them alone)
-            eng.step(items);
+            greedy = -1;
+            if (!deferred) {
+                eng.step(items);
+            } else {
+                eng.launch(items);
+                eng.collect(BatchEngine::Unpack::deferred);
+                ASSERT_TRUE(rows[0].empty() && rows[1].empty() && greedy == -1) << "unpacked before unpack()";
+                std::vector<std::thread> threads;
+                for (size_t i = streams.size(); i-- > 0;) threads.emplace_back([&, i] { eng.unpack(seq[i]); });
+                for (auto & t : threads) t.join();
+            }
             for (size_t i = 0; i < 2; ++i) {
                 if (!lists) {
                     got[i].push_back(logits[i]);
@@ -315,6 +329,9 @@ TEST(WebGpuBatch, TopKItemsGetEveryRowThatCanBeInTheirTopK) {
             got_ids.push_back(greedy);
         }
         if (!lists) got_logits = got;
+        if (deferred) {
+            EXPECT_EQ(eng.timing().full_logit_reads, 0) << "a list overflowed: the test did not defer";
+        }
         int64_t n_inf = 0;
         for (size_t i = 0; i < streams.size(); ++i) {
             for (size_t k = 0; k < want[i].size(); ++k) {

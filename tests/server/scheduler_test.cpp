@@ -98,24 +98,29 @@ TEST(Scheduler, ConcurrentRequestsGiveWhatEachGivesAlone) {
         // step per prompt, none per token.
         EXPECT_LE(sched.stats().steps, 2 * n) << "the lone requests were decoded step by step";
     }
-    BatchEngine      eng(*f.model, engine_options());
-    SchedulerOptions so;
-    so.n_slots            = 8;
-    so.n_prefill_per_step = 8;  // long prompts are prefilled over several steps while others decode
-    so.n_sampling_threads = 3;  // the slots' samplers run on several threads
-    Scheduler sched(eng, *f.tokenizer, so);
-    std::vector<std::shared_ptr<Job>> jobs;
-    for (int i = 0; i < n; ++i) jobs.push_back(sched.submit(spec(i, 12)));
-    for (int i = 0; i < n; ++i) together[i] = drain(*jobs[static_cast<size_t>(i)]);
-    for (int i = 0; i < n; ++i) {
-        EXPECT_EQ(together[i].text, alone[i].text) << "request " << i;
-        EXPECT_EQ(together[i].finish, "length");
-        EXPECT_EQ(together[i].n_generated, 12);
+    // Each way of turning a step's results into tokens (SchedulerOptions::sampling_form).
+    for (int form : {0, 1, 2}) {
+        SCOPED_TRACE("sampling_form " + std::to_string(form));
+        BatchEngine      eng(*f.model, engine_options());
+        SchedulerOptions so;
+        so.n_slots            = 8;
+        so.n_prefill_per_step = 8;  // long prompts are prefilled over several steps while others decode
+        so.n_sampling_threads = 3;  // the slots' samplers run on several threads
+        so.sampling_form      = form;
+        Scheduler sched(eng, *f.tokenizer, so);
+        std::vector<std::shared_ptr<Job>> jobs;
+        for (int i = 0; i < n; ++i) jobs.push_back(sched.submit(spec(i, 12)));
+        for (int i = 0; i < n; ++i) together[i] = drain(*jobs[static_cast<size_t>(i)]);
+        for (int i = 0; i < n; ++i) {
+            EXPECT_EQ(together[i].text, alone[i].text) << "request " << i;
+            EXPECT_EQ(together[i].finish, "length");
+            EXPECT_EQ(together[i].n_generated, 12);
+        }
+        const SchedulerStats s = sched.stats();
+        EXPECT_EQ(s.requests_finished, n);
+        EXPECT_EQ(s.generated_tokens, 12 * n);
+        EXPECT_EQ(eng.pool().n_used(), 0);
     }
-    const SchedulerStats s = sched.stats();
-    EXPECT_EQ(s.requests_finished, n);
-    EXPECT_EQ(s.generated_tokens, 12 * n);
-    EXPECT_EQ(eng.pool().n_used(), 0);
 }
 
 // Greedy requests without penalties or logprobs take the device's argmax (no logits read back);

@@ -150,7 +150,7 @@ def metrics(url):
     return out
 
 
-PHASES = ("record", "wait", "unpack", "sample", "deliver", "record_ahead")
+PHASES = ("record", "release", "wait", "unpack", "sample", "deliver", "record_ahead")
 
 
 def step_breakdown(m0, m1):
@@ -315,7 +315,8 @@ def main():
               f"{r['ms_per_token_worst']:.1f} | {r['ttft_ms_median']:.0f} |")
     print("\nThe server in those windows: tokens/s it generated (/metrics; above the clients' figure: the clients "
           "are the bottleneck), its batched steps, those recorded ahead, and ms per step of its scheduler thread "
-          "(recording, waiting for the device, unpacking results, sampling, handing tokens out, and recording steps "
+          "(recording, releasing a step recorded ahead, which submits it; waiting for the device; unpacking results; "
+          "sampling, with each slot's unpacking under --sampling-form 1 and 2; handing tokens out; and recording steps "
           "ahead while the device ran the step before), steps that read every logit back (a lone stream decodes "
           "without steps):")
     print("| streams | server tokens/s | steps | ahead | " + " | ".join(PHASES) + " | full-logit steps |")

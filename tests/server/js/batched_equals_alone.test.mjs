@@ -74,7 +74,12 @@ test("WebGPU: 8 concurrent requests give what each gives alone on the CPU", asyn
   process.env.XDG_RUNTIME_DIR ||= "/tmp";
   let got;
   try {
+    // Each way of turning a step's results into tokens (--sampling-form; 1 is the default).
     got = await together(["--backend", "webgpu", "--no-warmup"], short);
+    for (const form of ["0", "2"]) {
+      assert.deepEqual(await together(["--backend", "webgpu", "--no-warmup", "--sampling-form", form], short), aloneShort,
+                       `--sampling-form ${form}`);
+    }
   } catch (e) {
     if (/webgpu|adapter|Dawn/i.test(e.message) && /exited/.test(e.message)) {
       t.skip("no WebGPU adapter: " + e.message.split("\n").find((l) => l.startsWith("error:")));
