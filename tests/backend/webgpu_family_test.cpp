@@ -160,8 +160,6 @@ class WebGpuFamilyDecode : public ::testing::TestWithParam<DType> {};
 
 // A second WebGPU backend with the prologue form of matvec_q8 (WebGpuTuning::family_acts=0).
 Backend * prologue_gpu() { return test::tuned_webgpu("family_acts=0"); }
-// ... and the same for Q1_0 / Q2_0 / PQ2_0 (WebGpuTuning::family_q1_acts=0: no QOUT gate+up, no ACTS down).
-Backend * q1_prologue_gpu() { return test::tuned_webgpu("family_q1_acts=0"); }
 
 TEST_P(WebGpuFamilyDecode, LinearAndGluMatchTheCpuBitForBit) {
     SKIP_WITHOUT_GPU();
@@ -171,10 +169,7 @@ TEST_P(WebGpuFamilyDecode, LinearAndGluMatchTheCpuBitForBit) {
     auto        cpu    = lowbit ? make_cpu_reference_backend(2) : make_cpu_backend({2});
     const bool  q8_0_blocks = type == DType::q8_0 || type == DType::q4_0 || type == DType::q1_0 ||
                              type == DType::q2_0 || type == DType::pq2_0;
-    const bool  q1_blocks = type == DType::q1_0 || type == DType::q2_0 || type == DType::pq2_0;
-    Backend *   bes[3] = {cpu.get(), gpu,
-                          type == DType::q8_0 || type == DType::q4_0 ? prologue_gpu() : q1_blocks ? q1_prologue_gpu() : nullptr};
-    const std::string other = q1_blocks ? " (family_q1_acts=0)" : " (family_acts=0)";
+    Backend *   bes[3] = {cpu.get(), gpu, type == DType::q8_0 || type == DType::q4_0 ? prologue_gpu() : nullptr};
     // Q1_0 / Q2_0 / PQ2_0 (groups of 128 / 64 / 128) run any number of tokens through it: three.
     const int64_t T      = lowbit ? 3 : 1;
     // (TQ1_0 / TQ2_0: blocks of 256, per-token int8 inputs, BitNet's kernels)
@@ -220,11 +215,10 @@ TEST_P(WebGpuFamilyDecode, LinearAndGluMatchTheCpuBitForBit) {
             }
         }
         // The FFN's chain in one step: gate+up then the down projection reading its output (with
-        // family_acts=2, and Q1_0 / Q2_0 / PQ2_0's family_q1_acts=1, the gate+up writes the down's Q8_0
-        // blocks, whole workgroups of 32 rows), its input normed and not. (Q1_0 / Q2_0 / PQ2_0: the down's
-        // 17 / 34 / 17 groups per row, two or three per lane of 16.)
+        // family_acts=2 the gate+up writes the down's Q8_0 blocks, whole workgroups of 32 rows), its input
+        // normed and not.
         if (q8_0_blocks && k <= 8192) {
-            const int64_t   n_ff2 = lowbit ? 2176 : 416;
+            const int64_t   n_ff2 = lowbit ? 640 : 416;
             const Quantized gu2 = quantized("gu2", type, k, 2 * n_ff2, 17), down = quantized("down", type, n_ff2, n, 18);
             std::vector<float> chain[3][2];
             for (int i = 0; i < 3; ++i) {
@@ -249,7 +243,7 @@ TEST_P(WebGpuFamilyDecode, LinearAndGluMatchTheCpuBitForBit) {
                 const std::string what = std::string(dtype_name(type)) + " K " + std::to_string(k) + " gate+up then down" +
                                          (nn == 0 ? " (norm)" : "");
                 expect_same_bits(chain[1][nn], chain[0][nn], what);
-                if (bes[2] != nullptr) expect_same_bits(chain[2][nn], chain[0][nn], what + other);
+                if (bes[2] != nullptr) expect_same_bits(chain[2][nn], chain[0][nn], what + " (family_acts=0)");
             }
         }
         const char * names[5] = {"linear", "glu relu2", "linear norm", "linear norm accumulate", "glu norm silu"};
@@ -258,7 +252,8 @@ TEST_P(WebGpuFamilyDecode, LinearAndGluMatchTheCpuBitForBit) {
                              std::string(dtype_name(type)) + " K " + std::to_string(k) + " " + names[o]);
             if (bes[2] != nullptr) {
                 expect_same_bits(outs[2][o], outs[0][o],
-                                 std::string(dtype_name(type)) + " K " + std::to_string(k) + " " + names[o] + other);
+                                 std::string(dtype_name(type)) + " K " + std::to_string(k) + " " + names[o] +
+                                     " (family_acts=0)");
             }
         }
     }
@@ -712,21 +707,16 @@ TEST(WebGpuFamily, QkvMatvecQ1WithQkNormAndRopeMatchesTheCpuBitForBit) {
     }
 }
 
-// One query's attention, then a Q4_0 / Q8_0 / Q1_0 o-projection reading its output, in one step, twice:
-// the first o-projection quantizes the output itself (act_q8_0.wgsl; Q1_0: matvec_q8.wgsl's prologue),
-// after which attention.wgsl writes the output's Q8_0 blocks (Q8_OUT) and the second reads those
-// (Q1_0: matvec_q8.wgsl ACTS). head_dim 32 (a block per head) and 96 (phi-3's: three), 5 heads over 1
-// KV head (Q1_0: 64 and 128, 6 heads), an f16 cache, 9 positions; both bit for bit.
+// One query's attention, then a Q4_0 / Q8_0 o-projection reading its output, in one step, twice:
+// the first o-projection quantizes the output itself (act_q8_0.wgsl), after which attention.wgsl
+// writes the output's Q8_0 blocks (Q8_OUT) and the second reads those. head_dim 32 (a block per
+// head) and 96 (phi-3's: three), 5 heads over 1 KV head, an f16 cache, 9 positions; both bit for bit.
 TEST(WebGpuFamily, AttentionOutputBlocksFeedTheOProjectionBitForBit) {
     SKIP_WITHOUT_GPU();
-    // (Q1_0: the scalar reference, the fast CPU backend has no Q8_0-block path for it; K whole groups
-    // of 128; matvec_q8.wgsl ACTS, family_q1_acts)
-    auto fast = make_cpu_backend({2}), ref = make_cpu_reference_backend(2);
-    for (const DType type : {DType::q4_0, DType::q8_0, DType::q1_0}) {
-        const bool q1 = type == DType::q1_0;
-        auto &     cpu = q1 ? ref : fast;
-        for (const int64_t hd : {q1 ? 64 : 32, q1 ? 128 : 96}) {
-            const int64_t n_head = q1 ? 6 : 5, n_q = n_head * hd, n_ctx = 16, pos0 = 8, n = 45;
+    auto cpu = make_cpu_backend({2});
+    for (const DType type : {DType::q4_0, DType::q8_0}) {
+        for (const int64_t hd : {32, 96}) {
+            const int64_t n_head = 5, n_q = n_head * hd, n_ctx = 16, pos0 = 8, n = 45;
             const Quantized wo = quantized("wo", type, n_q, n, 21);
             std::vector<uint16_t> kv16(static_cast<size_t>(hd * n_ctx));
             const auto            kv = gaussian(kv16.size(), 22, 2.0f);
@@ -821,16 +811,11 @@ TEST(WebGpuFamily, TinyLlamaAndQwen3AreBitIdenticalToTheCpu) {
 
 // The tiny qwen3 checkpoint with Q1_0 projections (Bonsai's type; hidden 128, FFN 384: whole groups
 // of 128): prompt batches through matvec_q8.wgsl, then one token at a time through the fused
-// [q; k; v] kernel (matvec_q1_qkv.wgsl: the QK-norm, RoPE and cache stores) and matvec_q8.wgsl's
-// QOUT gate+up, ACTS down and o-projection (from the second token), bit for bit.
+// [q; k; v] kernel (matvec_q1_qkv.wgsl: the QK-norm, RoPE and cache stores), bit for bit.
 TEST(WebGpuFamily, TinyQwen3Q1IsBitIdenticalToTheCpu) {
     SKIP_WITHOUT_GPU();
     expect_model_bit_identical(*gpu, "qwen3_tied", DType::q1_0, DType::f16);
     expect_model_bit_identical(*gpu, "qwen3_tied", DType::q1_0, DType::f32);
-    // (each input's blocks made in every workgroup's prologue, a group at a time: family_q1_acts=0,
-    // family_q1_hoist=0)
-    expect_model_bit_identical(*test::tuned_webgpu("family_q1_acts=0,family_q1_hoist=0"), "qwen3_tied", DType::q1_0,
-                               DType::f16);
 }
 
 // Greedy decoding on the device (Session::decode_greedy: output_head with ids, the int8 copy of the

@@ -331,9 +331,8 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
     // (and with QOUT a few bytes per row), family_acts_rows rows per workgroup; family_acts=2: a
     // gate+up of one such part writes its outputs' blocks too (QOUT, 32 rows or more per
     // workgroup), and the down projection right after it reads them instead of running act_q8_0.
-    // (Q1_0 / Q2_0 / PQ2_0 take no act_q8_0.wgsl: their matvecs are short, and the added dispatches
-    // cost more, H200 qwen3-1.7b Q1_0 tg64 556.9 vs 606.7 tok/s; their blocks come from the command
-    // before or matvec_q8.wgsl's prologue, below.)
+    // (Q1_0 / Q2_0 / PQ2_0 keep matvec_q8.wgsl's prologue: their matvecs are short, and the added
+    // dispatches cost more, H200 qwen3-1.7b Q1_0 tg64 556.9 vs 606.7 tok/s.)
     const uint64_t storage = ctx_.limits().maxComputeWorkgroupStorageSize;
     const uint32_t max_wg  = ctx_.limits().maxComputeInvocationsPerWorkgroup;
     const uint32_t act_wg  = static_cast<uint32_t>(std::min<uint64_t>(std::bit_ceil(static_cast<uint64_t>(4 * nb)), max_wg));
@@ -374,38 +373,9 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
     const bool qkv_prologue = acts && !glu_act && parts.size() == 1 && takes_q8_0(parts[0].type) &&
                               in.norm != nullptr && k_prologue_rows <= qout_wg &&
                               prologue_fits(parts[0].type, k_prologue_rows);
-    // Q1_0 / Q2_0 / PQ2_0 (GpuLinear's 2-bit codes, matvec_q8.wgsl WTYPE 7) with
-    // WebGpuTuning::family_q1_acts: a gate+up writes its outputs' Q8_0 blocks (QOUT: 32 rows per
-    // workgroup, qout_wg threads) and the down projection right after reads them (ACTS), as does an
-    // o-projection right after one query's attention (attention.wgsl Q8_OUT, asked for from the second
-    // token on, as for Q4_0): neither makes its input's blocks in each workgroup's prologue, and no
-    // act_q8_0.wgsl runs. (ACTS: a lane holds the codes of all its groups, at most 8 vec4 of them.)
-    const bool lowbit    = parts.size() == 1 && takes_q8_0_blocks_lowbit(parts[0].type);
-    const bool q1_acts   = lowbit && tune_.family_q1_acts != 0;
-    bool       q1_in     = q1_acts && in.norm == nullptr && fa_follows(fa_ready_, in.x);
-    bool       q1_qout   = q1_acts && glu_act && n_out % 32 == 0 && qout_wg / per >= 32;
-    uint32_t   q1_gpl    = 1;  // ACTS / HOIST: groups per lane
-    bool       q1_hoist  = lowbit && tune_.family_q1_hoist != 0;  // (WebGpuTuning::family_q1_hoist)
-    const uint32_t lwg   = q1_qout ? qout_wg : wg;  // the low-bit dispatch's threads
-    if (q1_acts && !q1_in && in.norm == nullptr && T == 1 && fa_follows(attn_out_, in.x)) attn_q8_out_ = true;
     for (Part & part : parts) {
         const bool     kq    = takes_q8_k(part.type);
         const int64_t  nt    = kq ? 9 * (k / 256) : k / part.group;
-        if (lowbit) {  // (matvec_q8.wgsl WTYPE 7)
-            if (ceil_div(4 * nb, lwg) > 8) return false;  // the prologue: 8 quarters per invocation
-            const uint32_t want = q1_qout ? 32u
-                                  : !glu_act && k >= 4096 && tune_.family_rows_long != 0 ? tune_.family_rows_long
-                                                                                         : tune_.family_rows;
-            part.rows = std::max<uint32_t>(1, std::min<uint32_t>(want, lwg / per));
-            const uint64_t fixed = static_cast<uint64_t>(nb) * 60 + uint64_t{lwg} * 8 + uint64_t{part.rows} * 8;
-            auto need = [&] { return fixed + uint64_t{part.rows} * per * static_cast<uint64_t>(nt + 1) * 4; };
-            if (q1_qout && need() > storage) return false;
-            while (part.rows > 1 && need() > storage) part.rows /= 2;
-            if (need() > storage) return false;
-            q1_gpl = ceil_div(static_cast<uint32_t>(nt), lwg / (part.rows * per));
-            if (q1_gpl > 8 || q1_gpl * static_cast<uint64_t>(part.group / 64) > 8) q1_in = q1_hoist = false;
-            continue;
-        }
         const bool     pa    = acts && takes_q8_0(part.type);  // (matvec_q8_acts.wgsl)
         uint64_t       fixed = kq   ? static_cast<uint64_t>(k / 256) * 328 + uint64_t{wg} * 4
                                : pa ? acts_fixed(qkv_prologue ? qout_wg : wg)
@@ -467,7 +437,6 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
             step_->dispatch(akey, abufs, &ap, sizeof ap, 1, u32(T));
         }
     }
-    const WGPUBuffer fa_ready_acts = fa_ready_.acts;
     fa_ready_ = {};
     for (const Part & part : parts) {
         const uint32_t rows = part.rows;
@@ -556,53 +525,36 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
             uint32_t x_offset, x_stride, nw_offset, y_offset, y_stride, scales_offset, up_row, activation;
         } p{n, u32(k), in.eps, gpu_offset(in.x, 4), u32(in.x.ne[0]), 0, y0, u32(y.ne[0]), part.scales_offset,
             u32(n_out), act};
-        const uint32_t   pwg  = lowbit ? lwg : wg;
-        const bool       a_q1 = lowbit && q1_in, o_q1 = lowbit && q1_qout;
-        PipelineKey      key{dot4_native_ ? "matvec_q8" : "matvec_q8_nodp4",
-                        "rrrrwrwu",
-                        {{{"WG", static_cast<double>(pwg)},
-                          {"ROWS", static_cast<double>(rows)},
-                          {"MROWS", static_cast<double>(rows * per)},
-                          {"NB", static_cast<double>(nb)},
-                          {"WTYPE", wtype},
-                          {"GROUP", static_cast<double>(part.group)},
-                          {"QPT", static_cast<double>(ceil_div(4 * nb, pwg))},
-                          {"NT", static_cast<double>(nt)},
-                          {"PF", static_cast<double>(pf)},
-                          {"NORM", in.norm ? 1.0 : 0.0},
-                          {"GLU", glu_act ? 1.0 : 0.0},
-                          {"ACCUMULATE", accumulate ? 1.0 : 0.0}}}};
-        if (a_q1) key.add("ACTS", 1.0);
-        if (lowbit && q1_hoist) key.add("HOIST", 1.0);
-        if (a_q1 || (lowbit && q1_hoist)) key.add("GPL", static_cast<double>(q1_gpl));
-        if (o_q1) {
-            key.add("QOUT", 1.0);
-            key.add("NBO", static_cast<double>(n_out / 32));
-        }
-        if (!mm_dummy_kv_[0]) {
-            mm_dummy_kv_[0] = make_buffer(16, nullptr, "no k cache");
-            mm_dummy_kv_[1] = make_buffer(16, nullptr, "no v cache");
-        }
-        // (acts: the input's blocks (ACTS), else any buffer read already; oacts: the outputs'
-        // blocks (QOUT), else a buffer no other binding has)
-        const WGPUBuffer oacts  = o_q1 ? grown(fa_acts_[1], act_bytes(n_out / 32), "family q8_0 gate outputs")
-                                       : mm_dummy_kv_[0]->get();
-        const WGPUBuffer qbufs[] = {bufs[0], bufs[1], bufs[2], bufs[3], bufs[4], a_q1 ? fa_ready_acts : bufs[1], oacts};
+        const PipelineKey key{dot4_native_ ? "matvec_q8" : "matvec_q8_nodp4",
+                              "rrrrwu",
+                              {{{"WG", static_cast<double>(wg)},
+                                {"ROWS", static_cast<double>(rows)},
+                                {"MROWS", static_cast<double>(rows * per)},
+                                {"NB", static_cast<double>(nb)},
+                                {"WTYPE", wtype},
+                                {"GROUP", static_cast<double>(part.group)},
+                                {"QPT", static_cast<double>(ceil_div(4 * nb, wg))},
+                                {"NT", static_cast<double>(nt)},
+                                {"PF", static_cast<double>(pf)},
+                                {"NORM", in.norm ? 1.0 : 0.0},
+                                {"GLU", glu_act ? 1.0 : 0.0},
+                                {"ACCUMULATE", accumulate ? 1.0 : 0.0},
+                                // (WebGpuTuning::family_q1_sg: the low-bit types' prologue by subgroup shuffles)
+                                {"Q8_TOTAL_SG", wtype == 7.0 && tune_.family_q1_sg != 0 ? 1.0 : 0.0}}}};
         // A Q1_0 / Q2_0 / PQ2_0 [q; k; v] candidate (one token, no gate, no residual): recorded late, so
         // that a rope_kv_append right after it can take it as matvec_q1_qkv.wgsl (encode_q1_qkv_rope).
         if (wtype == 7.0 && tune_.family_q1_rope != 0 && !glu_act && !accumulate && T == 1 && parts.size() == 1) {
             fa_qkv_ = {};
             fa_q1_  = {part.words, gpu_buffer(in.x), nw, gpu_buffer(y), u32(k), gpu_offset(in.x, 4), part.scales_offset,
                        n, y0, u32(part.group), in.eps, in.norm != nullptr};
-            const std::array<WGPUBuffer, 7> held{qbufs[0], qbufs[1], qbufs[2], qbufs[3], qbufs[4], qbufs[5], qbufs[6]};
+            const std::array<WGPUBuffer, 5> held{bufs[0], bufs[1], bufs[2], bufs[3], bufs[4]};
             const uint32_t                  groups = ceil_div(n, rows);
             step_->defer(gpu_buffer(y), y0, [this, key, held, p, groups] {
                 step_->dispatch(key, held, &p, sizeof p, groups, 1);
             });
             continue;
         }
-        step_->dispatch(key, qbufs, &p, sizeof p, ceil_div(n, rows), u32(T));
-        if (o_q1) fa_ready_ = {gpu_buffer(y), gpu_offset(y, 4), n_out, T, step_->serial(), oacts};
+        step_->dispatch(key, bufs, &p, sizeof p, ceil_div(n, rows), u32(T));
     }
     return true;
 }
@@ -647,7 +599,7 @@ bool WebGpuBackend::encode_q1_qkv_rope(const Tensor & q, const KvLayer & kv, con
     } p{c.k,         c.eps,          c.x_offset,       0, c.scales_offset,        u32(s.n_rot),           u32(s.n_head),
         u32(s.n_head_kv), u32(pos0), gpu_offset(q, 4), gpu_offset(kv.k, k_el), gpu_offset(kv.v, v_el), u32(n_kv),
         s.qk_norm_eps};
-    PipelineKey       key{dot4_native_ ? "matvec_q1_qkv" : "matvec_q1_qkv_nodp4",
+    const PipelineKey key{dot4_native_ ? "matvec_q1_qkv" : "matvec_q1_qkv_nodp4",
                           "rrrrrwwwu",
                           {{{"WG", static_cast<double>(wg)},
                             {"ROWS", static_cast<double>(hd)},
@@ -660,13 +612,8 @@ bool WebGpuBackend::encode_q1_qkv_rope(const Tensor & q, const KvLayer & kv, con
                             {"K_NORM", s.k_norm ? 1.0 : 0.0},
                             {"NORM_MODE", s.rope_mode == RopeMode::norm ? 1.0 : 0.0},
                             {"K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0},
-                            {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0}}}};
-    // (WebGpuTuning::family_q1_hoist: a lane's groups, at most 8 vec4 of codes, loaded at once)
-    const uint32_t gpl = ceil_div(static_cast<uint32_t>(nt), wg / static_cast<uint32_t>(hd));
-    if (tune_.family_q1_hoist != 0 && gpl <= 8 && gpl * (c.group / 64) <= 8) {
-        key.add("HOIST", 1.0);
-        key.add("GPL", static_cast<double>(gpl));
-    }
+                            {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0},
+                            {"Q8_TOTAL_SG", tune_.family_q1_sg != 0 ? 1.0 : 0.0}}}};
     const WGPUBuffer bufs[] = {c.words, c.x, c.nw, rope.buffer->get(), qkn->get(), gpu_buffer(q), gpu_buffer(kv.k),
                                gpu_buffer(kv.v)};
     step_->dispatch(key, bufs, &p, sizeof p, u32(s.n_head + 2 * s.n_head_kv), 1);

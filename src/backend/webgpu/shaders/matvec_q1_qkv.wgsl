@@ -7,8 +7,6 @@ requires packed_4x8_integer_dot_product;
 //             (lib/quarters_q8_0.wgsl, exactly as matvec_q8.wgsl);
 //   terms     per (row, weight group) cpu::dot_lowbit_q8_0's s = sum of d_a * sumi over the group's
 //             blocks in order, times the group's scale (matvec_q8.wgsl's WTYPE 7);
-//             (HOIST: a lane loads the codes and scales of all its GPL groups at once, then
-//             multiplies them; else a group at a time);
 //   sums      one invocation per row adds its terms in order;
 //   epilogue  a workgroup is one head (ROWS = head_dim rows, so that a head's norm and its NeoX
 //             pairs (i, i + n_rot/2) are its own): Qwen3's per-head RMS norm of q and k (Q_NORM /
@@ -47,8 +45,6 @@ override K_NORM: bool = false;
 override NORM_MODE: bool = false;  // pairs (2i, 2i+1); else NeoX
 override K_F16: bool = true;
 override V_F16: bool = true;
-override HOIST: bool = false;  // a lane's groups loaded at once
-override GPL: u32 = 1u;        // HOIST: ceil(NT / lanes) groups per lane, GPL GROUP / 64 <= 8 code vec4s
 
 struct Params {
     k: u32,              // K (NORM)
@@ -102,9 +98,26 @@ fn stage_q8_0(lid: u32, x0: u32) {
             if (g % 4u == 0u) { adq[g / 4u] = round_f16(qs[u].d); }
         }
     }
+    if (Q8_TOTAL_SG && WG_REDUCE_SG && SG32) {
+        block_csums(lid, qs);
+        return;
+    }
     workgroupBarrier();
     for (var b = lid; b < NB; b += WG) {
         asum[b] = part_sum[4u * b] + part_sum[4u * b + 1u] + part_sum[4u * b + 2u] + part_sum[4u * b + 3u];
+    }
+}
+
+// With Q8_TOTAL_SG: each block's code sum into asum by two shuffles among its four quarters'
+// invocations (consecutive, in one subgroup; integer sums, any order), no barrier or part_sum pass.
+@diagnostic(off, subgroup_uniformity)
+fn block_csums(lid: u32, qs: array<QuarterQ8, Q8_MAX_QPT>) {
+    for (var u = 0u; u < QPT; u++) {
+        let g = lid + u * WG;
+        var c = vec2<i32>(qs[u].csum, 0);
+        c = c + sg_shuffle_xor_i(c, 1u);
+        c = c + sg_shuffle_xor_i(c, 2u);
+        if (g < 4u * NB && g % 4u == 0u) { asum[g / 4u] = c.x; }
     }
 }
 
@@ -130,18 +143,6 @@ fn group_term(row: u32, g: u32) -> f32 {
     }
     let si = p.scales_offset + row * NT + g;
     return mul_rn(bitcast<f32>(w[si / 4u][si % 4u]), s);
-}
-
-// HOIST: group_term from the group's code vec4s cw[i0 ..] (GROUP / 64 of them) and its scale d_w.
-fn hoisted_term(cw: array<vec4<u32>, 8>, i0: u32, d_w: f32, g: u32) -> f32 {
-    var s = 0.0;
-    for (var j = 0u; j < GROUP / 64u; j++) {
-        let cv  = cw[min(i0 + j, 7u)];
-        let blk = g * (GROUP / 32u) + 2u * j;
-        s = s + mul_rn(adq[blk], f32(codes_sumi(cv.x, cv.y, blk)));
-        s = s + mul_rn(adq[blk + 1u], f32(codes_sumi(cv.z, cv.w, blk + 1u)));
-    }
-    return mul_rn(d_w, s);
 }
 
 fn row_sum(m: u32) -> f32 {
@@ -188,26 +189,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let lane  = lid % lanes;
     stage_q8_0(lid, p.x_offset);
     workgroupBarrier();
-    if (HOIST && m < ROWS) {
-        // The lane's groups lane + i lanes (i < GPL): all their codes and scales, then the terms.
-        let row = r0 + m;
-        var cw: array<vec4<u32>, 8>;
-        var sc: array<f32, 8>;
-        for (var i = 0u; i < GPL; i++) {
-            let g = lane + i * lanes;
-            if (g < NT) {
-                for (var j = 0u; j < GROUP / 64u; j++) {
-                    cw[min(i * (GROUP / 64u) + j, 7u)] = w[row * (NB / 2u) + g * (GROUP / 64u) + j];
-                }
-                let si = p.scales_offset + row * NT + g;
-                sc[min(i, 7u)] = bitcast<f32>(w[si / 4u][si % 4u]);
-            }
-        }
-        for (var i = 0u; i < GPL; i++) {
-            let g = lane + i * lanes;
-            if (g < NT) { terms[m * (NT + 1u) + g] = hoisted_term(cw, i * (GROUP / 64u), sc[min(i, 7u)], g); }
-        }
-    } else if (m < ROWS) {
+    if (m < ROWS) {
         for (var g = lane; g < NT; g += lanes) { terms[m * (NT + 1u) + g] = group_term(r0 + m, g); }
     }
     workgroupBarrier();

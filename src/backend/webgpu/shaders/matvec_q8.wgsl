@@ -15,25 +15,13 @@ requires packed_4x8_integer_dot_product;
 //   sums   one invocation per row adds its terms in order (the reference's order);
 //   GLU    f = ffn_gate(g, u) of gate row r and up row up_row + r (glu.wgsl after matmul), else
 //          y = s or y += s (ACCUMULATE: the residual add the reference does after the product).
-// For the 2-bit codes (WTYPE 7) two more forms, so that a layer's o-projection and down projection
-// need neither a prologue nor an act_q8_0.wgsl dispatch:
-//   ACTS   h's blocks are read from `acts` (lib/acts_q8_0.wgsl: one query's attention.wgsl Q8_OUT,
-//          or a QOUT gate+up right before) instead of made in the prologue: no prologue, no barrier
-//          before the terms (the codes - 1 as int8 times the blocks: codes_sumi's integer sums);
-//   HOIST  (implied by ACTS) a lane loads the codes and scales of all its GPL groups at once, after
-//          the prologue, then multiplies them (else one group at a time);
-//   QOUT   (GLU, ROWS a multiple of 32) the epilogue also writes the outputs f as Q8_0 blocks into
-//          oacts, as act_q8_0.wgsl would make them (matvec_q8_acts.wgsl's quantize_out): the down
-//          projection right after reads them with ACTS.
 //
 //   w: Q8_0 [N][K/32][2] vec4<u32> | Q4_0 [N][K/32] vec4<u32> (GpuMatrix's words) | codes
 //      [N][K/64] vec4<u32> (GpuLinear: code word c = elements 16c .. 16c + 15, (c >> 2s) & 0x03030303
 //      the codes (value + 1) of elements 16c + 4s .. + 3)
 //   ws: [N][K/32] f32 block scales (GpuMatrix) | GpuLinear's words, group scales from scales_offset
 //   x: [K, T] f32   nw: [K] f32 (NORM)   y: [N, T] f32, or [n_ff, T] f32 (GLU)
-//   acts: [T] tokens of K/32 blocks (ACTS)   oacts: [T] tokens of n_rows/32 blocks (QOUT)
-// Bindings: 0 w, 1 ws, 2 x, 3 nw (read); 4 y (read_write); 5 acts (read); 6 oacts (read_write);
-// 7 params (uniform). (Without ACTS 5, without QOUT 6 are any buffers nothing else binds: unused.)
+// Bindings: 0 w, 1 ws, 2 x, 3 nw (read); 4 y (read_write); 5 params (uniform)
 // Dispatch: (ceil(n_rows / ROWS), T, 1). A workgroup computes MROWS weight rows (ROWS, or 2 ROWS
 // with GLU: its gate rows, then their up rows), WG / MROWS lanes on each row.
 
@@ -58,11 +46,6 @@ override PF: u32 = 0u;
 override NORM: bool = false;
 override GLU: bool = false;
 override ACCUMULATE: bool = false;
-override ACTS: bool = false;   // WTYPE 7: h's blocks from acts, no prologue
-override HOIST: bool = false;  // WTYPE 7: a lane's groups loaded at once (ACTS: always)
-override GPL: u32 = 1u;        // ACTS / HOIST: ceil(NT / lanes) groups per lane, GPL GROUP / 64 <= 8 code vec4s
-override QOUT: bool = false;  // GLU: also the outputs' Q8_0 blocks (ROWS a multiple of 32)
-override NBO: u32 = 1u;       // QOUT: n_rows / 32
 
 struct Params {
     n_rows: u32,      // output rows (GLU: n_ff)
@@ -84,22 +67,16 @@ struct Params {
 @group(0) @binding(2) var<storage, read> x: array<f32>;
 @group(0) @binding(3) var<storage, read> nw: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
-@group(0) @binding(5) var<storage, read> acts: array<vec4<u32>>;
-@group(0) @binding(6) var<storage, read_write> oacts: array<u32>;
-@group(0) @binding(7) var<uniform> p: Params;
+@group(0) @binding(5) var<uniform> p: Params;
 
 // The activations' Q8_0 blocks: codes (block b: vec4s 2b, 2b + 1 = elements 0..15, 16..31) and
 // the f16 scales as f32, and the sums of the codes (WTYPE 7: the codes are value + 1).
-// (ACTS: none)
-var<workgroup> acodes: array<vec4<u32>, select(2u * NB, 1u, ACTS)>;
-var<workgroup> adq: array<f32, select(NB, 1u, ACTS)>;
-var<workgroup> asum: array<i32, select(NB, 1u, ACTS)>;
-var<workgroup> part_sum: array<i32, select(4u * NB, 1u, ACTS)>;  // per 8 values (stage_q8_0)
+var<workgroup> acodes: array<vec4<u32>, 2u * NB>;
+var<workgroup> adq: array<f32, NB>;
+var<workgroup> asum: array<i32, NB>;
+var<workgroup> part_sum: array<i32, 4u * NB>;  // per 8 values (stage_q8_0)
 // The terms, a row every NT + 1 (odd: the row sums' reads fall on different banks).
 var<workgroup> terms: array<f32, MROWS * (NT + 1u)>;
-// QOUT: the workgroup's outputs and the max |f| per 8 of them.
-var<workgroup> fo: array<f32, select(1u, ROWS, QOUT)>;
-var<workgroup> omax: array<f32, select(1u, ROWS / 8u, QOUT)>;
 
 // Q4_0 nibbles n (0..15, one per byte) as int8 n - 8: set bit 7, subtract 8 (no borrow crosses a
 // byte), flip bit 7 back.
@@ -108,7 +85,9 @@ fn centred(nibbles: u32) -> u32 {
 }
 
 // Stages h's Q8_0 blocks (lib/quarters_q8_0.wgsl: one pass over memory): invocation i's quarters
-// i + u WG (values 8 g .. 8 g + 7 of block g / 4) as two code words and their sum, the block's f16 d.
+// i + u WG (values 8 g .. 8 g + 7 of block g / 4) as two code words and their sum, the block's f16 d
+// (WTYPE 7: the blocks' code sums, by a pass over part_sum after a barrier, or with Q8_TOTAL_SG by
+// shuffles).
 fn stage_q8_0(lid: u32, x0: u32) {
     let qs = quarters_q8_0(lid, x0);
     for (var u = 0u; u < QPT; u++) {
@@ -120,11 +99,26 @@ fn stage_q8_0(lid: u32, x0: u32) {
             if (g % 4u == 0u) { adq[g / 4u] = round_f16(qs[u].d); }
         }
     }
-    if (WTYPE == 7u) {
+    if (WTYPE == 7u && !(Q8_TOTAL_SG && WG_REDUCE_SG && SG32)) {
         workgroupBarrier();
         for (var b = lid; b < NB; b += WG) {
             asum[b] = part_sum[4u * b] + part_sum[4u * b + 1u] + part_sum[4u * b + 2u] + part_sum[4u * b + 3u];
         }
+    } else if (WTYPE == 7u) {
+        block_csums(lid, qs);
+    }
+}
+
+// WTYPE 7 with Q8_TOTAL_SG: each block's code sum into asum by two shuffles among its four quarters'
+// invocations (consecutive, in one subgroup; integer sums, any order), no barrier or part_sum pass.
+@diagnostic(off, subgroup_uniformity)
+fn block_csums(lid: u32, qs: array<QuarterQ8, Q8_MAX_QPT>) {
+    for (var u = 0u; u < QPT; u++) {
+        let g = lid + u * WG;
+        var c = vec2<i32>(qs[u].csum, 0);
+        c = c + sg_shuffle_xor_i(c, 1u);
+        c = c + sg_shuffle_xor_i(c, 2u);
+        if (g < 4u * NB && g % 4u == 0u) { asum[g / 4u] = c.x; }
     }
 }
 
@@ -137,47 +131,6 @@ fn codes_sumi(c0: u32, c1: u32, b: u32) -> i32 {
         sumi += dot4_i8((c0 >> (2u * s)) & 0x03030303u, a0[s]) + dot4_i8((c1 >> (2u * s)) & 0x03030303u, a1[s]);
     }
     return sumi;
-}
-
-// Code bytes c (0..3, the value + 1) as int8 c - 1 (no borrow crosses a byte: matvec_q8's centred).
-fn minus_one(c: u32) -> u32 {
-    return ((c | 0x80808080u) - 0x01010101u) ^ 0x80808080u;
-}
-
-// ACTS: sum over block b of (code - 1) * a for two code words (elements 32 b .. 32 b + 31), with the
-// token's blocks from acts (a0: its first vec4): codes_sumi's integer.
-fn acts_sumi(c0: u32, c1: u32, a0: u32, b: u32) -> i32 {
-    let x0 = acts[a0 + 2u * b];
-    let x1 = acts[a0 + 2u * b + 1u];
-    var sumi = 0;
-    for (var s = 0u; s < 4u; s++) {
-        sumi += dot4_i8(minus_one((c0 >> (2u * s)) & 0x03030303u), x0[s]) +
-                dot4_i8(minus_one((c1 >> (2u * s)) & 0x03030303u), x1[s]);
-    }
-    return sumi;
-}
-
-// ACTS: block b's d_a (the token's blocks from vec4 a0).
-fn acts_dq(a0: u32, b: u32) -> f32 {
-    return bitcast<f32>(acts[a0 + act_dq(NB) / 4u + b / 4u][b % 4u]);
-}
-
-// ACTS / HOIST: the term of weight group g from its code vec4s cw[i0 ..] (GROUP / 64 of them) and
-// scale d_w, h's blocks from acts (ACTS) or workgroup memory: block_term's products and order.
-fn hoisted_term(cw: array<vec4<u32>, 8>, i0: u32, d_w: f32, a0: u32, g: u32) -> f32 {
-    var s = 0.0;
-    for (var j = 0u; j < GROUP / 64u; j++) {
-        let cv  = cw[min(i0 + j, 7u)];
-        let blk = g * (GROUP / 32u) + 2u * j;
-        if (ACTS) {
-            s = s + mul_rn(acts_dq(a0, blk), f32(acts_sumi(cv.x, cv.y, a0, blk)));
-            s = s + mul_rn(acts_dq(a0, blk + 1u), f32(acts_sumi(cv.z, cv.w, a0, blk + 1u)));
-        } else {
-            s = s + mul_rn(adq[blk], f32(codes_sumi(cv.x, cv.y, blk)));
-            s = s + mul_rn(adq[blk + 1u], f32(codes_sumi(cv.z, cv.w, blk + 1u)));
-        }
-    }
-    return mul_rn(d_w, s);
 }
 
 // The term of weight row `row`, term g: block g (matmul.wgsl's block_term), or weight group g of
@@ -253,37 +206,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
         }
     }
-    let hoist = WTYPE == 7u && (ACTS || HOIST);
-    if (hoist) {
-        if (!ACTS) {
-            stage_q8_0(lid, x0);
-            workgroupBarrier();
-        }
-        // The lane's groups lane + i lanes (i < GPL): all their codes and scales, then the terms.
-        let a0 = t * (act_words(NB) / 4u);  // (ACTS) the token's first activation vec4
-        var cw: array<vec4<u32>, 8>;
-        var sc: array<f32, 8>;
-        if (live) {
-            for (var i = 0u; i < GPL; i++) {
-                let g = lane + i * lanes;
-                if (g < NT) {
-                    for (var j = 0u; j < GROUP / 64u; j++) {
-                        cw[min(i * (GROUP / 64u) + j, 7u)] = w[row * (NB / 2u) + g * (GROUP / 64u) + j];
-                    }
-                    sc[min(i, 7u)] = ws[p.scales_offset + row * NT + g];
-                }
-            }
-            for (var i = 0u; i < GPL; i++) {
-                let g = lane + i * lanes;
-                if (g < NT) { terms[m * (NT + 1u) + g] = hoisted_term(cw, i * (GROUP / 64u), sc[min(i, 7u)], a0, g); }
-            }
-        }
-    } else {
-        stage_q8_0(lid, x0);
-        workgroupBarrier();
-    }
+    stage_q8_0(lid, x0);
+    workgroupBarrier();
 
-    if (live && !hoist) {
+    if (live) {
         for (var i = 0u; i < PF; i++) {
             let b = lane + i * lanes;
             if (b < NB) {
@@ -296,52 +222,13 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     workgroupBarrier();
 
     let r = r0 + lid;
-    let o = p.y_offset + t * p.y_stride + r;
-    if (GLU && QOUT) {
-        var f = 0.0;
-        if (lid < ROWS && r < p.n_rows) {
-            f    = ffn_gate(row_sum(lid), row_sum(ROWS + lid), p.activation);
-            y[o] = f;
-        }
-        quantize_out(lid, t, r0, f);
-        return;
-    }
     if (lid >= ROWS || r >= p.n_rows) { return; }
+    let o = p.y_offset + t * p.y_stride + r;
     if (GLU) {
         y[o] = ffn_gate(row_sum(lid), row_sum(ROWS + lid), p.activation);
     } else if (ACCUMULATE) {
         y[o] = y[o] + row_sum(lid);
     } else {
         y[o] = row_sum(lid);
-    }
-}
-
-// QOUT: the workgroup's ROWS outputs f as Q8_0 blocks r0 / 32 .. of the token's oacts, with
-// act_q8_0.wgsl's expressions (h = f; matvec_q8_acts.wgsl's quantize_out): invocation g < ROWS / 8
-// owns outputs 8 g .. 8 g + 7, a quarter of a block. Every invocation calls it (barriers).
-fn quantize_out(lid: u32, t: u32, r0: u32, f: f32) {
-    if (lid < ROWS) { fo[lid] = f; }
-    workgroupBarrier();
-    let g    = lid;
-    let live = g < ROWS / 8u && r0 + 8u * g < p.n_rows;
-    if (live) {
-        var m = 0.0;
-        for (var j = 0u; j < 8u; j++) { m = max(m, abs(fo[8u * g + j])); }
-        omax[g] = m;
-    }
-    workgroupBarrier();
-    let o  = t * act_words(NBO);  // the token's first word
-    let bl = g / 4u;              // the workgroup's block
-    let b  = r0 / 32u + bl;       // the down projection's block
-    if (live) {
-        let amax = max(max(omax[4u * bl], omax[4u * bl + 1u]), max(omax[4u * bl + 2u], omax[4u * bl + 3u]));
-        let d    = q8_0_d(amax);
-        let id   = q8_0_id(d);
-        for (var q = 0u; q < 2u; q++) {
-            var word = 0u;
-            for (var e = 0u; e < 4u; e++) { word |= q8_0_code(fo[8u * g + 4u * q + e], id) << (8u * e); }
-            oacts[o + 8u * b + 2u * (g % 4u) + q] = word;
-        }
-        if (g % 4u == 0u) { oacts[o + act_dq(NBO) + b] = bitcast<u32>(round_f16(d)); }
     }
 }
