@@ -538,7 +538,9 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
                                 {"PF", static_cast<double>(pf)},
                                 {"NORM", in.norm ? 1.0 : 0.0},
                                 {"GLU", glu_act ? 1.0 : 0.0},
-                                {"ACCUMULATE", accumulate ? 1.0 : 0.0}}}};
+                                {"ACCUMULATE", accumulate ? 1.0 : 0.0},
+                                // (WebGpuTuning::family_q1_sg: the low-bit types' prologue by subgroup shuffles)
+                                {"Q8_TOTAL_SG", wtype == 7.0 && tune_.family_q1_sg != 0 ? 1.0 : 0.0}}}};
         // A Q1_0 / Q2_0 / PQ2_0 [q; k; v] candidate (one token, no gate, no residual): recorded late, so
         // that a rope_kv_append right after it can take it as matvec_q1_qkv.wgsl (encode_q1_qkv_rope).
         if (wtype == 7.0 && tune_.family_q1_rope != 0 && !glu_act && !accumulate && T == 1 && parts.size() == 1) {
@@ -610,7 +612,8 @@ bool WebGpuBackend::encode_q1_qkv_rope(const Tensor & q, const KvLayer & kv, con
                             {"K_NORM", s.k_norm ? 1.0 : 0.0},
                             {"NORM_MODE", s.rope_mode == RopeMode::norm ? 1.0 : 0.0},
                             {"K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0},
-                            {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0}}}};
+                            {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0},
+                            {"Q8_TOTAL_SG", tune_.family_q1_sg != 0 ? 1.0 : 0.0}}}};
     const WGPUBuffer bufs[] = {c.words, c.x, c.nw, rope.buffer->get(), qkn->get(), gpu_buffer(q), gpu_buffer(kv.k),
                                gpu_buffer(kv.v)};
     step_->dispatch(key, bufs, &p, sizeof p, u32(s.n_head + 2 * s.n_head_kv), 1);

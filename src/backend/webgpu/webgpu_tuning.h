@@ -49,6 +49,10 @@ struct WebGpuTuning {
     uint32_t family_q1_rope    = 512;  // one token's Q1_0 / Q2_0 / PQ2_0 [q; k; v] matvec with the QK-norm, RoPE and
                                        //    cache stores in its epilogue (matvec_q1_qkv.wgsl, a workgroup per head):
                                        //    its threads; 0: matvec_q8.wgsl, then rope_kv_family.wgsl
+    uint32_t family_q1_sg      = 1;    // Q1_0 / Q2_0 / PQ2_0 (matvec_q8.wgsl WTYPE 7, matvec_q1_qkv.wgsl) where subgroups
+                                       //    are 32 wide: 1: the prologue's norm total and the blocks' code sums by
+                                       //    subgroup shuffles (one barrier; lib/quarters_q8_0.wgsl Q8_TOTAL_SG);
+                                       //    0: workgroup trees (log2 WG + 2 barriers)
     uint32_t family_acts_loads = 0;    // ... blocks a lane loads at once (1..12); 0: all of its blocks, at most 12
                                        //    (Q8_0: 8); before: 4
     // --- the LM head of one token: lm_head_i8_argmax.wgsl, argmax_exact.wgsl ---

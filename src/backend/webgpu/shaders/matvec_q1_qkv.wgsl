@@ -98,9 +98,26 @@ fn stage_q8_0(lid: u32, x0: u32) {
             if (g % 4u == 0u) { adq[g / 4u] = round_f16(qs[u].d); }
         }
     }
+    if (Q8_TOTAL_SG && WG_REDUCE_SG && SG32) {
+        block_csums(lid, qs);
+        return;
+    }
     workgroupBarrier();
     for (var b = lid; b < NB; b += WG) {
         asum[b] = part_sum[4u * b] + part_sum[4u * b + 1u] + part_sum[4u * b + 2u] + part_sum[4u * b + 3u];
+    }
+}
+
+// With Q8_TOTAL_SG: each block's code sum into asum by two shuffles among its four quarters'
+// invocations (consecutive, in one subgroup; integer sums, any order), no barrier or part_sum pass.
+@diagnostic(off, subgroup_uniformity)
+fn block_csums(lid: u32, qs: array<QuarterQ8, Q8_MAX_QPT>) {
+    for (var u = 0u; u < QPT; u++) {
+        let g = lid + u * WG;
+        var c = vec2<i32>(qs[u].csum, 0);
+        c = c + sg_shuffle_xor_i(c, 1u);
+        c = c + sg_shuffle_xor_i(c, 2u);
+        if (g < 4u * NB && g % 4u == 0u) { asum[g / 4u] = c.x; }
     }
 }
 

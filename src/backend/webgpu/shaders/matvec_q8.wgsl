@@ -85,7 +85,9 @@ fn centred(nibbles: u32) -> u32 {
 }
 
 // Stages h's Q8_0 blocks (lib/quarters_q8_0.wgsl: one pass over memory): invocation i's quarters
-// i + u WG (values 8 g .. 8 g + 7 of block g / 4) as two code words and their sum, the block's f16 d.
+// i + u WG (values 8 g .. 8 g + 7 of block g / 4) as two code words and their sum, the block's f16 d
+// (WTYPE 7: the blocks' code sums, by a pass over part_sum after a barrier, or with Q8_TOTAL_SG by
+// shuffles).
 fn stage_q8_0(lid: u32, x0: u32) {
     let qs = quarters_q8_0(lid, x0);
     for (var u = 0u; u < QPT; u++) {
@@ -97,11 +99,26 @@ fn stage_q8_0(lid: u32, x0: u32) {
             if (g % 4u == 0u) { adq[g / 4u] = round_f16(qs[u].d); }
         }
     }
-    if (WTYPE == 7u) {
+    if (WTYPE == 7u && !(Q8_TOTAL_SG && WG_REDUCE_SG && SG32)) {
         workgroupBarrier();
         for (var b = lid; b < NB; b += WG) {
             asum[b] = part_sum[4u * b] + part_sum[4u * b + 1u] + part_sum[4u * b + 2u] + part_sum[4u * b + 3u];
         }
+    } else if (WTYPE == 7u) {
+        block_csums(lid, qs);
+    }
+}
+
+// WTYPE 7 with Q8_TOTAL_SG: each block's code sum into asum by two shuffles among its four quarters'
+// invocations (consecutive, in one subgroup; integer sums, any order), no barrier or part_sum pass.
+@diagnostic(off, subgroup_uniformity)
+fn block_csums(lid: u32, qs: array<QuarterQ8, Q8_MAX_QPT>) {
+    for (var u = 0u; u < QPT; u++) {
+        let g = lid + u * WG;
+        var c = vec2<i32>(qs[u].csum, 0);
+        c = c + sg_shuffle_xor_i(c, 1u);
+        c = c + sg_shuffle_xor_i(c, 2u);
+        if (g < 4u * NB && g % 4u == 0u) { asum[g / 4u] = c.x; }
     }
 }
 

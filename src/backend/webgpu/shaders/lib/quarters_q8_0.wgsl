@@ -9,6 +9,10 @@
 //   workgroup's halving tree (blocks_total: NB <= WG); the mean and root correctly rounded
 //   (inv_rms_from); h = (x nw) inv. Then each quarter's max |h|, the block's by exchanges (a max is
 //   exact in any order), d = amax / 127, id = 1 / d, the codes roundf(h id) (lib/acts_q8_0.wgsl).
+// With Q8_TOTAL_SG (the host sets it only where SG32 holds) the block sums' total is each subgroup's
+// from workgroup memory (lib/sum_squares.wgsl's blocks_total_team: the same halving order, zero
+// padding to 256 blocks instead of WG, so the same bits; NB <= 256): one barrier instead of the
+// workgroup tree's log2(WG) + 1.
 // The including kernel declares `override WG` (a power of two), `override NB`, `override QPT`
 // (ceil(4 NB / WG), at most 8), `override NORM`, the bindings `x`, `nw` (array<f32>) and a uniform
 // `p` with k, eps, nw_offset and rn_zero, and includes lib/numerics.wgsl, lib/sum_squares.wgsl,
@@ -27,6 +31,7 @@ struct QuarterQ8 {
 
 var<workgroup> q8_block_sq: array<f32, NB>;  // NORM: the blocks' sums of squares
 var<workgroup> q8_xch: array<f32, WG>;       // the exchanges without subgroups
+override Q8_TOTAL_SG: bool = false;
 
 // The value of invocation lid ^ m (m < 4: within the block's four). Every invocation calls it.
 @diagnostic(off, subgroup_uniformity)
@@ -62,9 +67,20 @@ fn quarters_q8_0(lid: u32, x0: u32) -> array<QuarterQ8, Q8_MAX_QPT> {
             if (g < 4u * NB && g % 4u == 0u) { q8_block_sq[g / 4u] = s; }
         }
         workgroupBarrier();
-        var bs = 0.0;
-        if (lid < NB) { bs = q8_block_sq[lid]; }
-        let inv = inv_rms_from(blocks_total(lid, bs), p.k, p.eps);
+        var total = 0.0;
+        if (Q8_TOTAL_SG && WG_REDUCE_SG && SG32 && NB <= 256u) {
+            var t: array<f32, 8>;
+            for (var i = 0u; i < 8u; i++) {
+                let b = lid % 32u + 32u * i;
+                t[i] = select(0.0, q8_block_sq[min(b, NB - 1u)], b < NB);
+            }
+            total = blocks_total_team(lid, t);
+        } else {
+            var bs = 0.0;
+            if (lid < NB) { bs = q8_block_sq[lid]; }
+            total = blocks_total(lid, bs);
+        }
+        let inv = inv_rms_from(total, p.k, p.eps);
         for (var u = 0u; u < QPT; u++) {
             for (var j = 0u; j < 8u; j++) { hv[u][j] = (hv[u][j] * wv[u][j]) * inv; }
         }
