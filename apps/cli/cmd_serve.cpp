@@ -198,10 +198,10 @@ void register_serve(CLI::App & app) {
                     "threads sampling the slots' next tokens (0 = the machine's cores, at most --parallel)")
         ->check(int_in(0, 4096))->capture_default_str();
     cmd->add_option("--sampling-form", args->sampling_form,
-                    "how a batched step's results become tokens (issue 53 A/B): 0 = the device's top-k lists unpacked "
-                    "on the scheduler thread, then sampled on the sampling threads; 1 = each slot's list unpacked "
-                    "beside its sampling; 2 = as 1, the sampling threads spinning while the device runs the step")
-        ->check(int_in(0, 2))->capture_default_str();
+                    "how a batched step's results become tokens: 0 = the device's top-k lists unpacked on the "
+                    "scheduler thread, then sampled on the sampling threads; 1 = each slot's list unpacked beside "
+                    "its sampling")
+        ->check(int_in(0, 1))->capture_default_str();
     cmd->footer("Example: tern serve -m ggml-model-i2_s.gguf --port 8080 --parallel 8\n"
                 "Then open http://127.0.0.1:8080/ for the chat page, or point any OpenAI client at\n"
                 "http://127.0.0.1:8080/v1. Endpoints: /v1/chat/completions, /v1/completions, /v1/models, /health,\n"

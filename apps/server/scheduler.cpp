@@ -317,7 +317,6 @@ void Scheduler::run_step(std::vector<std::unique_ptr<Slot>> & slots) {
     std::vector<BatchItem> next;       // the step recorded ahead, and its slots in item order
     std::vector<Slot *>    next_slots;
     std::vector<int32_t>   next_tokens;
-    bool                   collected = false;  // (else collect_and_sample sampled as well)
     double                 sampled   = 0;      // seconds from the step's results to its tokens
     try {
         // The step in flight: recorded ahead last time and released, or launched now.
@@ -331,12 +330,7 @@ void Scheduler::run_step(std::vector<std::unique_ptr<Slot>> & slots) {
             }
             ahead = engine_.record_ahead(next);
         }
-        if (options_.sampling_form == 2 && engine_.launched()) {
-            collect_and_sample(slots, sampled);
-        } else {
-            engine_.collect(options_.sampling_form == 0 ? BatchEngine::Unpack::now : BatchEngine::Unpack::deferred);
-            collected = true;
-        }
+        engine_.collect(options_.sampling_form == 0 ? BatchEngine::Unpack::now : BatchEngine::Unpack::deferred);
     } catch (const Error & e) {
         TERN_LOG_ERROR("server: a decoding step failed: %s", e.what());
         engine_.drop_ahead();
@@ -349,7 +343,7 @@ void Scheduler::run_step(std::vector<std::unique_ptr<Slot>> & slots) {
     }
     // Pages are taken as tables grow (inside the step): count them before any handler hears of it.
     kv_pages_used_ = engine_.pool().n_used();
-    if (collected) {
+    {
         const auto t0 = Clock::now();
         sample_all(slots);
         sampled = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -419,45 +413,6 @@ void Scheduler::sample_all(std::vector<std::unique_ptr<Slot>> & slots) {
     sampling_.parallel_for(static_cast<int64_t>(ready.size()), 1, [&](int64_t begin, int64_t end, int) {
         for (int64_t i = begin; i < end; ++i) sample_slot(*ready[static_cast<size_t>(i)], unpack);
     });
-}
-
-void Scheduler::collect_and_sample(std::vector<std::unique_ptr<Slot>> & slots, double & sampled) {
-    std::vector<Slot *> ready;
-    for (auto & s : slots) {
-        if (s->want_logits) ready.push_back(s.get());
-    }
-    std::atomic<bool>  collected{false};
-    std::exception_ptr failed;
-    Clock::time_point  t0;
-    const int          n_threads = sampling_.n_threads();
-    sampling_.run([&](int t) {
-        if (t == 0) {
-            try {
-                engine_.collect(BatchEngine::Unpack::deferred);
-            } catch (...) {
-                failed = std::current_exception();
-            }
-            t0 = Clock::now();
-            collected.store(true, std::memory_order_release);
-        } else {
-            // (yielding: the HTTP threads and the clients need the cores more than this spin)
-            for (int spin = 0; !collected.load(std::memory_order_acquire); ++spin) {
-                if (spin % 64 == 63) {
-                    std::this_thread::yield();
-                } else {
-#if defined(__x86_64__) || defined(__i386__)
-                    __builtin_ia32_pause();
-#endif
-                }
-            }
-        }
-        if (failed) return;
-        int64_t begin = 0, end = 0;
-        ThreadPool::chunk_range(static_cast<int64_t>(ready.size()), 1, n_threads, t, begin, end);
-        for (int64_t i = begin; i < end; ++i) sample_slot(*ready[static_cast<size_t>(i)], true);
-    });
-    if (failed) std::rethrow_exception(failed);
-    sampled = std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
 bool Scheduler::decode_alone(std::vector<std::unique_ptr<Slot>> & slots) {

@@ -63,7 +63,7 @@ TEST(WebGpuTuning, UnknownKeysAndBadValuesNameTheKey) {
 TEST(WebGpuTuning, ACpuAdapterDoesNotSpin) {
     WgpuAdapterSummary gpu, cpu;
     cpu.is_cpu = true;
-    EXPECT_EQ(WebGpuTuning::for_adapter(gpu).spin_us, 4000u);
+    EXPECT_EQ(WebGpuTuning::for_adapter(gpu).spin_us, 20000u);
     EXPECT_EQ(WebGpuTuning::for_adapter(cpu).spin_us, 0u);
     EXPECT_EQ(WebGpuTuning::for_adapter(cpu).decode_wg, WebGpuTuning::for_adapter(gpu).decode_wg);
 }

@@ -316,7 +316,7 @@ def main():
     print("\nThe server in those windows: tokens/s it generated (/metrics; above the clients' figure: the clients "
           "are the bottleneck), its batched steps, those recorded ahead, and ms per step of its scheduler thread "
           "(recording, releasing a step recorded ahead, which submits it; waiting for the device; unpacking results; "
-          "sampling, with each slot's unpacking under --sampling-form 1 and 2; handing tokens out; and recording steps "
+          "sampling, with each slot's unpacking under --sampling-form 1; handing tokens out; and recording steps "
           "ahead while the device ran the step before), steps that read every logit back (a lone stream decodes "
           "without steps):")
     print("| streams | server tokens/s | steps | ahead | " + " | ".join(PHASES) + " | full-logit steps |")

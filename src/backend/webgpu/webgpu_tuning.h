@@ -151,7 +151,9 @@ struct WebGpuTuning {
     uint32_t submit_ramp      = 8;     // steps recorded before the groups grow by one (from 1)
     uint32_t first_submit     = 8;     // dispatches in the first piece of a step after an idle device
                                        //     (then 2x, 4x, 8x, then the rest); 0: one submit
-    uint32_t spin_us          = 4000;  // how long a wait yields before it naps
+    uint32_t spin_us          = 20000; // how long a wait yields before it naps (a served 64-stream step waits
+                                       //     ~5.2 ms: H200 HTTP 64 clients 8,156.9 / 8,216.3 tok/s with 20000
+                                       //     against 7,988.8 / 7,995.2 with 4000, TTFT median ~430 vs ~1,700-2,000 ms)
     uint32_t compute_units    = 132;   // compute units (SMs) assumed where work is sized to the GPU:
                                        //     WebGPU does not tell (132: an H100 SXM's, an H200's)
 

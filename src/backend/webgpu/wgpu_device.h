@@ -73,10 +73,10 @@ public:
     void wait(const bool & done, const char * what) const;
     // Waits (with wait()'s timeout) until the queue has finished everything submitted so far.
     void wait_queue_idle(const char * what) const;
-    // How long a wait yields the thread before it naps in short sleeps (WebGpuTuning::spin_us: 4 ms
-    // on a GPU, where a sampled decode step is read back every ~2-3 ms and a 20 us nap lasts ~70 us,
-    // after which the host submits the next step slower; none on a software adapter, whose worker
-    // threads need the CPU).
+    // How long a wait yields the thread before it naps in short sleeps (WebGpuTuning::spin_us: 20 ms
+    // on a GPU, where a sampled decode step is read back every ~2-3 ms, a served 64-stream step every
+    // ~5-8 ms, and a 20 us nap lasts ~70 us, after which the host submits the next step slower; none
+    // on a software adapter, whose worker threads need the CPU).
     void set_spin_us(int64_t us) { spin_us_ = us; }
 
     // Throws the first recorded device error (uncaptured error or device loss), if any.
