@@ -90,35 +90,27 @@ const sharedGroups = Array.from({ length: SLOTS }, (_, j) => {
 });
 
 const offs1 = [0], offs2 = [0, 0];  // reused arrays, as web/webgpu-library.js's replay does
+// One dispatch in each form: a group per layer (today) or per slot with the layer's weights at a dynamic
+// offset (shared); "-x" leaves the trailing workgroup counts of 1 off, as the browser build's replay does.
+const dispatcher = (shared, trimmed) => (pass, i, slot) => {
+  const j = slotOf(i);
+  if (shared) {
+    pass.setPipeline(sharedPipelines[j]);
+    offs2[0] = layerOf(i) * WEIGHT_BYTES;
+    offs2[1] = slot * 256;
+    pass.setBindGroup(0, sharedGroups[j], offs2);
+  } else {
+    pass.setPipeline(layerPipelines[j]);
+    offs1[0] = slot * 256;
+    pass.setBindGroup(0, layerGroups[i], offs1);
+  }
+  if (trimmed) pass.dispatchWorkgroups(1); else pass.dispatchWorkgroups(1, 1, 1);
+};
 const forms = {
-  "layer": (pass, i, slot) => {
-    pass.setPipeline(layerPipelines[slotOf(i)]);
-    offs1[0] = slot * 256;
-    pass.setBindGroup(0, layerGroups[i], offs1);
-    pass.dispatchWorkgroups(1, 1, 1);
-  },
-  "shared": (pass, i, slot) => {
-    const j = slotOf(i);
-    pass.setPipeline(sharedPipelines[j]);
-    offs2[0] = layerOf(i) * WEIGHT_BYTES;
-    offs2[1] = slot * 256;
-    pass.setBindGroup(0, sharedGroups[j], offs2);
-    pass.dispatchWorkgroups(1, 1, 1);
-  },
-  "layer-x": (pass, i, slot) => {
-    pass.setPipeline(layerPipelines[slotOf(i)]);
-    offs1[0] = slot * 256;
-    pass.setBindGroup(0, layerGroups[i], offs1);
-    pass.dispatchWorkgroups(1);
-  },
-  "shared-x": (pass, i, slot) => {
-    const j = slotOf(i);
-    pass.setPipeline(sharedPipelines[j]);
-    offs2[0] = layerOf(i) * WEIGHT_BYTES;
-    offs2[1] = slot * 256;
-    pass.setBindGroup(0, sharedGroups[j], offs2);
-    pass.dispatchWorkgroups(1);
-  },
+  "layer": dispatcher(false, false),
+  "shared": dispatcher(true, false),
+  "layer-x": dispatcher(false, true),
+  "shared-x": dispatcher(true, true),
 };
 
 // One rep: STEPS steps; returns [host ms per step, of which recording, of which submit].
