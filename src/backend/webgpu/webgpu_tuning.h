@@ -46,7 +46,7 @@ struct WebGpuTuning {
                                        //    for the o-projection (attention.wgsl Q8_OUT); 0: matvec_q8.wgsl
                                        //    makes it in every workgroup
     uint32_t family_acts_rows  = 4;    // output rows per workgroup of matvec_q8_acts.wgsl (QOUT: at least 32)
-    uint32_t family_q1_rope    = 512;  // one token's Q1_0 / Q2_0 / PQ2_0 [q; k; v] matvec with the QK-norm, RoPE and
+    uint32_t family_q1_rope    = 256;  // one token's Q1_0 / Q2_0 / PQ2_0 [q; k; v] matvec with the QK-norm, RoPE and
                                        //    cache stores in its epilogue (matvec_q1_qkv.wgsl, a workgroup per head):
                                        //    its threads; 0: matvec_q8.wgsl, then rope_kv_family.wgsl
     uint32_t family_q1_sg      = 1;    // Q1_0 / Q2_0 / PQ2_0 (matvec_q8.wgsl WTYPE 7, matvec_q1_qkv.wgsl) where subgroups
