@@ -3,10 +3,12 @@
 // page's own Generate button pressed: one untimed generation (pipelines, the GPU's clocks, V8's tiers),
 // then --repeat timed ones, each read from the page's speed line (tokens/s as `tern run` counts it:
 // tokens 2..n over the decode steps) with its generated text (for the same-text check against native).
-// Greedy (temperature 0) with the page's other settings as they are.
+// Greedy (temperature 0), the chat format off (the prompt continued as text, as `tern run -p` does, so the
+// texts compare), the page's other settings as they are.
 // Usage: node tools/device/web_page_run.mjs --chromium PATH --web-bin DIR (tern.js, tern.wasm) --model FILE
 //          [--puppeteer DIR (a node_modules with puppeteer-core)] [-p PROMPT] [-n N] [--repeat R]
 //          [--allow-cpu-adapter] [--chromium-flag FLAG ...] [--json-out FILE] [--timeout-s S]
+//          [--dumpio (Chromium's own stdout/stderr to ours: why a renderer or GPU process died)]
 // Prints one line per run and, last, one JSON line {adapter, backend, model, load_ms, runs: [...]}; exits
 // non-zero with the page's or Chromium's own error text when there is no WebGPU adapter or the load fails.
 import fs from "node:fs";
@@ -18,7 +20,7 @@ import { serveStatic } from "../../tests/web/js/static_server.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const opt = { chromium: "/usr/bin/chromium", webBin: path.join(root, "build-web/bin"), model: null, puppeteer: null,
-              prompt: "Once upon a time", n: 128, repeat: 3, allowCpu: false, flags: [], jsonOut: null, timeoutS: 600 };
+              prompt: "Once upon a time", n: 128, repeat: 3, allowCpu: false, flags: [], jsonOut: null, timeoutS: 600, dumpio: false };
 const argv = process.argv.slice(2);
 for (let i = 0; i < argv.length; ++i) {
   const value = () => { if (i + 1 >= argv.length) fail(`${argv[i]} needs a value`); return argv[++i]; };
@@ -34,6 +36,7 @@ for (let i = 0; i < argv.length; ++i) {
     case "--chromium-flag": opt.flags.push(value()); break;
     case "--json-out": opt.jsonOut = value(); break;
     case "--timeout-s": opt.timeoutS = Number(value()); break;
+    case "--dumpio": opt.dumpio = true; break;
     default: fail(`unknown argument ${argv[i]}`);
   }
 }
@@ -63,7 +66,7 @@ let browser = null;
 let code = 0;
 try {
   browser = await puppeteer.launch({
-    executablePath: opt.chromium, headless: true, protocolTimeout: ms,
+    executablePath: opt.chromium, headless: true, protocolTimeout: ms, dumpio: opt.dumpio,
     args: ["--no-sandbox", "--enable-unsafe-webgpu", "--enable-features=Vulkan", "--ignore-gpu-blocklist",
            "--disable-background-networking", "--disable-component-update", "--no-first-run",
            "--disable-background-timer-throttling", "--disable-renderer-backgrounding",
@@ -100,6 +103,7 @@ try {
   console.error(`web_page_run: ${backend}; ${status}; loaded in ${loadMs} ms`);
   await setValue("#prompt", opt.prompt);
   await setValue("#temp", 0);
+  await page.$eval("#chat", (el) => { el.checked = false; });
   await setValue("#seed", 42);
   await setValue("#n-predict", opt.n);
   const generate = async () => {
