@@ -10,7 +10,8 @@
 #   2. the WebGPU adapter Chromium gets (web_page_run.mjs stops here, with Chromium's reason, if none);
 #   3. per round: native `tern bench` tg128 and `tern run` (greedy, 128 tokens after "Once upon a time"),
 #      then the page on `tern synth bitnet-2b4t --seed 1`: one untimed generation, then 3 timed ones
-#      (tokens/s as `tern run` counts it), and whether the page's text equals native tern run's.
+#      (tokens/s as `tern run` counts it), and whether the page's text equals native tern run's;
+#   4. one round of seeded sampling (--temp 0.7 --seed 42) in the page against native tern run's text.
 # CHROME_FLAGS adds browser flags (each as "--chromium-flag FLAG"), PAGE_ARGS web_page_run.mjs options
 # (--allow-cpu-adapter: with MODEL=share/models/tern-32m-en.gguf, a check of this script here on
 # SwiftShader before device time is spent). .webbin is tools/device/pack_webbin.sh's (the wasm build and native tern from one commit).
@@ -105,6 +106,22 @@ for r in $(seq 1 "$rounds"); do
         cp "$log/page.$r.err" "$log/page.$r.try$try.err"
     done
 done
+# Seeded sampling (--temp 0.7 --seed 42, the default chain, sampled on the device): one round, text against
+# native tern run's with the same settings.
+if [ $found = 1 ]; then
+    LD_LIBRARY_PATH=$T timeout 90 "$T/tern" run --backend webgpu -m "$big" -p "$prompt" -n "$n" --temp 0.7 --seed 42 --json \
+        > "$log/native.sampled.json" 2> "$log/native.sampled.err"
+    page_flags=()
+    for f in $chosen ${CHROME_FLAGS:-}; do page_flags+=(--chromium-flag "$f"); done
+    "${chrome_env[@]}" timeout 240 "$T/node" tools/device/web_page_run.mjs --chromium "$C/chrome/chromium-headless-shell" \
+        --web-bin "$T/web" --puppeteer "$C/npm" --model "$big" -p "$prompt" -n "$n" --repeat 3 --temp 0.7 \
+        "${page_flags[@]}" --dumpio ${PAGE_ARGS:-} --json-out "$log/sampled.json" > "$log/sampled.out" 2> "$log/sampled.err"
+    echo "sampled page (--temp 0.7 --seed 42): rc $?" | sum
+    grep -h -E "run [0-9]|warm-up" "$log/sampled.err" | cut -c1-300 | sum
+    "$T/node" -e 'const j = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+        console.log(`native tern run sampled: ${j.timings.decode_tokens_per_second.toFixed(1)} tokens/s`)' \
+        "$log/native.sampled.json" 2>&1 | sum
+fi
 "$T/node" -e '
     const fs = require("fs");
     const read = (f) => { try { return JSON.parse(fs.readFileSync(f, "utf8")); } catch (e) { return null; } };
@@ -117,4 +134,12 @@ done
                   (native === undefined || !texts.length ? "no text to compare" :
                    texts.every((t) => t === native) ? "same text as native tern run" : "DIFFERENT text from native tern run"));
     }' "$log/native.json" "$log"/page.*.json 2>&1 | sum
+[ -f "$log/sampled.json" ] && "$T/node" -e '
+    const fs = require("fs");
+    const read = (f) => { try { return JSON.parse(fs.readFileSync(f, "utf8")); } catch (e) { return null; } };
+    const native = (read(process.argv[1]) || {}).text, runs = (read(process.argv[2]) || {}).runs || [];
+    console.log(`sampled: ${runs.map((x) => x.decode_tokens_per_second).join(" / ")} tokens/s; ` +
+                (native === undefined || !runs.length ? "no text to compare" :
+                 runs.every((x) => x.text === native) ? "same text as native tern run" : "DIFFERENT text from native tern run"));
+' "$log/native.sampled.json" "$log/sampled.json" 2>&1 | sum
 exit 0

@@ -3,11 +3,11 @@
 // page's own Generate button pressed: one untimed generation (pipelines, the GPU's clocks, V8's tiers),
 // then --repeat timed ones, each read from the page's speed line (tokens/s as `tern run` counts it:
 // tokens 2..n over the decode steps) with its generated text (for the same-text check against native).
-// Greedy (temperature 0), the chat format off (the prompt continued as text, as `tern run -p` does, so the
+// Greedy (temperature 0; --temp T: seeded sampling, seed 42, the page's default chain), the chat format off (the prompt continued as text, as `tern run -p` does, so the
 // texts compare), the page's other settings as they are.
 // Usage: node tools/device/web_page_run.mjs --chromium PATH --web-bin DIR (tern.js, tern.wasm) --model FILE
 //          [--puppeteer DIR (a node_modules with puppeteer-core)] [-p PROMPT] [-n N] [--repeat R]
-//          [--allow-cpu-adapter] [--chromium-flag FLAG ...] [--json-out FILE] [--timeout-s S]
+//          [--temp T (0)] [--allow-cpu-adapter] [--chromium-flag FLAG ...] [--json-out FILE] [--timeout-s S]
 //          [--dumpio (Chromium's own stdout/stderr to ours: why a renderer or GPU process died)]
 // Prints one line per run and, last, one JSON line {adapter, backend, model, load_ms, runs: [...]}; exits
 // non-zero with the page's or Chromium's own error text when there is no WebGPU adapter or the load fails.
@@ -20,7 +20,7 @@ import { serveStatic } from "../../tests/web/js/static_server.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const opt = { chromium: "/usr/bin/chromium", webBin: path.join(root, "build-web/bin"), model: null, puppeteer: null,
-              prompt: "Once upon a time", n: 128, repeat: 3, allowCpu: false, flags: [], jsonOut: null, timeoutS: 600, dumpio: false };
+              prompt: "Once upon a time", n: 128, temp: 0, repeat: 3, allowCpu: false, flags: [], jsonOut: null, timeoutS: 600, dumpio: false };
 const argv = process.argv.slice(2);
 for (let i = 0; i < argv.length; ++i) {
   const value = () => { if (i + 1 >= argv.length) fail(`${argv[i]} needs a value`); return argv[++i]; };
@@ -31,6 +31,7 @@ for (let i = 0; i < argv.length; ++i) {
     case "--puppeteer": opt.puppeteer = value(); break;
     case "-p": opt.prompt = value(); break;
     case "-n": opt.n = Number(value()); break;
+    case "--temp": opt.temp = Number(value()); break;
     case "--repeat": opt.repeat = Number(value()); break;
     case "--allow-cpu-adapter": opt.allowCpu = true; break;
     case "--chromium-flag": opt.flags.push(value()); break;
@@ -102,7 +103,7 @@ try {
   const backend = await text("#backend"), status = await text("#model-status");
   console.error(`web_page_run: ${backend}; ${status}; loaded in ${loadMs} ms`);
   await setValue("#prompt", opt.prompt);
-  await setValue("#temp", 0);
+  await setValue("#temp", opt.temp);
   await page.$eval("#chat", (el) => { el.checked = false; });
   await setValue("#seed", 42);
   await setValue("#n-predict", opt.n);
