@@ -8,9 +8,12 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <string_view>
 #include <nlohmann/json.hpp>
 
 namespace tern::cli {
@@ -42,7 +45,33 @@ struct Result {
     int64_t             tokens     = 0;  // tokens of the timed repetitions
     double              encode_s   = 0;  // tg: host seconds spent recording + submitting steps
     bool                as_run     = false;  // tg: generated as `tern run` does (--as-run)
+    // (--roofline, CPU tg tests) the read bandwidth of a short burst before each timed run and after
+    // the last, bytes per second: reps + 1 values, run i between bursts i and i + 1.
+    std::vector<double> read_bps_around;
 };
+
+double median(std::vector<double> v) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Each timed run's bytes x t/s as a % of the mean of the two read bursts around it (empty without
+// bursts): the ceiling on this machine moves by +-20% between minutes, so a figure against one
+// measurement taken before or after the test can be wrong either way.
+std::vector<double> pct_read_per_run(const Result & r, double bytes) {
+    std::vector<double> pct;
+    if (r.read_bps_around.size() != r.tps.size() + 1) return pct;
+    for (size_t i = 0; i < r.tps.size(); ++i) {
+        const double around = 0.5 * (r.read_bps_around[i] + r.read_bps_around[i + 1]);
+        pct.push_back(around > 0 ? 100.0 * bytes * r.tps[i] / around : 0.0);
+    }
+    return pct;
+}
+
+// The burst's buffer: well past a last-level cache, short enough (~8 sweeps) to take tens of ms.
+constexpr size_t k_read_burst_bytes = size_t{128} << 20;
 
 double mean(const std::vector<double> & v) {
     double s = 0;
@@ -84,11 +113,15 @@ struct Run {
 };
 
 // Warm-up runs until k_warm_up_s has passed (at least one), then `reps` timed runs of `tokens`
-// tokens each, added to r.
-template <class RunOnce> void time_test(Result & r, int reps, int64_t tokens, ProgressBar & bar, RunOnce run_once) {
+// tokens each, added to r. With a `burst` (a read-bandwidth measurement), one before each timed run
+// and one after the last, into r.read_bps_around.
+template <class RunOnce>
+void time_test(Result & r, int reps, int64_t tokens, ProgressBar & bar, RunOnce run_once,
+               const std::function<double()> & burst = {}) {
     double warm_s = 0;
     for (int rep = -1; rep < reps; ++rep) {  // rep -1 is the warm-up, repeated for k_warm_up_s
         bar.set_suffix(rep < 0 ? r.test + ": warm-up" : format("%s: run %d of %d", r.test.c_str(), rep + 1, reps));
+        if (rep >= 0 && burst) r.read_bps_around.push_back(burst());
         const Run x = run_once();
         if (rep < 0 && (warm_s += x.s) < k_warm_up_s) --rep;
         if (rep >= 0) {
@@ -98,6 +131,7 @@ template <class RunOnce> void time_test(Result & r, int reps, int64_t tokens, Pr
             r.encode_s += x.encode_s;
         }
     }
+    if (burst) r.read_bps_around.push_back(burst());
 }
 
 int close_sink(FILE * f) { return f != nullptr ? std::fclose(f) : 0; }
@@ -171,6 +205,12 @@ void bench(BenchArgs a) {
     int64_t     tests_done = 0;
 
     std::vector<Result> results;
+    // --roofline on the CPU: read bursts around each tg run (a GPU's ceiling does not drift as a
+    // shared VM's does, and its measurement is not short).
+    std::function<double()> burst;
+    if (a.roofline && be.name() == std::string_view("cpu")) {
+        burst = [&be] { return be.measure_read_bandwidth(k_read_burst_bytes); };
+    }
     // A test at depth d starts from d tokens already evaluated (untimed), as llama-bench's -d: what
     // decode and prefill cost deep into a context, where attention reads d positions more.
     auto test_name = [](const char * kind, int64_t n, int64_t d) {
@@ -220,7 +260,7 @@ void bench(BenchArgs a) {
                 session.decode_greedy(ids[1], n, [](int32_t) { return true; });
                 const double s = std::chrono::duration<double>(clock::now() - t0).count();
                 return Run{s, be.take_dispatch_count(), session.take_encode_seconds()};
-            });
+            }, burst);
             results.push_back(r);
             bar.update(static_cast<uint64_t>(++tests_done));
         }
@@ -294,6 +334,14 @@ void bench(BenchArgs a) {
                 if (a.roofline) j["pct_copy_bandwidth"] = copy_bps > 0 ? 100.0 * bytes * ts / copy_bps : 0.0;
                 if (a.roofline && read_bps > 0) j["pct_read_bandwidth"] = 100.0 * bytes * ts / read_bps;
                 if (floor_known) j["pct_copy_bandwidth_dispatch_floor"] = floor_pct(r, bytes);
+                const auto pct = pct_read_per_run(r, bytes);
+                if (!pct.empty() && pct[0] > 0) {
+                    std::vector<double> around;
+                    for (double x : r.read_bps_around) around.push_back(x / 1e9);
+                    j["read_gbps_around_runs"]      = around;
+                    j["pct_read_bandwidth_runs"]   = pct;
+                    j["pct_read_bandwidth_median"] = median(pct);
+                }
             }
             if (a.roofline) j["copy_gbps"] = copy_bps / 1e9;
             if (a.roofline && read_bps > 0) j["read_gbps"] = read_bps / 1e9;
@@ -367,6 +415,19 @@ void bench(BenchArgs a) {
         if (floor_known) std::printf(" %s |", known ? format("%.1f", floor_pct(r, bytes)).c_str() : "");
         std::printf("\n");
     }
+    bool first_interleaved = true;
+    for (const auto & r : results) {
+        if (!has_bytes(r)) continue;
+        const auto pct = pct_read_per_run(r, weight_bytes + kv_bytes(r));
+        if (pct.empty() || pct[0] <= 0) continue;
+        if (first_interleaved) std::printf("\nread bandwidth measured around each timed run (128 MiB bursts, %d threads):\n", threads);
+        first_interleaved = false;
+        std::string around, runs;
+        for (double x : r.read_bps_around) around += format(" %.1f", x / 1e9);
+        for (double x : pct) runs += format(" %.1f", x);
+        std::printf("%s: read GB/s around runs:%s; %% of read BW per run:%s; median %.1f %%\n", r.test.c_str(),
+                    around.c_str(), runs.c_str(), median(pct));
+    }
 }
 
 }  // namespace
@@ -422,7 +483,11 @@ void register_bench(CLI::App & app) {
                   "reads its own slice with the kernels' widest loads, best of 7; on a GPU the best of several "
                   "layouts), and print each tg test's GB/s as a percentage of both; on a GPU also the cost of one "
                   "dispatch in a chain of dependent dispatches (GPU time with 1 and 128 workgroups, the median of five "
-                  "chains; host time to record and submit)");
+                  "chains; host time to record and submit). On the CPU a short read burst (128 MiB, the test's "
+                  "threads, best of 7 sweeps) also runs before each timed tg run and after the last, and each run's "
+                  "GB/s is printed as a % of the mean of the two bursts around it, with the median over the runs "
+                  "(JSON: read_gbps_around_runs, pct_read_bandwidth_runs, pct_read_bandwidth_median): the ceiling "
+                  "of a shared machine moves between minutes");
     cmd->footer("Columns: dispatches/token = GPU dispatches recorded per token over the timed runs (pp: per prompt "
                 "token; \"–\" for the CPU, which runs ops eagerly). MB/token and GB/s (tg tests only) = bytes read "
                 "per generated token: every weight a decode step reads in the backend's own layout (layer linears "

@@ -287,7 +287,26 @@ TEST(Cli, BenchReportsBytesBandwidthAndRoofline) {
     if (tg.contains("read_gbps")) {  // the fast CPU kernels measure it (the scalar reference does not)
         EXPECT_NEAR(tg["pct_read_bandwidth"].get<double>(), 100.0 * tg["gbps"].get<double>() / tg["read_gbps"].get<double>(),
                     1e-6 * tg["pct_read_bandwidth"].get<double>());
+        // A read burst before each of the 2 timed runs and after the last; each run's % against the
+        // mean of the two around it, and their median (of 2: the mean).
+        const auto & around = tg["read_gbps_around_runs"];
+        const auto & runs   = tg["pct_read_bandwidth_runs"];
+        const auto & tps    = tg["samples_ts"];
+        ASSERT_EQ(around.size(), 3u);
+        ASSERT_EQ(runs.size(), 2u);
+        ASSERT_EQ(tps.size(), 2u);
+        for (const auto & x : around) EXPECT_GT(x.get<double>(), 0.1);
+        for (size_t i = 0; i < 2; ++i) {
+            const double ceiling = 0.5e9 * (around[i].get<double>() + around[i + 1].get<double>());
+            const double want    = 100.0 * bytes * tps[i].get<double>() / ceiling;
+            EXPECT_NEAR(runs[i].get<double>(), want, 1e-6 * want) << i;
+        }
+        const double med = 0.5 * (runs[0].get<double>() + runs[1].get<double>());
+        EXPECT_NEAR(tg["pct_read_bandwidth_median"].get<double>(), med, 1e-9 * med);
+    } else {
+        EXPECT_FALSE(tg.contains("pct_read_bandwidth_runs")) << "no bursts where no read bandwidth is measured";
     }
+    EXPECT_FALSE(pp.contains("read_gbps_around_runs")) << "bursts go around tg runs only";
     // The CPU runs ops eagerly: no dispatch count, so no best share at the dispatch floor.
     EXPECT_FALSE(tg.contains("pct_copy_bandwidth_dispatch_floor"));
 
@@ -308,6 +327,9 @@ TEST(Cli, BenchReportsBytesBandwidthAndRoofline) {
     EXPECT_TRUE(has(md.out, "| dispatches/token | MB/token | GB/s | % of copy BW |")) << md.out;
     EXPECT_TRUE(has(md.out, "| – |")) << md.out;
     EXPECT_FALSE(has(md.out, "at this dispatch count")) << md.out;
+    EXPECT_TRUE(has(md.out, "read bandwidth measured around each timed run")) << md.out;
+    EXPECT_TRUE(has(md.out, "tg4: read GB/s around runs: ")) << md.out;
+    EXPECT_TRUE(has(md.out, "; median ")) << md.out;
 
 }
 
