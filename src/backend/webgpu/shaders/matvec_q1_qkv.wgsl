@@ -32,6 +32,7 @@ requires packed_4x8_integer_dot_product;
 // #include "lib/wg_reduce.wgsl"
 // #include "lib/acts_q8_0.wgsl"
 // #include "lib/quarters_q8_0.wgsl"
+// #include "lib/codes_q8_0.wgsl"
 
 override WG: u32 = 256u;     // a power of two, >= ROWS; NORM needs K <= 32 WG (NB <= WG)
 override ROWS: u32 = 128u;   // head_dim: weight rows per workgroup (even)
@@ -106,30 +107,6 @@ fn stage_q8_0(lid: u32, x0: u32) {
     for (var b = lid; b < NB; b += WG) {
         asum[b] = part_sum[4u * b] + part_sum[4u * b + 1u] + part_sum[4u * b + 2u] + part_sum[4u * b + 3u];
     }
-}
-
-// With Q8_TOTAL_SG: each block's code sum into asum by two shuffles among its four quarters'
-// invocations (consecutive, in one subgroup; integer sums, any order), no barrier or part_sum pass.
-@diagnostic(off, subgroup_uniformity)
-fn block_csums(lid: u32, qs: array<QuarterQ8, Q8_MAX_QPT>) {
-    for (var u = 0u; u < QPT; u++) {
-        let g = lid + u * WG;
-        var c = vec2<i32>(qs[u].csum, 0);
-        c = c + sg_shuffle_xor_i(c, 1u);
-        c = c + sg_shuffle_xor_i(c, 2u);
-        if (g < 4u * NB && g % 4u == 0u) { asum[g / 4u] = c.x; }
-    }
-}
-
-// sum over block b of (code - 1) * a for two code words (elements 32 b .. 32 b + 31).
-fn codes_sumi(c0: u32, c1: u32, b: u32) -> i32 {
-    let a0 = acodes[2u * b];
-    let a1 = acodes[2u * b + 1u];
-    var sumi = -asum[b];
-    for (var s = 0u; s < 4u; s++) {
-        sumi += dot4_i8((c0 >> (2u * s)) & 0x03030303u, a0[s]) + dot4_i8((c1 >> (2u * s)) & 0x03030303u, a1[s]);
-    }
-    return sumi;
 }
 
 // Weight group g of weight row `row` (cpu::dot_lowbit_q8_0).
