@@ -36,6 +36,11 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
     // streams, half a head per workgroup: d1024 6,970.7 vs 7,194.8 tok/s).
     uint32_t dw = static_cast<uint32_t>(std::clamp<int64_t>(hd / 8 * 8, 8, 128));
     while (dw > 8 && hd % dw != 0) dw -= 8;
+    // attn_super_dw (trial): one query's superblocks by slices of this many dimensions (more workgroups:
+    // 40 for 2B4T at 4,096 positions with whole heads), each slice taking the softmax itself.
+    if (!paged && tune_.attn_super_dw != 0 && tune_.attn_super_dw % 8 == 0 && hd % tune_.attn_super_dw == 0) {
+        dw = tune_.attn_super_dw;
+    }
     if (kv.v.type != DType::f16 || group > 4 || hd % 8 != 0 || hd % dw != 0 || n_tok < 1 ||
         cpu::k_pos_super != 512 || cpu::k_pos_block != 32 || gpu_offset(kv.v, 2) % 8 != 0 || kv.v.ne[0] % 8 != 0) {
         return false;

@@ -132,6 +132,8 @@ struct WebGpuTuning {
     uint32_t attn_scratch_bytes      = 128u << 20;  // the prompt score buffer's budget (token chunks)
     uint32_t attn_twice              = 0;    // timing aid (not for merge): bit 1/2/4 dispatches one query's
                                              //     long-cache scores / paged_super / combine twice
+    uint32_t attn_super_dw           = 0;    // trial: one query's attention_paged_super by slices of this many
+                                             //     dimensions (a multiple of 8 dividing head_dim); 0: the whole head
     // --- prefill (many tokens) matmuls: webgpu_prefill.cpp ---
     // tokens from which the GEMM replaces the per-token kernels; 0: 8 where the tensor-core GEMM
     // runs (H100, 8 streams: 1,838 tokens/s against 1,297 from 16), else 16
