@@ -111,13 +111,17 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
                      {"K_VEC", k_vec ? 1.0 : 0.0}}}};
     add_paging(sk);
     PipelineKey vk{"attention_paged_super",
-                   "rrrrwwu",
+                   "rrrrwwru",
                    {{{"HD", static_cast<double>(hd)},
                      {"GROUP", static_cast<double>(group)},
                      {"DW", static_cast<double>(dw)},
                      {"OCT", static_cast<double>(dw / 8)},
                      {"WG", static_cast<double>(pv_wg)},
                      {"WSN", static_cast<double>(wsn)}}}};
+    if (tune_.attn_super_maxw != 0) {
+        vk.add("MAXW", 1.0);
+        vk.add("TPW", static_cast<double>(tp));
+    }
     add_paging(vk);
     if (paged && tune_.attn_paged_block_rows == 0) vk.add("BLOCK_ROWS", 0.0);
     PipelineKey ck{"attention_split_combine", "rrrrwu", {{{"WG", 256.0}, {"HD", static_cast<double>(hd)}}}};
@@ -142,11 +146,11 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
             step_->dispatch(sk, sb, &sp, sizeof sp, n_w, u32(n_kv), u32(tc));
 
         struct {
-            uint32_t n_embd_kv, v_offset, ld, n_head_kv, pos0, max_pages, cols_offset, pages_offset, nsb_ld;
+            uint32_t n_embd_kv, v_offset, ld, n_head_kv, pos0, max_pages, cols_offset, pages_offset, nsb_ld, wmax_ld;
         } vp{u32(kv.v.ne[0]), gpu_offset(kv.v, 2), u32(ld), u32(n_kv), col_pos0, max_pages, cols_at + u32(4 * c0),
-             pages_at, u32(nsb_ld)};
+             pages_at, u32(nsb_ld), n_w};
         const WGPUBuffer vb[] = {attn_scores_->get(), gpu_buffer(kv.v), cols, pages, attn_super_->get(),
-                                 attn_sml_->get()};
+                                 attn_sml_->get(), attn_wmax_->get()};
         for (uint32_t r = 0; r <= ((tune_.attn_twice >> 1) & 1u); ++r)
             step_->dispatch(vk, vb, &vp, sizeof vp, u32(hd / dw) * ceil_div(n_max, cpu::k_pos_super),
                         u32(n_kv), u32(tc));
