@@ -141,9 +141,7 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
              u32(n_kv), col_pos0, max_pages, cols_at + u32(4 * c0), pages_at, s.scale};
         const WGPUBuffer sb[] = {gpu_buffer(q), gpu_buffer(kv.k), paged ? cols : gpu_buffer(kv.k),
                                  paged ? pages : gpu_buffer(kv.k), attn_scores_->get(), attn_wmax_->get()};
-        // attn_twice (timing aid, not for merge): a kernel dispatched twice (each is idempotent)
-        for (uint32_t r = 0; r <= (tune_.attn_twice & 1u); ++r)
-            step_->dispatch(sk, sb, &sp, sizeof sp, n_w, u32(n_kv), u32(tc));
+        step_->dispatch(sk, sb, &sp, sizeof sp, n_w, u32(n_kv), u32(tc));
 
         struct {
             uint32_t n_embd_kv, v_offset, ld, n_head_kv, pos0, max_pages, cols_offset, pages_offset, nsb_ld, wmax_ld;
@@ -151,8 +149,7 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
              pages_at, u32(nsb_ld), n_w};
         const WGPUBuffer vb[] = {attn_scores_->get(), gpu_buffer(kv.v), cols, pages, attn_super_->get(),
                                  attn_sml_->get(), attn_wmax_->get()};
-        for (uint32_t r = 0; r <= ((tune_.attn_twice >> 1) & 1u); ++r)
-            step_->dispatch(vk, vb, &vp, sizeof vp, u32(hd / dw) * ceil_div(n_max, cpu::k_pos_super),
+        step_->dispatch(vk, vb, &vp, sizeof vp, u32(hd / dw) * ceil_div(n_max, cpu::k_pos_super),
                         u32(n_kv), u32(tc));
 
         struct {
@@ -161,8 +158,7 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
              gpu_offset(out, 4) + u32(c0 * out.ne[0]), u32(out.ne[0])};
         const WGPUBuffer cb[] = {attn_super_->get(), attn_sml_->get(), paged ? cols : attn_super_->get(),
                                  paged ? pages : attn_super_->get(), gpu_buffer(out)};
-        for (uint32_t r = 0; r <= ((tune_.attn_twice >> 2) & 1u); ++r)
-            step_->dispatch(ck, cb, &cp, sizeof cp, ceil_div(n_kv * group * hd, 256), u32(tc));
+        step_->dispatch(ck, cb, &cp, sizeof cp, ceil_div(n_kv * group * hd, 256), u32(tc));
     }
     return true;
 }

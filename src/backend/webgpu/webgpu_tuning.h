@@ -130,8 +130,6 @@ struct WebGpuTuning {
     uint32_t attn_softmax_wg         = 64;   // threads per row of the prompt softmax
     uint32_t attn_softmax_wg_one     = 256;  // the same for one query (few, long rows)
     uint32_t attn_scratch_bytes      = 128u << 20;  // the prompt score buffer's budget (token chunks)
-    uint32_t attn_twice              = 0;    // timing aid (not for merge): bit 1/2/4 dispatches one query's
-                                             //     long-cache scores / paged_super / combine twice
     uint32_t attn_super_dw           = 0;    // trial: one query's attention_paged_super by slices of this many
                                              //     dimensions (a multiple of 8 dividing head_dim); 0: the whole head
     uint32_t attn_super_maxw         = 0;    // trial: 1: attention_paged_super takes the superblock's max from the
