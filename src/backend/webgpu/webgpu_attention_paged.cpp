@@ -36,11 +36,6 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
     // streams, half a head per workgroup: d1024 6,970.7 vs 7,194.8 tok/s).
     uint32_t dw = static_cast<uint32_t>(std::clamp<int64_t>(hd / 8 * 8, 8, 128));
     while (dw > 8 && hd % dw != 0) dw -= 8;
-    // attn_super_dw (trial): one query's superblocks by slices of this many dimensions (more workgroups:
-    // 40 for 2B4T at 4,096 positions with whole heads), each slice taking the softmax itself.
-    if (!paged && tune_.attn_super_dw != 0 && tune_.attn_super_dw % 8 == 0 && hd % tune_.attn_super_dw == 0) {
-        dw = tune_.attn_super_dw;
-    }
     if (kv.v.type != DType::f16 || group > 4 || hd % 8 != 0 || hd % dw != 0 || n_tok < 1 ||
         cpu::k_pos_super != 512 || cpu::k_pos_block != 32 || gpu_offset(kv.v, 2) % 8 != 0 || kv.v.ne[0] % 8 != 0) {
         return false;
@@ -111,17 +106,13 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
                      {"K_VEC", k_vec ? 1.0 : 0.0}}}};
     add_paging(sk);
     PipelineKey vk{"attention_paged_super",
-                   "rrrrwwru",
+                   "rrrrwwu",
                    {{{"HD", static_cast<double>(hd)},
                      {"GROUP", static_cast<double>(group)},
                      {"DW", static_cast<double>(dw)},
                      {"OCT", static_cast<double>(dw / 8)},
                      {"WG", static_cast<double>(pv_wg)},
                      {"WSN", static_cast<double>(wsn)}}}};
-    if (tune_.attn_super_maxw != 0) {
-        vk.add("MAXW", 1.0);
-        vk.add("TPW", static_cast<double>(tp));
-    }
     add_paging(vk);
     if (paged && tune_.attn_paged_block_rows == 0) vk.add("BLOCK_ROWS", 0.0);
     PipelineKey ck{"attention_split_combine", "rrrrwu", {{{"WG", 256.0}, {"HD", static_cast<double>(hd)}}}};
@@ -144,11 +135,11 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
         step_->dispatch(sk, sb, &sp, sizeof sp, n_w, u32(n_kv), u32(tc));
 
         struct {
-            uint32_t n_embd_kv, v_offset, ld, n_head_kv, pos0, max_pages, cols_offset, pages_offset, nsb_ld, wmax_ld;
+            uint32_t n_embd_kv, v_offset, ld, n_head_kv, pos0, max_pages, cols_offset, pages_offset, nsb_ld;
         } vp{u32(kv.v.ne[0]), gpu_offset(kv.v, 2), u32(ld), u32(n_kv), col_pos0, max_pages, cols_at + u32(4 * c0),
-             pages_at, u32(nsb_ld), n_w};
+             pages_at, u32(nsb_ld)};
         const WGPUBuffer vb[] = {attn_scores_->get(), gpu_buffer(kv.v), cols, pages, attn_super_->get(),
-                                 attn_sml_->get(), attn_wmax_->get()};
+                                 attn_sml_->get()};
         step_->dispatch(vk, vb, &vp, sizeof vp, u32(hd / dw) * ceil_div(n_max, cpu::k_pos_super),
                         u32(n_kv), u32(tc));
 

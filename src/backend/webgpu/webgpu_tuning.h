@@ -130,10 +130,6 @@ struct WebGpuTuning {
     uint32_t attn_softmax_wg         = 64;   // threads per row of the prompt softmax
     uint32_t attn_softmax_wg_one     = 256;  // the same for one query (few, long rows)
     uint32_t attn_scratch_bytes      = 128u << 20;  // the prompt score buffer's budget (token chunks)
-    uint32_t attn_super_dw           = 0;    // trial: one query's attention_paged_super by slices of this many
-                                             //     dimensions (a multiple of 8 dividing head_dim); 0: the whole head
-    uint32_t attn_super_maxw         = 0;    // trial: 1: attention_paged_super takes the superblock's max from the
-                                             //     scores kernel's workgroup maxima (no block-max passes)
     // --- prefill (many tokens) matmuls: webgpu_prefill.cpp ---
     // tokens from which the GEMM replaces the per-token kernels; 0: 8 where the tensor-core GEMM
     // runs (H100, 8 streams: 1,838 tokens/s against 1,297 from 16), else 16

@@ -20,7 +20,7 @@
 //   scores: [T][n_head_kv][G][ld] f32 (the scores kernel's)
 //   v_cache: [n_head_kv hd, rows] f16, 8 per vec4<u32> (v_offset and a row a multiple of 8 elements)
 //   part: [T][n_head][nsb_ld][hd] f32    sml: [T][n_head][nsb_ld][2] f32
-// Bindings: 0 scores, 1 v_cache, 2 cols, 3 pages (read); 4 part, 5 sml (read_write); 6 wmax (read); 7 params
+// Bindings: 0 scores, 1 v_cache, 2 cols, 3 pages (read); 4 part, 5 sml (read_write); 6 params
 // Dispatch: (nsb_max HD / DW, n_head_kv, T), WG = 16 OCT threads: x = superblock (HD / DW) + slice
 // of DW dimensions (every slice takes the softmax itself; slice 0 writes sml); a workgroup past its
 // column's last superblock returns at once.
@@ -34,10 +34,6 @@ override GROUP: u32 = 4u;       // G = n_head / n_head_kv, at most 4 (one vec4 o
 override OCT: u32 = DW / 8u;    // threads per V row segment (8 dimensions each)
 override WG: u32 = 16u * OCT;   // 16 blocks of 32 positions x OCT
 override WSN: u32 = 512u;       // vec4s of ws: max(512, 8 DW)
-// MAXW (trial, attn_super_maxw): the superblock's max from the scores kernel's workgroup maxima
-// (wmax, TPW positions each, a divisor of 512) instead of the block maxima here (max is exact in any order).
-override MAXW: bool = false;
-override TPW: u32 = 32u;
 // V rows each thread loads ahead of its sums (H200 64 streams d0 / d256: 12,797.6 / 11,058.3 tok/s
 // with 4, 12,632.7 / 10,874.6 with 8).
 const U: u32 = 4u;
@@ -55,7 +51,6 @@ struct Params {
     cols_offset: u32,
     pages_offset: u32,
     nsb_ld: u32,       // superblocks per (column, head) row of part and sml
-    wmax_ld: u32,      // f32 elements between rows of wmax
     rn_zero: u32,      // 0, filled by the encoder (lib/numerics.wgsl)
 }
 
@@ -65,8 +60,7 @@ struct Params {
 @group(0) @binding(3) var<storage, read> pages: array<i32>;
 @group(0) @binding(4) var<storage, read_write> part: array<f32>;
 @group(0) @binding(5) var<storage, read_write> sml: array<f32>;
-@group(0) @binding(6) var<storage, read> wmax: array<f32>;  // [T][n_head_kv][G][wmax_ld]
-@group(0) @binding(7) var<uniform> p: Params;
+@group(0) @binding(6) var<uniform> p: Params;
 
 var<workgroup> e_s: array<f32, 4u * 16u * EST>;  // [j][block][33]: scores, then e
 var<workgroup> bl_s: array<f32, 64>;             // [j][block]: block maxima, then block sums
@@ -120,17 +114,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         if (r < np) { s = scores[(row0 + j) * p.ld + pbeg + r]; }
         e_s[j * 16u * EST + (r / 32u) * EST + r % 32u] = s;
     }
-    if (MAXW) {
-        if (lid < GROUP) {
-            var m = bitcast<f32>(0xff7fffffu);
-            let w1 = min((n + TPW - 1u) / TPW, (pbeg + SUPER) / TPW);  // workgroups with positions
-            for (var w = pbeg / TPW; w < w1; w++) { m = max(m, wmax[(row0 + lid) * p.wmax_ld + w]); }
-            mx_s[lid] = m;
-        }
-    }
     workgroupBarrier();
     // Pair (j, block) of the G x 16, by threads lid, lid + WG, ... (WG may be 16): the block's max.
-    if (!MAXW) {
     for (var q = lid; q < GROUP * 16u; q += WG) {
         let at = (q / 16u) * 16u * EST + (q % 16u) * EST;
         let nq = min(32u, np - min(np, 32u * (q % 16u)));  // its positions
@@ -145,7 +130,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         mx_s[lid] = m;
     }
     workgroupBarrier();
-    }
     // e = exp_fixed(s - m_c) by every thread (0 past np: +0 leaves a block sum's bits as they are).
     for (var i = lid; i < GROUP * SUPER; i += WG) {
         let j  = i / SUPER;
