@@ -50,20 +50,9 @@ tar -C "$C" -xJf .chrome3/fonts.tar.xz
 printf '<?xml version="1.0"?>\n<fontconfig><dir>%s</dir><cachedir>%s</cachedir></fontconfig>\n' "$C/fonts" "$C/fontcache" \
     > "$C/fonts.conf"
 export FONTCONFIG_FILE=$C/fonts.conf
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
-W=$PWD/.webbin
-T=/tmp/webbin
-mkdir -p "$T/web"
-for z in "$W"/*.xz; do
-    name=$(basename "$z" .xz)
-    [ "$name" = web.tar ] && { tar -C "$T/web" -xJf "$z"; continue; }
-    xz -dc "$z" > "$T/$name"
-done
-chmod +x "$T/node" "$T/tern"
-export TERN_WEBGPU_LIB=$T/dawn.node TERN_LLAMA3_TOKENIZER=$T/llama3_tokenizer.json
-icd=$(ls /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json 2>/dev/null | head -1)
-[ -n "$icd" ] && export VK_DRIVER_FILES=$icd VK_ICD_FILENAMES=$icd
+# shellcheck source=tools/device/webbin_env.sh
+. tools/device/webbin_env.sh
+[ -n "$icd" ] && export VK_ICD_FILENAMES=$icd
 # The browser's libraries only for the browser (native tern keeps the machine's own).
 chrome_env=(env "LD_LIBRARY_PATH=$C/libs:$C/chrome${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader | sum

@@ -48,21 +48,9 @@ out=${OUT:-/tmp/out}
 log=$out/logs  # every log, packed into $out/web.tgz at the end (the device tool returns only a few files)
 mkdir -p "$out" "$log"
 trap '[ -n "${clocks_pid:-}" ] && kill "$clocks_pid" 2>/dev/null; tar -C "$out" -czf "$out/web.tgz" logs && rm -rf "$log"' EXIT
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
-W=$PWD/.webbin
-T=/tmp/webbin
-mkdir -p "$T/web"
-for z in "$W"/*.xz; do
-    name=$(basename "$z" .xz)
-    [ "$name" = web.tar ] && { tar -C "$T/web" -xJf "$z"; continue; }
-    [ "$name" = web-base.tar ] && { mkdir -p "$T/web-base"; tar -C "$T/web-base" -xJf "$z"; continue; }
-    xz -dc "$z" > "$T/$name"
-done
-chmod +x "$T/node" "$T/tern"
-export LD_LIBRARY_PATH=$T:${LD_LIBRARY_PATH:-} TERN_WEBGPU_LIB=$T/dawn.node TERN_LLAMA3_TOKENIZER=$T/llama3_tokenizer.json
-icd=$(ls /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json 2>/dev/null | head -1)
-[ -n "$icd" ] && export VK_DRIVER_FILES=$icd
+# shellcheck source=tools/device/webbin_env.sh
+. tools/device/webbin_env.sh
+export LD_LIBRARY_PATH=$T:${LD_LIBRARY_PATH:-}
 sum() { tee -a "$out/summary.txt"; }
 now_ms() { date +%s%3N; }
 clocks_pid=
