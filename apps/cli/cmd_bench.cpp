@@ -208,7 +208,7 @@ void bench(BenchArgs a) {
     // --roofline on the CPU: read bursts around each tg run (a GPU's ceiling does not drift as a
     // shared VM's does, and its measurement is not short).
     std::function<double()> burst;
-    if (a.roofline && be.name() == std::string_view("cpu")) {
+    if (a.roofline && be.name() == "cpu") {
         burst = [&be] { return be.measure_read_bandwidth(k_read_burst_bytes); };
     }
     // A test at depth d starts from d tokens already evaluated (untimed), as llama-bench's -d: what

@@ -61,11 +61,25 @@ echo "tern: $(LD_LIBRARY_PATH=$T "$T/tern" --version 2>&1 | head -1); vulkan icd
 big=${MODEL:-/tmp/synth-2b4t.gguf}  # (MODEL=share/models/tern-32m-en.gguf for the check here)
 [ -n "${MODEL:-}" ] || LD_LIBRARY_PATH=$T "$T/tern" synth bitnet-2b4t -o "$big" --seed 1 2>&1 | tail -1
 prompt="Once upon a time"
-LD_LIBRARY_PATH=$T timeout 90 "$T/tern" run --backend webgpu -m "$big" -p "$prompt" -n "$n" --temp 0 --seed 42 --json \
-    > "$log/native.json" 2> "$log/native.err"
-"$T/node" -e 'const j = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
-    console.log(`native tern run: ${j.timings.decode_tokens_per_second.toFixed(1)} tokens/s (${j.n_generated_tokens} tokens)`)' \
-    "$log/native.json" 2>&1 | sum
+# native NAME TEMP: native tern run's text and tokens/s into $log/NAME.json (seed 42).
+native() {
+    LD_LIBRARY_PATH=$T timeout 90 "$T/tern" run --backend webgpu -m "$big" -p "$prompt" -n "$n" --temp "$2" --seed 42 --json \
+        > "$log/$1.json" 2> "$log/$1.err"
+    "$T/node" -e 'const j = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+        console.log(`${process.argv[2]}: ${j.timings.decode_tokens_per_second.toFixed(1)} tokens/s (${j.n_generated_tokens} tokens)`)' \
+        "$log/$1.json" "native tern run --temp $2" 2>&1 | sum
+}
+# page NAME FLAG_SET [web_page_run.mjs options]: the page in the browser with FLAG_SET (+ CHROME_FLAGS),
+# 3 timed runs into $log/NAME.json; returns web_page_run.mjs's status.
+page() {
+    local name=$1 page_flags=() f
+    for f in $2 ${CHROME_FLAGS:-}; do page_flags+=(--chromium-flag "$f"); done
+    shift 2
+    "${chrome_env[@]}" timeout 240 "$T/node" tools/device/web_page_run.mjs --chromium "$C/chrome/chromium-headless-shell" \
+        --web-bin "$T/web" --puppeteer "$C/npm" --model "$big" -p "$prompt" -n "$n" --repeat 3 "$@" \
+        "${page_flags[@]}" --dumpio ${PAGE_ARGS:-} --json-out "$log/$name.json" > "$log/$name.out" 2> "$log/$name.err"
+}
+native native 0
 # Browser flag sets, tried in order in round 1 until one gives the page a GPU adapter (web_page_run.mjs
 # exits at once, with Chromium's reason, when there is none); later rounds keep the one that worked.
 # (/dev/shm in a container is small: the renderer dies with it, "Navigating frame was detached".)
@@ -73,62 +87,44 @@ LD_LIBRARY_PATH=$T timeout 90 "$T/tern" run --backend webgpu -m "$big" -p "$prom
 flag_sets=("--use-vulkan=native --enable-features=Vulkan,VulkanFromANGLE,DefaultANGLEVulkan --disable-vulkan-surface --enable-gpu --disable-dev-shm-usage --no-zygote --disable-gpu-sandbox"
            "--use-angle=vulkan --use-vulkan=native --disable-dev-shm-usage --no-zygote --disable-gpu-sandbox"
            "--disable-dev-shm-usage --no-zygote")
-chosen=
-found=0
+chosen=  # the flag set that gave an adapter (every set is non-empty)
 try=0
 for r in $(seq 1 "$rounds"); do
     LD_LIBRARY_PATH=$T timeout 60 "$T/tern" bench --backend webgpu -m "$big" -p 0 -n "$n" -r 2 2>&1 | tail -1 |
         sed "s/^/round $r native bench: /" | sum
     sets=("${flag_sets[@]}")
-    [ $found = 1 ] && sets=("$chosen")
+    [ -n "$chosen" ] && sets=("$chosen")
     for fs in "${sets[@]}"; do
-        page_flags=()
-        for f in $fs ${CHROME_FLAGS:-}; do page_flags+=(--chromium-flag "$f"); done
-        "${chrome_env[@]}" timeout 240 "$T/node" tools/device/web_page_run.mjs --chromium "$C/chrome/chromium-headless-shell" \
-            --web-bin "$T/web" --puppeteer "$C/npm" --model "$big" -p "$prompt" -n "$n" --repeat 3 \
-            "${page_flags[@]}" --dumpio ${PAGE_ARGS:-} --json-out "$log/page.$r.json" > "$log/page.$r.out" 2> "$log/page.$r.err"
+        page "page.$r" "$fs"
         rc=$?
         echo "round $r page (flags: ${fs:-none}): rc $rc" | sum
         grep -h -E "adapter|run [0-9]|warm-up|rror|tokens/s" "$log/page.$r.err" "$log/page.$r.out" | cut -c1-400 | head -12 | sum
-        [ $rc = 0 ] && { chosen=$fs; found=1; break; }
+        [ $rc = 0 ] && { chosen=$fs; break; }
         try=$((try + 1))
         cp "$log/page.$r.err" "$log/page.$r.try$try.err"
     done
 done
 # Seeded sampling (--temp 0.7 --seed 42, the default chain, sampled on the device): one round, text against
 # native tern run's with the same settings.
-if [ $found = 1 ]; then
-    LD_LIBRARY_PATH=$T timeout 90 "$T/tern" run --backend webgpu -m "$big" -p "$prompt" -n "$n" --temp 0.7 --seed 42 --json \
-        > "$log/native.sampled.json" 2> "$log/native.sampled.err"
-    page_flags=()
-    for f in $chosen ${CHROME_FLAGS:-}; do page_flags+=(--chromium-flag "$f"); done
-    "${chrome_env[@]}" timeout 240 "$T/node" tools/device/web_page_run.mjs --chromium "$C/chrome/chromium-headless-shell" \
-        --web-bin "$T/web" --puppeteer "$C/npm" --model "$big" -p "$prompt" -n "$n" --repeat 3 --temp 0.7 \
-        "${page_flags[@]}" --dumpio ${PAGE_ARGS:-} --json-out "$log/sampled.json" > "$log/sampled.out" 2> "$log/sampled.err"
+if [ -n "$chosen" ]; then
+    native native.sampled 0.7
+    page sampled "$chosen" --temp 0.7
     echo "sampled page (--temp 0.7 --seed 42): rc $?" | sum
     grep -h -E "run [0-9]|warm-up" "$log/sampled.err" | cut -c1-300 | sum
-    "$T/node" -e 'const j = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
-        console.log(`native tern run sampled: ${j.timings.decode_tokens_per_second.toFixed(1)} tokens/s`)' \
-        "$log/native.sampled.json" 2>&1 | sum
 fi
-"$T/node" -e '
-    const fs = require("fs");
-    const read = (f) => { try { return JSON.parse(fs.readFileSync(f, "utf8")); } catch (e) { return null; } };
-    const native = (read(process.argv[1]) || {}).text;
-    for (const f of process.argv.slice(2)) {
-      const s = read(f);
-      const runs = (s && s.runs) || [];
-      const texts = runs.map((x) => x.text);
-      console.log(`${f.replace(/^.*\//, "")}: ${runs.map((x) => x.decode_tokens_per_second).join(" / ")} tokens/s; ` +
-                  (native === undefined || !texts.length ? "no text to compare" :
-                   texts.every((t) => t === native) ? "same text as native tern run" : "DIFFERENT text from native tern run"));
-    }' "$log/native.json" "$log"/page.*.json 2>&1 | sum
-[ -f "$log/sampled.json" ] && "$T/node" -e '
-    const fs = require("fs");
-    const read = (f) => { try { return JSON.parse(fs.readFileSync(f, "utf8")); } catch (e) { return null; } };
-    const native = (read(process.argv[1]) || {}).text, runs = (read(process.argv[2]) || {}).runs || [];
-    console.log(`sampled: ${runs.map((x) => x.decode_tokens_per_second).join(" / ")} tokens/s; ` +
-                (native === undefined || !runs.length ? "no text to compare" :
-                 runs.every((x) => x.text === native) ? "same text as native tern run" : "DIFFERENT text from native tern run"));
-' "$log/native.sampled.json" "$log/sampled.json" 2>&1 | sum
+# compare NATIVE PAGE...: each page JSON's tokens/s and whether all its runs' texts equal NATIVE's.
+compare() {
+    "$T/node" -e '
+        const fs = require("fs");
+        const read = (f) => { try { return JSON.parse(fs.readFileSync(f, "utf8")); } catch (e) { return null; } };
+        const native = (read(process.argv[1]) || {}).text;
+        for (const f of process.argv.slice(2)) {
+          const runs = (read(f) || {}).runs || [];
+          console.log(`${f.replace(/^.*\//, "")}: ${runs.map((x) => x.decode_tokens_per_second).join(" / ")} tokens/s; ` +
+                      (native === undefined || !runs.length ? "no text to compare" :
+                       runs.every((x) => x.text === native) ? "same text as native tern run" : "DIFFERENT text from native tern run"));
+        }' "$@" 2>&1 | sum
+}
+compare "$log/native.json" "$log"/page.*.json
+[ -f "$log/sampled.json" ] && compare "$log/native.sampled.json" "$log/sampled.json"
 exit 0

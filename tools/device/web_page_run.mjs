@@ -3,8 +3,9 @@
 // page's own Generate button pressed: one untimed generation (pipelines, the GPU's clocks, V8's tiers),
 // then --repeat timed ones, each read from the page's speed line (tokens/s as `tern run` counts it:
 // tokens 2..n over the decode steps) with its generated text (for the same-text check against native).
-// Greedy (temperature 0; --temp T: seeded sampling, seed 42, the page's default chain), the chat format off (the prompt continued as text, as `tern run -p` does, so the
-// texts compare), the page's other settings as they are.
+// Greedy (temperature 0; --temp T: seeded sampling, seed 42, the page's default chain), the chat format
+// off (the prompt continued as text, as `tern run -p` does, so the texts compare), the page's other
+// settings as they are.
 // Usage: node tools/device/web_page_run.mjs --chromium PATH --web-bin DIR (tern.js, tern.wasm) --model FILE
 //          [--puppeteer DIR (a node_modules with puppeteer-core)] [-p PROMPT] [-n N] [--repeat R]
 //          [--temp T (0)] [--allow-cpu-adapter] [--chromium-flag FLAG ...] [--json-out FILE] [--timeout-s S]
@@ -49,6 +50,7 @@ if (!opt.model || !fs.existsSync(opt.model)) fail(`no model file (--model ${opt.
 if (!fs.existsSync(opt.chromium)) fail(`no Chromium at ${opt.chromium}`);
 for (const f of ["tern.js", "tern.wasm"]) if (!fs.existsSync(path.join(opt.webBin, f))) fail(`no ${f} in ${opt.webBin}`);
 if (!(opt.n > 1) || !(opt.repeat >= 1)) fail("-n must be > 1 and --repeat >= 1");
+if (!(opt.temp >= 0)) fail(`--temp must be a number >= 0 (got ${opt.temp})`);
 
 // The site: web/'s files, the wasm build, and the model linked under models/.
 const site = fs.mkdtempSync(path.join(os.tmpdir(), "tern-page-"));
