@@ -39,25 +39,35 @@ void tile_tokens(const TernaryTiles & w, int64_t tile, const ActView & a, int64_
             // sum, exact (|acc| <= 192 * 128 * 4 per chunk, under 2^31 for groups below 2^17 columns).
             const __m512i m0 = _mm512_set1_epi8(3), m1 = _mm512_set1_epi8(0x0c), m2 = _mm512_set1_epi8(0x30),
                           m3 = _mm512_set1_epi8(static_cast<char>(0xc0));
-            auto chunk = [&](__m512i * ac, int64_t c) {
-                const __m512i  bytes = _mm512_loadu_si512(codes + c * k_tile_chunk);
-                const int8_t * qc    = q[0] + c * k_tile_cols;
-                ac[0] = dpbusd(ac[0], _mm512_and_si512(bytes, m0), bcast4(qc));
-                ac[1] = dpbusd(ac[1], _mm512_and_si512(bytes, m1), bcast4(qc + 4));
-                ac[2] = dpbusd(ac[2], _mm512_and_si512(bytes, m2), bcast4(qc + 8));
-                ac[3] = dpbusd(ac[3], _mm512_and_si512(bytes, m3), bcast4(qc + 12));
+            // Chunk c + J of a step from c: its activations at qs + 16 J (qs = q[0] + 16 c).
+            auto chunk = [&]<int J>(__m512i * ac, int64_t c, const int8_t * qs) {
+                const __m512i bytes = _mm512_loadu_si512(codes + (c + J) * k_tile_chunk);
+                ac[0] = dpbusd_b<16 * J>(ac[0], _mm512_and_si512(bytes, m0), qs);
+                ac[1] = dpbusd_b<16 * J + 4>(ac[1], _mm512_and_si512(bytes, m1), qs);
+                ac[2] = dpbusd_b<16 * J + 8>(ac[2], _mm512_and_si512(bytes, m2), qs);
+                ac[3] = dpbusd_b<16 * J + 12>(ac[3], _mm512_and_si512(bytes, m3), qs);
             };
+            // Four chunks (256 bytes) per step, the page-ahead test once per step: ~10 instructions
+            // per 64-byte line, so the reorder window holds more lines' loads.
             int64_t       c     = g * chunks_per_g;
             const int64_t ahead = page_ahead;
-            for (; c + 2 <= c_end; c += 2) {
+            for (; c + 4 <= c_end; c += 4) {
                 const uint8_t * at = codes + c * k_tile_chunk;
-                if (ahead > 0 && (reinterpret_cast<uintptr_t>(at) & 4095) < 128) {
+                if (ahead > 0 && (reinterpret_cast<uintptr_t>(at) & 4095) < 256) {
                     _mm_prefetch(reinterpret_cast<const char *>(at + ahead), _MM_HINT_T0);  // once per page
                 }
-                chunk(acc, c);
-                chunk(acc + 4, c + 1);
+                const int8_t * qs = q[0] + c * k_tile_cols;
+                chunk.template operator()<0>(acc, c, qs);
+                chunk.template operator()<1>(acc + 4, c, qs);
+                chunk.template operator()<2>(acc, c, qs);
+                chunk.template operator()<3>(acc + 4, c, qs);
             }
-            if (c < c_end) chunk(acc, c);
+            if (c + 2 <= c_end) {
+                chunk.template operator()<0>(acc, c, q[0] + c * k_tile_cols);
+                chunk.template operator()<1>(acc + 4, c, q[0] + c * k_tile_cols);
+                c += 2;
+            }
+            if (c < c_end) chunk.template operator()<0>(acc, c, q[0] + c * k_tile_cols);
             for (int s = 0; s < 4; ++s) acc[s] = _mm512_add_epi32(acc[s], acc[s + 4]);
         } else {
             for (int64_t c = g * chunks_per_g; c < c_end; ++c) {

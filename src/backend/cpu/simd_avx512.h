@@ -26,6 +26,18 @@ inline __m512i dpbusd(__m512i acc, __m512i u8, __m512i s8) {
     return acc;
 }
 
+// acc + vpdpbusd(u8, the 4 bytes at p + Off broadcast to every lane), the broadcast embedded in the
+// instruction ({1to16}): one instruction where bcast4 + dpbusd take two, which matters in loops that
+// stream weights (fewer instructions per byte keep more loads in the reorder window). The address is a
+// register plus a constant, not an "m" operand: GCC cannot tell that int8 bytes do not alias the
+// callers' __m512i accumulators (a may_alias type) and would store every accumulator before each use.
+// So the asm does not declare its read: use it only where p's bytes are not written in the function.
+template <int Off>
+inline __m512i dpbusd_b(__m512i acc, __m512i u8, const int8_t * p) {
+    __asm__("vpdpbusd %c3(%2)%{1to16%}, %1, %0" : "+v"(acc) : "v"(u8), "r"(p), "i"(Off));
+    return acc;
+}
+
 // Lanes [0, rem) of 16 (all for rem >= 16, none for rem <= 0).
 inline __mmask16 tail_mask(int64_t rem) {
     return rem >= 16 ? static_cast<__mmask16>(0xFFFF) : rem <= 0 ? static_cast<__mmask16>(0) : static_cast<__mmask16>((1u << rem) - 1u);
