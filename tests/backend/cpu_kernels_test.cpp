@@ -338,31 +338,33 @@ TEST_P(CpuKernels, DequantizedRowsMatchTheReference) {
     EXPECT_FALSE(k_->dequant_rows(static_cast<uint32_t>(DType::tq2_0), nullptr, 0, 0, 256, nullptr));
 }
 
+// Column counts around the kernels' 64- and 128-byte steps, rows a stride apart from r0 > 0.
 TEST_P(CpuKernels, Int8HeadDotsAreExact) {
     for (const cpu::Kernels * ks : variants()) {
         SCOPED_TRACE(ks->name);
-        for (const int64_t k : {1, 63, 64, 65, 2560, 5000}) {
-            const int64_t        n = 9;
-            std::vector<int8_t>  q(static_cast<size_t>(k * n));
+        for (const int64_t k : {1, 63, 64, 65, 127, 128, 129, 255, 256, 257, 383, 2560, 5000}) {
+            const int64_t        n = 9, r0 = 1, pad = k % 3 == 0 ? 0 : 37, stride = k + pad;
+            std::vector<int8_t>  q(static_cast<size_t>(stride * n));
             std::vector<int32_t> qs(static_cast<size_t>(n), 0);
             std::vector<uint8_t> hi(static_cast<size_t>(k)), lo(static_cast<size_t>(k));
             std::vector<int>     H(static_cast<size_t>(k));
             for (auto & v : q) v = static_cast<int8_t>(static_cast<int>(rng_() % 255) - 127);
             for (int64_t r = 0; r < n; ++r) {
-                for (int64_t i = 0; i < k; ++i) qs[static_cast<size_t>(r)] += q[static_cast<size_t>(r * k + i)];
+                for (int64_t i = 0; i < k; ++i) qs[static_cast<size_t>(r)] += q[static_cast<size_t>(r * stride + i)];
             }
             for (int64_t i = 0; i < k; ++i) {
                 H[static_cast<size_t>(i)]  = i % 5 == 0 ? (i % 2 ? 32767 : -32767) : static_cast<int>(rng_() % 65535) - 32767;
                 hi[static_cast<size_t>(i)] = static_cast<uint8_t>((H[static_cast<size_t>(i)] >> 8) + 128);
                 lo[static_cast<size_t>(i)] = static_cast<uint8_t>(H[static_cast<size_t>(i)] & 255);
             }
-            std::vector<int64_t> dots(static_cast<size_t>(n));
-            ks->i8_rows_dot_i16(q.data(), k, 0, n, k, hi.data(), lo.data(), qs.data(), dots.data());
-            for (int64_t r = 0; r < n; ++r) {
+            std::vector<int64_t> dots(static_cast<size_t>(n), -1);
+            ks->i8_rows_dot_i16(q.data(), stride, r0, n, k, hi.data(), lo.data(), qs.data(), dots.data());
+            for (int64_t r = r0; r < n; ++r) {
                 int64_t want = 0;
-                for (int64_t i = 0; i < k; ++i) want += static_cast<int64_t>(q[static_cast<size_t>(r * k + i)]) * H[static_cast<size_t>(i)];
-                ASSERT_EQ(dots[static_cast<size_t>(r)], want) << "k " << k << " row " << r;
+                for (int64_t i = 0; i < k; ++i) want += static_cast<int64_t>(q[static_cast<size_t>(r * stride + i)]) * H[static_cast<size_t>(i)];
+                ASSERT_EQ(dots[static_cast<size_t>(r - r0)], want) << "k " << k << " row " << r;
             }
+            ASSERT_EQ(dots[static_cast<size_t>(n - r0)], -1) << "k " << k;  // past the rows: untouched
         }
     }
     std::vector<uint8_t> b(1000 + 77);
