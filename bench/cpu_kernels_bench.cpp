@@ -157,6 +157,28 @@ void BM_Int8Head(benchmark::State & st) {
 }
 BENCHMARK(BM_Int8Head)->Args({131072, 0})->Args({4096, 0})->Args({65536, 0})->Args({4096, 1})->Args({65536, 1});
 
+// The int8 head's bounds of a 2B4T head's 128256 rows, 32 rows per call as the backend makes them;
+// arg: 0 the scalar reference (cpu::i8_head_bounds_ref), 1 the set's kernel.
+void BM_Int8HeadBounds(benchmark::State & st) {
+    const int64_t        n = 128256;
+    std::vector<int64_t> dots(static_cast<size_t>(n));
+    std::vector<float>   s(static_cast<size_t>(n), 0.01f), qn(s), dn(s), en(s), lo(s), hi(s);
+    std::mt19937         rng(1);
+    for (auto & d : dots) d = static_cast<int64_t>(rng() % 2000000) - 1000000;
+    auto * fn = st.range(0) == 1 && kernels().i8_head_bounds != nullptr ? kernels().i8_head_bounds : cpu::i8_head_bounds_ref;
+    const cpu::HeadBoundGrid g{1e-4, 0.3, 20.0};
+    for (auto _ : st) {
+        float m = 0;
+        for (int64_t b = 0; b < n; b += 32) {
+            const size_t o = static_cast<size_t>(b);
+            m = std::max(m, fn(dots.data() + o, s.data() + o, qn.data() + o, dn.data() + o, en.data() + o, std::min<int64_t>(32, n - b),
+                               g, lo.data() + o, hi.data() + o));
+        }
+        benchmark::DoNotOptimize(m);
+    }
+}
+BENCHMARK(BM_Int8HeadBounds)->Arg(0)->Arg(1);
+
 void BM_Q6kHead(benchmark::State & st) {
     const int64_t        k = 2560, n = st.range(0);
     const size_t         rb = dtype_row_bytes(DType::q6_k, k);

@@ -338,6 +338,40 @@ TEST_P(CpuKernels, DequantizedRowsMatchTheReference) {
     EXPECT_FALSE(k_->dequant_rows(static_cast<uint32_t>(DType::tq2_0), nullptr, 0, 0, 256, nullptr));
 }
 
+// The int8 head's bounds against cpu::i8_head_bounds_ref, bit for bit: row counts around the vector
+// of 8, values over many binades, rows whose bounds leave the float range (the FLT_MAX clamps) and
+// rows near zero (the 2^-140 pad lands in the subnormals).
+TEST_P(CpuKernels, Int8HeadBoundsMatchTheReference) {
+    if (k_->i8_head_bounds == nullptr) GTEST_SKIP() << k_->name << " has no i8_head_bounds (the backend uses the reference)";
+    std::uniform_real_distribution<double> expo(-12.0, 12.0);
+    for (const int64_t n : {0, 1, 7, 8, 9, 15, 16, 17, 32, 33, 100}) {
+        std::vector<int64_t> dots(static_cast<size_t>(n));
+        std::vector<float>   s(static_cast<size_t>(n)), qn(s), dn(s), en(s);
+        for (int64_t r = 0; r < n; ++r) {
+            const size_t i = static_cast<size_t>(r);
+            dots[i] = r % 11 == 3 ? 0 : static_cast<int64_t>(rng_() % 2000001) * static_cast<int64_t>(rng_() % 1000001) - int64_t{1000000000000};
+            s[i]    = static_cast<float>(std::pow(10.0, expo(rng_) / 4));
+            qn[i]   = static_cast<float>(std::pow(10.0, expo(rng_) / 4));
+            dn[i]   = static_cast<float>(std::pow(10.0, expo(rng_) / 4));
+            en[i]   = r % 13 == 5 ? 0.0f : static_cast<float>(std::pow(10.0, expo(rng_) / 4));
+            if (r % 17 == 6) s[i] = 1e30f;                                         // |f| past FLT_MAX
+            if (r % 19 == 7) s[i] = 1e-30f, dots[i] = 1 - 2 * (r % 2), qn[i] = dn[i] = en[i] = 0.0f;  // near 0
+        }
+        for (const cpu::HeadBoundGrid g : {cpu::HeadBoundGrid{1e-4, 0.3, 20.0}, cpu::HeadBoundGrid{1e10, 1e-3, 1e3},
+                                           cpu::HeadBoundGrid{1e-10, 0.0, 0.0}}) {
+            std::vector<float> lo(static_cast<size_t>(n) + 1, 7.0f), hi(lo), want_lo(lo), want_hi(lo);
+            const float        m    = k_->i8_head_bounds(dots.data(), s.data(), qn.data(), dn.data(), en.data(), n, g, lo.data(), hi.data());
+            const float        want = cpu::i8_head_bounds_ref(dots.data(), s.data(), qn.data(), dn.data(), en.data(), n, g,
+                                                              want_lo.data(), want_hi.data());
+            EXPECT_EQ(m, want) << "n " << n << " S " << g.S;  // (== : a max of -0 and +0 may be either)
+            for (size_t i = 0; i <= static_cast<size_t>(n); ++i) {  // [n]: untouched
+                ASSERT_EQ(bits(lo[i]), bits(want_lo[i])) << "n " << n << " S " << g.S << " row " << i;
+                ASSERT_EQ(bits(hi[i]), bits(want_hi[i])) << "n " << n << " S " << g.S << " row " << i;
+            }
+        }
+    }
+}
+
 // Column counts around the kernels' 64- and 128-byte steps, rows a stride apart from r0 > 0.
 TEST_P(CpuKernels, Int8HeadDotsAreExact) {
     for (const cpu::Kernels * ks : variants()) {

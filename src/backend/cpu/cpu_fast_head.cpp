@@ -58,6 +58,22 @@ float pad_up(double v) {
 
 }  // namespace
 
+namespace cpu {
+float i8_head_bounds_ref(const int64_t * dots, const float * s, const float * q_norm, const float * d_norm,
+                         const float * e_norm, int64_t n, const HeadBoundGrid & g, float * lo, float * hi) {
+    float m = -std::numeric_limits<float>::infinity();
+    for (int64_t r = 0; r < n; ++r) {
+        const double f = static_cast<double>(s[r]) * g.S * static_cast<double>(dots[r]);
+        const double B = k_up * (static_cast<double>(q_norm[r]) * g.eta_norm + static_cast<double>(d_norm[r]) * g.h_norm) +
+                         0x1p-22 * (std::fabs(f) + static_cast<double>(e_norm[r]) * g.h_norm);
+        lo[r] = pad_down(f - B);
+        hi[r] = pad_up(f + B);
+        m     = std::max(m, lo[r]);
+    }
+    return m;
+}
+}  // namespace cpu
+
 const float * CpuFastBackend::head_input(const Tensor & h, bool round_input_f16) {
     const int64_t n  = h.ne[0] * h.ne[1];
     const float * hp = cpu_data<float>(h);
@@ -228,15 +244,11 @@ float CpuFastBackend::head_bounds(const CpuFastEmbedding & e, const float *, int
         if (e.bound == CpuFastEmbedding::Bound::i8_copy) {
             const uint8_t * g_hi = hgrid_.data();
             k_.i8_rows_dot_i16(e.i8.as<int8_t>(), k, b, be, k, g_hi, g_hi + k, e.q_sum.data(), sc.dots.data());
-            for (int64_t r = b; r < be; ++r) {
-                const size_t ri = static_cast<size_t>(r);
-                const double f  = static_cast<double>(e.s[ri]) * g.S * static_cast<double>(sc.dots[static_cast<size_t>(r - b)]);
-                const double B  = k_up * (static_cast<double>(e.q_norm[ri]) * g.eta_norm + static_cast<double>(e.d_norm[ri]) * g.h_norm) +
-                                 0x1p-22 * (std::fabs(f) + static_cast<double>(e.e_norm[ri]) * g.h_norm);
-                lo_[ri] = pad_down(f - B);
-                hi_[ri] = pad_up(f + B);
-                m       = std::max(m, lo_[ri]);
-            }
+            const size_t             o  = static_cast<size_t>(b);
+            const cpu::HeadBoundGrid hg = {g.S, g.eta_norm, g.h_norm};
+            auto *                   fn = k_.i8_head_bounds != nullptr ? k_.i8_head_bounds : cpu::i8_head_bounds_ref;
+            m = std::max(m, fn(sc.dots.data(), e.s.data() + o, e.q_norm.data() + o, e.d_norm.data() + o, e.e_norm.data() + o,
+                               be - b, hg, lo_.data() + o, hi_.data() + o));
         } else {
             // Q6_K: the table's own codes against h on an 8-bit grid; B adds the f32 accumulation's
             // rounding (cpu_kernels.h: q6k_rows_dot_i8), sum |dsc D| <= ||e|| ||h8|| (1 + 2^-24).

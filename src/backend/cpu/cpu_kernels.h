@@ -160,6 +160,18 @@ struct HeadI8Row {
     double  ea = 0;  // sum |e| (f16_rows_dot_checked's bound)
 };
 
+// The int8 head's bounds of rows [0, n) (cpu_fast_head.cpp's header comment derives them), in double:
+//   f = (s[r] S) dots[r],  B = (1 + 2^-20)(q_norm[r] eta_norm + d_norm[r] h_norm) + 2^-22 (|f| + e_norm[r] h_norm),
+// then lo[r] = f - B and hi[r] = f + B as floats padded outward: v -/+ 2^-22 |v| -/+ 2^-140 rounded to
+// float (so still below / above v), lo at most FLT_MAX and hi at least -FLT_MAX. Returns the largest
+// lo (-inf for n = 0). Inputs finite. The scalar form, each set's fallback and the tests' oracle
+// (defined in cpu_fast_head.cpp, built with the baseline flags).
+struct HeadBoundGrid {
+    double S = 1, eta_norm = 0, h_norm = 0;
+};
+float i8_head_bounds_ref(const int64_t * dots, const float * s, const float * q_norm, const float * d_norm,
+                         const float * e_norm, int64_t n, const HeadBoundGrid & g, float * lo, float * hi);
+
 // Issue 51 (TERN_CPU_PAGE_AHEAD, cpu README, "A page ahead"): the AVX-512 one-token streams (the ternary
 // tiles' one-token loop, the int8 head) ask once per 4 KiB page for the line this many bytes
 // ahead, so the hardware prefetcher, which stops at page ends, finds the next pages started
@@ -282,6 +294,10 @@ struct Kernels {
     //   sum q H = 256 (sum q hi - 128 q_sum) + sum q lo.
     void (*i8_rows_dot_i16)(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const uint8_t * hi,
                             const uint8_t * lo, const int32_t * q_sums, int64_t * dots);
+    // The int8 head's bounds (cpu_fast_head.cpp) of rows [0, n), as i8_head_bounds_ref computes
+    // them, the same bits: rows side by side in the lanes. Null where a set has none.
+    float (*i8_head_bounds)(const int64_t * dots, const float * s, const float * q_norm, const float * d_norm,
+                            const float * e_norm, int64_t n, const HeadBoundGrid & g, float * lo, float * hi);
 };
 
 // The kernels of each instruction set this build has (null where the build has none).

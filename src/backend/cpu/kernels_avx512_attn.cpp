@@ -462,6 +462,40 @@ void i8_rows_dot_i16(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r
     }
 }
 
+// The int8 head's bounds (cpu_kernels.h: i8_head_bounds_ref's operations in its order), 8 rows per
+// vector of doubles, the last vector masked. min(FLT_MAX, x) and max(-FLT_MAX, x) are std::min(x,
+// FLT_MAX) and std::max(x, -FLT_MAX) exactly (vminps / vmaxps return the second operand on
+// equality and NaN, as std::min / std::max return their first); the largest lo is a plain max (the
+// lanes' order does not change it).
+float i8_head_bounds(const int64_t * dots, const float * s, const float * q_norm, const float * d_norm, const float * e_norm,
+                     int64_t n, const HeadBoundGrid & g, float * lo, float * hi) {
+    const __m512d S = _mm512_set1_pd(g.S), eta = _mm512_set1_pd(g.eta_norm), hn = _mm512_set1_pd(g.h_norm);
+    const __m512d up = _mm512_set1_pd(1.0 + 0x1p-20), p22 = _mm512_set1_pd(0x1p-22), p140 = _mm512_set1_pd(0x1p-140);
+    const __m256  big = _mm256_set1_ps(__FLT_MAX__), nbig = _mm256_set1_ps(-__FLT_MAX__);
+    const __m512d sign = _mm512_castsi512_pd(_mm512_set1_epi64(0x7fffffffffffffffLL));
+    __m256        m    = _mm256_set1_ps(-__builtin_inff());
+    for (int64_t r = 0; r < n; r += 8) {
+        const __mmask8 k  = tail_mask8(n - r);
+        const __m512d  f  = _mm512_mul_pd(_mm512_mul_pd(_mm512_cvtps_pd(_mm256_maskz_loadu_ps(k, s + r)), S),
+                                          _mm512_cvtepi64_pd(_mm512_maskz_loadu_epi64(k, dots + r)));
+        const __m512d  qn = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(k, q_norm + r));
+        const __m512d  dn = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(k, d_norm + r));
+        const __m512d  en = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(k, e_norm + r));
+        const __m512d  B  = _mm512_add_pd(_mm512_mul_pd(up, _mm512_add_pd(_mm512_mul_pd(qn, eta), _mm512_mul_pd(dn, hn))),
+                                          _mm512_mul_pd(p22, _mm512_add_pd(_mm512_and_pd(f, sign), _mm512_mul_pd(en, hn))));
+        const __m512d  vl = _mm512_sub_pd(f, B), vh = _mm512_add_pd(f, B);
+        const __m256   l  = _mm256_min_ps(big, _mm512_cvtpd_ps(_mm512_sub_pd(_mm512_sub_pd(vl, _mm512_mul_pd(_mm512_and_pd(vl, sign), p22)), p140)));
+        const __m256   h  = _mm256_max_ps(nbig, _mm512_cvtpd_ps(_mm512_add_pd(_mm512_add_pd(vh, _mm512_mul_pd(_mm512_and_pd(vh, sign), p22)), p140)));
+        _mm256_mask_storeu_ps(lo + r, k, l);
+        _mm256_mask_storeu_ps(hi + r, k, h);
+        m = _mm256_mask_max_ps(m, k, m, l);
+    }
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    m4        = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4        = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    return _mm_cvtss_f32(m4);
+}
+
 // Q6_K rows against int8 activations (cpu_kernels.h). Per 128 columns (half a block): ql's 64
 // bytes and qh's 32 give columns 0..63 (low nibbles, qh bits 1-0 then 3-2) and 64..127 (high
 // nibbles, bits 5-4 then 7-6), in order; lane i of a 64-column step covers columns 4i..4i+3, in
@@ -562,6 +596,7 @@ void add_attention_and_head_avx512(Kernels & set) {
     set.head_i8_rows         = head_i8_rows;
     set.q6k_rows_dot_i8      = q6k_rows_dot_i8;
     set.i8_rows_dot_i16      = i8_rows_dot_i16;
+    set.i8_head_bounds       = i8_head_bounds;
 }
 
 }  // namespace tern::cpu
