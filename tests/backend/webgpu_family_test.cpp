@@ -707,6 +707,101 @@ TEST(WebGpuFamily, QkvMatvecQ1WithQkNormAndRopeMatchesTheCpuBitForBit) {
     }
 }
 
+// One token's normed [q; k; v] projection of a Q1_0 weight, rope_kv_append and attention, in one
+// step, as qwen3 runs them: one dispatch where the position is below family_q1_attn
+// (matvec_q1_attn.wgsl: the matvec, QK-norm, RoPE and cache stores of a KV group's heads, then its
+// query heads' attention over the cache), else two (matvec_q1_qkv.wgsl, attention.wgsl).
+// K = 1152 (9 groups of 128); Qwen3's NeoX pairs with QK-norm (head_dim 128, 4 heads over 2),
+// llama's "norm" pairs without (head_dim 64, 6 over 2), NeoX rotating 32 of 96 dims with QK-norm
+// (3 over 1); f32 and f16 caches whose earlier rows hold random values; positions 0 to 300 (the
+// short form's 128 crossed), the threshold 41 crossed (family_q1_attn=41) and 512 threads. q, the
+// cache rows and the attention's output bit for bit against the CPU, every way.
+TEST(WebGpuFamily, QkvMatvecQ1AttentionMatchesTheCpuBitForBit) {
+    SKIP_WITHOUT_GPU();
+    auto cpu = make_cpu_backend({2});
+    struct Shape {
+        RopeMode mode;
+        int64_t  hd, n_rot, n_head, n_head_kv;
+        bool     qk_norm;
+    };
+    const Shape shapes[] = {{RopeMode::neox, 128, 128, 4, 2, true},
+                            {RopeMode::norm, 64, 64, 6, 2, false},
+                            {RopeMode::neox, 96, 32, 3, 1, true}};
+    const char * tunes[]     = {"", "family_q1_attn=0", "family_q1_attn=41", "family_q1_attn_wg=512"};
+    const int64_t limits[]   = {512, 0, 41, 512};  // positions + 1 up to which each fuses
+    constexpr int n_be       = 1 + 4;
+    for (const Shape & sh : shapes) {
+        for (const DType cache : {DType::f32, DType::f16}) {
+            for (const int64_t pos0 : {int64_t{0}, int64_t{40}, int64_t{41}, int64_t{127}, int64_t{300}}) {
+                const int64_t k = 128 * 9, n_ctx = 320;
+                const int64_t n_q = sh.n_head * sh.hd, n_kv = sh.n_head_kv * sh.hd, rows = n_q + 2 * n_kv;
+                const Quantized wq = quantized("wqkv", DType::q1_0, k, rows, 51);
+                const auto x = gaussian(static_cast<size_t>(k), 52, 2.0f), nv = gaussian(static_cast<size_t>(k), 53);
+                const auto qn = gaussian(static_cast<size_t>(sh.hd), 54), kn = gaussian(static_cast<size_t>(sh.hd), 55);
+                // The cache's rows before pos0: random values of its type, the same bytes on every backend.
+                const auto            fill = gaussian(static_cast<size_t>(n_kv * n_ctx), 56, 1.5f);
+                std::vector<uint8_t>  cache_bytes(fill.size() * (cache == DType::f16 ? 2 : 4));
+                for (size_t i = 0; i < fill.size(); ++i) {
+                    if (cache == DType::f16) {
+                        const uint16_t h = fp32_to_fp16(fill[i]);
+                        std::memcpy(cache_bytes.data() + 2 * i, &h, 2);
+                    } else {
+                        std::memcpy(cache_bytes.data() + 4 * i, &fill[i], 4);
+                    }
+                }
+                std::vector<float> outs[n_be][4];
+                Backend *          bes[n_be] = {cpu.get(), nullptr, nullptr, nullptr, nullptr};
+                for (int t = 0; t < 4; ++t) bes[1 + t] = test::tuned_webgpu(tunes[t]);
+                for (int i = 0; i < n_be; ++i) {
+                    if (bes[i] == nullptr) continue;
+                    Backend & be   = *bes[i];
+                    auto      w    = be.load_linear({&wq.src, 1});
+                    auto      norm = be.load_norm(f32_source("norm", nv));
+                    auto      wqn = be.load_norm(f32_source("q_norm", qn)), wkn = be.load_norm(f32_source("k_norm", kn));
+                    auto      xt = upload(be, {k, 1, 1, 1}, x), h = upload(be, {k, 1, 1, 1}, std::vector<float>(static_cast<size_t>(k)));
+                    auto      qkv = upload(be, {rows, 1, 1, 1}, std::vector<float>(static_cast<size_t>(rows)));
+                    auto      q   = upload(be, {n_q, 1, 1, 1}, std::vector<float>(static_cast<size_t>(n_q)));
+                    auto      att = upload(be, {n_q, 1, 1, 1}, std::vector<float>(static_cast<size_t>(n_q)));
+                    OwnedTensor kc = alloc_tensor(be, cache, {n_kv, n_ctx, 1, 1}, "k");
+                    OwnedTensor vc = alloc_tensor(be, cache, {n_kv, n_ctx, 1, 1}, "v");
+                    be.write(kc.tensor, cache_bytes.data(), cache_bytes.size());
+                    be.write(vc.tensor, cache_bytes.data(), cache_bytes.size());  // (V = K: the products differ anyway)
+                    AttentionShape s;
+                    s.n_head = sh.n_head, s.n_head_kv = sh.n_head_kv, s.head_dim = sh.hd, s.n_rot = sh.n_rot;
+                    s.rope_freq_base = 10000.0f, s.rope_mode = sh.mode, s.qk_norm_eps = 1e-6f;
+                    s.scale = 1.0f / std::sqrt(static_cast<float>(sh.hd));
+                    if (sh.qk_norm) s.q_norm = wqn.get(), s.k_norm = wkn.get();
+                    be.take_dispatch_count();
+                    be.begin_step();
+                    be.linear(qkv.tensor, *w, {xt.tensor, norm.get(), 1e-5f, {}, h.tensor}, /*accumulate=*/false);
+                    be.rope_kv_append(q.tensor, {kc.tensor, vc.tensor}, qkv.tensor, s, pos0);
+                    be.attention(att.tensor, q.tensor, {kc.tensor, vc.tensor}, s, pos0);
+                    be.end_step();
+                    outs[i][0] = download(be, q.tensor);
+                    outs[i][1] = cache_rows_bits(be, kc.tensor, cache, n_kv, pos0, 1);
+                    outs[i][2] = cache_rows_bits(be, vc.tensor, cache, n_kv, pos0, 1);
+                    outs[i][3] = download(be, att.tensor);
+                    if (i > 0 && be.counts_dispatches()) {
+                        EXPECT_EQ(be.take_dispatch_count(), pos0 + 1 <= limits[i - 1] ? 1 : 2)
+                            << tunes[i - 1] << " head_dim " << sh.hd << " position " << pos0;
+                    }
+                }
+                for (int i = 1; i < n_be; ++i) {
+                    if (bes[i] == nullptr) continue;
+                    const std::string what = std::string(sh.mode == RopeMode::norm ? "norm" : "neox") + " head_dim " +
+                                             std::to_string(sh.hd) + " n_rot " + std::to_string(sh.n_rot) + " " +
+                                             std::string(dtype_name(cache)) + " position " + std::to_string(pos0) +
+                                             " [" + tunes[i - 1] + "]";
+                    expect_same_bits(outs[i][0], outs[0][0], what + " q");
+                    expect_same_bits(outs[i][1], outs[0][1], what + " k cache");
+                    expect_same_bits(outs[i][2], outs[0][2], what + " v cache");
+                    expect_same_bits(outs[i][3], outs[0][3], what + " attention");
+                }
+            }
+        }
+    }
+}
+
 // One query's attention, then a Q4_0 / Q8_0 o-projection reading its output, in one step, twice:
 // the first o-projection quantizes the output itself (act_q8_0.wgsl), after which attention.wgsl
 // writes the output's Q8_0 blocks (Q8_OUT) and the second reads those. head_dim 32 (a block per

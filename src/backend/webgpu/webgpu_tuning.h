@@ -49,6 +49,10 @@ struct WebGpuTuning {
     uint32_t family_q1_rope    = 256;  // one token's Q1_0 / Q2_0 / PQ2_0 [q; k; v] matvec with the QK-norm, RoPE and
                                        //    cache stores in its epilogue (matvec_q1_qkv.wgsl, a workgroup per head):
                                        //    its threads; 0: matvec_q8.wgsl, then rope_kv_family.wgsl
+    uint32_t family_q1_attn    = 512;  // one query at positions below this (at most 512: one superblock): the
+                                       //    attention in matvec_q1_qkv's dispatch, a workgroup per KV head
+                                       //    (matvec_q1_attn.wgsl); 0: never (matvec_q1_qkv, then attention.wgsl)
+    uint32_t family_q1_attn_wg = 256;  // ... its threads (128 to 1024)
     uint32_t family_q1_sg      = 1;    // Q1_0 / Q2_0 / PQ2_0 (matvec_q8.wgsl WTYPE 7, matvec_q1_qkv.wgsl) where subgroups
                                        //    are 32 wide: 1: the prologue's norm total and the blocks' code sums by
                                        //    subgroup shuffles (one barrier; lib/quarters_q8_0.wgsl Q8_TOTAL_SG);
