@@ -714,8 +714,10 @@ TEST(WebGpuFamily, QkvMatvecQ1WithQkNormAndRopeMatchesTheCpuBitForBit) {
 // K = 1152 (9 groups of 128); Qwen3's NeoX pairs with QK-norm (head_dim 128, 4 heads over 2),
 // llama's "norm" pairs without (head_dim 64, 6 over 2), NeoX rotating 32 of 96 dims with QK-norm
 // (3 over 1); f32 and f16 caches whose earlier rows hold random values; positions 0 to 300 (the
-// short form's 128 crossed), the threshold 41 crossed (family_q1_attn=41) and 512 threads. q, the
-// cache rows and the attention's output bit for bit against the CPU, every way.
+// short form's 128 crossed), the threshold 41 crossed (family_q1_attn=41) and 512 threads, a
+// workgroup per KV group or per query head (family_q1_attn_heads=1: the group's k and v computed by
+// each, stored by the first). q, the cache rows and the attention's output bit for bit against the
+// CPU, every way.
 TEST(WebGpuFamily, QkvMatvecQ1AttentionMatchesTheCpuBitForBit) {
     SKIP_WITHOUT_GPU();
     auto cpu = make_cpu_backend({2});
@@ -727,9 +729,10 @@ TEST(WebGpuFamily, QkvMatvecQ1AttentionMatchesTheCpuBitForBit) {
     const Shape shapes[] = {{RopeMode::neox, 128, 128, 4, 2, true},
                             {RopeMode::norm, 64, 64, 6, 2, false},
                             {RopeMode::neox, 96, 32, 3, 1, true}};
-    const char * tunes[]     = {"", "family_q1_attn=0", "family_q1_attn=41", "family_q1_attn_wg=512"};
-    const int64_t limits[]   = {512, 0, 41, 512};  // positions + 1 up to which each fuses
-    constexpr int n_be       = 1 + 4;
+    const char * tunes[]   = {"", "family_q1_attn=0", "family_q1_attn=41,family_q1_attn_heads=1",
+                              "family_q1_attn_wg=512,family_q1_attn_heads=1"};
+    const int64_t limits[] = {512, 0, 41, 512};  // positions + 1 up to which each fuses
+    constexpr int n_be     = 1 + 4;
     for (const Shape & sh : shapes) {
         for (const DType cache : {DType::f32, DType::f16}) {
             for (const int64_t pos0 : {int64_t{0}, int64_t{40}, int64_t{41}, int64_t{127}, int64_t{300}}) {

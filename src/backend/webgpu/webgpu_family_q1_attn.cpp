@@ -1,5 +1,6 @@
 // matvec_q1_attn.wgsl: one token's Q1_0 / Q2_0 / PQ2_0 [q; k; v] matvec (with the QK-norm, RoPE and
-// cache stores) and its attention in one dispatch, a workgroup per KV head, for positions below
+// cache stores) and its attention in one dispatch, a workgroup per KV group (or per
+// family_q1_attn_heads query heads), for positions below
 // WebGpuTuning::family_q1_attn (at most one superblock: attention.wgsl's one-pass softmax).
 // encode_q1_qkv_rope (webgpu_family.cpp) defers matvec_q1_qkv.wgsl where the position allows;
 // attention() right after it takes it here, or leaves it to run as recorded.
@@ -18,8 +19,13 @@ bool WebGpuBackend::encode_q1_attention(const Tensor & out, const Tensor & q, co
         q.ne[1] != 1 || out.ne[0] != q.ne[0] || s.n_head_kv <= 0 || s.n_head % s.n_head_kv != 0)
         return false;
     const int64_t      hd  = s.head_dim, n = pos0 + 1, n_kv = s.n_head_kv * hd;
-    const int64_t      nb  = c.k / 32, nt = c.k / std::max<uint32_t>(c.group, 1);
+    const int64_t      nb  = c.k / 32;
     const uint32_t     grp = u32(s.n_head / s.n_head_kv);
+    // Query heads per workgroup: a KV group's (one workgroup computes its k and v), or fewer (each of
+    // the group's workgroups computes them; more workgroups, each shorter).
+    const uint32_t     qpw = tune_.family_q1_attn_heads != 0 && grp % tune_.family_q1_attn_heads == 0
+                                 ? tune_.family_q1_attn_heads
+                                 : grp;
     const WGPULimits & lim = ctx_.limits();
     const uint32_t     wg  = std::min({tune_.family_q1_attn_wg, lim.maxComputeInvocationsPerWorkgroup,
                                        lim.maxComputeWorkgroupSizeX});
@@ -33,8 +39,8 @@ bool WebGpuBackend::encode_q1_attention(const Tensor & out, const Tensor & q, co
     const bool     k_f16  = kv.k.type == DType::f16;
     const uint32_t hw     = static_cast<uint32_t>(k_f16 ? hd / 2 : hd);  // u32 words per K row
     const uint32_t ts     = score_threads(hw, k_f16);
-    const uint64_t heads  = grp + 2;
-    const uint64_t matvec = static_cast<uint64_t>(nb) * 60 + uint64_t{wg} * 8 + heads * hd * 8 + heads * 36;
+    const uint64_t heads  = qpw + 2;
+    const uint64_t matvec = static_cast<uint64_t>(nb) * 60 + uint64_t{wg} * 8 + heads * hd * 8 + heads * 36 + hd * 8;
     uint32_t       sc_max = 0, tile = 0;
     for (const uint32_t slots : {512u, 256u, 128u}) {
         for (uint32_t kc = wg / std::max<uint32_t>(ts, 1); sc_max == 0 && kc >= 8; kc /= 2) {
@@ -69,11 +75,9 @@ bool WebGpuBackend::encode_q1_attention(const Tensor & out, const Tensor & q, co
                     "rrrrrwwwwru",
                     {{{"WG", static_cast<double>(wg)},
                       {"HD", static_cast<double>(hd)},
-                      {"G", static_cast<double>(grp)},
+                      {"QPW", static_cast<double>(qpw)},
                       {"NB", static_cast<double>(nb)},
-                      {"QPT", static_cast<double>(ceil_div(4 * nb, wg))},
                       {"GROUP", static_cast<double>(c.group)},
-                      {"NT", static_cast<double>(nt)},
                       {"NORM", c.norm ? 1.0 : 0.0},
                       {"Q_NORM", s.q_norm ? 1.0 : 0.0},
                       {"K_NORM", s.k_norm ? 1.0 : 0.0},
@@ -83,26 +87,21 @@ bool WebGpuBackend::encode_q1_attention(const Tensor & out, const Tensor & q, co
                       {"Q8_TOTAL_SG", tune_.family_q1_sg != 0 ? 1.0 : 0.0},
                       {"SC_MAX", static_cast<double>(sc_max)},
                       {"S", static_cast<double>(ts)},
-                      {"WPT", static_cast<double>(score_block_words(k_f16))},
                       {"TILE", static_cast<double>(tile)},
-                      {"KPART", static_cast<double>(wg)}}}};
-    // The values attend()'s first loads need as pipeline constants (as attention_prefetching).
-    if (p.k_offset == 0) key.add("ATT_K_AT", 0.0);
-    if (p.v_offset == 0) key.add("ATT_V_AT", 0.0);
-    key.add("ATT_ROW", static_cast<double>(n_kv));
-    key.add("ATT_GROUP", static_cast<double>(grp));
-    key.add("ATT_CTX", static_cast<double>(std::min(kv.k.ne[1], kv.v.ne[1])));
+                      // (QPT, NT, WPT, KPART: the shader's defaults from the values above)
+                      {"ATT_GROUP", static_cast<double>(grp)}}}};
     if (short_max > 0) key.add("ATT_SHORT", 1.0);
-    // The weight two matmuls ahead, pulled by workgroups after the KV heads' (as attention's).
+    // The weight two matmuls ahead, pulled by workgroups after the heads' (as attention's).
+    const uint32_t          groups    = u32(s.n_head) / qpw;
     WGPUBuffer              pf        = c.words;  // (read by nothing when none is pulled)
     uint32_t                pf_groups = 0;
     const GpuLinear * const w         = weight_order_.attention(step_->releases());
     if (w != nullptr) {
         const uint32_t words    = static_cast<uint32_t>(w->buffer->size_bytes() / 4);
         const uint32_t pf_loads = tune_.attn_prefetch_loads != 0 ? tune_.attn_prefetch_loads
-                                  : wg <= 256 ? prefetch_loads_on_free_units(words, wg, u32(s.n_head_kv), tune_.compute_units)
+                                  : wg <= 256 ? prefetch_loads_on_free_units(words, wg, groups, tune_.compute_units)
                                               : 8u;
-        key.add("PF_FROM", static_cast<double>(s.n_head_kv));
+        key.add("PF_FROM", static_cast<double>(groups));
         key.add("PF_LOADS", static_cast<double>(pf_loads));
         key.add("PF_WORDS0", static_cast<double>(words));
         pf        = w->buffer->get();
@@ -110,7 +109,7 @@ bool WebGpuBackend::encode_q1_attention(const Tensor & out, const Tensor & q, co
     }
     const WGPUBuffer bufs[] = {c.words,         c.x,              c.nw,           a.rope,           a.qkn, a.q,
                                gpu_buffer(kv.k), gpu_buffer(kv.v), gpu_buffer(out), pf};
-    step_->dispatch(key, bufs, &p, sizeof p, u32(s.n_head_kv) + pf_groups, 1);
+    step_->dispatch(key, bufs, &p, sizeof p, groups + pf_groups, 1);
     attn_out_ = {gpu_buffer(out), gpu_offset(out, 4), out.ne[0], 1, step_->serial(), nullptr};
     return true;
 }

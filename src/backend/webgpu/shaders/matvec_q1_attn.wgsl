@@ -1,20 +1,23 @@
 requires packed_4x8_integer_dot_product;
 
 // matvec_q1_attn: matvec_q1_qkv.wgsl and one query's attention (attention.wgsl) in one dispatch,
-// a workgroup per KV head, for one token over few positions (the host's threshold,
+// a workgroup per QPW query heads of a KV group, for one token over few positions (the host's threshold,
 // WebGpuTuning::family_q1_attn; at most one superblock of positions). Bit for bit as the chain it
 // replaces (rms_norm + quantize_q8_0 + the [q; k; v] matvec, rope_kv_append, attention):
 //   prologue  as matvec_q1_qkv.wgsl: h = rms_norm(x) * nw (NORM), else x, as Q8_0 blocks staged in
 //             workgroup memory (lib/quarters_q8_0.wgsl);
-//   matvec    workgroup j owns HEADS = G + 2 heads of head_dim rows: its KV group's G query heads
-//             (j G .. j G + G - 1), K head j and V head j. Invocation r (and r + WG, ...) sums row r
+//   matvec    workgroup j owns HEADS = QPW + 2 heads of head_dim rows: query heads j QPW .. j QPW +
+//             QPW - 1 and their KV group's K and V heads (kvh = j QPW / G; with QPW < G the G / QPW
+//             workgroups of a group each compute them). Invocation r (and r + WG, ...) sums row r
 //             of those HEADS * HD rows whole: the terms of its weight groups in order, each as
 //             cpu::dot_lowbit_q8_0 (matvec_q1_qkv.wgsl's group_term; there a row's terms go through
 //             workgroup memory to one invocation that adds them in the same order: the same bits);
 //   epilogue  the QK-norm and RoPE of all HEADS heads at once, matvec_q1_qkv.wgsl's expressions; q to
-//             q_out (and kept in workgroup memory), k and v into the caches at row p.pos0;
-//   attention after a storage barrier (the cache row this workgroup stored is then visible to it),
-//             the G query heads in turn by the whole workgroup: lib/attention_core.wgsl's attend(),
+//             q_out (and kept in workgroup memory), k and v into the caches at row p.pos0 (by the
+//             group's first workgroup) and, as the cache holds them, into workgroup memory (own_k,
+//             own_v: the attention reads row p.pos0 from there, so no workgroup waits for another's
+//             stores, nor for its own);
+//   attention the QPW query heads in turn by the whole workgroup: lib/attention_core.wgsl's attend(),
 //             attention.wgsl's decode form (its short form where the host sets ATT_SHORT), q read
 //             from workgroup memory; the output in f32 to out (the o-projection's input).
 // One dispatch per layer instead of matvec_q1_qkv + attention. Only n_head_kv workgroups: the
@@ -26,7 +29,7 @@ requires packed_4x8_integer_dot_product;
 //   out: [n_head hd] f32
 // Bindings: 0 w, 1 x, 2 nw, 3 rope, 4 qkn (read); 5 q_out, 6 k_cache, 7 v_cache, 8 out (read_write);
 // 9 pf0 (read: the weight to prefetch; any buffer when PF_FROM is unset); 10 params (uniform)
-// Dispatch: (n_head_kv + prefetch workgroups, 1, 1).
+// Dispatch: (n_head / QPW + prefetch workgroups, 1, 1).
 
 // #include "lib/dot4_native.wgsl"
 // #include "lib/numerics.wgsl"
@@ -40,25 +43,27 @@ requires packed_4x8_integer_dot_product;
 
 override WG: u32 = 256u;     // a power of two, >= head_dim / 2; NORM needs K <= 32 WG (NB <= WG)
 override HD: u32 = 128u;     // head_dim (even, a multiple of 4)
-override G: u32 = 2u;        // query heads per KV head
+override G: u32 = ATT_GROUP;  // query heads per KV head (lib/attention_core.wgsl's, set by the host)
+override QPW: u32 = 2u;      // query heads per workgroup (a divisor of G)
 override NB: u32 = 64u;      // K / 32
-override QPT: u32 = 1u;      // ceil(4 NB / WG), at most 8 (lib/quarters_q8_0.wgsl)
+override QPT: u32 = (4u * NB + WG - 1u) / WG;  // at most 8 (lib/quarters_q8_0.wgsl)
 override GROUP: u32 = 128u;  // values per weight group (a multiple of 64)
-override NT: u32 = 16u;      // terms per row: K / GROUP
+override NT: u32 = 32u * NB / GROUP;  // terms per row: K / GROUP
 override NORM: bool = true;
 override Q_NORM: bool = false;
 override K_NORM: bool = false;
 override NORM_MODE: bool = false;  // pairs (2i, 2i+1); else NeoX
 override K_F16: bool = true;
 override V_F16: bool = true;
-// lib/attention_core.wgsl's (attention.wgsl's meanings; the host sets them as for attention.wgsl).
+// lib/attention_core.wgsl's (attention.wgsl's meanings; the host sets them as for attention.wgsl,
+// but for the cache's offsets and shape: the uniform has been read long before attend() starts).
 override CHUNK: u32 = 256u;
 override HD_MAX: u32 = 256u;
 override S: u32 = 8u;
-override WPT: u32 = 8u;
+override WPT: u32 = select(16u, 8u, K_F16);
 override TILE: u32 = 2080u;
 override TILED: bool = true;
-override KPART: u32 = 256u;
+override KPART: u32 = WG;
 override SC_MAX: u32 = 2048u;
 override PF_FROM: u32 = 0xffffffffu;  // first prefetching workgroup; unset: none (attention.wgsl's)
 override PF_LOADS: u32 = 8u;
@@ -98,7 +103,7 @@ struct Params {
 @group(0) @binding(9) var<storage, read> pf0: array<u32>;
 @group(0) @binding(10) var<uniform> p: Params;
 
-override HEADS: u32 = G + 2u;  // heads per workgroup: G query heads, K, V
+override HEADS: u32 = QPW + 2u;  // heads per workgroup: QPW query heads, K, V
 // The activations' Q8_0 blocks (as matvec_q1_qkv.wgsl).
 var<workgroup> acodes: array<vec4<u32>, 2u * NB>;
 var<workgroup> adq: array<f32, NB>;
@@ -109,7 +114,12 @@ var<workgroup> fo: array<f32, HEADS * HD>;
 var<workgroup> rot: array<f32, HEADS * HD>;
 var<workgroup> head_inv: array<f32, HEADS>;
 var<workgroup> block_sq: array<f32, 8u * HEADS>;  // [head][block of 32 squares]
+// Cache row p.pos0 of the workgroup's KV head as the cache holds it (u32 words: f16 pairs or f32).
+var<workgroup> own_k: array<u32, HD>;
+var<workgroup> own_v: array<u32, HD>;
 var<private> q_first: u32;  // element index in q of the workgroup's first query head
+var<private> own_k0: u32;   // K (V) cache word index of row p.pos0's first word of the KV head
+var<private> own_v0: u32;
 
 fn stage_q8_0(lid: u32, x0: u32) {
     let qs = quarters_q8_0(lid, x0);
@@ -145,11 +155,12 @@ fn group_term(row: u32, g: u32) -> f32 {
     return mul_rn(bitcast<f32>(w[si / 4u][si % 4u]), s);
 }
 
-// The weight head of the workgroup's head lh (j: the KV head): query heads, then K, then V.
-fn weight_head(j: u32, lh: u32) -> u32 {
-    if (lh < G) { return j * G + lh; }
-    if (lh == G) { return p.n_head + j; }
-    return p.n_head + p.n_head_kv + j;
+// The weight head of the workgroup's head lh (j: the workgroup, kvh its KV head): query heads,
+// then K, then V.
+fn weight_head(j: u32, kvh: u32, lh: u32) -> u32 {
+    if (lh < QPW) { return j * QPW + lh; }
+    if (lh == QPW) { return p.n_head + kvh; }
+    return p.n_head + p.n_head_kv + kvh;
 }
 
 // Head lh's block b of 32 squares in the halving order (matvec_q1_qkv.wgsl's block_square_sum).
@@ -178,15 +189,20 @@ fn head_sum_squares(lh: u32) -> f32 {
     return bs[0];
 }
 
-fn is_normed(lh: u32) -> bool { return (lh < G && Q_NORM) || (lh == G && K_NORM); }
+fn is_normed(lh: u32) -> bool { return (lh < QPW && Q_NORM) || (lh == QPW && K_NORM); }
 
-// lib/attention_core.wgsl's accessors: q from workgroup memory (rot), the caches, the output.
+// lib/attention_core.wgsl's accessors: q from workgroup memory (rot), the caches (row p.pos0 of
+// the KV head from own_k / own_v), the output.
 fn att_q(t: u32, i: u32) -> f32 { return rot[i - q_first]; }
-fn att_k(wi: u32) -> u32 { return k_cache[wi]; }
-fn att_k4(i: u32) -> vec4<u32> {
-    return vec4<u32>(k_cache[4u * i], k_cache[4u * i + 1u], k_cache[4u * i + 2u], k_cache[4u * i + 3u]);
+fn att_k(wi: u32) -> u32 {
+    if (wi - own_k0 < select(HD, HD / 2u, K_F16)) { return own_k[wi - own_k0]; }  // (wraps below own_k0)
+    return k_cache[wi];
 }
-fn att_v(wi: u32) -> u32 { return v_cache[wi]; }
+fn att_k4(i: u32) -> vec4<u32> { return vec4<u32>(att_k(4u * i), att_k(4u * i + 1u), att_k(4u * i + 2u), att_k(4u * i + 3u)); }
+fn att_v(wi: u32) -> u32 {
+    if (wi - own_v0 < select(HD, HD / 2u, V_F16)) { return own_v[wi - own_v0]; }
+    return v_cache[wi];
+}
 fn att_out(t: u32, i: u32, v: f32) { out[p.out_offset + i] = v; }
 fn att_done(lid: u32, i: u32, o: vec2<f32>, wrote: bool) {}
 
@@ -207,12 +223,18 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         prefetch_weight(lid, wid.x - PF_FROM);
         return;
     }
-    let j = wid.x;  // the KV head
-    q_first = j * G * HD;
+    let j   = wid.x;
+    let kvh = j * QPW / G;  // the KV head
+    let owner = (j * QPW) % G == 0u;  // the group's first workgroup stores k and v
+    q_first = j * QPW * HD;
+    let ek = p.k_offset + p.pos0 * p.n_embd_kv + kvh * HD;  // element index of k[pos0][kvh HD]
+    let ev = p.v_offset + p.pos0 * p.n_embd_kv + kvh * HD;
+    own_k0 = select(ek, ek / 2u, K_F16);
+    own_v0 = select(ev, ev / 2u, V_F16);
     stage_q8_0(lid, p.x_offset);
     workgroupBarrier();
     for (var r = lid; r < HEADS * HD; r += WG) {
-        let row = weight_head(j, r / HD) * HD + r % HD;
+        let row = weight_head(j, kvh, r / HD) * HD + r % HD;
         var s = 0.0;
         for (var g = 0u; g < NT; g++) { s = s + group_term(row, g); }
         fo[r] = s;
@@ -229,8 +251,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var pi = lid; pi < HEADS * (HD / 2u); pi += WG) {
         let lh     = pi / (HD / 2u);
         let jj     = pi % (HD / 2u);
-        let is_q   = lh < G;
-        let is_v   = lh == G + 1u;
+        let is_q   = lh < QPW;
+        let is_v   = lh == QPW + 1u;
         let normed = is_normed(lh);
         var i0 = 2u * jj;
         var i1 = 2u * jj + 1u;
@@ -259,31 +281,39 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let lh = pi / (HD / 2u);
         let d  = 2u * (pi % (HD / 2u));
         let r  = lh * HD + d;
-        if (lh < G) {
+        if (lh < QPW) {
             let o = p.q_offset + q_first + r;
             q_out[o]      = rot[r];
             q_out[o + 1u] = rot[r + 1u];
             continue;
         }
-        let is_v = lh == G + 1u;
-        let e0   = select(p.k_offset, p.v_offset, is_v) + p.pos0 * p.n_embd_kv + j * HD;
+        let is_v = lh == QPW + 1u;
         let f16  = select(K_F16, V_F16, is_v);
-        if (f16) {
-            let word = pack_f16x2(rot[r], rot[r + 1u]);
-            if (is_v) { v_cache[(e0 + d) / 2u] = word; } else { k_cache[(e0 + d) / 2u] = word; }
-        } else if (is_v) {
-            v_cache[e0 + d]      = bitcast<u32>(rot[r]);
-            v_cache[e0 + d + 1u] = bitcast<u32>(rot[r + 1u]);
+        var w0 = bitcast<u32>(rot[r]);
+        let w1 = bitcast<u32>(rot[r + 1u]);
+        if (f16) { w0 = pack_f16x2(rot[r], rot[r + 1u]); }
+        // (f16: word d / 2 of the row, else words d, d + 1)
+        let o0 = select(d, d / 2u, f16);
+        if (is_v) {
+            own_v[o0] = w0;
+            if (!f16) { own_v[o0 + 1u] = w1; }
         } else {
-            k_cache[e0 + d]      = bitcast<u32>(rot[r]);
-            k_cache[e0 + d + 1u] = bitcast<u32>(rot[r + 1u]);
+            own_k[o0] = w0;
+            if (!f16) { own_k[o0 + 1u] = w1; }
+        }
+        if (!owner) { continue; }
+        let c0 = select(own_k0, own_v0, is_v) + o0;  // the cache word
+        if (is_v) {
+            v_cache[c0] = w0;
+            if (!f16) { v_cache[c0 + 1u] = w1; }
+        } else {
+            k_cache[c0] = w0;
+            if (!f16) { k_cache[c0 + 1u] = w1; }
         }
     }
-    // The cache rows stored above are read below (storageBarrier: visible to the workgroup).
-    storageBarrier();
-    workgroupBarrier();
-    for (var u = 0u; u < G; u++) {
-        attend(lid, j * G + u, 0u);
+    workgroupBarrier();  // (own_k, own_v)
+    for (var u = 0u; u < QPW; u++) {
+        attend(lid, j * QPW + u, 0u);
         workgroupBarrier();  // (the next head reuses attend's workgroup memory)
     }
 }
