@@ -714,7 +714,8 @@ TEST(WebGpuFamily, QkvMatvecQ1WithQkNormAndRopeMatchesTheCpuBitForBit) {
 // K = 1152 (9 groups of 128); Qwen3's NeoX pairs with QK-norm (head_dim 128, 4 heads over 2),
 // llama's "norm" pairs without (head_dim 64, 6 over 2), NeoX rotating 32 of 96 dims with QK-norm
 // (3 over 1); f32 and f16 caches whose earlier rows hold random values; positions 0 to 300 (the
-// short form's 128 crossed), the threshold 41 crossed (family_q1_attn=41) and 512 threads, a
+// short form's 128 crossed), the threshold 41 crossed (family_q1_attn=41) and 512 threads, row
+// loads ahead or group by group (family_q1_attn_ahead), a
 // workgroup per KV group or per query head (family_q1_attn_heads=1: the group's k and v computed by
 // each, stored by the first). q, the cache rows and the attention's output bit for bit against the
 // CPU, every way.
@@ -730,7 +731,7 @@ TEST(WebGpuFamily, QkvMatvecQ1AttentionMatchesTheCpuBitForBit) {
                             {RopeMode::norm, 64, 64, 6, 2, false},
                             {RopeMode::neox, 96, 32, 3, 1, true}};
     const char * tunes[]   = {"", "family_q1_attn=0", "family_q1_attn=41,family_q1_attn_heads=1",
-                              "family_q1_attn_wg=512,family_q1_attn_heads=1"};
+                              "family_q1_attn_wg=512,family_q1_attn_heads=1,family_q1_attn_ahead=0"};
     const int64_t limits[] = {512, 0, 41, 512};  // positions + 1 up to which each fuses
     constexpr int n_be     = 1 + 4;
     for (const Shape & sh : shapes) {

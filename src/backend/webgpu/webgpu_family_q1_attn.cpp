@@ -29,7 +29,7 @@ bool WebGpuBackend::encode_q1_attention(const Tensor & out, const Tensor & q, co
     const WGPULimits & lim = ctx_.limits();
     const uint32_t     wg  = std::min({tune_.family_q1_attn_wg, lim.maxComputeInvocationsPerWorkgroup,
                                        lim.maxComputeWorkgroupSizeX});
-    if (n > cpu::k_pos_super || hd % 4 != 0 || hd > 256 || wg < hd / 2 || (c.norm && nb > wg) ||
+    if (n > cpu::k_pos_super || hd % 4 != 0 || hd > 256 || wg < hd / 2 || (c.norm && nb > wg) || c.group > 2048 ||
         ceil_div(4 * nb, wg) > 8)
         return false;
     // Workgroup memory: the attention's (attention.wgsl's arrays, SC_MAX scores) and the matvec's (the
@@ -90,7 +90,8 @@ bool WebGpuBackend::encode_q1_attention(const Tensor & out, const Tensor & q, co
                       {"TILE", static_cast<double>(tile)},
                       // (QPT, NT, WPT, KPART: the shader's defaults from the values above)
                       {"ATT_GROUP", static_cast<double>(grp)}}}};
-    if (short_max > 0) key.add("ATT_SHORT", 1.0);
+    key.add("ATT_SHORT", short_max > 0 ? 1.0 : 0.0);
+    key.add("AHEAD", tune_.family_q1_attn_ahead != 0 ? 1.0 : 0.0);
     // The weight two matmuls ahead, pulled by workgroups after the heads' (as attention's).
     const uint32_t          groups    = u32(s.n_head) / qpw;
     WGPUBuffer              pf        = c.words;  // (read by nothing when none is pulled)
@@ -106,6 +107,10 @@ bool WebGpuBackend::encode_q1_attention(const Tensor & out, const Tensor & q, co
         key.add("PF_WORDS0", static_cast<double>(words));
         pf        = w->buffer->get();
         pf_groups = ceil_div(words, wg * pf_loads * k_prefetch_stride_words);
+    } else {  // (the same entries, so that every device fills the key's slots alike: tests see its size)
+        key.add("PF_FROM", 4294967295.0);
+        key.add("PF_LOADS", 1.0);
+        key.add("PF_WORDS0", 0.0);
     }
     const WGPUBuffer bufs[] = {c.words,         c.x,              c.nw,           a.rope,           a.qkn, a.q,
                                gpu_buffer(kv.k), gpu_buffer(kv.v), gpu_buffer(out), pf};

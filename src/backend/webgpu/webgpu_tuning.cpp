@@ -50,6 +50,7 @@ const std::vector<Field> & fields() {
         {"family_q1_attn", Kind::number, 0, 512, &T::family_q1_attn},
         {"family_q1_attn_wg", Kind::pow2, 128, 1024, &T::family_q1_attn_wg},
         {"family_q1_attn_heads", Kind::number, 0, 64, &T::family_q1_attn_heads},
+        {"family_q1_attn_ahead", Kind::number, 0, 1, &T::family_q1_attn_ahead},
         {"family_q1_sg", Kind::number, 0, 1, &T::family_q1_sg},
         {"family_acts_rows", Kind::pow2, 1, 128, &T::family_acts_rows},
         {"family_acts_loads", Kind::number, 0, 12, &T::family_acts_loads},

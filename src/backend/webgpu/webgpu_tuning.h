@@ -53,6 +53,8 @@ struct WebGpuTuning {
                                        //    attention in matvec_q1_qkv's dispatch, a workgroup per KV group
                                        //    (matvec_q1_attn.wgsl); 0: never (matvec_q1_qkv, then attention.wgsl)
     uint32_t family_q1_attn_wg = 256;  // ... its threads (128 to 1024)
+    uint32_t family_q1_attn_ahead = 1; // ... 1: a row's code words and scales loaded before its sums (32 vec4s
+                                       //    at a time); 0: group by group
     uint32_t family_q1_attn_heads = 0; // ... query heads per workgroup (a divisor of n_head / n_head_kv, each
                                        //    workgroup computing its group's k and v); 0: the whole group
     uint32_t family_q1_sg      = 1;    // Q1_0 / Q2_0 / PQ2_0 (matvec_q8.wgsl WTYPE 7, matvec_q1_qkv.wgsl) where subgroups

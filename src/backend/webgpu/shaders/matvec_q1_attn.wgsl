@@ -155,6 +155,51 @@ fn group_term(row: u32, g: u32) -> f32 {
     return mul_rn(bitcast<f32>(w[si / 4u][si % 4u]), s);
 }
 
+// Weight row `row`'s sum of its groups' terms in order (group_term's), with AHEAD its code words
+// loaded first, up to 32 vec4s (whole groups) at a time, and the chunk's scales with them, so that
+// an invocation's loads of a row are one round trip per chunk instead of one per group (the same
+// operations in the same order: the same bits).
+override AHEAD: bool = true;
+const AHEAD_WORDS: u32 = 32u;
+fn row_sum(row: u32) -> f32 {
+    var s = 0.0;
+    if (!AHEAD) {
+        for (var g = 0u; g < NT; g++) { s = s + group_term(row, g); }
+        return s;
+    }
+    let wpr   = NB / 2u;        // vec4 code words per row
+    let wpg   = GROUP / 64u;    // ... per group
+    let chunk = (AHEAD_WORDS / wpg) * wpg;
+    for (var c0 = 0u; c0 < wpr; c0 += chunk) {
+        let g0 = c0 / wpg;
+        let ng = min(chunk / wpg, NT - g0);
+        var cw: array<vec4<u32>, AHEAD_WORDS>;
+        var gs: array<f32, AHEAD_WORDS>;
+        for (var i = 0u; i < AHEAD_WORDS; i++) {
+            if (i < ng * wpg) { cw[i] = w[row * wpr + c0 + i]; }
+        }
+        for (var k = 0u; k < AHEAD_WORDS; k++) {
+            if (k < ng) {
+                let si = p.scales_offset + row * NT + g0 + k;
+                gs[k] = bitcast<f32>(w[si / 4u][si % 4u]);
+            }
+        }
+        for (var k = 0u; k < AHEAD_WORDS; k++) {
+            if (k < ng) {
+                var t = 0.0;
+                for (var jj = 0u; jj < wpg; jj++) {
+                    let blk = (g0 + k) * (GROUP / 32u) + 2u * jj;
+                    let cv  = cw[k * wpg + jj];
+                    t = t + mul_rn(adq[blk], f32(codes_sumi(cv.x, cv.y, blk)));
+                    t = t + mul_rn(adq[blk + 1u], f32(codes_sumi(cv.z, cv.w, blk + 1u)));
+                }
+                s = s + mul_rn(gs[k], t);
+            }
+        }
+    }
+    return s;
+}
+
 // The weight head of the workgroup's head lh (j: the workgroup, kvh its KV head): query heads,
 // then K, then V.
 fn weight_head(j: u32, kvh: u32, lh: u32) -> u32 {
@@ -235,9 +280,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     workgroupBarrier();
     for (var r = lid; r < HEADS * HD; r += WG) {
         let row = weight_head(j, kvh, r / HD) * HD + r % HD;
-        var s = 0.0;
-        for (var g = 0u; g < NT; g++) { s = s + group_term(row, g); }
-        fo[r] = s;
+        fo[r] = row_sum(row);
     }
     workgroupBarrier();
 
