@@ -4,6 +4,7 @@
 #   1. the Q1_0 / Q2_0 / PQ2_0 family suites (matvec_q8.wgsl WTYPE 7, its QOUT gate+up and ACTS down
 #      and o-projection, matvec_q1_qkv.wgsl, the tiny qwen3 Q1_0 model) against the CPU reference on
 #      this GPU;
+#      skipped with SKIP_SUITES=1 (a call that only measures);
 #   2. decode tg64 (--roofline) of a full synth qwen3-1.7b Q1_0 with the defaults, then with each
 #      QWEN_TUNES entry (TERN_WEBGPU_TUNE values, space-separated; default none), the same file;
 #   3. the per-kernel GPU profile (TERN_WEBGPU_PROFILE=gpu, 16 tokens) with the defaults, then with
@@ -24,10 +25,14 @@ export TERN_TEST_DATA_DIR=$PWD/tests/data
 SECONDS=0
 left() { [ "$SECONDS" -lt "$1" ] || { echo "(skipped: ${SECONDS}s of the ${budget}s budget spent) $2"; return 1; }; }
 
-echo "== Q1_0 / Q2_0 / PQ2_0 family suites vs the CPU reference on this GPU"
-"$B/tern_webgpu_tests" --gtest_filter='Types/WebGpuFamilyDecode.*/q1_0:Types/WebGpuFamilyDecode.*/q2_0:Types/WebGpuFamilyDecode.*/pq2_0:WebGpuFamily.QkvMatvecQ1*:WebGpuFamily.Attention*:WebGpuFamily.TinyQwen3Q1*' \
-    > "$out/tests.txt" 2>&1
-grep -E "FAILED|PASSED|first at|SKIPPED" "$out/tests.txt" | head -12
+if [ "${SKIP_SUITES:-0}" = 1 ]; then
+    echo "== (suites skipped: SKIP_SUITES=1)"
+else
+    echo "== Q1_0 / Q2_0 / PQ2_0 family suites vs the CPU reference on this GPU"
+    "$B/tern_webgpu_tests" --gtest_filter='Types/WebGpuFamilyDecode.*/q1_0:Types/WebGpuFamilyDecode.*/q2_0:Types/WebGpuFamilyDecode.*/pq2_0:WebGpuFamily.QkvMatvecQ1*:WebGpuFamily.Attention*:WebGpuFamily.TinyQwen3Q1*' \
+        > "$out/tests.txt" 2>&1
+    grep -E "FAILED|PASSED|first at|SKIPPED" "$out/tests.txt" | head -12
+fi
 
 m=/tmp/qwen3-q1_0.gguf
 "$B/tern" synth qwen3-1.7b --type q1_0 --vocab "$B/qwen3/tokenizer.json" -o "$m" > /dev/null 2> "$out/synth.err" ||
