@@ -609,18 +609,6 @@ private:
     } fa_q1_;
     bool encode_q1_qkv_rope(const Tensor & q, const KvLayer & kv, const AttentionShape & s, int64_t pos0,
                             const RopeTable & rope);
-    // matvec_q1_qkv.wgsl deferred by encode_q1_qkv_rope for one query over few positions
-    // (WebGpuTuning::family_q1_attn): what the attention right after it needs to record
-    // matvec_q1_attn.wgsl instead of both (encode_q1_attention, webgpu_family_q1_attn.cpp).
-    struct FamilyQ1Attn {
-        FamilyQ1Qkv qkv;
-        WGPUBuffer  rope = nullptr, qkn = nullptr, q = nullptr;
-        uint32_t    q_offset = 0;
-        WGPUBuffer  k_cache = nullptr;
-        int64_t     pos0 = -1;
-    } q1_attn_;
-    bool encode_q1_attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & s,
-                             int64_t pos0);
     // [q_norm; k_norm] in one buffer per pair of norms (matvec_q1_qkv.wgsl's qkn; zeros for a missing one).
     std::map<std::pair<const Weight *, const Weight *>, std::unique_ptr<GpuBuffer>> qk_norms_;
     std::unique_ptr<GpuBuffer> mm_dummy_kv_[2];  // ROPE's cache bindings when it is off

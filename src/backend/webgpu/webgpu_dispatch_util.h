@@ -41,9 +41,5 @@ uint32_t prefetch_loads_on_free_units(uint64_t words, uint32_t wg, uint32_t busy
 // threads per position (one per block, rounded up to a power of two) for rows of row_words words.
 uint32_t score_block_words(bool k_f16);
 uint32_t score_threads(uint32_t row_words, bool k_f16);
-// attention.wgsl's CHUNK, and its workgroup memory besides the scores (lib/attention_core.wgsl's
-// arrays; matvec_q1_attn.wgsl has them too).
-inline constexpr uint32_t k_attention_chunk = 256;
-uint64_t attention_fixed_bytes(uint32_t wg, uint32_t kpart, uint32_t tile_words, uint32_t hd);
 
 }  // namespace tern

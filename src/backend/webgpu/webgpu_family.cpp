@@ -614,20 +614,9 @@ bool WebGpuBackend::encode_q1_qkv_rope(const Tensor & q, const KvLayer & kv, con
                             {"K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0},
                             {"V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0},
                             {"Q8_TOTAL_SG", tune_.family_q1_sg != 0 ? 1.0 : 0.0}}}};
-    const std::array<WGPUBuffer, 8> bufs{c.words, c.x, c.nw, rope.buffer->get(), qkn->get(), gpu_buffer(q),
-                                         gpu_buffer(kv.k), gpu_buffer(kv.v)};
-    const uint32_t                  groups = u32(s.n_head + 2 * s.n_head_kv);
-    // One query over few positions (WebGpuTuning::family_q1_attn): deferred, so that the attention
-    // right after it can take it as matvec_q1_attn.wgsl (encode_q1_attention).
-    q1_attn_ = {};
-    if (tune_.family_q1_attn != 0 && pos0 + 1 <= int64_t{tune_.family_q1_attn}) {
-        q1_attn_ = {c, rope.buffer->get(), qkn->get(), gpu_buffer(q), gpu_offset(q, 4), gpu_buffer(kv.k), pos0};
-        step_->defer(gpu_buffer(q), gpu_offset(q, 4), [this, key, bufs, p, groups] {
-            step_->dispatch(key, bufs, &p, sizeof p, groups, 1);
-        });
-        return true;
-    }
-    step_->dispatch(key, bufs, &p, sizeof p, groups, 1);
+    const WGPUBuffer bufs[] = {c.words, c.x, c.nw, rope.buffer->get(), qkn->get(), gpu_buffer(q), gpu_buffer(kv.k),
+                               gpu_buffer(kv.v)};
+    step_->dispatch(key, bufs, &p, sizeof p, u32(s.n_head + 2 * s.n_head_kv), 1);
     return true;
 }
 

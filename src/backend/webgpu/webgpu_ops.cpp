@@ -300,10 +300,13 @@ uint32_t score_threads(uint32_t row_words, bool k_f16) {
     return ts;
 }
 
+// attention.wgsl's CHUNK (probabilities staged at a time; the host keeps the shader's default).
+constexpr uint32_t k_attention_chunk = 256;
+
 // attention.wgsl's workgroup memory besides the scores: qh (HD_MAX = 256), probs (CHUNK), the
 // reductions (wg_reduce's two and lib/sum_squares.wgsl's), pv_sum (CHUNK / 32 blocks x hd / 2 pairs
 // of f32) and blk_sum, kpart, the K tile.
-uint64_t attention_fixed_bytes(uint32_t wg, uint32_t kpart, uint32_t tile_words, uint32_t hd) {
+static uint64_t attention_fixed_bytes(uint32_t wg, uint32_t kpart, uint32_t tile_words, uint32_t hd) {
     constexpr uint64_t blocks = k_attention_chunk / 32;
     return 256 * 4 + k_attention_chunk * 4 + uint64_t{wg} * (4 + 8 + 4) + blocks * (hd / 2) * 8 + blocks * 4 +
            uint64_t{kpart} * 4 + uint64_t{tile_words} * 4;
@@ -335,8 +338,6 @@ std::vector<int64_t> WebGpuBackend::warm_up_positions(int64_t n_ctx) const {
 
 void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & s,
                               int64_t pos0) {
-    // One query after matvec_q1_qkv.wgsl, still deferred: both in one dispatch where it fits.
-    if (q1_attn_.q != nullptr && encode_q1_attention(out, q, kv, s, pos0)) return;
     // One query: the weight two matmuls ahead comes with it (WeightOrder).
     attention_prefetching(out, q, kv, s, pos0, q.ne[1] == 1 ? weight_order_.attention(step_->releases()) : nullptr);
 }

@@ -49,14 +49,6 @@ struct WebGpuTuning {
     uint32_t family_q1_rope    = 256;  // one token's Q1_0 / Q2_0 / PQ2_0 [q; k; v] matvec with the QK-norm, RoPE and
                                        //    cache stores in its epilogue (matvec_q1_qkv.wgsl, a workgroup per head):
                                        //    its threads; 0: matvec_q8.wgsl, then rope_kv_family.wgsl
-    uint32_t family_q1_attn    = 512;  // one query at positions below this (at most 512: one superblock): the
-                                       //    attention in matvec_q1_qkv's dispatch, a workgroup per KV group
-                                       //    (matvec_q1_attn.wgsl); 0: never (matvec_q1_qkv, then attention.wgsl)
-    uint32_t family_q1_attn_wg = 256;  // ... its threads (128 to 1024)
-    uint32_t family_q1_attn_ahead = 1; // ... 1: a row's code words and scales loaded before its sums (32 vec4s
-                                       //    at a time); 0: group by group
-    uint32_t family_q1_attn_heads = 0; // ... query heads per workgroup (a divisor of n_head / n_head_kv, each
-                                       //    workgroup computing its group's k and v); 0: the whole group
     uint32_t family_q1_sg      = 1;    // Q1_0 / Q2_0 / PQ2_0 (matvec_q8.wgsl WTYPE 7, matvec_q1_qkv.wgsl) where subgroups
                                        //    are 32 wide: 1: the prologue's norm total and the blocks' code sums by
                                        //    subgroup shuffles (one barrier; lib/quarters_q8_0.wgsl Q8_TOTAL_SG);
