@@ -277,6 +277,7 @@ bool WebGpuBackend::try_decode_qkv(const Tensor & q, const KvLayer & kv, const G
     const WGPUBuffer bufs[] = {w.buffer->get(), src.src,          src.scale,        rope.buffer->get(), gpu_buffer(q),
                                gpu_buffer(kv.k), gpu_buffer(kv.v), stats_buffer(), pf};
     step_->dispatch(key, bufs, &p, sizeof p, groups + pulls);
+    kv_pull_groups_ += pulls;
     return true;
 }
 
