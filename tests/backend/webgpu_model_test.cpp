@@ -190,32 +190,6 @@ TEST(WebGpuModel, SplitAttentionDecodingMatchesCpu) {
     }
 }
 
-// The long one-query path with the layer's cache rows pulled into L2 by the qkv dispatch
-// (attn_kv_prefetch: 1 by its matvec workgroups, 2 / 3 K / K and V by extra workgroups that return
-// before the matvec's barriers): prefetch only, so greedy decoding still gives the CPU's logits, on
-// the split kernels and on the superblock kernels (attn_long_super=1), and the extra workgroups ran.
-TEST(WebGpuModel, KvPrefetchBeforeLongAttentionMatchesCpu) {
-    TERN_REQUIRE_WEBGPU();
-    for (const char * path_tune : {"attn_long_positions=1,attn_long_super=0", "attn_long_positions=1,attn_long_super=1"}) {
-        for (uint32_t mode = 1; mode <= 3; ++mode) {
-            const std::string tune = std::string(path_tune) + ",attn_kv_prefetch=" + std::to_string(mode);
-            SCOPED_TRACE(tune);
-            WebGpuOptions o;
-            o.allow_cpu_adapter = true;
-            o.tune              = tune;
-            auto   gpu          = make_webgpu_backend(o);
-            auto & web          = dynamic_cast<WebGpuBackend &>(*gpu);
-            // (a prompt past 512 positions: the superblock kernels take one query from 513)
-            run_both(synth_model("i2s", DType::i2_s, DType::f16), some_tokens(530, 256), {DType::f16, 64, 6}, gpu.get());
-            if (mode >= 2) {
-                EXPECT_GE(web.kv_pull_groups(), 6);  // (each greedy step's layers, at least one each)
-            } else {
-                EXPECT_EQ(web.kv_pull_groups(), 0);
-            }
-        }
-    }
-}
-
 // The warm-up runs steps where one query's kernels change form (Backend::warm_up_positions: after
 // 128 and 256 positions, 512 threads, the split kernels, the last position's RoPE table) and
 // leaves the session as new: greedy decoding after it, across position 128 (whose cache rows the

@@ -261,9 +261,6 @@ public:
     // O-projections encoded so far whose prologue added one query's attention superblocks itself (the
     // deferred attention_split_combine; WebGpuTuning::attn_combine_fused), for tests.
     int64_t combines_fused() const { return combines_fused_; }
-    // Workgroups encoded so far that pulled one query's cache rows into L2 beside the qkv matvec
-    // (WebGpuTuning::attn_kv_prefetch 2 / 3, qkv_rope_decode.wgsl KV_XPF), for tests.
-    int64_t kv_pull_groups() const { return kv_pull_groups_; }
 
 private:
     // Runs numerics_probe.wgsl and sets the FMA_FUSED override of every pipeline.
@@ -532,7 +529,6 @@ private:
     std::unique_ptr<GpuBuffer> no_x_out_;  // bitlinear_decode's x_out binding without PARTS (nothing writes it)
     mutable int64_t            norm_stats_reads_ = 0;
     int64_t                    combines_fused_   = 0;
-    int64_t                    kv_pull_groups_   = 0;
     // The slot holding x's block sums, if the last command left them.
     std::optional<uint32_t> stats_for(const Tensor & x) const;
     // Whether a producer of n elements may write them (on, and their blocks fit a slot).

@@ -255,29 +255,15 @@ bool WebGpuBackend::try_decode_qkv(const Tensor & q, const KvLayer & kv, const G
     key.add("HD", static_cast<double>(hd));
     key.add("QKV_N_ROT", static_cast<double>(s.n_rot));
     // The cache rows attention reads next are pulled into L2 (qkv_rope_decode.wgsl kv_prefetch) only where
-    // one query's attention is attention.wgsl: the split kernels that take over from long_positions() gained
+    // one query's attention is attention.wgsl: the split kernels that take over from long_positions() gain
     // nothing from them, and the kernel's end waits for every load (up to 7.9 MB for 2B4T at 4,096
-    // positions). H200 tg64 @ d4096: 485.5 / 486.1 tok/s without against 482.8 / 483.7 with them (the 4
-    // split kernels then). WebGpuTuning::attn_kv_prefetch 1 keeps them; 2 / 3 pull K / K and V rows by
-    // extra workgroups instead (KV_XPF), off the matvec workgroups' path.
-    const uint32_t groups  = static_cast<uint32_t>(w.n_rows / t->rows);
-    const bool     long_q  = pos0 + 1 >= long_positions();
-    const uint32_t kv_mode = long_q ? tune_.attn_kv_prefetch : 0;
-    if (long_q && kv_mode != 1) key.add("KV_PF", 0.0);
-    uint32_t pulls = 0;  // the extra workgroups: KV_XPF_LOADS words 64 bytes apart per invocation
-    if (kv_mode >= 2 && pos0 > 0) {
-        constexpr uint64_t k_kv_pull_loads = 4;  // qkv_rope_decode.wgsl KV_XPF_LOADS
-        const uint64_t     row_words = static_cast<uint64_t>(kv.k.ne[0]) * std::max(k_el, v_el) / 4;
-        const uint64_t     per_wg    = k_kv_pull_loads * t->wg * 16;  // words one workgroup covers
-        pulls = static_cast<uint32_t>((static_cast<uint64_t>(pos0) * row_words + per_wg - 1) / per_wg);
-        key.add("KV_XPF", kv_mode - 1.0);
-        key.add("QKV_GROUPS", static_cast<double>(groups));
-    }
+    // positions). H200 tg64 @ d4096: 485.5 / 486.1 tok/s without against 482.8 / 483.7 with them.
+    if (pos0 + 1 >= long_positions()) key.add("KV_PF", 0.0);
+    const uint32_t   groups = static_cast<uint32_t>(w.n_rows / t->rows);
     const WGPUBuffer pf     = add_kernel_prefetch(key, prefetch, groups, t->wg, src.src);
     const WGPUBuffer bufs[] = {w.buffer->get(), src.src,          src.scale,        rope.buffer->get(), gpu_buffer(q),
                                gpu_buffer(kv.k), gpu_buffer(kv.v), stats_buffer(), pf};
-    step_->dispatch(key, bufs, &p, sizeof p, groups + pulls);
-    kv_pull_groups_ += pulls;
+    step_->dispatch(key, bufs, &p, sizeof p, groups);
     return true;
 }
 

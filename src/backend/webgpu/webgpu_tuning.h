@@ -130,11 +130,6 @@ struct WebGpuTuning {
     uint32_t attn_softmax_wg         = 64;   // threads per row of the prompt softmax
     uint32_t attn_softmax_wg_one     = 256;  // the same for one query (few, long rows)
     uint32_t attn_scratch_bytes      = 128u << 20;  // the prompt score buffer's budget (token chunks)
-    uint32_t attn_kv_prefetch        = 0;    // one query past long_positions(): the qkv dispatch before the
-                                             //     long attention pulls the layer's cache rows into L2
-                                             //     (qkv_rope_decode.wgsl): 0 none; 1 its matvec workgroups
-                                             //     (KV_PF, as below long_positions()); 2 extra workgroups,
-                                             //     K rows; 3 extra workgroups, K and V rows (KV_XPF)
     // --- prefill (many tokens) matmuls: webgpu_prefill.cpp ---
     // tokens from which the GEMM replaces the per-token kernels; 0: 8 where the tensor-core GEMM
     // runs (H100, 8 streams: 1,838 tokens/s against 1,297 from 16), else 16

@@ -9,7 +9,7 @@ requires packed_4x8_integer_dot_product;
 // Bindings: 0 wq, 1 src, 2 src_scale, 3 rope (read); 4 q_out, 5 k_cache, 6 v_cache, 7 norm_stats
 //           (x's block sums of squares with STATS_IN, lib/act_stage.wgsl) (read_write); 8 pfw (read: a
 //           weight to pull into L2, lib/weight_prefetch.wgsl); 9 params (uniform)
-// Dispatch: (N / ROWS + the pulling workgroups (KV_XPF), 1, 1), ROWS = WG / LANES slots of one head (a multiple of 4 dividing
+// Dispatch: (N / ROWS, 1, 1), ROWS = WG / LANES slots of one head (a multiple of 4 dividing
 // head_dim); slots as in lib/qkv_store.wgsl; thread u < ROWS / 4 finishes slots 4u .. 4u + 3.
 
 // #include "lib/ternary.wgsl"
@@ -90,37 +90,7 @@ fn kv_prefetch_use(pf: u32) {
     if ((pf & p.rn_zero) != 0u) { norm_stats[0] = bitcast<f32>(pf); }
 }
 
-// Extra workgroups past the matvec's QKV_GROUPS (one query over a long context, WebGpuTuning::
-// attn_kv_prefetch 2 / 3, WebGpuBackend::try_decode_qkv) pull the cache rows [0, pos0) of K (KV_XPF
-// 1) or K and V (2) into L2 while the matvec's workgroups run, so that the long attention's kernels
-// read them from L2, not DRAM. Workgroup x (counted from QKV_GROUPS) covers words [x, x + 1) *
-// KV_XPF_LOADS * WG * KV_PF_STRIDE of each cache: invocation lid loads one word per 64 bytes,
-// KV_XPF_LOADS of them (independent loads, all in flight at once), consecutive invocations on
-// consecutive 64-byte segments. The host sizes the count to cover pos0 rows; their words go to
-// kv_prefetch_use's store that never happens.
-override KV_XPF: u32 = 0u;      // 0: no pulling workgroups; 1: K rows; 2: K and V rows
-override QKV_GROUPS: u32 = 0u;  // the matvec's workgroups (those from here on pull)
-const KV_XPF_LOADS: u32 = 4u;   // (webgpu_decode.cpp k_kv_pull_loads)
-
-fn kv_pull(lid: u32, x: u32) -> u32 {
-    let kw = select(p.n_embd_kv, p.n_embd_kv / 2u, K_F16);  // u32 words per cache row
-    let vw = select(p.n_embd_kv, p.n_embd_kv / 2u, V_F16);
-    let kb = select(p.k_offset, p.k_offset / 2u, K_F16);
-    let vb = select(p.v_offset, p.v_offset / 2u, V_F16);
-    var acc = 0u;
-    for (var e = 0u; e < KV_XPF_LOADS; e++) {
-        let i = ((x * KV_XPF_LOADS + e) * WG + lid) * KV_PF_STRIDE;
-        if (i < p.pos0 * kw) { acc ^= k_cache[kb + i]; }
-        if (KV_XPF >= 2u && i < p.pos0 * vw) { acc ^= v_cache[vb + i]; }
-    }
-    return acc;
-}
-
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    if (KV_XPF != 0u && wid.x >= QKV_GROUPS) {  // (uniform per workgroup: before any barrier)
-        kv_prefetch_use(kv_pull(lid, wid.x - QKV_GROUPS));
-        return;
-    }
     qkv_decode_rows(lid, wid.x, LANES, K, p.scales_offset, p.oscales_offset);
 }
