@@ -29,6 +29,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <tuple>
 
 namespace tern {
 namespace {
@@ -282,6 +283,25 @@ void WebGpuBackend::encode_family_matvec(const FamilyMatvec & mv, const FamilyRo
     step_->dispatch(key, bufs, &p, sizeof p, ceil_div(mv.n_rows, mv.rows), 1);
 }
 
+// TEMPORARY timing aid (WebGpuTuning::family_twice, issue 54): mv's twin, recorded right before mv
+// (the real one then overwrites what a non-accumulating twin wrote). A twin reads the weights of the
+// layer half the layers away in its class (read by the real kernels ~half a model ago or later:
+// not in L2), or with bit 64 the same weights; an accumulating twin adds into scratch (twice_y_).
+void WebGpuBackend::family_twin(uint32_t cls, const FamilyMatvec & mv, const FamilyRope * rope) {
+    if ((tune_.family_twice & cls) == 0) return;
+    auto &       seen = twice_seen_[std::countr_zero(cls)];
+    const auto   it   = std::find_if(seen.begin(), seen.end(), [&](const auto & e) { return e.first == mv.words; });
+    const size_t i    = it == seen.end() ? seen.size() : static_cast<size_t>(it - seen.begin());
+    if (it == seen.end()) seen.emplace_back(mv.words, mv.scales);
+    FamilyMatvec t = mv;
+    if ((tune_.family_twice & 64) == 0) std::tie(t.words, t.scales) = seen[(i + seen.size() / 2) % seen.size()];
+    if (mv.accumulate) {
+        t.y        = grown(twice_y_, static_cast<size_t>(mv.n_rows) * 4, "family_twice scratch");
+        t.y_offset = 0;
+    }
+    encode_family_matvec(t, rope);
+}
+
 // act_q8_0.wgsl (the input's norm and Q8_0 blocks, once) + matvec_q8_acts.wgsl (glu's gate in its
 // epilogue, glu_act) per part; with family_acts=0 matvec_q8.wgsl alone, that prologue in each
 // workgroup: instead of rms_norm + quantize_q8_0 + matmul (+ glu). Q4_0 / Q8_0
@@ -434,6 +454,7 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
                                      {"QPT", static_cast<double>(act_qpt)},
                                      {"NORM", in.norm ? 1.0 : 0.0}}}};
             const WGPUBuffer abufs[] = {gpu_buffer(in.x), nw, a_in};
+            if (tune_.family_twice & 8) step_->dispatch(akey, abufs, &ap, sizeof ap, 1, u32(T));  // (TEMPORARY twin)
             step_->dispatch(akey, abufs, &ap, sizeof ap, 1, u32(T));
         }
     }
@@ -506,9 +527,15 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
             if (!glu_act && !accumulate && T == 1 && parts.size() == 1) {
                 fa_q1_  = {};
                 fa_qkv_ = mv;
-                step_->defer(mv.y, y0, [this, mv] { encode_family_matvec(mv, nullptr); });
+                step_->defer(mv.y, y0, [this, mv] {
+                    family_twin(1, mv, nullptr);
+                    encode_family_matvec(mv, nullptr);
+                });
                 continue;
             }
+            // (TEMPORARY twin: 16 gate+up, 4 the o-projection (the attention's blocks), 32 down)
+            family_twin(glu_act ? 16u : !accumulate ? 0u : a_in == (fa_acts_[2] ? fa_acts_[2]->get() : nullptr) ? 4u : 32u,
+                        mv, nullptr);
             encode_family_matvec(mv, nullptr);
             if (qout) fa_ready_ = {gpu_buffer(y), gpu_offset(y, 4), n_out, T, step_->serial(), mv.oacts};
             continue;
@@ -757,6 +784,7 @@ void WebGpuBackend::encode_family_rope_kv(const Tensor & q, const KvLayer & kv, 
                            gpu_offset(q, 4), u32(hd), u32(n_q), u32(n_kv), u32(pos0),
                            gpu_offset(kv.k, k_el), gpu_offset(kv.v, v_el), s.rope_mode == RopeMode::norm,
                            kv.k.type == DType::f16, kv.v.type == DType::f16};
+        family_twin(1, fa_qkv_, &r);  // (TEMPORARY twin)
         encode_family_matvec(fa_qkv_, &r);
         return;
     }

@@ -55,6 +55,12 @@ struct WebGpuTuning {
                                        //    0: workgroup trees (log2 WG + 2 barriers)
     uint32_t family_acts_loads = 0;    // ... blocks a lane loads at once (1..12); 0: all of its blocks, at most 12
                                        //    (Q8_0: 8); before: 4
+    uint32_t family_twice      = 0;    // TEMPORARY timing aid (issue 54): one token's kernels of the classes in this
+                                       //    bitmask recorded twice, a twin right before the real one (the tok/s lost
+                                       //    is the class's live time in the chain): 1 the [q; k; v] matvec (ROPE),
+                                       //    2 attention, 4 the o-projection, 8 act_q8_0, 16 gate+up, 32 down. The
+                                       //    matvec twins read another layer's weights (half the layers away: not in
+                                       //    L2), 64: the same weights (L2-hot); accumulating twins write scratch
     // --- the LM head of one token: lm_head_i8_argmax.wgsl, argmax_exact.wgsl ---
     uint32_t head_i8_min_bytes = 64u << 20;  // greedy decoding streams an int8 copy of F16 heads this
                                              // large or larger (half the bytes; wider bounds)
