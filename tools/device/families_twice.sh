@@ -19,6 +19,7 @@ arms=${ARMS:-- family_twice=1 family_twice=2 family_twice=4 family_twice=8 famil
 models=${MODELS:-llama phi3}
 # shellcheck source=tools/device/device_env.sh
 . tools/device/device_env.sh
+export TERN_TEST_DATA_DIR=$PWD/tests/data TERN_PHI3_VOCAB=$PWD/tests/data/llama-vocab/ggml-vocab-phi-3.gguf
 SECONDS=0
 for m in $models; do
     case $m in llama) shape=llama-3.2-1b ;; phi3) shape=phi-3-mini ;; *) echo "unknown model $m"; exit 2 ;; esac
