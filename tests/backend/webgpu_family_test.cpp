@@ -169,7 +169,13 @@ TEST_P(WebGpuFamilyDecode, LinearAndGluMatchTheCpuBitForBit) {
     auto        cpu    = lowbit ? make_cpu_reference_backend(2) : make_cpu_backend({2});
     const bool  q8_0_blocks = type == DType::q8_0 || type == DType::q4_0 || type == DType::q1_0 ||
                              type == DType::q2_0 || type == DType::pq2_0;
-    Backend *   bes[3] = {cpu.get(), gpu, type == DType::q8_0 || type == DType::q4_0 ? prologue_gpu() : nullptr};
+    const bool  q40_80 = type == DType::q8_0 || type == DType::q4_0;
+    // [3], [4]: the QOUT gate+up with 256 threads, and with 1024 (the adapter's limit) over 64 rows
+    // (WebGpuTuning::family_qout_wg, family_qout_rows).
+    Backend *   bes[5] = {cpu.get(), gpu, q40_80 ? prologue_gpu() : nullptr,
+                          q40_80 ? test::tuned_webgpu("family_qout_wg=256") : nullptr,
+                          q40_80 ? test::tuned_webgpu("family_qout_wg=1024,family_qout_rows=64") : nullptr};
+    const char * arm_names[5] = {"", "", " (family_acts=0)", " (family_qout_wg=256)", " (family_qout_wg=1024, 64 rows)"};
     // Q1_0 / Q2_0 / PQ2_0 (groups of 128 / 64 / 128) run any number of tokens through it: three.
     const int64_t T      = lowbit ? 3 : 1;
     // (TQ1_0 / TQ2_0: blocks of 256, per-token int8 inputs, BitNet's kernels)
@@ -188,8 +194,8 @@ TEST_P(WebGpuFamilyDecode, LinearAndGluMatchTheCpuBitForBit) {
         auto            nv = gaussian(static_cast<size_t>(k), 14);
         const auto      y0 = gaussian(static_cast<size_t>(n * T), 15);
         const WeightSource nsrc{"norm", DType::f32, {k, 1, 1, 1}, {reinterpret_cast<const uint8_t *>(nv.data()), nv.size() * 4}};
-        std::vector<float> outs[3][5];
-        for (int i = 0; i < 3; ++i) {
+        std::vector<float> outs[5][5];
+        for (int i = 0; i < 5; ++i) {
             if (bes[i] == nullptr) continue;
             Backend & be = *bes[i];
             auto      w = be.load_linear({w_parts, kq ? size_t{2} : size_t{1}}), gu = be.load_linear({&gq.src, 1});
@@ -220,8 +226,8 @@ TEST_P(WebGpuFamilyDecode, LinearAndGluMatchTheCpuBitForBit) {
         if (q8_0_blocks && k <= 8192) {
             const int64_t   n_ff2 = lowbit ? 640 : 416;
             const Quantized gu2 = quantized("gu2", type, k, 2 * n_ff2, 17), down = quantized("down", type, n_ff2, n, 18);
-            std::vector<float> chain[3][2];
-            for (int i = 0; i < 3; ++i) {
+            std::vector<float> chain[5][2];
+            for (int i = 0; i < 5; ++i) {
                 if (bes[i] == nullptr) continue;
                 for (const bool with_norm : {true, false}) {
                     Backend & be = *bes[i];
@@ -243,17 +249,21 @@ TEST_P(WebGpuFamilyDecode, LinearAndGluMatchTheCpuBitForBit) {
                 const std::string what = std::string(dtype_name(type)) + " K " + std::to_string(k) + " gate+up then down" +
                                          (nn == 0 ? " (norm)" : "");
                 expect_same_bits(chain[1][nn], chain[0][nn], what);
-                if (bes[2] != nullptr) expect_same_bits(chain[2][nn], chain[0][nn], what + " (family_acts=0)");
+                for (int i = 2; i < 5; ++i) {
+                    if (bes[i] != nullptr) expect_same_bits(chain[i][nn], chain[0][nn], what + arm_names[i]);
+                }
             }
         }
         const char * names[5] = {"linear", "glu relu2", "linear norm", "linear norm accumulate", "glu norm silu"};
         for (int o = 0; o < (k > 8192 ? 2 : 5); ++o) {
             expect_same_bits(outs[1][o], outs[0][o],
                              std::string(dtype_name(type)) + " K " + std::to_string(k) + " " + names[o]);
-            if (bes[2] != nullptr) {
-                expect_same_bits(outs[2][o], outs[0][o],
-                                 std::string(dtype_name(type)) + " K " + std::to_string(k) + " " + names[o] +
-                                     " (family_acts=0)");
+            for (int i = 2; i < 5; ++i) {
+                if (bes[i] != nullptr) {
+                    expect_same_bits(outs[i][o], outs[0][o],
+                                     std::string(dtype_name(type)) + " K " + std::to_string(k) + " " + names[o] +
+                                         arm_names[i]);
+                }
             }
         }
     }

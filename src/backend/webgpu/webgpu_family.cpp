@@ -365,6 +365,11 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
                            takes_q8_0(parts[0].type) && n_out % 32 == 0;
     bool           qout      = false;
     const uint32_t qout_wg   = std::max<uint32_t>(wg, std::min<uint32_t>(512, ctx_.limits().maxComputeInvocationsPerWorkgroup));
+    // The QOUT gate+up's threads and rows (WebGpuTuning::family_qout_wg, family_qout_rows; 0: qout_wg, 32).
+    const uint32_t glu_wg    = tune_.family_qout_wg != 0
+                                   ? std::min<uint32_t>(tune_.family_qout_wg, ctx_.limits().maxComputeInvocationsPerWorkgroup)
+                                   : qout_wg;
+    const uint32_t glu_rows  = std::max<uint32_t>(tune_.family_qout_rows, 32);
     // Blocks a matvec_q8_acts.wgsl lane loads at once: all of its blocks, up to 12 (Q8_0, twice the
     // words: 8), so a QOUT gate+up's 8 lanes per row wait for memory once (WebGpuTuning::family_acts_loads).
     auto lane_loads = [&](DType type, uint32_t lanes) {
@@ -412,11 +417,11 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
         auto need = [&] { return fixed + uint64_t{part.rows} * per * static_cast<uint64_t>(nt + 1) * 4; };
         // (QOUT: at least 32 rows, and 512 threads where the adapter has them, so that a gate+up
         // row keeps 8 lanes)
-        if (want_qout && !kq && qout_wg / per >= 32) {
+        if (want_qout && !kq && glu_wg / per >= glu_rows) {
             const uint32_t keep = part.rows;
             const uint64_t keep_fixed = fixed;
-            part.rows           = std::max<uint32_t>(part.rows, 32);
-            fixed               = acts_fixed(qout_wg);
+            part.rows           = std::max<uint32_t>(part.rows, glu_rows);
+            fixed               = acts_fixed(glu_wg);
             qout                = need() <= storage;
             if (!qout) part.rows = keep, fixed = keep_fixed;
         }
@@ -487,7 +492,8 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
         const int64_t nt = k / part.group;
         const double  wtype = takes_q8_0(part.type) ? static_cast<double>(matmul_wtype(part.type)) : 7.0;
         if (a_in != nullptr && takes_q8_0(part.type)) {  // matvec_q8_acts.wgsl
-            const uint32_t lanes = (qout || prologue ? qout_wg : wg) / (rows * per);
+            const uint32_t mv_wg = qout ? glu_wg : prologue ? qout_wg : wg;
+            const uint32_t lanes = mv_wg / (rows * per);
             const uint32_t loads = lane_loads(part.type, lanes);
             FamilyMatvec mv;
             mv.words = part.words;
@@ -496,7 +502,7 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
             mv.y = gpu_buffer(y);
             // (oacts without QOUT: a buffer no other binding has; nothing is written to it)
             mv.oacts = qout ? grown(fa_acts_[1], act_bytes(n_out / 32), "family q8_0 gate outputs") : mm_zero_norm_->get();
-            mv.wg = qout || prologue ? qout_wg : wg;
+            mv.wg = mv_wg;
             mv.rows = rows;
             mv.mrows = rows * per;
             mv.nb = u32(nb);

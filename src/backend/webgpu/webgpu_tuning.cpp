@@ -50,6 +50,8 @@ const std::vector<Field> & fields() {
         {"family_q1_sg", Kind::number, 0, 1, &T::family_q1_sg},
         {"family_acts_rows", Kind::pow2, 1, 128, &T::family_acts_rows},
         {"family_acts_loads", Kind::number, 0, 12, &T::family_acts_loads},
+        {"family_qout_wg", Kind::pow2_or_0, 64, 1024, &T::family_qout_wg},
+        {"family_qout_rows", Kind::pow2, 32, 128, &T::family_qout_rows},
         {"family_twice", Kind::number, 0, 127, &T::family_twice},
         {"head_i8_min_bytes", Kind::number, 0, k_max, &T::head_i8_min_bytes},
         {"family_head_i8", Kind::number, 0, 1, &T::family_head_i8},

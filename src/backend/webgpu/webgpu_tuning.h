@@ -55,6 +55,8 @@ struct WebGpuTuning {
                                        //    0: workgroup trees (log2 WG + 2 barriers)
     uint32_t family_acts_loads = 0;    // ... blocks a lane loads at once (1..12); 0: all of its blocks, at most 12
                                        //    (Q8_0: 8); before: 4
+    uint32_t family_qout_wg    = 0;    // threads of the QOUT gate+up (matvec_q8_acts.wgsl); 0: 512 where the adapter has them
+    uint32_t family_qout_rows  = 32;   // ... its output rows per workgroup (a multiple of 32: whole Q8_0 blocks)
     uint32_t family_twice      = 0;    // TEMPORARY timing aid (issue 54): one token's kernels of the classes in this
                                        //    bitmask recorded twice, a twin right before the real one (the tok/s lost
                                        //    is the class's live time in the chain): 1 the [q; k; v] matvec (ROPE),
