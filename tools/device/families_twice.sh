@@ -5,7 +5,8 @@
 # llama-3.2-1b Q4_0 and phi-3-mini Q4_0 with each ARMS entry (TERN_WEBGPU_TUNE values, "-": none;
 # default: none, then family_twice=1 2 4 8 16 32 one class at a time, then none again for the
 # drift), the models' arms interleaved. The tok/s lost to a class's twin is its time per token
-# (webgpu_tuning.h lists the classes). MODELS (default "llama phi3").
+# (webgpu_tuning.h lists the classes). MODELS (default "llama phi3"). TESTS: a gtest filter of
+# tern_webgpu_tests to run first (default none).
 # Carry .gl and .devicebin (tools/device/pack_devicebin.sh). Results: $OUT/families_twice.tgz.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -21,6 +22,11 @@ models=${MODELS:-llama phi3}
 . tools/device/device_env.sh
 export TERN_TEST_DATA_DIR=$PWD/tests/data TERN_PHI3_VOCAB=$PWD/tests/data/llama-vocab/ggml-vocab-phi-3.gguf
 SECONDS=0
+if [ -n "${TESTS-}" ]; then  # a gtest filter of tern_webgpu_tests run first (e.g. the arms' bit-exactness)
+    "$B/tern_webgpu_tests" --gtest_filter="$TESTS" > "$out/tests.txt" 2>&1
+    echo "tests ($TESTS) [${SECONDS}s]: $(grep -E '^\[  (PASSED|FAILED) ' "$out/tests.txt" | tr '\n' ' ')"
+    grep -E "first at|Failure" "$out/tests.txt" | head -6
+fi
 for m in $models; do
     case $m in llama) shape=llama-3.2-1b ;; phi3) shape=phi-3-mini ;; *) echo "unknown model $m"; exit 2 ;; esac
     "$B/tern" synth "$shape" --type q4_0 -o "/tmp/twice_$m.gguf" > /dev/null 2> "$out/synth_$m.err" ||

@@ -269,7 +269,9 @@ void WebGpuBackend::encode_family_matvec(const FamilyMatvec & mv, const FamilyRo
                             {"V_F16", rope && !rope->v_f16 ? 0.0 : 1.0},
                             {"PROLOGUE", mv.prologue ? 1.0 : 0.0},
                             {"NORM", mv.norm ? 1.0 : 0.0},
-                            {"QPT", static_cast<double>(mv.qpt)}}}};
+                            {"QPT", static_cast<double>(mv.qpt)},
+                            // (WebGpuTuning::family_acts_sg: the prologue's norm total by subgroups)
+                            {"Q8_TOTAL_SG", mv.prologue && tune_.family_acts_sg != 0 ? 1.0 : 0.0}}}};
     const WGPUBuffer bufs[] = {mv.words,
                                mv.scales,
                                mv.acts,
@@ -384,36 +386,38 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
     // A one-token matvec_q8_acts.wgsl that makes its input's blocks in each workgroup's prologue
     // (PROLOGUE: lib/quarters_q8_0.wgsl, one quarter or a few per invocation, NB <= WG) after its
     // lanes issued the loads of all their blocks, instead of act_q8_0.wgsl before it: one dispatch
-    // fewer. qout_wg threads, `rows` rows.
-    auto prologue_fits = [&](DType type, uint32_t rows) {
-        const uint32_t lanes = qout_wg / rows;
-        return T == 1 && lanes >= 1 && nb <= int64_t{qout_wg} && ceil_div(4 * nb, qout_wg) <= 4 &&
+    // fewer. `threads` threads, `rows` rows.
+    auto prologue_fits = [&](DType type, uint32_t threads, uint32_t rows) {
+        const uint32_t lanes = threads / rows;
+        return T == 1 && lanes >= 1 && nb <= int64_t{threads} && ceil_div(4 * nb, threads) <= 4 &&
                uint64_t{lane_loads(type, lanes)} * lanes >= static_cast<uint64_t>(nb) &&
-               acts_fixed(qout_wg) + uint64_t{rows} * static_cast<uint64_t>(nb + 1) * 4 <= storage;
+               acts_fixed(threads) + uint64_t{rows} * static_cast<uint64_t>(nb + 1) * 4 <= storage;
     };
     // A normed one-part matvec (the [q; k; v]) that way, 32 rows per workgroup (the prologue's cost is
     // per workgroup: H200 llama-3.2-1b Q4_0 tg64 1,458.0 tok/s with 32 rows, 1,433.7 with 64, 1,329.3
     // with 16 (and the gate+up's prologue) against 1,411.9 with act_q8_0; perf-log).
-    constexpr uint32_t k_prologue_rows = 32;
+    // (WebGpuTuning::family_qkv_rows, family_qkv_wg: its rows and threads; 0 threads: qout_wg)
+    const uint32_t qkv_rows = tune_.family_qkv_rows;
+    const uint32_t qkv_wg   = tune_.family_qkv_wg != 0 ? std::min<uint32_t>(tune_.family_qkv_wg, max_wg) : qout_wg;
     const bool qkv_prologue = acts && !glu_act && parts.size() == 1 && takes_q8_0(parts[0].type) &&
-                              in.norm != nullptr && k_prologue_rows <= qout_wg &&
-                              prologue_fits(parts[0].type, k_prologue_rows);
+                              in.norm != nullptr && qkv_rows <= qkv_wg &&
+                              prologue_fits(parts[0].type, qkv_wg, qkv_rows);
     for (Part & part : parts) {
         const bool     kq    = takes_q8_k(part.type);
         const int64_t  nt    = kq ? 9 * (k / 256) : k / part.group;
         const bool     pa    = acts && takes_q8_0(part.type);  // (matvec_q8_acts.wgsl)
         uint64_t       fixed = kq   ? static_cast<uint64_t>(k / 256) * 328 + uint64_t{wg} * 4
-                               : pa ? acts_fixed(qkv_prologue ? qout_wg : wg)
+                               : pa ? acts_fixed(qkv_prologue ? qkv_wg : wg)
                                     : static_cast<uint64_t>(nb) * 60 + uint64_t{wg} * 8;
         if (kq && (k % 256 != 0 || k / 256 * 8 > wg * 4)) return false;
         if (!kq && !pa && ceil_div(4 * nb, wg) > 8) return false;  // matvec_q8's prologue: 8 quarters per invocation
         // (WebGpuTuning::family_acts_rows; else family_rows, family_rows_long for rows of 4096 or
         // more values without the gate: the down projection, few rows with long prologues)
-        const uint32_t want = qkv_prologue ? k_prologue_rows
+        const uint32_t want = qkv_prologue ? qkv_rows
                               : pa         ? tune_.family_acts_rows
                               : !glu_act && k >= 4096 && tune_.family_rows_long != 0 ? tune_.family_rows_long
                                                                                      : tune_.family_rows;
-        part.rows = std::max<uint32_t>(1, std::min<uint32_t>(want, (qkv_prologue ? qout_wg : wg) / per));
+        part.rows = std::max<uint32_t>(1, std::min<uint32_t>(want, (qkv_prologue ? qkv_wg : wg) / per));
         auto need = [&] { return fixed + uint64_t{part.rows} * per * static_cast<uint64_t>(nt + 1) * 4; };
         // (QOUT: at least 32 rows, and 512 threads where the adapter has them, so that a gate+up
         // row keeps 8 lanes)
@@ -457,7 +461,8 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
                                    {{{"WG", static_cast<double>(act_wg)},
                                      {"NB", static_cast<double>(nb)},
                                      {"QPT", static_cast<double>(act_qpt)},
-                                     {"NORM", in.norm ? 1.0 : 0.0}}}};
+                                     {"NORM", in.norm ? 1.0 : 0.0},
+                                     {"Q8_TOTAL_SG", tune_.family_acts_sg != 0 ? 1.0 : 0.0}}}};
             const WGPUBuffer abufs[] = {gpu_buffer(in.x), nw, a_in};
             if (tune_.family_twice & 8) step_->dispatch(akey, abufs, &ap, sizeof ap, 1, u32(T));  // (TEMPORARY twin)
             step_->dispatch(akey, abufs, &ap, sizeof ap, 1, u32(T));
@@ -492,7 +497,7 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
         const int64_t nt = k / part.group;
         const double  wtype = takes_q8_0(part.type) ? static_cast<double>(matmul_wtype(part.type)) : 7.0;
         if (a_in != nullptr && takes_q8_0(part.type)) {  // matvec_q8_acts.wgsl
-            const uint32_t mv_wg = qout ? glu_wg : prologue ? qout_wg : wg;
+            const uint32_t mv_wg = qout ? glu_wg : prologue ? qkv_wg : wg;
             const uint32_t lanes = mv_wg / (rows * per);
             const uint32_t loads = lane_loads(part.type, lanes);
             FamilyMatvec mv;

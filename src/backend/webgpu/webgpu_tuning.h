@@ -57,6 +57,11 @@ struct WebGpuTuning {
                                        //    (Q8_0: 8); before: 4
     uint32_t family_qout_wg    = 0;    // threads of the QOUT gate+up (matvec_q8_acts.wgsl); 0: 512 where the adapter has them
     uint32_t family_qout_rows  = 32;   // ... its output rows per workgroup (a multiple of 32: whole Q8_0 blocks)
+    uint32_t family_qkv_rows   = 32;   // rows per workgroup of the normed [q; k; v] matvec_q8_acts.wgsl (PROLOGUE)
+    uint32_t family_qkv_wg     = 0;    // ... its threads; 0: 512 where the adapter has them
+    uint32_t family_acts_sg    = 0;    // 1: act_q8_0.wgsl's and the PROLOGUE's norm total by subgroup shuffles
+                                       //    where subgroups are 32 wide (lib/quarters_q8_0.wgsl Q8_TOTAL_SG, one
+                                       //    barrier); 0: the workgroup tree (log2 WG + 1 barriers)
     uint32_t family_twice      = 0;    // TEMPORARY timing aid (issue 54): one token's kernels of the classes in this
                                        //    bitmask recorded twice, a twin right before the real one (the tok/s lost
                                        //    is the class's live time in the chain): 1 the [q; k; v] matvec (ROPE),
