@@ -170,14 +170,10 @@ TEST_P(WebGpuFamilyDecode, LinearAndGluMatchTheCpuBitForBit) {
     const bool  q8_0_blocks = type == DType::q8_0 || type == DType::q4_0 || type == DType::q1_0 ||
                              type == DType::q2_0 || type == DType::pq2_0;
     const bool  q40_80 = type == DType::q8_0 || type == DType::q4_0;
-    // [3], [4]: the QOUT gate+up with 256 threads (and act_q8_0's norm total by subgroups where they
-    // are 32 wide), and with 1024 (the adapter's limit) over 64 rows (WebGpuTuning::family_qout_wg,
-    // family_qout_rows, family_acts_sg).
-    Backend *   bes[5] = {cpu.get(), gpu, q40_80 ? prologue_gpu() : nullptr,
-                          q40_80 ? test::tuned_webgpu("family_qout_wg=256,family_acts_sg=1") : nullptr,
-                          q40_80 ? test::tuned_webgpu("family_qout_wg=1024,family_qout_rows=64") : nullptr};
-    const char * arm_names[5] = {"", "", " (family_acts=0)", " (family_qout_wg=256, family_acts_sg=1)",
-                                 " (family_qout_wg=1024, 64 rows)"};
+    // [3]: act_q8_0's norm total by subgroups where they are 32 wide (WebGpuTuning::family_acts_sg).
+    Backend *   bes[4] = {cpu.get(), gpu, q40_80 ? prologue_gpu() : nullptr,
+                          q40_80 ? test::tuned_webgpu("family_acts_sg=1") : nullptr};
+    const char * arm_names[4] = {"", "", " (family_acts=0)", " (family_acts_sg=1)"};
     // Q1_0 / Q2_0 / PQ2_0 (groups of 128 / 64 / 128) run any number of tokens through it: three.
     const int64_t T      = lowbit ? 3 : 1;
     // (TQ1_0 / TQ2_0: blocks of 256, per-token int8 inputs, BitNet's kernels)
@@ -196,8 +192,8 @@ TEST_P(WebGpuFamilyDecode, LinearAndGluMatchTheCpuBitForBit) {
         auto            nv = gaussian(static_cast<size_t>(k), 14);
         const auto      y0 = gaussian(static_cast<size_t>(n * T), 15);
         const WeightSource nsrc{"norm", DType::f32, {k, 1, 1, 1}, {reinterpret_cast<const uint8_t *>(nv.data()), nv.size() * 4}};
-        std::vector<float> outs[5][5];
-        for (int i = 0; i < 5; ++i) {
+        std::vector<float> outs[4][5];
+        for (int i = 0; i < 4; ++i) {
             if (bes[i] == nullptr) continue;
             Backend & be = *bes[i];
             auto      w = be.load_linear({w_parts, kq ? size_t{2} : size_t{1}}), gu = be.load_linear({&gq.src, 1});
@@ -228,8 +224,8 @@ TEST_P(WebGpuFamilyDecode, LinearAndGluMatchTheCpuBitForBit) {
         if (q8_0_blocks && k <= 8192) {
             const int64_t   n_ff2 = lowbit ? 640 : 416;
             const Quantized gu2 = quantized("gu2", type, k, 2 * n_ff2, 17), down = quantized("down", type, n_ff2, n, 18);
-            std::vector<float> chain[5][2];
-            for (int i = 0; i < 5; ++i) {
+            std::vector<float> chain[4][2];
+            for (int i = 0; i < 4; ++i) {
                 if (bes[i] == nullptr) continue;
                 for (const bool with_norm : {true, false}) {
                     Backend & be = *bes[i];
@@ -251,7 +247,7 @@ TEST_P(WebGpuFamilyDecode, LinearAndGluMatchTheCpuBitForBit) {
                 const std::string what = std::string(dtype_name(type)) + " K " + std::to_string(k) + " gate+up then down" +
                                          (nn == 0 ? " (norm)" : "");
                 expect_same_bits(chain[1][nn], chain[0][nn], what);
-                for (int i = 2; i < 5; ++i) {
+                for (int i = 2; i < 4; ++i) {
                     if (bes[i] != nullptr) expect_same_bits(chain[i][nn], chain[0][nn], what + arm_names[i]);
                 }
             }
@@ -260,7 +256,7 @@ TEST_P(WebGpuFamilyDecode, LinearAndGluMatchTheCpuBitForBit) {
         for (int o = 0; o < (k > 8192 ? 2 : 5); ++o) {
             expect_same_bits(outs[1][o], outs[0][o],
                              std::string(dtype_name(type)) + " K " + std::to_string(k) + " " + names[o]);
-            for (int i = 2; i < 5; ++i) {
+            for (int i = 2; i < 4; ++i) {
                 if (bes[i] != nullptr) {
                     expect_same_bits(outs[i][o], outs[0][o],
                                      std::string(dtype_name(type)) + " K " + std::to_string(k) + " " + names[o] +

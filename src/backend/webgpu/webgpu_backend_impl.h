@@ -598,12 +598,6 @@ private:
         bool       norm_mode, k_f16, v_f16;
     };
     void encode_family_matvec(const FamilyMatvec & mv, const FamilyRope * rope);
-    // TEMPORARY timing aid (WebGpuTuning::family_twice): records mv's twin if class `cls` is selected
-    // (another layer's weights of the class, half the layers away, unless bit 64; an accumulating
-    // twin writes twice_y_). twice_seen_: each class's weights (words, scales) in the order met.
-    void family_twin(uint32_t cls, const FamilyMatvec & mv, const FamilyRope * rope);
-    std::vector<std::pair<WGPUBuffer, WGPUBuffer>> twice_seen_[6];
-    std::unique_ptr<GpuBuffer>                     twice_y_;
     // One token's [q; k; v] matvec_q8.wgsl of a Q1_0 / Q2_0 / PQ2_0 weight (GpuLinear), deferred like
     // fa_qkv_ so that the rope_kv_append right after it can record matvec_q1_qkv.wgsl instead (the
     // QK-norm, RoPE and cache stores in its epilogue; WebGpuTuning::family_q1_rope).

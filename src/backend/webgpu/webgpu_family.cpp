@@ -29,7 +29,6 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
-#include <tuple>
 
 namespace tern {
 namespace {
@@ -285,25 +284,6 @@ void WebGpuBackend::encode_family_matvec(const FamilyMatvec & mv, const FamilyRo
     step_->dispatch(key, bufs, &p, sizeof p, ceil_div(mv.n_rows, mv.rows), 1);
 }
 
-// TEMPORARY timing aid (WebGpuTuning::family_twice, issue 54): mv's twin, recorded right before mv
-// (the real one then overwrites what a non-accumulating twin wrote). A twin reads the weights of the
-// layer half the layers away in its class (read by the real kernels ~half a model ago or later:
-// not in L2), or with bit 64 the same weights; an accumulating twin adds into scratch (twice_y_).
-void WebGpuBackend::family_twin(uint32_t cls, const FamilyMatvec & mv, const FamilyRope * rope) {
-    if ((tune_.family_twice & cls) == 0) return;
-    auto &       seen = twice_seen_[std::countr_zero(cls)];
-    const auto   it   = std::find_if(seen.begin(), seen.end(), [&](const auto & e) { return e.first == mv.words; });
-    const size_t i    = it == seen.end() ? seen.size() : static_cast<size_t>(it - seen.begin());
-    if (it == seen.end()) seen.emplace_back(mv.words, mv.scales);
-    FamilyMatvec t = mv;
-    if ((tune_.family_twice & 64) == 0) std::tie(t.words, t.scales) = seen[(i + seen.size() / 2) % seen.size()];
-    if (mv.accumulate) {
-        t.y        = grown(twice_y_, static_cast<size_t>(mv.n_rows) * 4, "family_twice scratch");
-        t.y_offset = 0;
-    }
-    encode_family_matvec(t, rope);
-}
-
 // act_q8_0.wgsl (the input's norm and Q8_0 blocks, once) + matvec_q8_acts.wgsl (glu's gate in its
 // epilogue, glu_act) per part; with family_acts=0 matvec_q8.wgsl alone, that prologue in each
 // workgroup: instead of rms_norm + quantize_q8_0 + matmul (+ glu). Q4_0 / Q8_0
@@ -367,11 +347,6 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
                            takes_q8_0(parts[0].type) && n_out % 32 == 0;
     bool           qout      = false;
     const uint32_t qout_wg   = std::max<uint32_t>(wg, std::min<uint32_t>(512, ctx_.limits().maxComputeInvocationsPerWorkgroup));
-    // The QOUT gate+up's threads and rows (WebGpuTuning::family_qout_wg, family_qout_rows; 0: qout_wg, 32).
-    const uint32_t glu_wg    = tune_.family_qout_wg != 0
-                                   ? std::min<uint32_t>(tune_.family_qout_wg, ctx_.limits().maxComputeInvocationsPerWorkgroup)
-                                   : qout_wg;
-    const uint32_t glu_rows  = std::max<uint32_t>(tune_.family_qout_rows, 32);
     // Blocks a matvec_q8_acts.wgsl lane loads at once: all of its blocks, up to 12 (Q8_0, twice the
     // words: 8), so a QOUT gate+up's 8 lanes per row wait for memory once (WebGpuTuning::family_acts_loads).
     auto lane_loads = [&](DType type, uint32_t lanes) {
@@ -421,11 +396,11 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
         auto need = [&] { return fixed + uint64_t{part.rows} * per * static_cast<uint64_t>(nt + 1) * 4; };
         // (QOUT: at least 32 rows, and 512 threads where the adapter has them, so that a gate+up
         // row keeps 8 lanes)
-        if (want_qout && !kq && glu_wg / per >= glu_rows) {
+        if (want_qout && !kq && qout_wg / per >= 32) {
             const uint32_t keep = part.rows;
             const uint64_t keep_fixed = fixed;
-            part.rows           = std::max<uint32_t>(part.rows, glu_rows);
-            fixed               = acts_fixed(glu_wg);
+            part.rows           = std::max<uint32_t>(part.rows, 32);
+            fixed               = acts_fixed(qout_wg);
             qout                = need() <= storage;
             if (!qout) part.rows = keep, fixed = keep_fixed;
         }
@@ -464,7 +439,6 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
                                      {"NORM", in.norm ? 1.0 : 0.0},
                                      {"Q8_TOTAL_SG", tune_.family_acts_sg != 0 ? 1.0 : 0.0}}}};
             const WGPUBuffer abufs[] = {gpu_buffer(in.x), nw, a_in};
-            if (tune_.family_twice & 8) step_->dispatch(akey, abufs, &ap, sizeof ap, 1, u32(T));  // (TEMPORARY twin)
             step_->dispatch(akey, abufs, &ap, sizeof ap, 1, u32(T));
         }
     }
@@ -497,7 +471,7 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
         const int64_t nt = k / part.group;
         const double  wtype = takes_q8_0(part.type) ? static_cast<double>(matmul_wtype(part.type)) : 7.0;
         if (a_in != nullptr && takes_q8_0(part.type)) {  // matvec_q8_acts.wgsl
-            const uint32_t mv_wg = qout ? glu_wg : prologue ? qkv_wg : wg;
+            const uint32_t mv_wg = qout ? qout_wg : prologue ? qkv_wg : wg;
             const uint32_t lanes = mv_wg / (rows * per);
             const uint32_t loads = lane_loads(part.type, lanes);
             FamilyMatvec mv;
@@ -538,15 +512,9 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
             if (!glu_act && !accumulate && T == 1 && parts.size() == 1) {
                 fa_q1_  = {};
                 fa_qkv_ = mv;
-                step_->defer(mv.y, y0, [this, mv] {
-                    family_twin(1, mv, nullptr);
-                    encode_family_matvec(mv, nullptr);
-                });
+                step_->defer(mv.y, y0, [this, mv] { encode_family_matvec(mv, nullptr); });
                 continue;
             }
-            // (TEMPORARY twin: 16 gate+up, 4 the o-projection (the attention's blocks), 32 down)
-            family_twin(glu_act ? 16u : !accumulate ? 0u : a_in == (fa_acts_[2] ? fa_acts_[2]->get() : nullptr) ? 4u : 32u,
-                        mv, nullptr);
             encode_family_matvec(mv, nullptr);
             if (qout) fa_ready_ = {gpu_buffer(y), gpu_offset(y, 4), n_out, T, step_->serial(), mv.oacts};
             continue;
@@ -795,7 +763,6 @@ void WebGpuBackend::encode_family_rope_kv(const Tensor & q, const KvLayer & kv, 
                            gpu_offset(q, 4), u32(hd), u32(n_q), u32(n_kv), u32(pos0),
                            gpu_offset(kv.k, k_el), gpu_offset(kv.v, v_el), s.rope_mode == RopeMode::norm,
                            kv.k.type == DType::f16, kv.v.type == DType::f16};
-        family_twin(1, fa_qkv_, &r);  // (TEMPORARY twin)
         encode_family_matvec(fa_qkv_, &r);
         return;
     }

@@ -493,7 +493,6 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
                                    : stats_buffer();
     const WGPUBuffer bufs[] = {gpu_buffer(q),  gpu_buffer(kv.k), gpu_buffer(kv.v), gpu_buffer(out), acts,
                                pf_bufs[0],     pf_bufs[1],       pf_bufs[2],       pf_bufs[3]};
-    if (n_tok == 1 && (tune_.family_twice & 2)) step_->dispatch(key, bufs, &p, sizeof p, u32(s.n_head) + pf_groups, 1);  // (TEMPORARY twin)
     step_->dispatch(key, bufs, &p, sizeof p, u32(s.n_head) + pf_groups, u32(n_tok));
     if (stats_out) stats_written(out, out_slot);
     if (n_tok == 1) {

@@ -55,19 +55,11 @@ struct WebGpuTuning {
                                        //    0: workgroup trees (log2 WG + 2 barriers)
     uint32_t family_acts_loads = 0;    // ... blocks a lane loads at once (1..12); 0: all of its blocks, at most 12
                                        //    (Q8_0: 8); before: 4
-    uint32_t family_qout_wg    = 0;    // threads of the QOUT gate+up (matvec_q8_acts.wgsl); 0: 512 where the adapter has them
-    uint32_t family_qout_rows  = 32;   // ... its output rows per workgroup (a multiple of 32: whole Q8_0 blocks)
     uint32_t family_qkv_rows   = 32;   // rows per workgroup of the normed [q; k; v] matvec_q8_acts.wgsl (PROLOGUE)
     uint32_t family_qkv_wg     = 0;    // ... its threads; 0: 512 where the adapter has them
     uint32_t family_acts_sg    = 0;    // 1: act_q8_0.wgsl's and the PROLOGUE's norm total by subgroup shuffles
                                        //    where subgroups are 32 wide (lib/quarters_q8_0.wgsl Q8_TOTAL_SG, one
                                        //    barrier); 0: the workgroup tree (log2 WG + 1 barriers)
-    uint32_t family_twice      = 0;    // TEMPORARY timing aid (issue 54): one token's kernels of the classes in this
-                                       //    bitmask recorded twice, a twin right before the real one (the tok/s lost
-                                       //    is the class's live time in the chain): 1 the [q; k; v] matvec (ROPE),
-                                       //    2 attention, 4 the o-projection, 8 act_q8_0, 16 gate+up, 32 down. The
-                                       //    matvec twins read another layer's weights (half the layers away: not in
-                                       //    L2), 64: the same weights (L2-hot); accumulating twins write scratch
     // --- the LM head of one token: lm_head_i8_argmax.wgsl, argmax_exact.wgsl ---
     uint32_t head_i8_min_bytes = 64u << 20;  // greedy decoding streams an int8 copy of F16 heads this
                                              // large or larger (half the bytes; wider bounds)

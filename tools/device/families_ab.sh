@@ -1,22 +1,21 @@
 #!/usr/bin/env bash
-# Issue 54, TEMPORARY (goes with WebGpuTuning::family_twice): each kernel class's live time in one
-# token's dispatch chain, within BUDGET_S seconds of device time (default 160; later arms are skipped,
-# with a line saying so, once the budget is spent). Decode tg64 (--roofline) of the full synth
-# llama-3.2-1b Q4_0 and phi-3-mini Q4_0 with each ARMS entry (TERN_WEBGPU_TUNE values, "-": none;
-# default: none, then family_twice=1 2 4 8 16 32 one class at a time, then none again for the
-# drift), the models' arms interleaved. The tok/s lost to a class's twin is its time per token
-# (webgpu_tuning.h lists the classes). MODELS (default "llama phi3"). TESTS: a gtest filter of
-# tern_webgpu_tests to run first (default none).
-# Carry .gl and .devicebin (tools/device/pack_devicebin.sh). Results: $OUT/families_twice.tgz.
+# Issue 54, a lean A/B of tuning keys on the families' decode, within BUDGET_S seconds of device time
+# (default 160; later arms are skipped, with a line saying so, once the budget is spent): decode tg64
+# (--roofline) of the full synth llama-3.2-1b Q4_0 and phi-3-mini Q4_0 with each ARMS entry
+# (TERN_WEBGPU_TUNE values, "-": none; default "- -"), the models' arms interleaved, no profiles
+# (families_quick.sh runs the suites and profiles too). MODELS (default "llama phi3"). TESTS: a gtest
+# filter of tern_webgpu_tests to run first (e.g. the arms' bit-exactness; default none).
+# (Session 14 measured each kernel class's live time with it: docs/perf-log.md, family_twice.)
+# Carry .gl and .devicebin (tools/device/pack_devicebin.sh). Results: $OUT/families_ab.tgz.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 final=${OUT:-/tmp/out}
-out=/tmp/families_twice_out
+out=/tmp/families_ab_out
 rm -rf "$out"
 mkdir -p "$final" "$out"
-trap 'tar czf "$final/families_twice.tgz" -C "$out" .' EXIT
+trap 'tar czf "$final/families_ab.tgz" -C "$out" .' EXIT
 budget=${BUDGET_S:-160}
-arms=${ARMS:-- family_twice=1 family_twice=2 family_twice=4 family_twice=8 family_twice=16 family_twice=32 -}
+arms=${ARMS:-- -}
 models=${MODELS:-llama phi3}
 # shellcheck source=tools/device/device_env.sh
 . tools/device/device_env.sh
@@ -29,18 +28,18 @@ if [ -n "${TESTS-}" ]; then  # a gtest filter of tern_webgpu_tests run first (e.
 fi
 for m in $models; do
     case $m in llama) shape=llama-3.2-1b ;; phi3) shape=phi-3-mini ;; *) echo "unknown model $m"; exit 2 ;; esac
-    "$B/tern" synth "$shape" --type q4_0 -o "/tmp/twice_$m.gguf" > /dev/null 2> "$out/synth_$m.err" ||
+    "$B/tern" synth "$shape" --type q4_0 -o "/tmp/ab_$m.gguf" > /dev/null 2> "$out/synth_$m.err" ||
         echo "$m: synth failed: $(tail -1 "$out/synth_$m.err")"
 done
 i=0
 for tune in $arms; do
     i=$((i + 1))
     for m in $models; do
-        [ -f "/tmp/twice_$m.gguf" ] || continue
+        [ -f "/tmp/ab_$m.gguf" ] || continue
         [ "$SECONDS" -lt $((budget - 8)) ] || { echo "(skipped: ${SECONDS}s of ${budget}s spent) $m $tune"; continue; }
         t=$tune
         [ "$t" = - ] && t=
-        TERN_WEBGPU_TUNE=$t "$B/tern" bench --backend webgpu -m "/tmp/twice_$m.gguf" --roofline -p 0 -n 64 -r 2 \
+        TERN_WEBGPU_TUNE=$t "$B/tern" bench --backend webgpu -m "/tmp/ab_$m.gguf" --roofline -p 0 -n 64 -r 2 \
             > "$out/bench_${i}_$m.md" 2>&1
         echo "$m ${tune} [${SECONDS}s]: $(grep -E '\| tg64 ' "$out/bench_${i}_$m.md" |
             awk -F'|' '{print $8 "t/s |" $11 " disp/tok |" $12 " MB/tok |" $14 "% copy BW"}')"
