@@ -169,11 +169,7 @@ TEST_P(WebGpuFamilyDecode, LinearAndGluMatchTheCpuBitForBit) {
     auto        cpu    = lowbit ? make_cpu_reference_backend(2) : make_cpu_backend({2});
     const bool  q8_0_blocks = type == DType::q8_0 || type == DType::q4_0 || type == DType::q1_0 ||
                              type == DType::q2_0 || type == DType::pq2_0;
-    const bool  q40_80 = type == DType::q8_0 || type == DType::q4_0;
-    // [3]: act_q8_0's norm total by subgroups where they are 32 wide (WebGpuTuning::family_acts_sg).
-    Backend *   bes[4] = {cpu.get(), gpu, q40_80 ? prologue_gpu() : nullptr,
-                          q40_80 ? test::tuned_webgpu("family_acts_sg=1") : nullptr};
-    const char * arm_names[4] = {"", "", " (family_acts=0)", " (family_acts_sg=1)"};
+    Backend *   bes[3] = {cpu.get(), gpu, type == DType::q8_0 || type == DType::q4_0 ? prologue_gpu() : nullptr};
     // Q1_0 / Q2_0 / PQ2_0 (groups of 128 / 64 / 128) run any number of tokens through it: three.
     const int64_t T      = lowbit ? 3 : 1;
     // (TQ1_0 / TQ2_0: blocks of 256, per-token int8 inputs, BitNet's kernels)
@@ -192,8 +188,8 @@ TEST_P(WebGpuFamilyDecode, LinearAndGluMatchTheCpuBitForBit) {
         auto            nv = gaussian(static_cast<size_t>(k), 14);
         const auto      y0 = gaussian(static_cast<size_t>(n * T), 15);
         const WeightSource nsrc{"norm", DType::f32, {k, 1, 1, 1}, {reinterpret_cast<const uint8_t *>(nv.data()), nv.size() * 4}};
-        std::vector<float> outs[4][5];
-        for (int i = 0; i < 4; ++i) {
+        std::vector<float> outs[3][5];
+        for (int i = 0; i < 3; ++i) {
             if (bes[i] == nullptr) continue;
             Backend & be = *bes[i];
             auto      w = be.load_linear({w_parts, kq ? size_t{2} : size_t{1}}), gu = be.load_linear({&gq.src, 1});
@@ -224,8 +220,8 @@ TEST_P(WebGpuFamilyDecode, LinearAndGluMatchTheCpuBitForBit) {
         if (q8_0_blocks && k <= 8192) {
             const int64_t   n_ff2 = lowbit ? 640 : 416;
             const Quantized gu2 = quantized("gu2", type, k, 2 * n_ff2, 17), down = quantized("down", type, n_ff2, n, 18);
-            std::vector<float> chain[4][2];
-            for (int i = 0; i < 4; ++i) {
+            std::vector<float> chain[3][2];
+            for (int i = 0; i < 3; ++i) {
                 if (bes[i] == nullptr) continue;
                 for (const bool with_norm : {true, false}) {
                     Backend & be = *bes[i];
@@ -247,21 +243,17 @@ TEST_P(WebGpuFamilyDecode, LinearAndGluMatchTheCpuBitForBit) {
                 const std::string what = std::string(dtype_name(type)) + " K " + std::to_string(k) + " gate+up then down" +
                                          (nn == 0 ? " (norm)" : "");
                 expect_same_bits(chain[1][nn], chain[0][nn], what);
-                for (int i = 2; i < 4; ++i) {
-                    if (bes[i] != nullptr) expect_same_bits(chain[i][nn], chain[0][nn], what + arm_names[i]);
-                }
+                if (bes[2] != nullptr) expect_same_bits(chain[2][nn], chain[0][nn], what + " (family_acts=0)");
             }
         }
         const char * names[5] = {"linear", "glu relu2", "linear norm", "linear norm accumulate", "glu norm silu"};
         for (int o = 0; o < (k > 8192 ? 2 : 5); ++o) {
             expect_same_bits(outs[1][o], outs[0][o],
                              std::string(dtype_name(type)) + " K " + std::to_string(k) + " " + names[o]);
-            for (int i = 2; i < 4; ++i) {
-                if (bes[i] != nullptr) {
-                    expect_same_bits(outs[i][o], outs[0][o],
-                                     std::string(dtype_name(type)) + " K " + std::to_string(k) + " " + names[o] +
-                                         arm_names[i]);
-                }
+            if (bes[2] != nullptr) {
+                expect_same_bits(outs[2][o], outs[0][o],
+                                 std::string(dtype_name(type)) + " K " + std::to_string(k) + " " + names[o] +
+                                     " (family_acts=0)");
             }
         }
     }
@@ -582,10 +574,7 @@ TEST(WebGpuFamily, RopeKvAppendMatchesTheCpuBitForBit) {
 // it does the RoPE and the cache stores in its epilogue (ROPE: 1 dispatch instead of 3): llama's
 // "norm" pairs (head_dim 64, 6 heads over 2) and phi-3's NeoX pairs (head_dim 96, 5 heads over 1),
 // f32 and f16 caches, rope_freqs divisors and a frequency scale; a NeoX shape rotating 64 of 96 dims
-// takes the separate rope_kv_family.wgsl (2 dispatches). q and both caches' rows bit for bit, also with
-// 64 rows over 1024 threads (the adapter's limit) and 16 rows per workgroup, the prologue's norm total by
-// subgroups where they are 32 wide (WebGpuTuning::family_qkv_rows, family_qkv_wg, family_acts_sg;
-// 64 rows do not divide the NeoX shape's 672: it takes rope_kv_family.wgsl).
+// takes the separate rope_kv_family.wgsl (2 dispatches). q and both caches' rows bit for bit.
 TEST(WebGpuFamily, QkvMatvecWithRopeMatchesTheCpuBitForBit) {
     SKIP_WITHOUT_GPU();
     auto cpu = make_cpu_backend({2});
@@ -604,11 +593,9 @@ TEST(WebGpuFamily, QkvMatvecWithRopeMatchesTheCpuBitForBit) {
                 const auto      x = gaussian(static_cast<size_t>(k), 32, 2.0f), nv = gaussian(static_cast<size_t>(k), 33);
                 std::vector<float> factors(static_cast<size_t>(sh.n_rot / 2));
                 for (size_t i = 0; i < factors.size(); ++i) factors[i] = 1.0f + 0.29f * static_cast<float>(i);
-                std::vector<float> outs[4][3];
-                Backend *          bes[4] = {cpu.get(), gpu,
-                                             test::tuned_webgpu("family_qkv_rows=64,family_qkv_wg=1024,family_acts_sg=1"),
-                                             test::tuned_webgpu("family_qkv_rows=16,family_acts_sg=1")};
-                for (int i = 0; i < 4; ++i) {
+                std::vector<float> outs[2][3];
+                Backend *          bes[2] = {cpu.get(), gpu};
+                for (int i = 0; i < 2; ++i) {
                     Backend & be   = *bes[i];
                     auto      w    = be.load_linear({&wq.src, 1});
                     auto      norm = be.load_norm(f32_source("norm", nv)), wf = be.load_norm(f32_source("rope_freqs", factors));
@@ -636,12 +623,9 @@ TEST(WebGpuFamily, QkvMatvecWithRopeMatchesTheCpuBitForBit) {
                 const std::string what = std::string(dtype_name(type)) + (sh.mode == RopeMode::norm ? " norm" : " neox") +
                                          " head_dim " + std::to_string(sh.hd) + " n_rot " + std::to_string(sh.n_rot) +
                                          " " + std::string(dtype_name(cache));
-                for (int i = 1; i < 4; ++i) {
-                    const std::string arm = what + (i == 2 ? " (64 rows, 1024 threads)" : i == 3 ? " (16 rows)" : "");
-                    expect_same_bits(outs[i][0], outs[0][0], arm + " q");
-                    expect_same_bits(outs[i][1], outs[0][1], arm + " k cache");
-                    expect_same_bits(outs[i][2], outs[0][2], arm + " v cache");
-                }
+                expect_same_bits(outs[1][0], outs[0][0], what + " q");
+                expect_same_bits(outs[1][1], outs[0][1], what + " k cache");
+                expect_same_bits(outs[1][2], outs[0][2], what + " v cache");
             }
         }
     }

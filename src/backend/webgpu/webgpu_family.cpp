@@ -269,8 +269,9 @@ void WebGpuBackend::encode_family_matvec(const FamilyMatvec & mv, const FamilyRo
                             {"PROLOGUE", mv.prologue ? 1.0 : 0.0},
                             {"NORM", mv.norm ? 1.0 : 0.0},
                             {"QPT", static_cast<double>(mv.qpt)},
-                            // (WebGpuTuning::family_acts_sg: the prologue's norm total by subgroups)
-                            {"Q8_TOTAL_SG", mv.prologue && tune_.family_acts_sg != 0 ? 1.0 : 0.0}}}};
+                            // (the prologue's norm total by subgroup shuffles where they are 32 wide:
+                            // lib/quarters_q8_0.wgsl; as act_q8_0.wgsl's)
+                            {"Q8_TOTAL_SG", mv.prologue ? 1.0 : 0.0}}}};
     const WGPUBuffer bufs[] = {mv.words,
                                mv.scales,
                                mv.acts,
@@ -361,38 +362,38 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
     // A one-token matvec_q8_acts.wgsl that makes its input's blocks in each workgroup's prologue
     // (PROLOGUE: lib/quarters_q8_0.wgsl, one quarter or a few per invocation, NB <= WG) after its
     // lanes issued the loads of all their blocks, instead of act_q8_0.wgsl before it: one dispatch
-    // fewer. `threads` threads, `rows` rows.
-    auto prologue_fits = [&](DType type, uint32_t threads, uint32_t rows) {
-        const uint32_t lanes = threads / rows;
-        return T == 1 && lanes >= 1 && nb <= int64_t{threads} && ceil_div(4 * nb, threads) <= 4 &&
+    // fewer. qout_wg threads, `rows` rows.
+    auto prologue_fits = [&](DType type, uint32_t rows) {
+        const uint32_t lanes = qout_wg / rows;
+        return T == 1 && lanes >= 1 && nb <= int64_t{qout_wg} && ceil_div(4 * nb, qout_wg) <= 4 &&
                uint64_t{lane_loads(type, lanes)} * lanes >= static_cast<uint64_t>(nb) &&
-               acts_fixed(threads) + uint64_t{rows} * static_cast<uint64_t>(nb + 1) * 4 <= storage;
+               acts_fixed(qout_wg) + uint64_t{rows} * static_cast<uint64_t>(nb + 1) * 4 <= storage;
     };
     // A normed one-part matvec (the [q; k; v]) that way, 32 rows per workgroup (the prologue's cost is
     // per workgroup: H200 llama-3.2-1b Q4_0 tg64 1,458.0 tok/s with 32 rows, 1,433.7 with 64, 1,329.3
     // with 16 (and the gate+up's prologue) against 1,411.9 with act_q8_0; perf-log).
-    // (WebGpuTuning::family_qkv_rows, family_qkv_wg: its rows and threads; 0 threads: qout_wg)
-    const uint32_t qkv_rows = tune_.family_qkv_rows;
-    const uint32_t qkv_wg   = tune_.family_qkv_wg != 0 ? std::min<uint32_t>(tune_.family_qkv_wg, max_wg) : qout_wg;
+    // (H200 session 14: 64 rows 1,435.7 / 501.1 tok/s on llama-3.2-1b / phi-3-mini, 16 rows 1,424.0 /
+    // 503.4, against 1,460.1 / 528.5 with 32.)
+    constexpr uint32_t k_prologue_rows = 32;
     const bool qkv_prologue = acts && !glu_act && parts.size() == 1 && takes_q8_0(parts[0].type) &&
-                              in.norm != nullptr && qkv_rows <= qkv_wg &&
-                              prologue_fits(parts[0].type, qkv_wg, qkv_rows);
+                              in.norm != nullptr && k_prologue_rows <= qout_wg &&
+                              prologue_fits(parts[0].type, k_prologue_rows);
     for (Part & part : parts) {
         const bool     kq    = takes_q8_k(part.type);
         const int64_t  nt    = kq ? 9 * (k / 256) : k / part.group;
         const bool     pa    = acts && takes_q8_0(part.type);  // (matvec_q8_acts.wgsl)
         uint64_t       fixed = kq   ? static_cast<uint64_t>(k / 256) * 328 + uint64_t{wg} * 4
-                               : pa ? acts_fixed(qkv_prologue ? qkv_wg : wg)
+                               : pa ? acts_fixed(qkv_prologue ? qout_wg : wg)
                                     : static_cast<uint64_t>(nb) * 60 + uint64_t{wg} * 8;
         if (kq && (k % 256 != 0 || k / 256 * 8 > wg * 4)) return false;
         if (!kq && !pa && ceil_div(4 * nb, wg) > 8) return false;  // matvec_q8's prologue: 8 quarters per invocation
         // (WebGpuTuning::family_acts_rows; else family_rows, family_rows_long for rows of 4096 or
         // more values without the gate: the down projection, few rows with long prologues)
-        const uint32_t want = qkv_prologue ? qkv_rows
+        const uint32_t want = qkv_prologue ? k_prologue_rows
                               : pa         ? tune_.family_acts_rows
                               : !glu_act && k >= 4096 && tune_.family_rows_long != 0 ? tune_.family_rows_long
                                                                                      : tune_.family_rows;
-        part.rows = std::max<uint32_t>(1, std::min<uint32_t>(want, (qkv_prologue ? qkv_wg : wg) / per));
+        part.rows = std::max<uint32_t>(1, std::min<uint32_t>(want, (qkv_prologue ? qout_wg : wg) / per));
         auto need = [&] { return fixed + uint64_t{part.rows} * per * static_cast<uint64_t>(nt + 1) * 4; };
         // (QOUT: at least 32 rows, and 512 threads where the adapter has them, so that a gate+up
         // row keeps 8 lanes)
@@ -437,7 +438,11 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
                                      {"NB", static_cast<double>(nb)},
                                      {"QPT", static_cast<double>(act_qpt)},
                                      {"NORM", in.norm ? 1.0 : 0.0},
-                                     {"Q8_TOTAL_SG", tune_.family_acts_sg != 0 ? 1.0 : 0.0}}}};
+                                     // The norm's total by subgroup shuffles where they are 32 wide (one
+                                     // barrier instead of the workgroup tree's log2 WG + 1; same bits; H200
+                                     // tg64 llama-3.2-1b Q4_0 1,478.4 vs 1,460.1 tok/s, phi-3-mini 543.5 vs
+                                     // 528.5 with the [q; k; v] prologue's alike; lib/quarters_q8_0.wgsl)
+                                     {"Q8_TOTAL_SG", 1.0}}}};
             const WGPUBuffer abufs[] = {gpu_buffer(in.x), nw, a_in};
             step_->dispatch(akey, abufs, &ap, sizeof ap, 1, u32(T));
         }
@@ -471,8 +476,7 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
         const int64_t nt = k / part.group;
         const double  wtype = takes_q8_0(part.type) ? static_cast<double>(matmul_wtype(part.type)) : 7.0;
         if (a_in != nullptr && takes_q8_0(part.type)) {  // matvec_q8_acts.wgsl
-            const uint32_t mv_wg = qout ? qout_wg : prologue ? qkv_wg : wg;
-            const uint32_t lanes = mv_wg / (rows * per);
+            const uint32_t lanes = (qout || prologue ? qout_wg : wg) / (rows * per);
             const uint32_t loads = lane_loads(part.type, lanes);
             FamilyMatvec mv;
             mv.words = part.words;
@@ -481,7 +485,7 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
             mv.y = gpu_buffer(y);
             // (oacts without QOUT: a buffer no other binding has; nothing is written to it)
             mv.oacts = qout ? grown(fa_acts_[1], act_bytes(n_out / 32), "family q8_0 gate outputs") : mm_zero_norm_->get();
-            mv.wg = mv_wg;
+            mv.wg = qout || prologue ? qout_wg : wg;
             mv.rows = rows;
             mv.mrows = rows * per;
             mv.nb = u32(nb);

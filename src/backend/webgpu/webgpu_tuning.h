@@ -55,11 +55,6 @@ struct WebGpuTuning {
                                        //    0: workgroup trees (log2 WG + 2 barriers)
     uint32_t family_acts_loads = 0;    // ... blocks a lane loads at once (1..12); 0: all of its blocks, at most 12
                                        //    (Q8_0: 8); before: 4
-    uint32_t family_qkv_rows   = 32;   // rows per workgroup of the normed [q; k; v] matvec_q8_acts.wgsl (PROLOGUE)
-    uint32_t family_qkv_wg     = 0;    // ... its threads; 0: 512 where the adapter has them
-    uint32_t family_acts_sg    = 0;    // 1: act_q8_0.wgsl's and the PROLOGUE's norm total by subgroup shuffles
-                                       //    where subgroups are 32 wide (lib/quarters_q8_0.wgsl Q8_TOTAL_SG, one
-                                       //    barrier); 0: the workgroup tree (log2 WG + 1 barriers)
     // --- the LM head of one token: lm_head_i8_argmax.wgsl, argmax_exact.wgsl ---
     uint32_t head_i8_min_bytes = 64u << 20;  // greedy decoding streams an int8 copy of F16 heads this
                                              // large or larger (half the bytes; wider bounds)

@@ -9,9 +9,9 @@
 //   workgroup's halving tree (blocks_total: NB <= WG); the mean and root correctly rounded
 //   (inv_rms_from); h = (x nw) inv. Then each quarter's max |h|, the block's by exchanges (a max is
 //   exact in any order), d = amax / 127, id = 1 / d, the codes roundf(h id) (lib/acts_q8_0.wgsl).
-// With Q8_TOTAL_SG (the host sets it only where SG32 holds) the block sums' total is each subgroup's
-// from workgroup memory (lib/sum_squares.wgsl's blocks_total_team: the same halving order, zero
-// padding to 256 blocks instead of WG, so the same bits; NB <= 256): one barrier instead of the
+// With Q8_TOTAL_SG (in effect only where SG32 holds and NB <= 256) the block sums' total is each
+// subgroup's from workgroup memory (lib/sum_squares.wgsl's blocks_total_team: the same halving
+// order, zero padding to 256 blocks instead of WG, so the same bits): one barrier instead of the
 // workgroup tree's log2(WG) + 1.
 // The including kernel declares `override WG` (a power of two), `override NB`, `override QPT`
 // (ceil(4 NB / WG), at most 8), `override NORM`, the bindings `x`, `nw` (array<f32>) and a uniform
