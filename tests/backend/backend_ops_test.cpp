@@ -653,6 +653,42 @@ TEST_P(BackendOps, AttentionOverALongCacheMatchesReference) {
     }
 }
 
+// One token over 2B4T's attention shape (20 query heads on 5 KV heads, head dim 128) at the depths
+// around the blocks of 16 / 32 positions and the superblock's end, f16 and f32 caches: the fast
+// kernels' one-thread jobs walk the KV heads in order and ask for the next head's rows while they sum
+// this one's (CacheView::next_first), the threaded ones split the heads; every output bit for bit.
+TEST_P(BackendOps, AttentionAtTheDecodeShapeMatchesReference) {
+    for (const int64_t pos0 : {0, 30, 32, 510, 512, 999}) {
+        SCOPED_TRACE("depth " + std::to_string(pos0 + 1));
+        Rand                 r(17);
+        const AttentionShape shape{20, 5, 128, 128, 500000.0f, 1.0f / std::sqrt(128.0f)};
+        const int64_t        n_q = 20 * 128, n_kv = 5 * 128, n_ctx = pos0 + 1;
+        std::vector<float>   kc(static_cast<size_t>(n_kv * n_ctx)), vc(kc.size()), q(static_cast<size_t>(n_q));
+        for (auto & v : kc) v = r.normal(1.0f);
+        for (auto & v : vc) v = r.normal(1.0f);
+        for (auto & v : q) v = r.normal(0.7f);
+        for (DType cache : {DType::f16, DType::f32}) {
+            std::vector<uint8_t> kb(dtype_tensor_bytes(cache, n_kv, static_cast<int64_t>(kc.size()))), vb(kb.size());
+            quantize_row(cache, kc.data(), kb.data(), static_cast<int64_t>(kc.size()));
+            quantize_row(cache, vc.data(), vb.data(), static_cast<int64_t>(vc.size()));
+            std::vector<float> outs[2];
+            Backend *          bs[2] = {ref_.get(), be_.get()};
+            for (int i = 0; i < 2; ++i) {
+                auto kt = alloc_tensor(*bs[i], cache, {n_kv, n_ctx, 1, 1}, "k");
+                auto vt = alloc_tensor(*bs[i], cache, {n_kv, n_ctx, 1, 1}, "v");
+                auto qt = alloc_tensor(*bs[i], DType::f32, {n_q, 1, 1, 1}, "q");
+                auto ot = alloc_tensor(*bs[i], DType::f32, {n_q, 1, 1, 1}, "out");
+                bs[i]->write(kt.tensor, kb.data(), kb.size());
+                bs[i]->write(vt.tensor, vb.data(), vb.size());
+                bs[i]->write(qt.tensor, q.data(), q.size() * 4);
+                bs[i]->attention(ot.tensor, qt.tensor, {kt.tensor, vt.tensor}, shape, pos0);
+                outs[i] = read_f32(*bs[i], ot.tensor);
+            }
+            expect_close(outs[1], outs[0], tol_.attention, cache == DType::f16 ? "f16 cache" : "f32 cache");
+        }
+    }
+}
+
 // The composite ops with a norm in their LinearInput (linear, linear_glu, linear_qkv, output_head
 // with ids) on the backend against the CPU's unfused ops. One token takes the WebGPU decode kernels (norm in
 // the matmul prologue, head with the first argmax stage); three tokens and TQ2_0's scale groups

@@ -230,6 +230,92 @@ TEST_P(CpuKernels, RopeAndF16MatchTheReference) {
     for (size_t i = 0; i < f.size(); ++i) ASSERT_EQ(h[i], fp32_to_fp16(f[i])) << f[i];
 }
 
+// One query's attention over one KV head, as the fast backend calls it for a superblock (attention_cache
+// where the set has it, else attention_prepare + attention), against the reference's operations
+// (CpuBackend::attend on one superblock): dot_blocked16 scores, exp_fixed, sum_positions, probabilities
+// rounded to f16 against an f16 V, P.V in the position order. Depths around the blocks of 16 and 32
+// positions and the superblock's end, 1-5 query heads per KV head (the kernels take 4 at a time),
+// head dims 16 / 48 / 128, each of K and V f16 or f32, the head at an offset in a row of three heads
+// with and without the next head's prefetch hint (next_first), and scores large enough that exp_fixed
+// meets its underflow; every output, maximum and sum bit for bit.
+TEST_P(CpuKernels, AttentionMatchesTheReference) {
+    const std::vector<int64_t> depths = emulated() ? std::vector<int64_t>{1, 17, 33, 100, 512}
+                                                   : std::vector<int64_t>{1, 2, 15, 16, 17, 31, 32, 33, 63, 64, 100, 128, 255, 511, 512};
+    for (const int64_t hd : {128, 48, 16}) {
+        const int64_t stride = 3 * hd, first = hd;
+        for (const int64_t n : depths) {
+            std::vector<float> kf(static_cast<size_t>(stride * n)), vf(kf.size());
+            for (auto & x : kf) x = normal(hd == 16 ? 6.0f : 1.0f);
+            for (auto & x : vf) x = normal();
+            std::vector<uint16_t> kh(kf.size()), vh(vf.size());
+            for (size_t i = 0; i < kf.size(); ++i) {
+                kh[i] = fp32_to_fp16(kf[i]);
+                vh[i] = fp32_to_fp16(vf[i]);
+            }
+            for (const int64_t G : {4, 1, 3, 5}) {
+                std::vector<float> q(static_cast<size_t>(G * hd));
+                for (auto & x : q) x = normal(0.7f);
+                const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+                for (int f16 = 0; f16 < 4; ++f16) {
+                    const bool k_f16 = (f16 & 1) != 0, v_f16 = (f16 & 2) != 0;
+                    // The reference.
+                    std::vector<float> want(q.size()), want_m(static_cast<size_t>(G)), want_l(want_m.size());
+                    for (int64_t g = 0; g < G; ++g) {
+                        std::vector<float> qh(static_cast<size_t>(hd)), row(qh.size()), sc(static_cast<size_t>(n));
+                        for (int64_t d = 0; d < hd; ++d) qh[d] = k_f16 ? round_to_fp16(q[g * hd + d]) : q[g * hd + d];
+                        float mx = -std::numeric_limits<float>::infinity();
+                        for (int64_t p = 0; p < n; ++p) {
+                            for (int64_t d = 0; d < hd; ++d) {
+                                const size_t at = static_cast<size_t>(p * stride + first + d);
+                                row[d]          = k_f16 ? fp16_to_fp32(kh[at]) : kf[at];
+                            }
+                            sc[p] = cpu::dot_blocked16(qh.data(), row.data(), hd) * scale;
+                            mx    = std::max(mx, sc[p]);
+                        }
+                        for (auto & x : sc) x = cpu::exp_fixed(x - mx);
+                        const float l = cpu::sum_positions(sc.data(), n), inv = 1.0f / l;
+                        for (auto & x : sc) x = v_f16 ? round_to_fp16(x * inv) : x * inv;
+                        cpu::PositionSum pv(static_cast<size_t>(hd));
+                        for (int64_t p = 0; p < n; ++p) {
+                            for (int64_t d = 0; d < hd; ++d) {
+                                const size_t at = static_cast<size_t>(p * stride + first + d);
+                                row[d]          = sc[p] * (v_f16 ? fp16_to_fp32(vh[at]) : vf[at]);
+                            }
+                            pv.add(p, row.data());
+                        }
+                        pv.finish(n, want.data() + g * hd);
+                        want_m[g] = mx;
+                        want_l[g] = l;
+                    }
+                    for (const int64_t next : {int64_t{-1}, 2 * hd}) {
+                        std::vector<float> out(q.size(), -1.0f), m(static_cast<size_t>(G)), l(m.size());
+                        std::vector<float> scratch(static_cast<size_t>(G * (n + 16) + G * hd));
+                        const void *       kp = k_f16 ? static_cast<const void *>(kh.data()) : kf.data();
+                        const void *       vp = v_f16 ? static_cast<const void *>(vh.data()) : vf.data();
+                        const cpu::CacheView    c{kp, vp, k_f16, v_f16, stride, first, hd, next};
+                        const cpu::AttentionJob job{q.data(), G, n, scale, out.data(), m.data(), l.data()};
+                        if (k_->attention_cache != nullptr) {
+                            k_->attention_cache(c, job, scratch.data());
+                        } else {
+                            std::vector<float> kt(static_cast<size_t>((n + 15) / 16 * 16 * hd)), v(static_cast<size_t>(n * hd));
+                            k_->attention_prepare(c, n, kt.data(), v.data());
+                            k_->attention({kt.data(), v.data(), hd, k_f16, v_f16}, job, scratch.data());
+                        }
+                        const std::string at = "hd " + std::to_string(hd) + " n " + std::to_string(n) + " G " + std::to_string(G) +
+                                               (k_f16 ? " f16 K" : " f32 K") + (v_f16 ? " f16 V" : " f32 V") +
+                                               (next >= 0 ? " next" : "");
+                        for (size_t i = 0; i < out.size(); ++i) ASSERT_EQ(bits(out[i]), bits(want[i])) << at << " out " << i;
+                        for (int64_t g = 0; g < G; ++g) {
+                            ASSERT_EQ(bits(m[g]), bits(want_m[g])) << at << " max " << g;
+                            ASSERT_EQ(bits(l[g]), bits(want_l[g])) << at << " sum " << g;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 // The activation epilogue, SiLU's exp_fixed included: a sweep of every 4099th f32 (every 127069th
 // under emulation) plus edges.
 TEST_P(CpuKernels, GateActivationsMatchTheReference) {

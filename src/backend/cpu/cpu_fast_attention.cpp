@@ -185,6 +185,11 @@ void CpuFastBackend::attention(const Tensor & out, const Tensor & q, const KvLay
             cpu::AttentionJob job{qp + t * n_q + h0 * hd, g1 - g0, pos0 + t + 1, s.scale, op + t * n_q + h0 * hd};
             if (k_.attention_cache != nullptr) {
                 head.first = kvh * hd;
+                // The KV head of this thread's next item, where it is another one: the kernel asks for
+                // its K while it sums this one's P.V (decoding finds each layer's cache in DRAM). Not
+                // past one superblock: the next head's rows would be asked for superblocks before use.
+                const int64_t next = i + (g1 - g0), next_kvh = next / (n_tok * group);
+                head.next_first = next < i1 && next_kvh != kvh && job.n_pos <= cpu::k_pos_super ? next_kvh * hd : -1;
                 run_by_superblocks(job, hd, sc.sup, [&](int64_t s0, const cpu::AttentionJob & j) {
                     k_.attention_cache(shifted(head, s0), j, sc.att.data());
                 });

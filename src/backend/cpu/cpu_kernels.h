@@ -148,6 +148,7 @@ struct CacheView {
     const void * v = nullptr;
     bool         f16_k = false, f16_v = false;
     int64_t      stride = 0, first = 0, head_dim = 0;
+    int64_t      next_first = -1;  // where >= 0: the column of the KV head this thread attends next (a prefetch hint)
 };
 
 // One row of an F16 head's int8 copy (cpu_fast_head.cpp): s = max |e| / 127, q = round(e / s)

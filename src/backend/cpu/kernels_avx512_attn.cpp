@@ -6,13 +6,15 @@
 // per vector of doubles for the exact head.
 #include "backend/cpu/simd_avx512.h"
 
+#include <cstdlib>
+
 namespace tern::cpu {
 namespace {
 
 using namespace avx512;
 
 // In place: r[j] lane i <- r[i] lane j.
-inline void transpose16(__m512 r[16]) {
+__attribute__((always_inline)) inline void transpose16(__m512 r[16]) {
     __m512 t[16];
     for (int i = 0; i < 8; ++i) {
         t[2 * i]     = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
@@ -260,8 +262,256 @@ void attention(const AttentionKv & kv, const AttentionJob & job, float * scratch
                    scratch);
 }
 
+// ------------------------------------------------------------------------- one head from the cache
+// attention_cache: the cache's element types as template arguments (TK, TV: uint16_t for f16, float),
+// K transposed in registers, and where both factors of a product are f16 values (q rounded to f16
+// against an f16 K, the probabilities rounded to f16 against an f16 V) the product is exact in f32
+// (11 x 11 significant bits, exponents far inside f32's range), so s + q k rounds once either way:
+// one FMA instead of the reference's product then sum, the same bits.
+
+template <class T> inline __m512 cache16(const T * p) {
+    if constexpr (sizeof(T) == 2) {
+        return load_f16(reinterpret_cast<const uint16_t *>(p));
+    } else {
+        return _mm512_loadu_ps(reinterpret_cast<const float *>(p));
+    }
+}
+
+// s + a b: fused where a b is exact (see above), else the product rounded, then the sum.
+template <bool EXACT> inline __m512 mul_add(__m512 a, __m512 b, __m512 s) {
+    if constexpr (EXACT) {
+        return _mm512_fmadd_ps(a, b, s);
+    } else {
+        return _mm512_add_ps(s, _mm512_mul_ps(a, b));
+    }
+}
+
+// The head's rows in the cache: K and V of position p start at k + p * stride (v likewise), and the
+// K of the KV head this thread attends next (kn, null if none) for prefetching.
+template <class TK, class TV> struct HeadRows {
+    const TK * k;
+    const TV * v;
+    const TK * kn;
+    int64_t    stride, n;
+};
+
+// Up to 64 bytes per line: the lines of dimensions [d0, d0 + n_dims) of a row at p.
+template <class T> inline void prefetch_dims(const T * p, int64_t n_dims) {
+    for (int64_t o = 0; o < n_dims * static_cast<int64_t>(sizeof(T)); o += 64) _mm_prefetch(reinterpret_cast<const char *>(p) + o, _MM_HINT_T0);
+}
+
+// Scores of GN <= 4 heads, 16 positions per vector (cpu::dot_blocked16's order, as scores_heads).
+// Prefetched as it goes: K two blocks ahead (the line of each row at d0), and with PF_V this block's V
+// lines (P.V reads them next).
+template <int GN, class TK, class TV, bool PF_V>
+void scores_rows(const HeadRows<TK, TV> & h, int64_t hd, const float * qh, float scale, float * scores, int64_t ld) {
+    constexpr bool    exact = sizeof(TK) == 2;
+    constexpr int64_t k_line = 64 / sizeof(TK), v_line = 64 / sizeof(TV);  // dimensions per 64-byte line
+    const int64_t     n = h.n;
+    for (int64_t b = 0; b * 16 < n; ++b) {
+        const TK * rows[16];
+        for (int64_t j = 0; j < 16; ++j) rows[j] = h.k + (b * 16 + j < n ? b * 16 + j : n - 1) * h.stride;  // padding lanes repeat the last
+        const int64_t n_ahead = n - (b + 2) * 16 < 16 ? n - (b + 2) * 16 : 16;  // rows two blocks ahead
+        const int64_t n_here  = n - b * 16 < 16 ? n - b * 16 : 16;
+        __m512        acc[GN];
+        for (int g = 0; g < GN; ++g) acc[g] = _mm512_setzero_ps();
+        for (int64_t d0 = 0; d0 < hd; d0 += 16) {
+            if (d0 % k_line == 0) {
+                for (int64_t j = 0; j < n_ahead; ++j) _mm_prefetch(reinterpret_cast<const char *>(h.k + ((b + 2) * 16 + j) * h.stride + d0), _MM_HINT_T0);
+            }
+            if (PF_V && d0 % v_line == 0) {
+                for (int64_t j = 0; j < n_here; ++j) _mm_prefetch(reinterpret_cast<const char *>(h.v + (b * 16 + j) * h.stride + d0), _MM_HINT_T0);
+            }
+            __m512 k[16];
+#pragma GCC unroll 16
+            for (int j = 0; j < 16; ++j) k[j] = cache16(rows[j] + d0);
+            transpose16(k);
+#pragma GCC unroll 4
+            for (int g = 0; g < GN; ++g) {
+                __m512 s = _mm512_setzero_ps();
+#pragma GCC unroll 16
+                for (int j = 0; j < 16; ++j) s = mul_add<exact>(_mm512_set1_ps(qh[g * hd + d0 + j]), k[j], s);
+                acc[g] = _mm512_add_ps(acc[g], s);
+            }
+        }
+        for (int g = 0; g < GN; ++g) _mm512_storeu_ps(scores + g * ld + b * 16, _mm512_mul_ps(acc[g], _mm512_set1_ps(scale)));
+    }
+}
+
+// P . V for GN heads and DN * 16 dimensions from d0 (pv_heads' order), V 32 positions ahead
+// prefetched; with PF_KN the next KV head's K row of each position at the same dimensions.
+template <int GN, int DN, class TK, class TV, bool PF_KN>
+void pv_rows(const HeadRows<TK, TV> & h, int64_t hd, const float * probs, int64_t ld, int64_t d0, float * out) {
+    constexpr bool exact = sizeof(TV) == 2;
+    const int64_t  n     = h.n;
+    __m512         super[GN][DN], total[GN][DN];
+    for (int g = 0; g < GN; ++g) {
+        for (int i = 0; i < DN; ++i) super[g][i] = total[g][i] = _mm512_setzero_ps();
+    }
+    for (int64_t p0 = 0; p0 < n; p0 += 32) {
+        const int64_t pe = p0 + 32 < n ? p0 + 32 : n;
+        __m512        blk[GN][DN];
+#pragma GCC unroll 16
+        for (int g = 0; g < GN; ++g) {
+#pragma GCC unroll 4
+            for (int i = 0; i < DN; ++i) blk[g][i] = _mm512_setzero_ps();
+        }
+        for (int64_t p = p0; p < pe; ++p) {
+            const TV * row = h.v + p * h.stride + d0;
+            if (p + 32 < n) prefetch_dims(row + 32 * h.stride, DN * 16);
+            if (PF_KN) prefetch_dims(h.kn + p * h.stride + d0, DN * 16);
+            __m512 v[DN];
+#pragma GCC unroll 4
+            for (int i = 0; i < DN; ++i) v[i] = cache16(row + 16 * i);
+#pragma GCC unroll 4
+            for (int g = 0; g < GN; ++g) {
+                const __m512 pb = _mm512_set1_ps(probs[g * ld + p]);
+#pragma GCC unroll 4
+                for (int i = 0; i < DN; ++i) blk[g][i] = mul_add<exact>(pb, v[i], blk[g][i]);
+            }
+        }
+        for (int g = 0; g < GN; ++g) {
+            for (int i = 0; i < DN; ++i) super[g][i] = _mm512_add_ps(super[g][i], blk[g][i]);
+        }
+        if (pe % 512 == 0) {
+            for (int g = 0; g < GN; ++g) {
+                for (int i = 0; i < DN; ++i) {
+                    total[g][i] = _mm512_add_ps(total[g][i], super[g][i]);
+                    super[g][i] = _mm512_setzero_ps();
+                }
+            }
+        }
+    }
+    for (int g = 0; g < GN; ++g) {
+        for (int i = 0; i < DN; ++i) _mm512_storeu_ps(out + g * hd + d0 + 16 * i, _mm512_add_ps(total[g][i], super[g][i]));
+    }
+}
+
+template <int GN, class TK, class TV, bool PF_KN>
+void pv_rows_dims(const HeadRows<TK, TV> & h, int64_t hd, const float * probs, int64_t ld, float * out) {
+    int64_t d0 = 0;
+    for (; d0 + 64 <= hd; d0 += 64) pv_rows<GN, 4, TK, TV, PF_KN>(h, hd, probs, ld, d0, out);
+    switch ((hd - d0) / 16) {
+        case 3: pv_rows<GN, 3, TK, TV, PF_KN>(h, hd, probs, ld, d0, out); break;
+        case 2: pv_rows<GN, 2, TK, TV, PF_KN>(h, hd, probs, ld, d0, out); break;
+        case 1: pv_rows<GN, 1, TK, TV, PF_KN>(h, hd, probs, ld, d0, out); break;
+        default: break;
+    }
+}
+
+// cpu::sum_positions of n >= 0 terms: each superblock's blocks of 32 summed side by side as scalar
+// chains (the 16-lane gathers of sum_positions cost more than the adds at the lengths decoding meets).
+float sum_positions_chains(const float * t, int64_t n) {
+    float total = 0.0f;
+    for (int64_t s0 = 0; s0 < n; s0 += 512) {
+        const int64_t len = n - s0 < 512 ? n - s0 : 512, nb = len / 32;  // nb whole blocks, then a part
+        const float * ts  = t + s0;
+        float         blk[16];
+        for (int64_t b = 0; b < nb; ++b) blk[b] = 0.0f;
+        for (int64_t j = 0; j < 32; ++j) {
+            for (int64_t b = 0; b < nb; ++b) blk[b] = blk[b] + ts[32 * b + j];
+        }
+        float part = 0.0f;
+        for (int64_t p = 32 * nb; p < len; ++p) part = part + ts[p];
+        float super = 0.0f;
+        for (int64_t b = 0; b < nb; ++b) super = super + blk[b];
+        if (len % 32 != 0) super = super + part;
+        total = total + super;
+    }
+    return total;
+}
+
+// Which arms of the new kernel run (a temporary A/B key, TERN_CPU_ATTN_ARM): 0 the old kernel
+// (attention_from), 1 the typed kernel with the old prefetches, 2 also V during the scores and the
+// next KV head's K during P.V.
+int attn_arm() {
+    static const int arm = [] {
+        const char * e = std::getenv("TERN_CPU_ATTN_ARM");
+        return e != nullptr ? std::atoi(e) : 2;
+    }();
+    return arm;
+}
+
+template <class TK, class TV>
+void attention_rows(const CacheView & c, const AttentionJob & job, float * scratch, bool pf) {
+    const int64_t hd = c.head_dim, n = job.n_pos, ld = n + 16;
+    float *       scores = scratch;                 // [n_q][ld]
+    float *       qh     = scratch + job.n_q * ld;  // [n_q][hd]
+    const HeadRows<TK, TV> h{static_cast<const TK *>(c.k) + c.first, static_cast<const TV *>(c.v) + c.first,
+                             c.next_first >= 0 ? static_cast<const TK *>(c.k) + c.next_first : nullptr, c.stride, n};
+    const bool pf_v = pf, pf_kn = pf && h.kn != nullptr;
+    for (int64_t i = 0; i < job.n_q * hd; i += 16) {
+        const __m512 q = _mm512_loadu_ps(job.q + i);
+        _mm512_storeu_ps(qh + i, sizeof(TK) == 2 ? round_f16(q) : q);
+    }
+    for (int64_t g0 = 0; g0 < job.n_q; g0 += 4) {
+        const bool   v_here = pf_v && g0 == 0;  // the first pass over K asks for V
+        const float *qg     = qh + g0 * hd;
+        float *      sg     = scores + g0 * ld;
+        switch ((job.n_q - g0 < 4 ? job.n_q - g0 : 4) * 2 + (v_here ? 1 : 0)) {
+            case 9: scores_rows<4, TK, TV, true>(h, hd, qg, job.scale, sg, ld); break;
+            case 8: scores_rows<4, TK, TV, false>(h, hd, qg, job.scale, sg, ld); break;
+            case 7: scores_rows<3, TK, TV, true>(h, hd, qg, job.scale, sg, ld); break;
+            case 6: scores_rows<3, TK, TV, false>(h, hd, qg, job.scale, sg, ld); break;
+            case 5: scores_rows<2, TK, TV, true>(h, hd, qg, job.scale, sg, ld); break;
+            case 4: scores_rows<2, TK, TV, false>(h, hd, qg, job.scale, sg, ld); break;
+            case 3: scores_rows<1, TK, TV, true>(h, hd, qg, job.scale, sg, ld); break;
+            default: scores_rows<1, TK, TV, false>(h, hd, qg, job.scale, sg, ld); break;
+        }
+    }
+    for (int64_t g = 0; g < job.n_q; ++g) {
+        float * s  = scores + g * ld;
+        __m512  mx = _mm512_set1_ps(-__builtin_inff());
+        for (int64_t p = 0; p < n; p += 16) mx = _mm512_mask_max_ps(mx, tail_mask(n - p), mx, _mm512_loadu_ps(s + p));
+        const float  mx1 = _mm512_reduce_max_ps(mx);
+        const __m512 max = _mm512_set1_ps(mx1);
+        for (int64_t p = 0; p < n; p += 16) _mm512_storeu_ps(s + p, exp_fixed(_mm512_sub_ps(_mm512_loadu_ps(s + p), max)));
+        const float  sum = sum_positions_chains(s, n);
+        const __m512 inv = _mm512_set1_ps(1.0f / sum);
+        if (job.sup_max != nullptr) {
+            job.sup_max[g] = mx1;
+            job.sup_sum[g] = sum;
+        }
+        for (int64_t p = 0; p < n; p += 16) {
+            const __m512 pr = _mm512_mul_ps(_mm512_loadu_ps(s + p), inv);
+            _mm512_storeu_ps(s + p, sizeof(TV) == 2 ? round_f16(pr) : pr);
+        }
+    }
+    for (int64_t g0 = 0; g0 < job.n_q; g0 += 4) {
+        const bool    kn_here = pf_kn && g0 == 0;  // the first pass over V asks for the next head's K
+        const float * pg      = scores + g0 * ld;
+        float *       og      = job.out + g0 * hd;
+        switch ((job.n_q - g0 < 4 ? job.n_q - g0 : 4) * 2 + (kn_here ? 1 : 0)) {
+            case 9: pv_rows_dims<4, TK, TV, true>(h, hd, pg, ld, og); break;
+            case 8: pv_rows_dims<4, TK, TV, false>(h, hd, pg, ld, og); break;
+            case 7: pv_rows_dims<3, TK, TV, true>(h, hd, pg, ld, og); break;
+            case 6: pv_rows_dims<3, TK, TV, false>(h, hd, pg, ld, og); break;
+            case 5: pv_rows_dims<2, TK, TV, true>(h, hd, pg, ld, og); break;
+            case 4: pv_rows_dims<2, TK, TV, false>(h, hd, pg, ld, og); break;
+            case 3: pv_rows_dims<1, TK, TV, true>(h, hd, pg, ld, og); break;
+            default: pv_rows_dims<1, TK, TV, false>(h, hd, pg, ld, og); break;
+        }
+    }
+}
+
 void attention_cache(const CacheView & c, const AttentionJob & job, float * scratch) {
-    attention_from(CacheK{c, job.n_pos}, CacheV{c}, c.head_dim, c.f16_k, c.f16_v, job, scratch);
+    const int arm = attn_arm();
+    if (arm == 0) {
+        attention_from(CacheK{c, job.n_pos}, CacheV{c}, c.head_dim, c.f16_k, c.f16_v, job, scratch);
+        return;
+    }
+    const bool pf = arm >= 2;
+    if (c.f16_k) {
+        if (c.f16_v) {
+            attention_rows<uint16_t, uint16_t>(c, job, scratch, pf);
+        } else {
+            attention_rows<uint16_t, float>(c, job, scratch, pf);
+        }
+    } else if (c.f16_v) {
+        attention_rows<float, uint16_t>(c, job, scratch, pf);
+    } else {
+        attention_rows<float, float>(c, job, scratch, pf);
+    }
 }
 
 // ------------------------------------------------------------------------- exact head rows
