@@ -15,8 +15,6 @@
 #include <algorithm>
 #include <cstring>
 #include <random>
-#include <span>
-#include <sys/mman.h>
 #include <vector>
 
 namespace tern {
@@ -263,17 +261,7 @@ BENCHMARK(BM_AttentionCache)->Args({128, 4})->Args({512, 4})->Args({4096, 4});
 // cache from every level first (as decoding finds it, after streaming the other layers' weights).
 void BM_AttentionLayer(benchmark::State & st) {
     const int64_t         n = st.range(0), g = 4, hd = 128, stride = 640;
-    std::vector<uint16_t> kc0(static_cast<size_t>(stride * n), 0x3000), vc0(kc0.size(), 0x3400);
-    std::span<uint16_t>   kc(kc0), vc(vc0);
-    void *                huge = nullptr;
-    if (std::getenv("HUGE")) {
-        huge = std::aligned_alloc(2 << 20, 4 << 20);
-        madvise(huge, 4 << 20, MADV_HUGEPAGE);
-        kc = {static_cast<uint16_t *>(huge), kc0.size()};
-        vc = {static_cast<uint16_t *>(huge) + (1 << 20), vc0.size()};
-        std::fill(kc.begin(), kc.end(), uint16_t{0x3000});
-        std::fill(vc.begin(), vc.end(), uint16_t{0x3400});
-    }
+    std::vector<uint16_t> kc(static_cast<size_t>(stride * n), 0x3000), vc(kc.size(), 0x3400);
     std::vector<float>    q(static_cast<size_t>(5 * g * hd), 0.1f), out(q.size()), scratch(static_cast<size_t>(g * (n + 16) + g * hd));
     AlignedBytes          evict(64 << 20);
     uint64_t              sink = 0;
@@ -283,10 +271,6 @@ void BM_AttentionLayer(benchmark::State & st) {
             sink += kernels().read_bytes(evict.data(), static_cast<int64_t>(evict.size()));
             st.ResumeTiming();
         }
-        if (std::getenv("PREREAD")) {
-            sink += kernels().read_bytes(reinterpret_cast<const uint8_t *>(kc.data()), static_cast<int64_t>(kc.size() * 2));
-            sink += kernels().read_bytes(reinterpret_cast<const uint8_t *>(vc.data()), static_cast<int64_t>(vc.size() * 2));
-        }
         for (int64_t h = 0; h < 5; ++h) {
             // next_first: the next KV head, as the backend's one-token job names it (a prefetch hint)
             cpu::CacheView c{kc.data(), vc.data(), true, true, stride, h * hd, hd, h + 1 < 5 ? (h + 1) * hd : -1};
@@ -295,7 +279,6 @@ void BM_AttentionLayer(benchmark::State & st) {
         benchmark::DoNotOptimize(out.data());
     }
     benchmark::DoNotOptimize(sink);
-    std::free(huge);
 }
 BENCHMARK(BM_AttentionLayer)->ArgsProduct({{64, 128, 512}, {0, 1}});
 
