@@ -31,12 +31,31 @@ template <class T> void grow(std::vector<T> & v, int64_t n) {
 }
 
 // Group sums of the quantized activations of one token.
-void group_sums(const int8_t * q, int64_t k, int64_t group, int32_t * out) {
-    for (int64_t g = 0; g < k / group; ++g) {
-        int32_t s = 0;
-        for (int64_t i = g * group; i < (g + 1) * group; ++i) s += q[i];
-        out[g] = s;
+// Exact integer sums, so in any order: 8 bytes per step (SWAR, portable to every set: each byte
+// offset by 128 into 0..255, byte pairs added into four 16-bit lanes, which hold 128 steps of at
+// most 510 each), then the rest one by one. The plain byte loop was ~0.1 ms of a 2B4T token at one
+// thread (perf: nearly all of norm_quant_token's samples).
+int32_t sum_bytes(const int8_t * q, int64_t n) {
+    constexpr uint64_t k_lo = 0x00FF00FF00FF00FFull, k_bias = 0x8080808080808080ull;
+    int64_t            total = 0, i = 0;
+    while (n - i >= 8) {
+        const int64_t end = i + std::min<int64_t>((n - i) / 8, 128) * 8;
+        uint64_t      acc = 0;
+        for (; i < end; i += 8) {
+            uint64_t w;
+            std::memcpy(&w, q + i, 8);
+            w ^= k_bias;
+            acc += (w & k_lo) + ((w >> 8) & k_lo);
+        }
+        total += static_cast<int64_t>((acc & 0xFFFF) + ((acc >> 16) & 0xFFFF) + ((acc >> 32) & 0xFFFF) + (acc >> 48));
     }
+    total -= 128 * i;  // every byte of the SWAR steps carried +128
+    for (; i < n; ++i) total += q[i];
+    return static_cast<int32_t>(total);
+}
+
+void group_sums(const int8_t * q, int64_t k, int64_t group, int32_t * out) {
+    for (int64_t g = 0; g < k / group; ++g) out[g] = sum_bytes(q + g * group, group);
 }
 
 }  // namespace

@@ -2,11 +2,9 @@
 // orders that run along a vector (a head's dot product in blocks of 16, the softmax denominator in
 // blocks of 32 positions, a head row's dot product in double from column 0), so these kernels put
 // the independent sums side by side in the lanes instead: 16 cache positions per vector for the
-// scores (K transposed once per call), 16 blocks of positions for the denominator, 8 table rows
-// per vector of doubles for the exact head.
+// scores (K transposed in registers, or once per call by attention_prepare), 8 table rows per
+// vector of doubles for the exact head; the denominator's blocks of 32 positions as scalar chains.
 #include "backend/cpu/simd_avx512.h"
-
-#include <cstdlib>
 
 namespace tern::cpu {
 namespace {
@@ -63,33 +61,31 @@ void attention_prepare(const CacheView & c, int64_t n_pos, float * kt, float * v
     }
 }
 
-// cpu::sum_positions of n >= 0 non-negative terms (softmax numerators: adding a +0 is exact there):
-// each superblock's 16 blocks of 32 summed side by side in the lanes.
+// cpu::sum_positions of n >= 0 terms: each superblock's blocks of 32 summed side by side as scalar
+// chains (16-lane gathers, blocks in the lanes, cost more than these adds at decoding's lengths: 12%
+// of BM_AttentionLayer's samples at 64 positions).
 float sum_positions(const float * t, int64_t n) {
     float total = 0.0f;
     for (int64_t s0 = 0; s0 < n; s0 += 512) {
-        const int64_t s1       = s0 + 512 < n ? s0 + 512 : n;
-        const int64_t n_blocks = (s1 - s0 + 31) / 32;
-        __m512        block    = _mm512_setzero_ps();
-        const __m512i idx      = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                                                    _mm512_set1_epi32(32));
+        const int64_t len = n - s0 < 512 ? n - s0 : 512, nb = len / 32;  // nb whole blocks, then a part
+        const float * ts  = t + s0;
+        float         blk[16];
+        for (int64_t b = 0; b < nb; ++b) blk[b] = 0.0f;
         for (int64_t j = 0; j < 32; ++j) {
-            // lane b reads t[s0 + 32 b + j] where that is inside the superblock
-            const __mmask16 m = _mm512_cmplt_epi32_mask(_mm512_add_epi32(idx, _mm512_set1_epi32(static_cast<int>(j))),
-                                                        _mm512_set1_epi32(static_cast<int>(s1 - s0)));
-            block = _mm512_add_ps(block, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, _mm512_add_epi32(idx, _mm512_set1_epi32(static_cast<int>(j))), t + s0, 4));
+            for (int64_t b = 0; b < nb; ++b) blk[b] = blk[b] + ts[32 * b + j];
         }
-        alignas(64) float b[16];
-        _mm512_store_ps(b, block);
+        float part = 0.0f;
+        for (int64_t p = 32 * nb; p < len; ++p) part = part + ts[p];
         float super = 0.0f;
-        for (int64_t i = 0; i < n_blocks; ++i) super = super + b[i];
+        for (int64_t b = 0; b < nb; ++b) super = super + blk[b];
+        if (len % 32 != 0) super = super + part;
         total = total + super;
     }
     return total;
 }
 
-// Where the kernels read K and V: a prepared head (attention_prepare's kt / v) or the cache itself
-// (attention_cache: K transposed in registers, f16 converted as loaded; the same values).
+// Where attention_from reads K and V: a prepared head (attention_prepare's kt / v; attention_cache
+// below reads the cache itself).
 struct PreparedK {
     const float * kt;
     int64_t       hd;
@@ -98,39 +94,10 @@ struct PreparedK {
         for (int j = 0; j < 16; ++j) k[j] = _mm512_loadu_ps(kt + (b * hd + d0 + j) * 16);
     }
 };
-struct CacheK {
-    const CacheView & c;
-    int64_t           n;  // positions; padding lanes repeat the last, as attention_prepare's do
-    // Decoding finds a layer's cache in DRAM (the other layers' weights streamed through since), so
-    // each load asks for the same dimensions of the positions two blocks ahead (one request per
-    // 32 f16 dimensions, the line they share) and the V loop for the position 32 ahead.
-    void load(int64_t b, int64_t d0, __m512 k[16]) const {
-        if (d0 % 32 == 0) {
-            const int64_t es = c.f16_k ? 2 : 4;
-            for (int64_t j = 0; j < 16; ++j) {
-                const int64_t p = (b + 2) * 16 + j < n ? (b + 2) * 16 + j : n - 1;
-                _mm_prefetch(static_cast<const char *>(c.k) + (p * c.stride + c.first + d0) * es, _MM_HINT_T0);
-            }
-        }
-        for (int64_t j = 0; j < 16; ++j) k[j] = load_cache16(c, c.k, c.f16_k, b * 16 + j < n ? b * 16 + j : n - 1, d0);
-        transpose16(k);
-    }
-};
 struct PreparedV {
     const float * v;
     int64_t       hd;
     __m512 load(int64_t p, int64_t d) const { return _mm512_loadu_ps(v + p * hd + d); }  // dimensions d .. d + 15
-    void prefetch(int64_t, int64_t, int64_t) const {}
-};
-struct CacheV {
-    const CacheView & c;
-    __m512 load(int64_t p, int64_t d) const { return load_cache16(c, c.v, c.f16_v, p, d); }
-    // The lines of dimensions [d, d + n_dims) of position p.
-    void prefetch(int64_t p, int64_t d, int64_t n_dims) const {
-        const int64_t es = c.f16_v ? 2 : 4;
-        const char *  at = static_cast<const char *>(c.v) + (p * c.stride + c.first + d) * es;
-        for (int64_t o = 0; o < n_dims * es; o += 64) _mm_prefetch(at + o, _MM_HINT_T0);
-    }
 };
 
 // P . V for GN heads and DN * 16 dimensions from d0, in the position order (cpu::PositionSum).
@@ -151,7 +118,6 @@ void pv_heads(const V & vs, int64_t hd, const float * probs, int64_t ld_probs, i
             for (int i = 0; i < DN; ++i) blk[g][i] = _mm512_setzero_ps();
         }
         for (int64_t p = p0; p < pe; ++p) {
-            if (p + 32 < n) vs.prefetch(p + 32, d0, DN * 16);
             __m512 v[DN];
 #pragma GCC unroll 4
             for (int i = 0; i < DN; ++i) v[i] = vs.load(p, d0 + 16 * i);
@@ -399,53 +365,19 @@ void pv_rows_dims(const HeadRows<TK, TV> & h, int64_t hd, const float * probs, i
     }
 }
 
-// cpu::sum_positions of n >= 0 terms: each superblock's blocks of 32 summed side by side as scalar
-// chains (the 16-lane gathers of sum_positions cost more than the adds at the lengths decoding meets).
-float sum_positions_chains(const float * t, int64_t n) {
-    float total = 0.0f;
-    for (int64_t s0 = 0; s0 < n; s0 += 512) {
-        const int64_t len = n - s0 < 512 ? n - s0 : 512, nb = len / 32;  // nb whole blocks, then a part
-        const float * ts  = t + s0;
-        float         blk[16];
-        for (int64_t b = 0; b < nb; ++b) blk[b] = 0.0f;
-        for (int64_t j = 0; j < 32; ++j) {
-            for (int64_t b = 0; b < nb; ++b) blk[b] = blk[b] + ts[32 * b + j];
-        }
-        float part = 0.0f;
-        for (int64_t p = 32 * nb; p < len; ++p) part = part + ts[p];
-        float super = 0.0f;
-        for (int64_t b = 0; b < nb; ++b) super = super + blk[b];
-        if (len % 32 != 0) super = super + part;
-        total = total + super;
-    }
-    return total;
-}
-
-// Which arms of the new kernel run (a temporary A/B key, TERN_CPU_ATTN_ARM): 0 the old kernel
-// (attention_from), 1 the typed kernel with the old prefetches, 2 also V during the scores and the
-// next KV head's K during P.V.
-int attn_arm() {
-    static const int arm = [] {
-        const char * e = std::getenv("TERN_CPU_ATTN_ARM");
-        return e != nullptr ? std::atoi(e) : 2;
-    }();
-    return arm;
-}
-
 template <class TK, class TV>
-void attention_rows(const CacheView & c, const AttentionJob & job, float * scratch, bool pf) {
+void attention_rows(const CacheView & c, const AttentionJob & job, float * scratch) {
     const int64_t hd = c.head_dim, n = job.n_pos, ld = n + 16;
     float *       scores = scratch;                 // [n_q][ld]
     float *       qh     = scratch + job.n_q * ld;  // [n_q][hd]
     const HeadRows<TK, TV> h{static_cast<const TK *>(c.k) + c.first, static_cast<const TV *>(c.v) + c.first,
                              c.next_first >= 0 ? static_cast<const TK *>(c.k) + c.next_first : nullptr, c.stride, n};
-    const bool pf_v = pf, pf_kn = pf && h.kn != nullptr;
     for (int64_t i = 0; i < job.n_q * hd; i += 16) {
         const __m512 q = _mm512_loadu_ps(job.q + i);
         _mm512_storeu_ps(qh + i, sizeof(TK) == 2 ? round_f16(q) : q);
     }
     for (int64_t g0 = 0; g0 < job.n_q; g0 += 4) {
-        const bool   v_here = pf_v && g0 == 0;  // the first pass over K asks for V
+        const bool   v_here = g0 == 0;  // the first pass over K asks for V
         const float *qg     = qh + g0 * hd;
         float *      sg     = scores + g0 * ld;
         switch ((job.n_q - g0 < 4 ? job.n_q - g0 : 4) * 2 + (v_here ? 1 : 0)) {
@@ -466,7 +398,7 @@ void attention_rows(const CacheView & c, const AttentionJob & job, float * scrat
         const float  mx1 = _mm512_reduce_max_ps(mx);
         const __m512 max = _mm512_set1_ps(mx1);
         for (int64_t p = 0; p < n; p += 16) _mm512_storeu_ps(s + p, exp_fixed(_mm512_sub_ps(_mm512_loadu_ps(s + p), max)));
-        const float  sum = sum_positions_chains(s, n);
+        const float  sum = sum_positions(s, n);
         const __m512 inv = _mm512_set1_ps(1.0f / sum);
         if (job.sup_max != nullptr) {
             job.sup_max[g] = mx1;
@@ -478,7 +410,7 @@ void attention_rows(const CacheView & c, const AttentionJob & job, float * scrat
         }
     }
     for (int64_t g0 = 0; g0 < job.n_q; g0 += 4) {
-        const bool    kn_here = pf_kn && g0 == 0;  // the first pass over V asks for the next head's K
+        const bool    kn_here = h.kn != nullptr && g0 == 0;  // the first pass over V asks for the next head's K
         const float * pg      = scores + g0 * ld;
         float *       og      = job.out + g0 * hd;
         switch ((job.n_q - g0 < 4 ? job.n_q - g0 : 4) * 2 + (kn_here ? 1 : 0)) {
@@ -495,22 +427,16 @@ void attention_rows(const CacheView & c, const AttentionJob & job, float * scrat
 }
 
 void attention_cache(const CacheView & c, const AttentionJob & job, float * scratch) {
-    const int arm = attn_arm();
-    if (arm == 0) {
-        attention_from(CacheK{c, job.n_pos}, CacheV{c}, c.head_dim, c.f16_k, c.f16_v, job, scratch);
-        return;
-    }
-    const bool pf = arm >= 2;
     if (c.f16_k) {
         if (c.f16_v) {
-            attention_rows<uint16_t, uint16_t>(c, job, scratch, pf);
+            attention_rows<uint16_t, uint16_t>(c, job, scratch);
         } else {
-            attention_rows<uint16_t, float>(c, job, scratch, pf);
+            attention_rows<uint16_t, float>(c, job, scratch);
         }
     } else if (c.f16_v) {
-        attention_rows<float, uint16_t>(c, job, scratch, pf);
+        attention_rows<float, uint16_t>(c, job, scratch);
     } else {
-        attention_rows<float, float>(c, job, scratch, pf);
+        attention_rows<float, float>(c, job, scratch);
     }
 }
 
