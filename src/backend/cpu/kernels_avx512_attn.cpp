@@ -14,10 +14,12 @@ using namespace avx512;
 // In place: r[j] lane i <- r[i] lane j.
 __attribute__((always_inline)) inline void transpose16(__m512 r[16]) {
     __m512 t[16];
+#pragma GCC unroll 8
     for (int i = 0; i < 8; ++i) {
         t[2 * i]     = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
         t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
     }
+#pragma GCC unroll 4
     for (int i = 0; i < 4; ++i) {  // r[4i + c], 128-bit lane L: rows 4i .. 4i + 3 of column 4L + c
         const __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 2]);
         const __m512d c = _mm512_castps_pd(t[4 * i + 1]), d = _mm512_castps_pd(t[4 * i + 3]);
@@ -27,6 +29,7 @@ __attribute__((always_inline)) inline void transpose16(__m512 r[16]) {
         r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(c, d));
     }
     __m512 o[16];
+#pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) {
         const __m512 a = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88), b = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xDD);
         const __m512 e = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88), f = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xDD);
@@ -35,6 +38,7 @@ __attribute__((always_inline)) inline void transpose16(__m512 r[16]) {
         o[4 + c]  = _mm512_shuffle_f32x4(b, f, 0x88);
         o[12 + c] = _mm512_shuffle_f32x4(b, f, 0xDD);
     }
+#pragma GCC unroll 16
     for (int i = 0; i < 16; ++i) r[i] = o[i];
 }
 
@@ -61,24 +65,39 @@ void attention_prepare(const CacheView & c, int64_t n_pos, float * kt, float * v
     }
 }
 
-// cpu::sum_positions of n >= 0 terms: each superblock's blocks of 32 summed side by side as scalar
-// chains (16-lane gathers, blocks in the lanes, cost more than these adds at decoding's lengths: 12%
-// of BM_AttentionLayer's samples at 64 positions).
+// cpu::sum_positions of n >= 0 terms: each superblock's blocks of 32 summed as scalar chains, 4 blocks
+// side by side in registers (blocks past the superblock's last read zeros and are dropped); the
+// 16-lane gathers this replaces, blocks in the lanes, were 12% of BM_AttentionLayer's samples at 64
+// positions, and one chain per block kept in an array 9% (each add waited on a store).
 float sum_positions(const float * t, int64_t n) {
+    alignas(64) static const float zeros[32] = {};
     float total = 0.0f;
     for (int64_t s0 = 0; s0 < n; s0 += 512) {
         const int64_t len = n - s0 < 512 ? n - s0 : 512, nb = len / 32;  // nb whole blocks, then a part
         const float * ts  = t + s0;
-        float         blk[16];
-        for (int64_t b = 0; b < nb; ++b) blk[b] = 0.0f;
-        for (int64_t j = 0; j < 32; ++j) {
-            for (int64_t b = 0; b < nb; ++b) blk[b] = blk[b] + ts[32 * b + j];
+        float         super = 0.0f;
+        for (int64_t b = 0; b < nb; b += 4) {
+            const float * r0 = ts + 32 * b;
+            const float * r1 = b + 1 < nb ? r0 + 32 : zeros;
+            const float * r2 = b + 2 < nb ? r0 + 64 : zeros;
+            const float * r3 = b + 3 < nb ? r0 + 96 : zeros;
+            float         a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+            for (int j = 0; j < 32; ++j) {
+                a0 = a0 + r0[j];
+                a1 = a1 + r1[j];
+                a2 = a2 + r2[j];
+                a3 = a3 + r3[j];
+            }
+            super = super + a0;
+            if (b + 1 < nb) super = super + a1;
+            if (b + 2 < nb) super = super + a2;
+            if (b + 3 < nb) super = super + a3;
         }
-        float part = 0.0f;
-        for (int64_t p = 32 * nb; p < len; ++p) part = part + ts[p];
-        float super = 0.0f;
-        for (int64_t b = 0; b < nb; ++b) super = super + blk[b];
-        if (len % 32 != 0) super = super + part;
+        if (len % 32 != 0) {
+            float part = 0.0f;
+            for (int64_t p = 32 * nb; p < len; ++p) part = part + ts[p];
+            super = super + part;
+        }
         total = total + super;
     }
     return total;
@@ -276,6 +295,7 @@ void scores_rows(const HeadRows<TK, TV> & h, int64_t hd, const float * qh, float
     const int64_t     n = h.n;
     for (int64_t b = 0; b * 16 < n; ++b) {
         const TK * rows[16];
+#pragma GCC unroll 16
         for (int64_t j = 0; j < 16; ++j) rows[j] = h.k + (b * 16 + j < n ? b * 16 + j : n - 1) * h.stride;  // padding lanes repeat the last
         const int64_t n_ahead = n - (b + 2) * 16 < 16 ? n - (b + 2) * 16 : 16;  // rows two blocks ahead
         const int64_t n_here  = n - b * 16 < 16 ? n - b * 16 : 16;
