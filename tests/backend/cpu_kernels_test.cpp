@@ -152,7 +152,7 @@ TEST_P(CpuKernels, TernaryGemmMatchesBitlinearDot) {
                             const cpu::ActView a{q.data(), k, s.data(), gs.data(), T, scratch.data()};
                             // every one-token loop (cpu::ternary_loop), the tiles from 0 or from 1 (a
                             // thread's range, row0 its first row)
-                            for (const int loop : {1, 2, 3, 4, 5, 6, 7, 8, 9})
+                            for (const int loop : {0, 4, 8})
                             for (const int64_t tile0 : {int64_t{0}, int64_t{1}})
                             for (const bool acc : {false, true}) {
                                 if (tile0 >= tiles.n_tiles()) continue;
@@ -162,7 +162,7 @@ TEST_P(CpuKernels, TernaryGemmMatchesBitlinearDot) {
                                 std::vector<float> y(static_cast<size_t>(ldy * T)), ref(y.size());
                                 for (size_t i = 0; i < y.size(); ++i) y[i] = ref[i] = normal();
                                 ks->ternary_gemm(tiles, tile0, tiles.n_tiles(), a, y.data(), ldy, row0, acc);
-                                cpu::ternary_loop = 1;
+                                cpu::ternary_loop = 0;
                                 for (int64_t r = row0; r < n; ++r) {
                                     lowbit_decode_row(type, bytes, k * n, r, k, want.data(), scales.data());
                                     for (int64_t t = 0; t < T; ++t) {

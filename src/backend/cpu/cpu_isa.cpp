@@ -171,13 +171,13 @@ void set_page_ahead_from_env() {
     page_ahead = v;
 }
 
-int ternary_loop = 1;
+int ternary_loop = 0;
 
 void set_ternary_loop_from_env() {
     const char * env = std::getenv("TERN_CPU_TERNARY_LOOP");
     if (env == nullptr || *env == 0) return;
-    if (env[0] < '1' || env[0] > '9' || env[1] != 0) {
-        fail(ErrorKind::invalid_argument, format("TERN_CPU_TERNARY_LOOP=%s: want 1 to 9", env));
+    if (std::strcmp(env, "0") != 0 && std::strcmp(env, "4") != 0 && std::strcmp(env, "8") != 0) {
+        fail(ErrorKind::invalid_argument, format("TERN_CPU_TERNARY_LOOP=%s: want 0, 4 or 8", env));
     }
     ternary_loop = env[0] - '0';
 }

@@ -14,12 +14,7 @@ using namespace avx512;
 
 // One tile (16 rows) against NT tokens: acc[t] lane r = sum over the group of code(r, i) q[t][i].
 // The epilogue turns each group's integer sums into the reference's floats.
-// Issue 51 trial, Shuf (TERN_CPU_TERNARY_LOOP=4, NT 1): a chunk's 16 activation bytes loaded once
-// into each 128-bit lane and its four dwords spread by vpshufd (2 loads per 64-byte line of codes
-// instead of 5: the load queue holds more lines in flight).
-// Further trial forms (TERN_CPU_TERNARY_LOOP 5 / 6 / 7, NT 1): Step 2 or 8 chunks per step instead
-// of 4; Lines 2: the page-ahead asks for two lines (a stream's first two) instead of one.
-template <int NT, bool Shuf = false, int Step = 4, int Lines = 1>
+template <int NT>
 void tile_tokens(const TernaryTiles & w, int64_t tile, const ActView & a, int64_t t0, float * y, int64_t ldy,
                  int64_t row0, bool accumulate) {
     const int64_t   n_groups     = w.n_groups();
@@ -47,50 +42,25 @@ void tile_tokens(const TernaryTiles & w, int64_t tile, const ActView & a, int64_
             // Chunk c + J of a step from c: its activations at qs + 16 J (qs = q[0] + 16 c).
             auto chunk = [&]<int J>(__m512i * ac, int64_t c, const int8_t * qs) {
                 const __m512i bytes = _mm512_loadu_si512(codes + (c + J) * k_tile_chunk);
-                if constexpr (Shuf) {
-                    const __m512i qv = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i *>(qs + 16 * J)));
-                    ac[0] = dpbusd(ac[0], _mm512_and_si512(bytes, m0), _mm512_shuffle_epi32(qv, _MM_PERM_AAAA));
-                    ac[1] = dpbusd(ac[1], _mm512_and_si512(bytes, m1), _mm512_shuffle_epi32(qv, _MM_PERM_BBBB));
-                    ac[2] = dpbusd(ac[2], _mm512_and_si512(bytes, m2), _mm512_shuffle_epi32(qv, _MM_PERM_CCCC));
-                    ac[3] = dpbusd(ac[3], _mm512_and_si512(bytes, m3), _mm512_shuffle_epi32(qv, _MM_PERM_DDDD));
-                } else {
-                    ac[0] = dpbusd_b<16 * J>(ac[0], _mm512_and_si512(bytes, m0), qs);
-                    ac[1] = dpbusd_b<16 * J + 4>(ac[1], _mm512_and_si512(bytes, m1), qs);
-                    ac[2] = dpbusd_b<16 * J + 8>(ac[2], _mm512_and_si512(bytes, m2), qs);
-                    ac[3] = dpbusd_b<16 * J + 12>(ac[3], _mm512_and_si512(bytes, m3), qs);
-                }
+                ac[0] = dpbusd_b<16 * J>(ac[0], _mm512_and_si512(bytes, m0), qs);
+                ac[1] = dpbusd_b<16 * J + 4>(ac[1], _mm512_and_si512(bytes, m1), qs);
+                ac[2] = dpbusd_b<16 * J + 8>(ac[2], _mm512_and_si512(bytes, m2), qs);
+                ac[3] = dpbusd_b<16 * J + 12>(ac[3], _mm512_and_si512(bytes, m3), qs);
             };
             // Four chunks (256 bytes) per step, the page-ahead test once per step: ~10 instructions
             // per 64-byte line, so the reorder window holds more lines' loads.
             int64_t       c     = g * chunks_per_g;
             const int64_t ahead = page_ahead;
-            for (; c + Step <= c_end; c += Step) {
+            for (; c + 4 <= c_end; c += 4) {
                 const uint8_t * at = codes + c * k_tile_chunk;
-                if (ahead > 0 && (reinterpret_cast<uintptr_t>(at) & 4095) < 64 * Step) {
+                if (ahead > 0 && (reinterpret_cast<uintptr_t>(at) & 4095) < 256) {
                     _mm_prefetch(reinterpret_cast<const char *>(at + ahead), _MM_HINT_T0);  // once per page
-                    if constexpr (Lines == 2) _mm_prefetch(reinterpret_cast<const char *>(at + ahead + 64), _MM_HINT_T0);
                 }
-                const int8_t * qs = q[0] + c * k_tile_cols;
-                chunk.template operator()<0>(acc, c, qs);
-                chunk.template operator()<1>(acc + 4, c, qs);
-                if constexpr (Step >= 4) {
-                    chunk.template operator()<2>(acc, c, qs);
-                    chunk.template operator()<3>(acc + 4, c, qs);
-                }
-                if constexpr (Step >= 8) {
-                    chunk.template operator()<4>(acc, c, qs);
-                    chunk.template operator()<5>(acc + 4, c, qs);
-                    chunk.template operator()<6>(acc, c, qs);
-                    chunk.template operator()<7>(acc + 4, c, qs);
-                }
-            }
-            if (Step == 8 && c + 4 <= c_end) {
                 const int8_t * qs = q[0] + c * k_tile_cols;
                 chunk.template operator()<0>(acc, c, qs);
                 chunk.template operator()<1>(acc + 4, c, qs);
                 chunk.template operator()<2>(acc, c, qs);
                 chunk.template operator()<3>(acc + 4, c, qs);
-                c += 4;
             }
             if (c + 2 <= c_end) {
                 chunk.template operator()<0>(acc, c, q[0] + c * k_tile_cols);
@@ -137,13 +107,14 @@ void tile_tokens(const TernaryTiles & w, int64_t tile, const ActView & a, int64_
     }
 }
 
-// Issue 51 trial (TERN_CPU_TERNARY_LOOP 8 / 9): tile_tokens<1>'s loop over a range of tiles in one
-// call, Step chunks per step: the per-tile setup (a 64-bit division, a 512-byte `rep stos` of
-// the accumulator array, which escaped into memory through the chunk lambda's pointer) gone;
-// accumulators are named registers. The same integer sums and epilogue: the same floats.
+// Issue 51 trial (TERN_CPU_TERNARY_LOOP 4 / 8): tile_tokens<1>'s loop over a thread's range of
+// tiles in one call, Step chunks per step. Per tile, tile_tokens<1> pays a call, a 64-bit division
+// and a 512-byte `rep stos` (its accumulator array escapes into memory through the chunk lambda's
+// pointer: dead stores GCC keeps); here the accumulators are named registers and the setup is
+// once per range. The same integer sums and epilogue as tile_tokens<1>: the same floats.
 template <int Step>
-void tiles_one_token(const TernaryTiles & w, int64_t tile0, int64_t tile1, const ActView & a, float * y, int64_t /*ldy: one token*/,
-                     int64_t row0, bool accumulate) {
+void tiles_one_token(const TernaryTiles & w, int64_t tile0, int64_t tile1, const ActView & a, float * y, int64_t row0,
+                     bool accumulate) {
     const int64_t  n_groups     = w.n_groups();
     const int64_t  chunks_per_g = w.group / k_tile_cols;
     const int64_t  tile_bytes   = (w.k / k_tile_cols) * k_tile_chunk;
@@ -157,8 +128,9 @@ void tiles_one_token(const TernaryTiles & w, int64_t tile0, int64_t tile1, const
         const float *   scales = w.scales + tile * n_groups * k_tile_rows;
         __m512          out    = _mm512_setzero_ps();
         for (int64_t g = 0; g < n_groups; ++g) {
-            __m512i e0 = _mm512_setzero_si512(), e1 = e0, e2 = e0, e3 = e0;  // even chunks, by shift
-            __m512i o0 = e0, o1 = e0, o2 = e0, o3 = e0;                      // odd chunks
+            __m512i e0 = _mm512_setzero_si512(), e1 = e0, e2 = e0, e3 = e0;  // even chunks' sums, by shift
+            __m512i o0 = e0, o1 = e0, o2 = e0, o3 = e0;                      // odd chunks'
+            // Chunk c + J (activations at qs + 16 J, qs = q + 16 c), codes masked in place as in tile_tokens<1>.
             auto chunk = [&]<int J>(int64_t c, const int8_t * qs) {
                 const __m512i bytes = _mm512_loadu_si512(codes + (c + J) * k_tile_chunk);
                 __m512i &     x0 = J % 2 ? o0 : e0, &x1 = J % 2 ? o1 : e1, &x2 = J % 2 ? o2 : e2, &x3 = J % 2 ? o3 : e3;
@@ -186,7 +158,7 @@ void tiles_one_token(const TernaryTiles & w, int64_t tile0, int64_t tile1, const
                     chunk.template operator()<7>(c, qs);
                 }
             }
-            for (; c + 2 <= c_end; c += 2) {
+            for (; c + 2 <= c_end; c += 2) {  // groups of 64 columns (Q2_0) and fewer than Step chunks left
                 chunk.template operator()<0>(c, q + c * k_tile_cols);
                 chunk.template operator()<1>(c, q + c * k_tile_cols);
             }
@@ -204,80 +176,6 @@ void tiles_one_token(const TernaryTiles & w, int64_t tile0, int64_t tile1, const
         const int64_t n_valid = w.n_rows - r_begin < k_tile_rows ? w.n_rows - r_begin : k_tile_rows;
         __m512        v       = w.out_scales ? _mm512_mul_ps(out, _mm512_loadu_ps(w.out_scales + r_begin)) : out;
         float *       dst     = y + (r_begin - row0);
-        if (accumulate) v = _mm512_add_ps(load16(dst, n_valid), v);
-        store16(dst, n_valid, v);
-    }
-}
-
-// Issue 51 trial (TERN_CPU_TERNARY_LOOP=2): one token against two tiles at once, tile_a and tile_b,
-// their chunks alternating (a c, b c, a c+1, b c+1), so the hardware prefetchers follow two DRAM
-// streams instead of one. Each tile's integer sums are tile_tokens<1>'s (integer adds in another
-// order: exact), its epilogue the same operations: the same floats.
-template <int P>  // chunks of each tile per step (P 2: a c, b c, a c+1, b c+1; P 4: a c..c+3, b c..c+3)
-void tile_pair_token(const TernaryTiles & w, int64_t tile_a, int64_t tile_b, const ActView & a, int64_t t0, float * y,
-                     int64_t ldy, int64_t row0, bool accumulate) {
-    const int64_t   n_groups     = w.n_groups();
-    const int64_t   chunks_per_g = w.group / k_tile_cols;
-    const int64_t   tile_bytes   = (w.k / k_tile_cols) * k_tile_chunk;
-    const uint8_t * ca           = w.codes + tile_a * tile_bytes;
-    const uint8_t * cb           = w.codes + tile_b * tile_bytes;
-    const int8_t *  q            = a.q + t0 * a.ld;
-    const __m512i   m0 = _mm512_set1_epi8(3), m1 = _mm512_set1_epi8(0x0c), m2 = _mm512_set1_epi8(0x30),
-                  m3 = _mm512_set1_epi8(static_cast<char>(0xc0));
-    auto chunk = [&]<int J>(__m512i * ac, const uint8_t * codes, int64_t c, const int8_t * qs) {
-        const __m512i bytes = _mm512_loadu_si512(codes + (c + J) * k_tile_chunk);
-        ac[0] = dpbusd_b<16 * J>(ac[0], _mm512_and_si512(bytes, m0), qs);
-        ac[1] = dpbusd_b<16 * J + 4>(ac[1], _mm512_and_si512(bytes, m1), qs);
-        ac[2] = dpbusd_b<16 * J + 8>(ac[2], _mm512_and_si512(bytes, m2), qs);
-        ac[3] = dpbusd_b<16 * J + 12>(ac[3], _mm512_and_si512(bytes, m3), qs);
-    };
-    __m512 out[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
-    for (int64_t g = 0; g < n_groups; ++g) {
-        __m512i acc[16];  // [tile][chunk parity][shift]
-        for (int i = 0; i < 16; ++i) acc[i] = _mm512_setzero_si512();
-        const int64_t c_end = (g + 1) * chunks_per_g;
-        const int64_t ahead = page_ahead;
-        int64_t       c     = g * chunks_per_g;
-        for (; c < c_end; c += P) {  // 64 P bytes of each tile per step (chunks per group a multiple of P: the caller checks)
-            const uint8_t * at_a = ca + c * k_tile_chunk;
-            const uint8_t * at_b = cb + c * k_tile_chunk;
-            if (ahead > 0) {
-                if ((reinterpret_cast<uintptr_t>(at_a) & 4095) < 64 * P) _mm_prefetch(reinterpret_cast<const char *>(at_a + ahead), _MM_HINT_T0);
-                if ((reinterpret_cast<uintptr_t>(at_b) & 4095) < 64 * P) _mm_prefetch(reinterpret_cast<const char *>(at_b + ahead), _MM_HINT_T0);
-            }
-            const int8_t * qs = q + c * k_tile_cols;
-            if constexpr (P == 2) {
-                chunk.template operator()<0>(acc, ca, c, qs);
-                chunk.template operator()<0>(acc + 8, cb, c, qs);
-                chunk.template operator()<1>(acc + 4, ca, c, qs);
-                chunk.template operator()<1>(acc + 12, cb, c, qs);
-            } else {
-                chunk.template operator()<0>(acc, ca, c, qs);
-                chunk.template operator()<1>(acc + 4, ca, c, qs);
-                chunk.template operator()<2>(acc, ca, c, qs);
-                chunk.template operator()<3>(acc + 4, ca, c, qs);
-                chunk.template operator()<0>(acc + 8, cb, c, qs);
-                chunk.template operator()<1>(acc + 12, cb, c, qs);
-                chunk.template operator()<2>(acc + 8, cb, c, qs);
-                chunk.template operator()<3>(acc + 12, cb, c, qs);
-            }
-        }
-        for (int i = 0; i < 2; ++i) {
-            __m512i * t = acc + 8 * i;
-            for (int s = 0; s < 4; ++s) t[s] = _mm512_add_epi32(t[s], t[s + 4]);
-            t[0] = _mm512_add_epi32(_mm512_add_epi32(t[0], _mm512_srai_epi32(t[1], 2)),
-                                    _mm512_add_epi32(_mm512_srai_epi32(t[2], 4), _mm512_srai_epi32(t[3], 6)));
-            const int64_t tile = i == 0 ? tile_a : tile_b;
-            const __m512  sg   = _mm512_loadu_ps(w.scales + (tile * n_groups + g) * k_tile_rows);
-            const __m512  term = group_term(t[0], a.group_sums[t0 * n_groups + g], a.scale[t0], sg);
-            out[i]             = n_groups == 1 ? term : _mm512_add_ps(out[i], term);
-        }
-    }
-    for (int i = 0; i < 2; ++i) {
-        const int64_t r_begin = (i == 0 ? tile_a : tile_b) * k_tile_rows;
-        const int64_t n_valid = w.n_rows - r_begin < k_tile_rows ? w.n_rows - r_begin : k_tile_rows;
-        __m512        v       = w.out_scales ? _mm512_mul_ps(out[i], _mm512_loadu_ps(w.out_scales + r_begin)) : out[i];
-        float *       dst     = y + t0 * ldy + (r_begin - row0);
         if (accumulate) v = _mm512_add_ps(load16(dst, n_valid), v);
         store16(dst, n_valid, v);
     }
@@ -318,33 +216,8 @@ void ternary_gemm(const TernaryTiles & w, int64_t tile0, int64_t tile1, const Ac
         ternary_gemm_base3(MulDecode{}, w, tile0, tile1, a, y, ldy, row0, accumulate);
         return;
     }
-    if (a.n_tokens == 1 && ternary_loop >= 8) {
-        if (ternary_loop == 8) tiles_one_token<4>(w, tile0, tile1, a, y, ldy, row0, accumulate);
-        else tiles_one_token<8>(w, tile0, tile1, a, y, ldy, row0, accumulate);
-        return;
-    }
-    if (a.n_tokens == 1 && ternary_loop >= 4) {
-        for (int64_t tile = tile0; tile < tile1; ++tile) {
-            switch (ternary_loop) {
-                case 4: tile_tokens<1, true>(w, tile, a, 0, y, ldy, row0, accumulate); break;
-                case 5: tile_tokens<1, false, 2>(w, tile, a, 0, y, ldy, row0, accumulate); break;
-                case 6: tile_tokens<1, false, 8>(w, tile, a, 0, y, ldy, row0, accumulate); break;
-                default: tile_tokens<1, false, 4, 2>(w, tile, a, 0, y, ldy, row0, accumulate); break;
-            }
-        }
-        return;
-    }
-    const int64_t p = ternary_loop == 2 ? 2 : 4;
-    if (a.n_tokens == 1 && (ternary_loop == 2 || ternary_loop == 3) && tile1 - tile0 >= 2 && (w.group / k_tile_cols) % p == 0) {
-        // The range's first half paired with its second, tile by tile; an odd range's middle tile alone.
-        const int64_t half = (tile1 - tile0) / 2, mid = tile0 + (tile1 - tile0 + 1) / 2;
-        for (int64_t i = 0; i < half; ++i) {
-            if (p == 2) tile_pair_token<2>(w, tile0 + i, mid + i, a, 0, y, ldy, row0, accumulate);
-            else tile_pair_token<4>(w, tile0 + i, mid + i, a, 0, y, ldy, row0, accumulate);
-        }
-        if ((tile1 - tile0) % 2 != 0) tile_tokens<1>(w, tile0 + half, a, 0, y, ldy, row0, accumulate);
-        return;
-    }
+    if (a.n_tokens == 1 && ternary_loop == 4) return tiles_one_token<4>(w, tile0, tile1, a, y, row0, accumulate);
+    if (a.n_tokens == 1 && ternary_loop == 8) return tiles_one_token<8>(w, tile0, tile1, a, y, row0, accumulate);
     constexpr int64_t k_block = 64;  // tokens whose activations stay in L2 while the tiles stream
     for (int64_t tb = 0; tb < a.n_tokens; tb += k_block) {
         const int64_t te = tb + k_block < a.n_tokens ? tb + k_block : a.n_tokens;
