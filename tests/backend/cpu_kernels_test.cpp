@@ -150,18 +150,26 @@ TEST_P(CpuKernels, TernaryGemmMatchesBitlinearDot) {
                             }
                             AlignedBytes       scratch(static_cast<size_t>(272 * k));  // base-3 tiles decoded for many tokens
                             const cpu::ActView a{q.data(), k, s.data(), gs.data(), T, scratch.data()};
+                            // every one-token loop (cpu::ternary_loop), the tiles from 0 or from 1 (a
+                            // thread's range, row0 its first row)
+                            for (const int loop : {0, 4, 8})
+                            for (const int64_t tile0 : {int64_t{0}, int64_t{1}})
                             for (const bool acc : {false, true}) {
-                                const int64_t      ldy = n + 5, row0 = 0;
+                                if (tile0 >= tiles.n_tiles()) continue;
+                                SCOPED_TRACE("loop " + std::to_string(loop) + " tile0 " + std::to_string(tile0));
+                                cpu::ternary_loop = loop;
+                                const int64_t      ldy = n + 5, row0 = 16 * tile0;
                                 std::vector<float> y(static_cast<size_t>(ldy * T)), ref(y.size());
                                 for (size_t i = 0; i < y.size(); ++i) y[i] = ref[i] = normal();
-                                ks->ternary_gemm(tiles, 0, tiles.n_tiles(), a, y.data(), ldy, row0, acc);
-                                for (int64_t r = 0; r < n; ++r) {
+                                ks->ternary_gemm(tiles, tile0, tiles.n_tiles(), a, y.data(), ldy, row0, acc);
+                                cpu::ternary_loop = 0;
+                                for (int64_t r = row0; r < n; ++r) {
                                     lowbit_decode_row(type, bytes, k * n, r, k, want.data(), scales.data());
                                     for (int64_t t = 0; t < T; ++t) {
                                         float v = cpu::bitlinear_dot(want.data(), scales.data(), w->group, q.data() + t * k,
                                                                      s[static_cast<size_t>(t)], k);
                                         if (src.output_scale != 1.0f) v *= src.output_scale;
-                                        float & d = ref[static_cast<size_t>(t * ldy + r)];
+                                        float & d = ref[static_cast<size_t>(t * ldy + r - row0)];
                                         d         = acc ? d + v : v;
                                     }
                                 }

@@ -107,6 +107,80 @@ void tile_tokens(const TernaryTiles & w, int64_t tile, const ActView & a, int64_
     }
 }
 
+// Issue 51 trial (TERN_CPU_TERNARY_LOOP 4 / 8): tile_tokens<1>'s loop over a thread's range of
+// tiles in one call, Step chunks per step. Per tile, tile_tokens<1> pays a call, a 64-bit division
+// and a 512-byte `rep stos` (its accumulator array escapes into memory through the chunk lambda's
+// pointer: dead stores GCC keeps); here the accumulators are named registers and the setup is
+// once per range. The same integer sums and epilogue as tile_tokens<1>: the same floats.
+template <int Step>
+void tiles_one_token(const TernaryTiles & w, int64_t tile0, int64_t tile1, const ActView & a, float * y, int64_t row0,
+                     bool accumulate) {
+    const int64_t  n_groups     = w.n_groups();
+    const int64_t  chunks_per_g = w.group / k_tile_cols;
+    const int64_t  tile_bytes   = (w.k / k_tile_cols) * k_tile_chunk;
+    const int8_t * q            = a.q;
+    const float    a_scale      = a.scale[0];
+    const int64_t  ahead        = page_ahead;
+    const __m512i  m0 = _mm512_set1_epi8(3), m1 = _mm512_set1_epi8(0x0c), m2 = _mm512_set1_epi8(0x30),
+                  m3 = _mm512_set1_epi8(static_cast<char>(0xc0));
+    for (int64_t tile = tile0; tile < tile1; ++tile) {
+        const uint8_t * codes  = w.codes + tile * tile_bytes;
+        const float *   scales = w.scales + tile * n_groups * k_tile_rows;
+        __m512          out    = _mm512_setzero_ps();
+        for (int64_t g = 0; g < n_groups; ++g) {
+            __m512i e0 = _mm512_setzero_si512(), e1 = e0, e2 = e0, e3 = e0;  // even chunks' sums, by shift
+            __m512i o0 = e0, o1 = e0, o2 = e0, o3 = e0;                      // odd chunks'
+            // Chunk c + J (activations at qs + 16 J, qs = q + 16 c), codes masked in place as in tile_tokens<1>.
+            auto chunk = [&]<int J>(int64_t c, const int8_t * qs) {
+                const __m512i bytes = _mm512_loadu_si512(codes + (c + J) * k_tile_chunk);
+                __m512i &     x0 = J % 2 ? o0 : e0, &x1 = J % 2 ? o1 : e1, &x2 = J % 2 ? o2 : e2, &x3 = J % 2 ? o3 : e3;
+                x0 = dpbusd_b<16 * J>(x0, _mm512_and_si512(bytes, m0), qs);
+                x1 = dpbusd_b<16 * J + 4>(x1, _mm512_and_si512(bytes, m1), qs);
+                x2 = dpbusd_b<16 * J + 8>(x2, _mm512_and_si512(bytes, m2), qs);
+                x3 = dpbusd_b<16 * J + 12>(x3, _mm512_and_si512(bytes, m3), qs);
+            };
+            const int64_t c_end = (g + 1) * chunks_per_g;
+            int64_t       c     = g * chunks_per_g;
+            for (; c + Step <= c_end; c += Step) {
+                const uint8_t * at = codes + c * k_tile_chunk;
+                if (ahead > 0 && (reinterpret_cast<uintptr_t>(at) & 4095) < 64 * Step) {
+                    _mm_prefetch(reinterpret_cast<const char *>(at + ahead), _MM_HINT_T0);  // once per page
+                }
+                const int8_t * qs = q + c * k_tile_cols;
+                chunk.template operator()<0>(c, qs);
+                chunk.template operator()<1>(c, qs);
+                chunk.template operator()<2>(c, qs);
+                chunk.template operator()<3>(c, qs);
+                if constexpr (Step == 8) {
+                    chunk.template operator()<4>(c, qs);
+                    chunk.template operator()<5>(c, qs);
+                    chunk.template operator()<6>(c, qs);
+                    chunk.template operator()<7>(c, qs);
+                }
+            }
+            for (; c + 2 <= c_end; c += 2) {  // groups of 64 columns (Q2_0) and fewer than Step chunks left
+                chunk.template operator()<0>(c, q + c * k_tile_cols);
+                chunk.template operator()<1>(c, q + c * k_tile_cols);
+            }
+            if (c < c_end) chunk.template operator()<0>(c, q + c * k_tile_cols);
+            e0 = _mm512_add_epi32(e0, o0);
+            e1 = _mm512_add_epi32(e1, o1);
+            e2 = _mm512_add_epi32(e2, o2);
+            e3 = _mm512_add_epi32(e3, o3);
+            const __m512i sum  = _mm512_add_epi32(_mm512_add_epi32(e0, _mm512_srai_epi32(e1, 2)),
+                                                  _mm512_add_epi32(_mm512_srai_epi32(e2, 4), _mm512_srai_epi32(e3, 6)));
+            const __m512  term = group_term(sum, a.group_sums[g], a_scale, _mm512_loadu_ps(scales + g * k_tile_rows));
+            out                = n_groups == 1 ? term : _mm512_add_ps(out, term);
+        }
+        const int64_t r_begin = tile * k_tile_rows;
+        const int64_t n_valid = w.n_rows - r_begin < k_tile_rows ? w.n_rows - r_begin : k_tile_rows;
+        __m512        v       = w.out_scales ? _mm512_mul_ps(out, _mm512_loadu_ps(w.out_scales + r_begin)) : out;
+        float *       dst     = y + (r_begin - row0);
+        if (accumulate) v = _mm512_add_ps(load16(dst, n_valid), v);
+        store16(dst, n_valid, v);
+    }
+}
+
 // 2-bit chunks of one tile -> base-3 chunks (the repack at load): per output chunk v = sum_j code_j
 // 3^(4-j) in bytes, then ceil(v 256 / 243) = v + ceil(13 v / 243), the latter as
 // ((13 v + 242) * 4316) >> 20 in 16-bit lanes (exact for v <= 242).
@@ -142,6 +216,8 @@ void ternary_gemm(const TernaryTiles & w, int64_t tile0, int64_t tile1, const Ac
         ternary_gemm_base3(MulDecode{}, w, tile0, tile1, a, y, ldy, row0, accumulate);
         return;
     }
+    if (a.n_tokens == 1 && ternary_loop == 4) return tiles_one_token<4>(w, tile0, tile1, a, y, row0, accumulate);
+    if (a.n_tokens == 1 && ternary_loop == 8) return tiles_one_token<8>(w, tile0, tile1, a, y, row0, accumulate);
     constexpr int64_t k_block = 64;  // tokens whose activations stay in L2 while the tiles stream
     for (int64_t tb = 0; tb < a.n_tokens; tb += k_block) {
         const int64_t te = tb + k_block < a.n_tokens ? tb + k_block : a.n_tokens;
