@@ -271,7 +271,10 @@ void WebGpuBackend::encode_family_matvec(const FamilyMatvec & mv, const FamilyRo
                             {"QPT", static_cast<double>(mv.qpt)},
                             // (the prologue's norm total by subgroup shuffles where they are 32 wide:
                             // lib/quarters_q8_0.wgsl; as act_q8_0.wgsl's)
-                            {"Q8_TOTAL_SG", mv.prologue ? 1.0 : 0.0}}}};
+                            {"Q8_TOTAL_SG", mv.prologue ? 1.0 : 0.0},
+                            // (WebGpuTuning::family_qkv_early; family_qkv_aid: TEMPORARY timing aids)
+                            {"EARLY_ROPE", rope && tune_.family_qkv_early != 0 ? 1.0 : 0.0},
+                            {"AID", rope ? static_cast<double>(tune_.family_qkv_aid) : 0.0}}}};
     const WGPUBuffer bufs[] = {mv.words,
                                mv.scales,
                                mv.acts,
@@ -374,7 +377,14 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
     // with 16 (and the gate+up's prologue) against 1,411.9 with act_q8_0; perf-log).
     // (H200 session 14: 64 rows 1,435.7 / 501.1 tok/s on llama-3.2-1b / phi-3-mini, 16 rows 1,424.0 /
     // 503.4, against 1,460.1 / 528.5 with 32.)
-    constexpr uint32_t k_prologue_rows = 32;
+    // (WebGpuTuning::family_qkv_rows: another multiple of 4 that divides the rows, so that the RoPE
+    // epilogue still applies.)
+    uint32_t   k_prologue_rows = 32;
+    const uint32_t tuned_rows  = tune_.family_qkv_rows;
+    if (tuned_rows != 0 && tuned_rows % 4 == 0 && tuned_rows <= qout_wg && parts.size() == 1 &&
+        takes_q8_0(parts[0].type) && parts[0].n_rows % tuned_rows == 0 && prologue_fits(parts[0].type, tuned_rows)) {
+        k_prologue_rows = tuned_rows;
+    }
     const bool qkv_prologue = acts && !glu_act && parts.size() == 1 && takes_q8_0(parts[0].type) &&
                               in.norm != nullptr && k_prologue_rows <= qout_wg &&
                               prologue_fits(parts[0].type, k_prologue_rows);

@@ -55,6 +55,12 @@ struct WebGpuTuning {
                                        //    0: workgroup trees (log2 WG + 2 barriers)
     uint32_t family_acts_loads = 0;    // ... blocks a lane loads at once (1..12); 0: all of its blocks, at most 12
                                        //    (Q8_0: 8); before: 4
+    uint32_t family_qkv_early  = 0;    // one token's [q; k; v] matvec_q8_acts.wgsl with the RoPE in its epilogue:
+                                       //    1: its (cos, sin) loaded first and its row sums all at once
+                                       //    (EARLY_ROPE); 0: summed and rotated by half the rows' invocations
+    uint32_t family_qkv_rows   = 0;    // ... its rows per workgroup with the norm prologue (a multiple of 4 that
+                                       //    divides the rows; else 32); 0: 32
+    uint32_t family_qkv_aid    = 0;    // TEMPORARY timing aid (wrong results): matvec_q8_acts.wgsl AID bits
     // --- the LM head of one token: lm_head_i8_argmax.wgsl, argmax_exact.wgsl ---
     uint32_t head_i8_min_bytes = 64u << 20;  // greedy decoding streams an int8 copy of F16 heads this
                                              // large or larger (half the bytes; wider bounds)

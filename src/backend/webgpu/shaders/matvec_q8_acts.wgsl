@@ -56,6 +56,14 @@ override V_F16: bool = true;
 override PROLOGUE: bool = false;  // h's blocks made from x in the prologue (T = 1), not read from acts
 override NORM: bool = false;      // PROLOGUE: h = rms_norm(x) * nw, else x
 override QPT: u32 = 1u;           // PROLOGUE: ceil(4 NB / WG), at most 4 (NB <= WG)
+// ROPE: the (cos, sin) of the rows an invocation stores loaded before anything else, and the epilogue's
+// row sums one per invocation (ROWS of them at once) before the rotation, instead of two after each
+// other in ROWS / 2 invocations and the table read after them (rope_out_early; same expressions, bits).
+override EARLY_ROPE: bool = false;
+// TEMPORARY timing aids (wrong results; never shipped; WebGpuTuning::family_qkv_aid): bit 1 no RoPE
+// (no table read, no rotation), 2 the prologue's norm and quantization replaced by plain copies of x's
+// words, 4 no stores (behind a condition that never holds), 8 row sums of two terms instead of NB.
+override AID: u32 = 0u;
 
 // Q4_0 / Q8_0 blocks a lane loads before it multiplies them (the host: all of its blocks where
 // that is at most MAX_LOADS, so a QOUT gate+up's lanes wait for memory once; the arrays are
@@ -125,6 +133,17 @@ fn a_codes(a0: u32, i: u32) -> vec4<u32> {
 
 // PROLOGUE: h's blocks into pcodes / pdq (act_q8_0.wgsl's stores). Every invocation calls it (barriers).
 fn stage_h(lid: u32) {
+    if ((AID & 2u) != 0u) {
+        for (var u = 0u; u < QPT; u++) {
+            let g = lid + u * WG;
+            if (g < 4u * NB) {
+                pcodes[g / 2u][2u * (g % 2u)]      = bitcast<u32>(x[p.x_offset + 2u * g]);
+                pcodes[g / 2u][2u * (g % 2u) + 1u] = bitcast<u32>(x[p.x_offset + 2u * g + 1u]);
+                if (g % 4u == 0u) { pdq[g / 4u] = x[p.x_offset + g / 4u]; }
+            }
+        }
+        return;
+    }
     let qs = quarters_q8_0(lid, p.x_offset);
     for (var u = 0u; u < QPT; u++) {
         let g = lid + u * WG;  // words 2 g, 2 g + 1
@@ -169,6 +188,7 @@ fn neox_row(l: u32) -> u32 {
 
 // The terms of matrix row m, added in block order.
 fn row_sum(m: u32) -> f32 {
+    if ((AID & 8u) != 0u) { return terms[m * (NB + 1u)] + terms[m * (NB + 1u) + NB - 1u]; }
     var s = 0.0;
     for (var b = 0u; b < NB; b++) { s = s + terms[m * (NB + 1u) + b]; }
     return s;
@@ -184,6 +204,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let lane  = lid % lanes;
     let live  = m < MROWS && r0 + select(m, m - ROWS, GLU && m >= ROWS) < p.n_rows;
     let row   = weight_row(r0, m);
+    var cs    = vec4<f32>(1.0, 0.0, 1.0, 0.0);
+    if (ROPE && EARLY_ROPE && (AID & 1u) == 0u && lid < ROWS / 2u) { cs = store_cs(lid, r0); }
     if (PROLOGUE) {
         // The lane's blocks (all of them) loaded first, so their latency overlaps the prologue.
         var wa: array<vec4<u32>, MAX_LOADS>;
@@ -249,6 +271,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         if (QOUT) { quantize_out(lid, t, r0, f); }
         return;
     }
+    if (ROPE && EARLY_ROPE) {
+        rope_out_early(lid, r0, cs);
+        return;
+    }
     if (ROPE) {
         rope_out(lid, r0);
         return;
@@ -307,7 +333,7 @@ fn rope_out(lid: u32, r0: u32) {
         var x0  = row_sum(2u * lid);
         var x1  = row_sum(2u * lid + 1u);
         let d0  = row % hd;
-        if (row < p.n_q + p.n_kv) {  // q and k rotate
+        if (row < p.n_q + p.n_kv && (AID & 1u) == 0u) {  // q and k rotate
             let j  = select(d0, d0 / 2u, NORM_MODE);
             let cs = rope[p.pos * half + j];
             let turned = rope_rotate(x0, x1, cs);
@@ -325,18 +351,22 @@ fn rope_out(lid: u32, r0: u32) {
         m0 = 4u * (lid / 2u) + lid % 2u;
         m1 = m0 + 2u;
     }
-    let row = weight_row(r0, m0);
-    let d   = row % hd;
-    let a   = fo[m0];
-    let b   = fo[m1];
+    store_pair(weight_row(r0, m0), fo[m0], fo[m1]);
+}
+
+// ROPE: the rotated values (a, b) of dims (d, d + 1) of the head of [q; k; v] row `row` (dim d) into
+// q_out or the caches. (AID 4: nothing stored, behind a condition that never holds.)
+fn store_pair(row: u32, a: f32, b: f32) {
+    if ((AID & 4u) != 0u && p.rn_zero != 12345u) { return; }
+    let d = row % p.head_dim;
     if (row < p.n_q) {
         y[p.y_offset + row]      = a;
         y[p.y_offset + row + 1u] = b;
         return;
     }
     let is_v = row >= p.n_q + p.n_kv;
-    let kvh  = (row - p.n_q - select(0u, p.n_kv, is_v)) / hd;
-    let e0   = select(p.k_offset, p.v_offset, is_v) + p.pos * p.n_kv + kvh * hd + d;
+    let kvh  = (row - p.n_q - select(0u, p.n_kv, is_v)) / p.head_dim;
+    let e0   = select(p.k_offset, p.v_offset, is_v) + p.pos * p.n_kv + kvh * p.head_dim + d;
     if (select(K_F16, V_F16, is_v)) {
         let word = pack_f16x2(a, b);
         if (is_v) { v_cache[e0 / 2u] = word; } else { k_cache[e0 / 2u] = word; }
@@ -347,4 +377,51 @@ fn rope_out(lid: u32, r0: u32) {
         k_cache[e0]      = bitcast<u32>(a);
         k_cache[e0 + 1u] = bitcast<u32>(b);
     }
+}
+
+// ROPE, EARLY_ROPE: the (cos, sin) of the pairs store invocation i (< ROWS / 2) rotates: norm pairs
+// the pair of rows (2i, 2i + 1) (.xy); NeoX (i = 2g + h) the pairs of rows (4g, 4g + 1) (.xy) and
+// (4g + 2, 4g + 3) (.zw) (rope_out's pairs; (1, 0) for v rows, which do not rotate).
+fn store_cs(i: u32, r0: u32) -> vec4<f32> {
+    let half = p.head_dim / 2u;
+    let m0   = select(4u * (i / 2u), 2u * i, NORM_MODE);
+    let row  = weight_row(r0, m0);
+    if (row >= p.n_q + p.n_kv) { return vec4<f32>(1.0, 0.0, 1.0, 0.0); }
+    let d0 = row % p.head_dim;
+    if (NORM_MODE) { return vec4<f32>(rope[p.pos * half + d0 / 2u], 1.0, 0.0); }
+    let d1 = weight_row(r0, m0 + 2u) % p.head_dim;
+    return vec4<f32>(rope[p.pos * half + d0], rope[p.pos * half + d1]);
+}
+
+// ROPE, EARLY_ROPE: rope_out's rotation and stores with invocation m < ROWS summing row m (all ROWS
+// row sums at once), then invocation i < ROWS / 2 rotating the pairs of its stores (NeoX: both pairs
+// of its group of 4 rows, taking the half h of each) with the (cos, sin) `cs` it loaded first.
+// Every invocation calls it (a barrier).
+fn rope_out_early(lid: u32, r0: u32, cs: vec4<f32>) {
+    if (lid < ROWS) { fo[lid] = row_sum(lid); }
+    workgroupBarrier();
+    if (lid >= ROWS / 2u) { return; }
+    var m0 = 2u * lid;
+    var m1 = m0 + 1u;
+    if (!NORM_MODE) {
+        m0 = 4u * (lid / 2u) + lid % 2u;
+        m1 = m0 + 2u;
+    }
+    let row = weight_row(r0, m0);
+    var a   = fo[m0];
+    var b   = fo[m1];
+    if (row < p.n_q + p.n_kv && (AID & 1u) == 0u) {
+        if (NORM_MODE) {
+            let t = rope_rotate(a, b, cs.xy);
+            a = t.x;
+            b = t.y;
+        } else {
+            let g  = 4u * (lid / 2u);
+            let t0 = rope_rotate(fo[g], fo[g + 1u], cs.xy);
+            let t1 = rope_rotate(fo[g + 2u], fo[g + 3u], cs.zw);
+            a = select(t0.x, t0.y, lid % 2u == 1u);
+            b = select(t1.x, t1.y, lid % 2u == 1u);
+        }
+    }
+    store_pair(row, a, b);
 }
