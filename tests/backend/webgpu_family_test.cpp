@@ -575,8 +575,9 @@ TEST(WebGpuFamily, RopeKvAppendMatchesTheCpuBitForBit) {
 // "norm" pairs (head_dim 64, 6 heads over 2) and phi-3's NeoX pairs (head_dim 96, 5 heads over 1),
 // f32 and f16 caches, rope_freqs divisors and a frequency scale; a NeoX shape rotating 64 of 96 dims
 // takes the separate rope_kv_family.wgsl (2 dispatches). q and both caches' rows bit for bit. Each
-// with the defaults and with WebGpuTuning's family_qkv_early (EARLY_ROPE) and family_qkv_rows (20 /
-// 28 rows per workgroup: lanes that are not a power of two), alone and together.
+// with the defaults and with WebGpuTuning's family_qkv_early (EARLY_ROPE 1 / 2: the latter's subgroup
+// shuffles where the subgroup variants run) and family_qkv_rows (20 / 28 rows per workgroup: lanes that
+// are not a power of two, rows over two subgroups), alone and together.
 TEST(WebGpuFamily, QkvMatvecWithRopeMatchesTheCpuBitForBit) {
     SKIP_WITHOUT_GPU();
     auto cpu = make_cpu_backend({2});
@@ -591,8 +592,8 @@ TEST(WebGpuFamily, QkvMatvecWithRopeMatchesTheCpuBitForBit) {
     for (const DType type : {DType::q4_0, DType::q8_0}) {
         for (const Shape & sh : shapes) {
           const std::string rows_key = "family_qkv_rows=" + std::to_string(sh.alt_rows);
-          for (const std::string & tune : {std::string(), std::string("family_qkv_early=1"), rows_key,
-                                           "family_qkv_early=1," + rows_key}) {
+          for (const std::string & tune : {std::string(), std::string("family_qkv_early=1"), std::string("family_qkv_early=2"),
+                                           rows_key, "family_qkv_early=2," + rows_key}) {
             Backend * const tuned = tune.empty() ? gpu : test::tuned_webgpu(tune);
             for (const DType cache : {DType::f32, DType::f16}) {
                 const int64_t k = 32 * 37, n_ctx = 16, pos0 = 7;

@@ -273,7 +273,7 @@ void WebGpuBackend::encode_family_matvec(const FamilyMatvec & mv, const FamilyRo
                             // lib/quarters_q8_0.wgsl; as act_q8_0.wgsl's)
                             {"Q8_TOTAL_SG", mv.prologue ? 1.0 : 0.0},
                             // (WebGpuTuning::family_qkv_early; family_qkv_aid: TEMPORARY timing aids)
-                            {"EARLY_ROPE", rope && tune_.family_qkv_early != 0 ? 1.0 : 0.0},
+                            {"EARLY_ROPE", rope ? static_cast<double>(tune_.family_qkv_early) : 0.0},
                             {"AID", rope ? static_cast<double>(tune_.family_qkv_aid) : 0.0}}}};
     const WGPUBuffer bufs[] = {mv.words,
                                mv.scales,

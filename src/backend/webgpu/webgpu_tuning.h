@@ -57,7 +57,9 @@ struct WebGpuTuning {
                                        //    (Q8_0: 8); before: 4
     uint32_t family_qkv_early  = 0;    // one token's [q; k; v] matvec_q8_acts.wgsl with the RoPE in its epilogue:
                                        //    1: its (cos, sin) loaded first and its row sums all at once
-                                       //    (EARLY_ROPE); 0: summed and rotated by half the rows' invocations
+                                       //    (EARLY_ROPE); 2: also the pairs by subgroup shuffles, no barrier
+                                       //    (where the subgroup variants run, else 1); 0: summed and rotated by
+                                       //    half the rows' invocations
     uint32_t family_qkv_rows   = 0;    // ... its rows per workgroup with the norm prologue (a multiple of 4 that
                                        //    divides the rows; else 32); 0: 32
     uint32_t family_qkv_aid    = 0;    // TEMPORARY timing aid (wrong results): matvec_q8_acts.wgsl AID bits
