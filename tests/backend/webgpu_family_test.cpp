@@ -577,7 +577,8 @@ TEST(WebGpuFamily, RopeKvAppendMatchesTheCpuBitForBit) {
 // takes the separate rope_kv_family.wgsl (2 dispatches). q and both caches' rows bit for bit. Each
 // with the defaults and with WebGpuTuning's family_qkv_early (EARLY_ROPE 1 / 2: the latter's subgroup
 // shuffles where the subgroup variants run) and family_qkv_rows (20 / 28 rows per workgroup: lanes that
-// are not a power of two, rows over two subgroups), alone and together.
+// are not a power of two, rows over two subgroups), alone and together, and with compute_units=8 (the
+// default rows rule: at most 16 workgroups, so 40 rows of the 640 / 48 of the 672).
 TEST(WebGpuFamily, QkvMatvecWithRopeMatchesTheCpuBitForBit) {
     SKIP_WITHOUT_GPU();
     auto cpu = make_cpu_backend({2});
@@ -593,7 +594,8 @@ TEST(WebGpuFamily, QkvMatvecWithRopeMatchesTheCpuBitForBit) {
         for (const Shape & sh : shapes) {
           const std::string rows_key = "family_qkv_rows=" + std::to_string(sh.alt_rows);
           for (const std::string & tune : {std::string(), std::string("family_qkv_early=1"), std::string("family_qkv_early=2"),
-                                           rows_key, "family_qkv_early=2," + rows_key}) {
+                                           rows_key, "family_qkv_early=2," + rows_key, std::string("compute_units=8"),
+                                           std::string("compute_units=8,family_qkv_early=2")}) {
             Backend * const tuned = tune.empty() ? gpu : test::tuned_webgpu(tune);
             for (const DType cache : {DType::f32, DType::f16}) {
                 const int64_t k = 32 * 37, n_ctx = 16, pos0 = 7;

@@ -15,7 +15,8 @@
 #      blocks at a time instead of all of theirs; e.g. family_acts=2: the o-projection's Q8_0 blocks by
 #      act_q8_0.wgsl instead of the attention; family_head_i8=0: the Q6_K head's exact logits + argmax
 #      (lm_head_q.wgsl) instead of its int8 copy; empty: none), the same files, for the tunings' A/B; then
-#      qwen3-1.7b Q1_0 with each QWEN_TUNES entry (default none; TUNES are not run on it). An entry "-"
+#      qwen3-1.7b Q1_0 with each QWEN_TUNES entry (default none; TUNES are not run on it); LLAMA_TUNES /
+#      PHI3_TUNES, where set, replace TUNES for that model. An entry "-"
 #      is none: the defaults again, e.g. TUNES="- key=a key=b -" to see the drift around the arms.
 # TESTS (a gtest filter) narrows step 1 to those suites, e.g. TESTS='WebGpuFamily.QkvMatvec*'.
 # SKIP_SUITES=1 skips steps 1-2 and SKIP_PROFILES=1 the profiles (a call that only measures A/B arms:
@@ -107,6 +108,8 @@ for model in llama phi3 qwen3; do
     [ -f "$file" ] || continue
     name=$(basename "$file" .gguf)
     list=$tunes
+    [ "$model" = llama ] && list=${LLAMA_TUNES-$tunes}
+    [ "$model" = phi3 ] && list=${PHI3_TUNES-$tunes}
     [ "$model" = qwen3 ] && list=$qwen_tunes
     for tune in $list; do
         t=$tune

@@ -272,9 +272,8 @@ void WebGpuBackend::encode_family_matvec(const FamilyMatvec & mv, const FamilyRo
                             // (the prologue's norm total by subgroup shuffles where they are 32 wide:
                             // lib/quarters_q8_0.wgsl; as act_q8_0.wgsl's)
                             {"Q8_TOTAL_SG", mv.prologue ? 1.0 : 0.0},
-                            // (WebGpuTuning::family_qkv_early; family_qkv_aid: TEMPORARY timing aids)
-                            {"EARLY_ROPE", rope ? static_cast<double>(tune_.family_qkv_early) : 0.0},
-                            {"AID", rope ? static_cast<double>(tune_.family_qkv_aid) : 0.0}}}};
+                            // (WebGpuTuning::family_qkv_early)
+                            {"EARLY_ROPE", rope ? static_cast<double>(tune_.family_qkv_early) : 0.0}}}};
     const WGPUBuffer bufs[] = {mv.words,
                                mv.scales,
                                mv.acts,
@@ -377,13 +376,28 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
     // with 16 (and the gate+up's prologue) against 1,411.9 with act_q8_0; perf-log).
     // (H200 session 14: 64 rows 1,435.7 / 501.1 tok/s on llama-3.2-1b / phi-3-mini, 16 rows 1,424.0 /
     // 503.4, against 1,460.1 / 528.5 with 32.)
-    // (WebGpuTuning::family_qkv_rows: another multiple of 4 that divides the rows, so that the RoPE
-    // epilogue still applies.)
-    uint32_t   k_prologue_rows = 32;
-    const uint32_t tuned_rows  = tune_.family_qkv_rows;
-    if (tuned_rows != 0 && tuned_rows % 4 == 0 && tuned_rows <= qout_wg && parts.size() == 1 &&
-        takes_q8_0(parts[0].type) && parts[0].n_rows % tuned_rows == 0 && prologue_fits(parts[0].type, tuned_rows)) {
-        k_prologue_rows = tuned_rows;
+    // More rows where 32 would make more than two workgroups per compute unit (a second wave of a few
+    // workgroups, each repeating the whole prologue chain): the fewest from 32 on, a multiple of 4 that
+    // divides the rows (the RoPE epilogue's), for at most 2 x compute_units workgroups (H200 tg64
+    // phi-3-mini Q4_0: 9,216 rows at 36, 256 workgroups, 556.9 vs 538.9 tok/s at 32, 288; perf-log), or
+    // WebGpuTuning::family_qkv_rows where that is such a number.
+    uint32_t k_prologue_rows = 32;
+    if (parts.size() == 1 && takes_q8_0(parts[0].type)) {
+        const int64_t  n_rows = parts[0].n_rows;
+        auto           fits   = [&](uint32_t r) {
+            return r % 4 == 0 && r <= qout_wg && n_rows % r == 0 && prologue_fits(parts[0].type, r);
+        };
+        const uint32_t tuned = tune_.family_qkv_rows;
+        if (tuned != 0) {
+            if (fits(tuned)) k_prologue_rows = tuned;
+        } else if (n_rows > int64_t{64} * tune_.compute_units) {
+            for (uint32_t r = 36; r <= 64; r += 4) {
+                if (fits(r) && n_rows / r <= int64_t{2} * tune_.compute_units) {
+                    k_prologue_rows = r;
+                    break;
+                }
+            }
+        }
     }
     const bool qkv_prologue = acts && !glu_act && parts.size() == 1 && takes_q8_0(parts[0].type) &&
                               in.norm != nullptr && k_prologue_rows <= qout_wg &&

@@ -61,8 +61,8 @@ struct WebGpuTuning {
                                        //    (where the subgroup variants run, else 1); 0: summed and rotated by
                                        //    half the rows' invocations
     uint32_t family_qkv_rows   = 0;    // ... its rows per workgroup with the norm prologue (a multiple of 4 that
-                                       //    divides the rows; else 32); 0: 32
-    uint32_t family_qkv_aid    = 0;    // TEMPORARY timing aid (wrong results): matvec_q8_acts.wgsl AID bits
+                                       //    divides the rows; else 32); 0: 32, or the fewest from 36 to 64
+                                       //    that make at most 2 x compute_units workgroups where 32 make more
     // --- the LM head of one token: lm_head_i8_argmax.wgsl, argmax_exact.wgsl ---
     uint32_t head_i8_min_bytes = 64u << 20;  // greedy decoding streams an int8 copy of F16 heads this
                                              // large or larger (half the bytes; wider bounds)

@@ -62,10 +62,6 @@ override QPT: u32 = 1u;           // PROLOGUE: ceil(4 NB / WG), at most 4 (NB <=
 // same with the pairs' partners by subgroup shuffles instead of workgroup memory and a barrier
 // (rope_out_sg; in the subgroup variant, else 1). Same expressions, same bits.
 override EARLY_ROPE: u32 = 0u;
-// TEMPORARY timing aids (wrong results; never shipped; WebGpuTuning::family_qkv_aid): bit 1 no RoPE
-// (no table read, no rotation), 2 the prologue's norm and quantization replaced by plain copies of x's
-// words, 4 no stores (behind a condition that never holds), 8 row sums of two terms instead of NB.
-override AID: u32 = 0u;
 
 // Q4_0 / Q8_0 blocks a lane loads before it multiplies them (the host: all of its blocks where
 // that is at most MAX_LOADS, so a QOUT gate+up's lanes wait for memory once; the arrays are
@@ -135,17 +131,6 @@ fn a_codes(a0: u32, i: u32) -> vec4<u32> {
 
 // PROLOGUE: h's blocks into pcodes / pdq (act_q8_0.wgsl's stores). Every invocation calls it (barriers).
 fn stage_h(lid: u32) {
-    if ((AID & 2u) != 0u) {
-        for (var u = 0u; u < QPT; u++) {
-            let g = lid + u * WG;
-            if (g < 4u * NB) {
-                pcodes[g / 2u][2u * (g % 2u)]      = bitcast<u32>(x[p.x_offset + 2u * g]);
-                pcodes[g / 2u][2u * (g % 2u) + 1u] = bitcast<u32>(x[p.x_offset + 2u * g + 1u]);
-                if (g % 4u == 0u) { pdq[g / 4u] = x[p.x_offset + g / 4u]; }
-            }
-        }
-        return;
-    }
     let qs = quarters_q8_0(lid, p.x_offset);
     for (var u = 0u; u < QPT; u++) {
         let g = lid + u * WG;  // words 2 g, 2 g + 1
@@ -190,7 +175,6 @@ fn neox_row(l: u32) -> u32 {
 
 // The terms of matrix row m, added in block order.
 fn row_sum(m: u32) -> f32 {
-    if ((AID & 8u) != 0u) { return terms[m * (NB + 1u)] + terms[m * (NB + 1u) + NB - 1u]; }
     var s = 0.0;
     for (var b = 0u; b < NB; b++) { s = s + terms[m * (NB + 1u) + b]; }
     return s;
@@ -207,9 +191,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let live  = m < MROWS && r0 + select(m, m - ROWS, GLU && m >= ROWS) < p.n_rows;
     let row   = weight_row(r0, m);
     var cs    = vec4<f32>(1.0, 0.0, 1.0, 0.0);
-    if (ROPE && sg_rope() && (AID & 1u) == 0u && lid < ROWS) {
+    if (ROPE && sg_rope() && lid < ROWS) {
         cs = vec4<f32>(pair_cs(r0, lid & ~1u), 1.0, 0.0);
-    } else if (ROPE && EARLY_ROPE != 0u && (AID & 1u) == 0u && lid < ROWS / 2u) {
+    } else if (ROPE && EARLY_ROPE != 0u && lid < ROWS / 2u) {
         cs = store_cs(lid, r0);
     }
     if (PROLOGUE) {
@@ -343,7 +327,7 @@ fn rope_out(lid: u32, r0: u32) {
         var x0  = row_sum(2u * lid);
         var x1  = row_sum(2u * lid + 1u);
         let d0  = row % hd;
-        if (row < p.n_q + p.n_kv && (AID & 1u) == 0u) {  // q and k rotate
+        if (row < p.n_q + p.n_kv) {  // q and k rotate
             let j  = select(d0, d0 / 2u, NORM_MODE);
             let cs = rope[p.pos * half + j];
             let turned = rope_rotate(x0, x1, cs);
@@ -365,9 +349,8 @@ fn rope_out(lid: u32, r0: u32) {
 }
 
 // ROPE: the rotated values (a, b) of dims (d, d + 1) of the head of [q; k; v] row `row` (dim d) into
-// q_out or the caches. (AID 4: nothing stored, behind a condition that never holds.)
+// q_out or the caches.
 fn store_pair(row: u32, a: f32, b: f32) {
-    if ((AID & 4u) != 0u && p.rn_zero != 12345u) { return; }
     let d = row % p.head_dim;
     if (row < p.n_q) {
         y[p.y_offset + row]      = a;
@@ -426,7 +409,7 @@ fn rope_out_sg(lid: u32, r0: u32, cs: vec2<f32>) {
     let odd   = m % 2u == 1u;
     let row   = weight_row(r0, m);
     var v     = own;
-    if (row < p.n_q + p.n_kv && (AID & 1u) == 0u) {  // (a pair's rows are in one of q, k, v)
+    if (row < p.n_q + p.n_kv) {  // (a pair's rows are in one of q, k, v)
         let t = rope_rotate(select(own, other, odd), select(other, own, odd), cs);
         v     = select(t.x, t.y, odd);
     }
@@ -451,7 +434,7 @@ fn rope_out_early(lid: u32, r0: u32, cs: vec4<f32>) {
     let row = weight_row(r0, m0);
     var a   = fo[m0];
     var b   = fo[m1];
-    if (row < p.n_q + p.n_kv && (AID & 1u) == 0u) {
+    if (row < p.n_q + p.n_kv) {
         if (NORM_MODE) {
             let t = rope_rotate(a, b, cs.xy);
             a = t.x;
