@@ -55,12 +55,7 @@ struct WebGpuTuning {
                                        //    0: workgroup trees (log2 WG + 2 barriers)
     uint32_t family_acts_loads = 0;    // ... blocks a lane loads at once (1..12); 0: all of its blocks, at most 12
                                        //    (Q8_0: 8); before: 4
-    uint32_t family_qkv_early  = 0;    // one token's [q; k; v] matvec_q8_acts.wgsl with the RoPE in its epilogue:
-                                       //    1: its (cos, sin) loaded first and its row sums all at once
-                                       //    (EARLY_ROPE); 2: also the pairs by subgroup shuffles, no barrier
-                                       //    (where the subgroup variants run, else 1); 0: summed and rotated by
-                                       //    half the rows' invocations
-    uint32_t family_qkv_rows   = 0;    // ... its rows per workgroup with the norm prologue (a multiple of 4 that
+    uint32_t family_qkv_rows   = 0;    // one token's normed [q; k; v] matvec_q8_acts.wgsl (PROLOGUE): its rows per workgroup (a multiple of 4 that
                                        //    divides the rows; else 32); 0: 32, or the fewest from 36 to 64
                                        //    that make at most 2 x compute_units workgroups where 32 make more
     // --- the LM head of one token: lm_head_i8_argmax.wgsl, argmax_exact.wgsl ---

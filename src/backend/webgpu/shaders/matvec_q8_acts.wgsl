@@ -56,12 +56,6 @@ override V_F16: bool = true;
 override PROLOGUE: bool = false;  // h's blocks made from x in the prologue (T = 1), not read from acts
 override NORM: bool = false;      // PROLOGUE: h = rms_norm(x) * nw, else x
 override QPT: u32 = 1u;           // PROLOGUE: ceil(4 NB / WG), at most 4 (NB <= WG)
-// ROPE: 1: the (cos, sin) of the rows an invocation stores loaded before anything else, and the
-// epilogue's row sums one per invocation (ROWS of them at once) before the rotation, instead of two
-// after each other in ROWS / 2 invocations and the table read after them (rope_out_early); 2: the
-// same with the pairs' partners by subgroup shuffles instead of workgroup memory and a barrier
-// (rope_out_sg; in the subgroup variant, else 1). Same expressions, same bits.
-override EARLY_ROPE: u32 = 0u;
 
 // Q4_0 / Q8_0 blocks a lane loads before it multiplies them (the host: all of its blocks where
 // that is at most MAX_LOADS, so a QOUT gate+up's lanes wait for memory once; the arrays are
@@ -190,12 +184,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let lane  = lid % lanes;
     let live  = m < MROWS && r0 + select(m, m - ROWS, GLU && m >= ROWS) < p.n_rows;
     let row   = weight_row(r0, m);
-    var cs    = vec4<f32>(1.0, 0.0, 1.0, 0.0);
-    if (ROPE && sg_rope() && lid < ROWS) {
-        cs = vec4<f32>(pair_cs(r0, lid & ~1u), 1.0, 0.0);
-    } else if (ROPE && EARLY_ROPE != 0u && lid < ROWS / 2u) {
-        cs = store_cs(lid, r0);
-    }
     if (PROLOGUE) {
         // The lane's blocks (all of them) loaded first, so their latency overlaps the prologue.
         var wa: array<vec4<u32>, MAX_LOADS>;
@@ -259,14 +247,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             y[o] = f;
         }
         if (QOUT) { quantize_out(lid, t, r0, f); }
-        return;
-    }
-    if (ROPE && sg_rope()) {
-        rope_out_sg(lid, r0, cs.xy);
-        return;
-    }
-    if (ROPE && EARLY_ROPE != 0u) {
-        rope_out_early(lid, r0, cs);
         return;
     }
     if (ROPE) {
@@ -370,82 +350,4 @@ fn store_pair(row: u32, a: f32, b: f32) {
         k_cache[e0]      = bitcast<u32>(a);
         k_cache[e0 + 1u] = bitcast<u32>(b);
     }
-}
-
-// ROPE, EARLY_ROPE: the (cos, sin) of the pairs store invocation i (< ROWS / 2) rotates: norm pairs
-// the pair of rows (2i, 2i + 1) (.xy); NeoX (i = 2g + h) the pairs of rows (4g, 4g + 1) (.xy) and
-// (4g + 2, 4g + 3) (.zw) (rope_out's pairs; (1, 0) for v rows, which do not rotate).
-fn store_cs(i: u32, r0: u32) -> vec4<f32> {
-    if (NORM_MODE) { return vec4<f32>(pair_cs(r0, 2u * i), 1.0, 0.0); }
-    let m0 = 4u * (i / 2u);
-    return vec4<f32>(pair_cs(r0, m0), pair_cs(r0, m0 + 2u));
-}
-
-// The (cos, sin) of the pair of workgroup rows (m, m + 1) (m even; (1, 0) for v rows).
-fn pair_cs(r0: u32, m: u32) -> vec2<f32> {
-    let row = weight_row(r0, m);
-    if (row >= p.n_q + p.n_kv) { return vec2<f32>(1.0, 0.0); }
-    let d0 = row % p.head_dim;
-    return rope[p.pos * (p.head_dim / 2u) + select(d0, d0 / 2u, NORM_MODE)];
-}
-
-// EARLY_ROPE 2 in the subgroup variant (lib/wg_reduce_sg.wgsl: subgroups of consecutive invocations,
-// checked by the backend's probe; WebGPU's are 4 to 128 wide, so the partners m ^ 1 and m ^ 2 are in
-// the subgroup of m).
-fn sg_rope() -> bool { return EARLY_ROPE == 2u && WG_REDUCE_SG; }
-
-// ROPE, EARLY_ROPE 2: invocation m < ROWS sums row m, takes its pair partner's sum (m ^ 1) by a
-// shuffle, rotates the pair with the (cos, sin) `cs` it loaded first (both of a pair compute the
-// same rope_rotate; each keeps its half), then the invocation of dim d takes dim d + 1's value by
-// a shuffle (norm pairs: m ^ 1; NeoX rows 4g + h and 4g + h + 2: m ^ 2) and stores both. No
-// workgroup memory, no barrier. The invocations of the subgroups that hold rows call it (shuffles:
-// those past ROWS compute row ROWS - 1 and store nothing).
-@diagnostic(off, subgroup_uniformity)
-fn rope_out_sg(lid: u32, r0: u32, cs: vec2<f32>) {
-    if (lid >= (ROWS + 31u) / 32u * 32u) { return; }
-    let m     = min(lid, ROWS - 1u);
-    let own   = row_sum(m);
-    let other = sg_shuffle_xor(own, 1u);
-    let odd   = m % 2u == 1u;
-    let row   = weight_row(r0, m);
-    var v     = own;
-    if (row < p.n_q + p.n_kv) {  // (a pair's rows are in one of q, k, v)
-        let t = rope_rotate(select(own, other, odd), select(other, own, odd), cs);
-        v     = select(t.x, t.y, odd);
-    }
-    let next = sg_shuffle_xor(v, select(2u, 1u, NORM_MODE));
-    if (lid < ROWS && select(m % 4u < 2u, !odd, NORM_MODE)) { store_pair(row, v, next); }
-}
-
-// ROPE, EARLY_ROPE: rope_out's rotation and stores with invocation m < ROWS summing row m (all ROWS
-// row sums at once), then invocation i < ROWS / 2 rotating the pairs of its stores (NeoX: both pairs
-// of its group of 4 rows, taking the half h of each) with the (cos, sin) `cs` it loaded first.
-// Every invocation calls it (a barrier).
-fn rope_out_early(lid: u32, r0: u32, cs: vec4<f32>) {
-    if (lid < ROWS) { fo[lid] = row_sum(lid); }
-    workgroupBarrier();
-    if (lid >= ROWS / 2u) { return; }
-    var m0 = 2u * lid;
-    var m1 = m0 + 1u;
-    if (!NORM_MODE) {
-        m0 = 4u * (lid / 2u) + lid % 2u;
-        m1 = m0 + 2u;
-    }
-    let row = weight_row(r0, m0);
-    var a   = fo[m0];
-    var b   = fo[m1];
-    if (row < p.n_q + p.n_kv) {
-        if (NORM_MODE) {
-            let t = rope_rotate(a, b, cs.xy);
-            a = t.x;
-            b = t.y;
-        } else {
-            let g  = 4u * (lid / 2u);
-            let t0 = rope_rotate(fo[g], fo[g + 1u], cs.xy);
-            let t1 = rope_rotate(fo[g + 2u], fo[g + 3u], cs.zw);
-            a = select(t0.x, t0.y, lid % 2u == 1u);
-            b = select(t1.x, t1.y, lid % 2u == 1u);
-        }
-    }
-    store_pair(row, a, b);
 }
