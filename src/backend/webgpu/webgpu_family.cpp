@@ -377,7 +377,7 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
     // More rows where 32 would make more than two workgroups per compute unit (a second wave of a few
     // workgroups, each repeating the whole prologue chain): the fewest from 32 on, a multiple of 4 that
     // divides the rows (the RoPE epilogue's), for at most 2 x compute_units workgroups (H200 tg64
-    // phi-3-mini Q4_0: 9,216 rows at 36, 256 workgroups, 556.9 vs 538.9 tok/s at 32, 288; perf-log), or
+    // phi-3-mini Q4_0: 9,216 rows at 36, 256 workgroups, 557-562 vs 538-540 tok/s at 32, 288; perf-log), or
     // WebGpuTuning::family_qkv_rows where that is such a number.
     uint32_t k_prologue_rows = 32;
     if (parts.size() == 1 && takes_q8_0(parts[0].type)) {
