@@ -574,7 +574,10 @@ TEST(WebGpuFamily, RopeKvAppendMatchesTheCpuBitForBit) {
 // it does the RoPE and the cache stores in its epilogue (ROPE: 1 dispatch instead of 3): llama's
 // "norm" pairs (head_dim 64, 6 heads over 2) and phi-3's NeoX pairs (head_dim 96, 5 heads over 1),
 // f32 and f16 caches, rope_freqs divisors and a frequency scale; a NeoX shape rotating 64 of 96 dims
-// takes the separate rope_kv_family.wgsl (2 dispatches). q and both caches' rows bit for bit.
+// takes the separate rope_kv_family.wgsl (2 dispatches). q and both caches' rows bit for bit. Each
+// with the defaults, with WebGpuTuning's family_qkv_rows (20 / 28 rows per workgroup: lanes that are
+// not a power of two) and with compute_units=8 (the default rows rule: at most 16 workgroups, so 40
+// rows of the 640 / 48 of the 672).
 TEST(WebGpuFamily, QkvMatvecWithRopeMatchesTheCpuBitForBit) {
     SKIP_WITHOUT_GPU();
     auto cpu = make_cpu_backend({2});
@@ -582,50 +585,56 @@ TEST(WebGpuFamily, QkvMatvecWithRopeMatchesTheCpuBitForBit) {
         RopeMode mode;
         int64_t  hd, n_rot, n_head, n_head_kv;
         int64_t  dispatches;  // on the GPU: the matvec (+ rope_kv_family)
+        int      alt_rows;    // family_qkv_rows: a multiple of 4 that divides n_q + 2 n_kv
     };
-    const Shape shapes[] = {{RopeMode::norm, 64, 64, 6, 2, 1}, {RopeMode::neox, 96, 96, 5, 1, 1}, {RopeMode::neox, 96, 64, 5, 1, 2}};
+    const Shape shapes[] = {{RopeMode::norm, 64, 64, 6, 2, 1, 20}, {RopeMode::neox, 96, 96, 5, 1, 1, 28},
+                            {RopeMode::neox, 96, 64, 5, 1, 2, 28}};
     for (const DType type : {DType::q4_0, DType::q8_0}) {
         for (const Shape & sh : shapes) {
-            for (const DType cache : {DType::f32, DType::f16}) {
-                const int64_t k = 32 * 37, n_ctx = 16, pos0 = 7;
-                const int64_t n_q = sh.n_head * sh.hd, n_kv = sh.n_head_kv * sh.hd, rows = n_q + 2 * n_kv;
-                const Quantized wq = quantized("wqkv", type, k, rows, 31);
-                const auto      x = gaussian(static_cast<size_t>(k), 32, 2.0f), nv = gaussian(static_cast<size_t>(k), 33);
-                std::vector<float> factors(static_cast<size_t>(sh.n_rot / 2));
-                for (size_t i = 0; i < factors.size(); ++i) factors[i] = 1.0f + 0.29f * static_cast<float>(i);
-                std::vector<float> outs[2][3];
-                Backend *          bes[2] = {cpu.get(), gpu};
-                for (int i = 0; i < 2; ++i) {
-                    Backend & be   = *bes[i];
-                    auto      w    = be.load_linear({&wq.src, 1});
-                    auto      norm = be.load_norm(f32_source("norm", nv)), wf = be.load_norm(f32_source("rope_freqs", factors));
-                    auto      xt = upload(be, {k, 1, 1, 1}, x), h = upload(be, {k, 1, 1, 1}, std::vector<float>(static_cast<size_t>(k)));
-                    auto      qkv = upload(be, {rows, 1, 1, 1}, std::vector<float>(static_cast<size_t>(rows)));
-                    auto      q   = upload(be, {n_q, 1, 1, 1}, std::vector<float>(static_cast<size_t>(n_q)));
-                    OwnedTensor kc = alloc_tensor(be, cache, {n_kv, n_ctx, 1, 1}, "k");
-                    OwnedTensor vc = alloc_tensor(be, cache, {n_kv, n_ctx, 1, 1}, "v");
-                    AttentionShape s;
-                    s.n_head = sh.n_head, s.n_head_kv = sh.n_head_kv, s.head_dim = sh.hd, s.n_rot = sh.n_rot;
-                    s.rope_freq_base = 10000.0f, s.rope_freq_scale = 0.25f, s.rope_mode = sh.mode, s.rope_freqs = wf.get();
-                    be.take_dispatch_count();
-                    be.begin_step();
-                    be.linear(qkv.tensor, *w, {xt.tensor, norm.get(), 1e-5f, {}, h.tensor}, /*accumulate=*/false);
-                    be.rope_kv_append(q.tensor, {kc.tensor, vc.tensor}, qkv.tensor, s, pos0);
-                    be.end_step();
-                    outs[i][0] = download(be, q.tensor);
-                    if (i == 1 && be.counts_dispatches()) {
-                        EXPECT_EQ(be.take_dispatch_count(), sh.dispatches)
-                            << dtype_name(type) << " head_dim " << sh.hd << " n_rot " << sh.n_rot;
+            const std::string rows_key = "family_qkv_rows=" + std::to_string(sh.alt_rows);
+            for (const std::string & tune : {std::string(), rows_key, std::string("compute_units=8")}) {
+                Backend * const tuned = tune.empty() ? gpu : test::tuned_webgpu(tune);
+                for (const DType cache : {DType::f32, DType::f16}) {
+                    const int64_t k = 32 * 37, n_ctx = 16, pos0 = 7;
+                    const int64_t n_q = sh.n_head * sh.hd, n_kv = sh.n_head_kv * sh.hd, rows = n_q + 2 * n_kv;
+                    const Quantized wq = quantized("wqkv", type, k, rows, 31);
+                    const auto      x = gaussian(static_cast<size_t>(k), 32, 2.0f), nv = gaussian(static_cast<size_t>(k), 33);
+                    std::vector<float> factors(static_cast<size_t>(sh.n_rot / 2));
+                    for (size_t i = 0; i < factors.size(); ++i) factors[i] = 1.0f + 0.29f * static_cast<float>(i);
+                    std::vector<float> outs[2][3];
+                    Backend *          bes[2] = {cpu.get(), tuned};
+                    for (int i = 0; i < 2; ++i) {
+                        Backend & be   = *bes[i];
+                        auto      w    = be.load_linear({&wq.src, 1});
+                        auto      norm = be.load_norm(f32_source("norm", nv)), wf = be.load_norm(f32_source("rope_freqs", factors));
+                        auto      xt = upload(be, {k, 1, 1, 1}, x), h = upload(be, {k, 1, 1, 1}, std::vector<float>(static_cast<size_t>(k)));
+                        auto      qkv = upload(be, {rows, 1, 1, 1}, std::vector<float>(static_cast<size_t>(rows)));
+                        auto      q   = upload(be, {n_q, 1, 1, 1}, std::vector<float>(static_cast<size_t>(n_q)));
+                        OwnedTensor kc = alloc_tensor(be, cache, {n_kv, n_ctx, 1, 1}, "k");
+                        OwnedTensor vc = alloc_tensor(be, cache, {n_kv, n_ctx, 1, 1}, "v");
+                        AttentionShape s;
+                        s.n_head = sh.n_head, s.n_head_kv = sh.n_head_kv, s.head_dim = sh.hd, s.n_rot = sh.n_rot;
+                        s.rope_freq_base = 10000.0f, s.rope_freq_scale = 0.25f, s.rope_mode = sh.mode, s.rope_freqs = wf.get();
+                        be.take_dispatch_count();
+                        be.begin_step();
+                        be.linear(qkv.tensor, *w, {xt.tensor, norm.get(), 1e-5f, {}, h.tensor}, /*accumulate=*/false);
+                        be.rope_kv_append(q.tensor, {kc.tensor, vc.tensor}, qkv.tensor, s, pos0);
+                        be.end_step();
+                        outs[i][0] = download(be, q.tensor);
+                        if (i == 1 && be.counts_dispatches()) {
+                            EXPECT_EQ(be.take_dispatch_count(), sh.dispatches)
+                                << dtype_name(type) << " head_dim " << sh.hd << " n_rot " << sh.n_rot;
+                        }
+                        outs[i][1] = cache_rows_bits(be, kc.tensor, cache, n_kv, pos0, 1);
+                        outs[i][2] = cache_rows_bits(be, vc.tensor, cache, n_kv, pos0, 1);
                     }
-                    outs[i][1] = cache_rows_bits(be, kc.tensor, cache, n_kv, pos0, 1);
-                    outs[i][2] = cache_rows_bits(be, vc.tensor, cache, n_kv, pos0, 1);
+                    const std::string what = std::string(dtype_name(type)) + (sh.mode == RopeMode::norm ? " norm" : " neox") +
+                                             " head_dim " + std::to_string(sh.hd) + " n_rot " + std::to_string(sh.n_rot) +
+                                             " " + std::string(dtype_name(cache)) + " [" + tune + "]";
+                    expect_same_bits(outs[1][0], outs[0][0], what + " q");
+                    expect_same_bits(outs[1][1], outs[0][1], what + " k cache");
+                    expect_same_bits(outs[1][2], outs[0][2], what + " v cache");
                 }
-                const std::string what = std::string(dtype_name(type)) + (sh.mode == RopeMode::norm ? " norm" : " neox") +
-                                         " head_dim " + std::to_string(sh.hd) + " n_rot " + std::to_string(sh.n_rot) +
-                                         " " + std::string(dtype_name(cache));
-                expect_same_bits(outs[1][0], outs[0][0], what + " q");
-                expect_same_bits(outs[1][1], outs[0][1], what + " k cache");
-                expect_same_bits(outs[1][2], outs[0][2], what + " v cache");
             }
         }
     }

@@ -15,8 +15,10 @@
 #      blocks at a time instead of all of theirs; e.g. family_acts=2: the o-projection's Q8_0 blocks by
 #      act_q8_0.wgsl instead of the attention; family_head_i8=0: the Q6_K head's exact logits + argmax
 #      (lm_head_q.wgsl) instead of its int8 copy; empty: none), the same files, for the tunings' A/B; then
-#      qwen3-1.7b Q1_0 with each QWEN_TUNES entry (default none; TUNES are not run on it). An entry "-"
+#      qwen3-1.7b Q1_0 with each QWEN_TUNES entry (default none; TUNES are not run on it); LLAMA_TUNES /
+#      PHI3_TUNES, where set, replace TUNES for that model. An entry "-"
 #      is none: the defaults again, e.g. TUNES="- key=a key=b -" to see the drift around the arms.
+# TESTS (a gtest filter) narrows step 1 to those suites, e.g. TESTS='WebGpuFamily.QkvMatvec*'.
 # SKIP_SUITES=1 skips steps 1-2 and SKIP_PROFILES=1 the profiles (a call that only measures A/B arms:
 # e.g. SKIP_SUITES=1 SKIP_PROFILES=1 MODELS="llama phi3" TUNES="- key=a -").
 # MODELS (default "llama qwen3 phi3") names the files steps 3-5 measure: e.g. MODELS="qwen3 phi3" leaves
@@ -44,7 +46,8 @@ left() { [ "$SECONDS" -lt "$1" ] || { echo "(skipped: ${SECONDS}s of the ${budge
 suites() {  # steps 1-2
     echo "== newest family suites vs the CPU reference on this GPU"
     "$B/tern_webgpu_tests" \
-        --gtest_filter='*WebGpuFamilyDecode*:*WebGpuFamilyHead*:WebGpuFamily.Attention*:WebGpuFamily.QkvMatvec*:WebGpuFamily.Tiny*' > "$out/families_quick_tests.txt" 2>&1
+        --gtest_filter="${TESTS:-*WebGpuFamilyDecode*:*WebGpuFamilyHead*:WebGpuFamily.Attention*:WebGpuFamily.QkvMatvec*:WebGpuFamily.Tiny*}" \
+        > "$out/families_quick_tests.txt" 2>&1
     grep -E "FAILED|PASSED|first at|SKIPPED" "$out/families_quick_tests.txt" | head -12
 
     echo "== greedy text, webgpu vs cpu (2-layer synth llama-3.2-1b Q4_0) [${SECONDS}s]"
@@ -105,6 +108,8 @@ for model in llama phi3 qwen3; do
     [ -f "$file" ] || continue
     name=$(basename "$file" .gguf)
     list=$tunes
+    [ "$model" = llama ] && list=${LLAMA_TUNES-$tunes}
+    [ "$model" = phi3 ] && list=${PHI3_TUNES-$tunes}
     [ "$model" = qwen3 ] && list=$qwen_tunes
     for tune in $list; do
         t=$tune

@@ -374,7 +374,29 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
     // with 16 (and the gate+up's prologue) against 1,411.9 with act_q8_0; perf-log).
     // (H200 session 14: 64 rows 1,435.7 / 501.1 tok/s on llama-3.2-1b / phi-3-mini, 16 rows 1,424.0 /
     // 503.4, against 1,460.1 / 528.5 with 32.)
-    constexpr uint32_t k_prologue_rows = 32;
+    // More rows where 32 would make more than two workgroups per compute unit (a second wave of a few
+    // workgroups, each repeating the whole prologue chain): the fewest from 32 on, a multiple of 4 that
+    // divides the rows (the RoPE epilogue's), for at most 2 x compute_units workgroups (H200 tg64
+    // phi-3-mini Q4_0: 9,216 rows at 36, 256 workgroups, 557-562 vs 538-540 tok/s at 32, 288; perf-log), or
+    // WebGpuTuning::family_qkv_rows where that is such a number.
+    uint32_t k_prologue_rows = 32;
+    if (parts.size() == 1 && takes_q8_0(parts[0].type)) {
+        const int64_t  n_rows = parts[0].n_rows;
+        auto           fits   = [&](uint32_t r) {
+            return r % 4 == 0 && r <= qout_wg && n_rows % r == 0 && prologue_fits(parts[0].type, r);
+        };
+        const uint32_t tuned = tune_.family_qkv_rows;
+        if (tuned != 0) {
+            if (fits(tuned)) k_prologue_rows = tuned;
+        } else if (n_rows > int64_t{64} * tune_.compute_units) {
+            for (uint32_t r = 36; r <= 64; r += 4) {
+                if (fits(r) && n_rows / r <= int64_t{2} * tune_.compute_units) {
+                    k_prologue_rows = r;
+                    break;
+                }
+            }
+        }
+    }
     const bool qkv_prologue = acts && !glu_act && parts.size() == 1 && takes_q8_0(parts[0].type) &&
                               in.norm != nullptr && k_prologue_rows <= qout_wg &&
                               prologue_fits(parts[0].type, k_prologue_rows);

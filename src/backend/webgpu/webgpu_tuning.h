@@ -55,6 +55,10 @@ struct WebGpuTuning {
                                        //    0: workgroup trees (log2 WG + 2 barriers)
     uint32_t family_acts_loads = 0;    // ... blocks a lane loads at once (1..12); 0: all of its blocks, at most 12
                                        //    (Q8_0: 8); before: 4
+    uint32_t family_qkv_rows   = 0;    // one token's normed [q; k; v] matvec_q8_acts.wgsl (PROLOGUE): its rows
+                                       //    per workgroup (a multiple of 4 that divides the rows; else the
+                                       //    default); 0: 32, or the fewest from 36 to 64 that make at most
+                                       //    2 x compute_units workgroups where 32 make more (phi-3-mini: 36)
     // --- the LM head of one token: lm_head_i8_argmax.wgsl, argmax_exact.wgsl ---
     uint32_t head_i8_min_bytes = 64u << 20;  // greedy decoding streams an int8 copy of F16 heads this
                                              // large or larger (half the bytes; wider bounds)

@@ -325,18 +325,21 @@ fn rope_out(lid: u32, r0: u32) {
         m0 = 4u * (lid / 2u) + lid % 2u;
         m1 = m0 + 2u;
     }
-    let row = weight_row(r0, m0);
-    let d   = row % hd;
-    let a   = fo[m0];
-    let b   = fo[m1];
+    store_pair(weight_row(r0, m0), fo[m0], fo[m1]);
+}
+
+// ROPE: the rotated values (a, b) of dims (d, d + 1) of the head of [q; k; v] row `row` (dim d) into
+// q_out or the caches.
+fn store_pair(row: u32, a: f32, b: f32) {
+    let d = row % p.head_dim;
     if (row < p.n_q) {
         y[p.y_offset + row]      = a;
         y[p.y_offset + row + 1u] = b;
         return;
     }
     let is_v = row >= p.n_q + p.n_kv;
-    let kvh  = (row - p.n_q - select(0u, p.n_kv, is_v)) / hd;
-    let e0   = select(p.k_offset, p.v_offset, is_v) + p.pos * p.n_kv + kvh * hd + d;
+    let kvh  = (row - p.n_q - select(0u, p.n_kv, is_v)) / p.head_dim;
+    let e0   = select(p.k_offset, p.v_offset, is_v) + p.pos * p.n_kv + kvh * p.head_dim + d;
     if (select(K_F16, V_F16, is_v)) {
         let word = pack_f16x2(a, b);
         if (is_v) { v_cache[e0 / 2u] = word; } else { k_cache[e0 / 2u] = word; }
