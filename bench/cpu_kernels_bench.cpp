@@ -20,14 +20,19 @@
 namespace tern {
 namespace {
 
+// Looked up once: kernels_avx2() asks CPUID on each call, which traps in a VM (the AVX2 attention
+// benches, one lookup per KV head, had spent half their samples there).
 const cpu::Kernels & kernels() {
-    const CpuIsa isa = cpu_isa_resolve(CpuIsa::automatic);
-    const cpu::Kernels * k = isa == CpuIsa::avx512 ? cpu::kernels_avx512() : isa == CpuIsa::avx2 ? cpu::kernels_avx2()
-                                                                                                 : cpu::kernels_neon();
-    if (!k) throw std::runtime_error("no fast kernels on this machine");
-    cpu::set_page_ahead_from_env();  // TERN_CPU_PAGE_AHEAD, as the fast backend reads it
-    cpu::set_ternary_loop_from_env();
-    return *k;
+    static const cpu::Kernels & set = [] () -> const cpu::Kernels & {
+        const CpuIsa isa = cpu_isa_resolve(CpuIsa::automatic);
+        const cpu::Kernels * k = isa == CpuIsa::avx512 ? cpu::kernels_avx512() : isa == CpuIsa::avx2 ? cpu::kernels_avx2()
+                                                                                                     : cpu::kernels_neon();
+        if (!k) throw std::runtime_error("no fast kernels on this machine");
+        cpu::set_page_ahead_from_env();  // TERN_CPU_PAGE_AHEAD, as the fast backend reads it
+        cpu::set_ternary_loop_from_env();
+        return *k;
+    }();
+    return set;
 }
 
 struct Linear {

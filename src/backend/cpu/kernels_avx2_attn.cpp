@@ -33,26 +33,38 @@ void attention_prepare(const CacheView & c, int64_t n_pos, float * kt, float * v
     }
 }
 
-// cpu::sum_positions of non-negative terms (see the AVX-512 kernel): 8 blocks of 32 per pass.
+// cpu::sum_positions of n >= 0 terms as in kernels_avx512_attn.cpp: each superblock's blocks of 32
+// as scalar chains, 4 blocks side by side in registers (blocks past the superblock's last read zeros
+// and are dropped); the 8-lane gathers this replaces made BM_AttentionLayer's 64 positions ~124 us.
 float sum_positions(const float * t, int64_t n) {
+    alignas(32) static const float zeros[32] = {};
     float total = 0.0f;
     for (int64_t s0 = 0; s0 < n; s0 += 512) {
-        const int64_t s1       = s0 + 512 < n ? s0 + 512 : n;
-        const int64_t n_blocks = (s1 - s0 + 31) / 32;
-        alignas(32) float b[16];
-        for (int64_t pass = 0; pass < 2; ++pass) {
-            const __m256i idx   = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(32)),
-                                                   _mm256_set1_epi32(static_cast<int>(pass * 256)));
-            __m256        block = _mm256_setzero_ps();
-            for (int64_t j = 0; j < 32; ++j) {
-                const __m256i at = _mm256_add_epi32(idx, _mm256_set1_epi32(static_cast<int>(j)));
-                const __m256  m  = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(s1 - s0)), at));
-                block = _mm256_add_ps(block, _mm256_mask_i32gather_ps(_mm256_setzero_ps(), t + s0, at, m, 4));
+        const int64_t len = n - s0 < 512 ? n - s0 : 512, nb = len / 32;  // nb whole blocks, then a part
+        const float * ts  = t + s0;
+        float         super = 0.0f;
+        for (int64_t b = 0; b < nb; b += 4) {
+            const float * r0 = ts + 32 * b;
+            const float * r1 = b + 1 < nb ? r0 + 32 : zeros;
+            const float * r2 = b + 2 < nb ? r0 + 64 : zeros;
+            const float * r3 = b + 3 < nb ? r0 + 96 : zeros;
+            float         a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+            for (int j = 0; j < 32; ++j) {
+                a0 = a0 + r0[j];
+                a1 = a1 + r1[j];
+                a2 = a2 + r2[j];
+                a3 = a3 + r3[j];
             }
-            _mm256_store_ps(b + 8 * pass, block);
+            super = super + a0;
+            if (b + 1 < nb) super = super + a1;
+            if (b + 2 < nb) super = super + a2;
+            if (b + 3 < nb) super = super + a3;
         }
-        float super = 0.0f;
-        for (int64_t i = 0; i < n_blocks; ++i) super = super + b[i];
+        if (len % 32 != 0) {
+            float part = 0.0f;
+            for (int64_t p = 32 * nb; p < len; ++p) part = part + ts[p];
+            super = super + part;
+        }
         total = total + super;
     }
     return total;
@@ -74,8 +86,10 @@ struct CacheK {
     const CacheView & c;
     int64_t           n;  // positions; padding lanes repeat the last, as attention_prepare's do
     void load(int64_t b, int64_t half, int64_t d0, __m256 k[16]) const {
+#pragma GCC unroll 2
         for (int64_t part = 0; part < 2; ++part) {
             __m256 * r = k + 8 * part;
+#pragma GCC unroll 8
             for (int64_t j = 0; j < 8; ++j) {
                 const int64_t p = b * 16 + half * 8 + j < n ? b * 16 + half * 8 + j : n - 1;
                 r[j]            = load_cache8(c, c.k, c.f16_k, p, d0 + 8 * part);
