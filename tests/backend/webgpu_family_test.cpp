@@ -576,9 +576,8 @@ TEST(WebGpuFamily, RopeKvAppendMatchesTheCpuBitForBit) {
 // f32 and f16 caches, rope_freqs divisors and a frequency scale; a NeoX shape rotating 64 of 96 dims
 // takes the separate rope_kv_family.wgsl (2 dispatches). q and both caches' rows bit for bit. Each
 // with the defaults, with WebGpuTuning's family_qkv_rows (20 / 28 rows per workgroup: lanes that are
-// not a power of two), with compute_units=8 (the default rows rule: at most 16 workgroups, so 40
-// rows of the 640 / 48 of the 672) and with family_qkv_rope_sg (the epilogue by subgroup shuffles
-// where the subgroup variants run; alone and with 20 / 28 rows, over two subgroups).
+// not a power of two) and with compute_units=8 (the default rows rule: at most 16 workgroups, so 40
+// rows of the 640 / 48 of the 672).
 TEST(WebGpuFamily, QkvMatvecWithRopeMatchesTheCpuBitForBit) {
     SKIP_WITHOUT_GPU();
     auto cpu = make_cpu_backend({2});
@@ -593,8 +592,7 @@ TEST(WebGpuFamily, QkvMatvecWithRopeMatchesTheCpuBitForBit) {
     for (const DType type : {DType::q4_0, DType::q8_0}) {
         for (const Shape & sh : shapes) {
             const std::string rows_key = "family_qkv_rows=" + std::to_string(sh.alt_rows);
-            for (const std::string & tune : {std::string(), rows_key, std::string("compute_units=8"),
-                                             std::string("family_qkv_rope_sg=1"), "family_qkv_rope_sg=1," + rows_key}) {
+            for (const std::string & tune : {std::string(), rows_key, std::string("compute_units=8")}) {
                 Backend * const tuned = tune.empty() ? gpu : test::tuned_webgpu(tune);
                 for (const DType cache : {DType::f32, DType::f16}) {
                     const int64_t k = 32 * 37, n_ctx = 16, pos0 = 7;

@@ -59,9 +59,6 @@ struct WebGpuTuning {
                                        //    per workgroup (a multiple of 4 that divides the rows; else the
                                        //    default); 0: 32, or the fewest from 36 to 64 that make at most
                                        //    2 x compute_units workgroups where 32 make more (phi-3-mini: 36)
-    uint32_t family_qkv_rope_sg = 0;   // ... with the RoPE in its epilogue: 1: the rotation and stores' partners by
-                                       //    subgroup shuffles (ROPE_SG: no barrier after the row sums, which
-                                       //    run all at once) where the subgroup variants run; 0: workgroup memory
     // --- the LM head of one token: lm_head_i8_argmax.wgsl, argmax_exact.wgsl ---
     uint32_t head_i8_min_bytes = 64u << 20;  // greedy decoding streams an int8 copy of F16 heads this
                                              // large or larger (half the bytes; wider bounds)

@@ -56,10 +56,6 @@ override V_F16: bool = true;
 override PROLOGUE: bool = false;  // h's blocks made from x in the prologue (T = 1), not read from acts
 override NORM: bool = false;      // PROLOGUE: h = rms_norm(x) * nw, else x
 override QPT: u32 = 1u;           // PROLOGUE: ceil(4 NB / WG), at most 4 (NB <= WG)
-// ROPE in the subgroup variant: the epilogue's row sums one per invocation (all ROWS at once), each
-// invocation's (cos, sin) read as its row sum starts, the rotation pairs' and the stores' partners by
-// subgroup shuffles: no workgroup memory, no barrier after the row sums (rope_out_sg; same bits).
-override ROPE_SG: bool = false;
 
 // Q4_0 / Q8_0 blocks a lane loads before it multiplies them (the host: all of its blocks where
 // that is at most MAX_LOADS, so a QOUT gate+up's lanes wait for memory once; the arrays are
@@ -253,10 +249,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         if (QOUT) { quantize_out(lid, t, r0, f); }
         return;
     }
-    if (ROPE && ROPE_SG && WG_REDUCE_SG) {
-        rope_out_sg(lid, r0);
-        return;
-    }
     if (ROPE) {
         rope_out(lid, r0);
         return;
@@ -358,38 +350,4 @@ fn store_pair(row: u32, a: f32, b: f32) {
         k_cache[e0]      = bitcast<u32>(a);
         k_cache[e0 + 1u] = bitcast<u32>(b);
     }
-}
-
-// The (cos, sin) of the pair of workgroup rows (m, m + 1) (m even; (1, 0) for v rows).
-fn pair_cs(r0: u32, m: u32) -> vec2<f32> {
-    let row = weight_row(r0, m);
-    if (row >= p.n_q + p.n_kv) { return vec2<f32>(1.0, 0.0); }
-    let d0 = row % p.head_dim;
-    return rope[p.pos * (p.head_dim / 2u) + select(d0, d0 / 2u, NORM_MODE)];
-}
-
-// ROPE_SG (the subgroup variant: lib/wg_reduce_sg.wgsl's subgroups of consecutive invocations, checked
-// by the backend's probe; WebGPU's are 4 to 128 wide, so the partners m ^ 1 and m ^ 2 are in the
-// subgroup of m): invocation m < ROWS reads its pair's (cos, sin), sums row m, takes its pair
-// partner's sum (m ^ 1) by a shuffle, rotates the pair (both of a pair compute the same
-// rope_rotate; each keeps its half), then the invocation of dim d takes dim d + 1's value by a
-// shuffle (norm pairs: m ^ 1; NeoX rows 4g + h and 4g + h + 2: m ^ 2) and stores both (rope_out's
-// expressions). The invocations of the subgroups that hold rows call it (those past ROWS compute row
-// ROWS - 1 and store nothing).
-@diagnostic(off, subgroup_uniformity)
-fn rope_out_sg(lid: u32, r0: u32) {
-    if (lid >= (ROWS + 31u) / 32u * 32u) { return; }
-    let m     = min(lid, ROWS - 1u);
-    let cs    = pair_cs(r0, m & ~1u);
-    let own   = row_sum(m);
-    let other = sg_shuffle_xor(own, 1u);
-    let odd   = m % 2u == 1u;
-    let row   = weight_row(r0, m);
-    var v     = own;
-    if (row < p.n_q + p.n_kv) {  // (a pair's rows are in one of q, k, v)
-        let t = rope_rotate(select(own, other, odd), select(other, own, odd), cs);
-        v     = select(t.x, t.y, odd);
-    }
-    let next = sg_shuffle_xor(v, select(2u, 1u, NORM_MODE));
-    if (lid < ROWS && select(m % 4u < 2u, !odd, NORM_MODE)) { store_pair(row, v, next); }
 }
