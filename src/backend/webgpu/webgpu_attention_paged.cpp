@@ -38,24 +38,29 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
     // column: scores, block maxima, exps and P·V, the chunk's blocks joined) + attention_block_combine
     // (the chunks joined, one normalisation): 2 dispatches per layer instead of 3.
     if (!paged && tune_.attn_block_order != 0) {
+        // attention_block_combine: at most 128 chunks per column (its threads), 16 dimensions per workgroup
+        constexpr uint32_t k_block_nch = 128, k_block_ds = 16;
         const uint32_t chunk_blocks = tune_.attn_block_chunk;
         const uint32_t np           = 32 * chunk_blocks;  // positions per workgroup
-        const uint64_t g            = static_cast<uint64_t>(group);
+        // query heads per workgroup: all G, or attn_block_heads (a divisor of G) with G / that workgroups per KV head
+        const uint64_t g = tune_.attn_block_heads != 0 && group % tune_.attn_block_heads == 0 ? tune_.attn_block_heads
+                                                                                             : static_cast<uint64_t>(group);
         const uint64_t ra           = std::max<uint64_t>(2 * g * np, (chunk_blocks - 1) * g * 128);
         const uint64_t mem = ra * 4 + g * 128 * 4 + g * np * 4 + uint64_t{np} * 16 + 3 * 16 * uint64_t{chunk_blocks} + 64;
         const int64_t  nch_ld       = ceil_div(pos0 + n_tok, np);
-        const bool     fits = hd == 128 && group <= 4 && k_f16 && kv.v.type == DType::f16 && gpu_offset(kv.k, 2) % 8 == 0 &&
+        const bool     fits = hd == 128 && g <= 4 && k_f16 && kv.v.type == DType::f16 && gpu_offset(kv.k, 2) % 8 == 0 &&
                           kv.k.ne[0] % 8 == 0 && gpu_offset(kv.v, 2) % 2 == 0 && kv.v.ne[0] % 2 == 0 &&
                           mem <= lim.maxComputeWorkgroupStorageSize &&
                           64 * chunk_blocks <= lim.maxComputeInvocationsPerWorkgroup &&
-                          nch_ld <= lim.maxComputeWorkgroupsPerDimension && n_tok <= lim.maxComputeWorkgroupsPerDimension;
+                          nch_ld <= k_block_nch && n_tok <= lim.maxComputeWorkgroupsPerDimension;
         if (fits) {
             grown(attn_super_, static_cast<size_t>(n_tok * n_kv * group * nch_ld * hd) * 4, "attention chunk sums");
             grown(attn_sml_, static_cast<size_t>(n_tok * n_kv * group * nch_ld) * 8, "attention chunk maxima");
             PipelineKey bk{"attention_block_pv",
                            "rrrwwu",
                            {{{"C", static_cast<double>(chunk_blocks)},
-                             {"GROUP", static_cast<double>(group)},
+                             {"GROUP", static_cast<double>(g)},
+                             {"SUBS", static_cast<double>(group / static_cast<int64_t>(g))},
                              {"RA", static_cast<double>(ra)}}}};
             struct {
                 uint32_t n_embd_kv, q_offset, q_stride, k_offset, v_offset, n_head_kv, pos0, nch_ld;
@@ -65,13 +70,18 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
             TERN_ASSERT(kv.k.ne[0] == kv.v.ne[0], "attention_block_pv: K and V rows of one width");
             const WGPUBuffer bb[] = {gpu_buffer(q), gpu_buffer(kv.k), gpu_buffer(kv.v), attn_super_->get(),
                                      attn_sml_->get()};
-            step_->dispatch(bk, bb, &bp, sizeof bp, u32(nch_ld), u32(n_kv), u32(n_tok));
-            PipelineKey ck{"attention_block_combine", "rrwu", {{{"HD", 128.0}, {"NP", static_cast<double>(np)}}}};
+            step_->dispatch(bk, bb, &bp, sizeof bp, u32(nch_ld), u32(n_kv * group / static_cast<int64_t>(g)), u32(n_tok));
+            PipelineKey ck{"attention_block_combine",
+                           "rrwu",
+                           {{{"HD", 128.0},
+                             {"NP", static_cast<double>(np)},
+                             {"NCH", static_cast<double>(k_block_nch)},
+                             {"DS", static_cast<double>(k_block_ds)}}}};
             struct {
                 uint32_t n_head, nch_ld, pos0, out_offset, out_stride;
             } cp{u32(n_kv * group), u32(nch_ld), u32(pos0), gpu_offset(out, 4), u32(out.ne[0])};
             const WGPUBuffer cb[] = {attn_super_->get(), attn_sml_->get(), gpu_buffer(out)};
-            step_->dispatch(ck, cb, &cp, sizeof cp, u32(n_kv * group), u32(n_tok));
+            step_->dispatch(ck, cb, &cp, sizeof cp, u32(n_kv * group * (128 / k_block_ds)), u32(n_tok));
             return true;
         }
     }

@@ -141,6 +141,8 @@ struct WebGpuTuning {
                                              //     attention_block_combine: 2 dispatches per layer; 0: never
     uint32_t attn_block_chunk        = 4;    // attention_block_pv's blocks of 32 positions per workgroup (64 x
                                              //     this many threads)
+    uint32_t attn_block_heads        = 0;    // attention_block_pv's query heads per workgroup (a divisor of G;
+                                             //     0: all G, each K / V row loaded once)
     // --- prefill (many tokens) matmuls: webgpu_prefill.cpp ---
     // tokens from which the GEMM replaces the per-token kernels; 0: 8 where the tensor-core GEMM
     // runs (H100, 8 streams: 1,838 tokens/s against 1,297 from 16), else 16

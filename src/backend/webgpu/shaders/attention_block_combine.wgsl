@@ -6,13 +6,18 @@
 //
 //   part: [T][n_head][nch_ld][HD] f32   ml: [T][n_head][nch_ld][2] f32   out: [n_head hd, T] f32
 // Bindings: 0 part, 1 ml (read); 2 out (read_write); 3 params
-// Dispatch: (n_head, T), HD threads: thread d of query head wid.x (each thread takes M, A_c and L
-// itself: broadcast loads, no barrier).
+// Dispatch: (n_head HD / DS, T), NCH threads (at most NCH chunks per column, the host's limit): a
+// workgroup per (query head, slice of DS dimensions). Every global load is issued at once into
+// workgroup memory (thread c: chunk c's (M, L); the slice's O_c by all threads), M by a tree (max is
+// exact in any order), A_c by thread c, then threads d < DS take L and O[d] in chunk order from
+// workgroup memory: one round trip to memory instead of one per chunk.
 
 // #include "lib/numerics.wgsl"
 
 override HD: u32 = 128u;
-override NP: u32 = 128u;  // positions per chunk (32 attn_block_chunk)
+override NP: u32 = 128u;   // positions per chunk (32 attn_block_chunk)
+override NCH: u32 = 128u;  // threads, and the most chunks a column may have (a power of two)
+override DS: u32 = 16u;    // dimensions per workgroup
 
 struct Params {
     n_head: u32,
@@ -28,21 +33,51 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
 @group(0) @binding(3) var<uniform> p: Params;
 
-@compute @workgroup_size(HD)
-fn main(@builtin(local_invocation_index) d: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let hq  = wid.x;
-    let t   = wid.y;
-    let n   = p.pos0 + t + 1u;
-    let nch = (n + NP - 1u) / NP;
-    let row = (t * p.n_head + hq) * p.nch_ld;  // (column, head)'s first chunk
-    var mx  = ml[2u * row];
-    for (var c = 1u; c < nch; c++) { mx = max(mx, ml[2u * (row + c)]); }
+var<workgroup> os: array<f32, NCH * DS>;  // [chunk][d]: O_c of the slice
+var<workgroup> ms: array<f32, NCH>;       // M_c, then the tree's maxima
+var<workgroup> ls: array<f32, NCH>;       // L_c
+var<workgroup> as_: array<f32, NCH>;      // A_c
+var<workgroup> mx: f32;
+
+const NEG_MAX: u32 = 0xff7fffffu;  // -FLT_MAX, as bits
+
+@compute @workgroup_size(NCH)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let hq    = wid.x / (HD / DS);
+    let slice = wid.x % (HD / DS);
+    let t     = wid.y;
+    let n     = p.pos0 + t + 1u;
+    let nch   = (n + NP - 1u) / NP;
+    let row   = (t * p.n_head + hq) * p.nch_ld;  // (column, head)'s first chunk
+    var m = bitcast<f32>(NEG_MAX);
     var l = 0.0;
-    var o = 0.0;
-    for (var c = 0u; c < nch; c++) {
-        let a = exp_fixed(ml[2u * (row + c)] - mx);
-        l = l + mul_rn(a, ml[2u * (row + c) + 1u]);
-        o = o + mul_rn(a, part[(row + c) * HD + d]);
+    if (lid < nch) {
+        m = ml[2u * (row + lid)];
+        l = ml[2u * (row + lid) + 1u];
     }
-    out[p.out_offset + t * p.out_stride + hq * HD + d] = mul_rn(o, div_rn(1.0, l));
+    for (var i = lid; i < nch * DS; i += NCH) {
+        os[i] = part[(row + i / DS) * HD + slice * DS + i % DS];
+    }
+    ms[lid] = m;
+    ls[lid] = l;
+    workgroupBarrier();
+    var mt = m;
+    for (var w = NCH / 2u; w >= 1u; w /= 2u) {
+        if (lid < w) { mt = max(mt, ms[lid + w]); }
+        workgroupBarrier();
+        if (lid < w) { ms[lid] = mt; }
+        workgroupBarrier();
+    }
+    if (lid < nch) { as_[lid] = exp_fixed(m - ms[0]); }
+    workgroupBarrier();
+    if (lid < DS) {
+        var lt = 0.0;
+        var o  = 0.0;
+        for (var c = 0u; c < nch; c++) {
+            let a = as_[c];
+            lt = lt + mul_rn(a, ls[c]);
+            o  = o + mul_rn(a, os[c * DS + lid]);
+        }
+        out[p.out_offset + t * p.out_stride + hq * HD + slice * DS + lid] = mul_rn(o, div_rn(1.0, lt));
+    }
 }
