@@ -61,7 +61,8 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
                            {{{"C", static_cast<double>(chunk_blocks)},
                              {"GROUP", static_cast<double>(g)},
                              {"SUBS", static_cast<double>(group / static_cast<int64_t>(g))},
-                             {"RA", static_cast<double>(ra)}}}};
+                             {"RA", static_cast<double>(ra)},
+                             {"VLATE", tune_.attn_block_vlate != 0 ? 1.0 : 0.0}}}};
             struct {
                 uint32_t n_embd_kv, q_offset, q_stride, k_offset, v_offset, n_head_kv, pos0, nch_ld;
                 float    scale;

@@ -143,6 +143,8 @@ struct WebGpuTuning {
                                              //     this many threads)
     uint32_t attn_block_heads        = 0;    // attention_block_pv's query heads per workgroup (a divisor of G;
                                              //     0: all G, each K / V row loaded once)
+    uint32_t attn_block_vlate        = 0;    // 1: attention_block_pv loads V after the scores' products
+                                             //     (fewer registers live); 0: with K, before the first barrier
     // --- prefill (many tokens) matmuls: webgpu_prefill.cpp ---
     // tokens from which the GEMM replaces the per-token kernels; 0: 8 where the tensor-core GEMM
     // runs (H100, 8 streams: 1,838 tokens/s against 1,297 from 16), else 16

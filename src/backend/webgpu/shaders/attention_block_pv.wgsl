@@ -19,7 +19,8 @@
 // Threads: WG = 64 C. Scores: thread (position lid % NP, half lid / NP of the head's 128 dimensions)
 // loads its 64 K halves by 8 vec4 loads; P·V: thread (block lid / 64, dimension pair lid % 64) loads
 // its 32 V words (a warp reads 128 contiguous bytes of a row per load). Every K and V load is issued
-// before the first barrier: one DRAM round trip per workgroup.
+// before the first barrier (one DRAM round trip per workgroup), or with VLATE V's after the scores'
+// products (fewer registers live at once).
 
 // #include "lib/numerics.wgsl"
 
@@ -29,6 +30,7 @@ override GROUP: u32 = 4u;       // query heads per workgroup, at most 4 (one vec
 override SUBS: u32 = 1u;        // workgroups per KV head: G / GROUP (attn_block_heads)
 override NP: u32 = 32u * C;     // positions per workgroup
 override WG: u32 = 64u * C;
+override VLATE: bool = false;   // V loaded after the scores' products (K's registers free) instead of with K
 override RA: u32 = 1536u;       // floats of ra: max(2 G NP, (C - 1) G HD)
 
 const NEG_MAX: u32 = 0xff7fffffu;  // -FLT_MAX, as bits
@@ -63,6 +65,15 @@ var<workgroup> mb_s: array<f32, 4u * C>;      // [j][block]: m_b
 var<workgroup> ab_s: array<f32, 4u * C>;      // [j][block]: a_b
 var<workgroup> lb_s: array<f32, 4u * C>;      // [j][block]: l_b
 
+// Thread (block b, dimension pair dp)'s 32 V words (0 past the column's np positions of the chunk).
+fn load_v(vw: ptr<function, array<u32, 32>>, p0: u32, np: u32, b: u32, dp: u32, kvh: u32) {
+    for (var i = 0u; i < 32u; i++) {
+        let r = 32u * b + i;
+        (*vw)[i] = 0u;
+        if (r < np) { (*vw)[i] = v_cache[(p.v_offset + (p0 + r) * p.n_embd_kv + kvh * HD) / 2u + dp]; }
+    }
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let t   = wid.z;
@@ -89,11 +100,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         for (var i = 0u; i < 8u; i++) { kq[i] = k_cache[e0 + i]; }
     }
     var vw: array<u32, 32>;
-    for (var i = 0u; i < 32u; i++) {
-        let r = 32u * b + i;
-        vw[i] = 0u;
-        if (r < np) { vw[i] = v_cache[(p.v_offset + (p0 + r) * p.n_embd_kv + kvh * HD) / 2u + dp]; }
-    }
+    if (!VLATE) { load_v(&vw, p0, np, b, dp, kvh); }
     for (var i = lid; i < GROUP * HD / 4u; i += WG) {
         let at = p.q_offset + t * p.q_stride + wid.y * GROUP * HD + 4u * i;
         q_s[i] = vec4<f32>(round_f16(q[at]), round_f16(q[at + 1u]), round_f16(q[at + 2u]), round_f16(q[at + 3u]));
@@ -130,6 +137,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             ra[HS + j * NP + pl] = ((bs[j][0] + bs[j][1]) + bs[j][2]) + bs[j][3];  // (0 + x = x: a sum from 0 is never -0)
         }
     }
+    if (VLATE) { load_v(&vw, p0, np, b, dp, kvh); }  // (K's registers free again)
     workgroupBarrier();
     // 2. Half 1: the scores (-FLT_MAX past the column).
     if (h == 1u) {
