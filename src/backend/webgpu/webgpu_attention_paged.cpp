@@ -38,8 +38,9 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
     // column: scores, block maxima, exps and P·V, the chunk's blocks joined) + attention_block_combine
     // (the chunks joined, one normalisation): 2 dispatches per layer instead of 3.
     if (!paged && tune_.attn_block_order != 0) {
-        // attention_block_combine: at most 128 chunks per column (its threads), 16 dimensions per workgroup
-        constexpr uint32_t k_block_nch = 128, k_block_ds = 16;
+        // attention_block_combine: at most 256 chunks per column (its threads), 16 dimensions per workgroup
+        // (C = 1 at depth 4096 + 64 has 130)
+        constexpr uint32_t k_block_nch = 256, k_block_ds = 16;
         const uint32_t chunk_blocks = tune_.attn_block_chunk;
         const uint32_t np           = 32 * chunk_blocks;  // positions per workgroup
         // query heads per workgroup: all G, or attn_block_heads (a divisor of G) with G / that workgroups per KV head
