@@ -106,7 +106,23 @@ Partial join(const std::vector<Partial> & parts) {
     return r;
 }
 
-// The block order written out (attention_block_pv.wgsl's header), chunks of C blocks of 32 positions.
+// The block order written out (attention_block_pv.wgsl's header), chunks of C blocks of 32 positions:
+// the specification a CPU reference in this order would follow. For one query head over positions
+// 0 .. n - 1 (every value f32, every operation rounded once, -ffp-contract=off; f16(x) rounds to the
+// nearest f16, ties to even, where the cache is f16):
+//   1. s_i = dot_blocked16(f16(q), k_i) * scale          (unchanged: blocks of 16 dimensions)
+//   2. block b = positions [32 b, min(32 b + 32, n)):
+//        m_b = max(-FLT_MAX, s_i...)   (exact in any order)
+//        e_i = exp_fixed(s_i - m_b)
+//        l_b = ((0 + e_first) + ...) + e_last               (position order)
+//        o_b[d] = ((0 + f16(e_first) v_first[d]) + ...)     (position order; f16 x f16 products exact)
+//   3. chunk c = blocks [C c, min(C c + C, n_blocks)), joined in block order by join():
+//        M_c = max m_b;  a_b = exp_fixed(m_b - M_c);
+//        L_c = ((0 + a_first l_first) + ...);  O_c[d] = ((0 + a_first o_first[d]) + ...)   (each product rounded)
+//   4. the row = the chunks joined the same way (join() again, chunk order): M, L, O[d];
+//   5. out[d] = O[d] * r with r = 1 / L correctly rounded (one reciprocal per row, then one product).
+// C is part of the order (C = 2 was the fastest on the H200: 64 positions per chunk). A row of at most
+// 32 C positions is one chunk: step 4 then multiplies by exp_fixed(0) = 1 and adds to 0, exact.
 std::vector<float> block_order(const Case & c, const Inputs & in, int64_t C) {
     const int64_t n_q = c.n_head * k_hd, n_kv = c.n_head_kv * k_hd, n_ctx = c.pos0 + c.T;
     std::vector<float> k(static_cast<size_t>(n_kv * n_ctx)), v(k.size()), out(static_cast<size_t>(n_q * c.T));
