@@ -43,9 +43,7 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
         constexpr uint32_t k_block_nch = 256, k_block_ds = 16;
         const uint32_t chunk_blocks = tune_.attn_block_chunk;
         const uint32_t np           = 32 * chunk_blocks;  // positions per workgroup
-        // query heads per workgroup: all G, or attn_block_heads (a divisor of G) with G / that workgroups per KV head
-        const uint64_t g = tune_.attn_block_heads != 0 && group % tune_.attn_block_heads == 0 ? tune_.attn_block_heads
-                                                                                             : static_cast<uint64_t>(group);
+        const uint64_t g = static_cast<uint64_t>(group);
         const uint64_t ra           = std::max<uint64_t>(2 * g * np, (chunk_blocks - 1) * g * 128);
         const uint64_t mem = ra * 4 + g * 128 * 4 + g * np * 4 + uint64_t{np} * 16 + 3 * 16 * uint64_t{chunk_blocks} + 64;
         const int64_t  nch_ld       = ceil_div(pos0 + n_tok, np);
@@ -61,9 +59,7 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
                            "rrrwwu",
                            {{{"C", static_cast<double>(chunk_blocks)},
                              {"GROUP", static_cast<double>(g)},
-                             {"SUBS", static_cast<double>(group / static_cast<int64_t>(g))},
-                             {"RA", static_cast<double>(ra)},
-                             {"VLATE", tune_.attn_block_vlate != 0 ? 1.0 : 0.0}}}};
+                             {"RA", static_cast<double>(ra)}}}};
             struct {
                 uint32_t n_embd_kv, q_offset, q_stride, k_offset, v_offset, n_head_kv, pos0, nch_ld;
                 float    scale;
@@ -72,7 +68,7 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
             TERN_ASSERT(kv.k.ne[0] == kv.v.ne[0], "attention_block_pv: K and V rows of one width");
             const WGPUBuffer bb[] = {gpu_buffer(q), gpu_buffer(kv.k), gpu_buffer(kv.v), attn_super_->get(),
                                      attn_sml_->get()};
-            step_->dispatch(bk, bb, &bp, sizeof bp, u32(nch_ld), u32(n_kv * group / static_cast<int64_t>(g)), u32(n_tok));
+            step_->dispatch(bk, bb, &bp, sizeof bp, u32(nch_ld), u32(n_kv), u32(n_tok));
             PipelineKey ck{"attention_block_combine",
                            "rrwu",
                            {{{"HD", 128.0},

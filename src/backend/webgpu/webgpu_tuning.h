@@ -139,12 +139,9 @@ struct WebGpuTuning {
                                              //     and V, head_dim 128, G <= 4) by attention_block_pv (scores
                                              //     and P·V per block of 32 positions, no normalisation) +
                                              //     attention_block_combine: 2 dispatches per layer; 0: never
-    uint32_t attn_block_chunk        = 4;    // attention_block_pv's blocks of 32 positions per workgroup (64 x
-                                             //     this many threads)
-    uint32_t attn_block_heads        = 0;    // attention_block_pv's query heads per workgroup (a divisor of G;
-                                             //     0: all G, each K / V row loaded once)
-    uint32_t attn_block_vlate        = 0;    // 1: attention_block_pv loads V after the scores' products
-                                             //     (fewer registers live); 0: with K, before the first barrier
+    uint32_t attn_block_chunk        = 2;    // attention_block_pv's blocks of 32 positions per workgroup (64 x
+                                             //     this many threads; H200 tg64 @ d4096: 2 624.58 / 625.76 tok/s,
+                                             //     1 547.07 / 546.31, 4 515.92 / 508.65)
     // --- prefill (many tokens) matmuls: webgpu_prefill.cpp ---
     // tokens from which the GEMM replaces the per-token kernels; 0: 8 where the tensor-core GEMM
     // runs (H100, 8 streams: 1,838 tokens/s against 1,297 from 16), else 16
