@@ -150,19 +150,15 @@ TEST_P(CpuKernels, TernaryGemmMatchesBitlinearDot) {
                             }
                             AlignedBytes       scratch(static_cast<size_t>(272 * k));  // base-3 tiles decoded for many tokens
                             const cpu::ActView a{q.data(), k, s.data(), gs.data(), T, scratch.data()};
-                            // every one-token loop (cpu::ternary_loop), the tiles from 0 or from 1 (a
-                            // thread's range, row0 its first row)
-                            for (const int loop : {0, 4, 8})
+                            // the tiles from 0 or from 1 (a thread's range, row0 its first row)
                             for (const int64_t tile0 : {int64_t{0}, int64_t{1}})
                             for (const bool acc : {false, true}) {
                                 if (tile0 >= tiles.n_tiles()) continue;
-                                SCOPED_TRACE("loop " + std::to_string(loop) + " tile0 " + std::to_string(tile0));
-                                cpu::ternary_loop = loop;
+                                SCOPED_TRACE("tile0 " + std::to_string(tile0));
                                 const int64_t      ldy = n + 5, row0 = 16 * tile0;
                                 std::vector<float> y(static_cast<size_t>(ldy * T)), ref(y.size());
                                 for (size_t i = 0; i < y.size(); ++i) y[i] = ref[i] = normal();
                                 ks->ternary_gemm(tiles, tile0, tiles.n_tiles(), a, y.data(), ldy, row0, acc);
-                                cpu::ternary_loop = 0;
                                 for (int64_t r = row0; r < n; ++r) {
                                     lowbit_decode_row(type, bytes, k * n, r, k, want.data(), scales.data());
                                     for (int64_t t = 0; t < T; ++t) {

@@ -65,7 +65,6 @@ CpuFastBackend::CpuFastBackend(const CpuOptions & o)
     scratch_.resize(static_cast<size_t>(pool_.n_threads()));
     base3_ = (o.base3 < 0 ? k_.base3 : o.base3 == 1) && k_.tile_to_base3 != nullptr;
     cpu::set_page_ahead_from_env();
-    cpu::set_ternary_loop_from_env();
 }
 
 DeviceInfo CpuFastBackend::device_info() const {

@@ -5,7 +5,6 @@
 #include "core/error.h"
 
 #include <cstdlib>
-#include <cstring>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -169,17 +168,6 @@ void set_page_ahead_from_env() {
     const long long v   = std::strtoll(env, &end, 10);
     if (*end != 0 || v < 0) fail(ErrorKind::invalid_argument, format("TERN_CPU_PAGE_AHEAD=%s: want a byte count >= 0", env));
     page_ahead = v;
-}
-
-int ternary_loop = 0;
-
-void set_ternary_loop_from_env() {
-    const char * env = std::getenv("TERN_CPU_TERNARY_LOOP");
-    if (env == nullptr || *env == 0) return;
-    if (std::strcmp(env, "0") != 0 && std::strcmp(env, "4") != 0 && std::strcmp(env, "8") != 0) {
-        fail(ErrorKind::invalid_argument, format("TERN_CPU_TERNARY_LOOP=%s: want 0, 4 or 8", env));
-    }
-    ternary_loop = env[0] - '0';
 }
 }  // namespace cpu
 

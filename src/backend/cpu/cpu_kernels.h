@@ -180,12 +180,6 @@ float i8_head_bounds_ref(const int64_t * dots, const float * s, const float * q_
 // kernel bench).
 extern int64_t page_ahead;
 void           set_page_ahead_from_env();  // fails on a value that is not a byte count
-// Issue 51 trial (TERN_CPU_TERNARY_LOOP, default 0): the AVX-512 one-token ternary product as one
-// call per tile (0) or one call per thread's range of tiles with 4 or 8 chunks (256 / 512 bytes)
-// per step (kernels_avx512.cpp, tiles_one_token). Set by set_ternary_loop_from_env (the fast
-// backend, the kernel bench); the results do not depend on it.
-extern int     ternary_loop;
-void           set_ternary_loop_from_env();  // fails on a value other than 0, 4 or 8
 
 // ----------------------------------------------------------------------------- the table
 struct Kernels {

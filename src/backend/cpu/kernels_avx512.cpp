@@ -107,11 +107,11 @@ void tile_tokens(const TernaryTiles & w, int64_t tile, const ActView & a, int64_
     }
 }
 
-// Issue 51 trial (TERN_CPU_TERNARY_LOOP 4 / 8): tile_tokens<1>'s loop over a thread's range of
-// tiles in one call, Step chunks per step. Per tile, tile_tokens<1> pays a call, a 64-bit division
+// One token against a thread's range of tiles in one call (issue 51), Step chunks (64 Step bytes)
+// per step. tile_tokens<1> (kept for a block's last token) pays per tile a call, a 64-bit division
 // and a 512-byte `rep stos` (its accumulator array escapes into memory through the chunk lambda's
-// pointer: dead stores GCC keeps); here the accumulators are named registers and the setup is
-// once per range. The same integer sums and epilogue as tile_tokens<1>: the same floats.
+// pointer: dead stores GCC keeps); here the accumulators are named registers and the setup is once
+// per range. The same integer sums and epilogue as tile_tokens<1>: the same floats.
 template <int Step>
 void tiles_one_token(const TernaryTiles & w, int64_t tile0, int64_t tile1, const ActView & a, float * y, int64_t row0,
                      bool accumulate) {
@@ -216,8 +216,7 @@ void ternary_gemm(const TernaryTiles & w, int64_t tile0, int64_t tile1, const Ac
         ternary_gemm_base3(MulDecode{}, w, tile0, tile1, a, y, ldy, row0, accumulate);
         return;
     }
-    if (a.n_tokens == 1 && ternary_loop == 4) return tiles_one_token<4>(w, tile0, tile1, a, y, row0, accumulate);
-    if (a.n_tokens == 1 && ternary_loop == 8) return tiles_one_token<8>(w, tile0, tile1, a, y, row0, accumulate);
+    if (a.n_tokens == 1) return tiles_one_token<4>(w, tile0, tile1, a, y, row0, accumulate);
     constexpr int64_t k_block = 64;  // tokens whose activations stay in L2 while the tiles stream
     for (int64_t tb = 0; tb < a.n_tokens; tb += k_block) {
         const int64_t te = tb + k_block < a.n_tokens ? tb + k_block : a.n_tokens;
