@@ -4,6 +4,7 @@
 // the independent sums side by side in the lanes instead: 16 cache positions per vector for the
 // scores (K transposed in registers, or once per call by attention_prepare), 8 table rows per
 // vector of doubles for the exact head; the denominator's blocks of 32 positions as scalar chains.
+#include "backend/cpu/position_sum_chains.h"
 #include "backend/cpu/simd_avx512.h"
 
 namespace tern::cpu {
@@ -63,44 +64,6 @@ void attention_prepare(const CacheView & c, int64_t n_pos, float * kt, float * v
     for (int64_t p = 0; p < n_pos; ++p) {
         for (int64_t d0 = 0; d0 < hd; d0 += 16) _mm512_storeu_ps(v + p * hd + d0, load_cache16(c, c.v, c.f16_v, p, d0));
     }
-}
-
-// cpu::sum_positions of n >= 0 terms: each superblock's blocks of 32 summed as scalar chains, 4 blocks
-// side by side in registers (blocks past the superblock's last read zeros and are dropped); the
-// 16-lane gathers this replaces, blocks in the lanes, were 12% of BM_AttentionLayer's samples at 64
-// positions, and one chain per block kept in an array 9% (each add waited on a store).
-float sum_positions(const float * t, int64_t n) {
-    alignas(64) static const float zeros[32] = {};
-    float total = 0.0f;
-    for (int64_t s0 = 0; s0 < n; s0 += 512) {
-        const int64_t len = n - s0 < 512 ? n - s0 : 512, nb = len / 32;  // nb whole blocks, then a part
-        const float * ts  = t + s0;
-        float         super = 0.0f;
-        for (int64_t b = 0; b < nb; b += 4) {
-            const float * r0 = ts + 32 * b;
-            const float * r1 = b + 1 < nb ? r0 + 32 : zeros;
-            const float * r2 = b + 2 < nb ? r0 + 64 : zeros;
-            const float * r3 = b + 3 < nb ? r0 + 96 : zeros;
-            float         a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
-            for (int j = 0; j < 32; ++j) {
-                a0 = a0 + r0[j];
-                a1 = a1 + r1[j];
-                a2 = a2 + r2[j];
-                a3 = a3 + r3[j];
-            }
-            super = super + a0;
-            if (b + 1 < nb) super = super + a1;
-            if (b + 2 < nb) super = super + a2;
-            if (b + 3 < nb) super = super + a3;
-        }
-        if (len % 32 != 0) {
-            float part = 0.0f;
-            for (int64_t p = 32 * nb; p < len; ++p) part = part + ts[p];
-            super = super + part;
-        }
-        total = total + super;
-    }
-    return total;
 }
 
 // Where attention_from reads K and V: a prepared head (attention_prepare's kt / v; attention_cache
@@ -221,7 +184,7 @@ void attention_from(const K & ks, const V & vs, int64_t hd, bool k_f16, bool v_f
         const __m512 max = _mm512_set1_ps(mx1);
         for (int64_t p = 0; p < n; p += 16) _mm512_storeu_ps(s + p, exp_fixed(_mm512_sub_ps(_mm512_loadu_ps(s + p), max)));
         for (int64_t p = n; p < ((n + 15) & ~int64_t{15}); ++p) s[p] = 0.0f;
-        const float  sum = sum_positions(s, n);
+        const float  sum = sum_positions_chains(s, n);
         const __m512 inv = _mm512_set1_ps(1.0f / sum);
         if (job.sup_max != nullptr) {
             job.sup_max[g] = mx1;
@@ -418,7 +381,7 @@ void attention_rows(const CacheView & c, const AttentionJob & job, float * scrat
         const float  mx1 = _mm512_reduce_max_ps(mx);
         const __m512 max = _mm512_set1_ps(mx1);
         for (int64_t p = 0; p < n; p += 16) _mm512_storeu_ps(s + p, exp_fixed(_mm512_sub_ps(_mm512_loadu_ps(s + p), max)));
-        const float  sum = sum_positions(s, n);
+        const float  sum = sum_positions_chains(s, n);
         const __m512 inv = _mm512_set1_ps(1.0f / sum);
         if (job.sup_max != nullptr) {
             job.sup_max[g] = mx1;
