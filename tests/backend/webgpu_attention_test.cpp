@@ -19,6 +19,7 @@
 #include "core/fp16.h"
 #include "quant/block_formats.h"
 #include "quant/ternary_formats.h"
+#include "attention_run.h"
 #include "webgpu_test_util.h"
 
 #include <gtest/gtest.h>
@@ -62,27 +63,7 @@ Inputs make_inputs(const Case & c, DType cache, uint32_t seed) {
 
 // The attention output of the T queries (pos0 .. pos0 + T - 1), computed `per_call` tokens at a time.
 std::vector<float> run(Backend & b, const Case & c, const Inputs & in, int64_t per_call) {
-    const int64_t        n_q = c.n_head * c.head_dim, n_kv = c.n_head_kv * c.head_dim, n_ctx = c.pos0 + c.T;
-    const AttentionShape shape{c.n_head, c.n_head_kv, c.head_dim, c.head_dim, 10000.0f,
-                               1.0f / std::sqrt(static_cast<float>(c.head_dim))};
-    auto kt = alloc_tensor(b, in.cache, {n_kv, n_ctx, 1, 1}, "k");
-    auto vt = alloc_tensor(b, in.cache, {n_kv, n_ctx, 1, 1}, "v");
-    auto qt = alloc_tensor(b, DType::f32, {n_q, c.T + 1, 1, 1}, "q");
-    auto ot = alloc_tensor(b, DType::f32, {n_q, c.T + 1, 1, 1}, "out");
-    b.write(kt.tensor, in.k.data(), in.k.size());
-    b.write(vt.tensor, in.v.data(), in.v.size());
-    b.write(qt.tensor, in.q.data(), in.q.size() * 4);
-    const std::vector<float> sentinel(static_cast<size_t>(n_q), -7.0f);
-    b.write(ot.tensor.columns(0, 1), sentinel.data(), sentinel.size() * 4);
-    for (int64_t t0 = 0; t0 < c.T; t0 += per_call) {
-        const int64_t n = std::min(per_call, c.T - t0);
-        b.attention(ot.tensor.columns(1 + t0, n), qt.tensor.columns(1 + t0, n), {kt.tensor, vt.tensor}, shape,
-                    c.pos0 + t0);
-    }
-    std::vector<float> out(static_cast<size_t>(n_q * (c.T + 1)));
-    b.read(ot.tensor, out.data(), out.size() * 4);
-    for (int64_t i = 0; i < n_q; ++i) EXPECT_EQ(out[static_cast<size_t>(i)], -7.0f) << "column 0 is outside the view";
-    return {out.begin() + n_q, out.end()};
+    return test::run_attention(b, {c.n_head, c.n_head_kv, c.head_dim, c.pos0, c.T, in.cache}, in.k, in.v, in.q, per_call);
 }
 
 // CpuBackend::attention's algorithm, written out.
