@@ -82,11 +82,22 @@ struct PreparedV {
     __m512 load(int64_t p, int64_t d) const { return _mm512_loadu_ps(v + p * hd + d); }  // dimensions d .. d + 15
 };
 
-// P . V for GN heads and DN * 16 dimensions from d0, in the position order (cpu::PositionSum).
-template <int GN, int DN, class V>
-void pv_heads(const V & vs, int64_t hd, const float * probs, int64_t ld_probs, int64_t n, int64_t d0, float * out) {
-    // blk stays in registers for a block of 32 positions (GN * DN <= 16 vectors); super and total
-    // are touched once per block.
+// s + a b: fused where a b is exact (the attention_cache kernels: both factors f16, so the product
+// fits an f32), else the product rounded, then the sum.
+template <bool EXACT> inline __m512 mul_add(__m512 a, __m512 b, __m512 s) {
+    if constexpr (EXACT) {
+        return _mm512_fmadd_ps(a, b, s);
+    } else {
+        return _mm512_add_ps(s, _mm512_mul_ps(a, b));
+    }
+}
+
+// P . V for GN heads and DN * 16 dimensions from d0 over n positions, in the position order
+// (cpu::PositionSum); load_v(p, v) puts position p's DN vectors of V in v. blk stays in registers
+// for a block of 32 positions (GN * DN <= 16 vectors); super and total are touched once per block.
+template <int GN, int DN, bool EXACT, class LoadV>
+inline void pv_block_sums(int64_t n, const float * probs, int64_t ld, int64_t hd, int64_t d0, float * out,
+                          LoadV && load_v) {
     __m512 super[GN][DN], total[GN][DN];
     for (int g = 0; g < GN; ++g) {
         for (int i = 0; i < DN; ++i) super[g][i] = total[g][i] = _mm512_setzero_ps();
@@ -101,13 +112,12 @@ void pv_heads(const V & vs, int64_t hd, const float * probs, int64_t ld_probs, i
         }
         for (int64_t p = p0; p < pe; ++p) {
             __m512 v[DN];
-#pragma GCC unroll 4
-            for (int i = 0; i < DN; ++i) v[i] = vs.load(p, d0 + 16 * i);
+            load_v(p, v);
 #pragma GCC unroll 4
             for (int g = 0; g < GN; ++g) {
-                const __m512 pb = _mm512_set1_ps(probs[g * ld_probs + p]);
+                const __m512 pb = _mm512_set1_ps(probs[g * ld + p]);
 #pragma GCC unroll 4
-                for (int i = 0; i < DN; ++i) blk[g][i] = _mm512_add_ps(blk[g][i], _mm512_mul_ps(pb, v[i]));
+                for (int i = 0; i < DN; ++i) blk[g][i] = mul_add<EXACT>(pb, v[i], blk[g][i]);
             }
         }
         for (int g = 0; g < GN; ++g) {
@@ -125,6 +135,15 @@ void pv_heads(const V & vs, int64_t hd, const float * probs, int64_t ld_probs, i
     for (int g = 0; g < GN; ++g) {
         for (int i = 0; i < DN; ++i) _mm512_storeu_ps(out + g * hd + d0 + 16 * i, _mm512_add_ps(total[g][i], super[g][i]));
     }
+}
+
+// P . V from a prepared head or the cache view vs (vs.load(p, d): 16 dimensions of position p).
+template <int GN, int DN, class V>
+void pv_heads(const V & vs, int64_t hd, const float * probs, int64_t ld_probs, int64_t n, int64_t d0, float * out) {
+    pv_block_sums<GN, DN, false>(n, probs, ld_probs, hd, d0, out, [&](int64_t p, __m512 * v) {
+#pragma GCC unroll 4
+        for (int i = 0; i < DN; ++i) v[i] = vs.load(p, d0 + 16 * i);
+    });
 }
 
 template <int GN, class V> void pv_dims(const V & vs, int64_t hd, const float * probs, int64_t ld, int64_t n, float * out) {
@@ -225,15 +244,6 @@ template <class T> inline __m512 cache16(const T * p) {
     }
 }
 
-// s + a b: fused where a b is exact (see above), else the product rounded, then the sum.
-template <bool EXACT> inline __m512 mul_add(__m512 a, __m512 b, __m512 s) {
-    if constexpr (EXACT) {
-        return _mm512_fmadd_ps(a, b, s);
-    } else {
-        return _mm512_add_ps(s, _mm512_mul_ps(a, b));
-    }
-}
-
 // The head's rows in the cache: K and V of position p start at k + p * stride (v likewise), and the
 // K of the KV head this thread attends next (kn, null if none) for prefetching.
 template <class TK, class TV> struct HeadRows {
@@ -293,47 +303,13 @@ template <int GN, int DN, class TK, class TV, bool PF_KN>
 void pv_rows(const HeadRows<TK, TV> & h, int64_t hd, const float * probs, int64_t ld, int64_t d0, float * out) {
     constexpr bool exact = sizeof(TV) == 2;
     const int64_t  n     = h.n;
-    __m512         super[GN][DN], total[GN][DN];
-    for (int g = 0; g < GN; ++g) {
-        for (int i = 0; i < DN; ++i) super[g][i] = total[g][i] = _mm512_setzero_ps();
-    }
-    for (int64_t p0 = 0; p0 < n; p0 += 32) {
-        const int64_t pe = p0 + 32 < n ? p0 + 32 : n;
-        __m512        blk[GN][DN];
-#pragma GCC unroll 16
-        for (int g = 0; g < GN; ++g) {
+    pv_block_sums<GN, DN, exact>(n, probs, ld, hd, d0, out, [&](int64_t p, __m512 * v) {
+        const TV * row = h.v + p * h.stride + d0;
+        if (p + 32 < n) prefetch_dims(row + 32 * h.stride, DN * 16);
+        if (PF_KN) prefetch_dims(h.kn + p * h.stride + d0, DN * 16);
 #pragma GCC unroll 4
-            for (int i = 0; i < DN; ++i) blk[g][i] = _mm512_setzero_ps();
-        }
-        for (int64_t p = p0; p < pe; ++p) {
-            const TV * row = h.v + p * h.stride + d0;
-            if (p + 32 < n) prefetch_dims(row + 32 * h.stride, DN * 16);
-            if (PF_KN) prefetch_dims(h.kn + p * h.stride + d0, DN * 16);
-            __m512 v[DN];
-#pragma GCC unroll 4
-            for (int i = 0; i < DN; ++i) v[i] = cache16(row + 16 * i);
-#pragma GCC unroll 4
-            for (int g = 0; g < GN; ++g) {
-                const __m512 pb = _mm512_set1_ps(probs[g * ld + p]);
-#pragma GCC unroll 4
-                for (int i = 0; i < DN; ++i) blk[g][i] = mul_add<exact>(pb, v[i], blk[g][i]);
-            }
-        }
-        for (int g = 0; g < GN; ++g) {
-            for (int i = 0; i < DN; ++i) super[g][i] = _mm512_add_ps(super[g][i], blk[g][i]);
-        }
-        if (pe % 512 == 0) {
-            for (int g = 0; g < GN; ++g) {
-                for (int i = 0; i < DN; ++i) {
-                    total[g][i] = _mm512_add_ps(total[g][i], super[g][i]);
-                    super[g][i] = _mm512_setzero_ps();
-                }
-            }
-        }
-    }
-    for (int g = 0; g < GN; ++g) {
-        for (int i = 0; i < DN; ++i) _mm512_storeu_ps(out + g * hd + d0 + 16 * i, _mm512_add_ps(total[g][i], super[g][i]));
-    }
+        for (int i = 0; i < DN; ++i) v[i] = cache16(row + 16 * i);
+    });
 }
 
 template <int GN, class TK, class TV, bool PF_KN>
