@@ -22,6 +22,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -578,6 +579,41 @@ TEST(WebGpuFamily, RopeKvAppendMatchesTheCpuBitForBit) {
 // with the defaults, with WebGpuTuning's family_qkv_rows (20 / 28 rows per workgroup: lanes that are
 // not a power of two) and with compute_units=8 (the default rows rule: at most 16 workgroups, so 40
 // rows of the 640 / 48 of the 672).
+// One token's normed [q; k; v] projection (weight wq, K = x.size(), norm weight nv) then
+// rope_kv_append at position 7 over a 16-position cache of type `cache`, in one step on `be`: q and
+// the cache rows written at position 7 ({q, k rows, v rows}). qn / kn: Qwen3's QK-norm weights
+// (empty: none). `dispatches` gets the step's dispatch count where the backend counts them (else -1).
+std::array<std::vector<float>, 3> qkv_rope_step(Backend & be, const Quantized & wq, RopeMode mode, int64_t hd, int64_t n_rot,
+                                                int64_t n_head, int64_t n_head_kv, DType cache, const std::vector<float> & x,
+                                                const std::vector<float> & nv, const std::vector<float> & factors,
+                                                const std::vector<float> & qn, const std::vector<float> & kn,
+                                                int64_t & dispatches) {
+    const int64_t k = static_cast<int64_t>(x.size()), n_ctx = 16, pos0 = 7;
+    const int64_t n_q = n_head * hd, n_kv = n_head_kv * hd, rows = n_q + 2 * n_kv;
+    auto          w    = be.load_linear({&wq.src, 1});
+    auto          norm = be.load_norm(f32_source("norm", nv)), wf = be.load_norm(f32_source("rope_freqs", factors));
+    std::unique_ptr<Weight> wqn, wkn;
+    if (!qn.empty()) wqn = be.load_norm(f32_source("q_norm", qn)), wkn = be.load_norm(f32_source("k_norm", kn));
+    auto        xt = upload(be, {k, 1, 1, 1}, x), h = upload(be, {k, 1, 1, 1}, std::vector<float>(static_cast<size_t>(k)));
+    auto        qkv = upload(be, {rows, 1, 1, 1}, std::vector<float>(static_cast<size_t>(rows)));
+    auto        q   = upload(be, {n_q, 1, 1, 1}, std::vector<float>(static_cast<size_t>(n_q)));
+    OwnedTensor kc  = alloc_tensor(be, cache, {n_kv, n_ctx, 1, 1}, "k");
+    OwnedTensor vc  = alloc_tensor(be, cache, {n_kv, n_ctx, 1, 1}, "v");
+    AttentionShape s;
+    s.n_head = n_head, s.n_head_kv = n_head_kv, s.head_dim = hd, s.n_rot = n_rot;
+    s.rope_freq_base = 10000.0f, s.rope_freq_scale = 0.25f, s.rope_mode = mode, s.rope_freqs = wf.get();
+    s.qk_norm_eps = 1e-6f;
+    if (wqn) s.q_norm = wqn.get(), s.k_norm = wkn.get();
+    be.take_dispatch_count();
+    be.begin_step();
+    be.linear(qkv.tensor, *w, {xt.tensor, norm.get(), 1e-5f, {}, h.tensor}, /*accumulate=*/false);
+    be.rope_kv_append(q.tensor, {kc.tensor, vc.tensor}, qkv.tensor, s, pos0);
+    be.end_step();
+    dispatches = be.counts_dispatches() ? be.take_dispatch_count() : -1;
+    return {download(be, q.tensor), cache_rows_bits(be, kc.tensor, cache, n_kv, pos0, 1),
+            cache_rows_bits(be, vc.tensor, cache, n_kv, pos0, 1)};
+}
+
 TEST(WebGpuFamily, QkvMatvecWithRopeMatchesTheCpuBitForBit) {
     SKIP_WITHOUT_GPU();
     auto cpu = make_cpu_backend({2});
@@ -595,38 +631,20 @@ TEST(WebGpuFamily, QkvMatvecWithRopeMatchesTheCpuBitForBit) {
             for (const std::string & tune : {std::string(), rows_key, std::string("compute_units=8")}) {
                 Backend * const tuned = tune.empty() ? gpu : test::tuned_webgpu(tune);
                 for (const DType cache : {DType::f32, DType::f16}) {
-                    const int64_t k = 32 * 37, n_ctx = 16, pos0 = 7;
-                    const int64_t n_q = sh.n_head * sh.hd, n_kv = sh.n_head_kv * sh.hd, rows = n_q + 2 * n_kv;
+                    const int64_t   k = 32 * 37, rows = (sh.n_head + 2 * sh.n_head_kv) * sh.hd;
                     const Quantized wq = quantized("wqkv", type, k, rows, 31);
                     const auto      x = gaussian(static_cast<size_t>(k), 32, 2.0f), nv = gaussian(static_cast<size_t>(k), 33);
                     std::vector<float> factors(static_cast<size_t>(sh.n_rot / 2));
                     for (size_t i = 0; i < factors.size(); ++i) factors[i] = 1.0f + 0.29f * static_cast<float>(i);
-                    std::vector<float> outs[2][3];
-                    Backend *          bes[2] = {cpu.get(), tuned};
+                    std::array<std::vector<float>, 3> outs[2];
+                    Backend *                         bes[2] = {cpu.get(), tuned};
                     for (int i = 0; i < 2; ++i) {
-                        Backend & be   = *bes[i];
-                        auto      w    = be.load_linear({&wq.src, 1});
-                        auto      norm = be.load_norm(f32_source("norm", nv)), wf = be.load_norm(f32_source("rope_freqs", factors));
-                        auto      xt = upload(be, {k, 1, 1, 1}, x), h = upload(be, {k, 1, 1, 1}, std::vector<float>(static_cast<size_t>(k)));
-                        auto      qkv = upload(be, {rows, 1, 1, 1}, std::vector<float>(static_cast<size_t>(rows)));
-                        auto      q   = upload(be, {n_q, 1, 1, 1}, std::vector<float>(static_cast<size_t>(n_q)));
-                        OwnedTensor kc = alloc_tensor(be, cache, {n_kv, n_ctx, 1, 1}, "k");
-                        OwnedTensor vc = alloc_tensor(be, cache, {n_kv, n_ctx, 1, 1}, "v");
-                        AttentionShape s;
-                        s.n_head = sh.n_head, s.n_head_kv = sh.n_head_kv, s.head_dim = sh.hd, s.n_rot = sh.n_rot;
-                        s.rope_freq_base = 10000.0f, s.rope_freq_scale = 0.25f, s.rope_mode = sh.mode, s.rope_freqs = wf.get();
-                        be.take_dispatch_count();
-                        be.begin_step();
-                        be.linear(qkv.tensor, *w, {xt.tensor, norm.get(), 1e-5f, {}, h.tensor}, /*accumulate=*/false);
-                        be.rope_kv_append(q.tensor, {kc.tensor, vc.tensor}, qkv.tensor, s, pos0);
-                        be.end_step();
-                        outs[i][0] = download(be, q.tensor);
-                        if (i == 1 && be.counts_dispatches()) {
-                            EXPECT_EQ(be.take_dispatch_count(), sh.dispatches)
-                                << dtype_name(type) << " head_dim " << sh.hd << " n_rot " << sh.n_rot;
+                        int64_t dispatches = -1;
+                        outs[i] = qkv_rope_step(*bes[i], wq, sh.mode, sh.hd, sh.n_rot, sh.n_head, sh.n_head_kv, cache, x, nv,
+                                                factors, {}, {}, dispatches);
+                        if (i == 1 && dispatches >= 0) {
+                            EXPECT_EQ(dispatches, sh.dispatches) << dtype_name(type) << " head_dim " << sh.hd << " n_rot " << sh.n_rot;
                         }
-                        outs[i][1] = cache_rows_bits(be, kc.tensor, cache, n_kv, pos0, 1);
-                        outs[i][2] = cache_rows_bits(be, vc.tensor, cache, n_kv, pos0, 1);
                     }
                     const std::string what = std::string(dtype_name(type)) + (sh.mode == RopeMode::norm ? " norm" : " neox") +
                                              " head_dim " + std::to_string(sh.hd) + " n_rot " + std::to_string(sh.n_rot) +
@@ -665,42 +683,22 @@ TEST(WebGpuFamily, QkvMatvecQ1WithQkNormAndRopeMatchesTheCpuBitForBit) {
     for (const DType type : {DType::q1_0, DType::q2_0, DType::pq2_0}) {
         for (const Shape & sh : shapes) {
             for (const DType cache : {DType::f32, DType::f16}) {
-                const int64_t k = 128 * 9, n_ctx = 16, pos0 = 7;
-                const int64_t n_q = sh.n_head * sh.hd, n_kv = sh.n_head_kv * sh.hd, rows = n_q + 2 * n_kv;
+                const int64_t   k = 128 * 9, rows = (sh.n_head + 2 * sh.n_head_kv) * sh.hd;
                 const Quantized wq = quantized("wqkv", type, k, rows, 41);
                 const auto x = gaussian(static_cast<size_t>(k), 42, 2.0f), nv = gaussian(static_cast<size_t>(k), 43);
                 const auto qn = gaussian(static_cast<size_t>(sh.hd), 44), kn = gaussian(static_cast<size_t>(sh.hd), 45);
                 std::vector<float> factors(static_cast<size_t>(sh.n_rot / 2));
                 for (size_t i = 0; i < factors.size(); ++i) factors[i] = 1.0f + 0.29f * static_cast<float>(i);
-                std::vector<float> outs[3][3];
-                Backend *          bes[3] = {cpu.get(), gpu, unfused_q1_gpu()};
+                std::array<std::vector<float>, 3> outs[3];
+                Backend *                         bes[3] = {cpu.get(), gpu, unfused_q1_gpu()};
                 for (int i = 0; i < 3; ++i) {
                     if (bes[i] == nullptr) continue;
-                    Backend & be   = *bes[i];
-                    auto      w    = be.load_linear({&wq.src, 1});
-                    auto      norm = be.load_norm(f32_source("norm", nv)), wf = be.load_norm(f32_source("rope_freqs", factors));
-                    auto      wqn = be.load_norm(f32_source("q_norm", qn)), wkn = be.load_norm(f32_source("k_norm", kn));
-                    auto      xt = upload(be, {k, 1, 1, 1}, x), h = upload(be, {k, 1, 1, 1}, std::vector<float>(static_cast<size_t>(k)));
-                    auto      qkv = upload(be, {rows, 1, 1, 1}, std::vector<float>(static_cast<size_t>(rows)));
-                    auto      q   = upload(be, {n_q, 1, 1, 1}, std::vector<float>(static_cast<size_t>(n_q)));
-                    OwnedTensor kc = alloc_tensor(be, cache, {n_kv, n_ctx, 1, 1}, "k");
-                    OwnedTensor vc = alloc_tensor(be, cache, {n_kv, n_ctx, 1, 1}, "v");
-                    AttentionShape s;
-                    s.n_head = sh.n_head, s.n_head_kv = sh.n_head_kv, s.head_dim = sh.hd, s.n_rot = sh.n_rot;
-                    s.rope_freq_base = 10000.0f, s.rope_freq_scale = 0.25f, s.rope_mode = sh.mode, s.rope_freqs = wf.get();
-                    s.qk_norm_eps = 1e-6f;
-                    if (sh.qk_norm) s.q_norm = wqn.get(), s.k_norm = wkn.get();
-                    be.take_dispatch_count();
-                    be.begin_step();
-                    be.linear(qkv.tensor, *w, {xt.tensor, norm.get(), 1e-5f, {}, h.tensor}, /*accumulate=*/false);
-                    be.rope_kv_append(q.tensor, {kc.tensor, vc.tensor}, qkv.tensor, s, pos0);
-                    be.end_step();
-                    outs[i][0] = download(be, q.tensor);
-                    if (i > 0 && be.counts_dispatches()) {
-                        EXPECT_EQ(be.take_dispatch_count(), i == 1 ? 1 : 2) << dtype_name(type) << " head_dim " << sh.hd;
+                    int64_t dispatches = -1;
+                    outs[i] = qkv_rope_step(*bes[i], wq, sh.mode, sh.hd, sh.n_rot, sh.n_head, sh.n_head_kv, cache, x, nv, factors,
+                                            sh.qk_norm ? qn : std::vector<float>(), kn, dispatches);
+                    if (i > 0 && dispatches >= 0) {
+                        EXPECT_EQ(dispatches, i == 1 ? 1 : 2) << dtype_name(type) << " head_dim " << sh.hd;
                     }
-                    outs[i][1] = cache_rows_bits(be, kc.tensor, cache, n_kv, pos0, 1);
-                    outs[i][2] = cache_rows_bits(be, vc.tensor, cache, n_kv, pos0, 1);
                 }
                 for (int i = 1; i < 3; ++i) {
                     if (bes[i] == nullptr) continue;
