@@ -1,8 +1,11 @@
 // Scalar reference kernels. Built without -ffast-math on purpose: the rounding order is the contract.
 #include "backend/cpu/cpu_ops.h"
 
+#include "core/fp16.h"
+
 #include <algorithm>
 #include <bit>
+#include <cfloat>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -168,6 +171,133 @@ void combine_superblocks(const float * m, const float * l, int64_t ml_stride, co
         const float r = exp_fixed(m[c * ml_stride] - mx) * l[c * ml_stride] / total;  // a_c (as above) / L
         for (int64_t d = 0; d < hd; ++d) out[d] = out[d] + r * o[c * o_stride + d];  // each product rounded
     }
+}
+
+void block_partial(const float * s, int64_t len, const float * v, int64_t v_stride, int64_t hd, bool v_f16,
+                   AttnPartial & out) {
+    float m = -FLT_MAX;
+    for (int64_t i = 0; i < len; ++i) m = std::max(m, s[i]);
+    float l = 0.0f;
+    for (int64_t d = 0; d < hd; ++d) out.o[d] = 0.0f;
+    for (int64_t i = 0; i < len; ++i) {
+        const float   e  = exp_fixed(s[i] - m);
+        const float   pe = v_f16 ? round_to_fp16(e) : e;
+        const float * vi = v + i * v_stride;
+        l                = l + e;
+        for (int64_t d = 0; d < hd; ++d) out.o[d] = out.o[d] + pe * vi[d];  // each product rounded
+    }
+    out.m = m;
+    out.l = l;
+}
+
+void join_partials(const AttnPartial * parts, int64_t n_parts, int64_t hd, AttnPartial & out) {
+    // a_i for at most 16 parts on the stack (a superblock's 8 chunks; a row of 8192 positions' 16
+    // superblocks), more on the heap: the a_i are computed once, before out.o (which may alias a
+    // part's o) is written.
+    float              a_stack[16];
+    std::vector<float> a_heap;
+    float *            a = a_stack;
+    if (n_parts > 16) {
+        a_heap.resize(static_cast<size_t>(n_parts));
+        a = a_heap.data();
+    }
+    float m = parts[0].m;
+    for (int64_t i = 1; i < n_parts; ++i) m = std::max(m, parts[i].m);
+    float l = 0.0f;
+    for (int64_t i = 0; i < n_parts; ++i) {
+        a[i] = exp_fixed(parts[i].m - m);
+        l    = l + a[i] * parts[i].l;
+    }
+    for (int64_t d = 0; d < hd; ++d) {
+        float o = 0.0f;
+        for (int64_t i = 0; i < n_parts; ++i) o = o + a[i] * parts[i].o[d];
+        out.o[d] = o;
+    }
+    out.m = m;
+    out.l = l;
+}
+
+void superblock_partial(const float * s, int64_t len, const float * v, int64_t v_stride, int64_t hd, bool v_f16,
+                        AttnPartial & out) {
+    // blocks[2] of the chunk being built, chunks[8] of the superblock: [10 * hd] floats per thread.
+    thread_local std::vector<float> scratch;
+    scratch.resize(static_cast<size_t>((k_attn_chunk_blocks + k_attn_super_chunks) * hd));
+    AttnPartial blocks[k_attn_chunk_blocks], chunks[k_attn_super_chunks];
+    for (int64_t b = 0; b < k_attn_chunk_blocks; ++b) blocks[b].o = scratch.data() + b * hd;
+    for (int64_t c = 0; c < k_attn_super_chunks; ++c) chunks[c].o = scratch.data() + (k_attn_chunk_blocks + c) * hd;
+    int64_t n_chunks = 0;
+    for (int64_t c0 = 0; c0 < len; c0 += k_attn_chunk, ++n_chunks) {
+        int64_t n_blocks = 0;
+        for (int64_t b0 = c0; b0 < std::min(len, c0 + k_attn_chunk); b0 += k_pos_block, ++n_blocks) {
+            block_partial(s + b0, std::min(k_pos_block, len - b0), v + b0 * v_stride, v_stride, hd, v_f16,
+                          blocks[n_blocks]);
+        }
+        join_partials(blocks, n_blocks, hd, chunks[n_chunks]);
+    }
+    join_partials(chunks, n_chunks, hd, out);
+}
+
+void finish_partial(const AttnPartial & p, int64_t hd, float * out) {
+    const float r = 1.0f / p.l;
+    for (int64_t d = 0; d < hd; ++d) out[d] = p.o[d] * r;
+}
+
+namespace {
+
+// s[i] = dot_blocked16(f16(q), k_i) * scale (f16(q) with an f16 K) for i < n.
+void attention_scores(const float * q, const float * k, int64_t k_stride, int64_t n, int64_t hd, float scale,
+                      bool k_f16, float * s) {
+    thread_local std::vector<float> qh;
+    qh.resize(static_cast<size_t>(hd));
+    for (int64_t d = 0; d < hd; ++d) qh[static_cast<size_t>(d)] = k_f16 ? round_to_fp16(q[d]) : q[d];
+    for (int64_t i = 0; i < n; ++i) s[i] = dot_blocked16(qh.data(), k + i * k_stride, hd) * scale;
+}
+
+}  // namespace
+
+void attention_row_blocks(const float * q, const float * k, int64_t k_stride, const float * v, int64_t v_stride,
+                          int64_t n, int64_t hd, float scale, bool k_f16, bool v_f16, float * out) {
+    const int64_t                   n_super = (n + k_pos_super - 1) / k_pos_super;
+    thread_local std::vector<float> s, o;
+    s.resize(static_cast<size_t>(n));
+    o.resize(static_cast<size_t>((n_super + 1) * hd));
+    attention_scores(q, k, k_stride, n, hd, scale, k_f16, s.data());
+    std::vector<AttnPartial> supers(static_cast<size_t>(n_super));
+    for (int64_t c = 0; c < n_super; ++c) {
+        const int64_t s0 = c * k_pos_super;
+        supers[static_cast<size_t>(c)].o = o.data() + c * hd;
+        superblock_partial(s.data() + s0, std::min(k_pos_super, n - s0), v + s0 * v_stride, v_stride, hd, v_f16,
+                           supers[static_cast<size_t>(c)]);
+    }
+    AttnPartial row{0.0f, 0.0f, o.data() + n_super * hd};
+    join_partials(supers.data(), n_super, hd, row);
+    finish_partial(row, hd, out);
+}
+
+void attention_row(const float * q, const float * k, int64_t k_stride, const float * v, int64_t v_stride, int64_t n,
+                   int64_t hd, float scale, bool k_f16, bool v_f16, float * out) {
+    if (n > k_pos_super) {
+        attention_row_blocks(q, k, k_stride, v, v_stride, n, hd, scale, k_f16, v_f16, out);
+        return;
+    }
+    // Step 0: the single-pass softmax of one superblock.
+    thread_local std::vector<float> s, terms;
+    thread_local PositionSum        pv;
+    s.resize(static_cast<size_t>(n));
+    terms.resize(static_cast<size_t>(hd));
+    attention_scores(q, k, k_stride, n, hd, scale, k_f16, s.data());
+    float max = -std::numeric_limits<float>::infinity();
+    for (int64_t i = 0; i < n; ++i) max = std::max(max, s[static_cast<size_t>(i)]);
+    for (int64_t i = 0; i < n; ++i) s[static_cast<size_t>(i)] = exp_fixed(s[static_cast<size_t>(i)] - max);
+    const float inv = 1.0f / sum_positions(s.data(), n);
+    pv.reset(static_cast<size_t>(hd));
+    for (int64_t i = 0; i < n; ++i) {
+        float p = s[static_cast<size_t>(i)] * inv;
+        if (v_f16) p = round_to_fp16(p);
+        for (int64_t d = 0; d < hd; ++d) terms[static_cast<size_t>(d)] = p * v[i * v_stride + d];  // rounded
+        pv.add(i, terms.data());
+    }
+    pv.finish(n, out);
 }
 
 float dot_f32(const float * a, const float * b, int64_t n) {

@@ -98,6 +98,77 @@ private:
 void combine_superblocks(const float * m, const float * l, int64_t ml_stride, const float * o, int64_t o_stride,
                          int64_t n_super, int64_t hd, float * out);
 
+// ---- Attention over a row of positions: tern's order (issue #52) ----------------------------------
+// The specification every backend reproduces bit for bit, for one query head over positions
+// 0 .. n-1 (every value f32, every operation rounded once, -ffp-contract=off; f16(x) rounds to the
+// nearest f16, ties to even, and applies only where the cache is f16):
+//  0. Rows of at most k_pos_super = 512 positions keep the single-pass softmax: m = the max score,
+//     e_i = exp_fixed(s_i - m), l = sum_positions(e), r = 1.0f / l, p_i = e_i * r (then f16(p_i)
+//     with an f16 V), out[d] = the p_i * v_i[d] in the position order (PositionSum). Steps 1-6 are
+//     the BLOCK ORDER of every row of more than 512 positions.
+//  1. s_i = dot_blocked16(f16(q), k_i) * scale                  (f16(q) with an f16 K)
+//  2. BLOCK b = positions [32 b, min(32 b + 32, n)) (block_partial):
+//       m_b = max(-FLT_MAX, s_i ...)                             (exact in any order)
+//       e_i = exp_fixed(s_i - m_b)
+//       l_b = ((0 + e_first) + e_next) + ... + e_last           (position order, one chain)
+//       o_b[d] = ((0 + f16(e_first) * v_first[d]) + ...)        (position order; f16 x f16 exact)
+//  3. CHUNK c = blocks [2c, 2c + 1] (64 positions; the last may have 1 block) = join(its blocks)
+//  4. SUPERBLOCK s = chunks [8s, 8s + 8) (512 positions; the last may be short) = join(its chunks)
+//     (superblock_partial: steps 2-4 for one superblock's scores)
+//  5. ROW = join(its superblocks in order)
+//  6. out[d] = O[d] * r,  r = 1.0f / L  (one correctly rounded reciprocal per row, then one product)
+// join(parts p_0 .. p_k) -> (M, L, O) (join_partials), in part order, each product rounded, then
+// each sum:  M = max_i m_i;  a_i = exp_fixed(m_i - M);  L = ((0 + a_0 * l_0) + a_1 * l_1) + ...;
+//            O[d] = ((0 + a_0 * o_0[d]) + a_1 * o_1[d]) + ...
+// A join of one part is exact (exp_fixed(0) == 1, 1 * x == x, 0 + x == x: no l or o is ever -0,
+// every chain starting at +0). Why this shape: a GPU workgroup per chunk of 2 blocks writes one chunk
+// partial (attention_block_pv.wgsl; 2 blocks measured best); the paged and prefill kernels, whose
+// workgroups are per superblock, write superblock partials; the combine joins at most 8 chunks per
+// superblock (in parallel over superblocks), then the row's few superblocks. On the H200 this ran
+// depth-4096 decode 17.7% faster than the per-superblock softmax + combine_superblocks it replaced
+// (session 15; docs/architecture.md, "Numerics").
+inline constexpr int64_t k_attn_chunk_blocks = 2;                                     // blocks per chunk
+inline constexpr int64_t k_attn_chunk        = k_attn_chunk_blocks * k_pos_block;     // 64 positions
+inline constexpr int64_t k_attn_super_chunks = k_pos_super / k_attn_chunk;            // 8 chunks
+
+// A partial softmax over some positions: their max m, sum l = sum e_i, and o[d] = sum f16(e_i) v_i[d]
+// (hd values at o, owned by the caller), all relative to m.
+struct AttnPartial {
+    float   m = 0.0f, l = 0.0f;
+    float * o = nullptr;
+};
+
+// Step 2: the partial of one block of 1 <= len <= 32 positions from its scores s[0 .. len) and V
+// rows v + i * v_stride (f32 values; v_f16: the cache is f16, so e_i is rounded to f16 before its
+// products). Writes out.m, out.l and out.o[0 .. hd).
+void block_partial(const float * s, int64_t len, const float * v, int64_t v_stride, int64_t hd, bool v_f16,
+                   AttnPartial & out);
+
+// join(parts[0 .. n_parts)) in part order, n_parts >= 1. out.o may be one of the parts' o (each O[d]
+// is written after every part's o[d] is read).
+void join_partials(const AttnPartial * parts, int64_t n_parts, int64_t hd, AttnPartial & out);
+
+// Steps 2-4: the partial of one superblock of 1 <= len <= 512 positions (blocks of 32 from its
+// first position, chunks of 2 blocks, the chunks joined) from its scores and V rows, as block_partial.
+void superblock_partial(const float * s, int64_t len, const float * v, int64_t v_stride, int64_t hd, bool v_f16,
+                        AttnPartial & out);
+
+// Step 6: out[d] = p.o[d] * (1.0f / p.l).
+void finish_partial(const AttnPartial & p, int64_t hd, float * out);
+
+// One query head's attention over positions 0 .. n-1 (n >= 1) in tern's order: step 0 for n <= 512,
+// the block order (steps 1-6) above. q [hd] as computed (rounded to f16 here with k_f16); K rows
+// k + i * k_stride and V rows v + i * v_stride as f32 values (an f16 cache's values, exactly);
+// k_f16 / v_f16 say that the cache is f16 (the f16 roundings of q and of the probabilities).
+// out [hd]. The oracle of every backend's attention: one call per (token, head) row.
+void attention_row(const float * q, const float * k, int64_t k_stride, const float * v, int64_t v_stride, int64_t n,
+                   int64_t hd, float scale, bool k_f16, bool v_f16, float * out);
+
+// The same row in the block order whatever n (rows of at most 512 positions too: the order's
+// definition, for tests of kernels that take it below 512 positions; attention_row is the contract).
+void attention_row_blocks(const float * q, const float * k, int64_t k_stride, const float * v, int64_t v_stride,
+                          int64_t n, int64_t hd, float scale, bool k_f16, bool v_f16, float * out);
+
 // Dot product of f32 vectors accumulated in double (the LM head).
 float dot_f32(const float * a, const float * b, int64_t n);
 
