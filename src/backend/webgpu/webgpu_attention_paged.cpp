@@ -32,34 +32,31 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
     const auto &  lim   = ctx_.limits();
     const bool    k_f16 = kv.k.type == DType::f16;
     const bool    paged = batch != nullptr;
-    // Issue 52 prototype (WebGpuTuning::attn_block_order): one query in the block order, NOT the CPU
-    // reference's (the last bits differ; tests/backend/webgpu_block_order_test.cpp writes it out):
-    // attention_block_pv (a workgroup per chunk of attn_block_chunk blocks of 32 positions x KV head x
-    // column: scores, block maxima, exps and P·V, the chunk's blocks joined) + attention_block_combine
-    // (the chunks joined, one normalisation): 2 dispatches per layer instead of 3.
+    // Issue 52 (WebGpuTuning::attn_block_order): one query in the block order (cpu::attention_row_blocks's;
+    // tests/backend/webgpu_block_order_test.cpp): attention_block_pv (a workgroup per chunk of 2 blocks of
+    // 32 positions x KV head x column: scores, block maxima, exps and P·V, the chunk's blocks joined) +
+    // attention_block_combine (the chunks joined into superblocks of 8, those into the row, one
+    // normalisation): 2 dispatches per layer instead of 3.
     if (!paged && tune_.attn_block_order != 0) {
-        // attention_block_combine: at most 256 chunks per column (its threads), 16 dimensions per workgroup
-        // (C = 1 at depth 4096 + 64 has 130)
-        constexpr uint32_t k_block_nch = 256, k_block_ds = 16;
-        const uint32_t chunk_blocks = tune_.attn_block_chunk;
-        const uint32_t np           = 32 * chunk_blocks;  // positions per workgroup
-        const uint64_t g = static_cast<uint64_t>(group);
-        const uint64_t ra           = std::max<uint64_t>(2 * g * np, (chunk_blocks - 1) * g * 128);
-        const uint64_t mem = ra * 4 + g * 128 * 4 + g * np * 4 + uint64_t{np} * 16 + 3 * 16 * uint64_t{chunk_blocks} + 64;
-        const int64_t  nch_ld       = ceil_div(pos0 + n_tok, np);
+        // attention_block_combine: attn_block_combine_ds dimensions per workgroup of 256 threads, at most
+        // nsb_max superblocks of 512 positions per column (its workgroup memory: 64, 32,768 positions, up to
+        // 16 dimensions)
+        constexpr uint32_t k_block_np = 64, k_block_wg = 256;
+        const uint32_t     ds         = tune_.attn_block_combine_ds;
+        const uint32_t     nsb_max    = static_cast<uint32_t>(
+            std::min<uint64_t>(64, lim.maxComputeWorkgroupStorageSize / (4 * (uint64_t{ds} + 2))));
+        const uint64_t     g           = static_cast<uint64_t>(group);
+        const uint64_t     ra          = 2 * g * k_block_np;
+        const uint64_t mem = ra * 4 + g * 128 * 4 + g * k_block_np * 4 + uint64_t{k_block_np} * 16 + 3 * 16 * 2 + 64;
+        const int64_t  nch_ld = ceil_div(pos0 + n_tok, k_block_np);
         const bool     fits = hd == 128 && g <= 4 && k_f16 && kv.v.type == DType::f16 && gpu_offset(kv.k, 2) % 8 == 0 &&
                           kv.k.ne[0] % 8 == 0 && gpu_offset(kv.v, 2) % 2 == 0 && kv.v.ne[0] % 2 == 0 &&
-                          mem <= lim.maxComputeWorkgroupStorageSize &&
-                          64 * chunk_blocks <= lim.maxComputeInvocationsPerWorkgroup &&
-                          nch_ld <= k_block_nch && n_tok <= lim.maxComputeWorkgroupsPerDimension;
+                          mem <= lim.maxComputeWorkgroupStorageSize && 128 <= lim.maxComputeInvocationsPerWorkgroup &&
+                          ceil_div(nch_ld, 8) <= nsb_max && n_tok <= lim.maxComputeWorkgroupsPerDimension;
         if (fits) {
             grown(attn_super_, static_cast<size_t>(n_tok * n_kv * group * nch_ld * hd) * 4, "attention chunk sums");
             grown(attn_sml_, static_cast<size_t>(n_tok * n_kv * group * nch_ld) * 8, "attention chunk maxima");
-            PipelineKey bk{"attention_block_pv",
-                           "rrrwwu",
-                           {{{"C", static_cast<double>(chunk_blocks)},
-                             {"GROUP", static_cast<double>(g)},
-                             {"RA", static_cast<double>(ra)}}}};
+            PipelineKey bk{"attention_block_pv", "rrrwwu", {{{"GROUP", static_cast<double>(g)}, {"RA", static_cast<double>(ra)}}}};
             struct {
                 uint32_t n_embd_kv, q_offset, q_stride, k_offset, v_offset, n_head_kv, pos0, nch_ld;
                 float    scale;
@@ -72,14 +69,14 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
             PipelineKey ck{"attention_block_combine",
                            "rrwu",
                            {{{"HD", 128.0},
-                             {"NP", static_cast<double>(np)},
-                             {"NCH", static_cast<double>(k_block_nch)},
-                             {"DS", static_cast<double>(k_block_ds)}}}};
+                             {"DS", static_cast<double>(ds)},
+                             {"WG", static_cast<double>(k_block_wg)},
+                             {"NSB", static_cast<double>(nsb_max)}}}};
             struct {
                 uint32_t n_head, nch_ld, pos0, out_offset, out_stride;
             } cp{u32(n_kv * group), u32(nch_ld), u32(pos0), gpu_offset(out, 4), u32(out.ne[0])};
             const WGPUBuffer cb[] = {attn_super_->get(), attn_sml_->get(), gpu_buffer(out)};
-            step_->dispatch(ck, cb, &cp, sizeof cp, u32(n_kv * group * (128 / k_block_ds)), u32(n_tok));
+            step_->dispatch(ck, cb, &cp, sizeof cp, u32(n_kv * group * (128 / ds)), u32(n_tok));
             return true;
         }
     }

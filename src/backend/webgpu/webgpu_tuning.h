@@ -134,14 +134,12 @@ struct WebGpuTuning {
     uint32_t attn_softmax_wg         = 64;   // threads per row of the prompt softmax
     uint32_t attn_softmax_wg_one     = 256;  // the same for one query (few, long rows)
     uint32_t attn_scratch_bytes      = 128u << 20;  // the prompt score buffer's budget (token chunks)
-    uint32_t attn_block_order        = 0;    // issue 52 prototype, NOT the CPU reference's order (the last
-                                             //     bits differ): 1: one query on attn_long_super's path (f16 K
-                                             //     and V, head_dim 128, G <= 4) by attention_block_pv (scores
-                                             //     and P·V per block of 32 positions, no normalisation) +
+    uint32_t attn_block_order        = 0;    // issue 52, the block order (until the flip): 1: one query on
+                                             //     attn_long_super's path (f16 K and V, head_dim 128, G <= 4) by
+                                             //     attention_block_pv (scores and P·V per block of 32 positions,
+                                             //     2 blocks per workgroup, no normalisation) +
                                              //     attention_block_combine: 2 dispatches per layer; 0: never
-    uint32_t attn_block_chunk        = 2;    // attention_block_pv's blocks of 32 positions per workgroup (64 x
-                                             //     this many threads; H200 tg64 @ d4096: 2 624.58 / 625.76 tok/s,
-                                             //     1 547.07 / 546.31, 4 515.92 / 508.65)
+    uint32_t attn_block_combine_ds   = 16;   // attention_block_combine's dimensions per workgroup (8..128)
     // --- prefill (many tokens) matmuls: webgpu_prefill.cpp ---
     // tokens from which the GEMM replaces the per-token kernels; 0: 8 where the tensor-core GEMM
     // runs (H100, 8 streams: 1,838 tokens/s against 1,297 from 16), else 16

@@ -1,8 +1,8 @@
-// attention_block_pv: one query's long attention in the "block order" (issue 52 prototype, behind
-// WebGpuTuning::attn_block_order; NOT the CPU reference's order, so never a default): a workgroup per
-// (chunk of C blocks of 32 positions, KV head, column) takes the scores itself and its chunk's P·V for
-// all G query heads, with no normalisation until attention_block_combine.wgsl. Every op an f32 op
-// rounded once, in this fixed order (tests/backend/webgpu_block_order_test.cpp writes it out):
+// attention_block_pv: one query's long attention in the block order of issue 52 (behind
+// WebGpuTuning::attn_block_order until the flip): a workgroup per (chunk of 2 blocks of 32 positions,
+// KV head, column) takes the scores itself and its chunk's P·V for all G query heads, with no
+// normalisation until attention_block_combine.wgsl (which joins the chunks into superblocks of 8, then
+// the row). Every op an f32 op rounded once, in this fixed order (the CPU reference's block order):
 //   s_i    = dot_blocked16(f16(q), k_i) * scale            (attention_split_scores.wgsl's bits)
 //   block b (positions [32 b, 32 b + 32) of the column, the ones it has):
 //   m_b    = max s_i (from -FLT_MAX);  e_i = exp_fixed(s_i - m_b);  l_b = ((0 + e_0) + e_1) + ...
@@ -15,7 +15,7 @@
 //   part: [T][n_head][nch_ld][HD] f32 (O)   ml: [T][n_head][nch_ld][2] f32 (M, L)
 // Bindings: 0 q, 1 k_cache (vec4<u32>), 2 v_cache (u32) (read); 3 part, 4 ml (read_write); 5 params
 // Dispatch: (ceil(n_max / NP), n_head_kv, T); a workgroup past its column's positions returns.
-// Threads: WG = 64 C. Scores: thread (position lid % NP, half lid / NP of the head's 128 dimensions)
+// Threads: WG = 128. Scores: thread (position lid % NP, half lid / NP of the head's 128 dimensions)
 // loads its 64 K halves by 8 vec4 loads; P·V: thread (block lid / 64, dimension pair lid % 64) loads
 // its 32 V words (a warp reads 128 contiguous bytes of a row per load). K's loads are issued first;
 // V's after the scores' products (fewer registers live at once), in flight during the softmax.
@@ -23,11 +23,11 @@
 // #include "lib/numerics.wgsl"
 
 const HD: u32 = 128u;           // head_dim (the host takes this kernel for 128 only)
-override C: u32 = 4u;           // blocks of 32 positions per workgroup (attn_block_chunk)
+const C: u32 = 2u;               // blocks of 32 positions per workgroup: part of the order (a chunk)
 override GROUP: u32 = 4u;       // G = n_head / n_head_kv, at most 4 (one vec4 of heads)
-override NP: u32 = 32u * C;     // positions per workgroup
-override WG: u32 = 64u * C;
-override RA: u32 = 1536u;       // floats of ra: max(2 G NP, (C - 1) G HD)
+const NP: u32 = 32u * C;        // positions per workgroup
+const WG: u32 = 64u * C;
+override RA: u32 = 128u * GROUP;  // floats of ra: max(2 G NP, (C - 1) G HD)
 
 const NEG_MAX: u32 = 0xff7fffffu;  // -FLT_MAX, as bits
 
