@@ -47,7 +47,8 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
             std::min<uint64_t>(64, lim.maxComputeWorkgroupStorageSize / (4 * (uint64_t{ds} + 2))));
         const uint64_t     g           = static_cast<uint64_t>(group);
         const uint64_t     ra          = 2 * g * k_block_np;
-        const uint64_t mem = ra * 4 + g * 128 * 4 + g * k_block_np * 4 + uint64_t{k_block_np} * 16 + 3 * 16 * 2 + 64;
+        const uint64_t mem = ra * 4 + g * 128 * 4 + g * k_block_np * 4 + uint64_t{k_block_np} * 16 + 3 * 16 * 2 + 64 +
+                             12 * 128;  // (+ lib/wg_reduce.wgsl's slots)
         const int64_t  nch_ld = ceil_div(pos0 + n_tok, k_block_np);
         const bool     fits = hd == 128 && g <= 4 && k_f16 && kv.v.type == DType::f16 && gpu_offset(kv.k, 2) % 8 == 0 &&
                           kv.k.ne[0] % 8 == 0 && gpu_offset(kv.v, 2) % 2 == 0 && kv.v.ne[0] % 2 == 0 &&
@@ -57,6 +58,7 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
             grown(attn_super_, static_cast<size_t>(n_tok * n_kv * group * nch_ld * hd) * 4, "attention chunk sums");
             grown(attn_sml_, static_cast<size_t>(n_tok * n_kv * group * nch_ld) * 8, "attention chunk maxima");
             PipelineKey bk{"attention_block_pv", "rrrwwu", {{{"GROUP", static_cast<double>(g)}, {"RA", static_cast<double>(ra)}}}};
+            if (tune_.attn_block_rows != 0) bk.add("ROWS", 1.0);
             struct {
                 uint32_t n_embd_kv, q_offset, q_stride, k_offset, v_offset, n_head_kv, pos0, nch_ld;
                 float    scale;

@@ -20,6 +20,7 @@
 // its 32 V words (a warp reads 128 contiguous bytes of a row per load). K's loads are issued first;
 // V's after the scores' products (fewer registers live at once), in flight during the softmax.
 
+// #include "lib/wg_reduce.wgsl"
 // #include "lib/numerics.wgsl"
 
 const HD: u32 = 128u;           // head_dim (the host takes this kernel for 128 only)
@@ -28,6 +29,11 @@ override GROUP: u32 = 4u;       // G = n_head / n_head_kv, at most 4 (one vec4 o
 const NP: u32 = 32u * C;        // positions per workgroup
 const WG: u32 = 64u * C;
 override RA: u32 = 128u * GROUP;  // floats of ra: max(2 G NP, (C - 1) G HD)
+// The whole-row form (WebGpuTuning::attn_block_rows): phases 0-3 by thread (position lid % NP, head
+// pair lid / NP): the whole K row by 16 vec4 loads, both heads' scores with no half-sum exchange, and
+// (SG32) each block's max by a butterfly of shuffles over its 32 lanes (a warp is one block's
+// positions); 3 barriers where the half-row form has 5 (and no 32 reads of the scores per max).
+override ROWS: bool = false;
 
 const NEG_MAX: u32 = 0xff7fffffu;  // -FLT_MAX, as bits
 
@@ -70,24 +76,12 @@ fn load_v(vw: ptr<function, array<u32, 32>>, p0: u32, np: u32, b: u32, dp: u32, 
     }
 }
 
-@compute @workgroup_size(WG)
-fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let t   = wid.z;
-    let kvh = wid.y;
-    let ch  = wid.x;
-    let n   = p.pos0 + t + 1u;
-    let p0  = ch * NP;
-    if (p0 >= n) { return; }  // (uniform)
-    let np  = min(NP, n - p0);       // positions of this chunk
-    let nbk = (np + 31u) / 32u;      // its blocks
-    let pl  = lid % NP;              // scores: position in the chunk
-    let h   = lid / NP;              //         half of the head (64 dimensions)
-    let b   = lid / 64u;             // P·V: block
-    let dp  = lid % 64u;             //      dimension pair
-    let row0 = (t * p.n_head_kv + kvh) * GROUP;  // (column, first query head)
+// Phases 0-3, the half-row form: thread (position lid % NP, half lid / NP of the head's 128 dimensions).
+fn scores_halves(lid: u32, wid: vec3<u32>, p0: u32, np: u32, kvh: u32, t: u32, vw: ptr<function, array<u32, 32>>) {
+    let pl = lid % NP;
+    let h  = lid / NP;
     let HS = 0u;
     let SC = GROUP * NP;
-
     // 0. K and V into registers (0 past the column), all in flight while q is staged.
     var kq: array<vec4<u32>, 8>;
     for (var i = 0u; i < 8u; i++) { kq[i] = vec4<u32>(0u); }
@@ -95,7 +89,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let e0 = (p.k_offset + (p0 + pl) * p.n_embd_kv + kvh * HD + 64u * h) / 8u;
         for (var i = 0u; i < 8u; i++) { kq[i] = k_cache[e0 + i]; }
     }
-    var vw: array<u32, 32>;
     for (var i = lid; i < GROUP * HD / 4u; i += WG) {
         let at = p.q_offset + t * p.q_stride + wid.y * GROUP * HD + 4u * i;
         q_s[i] = vec4<f32>(round_f16(q[at]), round_f16(q[at + 1u]), round_f16(q[at + 2u]), round_f16(q[at + 3u]));
@@ -134,7 +127,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     // V after the scores' products, K's registers free again (H200 tg64 @ d4096, C = 2: 610.54 / 612.10
     // tok/s vs 602.23 / 601.50 with V loaded beside K)
-    load_v(&vw, p0, np, b, dp, kvh);
+    load_v(vw, p0, np, lid / 64u, lid % 64u, kvh);
     workgroupBarrier();
     // 2. Half 1: the scores (-FLT_MAX past the column).
     if (h == 1u) {
@@ -163,6 +156,116 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         pe_s[pl][j] = round_f16(e);
     }
     workgroupBarrier();
+}
+
+// Phases 0-3, the whole-row form (ROWS): thread (position pl = lid % NP, heads 2 hp, 2 hp + 1 with
+// hp = lid / NP); warp w is block w % 2's 32 positions for head pair w / 2.
+fn scores_rows(lid: u32, wid: vec3<u32>, p0: u32, np: u32, kvh: u32, t: u32, vw: ptr<function, array<u32, 32>>) {
+    let pl = lid % NP;
+    let hp = lid / NP;
+    let bq = pl / 32u;
+    // 0. The K row into registers (0 past the column), in flight while q is staged.
+    var kr: array<vec4<u32>, 16>;
+    for (var i = 0u; i < 16u; i++) { kr[i] = vec4<u32>(0u); }
+    if (pl < np) {
+        let e0 = (p.k_offset + (p0 + pl) * p.n_embd_kv + kvh * HD) / 8u;
+        for (var i = 0u; i < 16u; i++) { kr[i] = k_cache[e0 + i]; }
+    }
+    for (var i = lid; i < GROUP * HD / 4u; i += WG) {
+        let at = p.q_offset + t * p.q_stride + kvh * GROUP * HD + 4u * i;
+        q_s[i] = vec4<f32>(round_f16(q[at]), round_f16(q[at + 1u]), round_f16(q[at + 2u]), round_f16(q[at + 3u]));
+    }
+    workgroupBarrier();
+    // 1. Both heads' scores: the 8 block sums of 16 dimensions, each from 0 (products exact: f16 x f16),
+    // added in block order (dot_blocked16); -FLT_MAX past the column and for missing heads.
+    var sc = vec2<f32>(bitcast<f32>(NEG_MAX));
+    for (var jj = 0u; jj < 2u; jj++) {
+        let j = 2u * hp + jj;
+        if (j < GROUP && pl < np) {
+            var acc = 0.0;
+            for (var bb = 0u; bb < 8u; bb++) {
+                var s = 0.0;
+                for (var w = 0u; w < 2u; w++) {
+                    let x  = kr[2u * bb + w];
+                    let qi = (j * HD + 16u * bb + 8u * w) / 4u;
+                    let qa = q_s[qi];
+                    let qb = q_s[qi + 1u];
+                    let v0 = unpack2x16float(x[0]);
+                    let v1 = unpack2x16float(x[1]);
+                    let v2 = unpack2x16float(x[2]);
+                    let v3 = unpack2x16float(x[3]);
+                    s = s + qa.x * v0.x;
+                    s = s + qa.y * v0.y;
+                    s = s + qa.z * v1.x;
+                    s = s + qa.w * v1.y;
+                    s = s + qb.x * v2.x;
+                    s = s + qb.y * v2.y;
+                    s = s + qb.z * v3.x;
+                    s = s + qb.w * v3.y;
+                }
+                if (bb == 0u) { acc = s; } else { acc = acc + s; }  // (0 + s = s: a sum from 0 is never -0)
+            }
+            sc[jj] = mul_rn(acc, p.scale);
+        }
+    }
+    // V after the scores' products (K's registers free again), in flight during the softmax.
+    load_v(vw, p0, np, lid / 64u, lid % 64u, kvh);
+    // 2. Each block's max (exact in any order): shuffles within the warp's 32 lanes where subgroups
+    // are at least 32 wide, else the scores through workgroup memory.
+    var m = sc;
+    if (SG32) {
+        for (var o = 16u; o >= 1u; o >>= 1u) {
+            m = max(m, vec2<f32>(sg_shuffle_xor(m.x, o), sg_shuffle_xor(m.y, o)));
+        }
+    } else {
+        for (var jj = 0u; jj < 2u; jj++) {
+            if (2u * hp + jj < GROUP) { ra[(2u * hp + jj) * NP + pl] = sc[jj]; }
+        }
+        workgroupBarrier();
+        for (var jj = 0u; jj < 2u; jj++) {
+            let j = 2u * hp + jj;
+            if (j < GROUP) {
+                var x = bitcast<f32>(NEG_MAX);
+                for (var k = 0u; k < 32u; k++) { x = max(x, ra[j * NP + 32u * bq + k]); }
+                m[jj] = x;
+            }
+        }
+    }
+    // 3. e, f16(e), the block maxima.
+    for (var jj = 0u; jj < 2u; jj++) {
+        let j = 2u * hp + jj;
+        var e = 0.0;
+        if (j < GROUP) {
+            if (pl < np) { e = exp_fixed(sc[jj] - m[jj]); }
+            e_s[j * NP + pl] = e;
+            if (pl % 32u == 0u) { mb_s[j * C + bq] = m[jj]; }
+        }
+        pe_s[pl][j] = round_f16(e);
+    }
+    workgroupBarrier();
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let t   = wid.z;
+    let kvh = wid.y;
+    let ch  = wid.x;
+    let n   = p.pos0 + t + 1u;
+    let p0  = ch * NP;
+    if (p0 >= n) { return; }  // (uniform)
+    let np  = min(NP, n - p0);       // positions of this chunk
+    let nbk = (np + 31u) / 32u;      // its blocks
+    let b   = lid / 64u;             // P·V: block
+    let dp  = lid % 64u;             //      dimension pair
+    let row0 = (t * p.n_head_kv + kvh) * GROUP;  // (column, first query head)
+
+    // 0-3. The scores, the blocks' maxima, e and f16(e) in workgroup memory; this thread's V words.
+    var vw: array<u32, 32>;
+    if (ROWS) {
+        scores_rows(lid, wid, p0, np, kvh, t, &vw);
+    } else {
+        scores_halves(lid, wid, p0, np, kvh, t, &vw);
+    }
 
     // 4. P·V of block b, dimensions 2 dp, 2 dp + 1, all G heads, positions in order; and threads
     // (j, block) < G C: l_b and a_b.
