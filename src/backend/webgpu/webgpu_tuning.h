@@ -141,7 +141,8 @@ struct WebGpuTuning {
                                              //     attention_block_combine: 2 dispatches per layer; 0: never
     uint32_t attn_block_combine_ds   = 16;   // attention_block_combine's dimensions per workgroup (8..128)
     uint32_t attn_block_rows         = 0;    // 1: attention_block_pv's scores by whole K rows per thread (2 heads
-                                             //     each), block maxima by shuffles where subgroups are >= 32 wide
+                                             //     each), block maxima by shuffles where subgroups are >= 32 wide;
+                                             //     2: also the blocks' sums l_b by shuffles there
     // --- prefill (many tokens) matmuls: webgpu_prefill.cpp ---
     // tokens from which the GEMM replaces the per-token kernels; 0: 8 where the tensor-core GEMM
     // runs (H100, 8 streams: 1,838 tokens/s against 1,297 from 16), else 16

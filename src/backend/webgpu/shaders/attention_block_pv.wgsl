@@ -34,6 +34,7 @@ override RA: u32 = 128u * GROUP;  // floats of ra: max(2 G NP, (C - 1) G HD)
 // (SG32) each block's max by a butterfly of shuffles over its 32 lanes (a warp is one block's
 // positions); 3 barriers where the half-row form has 5 (and no 32 reads of the scores per max).
 override ROWS: bool = false;
+override ROWS_L: bool = false;  // (attn_block_rows = 2) the whole-row form's l_b by shuffles (SG32)
 
 const NEG_MAX: u32 = 0xff7fffffu;  // -FLT_MAX, as bits
 
@@ -231,16 +232,24 @@ fn scores_rows(lid: u32, wid: vec3<u32>, p0: u32, np: u32, kvh: u32, t: u32, vw:
             }
         }
     }
-    // 3. e, f16(e), the block maxima.
+    // 3. e, f16(e), the block maxima (and with ROWS_L where subgroups are >= 32 wide, each block's
+    // l_b = ((0 + e_0) + e_1) + ... in lane order by shuffles, so that phase 4 has no chain for it).
+    var e = vec2<f32>(0.0);
     for (var jj = 0u; jj < 2u; jj++) {
         let j = 2u * hp + jj;
-        var e = 0.0;
         if (j < GROUP) {
-            if (pl < np) { e = exp_fixed(sc[jj] - m[jj]); }
-            e_s[j * NP + pl] = e;
+            if (pl < np) { e[jj] = exp_fixed(sc[jj] - m[jj]); }
+            e_s[j * NP + pl] = e[jj];
             if (pl % 32u == 0u) { mb_s[j * C + bq] = m[jj]; }
         }
-        pe_s[pl][j] = round_f16(e);
+        pe_s[pl][j] = round_f16(e[jj]);
+    }
+    if (ROWS_L && SG32) {
+        var l = vec2<f32>(0.0);
+        for (var k = 0u; k < 32u; k++) { l = l + vec2<f32>(sg_shuffle(e.x, k), sg_shuffle(e.y, k)); }
+        for (var jj = 0u; jj < 2u; jj++) {
+            if (2u * hp + jj < GROUP && pl % 32u == 0u) { lb_s[(2u * hp + jj) * C + bq] = l[jj]; }
+        }
     }
     workgroupBarrier();
 }
@@ -283,11 +292,13 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let j  = lid / C;
         let bl = lid % C;
         if (bl < nbk) {
-            var l = 0.0;
-            for (var k = 0u; k < 32u; k++) { l = l + e_s[j * NP + 32u * bl + k]; }
+            if (!(ROWS && ROWS_L && SG32)) {  // (else phase 3 has written l_b)
+                var l = 0.0;
+                for (var k = 0u; k < 32u; k++) { l = l + e_s[j * NP + 32u * bl + k]; }
+                lb_s[lid] = l;
+            }
             var mm = mb_s[j * C];
             for (var k = 1u; k < nbk; k++) { mm = max(mm, mb_s[j * C + k]); }
-            lb_s[lid] = l;
             ab_s[lid] = exp_fixed(mb_s[lid] - mm);
         }
     }
