@@ -105,6 +105,7 @@ TEST(WebGpuLongOneQueryBlockOrder, KernelsGiveAttentionRowsBits) {
     // Every form: attn_block_combine_ds (the combine's slices of a head), attn_block_rows (block_pv's
     // whole-row scores): the same bits.
     const char * forms[] = {"attn_block_combine_ds=16", "attn_block_rows=1", "attn_block_rows=2", "attn_block_combine_ds=8",
+                            "attn_block_rows=1,attn_block_vearly=1",
                             "attn_block_combine_ds=128"};
     for (size_t f = 0; f < std::size(forms); ++f) {
         const std::string form = forms[f];

@@ -60,6 +60,7 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
             PipelineKey bk{"attention_block_pv", "rrrwwu", {{{"GROUP", static_cast<double>(g)}, {"RA", static_cast<double>(ra)}}}};
             if (tune_.attn_block_rows != 0) bk.add("ROWS", 1.0);
             if (tune_.attn_block_rows == 2) bk.add("ROWS_L", 1.0);
+            if (tune_.attn_block_rows != 0 && tune_.attn_block_vearly != 0) bk.add("VEARLY", 1.0);
             struct {
                 uint32_t n_embd_kv, q_offset, q_stride, k_offset, v_offset, n_head_kv, pos0, nch_ld;
                 float    scale;

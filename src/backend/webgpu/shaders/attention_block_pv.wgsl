@@ -35,6 +35,7 @@ override RA: u32 = 128u * GROUP;  // floats of ra: max(2 G NP, (C - 1) G HD)
 // positions); 3 barriers where the half-row form has 5 (and no 32 reads of the scores per max).
 override ROWS: bool = false;
 override ROWS_L: bool = false;  // (attn_block_rows = 2) the whole-row form's l_b by shuffles (SG32)
+override VEARLY: bool = false;  // (attn_block_vearly) the whole-row form's V loads issued with K's
 
 const NEG_MAX: u32 = 0xff7fffffu;  // -FLT_MAX, as bits
 
@@ -172,6 +173,7 @@ fn scores_rows(lid: u32, wid: vec3<u32>, p0: u32, np: u32, kvh: u32, t: u32, vw:
         let e0 = (p.k_offset + (p0 + pl) * p.n_embd_kv + kvh * HD) / 8u;
         for (var i = 0u; i < 16u; i++) { kr[i] = k_cache[e0 + i]; }
     }
+    if (VEARLY) { load_v(vw, p0, np, lid / 64u, lid % 64u, kvh); }
     for (var i = lid; i < GROUP * HD / 4u; i += WG) {
         let at = p.q_offset + t * p.q_stride + kvh * GROUP * HD + 4u * i;
         q_s[i] = vec4<f32>(round_f16(q[at]), round_f16(q[at + 1u]), round_f16(q[at + 2u]), round_f16(q[at + 3u]));
@@ -209,8 +211,9 @@ fn scores_rows(lid: u32, wid: vec3<u32>, p0: u32, np: u32, kvh: u32, t: u32, vw:
             sc[jj] = mul_rn(acc, p.scale);
         }
     }
-    // V after the scores' products (K's registers free again), in flight during the softmax.
-    load_v(vw, p0, np, lid / 64u, lid % 64u, kvh);
+    // V after the scores' products (K's registers free again), in flight during the softmax (or with
+    // VEARLY beside K, in flight during q's staging and the scores).
+    if (!VEARLY) { load_v(vw, p0, np, lid / 64u, lid % 64u, kvh); }
     // 2. Each block's max (exact in any order): shuffles within the warp's 32 lanes where subgroups
     // are at least 32 wide, else the scores through workgroup memory.
     var m = sc;
