@@ -42,25 +42,29 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
         // nsb_max superblocks of 512 positions per column (its workgroup memory: 64, 32,768 positions, up to
         // 16 dimensions)
         constexpr uint32_t k_block_np = 64, k_block_wg = 256;
-        const uint32_t     ds         = tune_.attn_block_combine_ds;
+        uint32_t           ds         = tune_.attn_block_combine_ds;
+        while (ds > 8 && hd % ds != 0) ds /= 2;  // (head_dim 96: at most 32)
         const uint32_t     nsb_max    = static_cast<uint32_t>(
             std::min<uint64_t>(64, lim.maxComputeWorkgroupStorageSize / (4 * (uint64_t{ds} + 2))));
         const uint64_t     g           = static_cast<uint64_t>(group);
         const uint64_t     ra          = 2 * g * k_block_np;
-        const uint64_t mem = ra * 4 + g * 128 * 4 + g * k_block_np * 4 + uint64_t{k_block_np} * 16 + 3 * 16 * 2 + 64 +
-                             12 * 128;  // (+ lib/wg_reduce.wgsl's slots)
+        const uint64_t     mem = ra * 4 + g * static_cast<uint64_t>(hd) * 4 + g * k_block_np * 4 +
+                             uint64_t{k_block_np} * 16 + 3 * 16 * 2 + 64 + 12 * 128;  // (+ lib/wg_reduce.wgsl's slots)
         const int64_t  nch_ld = ceil_div(pos0 + n_tok, k_block_np);
-        const bool     fits = hd == 128 && g <= 4 && k_f16 && kv.v.type == DType::f16 && gpu_offset(kv.k, 2) % 8 == 0 &&
-                          kv.k.ne[0] % 8 == 0 && gpu_offset(kv.v, 2) % 2 == 0 && kv.v.ne[0] % 2 == 0 &&
+        const bool     fits = (hd == 64 || hd == 96 || hd == 128) && g <= 4 && k_f16 && kv.v.type == DType::f16 &&
+                          gpu_offset(kv.k, 2) % 8 == 0 && kv.k.ne[0] % 8 == 0 && gpu_offset(kv.v, 2) % 2 == 0 && kv.v.ne[0] % 2 == 0 &&
                           mem <= lim.maxComputeWorkgroupStorageSize && 128 <= lim.maxComputeInvocationsPerWorkgroup &&
                           ceil_div(nch_ld, 8) <= nsb_max && n_tok <= lim.maxComputeWorkgroupsPerDimension;
         if (fits) {
             grown(attn_super_, static_cast<size_t>(n_tok * n_kv * group * nch_ld * hd) * 4, "attention chunk sums");
             grown(attn_sml_, static_cast<size_t>(n_tok * n_kv * group * nch_ld) * 8, "attention chunk maxima");
             PipelineKey bk{"attention_block_pv", "rrrwwu", {{{"GROUP", static_cast<double>(g)}, {"RA", static_cast<double>(ra)}}}};
-            if (tune_.attn_block_rows != 0) bk.add("ROWS", 1.0);
+            // (the half-row form is for head_dim 128 only)
+            const bool rows = tune_.attn_block_rows != 0 || hd != 128;
+            if (hd != 128) bk.add("HD", static_cast<double>(hd));
+            if (rows) bk.add("ROWS", 1.0);
             if (tune_.attn_block_rows == 2) bk.add("ROWS_L", 1.0);
-            if (tune_.attn_block_rows != 0 && tune_.attn_block_vearly != 0) bk.add("VEARLY", 1.0);
+            if (rows && tune_.attn_block_vearly != 0) bk.add("VEARLY", 1.0);
             struct {
                 uint32_t n_embd_kv, q_offset, q_stride, k_offset, v_offset, n_head_kv, pos0, nch_ld;
                 float    scale;
@@ -72,7 +76,7 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
             step_->dispatch(bk, bb, &bp, sizeof bp, u32(nch_ld), u32(n_kv), u32(n_tok));
             PipelineKey ck{"attention_block_combine",
                            "rrwu",
-                           {{{"HD", 128.0},
+                           {{{"HD", static_cast<double>(hd)},
                              {"DS", static_cast<double>(ds)},
                              {"WG", static_cast<double>(k_block_wg)},
                              {"NSB", static_cast<double>(nsb_max)}}}};
@@ -80,7 +84,7 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
                 uint32_t n_head, nch_ld, pos0, out_offset, out_stride;
             } cp{u32(n_kv * group), u32(nch_ld), u32(pos0), gpu_offset(out, 4), u32(out.ne[0])};
             const WGPUBuffer cb[] = {attn_super_->get(), attn_sml_->get(), gpu_buffer(out)};
-            step_->dispatch(ck, cb, &cp, sizeof cp, u32(n_kv * group * (128 / ds)), u32(n_tok));
+            step_->dispatch(ck, cb, &cp, sizeof cp, u32(n_kv * group * (hd / ds)), u32(n_tok));
             return true;
         }
     }

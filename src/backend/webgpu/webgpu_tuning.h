@@ -135,7 +135,7 @@ struct WebGpuTuning {
     uint32_t attn_softmax_wg_one     = 256;  // the same for one query (few, long rows)
     uint32_t attn_scratch_bytes      = 128u << 20;  // the prompt score buffer's budget (token chunks)
     uint32_t attn_block_order        = 0;    // issue 52, the block order (until the flip): 1: one query on
-                                             //     attn_long_super's path (f16 K and V, head_dim 128, G <= 4) by
+                                             //     attn_long_super's path (f16 K and V, head_dim 64, 96, 128, G <= 4) by
                                              //     attention_block_pv (scores and P·V per block of 32 positions,
                                              //     2 blocks per workgroup, no normalisation) +
                                              //     attention_block_combine: 2 dispatches per layer; 0: never

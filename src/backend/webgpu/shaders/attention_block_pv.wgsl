@@ -15,15 +15,17 @@
 //   part: [T][n_head][nch_ld][HD] f32 (O)   ml: [T][n_head][nch_ld][2] f32 (M, L)
 // Bindings: 0 q, 1 k_cache (vec4<u32>), 2 v_cache (u32) (read); 3 part, 4 ml (read_write); 5 params
 // Dispatch: (ceil(n_max / NP), n_head_kv, T); a workgroup past its column's positions returns.
-// Threads: WG = 128. Scores: thread (position lid % NP, half lid / NP of the head's 128 dimensions)
-// loads its 64 K halves by 8 vec4 loads; P·V: thread (block lid / 64, dimension pair lid % 64) loads
-// its 32 V words (a warp reads 128 contiguous bytes of a row per load). K's loads are issued first;
-// V's after the scores' products (fewer registers live at once), in flight during the softmax.
+// Threads: WG = 128. Scores: the half-row form (HD 128): thread (position lid % NP, half lid / NP of
+// the head's 128 dimensions) loads its 64 K halves by 8 vec4 loads; the whole-row form (ROWS, every
+// HD): thread (position, head pair) its whole K row. P·V: thread (block lid / (HD / 2), dimension
+// pair lid % (HD / 2)) loads its 32 V words (a warp reads 128 contiguous bytes of a row per load).
+// K's loads are issued first; V's after the scores' products (fewer registers live at once), in
+// flight during the softmax.
 
 // #include "lib/wg_reduce.wgsl"
 // #include "lib/numerics.wgsl"
 
-const HD: u32 = 128u;           // head_dim (the host takes this kernel for 128 only)
+override HD: u32 = 128u;        // head_dim: 64, 96 or 128 (the half-row form: 128 only)
 const C: u32 = 2u;               // blocks of 32 positions per workgroup: part of the order (a chunk)
 override GROUP: u32 = 4u;       // G = n_head / n_head_kv, at most 4 (one vec4 of heads)
 const NP: u32 = 32u * C;        // positions per workgroup
@@ -171,9 +173,9 @@ fn scores_rows(lid: u32, wid: vec3<u32>, p0: u32, np: u32, kvh: u32, t: u32, vw:
     for (var i = 0u; i < 16u; i++) { kr[i] = vec4<u32>(0u); }
     if (pl < np) {
         let e0 = (p.k_offset + (p0 + pl) * p.n_embd_kv + kvh * HD) / 8u;
-        for (var i = 0u; i < 16u; i++) { kr[i] = k_cache[e0 + i]; }
+        for (var i = 0u; i < HD / 8u; i++) { kr[i] = k_cache[e0 + i]; }
     }
-    if (VEARLY) { load_v(vw, p0, np, lid / 64u, lid % 64u, kvh); }
+    if (VEARLY) { load_v(vw, p0, np, lid / (HD / 2u), lid % (HD / 2u), kvh); }
     for (var i = lid; i < GROUP * HD / 4u; i += WG) {
         let at = p.q_offset + t * p.q_stride + kvh * GROUP * HD + 4u * i;
         q_s[i] = vec4<f32>(round_f16(q[at]), round_f16(q[at + 1u]), round_f16(q[at + 2u]), round_f16(q[at + 3u]));
@@ -186,7 +188,7 @@ fn scores_rows(lid: u32, wid: vec3<u32>, p0: u32, np: u32, kvh: u32, t: u32, vw:
         let j = 2u * hp + jj;
         if (j < GROUP && pl < np) {
             var acc = 0.0;
-            for (var bb = 0u; bb < 8u; bb++) {
+            for (var bb = 0u; bb < HD / 16u; bb++) {
                 var s = 0.0;
                 for (var w = 0u; w < 2u; w++) {
                     let x  = kr[2u * bb + w];
@@ -213,7 +215,7 @@ fn scores_rows(lid: u32, wid: vec3<u32>, p0: u32, np: u32, kvh: u32, t: u32, vw:
     }
     // V after the scores' products (K's registers free again), in flight during the softmax (or with
     // VEARLY beside K, in flight during q's staging and the scores).
-    if (!VEARLY) { load_v(vw, p0, np, lid / 64u, lid % 64u, kvh); }
+    if (!VEARLY) { load_v(vw, p0, np, lid / (HD / 2u), lid % (HD / 2u), kvh); }
     // 2. Each block's max (exact in any order): shuffles within the warp's 32 lanes where subgroups
     // are at least 32 wide, else the scores through workgroup memory.
     var m = sc;
@@ -267,8 +269,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     if (p0 >= n) { return; }  // (uniform)
     let np  = min(NP, n - p0);       // positions of this chunk
     let nbk = (np + 31u) / 32u;      // its blocks
-    let b   = lid / 64u;             // P·V: block
-    let dp  = lid % 64u;             //      dimension pair
+    let b   = lid / (HD / 2u);       // P·V: block (threads of b >= 2 idle: HD < 128)
+    let dp  = lid % (HD / 2u);       //      dimension pair
     let row0 = (t * p.n_head_kv + kvh) * GROUP;  // (column, first query head)
 
     // 0-3. The scores, the blocks' maxima, e and f16(e) in workgroup memory; this thread's V words.
