@@ -140,10 +140,8 @@ struct WebGpuTuning {
                                              //     2 blocks per workgroup, no normalisation) +
                                              //     attention_block_combine: 2 dispatches per layer; 0: never
     uint32_t attn_block_combine_ds   = 16;   // attention_block_combine's dimensions per workgroup (8..128)
-    uint32_t attn_block_rows         = 0;    // 1: attention_block_pv's scores by whole K rows per thread (2 heads
-                                             //     each), block maxima by shuffles where subgroups are >= 32 wide;
-                                             //     2: also the blocks' sums l_b by shuffles there
-    uint32_t attn_block_vearly       = 0;    // 1: the whole-row form's V loads issued with K's (0: after the scores)
+    uint32_t attn_block_kstage       = 0;    // 1: attention_block_pv's K rows through workgroup memory (coalesced
+                                             //     vec4 loads) instead of each thread's half row from memory
     // --- prefill (many tokens) matmuls: webgpu_prefill.cpp ---
     // tokens from which the GEMM replaces the per-token kernels; 0: 8 where the tensor-core GEMM
     // runs (H100, 8 streams: 1,838 tokens/s against 1,297 from 16), else 16

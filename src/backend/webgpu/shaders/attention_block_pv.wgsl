@@ -2,7 +2,7 @@
 // WebGpuTuning::attn_block_order until the flip): a workgroup per (chunk of 2 blocks of 32 positions,
 // KV head, column) takes the scores itself and its chunk's P·V for all G query heads, with no
 // normalisation until attention_block_combine.wgsl (which joins the chunks into superblocks of 8, then
-// the row). Every op an f32 op rounded once, in this fixed order (the CPU reference's block order):
+// the row). Every op an f32 op rounded once, in this fixed order (cpu::attention_row's block order):
 //   s_i    = dot_blocked16(f16(q), k_i) * scale            (attention_split_scores.wgsl's bits)
 //   block b (positions [32 b, 32 b + 32) of the column, the ones it has):
 //   m_b    = max s_i (from -FLT_MAX);  e_i = exp_fixed(s_i - m_b);  l_b = ((0 + e_0) + e_1) + ...
@@ -15,29 +15,27 @@
 //   part: [T][n_head][nch_ld][HD] f32 (O)   ml: [T][n_head][nch_ld][2] f32 (M, L)
 // Bindings: 0 q, 1 k_cache (vec4<u32>), 2 v_cache (u32) (read); 3 part, 4 ml (read_write); 5 params
 // Dispatch: (ceil(n_max / NP), n_head_kv, T); a workgroup past its column's positions returns.
-// Threads: WG = 128. Scores: the half-row form (HD 128): thread (position lid % NP, half lid / NP of
-// the head's 128 dimensions) loads its 64 K halves by 8 vec4 loads; the whole-row form (ROWS, every
-// HD): thread (position, head pair) its whole K row. P·V: thread (block lid / (HD / 2), dimension
-// pair lid % (HD / 2)) loads its 32 V words (a warp reads 128 contiguous bytes of a row per load).
-// K's loads are issued first; V's after the scores' products (fewer registers live at once), in
-// flight during the softmax.
+// Threads: WG = 128. Scores: thread (position lid % NP, half lid / NP of the head's HD dimensions)
+// takes its HD / 2 K values by HD / 16 vec4 loads (a warp's lanes 32 rows apart), or with KSTAGE from
+// the chunk's K rows staged in workgroup memory by coalesced vec4 loads; P·V: thread (block
+// lid / (HD / 2), dimension pair lid % (HD / 2)) loads its 32 V words (a warp reads 128 contiguous
+// bytes of a row per load). K's loads are issued first; V's after the scores' products (fewer
+// registers live at once), in flight during the softmax.
+// (Measured and removed: a thread per whole K row and 2 heads, block maxima by shuffles, 3 barriers
+// instead of 5: H200 tg64 @ d4096 507.90 / 511.46 vs 601.05 / 599.08 tok/s, block_pv 28.46 vs 19.68 us.)
 
-// #include "lib/wg_reduce.wgsl"
 // #include "lib/numerics.wgsl"
 
-override HD: u32 = 128u;        // head_dim: 64, 96 or 128 (the half-row form: 128 only)
-const C: u32 = 2u;               // blocks of 32 positions per workgroup: part of the order (a chunk)
+override HD: u32 = 128u;        // head_dim: 64, 96 or 128
+const C: u32 = 2u;              // blocks of 32 positions per workgroup: part of the order (a chunk)
 override GROUP: u32 = 4u;       // G = n_head / n_head_kv, at most 4 (one vec4 of heads)
 const NP: u32 = 32u * C;        // positions per workgroup
 const WG: u32 = 64u * C;
 override RA: u32 = 128u * GROUP;  // floats of ra: max(2 G NP, (C - 1) G HD)
-// The whole-row form (WebGpuTuning::attn_block_rows): phases 0-3 by thread (position lid % NP, head
-// pair lid / NP): the whole K row by 16 vec4 loads, both heads' scores with no half-sum exchange, and
-// (SG32) each block's max by a butterfly of shuffles over its 32 lanes (a warp is one block's
-// positions); 3 barriers where the half-row form has 5 (and no 32 reads of the scores per max).
-override ROWS: bool = false;
-override ROWS_L: bool = false;  // (attn_block_rows = 2) the whole-row form's l_b by shuffles (SG32)
-override VEARLY: bool = false;  // (attn_block_vearly) the whole-row form's V loads issued with K's
+// KSTAGE (WebGpuTuning::attn_block_kstage): K through workgroup memory, rows padded by 16 bytes (a
+// warp's reads of rows 32 apart in 4 wavefronts), KS vec4 (NP (HD / 8 + 1), or 1 without).
+override KSTAGE: bool = false;
+override KS: u32 = 1u;
 
 const NEG_MAX: u32 = 0xff7fffffu;  // -FLT_MAX, as bits
 
@@ -70,6 +68,7 @@ var<workgroup> pe_s: array<vec4<f32>, NP>;    // [position][j]: f16(e) (0 for mi
 var<workgroup> mb_s: array<f32, 4u * C>;      // [j][block]: m_b
 var<workgroup> ab_s: array<f32, 4u * C>;      // [j][block]: a_b
 var<workgroup> lb_s: array<f32, 4u * C>;      // [j][block]: l_b
+var<workgroup> ks: array<vec4<u32>, KS>;      // KSTAGE: [position][HD / 8 + 1] (0 past the column)
 
 // Thread (block b, dimension pair dp)'s 32 V words (0 past the column's np positions of the chunk).
 fn load_v(vw: ptr<function, array<u32, 32>>, p0: u32, np: u32, b: u32, dp: u32, kvh: u32) {
@@ -80,34 +79,61 @@ fn load_v(vw: ptr<function, array<u32, 32>>, p0: u32, np: u32, b: u32, dp: u32, 
     }
 }
 
-// Phases 0-3, the half-row form: thread (position lid % NP, half lid / NP of the head's 128 dimensions).
-fn scores_halves(lid: u32, wid: vec3<u32>, p0: u32, np: u32, kvh: u32, t: u32, vw: ptr<function, array<u32, 32>>) {
-    let pl = lid % NP;
-    let h  = lid / NP;
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let t   = wid.z;
+    let kvh = wid.y;
+    let ch  = wid.x;
+    let n   = p.pos0 + t + 1u;
+    let p0  = ch * NP;
+    if (p0 >= n) { return; }  // (uniform)
+    let np  = min(NP, n - p0);       // positions of this chunk
+    let nbk = (np + 31u) / 32u;      // its blocks
+    let pl  = lid % NP;              // scores: position in the chunk
+    let h   = lid / NP;              //         half of the head (HD / 2 dimensions)
+    let b   = lid / (HD / 2u);       // P·V: block (threads of b >= 2 idle where HD < 128)
+    let dp  = lid % (HD / 2u);       //      dimension pair
+    let row0 = (t * p.n_head_kv + kvh) * GROUP;  // (column, first query head)
     let HS = 0u;
     let SC = GROUP * NP;
-    // 0. K and V into registers (0 past the column), all in flight while q is staged.
+    let NB = HD / 32u;               // blocks of 16 dimensions per half
+    let RW = HD / 8u;                // vec4 words per K row
+
+    // 0. K into registers (0 past the column), in flight while q is staged.
     var kq: array<vec4<u32>, 8>;
     for (var i = 0u; i < 8u; i++) { kq[i] = vec4<u32>(0u); }
-    if (pl < np) {
-        let e0 = (p.k_offset + (p0 + pl) * p.n_embd_kv + kvh * HD + 64u * h) / 8u;
-        for (var i = 0u; i < 8u; i++) { kq[i] = k_cache[e0 + i]; }
+    if (KSTAGE) {
+        // The chunk's rows by coalesced loads (a warp: whole rows), then the barrier below.
+        let e0 = (p.k_offset + p0 * p.n_embd_kv + kvh * HD) / 8u;
+        for (var i = lid; i < NP * RW; i += WG) {
+            let r = i / RW;
+            var x = vec4<u32>(0u);
+            if (r < np) { x = k_cache[e0 + r * (p.n_embd_kv / 8u) + i % RW]; }
+            ks[r * (RW + 1u) + i % RW] = x;
+        }
+    } else if (pl < np) {
+        let e0 = (p.k_offset + (p0 + pl) * p.n_embd_kv + kvh * HD + (HD / 2u) * h) / 8u;
+        for (var i = 0u; i < RW / 2u; i++) { kq[i] = k_cache[e0 + i]; }
     }
+    var vw: array<u32, 32>;
     for (var i = lid; i < GROUP * HD / 4u; i += WG) {
-        let at = p.q_offset + t * p.q_stride + wid.y * GROUP * HD + 4u * i;
+        let at = p.q_offset + t * p.q_stride + kvh * GROUP * HD + 4u * i;
         q_s[i] = vec4<f32>(round_f16(q[at]), round_f16(q[at + 1u]), round_f16(q[at + 2u]), round_f16(q[at + 3u]));
     }
     workgroupBarrier();
+    if (KSTAGE) {
+        for (var i = 0u; i < RW / 2u; i++) { kq[i] = ks[pl * (RW + 1u) + (RW / 2u) * h + i]; }
+    }
 
-    // 1. The 4 block sums of 16 dimensions of this thread's half, per head (products exact: f16 x f16).
-    // Half 0 adds its 4 in order from 0 and hands the partial to half 1, which adds its own 4 after it.
+    // 1. The NB block sums of 16 dimensions of this thread's half, per head (products exact: f16 x f16).
+    // Half 0 adds its NB in order from 0 and hands the partial to half 1, which adds its own after it.
     var bs: array<vec4<f32>, 4>;  // [j][block of 16]
     for (var j = 0u; j < GROUP; j++) {
-        for (var bb = 0u; bb < 4u; bb++) {
+        for (var bb = 0u; bb < NB; bb++) {
             var s = 0.0;
             for (var w = 0u; w < 2u; w++) {
                 let x  = kq[2u * bb + w];
-                let qi = (j * HD + 64u * h + 16u * bb + 8u * w) / 4u;  // dimensions 8 w .. 8 w + 7 of the block
+                let qi = (j * HD + (HD / 2u) * h + 16u * bb + 8u * w) / 4u;  // dimensions 8 w .. 8 w + 7 of the block
                 let qa = q_s[qi];
                 let qb = q_s[qi + 1u];
                 let v0 = unpack2x16float(x[0]);
@@ -126,18 +152,20 @@ fn scores_halves(lid: u32, wid: vec3<u32>, p0: u32, np: u32, kvh: u32, t: u32, v
             bs[j][bb] = s;
         }
         if (h == 0u) {
-            ra[HS + j * NP + pl] = ((bs[j][0] + bs[j][1]) + bs[j][2]) + bs[j][3];  // (0 + x = x: a sum from 0 is never -0)
+            var acc = bs[j][0];  // (0 + x = x: a sum from 0 is never -0)
+            for (var bb = 1u; bb < NB; bb++) { acc = acc + bs[j][bb]; }
+            ra[HS + j * NP + pl] = acc;
         }
     }
     // V after the scores' products, K's registers free again (H200 tg64 @ d4096, C = 2: 610.54 / 612.10
     // tok/s vs 602.23 / 601.50 with V loaded beside K)
-    load_v(vw, p0, np, lid / 64u, lid % 64u, kvh);
+    load_v(&vw, p0, np, b, dp, kvh);
     workgroupBarrier();
     // 2. Half 1: the scores (-FLT_MAX past the column).
     if (h == 1u) {
         for (var j = 0u; j < GROUP; j++) {
             var acc = ra[HS + j * NP + pl];
-            for (var bb = 0u; bb < 4u; bb++) { acc = acc + bs[j][bb]; }
+            for (var bb = 0u; bb < NB; bb++) { acc = acc + bs[j][bb]; }
             var sc = mul_rn(acc, p.scale);
             if (pl >= np) { sc = bitcast<f32>(NEG_MAX); }
             ra[SC + j * NP + pl] = sc;
@@ -160,126 +188,6 @@ fn scores_halves(lid: u32, wid: vec3<u32>, p0: u32, np: u32, kvh: u32, t: u32, v
         pe_s[pl][j] = round_f16(e);
     }
     workgroupBarrier();
-}
-
-// Phases 0-3, the whole-row form (ROWS): thread (position pl = lid % NP, heads 2 hp, 2 hp + 1 with
-// hp = lid / NP); warp w is block w % 2's 32 positions for head pair w / 2.
-fn scores_rows(lid: u32, wid: vec3<u32>, p0: u32, np: u32, kvh: u32, t: u32, vw: ptr<function, array<u32, 32>>) {
-    let pl = lid % NP;
-    let hp = lid / NP;
-    let bq = pl / 32u;
-    // 0. The K row into registers (0 past the column), in flight while q is staged.
-    var kr: array<vec4<u32>, 16>;
-    for (var i = 0u; i < 16u; i++) { kr[i] = vec4<u32>(0u); }
-    if (pl < np) {
-        let e0 = (p.k_offset + (p0 + pl) * p.n_embd_kv + kvh * HD) / 8u;
-        for (var i = 0u; i < HD / 8u; i++) { kr[i] = k_cache[e0 + i]; }
-    }
-    if (VEARLY) { load_v(vw, p0, np, lid / (HD / 2u), lid % (HD / 2u), kvh); }
-    for (var i = lid; i < GROUP * HD / 4u; i += WG) {
-        let at = p.q_offset + t * p.q_stride + kvh * GROUP * HD + 4u * i;
-        q_s[i] = vec4<f32>(round_f16(q[at]), round_f16(q[at + 1u]), round_f16(q[at + 2u]), round_f16(q[at + 3u]));
-    }
-    workgroupBarrier();
-    // 1. Both heads' scores: the 8 block sums of 16 dimensions, each from 0 (products exact: f16 x f16),
-    // added in block order (dot_blocked16); -FLT_MAX past the column and for missing heads.
-    var sc = vec2<f32>(bitcast<f32>(NEG_MAX));
-    for (var jj = 0u; jj < 2u; jj++) {
-        let j = 2u * hp + jj;
-        if (j < GROUP && pl < np) {
-            var acc = 0.0;
-            for (var bb = 0u; bb < HD / 16u; bb++) {
-                var s = 0.0;
-                for (var w = 0u; w < 2u; w++) {
-                    let x  = kr[2u * bb + w];
-                    let qi = (j * HD + 16u * bb + 8u * w) / 4u;
-                    let qa = q_s[qi];
-                    let qb = q_s[qi + 1u];
-                    let v0 = unpack2x16float(x[0]);
-                    let v1 = unpack2x16float(x[1]);
-                    let v2 = unpack2x16float(x[2]);
-                    let v3 = unpack2x16float(x[3]);
-                    s = s + qa.x * v0.x;
-                    s = s + qa.y * v0.y;
-                    s = s + qa.z * v1.x;
-                    s = s + qa.w * v1.y;
-                    s = s + qb.x * v2.x;
-                    s = s + qb.y * v2.y;
-                    s = s + qb.z * v3.x;
-                    s = s + qb.w * v3.y;
-                }
-                if (bb == 0u) { acc = s; } else { acc = acc + s; }  // (0 + s = s: a sum from 0 is never -0)
-            }
-            sc[jj] = mul_rn(acc, p.scale);
-        }
-    }
-    // V after the scores' products (K's registers free again), in flight during the softmax (or with
-    // VEARLY beside K, in flight during q's staging and the scores).
-    if (!VEARLY) { load_v(vw, p0, np, lid / (HD / 2u), lid % (HD / 2u), kvh); }
-    // 2. Each block's max (exact in any order): shuffles within the warp's 32 lanes where subgroups
-    // are at least 32 wide, else the scores through workgroup memory.
-    var m = sc;
-    if (SG32) {
-        for (var o = 16u; o >= 1u; o >>= 1u) {
-            m = max(m, vec2<f32>(sg_shuffle_xor(m.x, o), sg_shuffle_xor(m.y, o)));
-        }
-    } else {
-        for (var jj = 0u; jj < 2u; jj++) {
-            if (2u * hp + jj < GROUP) { ra[(2u * hp + jj) * NP + pl] = sc[jj]; }
-        }
-        workgroupBarrier();
-        for (var jj = 0u; jj < 2u; jj++) {
-            let j = 2u * hp + jj;
-            if (j < GROUP) {
-                var x = bitcast<f32>(NEG_MAX);
-                for (var k = 0u; k < 32u; k++) { x = max(x, ra[j * NP + 32u * bq + k]); }
-                m[jj] = x;
-            }
-        }
-    }
-    // 3. e, f16(e), the block maxima (and with ROWS_L where subgroups are >= 32 wide, each block's
-    // l_b = ((0 + e_0) + e_1) + ... in lane order by shuffles, so that phase 4 has no chain for it).
-    var e = vec2<f32>(0.0);
-    for (var jj = 0u; jj < 2u; jj++) {
-        let j = 2u * hp + jj;
-        if (j < GROUP) {
-            if (pl < np) { e[jj] = exp_fixed(sc[jj] - m[jj]); }
-            e_s[j * NP + pl] = e[jj];
-            if (pl % 32u == 0u) { mb_s[j * C + bq] = m[jj]; }
-        }
-        pe_s[pl][j] = round_f16(e[jj]);
-    }
-    if (ROWS_L && SG32) {
-        var l = vec2<f32>(0.0);
-        for (var k = 0u; k < 32u; k++) { l = l + vec2<f32>(sg_shuffle(e.x, k), sg_shuffle(e.y, k)); }
-        for (var jj = 0u; jj < 2u; jj++) {
-            if (2u * hp + jj < GROUP && pl % 32u == 0u) { lb_s[(2u * hp + jj) * C + bq] = l[jj]; }
-        }
-    }
-    workgroupBarrier();
-}
-
-@compute @workgroup_size(WG)
-fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let t   = wid.z;
-    let kvh = wid.y;
-    let ch  = wid.x;
-    let n   = p.pos0 + t + 1u;
-    let p0  = ch * NP;
-    if (p0 >= n) { return; }  // (uniform)
-    let np  = min(NP, n - p0);       // positions of this chunk
-    let nbk = (np + 31u) / 32u;      // its blocks
-    let b   = lid / (HD / 2u);       // P·V: block (threads of b >= 2 idle: HD < 128)
-    let dp  = lid % (HD / 2u);       //      dimension pair
-    let row0 = (t * p.n_head_kv + kvh) * GROUP;  // (column, first query head)
-
-    // 0-3. The scores, the blocks' maxima, e and f16(e) in workgroup memory; this thread's V words.
-    var vw: array<u32, 32>;
-    if (ROWS) {
-        scores_rows(lid, wid, p0, np, kvh, t, &vw);
-    } else {
-        scores_halves(lid, wid, p0, np, kvh, t, &vw);
-    }
 
     // 4. P·V of block b, dimensions 2 dp, 2 dp + 1, all G heads, positions in order; and threads
     // (j, block) < G C: l_b and a_b.
@@ -297,11 +205,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let j  = lid / C;
         let bl = lid % C;
         if (bl < nbk) {
-            if (!(ROWS && ROWS_L && SG32)) {  // (else phase 3 has written l_b)
-                var l = 0.0;
-                for (var k = 0u; k < 32u; k++) { l = l + e_s[j * NP + 32u * bl + k]; }
-                lb_s[lid] = l;
-            }
+            var l = 0.0;
+            for (var k = 0u; k < 32u; k++) { l = l + e_s[j * NP + 32u * bl + k]; }
+            lb_s[lid] = l;
             var mm = mb_s[j * C];
             for (var k = 1u; k < nbk; k++) { mm = max(mm, mb_s[j * C + k]); }
             ab_s[lid] = exp_fixed(mb_s[lid] - mm);
