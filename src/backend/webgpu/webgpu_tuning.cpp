@@ -86,6 +86,7 @@ const std::vector<Field> & fields() {
         {"attn_block_order", Kind::number, 0, 1, &T::attn_block_order},
         {"attn_block_combine_ds", Kind::pow2, 8, 128, &T::attn_block_combine_ds},
         {"attn_block_kstage", Kind::number, 0, 1, &T::attn_block_kstage},
+        {"attn_block_sgmax", Kind::number, 0, 1, &T::attn_block_sgmax},
         {"gemm_min_tokens", Kind::number, 0, k_max, &T::gemm_min_tokens},
         {"gemm_split_groups", Kind::number, 0, k_max, &T::gemm_split_groups},
         {"norm_words_wg", Kind::pow2, 32, 1024, &T::norm_words_wg},

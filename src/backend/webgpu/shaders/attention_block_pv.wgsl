@@ -24,6 +24,7 @@
 // (Measured and removed: a thread per whole K row and 2 heads, block maxima by shuffles, 3 barriers
 // instead of 5: H200 tg64 @ d4096 507.90 / 511.46 vs 601.05 / 599.08 tok/s, block_pv 28.46 vs 19.68 us.)
 
+// #include "lib/wg_reduce.wgsl"
 // #include "lib/numerics.wgsl"
 
 override HD: u32 = 128u;        // head_dim: 64, 96 or 128
@@ -36,6 +37,9 @@ override RA: u32 = 128u * GROUP;  // floats of ra: max(2 G NP, (C - 1) G HD)
 // warp's reads of rows 32 apart in 4 wavefronts), KS vec4 (NP (HD / 8 + 1), or 1 without).
 override KSTAGE: bool = false;
 override KS: u32 = 1u;
+// SGMAX (WebGpuTuning::attn_block_sgmax), where subgroups are at least 32 wide (SG32, lib/wg_reduce*):
+// phase 3's block maxima by shuffles in half 1's warps, one barrier fewer (else through workgroup memory).
+override SGMAX: bool = false;
 
 const NEG_MAX: u32 = 0xff7fffffu;  // -FLT_MAX, as bits
 
@@ -162,30 +166,57 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     load_v(&vw, p0, np, b, dp, kvh);
     workgroupBarrier();
     // 2. Half 1: the scores (-FLT_MAX past the column).
+    var sv = vec4<f32>(bitcast<f32>(NEG_MAX));  // (SGMAX: half 1's scores of heads 0 .. 3)
     if (h == 1u) {
         for (var j = 0u; j < GROUP; j++) {
             var acc = ra[HS + j * NP + pl];
             for (var bb = 0u; bb < NB; bb++) { acc = acc + bs[j][bb]; }
             var sc = mul_rn(acc, p.scale);
             if (pl >= np) { sc = bitcast<f32>(NEG_MAX); }
-            ra[SC + j * NP + pl] = sc;
+            if (SGMAX && SG32) {
+                sv[j] = sc;
+            } else {
+                ra[SC + j * NP + pl] = sc;
+            }
         }
     }
-    workgroupBarrier();
-    // 3. Thread (position, half): heads half, half + 2: its block's max (a warp's lanes share the block:
-    // broadcast reads), e, f16(e).
     let bq = pl / 32u;
-    for (var j = h; j < 4u; j += 2u) {
-        var e = 0.0;
-        if (j < GROUP) {
-            let at = SC + j * NP + 32u * bq;
-            var m  = bitcast<f32>(NEG_MAX);
-            for (var k = 0u; k < 32u; k++) { m = max(m, ra[at + k]); }
-            if (pl < np) { e = exp_fixed(ra[SC + j * NP + pl] - m); }
-            e_s[j * NP + pl] = e;
-            if (pl % 32u == 0u) { mb_s[j * C + bq] = m; }
+    if (SGMAX && SG32) {
+        // 3 (SGMAX, subgroups >= 32 wide): half 1's warps are one block each (lanes = positions): the
+        // block maxima of all heads by a butterfly of shuffles (uniform control flow: every warp runs
+        // it, half 0's on fillers), then half 1 takes e and f16(e) of the 4 heads; no barrier between.
+        var m = sv;
+        for (var o = 16u; o >= 1u; o >>= 1u) {
+            m = max(m, vec4<f32>(sg_shuffle_xor(m.x, o), sg_shuffle_xor(m.y, o), sg_shuffle_xor(m.z, o),
+                                 sg_shuffle_xor(m.w, o)));
         }
-        pe_s[pl][j] = round_f16(e);
+        if (h == 1u) {
+            var pe = vec4<f32>(0.0);
+            for (var j = 0u; j < GROUP; j++) {
+                var e = 0.0;
+                if (pl < np) { e = exp_fixed(sv[j] - m[j]); }
+                e_s[j * NP + pl] = e;
+                if (pl % 32u == 0u) { mb_s[j * C + bq] = m[j]; }
+                pe[j] = round_f16(e);
+            }
+            pe_s[pl] = pe;
+        }
+    } else {
+        workgroupBarrier();
+        // 3. Thread (position, half): heads half, half + 2: its block's max (a warp's lanes share the
+        // block: broadcast reads), e, f16(e).
+        for (var j = h; j < 4u; j += 2u) {
+            var e = 0.0;
+            if (j < GROUP) {
+                let at = SC + j * NP + 32u * bq;
+                var m  = bitcast<f32>(NEG_MAX);
+                for (var k = 0u; k < 32u; k++) { m = max(m, ra[at + k]); }
+                if (pl < np) { e = exp_fixed(ra[SC + j * NP + pl] - m); }
+                e_s[j * NP + pl] = e;
+                if (pl % 32u == 0u) { mb_s[j * C + bq] = m; }
+            }
+            pe_s[pl][j] = round_f16(e);
+        }
     }
     workgroupBarrier();
 
