@@ -435,7 +435,7 @@ TEST_P(PagedOps, GatherColumnsCopiesTheListedColumns) {
 // column of more than 512 positions in the block order (attention_paged_super's superblock partials,
 // attention_split_combine's row join), the others the single pass (cpu::attention_row: block_order_oracle.h);
 // several columns per sequence (a prompt chunk past position 511), the family shapes (head_dim 128
-// G 4 and G 2, 64 G 4, 96 G 1) and 40 G 3, pages of 48 and 64 positions, f16 and f32 caches (one
+// G 4 and G 2, 64 G 4, 96 G 1), 40 G 3 and 32 G 8, pages of 48 and 64 positions, f16 and f32 caches (one
 // case each: CI's time).
 TEST(PagedBlockOrder, MixedColumnsGiveTheBlockOrdersBits) {
     TERN_REQUIRE_WEBGPU();
@@ -450,7 +450,8 @@ TEST(PagedBlockOrder, MixedColumnsGiveTheBlockOrdersBits) {
                             {{4, 2, 128, 128, 10000.0f, r128}, DType::f16, 48},
                             {{8, 2, 64, 64, 10000.0f, 0.125f}, DType::f32, 48},
                             {{3, 3, 96, 96, 10000.0f, 1.0f / std::sqrt(96.0f)}, DType::f16, 64},
-                            {{6, 2, 40, 40, 10000.0f, 1.0f / std::sqrt(40.0f)}, DType::f32, 64}};
+                            {{6, 2, 40, 40, 10000.0f, 1.0f / std::sqrt(40.0f)}, DType::f32, 64},
+                            {{16, 2, 32, 32, 10000.0f, 1.0f / std::sqrt(32.0f)}, DType::f16, 64}};  // (G 8: 2 x 4)
     const std::vector<SeqSpec> specs = {{0, 1}, {511, 2}, {574, 3}, {30, 3}, {1022, 4}, {2046, 3}, {5, 7}, {4095, 2}};
     for (const Case & c : cases) {
         const AttentionShape & sh = c.sh;

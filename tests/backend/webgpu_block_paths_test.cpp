@@ -5,7 +5,7 @@
 // phi-3-mini (96, G 1) (the others: attention_split_scores + attention_paged_super in the block
 // order + attention_split_combine's row join), f16 and f32 caches; lengths crossing every block,
 // chunk and superblock boundary (513-517, 544, 575-577, 1023-1026, 1536-1538, 2047-2049, 3000,
-// 4096-4098), a huge score late in the row. Skipped without a WebGPU adapter.
+// 4096-4098), a huge score late in the row; G 5 (no supported family has G > 4, but GGUFs may). Skipped without a WebGPU adapter.
 #include "backend/webgpu/webgpu_backend.h"
 #include "attention_run.h"
 #include "block_order_oracle.h"
@@ -91,6 +91,7 @@ TEST(WebGpuBlockOrderOneQuery, EveryFamilyShapeGivesTheBlockOrdersBits) {
     check_shape({3, 3, 96, "phi3 hd 96 G 1"}, DType::f16, few, 0);
     check_shape({8, 2, 64, "hd 64 G 4"}, DType::f32, {{511, 3}, {2046, 3}}, 0);
     check_shape({3, 3, 96, "hd 96 G 1"}, DType::f32, {{1023, 2}}, 0);
+    check_shape({10, 2, 64, "hd 64 G 5"}, DType::f16, {{1023, 2}}, 0);  // (G > 4: 5 workgroups of 1 head per KV head)
     // A huge score late in the row (its last superblock) and in an early superblock: the joins'
     // weights decide the output.
     for (const int64_t back : {40, 1200}) {

@@ -31,7 +31,7 @@
 //   v_cache: [n_head_kv hd, rows] f16, 8 per vec4<u32> (v_offset and a row a multiple of 8 elements)
 //   part: [T][n_head][nsb_ld][hd] f32    sml: [T][n_head][nsb_ld][2] f32
 // Bindings: 0 scores, 1 v_cache, 2 cols, 3 pages (read); 4 part, 5 sml (read_write); 6 params
-// Dispatch: (nsb_max HD / DW, n_head_kv, T), WG = 16 OCT threads: x = superblock (HD / DW) + slice
+// Dispatch: (nsb_max HD / DW, n_head_kv SUB, T), WG = 16 OCT threads: x = superblock (HD / DW) + slice
 // of DW dimensions (every slice takes the softmax itself; slice 0 writes sml); a workgroup past its
 // column's last superblock returns at once.
 
@@ -40,7 +40,10 @@
 
 override HD: u32 = 128u;        // head_dim, a multiple of DW
 override DW: u32 = 128u;        // dimensions per workgroup, a multiple of 8, at most 128
-override GROUP: u32 = 4u;       // G = n_head / n_head_kv, at most 4 (one vec4 of heads)
+override GROUP: u32 = 4u;       // query heads per workgroup, at most 4 (one vec4 of heads)
+// Workgroups per KV head (G = SUB GROUP: a KV head's G query heads in SUB groups of GROUP, each a
+// workgroup of its own; the scores' [n_head_kv][G] rows are the same memory as [n_head_kv SUB][GROUP]).
+override SUB: u32 = 1u;
 override OCT: u32 = DW / 8u;    // threads per V row segment (8 dimensions each)
 override WG: u32 = 16u * OCT;   // 16 blocks of 32 positions x OCT
 override WSN: u32 = 512u;       // vec4s of ws: max(512, 8 DW)
@@ -59,7 +62,7 @@ struct Params {
     n_embd_kv: u32,    // cache elements per row
     v_offset: u32,     // element index of v_cache[0, 0] (a multiple of 8)
     ld: u32,           // f32 elements between rows of scores
-    n_head_kv: u32,
+    n_head_kv: u32,    // KV heads x SUB
     pos0: u32,         // without PAGED: position of column 0
     max_pages: u32,
     cols_offset: u32,
@@ -139,7 +142,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let nbk  = (np + 31u) / 32u;      // its blocks
     let b    = lid / OCT;             // block of 32 positions
     let o    = lid % OCT;             // octet of dimensions
-    let first = kvh * HD + slice * DW + 8u * o;  // element index in a cache row
+    let first = (kvh / SUB) * HD + slice * DW + 8u * o;  // element index in a cache row
     let bpos  = pbeg + 32u * b;       // the block's first position in the sequence
     var base  = 0u;
     if (32u * b < np) { base = kv_row(col, bpos); }
