@@ -194,33 +194,29 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         var s  = 0.0;
         for (var k = 0u; k < 32u; k++) { s = s + e_s[at + k]; }
         lb_s[q] = s;
+        if (bo) {
+            // The block's a_b = exp_fixed(m_b - M_c) in its chunk (M_c: the pair's max; a missing second
+            // block's m is -FLT_MAX), and the chunk's A_c = exp_fixed(M_c - M_s) (M_s = mx_s: the max
+            // of every m_b), each pair at once instead of one thread's chain.
+            let mc = max(bl_s[q & ~1u], bl_s[q | 1u]);
+            ab_s[q] = exp_fixed(bl_s[q] - mc);
+            if (q % 2u == 0u) { ac_s[(q / 16u) * 8u + (q % 16u) / 2u] = exp_fixed(mc - mx_s[q / 16u]); }
+        }
     }
     workgroupBarrier();
     if (bo && lid < GROUP) {
         // The block order: the blocks joined into chunks of 2, the chunks into the superblock.
         let j = lid;
-        var ms = bl_s[16u * j];
-        for (var k = 1u; k < nbk; k++) { ms = max(ms, bl_s[16u * j + k]); }  // M_s: max of every m_b
         var lt = 0.0;
         for (var c = 0u; 2u * c < nbk; c++) {
             let b0 = 16u * j + 2u * c;
-            var mc = bl_s[b0];
-            if (2u * c + 1u < nbk) { mc = max(mc, bl_s[b0 + 1u]); }
-            let a0 = exp_fixed(bl_s[b0] - mc);
-            var lc = 0.0 + mul_rn(a0, lb_s[b0]);
-            ab_s[b0] = a0;
-            if (2u * c + 1u < nbk) {
-                let a1 = exp_fixed(bl_s[b0 + 1u] - mc);
-                lc = lc + mul_rn(a1, lb_s[b0 + 1u]);
-                ab_s[b0 + 1u] = a1;
-            }
-            let ac = exp_fixed(mc - ms);
-            ac_s[8u * j + c] = ac;
-            lt = lt + mul_rn(ac, lc);
+            var lc = 0.0 + mul_rn(ab_s[b0], lb_s[b0]);
+            if (2u * c + 1u < nbk) { lc = lc + mul_rn(ab_s[b0 + 1u], lb_s[b0 + 1u]); }
+            lt = lt + mul_rn(ac_s[8u * j + c], lc);
         }
         if (slice == 0u) {
             let at = 2u * ((row0 + j) * p.nsb_ld + sb);
-            sml[at] = ms;
+            sml[at] = mx_s[j];
             sml[at + 1u] = lt;
         }
     }
