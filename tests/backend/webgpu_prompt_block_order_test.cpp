@@ -10,6 +10,7 @@
 // positions is decode (webgpu_attention_split.cpp's kernels, another path): KV decode equal to the
 // whole prompt is checked under the default order (both orders must pass it). Skipped without a
 // WebGPU adapter.
+#include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/webgpu/webgpu_backend.h"
 #include "backend/webgpu/webgpu_tuning.h"
@@ -22,11 +23,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tern {
@@ -58,85 +59,9 @@ Inputs make_inputs(const Case & c, DType cache, uint32_t seed) {
     return in;
 }
 
-// A scalar copy of issue 52's specification until cpu::attention_row lands on main (then the oracle
-// is that function: same arguments, less `blocks`). q [hd] unrounded; K and V rows as f32 values.
-// blocks false: today's order past 512 positions too (each superblock's single pass, then
-// cpu::combine_superblocks), for attn_block_order=0.
-void attention_row(const float * q, const float * k, int64_t k_stride, const float * v, int64_t v_stride, int64_t n,
-                   int64_t hd, float scale, bool k_f16, bool v_f16, float * out, bool blocks = true) {
-    std::vector<float> qh(q, q + hd), s(static_cast<size_t>(n));
-    if (k_f16) {
-        for (auto & x : qh) x = round_to_fp16(x);
-    }
-    for (int64_t i = 0; i < n; ++i) s[static_cast<size_t>(i)] = cpu::dot_blocked16(qh.data(), k + i * k_stride, hd) * scale;
-    if (n <= 512 || !blocks) {  // today's single pass per superblock
-        std::vector<float> sm, sl, so;
-        for (int64_t s0 = 0; s0 < n; s0 += 512) {
-            const int64_t len = std::min<int64_t>(512, n - s0);
-            float * const e   = s.data() + s0;
-            float         mx  = -INFINITY;
-            for (int64_t i = 0; i < len; ++i) mx = std::max(mx, e[i]);
-            for (int64_t i = 0; i < len; ++i) e[i] = cpu::exp_fixed(e[i] - mx);
-            const float sum = cpu::sum_positions(e, len), inv = 1.0f / sum;
-            cpu::PositionSum   o(static_cast<size_t>(hd));
-            std::vector<float> terms(static_cast<size_t>(hd));
-            for (int64_t i = 0; i < len; ++i) {
-                const float pr = v_f16 ? round_to_fp16(e[i] * inv) : e[i] * inv;
-                for (int64_t d = 0; d < hd; ++d) terms[static_cast<size_t>(d)] = pr * v[(s0 + i) * v_stride + d];
-                o.add(i, terms.data());
-            }
-            so.resize(so.size() + static_cast<size_t>(hd));
-            o.finish(len, so.data() + so.size() - static_cast<size_t>(hd));
-            sm.push_back(mx);
-            sl.push_back(sum);
-        }
-        cpu::combine_superblocks(sm.data(), sl.data(), 1, so.data(), hd, static_cast<int64_t>(sm.size()), hd, out);
-        return;
-    }
-    struct Part {
-        float              m = -FLT_MAX, l = 0;
-        std::vector<float> o;
-    };
-    auto join = [&](const std::vector<Part> & parts) {
-        Part r;
-        for (const Part & x : parts) r.m = std::max(r.m, x.m);
-        r.o.assign(static_cast<size_t>(hd), 0.0f);
-        for (const Part & x : parts) {
-            const float a = cpu::exp_fixed(x.m - r.m);
-            r.l           = r.l + a * x.l;
-            for (int64_t d = 0; d < hd; ++d) r.o[static_cast<size_t>(d)] = r.o[static_cast<size_t>(d)] + a * x.o[static_cast<size_t>(d)];
-        }
-        return r;
-    };
-    std::vector<Part> supers, chunks, parts;
-    for (int64_t b0 = 0; b0 < n; b0 += 32) {
-        Part          bp;
-        const int64_t len = std::min<int64_t>(32, n - b0);
-        for (int64_t i = b0; i < b0 + len; ++i) bp.m = std::max(bp.m, s[static_cast<size_t>(i)]);
-        bp.o.assign(static_cast<size_t>(hd), 0.0f);
-        for (int64_t i = b0; i < b0 + len; ++i) {
-            const float e = cpu::exp_fixed(s[static_cast<size_t>(i)] - bp.m), pe = v_f16 ? round_to_fp16(e) : e;
-            bp.l          = bp.l + e;
-            for (int64_t d = 0; d < hd; ++d) bp.o[static_cast<size_t>(d)] = bp.o[static_cast<size_t>(d)] + pe * v[i * v_stride + d];
-        }
-        parts.push_back(std::move(bp));
-        const int64_t end = b0 + len;
-        if (end % 64 == 0 || end == n) {
-            chunks.push_back(join(parts));
-            parts.clear();
-        }
-        if (end % 512 == 0 || end == n) {
-            supers.push_back(join(chunks));
-            chunks.clear();
-        }
-    }
-    const Part  row = join(supers);
-    const float r   = 1.0f / row.l;
-    for (int64_t d = 0; d < hd; ++d) out[d] = row.o[static_cast<size_t>(d)] * r;
-}
-
-// The oracle's output of the T queries (blocks false: today's order).
-std::vector<float> oracle(const Case & c, const Inputs & in, bool blocks = true) {
+// The oracle's output of the T queries: cpu::attention_row for each (token, head) (today's single pass
+// up to 512 positions, the block order past them).
+std::vector<float> oracle(const Case & c, const Inputs & in) {
     const int64_t hd = c.head_dim, n_q = c.n_head * hd, n_kv = c.n_head_kv * hd, n_ctx = c.pos0 + c.T;
     std::vector<float> k(static_cast<size_t>(n_kv * n_ctx)), v(k.size()), out(static_cast<size_t>(n_q * c.T));
     dequantize_row(in.cache, in.k.data(), k.data(), static_cast<int64_t>(k.size()));
@@ -146,8 +71,8 @@ std::vector<float> oracle(const Case & c, const Inputs & in, bool blocks = true)
     for (int64_t t = 0; t < c.T; ++t) {
         for (int64_t h = 0; h < c.n_head; ++h) {
             const int64_t kvh = h / (c.n_head / c.n_head_kv);
-            attention_row(in.q.data() + (t + 1) * n_q + h * hd, k.data() + kvh * hd, n_kv, v.data() + kvh * hd, n_kv,
-                          c.pos0 + t + 1, hd, scale, f16, f16, out.data() + t * n_q + h * hd, blocks);
+            cpu::attention_row(in.q.data() + (t + 1) * n_q + h * hd, k.data() + kvh * hd, n_kv, v.data() + kvh * hd, n_kv,
+                          c.pos0 + t + 1, hd, scale, f16, f16, out.data() + t * n_q + h * hd);
         }
     }
     return out;
@@ -184,48 +109,55 @@ std::string name(const Case & c) {
            " pos0 " + std::to_string(c.pos0) + " T " + std::to_string(c.T);
 }
 
-// Every prompt length over every depth (one shape, f16 cache), the whole prompt in one call.
+// Prompt lengths over depths (one shape, f16 cache), the whole prompt in one call: on a GPU every
+// length of 1, 3, 15, 16, 17, 100, 600 tokens over every depth of 0, 500, 511, 512, 513, 1000, 2047;
+// on the CPU adapter (CI time) the ones that cross 512 (in one call, and in one P·V workgroup's rows),
+// 1024 and 2048.
 TEST(WebGpuPromptBlockOrder, PromptsOverDepthsGiveTheOraclesBits) {
     TERN_REQUIRE_WEBGPU();
-    Backend & gpu = *test::tuned_webgpu(k_tune);
-    Backend & old = *test::tuned_webgpu("attn_block_order=0");
-    size_t    old_differs = 0;
-    for (int64_t T : {1, 3, 15, 16, 17, 100, 600}) {
-        for (int64_t pos0 : {0, 500, 511, 512, 513, 1000, 2047}) {
-            if (T == 1 && pos0 >= 512) continue;  // decode: the one-query kernels
-            const Case c{4, 2, 64, pos0, T};
-            SCOPED_TRACE(name(c));
-            const Inputs in  = make_inputs(c, DType::f16, static_cast<uint32_t>(T * 7919 + pos0));
-            const auto   got = run(gpu, c, in, T);
-            expect_same(got, oracle(c, in), "GPU vs the oracle");
-            // Rows over 512 positions must leave today's order (key 0): the test tells the orders
-            // apart; rows of at most 512 keep their bits.
-            const auto before = run(old, c, in, T);
-            if (pos0 + T > 512) old_differs += count_diff(got, before, nullptr);
-            const int64_t n_q = c.n_head * c.head_dim, t_short = std::clamp<int64_t>(512 - pos0, 0, T);
-            expect_same(std::vector<float>(got.begin(), got.begin() + t_short * n_q),
-                        std::vector<float>(before.begin(), before.begin() + t_short * n_q), "rows <= 512 vs key 0");
+    Backend &                                 gpu = *test::tuned_webgpu(k_tune);
+    std::vector<std::pair<int64_t, int64_t>> runs;  // (T, pos0)
+    if (test::is_cpu_adapter(gpu)) {
+        runs = {{3, 511}, {15, 500}, {16, 513}, {100, 450}, {17, 1010}, {20, 2040}};
+    } else {
+        for (int64_t T : {1, 3, 15, 16, 17, 100, 600}) {
+            for (int64_t pos0 : {0, 500, 511, 512, 513, 1000, 2047}) {
+                if (T > 1 || pos0 < 512) runs.emplace_back(T, pos0);  // (one token past 512: decode, below)
+            }
         }
     }
-    EXPECT_GT(old_differs, 0u) << "today's bits everywhere past 512 positions: did the block order run?";
+    for (const auto & [T, pos0] : runs) {
+        const Case c{4, 2, 64, pos0, T};
+        SCOPED_TRACE(name(c));
+        const Inputs in = make_inputs(c, DType::f16, static_cast<uint32_t>(T * 7919 + pos0));
+        expect_same(run(gpu, c, in, T), oracle(c, in), "GPU vs the oracle");
+    }
 }
 
 // Families' shapes (head_dim 64 / 96 / 128, G 1 / 2 / 4), f16 and f32 caches; the P·V kernel with
-// segments (its default split for few rows over a long cache) and without (attn_pv_split_groups=0),
-// 32 and 64 rows per P·V workgroup.
+// segments (its default split for few rows over a long cache: attention_prefill_combine.wgsl) and
+// without (attn_pv_split_groups=0), and 64 rows per P·V workgroup (on a GPU).
 TEST(WebGpuPromptBlockOrder, ShapesCachesAndSegmentsGiveTheOraclesBits) {
     TERN_REQUIRE_WEBGPU();
-    const std::string tune = k_tune;
-    Backend *         forms[] = {test::tuned_webgpu(tune), test::tuned_webgpu(tune + ",attn_pv_split_groups=0"),
-                                 test::tuned_webgpu(tune + ",attn_pv_rows=64")};
-    for (const Case & c : {Case{8, 2, 128, 1000, 20}, Case{4, 4, 64, 700, 17}, Case{8, 2, 96, 2047, 16},
-                           Case{4, 1, 128, 480, 100}, Case{6, 3, 96, 513, 3}, Case{2, 2, 64, 1500, 40}}) {
-        for (DType cache : {DType::f16, DType::f32}) {
-            SCOPED_TRACE(name(c) + (cache == DType::f16 ? " f16" : " f32"));
-            const Inputs in   = make_inputs(c, cache, static_cast<uint32_t>(c.pos0 + c.head_dim));
-            const auto   want = oracle(c, in);
-            for (Backend * b : forms) expect_same(run(*b, c, in, c.T), want, "GPU vs the oracle");
+    const std::string      tune = k_tune;
+    std::vector<Backend *> forms{test::tuned_webgpu(tune), test::tuned_webgpu(tune + ",attn_pv_split_groups=0")};
+    const bool             cpu_adapter = test::is_cpu_adapter(*forms[0]);
+    if (!cpu_adapter) forms.push_back(test::tuned_webgpu(tune + ",attn_pv_rows=64"));
+    std::vector<std::pair<Case, DType>> cases{{Case{8, 2, 128, 1000, 20}, DType::f16},
+                                              {Case{4, 4, 64, 700, 17}, DType::f32},
+                                              {Case{4, 2, 96, 2047, 16}, DType::f16}};
+    if (!cpu_adapter) {
+        for (const Case & c : {Case{8, 2, 128, 1000, 20}, Case{4, 4, 64, 700, 17}, Case{8, 2, 96, 2047, 16},
+                               Case{4, 1, 128, 480, 100}, Case{6, 3, 96, 513, 3}, Case{2, 2, 64, 1500, 40}}) {
+            cases.emplace_back(c, DType::f16);
+            cases.emplace_back(c, DType::f32);
         }
+    }
+    for (const auto & [c, cache] : cases) {
+        SCOPED_TRACE(name(c) + (cache == DType::f16 ? " f16" : " f32"));
+        const Inputs in   = make_inputs(c, cache, static_cast<uint32_t>(c.pos0 + c.head_dim));
+        const auto   want = oracle(c, in);
+        for (Backend * b : forms) expect_same(run(*b, c, in, c.T), want, "GPU vs the oracle");
     }
 }
 
@@ -233,12 +165,12 @@ TEST(WebGpuPromptBlockOrder, ShapesCachesAndSegmentsGiveTheOraclesBits) {
 // tokens' rows) too: the rows past 512 positions have the same bits whichever call computes them.
 TEST(WebGpuPromptBlockOrder, CallsAndChunksEqualTheWholePrompt) {
     TERN_REQUIRE_WEBGPU();
-    const Case    c{4, 2, 64, 490, 60};
-    Backend &     gpu   = *test::tuned_webgpu(k_tune);
-    Backend &     small = *test::tuned_webgpu(std::string(k_tune) + ",attn_scratch_bytes=" +
-                                              std::to_string(c.n_head * (c.pos0 + c.T) * 4 * 11));  // 11 tokens a chunk
-    const Inputs  in    = make_inputs(c, DType::f16, 5);
-    const auto    whole = run(gpu, c, in, c.T);
+    const Case   c{4, 2, 64, 490, 60};
+    Backend &    gpu   = *test::tuned_webgpu(k_tune);
+    Backend &    small = *test::tuned_webgpu(std::string(k_tune) + ",attn_scratch_bytes=" +
+                                             std::to_string(c.n_head * (c.pos0 + c.T) * 4 * 11));  // 11 tokens a chunk
+    const Inputs in    = make_inputs(c, DType::f16, 5);
+    const auto   whole = run(gpu, c, in, c.T);
     expect_same(whole, oracle(c, in), "whole prompt vs the oracle");
     expect_same(run(gpu, c, in, 2), whole, "2 tokens per call vs the whole prompt");
     expect_same(run(gpu, c, in, 3), whole, "3 tokens per call vs the whole prompt");
@@ -246,28 +178,20 @@ TEST(WebGpuPromptBlockOrder, CallsAndChunksEqualTheWholePrompt) {
 }
 
 // KV decode (one token per call: the one-query kernels past 512 positions) equals the whole prompt
-// (the prompt kernels) under the default order, whichever it is; head_dim 128 f16 G 4 (2B4T's shape)
-// and head_dim 64 f32.
+// (the prompt kernels) in the default order, whichever it is (attn_block_order's default: 0 today's
+// order, checked against the CPU backend; 1 the oracle's); head_dim 128 f16 G 4 (2B4T's shape) and
+// head_dim 64 f32 G 2.
 TEST(WebGpuPromptBlockOrder, DecodeEqualsTheWholePromptInTheDefaultOrder) {
     TERN_REQUIRE_WEBGPU();
     Backend & gpu = *test::shared_webgpu().backend;
+    auto      cpu = make_cpu_backend({1});
     for (const auto & [c, cache] : {std::pair{Case{8, 2, 128, 500, 40}, DType::f16}, std::pair{Case{4, 2, 64, 1000, 30}, DType::f32}}) {
         SCOPED_TRACE(name(c));
         const Inputs in    = make_inputs(c, cache, 9);
         const auto   whole = run(gpu, c, in, c.T);
         expect_same(run(gpu, c, in, 1), whole, "one token per call vs the whole prompt");
-        expect_same(whole, oracle(c, in, WebGpuTuning{}.attn_block_order != 0), "whole prompt vs the default order");
-    }
-}
-
-// Key 0 keeps today's order everywhere (each superblock's softmax, cpu::combine_superblocks).
-TEST(WebGpuPromptBlockOrder, KeyZeroKeepsTodaysOrder) {
-    TERN_REQUIRE_WEBGPU();
-    Backend & gpu = *test::tuned_webgpu("attn_block_order=0");
-    for (const Case & c : {Case{4, 2, 64, 1000, 20}, Case{4, 1, 128, 480, 100}}) {
-        SCOPED_TRACE(name(c));
-        const Inputs in = make_inputs(c, DType::f16, 3);
-        expect_same(run(gpu, c, in, c.T), oracle(c, in, false), "GPU key 0 vs today's order");
+        expect_same(whole, WebGpuTuning{}.attn_block_order != 0 ? oracle(c, in) : run(*cpu, c, in, c.T),
+                    "whole prompt vs the default order");
     }
 }
 
