@@ -139,6 +139,7 @@ struct WebGpuTuning {
                                              //     attention_block_pv (scores and P·V per block of 32 positions,
                                              //     2 blocks per workgroup, no normalisation) +
                                              //     attention_block_combine: 2 dispatches per layer; 0: never
+                                             //     (and prompts: attention_prefill_*'s rows past 512 positions)
     uint32_t attn_block_combine_ds   = 16;   // attention_block_combine's dimensions per workgroup (8..128)
     // --- prefill (many tokens) matmuls: webgpu_prefill.cpp ---
     // tokens from which the GEMM replaces the per-token kernels; 0: 8 where the tensor-core GEMM
