@@ -163,6 +163,7 @@ TEST(WebGpuPromptBlockOrder, ShapesCachesAndSegmentsGiveTheOraclesBits) {
 
 // Calls of 2 and 3 tokens equal the whole prompt at once, and token chunks (a score budget of a few
 // tokens' rows) too: the rows past 512 positions have the same bits whichever call computes them.
+// And the prompt kernels' one-query form.
 TEST(WebGpuPromptBlockOrder, CallsAndChunksEqualTheWholePrompt) {
     TERN_REQUIRE_WEBGPU();
     const Case   c{4, 2, 64, 490, 60};
@@ -175,6 +176,11 @@ TEST(WebGpuPromptBlockOrder, CallsAndChunksEqualTheWholePrompt) {
     expect_same(run(gpu, c, in, 2), whole, "2 tokens per call vs the whole prompt");
     expect_same(run(gpu, c, in, 3), whole, "3 tokens per call vs the whole prompt");
     expect_same(run(small, c, in, c.T), whole, "token chunks vs the whole prompt");
+    // One query with G = 32 (more than the one-query split kernels take): the prompt kernels, 256
+    // threads per softmax row (attn_softmax_wg_one), f32 V.
+    const Case   g{32, 1, 64, 700, 2};
+    const Inputs gin = make_inputs(g, DType::f32, 6);
+    expect_same(run(gpu, g, gin, 1), oracle(g, gin), "one query, G = 32, vs the oracle");
 }
 
 // KV decode (one token per call: the one-query kernels past 512 positions) equals the whole prompt
