@@ -141,7 +141,8 @@ struct WebGpuTuning {
                                              //     attention_block_combine: 2 dispatches per layer (f16 K and V,
                                              //     head_dim 128, G <= 4), other shapes and paged batches' long
                                              //     columns by attention_paged_super's superblock partials +
-                                             //     attention_split_combine's row join; 0: never
+                                             //     attention_split_combine's row join; prompts:
+                                             //     attention_prefill_*'s rows past 512 positions; 0: never
     uint32_t attn_block_combine_ds   = 16;   // attention_block_combine's dimensions per workgroup (8..128)
     // --- prefill (many tokens) matmuls: webgpu_prefill.cpp ---
     // tokens from which the GEMM replaces the per-token kernels; 0: 8 where the tensor-core GEMM
