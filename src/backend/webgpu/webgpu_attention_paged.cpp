@@ -188,6 +188,7 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
     if (tune_.attn_block_order != 0) {
         vk.add("BLOCK", 1.0);
         ck.add("BLOCK", 1.0);
+        if (tune_.attn_super_pairs != 0) vk.add("PAIRS", 1.0);
     }
 
     for (int64_t c0 = 0; c0 < n_tok; c0 += chunk) {

@@ -100,6 +100,10 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
         }
         return m;
     };
+    // In the block order (issue 52) these kernels keep rows of at most one superblock (their softmax is
+    // a superblock's): a longer row that super_attention did not take (head_dim not a multiple of 8,
+    // buffer limits) goes to the prompt kernels (one query: webgpu_ops.cpp) or fails (a paged batch).
+    if (tune_.attn_block_order != 0 && max_position(0, n_tok) + 1 > cpu::k_pos_super) return false;
     // P·V's query heads per workgroup: all G of a KV head (each V row read once), or where that
     // leaves the GPU short of workgroups (one column over a long context: 80 for 2B4T) the largest
     // divisor of G that gives 2 per compute unit (1 for 2B4T: 320 workgroups of 256 blocks per
@@ -354,8 +358,9 @@ void WebGpuBackend::attention_paged(const Tensor & out, const Tensor & q, const 
     if (deep && super_attention(out, q, kv, s, &batch, 0)) return;  // where its shape fits
     if (!split_attention(out, q, kv, s, &batch, 0)) {
         fail(ErrorKind::unsupported,
-             format("webgpu: batched attention needs head_dim a multiple of 4 up to 256 (got %lld), at most 16 query "
-                    "heads per KV head (got %lld) and scratch buffers this device allows",
+             format("webgpu: batched attention needs head_dim a multiple of 4 up to 256 (got %lld; past 512 positions "
+                    "a multiple of 8), at most 16 query heads per KV head (got %lld) and scratch buffers this device "
+                    "allows",
                     static_cast<long long>(hd), static_cast<long long>(s.n_head / s.n_head_kv)),
              "use --backend cpu for this model");
     }
