@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #ifdef TERN_HAS_WEBGPU
+#include "block_order_oracle.h"
 #include "webgpu_test_util.h"
 #endif
 
@@ -428,6 +429,49 @@ TEST_P(PagedOps, GatherColumnsCopiesTheListedColumns) {
         }
     }
 }
+
+#ifdef TERN_HAS_WEBGPU
+// Issue 52 (WebGpuTuning::attn_block_order = 1): a paged batch mixing short and long columns, each
+// column of more than 512 positions in the block order (attention_paged_super's superblock partials,
+// attention_split_combine's row join), the others the single pass (cpu::attention_row: block_order_oracle.h);
+// several columns per sequence (a prompt chunk past position 511), the family shapes (head_dim 128
+// G 4 and G 2, 64 G 4, 96 G 1), 40 G 3 and 32 G 8, pages of 48 and 64 positions, f16 and f32 caches (one
+// case each: CI's time).
+TEST(PagedBlockOrder, MixedColumnsGiveTheBlockOrdersBits) {
+    TERN_REQUIRE_WEBGPU();
+    struct Case {
+        AttentionShape sh;
+        DType          cache;
+        int64_t        page;
+    };
+    const float r128    = 1.0f / std::sqrt(128.0f);
+    const Case  cases[] = {{{8, 2, 128, 128, 10000.0f, r128}, DType::f16, 64},
+                            {{4, 2, 128, 128, 10000.0f, r128}, DType::f16, 48},
+                            {{8, 2, 64, 64, 10000.0f, 0.125f}, DType::f32, 48},
+                            {{3, 3, 96, 96, 10000.0f, 1.0f / std::sqrt(96.0f)}, DType::f16, 64},
+                            {{6, 2, 40, 40, 10000.0f, 1.0f / std::sqrt(40.0f)}, DType::f32, 64},
+                            {{16, 2, 32, 32, 10000.0f, 1.0f / std::sqrt(32.0f)}, DType::f16, 64}};  // (G 8: 2 x 4)
+    const std::vector<SeqSpec> specs = {{0, 1}, {511, 2}, {574, 3}, {30, 3}, {1022, 4}, {2046, 3}, {5, 7}, {4095, 2}};
+    // (attn_super_pairs: attention_paged_super's two forms of the chunk joins, an A/B)
+    for (const Case & c : cases) {
+      for (const char * tune : {"attn_block_order=1,attn_super_pairs=0", "attn_block_order=1,attn_super_pairs=1"}) {
+        Backend *              gpu = test::tuned_webgpu(tune);
+        const AttentionShape & sh  = c.sh;
+        SCOPED_TRACE(std::string(tune) + ", " + "head_dim " + std::to_string(sh.head_dim) + ", G " + std::to_string(sh.n_head / sh.n_head_kv) +
+                     (c.cache == DType::f16 ? ", f16" : ", f32") + ", pages of " + std::to_string(c.page));
+        const PagedBatch   b = make_batch(sh, c.cache, c.page, specs, 17);
+        std::vector<float> want;
+        for (size_t i = 0; i < b.seqs.size(); ++i) {
+            const KvSeq & sq = b.seqs[i];
+            const auto w = test::attention_columns(b.k_seq[i], b.v_seq[i], c.cache, b.q.data() + sq.first * b.n_q,
+                                                   sh.n_head, sh.n_head_kv, sh.head_dim, sh.scale, sq.pos0, sq.n);
+            want.insert(want.end(), w.begin(), w.end());
+        }
+        expect_same_bits(run_paged_attention(*gpu, b), want, "paged (block order) vs cpu::attention_row");
+      }
+    }
+}
+#endif
 
 INSTANTIATE_TEST_SUITE_P(Paged, PagedOps, ::testing::ValuesIn(paged_backends()),
                          [](const auto & param_info) { return param_info.param.name; });

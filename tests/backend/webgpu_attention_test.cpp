@@ -20,6 +20,7 @@
 #include "quant/block_formats.h"
 #include "quant/ternary_formats.h"
 #include "attention_run.h"
+#include "block_order_oracle.h"
 #include "webgpu_test_util.h"
 
 #include <gtest/gtest.h>
@@ -66,8 +67,10 @@ std::vector<float> run(Backend & b, const Case & c, const Inputs & in, int64_t p
     return test::run_attention(b, {c.n_head, c.n_head_kv, c.head_dim, c.pos0, c.T, in.cache}, in.k, in.v, in.q, per_call);
 }
 
-// CpuBackend::attention's algorithm, written out.
-std::vector<float> reference(const Case & c, const Inputs & in) {
+// CpuBackend::attention's algorithm before issue 52's block order, written out (rows past 512
+// positions by superblocks, then cpu::combine_superblocks): the order of attn_block_order=0, until
+// that key goes.
+std::vector<float> superblock_reference(const Case & c, const Inputs & in) {
     const int64_t hd = c.head_dim, n_q = c.n_head * hd, n_kv = c.n_head_kv * hd, n_ctx = c.pos0 + c.T;
     std::vector<float> k(static_cast<size_t>(n_kv * n_ctx)), v(k.size()), out(static_cast<size_t>(n_q * c.T));
     dequantize_row(in.cache, in.k.data(), k.data(), static_cast<int64_t>(k.size()));
@@ -109,6 +112,14 @@ std::vector<float> reference(const Case & c, const Inputs & in) {
         }
     }
     return out;
+}
+
+// The reference of the defaults: with WebGpuTuning::attn_block_order on (issue 52), cpu::attention_row
+// (rows past 512 positions in the block order: block_order_oracle.h), else the superblock order above.
+std::vector<float> reference(const Case & c, const Inputs & in) {
+    if (WebGpuTuning{}.attn_block_order == 0) return superblock_reference(c, in);
+    return test::attention_columns(in.k, in.v, in.cache, in.q.data() + c.n_head * c.head_dim, c.n_head, c.n_head_kv,
+                                   c.head_dim, 1.0f / std::sqrt(static_cast<float>(c.head_dim)), c.pos0, c.T);
 }
 
 // |got - want| <= tol (1 + |want|) everywhere; with tol = 0, the same bits.

@@ -12,7 +12,8 @@
 #      whether the KV stream defeats their L2 prefetch);
 #   4. the long-context attention tests on the GPU (tern_webgpu_tests 'WebGpuLongOneQuery*', 'WebGpuAttentionSuperblocks*' and
 #      'WebGpuModel.SplitAttention*': the P·V forms
-#      against the CPU's algorithm, bit for bit, at lengths that cross every split boundary).
+#      against the CPU's algorithm, bit for bit, at lengths that cross every split boundary; and issue 52's
+#      block-order paths, 'WebGpuBlockOrder*' and 'PagedBlockOrder*', against cpu::attention_row).
 # Carries .gl and .devicebin (TERN_PACK_OLD_DAWN=0 tools/device/pack_devicebin.sh). Logs in $OUT/depth.tgz;
 # $OUT/summary.txt holds the figures. DEPTH_SECTIONS (default "1 2 3 4") picks the sections to run.
 # Usage (on the device): tools/device/depth_run.sh [ROUNDS (2)]
@@ -74,6 +75,6 @@ fi
 
 [[ $sections == *" 4 "* ]] || exit 0
 echo "== 4. long-context attention tests on the GPU" | tee -a "$out/summary.txt"
-timeout 120 "$B/tern_webgpu_tests" --gtest_brief=1 --gtest_filter='WebGpuLongOneQuery*:WebGpuAttentionSuperblocks*:WebGpuModel.SplitAttention*' > "$out/gpu_tests.txt" 2>&1
+timeout 120 "$B/tern_webgpu_tests" --gtest_brief=1 --gtest_filter='WebGpuLongOneQuery*:WebGpuAttentionSuperblocks*:WebGpuModel.SplitAttention*:WebGpuBlockOrder*:WebGpuLongOneQueryBlockOrder*:PagedBlockOrder*' > "$out/gpu_tests.txt" 2>&1
 echo "exit $?" | tee -a "$out/summary.txt"
 grep -E "FAILED|PASSED|Failure|differ" "$out/gpu_tests.txt" | head -20 | tee -a "$out/summary.txt"

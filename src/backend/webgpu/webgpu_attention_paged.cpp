@@ -11,9 +11,11 @@
 //      its P·V for all G query heads from whole V head rows (coalesced vec4 loads straight into
 //      registers, 4 positions ahead), the superblock's sums and (m_c, l_c) to attn_super_ / attn_sml_;
 //   3. attention_split_combine.wgsl: the superblocks combined as cpu::combine_superblocks does.
-// Bit for bit the CPU reference's orders (attention_paged_super.wgsl says which). False where the shape
-// does not fit (f32 V, head_dim not a multiple of 8, G > 4, buffers): split_attention then takes the
-// columns.
+// Bit for bit the CPU reference's orders (attention_paged_super.wgsl says which). With
+// WebGpuTuning::attn_block_order (issue 52) columns of more than 512 positions take the block order
+// (superblock partials, the row join in the combine) and f32 V fits too. False where the shape does
+// not fit (f32 V without the block order, head_dim not a multiple of 8, G > 4, buffers):
+// split_attention then takes the columns.
 #include "backend/webgpu/webgpu_backend_impl.h"
 
 #include "backend/cpu/cpu_ops.h"
@@ -96,8 +98,22 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
     // streams, half a head per workgroup: d1024 6,970.7 vs 7,194.8 tok/s).
     uint32_t dw = static_cast<uint32_t>(std::clamp<int64_t>(hd / 8 * 8, 8, 128));
     while (dw > 8 && hd % dw != 0) dw -= 8;
-    if (kv.v.type != DType::f16 || group > 4 || hd % 8 != 0 || hd % dw != 0 || n_tok < 1 ||
-        cpu::k_pos_super != 512 || cpu::k_pos_block != 32 || gpu_offset(kv.v, 2) % 8 != 0 || kv.v.ne[0] % 8 != 0) {
+    // (f32 V in the block order only: issue 52's rows past 512 positions have no other kernel)
+    const bool   v_f16  = kv.v.type == DType::f16;
+    const size_t v_el   = v_f16 ? 2 : 4;
+    const bool   v_fits = v_f16 ? gpu_offset(kv.v, 2) % 8 == 0 && kv.v.ne[0] % 8 == 0
+                                : tune_.attn_block_order != 0 && kv.v.type == DType::f32 &&
+                                      gpu_offset(kv.v, 4) % 4 == 0 && kv.v.ne[0] % 4 == 0;
+    // Query heads per attention_paged_super workgroup: G, or past 4 (the block order only) the largest
+    // divisor of G up to 4, SUB = G / that workgroups per KV head.
+    int64_t gw = group;
+    if (group > 4 && tune_.attn_block_order != 0 && group <= 16) {
+        gw = 4;
+        while (group % gw != 0) --gw;
+    }
+    const int64_t sub = group / gw;
+    if (!v_fits || gw > 4 || hd % 8 != 0 || hd % dw != 0 || n_tok < 1 || cpu::k_pos_super != 512 ||
+        cpu::k_pos_block != 32) {
         return false;
     }
     // The scores kernel's shape (split_attention's): threads per position, positions per workgroup.
@@ -168,15 +184,24 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
     PipelineKey vk{"attention_paged_super",
                    "rrrrwwu",
                    {{{"HD", static_cast<double>(hd)},
-                     {"GROUP", static_cast<double>(group)},
+                     {"GROUP", static_cast<double>(gw)},
                      {"DW", static_cast<double>(dw)},
                      {"OCT", static_cast<double>(dw / 8)},
                      {"WG", static_cast<double>(pv_wg)},
                      {"WSN", static_cast<double>(wsn)}}}};
     add_paging(vk);
     if (paged && tune_.attn_paged_block_rows == 0) vk.add("BLOCK_ROWS", 0.0);
+    if (!v_f16) vk.add("V_F16", 0.0);
+    if (sub > 1) vk.add("SUB", static_cast<double>(sub));
     PipelineKey ck{"attention_split_combine", "rrrrwu", {{{"WG", 256.0}, {"HD", static_cast<double>(hd)}}}};
     add_paging(ck);
+    // Issue 52: columns of more than 512 positions in the block order (superblock partials, then the
+    // row join and 1 / L in the combine); shorter columns as before.
+    if (tune_.attn_block_order != 0) {
+        vk.add("BLOCK", 1.0);
+        ck.add("BLOCK", 1.0);
+        if (tune_.attn_super_pairs != 0) vk.add("PAIRS", 1.0);
+    }
 
     for (int64_t c0 = 0; c0 < n_tok; c0 += chunk) {
         const int64_t  tc    = std::min(chunk, n_tok - c0);
@@ -196,12 +221,12 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
 
         struct {
             uint32_t n_embd_kv, v_offset, ld, n_head_kv, pos0, max_pages, cols_offset, pages_offset, nsb_ld;
-        } vp{u32(kv.v.ne[0]), gpu_offset(kv.v, 2), u32(ld), u32(n_kv), col_pos0, max_pages, cols_at + u32(4 * c0),
+        } vp{u32(kv.v.ne[0]), gpu_offset(kv.v, v_el), u32(ld), u32(n_kv * sub), col_pos0, max_pages, cols_at + u32(4 * c0),
              pages_at, u32(nsb_ld)};
         const WGPUBuffer vb[] = {attn_scores_->get(), gpu_buffer(kv.v), cols, pages, attn_super_->get(),
                                  attn_sml_->get()};
         step_->dispatch(vk, vb, &vp, sizeof vp, u32(hd / dw) * ceil_div(n_max, cpu::k_pos_super),
-                        u32(n_kv), u32(tc));
+                        u32(n_kv * sub), u32(tc));
 
         struct {
             uint32_t n_head, nsb_ld, pos0, max_pages, cols_offset, pages_offset, out_offset, out_stride;

@@ -15,7 +15,12 @@
 // Same numerics as attention.wgsl and the CPU, bit for bit: the same products, the scores' sums in
 // cpu::dot_blocked16's order, each superblock's softmax and P·V sums in cpu::sum_positions's, the
 // superblocks combined as cpu::combine_superblocks does, mul_rn scaling, exp_fixed, f16 rounding of q
-// and of the probabilities.
+// and of the probabilities. With WebGpuTuning::attn_block_order, rows of more than 512 positions take
+// the block order instead (issue 52, cpu_ops.h; attention_prefill_softmax.wgsl's header): the
+// softmax kernel writes each block of 32 positions' f16(e) and the join weights of blocks, chunks
+// and superblocks, the P·V kernel joins its sums with them as it goes, superblocks (segments) are
+// joined by the P·V kernel or the combine, then out = O (1 / L). Rows of at most 512 positions keep
+// their bits.
 // Long prompts over long caches run in token chunks so that the score buffer stays within a budget.
 #include "backend/webgpu/webgpu_backend_impl.h"
 
@@ -78,9 +83,12 @@ bool WebGpuBackend::prefill_attention(const Tensor & out, const Tensor & q, cons
                                                   std::min<int64_t>(n_tok, lim.maxComputeWorkgroupsPerDimension / group));
     const size_t  need      = static_cast<size_t>(chunk * row_bytes);
     grown(attn_scores_, need, "attention scores");
-    // Each row's superblock weights: [n_head_kv][chunk G][nsb_ld][2] f32.
-    const int64_t nsb_ld = (ld + cpu::k_pos_super - 1) / cpu::k_pos_super;
-    grown(attn_wts_, static_cast<size_t>(n_kv * chunk * group * nsb_ld * 8), "attention superblock weights");
+    // Each row's weights: [n_head_kv][chunk G][w_ld] f32: [nsb_ld][2] (m_c, l_c / r_c); the block
+    // order's 16 nsb_ld block weights, 8 nsb_ld chunk weights, 3 nsb_ld superblock values and 1 / L.
+    const bool    block_order = tune_.attn_block_order != 0;
+    const int64_t nsb_ld      = (ld + cpu::k_pos_super - 1) / cpu::k_pos_super;
+    const int64_t w_ld        = block_order ? 27 * nsb_ld + 1 : 2 * nsb_ld;
+    grown(attn_wts_, static_cast<size_t>(n_kv * chunk * group * w_ld * 4), "attention weights");
 
     const size_t   k_el = k_f16 ? 2 : 4;
     const size_t   v_el = v_f16 ? 2 : 4;
@@ -107,7 +115,7 @@ bool WebGpuBackend::prefill_attention(const Tensor & out, const Tensor & q, cons
         const WGPUBuffer sb[] = {gpu_buffer(q), gpu_buffer(kv.k), attn_scores_->get()};
         step_->dispatch(sk, sb, &sp, sizeof sp, ceil_div(p0 + tc, sc_pos), ceil_div(n_rows, sc_rows), u32(n_kv));
 
-        encode_attention_softmax(n_rows, n_kv, group, p0, ld, nsb_ld, v_f16, n_tok == 1);
+        encode_attention_softmax(n_rows, n_kv, group, p0, ld, nsb_ld, w_ld, v_f16, n_tok == 1);
 
         // Segments: positions per P·V workgroup such that the causal triangle makes about pv_target
         // workgroups of similar work (the longest row blocks split the most); none when one segment
@@ -128,59 +136,67 @@ bool WebGpuBackend::prefill_attention(const Tensor & out, const Tensor & q, cons
         grown(attn_part_, part_bytes, "attention segment sums");
         struct {
             uint32_t head_dim, group, n_rows, pos0, n_pos, n_embd_kv, v_offset, ld, seg_len, n_head_kv, out_offset,
-                out_stride, nsb_ld;
+                out_stride, nsb_ld, w_ld;
         } pp{u32(hd),    u32(group),   u32(n_rows),   u32(p0),  u32(p0 + tc),
              u32(kv.v.ne[0]), gpu_offset(kv.v, v_el), u32(ld), u32(seg_len), u32(n_kv), o_off, u32(out.ne[0]),
-             u32(nsb_ld)};
+             u32(nsb_ld), u32(w_ld)};
         const PipelineKey pk{"attention_prefill_pv",
                              "rrwwru",
                              {{{"V_F16", v_f16 ? 1.0 : 0.0},
                                {"BR", static_cast<double>(pv_rows)},
                                {"BD", static_cast<double>(bd)},
                                {"PC", static_cast<double>(pc)},
-                               {"GROUP", static_cast<double>(group)}}}};
+                               {"GROUP", static_cast<double>(group)},
+                               {"BLOCK_ORDER", block_order ? 1.0 : 0.0}}}};
         const WGPUBuffer pb[] = {attn_scores_->get(), gpu_buffer(kv.v), gpu_buffer(out), attn_part_->get(),
                                  attn_wts_->get()};
         step_->dispatch(pk, pb, &pp, sizeof pp, u32(n_kv * ndb), u32(n_blocks), u32(n_seg));
         if (n_seg == 1) continue;
 
-        encode_attention_combine(out, o_off, hd, group, n_rows, pv_rows, n_kv, p0, seg_len, nsb_ld);
+        encode_attention_combine(out, o_off, hd, group, n_rows, pv_rows, n_kv, p0, seg_len, nsb_ld, w_ld);
     }
     return true;
 }
 
 void WebGpuBackend::encode_attention_softmax(int64_t n_rows, int64_t n_kv, int64_t group, int64_t pos0, int64_t ld,
-                                             int64_t nsb_ld, bool v_f16, bool one_query) {
+                                             int64_t nsb_ld, int64_t w_ld, bool v_f16, bool one_query) {
     // Threads per row: 64 for prompts; 256 for one query (G rows per KV head, so few workgroups, each
     // over thousands of positions: H100 tg128 at a depth of 3840, with the prompt kernels then, 5.04
     // ms per token against 5.45 with 128 and 6.14 with 64). (WebGpuTuning::attn_softmax_wg*)
     const double wg_prompt = tune_.attn_softmax_wg;
     const double wg_one    = tune_.attn_softmax_wg_one;
     struct {
-        uint32_t group, n_rows, pos0, ld, nsb_ld;
-    } mp{u32(group), u32(n_rows), u32(pos0), u32(ld), u32(nsb_ld)};
+        uint32_t group, n_rows, pos0, ld, nsb_ld, w_ld;
+    } mp{u32(group), u32(n_rows), u32(pos0), u32(ld), u32(nsb_ld), u32(w_ld)};
     const PipelineKey mk{"attention_prefill_softmax",
                          "wwu",
                          {{{"WG", one_query ? wg_one : wg_prompt},
                            {"V_F16", v_f16 ? 1.0 : 0.0},
-                           {"GROUP", static_cast<double>(group)}}}};
+                           {"GROUP", static_cast<double>(group)},
+                           {"BLOCK_ORDER", tune_.attn_block_order != 0 ? 1.0 : 0.0}}}};
     const WGPUBuffer mb[] = {attn_scores_->get(), attn_wts_->get()};
     step_->dispatch(mk, mb, &mp, sizeof mp, u32(n_rows), u32(n_kv));
 }
 
 void WebGpuBackend::encode_attention_combine(const Tensor & out, uint32_t out_offset, int64_t hd, int64_t group,
                                              int64_t n_rows, uint32_t row_block, int64_t n_kv, int64_t pos0,
-                                             int64_t seg_len, int64_t nsb_ld) {
-    TERN_ASSERT(seg_len == cpu::k_pos_block || seg_len == cpu::k_pos_super,
-                "attention segments of %lld positions: the combine adds blocks of 32 or superblocks of 512",
+                                             int64_t seg_len, int64_t nsb_ld, int64_t w_ld) {
+    const bool block_order = tune_.attn_block_order != 0;
+    TERN_ASSERT(seg_len == cpu::k_pos_super || (seg_len == cpu::k_pos_block && !block_order),
+                "attention segments of %lld positions: the combine adds blocks of 32 or superblocks of 512 "
+                "(superblocks only in the block order)",
                 static_cast<long long>(seg_len));
     struct {
-        uint32_t head_dim, group, n_rows, n_head_kv, pos0, seg_len, segs_per_super, out_offset, out_stride, nsb_ld;
+        uint32_t head_dim, group, n_rows, n_head_kv, pos0, seg_len, segs_per_super, out_offset, out_stride, nsb_ld,
+            w_ld;
     } cp{u32(hd),      u32(group), u32(n_rows), u32(n_kv), u32(pos0), u32(seg_len), u32(cpu::k_pos_super / seg_len),
-         out_offset, u32(out.ne[0]), u32(nsb_ld)};
+         out_offset, u32(out.ne[0]), u32(nsb_ld), u32(w_ld)};
     const PipelineKey ck{"attention_prefill_combine",
                          "rrwu",
-                         {{{"WG", 256}, {"BR", static_cast<double>(row_block)}, {"GROUP", static_cast<double>(group)}}}};
+                         {{{"WG", 256},
+                           {"BR", static_cast<double>(row_block)},
+                           {"GROUP", static_cast<double>(group)},
+                           {"BLOCK_ORDER", block_order ? 1.0 : 0.0}}}};
     const WGPUBuffer  cb[] = {attn_part_->get(), attn_wts_->get(), gpu_buffer(out)};
     step_->dispatch(ck, cb, &cp, sizeof cp, ceil_div(n_rows * hd, 256), u32(n_kv));
 }

@@ -67,8 +67,10 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
     // One query (columns of a contiguous cache) by attention_split_scores + attention_paged_super +
     // _combine (webgpu_attention_paged.cpp) from attn_long_super positions where the shape fits, past
     // one superblock (within one, the pvt path's combine is folded into the o-projection: attn_combine_fused).
-    if (batch == nullptr && tune_.attn_long_super != 0 && pos0 + n_tok >= tune_.attn_long_super &&
-        pos0 + n_tok > cpu::k_pos_super &&
+    // In the block order (WebGpuTuning::attn_block_order, issue 52) every row past one superblock.
+    const bool long_row = pos0 + n_tok > cpu::k_pos_super;
+    if (batch == nullptr && long_row &&
+        (tune_.attn_block_order != 0 || (tune_.attn_long_super != 0 && pos0 + n_tok >= tune_.attn_long_super)) &&
         super_attention(out, q, kv, s, nullptr, pos0)) {
         return true;
     }
@@ -98,6 +100,10 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
         }
         return m;
     };
+    // In the block order (issue 52) these kernels keep rows of at most one superblock (their softmax is
+    // a superblock's): a longer row that super_attention did not take (head_dim not a multiple of 8,
+    // buffer limits) goes to the prompt kernels (one query: webgpu_ops.cpp) or fails (a paged batch).
+    if (tune_.attn_block_order != 0 && max_position(0, n_tok) + 1 > cpu::k_pos_super) return false;
     // P·V's query heads per workgroup: all G of a KV head (each V row read once), or where that
     // leaves the GPU short of workgroups (one column over a long context: 80 for 2B4T) the largest
     // divisor of G that gives 2 per compute unit (1 for 2B4T: 320 workgroups of 256 blocks per
@@ -344,11 +350,17 @@ void WebGpuBackend::attention_paged(const Tensor & out, const Tensor & q, const 
     TERN_ASSERT(batch.n_tokens() == q.ne[1] && s.n_head % s.n_head_kv == 0 && out.ne[0] == s.n_head * hd &&
                     q.ne[0] == s.n_head * hd && batch.page_size > 0,
                 "attention_paged shapes");
-    if (tune_.attn_paged_deep != 0 && super_attention(out, q, kv, s, &batch, 0)) return;  // where its shape fits
+    // (in the block order, issue 52, every batch with a column past one superblock: the split kernels
+    // below have only the superblock softmax)
+    bool long_col = false;
+    for (const KvSeq & sq : batch.seqs) long_col = long_col || sq.pos0 + sq.n > cpu::k_pos_super;
+    const bool deep = tune_.attn_paged_deep != 0 || (tune_.attn_block_order != 0 && long_col);
+    if (deep && super_attention(out, q, kv, s, &batch, 0)) return;  // where its shape fits
     if (!split_attention(out, q, kv, s, &batch, 0)) {
         fail(ErrorKind::unsupported,
-             format("webgpu: batched attention needs head_dim a multiple of 4 up to 256 (got %lld), at most 16 query "
-                    "heads per KV head (got %lld) and scratch buffers this device allows",
+             format("webgpu: batched attention needs head_dim a multiple of 4 up to 256 (got %lld; past 512 positions "
+                    "a multiple of 8), at most 16 query heads per KV head (got %lld) and scratch buffers this device "
+                    "allows",
                     static_cast<long long>(hd), static_cast<long long>(s.n_head / s.n_head_kv)),
              "use --backend cpu for this model");
     }

@@ -134,11 +134,18 @@ struct WebGpuTuning {
     uint32_t attn_softmax_wg         = 64;   // threads per row of the prompt softmax
     uint32_t attn_softmax_wg_one     = 256;  // the same for one query (few, long rows)
     uint32_t attn_scratch_bytes      = 128u << 20;  // the prompt score buffer's budget (token chunks)
-    uint32_t attn_block_order        = 0;    // issue 52, the block order (until the flip): 1: one query on
-                                             //     attn_long_super's path (f16 K and V, head_dim 64, 96, 128, G <= 4) by
-                                             //     attention_block_pv (scores and P·V per block of 32 positions,
+    uint32_t attn_block_order        = 0;    // issue 52, the block order (until the flip): 1: every row of
+                                             //     more than 512 positions in it (cpu::attention_row): one query
+                                             //     by attention_block_pv (scores and P·V per block of 32 positions,
                                              //     2 blocks per workgroup, no normalisation) +
-                                             //     attention_block_combine: 2 dispatches per layer; 0: never
+                                             //     attention_block_combine: 2 dispatches per layer (f16 K and V,
+                                             //     head_dim 64, 96, 128, G <= 4), other shapes and paged batches' long
+                                             //     columns by attention_paged_super's superblock partials +
+                                             //     attention_split_combine's row join; prompts:
+                                             //     attention_prefill_*'s rows past 512 positions; 0: never
+    uint32_t attn_super_pairs        = 0;    // attention_paged_super in the block order: 1: the chunk joins by
+                                             //     the even blocks' threads (one round through ws), 0: by the
+                                             //     combining threads, 8 blocks per round (A/B, issue 52)
     uint32_t attn_block_combine_ds   = 16;   // attention_block_combine's dimensions per workgroup (8..128)
     uint32_t attn_block_kstage       = 0;    // 1: attention_block_pv's K rows through workgroup memory (coalesced
                                              //     vec4 loads) instead of each thread's half row from memory

@@ -11,6 +11,16 @@
 //             of two f16 values, exact in f32, so a fused multiply-add gives the same bits);
 //   sml[t][kvh G + j][sb] = (m_c[j], l_c[j]).
 // No softmax dispatch: the workgroup takes its superblock's max and sums from the scores itself.
+// With BLOCK (WebGpuTuning::attn_block_order, issue 52), a column of more than SUPER positions takes
+// the block order instead (cpu_ops.h; every op an f32 op rounded once, nothing normalised here):
+//   block b (32 positions): m_b = max s_i (from -FLT_MAX);  e_i = exp_fixed(s_i - m_b);
+//     l_b = ((0 + e_first) + ...) + e_last;  o_b[d] = ((0 + f16(e_first) v_first[d]) + ...);
+//   chunk c = blocks 2c, 2c + 1 joined: M_c = max m_b;  a_b = exp_fixed(m_b - M_c);
+//     L_c = (0 + a_2c l_2c) + a_2c+1 l_2c+1;  O_c[d] = (0 + a_2c o_2c[d]) + a_2c+1 o_2c+1[d];
+//   the superblock = its chunks joined the same way, in order: M_s, L_s, O_s[d]
+//   part[t][kvh G + j][sb][d] = O_s[d];  sml[...] = (M_s, L_s)   (attention_split_combine joins the row)
+// (a join of one part is exact: exp_fixed(0) = 1, 0 + 1 x = x). Columns of at most SUPER positions
+// keep the single-pass softmax above, BLOCK or not.
 // V is read by whole head rows (DW = HD) or slices of DW dimensions: thread (block b, octet o) loads
 // dimensions 8 o .. 8 o + 7 of the slice for its block's 32 positions by vec4 loads (OCT = DW / 8
 // threads cover a row's DW halves, contiguous), U positions ahead of its sums, straight into
@@ -21,7 +31,7 @@
 //   v_cache: [n_head_kv hd, rows] f16, 8 per vec4<u32> (v_offset and a row a multiple of 8 elements)
 //   part: [T][n_head][nsb_ld][hd] f32    sml: [T][n_head][nsb_ld][2] f32
 // Bindings: 0 scores, 1 v_cache, 2 cols, 3 pages (read); 4 part, 5 sml (read_write); 6 params
-// Dispatch: (nsb_max HD / DW, n_head_kv, T), WG = 16 OCT threads: x = superblock (HD / DW) + slice
+// Dispatch: (nsb_max HD / DW, n_head_kv SUB, T), WG = 16 OCT threads: x = superblock (HD / DW) + slice
 // of DW dimensions (every slice takes the softmax itself; slice 0 writes sml); a workgroup past its
 // column's last superblock returns at once.
 
@@ -30,13 +40,21 @@
 
 override HD: u32 = 128u;        // head_dim, a multiple of DW
 override DW: u32 = 128u;        // dimensions per workgroup, a multiple of 8, at most 128
-override GROUP: u32 = 4u;       // G = n_head / n_head_kv, at most 4 (one vec4 of heads)
+override GROUP: u32 = 4u;       // query heads per workgroup, at most 4 (one vec4 of heads)
+// Workgroups per KV head (G = SUB GROUP: a KV head's G query heads in SUB groups of GROUP, each a
+// workgroup of its own; the scores' [n_head_kv][G] rows are the same memory as [n_head_kv SUB][GROUP]).
+override SUB: u32 = 1u;
 override OCT: u32 = DW / 8u;    // threads per V row segment (8 dimensions each)
 override WG: u32 = 16u * OCT;   // 16 blocks of 32 positions x OCT
 override WSN: u32 = 512u;       // vec4s of ws: max(512, 8 DW)
 // V rows each thread loads ahead of its sums (H200 64 streams d0 / d256: 12,797.6 / 11,058.3 tok/s
 // with 4, 12,632.7 / 10,874.6 with 8).
 const U: u32 = 4u;
+override BLOCK: bool = false;   // the block order for columns of more than SUPER positions
+// V's type: f16 (8 dimensions per vec4), or f32 (2 vec4s per 8 dimensions: U / 2 positions per load
+// group; the probabilities not rounded to f16, each product rounded once; host: BLOCK only)
+override V_F16: bool = true;
+override PAIRS: bool = false;   // BLOCK: the chunk joins by the even blocks' threads (step 5)
 
 const SUPER: u32 = 512u;        // positions per superblock (cpu::k_pos_super)
 const EST: u32 = 33u;           // e_s's stride per block (odd: the 16 block threads of a head in other banks)
@@ -45,7 +63,7 @@ struct Params {
     n_embd_kv: u32,    // cache elements per row
     v_offset: u32,     // element index of v_cache[0, 0] (a multiple of 8)
     ld: u32,           // f32 elements between rows of scores
-    n_head_kv: u32,
+    n_head_kv: u32,    // KV heads x SUB
     pos0: u32,         // without PAGED: position of column 0
     max_pages: u32,
     cols_offset: u32,
@@ -63,7 +81,10 @@ struct Params {
 @group(0) @binding(6) var<uniform> p: Params;
 
 var<workgroup> e_s: array<f32, 4u * 16u * EST>;  // [j][block][33]: scores, then e
-var<workgroup> bl_s: array<f32, 64>;             // [j][block]: block maxima, then block sums
+var<workgroup> bl_s: array<f32, 64>;             // [j][block]: block maxima m_b
+var<workgroup> lb_s: array<f32, 64>;             // [j][block]: block sums
+var<workgroup> ab_s: array<f32, 64>;             // BLOCK: [j][block]: a_b = exp_fixed(m_b - M_c)
+var<workgroup> ac_s: array<f32, 32>;             // BLOCK: [j][chunk]: A_c = exp_fixed(M_c - M_s)
 var<workgroup> mx_s: array<f32, 4>;              // [j]
 var<workgroup> inv_s: array<f32, 4>;             // [j]
 // [position]: the G probabilities (0 for missing heads); after the sums, [block % 8][d]: the G
@@ -71,16 +92,39 @@ var<workgroup> inv_s: array<f32, 4>;             // [j]
 var<workgroup> ws: array<vec4<f32>, WSN>;
 
 // The U V vec4s of positions r0 .. r0 + U - 1 of block b (zeros past the superblock's np positions).
+// (f32 V: the 2 vec4s of each of positions r0 .. r0 + U / 2 - 1)
 fn load_v(vq: ptr<function, array<vec4<u32>, U>>, col: KvColumn, base: u32, bpos: u32, r0: u32, np: u32,
           first: u32) {
-    for (var k = 0u; k < U; k++) {
-        let r = r0 + k;  // position in the superblock
-        (*vq)[k] = vec4<u32>(0u);
-        if (r < np) {
-            let row = kv_row_in_block(col, base, bpos, bpos + (r % 32u));
-            (*vq)[k] = v_cache[(p.v_offset + row * p.n_embd_kv + first) / 8u];
+    for (var k = 0u; k < U; k++) { (*vq)[k] = vec4<u32>(0u); }
+    if (V_F16) {
+        for (var k = 0u; k < U; k++) {
+            let r = r0 + k;  // position in the superblock
+            if (r < np) {
+                let row = kv_row_in_block(col, base, bpos, bpos + (r % 32u));
+                (*vq)[k] = v_cache[(p.v_offset + row * p.n_embd_kv + first) / 8u];
+            }
+        }
+    } else {
+        for (var k = 0u; k < U / 2u; k++) {
+            let r = r0 + k;
+            if (r < np) {
+                let row = kv_row_in_block(col, base, bpos, bpos + (r % 32u));
+                let at  = (p.v_offset + row * p.n_embd_kv + first) / 4u;
+                (*vq)[2u * k] = v_cache[at];
+                (*vq)[2u * k + 1u] = v_cache[at + 1u];
+            }
         }
     }
+}
+
+// a * b per component, each product rounded on its own (mul_rn).
+fn mul4_rn(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> {
+    return vec4<f32>(mul_rn(a.x, b.x), mul_rn(a.y, b.y), mul_rn(a.z, b.z), mul_rn(a.w, b.w));
+}
+
+// Block b's a_b of the 4 heads (BLOCK).
+fn ab4(b: u32) -> vec4<f32> {
+    return vec4<f32>(ab_s[b], ab_s[16u + b], ab_s[32u + b], ab_s[48u + b]);
 }
 
 @compute @workgroup_size(WG)
@@ -95,9 +139,11 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let row0 = (t * p.n_head_kv + kvh) * GROUP;
     let pbeg = SUPER * sb;
     let np   = min(SUPER, n - pbeg);  // positions of this superblock
+    let bo   = BLOCK && n > SUPER;    // the block order (uniform: the column is)
+    let nbk  = (np + 31u) / 32u;      // its blocks
     let b    = lid / OCT;             // block of 32 positions
     let o    = lid % OCT;             // octet of dimensions
-    let first = kvh * HD + slice * DW + 8u * o;  // element index in a cache row
+    let first = (kvh / SUB) * HD + slice * DW + 8u * o;  // element index in a cache row
     let bpos  = pbeg + 32u * b;       // the block's first position in the sequence
     var base  = 0u;
     if (32u * b < np) { base = kv_row(col, bpos); }
@@ -130,13 +176,16 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         mx_s[lid] = m;
     }
     workgroupBarrier();
-    // e = exp_fixed(s - m_c) by every thread (0 past np: +0 leaves a block sum's bits as they are).
+    // e = exp_fixed(s - m_c), or with bo exp_fixed(s - m_b), by every thread (0 past np: +0 leaves a
+    // block sum's bits as they are).
     for (var i = lid; i < GROUP * SUPER; i += WG) {
         let j  = i / SUPER;
         let r  = i % SUPER;
         let at = j * 16u * EST + (r / 32u) * EST + r % 32u;
+        var m  = mx_s[j];
+        if (bo) { m = bl_s[16u * j + r / 32u]; }
         var e  = 0.0;
-        if (r < np) { e = exp_fixed(e_s[at] - mx_s[j]); }
+        if (r < np) { e = exp_fixed(e_s[at] - m); }
         e_s[at] = e;
     }
     workgroupBarrier();
@@ -145,12 +194,36 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let at = (q / 16u) * 16u * EST + (q % 16u) * EST;
         var s  = 0.0;
         for (var k = 0u; k < 32u; k++) { s = s + e_s[at + k]; }
-        bl_s[q] = s;
+        lb_s[q] = s;
+        if (bo) {
+            // The block's a_b = exp_fixed(m_b - M_c) in its chunk (M_c: the pair's max; a missing second
+            // block's m is -FLT_MAX), and the chunk's A_c = exp_fixed(M_c - M_s) (M_s = mx_s: the max
+            // of every m_b), each pair at once instead of one thread's chain.
+            let mc = max(bl_s[q & ~1u], bl_s[q | 1u]);
+            ab_s[q] = exp_fixed(bl_s[q] - mc);
+            if (q % 2u == 0u) { ac_s[(q / 16u) * 8u + (q % 16u) / 2u] = exp_fixed(mc - mx_s[q / 16u]); }
+        }
     }
     workgroupBarrier();
-    if (lid < GROUP) {
+    if (bo && lid < GROUP) {
+        // The block order: the blocks joined into chunks of 2, the chunks into the superblock.
+        let j = lid;
+        var lt = 0.0;
+        for (var c = 0u; 2u * c < nbk; c++) {
+            let b0 = 16u * j + 2u * c;
+            var lc = 0.0 + mul_rn(ab_s[b0], lb_s[b0]);
+            if (2u * c + 1u < nbk) { lc = lc + mul_rn(ab_s[b0 + 1u], lb_s[b0 + 1u]); }
+            lt = lt + mul_rn(ac_s[8u * j + c], lc);
+        }
+        if (slice == 0u) {
+            let at = 2u * ((row0 + j) * p.nsb_ld + sb);
+            sml[at] = mx_s[j];
+            sml[at + 1u] = lt;
+        }
+    }
+    if (!bo && lid < GROUP) {
         var l = 0.0;
-        for (var k = 0u; k < 16u; k++) { l = l + bl_s[16u * lid + k]; }
+        for (var k = 0u; k < 16u; k++) { l = l + lb_s[16u * lid + k]; }
         inv_s[lid] = div_rn(1.0, l);
         if (slice == 0u) {
             let at = 2u * ((row0 + lid) * p.nsb_ld + sb);
@@ -159,11 +232,18 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         }
     }
     workgroupBarrier();
-    // 3. The probabilities, f16-rounded, [position][head] (0 past np and for missing heads).
+    // 3. The probabilities, f16-rounded, [position][head] (0 past np and for missing heads); with bo
+    // f16(e) (nothing normalised).
     for (var r = lid; r < SUPER; r += WG) {
         var pr = vec4<f32>(0.0);
         if (r < np) {
-            for (var j = 0u; j < GROUP; j++) { pr[j] = round_f16(e_s[j * 16u * EST + (r / 32u) * EST + r % 32u] * inv_s[j]); }
+            for (var j = 0u; j < GROUP; j++) {
+                let e = e_s[j * 16u * EST + (r / 32u) * EST + r % 32u];
+                var x = e;
+                if (!bo) { x = e * inv_s[j]; }
+                if (V_F16) { x = round_f16(x); }
+                pr[j] = x;
+            }
         }
         ws[r] = pr;
     }
@@ -174,16 +254,23 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     // to: the sums are never -0); inside, positions past np add +0 (V and the probabilities are 0).
     var acc: array<vec4<f32>, 8>;  // [dimension 8 o + i][head]
     for (var i = 0u; i < 8u; i++) { acc[i] = vec4<f32>(0.0); }
+    let pu = select(U / 2u, U, V_F16);  // positions per load group
     if (32u * b < np) {
-        for (var g = 0u; g < 32u / U; g++) {
+        for (var g = 0u; g < 32u / pu; g++) {
             var vn: array<vec4<u32>, U>;
-            if (g + 1u < 32u / U) { load_v(&vn, col, base, bpos, 32u * b + U * (g + 1u), np, first); }
-            for (var k = 0u; k < U; k++) {
-                let pv = ws[32u * b + U * g + k];
-                for (var w = 0u; w < 4u; w++) {
-                    let h = unpack2x16float(vq[k][w]);
-                    acc[2u * w]      = acc[2u * w] + pv * h.x;
-                    acc[2u * w + 1u] = acc[2u * w + 1u] + pv * h.y;
+            if (g + 1u < 32u / pu) { load_v(&vn, col, base, bpos, 32u * b + pu * (g + 1u), np, first); }
+            for (var k = 0u; k < pu; k++) {
+                let pv = ws[32u * b + pu * g + k];
+                if (V_F16) {
+                    for (var w = 0u; w < 4u; w++) {
+                        let h = unpack2x16float(vq[k][w]);
+                        acc[2u * w]      = acc[2u * w] + pv * h.x;
+                        acc[2u * w + 1u] = acc[2u * w + 1u] + pv * h.y;
+                    }
+                } else {  // (f32 x f32: each product rounded on its own)
+                    for (var i = 0u; i < 8u; i++) {
+                        acc[i] = acc[i] + mul4_rn(pv, vec4<f32>(bitcast<f32>(vq[2u * k + i / 4u][i % 4u])));
+                    }
                 }
             }
             vq = vn;
@@ -193,13 +280,51 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 
     // 5. The superblock: its blocks in order, 8 at a time through ws, thread d < DW (all G heads).
     var s = vec4<f32>(0.0);
-    for (var h = 0u; h < 2u; h++) {
+    // (PAIRS, the block order: the chunks first, by the threads of their even blocks, each taking its
+    // odd partner's sums from ws (8 odd blocks x DW dimensions: ws's size), then the 8 chunks through
+    // ws; one round, and no thread holds its block's sums beside the join's operands)
+    if (bo && PAIRS) {
+        let at = (b / 2u) * DW + 8u * o;  // chunk b / 2's slot of this thread's 8 dimensions
+        if (b % 2u == 1u) {
+            for (var i = 0u; i < 8u; i++) { ws[at + i] = acc[i]; }
+        }
+        workgroupBarrier();
+        if (b % 2u == 0u && b < nbk) {
+            let a0 = ab4(b);
+            let a1 = ab4(b + 1u);
+            for (var i = 0u; i < 8u; i++) {
+                var y = vec4<f32>(0.0) + mul4_rn(a0, acc[i]);
+                if (b + 1u < nbk) { y = y + mul4_rn(a1, ws[at + i]); }
+                acc[i] = y;
+            }
+        }
+        workgroupBarrier();
+        if (b % 2u == 0u) {
+            for (var i = 0u; i < 8u; i++) { ws[at + i] = acc[i]; }
+        }
+        workgroupBarrier();
+        if (lid < DW) {
+            for (var c = 0u; 2u * c < nbk; c++) {
+                s = s + mul4_rn(vec4<f32>(ac_s[c], ac_s[8u + c], ac_s[16u + c], ac_s[24u + c]), ws[c * DW + lid]);
+            }
+        }
+    }
+    for (var h = 0u; h < 2u && !(bo && PAIRS); h++) {
         if (b / 8u == h) {
             for (var i = 0u; i < 8u; i++) { ws[(b % 8u) * DW + 8u * o + i] = acc[i]; }
         }
         workgroupBarrier();
-        if (lid < DW) {
+        if (lid < DW && !bo) {
             for (var bb = 0u; bb < 8u; bb++) { s = s + ws[bb * DW + lid]; }
+        }
+        if (lid < DW && bo) {  // chunks 4 h .. 4 h + 3: (0 + a o) + a o, then into s by A_c
+            for (var c = 4u * h; c < 4u * h + 4u && 2u * c < nbk; c++) {
+                let b0 = 2u * c;
+                var y = vec4<f32>(0.0) + mul4_rn(ab4(b0), ws[(b0 % 8u) * DW + lid]);
+                if (b0 + 1u < nbk) { y = y + mul4_rn(ab4(b0 + 1u), ws[((b0 + 1u) % 8u) * DW + lid]); }
+                let ac = vec4<f32>(ac_s[c], ac_s[8u + c], ac_s[16u + c], ac_s[24u + c]);
+                s = s + mul4_rn(ac, y);
+            }
         }
         workgroupBarrier();
     }

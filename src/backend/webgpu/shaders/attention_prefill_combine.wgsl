@@ -7,9 +7,13 @@
 // (r = t G + j, h = kvh G + j, S = segments per superblock: 1 or 16), over the superblocks row r
 // sees of the n segments of its row block (BR rows, the same formula as the P·V kernel); rows of
 // blocks with one segment were written by attention_prefill_pv.wgsl itself.
+// With BLOCK_ORDER, a row of more than 512 positions (block order: the softmax kernel's header; its
+// segments are superblocks, S = 1) joins its superblocks' sums O_c with their weights a_c, then
+// out = O r, r = 1 / L: out = (((0 + a_0 O_0) + a_1 O_1) + ...) r.
 //
 //   part: [n_seg][n_head_kv][T G][hd] f32   out: [n_head hd, T] f32
-//   wts: attention_prefill_softmax.wgsl's [n_head_kv][T G][nsb_ld][2] f32 (r_c at [..][c][0])
+//   wts: attention_prefill_softmax.wgsl's [n_head_kv][T G][w_ld] f32 (r_c at [2c]; block order: a_c
+//   at [24 nsb_ld + c], r at [27 nsb_ld])
 // Bindings: 0 part, 1 wts (read), 2 out (read_write), 3 params (uniform)
 // Dispatch: (ceil(T G hd / WG), n_head_kv, 1), one thread per output; its loads are issued 16 at a
 // time before they are added (a chain of one load per add waited for each).
@@ -19,6 +23,7 @@
 override WG: u32 = 256u;
 override BR: u32 = 32u;  // attention_prefill_pv.wgsl's rows per workgroup
 override GROUP: u32 = 1u;  // G = n_head / n_head_kv (= Params.group; a constant, for the divisions by it)
+override BLOCK_ORDER: bool = false;  // rows over 512 positions in the block order (WebGpuTuning::attn_block_order)
 
 struct Params {
     head_dim: u32,
@@ -30,7 +35,8 @@ struct Params {
     segs_per_super: u32,  // S: 1 (segments of 512 positions) or 16 (of 32)
     out_offset: u32,  // f32 index of out[0, 0]
     out_stride: u32,  // f32 elements between tokens of out
-    nsb_ld: u32,      // superblocks per row of wts
+    nsb_ld: u32,      // superblocks per row (of the score rows' ld positions)
+    w_ld: u32,        // f32 elements between rows of wts
     rn_zero: u32,     // 0, filled by the encoder (lib/numerics.wgsl)
 }
 
@@ -52,7 +58,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let slice = p.n_head_kv * p.n_rows * hd;  // elements per segment
     let at    = kvh * p.n_rows * hd + i;
     let n_row = p.pos0 + r / GROUP + 1u;  // positions row r sees
-    let wrow  = (kvh * p.n_rows + r) * p.nsb_ld;
+    let wrow  = (kvh * p.n_rows + r) * p.w_ld;
+    let blocks = BLOCK_ORDER && n_row > 512u;
+    let w0     = select(0u, 24u * p.nsb_ld, blocks);  // r_c at [2c], or a_c at [24 S + c]
+    let w_step = select(2u, 1u, blocks);
     var acc = 0.0;  // the closed superblocks, weighted
     var sup = 0.0;  // the open one
     for (var s0 = 0u; s0 < n_seg; s0 += 16u) {
@@ -66,12 +75,13 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
                 sup = sup + v[j];
                 if ((s + 1u) % p.segs_per_super == 0u || s + 1u == n_seg) {
                     let c = s / p.segs_per_super;
-                    if (512u * c < n_row) { acc = acc + mul_rn(wts[2u * (wrow + c)], sup); }
+                    if (512u * c < n_row) { acc = acc + mul_rn(wts[wrow + w0 + w_step * c], sup); }
                     sup = 0.0;
                 }
             }
         }
     }
     let h = kvh * GROUP + r % GROUP;
+    if (blocks) { acc = mul_rn(acc, wts[wrow + 27u * p.nsb_ld]); }  // O r, r = 1 / L
     out[p.out_offset + (r / GROUP) * p.out_stride + h * hd + i % hd] = acc;
 }

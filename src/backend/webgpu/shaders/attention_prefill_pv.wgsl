@@ -7,11 +7,17 @@
 // as cpu::combine_superblocks does: out = ((0 + r_0 o_0) + r_1 o_1) + ..., r_c the softmax kernel's
 // weights (wts; 1 for a row of one superblock). A segment is one superblock: a split row block writes
 // its superblocks' o_c, and attention_prefill_combine.wgsl weights and adds them in order.
+// With BLOCK_ORDER, a row of more than 512 positions takes the block order (issue 52; the softmax
+// kernel's header): its probabilities are f16(e) (e with an f32 cache) of each block's own max; each
+// block's sums o_b (positions in order from 0) are joined into their chunk's, k = blocks 2k, 2k + 1:
+// O_k = ((0 + a_b o_b) + a_b' o_b'), the chunks into their superblock's the same way, the superblocks
+// into the row's (here, or by the combine kernel when split), and out = O * r, r = 1 / L.
 //
 //   probs: [n_head_kv][T G][ld] f32   v_cache: [n_head_kv hd, n_ctx] f16 pairs or f32 (u32 words)
 //   out: [n_head hd, T] f32
 //   part: the sums of each segment, [n_seg][n_head_kv][T G][hd] f32
-//   wts: the softmax kernel's [n_head_kv][T G][nsb_ld][2] f32 (r_c at [..][c][0])
+//   wts: the softmax kernel's [n_head_kv][T G][w_ld] f32 (its header: r_c at [2c]; the block order's
+//   a_b at [b], a_k at [16 S + k], a_c at [24 S + c], r at [27 S])
 // Bindings: 0 probs (read), 1 v_cache (read), 2 out (read_write), 3 part (read_write), 4 wts (read),
 // 5 params
 // Dispatch: (n_head_kv ceil(hd / BD), ceil(T G / BR), n_seg). A workgroup owns BR rows x BD
@@ -43,6 +49,7 @@ override ND: u32 = BD / TJ;        // threads along dimensions
 override WG: u32 = NR * ND;
 override LDP: u32 = BR / 4u + 1u;  // vec4s per staged position of probabilities (one of padding)
 override GROUP: u32 = 1u;  // G = n_head / n_head_kv (= Params.group; a constant, for the divisions by it)
+override BLOCK_ORDER: bool = false;  // rows over 512 positions in the block order (WebGpuTuning::attn_block_order)
 
 struct Params {
     head_dim: u32,
@@ -57,7 +64,8 @@ struct Params {
     n_head_kv: u32,
     out_offset: u32,  // f32 index of out[0, 0]
     out_stride: u32,  // f32 elements between tokens of out
-    nsb_ld: u32,      // superblocks per row of wts
+    nsb_ld: u32,      // S: superblocks per row (of ld positions)
+    w_ld: u32,        // f32 elements between rows of wts
     rn_zero: u32,     // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
 }
 
@@ -100,11 +108,17 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let n_lo = p.pos0 + min(r0 + TI * tr, p.n_rows - 1u) / GROUP + 1u;
     let n_hi = p.pos0 + min(r0 + TI * tr + TI - 1u, p.n_rows - 1u) / GROUP + 1u;
     var n_see: array<u32, 4>;  // per row of the thread
+    var wrow: array<u32, 4>;   // the row's weights in wts
+    var blocks: array<bool, 4>;  // the row takes the block order
     for (var i = 0u; i < TI; i++) {
-        n_see[i] = p.pos0 + min(r0 + TI * tr + i, p.n_rows - 1u) / GROUP + 1u;
+        n_see[i]  = p.pos0 + min(r0 + TI * tr + i, p.n_rows - 1u) / GROUP + 1u;
+        wrow[i]   = (kvh * p.n_rows + min(r0 + TI * tr + i, p.n_rows - 1u)) * p.w_ld;
+        blocks[i] = BLOCK_ORDER && n_see[i] > 512u;
     }
+    let S = p.nsb_ld;
 
     var blk: array<f32, 16>;  // [i * TJ + j]: the open block of 32 positions
+    var chk: array<f32, 16>;  // the block order's open chunk of 64
     var sup: array<f32, 16>;  // the open superblock of 512
     var tot: array<f32, 16>;  // the closed superblocks (each times its weight r_c when not split)
 
@@ -167,7 +181,32 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         // causal edge add nothing: its sums are already final), a superblock at every 512th.
         let c_end = c0 + PC;
         if (c_end % 32u == 0u || c_end >= s1) {
-            for (var e = 0u; e < TI * TJ; e++) { sup[e] = sup[e] + blk[e]; }
+            if (BLOCK_ORDER) {
+                // Block order rows: o_b into the chunk (blocks a row does not see: nothing, their
+                // weights were never written), the chunk into the superblock at its end.
+                let b = c0 / 32u;
+                let k = c0 / 64u;
+                let k_end = c_end % 64u == 0u || c_end >= s1;
+                for (var i = 0u; i < TI; i++) {
+                    if (blocks[i]) {
+                        if (32u * b < n_see[i]) {
+                            let a = wts[wrow[i] + b];
+                            for (var j = 0u; j < TJ; j++) { chk[i * TJ + j] = chk[i * TJ + j] + mul_rn(a, blk[i * TJ + j]); }
+                        }
+                        if (k_end) {
+                            if (64u * k < n_see[i]) {
+                                let a = wts[wrow[i] + 16u * S + k];
+                                for (var j = 0u; j < TJ; j++) { sup[i * TJ + j] = sup[i * TJ + j] + mul_rn(a, chk[i * TJ + j]); }
+                            }
+                            for (var j = 0u; j < TJ; j++) { chk[i * TJ + j] = 0.0; }
+                        }
+                    } else {
+                        for (var j = 0u; j < TJ; j++) { sup[i * TJ + j] = sup[i * TJ + j] + blk[i * TJ + j]; }
+                    }
+                }
+            } else {
+                for (var e = 0u; e < TI * TJ; e++) { sup[e] = sup[e] + blk[e]; }
+            }
             if (c_end % 512u == 0u || c_end >= s1) {
                 let c = c0 / 512u;  // the superblock closed (a chunk never crosses one: PC divides 512)
                 for (var i = 0u; i < TI; i++) {
@@ -175,7 +214,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                     let r = r0 + TI * tr + i;
                     var w = 1.0;
                     if (n_seg == 1u && r < p.n_rows && 512u * c < n_see[i]) {
-                        w = wts[2u * ((kvh * p.n_rows + r) * p.nsb_ld + c)];
+                        w = wts[wrow[i] + select(2u * c, 24u * S + c, blocks[i])];  // r_c, or the block order's a_c
                     }
                     for (var j = 0u; j < TJ; j++) {
                         let e = i * TJ + j;
@@ -201,7 +240,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 part[((seg * p.n_head_kv + kvh) * p.n_rows + r) * hd + d] = tot[i * TJ + j];
             } else {
                 let h = kvh * GROUP + r % GROUP;
-                out[p.out_offset + (r / GROUP) * p.out_stride + h * hd + d] = tot[i * TJ + j];
+                var o = tot[i * TJ + j];
+                if (blocks[i]) { o = mul_rn(o, wts[wrow[i] + 27u * S]); }  // O r, r = 1 / L
+                out[p.out_offset + (r / GROUP) * p.out_stride + h * hd + d] = o;
             }
         }
     }

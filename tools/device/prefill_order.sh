@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Issue 52's prompt attention in the block order (WebGpuTuning::attn_block_order) on the lent GPU, about
+# 2 minutes: on a synthetic BitNet b1.58 2B4T (tern synth bitnet-2b4t --seed 1),
+#   1. the prompt-attention tests (tern_webgpu_tests 'WebGpuPromptBlockOrder*', 'WebGpuPromptAttention*',
+#      'WebGpuAttentionSuperblocks*': every prompt path against the CPU oracle, bit for bit, both orders);
+#   2. prompt speed, attn_block_order 0 against 1 in alternating rounds (webgpu_ab.sh): pp512 at a depth
+#      of 1024 (every row past 512 positions) and pp2048 (rows 513 .. 2048 of the prompt itself).
+# Carries .gl and .devicebin (TERN_PACK_OLD_DAWN=0 tools/device/pack_devicebin.sh). Prints the figures;
+# $OUT/prefill_order.txt holds them. PREFILL_ORDER_SECTIONS (default "1 2") picks the sections.
+# Usage (on the device): tools/device/prefill_order.sh [ROUNDS (2)]
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+rounds=${1:-2}
+final=${OUT:-/tmp/out}
+mkdir -p "$final"
+exec > >(tee "$final/prefill_order.txt") 2>&1
+sections=" ${PREFILL_ORDER_SECTIONS:-1 2} "
+if [[ $sections == *" 1 "* ]]; then
+    (
+        # shellcheck source=tools/device/device_env.sh
+        . tools/device/device_env.sh
+        echo "== 1. prompt-attention tests"
+        timeout 240 "$B/tern_webgpu_tests" --gtest_brief=1 \
+            --gtest_filter='WebGpuPromptBlockOrder*:*WebGpuPromptAttention*:WebGpuAttentionSuperblocks*' 2>&1 | tail -25
+    )
+fi
+if [[ $sections == *" 2 "* ]]; then
+    for args in "-p 512 -n 0 -d 1024 -r 5" "-p 2048 -n 0 -r 3"; do
+        echo "== 2. $args: attn_block_order 0 against 1, $rounds rounds"
+        AB_BENCH="$args" tools/device/webgpu_ab.sh "$rounds" tern:TERN_WEBGPU_TUNE=attn_block_order=0 \
+            tern:TERN_WEBGPU_TUNE=attn_block_order=1
+    done
+fi
