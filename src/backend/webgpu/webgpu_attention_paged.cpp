@@ -34,12 +34,13 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
     const auto &  lim   = ctx_.limits();
     const bool    k_f16 = kv.k.type == DType::f16;
     const bool    paged = batch != nullptr;
-    // Issue 52 (WebGpuTuning::attn_block_order): one query in the block order (cpu::attention_row_blocks's;
+    // Issue 52: one query in the block order (cpu::attention_row's for rows of more than 512 positions;
     // tests/backend/webgpu_block_order_test.cpp): attention_block_pv (a workgroup per chunk of 2 blocks of
     // 32 positions x KV head x column: scores, block maxima, exps and P·V, the chunk's blocks joined) +
     // attention_block_combine (the chunks joined into superblocks of 8, those into the row, one
-    // normalisation): 2 dispatches per layer instead of 3.
-    if (!paged && tune_.attn_block_order != 0) {
+    // normalisation): 2 dispatches per layer instead of 3. Every column past 512 positions (rows of at
+    // most 512 keep the single-pass softmax: the other kernels below).
+    if (!paged && pos0 + 1 > cpu::k_pos_super) {
         // attention_block_combine: attn_block_combine_ds dimensions per workgroup of 256 threads, at most
         // nsb_max superblocks of 512 positions per column (its workgroup memory: 64, 32,768 positions, up to
         // 16 dimensions)
