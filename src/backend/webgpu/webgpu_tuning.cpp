@@ -85,7 +85,6 @@ const std::vector<Field> & fields() {
         {"attn_scratch_bytes", Kind::number, 1, k_max, &T::attn_scratch_bytes},
         {"attn_block_order", Kind::number, 0, 1, &T::attn_block_order},
         {"attn_super_pairs", Kind::number, 0, 1, &T::attn_super_pairs},
-        {"attn_block_combine_ds", Kind::pow2, 8, 128, &T::attn_block_combine_ds},
         {"attn_block_kstage", Kind::number, 0, 1, &T::attn_block_kstage},
         {"attn_block_sgmax", Kind::number, 0, 1, &T::attn_block_sgmax},
         {"gemm_min_tokens", Kind::number, 0, k_max, &T::gemm_min_tokens},

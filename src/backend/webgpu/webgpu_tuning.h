@@ -146,7 +146,6 @@ struct WebGpuTuning {
     uint32_t attn_super_pairs        = 0;    // attention_paged_super in the block order: 1: the chunk joins by
                                              //     the even blocks' threads (one round through ws), 0: by the
                                              //     combining threads, 8 blocks per round (A/B, issue 52)
-    uint32_t attn_block_combine_ds   = 16;   // attention_block_combine's dimensions per workgroup (8..128)
     uint32_t attn_block_kstage       = 0;    // 1: attention_block_pv's K rows through workgroup memory (coalesced
                                              //     vec4 loads) instead of each thread's half row from memory
     uint32_t attn_block_sgmax        = 0;    // 1: attention_block_pv's block maxima by shuffles where subgroups
