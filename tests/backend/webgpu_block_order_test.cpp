@@ -5,10 +5,10 @@
 // kernels are compared with it only for closeness.
 // Lengths cross every block (32), chunk (64) and superblock (512) boundary: n = 513 .. 516, 575 .. 577,
 // 1023 .. 1025, 2047, 2048, 3000, 4096 (the 2B4T shape: 20 query heads over 5 KV heads), 4097 (a last
-// superblock of one position); head_dim 128, 64 and 96; G = 4, 3 and 1, each token alone (several tokens per call take the
-// prompt kernels), and a huge score in one block (a K row scaled by 12), so that the blocks',
-// chunks' and superblocks' rescaling by exp_fixed(m - M) decides the output; every form of the
-// kernels (tuning keys). Skipped without a WebGPU adapter.
+// superblock of one position); head_dim 128, 64 and 96; G = 4, 3 and 1, each token alone (several
+// tokens per call take the prompt kernels), and a huge score in one block (a K row scaled by 12), so
+// that the blocks', chunks' and superblocks' rescaling by exp_fixed(m - M) decides the output.
+// Skipped without a WebGPU adapter.
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/webgpu/webgpu_backend.h"
@@ -22,7 +22,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -101,34 +100,23 @@ Diff compare(const std::vector<float> & got, const std::vector<float> & want) {
 
 TEST(WebGpuLongOneQueryBlockOrder, KernelsGiveAttentionRowsBits) {
     TERN_REQUIRE_WEBGPU();
-    auto cpu = make_cpu_backend({1});
-    // Every form: attn_block_kstage (block_pv's
-    // K through workgroup memory), attn_block_sgmax (block maxima by shuffles: on GPUs whose subgroups
-    // are 32 wide; SwiftShader's are 4, so there it is the default form again): the same bits.
-    const char * forms[] = {"attn_block_kstage=0", "attn_block_kstage=1", "attn_block_sgmax=1"};
-    for (size_t f = 0; f < std::size(forms); ++f) {
-        const std::string form = forms[f];
-        if (form == "attn_block_sgmax=1" && test::is_cpu_adapter(*test::shared_webgpu().backend)) continue;
-        Backend * gpu = test::tuned_webgpu("attn_long_positions=1,attn_long_super=1," + form);
-        const std::vector<Case> all = {Case{8, 2, 512, 4},  Case{8, 2, 574, 3},         Case{8, 2, 1022, 3},
-                                       Case{6, 2, 2999, 1}, Case{2, 2, 1700, 2},        Case{20, 5, 4095, 2},
-                                       Case{4, 1, 2046, 2}, Case{8, 2, 2046, 2, 1500}, Case{8, 2, 4096, 1, 4096},
-                                       Case{8, 2, 1022, 3, -1, 64}, Case{2, 2, 1535, 2, 1000, 96}};
-        for (size_t i = 0; i < all.size(); ++i) {
-            const Case & c = all[i];
-            SCOPED_TRACE(form + ", hd " + std::to_string(c.hd) + ", G " + std::to_string(c.n_head / c.n_head_kv) + ", pos0 " +
-                         std::to_string(c.pos0) + ", T " + std::to_string(c.T) + ", huge at " + std::to_string(c.huge_at));
-            const Inputs in   = make_inputs(c, 23);
-            const auto   want = block_order(c, in);
-            // (one token per call: several take the prompt kernels)
-            const auto got = run(*gpu, c, in, 1);
-            const Diff d   = compare(got, want);
-            EXPECT_EQ(d.n, 0u) << d.n << " of " << got.size() << " differ, the first at " << d.first << " (" << got[d.first]
-                               << " vs " << want[d.first] << ")";
-            // Against the CPU backend (the old order until the flip, then this one): close.
-            const Diff r = compare(want, run(*cpu, c, in, c.T));
-            EXPECT_LT(r.worst, 1e-3) << "the block order far from the CPU backend";
-        }
+    auto      cpu = make_cpu_backend({1});
+    Backend * gpu = test::tuned_webgpu("attn_long_positions=1,attn_long_super=1");
+    for (const Case & c : {Case{8, 2, 512, 4}, Case{8, 2, 574, 3}, Case{8, 2, 1022, 3}, Case{6, 2, 2999, 1},
+                           Case{2, 2, 1700, 2}, Case{20, 5, 4095, 2}, Case{4, 1, 2046, 2}, Case{8, 2, 2046, 2, 1500},
+                           Case{8, 2, 4096, 1, 4096}, Case{8, 2, 1022, 3, -1, 64}, Case{2, 2, 1535, 2, 1000, 96}}) {
+        SCOPED_TRACE("hd " + std::to_string(c.hd) + ", G " + std::to_string(c.n_head / c.n_head_kv) + ", pos0 " +
+                     std::to_string(c.pos0) + ", T " + std::to_string(c.T) + ", huge at " + std::to_string(c.huge_at));
+        const Inputs in   = make_inputs(c, 23);
+        const auto   want = block_order(c, in);
+        // (one token per call: several take the prompt kernels)
+        const auto got = run(*gpu, c, in, 1);
+        const Diff d   = compare(got, want);
+        EXPECT_EQ(d.n, 0u) << d.n << " of " << got.size() << " differ, the first at " << d.first << " (" << got[d.first]
+                           << " vs " << want[d.first] << ")";
+        // Against the CPU backend (the old order until the flip, then this one): close.
+        const Diff r = compare(want, run(*cpu, c, in, c.T));
+        EXPECT_LT(r.worst, 1e-3) << "the block order far from the CPU backend";
     }
 }
 

@@ -49,12 +49,8 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
             std::min<uint64_t>(64, lim.maxComputeWorkgroupStorageSize / (4 * (uint64_t{ds} + 2))));
         const uint64_t     g           = static_cast<uint64_t>(group);
         const uint64_t     ra          = 2 * g * k_block_np;
-        // attention_block_pv's K staged in workgroup memory (attn_block_kstage): rows of hd / 8 + 1 vec4
-        const bool         kstage = tune_.attn_block_kstage != 0;
-        const uint64_t     ks     = kstage ? uint64_t{k_block_np} * static_cast<uint64_t>(hd / 8 + 1) : 1;
-        const uint64_t     mem    = ra * 4 + g * static_cast<uint64_t>(hd) * 4 + g * k_block_np * 4 +
-                             uint64_t{k_block_np} * 16 + 3 * 16 * 2 + 64 + ks * 16 +
-                                    12 * 128;  // (+ lib/wg_reduce.wgsl's slots)
+        const uint64_t     mem = ra * 4 + g * static_cast<uint64_t>(hd) * 4 + g * k_block_np * 4 +
+                             uint64_t{k_block_np} * 16 + 3 * 16 * 2 + 64;
         const int64_t  nch_ld = ceil_div(pos0 + n_tok, k_block_np);
         const bool     fits = (hd == 64 || hd == 96 || hd == 128) && g <= 4 && k_f16 && kv.v.type == DType::f16 &&
                           gpu_offset(kv.k, 2) % 8 == 0 && kv.k.ne[0] % 8 == 0 && gpu_offset(kv.v, 2) % 2 == 0 && kv.v.ne[0] % 2 == 0 &&
@@ -65,11 +61,6 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
             grown(attn_sml_, static_cast<size_t>(n_tok * n_kv * group * nch_ld) * 8, "attention chunk maxima");
             PipelineKey bk{"attention_block_pv", "rrrwwu", {{{"GROUP", static_cast<double>(g)}, {"RA", static_cast<double>(ra)}}}};
             if (hd != 128) bk.add("HD", static_cast<double>(hd));
-            if (kstage) {
-                bk.add("KSTAGE", 1.0);
-                bk.add("KS", static_cast<double>(ks));
-            }
-            if (tune_.attn_block_sgmax != 0) bk.add("SGMAX", 1.0);
             struct {
                 uint32_t n_embd_kv, q_offset, q_stride, k_offset, v_offset, n_head_kv, pos0, nch_ld;
                 float    scale;

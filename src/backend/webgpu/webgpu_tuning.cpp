@@ -85,8 +85,6 @@ const std::vector<Field> & fields() {
         {"attn_scratch_bytes", Kind::number, 1, k_max, &T::attn_scratch_bytes},
         {"attn_block_order", Kind::number, 0, 1, &T::attn_block_order},
         {"attn_super_pairs", Kind::number, 0, 1, &T::attn_super_pairs},
-        {"attn_block_kstage", Kind::number, 0, 1, &T::attn_block_kstage},
-        {"attn_block_sgmax", Kind::number, 0, 1, &T::attn_block_sgmax},
         {"gemm_min_tokens", Kind::number, 0, k_max, &T::gemm_min_tokens},
         {"gemm_split_groups", Kind::number, 0, k_max, &T::gemm_split_groups},
         {"norm_words_wg", Kind::pow2, 32, 1024, &T::norm_words_wg},

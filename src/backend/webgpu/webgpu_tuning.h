@@ -146,10 +146,6 @@ struct WebGpuTuning {
     uint32_t attn_super_pairs        = 0;    // attention_paged_super in the block order: 1: the chunk joins by
                                              //     the even blocks' threads (one round through ws), 0: by the
                                              //     combining threads, 8 blocks per round (A/B, issue 52)
-    uint32_t attn_block_kstage       = 0;    // 1: attention_block_pv's K rows through workgroup memory (coalesced
-                                             //     vec4 loads) instead of each thread's half row from memory
-    uint32_t attn_block_sgmax        = 0;    // 1: attention_block_pv's block maxima by shuffles where subgroups
-                                             //     are >= 32 wide (one barrier fewer)
     // --- prefill (many tokens) matmuls: webgpu_prefill.cpp ---
     // tokens from which the GEMM replaces the per-token kernels; 0: 8 where the tensor-core GEMM
     // runs (H100, 8 streams: 1,838 tokens/s against 1,297 from 16), else 16

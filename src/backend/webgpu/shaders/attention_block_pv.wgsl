@@ -16,15 +16,15 @@
 // Bindings: 0 q, 1 k_cache (vec4<u32>), 2 v_cache (u32) (read); 3 part, 4 ml (read_write); 5 params
 // Dispatch: (ceil(n_max / NP), n_head_kv, T); a workgroup past its column's positions returns.
 // Threads: WG = 128. Scores: thread (position lid % NP, half lid / NP of the head's HD dimensions)
-// takes its HD / 2 K values by HD / 16 vec4 loads (a warp's lanes 32 rows apart), or with KSTAGE from
-// the chunk's K rows staged in workgroup memory by coalesced vec4 loads; P·V: thread (block
+// takes its HD / 2 K values by HD / 16 vec4 loads (a warp's lanes 32 rows apart); P·V: thread (block
 // lid / (HD / 2), dimension pair lid % (HD / 2)) loads its 32 V words (a warp reads 128 contiguous
 // bytes of a row per load). K's loads are issued first; V's after the scores' products (fewer
 // registers live at once), in flight during the softmax.
-// (Measured and removed: a thread per whole K row and 2 heads, block maxima by shuffles, 3 barriers
-// instead of 5: H200 tg64 @ d4096 507.90 / 511.46 vs 601.05 / 599.08 tok/s, block_pv 28.46 vs 19.68 us.)
+// Measured and removed (H200 tg64 @ d4096, docs/perf-log.md): a thread per whole K row and 2 heads
+// with block maxima by shuffles (507.90 / 511.46 vs 601.05 / 599.08 tok/s); K staged in workgroup
+// memory by coalesced loads (501.13 / 502.04 vs 603.85 / 605.12); block maxima by shuffles in the
+// second half's warps, one barrier fewer (585.90 / 586.06).
 
-// #include "lib/wg_reduce.wgsl"
 // #include "lib/numerics.wgsl"
 
 override HD: u32 = 128u;        // head_dim: 64, 96 or 128
@@ -33,13 +33,6 @@ override GROUP: u32 = 4u;       // G = n_head / n_head_kv, at most 4 (one vec4 o
 const NP: u32 = 32u * C;        // positions per workgroup
 const WG: u32 = 64u * C;
 override RA: u32 = 128u * GROUP;  // floats of ra: max(2 G NP, (C - 1) G HD)
-// KSTAGE (WebGpuTuning::attn_block_kstage): K through workgroup memory, rows padded by 16 bytes (a
-// warp's reads of rows 32 apart in 4 wavefronts), KS vec4 (NP (HD / 8 + 1), or 1 without).
-override KSTAGE: bool = false;
-override KS: u32 = 1u;
-// SGMAX (WebGpuTuning::attn_block_sgmax), where subgroups are at least 32 wide (SG32, lib/wg_reduce*):
-// phase 3's block maxima by shuffles in half 1's warps, one barrier fewer (else through workgroup memory).
-override SGMAX: bool = false;
 
 const NEG_MAX: u32 = 0xff7fffffu;  // -FLT_MAX, as bits
 
@@ -72,7 +65,6 @@ var<workgroup> pe_s: array<vec4<f32>, NP>;    // [position][j]: f16(e) (0 for mi
 var<workgroup> mb_s: array<f32, 4u * C>;      // [j][block]: m_b
 var<workgroup> ab_s: array<f32, 4u * C>;      // [j][block]: a_b
 var<workgroup> lb_s: array<f32, 4u * C>;      // [j][block]: l_b
-var<workgroup> ks: array<vec4<u32>, KS>;      // KSTAGE: [position][HD / 8 + 1] (0 past the column)
 
 // Thread (block b, dimension pair dp)'s 32 V words (0 past the column's np positions of the chunk).
 fn load_v(vw: ptr<function, array<u32, 32>>, p0: u32, np: u32, b: u32, dp: u32, kvh: u32) {
@@ -106,16 +98,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     // 0. K into registers (0 past the column), in flight while q is staged.
     var kq: array<vec4<u32>, 8>;
     for (var i = 0u; i < 8u; i++) { kq[i] = vec4<u32>(0u); }
-    if (KSTAGE) {
-        // The chunk's rows by coalesced loads (a warp: whole rows), then the barrier below.
-        let e0 = (p.k_offset + p0 * p.n_embd_kv + kvh * HD) / 8u;
-        for (var i = lid; i < NP * RW; i += WG) {
-            let r = i / RW;
-            var x = vec4<u32>(0u);
-            if (r < np) { x = k_cache[e0 + r * (p.n_embd_kv / 8u) + i % RW]; }
-            ks[r * (RW + 1u) + i % RW] = x;
-        }
-    } else if (pl < np) {
+    if (pl < np) {
         let e0 = (p.k_offset + (p0 + pl) * p.n_embd_kv + kvh * HD + (HD / 2u) * h) / 8u;
         for (var i = 0u; i < RW / 2u; i++) { kq[i] = k_cache[e0 + i]; }
     }
@@ -125,9 +108,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         q_s[i] = vec4<f32>(round_f16(q[at]), round_f16(q[at + 1u]), round_f16(q[at + 2u]), round_f16(q[at + 3u]));
     }
     workgroupBarrier();
-    if (KSTAGE) {
-        for (var i = 0u; i < RW / 2u; i++) { kq[i] = ks[pl * (RW + 1u) + (RW / 2u) * h + i]; }
-    }
 
     // 1. The NB block sums of 16 dimensions of this thread's half, per head (products exact: f16 x f16).
     // Half 0 adds its NB in order from 0 and hands the partial to half 1, which adds its own after it.
@@ -166,57 +146,30 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     load_v(&vw, p0, np, b, dp, kvh);
     workgroupBarrier();
     // 2. Half 1: the scores (-FLT_MAX past the column).
-    var sv = vec4<f32>(bitcast<f32>(NEG_MAX));  // (SGMAX: half 1's scores of heads 0 .. 3)
     if (h == 1u) {
         for (var j = 0u; j < GROUP; j++) {
             var acc = ra[HS + j * NP + pl];
             for (var bb = 0u; bb < NB; bb++) { acc = acc + bs[j][bb]; }
             var sc = mul_rn(acc, p.scale);
             if (pl >= np) { sc = bitcast<f32>(NEG_MAX); }
-            if (SGMAX && SG32) {
-                sv[j] = sc;
-            } else {
-                ra[SC + j * NP + pl] = sc;
-            }
+            ra[SC + j * NP + pl] = sc;
         }
     }
+    workgroupBarrier();
+    // 3. Thread (position, half): heads half, half + 2: its block's max (a warp's lanes share the block:
+    // broadcast reads), e, f16(e).
     let bq = pl / 32u;
-    if (SGMAX && SG32) {
-        // 3 (SGMAX, subgroups >= 32 wide): half 1's warps are one block each (lanes = positions): the
-        // block maxima of all heads by a butterfly of shuffles (uniform control flow: every warp runs
-        // it, half 0's on fillers), then half 1 takes e and f16(e) of the 4 heads; no barrier between.
-        var m = sv;
-        for (var o = 16u; o >= 1u; o >>= 1u) {
-            m = max(m, vec4<f32>(sg_shuffle_xor(m.x, o), sg_shuffle_xor(m.y, o), sg_shuffle_xor(m.z, o),
-                                 sg_shuffle_xor(m.w, o)));
+    for (var j = h; j < 4u; j += 2u) {
+        var e = 0.0;
+        if (j < GROUP) {
+            let at = SC + j * NP + 32u * bq;
+            var m  = bitcast<f32>(NEG_MAX);
+            for (var k = 0u; k < 32u; k++) { m = max(m, ra[at + k]); }
+            if (pl < np) { e = exp_fixed(ra[SC + j * NP + pl] - m); }
+            e_s[j * NP + pl] = e;
+            if (pl % 32u == 0u) { mb_s[j * C + bq] = m; }
         }
-        if (h == 1u) {
-            var pe = vec4<f32>(0.0);
-            for (var j = 0u; j < GROUP; j++) {
-                var e = 0.0;
-                if (pl < np) { e = exp_fixed(sv[j] - m[j]); }
-                e_s[j * NP + pl] = e;
-                if (pl % 32u == 0u) { mb_s[j * C + bq] = m[j]; }
-                pe[j] = round_f16(e);
-            }
-            pe_s[pl] = pe;
-        }
-    } else {
-        workgroupBarrier();
-        // 3. Thread (position, half): heads half, half + 2: its block's max (a warp's lanes share the
-        // block: broadcast reads), e, f16(e).
-        for (var j = h; j < 4u; j += 2u) {
-            var e = 0.0;
-            if (j < GROUP) {
-                let at = SC + j * NP + 32u * bq;
-                var m  = bitcast<f32>(NEG_MAX);
-                for (var k = 0u; k < 32u; k++) { m = max(m, ra[at + k]); }
-                if (pl < np) { e = exp_fixed(ra[SC + j * NP + pl] - m); }
-                e_s[j * NP + pl] = e;
-                if (pl % 32u == 0u) { mb_s[j * C + bq] = m; }
-            }
-            pe_s[pl][j] = round_f16(e);
-        }
+        pe_s[pl][j] = round_f16(e);
     }
     workgroupBarrier();
 
