@@ -15,11 +15,23 @@ template <class T> void grow(std::vector<T> & v, int64_t n) {
     if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
 }
 
-// Runs a job of more than 512 positions a superblock at a time, each as a job of its own over the
-// cache view shifted to its first position (run(s0, sub_job)), then joins each query head's
-// superblocks with cpu::combine_superblocks (cpu_ops.h: the reference's order). sup holds
-// [superblock][n_q][hd] outputs, then [superblock][n_q] maxima and sums.
-template <class Run> void run_by_superblocks(const cpu::AttentionJob & job, int64_t hd, std::vector<float> & sup, Run run) {
+// The cache view from position s0 on.
+cpu::CacheView shifted(const cpu::CacheView & c, int64_t s0) {
+    cpu::CacheView r = c;
+    r.k = static_cast<const uint8_t *>(c.k) + s0 * c.stride * (c.f16_k ? 2 : 4);
+    r.v = static_cast<const uint8_t *>(c.v) + s0 * c.stride * (c.f16_v ? 2 : 4);
+    return r;
+}
+
+// Runs a job in tern's attention order (cpu_ops.h): up to 512 positions as one job (the single-pass
+// softmax); more, a superblock at a time as blocks jobs of their own over the cache view shifted to
+// its first position (run(s0, sub_job); on attention_cache_scalar over `head` where the set's kernels
+// have no block order), then each query head's superblock partials joined (cpu::join_partials) and
+// normalised (cpu::finish_partial). sup holds [superblock][n_q][hd] partial outputs, then
+// [superblock][n_q] M and L; scratch is the kernel's.
+template <class Run>
+void run_by_superblocks(const cpu::Kernels & k, const cpu::CacheView & head, const cpu::AttentionJob & job, int64_t hd,
+                        std::vector<float> & sup, float * scratch, Run run) {
     if (job.n_pos <= cpu::k_pos_super) {
         run(int64_t{0}, job);
         return;
@@ -31,21 +43,24 @@ template <class Run> void run_by_superblocks(const cpu::AttentionJob & job, int6
     float * l = m + n_super * n_q;
     for (int64_t c = 0; c < n_super; ++c) {
         const int64_t     s0 = c * cpu::k_pos_super;
-        cpu::AttentionJob part{job.q, n_q, std::min(job.n_pos - s0, cpu::k_pos_super), job.scale, o + c * n_q * hd,
-                               m + c * n_q, l + c * n_q};
-        run(s0, part);
+        cpu::AttentionJob part{job.q,           n_q,         std::min(job.n_pos - s0, cpu::k_pos_super), job.scale,
+                               o + c * n_q * hd, m + c * n_q, l + c * n_q,                               true};
+        if (k.attention_blocks) {
+            run(s0, part);
+        } else {
+            cpu::attention_cache_scalar(shifted(head, s0), part, scratch);
+        }
     }
+    thread_local std::vector<cpu::AttnPartial> parts;
+    parts.resize(static_cast<size_t>(n_super));
     for (int64_t g = 0; g < n_q; ++g) {
-        cpu::combine_superblocks(m + g, l + g, n_q, o + g * hd, n_q * hd, n_super, hd, job.out + g * hd);
+        for (int64_t c = 0; c < n_super; ++c) {
+            parts[static_cast<size_t>(c)] = {m[c * n_q + g], l[c * n_q + g], o + (c * n_q + g) * hd};
+        }
+        cpu::AttnPartial row{0.0f, 0.0f, parts[0].o};  // (in place: join_partials allows it)
+        cpu::join_partials(parts.data(), n_super, hd, row);
+        cpu::finish_partial(row, hd, job.out + g * hd);
     }
-}
-
-// The cache view from position s0 on.
-cpu::CacheView shifted(const cpu::CacheView & c, int64_t s0) {
-    cpu::CacheView r = c;
-    r.k = static_cast<const uint8_t *>(c.k) + s0 * c.stride * (c.f16_k ? 2 : 4);
-    r.v = static_cast<const uint8_t *>(c.v) + s0 * c.stride * (c.f16_v ? 2 : 4);
-    return r;
 }
 
 // The converted KV head from position s0 on (a multiple of 16: kt's blocks).
@@ -171,7 +186,7 @@ void CpuFastBackend::attention(const Tensor & out, const Tensor & q, const KvLay
         ThreadPool::chunk_range(n_items, 1, pool_.n_threads(), ti, i0, i1);
         if (i0 >= i1) return;
         Scratch & sc = scratch_[static_cast<size_t>(ti)];
-        grow(sc.att, group * (n_max + 16) + group * hd);
+        grow(sc.att, cpu::attention_scratch(group, n_max, hd));
         if (k_.attention_cache == nullptr) {
             grow(sc.kt, ((n_max + 15) / 16) * 16 * hd);
             grow(sc.v, n_max * hd);
@@ -190,7 +205,7 @@ void CpuFastBackend::attention(const Tensor & out, const Tensor & q, const KvLay
                 // past one superblock: the next head's rows would be asked for superblocks before use.
                 const int64_t next = i + (g1 - g0), next_kvh = next / (n_tok * group);
                 head.next_first = next < i1 && next_kvh != kvh && job.n_pos <= cpu::k_pos_super ? next_kvh * hd : -1;
-                run_by_superblocks(job, hd, sc.sup, [&](int64_t s0, const cpu::AttentionJob & j) {
+                run_by_superblocks(k_, head, job, hd, sc.sup, sc.att.data(), [&](int64_t s0, const cpu::AttentionJob & j) {
                     k_.attention_cache(shifted(head, s0), j, sc.att.data());
                 });
                 i += g1 - g0;
@@ -203,7 +218,7 @@ void CpuFastBackend::attention(const Tensor & out, const Tensor & q, const KvLay
                 prepared = kvh;
             }
             cpu::AttentionKv akv{sc.kt.data(), sc.v.data(), hd, cache.f16_k, cache.f16_v};
-            run_by_superblocks(job, hd, sc.sup, [&](int64_t s0, const cpu::AttentionJob & j) {
+            run_by_superblocks(k_, head, job, hd, sc.sup, sc.att.data(), [&](int64_t s0, const cpu::AttentionJob & j) {
                 k_.attention(shifted(akv, s0), j, sc.att.data());
             });
             i += g1 - g0;
@@ -281,7 +296,7 @@ void CpuFastBackend::attention_paged(const Tensor & out, const Tensor & q, const
             grow(sc.kt, ((n_max + 15) / 16) * 16 * hd);
             grow(sc.v, n_max * hd);
         }
-        grow(sc.att, group * (n_max + 16) + group * hd);
+        grow(sc.att, cpu::attention_scratch(group, n_max, hd));
         grow(sc.kv_rows, n_max * hd * static_cast<int64_t>(k_el + v_el));
         uint8_t * gk = sc.kv_rows.data();
         uint8_t * gv = gk + static_cast<size_t>(n_max * hd) * k_el;
@@ -310,7 +325,7 @@ void CpuFastBackend::attention_paged(const Tensor & out, const Tensor & q, const
             const int64_t     pos = seq.pos0 + (t - seq.first);
             cpu::AttentionKv  akv{sc.kt.data(), sc.v.data(), hd, k_el == 2, v_el == 2};
             cpu::AttentionJob job{qp + t * n_q + h0 * hd, g1 - g0, pos + 1, s.scale, op + t * n_q + h0 * hd};
-            run_by_superblocks(job, hd, sc.sup, [&](int64_t s0, const cpu::AttentionJob & j) {
+            run_by_superblocks(k_, head, job, hd, sc.sup, sc.att.data(), [&](int64_t s0, const cpu::AttentionJob & j) {
                 if (k_.attention_cache != nullptr) {
                     k_.attention_cache(shifted(head, s0), j, sc.att.data());  // the gathered rows
                 } else {

@@ -153,6 +153,11 @@ void join_partials(const AttnPartial * parts, int64_t n_parts, int64_t hd, AttnP
 void superblock_partial(const float * s, int64_t len, const float * v, int64_t v_stride, int64_t hd, bool v_f16,
                         AttnPartial & out);
 
+// Step 1: s[i] = dot_blocked16(f16(q), k_i) * scale for i < n, K rows k + i * k_stride (f16(q): q
+// rounded with k_f16, an f16 K cache).
+void attention_scores(const float * q, const float * k, int64_t k_stride, int64_t n, int64_t hd, float scale,
+                      bool k_f16, float * s);
+
 // Step 6: out[d] = p.o[d] * (1.0f / p.l).
 void finish_partial(const AttnPartial & p, int64_t hd, float * out);
 
