@@ -58,11 +58,12 @@ void rope_neox_head(float * x, int64_t n_rot, int64_t pos, float freq_base);
 // while they walk the dimension in chunks of 16 or 32.
 float dot_blocked16(const float * a, const float * b, int64_t n);
 
-// The position order, tern's order for sums over attention positions (the softmax denominator, P·V)
-// that every backend reproduces bit for bit: blocks of 32 positions, each summed in order from 0;
-// the block sums of each superblock of 512 positions in order from 0; the superblock sums in order
-// from 0. Attention applies it within one superblock at a time (combine_superblocks joins them), so
-// its rows never reach the outer level; a sum over more positions still adds its superblocks in order.
+// The position order, tern's order for sums over attention positions (the softmax denominator, P·V
+// of a row of at most 512 positions) that every backend reproduces bit for bit: blocks of 32
+// positions, each summed in order from 0; the block sums of each superblock of 512 positions in order
+// from 0; the superblock sums in order from 0. Attention applies it to rows of at most one superblock
+// (longer rows take the block order below), so its rows never reach the outer level; a sum over more
+// positions still adds its superblocks in order.
 inline constexpr int64_t k_pos_block = 32;
 inline constexpr int64_t k_pos_super = 512;
 float sum_positions(const float * t, int64_t n);
@@ -80,8 +81,9 @@ private:
     void close_block(int64_t end);
 };
 
-// The softmax over more than one superblock (flash-decoding by superblocks; docs/architecture.md,
-// "Numerics"). Superblock c (positions [512 c, 512 c + 512) of the row) is attended on its own:
+// THE ORDER BEFORE ISSUE 52 for rows of more than 512 positions, kept while the WebGPU kernels still
+// compute it (their tuning key attn_block_order = 0) and their tests compare with it; the CPU
+// backends take the block order below. Superblock c (positions [512 c, 512 c + 512) of the row) is attended on its own:
 //   m_c = max of its scores s_i,  e_i = exp_fixed(s_i - m_c),  l_c = its e_i in the position order
 //   (blocks of 32 from 0, the block sums from 0),  p_i = e_i * (1 / l_c) (rounded to f16 with an f16
 //   cache),  o_c[d] = sum p_i v_i[d] in the position order (each product rounded once);
