@@ -43,8 +43,9 @@ void run_by_superblocks(const cpu::Kernels & k, const cpu::CacheView & head, con
     float * l = m + n_super * n_q;
     for (int64_t c = 0; c < n_super; ++c) {
         const int64_t     s0 = c * cpu::k_pos_super;
-        cpu::AttentionJob part{job.q,           n_q,         std::min(job.n_pos - s0, cpu::k_pos_super), job.scale,
-                               o + c * n_q * hd, m + c * n_q, l + c * n_q,                               true};
+        cpu::AttentionJob part{job.q, n_q, std::min(job.n_pos - s0, cpu::k_pos_super), job.scale, o + c * n_q * hd,
+                               m + c * n_q, l + c * n_q};
+        part.blocks = true;
         if (k.attention_blocks) {
             run(s0, part);
         } else {
