@@ -104,7 +104,7 @@ void combine_superblocks(const float * m, const float * l, int64_t ml_stride, co
 // The specification every backend reproduces bit for bit, for one query head over positions
 // 0 .. n-1 (every value f32, every operation rounded once, -ffp-contract=off; f16(x) rounds to the
 // nearest f16, ties to even, and applies only where the cache is f16):
-//  0. Rows of at most k_pos_super = 512 positions keep the single-pass softmax: m = the max score,
+//  0. Rows of at most k_pos_super = 512 positions keep the single-pass softmax: m = the max s_i (1.),
 //     e_i = exp_fixed(s_i - m), l = sum_positions(e), r = 1.0f / l, p_i = e_i * r (then f16(p_i)
 //     with an f16 V), out[d] = the p_i * v_i[d] in the position order (PositionSum). Steps 1-6 are
 //     the BLOCK ORDER of every row of more than 512 positions.
@@ -126,9 +126,10 @@ void combine_superblocks(const float * m, const float * l, int64_t ml_stride, co
 // every chain starting at +0). Why this shape: a GPU workgroup per chunk of 2 blocks writes one chunk
 // partial (attention_block_pv.wgsl; 2 blocks measured best); the paged and prefill kernels, whose
 // workgroups are per superblock, write superblock partials; the combine joins at most 8 chunks per
-// superblock (in parallel over superblocks), then the row's few superblocks. On the H200 this ran
-// depth-4096 decode 17.7% faster than the per-superblock softmax + combine_superblocks it replaced
-// (session 15; docs/architecture.md, "Numerics").
+// superblock (in parallel over superblocks), then the row's few superblocks. On the H200, session
+// 15's prototype of this order (one flat fold of the chunks, without step 4) decoded at depth 4096
+// 17.7% faster than the per-superblock softmax + combine_superblocks it replaces (docs/architecture.md,
+// "Numerics").
 inline constexpr int64_t k_attn_chunk_blocks = 2;                                     // blocks per chunk
 inline constexpr int64_t k_attn_chunk        = k_attn_chunk_blocks * k_pos_block;     // 64 positions
 inline constexpr int64_t k_attn_super_chunks = k_pos_super / k_attn_chunk;            // 8 chunks
