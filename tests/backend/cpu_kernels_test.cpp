@@ -324,7 +324,7 @@ TEST_P(CpuKernels, AttentionMatchesTheReference) {
 // (AttentionJob::blocks) on each superblock of a row longer than 512 positions, as the fast backend
 // calls them, against the reference's superblock partials (M, L and the unnormalised O, bit for bit),
 // and the row they join to against cpu::attention_row. Rows around the block (32), chunk (64) and
-// superblock (512) ends, head dims 16-128, 1-5 query heads, each of K and V f16 or f32, both kernels
+// superblock (512) ends, head dims 16-128, 1-5 query heads (in turn), each of K and V f16 or f32, both kernels
 // where a set has both (attention_cache and attention_prepare + attention), and a huge score late in
 // the row (early superblocks' and blocks' weights underflow to 0 in the joins).
 TEST_P(CpuKernels, AttentionBlockOrderMatchesTheReference) {
@@ -332,7 +332,8 @@ TEST_P(CpuKernels, AttentionBlockOrderMatchesTheReference) {
                                                  : std::vector<int64_t>{513, 514, 515, 516, 517, 518, 519, 520, 544, 575,
                                                                         576, 1023, 1024, 1025, 1537, 2048, 4097};
     const std::vector<int64_t> dims = emulated() ? std::vector<int64_t>{128, 48, 16} : std::vector<int64_t>{128, 96, 64, 48, 16};
-    int64_t                    combo = 0;
+    ASSERT_TRUE(k_->attention_blocks) << "the fast backend would run blocks jobs on the scalar kernel";
+    int64_t combo = 0;
     for (const int64_t hd : dims) {
         const int64_t stride = 3 * hd, first = hd;
         for (const int64_t n : rows) {
@@ -340,10 +341,8 @@ TEST_P(CpuKernels, AttentionBlockOrderMatchesTheReference) {
             for (auto & x : kf) x = normal(hd == 16 ? 6.0f : 1.0f);
             for (auto & x : vf) x = normal();
             const int64_t G_all[] = {4, 1, 3, 5, 2};
-            // long rows take fewer head counts (the scalar oracle dominates the time)
-            const int64_t n_G = n >= 1024 ? 2 : 5;
-            for (int64_t gi = 0; gi < n_G; ++gi, ++combo) {
-                const int64_t      G = G_all[(gi + combo) % 5];
+            {  // one query-head count per (hd, n), in turn (the scalar oracle dominates the time)
+                const int64_t      G = G_all[combo++ % 5];
                 std::vector<float> q(static_cast<size_t>(G * hd));
                 for (auto & x : q) x = normal(0.7f);
                 // A huge score late in the row for head 0 (its K row along q's signs), moderate for the others.
@@ -392,7 +391,7 @@ TEST_P(CpuKernels, AttentionBlockOrderMatchesTheReference) {
                         if (path == 0 && k_->attention_cache == nullptr) continue;
                         std::vector<float> out(static_cast<size_t>(n_super * G * hd), -1.0f), m(static_cast<size_t>(n_super * G)),
                             l(m.size());
-                        std::vector<float> scratch(static_cast<size_t>(G * (512 + 16) + G * hd));
+                        std::vector<float> scratch(static_cast<size_t>(cpu::attention_scratch(G, 512, hd)));
                         std::vector<float> kt(static_cast<size_t>(512 * hd)), v(kt.size());
                         for (int64_t c = 0; c < n_super; ++c) {
                             const int64_t s0 = c * 512, len = std::min<int64_t>(512, n - s0);
