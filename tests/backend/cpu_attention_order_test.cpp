@@ -318,10 +318,10 @@ TEST(CpuAttentionOrder, SuperblockLevelChangesBits) {
     EXPECT_GT(differ, 0u);
 }
 
-// The kernel interface in scalar code (cpu::attention_cache_scalar, which runs the fast backend's
-// blocks jobs where a set's kernels do not): a blocks job over a strided view of f16 or f32 K and V
-// (the KV head at an offset in a row of three) is cpu::superblock_partial per head (O, M, L), and a
-// job without blocks is cpu::attention_row; 3 heads, short and full superblocks.
+// The kernel interface in scalar code (cpu::attention_cache_scalar): a blocks job over a strided
+// view of f16 or f32 K and V (the KV head at an offset in a row of three) is cpu::superblock_partial
+// per head (O, M, L), and a job without blocks is cpu::attention_row; 3 heads, short and full
+// superblocks.
 TEST(CpuAttentionOrder, ScalarKernelIsTheReferenceFunctions) {
     const int64_t hd = 48, stride = 3 * hd, first = hd, G = 3;
     for (const int64_t n : {int64_t{1}, int64_t{40}, int64_t{97}, int64_t{512}}) {

@@ -25,13 +25,10 @@ cpu::CacheView shifted(const cpu::CacheView & c, int64_t s0) {
 
 // Runs a job in tern's attention order (cpu_ops.h): up to 512 positions as one job (the single-pass
 // softmax); more, a superblock at a time as blocks jobs of their own over the cache view shifted to
-// its first position (run(s0, sub_job); on attention_cache_scalar over `head` where the set's kernels
-// have no block order), then each query head's superblock partials joined (cpu::join_partials) and
-// normalised (cpu::finish_partial). sup holds [superblock][n_q][hd] partial outputs, then
-// [superblock][n_q] M and L; scratch is the kernel's.
-template <class Run>
-void run_by_superblocks(const cpu::Kernels & k, const cpu::CacheView & head, const cpu::AttentionJob & job, int64_t hd,
-                        std::vector<float> & sup, float * scratch, Run run) {
+// its first position (run(s0, sub_job)), then each query head's superblock partials joined
+// (cpu::join_partials) and normalised (cpu::finish_partial). sup holds [superblock][n_q][hd] partial
+// outputs, then [superblock][n_q] M and L.
+template <class Run> void run_by_superblocks(const cpu::AttentionJob & job, int64_t hd, std::vector<float> & sup, Run run) {
     if (job.n_pos <= cpu::k_pos_super) {
         run(int64_t{0}, job);
         return;
@@ -46,11 +43,7 @@ void run_by_superblocks(const cpu::Kernels & k, const cpu::CacheView & head, con
         cpu::AttentionJob part{job.q, n_q, std::min(job.n_pos - s0, cpu::k_pos_super), job.scale, o + c * n_q * hd,
                                m + c * n_q, l + c * n_q};
         part.blocks = true;
-        if (k.attention_blocks) {
-            run(s0, part);
-        } else {
-            cpu::attention_cache_scalar(shifted(head, s0), part, scratch);
-        }
+        run(s0, part);
     }
     thread_local std::vector<cpu::AttnPartial> parts;
     parts.resize(static_cast<size_t>(n_super));
@@ -206,7 +199,7 @@ void CpuFastBackend::attention(const Tensor & out, const Tensor & q, const KvLay
                 // past one superblock: the next head's rows would be asked for superblocks before use.
                 const int64_t next = i + (g1 - g0), next_kvh = next / (n_tok * group);
                 head.next_first = next < i1 && next_kvh != kvh && job.n_pos <= cpu::k_pos_super ? next_kvh * hd : -1;
-                run_by_superblocks(k_, head, job, hd, sc.sup, sc.att.data(), [&](int64_t s0, const cpu::AttentionJob & j) {
+                run_by_superblocks(job, hd, sc.sup, [&](int64_t s0, const cpu::AttentionJob & j) {
                     k_.attention_cache(shifted(head, s0), j, sc.att.data());
                 });
                 i += g1 - g0;
@@ -219,7 +212,7 @@ void CpuFastBackend::attention(const Tensor & out, const Tensor & q, const KvLay
                 prepared = kvh;
             }
             cpu::AttentionKv akv{sc.kt.data(), sc.v.data(), hd, cache.f16_k, cache.f16_v};
-            run_by_superblocks(k_, head, job, hd, sc.sup, sc.att.data(), [&](int64_t s0, const cpu::AttentionJob & j) {
+            run_by_superblocks(job, hd, sc.sup, [&](int64_t s0, const cpu::AttentionJob & j) {
                 k_.attention(shifted(akv, s0), j, sc.att.data());
             });
             i += g1 - g0;
@@ -326,7 +319,7 @@ void CpuFastBackend::attention_paged(const Tensor & out, const Tensor & q, const
             const int64_t     pos = seq.pos0 + (t - seq.first);
             cpu::AttentionKv  akv{sc.kt.data(), sc.v.data(), hd, k_el == 2, v_el == 2};
             cpu::AttentionJob job{qp + t * n_q + h0 * hd, g1 - g0, pos + 1, s.scale, op + t * n_q + h0 * hd};
-            run_by_superblocks(k_, head, job, hd, sc.sup, sc.att.data(), [&](int64_t s0, const cpu::AttentionJob & j) {
+            run_by_superblocks(job, hd, sc.sup, [&](int64_t s0, const cpu::AttentionJob & j) {
                 if (k_.attention_cache != nullptr) {
                     k_.attention_cache(shifted(head, s0), j, sc.att.data());  // the gathered rows
                 } else {

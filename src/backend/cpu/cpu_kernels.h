@@ -251,9 +251,6 @@ struct Kernels {
     // attention_prepare + attention in one, reading the cache itself (no converted copy; the same
     // bits). Null where a set has none.
     void (*attention_cache)(const CacheView & cache, const AttentionJob & job, float * scores);
-    // attention and attention_cache honour AttentionJob::blocks. Where false, the fast backend runs
-    // blocks jobs on attention_cache_scalar (below).
-    bool attention_blocks;
 
     // logits[t * ld + r - r0] = (float) sum_i e[r][i] h[t][i] for rows [r0, r1), summed in double in
     // order i = 0, 1, ... (cpu::dot_f32), e the f16 rows of `table` (row_stride elements apart).
@@ -320,8 +317,8 @@ inline int64_t attention_scratch(int64_t n_q, int64_t n_pos, int64_t head_dim) {
 
 // The attention kernel interface in scalar code (kernels_none.cpp): each head of the job by
 // cpu_ops.h's functions (the single pass of cpu::attention_row, or cpu::superblock_partial with
-// blocks), reading the cache view itself. The fast backend's blocks jobs on a set without
-// attention_blocks, and the kernels' oracle in tests.
+// blocks), reading the cache view itself; for tests (every set's attention and attention_cache
+// take blocks jobs themselves).
 void attention_cache_scalar(const CacheView & cache, const AttentionJob & job, float * scratch);
 
 // The kernels of each instruction set this build has (null where the build has none).

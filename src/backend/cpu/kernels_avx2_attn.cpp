@@ -554,7 +554,6 @@ void add_attention_and_head_avx2(Kernels & set) {
     set.attention_prepare    = attention_prepare;
     set.attention            = attention;
     set.attention_cache      = attention_cache;
-    set.attention_blocks     = true;  // both kernels take AttentionJob::blocks (issue 52)
     set.f16_rows_dot         = rows_dot<uint16_t>;
     set.f16_rows_dot_checked = f16_rows_dot_checked;
     set.f32_rows_dot         = rows_dot<float>;

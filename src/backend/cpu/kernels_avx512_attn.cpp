@@ -809,7 +809,6 @@ void add_attention_and_head_avx512(Kernels & set) {
     set.attention_prepare    = attention_prepare;
     set.attention            = attention;
     set.attention_cache      = attention_cache;
-    set.attention_blocks     = true;  // both kernels take AttentionJob::blocks (issue 52)
     set.f16_rows_dot         = f16_rows_dot;
     set.f16_rows_dot_checked = f16_rows_dot_checked;
     set.f32_rows_dot_checked = f32_rows_dot_checked;

@@ -476,7 +476,6 @@ void f16_rows_dot_checked(const uint16_t * table, int64_t row_stride, int64_t r0
 void add_attention_and_head_neon(Kernels & set) {
     set.attention_prepare    = attention_prepare;
     set.attention            = attention;
-    set.attention_blocks     = true;  // AttentionJob::blocks (issue 52)
     set.f16_rows_dot         = rows_dot<uint16_t>;
     set.f16_rows_dot_checked = f16_rows_dot_checked;
     set.f32_rows_dot         = rows_dot<float>;
