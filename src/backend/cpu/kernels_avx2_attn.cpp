@@ -178,18 +178,18 @@ inline void softmax_head(float * s, int64_t n, bool v_f16, float * mx_out, float
 
 // The block order instead (issue 52; one superblock of a longer row): per block of 32 positions
 // m_b = max(-FLT_MAX, its scores) and e_i = exp_fixed(s_i - m_b) in place (p_i = e_i), l_b its
-// chain, and the joins P.V applies (position_sum_chains.h).
+// chain, and the joins P.V applies (position_sum_chains.h). Two passes, every block's max, then the
+// exps (as on AVX-512: one pass per block waited on each block's reduction).
 inline void softmax_blocks(float * s, int64_t n, bool v_f16, BlockJoins & j) {
     float         m[16], l[16];
     const int64_t nb = (n + 31) / 32;
     for (int64_t b = 0; b < nb; ++b) {
-        float *       sb  = s + 32 * b;
+        const float * sb  = s + 32 * b;
         const int64_t rem = n - 32 * b;
-        __m256        x[4];
-        __m256        mx = _mm256_set1_ps(-__FLT_MAX__);
+        __m256        mx  = _mm256_set1_ps(-__FLT_MAX__);
         for (int i = 0; i < 4; ++i) {  // lanes max(s, mx): mx where s is NaN or an equal zero, or past n
-            x[i] = load_tail(sb + 8 * i, rem - 8 * i);
-            mx   = _mm256_blendv_ps(mx, _mm256_max_ps(x[i], mx), _mm256_castsi256_ps(tail_mask(rem - 8 * i)));
+            const __m256 x = load_tail(sb + 8 * i, rem - 8 * i);
+            mx             = _mm256_blendv_ps(mx, _mm256_max_ps(x, mx), _mm256_castsi256_ps(tail_mask(rem - 8 * i)));
         }
         alignas(32) float lanes[8];
         _mm256_store_ps(lanes, mx);
@@ -199,13 +199,16 @@ inline void softmax_blocks(float * s, int64_t n, bool v_f16, BlockJoins & j) {
             mb = -__FLT_MAX__;
             for (int64_t i = 0; i < rem && i < 32; ++i) mb = max_first(mb, sb[i]);
         }
-        m[b]            = mb;
-        const __m256 mv = _mm256_set1_ps(mb);
-        for (int i = 0; i < 4 && 8 * i < rem; ++i) store_tail(sb + 8 * i, rem - 8 * i, exp_fixed(_mm256_sub_ps(x[i], mv)));
+        m[b] = mb;
+    }
+    // (whole vectors to n rounded up to 16, as softmax_head: the lanes past n hold scores_heads' padding)
+    const int64_t n16 = (n + 15) & ~int64_t{15};
+    for (int64_t p = 0; p < n16; p += 8) {
+        _mm256_storeu_ps(s + p, exp_fixed(_mm256_sub_ps(_mm256_loadu_ps(s + p), _mm256_set1_ps(m[p / 32]))));
     }
     block_chains(s, n, l);
     if (v_f16) {
-        for (int64_t p = 0; p < n; p += 8) store_tail(s + p, n - p, round_f16(load_tail(s + p, n - p)));
+        for (int64_t p = 0; p < n16; p += 8) _mm256_storeu_ps(s + p, round_f16(_mm256_loadu_ps(s + p)));
     }
     block_joins(m, l, nb, [](float * x) {
         _mm256_store_ps(x, exp_fixed(_mm256_load_ps(x)));

@@ -211,29 +211,31 @@ inline void softmax_head(float * s, int64_t n, bool v_f16, float * mx_out, float
 // The block order instead (issue 52; one superblock of a longer row): per block of 32 positions
 // m_b = max(-FLT_MAX, its scores) and e_i = exp_fixed(s_i - m_b) in place (p_i = e_i, no
 // normalisation), l_b its chain, and the joins P.V applies (position_sum_chains.h).
+// Two passes, as softmax_head's: every block's max, then the exps (a max per block and its exps in
+// one pass waited on each block's reduction: 30% more time than softmax_head).
 inline void softmax_blocks(float * s, int64_t n, bool v_f16, BlockJoins & j) {
     float         m[16], l[16];
     const int64_t nb = (n + 31) / 32;
     for (int64_t b = 0; b < nb; ++b) {
-        float *       sb  = s + 32 * b;
+        const float * sb  = s + 32 * b;
         const int64_t rem = n - 32 * b;
-        const __m512  lo = load16(sb, rem), hi = load16(sb + 16, rem - 16);
-        __m512        mx = _mm512_set1_ps(-__FLT_MAX__);  // lanes max(s, mx): mx where s is NaN or an equal zero
-        mx               = _mm512_mask_max_ps(mx, tail_mask(rem), lo, mx);
-        mx               = _mm512_mask_max_ps(mx, tail_mask(rem - 16), hi, mx);
-        float mb         = _mm512_reduce_max_ps(mx);
+        __m512        mx  = _mm512_set1_ps(-__FLT_MAX__);  // lanes max(s, mx): mx where s is NaN or an equal zero
+        mx                = _mm512_mask_max_ps(mx, tail_mask(rem), _mm512_loadu_ps(sb), mx);  // (rem >= 1: within n16)
+        mx                = _mm512_mask_max_ps(mx, tail_mask(rem - 16), load16(sb + 16, rem - 16), mx);
+        float mb          = _mm512_reduce_max_ps(mx);
         if (mb == 0.0f) {  // which zero: the first in position order, as the reference's std::max keeps it
             mb = -__FLT_MAX__;
             for (int64_t i = 0; i < rem && i < 32; ++i) mb = max_first(mb, sb[i]);
         }
-        m[b]            = mb;
-        const __m512 mv = _mm512_set1_ps(mb);
-        store16(sb, rem, exp_fixed(_mm512_sub_ps(lo, mv)));
-        if (rem > 16) store16(sb + 16, rem - 16, exp_fixed(_mm512_sub_ps(hi, mv)));
+        m[b] = mb;
+    }
+    // (whole vectors to n rounded up to 16, as softmax_head: the lanes past n hold scores_rows' padding)
+    for (int64_t p = 0; p < n; p += 16) {
+        _mm512_storeu_ps(s + p, exp_fixed(_mm512_sub_ps(_mm512_loadu_ps(s + p), _mm512_set1_ps(m[p / 32]))));
     }
     block_chains(s, n, l);
     if (v_f16) {
-        for (int64_t p = 0; p < n; p += 16) store16(s + p, n - p, round_f16(load16(s + p, n - p)));
+        for (int64_t p = 0; p < n; p += 16) _mm512_storeu_ps(s + p, round_f16(_mm512_loadu_ps(s + p)));
     }
     block_joins(m, l, nb, [](float * x) { _mm512_store_ps(x, exp_fixed(_mm512_load_ps(x))); }, j);
 }

@@ -162,18 +162,19 @@ inline void softmax_head(float * s, int64_t n, bool v_f16, float * mx_out, float
 inline void softmax_blocks(float * s, int64_t n, bool v_f16, BlockJoins & j) {
     float         m[16], l[16];
     const int64_t nb = (n + 31) / 32;
-    for (int64_t b = 0; b < nb; ++b) {
-        float *       sb  = s + 32 * b;
+    for (int64_t b = 0; b < nb; ++b) {  // every block's max, then the exps (as on AVX-512)
+        const float * sb  = s + 32 * b;
         const int64_t rem = n - 32 * b < 32 ? n - 32 * b : 32;
         float         mb  = -__FLT_MAX__;
         for (int64_t i = 0; i < rem; ++i) mb = max_first(mb, sb[i]);
-        m[b]                 = mb;
-        const float32x4_t mv = vdupq_n_f32(mb);
-        for (int64_t i = 0; i < rem; i += 4) store_tail(sb + i, rem - i, exp_fixed(vsubq_f32(load_tail(sb + i, rem - i), mv)));
+        m[b] = mb;
     }
+    // (whole vectors to n rounded up to 16, as softmax_head: the lanes past n hold scores_heads' padding)
+    const int64_t n16 = (n + 15) & ~int64_t{15};
+    for (int64_t p = 0; p < n16; p += 4) vst1q_f32(s + p, exp_fixed(vsubq_f32(vld1q_f32(s + p), vdupq_n_f32(m[p / 32]))));
     block_chains(s, n, l);
     if (v_f16) {
-        for (int64_t p = 0; p < n; p += 4) store_tail(s + p, n - p, round_f16(load_tail(s + p, n - p)));
+        for (int64_t p = 0; p < n16; p += 4) vst1q_f32(s + p, round_f16(vld1q_f32(s + p)));
     }
     block_joins(m, l, nb, [](float * x) {
         for (int i = 0; i < 16; i += 4) vst1q_f32(x + i, exp_fixed(vld1q_f32(x + i)));
