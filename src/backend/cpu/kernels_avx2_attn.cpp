@@ -4,19 +4,10 @@
 #include "backend/cpu/position_sum_chains.h"
 #include "backend/cpu/simd_avx2.h"
 
-#include <cstdlib>
-
 namespace tern::cpu {
 namespace {
 
 using namespace avx2;
-
-// TEMPORARY A/B knobs (issue 52 trial; see pv_dims).
-int env_dn(const char * name) {
-    const char * v = std::getenv(name);
-    return v != nullptr ? std::atoi(v) : 2;
-}
-const int attn_dn = env_dn("TERN_CPU_ATTN_DN"), attn_dn_blocks = env_dn("TERN_CPU_ATTN_DN_BLOCKS");
 
 inline __m256 load_cache8(const CacheView & c, const void * base, bool f16, int64_t p, int64_t d) {
     const int64_t at = p * c.stride + c.first + d;
@@ -148,11 +139,6 @@ void pv_heads(const V & vs, int64_t hd, const float * probs, int64_t ld_probs, i
 
 template <int GN, class V>
 void pv_dims(const V & vs, int64_t hd, const float * probs, int64_t ld, int64_t n, const BlockJoins * bj, float * out) {
-    // TEMPORARY A/B (issue 52 trial): TERN_CPU_ATTN_DN=1 / TERN_CPU_ATTN_DN_BLOCKS=1 take 8 dimensions per pass.
-    if ((bj != nullptr ? attn_dn_blocks : attn_dn) == 1) {
-        for (int64_t d0 = 0; d0 < hd; d0 += 8) pv_heads<GN, 1>(vs, hd, probs, ld, n, d0, bj, out);
-        return;
-    }
     for (int64_t d0 = 0; d0 < hd; d0 += 16) pv_heads<GN, 2>(vs, hd, probs, ld, n, d0, bj, out);
 }
 

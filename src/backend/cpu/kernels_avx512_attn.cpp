@@ -7,19 +7,10 @@
 #include "backend/cpu/position_sum_chains.h"
 #include "backend/cpu/simd_avx512.h"
 
-#include <cstdlib>
-
 namespace tern::cpu {
 namespace {
 
 using namespace avx512;
-
-// TEMPORARY A/B knobs (issue 52 trial; see pv_rows_dims).
-int env_dn(const char * name) {
-    const char * v = std::getenv(name);
-    return v != nullptr ? std::atoi(v) : 4;
-}
-const int attn_dn = env_dn("TERN_CPU_ATTN_DN"), attn_dn_blocks = env_dn("TERN_CPU_ATTN_DN_BLOCKS");
 
 // In place: r[j] lane i <- r[i] lane j.
 __attribute__((always_inline)) inline void transpose16(__m512 r[16]) {
@@ -407,15 +398,6 @@ void pv_rows(const HeadRows<TK, TV> & h, int64_t hd, const float * probs, int64_
 template <int GN, class TK, class TV, bool PF_KN>
 void pv_rows_dims(const HeadRows<TK, TV> & h, int64_t hd, const float * probs, int64_t ld, const BlockJoins * bj, float * out) {
     int64_t d0 = 0;
-    // TEMPORARY A/B (issue 52 trial, removed with the loser): TERN_CPU_ATTN_DN = P.V's 16-dimension
-    // vectors per pass (4, 2 or 1) in the position order, TERN_CPU_ATTN_DN_BLOCKS in the block order.
-    const int dn = bj != nullptr ? attn_dn_blocks : attn_dn;
-    if (dn == 2) {
-        for (; d0 + 32 <= hd; d0 += 32) pv_rows<GN, 2, TK, TV, PF_KN>(h, hd, probs, ld, d0, bj, out);
-    }
-    if (dn == 1) {
-        for (; d0 + 16 <= hd; d0 += 16) pv_rows<GN, 1, TK, TV, PF_KN>(h, hd, probs, ld, d0, bj, out);
-    }
     for (; d0 + 64 <= hd; d0 += 64) pv_rows<GN, 4, TK, TV, PF_KN>(h, hd, probs, ld, d0, bj, out);
     switch ((hd - d0) / 16) {
         case 3: pv_rows<GN, 3, TK, TV, PF_KN>(h, hd, probs, ld, d0, bj, out); break;
