@@ -168,10 +168,12 @@ TEST(CpuReference, SuperblocksCombineByTheirMaximaAndSums) {
     EXPECT_EQ(got[1], (0.0f + (1.5f / L) * -0.25f) + (a2 / L) * 200.0f);
 }
 
-// The reference attention (CpuBackend::attention) against the superblock order written out here,
-// bit for bit: one head over 1300 positions whose largest score is in the last superblock (a huge
-// one at 1100) or the first (at 3). A softmax by the row's max instead, or a wrong rescale, fails.
-TEST(CpuReference, AttentionSoftmaxesEachSuperblockThenCombines) {
+// The reference attention (CpuBackend::attention) is cpu::attention_row, bit for bit (the order
+// written out and checked in cpu_attention_order_test.cpp): one head over 1300 positions whose
+// largest score is in the last superblock (a huge one at 1100) or the first (at 3), so the
+// superblocks' and blocks' rescaling decides the output; and the order is not the per-superblock
+// softmax + combine_superblocks it replaced (issue 52): some output differs from that.
+TEST(CpuReference, AttentionIsTheRowOrder) {
     const int64_t hd = 16, n = 1300;
     for (const int64_t spike : {int64_t{1100}, int64_t{3}}) {
         SCOPED_TRACE("spike at " + std::to_string(spike));
@@ -182,50 +184,22 @@ TEST(CpuReference, AttentionSoftmaxesEachSuperblockThenCombines) {
         for (auto & x : v) x = nd(g);
         for (auto & x : q) x = nd(g);
         for (int64_t d = 0; d < hd; ++d) k[static_cast<size_t>(spike * hd + d)] = 3.0f * q[static_cast<size_t>(d)];
-        const float scale = 0.25f;
-        // written out: each superblock's max, exps, sum, probabilities, P·V; then the combine
-        std::vector<float> m, l, o;
+        const float        scale = 0.25f;
+        std::vector<float> want(static_cast<size_t>(hd));
+        cpu::attention_row(q.data(), k.data(), hd, v.data(), hd, n, hd, scale, false, false, want.data());
+        // the order before issue 52: each superblock's single-pass softmax, then combine_superblocks
+        std::vector<float> m, l, o(static_cast<size_t>(((n + 511) / 512) * hd)), old(static_cast<size_t>(hd));
         for (int64_t s0 = 0; s0 < n; s0 += 512) {
             const int64_t      len = std::min<int64_t>(512, n - s0);
-            std::vector<float> e(static_cast<size_t>(len));
-            float              mx = -INFINITY;
-            for (int64_t p = 0; p < len; ++p) {
-                e[static_cast<size_t>(p)] = cpu::dot_blocked16(q.data(), k.data() + (s0 + p) * hd, hd) * scale;
-                mx                        = std::max(mx, e[static_cast<size_t>(p)]);
-            }
-            float sum = 0.0f;
-            for (int64_t b0 = 0; b0 < len; b0 += 32) {
-                float blk = 0.0f;
-                for (int64_t p = b0; p < std::min(len, b0 + 32); ++p) {
-                    e[static_cast<size_t>(p)] = cpu::exp_fixed(e[static_cast<size_t>(p)] - mx);
-                    blk                       = blk + e[static_cast<size_t>(p)];
-                }
-                sum = sum + blk;
-            }
-            const float inv = 1.0f / sum;
-            for (int64_t d = 0; d < hd; ++d) {
-                float acc = 0.0f;
-                for (int64_t b0 = 0; b0 < len; b0 += 32) {
-                    float blk = 0.0f;
-                    for (int64_t p = b0; p < std::min(len, b0 + 32); ++p) {
-                        blk = blk + (e[static_cast<size_t>(p)] * inv) * v[static_cast<size_t>((s0 + p) * hd + d)];
-                    }
-                    acc = acc + blk;
-                }
-                o.push_back(acc);
-            }
-            m.push_back(mx);
-            l.push_back(sum);
+            std::vector<float> sc(static_cast<size_t>(len));
+            cpu::attention_scores(q.data(), k.data() + s0 * hd, hd, len, hd, scale, false, sc.data());
+            m.push_back(*std::max_element(sc.begin(), sc.end()));
+            for (auto & x : sc) x = cpu::exp_fixed(x - m.back());
+            l.push_back(cpu::sum_positions(sc.data(), len));
+            cpu::attention_row(q.data(), k.data() + s0 * hd, hd, v.data() + s0 * hd, hd, len, hd, scale, false, false,
+                               o.data() + (s0 / 512) * hd);
         }
-        float mx = -INFINITY;
-        for (float x : m) mx = std::max(mx, x);
-        float L = 0.0f;
-        for (size_t c = 0; c < m.size(); ++c) L = L + cpu::exp_fixed(m[c] - mx) * l[c];
-        std::vector<float> want(static_cast<size_t>(hd), 0.0f);
-        for (size_t c = 0; c < m.size(); ++c) {
-            const float r = cpu::exp_fixed(m[c] - mx) * l[c] / L;
-            for (int64_t d = 0; d < hd; ++d) want[static_cast<size_t>(d)] += r * o[c * static_cast<size_t>(hd) + static_cast<size_t>(d)];
-        }
+        cpu::combine_superblocks(m.data(), l.data(), 1, o.data(), hd, static_cast<int64_t>(m.size()), hd, old.data());
         auto be = make_cpu_reference_backend(1);
         auto kt = alloc_tensor(*be, DType::f32, {hd, n, 1, 1}, "k");
         auto vt = alloc_tensor(*be, DType::f32, {hd, n, 1, 1}, "v");
@@ -237,10 +211,14 @@ TEST(CpuReference, AttentionSoftmaxesEachSuperblockThenCombines) {
         be->attention(ot.tensor, qt.tensor, {kt.tensor, vt.tensor}, AttentionShape{1, 1, hd, hd, 10000.0f, scale}, n - 1);
         std::vector<float> got(static_cast<size_t>(hd));
         be->read(ot.tensor, got.data(), got.size() * 4);
+        int differ_old = 0;
         for (int64_t d = 0; d < hd; ++d) {
             EXPECT_EQ(std::bit_cast<uint32_t>(got[static_cast<size_t>(d)]), std::bit_cast<uint32_t>(want[static_cast<size_t>(d)]))
                 << "dimension " << d << ": " << got[static_cast<size_t>(d)] << " vs " << want[static_cast<size_t>(d)];
+            EXPECT_NEAR(got[static_cast<size_t>(d)], old[static_cast<size_t>(d)], 1e-5f);
+            differ_old += got[static_cast<size_t>(d)] != old[static_cast<size_t>(d)];
         }
+        EXPECT_GT(differ_old, 0);
     }
 }
 

@@ -11,6 +11,8 @@
 //    of all chunks (session 15's prototype), so the written-out order below is the one that checks it.
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_isa.h"
+#include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/cpu_ops.h"
 #include "core/fp16.h"
 #include "attention_run.h"
@@ -22,6 +24,9 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -312,6 +317,147 @@ TEST(CpuAttentionOrder, SuperblockLevelChangesBits) {
     }
     EXPECT_GT(differ, 0u);
 }
+
+// The kernel interface in scalar code (cpu::attention_cache_scalar): a blocks job over a strided
+// view of f16 or f32 K and V (the KV head at an offset in a row of three) is cpu::superblock_partial
+// per head (O, M, L), and a job without blocks is cpu::attention_row; 3 heads, short and full
+// superblocks.
+TEST(CpuAttentionOrder, ScalarKernelIsTheReferenceFunctions) {
+    const int64_t hd = 48, stride = 3 * hd, first = hd, G = 3;
+    for (const int64_t n : {int64_t{1}, int64_t{40}, int64_t{97}, int64_t{512}}) {
+        for (const bool f16 : {true, false}) {
+            SCOPED_TRACE(std::string(f16 ? "f16" : "f32") + " n " + std::to_string(n));
+            std::mt19937          rng(static_cast<uint32_t>(n));
+            auto                  normal = [&](float sd) { return std::normal_distribution<float>(0.0f, sd)(rng); };
+            std::vector<float>    kf(static_cast<size_t>(stride * n)), vf(kf.size()), q(static_cast<size_t>(G * hd));
+            std::vector<uint16_t> kh(kf.size()), vh(kf.size());
+            for (auto & x : q) x = normal(2.0f);
+            for (size_t i = 0; i < kf.size(); ++i) {
+                kh[i] = fp32_to_fp16(normal(1.0f)), vh[i] = fp32_to_fp16(normal(1.0f));
+                kf[i] = f16 ? fp16_to_fp32(kh[i]) : normal(1.0f), vf[i] = f16 ? fp16_to_fp32(vh[i]) : normal(1.0f);
+            }
+            const cpu::CacheView c{f16 ? static_cast<const void *>(kh.data()) : kf.data(),
+                                   f16 ? static_cast<const void *>(vh.data()) : vf.data(), f16, f16, stride, first, hd};
+            std::vector<float> out(q.size()), m(static_cast<size_t>(G)), l(m.size()), scratch(static_cast<size_t>(
+                                                                                          cpu::attention_scratch(G, n, hd)));
+            for (const bool blocks : {true, false}) {
+                cpu::AttentionJob job{q.data(), G, n, 0.125f, out.data(), m.data(), l.data(), blocks};
+                cpu::attention_cache_scalar(c, job, scratch.data());
+                for (int64_t g = 0; g < G; ++g) {
+                    std::vector<float> s(static_cast<size_t>(n)), want(static_cast<size_t>(hd));
+                    if (blocks) {
+                        cpu::attention_scores(q.data() + g * hd, kf.data() + first, stride, n, hd, 0.125f, f16, s.data());
+                        cpu::AttnPartial p{0, 0, want.data()};
+                        cpu::superblock_partial(s.data(), n, vf.data() + first, stride, hd, f16, p);
+                        EXPECT_EQ(std::bit_cast<uint32_t>(m[size_t(g)]), std::bit_cast<uint32_t>(p.m));
+                        EXPECT_EQ(std::bit_cast<uint32_t>(l[size_t(g)]), std::bit_cast<uint32_t>(p.l));
+                    } else {
+                        cpu::attention_row(q.data() + g * hd, kf.data() + first, stride, vf.data() + first, stride, n, hd,
+                                           0.125f, f16, f16, want.data());
+                    }
+                    EXPECT_EQ(bits_differ({out.begin() + g * hd, out.begin() + (g + 1) * hd}, want), 0u) << blocks;
+                }
+            }
+        }
+    }
+}
+
+// ---- the CPU backends against the oracle -----------------------------------------------------------
+// Every query (token, head) of a prompt through the reference backend and the fast backend of every
+// instruction set this machine runs, given as one prompt call (the prompt path), one token per call
+// (decode) and 7 per call: each equals cpu::attention_row over its positions bit for bit. Positions
+// 500 .. 579 cross the superblock's end (512) and the chunk and block edges after it (544, 576);
+// 1000 .. 1029 the second superblock's (1024); 4094 .. 4096 at 2B4T's shape (20 heads on 5 KV heads,
+// head_dim 128) the eighth's (4096). G = 3, 2 and 4 (the kernels take up to 4 heads at a time).
+struct CpuCase {
+    std::string                                                 name;
+    std::function<std::shared_ptr<Backend>(std::string & skip)> make;
+};
+void PrintTo(const CpuCase & c, std::ostream * os) { *os << c.name; }
+
+std::vector<CpuCase> cpu_backends() {
+    auto fast = [](CpuIsa isa, int threads) {
+        return [isa, threads](std::string & skip) -> std::shared_ptr<Backend> {
+            if (cpu_isa_available(isa)) return make_cpu_fast_backend({threads, isa});
+            skip = std::string("no ") + std::string(cpu_isa_name(isa)) + " kernels on this CPU/build";
+            return nullptr;
+        };
+    };
+    return {{"ref_2_threads", [](std::string &) -> std::shared_ptr<Backend> { return make_cpu_reference_backend(2); }},
+            {"avx512_1_thread", fast(CpuIsa::avx512, 1)},
+            {"avx512_3_threads", fast(CpuIsa::avx512, 3)},
+            {"avx2_1_thread", fast(CpuIsa::avx2, 1)},
+            {"avx2_3_threads", fast(CpuIsa::avx2, 3)},
+            {"neon_1_thread", fast(CpuIsa::neon, 1)},
+            {"neon_3_threads", fast(CpuIsa::neon, 3)}};
+}
+
+class CpuAttentionRows : public ::testing::TestWithParam<CpuCase> {
+protected:
+    void SetUp() override {
+        std::string skip;
+        be_ = GetParam().make(skip);
+        if (!be_) GTEST_SKIP() << skip;
+    }
+    std::shared_ptr<Backend> be_;
+};
+
+TEST_P(CpuAttentionRows, PromptDecodeAndChunksAreTheOracleAcrossEveryEdge) {
+    const test::AttentionRun runs[] = {{6, 2, 64, 500, 80, DType::f16}, {4, 2, 64, 1000, 30, DType::f16},
+                                       {20, 5, 128, 4094, 3, DType::f16}};
+    for (test::AttentionRun run : runs) {
+        for (const DType cache : {DType::f16, DType::f32}) {
+            run.cache = cache;
+            SCOPED_TRACE(std::string(cache == DType::f16 ? "f16" : "f32") + " heads " + std::to_string(run.n_head) +
+                         " positions " + std::to_string(run.pos0) + " + " + std::to_string(run.T));
+            const int64_t n_q = run.n_head * run.head_dim, n_kv = run.n_head_kv * run.head_dim, n_ctx = run.pos0 + run.T;
+            std::mt19937  rng(static_cast<uint32_t>(run.pos0));
+            auto          normal = [&](float sd) { return std::normal_distribution<float>(0.0f, sd)(rng); };
+            std::vector<float> k(static_cast<size_t>(n_kv * n_ctx)), v(k.size()), q(static_cast<size_t>(n_q * (run.T + 1)));
+            for (auto & x : k) x = normal(1.0f);
+            for (auto & x : v) x = normal(1.0f);
+            for (auto & x : q) x = normal(2.0f);
+            const size_t         es = cache == DType::f16 ? 2 : 4;
+            std::vector<uint8_t> kb(k.size() * es), vb(v.size() * es);
+            for (size_t i = 0; i < k.size(); ++i) {
+                if (cache == DType::f16) {
+                    const uint16_t hk = fp32_to_fp16(k[i]), hv = fp32_to_fp16(v[i]);
+                    std::memcpy(kb.data() + 2 * i, &hk, 2), std::memcpy(vb.data() + 2 * i, &hv, 2);
+                    k[i] = fp16_to_fp32(hk), v[i] = fp16_to_fp32(hv);
+                } else {
+                    std::memcpy(kb.data() + 4 * i, &k[i], 4), std::memcpy(vb.data() + 4 * i, &v[i], 4);
+                }
+            }
+            const bool         f16   = cache == DType::f16;
+            const float        scale = 1.0f / std::sqrt(static_cast<float>(run.head_dim));
+            // (the oracle once per case for all the backends)
+            static std::map<std::pair<int64_t, bool>, std::vector<float>> oracles;
+            std::vector<float> & want  = oracles[{run.pos0, f16}];
+            const bool           fresh = want.empty();
+            if (fresh) want.resize(static_cast<size_t>(n_q * run.T));
+            for (int64_t t = 0; fresh && t < run.T; ++t) {
+                for (int64_t h = 0; h < run.n_head; ++h) {
+                    const int64_t kvh = h / (run.n_head / run.n_head_kv), o = h * run.head_dim;
+                    cpu::attention_row(q.data() + (t + 1) * n_q + o, k.data() + kvh * run.head_dim, n_kv,
+                                       v.data() + kvh * run.head_dim, n_kv, run.pos0 + t + 1, run.head_dim, scale, f16,
+                                       f16, want.data() + t * n_q + o);
+                }
+            }
+            for (const int64_t per_call : {run.T, int64_t{1}, int64_t{7}}) {
+                const std::vector<float> got = test::run_attention(*be_, run, kb, vb, q, per_call);
+                size_t                   first = got.size(), differ = 0;
+                for (size_t i = 0; i < got.size(); ++i) {
+                    if (std::bit_cast<uint32_t>(got[i]) != std::bit_cast<uint32_t>(want[i]) && differ++ == 0) first = i;
+                }
+                EXPECT_EQ(differ, 0u) << per_call << " per call; first at token " << first / static_cast<size_t>(n_q)
+                                      << ", element " << first % static_cast<size_t>(n_q);
+            }
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cpu, CpuAttentionRows, ::testing::ValuesIn(cpu_backends()),
+                         [](const ::testing::TestParamInfo<CpuCase> & i) { return i.param.name; });
 
 }  // namespace
 }  // namespace tern

@@ -320,6 +320,126 @@ TEST_P(CpuKernels, AttentionMatchesTheReference) {
     }
 }
 
+// Issue 52's block order (cpu_ops.h, "Attention over a row of positions"): the kernels in block mode
+// (AttentionJob::blocks) on each superblock of a row longer than 512 positions, as the fast backend
+// calls them, against the reference's superblock partials (M, L and the unnormalised O, bit for bit),
+// and the row they join to against cpu::attention_row. Rows around the block (32), chunk (64) and
+// superblock (512) ends, head dims 16-128, 1-5 query heads (in turn), each of K and V f16 or f32, both kernels
+// where a set has both (attention_cache and attention_prepare + attention), and a huge score late in
+// the row (early superblocks' and blocks' weights underflow to 0 in the joins).
+TEST_P(CpuKernels, AttentionBlockOrderMatchesTheReference) {
+    const std::vector<int64_t> rows = emulated() ? std::vector<int64_t>{513, 545, 1025, 1537}
+                                                 : std::vector<int64_t>{513, 514, 515, 516, 517, 518, 519, 520, 544, 575,
+                                                                        576, 1023, 1024, 1025, 1537, 2048, 4097};
+    const std::vector<int64_t> dims = emulated() ? std::vector<int64_t>{128, 48, 16} : std::vector<int64_t>{128, 96, 64, 48, 16};
+    int64_t combo = 0;
+    for (const int64_t hd : dims) {
+        const int64_t stride = 3 * hd, first = hd;
+        for (const int64_t n : rows) {
+            std::vector<float> kf(static_cast<size_t>(stride * n)), vf(kf.size());
+            for (auto & x : kf) x = normal(hd == 16 ? 6.0f : 1.0f);
+            for (auto & x : vf) x = normal();
+            const int64_t G_all[] = {4, 1, 3, 5, 2};
+            {  // one query-head count per (hd, n), in turn (the scalar oracle dominates the time)
+                const int64_t      G = G_all[combo++ % 5];
+                std::vector<float> q(static_cast<size_t>(G * hd));
+                for (auto & x : q) x = normal(0.7f);
+                // A huge score late in the row for head 0 (its K row along q's signs), moderate for the others.
+                std::vector<float> kr = kf;
+                const int64_t      late = n - 1 - static_cast<int64_t>(rng_() % 40);
+                for (int64_t d = 0; d < hd; ++d) kr[static_cast<size_t>(late * stride + first + d)] = q[d] < 0 ? -24.0f : 24.0f;
+                std::vector<uint16_t> kh(kr.size()), vh(vf.size());
+                for (size_t i = 0; i < kr.size(); ++i) {
+                    kh[i] = fp32_to_fp16(kr[i]);
+                    vh[i] = fp32_to_fp16(vf[i]);
+                }
+                const float   scale   = 1.0f / std::sqrt(static_cast<float>(hd));
+                const int64_t n_super = (n + 511) / 512;
+                for (int f16 = 0; f16 < 4; ++f16) {
+                    const bool k_f16 = (f16 & 1) != 0, v_f16 = (f16 & 2) != 0;
+                    // The head's K and V rows as f32 values (an f16 cache's values exactly), contiguous.
+                    std::vector<float> kv32(static_cast<size_t>(n * hd)), vv32(kv32.size());
+                    for (int64_t p = 0; p < n; ++p) {
+                        for (int64_t d = 0; d < hd; ++d) {
+                            const size_t at = static_cast<size_t>(p * stride + first + d), to = static_cast<size_t>(p * hd + d);
+                            kv32[to]        = k_f16 ? fp16_to_fp32(kh[at]) : kr[at];
+                            vv32[to]        = v_f16 ? fp16_to_fp32(vh[at]) : vf[at];
+                        }
+                    }
+                    // The reference: every head's scores, each superblock's partial, the row.
+                    std::vector<float> want_o(static_cast<size_t>(n_super * G * hd)), want_m(static_cast<size_t>(n_super * G)),
+                        want_l(want_m.size()), want_row(static_cast<size_t>(G * hd));
+                    for (int64_t g = 0; g < G; ++g) {
+                        std::vector<float> qh(static_cast<size_t>(hd)), sc(static_cast<size_t>(n));
+                        for (int64_t d = 0; d < hd; ++d) qh[d] = k_f16 ? round_to_fp16(q[g * hd + d]) : q[g * hd + d];
+                        for (int64_t p = 0; p < n; ++p) sc[p] = cpu::dot_blocked16(qh.data(), kv32.data() + p * hd, hd) * scale;
+                        for (int64_t c = 0; c < n_super; ++c) {
+                            const int64_t    s0 = c * 512;
+                            cpu::AttnPartial part{0.0f, 0.0f, want_o.data() + (c * G + g) * hd};
+                            cpu::superblock_partial(sc.data() + s0, std::min<int64_t>(512, n - s0), vv32.data() + s0 * hd, hd, hd,
+                                                    v_f16, part);
+                            want_m[c * G + g] = part.m;
+                            want_l[c * G + g] = part.l;
+                        }
+                        cpu::attention_row(q.data() + g * hd, kv32.data(), hd, vv32.data(), hd, n, hd, scale, k_f16, v_f16,
+                                           want_row.data() + g * hd);
+                    }
+                    const void * kp = k_f16 ? static_cast<const void *>(kh.data()) : kr.data();
+                    const void * vp = v_f16 ? static_cast<const void *>(vh.data()) : vf.data();
+                    for (int path = 0; path < 2; ++path) {  // 0: attention_cache, 1: attention_prepare + attention
+                        if (path == 0 && k_->attention_cache == nullptr) continue;
+                        std::vector<float> out(static_cast<size_t>(n_super * G * hd), -1.0f), m(static_cast<size_t>(n_super * G)),
+                            l(m.size());
+                        std::vector<float> scratch(static_cast<size_t>(cpu::attention_scratch(G, 512, hd)));
+                        std::vector<float> kt(static_cast<size_t>(512 * hd)), v(kt.size());
+                        for (int64_t c = 0; c < n_super; ++c) {
+                            const int64_t s0 = c * 512, len = std::min<int64_t>(512, n - s0);
+                            const size_t  ko = static_cast<size_t>(s0 * stride) * (k_f16 ? 2 : 4);
+                            const size_t  vo = static_cast<size_t>(s0 * stride) * (v_f16 ? 2 : 4);
+                            const cpu::CacheView c_view{static_cast<const uint8_t *>(kp) + ko, static_cast<const uint8_t *>(vp) + vo,
+                                                        k_f16, v_f16, stride, first, hd, -1};
+                            cpu::AttentionJob job{q.data(), G, len, scale, out.data() + c * G * hd, m.data() + c * G, l.data() + c * G};
+                            job.blocks = true;
+                            if (path == 0) {
+                                k_->attention_cache(c_view, job, scratch.data());
+                            } else {
+                                k_->attention_prepare(c_view, len, kt.data(), v.data());
+                                k_->attention({kt.data(), v.data(), hd, k_f16, v_f16}, job, scratch.data());
+                            }
+                        }
+                        const std::string at = "hd " + std::to_string(hd) + " n " + std::to_string(n) + " G " + std::to_string(G) +
+                                               (k_f16 ? " f16 K" : " f32 K") + (v_f16 ? " f16 V" : " f32 V") +
+                                               (path == 0 ? " cache" : " prepared");
+                        for (int64_t c = 0; c < n_super; ++c) {
+                            for (int64_t g = 0; g < G; ++g) {
+                                const size_t i = static_cast<size_t>(c * G + g);
+                                ASSERT_EQ(bits(m[i]), bits(want_m[i])) << at << " superblock " << c << " max " << g;
+                                ASSERT_EQ(bits(l[i]), bits(want_l[i])) << at << " superblock " << c << " sum " << g;
+                                for (int64_t d = 0; d < hd; ++d) {
+                                    ASSERT_EQ(bits(out[i * hd + d]), bits(want_o[i * hd + d]))
+                                        << at << " superblock " << c << " head " << g << " o " << d;
+                                }
+                            }
+                        }
+                        // The row: the superblocks joined in order, then O * (1 / L).
+                        for (int64_t g = 0; g < G; ++g) {
+                            std::vector<cpu::AttnPartial> parts(static_cast<size_t>(n_super));
+                            for (int64_t c = 0; c < n_super; ++c) parts[c] = {m[c * G + g], l[c * G + g], out.data() + (c * G + g) * hd};
+                            std::vector<float> o(static_cast<size_t>(hd)), row(o.size());
+                            cpu::AttnPartial   joined{0.0f, 0.0f, o.data()};
+                            cpu::join_partials(parts.data(), n_super, hd, joined);
+                            cpu::finish_partial(joined, hd, row.data());
+                            for (int64_t d = 0; d < hd; ++d) {
+                                ASSERT_EQ(bits(row[d]), bits(want_row[g * hd + d])) << at << " row head " << g << " dim " << d;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 // The activation epilogue, SiLU's exp_fixed included: a sweep of every 4099th f32 (every 127069th
 // under emulation) plus edges.
 TEST_P(CpuKernels, GateActivationsMatchTheReference) {

@@ -344,11 +344,10 @@ private:
     struct Scratch {
         std::vector<float>  f;       // a row of K floats (normed activations, dequantized rows)
         std::vector<int8_t> w, w2;   // unpacked weight rows
-        std::vector<float>  q, kv;   // one head
-        std::vector<float>  scores;  // [n_ctx]
-        std::vector<float>  acc;     // one head: a position's P·V terms
-        cpu::PositionSum    pv;      // one head: the P·V sums
-        std::vector<float>  sup_m, sup_l, sup_o;  // one head: each superblock's max, sum, [hd] output
+        std::vector<float>  k_rows, v_rows;  // one superblock of a head: K and V rows [512][head_dim]
+        std::vector<float>  scores;          // [512]
+        std::vector<float>  sup_o;           // [n_super + 1][head_dim]: each superblock's O, then the row's
+        std::vector<cpu::AttnPartial> sup;   // [n_super]
     };
 
     void grow_scratch(int64_t k) {
@@ -361,18 +360,17 @@ private:
         }
     }
     void grow_attention_scratch(int64_t n_ctx, int64_t hd) {
+        const size_t n_super = static_cast<size_t>((n_ctx + cpu::k_pos_super - 1) / cpu::k_pos_super);
+        const size_t rows    = static_cast<size_t>(std::min(n_ctx, cpu::k_pos_super) * hd);
         for (auto & sc : scratch_) {
-            if (sc.scores.size() < static_cast<size_t>(n_ctx)) sc.scores.resize(static_cast<size_t>(n_ctx));
-            const size_t n_super = static_cast<size_t>((n_ctx + cpu::k_pos_super - 1) / cpu::k_pos_super);
-            if (sc.sup_m.size() < n_super || sc.sup_o.size() < n_super * static_cast<size_t>(hd)) {
-                sc.sup_m.resize(n_super);
-                sc.sup_l.resize(n_super);
-                sc.sup_o.resize(n_super * static_cast<size_t>(hd));
+            if (sc.k_rows.size() < rows) {
+                sc.k_rows.resize(rows);
+                sc.v_rows.resize(rows);
+                sc.scores.resize(static_cast<size_t>(cpu::k_pos_super));
             }
-            if (sc.q.size() < static_cast<size_t>(hd)) {
-                sc.q.resize(static_cast<size_t>(hd));
-                sc.kv.resize(static_cast<size_t>(hd));
-                sc.acc.resize(static_cast<size_t>(hd));
+            if (sc.sup.size() < n_super || sc.sup_o.size() < (n_super + 1) * static_cast<size_t>(hd)) {
+                sc.sup.resize(n_super);
+                sc.sup_o.resize((n_super + 1) * static_cast<size_t>(hd));
             }
         }
     }
@@ -565,47 +563,34 @@ private:
                 const int64_t h   = i % s.n_head;
                 const int64_t kvh = h / group;
                 const int64_t n   = pos_of(t) + 1;  // causal: positions 0..pos
-                float *       qh  = sc.q.data();
-                for (int64_t d = 0; d < hd; ++d) {
-                    const float v = qp[t * n_q + h * hd + d];
-                    qh[d]         = k_f16 ? round_to_fp16(v) : v;
-                }
-                // Each superblock of 512 positions on its own (its max, exps, sum, probabilities
-                // and P·V), then combine_superblocks; one superblock is the whole row.
-                float *       scores  = sc.scores.data();
-                float *       kcol    = sc.kv.data();
+                // The row in tern's order (cpu_ops.h, cpu::attention_row): the single-pass softmax
+                // up to 512 positions; beyond, each superblock's partial in the block order
+                // (cpu::superblock_partial), then the row's join. One superblock of K and V rows
+                // at a time as f32 values.
+                const float * qh      = qp + t * n_q + h * hd;
+                float *       oh      = op + t * n_q + h * hd;
+                float *       kr      = sc.k_rows.data();
+                float *       vr      = sc.v_rows.data();
                 const int64_t n_super = (n + cpu::k_pos_super - 1) / cpu::k_pos_super;
-                float *       o_c     = n_super == 1 ? op + t * n_q + h * hd : sc.sup_o.data();
                 for (int64_t c = 0; c < n_super; ++c) {
-                    const int64_t s0  = c * cpu::k_pos_super;
-                    const int64_t len = std::min(n - s0, cpu::k_pos_super);
-                    float         max = -std::numeric_limits<float>::infinity();
+                    const int64_t s0 = c * cpu::k_pos_super, len = std::min(n - s0, cpu::k_pos_super);
                     for (int64_t p = 0; p < len; ++p) {
-                        load_cache_head(kv.k, row_of(t, s0 + p), kvh * hd, hd, kcol);
-                        scores[p] = cpu::dot_blocked16(qh, kcol, hd) * s.scale;
-                        max       = std::max(max, scores[p]);
+                        load_cache_head(kv.k, row_of(t, s0 + p), kvh * hd, hd, kr + p * hd);
+                        load_cache_head(kv.v, row_of(t, s0 + p), kvh * hd, hd, vr + p * hd);
                     }
-                    for (int64_t p = 0; p < len; ++p) scores[p] = cpu::exp_fixed(scores[p] - max);
-                    const float l   = cpu::sum_positions(scores, len);
-                    const float inv = 1.0f / l;
-                    for (int64_t p = 0; p < len; ++p) {
-                        scores[p] *= inv;
-                        if (v_f16) scores[p] = round_to_fp16(scores[p]);
+                    if (n_super == 1) {
+                        cpu::attention_row(qh, kr, hd, vr, hd, n, hd, s.scale, k_f16, v_f16, oh);
+                        break;
                     }
-                    sc.pv.reset(static_cast<size_t>(hd));
-                    float * terms = sc.acc.data();
-                    for (int64_t p = 0; p < len; ++p) {
-                        load_cache_head(kv.v, row_of(t, s0 + p), kvh * hd, hd, kcol);
-                        for (int64_t d = 0; d < hd; ++d) terms[d] = scores[p] * kcol[d];  // rounded (no contraction)
-                        sc.pv.add(p, terms);
-                    }
-                    sc.pv.finish(len, o_c + (n_super == 1 ? 0 : c * hd));
-                    sc.sup_m[static_cast<size_t>(c)] = max;
-                    sc.sup_l[static_cast<size_t>(c)] = l;
+                    cpu::attention_scores(qh, kr, hd, len, hd, s.scale, k_f16, sc.scores.data());
+                    cpu::AttnPartial & part = sc.sup[static_cast<size_t>(c)];
+                    part.o                  = sc.sup_o.data() + c * hd;
+                    cpu::superblock_partial(sc.scores.data(), len, vr, hd, hd, v_f16, part);
                 }
                 if (n_super > 1) {
-                    cpu::combine_superblocks(sc.sup_m.data(), sc.sup_l.data(), 1, o_c, hd, n_super, hd,
-                                             op + t * n_q + h * hd);
+                    cpu::AttnPartial row{0.0f, 0.0f, sc.sup_o.data() + n_super * hd};
+                    cpu::join_partials(sc.sup.data(), n_super, hd, row);
+                    cpu::finish_partial(row, hd, oh);
                 }
             }
         });

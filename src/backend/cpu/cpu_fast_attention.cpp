@@ -15,10 +15,19 @@ template <class T> void grow(std::vector<T> & v, int64_t n) {
     if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
 }
 
-// Runs a job of more than 512 positions a superblock at a time, each as a job of its own over the
-// cache view shifted to its first position (run(s0, sub_job)), then joins each query head's
-// superblocks with cpu::combine_superblocks (cpu_ops.h: the reference's order). sup holds
-// [superblock][n_q][hd] outputs, then [superblock][n_q] maxima and sums.
+// The cache view from position s0 on.
+cpu::CacheView shifted(const cpu::CacheView & c, int64_t s0) {
+    cpu::CacheView r = c;
+    r.k = static_cast<const uint8_t *>(c.k) + s0 * c.stride * (c.f16_k ? 2 : 4);
+    r.v = static_cast<const uint8_t *>(c.v) + s0 * c.stride * (c.f16_v ? 2 : 4);
+    return r;
+}
+
+// Runs a job in tern's attention order (cpu_ops.h): up to 512 positions as one job (the single-pass
+// softmax); more, a superblock at a time as blocks jobs of their own over the cache view shifted to
+// its first position (run(s0, sub_job)), then each query head's superblock partials joined
+// (cpu::join_partials) and normalised (cpu::finish_partial). sup holds [superblock][n_q][hd] partial
+// outputs, then [superblock][n_q] M and L.
 template <class Run> void run_by_superblocks(const cpu::AttentionJob & job, int64_t hd, std::vector<float> & sup, Run run) {
     if (job.n_pos <= cpu::k_pos_super) {
         run(int64_t{0}, job);
@@ -33,19 +42,19 @@ template <class Run> void run_by_superblocks(const cpu::AttentionJob & job, int6
         const int64_t     s0 = c * cpu::k_pos_super;
         cpu::AttentionJob part{job.q, n_q, std::min(job.n_pos - s0, cpu::k_pos_super), job.scale, o + c * n_q * hd,
                                m + c * n_q, l + c * n_q};
+        part.blocks = true;
         run(s0, part);
     }
+    thread_local std::vector<cpu::AttnPartial> parts;
+    parts.resize(static_cast<size_t>(n_super));
     for (int64_t g = 0; g < n_q; ++g) {
-        cpu::combine_superblocks(m + g, l + g, n_q, o + g * hd, n_q * hd, n_super, hd, job.out + g * hd);
+        for (int64_t c = 0; c < n_super; ++c) {
+            parts[static_cast<size_t>(c)] = {m[c * n_q + g], l[c * n_q + g], o + (c * n_q + g) * hd};
+        }
+        cpu::AttnPartial row{0.0f, 0.0f, parts[0].o};  // (in place: join_partials allows it)
+        cpu::join_partials(parts.data(), n_super, hd, row);
+        cpu::finish_partial(row, hd, job.out + g * hd);
     }
-}
-
-// The cache view from position s0 on.
-cpu::CacheView shifted(const cpu::CacheView & c, int64_t s0) {
-    cpu::CacheView r = c;
-    r.k = static_cast<const uint8_t *>(c.k) + s0 * c.stride * (c.f16_k ? 2 : 4);
-    r.v = static_cast<const uint8_t *>(c.v) + s0 * c.stride * (c.f16_v ? 2 : 4);
-    return r;
 }
 
 // The converted KV head from position s0 on (a multiple of 16: kt's blocks).
@@ -171,7 +180,7 @@ void CpuFastBackend::attention(const Tensor & out, const Tensor & q, const KvLay
         ThreadPool::chunk_range(n_items, 1, pool_.n_threads(), ti, i0, i1);
         if (i0 >= i1) return;
         Scratch & sc = scratch_[static_cast<size_t>(ti)];
-        grow(sc.att, group * (n_max + 16) + group * hd);
+        grow(sc.att, cpu::attention_scratch(group, n_max, hd));
         if (k_.attention_cache == nullptr) {
             grow(sc.kt, ((n_max + 15) / 16) * 16 * hd);
             grow(sc.v, n_max * hd);
@@ -281,7 +290,7 @@ void CpuFastBackend::attention_paged(const Tensor & out, const Tensor & q, const
             grow(sc.kt, ((n_max + 15) / 16) * 16 * hd);
             grow(sc.v, n_max * hd);
         }
-        grow(sc.att, group * (n_max + 16) + group * hd);
+        grow(sc.att, cpu::attention_scratch(group, n_max, hd));
         grow(sc.kv_rows, n_max * hd * static_cast<int64_t>(k_el + v_el));
         uint8_t * gk = sc.kv_rows.data();
         uint8_t * gv = gk + static_cast<size_t>(n_max * hd) * k_el;

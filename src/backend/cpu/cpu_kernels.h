@@ -120,17 +120,23 @@ struct Q8BlockActs {
 
 // ----------------------------------------------------------------------------- attention
 // One query token, one KV head and the `n_q` query heads that share it (GQA), over cache
-// positions 0 .. n_pos - 1 (n_pos <= 512: one superblock), as cpu_backend.cpp's reference computes
-// each head's superblock; cpu_fast_attention.cpp runs a longer row a superblock at a time (the cache
-// views shifted) and joins them with cpu::combine_superblocks, from each one's max and sum.
+// positions 0 .. n_pos - 1 (n_pos <= 512: one superblock), in tern's attention order (cpu_ops.h,
+// "Attention over a row of positions"). A row of at most 512 positions is one job (blocks = false:
+// the single-pass softmax, cpu::attention_row's step 0). cpu_fast_attention.cpp runs a longer row
+// a superblock at a time (the cache views shifted to its first position) with blocks = true, and
+// joins each head's superblocks with cpu::join_partials, then cpu::finish_partial.
 struct AttentionJob {
     const float * q       = nullptr;  // [n_q][head_dim] query heads (f32, before any f16 rounding)
     int64_t       n_q     = 0;
     int64_t       n_pos   = 0;
     float         scale   = 0;
     float *       out     = nullptr;  // [n_q][head_dim]
-    float *       sup_max = nullptr;  // [n_q] when not null: each head's max score
-    float *       sup_sum = nullptr;  // [n_q] when not null: each head's sum of exp_fixed(s - max)
+    float *       sup_max = nullptr;  // [n_q] with blocks: each head's M (below); not read otherwise
+    float *       sup_sum = nullptr;  // [n_q] with blocks: each head's L
+    // The block order (cpu_ops.h steps 1-4) for ONE superblock of a row of more than 512 positions:
+    // out[g * head_dim + d] = the superblock's unnormalised O, sup_max[g] = M, sup_sum[g] = L (both
+    // non-null), bit for bit cpu::superblock_partial's (m, l, o) of head g.
+    bool blocks = false;
 };
 // The cache of one KV head converted once per call (attention_prepare): K transposed in blocks of
 // 16 positions, kt[(p / 16) * head_dim * 16 + d * 16 + p % 16], and V as f32 rows, v[p * head_dim + d].
@@ -239,7 +245,8 @@ struct Kernels {
     // Converts positions [0, n_pos) of one KV head into kt / v (AttentionKv's layouts; kt padded to
     // whole blocks of 16 positions).
     void (*attention_prepare)(const CacheView & cache, int64_t n_pos, float * kt, float * v);
-    // One token's heads against a prepared KV head; scores: n_q * (n_pos + 16) floats of scratch.
+    // One token's heads against a prepared KV head; scores: attention_scratch(n_q, n_pos, head_dim)
+    // floats of scratch.
     void (*attention)(const AttentionKv & kv, const AttentionJob & job, float * scores);
     // attention_prepare + attention in one, reading the cache itself (no converted copy; the same
     // bits). Null where a set has none.
@@ -300,6 +307,19 @@ struct Kernels {
     float (*i8_head_bounds)(const int64_t * dots, const float * s, const float * q_norm, const float * d_norm,
                             const float * e_norm, int64_t n, const HeadBoundGrid & g, float * lo, float * hi);
 };
+
+// The floats of scratch an attention kernel may use for one job: the scores (n_pos + 16 per head:
+// whole blocks of 16), f16(q) (head_dim per head), and 64 per head for the block order's block and
+// chunk maxima, sums and weights.
+inline int64_t attention_scratch(int64_t n_q, int64_t n_pos, int64_t head_dim) {
+    return n_q * (n_pos + 16 + head_dim + 64);
+}
+
+// The attention kernel interface in scalar code (kernels_none.cpp): each head of the job by
+// cpu_ops.h's functions (the single pass of cpu::attention_row, or cpu::superblock_partial with
+// blocks), reading the cache view itself; for tests (every set's attention and attention_cache
+// take blocks jobs themselves).
+void attention_cache_scalar(const CacheView & cache, const AttentionJob & job, float * scratch);
 
 // The kernels of each instruction set this build has (null where the build has none).
 // kernels_avx512(): with VBMI the base-3 codes come from vpermi2b lookups (kernels_avx512_vbmi(),

@@ -242,9 +242,6 @@ void finish_partial(const AttnPartial & p, int64_t hd, float * out) {
     for (int64_t d = 0; d < hd; ++d) out[d] = p.o[d] * r;
 }
 
-namespace {
-
-// s[i] = dot_blocked16(f16(q), k_i) * scale (f16(q) with an f16 K) for i < n.
 void attention_scores(const float * q, const float * k, int64_t k_stride, int64_t n, int64_t hd, float scale,
                       bool k_f16, float * s) {
     thread_local std::vector<float> qh;
@@ -252,8 +249,6 @@ void attention_scores(const float * q, const float * k, int64_t k_stride, int64_
     for (int64_t d = 0; d < hd; ++d) qh[static_cast<size_t>(d)] = k_f16 ? round_to_fp16(q[d]) : q[d];
     for (int64_t i = 0; i < n; ++i) s[i] = dot_blocked16(qh.data(), k + i * k_stride, hd) * scale;
 }
-
-}  // namespace
 
 void attention_row_blocks(const float * q, const float * k, int64_t k_stride, const float * v, int64_t v_stride,
                           int64_t n, int64_t hd, float scale, bool k_f16, bool v_f16, float * out) {

@@ -58,11 +58,12 @@ void rope_neox_head(float * x, int64_t n_rot, int64_t pos, float freq_base);
 // while they walk the dimension in chunks of 16 or 32.
 float dot_blocked16(const float * a, const float * b, int64_t n);
 
-// The position order, tern's order for sums over attention positions (the softmax denominator, P·V)
-// that every backend reproduces bit for bit: blocks of 32 positions, each summed in order from 0;
-// the block sums of each superblock of 512 positions in order from 0; the superblock sums in order
-// from 0. Attention applies it within one superblock at a time (combine_superblocks joins them), so
-// its rows never reach the outer level; a sum over more positions still adds its superblocks in order.
+// The position order, tern's order for sums over attention positions (the softmax denominator, P·V
+// of a row of at most 512 positions) that every backend reproduces bit for bit: blocks of 32
+// positions, each summed in order from 0; the block sums of each superblock of 512 positions in order
+// from 0; the superblock sums in order from 0. Attention applies it to rows of at most one superblock
+// (longer rows take the block order below), so its rows never reach the outer level; a sum over more
+// positions still adds its superblocks in order.
 inline constexpr int64_t k_pos_block = 32;
 inline constexpr int64_t k_pos_super = 512;
 float sum_positions(const float * t, int64_t n);
@@ -80,8 +81,9 @@ private:
     void close_block(int64_t end);
 };
 
-// The softmax over more than one superblock (flash-decoding by superblocks; docs/architecture.md,
-// "Numerics"). Superblock c (positions [512 c, 512 c + 512) of the row) is attended on its own:
+// THE ORDER BEFORE ISSUE 52 for rows of more than 512 positions, kept while the WebGPU kernels still
+// compute it (their tuning key attn_block_order = 0) and their tests compare with it; the CPU
+// backends take the block order below. Superblock c (positions [512 c, 512 c + 512) of the row) is attended on its own:
 //   m_c = max of its scores s_i,  e_i = exp_fixed(s_i - m_c),  l_c = its e_i in the position order
 //   (blocks of 32 from 0, the block sums from 0),  p_i = e_i * (1 / l_c) (rounded to f16 with an f16
 //   cache),  o_c[d] = sum p_i v_i[d] in the position order (each product rounded once);
@@ -102,7 +104,7 @@ void combine_superblocks(const float * m, const float * l, int64_t ml_stride, co
 // The specification every backend reproduces bit for bit, for one query head over positions
 // 0 .. n-1 (every value f32, every operation rounded once, -ffp-contract=off; f16(x) rounds to the
 // nearest f16, ties to even, and applies only where the cache is f16):
-//  0. Rows of at most k_pos_super = 512 positions keep the single-pass softmax: m = the max score,
+//  0. Rows of at most k_pos_super = 512 positions keep the single-pass softmax: m = the max s_i (1.),
 //     e_i = exp_fixed(s_i - m), l = sum_positions(e), r = 1.0f / l, p_i = e_i * r (then f16(p_i)
 //     with an f16 V), out[d] = the p_i * v_i[d] in the position order (PositionSum). Steps 1-6 are
 //     the BLOCK ORDER of every row of more than 512 positions.
@@ -124,9 +126,10 @@ void combine_superblocks(const float * m, const float * l, int64_t ml_stride, co
 // every chain starting at +0). Why this shape: a GPU workgroup per chunk of 2 blocks writes one chunk
 // partial (attention_block_pv.wgsl; 2 blocks measured best); the paged and prefill kernels, whose
 // workgroups are per superblock, write superblock partials; the combine joins at most 8 chunks per
-// superblock (in parallel over superblocks), then the row's few superblocks. On the H200 this ran
-// depth-4096 decode 17.7% faster than the per-superblock softmax + combine_superblocks it replaced
-// (session 15; docs/architecture.md, "Numerics").
+// superblock (in parallel over superblocks), then the row's few superblocks. On the H200, session
+// 15's prototype of this order (one flat fold of the chunks, without step 4) decoded at depth 4096
+// 17.7% faster than the per-superblock softmax + combine_superblocks it replaces (docs/architecture.md,
+// "Numerics").
 inline constexpr int64_t k_attn_chunk_blocks = 2;                                     // blocks per chunk
 inline constexpr int64_t k_attn_chunk        = k_attn_chunk_blocks * k_pos_block;     // 64 positions
 inline constexpr int64_t k_attn_super_chunks = k_pos_super / k_attn_chunk;            // 8 chunks
@@ -152,6 +155,11 @@ void join_partials(const AttnPartial * parts, int64_t n_parts, int64_t hd, AttnP
 // first position, chunks of 2 blocks, the chunks joined) from its scores and V rows, as block_partial.
 void superblock_partial(const float * s, int64_t len, const float * v, int64_t v_stride, int64_t hd, bool v_f16,
                         AttnPartial & out);
+
+// Step 1: s[i] = dot_blocked16(f16(q), k_i) * scale for i < n, K rows k + i * k_stride (f16(q): q
+// rounded with k_f16, an f16 K cache).
+void attention_scores(const float * q, const float * k, int64_t k_stride, int64_t n, int64_t hd, float scale,
+                      bool k_f16, float * s);
 
 // Step 6: out[d] = p.o[d] * (1.0f / p.l).
 void finish_partial(const AttnPartial & p, int64_t hd, float * out);

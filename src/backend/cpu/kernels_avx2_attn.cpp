@@ -72,8 +72,11 @@ struct CacheV {
     __m256 load(int64_t p, int64_t d) const { return load_cache8(c, c.v, c.f16_v, p, d); }
 };
 
+// P . V for GN heads and DN * 8 dimensions from d0 (kernels_avx512_attn.cpp's pv_block_sums: the
+// position order without joins, issue 52's block order of one superblock with them, bj[g] head g's).
 template <int GN, int DN, class V>
-void pv_heads(const V & vs, int64_t hd, const float * probs, int64_t ld_probs, int64_t n, int64_t d0, float * out) {
+void pv_heads(const V & vs, int64_t hd, const float * probs, int64_t ld_probs, int64_t n, int64_t d0, const BlockJoins * bj,
+              float * out) {
     // blk (GN x DN <= 8 vectors) stays in registers for a block of 32 positions; super and total
     // are touched once per block (the 16 ymm registers cannot hold all three).
     __m256        super[GN][DN], total[GN][DN];
@@ -99,6 +102,22 @@ void pv_heads(const V & vs, int64_t hd, const float * probs, int64_t ld_probs, i
                 for (int i = 0; i < DN; ++i) blk[g][i] = _mm256_add_ps(blk[g][i], _mm256_mul_ps(pb, v[i]));
             }
         }
+        if (bj != nullptr) {  // super: the chunk's O_c; total: the superblock's join of its chunks
+            const int64_t b = p0 / 32;
+            for (int g = 0; g < GN; ++g) {
+                const __m256 a = _mm256_set1_ps(bj[g].a[b]);
+                for (int i = 0; i < DN; ++i) {
+                    super[g][i] = _mm256_add_ps(b % 2 == 0 ? _mm256_setzero_ps() : super[g][i], _mm256_mul_ps(a, blk[g][i]));
+                }
+            }
+            if (b % 2 == 1 || pe == n) {
+                for (int g = 0; g < GN; ++g) {
+                    const __m256 w = _mm256_set1_ps(bj[g].A[b / 2]);
+                    for (int i = 0; i < DN; ++i) total[g][i] = _mm256_add_ps(total[g][i], _mm256_mul_ps(w, super[g][i]));
+                }
+            }
+            continue;
+        }
         for (int g = 0; g < GN; ++g) {
             for (int i = 0; i < DN; ++i) super[g][i] = _mm256_add_ps(super[g][i], blk[g][i]);
         }
@@ -112,12 +131,75 @@ void pv_heads(const V & vs, int64_t hd, const float * probs, int64_t ld_probs, i
         }
     }
     for (int g = 0; g < GN; ++g) {
-        for (int i = 0; i < DN; ++i) _mm256_storeu_ps(out + g * hd + d0 + 8 * i, _mm256_add_ps(total[g][i], super[g][i]));
+        for (int i = 0; i < DN; ++i) {
+            _mm256_storeu_ps(out + g * hd + d0 + 8 * i, bj != nullptr ? total[g][i] : _mm256_add_ps(total[g][i], super[g][i]));
+        }
     }
 }
 
-template <int GN, class V> void pv_dims(const V & vs, int64_t hd, const float * probs, int64_t ld, int64_t n, float * out) {
-    for (int64_t d0 = 0; d0 < hd; d0 += 16) pv_heads<GN, 2>(vs, hd, probs, ld, n, d0, out);
+template <int GN, class V>
+void pv_dims(const V & vs, int64_t hd, const float * probs, int64_t ld, int64_t n, const BlockJoins * bj, float * out) {
+    for (int64_t d0 = 0; d0 < hd; d0 += 16) pv_heads<GN, 2>(vs, hd, probs, ld, n, d0, bj, out);
+}
+
+// The single-pass softmax of one superblock in place of head g's scores s[0 .. n) (n16: n rounded up
+// to 16, the lanes scores_heads wrote): e_i = exp_fixed(s_i - max), sum in the position order,
+// p_i = e_i * (1 / sum), then f16(p) where V is f16; the max and sum to *mx_out, *sum_out.
+inline void softmax_head(float * s, int64_t n, bool v_f16, float * mx_out, float * sum_out) {
+    const int64_t n16 = (n + 15) & ~int64_t{15};
+    float         mx  = -__builtin_inff();
+    for (int64_t p = 0; p < n; ++p) mx = s[p] > mx ? s[p] : mx;
+    const __m256 max = _mm256_set1_ps(mx);
+    for (int64_t p = 0; p < n16; p += 8) _mm256_storeu_ps(s + p, exp_fixed(_mm256_sub_ps(_mm256_loadu_ps(s + p), max)));
+    for (int64_t p = n; p < n16; ++p) s[p] = 0.0f;
+    const float  sum = sum_positions_chains(s, n);
+    const __m256 inv = _mm256_set1_ps(1.0f / sum);
+    *mx_out          = mx;
+    *sum_out         = sum;
+    for (int64_t p = 0; p < n16; p += 8) {
+        const __m256 pr = _mm256_mul_ps(_mm256_loadu_ps(s + p), inv);
+        _mm256_storeu_ps(s + p, v_f16 ? round_f16(pr) : pr);
+    }
+}
+
+// The block order instead (issue 52; one superblock of a longer row): per block of 32 positions
+// m_b = max(-FLT_MAX, its scores) and e_i = exp_fixed(s_i - m_b) in place (p_i = e_i), l_b its
+// chain, and the joins P.V applies (position_sum_chains.h). Two passes, every block's max, then the
+// exps (as on AVX-512: one pass per block waited on each block's reduction).
+inline void softmax_blocks(float * s, int64_t n, bool v_f16, BlockJoins & j) {
+    float         m[16], l[16];
+    const int64_t nb = (n + 31) / 32;
+    for (int64_t b = 0; b < nb; ++b) {
+        const float * sb  = s + 32 * b;
+        const int64_t rem = n - 32 * b;
+        __m256        mx  = _mm256_set1_ps(-__FLT_MAX__);
+        for (int i = 0; i < 4; ++i) {  // lanes max(s, mx): mx where s is NaN or an equal zero, or past n
+            const __m256 x = load_tail(sb + 8 * i, rem - 8 * i);
+            mx             = _mm256_blendv_ps(mx, _mm256_max_ps(x, mx), _mm256_castsi256_ps(tail_mask(rem - 8 * i)));
+        }
+        alignas(32) float lanes[8];
+        _mm256_store_ps(lanes, mx);
+        float mb = lanes[0];
+        for (int i = 1; i < 8; ++i) mb = max_first(mb, lanes[i]);
+        if (mb == 0.0f) {  // which zero: the first in position order, as the reference's std::max keeps it
+            mb = -__FLT_MAX__;
+            for (int64_t i = 0; i < rem && i < 32; ++i) mb = max_first(mb, sb[i]);
+        }
+        m[b] = mb;
+    }
+    // (whole vectors to n rounded up to 16, as softmax_head: the lanes past n hold scores_heads' padding)
+    const int64_t n16 = (n + 15) & ~int64_t{15};
+    for (int64_t p = 0; p < n16; p += 8) {
+        _mm256_storeu_ps(s + p, exp_fixed(_mm256_sub_ps(_mm256_loadu_ps(s + p), _mm256_set1_ps(m[p / 32]))));
+    }
+    block_chains(s, n, l);
+    if (v_f16) {
+        for (int64_t p = 0; p < n16; p += 8) _mm256_storeu_ps(s + p, round_f16(_mm256_loadu_ps(s + p)));
+    }
+    block_joins(m, l, nb, [](float * x) {
+        _mm256_store_ps(x, exp_fixed(_mm256_load_ps(x)));
+        _mm256_store_ps(x + 8, exp_fixed(_mm256_load_ps(x + 8)));
+    }, j);
 }
 
 // Scores for 8 positions per vector (half a block of 16), up to 4 heads.
@@ -159,31 +241,32 @@ void attention_from(const K & ks, const V & vs, int64_t hd, bool k_f16, bool v_f
             default: scores_heads<1>(ks, hd, qh + g0 * hd, n, job.scale, scores + g0 * ld, ld); break;
         }
     }
-    const int64_t n16 = (n + 15) & ~int64_t{15};
-    for (int64_t g = 0; g < job.n_q; ++g) {
-        float * s  = scores + g * ld;
-        float   mx = -__builtin_inff();
-        for (int64_t p = 0; p < n; ++p) mx = s[p] > mx ? s[p] : mx;
-        const __m256 max = _mm256_set1_ps(mx);
-        for (int64_t p = 0; p < n16; p += 8) _mm256_storeu_ps(s + p, exp_fixed(_mm256_sub_ps(_mm256_loadu_ps(s + p), max)));
-        for (int64_t p = n; p < n16; ++p) s[p] = 0.0f;
-        const float  sum = sum_positions_chains(s, n);
-        const __m256 inv = _mm256_set1_ps(1.0f / sum);
-        if (job.sup_max != nullptr) {
-            job.sup_max[g] = mx;
-            job.sup_sum[g] = sum;
-        }
-        for (int64_t p = 0; p < n16; p += 8) {
-            const __m256 pr = _mm256_mul_ps(_mm256_loadu_ps(s + p), inv);
-            _mm256_storeu_ps(s + p, v_f16 ? round_f16(pr) : pr);
-        }
-    }
     for (int64_t g0 = 0; g0 < job.n_q; g0 += 4) {
-        switch (job.n_q - g0 < 4 ? job.n_q - g0 : 4) {
-            case 4: pv_dims<4>(vs, hd, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
-            case 3: pv_dims<3>(vs, hd, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
-            case 2: pv_dims<2>(vs, hd, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
-            default: pv_dims<1>(vs, hd, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
+        const int64_t gn = job.n_q - g0 < 4 ? job.n_q - g0 : 4;
+        BlockJoins    bj[4];
+        for (int64_t g = g0; g < g0 + gn; ++g) {
+            float * s  = scores + g * ld;
+            float   mx = 0.0f, sum = 0.0f;
+            if (job.blocks) {
+                softmax_blocks(s, n, v_f16, bj[g - g0]);
+                mx  = bj[g - g0].m;
+                sum = bj[g - g0].l;
+            } else {
+                softmax_head(s, n, v_f16, &mx, &sum);
+            }
+            if (job.sup_max != nullptr) {
+                job.sup_max[g] = mx;
+                job.sup_sum[g] = sum;
+            }
+        }
+        const BlockJoins * j  = job.blocks ? bj : nullptr;
+        const float *      pg = scores + g0 * ld;
+        float *            og = job.out + g0 * hd;
+        switch (gn) {
+            case 4: pv_dims<4>(vs, hd, pg, ld, n, j, og); break;
+            case 3: pv_dims<3>(vs, hd, pg, ld, n, j, og); break;
+            case 2: pv_dims<2>(vs, hd, pg, ld, n, j, og); break;
+            default: pv_dims<1>(vs, hd, pg, ld, n, j, og); break;
         }
     }
 }

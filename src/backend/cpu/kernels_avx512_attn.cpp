@@ -92,12 +92,15 @@ template <bool EXACT> inline __m512 mul_add(__m512 a, __m512 b, __m512 s) {
     }
 }
 
-// P . V for GN heads and DN * 16 dimensions from d0 over n positions, in the position order
-// (cpu::PositionSum); load_v(p, v) puts position p's DN vectors of V in v. blk stays in registers
-// for a block of 32 positions (GN * DN <= 16 vectors); super and total are touched once per block.
+// P . V for GN heads and DN * 16 dimensions from d0 over n positions; load_v(p, v) puts position p's
+// DN vectors of V in v. blk stays in registers for a block of 32 positions (GN * DN <= 16 vectors);
+// super and total are touched once per block. Without joins (bj null) the position order
+// (cpu::PositionSum: blk -> super -> total); with them issue 52's block order (one superblock of a
+// longer row, unnormalised): blk is o_b, super the chunk's O_c = (0 + a_2c o_2c) + a_2c+1 o_2c+1,
+// total the superblock's ((0 + A_0 O_0) + A_1 O_1) + ... (cpu::join_partials; bj[g]: head g's weights).
 template <int GN, int DN, bool EXACT, class LoadV>
-inline void pv_block_sums(int64_t n, const float * probs, int64_t ld, int64_t hd, int64_t d0, float * out,
-                          LoadV && load_v) {
+inline void pv_block_sums(int64_t n, const float * probs, int64_t ld, int64_t hd, int64_t d0, const BlockJoins * bj,
+                          float * out, LoadV && load_v) {
     __m512 super[GN][DN], total[GN][DN];
     for (int g = 0; g < GN; ++g) {
         for (int i = 0; i < DN; ++i) super[g][i] = total[g][i] = _mm512_setzero_ps();
@@ -120,6 +123,22 @@ inline void pv_block_sums(int64_t n, const float * probs, int64_t ld, int64_t hd
                 for (int i = 0; i < DN; ++i) blk[g][i] = mul_add<EXACT>(pb, v[i], blk[g][i]);
             }
         }
+        if (bj != nullptr) {
+            const int64_t b = p0 / 32;
+            for (int g = 0; g < GN; ++g) {
+                const __m512 a = _mm512_set1_ps(bj[g].a[b]);
+                for (int i = 0; i < DN; ++i) {
+                    super[g][i] = _mm512_add_ps(b % 2 == 0 ? _mm512_setzero_ps() : super[g][i], _mm512_mul_ps(a, blk[g][i]));
+                }
+            }
+            if (b % 2 == 1 || pe == n) {
+                for (int g = 0; g < GN; ++g) {
+                    const __m512 w = _mm512_set1_ps(bj[g].A[b / 2]);
+                    for (int i = 0; i < DN; ++i) total[g][i] = _mm512_add_ps(total[g][i], _mm512_mul_ps(w, super[g][i]));
+                }
+            }
+            continue;
+        }
         for (int g = 0; g < GN; ++g) {
             for (int i = 0; i < DN; ++i) super[g][i] = _mm512_add_ps(super[g][i], blk[g][i]);
         }
@@ -133,27 +152,103 @@ inline void pv_block_sums(int64_t n, const float * probs, int64_t ld, int64_t hd
         }
     }
     for (int g = 0; g < GN; ++g) {
-        for (int i = 0; i < DN; ++i) _mm512_storeu_ps(out + g * hd + d0 + 16 * i, _mm512_add_ps(total[g][i], super[g][i]));
+        for (int i = 0; i < DN; ++i) {
+            _mm512_storeu_ps(out + g * hd + d0 + 16 * i, bj != nullptr ? total[g][i] : _mm512_add_ps(total[g][i], super[g][i]));
+        }
     }
 }
 
 // P . V from a prepared head or the cache view vs (vs.load(p, d): 16 dimensions of position p).
 template <int GN, int DN, class V>
-void pv_heads(const V & vs, int64_t hd, const float * probs, int64_t ld_probs, int64_t n, int64_t d0, float * out) {
-    pv_block_sums<GN, DN, false>(n, probs, ld_probs, hd, d0, out, [&](int64_t p, __m512 * v) {
+void pv_heads(const V & vs, int64_t hd, const float * probs, int64_t ld_probs, int64_t n, int64_t d0, const BlockJoins * bj,
+              float * out) {
+    pv_block_sums<GN, DN, false>(n, probs, ld_probs, hd, d0, bj, out, [&](int64_t p, __m512 * v) {
 #pragma GCC unroll 4
         for (int i = 0; i < DN; ++i) v[i] = vs.load(p, d0 + 16 * i);
     });
 }
 
-template <int GN, class V> void pv_dims(const V & vs, int64_t hd, const float * probs, int64_t ld, int64_t n, float * out) {
+template <int GN, class V>
+void pv_dims(const V & vs, int64_t hd, const float * probs, int64_t ld, int64_t n, const BlockJoins * bj, float * out) {
     int64_t d0 = 0;
-    for (; d0 + 64 <= hd; d0 += 64) pv_heads<GN, 4>(vs, hd, probs, ld, n, d0, out);
+    for (; d0 + 64 <= hd; d0 += 64) pv_heads<GN, 4>(vs, hd, probs, ld, n, d0, bj, out);
     switch ((hd - d0) / 16) {
-        case 3: pv_heads<GN, 3>(vs, hd, probs, ld, n, d0, out); break;
-        case 2: pv_heads<GN, 2>(vs, hd, probs, ld, n, d0, out); break;
-        case 1: pv_heads<GN, 1>(vs, hd, probs, ld, n, d0, out); break;
+        case 3: pv_heads<GN, 3>(vs, hd, probs, ld, n, d0, bj, out); break;
+        case 2: pv_heads<GN, 2>(vs, hd, probs, ld, n, d0, bj, out); break;
+        case 1: pv_heads<GN, 1>(vs, hd, probs, ld, n, d0, bj, out); break;
         default: break;
+    }
+}
+
+// Head g's probabilities in place of its scores s[0 .. n), then f16(p) where V is f16 (P.V's
+// factors). The single-pass softmax of one superblock: e_i = exp_fixed(s_i - max), sum in the
+// position order, p_i = e_i * (1 / sum); the max and sum to *mx_out, *sum_out.
+inline void softmax_head(float * s, int64_t n, bool v_f16, float * mx_out, float * sum_out) {
+    __m512 mx = _mm512_set1_ps(-__builtin_inff());
+    for (int64_t p = 0; p < n; p += 16) mx = _mm512_mask_max_ps(mx, tail_mask(n - p), mx, _mm512_loadu_ps(s + p));
+    const float  mx1 = _mm512_reduce_max_ps(mx);
+    const __m512 max = _mm512_set1_ps(mx1);
+    for (int64_t p = 0; p < n; p += 16) _mm512_storeu_ps(s + p, exp_fixed(_mm512_sub_ps(_mm512_loadu_ps(s + p), max)));
+    const float  sum = sum_positions_chains(s, n);
+    const __m512 inv = _mm512_set1_ps(1.0f / sum);
+    *mx_out          = mx1;
+    *sum_out         = sum;
+    for (int64_t p = 0; p < n; p += 16) {
+        const __m512 pr = _mm512_mul_ps(_mm512_loadu_ps(s + p), inv);
+        _mm512_storeu_ps(s + p, v_f16 ? round_f16(pr) : pr);
+    }
+}
+
+// The block order instead (issue 52; one superblock of a longer row): per block of 32 positions
+// m_b = max(-FLT_MAX, its scores) and e_i = exp_fixed(s_i - m_b) in place (p_i = e_i, no
+// normalisation), l_b its chain, and the joins P.V applies (position_sum_chains.h).
+// Two passes, as softmax_head's: every block's max, then the exps (a max per block and its exps in
+// one pass waited on each block's reduction: 30% more time than softmax_head).
+inline void softmax_blocks(float * s, int64_t n, bool v_f16, BlockJoins & j) {
+    float         m[16], l[16];
+    const int64_t nb = (n + 31) / 32;
+    for (int64_t b = 0; b < nb; ++b) {
+        const float * sb  = s + 32 * b;
+        const int64_t rem = n - 32 * b;
+        __m512        mx  = _mm512_set1_ps(-__FLT_MAX__);  // lanes max(s, mx): mx where s is NaN or an equal zero
+        mx                = _mm512_mask_max_ps(mx, tail_mask(rem), _mm512_loadu_ps(sb), mx);  // (rem >= 1: within n16)
+        mx                = _mm512_mask_max_ps(mx, tail_mask(rem - 16), load16(sb + 16, rem - 16), mx);
+        float mb          = _mm512_reduce_max_ps(mx);
+        if (mb == 0.0f) {  // which zero: the first in position order, as the reference's std::max keeps it
+            mb = -__FLT_MAX__;
+            for (int64_t i = 0; i < rem && i < 32; ++i) mb = max_first(mb, sb[i]);
+        }
+        m[b] = mb;
+    }
+    // (whole vectors to n rounded up to 16, as softmax_head: the lanes past n hold scores_rows' padding)
+    for (int64_t p = 0; p < n; p += 16) {
+        _mm512_storeu_ps(s + p, exp_fixed(_mm512_sub_ps(_mm512_loadu_ps(s + p), _mm512_set1_ps(m[p / 32]))));
+    }
+    block_chains(s, n, l);
+    if (v_f16) {
+        for (int64_t p = 0; p < n; p += 16) _mm512_storeu_ps(s + p, round_f16(_mm512_loadu_ps(s + p)));
+    }
+    block_joins(m, l, nb, [](float * x) { _mm512_store_ps(x, exp_fixed(_mm512_load_ps(x))); }, j);
+}
+
+// Heads [g0, g0 + gn) of the job: softmax_head, or softmax_blocks with the joins in bj[g - g0] (the
+// superblock's M and L to sup_max / sup_sum).
+inline void softmax_group(const AttentionJob & job, int64_t g0, int64_t gn, float * scores, int64_t ld, bool v_f16,
+                          BlockJoins * bj) {
+    for (int64_t g = g0; g < g0 + gn; ++g) {
+        float * s = scores + g * ld;
+        float   mx = 0.0f, sum = 0.0f;
+        if (job.blocks) {
+            softmax_blocks(s, job.n_pos, v_f16, bj[g - g0]);
+            mx  = bj[g - g0].m;
+            sum = bj[g - g0].l;
+        } else {
+            softmax_head(s, job.n_pos, v_f16, &mx, &sum);
+        }
+        if (job.sup_max != nullptr) {
+            job.sup_max[g] = mx;
+            job.sup_sum[g] = sum;
+        }
     }
 }
 
@@ -195,31 +290,18 @@ void attention_from(const K & ks, const V & vs, int64_t hd, bool k_f16, bool v_f
             default: scores_heads<1>(ks, hd, qh + g0 * hd, n, job.scale, scores + g0 * ld, ld); break;
         }
     }
-    for (int64_t g = 0; g < job.n_q; ++g) {
-        float * s  = scores + g * ld;
-        __m512  mx = _mm512_set1_ps(-__builtin_inff());
-        for (int64_t p = 0; p < n; p += 16) mx = _mm512_mask_max_ps(mx, tail_mask(n - p), mx, _mm512_loadu_ps(s + p));
-        const float  mx1 = _mm512_reduce_max_ps(mx);
-        const __m512 max = _mm512_set1_ps(mx1);
-        for (int64_t p = 0; p < n; p += 16) _mm512_storeu_ps(s + p, exp_fixed(_mm512_sub_ps(_mm512_loadu_ps(s + p), max)));
-        for (int64_t p = n; p < ((n + 15) & ~int64_t{15}); ++p) s[p] = 0.0f;
-        const float  sum = sum_positions_chains(s, n);
-        const __m512 inv = _mm512_set1_ps(1.0f / sum);
-        if (job.sup_max != nullptr) {
-            job.sup_max[g] = mx1;
-            job.sup_sum[g] = sum;
-        }
-        for (int64_t p = 0; p < n; p += 16) {
-            const __m512 pr = _mm512_mul_ps(_mm512_loadu_ps(s + p), inv);
-            _mm512_storeu_ps(s + p, v_f16 ? round_f16(pr) : pr);
-        }
-    }
     for (int64_t g0 = 0; g0 < job.n_q; g0 += 4) {
-        switch (job.n_q - g0 < 4 ? job.n_q - g0 : 4) {
-            case 4: pv_dims<4>(vs, hd, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
-            case 3: pv_dims<3>(vs, hd, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
-            case 2: pv_dims<2>(vs, hd, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
-            default: pv_dims<1>(vs, hd, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
+        const int64_t gn = job.n_q - g0 < 4 ? job.n_q - g0 : 4;
+        BlockJoins    bj[4];
+        softmax_group(job, g0, gn, scores, ld, v_f16, bj);
+        const BlockJoins * j  = job.blocks ? bj : nullptr;
+        const float *      pg = scores + g0 * ld;
+        float *            og = job.out + g0 * hd;
+        switch (gn) {
+            case 4: pv_dims<4>(vs, hd, pg, ld, n, j, og); break;
+            case 3: pv_dims<3>(vs, hd, pg, ld, n, j, og); break;
+            case 2: pv_dims<2>(vs, hd, pg, ld, n, j, og); break;
+            default: pv_dims<1>(vs, hd, pg, ld, n, j, og); break;
         }
     }
 }
@@ -300,10 +382,11 @@ void scores_rows(const HeadRows<TK, TV> & h, int64_t hd, const float * qh, float
 // P . V for GN heads and DN * 16 dimensions from d0 (pv_heads' order), V 32 positions ahead
 // prefetched; with PF_KN the next KV head's K row of each position at the same dimensions.
 template <int GN, int DN, class TK, class TV, bool PF_KN>
-void pv_rows(const HeadRows<TK, TV> & h, int64_t hd, const float * probs, int64_t ld, int64_t d0, float * out) {
+void pv_rows(const HeadRows<TK, TV> & h, int64_t hd, const float * probs, int64_t ld, int64_t d0, const BlockJoins * bj,
+             float * out) {
     constexpr bool exact = sizeof(TV) == 2;
     const int64_t  n     = h.n;
-    pv_block_sums<GN, DN, exact>(n, probs, ld, hd, d0, out, [&](int64_t p, __m512 * v) {
+    pv_block_sums<GN, DN, exact>(n, probs, ld, hd, d0, bj, out, [&](int64_t p, __m512 * v) {
         const TV * row = h.v + p * h.stride + d0;
         if (p + 32 < n) prefetch_dims(row + 32 * h.stride, DN * 16);
         if (PF_KN) prefetch_dims(h.kn + p * h.stride + d0, DN * 16);
@@ -313,13 +396,13 @@ void pv_rows(const HeadRows<TK, TV> & h, int64_t hd, const float * probs, int64_
 }
 
 template <int GN, class TK, class TV, bool PF_KN>
-void pv_rows_dims(const HeadRows<TK, TV> & h, int64_t hd, const float * probs, int64_t ld, float * out) {
+void pv_rows_dims(const HeadRows<TK, TV> & h, int64_t hd, const float * probs, int64_t ld, const BlockJoins * bj, float * out) {
     int64_t d0 = 0;
-    for (; d0 + 64 <= hd; d0 += 64) pv_rows<GN, 4, TK, TV, PF_KN>(h, hd, probs, ld, d0, out);
+    for (; d0 + 64 <= hd; d0 += 64) pv_rows<GN, 4, TK, TV, PF_KN>(h, hd, probs, ld, d0, bj, out);
     switch ((hd - d0) / 16) {
-        case 3: pv_rows<GN, 3, TK, TV, PF_KN>(h, hd, probs, ld, d0, out); break;
-        case 2: pv_rows<GN, 2, TK, TV, PF_KN>(h, hd, probs, ld, d0, out); break;
-        case 1: pv_rows<GN, 1, TK, TV, PF_KN>(h, hd, probs, ld, d0, out); break;
+        case 3: pv_rows<GN, 3, TK, TV, PF_KN>(h, hd, probs, ld, d0, bj, out); break;
+        case 2: pv_rows<GN, 2, TK, TV, PF_KN>(h, hd, probs, ld, d0, bj, out); break;
+        case 1: pv_rows<GN, 1, TK, TV, PF_KN>(h, hd, probs, ld, d0, bj, out); break;
         default: break;
     }
 }
@@ -350,37 +433,23 @@ void attention_rows(const CacheView & c, const AttentionJob & job, float * scrat
             default: scores_rows<1, TK, TV, false>(h, hd, qg, job.scale, sg, ld); break;
         }
     }
-    for (int64_t g = 0; g < job.n_q; ++g) {
-        float * s  = scores + g * ld;
-        __m512  mx = _mm512_set1_ps(-__builtin_inff());
-        for (int64_t p = 0; p < n; p += 16) mx = _mm512_mask_max_ps(mx, tail_mask(n - p), mx, _mm512_loadu_ps(s + p));
-        const float  mx1 = _mm512_reduce_max_ps(mx);
-        const __m512 max = _mm512_set1_ps(mx1);
-        for (int64_t p = 0; p < n; p += 16) _mm512_storeu_ps(s + p, exp_fixed(_mm512_sub_ps(_mm512_loadu_ps(s + p), max)));
-        const float  sum = sum_positions_chains(s, n);
-        const __m512 inv = _mm512_set1_ps(1.0f / sum);
-        if (job.sup_max != nullptr) {
-            job.sup_max[g] = mx1;
-            job.sup_sum[g] = sum;
-        }
-        for (int64_t p = 0; p < n; p += 16) {
-            const __m512 pr = _mm512_mul_ps(_mm512_loadu_ps(s + p), inv);
-            _mm512_storeu_ps(s + p, sizeof(TV) == 2 ? round_f16(pr) : pr);
-        }
-    }
     for (int64_t g0 = 0; g0 < job.n_q; g0 += 4) {
-        const bool    kn_here = h.kn != nullptr && g0 == 0;  // the first pass over V asks for the next head's K
-        const float * pg      = scores + g0 * ld;
-        float *       og      = job.out + g0 * hd;
-        switch ((job.n_q - g0 < 4 ? job.n_q - g0 : 4) * 2 + (kn_here ? 1 : 0)) {
-            case 9: pv_rows_dims<4, TK, TV, true>(h, hd, pg, ld, og); break;
-            case 8: pv_rows_dims<4, TK, TV, false>(h, hd, pg, ld, og); break;
-            case 7: pv_rows_dims<3, TK, TV, true>(h, hd, pg, ld, og); break;
-            case 6: pv_rows_dims<3, TK, TV, false>(h, hd, pg, ld, og); break;
-            case 5: pv_rows_dims<2, TK, TV, true>(h, hd, pg, ld, og); break;
-            case 4: pv_rows_dims<2, TK, TV, false>(h, hd, pg, ld, og); break;
-            case 3: pv_rows_dims<1, TK, TV, true>(h, hd, pg, ld, og); break;
-            default: pv_rows_dims<1, TK, TV, false>(h, hd, pg, ld, og); break;
+        const int64_t gn = job.n_q - g0 < 4 ? job.n_q - g0 : 4;
+        BlockJoins    bj[4];
+        softmax_group(job, g0, gn, scores, ld, sizeof(TV) == 2, bj);
+        const BlockJoins * j       = job.blocks ? bj : nullptr;
+        const bool         kn_here = h.kn != nullptr && g0 == 0;  // the first pass over V asks for the next head's K
+        const float *      pg      = scores + g0 * ld;
+        float *            og      = job.out + g0 * hd;
+        switch (gn * 2 + (kn_here ? 1 : 0)) {
+            case 9: pv_rows_dims<4, TK, TV, true>(h, hd, pg, ld, j, og); break;
+            case 8: pv_rows_dims<4, TK, TV, false>(h, hd, pg, ld, j, og); break;
+            case 7: pv_rows_dims<3, TK, TV, true>(h, hd, pg, ld, j, og); break;
+            case 6: pv_rows_dims<3, TK, TV, false>(h, hd, pg, ld, j, og); break;
+            case 5: pv_rows_dims<2, TK, TV, true>(h, hd, pg, ld, j, og); break;
+            case 4: pv_rows_dims<2, TK, TV, false>(h, hd, pg, ld, j, og); break;
+            case 3: pv_rows_dims<1, TK, TV, true>(h, hd, pg, ld, j, og); break;
+            default: pv_rows_dims<1, TK, TV, false>(h, hd, pg, ld, j, og); break;
         }
     }
 }

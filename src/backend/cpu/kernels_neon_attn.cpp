@@ -1,5 +1,6 @@
 // NEON attention and head kernels: kernels_avx512_attn.cpp's algorithms on 4-lane vectors (4
 // positions per vector for the scores, 2 rows per vector of doubles for the exact head).
+#include "backend/cpu/position_sum_chains.h"
 #include "backend/cpu/simd_neon.h"
 
 namespace tern::cpu {
@@ -64,8 +65,11 @@ float sum_positions(const float * t, int64_t n) {
     return total;
 }
 
+// P . V for GN heads and DN * 4 dimensions from d0 (kernels_avx512_attn.cpp's pv_block_sums: the
+// position order without joins, issue 52's block order of one superblock with them, bj[g] head g's).
 template <int GN, int DN>
-void pv_heads(const AttentionKv & kv, const float * probs, int64_t ld_probs, int64_t n, int64_t d0, float * out) {
+void pv_heads(const AttentionKv & kv, const float * probs, int64_t ld_probs, int64_t n, int64_t d0, const BlockJoins * bj,
+              float * out) {
     // blk (GN x DN <= 16 vectors) stays in registers for a block of 32 positions; super and total
     // are touched once per block (the 32 q registers cannot hold all three).
     const int64_t hd = kv.head_dim;
@@ -92,6 +96,22 @@ void pv_heads(const AttentionKv & kv, const float * probs, int64_t ld_probs, int
                 for (int i = 0; i < DN; ++i) blk[g][i] = vaddq_f32(blk[g][i], vmulq_f32(pb, v[i]));
             }
         }
+        if (bj != nullptr) {  // super: the chunk's O_c; total: the superblock's join of its chunks
+            const int64_t b = p0 / 32;
+            for (int g = 0; g < GN; ++g) {
+                const float32x4_t a = vdupq_n_f32(bj[g].a[b]);
+                for (int i = 0; i < DN; ++i) {
+                    super[g][i] = vaddq_f32(b % 2 == 0 ? vdupq_n_f32(0.0f) : super[g][i], vmulq_f32(a, blk[g][i]));
+                }
+            }
+            if (b % 2 == 1 || pe == n) {
+                for (int g = 0; g < GN; ++g) {
+                    const float32x4_t w = vdupq_n_f32(bj[g].A[b / 2]);
+                    for (int i = 0; i < DN; ++i) total[g][i] = vaddq_f32(total[g][i], vmulq_f32(w, super[g][i]));
+                }
+            }
+            continue;
+        }
         for (int g = 0; g < GN; ++g) {
             for (int i = 0; i < DN; ++i) super[g][i] = vaddq_f32(super[g][i], blk[g][i]);
         }
@@ -105,12 +125,60 @@ void pv_heads(const AttentionKv & kv, const float * probs, int64_t ld_probs, int
         }
     }
     for (int g = 0; g < GN; ++g) {
-        for (int i = 0; i < DN; ++i) vst1q_f32(out + g * hd + d0 + 4 * i, vaddq_f32(total[g][i], super[g][i]));
+        for (int i = 0; i < DN; ++i) {
+            vst1q_f32(out + g * hd + d0 + 4 * i, bj != nullptr ? total[g][i] : vaddq_f32(total[g][i], super[g][i]));
+        }
     }
 }
 
-template <int GN> void pv_dims(const AttentionKv & kv, const float * probs, int64_t ld, int64_t n, float * out) {
-    for (int64_t d0 = 0; d0 < kv.head_dim; d0 += 16) pv_heads<GN, 4>(kv, probs, ld, n, d0, out);
+template <int GN>
+void pv_dims(const AttentionKv & kv, const float * probs, int64_t ld, int64_t n, const BlockJoins * bj, float * out) {
+    for (int64_t d0 = 0; d0 < kv.head_dim; d0 += 16) pv_heads<GN, 4>(kv, probs, ld, n, d0, bj, out);
+}
+
+// The single-pass softmax of one superblock in place of head g's scores s[0 .. n) (n16: n rounded up
+// to 16, the lanes scores_heads wrote): e_i = exp_fixed(s_i - max), sum in the position order,
+// p_i = e_i * (1 / sum), then f16(p) where V is f16; the max and sum to *mx_out, *sum_out.
+inline void softmax_head(float * s, int64_t n, bool v_f16, float * mx_out, float * sum_out) {
+    const int64_t n16 = (n + 15) & ~int64_t{15};
+    float         mx  = -__builtin_inff();
+    for (int64_t p = 0; p < n; ++p) mx = s[p] > mx ? s[p] : mx;
+    const float32x4_t max = vdupq_n_f32(mx);
+    for (int64_t p = 0; p < n16; p += 4) vst1q_f32(s + p, exp_fixed(vsubq_f32(vld1q_f32(s + p), max)));
+    for (int64_t p = n; p < n16; ++p) s[p] = 0.0f;
+    const float       sum = sum_positions(s, n);
+    const float32x4_t inv = vdupq_n_f32(1.0f / sum);
+    *mx_out               = mx;
+    *sum_out              = sum;
+    for (int64_t p = 0; p < n16; p += 4) {
+        const float32x4_t pr = vmulq_f32(vld1q_f32(s + p), inv);
+        vst1q_f32(s + p, v_f16 ? round_f16(pr) : pr);
+    }
+}
+
+// The block order instead (issue 52; one superblock of a longer row): per block of 32 positions
+// m_b = max(-FLT_MAX, its scores) in position order and e_i = exp_fixed(s_i - m_b) in place (p_i =
+// e_i), l_b its chain, and the joins P.V applies (position_sum_chains.h).
+inline void softmax_blocks(float * s, int64_t n, bool v_f16, BlockJoins & j) {
+    float         m[16], l[16];
+    const int64_t nb = (n + 31) / 32;
+    for (int64_t b = 0; b < nb; ++b) {  // every block's max, then the exps (as on AVX-512)
+        const float * sb  = s + 32 * b;
+        const int64_t rem = n - 32 * b < 32 ? n - 32 * b : 32;
+        float         mb  = -__FLT_MAX__;
+        for (int64_t i = 0; i < rem; ++i) mb = max_first(mb, sb[i]);
+        m[b] = mb;
+    }
+    // (whole vectors to n rounded up to 16, as softmax_head: the lanes past n hold scores_heads' padding)
+    const int64_t n16 = (n + 15) & ~int64_t{15};
+    for (int64_t p = 0; p < n16; p += 4) vst1q_f32(s + p, exp_fixed(vsubq_f32(vld1q_f32(s + p), vdupq_n_f32(m[p / 32]))));
+    block_chains(s, n, l);
+    if (v_f16) {
+        for (int64_t p = 0; p < n16; p += 4) vst1q_f32(s + p, round_f16(vld1q_f32(s + p)));
+    }
+    block_joins(m, l, nb, [](float * x) {
+        for (int i = 0; i < 16; i += 4) vst1q_f32(x + i, exp_fixed(vld1q_f32(x + i)));
+    }, j);
 }
 
 template <int GN>
@@ -149,31 +217,32 @@ void attention(const AttentionKv & kv, const AttentionJob & job, float * scratch
             default: scores_heads<1>(kv, qh + g0 * hd, n, job.scale, scores + g0 * ld, ld); break;
         }
     }
-    const int64_t n16 = (n + 15) & ~int64_t{15};
-    for (int64_t g = 0; g < job.n_q; ++g) {
-        float * s  = scores + g * ld;
-        float   mx = -__builtin_inff();
-        for (int64_t p = 0; p < n; ++p) mx = s[p] > mx ? s[p] : mx;
-        const float32x4_t max = vdupq_n_f32(mx);
-        for (int64_t p = 0; p < n16; p += 4) vst1q_f32(s + p, exp_fixed(vsubq_f32(vld1q_f32(s + p), max)));
-        for (int64_t p = n; p < n16; ++p) s[p] = 0.0f;
-        const float       sum = sum_positions(s, n);
-        const float32x4_t inv = vdupq_n_f32(1.0f / sum);
-        if (job.sup_max != nullptr) {
-            job.sup_max[g] = mx;
-            job.sup_sum[g] = sum;
-        }
-        for (int64_t p = 0; p < n16; p += 4) {
-            const float32x4_t pr = vmulq_f32(vld1q_f32(s + p), inv);
-            vst1q_f32(s + p, kv.v_f16 ? round_f16(pr) : pr);
-        }
-    }
     for (int64_t g0 = 0; g0 < job.n_q; g0 += 4) {
-        switch (job.n_q - g0 < 4 ? job.n_q - g0 : 4) {
-            case 4: pv_dims<4>(kv, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
-            case 3: pv_dims<3>(kv, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
-            case 2: pv_dims<2>(kv, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
-            default: pv_dims<1>(kv, scores + g0 * ld, ld, n, job.out + g0 * hd); break;
+        const int64_t gn = job.n_q - g0 < 4 ? job.n_q - g0 : 4;
+        BlockJoins    bj[4];
+        for (int64_t g = g0; g < g0 + gn; ++g) {
+            float * s  = scores + g * ld;
+            float   mx = 0.0f, sum = 0.0f;
+            if (job.blocks) {
+                softmax_blocks(s, n, kv.v_f16, bj[g - g0]);
+                mx  = bj[g - g0].m;
+                sum = bj[g - g0].l;
+            } else {
+                softmax_head(s, n, kv.v_f16, &mx, &sum);
+            }
+            if (job.sup_max != nullptr) {
+                job.sup_max[g] = mx;
+                job.sup_sum[g] = sum;
+            }
+        }
+        const BlockJoins * j  = job.blocks ? bj : nullptr;
+        const float *      pg = scores + g0 * ld;
+        float *            og = job.out + g0 * hd;
+        switch (gn) {
+            case 4: pv_dims<4>(kv, pg, ld, n, j, og); break;
+            case 3: pv_dims<3>(kv, pg, ld, n, j, og); break;
+            case 2: pv_dims<2>(kv, pg, ld, n, j, og); break;
+            default: pv_dims<1>(kv, pg, ld, n, j, og); break;
         }
     }
 }

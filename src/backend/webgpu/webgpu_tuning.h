@@ -134,7 +134,7 @@ struct WebGpuTuning {
     uint32_t attn_softmax_wg         = 64;   // threads per row of the prompt softmax
     uint32_t attn_softmax_wg_one     = 256;  // the same for one query (few, long rows)
     uint32_t attn_scratch_bytes      = 128u << 20;  // the prompt score buffer's budget (token chunks)
-    uint32_t attn_block_order        = 0;    // issue 52, the block order (until the flip): 1: every row of
+    uint32_t attn_block_order        = 1;    // issue 52, the block order (the CPU reference's since the flip): 1: every row of
                                              //     more than 512 positions in it (cpu::attention_row): one query
                                              //     by attention_block_pv (scores and P·V per block of 32 positions,
                                              //     2 blocks per workgroup, no normalisation) +
