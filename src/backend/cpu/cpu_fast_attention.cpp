@@ -69,7 +69,9 @@ cpu::Touch kv_touch_rows(const KvLayer & kv, const AttentionShape & s, int64_t n
     t.base[1]   = cpu_data<uint8_t>(kv.v) + h0 * hd * el;
     t.stride    = kv.k.ne[0] * el;
     t.row_bytes = (h1 - h0) * hd * el;
-    t.n_rows    = t.row_bytes * n_pos <= (1 << 20) ? n_pos : 0;  // a layer's K and V up to 2 MiB a thread
+    // Up to 4 MiB of the layer's K (and as much V) over all threads: 2B4T's f16 cache to 3276 positions;
+    // more would not stay in a last-level cache until attention reads it.
+    t.n_rows    = n_pos * kv.k.ne[0] * el <= (int64_t{4} << 20) ? n_pos : 0;
     return t;
 }
 
