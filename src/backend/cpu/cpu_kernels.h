@@ -59,8 +59,8 @@ struct TernaryTiles {
 // per tile over the thread's range — the layer's K and V rows that its attention reads next
 // (decoding finds them in DRAM, and their latency, not their bytes, bounded attention: cpu README,
 // "The layer's K and V during its [q; k; v] product"). Rows r < n_rows of each of the two blocks:
-// row_bytes bytes at base[b] + r * stride. A hint: a kernel may ignore it (only the AVX-512 one-token
-// 2-bit loop reads it).
+// row_bytes bytes at base[b] + r * stride. A hint: a kernel may ignore it (the AVX-512 and AVX2
+// one-token 2-bit loops read it; base-3 tiles and NEON do not).
 struct Touch {
     const uint8_t * base[2]   = {nullptr, nullptr};
     int64_t         stride    = 0;

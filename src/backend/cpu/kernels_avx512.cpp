@@ -107,36 +107,6 @@ void tile_tokens(const TernaryTiles & w, int64_t tile, const ActView & a, int64_
     }
 }
 
-// ActView::touch (cpu_kernels.h): the rows' lines in order (block 0's rows, then block 1's), one
-// prefetcht0 each, spread evenly over the range's tiles: at 64 positions a 2B4T layer's 164 KB of K
-// and V are ~11 lines per 5 KB tile (1 per 7 weight lines), at 512 positions ~1 per weight line.
-struct Toucher {
-    const Touch * t   = nullptr;
-    int64_t       row = 0, off = 0, per_tile = 0;
-    int           blk = 0;
-    Toucher(const Touch * touch, int64_t tile0, int64_t tile1) {
-        if (touch == nullptr || touch->n_rows <= 0 || touch->row_bytes <= 0 || tile1 <= tile0) return;
-        t                   = touch;
-        const int64_t lines = 2 * touch->n_rows * ((touch->row_bytes + 63) / 64);
-        per_tile            = (lines + (tile1 - tile0) - 1) / (tile1 - tile0);
-    }
-    void at_tile() {
-        if (t == nullptr) return;
-        for (int64_t i = 0; i < per_tile; ++i) {
-            _mm_prefetch(reinterpret_cast<const char *>(t->base[blk] + row * t->stride + off), _MM_HINT_T0);
-            off += 64;
-            if (off < t->row_bytes) continue;
-            off = 0;
-            if (++row < t->n_rows) continue;
-            row = 0;
-            if (++blk == 2) {
-                t = nullptr;
-                return;
-            }
-        }
-    }
-};
-
 // One token against a thread's range of tiles in one call (issue 51), Step chunks (64 Step bytes)
 // per step. tile_tokens<1> (kept for a block's last token) pays per tile a call, a 64-bit division
 // and a 512-byte `rep stos` (its accumulator array escapes into memory through the chunk lambda's
@@ -153,7 +123,7 @@ void tiles_one_token(const TernaryTiles & w, int64_t tile0, int64_t tile1, const
     const int64_t  ahead        = page_ahead;
     const __m512i  m0 = _mm512_set1_epi8(3), m1 = _mm512_set1_epi8(0x0c), m2 = _mm512_set1_epi8(0x30),
                   m3 = _mm512_set1_epi8(static_cast<char>(0xc0));
-    Toucher touch(a.touch, tile0, tile1);
+    Toucher touch(a, tile0, tile1);  // the layer's K/V where the caller names them (tile_loop.h)
     for (int64_t tile = tile0; tile < tile1; ++tile) {
         const uint8_t * codes  = w.codes + tile * tile_bytes;
         const float *   scales = w.scales + tile * n_groups * k_tile_rows;
