@@ -186,34 +186,48 @@ void BM_Int8HeadBounds(benchmark::State & st) {
 BENCHMARK(BM_Int8HeadBounds)->Arg(0)->Arg(1);
 
 // The int8 head's pass as head_bounds runs it (2B4T: 128256 rows of 2560, 32-row dot calls, each
-// followed by its rows' bounds); arg 1: one dot call over every row, no bounds (the bare stream).
-void BM_Int8HeadPass(benchmark::State & st) {
-    const int64_t        k = 2560, n = 128256;
-    AlignedBytes         q(static_cast<size_t>(k * n)), hl(static_cast<size_t>(2 * k));
-    std::memset(q.data(), 5, q.size());
-    std::memset(hl.data(), 130, hl.size());
-    std::vector<int32_t> qs(static_cast<size_t>(n), 0);
-    std::vector<int64_t> dots(static_cast<size_t>(n));
-    std::vector<float>   s(static_cast<size_t>(n), 0.01f), qn(s), dn(s), en(s), lo(s), hi(s);
-    const cpu::HeadBoundGrid g{1e-4, 0.3, 20.0};
-    auto * fn = kernels().i8_head_bounds != nullptr ? kernels().i8_head_bounds : cpu::i8_head_bounds_ref;
-    for (auto _ : st) {
-        float m = 0;
-        if (st.range(0) == 1) {
-            kernels().i8_rows_dot_i16(q.as<int8_t>(), k, 0, n, k, hl.data(), hl.data() + k, qs.data(), dots.data());
-        } else {
-            for (int64_t b = 0; b < n; b += 32) {
-                const int64_t be = std::min<int64_t>(n, b + 32);
-                kernels().i8_rows_dot_i16(q.as<int8_t>(), k, b, be, k, hl.data(), hl.data() + k, qs.data(), dots.data());
-                const size_t o = static_cast<size_t>(b);
-                m = std::max(m, fn(dots.data(), s.data() + o, qn.data() + o, dn.data() + o, en.data() + o, be - b, g, lo.data() + o,
-                                   hi.data() + o));
-            }
-        }
-        benchmark::DoNotOptimize(m);
-        benchmark::DoNotOptimize(dots.data());
+// followed by its rows' bounds), or (bare) one dot call over every row and no bounds.
+struct HeadPass {
+    static constexpr int64_t k = 2560, n = 128256;
+    AlignedBytes             q{static_cast<size_t>(k * n)}, hl{static_cast<size_t>(2 * k)};
+    std::vector<int32_t>     qs = std::vector<int32_t>(static_cast<size_t>(n), 0);
+    std::vector<int64_t>     dots = std::vector<int64_t>(static_cast<size_t>(n));
+    std::vector<float>       s = std::vector<float>(static_cast<size_t>(n), 0.01f), qn = s, dn = s, en = s, lo = s, hi = s;
+    HeadPass() {
+        std::memset(q.data(), 5, q.size());
+        std::memset(hl.data(), 130, hl.size());
     }
-    st.counters["GB/s"] = benchmark::Counter(static_cast<double>(k * n) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    float run(bool bare) {
+        const cpu::HeadBoundGrid g{1e-4, 0.3, 20.0};
+        auto * fn = kernels().i8_head_bounds != nullptr ? kernels().i8_head_bounds : cpu::i8_head_bounds_ref;
+        float  m  = 0;
+        if (bare) {
+            kernels().i8_rows_dot_i16(q.as<int8_t>(), k, 0, n, k, hl.data(), hl.data() + k, qs.data(), dots.data());
+            return m;
+        }
+        for (int64_t b = 0; b < n; b += 32) {
+            const int64_t be = std::min<int64_t>(n, b + 32);
+            kernels().i8_rows_dot_i16(q.as<int8_t>(), k, b, be, k, hl.data(), hl.data() + k, qs.data(), dots.data());
+            const size_t o = static_cast<size_t>(b);
+            m = std::max(m, fn(dots.data(), s.data() + o, qn.data() + o, dn.data() + o, en.data() + o, be - b, g, lo.data() + o,
+                               hi.data() + o));
+        }
+        return m;
+    }
+};
+HeadPass & head_pass() {
+    static HeadPass h;
+    return h;
+}
+
+// arg 1: the bare stream (HeadPass).
+void BM_Int8HeadPass(benchmark::State & st) {
+    HeadPass & h = head_pass();
+    for (auto _ : st) {
+        benchmark::DoNotOptimize(h.run(st.range(0) == 1));
+        benchmark::DoNotOptimize(h.dots.data());
+    }
+    st.counters["GB/s"] = benchmark::Counter(static_cast<double>(h.k * h.n) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_Int8HeadPass)->Arg(0)->Arg(1);
 
@@ -322,9 +336,10 @@ BENCHMARK(BM_AttentionLayer)->ArgsProduct({{64, 128, 512}, {0, 1}});
 
 // One token through 30 layers of 2B4T products with each layer's attention after its [q; k; v]
 // (its own f16 cache of n positions, which the other layers' weights evict by the time it comes
-// round, as in decoding). args: n, 1 for the [q; k; v] product touching the layer's K/V (cpu::Touch).
-// Counters: attention us per layer and the [q; k; v] product's GB/s (thread CPU time around each call),
-// the whole token's weights GB/s (CPU time).
+// round, as in decoding). args: n, 1 for the [q; k; v] product touching the layer's K/V (cpu::Touch),
+// 1 for a whole token: the int8 head's pass (HeadPass) after the layers. Counters: attention us per
+// layer and the [q; k; v] product's GB/s (thread CPU time around each call), the weights' GB/s
+// (CPU time; with the head, its int8 copy's bytes too: compare with BM_ReadBytes).
 void BM_DecodeLayersAttention(benchmark::State & st) {
     const DecodeLayers &  d = decode_layers();
     const int64_t         n = st.range(0), g = 4, hd = 128, stride = 640, k_max = 6912;
@@ -341,6 +356,7 @@ void BM_DecodeLayersAttention(benchmark::State & st) {
     double               bytes = 0, qkv_bytes = 0, attn_s = 0, qkv_s = 0;
     int64_t              tokens = 0;
     for (const auto & l : d.codes) bytes += static_cast<double>(l.size());
+    if (st.range(2) == 1) bytes += static_cast<double>(HeadPass::k * HeadPass::n);
     auto cpu_now = [] {  // this thread's CPU time (the VM preempts: wall clock counts other guests)
         timespec ts;
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -374,6 +390,7 @@ void BM_DecodeLayersAttention(benchmark::State & st) {
             attn_s += t2 - t1;
             qkv_bytes += static_cast<double>(d.codes[i].size());
         }
+        if (st.range(2) == 1) benchmark::DoNotOptimize(head_pass().run(false));
         ++tokens;
         benchmark::DoNotOptimize(y.data());
         benchmark::DoNotOptimize(out.data());
@@ -382,7 +399,7 @@ void BM_DecodeLayersAttention(benchmark::State & st) {
     st.counters["attn us/layer"] = attn_s * 1e6 / static_cast<double>(std::max<int64_t>(tokens, 1) * 30);
     st.counters["qkv GB/s"]      = qkv_s > 0 ? qkv_bytes * 1e-9 / qkv_s : 0;
 }
-BENCHMARK(BM_DecodeLayersAttention)->ArgsProduct({{64, 128, 512, 2048}, {0, 1}});
+BENCHMARK(BM_DecodeLayersAttention)->ArgsProduct({{64, 128, 512, 2048}, {0, 1}, {0}})->Args({64, 0, 1})->Args({64, 1, 1});
 
 void BM_ReadBytes(benchmark::State & st) {
     AlignedBytes b(static_cast<size_t>(st.range(0)));
