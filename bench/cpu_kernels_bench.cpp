@@ -399,7 +399,8 @@ void BM_DecodeLayersAttention(benchmark::State & st) {
     st.counters["attn us/layer"] = attn_s * 1e6 / static_cast<double>(std::max<int64_t>(tokens, 1) * 30);
     st.counters["qkv GB/s"]      = qkv_s > 0 ? qkv_bytes * 1e-9 / qkv_s : 0;
 }
-BENCHMARK(BM_DecodeLayersAttention)->ArgsProduct({{64, 128, 512, 2048}, {0, 1}, {0}})->Args({64, 0, 1})->Args({64, 1, 1});
+BENCHMARK(BM_DecodeLayersAttention)->ArgsProduct({{64, 128, 512, 2048}, {0, 1}, {0}})->Args({64, 0, 1})->Args({64, 1, 1})
+    ->Args({512, 0, 1})->Args({512, 1, 1});
 
 void BM_ReadBytes(benchmark::State & st) {
     AlignedBytes b(static_cast<size_t>(st.range(0)));
