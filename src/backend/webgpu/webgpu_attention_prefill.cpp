@@ -147,7 +147,8 @@ bool WebGpuBackend::prefill_attention(const Tensor & out, const Tensor & q, cons
                                {"BD", static_cast<double>(bd)},
                                {"PC", static_cast<double>(pc)},
                                {"GROUP", static_cast<double>(group)},
-                               {"BLOCK_ORDER", block_order ? 1.0 : 0.0}}}};
+                               {"BLOCK_ORDER", block_order ? 1.0 : 0.0},
+                               {"W_EARLY", tune_.attn_pv_block_early != 0 ? 1.0 : 0.0}}}};
         const WGPUBuffer pb[] = {attn_scores_->get(), gpu_buffer(kv.v), gpu_buffer(out), attn_part_->get(),
                                  attn_wts_->get()};
         step_->dispatch(pk, pb, &pp, sizeof pp, u32(n_kv * ndb), u32(n_blocks), u32(n_seg));

@@ -50,6 +50,9 @@ override WG: u32 = NR * ND;
 override LDP: u32 = BR / 4u + 1u;  // vec4s per staged position of probabilities (one of padding)
 override GROUP: u32 = 1u;  // G = n_head / n_head_kv (= Params.group; a constant, for the divisions by it)
 override BLOCK_ORDER: bool = false;  // rows over 512 positions in the block order (WebGpuTuning::attn_block_order)
+// The block order's join weights of a chunk's block and chunk loaded before its products and the
+// joins by select (WebGpuTuning::attn_pv_block_early); false: loaded at the joins, under branches.
+override W_EARLY: bool = true;
 
 struct Params {
     head_dim: u32,
@@ -123,6 +126,18 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     var tot: array<f32, 16>;  // the closed superblocks (each times its weight r_c when not split)
 
     for (var c0 = s0; c0 < s1; c0 += PC) {
+        // W_EARLY: the weights of the block (a_b) and chunk (a_k) this chunk of positions is in, for
+        // each row of the thread, loaded now so that the loads overlap the staging and products (in
+        // bounds for every row: b < 16 S, k < 8 S; where the row does not see the block, or takes
+        // today's order, they are not used).
+        var wa = vec4<f32>(1.0);
+        var wk = vec4<f32>(1.0);
+        if (BLOCK_ORDER && W_EARLY && blocks[TI - 1u]) {
+            for (var i = 0u; i < TI; i++) {
+                wa[i] = wts[wrow[i] + c0 / 32u];
+                wk[i] = wts[wrow[i] + 16u * S + c0 / 64u];
+            }
+        }
         workgroupBarrier();  // the previous chunk is consumed
         if (c0 % 32u == 0u) {
             for (var e = 0u; e < TI * TJ; e++) { blk[e] = 0.0; }
@@ -181,7 +196,25 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         // causal edge add nothing: its sums are already final), a superblock at every 512th.
         let c_end = c0 + PC;
         if (c_end % 32u == 0u || c_end >= s1) {
-            if (BLOCK_ORDER) {
+            if (BLOCK_ORDER && W_EARLY) {
+                // Block order rows: o_b into the chunk where the row sees the block, the chunk into
+                // the superblock at its end where it sees the chunk; today's order: o_b into the
+                // superblock. Selects only (the weights are loaded).
+                let b = c0 / 32u;
+                let k = c0 / 64u;
+                let k_end = c_end % 64u == 0u || c_end >= s1;
+                for (var i = 0u; i < TI; i++) {
+                    let fb = blocks[i] && 32u * b < n_see[i];
+                    let fk = blocks[i] && k_end && 64u * k < n_see[i];
+                    for (var j = 0u; j < TJ; j++) {
+                        let e  = i * TJ + j;
+                        let c1 = select(chk[e], chk[e] + mul_rn(wa[i], blk[e]), fb);
+                        let so = select(sup[e], sup[e] + blk[e], !blocks[i]);  // (today's order)
+                        sup[e] = select(so, sup[e] + mul_rn(wk[i], c1), fk);
+                        chk[e] = select(c1, 0.0, k_end);
+                    }
+                }
+            } else if (BLOCK_ORDER) {
                 // Block order rows: o_b into the chunk (blocks a row does not see: nothing, their
                 // weights were never written), the chunk into the superblock at its end.
                 let b = c0 / 32u;
