@@ -5,8 +5,8 @@
 #      'WebGpuAttentionSuperblocks*': every prompt path against the CPU oracle, bit for bit, both orders);
 #   2. prompt speed, attn_block_order 0 against 1 in alternating rounds (webgpu_ab.sh): pp512 at a depth
 #      of 1024 (every row past 512 positions) and pp2048 (rows 513 .. 2048 of the prompt itself); the
-#      arms are the tunes in PREFILL_ORDER_TUNES (default: attn_block_order=0, =1, and =1 with
-#      attn_pv_block_early=0; '+' for a comma within one);
+#      arms are the tunes in PREFILL_ORDER_TUNES (default: attn_block_order=0, =1, =1 with
+#      attn_pv_block_early=0, =1 with attn_softmax_block_par=0; '+' for a comma within one);
 #   3. per-kernel GPU times (TERN_WEBGPU_PROFILE=gpu) of one pp2048 for each of those tunes, the
 #      attention kernels' lines.
 # Carries .gl and .devicebin (TERN_PACK_OLD_DAWN=0 tools/device/pack_devicebin.sh). Prints the figures;
@@ -20,7 +20,7 @@ final=${OUT:-/tmp/out}
 mkdir -p "$final"
 exec > >(tee "$final/prefill_order.txt") 2>&1
 sections=" ${PREFILL_ORDER_SECTIONS:-1 2 3} "
-tunes=${PREFILL_ORDER_TUNES:-attn_block_order=0 attn_block_order=1 attn_block_order=1+attn_pv_block_early=0}
+tunes=${PREFILL_ORDER_TUNES:-attn_block_order=0 attn_block_order=1 attn_block_order=1+attn_pv_block_early=0 attn_block_order=1+attn_softmax_block_par=0}
 if [[ $sections == *" 1 "* ]]; then
     (
         # shellcheck source=tools/device/device_env.sh

@@ -174,7 +174,8 @@ void WebGpuBackend::encode_attention_softmax(int64_t n_rows, int64_t n_kv, int64
                          {{{"WG", one_query ? wg_one : wg_prompt},
                            {"V_F16", v_f16 ? 1.0 : 0.0},
                            {"GROUP", static_cast<double>(group)},
-                           {"BLOCK_ORDER", tune_.attn_block_order != 0 ? 1.0 : 0.0}}}};
+                           {"BLOCK_ORDER", tune_.attn_block_order != 0 ? 1.0 : 0.0},
+                           {"SB_PAR", tune_.attn_softmax_block_par != 0 ? 1.0 : 0.0}}}};
     const WGPUBuffer mb[] = {attn_scores_->get(), attn_wts_->get()};
     step_->dispatch(mk, mb, &mp, sizeof mp, u32(n_rows), u32(n_kv));
 }
