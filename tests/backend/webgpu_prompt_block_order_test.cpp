@@ -128,17 +128,13 @@ TEST(WebGpuPromptBlockOrder, PromptsOverDepthsGiveTheOraclesBits) {
 
 // Families' shapes (head_dim 64 / 96 / 128, G 1 / 2 / 4), f16 and f32 caches; the P·V kernel with
 // segments (its default split for few rows over a long cache: attention_prefill_combine.wgsl) and
-// without (attn_pv_split_groups=0), and on a GPU 64 rows per P·V workgroup and the joins' weights
-// loaded at the joins (attn_pv_block_early=0), the superblock joins by one thread
-// (attn_softmax_block_par=0).
+// without (attn_pv_split_groups=0), and on a GPU 64 rows per P·V workgroup.
 TEST(WebGpuPromptBlockOrder, ShapesCachesAndSegmentsGiveTheOraclesBits) {
     TERN_REQUIRE_WEBGPU();
     std::vector<Backend *> forms{test::shared_webgpu().backend.get(), test::tuned_webgpu("attn_pv_split_groups=0")};
     const bool             cpu_adapter = test::is_cpu_adapter(*forms[0]);
     if (!cpu_adapter) {
         forms.push_back(test::tuned_webgpu("attn_pv_rows=64"));
-        forms.push_back(test::tuned_webgpu("attn_pv_block_early=0"));
-        forms.push_back(test::tuned_webgpu("attn_softmax_block_par=0"));
     }
     std::vector<std::pair<Case, DType>> cases{{Case{8, 2, 128, 1000, 20}, DType::f16},
                                               {Case{4, 4, 64, 700, 17}, DType::f32},

@@ -144,8 +144,7 @@ bool WebGpuBackend::prefill_attention(const Tensor & out, const Tensor & q, cons
                                {"BR", static_cast<double>(pv_rows)},
                                {"BD", static_cast<double>(bd)},
                                {"PC", static_cast<double>(pc)},
-                               {"GROUP", static_cast<double>(group)},
-                               {"W_EARLY", tune_.attn_pv_block_early != 0 ? 1.0 : 0.0}}}};
+                               {"GROUP", static_cast<double>(group)}}}};
         const WGPUBuffer pb[] = {attn_scores_->get(), gpu_buffer(kv.v), gpu_buffer(out), attn_part_->get(),
                                  attn_wts_->get()};
         step_->dispatch(pk, pb, &pp, sizeof pp, u32(n_kv * ndb), u32(n_blocks), u32(n_seg));
@@ -172,8 +171,7 @@ void WebGpuBackend::encode_attention_softmax(int64_t n_rows, int64_t n_kv, int64
                          "wwu",
                          {{{"WG", one_query ? wg_one : wg_prompt},
                            {"V_F16", v_f16 ? 1.0 : 0.0},
-                           {"GROUP", static_cast<double>(group)},
-                           {"SB_PAR", tune_.attn_softmax_block_par != 0 ? 1.0 : 0.0}}}};
+                           {"GROUP", static_cast<double>(group)}}}};
     const WGPUBuffer mb[] = {attn_scores_->get(), attn_wts_->get()};
     step_->dispatch(mk, mb, &mp, sizeof mp, u32(n_rows), u32(n_kv));
 }

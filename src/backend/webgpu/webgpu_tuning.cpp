@@ -85,8 +85,6 @@ const std::vector<Field> & fields() {
         {"attn_scratch_bytes", Kind::number, 1, k_max, &T::attn_scratch_bytes},
         {"attn_block_order", Kind::number, 0, 1, &T::attn_block_order},
         {"attn_super_pairs", Kind::number, 0, 1, &T::attn_super_pairs},
-        {"attn_pv_block_early", Kind::number, 0, 1, &T::attn_pv_block_early},
-        {"attn_softmax_block_par", Kind::number, 0, 1, &T::attn_softmax_block_par},
         {"attn_block_combine_ds", Kind::pow2, 8, 128, &T::attn_block_combine_ds},
         {"gemm_min_tokens", Kind::number, 0, k_max, &T::gemm_min_tokens},
         {"gemm_split_groups", Kind::number, 0, k_max, &T::gemm_split_groups},

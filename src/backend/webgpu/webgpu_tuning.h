@@ -147,12 +147,6 @@ struct WebGpuTuning {
     uint32_t attn_super_pairs        = 0;    // attention_paged_super in the block order: 1: the chunk joins by
                                              //     the even blocks' threads (one round through ws), 0: by the
                                              //     combining threads, 8 blocks per round (A/B, issue 52)
-    uint32_t attn_pv_block_early     = 1;    // prompts' rows past 512 (block order): attention_prefill_pv loads a chunk's join
-                                             //     weights before its products and joins by select (W_EARLY);
-                                             //     0: loads them at the joins, under branches
-    uint32_t attn_softmax_block_par  = 1;    // prompts' rows past 512: attention_prefill_softmax computes a
-                                             //     superblock's chunk weights a thread each (SB_PAR); 0: one
-                                             //     thread all
     uint32_t attn_block_combine_ds   = 16;   // attention_block_combine's dimensions per workgroup (8..128)
     // --- prefill (many tokens) matmuls: webgpu_prefill.cpp ---
     // tokens from which the GEMM replaces the per-token kernels; 0: 8 where the tensor-core GEMM
