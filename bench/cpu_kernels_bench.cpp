@@ -15,6 +15,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <ctime>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -186,6 +187,52 @@ void BM_Int8HeadBounds(benchmark::State & st) {
 }
 BENCHMARK(BM_Int8HeadBounds)->Arg(0)->Arg(1);
 
+// The int8 head's pass as head_bounds runs it (2B4T: 128256 rows of 2560, 32-row dot calls, each
+// followed by its rows' bounds), or (bare) one dot call over every row and no bounds.
+struct HeadPass {
+    static constexpr int64_t k = 2560, n = 128256;
+    AlignedBytes             q{static_cast<size_t>(k * n)}, hl{static_cast<size_t>(2 * k)};
+    std::vector<int32_t>     qs = std::vector<int32_t>(static_cast<size_t>(n), 0);
+    std::vector<int64_t>     dots = std::vector<int64_t>(static_cast<size_t>(n));
+    std::vector<float>       s = std::vector<float>(static_cast<size_t>(n), 0.01f), qn = s, dn = s, en = s, lo = s, hi = s;
+    HeadPass() {
+        std::memset(q.data(), 5, q.size());
+        std::memset(hl.data(), 130, hl.size());
+    }
+    float run(bool bare) {
+        const cpu::HeadBoundGrid g{1e-4, 0.3, 20.0};
+        auto * fn = kernels().i8_head_bounds != nullptr ? kernels().i8_head_bounds : cpu::i8_head_bounds_ref;
+        float  m  = 0;
+        if (bare) {
+            kernels().i8_rows_dot_i16(q.as<int8_t>(), k, 0, n, k, hl.data(), hl.data() + k, qs.data(), dots.data());
+            return m;
+        }
+        for (int64_t b = 0; b < n; b += 32) {
+            const int64_t be = std::min<int64_t>(n, b + 32);
+            kernels().i8_rows_dot_i16(q.as<int8_t>(), k, b, be, k, hl.data(), hl.data() + k, qs.data(), dots.data());
+            const size_t o = static_cast<size_t>(b);
+            m = std::max(m, fn(dots.data(), s.data() + o, qn.data() + o, dn.data() + o, en.data() + o, be - b, g, lo.data() + o,
+                               hi.data() + o));
+        }
+        return m;
+    }
+};
+HeadPass & head_pass() {
+    static HeadPass h;
+    return h;
+}
+
+// arg 1: the bare stream (HeadPass).
+void BM_Int8HeadPass(benchmark::State & st) {
+    HeadPass & h = head_pass();
+    for (auto _ : st) {
+        benchmark::DoNotOptimize(h.run(st.range(0) == 1));
+        benchmark::DoNotOptimize(h.dots.data());
+    }
+    st.counters["GB/s"] = benchmark::Counter(static_cast<double>(h.k * h.n) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_Int8HeadPass)->Arg(0)->Arg(1);
+
 void BM_Q6kHead(benchmark::State & st) {
     const int64_t        k = 2560, n = st.range(0);
     const size_t         rb = dtype_row_bytes(DType::q6_k, k);
@@ -342,6 +389,74 @@ void BM_AttentionRow(benchmark::State & st) {
     benchmark::DoNotOptimize(sink);
 }
 BENCHMARK(BM_AttentionRow)->ArgsProduct({{1024, 4096}, {0, 1}, {0, 1}});
+
+// One token through 30 layers of 2B4T products with each layer's attention after its [q; k; v]
+// (its own f16 cache of n positions, which the other layers' weights evict by the time it comes
+// round, as in decoding). args: n, 1 for the [q; k; v] product touching the layer's K/V (cpu::Touch),
+// 1 for a whole token: the int8 head's pass (HeadPass) after the layers. Counters: attention us per
+// layer and the [q; k; v] product's GB/s (thread CPU time around each call), the weights' GB/s
+// (CPU time; with the head, its int8 copy's bytes too: compare with BM_ReadBytes).
+void BM_DecodeLayersAttention(benchmark::State & st) {
+    const DecodeLayers &  d = decode_layers();
+    const int64_t         n = st.range(0), g = 4, hd = 128, stride = 640, k_max = 6912;
+    std::vector<std::vector<uint16_t>> kc(30), vc(30);
+    for (int l = 0; l < 30; ++l) {
+        kc[l].assign(static_cast<size_t>(stride * (n + 1)), 0x3000);
+        vc[l].assign(kc[l].size(), 0x3400);
+    }
+    std::vector<float>   q(static_cast<size_t>(5 * g * hd), 0.1f), out(q.size()), sc(static_cast<size_t>(g * (n + 32) + g * hd));
+    AlignedBytes         scratch(static_cast<size_t>(272 * k_max));
+    std::vector<int8_t>  qa(static_cast<size_t>(k_max), 3);
+    std::vector<float>   s(1, 40.0f), y(13824);
+    std::vector<int32_t> gs(1);
+    double               bytes = 0, qkv_bytes = 0, attn_s = 0, qkv_s = 0;
+    int64_t              tokens = 0;
+    for (const auto & l : d.codes) bytes += static_cast<double>(l.size());
+    if (st.range(2) == 1) bytes += static_cast<double>(HeadPass::k * HeadPass::n);
+    auto cpu_now = [] {  // this thread's CPU time (the VM preempts: wall clock counts other guests)
+        timespec ts;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+    };
+    for (auto _ : st) {
+        for (size_t i = 0; i < d.views.size(); ++i) {
+            const auto &  v = d.views[i];
+            const int64_t l = static_cast<int64_t>(i / 4);
+            gs[0]           = 3 * static_cast<int32_t>(v.k);
+            cpu::ActView a{qa.data(), v.k, s.data(), gs.data(), 1, scratch.data()};
+            cpu::Touch   t;
+            if (i % 4 == 0 && st.range(1) != 0) {
+                t.base[0]   = reinterpret_cast<const uint8_t *>(kc[l].data());
+                t.base[1]   = reinterpret_cast<const uint8_t *>(vc[l].data());
+                t.stride    = stride * 2;
+                t.row_bytes = stride * 2;
+                t.n_rows    = n;
+                a.touch     = &t;
+            }
+            const double t0 = cpu_now();
+            kernels().ternary_gemm(v, 0, v.n_tiles(), a, y.data(), v.n_rows, 0, false);
+            if (i % 4 != 0) continue;
+            const double t1 = cpu_now();
+            for (int64_t h = 0; h < 5; ++h) {
+                cpu::CacheView c{kc[l].data(), vc[l].data(), true, true, stride, h * hd, hd, h + 1 < 5 ? (h + 1) * hd : -1};
+                kernels().attention_cache(c, {q.data() + h * g * hd, g, n + 1, 0.088f, out.data() + h * g * hd}, sc.data());
+            }
+            const double t2 = cpu_now();
+            qkv_s += t1 - t0;
+            attn_s += t2 - t1;
+            qkv_bytes += static_cast<double>(d.codes[i].size());
+        }
+        if (st.range(2) == 1) benchmark::DoNotOptimize(head_pass().run(false));
+        ++tokens;
+        benchmark::DoNotOptimize(y.data());
+        benchmark::DoNotOptimize(out.data());
+    }
+    st.counters["weights GB/s"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    st.counters["attn us/layer"] = attn_s * 1e6 / static_cast<double>(std::max<int64_t>(tokens, 1) * 30);
+    st.counters["qkv GB/s"]      = qkv_s > 0 ? qkv_bytes * 1e-9 / qkv_s : 0;
+}
+BENCHMARK(BM_DecodeLayersAttention)->ArgsProduct({{64, 128, 512, 2048}, {0, 1}, {0}})->Args({64, 0, 1})->Args({64, 1, 1})
+    ->Args({512, 0, 1})->Args({512, 1, 1});
 
 void BM_ReadBytes(benchmark::State & st) {
     AlignedBytes b(static_cast<size_t>(st.range(0)));

@@ -149,12 +149,21 @@ TEST_P(CpuKernels, TernaryGemmMatchesBitlinearDot) {
                                 }
                             }
                             AlignedBytes       scratch(static_cast<size_t>(272 * k));  // base-3 tiles decoded for many tokens
-                            const cpu::ActView a{q.data(), k, s.data(), gs.data(), T, scratch.data()};
+                            cpu::ActView a{q.data(), k, s.data(), gs.data(), T, scratch.data()};
+                            // With a K/V touch (cpu::Touch, a hint; one token): 2 x 7 rows of 200 bytes,
+                            // 256 apart, more lines than some ranges have tiles.
+                            std::vector<uint8_t> kv_rows(2 * 7 * 256, 1);
+                            cpu::Touch           touch;
+                            touch.base[0] = kv_rows.data();
+                            touch.base[1] = kv_rows.data() + 7 * 256;
+                            touch.stride = 256, touch.row_bytes = 200, touch.n_rows = 7;
                             // the tiles from 0 or from 1 (a thread's range, row0 its first row)
+                            for (const bool touched : {false, true})
                             for (const int64_t tile0 : {int64_t{0}, int64_t{1}})
                             for (const bool acc : {false, true}) {
-                                if (tile0 >= tiles.n_tiles()) continue;
-                                SCOPED_TRACE("tile0 " + std::to_string(tile0));
+                                if (tile0 >= tiles.n_tiles() || (touched && T != 1)) continue;
+                                SCOPED_TRACE("tile0 " + std::to_string(tile0) + (touched ? " touched" : ""));
+                                a.touch = touched ? &touch : nullptr;
                                 const int64_t      ldy = n + 5, row0 = 16 * tile0;
                                 std::vector<float> y(static_cast<size_t>(ldy * T)), ref(y.size());
                                 for (size_t i = 0; i < y.size(); ++i) y[i] = ref[i] = normal();

@@ -1,19 +1,15 @@
 // Issue 52: the prompt attention paths (several query tokens: attention_prefill_*.wgsl, and
 // attention.wgsl, which rows over 512 positions never reach) in the block order for rows of more
-// than 512 positions (WebGpuTuning::attn_block_order = 1; rows of at most 512 keep today's bits),
-// bit for bit against the CPU oracle of one (token, head) row (cpu_ops.h's attention_row: today's
-// single pass up to 512 positions, the block order past them). Prompts of 1 .. 600 tokens over depths
+// than 512 positions (rows of at most 512 in one softmax pass), bit for bit against the CPU oracle of
+// one (token, head) row (cpu_ops.h's attention_row). Prompts of 1 .. 600 tokens over depths
 // 0 .. 2047 cross every block (32), chunk (64) and superblock (512) edge; head_dim 64 / 96 / 128 and
 // G 1 / 2 / 4 (families' shapes), f16 and f32 caches, the P·V kernel's segments (a short prompt over
 // a long cache, attention_prefill_combine.wgsl) and none, token chunks (a small score budget), and
 // prompts cut into calls of 2 or 3 tokens equal to the whole prompt at once. One token past 512
-// positions is decode (webgpu_attention_split.cpp's kernels, another path): KV decode equal to the
-// whole prompt is checked under the default order (both orders must pass it). Skipped without a
-// WebGPU adapter.
-#include "backend/cpu/cpu_backend.h"
+// positions is decode (the one-query kernels): KV decode equal to the whole prompt. Skipped without
+// a WebGPU adapter.
 #include "backend/cpu/cpu_ops.h"
 #include "backend/webgpu/webgpu_backend.h"
-#include "backend/webgpu/webgpu_tuning.h"
 #include "core/dtype.h"
 #include "core/fp16.h"
 #include "quant/block_formats.h"
@@ -100,10 +96,6 @@ void expect_same(const std::vector<float> & got, const std::vector<float> & want
     EXPECT_EQ(n, 0u) << what << ": " << n << " of " << got.size() << " differ, " << first;
 }
 
-// The block order on every path (here: the prompt kernels; a token alone past 512 positions takes
-// the one-query kernels, webgpu_attention_split.cpp).
-constexpr const char * k_tune = "attn_block_order=1";
-
 std::string name(const Case & c) {
     return "h" + std::to_string(c.n_head) + " kv" + std::to_string(c.n_head_kv) + " hd" + std::to_string(c.head_dim) +
            " pos0 " + std::to_string(c.pos0) + " T " + std::to_string(c.T);
@@ -115,7 +107,7 @@ std::string name(const Case & c) {
 // 1024 and 2048.
 TEST(WebGpuPromptBlockOrder, PromptsOverDepthsGiveTheOraclesBits) {
     TERN_REQUIRE_WEBGPU();
-    Backend &                                 gpu = *test::tuned_webgpu(k_tune);
+    Backend &                                 gpu = *test::shared_webgpu().backend;
     std::vector<std::pair<int64_t, int64_t>> runs;  // (T, pos0)
     if (test::is_cpu_adapter(gpu)) {
         runs = {{3, 511}, {15, 500}, {16, 513}, {100, 450}, {17, 1010}, {20, 2040}};
@@ -136,13 +128,14 @@ TEST(WebGpuPromptBlockOrder, PromptsOverDepthsGiveTheOraclesBits) {
 
 // Families' shapes (head_dim 64 / 96 / 128, G 1 / 2 / 4), f16 and f32 caches; the P·V kernel with
 // segments (its default split for few rows over a long cache: attention_prefill_combine.wgsl) and
-// without (attn_pv_split_groups=0), and 64 rows per P·V workgroup (on a GPU).
+// without (attn_pv_split_groups=0), and on a GPU 64 rows per P·V workgroup.
 TEST(WebGpuPromptBlockOrder, ShapesCachesAndSegmentsGiveTheOraclesBits) {
     TERN_REQUIRE_WEBGPU();
-    const std::string      tune = k_tune;
-    std::vector<Backend *> forms{test::tuned_webgpu(tune), test::tuned_webgpu(tune + ",attn_pv_split_groups=0")};
+    std::vector<Backend *> forms{test::shared_webgpu().backend.get(), test::tuned_webgpu("attn_pv_split_groups=0")};
     const bool             cpu_adapter = test::is_cpu_adapter(*forms[0]);
-    if (!cpu_adapter) forms.push_back(test::tuned_webgpu(tune + ",attn_pv_rows=64"));
+    if (!cpu_adapter) {
+        forms.push_back(test::tuned_webgpu("attn_pv_rows=64"));
+    }
     std::vector<std::pair<Case, DType>> cases{{Case{8, 2, 128, 1000, 20}, DType::f16},
                                               {Case{4, 4, 64, 700, 17}, DType::f32},
                                               {Case{4, 2, 96, 2047, 16}, DType::f16}};
@@ -167,8 +160,8 @@ TEST(WebGpuPromptBlockOrder, ShapesCachesAndSegmentsGiveTheOraclesBits) {
 TEST(WebGpuPromptBlockOrder, CallsAndChunksEqualTheWholePrompt) {
     TERN_REQUIRE_WEBGPU();
     const Case   c{4, 2, 64, 490, 60};
-    Backend &    gpu   = *test::tuned_webgpu(k_tune);
-    Backend &    small = *test::tuned_webgpu(std::string(k_tune) + ",attn_scratch_bytes=" +
+    Backend &    gpu   = *test::shared_webgpu().backend;
+    Backend &    small = *test::tuned_webgpu("attn_scratch_bytes=" +
                                              std::to_string(c.n_head * (c.pos0 + c.T) * 4 * 11));  // 11 tokens a chunk
     const Inputs in    = make_inputs(c, DType::f16, 5);
     const auto   whole = run(gpu, c, in, c.T);
@@ -184,20 +177,16 @@ TEST(WebGpuPromptBlockOrder, CallsAndChunksEqualTheWholePrompt) {
 }
 
 // KV decode (one token per call: the one-query kernels past 512 positions) equals the whole prompt
-// (the prompt kernels) in the default order, whichever it is (attn_block_order's default: 0 today's
-// order, checked against the CPU backend; 1 the oracle's); head_dim 128 f16 G 4 (2B4T's shape) and
-// head_dim 64 f32 G 2.
-TEST(WebGpuPromptBlockOrder, DecodeEqualsTheWholePromptInTheDefaultOrder) {
+// (the prompt kernels) and the oracle; head_dim 128 f16 G 4 (2B4T's shape) and head_dim 64 f32 G 2.
+TEST(WebGpuPromptBlockOrder, DecodeEqualsTheWholePrompt) {
     TERN_REQUIRE_WEBGPU();
     Backend & gpu = *test::shared_webgpu().backend;
-    auto      cpu = make_cpu_backend({1});
     for (const auto & [c, cache] : {std::pair{Case{8, 2, 128, 500, 40}, DType::f16}, std::pair{Case{4, 2, 64, 1000, 30}, DType::f32}}) {
         SCOPED_TRACE(name(c));
         const Inputs in    = make_inputs(c, cache, 9);
         const auto   whole = run(gpu, c, in, c.T);
         expect_same(run(gpu, c, in, 1), whole, "one token per call vs the whole prompt");
-        expect_same(whole, WebGpuTuning{}.attn_block_order != 0 ? oracle(c, in) : run(*cpu, c, in, c.T),
-                    "whole prompt vs the default order");
+        expect_same(whole, oracle(c, in), "whole prompt vs the oracle");
     }
 }
 

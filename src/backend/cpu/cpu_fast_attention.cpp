@@ -65,6 +65,25 @@ cpu::AttentionKv shifted(const cpu::AttentionKv & kv, int64_t s0) {
     return r;
 }
 
+// The K and V rows [0, n_pos) of the KV heads whose attention items thread ti runs next for one
+// token (attention()'s split: items (KV head, query head of the group) in contiguous ranges).
+cpu::Touch kv_touch_rows(const KvLayer & kv, const AttentionShape & s, int64_t n_pos, int ti, int n_threads) {
+    cpu::Touch    t;
+    const int64_t group = s.n_head / s.n_head_kv, hd = s.head_dim;
+    int64_t       i0 = 0, i1 = 0;
+    ThreadPool::chunk_range(s.n_head_kv * group, 1, n_threads, ti, i0, i1);
+    if (i0 >= i1 || n_pos <= 0 || kv.k.type != kv.v.type) return t;
+    const int64_t el = kv.k.type == DType::f16 ? 2 : 4, h0 = i0 / group, h1 = (i1 - 1) / group + 1;
+    t.base[0]   = cpu_data<uint8_t>(kv.k) + h0 * hd * el;
+    t.base[1]   = cpu_data<uint8_t>(kv.v) + h0 * hd * el;
+    t.stride    = kv.k.ne[0] * el;
+    t.row_bytes = (h1 - h0) * hd * el;
+    // Up to 4 MiB of the layer's K (and as much V) over all threads: 2B4T's f16 cache to 3276 positions;
+    // more would not stay in a last-level cache until attention reads it.
+    t.n_rows    = n_pos * kv.k.ne[0] * el <= (int64_t{4} << 20) ? n_pos : 0;
+    return t;
+}
+
 }  // namespace
 
 // [q; k; v] for every token into qkv_ (thread's tiles).
@@ -112,18 +131,23 @@ void CpuFastBackend::rope_store(const Tensor & q, const KvLayer & kv, const Atte
 // [q; k; v] of a's tokens into qkv_ (x normed and quantized first where `in` carries it); returns
 // the weight's rows, qkv_'s stride per token.
 int64_t CpuFastBackend::qkv_products(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const QuantizedActs & a,
-                                     const AttentionShape & s, const LinearInput * in) {
+                                     const AttentionShape & s, const LinearInput * in, int64_t pos0) {
     const auto &  lw    = static_cast<const CpuTiledLinear &>(wqkv);
     const int64_t n_q   = s.n_head * s.head_dim, n_kv = s.n_head_kv * s.head_dim, n_tok = a.q.ne[1];
     TERN_ASSERT(lw.n_rows == n_q + 2 * n_kv && q.ne[0] == n_q && kv.k.ne[0] == n_kv, "qkv shapes");
     grow(qkv_, lw.n_rows * n_tok);
     grow(gsum_, n_tok * (lw.n_cols / lw.group));
+    const bool touch = pos0 > 0 && n_tok == 1;  // one token: its K/V rows during the product (cpu::Touch)
     pool_.run([&](int ti) {
-        if (in != nullptr) {
-            qkv_in_job(ti, lw, norm_quant_in_job(ti, a, in->x, static_cast<const CpuNorm &>(*in->norm), in->eps, lw.group));
-        } else {
-            qkv_in_job(ti, lw, acts_in_job(ti, a, lw.group));
+        cpu::ActView av = in != nullptr
+                              ? norm_quant_in_job(ti, a, in->x, static_cast<const CpuNorm &>(*in->norm), in->eps, lw.group)
+                              : acts_in_job(ti, a, lw.group);
+        cpu::Touch t;
+        if (touch) {
+            t        = kv_touch_rows(kv, s, pos0, ti, pool_.n_threads());
+            av.touch = &t;
         }
+        qkv_in_job(ti, lw, av);
     });
     return lw.n_rows;
 }
@@ -132,7 +156,7 @@ void CpuFastBackend::qkv_rope_kv_append(const Tensor & q, const KvLayer & kv, co
                                         const QuantizedActs & a, const AttentionShape & s, int64_t pos0) {
     const int64_t n_tok = a.q.ne[1];
     TERN_ASSERT(pos0 >= 0 && pos0 + n_tok <= kv.k.ne[1], "positions past the KV cache");
-    const int64_t rows = qkv_products(q, kv, wqkv, a, s, nullptr);
+    const int64_t rows = qkv_products(q, kv, wqkv, a, s, nullptr, pos0);
     set_contiguous_columns(pos0, n_tok);
     rope_store(q, kv, s, n_tok, rows);
 }
@@ -146,7 +170,7 @@ void CpuFastBackend::linear_qkv(const Tensor & q, const KvLayer & kv, const Weig
     TERN_ASSERT(in.norm != nullptr, "a linear input without a norm is not supported yet (issue 54)");
     const int64_t n_tok = in.q.q.ne[1];
     TERN_ASSERT(pos0 >= 0 && pos0 + n_tok <= kv.k.ne[1], "positions past the KV cache");
-    const int64_t rows = qkv_products(q, kv, wqkv, in.q, s, &in);
+    const int64_t rows = qkv_products(q, kv, wqkv, in.q, s, &in, pos0);
     set_contiguous_columns(pos0, n_tok);
     rope_store(q, kv, s, n_tok, rows);
 }

@@ -140,8 +140,10 @@ private:
     void         qkv_in_job(int ti, const CpuTiledLinear & w, const cpu::ActView & a);
     void         rope_store(const Tensor & q, const KvLayer & kv, const AttentionShape & s, int64_t n_tok, int64_t rows);
     void         set_contiguous_columns(int64_t pos0, int64_t n_tok);
+    // pos0 > 0 (one token of a contiguous cache): the product touches the cache rows [0, pos0) that
+    // attention reads next (cpu::Touch).
     int64_t      qkv_products(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const QuantizedActs & a,
-                              const AttentionShape & s, const LinearInput * in);
+                              const AttentionShape & s, const LinearInput * in, int64_t pos0 = -1);
     // The LM head's input: h (or its f16 rounding) for each token into hin_.
     const float * head_input(const Tensor & h, bool round_input_f16);
     void          head_rows(const CpuEmbedding & e, const float * hin, int64_t n_tok, int64_t r0, int64_t r1,

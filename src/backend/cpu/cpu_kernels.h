@@ -55,6 +55,19 @@ struct TernaryTiles {
 
 // Quantized activations of T tokens: q[t * ld + i], i < k; group_sums[t * n_groups + g] = the sum
 // of q over group g (the codes carry value + 1: dot(value, q) = dot(code, q) - sum(q)).
+// Issue 51: bytes a one-token product asks the caches for while it streams its tiles, a few lines
+// per tile over the thread's range — the layer's K and V rows that its attention reads next
+// (decoding finds them in DRAM, and their latency, not their bytes, bounded attention: cpu README,
+// "The layer's K and V during its [q; k; v] product"). Rows r < n_rows of each of the two blocks:
+// row_bytes bytes at base[b] + r * stride. A hint: a kernel may ignore it (the AVX-512 and AVX2
+// one-token 2-bit loops read it; base-3 tiles and NEON do not).
+struct Touch {
+    const uint8_t * base[2]   = {nullptr, nullptr};
+    int64_t         stride    = 0;
+    int64_t         row_bytes = 0;
+    int64_t         n_rows    = 0;
+};
+
 struct ActView {
     const int8_t *  q          = nullptr;
     int64_t         ld         = 0;
@@ -63,6 +76,7 @@ struct ActView {
     int64_t         n_tokens   = 0;
     uint8_t *       scratch    = nullptr;  // the calling thread's: 272 k bytes, 64-byte aligned (base-3 tiles:
                                            // a tile's code bytes, 64 tokens' activations regrouped)
+    const Touch *   touch      = nullptr;  // where not null: touched during a one-token product (a hint)
 };
 
 // ----------------------------------------------------------------------------- Q-block tiles

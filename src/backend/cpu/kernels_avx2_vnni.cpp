@@ -98,7 +98,9 @@ void tile_tokens(const TernaryTiles & w, int64_t tile, const ActView & a, int64_
 // 8 tokens per pass over a tile (for_tiles_and_tokens: token blocks of 64, then every tile).
 void ternary_gemm_avx2_vnni(const TernaryTiles & w, int64_t tile0, int64_t tile1, const ActView & a, float * y,
                             int64_t ldy, int64_t row0, bool accumulate) {
+    Toucher touch(a, tile0, tile1);  // one token: the layer's K/V where the caller names them (tile_loop.h)
     for_tiles_and_tokens<8>(a.n_tokens, tile0, tile1, [&]<int NT>(int64_t tile, int64_t t) {
+        touch.at_tile();
         tile_tokens<NT>(w, tile, a, t, y, ldy, row0, accumulate);
     });
 }

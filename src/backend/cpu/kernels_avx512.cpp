@@ -123,10 +123,12 @@ void tiles_one_token(const TernaryTiles & w, int64_t tile0, int64_t tile1, const
     const int64_t  ahead        = page_ahead;
     const __m512i  m0 = _mm512_set1_epi8(3), m1 = _mm512_set1_epi8(0x0c), m2 = _mm512_set1_epi8(0x30),
                   m3 = _mm512_set1_epi8(static_cast<char>(0xc0));
+    Toucher touch(a, tile0, tile1);  // the layer's K/V where the caller names them (tile_loop.h)
     for (int64_t tile = tile0; tile < tile1; ++tile) {
         const uint8_t * codes  = w.codes + tile * tile_bytes;
         const float *   scales = w.scales + tile * n_groups * k_tile_rows;
         __m512          out    = _mm512_setzero_ps();
+        touch.at_tile();
         for (int64_t g = 0; g < n_groups; ++g) {
             __m512i e0 = _mm512_setzero_si512(), e1 = e0, e2 = e0, e3 = e0;  // even chunks' sums, by shift
             __m512i o0 = e0, o1 = e0, o2 = e0, o3 = e0;                      // odd chunks'

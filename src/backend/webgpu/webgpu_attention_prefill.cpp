@@ -4,23 +4,22 @@
 //   1. attention_prefill_scores.wgsl: scale q·k for every (query row, position) a row may see, as
 //      64 x 64 GEMM tiles whose K rows are staged once per 64 query rows (16 tokens x the 4 query
 //      heads of a KV head for BitNet 2B4T), into a scratch buffer [n_head_kv][T G][ld] f32;
-//   2. attention_prefill_softmax.wgsl: max, exp, sum and probabilities of each superblock of 512
-//      positions of each row, in place, and the superblocks' combine weights (cpu::combine_superblocks);
+//   2. attention_prefill_softmax.wgsl: the probabilities of each row, in place (a row of at most 512
+//      positions in one pass; a longer one in the block order: each block of 32 positions' own max,
+//      exps and sum, and the join weights of blocks, chunks and superblocks);
 //   3. attention_prefill_pv.wgsl: probabilities x V as 32-row x 64-dimension tiles, V rows staged
 //      once per 32 query rows; when that makes too few workgroups (a short prompt over a long
 //      cache) the long rows are split into segments of positions and
-//   4. attention_prefill_combine.wgsl adds the segments' sums, each times its weight.
+//   4. attention_prefill_combine.wgsl joins the segments' (superblocks') sums.
 // 3 or 4 dispatches per layer instead of 1; on an H200 they take ~15 ms of a pp512 of 2B4T where
 // attention.wgsl took ~51 ms (README.md).
-// Same numerics as attention.wgsl and the CPU, bit for bit: the same products, the scores' sums in
-// cpu::dot_blocked16's order, each superblock's softmax and P·V sums in cpu::sum_positions's, the
-// superblocks combined as cpu::combine_superblocks does, mul_rn scaling, exp_fixed, f16 rounding of q
-// and of the probabilities. With WebGpuTuning::attn_block_order, rows of more than 512 positions take
-// the block order instead (issue 52, cpu_ops.h; attention_prefill_softmax.wgsl's header): the
-// softmax kernel writes each block of 32 positions' f16(e) and the join weights of blocks, chunks
-// and superblocks, the P·V kernel joins its sums with them as it goes, superblocks (segments) are
-// joined by the P·V kernel or the combine, then out = O (1 / L). Rows of at most 512 positions keep
-// their bits.
+// The CPU's numerics, bit for bit (cpu::attention_row, issue 52): the same products, the scores'
+// sums in cpu::dot_blocked16's order, mul_rn scaling, exp_fixed, f16 rounding of q; a row of at most
+// 512 positions as attention.wgsl (one softmax pass, f16 probabilities, P·V sums in
+// cpu::sum_positions's order); a longer row in the block order (attention_prefill_softmax.wgsl's
+// header): the softmax kernel writes each block of 32 positions' f16(e) and the join weights of
+// blocks, chunks and superblocks, the P·V kernel joins its sums with them as it goes, superblocks
+// (segments) are joined by the P·V kernel or the combine, then out = O (1 / L).
 // Long prompts over long caches run in token chunks so that the score buffer stays within a budget.
 #include "backend/webgpu/webgpu_backend_impl.h"
 
@@ -83,11 +82,10 @@ bool WebGpuBackend::prefill_attention(const Tensor & out, const Tensor & q, cons
                                                   std::min<int64_t>(n_tok, lim.maxComputeWorkgroupsPerDimension / group));
     const size_t  need      = static_cast<size_t>(chunk * row_bytes);
     grown(attn_scores_, need, "attention scores");
-    // Each row's weights: [n_head_kv][chunk G][w_ld] f32: [nsb_ld][2] (m_c, l_c / r_c); the block
-    // order's 16 nsb_ld block weights, 8 nsb_ld chunk weights, 3 nsb_ld superblock values and 1 / L.
-    const bool    block_order = tune_.attn_block_order != 0;
-    const int64_t nsb_ld      = (ld + cpu::k_pos_super - 1) / cpu::k_pos_super;
-    const int64_t w_ld        = block_order ? 27 * nsb_ld + 1 : 2 * nsb_ld;
+    // Each long row's weights: [n_head_kv][chunk G][w_ld] f32: 16 nsb_ld block weights, 8 nsb_ld
+    // chunk weights, 3 nsb_ld superblock values and 1 / L.
+    const int64_t nsb_ld = (ld + cpu::k_pos_super - 1) / cpu::k_pos_super;
+    const int64_t w_ld   = 27 * nsb_ld + 1;
     grown(attn_wts_, static_cast<size_t>(n_kv * chunk * group * w_ld * 4), "attention weights");
 
     const size_t   k_el = k_f16 ? 2 : 4;
@@ -146,14 +144,15 @@ bool WebGpuBackend::prefill_attention(const Tensor & out, const Tensor & q, cons
                                {"BR", static_cast<double>(pv_rows)},
                                {"BD", static_cast<double>(bd)},
                                {"PC", static_cast<double>(pc)},
-                               {"GROUP", static_cast<double>(group)},
-                               {"BLOCK_ORDER", block_order ? 1.0 : 0.0}}}};
+                               {"GROUP", static_cast<double>(group)}}}};
         const WGPUBuffer pb[] = {attn_scores_->get(), gpu_buffer(kv.v), gpu_buffer(out), attn_part_->get(),
                                  attn_wts_->get()};
         step_->dispatch(pk, pb, &pp, sizeof pp, u32(n_kv * ndb), u32(n_blocks), u32(n_seg));
         if (n_seg == 1) continue;
 
-        encode_attention_combine(out, o_off, hd, group, n_rows, pv_rows, n_kv, p0, seg_len, nsb_ld, w_ld);
+        TERN_ASSERT(seg_len == cpu::k_pos_super, "prompt attention segments of %lld positions: the combine joins superblocks",
+                    static_cast<long long>(seg_len));
+        encode_attention_combine(out, o_off, hd, group, n_rows, pv_rows, n_kv, p0, nsb_ld, w_ld);
     }
     return true;
 }
@@ -172,31 +171,22 @@ void WebGpuBackend::encode_attention_softmax(int64_t n_rows, int64_t n_kv, int64
                          "wwu",
                          {{{"WG", one_query ? wg_one : wg_prompt},
                            {"V_F16", v_f16 ? 1.0 : 0.0},
-                           {"GROUP", static_cast<double>(group)},
-                           {"BLOCK_ORDER", tune_.attn_block_order != 0 ? 1.0 : 0.0}}}};
+                           {"GROUP", static_cast<double>(group)}}}};
     const WGPUBuffer mb[] = {attn_scores_->get(), attn_wts_->get()};
     step_->dispatch(mk, mb, &mp, sizeof mp, u32(n_rows), u32(n_kv));
 }
 
 void WebGpuBackend::encode_attention_combine(const Tensor & out, uint32_t out_offset, int64_t hd, int64_t group,
                                              int64_t n_rows, uint32_t row_block, int64_t n_kv, int64_t pos0,
-                                             int64_t seg_len, int64_t nsb_ld, int64_t w_ld) {
-    const bool block_order = tune_.attn_block_order != 0;
-    TERN_ASSERT(seg_len == cpu::k_pos_super || (seg_len == cpu::k_pos_block && !block_order),
-                "attention segments of %lld positions: the combine adds blocks of 32 or superblocks of 512 "
-                "(superblocks only in the block order)",
-                static_cast<long long>(seg_len));
+                                             int64_t nsb_ld, int64_t w_ld) {
     struct {
-        uint32_t head_dim, group, n_rows, n_head_kv, pos0, seg_len, segs_per_super, out_offset, out_stride, nsb_ld,
-            w_ld;
-    } cp{u32(hd),      u32(group), u32(n_rows), u32(n_kv), u32(pos0), u32(seg_len), u32(cpu::k_pos_super / seg_len),
-         out_offset, u32(out.ne[0]), u32(nsb_ld), u32(w_ld)};
+        uint32_t head_dim, group, n_rows, n_head_kv, pos0, out_offset, out_stride, nsb_ld, w_ld;
+    } cp{u32(hd), u32(group), u32(n_rows), u32(n_kv), u32(pos0), out_offset, u32(out.ne[0]), u32(nsb_ld), u32(w_ld)};
     const PipelineKey ck{"attention_prefill_combine",
                          "rrwu",
                          {{{"WG", 256},
                            {"BR", static_cast<double>(row_block)},
-                           {"GROUP", static_cast<double>(group)},
-                           {"BLOCK_ORDER", block_order ? 1.0 : 0.0}}}};
+                           {"GROUP", static_cast<double>(group)}}}};
     const WGPUBuffer  cb[] = {attn_part_->get(), attn_wts_->get(), gpu_buffer(out)};
     step_->dispatch(ck, cb, &cp, sizeof cp, ceil_div(n_rows * hd, 256), u32(n_kv));
 }

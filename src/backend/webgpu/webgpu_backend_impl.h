@@ -310,16 +310,14 @@ private:
     void encode_rope_kv(const Tensor & q, const KvLayer & kv, const GpuLinear & lw, const AttentionShape & shape,
                         int64_t n_tok, int64_t pos0, const KvBatch * batch);
     // Shared by both: the softmax of the n_rows score rows of each KV head in attn_scores_ (rows of
-    // ld floats), in place, by superblocks of 512 positions (or, attn_block_order, rows over 512 in
-    // the block order), with the weights into attn_wts_ (rows of w_ld floats for nsb_ld superblocks,
-    // attention_prefill_softmax.wgsl's header; one_query: the threads per row for one query's long
-    // rows); and the combine of attn_part_'s segment sums (seg_len positions each: a superblock or a
-    // block of cpu::sum_positions's order) into `out`, rows in blocks of row_block.
+    // ld floats), in place (rows over 512 positions in the block order), with the join weights into
+    // attn_wts_ (rows of w_ld floats for nsb_ld superblocks, attention_prefill_softmax.wgsl's header;
+    // one_query: the threads per row for one query's long rows); and the join of attn_part_'s
+    // segment sums (a superblock each) into `out`, rows in blocks of row_block.
     void encode_attention_softmax(int64_t n_rows, int64_t n_kv, int64_t group, int64_t pos0, int64_t ld,
                                   int64_t nsb_ld, int64_t w_ld, bool v_f16, bool one_query);
     void encode_attention_combine(const Tensor & out, uint32_t out_offset, int64_t hd, int64_t group, int64_t n_rows,
-                                  uint32_t row_block, int64_t n_kv, int64_t pos0, int64_t seg_len, int64_t nsb_ld,
-                                  int64_t w_ld);
+                                  uint32_t row_block, int64_t n_kv, int64_t pos0, int64_t nsb_ld, int64_t w_ld);
     // Error(invalid_argument) for a tuned GEMM tiling this device cannot run (the constructor).
     void check_tuned_tilings();
     // The tiling of a prefill GEMM of n_tok tokens (webgpu_prefill.cpp).

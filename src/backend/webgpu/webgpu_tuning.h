@@ -142,7 +142,8 @@ struct WebGpuTuning {
                                              //     head_dim 64, 96, 128, G <= 4), other shapes and paged batches' long
                                              //     columns by attention_paged_super's superblock partials +
                                              //     attention_split_combine's row join; prompts:
-                                             //     attention_prefill_*'s rows past 512 positions; 0: never
+                                             //     attention_prefill_*'s rows past 512 positions (whatever
+                                             //     the key); 0: never
     uint32_t attn_super_pairs        = 0;    // attention_paged_super in the block order: 1: the chunk joins by
                                              //     the even blocks' threads (one round through ws), 0: by the
                                              //     combining threads, 8 blocks per round (A/B, issue 52)

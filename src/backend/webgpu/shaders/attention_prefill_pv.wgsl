@@ -1,23 +1,21 @@
 // attention_prefill_pv: the third prompt-attention kernel (webgpu_attention_prefill.cpp), the output
 //   out[t][h][d] = sum_pos prob[kvh][r][pos] v[pos][kvh hd + d]     (r = t G + j, h = kvh G + j)
 // over the positions row r sees (0 .. pos0 + t), with the probabilities of
-// attention_prefill_softmax.wgsl. attention.wgsl's numerics: products of two f16 values are exact
-// in f32 (an f32 cache rounds them, mul_rn), summed in cpu::sum_positions's order within each
-// superblock of 512 (blocks of 32 positions in order, the blocks in order), the superblocks combined
-// as cpu::combine_superblocks does: out = ((0 + r_0 o_0) + r_1 o_1) + ..., r_c the softmax kernel's
-// weights (wts; 1 for a row of one superblock). A segment is one superblock: a split row block writes
-// its superblocks' o_c, and attention_prefill_combine.wgsl weights and adds them in order.
-// With BLOCK_ORDER, a row of more than 512 positions takes the block order (issue 52; the softmax
-// kernel's header): its probabilities are f16(e) (e with an f32 cache) of each block's own max; each
-// block's sums o_b (positions in order from 0) are joined into their chunk's, k = blocks 2k, 2k + 1:
-// O_k = ((0 + a_b o_b) + a_b' o_b'), the chunks into their superblock's the same way, the superblocks
-// into the row's (here, or by the combine kernel when split), and out = O * r, r = 1 / L.
+// attention_prefill_softmax.wgsl, in cpu::attention_row's order (issue 52): products of two f16
+// values are exact in f32 (an f32 cache rounds them, mul_rn); a row of at most 512 positions sums
+// them in cpu::sum_positions's order (blocks of 32 positions in order, the blocks in order): the
+// output. A longer row (the block order, the softmax kernel's header) has the probabilities f16(e)
+// (e with an f32 cache) of each block's own max; each block's sums o_b (positions in order from 0)
+// are joined into their chunk's, k = blocks 2k, 2k + 1: O_k = ((0 + a_b o_b) + a_b' o_b'), the
+// chunks into their superblock's the same way, the superblocks into the row's (here, or by
+// attention_prefill_combine.wgsl when split), and out = O * r, r = 1 / L. A segment is one
+// superblock: a split row block writes its superblocks' O_c.
 //
 //   probs: [n_head_kv][T G][ld] f32   v_cache: [n_head_kv hd, n_ctx] f16 pairs or f32 (u32 words)
 //   out: [n_head hd, T] f32
 //   part: the sums of each segment, [n_seg][n_head_kv][T G][hd] f32
-//   wts: the softmax kernel's [n_head_kv][T G][w_ld] f32 (its header: r_c at [2c]; the block order's
-//   a_b at [b], a_k at [16 S + k], a_c at [24 S + c], r at [27 S])
+//   wts: the softmax kernel's [n_head_kv][T G][w_ld] f32 (its header: a long row's a_b at [b], a_k
+//   at [16 S + k], a_c at [24 S + c], r at [27 S])
 // Bindings: 0 probs (read), 1 v_cache (read), 2 out (read_write), 3 part (read_write), 4 wts (read),
 // 5 params
 // Dispatch: (n_head_kv ceil(hd / BD), ceil(T G / BR), n_seg). A workgroup owns BR rows x BD
@@ -49,7 +47,6 @@ override ND: u32 = BD / TJ;        // threads along dimensions
 override WG: u32 = NR * ND;
 override LDP: u32 = BR / 4u + 1u;  // vec4s per staged position of probabilities (one of padding)
 override GROUP: u32 = 1u;  // G = n_head / n_head_kv (= Params.group; a constant, for the divisions by it)
-override BLOCK_ORDER: bool = false;  // rows over 512 positions in the block order (WebGpuTuning::attn_block_order)
 
 struct Params {
     head_dim: u32,
@@ -113,7 +110,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var i = 0u; i < TI; i++) {
         n_see[i]  = p.pos0 + min(r0 + TI * tr + i, p.n_rows - 1u) / GROUP + 1u;
         wrow[i]   = (kvh * p.n_rows + min(r0 + TI * tr + i, p.n_rows - 1u)) * p.w_ld;
-        blocks[i] = BLOCK_ORDER && n_see[i] > 512u;
+        blocks[i] = n_see[i] > 512u;
     }
     let S = p.nsb_ld;
 
@@ -123,6 +120,19 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     var tot: array<f32, 16>;  // the closed superblocks (each times its weight r_c when not split)
 
     for (var c0 = s0; c0 < s1; c0 += PC) {
+        // The weights of the block (a_b) and chunk (a_k) this chunk of positions is in, for each row
+        // of the thread, loaded now so that the loads overlap the staging and products (in bounds for
+        // every row: b < 16 S, k < 8 S; where the row does not see the block, or is a short row, they
+        // are not used). (Loaded at the joins under branches instead: H200 pp2048 P·V 311.73 against
+        // 282.01 us per dispatch.)
+        var wa = vec4<f32>(1.0);
+        var wk = vec4<f32>(1.0);
+        if (blocks[TI - 1u]) {
+            for (var i = 0u; i < TI; i++) {
+                wa[i] = wts[wrow[i] + c0 / 32u];
+                wk[i] = wts[wrow[i] + 16u * S + c0 / 64u];
+            }
+        }
         workgroupBarrier();  // the previous chunk is consumed
         if (c0 % 32u == 0u) {
             for (var e = 0u; e < TI * TJ; e++) { blk[e] = 0.0; }
@@ -181,31 +191,22 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         // causal edge add nothing: its sums are already final), a superblock at every 512th.
         let c_end = c0 + PC;
         if (c_end % 32u == 0u || c_end >= s1) {
-            if (BLOCK_ORDER) {
-                // Block order rows: o_b into the chunk (blocks a row does not see: nothing, their
-                // weights were never written), the chunk into the superblock at its end.
-                let b = c0 / 32u;
-                let k = c0 / 64u;
-                let k_end = c_end % 64u == 0u || c_end >= s1;
-                for (var i = 0u; i < TI; i++) {
-                    if (blocks[i]) {
-                        if (32u * b < n_see[i]) {
-                            let a = wts[wrow[i] + b];
-                            for (var j = 0u; j < TJ; j++) { chk[i * TJ + j] = chk[i * TJ + j] + mul_rn(a, blk[i * TJ + j]); }
-                        }
-                        if (k_end) {
-                            if (64u * k < n_see[i]) {
-                                let a = wts[wrow[i] + 16u * S + k];
-                                for (var j = 0u; j < TJ; j++) { sup[i * TJ + j] = sup[i * TJ + j] + mul_rn(a, chk[i * TJ + j]); }
-                            }
-                            for (var j = 0u; j < TJ; j++) { chk[i * TJ + j] = 0.0; }
-                        }
-                    } else {
-                        for (var j = 0u; j < TJ; j++) { sup[i * TJ + j] = sup[i * TJ + j] + blk[i * TJ + j]; }
-                    }
+            // Long rows: o_b into the chunk where the row sees the block, the chunk into the
+            // superblock at its end where it sees the chunk; a short row: o_b into its superblock.
+            // Selects only (the weights are loaded).
+            let b = c0 / 32u;
+            let k = c0 / 64u;
+            let k_end = c_end % 64u == 0u || c_end >= s1;
+            for (var i = 0u; i < TI; i++) {
+                let fb = blocks[i] && 32u * b < n_see[i];
+                let fk = blocks[i] && k_end && 64u * k < n_see[i];
+                for (var j = 0u; j < TJ; j++) {
+                    let e  = i * TJ + j;
+                    let c1 = select(chk[e], chk[e] + mul_rn(wa[i], blk[e]), fb);
+                    let so = select(sup[e], sup[e] + blk[e], !blocks[i]);  // (a short row)
+                    sup[e] = select(so, sup[e] + mul_rn(wk[i], c1), fk);
+                    chk[e] = select(c1, 0.0, k_end);
                 }
-            } else {
-                for (var e = 0u; e < TI * TJ; e++) { sup[e] = sup[e] + blk[e]; }
             }
             if (c_end % 512u == 0u || c_end >= s1) {
                 let c = c0 / 512u;  // the superblock closed (a chunk never crosses one: PC divides 512)
@@ -214,7 +215,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                     let r = r0 + TI * tr + i;
                     var w = 1.0;
                     if (n_seg == 1u && r < p.n_rows && 512u * c < n_see[i]) {
-                        w = wts[wrow[i] + select(2u * c, 24u * S + c, blocks[i])];  // r_c, or the block order's a_c
+                        w = select(1.0, wts[wrow[i] + 24u * S + c], blocks[i]);  // a_c (a short row: its output)
                     }
                     for (var j = 0u; j < TJ; j++) {
                         let e = i * TJ + j;

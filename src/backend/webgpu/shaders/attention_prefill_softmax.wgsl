@@ -1,34 +1,29 @@
 // attention_prefill_softmax: the second prompt-attention kernel (webgpu_attention_prefill.cpp). Turns
-// each row of scores written by attention_prefill_scores.wgsl into probabilities, in place.
-// A row of at most 512 positions (and every row with BLOCK_ORDER off) one superblock of 512 positions
-// at a time (CpuBackend::attention's order; docs/architecture.md):
-//   m_c = max of superblock c's s,  e = exp_fixed(s - m_c),
-//   l_c = its e in cpu::sum_positions's order,  inv = 1 / l_c,  prob = e * inv,
-// rounded to f16 with an f16 V cache; then the superblocks' weights of cpu::combine_superblocks,
-//   M = max_c m_c,  a_c = exp_fixed(m_c - M) * l_c,  L = ((0 + a_0) + a_1) + ...,  r_c = a_c / L,
-// which attention_prefill_pv.wgsl (or attention_prefill_combine.wgsl) multiplies each superblock's
-// P·V sums by (one superblock: r_0 = 1 exactly, so rows of at most 512 positions keep their bits).
-// With BLOCK_ORDER (WebGpuTuning::attn_block_order), a row of more than 512 positions takes the
-// block order instead (issue 52; the CPU reference's attention over long rows):
+// each row of scores written by attention_prefill_scores.wgsl into probabilities, in place, in the
+// order of cpu::attention_row (issue 52):
+// a row of at most 512 positions in one pass (the P·V kernel's sums are then the output):
+//   m = max s,  e = exp_fixed(s - m),  l = its e in cpu::sum_positions's order,  inv = 1 / l,
+//   prob = e * inv, rounded to f16 with an f16 V cache;
+// a row of more than 512 positions in the block order:
 //   block b (32 positions): m_b = max(-FLT_MAX, s ...),  e = exp_fixed(s - m_b) (written, f16 with
 //   an f16 V cache: the P·V kernel's f16(e)),  l_b = ((0 + e_first) + ...) + e_last;
 //   chunk (blocks 2k, 2k + 1), superblock (8 chunks), row (the superblocks), each a join of its
 //   parts in order: M = max m_i,  a_i = exp_fixed(m_i - M),  L = ((0 + a_0 l_0) + a_1 l_1) + ...
-// and the P·V kernel joins its sums with the same a_i, then multiplies by r = 1 / L.
+// and the P·V kernel (or attention_prefill_combine.wgsl) joins its sums with the same a_i, then
+// multiplies by r = 1 / L.
 // Row r of KV head kvh (token t = r / G) holds positions 0 .. pos0 + t; nothing past them is touched.
 //
 //   scores: [n_head_kv][T G][ld] f32 (read and written)
-//   wts: [n_head_kv][T G][w_ld] f32, a row's weights at its w_ld floats:
-//     superblock order: [c][2]: r_c at [2c] (m_c, then r_c), l_c at [2c + 1]   (w_ld >= 2 nsb_ld)
-//     block order (w_ld = 27 nsb_ld + 1, S = nsb_ld): a_b of block b in its chunk at [b],
-//       a_k of chunk k in its superblock at [16 S + k], a_c of superblock c in the row at [24 S + c]
-//       (M_c until the row's join), L_c at [26 S + c], r = 1 / L at [27 S] (blocks_* below)
+//   wts: [n_head_kv][T G][w_ld] f32, a long row's weights at its w_ld = 27 S + 1 floats (S = nsb_ld
+//     superblocks per row): a_b of block b in its chunk at [b], a_k of chunk k in its superblock at
+//     [16 S + k], a_c of superblock c in the row at [24 S + c] (M_c until the row's join), L_c at
+//     [26 S + c], r = 1 / L at [27 S]; rows of at most 512 positions write none
 // Bindings: 0 scores, 1 wts (read_write), 2 params (uniform)
 // Dispatch: (T G, n_head_kv, 1). One workgroup per row; thread i takes positions i + WG u of each
-// superblock (512 / WG of them, kept in registers: a score is read once and written once); the sum
-// takes the superblock at once (lib/position_sum.wgsl: a thread per block of 32, two barriers).
-// Invocation 0 writes m_c and l_c (M_c and L_c) and at the end reads them back (only what it wrote
-// itself) for the weights.
+// superblock (512 / WG of them, kept in registers: a score is read once and written once); the
+// block maxima and sums a thread per block of 32 (lib/position_sum.wgsl's for a short row), the
+// joins a thread per chunk, the superblock's and the row's sums by invocation 0 (which reads back
+// only what it wrote itself).
 
 // #include "lib/numerics.wgsl"
 // #include "lib/wg_reduce.wgsl"
@@ -38,7 +33,6 @@ override WG: u32 = 64u;        // a power of two, 32 .. 512
 override CHUNK: u32 = 512u;    // positions per pass of the sum (lib/position_sum.wgsl): one superblock
 override V_F16: bool = true;
 override GROUP: u32 = 1u;  // G = n_head / n_head_kv (= Params.group; a constant, for the divisions by it)
-override BLOCK_ORDER: bool = false;  // rows over 512 positions in the block order (WebGpuTuning::attn_block_order)
 const SPT: u32 = 16u;      // registers per thread: 512 / WG <= 16
 
 struct Params {
@@ -47,7 +41,7 @@ struct Params {
     pos0: u32,     // position of token 0
     ld: u32,       // f32 elements between score rows
     nsb_ld: u32,   // S: superblocks per row (of ld positions)
-    w_ld: u32,     // f32 elements between rows of wts (2 S, or 27 S + 1 with BLOCK_ORDER)
+    w_ld: u32,     // f32 elements between rows of wts (27 S + 1)
     rn_zero: u32,  // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
 }
 
@@ -59,6 +53,7 @@ var<workgroup> blk_max: array<f32, 16>;  // block order: m_b of the superblock's
 var<workgroup> blk_l: array<f32, 16>;    // their l_b
 var<workgroup> chk_max: array<f32, 8>;   // the superblock's chunks' M_k
 var<workgroup> chk_l: array<f32, 8>;     // and L_k
+var<workgroup> chk_a: array<f32, 8>;     // and a_k
 
 // A row of n > 512 positions in the block order (the header). Called in uniform control flow.
 fn block_row(lid: u32, base: u32, wb: u32, n: u32) {
@@ -118,17 +113,21 @@ fn block_row(lid: u32, base: u32, wb: u32, n: u32) {
             chk_l[lid]   = l;
         }
         workgroupBarrier();
-        // The superblock (its chunks joined), by invocation 0.
-        if (lid == 0u) {
+        // The superblock (its chunks joined): a thread per chunk computes its weight a_k, then
+        // invocation 0 adds the a_k L_k in order (all by invocation 0: H200 pp2048 softmax 143.96
+        // against 137.92 us per dispatch).
+        if (lid < nch) {
             var big = chk_max[0];
             for (var k = 1u; k < nch; k++) { big = max(big, chk_max[k]); }
+            let a = exp_fixed(chk_max[lid] - big);
+            wts[wb + 16u * S + 8u * c + lid] = a;
+            chk_a[lid] = a;
+            if (lid == 0u) { wts[wb + 24u * S + c] = big; }
+        }
+        workgroupBarrier();
+        if (lid == 0u) {
             var l = 0.0;
-            for (var k = 0u; k < nch; k++) {
-                let a = exp_fixed(chk_max[k] - big);
-                wts[wb + 16u * S + 8u * c + k] = a;
-                l = l + mul_rn(a, chk_l[k]);
-            }
-            wts[wb + 24u * S + c] = big;
+            for (var k = 0u; k < nch; k++) { l = l + mul_rn(chk_a[k], chk_l[k]); }
             wts[wb + 26u * S + c] = l;
         }
         workgroupBarrier();  // probs and the block / chunk arrays are consumed before the next superblock
@@ -154,61 +153,38 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let base = row * p.ld;
     let wb   = row * p.w_ld;  // the row's weights in wts
     let n    = p.pos0 + r / GROUP + 1u;  // causal: positions 0 ..= pos0 + t
-    let nsb  = (n + 511u) / 512u;
-    if (BLOCK_ORDER && n > 512u) {
+    if (n > 512u) {
         block_row(lid, base, wb, n);
         return;
     }
 
-    for (var c = 0u; c < nsb; c++) {
-        let c0  = 512u * c;
-        let c_n = min(512u, n - c0);
-        // The superblock's scores and max.
-        var sv: array<f32, SPT>;
-        var m = bitcast<f32>(0xff7fffffu);  // -FLT_MAX, as attention.wgsl
-        for (var u = 0u; u < 512u / WG; u++) {
-            let i = lid + u * WG;
-            if (i < c_n) {
-                sv[u] = scores[base + c0 + i];
-                m = max(m, sv[u]);
-            }
+    // One pass: the scores and their max.
+    var sv: array<f32, SPT>;
+    var m = bitcast<f32>(0xff7fffffu);  // -FLT_MAX, as attention.wgsl
+    for (var u = 0u; u < 512u / WG; u++) {
+        let i = lid + u * WG;
+        if (i < n) {
+            sv[u] = scores[base + i];
+            m = max(m, sv[u]);
         }
-        let mx = wg_max(lid, m);
-        // e = exp(s - m_c) and their sum (the barrier inside pos_add_chunk also separates this
-        // superblock's wg_max from the next one's).
-        for (var u = 0u; u < 512u / WG; u++) {
-            let i = lid + u * WG;
-            if (i < c_n) {
-                sv[u] = exp_fixed(sv[u] - mx);
-                probs[i] = sv[u];
-            }
-        }
-        let l   = pos_total(pos_add_chunk(lid, 0u, c_n, PosSum())).x;
-        let inv = div_rn(1.0, l);
-        for (var u = 0u; u < 512u / WG; u++) {
-            let i = lid + u * WG;
-            if (i < c_n) {
-                let pr = sv[u] * inv;
-                scores[base + c0 + i] = select(pr, round_f16(pr), V_F16);
-            }
-        }
-        if (lid == 0u) {
-            wts[wb + 2u * c]      = mx;
-            wts[wb + 2u * c + 1u] = l;
-        }
-        workgroupBarrier();  // probs is consumed before the next superblock's stores
     }
-    // The weights r_c (cpu::combine_superblocks), by invocation 0.
-    if (lid == 0u) {
-        var big = wts[wb];
-        for (var c = 1u; c < nsb; c++) { big = max(big, wts[wb + 2u * c]); }
-        var total = 0.0;
-        for (var c = 0u; c < nsb; c++) {
-            total = total + mul_rn(exp_fixed(wts[wb + 2u * c] - big), wts[wb + 2u * c + 1u]);
+    let mx = wg_max(lid, m);
+    // e = exp(s - m) and their sum (the barrier inside pos_add_chunk also separates wg_max's reads
+    // from the stores to probs).
+    for (var u = 0u; u < 512u / WG; u++) {
+        let i = lid + u * WG;
+        if (i < n) {
+            sv[u] = exp_fixed(sv[u] - mx);
+            probs[i] = sv[u];
         }
-        for (var c = 0u; c < nsb; c++) {
-            let a = mul_rn(exp_fixed(wts[wb + 2u * c] - big), wts[wb + 2u * c + 1u]);
-            wts[wb + 2u * c] = div_rn(a, total);
+    }
+    let l   = pos_total(pos_add_chunk(lid, 0u, n, PosSum())).x;
+    let inv = div_rn(1.0, l);
+    for (var u = 0u; u < 512u / WG; u++) {
+        let i = lid + u * WG;
+        if (i < n) {
+            let pr = sv[u] * inv;
+            scores[base + i] = select(pr, round_f16(pr), V_F16);
         }
     }
 }
