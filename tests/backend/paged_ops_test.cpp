@@ -431,7 +431,7 @@ TEST_P(PagedOps, GatherColumnsCopiesTheListedColumns) {
 }
 
 #ifdef TERN_HAS_WEBGPU
-// Issue 52 (WebGpuTuning::attn_block_order = 1): a paged batch mixing short and long columns, each
+// Issue 52: a paged batch mixing short and long columns, each
 // column of more than 512 positions in the block order (attention_paged_super's superblock partials,
 // attention_split_combine's row join), the others the single pass (cpu::attention_row: block_order_oracle.h);
 // several columns per sequence (a prompt chunk past position 511), the family shapes (head_dim 128
@@ -454,7 +454,7 @@ TEST(PagedBlockOrder, MixedColumnsGiveTheBlockOrdersBits) {
     const std::vector<SeqSpec> specs = {{0, 1}, {511, 2}, {574, 3}, {30, 3}, {1022, 4}, {2046, 3}, {5, 7}, {4095, 2}};
     // (attn_super_pairs: attention_paged_super's two forms of the chunk joins, an A/B)
     for (const Case & c : cases) {
-      for (const char * tune : {"attn_block_order=1,attn_super_pairs=0", "attn_block_order=1,attn_super_pairs=1"}) {
+      for (const char * tune : {"attn_super_pairs=0", "attn_super_pairs=1"}) {
         Backend *              gpu = test::tuned_webgpu(tune);
         const AttentionShape & sh  = c.sh;
         SCOPED_TRACE(std::string(tune) + ", " + "head_dim " + std::to_string(sh.head_dim) + ", G " + std::to_string(sh.n_head / sh.n_head_kv) +

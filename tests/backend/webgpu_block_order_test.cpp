@@ -171,7 +171,7 @@ TEST(WebGpuLongOneQueryBlockOrder, KernelsGiveTheScalarBlockOrdersBits) {
     auto cpu = make_cpu_backend({1});
     // Every attn_block_combine_ds (the combine's slices of a head: the same bits).
     for (const int64_t ds : {16, 8, 128}) {
-        Backend * gpu = test::tuned_webgpu("attn_long_positions=1,attn_long_super=1,attn_block_order=1,attn_block_combine_ds=" +
+        Backend * gpu = test::tuned_webgpu("attn_long_positions=1,attn_block_combine_ds=" +
                                            std::to_string(ds));
         const std::vector<Case> all = {Case{8, 2, 512, 4},        Case{8, 2, 574, 3},        Case{8, 2, 1022, 3},
                                        Case{8, 2, 1536, 1},       Case{8, 2, 2046, 2},       Case{6, 2, 2999, 1},

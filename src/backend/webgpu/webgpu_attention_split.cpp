@@ -64,14 +64,10 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
     const bool    v_f16 = kv.v.type == DType::f16;
     const auto &  lim   = ctx_.limits();
     if (group > 16 || hd % 4 != 0 || hd > 256 || n_tok < 1) return false;
-    // One query (columns of a contiguous cache) by attention_split_scores + attention_paged_super +
-    // _combine (webgpu_attention_paged.cpp) from attn_long_super positions where the shape fits, past
-    // one superblock (within one, the pvt path's combine is folded into the o-projection: attn_combine_fused).
-    // In the block order (WebGpuTuning::attn_block_order, issue 52) every row past one superblock.
-    const bool long_row = pos0 + n_tok > cpu::k_pos_super;
-    if (batch == nullptr && long_row &&
-        (tune_.attn_block_order != 0 || (tune_.attn_long_super != 0 && pos0 + n_tok >= tune_.attn_long_super)) &&
-        super_attention(out, q, kv, s, nullptr, pos0)) {
+    // One query (columns of a contiguous cache) past one superblock: issue 52's block order by
+    // super_attention (webgpu_attention_paged.cpp: attention_block_pv + _combine, or
+    // attention_split_scores + attention_paged_super + attention_split_combine).
+    if (batch == nullptr && pos0 + n_tok > cpu::k_pos_super && super_attention(out, q, kv, s, nullptr, pos0)) {
         return true;
     }
 
@@ -100,10 +96,11 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
         }
         return m;
     };
-    // In the block order (issue 52) these kernels keep rows of at most one superblock (their softmax is
-    // a superblock's): a longer row that super_attention did not take (head_dim not a multiple of 8,
-    // buffer limits) goes to the prompt kernels (one query: webgpu_ops.cpp) or fails (a paged batch).
-    if (tune_.attn_block_order != 0 && max_position(0, n_tok) + 1 > cpu::k_pos_super) return false;
+    // These kernels take rows of at most one superblock (their softmax is a superblock's: rows past 512
+    // positions are in issue 52's block order): a longer row that super_attention did not take (head_dim
+    // not a multiple of 8, buffer limits) goes to the prompt kernels (one query: webgpu_ops.cpp) or
+    // fails (a paged batch).
+    if (max_position(0, n_tok) + 1 > cpu::k_pos_super) return false;
     // P·V's query heads per workgroup: all G of a KV head (each V row read once), or where that
     // leaves the GPU short of workgroups (one column over a long context: 80 for 2B4T) the largest
     // divisor of G that gives 2 per compute unit (1 for 2B4T: 320 workgroups of 256 blocks per
@@ -350,11 +347,11 @@ void WebGpuBackend::attention_paged(const Tensor & out, const Tensor & q, const 
     TERN_ASSERT(batch.n_tokens() == q.ne[1] && s.n_head % s.n_head_kv == 0 && out.ne[0] == s.n_head * hd &&
                     q.ne[0] == s.n_head * hd && batch.page_size > 0,
                 "attention_paged shapes");
-    // (in the block order, issue 52, every batch with a column past one superblock: the split kernels
-    // below have only the superblock softmax)
+    // (every batch with a column past one superblock: the split kernels below have only the
+    // superblock softmax, not issue 52's block order)
     bool long_col = false;
     for (const KvSeq & sq : batch.seqs) long_col = long_col || sq.pos0 + sq.n > cpu::k_pos_super;
-    const bool deep = tune_.attn_paged_deep != 0 || (tune_.attn_block_order != 0 && long_col);
+    const bool deep = tune_.attn_paged_deep != 0 || long_col;
     if (deep && super_attention(out, q, kv, s, &batch, 0)) return;  // where its shape fits
     if (!split_attention(out, q, kv, s, &batch, 0)) {
         fail(ErrorKind::unsupported,
