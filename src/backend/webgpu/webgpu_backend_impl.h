@@ -295,14 +295,16 @@ private:
                            int64_t pos0, bool long_one);
     // One query per column with the positions spread over many workgroups (attention_split_*.wgsl,
     // webgpu_attention_split.cpp): the columns of a paged batch, or (batch null) columns at
-    // positions pos0 + t of a contiguous cache; false when its workgroups or buffers would not fit
-    // this device or the shape.
+    // positions pos0 + t of a contiguous cache (rows past 512 positions by super_attention); false when
+    // its workgroups or buffers would not fit this device or the shape, or a row has more than 512
+    // positions that super_attention did not take.
     bool split_attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
                          const KvBatch * batch, int64_t pos0);
     // Attention by attention_split_scores + attention_paged_super.wgsl + attention_split_combine
     // (webgpu_attention_paged.cpp: the softmax taken inside the P·V workgroups, whole V rows per load): the
-    // columns of a paged batch, or (batch null) columns at positions pos0 + t of a contiguous cache;
-    // false where the shape does not fit.
+    // columns of a paged batch, or (batch null) columns at positions pos0 + t of a contiguous cache
+    // (rows past 512 positions in issue 52's block order; one query by attention_block_pv +
+    // attention_block_combine where they fit); false where the shape does not fit.
     bool super_attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
                          const KvBatch * batch, int64_t pos0);
     // rope_kv.wgsl over the qkv scratch's n_tok columns: at positions pos0 + t of a contiguous cache,
