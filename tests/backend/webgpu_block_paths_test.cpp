@@ -65,7 +65,7 @@ void expect_bits(const std::vector<float> & got, const std::vector<float> & want
 }
 
 void check_shape(const Shape & sh, DType cache, const std::vector<Span> & spans, int64_t huge_back) {
-    Backend * gpu = test::tuned_webgpu("attn_super_pairs=1");
+    Backend * gpu = test::shared_webgpu().backend.get();
     for (const Span & sp : spans) {
         const int64_t n_ctx = sp.pos0 + sp.T;
         SCOPED_TRACE(std::string(sh.name) + (cache == DType::f16 ? " f16" : " f32") + ", rows " +

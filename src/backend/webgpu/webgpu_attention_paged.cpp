@@ -182,7 +182,6 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
     if (sub > 1) vk.add("SUB", static_cast<double>(sub));
     PipelineKey ck{"attention_split_combine", "rrrrwu", {{{"WG", 256.0}, {"HD", static_cast<double>(hd)}}}};
     add_paging(ck);
-    if (tune_.attn_super_pairs != 0) vk.add("PAIRS", 1.0);
 
     for (int64_t c0 = 0; c0 < n_tok; c0 += chunk) {
         const int64_t  tc    = std::min(chunk, n_tok - c0);

@@ -82,7 +82,6 @@ const std::vector<Field> & fields() {
         {"attn_softmax_wg", Kind::pow2, 32, 256, &T::attn_softmax_wg},
         {"attn_softmax_wg_one", Kind::pow2, 32, 256, &T::attn_softmax_wg_one},
         {"attn_scratch_bytes", Kind::number, 1, k_max, &T::attn_scratch_bytes},
-        {"attn_super_pairs", Kind::number, 0, 1, &T::attn_super_pairs},
         {"attn_block_combine_ds", Kind::pow2, 8, 128, &T::attn_block_combine_ds},
         {"gemm_min_tokens", Kind::number, 0, k_max, &T::gemm_min_tokens},
         {"gemm_split_groups", Kind::number, 0, k_max, &T::gemm_split_groups},

@@ -127,9 +127,6 @@ struct WebGpuTuning {
     uint32_t attn_softmax_wg         = 64;   // threads per row of the prompt softmax
     uint32_t attn_softmax_wg_one     = 256;  // the same for one query (few, long rows)
     uint32_t attn_scratch_bytes      = 128u << 20;  // the prompt score buffer's budget (token chunks)
-    uint32_t attn_super_pairs        = 0;    // attention_paged_super, rows past 512 positions: 1: the chunk joins by
-                                             //     the even blocks' threads (one round through ws), 0: by the
-                                             //     combining threads, 8 blocks per round (A/B, issue 52)
     uint32_t attn_block_combine_ds   = 16;   // attention_block_combine's dimensions per workgroup (8..128)
     // --- prefill (many tokens) matmuls: webgpu_prefill.cpp ---
     // tokens from which the GEMM replaces the per-token kernels; 0: 8 where the tensor-core GEMM

@@ -53,7 +53,6 @@ const U: u32 = 4u;
 // V's type: f16 (8 dimensions per vec4), or f32 (2 vec4s per 8 dimensions: U / 2 positions per load
 // group; the probabilities not rounded to f16, each product rounded once)
 override V_F16: bool = true;
-override PAIRS: bool = false;   // the block order: the chunk joins by the even blocks' threads (step 5)
 
 const SUPER: u32 = 512u;        // positions per superblock (cpu::k_pos_super)
 const EST: u32 = 33u;           // e_s's stride per block (odd: the 16 block threads of a head in other banks)
@@ -279,36 +278,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 
     // 5. The superblock: its blocks in order, 8 at a time through ws, thread d < DW (all G heads).
     var s = vec4<f32>(0.0);
-    // (PAIRS, the block order: the chunks first, by the threads of their even blocks, each taking its
-    // odd partner's sums from ws (8 odd blocks x DW dimensions: ws's size), then the 8 chunks through
-    // ws; one round, and no thread holds its block's sums beside the join's operands)
-    if (bo && PAIRS) {
-        let at = (b / 2u) * DW + 8u * o;  // chunk b / 2's slot of this thread's 8 dimensions
-        if (b % 2u == 1u) {
-            for (var i = 0u; i < 8u; i++) { ws[at + i] = acc[i]; }
-        }
-        workgroupBarrier();
-        if (b % 2u == 0u && b < nbk) {
-            let a0 = ab4(b);
-            let a1 = ab4(b + 1u);
-            for (var i = 0u; i < 8u; i++) {
-                var y = vec4<f32>(0.0) + mul4_rn(a0, acc[i]);
-                if (b + 1u < nbk) { y = y + mul4_rn(a1, ws[at + i]); }
-                acc[i] = y;
-            }
-        }
-        workgroupBarrier();
-        if (b % 2u == 0u) {
-            for (var i = 0u; i < 8u; i++) { ws[at + i] = acc[i]; }
-        }
-        workgroupBarrier();
-        if (lid < DW) {
-            for (var c = 0u; 2u * c < nbk; c++) {
-                s = s + mul4_rn(vec4<f32>(ac_s[c], ac_s[8u + c], ac_s[16u + c], ac_s[24u + c]), ws[c * DW + lid]);
-            }
-        }
-    }
-    for (var h = 0u; h < 2u && !(bo && PAIRS); h++) {
+    for (var h = 0u; h < 2u; h++) {
         if (b / 8u == h) {
             for (var i = 0u; i < 8u; i++) { ws[(b % 8u) * DW + 8u * o + i] = acc[i]; }
         }
