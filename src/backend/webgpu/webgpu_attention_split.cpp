@@ -8,7 +8,7 @@
 //      per 64 positions (one long query: WebGpuTuning::attn_split_chunk; a paged batch 1024 / G,
 //      at most 512), KV head and column;
 //   3. attention_split_pv: each superblock's sum l_c from the block sums in order, its
-//      probabilities and P·V, and the superblocks combined as cpu::combine_superblocks does, a
+//      probabilities and P·V (one superblock: rows of at most 512 positions, below), a
 //      workgroup per 8 output dimensions, KV head (or query head, where that is needed to fill
 //      the GPU) and column: no partial sums leave a workgroup, so nothing is combined afterwards;
 //   or, for one query over a contiguous f16 cache (WebGpuTuning::attn_split_tiles) and a paged
@@ -17,15 +17,19 @@
 //      positions) x 16 dimensions of a KV head, V and the probabilities staged in workgroup memory
 //      and summed from there for all G query heads (each V row read once; every loop of a fixed
 //      trip count, so that a thread's loads are in flight at once), then
-//      attention_split_combine: the superblocks combined as cpu::combine_superblocks does (their
-//      maxima and sums from the softmax and P·V kernels in attn_sml_).
+//      attention_split_combine: the superblock's sums as they are (or the deferred copy in the
+//      o-projection's prologue, attn_combine_fused).
 // The same numerics as attention.wgsl and the CPU, bit for bit: the max is an exact reduction, and
 // every sum is taken by one thread or in a fixed tree inside one workgroup in the reference's order
 // (cpu::dot_blocked16, cpu::sum_positions), never across workgroups in another order. The three
 // kernels split along positions where the reductions allow it (scores, exps, block sums) and along
 // output dimensions where they do not (the normalizer and P·V need every position).
 //
-// Two callers: one query of one sequence over a long contiguous cache (attention() from
+// Rows of at most one superblock (512 positions) only: longer rows are in issue 52's block order,
+// which super_attention computes (webgpu_attention_paged.cpp); the kernels' superblock loops are
+// general, with one superblock their weights are exactly 1.
+//
+// Two callers: one query of one sequence over a contiguous cache (attention() from
 // WebGpuTuning::attn_long_positions on), and every paged batch (attention_paged(): many sequences,
 // one or several columns each, positions read through the page tables: lib/kv_pages.wgsl).
 #include "backend/webgpu/webgpu_backend_impl.h"
@@ -318,7 +322,7 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
             const WGPUBuffer cb[] = {attn_super_->get(), attn_sml_->get(), paged ? cols_v : attn_super_->get(),
                                      paged ? pages_v : attn_super_->get(), gpu_buffer(out)};
             const uint32_t   groups = ceil_div(n_kv * group * hd, 256);
-            // (one superblock only: the prologue adds the superblock sums without combine_superblocks's
+            // (one superblock only: the prologue adds the superblock sums without the superblocks' weightsks's
             // weights, which for one superblock are exactly 1)
             if (tune_.attn_combine_fused != 0 && !paged && n_tok == 1 && pos0 + 1 <= cpu::k_pos_super) {
                 // Deferred: an o-projection that reads `out` next adds the superblocks in its prologue

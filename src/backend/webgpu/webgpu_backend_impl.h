@@ -70,8 +70,8 @@ public:
     std::vector<int64_t> warm_up_positions(int64_t n_ctx) const override;
     // One query over this many positions or more takes the split kernels (WebGpuTuning::attn_long_positions,
     // else 800; attention_prefetching takes them from fewer where attention.wgsl keeps fewer scores),
-    // and over more than one superblock of 512 always: attention.wgsl softmaxes a row in one pass, the
-    // superblocks' combine (cpu::combine_superblocks) is the split and prompt kernels'.
+    // and over more than one superblock of 512 always: attention.wgsl softmaxes a row in one pass,
+    // longer rows are in issue 52's block order (super_attention and the prompt kernels).
     int64_t long_positions() const {
         return std::min<int64_t>(tune_.attn_long_positions != 0 ? int64_t{tune_.attn_long_positions} : 800, 513);
     }

@@ -1,8 +1,8 @@
 // attention_paged_super: a paged batch's softmax and P·V, or one query's over a contiguous cache
 // (without PAGED: column t at position pos0 + t; webgpu_attention_paged.cpp), after
 // attention_split_scores.wgsl: a workgroup per (superblock of 512 positions, KV head, column), all G
-// query heads at once, with the CPU's operations in the CPU's order (CpuBackend::attention: each
-// superblock on its own, then cpu::combine_superblocks by attention_split_combine.wgsl):
+// query heads at once, with the CPU's operations in the CPU's order (cpu::attention_row): a column
+// of at most SUPER positions (one superblock; attention_split_combine.wgsl copies its sums):
 //   m_c[j]  = max of the superblock's scores (exact in any order);
 //   e       = exp_fixed(s - m_c[j]);  bl[j][b] = ((0 + e[32 b]) + e[32 b + 1]) + ...;
 //   l_c[j]  = ((0 + bl[j][0]) + bl[j][1]) + ...;  prob = f16(e * (1 / l_c[j]));
