@@ -431,7 +431,7 @@ TEST_P(PagedOps, GatherColumnsCopiesTheListedColumns) {
 }
 
 #ifdef TERN_HAS_WEBGPU
-// Issue 52 (WebGpuTuning::attn_block_order = 1): a paged batch mixing short and long columns, each
+// Issue 52: a paged batch mixing short and long columns, each
 // column of more than 512 positions in the block order (attention_paged_super's superblock partials,
 // attention_split_combine's row join), the others the single pass (cpu::attention_row: block_order_oracle.h);
 // several columns per sequence (a prompt chunk past position 511), the family shapes (head_dim 128
@@ -452,12 +452,10 @@ TEST(PagedBlockOrder, MixedColumnsGiveTheBlockOrdersBits) {
                             {{6, 2, 40, 40, 10000.0f, 1.0f / std::sqrt(40.0f)}, DType::f32, 64},
                             {{16, 2, 32, 32, 10000.0f, 1.0f / std::sqrt(32.0f)}, DType::f16, 64}};  // (G 8: 2 x 4)
     const std::vector<SeqSpec> specs = {{0, 1}, {511, 2}, {574, 3}, {30, 3}, {1022, 4}, {2046, 3}, {5, 7}, {4095, 2}};
-    // (attn_super_pairs: attention_paged_super's two forms of the chunk joins, an A/B)
+    Backend & gpu = *test::shared_webgpu().backend;
     for (const Case & c : cases) {
-      for (const char * tune : {"attn_block_order=1,attn_super_pairs=0", "attn_block_order=1,attn_super_pairs=1"}) {
-        Backend *              gpu = test::tuned_webgpu(tune);
-        const AttentionShape & sh  = c.sh;
-        SCOPED_TRACE(std::string(tune) + ", " + "head_dim " + std::to_string(sh.head_dim) + ", G " + std::to_string(sh.n_head / sh.n_head_kv) +
+        const AttentionShape & sh = c.sh;
+        SCOPED_TRACE("head_dim " + std::to_string(sh.head_dim) + ", G " + std::to_string(sh.n_head / sh.n_head_kv) +
                      (c.cache == DType::f16 ? ", f16" : ", f32") + ", pages of " + std::to_string(c.page));
         const PagedBatch   b = make_batch(sh, c.cache, c.page, specs, 17);
         std::vector<float> want;
@@ -467,8 +465,7 @@ TEST(PagedBlockOrder, MixedColumnsGiveTheBlockOrdersBits) {
                                                    sh.n_head, sh.n_head_kv, sh.head_dim, sh.scale, sq.pos0, sq.n);
             want.insert(want.end(), w.begin(), w.end());
         }
-        expect_same_bits(run_paged_attention(*gpu, b), want, "paged (block order) vs cpu::attention_row");
-      }
+        expect_same_bits(run_paged_attention(gpu, b), want, "paged (block order) vs cpu::attention_row");
     }
 }
 #endif

@@ -20,7 +20,6 @@
 #include "quant/block_formats.h"
 #include "quant/ternary_formats.h"
 #include "attention_run.h"
-#include "block_order_oracle.h"
 #include "webgpu_test_util.h"
 
 #include <gtest/gtest.h>
@@ -67,10 +66,9 @@ std::vector<float> run(Backend & b, const Case & c, const Inputs & in, int64_t p
     return test::run_attention(b, {c.n_head, c.n_head_kv, c.head_dim, c.pos0, c.T, in.cache}, in.k, in.v, in.q, per_call);
 }
 
-// CpuBackend::attention's algorithm before issue 52's block order, written out (rows past 512
-// positions by superblocks, then cpu::combine_superblocks): the order of attn_block_order=0, until
-// that key goes.
-std::vector<float> superblock_reference(const Case & c, const Inputs & in) {
+// CpuBackend::attention's order: cpu::attention_row, the oracle of a row (rows of at most 512
+// positions in one softmax pass, longer rows in issue 52's block order).
+std::vector<float> reference(const Case & c, const Inputs & in) {
     const int64_t hd = c.head_dim, n_q = c.n_head * hd, n_kv = c.n_head_kv * hd, n_ctx = c.pos0 + c.T;
     std::vector<float> k(static_cast<size_t>(n_kv * n_ctx)), v(k.size()), out(static_cast<size_t>(n_q * c.T));
     dequantize_row(in.cache, in.k.data(), k.data(), static_cast<int64_t>(k.size()));
@@ -80,46 +78,11 @@ std::vector<float> superblock_reference(const Case & c, const Inputs & in) {
     for (int64_t t = 0; t < c.T; ++t) {
         for (int64_t h = 0; h < c.n_head; ++h) {
             const int64_t kvh = h / (c.n_head / c.n_head_kv), n = c.pos0 + t + 1;
-            const float * q   = in.q.data() + (t + 1) * n_q + h * hd;
-            std::vector<float> qh(static_cast<size_t>(hd));
-            for (int64_t i = 0; i < hd; ++i) qh[static_cast<size_t>(i)] = f16 ? round_to_fp16(q[i]) : q[i];
-            // each superblock of 512 positions on its own, then cpu::combine_superblocks
-            std::vector<float> sm, sl, so;
-            for (int64_t s0 = 0; s0 < n; s0 += 512) {
-                const int64_t      len = std::min<int64_t>(512, n - s0);
-                std::vector<float> s(static_cast<size_t>(len));
-                float              mx = -INFINITY;
-                for (int64_t p = 0; p < len; ++p) {
-                    s[p] = cpu::dot_blocked16(qh.data(), k.data() + (s0 + p) * n_kv + kvh * hd, hd) * scale;
-                    mx   = std::max(mx, s[p]);
-                }
-                for (auto & x : s) x = cpu::exp_fixed(x - mx);
-                const float sum = cpu::sum_positions(s.data(), len), inv = 1.0f / sum;
-                for (auto & x : s) x = f16 ? round_to_fp16(x * inv) : x * inv;
-                cpu::PositionSum   o(static_cast<size_t>(hd));
-                std::vector<float> terms(static_cast<size_t>(hd));
-                for (int64_t p = 0; p < len; ++p) {
-                    for (int64_t i = 0; i < hd; ++i) terms[static_cast<size_t>(i)] = s[p] * v[(s0 + p) * n_kv + kvh * hd + i];
-                    o.add(p, terms.data());
-                }
-                so.resize(so.size() + static_cast<size_t>(hd));
-                o.finish(len, so.data() + so.size() - static_cast<size_t>(hd));
-                sm.push_back(mx);
-                sl.push_back(sum);
-            }
-            cpu::combine_superblocks(sm.data(), sl.data(), 1, so.data(), hd, static_cast<int64_t>(sm.size()), hd,
-                                     out.data() + t * n_q + h * hd);
+            cpu::attention_row(in.q.data() + (t + 1) * n_q + h * hd, k.data() + kvh * hd, n_kv, v.data() + kvh * hd, n_kv,
+                               n, hd, scale, f16, f16, out.data() + t * n_q + h * hd);
         }
     }
     return out;
-}
-
-// The reference of the defaults: with WebGpuTuning::attn_block_order on (issue 52), cpu::attention_row
-// (rows past 512 positions in the block order: block_order_oracle.h), else the superblock order above.
-std::vector<float> reference(const Case & c, const Inputs & in) {
-    if (WebGpuTuning{}.attn_block_order == 0) return superblock_reference(c, in);
-    return test::attention_columns(in.k, in.v, in.cache, in.q.data() + c.n_head * c.head_dim, c.n_head, c.n_head_kv,
-                                   c.head_dim, 1.0f / std::sqrt(static_cast<float>(c.head_dim)), c.pos0, c.T);
 }
 
 // |got - want| <= tol (1 + |want|) everywhere; with tol = 0, the same bits.
@@ -187,10 +150,11 @@ TEST(WebGpuPromptAttentionChunks, ASmallScoreBudgetGivesTheSameBits) {
     expect_close(got, run(*cpu, c, in, c.T), 0, "chunked vs CPU");
 }
 
-// One query over a long context takes the long-context kernels (attention_long_*.wgsl) from
-// WebGpuTuning::attn_long_positions on (as decoding deep into a context does): each token of
-// these cases alone, through them (threshold 1) and through attention.wgsl (a threshold never
-// reached; past 512 positions the split kernels all the same), the same bits, and the reference's. Positions 1 .. 100 (one block of 32 positions, then
+// One query over a long context takes the split kernels from WebGpuTuning::attn_long_positions on
+// (as decoding deep into a context does), and past 512 positions the block-order kernels
+// (super_attention): each token of these cases alone, through them (threshold 1) and through
+// attention.wgsl (a threshold never reached; past 512 positions the block-order kernels all the
+// same), the same bits, and the reference's. Positions 1 .. 100 (one block of 32 positions, then
 // several), G = 3 (41 .. 49), 509 .. 514 (the combine closes the first superblock of blocks),
 // 901 .. 904 (attention.wgsl's K tiles past its thread count), 2501 .. 2504 (five superblocks),
 // head_dim 40 (a partial block of 16 dimensions), head_dim 36 (f16 K blocks not 16-byte aligned: the
@@ -203,8 +167,6 @@ TEST(WebGpuLongOneQueryAttention, LongContextKernelsGiveTheOneQueryKernelsBits) 
     auto spread         = make_webgpu_backend(o);
     o.tune              = "attn_long_positions=4294967295";  // never
     auto one_wg         = make_webgpu_backend(o);
-    o.tune              = "attn_long_positions=1,attn_long_super=0";  // the split kernels at every length
-    auto split          = make_webgpu_backend(o);
     for (const Case & c : {Case{8, 2, 128, 0, 100}, Case{6, 2, 64, 40, 9}, Case{6, 2, 64, 508, 6},
                            Case{8, 2, 128, 900, 4}, Case{4, 1, 64, 2500, 4}, Case{4, 2, 40, 60, 3},
                            Case{4, 2, 36, 40, 3}, Case{16, 2, 64, 100, 2}}) {
@@ -214,34 +176,30 @@ TEST(WebGpuLongOneQueryAttention, LongContextKernelsGiveTheOneQueryKernelsBits) 
             const auto   got = run(*spread, c, in, 1);
             expect_close(got, run(*one_wg, c, in, 1), 0, "long-context kernels vs attention.wgsl, one query each");
             expect_close(got, reference(c, in), 0, "long-context kernels vs the reference written out");
-            expect_close(run(*split, c, in, 1), got, 0, "the split kernels vs the defaults (attention_paged_super from 1,536)");
         }
     }
 }
 
-// The P·V forms of one query over a long f16 cache (WebGpuTuning::attn_split_tiles): 1
-// attention_split_pvt + _combine (tiles of a superblock x 16 dimensions), 0 attention_split_pv
+// The P·V forms of one query's split kernels over an f16 cache of at most 512 positions
+// (WebGpuTuning::attn_split_tiles; longer rows take the block-order kernels, webgpu_block_paths_test):
+// 1 attention_split_pvt + _combine (tiles of a superblock x 16 dimensions), 0 attention_split_pv
 // (8 dimensions per workgroup over every position), 1 with 1024 / G instead of 64 softmax
 // positions per workgroup (attn_split_chunk=0), each token alone and all tokens of a case in one
-// call (several columns per dispatch): the same bits, and the reference's. Lengths cross
-// superblocks and rounds of blocks (n 2047 .. 2049 with G = 4; 4,095 .. 4,097 with the 2B4T head,
-// head_dim 128; 510 .. 513 with G = 16; 2,558 .. 2,562 with G = 3, five superblocks), head_dim 72
-// (not a multiple of the tiles' 16: both forms take attention_split_pv), G = 1, and two KV heads.
-// And attention_paged_super after the scores kernel (attn_long_super: 1 every length past 512,
-// and from 2,048: the case at 2,047 .. 2,049 crosses it; G > 4 and head_dim 72 keep the split kernels).
+// call (several columns per dispatch): the same bits, and the reference's. Lengths cross blocks of
+// 32 and softmax chunks (n 301 .. 303 with G = 4; 510 .. 512 with the 2B4T head, head_dim 128, and
+// with G = 16; 251 .. 255 with G = 3), head_dim 72 (not a multiple of the tiles' 16: both forms take
+// attention_split_pv), G = 1, and two KV heads.
 TEST(WebGpuLongOneQueryAttention, PvFormsGiveTheSameBitsAcrossEveryBoundary) {
     TERN_REQUIRE_WEBGPU();
     std::vector<std::unique_ptr<Backend>> forms;
-    for (const char * form : {"attn_long_super=0,attn_split_tiles=1", "attn_long_super=0,attn_split_tiles=0",
-                              "attn_long_super=0,attn_split_tiles=1,attn_split_chunk=0", "attn_long_super=1",
-                              "attn_long_super=2048"}) {
+    for (const char * form : {"attn_split_tiles=1", "attn_split_tiles=0", "attn_split_tiles=1,attn_split_chunk=0"}) {
         WebGpuOptions o;
         o.allow_cpu_adapter = true;
         o.tune              = std::string("attn_long_positions=1,") + form;
         forms.push_back(make_webgpu_backend(o));
     }
-    for (const Case & c : {Case{8, 2, 64, 2046, 3}, Case{4, 1, 128, 4094, 3}, Case{16, 1, 64, 509, 4},
-                           Case{3, 1, 64, 2557, 5}, Case{16, 2, 72, 1022, 3}, Case{2, 2, 64, 1000, 2}}) {
+    for (const Case & c : {Case{8, 2, 64, 300, 3}, Case{4, 1, 128, 509, 3}, Case{16, 1, 64, 509, 3},
+                           Case{3, 1, 64, 250, 5}, Case{16, 2, 72, 400, 3}, Case{2, 2, 64, 480, 2}}) {
         SCOPED_TRACE("G " + std::to_string(c.n_head / c.n_head_kv) + ", head_dim " + std::to_string(c.head_dim) +
                      ", pos0 " + std::to_string(c.pos0));
         const Inputs in    = make_inputs(c, DType::f16, 7);
@@ -251,19 +209,14 @@ TEST(WebGpuLongOneQueryAttention, PvFormsGiveTheSameBitsAcrossEveryBoundary) {
         expect_close(tiles, run(*forms[0], c, in, c.T), 0, "each token alone vs every token in one call");
         expect_close(tiles, run(*forms[2], c, in, 1), 0, "64 vs 1024 / G softmax positions per workgroup");
         expect_close(tiles, run(*forms[2], c, in, c.T), 0, "1024 / G softmax positions, every token in one call");
-        for (size_t f = 3; f < forms.size(); ++f) {
-            SCOPED_TRACE("attention_paged_super form " + std::to_string(f));
-            expect_close(tiles, run(*forms[f], c, in, 1), 0, "attention_paged_super vs attention_split_pvt");
-            expect_close(tiles, run(*forms[f], c, in, c.T), 0, "attention_paged_super, every token in one call");
-        }
     }
 }
 
 // A huge score in one superblock (one cache row's K scaled by 12: scores of tens, far above the
 // other superblocks' maxima for some heads and far below for others) at position 3, pos0 / 2 or
-// pos0 + 2 (seen by the later queries only), so that each superblock's own max and the combine's
-// rescaling (cpu::combine_superblocks) decide the output: one query through the split kernels (P·V
-// by tiles and by attention_split_pv), a prompt through attention_prefill_*.wgsl (one segment per
+// pos0 + 2 (seen by the later queries only), so that the block order's rescaling by each block's,
+// chunk's and superblock's max decides the output: one query through the block-order kernels (the
+// split kernels up to 512 positions), a prompt through attention_prefill_*.wgsl (one segment per
 // row block, and segments of one superblock with the combine kernel). Lengths cross 512, 1024 and
 // 1536; the same bits as the reference written out and the CPU backend's.
 TEST(WebGpuAttentionSuperblocks, AHugeScoreInOneSuperblockIsRescaledAsTheCpuDoes) {
@@ -275,9 +228,8 @@ TEST(WebGpuAttentionSuperblocks, AHugeScoreInOneSuperblockIsRescaledAsTheCpuDoes
         std::unique_ptr<Backend> b;
     };
     std::vector<Form> forms;
-    for (const auto & [tune, per_call] : {std::pair<const char *, int64_t>{"attn_long_super=0,attn_split_tiles=1", 1},
-                                          {"attn_long_super=0,attn_split_tiles=0", 1},
-                                          {"attn_long_super=1", 1},
+    for (const auto & [tune, per_call] : {std::pair<const char *, int64_t>{"attn_long_positions=1,attn_split_tiles=1", 1},
+                                          {"attn_long_positions=1,attn_split_tiles=0", 1},
                                           {"attn_pv_split_groups=0", 0},  // 0: every token in one call
                                           {"attn_pv_split_groups=65535", 0}}) {
         WebGpuOptions o;

@@ -1,4 +1,4 @@
-// Issue 52: one query's attention on the GPU in the block order (WebGpuTuning::attn_block_order = 1)
+// Issue 52: one query's attention on the GPU in the block order
 // for every shape tern runs, against cpu::attention_row (block_order_oracle.h: the single-pass
 // softmax up to 512 positions, the block order past them), bit for bit. Shapes: 2B4T
 // (head_dim 128, G 4: attention_block_pv), llama-3.2-1b (64, G 4), qwen3-1.7b (128, G 2) and
@@ -65,7 +65,7 @@ void expect_bits(const std::vector<float> & got, const std::vector<float> & want
 }
 
 void check_shape(const Shape & sh, DType cache, const std::vector<Span> & spans, int64_t huge_back) {
-    Backend * gpu = test::tuned_webgpu("attn_block_order=1,attn_super_pairs=1");
+    Backend * gpu = test::shared_webgpu().backend.get();
     for (const Span & sp : spans) {
         const int64_t n_ctx = sp.pos0 + sp.T;
         SCOPED_TRACE(std::string(sh.name) + (cache == DType::f16 ? " f16" : " f32") + ", rows " +

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 52's prompt attention in the block order (WebGpuTuning::attn_block_order) on the lent GPU, about
+# Issue 52's prompt attention in the block order (cpu::attention_row's past 512 positions) on the lent GPU, about
 # 2 minutes: on a synthetic BitNet b1.58 2B4T (tern synth bitnet-2b4t --seed 1),
 #   1. the prompt-attention tests (tern_webgpu_tests 'WebGpuPromptBlockOrder*', 'WebGpuPromptAttention*',
 #      'WebGpuAttentionSuperblocks*': every prompt path against the CPU oracle, bit for bit, both orders);

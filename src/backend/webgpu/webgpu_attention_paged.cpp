@@ -1,21 +1,21 @@
 // Attention by superblocks in three dispatches: a paged batch (issue 53: many sequences, one query
 // column each or several, positions read through the page tables, lib/kv_pages.wgsl) from
-// WebGpuTuning::attn_paged_deep (H200, 64 streams: 9,285.7 vs 7,455.7 tok/s with the split kernels at
-// positions 20-1060, 7,221.9 vs 5,132.7 at depth 1024; 98.1 us per layer vs pvt 206.8 + softmax 16.3),
-// and one query over a long contiguous cache (issue 52) from WebGpuTuning::attn_long_super positions
-// (H200 tg64 at depth 4096: 529.1 / 532.2 vs 494.1 / 492.4 tok/s with scores + softmax + pvt + combine):
+// WebGpuTuning::attn_paged_deep or with any column past 512 positions (H200, 64 streams: 9,285.7 vs
+// 7,455.7 tok/s with the split kernels at positions 20-1060, 7,221.9 vs 5,132.7 at depth 1024; 98.1 us
+// per layer vs pvt 206.8 + softmax 16.3), and one query over more than 512 positions of a contiguous
+// cache where the block kernels (below) do not take it:
 //   1. attention_split_scores.wgsl: the scaled scores (as split_attention dispatches it);
 //   2. attention_paged_super.wgsl: a workgroup per (superblock of 512 positions, slice of at most
-//      128 dimensions (the whole head up to 128), KV head, column)
+//      128 dimensions (the whole head up to 128), KV head (x SUB past G = 4), column)
 //      takes its superblock's max, exps and sums from the scores itself (no softmax dispatch) and
-//      its P·V for all G query heads from whole V head rows (coalesced vec4 loads straight into
-//      registers, 4 positions ahead), the superblock's sums and (m_c, l_c) to attn_super_ / attn_sml_;
-//   3. attention_split_combine.wgsl: the superblocks combined as cpu::combine_superblocks does.
-// Bit for bit the CPU reference's orders (attention_paged_super.wgsl says which). With
-// WebGpuTuning::attn_block_order (issue 52) columns of more than 512 positions take the block order
-// (superblock partials, the row join in the combine) and f32 V fits too. False where the shape does
-// not fit (f32 V without the block order, head_dim not a multiple of 8, G > 4, buffers):
-// split_attention then takes the columns.
+//      its P·V for all its query heads from whole V head rows (coalesced vec4 loads straight into
+//      registers, 4 positions ahead): a column of at most 512 positions its normalised sums, a
+//      longer one its superblock's partial (M, L, O) in issue 52's block order;
+//   3. attention_split_combine.wgsl: a column's sums as they are (one superblock), or the row join of
+//      its superblock partials and O x 1 / L.
+// Bit for bit the CPU reference's orders (cpu::attention_row; attention_paged_super.wgsl says which).
+// False where the shape does not fit (head_dim not a multiple of 8, G > 16, buffers): split_attention
+// then takes columns of at most 512 positions.
 #include "backend/webgpu/webgpu_backend_impl.h"
 
 #include "backend/cpu/cpu_ops.h"
@@ -92,12 +92,11 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
     const bool   v_f16  = kv.v.type == DType::f16;
     const size_t v_el   = v_f16 ? 2 : 4;
     const bool   v_fits = v_f16 ? gpu_offset(kv.v, 2) % 8 == 0 && kv.v.ne[0] % 8 == 0
-                                : tune_.attn_block_order != 0 && kv.v.type == DType::f32 &&
-                                      gpu_offset(kv.v, 4) % 4 == 0 && kv.v.ne[0] % 4 == 0;
+                                : kv.v.type == DType::f32 && gpu_offset(kv.v, 4) % 4 == 0 && kv.v.ne[0] % 4 == 0;
     // Query heads per attention_paged_super workgroup: G, or past 4 (the block order only) the largest
     // divisor of G up to 4, SUB = G / that workgroups per KV head.
     int64_t gw = group;
-    if (group > 4 && tune_.attn_block_order != 0 && group <= 16) {
+    if (group > 4 && group <= 16) {
         gw = 4;
         while (group % gw != 0) --gw;
     }
@@ -185,13 +184,6 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
     if (sub > 1) vk.add("SUB", static_cast<double>(sub));
     PipelineKey ck{"attention_split_combine", "rrrrwu", {{{"WG", 256.0}, {"HD", static_cast<double>(hd)}}}};
     add_paging(ck);
-    // Issue 52: columns of more than 512 positions in the block order (superblock partials, then the
-    // row join and 1 / L in the combine); shorter columns as before.
-    if (tune_.attn_block_order != 0) {
-        vk.add("BLOCK", 1.0);
-        ck.add("BLOCK", 1.0);
-        if (tune_.attn_super_pairs != 0) vk.add("PAIRS", 1.0);
-    }
 
     for (int64_t c0 = 0; c0 < n_tok; c0 += chunk) {
         const int64_t  tc    = std::min(chunk, n_tok - c0);

@@ -8,7 +8,7 @@
 //      per 64 positions (one long query: WebGpuTuning::attn_split_chunk; a paged batch 1024 / G,
 //      at most 512), KV head and column;
 //   3. attention_split_pv: each superblock's sum l_c from the block sums in order, its
-//      probabilities and P·V, and the superblocks combined as cpu::combine_superblocks does, a
+//      probabilities and P·V (one superblock: rows of at most 512 positions, below), a
 //      workgroup per 8 output dimensions, KV head (or query head, where that is needed to fill
 //      the GPU) and column: no partial sums leave a workgroup, so nothing is combined afterwards;
 //   or, for one query over a contiguous f16 cache (WebGpuTuning::attn_split_tiles) and a paged
@@ -17,15 +17,19 @@
 //      positions) x 16 dimensions of a KV head, V and the probabilities staged in workgroup memory
 //      and summed from there for all G query heads (each V row read once; every loop of a fixed
 //      trip count, so that a thread's loads are in flight at once), then
-//      attention_split_combine: the superblocks combined as cpu::combine_superblocks does (their
-//      maxima and sums from the softmax and P·V kernels in attn_sml_).
+//      attention_split_combine: the superblock's sums as they are (or the deferred copy in the
+//      o-projection's prologue, attn_combine_fused).
 // The same numerics as attention.wgsl and the CPU, bit for bit: the max is an exact reduction, and
 // every sum is taken by one thread or in a fixed tree inside one workgroup in the reference's order
 // (cpu::dot_blocked16, cpu::sum_positions), never across workgroups in another order. The three
 // kernels split along positions where the reductions allow it (scores, exps, block sums) and along
 // output dimensions where they do not (the normalizer and P·V need every position).
 //
-// Two callers: one query of one sequence over a long contiguous cache (attention() from
+// Rows of at most one superblock (512 positions) only: longer rows are in issue 52's block order,
+// which super_attention computes (webgpu_attention_paged.cpp); the kernels' superblock loops are
+// general, with one superblock their weights are exactly 1.
+//
+// Two callers: one query of one sequence over a contiguous cache (attention() from
 // WebGpuTuning::attn_long_positions on), and every paged batch (attention_paged(): many sequences,
 // one or several columns each, positions read through the page tables: lib/kv_pages.wgsl).
 #include "backend/webgpu/webgpu_backend_impl.h"
@@ -64,14 +68,10 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
     const bool    v_f16 = kv.v.type == DType::f16;
     const auto &  lim   = ctx_.limits();
     if (group > 16 || hd % 4 != 0 || hd > 256 || n_tok < 1) return false;
-    // One query (columns of a contiguous cache) by attention_split_scores + attention_paged_super +
-    // _combine (webgpu_attention_paged.cpp) from attn_long_super positions where the shape fits, past
-    // one superblock (within one, the pvt path's combine is folded into the o-projection: attn_combine_fused).
-    // In the block order (WebGpuTuning::attn_block_order, issue 52) every row past one superblock.
-    const bool long_row = pos0 + n_tok > cpu::k_pos_super;
-    if (batch == nullptr && long_row &&
-        (tune_.attn_block_order != 0 || (tune_.attn_long_super != 0 && pos0 + n_tok >= tune_.attn_long_super)) &&
-        super_attention(out, q, kv, s, nullptr, pos0)) {
+    // One query (columns of a contiguous cache) past one superblock: issue 52's block order by
+    // super_attention (webgpu_attention_paged.cpp: attention_block_pv + _combine, or
+    // attention_split_scores + attention_paged_super + attention_split_combine).
+    if (batch == nullptr && pos0 + n_tok > cpu::k_pos_super && super_attention(out, q, kv, s, nullptr, pos0)) {
         return true;
     }
 
@@ -100,10 +100,11 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
         }
         return m;
     };
-    // In the block order (issue 52) these kernels keep rows of at most one superblock (their softmax is
-    // a superblock's): a longer row that super_attention did not take (head_dim not a multiple of 8,
-    // buffer limits) goes to the prompt kernels (one query: webgpu_ops.cpp) or fails (a paged batch).
-    if (tune_.attn_block_order != 0 && max_position(0, n_tok) + 1 > cpu::k_pos_super) return false;
+    // These kernels take rows of at most one superblock (their softmax is a superblock's: rows past 512
+    // positions are in issue 52's block order): a longer row that super_attention did not take (head_dim
+    // not a multiple of 8, buffer limits) goes to the prompt kernels (one query: webgpu_ops.cpp) or
+    // fails (a paged batch).
+    if (max_position(0, n_tok) + 1 > cpu::k_pos_super) return false;
     // P·V's query heads per workgroup: all G of a KV head (each V row read once), or where that
     // leaves the GPU short of workgroups (one column over a long context: 80 for 2B4T) the largest
     // divisor of G that gives 2 per compute unit (1 for 2B4T: 320 workgroups of 256 blocks per
@@ -321,7 +322,7 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
             const WGPUBuffer cb[] = {attn_super_->get(), attn_sml_->get(), paged ? cols_v : attn_super_->get(),
                                      paged ? pages_v : attn_super_->get(), gpu_buffer(out)};
             const uint32_t   groups = ceil_div(n_kv * group * hd, 256);
-            // (one superblock only: the prologue adds the superblock sums without combine_superblocks's
+            // (one superblock only: the prologue adds the superblock sums without the superblocks' weightsks's
             // weights, which for one superblock are exactly 1)
             if (tune_.attn_combine_fused != 0 && !paged && n_tok == 1 && pos0 + 1 <= cpu::k_pos_super) {
                 // Deferred: an o-projection that reads `out` next adds the superblocks in its prologue
@@ -350,11 +351,11 @@ void WebGpuBackend::attention_paged(const Tensor & out, const Tensor & q, const 
     TERN_ASSERT(batch.n_tokens() == q.ne[1] && s.n_head % s.n_head_kv == 0 && out.ne[0] == s.n_head * hd &&
                     q.ne[0] == s.n_head * hd && batch.page_size > 0,
                 "attention_paged shapes");
-    // (in the block order, issue 52, every batch with a column past one superblock: the split kernels
-    // below have only the superblock softmax)
+    // (every batch with a column past one superblock: the split kernels below have only the
+    // superblock softmax, not issue 52's block order)
     bool long_col = false;
     for (const KvSeq & sq : batch.seqs) long_col = long_col || sq.pos0 + sq.n > cpu::k_pos_super;
-    const bool deep = tune_.attn_paged_deep != 0 || (tune_.attn_block_order != 0 && long_col);
+    const bool deep = tune_.attn_paged_deep != 0 || long_col;
     if (deep && super_attention(out, q, kv, s, &batch, 0)) return;  // where its shape fits
     if (!split_attention(out, q, kv, s, &batch, 0)) {
         fail(ErrorKind::unsupported,

@@ -70,8 +70,8 @@ public:
     std::vector<int64_t> warm_up_positions(int64_t n_ctx) const override;
     // One query over this many positions or more takes the split kernels (WebGpuTuning::attn_long_positions,
     // else 800; attention_prefetching takes them from fewer where attention.wgsl keeps fewer scores),
-    // and over more than one superblock of 512 always: attention.wgsl softmaxes a row in one pass, the
-    // superblocks' combine (cpu::combine_superblocks) is the split and prompt kernels'.
+    // and over more than one superblock of 512 always: attention.wgsl softmaxes a row in one pass,
+    // longer rows are in issue 52's block order (super_attention and the prompt kernels).
     int64_t long_positions() const {
         return std::min<int64_t>(tune_.attn_long_positions != 0 ? int64_t{tune_.attn_long_positions} : 800, 513);
     }
@@ -295,14 +295,16 @@ private:
                            int64_t pos0, bool long_one);
     // One query per column with the positions spread over many workgroups (attention_split_*.wgsl,
     // webgpu_attention_split.cpp): the columns of a paged batch, or (batch null) columns at
-    // positions pos0 + t of a contiguous cache; false when its workgroups or buffers would not fit
-    // this device or the shape.
+    // positions pos0 + t of a contiguous cache (rows past 512 positions by super_attention); false when
+    // its workgroups or buffers would not fit this device or the shape, or a row has more than 512
+    // positions that super_attention did not take.
     bool split_attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
                          const KvBatch * batch, int64_t pos0);
     // Attention by attention_split_scores + attention_paged_super.wgsl + attention_split_combine
     // (webgpu_attention_paged.cpp: the softmax taken inside the P·V workgroups, whole V rows per load): the
-    // columns of a paged batch, or (batch null) columns at positions pos0 + t of a contiguous cache;
-    // false where the shape does not fit.
+    // columns of a paged batch, or (batch null) columns at positions pos0 + t of a contiguous cache
+    // (rows past 512 positions in issue 52's block order; one query by attention_block_pv +
+    // attention_block_combine where they fit); false where the shape does not fit.
     bool super_attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & shape,
                          const KvBatch * batch, int64_t pos0);
     // rope_kv.wgsl over the qkv scratch's n_tok columns: at positions pos0 + t of a contiguous cache,

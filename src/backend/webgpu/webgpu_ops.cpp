@@ -417,8 +417,8 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
     // attention.wgsl keeps fewer scores.
     const int64_t long_min = tune_.attn_long_positions != 0 ? long_positions()
                                                             : std::min<int64_t>(long_positions(), int64_t{sc_max} + 1);
-    // (in the block order, issue 52, every row past one superblock: webgpu_attention_paged.cpp)
-    const bool    long_one = n_tok == 1 && (pos0 + 1 >= long_min || (tune_.attn_block_order != 0 && pos0 + 1 > 512));
+    // (and every row past one superblock: issue 52's block order, webgpu_attention_paged.cpp)
+    const bool    long_one = n_tok == 1 && (pos0 + 1 >= long_min || pos0 + 1 > 512);
     if (long_one && split_attention(out, q, kv, s, nullptr, pos0)) return;  // webgpu_attention_split.cpp
     // (rows over one superblock of 512 positions never reach attention.wgsl: its softmax is one pass)
     if (prefill_attention(out, q, kv, s, pos0, long_one || pos0 + n_tok > 512)) return;  // many tokens (or fallback)

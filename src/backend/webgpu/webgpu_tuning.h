@@ -107,19 +107,12 @@ struct WebGpuTuning {
     uint32_t attn_split_heads        = 0;    // query heads per attention_split_pv workgroup (a divisor of
                                              //     G); 0: all G where that gives 2 workgroups per
                                              //     compute unit, else the largest divisor that does
-    uint32_t attn_paged_deep         = 1;    // 1: a paged batch (f16 V, G <= 4, head_dim a multiple of 8)
+    uint32_t attn_paged_deep         = 1;    // 1: a paged batch (f16 or f32 V, head_dim a multiple of 8)
                                              //     by attention_paged_super.wgsl (softmax inside the P·V
                                              //     workgroup, whole V rows; webgpu_attention_paged.cpp; H200
                                              //     64 streams, positions 20-1060: 9,285.7 vs 7,455.7 tok/s);
-                                             //     0: split_attention's kernels (what other shapes take)
-    uint32_t attn_long_super         = 1536; // one query over this many positions or more (and more than 512;
-                                             //     f16 V, G <= 4, head_dim a multiple of 8) by attention_split_scores
-                                             //     + attention_paged_super + _combine (webgpu_attention_paged.cpp;
-                                             //     H200 tg64 vs the split kernels: d1024 584.6 vs 604.7 tok/s, d2048
-                                             //     561.6 vs 551.6, d4096 526.7 vs 488.5: the crossover between
-                                             //     1024 and 2048, where one query's 2-4 superblock workgroups per
-                                             //     KV head start to beat pvt's 8 slices each); 0: never (the split
-                                             //     kernels: scores, softmax, pvt, combine)
+                                             //     0: split_attention's kernels for batches of columns up to
+                                             //     512 positions (longer columns: attention_paged_super always)
     uint32_t attn_paged_block_rows   = 1;    // 1: the paged P·V kernels read the page table once per
                                              //     block of 32 positions (kv_row_in_block,
                                              //     lib/kv_pages.wgsl); 0: once per position
@@ -134,19 +127,6 @@ struct WebGpuTuning {
     uint32_t attn_softmax_wg         = 64;   // threads per row of the prompt softmax
     uint32_t attn_softmax_wg_one     = 256;  // the same for one query (few, long rows)
     uint32_t attn_scratch_bytes      = 128u << 20;  // the prompt score buffer's budget (token chunks)
-    uint32_t attn_block_order        = 1;    // issue 52, the block order (the CPU reference's since the flip): 1: every row of
-                                             //     more than 512 positions in it (cpu::attention_row): one query
-                                             //     by attention_block_pv (scores and P·V per block of 32 positions,
-                                             //     2 blocks per workgroup, no normalisation) +
-                                             //     attention_block_combine: 2 dispatches per layer (f16 K and V,
-                                             //     head_dim 64, 96, 128, G <= 4), other shapes and paged batches' long
-                                             //     columns by attention_paged_super's superblock partials +
-                                             //     attention_split_combine's row join; prompts:
-                                             //     attention_prefill_*'s rows past 512 positions (whatever
-                                             //     the key); 0: never
-    uint32_t attn_super_pairs        = 0;    // attention_paged_super in the block order: 1: the chunk joins by
-                                             //     the even blocks' threads (one round through ws), 0: by the
-                                             //     combining threads, 8 blocks per round (A/B, issue 52)
     // --- prefill (many tokens) matmuls: webgpu_prefill.cpp ---
     // tokens from which the GEMM replaces the per-token kernels; 0: 8 where the tensor-core GEMM
     // runs (H100, 8 streams: 1,838 tokens/s against 1,297 from 16), else 16

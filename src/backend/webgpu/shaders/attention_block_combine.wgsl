@@ -1,5 +1,5 @@
-// attention_block_combine: after attention_block_pv.wgsl (the block order of issue 52, behind
-// WebGpuTuning::attn_block_order), each output row's chunk partials (M_c, L_c, O_c) joined in two levels,
+// attention_block_combine: after attention_block_pv.wgsl (the block order of issue 52, the
+// CPU reference's past 512 positions), each output row's chunk partials (M_c, L_c, O_c) joined in two levels,
 // then the one normalisation (every op an f32 op rounded once):
 //   superblock s = chunks [8 s, 8 s + 8) (512 positions; the last may be short), in chunk order:
 //     M_s = max M_c;  A_c = exp_fixed(M_c - M_s);

@@ -1,5 +1,5 @@
-// attention_block_pv: one query's long attention in the block order of issue 52 (behind
-// WebGpuTuning::attn_block_order until the flip): a workgroup per (chunk of 2 blocks of 32 positions,
+// attention_block_pv: one query's long attention in the block order of issue 52 (the CPU
+// reference's, cpu::attention_row, past 512 positions): a workgroup per (chunk of 2 blocks of 32 positions,
 // KV head, column) takes the scores itself and its chunk's P·V for all G query heads, with no
 // normalisation until attention_block_combine.wgsl (which joins the chunks into superblocks of 8, then
 // the row). Every op an f32 op rounded once, in this fixed order (cpu::attention_row's block order):

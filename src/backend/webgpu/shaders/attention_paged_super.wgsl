@@ -1,8 +1,8 @@
 // attention_paged_super: a paged batch's softmax and P·V, or one query's over a contiguous cache
 // (without PAGED: column t at position pos0 + t; webgpu_attention_paged.cpp), after
 // attention_split_scores.wgsl: a workgroup per (superblock of 512 positions, KV head, column), all G
-// query heads at once, with the CPU's operations in the CPU's order (CpuBackend::attention: each
-// superblock on its own, then cpu::combine_superblocks by attention_split_combine.wgsl):
+// query heads at once, with the CPU's operations in the CPU's order (cpu::attention_row): a column
+// of at most SUPER positions (one superblock; attention_split_combine.wgsl copies its sums):
 //   m_c[j]  = max of the superblock's scores (exact in any order);
 //   e       = exp_fixed(s - m_c[j]);  bl[j][b] = ((0 + e[32 b]) + e[32 b + 1]) + ...;
 //   l_c[j]  = ((0 + bl[j][0]) + bl[j][1]) + ...;  prob = f16(e * (1 / l_c[j]));
@@ -11,8 +11,8 @@
 //             of two f16 values, exact in f32, so a fused multiply-add gives the same bits);
 //   sml[t][kvh G + j][sb] = (m_c[j], l_c[j]).
 // No softmax dispatch: the workgroup takes its superblock's max and sums from the scores itself.
-// With BLOCK (WebGpuTuning::attn_block_order, issue 52), a column of more than SUPER positions takes
-// the block order instead (cpu_ops.h; every op an f32 op rounded once, nothing normalised here):
+// A column of more than SUPER positions takes issue 52's block order instead (cpu_ops.h: every op an
+// f32 op rounded once, nothing normalised here):
 //   block b (32 positions): m_b = max s_i (from -FLT_MAX);  e_i = exp_fixed(s_i - m_b);
 //     l_b = ((0 + e_first) + ...) + e_last;  o_b[d] = ((0 + f16(e_first) v_first[d]) + ...);
 //   chunk c = blocks 2c, 2c + 1 joined: M_c = max m_b;  a_b = exp_fixed(m_b - M_c);
@@ -20,7 +20,7 @@
 //   the superblock = its chunks joined the same way, in order: M_s, L_s, O_s[d]
 //   part[t][kvh G + j][sb][d] = O_s[d];  sml[...] = (M_s, L_s)   (attention_split_combine joins the row)
 // (a join of one part is exact: exp_fixed(0) = 1, 0 + 1 x = x). Columns of at most SUPER positions
-// keep the single-pass softmax above, BLOCK or not.
+// keep the single-pass softmax above.
 // V is read by whole head rows (DW = HD) or slices of DW dimensions: thread (block b, octet o) loads
 // dimensions 8 o .. 8 o + 7 of the slice for its block's 32 positions by vec4 loads (OCT = DW / 8
 // threads cover a row's DW halves, contiguous), U positions ahead of its sums, straight into
@@ -50,11 +50,9 @@ override WSN: u32 = 512u;       // vec4s of ws: max(512, 8 DW)
 // V rows each thread loads ahead of its sums (H200 64 streams d0 / d256: 12,797.6 / 11,058.3 tok/s
 // with 4, 12,632.7 / 10,874.6 with 8).
 const U: u32 = 4u;
-override BLOCK: bool = false;   // the block order for columns of more than SUPER positions
 // V's type: f16 (8 dimensions per vec4), or f32 (2 vec4s per 8 dimensions: U / 2 positions per load
-// group; the probabilities not rounded to f16, each product rounded once; host: BLOCK only)
+// group; the probabilities not rounded to f16, each product rounded once)
 override V_F16: bool = true;
-override PAIRS: bool = false;   // BLOCK: the chunk joins by the even blocks' threads (step 5)
 
 const SUPER: u32 = 512u;        // positions per superblock (cpu::k_pos_super)
 const EST: u32 = 33u;           // e_s's stride per block (odd: the 16 block threads of a head in other banks)
@@ -83,8 +81,8 @@ struct Params {
 var<workgroup> e_s: array<f32, 4u * 16u * EST>;  // [j][block][33]: scores, then e
 var<workgroup> bl_s: array<f32, 64>;             // [j][block]: block maxima m_b
 var<workgroup> lb_s: array<f32, 64>;             // [j][block]: block sums
-var<workgroup> ab_s: array<f32, 64>;             // BLOCK: [j][block]: a_b = exp_fixed(m_b - M_c)
-var<workgroup> ac_s: array<f32, 32>;             // BLOCK: [j][chunk]: A_c = exp_fixed(M_c - M_s)
+var<workgroup> ab_s: array<f32, 64>;             // block order: [j][block]: a_b = exp_fixed(m_b - M_c)
+var<workgroup> ac_s: array<f32, 32>;             // block order: [j][chunk]: A_c = exp_fixed(M_c - M_s)
 var<workgroup> mx_s: array<f32, 4>;              // [j]
 var<workgroup> inv_s: array<f32, 4>;             // [j]
 // [position]: the G probabilities (0 for missing heads); after the sums, [block % 8][d]: the G
@@ -122,7 +120,7 @@ fn mul4_rn(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> {
     return vec4<f32>(mul_rn(a.x, b.x), mul_rn(a.y, b.y), mul_rn(a.z, b.z), mul_rn(a.w, b.w));
 }
 
-// Block b's a_b of the 4 heads (BLOCK).
+// Block b's a_b of the 4 heads (the block order).
 fn ab4(b: u32) -> vec4<f32> {
     return vec4<f32>(ab_s[b], ab_s[16u + b], ab_s[32u + b], ab_s[48u + b]);
 }
@@ -139,7 +137,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let row0 = (t * p.n_head_kv + kvh) * GROUP;
     let pbeg = SUPER * sb;
     let np   = min(SUPER, n - pbeg);  // positions of this superblock
-    let bo   = BLOCK && n > SUPER;    // the block order (uniform: the column is)
+    let bo   = n > SUPER;             // the block order (uniform: the column is)
     let nbk  = (np + 31u) / 32u;      // its blocks
     let b    = lid / OCT;             // block of 32 positions
     let o    = lid % OCT;             // octet of dimensions
@@ -280,36 +278,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 
     // 5. The superblock: its blocks in order, 8 at a time through ws, thread d < DW (all G heads).
     var s = vec4<f32>(0.0);
-    // (PAIRS, the block order: the chunks first, by the threads of their even blocks, each taking its
-    // odd partner's sums from ws (8 odd blocks x DW dimensions: ws's size), then the 8 chunks through
-    // ws; one round, and no thread holds its block's sums beside the join's operands)
-    if (bo && PAIRS) {
-        let at = (b / 2u) * DW + 8u * o;  // chunk b / 2's slot of this thread's 8 dimensions
-        if (b % 2u == 1u) {
-            for (var i = 0u; i < 8u; i++) { ws[at + i] = acc[i]; }
-        }
-        workgroupBarrier();
-        if (b % 2u == 0u && b < nbk) {
-            let a0 = ab4(b);
-            let a1 = ab4(b + 1u);
-            for (var i = 0u; i < 8u; i++) {
-                var y = vec4<f32>(0.0) + mul4_rn(a0, acc[i]);
-                if (b + 1u < nbk) { y = y + mul4_rn(a1, ws[at + i]); }
-                acc[i] = y;
-            }
-        }
-        workgroupBarrier();
-        if (b % 2u == 0u) {
-            for (var i = 0u; i < 8u; i++) { ws[at + i] = acc[i]; }
-        }
-        workgroupBarrier();
-        if (lid < DW) {
-            for (var c = 0u; 2u * c < nbk; c++) {
-                s = s + mul4_rn(vec4<f32>(ac_s[c], ac_s[8u + c], ac_s[16u + c], ac_s[24u + c]), ws[c * DW + lid]);
-            }
-        }
-    }
-    for (var h = 0u; h < 2u && !(bo && PAIRS); h++) {
+    for (var h = 0u; h < 2u; h++) {
         if (b / 8u == h) {
             for (var i = 0u; i < 8u; i++) { ws[(b % 8u) * DW + 8u * o + i] = acc[i]; }
         }

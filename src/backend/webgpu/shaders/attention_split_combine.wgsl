@@ -1,14 +1,12 @@
-// attention_split_combine: after attention_split_pvt.wgsl, each output the superblocks combined as
-// cpu::combine_superblocks combines them (each an f32 operation rounded once, in superblock order):
-//   M   = max_c m_c;  a_c = exp_fixed(m_c - M) * l_c;  L = ((0 + a_0) + a_1) + ...;
-//   r_c = a_c / L (correctly rounded);  out = ((0 + r_0 o_0) + r_1 o_1) + ...
-// so the bits are the CPU's (one superblock: out = o_0).
-// With BLOCK (WebGpuTuning::attn_block_order, issue 52: after attention_paged_super.wgsl's block
-// order), a column of more than 512 positions takes the row join of its superblock partials instead
-// (cpu_ops.h): M = max_s M_s;  a_s = exp_fixed(M_s - M);  L = ((0 + a_0 L_0) + a_1 L_1) + ...;
+// attention_split_combine: after attention_split_pvt.wgsl (one superblock: a column of at most 512
+// positions) or attention_paged_super.wgsl, each output of a column of at most 512 positions its one
+// superblock's sums as they are (its probabilities were normalised), and of a longer column the row
+// join of its superblock partials in issue 52's block order (cpu_ops.h; each an f32 operation rounded
+// once, in superblock order):
+//   M = max_s M_s;  a_s = exp_fixed(M_s - M);  L = ((0 + a_0 L_0) + a_1 L_1) + ...;
 //   O = ((0 + a_0 O_0) + a_1 O_1) + ...;  out = O * r,  r = 1 / L correctly rounded.
 //
-//   part: [T][n_head][nsb_ld][hd] f32 (o_c)   sml: [T][n_head][nsb_ld][2] f32 (m_c, l_c)
+//   part: [T][n_head][nsb_ld][hd] f32 (O_s)   sml: [T][n_head][nsb_ld][2] f32 (M_s, L_s)
 //   out: [n_head hd, T] f32
 // Bindings: 0 part, 1 sml, 2 cols, 3 pages (read); 4 out (read_write); 5 params
 // Dispatch: (ceil(n_head hd / WG), T)
@@ -18,7 +16,6 @@
 
 override WG: u32 = 256u;
 override HD: u32 = 128u;
-override BLOCK: bool = false;
 
 struct Params {
     n_head: u32,
@@ -48,27 +45,18 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wi
     let nsb  = (n + 511u) / 512u;
     let row  = (t * p.n_head + i / HD) * p.nsb_ld;  // (column, head)'s first superblock
     let base = row * HD + i % HD;
-    var mx = sml[2u * row];
-    for (var c = 1u; c < nsb; c++) { mx = max(mx, sml[2u * (row + c)]); }
-    if (BLOCK && n > 512u) {
-        var lt = 0.0;
-        var o  = 0.0;
-        for (var c = 0u; c < nsb; c++) {
-            let a = exp_fixed(sml[2u * (row + c)] - mx);
-            lt = lt + mul_rn(a, sml[2u * (row + c) + 1u]);
-            o  = o + mul_rn(a, part[base + c * HD]);
-        }
-        out[p.out_offset + t * p.out_stride + i] = mul_rn(o, div_rn(1.0, lt));
+    if (nsb == 1u) {
+        out[p.out_offset + t * p.out_stride + i] = part[base];
         return;
     }
-    var total = 0.0;
+    var mx = sml[2u * row];
+    for (var c = 1u; c < nsb; c++) { mx = max(mx, sml[2u * (row + c)]); }
+    var lt = 0.0;
+    var o  = 0.0;
     for (var c = 0u; c < nsb; c++) {
-        total = total + mul_rn(exp_fixed(sml[2u * (row + c)] - mx), sml[2u * (row + c) + 1u]);
+        let a = exp_fixed(sml[2u * (row + c)] - mx);
+        lt = lt + mul_rn(a, sml[2u * (row + c) + 1u]);
+        o  = o + mul_rn(a, part[base + c * HD]);
     }
-    var o = 0.0;
-    for (var c = 0u; c < nsb; c++) {
-        let r = div_rn(mul_rn(exp_fixed(sml[2u * (row + c)] - mx), sml[2u * (row + c) + 1u]), total);
-        o = o + mul_rn(r, part[base + c * HD]);
-    }
-    out[p.out_offset + t * p.out_stride + i] = o;
+    out[p.out_offset + t * p.out_stride + i] = mul_rn(o, div_rn(1.0, lt));
 }

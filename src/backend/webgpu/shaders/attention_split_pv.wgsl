@@ -1,4 +1,6 @@
 // attention_split_pv: the last split attention kernel (webgpu_attention_split.cpp): per column, KV
+// (Since issue 52's block order: rows of at most 512 positions only, one superblock, whose weights
+// below are exactly 1; longer rows: attention_paged_super.wgsl / attention_block_pv.wgsl.)
 // head and group of DG output dimensions, over every position the column sees, with the CPU's
 // operations in the CPU's order (CpuBackend::attention: each superblock c of 512 positions on its
 // own, then cpu::combine_superblocks):

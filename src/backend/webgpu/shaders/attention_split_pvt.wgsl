@@ -1,4 +1,6 @@
 // attention_split_pvt: split attention's P·V for one query over a long f16 cache, a tile of one
+// (Since issue 52's block order: rows of at most 512 positions only, one superblock, whose weights
+// below are exactly 1; longer rows: attention_paged_super.wgsl / attention_block_pv.wgsl.)
 // superblock (512 positions) x DS dimensions of one KV head per workgroup, all G query heads of the
 // group at once (webgpu_attention_split.cpp), with the CPU's operations in the CPU's order
 // (CpuBackend::attention: each superblock on its own, then cpu::combine_superblocks):

@@ -1,4 +1,6 @@
 // attention_split_softmax: the second split attention kernel (webgpu_attention_split.cpp): per
+// (Since issue 52's block order: rows of at most 512 positions only, one superblock, whose weights
+// below are exactly 1; longer rows: attention_paged_super.wgsl / attention_block_pv.wgsl.)
 // column, KV head and chunk of CH positions (inside one superblock of 512), the superblock's maxima
 // from the scores kernel's workgroup maxima (max is exact in any order), e = exp_fixed(s - m_c) in
 // place of the scores, and the sums of each block of 32 positions in order from 0 (the inner level
