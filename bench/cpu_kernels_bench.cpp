@@ -337,13 +337,11 @@ void BM_AttentionLayer(benchmark::State & st) {
 BENCHMARK(BM_AttentionLayer)->ArgsProduct({{64, 128, 512}, {0, 1}});
 
 // One 2B4T layer's attention over a row longer than one superblock, as the fast backend runs it
-// (a kernel call per superblock of 512 positions, then each query head's join), in either order:
-// args n, order (0: each superblock's own softmax joined by cpu::combine_superblocks; 1: issue 52's
-// block order, AttentionJob::blocks, joined by cpu::join_partials + finish_partial), 1 to evict the
-// cache first. Random f16 K and V (5 KV heads x 4 query heads, hd 128).
+// (a blocks job per superblock of 512 positions, AttentionJob::blocks, then each query head's
+// cpu::join_partials + finish_partial): args n, 1 to evict the cache first. Random f16 K and V
+// (5 KV heads x 4 query heads, hd 128).
 void BM_AttentionRow(benchmark::State & st) {
     const int64_t n = st.range(0), g = 4, hd = 128, stride = 640, n_super = (n + 511) / 512;
-    const bool    blocks = st.range(1) != 0;
     std::mt19937  rng(7);
     std::normal_distribution<float> nd(0.0f, 1.0f);
     std::vector<uint16_t> kc(static_cast<size_t>(stride * n)), vc(kc.size());
@@ -351,13 +349,13 @@ void BM_AttentionRow(benchmark::State & st) {
         kc[i] = fp32_to_fp16(nd(rng));
         vc[i] = fp32_to_fp16(nd(rng));
     }
-    std::vector<float> q(static_cast<size_t>(5 * g * hd)), out(q.size()), scratch(static_cast<size_t>(g * (512 + 16) + g * hd));
+    std::vector<float> q(static_cast<size_t>(5 * g * hd)), out(q.size()), scratch(static_cast<size_t>(cpu::attention_scratch(g, 512, hd)));
     for (auto & x : q) x = 0.7f * nd(rng);
     std::vector<float> o(static_cast<size_t>(n_super * g * hd)), m(static_cast<size_t>(n_super * g)), l(m.size()), joined(hd);
     AlignedBytes       evict(64 << 20);
     uint64_t           sink = 0;
     for (auto _ : st) {
-        if (st.range(2)) {
+        if (st.range(1)) {
             st.PauseTiming();
             sink += kernels().read_bytes(evict.data(), static_cast<int64_t>(evict.size()));
             st.ResumeTiming();
@@ -368,15 +366,11 @@ void BM_AttentionRow(benchmark::State & st) {
                 const cpu::CacheView cv{kc.data() + s0 * stride, vc.data() + s0 * stride, true, true, stride, h * hd, hd, -1};
                 cpu::AttentionJob    job{q.data() + h * g * hd, g, std::min<int64_t>(512, n - s0), 0.088f, o.data() + c * g * hd,
                                       m.data() + c * g, l.data() + c * g};
-                job.blocks = blocks;
+                job.blocks = true;
                 kernels().attention_cache(cv, job, scratch.data());
             }
             for (int64_t j = 0; j < g; ++j) {
                 float * dst = out.data() + (h * g + j) * hd;
-                if (!blocks) {
-                    cpu::combine_superblocks(m.data() + j, l.data() + j, g, o.data() + j * hd, g * hd, n_super, hd, dst);
-                    continue;
-                }
                 cpu::AttnPartial parts[16];
                 for (int64_t c = 0; c < n_super; ++c) parts[c] = {m[c * g + j], l[c * g + j], o.data() + (c * g + j) * hd};
                 cpu::AttnPartial row{0.0f, 0.0f, joined.data()};
@@ -388,7 +382,7 @@ void BM_AttentionRow(benchmark::State & st) {
     }
     benchmark::DoNotOptimize(sink);
 }
-BENCHMARK(BM_AttentionRow)->ArgsProduct({{1024, 4096}, {0, 1}, {0, 1}});
+BENCHMARK(BM_AttentionRow)->ArgsProduct({{1024, 4096}, {0, 1}});
 
 // One token through 30 layers of 2B4T products with each layer's attention after its [q; k; v]
 // (its own f16 cache of n positions, which the other layers' weights evict by the time it comes

@@ -293,8 +293,8 @@ TEST_P(PagedOps, LongContextAttentionCrossesEverySplitBoundary) {
 }
 
 // A score far above the others in a late superblock (and, for the other query heads of the group,
-// far below): the superblocks' maxima differ by tens, so combine_superblocks's weights underflow for
-// the early superblocks of some heads and not others. head_dim 128 and 64 (G 4), and 256 (G 2:
+// far below): the superblocks' maxima differ by tens, so the row join's weights exp_fixed(m - M)
+// underflow for the early superblocks of some heads and not others. head_dim 128 and 64 (G 4), and 256 (G 2:
 // attention_paged_super by two slices of 128 dimensions), 1,024-position boundaries, several
 // columns per sequence.
 TEST_P(PagedOps, AttentionWithAHugeScoreInALateSuperblock) {

@@ -160,19 +160,6 @@ void PositionSum::finish(int64_t n, float * out) {
     for (size_t d = 0; d < m; ++d) out[d] = total[d] + super[d];  // (super is 0 after a whole superblock)
 }
 
-void combine_superblocks(const float * m, const float * l, int64_t ml_stride, const float * o, int64_t o_stride,
-                         int64_t n_super, int64_t hd, float * out) {
-    float mx = m[0];
-    for (int64_t c = 1; c < n_super; ++c) mx = std::max(mx, m[c * ml_stride]);
-    float total = 0.0f;
-    for (int64_t c = 0; c < n_super; ++c) total = total + exp_fixed(m[c * ml_stride] - mx) * l[c * ml_stride];
-    for (int64_t d = 0; d < hd; ++d) out[d] = 0.0f;
-    for (int64_t c = 0; c < n_super; ++c) {
-        const float r = exp_fixed(m[c * ml_stride] - mx) * l[c * ml_stride] / total;  // a_c (as above) / L
-        for (int64_t d = 0; d < hd; ++d) out[d] = out[d] + r * o[c * o_stride + d];  // each product rounded
-    }
-}
-
 void block_partial(const float * s, int64_t len, const float * v, int64_t v_stride, int64_t hd, bool v_f16,
                    AttnPartial & out) {
     float m = -FLT_MAX;

@@ -81,25 +81,6 @@ private:
     void close_block(int64_t end);
 };
 
-// THE ORDER BEFORE ISSUE 52 for rows of more than 512 positions, kept while the WebGPU kernels still
-// compute it (their tuning key attn_block_order = 0) and their tests compare with it; the CPU
-// backends take the block order below. Superblock c (positions [512 c, 512 c + 512) of the row) is attended on its own:
-//   m_c = max of its scores s_i,  e_i = exp_fixed(s_i - m_c),  l_c = its e_i in the position order
-//   (blocks of 32 from 0, the block sums from 0),  p_i = e_i * (1 / l_c) (rounded to f16 with an f16
-//   cache),  o_c[d] = sum p_i v_i[d] in the position order (each product rounded once);
-// then this combine, every operation an f32 operation rounded once, in superblock order:
-//   M   = max_c m_c
-//   a_c = exp_fixed(m_c - M) * l_c
-//   L   = ((0 + a_0) + a_1) + ...
-//   r_c = a_c / L                                   (a correctly rounded division)
-//   out[d] = ((0 + r_0 o_0[d]) + r_1 o_1[d]) + ...
-// One superblock gives out = o_0 exactly (exp_fixed(0) == 1, l / l == 1, 1 * o == o, 0 + o == o for
-// the sums here, which are never -0), so rows of at most 512 positions keep the single-pass softmax's
-// bits: e_i = exp_fixed(s_i - max), p_i = e_i * (1 / sum), out = sum p_i v_i.
-// Superblock c's m, l at m[c * ml_stride], l[c * ml_stride], its o at o[c * o_stride + d], d < hd.
-void combine_superblocks(const float * m, const float * l, int64_t ml_stride, const float * o, int64_t o_stride,
-                         int64_t n_super, int64_t hd, float * out);
-
 // ---- Attention over a row of positions: tern's order (issue #52) ----------------------------------
 // The specification every backend reproduces bit for bit, for one query head over positions
 // 0 .. n-1 (every value f32, every operation rounded once, -ffp-contract=off; f16(x) rounds to the
@@ -128,7 +109,7 @@ void combine_superblocks(const float * m, const float * l, int64_t ml_stride, co
 // workgroups are per superblock, write superblock partials; the combine joins at most 8 chunks per
 // superblock (in parallel over superblocks), then the row's few superblocks. On the H200, session
 // 15's prototype of this order (one flat fold of the chunks, without step 4) decoded at depth 4096
-// 17.7% faster than the per-superblock softmax + combine_superblocks it replaces (docs/architecture.md,
+// 17.7% faster than the per-superblock softmax + superblock combine it replaced (docs/architecture.md,
 // "Numerics").
 inline constexpr int64_t k_attn_chunk_blocks = 2;                                     // blocks per chunk
 inline constexpr int64_t k_attn_chunk        = k_attn_chunk_blocks * k_pos_block;     // 64 positions
