@@ -137,7 +137,11 @@ int64_t CpuFastBackend::qkv_products(const Tensor & q, const KvLayer & kv, const
     TERN_ASSERT(lw.n_rows == n_q + 2 * n_kv && q.ne[0] == n_q && kv.k.ne[0] == n_kv, "qkv shapes");
     grow(qkv_, lw.n_rows * n_tok);
     grow(gsum_, n_tok * (lw.n_cols / lw.group));
-    const bool touch = pos0 > 0 && n_tok == 1;  // one token: its K/V rows during the product (cpu::Touch)
+    // One token past a superblock of positions: its K/V rows asked for during the product (cpu::Touch).
+    // Shallower it lost: this VM's quiet window of 2026-11-29 10:05 (tg128, positions 0-127, 1 thread,
+    // three rounds) 23.27 / 22.61 / 25.67 tok/s with the touch from position 1 against 25.52 / 26.69 /
+    // 26.83 without; at 512 positions it saves 6.8% of a token's CPU time (BM_DecodeLayersAttention).
+    const bool touch = pos0 >= cpu::k_pos_super && n_tok == 1;
     pool_.run([&](int ti) {
         cpu::ActView av = in != nullptr
                               ? norm_quant_in_job(ti, a, in->x, static_cast<const CpuNorm &>(*in->norm), in->eps, lw.group)
