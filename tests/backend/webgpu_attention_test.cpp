@@ -330,7 +330,7 @@ std::vector<float> attention_then_o(Backend & b, const Case & c, const Inputs & 
 // superblock, no partial one), 1,025 (two and a partial one), 4,608 (nine whole: two rounds of the
 // prologue's eight loads) and 4,700 (nine and a partial one); G = 4, head_dim 128, two KV heads. The
 // fused form must take that path (counted) over one superblock, and not over more (the prologue adds
-// the superblocks without cpu::combine_superblocks's weights), and where the projection reads another
+// the superblocks without the row join's weights), and where the projection reads another
 // vector the combine runs first.
 TEST(WebGpuLongOneQueryAttention, CombineFusedIntoTheOProjection) {
     TERN_REQUIRE_WEBGPU();

@@ -3,7 +3,7 @@
 // below are exactly 1; longer rows: attention_paged_super.wgsl / attention_block_pv.wgsl.)
 // head and group of DG output dimensions, over every position the column sees, with the CPU's
 // operations in the CPU's order (CpuBackend::attention: each superblock c of 512 positions on its
-// own, then cpu::combine_superblocks):
+// own, then the superblock combine):
 //   l_c[j]  = superblock c's block sums of attention_split_softmax.wgsl (e = exp(s - m_c)) in order
 //             from 0, inv_c[j] = 1 / l_c[j] (correctly rounded);
 //   prob    = e * inv_c[j], rounded to f16 with an f16 V cache;

@@ -3,7 +3,7 @@
 // below are exactly 1; longer rows: attention_paged_super.wgsl / attention_block_pv.wgsl.)
 // superblock (512 positions) x DS dimensions of one KV head per workgroup, all G query heads of the
 // group at once (webgpu_attention_split.cpp), with the CPU's operations in the CPU's order
-// (CpuBackend::attention: each superblock on its own, then cpu::combine_superblocks):
+// (CpuBackend::attention: each superblock on its own, then the superblock combine):
 //   l_c[j]  = the superblock's block sums of attention_split_softmax.wgsl (whose e are exp(s - m_c))
 //             added in order from 0, inv[j] = 1 / l_c[j] (correctly rounded);
 //   prob    = f16(e * inv[j]);
@@ -11,7 +11,7 @@
 //             positions summed in position order from 0, then the blocks in order from 0 (products
 //             of two f16 values, exact in f32, so a fused multiply-add gives the same bits);
 //   sml[t][kvh G + j][sb][1] = l_c[j] (by the superblock's first slice of dimensions).
-// attention_split_combine.wgsl then combines the superblocks as cpu::combine_superblocks does.
+// attention_split_combine.wgsl then combines the superblocks as the superblock combine does.
 // Unlike attention_split_pv.wgsl (a thread walks 32 positions of global memory, 4 query heads read V
 // four times), the workgroup stages its V tile (512 rows x DS halves, 32-byte row segments) and the
 // probabilities in workgroup memory with all loads in flight, and thread (block, d) then sums its

@@ -4,7 +4,7 @@
 // column, KV head and chunk of CH positions (inside one superblock of 512), the superblock's maxima
 // from the scores kernel's workgroup maxima (max is exact in any order), e = exp_fixed(s - m_c) in
 // place of the scores, and the sums of each block of 32 positions in order from 0 (the inner level
-// of cpu::sum_positions's order), each superblock on its own (cpu::combine_superblocks's order):
+// of cpu::sum_positions's order), each superblock on its own (the superblock combine's order):
 //   m_c[j] = max of wmax[t][kvh][j][w] over the scores workgroups w of superblock c
 //   e[t][kvh][j][pos]           = exp_fixed(scores[..][pos] - m_c[j])   (c = pos / 512)
 //   bsum[t][kvh][j][pos / 32]   = ((0 + e[32 b]) + e[32 b + 1]) + ...   (the block's positions the column sees)

@@ -1,5 +1,5 @@
 // The softmax denominators of `heads` query-head rows (row0 + j, j < heads) over their superblocks,
-// as cpu::combine_superblocks takes them: M_j = the largest superblock max m_c (sml, from
+// as the superblock combine takes them (rows of at most 512 positions since issue 52: one superblock): M_j = the largest superblock max m_c (sml, from
 // attention_split_softmax.wgsl: each superblock's e are exp(s - m_c)), l_c = superblock c's block
 // sums in order from 0 (superblock_l), a_c = exp_fixed(m_c - M_j) * l_c, and L_j = the a_c in
 // order from 0: threads (j, superblock) take an a_c, then thread j adds them in order. For
