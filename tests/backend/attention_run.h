@@ -6,12 +6,14 @@
 
 #include "backend/backend.h"
 #include "core/dtype.h"
+#include "quant/block_formats.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <random>
 #include <vector>
 
 namespace tern::test {
@@ -44,6 +46,35 @@ inline std::vector<float> run_attention(Backend & b, const AttentionRun & r, con
     b.read(ot.tensor, out.data(), out.size() * 4);
     for (int64_t i = 0; i < n_q; ++i) EXPECT_EQ(out[static_cast<size_t>(i)], -7.0f) << "column 0 is outside the view";
     return {out.begin() + n_q, out.end()};
+}
+
+// Random inputs for run_attention, from one seed: K then V ~ N(0, 1) as `cache` bytes ([n_kv, n_ctx]),
+// then q ~ N(0, 2) ([n_q, T + 1]; scores spread over a few units: peaked and flat rows). k_values /
+// v_values: K and V as the cache holds them (rounded to f16 for an f16 cache), for written-out oracles.
+struct AttentionInputs {
+    DType                cache;
+    std::vector<uint8_t> k, v;
+    std::vector<float>   q;
+    std::vector<float>   k_values, v_values;
+};
+
+inline AttentionInputs random_attention_inputs(int64_t n_head, int64_t n_head_kv, int64_t head_dim, int64_t n_ctx,
+                                               int64_t T, DType cache, uint32_t seed) {
+    std::mt19937  rng(seed);
+    auto          normal = [&](float sd) { return std::normal_distribution<float>(0.0f, sd)(rng); };
+    const int64_t n_kv = n_head_kv * head_dim, n = n_kv * n_ctx;
+    std::vector<float> k(static_cast<size_t>(n)), v(k.size());
+    for (auto & x : k) x = normal(1.0f);
+    for (auto & x : v) x = normal(1.0f);
+    AttentionInputs in{cache, std::vector<uint8_t>(dtype_tensor_bytes(cache, n_kv, n)), {}, {}, k, v};
+    in.v.resize(in.k.size());
+    quantize_row(cache, k.data(), in.k.data(), n);
+    quantize_row(cache, v.data(), in.v.data(), n);
+    dequantize_row(cache, in.k.data(), in.k_values.data(), n);
+    dequantize_row(cache, in.v.data(), in.v_values.data(), n);
+    in.q.resize(static_cast<size_t>(n_head * head_dim * (T + 1)));
+    for (auto & x : in.q) x = normal(2.0f);
+    return in;
 }
 
 }  // namespace tern::test

@@ -269,23 +269,9 @@ TEST(CpuAttentionOrder, ShortRowsAreTheSinglePassSoftmax) {
     const int64_t n_head = 4, n_head_kv = 2, hd = 64, T = 512, n_q = n_head * hd, n_kv = n_head_kv * hd;
     for (const DType cache : {DType::f16, DType::f32}) {
         SCOPED_TRACE(cache == DType::f16 ? "f16" : "f32");
-        std::mt19937       rng(11);
-        auto               normal = [&](float sd) { return std::normal_distribution<float>(0.0f, sd)(rng); };
-        std::vector<float> k(static_cast<size_t>(n_kv * T)), v(k.size()), q(size_t(n_q * (T + 1)));
-        for (auto & x : k) x = normal(1.0f);
-        for (auto & x : v) x = normal(1.0f);
-        for (auto & x : q) x = normal(2.0f);
-        const size_t         es = cache == DType::f16 ? 2 : 4;
-        std::vector<uint8_t> kb(k.size() * es), vb(v.size() * es);
-        for (size_t i = 0; i < k.size(); ++i) {
-            if (cache == DType::f16) {
-                const uint16_t hk = fp32_to_fp16(k[i]), hv = fp32_to_fp16(v[i]);
-                std::memcpy(kb.data() + 2 * i, &hk, 2), std::memcpy(vb.data() + 2 * i, &hv, 2);
-                k[i] = fp16_to_fp32(hk), v[i] = fp16_to_fp32(hv);
-            } else {
-                std::memcpy(kb.data() + 4 * i, &k[i], 4), std::memcpy(vb.data() + 4 * i, &v[i], 4);
-            }
-        }
+        const test::AttentionInputs in = test::random_attention_inputs(n_head, n_head_kv, hd, T, T, cache, 11);
+        const std::vector<float> &  k = in.k_values, &v = in.v_values, &q = in.q;
+        const std::vector<uint8_t> &kb = in.k, &vb = in.v;
         auto                     be  = make_cpu_reference_backend(2);
         const std::vector<float> got = test::run_attention(*be, {n_head, n_head_kv, hd, 0, T, cache}, kb, vb, q, T);
         const bool               f16 = cache == DType::f16;
@@ -411,23 +397,10 @@ TEST_P(CpuAttentionRows, PromptDecodeAndChunksAreTheOracleAcrossEveryEdge) {
             SCOPED_TRACE(std::string(cache == DType::f16 ? "f16" : "f32") + " heads " + std::to_string(run.n_head) +
                          " positions " + std::to_string(run.pos0) + " + " + std::to_string(run.T));
             const int64_t n_q = run.n_head * run.head_dim, n_kv = run.n_head_kv * run.head_dim, n_ctx = run.pos0 + run.T;
-            std::mt19937  rng(static_cast<uint32_t>(run.pos0));
-            auto          normal = [&](float sd) { return std::normal_distribution<float>(0.0f, sd)(rng); };
-            std::vector<float> k(static_cast<size_t>(n_kv * n_ctx)), v(k.size()), q(static_cast<size_t>(n_q * (run.T + 1)));
-            for (auto & x : k) x = normal(1.0f);
-            for (auto & x : v) x = normal(1.0f);
-            for (auto & x : q) x = normal(2.0f);
-            const size_t         es = cache == DType::f16 ? 2 : 4;
-            std::vector<uint8_t> kb(k.size() * es), vb(v.size() * es);
-            for (size_t i = 0; i < k.size(); ++i) {
-                if (cache == DType::f16) {
-                    const uint16_t hk = fp32_to_fp16(k[i]), hv = fp32_to_fp16(v[i]);
-                    std::memcpy(kb.data() + 2 * i, &hk, 2), std::memcpy(vb.data() + 2 * i, &hv, 2);
-                    k[i] = fp16_to_fp32(hk), v[i] = fp16_to_fp32(hv);
-                } else {
-                    std::memcpy(kb.data() + 4 * i, &k[i], 4), std::memcpy(vb.data() + 4 * i, &v[i], 4);
-                }
-            }
+            const test::AttentionInputs in = test::random_attention_inputs(run.n_head, run.n_head_kv, run.head_dim, n_ctx,
+                                                                           run.T, cache, static_cast<uint32_t>(run.pos0));
+            const std::vector<float> &  k = in.k_values, &v = in.v_values, &q = in.q;
+            const std::vector<uint8_t> &kb = in.k, &vb = in.v;
             const bool         f16   = cache == DType::f16;
             const float        scale = 1.0f / std::sqrt(static_cast<float>(run.head_dim));
             // (the oracle once per case for all the backends)

@@ -39,26 +39,10 @@ struct Case {
     int64_t n_head, n_head_kv, head_dim, pos0, T;
 };
 
-struct Inputs {
-    DType                cache;
-    std::vector<uint8_t> k, v;  // [n_kv, n_ctx] cache bytes
-    std::vector<float>   q;     // [n_q, T + 1]: the queries are columns 1 .. T
-};
+using Inputs = test::AttentionInputs;  // k, v: [n_kv, n_ctx] cache bytes; q: [n_q, T + 1], queries in columns 1 .. T
 
 Inputs make_inputs(const Case & c, DType cache, uint32_t seed) {
-    std::mt19937  rng(seed);
-    auto          normal = [&](float sd) { return std::normal_distribution<float>(0.0f, sd)(rng); };
-    const int64_t n_kv = c.n_head_kv * c.head_dim, n_ctx = c.pos0 + c.T;
-    std::vector<float> k(static_cast<size_t>(n_kv * n_ctx)), v(k.size());
-    for (auto & x : k) x = normal(1.0f);
-    for (auto & x : v) x = normal(1.0f);
-    Inputs in{cache, std::vector<uint8_t>(dtype_tensor_bytes(cache, n_kv, static_cast<int64_t>(k.size()))), {}, {}};
-    in.v.resize(in.k.size());
-    quantize_row(cache, k.data(), in.k.data(), static_cast<int64_t>(k.size()));
-    quantize_row(cache, v.data(), in.v.data(), static_cast<int64_t>(v.size()));
-    in.q.resize(static_cast<size_t>(c.n_head * c.head_dim * (c.T + 1)));
-    for (auto & x : in.q) x = normal(2.0f);  // scores spread over a few units: peaked and flat rows
-    return in;
+    return test::random_attention_inputs(c.n_head, c.n_head_kv, c.head_dim, c.pos0 + c.T, c.T, cache, seed);
 }
 
 // The attention output of the T queries (pos0 .. pos0 + T - 1), computed `per_call` tokens at a time.
