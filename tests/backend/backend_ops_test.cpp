@@ -399,6 +399,12 @@ protected:
         b.read(t, out.data(), out.size() * sizeof(float));
         return out;
     }
+
+    // attention() of the T queries q ([n_head x head_dim, T]) at positions pos0 .. pos0 + T - 1 over the
+    // cache kc / vc ([n_head_kv x head_dim, pos0 + T] values) as f16 and as f32 bytes, on the backend
+    // against the reference (expect_close with the attention tolerance).
+    void expect_attention_as_reference(const AttentionShape & shape, int64_t pos0, int64_t T, const std::vector<float> & kc,
+                                       const std::vector<float> & vc, const std::vector<float> & q);
 };
 
 // Both backends must give identical results: the CPU backends bit for bit, the GPU backend within
@@ -407,6 +413,31 @@ void expect_close(const std::vector<float> & a, const std::vector<float> & b, do
     ASSERT_EQ(a.size(), b.size());
     for (size_t i = 0; i < a.size(); ++i) {
         ASSERT_NEAR(a[i], b[i], tol * (1.0 + std::fabs(b[i]))) << what << " element " << i;
+    }
+}
+
+void BackendOps::expect_attention_as_reference(const AttentionShape & shape, int64_t pos0, int64_t T,
+                                               const std::vector<float> & kc, const std::vector<float> & vc,
+                                               const std::vector<float> & q) {
+    const int64_t n_q = shape.n_head * shape.head_dim, n_kv = shape.n_head_kv * shape.head_dim, n_ctx = pos0 + T;
+    for (DType cache : {DType::f16, DType::f32}) {
+        std::vector<uint8_t> kb(dtype_tensor_bytes(cache, n_kv, static_cast<int64_t>(kc.size()))), vb(kb.size());
+        quantize_row(cache, kc.data(), kb.data(), static_cast<int64_t>(kc.size()));
+        quantize_row(cache, vc.data(), vb.data(), static_cast<int64_t>(vc.size()));
+        std::vector<float> outs[2];
+        Backend *          bs[2] = {ref_.get(), be_.get()};
+        for (int i = 0; i < 2; ++i) {
+            auto kt = alloc_tensor(*bs[i], cache, {n_kv, n_ctx, 1, 1}, "k");
+            auto vt = alloc_tensor(*bs[i], cache, {n_kv, n_ctx, 1, 1}, "v");
+            auto qt = alloc_tensor(*bs[i], DType::f32, {n_q, T, 1, 1}, "q");
+            auto ot = alloc_tensor(*bs[i], DType::f32, {n_q, T, 1, 1}, "out");
+            bs[i]->write(kt.tensor, kb.data(), kb.size());
+            bs[i]->write(vt.tensor, vb.data(), vb.size());
+            bs[i]->write(qt.tensor, q.data(), q.size() * 4);
+            bs[i]->attention(ot.tensor, qt.tensor, {kt.tensor, vt.tensor}, shape, pos0);
+            outs[i] = read_f32(*bs[i], ot.tensor);
+        }
+        expect_close(outs[1], outs[0], tol_.attention, cache == DType::f16 ? "f16 cache" : "f32 cache");
     }
 }
 
@@ -568,25 +599,7 @@ TEST_P(BackendOps, AttentionOverALongCacheMatchesReference) {
         for (auto & v : vc) v = r.normal(1.0f);
         for (auto & v : q) v = r.normal(0.5f);
         for (int64_t d = 0; d < 64; ++d) kc[static_cast<size_t>((pos0 - 5) * n_kv + d)] = 6.0f * q[static_cast<size_t>(d)];
-        for (DType cache : {DType::f16, DType::f32}) {
-            std::vector<uint8_t> kb(dtype_tensor_bytes(cache, n_kv, static_cast<int64_t>(kc.size()))), vb(kb.size());
-            quantize_row(cache, kc.data(), kb.data(), static_cast<int64_t>(kc.size()));
-            quantize_row(cache, vc.data(), vb.data(), static_cast<int64_t>(vc.size()));
-            std::vector<float> outs[2];
-            Backend *          bs[2] = {ref_.get(), be_.get()};
-            for (int i = 0; i < 2; ++i) {
-                auto kt = alloc_tensor(*bs[i], cache, {n_kv, n_ctx, 1, 1}, "k");
-                auto vt = alloc_tensor(*bs[i], cache, {n_kv, n_ctx, 1, 1}, "v");
-                auto qt = alloc_tensor(*bs[i], DType::f32, {n_q, T, 1, 1}, "q");
-                auto ot = alloc_tensor(*bs[i], DType::f32, {n_q, T, 1, 1}, "out");
-                bs[i]->write(kt.tensor, kb.data(), kb.size());
-                bs[i]->write(vt.tensor, vb.data(), vb.size());
-                bs[i]->write(qt.tensor, q.data(), q.size() * 4);
-                bs[i]->attention(ot.tensor, qt.tensor, {kt.tensor, vt.tensor}, shape, pos0);
-                outs[i] = read_f32(*bs[i], ot.tensor);
-            }
-            expect_close(outs[1], outs[0], tol_.attention, cache == DType::f16 ? "f16 cache" : "f32 cache");
-        }
+        expect_attention_as_reference(shape, pos0, T, kc, vc, q);
     }
 }
 
@@ -599,30 +612,12 @@ TEST_P(BackendOps, AttentionAtTheDecodeShapeMatchesReference) {
         SCOPED_TRACE("depth " + std::to_string(pos0 + 1));
         Rand                 r(17);
         const AttentionShape shape{20, 5, 128, 128, 500000.0f, 1.0f / std::sqrt(128.0f)};
-        const int64_t        n_q = 20 * 128, n_kv = 5 * 128, n_ctx = pos0 + 1;
+        const int64_t        n_q = 20 * 128, n_kv = 5 * 128, n_ctx = pos0 + 1;  // one query
         std::vector<float>   kc(static_cast<size_t>(n_kv * n_ctx)), vc(kc.size()), q(static_cast<size_t>(n_q));
         for (auto & v : kc) v = r.normal(1.0f);
         for (auto & v : vc) v = r.normal(1.0f);
         for (auto & v : q) v = r.normal(0.7f);
-        for (DType cache : {DType::f16, DType::f32}) {
-            std::vector<uint8_t> kb(dtype_tensor_bytes(cache, n_kv, static_cast<int64_t>(kc.size()))), vb(kb.size());
-            quantize_row(cache, kc.data(), kb.data(), static_cast<int64_t>(kc.size()));
-            quantize_row(cache, vc.data(), vb.data(), static_cast<int64_t>(vc.size()));
-            std::vector<float> outs[2];
-            Backend *          bs[2] = {ref_.get(), be_.get()};
-            for (int i = 0; i < 2; ++i) {
-                auto kt = alloc_tensor(*bs[i], cache, {n_kv, n_ctx, 1, 1}, "k");
-                auto vt = alloc_tensor(*bs[i], cache, {n_kv, n_ctx, 1, 1}, "v");
-                auto qt = alloc_tensor(*bs[i], DType::f32, {n_q, 1, 1, 1}, "q");
-                auto ot = alloc_tensor(*bs[i], DType::f32, {n_q, 1, 1, 1}, "out");
-                bs[i]->write(kt.tensor, kb.data(), kb.size());
-                bs[i]->write(vt.tensor, vb.data(), vb.size());
-                bs[i]->write(qt.tensor, q.data(), q.size() * 4);
-                bs[i]->attention(ot.tensor, qt.tensor, {kt.tensor, vt.tensor}, shape, pos0);
-                outs[i] = read_f32(*bs[i], ot.tensor);
-            }
-            expect_close(outs[1], outs[0], tol_.attention, cache == DType::f16 ? "f16 cache" : "f32 cache");
-        }
+        expect_attention_as_reference(shape, pos0, 1, kc, vc, q);
     }
 }
 
