@@ -8,52 +8,9 @@
 namespace tern::cpu {
 namespace {
 
-// cpu::sum_positions of n >= 0 terms, the same sums in the same order: each superblock's blocks of 32
-// summed as scalar chains, 4 blocks side by side in registers (blocks past the superblock's last read
-// zeros and are dropped). The gathers this replaces (blocks in the lanes) were 12% of the AVX-512
-// BM_AttentionLayer's samples at 64 positions, and one chain per block kept in an array 9% (each add
-// waited on a store).
-inline float sum_positions_chains(const float * t, int64_t n) {
-    alignas(64) static const float zeros[32] = {};
-    float total = 0.0f;
-    for (int64_t s0 = 0; s0 < n; s0 += 512) {
-        const int64_t len = n - s0 < 512 ? n - s0 : 512, nb = len / 32;  // nb whole blocks, then a part
-        const float * ts  = t + s0;
-        float         super = 0.0f;
-        for (int64_t b = 0; b < nb; b += 4) {
-            const float * r0 = ts + 32 * b;
-            const float * r1 = b + 1 < nb ? r0 + 32 : zeros;
-            const float * r2 = b + 2 < nb ? r0 + 64 : zeros;
-            const float * r3 = b + 3 < nb ? r0 + 96 : zeros;
-            float         a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
-            for (int j = 0; j < 32; ++j) {
-                a0 = a0 + r0[j];
-                a1 = a1 + r1[j];
-                a2 = a2 + r2[j];
-                a3 = a3 + r3[j];
-            }
-            super = super + a0;
-            if (b + 1 < nb) super = super + a1;
-            if (b + 2 < nb) super = super + a2;
-            if (b + 3 < nb) super = super + a3;
-        }
-        if (len % 32 != 0) {
-            float part = 0.0f;
-            for (int64_t p = 32 * nb; p < len; ++p) part = part + ts[p];
-            super = super + part;
-        }
-        total = total + super;
-    }
-    return total;
-}
-
-// ------------------------------------------------------------------------- the block order (issue 52)
-// One superblock of a row longer than 512 positions in the block order (cpu_ops.h, "Attention over a
-// row of positions", steps 2-4): the kernels compute each block's max m_b and e_i = exp_fixed(s_i - m_b)
-// in vectors; the rest is scalar and short (at most 16 blocks and 8 chunks per superblock).
-
-// l[b] = block b's terms t[32 b .. min(32 b + 32, n)) summed in one chain from 0 (the block's l_b),
-// for every block of n >= 1 terms: 4 blocks' chains side by side, as sum_positions_chains.
+// l[b] = block b's terms t[32 b .. min(32 b + 32, n)) summed in one chain from 0, for every block of
+// n >= 1 terms (at most 16): 4 blocks' chains side by side in registers. The block sums of both orders:
+// sum_positions_chains adds them up; the block order's l_b are these.
 inline void block_chains(const float * t, int64_t n, float * l) {
     alignas(64) static const float zeros[32] = {};
     const int64_t nb = n / 32;  // whole blocks, then a part
@@ -80,6 +37,29 @@ inline void block_chains(const float * t, int64_t n, float * l) {
         l[nb] = part;
     }
 }
+
+// cpu::sum_positions of n >= 0 terms, the same sums in the same order: each superblock's block sums
+// by block_chains (scalar chains, 4 blocks side by side in registers), then added in order from 0. The
+// gathers this replaces (blocks in the lanes) were 12% of the AVX-512 BM_AttentionLayer's samples at 64
+// positions, and one chain per block kept in an array 9% (each add waited on a store; block_chains
+// stores a block's sum once, after its chain).
+inline float sum_positions_chains(const float * t, int64_t n) {
+    float total = 0.0f;
+    for (int64_t s0 = 0; s0 < n; s0 += 512) {
+        const int64_t len = n - s0 < 512 ? n - s0 : 512;
+        float         l[16];
+        block_chains(t + s0, len, l);
+        float super = 0.0f;
+        for (int64_t b = 0; b < (len + 31) / 32; ++b) super = super + l[b];
+        total = total + super;
+    }
+    return total;
+}
+
+// ------------------------------------------------------------------------- the block order (issue 52)
+// One superblock of a row longer than 512 positions in the block order (cpu_ops.h, "Attention over a
+// row of positions", steps 2-4): the kernels compute each block's max m_b and e_i = exp_fixed(s_i - m_b)
+// in vectors (l_b by block_chains); the rest is scalar and short (at most 16 blocks and 8 chunks).
 
 // How P.V joins one superblock's blocks (cpu::join_partials' operations): block b's o_b weighs
 // a[b] = exp_fixed(m_b - M_c) in its chunk c = b / 2, chunk c's O_c weighs A[c] = exp_fixed(M_c - M)
