@@ -181,11 +181,7 @@ inline void softmax_blocks(float * s, int64_t n, bool v_f16, BlockJoins & j) {
         _mm256_store_ps(lanes, mx);
         float mb = lanes[0];
         for (int i = 1; i < 8; ++i) mb = max_first(mb, lanes[i]);
-        if (mb == 0.0f) {  // which zero: the first in position order, as the reference's std::max keeps it
-            mb = -__FLT_MAX__;
-            for (int64_t i = 0; i < rem && i < 32; ++i) mb = max_first(mb, sb[i]);
-        }
-        m[b] = mb;
+        m[b] = block_max_as_reference(mb, sb, rem);
     }
     // (whole vectors to n rounded up to 16, as softmax_head: the lanes past n hold scores_heads' padding)
     const int64_t n16 = (n + 15) & ~int64_t{15};

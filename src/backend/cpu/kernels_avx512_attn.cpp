@@ -213,12 +213,7 @@ inline void softmax_blocks(float * s, int64_t n, bool v_f16, BlockJoins & j) {
         __m512        mx  = _mm512_set1_ps(-__FLT_MAX__);  // lanes max(s, mx): mx where s is NaN or an equal zero
         mx                = _mm512_mask_max_ps(mx, tail_mask(rem), _mm512_loadu_ps(sb), mx);  // (rem >= 1: within n16)
         mx                = _mm512_mask_max_ps(mx, tail_mask(rem - 16), load16(sb + 16, rem - 16), mx);
-        float mb          = _mm512_reduce_max_ps(mx);
-        if (mb == 0.0f) {  // which zero: the first in position order, as the reference's std::max keeps it
-            mb = -__FLT_MAX__;
-            for (int64_t i = 0; i < rem && i < 32; ++i) mb = max_first(mb, sb[i]);
-        }
-        m[b] = mb;
+        m[b]              = block_max_as_reference(_mm512_reduce_max_ps(mx), sb, rem);
     }
     // (whole vectors to n rounded up to 16, as softmax_head: the lanes past n hold scores_rows' padding)
     for (int64_t p = 0; p < n; p += 16) {

@@ -72,6 +72,16 @@ struct BlockJoins {
 // std::max(a, b): a unless a < b (so a max over NaN-free values keeps the earlier of equal ones).
 inline float max_first(float a, float b) { return a < b ? b : a; }
 
+// A block's max from a vector reduction (exact in any order), as the reference takes it: where it is
+// 0, which zero (+0 or -0) is the first in position order's, so the block's rem terms (at most 32 read)
+// are scanned again with max_first.
+inline float block_max_as_reference(float mb, const float * sb, int64_t rem) {
+    if (mb != 0.0f) return mb;
+    mb = -__FLT_MAX__;
+    for (int64_t i = 0; i < rem && i < 32; ++i) mb = max_first(mb, sb[i]);
+    return mb;
+}
+
 // The joins of nb <= 16 blocks from their maxima m[b] and sums l[b]; exp16(x) applies exp_fixed to
 // x[0 .. 16) in place (the set's vector exp_fixed). Chunk c = blocks 2c, 2c + 1 (the last may have
 // one): M_c = max, L_c = (0 + a_2c l_2c) + a_2c+1 l_2c+1; the superblock: M = max over M_c,
