@@ -75,7 +75,6 @@ function showProgress(label, got, total) {
 // read into memory.
 async function loadFromUrl(url) {
   showError("");
-  lastSource = { url };
   const absolute = new URL(url, location.href).href;
   const name = absolute.split("/").pop();
   const cache = "caches" in self ? await caches.open("tern-models") : null;
@@ -85,6 +84,8 @@ async function loadFromUrl(url) {
     response = await fetch(absolute);
     if (!response.ok) throw new Error(`cannot download ${url}: HTTP ${response.status} ${response.statusText}`);
   }
+  // Only a URL that answered is what a change of backend loads again.
+  lastSource = { url };
   let blob;
   if (cached) {
     blob = await response.blob();
@@ -110,6 +111,7 @@ async function loadFromUrl(url) {
 
 let loadNote = "";
 function sendModel(blob, name, note) {
+  showError("");  // an earlier load's error is not this one's
   modelLoaded = false;
   loadNote = note;
   updateButtons();

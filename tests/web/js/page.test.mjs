@@ -111,7 +111,10 @@ test("a bad model URL is a visible error, and the loaded model stays usable", as
 test("a 5 GiB file from disk is a clear error on the CPU backend, and the loaded model stays usable", async () => {
   const input = await page.$("#model-file");
   await input.uploadFile(bigModel());
-  await page.waitForFunction(() => !document.getElementById("error").hidden, { timeout: 30000 });
+  // The bad URL's error is still shown until the file's load starts: wait for this load's own error.
+  await page.waitForFunction(() => !document.getElementById("error").hidden &&
+                                   document.getElementById("error").textContent.startsWith("cannot load model"),
+                             { timeout: 30000 });
   assert.match(await page.$eval("#error", (el) => el.textContent),
                /cannot load model 'tern-32m-en-padded-5g\.gguf': the file is 5\.37 GB; the CPU backend holds the whole file in WebAssembly memory.*hint: use the WebGPU backend/s);
   assert.equal(await page.$eval("#generate", (el) => el.disabled), false);
