@@ -172,7 +172,10 @@ TEST(WebGpuLongOneQueryAttention, LongContextKernelsGiveTheOneQueryKernelsBits) 
 // call (several columns per dispatch): the same bits, and the reference's. Lengths cross blocks of
 // 32 and softmax chunks (n 301 .. 303 with G = 4; 510 .. 512 with the 2B4T head, head_dim 128, and
 // with G = 16; 251 .. 255 with G = 3), head_dim 72 (not a multiple of the tiles' 16: both forms take
-// attention_split_pv), G = 1, and two KV heads.
+// attention_split_pv), G = 1, and two KV heads; G = 5 with head_dim 80 (two vec4s of query heads in
+// the tiles), and head_dim 96 at n 508 .. 515 (alone, the rows past 512 take attention_block_pv; all
+// tokens in one call cross 512: attention_split_scores + attention_paged_super + _combine take the
+// call, each row of at most 512 positions in its single pass).
 TEST(WebGpuLongOneQueryAttention, PvFormsGiveTheSameBitsAcrossEveryBoundary) {
     TERN_REQUIRE_WEBGPU();
     std::vector<std::unique_ptr<Backend>> forms;
@@ -183,7 +186,8 @@ TEST(WebGpuLongOneQueryAttention, PvFormsGiveTheSameBitsAcrossEveryBoundary) {
         forms.push_back(make_webgpu_backend(o));
     }
     for (const Case & c : {Case{8, 2, 64, 300, 3}, Case{4, 1, 128, 509, 3}, Case{16, 1, 64, 509, 3},
-                           Case{3, 1, 64, 250, 5}, Case{16, 2, 72, 400, 3}, Case{2, 2, 64, 480, 2}}) {
+                           Case{3, 1, 64, 250, 5}, Case{16, 2, 72, 400, 3}, Case{2, 2, 64, 480, 2},
+                           Case{10, 2, 80, 300, 3}, Case{3, 3, 96, 507, 8}}) {
         SCOPED_TRACE("G " + std::to_string(c.n_head / c.n_head_kv) + ", head_dim " + std::to_string(c.head_dim) +
                      ", pos0 " + std::to_string(c.pos0));
         const Inputs in    = make_inputs(c, DType::f16, 7);
@@ -310,12 +314,10 @@ std::vector<float> attention_then_o(Backend & b, const Case & c, const Inputs & 
 // attention_split_combine folded into the o-projection's prologue (attn_combine_fused, lib/decode_io.wgsl
 // PARTS): the attention output (which the fused prologue writes where the combine would have) and y
 // as with the combine dispatched and as the CPU's, bit for bit (y alone would hide most of x's
-// last bits behind the int8 quantization), where the query sees 512 positions (one whole
-// superblock, no partial one), 1,025 (two and a partial one), 4,608 (nine whole: two rounds of the
-// prologue's eight loads) and 4,700 (nine and a partial one); G = 4, head_dim 128, two KV heads. The
-// fused form must take that path (counted) over one superblock, and not over more (the prologue adds
-// the superblocks without the row join's weights), and where the projection reads another
-// vector the combine runs first.
+// last bits behind the int8 quantization), where the query sees 201 positions, 512 (the longest row
+// the split kernels take) and 1,025 (the block-order kernels: nothing to fuse); G = 4, head_dim 128,
+// two KV heads. The fused form must take that path (counted) up to 512 positions, and not past
+// them, and where the projection reads another vector the combine runs first.
 TEST(WebGpuLongOneQueryAttention, CombineFusedIntoTheOProjection) {
     TERN_REQUIRE_WEBGPU();
     std::unique_ptr<Backend> forms[2];
@@ -338,7 +340,7 @@ TEST(WebGpuLongOneQueryAttention, CombineFusedIntoTheOProjection) {
     std::vector<uint8_t> nbytes(norm.size() * 4);
     std::memcpy(nbytes.data(), norm.data(), nbytes.size());
     const WeightSource wo{"o", DType::i2_s, {n_q, n_q, 1, 1}, wbytes}, nw{"n", DType::f32, {n_q, 1, 1, 1}, nbytes};
-    for (const int64_t pos0 : {511, 1024, 4607, 4699}) {
+    for (const int64_t pos0 : {200, 511, 1024}) {
         SCOPED_TRACE("positions " + std::to_string(pos0 + 1));
         const Case    c{8, 2, 128, pos0, 1};
         const Inputs  in     = make_inputs(c, DType::f16, 13);
