@@ -103,9 +103,8 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
     const int64_t n_longest = max_position(0, n_tok) + 1;
     if (n_longest > cpu::k_pos_super) return false;
     // P·V's query heads per workgroup: all G of a KV head (each V row read once), or where that
-    // leaves the GPU short of workgroups (one column over a long context: 80 for 2B4T) the largest
-    // divisor of G that gives 2 per compute unit (1 for 2B4T: 320 workgroups of 256 blocks per
-    // round instead of 64, so 8192 positions in one round).
+    // leaves the GPU short of workgroups (one column: 80 for 2B4T) the largest divisor of G that
+    // gives 2 per compute unit (1 for 2B4T: 320 workgroups instead of 80).
     const int64_t pv_groups = n_tok * n_kv * (hd / st.dg);
     if (tune_.attn_split_heads != 0) {
         st.jg = static_cast<uint32_t>(std::gcd<int64_t>(group, tune_.attn_split_heads));
