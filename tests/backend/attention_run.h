@@ -7,6 +7,7 @@
 #include "backend/backend.h"
 #include "core/dtype.h"
 #include "quant/block_formats.h"
+#include "block_order_oracle.h"
 
 #include <gtest/gtest.h>
 
@@ -75,6 +76,28 @@ inline AttentionInputs random_attention_inputs(int64_t n_head, int64_t n_head_kv
     in.q.resize(static_cast<size_t>(n_head * head_dim * (T + 1)));
     for (auto & x : in.q) x = normal(2.0f);
     return in;
+}
+
+// A shape of the attention tests without its cache type: n_head query heads over n_head_kv KV heads
+// of head_dim, T query tokens at positions pos0 .. pos0 + T - 1. make_inputs, run_case and
+// attention_rows are random_attention_inputs, run_attention and the oracle (cpu::attention_row of
+// each token and head: block_order_oracle.h) for it.
+struct AttentionCase {
+    int64_t n_head, n_head_kv, head_dim, pos0, T;
+};
+
+inline AttentionInputs make_inputs(const AttentionCase & c, DType cache, uint32_t seed) {
+    return random_attention_inputs(c.n_head, c.n_head_kv, c.head_dim, c.pos0 + c.T, c.T, cache, seed);
+}
+
+inline std::vector<float> run_case(Backend & b, const AttentionCase & c, const AttentionInputs & in, int64_t per_call) {
+    return run_attention(b, {c.n_head, c.n_head_kv, c.head_dim, c.pos0, c.T, in.cache}, in.k, in.v, in.q, per_call);
+}
+
+// From in.k and in.v (the cache bytes, which a test may have changed since make_inputs), not k_values.
+inline std::vector<float> attention_rows(const AttentionCase & c, const AttentionInputs & in) {
+    return attention_columns(in.k, in.v, in.cache, in.q.data() + c.n_head * c.head_dim, c.n_head, c.n_head_kv,
+                             c.head_dim, 1.0f / std::sqrt(static_cast<float>(c.head_dim)), c.pos0, c.T);
 }
 
 }  // namespace tern::test

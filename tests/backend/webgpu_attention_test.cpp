@@ -9,8 +9,8 @@
 // Random normal q, K and V make every permutation of heads, tokens, positions or dimensions show,
 // and the sums cancel enough that adding in another order would change the last bits. Bit-exact on
 // every adapter against attention.wgsl (same primitives, the same summation orders), against the
-// CPU backend's algorithm written out below and against the CPU backend itself. Skipped without a
-// WebGPU adapter.
+// CPU backend's algorithm written out (cpu::attention_row per row: block_order_oracle.h) and against
+// the CPU backend itself. Skipped without a WebGPU adapter.
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/webgpu/webgpu_backend.h"
@@ -35,39 +35,14 @@
 namespace tern {
 namespace {
 
-struct Case {
-    int64_t n_head, n_head_kv, head_dim, pos0, T;
-};
-
-using Inputs = test::AttentionInputs;  // k, v: [n_kv, n_ctx] cache bytes; q: [n_q, T + 1], queries in columns 1 .. T
-
-Inputs make_inputs(const Case & c, DType cache, uint32_t seed) {
-    return test::random_attention_inputs(c.n_head, c.n_head_kv, c.head_dim, c.pos0 + c.T, c.T, cache, seed);
-}
-
-// The attention output of the T queries (pos0 .. pos0 + T - 1), computed `per_call` tokens at a time.
-std::vector<float> run(Backend & b, const Case & c, const Inputs & in, int64_t per_call) {
-    return test::run_attention(b, {c.n_head, c.n_head_kv, c.head_dim, c.pos0, c.T, in.cache}, in.k, in.v, in.q, per_call);
-}
-
-// CpuBackend::attention's order: cpu::attention_row, the oracle of a row (rows of at most 512
-// positions in one softmax pass, longer rows in issue 52's block order).
-std::vector<float> reference(const Case & c, const Inputs & in) {
-    const int64_t hd = c.head_dim, n_q = c.n_head * hd, n_kv = c.n_head_kv * hd, n_ctx = c.pos0 + c.T;
-    std::vector<float> k(static_cast<size_t>(n_kv * n_ctx)), v(k.size()), out(static_cast<size_t>(n_q * c.T));
-    dequantize_row(in.cache, in.k.data(), k.data(), static_cast<int64_t>(k.size()));
-    dequantize_row(in.cache, in.v.data(), v.data(), static_cast<int64_t>(v.size()));
-    const bool  f16   = in.cache == DType::f16;
-    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-    for (int64_t t = 0; t < c.T; ++t) {
-        for (int64_t h = 0; h < c.n_head; ++h) {
-            const int64_t kvh = h / (c.n_head / c.n_head_kv), n = c.pos0 + t + 1;
-            cpu::attention_row(in.q.data() + (t + 1) * n_q + h * hd, k.data() + kvh * hd, n_kv, v.data() + kvh * hd, n_kv,
-                               n, hd, scale, f16, f16, out.data() + t * n_q + h * hd);
-        }
-    }
-    return out;
-}
+// (test::AttentionCase and its helpers: attention_run.h; k, v: [n_kv, n_ctx] cache bytes; q: [n_q, T + 1],
+// queries in columns 1 .. T; attention_rows: cpu::attention_row of each token and head, the oracle:
+// rows of at most 512 positions in one softmax pass, longer rows in issue 52's block order)
+using Case   = test::AttentionCase;
+using Inputs = test::AttentionInputs;
+using test::attention_rows;
+using test::make_inputs;
+using test::run_case;
 
 // |got - want| <= tol (1 + |want|) everywhere; with tol = 0, the same bits.
 void expect_close(const std::vector<float> & got, const std::vector<float> & want, double tol, const char * what) {
@@ -94,11 +69,11 @@ TEST_P(WebGpuPromptAttention, MatchesTheCpuAndTheOneQueryKernel) {
     for (DType cache : {DType::f16, DType::f32}) {
         SCOPED_TRACE(cache == DType::f16 ? "f16 cache" : "f32 cache");
         const Inputs in        = make_inputs(c, cache, 7);
-        const auto   want      = run(*cpu, c, in, c.T);
-        const auto   prefill   = run(gpu, c, in, c.T);  // attention_prefill_*.wgsl
-        const auto   one_query = run(gpu, c, in, 1);    // attention.wgsl
+        const auto   want      = run_case(*cpu, c, in, c.T);
+        const auto   prefill   = run_case(gpu, c, in, c.T);  // attention_prefill_*.wgsl
+        const auto   one_query = run_case(gpu, c, in, 1);    // attention.wgsl
         expect_close(prefill, one_query, 0, "prefill kernels vs attention.wgsl");
-        expect_close(prefill, reference(c, in), 0, "prefill kernels vs the reference written out");
+        expect_close(prefill, attention_rows(c, in), 0, "prefill kernels vs the reference written out");
         expect_close(prefill, want, 0, "prefill kernels vs CPU");
     }
 }
@@ -128,10 +103,10 @@ TEST(WebGpuPromptAttentionChunks, ASmallScoreBudgetGivesTheSameBits) {
     auto         small = make_webgpu_backend(o);
     auto         cpu   = make_cpu_backend({1});
     const Inputs in    = make_inputs(c, DType::f16, 11);
-    const auto   got   = run(*small, c, in, c.T);
-    expect_close(got, run(*test::shared_webgpu().backend, c, in, c.T), 0, "chunked vs whole prompt");
-    expect_close(got, reference(c, in), 0, "chunked vs the reference written out");
-    expect_close(got, run(*cpu, c, in, c.T), 0, "chunked vs CPU");
+    const auto   got   = run_case(*small, c, in, c.T);
+    expect_close(got, run_case(*test::shared_webgpu().backend, c, in, c.T), 0, "chunked vs whole prompt");
+    expect_close(got, attention_rows(c, in), 0, "chunked vs the reference written out");
+    expect_close(got, run_case(*cpu, c, in, c.T), 0, "chunked vs CPU");
 }
 
 // One query over a long context takes the split kernels from WebGpuTuning::attn_long_positions on
@@ -142,7 +117,9 @@ TEST(WebGpuPromptAttentionChunks, ASmallScoreBudgetGivesTheSameBits) {
 // several), G = 3 (41 .. 49), 509 .. 514 (the combine closes the first superblock of blocks),
 // 901 .. 904 (attention.wgsl's K tiles past its thread count), 2501 .. 2504 (five superblocks),
 // head_dim 40 (a partial block of 16 dimensions), head_dim 36 (f16 K blocks not 16-byte aligned: the
-// scores kernel's word-by-word loads) and G = 8 (more query heads than threads per position).
+// scores kernel's word-by-word loads; at 510 .. 515 positions, past 512 neither the split kernels
+// nor super_attention take it: the prompt kernels do) and G = 8 (more query heads than threads per
+// position).
 TEST(WebGpuLongOneQueryAttention, LongContextKernelsGiveTheOneQueryKernelsBits) {
     TERN_REQUIRE_WEBGPU();
     WebGpuOptions o;
@@ -153,13 +130,13 @@ TEST(WebGpuLongOneQueryAttention, LongContextKernelsGiveTheOneQueryKernelsBits) 
     auto one_wg         = make_webgpu_backend(o);
     for (const Case & c : {Case{8, 2, 128, 0, 100}, Case{6, 2, 64, 40, 9}, Case{6, 2, 64, 508, 6},
                            Case{8, 2, 128, 900, 4}, Case{4, 1, 64, 2500, 4}, Case{4, 2, 40, 60, 3},
-                           Case{4, 2, 36, 40, 3}, Case{16, 2, 64, 100, 2}}) {
+                           Case{4, 2, 36, 40, 3}, Case{4, 2, 36, 509, 6}, Case{16, 2, 64, 100, 2}}) {
         for (DType cache : {DType::f16, DType::f32}) {
             SCOPED_TRACE("pos0 " + std::to_string(c.pos0) + (cache == DType::f16 ? ", f16 cache" : ", f32 cache"));
             const Inputs in  = make_inputs(c, cache, 5);
-            const auto   got = run(*spread, c, in, 1);
-            expect_close(got, run(*one_wg, c, in, 1), 0, "long-context kernels vs attention.wgsl, one query each");
-            expect_close(got, reference(c, in), 0, "long-context kernels vs the reference written out");
+            const auto   got = run_case(*spread, c, in, 1);
+            expect_close(got, run_case(*one_wg, c, in, 1), 0, "long-context kernels vs attention.wgsl, one query each");
+            expect_close(got, attention_rows(c, in), 0, "long-context kernels vs the reference written out");
         }
     }
 }
@@ -172,7 +149,10 @@ TEST(WebGpuLongOneQueryAttention, LongContextKernelsGiveTheOneQueryKernelsBits) 
 // call (several columns per dispatch): the same bits, and the reference's. Lengths cross blocks of
 // 32 and softmax chunks (n 301 .. 303 with G = 4; 510 .. 512 with the 2B4T head, head_dim 128, and
 // with G = 16; 251 .. 255 with G = 3), head_dim 72 (not a multiple of the tiles' 16: both forms take
-// attention_split_pv), G = 1, and two KV heads.
+// attention_split_pv), G = 1, and two KV heads; G = 5 with head_dim 80 (two vec4s of query heads in
+// the tiles), and head_dim 96 at n 508 .. 515 (alone, the rows past 512 take attention_block_pv; all
+// tokens in one call cross 512: attention_split_scores + attention_paged_super + _combine take the
+// call, each row of at most 512 positions in its single pass).
 TEST(WebGpuLongOneQueryAttention, PvFormsGiveTheSameBitsAcrossEveryBoundary) {
     TERN_REQUIRE_WEBGPU();
     std::vector<std::unique_ptr<Backend>> forms;
@@ -183,16 +163,17 @@ TEST(WebGpuLongOneQueryAttention, PvFormsGiveTheSameBitsAcrossEveryBoundary) {
         forms.push_back(make_webgpu_backend(o));
     }
     for (const Case & c : {Case{8, 2, 64, 300, 3}, Case{4, 1, 128, 509, 3}, Case{16, 1, 64, 509, 3},
-                           Case{3, 1, 64, 250, 5}, Case{16, 2, 72, 400, 3}, Case{2, 2, 64, 480, 2}}) {
+                           Case{3, 1, 64, 250, 5}, Case{16, 2, 72, 400, 3}, Case{2, 2, 64, 480, 2},
+                           Case{10, 2, 80, 300, 3}, Case{3, 3, 96, 507, 8}}) {
         SCOPED_TRACE("G " + std::to_string(c.n_head / c.n_head_kv) + ", head_dim " + std::to_string(c.head_dim) +
                      ", pos0 " + std::to_string(c.pos0));
         const Inputs in    = make_inputs(c, DType::f16, 7);
-        const auto   tiles = run(*forms[0], c, in, 1);
-        expect_close(tiles, reference(c, in), 0, "attention_split_pvt vs the reference written out");
-        expect_close(tiles, run(*forms[1], c, in, 1), 0, "attention_split_pvt vs attention_split_pv");
-        expect_close(tiles, run(*forms[0], c, in, c.T), 0, "each token alone vs every token in one call");
-        expect_close(tiles, run(*forms[2], c, in, 1), 0, "64 vs 1024 / G softmax positions per workgroup");
-        expect_close(tiles, run(*forms[2], c, in, c.T), 0, "1024 / G softmax positions, every token in one call");
+        const auto   tiles = run_case(*forms[0], c, in, 1);
+        expect_close(tiles, attention_rows(c, in), 0, "attention_split_pvt vs the reference written out");
+        expect_close(tiles, run_case(*forms[1], c, in, 1), 0, "attention_split_pvt vs attention_split_pv");
+        expect_close(tiles, run_case(*forms[0], c, in, c.T), 0, "each token alone vs every token in one call");
+        expect_close(tiles, run_case(*forms[2], c, in, 1), 0, "64 vs 1024 / G softmax positions per workgroup");
+        expect_close(tiles, run_case(*forms[2], c, in, c.T), 0, "1024 / G softmax positions, every token in one call");
     }
 }
 
@@ -233,11 +214,11 @@ TEST(WebGpuAttentionSuperblocks, AHugeScoreInOneSuperblockIsRescaledAsTheCpuDoes
                 dequantize_row(cache, in.k.data(), k.data(), static_cast<int64_t>(k.size()));
                 for (int64_t i = 0; i < n_kv; ++i) k[static_cast<size_t>(at * n_kv + i)] *= 12.0f;
                 quantize_row(cache, k.data(), in.k.data(), static_cast<int64_t>(k.size()));
-                const auto want = reference(c, in);
-                expect_close(run(*cpu, c, in, c.T), want, 0, "CPU vs the reference written out");
+                const auto want = attention_rows(c, in);
+                expect_close(run_case(*cpu, c, in, c.T), want, 0, "CPU vs the reference written out");
                 for (const Form & f : forms) {
                     SCOPED_TRACE(f.tune);
-                    expect_close(run(*f.b, c, in, f.per_call > 0 ? f.per_call : c.T), want, 0, "GPU vs the reference");
+                    expect_close(run_case(*f.b, c, in, f.per_call > 0 ? f.per_call : c.T), want, 0, "GPU vs the reference");
                 }
             }
         }
@@ -266,9 +247,9 @@ TEST(WebGpuShortOneQueryAttention, ShortFormGivesTheGeneralFormsBits) {
         for (DType cache : {DType::f16, DType::f32}) {
             SCOPED_TRACE("head_dim " + std::to_string(c.head_dim) + (cache == DType::f16 ? ", f16 cache" : ", f32 cache"));
             const Inputs in  = make_inputs(c, cache, 3);
-            const auto   got = run(short_one, c, in, 1);
-            expect_close(got, run(*general, c, in, 1), 0, "short form vs general form, one query each");
-            expect_close(got, reference(c, in), 0, "short form vs the reference written out");
+            const auto   got = run_case(short_one, c, in, 1);
+            expect_close(got, run_case(*general, c, in, 1), 0, "short form vs general form, one query each");
+            expect_close(got, attention_rows(c, in), 0, "short form vs the reference written out");
         }
     }
 }
@@ -310,12 +291,10 @@ std::vector<float> attention_then_o(Backend & b, const Case & c, const Inputs & 
 // attention_split_combine folded into the o-projection's prologue (attn_combine_fused, lib/decode_io.wgsl
 // PARTS): the attention output (which the fused prologue writes where the combine would have) and y
 // as with the combine dispatched and as the CPU's, bit for bit (y alone would hide most of x's
-// last bits behind the int8 quantization), where the query sees 512 positions (one whole
-// superblock, no partial one), 1,025 (two and a partial one), 4,608 (nine whole: two rounds of the
-// prologue's eight loads) and 4,700 (nine and a partial one); G = 4, head_dim 128, two KV heads. The
-// fused form must take that path (counted) over one superblock, and not over more (the prologue adds
-// the superblocks without the row join's weights), and where the projection reads another
-// vector the combine runs first.
+// last bits behind the int8 quantization), where the query sees 201 positions, 512 (the longest row
+// the split kernels take) and 1,025 (the block-order kernels: nothing to fuse); G = 4, head_dim 128,
+// two KV heads. The fused form must take that path (counted) up to 512 positions, and not past
+// them, and where the projection reads another vector the combine runs first.
 TEST(WebGpuLongOneQueryAttention, CombineFusedIntoTheOProjection) {
     TERN_REQUIRE_WEBGPU();
     std::unique_ptr<Backend> forms[2];
@@ -338,7 +317,7 @@ TEST(WebGpuLongOneQueryAttention, CombineFusedIntoTheOProjection) {
     std::vector<uint8_t> nbytes(norm.size() * 4);
     std::memcpy(nbytes.data(), norm.data(), nbytes.size());
     const WeightSource wo{"o", DType::i2_s, {n_q, n_q, 1, 1}, wbytes}, nw{"n", DType::f32, {n_q, 1, 1, 1}, nbytes};
-    for (const int64_t pos0 : {511, 1024, 4607, 4699}) {
+    for (const int64_t pos0 : {200, 511, 1024}) {
         SCOPED_TRACE("positions " + std::to_string(pos0 + 1));
         const Case    c{8, 2, 128, pos0, 1};
         const Inputs  in     = make_inputs(c, DType::f16, 13);

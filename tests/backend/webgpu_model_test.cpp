@@ -168,8 +168,8 @@ TEST(WebGpuModel, DeviceGreedyDecodingMatchesCpu) {
 // Prompt and greedy steps through the split attention kernels from the first position
 // (attn_long_positions=1), with each P·V form (attn_split_tiles), the tiles' combine folded into the
 // o-projection's prologue (the default; every step's every layer takes it, counted) and not (attn_combine_fused=0):
-// every logit row as the CPU's. 24 steps after 11 prompt tokens cross no superblock (512), so the
-// prologue's sums of whole superblocks are covered by WebGpuLongOneQueryAttention.CombineFusedIntoTheOProjection.
+// every logit row as the CPU's. 24 steps after 11 prompt tokens stay far below 512 positions, the
+// longest row the split kernels take: WebGpuLongOneQueryAttention.CombineFusedIntoTheOProjection covers 512.
 TEST(WebGpuModel, SplitAttentionDecodingMatchesCpu) {
     TERN_REQUIRE_WEBGPU();
     for (const char * tune : {"attn_long_positions=1", "attn_long_positions=1,attn_split_tiles=0",

@@ -29,38 +29,14 @@
 namespace tern {
 namespace {
 
-struct Case {
-    int64_t n_head, n_head_kv, head_dim, pos0, T;
-};
-
-using Inputs = test::AttentionInputs;  // k, v: [n_kv, n_ctx] cache bytes; q: [n_q, T + 1], queries in columns 1 .. T
-
-Inputs make_inputs(const Case & c, DType cache, uint32_t seed) {
-    return test::random_attention_inputs(c.n_head, c.n_head_kv, c.head_dim, c.pos0 + c.T, c.T, cache, seed);
-}
-
-// The oracle's output of the T queries: cpu::attention_row for each (token, head) (today's single pass
-// up to 512 positions, the block order past them).
-std::vector<float> oracle(const Case & c, const Inputs & in) {
-    const int64_t hd = c.head_dim, n_q = c.n_head * hd, n_kv = c.n_head_kv * hd, n_ctx = c.pos0 + c.T;
-    std::vector<float> k(static_cast<size_t>(n_kv * n_ctx)), v(k.size()), out(static_cast<size_t>(n_q * c.T));
-    dequantize_row(in.cache, in.k.data(), k.data(), static_cast<int64_t>(k.size()));
-    dequantize_row(in.cache, in.v.data(), v.data(), static_cast<int64_t>(v.size()));
-    const bool  f16   = in.cache == DType::f16;
-    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-    for (int64_t t = 0; t < c.T; ++t) {
-        for (int64_t h = 0; h < c.n_head; ++h) {
-            const int64_t kvh = h / (c.n_head / c.n_head_kv);
-            cpu::attention_row(in.q.data() + (t + 1) * n_q + h * hd, k.data() + kvh * hd, n_kv, v.data() + kvh * hd, n_kv,
-                          c.pos0 + t + 1, hd, scale, f16, f16, out.data() + t * n_q + h * hd);
-        }
-    }
-    return out;
-}
-
-std::vector<float> run(Backend & b, const Case & c, const Inputs & in, int64_t per_call) {
-    return test::run_attention(b, {c.n_head, c.n_head_kv, c.head_dim, c.pos0, c.T, in.cache}, in.k, in.v, in.q, per_call);
-}
+// (test::AttentionCase and its helpers: attention_run.h; k, v: [n_kv, n_ctx] cache bytes; q: [n_q, T + 1],
+// queries in columns 1 .. T; attention_rows: cpu::attention_row of each token and head, the oracle:
+// rows of at most 512 positions in one softmax pass, longer rows in issue 52's block order)
+using Case   = test::AttentionCase;
+using Inputs = test::AttentionInputs;
+using test::attention_rows;
+using test::make_inputs;
+using test::run_case;
 
 // The number of outputs whose bits differ (and a message on the first).
 size_t count_diff(const std::vector<float> & got, const std::vector<float> & want, std::string * first) {
@@ -106,7 +82,7 @@ TEST(WebGpuPromptBlockOrder, PromptsOverDepthsGiveTheOraclesBits) {
         const Case c{4, 2, 64, pos0, T};
         SCOPED_TRACE(name(c));
         const Inputs in = make_inputs(c, DType::f16, static_cast<uint32_t>(T * 7919 + pos0));
-        expect_same(run(gpu, c, in, T), oracle(c, in), "GPU vs the oracle");
+        expect_same(run_case(gpu, c, in, T), attention_rows(c, in), "GPU vs the oracle");
     }
 }
 
@@ -133,8 +109,8 @@ TEST(WebGpuPromptBlockOrder, ShapesCachesAndSegmentsGiveTheOraclesBits) {
     for (const auto & [c, cache] : cases) {
         SCOPED_TRACE(name(c) + (cache == DType::f16 ? " f16" : " f32"));
         const Inputs in   = make_inputs(c, cache, static_cast<uint32_t>(c.pos0 + c.head_dim));
-        const auto   want = oracle(c, in);
-        for (Backend * b : forms) expect_same(run(*b, c, in, c.T), want, "GPU vs the oracle");
+        const auto   want = attention_rows(c, in);
+        for (Backend * b : forms) expect_same(run_case(*b, c, in, c.T), want, "GPU vs the oracle");
     }
 }
 
@@ -148,16 +124,16 @@ TEST(WebGpuPromptBlockOrder, CallsAndChunksEqualTheWholePrompt) {
     Backend &    small = *test::tuned_webgpu("attn_scratch_bytes=" +
                                              std::to_string(c.n_head * (c.pos0 + c.T) * 4 * 11));  // 11 tokens a chunk
     const Inputs in    = make_inputs(c, DType::f16, 5);
-    const auto   whole = run(gpu, c, in, c.T);
-    expect_same(whole, oracle(c, in), "whole prompt vs the oracle");
-    expect_same(run(gpu, c, in, 2), whole, "2 tokens per call vs the whole prompt");
-    expect_same(run(gpu, c, in, 3), whole, "3 tokens per call vs the whole prompt");
-    expect_same(run(small, c, in, c.T), whole, "token chunks vs the whole prompt");
+    const auto   whole = run_case(gpu, c, in, c.T);
+    expect_same(whole, attention_rows(c, in), "whole prompt vs the oracle");
+    expect_same(run_case(gpu, c, in, 2), whole, "2 tokens per call vs the whole prompt");
+    expect_same(run_case(gpu, c, in, 3), whole, "3 tokens per call vs the whole prompt");
+    expect_same(run_case(small, c, in, c.T), whole, "token chunks vs the whole prompt");
     // One query with G = 32 (more than the one-query split kernels take): the prompt kernels, 256
     // threads per softmax row (attn_softmax_wg_one), f32 V.
     const Case   g{32, 1, 64, 700, 2};
     const Inputs gin = make_inputs(g, DType::f32, 6);
-    expect_same(run(gpu, g, gin, 1), oracle(g, gin), "one query, G = 32, vs the oracle");
+    expect_same(run_case(gpu, g, gin, 1), attention_rows(g, gin), "one query, G = 32, vs the oracle");
 }
 
 // KV decode (one token per call: the one-query kernels past 512 positions) equals the whole prompt
@@ -168,9 +144,9 @@ TEST(WebGpuPromptBlockOrder, DecodeEqualsTheWholePrompt) {
     for (const auto & [c, cache] : {std::pair{Case{8, 2, 128, 500, 40}, DType::f16}, std::pair{Case{4, 2, 64, 1000, 30}, DType::f32}}) {
         SCOPED_TRACE(name(c));
         const Inputs in    = make_inputs(c, cache, 9);
-        const auto   whole = run(gpu, c, in, c.T);
-        expect_same(run(gpu, c, in, 1), whole, "one token per call vs the whole prompt");
-        expect_same(whole, oracle(c, in), "whole prompt vs the oracle");
+        const auto   whole = run_case(gpu, c, in, c.T);
+        expect_same(run_case(gpu, c, in, 1), whole, "one token per call vs the whole prompt");
+        expect_same(whole, attention_rows(c, in), "whole prompt vs the oracle");
     }
 }
 

@@ -1,37 +1,35 @@
-// Split attention ("flash-decoding" within the CPU's summation orders): one query per column, each
-// column's positions spread over many workgroups, in three dispatches (shaders/attention_split_*.wgsl):
+// Split attention ("flash-decoding" within the CPU's summation orders) for rows of at most one
+// superblock (512 positions: their softmax is cpu::attention_row's single pass; longer rows are in
+// issue 52's block order, which super_attention computes, webgpu_attention_paged.cpp): one query per
+// column, each column's positions spread over many workgroups, in three dispatches
+// (shaders/attention_split_*.wgsl):
 //   1. attention_split_scores: scale q·k, a workgroup per 32 positions (head_dim 128), KV head and
 //      column, each thread one block of 16 dimensions of one position for the G query heads; and
-//      each workgroup's largest score per query head;
-//   2. attention_split_softmax: each superblock's max m_c (from those maxima: max is exact in any
-//      order), e = exp(s - m_c) in place, and the sum of each block of 32 positions, a workgroup
-//      per 64 positions (one long query: WebGpuTuning::attn_split_chunk; a paged batch 1024 / G,
-//      at most 512), KV head and column;
-//   3. attention_split_pv: each superblock's sum l_c from the block sums in order, its
-//      probabilities and P·V (one superblock: rows of at most 512 positions, below), a
-//      workgroup per 8 output dimensions, KV head (or query head, where that is needed to fill
+//      each workgroup's largest score per query head (super_attention dispatches it too);
+//   2. attention_split_softmax: the row's max m (from those maxima: max is exact in any order),
+//      e = exp(s - m) in place, and the sum of each block of 32 positions, a workgroup per 64
+//      positions (one long query: WebGpuTuning::attn_split_chunk; a paged batch 1024 / G, at most
+//      512), KV head and column;
+//   3. attention_split_pv: the row's sum l from the block sums in order, its probabilities and P·V,
+//      a workgroup per 8 output dimensions, KV head (or query head, where that is needed to fill
 //      the GPU) and column: no partial sums leave a workgroup, so nothing is combined afterwards;
 //   or, for one query over a contiguous f16 cache (WebGpuTuning::attn_split_tiles) and a paged
 //      batch whose longest context reaches WebGpuTuning::attn_paged_tiles positions, 3'.
-//      attention_split_pvt: the same normalizer and products by tiles of a superblock (512
-//      positions) x 16 dimensions of a KV head, V and the probabilities staged in workgroup memory
-//      and summed from there for all G query heads (each V row read once; every loop of a fixed
-//      trip count, so that a thread's loads are in flight at once), then
-//      attention_split_combine: the superblock's sums as they are (or the deferred copy in the
-//      o-projection's prologue, attn_combine_fused).
+//      attention_split_pvt: the same normalizer and products by tiles of the row x 16 dimensions of
+//      a KV head, V and the probabilities staged in workgroup memory and summed from there for all
+//      G query heads (each V row read once; every loop of a fixed trip count, so that a thread's
+//      loads are in flight at once), then attention_split_combine: those sums copied to the output
+//      (or, deferred, read by the o-projection's prologue instead, attn_combine_fused).
 // The same numerics as attention.wgsl and the CPU, bit for bit: the max is an exact reduction, and
 // every sum is taken by one thread or in a fixed tree inside one workgroup in the reference's order
 // (cpu::dot_blocked16, cpu::sum_positions), never across workgroups in another order. The three
 // kernels split along positions where the reductions allow it (scores, exps, block sums) and along
 // output dimensions where they do not (the normalizer and P·V need every position).
 //
-// Rows of at most one superblock (512 positions) only: longer rows are in issue 52's block order,
-// which super_attention computes (webgpu_attention_paged.cpp); the kernels' superblock loops are
-// general, with one superblock their weights are exactly 1.
-//
 // Two callers: one query of one sequence over a contiguous cache (attention() from
-// WebGpuTuning::attn_long_positions on), and every paged batch (attention_paged(): many sequences,
-// one or several columns each, positions read through the page tables: lib/kv_pages.wgsl).
+// WebGpuTuning::attn_long_positions on, up to 512 positions), and a paged batch whose columns all
+// have at most 512 positions where super_attention does not take it (attention_paged(): many
+// sequences, one or several columns each, positions read through the page tables: lib/kv_pages.wgsl).
 #include "backend/webgpu/webgpu_backend_impl.h"
 
 #include "backend/cpu/cpu_ops.h"
@@ -51,7 +49,7 @@ struct SplitTiling {
     uint32_t tp = 32;    // scores: positions per workgroup
     uint32_t ch = 256;   // softmax: positions per workgroup
     uint32_t dg = 8;     // P·V: output dimensions per workgroup
-    uint32_t rb = 64;    // P·V: blocks of 32 positions per round
+    uint32_t rb = 64;    // P·V: threads per query head (one per block of 32 positions, at least 16)
     uint32_t pv_wg = 256;  // P·V: threads per workgroup
     uint32_t jg = 4;     // P·V: query heads per workgroup (dividing G)
 };
@@ -81,12 +79,10 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
     // Softmax positions per workgroup: up to 4 scores per thread (1024 / G); one long query
     // takes attn_split_chunk (64: 5 x 64 = 320 workgroups for 2B4T at 4,096 positions instead of
     // 80; H100 tg64 @ d4096 445.3-446.4 tokens/s against 439.6-441.1 with 256, 444.2-444.9 with 128).
-    // A chunk lies in one superblock (its max m_c): a power of two up to 512.
+    // (a power of two from 32 to 512)
     const uint32_t ch_max = static_cast<uint32_t>(std::bit_floor(static_cast<uint64_t>(
         std::clamp<int64_t>(1024 / group, 32, cpu::k_pos_super))));
     st.ch = batch == nullptr && tune_.attn_split_chunk != 0 ? std::min(tune_.attn_split_chunk, ch_max) : ch_max;
-    TERN_ASSERT(cpu::k_pos_super % st.ch == 0 && cpu::k_pos_super % (st.wg / st.ts) == 0,
-                "attention_split_softmax's chunks and the scores kernel's workgroups lie in one superblock");
     TERN_ASSERT(group * st.ch <= 4 * st.wg, "attention_split_softmax holds 4 scores per thread");
     st.dg = std::clamp<uint32_t>(tune_.attn_split_dims, 2, 16);
     while (st.dg > 2 && (hd % st.dg != 0 || st.dg % 2 != 0)) st.dg /= 2;
@@ -100,15 +96,15 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
         }
         return m;
     };
-    // These kernels take rows of at most one superblock (their softmax is a superblock's: rows past 512
+    // These kernels take rows of at most one superblock (their softmax is one pass: rows past 512
     // positions are in issue 52's block order): a longer row that super_attention did not take (head_dim
     // not a multiple of 8, buffer limits) goes to the prompt kernels (one query: webgpu_ops.cpp) or
-    // fails (a paged batch).
-    if (max_position(0, n_tok) + 1 > cpu::k_pos_super) return false;
+    // fails (a paged batch). Every kernel below relies on it: one superblock, 16 blocks of 32 at most.
+    const int64_t n_longest = max_position(0, n_tok) + 1;
+    if (n_longest > cpu::k_pos_super) return false;
     // P·V's query heads per workgroup: all G of a KV head (each V row read once), or where that
-    // leaves the GPU short of workgroups (one column over a long context: 80 for 2B4T) the largest
-    // divisor of G that gives 2 per compute unit (1 for 2B4T: 320 workgroups of 256 blocks per
-    // round instead of 64, so 8192 positions in one round).
+    // leaves the GPU short of workgroups (one column: 80 for 2B4T) the largest divisor of G that
+    // gives 2 per compute unit (1 for 2B4T: 320 workgroups instead of 80).
     const int64_t pv_groups = n_tok * n_kv * (hd / st.dg);
     if (tune_.attn_split_heads != 0) {
         st.jg = static_cast<uint32_t>(std::gcd<int64_t>(group, tune_.attn_split_heads));
@@ -121,25 +117,19 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
             }
         }
     }
-    // P·V's threads: 256, or for a paged batch of short contexts (a decode step of many sequences:
-    // thousands of workgroups, each with one round of a few blocks) the fewest whose single round
-    // still covers the longest (64 for up to 512 positions with G = 4), so that more workgroups are
-    // resident at once: the same sums in the same order (rounds do not change it).
-    const int64_t n_longest = max_position(0, n_tok) + 1;
+    // P·V's threads: 256, or for a paged batch (a decode step of many sequences: thousands of
+    // workgroups, each over at most 16 blocks) the fewest, down to 64, that keep 16 per query head
+    // (64 with G = 4), so that more workgroups are resident at once: the same sums in the same order.
     st.pv_wg = tune_.attn_split_pv_wg != 0 ? tune_.attn_split_pv_wg : st.wg;
     if (tune_.attn_split_pv_wg == 0 && batch != nullptr) {
-        while (st.pv_wg > 64 && (st.pv_wg / 2) / st.jg >= 16 &&
-               int64_t{(st.pv_wg / 2) / st.jg / 16 * 16} * cpu::k_pos_block >= n_longest) {
-            st.pv_wg /= 2;
-        }
+        while (st.pv_wg > 64 && (st.pv_wg / 2) / st.jg >= 16) st.pv_wg /= 2;
     }
     st.rb = st.pv_wg / st.jg / 16 * 16;
     const uint64_t g       = static_cast<uint64_t>(group);
     const uint64_t jg      = st.jg;
     const uint64_t sc_mem  = g * hd * 4 + g * st.wg * 4 + g * st.tp * 4 + 16;
     const uint64_t sm_mem  = g * st.ch * 4 + 64 + uint64_t{st.wg} * 8 + 16;
-    const uint64_t pv_mem  = uint64_t{st.pv_wg} * 4 + 128 + jg * st.rb * st.dg * 4 + jg * (st.rb / 16) * st.dg * 4 +
-                            jg * (st.rb / 16) * 8 + jg * st.dg * 4 + 16;
+    const uint64_t pv_mem  = 64 + jg * st.rb * st.dg * 4 + 16;
     const uint64_t max_bind = std::min<uint64_t>(lim.maxBufferSize, lim.maxStorageBufferBindingSize);
     if (std::max({sc_mem, sm_mem, pv_mem}) > lim.maxComputeWorkgroupStorageSize || st.ts > st.wg || st.rb < 16 ||
         hd % st.dg != 0 || st.pv_wg > lim.maxComputeInvocationsPerWorkgroup) {
@@ -147,7 +137,7 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
     }
 
     // Columns per pass: the scores of a pass ([T][n_kv][G][ld] f32) within the budget.
-    const int64_t n_all    = max_position(0, n_tok) + 1;
+    const int64_t n_all    = n_longest;
     const int64_t ld_all   = (n_all + 3) / 4 * 4;
     const int64_t col_bytes = n_kv * group * ld_all * 4;
     const int64_t budget   = static_cast<int64_t>(std::min<uint64_t>(tune_.attn_scratch_bytes, max_bind));
@@ -162,11 +152,8 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
     grown(attn_wmax_, static_cast<size_t>(tc_max * n_kv * group * ceil_div(n_all, st.tp)) * 4, "attention maxima");
     grown(attn_bsum_, static_cast<size_t>(tc_max * n_kv * group * ceil_div(n_all, cpu::k_pos_block)) * 4,
           "attention block sums");
-    // Each superblock's max and sum (m_c, l_c): [T][n_head][nsb_ld][2] f32.
-    const int64_t nsb_ld = ceil_div(n_all, cpu::k_pos_super);
-    grown(attn_sml_, static_cast<size_t>(tc_max * n_kv * group * nsb_ld) * 8, "attention superblock maxima");
     // P·V by tiles (attention_split_pvt.wgsl + attention_split_combine.wgsl) where its workgroup
-    // memory fits: [T][n_head][nsb_ld][hd] f32 superblock sums.
+    // memory fits: [T][n_head][hd] f32 sums.
     constexpr uint32_t k_tile_dims = 16;
     const uint64_t     jv          = (static_cast<uint64_t>(group) + 3) / 4;
     const uint64_t     pvt_mem     = 512 * (k_tile_dims / 2 + 1) * 4 + 512 * jv * 16 + 256 * 4 + 16 * 4 + 16;
@@ -175,10 +162,10 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
                               v_f16 &&
                               hd % k_tile_dims == 0 && pvt_mem <= lim.maxComputeWorkgroupStorageSize &&
                               cpu::k_pos_super == 512 && cpu::k_pos_block == 32 &&
-                              uint64_t(hd / k_tile_dims) * uint64_t(nsb_ld) <= lim.maxComputeWorkgroupsPerDimension &&
+                              uint64_t(hd / k_tile_dims) <= lim.maxComputeWorkgroupsPerDimension &&
                               gpu_offset(kv.v, 2) % 8 == 0 && kv.v.ne[0] % 8 == 0;  // (vec4 V loads)
     if (by_tiles) {
-        grown(attn_super_, static_cast<size_t>(tc_max * n_kv * group * nsb_ld * hd) * 4, "attention superblock sums");
+        grown(attn_super_, static_cast<size_t>(tc_max * n_kv * group * hd) * 4, "attention P·V sums");
     }
 
     const size_t k_el = k_f16 ? 2 : 4, v_el = v_f16 ? 2 : 4;
@@ -229,11 +216,10 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
         step_->dispatch(sk, sb, &sp, sizeof sp, n_w, u32(n_kv), u32(tc));
 
         struct {
-            uint32_t ld, wmax_ld, bsum_ld, n_head_kv, tp, pos0, max_pages, cols_offset, pages_offset, nsb_ld;
-        } mp{u32(ld), n_w, n_b, u32(n_kv), st.tp, u32(pos0 + c0), max_pages, cols_at + u32(4 * c0), pages_at,
-             u32(nsb_ld)};
+            uint32_t ld, wmax_ld, bsum_ld, n_head_kv, tp, pos0, max_pages, cols_offset, pages_offset;
+        } mp{u32(ld), n_w, n_b, u32(n_kv), st.tp, u32(pos0 + c0), max_pages, cols_at + u32(4 * c0), pages_at};
         PipelineKey mk{"attention_split_softmax",
-                       "rrrwwwu",
+                       "rrrwwu",
                        {{{"WG", static_cast<double>(st.wg)},
                          {"CH", static_cast<double>(st.ch)},
                          {"GROUP", static_cast<double>(group)},
@@ -241,17 +227,16 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
         add_paging(mk);
         const WGPUBuffer cols_m  = paged ? gpu_buffer(batch->columns) : attn_wmax_->get();
         const WGPUBuffer pages_m = paged ? gpu_buffer(batch->page_table) : attn_wmax_->get();
-        const WGPUBuffer mb[]    = {cols_m, pages_m, attn_wmax_->get(), attn_scores_->get(), attn_bsum_->get(),
-                                    attn_sml_->get()};
+        const WGPUBuffer mb[]    = {cols_m, pages_m, attn_wmax_->get(), attn_scores_->get(), attn_bsum_->get()};
         step_->dispatch(mk, mb, &mp, sizeof mp, ceil_div(n_max, st.ch), u32(n_kv), u32(tc));
 
         struct {
             uint32_t n_embd_kv, v_offset, ld, bsum_ld, n_head_kv, pos0, max_pages, cols_offset, pages_offset,
-                out_offset, out_stride, nsb_ld;
+                out_offset, out_stride;
         } pp{u32(kv.v.ne[0]), gpu_offset(kv.v, v_el), u32(ld), n_b, u32(n_kv), u32(pos0 + c0), max_pages,
-             cols_at + u32(4 * c0), pages_at, gpu_offset(out, 4) + u32(c0 * out.ne[0]), u32(out.ne[0]), u32(nsb_ld)};
+             cols_at + u32(4 * c0), pages_at, gpu_offset(out, 4) + u32(c0 * out.ne[0]), u32(out.ne[0])};
         PipelineKey pk{"attention_split_pv",
-                       "rrrrrrwu",
+                       "rrrrrwu",
                        {{{"WG", static_cast<double>(st.pv_wg)},
                          {"HD", static_cast<double>(hd)},
                          {"GROUP", static_cast<double>(group)},
@@ -270,67 +255,51 @@ bool WebGpuBackend::split_attention(const Tensor & out, const Tensor & q, const 
         const WGPUBuffer cols_v  = paged ? gpu_buffer(batch->columns) : gpu_buffer(kv.v);
         const WGPUBuffer pages_v = paged ? gpu_buffer(batch->page_table) : gpu_buffer(kv.v);
         const WGPUBuffer pb[] = {attn_scores_->get(), attn_bsum_->get(), gpu_buffer(kv.v), cols_v, pages_v,
-                                 attn_sml_->get(), gpu_buffer(out)};
+                                 gpu_buffer(out)};
         // A paged batch's P·V by tiles from attn_paged_tiles positions (H200, 64 streams, tiles at
-        // every length vs attention_split_pv below 512 and attention_paged_super, since removed, from there: depth 512
-        // 6,007 vs 5,128 tokens/s, depth 256 7,629 vs 7,892, depth 0 9,200 vs 10,177).
+        // every length vs attention_split_pv below 512 and attention_paged_pv, since removed, from
+        // there: depth 512 6,007 vs 5,128 tokens/s, depth 256 7,629 vs 7,892, depth 0 9,200 vs 10,177).
         const bool tiles = by_tiles && (!paged || n_max >= static_cast<int64_t>(tune_.attn_paged_tiles));
         PipelineKey vk{"attention_split_pvt",
-                       "rrrrrwwu",
+                       "rrrrrwu",
                        {{{"HD", static_cast<double>(hd)},
                          {"GROUP", static_cast<double>(group)},
                          {"DS", static_cast<double>(k_tile_dims)}}}};
         add_paging(vk);
         PipelineKey ck{"attention_split_combine", "rrrrwu", {{{"WG", 256.0}, {"HD", static_cast<double>(hd)}}}};
         add_paging(ck);
-        if (paged && !tiles && tune_.attn_split_pv_wg == 0 && !pv_wg_variants_built_.contains(pk)) {
-            // The other thread counts this shape takes as contexts grow (64, 128, 256), built now:
-            // compiled at the 513th position instead, a cold driver's compile (~0.6 s) stalled every
+        if (paged && !tiles && by_tiles && !split_tiles_warmed_.contains(pk)) {
+            // The tiles this batch takes from attn_paged_tiles positions, built now: compiled when a
+            // column first reaches them instead, a cold driver's compile (~0.6 s) stalled every
             // stream mid-request.
-            for (const uint32_t wg : {64u, 128u, 256u}) {
-                const uint64_t rbv = wg / st.jg / 16 * 16;
-                const uint64_t mem = uint64_t{wg} * 4 + 128 + jg * rbv * st.dg * 4 + jg * (rbv / 16) * st.dg * 4 +
-                                     jg * (rbv / 16) * 8 + jg * st.dg * 4 + 16;
-                if (rbv < 16 || wg > lim.maxComputeInvocationsPerWorkgroup || mem > lim.maxComputeWorkgroupStorageSize) {
-                    continue;
-                }
-                PipelineKey v = pk;
-                v.overrides[0].value = wg;                    // WG
-                v.overrides[5].value = static_cast<double>(rbv);  // RB
-                pipelines_.pipeline(v);
-                pv_wg_variants_built_.insert(v);
-            }
-            if (by_tiles) {  // and the tiles this batch takes from attn_paged_tiles positions
-                pipelines_.pipeline(vk);
-                pipelines_.pipeline(ck);
-            }
+            pipelines_.pipeline(vk);
+            pipelines_.pipeline(ck);
+            split_tiles_warmed_.insert(pk);
         }
-        if (tiles) {  // P·V by tiles of a superblock, then the superblocks added in order
+        if (tiles) {  // P·V by tiles, then the sums copied to `out`
             struct {
-                uint32_t n_embd_kv, v_offset, ld, bsum_ld, n_head_kv, pos0, max_pages, cols_offset, pages_offset, nsb_ld;
+                uint32_t n_embd_kv, v_offset, ld, bsum_ld, n_head_kv, pos0, max_pages, cols_offset, pages_offset;
             } vp{u32(kv.v.ne[0]), gpu_offset(kv.v, v_el), u32(ld), n_b, u32(n_kv), u32(pos0 + c0), max_pages,
-                 cols_at + u32(4 * c0), pages_at, u32(nsb_ld)};
+                 cols_at + u32(4 * c0), pages_at};
             const WGPUBuffer vb[] = {attn_scores_->get(), attn_bsum_->get(), gpu_buffer(kv.v), cols_v, pages_v,
-                                     attn_super_->get(), attn_sml_->get()};
-            step_->dispatch(vk, vb, &vp, sizeof vp, u32(hd / k_tile_dims * ceil_div(n_max, cpu::k_pos_super)),
-                            u32(n_kv), u32(tc));
+                                     attn_super_->get()};
+            step_->dispatch(vk, vb, &vp, sizeof vp, u32(hd / k_tile_dims), u32(n_kv), u32(tc));
 
+            // attention_split_combine with one superblock per row (nsb_ld 1): it copies the sums and reads
+            // no superblock maxima, so `sml` binds the sums again.
             struct {
                 uint32_t n_head, nsb_ld, pos0, max_pages, cols_offset, pages_offset, out_offset, out_stride;
-            } cp{u32(n_kv * group), u32(nsb_ld), u32(pos0 + c0), max_pages, cols_at + u32(4 * c0), pages_at,
+            } cp{u32(n_kv * group), 1u, u32(pos0 + c0), max_pages, cols_at + u32(4 * c0), pages_at,
                  gpu_offset(out, 4) + u32(c0 * out.ne[0]), u32(out.ne[0])};
-            const WGPUBuffer cb[] = {attn_super_->get(), attn_sml_->get(), paged ? cols_v : attn_super_->get(),
+            const WGPUBuffer cb[] = {attn_super_->get(), attn_super_->get(), paged ? cols_v : attn_super_->get(),
                                      paged ? pages_v : attn_super_->get(), gpu_buffer(out)};
             const uint32_t   groups = ceil_div(n_kv * group * hd, 256);
-            // (one superblock only: the prologue adds the superblock sums without the superblocks' weightsks's
-            // weights, which for one superblock are exactly 1)
-            if (tune_.attn_combine_fused != 0 && !paged && n_tok == 1 && pos0 + 1 <= cpu::k_pos_super) {
-                // Deferred: an o-projection that reads `out` next adds the superblocks in its prologue
-                // (try_decode_bitlinear); anything else records the combine first, as before.
-                const uint64_t n_pos = static_cast<uint64_t>(pos0) + 1;
+            if (tune_.attn_combine_fused != 0 && !paged && n_tok == 1) {
+                // Deferred: an o-projection that reads `out` next takes the sums ([n_head hd], out's
+                // layout) as its input instead (try_decode_bitlinear); anything else records the combine
+                // first, as before.
                 deferred_combine_ = {gpu_buffer(out), attn_super_->get(), uint64_t{gpu_offset(out, 4)} * 4,
-                                     u32(n_kv * group * hd), u32(hd), u32(nsb_ld), u32(n_pos / cpu::k_pos_super),
-                                     n_pos % cpu::k_pos_super != 0};
+                                     u32(n_kv * group * hd)};
                 const std::vector<WGPUBuffer> bufs(std::begin(cb), std::end(cb));
                 step_->defer(gpu_buffer(out), deferred_combine_.out_offset, [this, ck, bufs, cp, groups] {
                     step_->dispatch(ck, bufs, &cp, sizeof cp, groups, 1);

@@ -258,8 +258,8 @@ public:
     // Decode kernels encoded so far that took their norm's sum of squares from the norm statistics
     // (block sums left by the previous kernel; webgpu_decode.cpp), for tests.
     int64_t norm_stats_reads() const { return norm_stats_reads_; }
-    // O-projections encoded so far whose prologue added one query's attention superblocks itself (the
-    // deferred attention_split_combine; WebGpuTuning::attn_combine_fused), for tests.
+    // O-projections encoded so far that read one query's attention output from attention_split_pvt's
+    // sums themselves (the deferred attention_split_combine; WebGpuTuning::attn_combine_fused), for tests.
     int64_t combines_fused() const { return combines_fused_; }
 
 private:
@@ -365,13 +365,13 @@ private:
     // Where a decode kernel's activations come from: x and the norm weights (fused norm), or a
     // previous rms_norm_quant's int8 words and scale.
     // One query's attention_split_combine, deferred (StepEncoder::defer) so that the o-projection's
-    // prologue adds the superblock sums itself (lib/decode_io.wgsl PARTS; WebGpuTuning::attn_combine_fused):
-    // what it would have written (out's buffer and byte offset) and what the prologue then reads.
+    // prologue reads attention_split_pvt's sums itself (out's layout at offset 0 of `part`;
+    // lib/decode_io.wgsl PARTS; WebGpuTuning::attn_combine_fused): what the combine would have written
+    // (out's buffer and byte offset) and what the prologue reads instead.
     struct DeferredCombine {
         WGPUBuffer out = nullptr, part = nullptr;
         uint64_t   out_offset = 0;
-        uint32_t   n = 0, head_dim = 0, nsb_ld = 0, whole = 0;  // n: the query's f32 outputs (n_head hd)
-        bool       last = false;
+        uint32_t   n = 0;  // the query's f32 outputs (n_head hd)
     } deferred_combine_;
     struct DecodeSource {
         WGPUBuffer src = nullptr, scale = nullptr;
@@ -692,15 +692,15 @@ private:
     std::unique_ptr<GpuBuffer>                     attn_scores_;  // prompt attention scores / probabilities
     std::unique_ptr<GpuBuffer>                     attn_part_;    // prompt attention segment sums
     std::unique_ptr<GpuBuffer>                     attn_wts_;     // prompt attention superblock weights
-    std::unique_ptr<GpuBuffer>                     attn_wmax_;    // split attention: workgroup maxima
+    std::unique_ptr<GpuBuffer>                     attn_wmax_;    // attention_split_scores: workgroup maxima
     std::unique_ptr<GpuBuffer>                     attn_bsum_;    // split attention: block sums of exp
-    std::unique_ptr<GpuBuffer>                     attn_super_;   // split attention: P·V superblock sums
-    std::unique_ptr<GpuBuffer>                     attn_sml_;     // split attention: superblock maxima and sums
+    std::unique_ptr<GpuBuffer>                     attn_super_;   // P·V sums: attention_split_pvt's, super_attention's partials
+    std::unique_ptr<GpuBuffer>                     attn_sml_;     // super_attention: superblock / chunk maxima and sums
     std::optional<GemmTiling>                      gemm_tiling_;  // set_gemm_tiling()
     std::optional<MmaTiling>                       mma_tiling_;   // set_mma_tiling()
     HeadMmaOverride                                head_mma_override_;  // set_head_mma()
     bool                                           head_mma_broken_ = false;  // lm_head_i8_mma did not build
-    std::set<PipelineKey>                          pv_wg_variants_built_;  // split_attention's P·V keys warmed
+    std::set<PipelineKey>                          split_tiles_warmed_;  // split_attention's P·V keys whose tiles are built
     std::optional<uint32_t>                        gemm_split_;   // set_gemm_split()
     std::optional<uint32_t>                        norm_words_wg_;  // set_norm_words_wg()
     std::unique_ptr<GpuBuffer>                     gemm_split_part_;  // split GEMMs' shares [S][T][N] i32

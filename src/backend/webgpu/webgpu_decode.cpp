@@ -141,7 +141,7 @@ bool WebGpuBackend::try_decode_bitlinear(const Tensor & y, const GpuLinear & w, 
     const auto t = decode_tiling(w, a.q.ne[1], 256, 2, short_k ? bl_lanes : 4, short_k ? bl_wg : 0);  // pairs of rows per lane team
     if (!t) return false;
     DecodeSource s = decode_source(a, x, norm);
-    // x still as the split attention's superblock sums, its combine deferred: the prologue adds them.
+    // x still in the split attention's sums, its combine (a copy) deferred: the prologue reads them.
     const DeferredCombine & dc    = deferred_combine_;
     const bool              parts = x != nullptr && dc.out == gpu_buffer(*x) && dc.out_offset == uint64_t{s.offset} * 4 &&
                        dc.n == static_cast<uint32_t>(x->ne[0]) && step_->take_deferred(dc.out, dc.out_offset);
@@ -162,13 +162,10 @@ bool WebGpuBackend::try_decode_bitlinear(const Tensor & y, const GpuLinear & w, 
             x_out_offset;
     } p{static_cast<uint32_t>(w.n_rows), eps, s.offset, s.scale_offset, w.scales_offset, w.oscales_offset,
         gpu_offset(y, 4), accumulate ? 1u : 0u,
-        parts ? dc.whole | dc.nsb_ld << 15 | (dc.last ? 1u << 31 : 0u) : in.value_or(0), out_slot,  // (PARTS: lib/decode_io.wgsl)
+        in.value_or(0), out_slot,
         parts ? static_cast<uint32_t>(dc.out_offset / 4) : 0u};
     PipelineKey key = decode_key("bitlinear_decode", "rrrwwrwu", *t, w.n_cols, x != nullptr, s, in, out);
-    if (parts) {
-        key.add("PARTS", 1.0);
-        key.add("PARTS_HD", dc.head_dim);
-    }
+    if (parts) key.add("PARTS", 1.0);  // (x_out: lib/decode_io.wgsl)
     key.add("N_ROWS", static_cast<double>(w.n_rows));
     const uint32_t   groups = static_cast<uint32_t>((w.n_rows + t->rows - 1) / t->rows);
     const WGPUBuffer pf     = add_kernel_prefetch(key, prefetch, groups, t->wg, s.src);

@@ -93,8 +93,9 @@ struct WebGpuTuning {
                                              //     0: 800, or fewer where attention.wgsl keeps fewer scores
     uint32_t attn_split_dims         = 8;    // output dimensions per workgroup of attention_split_pv
     uint32_t attn_split_unroll       = 4;    // positions attention_split_pv loads ahead (1: none)
-    uint32_t attn_split_tiles        = 1;    // one query over a long f16 cache: P·V by tiles of a superblock
-                                             // x 16 dimensions (attention_split_pvt + _combine); 0: attention_split_pv
+    uint32_t attn_split_tiles        = 1;    // one query over a long f16 cache (at most 512 positions): P·V by
+                                             //     tiles of the row x 16 dimensions (attention_split_pvt +
+                                             //     _combine); 0: attention_split_pv
     uint32_t attn_combine_fused      = 1;    // one query's attention_split_combine folded into the o-projection's
                                              //     prologue (lib/decode_io.wgsl PARTS) where that reads it next
                                              //     (H200, depth 4096: 479.4 / 478.5 vs 469.7 / 475.3 tok/s); 0: dispatched
@@ -117,8 +118,8 @@ struct WebGpuTuning {
                                              //     block of 32 positions (kv_row_in_block,
                                              //     lib/kv_pages.wgsl); 0: once per position
     uint32_t attn_split_pv_wg        = 0;    // threads of attention_split_pv; 0: 256, or for a paged
-                                             //     batch the fewest (down to 64) whose one round covers
-                                             //     its longest context
+                                             //     batch the fewest (down to 64) that keep 16 per query
+                                             //     head (a thread per block of a 512-position row)
     uint32_t attn_prefetch_loads     = 0;    // loads per thread of attention's weight-prefetch
                                              //     workgroups; 0: the fewest that stay on free units
     uint32_t attn_prefill_min_tokens = 16;   // query tokens from which prompts take attention_prefill_*

@@ -1,24 +1,21 @@
 // attention_split_softmax: the second split attention kernel (webgpu_attention_split.cpp): per
-// (Since issue 52's block order: rows of at most 512 positions only, one superblock, whose weights
-// below are exactly 1; longer rows: attention_paged_super.wgsl / attention_block_pv.wgsl.)
-// column, KV head and chunk of CH positions (inside one superblock of 512), the superblock's maxima
-// from the scores kernel's workgroup maxima (max is exact in any order), e = exp_fixed(s - m_c) in
-// place of the scores, and the sums of each block of 32 positions in order from 0 (the inner level
-// of cpu::sum_positions's order), each superblock on its own (the superblock combine's order):
-//   m_c[j] = max of wmax[t][kvh][j][w] over the scores workgroups w of superblock c
-//   e[t][kvh][j][pos]           = exp_fixed(scores[..][pos] - m_c[j])   (c = pos / 512)
+// column, KV head and chunk of CH positions of a row of at most 512 positions (one superblock: the
+// host takes no longer rows, which are in issue 52's block order), the row's max m from the scores
+// kernel's workgroup maxima (max is exact in any order), e = exp_fixed(s - m) in place of the scores,
+// and the sums of each block of 32 positions in order from 0 (the inner level of cpu::sum_positions's
+// order):
+//   m[j]                        = max of wmax[t][kvh][j][w] over the scores workgroups w of the column
+//   e[t][kvh][j][pos]           = exp_fixed(scores[..][pos] - m[j])
 //   bsum[t][kvh][j][pos / 32]   = ((0 + e[32 b]) + e[32 b + 1]) + ...   (the block's positions the column sees)
-//   sml[t][kvh][j][c][0]        = m_c[j]   (written by the superblock's first chunk)
 //
-// Bindings: 0 cols, 1 pages, 2 wmax (read); 3 scores (read_write: e), 4 bsum, 5 sml (read_write); 6 params
-// sml: [T][n_head_kv][G][nsb_ld][2] f32 (m_c, l_c: l_c written by attention_split_pvt.wgsl)
+// Bindings: 0 cols, 1 pages, 2 wmax (read); 3 scores (read_write: e), 4 bsum (read_write); 5 params
 // Dispatch: (ceil(n_max / CH), n_head_kv, T); workgroups past their column's positions return.
 
 // #include "lib/numerics.wgsl"
 // #include "lib/kv_pages.wgsl"
 
 override WG: u32 = 256u;     // a power of two >= GROUP * CH / 4 (so >= GROUP * CH / 32)
-override CH: u32 = 256u;     // positions per workgroup, a multiple of 32 dividing 512
+override CH: u32 = 256u;     // positions per workgroup, a multiple of 32 up to 512
 override GROUP: u32 = 4u;    // G = n_head / n_head_kv, at most 16
 override GP2: u32 = 4u;      // GROUP rounded up to a power of two
 
@@ -32,7 +29,6 @@ struct Params {
     max_pages: u32,
     cols_offset: u32,
     pages_offset: u32,
-    nsb_ld: u32,        // superblocks per row of sml
     rn_zero: u32,       // 0, filled by the encoder (lib/numerics.wgsl)
 }
 
@@ -41,8 +37,7 @@ struct Params {
 @group(0) @binding(2) var<storage, read> wmax: array<f32>;
 @group(0) @binding(3) var<storage, read_write> scores: array<f32>;
 @group(0) @binding(4) var<storage, read_write> bsum: array<f32>;
-@group(0) @binding(5) var<storage, read_write> sml: array<f32>;
-@group(0) @binding(6) var<uniform> p: Params;
+@group(0) @binding(5) var<uniform> p: Params;
 
 var<workgroup> e_s: array<f32, GROUP * CH>;  // [j][position in the chunk]
 var<workgroup> mx_s: array<f32, 16>;         // [j]
@@ -59,9 +54,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let n   = col.pos + 1u;
     let c0  = wid.x * CH;
     if (c0 >= n) { return; }
-    // The scores kernel's workgroups of this chunk's superblock (tp divides 512).
-    let w0   = (c0 / 512u) * (512u / p.tp);
-    let n_w  = min((n + p.tp - 1u) / p.tp, w0 + 512u / p.tp);
+    let n_w  = (n + p.tp - 1u) / p.tp;  // the scores kernel's workgroups of this column
     let row0 = (t * p.n_head_kv + kvh) * GROUP;
     let c_n  = min(CH, n - c0);
     // This thread's scores first (their loads in flight while the maxima are reduced).
@@ -76,7 +69,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let i0 = lid % SEG;
         var m = bitcast<f32>(NEG_MAX);
         if (j < GROUP) {
-            for (var i = w0 + i0; i < n_w; i += SEG) { m = max(m, wmax[(row0 + j) * p.wmax_ld + i]); }
+            for (var i = i0; i < n_w; i += SEG) { m = max(m, wmax[(row0 + j) * p.wmax_ld + i]); }
         }
         red_s[lid] = m;
         workgroupBarrier();
@@ -84,10 +77,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             if (i0 < h) { red_s[lid] = max(red_s[lid], red_s[lid + h]); }
             workgroupBarrier();
         }
-        if (lid < GROUP) {
-            mx_s[lid] = red_s[lid * SEG];
-            if (c0 % 512u == 0u) { sml[2u * ((row0 + lid) * p.nsb_ld + c0 / 512u)] = red_s[lid * SEG]; }
-        }
+        if (lid < GROUP) { mx_s[lid] = red_s[lid * SEG]; }
         workgroupBarrier();
     }
     for (var u = 0u; u < (GROUP * CH + WG - 1u) / WG; u++) {

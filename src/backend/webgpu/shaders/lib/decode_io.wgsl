@@ -31,7 +31,6 @@ fn stage_nw_base() -> u32 {
 // tg128 906.7-910.3 tokens/s against 887.5-888.8 with four 4-byte loads everywhere.
 
 fn stage_x4(j: u32) -> vec4<f32> {
-    if (PARTS) { return parts_x4(j); }
     let b = stage_src_base();
     if (b % 4u == 0u) { return bitcast<vec4<f32>>(src[b / 4u + j]); }
     let o = b + 4u * j;
@@ -39,36 +38,12 @@ fn stage_x4(j: u32) -> vec4<f32> {
                      bitcast<f32>(src_word(o + 3u)));
 }
 
-// PARTS: x is one query's attention output still in attention_split_pvt.wgsl's superblock sums,
-// [n_head][PARTS_LD][PARTS_HD] f32 from src's base (a multiple of 4), and the prologue adds them as
-// attention_split_combine.wgsl would have (the combine's dispatch deferred into this kernel,
-// WebGpuBackend::split_attention): the whole superblocks to a total in order from 0, eight loads in
-// flight (+0 past the whole ones), then total + the partial last one (+0 where there is none), so x
-// has the combine's bits. The uniform's stats_in (no statistics of x come with PARTS) holds the
-// count of whole superblocks in bits 0..14, the superblocks per head row of the sums (ld, which
-// grows with the context: a uniform, not a pipeline constant) in bits 15..30, and bit 31 set where
-// a partial superblock follows.
+// PARTS: x is one query's attention output still in attention_split_pvt.wgsl's sums (a row of at
+// most 512 positions: one superblock, [n_head hd] f32, x's own layout, bound as `src` at offset 0),
+// the copy attention_split_combine.wgsl would have made deferred into this kernel
+// (WebGpuBackend::split_attention): x is read from there as from any src, and the kernel writes it
+// where the combine would have (x_out).
 override PARTS: bool = false;
-override PARTS_HD: u32 = 128u;  // head_dim, a multiple of 4
-
-fn parts_x4(j: u32) -> vec4<f32> {
-    let i     = 4u * j;  // h hd + d
-    let ld    = (p.stats_in >> 15u) & 0xffffu;
-    let base  = stage_src_base() + (i / PARTS_HD) * ld * PARTS_HD + i % PARTS_HD;
-    let whole = p.stats_in & 0x7fffu;
-    var total = vec4<f32>(0.0);
-    for (var s0 = 0u; s0 < whole; s0 += 8u) {
-        var v: array<vec4<f32>, 8>;
-        for (var k = 0u; k < 8u; k++) {
-            v[k] = vec4<f32>(0.0);
-            if (s0 + k < whole) { v[k] = bitcast<vec4<f32>>(src[(base + (s0 + k) * PARTS_HD) / 4u]); }
-        }
-        for (var k = 0u; k < 8u; k++) { total = total + v[k]; }
-    }
-    var last = vec4<f32>(0.0);
-    if ((p.stats_in >> 31u) != 0u) { last = bitcast<vec4<f32>>(src[(base + whole * PARTS_HD) / 4u]); }
-    return total + last;
-}
 
 fn stage_nw4(j: u32) -> vec4<f32> {
     let b = stage_nw_base();
