@@ -558,7 +558,7 @@ void register_bench(CLI::App & app) {
                   "dispatch in a chain of dependent dispatches (GPU time with 1 and 128 workgroups, the median of five "
                   "chains; host time to record and submit). On the CPU each timed tg run is also measured "
                   "against the read bandwidth it had: it decodes 16 tokens at a time with a short read burst (128 MiB, "
-                  "the test's threads, best of 7 sweeps after one, ~40-90 ms, not timed) before its first segment, "
+                  "the test's threads, best of 7 sweeps after one: 40-80 ms on the development VM, up to ~0.2 s under load; not timed) before its first segment, "
                   "between segments and after its last, and its bytes are printed as a % of what the read loop read "
                   "in the same seconds (each segment's seconds x the mean of the bursts around it), with the median "
                   "over the runs and, for older figures, the % against the mean of the two bursts around the run "
