@@ -45,9 +45,11 @@ struct Result {
     int64_t             tokens     = 0;  // tokens of the timed repetitions
     double              encode_s   = 0;  // tg: host seconds spent recording + submitting steps
     bool                as_run     = false;  // tg: generated as `tern run` does (--as-run)
-    // (--roofline, CPU tg tests) the read bandwidth of a short burst before each timed run and after
-    // the last, bytes per second: reps + 1 values, run i between bursts i and i + 1.
-    std::vector<double> read_bps_around;
+    // (--roofline, CPU tg tests) read bursts, bytes per second: one before each timed run and one
+    // after the last (reps + 1 values, run i between bursts i and i + 1), and per run the bursts
+    // between its segments of k_tokens_per_burst tokens with each segment's seconds.
+    std::vector<double>              read_bps_around;
+    std::vector<std::vector<double>> read_bps_in, segment_s;
 };
 
 double median(std::vector<double> v) {
@@ -57,10 +59,33 @@ double median(std::vector<double> v) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// Each timed run's bytes x t/s as a % of the mean of the two read bursts around it (empty without
-// bursts): the ceiling on this machine moves by +-20% between minutes, so a figure against one
-// measurement taken before or after the test can be wrong either way.
+// Each timed run's bytes as a % of what the read loop read in the same seconds (empty without
+// bursts): each of its segments' seconds x the mean of the two bursts around that segment, summed
+// (the run's first segment after the burst before it, its last before the burst after it). The
+// ceiling on this machine moves by +-20% between minutes, so a figure against one measurement taken
+// before or after the test can be wrong either way; sampled every k_tokens_per_burst tokens the
+// per-run figure spread less over repeated runs (src/backend/cpu/README.md, "Against the read loop").
 std::vector<double> pct_read_per_run(const Result & r, double bytes) {
+    std::vector<double> pct;
+    if (r.read_bps_around.size() != r.tps.size() + 1 || r.read_bps_in.size() != r.tps.size()) return pct;
+    for (size_t i = 0; i < r.tps.size(); ++i) {
+        std::vector<double> b{r.read_bps_around[i]};
+        b.insert(b.end(), r.read_bps_in[i].begin(), r.read_bps_in[i].end());
+        b.push_back(r.read_bps_around[i + 1]);
+        const auto & seg = r.segment_s[i];
+        if (b.size() != seg.size() + 1) return {};
+        double read = 0, s = 0;  // bytes the read loop read in the run's seconds; the seconds
+        for (size_t j = 0; j < seg.size(); ++j) {
+            read += seg[j] * 0.5 * (b[j] + b[j + 1]);
+            s += seg[j];
+        }
+        pct.push_back(read > 0 ? 100.0 * bytes * r.tps[i] * s / read : 0.0);
+    }
+    return pct;
+}
+// The same against the mean of the two bursts around the run alone (the figure before
+// 2026-11-29's session 17, for comparisons with older tables).
+std::vector<double> pct_read_around_per_run(const Result & r, double bytes) {
     std::vector<double> pct;
     if (r.read_bps_around.size() != r.tps.size() + 1) return pct;
     for (size_t i = 0; i < r.tps.size(); ++i) {
@@ -72,6 +97,9 @@ std::vector<double> pct_read_per_run(const Result & r, double bytes) {
 
 // The burst's buffer: well past a last-level cache, short enough (~8 sweeps) to take tens of ms.
 constexpr size_t k_read_burst_bytes = size_t{128} << 20;
+constexpr int    k_read_burst_sweeps = 7;  // timed sweeps per burst (the best counts), after one untimed
+// A CPU tg run under --roofline decodes this many tokens at a time, a burst between (untimed).
+constexpr int64_t k_tokens_per_burst = 16;
 
 double mean(const std::vector<double> & v) {
     double s = 0;
@@ -105,11 +133,14 @@ std::string batched_name(const BatchedResult & r) {
 // first timed pp512 ran at a third of the speed of the next ones).
 constexpr double k_warm_up_s = 1.0;
 
-// One run of a test: its seconds, the dispatches it recorded and the host's encode seconds.
+// One run of a test: its seconds, the dispatches it recorded and the host's encode seconds; a run
+// timed in segments (CPU tg under --roofline) also each segment's seconds and the read bursts
+// between them.
 struct Run {
-    double  s          = 0;
-    int64_t dispatches = 0;
-    double  encode_s   = 0;
+    double              s          = 0;
+    int64_t             dispatches = 0;
+    double              encode_s   = 0;
+    std::vector<double> segment_s, read_bps_in;
 };
 
 // Warm-up runs until k_warm_up_s has passed (at least one), then `reps` timed runs of `tokens`
@@ -129,6 +160,10 @@ void time_test(Result & r, int reps, int64_t tokens, ProgressBar & bar, RunOnce 
             r.dispatches += x.dispatches;
             r.tokens += tokens;
             r.encode_s += x.encode_s;
+            if (burst) {
+                r.segment_s.push_back(x.segment_s);
+                r.read_bps_in.push_back(x.read_bps_in);
+            }
         }
     }
     if (burst) r.read_bps_around.push_back(burst());
@@ -209,7 +244,10 @@ void bench(BenchArgs a) {
     // shared VM's does, and its measurement is not short).
     std::function<double()> burst;
     if (a.roofline && be.name() == "cpu") {
-        burst = [&be] { return be.measure_read_bandwidth(k_read_burst_bytes); };
+        burst = [&be] {
+            const std::vector<double> bps = be.read_sweeps(k_read_burst_bytes, k_read_burst_sweeps);
+            return bps.empty() ? 0.0 : *std::max_element(bps.begin(), bps.end());
+        };
     }
     // A test at depth d starts from d tokens already evaluated (untimed), as llama-bench's -d: what
     // decode and prefill cost deep into a context, where attention reads d positions more.
@@ -255,11 +293,27 @@ void bench(BenchArgs a) {
                 be.take_dispatch_count();
                 // n decode steps as greedy generation runs them: each step's token chosen on the device
                 // and fed to the next step, ids read back every 32 steps.
+                // With bursts (CPU, --roofline): k_tokens_per_burst tokens at a time, each segment
+                // continuing from the last id of the one before (the same positions and ids as one
+                // call), a read burst between segments outside the timing.
                 session.take_encode_seconds();
-                const auto t0 = clock::now();
-                session.decode_greedy(ids[1], n, [](int32_t) { return true; });
-                const double s = std::chrono::duration<double>(clock::now() - t0).count();
-                return Run{s, be.take_dispatch_count(), session.take_encode_seconds()};
+                Run     run;
+                int32_t last = ids[1];
+                for (int64_t done = 0; done < n;) {
+                    const int64_t m  = burst ? std::min(k_tokens_per_burst, n - done) : n;
+                    const auto    t0 = clock::now();
+                    session.decode_greedy(last, m, [&last](int32_t id) {
+                        last = id;
+                        return true;
+                    });
+                    const double s = std::chrono::duration<double>(clock::now() - t0).count();
+                    run.s += s;
+                    run.segment_s.push_back(s);
+                    if ((done += m) < n) run.read_bps_in.push_back(burst());
+                }
+                run.dispatches = be.take_dispatch_count();
+                run.encode_s   = session.take_encode_seconds();
+                return run;
             }, burst);
             results.push_back(r);
             bar.update(static_cast<uint64_t>(++tests_done));
@@ -336,11 +390,21 @@ void bench(BenchArgs a) {
                 if (floor_known) j["pct_copy_bandwidth_dispatch_floor"] = floor_pct(r, bytes);
                 const auto pct = pct_read_per_run(r, bytes);
                 if (!pct.empty() && pct[0] > 0) {
-                    std::vector<double> around;
+                    std::vector<double>              around;
+                    std::vector<std::vector<double>> in;
                     for (double x : r.read_bps_around) around.push_back(x / 1e9);
-                    j["read_gbps_around_runs"]      = around;
-                    j["pct_read_bandwidth_runs"]   = pct;
-                    j["pct_read_bandwidth_median"] = median(pct);
+                    for (const auto & run : r.read_bps_in) {
+                        in.emplace_back();
+                        for (double x : run) in.back().push_back(x / 1e9);
+                    }
+                    const auto pct_around                 = pct_read_around_per_run(r, bytes);
+                    j["read_gbps_around_runs"]            = around;
+                    j["read_gbps_in_runs"]                = in;
+                    j["segment_s_runs"]                   = r.segment_s;
+                    j["pct_read_bandwidth_runs"]          = pct;
+                    j["pct_read_bandwidth_median"]        = median(pct);
+                    j["pct_read_bandwidth_around_runs"]   = pct_around;
+                    j["pct_read_bandwidth_around_median"] = median(pct_around);
                 }
             }
             if (a.roofline) j["copy_gbps"] = copy_bps / 1e9;
@@ -420,13 +484,22 @@ void bench(BenchArgs a) {
         if (!has_bytes(r)) continue;
         const auto pct = pct_read_per_run(r, weight_bytes + kv_bytes(r));
         if (pct.empty() || pct[0] <= 0) continue;
-        if (first_interleaved) std::printf("\nread bandwidth measured around each timed run (128 MiB bursts, %d threads):\n", threads);
+        if (first_interleaved) {
+            std::printf("\nread bandwidth sampled during each timed run (%zu MiB bursts, best of %d sweeps, %d threads, "
+                        "before the run, every %lld tokens and after it; untimed):\n",
+                        k_read_burst_bytes >> 20, k_read_burst_sweeps, threads,
+                        static_cast<long long>(k_tokens_per_burst));
+        }
         first_interleaved = false;
-        std::string around, runs;
+        const auto  pct_around = pct_read_around_per_run(r, weight_bytes + kv_bytes(r));
+        std::string around, runs, runs_around;
         for (double x : r.read_bps_around) around += format(" %.1f", x / 1e9);
         for (double x : pct) runs += format(" %.1f", x);
-        std::printf("%s: read GB/s around runs:%s; %% of read BW per run:%s; median %.1f %%\n", r.test.c_str(),
-                    around.c_str(), runs.c_str(), median(pct));
+        for (double x : pct_around) runs_around += format(" %.1f", x);
+        std::printf("%s: %% of read BW per run (time-weighted):%s; median %.1f %% (against the bursts around each "
+                    "run alone:%s; median %.1f %%); read GB/s around runs:%s\n",
+                    r.test.c_str(), runs.c_str(), median(pct), runs_around.c_str(), median(pct_around),
+                    around.c_str());
     }
 }
 
@@ -483,11 +556,15 @@ void register_bench(CLI::App & app) {
                   "reads its own slice with the kernels' widest loads, best of 7; on a GPU the best of several "
                   "layouts), and print each tg test's GB/s as a percentage of both; on a GPU also the cost of one "
                   "dispatch in a chain of dependent dispatches (GPU time with 1 and 128 workgroups, the median of five "
-                  "chains; host time to record and submit). On the CPU a short read burst (128 MiB, the test's "
-                  "threads, best of 7 sweeps) also runs before each timed tg run and after the last, and each run's "
-                  "GB/s is printed as a % of the mean of the two bursts around it, with the median over the runs "
-                  "(JSON: read_gbps_around_runs, pct_read_bandwidth_runs, pct_read_bandwidth_median): the ceiling "
-                  "of a shared machine moves between minutes");
+                  "chains; host time to record and submit). On the CPU each timed tg run is also measured "
+                  "against the read bandwidth it had: it decodes 16 tokens at a time with a short read burst (128 MiB, "
+                  "the test's threads, best of 7 sweeps after one: 40-80 ms on the development VM, up to ~0.2 s under load; not timed) before its first segment, "
+                  "between segments and after its last, and its bytes are printed as a % of what the read loop read "
+                  "in the same seconds (each segment's seconds x the mean of the bursts around it), with the median "
+                  "over the runs and, for older figures, the % against the mean of the two bursts around the run "
+                  "alone (JSON: pct_read_bandwidth_runs / _median, pct_read_bandwidth_around_runs / _median, "
+                  "read_gbps_around_runs, read_gbps_in_runs, segment_s_runs): the ceiling of a shared machine "
+                  "moves between minutes");
     cmd->footer("Columns: dispatches/token = GPU dispatches recorded per token over the timed runs (pp: per prompt "
                 "token; \"–\" for the CPU, which runs ops eagerly). MB/token and GB/s (tg tests only) = bytes read "
                 "per generated token: every weight a decode step reads in the backend's own layout (layer linears "

@@ -253,14 +253,14 @@ TEST(Cli, BenchParallel) {
 // bench on the shipped default model (no -m) with the CPU backend: the bandwidth columns are there
 // and add up, the CPU reports no dispatch count (it has none), --roofline measures a copy bandwidth.
 TEST(Cli, BenchReportsBytesBandwidthAndRoofline) {
-    const RunResult r = tern({"bench", "--backend", "cpu", "-t", "2", "-p", "16", "-n", "8", "-r", "2", "--json", "--roofline"});
+    const RunResult r = tern({"bench", "--backend", "cpu", "-t", "2", "-p", "16", "-n", "40", "-r", "2", "--json", "--roofline"});
     ASSERT_EQ(r.code, 0) << r.err;
     const auto j = nlohmann::json::parse(r.out);
     ASSERT_EQ(j.size(), 2u);
     const auto & pp = j[0];
     const auto & tg = j[1];
     ASSERT_EQ(pp["test"], "pp16");
-    ASSERT_EQ(tg["test"], "tg8");
+    ASSERT_EQ(tg["test"], "tg40");
     for (const auto & row : j) {
         EXPECT_EQ(row["backend"], "cpu");
         ASSERT_TRUE(row.contains("dispatches_per_token"));
@@ -287,22 +287,46 @@ TEST(Cli, BenchReportsBytesBandwidthAndRoofline) {
     if (tg.contains("read_gbps")) {  // the fast CPU kernels measure it (the scalar reference does not)
         EXPECT_NEAR(tg["pct_read_bandwidth"].get<double>(), 100.0 * tg["gbps"].get<double>() / tg["read_gbps"].get<double>(),
                     1e-6 * tg["pct_read_bandwidth"].get<double>());
-        // A read burst before each of the 2 timed runs and after the last; each run's % against the
-        // mean of the two around it, and their median (of 2: the mean).
+        // A read burst before each of the 2 timed runs and after the last, and inside each run one
+        // between its segments of 16 tokens (40 tokens: 16 + 16 + 8, so 2 bursts); each run's % of
+        // what the read loop read in its seconds (each segment's seconds x the mean of the bursts
+        // around it), and their median (of 2: the mean); the older % against the two bursts around
+        // the run alone beside it.
         const auto & around = tg["read_gbps_around_runs"];
+        const auto & in     = tg["read_gbps_in_runs"];
+        const auto & segs   = tg["segment_s_runs"];
         const auto & runs   = tg["pct_read_bandwidth_runs"];
+        const auto & runs_a = tg["pct_read_bandwidth_around_runs"];
         const auto & tps    = tg["samples_ts"];
         ASSERT_EQ(around.size(), 3u);
+        ASSERT_EQ(in.size(), 2u);
+        ASSERT_EQ(segs.size(), 2u);
         ASSERT_EQ(runs.size(), 2u);
+        ASSERT_EQ(runs_a.size(), 2u);
         ASSERT_EQ(tps.size(), 2u);
         for (const auto & x : around) EXPECT_GT(x.get<double>(), 0.1);
         for (size_t i = 0; i < 2; ++i) {
-            const double ceiling = 0.5e9 * (around[i].get<double>() + around[i + 1].get<double>());
-            const double want    = 100.0 * bytes * tps[i].get<double>() / ceiling;
+            ASSERT_EQ(in[i].size(), 2u) << i;
+            ASSERT_EQ(segs[i].size(), 3u) << i;
+            const std::vector<double> b = {around[i].get<double>(), in[i][0].get<double>(), in[i][1].get<double>(),
+                                           around[i + 1].get<double>()};
+            double read = 0, s = 0;
+            for (size_t k = 0; k < 3; ++k) {
+                const double sk = segs[i][k].get<double>();
+                read += sk * 0.5e9 * (b[k] + b[k + 1]);
+                s += sk;
+            }
+            EXPECT_NEAR(s, 40.0 / tps[i].get<double>(), 1e-9 * s) << "the segments are the run's timed seconds";
+            const double want = 100.0 * bytes * 40.0 / read;
             EXPECT_NEAR(runs[i].get<double>(), want, 1e-6 * want) << i;
+            const double ceiling  = 0.5e9 * (b[0] + b[3]);
+            const double want_a   = 100.0 * bytes * tps[i].get<double>() / ceiling;
+            EXPECT_NEAR(runs_a[i].get<double>(), want_a, 1e-6 * want_a) << i;
         }
         const double med = 0.5 * (runs[0].get<double>() + runs[1].get<double>());
         EXPECT_NEAR(tg["pct_read_bandwidth_median"].get<double>(), med, 1e-9 * med);
+        const double med_a = 0.5 * (runs_a[0].get<double>() + runs_a[1].get<double>());
+        EXPECT_NEAR(tg["pct_read_bandwidth_around_median"].get<double>(), med_a, 1e-9 * med_a);
     } else {
         EXPECT_FALSE(tg.contains("pct_read_bandwidth_runs")) << "no bursts where no read bandwidth is measured";
     }
@@ -312,7 +336,7 @@ TEST(Cli, BenchReportsBytesBandwidthAndRoofline) {
 
     // The f32 cache doubles the K/V bytes and nothing else.
     // (Same threads: the CPU's tile layout may follow the thread count.)
-    const RunResult r32 = tern({"bench", "--backend", "cpu", "-t", "2", "-p", "0", "-n", "8", "-r", "1", "--json",
+    const RunResult r32 = tern({"bench", "--backend", "cpu", "-t", "2", "-p", "0", "-n", "40", "-r", "1", "--json",
                                 "--cache-type", "f32"});
     ASSERT_EQ(r32.code, 0) << r32.err;
     const auto j32 = nlohmann::json::parse(r32.out);
@@ -327,8 +351,9 @@ TEST(Cli, BenchReportsBytesBandwidthAndRoofline) {
     EXPECT_TRUE(has(md.out, "| dispatches/token | MB/token | GB/s | % of copy BW |")) << md.out;
     EXPECT_TRUE(has(md.out, "| – |")) << md.out;
     EXPECT_FALSE(has(md.out, "at this dispatch count")) << md.out;
-    EXPECT_TRUE(has(md.out, "read bandwidth measured around each timed run")) << md.out;
-    EXPECT_TRUE(has(md.out, "tg4: read GB/s around runs: ")) << md.out;
+    EXPECT_TRUE(has(md.out, "read bandwidth sampled during each timed run")) << md.out;
+    EXPECT_TRUE(has(md.out, "tg4: % of read BW per run (time-weighted): ")) << md.out;
+    EXPECT_TRUE(has(md.out, "; read GB/s around runs: ")) << md.out;
     EXPECT_TRUE(has(md.out, "; median ")) << md.out;
 
 }

@@ -161,28 +161,35 @@ double CpuFastBackend::measure_copy_bandwidth(size_t n_bytes) {
 // Every thread streams its own contiguous slice (as the linear kernels stream their rows), best of
 // 7 after a warm-up; the kernels' own read loop.
 double CpuFastBackend::measure_read_bandwidth(size_t n_bytes) {
+    double best = 0;
+    for (double bps : read_sweeps(n_bytes, 7)) best = std::max(best, bps);
+    return best;
+}
+
+std::vector<double> CpuFastBackend::read_sweeps(size_t n_bytes, int sweeps) {
     n_bytes = std::max<size_t>(n_bytes, 1 << 20);
-    AlignedBytes          buf(n_bytes);
-    const int             n_threads = pool_.n_threads();
+    const int  n_threads = pool_.n_threads();
+    const bool first     = read_buf_.size() != n_bytes;
+    if (first) read_buf_ = AlignedBytes(n_bytes, false);
     std::vector<uint64_t> sink(static_cast<size_t>(n_threads) * 8);
-    auto                  sweep = [&](bool first) {
+    auto                  sweep = [&](bool touch) {
         pool_.run([&](int t) {
             int64_t b = 0, e = 0;
             ThreadPool::chunk_range(static_cast<int64_t>(n_bytes), 4096, n_threads, t, b, e);
-            if (first) std::memset(buf.data() + b, t + 1, static_cast<size_t>(e - b));
-            sink[static_cast<size_t>(t) * 8] += k_.read_bytes(buf.data() + b, e - b);
+            if (touch) std::memset(read_buf_.data() + b, t + 1, static_cast<size_t>(e - b));  // first touch per thread
+            sink[static_cast<size_t>(t) * 8] += k_.read_bytes(read_buf_.data() + b, e - b);
         });
     };
-    sweep(true);
-    double best = 0;
-    for (int rep = 0; rep < 7; ++rep) {
+    sweep(first);
+    std::vector<double> bps;
+    for (int rep = 0; rep < sweeps; ++rep) {
         const auto   t0 = std::chrono::steady_clock::now();
         sweep(false);
         const double s  = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        if (s > 0) best = std::max(best, static_cast<double>(n_bytes) / s);
+        bps.push_back(s > 0 ? static_cast<double>(n_bytes) / s : 0.0);
     }
     if (sink[0] == 0x5eed) std::fputc(' ', stderr);  // keeps the sums observable
-    return best;
+    return bps;
 }
 
 void CpuFastBackend::embed(const Tensor & x, const Weight & token_embd, const Tensor & tokens) {

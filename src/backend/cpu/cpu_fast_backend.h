@@ -63,6 +63,7 @@ public:
 
     double measure_copy_bandwidth(size_t n_bytes) override;
     double measure_read_bandwidth(size_t n_bytes) override;
+    std::vector<double> read_sweeps(size_t n_bytes, int sweeps) override;
 
     void begin_step() override {}
     void end_step() override {}
@@ -181,6 +182,7 @@ private:
     // loads that straddle cache lines halved the int8 head's streaming rate (15 against 29 GB/s on
     // one core of the development machine).
     AlignedBytes            hgrid_;
+    AlignedBytes            read_buf_;  // read_sweeps' buffer, kept between calls
     AlignedBytes            h8_;
     std::vector<int32_t>    h8_sum4_;
     struct HeadGrid {                 // the grid of the current head input and its norms
