@@ -213,6 +213,9 @@ void Scheduler::admit(std::vector<std::unique_ptr<Slot>> & slots) {
         {
             std::lock_guard lock(mutex_);
             queue_.pop_front();
+            // Busy from the moment it leaves the queue, under the same lock as submit()'s check: else
+            // for a moment neither the queue nor the slots count it and one request too many gets in.
+            slots_busy_ = static_cast<int64_t>(slots.size()) + 1;
             ++stats_.requests_started;
             stats_.prompt_tokens += static_cast<int64_t>(spec.prompt.size());
         }
