@@ -74,6 +74,7 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
                 bk.add("B_V_AT", 0.0);
                 bk.add("B_ROW", static_cast<double>(kv.k.ne[0]));
                 bk.add("B_CTX", static_cast<double>(std::min(kv.k.ne[1], kv.v.ne[1])));
+                bk.add("B_Q_AT", static_cast<double>(gpu_offset(q, 4)));
             }
             if (try_ == 2 && pf_words > 0) {
                 pf_bv = ceil_div(pf_words, 128 * pf_loads * 16);

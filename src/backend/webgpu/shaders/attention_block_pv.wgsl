@@ -72,7 +72,10 @@ override B_K_AT: u32 = B_UNSET;
 override B_V_AT: u32 = B_UNSET;
 override B_ROW: u32 = 0u;
 override B_CTX: u32 = 0u;
-fn b_consts() -> bool { return B_K_AT != B_UNSET && B_V_AT != B_UNSET && B_ROW != 0u && B_CTX != 0u; }
+override B_Q_AT: u32 = B_UNSET;
+fn b_consts() -> bool {
+    return B_K_AT != B_UNSET && B_V_AT != B_UNSET && B_Q_AT != B_UNSET && B_ROW != 0u && B_CTX != 0u;
+}
 fn b_k_at() -> u32 { if (b_consts()) { return B_K_AT; } return p.k_offset; }
 fn b_v_at() -> u32 { if (b_consts()) { return B_V_AT; } return p.v_offset; }
 fn b_row() -> u32 { if (b_consts()) { return B_ROW; } return p.n_embd_kv; }
@@ -125,6 +128,17 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let e0 = (B_K_AT + min(p0 + pl, B_CTX - 1u) * B_ROW + kvh * HD + (HD / 2u) * h) / 8u;
         for (var i = 0u; i < HD / 16u; i++) { kq[i] = k_cache[e0 + i]; }
     }
+    // q's words of this thread (GROUP HD / 4 <= WG vec4s: one at most), f32 as loaded
+    var qbase = p.q_offset + t * p.q_stride;
+    if (b_consts()) {
+        qbase = B_Q_AT;
+        if (t > 0u) { qbase += t * p.q_stride; }
+    }
+    var qx = vec4<f32>(0.0);
+    if (lid < GROUP * HD / 4u) {
+        let at = qbase + kvh * GROUP * HD + 4u * lid;
+        qx = vec4<f32>(q[at], q[at + 1u], q[at + 2u], q[at + 3u]);
+    }
     let n   = p.pos0 + t + 1u;
     if (p0 >= n) { return; }  // (uniform)
     let np  = min(NP, n - p0);       // positions of this chunk
@@ -150,9 +164,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         for (var i = 0u; i < RW / 2u; i++) { kq[i] = k_cache[e0 + i]; }
     }
     var vw: array<u32, 32>;
-    for (var i = lid; i < GROUP * HD / 4u; i += WG) {
-        let at = p.q_offset + t * p.q_stride + kvh * GROUP * HD + 4u * i;
-        q_s[i] = vec4<f32>(round_f16(q[at]), round_f16(q[at + 1u]), round_f16(q[at + 2u]), round_f16(q[at + 3u]));
+    if (lid < GROUP * HD / 4u) {
+        q_s[lid] = vec4<f32>(round_f16(qx.x), round_f16(qx.y), round_f16(qx.z), round_f16(qx.w));
     }
     workgroupBarrier();
 
