@@ -68,8 +68,8 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
             const uint32_t   pf_words = pfl ? static_cast<uint32_t>(pfl->buffer->size_bytes() / 4) : 0;
             constexpr uint32_t pf_loads = 8;
             uint32_t pf_bv = 0, pf_cb = 0;  // prefetching workgroups of block_pv / the combine
-            if (try_ == 5 || try_ == 7) bk.add("VPF", 1.0);
-            if ((try_ == 6 || try_ == 7) && gpu_offset(kv.k, 2) == 0 && gpu_offset(kv.v, 2) == 0) {
+            if (try_ == 5 || try_ == 7 || try_ == 8) bk.add("VPF", 1.0);
+            if ((try_ == 6 || try_ == 7 || try_ == 8) && gpu_offset(kv.k, 2) == 0 && gpu_offset(kv.v, 2) == 0) {
                 bk.add("B_K_AT", 0.0);
                 bk.add("B_V_AT", 0.0);
                 bk.add("B_ROW", static_cast<double>(kv.k.ne[0]));
@@ -103,7 +103,7 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
                 uint32_t n_head, nch_ld, pos0, out_offset, out_stride;
             } cp{u32(n_kv * group), u32(nch_ld), u32(pos0), gpu_offset(out, 4), u32(out.ne[0])};
             const uint32_t n_cg = u32(n_kv * group * (hd / ds));
-            if (try_ == 1 && pf_words > 0) {
+            if ((try_ == 1 || try_ == 8) && pf_words > 0) {
                 pf_cb = ceil_div(pf_words, k_block_wg * pf_loads * 16);
                 ck.add("PF_FROM", static_cast<double>(n_cg));
                 ck.add("PF_WORDS", static_cast<double>(pf_words));

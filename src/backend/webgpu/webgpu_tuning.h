@@ -95,7 +95,7 @@ struct WebGpuTuning {
                                              //     combine, 2 attention_block_pv, pulls gate+up into L2; 3 / 4
                                              //     the combine / block_pv dispatched twice (timing aids);
                                              //     5 block_pv pulls V into L2 first, 6 its cache offsets,
-                                             //     row and length as constants, 7 both
+                                             //     row and length as constants, 7 both, 8 = 1 + 7
     uint32_t attn_split_dims         = 8;    // output dimensions per workgroup of attention_split_pv
     uint32_t attn_split_unroll       = 4;    // positions attention_split_pv loads ahead (1: none)
     uint32_t attn_split_tiles        = 1;    // one query over a long f16 cache (at most 512 positions): P·V by

@@ -62,7 +62,7 @@ struct Params {
 override PF_FROM: u32 = 0xffffffffu;
 override PF_WORDS: u32 = 0u;
 override PF_LOADS: u32 = 8u;
-// Session-18 experiments: VPF (attn_block_try 5 / 7) one load per 128 bytes of the chunk's V rows first,
+// Session-18 experiments: VPF (attn_block_try 5 / 7 / 8) one load per 64 bytes of the chunk's V rows first,
 // so that their loads after the scores find them in L2; B_K_AT / B_V_AT / B_ROW / B_CTX (6 / 7) the
 // cache's offsets, row and length as pipeline constants: K is loaded (rows clamped to the cache,
 // zeroed past the column) before anything is read from the uniform.
@@ -128,6 +128,14 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let e0 = (B_K_AT + min(p0 + pl, B_CTX - 1u) * B_ROW + kvh * HD + (HD / 2u) * h) / 8u;
         for (var i = 0u; i < HD / 16u; i++) { kq[i] = k_cache[e0 + i]; }
     }
+    // VPF: one word per 64 bytes of the chunk's V head rows (HD / 32 segments a row)
+    var vpf = 0u;
+    if (VPF && b_consts() && p0 < B_CTX) {
+        for (var i = lid; i < NP * (HD / 32u); i += WG) {
+            let r = min(p0 + i / (HD / 32u), B_CTX - 1u);
+            vpf ^= v_cache[(B_V_AT + r * B_ROW + kvh * HD) / 2u + (i % (HD / 32u)) * 16u];
+        }
+    }
     // q's words of this thread (GROUP HD / 4 <= WG vec4s: one at most), f32 as loaded
     var qbase = p.q_offset + t * p.q_stride;
     if (b_consts()) {
@@ -143,10 +151,11 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     if (p0 >= n) { return; }  // (uniform)
     let np  = min(NP, n - p0);       // positions of this chunk
     let nbk = (np + 31u) / 32u;      // its blocks
-    var vpf = 0u;
-    if (VPF) {
-        let r = lid / 2u;
-        if (r < np) { vpf = v_cache[(b_v_at() + (p0 + r) * b_row() + kvh * HD) / 2u + (lid % 2u) * (HD / 4u)]; }
+    if (VPF && !b_consts()) {
+        for (var i = lid; i < NP * (HD / 32u); i += WG) {
+            let r = i / (HD / 32u);
+            if (r < np) { vpf ^= v_cache[(p.v_offset + (p0 + r) * p.n_embd_kv + kvh * HD) / 2u + (i % (HD / 32u)) * 16u]; }
+        }
     }
     let b   = lid / (HD / 2u);       // P·V: block (threads of b >= 2 idle where HD < 128)
     let dp  = lid % (HD / 2u);       //      dimension pair
