@@ -41,10 +41,8 @@ inline Backend * tuned_webgpu(const std::string & tune) {
     if (!b) {
         WebGpuOptions o;
         o.allow_cpu_adapter = true;
-        // (session-18 experiment, removed with attn_block_try: $TERN_WEBGPU_TUNE added after `tune`)
-        const std::string env = WebGpuOptions::webgpu_tune_from_env();
-        o.tune                = env.empty() ? tune : tune + "," + env;
-        b                     = make_webgpu_backend(o);
+        o.tune              = tune;
+        b                   = make_webgpu_backend(o);
     }
     return b.get();
 }

@@ -59,29 +59,7 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
         if (fits) {
             grown(attn_super_, static_cast<size_t>(n_tok * n_kv * group * nch_ld * hd) * 4, "attention chunk sums");
             grown(attn_sml_, static_cast<size_t>(n_tok * n_kv * group * nch_ld) * 8, "attention chunk maxima");
-            PipelineKey bk{"attention_block_pv", "rrrwwru", {{{"GROUP", static_cast<double>(g)}, {"RA", static_cast<double>(ra)}}}};
-            // Session-18 experiment (attn_block_try): 1 / 2 the combine / block_pv pulls the weight two
-            // matmuls ahead (gate+up) into L2 by extra workgroups (8 loads of one word per 64 bytes per
-            // invocation), as attention.wgsl does at short depths.
-            const uint32_t   try_ = tune_.attn_block_try;
-            const GpuLinear * pfl = long_prefetch_;
-            const uint32_t   pf_words = pfl ? static_cast<uint32_t>(pfl->buffer->size_bytes() / 4) : 0;
-            constexpr uint32_t pf_loads = 8;
-            uint32_t pf_bv = 0, pf_cb = 0;  // prefetching workgroups of block_pv / the combine
-            if (try_ == 5 || try_ == 7 || try_ == 8) bk.add("VPF", 1.0);
-            if ((try_ == 6 || try_ == 7 || try_ == 8) && gpu_offset(kv.k, 2) == 0 && gpu_offset(kv.v, 2) == 0) {
-                bk.add("B_K_AT", 0.0);
-                bk.add("B_V_AT", 0.0);
-                bk.add("B_ROW", static_cast<double>(kv.k.ne[0]));
-                bk.add("B_CTX", static_cast<double>(std::min(kv.k.ne[1], kv.v.ne[1])));
-                bk.add("B_Q_AT", static_cast<double>(gpu_offset(q, 4)));
-            }
-            if (try_ == 2 && pf_words > 0) {
-                pf_bv = ceil_div(pf_words, 128 * pf_loads * 16);
-                bk.add("PF_FROM", static_cast<double>(nch_ld));
-                bk.add("PF_WORDS", static_cast<double>(pf_words));
-                bk.add("PF_LOADS", static_cast<double>(pf_loads));
-            }
+            PipelineKey bk{"attention_block_pv", "rrrwwu", {{{"GROUP", static_cast<double>(g)}, {"RA", static_cast<double>(ra)}}}};
             if (hd != 128) bk.add("HD", static_cast<double>(hd));
             struct {
                 uint32_t n_embd_kv, q_offset, q_stride, k_offset, v_offset, n_head_kv, pos0, nch_ld;
@@ -90,11 +68,10 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
                  u32(pos0), u32(nch_ld), s.scale};
             TERN_ASSERT(kv.k.ne[0] == kv.v.ne[0], "attention_block_pv: K and V rows of one width");
             const WGPUBuffer bb[] = {gpu_buffer(q), gpu_buffer(kv.k), gpu_buffer(kv.v), attn_super_->get(),
-                                     attn_sml_->get(), pf_bv ? pfl->buffer->get() : gpu_buffer(q)};
-            step_->dispatch(bk, bb, &bp, sizeof bp, u32(nch_ld) + pf_bv, u32(n_kv), u32(n_tok));
-            if (try_ == 4) step_->dispatch(bk, bb, &bp, sizeof bp, u32(nch_ld), u32(n_kv), u32(n_tok));
+                                     attn_sml_->get()};
+            step_->dispatch(bk, bb, &bp, sizeof bp, u32(nch_ld), u32(n_kv), u32(n_tok));
             PipelineKey ck{"attention_block_combine",
-                           "rrwru",
+                           "rrwu",
                            {{{"HD", static_cast<double>(hd)},
                              {"DS", static_cast<double>(ds)},
                              {"WG", static_cast<double>(k_block_wg)},
@@ -102,17 +79,8 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
             struct {
                 uint32_t n_head, nch_ld, pos0, out_offset, out_stride;
             } cp{u32(n_kv * group), u32(nch_ld), u32(pos0), gpu_offset(out, 4), u32(out.ne[0])};
-            const uint32_t n_cg = u32(n_kv * group * (hd / ds));
-            if ((try_ == 1 || try_ == 8) && pf_words > 0) {
-                pf_cb = ceil_div(pf_words, k_block_wg * pf_loads * 16);
-                ck.add("PF_FROM", static_cast<double>(n_cg));
-                ck.add("PF_WORDS", static_cast<double>(pf_words));
-                ck.add("PF_LOADS", static_cast<double>(pf_loads));
-            }
-            const WGPUBuffer cb[] = {attn_super_->get(), attn_sml_->get(), gpu_buffer(out),
-                                     pf_cb ? pfl->buffer->get() : attn_sml_->get()};
-            step_->dispatch(ck, cb, &cp, sizeof cp, n_cg + pf_cb, u32(n_tok));
-            if (try_ == 3) step_->dispatch(ck, cb, &cp, sizeof cp, n_cg, u32(n_tok));
+            const WGPUBuffer cb[] = {attn_super_->get(), attn_sml_->get(), gpu_buffer(out)};
+            step_->dispatch(ck, cb, &cp, sizeof cp, u32(n_kv * group * (hd / ds)), u32(n_tok));
             return true;
         }
     }

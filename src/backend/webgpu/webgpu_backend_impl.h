@@ -695,7 +695,6 @@ private:
     std::unique_ptr<GpuBuffer>                     attn_wmax_;    // attention_split_scores: workgroup maxima
     std::unique_ptr<GpuBuffer>                     attn_bsum_;    // split attention: block sums of exp
     std::unique_ptr<GpuBuffer>                     attn_super_;   // P·V sums: attention_split_pvt's, super_attention's partials
-    const GpuLinear *                              long_prefetch_ = nullptr;  // attn_block_try 1 / 2: the weight attention pulls
     std::unique_ptr<GpuBuffer>                     attn_sml_;     // super_attention: superblock / chunk maxima and sums
     std::optional<GemmTiling>                      gemm_tiling_;  // set_gemm_tiling()
     std::optional<MmaTiling>                       mma_tiling_;   // set_mma_tiling()

@@ -419,10 +419,7 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
                                                             : std::min<int64_t>(long_positions(), int64_t{sc_max} + 1);
     // (and every row past one superblock: issue 52's block order, webgpu_attention_paged.cpp)
     const bool    long_one = n_tok == 1 && (pos0 + 1 >= long_min || pos0 + 1 > 512);
-    long_prefetch_ = prefetch;
-    const bool split_done = long_one && split_attention(out, q, kv, s, nullptr, pos0);
-    long_prefetch_ = nullptr;
-    if (split_done) return;  // webgpu_attention_split.cpp
+    if (long_one && split_attention(out, q, kv, s, nullptr, pos0)) return;  // webgpu_attention_split.cpp
     // (rows over one superblock of 512 positions never reach attention.wgsl: its softmax is one pass)
     if (prefill_attention(out, q, kv, s, pos0, long_one || pos0 + n_tok > 512)) return;  // many tokens (or fallback)
     TERN_ASSERT(pos0 + n_tok <= 512, "attention.wgsl over more than one superblock");

@@ -65,7 +65,6 @@ const std::vector<Field> & fields() {
         {"attn_wg", Kind::pow2_or_0, 64, 1024, &T::attn_wg},
         {"attn_wide_positions", Kind::number, 0, k_max, &T::attn_wide_positions},
         {"attn_long_positions", Kind::number, 0, k_max, &T::attn_long_positions},
-        {"attn_block_try", Kind::number, 0, 8, &T::attn_block_try},
         {"attn_split_dims", Kind::pow2, 2, 16, &T::attn_split_dims},
         {"attn_split_unroll", Kind::pow2, 1, 8, &T::attn_split_unroll},
         {"attn_split_heads", Kind::number, 0, 16, &T::attn_split_heads},

@@ -91,11 +91,6 @@ struct WebGpuTuning {
     uint32_t attn_wide_positions     = 384;  // one query past this many positions: 512 threads
     uint32_t attn_long_positions     = 0;    // one query over this many or more: attention_split_*.wgsl;
                                              //     0: 800, or fewer where attention.wgsl keeps fewer scores
-    uint32_t attn_block_try          = 0;    // session-18 experiment (issue 52, removed after): 1 the block
-                                             //     combine, 2 attention_block_pv, pulls gate+up into L2; 3 / 4
-                                             //     the combine / block_pv dispatched twice (timing aids);
-                                             //     5 block_pv pulls V into L2 first, 6 its cache offsets,
-                                             //     row and length as constants, 7 both, 8 = 1 + 7
     uint32_t attn_split_dims         = 8;    // output dimensions per workgroup of attention_split_pv
     uint32_t attn_split_unroll       = 4;    // positions attention_split_pv loads ahead (1: none)
     uint32_t attn_split_tiles        = 1;    // one query over a long f16 cache (at most 512 positions): P·V by

@@ -8,7 +8,7 @@
 //   out[d] = O[d] * r,  r = 1 / L correctly rounded.
 //
 //   part: [T][n_head][nch_ld][HD] f32   ml: [T][n_head][nch_ld][2] f32   out: [n_head HD, T] f32
-// Bindings: 0 part, 1 ml (read); 2 out (read_write); 3 pfw (read); 4 params
+// Bindings: 0 part, 1 ml (read); 2 out (read_write); 3 params
 // Dispatch: (n_head HD / DS, T), WG threads: a workgroup per (query head, slice of DS dimensions).
 // Step 1: item (superblock s, k) per thread (k < DS: dimension k of the slice, k = DS: the normalizer),
 // its superblock's 8 M_c and 8 values loaded at once (one round trip to memory), M_s and the A_c
@@ -36,23 +36,7 @@ struct Params {
 @group(0) @binding(0) var<storage, read> part: array<f32>;
 @group(0) @binding(1) var<storage, read> ml: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
-@group(0) @binding(3) var<storage, read> pfw: array<u32>;
-@group(0) @binding(4) var<uniform> p: Params;
-
-// Session-18 experiment (attn_block_try 1): workgroups from PF_FROM on pull PF_WORDS words of pfw (the
-// weight two matmuls ahead, gate+up) into L2, one word per 64 bytes, PF_LOADS per invocation.
-override PF_FROM: u32 = 0xffffffffu;
-override PF_WORDS: u32 = 0u;
-override PF_LOADS: u32 = 8u;
-fn pull_weight(lid: u32, g: u32) {
-    var acc = 0u;
-    let first = (g * WG * PF_LOADS + lid) * 16u;
-    for (var u = 0u; u < PF_LOADS; u++) {
-        let i = first + u * WG * 16u;
-        if (i < PF_WORDS) { acc ^= pfw[i]; }
-    }
-    if ((acc & p.rn_zero) != 0u) { out[0] = bitcast<f32>(acc); }
-}
+@group(0) @binding(3) var<uniform> p: Params;
 
 var<workgroup> os: array<f32, NSB * DS>;  // [superblock][d]: O_s of the slice
 var<workgroup> ls: array<f32, NSB>;       // L_s
@@ -62,10 +46,6 @@ const NEG_MAX: u32 = 0xff7fffffu;  // -FLT_MAX, as bits
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    if (wid.x >= PF_FROM) {
-        if (wid.y == 0u) { pull_weight(lid, wid.x - PF_FROM); }
-        return;
-    }
     let hq    = wid.x / (HD / DS);
     let slice = wid.x % (HD / DS);
     let t     = wid.y;

@@ -13,7 +13,7 @@
 //
 //   q: [n_head hd, T] f32   k_cache, v_cache: [n_head_kv hd, rows] f16 (rows of whole 16-byte units)
 //   part: [T][n_head][nch_ld][HD] f32 (O)   ml: [T][n_head][nch_ld][2] f32 (M, L)
-// Bindings: 0 q, 1 k_cache (vec4<u32>), 2 v_cache (u32) (read); 3 part, 4 ml (read_write); 5 pfw (read); 6 params
+// Bindings: 0 q, 1 k_cache (vec4<u32>), 2 v_cache (u32) (read); 3 part, 4 ml (read_write); 5 params
 // Dispatch: (ceil(n_max / NP), n_head_kv, T); a workgroup past its column's positions returns.
 // Threads: WG = 128. Scores: thread (position lid % NP, half lid / NP of the head's HD dimensions)
 // takes its HD / 2 K values by HD / 16 vec4 loads (a warp's lanes 32 rows apart); P·V: thread (block
@@ -54,41 +54,7 @@ struct Params {
 @group(0) @binding(2) var<storage, read> v_cache: array<u32>;
 @group(0) @binding(3) var<storage, read_write> part: array<f32>;
 @group(0) @binding(4) var<storage, read_write> ml: array<f32>;
-@group(0) @binding(5) var<storage, read> pfw: array<u32>;
-@group(0) @binding(6) var<uniform> p: Params;
-
-// Session-18 experiment (attn_block_try 2): workgroups from PF_FROM on pull PF_WORDS words of pfw (the
-// weight two matmuls ahead, gate+up) into L2, one word per 64 bytes, PF_LOADS per invocation.
-override PF_FROM: u32 = 0xffffffffu;
-override PF_WORDS: u32 = 0u;
-override PF_LOADS: u32 = 8u;
-// Session-18 experiments: VPF (attn_block_try 5 / 7 / 8) one load per 64 bytes of the chunk's V rows first,
-// so that their loads after the scores find them in L2; B_K_AT / B_V_AT / B_ROW / B_CTX (6 / 7) the
-// cache's offsets, row and length as pipeline constants: K is loaded (rows clamped to the cache,
-// zeroed past the column) before anything is read from the uniform.
-override VPF: bool = false;
-const B_UNSET: u32 = 0xffffffffu;
-override B_K_AT: u32 = B_UNSET;
-override B_V_AT: u32 = B_UNSET;
-override B_ROW: u32 = 0u;
-override B_CTX: u32 = 0u;
-override B_Q_AT: u32 = B_UNSET;
-fn b_consts() -> bool {
-    return B_K_AT != B_UNSET && B_V_AT != B_UNSET && B_Q_AT != B_UNSET && B_ROW != 0u && B_CTX != 0u;
-}
-fn b_k_at() -> u32 { if (b_consts()) { return B_K_AT; } return p.k_offset; }
-fn b_v_at() -> u32 { if (b_consts()) { return B_V_AT; } return p.v_offset; }
-fn b_row() -> u32 { if (b_consts()) { return B_ROW; } return p.n_embd_kv; }
-
-fn pull_weight(lid: u32, g: u32) {
-    var acc = 0u;
-    let first = (g * WG * PF_LOADS + lid) * 16u;
-    for (var u = 0u; u < PF_LOADS; u++) {
-        let i = first + u * WG * 16u;
-        if (i < PF_WORDS) { acc ^= pfw[i]; }
-    }
-    if ((acc & p.rn_zero) != 0u) { ml[0] = bitcast<f32>(acc); }
-}
+@group(0) @binding(5) var<uniform> p: Params;
 
 // Phases 1-3: the first halves' partial sums [j][position] at 0, the scores [j][position] at G NP.
 // Phase 5: the o_b of blocks 1 .. C - 1, [b - 1][j][d].
@@ -105,58 +71,22 @@ fn load_v(vw: ptr<function, array<u32, 32>>, p0: u32, np: u32, b: u32, dp: u32, 
     for (var i = 0u; i < 32u; i++) {
         let r = 32u * b + i;
         (*vw)[i] = 0u;
-        if (r < np) { (*vw)[i] = v_cache[(b_v_at() + (p0 + r) * b_row() + kvh * HD) / 2u + dp]; }
+        if (r < np) { (*vw)[i] = v_cache[(p.v_offset + (p0 + r) * p.n_embd_kv + kvh * HD) / 2u + dp]; }
     }
 }
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    if (wid.x >= PF_FROM) {
-        if (wid.y == 0u && wid.z == 0u) { pull_weight(lid, wid.x - PF_FROM); }
-        return;
-    }
     let t   = wid.z;
     let kvh = wid.y;
     let ch  = wid.x;
-    let p0  = ch * NP;
-    let pl  = lid % NP;              // scores: position in the chunk
-    let h   = lid / NP;              //         half of the head (HD / 2 dimensions)
-    // (constants: K's rows loaded before the uniform is read, clamped to the cache's rows)
-    var kq: array<vec4<u32>, 8>;
-    for (var i = 0u; i < 8u; i++) { kq[i] = vec4<u32>(0u); }
-    if (b_consts() && p0 < B_CTX) {
-        let e0 = (B_K_AT + min(p0 + pl, B_CTX - 1u) * B_ROW + kvh * HD + (HD / 2u) * h) / 8u;
-        for (var i = 0u; i < HD / 16u; i++) { kq[i] = k_cache[e0 + i]; }
-    }
-    // VPF: one word per 64 bytes of the chunk's V head rows (HD / 32 segments a row)
-    var vpf = 0u;
-    if (VPF && b_consts() && p0 < B_CTX) {
-        for (var i = lid; i < NP * (HD / 32u); i += WG) {
-            let r = min(p0 + i / (HD / 32u), B_CTX - 1u);
-            vpf ^= v_cache[(B_V_AT + r * B_ROW + kvh * HD) / 2u + (i % (HD / 32u)) * 16u];
-        }
-    }
-    // q's words of this thread (GROUP HD / 4 <= WG vec4s: one at most), f32 as loaded
-    var qbase = p.q_offset + t * p.q_stride;
-    if (b_consts()) {
-        qbase = B_Q_AT;
-        if (t > 0u) { qbase += t * p.q_stride; }
-    }
-    var qx = vec4<f32>(0.0);
-    if (lid < GROUP * HD / 4u) {
-        let at = qbase + kvh * GROUP * HD + 4u * lid;
-        qx = vec4<f32>(q[at], q[at + 1u], q[at + 2u], q[at + 3u]);
-    }
     let n   = p.pos0 + t + 1u;
+    let p0  = ch * NP;
     if (p0 >= n) { return; }  // (uniform)
     let np  = min(NP, n - p0);       // positions of this chunk
     let nbk = (np + 31u) / 32u;      // its blocks
-    if (VPF && !b_consts()) {
-        for (var i = lid; i < NP * (HD / 32u); i += WG) {
-            let r = i / (HD / 32u);
-            if (r < np) { vpf ^= v_cache[(p.v_offset + (p0 + r) * p.n_embd_kv + kvh * HD) / 2u + (i % (HD / 32u)) * 16u]; }
-        }
-    }
+    let pl  = lid % NP;              // scores: position in the chunk
+    let h   = lid / NP;              //         half of the head (HD / 2 dimensions)
     let b   = lid / (HD / 2u);       // P·V: block (threads of b >= 2 idle where HD < 128)
     let dp  = lid % (HD / 2u);       //      dimension pair
     let row0 = (t * p.n_head_kv + kvh) * GROUP;  // (column, first query head)
@@ -166,15 +96,16 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let RW = HD / 8u;                // vec4 words per K row
 
     // 0. K into registers (0 past the column), in flight while q is staged.
-    if (b_consts()) {
-        if (pl >= np) { for (var i = 0u; i < 8u; i++) { kq[i] = vec4<u32>(0u); } }
-    } else if (pl < np) {
+    var kq: array<vec4<u32>, 8>;
+    for (var i = 0u; i < 8u; i++) { kq[i] = vec4<u32>(0u); }
+    if (pl < np) {
         let e0 = (p.k_offset + (p0 + pl) * p.n_embd_kv + kvh * HD + (HD / 2u) * h) / 8u;
         for (var i = 0u; i < RW / 2u; i++) { kq[i] = k_cache[e0 + i]; }
     }
     var vw: array<u32, 32>;
-    if (lid < GROUP * HD / 4u) {
-        q_s[lid] = vec4<f32>(round_f16(qx.x), round_f16(qx.y), round_f16(qx.z), round_f16(qx.w));
+    for (var i = lid; i < GROUP * HD / 4u; i += WG) {
+        let at = p.q_offset + t * p.q_stride + kvh * GROUP * HD + 4u * i;
+        q_s[i] = vec4<f32>(round_f16(q[at]), round_f16(q[at + 1u]), round_f16(q[at + 2u]), round_f16(q[at + 3u]));
     }
     workgroupBarrier();
 
@@ -307,5 +238,4 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         ml[at] = mm;
         ml[at + 1u] = l;
     }
-    if (VPF && (vpf & p.rn_zero) != 0u) { ml[0] = bitcast<f32>(vpf); }
 }
