@@ -64,7 +64,7 @@ CpuFastBackend::CpuFastBackend(const CpuOptions & o)
     : pool_(o.n_threads), isa_(o.isa), k_(kernels_for(o.isa)), head_i8_min_bytes_(o.head_i8_min_bytes) {
     scratch_.resize(static_cast<size_t>(pool_.n_threads()));
     base3_ = (o.base3 < 0 ? k_.base3 : o.base3 == 1) && k_.tile_to_base3 != nullptr;
-    cpu::set_page_ahead_from_env();
+    cpu::set_stream_ahead_from_env();
 }
 
 DeviceInfo CpuFastBackend::device_info() const {
