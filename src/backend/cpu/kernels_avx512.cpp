@@ -345,10 +345,19 @@ void gate_act(const float * g, const float * u, float * f, int64_t n, bool relu2
 
 // ------------------------------------------------------------------------- read bandwidth
 
+// The ruler reads as the one-token kernels do, with their page-ahead and line-ahead requests: on
+// session 18's Xeon both together lift the plain loop by ~15% (cpu README, "A line ahead").
 uint64_t read_bytes(const uint8_t * p, int64_t n) {
-    __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
-    int64_t i  = 0;
+    __m512i       a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+    int64_t       i  = 0;
+    const int64_t ahead = page_ahead, lahead = line_ahead;
     for (; i + 256 <= n; i += 256) {
+        if (ahead > 0 && (reinterpret_cast<uintptr_t>(p + i) & 4095) < 256) {
+            _mm_prefetch(reinterpret_cast<const char *>(p + i + ahead), _MM_HINT_T0);
+        }
+        if (lahead > 0) {
+            for (int l = 0; l < 4; ++l) _mm_prefetch(reinterpret_cast<const char *>(p + i + lahead + 64 * l), _MM_HINT_T0);
+        }
         a0 = _mm512_add_epi64(a0, _mm512_loadu_si512(p + i));
         a1 = _mm512_add_epi64(a1, _mm512_loadu_si512(p + i + 64));
         a2 = _mm512_add_epi64(a2, _mm512_loadu_si512(p + i + 128));
