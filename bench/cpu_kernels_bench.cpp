@@ -31,7 +31,7 @@ const cpu::Kernels & kernels() {
         const cpu::Kernels * k = isa == CpuIsa::avx512 ? cpu::kernels_avx512() : isa == CpuIsa::avx2 ? cpu::kernels_avx2()
                                                                                                      : cpu::kernels_neon();
         if (!k) throw std::runtime_error("no fast kernels on this machine");
-        cpu::set_page_ahead_from_env();  // TERN_CPU_PAGE_AHEAD, as the fast backend reads it
+        cpu::set_stream_ahead_from_env();  // TERN_CPU_PAGE_AHEAD / _LINE_AHEAD, as the fast backend reads them
         return *k;
     }();
     return set;

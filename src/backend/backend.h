@@ -447,11 +447,12 @@ public:
         (void)n_bytes;
         return 0.0;
     }
-    // The read loop of measure_read_bandwidth as single sweeps: one untimed sweep of an n_bytes
-    // buffer, then `sweeps` timed ones, each's bytes read per second in order. The buffer is kept
-    // between calls of the same size (no allocation, no first touch), so a call costs the sweeps
-    // alone: `tern bench --roofline` samples the read bandwidth between a run's tokens. Empty where
-    // it is not measured this way (GPU).
+    // The read loop of measure_read_bandwidth as single sweeps: one untimed sweep of n_bytes, then
+    // `sweeps` timed ones, each's bytes read per second in order (the CPU reads each sweep from
+    // another slice of a buffer larger than its last-level cache, so that no sweep is served by
+    // it). The buffer is kept between calls of the same size (no allocation, no first touch), so a
+    // call costs the sweeps alone: `tern bench --roofline` samples the read bandwidth between a
+    // run's tokens. Empty where it is not measured this way (GPU).
     virtual std::vector<double> read_sweeps(size_t n_bytes, int sweeps) {
         (void)n_bytes;
         (void)sweeps;

@@ -91,21 +91,33 @@ std::vector<uint8_t> random_lowbit(DType type, int64_t k, int64_t n, std::mt1993
     return bytes;
 }
 
-// TERN_CPU_PAGE_AHEAD: a byte count sets cpu::page_ahead, anything else is an error that leaves it
-// alone. (The kernels' results do not depend on it: the tests here run with its default, 8192, and
-// the products above cross pages.)
-TEST(CpuPageAhead, TheEnvironmentValueIsChecked) {
-    const int64_t saved = cpu::page_ahead;
-    for (const char * bad : {"12x", "-1", "4k"}) {
-        setenv("TERN_CPU_PAGE_AHEAD", bad, 1);
-        EXPECT_THROW(cpu::set_page_ahead_from_env(), Error) << bad;
-        EXPECT_EQ(cpu::page_ahead, saved) << bad;
+// TERN_CPU_PAGE_AHEAD / TERN_CPU_LINE_AHEAD: byte counts set cpu::page_ahead / cpu::line_ahead,
+// anything else is an error that leaves both alone. (The kernels' results do not depend on them: the
+// tests here run with their defaults, 8192 and, on Intel CPUs, 4096, and the products above cross
+// pages.)
+TEST(CpuStreamAhead, TheEnvironmentValuesAreChecked) {
+    const int64_t saved_page = cpu::page_ahead, saved_line = cpu::line_ahead;
+    for (const char * var : {"TERN_CPU_PAGE_AHEAD", "TERN_CPU_LINE_AHEAD"}) {
+        for (const char * bad : {"12x", "-1", "4k"}) {
+            setenv(var, bad, 1);
+            EXPECT_THROW(cpu::set_stream_ahead_from_env(), Error) << var << "=" << bad;
+            EXPECT_EQ(cpu::page_ahead, saved_page) << var << "=" << bad;
+            EXPECT_EQ(cpu::line_ahead, saved_line) << var << "=" << bad;
+            unsetenv(var);
+        }
     }
     setenv("TERN_CPU_PAGE_AHEAD", "4096", 1);
-    cpu::set_page_ahead_from_env();
+    setenv("TERN_CPU_LINE_AHEAD", "1024", 1);
+    cpu::set_stream_ahead_from_env();
     EXPECT_EQ(cpu::page_ahead, 4096);
+    EXPECT_EQ(cpu::line_ahead, 1024);
     unsetenv("TERN_CPU_PAGE_AHEAD");
-    cpu::page_ahead = saved;
+    unsetenv("TERN_CPU_LINE_AHEAD");
+    cpu::set_stream_ahead_from_env();  // unset: both kept
+    EXPECT_EQ(cpu::page_ahead, 4096);
+    EXPECT_EQ(cpu::line_ahead, 1024);
+    cpu::page_ahead = saved_page;
+    cpu::line_ahead = saved_line;
 }
 
 // Ternary products: every type, row counts around a tile, token counts around each kernel's token

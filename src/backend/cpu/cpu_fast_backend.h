@@ -182,7 +182,8 @@ private:
     // loads that straddle cache lines halved the int8 head's streaming rate (15 against 29 GB/s on
     // one core of the development machine).
     AlignedBytes            hgrid_;
-    AlignedBytes            read_buf_;  // read_sweeps' buffer, kept between calls
+    AlignedBytes            read_buf_;       // read_sweeps' slices, kept between calls
+    size_t                  read_slice_ = 0;  // the slice read_sweeps reads next
     AlignedBytes            h8_;
     std::vector<int32_t>    h8_sum4_;
     struct HeadGrid {                 // the grid of the current head input and its norms

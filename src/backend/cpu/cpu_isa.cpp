@@ -159,15 +159,36 @@ std::string cpu_feature_list() {
 }
 
 namespace cpu {
-int64_t page_ahead = 8192;  // cpu README, "A page ahead"
+namespace {
+// cpu README, "A line ahead": Intel's cores (session 18's Xeon VM) stream the one-token kernels at
+// the read loop's rate only with it; AMD's Zen 5 lost with every per-line prefetch tried.
+int64_t default_line_ahead() {
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (__get_cpuid(0, &a, &b, &c, &d) && b == 0x756e6547 && d == 0x49656e69 && c == 0x6c65746e) return 4096;  // "GenuineIntel"
+#endif
+    return 0;
+}
 
-void set_page_ahead_from_env() {
-    const char * env = std::getenv("TERN_CPU_PAGE_AHEAD");
-    if (env == nullptr || *env == 0) return;
+// The byte count in environment variable `name`, or `fallback` where it is unset or empty.
+int64_t env_bytes(const char * name, int64_t fallback) {
+    const char * env = std::getenv(name);
+    if (env == nullptr || *env == 0) return fallback;
     char *          end = nullptr;
     const long long v   = std::strtoll(env, &end, 10);
-    if (*end != 0 || v < 0) fail(ErrorKind::invalid_argument, format("TERN_CPU_PAGE_AHEAD=%s: want a byte count >= 0", env));
-    page_ahead = v;
+    if (*end != 0 || v < 0) fail(ErrorKind::invalid_argument, format("%s=%s: want a byte count >= 0", name, env));
+    return v;
+}
+}  // namespace
+
+int64_t page_ahead = 8192;                  // cpu README, "A page ahead"
+int64_t line_ahead = default_line_ahead();  // cpu README, "A line ahead"
+
+void set_stream_ahead_from_env() {
+    const int64_t page = env_bytes("TERN_CPU_PAGE_AHEAD", page_ahead);
+    const int64_t line = env_bytes("TERN_CPU_LINE_AHEAD", line_ahead);
+    page_ahead         = page;
+    line_ahead         = line;
 }
 }  // namespace cpu
 

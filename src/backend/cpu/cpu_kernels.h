@@ -194,12 +194,16 @@ float i8_head_bounds_ref(const int64_t * dots, const float * s, const float * q_
                          const float * e_norm, int64_t n, const HeadBoundGrid & g, float * lo, float * hi);
 
 // Issue 51 (TERN_CPU_PAGE_AHEAD, cpu README, "A page ahead"): the AVX-512 one-token streams (the ternary
-// tiles' one-token loop, the int8 head) ask once per 4 KiB page for the line this many bytes
+// tiles' one-token loop, the int8 head, the read loop) ask once per 4 KiB page for the line this many bytes
 // ahead, so the hardware prefetcher, which stops at page ends, finds the next pages started
-// (0: never; default 8192). Process-wide; set by set_page_ahead_from_env (the fast backend, the
-// kernel bench).
+// (0: never; default 8192).
 extern int64_t page_ahead;
-void           set_page_ahead_from_env();  // fails on a value that is not a byte count
+// Issue 51 (TERN_CPU_LINE_AHEAD, cpu README, "A line ahead"): the same streams also ask for every
+// 64-byte line this many bytes ahead (prefetcht0; 0: never; default 4096 on Intel CPUs, 0 on others).
+extern int64_t line_ahead;
+// Both process-wide; set from the environment by set_stream_ahead_from_env (the fast backend, the
+// kernel bench), which fails on a value that is not a byte count and then changes neither.
+void set_stream_ahead_from_env();
 
 // ----------------------------------------------------------------------------- the table
 struct Kernels {

@@ -635,6 +635,7 @@ void i8_rows_dot_i16(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r
                      const uint8_t * lo, const int32_t * q_sums, int64_t * dots) {
     const int64_t k128 = k & ~int64_t{127};
     const int64_t ahead = page_ahead;
+    const int64_t lahead = line_ahead;
     for (int64_t r = r0; r < r1; ++r) {
         const int8_t * row = q + r * row_stride;
         __m512i        a0 = _mm512_setzero_si512(), a1 = a0, b0 = a0, b1 = a0;
@@ -642,6 +643,10 @@ void i8_rows_dot_i16(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r
         for (; i < k128; i += 128) {
             if (ahead > 0 && (reinterpret_cast<uintptr_t>(row + i) & 4095) < 128) {
                 _mm_prefetch(reinterpret_cast<const char *>(row + i + ahead), _MM_HINT_T0);  // once per page
+            }
+            if (lahead > 0) {  // and every line lahead bytes ahead (cpu README, "A line ahead")
+                _mm_prefetch(reinterpret_cast<const char *>(row + i + lahead), _MM_HINT_T0);
+                _mm_prefetch(reinterpret_cast<const char *>(row + i + lahead + 64), _MM_HINT_T0);
             }
             const __m512i q0 = _mm512_loadu_si512(row + i), q1 = _mm512_loadu_si512(row + i + 64);
             a0 = dpbusd(a0, _mm512_loadu_si512(hi + i), q0);  // (in place: simd_avx512.h)

@@ -106,9 +106,11 @@ inline __m512 exp_fixed(__m512 x) {
     return v;
 }
 
-// No software prefetch in the one-token kernels that stream weights from DRAM (ternary tiles, int8
-// head): on the Zen 5 VM a prefetcht1 16 KiB ahead cost 7-21% of a token at 1 thread against the
-// hardware prefetchers alone (docs/perf-log.md, session 11's quiet window).
+// Software prefetch in the one-token kernels that stream weights from DRAM (ternary tiles, int8
+// head): one prefetcht0 per 4 KiB page (cpu::page_ahead) everywhere, one per 64-byte line
+// (cpu::line_ahead) on Intel CPUs only: on the Zen 5 VM per-line prefetches lost (a prefetcht1 16 KiB
+// ahead cost 7-21% of a token at 1 thread, docs/perf-log.md), on session 18's Xeon they won (cpu
+// README, "A line ahead").
 
 // f16 -> f32 of 16 halves.
 inline __m512 load_f16(const uint16_t * p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p))); }
