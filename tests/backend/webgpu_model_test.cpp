@@ -27,6 +27,7 @@
 #include <cmath>
 #include <set>
 #include <span>
+#include <string>
 
 #include "core/mmap.h"
 
@@ -479,7 +480,8 @@ TEST_P(WebGpuHfParity, LogitsAndGreedyMatchCpu) {
     run_both(o.output_path, ids, {DType::f16, 512, 64});
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, WebGpuHfParity, ::testing::Values("tiny_tied", "hd128_untied", "online_masters"));
+INSTANTIATE_TEST_SUITE_P(Models, WebGpuHfParity, ::testing::Values("tiny_tied", "hd128_untied", "online_masters"),
+                         [](const auto & param_info) { return std::string(param_info.param); });
 
 }  // namespace
 }  // namespace tern
