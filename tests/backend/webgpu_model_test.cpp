@@ -473,13 +473,15 @@ TEST_P(WebGpuHfParity, LogitsAndGreedyMatchCpu) {
     o.progress    = false;
     convert_hf_checkpoint(o);
     const auto ids = ref["prompts"][0]["ids"].get<std::vector<int32_t>>();
+    // 32 greedy steps: from the prompt's 44-51 positions to 76-83, across one query's 64-position
+    // mark (two tiles of 32), at half the SwiftShader time of 64 steps (hd128_untied: 73 s).
     {
         SCOPED_TRACE("f32 cache (exact mode)");
-        run_both(o.output_path, ids, {DType::f32, 5, 64});
+        run_both(o.output_path, ids, {DType::f32, 5, 32});
     }
     if (HasFatalFailure()) return;
     SCOPED_TRACE("f16 cache");
-    run_both(o.output_path, ids, {DType::f16, 512, 64});
+    run_both(o.output_path, ids, {DType::f16, 512, 32});
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, WebGpuHfParity, ::testing::Values("tiny_tied", "hd128_untied", "online_masters"),
