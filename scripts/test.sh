@@ -2,10 +2,10 @@
 # Installs what is missing, builds, and runs every test: the whole ctest suite on a RelWithDebInfo
 # build, then the parser-facing suites (GGUF malformed-file and mutation corpora, layouts, tokenizer,
 # safetensors/convert, sampler, backend ops, server request validation, core file handling, model
-# loading) again under AddressSanitizer + UndefinedBehaviorSanitizer, a short soak of `tern serve`
-# built with them, every libFuzzer target for a bounded time (scripts/fuzz.sh: $TERN_FUZZ_SECONDS
-# each, default 25), and on x86-64 the CPU kernel and model tests cross-compiled for ARM64 under
-# qemu-user (scripts/test_arm64.sh). This is the command .ci/run calls.
+# loading) again under AddressSanitizer + UndefinedBehaviorSanitizer and a short soak of `tern serve`
+# built with them (scripts/test_asan.sh), every libFuzzer target for a bounded time (scripts/fuzz.sh:
+# $TERN_FUZZ_SECONDS each, default 25), and on x86-64 the CPU kernel and model tests cross-compiled
+# for ARM64 under qemu-user (scripts/test_arm64.sh). This is the command .ci/run calls.
 # Usage: scripts/test.sh [--no-asan] [--no-fuzz] [--no-arm64] [extra ctest arguments, e.g. -L unit]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,25 +51,7 @@ phase_done "ctest:"
 
 if [ "$asan" = 1 ]; then
     echo "test: parser-facing suites under AddressSanitizer + UBSan"
-    if [ ! -f build-asan/CMakeCache.txt ]; then
-        generator=(); command -v ninja >/dev/null && generator=(-G Ninja)
-        cmake -S . -B build-asan "${generator[@]}" -DCMAKE_BUILD_TYPE=Debug -DTERN_SANITIZE=address,undefined >/dev/null
-    fi
-    asan_suites=(tern_gguf_tests tern_quant_tests tern_backend_tests tern_tokenizer_tests tern_convert_tests
-                 tern_sampler_tests tern_server_tests tern_core_tests tern_model_tests)
-    cmake --build build-asan -j "$jobs" --target "${asan_suites[@]}" tern
-    for suite in "${asan_suites[@]}"; do  # one process per suite: quicker than one per test
-        filter=()  # the model suite's WebGPU cases run in the plain build (Dawn is not built with ASan)
-        [ "$suite" = tern_model_tests ] && filter=(--gtest_filter=-*WebGpu*)
-        ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-            "build-asan/bin/$suite" --gtest_brief=1 "${filter[@]+"${filter[@]}"}"
-    done
-    if command -v node >/dev/null; then
-        echo "test: tern serve soak under AddressSanitizer + UBSan (300 requests, 8 clients; LeakSanitizer at exit)"
-        TERN_BIN=$PWD/build-asan/bin/tern TERN_OUT_DIR=$PWD/build-asan/server-test-out SOAK_REQUESTS=300 \
-            SOAK_CONCURRENCY=8 SOAK_RSS_CHECK=0 ASAN_OPTIONS=detect_leaks=1 \
-            UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 node tests/server/js/soak.test.mjs
-    fi
+    scripts/test_asan.sh
     phase_done "sanitizer build and suites:"
 fi
 

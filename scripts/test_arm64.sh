@@ -28,9 +28,23 @@ cmake --build build-arm64 -j "$(nproc)" --target tern_backend_tests tern_model_t
 built=$SECONDS
 export TERN_TEST_EMULATED=1
 limit=${TERN_ARM64_TIMEOUT:-300}
-# The arm64 multiarch run-time libraries (cmake/aarch64-linux-gnu.cmake).
-run() { timeout --signal=KILL "$limit" qemu-aarch64 -L / "$@"; }
-run build-arm64/bin/tern_backend_tests --gtest_brief=1 \
-    --gtest_filter='Isa/CpuKernels.*neon:Isa/CpuHead.*neon:Isa/CpuQBlock.*neon:Cpu/BackendOps.*neon*' "$@"
-run build-arm64/bin/tern_model_tests --gtest_brief=1 --gtest_filter='Isa/CpuFastModel.*neon:Isa/CpuFastFamily.*neon' "$@"
+# One emulated process keeps one core busy: the kernel suite (~50 s of the ~55 under qemu) is split
+# into two gtest shards, and the pieces run as many at once as there are cores.
+extra=("$@")
+run_piece() {  # <suite>/<shard>/<shards>
+    local suite shard shards log filter='Isa/CpuKernels.*neon:Isa/CpuHead.*neon:Isa/CpuQBlock.*neon:Cpu/BackendOps.*neon*'
+    IFS=/ read -r suite shard shards <<< "$1"
+    [ "$suite" = tern_model_tests ] && filter='Isa/CpuFastModel.*neon:Isa/CpuFastFamily.*neon'
+    log=build-arm64/$suite.$shard.log
+    # -L /: the arm64 multiarch run-time libraries (cmake/aarch64-linux-gnu.cmake).
+    if ! GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$shard timeout --signal=KILL "$limit" qemu-aarch64 -L / \
+            "build-arm64/bin/$suite" --gtest_brief=1 --gtest_filter="$filter" "${extra[@]+"${extra[@]}"}" > "$log" 2>&1; then
+        echo "test_arm64: $suite (shard $((shard + 1)) of $shards) FAILED; its log is $log:" >&2
+        tail -n 60 "$log" >&2
+        return 1
+    fi
+    echo "test_arm64: $suite (shard $((shard + 1)) of $shards): $(grep -E '^\[  PASSED  \]' "$log")"
+}
+source scripts/pool.sh
+pool_run "$(nproc)" run_piece tern_backend_tests/0/2 tern_backend_tests/1/2 tern_model_tests/0/1
 echo "test_arm64: passed (build $((built - start)) s, tests under qemu $((SECONDS - built)) s)"

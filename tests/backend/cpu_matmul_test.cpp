@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 
 namespace tern {
 namespace {
@@ -117,7 +118,8 @@ INSTANTIATE_TEST_SUITE_P(Types, CpuMatmulDot,
                          ::testing::Values(DotCase{DType::q4_0, 32}, DotCase{DType::q4_0, 96 * 32},
                                            DotCase{DType::q8_0, 32}, DotCase{DType::q8_0, 75 * 32},
                                            DotCase{DType::q4_k, 256}, DotCase{DType::q4_k, 11 * 256},
-                                           DotCase{DType::q6_k, 256}, DotCase{DType::q6_k, 11 * 256}));
+                                           DotCase{DType::q6_k, 256}, DotCase{DType::q6_k, 11 * 256}),
+                         [](const auto & param_info) { return std::string(dtype_name(param_info.param.type)) + "_k" + std::to_string(param_info.param.k); });
 
 TEST(CpuMatmul, LowbitQ8_0DotIsGgmlsBlockedSum) {
     // Q1_0-like: groups of 128 values in {-1, +1}, each with its own scale.

@@ -190,8 +190,9 @@ TEST_F(WebGpuDecodeStream, SampledIdsAreTheCpusForEveryChain) {
             EXPECT_EQ(run(gpu(), batch, &asked), want);
             EXPECT_GE(asked.size(), size_t{n});
             // (top-k off, top-p on) sample_scan.wgsl's PHASE 2, the maximum from the head's chunk winners, is
-            // the default; PHASE 0 + 1 here.
-            EXPECT_EQ(run(two_phase, batch, nullptr), want) << "sample_scan_fused=0";
+            // the default; PHASE 0 + 1 here. The other chains do not scan (webgpu_sample.cpp): for them
+            // sample_scan_fused=0 runs the same kernels as the default, and is not run again.
+            if (c.top_k == 0 && c.top_p < 1.0f) EXPECT_EQ(run(two_phase, batch, nullptr), want) << "sample_scan_fused=0";
         }
     }
 }

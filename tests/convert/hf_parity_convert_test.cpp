@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
 
 namespace tern {
 namespace {
@@ -98,7 +99,8 @@ TEST_P(HfParityConvert, MatchesTheCheckpoint) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Data, HfParityConvert, ::testing::Values("tiny_tied", "hd128_untied", "online_masters"));
+INSTANTIATE_TEST_SUITE_P(Data, HfParityConvert, ::testing::Values("tiny_tied", "hd128_untied", "online_masters"),
+                         [](const auto & param_info) { return std::string(param_info.param); });
 
 }  // namespace
 }  // namespace tern

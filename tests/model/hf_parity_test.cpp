@@ -16,6 +16,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
 
 namespace tern {
 namespace {
@@ -170,7 +171,8 @@ TEST_P(HfParity, DefaultF16CacheStaysClose) {
                 static_cast<long long>(agree), static_cast<long long>(positions));
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, HfParity, ::testing::Values("tiny_tied", "hd128_untied", "online_masters"));
+INSTANTIATE_TEST_SUITE_P(Models, HfParity, ::testing::Values("tiny_tied", "hd128_untied", "online_masters"),
+                         [](const auto & param_info) { return std::string(param_info.param); });
 
 }  // namespace
 }  // namespace tern
