@@ -176,7 +176,11 @@ double CpuFastBackend::measure_read_bandwidth(size_t n_bytes) {
 std::vector<double> CpuFastBackend::read_sweeps(size_t n_bytes, int sweeps) {
     n_bytes = std::max<size_t>(n_bytes, 1 << 20);
     n_bytes = (n_bytes + 4095) & ~size_t{4095};
-    const long   llc      = sysconf(_SC_LEVEL3_CACHE_SIZE);
+#ifdef _SC_LEVEL3_CACHE_SIZE  // (glibc's; the browser build's libc has no cache sizes: one slice there)
+    const long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+#else
+    const long llc = 0;
+#endif
     const size_t llc_b    = llc > 0 ? static_cast<size_t>(llc) : 0;
     const size_t n_slices = std::min<size_t>(1 + (2 * llc_b + n_bytes - 1) / n_bytes, 16);
     const int    n_threads = pool_.n_threads();
