@@ -209,8 +209,9 @@ TEST(WebGpuModel, WarmUpAtLaterPositionsLeavesTheSessionAsNew) {
     auto              m_cpu = BitnetModel::load(file, *cpu);
     auto              m_gpu = BitnetModel::load(file, gpu);
     SessionOptions so;
-    so.n_ctx = 140;
+    so.n_ctx = 141;  // 120 prompt tokens, 20 decoded (the last one not fed), then that one evaluated at 140
     std::vector<int32_t> ids[2];
+    std::vector<float>   last[2];
     BitnetModel *        models[2] = {m_cpu.get(), m_gpu.get()};
     for (int i = 0; i < 2; ++i) {
         Session s(*models[i], so);
@@ -219,9 +220,17 @@ TEST(WebGpuModel, WarmUpAtLaterPositionsLeavesTheSessionAsNew) {
         s.eval(some_tokens(120, 256));
         const int32_t first = argmax(s.logits());
         s.decode_greedy(first, 20, [&](int32_t id) { ids[i].push_back(id); return true; });
+        ASSERT_EQ(s.n_past(), 140);
+        // The tiny model's greedy ids settle on one token, so they alone miss a wrong row past 128:
+        // the whole logit row of a step that attends over all 141 positions must match too.
+        const int32_t next[1] = {ids[i].back()};
+        s.eval(next);
+        last[i].assign(s.logits().begin(), s.logits().end());
     }
     ASSERT_EQ(ids[0].size(), 20u);
     EXPECT_EQ(ids[1], ids[0]);
+    Compare c;
+    compare_rows(last[1].data(), last[0].data(), static_cast<int64_t>(last[0].size()), c, "position 140");
 }
 
 // Greedy ids on a backend one eval per token: the prompt's, then n more (n + 1 in all).
