@@ -711,11 +711,18 @@ void q6k_rows_dot_i8(const uint8_t * table, int64_t row_bytes, int64_t r0, int64
     for (int g = 0; g < 4; ++g) {
         idx[g] = _mm512_add_epi32(_mm512_set1_epi32(4 * g), _mm512_srli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 2));
     }
+    const int64_t ahead = page_ahead, lahead = line_ahead;
     for (int64_t r = r0; r < r1; ++r) {
         const uint8_t * row = table + r * row_bytes;
         __m512          acc = _mm512_setzero_ps();
         for (int64_t b = 0; b < k / 256; ++b) {
             const uint8_t * blk = row + 210 * b;
+            if (ahead > 0 && (reinterpret_cast<uintptr_t>(blk) & 4095) < 210) {
+                _mm_prefetch(reinterpret_cast<const char *>(blk + ahead), _MM_HINT_T0);  // once per page
+            }
+            if (lahead > 0) {  // the lines of the block lahead bytes ahead, as the int8 head asks
+                for (int l = 0; l < 4; ++l) _mm_prefetch(reinterpret_cast<const char *>(blk + lahead + 64 * l), _MM_HINT_T0);
+            }
             const float     d   = _cvtsh_ss(static_cast<unsigned short>(blk[208] | (blk[209] << 8)));
             const __m512    dsc = _mm512_mul_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(blk + 192)))));
             for (int h = 0; h < 2; ++h) {
