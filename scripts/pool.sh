@@ -15,3 +15,17 @@ pool_run() {
     for pid in "${pids[@]}"; do wait "$pid" || status=1; done  # each job's status, even if wait -n took it
     return $status
 }
+
+# run_gtest_logged <label> <log> <command>...: runs a gtest binary (or shard) with its output in <log>;
+# prints "<label>: [  PASSED  ] N tests. (S s)", or on failure "<label> FAILED", the log's path and its
+# last 60 lines (to stderr), and returns 1.
+run_gtest_logged() {
+    local label=$1 log=$2 start=$SECONDS
+    shift 2
+    if ! "$@" > "$log" 2>&1; then
+        echo "$label FAILED; its log is $log:" >&2
+        tail -n 60 "$log" >&2
+        return 1
+    fi
+    echo "$label: $(grep -E '^\[  PASSED  \]' "$log") ($((SECONDS - start)) s)"
+}

@@ -32,18 +32,14 @@ limit=${TERN_ARM64_TIMEOUT:-300}
 # into two gtest shards, and the pieces run as many at once as there are cores.
 extra=("$@")
 run_piece() {  # <suite>/<shard>/<shards>
-    local suite shard shards log filter='Isa/CpuKernels.*neon:Isa/CpuHead.*neon:Isa/CpuQBlock.*neon:Cpu/BackendOps.*neon*'
+    local suite shard shards filter='Isa/CpuKernels.*neon:Isa/CpuHead.*neon:Isa/CpuQBlock.*neon:Cpu/BackendOps.*neon*'
     IFS=/ read -r suite shard shards <<< "$1"
     [ "$suite" = tern_model_tests ] && filter='Isa/CpuFastModel.*neon:Isa/CpuFastFamily.*neon'
-    log=build-arm64/$suite.$shard.log
     # -L /: the arm64 multiarch run-time libraries (cmake/aarch64-linux-gnu.cmake).
-    if ! GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$shard timeout --signal=KILL "$limit" qemu-aarch64 -L / \
-            "build-arm64/bin/$suite" --gtest_brief=1 --gtest_filter="$filter" "${extra[@]+"${extra[@]}"}" > "$log" 2>&1; then
-        echo "test_arm64: $suite (shard $((shard + 1)) of $shards) FAILED; its log is $log:" >&2
-        tail -n 60 "$log" >&2
-        return 1
-    fi
-    echo "test_arm64: $suite (shard $((shard + 1)) of $shards): $(grep -E '^\[  PASSED  \]' "$log")"
+    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$shard \
+        run_gtest_logged "test_arm64: $suite (shard $((shard + 1)) of $shards)" "build-arm64/$suite.$shard.log" \
+        timeout --signal=KILL "$limit" qemu-aarch64 -L / "build-arm64/bin/$suite" --gtest_brief=1 \
+        --gtest_filter="$filter" "${extra[@]+"${extra[@]}"}"
 }
 source scripts/pool.sh
 pool_run "$(nproc)" run_piece tern_backend_tests/0/2 tern_backend_tests/1/2 tern_model_tests/0/1

@@ -23,19 +23,14 @@ pieces=(tern_backend_tests:0:2 tern_backend_tests:1:2 tern_model_tests:0:1 tern_
         tern_convert_tests:0:1 tern_gguf_tests:0:1 tern_sampler_tests:0:1 tern_server_tests:0:1
         tern_quant_tests:0:1 tern_core_tests:0:1)
 run_piece() {
-    local suite shard shards log filter=() start=$SECONDS
+    local suite shard shards filter=()
     IFS=: read -r suite shard shards <<< "$1"
-    log=build-asan/$suite.$shard.log
     # The model suite's WebGPU cases run in the plain build (Dawn is not built with ASan).
     [ "$suite" = tern_model_tests ] && filter=(--gtest_filter=-*WebGpu*)
-    if ! GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$shard \
-            ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-            "build-asan/bin/$suite" --gtest_brief=1 "${filter[@]+"${filter[@]}"}" > "$log" 2>&1; then
-        echo "asan: $suite (shard $((shard + 1)) of $shards) FAILED; its log is $log:" >&2
-        tail -n 60 "$log" >&2
-        return 1
-    fi
-    echo "asan: $suite (shard $((shard + 1)) of $shards): $(grep -E '^\[  PASSED  \]' "$log") ($((SECONDS - start)) s)"
+    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$shard \
+        ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        run_gtest_logged "asan: $suite (shard $((shard + 1)) of $shards)" "build-asan/$suite.$shard.log" \
+        "build-asan/bin/$suite" --gtest_brief=1 "${filter[@]+"${filter[@]}"}"
 }
 source scripts/pool.sh
 pool_run "$jobs" run_piece "${pieces[@]}"

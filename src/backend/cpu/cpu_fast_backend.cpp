@@ -191,11 +191,11 @@ std::vector<double> CpuFastBackend::read_sweeps(size_t n_bytes, int sweeps) {
     }
     std::vector<uint64_t> sink(static_cast<size_t>(n_threads) * 8);
     auto                  sweep = [&](size_t slice, bool touch) {
-        const uint8_t * base = read_buf_.data() + slice * n_bytes;
+        uint8_t * base = read_buf_.data() + slice * n_bytes;
         pool_.run([&](int t) {
             int64_t b = 0, e = 0;
             ThreadPool::chunk_range(static_cast<int64_t>(n_bytes), 4096, n_threads, t, b, e);
-            if (touch) std::memset(read_buf_.data() + slice * n_bytes + b, t + 1, static_cast<size_t>(e - b));  // first touch per thread
+            if (touch) std::memset(base + b, t + 1, static_cast<size_t>(e - b));  // first touch per thread
             sink[static_cast<size_t>(t) * 8] += k_.read_bytes(base + b, e - b);
         });
     };
