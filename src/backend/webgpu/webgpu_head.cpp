@@ -177,8 +177,7 @@ uint32_t WebGpuBackend::try_decode_head_i8(const Tensor & logits, const GpuTable
                       {"NORM", 1.0},
                       {"TEAM_SG", team_sg ? 1.0 : 0.0},
                       {"EXACT_TAIL", exact_tail ? 1.0 : 0.0},
-                      {"TABLE_F32", head.f16 ? 0.0 : 1.0},
-                      {"TAIL_FORM", exact_tail ? static_cast<double>(tune_.head_tail) : 0.0}}}};
+                      {"TABLE_F32", head.f16 ? 0.0 : 1.0}}}};
     const uint32_t team_rows = (n_vocab + 7) / 8;
     const uint32_t groups    = std::min(groups_wanted, team_rows);
     const uint32_t iters     = (team_rows + groups - 1) / groups;

@@ -54,7 +54,6 @@ const std::vector<Field> & fields() {
         {"head_i8_min_bytes", Kind::number, 0, k_max, &T::head_i8_min_bytes},
         {"family_head_i8", Kind::number, 0, 1, &T::family_head_i8},
         {"head_groups", Kind::number, 0, 65535, &T::head_groups},
-        {"head_tail", Kind::number, 0, 2, &T::head_tail},
         {"exact_groups", Kind::number, 0, 65535, &T::exact_groups},
         {"head_exact_form", Kind::number, 0, 1, &T::head_exact_form},
         {"head_exact_groups", Kind::number, 0, 65535, &T::head_exact_groups},

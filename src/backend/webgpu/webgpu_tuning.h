@@ -66,8 +66,6 @@ struct WebGpuTuning {
                                   //     the int8 copy of its f32 rows too (head_i8_min_bytes applies);
                                   //     0: lm_head_q.wgsl's exact logits + argmax (H200: 997 vs 1,320 tok/s, llama-3.2-1b)
     uint32_t head_groups  = 0;  // workgroups of the int8 head; 0: two per compute unit
-    uint32_t head_tail    = 1;  // its exact rows (EXACT_TAIL): 1 one per 32-lane team (subgroups of 32), 0 one at a
-                                //     time by the workgroup; 2 TEMPORARY (measurement): none
     uint32_t exact_groups = 0;  // workgroups of argmax_exact; 0: 512 after the int8 head, 64 after F16
     uint32_t head_exact_form   = 1;  // one token's exact logits from an F16 head (top-p, min-p, logits):
                                      //     1: lm_head_f16_teams.wgsl (resident teams), 0: lm_head_f16_decode.wgsl

@@ -64,9 +64,6 @@ override WG: u32 = 256u;      // fixed (the teams; lib/inv_rms.wgsl and lib/best
 override TEAM_SG: bool = false;  // the host sets it when subgroups are exactly 32 invocations
 override EXACT_TAIL: bool = false;
 override TABLE_F32: bool = false;  // head is an f32 table (lib/head_exact_row.wgsl)
-// EXACT_TAIL's rows: 0 one at a time by the whole workgroup (exact_row_reloading_h), 1 one per team
-// at a time (exact_row_team; TEAM_SG only, else 0); 2 TEMPORARY (measurement): none.
-override TAIL_FORM: u32 = 0u;
 // Team rows per workgroup (without TEAM_SG a multiple of 8: the blocks that are reduced together).
 override ITERS: u32 = 8u;
 // The grid from g = x nw rather than from h = rms_norm(x) nw rounded to f16: the grid's
@@ -369,28 +366,6 @@ fn exact_tail(lid: u32, wid: u32) {
     let round_in = p.round_input != 0u;
     var bv = 0.0;
     var bi = 0xffffffffu;
-    if (TAIL_FORM == 2u) { return; }  // TEMPORARY (measurement): no exact rows, wrong ids
-    if (TAIL_FORM == 1u && TEAM_SG && WG_REDUCE_SG) {
-        // Each team (a subgroup) recomputes every 8th listed row alone (exact_row_team: the same
-        // bits), so 8 rows are in flight at once and no barrier waits between rows; then the
-        // teams' bests are reduced (the order of rows does not change which one wins).
-        let team = lid / 32u;
-        for (var c = team; c < n; c += 8u) {
-            var row = row_of(wid, c / 8u, c % 8u);
-            if (listed) { row = tail_rows[c]; }
-            let v = exact_row_team(lid % 32u, min(row, p.n_vocab - 1u), round_in);
-            if (row < p.n_vocab && beats(v, row, bv, bi)) {
-                bv = v;
-                bi = row;
-            }
-        }
-        let best = best_index(lid, bv, bi);
-        if (lid == 0u) {
-            atomicStore(&exact_out[2u + 2u * wid], best.x);
-            atomicStore(&exact_out[3u + 2u * wid], best.y);
-        }
-        return;
-    }
     for (var c = 0u; c < n; c++) {
         var row = row_of(wid, c / 8u, c % 8u);
         if (listed) { row = tail_rows[c]; }
@@ -404,29 +379,4 @@ fn exact_tail(lid: u32, wid: u32) {
         atomicStore(&exact_out[2u + 2u * wid], bitcast<u32>(bv));
         atomicStore(&exact_out[3u + 2u * wid], bi);
     }
-}
-
-// exact_row_reloading_h's value (lib/head_exact_row.wgsl) computed by one team of 32 lanes, a
-// subgroup (TEAM_SG), rather than by the workgroup: lane l does the work of invocations l, l + 32,
-// .., l + 224 in turn (the same words, in the same order), then the two butterflies of
-// lib/wg_reduce_sg.wgsl's wg_df_sum (32 lanes per slot, then the WG / 32 slots in order), so the
-// bits are the workgroup's, with no barrier.
-@diagnostic(off, subgroup_uniformity)
-fn exact_row_team(lane: u32, row: u32, round_in: bool) -> f32 {
-    var slot: array<vec2<f32>, 8>;  // one per 32 invocations of the workgroup (WG = 256)
-    for (var t = 0u; t < WG / 32u; t++) {
-        let lid = t * 32u + lane;
-        var a = vec2<f32>(0.0, 0.0);
-        if (TABLE_F32) {
-            for (var i = lid; i < K / 4u; i += WG) { a = exact_word_f32(a, head[row * (K / 4u) + i], head_word_at(i)); }
-        } else {
-            let words = K / 8u;
-            for (var i = lid; i < words; i += WG) {
-                a = exact_word(a, head[row * words + i], head_word_at(2u * i), head_word_at(2u * i + 1u), round_in);
-            }
-        }
-        slot[t] = a;
-    }
-    for (var t = 0u; t < WG / 32u; t++) { slot[t] = sg_df_sum(slot[t], lane, 32u); }
-    return df_to_f32(sg_df_sum(slot[lane % (WG / 32u)], lane, WG / 32u));
 }

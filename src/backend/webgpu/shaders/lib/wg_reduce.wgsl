@@ -47,7 +47,7 @@ fn wg_max_sum(lid: u32, m: f32, s: f32) -> vec2<f32> {
     return vec2<f32>(mx, wg_df_sum(lid, vec2<f32>(s, 0.0)).x);
 }
 
-// Whether the subgroup forms exist (lib/wg_reduce_sg.wgsl); here not, and team_isum, sg_df_sum,
+// Whether the subgroup forms exist (lib/wg_reduce_sg.wgsl); here not, and team_isum,
 // sg_shuffle_xor, sg_shuffle_xor_i, sg_shuffle and sg_size are never called.
 const WG_REDUCE_SG: bool = false;
 fn team_isum(v: vec2<i32>) -> vec2<i32> { return v; }
@@ -55,4 +55,3 @@ fn sg_shuffle_xor_i(v: vec2<i32>, m: u32) -> vec2<i32> { return v; }
 fn sg_shuffle_xor(v: f32, m: u32) -> f32 { return v; }
 fn sg_shuffle(v: f32, lane: u32) -> f32 { return v; }
 fn sg_size() -> u32 { return 1u; }
-fn sg_df_sum(v: vec2<f32>, lane: u32, width: u32) -> vec2<f32> { return v; }
