@@ -435,12 +435,7 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
     const WGPUBuffer nw = in.norm ? as_norm(*in.norm).buffer->get() : mm_zero_norm_->get();
     // (Not the QOUT gate+up: its 8 lanes per row, 8-12 loads each, lost, H200 llama-3.2-1b Q4_0 tg64
     // 1,213.7 vs 1,407.8 tok/s, perf-log.)
-    // TEMPORARY (family_glu_prologue): the QOUT gate+up's normed input made in its prologue too.
-    const bool glu_prologue = tune_.family_glu_prologue != 0 && qout && T == 1 && in.norm != nullptr &&
-                              parts.size() == 1 && nb <= int64_t{qout_wg} && ceil_div(4 * nb, qout_wg) <= 4 &&
-                              uint64_t{lane_loads(parts[0].type, qout_wg / (parts[0].rows * per))} *
-                                      (qout_wg / (parts[0].rows * per)) >= static_cast<uint64_t>(nb);
-    const bool prologue = qkv_prologue || glu_prologue;
+    const bool prologue = qkv_prologue;
     // The input's blocks (lib/acts_q8_0.wgsl): made by the command right before (a gate+up's QOUT,
     // one query's attention.wgsl Q8_OUT), else by act_q8_0.wgsl now.
     auto       act_bytes = [&](int64_t blocks) { return family_act_bytes(blocks, T); };

@@ -59,7 +59,6 @@ struct WebGpuTuning {
                                        //    per workgroup (a multiple of 4 that divides the rows; else the
                                        //    default); 0: 32, or the fewest from 36 to 64 that make at most
                                        //    2 x compute_units workgroups where 32 make more (phi-3-mini: 36)
-    uint32_t family_glu_prologue = 0;  // TEMPORARY: 1 the QOUT gate+up makes its normed input in its prologue
     // --- the LM head of one token: lm_head_i8_argmax.wgsl, argmax_exact.wgsl ---
     uint32_t head_i8_min_bytes = 64u << 20;  // greedy decoding streams an int8 copy of F16 heads this
                                              // large or larger (half the bytes; wider bounds)
