@@ -434,7 +434,8 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
     if (!mm_zero_norm_) mm_zero_norm_ = make_buffer(16, nullptr, "no qk norm");
     const WGPUBuffer nw = in.norm ? as_norm(*in.norm).buffer->get() : mm_zero_norm_->get();
     // (Not the QOUT gate+up: its 8 lanes per row, 8-12 loads each, lost, H200 llama-3.2-1b Q4_0 tg64
-    // 1,213.7 vs 1,407.8 tok/s, perf-log.)
+    // 1,213.7 vs 1,407.8 tok/s; again with Q8_TOTAL_SG, session 19: 1,409-1,413 vs 1,460-1,468, phi-3-mini
+    // 542-543 vs 559-561; perf-log.)
     const bool prologue = qkv_prologue;
     // The input's blocks (lib/acts_q8_0.wgsl): made by the command right before (a gate+up's QOUT,
     // one query's attention.wgsl Q8_OUT), else by act_q8_0.wgsl now.

@@ -366,6 +366,8 @@ void WebGpuBackend::head_ids(const Tensor & ids, const Tensor & logits, const Gp
     TERN_ASSERT(ids.ne[0] == 1, "head_ids shapes");
     // The fast head: the int8 copy, which recomputes its own candidates (EXACT_TAIL), or the F16
     // table's f32 sums with one lower bound per 64-row block for argmax_exact; neither: the exact head.
+    // (The tail costs no measurable time: H200 llama-3.2-1b Q4_0 tg64 1,478-1,483 tok/s with it left
+    // out, 1,479-1,482 with it; each 32-lane team recomputing its own rows lost, 1,430-1,432; perf-log.)
     uint32_t groups = 0;
     bool     tail   = false;
     if (exact_rows_fit(*e)) {
