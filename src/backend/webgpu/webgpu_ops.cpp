@@ -336,10 +336,35 @@ std::vector<int64_t> WebGpuBackend::warm_up_positions(int64_t n_ctx) const {
     return p;
 }
 
+uint32_t try52_bits();                       // [try52, temporary] webgpu_decode.cpp
+extern const GpuLinear * g_try52_long_pull;  // (bit 8)
+
 void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & s,
                               int64_t pos0) {
     // One query: the weight two matmuls ahead comes with it (WeightOrder).
-    attention_prefetching(out, q, kv, s, pos0, q.ne[1] == 1 ? weight_order_.attention(step_->releases()) : nullptr);
+    const GpuLinear * pf = q.ne[1] == 1 ? weight_order_.attention(step_->releases()) : nullptr;
+    if (q.ne[1] == 1 && (try52_bits() & (16u | 32u))) {  // [try52] a dispatch of its own before attention
+        const bool       long_q = pos0 + 1 >= long_positions() || pos0 + 1 > 512;
+        const GpuLinear * w     = (try52_bits() & 16u) && long_q ? pf : nullptr;
+        if (w != nullptr || (try52_bits() & 32u)) {
+            PipelineKey key{"weight_pull", "rwu", {{{"WG", 256.0}}}};
+            uint32_t    groups = 1;
+            if (w != nullptr) {
+                const uint32_t words = static_cast<uint32_t>(w->buffer->size_bytes() / 4);
+                groups               = ceil_div(words, 256u * 4u * k_prefetch_stride_words);
+                key.add("KPF_WORDS", static_cast<double>(words));
+                key.add("KPF_GROUPS", static_cast<double>(groups));
+                key.add("KPF_LOADS", 4.0);
+            }
+            const uint32_t   pp[2]  = {0, 0};
+            const WGPUBuffer bufs[] = {w != nullptr ? w->buffer->get() : gpu_buffer(q), no_x_out_buffer()};
+            step_->dispatch(key, bufs, pp, sizeof pp, groups);
+        }
+    }
+    if (try52_bits() & 64u) pf = nullptr;  // [try52] attention.wgsl pulls nothing (gate+up left unpulled)
+    g_try52_long_pull = (try52_bits() & 8u) ? pf : nullptr;
+    attention_prefetching(out, q, kv, s, pos0, pf);
+    g_try52_long_pull = nullptr;
 }
 
 void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, const KvLayer & kv,
@@ -484,10 +509,12 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
                                                  : wg <= 256 ? prefetch_loads_on_free_units(words, wg, u32(s.n_head),
                                                                                             tune_.compute_units)
                                                              : k_loads_beside_long;
+        const uint32_t pf_stride = (try52_bits() & 2u) ? 8u : k_prefetch_stride_words;  // [try52 bit 2]
         key.add("PF_FROM", static_cast<double>(s.n_head));
         key.add("PF_LOADS", static_cast<double>(pf_loads));
+        if (pf_stride != k_prefetch_stride_words) key.add("PF_STRIDE", static_cast<double>(pf_stride));
         pf_bufs[0] = prefetch->buffer->get();
-        pf_groups  = ceil_div(words, wg * pf_loads * k_prefetch_stride_words);
+        pf_groups  = ceil_div(words, wg * pf_loads * pf_stride);
         key.add("PF_WORDS0", static_cast<double>(words));
     }
     const WGPUBuffer acts = q8_out ? grown(fa_acts_[2], family_act_bytes(out.ne[0] / 32, 1), "attention q8_0 outputs")
