@@ -114,6 +114,10 @@ void WebGpuBackend::stats_written(const Tensor & y, uint32_t slot) {
     stats_ = {gpu_buffer(y), gpu_offset(y, 4), u32(y.ne[0]), slot, step_->serial()};
 }
 
+// [gpu19 draft: moves to webgpu_backend_impl.h as stats_out_slot(in)] the slot a producer writes: the
+// one it does not read, else slot 0.
+uint32_t stats_slot_after(std::optional<uint32_t> in) { return in && *in == 0 ? 256u : 0u; }
+
 WGPUBuffer WebGpuBackend::stats_buffer() {
     if (!norm_stats_) norm_stats_ = make_buffer(2 * k_stats_slot * 4, nullptr, "norm statistics");
     return norm_stats_->get();
@@ -167,7 +171,7 @@ bool WebGpuBackend::try_decode_bitlinear(const Tensor & y, const GpuLinear & w, 
     // are whole blocks.
     const std::optional<uint32_t> in  = x && !parts ? stats_for(*x) : std::nullopt;
     const bool                    out = stats_fit(w.n_rows) && t->rows % 32 == 0;
-    const uint32_t                out_slot = stats_out_slot();
+    const uint32_t                out_slot = stats_slot_after(in);
     struct {
         uint32_t n_rows;
         float    eps;
@@ -201,7 +205,7 @@ bool WebGpuBackend::try_decode_gate_up(const Tensor & f, const GpuLinear & w, co
     const DecodeSource s = decode_source(a, x, norm);
     const std::optional<uint32_t> in  = x ? stats_for(*x) : std::nullopt;  // as try_decode_bitlinear
     const bool                    out = stats_fit(n_ff) && outs % 32 == 0;
-    const uint32_t                out_slot = stats_out_slot();
+    const uint32_t                out_slot = stats_slot_after(in);
     struct {
         uint32_t n_ff;
         float    eps;
