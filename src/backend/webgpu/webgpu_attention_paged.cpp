@@ -25,9 +25,6 @@
 
 namespace tern {
 
-uint32_t try52_bits();                       // [try52, temporary] webgpu_decode.cpp
-extern const GpuLinear * g_try52_long_pull;  // (bit 8: attention_block_pv pulls it)
-
 bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & s,
                                     const KvBatch * batch, int64_t pos0) {
     const int64_t hd    = s.head_dim;
@@ -62,16 +59,8 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
         if (fits) {
             grown(attn_super_, static_cast<size_t>(n_tok * n_kv * group * nch_ld * hd) * 4, "attention chunk sums");
             grown(attn_sml_, static_cast<size_t>(n_tok * n_kv * group * nch_ld) * 8, "attention chunk maxima");
-            PipelineKey bk{"attention_block_pv", "rrrwwru", {{{"GROUP", static_cast<double>(g)}, {"RA", static_cast<double>(ra)}}}};
+            PipelineKey bk{"attention_block_pv", "rrrwwu", {{{"GROUP", static_cast<double>(g)}, {"RA", static_cast<double>(ra)}}}};
             if (hd != 128) bk.add("HD", static_cast<double>(hd));
-            WGPUBuffer pfb = gpu_buffer(q);
-            if (g_try52_long_pull != nullptr && n_tok == 1) {  // [try52 bit 8]
-                const uint64_t words = g_try52_long_pull->buffer->size_bytes() / 4;
-                bk.add("BPF_WORDS", static_cast<double>(words));
-                bk.add("BPF_LOADS", static_cast<double>(ceil_div(static_cast<int64_t>(words),
-                                                                 int64_t{16} * k_block_wg / 2 * nch_ld * n_kv)));
-                pfb = g_try52_long_pull->buffer->get();
-            }
             struct {
                 uint32_t n_embd_kv, q_offset, q_stride, k_offset, v_offset, n_head_kv, pos0, nch_ld;
                 float    scale;
@@ -79,7 +68,7 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
                  u32(pos0), u32(nch_ld), s.scale};
             TERN_ASSERT(kv.k.ne[0] == kv.v.ne[0], "attention_block_pv: K and V rows of one width");
             const WGPUBuffer bb[] = {gpu_buffer(q), gpu_buffer(kv.k), gpu_buffer(kv.v), attn_super_->get(),
-                                     attn_sml_->get(), pfb};
+                                     attn_sml_->get()};
             step_->dispatch(bk, bb, &bp, sizeof bp, u32(nch_ld), u32(n_kv), u32(n_tok));
             PipelineKey ck{"attention_block_combine",
                            "rrwu",

@@ -19,17 +19,6 @@
 
 namespace tern {
 
-// [try52, temporary: issue 52's experiment arms, TERN_TRY52 bits; removed after the measurement]
-uint32_t try52_bits() {
-    static const uint32_t v = [] {
-        const char * e = std::getenv("TERN_TRY52");
-        return e ? static_cast<uint32_t>(std::strtoul(e, nullptr, 0)) : 0u;
-    }();
-    return v;
-}
-const GpuLinear * g_try52_qkv_pull2 = nullptr;  // bit 4: the weight qkv pulls besides its next
-const GpuLinear * g_try52_long_pull = nullptr;  // bit 8: the weight attention_block_pv pulls
-
 uint32_t prefetch_loads_on_free_units(uint64_t words, uint32_t wg, uint32_t busy_groups, uint32_t units) {
     const int64_t free = std::max<int64_t>(int64_t{units} - busy_groups, 8);
     const int64_t per  = int64_t{wg} * k_prefetch_stride_words * free;  // words that one load each covers
@@ -114,10 +103,6 @@ void WebGpuBackend::stats_written(const Tensor & y, uint32_t slot) {
     stats_ = {gpu_buffer(y), gpu_offset(y, 4), u32(y.ne[0]), slot, step_->serial()};
 }
 
-// [gpu19 draft: moves to webgpu_backend_impl.h as stats_out_slot(in)] the slot a producer writes: the
-// one it does not read, else slot 0.
-uint32_t stats_slot_after(std::optional<uint32_t> in) { return in && *in == 0 ? 256u : 0u; }
-
 WGPUBuffer WebGpuBackend::stats_buffer() {
     if (!norm_stats_) norm_stats_ = make_buffer(2 * k_stats_slot * 4, nullptr, "norm statistics");
     return norm_stats_->get();
@@ -134,11 +119,9 @@ WGPUBuffer WebGpuBackend::add_kernel_prefetch(PipelineKey & key, const GpuLinear
                                               WGPUBuffer filler) const {
     if (!pf) return filler;
     const uint32_t words = static_cast<uint32_t>(pf->buffer->size_bytes() / 4);
-    const uint32_t stride = (try52_bits() & 1u) ? 8u : k_prefetch_stride_words;
     key.add("KPF_WORDS", static_cast<double>(words));
     key.add("KPF_GROUPS", static_cast<double>(groups));
-    key.add("KPF_LOADS", static_cast<double>(ceil_div(words, int64_t{stride} * groups * wg)));
-    if (stride != k_prefetch_stride_words) key.add("KPF_STRIDE", static_cast<double>(stride));
+    key.add("KPF_LOADS", static_cast<double>(ceil_div(words, int64_t{k_prefetch_stride_words} * groups * wg)));
     return pf->buffer->get();
 }
 
@@ -171,7 +154,7 @@ bool WebGpuBackend::try_decode_bitlinear(const Tensor & y, const GpuLinear & w, 
     // are whole blocks.
     const std::optional<uint32_t> in  = x && !parts ? stats_for(*x) : std::nullopt;
     const bool                    out = stats_fit(w.n_rows) && t->rows % 32 == 0;
-    const uint32_t                out_slot = stats_slot_after(in);
+    const uint32_t                out_slot = stats_out_slot(in);
     struct {
         uint32_t n_rows;
         float    eps;
@@ -205,7 +188,7 @@ bool WebGpuBackend::try_decode_gate_up(const Tensor & f, const GpuLinear & w, co
     const DecodeSource s = decode_source(a, x, norm);
     const std::optional<uint32_t> in  = x ? stats_for(*x) : std::nullopt;  // as try_decode_bitlinear
     const bool                    out = stats_fit(n_ff) && outs % 32 == 0;
-    const uint32_t                out_slot = stats_slot_after(in);
+    const uint32_t                out_slot = stats_out_slot(in);
     struct {
         uint32_t n_ff;
         float    eps;
@@ -263,7 +246,7 @@ bool WebGpuBackend::try_decode_qkv(const Tensor & q, const KvLayer & kv, const G
         static_cast<uint32_t>(kv.k.ne[0]),
         in.value_or(0),
         0};
-    PipelineKey key = decode_key("qkv_rope_decode", "rrrrwwwwrru", *t, w.n_cols, x != nullptr, src, in);
+    PipelineKey key = decode_key("qkv_rope_decode", "rrrrwwwwru", *t, w.n_cols, x != nullptr, src, in);
     key.add("K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0);
     key.add("V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0);
     key.add("HD", static_cast<double>(hd));
@@ -272,26 +255,11 @@ bool WebGpuBackend::try_decode_qkv(const Tensor & q, const KvLayer & kv, const G
     // one query's attention is attention.wgsl: the split kernels that take over from long_positions() gain
     // nothing from them, and the kernel's end waits for every load (up to 7.9 MB for 2B4T at 4,096
     // positions). H200 tg64 @ d4096: 485.5 / 486.1 tok/s without against 482.8 / 483.7 with them.
-    const bool long_q = pos0 + 1 >= long_positions();
-    if (long_q && (try52_bits() & 128u)) {
-        key.add("KV_PF_NONE", 1.0);  // [try52] the short path's code, nothing pulled
-    } else if (long_q) {
-        key.add("KV_PF", 0.0);
-    }
+    if (pos0 + 1 >= long_positions()) key.add("KV_PF", 0.0);
     const uint32_t   groups = static_cast<uint32_t>(w.n_rows / t->rows);
     const WGPUBuffer pf     = add_kernel_prefetch(key, prefetch, groups, t->wg, src.src);
-    WGPUBuffer       pf2    = src.src;
-    if (g_try52_qkv_pull2 != nullptr) {  // [try52 bit 4]
-        const uint32_t words  = static_cast<uint32_t>(g_try52_qkv_pull2->buffer->size_bytes() / 4);
-        const uint32_t stride = (try52_bits() & 1u) ? 8u : k_prefetch_stride_words;
-        if (prefetch == nullptr && stride != k_prefetch_stride_words) key.add("KPF_STRIDE", static_cast<double>(stride));
-        key.add("KPF2_WORDS", static_cast<double>(words));
-        key.add("KPF2_GROUPS", static_cast<double>(groups));
-        key.add("KPF2_LOADS", static_cast<double>(ceil_div(words, int64_t{stride} * groups * t->wg)));
-        pf2 = g_try52_qkv_pull2->buffer->get();
-    }
     const WGPUBuffer bufs[] = {w.buffer->get(), src.src,          src.scale,        rope.buffer->get(), gpu_buffer(q),
-                               gpu_buffer(kv.k), gpu_buffer(kv.v), stats_buffer(), pf, pf2};
+                               gpu_buffer(kv.k), gpu_buffer(kv.v), stats_buffer(), pf};
     step_->dispatch(key, bufs, &p, sizeof p, groups);
     return true;
 }
@@ -372,16 +340,7 @@ void WebGpuBackend::linear_qkv(const Tensor & q, const KvLayer & kv, const Weigh
     if (in.x.buffer != nullptr) check_qkv_shapes(q, kv, lw, in.x, shape);
     if (fused_input(in)) {
         const GpuLinear * pull = weight_order_.linear(lw, step_->releases());
-        // [try52 bit 4] one query past the short attention: qkv also pulls the weight two ahead (gate+up)
-        const WeightOrder & wo = weight_order_;
-        const size_t        i  = wo.now.size() - 1;
-        g_try52_qkv_pull2 = (try52_bits() & 4u) && pos0 + 1 >= long_positions() && q.ne[1] == 1 && wo.follows &&
-                                    i + 2 < wo.last.size()
-                                ? wo.last[i + 2]
-                                : nullptr;
-        const bool done = try_decode_qkv(q, kv, lw, in.q, &in.x, in.norm, in.eps, shape, pos0, pull);
-        g_try52_qkv_pull2 = nullptr;
-        if (done) return;
+        if (try_decode_qkv(q, kv, lw, in.q, &in.x, in.norm, in.eps, shape, pos0, pull)) return;
     }
     Backend::linear_qkv(q, kv, wqkv, in, shape, pos0);
 }

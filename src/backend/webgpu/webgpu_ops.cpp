@@ -15,8 +15,6 @@
 #include <string_view>
 
 namespace tern {
-
-uint32_t stats_slot_after(std::optional<uint32_t> in);  // [gpu19 draft] webgpu_decode.cpp
 namespace {
 
 // How a ternary kernel's workgroup is cut: `teams` weight rows (2 per output for gate_up) of `lanes`
@@ -61,7 +59,7 @@ void WebGpuBackend::embed(const Tensor & x, const Weight & token_embd, const Ten
     TERN_ASSERT(x.ne[0] == e->n_cols && x.ne[1] == n_tok, "embed shapes");
     // One token: x's block sums of squares for the first layer's norm (norm statistics).
     const bool     stats_out = stats_fit(e->n_cols) && n_tok == 1;
-    const uint32_t out_slot  = stats_slot_after(std::nullopt);
+    const uint32_t out_slot  = stats_out_slot(std::nullopt);
     struct {
         uint32_t n_embd, n_vocab, table_offset, ids_offset, x_offset, x_stride, stats_out;
     } p{u32(e->n_cols), u32(e->n_rows), 0, gpu_offset(tokens, 4), gpu_offset(x, 4), u32(x.ne[0]), out_slot};
@@ -338,35 +336,10 @@ std::vector<int64_t> WebGpuBackend::warm_up_positions(int64_t n_ctx) const {
     return p;
 }
 
-uint32_t try52_bits();                       // [try52, temporary] webgpu_decode.cpp
-extern const GpuLinear * g_try52_long_pull;  // (bit 8)
-
 void WebGpuBackend::attention(const Tensor & out, const Tensor & q, const KvLayer & kv, const AttentionShape & s,
                               int64_t pos0) {
     // One query: the weight two matmuls ahead comes with it (WeightOrder).
-    const GpuLinear * pf = q.ne[1] == 1 ? weight_order_.attention(step_->releases()) : nullptr;
-    if (q.ne[1] == 1 && (try52_bits() & (16u | 32u))) {  // [try52] a dispatch of its own before attention
-        const bool       long_q = pos0 + 1 >= long_positions() || pos0 + 1 > 512;
-        const GpuLinear * w     = (try52_bits() & 16u) && long_q ? pf : nullptr;
-        if (w != nullptr || (try52_bits() & 32u)) {
-            PipelineKey key{"weight_pull", "rwu", {{{"WG", 256.0}}}};
-            uint32_t    groups = 1;
-            if (w != nullptr) {
-                const uint32_t words = static_cast<uint32_t>(w->buffer->size_bytes() / 4);
-                groups               = ceil_div(words, 256u * 4u * k_prefetch_stride_words);
-                key.add("KPF_WORDS", static_cast<double>(words));
-                key.add("KPF_GROUPS", static_cast<double>(groups));
-                key.add("KPF_LOADS", 4.0);
-            }
-            const uint32_t   pp[2]  = {0, 0};
-            const WGPUBuffer bufs[] = {w != nullptr ? w->buffer->get() : gpu_buffer(q), no_x_out_buffer()};
-            step_->dispatch(key, bufs, pp, sizeof pp, groups);
-        }
-    }
-    if (try52_bits() & 64u) pf = nullptr;  // [try52] attention.wgsl pulls nothing (gate+up left unpulled)
-    g_try52_long_pull = (try52_bits() & 8u) ? pf : nullptr;
-    attention_prefetching(out, q, kv, s, pos0, pf);
-    g_try52_long_pull = nullptr;
+    attention_prefetching(out, q, kv, s, pos0, q.ne[1] == 1 ? weight_order_.attention(step_->releases()) : nullptr);
 }
 
 void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, const KvLayer & kv,
@@ -390,7 +363,7 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
     // (attention.wgsl Q8_OUT) instead of act_q8_0.wgsl after it.
     const bool     q8_out    = attn_q8_out_ && n_tok == 1 && hd % 32 == 0;
     const bool     stats_out = !q8_out && stats_fit(out.ne[0]) && n_tok == 1 && hd % 32 == 0;
-    const uint32_t out_slot  = q8_out ? 0u : stats_slot_after(std::nullopt);
+    const uint32_t out_slot  = q8_out ? 0u : stats_out_slot(std::nullopt);
     struct {
         uint32_t head_dim, n_head, n_head_kv, n_tokens, pos0, n_embd_kv, q_offset, q_stride, out_offset, out_stride,
             k_offset, v_offset;
@@ -511,12 +484,10 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
                                                  : wg <= 256 ? prefetch_loads_on_free_units(words, wg, u32(s.n_head),
                                                                                             tune_.compute_units)
                                                              : k_loads_beside_long;
-        const uint32_t pf_stride = (try52_bits() & 2u) ? 8u : k_prefetch_stride_words;  // [try52 bit 2]
         key.add("PF_FROM", static_cast<double>(s.n_head));
         key.add("PF_LOADS", static_cast<double>(pf_loads));
-        if (pf_stride != k_prefetch_stride_words) key.add("PF_STRIDE", static_cast<double>(pf_stride));
         pf_bufs[0] = prefetch->buffer->get();
-        pf_groups  = ceil_div(words, wg * pf_loads * pf_stride);
+        pf_groups  = ceil_div(words, wg * pf_loads * k_prefetch_stride_words);
         key.add("PF_WORDS0", static_cast<double>(words));
     }
     const WGPUBuffer acts = q8_out ? grown(fa_acts_[2], family_act_bytes(out.ne[0] / 32, 1), "attention q8_0 outputs")

@@ -106,7 +106,7 @@ struct Params {
 // rounds, docs/perf-log.md).
 override PF_FROM: u32 = 0xffffffffu;  // first prefetching workgroup; unset: none
 override PF_LOADS: u32 = 8u;
-override PF_STRIDE: u32 = 16u;  // [try52 bit 2: 8]  // (a constant: the host counts the workgroups with it, k_prefetch_stride_words)
+const PF_STRIDE: u32 = 16u;  // (a constant: the host counts the workgroups with it, k_prefetch_stride_words)
 override PF_WORDS0: u32 = 0u;
 override PF_WORDS1: u32 = 0u;
 override PF_WORDS2: u32 = 0u;

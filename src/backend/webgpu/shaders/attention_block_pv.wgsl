@@ -54,12 +54,7 @@ struct Params {
 @group(0) @binding(2) var<storage, read> v_cache: array<u32>;
 @group(0) @binding(3) var<storage, read_write> part: array<f32>;
 @group(0) @binding(4) var<storage, read_write> ml: array<f32>;
-@group(0) @binding(5) var<storage, read> pfw: array<u32>;  // [try52 bit 8] a weight to pull into L2
-@group(0) @binding(6) var<uniform> p: Params;
-
-// [try52 bit 8] pfw's words, one per 16 (64 bytes), BPF_LOADS per invocation over all workgroups.
-override BPF_WORDS: u32 = 0u;
-override BPF_LOADS: u32 = 1u;
+@group(0) @binding(5) var<uniform> p: Params;
 
 // Phases 1-3: the first halves' partial sums [j][position] at 0, the scores [j][position] at G NP.
 // Phase 5: the o_b of blocks 1 .. C - 1, [b - 1][j][d].
@@ -149,15 +144,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     // V after the scores' products, K's registers free again (H200 tg64 @ d4096, C = 2: 610.54 / 612.10
     // tok/s vs 602.23 / 601.50 with V loaded beside K)
     load_v(&vw, p0, np, b, dp, kvh);
-    var bpf = 0u;
-    if (BPF_WORDS != 0u) {
-        let groups = p.nch_ld * p.n_head_kv;
-        let first  = ((kvh * p.nch_ld + ch) * WG + lid) * 16u;
-        for (var u = 0u; u < BPF_LOADS; u++) {
-            let i = first + u * groups * WG * 16u;
-            if (i < BPF_WORDS) { bpf ^= pfw[i]; }
-        }
-    }
     workgroupBarrier();
     // 2. Half 1: the scores (-FLT_MAX past the column).
     if (h == 1u) {
@@ -252,5 +238,4 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         ml[at] = mm;
         ml[at + 1u] = l;
     }
-    if (BPF_WORDS != 0u && (bpf & p.rn_zero) != 0u) { ml[0] = bitcast<f32>(bpf); }
 }

@@ -62,8 +62,7 @@ struct Params {
 @group(0) @binding(6) var<storage, read_write> v_cache: array<u32>;
 @group(0) @binding(7) var<storage, read_write> norm_stats: array<f32>;
 @group(0) @binding(8) var<storage, read> pfw: array<u32>;  // lib/weight_prefetch.wgsl (any buffer when off)
-@group(0) @binding(9) var<storage, read> pfw2: array<u32>;  // [try52 bit 4] a second weight to pull
-@group(0) @binding(10) var<uniform> p: Params;
+@group(0) @binding(9) var<uniform> p: Params;
 
 fn store_q(tok: u32, i: u32, v: f32) { q_out[p.q_offset + tok * p.q_stride + i] = v; }
 
@@ -75,27 +74,15 @@ fn store_q(tok: u32, i: u32, v: f32) { q_out[p.q_offset + tok * p.q_stride + i] 
 // WG * groups * KV_PF_STRIDE / row words). H100 tg128 +0.9%.
 const KV_PF_STRIDE: u32 = 16u;
 override KV_PF: bool = true;  // false (one query over a long context, WebGpuBackend::try_decode_qkv): none
-override KV_PF_NONE: bool = false;  // [try52 bit 128] the loads' code kept, their bound 0 at run time
-override KPF2_WORDS: u32 = 0u;      // [try52 bit 4] pfw2's words, one load per KPF_STRIDE, KPF2_LOADS each
-override KPF2_LOADS: u32 = 1u;
-override KPF2_GROUPS: u32 = 1u;
 
 fn kv_prefetch(lid: u32, g: u32) -> u32 {
     var acc = 0u;
-    if (KPF2_WORDS != 0u) {
-        let first = (g * WG + lid) * KPF_STRIDE;
-        for (var u = 0u; u < KPF2_LOADS; u++) {
-            let i = first + u * KPF2_GROUPS * WG * KPF_STRIDE;
-            if (i < KPF2_WORDS) { acc ^= pfw2[i]; }
-        }
-    }
     if (!KV_PF) { return acc; }
     let kw  = select(p.n_embd_kv, p.n_embd_kv / 2u, K_F16);  // u32 words per cache row
     let vw  = select(p.n_embd_kv, p.n_embd_kv / 2u, V_F16);
     let i   = (g * WG + lid) * KV_PF_STRIDE;
-    let rows = select(p.pos0, p.stats_out, KV_PF_NONE);  // (stats_out: 0)
-    if (i < rows * kw) { acc ^= k_cache[select(p.k_offset, p.k_offset / 2u, K_F16) + i]; }
-    if (i < rows * vw) { acc ^= v_cache[select(p.v_offset, p.v_offset / 2u, V_F16) + i]; }
+    if (i < p.pos0 * kw) { acc ^= k_cache[select(p.k_offset, p.k_offset / 2u, K_F16) + i]; }
+    if (i < p.pos0 * vw) { acc ^= v_cache[select(p.v_offset, p.v_offset / 2u, V_F16) + i]; }
     return acc;
 }
 

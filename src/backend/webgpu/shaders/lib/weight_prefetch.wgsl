@@ -11,7 +11,7 @@
 override KPF_WORDS: u32 = 0u;
 override KPF_LOADS: u32 = 1u;
 override KPF_GROUPS: u32 = 1u;
-override KPF_STRIDE: u32 = 16u;  // words: one load per 64 bytes (the host's k_prefetch_stride_words) [try52 bit 1: 8]
+const KPF_STRIDE: u32 = 16u;  // words: one load per 64 bytes (the host's k_prefetch_stride_words)
 // The loads are issued once the activations are staged, when x and the weights have arrived, so
 // that the DRAM misses do not queue ahead of them: H200 tg128 913.4-916.6 tokens/s against
 // 894.8-911.1 after the kernel's own weight loads and 884.7-892.9 before them (alternating rounds,
