@@ -834,6 +834,72 @@ TEST_F(WebGpuOps, NormStatisticsFeedTheNextNormAndAreDroppedAfterAWrite) {
     }
 }
 
+// Issue 52: the slot a decode kernel reads its norm statistics from is its pipeline constant, so the
+// slots go by role (a producer writes the slot it does not read, else slot 0). Layers whose attention
+// writes no statistics (one query past 512 positions) have 3 producers: o-proj (its norm from x itself),
+// gate+up, down. Every such layer must reuse the first layer's pipelines (slots alternating with each
+// producer gave every matmul two pipelines used in turn, each dispatch ~2 us slower on an H200), and
+// give the CPU's bits.
+TEST_F(WebGpuOps, NormStatisticsSlotsKeepOnePipelinePerKernelAcrossLayers) {
+    auto * web = dynamic_cast<WebGpuBackend *>(&gpu());
+    ASSERT_NE(web, nullptr);
+    const int64_t k = 384, n_ff = 640;  // (shapes no other test builds pipelines for: the backend is shared)
+    const auto    bo = random_lowbit(DType::i2_s, k, k, rng_), bd = random_lowbit(DType::i2_s, n_ff, k, rng_);
+    const auto    bg = random_lowbit(DType::i2_s, k, n_ff, rng_), bu = random_lowbit(DType::i2_s, k, n_ff, rng_);
+    const WeightSource wo{"o", DType::i2_s, {k, k, 1, 1}, bo}, wd{"d", DType::i2_s, {n_ff, k, 1, 1}, bd};
+    const WeightSource gu[2] = {{"g", DType::i2_s, {k, n_ff, 1, 1}, bg}, {"u", DType::i2_s, {k, n_ff, 1, 1}, bu}};
+    std::vector<float> v(k), x0(k), n1(k), n2(k), n3(n_ff);
+    for (auto & e : v) e = normal(1.0f);
+    for (auto & e : x0) e = normal(2.0f);
+    for (auto * n : {&n1, &n2, &n3}) {
+        for (auto & e : *n) e = 1.0f + normal(0.1f);
+    }
+    const auto bytes = [](const std::vector<float> & f) {
+        std::vector<uint8_t> b(f.size() * 4);
+        std::memcpy(b.data(), f.data(), b.size());
+        return b;
+    };
+    const auto         b1 = bytes(n1), b2 = bytes(n2), b3 = bytes(n3);
+    const WeightSource ns1{"n1", DType::f32, {k, 1, 1, 1}, b1}, ns2{"n2", DType::f32, {k, 1, 1, 1}, b2},
+        ns3{"n3", DType::f32, {n_ff, 1, 1, 1}, b3};
+    constexpr int      layers = 3;
+    std::vector<float> out_x[2];
+    Backend *          bs[2]  = {cpu_.get(), &gpu()};
+    size_t             built[layers + 1] = {};
+    int64_t            reads = 0;
+    for (int i = 0; i < 2; ++i) {
+        Backend & b  = *bs[i];
+        auto      mo = b.load_linear({&wo, 1}), md = b.load_linear({&wd, 1}), mgu = b.load_linear(gu);
+        auto      m1 = b.load_norm(ns1), m2 = b.load_norm(ns2), m3 = b.load_norm(ns3);
+        auto      vt = alloc_tensor(b, DType::f32, {k, 1, 1, 1}, "v");
+        auto      xt = alloc_tensor(b, DType::f32, {k, 1, 1, 1}, "x");
+        auto      ft = alloc_tensor(b, DType::f32, {n_ff, 1, 1, 1}, "f");
+        auto      q  = alloc_tensor(b, DType::i8, {n_ff, 1, 1, 1}, "q");
+        auto      qs = alloc_tensor(b, DType::f32, {1, 1, 1, 1}, "qs");
+        const QuantizedActs a_k{{q.tensor.buffer, 0, DType::i8, {k, 1, 1, 1}}, qs.tensor};
+        const QuantizedActs a_f{{q.tensor.buffer, 0, DType::i8, {n_ff, 1, 1, 1}}, qs.tensor};
+        b.write(vt.tensor, v.data(), v.size() * 4);
+        b.write(xt.tensor, x0.data(), x0.size() * 4);
+        const int64_t before = i == 1 ? web->norm_stats_reads() : 0;
+        b.begin_step();
+        for (int l = 0; l < layers; ++l) {
+            if (i == 1) built[l] = web->pipelines_built();
+            // (v stands in for the attention output: no statistics for it, as past 512 positions)
+            b.linear(xt.tensor, *mo, {vt.tensor, m1.get(), 1e-5f, a_k, {}}, /*accumulate=*/true);
+            b.linear_glu(ft.tensor, *mgu, {xt.tensor, m2.get(), 1e-5f, a_k, {}}, FfnActivation::relu2);
+            b.linear(xt.tensor, *md, {ft.tensor, m3.get(), 1e-6f, a_f, {}}, /*accumulate=*/true);
+        }
+        if (i == 1) built[layers] = web->pipelines_built();
+        b.end_step();
+        if (i == 1) reads = web->norm_stats_reads() - before;
+        out_x[i] = read_f32(b, xt.tensor);
+    }
+    EXPECT_EQ(reads, 2 * layers);  // gate+up and down of every layer
+    EXPECT_GT(built[1], built[0]);  // (the first layer's pipelines are new)
+    EXPECT_EQ(built[layers], built[1]) << "a later layer built pipelines of its own";
+    expect_close(out_x[1], out_x[0], 0.0, "x after the layers");
+}
+
 TEST_F(WebGpuOps, EmulatedDot4KernelsMatchTheCpu) {
     WebGpuOptions o;
     o.allow_cpu_adapter = true;

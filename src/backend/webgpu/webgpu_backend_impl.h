@@ -261,6 +261,8 @@ public:
     // O-projections encoded so far that read one query's attention output from attention_split_pvt's
     // sums themselves (the deferred attention_split_combine; WebGpuTuning::attn_combine_fused), for tests.
     int64_t combines_fused() const { return combines_fused_; }
+    // Compute pipelines built so far, for tests (a layer that builds none reuses every kernel's).
+    size_t pipelines_built() const { return pipelines_.n_pipelines(); }
 
 private:
     // Runs numerics_probe.wgsl and sets the FMA_FUSED override of every pipeline.
@@ -519,7 +521,7 @@ private:
     // A decode kernel that writes a vector in workgroups of whole blocks of 32 elements also writes
     // the blocks' sums of squares (cpu::sum_squares's inner level) to norm_stats_, so that the next
     // kernel's fused norm adds only those. Like head_partials_ they are valid for the very next
-    // command only (serial). Two slots: a kernel reads one and writes the other.
+    // command only (serial). Two slots: a kernel that reads one writes the other (stats_out_slot).
     static constexpr uint32_t k_stats_slot = 256;  // f32 per slot: blocks of a vector of up to 8192
     struct NormStats {
         WGPUBuffer buffer = nullptr;  // the vector's buffer, f32 index, elements
@@ -535,8 +537,13 @@ private:
     std::optional<uint32_t> stats_for(const Tensor & x) const;
     // Whether a producer of n elements may write them (on, and their blocks fit a slot).
     bool stats_fit(int64_t n) const { return n <= 32 * int64_t{k_stats_slot}; }
-    // The slot a producer writes (not the one a consumer may be reading).
-    uint32_t stats_out_slot() const { return stats_.slot == 0 ? k_stats_slot : 0; }
+    // The slot a producer writes: the other one where it reads x's statistics from slot `in`, else 0.
+    // By role rather than alternating, so that every layer's matmuls read and write the same slots
+    // (the slot is each matmul's pipeline constant, STATS_AT) whatever the number of producers in a
+    // layer: with 3 (one query past 512 positions, whose attention writes none) alternating slots gave
+    // each matmul two pipelines used in turn, and each dispatch ran ~2 us slower (docs/perf-log.md,
+    // issue 52: H200 tg64 @ d4096 706.7 vs 598.0 tok/s).
+    static uint32_t stats_out_slot(std::optional<uint32_t> in) { return in && *in == 0 ? k_stats_slot : 0; }
     // Records that the command just encoded left y's block sums in `slot`.
     void stats_written(const Tensor & y, uint32_t slot);
     WGPUBuffer stats_buffer();

@@ -154,7 +154,7 @@ bool WebGpuBackend::try_decode_bitlinear(const Tensor & y, const GpuLinear & w, 
     // are whole blocks.
     const std::optional<uint32_t> in  = x && !parts ? stats_for(*x) : std::nullopt;
     const bool                    out = stats_fit(w.n_rows) && t->rows % 32 == 0;
-    const uint32_t                out_slot = stats_out_slot();
+    const uint32_t                out_slot = stats_out_slot(in);
     struct {
         uint32_t n_rows;
         float    eps;
@@ -188,7 +188,7 @@ bool WebGpuBackend::try_decode_gate_up(const Tensor & f, const GpuLinear & w, co
     const DecodeSource s = decode_source(a, x, norm);
     const std::optional<uint32_t> in  = x ? stats_for(*x) : std::nullopt;  // as try_decode_bitlinear
     const bool                    out = stats_fit(n_ff) && outs % 32 == 0;
-    const uint32_t                out_slot = stats_out_slot();
+    const uint32_t                out_slot = stats_out_slot(in);
     struct {
         uint32_t n_ff;
         float    eps;

@@ -59,7 +59,7 @@ void WebGpuBackend::embed(const Tensor & x, const Weight & token_embd, const Ten
     TERN_ASSERT(x.ne[0] == e->n_cols && x.ne[1] == n_tok, "embed shapes");
     // One token: x's block sums of squares for the first layer's norm (norm statistics).
     const bool     stats_out = stats_fit(e->n_cols) && n_tok == 1;
-    const uint32_t out_slot  = stats_out_slot();
+    const uint32_t out_slot  = stats_out_slot(std::nullopt);
     struct {
         uint32_t n_embd, n_vocab, table_offset, ids_offset, x_offset, x_stride, stats_out;
     } p{u32(e->n_cols), u32(e->n_rows), 0, gpu_offset(tokens, 4), gpu_offset(x, 4), u32(x.ne[0]), out_slot};
@@ -363,7 +363,7 @@ void WebGpuBackend::attention_prefetching(const Tensor & out, const Tensor & q, 
     // (attention.wgsl Q8_OUT) instead of act_q8_0.wgsl after it.
     const bool     q8_out    = attn_q8_out_ && n_tok == 1 && hd % 32 == 0;
     const bool     stats_out = !q8_out && stats_fit(out.ne[0]) && n_tok == 1 && hd % 32 == 0;
-    const uint32_t out_slot  = q8_out ? 0u : stats_out_slot();
+    const uint32_t out_slot  = q8_out ? 0u : stats_out_slot(std::nullopt);
     struct {
         uint32_t head_dim, n_head, n_head_kv, n_tokens, pos0, n_embd_kv, q_offset, q_stride, out_offset, out_stride,
             k_offset, v_offset;
