@@ -399,7 +399,7 @@ private:
                             const Weight * norm, float eps, FfnActivation act, const GpuLinear * prefetch = nullptr);
     bool try_decode_qkv(const Tensor & q, const KvLayer & kv, const GpuLinear & w, const QuantizedActs & a,
                         const Tensor * x, const Weight * norm, float eps, const AttentionShape & shape, int64_t pos0,
-                        const GpuLinear * prefetch = nullptr, const GpuLinear * prefetch2 = nullptr);
+                        const GpuLinear * prefetch = nullptr);
     WGPUBuffer add_kernel_prefetch(PipelineKey & key, const GpuLinear * pf, uint32_t groups, uint32_t wg,
                                    WGPUBuffer filler) const;
     uint32_t attention_score_slots(uint32_t wg, uint32_t kpart, uint32_t tile_words, uint32_t hd) const;
@@ -493,11 +493,6 @@ private:
             follows = follows && last_at == releases && i < last.size() && last[i] == &w;
             const GpuLinear * next = follows && i + 1 < last.size() ? last[i + 1] : nullptr;
             return next == by_attention ? nullptr : next;
-        }
-        // The weight two matmuls after the one linear() just took (null: unknown).
-        const GpuLinear * after_next() const {
-            const size_t i = now.size();  // (the one after it)
-            return follows && i > 0 && i + 1 < last.size() ? last[i + 1] : nullptr;
         }
         // One query's attention: the weight it pulls, two matmuls ahead (null: none).
         const GpuLinear * attention(uint64_t releases) {

@@ -207,7 +207,7 @@ bool WebGpuBackend::try_decode_gate_up(const Tensor & f, const GpuLinear & w, co
 
 bool WebGpuBackend::try_decode_qkv(const Tensor & q, const KvLayer & kv, const GpuLinear & w, const QuantizedActs & a,
                                    const Tensor * x, const Weight * norm, float eps, const AttentionShape & s,
-                                   int64_t pos0, const GpuLinear * prefetch, const GpuLinear * prefetch2) {
+                                   int64_t pos0, const GpuLinear * prefetch) {
     const int64_t hd = s.head_dim;
     if (hd % 4 != 0 || s.n_rot % 4 != 0 || s.n_rot > hd) return false;
     // Slots per workgroup: a power of two >= 4 dividing head_dim (RoPE pairs stay together).
@@ -246,7 +246,7 @@ bool WebGpuBackend::try_decode_qkv(const Tensor & q, const KvLayer & kv, const G
         static_cast<uint32_t>(kv.k.ne[0]),
         in.value_or(0),
         0};
-    PipelineKey key = decode_key("qkv_rope_decode", "rrrrwwwwrru", *t, w.n_cols, x != nullptr, src, in);
+    PipelineKey key = decode_key("qkv_rope_decode", "rrrrwwwwru", *t, w.n_cols, x != nullptr, src, in);
     key.add("K_F16", kv.k.type == DType::f16 ? 1.0 : 0.0);
     key.add("V_F16", kv.v.type == DType::f16 ? 1.0 : 0.0);
     key.add("HD", static_cast<double>(hd));
@@ -258,16 +258,8 @@ bool WebGpuBackend::try_decode_qkv(const Tensor & q, const KvLayer & kv, const G
     if (pos0 + 1 >= long_positions()) key.add("KV_PF", 0.0);
     const uint32_t   groups = static_cast<uint32_t>(w.n_rows / t->rows);
     const WGPUBuffer pf     = add_kernel_prefetch(key, prefetch, groups, t->wg, src.src);
-    WGPUBuffer       pf2    = src.src;  // (qkv_rope_decode.wgsl KPF2_WORDS)
-    if (prefetch2 != nullptr) {
-        const uint32_t words = static_cast<uint32_t>(prefetch2->buffer->size_bytes() / 4);
-        key.add("KPF2_WORDS", static_cast<double>(words));
-        key.add("KPF2_GROUPS", static_cast<double>(groups));
-        key.add("KPF2_LOADS", static_cast<double>(ceil_div(words, int64_t{k_prefetch_stride_words} * groups * t->wg)));
-        pf2 = prefetch2->buffer->get();
-    }
     const WGPUBuffer bufs[] = {w.buffer->get(), src.src,          src.scale,        rope.buffer->get(), gpu_buffer(q),
-                               gpu_buffer(kv.k), gpu_buffer(kv.v), stats_buffer(), pf, pf2};
+                               gpu_buffer(kv.k), gpu_buffer(kv.v), stats_buffer(), pf};
     step_->dispatch(key, bufs, &p, sizeof p, groups);
     return true;
 }
@@ -348,11 +340,7 @@ void WebGpuBackend::linear_qkv(const Tensor & q, const KvLayer & kv, const Weigh
     if (in.x.buffer != nullptr) check_qkv_shapes(q, kv, lw, in.x, shape);
     if (fused_input(in)) {
         const GpuLinear * pull = weight_order_.linear(lw, step_->releases());
-        // One query past the short attention (the split / block kernels pull nothing): qkv also pulls
-        // the weight two ahead (gate+up), as attention.wgsl does on the short path (PERF2).
-        const bool        long_one = q.ne[1] == 1 && (pos0 + 1 >= long_positions() || pos0 + 1 > 512);
-        const GpuLinear * pull2    = long_one ? weight_order_.after_next() : nullptr;
-        if (try_decode_qkv(q, kv, lw, in.q, &in.x, in.norm, in.eps, shape, pos0, pull, pull2)) return;
+        if (try_decode_qkv(q, kv, lw, in.q, &in.x, in.norm, in.eps, shape, pos0, pull)) return;
     }
     Backend::linear_qkv(q, kv, wqkv, in, shape, pos0);
 }

@@ -8,8 +8,7 @@ requires packed_4x8_integer_dot_product;
 //   rope: [pos][n_rot/2] (cos, sin) f32   q_out: [n_head hd] f32   k_cache, v_cache: as qkv_rope.wgsl
 // Bindings: 0 wq, 1 src, 2 src_scale, 3 rope (read); 4 q_out, 5 k_cache, 6 v_cache, 7 norm_stats
 //           (x's block sums of squares with STATS_IN, lib/act_stage.wgsl) (read_write); 8 pfw (read: a
-//           weight to pull into L2, lib/weight_prefetch.wgsl); 9 pfw2 (read: a second one, KPF2_WORDS);
-//           10 params (uniform)
+//           weight to pull into L2, lib/weight_prefetch.wgsl); 9 params (uniform)
 // Dispatch: (N / ROWS, 1, 1), ROWS = WG / LANES slots of one head (a multiple of 4 dividing
 // head_dim); slots as in lib/qkv_store.wgsl; thread u < ROWS / 4 finishes slots 4u .. 4u + 3.
 
@@ -63,8 +62,7 @@ struct Params {
 @group(0) @binding(6) var<storage, read_write> v_cache: array<u32>;
 @group(0) @binding(7) var<storage, read_write> norm_stats: array<f32>;
 @group(0) @binding(8) var<storage, read> pfw: array<u32>;  // lib/weight_prefetch.wgsl (any buffer when off)
-@group(0) @binding(9) var<storage, read> pfw2: array<u32>;  // a second weight to pull (any buffer when off)
-@group(0) @binding(10) var<uniform> p: Params;
+@group(0) @binding(9) var<uniform> p: Params;
 
 fn store_q(tok: u32, i: u32, v: f32) { q_out[p.q_offset + tok * p.q_stride + i] = v; }
 
@@ -76,23 +74,9 @@ fn store_q(tok: u32, i: u32, v: f32) { q_out[p.q_offset + tok * p.q_stride + i] 
 // WG * groups * KV_PF_STRIDE / row words). H100 tg128 +0.9%.
 const KV_PF_STRIDE: u32 = 16u;
 override KV_PF: bool = true;  // false (one query over a long context, WebGpuBackend::try_decode_qkv): none
-// One query over a long context instead pulls the weight two matmuls ahead (gate+up), which the
-// attention kernels there leave alone (attention.wgsl pulls it on the short path): pfw2's
-// KPF2_WORDS words, one per KPF_STRIDE, at most KPF2_LOADS per invocation over KPF2_GROUPS
-// workgroups (0 words: none; the host sets all three).
-override KPF2_WORDS: u32 = 0u;
-override KPF2_LOADS: u32 = 1u;
-override KPF2_GROUPS: u32 = 1u;
 
 fn kv_prefetch(lid: u32, g: u32) -> u32 {
     var acc = 0u;
-    if (KPF2_WORDS != 0u) {
-        let first = (g * WG + lid) * KPF_STRIDE;
-        for (var u = 0u; u < KPF2_LOADS; u++) {
-            let i = first + u * KPF2_GROUPS * WG * KPF_STRIDE;
-            if (i < KPF2_WORDS) { acc ^= pfw2[i]; }
-        }
-    }
     if (!KV_PF) { return acc; }
     let kw  = select(p.n_embd_kv, p.n_embd_kv / 2u, K_F16);  // u32 words per cache row
     let vw  = select(p.n_embd_kv, p.n_embd_kv / 2u, V_F16);
