@@ -43,13 +43,8 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
     if (!paged && pos0 + 1 > cpu::k_pos_super) {
         // attention_block_combine: 16 dimensions per workgroup of 256 threads (H200 tg64 @ d4096: 599.89 /
         // 598.35 tok/s with 8, 601.05 / 599.08 with 16), at most nsb_max superblocks of 512 positions per
-        // column (its workgroup memory: 64, 32,768 positions). One query: 32, a block of the output per
-        // workgroup, whose sum of squares it writes for the o-projection's norm (the norm statistics,
-        // webgpu_backend_impl.h), which then skips its own (PERF).
-        constexpr uint32_t k_block_np = 64, k_block_wg = 256;
-        const bool         stats_out  = n_tok == 1 && hd % 32 == 0 && stats_fit(out.ne[0]);
-        const uint32_t     ds         = stats_out ? 32 : 16;
-        const uint32_t     out_slot   = stats_out_slot(std::nullopt);
+        // column (its workgroup memory: 64, 32,768 positions)
+        constexpr uint32_t k_block_np = 64, k_block_wg = 256, ds = 16;
         const uint32_t     nsb_max    = static_cast<uint32_t>(
             std::min<uint64_t>(64, lim.maxComputeWorkgroupStorageSize / (4 * (uint64_t{ds} + 2))));
         const uint64_t     g           = static_cast<uint64_t>(group);
@@ -76,18 +71,16 @@ bool WebGpuBackend::super_attention(const Tensor & out, const Tensor & q, const 
                                      attn_sml_->get()};
             step_->dispatch(bk, bb, &bp, sizeof bp, u32(nch_ld), u32(n_kv), u32(n_tok));
             PipelineKey ck{"attention_block_combine",
-                           "rrwwu",
+                           "rrwu",
                            {{{"HD", static_cast<double>(hd)},
                              {"DS", static_cast<double>(ds)},
                              {"WG", static_cast<double>(k_block_wg)},
                              {"NSB", static_cast<double>(nsb_max)}}}};
-            if (stats_out) ck.add("STATS_OUT", 1.0);
             struct {
-                uint32_t n_head, nch_ld, pos0, out_offset, out_stride, stats_out;
-            } cp{u32(n_kv * group), u32(nch_ld), u32(pos0), gpu_offset(out, 4), u32(out.ne[0]), out_slot};
-            const WGPUBuffer cb[] = {attn_super_->get(), attn_sml_->get(), gpu_buffer(out), stats_buffer()};
+                uint32_t n_head, nch_ld, pos0, out_offset, out_stride;
+            } cp{u32(n_kv * group), u32(nch_ld), u32(pos0), gpu_offset(out, 4), u32(out.ne[0])};
+            const WGPUBuffer cb[] = {attn_super_->get(), attn_sml_->get(), gpu_buffer(out)};
             step_->dispatch(ck, cb, &cp, sizeof cp, u32(n_kv * group * (hd / ds)), u32(n_tok));
-            if (stats_out) stats_written(out, out_slot);
             return true;
         }
     }

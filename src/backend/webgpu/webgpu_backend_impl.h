@@ -540,7 +540,7 @@ private:
     // The slot a producer writes: the other one where it reads x's statistics from slot `in`, else 0.
     // By role rather than alternating, so that every layer's matmuls read and write the same slots
     // (the slot is each matmul's pipeline constant, STATS_AT) whatever the number of producers in a
-    // layer: with 3 (one query past 512 positions, whose attention wrote none then) alternating slots gave
+    // layer: with 3 (one query past 512 positions, whose attention writes none) alternating slots gave
     // each matmul two pipelines used in turn, and each dispatch ran ~2 us slower (docs/perf-log.md,
     // issue 52: H200 tg64 @ d4096 706.7 vs 598.0 tok/s).
     static uint32_t stats_out_slot(std::optional<uint32_t> in) { return in && *in == 0 ? k_stats_slot : 0; }

@@ -8,15 +8,12 @@
 //   out[d] = O[d] * r,  r = 1 / L correctly rounded.
 //
 //   part: [T][n_head][nch_ld][HD] f32   ml: [T][n_head][nch_ld][2] f32   out: [n_head HD, T] f32
-//   norm_stats: with STATS_OUT (one query, DS = 32), the output's block sums of squares for the
-//   o-projection's norm (lib/sum_squares.wgsl's block order: the norm statistics, as attention.wgsl)
-// Bindings: 0 part, 1 ml (read); 2 out, 3 norm_stats (read_write); 4 params
+// Bindings: 0 part, 1 ml (read); 2 out (read_write); 3 params
 // Dispatch: (n_head HD / DS, T), WG threads: a workgroup per (query head, slice of DS dimensions).
 // Step 1: item (superblock s, k) per thread (k < DS: dimension k of the slice, k = DS: the normalizer),
 // its superblock's 8 M_c and 8 values loaded at once (one round trip to memory), M_s and the A_c
 // recomputed by each item (the same bits in each), the join into workgroup memory. Step 2 (one
-// barrier later): threads d < DS join the <= NSB superblocks and write out[d]; with STATS_OUT their
-// squares summed in the halving order (one block of 32: cpu::sum_squares's inner level).
+// barrier later): threads d < DS join the <= NSB superblocks and write out[d].
 
 // #include "lib/numerics.wgsl"
 
@@ -24,7 +21,6 @@ override HD: u32 = 128u;
 override DS: u32 = 16u;    // dimensions per workgroup (divides HD)
 override WG: u32 = 256u;   // threads
 override NSB: u32 = 32u;   // the most superblocks a row may have (workgroup memory; the host's limit)
-override STATS_OUT: bool = false;  // the slice's block sum of squares to norm_stats (needs DS = 32)
 const NP: u32 = 64u;       // positions per chunk (2 blocks of 32: part of the order)
 const SBC: u32 = 8u;       // chunks per superblock (512 positions)
 
@@ -34,20 +30,17 @@ struct Params {
     pos0: u32,         // position of column 0
     out_offset: u32,   // f32 index of out[0, 0]
     out_stride: u32,   // f32 elements between columns of out
-    stats_out: u32,    // f32 index in norm_stats of the output's block sums (STATS_OUT)
     rn_zero: u32,      // 0, filled by the encoder (lib/numerics.wgsl)
 }
 
 @group(0) @binding(0) var<storage, read> part: array<f32>;
 @group(0) @binding(1) var<storage, read> ml: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
-@group(0) @binding(3) var<storage, read_write> norm_stats: array<f32>;
-@group(0) @binding(4) var<uniform> p: Params;
+@group(0) @binding(3) var<uniform> p: Params;
 
 var<workgroup> os: array<f32, NSB * DS>;  // [superblock][d]: O_s of the slice
 var<workgroup> ls: array<f32, NSB>;       // L_s
 var<workgroup> ms: array<f32, NSB>;       // M_s
-var<workgroup> sq: array<f32, DS>;        // STATS_OUT: the squares' halving sum
 
 const NEG_MAX: u32 = 0xff7fffffu;  // -FLT_MAX, as bits
 
@@ -107,15 +100,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             l = l + mul_rn(a, ls[s]);
             o = o + mul_rn(a, os[s * DS + lid]);
         }
-        let y = mul_rn(o, div_rn(1.0, l));
-        out[p.out_offset + t * p.out_stride + hq * HD + slice * DS + lid] = y;
-        sq[lid] = mul_rn(y, y);
+        out[p.out_offset + t * p.out_stride + hq * HD + slice * DS + lid] = mul_rn(o, div_rn(1.0, l));
     }
-    if (!STATS_OUT) { return; }
-    // 3. The block's 32 squares at distances 16, 8, .., 1 (the lower element's sum + the upper's).
-    for (var d = DS / 2u; d > 0u; d >>= 1u) {
-        workgroupBarrier();
-        if (lid < d) { sq[lid] = sq[lid] + sq[lid + d]; }
-    }
-    if (lid == 0u) { norm_stats[p.stats_out + (hq * HD + slice * DS) / 32u] = sq[0]; }
 }
