@@ -193,10 +193,10 @@ struct HeadBoundGrid {
 float i8_head_bounds_ref(const int64_t * dots, const float * s, const float * q_norm, const float * d_norm,
                          const float * e_norm, int64_t n, const HeadBoundGrid & g, float * lo, float * hi);
 
-// Issue 51 (TERN_CPU_PAGE_AHEAD, cpu README, "A page ahead"): the AVX-512 one-token streams (the ternary
-// tiles' one-token loop, the int8 head, the Q6_K head's bound pass, the read loop) ask once per 4 KiB page for the line this many bytes
-// ahead, so the hardware prefetcher, which stops at page ends, finds the next pages started
-// (0: never; default 8192).
+// Issue 51 (TERN_CPU_PAGE_AHEAD, cpu README, "A page ahead"): the AVX-512 and AVX2 one-token streams (the
+// ternary tiles' one-token loop, the int8 head, the Q6_K head's bound pass, the read loop; StreamAhead in
+// tile_loop.h) ask once per 4 KiB page for the line this many bytes ahead, so the hardware
+// prefetcher, which stops at page ends, finds the next pages started (0: never; default 8192).
 extern int64_t page_ahead;
 // Issue 51 (TERN_CPU_LINE_AHEAD, cpu README, "A line ahead"): the same streams also ask for every
 // 64-byte line this many bytes ahead (prefetcht0; 0: never; default 4096 on Intel CPUs, 0 on others).

@@ -39,10 +39,12 @@ void tile_tokens(const TernaryTiles & w, int64_t tile, const ActView & a, int64_
     for (int t = 0; t < NT; ++t) q[t] = a.q + (t0 + t) * a.ld;
     __m256 out[NT][2];
     for (int t = 0; t < NT; ++t) out[t][0] = out[t][1] = _mm256_setzero_ps();
+    const StreamAhead ahead;  // one token: page and line requests (tile_loop.h)
     for (int64_t g = 0; g < n_groups; ++g) {
         __m256i acc[NT][2];
         for (int t = 0; t < NT; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_si256();
         for (int64_t c = g * chunks_per_g; c < (g + 1) * chunks_per_g; ++c) {
+            if constexpr (NT == 1) ahead.at<k_tile_chunk>(codes + c * k_tile_chunk);
             const __m256i lo  = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(codes + c * k_tile_chunk));
             const __m256i hi  = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(codes + c * k_tile_chunk + 32));
             const int64_t col = c * k_tile_cols;
@@ -172,10 +174,13 @@ void gate_act(const float * g, const float * u, float * f, int64_t n, bool relu2
     }
 }
 
+// The ruler reads with the one-token kernels' page and line requests (as kernels_avx512.cpp's).
 uint64_t read_bytes(const uint8_t * p, int64_t n) {
-    __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
-    int64_t i  = 0;
+    __m256i           a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+    int64_t           i  = 0;
+    const StreamAhead ahead;
     for (; i + 128 <= n; i += 128) {
+        ahead.at<128>(p + i);
         a0 = _mm256_add_epi64(a0, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p + i)));
         a1 = _mm256_add_epi64(a1, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p + i + 32)));
         a2 = _mm256_add_epi64(a2, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p + i + 64)));

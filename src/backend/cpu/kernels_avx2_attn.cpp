@@ -382,7 +382,8 @@ void rows_dot_checked(const uint16_t * table, int64_t row_stride, int64_t r0, in
 template <int NR>
 void i8_rows_block(const int8_t * q, int64_t row_stride, int64_t r, int64_t k, const uint8_t * hi, const uint8_t * lo,
                    int64_t * dots) {
-    int64_t tot[NR] = {};
+    int64_t           tot[NR] = {};
+    const StreamAhead ahead;  // page and line requests of each row's stream (tile_loop.h)
     for (int64_t c0 = 0; c0 < k; c0 += 4096) {
         const int64_t c1 = c0 + 4096 < k ? c0 + 4096 : k;
         __m256i       acc[NR];
@@ -390,6 +391,10 @@ void i8_rows_block(const int8_t * q, int64_t row_stride, int64_t r, int64_t k, c
         for (int j = 0; j < NR; ++j) acc[j] = _mm256_setzero_si256();
         int64_t i = c0;
         for (; i + 16 <= c1; i += 16) {
+            if ((i & 63) == 0) {  // the NR rows' next lines (c0 is a multiple of 64)
+#pragma GCC unroll 4
+                for (int j = 0; j < NR; ++j) ahead.at<64>(q + (r + j) * row_stride + i);
+            }
             const __m256i hv = _mm256_sub_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(hi + i))), _mm256_set1_epi16(128));
             const __m256i H  = _mm256_add_epi16(_mm256_slli_epi16(hv, 8), _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(lo + i))));
 #pragma GCC unroll 4
@@ -421,12 +426,14 @@ void i8_rows_dot_i16(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r
 // <= 63 against |h8| <= 127, pairs below 2^15), lane i of a step = columns 4i .. 4i + 3.
 void q6k_rows_dot_i8(const uint8_t * table, int64_t row_bytes, int64_t r0, int64_t r1, int64_t k, const int8_t * h8,
                      const int32_t * h8_sum4, double * f) {
-    const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
+    const __m256i     m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
+    const StreamAhead ahead;  // page and line requests (tile_loop.h)
     for (int64_t r = r0; r < r1; ++r) {
         const uint8_t * row = table + r * row_bytes;
         __m256          acc = _mm256_setzero_ps();
         for (int64_t b = 0; b < k / 256; ++b) {
             const uint8_t * blk = row + 210 * b;
+            ahead.at<210>(blk);  // the block's 4 lines
             const float     d   = _cvtsh_ss(static_cast<unsigned short>(blk[208] | (blk[209] << 8)));
             float           ds[16];
             for (int j = 0; j < 16; ++j) ds[j] = d * static_cast<float>(static_cast<int8_t>(blk[192 + j]));

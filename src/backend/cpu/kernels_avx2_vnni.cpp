@@ -35,6 +35,7 @@ void tile_tokens(const TernaryTiles & w, int64_t tile, const ActView & a, int64_
     for (int t = 0; t < NT; ++t) q[t] = a.q + (t0 + t) * a.ld;
     __m256 out[NT][2];
     for (int t = 0; t < NT; ++t) out[t][0] = out[t][1] = _mm256_setzero_ps();
+    const StreamAhead ahead;  // one token: page and line requests (tile_loop.h)
     for (int64_t g = 0; g < n_groups; ++g) {
         __m256i dot[NT][2];
         const int64_t c0 = g * chunks_per_g, c1 = c0 + chunks_per_g;
@@ -44,6 +45,7 @@ void tile_tokens(const TernaryTiles & w, int64_t tile, const ActView & a, int64_
                 for (int s = 0; s < 4; ++s) acc[h][s] = _mm256_setzero_si256();
             }
             for (int64_t c = c0; c < c1; ++c) {
+                ahead.at<k_tile_chunk>(codes + c * k_tile_chunk);
                 const int64_t col = c * k_tile_cols;
                 const __m256i b0  = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(codes + c * k_tile_chunk));
                 const __m256i b1  = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(codes + c * k_tile_chunk + 32));
@@ -109,12 +111,14 @@ void ternary_gemm_avx2_vnni(const TernaryTiles & w, int64_t tile0, int64_t tile1
 // both sums with vpdpbusd (H's bytes unsigned, q signed), one row at a time.
 void i8_rows_dot_i16_avx2_vnni(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const uint8_t * hi,
                                const uint8_t * lo, const int32_t * q_sums, int64_t * dots) {
-    const int64_t k64 = k & ~int64_t{63};
+    const int64_t     k64 = k & ~int64_t{63};
+    const StreamAhead ahead;  // page and line requests (tile_loop.h)
     for (int64_t r = r0; r < r1; ++r) {
         const int8_t * row = q + r * row_stride;
         __m256i        a0 = _mm256_setzero_si256(), a1 = a0, b0 = a0, b1 = a0;
         int64_t        i  = 0;
         for (; i < k64; i += 64) {
+            ahead.at<64>(row + i);
             const __m256i q0 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(row + i));
             const __m256i q1 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(row + i + 32));
             a0 = dpbusd(a0, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(hi + i)), q0);

@@ -120,8 +120,7 @@ void tiles_one_token(const TernaryTiles & w, int64_t tile0, int64_t tile1, const
     const int64_t  tile_bytes   = (w.k / k_tile_cols) * k_tile_chunk;
     const int8_t * q            = a.q;
     const float    a_scale      = a.scale[0];
-    const int64_t  ahead        = page_ahead;
-    const int64_t  lahead       = line_ahead;
+    const StreamAhead ahead;  // page and line requests (tile_loop.h)
     const __m512i  m0 = _mm512_set1_epi8(3), m1 = _mm512_set1_epi8(0x0c), m2 = _mm512_set1_epi8(0x30),
                   m3 = _mm512_set1_epi8(static_cast<char>(0xc0));
     Toucher touch(a, tile0, tile1);  // the layer's K/V where the caller names them (tile_loop.h)
@@ -145,13 +144,7 @@ void tiles_one_token(const TernaryTiles & w, int64_t tile0, int64_t tile1, const
             const int64_t c_end = (g + 1) * chunks_per_g;
             int64_t       c     = g * chunks_per_g;
             for (; c + Step <= c_end; c += Step) {
-                const uint8_t * at = codes + c * k_tile_chunk;
-                if (ahead > 0 && (reinterpret_cast<uintptr_t>(at) & 4095) < 64 * Step) {
-                    _mm_prefetch(reinterpret_cast<const char *>(at + ahead), _MM_HINT_T0);  // once per page
-                }
-                if (lahead > 0) {  // and every line lahead bytes ahead (cpu README, "A line ahead")
-                    for (int l = 0; l < Step; ++l) _mm_prefetch(reinterpret_cast<const char *>(at + lahead + 64 * l), _MM_HINT_T0);
-                }
+                ahead.at<64 * Step>(codes + c * k_tile_chunk);
                 const int8_t * qs = q + c * k_tile_cols;
                 chunk.template operator()<0>(c, qs);
                 chunk.template operator()<1>(c, qs);
@@ -349,15 +342,10 @@ void gate_act(const float * g, const float * u, float * f, int64_t n, bool relu2
 // session 18's Xeon both together lift the plain loop by ~15% (cpu README, "A line ahead").
 uint64_t read_bytes(const uint8_t * p, int64_t n) {
     __m512i       a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
-    int64_t       i  = 0;
-    const int64_t ahead = page_ahead, lahead = line_ahead;
+    int64_t           i  = 0;
+    const StreamAhead ahead;
     for (; i + 256 <= n; i += 256) {
-        if (ahead > 0 && (reinterpret_cast<uintptr_t>(p + i) & 4095) < 256) {
-            _mm_prefetch(reinterpret_cast<const char *>(p + i + ahead), _MM_HINT_T0);
-        }
-        if (lahead > 0) {
-            for (int l = 0; l < 4; ++l) _mm_prefetch(reinterpret_cast<const char *>(p + i + lahead + 64 * l), _MM_HINT_T0);
-        }
+        ahead.at<256>(p + i);
         a0 = _mm512_add_epi64(a0, _mm512_loadu_si512(p + i));
         a1 = _mm512_add_epi64(a1, _mm512_loadu_si512(p + i + 64));
         a2 = _mm512_add_epi64(a2, _mm512_loadu_si512(p + i + 128));

@@ -633,21 +633,14 @@ void f32_rows_dot(const float * rows, int64_t row_stride, int64_t r0, int64_t r1
 // products below 2^15: no overflow for k < 2^20.
 void i8_rows_dot_i16(const int8_t * q, int64_t row_stride, int64_t r0, int64_t r1, int64_t k, const uint8_t * hi,
                      const uint8_t * lo, const int32_t * q_sums, int64_t * dots) {
-    const int64_t k128 = k & ~int64_t{127};
-    const int64_t ahead = page_ahead;
-    const int64_t lahead = line_ahead;
+    const int64_t     k128 = k & ~int64_t{127};
+    const StreamAhead ahead;  // page and line requests (tile_loop.h)
     for (int64_t r = r0; r < r1; ++r) {
         const int8_t * row = q + r * row_stride;
         __m512i        a0 = _mm512_setzero_si512(), a1 = a0, b0 = a0, b1 = a0;
         int64_t        i  = 0;
         for (; i < k128; i += 128) {
-            if (ahead > 0 && (reinterpret_cast<uintptr_t>(row + i) & 4095) < 128) {
-                _mm_prefetch(reinterpret_cast<const char *>(row + i + ahead), _MM_HINT_T0);  // once per page
-            }
-            if (lahead > 0) {  // and every line lahead bytes ahead (cpu README, "A line ahead")
-                _mm_prefetch(reinterpret_cast<const char *>(row + i + lahead), _MM_HINT_T0);
-                _mm_prefetch(reinterpret_cast<const char *>(row + i + lahead + 64), _MM_HINT_T0);
-            }
+            ahead.at<128>(row + i);
             const __m512i q0 = _mm512_loadu_si512(row + i), q1 = _mm512_loadu_si512(row + i + 64);
             a0 = dpbusd(a0, _mm512_loadu_si512(hi + i), q0);  // (in place: simd_avx512.h)
             b0 = dpbusd(b0, _mm512_loadu_si512(lo + i), q0);
@@ -711,18 +704,13 @@ void q6k_rows_dot_i8(const uint8_t * table, int64_t row_bytes, int64_t r0, int64
     for (int g = 0; g < 4; ++g) {
         idx[g] = _mm512_add_epi32(_mm512_set1_epi32(4 * g), _mm512_srli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 2));
     }
-    const int64_t ahead = page_ahead, lahead = line_ahead;
+    const StreamAhead ahead;  // page and line requests (tile_loop.h)
     for (int64_t r = r0; r < r1; ++r) {
         const uint8_t * row = table + r * row_bytes;
         __m512          acc = _mm512_setzero_ps();
         for (int64_t b = 0; b < k / 256; ++b) {
             const uint8_t * blk = row + 210 * b;
-            if (ahead > 0 && (reinterpret_cast<uintptr_t>(blk) & 4095) < 210) {
-                _mm_prefetch(reinterpret_cast<const char *>(blk + ahead), _MM_HINT_T0);  // once per page
-            }
-            if (lahead > 0) {  // the lines of the block lahead bytes ahead, as the int8 head asks
-                for (int l = 0; l < 4; ++l) _mm_prefetch(reinterpret_cast<const char *>(blk + lahead + 64 * l), _MM_HINT_T0);
-            }
+            ahead.at<210>(blk);  // the block's 4 lines
             const float     d   = _cvtsh_ss(static_cast<unsigned short>(blk[208] | (blk[209] << 8)));
             const __m512    dsc = _mm512_mul_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(blk + 192)))));
             for (int h = 0; h < 2; ++h) {
