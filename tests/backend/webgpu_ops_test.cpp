@@ -767,6 +767,59 @@ TEST_F(WebGpuOps, RmsNormInPlaceAndOnAnUnalignedColumnView) {
     expect_close(in_place[1], in_place[0], tolerance(1e-6), "in place");
 }
 
+// One decode layer for the norm-statistics tests: o-projection (k x k), gate+up (k -> n_ff) and down
+// (n_ff -> k), random ternary weights, three norms near 1, the attention output's stand-in v and the
+// residual x. Holds the bytes the WeightSources point into: built in place, never moved.
+struct NormChainData {
+    NormChainData(int64_t k_, int64_t n_ff_, std::mt19937 & rng) : k(k_), n_ff(n_ff_) {
+        const auto normal = [&](float sd) { return std::normal_distribution<float>(0.0f, sd)(rng); };
+        bo = random_lowbit(DType::i2_s, k, k, rng);
+        bd = random_lowbit(DType::i2_s, n_ff, k, rng);
+        bg = random_lowbit(DType::i2_s, k, n_ff, rng);
+        bu = random_lowbit(DType::i2_s, k, n_ff, rng);
+        v.resize(k), x0.resize(k);
+        for (auto & e : v) e = normal(1.0f);
+        for (auto & e : x0) e = normal(2.0f);
+        for (auto * n : {&n1, &n2, &n3}) {
+            n->resize(n == &n3 ? n_ff : k);
+            for (auto & e : *n) e = 1.0f + normal(0.1f);
+        }
+    }
+    NormChainData(const NormChainData &) = delete;
+    WeightSource o() const { return {"o", DType::i2_s, {k, k, 1, 1}, bo}; }
+    WeightSource down() const { return {"d", DType::i2_s, {n_ff, k, 1, 1}, bd}; }
+    std::array<WeightSource, 2> gate_up() const {
+        return {WeightSource{"g", DType::i2_s, {k, n_ff, 1, 1}, bg}, WeightSource{"u", DType::i2_s, {k, n_ff, 1, 1}, bu}};
+    }
+    static WeightSource norm(const char * name, const std::vector<float> & w) {
+        return {name, DType::f32, {static_cast<int64_t>(w.size()), 1, 1, 1},
+                {reinterpret_cast<const uint8_t *>(w.data()), w.size() * 4}};
+    }
+    int64_t              k, n_ff;
+    std::vector<uint8_t> bo, bd, bg, bu;
+    std::vector<float>   v, x0, n1, n2, n3;
+};
+
+// The chain loaded on one backend, with v and x written and the int8 activation buffers the
+// projections share (a_k: k inputs, a_f: n_ff).
+struct NormChainOn {
+    NormChainOn(Backend & b, const NormChainData & d)
+        : mo(b.load_linear({std::array{d.o()}})), md(b.load_linear({std::array{d.down()}})),
+          mgu(b.load_linear(d.gate_up())), m1(b.load_norm(NormChainData::norm("n1", d.n1))),
+          m2(b.load_norm(NormChainData::norm("n2", d.n2))), m3(b.load_norm(NormChainData::norm("n3", d.n3))),
+          vt(alloc_tensor(b, DType::f32, {d.k, 1, 1, 1}, "v")), xt(alloc_tensor(b, DType::f32, {d.k, 1, 1, 1}, "x")),
+          ft(alloc_tensor(b, DType::f32, {d.n_ff, 1, 1, 1}, "f")), q(alloc_tensor(b, DType::i8, {d.n_ff, 1, 1, 1}, "q")),
+          qs(alloc_tensor(b, DType::f32, {1, 1, 1, 1}, "qs")),
+          a_k{{q.tensor.buffer, 0, DType::i8, {d.k, 1, 1, 1}}, qs.tensor},
+          a_f{{q.tensor.buffer, 0, DType::i8, {d.n_ff, 1, 1, 1}}, qs.tensor} {
+        b.write(vt.tensor, d.v.data(), d.v.size() * 4);
+        b.write(xt.tensor, d.x0.data(), d.x0.size() * 4);
+    }
+    std::unique_ptr<Weight> mo, md, mgu, m1, m2, m3;
+    OwnedTensor             vt, xt, ft, q, qs;
+    QuantizedActs           a_k, a_f;
+};
+
 // The norm statistics: a decode kernel that writes a vector leaves its blocks' sums of squares for
 // the next kernel's norm. A layer-like chain of one token (o-proj accumulating into x, gate+up,
 // down accumulating into x, a projection of x) must give the CPU's bits; the last three take their
@@ -775,56 +828,29 @@ TEST_F(WebGpuOps, RmsNormInPlaceAndOnAnUnalignedColumnView) {
 TEST_F(WebGpuOps, NormStatisticsFeedTheNextNormAndAreDroppedAfterAWrite) {
     auto * web = dynamic_cast<WebGpuBackend *>(&gpu());
     ASSERT_NE(web, nullptr);
-    const int64_t k = 256, n_ff = 384;
-    const auto    bo = random_lowbit(DType::i2_s, k, k, rng_), bd = random_lowbit(DType::i2_s, n_ff, k, rng_);
-    const auto    bg = random_lowbit(DType::i2_s, k, n_ff, rng_), bu = random_lowbit(DType::i2_s, k, n_ff, rng_);
-    const WeightSource wo{"o", DType::i2_s, {k, k, 1, 1}, bo}, wd{"d", DType::i2_s, {n_ff, k, 1, 1}, bd};
-    const WeightSource gu[2] = {{"g", DType::i2_s, {k, n_ff, 1, 1}, bg}, {"u", DType::i2_s, {k, n_ff, 1, 1}, bu}};
-    std::vector<float> v(k), x0(k), x_new(k), n1(k), n2(k), n3(n_ff);
-    for (auto & e : v) e = normal(1.0f);
-    for (auto & e : x0) e = normal(2.0f);
+    const NormChainData d(256, 384, rng_);
+    std::vector<float>  x_new(d.k);
     for (auto & e : x_new) e = normal(3.0f);
-    for (auto * n : {&n1, &n2, &n3}) {
-        for (auto & e : *n) e = 1.0f + normal(0.1f);
-    }
-    const auto bytes = [](const std::vector<float> & f) {
-        std::vector<uint8_t> b(f.size() * 4);
-        std::memcpy(b.data(), f.data(), b.size());
-        return b;
-    };
-    const auto         b1 = bytes(n1), b2 = bytes(n2), b3 = bytes(n3);
-    const WeightSource ns1{"n1", DType::f32, {k, 1, 1, 1}, b1}, ns2{"n2", DType::f32, {k, 1, 1, 1}, b2},
-        ns3{"n3", DType::f32, {n_ff, 1, 1, 1}, b3};
     for (const bool write_between : {false, true}) {
         SCOPED_TRACE(write_between ? "a write between" : "a plain chain");
         std::vector<float> out_x[2], out_f[2], out_y[2];
         Backend *          bs[2] = {cpu_.get(), &gpu()};
         int64_t            reads = 0;
         for (int i = 0; i < 2; ++i) {
-            Backend & b  = *bs[i];
-            auto      mo = b.load_linear({&wo, 1}), md = b.load_linear({&wd, 1}), mgu = b.load_linear(gu);
-            auto      m1 = b.load_norm(ns1), m2 = b.load_norm(ns2), m3 = b.load_norm(ns3);
-            auto      vt = alloc_tensor(b, DType::f32, {k, 1, 1, 1}, "v");
-            auto      xt = alloc_tensor(b, DType::f32, {k, 1, 1, 1}, "x");
-            auto      ft = alloc_tensor(b, DType::f32, {n_ff, 1, 1, 1}, "f");
-            auto      yt = alloc_tensor(b, DType::f32, {k, 1, 1, 1}, "y");
-            auto      q  = alloc_tensor(b, DType::i8, {n_ff, 1, 1, 1}, "q");
-            auto      qs = alloc_tensor(b, DType::f32, {1, 1, 1, 1}, "qs");
-            const QuantizedActs a_k{{q.tensor.buffer, 0, DType::i8, {k, 1, 1, 1}}, qs.tensor};
-            const QuantizedActs a_f{{q.tensor.buffer, 0, DType::i8, {n_ff, 1, 1, 1}}, qs.tensor};
-            b.write(vt.tensor, v.data(), v.size() * 4);
-            b.write(xt.tensor, x0.data(), x0.size() * 4);
-            const int64_t before = i == 1 ? web->norm_stats_reads() : 0;
+            Backend &   b = *bs[i];
+            NormChainOn c(b, d);
+            auto        yt = alloc_tensor(b, DType::f32, {d.k, 1, 1, 1}, "y");
+        const int64_t before = i == 1 ? web->norm_stats_reads() : 0;
             b.begin_step();
-            b.linear(xt.tensor, *mo, {vt.tensor, m1.get(), 1e-5f, a_k, {}}, /*accumulate=*/true);
-            b.linear_glu(ft.tensor, *mgu, {xt.tensor, m2.get(), 1e-5f, a_k, {}}, FfnActivation::relu2);
-            b.linear(xt.tensor, *md, {ft.tensor, m3.get(), 1e-6f, a_f, {}}, /*accumulate=*/true);
-            if (write_between) b.write(xt.tensor, x_new.data(), x_new.size() * 4);
-            b.linear(yt.tensor, *mo, {xt.tensor, m2.get(), 1e-5f, a_k, {}}, /*accumulate=*/false);
+            b.linear(c.xt.tensor, *c.mo, {c.vt.tensor, c.m1.get(), 1e-5f, c.a_k, {}}, /*accumulate=*/true);
+            b.linear_glu(c.ft.tensor, *c.mgu, {c.xt.tensor, c.m2.get(), 1e-5f, c.a_k, {}}, FfnActivation::relu2);
+            b.linear(c.xt.tensor, *c.md, {c.ft.tensor, c.m3.get(), 1e-6f, c.a_f, {}}, /*accumulate=*/true);
+            if (write_between) b.write(c.xt.tensor, x_new.data(), x_new.size() * 4);
+            b.linear(yt.tensor, *c.mo, {c.xt.tensor, c.m2.get(), 1e-5f, c.a_k, {}}, /*accumulate=*/false);
             b.end_step();
             if (i == 1) reads = web->norm_stats_reads() - before;
-            out_x[i] = read_f32(b, xt.tensor);
-            out_f[i] = read_f32(b, ft.tensor);
+            out_x[i] = read_f32(b, c.xt.tensor);
+            out_f[i] = read_f32(b, c.ft.tensor);
             out_y[i] = read_f32(b, yt.tensor);
         }
         EXPECT_EQ(reads, write_between ? 2 : 3);
@@ -843,56 +869,28 @@ TEST_F(WebGpuOps, NormStatisticsFeedTheNextNormAndAreDroppedAfterAWrite) {
 TEST_F(WebGpuOps, NormStatisticsSlotsKeepOnePipelinePerKernelAcrossLayers) {
     auto * web = dynamic_cast<WebGpuBackend *>(&gpu());
     ASSERT_NE(web, nullptr);
-    const int64_t k = 384, n_ff = 640;  // (shapes no other test builds pipelines for: the backend is shared)
-    const auto    bo = random_lowbit(DType::i2_s, k, k, rng_), bd = random_lowbit(DType::i2_s, n_ff, k, rng_);
-    const auto    bg = random_lowbit(DType::i2_s, k, n_ff, rng_), bu = random_lowbit(DType::i2_s, k, n_ff, rng_);
-    const WeightSource wo{"o", DType::i2_s, {k, k, 1, 1}, bo}, wd{"d", DType::i2_s, {n_ff, k, 1, 1}, bd};
-    const WeightSource gu[2] = {{"g", DType::i2_s, {k, n_ff, 1, 1}, bg}, {"u", DType::i2_s, {k, n_ff, 1, 1}, bu}};
-    std::vector<float> v(k), x0(k), n1(k), n2(k), n3(n_ff);
-    for (auto & e : v) e = normal(1.0f);
-    for (auto & e : x0) e = normal(2.0f);
-    for (auto * n : {&n1, &n2, &n3}) {
-        for (auto & e : *n) e = 1.0f + normal(0.1f);
-    }
-    const auto bytes = [](const std::vector<float> & f) {
-        std::vector<uint8_t> b(f.size() * 4);
-        std::memcpy(b.data(), f.data(), b.size());
-        return b;
-    };
-    const auto         b1 = bytes(n1), b2 = bytes(n2), b3 = bytes(n3);
-    const WeightSource ns1{"n1", DType::f32, {k, 1, 1, 1}, b1}, ns2{"n2", DType::f32, {k, 1, 1, 1}, b2},
-        ns3{"n3", DType::f32, {n_ff, 1, 1, 1}, b3};
-    constexpr int      layers = 3;
-    std::vector<float> out_x[2];
-    Backend *          bs[2]  = {cpu_.get(), &gpu()};
-    size_t             built[layers + 1] = {};
-    int64_t            reads = 0;
+    const NormChainData d(384, 640, rng_);  // (shapes no other test builds pipelines for: the backend is shared)
+    constexpr int       layers = 3;
+    std::vector<float>  out_x[2];
+    Backend *           bs[2]  = {cpu_.get(), &gpu()};
+    size_t              built[layers + 1] = {};
+    int64_t             reads = 0;
     for (int i = 0; i < 2; ++i) {
-        Backend & b  = *bs[i];
-        auto      mo = b.load_linear({&wo, 1}), md = b.load_linear({&wd, 1}), mgu = b.load_linear(gu);
-        auto      m1 = b.load_norm(ns1), m2 = b.load_norm(ns2), m3 = b.load_norm(ns3);
-        auto      vt = alloc_tensor(b, DType::f32, {k, 1, 1, 1}, "v");
-        auto      xt = alloc_tensor(b, DType::f32, {k, 1, 1, 1}, "x");
-        auto      ft = alloc_tensor(b, DType::f32, {n_ff, 1, 1, 1}, "f");
-        auto      q  = alloc_tensor(b, DType::i8, {n_ff, 1, 1, 1}, "q");
-        auto      qs = alloc_tensor(b, DType::f32, {1, 1, 1, 1}, "qs");
-        const QuantizedActs a_k{{q.tensor.buffer, 0, DType::i8, {k, 1, 1, 1}}, qs.tensor};
-        const QuantizedActs a_f{{q.tensor.buffer, 0, DType::i8, {n_ff, 1, 1, 1}}, qs.tensor};
-        b.write(vt.tensor, v.data(), v.size() * 4);
-        b.write(xt.tensor, x0.data(), x0.size() * 4);
+        Backend &   b = *bs[i];
+        NormChainOn c(b, d);
         const int64_t before = i == 1 ? web->norm_stats_reads() : 0;
         b.begin_step();
         for (int l = 0; l < layers; ++l) {
             if (i == 1) built[l] = web->pipelines_built();
             // (v stands in for the attention output: no statistics for it, as past 512 positions)
-            b.linear(xt.tensor, *mo, {vt.tensor, m1.get(), 1e-5f, a_k, {}}, /*accumulate=*/true);
-            b.linear_glu(ft.tensor, *mgu, {xt.tensor, m2.get(), 1e-5f, a_k, {}}, FfnActivation::relu2);
-            b.linear(xt.tensor, *md, {ft.tensor, m3.get(), 1e-6f, a_f, {}}, /*accumulate=*/true);
+            b.linear(c.xt.tensor, *c.mo, {c.vt.tensor, c.m1.get(), 1e-5f, c.a_k, {}}, /*accumulate=*/true);
+            b.linear_glu(c.ft.tensor, *c.mgu, {c.xt.tensor, c.m2.get(), 1e-5f, c.a_k, {}}, FfnActivation::relu2);
+            b.linear(c.xt.tensor, *c.md, {c.ft.tensor, c.m3.get(), 1e-6f, c.a_f, {}}, /*accumulate=*/true);
         }
         if (i == 1) built[layers] = web->pipelines_built();
         b.end_step();
         if (i == 1) reads = web->norm_stats_reads() - before;
-        out_x[i] = read_f32(b, xt.tensor);
+        out_x[i] = read_f32(b, c.xt.tensor);
     }
     EXPECT_EQ(reads, 2 * layers);  // gate+up and down of every layer
     EXPECT_GT(built[1], built[0]);  // (the first layer's pipelines are new)
