@@ -341,7 +341,7 @@ void gate_act(const float * g, const float * u, float * f, int64_t n, bool relu2
 // The ruler reads as the one-token kernels do, with their page-ahead and line-ahead requests: on
 // session 18's Xeon both together lift the plain loop by ~15% (cpu README, "A line ahead").
 uint64_t read_bytes(const uint8_t * p, int64_t n) {
-    __m512i       a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+    __m512i           a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
     int64_t           i  = 0;
     const StreamAhead ahead;
     for (; i + 256 <= n; i += 256) {
