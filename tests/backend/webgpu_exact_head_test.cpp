@@ -76,13 +76,7 @@ TEST(WebGpuExactHead, EveryFormGivesTheCpusBitsAndArgmax) {
                             // the next segment loaded while one is summed: whole rows, 3-word and 5-word segments
                             "head_exact_form=1,head_exact_ahead=1",
                             "head_exact_form=1,head_exact_ahead=1,head_exact_seg=3,head_exact_groups=61",
-                            "head_exact_form=1,head_exact_ahead=1,head_exact_seg=5,head_exact_groups=7",
-                            // EXPERIMENT: h's layouts in workgroup memory (head_exact_hs)
-                            "head_exact_form=1,head_exact_ahead=1,head_exact_hs=1",
-                            "head_exact_form=1,head_exact_ahead=1,head_exact_hs=2",
-                            "head_exact_form=1,head_exact_ahead=1,head_exact_hs=2,head_exact_seg=3,head_exact_groups=61",
-                            "head_exact_form=1,head_exact_ahead=1,head_exact_round=1",
-                            "head_exact_form=1,head_exact_ahead=1,head_exact_round=1,head_exact_hs=2"};
+                            "head_exact_form=1,head_exact_ahead=1,head_exact_seg=5,head_exact_groups=7"};
     for (const char * f : tunes) {
         WebGpuOptions o;
         o.allow_cpu_adapter = true;

@@ -59,8 +59,6 @@ const std::vector<Field> & fields() {
         {"head_exact_groups", Kind::number, 0, 65535, &T::head_exact_groups},
         {"head_exact_seg", Kind::number, 1, 10, &T::head_exact_seg},
         {"head_exact_ahead", Kind::number, 0, 1, &T::head_exact_ahead},
-        {"head_exact_hs", Kind::number, 0, 2, &T::head_exact_hs},
-        {"head_exact_round", Kind::number, 0, 1, &T::head_exact_round},
         {"head_batch_teams", Kind::number, 0, 2, &T::head_batch_teams},
         {"sample_scan_fused", Kind::number, 0, 1, &T::sample_scan_fused},
         {"head_mma_rows", Kind::number, 0, 4, &T::head_mma_rows},

@@ -75,9 +75,6 @@ struct WebGpuTuning {
                                       //     are K / 256 = 10)
     uint32_t head_exact_ahead  = 1;   // ... 1: the next segment's words loaded into a second set of named
                                       //     registers while the current one is summed; 0: load, then sum
-    uint32_t head_exact_hs     = 0;   // EXPERIMENT: h's layout in workgroup memory (lm_head_f16_teams HS_FORM;
-                                      //     2 only where h is rounded to f16, else 1)
-    uint32_t head_exact_round  = 0;   // EXPERIMENT: 1: whether h is rounded to f16 is a pipeline constant (ROUND_IN)
     uint32_t sample_scan_fused = 1;  // top-p without top-k after a one-token head: sample_scan.wgsl's
                                      // PHASE 2 (the maximum from the head's chunk winners; one dispatch)
                                      // instead of PHASE 0 + 1 (webgpu_sample.cpp)

@@ -34,6 +34,9 @@
 //     (<= u |sum| + gamma_n^2 sum |p| with n = 2 K / 256 products per chain) is of the same order as
 //     the renormalised pairs'; both stand for the CPU's double sum (cpu::dot_f32) and round to its
 //     f32 except where the exact sum is within ~2^-40 (relative) of a rounding boundary.
+// Which of the two is a pipeline constant (ROUND_IN), so the other is compiled out: read from the
+// uniform (p.round_input), both forms were in the loop, and the head took 281.5 us per token against
+// 219.4 (H200, GPU profile of 128 top-p tokens; the same bits).
 
 // #include "lib/numerics.wgsl"
 // #include "lib/inv_rms.wgsl"
@@ -53,8 +56,7 @@ override SEG: u32 = 5u;          // words per lane loaded together (<= 10; WebGp
 override SEGS: u32 = (PER_LANE + SEG - 1u) / SEG;
 override AHEAD: bool = false;    // the next segment's words loaded into a second set of named registers
                                  // while the current one is summed (WebGpuTuning::head_exact_ahead)
-override HS_FORM: u32 = 0u;      // EXPERIMENT (head_exact_hs): h's layout in workgroup memory (hsw)
-override ROUND_IN: u32 = 2u;     // EXPERIMENT (head_exact_round): 0 / 1 p.round_input known to the pipeline, 2 read
+override ROUND_IN: bool = false; // h is rounded to f16 (p.round_input != 0: the host sets both)
 
 @group(0) @binding(0) var<storage, read> head: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
@@ -64,11 +66,6 @@ override ROUND_IN: u32 = 2u;     // EXPERIMENT (head_exact_round): 0 / 1 p.round
 @group(0) @binding(5) var<uniform> p: Params;
 
 var<workgroup> red: array<vec2<f32>, WG>;  // the lanes' sums (without TEAM_SG)
-// h as bits. Word i of a row (elements 8i .. 8i + 7) meets h's elements 8i .. 8i + 3 (a) and 8i + 4 ..
-// 8i + 7 (b). HS_FORM 0: a at 2i, b at 2i + 1 (lane l's two 16-byte reads 32 bytes apart: 2-way bank
-// conflicts); 1: a at i, b at K / 8 + i (side by side); 2 (h rounded to f16): the 8 elements as f16
-// pairs at i (one 16-byte read per word).
-var<workgroup> hsw: array<vec4<u32>, K / 4u>;
 var<private> n_groups: u32;
 
 fn row_of(wid: u32, rr: u32, team: u32) -> u32 {
@@ -82,48 +79,11 @@ fn load_word(row: u32, i: u32, v: u32) -> vec4<u32> {
     return vec4<u32>();
 }
 
-// hsw = h (head_input_words) in the HS_FORM layout. Every invocation calls it (barriers).
-fn stage_h(lid: u32) {
-    let h = head_input_words(lid);
-    for (var u = 0u; u < 4u; u++) {
-        let i = lid + u * WG;  // h's elements 4i .. 4i + 3
-        if (i < K / 4u) {
-            if (HS_FORM == 2u) {
-                let pk = vec2<u32>(pack_f16x2(h[u].x, h[u].y), pack_f16x2(h[u].z, h[u].w));
-                if ((i & 1u) == 0u) {
-                    hsw[i / 2u].x = pk.x;
-                    hsw[i / 2u].y = pk.y;
-                } else {
-                    hsw[i / 2u].z = pk.x;
-                    hsw[i / 2u].w = pk.y;
-                }
-            } else if (HS_FORM == 1u) {
-                hsw[(i & 1u) * (K / 8u) + i / 2u] = bitcast<vec4<u32>>(h[u]);
-            } else {
-                hsw[i] = bitcast<vec4<u32>>(h[u]);
-            }
-        }
-    }
-    workgroupBarrier();
-}
-
-// h's elements 8i .. 8i + 3 and 8i + 4 .. 8i + 7.
-fn h_pair(i: u32) -> array<vec4<f32>, 2> {
-    if (HS_FORM == 2u) {
-        let w = hsw[i];
-        return array<vec4<f32>, 2>(vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)),
-                                   vec4<f32>(unpack2x16float(w.z), unpack2x16float(w.w)));
-    }
-    if (HS_FORM == 1u) { return array<vec4<f32>, 2>(bitcast<vec4<f32>>(hsw[i]), bitcast<vec4<f32>>(hsw[K / 8u + i])); }
-    return array<vec4<f32>, 2>(bitcast<vec4<f32>>(hsw[2u * i]), bitcast<vec4<f32>>(hsw[2u * i + 1u]));
-}
-
 // The chains' steps for word i (w): its four u32s' halves, each chain in turn.
 fn sum_word(c: ptr<function, array<vec2<f32>, 4>>, w: vec4<u32>, i: u32, v: u32, sum2: bool, round_in: bool) {
     if (v >= SEG || i >= K / 8u) { return; }
-    let hp = h_pair(i);
-    let ha = hp[0];
-    let hb = hp[1];
+    let ha = hs[2u * i];
+    let hb = hs[2u * i + 1u];
     (*c)[0] = chain((*c)[0], unpack2x16float(w.x), ha.xy, sum2, round_in);
     (*c)[1] = chain((*c)[1], unpack2x16float(w.y), ha.zw, sum2, round_in);
     (*c)[2] = chain((*c)[2], unpack2x16float(w.z), hb.xy, sum2, round_in);
@@ -245,11 +205,11 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     n_groups   = groups.x;
     let team   = lid / 32u;
     let lane   = lid % 32u;
-    let round_in = select(p.round_input != 0u, ROUND_IN == 1u, ROUND_IN != 2u);
+    let round_in = ROUND_IN;
     let sum2   = round_in;  // Sum2 chains (see above)
     let n_segs = ITERS * SEGS;
     if (AHEAD) { load_next(wid.x, 0u, team, lane); }  // issued before h is staged
-    stage_h(lid);
+    stage_head_input(lid);
     var bv = 0.0;  // the team's best (value, row) so far (lane 0)
     var bi = 0xffffffffu;
     var c  = array<vec2<f32>, 4>();
