@@ -59,7 +59,8 @@ bool WebGpuBackend::try_decode_head(const Tensor & logits, const GpuTable & head
                                 {"TEAM_SG", team_sg ? 1.0 : 0.0},
                                 {"ITERS", static_cast<double>(iters)},
                                 {"SEG", static_cast<double>(tune_.head_exact_seg)},
-                                {"AHEAD", tune_.head_exact_ahead != 0 ? 1.0 : 0.0}}}};
+                                {"AHEAD", tune_.head_exact_ahead != 0 ? 1.0 : 0.0},
+                                {"ROUND_IN", round_input_f16 ? 1.0 : 0.0}}}};
         const uint32_t   n_chunks = 8 * groups;
         const WGPUBuffer partials = argmax_partials(static_cast<size_t>(n_chunks) * 8);
         const WGPUBuffer bufs[]   = {head.buffer->get(), gpu_buffer(h_or_x),

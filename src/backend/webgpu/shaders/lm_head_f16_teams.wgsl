@@ -34,6 +34,9 @@
 //     (<= u |sum| + gamma_n^2 sum |p| with n = 2 K / 256 products per chain) is of the same order as
 //     the renormalised pairs'; both stand for the CPU's double sum (cpu::dot_f32) and round to its
 //     f32 except where the exact sum is within ~2^-40 (relative) of a rounding boundary.
+// Which of the two is a pipeline constant (ROUND_IN), so the other is compiled out: read from the
+// uniform (p.round_input), both forms were in the loop, and the head took 281.5 us per token against
+// 219.4 (H200, GPU profile of 128 top-p tokens; the same bits).
 
 // #include "lib/numerics.wgsl"
 // #include "lib/inv_rms.wgsl"
@@ -53,6 +56,7 @@ override SEG: u32 = 5u;          // words per lane loaded together (<= 10; WebGp
 override SEGS: u32 = (PER_LANE + SEG - 1u) / SEG;
 override AHEAD: bool = false;    // the next segment's words loaded into a second set of named registers
                                  // while the current one is summed (WebGpuTuning::head_exact_ahead)
+override ROUND_IN: bool = false; // h is rounded to f16 (p.round_input != 0: the host sets both)
 
 @group(0) @binding(0) var<storage, read> head: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
@@ -201,7 +205,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     n_groups   = groups.x;
     let team   = lid / 32u;
     let lane   = lid % 32u;
-    let round_in = p.round_input != 0u;
+    let round_in = ROUND_IN;
     let sum2   = round_in;  // Sum2 chains (see above)
     let n_segs = ITERS * SEGS;
     if (AHEAD) { load_next(wid.x, 0u, team, lane); }  // issued before h is staged
