@@ -232,6 +232,16 @@ size_t PipelineCache::prebuild(const std::vector<PipelineKey> & keys) {
     size_t started = 0;
     for (const PipelineKey & key : keys) {
         if (pipelines_.count(key) || pending_.count(key)) continue;
+        // Every override the key sets must be one its shader declares: with skip_validation Dawn does
+        // not check, and an unknown name aborts the process.
+        const std::string_view source   = variant(key.shader).source;
+        bool                   declared = true;
+        for (const auto & o : key.overrides) {
+            if (!o.name.empty() && source.find("override " + std::string(o.name) + ":") == std::string_view::npos) {
+                declared = false;
+            }
+        }
+        if (!declared) continue;
         WGPUShaderModule shader = nullptr;
         try {
             shader = module(key.shader);

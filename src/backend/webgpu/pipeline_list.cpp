@@ -39,7 +39,26 @@ std::string_view intern(std::string_view s, std::deque<std::string> & names) {
     return names.emplace_back(s);
 }
 
+// "end <FNV-1a 64 of text>\n": the list's last line.
+std::string end_line(std::string_view text) {
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+    return format("end %016llx\n", static_cast<unsigned long long>(h));
+}
+
 }  // namespace
+
+uint64_t wgsl_shaders_hash() {
+    static const uint64_t hash = [] {
+        uint64_t h = 1469598103934665603ull;
+        for (const WgslShader & s : wgsl_shaders()) {
+            for (unsigned char c : s.name) h = (h ^ c) * 1099511628211ull;
+            for (unsigned char c : s.source) h = (h ^ c) * 1099511628211ull;
+        }
+        return h;
+    }();
+    return hash;
+}
 
 std::string pipeline_key_line(const PipelineKey & key) {
     std::string line = std::string(key.shader) + " " + std::string(key.signature);
@@ -81,14 +100,19 @@ std::vector<PipelineKey> read_pipeline_list(const std::string & path, std::strin
     std::vector<PipelineKey> keys;
     std::ifstream            in(path, std::ios::binary);
     if (!in) return keys;
-    std::string text(k_max_pipeline_list_bytes, '\0');
+    std::string text(k_max_pipeline_list_bytes + 1, '\0');
     in.read(text.data(), static_cast<std::streamsize>(text.size()));
     text.resize(static_cast<size_t>(in.gcount()));
-    std::istringstream lines(text);
+    // The last line, "end <checksum of everything before it>", vouches for the rest.
+    if (text.size() > k_max_pipeline_list_bytes || text.empty() || text.back() != '\n') return keys;
+    const size_t last = text.rfind('\n', text.size() - 2);
+    if (last == std::string::npos) return keys;
+    const std::string body = text.substr(0, last + 1);
+    if (text.substr(last + 1) != end_line(body)) return keys;
+    std::istringstream lines(body);
     std::string        line;
     if (!std::getline(lines, line) || line != header) return keys;
     while (keys.size() < k_max_pipeline_list_keys && std::getline(lines, line)) {
-        if (lines.eof()) break;  // the last line has no newline: cut short, not trusted
         if (auto key = parse_pipeline_key_line(line, names)) keys.push_back(*key);
     }
     return keys;
@@ -98,9 +122,10 @@ bool write_pipeline_list(const std::string & path, std::string_view header, cons
     std::string text = std::string(header) + "\n";
     for (size_t i = 0; i < keys.size() && i < k_max_pipeline_list_keys; ++i) {
         std::string line = pipeline_key_line(keys[i]) + "\n";
-        if (text.size() + line.size() > k_max_pipeline_list_bytes) break;
+        if (text.size() + line.size() + 32 > k_max_pipeline_list_bytes) break;
         text += line;
     }
+    text += end_line(text);
     std::error_code             ec;
     const std::filesystem::path target(path);
     if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path(), ec);

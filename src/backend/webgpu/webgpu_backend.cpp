@@ -131,7 +131,8 @@ WebGpuBackend::WebGpuBackend(const WebGpuOptions & options)
 void WebGpuBackend::prebuild_listed_pipelines() {
     if (pipeline_list_.empty()) return;
     const WgpuAdapterSummary & a = ctx_.adapter();
-    pipeline_list_header_ = format("tern pipelines 1 | %s | %04x:%04x | %s | %s", a.name.c_str(), a.vendor_id,
+    pipeline_list_header_ = format("tern pipelines 2 | shaders %016llx | %s | %04x:%04x | %s | %s",
+                                   static_cast<unsigned long long>(wgsl_shaders_hash()), a.name.c_str(), a.vendor_id,
                                    a.device_id, a.backend.c_str(), tune_.describe().c_str());
     listed_ = read_pipeline_list(pipeline_list_, pipeline_list_header_, listed_names_);
     const size_t n = pipelines_.prebuild(listed_);
