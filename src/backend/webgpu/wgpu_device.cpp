@@ -379,8 +379,8 @@ WgpuContext::WgpuContext(const WgpuDeviceOptions & options) {
         std::string message;
     } req;
     // Dawn's blob cache, after the toggles in the chain (dawn.node only: the layout of its Dawn).
-    WGPUDawnCacheDeviceDescriptor cache{};
 #ifndef __EMSCRIPTEN__
+    WGPUDawnCacheDeviceDescriptor cache{};
     if (!options.blob_cache_dir.empty() && load_wgpu_library().feature_ids.subgroup_matrix == k_feature_ids_v1.subgroup_matrix) {
         blob_cache_                = std::make_unique<DawnBlobCache>(options.blob_cache_dir);
         cache.chain.sType          = WGPU_STYPE_DAWN_CACHE_DEVICE_DESCRIPTOR;
