@@ -521,8 +521,6 @@ struct WgpuProcs {
     // builds nothing ahead). Dawn creates such pipelines on its worker threads; status 1 is success.
     WGPUFuture (*wgpuDeviceCreateComputePipelineAsync)(WGPUDevice, const WGPUComputePipelineDescriptor *,
                                                        WGPUCallbackInfo<WGPUCreateComputePipelineAsyncCallback>) = nullptr;
-    // Optional likewise (make_buffer then writes through the queue): a mapped range to write.
-    void * (*wgpuBufferGetMappedRange)(WGPUBuffer, size_t offset, size_t size) = nullptr;
 };
 
 }  // namespace tern

@@ -13,7 +13,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <thread>
 #include <unordered_set>
 #include <vector>
 
@@ -35,10 +34,6 @@ constexpr WGPUFlags k_storage_usage =
     WGPU_BUFFER_USAGE_STORAGE | WGPU_BUFFER_USAGE_COPY_SRC | WGPU_BUFFER_USAGE_COPY_DST;
 
 size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
-
-// Uploads of at least this many bytes go through a buffer mapped at creation, copied by threads
-// (make_buffer).
-constexpr size_t k_mapped_upload_bytes = size_t{4} << 20;
 
 WgpuDeviceOptions device_options(const WebGpuOptions & o) {
     WgpuDeviceOptions d;
@@ -213,14 +208,10 @@ std::unique_ptr<GpuBuffer> WebGpuBackend::make_buffer(size_t n_bytes, const void
                     static_cast<double>(lim.maxStorageBufferBindingSize) / 1048576.0),
              "use a smaller model or context, or --backend cpu");
     }
-    // A large upload (2B4T's 656 MB embedding, straight from the mapped file) is copied by threads into
-    // the buffer mapped at creation instead of by one thread into Dawn's staging memory (queue write).
-    const bool mapped = data && n_bytes >= k_mapped_upload_bytes && wgpu().wgpuBufferGetMappedRange;
     WGPUBufferDescriptor desc{};
-    desc.label            = wgpu_string(label ? label : "tern");
-    desc.usage            = k_storage_usage;
-    desc.size             = size;
-    desc.mappedAtCreation = mapped ? 1 : 0;
+    desc.label = wgpu_string(label ? label : "tern");
+    desc.usage = k_storage_usage;
+    desc.size  = size;
     ctx_.push_error_scope();
     WgpuHandle<WGPUBuffer> buffer(wgpu().wgpuDeviceCreateBuffer(ctx_.device(), &desc));
     if (std::string err = ctx_.pop_error_scope("creating a buffer"); !err.empty()) {
@@ -229,21 +220,7 @@ std::unique_ptr<GpuBuffer> WebGpuBackend::make_buffer(size_t n_bytes, const void
              "the model or context may not fit in GPU memory; try a smaller -c, or --backend cpu");
     }
     auto out = std::make_unique<GpuBuffer>(step_, std::move(buffer), size);
-    if (mapped) {
-        auto * dst = static_cast<uint8_t *>(wgpu().wgpuBufferGetMappedRange(out->get(), 0, size));
-        TERN_ASSERT(dst != nullptr, "'%s': no mapped range", label);
-        const auto *   src       = static_cast<const uint8_t *>(data);
-        const size_t   n_threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 16);
-        const size_t   share     = (n_bytes / n_threads + 4095) / 4096 * 4096;  // whole pages each
-        std::vector<std::thread> threads;
-        for (size_t at = share; at < n_bytes; at += share) {
-            threads.emplace_back([=] { std::memcpy(dst + at, src + at, std::min(share, n_bytes - at)); });
-        }
-        std::memcpy(dst, src, std::min(share, n_bytes));
-        for (std::thread & t : threads) t.join();
-        std::memset(dst + n_bytes, 0, size - n_bytes);
-        wgpu().wgpuBufferUnmap(out->get());
-    } else if (data && n_bytes > 0) {
+    if (data && n_bytes > 0) {
         // queueWriteBuffer needs a multiple of 4 bytes: copy through a padded staging vector if needed.
         if (n_bytes % 4 == 0) {
             wgpu().wgpuQueueWriteBuffer(ctx_.queue(), out->get(), 0, data, n_bytes);

@@ -125,9 +125,6 @@ WgpuLibrary open_library() {
             if (!f && local.count("wgpuDeviceCreateComputePipelineAsync")) f = local["wgpuDeviceCreateComputePipelineAsync"];
             g_procs.wgpuDeviceCreateComputePipelineAsync =
                 reinterpret_cast<decltype(g_procs.wgpuDeviceCreateComputePipelineAsync)>(f);
-            f = dlsym(handle, "wgpuBufferGetMappedRange");
-            if (!f && local.count("wgpuBufferGetMappedRange")) f = local["wgpuBufferGetMappedRange"];
-            g_procs.wgpuBufferGetMappedRange = reinterpret_cast<decltype(g_procs.wgpuBufferGetMappedRange)>(f);
         }
         // dawn.node is a Dawn of the v1.0 numbering; the exported-symbol builds tern has met predate it.
         // $TERN_WEBGPU_FEATURE_IDS=v1 or pre_v1 says which, for another library.
