@@ -259,7 +259,7 @@ size_t PipelineCache::prebuild(const std::vector<PipelineKey> & keys) {
         desc.compute.entryPoint    = wgpu_string("main");
         desc.compute.constantCount = consts.size();
         desc.compute.constants     = consts.data();
-        auto *                                                p = pending_.emplace(key, std::make_unique<Pending>()).first->second.get();
+        Pending * p = pending_.emplace(key, std::make_unique<Pending>()).first->second.get();
         WGPUCallbackInfo<WGPUCreateComputePipelineAsyncCallback> cb{};
         p->t0_ms     = now_ms();
         cb.mode      = WGPU_CALLBACK_MODE_ALLOW_PROCESS_EVENTS;
@@ -295,8 +295,9 @@ WGPUComputePipeline PipelineCache::pipeline(const PipelineKey & key) {
         }
         if (p->ok) {
             ++n_prebuilt_;
-            TERN_LOG_DEBUG("webgpu: pipeline %s built ahead in %.1f ms, waited %.1f ms (%zu pipelines)", key.label().c_str(),
-                           p->ms, now_ms() - t0, pipelines_.size() + 1);
+            TERN_LOG_DEBUG("webgpu: pipeline %s built ahead (its callback %.1f ms after the start), waited %.1f ms "
+                           "(%zu pipelines)",
+                           key.label().c_str(), p->ms, now_ms() - t0, pipelines_.size() + 1);
             return keep(key, WgpuHandle<WGPUComputePipeline>(p->pipeline));
         }
         // Failed: built again below, inside an error scope that names what is wrong.

@@ -89,7 +89,7 @@ private:
         bool                ok       = false;
         WGPUComputePipeline pipeline = nullptr;
         double              t0_ms    = 0;  // steady-clock ms when it was started
-        double              ms       = 0;  // how long the build took
+        double              ms       = 0;  // from the start to its callback (run by a wait's event processing)
     };
 
     // The descriptor's override constants of a key: its own, then the device-wide ones its shader declares.
