@@ -134,7 +134,25 @@ std::unique_ptr<GgufFile> open_model_file(const std::string & path_in, const Ggu
     return with_model_context(path, [&] { return std::make_unique<GgufFile>(GgufFile::open(path, options)); });
 }
 
-BackendChoice make_backend(const ModelArgs & args, int64_t n_layer) {
+std::string tern_cache_dir() {
+    if (const char * dir = std::getenv("TERN_CACHE_DIR")) return dir;
+    if (const char * xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg == '/') return std::string(xdg) + "/tern";
+    if (const char * home = std::getenv("HOME"); home && *home == '/') return std::string(home) + "/.cache/tern";
+    return {};
+}
+
+std::string pipeline_list_path(const std::string & path, uint64_t size) {
+    const std::string dir = tern_cache_dir();
+    if (dir.empty()) return {};
+    std::error_code   ec;
+    const auto        abs  = std::filesystem::absolute(path, ec);
+    const std::string what = (ec ? path : abs.string()) + "\n" + std::to_string(size);
+    uint64_t          h    = 1469598103934665603ull;  // FNV-1a
+    for (unsigned char c : what) h = (h ^ c) * 1099511628211ull;
+    return format("%s/pipelines/%016llx.txt", dir.c_str(), static_cast<unsigned long long>(h));
+}
+
+BackendChoice make_backend(const ModelArgs & args, int64_t n_layer, const std::string & pipeline_list) {
     BackendChoice c;
     std::string   backend = args.backend;
     const bool    explicit_backend = args.backend_option && args.backend_option->count() > 0;
@@ -159,15 +177,18 @@ BackendChoice make_backend(const ModelArgs & args, int64_t n_layer) {
         return c;
     }
 #ifdef TERN_HAS_WEBGPU
+    WebGpuOptions gpu_options;
+    gpu_options.pipeline_list = pipeline_list;
+    if (const std::string dir = tern_cache_dir(); !dir.empty()) gpu_options.blob_cache_dir = dir + "/dawn";
     if (backend == "webgpu") {
-        c.backend = make_webgpu_backend({});  // Error(device) with the reason and a hint
+        c.backend = make_webgpu_backend(gpu_options);  // Error(device) with the reason and a hint
         return c;
     }
     // auto: a real GPU adapter if there is one, else the CPU, saying why.
     const WgpuProbe probe = probe_webgpu_adapter();
     if (probe.adapter && !probe.adapter->is_cpu) {
         try {
-            c.backend = make_webgpu_backend({});
+            c.backend = make_webgpu_backend(gpu_options);
             add_note(format("backend auto -> webgpu (%s, %s)", probe.adapter->name.c_str(), probe.adapter->backend.c_str()));
             return c;
         } catch (const Error & e) {
@@ -179,6 +200,7 @@ BackendChoice make_backend(const ModelArgs & args, int64_t n_layer) {
         add_note("backend auto -> cpu (" + probe.reason + ")");
     }
 #else
+    (void)pipeline_list;
     if (backend == "webgpu") {
         fail(ErrorKind::unsupported, "this build of tern has no WebGPU backend",
              "reconfigure with -DTERN_WEBGPU=ON, or use --backend cpu");
@@ -203,7 +225,7 @@ LoadedModel load_model(const ModelArgs & args, bool quiet) {
     m.file = open_model_file(m.path);
     const int64_t n_layer = with_model_context(m.path, [&] { return read_model_config(*m.file).n_layer; });
     lap("opening the file");
-    BackendChoice choice = make_backend(args, n_layer);
+    BackendChoice choice = make_backend(args, n_layer, pipeline_list_path(m.path, m.file->file_size()));
     m.backend            = std::move(choice.backend);
     lap("starting the backend");
     with_model_context(m.path, [&] {

@@ -59,7 +59,15 @@ struct BackendChoice {
     std::unique_ptr<Backend> backend;
     std::string              note;
 };
-BackendChoice make_backend(const ModelArgs & args, int64_t n_layer);
+// `pipeline_list`: the WebGPU backend's list of the pipelines to build ahead (pipeline_list_path).
+BackendChoice make_backend(const ModelArgs & args, int64_t n_layer, const std::string & pipeline_list = {});
+
+// tern's cache folder: $TERN_CACHE_DIR (set but empty: none), else $XDG_CACHE_HOME/tern, else
+// ~/.cache/tern; "" when there is none.
+std::string tern_cache_dir();
+// The file that lists the pipelines runs of the model file `path` (of `size` bytes) used on the GPU:
+// <cache>/pipelines/<hash of the absolute path and size>.txt; "" without a cache folder.
+std::string pipeline_list_path(const std::string & path, uint64_t size);
 
 // A loaded model with everything needed to run it. Members are declared in dependency order.
 struct LoadedModel {

@@ -10,8 +10,9 @@
 #      against tern bench tg512 (the positions tern run -n 512 decodes);
 #   3. tg64 at depth 0 and 4096, and at 4096 with P·V by attention_split_pv (attn_split_tiles=0)
 #      against the default (attention_split_pvt + combine), alternating;
-#   4. the warm-up on a cold driver cache (a fresh __GL_SHADER_DISK_CACHE_PATH) and then warm: one
-#      tern -v run -n 16 each, its "warm-up" figure;
+#   4. the warm-up on a cold driver cache and tern cache (a fresh __GL_SHADER_DISK_CACHE_PATH and
+#      TERN_CACHE_DIR: a machine's first run) and then warm (the second): one tern -v run -n 16 each, its
+#      "warm-up" figure;
 #   5. (unless GEN_RUN_PROFILE=0) per-kernel GPU times (TERN_WEBGPU_PROFILE=gpu) of tg16 at depth 4096
 #      and of 512 tokens of tern run with the default sampler and with --top-k 0 --top-p 0.9 (the
 #      positions part 2 decodes: kernels whose work depends on the logits, e.g. the top-k rows);
@@ -77,10 +78,10 @@ for r in $(seq "$rounds"); do
     done
 done
 
-echo "== 4. warm-up: cold driver cache (fresh __GL_SHADER_DISK_CACHE_PATH), then warm" | tee -a "$out/summary.txt"
-cache=$(mktemp -d)
+echo "== 4. warm-up: cold driver and tern caches (fresh __GL_SHADER_DISK_CACHE_PATH, TERN_CACHE_DIR), then warm" | tee -a "$out/summary.txt"
+cache=$(mktemp -d) tern_cache=$(mktemp -d)
 for state in cold warm; do
-    __GL_SHADER_DISK_CACHE_PATH=$cache "$B/tern" -v run --backend webgpu -m "$model" -p "Once upon a time" -n 16 \
+    __GL_SHADER_DISK_CACHE_PATH=$cache TERN_CACHE_DIR=$tern_cache "$B/tern" -v run --backend webgpu -m "$model" -p "Once upon a time" -n 16 \
         --no-display-prompt --seed 1 > /dev/null 2> "$out/warmup.$state.err"
     echo "$state: $(grep -E "^tern: load" "$out/warmup.$state.err" | head -1)" | tee -a "$out/summary.txt"
 done

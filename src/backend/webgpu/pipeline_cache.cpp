@@ -135,8 +135,11 @@ WGPUShaderModule PipelineCache::module(std::string_view requested) {
     const WgslShader & shader = variant(requested);
     const std::string_view name = shader.name;
     if (auto it = modules_.find(name); it != modules_.end()) return it->second.get();
+    const auto                   t0     = std::chrono::steady_clock::now();
     WgpuHandle<WGPUShaderModule> module = compile_wgsl(ctx_, shader);
     WGPUShaderModule             raw    = module.get();
+    TERN_LOG_DEBUG("webgpu: shader %.*s compiled in %.1f ms", static_cast<int>(name.size()), name.data(),
+                   std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     modules_.emplace(std::string(name), std::move(module));
     return raw;
 }
@@ -181,25 +184,129 @@ WGPUBindGroupLayout PipelineCache::layout(std::string_view signature) {
     return raw;
 }
 
-WGPUComputePipeline PipelineCache::pipeline(const PipelineKey & key) {
-    if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second.get();
-    WGPUShaderModule shader = module(key.shader);
-    layout(key.signature);
-    const Layout & l = layouts_.find(key.signature)->second;
+namespace {
+double now_ms() {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
 
-    std::vector<WGPUConstantEntry> constants;
+PipelineCache::~PipelineCache() {
+    for (auto & [key, p] : pending_) {
+        try {
+            if (!p->done) ctx_.wait(p->done, "a pipeline built ahead");
+        } catch (...) {  // (a lost or hung device) its callback may still come: leave the record to it
+            p.release();
+            continue;
+        }
+        if (p->pipeline) wgpu().wgpuComputePipelineRelease(p->pipeline);
+    }
+}
+
+std::vector<WGPUConstantEntry> PipelineCache::constants(const PipelineKey & key) const {
+    std::vector<WGPUConstantEntry> out;
     for (const auto & o : key.overrides) {
         if (o.name.empty()) continue;
-        constants.push_back({nullptr, wgpu_string(o.name), o.value});
+        out.push_back({nullptr, wgpu_string(o.name), o.value});
     }
     const std::string_view source = variant(key.shader).source;
     for (const auto & [name, value] : constants_) {
         bool in_key = false;
         for (const auto & o : key.overrides) in_key = in_key || o.name == name;
         if (!in_key && source.find("override " + name + ":") != std::string_view::npos) {
-            constants.push_back({nullptr, wgpu_string(name), value});
+            out.push_back({nullptr, wgpu_string(name), value});
         }
     }
+    return out;
+}
+
+WGPUComputePipeline PipelineCache::keep(const PipelineKey & key, WgpuHandle<WGPUComputePipeline> p) {
+    WGPUComputePipeline raw = p.get();
+    pipelines_.emplace(key, std::move(p));
+    used_.push_back(key);
+    return raw;
+}
+
+size_t PipelineCache::prebuild(const std::vector<PipelineKey> & keys) {
+    const auto create_async = wgpu().wgpuDeviceCreateComputePipelineAsync;
+    if (!create_async) return 0;
+    size_t started = 0;
+    for (const PipelineKey & key : keys) {
+        if (pipelines_.count(key) || pending_.count(key)) continue;
+        // Every override the key sets must be one its shader declares: with skip_validation Dawn does
+        // not check, and an unknown name aborts the process.
+        const std::string_view source   = variant(key.shader).source;
+        bool                   declared = true;
+        for (const auto & o : key.overrides) {
+            if (!o.name.empty() && source.find("override " + std::string(o.name) + ":") == std::string_view::npos) {
+                declared = false;
+            }
+        }
+        if (!declared) continue;
+        WGPUShaderModule shader = nullptr;
+        try {
+            shader = module(key.shader);
+            layout(key.signature);
+        } catch (const Error &) {
+            continue;  // pipeline() will say why, if the key is ever asked for
+        }
+        const Layout &                       l      = layouts_.find(key.signature)->second;
+        const std::vector<WGPUConstantEntry> consts = constants(key);
+        const std::string                    label  = key.label();
+        WGPUComputePipelineDescriptor        desc{};
+        desc.label                 = wgpu_string(label);
+        desc.layout                = l.pipeline.get();
+        desc.compute.module        = shader;
+        desc.compute.entryPoint    = wgpu_string("main");
+        desc.compute.constantCount = consts.size();
+        desc.compute.constants     = consts.data();
+        Pending * p = pending_.emplace(key, std::make_unique<Pending>()).first->second.get();
+        WGPUCallbackInfo<WGPUCreateComputePipelineAsyncCallback> cb{};
+        p->t0_ms     = now_ms();
+        cb.mode      = WGPU_CALLBACK_MODE_ALLOW_PROCESS_EVENTS;
+        cb.userdata1 = p;
+        cb.callback  = [](uint32_t status, WGPUComputePipeline pipeline, WGPUStringView, void * u1, void *) {
+            auto * q = static_cast<Pending *>(u1);
+            q->ok    = status == WGPU_STATUS_SUCCESS && pipeline != nullptr;
+            if (q->ok) {
+                q->pipeline = pipeline;
+            } else if (pipeline) {
+                wgpu().wgpuComputePipelineRelease(pipeline);
+            }
+            q->ms   = now_ms() - q->t0_ms;
+            q->done = true;
+        };
+        create_async(ctx_.device(), &desc, cb);
+        ++started;
+    }
+    return started;
+}
+
+WGPUComputePipeline PipelineCache::pipeline(const PipelineKey & key) {
+    if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second.get();
+    if (auto it = pending_.find(key); it != pending_.end()) {
+        const double t0 = now_ms();
+        std::unique_ptr<Pending> p = std::move(it->second);
+        pending_.erase(it);
+        try {
+            ctx_.wait(p->done, "a compute pipeline built ahead");
+        } catch (...) {
+            p.release();  // its callback may still come: the record stays for it
+            throw;
+        }
+        if (p->ok) {
+            ++n_prebuilt_;
+            TERN_LOG_DEBUG("webgpu: pipeline %s built ahead (its callback %.1f ms after the start), waited %.1f ms "
+                           "(%zu pipelines)",
+                           key.label().c_str(), p->ms, now_ms() - t0, pipelines_.size() + 1);
+            return keep(key, WgpuHandle<WGPUComputePipeline>(p->pipeline));
+        }
+        // Failed: built again below, inside an error scope that names what is wrong.
+    }
+    WGPUShaderModule shader = module(key.shader);
+    layout(key.signature);
+    const Layout & l = layouts_.find(key.signature)->second;
+
+    const std::vector<WGPUConstantEntry> consts = constants(key);
     const std::string             label = key.label();
     const auto                    t0    = std::chrono::steady_clock::now();
     WGPUComputePipelineDescriptor desc{};
@@ -207,16 +314,15 @@ WGPUComputePipeline PipelineCache::pipeline(const PipelineKey & key) {
     desc.layout                = l.pipeline.get();
     desc.compute.module        = shader;
     desc.compute.entryPoint    = wgpu_string("main");
-    desc.compute.constantCount = constants.size();
-    desc.compute.constants     = constants.data();
+    desc.compute.constantCount = consts.size();
+    desc.compute.constants     = consts.data();
     ctx_.push_error_scope();
     WgpuHandle<WGPUComputePipeline> p(wgpu().wgpuDeviceCreateComputePipeline(ctx_.device(), &desc));
     if (std::string err = ctx_.pop_error_scope("creating a compute pipeline"); !err.empty()) {
         fail(ErrorKind::device, format("webgpu: pipeline '%s' (bindings '%.*s'): %s", label.c_str(),
                                        static_cast<int>(key.signature.size()), key.signature.data(), err.c_str()));
     }
-    WGPUComputePipeline raw = p.get();
-    pipelines_.emplace(key, std::move(p));
+    WGPUComputePipeline raw = keep(key, std::move(p));
     TERN_LOG_DEBUG("webgpu: pipeline %s compiled in %.1f ms (%zu pipelines)", label.c_str(),
                    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),
                    pipelines_.size());

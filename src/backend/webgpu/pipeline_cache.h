@@ -14,9 +14,11 @@
 #include <array>
 #include <compare>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 namespace tern {
 
@@ -47,6 +49,9 @@ struct PipelineKeyHash {
 class PipelineCache {
 public:
     explicit PipelineCache(const WgpuContext & ctx) : ctx_(ctx) {}
+    ~PipelineCache();  // waits for the pipelines prebuild() left in flight
+    PipelineCache(const PipelineCache &)             = delete;
+    PipelineCache & operator=(const PipelineCache &) = delete;
 
     // A device-wide override (e.g. FMA_FUSED) given to every pipeline whose shader declares it.
     void set_constant(std::string_view name, double value) { constants_[std::string(name)] = value; }
@@ -57,7 +62,17 @@ public:
     // The embedded shader a key's `shader` name compiles from: itself or its "_sg" variant.
     const WgslShader & variant(std::string_view shader) const;
 
+    // The key's pipeline: built now (inside an error scope), or taken from prebuild() once its build is
+    // done (waiting for it if need be; one that failed is built again here, which names the error).
     WGPUComputePipeline pipeline(const PipelineKey & key);   // throws Error(device)
+    // Starts building these pipelines on the library's worker threads (wgpuDeviceCreateComputePipelineAsync)
+    // and returns how many it started: none where the library lacks the call (the browser build), or
+    // for keys built or started already, or whose module does not compile. Set the constants and the
+    // subgroup variants first. pipeline() collects them; a key never asked for costs only its build.
+    size_t prebuild(const std::vector<PipelineKey> & keys);
+    // The keys pipeline() returned, in the order first asked for (what the next run will want).
+    const std::vector<PipelineKey> & used() const { return used_; }
+    size_t n_prebuilt() const { return n_prebuilt_; }  // pipeline() calls served by prebuild()
     WGPUBindGroupLayout layout(std::string_view signature);
     WGPUShaderModule    module(std::string_view shader);     // throws Error(device)
 
@@ -68,12 +83,27 @@ private:
         WgpuHandle<WGPUBindGroupLayout> group;
         WgpuHandle<WGPUPipelineLayout>  pipeline;
     };
+    // A pipeline prebuild() started: filled by its callback (on a wait's event processing).
+    struct Pending {
+        bool                done     = false;
+        bool                ok       = false;
+        WGPUComputePipeline pipeline = nullptr;
+        double              t0_ms    = 0;  // steady-clock ms when it was started
+        double              ms       = 0;  // from the start to its callback (run by a wait's event processing)
+    };
+
+    // The descriptor's override constants of a key: its own, then the device-wide ones its shader declares.
+    std::vector<WGPUConstantEntry> constants(const PipelineKey & key) const;
+    WGPUComputePipeline            keep(const PipelineKey & key, WgpuHandle<WGPUComputePipeline> p);
 
     const WgpuContext &                                        ctx_;
     std::map<std::string, WgpuHandle<WGPUShaderModule>, std::less<>> modules_;
     std::map<std::string, Layout, std::less<>>                 layouts_;
     std::unordered_map<PipelineKey, WgpuHandle<WGPUComputePipeline>, PipelineKeyHash> pipelines_;
     std::map<std::string, double, std::less<>>                 constants_;
+    std::unordered_map<PipelineKey, std::unique_ptr<Pending>, PipelineKeyHash> pending_;
+    std::vector<PipelineKey>                                   used_;
+    size_t                                                     n_prebuilt_ = 0;
     bool                                                       subgroup_variants_ = false;
 };
 

@@ -38,6 +38,7 @@ typedef uint64_t WGPUFlags;
 enum : uint32_t {
     WGPU_STYPE_SHADER_SOURCE_WGSL = 0x2,
     WGPU_STYPE_DAWN_TOGGLES_DESCRIPTOR = 0x5000A,  // Dawn only; other implementations ignore or reject it
+    WGPU_STYPE_DAWN_CACHE_DEVICE_DESCRIPTOR = 0x50007,  // Dawn only (dawn.json "s type", unchanged 2026-02..08)
 
     WGPU_CALLBACK_MODE_WAIT_ANY_ONLY        = 0x1,
     WGPU_CALLBACK_MODE_ALLOW_PROCESS_EVENTS = 0x2,
@@ -128,6 +129,8 @@ typedef void (*WGPUDeviceLostCallback)(const WGPUDevice * device, uint32_t reaso
                                        void * userdata1, void * userdata2);
 typedef void (*WGPUUncapturedErrorCallback)(const WGPUDevice * device, uint32_t error_type, WGPUStringView message,
                                             void * userdata1, void * userdata2);
+typedef void (*WGPUCreateComputePipelineAsyncCallback)(uint32_t status, WGPUComputePipeline pipeline,
+                                                       WGPUStringView message, void * userdata1, void * userdata2);
 struct WGPUCompilationInfo;
 typedef void (*WGPUCompilationInfoCallback)(uint32_t status, const WGPUCompilationInfo * info, void * userdata1,
                                             void * userdata2);
@@ -245,6 +248,33 @@ struct WGPUDawnTogglesDescriptor {
     const char * const *  enabledToggles;
     size_t                disabledToggleCount;
     const char * const *  disabledToggles;
+};
+
+// Dawn's blob cache, chained to a WGPUDeviceDescriptor (dawn.json "dawn cache device descriptor", the
+// callback-info form of 2026-06, which dawn.node of npm webgpu 0.6.2 has: its symbols name
+// WGPUDawnLoadCacheDataCallbackInfo). Dawn asks load() first with value_size 0 for the size (0: a
+// miss), then with a buffer of that size; it may call both from its worker threads.
+typedef size_t (*WGPUDawnLoadCacheDataCallback)(size_t key_size, const uint8_t * key, size_t value_size, uint8_t * value,
+                                               void * userdata1, void * userdata2);
+typedef void (*WGPUDawnStoreCacheDataCallback)(size_t key_size, const uint8_t * key, size_t value_size,
+                                              const uint8_t * value, void * userdata1, void * userdata2);
+struct WGPUDawnLoadCacheDataCallbackInfo {
+    const WGPUChainedStruct *     nextInChain;
+    WGPUDawnLoadCacheDataCallback callback;
+    void *                        userdata1;
+    void *                        userdata2;
+};
+struct WGPUDawnStoreCacheDataCallbackInfo {
+    const WGPUChainedStruct *      nextInChain;
+    WGPUDawnStoreCacheDataCallback callback;
+    void *                         userdata1;
+    void *                         userdata2;
+};
+struct WGPUDawnCacheDeviceDescriptor {
+    WGPUChainedStruct                  chain;  // sType = WGPU_STYPE_DAWN_CACHE_DEVICE_DESCRIPTOR
+    WGPUStringView                     isolationKey;
+    WGPUDawnLoadCacheDataCallbackInfo  load;
+    WGPUDawnStoreCacheDataCallbackInfo store;
 };
 
 struct WGPUBufferDescriptor {
@@ -487,6 +517,10 @@ struct WgpuProcs {
 #define TERN_WGPU_DECLARE_MEMBER(name, ret, params) ret(*name) params = nullptr;
     TERN_WGPU_PROCS(TERN_WGPU_DECLARE_MEMBER)
 #undef TERN_WGPU_DECLARE_MEMBER
+    // Optional: null where the library lacks it and in the browser build (PipelineCache::prebuild then
+    // builds nothing ahead). Dawn creates such pipelines on its worker threads; status 1 is success.
+    WGPUFuture (*wgpuDeviceCreateComputePipelineAsync)(WGPUDevice, const WGPUComputePipelineDescriptor *,
+                                                       WGPUCallbackInfo<WGPUCreateComputePipelineAsyncCallback>) = nullptr;
 };
 
 }  // namespace tern

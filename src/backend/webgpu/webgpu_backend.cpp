@@ -2,6 +2,7 @@
 // are in webgpu_ops.cpp.
 #include "backend/cpu/cpu_ops.h"
 #include "backend/webgpu/webgpu_backend_impl.h"
+#include "backend/webgpu/pipeline_list.h"
 
 #include "core/error.h"
 #include "core/log.h"
@@ -12,6 +13,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <unordered_set>
 #include <vector>
 
 namespace tern {
@@ -37,6 +39,7 @@ WgpuDeviceOptions device_options(const WebGpuOptions & o) {
     WgpuDeviceOptions d;
     d.allow_cpu_adapter = o.allow_cpu_adapter;
     d.timeout_ms        = o.timeout_ms;
+    d.blob_cache_dir    = o.blob_cache_dir;
     return d;
 }
 
@@ -121,10 +124,43 @@ WebGpuBackend::WebGpuBackend(const WebGpuOptions & options)
         }
     }
     mma_unit();
+    pipeline_list_ = options.pipeline_list;
+    prebuild_listed_pipelines();
+}
+
+void WebGpuBackend::prebuild_listed_pipelines() {
+    if (pipeline_list_.empty()) return;
+    const WgpuAdapterSummary & a = ctx_.adapter();
+    pipeline_list_header_ = format("tern pipelines 2 | shaders %016llx | %s | %04x:%04x | %s | %s",
+                                   static_cast<unsigned long long>(wgsl_shaders_hash()), a.name.c_str(), a.vendor_id,
+                                   a.device_id, a.backend.c_str(), tune_.describe().c_str());
+    listed_ = read_pipeline_list(pipeline_list_, pipeline_list_header_, listed_names_);
+    const size_t n = pipelines_.prebuild(listed_);
+    TERN_LOG_DEBUG("webgpu: %zu of the %zu pipelines listed in %s built ahead", n, listed_.size(), pipeline_list_.c_str());
+}
+
+void WebGpuBackend::write_pipeline_list_back() const {
+    if (pipeline_list_.empty()) return;
+    std::unordered_set<std::string> listed;
+    for (const PipelineKey & k : listed_) listed.insert(pipeline_key_line(k));
+    bool new_key = false;
+    for (const PipelineKey & k : pipelines_.used()) new_key = new_key || !listed.count(pipeline_key_line(k));
+    if (!new_key) return;
+    // This run's keys first (in the order it asked for them), then those of runs before it.
+    std::vector<PipelineKey> keys = pipelines_.used();
+    std::unordered_set<std::string> used;
+    for (const PipelineKey & k : keys) used.insert(pipeline_key_line(k));
+    for (const PipelineKey & k : listed_) {
+        if (!used.count(pipeline_key_line(k))) keys.push_back(k);
+    }
+    if (!write_pipeline_list(pipeline_list_, pipeline_list_header_, keys)) {
+        TERN_LOG_DEBUG("webgpu: cannot write %s", pipeline_list_.c_str());
+    }
 }
 
 WebGpuBackend::~WebGpuBackend() {
     try {
+        write_pipeline_list_back();
         step_->flush();
         // A map request still pending points at read_ahead_: let it finish first.
         if (read_ahead_.in_flight) ctx_.wait(read_ahead_.done, "a read left in flight");

@@ -26,6 +26,12 @@ struct WebGpuOptions {
     bool emulate_dot4        = false;  // the emulated dot4 kernels (adapters without packed dot4)
     bool subgroup_reductions = true;   // false: the barrier trees of lib/wg_reduce.wgsl (no subgroups)
     bool short_attention     = true;   // false: one query's attention keeps its general form
+    // A file naming the pipelines a run used (pipeline_list.h): those it names are built on the
+    // library's worker threads while the weights load, and it is rewritten at the end when this run
+    // used others. Empty: none (the CLI passes one per model file under tern's cache folder).
+    std::string pipeline_list;
+    // A folder for Dawn's blob cache (WgpuDeviceOptions::blob_cache_dir). Empty: none.
+    std::string blob_cache_dir;
 
     static bool        webgpu_allow_cpu_from_env();
     static std::string webgpu_tune_from_env();

@@ -453,7 +453,17 @@ private:
     // lm_head_i8_mma.wgsl's pipeline for rows of k elements under tiling t (or the tests' stand-in).
     PipelineKey head_mma_key(int64_t k, const MmaTiling & t);
 
+    // Builds the pipelines options.pipeline_list names on the library's worker threads (called last in
+    // the constructor, when the constants are set); writes the list back (the destructor) when this
+    // run used a pipeline it did not name.
+    void prebuild_listed_pipelines();
+    void write_pipeline_list_back() const;
+
     WgpuContext   ctx_;
+    std::string              pipeline_list_;         // WebGpuOptions::pipeline_list
+    std::string              pipeline_list_header_;  // its header line: the adapter and the tuning
+    std::deque<std::string>  listed_names_;          // the names its keys view (outlive pipelines_)
+    std::vector<PipelineKey> listed_;                // the keys it named
     PipelineCache pipelines_;
     std::shared_ptr<StepEncoder> step_;
     bool          dot4_native_ = true;

@@ -378,6 +378,24 @@ WgpuContext::WgpuContext(const WgpuDeviceOptions & options) {
         WGPUDevice  device = nullptr;
         std::string message;
     } req;
+    // Dawn's blob cache, after the toggles in the chain (dawn.node only: the layout of its Dawn).
+#ifndef __EMSCRIPTEN__
+    WGPUDawnCacheDeviceDescriptor cache{};
+    if (!options.blob_cache_dir.empty() && load_wgpu_library().feature_ids.subgroup_matrix == k_feature_ids_v1.subgroup_matrix) {
+        blob_cache_                = std::make_unique<DawnBlobCache>(options.blob_cache_dir);
+        cache.chain.sType          = WGPU_STYPE_DAWN_CACHE_DEVICE_DESCRIPTOR;
+        cache.isolationKey         = wgpu_string("tern");
+        cache.load.callback        = [](size_t ks, const uint8_t * key, size_t vs, uint8_t * value, void * u1, void *) {
+            return static_cast<DawnBlobCache *>(u1)->load(key, ks, value, vs);
+        };
+        cache.load.userdata1       = blob_cache_.get();
+        cache.store.callback       = [](size_t ks, const uint8_t * key, size_t vs, const uint8_t * value, void * u1, void *) {
+            static_cast<DawnBlobCache *>(u1)->store(key, ks, value, vs);
+        };
+        cache.store.userdata1      = blob_cache_.get();
+        toggles.chain.next         = &cache.chain;
+    }
+#endif
     WGPUDeviceDescriptor desc{};
     desc.nextInChain                        = &toggles.chain;
     desc.label                              = wgpu_string("tern");
@@ -438,6 +456,12 @@ WgpuContext::~WgpuContext() {
         wgpu().wgpuDeviceDestroy(device_.get());
         device_.reset();
         wgpu().wgpuInstanceProcessEvents(instance_.get());
+    }
+    if (blob_cache_) {
+        TERN_LOG_DEBUG("webgpu: Dawn's blob cache in %s: %llu hits, %llu misses, %llu stored", blob_cache_->dir().c_str(),
+                       static_cast<unsigned long long>(blob_cache_->hits()),
+                       static_cast<unsigned long long>(blob_cache_->misses()),
+                       static_cast<unsigned long long>(blob_cache_->stores()));
     }
 }
 

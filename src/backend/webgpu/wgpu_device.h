@@ -7,6 +7,7 @@
 // (shaders, pipelines, big buffers) runs inside an error scope.
 #pragma once
 
+#include "backend/webgpu/dawn_blob_cache.h"
 #include "backend/webgpu/wgpu_handle.h"
 
 #include <cstdint>
@@ -43,6 +44,9 @@ struct WgpuFeatures {
 struct WgpuDeviceOptions {
     bool    allow_cpu_adapter = false;  // accept SwiftShader (tests set TERN_WEBGPU_ALLOW_CPU=1)
     int64_t timeout_ms        = 0;      // per wait; <= 0: $TERN_WEBGPU_TIMEOUT_MS or 120000
+    // A folder for Dawn's blob cache (dawn_blob_cache.h): compiled shaders and pipeline caches kept for
+    // the next run. Empty: none. Used with dawn.node only (the Dawn whose descriptor layout tern knows).
+    std::string blob_cache_dir;
 };
 
 // What is there without creating a device: the adapter, or why there is none. Never throws.
@@ -89,6 +93,9 @@ public:
     // One line for logs and `device_info()`: name, backend, type, features.
     std::string description() const;
 
+    // Dawn's blob cache when WgpuDeviceOptions::blob_cache_dir gave one, else null.
+    const DawnBlobCache * blob_cache() const { return blob_cache_.get(); }
+
 private:
     struct ErrorState {
         std::mutex  mutex;
@@ -96,6 +103,7 @@ private:
         bool        lost = false;
     };
 
+    std::unique_ptr<DawnBlobCache> blob_cache_;  // (first: outlives the device, whose threads call it)
     WgpuHandle<WGPUInstance>    instance_;
     WgpuHandle<WGPUAdapter>     adapter_handle_;
     WgpuHandle<WGPUDevice>      device_;

@@ -119,6 +119,13 @@ WgpuLibrary open_library() {
             tried += "\n  " + path + " (has no " + missing + ": not a webgpu.h v1.0 implementation)";
             continue;
         }
+        // Optional entry points (webgpu_api.h: WgpuProcs' last members).
+        {
+            void * f = dlsym(handle, "wgpuDeviceCreateComputePipelineAsync");
+            if (!f && local.count("wgpuDeviceCreateComputePipelineAsync")) f = local["wgpuDeviceCreateComputePipelineAsync"];
+            g_procs.wgpuDeviceCreateComputePipelineAsync =
+                reinterpret_cast<decltype(g_procs.wgpuDeviceCreateComputePipelineAsync)>(f);
+        }
         // dawn.node is a Dawn of the v1.0 numbering; the exported-symbol builds tern has met predate it.
         // $TERN_WEBGPU_FEATURE_IDS=v1 or pre_v1 says which, for another library.
         WgpuFeatureIds ids = local.empty() ? k_feature_ids_pre_v1 : k_feature_ids_v1;
