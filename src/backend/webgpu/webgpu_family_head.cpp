@@ -45,8 +45,8 @@ void WebGpuBackend::family_lm_head(const Tensor & logits, const GpuTable & head,
     TERN_ASSERT(m.parts.size() == 1 && m.n_cols == head.n_cols && m.n_rows == head.n_rows, "head blocks");
     const uint32_t lanes = head_lanes(head.n_cols);
     struct {
-        uint32_t n_vocab, h_offset, h_stride, out_offset, out_stride, round_input;
-    } p{u32(head.n_rows), gpu_offset(h, 4), u32(h.ne[0]), gpu_offset(logits, 4), u32(logits.ne[0]), round_input_f16 ? 1u : 0u};
+        uint32_t n_vocab, h_offset, h_stride, out_offset, out_stride;
+    } p{u32(head.n_rows), gpu_offset(h, 4), u32(h.ne[0]), gpu_offset(logits, 4), u32(logits.ne[0])};
     const uint32_t   groups   = ceil_div(head.n_rows, k_head_wg / lanes);
     const WGPUBuffer partials = argmax_partials(static_cast<size_t>(groups) * static_cast<size_t>(T) * 8);
     const PipelineKey key{"lm_head_q",
@@ -55,7 +55,8 @@ void WebGpuBackend::family_lm_head(const Tensor & logits, const GpuTable & head,
                             {"LANES", static_cast<double>(lanes)},
                             {"CPR", static_cast<double>(head.n_cols / 32)},
                             {"WTYPE", static_cast<double>(head_wtype(m.parts[0].type))},
-                            {"STAGE", head_q_stages(head.n_cols) ? 1.0 : 0.0}}}};
+                            {"STAGE", head_q_stages(head.n_cols) ? 1.0 : 0.0},
+                            {"ROUND_IN", round_input_f16 ? 1.0 : 0.0}}}};
     const WGPUBuffer bufs[] = {m.parts[0].words->get(), m.parts[0].scales->get(), gpu_buffer(h), gpu_buffer(logits),
                                partials};
     step_->dispatch(key, bufs, &p, sizeof p, groups, u32(T));

@@ -18,15 +18,15 @@ namespace {
 // The uniform of the decode heads (shaders/lib/head_params.wgsl, for lm_head_f16_decode.wgsl and
 // lm_head_i8_argmax.wgsl).
 struct HeadParams {
-    uint32_t n_vocab, x_offset, out_offset, round_input, k;
+    uint32_t n_vocab, x_offset, out_offset, k;
     float    eps;
     uint32_t partial_offset;
     uint32_t thr_slot;  // lm_head_i8_argmax.wgsl EXACT_TAIL
 };
 
-HeadParams head_params(const Weight & head, const Tensor & x, const Tensor & logits, bool round_input_f16, float eps) {
-    return {static_cast<uint32_t>(head.n_rows), gpu_offset(x, 4), gpu_offset(logits, 4), round_input_f16 ? 1u : 0u,
-            static_cast<uint32_t>(head.n_cols), eps, 0, 0};
+HeadParams head_params(const Weight & head, const Tensor & x, const Tensor & logits, float eps) {
+    return {static_cast<uint32_t>(head.n_rows), gpu_offset(x, 4), gpu_offset(logits, 4), static_cast<uint32_t>(head.n_cols),
+            eps, 0, 0};
 }
 
 // argmax_exact.wgsl's MAX_BOUNDS: the most lower bounds its TOP_K mode ranks.
@@ -42,7 +42,7 @@ bool WebGpuBackend::try_decode_head(const Tensor & logits, const GpuTable & head
         static_cast<uint64_t>(head.n_cols) * 4 + 16384 + 4096 > wg_storage) {
         return false;
     }
-    const HeadParams p = head_params(head, h_or_x, logits, round_input_f16, eps);
+    const HeadParams p = head_params(head, h_or_x, logits, eps);
     const auto &     a = ctx_.adapter();
     if (!argmax_only && tune_.head_exact_form != 0) {
         // Resident teams (lm_head_f16_teams.wgsl): three workgroups per compute unit (head_exact_groups),
@@ -77,7 +77,8 @@ bool WebGpuBackend::try_decode_head(const Tensor & logits, const GpuTable & head
                           "rrrwwu",
                           {{{"K", static_cast<double>(head.n_cols)},
                             {"NORM", norm ? 1.0 : 0.0},
-                            {"ARGMAX_ONLY", argmax_only ? 1.0 : 0.0}}}};
+                            {"ARGMAX_ONLY", argmax_only ? 1.0 : 0.0},
+                            {"ROUND_IN", round_input_f16 ? 1.0 : 0.0}}}};
     const WGPUBuffer  bufs[] = {head.buffer->get(), gpu_buffer(h_or_x),
                                 norm ? norm->buffer->get() : gpu_buffer(h_or_x), gpu_buffer(logits), partials};
     step_->dispatch(key, bufs, &p, sizeof p, n_chunks);
@@ -178,14 +179,15 @@ uint32_t WebGpuBackend::try_decode_head_i8(const Tensor & logits, const GpuTable
                       {"NORM", 1.0},
                       {"TEAM_SG", team_sg ? 1.0 : 0.0},
                       {"EXACT_TAIL", exact_tail ? 1.0 : 0.0},
-                      {"TABLE_F32", head.f16 ? 0.0 : 1.0}}}};
+                      {"TABLE_F32", head.f16 ? 0.0 : 1.0},
+                      {"ROUND_IN", round_input_f16 ? 1.0 : 0.0}}}};
     const uint32_t team_rows = (n_vocab + 7) / 8;
     const uint32_t groups    = std::min(groups_wanted, team_rows);
     const uint32_t iters     = (team_rows + groups - 1) / groups;
     key.add("ITERS", static_cast<double>(team_sg ? iters : (iters + 7) / 8 * 8));  // (whole blocks)
     // Per-row bounds, then each workgroup's lower bound.
     const WGPUBuffer partials = argmax_partials((static_cast<size_t>(groups) + n_vocab) * 8);
-    HeadParams       p        = head_params(head, x, logits, round_input_f16, eps);
+    HeadParams       p        = head_params(head, x, logits, eps);
     // The exact tail's pairs and threshold slots (zeroed when the buffer is made: key 0, no bound).
     const WGPUBuffer exact = grown(head_exact_, (2 + 2 * static_cast<size_t>(groups)) * 4, "head exact argmax");
     if (exact_tail) {
@@ -216,13 +218,12 @@ uint32_t WebGpuBackend::encode_exact_rows(const Tensor & logits, const GpuTable 
     const uint32_t        k_groups   = tune_.exact_groups > 0 ? tune_.exact_groups : (int8 ? 512u : 64u);
     const uint32_t        groups     = std::min<uint32_t>(k_groups, n_blocks);
     struct {
-        uint32_t n_vocab, x_offset, logits_offset, round_input, k;
+        uint32_t n_vocab, x_offset, logits_offset, k;
         float    eps;
         uint32_t n_chunks, rows_per_group;
     } p{static_cast<uint32_t>(head.n_rows),
         gpu_offset(x, 4),
         gpu_offset(logits, 4),
-        round_input_f16 ? 1u : 0u,
         static_cast<uint32_t>(head.n_cols),
         eps,
         n_bounds,
@@ -232,7 +233,8 @@ uint32_t WebGpuBackend::encode_exact_rows(const Tensor & logits, const GpuTable 
                           {{{"K", static_cast<double>(head.n_cols)},
                             {"NORM", 1.0},
                             {"TOP_K", static_cast<double>(top_k)},
-                            {"TABLE_F32", head.f16 ? 0.0 : 1.0}}}};
+                            {"TABLE_F32", head.f16 ? 0.0 : 1.0},
+                            {"ROUND_IN", round_input_f16 ? 1.0 : 0.0}}}};
     WGPUBuffer out  = nullptr;
     const int  list = top_k_next_;
     if (top_k == 0) {

@@ -118,12 +118,14 @@ bool WebGpuBackend::head_batch(const HeadOutput & out, const GpuTable & e, const
     const WGPUBuffer wmax     = grown(batch_head_wmax_, size_t{t} * n_groups * 4, "batch head block bounds");
     const WGPUBuffer partial  = grown(batch_head_partial_, size_t{t} * n_chunks * 8, "batch head winners");
     const uint32_t   h_offset = gpu_offset(in.h, 4);
-    const uint32_t   round_in = round_input_f16 ? 1u : 0u;
+    const double     round_in = round_input_f16 ? 1.0 : 0.0;  // ROUND_IN: h rounded to f16 first
 
     struct {
-        uint32_t n_cols, h_offset, h_stride, round_input;
-    } pg{t, h_offset, u32(k), round_in};
-    const PipelineKey key_grid{"head_grid_batch", "rwwu", {{{"K", static_cast<double>(k)}, {"WG", 256}}}};
+        uint32_t n_cols, h_offset, h_stride;
+    } pg{t, h_offset, u32(k)};
+    const PipelineKey key_grid{"head_grid_batch",
+                               "rwwu",
+                               {{{"K", static_cast<double>(k)}, {"WG", 256}, {"ROUND_IN", round_in}}}};
     const WGPUBuffer  bufs_grid[] = {gpu_buffer(in.h), grid, thr};
     step_->dispatch(key_grid, bufs_grid, &pg, sizeof pg, t);
 
@@ -160,8 +162,8 @@ bool WebGpuBackend::head_batch(const HeadOutput & out, const GpuTable & e, const
     }
 
     struct {
-        uint32_t n_vocab, h_offset, h_stride, round_input, n_chunks, out_offset, out_stride, list_offset, list_stride;
-    } px{n_vocab, h_offset, u32(k), round_in, n_chunks, gpu_offset(out.logits, 4), u32(out.logits.ne[0]), list_offset,
+        uint32_t n_vocab, h_offset, h_stride, n_chunks, out_offset, out_stride, list_offset, list_stride;
+    } px{n_vocab, h_offset, u32(k), n_chunks, gpu_offset(out.logits, 4), u32(out.logits.ne[0]), list_offset,
          list_stride};
     const auto &      a       = ctx_.adapter();
     const bool        team_sg = pipelines_.subgroup_variants() && a.subgroup_min == 32 && a.subgroup_max == 32;
@@ -171,7 +173,8 @@ bool WebGpuBackend::head_batch(const HeadOutput & out, const GpuTable & e, const
                                   {"CHUNK", static_cast<double>(k_exact_chunk)},
                                   {"TOP_K", top_k ? 1.0 : 0.0},
                                   {"TEAMS", tune_.head_batch_teams == 2 || (tune_.head_batch_teams == 1 && top_k) ? 1.0 : 0.0},
-                                  {"TEAM_SG", team_sg ? 1.0 : 0.0}}}};
+                                  {"TEAM_SG", team_sg ? 1.0 : 0.0},
+                                  {"ROUND_IN", round_in}}}};
     const WGPUBuffer  bufs_exact[] = {fb, thr, gpu_buffer(in.h), e.buffer->get(), partial, gpu_buffer(out.logits), list};
     step_->dispatch(key_exact, bufs_exact, &px, sizeof px, n_chunks, t);
     head_partials_ = {};

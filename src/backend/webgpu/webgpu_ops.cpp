@@ -517,15 +517,16 @@ void WebGpuBackend::lm_head(const Tensor & logits, const Weight & head, const Te
     const uint32_t rows  = 256 / lanes;
     const uint32_t toks  = static_cast<uint32_t>(std::min<int64_t>(4, n_tok));
     struct {
-        uint32_t n_vocab, k, n_tokens, head_offset, h_offset, h_stride, out_offset, out_stride, round_input;
+        uint32_t n_vocab, k, n_tokens, head_offset, h_offset, h_stride, out_offset, out_stride;
     } p{u32(e->n_rows), u32(e->n_cols), u32(n_tok), 0, gpu_offset(h, 4), u32(h.ne[0]), gpu_offset(logits, 4),
-        u32(logits.ne[0]), round_input_f16 ? 1u : 0u};
+        u32(logits.ne[0])};
     const PipelineKey key{"lm_head",
                           "rrwu",
                           {{{"WG", 256},
                             {"ROWS", static_cast<double>(rows)},
                             {"TOKS", static_cast<double>(toks)},
-                            {"TABLE_F16", e->f16 ? 1.0 : 0.0}}}};
+                            {"TABLE_F16", e->f16 ? 1.0 : 0.0},
+                            {"ROUND_IN", round_input_f16 ? 1.0 : 0.0}}}};
     const WGPUBuffer bufs[] = {e->buffer->get(), gpu_buffer(h), gpu_buffer(logits)};
     step_->dispatch(key, bufs, &p, sizeof p, ceil_div(e->n_rows, rows), ceil_div(n_tok, toks));
 }

@@ -35,6 +35,7 @@
 
 override K: u32 = 2560u;      // elements per row, a multiple of 8
 override NORM: bool = false;  // h = rms_norm(x) * nw first
+override ROUND_IN: bool = false;  // h rounded to f16 first (lib/head_input.wgsl)
 override WG: u32 = 256u;      // a power of two
 override TOP_K: u32 = 0u;     // 0: the argmax; k: the exact logits of the rows that can be the top k
 override TABLE_F32: bool = false;  // head is an f32 table (lib/head_exact_row.wgsl)
@@ -44,7 +45,6 @@ struct Params {
     n_vocab: u32,
     x_offset: u32,        // f32 index of x[0]
     logits_offset: u32,   // f32 index of logits[0]
-    round_input: u32,     // 1: round h to f16 first
     k: u32,               // = K (for lib/inv_rms.wgsl)
     eps: f32,             // NORM only
     n_chunks: u32,        // 64-row blocks of the head
@@ -132,7 +132,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     var bv = 0.0;
     var bi = 0xffffffffu;
     if (nc > 0u) {
-        let round_in = p.round_input != 0u;
         for (var u = 0u; u < 4u; u++) {
             let i = lid + u * WG;
             if (i < K / 4u) { hs[i] = h[u]; }
@@ -143,7 +142,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         for (var j = 0u; j < n_rows; j++) {
             var row = r0 + j;
             if (listed) { row = cand[j]; }
-            let v = exact_row(lid, row, round_in);
+            let v = exact_row(lid, row);
             if (TOP_K > 0u && lid == 0u) {
                 logits[p.logits_offset + row] = v;
                 let slot = atomicAdd(&out[0], 1u);

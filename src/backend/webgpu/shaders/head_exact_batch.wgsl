@@ -14,7 +14,7 @@
 // counted, not written: the reader then takes the logits).
 //
 //   fb: [T][n_vocab] (f, B)   thr: [T] u32 keys   h: [K, T] f32 (column stride h_stride), the exact
-//   head's input (rounded to f16 here with round_input, as lm_head.wgsl does)   head: the F16
+//   head's input (rounded to f16 here with ROUND_IN, as lm_head.wgsl does)   head: the F16
 //   table, rows of K / 8 vec4<u32>   partial: [T][n_chunks] (value bits, row)
 //   logits (TOP_K): [n_vocab, T] f32 (out_offset, out_stride)
 //   list (TOP_K): column c's at list_offset + c list_stride: [count, 0, (row, value bits) x room],
@@ -31,6 +31,8 @@ override WG: u32 = 256u;      // a power of two
 override CHUNK: u32 = 4096u;  // rows per workgroup
 override CAP: u32 = 256u;     // listed rows
 override TOP_K: bool = false;
+override ROUND_IN: bool = false;  // h rounded to f16 first (a pipeline constant: pair_exact's other form
+                                  // is compiled out of the loops)
 override TEAMS: bool = false;    // the listed rows recomputed by 8 teams of 32 lanes, a row each at a time
                                  // (WebGpuTuning::head_batch_teams; see team_logit), instead of the
                                  // whole workgroup per row
@@ -40,7 +42,6 @@ struct Params {
     n_vocab: u32,
     h_offset: u32,     // f32 index of h[0, 0]
     h_stride: u32,
-    round_input: u32,  // 1: round h to f16 first
     n_chunks: u32,
     out_offset: u32,   // (TOP_K) f32 index of logits[0, 0]
     out_stride: u32,
@@ -70,8 +71,8 @@ fn bound_key(v: f32) -> u32 {
 }
 
 // lib/head_input.wgsl's head_pair_exact.
-fn pair_exact(acc: vec2<f32>, e: vec2<f32>, hv: vec2<f32>, round_in: bool) -> vec2<f32> {
-    if (round_in) {
+fn pair_exact(acc: vec2<f32>, e: vec2<f32>, hv: vec2<f32>) -> vec2<f32> {
+    if (ROUND_IN) {
         return df_add_f(df_add_f(acc, e.x * hv.x), e.y * hv.y);
     }
     return df_fma(df_fma(acc, e.x, hv.x), e.y, hv.y);
@@ -79,17 +80,17 @@ fn pair_exact(acc: vec2<f32>, e: vec2<f32>, hv: vec2<f32>, round_in: bool) -> ve
 
 // lib/head_exact_row.wgsl's exact_row over hs (that file needs the single-column kernels'
 // bindings). Every invocation calls it (barriers).
-fn exact_logit(lid: u32, row: u32, round_in: bool) -> f32 {
+fn exact_logit(lid: u32, row: u32) -> f32 {
     let words = K / 8u;
     var a = vec2<f32>(0.0, 0.0);
     for (var i = lid; i < words; i += WG) {
         let w  = head[row * words + i];
         let ha = hs[2u * i];
         let hb = hs[2u * i + 1u];
-        a = pair_exact(a, unpack2x16float(w.x), ha.xy, round_in);
-        a = pair_exact(a, unpack2x16float(w.y), ha.zw, round_in);
-        a = pair_exact(a, unpack2x16float(w.z), hb.xy, round_in);
-        a = pair_exact(a, unpack2x16float(w.w), hb.zw, round_in);
+        a = pair_exact(a, unpack2x16float(w.x), ha.xy);
+        a = pair_exact(a, unpack2x16float(w.y), ha.zw);
+        a = pair_exact(a, unpack2x16float(w.z), hb.xy);
+        a = pair_exact(a, unpack2x16float(w.w), hb.zw);
     }
     let v = df_to_f32(wg_df_sum(lid, a));
     workgroupBarrier();  // (the next call's wg_df_sum writes its slots again)
@@ -102,7 +103,7 @@ fn exact_logit(lid: u32, row: u32, round_in: bool) -> f32 {
 // the chains added (c0 + c1) + (c2 + c3); then the team's 32 pairs by the halving tree (lane i + s
 // onto lane i, s = 16 .. 1), lane 0's total as exact_logit's. Every invocation calls it (barriers
 // without TEAM_SG).
-fn team_logit(lid: u32, lane: u32, row: u32, valid: bool, round_in: bool) -> f32 {
+fn team_logit(lid: u32, lane: u32, row: u32, valid: bool) -> f32 {
     let words = K / 8u;
     var c0 = vec2<f32>(0.0, 0.0);
     var c1 = vec2<f32>(0.0, 0.0);
@@ -113,10 +114,10 @@ fn team_logit(lid: u32, lane: u32, row: u32, valid: bool, round_in: bool) -> f32
             let w  = head[row * words + i];
             let ha = hs[2u * i];
             let hb = hs[2u * i + 1u];
-            c0 = pair_exact(c0, unpack2x16float(w.x), ha.xy, round_in);
-            c1 = pair_exact(c1, unpack2x16float(w.y), ha.zw, round_in);
-            c2 = pair_exact(c2, unpack2x16float(w.z), hb.xy, round_in);
-            c3 = pair_exact(c3, unpack2x16float(w.w), hb.zw, round_in);
+            c0 = pair_exact(c0, unpack2x16float(w.x), ha.xy);
+            c1 = pair_exact(c1, unpack2x16float(w.y), ha.zw);
+            c2 = pair_exact(c2, unpack2x16float(w.z), hb.xy);
+            c3 = pair_exact(c3, unpack2x16float(w.w), hb.zw);
         }
     }
     var a = df_add(df_add(c0, c1), df_add(c2, c3));
@@ -178,11 +179,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     var bv = 0.0;
     var bi = 0xffffffffu;
     if (n > 0u) {
-        let round_in = p.round_input != 0u;
         for (var i = lid; i < K / 4u; i += WG) {
             let o = p.h_offset + col * p.h_stride + 4u * i;
             var v = vec4<f32>(h[o], h[o + 1u], h[o + 2u], h[o + 3u]);
-            if (round_in) { v = vec4<f32>(round_f16(v.x), round_f16(v.y), round_f16(v.z), round_f16(v.w)); }
+            if (ROUND_IN) { v = vec4<f32>(round_f16(v.x), round_f16(v.y), round_f16(v.z), round_f16(v.w)); }
             hs[i] = v;
         }
         workgroupBarrier();
@@ -201,7 +201,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 var r     = c;
                 if (!all && valid) { r = listed[c]; }
                 let row = row0 + r;
-                let v   = team_logit(lid, lane, row, valid, round_in);
+                let v   = team_logit(lid, lane, row, valid);
                 if (valid && lane == 0u) {
                     if (TOP_K) { keep_row(col, row, v); }
                     if (beats(v, row, bv, bi)) {
@@ -215,7 +215,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             var r = c;
             if (!all) { r = listed[c]; }
             let row = row0 + r;
-            let v   = exact_logit(lid, row, round_in);
+            let v   = exact_logit(lid, row);
             // (the invocation that wrote this row's -inf: the same invocation's stores stay in order)
             if (TOP_K && lid == r % WG) {
                 logits[p.out_offset + col * p.out_stride + row] = v;

@@ -1,7 +1,7 @@
 // head_grid_batch: the first stage of the batched greedy head (lm_head_i8_batch.wgsl, issue 53):
 // each column's head input on the 16-bit grid of lm_head_i8_argmax.wgsl, and its norms for the bound.
 // Column c of h (already rms_norm(x) * nw, the exact head's input; rounded to f16 here when
-// round_input is set, as lm_head.wgsl does) becomes H = round(h / S), S = max|h| / 32639, split as
+// ROUND_IN is set, as lm_head.wgsl does) becomes H = round(h / S), S = max|h| / 32639, split as
 // H = 256 a + b with a and b int8 (4 to a u32 word, element 4j + i in byte i of word j), and
 //   norms = (||h|| + ||eta||, ||eta||, S),  eta = h - S H,  |eta_i| <= 0.51 S,
 // all from above (a margin of 2^-8 covers the f32 sum of K <= 4096 squares), so that a row's int8
@@ -18,12 +18,12 @@
 
 override K: u32 = 2560u;  // elements per column, a multiple of 4, at most 4 WG 4
 override WG: u32 = 256u;  // a power of two
+override ROUND_IN: bool = false;  // h rounded to f16 first
 
 struct Params {
     n_cols: u32,
     h_offset: u32,     // f32 index of h[0, 0]
     h_stride: u32,
-    round_input: u32,  // 1: round h to f16 first
     rn_zero: u32,      // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
 }
 
@@ -35,7 +35,7 @@ struct Params {
 fn h_word(col: u32, i: u32) -> vec4<f32> {
     let o = p.h_offset + col * p.h_stride + 4u * i;
     var v = vec4<f32>(h[o], h[o + 1u], h[o + 2u], h[o + 3u]);
-    if (p.round_input != 0u) { v = vec4<f32>(round_f16(v.x), round_f16(v.y), round_f16(v.z), round_f16(v.w)); }
+    if (ROUND_IN) { v = vec4<f32>(round_f16(v.x), round_f16(v.y), round_f16(v.z), round_f16(v.w)); }
     return v;
 }
 

@@ -1,4 +1,4 @@
-// lm_head: logits[v, t] = head[v] · h[t], with h[t] first rounded to f16 when round_input is set
+// lm_head: logits[v, t] = head[v] · h[t], with h[t] first rounded to f16 when ROUND_IN is set
 // (what ggml does for an F16 head). The dot product is kept in double-float, so each logit is the
 // CPU's double sum rounded to f32. The table is read as u32 words: two f16 per word (TABLE_F16,
 // unpack2x16float, no shader-f16 needed) or one f32.
@@ -15,6 +15,7 @@ override WG: u32 = 256u;
 override ROWS: u32 = 4u;       // divides WG; WG / ROWS a power of two
 override TOKS: u32 = 1u;       // 1..4
 override TABLE_F16: bool = true;
+override ROUND_IN: bool = false;  // h rounded to f16 first (a pipeline constant: one sum form in the loop)
 
 struct Params {
     n_vocab: u32,
@@ -25,7 +26,6 @@ struct Params {
     h_stride: u32,
     out_offset: u32,   // f32 index of logits[0, 0]
     out_stride: u32,
-    round_input: u32,  // 1: round h to f16 first
     rn_zero: u32,      // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
 }
 
@@ -38,7 +38,7 @@ var<workgroup> red: array<vec2<f32>, WG * TOKS>;  // [thread][token]
 
 fn h_at(t: u32, i: u32) -> f32 {
     let v = h[p.h_offset + t * p.h_stride + i];
-    return select(v, round_f16(v), p.round_input != 0u);
+    return select(v, round_f16(v), ROUND_IN);
 }
 
 @compute @workgroup_size(WG)
@@ -54,13 +54,12 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     if (row < p.n_vocab) {
         if (TABLE_F16) {
             let base = p.head_offset + row * (p.k / 2u);
-            let exact = p.round_input != 0u;  // f16 x f16: the f32 product is exact
             for (var kw = lane; kw < p.k / 2u; kw += lanes) {
                 let e = unpack2x16float(head[base + kw]);
                 for (var t = 0u; t < n_tok; t++) {
                     let h0 = h_at(tok0 + t, 2u * kw);
                     let h1 = h_at(tok0 + t, 2u * kw + 1u);
-                    if (exact) {
+                    if (ROUND_IN) {  // f16 x f16: the f32 product is exact
                         acc[t] = df_add_f(df_add_f(acc[t], e.x * h0), e.y * h1);
                     } else {
                         acc[t] = df_fma(df_fma(acc[t], e.x, h0), e.y, h1);

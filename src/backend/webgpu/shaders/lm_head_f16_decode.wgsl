@@ -24,6 +24,7 @@
 
 override K: u32 = 2560u;     // elements per row (n_embd)
 override NORM: bool = false;  // h = rms_norm(x) * nw first
+override ROUND_IN: bool = false;  // h rounded to f16 first (lib/head_input.wgsl)
 // ARGMAX_ONLY (greedy decoding, the logits are not read): f32 fma sums plus, per row, a bound B on
 // their distance to the exact logit; partial[row] = (bits(B), 0) for rows < n_vocab and the block's
 // max of (logit - B) at partial[n_vocab + block]. argmax_exact.wgsl then recomputes exactly the
@@ -44,11 +45,11 @@ override WG: u32 = 256u;      // fixed (lib/inv_rms.wgsl and lib/best_index.wgsl
 var<workgroup> red: array<vec2<f32>, 2048>;  // [team][row r][lane]
 
 // One step of a row's sum: acc + e.x * h.x + e.y * h.y.
-fn chain(acc: vec2<f32>, e: vec2<f32>, h: vec2<f32>, round_in: bool) -> vec2<f32> {
+fn chain(acc: vec2<f32>, e: vec2<f32>, h: vec2<f32>) -> vec2<f32> {
     if (ARGMAX_ONLY) {  // (sum, sum of |products|)
         return vec2<f32>(fma(e.y, h.y, fma(e.x, h.x, acc.x)), fma(abs(e.y), abs(h.y), fma(abs(e.x), abs(h.x), acc.y)));
     }
-    return head_pair_exact(acc, e, h, round_in);
+    return head_pair_exact(acc, e, h);
 }
 
 // The lane's vec4 words of `row` (all loads issued together: the table streams at memory speed
@@ -67,7 +68,6 @@ fn load_row(row: u32, lane: u32) -> array<vec4<u32>, 16> {
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let round_in = p.round_input != 0u;
     let team  = lid / 32u;
     let lane  = lid % 32u;
     let words = K / 8u;  // vec4<u32> per row
@@ -89,10 +89,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             let w  = wv[v];
             let ha = hs[2u * i];       // h of the halves in w.x (xy) and w.y (zw)
             let hb = hs[2u * i + 1u];  // h of the halves in w.z (xy) and w.w (zw)
-            c[0] = chain(c[0], unpack2x16float(w.x), ha.xy, round_in);
-            c[1] = chain(c[1], unpack2x16float(w.y), ha.zw, round_in);
-            c[2] = chain(c[2], unpack2x16float(w.z), hb.xy, round_in);
-            c[3] = chain(c[3], unpack2x16float(w.w), hb.zw, round_in);
+            c[0] = chain(c[0], unpack2x16float(w.x), ha.xy);
+            c[1] = chain(c[1], unpack2x16float(w.y), ha.zw);
+            c[2] = chain(c[2], unpack2x16float(w.z), hb.xy);
+            c[3] = chain(c[3], unpack2x16float(w.w), hb.zw);
         }
         if (ARGMAX_ONLY) {
             acc[r] = (c[0] + c[1]) + (c[2] + c[3]);

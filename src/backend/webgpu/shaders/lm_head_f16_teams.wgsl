@@ -56,7 +56,7 @@ override SEG: u32 = 5u;          // words per lane loaded together (<= 10; WebGp
 override SEGS: u32 = (PER_LANE + SEG - 1u) / SEG;
 override AHEAD: bool = false;    // the next segment's words loaded into a second set of named registers
                                  // while the current one is summed (WebGpuTuning::head_exact_ahead)
-override ROUND_IN: bool = false; // h is rounded to f16 (p.round_input != 0: the host sets both)
+override ROUND_IN: bool = false; // h is rounded to f16 (lib/head_input.wgsl)
 
 @group(0) @binding(0) var<storage, read> head: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
@@ -80,39 +80,39 @@ fn load_word(row: u32, i: u32, v: u32) -> vec4<u32> {
 }
 
 // The chains' steps for word i (w): its four u32s' halves, each chain in turn.
-fn sum_word(c: ptr<function, array<vec2<f32>, 4>>, w: vec4<u32>, i: u32, v: u32, sum2: bool, round_in: bool) {
+fn sum_word(c: ptr<function, array<vec2<f32>, 4>>, w: vec4<u32>, i: u32, v: u32, sum2: bool) {
     if (v >= SEG || i >= K / 8u) { return; }
     let ha = hs[2u * i];
     let hb = hs[2u * i + 1u];
-    (*c)[0] = chain((*c)[0], unpack2x16float(w.x), ha.xy, sum2, round_in);
-    (*c)[1] = chain((*c)[1], unpack2x16float(w.y), ha.zw, sum2, round_in);
-    (*c)[2] = chain((*c)[2], unpack2x16float(w.z), hb.xy, sum2, round_in);
-    (*c)[3] = chain((*c)[3], unpack2x16float(w.w), hb.zw, sum2, round_in);
+    (*c)[0] = chain((*c)[0], unpack2x16float(w.x), ha.xy, sum2);
+    (*c)[1] = chain((*c)[1], unpack2x16float(w.y), ha.zw, sum2);
+    (*c)[2] = chain((*c)[2], unpack2x16float(w.z), hb.xy, sum2);
+    (*c)[3] = chain((*c)[3], unpack2x16float(w.w), hb.zw, sum2);
 }
 
 // A segment's words w0 .. w9 (word i + 32 v in wv), summed in order.
 fn sum_seg_words(c: ptr<function, array<vec2<f32>, 4>>, i: u32, w0: vec4<u32>, w1: vec4<u32>, w2: vec4<u32>,
                  w3: vec4<u32>, w4: vec4<u32>, w5: vec4<u32>, w6: vec4<u32>, w7: vec4<u32>, w8: vec4<u32>,
-                 w9: vec4<u32>, sum2: bool, round_in: bool) {
-    sum_word(c, w0, i, 0u, sum2, round_in);
-    sum_word(c, w1, i + 32u, 1u, sum2, round_in);
-    sum_word(c, w2, i + 64u, 2u, sum2, round_in);
-    sum_word(c, w3, i + 96u, 3u, sum2, round_in);
-    sum_word(c, w4, i + 128u, 4u, sum2, round_in);
-    sum_word(c, w5, i + 160u, 5u, sum2, round_in);
-    sum_word(c, w6, i + 192u, 6u, sum2, round_in);
-    sum_word(c, w7, i + 224u, 7u, sum2, round_in);
-    sum_word(c, w8, i + 256u, 8u, sum2, round_in);
-    sum_word(c, w9, i + 288u, 9u, sum2, round_in);
+                 w9: vec4<u32>, sum2: bool) {
+    sum_word(c, w0, i, 0u, sum2);
+    sum_word(c, w1, i + 32u, 1u, sum2);
+    sum_word(c, w2, i + 64u, 2u, sum2);
+    sum_word(c, w3, i + 96u, 3u, sum2);
+    sum_word(c, w4, i + 128u, 4u, sum2);
+    sum_word(c, w5, i + 160u, 5u, sum2);
+    sum_word(c, w6, i + 192u, 6u, sum2);
+    sum_word(c, w7, i + 224u, 7u, sum2);
+    sum_word(c, w8, i + 256u, 8u, sum2);
+    sum_word(c, w9, i + 288u, 9u, sum2);
 }
 
 // Segment s of the lane's words of `row`, all loads issued before the first sum.
-fn sum_seg_direct(c: ptr<function, array<vec2<f32>, 4>>, row: u32, s: u32, lane: u32, sum2: bool, round_in: bool) {
+fn sum_seg_direct(c: ptr<function, array<vec2<f32>, 4>>, row: u32, s: u32, lane: u32, sum2: bool) {
     let i = lane + 32u * s * SEG;
     sum_seg_words(c, i, load_word(row, i, 0u), load_word(row, i + 32u, 1u), load_word(row, i + 64u, 2u),
                   load_word(row, i + 96u, 3u), load_word(row, i + 128u, 4u), load_word(row, i + 160u, 5u),
                   load_word(row, i + 192u, 6u), load_word(row, i + 224u, 7u), load_word(row, i + 256u, 8u),
-                  load_word(row, i + 288u, 9u), sum2, round_in);
+                  load_word(row, i + 288u, 9u), sum2);
 }
 
 // AHEAD: the lane's words of segment j (of the flattened team rows x segments), loaded into the named
@@ -145,7 +145,7 @@ fn load_next(wid: u32, j: u32, team: u32, lane: u32) {
 
 // AHEAD: segment s, whose words are in n0 .. n9, summed while the words of segment j + 1 load.
 fn sum_seg_ahead(c: ptr<function, array<vec2<f32>, 4>>, wid: u32, j: u32, team: u32, s: u32, lane: u32,
-                 sum2: bool, round_in: bool) {
+                 sum2: bool) {
     let w0 = n0;
     let w1 = n1;
     let w2 = n2;
@@ -157,7 +157,7 @@ fn sum_seg_ahead(c: ptr<function, array<vec2<f32>, 4>>, wid: u32, j: u32, team: 
     let w8 = n8;
     let w9 = n9;
     load_next(wid, j + 1u, team, lane);
-    sum_seg_words(c, lane + 32u * s * SEG, w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, sum2, round_in);
+    sum_seg_words(c, lane + 32u * s * SEG, w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, sum2);
 }
 
 // Sum2's step: (hi, lo) + q with hi = fl(hi + q) and its exact error into lo.
@@ -167,9 +167,9 @@ fn sum2_add(acc: vec2<f32>, q: f32) -> vec2<f32> {
 }
 
 // One step of a chain: acc + e.x h.x + e.y h.y.
-fn chain(acc: vec2<f32>, e: vec2<f32>, h: vec2<f32>, sum2: bool, round_in: bool) -> vec2<f32> {
+fn chain(acc: vec2<f32>, e: vec2<f32>, h: vec2<f32>, sum2: bool) -> vec2<f32> {
     if (sum2) { return sum2_add(sum2_add(acc, e.x * h.x), e.y * h.y); }
-    return head_pair_exact(acc, e, h, round_in);
+    return head_pair_exact(acc, e, h);
 }
 
 // A chain as a double-float pair.
@@ -205,8 +205,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     n_groups   = groups.x;
     let team   = lid / 32u;
     let lane   = lid % 32u;
-    let round_in = ROUND_IN;
-    let sum2   = round_in;  // Sum2 chains (see above)
+    let sum2   = ROUND_IN;  // Sum2 chains (see above)
     let n_segs = ITERS * SEGS;
     if (AHEAD) { load_next(wid.x, 0u, team, lane); }  // issued before h is staged
     stage_head_input(lid);
@@ -217,9 +216,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let rr = j / SEGS;
         let s  = j % SEGS;
         if (AHEAD) {
-            sum_seg_ahead(&c, wid.x, j, team, s, lane, sum2, round_in);
+            sum_seg_ahead(&c, wid.x, j, team, s, lane, sum2);
         } else {
-            sum_seg_direct(&c, row_of(wid.x, rr, team), s, lane, sum2, round_in);
+            sum_seg_direct(&c, row_of(wid.x, rr, team), s, lane, sum2);
         }
         if (s + 1u < SEGS) { continue; }
         let a = df_add(df_add(chain_df(c[0], sum2), chain_df(c[1], sum2)),

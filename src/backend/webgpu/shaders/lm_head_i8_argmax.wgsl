@@ -59,6 +59,7 @@ requires packed_4x8_integer_dot_product;
 
 override K: u32 = 2560u;      // elements per row, a multiple of 16, at most 4096
 override NORM: bool = true;   // h = rms_norm(x) * nw first
+override ROUND_IN: bool = false;  // h rounded to f16 first (lib/head_input.wgsl)
 override PER_LANE: u32 = (K / 16u + 31u) / 32u;  // vec4 loads per lane per row (<= 8)
 override WG: u32 = 256u;      // fixed (the teams; lib/inv_rms.wgsl and lib/best_index.wgsl size by it)
 override TEAM_SG: bool = false;  // the host sets it when subgroups are exactly 32 invocations
@@ -175,9 +176,8 @@ fn head_norm_factor(lid: u32) -> f32 {
 // (P, Q, S inv) with B = c P + sq Q (the formula above: the f32 roundings of P and Q are within the
 // 2^-8 margins of ||g|| and ||eta||).
 fn head_g_norms(n: vec3<f32>, inv: f32) -> vec3<f32> {
-    let round_in = p.round_input != 0u;
-    let rho = select(1.0 / 1048576.0, 1.0 / 2048.0 + 1.0 / 1048576.0, round_in);
-    let tau = select(0.0, sqrt(f32(K)) / 33554432.0, round_in);
+    let rho = select(1.0 / 1048576.0, 1.0 / 2048.0 + 1.0 / 1048576.0, ROUND_IN);
+    let tau = select(0.0, sqrt(f32(K)) / 33554432.0, ROUND_IN);
     let a3  = rho * (inv * n.x) + tau;
     return vec3<f32>(inv * (n.x + n.y) + a3, inv * n.y + a3, n.z * inv);
 }
@@ -363,13 +363,12 @@ fn exact_tail(lid: u32, wid: u32) {
     let nc       = workgroupUniformLoad(&tail_n_plain);
     let listed   = nc <= 256u;
     let n        = select(rows, nc, listed);
-    let round_in = p.round_input != 0u;
     var bv = 0.0;
     var bi = 0xffffffffu;
     for (var c = 0u; c < n; c++) {
         var row = row_of(wid, c / 8u, c % 8u);
         if (listed) { row = tail_rows[c]; }
-        let v = exact_row_reloading_h(lid, min(row, p.n_vocab - 1u), round_in);
+        let v = exact_row_reloading_h(lid, min(row, p.n_vocab - 1u));
         if (row < p.n_vocab && beats(v, row, bv, bi)) {
             bv = v;
             bi = row;

@@ -1,7 +1,7 @@
 // lm_head_q: logits[v, t] = head[v] · h[t] for a head kept in its file's blocks (Q8_0, Q4_0, Q6_K;
 // GpuMatrix's layout) instead of lm_head.wgsl's f32 copy: 4 to 5 times fewer bytes per token. As the
 // CPU's lm_head: each weight dequantized to f32 exactly as dequantize_row does (Q8_0 q * d, Q4_0
-// (n - 8) * d, Q6_K (d * sc) * (q - 32)), h rounded to f16 first with round_input, the products summed
+// (n - 8) * d, Q6_K (d * sc) * (q - 32)), h rounded to f16 first with ROUND_IN, the products summed
 // in double-float like lm_head.wgsl (the CPU sums in double), rounded to f32 once. Also the first
 // stage of the argmax (argmax_partial.wgsl's, over the workgroup's rows; ties to the lower index) into
 // partial[t][workgroup], so that argmax_final.wgsl can follow directly.
@@ -20,6 +20,7 @@
 // #include "lib/q_head_chunk.wgsl"
 
 override WG: u32 = 256u;
+override ROUND_IN: bool = false;  // h rounded to f16 first
 override LANES: u32 = 8u;   // a power of two dividing WG
 override CPR: u32 = 64u;    // 32-value chunks per row (K / 32)
 override WTYPE: u32 = 6u;   // 3 q8_0, 4 q4_0, 6 q6_k (matmul.wgsl's numbering)
@@ -31,7 +32,6 @@ struct Params {
     h_stride: u32,
     out_offset: u32,   // f32 index of logits[0, 0]
     out_stride: u32,
-    round_input: u32,  // 1: round h to f16 first
     rn_zero: u32,      // 0, filled by the encoder (mul_rn, lib/numerics.wgsl)
 }
 
@@ -47,7 +47,7 @@ var<workgroup> hs: array<f32, select(1u, CPR * 32u, STAGE)>;
 
 fn h_global(t: u32, i: u32) -> f32 {
     let v = h[p.h_offset + t * p.h_stride + i];
-    return select(v, round_f16(v), p.round_input != 0u);
+    return select(v, round_f16(v), ROUND_IN);
 }
 
 fn h_val(t: u32, i: u32) -> f32 {

@@ -2,7 +2,8 @@
 // lm_head_f16_decode.wgsl, argmax_exact.wgsl and (head_input_words) lm_head_i8_argmax.wgsl, so the
 // exact logits of the first two are the same bits. The including kernel includes lib/inv_rms.wgsl,
 // lib/sum_squares.wgsl and lib/wg_reduce.wgsl and declares `override K` (at most 16 WG), `override NORM`, `override WG`,
-// the bindings `x` and `nw` (f32), and a uniform `p` with x_offset, round_input, k, eps.
+// `override ROUND_IN: bool` (h rounded to f16: a pipeline constant, so the form not taken is compiled
+// out of the exact sums' loops), the bindings `x` and `nw` (f32), and a uniform `p` with x_offset, k, eps.
 
 var<workgroup> hs: array<vec4<f32>, K / 4u>;  // (allocated only where a kernel uses it)
 var<private> head_inv: f32;  // head_input_words' norm factor
@@ -11,7 +12,7 @@ var<private> head_inv: f32;  // head_input_words' norm factor
 fn head_word(xv: vec4<f32>, wv: vec4<f32>) -> vec4<f32> {
     var v = xv;
     if (NORM) { v = (v * wv) * head_inv; }
-    if (p.round_input != 0u) { v = vec4<f32>(round_f16(v.x), round_f16(v.y), round_f16(v.z), round_f16(v.w)); }
+    if (ROUND_IN) { v = vec4<f32>(round_f16(v.x), round_f16(v.y), round_f16(v.z), round_f16(v.w)); }
     return v;
 }
 
@@ -50,7 +51,7 @@ fn head_x_nw_words(lid: u32) -> HeadWords {
 }
 
 // This invocation's words lid + u WG (u < 4) of h = rms_norm(x) * nw (NORM) or x, rounded to f16
-// with p.round_input. The loads of x and nw are issued first; the norm factor is inv_rms's bits: from
+// with ROUND_IN. The loads of x and nw are issued first; the norm factor is inv_rms's bits: from
 // these words in registers with SG32 (sum_squares_words_sg), else by inv_rms (which reads x again, a
 // block of 32 per invocation). Every invocation calls it (barriers).
 fn head_input_words(lid: u32) -> array<vec4<f32>, 4> {
@@ -82,9 +83,9 @@ fn stage_head_input(lid: u32) {
     workgroupBarrier();
 }
 
-// acc + e.x h.x + e.y h.y in double-float (the products of two f16 values are exact in f32).
-fn head_pair_exact(acc: vec2<f32>, e: vec2<f32>, h: vec2<f32>, round_in: bool) -> vec2<f32> {
-    if (round_in) {
+// acc + e.x h.x + e.y h.y in double-float (with ROUND_IN the products of two f16 values are exact in f32).
+fn head_pair_exact(acc: vec2<f32>, e: vec2<f32>, h: vec2<f32>) -> vec2<f32> {
+    if (ROUND_IN) {
         return df_add_f(df_add_f(acc, e.x * h.x), e.y * h.y);
     }
     return df_fma(df_fma(acc, e.x, h.x), e.y, h.y);

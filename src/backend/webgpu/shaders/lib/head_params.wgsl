@@ -4,7 +4,6 @@ struct Params {
     n_vocab: u32,
     x_offset: u32,        // f32 index of x[0]
     out_offset: u32,      // f32 index of logits[0]
-    round_input: u32,     // 1: round h to f16 first
     k: u32,               // = K (for lib/inv_rms.wgsl)
     eps: f32,             // NORM only
     partial_offset: u32,  // vec2 index of partial[0]
