@@ -59,7 +59,8 @@ TEST(StealRanges, ThreadsTakeEveryUnitOnce) {
                 for (int64_t u = 0; s.next(t, u);) seen[static_cast<size_t>(u)].fetch_add(1);
             });
             for (int64_t u = 0; u < n_units; ++u) {
-                ASSERT_EQ(seen[static_cast<size_t>(u)].load(), 1) << "unit " << u << " of " << n_units << ", " << n_threads << " threads";
+                ASSERT_EQ(seen[static_cast<size_t>(u)].load(), 1)
+                    << "unit " << u << " of " << n_units << ", " << n_threads << " threads";
             }
         }
     }

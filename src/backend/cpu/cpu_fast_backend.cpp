@@ -370,7 +370,8 @@ void CpuFastBackend::gate_up_in_job(int ti, const CpuTiledLinear & w, const cpu:
     const cpu::TernaryTiles tiles = w.view();
     const int64_t           n_ff  = w.n_rows / 2, n_tok = a.n_tokens;
     if (steal) {
-        const int64_t per = unit_tiles(tiles, pool_.n_threads()), g_end = (n_ff + 15) / 16, u_begin = n_ff / 16, n_tiles = tiles.n_tiles();
+        const int64_t per = unit_tiles(tiles, pool_.n_threads()), n_tiles = tiles.n_tiles();
+        const int64_t g_end = (n_ff + 15) / 16, u_begin = n_ff / 16;  // gate tiles [0, g_end), up [u_begin, n_tiles)
         for (int64_t u = 0; steal_.next(ti, u);) {
             k_.ternary_gemm(tiles, u * per, std::min(g_end, (u + 1) * per), a, glu_gate_.data(), g_end * 16, 0, false);
         }
@@ -422,7 +423,8 @@ void CpuFastBackend::gate_up(const Tensor & f, const Weight & w_gate_up, const Q
 bool CpuFastBackend::steal_glu(const CpuTiledLinear & w, int64_t n_tok) {
     if (n_tok != 1 || pool_.n_threads() == 1) return false;
     const cpu::TernaryTiles tiles = w.view();
-    const int64_t n_ff = w.n_rows / 2, per = unit_tiles(tiles, pool_.n_threads()), g_end = (n_ff + 15) / 16, u_begin = n_ff / 16;
+    const int64_t n_ff = w.n_rows / 2, per = unit_tiles(tiles, pool_.n_threads());
+    const int64_t g_end = (n_ff + 15) / 16, u_begin = n_ff / 16;
     grow(glu_gate_, g_end * 16);
     grow(glu_up_, (tiles.n_tiles() - u_begin) * 16);
     steal_.reset(pool_.n_threads(), (g_end + per - 1) / per);
