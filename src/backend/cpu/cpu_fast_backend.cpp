@@ -32,6 +32,14 @@ template <class T> void grow(std::vector<T> & v, int64_t n) {
     if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
 }
 
+// Tiles per stolen unit of a one-token product: ~64 KB of codes (2B4T: 6 tiles of 2560 columns, 2 of
+// 6912), a few microseconds of streaming, so a thief's last unit ends close to the owner's; at least
+// 4 units per thread where the product is small.
+int64_t unit_tiles(const cpu::TernaryTiles & t, int n_threads) {
+    const int64_t by_bytes = (int64_t{64} << 10) / t.tile_bytes(), by_count = t.n_tiles() / (4 * n_threads);
+    return std::max<int64_t>(1, std::min(by_bytes, by_count));
+}
+
 // Group sums of the quantized activations of one token.
 // Exact integer sums, so in any order: 8 bytes per step (SWAR, portable to every set: each byte
 // offset by 128 into 0..255, byte pairs added into four 16-bit lanes, which hold 128 steps of at
@@ -275,11 +283,26 @@ cpu::ActView CpuFastBackend::acts_in_job(int ti, const QuantizedActs & a, int64_
 }
 
 void CpuFastBackend::linear_in_job(int ti, const CpuTiledLinear & w, const cpu::ActView & a, float * y, int64_t ldy,
-                                   bool accumulate) {
+                                   bool accumulate, bool steal) {
     const cpu::TernaryTiles tiles = w.view();
-    int64_t                 t0 = 0, t1 = 0;
+    if (steal) {
+        const int64_t per = unit_tiles(tiles, pool_.n_threads());
+        for (int64_t u = 0; steal_.next(ti, u);) {
+            k_.ternary_gemm(tiles, u * per, std::min(tiles.n_tiles(), (u + 1) * per), a, y, ldy, 0, accumulate);
+        }
+        return;
+    }
+    int64_t t0 = 0, t1 = 0;
     ThreadPool::chunk_range(tiles.n_tiles(), 1, pool_.n_threads(), ti, t0, t1);
     if (t0 < t1) k_.ternary_gemm(tiles, t0, t1, a, y, ldy, 0, accumulate);
+}
+
+bool CpuFastBackend::steal_units(const CpuTiledLinear & w, int64_t n_tok) {
+    if (n_tok != 1 || pool_.n_threads() == 1) return false;
+    const cpu::TernaryTiles tiles = w.view();
+    const int64_t           per   = unit_tiles(tiles, pool_.n_threads());
+    steal_.reset(pool_.n_threads(), (tiles.n_tiles() + per - 1) / per);
+    return true;
 }
 
 void CpuFastBackend::rms_norm_quant(const QuantizedActs & a, const Tensor & x, const Weight & w, float eps) {
@@ -311,8 +334,9 @@ void CpuFastBackend::bitlinear(const Tensor & y, const Weight & w, const Quantiz
     const auto & lw = static_cast<const CpuTiledLinear &>(w);
     TERN_ASSERT(y.ne[0] == lw.n_rows && a.q.ne[0] == lw.n_cols && y.ne[1] == a.q.ne[1], "bitlinear shapes");
     grow(gsum_, a.q.ne[1] * (lw.n_cols / lw.group));
-    float * out = cpu_data<float>(y);
-    pool_.run([&](int ti) { linear_in_job(ti, lw, acts_in_job(ti, a, lw.group), out, y.ne[0], accumulate); });
+    float *    out   = cpu_data<float>(y);
+    const bool steal = steal_units(lw, a.q.ne[1]);
+    pool_.run([&](int ti) { linear_in_job(ti, lw, acts_in_job(ti, a, lw.group), out, y.ne[0], accumulate, steal); });
 }
 
 void CpuFastBackend::linear(const Tensor & y, const Weight & w, const LinearInput & in, bool accumulate) {
@@ -329,19 +353,41 @@ void CpuFastBackend::linear(const Tensor & y, const Weight & w, const LinearInpu
     const auto &          lw = static_cast<const CpuTiledLinear &>(w);
     TERN_ASSERT(y.ne[0] == lw.n_rows && a.q.ne[0] == lw.n_cols && y.ne[1] == a.q.ne[1], "bitlinear shapes");
     grow(gsum_, a.q.ne[1] * (lw.n_cols / lw.group));
-    float * out = cpu_data<float>(y);
+    float *    out   = cpu_data<float>(y);
+    const bool steal = steal_units(lw, a.q.ne[1]);
     pool_.run([&](int ti) {
         const cpu::ActView av = norm_quant_in_job(ti, a, in.x, static_cast<const CpuNorm &>(*in.norm), in.eps, lw.group);
-        linear_in_job(ti, lw, av, out, y.ne[0], accumulate);
+        linear_in_job(ti, lw, av, out, y.ne[0], accumulate, steal);
     });
 }
 
 // Gate rows [r0, r1) and the matching up rows n_ff + [r0, r1), per block of rows, into the thread's
-// scratch (whole tiles: a tile may straddle the gate/up boundary), then f = act(gate) * up.
+// scratch (whole tiles: a tile may straddle the gate/up boundary), then f = act(gate) * up. With
+// steal (one token, steal_glu): every gate tile in stolen units, then every up tile, into shared
+// rows; after a barrier each thread's rows of f.
 void CpuFastBackend::gate_up_in_job(int ti, const CpuTiledLinear & w, const cpu::ActView & a, float * f,
-                                    FfnActivation act) {
+                                    FfnActivation act, bool steal) {
     const cpu::TernaryTiles tiles = w.view();
     const int64_t           n_ff  = w.n_rows / 2, n_tok = a.n_tokens;
+    if (steal) {
+        const int64_t per = unit_tiles(tiles, pool_.n_threads()), n_tiles = tiles.n_tiles();
+        const int64_t g_end = (n_ff + 15) / 16, u_begin = n_ff / 16;  // gate tiles [0, g_end), up [u_begin, n_tiles)
+        for (int64_t u = 0; steal_.next(ti, u);) {
+            k_.ternary_gemm(tiles, u * per, std::min(g_end, (u + 1) * per), a, glu_gate_.data(), g_end * 16, 0, false);
+        }
+        for (int64_t u = 0; steal_up_.next(ti, u);) {
+            k_.ternary_gemm(tiles, u_begin + u * per, std::min(n_tiles, u_begin + (u + 1) * per), a, glu_up_.data(),
+                            (n_tiles - u_begin) * 16, u_begin * 16, false);
+        }
+        pool_.barrier();
+        int64_t r0 = 0, r1 = 0;
+        ThreadPool::chunk_range(n_ff, cpu::k_tile_rows, pool_.n_threads(), ti, r0, r1);
+        if (r0 < r1) {
+            k_.gate_act(glu_gate_.data() + r0, glu_up_.data() + (n_ff + r0 - u_begin * 16), f + r0, r1 - r0,
+                        act == FfnActivation::relu2);
+        }
+        return;
+    }
     Scratch &               sc      = scratch_[static_cast<size_t>(ti)];
     int64_t r0 = 0, r1 = 0;
     ThreadPool::chunk_range(n_ff, cpu::k_tile_rows, pool_.n_threads(), ti, r0, r1);
@@ -369,8 +415,21 @@ void CpuFastBackend::gate_up(const Tensor & f, const Weight & w_gate_up, const Q
     const auto & lw = static_cast<const CpuTiledLinear &>(w_gate_up);
     TERN_ASSERT(f.ne[0] == lw.n_rows / 2 && f.ne[1] == a.q.ne[1] && a.q.ne[0] == lw.n_cols, "gate_up shapes");
     grow(gsum_, a.q.ne[1] * (lw.n_cols / lw.group));
-    float * out = cpu_data<float>(f);
-    pool_.run([&](int ti) { gate_up_in_job(ti, lw, acts_in_job(ti, a, lw.group), out, act); });
+    float *    out   = cpu_data<float>(f);
+    const bool steal = steal_glu(lw, a.q.ne[1]);
+    pool_.run([&](int ti) { gate_up_in_job(ti, lw, acts_in_job(ti, a, lw.group), out, act, steal); });
+}
+
+bool CpuFastBackend::steal_glu(const CpuTiledLinear & w, int64_t n_tok) {
+    if (n_tok != 1 || pool_.n_threads() == 1) return false;
+    const cpu::TernaryTiles tiles = w.view();
+    const int64_t n_ff = w.n_rows / 2, per = unit_tiles(tiles, pool_.n_threads());
+    const int64_t g_end = (n_ff + 15) / 16, u_begin = n_ff / 16;
+    grow(glu_gate_, g_end * 16);
+    grow(glu_up_, (tiles.n_tiles() - u_begin) * 16);
+    steal_.reset(pool_.n_threads(), (g_end + per - 1) / per);
+    steal_up_.reset(pool_.n_threads(), (tiles.n_tiles() - u_begin + per - 1) / per);
+    return true;
 }
 
 void CpuFastBackend::linear_glu(const Tensor & f, const Weight & w_gate_up, const LinearInput & in, FfnActivation act) {
@@ -387,10 +446,11 @@ void CpuFastBackend::linear_glu(const Tensor & f, const Weight & w_gate_up, cons
     const auto &          lw = static_cast<const CpuTiledLinear &>(w_gate_up);
     TERN_ASSERT(f.ne[0] == lw.n_rows / 2 && f.ne[1] == a.q.ne[1] && a.q.ne[0] == lw.n_cols, "gate_up shapes");
     grow(gsum_, a.q.ne[1] * (lw.n_cols / lw.group));
-    float * out = cpu_data<float>(f);
+    float *    out   = cpu_data<float>(f);
+    const bool steal = steal_glu(lw, a.q.ne[1]);
     pool_.run([&](int ti) {
         gate_up_in_job(ti, lw, norm_quant_in_job(ti, a, in.x, static_cast<const CpuNorm &>(*in.norm), in.eps, lw.group), out,
-                       act);
+                       act, steal);
     });
 }
 

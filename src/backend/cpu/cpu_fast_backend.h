@@ -13,6 +13,7 @@
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/cpu_tiles.h"
 #include "backend/cpu/cpu_weights.h"
+#include "core/steal_ranges.h"
 #include "core/thread_pool.h"
 
 #include <vector>
@@ -135,9 +136,17 @@ private:
     cpu::ActView acts_in_job(int ti, const QuantizedActs & a, int64_t group);
     void         norm_quant_token(const float * x, const float * w, int64_t k, float eps, float * tmp, int8_t * q,
                                   float * scale, int32_t * gsum, int64_t group);
+    // Thread ti's tiles of w (one token: taken with steal_ when steal is set, see steal_units).
     void         linear_in_job(int ti, const CpuTiledLinear & w, const cpu::ActView & a, float * y, int64_t ldy,
-                               bool accumulate);
-    void         gate_up_in_job(int ti, const CpuTiledLinear & w, const cpu::ActView & a, float * f, FfnActivation act);
+                               bool accumulate, bool steal = false);
+    // One token's product over stolen units (issue 51): steal_ reset over w's tiles in units of
+    // ~64 KB; false (the static split) with one thread or more tokens.
+    bool         steal_units(const CpuTiledLinear & w, int64_t n_tok);
+    void         gate_up_in_job(int ti, const CpuTiledLinear & w, const cpu::ActView & a, float * f, FfnActivation act,
+                                bool steal = false);
+    // The same for a one-token gate + up product: steal_ over the gate tiles, steal_up_ over the up
+    // tiles, glu_gate_ / glu_up_ grown for their rows.
+    bool         steal_glu(const CpuTiledLinear & w, int64_t n_tok);
     void         qkv_in_job(int ti, const CpuTiledLinear & w, const cpu::ActView & a);
     void         rope_store(const Tensor & q, const KvLayer & kv, const AttentionShape & s, int64_t n_tok, int64_t rows);
     void         set_contiguous_columns(int64_t pos0, int64_t n_tok);
@@ -166,6 +175,9 @@ private:
     float head_bounds(const CpuFastEmbedding & e, const float * hin, int64_t r0, int64_t r1, Scratch & sc);
 
     ThreadPool              pool_;
+    StealRanges             steal_;     // one job's units: one-token products (linear_in_job) and the head's pass 1
+    StealRanges             steal_up_;  // a one-token gate + up product's up tiles (steal_ has its gate tiles)
+    std::vector<float>      glu_gate_, glu_up_;  // its gate and up rows
     std::vector<int64_t>    col_pos_, col_row_;  // rope_store: each token's position and cache row
     std::vector<int64_t>    col_seq_;            // attention_paged: each column's sequence
     CpuIsa                  isa_;

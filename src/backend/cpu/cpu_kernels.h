@@ -199,7 +199,7 @@ float i8_head_bounds_ref(const int64_t * dots, const float * s, const float * q_
 // prefetcher, which stops at page ends, finds the next pages started (0: never; default 8192).
 extern int64_t page_ahead;
 // Issue 51 (TERN_CPU_LINE_AHEAD, cpu README, "A line ahead"): the same streams also ask for every
-// 64-byte line this many bytes ahead (prefetcht0; 0: never; default 4096 on Intel CPUs, 0 on others).
+// 64-byte line this many bytes ahead (prefetcht1; 0: never; default 4096 on Intel CPUs, 0 on others).
 extern int64_t line_ahead;
 // Both process-wide; set from the environment by set_stream_ahead_from_env (the fast backend, the
 // kernel bench), which fails on a value that is not a byte count and then changes neither.

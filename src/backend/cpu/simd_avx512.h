@@ -108,7 +108,7 @@ inline __m512 exp_fixed(__m512 x) {
 
 // Software prefetch in the one-token kernels that stream weights from DRAM (ternary tiles, int8 and
 // Q6_K heads; StreamAhead in tile_loop.h, shared with the AVX2 kernels): one prefetcht0 per 4 KiB page
-// (cpu::page_ahead) everywhere, one per 64-byte line
+// (cpu::page_ahead) everywhere, one prefetcht1 per 64-byte line
 // (cpu::line_ahead) on Intel CPUs only: on the Zen 5 VM per-line prefetches lost (a prefetcht1 16 KiB
 // ahead cost 7-21% of a token at 1 thread, docs/perf-log.md), on session 18's Xeon they won (cpu
 // README, "A line ahead").

@@ -37,8 +37,9 @@ inline void for_tiles_and_tokens(int64_t n_tokens, int64_t tile0, int64_t tile1,
 // Issue 51's requests in a one-token weight stream (cpu README, "A page ahead", "A line ahead"),
 // shared by the AVX-512 and AVX2 kernels: at<Bytes>(p) before reading [p, p + Bytes) asks, where p is
 // within Bytes of a 4 KiB page's start (once per page when the stream steps by Bytes), for the line
-// page_ahead bytes ahead, and for each of the ceil(Bytes / 64) lines line_ahead bytes ahead
-// (prefetcht0 both: __builtin_prefetch(p, 0, 3)). Prefetches only: no result depends on them. Made
+// page_ahead bytes ahead (prefetcht0: __builtin_prefetch(p, 0, 3)), and for each of the ceil(Bytes / 64)
+// lines line_ahead bytes ahead (prefetcht1, into L2: __builtin_prefetch(p, 0, 2); cpu README, "A line
+// ahead", session 20). Prefetches only: no result depends on them. Made
 // once per loop (the globals read once, kept in registers). Always inlined: GCC 12 finds a call to
 // at() that it has not inlined yet free of side effects and deletes it (every request gone).
 struct StreamAhead {
@@ -48,7 +49,7 @@ struct StreamAhead {
         const char * c = static_cast<const char *>(p);
         if (page > 0 && (reinterpret_cast<uintptr_t>(c) & 4095) < Bytes) __builtin_prefetch(c + page, 0, 3);
         if (line > 0) {
-            for (int l = 0; l < (Bytes + 63) / 64; ++l) __builtin_prefetch(c + line + 64 * l, 0, 3);
+            for (int l = 0; l < (Bytes + 63) / 64; ++l) __builtin_prefetch(c + line + 64 * l, 0, 2);
         }
     }
 };
