@@ -123,22 +123,8 @@ TEST(PipelineList, ForeignTruncatedAndCorruptFilesCostOnlyKeys) {
     EXPECT_FALSE(write_pipeline_list(dir.file("plain/list.txt"), "head 1", keys));
 }
 
-WgpuContext * prebuild_context() {
-    static std::unique_ptr<WgpuContext> ctx = [] {
-        std::unique_ptr<WgpuContext> c;
-        try {
-            WgpuDeviceOptions o;
-            o.allow_cpu_adapter = true;
-            c                   = std::make_unique<WgpuContext>(o);
-        } catch (const Error &) {
-        }
-        return c;
-    }();
-    return ctx.get();
-}
-
 TEST(PipelineList, PrebuiltPipelinesServeLaterRequests) {
-    WgpuContext * ctx = prebuild_context();
+    WgpuContext * ctx = test::shared_wgpu_context();
     if (!ctx) GTEST_SKIP() << "no WebGPU device";
     if (!wgpu().wgpuDeviceCreateComputePipelineAsync) GTEST_SKIP() << "this library has no async pipeline creation";
     const std::vector<PipelineKey> keys = {key_of("argmax_final", "rwu", {{"WG", 64}}),

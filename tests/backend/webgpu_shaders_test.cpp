@@ -13,21 +13,6 @@
 namespace tern {
 namespace {
 
-// A device of our own (the backend's context is private).
-WgpuContext * test_context() {
-    static std::unique_ptr<WgpuContext> ctx = [] {
-        std::unique_ptr<WgpuContext> c;
-        try {
-            WgpuDeviceOptions o;
-            o.allow_cpu_adapter = true;
-            c                   = std::make_unique<WgpuContext>(o);
-        } catch (const Error &) {
-        }
-        return c;
-    }();
-    return ctx.get();
-}
-
 TEST(WebGpuShaders, TableListsEveryKernelAndItsEmulatedVariant) {
     std::vector<std::string> names;
     for (const WgslShader & s : wgsl_shaders()) names.emplace_back(s.name);
@@ -54,7 +39,7 @@ TEST(WebGpuShaders, IncludeLinesMapBackToTheirFiles) {
 
 TEST(WebGpuShaders, EveryEmbeddedShaderCompilesAndMakesAPipeline) {
     TERN_REQUIRE_WEBGPU();
-    const WgpuContext * ctx = test_context();
+    const WgpuContext * ctx = test::shared_wgpu_context();
     ASSERT_NE(ctx, nullptr);
     PipelineCache cache(*ctx);
     const bool subgroups = ctx->features().subgroups;
@@ -107,7 +92,7 @@ TEST(WebGpuShaders, EveryEmbeddedShaderCompilesAndMakesAPipeline) {
 
 TEST(WebGpuShaders, CompileErrorsNameFileLineAndColumn) {
     TERN_REQUIRE_WEBGPU();
-    const WgpuContext * ctx = test_context();
+    const WgpuContext * ctx = test::shared_wgpu_context();
     ASSERT_NE(ctx, nullptr);
     const WgslInclude none[] = {{nullptr, 0}};
     const WgslShader  bad{"broken", "broken.wgsl",
@@ -125,7 +110,7 @@ TEST(WebGpuShaders, CompileErrorsNameFileLineAndColumn) {
 
 TEST(WebGpuDevice, UncapturedErrorsSurfaceAsDeviceErrorsOnce) {
     TERN_REQUIRE_WEBGPU();
-    WgpuContext * ctx = test_context();
+    WgpuContext * ctx = test::shared_wgpu_context();
     ASSERT_NE(ctx, nullptr);
     WgpuContext & c = *ctx;
     EXPECT_NO_THROW(c.check_errors());

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "backend/webgpu/webgpu_backend.h"
+#include "backend/webgpu/wgpu_device.h"
 #include "core/error.h"
 
 #include <map>
@@ -45,6 +46,22 @@ inline Backend * tuned_webgpu(const std::string & tune) {
         b                   = make_webgpu_backend(o);
     }
     return b.get();
+}
+
+// A bare device (no backend) for tests of the device layer (shader modules, pipeline caches), made once
+// per test process with the CPU adapter allowed; null when there is none.
+inline WgpuContext * shared_wgpu_context() {
+    static const std::unique_ptr<WgpuContext> ctx = [] {
+        std::unique_ptr<WgpuContext> c;
+        try {
+            WgpuDeviceOptions o;
+            o.allow_cpu_adapter = true;
+            c                   = std::make_unique<WgpuContext>(o);
+        } catch (const Error &) {
+        }
+        return c;
+    }();
+    return ctx.get();
 }
 
 // Whether `b` runs on a CPU adapter (SwiftShader): bit-exact everywhere, and slow.

@@ -219,6 +219,18 @@ std::vector<WGPUConstantEntry> PipelineCache::constants(const PipelineKey & key)
     return out;
 }
 
+void PipelineCache::describe(const PipelineKey & key, WGPUShaderModule shader, Described & d) const {
+    d.label                      = key.label();
+    d.consts                     = constants(key);
+    d.desc                       = {};
+    d.desc.label                 = wgpu_string(d.label);
+    d.desc.layout                = layouts_.find(key.signature)->second.pipeline.get();
+    d.desc.compute.module        = shader;
+    d.desc.compute.entryPoint    = wgpu_string("main");
+    d.desc.compute.constantCount = d.consts.size();
+    d.desc.compute.constants     = d.consts.data();
+}
+
 WGPUComputePipeline PipelineCache::keep(const PipelineKey & key, WgpuHandle<WGPUComputePipeline> p) {
     WGPUComputePipeline raw = p.get();
     pipelines_.emplace(key, std::move(p));
@@ -249,16 +261,8 @@ size_t PipelineCache::prebuild(const std::vector<PipelineKey> & keys) {
         } catch (const Error &) {
             continue;  // pipeline() will say why, if the key is ever asked for
         }
-        const Layout &                       l      = layouts_.find(key.signature)->second;
-        const std::vector<WGPUConstantEntry> consts = constants(key);
-        const std::string                    label  = key.label();
-        WGPUComputePipelineDescriptor        desc{};
-        desc.label                 = wgpu_string(label);
-        desc.layout                = l.pipeline.get();
-        desc.compute.module        = shader;
-        desc.compute.entryPoint    = wgpu_string("main");
-        desc.compute.constantCount = consts.size();
-        desc.compute.constants     = consts.data();
+        Described d;
+        describe(key, shader, d);
         Pending * p = pending_.emplace(key, std::make_unique<Pending>()).first->second.get();
         WGPUCallbackInfo<WGPUCreateComputePipelineAsyncCallback> cb{};
         p->t0_ms     = now_ms();
@@ -275,7 +279,7 @@ size_t PipelineCache::prebuild(const std::vector<PipelineKey> & keys) {
             q->ms   = now_ms() - q->t0_ms;
             q->done = true;
         };
-        create_async(ctx_.device(), &desc, cb);
+        create_async(ctx_.device(), &d.desc, cb);
         ++started;
     }
     return started;
@@ -304,20 +308,12 @@ WGPUComputePipeline PipelineCache::pipeline(const PipelineKey & key) {
     }
     WGPUShaderModule shader = module(key.shader);
     layout(key.signature);
-    const Layout & l = layouts_.find(key.signature)->second;
-
-    const std::vector<WGPUConstantEntry> consts = constants(key);
-    const std::string             label = key.label();
-    const auto                    t0    = std::chrono::steady_clock::now();
-    WGPUComputePipelineDescriptor desc{};
-    desc.label                 = wgpu_string(label);
-    desc.layout                = l.pipeline.get();
-    desc.compute.module        = shader;
-    desc.compute.entryPoint    = wgpu_string("main");
-    desc.compute.constantCount = consts.size();
-    desc.compute.constants     = consts.data();
+    Described d;
+    describe(key, shader, d);
+    const std::string & label = d.label;
+    const auto          t0    = std::chrono::steady_clock::now();
     ctx_.push_error_scope();
-    WgpuHandle<WGPUComputePipeline> p(wgpu().wgpuDeviceCreateComputePipeline(ctx_.device(), &desc));
+    WgpuHandle<WGPUComputePipeline> p(wgpu().wgpuDeviceCreateComputePipeline(ctx_.device(), &d.desc));
     if (std::string err = ctx_.pop_error_scope("creating a compute pipeline"); !err.empty()) {
         fail(ErrorKind::device, format("webgpu: pipeline '%s' (bindings '%.*s'): %s", label.c_str(),
                                        static_cast<int>(key.signature.size()), key.signature.data(), err.c_str()));

@@ -92,8 +92,17 @@ private:
         double              ms       = 0;  // from the start to its callback (run by a wait's event processing)
     };
 
+    // A key's pipeline descriptor and what it points at (filled in place: desc points into label and consts).
+    struct Described {
+        std::string                    label;
+        std::vector<WGPUConstantEntry> consts;
+        WGPUComputePipelineDescriptor  desc{};
+    };
+
     // The descriptor's override constants of a key: its own, then the device-wide ones its shader declares.
     std::vector<WGPUConstantEntry> constants(const PipelineKey & key) const;
+    // Fills d for key with its module `shader`; the key's layout must exist (layout(key.signature)).
+    void                           describe(const PipelineKey & key, WGPUShaderModule shader, Described & d) const;
     WGPUComputePipeline            keep(const PipelineKey & key, WgpuHandle<WGPUComputePipeline> p);
 
     const WgpuContext &                                        ctx_;
