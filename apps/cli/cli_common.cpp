@@ -5,6 +5,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "core/error.h"
+#include "core/fnv1a.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
 #include "core/utf8.h"
@@ -147,9 +148,7 @@ std::string pipeline_list_path(const std::string & path, uint64_t size) {
     std::error_code   ec;
     const auto        abs  = std::filesystem::absolute(path, ec);
     const std::string what = (ec ? path : abs.string()) + "\n" + std::to_string(size);
-    uint64_t          h    = 1469598103934665603ull;  // FNV-1a
-    for (unsigned char c : what) h = (h ^ c) * 1099511628211ull;
-    return format("%s/pipelines/%016llx.txt", dir.c_str(), static_cast<unsigned long long>(h));
+    return format("%s/pipelines/%016llx.txt", dir.c_str(), static_cast<unsigned long long>(fnv1a(what)));
 }
 
 BackendChoice make_backend(const ModelArgs & args, int64_t n_layer, const std::string & pipeline_list) {

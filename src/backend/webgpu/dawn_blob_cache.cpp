@@ -2,8 +2,8 @@
 #include "backend/webgpu/dawn_blob_cache.h"
 
 #include "core/error.h"
-
-#include <unistd.h>
+#include "core/fnv1a.h"
+#include "core/output_file.h"
 
 #include <cstdio>
 #include <cstring>
@@ -15,13 +15,6 @@ namespace {
 
 constexpr char     k_magic[8]   = {'t', 'e', 'r', 'n', 'b', 'l', 'b', '1'};
 constexpr size_t   k_header     = 8 + 3 * 8;  // magic, key size, value size, checksum
-constexpr uint64_t k_fnv_offset = 1469598103934665603ull;
-
-uint64_t fnv1a(const uint8_t * p, size_t n, uint64_t h = k_fnv_offset) {
-    for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
-    return h;
-}
-
 void put_u64(std::vector<uint8_t> & out, uint64_t v) {
     for (int i = 0; i < 8; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
 }
@@ -110,17 +103,11 @@ void DawnBlobCache::store(const uint8_t * key, size_t key_size, const uint8_t * 
     put_u64(file, fnv1a(value, value_size, fnv1a(key, key_size)));
     file.insert(file.end(), key, key + key_size);
     file.insert(file.end(), value, value + value_size);
-    const std::string path = path_of(key, key_size);
-    const std::string temp = format("%s.tmp%ld-%llu", path.c_str(), static_cast<long>(::getpid()),
-                                    static_cast<unsigned long long>(temp_seq_++));
-    std::FILE * f = std::fopen(temp.c_str(), "wb");
-    bool        ok = f != nullptr;
-    if (f) {
-        ok = std::fwrite(file.data(), 1, file.size(), f) == file.size();
-        ok = std::fclose(f) == 0 && ok;
-    }
-    if (!ok || std::rename(temp.c_str(), path.c_str()) != 0) {
-        std::remove(temp.c_str());
+    try {  // (a temp file renamed into place, removed on any failure and on Ctrl-C)
+        OutputFile out(path_of(key, key_size));
+        out.write(file.data(), file.size());
+        out.commit();
+    } catch (const Error &) {
         bytes_ -= size;
         return;
     }

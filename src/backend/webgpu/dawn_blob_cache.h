@@ -42,7 +42,7 @@ private:
     std::string           dir_;
     uint64_t              max_bytes_;
     std::atomic<uint64_t> bytes_{0};  // what the folder holds (counted at start, plus what was stored)
-    std::atomic<uint64_t> hits_{0}, misses_{0}, stores_{0}, temp_seq_{0};
+    std::atomic<uint64_t> hits_{0}, misses_{0}, stores_{0};
     std::mutex            mutex_;
     std::map<std::string, std::vector<uint8_t>> sized_;  // read by a size ask, for the load that follows
 };

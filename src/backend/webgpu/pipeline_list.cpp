@@ -2,8 +2,8 @@
 #include "backend/webgpu/pipeline_list.h"
 
 #include "core/error.h"
-
-#include <unistd.h>
+#include "core/fnv1a.h"
+#include "core/output_file.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -41,20 +41,15 @@ std::string_view intern(std::string_view s, std::deque<std::string> & names) {
 
 // "end <FNV-1a 64 of text>\n": the list's last line.
 std::string end_line(std::string_view text) {
-    uint64_t h = 1469598103934665603ull;
-    for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-    return format("end %016llx\n", static_cast<unsigned long long>(h));
+    return format("end %016llx\n", static_cast<unsigned long long>(fnv1a(text)));
 }
 
 }  // namespace
 
 uint64_t wgsl_shaders_hash() {
     static const uint64_t hash = [] {
-        uint64_t h = 1469598103934665603ull;
-        for (const WgslShader & s : wgsl_shaders()) {
-            for (unsigned char c : s.name) h = (h ^ c) * 1099511628211ull;
-            for (unsigned char c : s.source) h = (h ^ c) * 1099511628211ull;
-        }
+        uint64_t h = k_fnv1a_offset;
+        for (const WgslShader & s : wgsl_shaders()) h = fnv1a(s.source, fnv1a(s.name, h));
         return h;
     }();
     return hash;
@@ -129,16 +124,14 @@ bool write_pipeline_list(const std::string & path, std::string_view header, cons
     std::error_code             ec;
     const std::filesystem::path target(path);
     if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path(), ec);
-    const std::string temp = path + format(".tmp%ld", static_cast<long>(::getpid()));
-    std::FILE *       f    = std::fopen(temp.c_str(), "wb");
-    if (!f) return false;
-    const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    const bool closed  = std::fclose(f) == 0;
-    if (!written || !closed || std::rename(temp.c_str(), path.c_str()) != 0) {
-        std::remove(temp.c_str());
+    try {  // (a temp file renamed into place, removed on any failure and on Ctrl-C)
+        OutputFile out(path);
+        out.write(text.data(), text.size());
+        out.commit();
+        return true;
+    } catch (const Error &) {
         return false;
     }
-    return true;
 }
 
 }  // namespace tern
