@@ -39,9 +39,9 @@ inline void for_tiles_and_tokens(int64_t n_tokens, int64_t tile0, int64_t tile1,
 // within Bytes of a 4 KiB page's start (once per page when the stream steps by Bytes), for the line
 // page_ahead bytes ahead (prefetcht0: __builtin_prefetch(p, 0, 3)), and for each of the ceil(Bytes / 64)
 // lines line_ahead bytes ahead (prefetcht1, into L2: __builtin_prefetch(p, 0, 2); cpu README, "A line
-// ahead", session 20). Prefetches only: no result depends on them. Made
-// once per loop (the globals read once, kept in registers). Always inlined: GCC 12 finds a call to
-// at() that it has not inlined yet free of side effects and deletes it (every request gone).
+// ahead", session 20). Prefetches only: no result depends on them. Made once per loop (the globals
+// read once, kept in registers). Always inlined: GCC 12 finds a call to at() that it has not inlined
+// yet free of side effects and deletes it (every request gone).
 struct StreamAhead {
     int64_t page = page_ahead, line = line_ahead;
     template <int Bytes>
