@@ -1,0 +1,203 @@
+// tern_webgpu_matvec_bench: how fast the families' one-token matvec kernels stream alone, by weight
+// size (issue 54, step 1). Plain main, no Google Benchmark: it needs a WebGPU adapter, and one run
+// prints one table.
+//
+// For each form and weight size S it loads enough distinct Q4_0 matrices of S bytes that their sum
+// is at least --footprint MB (so that the GPU's L2 cannot serve a matrix from its last use), records
+// one step of ops cycling through them (at least --gb GB read), submits it and times it to
+// synchronize() on the host clock (recording is not timed: a plain step goes out at end_step()).
+// Forms, through the public Backend calls that the family model makes (webgpu_family.cpp):
+//   gateup   linear_glu with the norm: act_q8_0.wgsl (NORM) + matvec_q8_acts.wgsl GLU QOUT, K 2048
+//   qkv      linear with the norm, no residual: matvec_q8_acts.wgsl PROLOGUE (NORM), K 2048
+//            (no rope_kv_append after it: the plain PROLOGUE epilogue, not ROPE's)
+//   plain    linear without a norm, with the residual: act_q8_0.wgsl + matvec_q8_acts.wgsl
+//            ACCUMULATE, K 2048 (the o-projection's shape) and K 8192 (the down projection's)
+//   down     a gateup of S (K 2048, 2 n_ff rows), then a linear of K n_ff, 2048 rows, reading its
+//            Q8_0 blocks (no act_q8_0: the model's FFN pair; n_ff <= 16384); the pair's time
+// Prints per (form, size): dispatches per op, us per op (median of --reps steps), GB/s read and % of
+// the measured copy / read rate, then a least-squares fit us = a + bytes / rate over the sizes.
+//
+//   tern_webgpu_matvec_bench [--sizes 2,4,8,16,32,128,512] [--forms gateup,qkv,plain2048,plain8192]
+//                            [--reps 5] [--gb 1] [--footprint 192] [--tune key=value,...]
+#include "backend/backend.h"
+#include "backend/webgpu/webgpu_backend.h"
+#include "core/fp16.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace tern;
+
+std::vector<std::string> split(const std::string & s) {
+    std::vector<std::string> out;
+    std::stringstream        in(s);
+    for (std::string item; std::getline(in, item, ',');) out.push_back(item);
+    return out;
+}
+
+// Q4_0 blocks (18 bytes: f16 d, 16 bytes of nibbles) with random nibbles and scales in [2^-8, 2^-7),
+// enough for `bytes` of file data; a weight of any K takes a prefix (whole rows of whole blocks).
+std::vector<uint8_t> q4_0_pool(size_t bytes) {
+    std::vector<uint8_t> pool((bytes + 17) / 18 * 18);
+    std::mt19937_64      rng(54);
+    for (size_t at = 0; at < pool.size(); at += 18) {
+        const uint64_t r = rng(), s = rng();
+        const uint16_t d = static_cast<uint16_t>(0x1c00u | (r & 0x3ffu));  // f16 2^-8 .. < 2^-7
+        std::memcpy(&pool[at], &d, 2);
+        std::memcpy(&pool[at + 2], &r, 8);
+        std::memcpy(&pool[at + 10], &s, 8);
+    }
+    return pool;
+}
+
+struct Row {
+    std::string form;
+    double      mb = 0;      // weight bytes per op as the kernels read them (Weight::n_bytes), MB
+    double      us = 0;      // median GPU+wait us per op
+    double      us_min = 0;
+    double      disp = 0;    // dispatches per op
+    int         n_w = 0, n_ops = 0;
+};
+
+}  // namespace
+
+int main(int argc, char ** argv) {
+    std::string sizes_arg = "2,4,8,16,32,128,512", forms_arg = "gateup,qkv,plain2048,plain8192,down", tune;
+    int         reps = 5;
+    double      gb = 1.0, footprint_mb = 192;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const std::string k = argv[i], v = argv[i + 1];
+        if (k == "--sizes") sizes_arg = v;
+        else if (k == "--forms") forms_arg = v;
+        else if (k == "--reps") reps = std::atoi(v.c_str());
+        else if (k == "--gb") gb = std::atof(v.c_str());
+        else if (k == "--footprint") footprint_mb = std::atof(v.c_str());
+        else if (k == "--tune") tune = v;
+        else {
+            std::fprintf(stderr, "unknown flag %s (see the header of bench/webgpu_matvec_bench.cpp)\n", k.c_str());
+            return 2;
+        }
+    }
+    WebGpuOptions o;
+    if (!tune.empty()) o.tune = tune;
+    std::unique_ptr<Backend> be = make_webgpu_backend(o);
+    Backend &                gpu = *be;
+    const double copy_bw = gpu.measure_copy_bandwidth();
+    const double read_bw = gpu.measure_read_bandwidth();
+    const auto   dc      = gpu.measure_dispatch_cost();
+    std::printf("device: %s\ncopy %.1f GB/s (read + write), read %.1f GB/s; dependent dispatch %.2f us (1 wg), %.2f us (%u wg)\n",
+                gpu.device_info().name.c_str(), copy_bw / 1e9, read_bw / 1e9, dc.gpu_s_one * 1e6, dc.gpu_s_wide * 1e6,
+                dc.wide_groups);
+
+    std::vector<double> sizes;
+    for (const auto & s : split(sizes_arg)) sizes.push_back(std::atof(s.c_str()));
+    const double               max_mb = *std::max_element(sizes.begin(), sizes.end());
+    const std::vector<uint8_t> pool   = q4_0_pool(static_cast<size_t>(max_mb * 1.1 * 1e6 * 18 / 20) + (size_t{1} << 20));
+
+    // Activations: x (residual stream, K 8192 max), f (gate+up outputs / down input), norm weights.
+    std::mt19937                    rng(7);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    const int64_t                   k_max = 8192;
+    std::vector<float>              xv(k_max), nwv(k_max);
+    for (float & v : xv) v = nd(rng);
+    for (float & v : nwv) v = 1.0f + 0.1f * nd(rng);
+    const WeightSource nsrc{"nw", DType::f32, {2048, 1, 1, 1}, {reinterpret_cast<const uint8_t *>(nwv.data()), 2048 * 4}};
+    auto               nw = gpu.load_norm(nsrc);
+
+    std::vector<Row> rows;
+    for (const std::string & form : split(forms_arg)) {
+        const bool    glu   = form == "gateup" || form == "down";
+        const int64_t k     = form == "plain8192" ? 8192 : 2048;
+        const int64_t bpr   = k / 32 * 20;  // repacked Q4_0: 16 bytes of nibbles + an f32 scale per block
+        for (double mb : sizes) {
+            // Rows: a multiple of 64 (gate+up: n_ff a multiple of 32; qkv: even workgroup splits).
+            // (At most 262,080 rows: 65,535 workgroups of the plain form's 4 rows.)
+            const int64_t n = std::min<int64_t>(262080, std::max<int64_t>(64, static_cast<int64_t>(mb * 1e6 / bpr) / 64 * 64));
+            const int64_t n_w = std::max<int64_t>(2, static_cast<int64_t>(std::ceil(footprint_mb / mb)));
+            // down: the gate+up is 2 n_ff x 2048 rows of this size, the down 2048 x n_ff (about half).
+            const int64_t n_ff = glu ? n / 2 : 0;
+            if (form == "down" && n_ff > 16384) continue;  // (the down's K past what its workgroup memory holds)
+            std::vector<std::unique_ptr<Weight>> ws, downs;
+            double wbytes = 0, dbytes = 0;
+            for (int64_t i = 0; i < n_w; ++i) {
+                const WeightSource src{"w", DType::q4_0, {k, n, 1, 1}, {pool.data(), static_cast<size_t>(n * k / 32 * 18)}};
+                ws.push_back(gpu.load_linear({&src, 1}));
+                wbytes = static_cast<double>(ws.back()->n_bytes);
+                if (form == "down") {
+                    const WeightSource d{"d", DType::q4_0, {n_ff, 2048, 1, 1}, {pool.data(), static_cast<size_t>(2048 * n_ff / 32 * 18)}};
+                    downs.push_back(gpu.load_linear({&d, 1}));
+                    dbytes = static_cast<double>(downs.back()->n_bytes);
+                }
+            }
+            OwnedTensor x = alloc_tensor(gpu, DType::f32, {k, 1, 1, 1}, "x");
+            OwnedTensor y = alloc_tensor(gpu, DType::f32, {std::max<int64_t>(n, 2048), 1, 1, 1}, "y");
+            gpu.write(x.tensor, xv.data(), static_cast<size_t>(k) * 4);
+            OwnedTensor xr = alloc_tensor(gpu, DType::f32, {2048, 1, 1, 1}, "xr");  // down's residual
+            gpu.write(xr.tensor, xv.data(), 2048 * 4);
+            Tensor yv = y.tensor;
+            yv.ne     = {glu ? n_ff : n, 1, 1, 1};
+            const double per_op = wbytes + dbytes;
+            const int    n_ops  = static_cast<int>(std::max<double>(static_cast<double>(n_w), std::ceil(gb * 1e9 / per_op)));
+            auto record = [&](int i) {
+                const Weight & w = *ws[static_cast<size_t>(i % n_w)];
+                if (form == "gateup" || form == "down") {
+                    gpu.linear_glu(yv, w, {x.tensor, nw.get(), 1e-5f, {}, {}}, FfnActivation::silu);
+                    if (form == "down") gpu.linear(xr.tensor, *downs[static_cast<size_t>(i % n_w)], {yv, nullptr, 0.0f, {}, {}}, true);
+                } else if (form == "qkv") {
+                    gpu.linear(yv, w, {x.tensor, nw.get(), 1e-5f, {}, {}}, false);
+                } else {
+                    gpu.linear(yv, w, {x.tensor, nullptr, 0.0f, {}, {}}, true);
+                }
+            };
+            std::vector<double> us;
+            double              disp = 0;
+            for (int r = 0; r < reps + 1; ++r) {  // (the first step: pipelines, first touch)
+                gpu.begin_step();
+                gpu.take_dispatch_count();
+                for (int i = 0; i < n_ops; ++i) record(i);
+                disp = static_cast<double>(gpu.take_dispatch_count()) / n_ops;
+                const auto t0 = std::chrono::steady_clock::now();
+                gpu.end_step();
+                gpu.synchronize();
+                const auto t1 = std::chrono::steady_clock::now();
+                if (r > 0) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / n_ops);
+            }
+            std::sort(us.begin(), us.end());
+            Row row{form, per_op / 1e6, us[us.size() / 2], us[0], disp, static_cast<int>(n_w), n_ops};
+            rows.push_back(row);
+            const double gbs = per_op / (row.us * 1e-6) / 1e9;
+            std::printf("%-10s %8.2f MB  rows %7lld  x%-3lld ops %5d  disp/op %.2f  %9.2f us (min %9.2f)  %7.1f GB/s  %5.1f%% copy  %5.1f%% read\n",
+                        form.c_str(), row.mb, static_cast<long long>(n), static_cast<long long>(n_w), n_ops, disp, row.us,
+                        row.us_min, gbs, 100 * gbs * 1e9 / copy_bw, 100 * gbs * 1e9 / read_bw);
+            std::fflush(stdout);
+        }
+    }
+    // us = a + MB / rate per form (least squares over its sizes).
+    std::printf("\nfit us = a + bytes / rate (all sizes; and the two largest alone)\n");
+    for (const std::string & form : split(forms_arg)) {
+        std::vector<const Row *> f;
+        for (const Row & r : rows) if (r.form == form) f.push_back(&r);
+        if (f.size() < 2) continue;
+        double sx = 0, sy = 0, sxx = 0, sxy = 0;
+        for (const Row * r : f) sx += r->mb, sy += r->us, sxx += r->mb * r->mb, sxy += r->mb * r->us;
+        const double m = static_cast<double>(f.size());
+        const double slope = (m * sxy - sx * sy) / (m * sxx - sx * sx), a = (sy - slope * sx) / m;
+        const Row *  p = f[f.size() - 2], *q = f.back();
+        const double slope2 = (q->us - p->us) / (q->mb - p->mb);
+        std::printf("%-10s a %6.2f us  rate %7.1f GB/s (%5.1f%% copy)   large: rate %7.1f GB/s (%5.1f%% copy), a %6.2f us\n",
+                    form.c_str(), a, 1e3 / slope, 100 * 1e12 / slope / copy_bw, 1e3 / slope2, 100 * 1e12 / slope2 / copy_bw,
+                    q->us - q->mb * slope2);
+    }
+    return 0;
+}
