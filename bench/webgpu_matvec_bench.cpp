@@ -3,22 +3,28 @@
 // prints one table.
 //
 // For each form and weight size S it loads enough distinct Q4_0 matrices of S bytes that their sum
-// is at least --footprint MB (so that the GPU's L2 cannot serve a matrix from its last use), records
-// one step of ops cycling through them (at least --gb GB read), submits it and times it to
-// synchronize() on the host clock (recording is not timed: a plain step goes out at end_step()).
+// is at least --footprint MB (so that the GPU's L2 cannot serve a matrix from its last use), then
+// times --reps steps of ops cycling through them, recorded and submitted back to back with one
+// synchronize() at the end (about --gb GB read in all), so that the device never waits for the host
+// where the host records faster than the device runs (the device's clocks stay up too). Dawn turns a
+// step into Vulkan commands at its submit, so where the host is slower the wall time is the host's:
+// such rows say "host" (host time per op >= 90% of the wall time per op). One untimed step first
+// (pipelines, first touch). --fresh makes a new backend per row, so that TERN_WEBGPU_PROFILE=gpu
+// prints each row's per-kernel GPU times (each dispatch then costs ~6 us more, its own pass).
 // Forms, through the public Backend calls that the family model makes (webgpu_family.cpp):
-//   gateup   linear_glu with the norm: act_q8_0.wgsl (NORM) + matvec_q8_acts.wgsl GLU QOUT, K 2048
-//   qkv      linear with the norm, no residual: matvec_q8_acts.wgsl PROLOGUE (NORM), K 2048
-//            (no rope_kv_append after it: the plain PROLOGUE epilogue, not ROPE's)
-//   plain    linear without a norm, with the residual: act_q8_0.wgsl + matvec_q8_acts.wgsl
-//            ACCUMULATE, K 2048 (the o-projection's shape) and K 8192 (the down projection's)
-//   down     a gateup of S (K 2048, 2 n_ff rows), then a linear of K n_ff, 2048 rows, reading its
-//            Q8_0 blocks (no act_q8_0: the model's FFN pair; n_ff <= 16384); the pair's time
-// Prints per (form, size): dispatches per op, us per op (median of --reps steps), GB/s read and % of
-// the measured copy / read rate, then a least-squares fit us = a + bytes / rate over the sizes.
+//   gateup     linear_glu with the norm: act_q8_0.wgsl (NORM) + matvec_q8_acts.wgsl GLU QOUT, K 2048
+//   qkv        linear with the norm, no residual: matvec_q8_acts.wgsl PROLOGUE (NORM), K 2048
+//              (no rope_kv_append after it: the plain PROLOGUE epilogue, not ROPE's)
+//   plain2048  linear without a norm, with the residual: act_q8_0.wgsl + matvec_q8_acts.wgsl
+//   plain8192  ACCUMULATE, K 2048 (the o-projection's shape) and K 8192 (the down projection's)
+//   down       a gateup of S (K 2048, 2 n_ff rows), then a linear of K n_ff, 2048 rows, reading its
+//              Q8_0 blocks (no act_q8_0: the model's FFN pair; n_ff <= 16384); the pair's time
+// Prints per (form, size): dispatches per op, us per op (wall / ops), host us per op, GB/s read and %
+// of the measured copy / read rates, then a least-squares fit us = a + bytes / rate over the rows
+// that the device bounds.
 //
-//   tern_webgpu_matvec_bench [--sizes 2,4,8,16,32,128,512] [--forms gateup,qkv,plain2048,plain8192]
-//                            [--reps 5] [--gb 1] [--footprint 192] [--tune key=value,...]
+//   tern_webgpu_matvec_bench [--sizes 2,8,32,128,512] [--forms gateup,qkv,plain2048,plain8192,down]
+//                            [--reps 8] [--gb 24] [--footprint 160] [--fresh 1] [--tune key=value,...]
 #include "backend/backend.h"
 #include "backend/webgpu/webgpu_backend.h"
 #include "core/fp16.h"
@@ -63,19 +69,20 @@ std::vector<uint8_t> q4_0_pool(size_t bytes) {
 
 struct Row {
     std::string form;
-    double      mb = 0;      // weight bytes per op as the kernels read them (Weight::n_bytes), MB
-    double      us = 0;      // median GPU+wait us per op
-    double      us_min = 0;
-    double      disp = 0;    // dispatches per op
-    int         n_w = 0, n_ops = 0;
+    double      mb = 0;       // weight bytes per op as the kernels read them (Weight::n_bytes), MB
+    double      us = 0;       // wall us per op
+    double      host_us = 0;  // host us per op (recording, end_step)
+    double      disp = 0;     // dispatches per op
+    bool        host = false; // bound by the host
 };
 
 }  // namespace
 
 int main(int argc, char ** argv) {
     std::string sizes_arg = "2,4,8,16,32,128,512", forms_arg = "gateup,qkv,plain2048,plain8192,down", tune;
-    int         reps = 5;
-    double      gb = 1.0, footprint_mb = 192;
+    int         reps = 8;
+    bool        fresh = false;
+    double      gb = 24, footprint_mb = 160;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string k = argv[i], v = argv[i + 1];
         if (k == "--sizes") sizes_arg = v;
@@ -84,6 +91,7 @@ int main(int argc, char ** argv) {
         else if (k == "--gb") gb = std::atof(v.c_str());
         else if (k == "--footprint") footprint_mb = std::atof(v.c_str());
         else if (k == "--tune") tune = v;
+        else if (k == "--fresh") fresh = v == "1";
         else {
             std::fprintf(stderr, "unknown flag %s (see the header of bench/webgpu_matvec_bench.cpp)\n", k.c_str());
             return 2;
@@ -92,13 +100,13 @@ int main(int argc, char ** argv) {
     WebGpuOptions o;
     if (!tune.empty()) o.tune = tune;
     std::unique_ptr<Backend> be = make_webgpu_backend(o);
-    Backend &                gpu = *be;
-    const double copy_bw = gpu.measure_copy_bandwidth();
-    const double read_bw = gpu.measure_read_bandwidth();
-    const auto   dc      = gpu.measure_dispatch_cost();
-    std::printf("device: %s\ncopy %.1f GB/s (read + write), read %.1f GB/s; dependent dispatch %.2f us (1 wg), %.2f us (%u wg)\n",
-                gpu.device_info().name.c_str(), copy_bw / 1e9, read_bw / 1e9, dc.gpu_s_one * 1e6, dc.gpu_s_wide * 1e6,
-                dc.wide_groups);
+    const double copy_bw = be->measure_copy_bandwidth();
+    const double read_bw = be->measure_read_bandwidth();
+    const auto   dc      = be->measure_dispatch_cost();
+    std::printf("device: %s\ncopy %.1f GB/s (read + write), read %.1f GB/s; dependent dispatch %.2f us (1 wg), %.2f us (%u wg), "
+                "host %.2f us\n",
+                be->device_info().name.c_str(), copy_bw / 1e9, read_bw / 1e9, dc.gpu_s_one * 1e6, dc.gpu_s_wide * 1e6,
+                dc.wide_groups, dc.host_s * 1e6);
 
     std::vector<double> sizes;
     for (const auto & s : split(sizes_arg)) sizes.push_back(std::atof(s.c_str()));
@@ -113,7 +121,6 @@ int main(int argc, char ** argv) {
     for (float & v : xv) v = nd(rng);
     for (float & v : nwv) v = 1.0f + 0.1f * nd(rng);
     const WeightSource nsrc{"nw", DType::f32, {2048, 1, 1, 1}, {reinterpret_cast<const uint8_t *>(nwv.data()), 2048 * 4}};
-    auto               nw = gpu.load_norm(nsrc);
 
     std::vector<Row> rows;
     for (const std::string & form : split(forms_arg)) {
@@ -128,6 +135,12 @@ int main(int argc, char ** argv) {
             // down: the gate+up is 2 n_ff x 2048 rows of this size, the down 2048 x n_ff (about half).
             const int64_t n_ff = glu ? n / 2 : 0;
             if (form == "down" && n_ff > 16384) continue;  // (the down's K past what its workgroup memory holds)
+            if (fresh) {  // (the old one's profile is printed as it goes)
+                be.reset();
+                be = make_webgpu_backend(o);
+            }
+            Backend & gpu = *be;
+            auto      nw  = gpu.load_norm(nsrc);
             std::vector<std::unique_ptr<Weight>> ws, downs;
             double wbytes = 0, dbytes = 0;
             for (int64_t i = 0; i < n_w; ++i) {
@@ -148,7 +161,9 @@ int main(int argc, char ** argv) {
             Tensor yv = y.tensor;
             yv.ne     = {glu ? n_ff : n, 1, 1, 1};
             const double per_op = wbytes + dbytes;
-            const int    n_ops  = static_cast<int>(std::max<double>(static_cast<double>(n_w), std::ceil(gb * 1e9 / per_op)));
+            // Ops per step: whole cycles of the weights, at most 4,000 (host memory for the step)
+            const int n_ops = static_cast<int>(std::min<double>(
+                4000.0, std::max<double>(static_cast<double>(n_w), std::ceil(gb * 1e9 / per_op / reps))));
             auto record = [&](int i) {
                 const Weight & w = *ws[static_cast<size_t>(i % n_w)];
                 if (form == "gateup" || form == "down") {
@@ -160,34 +175,42 @@ int main(int argc, char ** argv) {
                     gpu.linear(yv, w, {x.tensor, nullptr, 0.0f, {}, {}}, true);
                 }
             };
-            std::vector<double> us;
-            double              disp = 0;
-            for (int r = 0; r < reps + 1; ++r) {  // (the first step: pipelines, first touch)
+            using clock = std::chrono::steady_clock;
+            auto step = [&] {
                 gpu.begin_step();
-                gpu.take_dispatch_count();
                 for (int i = 0; i < n_ops; ++i) record(i);
-                disp = static_cast<double>(gpu.take_dispatch_count()) / n_ops;
-                const auto t0 = std::chrono::steady_clock::now();
                 gpu.end_step();
-                gpu.synchronize();
-                const auto t1 = std::chrono::steady_clock::now();
-                if (r > 0) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / n_ops);
+            };
+            step();  // (pipelines, first touch)
+            gpu.synchronize();
+            gpu.take_dispatch_count();
+            double     host_s = 0;
+            const auto t0     = clock::now();
+            for (int r = 0; r < reps; ++r) {
+                const auto h0 = clock::now();
+                step();
+                host_s += std::chrono::duration<double>(clock::now() - h0).count();
             }
-            std::sort(us.begin(), us.end());
-            Row row{form, per_op / 1e6, us[us.size() / 2], us[0], disp, static_cast<int>(n_w), n_ops};
+            gpu.synchronize();
+            const double wall_s = std::chrono::duration<double>(clock::now() - t0).count();
+            const double ops    = static_cast<double>(n_ops) * reps;
+            Row row{form, per_op / 1e6, wall_s / ops * 1e6, host_s / ops * 1e6,
+                    static_cast<double>(gpu.take_dispatch_count()) / ops, host_s >= 0.9 * wall_s};
             rows.push_back(row);
             const double gbs = per_op / (row.us * 1e-6) / 1e9;
-            std::printf("%-10s %8.2f MB  rows %7lld  x%-3lld ops %5d  disp/op %.2f  %9.2f us (min %9.2f)  %7.1f GB/s  %5.1f%% copy  %5.1f%% read\n",
-                        form.c_str(), row.mb, static_cast<long long>(n), static_cast<long long>(n_w), n_ops, disp, row.us,
-                        row.us_min, gbs, 100 * gbs * 1e9 / copy_bw, 100 * gbs * 1e9 / read_bw);
+            std::printf("%-10s %8.2f MB  rows %7lld  x%-3lld ops %5d x %d  disp/op %.2f  %9.2f us  host %8.2f us%s  %7.1f GB/s  "
+                        "%5.1f%% copy  %5.1f%% read\n",
+                        form.c_str(), row.mb, static_cast<long long>(n), static_cast<long long>(n_w), n_ops, reps, row.disp,
+                        row.us, row.host_us, row.host ? " (host)" : "       ", gbs, 100 * gbs * 1e9 / copy_bw,
+                        100 * gbs * 1e9 / read_bw);
             std::fflush(stdout);
         }
     }
     // us = a + MB / rate per form (least squares over its sizes).
-    std::printf("\nfit us = a + bytes / rate (all sizes; and the two largest alone)\n");
+    std::printf("\nfit us = a + bytes / rate (the rows the device bounds; and the two largest alone)\n");
     for (const std::string & form : split(forms_arg)) {
         std::vector<const Row *> f;
-        for (const Row & r : rows) if (r.form == form) f.push_back(&r);
+        for (const Row & r : rows) if (r.form == form && !r.host) f.push_back(&r);
         if (f.size() < 2) continue;
         double sx = 0, sy = 0, sxx = 0, sxy = 0;
         for (const Row * r : f) sx += r->mb, sy += r->us, sxx += r->mb * r->mb, sxy += r->mb * r->us;
