@@ -3,7 +3,8 @@
 // prints one table.
 //
 // For each form and weight size S it loads enough distinct Q4_0 matrices of S bytes that their sum
-// is at least --footprint MB (so that the GPU's L2 cannot serve a matrix from its last use), then
+// is at least --footprint MB (so that the GPU's L2 cannot serve a matrix from its last use; --copies
+// sets their number instead, at least 1), then
 // times --reps steps of ops cycling through them, recorded and submitted back to back with one
 // synchronize() at the end (about --gb GB read in all), so that the device never waits for the host
 // where the host records faster than the device runs (the device's clocks stay up too). Dawn turns a
@@ -24,7 +25,8 @@
 // that the device bounds.
 //
 //   tern_webgpu_matvec_bench [--sizes 2,8,32,128,512] [--forms gateup,qkv,plain2048,plain8192,down]
-//                            [--reps 8] [--gb 24] [--footprint 160] [--fresh 1] [--tune key=value,...]
+//                            [--reps 8] [--gb 24] [--footprint 160] [--copies 0] [--fresh 1]
+//                            [--tune key=value,...]
 #include "backend/backend.h"
 #include "backend/webgpu/webgpu_backend.h"
 #include "core/fp16.h"
@@ -82,6 +84,7 @@ int main(int argc, char ** argv) {
     std::string sizes_arg = "2,4,8,16,32,128,512", forms_arg = "gateup,qkv,plain2048,plain8192,down", tune;
     int         reps = 8;
     bool        fresh = false;
+    int         copies = 0;
     double      gb = 24, footprint_mb = 160;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string k = argv[i], v = argv[i + 1];
@@ -92,6 +95,7 @@ int main(int argc, char ** argv) {
         else if (k == "--footprint") footprint_mb = std::atof(v.c_str());
         else if (k == "--tune") tune = v;
         else if (k == "--fresh") fresh = v == "1";
+        else if (k == "--copies") copies = std::atoi(v.c_str());
         else {
             std::fprintf(stderr, "unknown flag %s (see the header of bench/webgpu_matvec_bench.cpp)\n", k.c_str());
             return 2;
@@ -131,7 +135,7 @@ int main(int argc, char ** argv) {
             // Rows: a multiple of 64 (gate+up: n_ff a multiple of 32; qkv: even workgroup splits).
             // (At most 262,080 rows: 65,535 workgroups of the plain form's 4 rows.)
             const int64_t n = std::min<int64_t>(262080, std::max<int64_t>(64, static_cast<int64_t>(mb * 1e6 / bpr) / 64 * 64));
-            const int64_t n_w = std::max<int64_t>(2, static_cast<int64_t>(std::ceil(footprint_mb / mb)));
+            const int64_t n_w = copies > 0 ? copies : std::max<int64_t>(2, static_cast<int64_t>(std::ceil(footprint_mb / mb)));
             // down: the gate+up is 2 n_ff x 2048 rows of this size, the down 2048 x n_ff (about half).
             const int64_t n_ff = glu ? n / 2 : 0;
             if (form == "down" && n_ff > 16384) continue;  // (the down's K past what its workgroup memory holds)

@@ -450,31 +450,13 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
             // (an attention output: from the next token on, the attention makes the blocks)
             if (in.norm == nullptr && tune_.family_acts >= 3 && fa_follows(attn_out_, in.x)) attn_q8_out_ = true;
             a_in = grown(fa_acts_[0], act_bytes(nb), "family q8_0 activations");
-            // Before a QOUT gate+up (one token): extra workgroups pull its first gate and up rows into L2
-            // (WebGpuTuning::family_glu_pull MiB, words and scales; act_q8_0.wgsl's weight pull), a
-            // multiple of 16 words each (its PF_STRIDE).
-            uint32_t pf_words = 0, pf_scales = 0, pf_groups = 0, pf_up_words = 0, pf_up_scales = 0;
-            const uint32_t pf_loads = 4;
-            WGPUBuffer     pfw = gpu_buffer(in.x), pfs = gpu_buffer(in.x);
-            if (qout && T == 1 && tune_.family_glu_pull != 0) {
-                const uint64_t row_words = static_cast<uint64_t>(nb) * (parts[0].type == DType::q8_0 ? 8 : 4);
-                const uint64_t pull_rows = std::min<uint64_t>(
-                    static_cast<uint64_t>(n_out), (uint64_t{tune_.family_glu_pull} << 20) / (2 * (row_words + nb) * 4));
-                pf_words     = u32(pull_rows * row_words / 16 * 16);
-                pf_scales    = u32(pull_rows * static_cast<uint64_t>(nb) / 16 * 16);
-                pf_up_words  = u32(static_cast<uint64_t>(n_out) * row_words);
-                pf_up_scales = u32(n_out * nb);
-                pf_groups    = ceil_div(2 * (pf_words + pf_scales) / 16, act_wg * pf_loads);
-                pfw          = parts[0].words;
-                pfs          = parts[0].scales;
-            }
             struct {
                 uint32_t k;
                 float    eps;
                 uint32_t x_offset, x_stride, nw_offset;
             } ap{u32(k), in.eps, gpu_offset(in.x, 4), u32(in.x.ne[0]), 0};
             const PipelineKey akey{"act_q8_0",
-                                   "rrwrru",
+                                   "rrwu",
                                    {{{"WG", static_cast<double>(act_wg)},
                                      {"NB", static_cast<double>(nb)},
                                      {"QPT", static_cast<double>(act_qpt)},
@@ -483,14 +465,9 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
                                      // barrier instead of the workgroup tree's log2 WG + 1; same bits; H200
                                      // tg64 llama-3.2-1b Q4_0 1,478.4 vs 1,460.1 tok/s, phi-3-mini 543.5 vs
                                      // 528.5 with the [q; k; v] prologue's alike; lib/quarters_q8_0.wgsl)
-                                     {"Q8_TOTAL_SG", 1.0},
-                                     {"PF_WORDS", static_cast<double>(pf_words)},
-                                     {"PF_UP_WORDS", static_cast<double>(pf_up_words)},
-                                     {"PF_SCALES", static_cast<double>(pf_scales)},
-                                     {"PF_UP_SCALES", static_cast<double>(pf_up_scales)},
-                                     {"PF_LOADS", static_cast<double>(pf_loads)}}}};
-            const WGPUBuffer abufs[] = {gpu_buffer(in.x), nw, a_in, pfw, pfs};
-            step_->dispatch(akey, abufs, &ap, sizeof ap, 1 + pf_groups, u32(T));
+                                     {"Q8_TOTAL_SG", 1.0}}}};
+            const WGPUBuffer abufs[] = {gpu_buffer(in.x), nw, a_in};
+            step_->dispatch(akey, abufs, &ap, sizeof ap, 1, u32(T));
         }
     }
     fa_ready_ = {};

@@ -51,7 +51,6 @@ const std::vector<Field> & fields() {
         {"family_acts_rows", Kind::pow2, 1, 128, &T::family_acts_rows},
         {"family_acts_loads", Kind::number, 0, 12, &T::family_acts_loads},
         {"family_qkv_rows", Kind::number, 0, 128, &T::family_qkv_rows},
-        {"family_glu_pull", Kind::number, 0, 64, &T::family_glu_pull},
         {"head_i8_min_bytes", Kind::number, 0, k_max, &T::head_i8_min_bytes},
         {"family_head_i8", Kind::number, 0, 1, &T::family_head_i8},
         {"head_groups", Kind::number, 0, 65535, &T::head_groups},

@@ -59,9 +59,6 @@ struct WebGpuTuning {
                                        //    per workgroup (a multiple of 4 that divides the rows; else the
                                        //    default); 0: 32, or the fewest from 36 to 64 that make at most
                                        //    2 x compute_units workgroups where 32 make more (phi-3-mini: 36)
-    uint32_t family_glu_pull   = 8;    // one token's act_q8_0.wgsl before a QOUT gate+up: MiB of the gate+up's
-                                       //    first gate and up rows (words and scales) its extra workgroups pull
-                                       //    into L2 while its one workgroup makes the blocks; 0: none
     // --- the LM head of one token: lm_head_i8_argmax.wgsl, argmax_exact.wgsl ---
     uint32_t head_i8_min_bytes = 64u << 20;  // greedy decoding streams an int8 copy of F16 heads this
                                              // large or larger (half the bytes; wider bounds)

@@ -9,18 +9,11 @@
 //   x: [K, T] f32   nw: [K] f32 (NORM)
 //   acts: per token (act_words(NB) u32 words each) the codes [K/32][8] u32 (element 4w + e of a
 //     block in byte e of its word w), then the f16 d of each block as f32 bits (lib/acts_q8_0.wgsl)
-//   pfw, pfs: (PF_WORDS > 0) the next kernel's weight words and scales as u32, pulled into L2, below
-// Bindings: 0 x, 1 nw (read); 2 acts (read_write); 3 pfw, 4 pfs (read); 5 params (uniform)
-// Dispatch: (1 + pull workgroups, T, 1): workgroup 0 per token; invocation i the quarters (8 values)
-// i + u WG of the token's 4 NB, u < QPT, in one pass over memory (lib/quarters_q8_0.wgsl). (An
-// earlier form read x three times, for its norm, its maxes and its codes, each a round trip on the
-// kernel's one workgroup.)
-// Weight pull (one token, before a gate+up): the kernel is a chain of latencies on one workgroup,
-// while the rest of the GPU and its DRAM are idle. Workgroups 1 .. (T = 1) load one word per 64
-// bytes (PF_STRIDE words) of the gate+up's first PF_WORDS words of gate rows and of up rows (from
-// word PF_UP_WORDS) and the same rows' scales (PF_SCALES from 0 and from PF_UP_SCALES), so that
-// the gate+up finds them in L2. The words are kept by a store that never happens (p.rn_zero is 0);
-// nothing changes in any result.
+// Bindings: 0 x, 1 nw (read); 2 acts (read_write); 3 params (uniform)
+// Dispatch: (1, T, 1): a workgroup per token; invocation i the quarters (8 values) i + u WG of the
+// token's 4 NB, u < QPT, in one pass over memory (lib/quarters_q8_0.wgsl). (An earlier form read x
+// three times, for its norm, its maxes and its codes, each a round trip on the kernel's one
+// workgroup.)
 
 // #include "lib/numerics.wgsl"
 // #include "lib/sum_squares.wgsl"
@@ -32,13 +25,6 @@ override WG: u32 = 256u;  // a power of two, at least NB (the host: at least 4 N
 override NB: u32 = 64u;   // K / 32
 override QPT: u32 = 1u;   // quarters per invocation: ceil(4 NB / WG), at most 4
 override NORM: bool = false;
-override PF_WORDS: u32 = 0u;      // words of gate rows pulled (and as many of up rows; a multiple of
-                                  // PF_STRIDE, as PF_SCALES); 0: no pull
-override PF_UP_WORDS: u32 = 0u;   // the word of up row 0
-override PF_SCALES: u32 = 0u;     // scales of gate rows pulled (and as many of up rows)
-override PF_UP_SCALES: u32 = 0u;  // the scale of up row 0
-override PF_LOADS: u32 = 4u;      // loads per invocation of a pulling workgroup
-const PF_STRIDE: u32 = 16u;       // (the host counts the workgroups with it)
 
 struct Params {
     k: u32,          // K
@@ -52,42 +38,10 @@ struct Params {
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 @group(0) @binding(1) var<storage, read> nw: array<f32>;
 @group(0) @binding(2) var<storage, read_write> acts: array<u32>;
-@group(0) @binding(3) var<storage, read> pfw: array<u32>;
-@group(0) @binding(4) var<storage, read> pfs: array<u32>;
-@group(0) @binding(5) var<uniform> p: Params;
-
-// Pull slot i (one load, PF_STRIDE words apart) of the four ranges in turn: gate words, up words,
-// gate scales, up scales.
-fn pull(i: u32) -> u32 {
-    var j = i * PF_STRIDE;
-    if (j < PF_WORDS) { return pfw[j]; }
-    j -= PF_WORDS;
-    if (j < PF_WORDS) { return pfw[PF_UP_WORDS + j]; }
-    j -= PF_WORDS;
-    if (j < PF_SCALES) { return pfs[j]; }
-    j -= PF_SCALES;
-    if (j < PF_SCALES) { return pfs[PF_UP_SCALES + j]; }
-    return 0u;
-}
-
-// Pulling workgroup g (from 0): slots (g WG + lid) + u G WG, u < PF_LOADS, for G = n_groups.
-fn pull_weights(lid: u32, g: u32, n_groups: u32) {
-    let slots = 2u * (PF_WORDS + PF_SCALES) / PF_STRIDE;
-    var acc   = 0u;
-    for (var u = 0u; u < PF_LOADS; u++) {
-        let i = g * WG + lid + u * n_groups * WG;
-        if (i < slots) { acc ^= pull(i); }
-    }
-    if ((acc & p.rn_zero) != 0u) { acts[0] = acc; }
-}
+@group(0) @binding(3) var<uniform> p: Params;
 
 @compute @workgroup_size(WG)
-fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
-        @builtin(num_workgroups) nwg: vec3<u32>) {
-    if (wid.x > 0u) {
-        pull_weights(lid, wid.x - 1u, nwg.x - 1u);
-        return;
-    }
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let t  = wid.y;
     let o  = t * act_words(NB);  // the token's first word
     let qs = quarters_q8_0(lid, p.x_offset + t * p.x_stride);
