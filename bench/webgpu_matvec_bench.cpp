@@ -4,14 +4,14 @@
 //
 // For each form and weight size S it loads enough distinct Q4_0 matrices of S bytes that their sum
 // is at least --footprint MB (so that the GPU's L2 cannot serve a matrix from its last use; --copies
-// sets their number instead, at least 1), then
-// times --reps steps of ops cycling through them, recorded and submitted back to back with one
-// synchronize() at the end (about --gb GB read in all), so that the device never waits for the host
-// where the host records faster than the device runs (the device's clocks stay up too). Dawn turns a
-// step into Vulkan commands at its submit, so where the host is slower the wall time is the host's:
-// such rows say "host" (host time per op >= 90% of the wall time per op). One untimed step first
-// (pipelines, first touch). --fresh makes a new backend per row, so that TERN_WEBGPU_PROFILE=gpu
-// prints each row's per-kernel GPU times (each dispatch then costs ~6 us more, its own pass).
+// sets their number instead, at least 1), then times --reps steps of ops cycling through them,
+// recorded and submitted back to back with one synchronize() at the end (about --gb GB read in
+// all), so that the device never waits for the host where the host records faster than the device
+// runs (the device's clocks stay up too). Dawn turns a step into Vulkan commands at its submit, so
+// where the host is slower the wall time is the host's: such rows say "host" (host time per op >=
+// 90% of the wall time per op). One untimed step first (pipelines, first touch). --fresh makes a
+// new backend per row, so that TERN_WEBGPU_PROFILE=gpu prints each row's per-kernel GPU times (each
+// dispatch then costs ~6 us more, its own pass).
 // Forms, through the public Backend calls that the family model makes (webgpu_family.cpp):
 //   gateup     linear_glu with the norm: act_q8_0.wgsl (NORM) + matvec_q8_acts.wgsl GLU QOUT, K 2048
 //   qkv        linear with the norm, no residual: matvec_q8_acts.wgsl PROLOGUE (NORM), K 2048
@@ -23,16 +23,20 @@
 // Prints per (form, size): dispatches per op, us per op (wall / ops), host us per op, GB/s read and %
 // of the measured copy / read rates, then a least-squares fit us = a + bytes / rate over the rows
 // that the device bounds.
+// Caution (H200, session 21): rows run slower, down to ~0.45-0.7 TB/s at any size, once the process
+// holds or has held GB of matrices (75 x 32 MB: 455 GB/s against 1,862 with 5; later forms of a long
+// run), for a reason not known yet; the tok/s of the models (phi-3-mini: 2.4 GB per token) show no
+// such drop. Trust the first form of a fresh process with a footprint under ~1 GB.
 //
 //   tern_webgpu_matvec_bench [--sizes 2,8,32,128,512] [--forms gateup,qkv,plain2048,plain8192,down]
 //                            [--reps 8] [--gb 24] [--footprint 160] [--copies 0] [--fresh 1]
 //                            [--tune key=value,...]
 #include "backend/backend.h"
 #include "backend/webgpu/webgpu_backend.h"
-#include "core/fp16.h"
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -117,7 +121,7 @@ int main(int argc, char ** argv) {
     const double               max_mb = *std::max_element(sizes.begin(), sizes.end());
     const std::vector<uint8_t> pool   = q4_0_pool(static_cast<size_t>(max_mb * 1.1 * 1e6 * 18 / 20) + (size_t{1} << 20));
 
-    // Activations: x (residual stream, K 8192 max), f (gate+up outputs / down input), norm weights.
+    // The input x (K 8192 at most) and the norm weights.
     std::mt19937                    rng(7);
     std::normal_distribution<float> nd(0.0f, 1.0f);
     const int64_t                   k_max = 8192;
@@ -165,7 +169,7 @@ int main(int argc, char ** argv) {
             Tensor yv = y.tensor;
             yv.ne     = {glu ? n_ff : n, 1, 1, 1};
             const double per_op = wbytes + dbytes;
-            // Ops per step: whole cycles of the weights, at most 4,000 (host memory for the step)
+            // Ops per step: at least one per matrix, --gb over the steps, at most 4,000 (the step's host memory)
             const int n_ops = static_cast<int>(std::min<double>(
                 4000.0, std::max<double>(static_cast<double>(n_w), std::ceil(gb * 1e9 / per_op / reps))));
             auto record = [&](int i) {
