@@ -56,6 +56,7 @@ override V_F16: bool = true;
 override PROLOGUE: bool = false;  // h's blocks made from x in the prologue (T = 1), not read from acts
 override NORM: bool = false;      // PROLOGUE: h = rms_norm(x) * nw, else x
 override QPT: u32 = 1u;           // PROLOGUE: ceil(4 NB / WG), at most 4 (NB <= WG)
+override GLU_SPLIT: bool = false; // GLU: the gate and up row sums by separate invocations (TEMPORARY A/B)
 
 // Q4_0 / Q8_0 blocks a lane loads before it multiplies them (the host: all of its blocks where
 // that is at most MAX_LOADS, so a QOUT gate+up's lanes wait for memory once; the arrays are
@@ -102,6 +103,8 @@ var<workgroup> terms: array<f32, MROWS * (NB + 1u)>;
 // ROPE: the workgroup's rows after the rotation, in its row order.
 var<workgroup> fo: array<f32, select(1u, ROWS, QOUT || ROPE)>;
 var<workgroup> omax: array<f32, select(1u, ROWS / 8u, QOUT)>;
+// GLU_SPLIT: the MROWS row sums.
+var<workgroup> gsum: array<f32, select(1u, MROWS, GLU_SPLIT)>;
 // PROLOGUE: h's blocks as acts holds them (codes [NB][8] u32, then each block's f16 d as f32).
 var<workgroup> pcodes: array<vec4<u32>, select(1u, 2u * NB, PROLOGUE)>;
 var<workgroup> pdq: array<f32, select(1u, NB, PROLOGUE)>;
@@ -241,7 +244,14 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let o    = p.y_offset + t * p.y_stride + r;
     if (GLU) {
         var f = 0.0;
-        if (here) {
+        if (GLU_SPLIT) {
+            if (lid < MROWS) { gsum[lid] = row_sum(lid); }
+            workgroupBarrier();
+            if (here) {
+                f    = ffn_gate(gsum[lid], gsum[ROWS + lid], p.activation);
+                y[o] = f;
+            }
+        } else if (here) {
             f    = ffn_gate(row_sum(lid), row_sum(ROWS + lid), p.activation);
             y[o] = f;
         }
