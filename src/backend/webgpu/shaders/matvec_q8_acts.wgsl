@@ -144,14 +144,15 @@ fn q_term(w0: vec4<u32>, w1: vec4<u32>, d_w: f32, a0: u32, b: u32) -> f32 {
         for (var i = 0u; i < 4u; i++) { sumi += dot4_i8(w0[i], x0[i]) + dot4_i8(w1[i], x1[i]); }
         return f32(sumi) * (d_w * a_dq(a0, b));
     }
-    // Q4_0: byte j of the 16 holds element j (low nibble) and j + 16 (high nibble). The sum of
-    // (n - 8) x as sum n x + sum (-8) x: the nibbles n (0..15) are int8 as they stand, and 0xf8 is
-    // -8 in every byte, so four dot products replace matvec_q8.wgsl's centring (three word operations
-    // per nibble word) with the same integer (exact: at most 32 x 8 x 128 in magnitude).
+    // Q4_0: byte j of the 16 holds element j (low nibble) and j + 16 (high nibble). Each nibble n is
+    // put in the top half of its byte and its top bit flipped: as int8 that byte is 16 (n - 8) (n ^ 8
+    // read as a signed 4-bit value is n - 8), one word operation per nibble word (two for the low
+    // nibbles' shift) where centring them takes three or four, and the same number of dot products;
+    // the sum is 16 times the centred one, so the shift back is exact (|sum| <= 16 x 32 x 8 x 128).
     for (var i = 0u; i < 4u; i++) {
-        sumi += dot4_i8(w0[i] & 0x0f0f0f0fu, x0[i]) + dot4_i8((w0[i] >> 4u) & 0x0f0f0f0fu, x1[i]);
-        sumi += dot4_i8(0xf8f8f8f8u, x0[i]) + dot4_i8(0xf8f8f8f8u, x1[i]);
+        sumi += dot4_i8(((w0[i] << 4u) & 0xf0f0f0f0u) ^ 0x80808080u, x0[i]) + dot4_i8((w0[i] & 0xf0f0f0f0u) ^ 0x80808080u, x1[i]);
     }
+    sumi = sumi >> 4u;
     return (f32(sumi) * d_w) * a_dq(a0, b);
 }
 
