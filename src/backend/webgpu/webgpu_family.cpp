@@ -271,8 +271,7 @@ void WebGpuBackend::encode_family_matvec(const FamilyMatvec & mv, const FamilyRo
                             {"QPT", static_cast<double>(mv.qpt)},
                             // (the prologue's norm total by subgroup shuffles where they are 32 wide:
                             // lib/quarters_q8_0.wgsl; as act_q8_0.wgsl's)
-                            {"Q8_TOTAL_SG", mv.prologue ? 1.0 : 0.0},
-                            {"GLU_SPLIT", mv.glu && tune_.family_glu_split != 0 ? 1.0 : 0.0}}}};
+                            {"Q8_TOTAL_SG", mv.prologue ? 1.0 : 0.0}}}};
     const WGPUBuffer bufs[] = {mv.words,
                                mv.scales,
                                mv.acts,

@@ -53,7 +53,6 @@ struct WebGpuTuning {
                                        //    are 32 wide: 1: the prologue's norm total and the blocks' code sums by
                                        //    subgroup shuffles (one barrier; lib/quarters_q8_0.wgsl Q8_TOTAL_SG);
                                        //    0: workgroup trees (log2 WG + 2 barriers)
-    uint32_t family_glu_split  = 0;    // TEMPORARY (issue 54 A/B): matvec_q8_acts.wgsl GLU row sums by 2 ROWS invocations
     uint32_t family_acts_loads = 0;    // ... blocks a lane loads at once (1..12); 0: all of its blocks, at most 12
                                        //    (Q8_0: 8); before: 4
     uint32_t family_qkv_rows   = 0;    // one token's normed [q; k; v] matvec_q8_acts.wgsl (PROLOGUE): its rows

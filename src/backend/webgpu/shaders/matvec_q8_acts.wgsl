@@ -56,7 +56,6 @@ override V_F16: bool = true;
 override PROLOGUE: bool = false;  // h's blocks made from x in the prologue (T = 1), not read from acts
 override NORM: bool = false;      // PROLOGUE: h = rms_norm(x) * nw, else x
 override QPT: u32 = 1u;           // PROLOGUE: ceil(4 NB / WG), at most 4 (NB <= WG)
-override GLU_SPLIT: bool = false; // GLU: the gate and up row sums by separate invocations (TEMPORARY A/B)
 
 // Q4_0 / Q8_0 blocks a lane loads before it multiplies them (the host: all of its blocks where
 // that is at most MAX_LOADS, so a QOUT gate+up's lanes wait for memory once; the arrays are
@@ -103,11 +102,14 @@ var<workgroup> terms: array<f32, MROWS * (NB + 1u)>;
 // ROPE: the workgroup's rows after the rotation, in its row order.
 var<workgroup> fo: array<f32, select(1u, ROWS, QOUT || ROPE)>;
 var<workgroup> omax: array<f32, select(1u, ROWS / 8u, QOUT)>;
-// GLU_SPLIT: the MROWS row sums.
-var<workgroup> gsum: array<f32, select(1u, MROWS, GLU_SPLIT)>;
 // PROLOGUE: h's blocks as acts holds them (codes [NB][8] u32, then each block's f16 d as f32).
 var<workgroup> pcodes: array<vec4<u32>, select(1u, 2u * NB, PROLOGUE)>;
 var<workgroup> pdq: array<f32, select(1u, NB, PROLOGUE)>;
+
+// Q4_0 nibbles n (0..15, one per byte) as int8 n - 8 (matvec_q8.wgsl's centred).
+fn centred(nibbles: u32) -> u32 {
+    return ((nibbles | 0x80808080u) - 0x08080808u) ^ 0x80808080u;
+}
 
 // Block b's scale d_a, of the token whose words start at vec4 a0.
 fn a_dq(a0: u32, b: u32) -> f32 {
@@ -144,15 +146,10 @@ fn q_term(w0: vec4<u32>, w1: vec4<u32>, d_w: f32, a0: u32, b: u32) -> f32 {
         for (var i = 0u; i < 4u; i++) { sumi += dot4_i8(w0[i], x0[i]) + dot4_i8(w1[i], x1[i]); }
         return f32(sumi) * (d_w * a_dq(a0, b));
     }
-    // Q4_0: byte j of the 16 holds element j (low nibble) and j + 16 (high nibble). Each nibble n is
-    // put in the top half of its byte and its top bit flipped: as int8 that byte is 16 (n - 8) (n ^ 8
-    // read as a signed 4-bit value is n - 8), one word operation per nibble word (two for the low
-    // nibbles' shift) where centring them takes three or four, and the same number of dot products;
-    // the sum is 16 times the centred one, so the shift back is exact (|sum| <= 16 x 32 x 8 x 128).
+    // Q4_0: byte j of the 16 holds element j (low nibble) and j + 16 (high nibble).
     for (var i = 0u; i < 4u; i++) {
-        sumi += dot4_i8(((w0[i] << 4u) & 0xf0f0f0f0u) ^ 0x80808080u, x0[i]) + dot4_i8((w0[i] & 0xf0f0f0f0u) ^ 0x80808080u, x1[i]);
+        sumi += dot4_i8(centred(w0[i] & 0x0f0f0f0fu), x0[i]) + dot4_i8(centred((w0[i] >> 4u) & 0x0f0f0f0fu), x1[i]);
     }
-    sumi = sumi >> 4u;
     return (f32(sumi) * d_w) * a_dq(a0, b);
 }
 
@@ -245,14 +242,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let o    = p.y_offset + t * p.y_stride + r;
     if (GLU) {
         var f = 0.0;
-        if (GLU_SPLIT) {
-            if (lid < MROWS) { gsum[lid] = row_sum(lid); }
-            workgroupBarrier();
-            if (here) {
-                f    = ffn_gate(gsum[lid], gsum[ROWS + lid], p.activation);
-                y[o] = f;
-            }
-        } else if (here) {
+        if (here) {
             f    = ffn_gate(row_sum(lid), row_sum(ROWS + lid), p.activation);
             y[o] = f;
         }
