@@ -14,11 +14,13 @@
 // dispatch then costs ~6 us more, its own pass).
 // Forms, through the public Backend calls that the family model makes (webgpu_family.cpp):
 //   gateup     linear_glu with the norm: act_q8_0.wgsl (NORM) + matvec_q8_acts.wgsl GLU QOUT, K 2048
-//   qkv        linear with the norm, no residual: matvec_q8_acts.wgsl PROLOGUE (NORM), K 2048
+//              (--k: phi-3-mini's 3072); n_ff / 32 workgroups of 512 threads, so rows / 64
+//   qkv        linear with the norm, no residual: matvec_q8_acts.wgsl PROLOGUE (NORM), K 2048 (--k);
+//              rows / 32 workgroups up to 64 x compute units rows (8,448 on the H200), then the host's rule
 //              (no rope_kv_append after it: the plain PROLOGUE epilogue, not ROPE's)
-//   plain2048  linear without a norm, with the residual: act_q8_0.wgsl + matvec_q8_acts.wgsl
+//   plain2048  linear without a norm, with the residual: act_q8_0.wgsl + matvec_q8_acts.wgsl (K: --k)
 //   plain8192  ACCUMULATE, K 2048 (the o-projection's shape) and K 8192 (the down projection's)
-//   down       a gateup of S (K 2048, 2 n_ff rows), then a linear of K n_ff, 2048 rows, reading its
+//   down       a gateup of S (K 2048 or --k, 2 n_ff rows), then a linear of K n_ff, 2048 rows, reading its
 //              Q8_0 blocks (no act_q8_0: the model's FFN pair; n_ff <= 16384); the pair's time
 // Prints per (form, size): dispatches per op, us per op (wall / ops), host us per op, GB/s read and %
 // of the measured copy / read rates, then a least-squares fit us = a + bytes / rate over the rows
@@ -27,10 +29,13 @@
 // holds or has held GB of matrices (75 x 32 MB: 455 GB/s against 1,862 with 5; later forms of a long
 // run), for a reason not known yet; the tok/s of the models (phi-3-mini: 2.4 GB per token) show no
 // such drop. Trust the first form of a fresh process with a footprint under ~1 GB.
+// Waves (H200, session 21, gpu21b): two QOUT gate+up workgroups run per SM (132 SMs), so sizes past 264
+// workgroups add a wave (+2.5 us at 265); compare forms at the models' workgroup counts, not by the
+// marginal rate across such steps (docs/perf-log.md, "Waves, not streaming").
 //
 //   tern_webgpu_matvec_bench [--sizes 2,8,32,128,512] [--forms gateup,qkv,plain2048,plain8192,down]
 //                            [--reps 8] [--gb 24] [--footprint 160] [--copies 0] [--fresh 1]
-//                            [--tune key=value,...]
+//                            [--tune key=value,...] [--k 2048]
 #include "backend/backend.h"
 #include "backend/webgpu/webgpu_backend.h"
 
@@ -89,6 +94,7 @@ int main(int argc, char ** argv) {
     int         reps = 8;
     bool        fresh = false;
     int         copies = 0;
+    int64_t     k_in   = 2048;  // K of every form but plain8192
     double      gb = 24, footprint_mb = 160;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string k = argv[i], v = argv[i + 1];
@@ -100,10 +106,15 @@ int main(int argc, char ** argv) {
         else if (k == "--tune") tune = v;
         else if (k == "--fresh") fresh = v == "1";
         else if (k == "--copies") copies = std::atoi(v.c_str());
+        else if (k == "--k") k_in = std::atoll(v.c_str());
         else {
             std::fprintf(stderr, "unknown flag %s (see the header of bench/webgpu_matvec_bench.cpp)\n", k.c_str());
             return 2;
         }
+    }
+    if (k_in < 32 || k_in > 8192 || k_in % 32 != 0) {
+        std::fprintf(stderr, "--k: a multiple of 32 from 32 to 8192\n");
+        return 2;
     }
     WebGpuOptions o;
     if (!tune.empty()) o.tune = tune;
@@ -128,19 +139,19 @@ int main(int argc, char ** argv) {
     std::vector<float>              xv(k_max), nwv(k_max);
     for (float & v : xv) v = nd(rng);
     for (float & v : nwv) v = 1.0f + 0.1f * nd(rng);
-    const WeightSource nsrc{"nw", DType::f32, {2048, 1, 1, 1}, {reinterpret_cast<const uint8_t *>(nwv.data()), 2048 * 4}};
+    const WeightSource nsrc{"nw", DType::f32, {k_in, 1, 1, 1}, {reinterpret_cast<const uint8_t *>(nwv.data()), static_cast<size_t>(k_in) * 4}};
 
     std::vector<Row> rows;
     for (const std::string & form : split(forms_arg)) {
         const bool    glu   = form == "gateup" || form == "down";
-        const int64_t k     = form == "plain8192" ? 8192 : 2048;
+        const int64_t k     = form == "plain8192" ? 8192 : k_in;
         const int64_t bpr   = k / 32 * 20;  // repacked Q4_0: 16 bytes of nibbles + an f32 scale per block
         for (double mb : sizes) {
             // Rows: a multiple of 64 (gate+up: n_ff a multiple of 32; qkv: even workgroup splits).
             // (At most 262,080 rows: 65,535 workgroups of the plain form's 4 rows.)
             const int64_t n = std::min<int64_t>(262080, std::max<int64_t>(64, static_cast<int64_t>(mb * 1e6 / bpr) / 64 * 64));
             const int64_t n_w = copies > 0 ? copies : std::max<int64_t>(2, static_cast<int64_t>(std::ceil(footprint_mb / mb)));
-            // down: the gate+up is 2 n_ff x 2048 rows of this size, the down 2048 x n_ff (about half).
+            // down: the gate+up is 2 n_ff x K rows of this size, the down 2048 x n_ff (about half).
             const int64_t n_ff = glu ? n / 2 : 0;
             if (form == "down" && n_ff > 16384) continue;  // (the down's K past what its workgroup memory holds)
             if (fresh) {  // (the old one's profile is printed as it goes)
