@@ -500,7 +500,7 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
         const double  wtype = takes_q8_0(part.type) ? static_cast<double>(matmul_wtype(part.type)) : 7.0;
         if (a_in != nullptr && takes_q8_0(part.type)) {  // matvec_q8_acts.wgsl
             const uint32_t lanes = (qout || prologue ? qout_wg : wg) / (rows * per);
-            const uint32_t loads = lane_loads(part.type, lanes);
+            const uint32_t loads = qout && tune_.family_glu_loads != 0 ? tune_.family_glu_loads : lane_loads(part.type, lanes);
             FamilyMatvec mv;
             mv.words = part.words;
             mv.scales = part.scales;
