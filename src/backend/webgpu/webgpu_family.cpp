@@ -262,8 +262,6 @@ void WebGpuBackend::encode_family_matvec(const FamilyMatvec & mv, const FamilyRo
                             {"QOUT", mv.qout ? 1.0 : 0.0},
                             {"NBO", static_cast<double>(mv.nbo)},
                             {"LOADS", static_cast<double>(mv.loads)},
-                            {"NPH", static_cast<double>(mv.nph)},
-                            {"NBP", static_cast<double>(mv.nph > 1 ? mv.nbp : mv.nb)},
                             {"ROPE", rope ? 1.0 : 0.0},
                             {"NORM_MODE", rope && !rope->norm_mode ? 0.0 : 1.0},
                             {"K_F16", rope && !rope->k_f16 ? 0.0 : 1.0},
@@ -502,18 +500,8 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
         const double  wtype = takes_q8_0(part.type) ? static_cast<double>(matmul_wtype(part.type)) : 7.0;
         if (a_in != nullptr && takes_q8_0(part.type)) {  // matvec_q8_acts.wgsl
             const uint32_t lanes = (qout || prologue ? qout_wg : wg) / (rows * per);
-            uint32_t       loads = qout && tune_.family_glu_loads != 0 ? tune_.family_glu_loads : lane_loads(part.type, lanes);
+            const uint32_t loads = lane_loads(part.type, lanes);
             FamilyMatvec mv;
-            // (TEMPORARY family_glu_phases: the QOUT gate+up's blocks in that many phases, each a multiple
-            // of the lanes, all of a lane's blocks of a phase loaded at once)
-            if (qout && !prologue && tune_.family_glu_phases > 1) {
-                const uint32_t per_lane = ceil_div(u32(nb), lanes);
-                mv.nph = tune_.family_glu_phases;
-                mv.nbp = lanes * ceil_div(per_lane, mv.nph);
-                mv.nph = ceil_div(u32(nb), mv.nbp);
-                loads  = mv.nbp / lanes;
-                TERN_ASSERT(loads <= 12, "family_glu_phases: too few phases for 12 loads a lane");
-            }
             mv.words = part.words;
             mv.scales = part.scales;
             mv.acts = a_in;
