@@ -30,7 +30,7 @@
 // run), for a reason not known yet; the tok/s of the models (phi-3-mini: 2.4 GB per token) show no
 // such drop. Trust the first form of a fresh process with a footprint under ~1 GB.
 // Waves (H200, session 21, gpu21b): two QOUT gate+up workgroups run per SM (132 SMs), so sizes past 264
-// workgroups add a wave (+2.5 us at 265); compare forms at the models' workgroup counts, not by the
+// workgroups add a wave (+2.5 us at 265); at --k 3072 one per SM (a wave more from 133; gpu21c); compare forms at the models' workgroup counts, not by the
 // marginal rate across such steps (docs/perf-log.md, "Waves, not streaming").
 //
 //   tern_webgpu_matvec_bench [--sizes 2,8,32,128,512] [--forms gateup,qkv,plain2048,plain8192,down]
