@@ -283,12 +283,25 @@ cpu::ActView CpuFastBackend::acts_in_job(int ti, const QuantizedActs & a, int64_
 }
 
 void CpuFastBackend::linear_in_job(int ti, const CpuTiledLinear & w, const cpu::ActView & a, float * y, int64_t ldy,
-                                   bool accumulate, bool steal) {
+                                   bool accumulate, bool steal, const cpu::Touch * touch) {
     const cpu::TernaryTiles tiles = w.view();
     if (steal) {
-        const int64_t per = unit_tiles(tiles, pool_.n_threads());
-        for (int64_t u = 0; steal_.next(ti, u);) {
-            k_.ternary_gemm(tiles, u * per, std::min(tiles.n_tiles(), (u + 1) * per), a, y, ldy, 0, accumulate);
+        const int     n_threads = pool_.n_threads();
+        const int64_t per = unit_tiles(tiles, n_threads);
+        cpu::ActView  au = a;
+        cpu::Touch    slice;
+        for (int64_t u = 0, c = 0; steal_.next(ti, u, c, per);) {
+            if (touch != nullptr) {
+                int64_t   b = 0, e = 0;
+                const int o = StealRanges::owner(n_threads, tiles.n_tiles(), u, b, e);
+                slice       = touch[o];
+                const int64_t r0 = slice.n_rows * (u - b) / (e - b), r1 = slice.n_rows * (u + c - b) / (e - b);
+                slice.base[0] += r0 * slice.stride;
+                slice.base[1] += r0 * slice.stride;
+                slice.n_rows = r1 - r0;
+                au.touch     = &slice;
+            }
+            k_.ternary_gemm(tiles, u, u + c, au, y, ldy, 0, accumulate);
         }
         return;
     }
@@ -299,9 +312,7 @@ void CpuFastBackend::linear_in_job(int ti, const CpuTiledLinear & w, const cpu::
 
 bool CpuFastBackend::steal_units(const CpuTiledLinear & w, int64_t n_tok) {
     if (n_tok != 1 || pool_.n_threads() == 1) return false;
-    const cpu::TernaryTiles tiles = w.view();
-    const int64_t           per   = unit_tiles(tiles, pool_.n_threads());
-    steal_.reset(pool_.n_threads(), (tiles.n_tiles() + per - 1) / per);
+    steal_.reset(pool_.n_threads(), w.view().n_tiles());
     return true;
 }
 
@@ -372,12 +383,12 @@ void CpuFastBackend::gate_up_in_job(int ti, const CpuTiledLinear & w, const cpu:
     if (steal) {
         const int64_t per = unit_tiles(tiles, pool_.n_threads()), n_tiles = tiles.n_tiles();
         const int64_t g_end = (n_ff + 15) / 16, u_begin = n_ff / 16;  // gate tiles [0, g_end), up [u_begin, n_tiles)
-        for (int64_t u = 0; steal_.next(ti, u);) {
-            k_.ternary_gemm(tiles, u * per, std::min(g_end, (u + 1) * per), a, glu_gate_.data(), g_end * 16, 0, false);
+        for (int64_t u = 0, c = 0; steal_.next(ti, u, c, per);) {
+            k_.ternary_gemm(tiles, u, u + c, a, glu_gate_.data(), g_end * 16, 0, false);
         }
-        for (int64_t u = 0; steal_up_.next(ti, u);) {
-            k_.ternary_gemm(tiles, u_begin + u * per, std::min(n_tiles, u_begin + (u + 1) * per), a, glu_up_.data(),
-                            (n_tiles - u_begin) * 16, u_begin * 16, false);
+        for (int64_t u = 0, c = 0; steal_up_.next(ti, u, c, per);) {
+            k_.ternary_gemm(tiles, u_begin + u, u_begin + u + c, a, glu_up_.data(), (n_tiles - u_begin) * 16, u_begin * 16,
+                            false);
         }
         pool_.barrier();
         int64_t r0 = 0, r1 = 0;
@@ -423,12 +434,12 @@ void CpuFastBackend::gate_up(const Tensor & f, const Weight & w_gate_up, const Q
 bool CpuFastBackend::steal_glu(const CpuTiledLinear & w, int64_t n_tok) {
     if (n_tok != 1 || pool_.n_threads() == 1) return false;
     const cpu::TernaryTiles tiles = w.view();
-    const int64_t n_ff = w.n_rows / 2, per = unit_tiles(tiles, pool_.n_threads());
+    const int64_t n_ff = w.n_rows / 2;
     const int64_t g_end = (n_ff + 15) / 16, u_begin = n_ff / 16;
     grow(glu_gate_, g_end * 16);
     grow(glu_up_, (tiles.n_tiles() - u_begin) * 16);
-    steal_.reset(pool_.n_threads(), (g_end + per - 1) / per);
-    steal_up_.reset(pool_.n_threads(), (tiles.n_tiles() - u_begin + per - 1) / per);
+    steal_.reset(pool_.n_threads(), g_end);
+    steal_up_.reset(pool_.n_threads(), tiles.n_tiles() - u_begin);
     return true;
 }
 
