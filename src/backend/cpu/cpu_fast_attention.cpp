@@ -154,6 +154,7 @@ int64_t CpuFastBackend::qkv_products(const Tensor & q, const KvLayer & kv, const
     // of its owner's rows (linear_in_job).
     const bool touch = pos0 >= cpu::k_pos_super && n_tok == 1;
     const bool steal = steal_units(lw, n_tok);
+    next_norm_learn(n_tok == 1 ? &lw : nullptr, in != nullptr ? in->norm : nullptr);
     if (touch && steal) {
         kv_touch_.resize(static_cast<size_t>(pool_.n_threads()));
         for (int t = 0; t < pool_.n_threads(); ++t) kv_touch_[static_cast<size_t>(t)] = kv_touch_rows(kv, s, pos0, t, pool_.n_threads());

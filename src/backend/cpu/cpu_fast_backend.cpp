@@ -303,11 +303,38 @@ void CpuFastBackend::linear_in_job(int ti, const CpuTiledLinear & w, const cpu::
             }
             k_.ternary_gemm(tiles, u, u + c, au, y, ldy, 0, accumulate);
         }
+        next_norm_touch();
         return;
     }
     int64_t t0 = 0, t1 = 0;
     ThreadPool::chunk_range(tiles.n_tiles(), 1, pool_.n_threads(), ti, t0, t1);
     if (t0 < t1) k_.ternary_gemm(tiles, t0, t1, a, y, ldy, 0, accumulate);
+    if (a.n_tokens == 1) next_norm_touch();
+}
+
+void CpuFastBackend::next_norm_learn(const CpuTiledLinear * product, const Weight * norm) {
+    if (last_product_ != nullptr) {
+        const auto * n = static_cast<const CpuNorm *>(norm);
+        NormHint     h;
+        if (n != nullptr) h = {n->w.data(), static_cast<int64_t>(n->w.size())};
+        auto it = next_norm_.find(last_product_);
+        if (it != next_norm_.end()) {
+            it->second = h;
+        } else if (h.w != nullptr) {
+            next_norm_.emplace(last_product_, h);
+        }
+    }
+    last_product_   = product;
+    next_norm_hint_ = {};
+    if (product != nullptr) {
+        const auto it = next_norm_.find(product);
+        if (it != next_norm_.end()) next_norm_hint_ = it->second;
+    }
+}
+
+void CpuFastBackend::next_norm_touch() const {
+    const NormHint h = next_norm_hint_;
+    for (int64_t i = 0; i < h.n; i += 16) __builtin_prefetch(h.w + i, 0, 3);
 }
 
 bool CpuFastBackend::steal_units(const CpuTiledLinear & w, int64_t n_tok) {
@@ -347,6 +374,7 @@ void CpuFastBackend::bitlinear(const Tensor & y, const Weight & w, const Quantiz
     grow(gsum_, a.q.ne[1] * (lw.n_cols / lw.group));
     float *    out   = cpu_data<float>(y);
     const bool steal = steal_units(lw, a.q.ne[1]);
+    next_norm_learn(a.q.ne[1] == 1 ? &lw : nullptr, nullptr);
     pool_.run([&](int ti) { linear_in_job(ti, lw, acts_in_job(ti, a, lw.group), out, y.ne[0], accumulate, steal); });
 }
 
@@ -366,6 +394,7 @@ void CpuFastBackend::linear(const Tensor & y, const Weight & w, const LinearInpu
     grow(gsum_, a.q.ne[1] * (lw.n_cols / lw.group));
     float *    out   = cpu_data<float>(y);
     const bool steal = steal_units(lw, a.q.ne[1]);
+    next_norm_learn(a.q.ne[1] == 1 ? &lw : nullptr, in.norm);
     pool_.run([&](int ti) {
         const cpu::ActView av = norm_quant_in_job(ti, a, in.x, static_cast<const CpuNorm &>(*in.norm), in.eps, lw.group);
         linear_in_job(ti, lw, av, out, y.ne[0], accumulate, steal);
@@ -390,6 +419,7 @@ void CpuFastBackend::gate_up_in_job(int ti, const CpuTiledLinear & w, const cpu:
             k_.ternary_gemm(tiles, u_begin + u, u_begin + u + c, a, glu_up_.data(), (n_tiles - u_begin) * 16, u_begin * 16,
                             false);
         }
+        next_norm_touch();
         pool_.barrier();
         int64_t r0 = 0, r1 = 0;
         ThreadPool::chunk_range(n_ff, cpu::k_tile_rows, pool_.n_threads(), ti, r0, r1);
@@ -420,6 +450,7 @@ void CpuFastBackend::gate_up_in_job(int ti, const CpuTiledLinear & w, const cpu:
                         f + t * n_ff + b0, b1 - b0, act == FfnActivation::relu2);
         }
     }
+    if (n_tok == 1) next_norm_touch();
 }
 
 void CpuFastBackend::gate_up(const Tensor & f, const Weight & w_gate_up, const QuantizedActs & a, FfnActivation act) {
@@ -428,6 +459,7 @@ void CpuFastBackend::gate_up(const Tensor & f, const Weight & w_gate_up, const Q
     grow(gsum_, a.q.ne[1] * (lw.n_cols / lw.group));
     float *    out   = cpu_data<float>(f);
     const bool steal = steal_glu(lw, a.q.ne[1]);
+    next_norm_learn(a.q.ne[1] == 1 ? &lw : nullptr, nullptr);
     pool_.run([&](int ti) { gate_up_in_job(ti, lw, acts_in_job(ti, a, lw.group), out, act, steal); });
 }
 
@@ -459,6 +491,7 @@ void CpuFastBackend::linear_glu(const Tensor & f, const Weight & w_gate_up, cons
     grow(gsum_, a.q.ne[1] * (lw.n_cols / lw.group));
     float *    out   = cpu_data<float>(f);
     const bool steal = steal_glu(lw, a.q.ne[1]);
+    next_norm_learn(a.q.ne[1] == 1 ? &lw : nullptr, in.norm);
     pool_.run([&](int ti) {
         gate_up_in_job(ti, lw, norm_quant_in_job(ti, a, in.x, static_cast<const CpuNorm &>(*in.norm), in.eps, lw.group), out,
                        act, steal);

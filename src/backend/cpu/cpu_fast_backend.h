@@ -16,6 +16,7 @@
 #include "core/steal_ranges.h"
 #include "core/thread_pool.h"
 
+#include <unordered_map>
 #include <vector>
 
 namespace tern {
@@ -142,6 +143,25 @@ private:
     // n units the rows [j n_rows / n, (j + 1) n_rows / n) of both blocks, whoever runs it.
     void         linear_in_job(int ti, const CpuTiledLinear & w, const cpu::ActView & a, float * y, int64_t ldy,
                                bool accumulate, bool steal = false, const cpu::Touch * touch = nullptr);
+    // Issue 51: a one-token norm-fused op's norm weights are cold (the token's other ~850 MB passed
+    // through the caches since they were read), and its prologue (the norm, on every thread) read them
+    // at DRAM latency while DRAM idled. The product before it learns them (next_norm_learn: the op
+    // that follows it names them, and the next token's product asks for them) and every thread of it
+    // asks for them once its units are done (next_norm_touch), so the prologue finds them in cache.
+    // product (nullptr: not a one-token product) is about to run, after norm (nullptr: none) was
+    // named by the op now starting; sets next_norm_hint_ for product's job.
+    void         next_norm_learn(const CpuTiledLinear * product, const Weight * norm);
+    void         next_norm_touch() const;
+    struct NormHint {
+        const float * w = nullptr;
+        int64_t       n = 0;
+    };
+    // Keyed by the product's weight (only compared, never dereferenced: a freed weight's entry is a
+    // stale hint, and a prefetch of freed memory does not fault). No allocation once every product
+    // has run once.
+    std::unordered_map<const void *, NormHint> next_norm_;
+    const void *                               last_product_ = nullptr;  // the last one-token product
+    NormHint                                   next_norm_hint_;          // the running product's
     // One token's product over stolen units (issue 51): steal_ reset over w's tiles in units of
     // ~64 KB; false (the static split) with one thread or more tokens.
     bool         steal_units(const CpuTiledLinear & w, int64_t n_tok);

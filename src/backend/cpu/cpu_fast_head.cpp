@@ -399,6 +399,7 @@ void CpuFastBackend::output_head(const HeadOutput & out, const Weight & head, co
         Backend::output_head(out, head, in, round_input_f16);
         return;
     }
+    next_norm_learn(nullptr, in.norm);
     Tensor h = in.x;
     if (in.norm != nullptr) {
         rms_norm(in.h, in.x, *in.norm, in.eps);
