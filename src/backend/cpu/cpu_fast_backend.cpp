@@ -118,6 +118,8 @@ std::unique_ptr<Weight> CpuFastBackend::load_linear(std::span<const WeightSource
     if (!parts.empty() && !dtype_is_lowbit(parts[0].type)) return load_family_linear(parts);  // cpu_fast_family.cpp
     if (k_.binary_q8_gemm != nullptr && cpu_binary_tiles_fit(parts)) return load_binary_linear(parts);  // cpu_fast_family.cpp
     auto w = cpu_pack_tiles(parts, pool_, base3_ ? &k_ : nullptr);
+    w->hint_id = static_cast<int64_t>(next_norm_.size());
+    next_norm_.emplace_back();
     for (auto & sc : scratch_) {
         grow(sc.f, w->n_cols);
         grow(sc.q, w->n_cols + 64);
@@ -313,27 +315,20 @@ void CpuFastBackend::linear_in_job(int ti, const CpuTiledLinear & w, const cpu::
 }
 
 void CpuFastBackend::next_norm_learn(const CpuTiledLinear * product, const Weight * norm) {
-    if (last_product_ != nullptr) {
-        const auto * n = static_cast<const CpuNorm *>(norm);
-        NormHint     h;
-        if (n != nullptr) h = {n->w.data(), static_cast<int64_t>(n->w.size())};
-        auto it = next_norm_.find(last_product_);
-        if (it != next_norm_.end()) {
-            it->second = h;
-        } else if (h.w != nullptr) {
-            next_norm_.emplace(last_product_, h);
-        }
+    if (last_product_ >= 0) {
+        const auto * n                                    = static_cast<const CpuNorm *>(norm);
+        next_norm_[static_cast<size_t>(last_product_)] = n != nullptr ? NormHint{n->w.data(), static_cast<int64_t>(n->w.size())}
+                                                                      : NormHint{};
     }
-    last_product_   = product;
-    next_norm_hint_ = {};
-    if (product != nullptr) {
-        const auto it = next_norm_.find(product);
-        if (it != next_norm_.end()) next_norm_hint_ = it->second;
-    }
+    const bool ours = product != nullptr && product->hint_id >= 0 && product->hint_id < static_cast<int64_t>(next_norm_.size());
+    last_product_ = cur_product_ = ours ? product->hint_id : -1;  // (a weight another backend loaded: no hint)
+    // Read by the job's threads as they finish (next_norm_touch): asked for now, off the critical path.
+    if (cur_product_ >= 0) __builtin_prefetch(&next_norm_[static_cast<size_t>(cur_product_)]);
 }
 
 void CpuFastBackend::next_norm_touch() const {
-    const NormHint h = next_norm_hint_;
+    if (cur_product_ < 0) return;
+    const NormHint h = next_norm_[static_cast<size_t>(cur_product_)];
     for (int64_t i = 0; i < h.n; i += 16) __builtin_prefetch(h.w + i, 0, 3);
 }
 
