@@ -32,9 +32,10 @@ template <class T> void grow(std::vector<T> & v, int64_t n) {
     if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
 }
 
-// Tiles per stolen unit of a one-token product: ~64 KB of codes (2B4T: 6 tiles of 2560 columns, 2 of
-// 6912), a few microseconds of streaming, so a thief's last unit ends close to the owner's; at least
-// 4 units per thread where the product is small.
+// The most tiles a thread takes at once from its own range in a one-token product (its units are
+// single tiles, StealRanges::next): ~64 KB of codes (2B4T: 6 tiles of 2560 columns, 2 of 6912), so
+// a product costs about as many kernel calls as with 64 KB units while its last takes shrink to one
+// tile; at most a quarter of a thread's share where the product is small.
 int64_t unit_tiles(const cpu::TernaryTiles & t, int n_threads) {
     const int64_t by_bytes = (int64_t{64} << 10) / t.tile_bytes(), by_count = t.n_tiles() / (4 * n_threads);
     return std::max<int64_t>(1, std::min(by_bytes, by_count));

@@ -137,9 +137,9 @@ private:
     void         norm_quant_token(const float * x, const float * w, int64_t k, float eps, float * tmp, int8_t * q,
                                   float * scale, int32_t * gsum, int64_t group);
     // Thread ti's tiles of w (one token: taken with steal_ when steal is set, see steal_units). With
-    // steal and touch (one cpu::Touch per thread, the [q; k; v] product's K/V rows), each unit touches
-    // its share of its owner's rows (the thread whose range the unit starts in): unit j of a range of
-    // n units the rows [j n_rows / n, (j + 1) n_rows / n) of both blocks, whoever runs it.
+    // steal and touch (one cpu::Touch per thread, the [q; k; v] product's K/V rows), each take touches
+    // its share of its owner's rows (the thread whose range holds it): units [j, j + c) of a range of
+    // n units the rows [j n_rows / n, (j + c) n_rows / n) of both blocks, whoever runs them.
     void         linear_in_job(int ti, const CpuTiledLinear & w, const cpu::ActView & a, float * y, int64_t ldy,
                                bool accumulate, bool steal = false, const cpu::Touch * touch = nullptr);
     // Issue 51: a one-token norm-fused op's norm weights are cold (the token's other ~850 MB passed
@@ -161,8 +161,9 @@ private:
     std::vector<NormHint> next_norm_;
     int64_t               last_product_ = -1;  // the hint_id of the last one-token product, else -1
     int64_t               cur_product_  = -1;  // the running product's
-    // One token's product over stolen units (issue 51): steal_ reset over w's tiles in units of
-    // ~64 KB; false (the static split) with one thread or more tokens.
+    // One token's product over stolen units (issue 51): steal_ reset over w's tiles, one tile a unit
+    // (a thread takes up to ~64 KB at once from its own range: unit_tiles); false (the static split)
+    // with one thread or more tokens.
     bool         steal_units(const CpuTiledLinear & w, int64_t n_tok);
     void         gate_up_in_job(int ti, const CpuTiledLinear & w, const cpu::ActView & a, float * f, FfnActivation act,
                                 bool steal = false);

@@ -313,9 +313,10 @@ bool CpuFastBackend::head_bounded_top(const CpuFastEmbedding & e, const float * 
     const int64_t kk = std::min(top_k, n);
     grow(top_lo_, n_threads * kk);
     std::fill(top_lo_.begin(), top_lo_.begin() + n_threads * kk, -std::numeric_limits<float>::infinity());
-    // Units of 64 rows (one unit of all rows on one thread), each thread's own from the front, then
-    // the others' from their backs (StealRanges: the halves of a 2-thread pass rarely end together);
-    // a thread's candidates are the rows it bounded, whichever they were.
+    // Units of 16 rows (one unit of all rows on one thread), each thread's own from the front up to 4
+    // at a time, then the others' from their backs one at a time (StealRanges: the halves of a
+    // 2-thread pass rarely end together); a thread's candidates are the rows it bounded, whichever
+    // they were.
     const int64_t k_unit = n_threads > 1 ? 16 : std::max<int64_t>(n, 1);
     steal_.reset(n_threads, (n + k_unit - 1) / k_unit);
     pool_.run([&](int ti) {
