@@ -908,17 +908,21 @@ TEST_P(BackendOps, TopKHeadKeepsEveryRowThatCanBeInTheTopK) {
 }
 
 // linear_qkv for decode steps after a prefill, against the CPU's unfused pair: head
-// dims 64 (partial rotary 32) and 128, GQA, both cache types, K = 2560 (8 lanes per row).
+// dims 64 (partial rotary 32) and 128, GQA, both cache types, K = 2560 (8 lanes per row); and decode
+// steps past 512 positions (the fast CPU backend's one-token product then touches the K/V rows its
+// attention reads next: in stolen units at 2+ threads, cpu_fast_backend.h linear_in_job).
 TEST_P(BackendOps, FusedNormQkvRopeDecodeMatchesTheUnfusedReference) {
     Rand r(8);
     struct Case {
         int64_t n_head, n_head_kv, hd, n_rot, k;
         DType   cache;
+        int64_t prefill = 3;
     };
-    for (const Case cs : {Case{4, 2, 64, 32, 640, DType::f16}, Case{2, 1, 128, 128, 2560, DType::f32}}) {
-        SCOPED_TRACE("head_dim " + std::to_string(cs.hd));
+    for (const Case cs : {Case{4, 2, 64, 32, 640, DType::f16}, Case{2, 1, 128, 128, 2560, DType::f32},
+                          Case{4, 2, 64, 64, 640, DType::f32, 517}}) {
+        SCOPED_TRACE("head_dim " + std::to_string(cs.hd) + ", prefill " + std::to_string(cs.prefill));
         const AttentionShape shape{cs.n_head, cs.n_head_kv, cs.hd, cs.n_rot, 10000.0f, 1.0f / std::sqrt(float(cs.hd))};
-        const int64_t        n_q = cs.n_head * cs.hd, n_kv = cs.n_head_kv * cs.hd, k = cs.k, n_ctx = 9;
+        const int64_t        n_q = cs.n_head * cs.hd, n_kv = cs.n_head_kv * cs.hd, k = cs.k, n_ctx = cs.prefill + 6;
         std::vector<float>   dq, dk, dv;
         const auto           bq = make_lowbit(DType::i2_s, k, n_q, r, dq);
         const auto           bk = make_lowbit(DType::i2_s, k, n_kv, r, dk);
@@ -942,7 +946,7 @@ TEST_P(BackendOps, FusedNormQkvRopeDecodeMatchesTheUnfusedReference) {
             auto      vt = alloc_tensor(b, cs.cache, {n_kv, n_ctx, 1, 1}, "v");
             const KvLayer kv{kt.tensor, vt.tensor};
             int64_t pos = 0;
-            for (int64_t T : {3, 1, 1, 1}) {
+            for (int64_t T : {cs.prefill, int64_t{1}, int64_t{1}, int64_t{1}}) {
                 std::vector<float> x(static_cast<size_t>(k * T));
                 for (auto & v : x) v = rr.normal(2.0f);
                 auto xt = alloc_tensor(b, DType::f32, {k, T, 1, 1}, "x");

@@ -86,32 +86,30 @@ cpu::Touch kv_touch_rows(const KvLayer & kv, const AttentionShape & s, int64_t n
 
 }  // namespace
 
-// [q; k; v] for every token into qkv_ (thread's tiles).
-void CpuFastBackend::qkv_in_job(int ti, const CpuTiledLinear & w, const cpu::ActView & a) {
-    linear_in_job(ti, w, a, qkv_.data(), w.n_rows, false);
-}
-
 // RoPE (angles by the reference's f32 recurrence and cpu::cos_sin_fixed, once per token: every head uses
 // the same ones), q out, k and v into the cache. Token t is at position col_pos_[t] and its k and v
-// go to cache row col_row_[t] (set by the caller). One token per thread.
+// go to cache row col_row_[t] (set by the caller). One token per thread. One token alone: its angles
+// are kept (rope_angles_) for the next layers, which rotate by the same ones (the 64 cos_sin_fixed
+// calls of a 2B4T layer were ~2/3 of its RoPE, which runs on one thread while the others wait).
 void CpuFastBackend::rope_store(const Tensor & q, const KvLayer & kv, const AttentionShape & s, int64_t n_tok,
                                 int64_t rows) {
     const int64_t n_q = s.n_head * s.head_dim, n_kv = s.n_head_kv * s.head_dim;
     float *       q_out = cpu_data<float>(q);
+    const int64_t half  = s.n_rot / 2;
+    const bool    keep  = n_tok == 1;
+    if (keep && !(rope_key_.pos == col_pos_[0] && rope_key_.n_rot == s.n_rot && rope_key_.base == s.rope_freq_base)) {
+        grow(rope_angles_, 2 * half);
+        rope_angles(s, col_pos_[0], rope_angles_.data());
+        rope_key_ = {col_pos_[0], s.n_rot, s.rope_freq_base};
+    }
     pool_.parallel_for(n_tok, 1, [&](int64_t t0, int64_t t1, int ti) {
-        Scratch &     sc   = scratch_[static_cast<size_t>(ti)];
-        const int64_t half = s.n_rot / 2;
+        Scratch & sc = scratch_[static_cast<size_t>(ti)];
         grow(sc.att, 2 * half);
-        float *     cs          = sc.att.data();
-        float *     sn          = cs + half;
-        const float theta_scale = std::pow(s.rope_freq_base, -2.0f / static_cast<float>(s.n_rot));
         for (int64_t t = t0; t < t1; ++t) {
-            float theta = static_cast<float>(col_pos_[static_cast<size_t>(t)]);
-            for (int64_t i = 0; i < half; ++i) {
-                cpu::cos_sin_fixed(theta, &cs[i], &sn[i]);
-                theta *= theta_scale;
-            }
-            float * col = qkv_.data() + t * rows;
+            float * cs = keep ? rope_angles_.data() : sc.att.data();
+            if (!keep) rope_angles(s, col_pos_[static_cast<size_t>(t)], cs);
+            const float * sn  = cs + half;
+            float *       col = qkv_.data() + t * rows;
             k_.rope(col, s.n_head + s.n_head_kv, s.head_dim, s.n_rot, cs, sn);
             std::memcpy(q_out + t * n_q, col, static_cast<size_t>(n_q) * sizeof(float));
             const int64_t pos = col_row_[static_cast<size_t>(t)];
@@ -128,6 +126,17 @@ void CpuFastBackend::rope_store(const Tensor & q, const KvLayer & kv, const Atte
     });
 }
 
+// The cos (cs[0, n_rot / 2)) and sin (cs[n_rot / 2, n_rot)) of position pos's angles.
+void CpuFastBackend::rope_angles(const AttentionShape & s, int64_t pos, float * cs) {
+    const int64_t half        = s.n_rot / 2;
+    const float   theta_scale = std::pow(s.rope_freq_base, -2.0f / static_cast<float>(s.n_rot));
+    float         theta       = static_cast<float>(pos);
+    for (int64_t i = 0; i < half; ++i) {
+        cpu::cos_sin_fixed(theta, &cs[i], &cs[half + i]);
+        theta *= theta_scale;
+    }
+}
+
 // [q; k; v] of a's tokens into qkv_ (x normed and quantized first where `in` carries it); returns
 // the weight's rows, qkv_'s stride per token.
 int64_t CpuFastBackend::qkv_products(const Tensor & q, const KvLayer & kv, const Weight & wqkv, const QuantizedActs & a,
@@ -141,17 +150,25 @@ int64_t CpuFastBackend::qkv_products(const Tensor & q, const KvLayer & kv, const
     // Shallower it lost: this VM's quiet window of 2026-11-29 10:05 (tg128, positions 0-127, 1 thread,
     // three rounds) 23.27 / 22.61 / 25.67 tok/s with the touch from position 1 against 25.52 / 26.69 /
     // 26.83 without; at 512 positions it saves 6.8% of a token's CPU time (BM_DecodeLayersAttention).
+    // One token at 2+ threads: the product in stolen units (steal_units), each unit touching its share
+    // of its owner's rows (linear_in_job).
     const bool touch = pos0 >= cpu::k_pos_super && n_tok == 1;
+    const bool steal = steal_units(lw, n_tok);
+    next_norm_learn(n_tok == 1 ? &lw : nullptr, in != nullptr ? in->norm : nullptr);
+    if (touch && steal) {
+        kv_touch_.resize(static_cast<size_t>(pool_.n_threads()));
+        for (int t = 0; t < pool_.n_threads(); ++t) kv_touch_[static_cast<size_t>(t)] = kv_touch_rows(kv, s, pos0, t, pool_.n_threads());
+    }
     pool_.run([&](int ti) {
         cpu::ActView av = in != nullptr
                               ? norm_quant_in_job(ti, a, in->x, static_cast<const CpuNorm &>(*in->norm), in->eps, lw.group)
                               : acts_in_job(ti, a, lw.group);
         cpu::Touch t;
-        if (touch) {
+        if (touch && !steal) {
             t        = kv_touch_rows(kv, s, pos0, ti, pool_.n_threads());
             av.touch = &t;
         }
-        qkv_in_job(ti, lw, av);
+        linear_in_job(ti, lw, av, qkv_.data(), lw.n_rows, false, steal, touch && steal ? kv_touch_.data() : nullptr);
     });
     return lw.n_rows;
 }

@@ -32,9 +32,10 @@ template <class T> void grow(std::vector<T> & v, int64_t n) {
     if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
 }
 
-// Tiles per stolen unit of a one-token product: ~64 KB of codes (2B4T: 6 tiles of 2560 columns, 2 of
-// 6912), a few microseconds of streaming, so a thief's last unit ends close to the owner's; at least
-// 4 units per thread where the product is small.
+// The most tiles a thread takes at once from its own range in a one-token product (its units are
+// single tiles, StealRanges::next): ~64 KB of codes (2B4T: 6 tiles of 2560 columns, 2 of 6912), so
+// a product costs about as many kernel calls as with 64 KB units while its last takes shrink to one
+// tile; at most a quarter of a thread's share where the product is small.
 int64_t unit_tiles(const cpu::TernaryTiles & t, int n_threads) {
     const int64_t by_bytes = (int64_t{64} << 10) / t.tile_bytes(), by_count = t.n_tiles() / (4 * n_threads);
     return std::max<int64_t>(1, std::min(by_bytes, by_count));
@@ -118,6 +119,8 @@ std::unique_ptr<Weight> CpuFastBackend::load_linear(std::span<const WeightSource
     if (!parts.empty() && !dtype_is_lowbit(parts[0].type)) return load_family_linear(parts);  // cpu_fast_family.cpp
     if (k_.binary_q8_gemm != nullptr && cpu_binary_tiles_fit(parts)) return load_binary_linear(parts);  // cpu_fast_family.cpp
     auto w = cpu_pack_tiles(parts, pool_, base3_ ? &k_ : nullptr);
+    w->hint_id = static_cast<int64_t>(next_norm_.size());
+    next_norm_.emplace_back();
     for (auto & sc : scratch_) {
         grow(sc.f, w->n_cols);
         grow(sc.q, w->n_cols + 64);
@@ -283,25 +286,56 @@ cpu::ActView CpuFastBackend::acts_in_job(int ti, const QuantizedActs & a, int64_
 }
 
 void CpuFastBackend::linear_in_job(int ti, const CpuTiledLinear & w, const cpu::ActView & a, float * y, int64_t ldy,
-                                   bool accumulate, bool steal) {
+                                   bool accumulate, bool steal, const cpu::Touch * touch) {
     const cpu::TernaryTiles tiles = w.view();
     if (steal) {
-        const int64_t per = unit_tiles(tiles, pool_.n_threads());
-        for (int64_t u = 0; steal_.next(ti, u);) {
-            k_.ternary_gemm(tiles, u * per, std::min(tiles.n_tiles(), (u + 1) * per), a, y, ldy, 0, accumulate);
+        const int     n_threads = pool_.n_threads();
+        const int64_t per = unit_tiles(tiles, n_threads);
+        cpu::ActView  au = a;
+        cpu::Touch    slice;
+        for (int64_t u = 0, c = 0; steal_.next(ti, u, c, per);) {
+            if (touch != nullptr) {
+                int64_t   b = 0, e = 0;
+                const int o = StealRanges::owner(n_threads, tiles.n_tiles(), u, b, e);
+                slice       = touch[o];
+                const int64_t r0 = slice.n_rows * (u - b) / (e - b), r1 = slice.n_rows * (u + c - b) / (e - b);
+                slice.base[0] += r0 * slice.stride;
+                slice.base[1] += r0 * slice.stride;
+                slice.n_rows = r1 - r0;
+                au.touch     = &slice;
+            }
+            k_.ternary_gemm(tiles, u, u + c, au, y, ldy, 0, accumulate);
         }
+        next_norm_touch();
         return;
     }
     int64_t t0 = 0, t1 = 0;
     ThreadPool::chunk_range(tiles.n_tiles(), 1, pool_.n_threads(), ti, t0, t1);
     if (t0 < t1) k_.ternary_gemm(tiles, t0, t1, a, y, ldy, 0, accumulate);
+    if (a.n_tokens == 1) next_norm_touch();
+}
+
+void CpuFastBackend::next_norm_learn(const CpuTiledLinear * product, const Weight * norm) {
+    if (last_product_ >= 0) {
+        const auto * n                                    = static_cast<const CpuNorm *>(norm);
+        next_norm_[static_cast<size_t>(last_product_)] = n != nullptr ? NormHint{n->w.data(), static_cast<int64_t>(n->w.size())}
+                                                                      : NormHint{};
+    }
+    const bool ours = product != nullptr && product->hint_id >= 0 && product->hint_id < static_cast<int64_t>(next_norm_.size());
+    last_product_ = cur_product_ = ours ? product->hint_id : -1;  // (a weight another backend loaded: no hint)
+    // Read by the job's threads as they finish (next_norm_touch): asked for now, off the critical path.
+    if (cur_product_ >= 0) __builtin_prefetch(&next_norm_[static_cast<size_t>(cur_product_)]);
+}
+
+void CpuFastBackend::next_norm_touch() const {
+    if (cur_product_ < 0) return;
+    const NormHint h = next_norm_[static_cast<size_t>(cur_product_)];
+    for (int64_t i = 0; i < h.n; i += 16) __builtin_prefetch(h.w + i, 0, 3);
 }
 
 bool CpuFastBackend::steal_units(const CpuTiledLinear & w, int64_t n_tok) {
     if (n_tok != 1 || pool_.n_threads() == 1) return false;
-    const cpu::TernaryTiles tiles = w.view();
-    const int64_t           per   = unit_tiles(tiles, pool_.n_threads());
-    steal_.reset(pool_.n_threads(), (tiles.n_tiles() + per - 1) / per);
+    steal_.reset(pool_.n_threads(), w.view().n_tiles());
     return true;
 }
 
@@ -336,6 +370,7 @@ void CpuFastBackend::bitlinear(const Tensor & y, const Weight & w, const Quantiz
     grow(gsum_, a.q.ne[1] * (lw.n_cols / lw.group));
     float *    out   = cpu_data<float>(y);
     const bool steal = steal_units(lw, a.q.ne[1]);
+    next_norm_learn(a.q.ne[1] == 1 ? &lw : nullptr, nullptr);
     pool_.run([&](int ti) { linear_in_job(ti, lw, acts_in_job(ti, a, lw.group), out, y.ne[0], accumulate, steal); });
 }
 
@@ -355,6 +390,7 @@ void CpuFastBackend::linear(const Tensor & y, const Weight & w, const LinearInpu
     grow(gsum_, a.q.ne[1] * (lw.n_cols / lw.group));
     float *    out   = cpu_data<float>(y);
     const bool steal = steal_units(lw, a.q.ne[1]);
+    next_norm_learn(a.q.ne[1] == 1 ? &lw : nullptr, in.norm);
     pool_.run([&](int ti) {
         const cpu::ActView av = norm_quant_in_job(ti, a, in.x, static_cast<const CpuNorm &>(*in.norm), in.eps, lw.group);
         linear_in_job(ti, lw, av, out, y.ne[0], accumulate, steal);
@@ -372,13 +408,14 @@ void CpuFastBackend::gate_up_in_job(int ti, const CpuTiledLinear & w, const cpu:
     if (steal) {
         const int64_t per = unit_tiles(tiles, pool_.n_threads()), n_tiles = tiles.n_tiles();
         const int64_t g_end = (n_ff + 15) / 16, u_begin = n_ff / 16;  // gate tiles [0, g_end), up [u_begin, n_tiles)
-        for (int64_t u = 0; steal_.next(ti, u);) {
-            k_.ternary_gemm(tiles, u * per, std::min(g_end, (u + 1) * per), a, glu_gate_.data(), g_end * 16, 0, false);
+        for (int64_t u = 0, c = 0; steal_.next(ti, u, c, per);) {
+            k_.ternary_gemm(tiles, u, u + c, a, glu_gate_.data(), g_end * 16, 0, false);
         }
-        for (int64_t u = 0; steal_up_.next(ti, u);) {
-            k_.ternary_gemm(tiles, u_begin + u * per, std::min(n_tiles, u_begin + (u + 1) * per), a, glu_up_.data(),
-                            (n_tiles - u_begin) * 16, u_begin * 16, false);
+        for (int64_t u = 0, c = 0; steal_up_.next(ti, u, c, per);) {
+            k_.ternary_gemm(tiles, u_begin + u, u_begin + u + c, a, glu_up_.data(), (n_tiles - u_begin) * 16, u_begin * 16,
+                            false);
         }
+        next_norm_touch();
         pool_.barrier();
         int64_t r0 = 0, r1 = 0;
         ThreadPool::chunk_range(n_ff, cpu::k_tile_rows, pool_.n_threads(), ti, r0, r1);
@@ -409,6 +446,7 @@ void CpuFastBackend::gate_up_in_job(int ti, const CpuTiledLinear & w, const cpu:
                         f + t * n_ff + b0, b1 - b0, act == FfnActivation::relu2);
         }
     }
+    if (n_tok == 1) next_norm_touch();
 }
 
 void CpuFastBackend::gate_up(const Tensor & f, const Weight & w_gate_up, const QuantizedActs & a, FfnActivation act) {
@@ -417,18 +455,19 @@ void CpuFastBackend::gate_up(const Tensor & f, const Weight & w_gate_up, const Q
     grow(gsum_, a.q.ne[1] * (lw.n_cols / lw.group));
     float *    out   = cpu_data<float>(f);
     const bool steal = steal_glu(lw, a.q.ne[1]);
+    next_norm_learn(a.q.ne[1] == 1 ? &lw : nullptr, nullptr);
     pool_.run([&](int ti) { gate_up_in_job(ti, lw, acts_in_job(ti, a, lw.group), out, act, steal); });
 }
 
 bool CpuFastBackend::steal_glu(const CpuTiledLinear & w, int64_t n_tok) {
     if (n_tok != 1 || pool_.n_threads() == 1) return false;
     const cpu::TernaryTiles tiles = w.view();
-    const int64_t n_ff = w.n_rows / 2, per = unit_tiles(tiles, pool_.n_threads());
+    const int64_t n_ff = w.n_rows / 2;
     const int64_t g_end = (n_ff + 15) / 16, u_begin = n_ff / 16;
     grow(glu_gate_, g_end * 16);
     grow(glu_up_, (tiles.n_tiles() - u_begin) * 16);
-    steal_.reset(pool_.n_threads(), (g_end + per - 1) / per);
-    steal_up_.reset(pool_.n_threads(), (tiles.n_tiles() - u_begin + per - 1) / per);
+    steal_.reset(pool_.n_threads(), g_end);
+    steal_up_.reset(pool_.n_threads(), tiles.n_tiles() - u_begin);
     return true;
 }
 
@@ -448,6 +487,7 @@ void CpuFastBackend::linear_glu(const Tensor & f, const Weight & w_gate_up, cons
     grow(gsum_, a.q.ne[1] * (lw.n_cols / lw.group));
     float *    out   = cpu_data<float>(f);
     const bool steal = steal_glu(lw, a.q.ne[1]);
+    next_norm_learn(a.q.ne[1] == 1 ? &lw : nullptr, in.norm);
     pool_.run([&](int ti) {
         gate_up_in_job(ti, lw, norm_quant_in_job(ti, a, in.x, static_cast<const CpuNorm &>(*in.norm), in.eps, lw.group), out,
                        act, steal);

@@ -136,19 +136,42 @@ private:
     cpu::ActView acts_in_job(int ti, const QuantizedActs & a, int64_t group);
     void         norm_quant_token(const float * x, const float * w, int64_t k, float eps, float * tmp, int8_t * q,
                                   float * scale, int32_t * gsum, int64_t group);
-    // Thread ti's tiles of w (one token: taken with steal_ when steal is set, see steal_units).
+    // Thread ti's tiles of w (one token: taken with steal_ when steal is set, see steal_units). With
+    // steal and touch (one cpu::Touch per thread, the [q; k; v] product's K/V rows), each take touches
+    // its share of its owner's rows (the thread whose range holds it): units [j, j + c) of a range of
+    // n units the rows [j n_rows / n, (j + c) n_rows / n) of both blocks, whoever runs them.
     void         linear_in_job(int ti, const CpuTiledLinear & w, const cpu::ActView & a, float * y, int64_t ldy,
-                               bool accumulate, bool steal = false);
-    // One token's product over stolen units (issue 51): steal_ reset over w's tiles in units of
-    // ~64 KB; false (the static split) with one thread or more tokens.
+                               bool accumulate, bool steal = false, const cpu::Touch * touch = nullptr);
+    // Issue 51: a one-token norm-fused op's norm weights are cold (the token's other ~850 MB passed
+    // through the caches since they were read), and its prologue (the norm, on every thread) read them
+    // at DRAM latency while DRAM idled. The product before it learns them (next_norm_learn: the op
+    // that follows it names them, and the next token's product asks for them) and every thread of it
+    // asks for them once its units are done (next_norm_touch), so the prologue finds them in cache.
+    // product (nullptr: not a one-token product) is about to run, after norm (nullptr: none) was
+    // named by the op now starting; sets next_norm_hint_ for product's job.
+    void         next_norm_learn(const CpuTiledLinear * product, const Weight * norm);
+    void         next_norm_touch() const;
+    struct NormHint {
+        const float * w = nullptr;
+        int64_t       n = 0;
+    };
+    // By the product's CpuTiledLinear::hint_id (given at load, never reused: a freed weight's entry is
+    // a stale hint, and a prefetch of freed memory does not fault); an index, not a hash map: the
+    // map's nodes were cold at every lookup (+0.4 us between a token's ops).
+    std::vector<NormHint> next_norm_;
+    int64_t               last_product_ = -1;  // the hint_id of the last one-token product, else -1
+    int64_t               cur_product_  = -1;  // the running product's
+    // One token's product over stolen units (issue 51): steal_ reset over w's tiles, one tile a unit
+    // (a thread takes up to ~64 KB at once from its own range: unit_tiles); false (the static split)
+    // with one thread or more tokens.
     bool         steal_units(const CpuTiledLinear & w, int64_t n_tok);
     void         gate_up_in_job(int ti, const CpuTiledLinear & w, const cpu::ActView & a, float * f, FfnActivation act,
                                 bool steal = false);
     // The same for a one-token gate + up product: steal_ over the gate tiles, steal_up_ over the up
     // tiles, glu_gate_ / glu_up_ grown for their rows.
     bool         steal_glu(const CpuTiledLinear & w, int64_t n_tok);
-    void         qkv_in_job(int ti, const CpuTiledLinear & w, const cpu::ActView & a);
     void         rope_store(const Tensor & q, const KvLayer & kv, const AttentionShape & s, int64_t n_tok, int64_t rows);
+    static void  rope_angles(const AttentionShape & s, int64_t pos, float * cs);
     void         set_contiguous_columns(int64_t pos0, int64_t n_tok);
     // pos0 > 0 (one token of a contiguous cache): the product touches the cache rows [0, pos0) that
     // attention reads next (cpu::Touch).
@@ -178,7 +201,13 @@ private:
     StealRanges             steal_;     // one job's units: one-token products (linear_in_job) and the head's pass 1
     StealRanges             steal_up_;  // a one-token gate + up product's up tiles (steal_ has its gate tiles)
     std::vector<float>      glu_gate_, glu_up_;  // its gate and up rows
+    std::vector<cpu::Touch> kv_touch_;           // qkv_products: each thread's K/V rows (stolen units)
     std::vector<int64_t>    col_pos_, col_row_;  // rope_store: each token's position and cache row
+    std::vector<float>      rope_angles_;        // rope_store: one token's angles (cos, then sin) and their key
+    struct {
+        int64_t pos = -1, n_rot = 0;
+        float   base = 0;
+    } rope_key_;
     std::vector<int64_t>    col_seq_;            // attention_paged: each column's sequence
     CpuIsa                  isa_;
     const cpu::Kernels &    k_;

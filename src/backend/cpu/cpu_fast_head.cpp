@@ -313,18 +313,19 @@ bool CpuFastBackend::head_bounded_top(const CpuFastEmbedding & e, const float * 
     const int64_t kk = std::min(top_k, n);
     grow(top_lo_, n_threads * kk);
     std::fill(top_lo_.begin(), top_lo_.begin() + n_threads * kk, -std::numeric_limits<float>::infinity());
-    // Units of 64 rows (one unit of all rows on one thread), each thread's own from the front, then
-    // the others' from their backs (StealRanges: the halves of a 2-thread pass rarely end together);
-    // a thread's candidates are the rows it bounded, whichever they were.
-    const int64_t k_unit = n_threads > 1 ? 64 : std::max<int64_t>(n, 1);
+    // Units of 16 rows (one unit of all rows on one thread), each thread's own from the front up to 4
+    // at a time, then the others' from their backs one at a time (StealRanges: the halves of a
+    // 2-thread pass rarely end together); a thread's candidates are the rows it bounded, whichever
+    // they were.
+    const int64_t k_unit = n_threads > 1 ? 16 : std::max<int64_t>(n, 1);
     steal_.reset(n_threads, (n + k_unit - 1) / k_unit);
     pool_.run([&](int ti) {
         Scratch & sc    = scratch_[static_cast<size_t>(ti)];
         float     m     = -std::numeric_limits<float>::infinity();
         int64_t   n_own = 0;  // rows bounded by this thread (candidates in sc.cand when kk > 1)
         if (kk > 1) grow(sc.cand, n);
-        for (int64_t u = 0; steal_.next(ti, u);) {
-            const int64_t r0 = u * k_unit, r1 = std::min(n, r0 + k_unit);
+        for (int64_t u = 0, c = 0; steal_.next(ti, u, c, 4);) {
+            const int64_t r0 = u * k_unit, r1 = std::min(n, (u + c) * k_unit);
             m = std::max(m, head_bounds(e, hin, r0, r1, sc));
             if (kk > 1) std::copy(lo_.begin() + r0, lo_.begin() + r1, sc.cand.begin() + n_own);
             n_own += r1 - r0;
@@ -399,6 +400,7 @@ void CpuFastBackend::output_head(const HeadOutput & out, const Weight & head, co
         Backend::output_head(out, head, in, round_input_f16);
         return;
     }
+    next_norm_learn(nullptr, in.norm);
     Tensor h = in.x;
     if (in.norm != nullptr) {
         rms_norm(in.h, in.x, *in.norm, in.eps);

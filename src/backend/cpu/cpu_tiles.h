@@ -43,6 +43,7 @@ public:
     AlignedBytes codes;       // [n_tiles][chunks per tile][64]
     AlignedBytes scales;      // f32 [n_tiles][n_groups][16]
     AlignedBytes out_scales;  // f32 [n_tiles * 16]; empty when every part's output scale is 1
+    int64_t      hint_id = -1;  // the loading backend's index of this weight's hints (CpuFastBackend::next_norm_)
     cpu::TernaryTiles view() const;
 };
 
