@@ -602,7 +602,6 @@ private:
     struct FamilyMatvec {
         WGPUBuffer words = nullptr, scales = nullptr, acts = nullptr, y = nullptr, oacts = nullptr;
         uint32_t   wg = 0, rows = 0, mrows = 0, nb = 0, wtype = 0, nbo = 1, loads = 1;
-        uint32_t   nph = 1, nbp = 0, pad = 0;  // TEMPORARY (issue 54): matvec_q8_acts.wgsl NPH, NBP (0: nb), PAD
         bool       glu = false, accumulate = false, qout = false;
         uint32_t   n_rows = 0, y_offset = 0, y_stride = 0, up_row = 0, activation = 0;
         // PROLOGUE (matvec_q8_acts.wgsl): h's blocks made from x (and the norm nw) in every workgroup.

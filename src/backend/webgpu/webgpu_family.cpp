@@ -262,9 +262,6 @@ void WebGpuBackend::encode_family_matvec(const FamilyMatvec & mv, const FamilyRo
                             {"QOUT", mv.qout ? 1.0 : 0.0},
                             {"NBO", static_cast<double>(mv.nbo)},
                             {"LOADS", static_cast<double>(mv.loads)},
-                            {"NPH", static_cast<double>(mv.nph)},
-                            {"NBP", static_cast<double>(mv.nph > 1 ? mv.nbp : mv.nb)},
-                            {"PAD", static_cast<double>(mv.pad)},
                             {"ROPE", rope ? 1.0 : 0.0},
                             {"NORM_MODE", rope && !rope->norm_mode ? 0.0 : 1.0},
                             {"K_F16", rope && !rope->k_f16 ? 0.0 : 1.0},
@@ -503,18 +500,8 @@ bool WebGpuBackend::try_family_decode(const Tensor & y, const Weight & w, const 
         const double  wtype = takes_q8_0(part.type) ? static_cast<double>(matmul_wtype(part.type)) : 7.0;
         if (a_in != nullptr && takes_q8_0(part.type)) {  // matvec_q8_acts.wgsl
             const uint32_t lanes = (qout || prologue ? qout_wg : wg) / (rows * per);
-            uint32_t       loads = lane_loads(part.type, lanes);
+            const uint32_t loads = lane_loads(part.type, lanes);
             FamilyMatvec mv;
-            // (TEMPORARY family_glu_phases / family_glu_pad, issue 54: the QOUT gate+up's terms in that many
-            // phases, all of a lane's blocks loaded at once; f32s of unused workgroup memory)
-            const uint32_t per_lane = ceil_div(u32(nb), lanes);
-            if (qout && !prologue && tune_.family_glu_phases > 1 && per_lane <= 12 && part.type == DType::q4_0) {
-                mv.nph = tune_.family_glu_phases;
-                mv.nbp = lanes * ceil_div(per_lane, mv.nph);
-                mv.nph = ceil_div(u32(nb), mv.nbp);
-                loads  = per_lane;
-            }
-            if (qout && !prologue) { mv.pad = tune_.family_glu_pad; }
             mv.words = part.words;
             mv.scales = part.scales;
             mv.acts = a_in;

@@ -50,8 +50,6 @@ const std::vector<Field> & fields() {
         {"family_q1_sg", Kind::number, 0, 1, &T::family_q1_sg},
         {"family_acts_rows", Kind::pow2, 1, 128, &T::family_acts_rows},
         {"family_acts_loads", Kind::number, 0, 12, &T::family_acts_loads},
-        {"family_glu_phases", Kind::number, 0, 8, &T::family_glu_phases},
-        {"family_glu_pad", Kind::number, 0, 8192, &T::family_glu_pad},
         {"family_qkv_rows", Kind::number, 0, 128, &T::family_qkv_rows},
         {"head_i8_min_bytes", Kind::number, 0, k_max, &T::head_i8_min_bytes},
         {"family_head_i8", Kind::number, 0, 1, &T::family_head_i8},

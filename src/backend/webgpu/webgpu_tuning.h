@@ -55,9 +55,6 @@ struct WebGpuTuning {
                                        //    0: workgroup trees (log2 WG + 2 barriers)
     uint32_t family_acts_loads = 0;    // ... blocks a lane loads at once (1..12); 0: all of its blocks, at most 12
                                        //    (Q8_0: 8); before: 4
-    uint32_t family_glu_phases = 2;    // TEMPORARY (issue 54 A/B): the QOUT gate+up's terms in phases, all blocks
-                                       //    loaded at once (0, 1: one phase)
-    uint32_t family_glu_pad    = 0;    // TEMPORARY (issue 54 A/B): f32s of unused workgroup memory in it
     uint32_t family_qkv_rows   = 0;    // one token's normed [q; k; v] matvec_q8_acts.wgsl (PROLOGUE): its rows
                                        //    per workgroup (a multiple of 4 that divides the rows; else the
                                        //    default); 0: 32, or the fewest from 36 to 64 that make at most

@@ -56,14 +56,6 @@ override V_F16: bool = true;
 override PROLOGUE: bool = false;  // h's blocks made from x in the prologue (T = 1), not read from acts
 override NORM: bool = false;      // PROLOGUE: h = rms_norm(x) * nw, else x
 override QPT: u32 = 1u;           // PROLOGUE: ceil(4 NB / WG), at most 4 (NB <= WG)
-// TEMPORARY (issue 54 A/B, family_glu_phases): QOUT without PROLOGUE, all of a lane's blocks loaded at
-// once (LOADS covers them), their terms in NPH phases of NBP blocks a row (NBP a multiple of the lanes
-// per row): a phase's terms are added to the row sums (in block order, row_sum's sequence) before the
-// next phase's overwrite them, so terms holds NBP blocks a row, not NB. Else NPH 1, NBP NB.
-override NPH: u32 = 1u;
-override NBP: u32 = 64u;
-// TEMPORARY (issue 54 A/B, family_glu_pad): f32s of workgroup memory added to terms, never read.
-override PAD: u32 = 0u;
 
 // Q4_0 / Q8_0 blocks a lane loads before it multiplies them (the host: all of its blocks where
 // that is at most MAX_LOADS, so a QOUT gate+up's lanes wait for memory once; the arrays are
@@ -105,7 +97,7 @@ struct Params {
 @group(0) @binding(10) var<uniform> p: Params;
 
 // The terms, a row every NB + 1 (the row sums' reads fall on different banks for even NB).
-var<workgroup> terms: array<f32, MROWS * (NBP + 1u) + PAD>;
+var<workgroup> terms: array<f32, MROWS * (NB + 1u)>;
 // QOUT: the workgroup's outputs and the max |f| per 8 of them.
 // ROPE: the workgroup's rows after the rotation, in its row order.
 var<workgroup> fo: array<f32, select(1u, ROWS, QOUT || ROPE)>;
@@ -177,13 +169,8 @@ fn neox_row(l: u32) -> u32 {
 
 // The terms of matrix row m, added in block order.
 fn row_sum(m: u32) -> f32 {
-    return row_add(0.0, m, NB);
-}
-
-// s plus the first n terms of matrix row m, in block order.
-fn row_add(s0: f32, m: u32, n: u32) -> f32 {
-    var s = s0;
-    for (var b = 0u; b < n; b++) { s = s + terms[m * (NBP + 1u) + b]; }
+    var s = 0.0;
+    for (var b = 0u; b < NB; b++) { s = s + terms[m * (NB + 1u) + b]; }
     return s;
 }
 
@@ -221,12 +208,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         if (live) {
             for (var j = 0u; j < LOADS; j++) {
                 let b = lane + j * lanes;
-                if (b < NB) { terms[m * (NBP + 1u) + b] = q_term(wa[j], wb[j], sc[j], a0, b); }
+                if (b < NB) { terms[m * (NB + 1u) + b] = q_term(wa[j], wb[j], sc[j], a0, b); }
             }
         }
-    } else if (NPH > 1u) {
-        phased_glu(lid, t, a0, r0, m, lane, live, row);
-        return;
     } else if (live) {
         // Blocks lane + i lanes, LOADS at a time: their words and scales first, then the terms.
         for (var i0 = 0u; i0 < NB; i0 += LOADS * lanes) {
@@ -247,7 +231,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
             for (var j = 0u; j < LOADS; j++) {
                 let b = i0 + lane + j * lanes;
-                if (b < NB) { terms[m * (NBP + 1u) + b] = q_term(wa[j], wb[j], sc[j], a0, b); }
+                if (b < NB) { terms[m * (NB + 1u) + b] = q_term(wa[j], wb[j], sc[j], a0, b); }
             }
         }
     }
@@ -366,55 +350,4 @@ fn store_pair(row: u32, a: f32, b: f32) {
         k_cache[e0]      = bitcast<u32>(a);
         k_cache[e0 + 1u] = bitcast<u32>(b);
     }
-}
-
-// TEMPORARY (family_glu_phases) QOUT in NPH phases (see NPH): all of the lane's blocks lane + j lanes
-// loaded at once, then per phase [b0, b0 + NBP) their terms into terms (NBP a row) and invocation
-// lid < ROWS adds its gate and up rows' terms to its sums. The same terms and additions as the
-// one-phase path. Every invocation calls it (barriers).
-fn phased_glu(lid: u32, t: u32, a0: u32, r0: u32, m: u32, lane: u32, live: bool, row: u32) {
-    let lanes = WG / MROWS;
-    var wa: array<vec4<u32>, MAX_LOADS>;
-    var wb: array<vec4<u32>, MAX_LOADS>;
-    var sc: array<f32, MAX_LOADS>;
-    if (live) {
-        for (var j = 0u; j < LOADS; j++) {
-            let b = lane + j * lanes;
-            if (b < NB) {
-                if (WTYPE == 3u) {
-                    wa[j] = w[2u * (row * NB + b)];
-                    wb[j] = w[2u * (row * NB + b) + 1u];
-                } else {
-                    wa[j] = w[row * NB + b];
-                }
-                sc[j] = ws[row * NB + b];
-            }
-        }
-    }
-    let jp = NBP / lanes;  // a lane's blocks a phase
-    var sg = 0.0;
-    var su = 0.0;
-    for (var ph = 0u; ph < NPH; ph++) {
-        let b0 = ph * NBP;
-        let b1 = min(NB, b0 + NBP);
-        if (live) {
-            for (var j = ph * jp; j < min(LOADS, ph * jp + jp); j++) {
-                let b = lane + j * lanes;
-                if (b < b1) { terms[m * (NBP + 1u) + b - b0] = q_term(wa[j], wb[j], sc[j], a0, b); }
-            }
-        }
-        workgroupBarrier();
-        if (lid < ROWS) {
-            sg = row_add(sg, lid, b1 - b0);
-            su = row_add(su, ROWS + lid, b1 - b0);
-        }
-        workgroupBarrier();
-    }
-    let r = r0 + lid;
-    var f = 0.0;
-    if (lid < ROWS && r < p.n_rows) {
-        f = ffn_gate(sg, su, p.activation);
-        y[p.y_offset + t * p.y_stride + r] = f;
-    }
-    quantize_out(lid, t, r0, f);
 }
