@@ -155,7 +155,7 @@ int64_t CpuFastBackend::qkv_products(const Tensor & q, const KvLayer & kv, const
     const bool touch = pos0 >= cpu::k_pos_super && n_tok == 1;
     const bool steal = steal_units(lw, n_tok);
     next_norm_learn(n_tok == 1 ? &lw : nullptr, in != nullptr ? in->norm : nullptr);
-    if (touch && steal) {
+    if (touch) {  // each thread's rows (its own tiles' touch; with steal, sliced by linear_in_job)
         kv_touch_.resize(static_cast<size_t>(pool_.n_threads()));
         for (int t = 0; t < pool_.n_threads(); ++t) kv_touch_[static_cast<size_t>(t)] = kv_touch_rows(kv, s, pos0, t, pool_.n_threads());
     }
@@ -163,11 +163,7 @@ int64_t CpuFastBackend::qkv_products(const Tensor & q, const KvLayer & kv, const
         cpu::ActView av = in != nullptr
                               ? norm_quant_in_job(ti, a, in->x, static_cast<const CpuNorm &>(*in->norm), in->eps, lw.group)
                               : acts_in_job(ti, a, lw.group);
-        cpu::Touch t;
-        if (touch && !steal) {
-            t        = kv_touch_rows(kv, s, pos0, ti, pool_.n_threads());
-            av.touch = &t;
-        }
+        if (touch && !steal) av.touch = &kv_touch_[static_cast<size_t>(ti)];
         linear_in_job(ti, lw, av, qkv_.data(), lw.n_rows, false, steal, touch && steal ? kv_touch_.data() : nullptr);
     });
     return lw.n_rows;

@@ -201,7 +201,7 @@ private:
     StealRanges             steal_;     // one job's units: one-token products (linear_in_job) and the head's pass 1
     StealRanges             steal_up_;  // a one-token gate + up product's up tiles (steal_ has its gate tiles)
     std::vector<float>      glu_gate_, glu_up_;  // its gate and up rows
-    std::vector<cpu::Touch> kv_touch_;           // qkv_products: each thread's K/V rows (stolen units)
+    std::vector<cpu::Touch> kv_touch_;           // qkv_products: each thread's K/V rows (cpu::Touch)
     std::vector<int64_t>    col_pos_, col_row_;  // rope_store: each token's position and cache row
     std::vector<float>      rope_angles_;        // rope_store: one token's angles (cos, then sin) and their key
     struct {
